@@ -1,0 +1,72 @@
+// Package cli holds volctl's cobra commands: one file per noun and verb, each with an options
+// struct filled by flags and a run function that takes it, so tests can build options directly.
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/volctl/volctl/internal/iostreams"
+)
+
+// Factory carries what every command needs: the streams, the global flags, and constructors
+// for the heavier pieces, built only when a command asks for them.
+type Factory struct {
+	IO *iostreams.IOStreams
+
+	stateDirFlag string
+	verbose      bool
+	getenv       func(string) string
+	geteuid      func() int
+}
+
+// NewFactory returns a Factory for the process's environment.
+func NewFactory(ios *iostreams.IOStreams) *Factory {
+	return &Factory{IO: ios, getenv: os.Getenv, geteuid: os.Geteuid}
+}
+
+// StateDir resolves the state directory as DESIGN.md says: --state-dir, $VOLCTL_STATE_DIR,
+// /var/lib/volctl for root, else $XDG_STATE_HOME/volctl (~/.local/state/volctl).
+func (f *Factory) StateDir() (string, error) {
+	dir := f.stateDirFlag
+	if dir == "" {
+		dir = f.getenv("VOLCTL_STATE_DIR")
+	}
+	if dir == "" && f.geteuid() == 0 {
+		dir = "/var/lib/volctl"
+	}
+	if dir == "" {
+		base := f.getenv("XDG_STATE_HOME")
+		if base == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("state dir: set --state-dir or VOLCTL_STATE_DIR: %w", err)
+			}
+			base = filepath.Join(home, ".local", "state")
+		}
+		dir = filepath.Join(base, "volctl")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("state dir %q: %w", dir, err)
+	}
+	return abs, nil
+}
+
+// Verbose reports whether RPC traces and debug logs were asked for (--verbose or VOLCTL_LOG=debug).
+func (f *Factory) Verbose() bool {
+	return f.verbose || strings.EqualFold(f.getenv("VOLCTL_LOG"), "debug")
+}
+
+// Logger returns the logger commands and the layers below them use: warnings and errors on
+// stderr by default, debug with --verbose.
+func (f *Factory) Logger() *slog.Logger {
+	level := slog.LevelWarn
+	if f.Verbose() {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+}

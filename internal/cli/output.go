@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"text/template"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+)
+
+// exportFlags are the --json and -t/--template flags every list and status command takes.
+type exportFlags struct {
+	JSON     bool
+	Template string
+}
+
+func addExportFlags(cmd *cobra.Command, e *exportFlags) {
+	cmd.Flags().BoolVar(&e.JSON, "json", false, "print JSON (a stable contract, see docs/json.md)")
+	cmd.Flags().StringVarP(&e.Template, "template", "t", "", "format output with a Go template over the JSON form")
+}
+
+// Enabled reports whether machine output was asked for.
+func (e *exportFlags) Enabled() bool { return e.JSON || e.Template != "" }
+
+// Write prints v as indented JSON, or through the template. The template sees exactly the JSON
+// form (field names as in --json), so the two contracts cannot drift apart.
+func (e *exportFlags) Write(w io.Writer, v any) error {
+	if e.Template == "" {
+		return writeJSON(w, v)
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var data any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&data); err != nil {
+		return err
+	}
+	tmpl, err := template.New("output").Funcs(templateFuncs).Parse(e.Template)
+	if err != nil {
+		return usageError("--template: %v", err)
+	}
+	if err := tmpl.Execute(w, data); err != nil {
+		return usageError("--template: %v", err)
+	}
+	return nil
+}
+
+var templateFuncs = template.FuncMap{
+	"json": func(v any) (string, error) {
+		b, err := json.Marshal(v)
+		return string(b), err
+	},
+	"join": func(sep string, v []any) string {
+		parts := make([]string, len(v))
+		for i, x := range v {
+			parts[i] = fmt.Sprint(x)
+		}
+		return strings.Join(parts, sep)
+	},
+	"upper": strings.ToUpper,
+	"lower": strings.ToLower,
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// none is what an empty table cell shows.
+const none = "<none>"
+
+// table prints aligned columns with <none> in empty cells.
+type table struct {
+	out  io.Writer
+	rows [][]string
+}
+
+func newTable(out io.Writer, headers ...string) *table {
+	return &table{out: out, rows: [][]string{headers}}
+}
+
+func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		if strings.TrimSpace(c) == "" {
+			cells[i] = none
+		}
+	}
+	t.rows = append(t.rows, cells)
+}
+
+func (t *table) render() error {
+	tw := tabwriter.NewWriter(t.out, 0, 0, 2, ' ', 0)
+	for _, r := range t.rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+// keyValues prints "Key  = value" lines aligned, as `nomad volume status ID` does.
+func keyValues(out io.Writer, pairs ...[2]string) error {
+	tw := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
+	for _, p := range pairs {
+		v := p[1]
+		if strings.TrimSpace(v) == "" {
+			v = none
+		}
+		fmt.Fprintf(tw, "%s\t= %s\n", p[0], v)
+	}
+	return tw.Flush()
+}
+
+// age renders how long ago t was, for tables.
+func age(now, t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return strings.TrimSuffix(humanize.RelTime(t, now, "", ""), " ")
+}
+
+// bytesIEC renders a byte count as people read capacities ("10 GiB"); 0 is empty.
+func bytesIEC(n int64) string {
+	if n <= 0 {
+		return ""
+	}
+	return humanize.IBytes(uint64(n))
+}

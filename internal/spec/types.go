@@ -1,0 +1,270 @@
+// Package spec is volctl's shared vocabulary: access and attachment modes, capabilities, mount
+// options, secrets, and the typed volume, plugin and group specs parsed from HCL or JSON.
+// It is pure (bytes in, values out) and imports nothing else of the project.
+package spec
+
+import (
+	"encoding/json"
+	"log/slog"
+	"time"
+)
+
+// AccessMode is a CSI access mode in Nomad's spelling.
+type AccessMode string
+
+// The access modes volctl knows, in Nomad's spelling.
+const (
+	SingleNodeReaderOnly  AccessMode = "single-node-reader-only"
+	SingleNodeWriter      AccessMode = "single-node-writer"
+	MultiNodeReaderOnly   AccessMode = "multi-node-reader-only"
+	MultiNodeSingleWriter AccessMode = "multi-node-single-writer"
+	MultiNodeMultiWriter  AccessMode = "multi-node-multi-writer"
+)
+
+// AccessModes lists every valid access mode, in the order help text shows them.
+var AccessModes = []AccessMode{
+	SingleNodeReaderOnly, SingleNodeWriter, MultiNodeReaderOnly, MultiNodeSingleWriter, MultiNodeMultiWriter,
+}
+
+// Valid reports whether m is one of AccessModes.
+func (m AccessMode) Valid() bool {
+	for _, v := range AccessModes {
+		if m == v {
+			return true
+		}
+	}
+	return false
+}
+
+// SingleNode reports whether the mode allows the volume on one node only.
+func (m AccessMode) SingleNode() bool {
+	return m == SingleNodeReaderOnly || m == SingleNodeWriter
+}
+
+// ReaderOnly reports whether the mode allows no writer at all.
+func (m AccessMode) ReaderOnly() bool {
+	return m == SingleNodeReaderOnly || m == MultiNodeReaderOnly
+}
+
+// AttachmentMode is how a volume is presented: a mounted filesystem or a raw block device.
+type AttachmentMode string
+
+// The attachment modes.
+const (
+	FileSystem  AttachmentMode = "file-system"
+	BlockDevice AttachmentMode = "block-device"
+)
+
+// AttachmentModes lists every valid attachment mode.
+var AttachmentModes = []AttachmentMode{FileSystem, BlockDevice}
+
+// Valid reports whether m is one of AttachmentModes.
+func (m AttachmentMode) Valid() bool { return m == FileSystem || m == BlockDevice }
+
+// Capability is one (access mode, attachment mode) pair a volume supports.
+type Capability struct {
+	AccessMode     AccessMode     `json:"access_mode"`
+	AttachmentMode AttachmentMode `json:"attachment_mode"`
+}
+
+// MountOptions are the filesystem type and mount flags used when a volume is staged and published.
+type MountOptions struct {
+	FSType     string     `json:"fs_type,omitempty"`
+	MountFlags MountFlags `json:"mount_flags,omitempty"`
+}
+
+// Merge applies Nomad's rule for a claim's mount options over the volume's: the request's fs_type
+// wins when set, and the request's mount flags replace the volume's when any are given.
+func (m *MountOptions) Merge(req *MountOptions) *MountOptions {
+	out := &MountOptions{}
+	if m != nil {
+		out.FSType = m.FSType
+		out.MountFlags = append(MountFlags(nil), m.MountFlags...)
+	}
+	if req != nil {
+		if req.FSType != "" {
+			out.FSType = req.FSType
+		}
+		if len(req.MountFlags) > 0 {
+			out.MountFlags = append(MountFlags(nil), req.MountFlags...)
+		}
+	}
+	return out
+}
+
+// Redacted is what every redacting type prints in place of a sensitive value.
+const Redacted = "[REDACTED]"
+
+// Secrets is a map of sensitive strings (CSI secrets, plugin environment). It redacts its values
+// wherever it can be printed, logged or marshalled; Plain returns the values for the two places
+// that need them: the store, which persists them, and internal/csi, which sends them.
+type Secrets map[string]string
+
+// String redacts every value.
+func (s Secrets) String() string {
+	if len(s) == 0 {
+		return "map[]"
+	}
+	return Redacted
+}
+
+// GoString redacts every value, for %#v.
+func (s Secrets) GoString() string { return s.String() }
+
+// LogValue redacts every value in slog output.
+func (s Secrets) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// MarshalJSON keeps the keys, so a reader can see which secrets are set, and redacts the values.
+func (s Secrets) MarshalJSON() ([]byte, error) {
+	if s == nil {
+		return []byte("null"), nil
+	}
+	out := make(map[string]string, len(s))
+	for k := range s {
+		out[k] = Redacted
+	}
+	return json.Marshal(out)
+}
+
+// Plain returns the raw values. Only the store and internal/csi may call it.
+func (s Secrets) Plain() map[string]string { return map[string]string(s) }
+
+// MountFlags are mount flags. The CSI spec says they may carry credentials, so, like Secrets,
+// they redact themselves in every output; Plain returns them for the store and internal/csi.
+type MountFlags []string
+
+// String redacts the flags.
+func (f MountFlags) String() string {
+	if len(f) == 0 {
+		return "[]"
+	}
+	return Redacted
+}
+
+// GoString redacts the flags, for %#v.
+func (f MountFlags) GoString() string { return f.String() }
+
+// LogValue redacts the flags in slog output.
+func (f MountFlags) LogValue() slog.Value { return slog.StringValue(f.String()) }
+
+// MarshalJSON keeps the count and redacts each flag.
+func (f MountFlags) MarshalJSON() ([]byte, error) {
+	if f == nil {
+		return []byte("null"), nil
+	}
+	out := make([]string, len(f))
+	for i := range out {
+		out[i] = Redacted
+	}
+	return json.Marshal(out)
+}
+
+// Plain returns the raw flags. Only the store and internal/csi may call it.
+func (f MountFlags) Plain() []string { return []string(f) }
+
+// Topology is one accessibility segment set, e.g. {"zone": "us-east-1a"}.
+type Topology struct {
+	Segments map[string]string `json:"segments"`
+}
+
+// TopologyRequest says where a volume must (required) or should (preferred) be accessible.
+type TopologyRequest struct {
+	Required  []Topology `json:"required,omitempty"`
+	Preferred []Topology `json:"preferred,omitempty"`
+}
+
+// Verb is what a volume spec is validated for: the rules differ between register and create.
+type Verb string
+
+// The validation verbs. VerbAny applies only the rules common to both.
+const (
+	VerbAny      Verb = ""
+	VerbRegister Verb = "register"
+	VerbCreate   Verb = "create"
+)
+
+// Volume is a CSI volume spec in Nomad's format.
+type Volume struct {
+	ID              string            `json:"id"`
+	Namespace       string            `json:"namespace,omitempty"`
+	Name            string            `json:"name,omitempty"`
+	Type            string            `json:"type"`
+	PluginID        string            `json:"plugin_id"`
+	ExternalID      string            `json:"external_id,omitempty"`
+	SnapshotID      string            `json:"snapshot_id,omitempty"`
+	CloneID         string            `json:"clone_id,omitempty"`
+	CapacityMin     int64             `json:"capacity_min,omitempty"` // bytes; 0 is unset
+	CapacityMax     int64             `json:"capacity_max,omitempty"` // bytes; 0 is unset
+	Capabilities    []Capability      `json:"capabilities"`
+	MountOptions    *MountOptions     `json:"mount_options,omitempty"`
+	TopologyRequest *TopologyRequest  `json:"topology_request,omitempty"`
+	Secrets         Secrets           `json:"secrets,omitempty"`
+	Parameters      map[string]string `json:"parameters,omitempty"`
+	Context         map[string]string `json:"context,omitempty"`
+}
+
+// DefaultNamespace is the namespace of a volume spec that names none, as in Nomad.
+const DefaultNamespace = "default"
+
+// PluginType says which CSI services a plugin serves.
+type PluginType string
+
+// The plugin types.
+const (
+	PluginMonolith   PluginType = "monolith"
+	PluginController PluginType = "controller"
+	PluginNode       PluginType = "node"
+)
+
+// Plugin is a CSI plugin declaration: `plugin "ID" { type = "monolith" socket = "..." }`.
+type Plugin struct {
+	ID               string        `json:"id"`
+	Type             PluginType    `json:"type"`
+	Socket           string        `json:"socket,omitempty"`            // monolith
+	ControllerSocket string        `json:"controller_socket,omitempty"` // controller, or monolith with split sockets
+	NodeSocket       string        `json:"node_socket,omitempty"`       // node, or monolith with split sockets
+	Timeout          time.Duration `json:"timeout,omitempty"`           // long-RPC timeout; 0 means the default
+	Exec             *Exec         `json:"exec,omitempty"`
+}
+
+// Exec is how volctl starts and supervises a plugin itself.
+type Exec struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args,omitempty"`
+	Env     Secrets  `json:"env,omitempty"` // plugin environments often carry credentials
+}
+
+// Group is a consumer of volumes shaped like a Nomad job group.
+type Group struct {
+	Name    string          `json:"name"`
+	Count   int             `json:"count"`
+	Volumes []VolumeRequest `json:"volumes"`
+	Mounts  []VolumeMount   `json:"volume_mounts,omitempty"`
+}
+
+// VolumeRequest is a group's `volume "LABEL" { ... }` block.
+type VolumeRequest struct {
+	Name           string         `json:"name"`
+	Type           string         `json:"type"`
+	Source         string         `json:"source"`
+	PerAlloc       bool           `json:"per_alloc,omitempty"`
+	ReadOnly       bool           `json:"read_only,omitempty"`
+	AccessMode     AccessMode     `json:"access_mode"`
+	AttachmentMode AttachmentMode `json:"attachment_mode"`
+	MountOptions   *MountOptions  `json:"mount_options,omitempty"`
+}
+
+// VolumeMount binds a requested volume's publish target to a host destination.
+type VolumeMount struct {
+	Volume          string `json:"volume"`
+	Destination     string `json:"destination"`
+	ReadOnly        bool   `json:"read_only,omitempty"`
+	PropagationMode string `json:"propagation_mode,omitempty"` // private (default), host-to-task, bidirectional
+}
+
+// The volume_mount propagation modes.
+const (
+	PropagationPrivate       = "private"
+	PropagationHostToTask    = "host-to-task"
+	PropagationBidirectional = "bidirectional"
+)
