@@ -11,10 +11,12 @@ import (
 	"github.com/volctl/volctl/internal/iostreams"
 )
 
-func main() {
+func main() { os.Exit(run()) }
+
+// run builds the root command, runs it, and maps its error to the exit code.
+func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	f := cli.NewFactory(iostreams.System())
-	err := cli.NewRootCmd(f).ExecuteContext(ctx)
-	stop()
-	os.Exit(f.Report(err))
+	return f.Report(cli.NewRootCmd(f).ExecuteContext(ctx))
 }

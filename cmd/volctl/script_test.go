@@ -1,0 +1,107 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets testscript run this test binary as the volctl command.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"volctl": func() { os.Exit(run()) },
+	})
+}
+
+// TestScripts runs testdata/script/*.txtar against the real command.
+// Conditions: [root] (euid 0) and [mount] (bind mounts work here).
+// Variables: SHARED (the ../shared folder beside the project), STATE (a fresh state dir,
+// also exported as VOLCTL_STATE_DIR).
+func TestScripts(t *testing.T) {
+	shared, err := filepath.Abs(filepath.Join("..", "..", "..", "shared"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("testdata", "script"),
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			state := filepath.Join(env.WorkDir, "state")
+			env.Setenv("SHARED", shared)
+			env.Setenv("STATE", state)
+			env.Setenv("VOLCTL_STATE_DIR", state)
+			env.Setenv("NO_COLOR", "1")
+			return nil
+		},
+		Condition: func(cond string) (bool, error) {
+			switch cond {
+			case "root":
+				return os.Geteuid() == 0, nil
+			case "mount":
+				return canMount(), nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitfile": cmdWaitFile,
+			"exitcode": cmdExitCode,
+		},
+	})
+}
+
+// cmdExitCode runs a command and checks its exact exit status: exitcode N volctl ARGS...
+// Its stdout and stderr are then checked with the usual stdout/stderr commands.
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode N COMMAND [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("%s: %v", args[1], err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
+}
+
+// cmdWaitFile waits for a path (a plugin's socket) to appear: waitfile PATH [SECONDS].
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: waitfile PATH [SECONDS]")
+	}
+	limit := 10 * time.Second
+	if len(args) == 2 {
+		s, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		limit = time.Duration(s) * time.Second
+	}
+	path := ts.MkAbs(args[0])
+	deadline := time.Now().Add(limit)
+	for {
+		_, err := os.Stat(path)
+		exists := err == nil
+		if exists != neg {
+			return
+		}
+		if time.Now().After(deadline) {
+			if neg {
+				ts.Fatalf("%s still exists after %v", path, limit)
+			}
+			ts.Fatalf("%s did not appear within %v", path, limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
