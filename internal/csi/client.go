@@ -1,0 +1,193 @@
+package csi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// Config says how to reach a plugin. A monolith serves both services on one socket: give the
+// same path twice (ConfigFromSpec does).
+type Config struct {
+	ControllerSocket string // empty: the plugin has no controller service here
+	NodeSocket       string // empty: the plugin has no node service here
+	Timeouts         Timeouts
+	// Logger receives one Debug record per RPC, secrets and mount flags redacted. Nil discards.
+	Logger *slog.Logger
+}
+
+// ConfigFromSpec derives a Config from a plugin spec: a monolith's socket serves both
+// services unless split sockets are given, and the spec's timeout is the long-RPC timeout.
+func ConfigFromSpec(p *spec.Plugin) Config {
+	cfg := Config{Timeouts: Timeouts{Long: p.Timeout}}
+	switch p.Type {
+	case spec.PluginController:
+		cfg.ControllerSocket = firstNonEmpty(p.ControllerSocket, p.Socket)
+	case spec.PluginNode:
+		cfg.NodeSocket = firstNonEmpty(p.NodeSocket, p.Socket)
+	default:
+		cfg.ControllerSocket = firstNonEmpty(p.ControllerSocket, p.Socket)
+		cfg.NodeSocket = firstNonEmpty(p.NodeSocket, p.Socket)
+	}
+	return cfg
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// Client talks to one plugin's controller and node sockets. It is safe for concurrent use.
+type Client struct {
+	timeouts   Timeouts
+	log        *slog.Logger
+	controller *endpoint // nil without a controller socket
+	node       *endpoint // nil without a node socket; the same endpoint as controller for a monolith
+}
+
+// endpoint is one socket and the CSI service clients on it.
+type endpoint struct {
+	socket     string
+	conn       *grpc.ClientConn
+	identity   csipb.IdentityClient
+	controller csipb.ControllerClient
+	node       csipb.NodeClient
+}
+
+// New builds a client. It does not connect: gRPC connects on the first RPC, and a socket that
+// is missing then is reported by name ("plugin socket /x.sock does not exist").
+func New(cfg Config) (*Client, error) {
+	if cfg.ControllerSocket == "" && cfg.NodeSocket == "" {
+		return nil, errors.New("csi client: no controller or node socket given")
+	}
+	c := &Client{timeouts: cfg.Timeouts.withDefaults(), log: cfg.Logger}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	var err error
+	if cfg.ControllerSocket != "" {
+		if c.controller, err = c.dial(cfg.ControllerSocket); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.NodeSocket != "" {
+		if c.controller != nil && samePath(cfg.NodeSocket, cfg.ControllerSocket) {
+			c.node = c.controller
+		} else if c.node, err = c.dial(cfg.NodeSocket); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func samePath(a, b string) bool {
+	aa, err1 := filepath.Abs(a)
+	bb, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == bb
+}
+
+// reconnectBackoff keeps reconnection to a restarted plugin quick: a local socket is cheap to
+// dial, and gRPC's default (up to two minutes) would leave a restarted plugin unused for long.
+var reconnectBackoff = backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second}
+
+func (c *Client) dial(socket string) (*endpoint, error) {
+	abs, err := filepath.Abs(socket)
+	if err != nil {
+		return nil, fmt.Errorf("plugin socket %s: %w", socket, err)
+	}
+	conn, err := grpc.NewClient("unix://"+abs,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: time.Second}),
+		grpc.WithChainUnaryInterceptor(traceInterceptor(c.log, abs)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("plugin socket %s: %w", abs, err)
+	}
+	return &endpoint{
+		socket:     abs,
+		conn:       conn,
+		identity:   csipb.NewIdentityClient(conn),
+		controller: csipb.NewControllerClient(conn),
+		node:       csipb.NewNodeClient(conn),
+	}, nil
+}
+
+// Close releases the connections.
+func (c *Client) Close() error {
+	var errs []error
+	for _, ep := range c.endpoints() {
+		errs = append(errs, ep.conn.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// HasController reports whether a controller socket is configured.
+func (c *Client) HasController() bool { return c.controller != nil }
+
+// HasNode reports whether a node socket is configured.
+func (c *Client) HasNode() bool { return c.node != nil }
+
+// endpoints lists each distinct socket once, controller first.
+func (c *Client) endpoints() []*endpoint {
+	var out []*endpoint
+	if c.controller != nil {
+		out = append(out, c.controller)
+	}
+	if c.node != nil && c.node != c.controller {
+		out = append(out, c.node)
+	}
+	return out
+}
+
+// identityEndpoint is where identity RPCs go: the controller socket if any, as it decides
+// which controller capabilities apply, else the node socket.
+func (c *Client) identityEndpoint() *endpoint {
+	if c.controller != nil {
+		return c.controller
+	}
+	return c.node
+}
+
+func (c *Client) controllerEndpoint(rpc string) (*endpoint, error) {
+	if c.controller == nil {
+		return nil, fmt.Errorf("%s: the plugin has no controller socket configured", rpc)
+	}
+	return c.controller, nil
+}
+
+func (c *Client) nodeEndpoint(rpc string) (*endpoint, error) {
+	if c.node == nil {
+		return nil, fmt.Errorf("%s: the plugin has no node socket configured", rpc)
+	}
+	return c.node, nil
+}
+
+// invoke runs one RPC under its timeout and translates its failure.
+func invoke[Req proto.Message, Resp any](ctx context.Context, c *Client, ep *endpoint, rpc string, req Req,
+	call func(context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
+	timeout := c.timeouts.For(rpc)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := call(cctx, req)
+	if err != nil {
+		var zero Resp
+		return zero, translate(ctx, rpc, ep.socket, timeout, err, sensitiveValues(req))
+	}
+	return resp, nil
+}

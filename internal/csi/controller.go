@@ -1,0 +1,281 @@
+package csi
+
+import (
+	"context"
+	"fmt"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/volctl/volctl/internal/csi/internal/wire"
+)
+
+// CreateVolume provisions a volume. A plugin that answers with a capacity below the requested
+// minimum has created a volume too small to use: the volume is returned with an error so the
+// caller can delete it.
+func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volume, error) {
+	ep, err := c.controllerEndpoint(RPCCreateVolume)
+	if err != nil {
+		return Volume{}, err
+	}
+	req := &csipb.CreateVolumeRequest{
+		Name:                      r.Name,
+		Parameters:                r.Parameters,
+		MutableParameters:         r.MutableParameters,
+		Secrets:                   r.Secrets.Plain(),
+		AccessibilityRequirements: wire.TopologyRequirement(r.TopologyRequest),
+	}
+	if req.CapacityRange, err = capacityRange(r.CapacityMin, r.CapacityMax); err != nil {
+		return Volume{}, fmt.Errorf("%s: %w", RPCCreateVolume, err)
+	}
+	if req.VolumeCapabilities, err = capabilitiesToCSI(r.Capabilities); err != nil {
+		return Volume{}, fmt.Errorf("%s: %w", RPCCreateVolume, err)
+	}
+	if req.VolumeContentSource, err = contentSource(r.SnapshotID, r.CloneID); err != nil {
+		return Volume{}, fmt.Errorf("%s: %w", RPCCreateVolume, err)
+	}
+	resp, err := invoke(ctx, c, ep, RPCCreateVolume, req, ep.controller.CreateVolume)
+	if err != nil {
+		return Volume{}, err
+	}
+	if resp.GetVolume().GetVolumeId() == "" {
+		return Volume{}, fmt.Errorf("%s: the plugin returned no volume ID for %q", RPCCreateVolume, r.Name)
+	}
+	v := volumeFromCSI(resp.GetVolume())
+	// Zero capacity means the plugin does not know the size, which the spec allows.
+	if r.CapacityMin > 0 && v.CapacityBytes > 0 && v.CapacityBytes < r.CapacityMin {
+		return v, fmt.Errorf("%s: the plugin created volume %q with %d bytes, below the requested minimum of %d",
+			RPCCreateVolume, v.ID, v.CapacityBytes, r.CapacityMin)
+	}
+	return v, nil
+}
+
+// DeleteVolume deletes a volume. NOT_FOUND comes back as an ignorable *Error.
+func (c *Client) DeleteVolume(ctx context.Context, r DeleteVolumeRequest) error {
+	ep, err := c.controllerEndpoint(RPCDeleteVolume)
+	if err != nil {
+		return err
+	}
+	req := &csipb.DeleteVolumeRequest{VolumeId: r.VolumeID, Secrets: r.Secrets.Plain()}
+	_, err = invoke(ctx, c, ep, RPCDeleteVolume, req, ep.controller.DeleteVolume)
+	return err
+}
+
+// ControllerPublishVolume attaches a volume to a node and returns the publish context, which
+// must be passed to NodeStageVolume and NodePublishVolume.
+func (c *Client) ControllerPublishVolume(ctx context.Context, r ControllerPublishVolumeRequest) (map[string]string, error) {
+	ep, err := c.controllerEndpoint(RPCControllerPublishVolume)
+	if err != nil {
+		return nil, err
+	}
+	req := &csipb.ControllerPublishVolumeRequest{
+		VolumeId:      r.VolumeID,
+		NodeId:        r.NodeID,
+		Readonly:      r.ReadOnly,
+		Secrets:       r.Secrets.Plain(),
+		VolumeContext: r.VolumeContext,
+	}
+	if req.VolumeCapability, err = r.Capability.toCSI(); err != nil {
+		return nil, fmt.Errorf("%s: %w", RPCControllerPublishVolume, err)
+	}
+	resp, err := invoke(ctx, c, ep, RPCControllerPublishVolume, req, ep.controller.ControllerPublishVolume)
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetPublishContext(), nil
+}
+
+// ControllerUnpublishVolume detaches a volume from a node. NOT_FOUND is ignorable.
+func (c *Client) ControllerUnpublishVolume(ctx context.Context, r ControllerUnpublishVolumeRequest) error {
+	ep, err := c.controllerEndpoint(RPCControllerUnpublishVolume)
+	if err != nil {
+		return err
+	}
+	req := &csipb.ControllerUnpublishVolumeRequest{VolumeId: r.VolumeID, NodeId: r.NodeID, Secrets: r.Secrets.Plain()}
+	_, err = invoke(ctx, c, ep, RPCControllerUnpublishVolume, req, ep.controller.ControllerUnpublishVolume)
+	return err
+}
+
+// ValidateVolumeCapabilities checks that a volume supports the requested capabilities. The
+// spec only lets a plugin assert: when it leaves `confirmed` out, the volume is accepted; when
+// it fills it in, every requested capability must match a confirmed one on the fields the
+// plugin set, or the error wraps ErrNotConfirmed with the plugin's message.
+func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolumeCapabilitiesRequest) error {
+	ep, err := c.controllerEndpoint(RPCValidateVolumeCapabilities)
+	if err != nil {
+		return err
+	}
+	req := &csipb.ValidateVolumeCapabilitiesRequest{
+		VolumeId:          r.VolumeID,
+		VolumeContext:     r.VolumeContext,
+		Parameters:        r.Parameters,
+		MutableParameters: r.MutableParameters,
+		Secrets:           r.Secrets.Plain(),
+	}
+	if req.VolumeCapabilities, err = capabilitiesToCSI(r.Capabilities); err != nil {
+		return fmt.Errorf("%s: %w", RPCValidateVolumeCapabilities, err)
+	}
+	resp, err := invoke(ctx, c, ep, RPCValidateVolumeCapabilities, req, ep.controller.ValidateVolumeCapabilities)
+	if err != nil {
+		return err
+	}
+	conf := resp.GetConfirmed()
+	if conf == nil {
+		return nil
+	}
+	for i, want := range req.VolumeCapabilities {
+		ok := false
+		for _, got := range conf.GetVolumeCapabilities() {
+			if capabilityConfirmed(want, got) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			err := fmt.Errorf("%s: volume %q: capability %s: %w", RPCValidateVolumeCapabilities, r.VolumeID,
+				describe(r.Capabilities[i].Capability), ErrNotConfirmed)
+			if msg := scrub(resp.GetMessage(), sensitiveValues(req)); msg != "" {
+				err = fmt.Errorf("%w: %s", err, msg)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// ListVolumes returns one page of the plugin's volumes.
+func (c *Client) ListVolumes(ctx context.Context, r ListVolumesRequest) (ListVolumesResponse, error) {
+	ep, err := c.controllerEndpoint(RPCListVolumes)
+	if err != nil {
+		return ListVolumesResponse{}, err
+	}
+	req := &csipb.ListVolumesRequest{MaxEntries: r.MaxEntries, StartingToken: r.StartingToken}
+	resp, err := invoke(ctx, c, ep, RPCListVolumes, req, ep.controller.ListVolumes)
+	if err != nil {
+		return ListVolumesResponse{}, err
+	}
+	out := ListVolumesResponse{NextToken: resp.GetNextToken(), Entries: make([]ListedVolume, 0, len(resp.GetEntries()))}
+	for _, e := range resp.GetEntries() {
+		out.Entries = append(out.Entries, ListedVolume{
+			Volume:           volumeFromCSI(e.GetVolume()),
+			PublishedNodeIDs: e.GetStatus().GetPublishedNodeIds(),
+		})
+	}
+	return out, nil
+}
+
+// GetCapacity asks how much space the plugin has for volumes with these capabilities,
+// parameters and topology.
+func (c *Client) GetCapacity(ctx context.Context, r GetCapacityRequest) (Capacity, error) {
+	ep, err := c.controllerEndpoint(RPCGetCapacity)
+	if err != nil {
+		return Capacity{}, err
+	}
+	req := &csipb.GetCapacityRequest{Parameters: r.Parameters, AccessibleTopology: wire.Topology(r.AccessibleTopology)}
+	if req.VolumeCapabilities, err = capabilitiesToCSI(r.Capabilities); err != nil {
+		return Capacity{}, fmt.Errorf("%s: %w", RPCGetCapacity, err)
+	}
+	resp, err := invoke(ctx, c, ep, RPCGetCapacity, req, ep.controller.GetCapacity)
+	if err != nil {
+		return Capacity{}, err
+	}
+	out := Capacity{AvailableBytes: resp.GetAvailableCapacity()}
+	if v := resp.GetMaximumVolumeSize(); v != nil {
+		n := v.GetValue()
+		out.MaximumVolumeSize = &n
+	}
+	if v := resp.GetMinimumVolumeSize(); v != nil {
+		n := v.GetValue()
+		out.MinimumVolumeSize = &n
+	}
+	return out, nil
+}
+
+// ControllerGetCapabilities returns the controller service's capabilities.
+func (c *Client) ControllerGetCapabilities(ctx context.Context) (ControllerCapabilities, error) {
+	ep, err := c.controllerEndpoint(RPCControllerGetCapabilities)
+	if err != nil {
+		return ControllerCapabilities{}, err
+	}
+	resp, err := invoke(ctx, c, ep, RPCControllerGetCapabilities, &csipb.ControllerGetCapabilitiesRequest{}, ep.controller.ControllerGetCapabilities)
+	if err != nil {
+		return ControllerCapabilities{}, err
+	}
+	return controllerCapabilitiesFromCSI(resp.GetCapabilities()), nil
+}
+
+// CreateSnapshot snapshots a volume.
+func (c *Client) CreateSnapshot(ctx context.Context, r CreateSnapshotRequest) (Snapshot, error) {
+	ep, err := c.controllerEndpoint(RPCCreateSnapshot)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	req := &csipb.CreateSnapshotRequest{
+		SourceVolumeId: r.SourceVolumeID,
+		Name:           r.Name,
+		Secrets:        r.Secrets.Plain(),
+		Parameters:     r.Parameters,
+	}
+	resp, err := invoke(ctx, c, ep, RPCCreateSnapshot, req, ep.controller.CreateSnapshot)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if resp.GetSnapshot().GetSnapshotId() == "" {
+		return Snapshot{}, fmt.Errorf("%s: the plugin returned no snapshot ID for %q", RPCCreateSnapshot, r.Name)
+	}
+	return snapshotFromCSI(resp.GetSnapshot()), nil
+}
+
+// DeleteSnapshot deletes a snapshot. NOT_FOUND is ignorable.
+func (c *Client) DeleteSnapshot(ctx context.Context, r DeleteSnapshotRequest) error {
+	ep, err := c.controllerEndpoint(RPCDeleteSnapshot)
+	if err != nil {
+		return err
+	}
+	req := &csipb.DeleteSnapshotRequest{SnapshotId: r.SnapshotID, Secrets: r.Secrets.Plain()}
+	_, err = invoke(ctx, c, ep, RPCDeleteSnapshot, req, ep.controller.DeleteSnapshot)
+	return err
+}
+
+// ListSnapshots returns one page of snapshots.
+func (c *Client) ListSnapshots(ctx context.Context, r ListSnapshotsRequest) (ListSnapshotsResponse, error) {
+	ep, err := c.controllerEndpoint(RPCListSnapshots)
+	if err != nil {
+		return ListSnapshotsResponse{}, err
+	}
+	req := &csipb.ListSnapshotsRequest{
+		MaxEntries:     r.MaxEntries,
+		StartingToken:  r.StartingToken,
+		SourceVolumeId: r.SourceVolumeID,
+		SnapshotId:     r.SnapshotID,
+		Secrets:        r.Secrets.Plain(),
+	}
+	resp, err := invoke(ctx, c, ep, RPCListSnapshots, req, ep.controller.ListSnapshots)
+	if err != nil {
+		return ListSnapshotsResponse{}, err
+	}
+	out := ListSnapshotsResponse{NextToken: resp.GetNextToken(), Snapshots: make([]Snapshot, 0, len(resp.GetEntries()))}
+	for _, e := range resp.GetEntries() {
+		out.Snapshots = append(out.Snapshots, snapshotFromCSI(e.GetSnapshot()))
+	}
+	return out, nil
+}
+
+// ControllerExpandVolume grows a volume on the controller.
+func (c *Client) ControllerExpandVolume(ctx context.Context, r ControllerExpandVolumeRequest) (ControllerExpandVolumeResponse, error) {
+	ep, err := c.controllerEndpoint(RPCControllerExpandVolume)
+	if err != nil {
+		return ControllerExpandVolumeResponse{}, err
+	}
+	req := &csipb.ControllerExpandVolumeRequest{VolumeId: r.VolumeID, Secrets: r.Secrets.Plain()}
+	if req.CapacityRange, err = capacityRange(r.CapacityMin, r.CapacityMax); err != nil {
+		return ControllerExpandVolumeResponse{}, fmt.Errorf("%s: %w", RPCControllerExpandVolume, err)
+	}
+	if req.VolumeCapability, err = optionalCapabilityToCSI(r.Capability); err != nil {
+		return ControllerExpandVolumeResponse{}, fmt.Errorf("%s: %w", RPCControllerExpandVolume, err)
+	}
+	resp, err := invoke(ctx, c, ep, RPCControllerExpandVolume, req, ep.controller.ControllerExpandVolume)
+	if err != nil {
+		return ControllerExpandVolumeResponse{}, err
+	}
+	return ControllerExpandVolumeResponse{CapacityBytes: resp.GetCapacityBytes(), NodeExpansionRequired: resp.GetNodeExpansionRequired()}, nil
+}

@@ -1,0 +1,170 @@
+package csi
+
+import (
+	"fmt"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/volctl/volctl/internal/csi/internal/wire"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// Conversions from the owned types to the wire. Unset stays unset: nil maps stay nil, a zero
+// capacity range and an empty topology request are not sent, and no content source is sent
+// unless one is named, because plugins tell empty from absent.
+
+func (vc VolumeCapability) toCSI() (*csipb.VolumeCapability, error) {
+	out, err := wire.VolumeCapability(vc.Capability, vc.MountOptions)
+	if err != nil {
+		return nil, fmt.Errorf("capability %s/%s: %w", vc.AccessMode, vc.AttachmentMode, err)
+	}
+	return out, nil
+}
+
+func capabilitiesToCSI(caps []VolumeCapability) ([]*csipb.VolumeCapability, error) {
+	if len(caps) == 0 {
+		return nil, nil
+	}
+	out := make([]*csipb.VolumeCapability, len(caps))
+	for i, vc := range caps {
+		pb, err := vc.toCSI()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = pb
+	}
+	return out, nil
+}
+
+func optionalCapabilityToCSI(vc *VolumeCapability) (*csipb.VolumeCapability, error) {
+	if vc == nil {
+		return nil, nil
+	}
+	return vc.toCSI()
+}
+
+// capacityRange sends nothing when neither bound is set.
+func capacityRange(min, max int64) (*csipb.CapacityRange, error) {
+	switch {
+	case min < 0 || max < 0:
+		return nil, fmt.Errorf("capacity range %d..%d: sizes cannot be negative", min, max)
+	case max > 0 && min > max:
+		return nil, fmt.Errorf("capacity range: minimum %d is above maximum %d", min, max)
+	case min == 0 && max == 0:
+		return nil, nil
+	}
+	return &csipb.CapacityRange{RequiredBytes: min, LimitBytes: max}, nil
+}
+
+func contentSource(snapshotID, cloneID string) (*csipb.VolumeContentSource, error) {
+	switch {
+	case snapshotID != "" && cloneID != "":
+		return nil, fmt.Errorf("snapshot %q and clone %q: a volume has one source at most", snapshotID, cloneID)
+	case snapshotID != "":
+		return &csipb.VolumeContentSource{Type: &csipb.VolumeContentSource_Snapshot{
+			Snapshot: &csipb.VolumeContentSource_SnapshotSource{SnapshotId: snapshotID}}}, nil
+	case cloneID != "":
+		return &csipb.VolumeContentSource{Type: &csipb.VolumeContentSource_Volume{
+			Volume: &csipb.VolumeContentSource_VolumeSource{VolumeId: cloneID}}}, nil
+	}
+	return nil, nil
+}
+
+func volumeFromCSI(v *csipb.Volume) Volume {
+	out := Volume{
+		ID:                 v.GetVolumeId(),
+		CapacityBytes:      v.GetCapacityBytes(),
+		Context:            v.GetVolumeContext(),
+		AccessibleTopology: wire.FromTopologies(v.GetAccessibleTopology()),
+	}
+	if src := v.GetContentSource(); src != nil {
+		out.SnapshotID = src.GetSnapshot().GetSnapshotId()
+		out.CloneID = src.GetVolume().GetVolumeId()
+	}
+	return out
+}
+
+func snapshotFromCSI(s *csipb.Snapshot) Snapshot {
+	out := Snapshot{
+		ID:              s.GetSnapshotId(),
+		SourceVolumeID:  s.GetSourceVolumeId(),
+		SizeBytes:       s.GetSizeBytes(),
+		ReadyToUse:      s.GetReadyToUse(),
+		GroupSnapshotID: s.GetGroupSnapshotId(),
+	}
+	if t := s.GetCreationTime(); t != nil {
+		out.CreatedAt = t.AsTime()
+	}
+	return out
+}
+
+func pluginCapabilitiesFromCSI(caps []*csipb.PluginCapability) PluginCapabilities {
+	var out PluginCapabilities
+	for _, c := range caps {
+		out.set(wire.PluginCapabilityName(c))
+	}
+	return out
+}
+
+func controllerCapabilitiesFromCSI(caps []*csipb.ControllerServiceCapability) ControllerCapabilities {
+	var out ControllerCapabilities
+	for _, c := range caps {
+		out.set(wire.ControllerCapabilityName(c))
+	}
+	return out
+}
+
+func nodeCapabilitiesFromCSI(caps []*csipb.NodeServiceCapability) NodeCapabilities {
+	var out NodeCapabilities
+	for _, c := range caps {
+		out.set(wire.NodeCapabilityName(c))
+	}
+	return out
+}
+
+// capabilityConfirmed reports whether a confirmed capability covers a requested one, on the
+// fields the plugin filled in: plugins in the wild confirm partial capabilities.
+func capabilityConfirmed(req, conf *csipb.VolumeCapability) bool {
+	if m := conf.GetAccessMode().GetMode(); m != csipb.VolumeCapability_AccessMode_UNKNOWN && m != req.GetAccessMode().GetMode() {
+		return false
+	}
+	switch {
+	case conf.GetBlock() != nil:
+		return req.GetBlock() != nil
+	case conf.GetMount() != nil:
+		cm, rm := conf.GetMount(), req.GetMount()
+		if rm == nil {
+			return false
+		}
+		if cm.GetFsType() != "" && cm.GetFsType() != rm.GetFsType() {
+			return false
+		}
+		if cm.GetVolumeMountGroup() != "" && cm.GetVolumeMountGroup() != rm.GetVolumeMountGroup() {
+			return false
+		}
+		if len(cm.GetMountFlags()) > 0 && !sameSet(cm.GetMountFlags(), rm.GetMountFlags()) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameSet(a, b []string) bool {
+	in := make(map[string]bool, len(a))
+	for _, s := range a {
+		in[s] = true
+	}
+	for _, s := range b {
+		if !in[s] {
+			return false
+		}
+	}
+	seen := make(map[string]bool, len(b))
+	for _, s := range b {
+		seen[s] = true
+	}
+	return len(seen) == len(in)
+}
+
+// describe names a capability for an error, without its mount flags.
+func describe(c spec.Capability) string { return fmt.Sprintf("%s/%s", c.AccessMode, c.AttachmentMode) }

@@ -1,0 +1,109 @@
+package csi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+)
+
+// GetPluginInfo returns the plugin's name, version and manifest.
+func (c *Client) GetPluginInfo(ctx context.Context) (PluginInfo, error) {
+	return c.pluginInfo(ctx, c.identityEndpoint())
+}
+
+func (c *Client) pluginInfo(ctx context.Context, ep *endpoint) (PluginInfo, error) {
+	resp, err := invoke(ctx, c, ep, RPCGetPluginInfo, &csipb.GetPluginInfoRequest{}, ep.identity.GetPluginInfo)
+	if err != nil {
+		return PluginInfo{}, err
+	}
+	return PluginInfo{Name: resp.GetName(), VendorVersion: resp.GetVendorVersion(), Manifest: resp.GetManifest()}, nil
+}
+
+// GetPluginCapabilities returns the plugin-wide capabilities.
+func (c *Client) GetPluginCapabilities(ctx context.Context) (PluginCapabilities, error) {
+	ep := c.identityEndpoint()
+	resp, err := invoke(ctx, c, ep, RPCGetPluginCapabilities, &csipb.GetPluginCapabilitiesRequest{}, ep.identity.GetPluginCapabilities)
+	if err != nil {
+		return PluginCapabilities{}, err
+	}
+	return pluginCapabilitiesFromCSI(resp.GetCapabilities()), nil
+}
+
+// Probe asks every configured socket whether the plugin is healthy. An error means unhealthy;
+// ready is false when a socket answered ready=false (still initialising) and true when all
+// answered true or left readiness out, which the spec says means ready.
+func (c *Client) Probe(ctx context.Context) (ready bool, err error) {
+	ready = true
+	for _, ep := range c.endpoints() {
+		resp, err := invoke(ctx, c, ep, RPCProbe, &csipb.ProbeRequest{}, ep.identity.Probe)
+		if err != nil {
+			return false, err
+		}
+		if r := resp.GetReady(); r != nil && !r.GetValue() {
+			ready = false
+		}
+	}
+	return ready, nil
+}
+
+// Fingerprint collects everything volctl needs to know about the plugin in one value:
+// GetPluginInfo and GetPluginCapabilities, ControllerGetCapabilities when the plugin
+// advertises CONTROLLER_SERVICE and a controller socket is configured, and NodeGetCapabilities
+// and NodeGetInfo when a node socket is configured. An empty plugin name, or an empty node ID
+// from a node service, is an error.
+func (c *Client) Fingerprint(ctx context.Context) (*Fingerprint, error) {
+	fp, err := c.fingerprint(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fingerprint: %w", err)
+	}
+	return fp, nil
+}
+
+func (c *Client) fingerprint(ctx context.Context) (*Fingerprint, error) {
+	info, err := c.GetPluginInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if info.Name == "" {
+		return nil, errors.New("GetPluginInfo: the plugin reported an empty name")
+	}
+	if c.controller != nil && c.node != nil && c.node != c.controller {
+		// Split sockets must belong to one plugin, or capabilities from one would be applied
+		// to the other.
+		nodeInfo, err := c.pluginInfo(ctx, c.node)
+		if err != nil {
+			return nil, err
+		}
+		if nodeInfo.Name != info.Name {
+			return nil, fmt.Errorf("controller socket %s serves plugin %q but node socket %s serves %q",
+				c.controller.socket, info.Name, c.node.socket, nodeInfo.Name)
+		}
+	}
+	fp := &Fingerprint{Provider: info.Name, Version: info.VendorVersion, Manifest: info.Manifest}
+	if fp.Capabilities.Plugin, err = c.GetPluginCapabilities(ctx); err != nil {
+		return nil, err
+	}
+	if fp.Capabilities.Plugin.ControllerService && c.controller != nil {
+		if fp.Capabilities.Controller, err = c.ControllerGetCapabilities(ctx); err != nil {
+			return nil, err
+		}
+		fp.Controller = true
+	}
+	if c.node != nil {
+		if fp.Capabilities.Node, err = c.NodeGetCapabilities(ctx); err != nil {
+			return nil, err
+		}
+		ni, err := c.NodeGetInfo(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if ni.NodeID == "" {
+			return nil, errors.New("NodeGetInfo: the plugin reported an empty node ID")
+		}
+		fp.NodeID, fp.MaxVolumes, fp.AccessibleTopology = ni.NodeID, ni.MaxVolumes, ni.AccessibleTopology
+		fp.Node = true
+	}
+	return fp, nil
+}

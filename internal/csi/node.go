@@ -1,0 +1,156 @@
+package csi
+
+import (
+	"context"
+	"fmt"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/volctl/volctl/internal/csi/internal/wire"
+)
+
+// NodeStageVolume stages a volume at its staging path (which the caller creates).
+func (c *Client) NodeStageVolume(ctx context.Context, r NodeStageVolumeRequest) error {
+	ep, err := c.nodeEndpoint(RPCNodeStageVolume)
+	if err != nil {
+		return err
+	}
+	req := &csipb.NodeStageVolumeRequest{
+		VolumeId:          r.VolumeID,
+		PublishContext:    r.PublishContext,
+		StagingTargetPath: r.StagingPath,
+		Secrets:           r.Secrets.Plain(),
+		VolumeContext:     r.VolumeContext,
+	}
+	if req.VolumeCapability, err = r.Capability.toCSI(); err != nil {
+		return fmt.Errorf("%s: %w", RPCNodeStageVolume, err)
+	}
+	_, err = invoke(ctx, c, ep, RPCNodeStageVolume, req, ep.node.NodeStageVolume)
+	return err
+}
+
+// NodeUnstageVolume undoes NodeStageVolume. NOT_FOUND is ignorable.
+func (c *Client) NodeUnstageVolume(ctx context.Context, r NodeUnstageVolumeRequest) error {
+	ep, err := c.nodeEndpoint(RPCNodeUnstageVolume)
+	if err != nil {
+		return err
+	}
+	req := &csipb.NodeUnstageVolumeRequest{VolumeId: r.VolumeID, StagingTargetPath: r.StagingPath}
+	_, err = invoke(ctx, c, ep, RPCNodeUnstageVolume, req, ep.node.NodeUnstageVolume)
+	return err
+}
+
+// NodePublishVolume publishes a volume at its target path (the caller creates the parent,
+// the plugin the target).
+func (c *Client) NodePublishVolume(ctx context.Context, r NodePublishVolumeRequest) error {
+	ep, err := c.nodeEndpoint(RPCNodePublishVolume)
+	if err != nil {
+		return err
+	}
+	req := &csipb.NodePublishVolumeRequest{
+		VolumeId:          r.VolumeID,
+		PublishContext:    r.PublishContext,
+		StagingTargetPath: r.StagingPath,
+		TargetPath:        r.TargetPath,
+		Readonly:          r.ReadOnly,
+		Secrets:           r.Secrets.Plain(),
+		VolumeContext:     r.VolumeContext,
+	}
+	if req.VolumeCapability, err = r.Capability.toCSI(); err != nil {
+		return fmt.Errorf("%s: %w", RPCNodePublishVolume, err)
+	}
+	_, err = invoke(ctx, c, ep, RPCNodePublishVolume, req, ep.node.NodePublishVolume)
+	return err
+}
+
+// NodeUnpublishVolume undoes NodePublishVolume. NOT_FOUND is ignorable.
+func (c *Client) NodeUnpublishVolume(ctx context.Context, r NodeUnpublishVolumeRequest) error {
+	ep, err := c.nodeEndpoint(RPCNodeUnpublishVolume)
+	if err != nil {
+		return err
+	}
+	req := &csipb.NodeUnpublishVolumeRequest{VolumeId: r.VolumeID, TargetPath: r.TargetPath}
+	_, err = invoke(ctx, c, ep, RPCNodeUnpublishVolume, req, ep.node.NodeUnpublishVolume)
+	return err
+}
+
+// NodeGetCapabilities returns the node service's capabilities.
+func (c *Client) NodeGetCapabilities(ctx context.Context) (NodeCapabilities, error) {
+	ep, err := c.nodeEndpoint(RPCNodeGetCapabilities)
+	if err != nil {
+		return NodeCapabilities{}, err
+	}
+	resp, err := invoke(ctx, c, ep, RPCNodeGetCapabilities, &csipb.NodeGetCapabilitiesRequest{}, ep.node.NodeGetCapabilities)
+	if err != nil {
+		return NodeCapabilities{}, err
+	}
+	return nodeCapabilitiesFromCSI(resp.GetCapabilities()), nil
+}
+
+// NodeGetInfo returns the plugin's node ID (what ControllerPublishVolume takes), its volume
+// limit and its topology.
+func (c *Client) NodeGetInfo(ctx context.Context) (NodeInfo, error) {
+	ep, err := c.nodeEndpoint(RPCNodeGetInfo)
+	if err != nil {
+		return NodeInfo{}, err
+	}
+	resp, err := invoke(ctx, c, ep, RPCNodeGetInfo, &csipb.NodeGetInfoRequest{}, ep.node.NodeGetInfo)
+	if err != nil {
+		return NodeInfo{}, err
+	}
+	return NodeInfo{
+		NodeID:             resp.GetNodeId(),
+		MaxVolumes:         resp.GetMaxVolumesPerNode(),
+		AccessibleTopology: wire.FromTopology(resp.GetAccessibleTopology()),
+	}, nil
+}
+
+// NodeExpandVolume grows a volume's filesystem on this node and returns its new size
+// (0 when the plugin does not say).
+func (c *Client) NodeExpandVolume(ctx context.Context, r NodeExpandVolumeRequest) (int64, error) {
+	ep, err := c.nodeEndpoint(RPCNodeExpandVolume)
+	if err != nil {
+		return 0, err
+	}
+	req := &csipb.NodeExpandVolumeRequest{
+		VolumeId:          r.VolumeID,
+		VolumePath:        r.VolumePath,
+		StagingTargetPath: r.StagingPath,
+		Secrets:           r.Secrets.Plain(),
+	}
+	if req.CapacityRange, err = capacityRange(r.CapacityMin, r.CapacityMax); err != nil {
+		return 0, fmt.Errorf("%s: %w", RPCNodeExpandVolume, err)
+	}
+	if req.VolumeCapability, err = optionalCapabilityToCSI(r.Capability); err != nil {
+		return 0, fmt.Errorf("%s: %w", RPCNodeExpandVolume, err)
+	}
+	resp, err := invoke(ctx, c, ep, RPCNodeExpandVolume, req, ep.node.NodeExpandVolume)
+	if err != nil {
+		return 0, err
+	}
+	return resp.GetCapacityBytes(), nil
+}
+
+// NodeGetVolumeStats returns a published or staged volume's usage.
+func (c *Client) NodeGetVolumeStats(ctx context.Context, r NodeGetVolumeStatsRequest) (VolumeStats, error) {
+	ep, err := c.nodeEndpoint(RPCNodeGetVolumeStats)
+	if err != nil {
+		return VolumeStats{}, err
+	}
+	req := &csipb.NodeGetVolumeStatsRequest{VolumeId: r.VolumeID, VolumePath: r.VolumePath, StagingTargetPath: r.StagingPath}
+	resp, err := invoke(ctx, c, ep, RPCNodeGetVolumeStats, req, ep.node.NodeGetVolumeStats)
+	if err != nil {
+		return VolumeStats{}, err
+	}
+	var out VolumeStats
+	for _, u := range resp.GetUsage() {
+		usage := &Usage{Total: u.GetTotal(), Used: u.GetUsed(), Available: u.GetAvailable()}
+		switch u.GetUnit() {
+		case csipb.VolumeUsage_BYTES:
+			out.Bytes = usage
+		case csipb.VolumeUsage_INODES:
+			out.Inodes = usage
+		}
+	}
+	return out, nil
+}

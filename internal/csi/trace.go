@@ -1,0 +1,149 @@
+package csi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/kubernetes-csi/csi-lib-utils/protosanitizer"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// mountFlagsField is VolumeCapability.MountVolume.mount_flags. The CSI spec says mount flags
+// may be sensitive but does not mark them csi_secret, so protosanitizer leaves them alone.
+const mountFlagsField protoreflect.FullName = "csi.v1.VolumeCapability.MountVolume.mount_flags"
+
+// traceInterceptor logs each RPC at Debug: method, request and response with secrets and
+// mount flags redacted, code, duration, and the (scrubbed) error message.
+func traceInterceptor(log *slog.Logger, socket string) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if !log.Enabled(ctx, slog.LevelDebug) {
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}
+		start := time.Now()
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		attrs := []slog.Attr{
+			slog.String("rpc", path.Base(method)),
+			slog.String("socket", socket),
+			slog.String("request", sanitize(req)),
+			slog.String("code", status.Code(err).String()),
+			slog.Duration("duration", time.Since(start)),
+		}
+		if err != nil {
+			var sensitive []string
+			if m, ok := req.(proto.Message); ok {
+				sensitive = sensitiveValues(m)
+			}
+			attrs = append(attrs, slog.String("error", scrub(status.Convert(err).Message(), sensitive)))
+		} else {
+			attrs = append(attrs, slog.String("response", sanitize(reply)))
+		}
+		log.LogAttrs(ctx, slog.LevelDebug, "csi rpc", attrs...)
+		return err
+	}
+}
+
+// sanitize renders a message as one-line JSON with csi_secret fields stripped (protosanitizer)
+// and every mount flag replaced, on a clone so the request sent is untouched.
+func sanitize(v any) string {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return fmt.Sprint(v)
+	}
+	clone := proto.Clone(m)
+	redactMountFlags(clone.ProtoReflect())
+	return protosanitizer.StripSecrets(clone).String()
+}
+
+// redactMountFlags replaces each mount flag anywhere in m with the redaction marker.
+func redactMountFlags(m protoreflect.Message) {
+	var flags []protoreflect.List
+	var nested []protoreflect.Message
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.FullName() == mountFlagsField:
+			flags = append(flags, v.List())
+		case fd.IsMap():
+			if fd.MapValue().Kind() == protoreflect.MessageKind {
+				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+					nested = append(nested, mv.Message())
+					return true
+				})
+			}
+		case fd.IsList():
+			if fd.Kind() == protoreflect.MessageKind {
+				for i := range v.List().Len() {
+					nested = append(nested, v.List().Get(i).Message())
+				}
+			}
+		case fd.Kind() == protoreflect.MessageKind:
+			nested = append(nested, v.Message())
+		}
+		return true
+	})
+	for _, l := range flags {
+		for i := range l.Len() {
+			l.Set(i, protoreflect.ValueOfString(spec.Redacted))
+		}
+	}
+	for _, n := range nested {
+		redactMountFlags(n)
+	}
+}
+
+// sensitiveValues collects every secret value and mount flag in m, so they can be scrubbed
+// from a plugin's error message should the plugin echo them.
+func sensitiveValues(m proto.Message) []string {
+	var out []string
+	var walk func(protoreflect.Message)
+	walk = func(m protoreflect.Message) {
+		m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+			switch {
+			case fd.FullName() == mountFlagsField:
+				for i := range v.List().Len() {
+					out = append(out, v.List().Get(i).String())
+				}
+			case isSecret(fd):
+				if fd.IsMap() {
+					v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+						out = append(out, mv.String())
+						return true
+					})
+				} else if fd.Kind() == protoreflect.StringKind && !fd.IsList() {
+					out = append(out, v.String())
+				}
+			case fd.IsMap():
+				if fd.MapValue().Kind() == protoreflect.MessageKind {
+					v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+						walk(mv.Message())
+						return true
+					})
+				}
+			case fd.IsList():
+				if fd.Kind() == protoreflect.MessageKind {
+					for i := range v.List().Len() {
+						walk(v.List().Get(i).Message())
+					}
+				}
+			case fd.Kind() == protoreflect.MessageKind:
+				walk(v.Message())
+			}
+			return true
+		})
+	}
+	walk(m.ProtoReflect())
+	return out
+}
+
+func isSecret(fd protoreflect.FieldDescriptor) bool {
+	secret, _ := proto.GetExtension(fd.Options(), csipb.E_CsiSecret).(bool)
+	return secret
+}
