@@ -1,0 +1,374 @@
+package store
+
+import (
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// ClaimState is a claim's checkpoint in the state machine of DESIGN.md.
+type ClaimState string
+
+// The claim states: the publish path, then the release path.
+const (
+	ClaimTaken               ClaimState = "taken"
+	ClaimControllerPublished ClaimState = "controller-published"
+	ClaimNodeStaged          ClaimState = "node-staged"
+	ClaimPublished           ClaimState = "published"
+	ClaimUnpublishing        ClaimState = "unpublishing"
+	ClaimNodeDetached        ClaimState = "node-detached"
+	ClaimControllerDetached  ClaimState = "controller-detached"
+)
+
+// ClaimStates lists every claim state in lifecycle order.
+var ClaimStates = []ClaimState{
+	ClaimTaken, ClaimControllerPublished, ClaimNodeStaged, ClaimPublished,
+	ClaimUnpublishing, ClaimNodeDetached, ClaimControllerDetached,
+}
+
+// Valid reports whether s is one of ClaimStates.
+func (s ClaimState) Valid() bool {
+	for _, v := range ClaimStates {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// IsPublishPath reports whether s is on the way to published (published included).
+func (s ClaimState) IsPublishPath() bool {
+	switch s {
+	case ClaimTaken, ClaimControllerPublished, ClaimNodeStaged, ClaimPublished:
+		return true
+	}
+	return false
+}
+
+// ClaimMode is whether a claim reads or writes.
+type ClaimMode string
+
+// The claim modes.
+const (
+	ClaimRead  ClaimMode = "read"
+	ClaimWrite ClaimMode = "write"
+)
+
+// Claim is one alloc's live use of one volume.
+type Claim struct {
+	ID             int64 // assigned by Insert, never reused
+	VolumeID       string
+	Alloc          string
+	Group          string // the group the alloc belongs to, "" if none
+	Mode           ClaimMode
+	AccessMode     spec.AccessMode
+	AttachmentMode spec.AttachmentMode
+	FSType         string          // merged mount options the claim was published with
+	MountFlags     spec.MountFlags // likewise; redacted when printed
+	State          ClaimState
+	Releasing      bool // a release was asked for: the desired state is freed
+	NeedsReconcile bool // a retryable failure was left for reconcile
+	TargetPath     string
+	PublishContext map[string]string
+	Binds          []spec.VolumeMount // the group's bind mounts of this volume, written by the engine
+	Attempts       int
+	LastRPC        string
+	LastCode       string // gRPC code name of the last failure, "" after a success
+	LastError      string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// AtRest reports whether the claim is where it wants to be: published and not being released.
+// Reconcile re-drives every claim that is not.
+func (c Claim) AtRest() bool { return c.State == ClaimPublished && !c.Releasing && !c.NeedsReconcile }
+
+// Outcome is how a claim ended.
+type Outcome string
+
+// The outcomes of a freed claim.
+const (
+	OutcomeReleased   Outcome = "released"    // released as asked
+	OutcomeRolledBack Outcome = "rolled-back" // a final error on the publish path undid it
+	OutcomeForced     Outcome = "forced"      // dropped by an operator without completing the release path
+)
+
+// PastClaim is a freed claim, as kept in the history.
+type PastClaim struct {
+	Claim
+	HistoryID int64
+	FreedAt   time.Time
+	Outcome   Outcome
+}
+
+// ClaimStore reads and writes the live claims.
+type ClaimStore interface {
+	// Get returns the claim with an ID, or an error matching ErrNotFound.
+	Get(id int64) (Claim, error)
+	// Find returns an alloc's claim on a volume, or an error matching ErrNotFound.
+	Find(volumeID, alloc string) (Claim, error)
+	// ByVolume returns a volume's live claims, oldest first.
+	ByVolume(volumeID string) ([]Claim, error)
+	// ByAlloc returns an alloc's live claims, oldest first.
+	ByAlloc(alloc string) ([]Claim, error)
+	// CountByVolume counts a volume's live claims in the given states (all states if none given),
+	// e.g. the claims still using its staging.
+	CountByVolume(volumeID string, states ...ClaimState) (int, error)
+	// ListAll returns every live claim, oldest first.
+	ListAll() ([]Claim, error)
+	// ListUnsettled returns the claims that are not at rest (see Claim.AtRest), oldest first.
+	ListUnsettled() ([]Claim, error)
+	// Insert adds a claim and sets its ID and times. If it is the volume's only live claim, it
+	// also sets the volume's current access and attachment mode. ErrConflict if the alloc
+	// already claims the volume or the volume does not exist.
+	Insert(c *Claim) error
+	// Update replaces every field of an existing claim but its ID, volume, alloc and creation
+	// time, and sets UpdatedAt.
+	Update(c *Claim) error
+	// Free moves a claim to the history with an outcome, and clears the volume's current modes
+	// if it was the last live claim.
+	Free(id int64, outcome Outcome) error
+}
+
+// HistoryStore reads freed claims. The history keeps the newest entries up to a limit (see
+// WithHistoryLimit).
+type HistoryStore interface {
+	// ByVolume returns up to limit freed claims of a volume, newest first (limit <= 0: all).
+	ByVolume(volumeID string, limit int) ([]PastClaim, error)
+	// Recent returns up to limit freed claims, newest first (limit <= 0: all).
+	Recent(limit int) ([]PastClaim, error)
+}
+
+// Claims is the live-claim API inside this transaction.
+func (tx *Tx) Claims() ClaimStore { return claims{tx} }
+
+// History is the freed-claim API inside this transaction.
+func (tx *Tx) History() HistoryStore { return history{tx} }
+
+type claims struct{ tx *Tx }
+
+type history struct{ tx *Tx }
+
+// claimBody is every claim column but the id, shared by claims and claim_history.
+const claimBody = `volume_id, alloc, group_name, mode, access_mode, attachment_mode, fs_type, mount_flags,
+	state, releasing, needs_reconcile, target_path, publish_context, binds, attempts, last_rpc, last_code,
+	last_error, created_at, updated_at`
+
+const claimColumns = `id, ` + claimBody
+
+func claimTargets(c *Claim, flags, pctx, binds *sql.NullString, created, updated *int64) []any {
+	return []any{&c.VolumeID, &c.Alloc, &c.Group, &c.Mode, &c.AccessMode, &c.AttachmentMode, &c.FSType, flags,
+		&c.State, &c.Releasing, &c.NeedsReconcile, &c.TargetPath, pctx, binds, &c.Attempts, &c.LastRPC, &c.LastCode,
+		&c.LastError, created, updated}
+}
+
+func decodeClaim(c *Claim, flags, pctx, binds sql.NullString, created, updated int64) error {
+	var raw []string
+	for _, d := range []struct {
+		col sql.NullString
+		dst any
+	}{{flags, &raw}, {pctx, &c.PublishContext}, {binds, &c.Binds}} {
+		if err := decJSON(d.col, d.dst); err != nil {
+			return fmt.Errorf("claim %d: decode: %w", c.ID, err)
+		}
+	}
+	c.MountFlags = spec.MountFlags(raw)
+	c.CreatedAt, c.UpdatedAt = decTime(created), decTime(updated)
+	return nil
+}
+
+func scanClaim(sc scanner) (Claim, error) {
+	var (
+		c                  Claim
+		flags, pctx, binds sql.NullString
+		created, updated   int64
+	)
+	if err := sc.Scan(append([]any{&c.ID}, claimTargets(&c, &flags, &pctx, &binds, &created, &updated)...)...); err != nil {
+		return Claim{}, err
+	}
+	return c, decodeClaim(&c, flags, pctx, binds, created, updated)
+}
+
+// claimMutable are the columns Update rewrites, and claimMutableArgs their values.
+const claimMutable = `group_name = ?, mode = ?, access_mode = ?, attachment_mode = ?, fs_type = ?, mount_flags = ?,
+	state = ?, releasing = ?, needs_reconcile = ?, target_path = ?, publish_context = ?, binds = ?, attempts = ?,
+	last_rpc = ?, last_code = ?, last_error = ?`
+
+func claimMutableArgs(c *Claim) ([]any, error) {
+	var cols [3]any
+	for i, v := range []any{c.MountFlags.Plain(), c.PublishContext, c.Binds} {
+		var err error
+		if cols[i], err = encJSON(v); err != nil {
+			return nil, fmt.Errorf("%s: encode: %w", claimWhat(c), err)
+		}
+	}
+	return []any{c.Group, c.Mode, c.AccessMode, c.AttachmentMode, c.FSType, cols[0],
+		c.State, encBool(c.Releasing), encBool(c.NeedsReconcile), c.TargetPath, cols[1], cols[2], c.Attempts,
+		c.LastRPC, c.LastCode, c.LastError}, nil
+}
+
+func claimWhat(c *Claim) string {
+	return fmt.Sprintf("claim on volume %q for alloc %q", c.VolumeID, c.Alloc)
+}
+
+func (cs claims) Get(id int64) (Claim, error) {
+	c, err := scanClaim(cs.tx.queryRow(`SELECT `+claimColumns+` FROM claims WHERE id = ?`, id))
+	if err != nil {
+		return Claim{}, wrap(err, fmt.Sprintf("claim %d", id), "")
+	}
+	return c, nil
+}
+
+func (cs claims) Find(volumeID, alloc string) (Claim, error) {
+	c, err := scanClaim(cs.tx.queryRow(`SELECT `+claimColumns+` FROM claims WHERE volume_id = ? AND alloc = ?`,
+		volumeID, alloc))
+	if err != nil {
+		return Claim{}, wrap(err, fmt.Sprintf("claim on volume %q for alloc %q", volumeID, alloc), "")
+	}
+	return c, nil
+}
+
+func (cs claims) list(what, where string, args ...any) ([]Claim, error) {
+	rows, err := cs.tx.query(`SELECT `+claimColumns+` FROM claims `+where+` ORDER BY id`, args...)
+	out, err := collect(rows, err, scanClaim)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, mapBusy(err))
+	}
+	return out, nil
+}
+
+func (cs claims) ByVolume(volumeID string) ([]Claim, error) {
+	return cs.list(fmt.Sprintf("claims on volume %q", volumeID), `WHERE volume_id = ?`, volumeID)
+}
+
+func (cs claims) ByAlloc(alloc string) ([]Claim, error) {
+	return cs.list(fmt.Sprintf("claims of alloc %q", alloc), `WHERE alloc = ?`, alloc)
+}
+
+func (cs claims) ListAll() ([]Claim, error) { return cs.list("list claims", "") }
+
+func (cs claims) ListUnsettled() ([]Claim, error) {
+	return cs.list("list unsettled claims", `WHERE state != ? OR releasing = 1 OR needs_reconcile = 1`, ClaimPublished)
+}
+
+func (cs claims) CountByVolume(volumeID string, states ...ClaimState) (int, error) {
+	q := `SELECT count(*) FROM claims WHERE volume_id = ?`
+	args := []any{volumeID}
+	if len(states) > 0 {
+		q += ` AND state IN (?` + strings.Repeat(", ?", len(states)-1) + `)`
+		for _, s := range states {
+			args = append(args, s)
+		}
+	}
+	var n int
+	if err := cs.tx.queryRow(q, args...).Scan(&n); err != nil {
+		return 0, wrap(err, fmt.Sprintf("count claims on volume %q", volumeID), "")
+	}
+	return n, nil
+}
+
+func (cs claims) Insert(c *Claim) error {
+	what := claimWhat(c)
+	args, err := claimMutableArgs(c)
+	if err != nil {
+		return err
+	}
+	now := encTime(cs.tx.now())
+	err = cs.tx.queryRow(`INSERT INTO claims (`+claimBody+`) VALUES (?, ?, `+
+		strings.TrimSuffix(strings.Repeat("?, ", len(args)), ", ")+`, ?, ?) RETURNING id`,
+		append(append([]any{c.VolumeID, c.Alloc}, args...), now, now)...).Scan(&c.ID)
+	if err != nil {
+		return wrap(err, what, fmt.Sprintf("volume %q does not exist", c.VolumeID))
+	}
+	c.CreatedAt, c.UpdatedAt = decTime(now), decTime(now)
+	// The first live claim fixes the volume's modes (DESIGN.md, "Modes"); doing it here keeps the
+	// volume row and its claims consistent whatever the caller forgets.
+	_, err = cs.tx.exec(`
+		UPDATE volumes SET access_mode = ?, attachment_mode = ?, updated_at = ?
+		WHERE id = ? AND NOT EXISTS (SELECT 1 FROM claims WHERE volume_id = ? AND id != ?)`,
+		c.AccessMode, c.AttachmentMode, now, c.VolumeID, c.VolumeID, c.ID)
+	return wrap(err, what, "")
+}
+
+func (cs claims) Update(c *Claim) error {
+	what := claimWhat(c)
+	args, err := claimMutableArgs(c)
+	if err != nil {
+		return err
+	}
+	now := cs.tx.now()
+	res, err := cs.tx.exec(`UPDATE claims SET `+claimMutable+`, updated_at = ? WHERE id = ?`,
+		append(args, encTime(now), c.ID)...)
+	if err := affected(res, err, what, ""); err != nil {
+		return err
+	}
+	c.UpdatedAt = now
+	return nil
+}
+
+func (cs claims) Free(id int64, outcome Outcome) error {
+	what := fmt.Sprintf("free claim %d", id)
+	var volumeID string
+	now := encTime(cs.tx.now())
+	err := cs.tx.queryRow(`
+		INSERT INTO claim_history (claim_id, `+claimBody+`, freed_at, outcome)
+		SELECT id, `+claimBody+`, ?, ? FROM claims WHERE id = ?
+		RETURNING volume_id`, now, outcome, id).Scan(&volumeID)
+	if err != nil {
+		return wrap(err, what, "")
+	}
+	if _, err := cs.tx.exec(`DELETE FROM claims WHERE id = ?`, id); err != nil {
+		return wrap(err, what, "")
+	}
+	if _, err := cs.tx.exec(`
+		UPDATE volumes SET access_mode = '', attachment_mode = '', updated_at = ?
+		WHERE id = ? AND NOT EXISTS (SELECT 1 FROM claims WHERE volume_id = ?)`, now, volumeID, volumeID); err != nil {
+		return wrap(err, what, "")
+	}
+	// Keep the newest historyLimit entries. Ids are dense (AUTOINCREMENT, rows are only ever
+	// deleted from the old end), so this is a range delete on the primary key.
+	_, err = cs.tx.exec(`DELETE FROM claim_history WHERE id <= (SELECT max(id) FROM claim_history) - ?`,
+		cs.tx.s.historyLimit)
+	return wrap(err, what, "")
+}
+
+const pastClaimColumns = `id, claim_id, ` + claimBody + `, freed_at, outcome`
+
+func scanPastClaim(sc scanner) (PastClaim, error) {
+	var (
+		p                  PastClaim
+		flags, pctx, binds sql.NullString
+		created, updated   int64
+		freed              int64
+	)
+	targets := append([]any{&p.HistoryID, &p.ID}, claimTargets(&p.Claim, &flags, &pctx, &binds, &created, &updated)...)
+	if err := sc.Scan(append(targets, &freed, &p.Outcome)...); err != nil {
+		return PastClaim{}, err
+	}
+	p.FreedAt = decTime(freed)
+	return p, decodeClaim(&p.Claim, flags, pctx, binds, created, updated)
+}
+
+func (h history) list(what, where string, limit int, args ...any) ([]PastClaim, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := h.tx.query(`SELECT `+pastClaimColumns+` FROM claim_history `+where+` ORDER BY id DESC LIMIT ?`,
+		append(args, limit)...)
+	out, err := collect(rows, err, scanPastClaim)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, mapBusy(err))
+	}
+	return out, nil
+}
+
+func (h history) ByVolume(volumeID string, limit int) ([]PastClaim, error) {
+	return h.list(fmt.Sprintf("claim history of volume %q", volumeID), `WHERE volume_id = ?`, limit, volumeID)
+}
+
+func (h history) Recent(limit int) ([]PastClaim, error) {
+	return h.list("claim history", "", limit)
+}

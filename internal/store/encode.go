@@ -1,0 +1,172 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+	"reflect"
+	"time"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// Times are stored as unix nanoseconds; the zero time is stored as 0 and read back as the zero
+// time, so "never" survives a round trip.
+func encTime(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func decTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+func encBool(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// encJSON encodes v for a JSON column. A nil map, slice or pointer becomes SQL NULL, so nil and
+// empty stay distinct (a volume context that is absent is not one that is empty).
+func encJSON(v any) (any, error) {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Invalid:
+		return nil, nil
+	case reflect.Map, reflect.Slice, reflect.Pointer:
+		if rv.IsNil() {
+			return nil, nil
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+// decJSON decodes a JSON column into dst; NULL leaves dst at its zero value.
+func decJSON(col sql.NullString, dst any) error {
+	if !col.Valid {
+		return nil
+	}
+	return json.Unmarshal([]byte(col.String), dst)
+}
+
+// The spec types redact secrets and mount flags when marshalled, which is right for every output
+// and wrong for the store, which must persist the raw values. These mirrors carry the raw values;
+// nothing else in the store marshals a spec type that holds either.
+
+type mountOptionsRow struct {
+	FSType     string   `json:"fs_type"`
+	MountFlags []string `json:"mount_flags"`
+}
+
+func toMountOptionsRow(m *spec.MountOptions) *mountOptionsRow {
+	if m == nil {
+		return nil
+	}
+	return &mountOptionsRow{FSType: m.FSType, MountFlags: m.MountFlags.Plain()}
+}
+
+func (r *mountOptionsRow) spec() *spec.MountOptions {
+	if r == nil {
+		return nil
+	}
+	return &spec.MountOptions{FSType: r.FSType, MountFlags: spec.MountFlags(r.MountFlags)}
+}
+
+type execRow struct {
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env"`
+}
+
+func toExecRow(e *spec.Exec) *execRow {
+	if e == nil {
+		return nil
+	}
+	return &execRow{Command: e.Command, Args: e.Args, Env: e.Env.Plain()}
+}
+
+func (r *execRow) spec() *spec.Exec {
+	if r == nil {
+		return nil
+	}
+	return &spec.Exec{Command: r.Command, Args: r.Args, Env: spec.Secrets(r.Env)}
+}
+
+type volumeRequestRow struct {
+	Name           string              `json:"name"`
+	Type           string              `json:"type"`
+	Source         string              `json:"source"`
+	PerAlloc       bool                `json:"per_alloc"`
+	ReadOnly       bool                `json:"read_only"`
+	AccessMode     spec.AccessMode     `json:"access_mode"`
+	AttachmentMode spec.AttachmentMode `json:"attachment_mode"`
+	MountOptions   *mountOptionsRow    `json:"mount_options"`
+}
+
+type groupRow struct {
+	Name    string             `json:"name"`
+	Count   int                `json:"count"`
+	Volumes []volumeRequestRow `json:"volumes"`
+	Mounts  []spec.VolumeMount `json:"volume_mounts"`
+}
+
+func toGroupRow(g spec.Group) groupRow {
+	r := groupRow{Name: g.Name, Count: g.Count, Mounts: g.Mounts}
+	if g.Volumes != nil {
+		r.Volumes = make([]volumeRequestRow, len(g.Volumes))
+	}
+	for i, v := range g.Volumes {
+		r.Volumes[i] = volumeRequestRow{
+			Name: v.Name, Type: v.Type, Source: v.Source, PerAlloc: v.PerAlloc, ReadOnly: v.ReadOnly,
+			AccessMode: v.AccessMode, AttachmentMode: v.AttachmentMode,
+			MountOptions: toMountOptionsRow(v.MountOptions),
+		}
+	}
+	return r
+}
+
+func (r groupRow) spec() spec.Group {
+	g := spec.Group{Name: r.Name, Count: r.Count, Mounts: r.Mounts}
+	if r.Volumes != nil {
+		g.Volumes = make([]spec.VolumeRequest, len(r.Volumes))
+	}
+	for i, v := range r.Volumes {
+		g.Volumes[i] = spec.VolumeRequest{
+			Name: v.Name, Type: v.Type, Source: v.Source, PerAlloc: v.PerAlloc, ReadOnly: v.ReadOnly,
+			AccessMode: v.AccessMode, AttachmentMode: v.AttachmentMode,
+			MountOptions: v.MountOptions.spec(),
+		}
+	}
+	return g
+}
+
+// scanner is what *sql.Row and *sql.Rows have in common.
+type scanner interface{ Scan(dest ...any) error }
+
+// collect reads every row with scan, closing rows. A query with no rows gives an empty, non-nil
+// slice, so callers can marshal it as [] rather than null.
+func collect[T any](rows *sql.Rows, err error, scan func(scanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

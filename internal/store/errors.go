@@ -1,0 +1,132 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// ErrNotFound is matched (errors.Is) by every error about a row that does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrConflict is matched (errors.Is) by every error about a write the schema refuses: a duplicate
+// key, a row still referenced by another, a value outside its allowed set.
+var ErrConflict = errors.New("conflict")
+
+// ErrNewerSchema is matched by the error Open returns for a database written by a newer volctl.
+var ErrNewerSchema = errors.New("database schema is newer than this volctl")
+
+// ErrBusy is matched by the error a transaction returns when another process held the write lock
+// for longer than the busy timeout.
+var ErrBusy = errors.New("state database is busy")
+
+// conflictError carries a readable reason and matches ErrConflict.
+type conflictError struct {
+	reason string
+	cause  error
+}
+
+func (e *conflictError) Error() string        { return e.reason }
+func (e *conflictError) Is(target error) bool { return target == ErrConflict }
+func (e *conflictError) Unwrap() error        { return e.cause }
+
+// busyError keeps the driver's message and matches ErrBusy.
+type busyError struct{ cause error }
+
+func (e *busyError) Error() string {
+	return "database is busy (another volctl holds the lock): " + e.cause.Error()
+}
+func (e *busyError) Is(target error) bool { return target == ErrBusy }
+func (e *busyError) Unwrap() error        { return e.cause }
+
+// sqliteCode is the extended result code of a driver error, or 0.
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code()
+	}
+	return 0
+}
+
+// isBusy reports whether err is SQLite's "try again later": SQLITE_BUSY or SQLITE_LOCKED, with
+// any extended code.
+func isBusy(err error) bool {
+	switch sqliteCode(err) & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return true
+	}
+	return false
+}
+
+func mapBusy(err error) error {
+	if isBusy(err) {
+		return &busyError{cause: err}
+	}
+	return err
+}
+
+// wrap names the thing an error is about and maps driver errors to ErrNotFound / ErrConflict.
+// onForeignKey is the reason given for a foreign-key violation, which only the caller can phrase
+// (a missing parent on insert, a remaining child on delete).
+func wrap(err error, what, onForeignKey string) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	code := sqliteCode(err)
+	if code&0xff == sqlite3.SQLITE_CONSTRAINT {
+		var reason string
+		switch code {
+		case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE:
+			reason = "already exists"
+		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+			reason = onForeignKey
+		default:
+			reason = "invalid: " + detail(err)
+		}
+		return fmt.Errorf("%s: %w", what, &conflictError{reason: reason, cause: err})
+	}
+	if code&0xff == sqlite3.SQLITE_READONLY {
+		return fmt.Errorf("%s: %w", what, errReadOnly)
+	}
+	return fmt.Errorf("%s: %w", what, mapBusy(err))
+}
+
+// errReadOnly is a programming error: a write inside View, whose connections are query-only.
+var errReadOnly = errors.New("write inside a read-only transaction (use Store.Update)")
+
+// detail is the driver message without its generic prefix and numeric code, e.g.
+// "CHECK constraint failed: state IN (...)". SQLite's constraint messages name columns and
+// expressions, never the values, so no secret can leak through them.
+func detail(err error) string {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "constraint failed: ")
+	if i := strings.LastIndex(msg, " ("); i > 0 && strings.HasSuffix(msg, ")") {
+		msg = msg[:i]
+	}
+	return msg
+}
+
+// notFound is the error for a row a write expected but did not find.
+func notFound(what string) error { return fmt.Errorf("%s: %w", what, ErrNotFound) }
+
+// affected turns "no row changed" into ErrNotFound for updates and deletes by key.
+func affected(res sql.Result, err error, what, onForeignKey string) error {
+	if err != nil {
+		return wrap(err, what, onForeignKey)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return wrap(err, what, onForeignKey)
+	}
+	if n == 0 {
+		return notFound(what)
+	}
+	return nil
+}

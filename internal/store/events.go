@@ -1,0 +1,99 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Event is one entry of the event log: something the engine did or saw.
+type Event struct {
+	ID       int64     // assigned by Append; increases with every event
+	At       time.Time // stamped by Append when zero
+	Kind     string    // e.g. "claim", "release", "plugin-health"
+	VolumeID string
+	Alloc    string
+	PluginID string
+	RPC      string
+	Code     string // gRPC code name, "" for none
+	Message  string
+}
+
+// EventFilter narrows Recent; empty fields match everything.
+type EventFilter struct {
+	Kind     string
+	VolumeID string
+	Alloc    string
+	PluginID string
+	AfterID  int64 // only events newer than this one, for following the log
+}
+
+// EventStore appends to and reads the event log, which keeps the newest events up to a limit
+// (see WithEventLimit).
+type EventStore interface {
+	// Append adds an event, sets its ID (and At if zero), and drops the oldest past the limit.
+	Append(e *Event) error
+	// Recent returns up to limit events matching f, newest first (limit <= 0: all).
+	Recent(limit int, f EventFilter) ([]Event, error)
+}
+
+// Events is the event-log API inside this transaction.
+func (tx *Tx) Events() EventStore { return events{tx} }
+
+type events struct{ tx *Tx }
+
+const eventColumns = `id, at, kind, volume_id, alloc, plugin_id, rpc, code, message`
+
+func scanEvent(sc scanner) (Event, error) {
+	var (
+		e  Event
+		at int64
+	)
+	if err := sc.Scan(&e.ID, &at, &e.Kind, &e.VolumeID, &e.Alloc, &e.PluginID, &e.RPC, &e.Code, &e.Message); err != nil {
+		return Event{}, err
+	}
+	e.At = decTime(at)
+	return e, nil
+}
+
+func (es events) Append(e *Event) error {
+	if e.At.IsZero() {
+		e.At = es.tx.now()
+	}
+	e.At = decTime(encTime(e.At)) // as it will read back
+	what := fmt.Sprintf("append %s event", e.Kind)
+	err := es.tx.queryRow(`
+		INSERT INTO events (at, kind, volume_id, alloc, plugin_id, rpc, code, message)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		encTime(e.At), e.Kind, e.VolumeID, e.Alloc, e.PluginID, e.RPC, e.Code, e.Message).Scan(&e.ID)
+	if err != nil {
+		return wrap(err, what, "")
+	}
+	// Ids are dense (AUTOINCREMENT, and rows only leave from the old end), so everything at or
+	// below newest-limit is exactly the overflow: a primary-key range delete, O(log n) per append.
+	_, err = es.tx.exec(`DELETE FROM events WHERE id <= ?`, e.ID-int64(es.tx.s.eventLimit))
+	return wrap(err, what, "")
+}
+
+func (es events) Recent(limit int, f EventFilter) ([]Event, error) {
+	where := []string{"id > ?"}
+	args := []any{f.AfterID}
+	for _, c := range []struct{ col, val string }{
+		{"kind", f.Kind}, {"volume_id", f.VolumeID}, {"alloc", f.Alloc}, {"plugin_id", f.PluginID},
+	} {
+		if c.val != "" {
+			where = append(where, c.col+" = ?")
+			args = append(args, c.val)
+		}
+	}
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := es.tx.query(`SELECT `+eventColumns+` FROM events WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
+	out, err := collect(rows, err, scanEvent)
+	if err != nil {
+		return nil, fmt.Errorf("recent events: %w", mapBusy(err))
+	}
+	return out, nil
+}

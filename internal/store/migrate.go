@@ -1,0 +1,125 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"strconv"
+	"strings"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// applicationID marks the file as volctl's ("vctl"), so a stray SQLite file is refused rather
+// than migrated.
+const applicationID = 0x7663746c
+
+// migration is one numbered SQL file. The schema version of a database is the number of the last
+// migration applied to it, kept in PRAGMA user_version.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations is the embedded list, ordered and checked once at start-up: a gap or a duplicate
+// number is a build mistake, so it panics rather than corrupting a database later.
+var migrations = loadMigrations()
+
+func loadMigrations() []migration {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		panic(err)
+	}
+	var out []migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			panic(fmt.Sprintf("store: migration %q: name must be NNNN_what.sql", e.Name()))
+		}
+		if v != len(out)+1 {
+			panic(fmt.Sprintf("store: migration %q: expected number %d", e.Name(), len(out)+1))
+		}
+		b, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, migration{version: v, name: e.Name(), sql: string(b)})
+	}
+	return out
+}
+
+// SchemaVersion is the schema version this binary writes.
+func SchemaVersion() int { return len(migrations) }
+
+// schemaVersion reads the version and application id in one query, which is all an open of an
+// up-to-date database costs.
+func schemaVersion(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (version, appID int, err error) {
+	err = q.QueryRowContext(ctx,
+		"SELECT (SELECT user_version FROM pragma_user_version), (SELECT application_id FROM pragma_application_id)",
+	).Scan(&version, &appID)
+	return version, appID, err
+}
+
+// migrateTo applies migrations up to target in one write transaction, so a database is either at
+// its old version or at the new one, never in between; a crash or an error mid-way loses nothing.
+func (s *Store) migrateTo(ctx context.Context, target int) error {
+	version, appID, err := schemaVersion(ctx, s.w)
+	if err != nil {
+		return fmt.Errorf("open state %s: read schema version: %w", s.path, mapBusy(err))
+	}
+	if err := s.checkVersion(version, appID); err != nil || version >= target {
+		return err
+	}
+	var refused error
+	err = s.Update(ctx, func(tx *Tx) error {
+		// Another process may have migrated between the check above and the lock.
+		version, appID, err := schemaVersion(ctx, tx.q)
+		if err != nil {
+			return err
+		}
+		if refused = s.checkVersion(version, appID); refused != nil {
+			return refused
+		}
+		for _, m := range migrations[version:target] {
+			if _, err := tx.exec(m.sql); err != nil {
+				return fmt.Errorf("migration %s: %w", m.name, err)
+			}
+		}
+		if version < target {
+			// PRAGMA takes no bound parameters; both values are integers from this file.
+			if _, err := tx.exec(fmt.Sprintf("PRAGMA application_id = %d", applicationID)); err != nil {
+				return err
+			}
+			if _, err := tx.exec(fmt.Sprintf("PRAGMA user_version = %d", target)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if refused != nil {
+		return refused
+	}
+	if err != nil {
+		return fmt.Errorf("open state %s: migrate schema: %w", s.path, err)
+	}
+	return nil
+}
+
+func (s *Store) checkVersion(version, appID int) error {
+	if appID != 0 && appID != applicationID || appID == 0 && version != 0 {
+		return fmt.Errorf("open state %s: not a volctl state database (application id %#x, schema version %d)", s.path, appID, version)
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("open state %s: %w: the database is at schema version %d, this volctl knows versions up to %d; upgrade volctl to use this state directory",
+			s.path, ErrNewerSchema, version, len(migrations))
+	}
+	return nil
+}

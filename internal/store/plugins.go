@@ -1,0 +1,201 @@
+package store
+
+import (
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// Plugin is a registered CSI plugin: its declaration, its last fingerprint and its last probe.
+type Plugin struct {
+	ID               string
+	Type             spec.PluginType
+	Socket           string // monolith on one socket
+	ControllerSocket string
+	NodeSocket       string
+	Timeout          time.Duration // long-RPC timeout; 0 means the engine's default
+	Exec             *spec.Exec    // nil unless volctl starts the plugin itself
+	Fingerprint      Fingerprint
+	Health           Health
+	CreatedAt        time.Time
+	UpdatedAt        time.Time // when the declaration last changed; probes have their own times
+}
+
+// Fingerprint is what the plugin said about itself on its last (re)connect.
+type Fingerprint struct {
+	Provider       string
+	Version        string
+	PluginCaps     []string
+	ControllerCaps []string
+	NodeCaps       []string
+	NodeID         string
+	MaxVolumes     int64
+	Topology       map[string]string // the node's accessible topology segments
+	At             time.Time         // zero: never fingerprinted
+}
+
+// Health is the result of the last Probe.
+type Health struct {
+	Healthy      bool
+	Ready        bool
+	ProbeLatency time.Duration
+	LastError    string
+	ProbedAt     time.Time // zero: never probed
+}
+
+// PluginFromSpec is the declaration part of a Plugin, from a plugin spec.
+func PluginFromSpec(p spec.Plugin) Plugin {
+	return Plugin{
+		ID: p.ID, Type: p.Type, Socket: p.Socket, ControllerSocket: p.ControllerSocket,
+		NodeSocket: p.NodeSocket, Timeout: p.Timeout, Exec: p.Exec,
+	}
+}
+
+// Spec is the plugin's declaration as a plugin spec.
+func (p Plugin) Spec() spec.Plugin {
+	return spec.Plugin{
+		ID: p.ID, Type: p.Type, Socket: p.Socket, ControllerSocket: p.ControllerSocket,
+		NodeSocket: p.NodeSocket, Timeout: p.Timeout, Exec: p.Exec,
+	}
+}
+
+// PluginStore reads and writes plugins.
+type PluginStore interface {
+	// Get returns one plugin, or an error matching ErrNotFound.
+	Get(id string) (Plugin, error)
+	// List returns every plugin, ordered by ID.
+	List() ([]Plugin, error)
+	// Put inserts or replaces a plugin's declaration, keeping its fingerprint and health; it sets
+	// p.CreatedAt and p.UpdatedAt.
+	Put(p *Plugin) error
+	// Delete removes a plugin (its volumes stay); ErrNotFound if there is none.
+	Delete(id string) error
+	// SetFingerprint records a fingerprint; a zero fp.At is stamped with the current time.
+	SetFingerprint(id string, fp Fingerprint) error
+	// SetHealth records a probe result; a zero h.ProbedAt is stamped with the current time.
+	SetHealth(id string, h Health) error
+}
+
+// Plugins is the plugin API inside this transaction.
+func (tx *Tx) Plugins() PluginStore { return plugins{tx} }
+
+type plugins struct{ tx *Tx }
+
+const pluginColumns = `id, type, socket, controller_socket, node_socket, timeout_ns, exec,
+	provider, version, plugin_caps, controller_caps, node_caps, node_id, max_volumes, topology, fingerprinted_at,
+	healthy, ready, probe_latency_ns, last_error, probed_at, created_at, updated_at`
+
+func scanPlugin(sc scanner) (Plugin, error) {
+	var (
+		p                                    Plugin
+		exec, pcaps, ccaps, ncaps, topo      sql.NullString
+		timeout, fpAt, latency, probed, c, u int64
+	)
+	err := sc.Scan(&p.ID, &p.Type, &p.Socket, &p.ControllerSocket, &p.NodeSocket, &timeout, &exec,
+		&p.Fingerprint.Provider, &p.Fingerprint.Version, &pcaps, &ccaps, &ncaps, &p.Fingerprint.NodeID,
+		&p.Fingerprint.MaxVolumes, &topo, &fpAt,
+		&p.Health.Healthy, &p.Health.Ready, &latency, &p.Health.LastError, &probed, &c, &u)
+	if err != nil {
+		return Plugin{}, err
+	}
+	var er *execRow
+	for _, d := range []struct {
+		col sql.NullString
+		dst any
+	}{{exec, &er}, {pcaps, &p.Fingerprint.PluginCaps}, {ccaps, &p.Fingerprint.ControllerCaps},
+		{ncaps, &p.Fingerprint.NodeCaps}, {topo, &p.Fingerprint.Topology}} {
+		if err := decJSON(d.col, d.dst); err != nil {
+			return Plugin{}, fmt.Errorf("plugin %q: decode: %w", p.ID, err)
+		}
+	}
+	p.Exec = er.spec()
+	p.Timeout = time.Duration(timeout)
+	p.Fingerprint.At = decTime(fpAt)
+	p.Health.ProbeLatency = time.Duration(latency)
+	p.Health.ProbedAt = decTime(probed)
+	p.CreatedAt, p.UpdatedAt = decTime(c), decTime(u)
+	return p, nil
+}
+
+func pluginWhat(id string) string { return fmt.Sprintf("plugin %q", id) }
+
+func (ps plugins) Get(id string) (Plugin, error) {
+	p, err := scanPlugin(ps.tx.queryRow(`SELECT `+pluginColumns+` FROM plugins WHERE id = ?`, id))
+	if err != nil {
+		return Plugin{}, wrap(err, pluginWhat(id), "")
+	}
+	return p, nil
+}
+
+func (ps plugins) List() ([]Plugin, error) {
+	rows, err := ps.tx.query(`SELECT ` + pluginColumns + ` FROM plugins ORDER BY id`)
+	out, err := collect(rows, err, scanPlugin)
+	if err != nil {
+		return nil, fmt.Errorf("list plugins: %w", mapBusy(err))
+	}
+	return out, nil
+}
+
+func (ps plugins) Put(p *Plugin) error {
+	what := pluginWhat(p.ID)
+	exec, err := encJSON(toExecRow(p.Exec))
+	if err != nil {
+		return fmt.Errorf("%s: encode exec: %w", what, err)
+	}
+	now := encTime(ps.tx.now())
+	var created int64
+	err = ps.tx.queryRow(`
+		INSERT INTO plugins (id, type, socket, controller_socket, node_socket, timeout_ns, exec, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET
+			type = excluded.type, socket = excluded.socket, controller_socket = excluded.controller_socket,
+			node_socket = excluded.node_socket, timeout_ns = excluded.timeout_ns, exec = excluded.exec,
+			updated_at = excluded.updated_at
+		RETURNING created_at`,
+		p.ID, p.Type, p.Socket, p.ControllerSocket, p.NodeSocket, int64(p.Timeout), exec, now, now,
+	).Scan(&created)
+	if err != nil {
+		return wrap(err, what, "")
+	}
+	p.CreatedAt, p.UpdatedAt = decTime(created), decTime(now)
+	return nil
+}
+
+func (ps plugins) Delete(id string) error {
+	res, err := ps.tx.exec(`DELETE FROM plugins WHERE id = ?`, id)
+	return affected(res, err, pluginWhat(id), "")
+}
+
+func (ps plugins) SetFingerprint(id string, fp Fingerprint) error {
+	what := pluginWhat(id)
+	if fp.At.IsZero() {
+		fp.At = ps.tx.now()
+	}
+	var cols [4]any
+	for i, v := range []any{fp.PluginCaps, fp.ControllerCaps, fp.NodeCaps, fp.Topology} {
+		var err error
+		if cols[i], err = encJSON(v); err != nil {
+			return fmt.Errorf("%s: encode fingerprint: %w", what, err)
+		}
+	}
+	res, err := ps.tx.exec(`
+		UPDATE plugins SET provider = ?, version = ?, plugin_caps = ?, controller_caps = ?, node_caps = ?,
+			node_id = ?, max_volumes = ?, topology = ?, fingerprinted_at = ?
+		WHERE id = ?`,
+		fp.Provider, fp.Version, cols[0], cols[1], cols[2], fp.NodeID, fp.MaxVolumes, cols[3],
+		encTime(fp.At), id)
+	return affected(res, err, what, "")
+}
+
+func (ps plugins) SetHealth(id string, h Health) error {
+	if h.ProbedAt.IsZero() {
+		h.ProbedAt = ps.tx.now()
+	}
+	res, err := ps.tx.exec(`
+		UPDATE plugins SET healthy = ?, ready = ?, probe_latency_ns = ?, last_error = ?, probed_at = ?
+		WHERE id = ?`,
+		encBool(h.Healthy), encBool(h.Ready), int64(h.ProbeLatency), h.LastError, encTime(h.ProbedAt), id)
+	return affected(res, err, pluginWhat(id), "")
+}

@@ -1,0 +1,98 @@
+package store
+
+import (
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Staging is the one NodeStage of a volume on this host, shared by all its claims. How many
+// claims use it is derived from the claims (ClaimStore.CountByVolume), never stored.
+type Staging struct {
+	VolumeID            string
+	PluginID            string
+	StagingPath         string
+	NodeID              string // the plugin's node ID the volume was controller-published to
+	PublishContext      map[string]string
+	ControllerPublished bool
+	Staged              bool
+	UpdatedAt           time.Time
+}
+
+// StagingStore reads and writes stagings.
+type StagingStore interface {
+	// Get returns a volume's staging, or an error matching ErrNotFound.
+	Get(volumeID string) (Staging, error)
+	// List returns every staging, ordered by volume ID.
+	List() ([]Staging, error)
+	// Put inserts or replaces a volume's staging and sets UpdatedAt; ErrConflict if the volume
+	// does not exist.
+	Put(st *Staging) error
+	// Delete removes a volume's staging; ErrNotFound if there is none.
+	Delete(volumeID string) error
+}
+
+// Stagings is the staging API inside this transaction.
+func (tx *Tx) Stagings() StagingStore { return stagings{tx} }
+
+type stagings struct{ tx *Tx }
+
+const stagingColumns = `volume_id, plugin_id, staging_path, node_id, publish_context, controller_published, staged, updated_at`
+
+func scanStaging(sc scanner) (Staging, error) {
+	var (
+		st   Staging
+		pctx sql.NullString
+		u    int64
+	)
+	if err := sc.Scan(&st.VolumeID, &st.PluginID, &st.StagingPath, &st.NodeID, &pctx, &st.ControllerPublished,
+		&st.Staged, &u); err != nil {
+		return Staging{}, err
+	}
+	if err := decJSON(pctx, &st.PublishContext); err != nil {
+		return Staging{}, fmt.Errorf("staging of volume %q: decode: %w", st.VolumeID, err)
+	}
+	st.UpdatedAt = decTime(u)
+	return st, nil
+}
+
+func stagingWhat(volumeID string) string { return fmt.Sprintf("staging of volume %q", volumeID) }
+
+func (ss stagings) Get(volumeID string) (Staging, error) {
+	st, err := scanStaging(ss.tx.queryRow(`SELECT `+stagingColumns+` FROM stagings WHERE volume_id = ?`, volumeID))
+	if err != nil {
+		return Staging{}, wrap(err, stagingWhat(volumeID), "")
+	}
+	return st, nil
+}
+
+func (ss stagings) List() ([]Staging, error) {
+	rows, err := ss.tx.query(`SELECT ` + stagingColumns + ` FROM stagings ORDER BY volume_id`)
+	out, err := collect(rows, err, scanStaging)
+	if err != nil {
+		return nil, fmt.Errorf("list stagings: %w", mapBusy(err))
+	}
+	return out, nil
+}
+
+func (ss stagings) Put(st *Staging) error {
+	what := stagingWhat(st.VolumeID)
+	pctx, err := encJSON(st.PublishContext)
+	if err != nil {
+		return fmt.Errorf("%s: encode: %w", what, err)
+	}
+	now := ss.tx.now()
+	_, err = ss.tx.exec(`INSERT OR REPLACE INTO stagings (`+stagingColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		st.VolumeID, st.PluginID, st.StagingPath, st.NodeID, pctx, encBool(st.ControllerPublished),
+		encBool(st.Staged), encTime(now))
+	if err != nil {
+		return wrap(err, what, fmt.Sprintf("volume %q does not exist", st.VolumeID))
+	}
+	st.UpdatedAt = now
+	return nil
+}
+
+func (ss stagings) Delete(volumeID string) error {
+	res, err := ss.tx.exec(`DELETE FROM stagings WHERE volume_id = ?`, volumeID)
+	return affected(res, err, stagingWhat(volumeID), "")
+}

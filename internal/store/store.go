@@ -1,0 +1,354 @@
+// Package store is volctl's state: one SQLite file (volctl.db) in the state directory, with
+// embedded numbered migrations, a transaction helper and a typed API per entity. It is the only
+// package that contains SQL.
+//
+// Every write goes through Update, which takes SQLite's write lock up front (BEGIN IMMEDIATE), so
+// concurrent volctl processes queue for it instead of failing with "database is locked". Reads go
+// through View, on a separate read-only connection pool, and never take the write lock.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// FileName is the name of the database file inside the state directory.
+const FileName = "volctl.db"
+
+// The defaults Open uses unless an Option says otherwise.
+const (
+	DefaultBusyTimeout  = 30 * time.Second
+	DefaultEventLimit   = 10000
+	DefaultHistoryLimit = 10000
+)
+
+// readConns bounds the read pool: enough for the dashboard and the agent to read concurrently,
+// few enough that an idle process holds little.
+const readConns = 4
+
+// Store is an open state database. It is safe for concurrent use by multiple goroutines; several
+// processes may have the same database open at once.
+type Store struct {
+	path         string
+	w            *sql.DB // one connection: in-process writers queue here, not in SQLite's busy loop
+	r            *sql.DB // query_only connections for View
+	busyTimeout  time.Duration
+	eventLimit   int
+	historyLimit int
+	now          func() time.Time
+	log          *slog.Logger
+}
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	busyTimeout  time.Duration
+	eventLimit   int
+	historyLimit int
+	now          func() time.Time
+	log          *slog.Logger
+}
+
+// WithBusyTimeout sets how long a transaction waits for another process's write lock before
+// failing; the default is DefaultBusyTimeout.
+func WithBusyTimeout(d time.Duration) Option { return func(o *options) { o.busyTimeout = d } }
+
+// WithEventLimit sets how many of the newest events the log keeps; the default is DefaultEventLimit.
+func WithEventLimit(n int) Option { return func(o *options) { o.eventLimit = n } }
+
+// WithHistoryLimit sets how many freed claims the history keeps; the default is DefaultHistoryLimit.
+func WithHistoryLimit(n int) Option { return func(o *options) { o.historyLimit = n } }
+
+// WithClock sets the clock that stamps created/updated times, for deterministic tests.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithLogger sets where the store reports what it fixed on its own (e.g. tightened permissions).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// Open opens the state database in dir, creating the directory (0700) and the database (0600) if
+// they do not exist, and migrates its schema to the one this binary knows. A database written by
+// a newer volctl is refused with ErrNewerSchema.
+func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
+	return open(ctx, dir, len(migrations), opts...)
+}
+
+// open is Open with the schema version to migrate to, so tests can build older databases.
+func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, error) {
+	o := options{
+		busyTimeout:  DefaultBusyTimeout,
+		eventLimit:   DefaultEventLimit,
+		historyLimit: DefaultHistoryLimit,
+		now:          time.Now,
+		log:          slog.New(slog.DiscardHandler),
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if dir == "" {
+		return nil, errors.New("open state: no state directory given")
+	}
+	if o.eventLimit < 1 || o.historyLimit < 1 {
+		return nil, fmt.Errorf("open state: event and history limits must be positive (got %d and %d)", o.eventLimit, o.historyLimit)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", dir, err)
+	}
+	if err := prepareDir(abs, o.log); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(abs, FileName)
+	if err := prepareFile(path, o.log); err != nil {
+		return nil, err
+	}
+
+	s := &Store{
+		path:         path,
+		busyTimeout:  o.busyTimeout,
+		eventLimit:   o.eventLimit,
+		historyLimit: o.historyLimit,
+		// Readings are cut to what the database keeps, so a value returned by a write equals the
+		// one read back.
+		now: func() time.Time { return decTime(o.now().UnixNano()) },
+		log: o.log,
+	}
+	if s.w, err = sql.Open("sqlite", dsn(path, o.busyTimeout, false)); err != nil {
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	s.w.SetConnMaxIdleTime(0)
+	s.w.SetConnMaxLifetime(0)
+	if err := s.migrateTo(ctx, target); err != nil {
+		s.w.Close()
+		return nil, err
+	}
+	// SQLite creates -wal and -shm with the database's mode, but only while that mode survives
+	// the umask intact; make sure neither is readable by others whatever the umask was.
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if err := tighten(path+suffix, 0o600, o.log); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.w.Close()
+			return nil, fmt.Errorf("open state %s: %w", path, err)
+		}
+	}
+	if s.r, err = sql.Open("sqlite", dsn(path, o.busyTimeout, true)); err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
+	s.r.SetMaxOpenConns(readConns)
+	s.r.SetMaxIdleConns(readConns)
+	return s, nil
+}
+
+// dsn builds the driver's connection string. The path goes in a file: URI, escaped, so a state
+// directory with '?' or '#' in its name still works.
+func dsn(path string, busy time.Duration, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")")
+	q.Add("_pragma", "foreign_keys(1)")
+	if readOnly {
+		q.Set("_query_only", "1")
+	} else {
+		// Write transactions take the lock at BEGIN, so two processes never both hold a read
+		// snapshot they then try to upgrade (which SQLite answers with SQLITE_BUSY at once,
+		// without waiting).
+		q.Set("_txlock", "immediate")
+		q.Add("_pragma", "journal_mode(WAL)")
+		// FULL, not WAL's usual NORMAL: a checkpoint the engine wrote before a
+		// ControllerPublish must survive a power cut, or the attachment is orphaned.
+		q.Add("_pragma", "synchronous(FULL)")
+	}
+	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
+	return u.String()
+}
+
+// prepareDir creates the state directory 0700 or tightens an existing one to 0700: it holds
+// secrets and mount targets, and the mode must not depend on the umask or on whoever created it.
+func prepareDir(dir string, log *slog.Logger) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("open state: create state directory: %w", err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("open state: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("open state: %s is not a directory", dir)
+	}
+	if err := tighten(dir, 0o700, log); err != nil {
+		return fmt.Errorf("open state: state directory: %w", err)
+	}
+	return nil
+}
+
+// prepareFile creates the database file 0600 before SQLite sees it, so its mode never depends on
+// the umask, and tightens an existing one that is looser.
+func prepareFile(path string, log *slog.Logger) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open state: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("open state: %w", err)
+	}
+	if err := tighten(path, 0o600, log); err != nil {
+		return fmt.Errorf("open state: %w", err)
+	}
+	return nil
+}
+
+// tighten sets path's permission bits to want when they differ.
+func tighten(path string, want fs.FileMode, log *slog.Logger) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if got := fi.Mode().Perm(); got != want {
+		if err := os.Chmod(path, want); err != nil {
+			return err
+		}
+		log.Info("tightened permissions", "path", path, "was", got.String(), "now", want.String())
+	}
+	return nil
+}
+
+// Path is the database file's path.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database. Transactions still running fail.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// Update runs fn in a write transaction and commits it if fn returns nil; an error or a panic
+// rolls it back. The write lock is taken when the transaction begins, so fn sees the latest state
+// and no other process writes until it returns: keep fn short and never send an RPC inside it.
+// Update must not be called from inside another Update's fn (it would wait for itself).
+func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
+	return s.run(ctx, s.w, "BEGIN IMMEDIATE", true, fn)
+}
+
+// View runs fn in a read-only transaction: a consistent snapshot that never blocks writers and is
+// never blocked by them.
+func (s *Store) View(ctx context.Context, fn func(tx *Tx) error) error {
+	return s.run(ctx, s.r, "BEGIN", false, fn)
+}
+
+// run drives one transaction by hand on a dedicated connection rather than through sql.Tx, so a
+// COMMIT answered with SQLITE_BUSY can be retried in place instead of being rolled back (which is
+// what the driver does) and fn run again.
+func (s *Store) run(ctx context.Context, db *sql.DB, begin string, write bool, fn func(tx *Tx) error) (err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("state %s: %w", s.path, err)
+	}
+	defer conn.Close()
+
+	if err := s.retry(ctx, func() error {
+		if _, err := conn.ExecContext(ctx, begin); err != nil {
+			return err
+		}
+		if write {
+			return nil
+		}
+		// A deferred BEGIN takes no lock; the first read does. Take the snapshot here, inside
+		// the retry, so fn's own reads can no longer meet a busy database.
+		var n int
+		if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n); err != nil {
+			s.rollback(conn)
+			return err
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("state %s: begin: %w", s.path, mapBusy(err))
+	}
+
+	tx := &Tx{ctx: ctx, q: conn, s: s}
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		// fn failed or panicked: the transaction must not stay open on a pooled connection.
+		s.rollback(conn)
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := s.retry(ctx, func() error {
+		_, err := conn.ExecContext(ctx, "COMMIT")
+		return err
+	}); err != nil {
+		return fmt.Errorf("state %s: commit: %w", s.path, mapBusy(err))
+	}
+	done = true
+	return nil
+}
+
+// rollback ends the connection's transaction. If that fails the connection is discarded rather
+// than returned to the pool with a transaction still open on it.
+func (s *Store) rollback(conn *sql.Conn) {
+	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+}
+
+// retry runs op again while SQLite answers SQLITE_BUSY or SQLITE_LOCKED. The busy timeout already
+// waits inside SQLite; this covers the cases where SQLite returns busy without waiting (a WAL
+// checkpoint or recovery in another process), with jittered backoff bounded by the busy timeout
+// and the context.
+func (s *Store) retry(ctx context.Context, op func() error) error {
+	deadline := time.Now().Add(s.busyTimeout)
+	wait := time.Millisecond
+	for {
+		err := op()
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait/2 + rand.N(wait))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, 100*time.Millisecond)
+	}
+}
+
+// Tx is one transaction. Its entity accessors share the transaction; it is valid only inside the
+// function given to Update or View.
+type Tx struct {
+	ctx context.Context
+	q   *sql.Conn
+	s   *Store
+}
+
+func (tx *Tx) exec(query string, args ...any) (sql.Result, error) {
+	return tx.q.ExecContext(tx.ctx, query, args...)
+}
+
+func (tx *Tx) query(query string, args ...any) (*sql.Rows, error) {
+	return tx.q.QueryContext(tx.ctx, query, args...)
+}
+
+func (tx *Tx) queryRow(query string, args ...any) *sql.Row {
+	return tx.q.QueryRowContext(tx.ctx, query, args...)
+}
+
+// now is the store clock's reading, as the database will keep it, for created/updated columns.
+func (tx *Tx) now() time.Time { return tx.s.now() }

@@ -1,0 +1,341 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// newStore opens a store in a fresh temporary state directory and closes it when the test ends.
+func newStore(t testing.TB, opts ...Option) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "state"), opts...)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func update(t testing.TB, s *Store, fn func(tx *Tx) error) {
+	t.Helper()
+	if err := s.Update(context.Background(), fn); err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+}
+
+func view(t testing.TB, s *Store, fn func(tx *Tx) error) {
+	t.Helper()
+	if err := s.View(context.Background(), fn); err != nil {
+		t.Fatalf("View: %v", err)
+	}
+}
+
+func perm(t *testing.T, path string) fs.FileMode {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Mode().Perm()
+}
+
+// Not parallel: it sets the process umask, which parallel tests would inherit.
+func TestOpenCreatesPrivateFilesWhateverTheUmask(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+
+	dir := filepath.Join(t.TempDir(), "nested", "state")
+	s, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Write something so the WAL and shared-memory files exist.
+	update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "test"}) })
+
+	if got := perm(t, dir); got != 0o700 {
+		t.Errorf("state dir mode = %v, want 0700", got)
+	}
+	if s.Path() != filepath.Join(dir, FileName) {
+		t.Errorf("Path() = %q, want %q", s.Path(), filepath.Join(dir, FileName))
+	}
+	for _, name := range []string{FileName, FileName + "-wal", FileName + "-shm"} {
+		if got := perm(t, filepath.Join(dir, name)); got != 0o600 {
+			t.Errorf("%s mode = %v, want 0600", name, got)
+		}
+	}
+}
+
+func TestOpenTightensLoosePermissions(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, FileName)
+	if err := os.WriteFile(db, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(db, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := perm(t, dir); got != 0o700 {
+		t.Errorf("state dir mode = %v, want 0700", got)
+	}
+	if got := perm(t, db); got != 0o600 {
+		t.Errorf("db mode = %v, want 0600", got)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notDB := t.TempDir()
+	if err := os.WriteFile(filepath.Join(notDB, FileName), []byte("this is not a database, just text long enough to be read as a header"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		dir  string
+		opts []Option
+		want string
+	}{
+		{"empty dir", "", nil, "no state directory"},
+		{"dir is a file", file, nil, "create state directory"},
+		{"not a database", notDB, nil, "open state " + filepath.Join(notDB, FileName)},
+		{"bad limit", t.TempDir(), []Option{WithEventLimit(0)}, "limits must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Open(context.Background(), tt.dir, tt.opts...)
+			if err == nil {
+				s.Close()
+				t.Fatalf("Open succeeded, want error containing %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Open error = %q, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// A state directory is a user-chosen path: characters that mean something in a URI must not
+// change which file is opened.
+func TestOpenPathWithURICharacters(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "my state?mode=ro#x%20y")
+	s, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "k", Message: "hello"}) })
+	s.Close()
+	if _, err := os.Stat(filepath.Join(dir, FileName)); err != nil {
+		t.Fatalf("database not where expected: %v", err)
+	}
+	s, err = Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var evs []Event
+	view(t, s, func(tx *Tx) (err error) { evs, err = tx.Events().Recent(0, EventFilter{}); return err })
+	if len(evs) != 1 || evs[0].Message != "hello" {
+		t.Fatalf("events after reopen = %+v, want the one written", evs)
+	}
+}
+
+func TestUpdateRollsBack(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	boom := errors.New("boom")
+	err := s.Update(context.Background(), func(tx *Tx) error {
+		if err := tx.Events().Append(&Event{Kind: "lost"}); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Update error = %v, want the function's error", err)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "panic in tx" {
+				t.Errorf("recovered %v, want the function's panic", r)
+			}
+		}()
+		_ = s.Update(context.Background(), func(tx *Tx) error {
+			if err := tx.Events().Append(&Event{Kind: "lost"}); err != nil {
+				return err
+			}
+			panic("panic in tx")
+		})
+	}()
+	// The connection went back to the pool without a transaction open on it: this must commit.
+	update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "kept"}) })
+	var evs []Event
+	view(t, s, func(tx *Tx) (err error) { evs, err = tx.Events().Recent(0, EventFilter{}); return err })
+	if len(evs) != 1 || evs[0].Kind != "kept" {
+		t.Fatalf("events = %+v, want only the committed one", evs)
+	}
+}
+
+func TestViewIsReadOnly(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	err := s.View(context.Background(), func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "x"}) })
+	if err == nil || !strings.Contains(err.Error(), "read-only transaction") {
+		t.Fatalf("write inside View: err = %v, want a read-only error", err)
+	}
+}
+
+// Reads never take the write lock: a View, here and in another "process" (a second Store on the
+// same file, with its own connections), completes while an Update holds the lock, and sees the
+// last committed state. The other store's busy timeout is tiny, so a View that did wait for the
+// lock would fail rather than hang.
+func TestViewDoesNotWaitForWriters(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	other, err := Open(context.Background(), filepath.Dir(s.Path()), WithBusyTimeout(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "committed"}) })
+
+	locked, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error)
+	go func() {
+		done <- s.Update(context.Background(), func(tx *Tx) error {
+			if err := tx.Events().Append(&Event{Kind: "uncommitted"}); err != nil {
+				return err
+			}
+			close(locked)
+			<-release
+			return nil
+		})
+	}()
+	<-locked
+	for name, st := range map[string]*Store{"same store": s, "other store": other} {
+		var evs []Event
+		if err := st.View(context.Background(), func(tx *Tx) (err error) {
+			evs, err = tx.Events().Recent(0, EventFilter{})
+			return err
+		}); err != nil {
+			t.Errorf("%s: View while a write is open: %v", name, err)
+		} else if len(evs) != 1 || evs[0].Kind != "committed" {
+			t.Errorf("%s: View saw %+v, want only the committed event", name, evs)
+		}
+	}
+	// And a writer in the other store does wait, then gives up with ErrBusy.
+	err = other.Update(context.Background(), func(tx *Tx) error { return nil })
+	if !errors.Is(err, ErrBusy) {
+		t.Errorf("Update while another store holds the lock: err = %v, want ErrBusy", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// In-process writers are serialized: concurrent read-modify-write transactions lose no update.
+func TestUpdatesSerialize(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	update(t, s, func(tx *Tx) error {
+		return tx.Volumes().Insert(&Volume{ID: "counter", PluginID: "p", State: VolumeReady})
+	})
+	const workers, each = 8, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				if err := s.Update(context.Background(), func(tx *Tx) error {
+					v, err := tx.Volumes().Get("counter")
+					if err != nil {
+						return err
+					}
+					v.CapacityBytes++
+					return tx.Volumes().Update(&v)
+				}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var v Volume
+	view(t, s, func(tx *Tx) (err error) { v, err = tx.Volumes().Get("counter"); return err })
+	if v.CapacityBytes != workers*each {
+		t.Fatalf("counter = %d, want %d", v.CapacityBytes, workers*each)
+	}
+}
+
+func TestCanceledContext(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Update(ctx, func(tx *Tx) error { return nil }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Update with canceled context: err = %v, want context.Canceled", err)
+	}
+	// A context canceled inside fn fails the transaction and leaves the store usable.
+	ctx, cancel = context.WithCancel(context.Background())
+	err := s.Update(ctx, func(tx *Tx) error {
+		cancel()
+		return tx.Events().Append(&Event{Kind: "x"})
+	})
+	if err == nil {
+		t.Fatal("Update whose context was canceled inside fn succeeded")
+	}
+	update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "after"}) })
+}
+
+// rawDB opens the store's file directly, for tests that must see or shape what the API hides.
+func rawDB(t testing.TB, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", dsn(path, time.Second, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func rawCount(t testing.TB, db *sql.DB, table string) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(fmt.Sprintf("SELECT count(*) FROM %s", table)).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

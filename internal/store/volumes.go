@@ -1,0 +1,238 @@
+package store
+
+import (
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// VolumeState is where a volume is in its own lifecycle (not a claim's).
+type VolumeState string
+
+// The volume states. A volume is inserted as creating before CreateVolume is sent, so a crash
+// mid-create leaves a row reconcile can find; it is deleting from before DeleteVolume is sent.
+const (
+	VolumeCreating VolumeState = "creating"
+	VolumeReady    VolumeState = "ready"
+	VolumeDeleting VolumeState = "deleting"
+)
+
+// Volume is a registered or created CSI volume.
+type Volume struct {
+	ID                 string
+	Namespace          string
+	Name               string
+	PluginID           string
+	ExternalID         string // the provider's volume ID, sent in every RPC
+	CSIName            string // the name sent to CreateVolume, its idempotency key
+	State              VolumeState
+	Capabilities       []spec.Capability
+	MountOptions       *spec.MountOptions
+	Secrets            spec.Secrets
+	Parameters         map[string]string
+	Context            map[string]string
+	TopologyRequest    *spec.TopologyRequest
+	AccessibleTopology []spec.Topology
+	CapacityBytes      int64
+	RequestedMin       int64
+	RequestedMax       int64
+	SnapshotID         string
+	CloneID            string
+	AccessMode         spec.AccessMode     // fixed by the first live claim, "" when there is none
+	AttachmentMode     spec.AttachmentMode // likewise
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+}
+
+// VolumeFromSpec is a Volume with the fields a volume spec gives; the caller sets State and what
+// the plugin returns (ExternalID for a created volume, capacity, topology).
+func VolumeFromSpec(v spec.Volume) Volume {
+	return Volume{
+		ID: v.ID, Namespace: v.Namespace, Name: v.Name, PluginID: v.PluginID, ExternalID: v.ExternalID,
+		Capabilities: v.Capabilities, MountOptions: v.MountOptions, Secrets: v.Secrets,
+		Parameters: v.Parameters, Context: v.Context, TopologyRequest: v.TopologyRequest,
+		RequestedMin: v.CapacityMin, RequestedMax: v.CapacityMax, SnapshotID: v.SnapshotID, CloneID: v.CloneID,
+	}
+}
+
+// Spec is the volume as a volume spec, e.g. to compare a re-submitted spec with what is stored.
+func (v Volume) Spec() spec.Volume {
+	return spec.Volume{
+		ID: v.ID, Namespace: v.Namespace, Name: v.Name, Type: "csi", PluginID: v.PluginID, ExternalID: v.ExternalID,
+		SnapshotID: v.SnapshotID, CloneID: v.CloneID, CapacityMin: v.RequestedMin, CapacityMax: v.RequestedMax,
+		Capabilities: v.Capabilities, MountOptions: v.MountOptions, TopologyRequest: v.TopologyRequest,
+		Secrets: v.Secrets, Parameters: v.Parameters, Context: v.Context,
+	}
+}
+
+// VolumeFilter narrows List; empty fields match everything.
+type VolumeFilter struct {
+	Namespace string
+	PluginID  string
+	State     VolumeState
+}
+
+// VolumeStore reads and writes volumes.
+type VolumeStore interface {
+	// Get returns one volume, or an error matching ErrNotFound.
+	Get(id string) (Volume, error)
+	// List returns the volumes matching f, ordered by ID.
+	List(f VolumeFilter) ([]Volume, error)
+	// ByPrefix returns the volumes whose ID starts with prefix, ordered by ID, for commands that
+	// accept an unambiguous prefix.
+	ByPrefix(prefix string) ([]Volume, error)
+	// Insert adds a volume and sets its CreatedAt and UpdatedAt; ErrConflict if the ID is taken.
+	Insert(v *Volume) error
+	// Update replaces every field of an existing volume but its creation time, and sets UpdatedAt.
+	Update(v *Volume) error
+	// Delete removes a volume; ErrConflict while claims or a staging refer to it.
+	Delete(id string) error
+	// CountByPlugin counts the volumes that name a plugin.
+	CountByPlugin(pluginID string) (int, error)
+}
+
+// Volumes is the volume API inside this transaction.
+func (tx *Tx) Volumes() VolumeStore { return volumes{tx} }
+
+type volumes struct{ tx *Tx }
+
+const volumeColumns = `id, namespace, name, plugin_id, external_id, csi_name, state, capabilities,
+	mount_options, secrets, parameters, context, topology_request, accessible_topology, capacity_bytes,
+	requested_min, requested_max, snapshot_id, clone_id, access_mode, attachment_mode, created_at, updated_at`
+
+func scanVolume(sc scanner) (Volume, error) {
+	var (
+		v                                     Volume
+		caps, mo, sec, params, vctx, tr, topo sql.NullString
+		c, u                                  int64
+	)
+	err := sc.Scan(&v.ID, &v.Namespace, &v.Name, &v.PluginID, &v.ExternalID, &v.CSIName, &v.State, &caps,
+		&mo, &sec, &params, &vctx, &tr, &topo, &v.CapacityBytes,
+		&v.RequestedMin, &v.RequestedMax, &v.SnapshotID, &v.CloneID, &v.AccessMode, &v.AttachmentMode, &c, &u)
+	if err != nil {
+		return Volume{}, err
+	}
+	var mor *mountOptionsRow
+	for _, d := range []struct {
+		col sql.NullString
+		dst any
+	}{{caps, &v.Capabilities}, {mo, &mor}, {sec, &v.Secrets}, {params, &v.Parameters}, {vctx, &v.Context},
+		{tr, &v.TopologyRequest}, {topo, &v.AccessibleTopology}} {
+		if err := decJSON(d.col, d.dst); err != nil {
+			return Volume{}, fmt.Errorf("volume %q: decode: %w", v.ID, err)
+		}
+	}
+	v.MountOptions = mor.spec()
+	v.CreatedAt, v.UpdatedAt = decTime(c), decTime(u)
+	return v, nil
+}
+
+// volumeArgs are the columns after id and before the timestamps, in volumeColumns order.
+func volumeArgs(v *Volume) ([]any, error) {
+	args := []any{v.Namespace, v.Name, v.PluginID, v.ExternalID, v.CSIName, v.State}
+	for _, j := range []any{v.Capabilities, toMountOptionsRow(v.MountOptions), v.Secrets.Plain(), v.Parameters,
+		v.Context, v.TopologyRequest, v.AccessibleTopology} {
+		col, err := encJSON(j)
+		if err != nil {
+			return nil, fmt.Errorf("volume %q: encode: %w", v.ID, err)
+		}
+		args = append(args, col)
+	}
+	return append(args, v.CapacityBytes, v.RequestedMin, v.RequestedMax, v.SnapshotID, v.CloneID,
+		v.AccessMode, v.AttachmentMode), nil
+}
+
+func volumeWhat(id string) string { return fmt.Sprintf("volume %q", id) }
+
+func (vs volumes) Get(id string) (Volume, error) {
+	v, err := scanVolume(vs.tx.queryRow(`SELECT `+volumeColumns+` FROM volumes WHERE id = ?`, id))
+	if err != nil {
+		return Volume{}, wrap(err, volumeWhat(id), "")
+	}
+	return v, nil
+}
+
+func (vs volumes) List(f VolumeFilter) ([]Volume, error) {
+	var where []string
+	var args []any
+	for _, c := range []struct{ col, val string }{
+		{"namespace", f.Namespace}, {"plugin_id", f.PluginID}, {"state", string(f.State)},
+	} {
+		if c.val != "" {
+			where = append(where, c.col+" = ?")
+			args = append(args, c.val)
+		}
+	}
+	q := `SELECT ` + volumeColumns + ` FROM volumes`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	rows, err := vs.tx.query(q+` ORDER BY id`, args...)
+	out, err := collect(rows, err, scanVolume)
+	if err != nil {
+		return nil, fmt.Errorf("list volumes: %w", mapBusy(err))
+	}
+	return out, nil
+}
+
+func (vs volumes) ByPrefix(prefix string) ([]Volume, error) {
+	// A range on the primary key rather than LIKE, which would treat '_' and '%' in IDs as
+	// wildcards. 0xFF never occurs in UTF-8, so prefix+"\xff" sorts after every ID with prefix.
+	rows, err := vs.tx.query(`SELECT `+volumeColumns+` FROM volumes WHERE id >= ? AND id < ? ORDER BY id`,
+		prefix, prefix+"\xff")
+	out, err := collect(rows, err, scanVolume)
+	if err != nil {
+		return nil, fmt.Errorf("volumes with prefix %q: %w", prefix, mapBusy(err))
+	}
+	return out, nil
+}
+
+func (vs volumes) Insert(v *Volume) error {
+	args, err := volumeArgs(v)
+	if err != nil {
+		return err
+	}
+	now := vs.tx.now()
+	_, err = vs.tx.exec(`INSERT INTO volumes (`+volumeColumns+`) VALUES (?`+strings.Repeat(", ?", 22)+`)`,
+		append(append([]any{v.ID}, args...), encTime(now), encTime(now))...)
+	if err != nil {
+		return wrap(err, volumeWhat(v.ID), "")
+	}
+	v.CreatedAt, v.UpdatedAt = now, now
+	return nil
+}
+
+func (vs volumes) Update(v *Volume) error {
+	args, err := volumeArgs(v)
+	if err != nil {
+		return err
+	}
+	now := vs.tx.now()
+	res, err := vs.tx.exec(`
+		UPDATE volumes SET namespace = ?, name = ?, plugin_id = ?, external_id = ?, csi_name = ?, state = ?,
+			capabilities = ?, mount_options = ?, secrets = ?, parameters = ?, context = ?, topology_request = ?,
+			accessible_topology = ?, capacity_bytes = ?, requested_min = ?, requested_max = ?, snapshot_id = ?,
+			clone_id = ?, access_mode = ?, attachment_mode = ?, updated_at = ?
+		WHERE id = ?`, append(args, encTime(now), v.ID)...)
+	if err := affected(res, err, volumeWhat(v.ID), ""); err != nil {
+		return err
+	}
+	v.UpdatedAt = now
+	return nil
+}
+
+func (vs volumes) Delete(id string) error {
+	res, err := vs.tx.exec(`DELETE FROM volumes WHERE id = ?`, id)
+	return affected(res, err, volumeWhat(id), "in use: live claims or a staging still refer to it")
+}
+
+func (vs volumes) CountByPlugin(pluginID string) (int, error) {
+	var n int
+	if err := vs.tx.queryRow(`SELECT count(*) FROM volumes WHERE plugin_id = ?`, pluginID).Scan(&n); err != nil {
+		return 0, wrap(err, fmt.Sprintf("count volumes of plugin %q", pluginID), "")
+	}
+	return n, nil
+}
