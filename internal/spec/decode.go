@@ -1,0 +1,415 @@
+package spec
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/agext/levenshtein"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+// schema describes one kind of body. maps are string-map arguments, which HCL1 let people
+// write as blocks (`secrets { k = "v" }`) and HCL2 as attributes (`secrets = { k = "v" }`):
+// both are accepted in native syntax; JSON has only the attribute (object) form.
+type schema struct {
+	what   string // "a volume spec", "a capability block": used in messages
+	attrs  []string
+	blocks []blockSchema
+	maps   []string
+	// hints explain names that are not allowed here but mean something elsewhere.
+	hints map[string]string
+}
+
+type blockSchema struct {
+	name   string
+	labels []string
+}
+
+func (s *schema) hclSchema(json bool) *hcl.BodySchema {
+	hs := &hcl.BodySchema{}
+	for _, a := range s.attrs {
+		hs.Attributes = append(hs.Attributes, hcl.AttributeSchema{Name: a})
+	}
+	for _, m := range s.maps {
+		hs.Attributes = append(hs.Attributes, hcl.AttributeSchema{Name: m})
+	}
+	for _, b := range s.blocks {
+		hs.Blocks = append(hs.Blocks, hcl.BlockHeaderSchema{Type: b.name, LabelNames: b.labels})
+	}
+	if !json {
+		for _, m := range s.maps {
+			hs.Blocks = append(hs.Blocks, hcl.BlockHeaderSchema{Type: m})
+		}
+	}
+	return hs
+}
+
+func (s *schema) isAttr(name string) bool {
+	for _, a := range s.attrs {
+		if a == name {
+			return true
+		}
+	}
+	return s.isMap(name)
+}
+
+func (s *schema) isBlock(name string) bool {
+	for _, b := range s.blocks {
+		if b.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *schema) isMap(name string) bool {
+	for _, m := range s.maps {
+		if m == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *schema) names() []string {
+	out := append([]string(nil), s.attrs...)
+	out = append(out, s.maps...)
+	for _, b := range s.blocks {
+		out = append(out, b.name)
+	}
+	return out
+}
+
+// decoder collects diagnostics while a body is turned into a typed spec. It never stops at
+// the first problem: validation reports everything it finds at once.
+type decoder struct {
+	json  bool
+	diags hcl.Diagnostics
+}
+
+func (d *decoder) errorf(rng hcl.Range, summary, format string, args ...any) {
+	d.diags = append(d.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(format, args...),
+		Subject:  rng.Ptr(),
+	})
+}
+
+func (d *decoder) warnf(rng hcl.Range, summary, format string, args ...any) {
+	d.diags = append(d.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagWarning,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(format, args...),
+		Subject:  rng.Ptr(),
+	})
+}
+
+// content decodes body against s and reports every name s does not know, with the nearest
+// valid name as a suggestion. (HCL's own Content does this too, but in map order and with the
+// first close name rather than the nearest, which makes output unstable.)
+func (d *decoder) content(body hcl.Body, s *schema) *hcl.BodyContent {
+	c, remain, diags := body.PartialContent(s.hclSchema(d.json))
+	d.diags = append(d.diags, diags...)
+	if sb, ok := body.(*hclsyntax.Body); ok {
+		attrs := make([]*hclsyntax.Attribute, 0, len(sb.Attributes))
+		for _, a := range sb.Attributes {
+			attrs = append(attrs, a)
+		}
+		sort.Slice(attrs, func(i, j int) bool { return attrs[i].NameRange.Start.Byte < attrs[j].NameRange.Start.Byte })
+		for _, a := range attrs {
+			if !s.isAttr(a.Name) {
+				d.unknown(s, a.Name, a.NameRange, false)
+			}
+		}
+		for _, b := range sb.Blocks {
+			if !s.isBlock(b.Type) && !s.isMap(b.Type) {
+				d.unknown(s, b.Type, b.TypeRange, true)
+			}
+		}
+		return c
+	}
+	// JSON: whatever PartialContent left over is unknown.
+	attrs, _ := remain.JustAttributes()
+	left := make([]*hcl.Attribute, 0, len(attrs))
+	for _, a := range attrs {
+		left = append(left, a)
+	}
+	sort.Slice(left, func(i, j int) bool { return left[i].NameRange.Start.Byte < left[j].NameRange.Start.Byte })
+	for _, a := range left {
+		d.unknown(s, a.Name, a.NameRange, false)
+	}
+	return c
+}
+
+func (d *decoder) unknown(s *schema, name string, rng hcl.Range, block bool) {
+	summary, detail := "Unsupported argument", fmt.Sprintf("An argument named %q is not expected in %s.", name, s.what)
+	if block {
+		summary, detail = "Unsupported block type", fmt.Sprintf("Blocks of type %q are not expected in %s.", name, s.what)
+	}
+	switch {
+	case s.hints[name] != "":
+		detail += " " + s.hints[name]
+	case block && s.isAttr(name):
+		detail += fmt.Sprintf(" %s is an argument: write %s = ...", name, name)
+	case !block && s.isBlock(name) && !d.json:
+		detail += fmt.Sprintf(" %s is a block: write %s { ... }", name, name)
+	default:
+		if sug := suggest(name, s.names()); sug != "" {
+			detail += fmt.Sprintf(" Did you mean %q?", sug)
+		}
+	}
+	d.errorf(rng, summary, "%s", detail)
+}
+
+// suggest returns the candidate nearest to given, if it is near enough to be a likely typo.
+func suggest(given string, candidates []string) string {
+	best, bestDist := "", -1
+	for _, c := range candidates {
+		dist := levenshtein.Distance(given, c, nil)
+		if bestDist < 0 || dist < bestDist {
+			best, bestDist = c, dist
+		}
+	}
+	if bestDist >= 0 && bestDist <= max(2, len(given)/3) {
+		return best
+	}
+	return ""
+}
+
+// value evaluates an attribute. No variables or functions exist in specs: HCL reports any use
+// of them. A null value counts as unset.
+func (d *decoder) value(attr *hcl.Attribute) (cty.Value, bool) {
+	v, diags := attr.Expr.Value(nil)
+	d.diags = append(d.diags, diags...)
+	if diags.HasErrors() || v.IsNull() || !v.IsWhollyKnown() {
+		return cty.NilVal, false
+	}
+	return v, true
+}
+
+// str decodes a string attribute. Numbers and bools are accepted and converted, as Nomad's
+// HCL1 decoding did (`uid = 1000` is "1000").
+func (d *decoder) str(attr *hcl.Attribute) (string, bool) {
+	if attr == nil {
+		return "", false
+	}
+	v, ok := d.value(attr)
+	if !ok {
+		return "", false
+	}
+	s, ok := toString(v)
+	if !ok {
+		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a string, not %s.", attr.Name, v.Type().FriendlyName())
+		return "", false
+	}
+	return s, true
+}
+
+func toString(v cty.Value) (string, bool) {
+	sv, err := convert.Convert(v, cty.String)
+	if err != nil || sv.IsNull() {
+		return "", false
+	}
+	return sv.AsString(), true
+}
+
+func (d *decoder) boolean(attr *hcl.Attribute) (bool, bool) {
+	if attr == nil {
+		return false, false
+	}
+	v, ok := d.value(attr)
+	if !ok {
+		return false, false
+	}
+	bv, err := convert.Convert(v, cty.Bool)
+	if err != nil {
+		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be true or false, not %s.", attr.Name, v.Type().FriendlyName())
+		return false, false
+	}
+	return bv.True(), true
+}
+
+func (d *decoder) integer(attr *hcl.Attribute) (int, bool) {
+	if attr == nil {
+		return 0, false
+	}
+	v, ok := d.value(attr)
+	if !ok {
+		return 0, false
+	}
+	nv, err := convert.Convert(v, cty.Number)
+	if err != nil {
+		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a whole number, not %s.", attr.Name, v.Type().FriendlyName())
+		return 0, false
+	}
+	bf := nv.AsBigFloat()
+	i, _ := bf.Int64()
+	if !bf.IsInt() || i > 1<<31 || i < -(1<<31) {
+		d.errorf(attr.Expr.Range(), "Invalid value", "%s must be a whole number, not %s.", attr.Name, bf.Text('g', 10))
+		return 0, false
+	}
+	return int(i), true
+}
+
+// strList decodes a list of strings.
+func (d *decoder) strList(attr *hcl.Attribute) ([]string, bool) {
+	if attr == nil {
+		return nil, false
+	}
+	v, ok := d.value(attr)
+	if !ok {
+		return nil, false
+	}
+	t := v.Type()
+	if !t.IsListType() && !t.IsTupleType() && !t.IsSetType() {
+		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a list of strings, not %s.", attr.Name, t.FriendlyName())
+		return nil, false
+	}
+	out := make([]string, 0, v.LengthInt())
+	for it := v.ElementIterator(); it.Next(); {
+		_, ev := it.Element()
+		s, ok := toString(ev)
+		if !ok {
+			d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a list of strings; element %d is %s.", attr.Name, len(out), ev.Type().FriendlyName())
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	return out, true
+}
+
+// stringMap is a decoded map argument with the source ranges validation messages point at.
+type stringMap struct {
+	name      string
+	nameRange hcl.Range
+	entries   []mapEntry
+}
+
+type mapEntry struct {
+	key, value           string
+	keyRange, valueRange hcl.Range
+}
+
+func (m *stringMap) values() map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m.entries))
+	for _, e := range m.entries {
+		out[e.key] = e.value
+	}
+	return out
+}
+
+// stringMap decodes the map argument name from c, whether written as `name { k = "v" }`
+// or `name = { k = "v" }`. It returns nil when the map is absent.
+func (d *decoder) stringMap(c *hcl.BodyContent, name string) *stringMap {
+	var out *stringMap
+	if attr := c.Attributes[name]; attr != nil {
+		out = &stringMap{name: name, nameRange: attr.NameRange}
+		pairs, diags := hcl.ExprMap(attr.Expr)
+		if diags.HasErrors() {
+			d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a map of strings, like %s = { key = \"value\" }.", name, name)
+			return out
+		}
+		for _, p := range pairs {
+			kv, kdiags := p.Key.Value(nil)
+			d.diags = append(d.diags, kdiags...)
+			if kdiags.HasErrors() {
+				continue
+			}
+			key, ok := toString(kv)
+			if !ok {
+				d.errorf(p.Key.Range(), "Invalid map key", "Keys of %s must be strings.", name)
+				continue
+			}
+			d.mapValue(out, key, p.Key.Range(), p.Value)
+		}
+	}
+	for _, b := range c.Blocks {
+		if b.Type != name {
+			continue
+		}
+		if out != nil {
+			d.errorf(b.TypeRange, "Duplicate "+name, "%s is set more than once; merge them into one.", name)
+			continue
+		}
+		out = &stringMap{name: name, nameRange: b.TypeRange}
+		attrs, diags := b.Body.JustAttributes()
+		d.diags = append(d.diags, diags...)
+		sorted := make([]*hcl.Attribute, 0, len(attrs))
+		for _, a := range attrs {
+			sorted = append(sorted, a)
+		}
+		sort.Slice(sorted, func(i, j int) bool { return sorted[i].NameRange.Start.Byte < sorted[j].NameRange.Start.Byte })
+		for _, a := range sorted {
+			d.mapValue(out, a.Name, a.NameRange, a.Expr)
+		}
+	}
+	return out
+}
+
+func (d *decoder) mapValue(m *stringMap, key string, keyRange hcl.Range, expr hcl.Expression) {
+	for _, e := range m.entries {
+		if e.key == key {
+			d.errorf(keyRange, "Duplicate map key", "%s has the key %q more than once.", m.name, key)
+			return
+		}
+	}
+	v, diags := expr.Value(nil)
+	d.diags = append(d.diags, diags...)
+	if diags.HasErrors() {
+		return
+	}
+	s, ok := toString(v)
+	if !ok {
+		d.errorf(expr.Range(), "Incorrect value type", "The value of %s.%s must be a string, not %s.", m.name, key, v.Type().FriendlyName())
+		return
+	}
+	m.entries = append(m.entries, mapEntry{key: key, value: s, keyRange: keyRange, valueRange: expr.Range()})
+}
+
+// blocksOf returns c's blocks of one type, in source order.
+func blocksOf(c *hcl.BodyContent, typ string) []*hcl.Block {
+	var out []*hcl.Block
+	for _, b := range c.Blocks {
+		if b.Type == typ {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// single returns the one block of a type, reporting any repeats.
+func (d *decoder) single(c *hcl.BodyContent, typ, where string) *hcl.Block {
+	bs := blocksOf(c, typ)
+	for _, b := range bs[min(1, len(bs)):] {
+		d.errorf(b.TypeRange, "Duplicate "+typ+" block", "Only one %s block is allowed in %s.", typ, where)
+	}
+	if len(bs) == 0 {
+		return nil
+	}
+	return bs[0]
+}
+
+// missing reports a required argument that is absent from a body.
+func (d *decoder) missing(rng hcl.Range, name, why string) {
+	detail := fmt.Sprintf("The argument %q is required.", name)
+	if why != "" {
+		detail = why
+	}
+	d.errorf(rng, "Missing required argument", "%s", detail)
+}
+
+func joinStrings[T ~string](vs []T) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = string(v)
+	}
+	return strings.Join(parts, ", ")
+}

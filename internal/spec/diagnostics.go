@@ -1,0 +1,181 @@
+package spec
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcled"
+	"github.com/mitchellh/go-wordwrap"
+)
+
+// NewDiagnosticWriter returns a writer that renders diagnostics as text in the style of HCL's
+// own (hcl.NewDiagnosticTextWriter), with two differences: the location reads FILE:LINE:COLUMN,
+// and without colour the offending source is marked with a line of carets, since underlining
+// needs a terminal. width wraps the detail text (0: no wrapping); files holds the original
+// sources (Parser.Files).
+func NewDiagnosticWriter(w io.Writer, files map[string]*hcl.File, width uint, color bool) hcl.DiagnosticWriter {
+	return &diagnosticWriter{w: w, files: files, width: width, color: color}
+}
+
+// WriteDiagnostics renders diags with the sources this Parser has read.
+func (p *Parser) WriteDiagnostics(w io.Writer, diags hcl.Diagnostics, width uint, color bool) error {
+	return NewDiagnosticWriter(w, p.files, width, color).WriteDiagnostics(diags)
+}
+
+type diagnosticWriter struct {
+	w     io.Writer
+	files map[string]*hcl.File
+	width uint
+	color bool
+}
+
+const (
+	ansiRed       = "\x1b[31m"
+	ansiYellow    = "\x1b[33m"
+	ansiUnderline = "\x1b[1;4m"
+	ansiReset     = "\x1b[0m"
+)
+
+func (dw *diagnosticWriter) WriteDiagnostics(diags hcl.Diagnostics) error {
+	for _, d := range diags {
+		if err := dw.WriteDiagnostic(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (dw *diagnosticWriter) WriteDiagnostic(d *hcl.Diagnostic) error {
+	var b strings.Builder
+	severity, colour := "Error", ansiRed
+	if d.Severity == hcl.DiagWarning {
+		severity, colour = "Warning", ansiYellow
+	}
+	if dw.color {
+		fmt.Fprintf(&b, "%s%s%s: %s\n\n", colour, severity, ansiReset, d.Summary)
+	} else {
+		fmt.Fprintf(&b, "%s: %s\n\n", severity, d.Summary)
+	}
+	if d.Subject != nil {
+		dw.snippet(&b, d)
+	}
+	if d.Detail != "" {
+		detail := d.Detail
+		if dw.width > 0 {
+			detail = wordwrap.WrapString(detail, dw.width)
+		}
+		fmt.Fprintf(&b, "%s\n\n", detail)
+	}
+	_, err := io.WriteString(dw.w, b.String())
+	return err
+}
+
+// snippet writes the "on FILE:LINE:COL" line and the source lines the diagnostic covers.
+func (dw *diagnosticWriter) snippet(b *strings.Builder, d *hcl.Diagnostic) {
+	subject := *d.Subject
+	loc := fmt.Sprintf("%s:%d:%d", subject.Filename, subject.Start.Line, subject.Start.Column)
+	file := dw.files[subject.Filename]
+	if file == nil || file.Bytes == nil {
+		fmt.Fprintf(b, "  on %s:\n  (source code not available)\n\n", loc)
+		return
+	}
+	if ctx := hcled.ContextString(file, subject.Start.Byte); ctx != "" {
+		loc += ", in " + ctx
+	}
+	fmt.Fprintf(b, "  on %s:\n", loc)
+
+	show := subject
+	if d.Context != nil {
+		show = hcl.RangeOver(show, *d.Context)
+	}
+	// An empty range still deserves a mark: widen it to one character.
+	highlight := subject
+	if highlight.Empty() {
+		highlight.End.Byte++
+		highlight.End.Column++
+	}
+	if show.Empty() {
+		show.End.Byte++
+		show.End.Column++
+	}
+	src := file.Bytes
+	sc := hcl.NewRangeScanner(src, subject.Filename, bufio.ScanLines)
+	for sc.Scan() {
+		line := sc.Range()
+		if !line.Overlaps(show) {
+			continue
+		}
+		before, marked, after := line.PartitionAround(highlight)
+		prefix := fmt.Sprintf("%4d: ", line.Start.Line)
+		if marked.Empty() {
+			fmt.Fprintf(b, "%s%s\n", prefix, sc.Bytes())
+			continue
+		}
+		pre, mid, post := before.SliceBytes(src), marked.SliceBytes(src), after.SliceBytes(src)
+		if dw.color {
+			fmt.Fprintf(b, "%s%s%s%s%s%s\n", prefix, pre, ansiUnderline, mid, ansiReset, post)
+			continue
+		}
+		fmt.Fprintf(b, "%s%s%s%s\n", prefix, pre, mid, post)
+		b.WriteString(strings.Repeat(" ", len(prefix)))
+		for _, r := range string(pre) {
+			if r == '\t' {
+				b.WriteByte('\t')
+			} else {
+				b.WriteByte(' ')
+			}
+		}
+		b.WriteString(strings.Repeat("^", max(1, utf8.RuneCount(mid))))
+		b.WriteByte('\n')
+	}
+	b.WriteByte('\n')
+}
+
+// JSONDiagnostic is the JSON form of one diagnostic, as `volctl validate --json` prints it
+// (docs/json.md).
+type JSONDiagnostic struct {
+	File     string     `json:"file"`
+	Severity string     `json:"severity"` // "error" or "warning"
+	Summary  string     `json:"summary"`
+	Detail   string     `json:"detail"`
+	Range    *JSONRange `json:"range,omitempty"`
+}
+
+// JSONRange is a source range: start inclusive, end exclusive.
+type JSONRange struct {
+	Filename string  `json:"filename"`
+	Start    JSONPos `json:"start"`
+	End      JSONPos `json:"end"`
+}
+
+// JSONPos is a position: line and column from 1 (columns count characters), byte from 0.
+type JSONPos struct {
+	Line   int `json:"line"`
+	Column int `json:"column"`
+	Byte   int `json:"byte"`
+}
+
+// JSONDiagnostics converts the diagnostics of one file. It never returns nil, so an empty
+// result marshals as [].
+func JSONDiagnostics(file string, diags hcl.Diagnostics) []JSONDiagnostic {
+	out := make([]JSONDiagnostic, 0, len(diags))
+	for _, d := range diags {
+		j := JSONDiagnostic{File: file, Severity: "error", Summary: d.Summary, Detail: d.Detail}
+		if d.Severity == hcl.DiagWarning {
+			j.Severity = "warning"
+		}
+		if r := d.Subject; r != nil {
+			j.Range = &JSONRange{
+				Filename: r.Filename,
+				Start:    JSONPos{Line: r.Start.Line, Column: r.Start.Column, Byte: r.Start.Byte},
+				End:      JSONPos{Line: r.End.Line, Column: r.End.Column, Byte: r.End.Byte},
+			}
+		}
+		out = append(out, j)
+	}
+	return out
+}

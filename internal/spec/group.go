@@ -1,0 +1,261 @@
+package spec
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// The placeholders a volume_mount destination may hold; the engine substitutes them per alloc.
+const (
+	PlaceholderIndex = "{index}" // the alloc's index: 0, 1, ...
+	PlaceholderAlloc = "{alloc}" // the alloc's name: web[0], web[1], ...
+)
+
+var groupFileSchema = &schema{
+	what:   "a group spec",
+	blocks: []blockSchema{{name: "group", labels: []string{"name"}}},
+}
+
+var groupSchema = &schema{
+	what:   "a group block",
+	attrs:  []string{"count"},
+	blocks: []blockSchema{{name: "volume", labels: []string{"name"}}, {name: "volume_mount"}},
+}
+
+var volumeRequestSchema = &schema{
+	what:   "a group's volume block",
+	attrs:  []string{"type", "source", "per_alloc", "read_only", "access_mode", "attachment_mode"},
+	blocks: []blockSchema{{name: "mount_options"}},
+}
+
+var volumeMountSchema = &schema{
+	what:  "a volume_mount block",
+	attrs: []string{"volume", "destination", "read_only", "propagation_mode"},
+}
+
+var propagationModes = []string{PropagationPrivate, PropagationHostToTask, PropagationBidirectional}
+
+var placeholderRE = regexp.MustCompile(`\{[^{}]*\}`)
+
+func (d *decoder) group(body hcl.Body) *Group {
+	c := d.content(body, groupFileSchema)
+	blocks := blocksOf(c, "group")
+	if len(blocks) == 0 {
+		d.errorf(c.MissingItemRange, "Missing group block", `A group spec needs one group block, e.g. group "web" { count = 1 volume "data" { ... } }.`)
+		return nil
+	}
+	for _, b := range blocks[1:] {
+		d.errorf(b.DefRange, "Duplicate group block", "A group spec holds exactly one group block; put each group in its own file.")
+	}
+	b := blocks[0]
+	g := &Group{Name: b.Labels[0], Count: 1}
+	nameOK := true
+	if err := ValidateID("group name", g.Name); err != nil {
+		d.errorf(b.LabelRanges[0], "Invalid group name", "%s.", err)
+		nameOK = false
+	}
+	gc := d.content(b.Body, groupSchema)
+	if a := gc.Attributes["count"]; a != nil {
+		if n, ok := d.integer(a); ok {
+			if n < 1 {
+				d.errorf(a.Expr.Range(), "Invalid count", "count must be at least 1, not %d.", n)
+			} else {
+				g.Count = n
+				if nameOK {
+					if err := ValidateID("alloc name", AllocName(g.Name, n-1)); err != nil {
+						d.errorf(a.Expr.Range(), "Invalid count", "%s.", err)
+					}
+				}
+			}
+		}
+	}
+
+	reqs := map[string]*VolumeRequest{}
+	vblocks := blocksOf(gc, "volume")
+	if len(vblocks) == 0 {
+		d.errorf(b.DefRange, "Missing volume block", `A group needs at least one volume block, e.g. volume "data" { type = "csi" source = "db" ... }.`)
+	}
+	for _, vb := range vblocks {
+		r, ok := d.volumeRequest(vb, g.Count)
+		if _, dup := reqs[r.Name]; dup {
+			d.errorf(vb.LabelRanges[0], "Duplicate volume block", "The group already has a volume named %q.", r.Name)
+			continue
+		}
+		if ok {
+			g.Volumes = append(g.Volumes, *r)
+		}
+		reqs[r.Name] = r
+	}
+	dests := map[string]bool{}
+	for _, mb := range blocksOf(gc, "volume_mount") {
+		if m, ok := d.volumeMount(mb, g.Count, reqs); ok {
+			if dests[m.Destination] {
+				d.errorf(mb.DefRange, "Duplicate destination", "Another volume_mount already mounts at %q.", m.Destination)
+			}
+			dests[m.Destination] = true
+			g.Mounts = append(g.Mounts, *m)
+		}
+	}
+	return g
+}
+
+// AllocName is the name of a group's alloc: "web[0]", as Nomad names them.
+func AllocName(group string, index int) string { return fmt.Sprintf("%s[%d]", group, index) }
+
+// volumeRequest decodes one `volume "NAME" {...}` of a group. ok is false for a request
+// that is not a CSI volume request, which gets no further checks.
+func (d *decoder) volumeRequest(b *hcl.Block, count int) (*VolumeRequest, bool) {
+	r := &VolumeRequest{Name: b.Labels[0]}
+	if err := ValidateID("volume name", r.Name); err != nil {
+		d.errorf(b.LabelRanges[0], "Invalid volume name", "%s.", err)
+	}
+	c := d.content(b.Body, volumeRequestSchema)
+	attr := func(name string) *hcl.Attribute { return c.Attributes[name] }
+
+	if s, ok := d.str(attr("type")); ok {
+		r.Type = s
+		switch s {
+		case "csi":
+		case "host":
+			d.errorf(attr("type").Expr.Range(), "Host volumes are not supported",
+				`volctl handles CSI volumes only (type = "csi"); host volumes are Nomad's own, used by Nomad jobs.`)
+			return r, false
+		default:
+			d.errorf(attr("type").Expr.Range(), "Invalid volume type", "%q is not a volume type volctl handles: it manages CSI volumes, type = \"csi\".", s)
+		}
+	} else if attr("type") == nil {
+		d.missing(b.DefRange, "type", `The argument "type" is required; volctl handles CSI volumes: type = "csi".`)
+	}
+	if a := attr("per_alloc"); a != nil {
+		r.PerAlloc, _ = d.boolean(a)
+	}
+	if a := attr("read_only"); a != nil {
+		r.ReadOnly, _ = d.boolean(a)
+	}
+	if s, ok := d.str(attr("source")); ok {
+		r.Source = s
+		if err := ValidateID("volume source", s); err != nil {
+			d.errorf(attr("source").Expr.Range(), "Invalid volume source", "%s.", err)
+		} else if r.PerAlloc {
+			if err := ValidateID("per-alloc volume ID", AllocName(s, count-1)); err != nil {
+				d.errorf(attr("source").Expr.Range(), "Invalid volume source", "%s.", err)
+			}
+		}
+	} else if attr("source") == nil {
+		d.missing(b.DefRange, "source", `The argument "source" is required: the ID of the volume to claim.`)
+	}
+
+	var modeOK, attachOK bool
+	if a := attr("access_mode"); a != nil {
+		r.AccessMode, modeOK = d.accessMode(a)
+	} else {
+		d.missing(b.DefRange, "access_mode", "")
+	}
+	if a := attr("attachment_mode"); a != nil {
+		r.AttachmentMode, attachOK = d.attachmentMode(a)
+	} else {
+		d.missing(b.DefRange, "attachment_mode", "")
+	}
+	if modeOK {
+		modeRange := attr("access_mode").Expr.Range()
+		if r.AccessMode.SingleNode() && count > 1 && !r.PerAlloc {
+			d.errorf(modeRange, "Single-node volume shared by several allocs",
+				"%s lets one alloc at a time use the volume, but the group has count = %d. Set per_alloc = true so each alloc claims its own volume (%s, %s, ...).",
+				r.AccessMode, count, AllocName(r.Source, 0), AllocName(r.Source, 1))
+		}
+		if r.AccessMode.ReaderOnly() && !r.ReadOnly {
+			d.errorf(modeRange, "Read-only access mode needs read_only",
+				"%s allows readers only: set read_only = true in this volume block.", r.AccessMode)
+		}
+	}
+	if mb := d.single(c, "mount_options", "a volume block"); mb != nil {
+		r.MountOptions = d.mountOptions(mb)
+		if attachOK && r.AttachmentMode == BlockDevice {
+			d.errorf(mb.TypeRange, "mount_options not allowed for block-device",
+				"mount_options apply to file-system volumes; a block-device volume is attached as a raw device. Remove mount_options or use attachment_mode = \"file-system\".")
+		}
+	}
+	return r, true
+}
+
+func (d *decoder) volumeMount(b *hcl.Block, count int, reqs map[string]*VolumeRequest) (*VolumeMount, bool) {
+	c := d.content(b.Body, volumeMountSchema)
+	attr := func(name string) *hcl.Attribute { return c.Attributes[name] }
+	m := &VolumeMount{PropagationMode: PropagationPrivate}
+	ok := true
+
+	var req *VolumeRequest
+	if s, sok := d.str(attr("volume")); sok {
+		m.Volume = s
+		req = reqs[s]
+		if req == nil {
+			detail := fmt.Sprintf("The group has no volume named %q.", s)
+			if sug := suggest(s, slices.Sorted(maps.Keys(reqs))); sug != "" {
+				detail += fmt.Sprintf(" Did you mean %q?", sug)
+			}
+			d.errorf(attr("volume").Expr.Range(), "Unknown volume", "%s volume_mount.volume must name one of the group's volume blocks.", detail)
+			ok = false
+		}
+	} else {
+		if attr("volume") == nil {
+			d.missing(b.DefRange, "volume", `The argument "volume" is required: the name of one of the group's volume blocks.`)
+		}
+		ok = false
+	}
+
+	if s, sok := d.str(attr("destination")); sok {
+		m.Destination = s
+		rng := attr("destination").Expr.Range()
+		switch {
+		case !path.IsAbs(s):
+			d.errorf(rng, "Invalid destination", "destination %q must be an absolute path.", s)
+		case count > 1 && !strings.Contains(s, PlaceholderIndex) && !strings.Contains(s, PlaceholderAlloc):
+			d.errorf(rng, "Destination shared by several allocs",
+				"The group has count = %d, so every alloc would mount on %q. Put %s or %s in the destination (e.g. \"/srv/data/{index}\"); volctl replaces it with each alloc's index or name.",
+				count, s, PlaceholderIndex, PlaceholderAlloc)
+		}
+		for _, p := range placeholderRE.FindAllString(s, -1) {
+			if p != PlaceholderIndex && p != PlaceholderAlloc {
+				d.errorf(rng, "Unknown placeholder", "destination uses %s; the placeholders are %s (the alloc's index) and %s (the alloc's name).", p, PlaceholderIndex, PlaceholderAlloc)
+			}
+		}
+	} else {
+		if attr("destination") == nil {
+			d.missing(b.DefRange, "destination", `The argument "destination" is required: the absolute host path to mount the volume on.`)
+		}
+		ok = false
+	}
+	if a := attr("read_only"); a != nil {
+		m.ReadOnly, _ = d.boolean(a)
+	}
+	if s, sok := d.str(attr("propagation_mode")); sok {
+		valid := false
+		for _, p := range propagationModes {
+			valid = valid || s == p
+		}
+		if !valid {
+			detail := fmt.Sprintf("%q is not a propagation mode.", s)
+			if sug := suggest(s, propagationModes); sug != "" {
+				detail += fmt.Sprintf(" Did you mean %q?", sug)
+			}
+			d.errorf(attr("propagation_mode").Expr.Range(), "Invalid propagation mode", "%s Valid modes: %s.", detail, strings.Join(propagationModes, ", "))
+		} else {
+			m.PropagationMode = s
+			if s == PropagationBidirectional && (m.ReadOnly || req != nil && req.ReadOnly) {
+				which := "this volume_mount is read_only"
+				if req != nil && req.ReadOnly {
+					which = fmt.Sprintf("the volume %q is requested read_only", req.Name)
+				}
+				d.errorf(attr("propagation_mode").Expr.Range(), "Bidirectional propagation needs a read-write volume",
+					"bidirectional propagation lets mounts made under the destination flow back to the host, which needs write access, but %s.", which)
+			}
+		}
+	}
+	return m, ok
+}

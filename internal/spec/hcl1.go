@@ -1,0 +1,407 @@
+package spec
+
+import (
+	"bytes"
+	"sort"
+
+	"github.com/apparentlymart/go-textseg/v15/textseg"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// Nomad reads volume specs with HCL1, which accepts things the HCL2 native parser rejects, and
+// real specs use them (see shared/compat/nomad-specs): quoted argument names, map-typed blocks
+// with quoted or dotted keys (`segments { "topology.x/zone" = "a" }`), block bodies on one line
+// (`topology { segments { rack = "R1" } }`) and commas between body items. rewriteHCL1 turns
+// such a file into HCL2 with a token-level rewrite and returns an offsetMap, so every
+// diagnostic can be moved back onto the bytes the user wrote. It is only used when a plain
+// HCL2 parse fails, so a file that is valid HCL2 is never rewritten.
+
+// mapBlockNames are the spec attributes that hold string maps. HCL1 let them be written as
+// blocks; rewritten, they become attributes whose value is an object, where any key is allowed.
+var mapBlockNames = map[string]bool{
+	"secrets": true, "parameters": true, "context": true, "segments": true, "env": true,
+}
+
+// edit replaces del bytes at off (in the original) with ins.
+type edit struct {
+	off, del int
+	ins      string
+}
+
+type frameKind uint8
+
+const (
+	frameBody     frameKind = iota // a block body (or the file): items separated by newlines
+	frameExpr                      // inside (), [], {} of an expression, or a ${ } interpolation
+	frameTemplate                  // inside a quoted string or heredoc
+)
+
+type bodyState uint8
+
+const (
+	stateItemStart bodyState = iota // at the start of an item: a name, a "}" or a newline
+	stateExpr                       // in an attribute's value
+	stateAfterItem                  // just after a block's (or map object's) closing brace
+	stateJunk                       // something unrecognised: leave the rest of the line to the parser
+)
+
+type frame struct {
+	kind  frameKind
+	state bodyState
+	open  int // token index of a body's opening brace
+}
+
+type rewriter struct {
+	toks  hclsyntax.Tokens
+	stack []frame
+	edits []edit
+}
+
+// rewriteHCL1 returns src rewritten into HCL2 and the map back to src, or ok=false when it
+// found nothing to change.
+func rewriteHCL1(src []byte, filename string) (out []byte, m *offsetMap, ok bool) {
+	toks, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos)
+	r := &rewriter{toks: toks, stack: []frame{{kind: frameBody}}}
+	r.run()
+	if len(r.edits) == 0 {
+		return nil, nil, false
+	}
+	out, m = applyEdits(src, r.edits)
+	return out, m, true
+}
+
+func (r *rewriter) top() *frame { return &r.stack[len(r.stack)-1] }
+
+func (r *rewriter) push(k frameKind, open int) {
+	r.stack = append(r.stack, frame{kind: k, open: open})
+}
+
+func (r *rewriter) insert(off int, s string) { r.edits = append(r.edits, edit{off: off, ins: s}) }
+
+func (r *rewriter) replace(t hclsyntax.Token, s string) {
+	r.edits = append(r.edits, edit{off: t.Range.Start.Byte, del: len(t.Bytes), ins: s})
+}
+
+// endsLine reports whether t finishes a line: a newline, or a line comment, which absorbs its
+// newline in HCL's lexer.
+func endsLine(t hclsyntax.Token) bool {
+	return t.Type == hclsyntax.TokenNewline ||
+		t.Type == hclsyntax.TokenComment && bytes.HasSuffix(t.Bytes, []byte("\n"))
+}
+
+// nested tracks bracket and template nesting outside body context. It reports whether t
+// opened or closed something.
+func (r *rewriter) nested(t hclsyntax.Token, i int) bool {
+	switch t.Type {
+	case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen,
+		hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
+		r.push(frameExpr, i)
+		return true
+	case hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc:
+		r.push(frameTemplate, i)
+		return true
+	case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen,
+		hclsyntax.TokenTemplateSeqEnd, hclsyntax.TokenCQuote, hclsyntax.TokenCHeredoc:
+		if r.top().kind != frameBody {
+			r.stack = r.stack[:len(r.stack)-1]
+			return true
+		}
+	}
+	return false
+}
+
+func (r *rewriter) run() {
+	for i := 0; i < len(r.toks); i++ {
+		t := r.toks[i]
+		if r.top().kind != frameBody {
+			r.nested(t, i)
+			continue
+		}
+		f := r.top()
+		switch f.state {
+		case stateItemStart:
+			switch {
+			case endsLine(t), t.Type == hclsyntax.TokenComment, t.Type == hclsyntax.TokenEOF:
+			case t.Type == hclsyntax.TokenCBrace:
+				r.closeBody(i)
+			case t.Type == hclsyntax.TokenComma:
+				r.replace(t, "\n")
+			case t.Type == hclsyntax.TokenIdent, t.Type == hclsyntax.TokenOQuote:
+				i = r.header(i)
+			default:
+				f.state = stateJunk
+				r.nested(t, i)
+			}
+		case stateExpr, stateJunk:
+			switch {
+			case endsLine(t):
+				f.state = stateItemStart
+			case t.Type == hclsyntax.TokenComma && f.state == stateExpr:
+				r.replace(t, "\n")
+				f.state = stateItemStart
+			case t.Type == hclsyntax.TokenCBrace:
+				if f.state == stateExpr {
+					r.insert(t.Range.Start.Byte, "\n")
+				}
+				r.closeBody(i)
+			default:
+				r.nested(t, i)
+			}
+		case stateAfterItem:
+			switch {
+			case endsLine(t):
+				f.state = stateItemStart
+			case t.Type == hclsyntax.TokenComment, t.Type == hclsyntax.TokenEOF:
+			case t.Type == hclsyntax.TokenComma:
+				r.replace(t, "\n")
+				f.state = stateItemStart
+			case t.Type == hclsyntax.TokenCBrace:
+				r.insert(t.Range.Start.Byte, "\n")
+				r.closeBody(i)
+			default:
+				// Another item on the same line as a closing brace.
+				r.insert(t.Range.Start.Byte, "\n")
+				f.state = stateItemStart
+				i--
+			}
+		}
+	}
+}
+
+// closeBody handles the "}" at i in body context: it ends the body on its own line.
+func (r *rewriter) closeBody(i int) {
+	if len(r.stack) == 1 {
+		r.top().state = stateJunk // a stray "}" at top level: the parser will say so
+		return
+	}
+	f := r.top()
+	prev := r.toks[i-1]
+	if f.state == stateItemStart && i-1 != f.open && !endsLine(prev) {
+		r.insert(r.toks[i].Range.Start.Byte, "\n")
+	}
+	r.stack = r.stack[:len(r.stack)-1]
+	r.top().state = stateAfterItem
+}
+
+// nameUnit returns the index after the name or label starting at i (an identifier or a quoted
+// string without interpolation) and, for a quoted one that is a valid identifier, its text.
+func (r *rewriter) nameUnit(i int) (next int, quoted string, ok bool) {
+	switch r.toks[i].Type {
+	case hclsyntax.TokenIdent:
+		return i + 1, "", true
+	case hclsyntax.TokenOQuote:
+		if i+2 < len(r.toks) && r.toks[i+1].Type == hclsyntax.TokenQuotedLit && r.toks[i+2].Type == hclsyntax.TokenCQuote {
+			lit := string(r.toks[i+1].Bytes)
+			if hclsyntax.ValidIdentifier(lit) {
+				return i + 3, lit, true
+			}
+			return i + 3, "", true
+		}
+		if i+1 < len(r.toks) && r.toks[i+1].Type == hclsyntax.TokenCQuote {
+			return i + 2, "", true
+		}
+	}
+	return i, "", false
+}
+
+// header reads an item's name and labels starting at i, decides whether the item is an
+// attribute, a map written as a block, or a block, makes the edits that turn it into HCL2,
+// and returns the index of the last token it consumed.
+func (r *rewriter) header(i int) int {
+	f := r.top()
+	afterName, quoted, ok := r.nameUnit(i)
+	if !ok {
+		f.state = stateJunk
+		r.nested(r.toks[i], i)
+		return i
+	}
+	k := afterName
+	for {
+		next, _, ok := r.nameUnit(k)
+		if !ok {
+			break
+		}
+		k = next
+	}
+	if k >= len(r.toks) {
+		f.state = stateJunk
+		return len(r.toks) - 1
+	}
+	switch r.toks[k].Type {
+	case hclsyntax.TokenEqual:
+		if k != afterName {
+			f.state = stateJunk
+			return k
+		}
+		if quoted != "" {
+			// "rack" = "R1" in a body: HCL1 allowed quoted argument names.
+			r.replace(r.toks[i], "")
+			r.replace(r.toks[i+2], "")
+		}
+		f.state = stateExpr
+		return k
+	case hclsyntax.TokenOBrace:
+		name := r.toks[i]
+		if k == afterName && name.Type == hclsyntax.TokenIdent && mapBlockNames[string(name.Bytes)] {
+			// secrets { k = "v" } -> secrets = { k = "v" }: the body becomes an object, whose
+			// keys may be quoted, dotted or comma-separated.
+			r.insert(name.Range.End.Byte, " =")
+			f.state = stateAfterItem
+			r.push(frameExpr, k)
+			return k
+		}
+		f.state = stateAfterItem
+		r.push(frameBody, k)
+		if k+1 < len(r.toks) {
+			if next := r.toks[k+1]; !endsLine(next) && next.Type != hclsyntax.TokenCBrace {
+				r.insert(r.toks[k].Range.End.Byte, "\n")
+			}
+		}
+		return k
+	}
+	f.state = stateJunk
+	return k - 1
+}
+
+// segment is a run of the rewritten source: either copied from the original at orig, or
+// inserted text that stands for the original position orig.
+type segment struct {
+	rw, orig, n int
+	inserted    bool
+}
+
+// offsetMap maps byte offsets in a rewritten source back to the original, and computes
+// line and column there the way HCL does (columns count grapheme clusters).
+type offsetMap struct {
+	src        []byte // the original
+	rwLen      int
+	segs       []segment
+	lineStarts []int
+}
+
+func applyEdits(src []byte, edits []edit) ([]byte, *offsetMap) {
+	sort.SliceStable(edits, func(a, b int) bool { return edits[a].off < edits[b].off })
+	var out bytes.Buffer
+	out.Grow(len(src) + 8*len(edits))
+	m := &offsetMap{src: src}
+	pos := 0
+	copyTo := func(end int) {
+		if end > pos {
+			m.segs = append(m.segs, segment{rw: out.Len(), orig: pos, n: end - pos})
+			out.Write(src[pos:end])
+			pos = end
+		}
+	}
+	for _, e := range edits {
+		copyTo(e.off)
+		if e.ins != "" {
+			m.segs = append(m.segs, segment{rw: out.Len(), orig: e.off, n: len(e.ins), inserted: true})
+			out.WriteString(e.ins)
+		}
+		pos = e.off + e.del
+	}
+	copyTo(len(src))
+	m.rwLen = out.Len()
+	m.lineStarts = append(m.lineStarts, 0)
+	for i, b := range src {
+		if b == '\n' {
+			m.lineStarts = append(m.lineStarts, i+1)
+		}
+	}
+	return out.Bytes(), m
+}
+
+// origByte maps a rewritten offset to the original. A range's end is exclusive, so end
+// offsets on a boundary belong to the segment before it and start offsets to the one after.
+func (m *offsetMap) origByte(off int, end bool) int {
+	if off <= 0 {
+		return 0
+	}
+	if off >= m.rwLen && !end {
+		return len(m.src)
+	}
+	i := sort.Search(len(m.segs), func(i int) bool {
+		s := m.segs[i]
+		if end {
+			return s.rw+s.n >= off
+		}
+		return s.rw+s.n > off
+	})
+	if i == len(m.segs) {
+		return len(m.src)
+	}
+	s := m.segs[i]
+	if s.inserted {
+		return s.orig
+	}
+	return s.orig + off - s.rw
+}
+
+// rwByte maps an original offset to the rewritten source (for HCL's context lookups).
+func (m *offsetMap) rwByte(off int) int {
+	for _, s := range m.segs {
+		if !s.inserted && off >= s.orig && off < s.orig+s.n {
+			return s.rw + off - s.orig
+		}
+	}
+	return m.rwLen
+}
+
+// pos computes the HCL position of an original byte offset.
+func (m *offsetMap) pos(off int) hcl.Pos {
+	line := sort.Search(len(m.lineStarts), func(i int) bool { return m.lineStarts[i] > off })
+	start := m.lineStarts[line-1]
+	col := 1
+	rest := m.src[start:off]
+	for len(rest) > 0 {
+		adv, _, err := textseg.ScanGraphemeClusters(rest, true)
+		if err != nil || adv == 0 {
+			break
+		}
+		rest = rest[adv:]
+		col++
+	}
+	return hcl.Pos{Line: line, Column: col, Byte: off}
+}
+
+func (m *offsetMap) rng(r hcl.Range) hcl.Range {
+	start := m.origByte(r.Start.Byte, false)
+	end := start
+	if r.End.Byte > r.Start.Byte {
+		end = max(m.origByte(r.End.Byte, true), start)
+	}
+	return hcl.Range{Filename: r.Filename, Start: m.pos(start), End: m.pos(end)}
+}
+
+// mapDiagnostics moves every range in diags onto the original source, in place.
+func (m *offsetMap) mapDiagnostics(diags hcl.Diagnostics) {
+	for _, d := range diags {
+		if d.Subject != nil {
+			r := m.rng(*d.Subject)
+			d.Subject = &r
+		}
+		if d.Context != nil {
+			r := m.rng(*d.Context)
+			d.Context = &r
+		}
+		// The expression's ranges are in rewritten coordinates; nothing renders it without an
+		// EvalContext, and none is used, but drop it so nobody reads wrong positions from it.
+		d.Expression = nil
+	}
+}
+
+// mappedNav answers HCL's "in block ..." context lookups, which take original offsets, from
+// the rewritten file's navigation.
+type mappedNav struct {
+	inner any
+	m     *offsetMap
+}
+
+// ContextString implements what hcled.ContextString looks for.
+func (n mappedNav) ContextString(offset int) string {
+	if cs, ok := n.inner.(interface{ ContextString(int) string }); ok {
+		return cs.ContextString(n.m.rwByte(offset))
+	}
+	return ""
+}

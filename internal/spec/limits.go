@@ -1,0 +1,147 @@
+package spec
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// CSI size limits. The CSI spec ("Field Requirements" > "Size Limits") says: a string field
+// SHALL NOT exceed 128 bytes and a map<string, string> field 4 KiB, unless the field's own
+// description overrides that; mount_flags (a repeated string) is overridden to 4 KiB in total.
+// The spec limits a map as a whole, not each key or value, so long map values (a certificate in
+// secrets, say) are fine as long as the whole map fits: volctl checks the total of keys and
+// values. Topology segments carry their own, stricter rules (see checkSegments).
+const (
+	MaxCSIString    = 128
+	MaxCSIMap       = 4 << 10
+	MaxCSIMountOpts = 4 << 10
+	maxSegmentPart  = 63
+)
+
+// checkCSIString applies the general CSI string rules to a field sent to plugins: at most 128
+// bytes, and (as the spec says of CreateVolume's name) no control characters other than the
+// common whitespace ones.
+func (d *decoder) checkCSIString(field, value string, rng hcl.Range) {
+	if len(value) > MaxCSIString {
+		d.errorf(rng, "Value too long", "%s is %d bytes long; the CSI spec limits string fields to %d bytes.", field, len(value), MaxCSIString)
+	}
+	for _, r := range value {
+		if r <= 0x1f && r != '\t' && r != '\n' && r != '\r' || r >= 0x7f && r <= 0x9f {
+			d.errorf(rng, "Invalid character", "%s contains the control character %U, which the CSI spec does not allow.", field, r)
+			return
+		}
+	}
+}
+
+// checkCSIMap applies the CSI limit on a whole map: keys and values together at most 4 KiB.
+func (d *decoder) checkCSIMap(m *stringMap) {
+	if m == nil {
+		return
+	}
+	total := 0
+	for _, e := range m.entries {
+		total += len(e.key) + len(e.value)
+	}
+	if total > MaxCSIMap {
+		d.errorf(m.nameRange, "Map too large", "%s holds %d bytes of keys and values; the CSI spec limits a map to %d bytes (4 KiB).", m.name, total, MaxCSIMap)
+	}
+}
+
+// validSecretKey applies the CSI secrets rule: letters, digits, '-', '_' or '.'.
+func validSecretKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !isAlnum(c) && c != '-' && c != '_' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// checkSecrets validates secret keys. Values are never printed.
+func (d *decoder) checkSecrets(m *stringMap) {
+	if m == nil {
+		return
+	}
+	for _, e := range m.entries {
+		if !validSecretKey(e.key) {
+			d.errorf(e.keyRange, "Invalid secret key", "Secret key %q is not valid: the CSI spec allows only letters, digits, \"-\", \"_\" and \".\" in secret keys.", e.key)
+		}
+	}
+	d.checkCSIMap(m)
+}
+
+// checkSegments applies the CSI Topology rules: a key is an optional DNS-style prefix (lower
+// case, at most 63 characters) and "/" and a name (at most 63, alphanumeric at both ends, with
+// "-", "_", "." inside); a value follows the name rule; keys are case-insensitive, so "Zone"
+// and "zone" may not both appear.
+func (d *decoder) checkSegments(m *stringMap) {
+	seen := map[string]string{}
+	for _, e := range m.entries {
+		if why := segmentKeyProblem(e.key); why != "" {
+			d.errorf(e.keyRange, "Invalid topology segment", "Segment key %q is not valid: %s.", e.key, why)
+		}
+		if why := segmentNameProblem(e.value); why != "" {
+			d.errorf(e.valueRange, "Invalid topology segment", "Segment value %q (for %q) is not valid: it %s.", e.value, e.key, why)
+		}
+		if prev, ok := seen[strings.ToLower(e.key)]; ok {
+			d.errorf(e.keyRange, "Duplicate topology segment", "Segment keys %q and %q differ only in case; CSI topology keys are case-insensitive.", prev, e.key)
+		}
+		seen[strings.ToLower(e.key)] = e.key
+	}
+	d.checkCSIMap(m)
+}
+
+func segmentKeyProblem(k string) string {
+	prefix, name, hasPrefix := strings.Cut(k, "/")
+	if !hasPrefix {
+		prefix, name = "", k
+	}
+	if hasPrefix {
+		if prefix == "" {
+			return "the prefix before \"/\" is empty"
+		}
+		if len(prefix) > maxSegmentPart {
+			return fmt.Sprintf("the prefix is %d characters long (the limit is %d)", len(prefix), maxSegmentPart)
+		}
+		lowerAlnum := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
+		if !lowerAlnum(prefix[0]) || !lowerAlnum(prefix[len(prefix)-1]) {
+			return "the prefix must begin and end with a lower-case letter or digit"
+		}
+		for i := 0; i < len(prefix); i++ {
+			if c := prefix[i]; !lowerAlnum(c) && c != '-' && c != '.' {
+				return "the prefix may contain only lower-case letters, digits, \"-\" and \".\""
+			}
+		}
+	}
+	if why := segmentNameProblem(name); why != "" {
+		return "the name " + why
+	}
+	return ""
+}
+
+func segmentNameProblem(s string) string {
+	switch {
+	case s == "":
+		return "is empty"
+	case len(s) > maxSegmentPart:
+		return fmt.Sprintf("is %d characters long (the limit is %d)", len(s), maxSegmentPart)
+	case !isAlnum(s[0]) || !isAlnum(s[len(s)-1]):
+		return "must begin and end with a letter or digit"
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '-' && c != '_' && c != '.' {
+			return "may contain only letters, digits, \"-\", \"_\" and \".\""
+		}
+	}
+	return ""
+}

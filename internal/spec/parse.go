@@ -1,0 +1,224 @@
+package spec
+
+import (
+	"bytes"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	hcljson "github.com/hashicorp/hcl/v2/json"
+)
+
+// Kind is what a spec file declares.
+type Kind string
+
+// The kinds of spec file.
+const (
+	KindVolume Kind = "volume"
+	KindPlugin Kind = "plugin"
+	KindGroup  Kind = "group"
+)
+
+// Kinds lists every kind, in the order help text shows them.
+var Kinds = []Kind{KindVolume, KindPlugin, KindGroup}
+
+// File is one parsed spec file. Kind says which of Volume, Plugins and Group is set.
+type File struct {
+	Kind    Kind
+	Volume  *Volume
+	Plugins []*Plugin
+	Group   *Group
+}
+
+// Parser parses spec files and keeps each file's original source, so that diagnostics can be
+// rendered with snippets (WriteDiagnostics, or NewDiagnosticWriter over Files). A Parser is
+// not safe for concurrent use.
+type Parser struct {
+	files map[string]*hcl.File
+
+	// forceRewrite applies the HCL1 rewrite even to files that parse as HCL2 (tests use it
+	// to show that the rewrite changes no diagnostics of such files).
+	forceRewrite bool
+}
+
+// NewParser returns an empty Parser.
+func NewParser() *Parser { return &Parser{files: map[string]*hcl.File{}} }
+
+// Files returns every file parsed so far by name, holding the original bytes.
+func (p *Parser) Files() map[string]*hcl.File { return p.files }
+
+// ParseVolume parses and validates a volume spec (HCL or JSON) for verb. It returns the volume
+// when there are no errors (warnings allowed), and nil otherwise.
+func ParseVolume(filename string, src []byte, verb Verb) (*Volume, hcl.Diagnostics) {
+	return NewParser().ParseVolume(filename, src, verb)
+}
+
+// ParsePlugins parses and validates a file of one or more `plugin "ID" { ... }` blocks.
+func ParsePlugins(filename string, src []byte) ([]*Plugin, hcl.Diagnostics) {
+	return NewParser().ParsePlugins(filename, src)
+}
+
+// ParseGroup parses and validates a file holding one `group "NAME" { ... }` block.
+func ParseGroup(filename string, src []byte) (*Group, hcl.Diagnostics) {
+	return NewParser().ParseGroup(filename, src)
+}
+
+// Parse parses a spec file of any kind, telling the kind from its top level: plugin blocks
+// make a plugin spec, a group block a group spec, anything else a volume spec. verb applies to
+// volume specs only.
+func Parse(filename string, src []byte, verb Verb) (*File, hcl.Diagnostics) {
+	return NewParser().Parse(filename, src, verb)
+}
+
+// ParseVolume is the package-level ParseVolume, keeping the file for rendering.
+func (p *Parser) ParseVolume(filename string, src []byte, verb Verb) (*Volume, hcl.Diagnostics) {
+	f, diags := p.parse(filename, src, KindVolume, verb)
+	if f == nil {
+		return nil, diags
+	}
+	return f.Volume, diags
+}
+
+// ParsePlugins is the package-level ParsePlugins, keeping the file for rendering.
+func (p *Parser) ParsePlugins(filename string, src []byte) ([]*Plugin, hcl.Diagnostics) {
+	f, diags := p.parse(filename, src, KindPlugin, VerbAny)
+	if f == nil {
+		return nil, diags
+	}
+	return f.Plugins, diags
+}
+
+// ParseGroup is the package-level ParseGroup, keeping the file for rendering.
+func (p *Parser) ParseGroup(filename string, src []byte) (*Group, hcl.Diagnostics) {
+	f, diags := p.parse(filename, src, KindGroup, VerbAny)
+	if f == nil {
+		return nil, diags
+	}
+	return f.Group, diags
+}
+
+// Parse is the package-level Parse, keeping the file for rendering.
+func (p *Parser) Parse(filename string, src []byte, verb Verb) (*File, hcl.Diagnostics) {
+	return p.parse(filename, src, "", verb)
+}
+
+// parse loads the file, decodes it as kind (or the kind its top level shows, when kind is
+// empty) and validates it. The File is nil when any diagnostic is an error.
+func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File, hcl.Diagnostics) {
+	body, json, m, diags := p.load(filename, src)
+	if diags.HasErrors() {
+		// A body the parser gave up on would only add noise (missing arguments it never reached).
+		return nil, sortDiagnostics(diags)
+	}
+	if kind == "" {
+		kind = detectKind(body)
+	}
+	d := &decoder{json: json}
+	f := &File{Kind: kind}
+	switch kind {
+	case KindPlugin:
+		f.Plugins = d.plugins(body)
+	case KindGroup:
+		f.Group = d.group(body)
+	default:
+		f.Volume = d.volume(body, verb)
+	}
+	if m != nil {
+		m.mapDiagnostics(d.diags)
+	}
+	diags = sortDiagnostics(append(diags, d.diags...))
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return f, diags
+}
+
+// load parses src as JSON (a .json name, or content starting with "{") or HCL. HCL that the
+// HCL2 parser rejects is retried through the HCL1 rewrite; then the returned offsetMap maps
+// the body's ranges back to src, and the returned diagnostics are already mapped.
+func (p *Parser) load(filename string, src []byte) (hcl.Body, bool, *offsetMap, hcl.Diagnostics) {
+	if isJSON(filename, src) {
+		f, diags := hcljson.Parse(src, filename)
+		if f == nil {
+			f = &hcl.File{Body: hcl.EmptyBody(), Bytes: src}
+		}
+		p.files[filename] = f
+		return f.Body, true, nil, diags
+	}
+	f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	if diags.HasErrors() || p.forceRewrite {
+		if rw, m, ok := rewriteHCL1(src, filename); ok {
+			rf, rdiags := hclsyntax.ParseConfig(rw, filename, hcl.InitialPos)
+			m.mapDiagnostics(rdiags)
+			p.files[filename] = &hcl.File{Body: rf.Body, Bytes: src, Nav: mappedNav{inner: rf.Nav, m: m}}
+			return rf.Body, false, m, rdiags
+		}
+	}
+	p.files[filename] = f
+	return f.Body, false, nil, diags
+}
+
+func isJSON(filename string, src []byte) bool {
+	if strings.EqualFold(filepath.Ext(filename), ".json") {
+		return true
+	}
+	return bytes.HasPrefix(bytes.TrimLeft(src, " \t\r\n\ufeff"), []byte("{"))
+}
+
+// detectKind tells a plugin or group spec from a volume spec by its top-level names.
+func detectKind(body hcl.Body) Kind {
+	has := func(name string) bool {
+		if sb, ok := body.(*hclsyntax.Body); ok {
+			for _, b := range sb.Blocks {
+				if b.Type == name {
+					return true
+				}
+			}
+			return false
+		}
+		attrs, _ := body.JustAttributes()
+		return attrs[name] != nil
+	}
+	switch {
+	case has("plugin"):
+		return KindPlugin
+	case has("group"):
+		return KindGroup
+	}
+	return KindVolume
+}
+
+// sortDiagnostics orders diagnostics by position, so output is stable and reads top to
+// bottom, and drops exact repeats.
+func sortDiagnostics(diags hcl.Diagnostics) hcl.Diagnostics {
+	sort.SliceStable(diags, func(i, j int) bool {
+		a, b := diags[i].Subject, diags[j].Subject
+		switch {
+		case a == nil || b == nil:
+			return a != nil && b == nil
+		case a.Filename != b.Filename:
+			return a.Filename < b.Filename
+		}
+		return a.Start.Byte < b.Start.Byte
+	})
+	var out hcl.Diagnostics
+	for _, d := range diags {
+		if len(out) > 0 && sameDiagnostic(d, out[len(out)-1]) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func sameDiagnostic(a, b *hcl.Diagnostic) bool {
+	if a.Severity != b.Severity || a.Summary != b.Summary || a.Detail != b.Detail {
+		return false
+	}
+	if a.Subject == nil || b.Subject == nil {
+		return a.Subject == b.Subject
+	}
+	return *a.Subject == *b.Subject
+}

@@ -1,0 +1,221 @@
+package spec
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// MaxSocketPath is the longest unix socket path Linux accepts: sun_path holds 108 bytes,
+// including the terminating NUL.
+const MaxSocketPath = 107
+
+// EndpointEnv is the variable volctl sets, to unix://SOCKET, in the environment of a plugin it
+// starts from an exec block (the name CSI plugins conventionally read their endpoint from).
+// Specs do no interpolation: args are passed exactly as written.
+const EndpointEnv = "CSI_ENDPOINT"
+
+var pluginFileSchema = &schema{
+	what:   "a plugin spec",
+	blocks: []blockSchema{{name: "plugin", labels: []string{"id"}}},
+}
+
+var pluginSchema = &schema{
+	what:   "a plugin block",
+	attrs:  []string{"type", "socket", "controller_socket", "node_socket", "timeout"},
+	blocks: []blockSchema{{name: "exec"}},
+}
+
+var execSchema = &schema{
+	what:  "an exec block",
+	attrs: []string{"command", "args"},
+	maps:  []string{"env"},
+}
+
+var pluginTypes = []PluginType{PluginMonolith, PluginController, PluginNode}
+
+func (d *decoder) plugins(body hcl.Body) []*Plugin {
+	c := d.content(body, pluginFileSchema)
+	blocks := blocksOf(c, "plugin")
+	if len(blocks) == 0 {
+		d.errorf(c.MissingItemRange, "Missing plugin block",
+			`A plugin spec needs at least one plugin block, e.g. plugin "hostpath" { type = "monolith" socket = "/run/volctl/hostpath.sock" }.`)
+		return nil
+	}
+	var out []*Plugin
+	seen := map[string]bool{}
+	for _, b := range blocks {
+		p := d.plugin(b)
+		if seen[p.ID] {
+			d.errorf(b.LabelRanges[0], "Duplicate plugin", "The plugin %q is declared more than once in this file.", p.ID)
+		}
+		seen[p.ID] = true
+		out = append(out, p)
+	}
+	return out
+}
+
+func (d *decoder) plugin(b *hcl.Block) *Plugin {
+	p := &Plugin{ID: b.Labels[0]}
+	if err := ValidateID("plugin ID", p.ID); err != nil {
+		d.errorf(b.LabelRanges[0], "Invalid plugin ID", "%s.", err)
+	}
+	c := d.content(b.Body, pluginSchema)
+	attr := func(name string) *hcl.Attribute { return c.Attributes[name] }
+
+	if s, ok := d.str(attr("type")); ok {
+		p.Type = PluginType(s)
+		valid := false
+		for _, t := range pluginTypes {
+			valid = valid || p.Type == t
+		}
+		if !valid {
+			detail := fmt.Sprintf("%q is not a plugin type.", s)
+			if sug := suggest(s, joinable(pluginTypes)); sug != "" {
+				detail += fmt.Sprintf(" Did you mean %q?", sug)
+			}
+			d.errorf(attr("type").Expr.Range(), "Invalid plugin type", "%s Valid types: %s (controller and node services in one process).", detail, joinStrings(pluginTypes))
+		}
+	} else if attr("type") == nil {
+		d.missing(b.DefRange, "type", `The argument "type" is required: "monolith", "controller" or "node".`)
+	}
+
+	sockets := map[string]string{}
+	for _, name := range []string{"socket", "controller_socket", "node_socket"} {
+		if s, ok := d.str(attr(name)); ok {
+			if d.socketPath(name, s, attr(name).Expr.Range()) {
+				sockets[name] = s
+			}
+		}
+	}
+	d.pluginSockets(p, b, attr, sockets)
+
+	if a := attr("timeout"); a != nil {
+		if s, ok := d.str(a); ok {
+			t, err := time.ParseDuration(s)
+			switch {
+			case err != nil:
+				d.errorf(a.Expr.Range(), "Invalid timeout", "%q is not a duration; write it like \"90s\" or \"2m\".", s)
+			case t <= 0:
+				d.errorf(a.Expr.Range(), "Invalid timeout", "timeout must be more than zero.")
+			default:
+				p.Timeout = t
+			}
+		}
+	}
+	if eb := d.single(c, "exec", "a plugin block"); eb != nil {
+		p.Exec = d.exec(eb)
+	}
+	return p
+}
+
+// pluginSockets checks which socket arguments fit the plugin's type and fills them in.
+// `socket` is the one socket of a monolith, a controller's controller socket or a node's node
+// socket; a monolith may instead give both split sockets.
+func (d *decoder) pluginSockets(p *Plugin, b *hcl.Block, attr func(string) *hcl.Attribute, sockets map[string]string) {
+	notFor := func(name, why string) {
+		d.errorf(attr(name).NameRange, "Argument not allowed", "%s %s", name, why)
+	}
+	switch p.Type {
+	case PluginMonolith:
+		switch {
+		case attr("socket") != nil && (attr("controller_socket") != nil || attr("node_socket") != nil):
+			name := "controller_socket"
+			if attr(name) == nil {
+				name = "node_socket"
+			}
+			notFor(name, "cannot be combined with socket: a monolith serves on one socket, or on split controller_socket and node_socket.")
+		case attr("socket") != nil:
+			p.Socket = sockets["socket"]
+		case attr("controller_socket") != nil && attr("node_socket") != nil:
+			p.ControllerSocket, p.NodeSocket = sockets["controller_socket"], sockets["node_socket"]
+		case attr("controller_socket") != nil:
+			d.missing(b.DefRange, "node_socket", "A monolith with a controller_socket also needs a node_socket (or give one socket for both services).")
+		case attr("node_socket") != nil:
+			d.missing(b.DefRange, "controller_socket", "A monolith with a node_socket also needs a controller_socket (or give one socket for both services).")
+		default:
+			d.missing(b.DefRange, "socket", "A plugin needs a socket: the unix socket path it serves on.")
+		}
+	case PluginController:
+		if attr("node_socket") != nil {
+			notFor("node_socket", "is not used by a controller plugin; a controller serves only the controller service (use type = \"monolith\" for both).")
+		}
+		switch {
+		case attr("socket") != nil && attr("controller_socket") != nil:
+			notFor("controller_socket", "repeats socket: on a controller plugin, socket is its controller socket. Give one of them.")
+		case attr("socket") != nil:
+			p.ControllerSocket = sockets["socket"]
+		case attr("controller_socket") != nil:
+			p.ControllerSocket = sockets["controller_socket"]
+		default:
+			d.missing(b.DefRange, "controller_socket", "A controller plugin needs its controller socket: socket or controller_socket.")
+		}
+	case PluginNode:
+		if attr("controller_socket") != nil {
+			notFor("controller_socket", "is not used by a node plugin; a node plugin serves only the node service (use type = \"monolith\" for both).")
+		}
+		switch {
+		case attr("socket") != nil && attr("node_socket") != nil:
+			notFor("node_socket", "repeats socket: on a node plugin, socket is its node socket. Give one of them.")
+		case attr("socket") != nil:
+			p.NodeSocket = sockets["socket"]
+		case attr("node_socket") != nil:
+			p.NodeSocket = sockets["node_socket"]
+		default:
+			d.missing(b.DefRange, "node_socket", "A node plugin needs its node socket: socket or node_socket.")
+		}
+	}
+}
+
+// socketPath checks a unix socket path: absolute, and short enough for sun_path.
+func (d *decoder) socketPath(name, s string, rng hcl.Range) bool {
+	switch {
+	case s == "":
+		d.errorf(rng, "Invalid socket path", "%s must not be empty.", name)
+	case !filepath.IsAbs(s):
+		d.errorf(rng, "Invalid socket path", "%s %q must be an absolute path.", name, s)
+	case len(s) > MaxSocketPath:
+		d.errorf(rng, "Invalid socket path", "%s is %d bytes long; a unix socket path must fit in sun_path, at most %d bytes. Use a shorter directory, such as /run/volctl.", name, len(s), MaxSocketPath)
+	case strings.ContainsRune(s, 0):
+		d.errorf(rng, "Invalid socket path", "%s must not contain a NUL byte.", name)
+	default:
+		return true
+	}
+	return false
+}
+
+func (d *decoder) exec(b *hcl.Block) *Exec {
+	c := d.content(b.Body, execSchema)
+	e := &Exec{}
+	if s, ok := d.str(c.Attributes["command"]); ok {
+		if strings.TrimSpace(s) == "" {
+			d.errorf(c.Attributes["command"].Expr.Range(), "Invalid command", "command must not be empty.")
+		}
+		e.Command = s
+	} else if c.Attributes["command"] == nil {
+		d.missing(b.DefRange, "command", `An exec block needs the command to run, e.g. command = "/usr/local/bin/volctl".`)
+	}
+	if args, ok := d.strList(c.Attributes["args"]); ok {
+		e.Args = args
+	}
+	if m := d.stringMap(c, "env"); m != nil {
+		for _, en := range m.entries {
+			switch {
+			case en.key == "" || strings.ContainsAny(en.key, "=\x00"):
+				d.errorf(en.keyRange, "Invalid environment variable", "%q is not a valid environment variable name: it must be non-empty and contain no \"=\" or NUL.", en.key)
+			case strings.ContainsRune(en.value, 0):
+				// The value may be a credential: name the key only.
+				d.errorf(en.valueRange, "Invalid environment variable", "The value of %s contains a NUL byte.", en.key)
+			case en.key == EndpointEnv:
+				d.warnf(en.keyRange, "Environment variable overridden", "volctl sets %s to the plugin's socket (unix://PATH) itself; this value is ignored.", EndpointEnv)
+			}
+		}
+		env := m.values()
+		delete(env, EndpointEnv)
+		e.Env = Secrets(env)
+	}
+	return e
+}

@@ -1,0 +1,92 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"math/bits"
+	"strconv"
+	"strings"
+)
+
+// sizeUnits maps a lower-cased unit suffix to its multiplier. Like Nomad, which parses
+// capacities with go-humanize, unit letters are case-insensitive ("10gib" = "10GiB"), the
+// IEC units (KiB, Ki, ...) are powers of 1024 and the SI ones (K, KB, ...) powers of 1000.
+var sizeUnits = map[string]uint64{
+	"": 1, "b": 1,
+	"k": 1e3, "kb": 1e3, "ki": 1 << 10, "kib": 1 << 10,
+	"m": 1e6, "mb": 1e6, "mi": 1 << 20, "mib": 1 << 20,
+	"g": 1e9, "gb": 1e9, "gi": 1 << 30, "gib": 1 << 30,
+	"t": 1e12, "tb": 1e12, "ti": 1 << 40, "tib": 1 << 40,
+	"p": 1e15, "pb": 1e15, "pi": 1 << 50, "pib": 1 << 50,
+	"e": 1e18, "eb": 1e18, "ei": 1 << 60, "eib": 1 << 60,
+}
+
+// ParseSize parses a capacity as people write it: "10GiB", "100G", "1.5TiB", "500 MiB", or a bare
+// number of bytes. Fractions of a byte are dropped. Negative sizes, unknown units and sizes above
+// math.MaxInt64 bytes (what CSI's int64 capacity fields hold) are errors.
+func ParseSize(s string) (int64, error) {
+	in := strings.TrimSpace(s)
+	if in == "" {
+		return 0, errors.New("empty size")
+	}
+	if in[0] == '-' {
+		return 0, fmt.Errorf("size %q is negative", s)
+	}
+	end := 0
+	for end < len(in) && (in[end] >= '0' && in[end] <= '9' || in[end] == '.') {
+		end++
+	}
+	num, unit := in[:end], strings.ToLower(strings.TrimSpace(in[end:]))
+	if num == "" || num == "." || strings.Count(num, ".") > 1 {
+		return 0, fmt.Errorf("size %q does not start with a number", s)
+	}
+	mult, ok := sizeUnits[unit]
+	if !ok {
+		return 0, fmt.Errorf("size %q has an unknown unit %q (use B, KB, MB, GB, TB, PB, or KiB, MiB, GiB, TiB, PiB)", s, in[end:])
+	}
+	whole, frac, _ := strings.Cut(num, ".")
+	if frac == "" {
+		// The common case needs no big arithmetic.
+		if n, err := strconv.ParseUint(whole, 10, 64); err == nil {
+			if hi, lo := bits.Mul64(n, mult); hi == 0 && lo <= math.MaxInt64 {
+				return int64(lo), nil
+			}
+			return 0, fmt.Errorf("size %q is too large (the maximum is %d bytes)", s, int64(math.MaxInt64))
+		}
+	}
+	r, ok := new(big.Rat).SetString(num)
+	if !ok {
+		return 0, fmt.Errorf("size %q does not start with a number", s)
+	}
+	r.Mul(r, new(big.Rat).SetUint64(mult))
+	bytes := new(big.Int).Quo(r.Num(), r.Denom())
+	if !bytes.IsInt64() {
+		return 0, fmt.Errorf("size %q is too large (the maximum is %d bytes)", s, int64(math.MaxInt64))
+	}
+	return bytes.Int64(), nil
+}
+
+// FormatSize renders n bytes in the shortest form ParseSize reads back exactly: the largest
+// IEC unit that divides n ("10GiB"), else the largest SI one ("100GB"), else bytes ("1234").
+func FormatSize(n int64) string {
+	if n <= 0 {
+		return strconv.FormatInt(n, 10)
+	}
+	type unit struct {
+		name string
+		mult int64
+	}
+	for _, u := range []unit{{"EiB", 1 << 60}, {"PiB", 1 << 50}, {"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.name
+		}
+	}
+	for _, u := range []unit{{"EB", 1e18}, {"PB", 1e15}, {"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}} {
+		if n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}

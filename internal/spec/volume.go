@@ -1,0 +1,387 @@
+package spec
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// hostOnly are the arguments and blocks of Nomad host volume specs. In a CSI spec they get a
+// pointed message instead of a bare "unsupported".
+var hostOnly = map[string]string{
+	"node_id":    hostHint("node_id"),
+	"host_path":  hostHint("host_path"),
+	"node_pool":  hostHint("node_pool"),
+	"constraint": hostHint("constraint"),
+	"capacity":   hostHint("capacity") + ` For a CSI volume, use capacity_min and capacity_max.`,
+}
+
+func hostHint(name string) string {
+	return fmt.Sprintf("%s belongs to Nomad host volume specs; volctl handles CSI volumes only.", name)
+}
+
+var volumeSchema = &schema{
+	what: "a volume spec",
+	attrs: []string{
+		"id", "name", "type", "namespace", "plugin_id", "external_id", "snapshot_id", "clone_id",
+		"capacity_min", "capacity_max", "access_mode", "attachment_mode",
+	},
+	blocks: []blockSchema{{name: "capability"}, {name: "mount_options"}, {name: "topology_request"}},
+	maps:   []string{"secrets", "parameters", "context"},
+	hints:  hostOnly,
+}
+
+var capabilitySchema = &schema{
+	what:  "a capability block",
+	attrs: []string{"access_mode", "attachment_mode"},
+}
+
+var mountOptionsSchema = &schema{
+	what:  "a mount_options block",
+	attrs: []string{"fs_type", "mount_flags"},
+}
+
+var topologyRequestSchema = &schema{
+	what:   "a topology_request block",
+	blocks: []blockSchema{{name: "required"}, {name: "preferred"}},
+}
+
+var topologyListSchema = &schema{
+	what:   "a required or preferred block",
+	blocks: []blockSchema{{name: "topology"}},
+}
+
+var topologySchema = &schema{
+	what: "a topology block",
+	maps: []string{"segments"},
+}
+
+// hostVolume reports whether body declares type = "host", and where. It looks at nothing else,
+// so a host spec gets one clear message rather than one per host-only field.
+func hostVolume(body hcl.Body) (hcl.Range, bool) {
+	c, _, _ := body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "type"}}})
+	attr := c.Attributes["type"]
+	if attr == nil {
+		return hcl.Range{}, false
+	}
+	v, diags := attr.Expr.Value(nil)
+	if diags.HasErrors() || v.IsNull() || !v.IsWhollyKnown() {
+		return hcl.Range{}, false
+	}
+	s, ok := toString(v)
+	return attr.Expr.Range(), ok && s == "host"
+}
+
+func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
+	if rng, ok := hostVolume(body); ok {
+		d.errorf(rng, "Host volumes are not supported",
+			`This is a Nomad host volume spec (type = "host"). volctl handles CSI volumes only (type = "csi"); host volumes are Nomad's own: use "nomad volume create" (or "nomad volume init -type host" for a template).`)
+		return nil
+	}
+	c := d.content(body, volumeSchema)
+	v := &Volume{Namespace: DefaultNamespace}
+	top := c.MissingItemRange
+	attr := func(name string) *hcl.Attribute { return c.Attributes[name] }
+
+	// Identity.
+	if s, ok := d.str(attr("id")); ok {
+		if err := ValidateID("volume ID", s); err != nil {
+			d.errorf(attr("id").Expr.Range(), "Invalid volume ID", "%s.", err)
+		}
+		v.ID = s
+	} else if attr("id") == nil {
+		d.missing(top, "id", "")
+	}
+	if s, ok := d.str(attr("namespace")); ok {
+		if err := ValidateID("namespace", s); err != nil {
+			d.errorf(attr("namespace").Expr.Range(), "Invalid namespace", "%s.", err)
+		}
+		v.Namespace = s
+	}
+	if s, ok := d.str(attr("type")); ok {
+		if s != "csi" {
+			d.errorf(attr("type").Expr.Range(), "Invalid volume type", "%q is not a volume type volctl handles: it manages CSI volumes, type = \"csi\".", s)
+		}
+		v.Type = s
+	} else if attr("type") == nil {
+		d.missing(top, "type", `The argument "type" is required; volctl handles CSI volumes: type = "csi".`)
+	}
+	if s, ok := d.str(attr("plugin_id")); ok {
+		if err := ValidateID("plugin ID", s); err != nil {
+			d.errorf(attr("plugin_id").Expr.Range(), "Invalid plugin ID", "%s.", err)
+		}
+		v.PluginID = s
+	} else if attr("plugin_id") == nil {
+		d.missing(top, "plugin_id", "")
+	}
+	if s, ok := d.str(attr("name")); ok {
+		d.checkCSIString("name", s, attr("name").Expr.Range())
+		v.Name = s
+	}
+	if v.Name == "" && verb == VerbCreate && (attr("name") == nil || d.ok(attr("name"))) {
+		rng := top
+		if a := attr("name"); a != nil {
+			rng = a.Expr.Range()
+		}
+		d.missing(rng, "name", "name is required to create a volume (the plugin uses it as the volume's name and to make creation idempotent).")
+	}
+
+	// Register and create differ in what they take.
+	if s, ok := d.str(attr("external_id")); ok {
+		d.checkCSIString("external_id", s, attr("external_id").Expr.Range())
+		v.ExternalID = s
+	}
+	switch {
+	case verb == VerbRegister && v.ExternalID == "" && (attr("external_id") == nil || d.ok(attr("external_id"))):
+		rng := top
+		if a := attr("external_id"); a != nil {
+			rng = a.Expr.Range()
+		}
+		d.missing(rng, "external_id", "external_id is required to register a volume (it is the storage provider's ID of the existing volume).")
+	case verb == VerbCreate && attr("external_id") != nil:
+		d.errorf(attr("external_id").NameRange, "Argument not allowed for create",
+			"external_id is only used to register an existing volume; when creating a volume the plugin assigns its ID. Remove external_id, or register the volume instead.")
+	}
+	for _, name := range []string{"snapshot_id", "clone_id"} {
+		a := attr(name)
+		s, ok := d.str(a)
+		if !ok {
+			continue
+		}
+		d.checkCSIString(name, s, a.Expr.Range())
+		if verb == VerbRegister {
+			d.errorf(a.NameRange, "Argument not allowed for register",
+				"%s is only used to create a volume; a registered volume already exists. Remove %s, or create the volume instead.", name, name)
+		}
+		if name == "snapshot_id" {
+			v.SnapshotID = s
+		} else {
+			v.CloneID = s
+		}
+	}
+	if attr("snapshot_id") != nil && attr("clone_id") != nil {
+		d.errorf(attr("clone_id").NameRange, "Conflicting arguments",
+			"snapshot_id and clone_id are mutually exclusive: a volume is created either from a snapshot or as a clone of another volume, not both.")
+	}
+
+	// Capacity.
+	v.CapacityMin = d.size(attr("capacity_min"))
+	v.CapacityMax = d.size(attr("capacity_max"))
+	if v.CapacityMin > 0 && v.CapacityMax > 0 && v.CapacityMin > v.CapacityMax {
+		d.errorf(attr("capacity_min").Expr.Range(), "Invalid capacity range",
+			"capacity_min (%s) is larger than capacity_max (%s).", FormatSize(v.CapacityMin), FormatSize(v.CapacityMax))
+	}
+
+	// Capabilities: blocks, or the legacy flat pair.
+	for _, b := range blocksOf(c, "capability") {
+		bc := d.content(b.Body, capabilitySchema)
+		capability, ok := d.capability(bc, b.DefRange)
+		if ok {
+			v.Capabilities = d.addCapability(v.Capabilities, capability, b.DefRange)
+		}
+	}
+	flatMode, flatAttach := attr("access_mode"), attr("attachment_mode")
+	if flatMode != nil || flatAttach != nil {
+		if len(blocksOf(c, "capability")) > 0 {
+			first := flatMode
+			if first == nil {
+				first = flatAttach
+			}
+			d.errorf(first.NameRange, "Conflicting arguments",
+				"access_mode and attachment_mode at the top level are the legacy form of one capability block; they cannot be combined with capability blocks. Move them into a capability block.")
+		} else if capability, ok := d.capability(c, top); ok {
+			v.Capabilities = append(v.Capabilities, capability)
+		}
+	} else if len(blocksOf(c, "capability")) == 0 {
+		d.errorf(top, "Missing capability",
+			`A volume needs at least one capability block, e.g. capability { access_mode = "single-node-writer" attachment_mode = "file-system" }.`)
+	}
+
+	if b := d.single(c, "mount_options", "a volume spec"); b != nil {
+		v.MountOptions = d.mountOptions(b)
+	}
+	if b := d.single(c, "topology_request", "a volume spec"); b != nil {
+		v.TopologyRequest = d.topologyRequest(b, verb)
+	}
+
+	// Maps.
+	if m := d.stringMap(c, "secrets"); m != nil {
+		d.checkSecrets(m)
+		v.Secrets = Secrets(m.values())
+	}
+	if m := d.stringMap(c, "parameters"); m != nil {
+		d.checkCSIMap(m)
+		v.Parameters = m.values()
+	}
+	if m := d.stringMap(c, "context"); m != nil {
+		d.checkCSIMap(m)
+		v.Context = m.values()
+		if verb == VerbCreate {
+			d.errorf(m.nameRange, "Argument not allowed for create",
+				"context is only used to register an existing volume; when a volume is created, the plugin returns its context. Remove context, or register the volume instead.")
+		}
+	}
+	return v
+}
+
+// ok reports whether attr evaluates without error, so that a missing-value message is not
+// added on top of an evaluation error.
+func (d *decoder) ok(attr *hcl.Attribute) bool {
+	_, diags := attr.Expr.Value(nil)
+	return !diags.HasErrors()
+}
+
+func (d *decoder) size(attr *hcl.Attribute) int64 {
+	s, ok := d.str(attr)
+	if !ok {
+		return 0
+	}
+	n, err := ParseSize(s)
+	if err != nil {
+		d.errorf(attr.Expr.Range(), "Invalid capacity", "%s: %s.", attr.Name, err)
+		return 0
+	}
+	return n
+}
+
+// capability decodes access_mode and attachment_mode from c (a capability block, or the top
+// of a legacy spec); rng is where to point when one is missing.
+func (d *decoder) capability(c *hcl.BodyContent, rng hcl.Range) (Capability, bool) {
+	var out Capability
+	ok := true
+	if a := c.Attributes["access_mode"]; a != nil {
+		out.AccessMode, ok = d.accessMode(a)
+	} else {
+		d.missing(rng, "access_mode", "")
+		ok = false
+	}
+	if a := c.Attributes["attachment_mode"]; a != nil {
+		var aok bool
+		out.AttachmentMode, aok = d.attachmentMode(a)
+		ok = ok && aok
+	} else {
+		d.missing(rng, "attachment_mode", "")
+		ok = false
+	}
+	return out, ok
+}
+
+func (d *decoder) addCapability(caps []Capability, c Capability, rng hcl.Range) []Capability {
+	for _, have := range caps {
+		if have == c {
+			d.warnf(rng, "Duplicate capability", "The capability (%s, %s) is listed more than once.", c.AccessMode, c.AttachmentMode)
+			return caps
+		}
+	}
+	return append(caps, c)
+}
+
+// legacyReader is the spelling of single-node-reader-only that Nomad's own volume template and
+// EFS examples use.
+const legacyReader = "single-node-reader"
+
+func (d *decoder) accessMode(attr *hcl.Attribute) (AccessMode, bool) {
+	s, ok := d.str(attr)
+	if !ok {
+		return "", false
+	}
+	m := AccessMode(s)
+	switch {
+	case m.Valid():
+		return m, true
+	case s == legacyReader:
+		d.warnf(attr.Expr.Range(), "Deprecated access mode",
+			"%q is an old spelling of %q; volctl reads it as %q. Write %q to silence this warning.", s, SingleNodeReaderOnly, SingleNodeReaderOnly, SingleNodeReaderOnly)
+		return SingleNodeReaderOnly, true
+	}
+	detail := fmt.Sprintf("%q is not an access mode.", s)
+	if sug := suggest(s, joinable(AccessModes)); sug != "" {
+		detail += fmt.Sprintf(" Did you mean %q?", sug)
+	}
+	d.errorf(attr.Expr.Range(), "Invalid access mode", "%s Valid modes: %s.", detail, joinStrings(AccessModes))
+	return "", false
+}
+
+func (d *decoder) attachmentMode(attr *hcl.Attribute) (AttachmentMode, bool) {
+	s, ok := d.str(attr)
+	if !ok {
+		return "", false
+	}
+	m := AttachmentMode(s)
+	if m.Valid() {
+		return m, true
+	}
+	detail := fmt.Sprintf("%q is not an attachment mode.", s)
+	if sug := suggest(s, joinable(AttachmentModes)); sug != "" {
+		detail += fmt.Sprintf(" Did you mean %q?", sug)
+	}
+	d.errorf(attr.Expr.Range(), "Invalid attachment mode", "%s Valid modes: %s.", detail, joinStrings(AttachmentModes))
+	return "", false
+}
+
+func (d *decoder) mountOptions(b *hcl.Block) *MountOptions {
+	c := d.content(b.Body, mountOptionsSchema)
+	out := &MountOptions{}
+	if s, ok := d.str(c.Attributes["fs_type"]); ok {
+		d.checkCSIString("fs_type", s, c.Attributes["fs_type"].Expr.Range())
+		out.FSType = s
+	}
+	if flags, ok := d.strList(c.Attributes["mount_flags"]); ok {
+		// Mount flags may carry credentials: report sizes, never the flags themselves.
+		total := 0
+		for _, f := range flags {
+			total += len(f)
+		}
+		if total > MaxCSIMountOpts {
+			d.errorf(c.Attributes["mount_flags"].Expr.Range(), "Value too long",
+				"mount_flags hold %d bytes; the CSI spec limits them to %d bytes (4 KiB) in total.", total, MaxCSIMountOpts)
+		}
+		out.MountFlags = MountFlags(flags)
+	}
+	return out
+}
+
+func (d *decoder) topologyRequest(b *hcl.Block, verb Verb) *TopologyRequest {
+	c := d.content(b.Body, topologyRequestSchema)
+	out := &TopologyRequest{}
+	if rb := d.single(c, "required", "a topology_request block"); rb != nil {
+		out.Required = d.topologies(rb)
+	}
+	if pb := d.single(c, "preferred", "a topology_request block"); pb != nil {
+		out.Preferred = d.topologies(pb)
+		if verb == VerbRegister {
+			d.errorf(pb.TypeRange, "Block not allowed for register",
+				"topology_request.preferred is only used to create a volume (it guides where the plugin provisions it); a registered volume already exists. Remove the preferred block, or create the volume instead.")
+		}
+	}
+	return out
+}
+
+func (d *decoder) topologies(b *hcl.Block) []Topology {
+	c := d.content(b.Body, topologyListSchema)
+	var out []Topology
+	for _, tb := range blocksOf(c, "topology") {
+		tc := d.content(tb.Body, topologySchema)
+		m := d.stringMap(tc, "segments")
+		if m == nil || len(m.entries) == 0 {
+			rng := tb.DefRange
+			if m != nil {
+				rng = m.nameRange
+			}
+			d.errorf(rng, "Missing topology segments",
+				`Each topology needs at least one segment, e.g. topology { segments { rack = "R1" } }.`)
+			continue
+		}
+		d.checkSegments(m)
+		out = append(out, Topology{Segments: m.values()})
+	}
+	return out
+}
+
+func joinable[T ~string](vs []T) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return out
+}
