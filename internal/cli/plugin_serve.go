@@ -1,21 +1,117 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/hostpath"
 )
 
-// TODO(issue 3): implemented by the hostpath plugin work.
+// newCmdPluginServe is the parent of volctl's built-in plugins.
 func newCmdPluginServe(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve one of volctl's built-in CSI plugins",
 	}
-	cmd.AddCommand(&cobra.Command{
-		Use:   "hostpath",
-		Short: "Serve the directory-backed CSI plugin",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented") },
-	})
+	cmd.AddCommand(newCmdPluginServeHostpath(f, nil))
 	return cmd
+}
+
+// PluginServeHostpathOptions are the flags of `volctl plugin serve hostpath`.
+type PluginServeHostpathOptions struct {
+	Logger *slog.Logger
+	Getenv func(string) string
+
+	Socket       string
+	Root         string
+	NodeID       string
+	EnableAttach bool
+	MaxVolumes   int64
+}
+
+func newCmdPluginServeHostpath(f *Factory, runF func(context.Context, *PluginServeHostpathOptions) error) *cobra.Command {
+	opts := &PluginServeHostpathOptions{Getenv: os.Getenv}
+	cmd := &cobra.Command{
+		Use:   "hostpath --socket PATH --root DIR --node-id ID",
+		Short: "Serve the directory-backed CSI plugin",
+		Long: `Serve volctl's own CSI plugin, hostpath.csi.volctl.dev, on a unix socket until interrupted.
+
+It is a monolith (controller and node): volumes are directories under --root, snapshots and
+clones are copies, expansion records the new size, NodeStageVolume bind-mounts the volume on
+the staging path and NodePublishVolume bind-mounts that on the target (read-only when asked).
+Block volumes are refused. Mounting needs root (CAP_SYS_ADMIN); without it the node RPCs answer
+FAILED_PRECONDITION. State lives under --root and survives a restart.
+
+--socket takes a path or unix://PATH; without it, $CSI_ENDPOINT is used. A stale socket (one
+nothing listens on) is replaced; if another plugin is listening, serve refuses to start.
+SIGINT or SIGTERM stops it and removes the socket.`,
+		Example: `  volctl plugin serve hostpath --socket /run/volctl/hostpath.sock --root /var/lib/volctl-hostpath --node-id $(hostname)
+  CSI_ENDPOINT=unix:///run/csi/hp.sock volctl plugin serve hostpath --root /srv/volumes --node-id n1 --enable-attach`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Logger = f.Logger()
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return pluginServeHostpathRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Socket, "socket", "", "unix socket to serve on: PATH or unix://PATH (default $CSI_ENDPOINT)")
+	fl.StringVar(&opts.Root, "root", "", "directory holding the volumes, snapshots and the plugin's state (required)")
+	fl.StringVar(&opts.NodeID, "node-id", "", "node ID reported by NodeGetInfo and in the volumes' topology (required)")
+	fl.BoolVar(&opts.EnableAttach, "enable-attach", false, "offer ControllerPublishVolume and require its publish_context in NodeStageVolume")
+	fl.Int64Var(&opts.MaxVolumes, "max-volumes", 0, "max volumes per node reported by NodeGetInfo and enforced by ControllerPublishVolume (0 = unset)")
+	return cmd
+}
+
+// pluginServeHostpathRun checks the options and serves until ctx is done.
+func pluginServeHostpathRun(ctx context.Context, opts *PluginServeHostpathOptions) error {
+	endpoint := opts.Socket
+	if endpoint == "" && opts.Getenv != nil {
+		endpoint = opts.Getenv("CSI_ENDPOINT")
+	}
+	switch {
+	case endpoint == "":
+		return usageError("plugin serve hostpath: --socket is required (or set CSI_ENDPOINT=unix://PATH)")
+	case opts.Root == "":
+		return usageError("plugin serve hostpath: --root is required")
+	case opts.NodeID == "":
+		return usageError("plugin serve hostpath: --node-id is required")
+	case opts.MaxVolumes < 0:
+		return usageError("plugin serve hostpath: --max-volumes must not be negative, got %d", opts.MaxVolumes)
+	}
+	socket, err := hostpath.ParseEndpoint(endpoint)
+	if err != nil {
+		return usageError("plugin serve hostpath: %v", err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	// The socket first: a second instance pointed at a live socket is refused before it touches
+	// the root, which may be the first instance's.
+	lis, err := hostpath.Listen(socket)
+	if err != nil {
+		return fmt.Errorf("plugin serve hostpath: %w", err)
+	}
+	p, err := hostpath.New(hostpath.Config{
+		Root:         opts.Root,
+		NodeID:       opts.NodeID,
+		EnableAttach: opts.EnableAttach,
+		MaxVolumes:   opts.MaxVolumes,
+		Logger:       log,
+	})
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	if os.Geteuid() != 0 {
+		log.Warn("not running as root: bind mounts need CAP_SYS_ADMIN, and without it NodeStageVolume and NodePublishVolume answer FAILED_PRECONDITION")
+	}
+	return p.Serve(ctx, lis)
 }

@@ -1,0 +1,554 @@
+package hostpath
+
+import (
+	"context"
+	"maps"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// volumeMode is the permission of a new volume directory. Consumers of any user reach it through
+// a bind mount, as with Kubernetes' hostpath driver; the private Root keeps it out of reach
+// otherwise.
+const volumeMode = 0o777
+
+// ControllerGetCapabilities implements csi.ControllerServer.
+func (p *Plugin) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
+	types := []csi.ControllerServiceCapability_RPC_Type{
+		csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME,
+		csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT,
+		csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS,
+		csi.ControllerServiceCapability_RPC_LIST_VOLUMES,
+		csi.ControllerServiceCapability_RPC_CLONE_VOLUME,
+		csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
+		csi.ControllerServiceCapability_RPC_GET_CAPACITY,
+	}
+	if p.cfg.EnableAttach {
+		types = append(types, csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME)
+	}
+	resp := &csi.ControllerGetCapabilitiesResponse{}
+	for _, t := range types {
+		resp.Capabilities = append(resp.Capabilities, &csi.ControllerServiceCapability{
+			Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{Type: t}},
+		})
+	}
+	return resp, nil
+}
+
+// CreateVolume implements csi.ControllerServer: a new directory, empty or a copy of a snapshot
+// or another volume. The same name with a compatible request returns the existing volume.
+func (p *Plugin) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
+	name := req.GetName()
+	if name == "" {
+		return nil, invalidArg("CreateVolume: name is required")
+	}
+	if err := checkCapabilities(req.GetVolumeCapabilities()); err != nil {
+		return nil, err
+	}
+	required, limit, err := capacityRange(req.GetCapacityRange())
+	if err != nil {
+		return nil, err
+	}
+	if err := p.checkTopology(req.GetAccessibilityRequirements()); err != nil {
+		return nil, err
+	}
+	srcSnap := req.GetVolumeContentSource().GetSnapshot()
+	srcVol := req.GetVolumeContentSource().GetVolume()
+	if req.GetVolumeContentSource() != nil && srcSnap == nil && srcVol == nil {
+		return nil, invalidArg("volume %q: volume_content_source names neither a snapshot nor a volume", name)
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	if v := p.state.volumeByName(name); v != nil {
+		switch {
+		case !fits(v.Capacity, required, limit):
+			return nil, alreadyExists("volume %q exists with capacity %d bytes, outside the requested range (required %d, limit %d)", name, v.Capacity, required, limit)
+		case !maps.Equal(v.Parameters, req.GetParameters()):
+			return nil, alreadyExists("volume %q exists with different parameters", name)
+		case v.SourceSnapshot != srcSnap.GetSnapshotId() || v.SourceVolume != srcVol.GetVolumeId():
+			return nil, alreadyExists("volume %q exists with a different content source", name)
+		}
+		return &csi.CreateVolumeResponse{Volume: p.csiVolume(v)}, nil
+	}
+
+	// The new volume's size: what was asked for, at least the size of what it copies.
+	capacity := required
+	if capacity == 0 {
+		capacity = limit
+	}
+	var copyFrom string
+	switch {
+	case srcSnap != nil:
+		sn, ok := p.state.Snapshots[srcSnap.GetSnapshotId()]
+		if !ok {
+			return nil, notFound("volume %q: source snapshot %q not found", name, srcSnap.GetSnapshotId())
+		}
+		if capacity, err = sizeFromSource(name, "snapshot", sn.ID, sn.Size, capacity, limit); err != nil {
+			return nil, err
+		}
+		copyFrom = p.snapshotPath(sn.ID)
+	case srcVol != nil:
+		src, ok := p.state.Volumes[srcVol.GetVolumeId()]
+		if !ok {
+			return nil, notFound("volume %q: source volume %q not found", name, srcVol.GetVolumeId())
+		}
+		if capacity, err = sizeFromSource(name, "volume", src.ID, src.Capacity, capacity, limit); err != nil {
+			return nil, err
+		}
+		copyFrom = p.volumePath(src.ID)
+	}
+
+	v := &volume{
+		ID:             newVolumeID(),
+		Name:           name,
+		Capacity:       capacity,
+		Parameters:     req.GetParameters(),
+		SourceSnapshot: srcSnap.GetSnapshotId(),
+		SourceVolume:   srcVol.GetVolumeId(),
+		CreatedAt:      time.Now().UTC(),
+	}
+	if copyFrom != "" {
+		err = p.copyInto(ctx, copyFrom, p.volumePath(v.ID))
+	} else {
+		err = os.Mkdir(p.volumePath(v.ID), volumeMode)
+		if err == nil {
+			err = os.Chmod(p.volumePath(v.ID), volumeMode) // past the umask
+		}
+	}
+	if err != nil {
+		_ = os.RemoveAll(p.volumePath(v.ID))
+		return nil, copyStatus(ctx, "volume %q: creating directory: %v", name, err)
+	}
+	p.state.Volumes[v.ID] = v
+	if err := p.save(); err != nil {
+		delete(p.state.Volumes, v.ID)
+		_ = os.RemoveAll(p.volumePath(v.ID))
+		return nil, internal("volume %q: %v", name, err)
+	}
+	return &csi.CreateVolumeResponse{Volume: p.csiVolume(v)}, nil
+}
+
+// sizeFromSource is the size of a volume copied from a source of srcSize bytes: never smaller
+// than the source, and OUT_OF_RANGE when the limit leaves no room for it.
+func sizeFromSource(name, kind, id string, srcSize, capacity, limit int64) (int64, error) {
+	if limit > 0 && srcSize > limit {
+		return 0, status.Errorf(codes.OutOfRange, "hostpath: volume %q: source %s %q is %d bytes, above the capacity limit %d", name, kind, id, srcSize, limit)
+	}
+	return max(capacity, srcSize), nil
+}
+
+// copyInto copies src to dst through the partial directory, so dst appears complete or not at all.
+func (p *Plugin) copyInto(ctx context.Context, src, dst string) error {
+	tmp, err := os.MkdirTemp(p.partialDir(), "copy-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	work := tmp + "/data"
+	if err := copyTree(ctx, src, work); err != nil {
+		return err
+	}
+	return os.Rename(work, dst)
+}
+
+// copyStatus maps a copy failure: a cancelled or expired request keeps its own code, so the
+// orchestrator knows to retry.
+func copyStatus(ctx context.Context, format string, args ...any) error {
+	if err := ctx.Err(); err != nil {
+		return status.FromContextError(err).Err()
+	}
+	return internal(format, args...)
+}
+
+// csiVolume is the CSI view of a volume.
+func (p *Plugin) csiVolume(v *volume) *csi.Volume {
+	out := &csi.Volume{
+		VolumeId:           v.ID,
+		CapacityBytes:      v.Capacity,
+		AccessibleTopology: []*csi.Topology{p.topology()},
+	}
+	switch {
+	case v.SourceSnapshot != "":
+		out.ContentSource = &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{
+			Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: v.SourceSnapshot},
+		}}
+	case v.SourceVolume != "":
+		out.ContentSource = &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{
+			Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: v.SourceVolume},
+		}}
+	}
+	return out
+}
+
+// DeleteVolume implements csi.ControllerServer. An unknown ID is already deleted. A volume that
+// is still attached or mounted is refused: removing its directory would pull the data out from
+// under its consumers.
+func (p *Plugin) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
+	id := req.GetVolumeId()
+	if id == "" {
+		return nil, invalidArg("DeleteVolume: volume_id is required")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.state.Volumes[id]
+	if !ok {
+		return &csi.DeleteVolumeResponse{}, nil
+	}
+	if err := p.checkNotInUse(v); err != nil {
+		return nil, err
+	}
+	// Directory first, record second: a crash in between leaves a record whose directory is
+	// gone, which the next DeleteVolume finishes, rather than an orphaned directory.
+	if err := os.RemoveAll(p.volumePath(id)); err != nil {
+		return nil, internal("volume %q: removing directory: %v", id, err)
+	}
+	delete(p.state.Volumes, id)
+	if err := p.save(); err != nil {
+		return nil, internal("volume %q: %v", id, err)
+	}
+	return &csi.DeleteVolumeResponse{}, nil
+}
+
+// checkNotInUse refuses to delete a volume that is controller-published or mounted on this node.
+func (p *Plugin) checkNotInUse(v *volume) error {
+	if nodes := sortedKeys(v.Attachments); len(nodes) > 0 {
+		return failedPrecondition("volume %q is in use: published to node %q (ControllerUnpublishVolume first)", v.ID, nodes[0])
+	}
+	if v.Staging != nil {
+		if mounted, _ := p.mounter.IsMountPoint(v.Staging.Path); mounted {
+			return failedPrecondition("volume %q is in use: staged at %q (NodeUnstageVolume first)", v.ID, v.Staging.Path)
+		}
+	}
+	for _, target := range sortedKeys(v.Targets) {
+		if mounted, _ := p.mounter.IsMountPoint(target); mounted {
+			return failedPrecondition("volume %q is in use: published at %q (NodeUnpublishVolume first)", v.ID, target)
+		}
+	}
+	return nil
+}
+
+// ControllerPublishVolume implements csi.ControllerServer (with --enable-attach): it records the
+// attachment and hands out a publish_context that NodeStageVolume and NodePublishVolume require.
+func (p *Plugin) ControllerPublishVolume(ctx context.Context, req *csi.ControllerPublishVolumeRequest) (*csi.ControllerPublishVolumeResponse, error) {
+	if !p.cfg.EnableAttach {
+		return nil, status.Error(codes.Unimplemented, "hostpath: ControllerPublishVolume needs --enable-attach")
+	}
+	id, node := req.GetVolumeId(), req.GetNodeId()
+	if id == "" {
+		return nil, invalidArg("ControllerPublishVolume: volume_id is required")
+	}
+	if node == "" {
+		return nil, invalidArg("ControllerPublishVolume: volume %q: node_id is required", id)
+	}
+	if _, err := checkCapability(req.GetVolumeCapability()); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.state.Volumes[id]
+	if !ok {
+		return nil, notFound("volume %q not found", id)
+	}
+	if node != p.cfg.NodeID {
+		return nil, notFound("node %q not found: this plugin serves node %q", node, p.cfg.NodeID)
+	}
+	if a, ok := v.Attachments[node]; ok {
+		return &csi.ControllerPublishVolumeResponse{PublishContext: publishContext(node, a)}, nil
+	}
+	if limit, n := p.cfg.MaxVolumes, int64(p.state.attachedCount(node)); limit > 0 && n >= limit {
+		return nil, status.Errorf(codes.ResourceExhausted, "hostpath: volume %q: node %q already has %d volumes published (max volumes %d)", id, node, n, limit)
+	}
+	a := attachment{Token: newToken()}
+	if v.Attachments == nil {
+		v.Attachments = map[string]attachment{}
+	}
+	v.Attachments[node] = a
+	if err := p.save(); err != nil {
+		delete(v.Attachments, node)
+		return nil, internal("volume %q: %v", id, err)
+	}
+	return &csi.ControllerPublishVolumeResponse{PublishContext: publishContext(node, a)}, nil
+}
+
+func publishContext(node string, a attachment) map[string]string {
+	return map[string]string{PublishContextNode: node, PublishContextAttachment: a.Token}
+}
+
+// ControllerUnpublishVolume implements csi.ControllerServer. Unknown volumes and nodes are
+// already unpublished; an empty node_id unpublishes from every node.
+func (p *Plugin) ControllerUnpublishVolume(ctx context.Context, req *csi.ControllerUnpublishVolumeRequest) (*csi.ControllerUnpublishVolumeResponse, error) {
+	if !p.cfg.EnableAttach {
+		return nil, status.Error(codes.Unimplemented, "hostpath: ControllerUnpublishVolume needs --enable-attach")
+	}
+	id := req.GetVolumeId()
+	if id == "" {
+		return nil, invalidArg("ControllerUnpublishVolume: volume_id is required")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.state.Volumes[id]
+	if !ok || len(v.Attachments) == 0 {
+		return &csi.ControllerUnpublishVolumeResponse{}, nil
+	}
+	before := maps.Clone(v.Attachments)
+	if node := req.GetNodeId(); node != "" {
+		if _, ok := v.Attachments[node]; !ok {
+			return &csi.ControllerUnpublishVolumeResponse{}, nil
+		}
+		delete(v.Attachments, node)
+	} else {
+		clear(v.Attachments)
+	}
+	if err := p.save(); err != nil {
+		v.Attachments = before
+		return nil, internal("volume %q: %v", id, err)
+	}
+	return &csi.ControllerUnpublishVolumeResponse{}, nil
+}
+
+// ValidateVolumeCapabilities implements csi.ControllerServer.
+func (p *Plugin) ValidateVolumeCapabilities(ctx context.Context, req *csi.ValidateVolumeCapabilitiesRequest) (*csi.ValidateVolumeCapabilitiesResponse, error) {
+	id := req.GetVolumeId()
+	if id == "" {
+		return nil, invalidArg("ValidateVolumeCapabilities: volume_id is required")
+	}
+	if len(req.GetVolumeCapabilities()) == 0 {
+		return nil, invalidArg("ValidateVolumeCapabilities: volume %q: volume_capabilities are required", id)
+	}
+	p.mu.Lock()
+	v, ok := p.state.Volumes[id]
+	var params map[string]string
+	if ok {
+		params = v.Parameters
+	}
+	p.mu.Unlock()
+	if !ok {
+		return nil, notFound("volume %q not found", id)
+	}
+	if err := checkCapabilities(req.GetVolumeCapabilities()); err != nil {
+		return &csi.ValidateVolumeCapabilitiesResponse{Message: status.Convert(err).Message()}, nil
+	}
+	if len(req.GetParameters()) > 0 && !maps.Equal(params, req.GetParameters()) {
+		return &csi.ValidateVolumeCapabilitiesResponse{Message: "hostpath: the volume was created with different parameters"}, nil
+	}
+	return &csi.ValidateVolumeCapabilitiesResponse{Confirmed: &csi.ValidateVolumeCapabilitiesResponse_Confirmed{
+		VolumeContext:      req.GetVolumeContext(),
+		VolumeCapabilities: req.GetVolumeCapabilities(),
+		Parameters:         req.GetParameters(),
+	}}, nil
+}
+
+// ListVolumes implements csi.ControllerServer. Pages are in volume ID order and a token is the ID
+// the next page starts at, so volumes created or deleted between pages neither repeat nor
+// shift an index.
+func (p *Plugin) ListVolumes(ctx context.Context, req *csi.ListVolumesRequest) (*csi.ListVolumesResponse, error) {
+	if req.GetMaxEntries() < 0 {
+		return nil, invalidArg("ListVolumes: max_entries must not be negative, got %d", req.GetMaxEntries())
+	}
+	token := req.GetStartingToken()
+	if token != "" && !isVolumeID(token) {
+		return nil, status.Errorf(codes.Aborted, "hostpath: ListVolumes: starting_token %q is not a token this plugin issued", token)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	page, next := paginate(p.state.volumeIDs(), token, int(req.GetMaxEntries()))
+	resp := &csi.ListVolumesResponse{NextToken: next}
+	for _, id := range page {
+		resp.Entries = append(resp.Entries, &csi.ListVolumesResponse_Entry{Volume: p.csiVolume(p.state.Volumes[id])})
+	}
+	return resp, nil
+}
+
+// paginate returns up to n IDs (0 = all) starting at the first ID not below token, and the
+// token for the rest ("" when there is none).
+func paginate(ids []string, token string, n int) (page []string, next string) {
+	ids = ids[sort.SearchStrings(ids, token):]
+	if n > 0 && len(ids) > n {
+		return ids[:n], ids[n]
+	}
+	return ids, ""
+}
+
+// GetCapacity implements csi.ControllerServer: the free space of the filesystem under Root, or
+// zero for a capability or topology this plugin cannot serve.
+func (p *Plugin) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
+	for _, c := range req.GetVolumeCapabilities() {
+		if _, err := checkCapability(c); err != nil {
+			return &csi.GetCapacityResponse{}, nil
+		}
+	}
+	if t := req.GetAccessibleTopology(); t != nil && !p.topologyMatches(t) {
+		return &csi.GetCapacityResponse{}, nil
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(p.cfg.Root, &st); err != nil {
+		return nil, internal("GetCapacity: statfs %q: %v", p.cfg.Root, err)
+	}
+	return &csi.GetCapacityResponse{AvailableCapacity: int64(st.Bavail) * st.Bsize}, nil
+}
+
+// CreateSnapshot implements csi.ControllerServer: a copy of the volume's directory. The same
+// name for the same source returns the existing snapshot.
+func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.CreateSnapshotResponse, error) {
+	name, src := req.GetName(), req.GetSourceVolumeId()
+	if name == "" {
+		return nil, invalidArg("CreateSnapshot: name is required")
+	}
+	if src == "" {
+		return nil, invalidArg("CreateSnapshot: snapshot %q: source_volume_id is required", name)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if sn := p.state.snapshotByName(name); sn != nil {
+		if sn.SourceVolume != src {
+			return nil, alreadyExists("snapshot %q exists for source volume %q, not %q", name, sn.SourceVolume, src)
+		}
+		return &csi.CreateSnapshotResponse{Snapshot: csiSnapshot(sn)}, nil
+	}
+	v, ok := p.state.Volumes[src]
+	if !ok {
+		return nil, notFound("snapshot %q: source volume %q not found", name, src)
+	}
+	sn := &snapshot{ID: newSnapshotID(), Name: name, SourceVolume: v.ID, Size: v.Capacity, CreatedAt: time.Now().UTC()}
+	if err := p.copyInto(ctx, p.volumePath(v.ID), p.snapshotPath(sn.ID)); err != nil {
+		_ = os.RemoveAll(p.snapshotPath(sn.ID))
+		return nil, copyStatus(ctx, "snapshot %q of volume %q: copying: %v", name, v.ID, err)
+	}
+	p.state.Snapshots[sn.ID] = sn
+	if err := p.save(); err != nil {
+		delete(p.state.Snapshots, sn.ID)
+		_ = os.RemoveAll(p.snapshotPath(sn.ID))
+		return nil, internal("snapshot %q: %v", name, err)
+	}
+	return &csi.CreateSnapshotResponse{Snapshot: csiSnapshot(sn)}, nil
+}
+
+func csiSnapshot(sn *snapshot) *csi.Snapshot {
+	return &csi.Snapshot{
+		SnapshotId:     sn.ID,
+		SourceVolumeId: sn.SourceVolume,
+		SizeBytes:      sn.Size,
+		CreationTime:   timestamppb.New(sn.CreatedAt),
+		ReadyToUse:     true, // the copy is complete before CreateSnapshot returns
+	}
+}
+
+// DeleteSnapshot implements csi.ControllerServer. An unknown ID is already deleted.
+func (p *Plugin) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequest) (*csi.DeleteSnapshotResponse, error) {
+	id := req.GetSnapshotId()
+	if id == "" {
+		return nil, invalidArg("DeleteSnapshot: snapshot_id is required")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.state.Snapshots[id]; !ok {
+		return &csi.DeleteSnapshotResponse{}, nil
+	}
+	if err := os.RemoveAll(p.snapshotPath(id)); err != nil {
+		return nil, internal("snapshot %q: removing directory: %v", id, err)
+	}
+	delete(p.state.Snapshots, id)
+	if err := p.save(); err != nil {
+		return nil, internal("snapshot %q: %v", id, err)
+	}
+	return &csi.DeleteSnapshotResponse{}, nil
+}
+
+// ListSnapshots implements csi.ControllerServer, filtered by snapshot ID or source volume and
+// paginated like ListVolumes.
+func (p *Plugin) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsRequest) (*csi.ListSnapshotsResponse, error) {
+	if req.GetMaxEntries() < 0 {
+		return nil, invalidArg("ListSnapshots: max_entries must not be negative, got %d", req.GetMaxEntries())
+	}
+	token := req.GetStartingToken()
+	if token != "" && !isSnapshotID(token) {
+		return nil, status.Errorf(codes.Aborted, "hostpath: ListSnapshots: starting_token %q is not a token this plugin issued", token)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ids []string
+	for _, id := range p.state.snapshotIDs() {
+		sn := p.state.Snapshots[id]
+		if want := req.GetSnapshotId(); want != "" && id != want {
+			continue
+		}
+		if want := req.GetSourceVolumeId(); want != "" && sn.SourceVolume != want {
+			continue
+		}
+		ids = append(ids, id)
+	}
+	page, next := paginate(ids, token, int(req.GetMaxEntries()))
+	resp := &csi.ListSnapshotsResponse{NextToken: next}
+	for _, id := range page {
+		resp.Entries = append(resp.Entries, &csi.ListSnapshotsResponse_Entry{Snapshot: csiSnapshot(p.state.Snapshots[id])})
+	}
+	return resp, nil
+}
+
+// ControllerExpandVolume implements csi.ControllerServer: it records the new size and asks for
+// NodeExpandVolume, so an orchestrator's node expansion path is exercised too. Shrinking is not
+// supported.
+func (p *Plugin) ControllerExpandVolume(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
+	id := req.GetVolumeId()
+	if id == "" {
+		return nil, invalidArg("ControllerExpandVolume: volume_id is required")
+	}
+	if req.GetCapacityRange() == nil {
+		return nil, invalidArg("ControllerExpandVolume: volume %q: capacity_range is required", id)
+	}
+	required, limit, err := capacityRange(req.GetCapacityRange())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetVolumeCapability() != nil {
+		if _, err := checkCapability(req.GetVolumeCapability()); err != nil {
+			return nil, err
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.state.Volumes[id]
+	if !ok {
+		return nil, notFound("volume %q not found", id)
+	}
+	size, err := expandedSize(id, v.Capacity, required, limit)
+	if err != nil {
+		return nil, err
+	}
+	if size != v.Capacity {
+		old := v.Capacity
+		v.Capacity = size
+		if err := p.save(); err != nil {
+			v.Capacity = old
+			return nil, internal("volume %q: %v", id, err)
+		}
+	}
+	return &csi.ControllerExpandVolumeResponse{CapacityBytes: size, NodeExpansionRequired: true}, nil
+}
+
+// expandedSize is a volume's size after an expansion to [required, limit]: at least its current
+// size, since a directory cannot be shrunk underneath its data.
+func expandedSize(id string, current, required, limit int64) (int64, error) {
+	if limit > 0 && current > limit {
+		return 0, status.Errorf(codes.OutOfRange, "hostpath: volume %q is %d bytes, above the limit %d: volumes cannot shrink", id, current, limit)
+	}
+	return max(current, required), nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

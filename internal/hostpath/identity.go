@@ -1,0 +1,36 @@
+package hostpath
+
+import (
+	"context"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/volctl/volctl/internal/buildinfo"
+)
+
+// GetPluginInfo implements csi.IdentityServer.
+func (p *Plugin) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
+	return &csi.GetPluginInfoResponse{Name: PluginName, VendorVersion: buildinfo.Version}, nil
+}
+
+// GetPluginCapabilities implements csi.IdentityServer.
+func (p *Plugin) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
+	service := func(t csi.PluginCapability_Service_Type) *csi.PluginCapability {
+		return &csi.PluginCapability{Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{Type: t}}}
+	}
+	return &csi.GetPluginCapabilitiesResponse{Capabilities: []*csi.PluginCapability{
+		service(csi.PluginCapability_Service_CONTROLLER_SERVICE),
+		service(csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS),
+		// Expansion only records a number, so it is as safe while the volume is mounted.
+		{Type: &csi.PluginCapability_VolumeExpansion_{VolumeExpansion: &csi.PluginCapability_VolumeExpansion{
+			Type: csi.PluginCapability_VolumeExpansion_ONLINE,
+		}}},
+	}}, nil
+}
+
+// Probe implements csi.IdentityServer. The plugin is ready as soon as it serves: New has loaded
+// its state before the socket exists.
+func (p *Plugin) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, error) {
+	return &csi.ProbeResponse{Ready: wrapperspb.Bool(true)}, nil
+}

@@ -1,0 +1,67 @@
+package hostpath
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Generated IDs are a prefix and random hex: safe path components by construction, and
+// recognisable, so a pagination token or an ID from a caller can be checked by its shape before
+// it is ever looked up or joined to a path.
+const (
+	volumeIDPrefix   = "vol-"
+	snapshotIDPrefix = "snap-"
+	idRandomBytes    = 12
+)
+
+func newVolumeID() string   { return volumeIDPrefix + randomHex(idRandomBytes) }
+func newSnapshotID() string { return snapshotIDPrefix + randomHex(idRandomBytes) }
+func newToken() string      { return randomHex(idRandomBytes) }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	// crypto/rand.Read never returns an error on Linux (it panics if the kernel fails).
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func isVolumeID(s string) bool   { return hasHexSuffix(s, volumeIDPrefix) }
+func isSnapshotID(s string) bool { return hasHexSuffix(s, snapshotIDPrefix) }
+
+// hasHexSuffix reports whether s is prefix followed by exactly the generated number of lower-case
+// hex digits: no '/', no "..", nothing a path could be steered with.
+func hasHexSuffix(s, prefix string) bool {
+	rest, ok := strings.CutPrefix(s, prefix)
+	if !ok || len(rest) != 2*idRandomBytes {
+		return false
+	}
+	for _, c := range rest {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkPath validates a staging or target path from a request: absolute, already clean, and
+// without "..", so the plugin mounts exactly where it was told and nowhere else.
+func checkPath(field, p string) (string, error) {
+	if p == "" {
+		return "", fmt.Errorf("%s is required", field)
+	}
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("%s %q must be an absolute path", field, p)
+	}
+	if strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("%s must not contain NUL", field)
+	}
+	for _, elem := range strings.Split(p, "/") {
+		if elem == ".." {
+			return "", fmt.Errorf("%s %q must not contain \"..\"", field, p)
+		}
+	}
+	return filepath.Clean(p), nil
+}

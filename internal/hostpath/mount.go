@@ -1,0 +1,163 @@
+package hostpath
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Mounter makes and removes the plugin's bind mounts. SystemMounter is the real one; tests
+// substitute a Mounter that fails with EPERM to exercise the no-privileges path as any user.
+type Mounter interface {
+	// BindMount bind-mounts source onto target (an existing directory), then applies flags
+	// (unix.MS_RDONLY, MS_NOEXEC, ...) with a remount, since a bind ignores them.
+	BindMount(source, target string, flags uintptr) error
+	// Unmount removes the mount at target.
+	Unmount(target string) error
+	// IsMountPoint reports whether path is a mount point; a missing path is not one.
+	IsMountPoint(path string) (bool, error)
+}
+
+// SystemMounter mounts with the kernel's mount(2) and detects mounts with mountinfo.
+type SystemMounter struct{}
+
+// BindMount implements Mounter.
+func (SystemMounter) BindMount(source, target string, flags uintptr) error {
+	if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
+		return &os.PathError{Op: "bind-mount " + source + " on", Path: target, Err: err}
+	}
+	if flags == 0 {
+		return nil
+	}
+	// A remount replaces the mount's flags, and the kernel refuses (EPERM) to clear flags that
+	// are locked on the source (nosuid, nodev, ... inherited in a user namespace), so keep those.
+	var st unix.Statfs_t
+	if err := unix.Statfs(target, &st); err != nil {
+		_ = unix.Unmount(target, 0)
+		return &os.PathError{Op: "statfs", Path: target, Err: err}
+	}
+	if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|flags|carriedFlags(st.Flags), ""); err != nil {
+		_ = unix.Unmount(target, 0)
+		return &os.PathError{Op: "remount", Path: target, Err: err}
+	}
+	return nil
+}
+
+// carriedFlags maps the statfs flags of an existing mount to the mount(2) flags a remount must
+// repeat.
+func carriedFlags(st int64) uintptr {
+	var out uintptr
+	for _, m := range []struct {
+		st int64
+		ms uintptr
+	}{
+		{unix.ST_RDONLY, unix.MS_RDONLY},
+		{unix.ST_NOSUID, unix.MS_NOSUID},
+		{unix.ST_NODEV, unix.MS_NODEV},
+		{unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME},
+		{unix.ST_NODIRATIME, unix.MS_NODIRATIME},
+		{unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if st&m.st != 0 {
+			out |= m.ms
+		}
+	}
+	return out
+}
+
+// Unmount implements Mounter. It tries a plain unmount first, so a mount still in use is noticed;
+// on EBUSY (a consumer still has a file open or its working directory inside) it detaches the
+// mount lazily instead of failing the release forever: the mount leaves the namespace now and
+// the kernel drops it when the last user goes. Nothing is lost, since the data lives in the
+// volume directory, not in the mount.
+func (SystemMounter) Unmount(target string) error {
+	err := unix.Unmount(target, 0)
+	if errors.Is(err, unix.EBUSY) {
+		err = unix.Unmount(target, unix.MNT_DETACH)
+	}
+	if errors.Is(err, unix.EINVAL) {
+		return nil // not a mount point (any more): already done
+	}
+	if err != nil {
+		return &os.PathError{Op: "unmount", Path: target, Err: err}
+	}
+	return nil
+}
+
+// IsMountPoint implements Mounter.
+func (SystemMounter) IsMountPoint(path string) (bool, error) {
+	ok, err := mountinfo.Mounted(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return ok, err
+}
+
+// mountStatus turns a Mounter error into the gRPC status the RPC returns: no privileges is
+// FAILED_PRECONDITION, so the orchestrator sees a final, explained error rather than a retry.
+func mountStatus(rpc string, err error) error {
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		return status.Errorf(codes.FailedPrecondition, "hostpath: bind-mounting needs root (CAP_SYS_ADMIN): %v", err)
+	}
+	return status.Errorf(codes.Internal, "hostpath: %s: %v", rpc, err)
+}
+
+// mountFlagBits are the mount flags a bind mount can honour, applied with a remount.
+var mountFlagBits = map[string]uintptr{
+	"ro":          unix.MS_RDONLY,
+	"nosuid":      unix.MS_NOSUID,
+	"nodev":       unix.MS_NODEV,
+	"noexec":      unix.MS_NOEXEC,
+	"noatime":     unix.MS_NOATIME,
+	"nodiratime":  unix.MS_NODIRATIME,
+	"relatime":    unix.MS_RELATIME,
+	"strictatime": unix.MS_STRICTATIME,
+}
+
+// mountFlagDefaults are accepted and change nothing: they name what a bind mount is anyway.
+var mountFlagDefaults = map[string]bool{"defaults": true, "rw": true, "bind": true}
+
+// parseMountFlags checks a capability's mount flags and returns their mount(2) bits and a
+// canonical spelling used to compare two requests. Unknown flags are refused without echoing
+// them, since the CSI spec says mount flags may carry credentials; anything accepted is from the
+// fixed list above, so the canonical form is safe to keep in the metadata file.
+func parseMountFlags(flags []string) (uintptr, string, error) {
+	var bits uintptr
+	var names []string
+	for i, f := range flags {
+		f = strings.TrimSpace(f)
+		if b, ok := mountFlagBits[f]; ok {
+			bits |= b
+			names = append(names, f)
+			continue
+		}
+		if mountFlagDefaults[f] {
+			continue
+		}
+		return 0, "", fmt.Errorf("mount flag %d of %d is not one a bind mount supports (its value is not shown: mount flags may be sensitive); supported: %s",
+			i+1, len(flags), supportedMountFlags())
+	}
+	slices.Sort(names)
+	return bits, strings.Join(slices.Compact(names), ","), nil
+}
+
+func supportedMountFlags() string {
+	var names []string
+	for n := range mountFlagBits {
+		names = append(names, n)
+	}
+	for n := range mountFlagDefaults {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,493 @@
+package hostpath
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/status"
+)
+
+// NodeGetCapabilities implements csi.NodeServer. GET_VOLUME_HEALTH carries the volume condition
+// that CSI 1.13 moved out of NodeGetVolumeStats.
+func (p *Plugin) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
+	resp := &csi.NodeGetCapabilitiesResponse{}
+	for _, t := range []csi.NodeServiceCapability_RPC_Type{
+		csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME,
+		csi.NodeServiceCapability_RPC_GET_VOLUME_STATS,
+		csi.NodeServiceCapability_RPC_EXPAND_VOLUME,
+		csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH,
+	} {
+		resp.Capabilities = append(resp.Capabilities, &csi.NodeServiceCapability{
+			Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: t}},
+		})
+	}
+	return resp, nil
+}
+
+// NodeGetInfo implements csi.NodeServer.
+func (p *Plugin) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
+	return &csi.NodeGetInfoResponse{
+		NodeId:             p.cfg.NodeID,
+		MaxVolumesPerNode:  p.cfg.MaxVolumes,
+		AccessibleTopology: p.topology(),
+	}, nil
+}
+
+// checkPublishContext enforces, with --enable-attach, that the node RPCs carry the
+// publish_context ControllerPublishVolume returned for this node. An orchestrator that drops it
+// fails here loudly instead of working by accident against a plugin that ignores it.
+func (p *Plugin) checkPublishContext(rpc string, v *volume, pc map[string]string) error {
+	if !p.cfg.EnableAttach {
+		return nil
+	}
+	a, attached := v.Attachments[p.cfg.NodeID]
+	if !attached {
+		return failedPrecondition("%s: volume %q is not controller-published to node %q (ControllerPublishVolume first)", rpc, v.ID, p.cfg.NodeID)
+	}
+	if len(pc) == 0 {
+		return failedPrecondition("%s: volume %q: publish_context is missing; pass the one ControllerPublishVolume returned", rpc, v.ID)
+	}
+	if pc[PublishContextNode] != p.cfg.NodeID || pc[PublishContextAttachment] != a.Token {
+		return failedPrecondition("%s: volume %q: publish_context does not match the current ControllerPublishVolume for node %q", rpc, v.ID, p.cfg.NodeID)
+	}
+	return nil
+}
+
+// NodeStageVolume implements csi.NodeServer: it bind-mounts the volume's directory on the
+// staging path, creating that directory if needed (its parent must exist).
+func (p *Plugin) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
+	id := req.GetVolumeId()
+	if id == "" {
+		return nil, invalidArg("NodeStageVolume: volume_id is required")
+	}
+	path, err := checkPath("staging_target_path", req.GetStagingTargetPath())
+	if err != nil {
+		return nil, invalidArg("NodeStageVolume: volume %q: %v", id, err)
+	}
+	if req.GetVolumeCapability() == nil {
+		return nil, invalidArg("NodeStageVolume: volume %q: volume_capability is required", id)
+	}
+	c, err := checkCapability(req.GetVolumeCapability())
+	if err != nil {
+		return nil, err
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.state.Volumes[id]
+	if !ok {
+		return nil, notFound("NodeStageVolume: volume %q not found", id)
+	}
+	if err := p.checkPublishContext("NodeStageVolume", v, req.GetPublishContext()); err != nil {
+		return nil, err
+	}
+	mounted, err := p.mounter.IsMountPoint(path)
+	if err != nil {
+		return nil, internal("NodeStageVolume: volume %q: %v", id, err)
+	}
+	if st := v.Staging; st != nil {
+		switch {
+		case st.Path == path && mounted:
+			if st.Capability != c.key {
+				return nil, alreadyExists("NodeStageVolume: volume %q is staged at %q with a different volume capability", id, path)
+			}
+			return &csi.NodeStageVolumeResponse{}, nil
+		case st.Path != path:
+			if old, _ := p.mounter.IsMountPoint(st.Path); old {
+				return nil, failedPrecondition("NodeStageVolume: volume %q is already staged at %q (one staging path per volume)", id, st.Path)
+			}
+		}
+	}
+	if mounted {
+		return nil, failedPrecondition("NodeStageVolume: volume %q: staging path %q is already a mount point of something else", id, path)
+	}
+	created, err := ensureDir("staging_target_path", path)
+	if err != nil {
+		return nil, err
+	}
+	// Record first, mount second: a crash in between leaves a record without a mount, which the
+	// retried RPC completes, rather than a mount nobody knows about.
+	prev := v.Staging
+	v.Staging = &staging{Path: path, Capability: c.key}
+	if err := p.save(); err != nil {
+		v.Staging = prev
+		removeCreated(created, path)
+		return nil, internal("NodeStageVolume: volume %q: %v", id, err)
+	}
+	if err := p.mounter.BindMount(p.volumePath(id), path, c.flags); err != nil {
+		v.Staging = prev
+		_ = p.save()
+		removeCreated(created, path)
+		return nil, mountStatus("NodeStageVolume", err)
+	}
+	return &csi.NodeStageVolumeResponse{}, nil
+}
+
+// NodeUnstageVolume implements csi.NodeServer: it unmounts the staging path and leaves the
+// directory, which belongs to the orchestrator. Unstaging what is not staged succeeds.
+func (p *Plugin) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
+	id := req.GetVolumeId()
+	if id == "" {
+		return nil, invalidArg("NodeUnstageVolume: volume_id is required")
+	}
+	path, err := checkPath("staging_target_path", req.GetStagingTargetPath())
+	if err != nil {
+		return nil, invalidArg("NodeUnstageVolume: volume %q: %v", id, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.state.Volumes[id]
+	if !ok {
+		return nil, notFound("NodeUnstageVolume: volume %q not found", id)
+	}
+	mounted, err := p.mounter.IsMountPoint(path)
+	if err != nil {
+		return nil, internal("NodeUnstageVolume: volume %q: %v", id, err)
+	}
+	ours := v.Staging != nil && v.Staging.Path == path
+	if mounted && !ours {
+		return nil, failedPrecondition("NodeUnstageVolume: volume %q is not staged at %q; refusing to unmount what is mounted there", id, path)
+	}
+	for _, target := range sortedKeys(v.Targets) {
+		if m, _ := p.mounter.IsMountPoint(target); m {
+			return nil, failedPrecondition("NodeUnstageVolume: volume %q is still published at %q (NodeUnpublishVolume first)", id, target)
+		}
+	}
+	if mounted {
+		if err := p.mounter.Unmount(path); err != nil {
+			return nil, mountStatus("NodeUnstageVolume", err)
+		}
+	}
+	if ours {
+		prev := v.Staging
+		v.Staging = nil
+		if err := p.save(); err != nil {
+			v.Staging = prev
+			return nil, internal("NodeUnstageVolume: volume %q: %v", id, err)
+		}
+	}
+	return &csi.NodeUnstageVolumeResponse{}, nil
+}
+
+// NodePublishVolume implements csi.NodeServer: it bind-mounts the staging path on the target,
+// read-only when asked, creating the target directory (its parent must exist). Publishing the
+// same target again with the same options succeeds; with different ones it is ALREADY_EXISTS.
+func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
+	id := req.GetVolumeId()
+	if id == "" {
+		return nil, invalidArg("NodePublishVolume: volume_id is required")
+	}
+	target, err := checkPath("target_path", req.GetTargetPath())
+	if err != nil {
+		return nil, invalidArg("NodePublishVolume: volume %q: %v", id, err)
+	}
+	if req.GetVolumeCapability() == nil {
+		return nil, invalidArg("NodePublishVolume: volume %q: volume_capability is required", id)
+	}
+	c, err := checkCapability(req.GetVolumeCapability())
+	if err != nil {
+		return nil, err
+	}
+	stagingPath, err := checkPath("staging_target_path", req.GetStagingTargetPath())
+	if err != nil {
+		return nil, invalidArg("NodePublishVolume: volume %q: %v (the plugin has STAGE_UNSTAGE_VOLUME)", id, err)
+	}
+	flags := c.flags
+	if req.GetReadonly() {
+		flags |= unix.MS_RDONLY
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.state.Volumes[id]
+	if !ok {
+		return nil, notFound("NodePublishVolume: volume %q not found", id)
+	}
+	if err := p.checkPublishContext("NodePublishVolume", v, req.GetPublishContext()); err != nil {
+		return nil, err
+	}
+	if v.Staging == nil || v.Staging.Path != stagingPath {
+		return nil, failedPrecondition("NodePublishVolume: volume %q is not staged at %q (NodeStageVolume first)", id, stagingPath)
+	}
+	if staged, _ := p.mounter.IsMountPoint(stagingPath); !staged {
+		return nil, failedPrecondition("NodePublishVolume: volume %q: staging path %q is no longer mounted (NodeStageVolume again)", id, stagingPath)
+	}
+	mounted, err := p.mounter.IsMountPoint(target)
+	if err != nil {
+		return nil, internal("NodePublishVolume: volume %q: %v", id, err)
+	}
+	if mounted {
+		pub, ours := v.Targets[target]
+		if !ours {
+			if other := p.state.targetOwner(target); other != nil {
+				return nil, failedPrecondition("NodePublishVolume: volume %q: target %q is where volume %q is published", id, target, other.ID)
+			}
+			return nil, failedPrecondition("NodePublishVolume: volume %q: target %q is already a mount point of something else", id, target)
+		}
+		if pub.Readonly != req.GetReadonly() || pub.Capability != c.key {
+			return nil, alreadyExists("NodePublishVolume: volume %q is published at %q with different options (readonly=%t)", id, target, pub.Readonly)
+		}
+		return &csi.NodePublishVolumeResponse{}, nil
+	}
+	created, err := ensureDir("target_path", target)
+	if err != nil {
+		return nil, err
+	}
+	prev, had := v.Targets[target]
+	if v.Targets == nil {
+		v.Targets = map[string]publication{}
+	}
+	v.Targets[target] = publication{Readonly: req.GetReadonly(), Capability: c.key}
+	undo := func() {
+		if had {
+			v.Targets[target] = prev
+		} else {
+			delete(v.Targets, target)
+		}
+	}
+	if err := p.save(); err != nil {
+		undo()
+		removeCreated(created, target)
+		return nil, internal("NodePublishVolume: volume %q: %v", id, err)
+	}
+	if err := p.mounter.BindMount(stagingPath, target, flags); err != nil {
+		undo()
+		_ = p.save()
+		removeCreated(created, target)
+		return nil, mountStatus("NodePublishVolume", err)
+	}
+	return &csi.NodePublishVolumeResponse{}, nil
+}
+
+// NodeUnpublishVolume implements csi.NodeServer: it unmounts the target and removes the target
+// directory, as the CSI spec asks of the plugin that created it. Unpublishing what is not
+// published succeeds.
+func (p *Plugin) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+	id := req.GetVolumeId()
+	if id == "" {
+		return nil, invalidArg("NodeUnpublishVolume: volume_id is required")
+	}
+	target, err := checkPath("target_path", req.GetTargetPath())
+	if err != nil {
+		return nil, invalidArg("NodeUnpublishVolume: volume %q: %v", id, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.state.Volumes[id]
+	if !ok {
+		return nil, notFound("NodeUnpublishVolume: volume %q not found", id)
+	}
+	mounted, err := p.mounter.IsMountPoint(target)
+	if err != nil {
+		return nil, internal("NodeUnpublishVolume: volume %q: %v", id, err)
+	}
+	_, ours := v.Targets[target]
+	if mounted && !ours {
+		if other := p.state.targetOwner(target); other != nil {
+			return nil, failedPrecondition("NodeUnpublishVolume: target %q holds volume %q, not %q", target, other.ID, id)
+		}
+		return nil, failedPrecondition("NodeUnpublishVolume: volume %q is not published at %q; refusing to unmount what is mounted there", id, target)
+	}
+	if mounted {
+		if err := p.mounter.Unmount(target); err != nil {
+			return nil, mountStatus("NodeUnpublishVolume", err)
+		}
+	}
+	if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, internal("NodeUnpublishVolume: volume %q: removing target: %v", id, err)
+	}
+	if ours {
+		prev := v.Targets[target]
+		delete(v.Targets, target)
+		if err := p.save(); err != nil {
+			v.Targets[target] = prev
+			return nil, internal("NodeUnpublishVolume: volume %q: %v", id, err)
+		}
+	}
+	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+// ensureDir creates a staging or target directory whose parent exists, and reports whether it
+// did, so a failed mount can take it away again.
+func ensureDir(field, path string) (created bool, err error) {
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return false, nil
+	case err == nil:
+		return false, failedPrecondition("%s %q exists and is not a directory", field, path)
+	case !errors.Is(err, fs.ErrNotExist):
+		return false, internal("%s %q: %v", field, path, err)
+	}
+	if err := os.Mkdir(path, 0o750); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, failedPrecondition("%s %q: its parent directory does not exist", field, path)
+		}
+		return false, internal("%s %q: %v", field, path, err)
+	}
+	return true, nil
+}
+
+func removeCreated(created bool, path string) {
+	if created {
+		_ = os.Remove(path)
+	}
+}
+
+// pathOf reports whether path is where volume v is staged or published, and mounted there.
+func (p *Plugin) pathOf(v *volume, path string) bool {
+	if path == "" {
+		return false
+	}
+	_, published := v.Targets[path]
+	staged := v.Staging != nil && v.Staging.Path == path
+	if !published && !staged {
+		return false
+	}
+	mounted, _ := p.mounter.IsMountPoint(path)
+	return mounted
+}
+
+// NodeGetVolumeStats implements csi.NodeServer: bytes and inodes used by the volume's directory
+// (a du-like walk), against the recorded capacity and the free space of the filesystem.
+func (p *Plugin) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+	id, path := req.GetVolumeId(), req.GetVolumePath()
+	if id == "" {
+		return nil, invalidArg("NodeGetVolumeStats: volume_id is required")
+	}
+	if path == "" {
+		return nil, invalidArg("NodeGetVolumeStats: volume %q: volume_path is required", id)
+	}
+	p.mu.Lock()
+	v, ok := p.state.Volumes[id]
+	var capacity int64
+	var at bool
+	if ok {
+		capacity = max(v.Capacity, v.NodeCapacity)
+		at = p.pathOf(v, cleanIfAbs(path))
+	}
+	p.mu.Unlock()
+	if !ok {
+		return nil, notFound("NodeGetVolumeStats: volume %q not found", id)
+	}
+	if !at {
+		return nil, notFound("NodeGetVolumeStats: volume %q is not staged or published at %q", id, path)
+	}
+
+	// The walk runs without the lock: it only reads, and a big volume must not stall other RPCs.
+	u, err := diskUsage(ctx, p.volumePath(id))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+		return nil, internal("NodeGetVolumeStats: volume %q: %v", id, err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(p.volumePath(id), &st); err != nil {
+		return nil, internal("NodeGetVolumeStats: volume %q: statfs: %v", id, err)
+	}
+	fsTotal, fsFree := int64(st.Blocks)*st.Bsize, int64(st.Bavail)*st.Bsize
+	total := capacity
+	if total == 0 {
+		total = fsTotal
+	}
+	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{
+		{
+			Unit:      csi.VolumeUsage_BYTES,
+			Total:     total,
+			Used:      u.bytes,
+			Available: max(0, min(total-u.bytes, fsFree)),
+		},
+		{
+			Unit:      csi.VolumeUsage_INODES,
+			Total:     int64(st.Files),
+			Used:      u.inodes,
+			Available: int64(st.Ffree),
+		},
+	}}, nil
+}
+
+func cleanIfAbs(path string) string {
+	if clean, err := checkPath("volume_path", path); err == nil {
+		return clean
+	}
+	return ""
+}
+
+// NodeGetVolumeHealth implements csi.NodeServer: the volume condition. A missing volume directory
+// or a path that is no longer mounted makes the volume INACCESSIBLE.
+func (p *Plugin) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
+	id := req.GetVolumeId()
+	if id == "" {
+		return nil, invalidArg("NodeGetVolumeHealth: volume_id is required")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.state.Volumes[id]
+	if !ok {
+		return nil, notFound("NodeGetVolumeHealth: volume %q not found", id)
+	}
+	health := &csi.VolumeHealth{VolumeId: id}
+	inaccessible := func(reason, msg string) {
+		health.HealthStatuses = append(health.HealthStatuses, &csi.VolumeHealth_VolumeHealthEntry{
+			Status: csi.VolumeHealthErrorType_INACCESSIBLE, Reason: reason, Message: msg,
+		})
+	}
+	if fi, err := os.Stat(p.volumePath(id)); err != nil || !fi.IsDir() {
+		inaccessible("VolumeDirectoryMissing", "the volume's directory under the plugin root is gone")
+	}
+	if path := req.GetStagingTargetPath(); path != "" && !p.pathOf(v, cleanIfAbs(path)) {
+		inaccessible("NotStaged", "the volume is not mounted at the staging path")
+	}
+	if path := req.GetVolumePublishPath(); path != "" && !p.pathOf(v, cleanIfAbs(path)) {
+		inaccessible("NotPublished", "the volume is not mounted at the publish path")
+	}
+	return &csi.NodeGetVolumeHealthResponse{VolumeHealth: health}, nil
+}
+
+// NodeExpandVolume implements csi.NodeServer: it records the node-side size, which for a
+// directory needs no resizing, and returns it.
+func (p *Plugin) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
+	id, path := req.GetVolumeId(), req.GetVolumePath()
+	if id == "" {
+		return nil, invalidArg("NodeExpandVolume: volume_id is required")
+	}
+	if path == "" {
+		return nil, invalidArg("NodeExpandVolume: volume %q: volume_path is required", id)
+	}
+	required, limit, err := capacityRange(req.GetCapacityRange())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetVolumeCapability() != nil {
+		if _, err := checkCapability(req.GetVolumeCapability()); err != nil {
+			return nil, err
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.state.Volumes[id]
+	if !ok {
+		return nil, notFound("NodeExpandVolume: volume %q not found", id)
+	}
+	if !p.pathOf(v, cleanIfAbs(path)) {
+		return nil, notFound("NodeExpandVolume: volume %q is not staged or published at %q", id, path)
+	}
+	size, err := expandedSize(id, max(v.Capacity, v.NodeCapacity), required, limit)
+	if err != nil {
+		return nil, err
+	}
+	if size != v.NodeCapacity {
+		old := v.NodeCapacity
+		v.NodeCapacity = size
+		if err := p.save(); err != nil {
+			v.NodeCapacity = old
+			return nil, internal("NodeExpandVolume: volume %q: %v", id, err)
+		}
+	}
+	return &csi.NodeExpandVolumeResponse{CapacityBytes: size}, nil
+}

@@ -1,0 +1,177 @@
+// Package hostpath is volctl's own CSI plugin: a monolith (controller and node) whose volumes are
+// directories under one root. Snapshots and clones are copies, expansion records the new size,
+// NodeStageVolume bind-mounts the volume into the staging path and NodePublishVolume bind-mounts
+// the staging path into the target. It exists so the whole lifecycle runs with nothing else
+// installed, and so tests have a real plugin to talk to.
+//
+// It is the one package besides internal/csi that imports the CSI stubs, because it IS a plugin.
+package hostpath
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+)
+
+const (
+	// PluginName is what GetPluginInfo reports.
+	PluginName = "hostpath.csi.volctl.dev"
+
+	// TopologyKey is the topology segment every volume and NodeGetInfo report: the node ID.
+	TopologyKey = "topology.hostpath.volctl.dev/node"
+
+	// PublishContextNode is the publish_context key ControllerPublishVolume sets (with
+	// --enable-attach) and NodeStageVolume then requires, so an orchestrator that drops the
+	// publish context is caught instead of silently working.
+	PublishContextNode = "hostpath.volctl.dev/node"
+
+	// PublishContextAttachment carries the attachment token ControllerPublishVolume handed out.
+	PublishContextAttachment = "hostpath.volctl.dev/attachment"
+)
+
+// gracePeriod bounds how long a stopping server waits for RPCs in flight before cutting them off.
+const gracePeriod = 5 * time.Second
+
+// Config configures a Plugin. Root and NodeID are required.
+type Config struct {
+	// Root holds the volume and snapshot directories and the metadata file. Created if missing.
+	Root string
+	// NodeID is the node ID NodeGetInfo reports and ControllerPublishVolume accepts.
+	NodeID string
+	// EnableAttach turns on PUBLISH_UNPUBLISH_VOLUME: ControllerPublishVolume hands out a
+	// publish_context and NodeStageVolume requires it.
+	EnableAttach bool
+	// MaxVolumes is NodeGetInfo's max_volumes_per_node (0 = unset). With EnableAttach,
+	// ControllerPublishVolume refuses to publish more than this many volumes to the node.
+	MaxVolumes int64
+	// Logger receives startup notes and, at debug level, one line per RPC with secrets
+	// redacted. Nil discards everything.
+	Logger *slog.Logger
+	// ServerOptions are added to the grpc.Server that Serve builds, e.g. a fault-injecting
+	// grpc.ChainUnaryInterceptor in tests.
+	ServerOptions []grpc.ServerOption
+	// Mounter performs the bind mounts. Nil means the kernel (golang.org/x/sys/unix); tests
+	// inject a fake to simulate a host without mount privileges.
+	Mounter Mounter
+}
+
+// Plugin is a running hostpath plugin: its state, loaded from Root, and the three CSI services.
+// Its methods are safe for concurrent use.
+type Plugin struct {
+	csi.UnimplementedIdentityServer
+	csi.UnimplementedControllerServer
+	csi.UnimplementedNodeServer
+
+	cfg     Config
+	log     *slog.Logger
+	mounter Mounter
+
+	// mu serializes every operation on state and on the volume directories. A single lock is
+	// plenty for a one-host plugin and makes idempotency checks and mounts trivially atomic.
+	mu    sync.Mutex
+	state *state
+}
+
+// New checks cfg, creates the directories under Root and loads the metadata a previous run left.
+func New(cfg Config) (*Plugin, error) {
+	if cfg.Root == "" {
+		return nil, errors.New("hostpath: root directory is required")
+	}
+	if cfg.NodeID == "" {
+		return nil, errors.New("hostpath: node ID is required")
+	}
+	if cfg.MaxVolumes < 0 {
+		return nil, fmt.Errorf("hostpath: max volumes must not be negative, got %d", cfg.MaxVolumes)
+	}
+	root, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("hostpath: root %q: %w", cfg.Root, err)
+	}
+	cfg.Root = root
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m := cfg.Mounter
+	if m == nil {
+		m = SystemMounter{}
+	}
+	p := &Plugin{cfg: cfg, log: log, mounter: m}
+	if err := p.prepareRoot(); err != nil {
+		return nil, err
+	}
+	st, err := loadState(p.statePath())
+	if err != nil {
+		return nil, fmt.Errorf("hostpath: %w", err)
+	}
+	p.state = st
+	return p, nil
+}
+
+// Register adds the Identity, Controller and Node services to srv, for callers that build their
+// own grpc.Server.
+func (p *Plugin) Register(srv *grpc.Server) {
+	csi.RegisterIdentityServer(srv, p)
+	csi.RegisterControllerServer(srv, p)
+	csi.RegisterNodeServer(srv, p)
+}
+
+// NewServer returns a grpc.Server with the plugin registered, its RPC logging interceptor
+// installed, and Config.ServerOptions applied.
+func (p *Plugin) NewServer() *grpc.Server {
+	opts := append([]grpc.ServerOption{grpc.ChainUnaryInterceptor(p.logRPC)}, p.cfg.ServerOptions...)
+	srv := grpc.NewServer(opts...)
+	p.Register(srv)
+	return srv
+}
+
+// prepareRoot creates Root and its subdirectories and throws away copies a crash interrupted.
+func (p *Plugin) prepareRoot() error {
+	// The root is private: the metadata names every volume. Volumes reach their consumers
+	// through bind mounts, which do not need the parent directories to be traversable.
+	if err := os.MkdirAll(p.cfg.Root, 0o700); err != nil {
+		return fmt.Errorf("hostpath: root %q: %w", p.cfg.Root, err)
+	}
+	for _, dir := range []string{p.volumesDir(), p.snapshotsDir()} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("hostpath: %w", err)
+		}
+	}
+	if err := os.RemoveAll(p.partialDir()); err != nil {
+		return fmt.Errorf("hostpath: clearing interrupted copies: %w", err)
+	}
+	if err := os.Mkdir(p.partialDir(), 0o700); err != nil {
+		return fmt.Errorf("hostpath: %w", err)
+	}
+	return nil
+}
+
+func (p *Plugin) statePath() string    { return filepath.Join(p.cfg.Root, "state.json") }
+func (p *Plugin) volumesDir() string   { return filepath.Join(p.cfg.Root, "volumes") }
+func (p *Plugin) snapshotsDir() string { return filepath.Join(p.cfg.Root, "snapshots") }
+
+// partialDir holds copies in progress, so a snapshot or clone appears under its final name
+// only once it is complete (rename is atomic within one filesystem).
+func (p *Plugin) partialDir() string { return filepath.Join(p.cfg.Root, "partial") }
+
+// volumePath and snapshotPath take IDs that came from this plugin's own state, which holds only
+// IDs it generated (and validated again at load), never a caller's raw string.
+func (p *Plugin) volumePath(id string) string   { return filepath.Join(p.volumesDir(), id) }
+func (p *Plugin) snapshotPath(id string) string { return filepath.Join(p.snapshotsDir(), id) }
+
+// save writes the state; callers hold mu.
+func (p *Plugin) save() error {
+	return p.state.save(p.statePath())
+}
+
+// topology is the accessible topology of this node and of every volume on it.
+func (p *Plugin) topology() *csi.Topology {
+	return &csi.Topology{Segments: map[string]string{TopologyKey: p.cfg.NodeID}}
+}

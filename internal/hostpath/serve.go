@@ -1,0 +1,180 @@
+package hostpath
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrSocketInUse is returned by Listen when another process is accepting connections on the
+// socket: two plugins on one socket would split the orchestrator's calls between them.
+var ErrSocketInUse = errors.New("another plugin instance is listening on it")
+
+// ParseEndpoint returns the socket path of a CSI endpoint, given as a path or as unix://PATH
+// (the form supervisors pass in CSI_ENDPOINT). Other schemes are refused: CSI plugins are
+// reached on unix sockets.
+func ParseEndpoint(endpoint string) (string, error) {
+	path := endpoint
+	switch {
+	case endpoint == "":
+		return "", errors.New("endpoint is empty")
+	case strings.HasPrefix(endpoint, "unix://"):
+		path = strings.TrimPrefix(endpoint, "unix://")
+	case strings.HasPrefix(endpoint, "unix:"):
+		path = strings.TrimPrefix(endpoint, "unix:")
+	case strings.Contains(endpoint, "://"):
+		return "", fmt.Errorf("endpoint %q: only unix sockets are supported (unix://PATH or PATH)", endpoint)
+	}
+	if path == "" {
+		return "", fmt.Errorf("endpoint %q: no socket path", endpoint)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("endpoint %q: %w", endpoint, err)
+	}
+	return abs, nil
+}
+
+// Listen listens on the unix socket at path, creating its directory if needed. A stale socket,
+// one nothing accepts connections on (a plugin that was killed), is replaced; a live one is
+// ErrSocketInUse, and a path that is not a socket is left alone and refused. Closing the
+// listener removes the socket, if it is still the one Listen created.
+func Listen(path string) (net.Listener, error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("socket %q: %w", path, err)
+	}
+	// Two plugins starting together could each find the socket stale, and the second would
+	// delete the first one's fresh socket. The directory lock makes check-remove-listen atomic.
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("socket %q: %w", path, err)
+	}
+	defer unlock()
+	if err := removeStale(path); err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("socket %q: %w", path, err)
+	}
+	ul := l.(*net.UnixListener)
+	ul.SetUnlinkOnClose(false) // socketListener.Close removes it, and only if it is still ours
+	fi, err := os.Lstat(path)
+	if err != nil {
+		ul.Close()
+		return nil, fmt.Errorf("socket %q: %w", path, err)
+	}
+	return &socketListener{UnixListener: ul, path: path, info: fi}, nil
+}
+
+// removeStale removes the socket at path if nothing is listening on it.
+func removeStale(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("socket %q: %w", path, err)
+	}
+	if fi.Mode()&fs.ModeSocket == 0 {
+		return fmt.Errorf("socket %q: the path exists and is not a socket; refusing to replace it", path)
+	}
+	conn, err := net.DialTimeout("unix", path, 2*time.Second)
+	if err == nil {
+		conn.Close()
+		return fmt.Errorf("socket %q: %w", path, ErrSocketInUse)
+	}
+	if !errors.Is(err, unix.ECONNREFUSED) && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("socket %q: checking for a live plugin: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("socket %q: removing stale socket: %w", path, err)
+	}
+	return nil
+}
+
+func lockDir(dir string) (func(), error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %q: %w", dir, err)
+	}
+	return func() { f.Close() }, nil // closing the last descriptor releases the lock
+}
+
+// socketListener removes its socket on Close, unless another process has replaced it since.
+type socketListener struct {
+	*net.UnixListener
+	path string
+	info fs.FileInfo
+	once sync.Once
+}
+
+func (l *socketListener) Close() error {
+	err := l.UnixListener.Close()
+	l.once.Do(func() {
+		if fi, statErr := os.Lstat(l.path); statErr == nil && os.SameFile(fi, l.info) {
+			_ = os.Remove(l.path)
+		}
+	})
+	return err
+}
+
+// Serve serves the plugin on lis until ctx is done, then stops: RPCs in flight get a grace
+// period to finish and are cancelled after it. It closes lis (removing a socket from Listen) and
+// returns nil after a stop, or the error that ended serving early.
+func (p *Plugin) Serve(ctx context.Context, lis net.Listener) error {
+	srv := p.NewServer()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(lis) }()
+	p.log.Info("serving", "plugin", PluginName, "address", lis.Addr().String(), "root", p.cfg.Root,
+		"node_id", p.cfg.NodeID, "attach", p.cfg.EnableAttach, "max_volumes", p.cfg.MaxVolumes)
+	select {
+	case err := <-errc:
+		return fmt.Errorf("hostpath: serving on %s: %w", lis.Addr(), err)
+	case <-ctx.Done():
+	}
+	stopped := make(chan struct{})
+	go func() {
+		srv.GracefulStop()
+		close(stopped)
+	}()
+	timer := time.NewTimer(gracePeriod)
+	defer timer.Stop()
+	select {
+	case <-stopped:
+	case <-timer.C:
+		srv.Stop()
+		<-stopped
+	}
+	<-errc
+	p.log.Info("stopped", "plugin", PluginName, "address", lis.Addr().String())
+	return nil
+}
+
+// ListenAndServe listens on endpoint (a path or unix://PATH) as Listen does and serves until ctx
+// is done. The socket is gone when it returns.
+func (p *Plugin) ListenAndServe(ctx context.Context, endpoint string) error {
+	path, err := ParseEndpoint(endpoint)
+	if err != nil {
+		return fmt.Errorf("hostpath: %w", err)
+	}
+	lis, err := Listen(path)
+	if err != nil {
+		return fmt.Errorf("hostpath: %w", err)
+	}
+	return p.Serve(ctx, lis)
+}
