@@ -1,0 +1,196 @@
+// Package csitest holds CSI test doubles for volctl's engine and CLI tests: Faults, an
+// interceptor that injects errors, delays and hangs into any CSI server and counts calls;
+// MemPlugin, an in-memory CSI plugin with real CSI semantics that records every request as
+// the owned types of package csi; and Serve, which serves them on a temporary unix socket.
+// Its exported API takes and returns no CSI protobuf types.
+package csitest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Fault is one thing to do to calls of an RPC, in this order: hang, delay, fail.
+type Fault struct {
+	Code    codes.Code    // the error to return; OK returns none (a Delay alone)
+	Message string        // the error's message; default "injected <Code>"
+	Delay   time.Duration // wait this long first, cut short if the call's context ends
+	Hang    bool          // block until the call's context ends (the client's timeout fires)
+	Times   int           // how many calls it applies to; 0 means every call from now on
+}
+
+// Count is how often an RPC was called and how many of those calls failed, whether by an
+// injected fault or by the server.
+type Count struct {
+	Calls  int
+	Failed int
+}
+
+// Faults injects faults per RPC (by short name, "NodeStageVolume") and counts calls. The
+// zero value injects nothing; it is safe for concurrent use.
+type Faults struct {
+	mu     sync.Mutex
+	faults map[string][]Fault
+	counts map[string]Count
+}
+
+// NewFaults returns an injector with no faults.
+func NewFaults() *Faults { return &Faults{} }
+
+// Inject queues a fault for rpc. Faults apply in the order injected: a counted fault is used
+// up before the next one applies.
+func (f *Faults) Inject(rpc string, fault Fault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.faults == nil {
+		f.faults = map[string][]Fault{}
+	}
+	f.faults[rpc] = append(f.faults[rpc], fault)
+}
+
+// FailNext fails the next n calls of rpc with code, then lets calls through.
+func (f *Faults) FailNext(rpc string, code codes.Code, n int) {
+	if n <= 0 {
+		return
+	}
+	f.Inject(rpc, Fault{Code: code, Times: n})
+}
+
+// FailOnce fails the next call of rpc with code.
+func (f *Faults) FailOnce(rpc string, code codes.Code) { f.FailNext(rpc, code, 1) }
+
+// FailAlways fails every call of rpc with code until cleared.
+func (f *Faults) FailAlways(rpc string, code codes.Code) { f.Inject(rpc, Fault{Code: code}) }
+
+// Delay slows every call of rpc by d until cleared.
+func (f *Faults) Delay(rpc string, d time.Duration) { f.Inject(rpc, Fault{Delay: d}) }
+
+// Hang makes every call of rpc block until its context ends, until cleared.
+func (f *Faults) Hang(rpc string) { f.Inject(rpc, Fault{Hang: true}) }
+
+// Clear removes the faults of the named RPCs, or of all RPCs when none are named.
+func (f *Faults) Clear(rpcs ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(rpcs) == 0 {
+		f.faults = nil
+		return
+	}
+	for _, r := range rpcs {
+		delete(f.faults, r)
+	}
+}
+
+// ResetCounts zeroes the call counts.
+func (f *Faults) ResetCounts() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.counts = nil
+}
+
+// Reset clears every fault and zeroes the counts.
+func (f *Faults) Reset() {
+	f.Clear()
+	f.ResetCounts()
+}
+
+// Calls returns how many calls of rpc the server received.
+func (f *Faults) Calls(rpc string) int { return f.Count(rpc).Calls }
+
+// Failed returns how many calls of rpc failed.
+func (f *Faults) Failed(rpc string) int { return f.Count(rpc).Failed }
+
+// Count returns the counts of rpc.
+func (f *Faults) Count(rpc string) Count {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.counts[rpc]
+}
+
+// Counts returns the counts of every RPC called so far.
+func (f *Faults) Counts() map[string]Count {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.counts)
+}
+
+// take counts a call of rpc and returns the fault that applies to it, if any.
+func (f *Faults) take(rpc string) (Fault, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.counts == nil {
+		f.counts = map[string]Count{}
+	}
+	c := f.counts[rpc]
+	c.Calls++
+	f.counts[rpc] = c
+	queue := f.faults[rpc]
+	if len(queue) == 0 {
+		return Fault{}, false
+	}
+	fault := queue[0]
+	if fault.Times > 0 {
+		queue[0].Times--
+		if queue[0].Times == 0 {
+			f.faults[rpc] = queue[1:]
+		}
+	}
+	return fault, true
+}
+
+func (f *Faults) failed(rpc string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.counts[rpc]
+	c.Failed++
+	f.counts[rpc] = c
+}
+
+// Interceptor returns the server interceptor that applies the faults; Serve installs it with
+// WithFaults, or pass it to grpc.NewServer to wrap any CSI server.
+func (f *Faults) Interceptor() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		rpc := path.Base(info.FullMethod)
+		resp, err := f.apply(ctx, rpc, req, handler)
+		if err != nil {
+			f.failed(rpc)
+		}
+		return resp, err
+	}
+}
+
+func (f *Faults) apply(ctx context.Context, rpc string, req any, handler grpc.UnaryHandler) (any, error) {
+	fault, ok := f.take(rpc)
+	if !ok {
+		return handler(ctx, req)
+	}
+	if fault.Hang {
+		<-ctx.Done()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	if fault.Delay > 0 {
+		timer := time.NewTimer(fault.Delay)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+	}
+	if fault.Code != codes.OK {
+		msg := fault.Message
+		if msg == "" {
+			msg = fmt.Sprintf("injected %s", fault.Code)
+		}
+		return nil, status.Error(fault.Code, msg)
+	}
+	return handler(ctx, req)
+}

@@ -1,0 +1,1014 @@
+package csitest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/internal/wire"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// MemConfig configures a MemPlugin. DefaultMemConfig is a full-featured monolith; tests turn
+// capabilities off or change the node from there.
+type MemConfig struct {
+	Name       string
+	Version    string
+	Manifest   map[string]string
+	Plugin     csi.PluginCapabilities
+	Controller csi.ControllerCapabilities
+	Node       csi.NodeCapabilities
+	NodeID     string
+	MaxVolumes int64          // per node; 0 is no limit
+	Topology   *spec.Topology // the node's accessible topology
+	Ready      *bool          // what Probe says; nil leaves readiness out, which means ready
+	// AccessModes the plugin supports; nil supports all.
+	AccessModes []spec.AccessMode
+	// PublishContext is what ControllerPublishVolume returns; nil returns {"device": "/dev/mem/<id>"}.
+	PublishContext    map[string]string
+	AvailableCapacity int64 // GetCapacity's answer before volumes take their share
+	DefaultVolumeSize int64 // the size of a volume created with no capacity range
+	MaxVolumeSize     int64 // 0 is no limit; above it CreateVolume and expansion are OUT_OF_RANGE
+}
+
+// DefaultMemConfig returns a monolith with the controller (create/delete, publish, list,
+// capacity, snapshots, clone, expand) and node (stage, stats, expand) capabilities on.
+func DefaultMemConfig() MemConfig {
+	return MemConfig{
+		Name:    "mem.csi.volctl.test",
+		Version: "1.0.0",
+		Plugin:  csi.PluginCapabilities{ControllerService: true, VolumeExpansionOnline: true},
+		Controller: csi.ControllerCapabilities{
+			CreateDeleteVolume: true, PublishUnpublishVolume: true, ListVolumes: true, GetCapacity: true,
+			CreateDeleteSnapshot: true, ListSnapshots: true, CloneVolume: true, ExpandVolume: true,
+			ListVolumesPublishedNodes: true, PublishReadonly: true,
+		},
+		Node:              csi.NodeCapabilities{StageUnstageVolume: true, GetVolumeStats: true, ExpandVolume: true},
+		NodeID:            "mem-node-1",
+		AvailableCapacity: 1 << 40,
+		DefaultVolumeSize: 1 << 30,
+	}
+}
+
+// Call is one request the plugin received, as the owned type the client sends
+// (csi.NodePublishVolumeRequest, ...; nil for RPCs that take no arguments), and the code it
+// answered with.
+type Call struct {
+	RPC     string
+	Request any
+	Code    codes.Code
+}
+
+// Service names one CSI service, to serve a MemPlugin's services on separate sockets.
+type Service int
+
+// The CSI services.
+const (
+	Identity Service = iota + 1
+	Controller
+	Node
+)
+
+// MemPlugin is an in-memory CSI plugin: it keeps volumes, snapshots, controller publications,
+// stagings and node publications with the semantics the CSI spec asks of a real plugin, and
+// records every request. It mounts nothing; NodePublishVolume creates the target directory and
+// NodeUnpublishVolume removes it, as a real plugin would, so tests can observe paths.
+type MemPlugin struct {
+	mu        sync.Mutex
+	cfg       MemConfig
+	volumes   map[string]*memVolume
+	snapshots map[string]*csi.Snapshot
+	calls     []Call
+	nextID    int
+	server    *memServer
+}
+
+type memVolume struct {
+	vol        csi.Volume
+	name       string
+	nodes      map[string]memAttachment // controller-published, by node ID
+	staging    string
+	stagingCap csi.VolumeCapability
+	targets    map[string]memTarget // node-published, by target path
+}
+
+type memAttachment struct {
+	readOnly bool
+	cap      csi.VolumeCapability
+	context  map[string]string
+}
+
+type memTarget struct {
+	readOnly bool
+	cap      csi.VolumeCapability
+}
+
+// NewMemPlugin returns a plugin configured exactly as cfg says (start from DefaultMemConfig).
+func NewMemPlugin(cfg MemConfig) *MemPlugin {
+	m := &MemPlugin{cfg: cfg, volumes: map[string]*memVolume{}, snapshots: map[string]*csi.Snapshot{}}
+	m.server = &memServer{m: m}
+	return m
+}
+
+// Register registers the Identity, Controller and Node services on s.
+func (m *MemPlugin) Register(s *grpc.Server) { m.RegisterServices(s) }
+
+// RegisterServices registers only the named services, e.g. Identity and Node for the node half
+// of a split plugin; with none named it registers all three.
+func (m *MemPlugin) RegisterServices(s *grpc.Server, services ...Service) {
+	if len(services) == 0 {
+		services = []Service{Identity, Controller, Node}
+	}
+	for _, svc := range services {
+		switch svc {
+		case Identity:
+			csipb.RegisterIdentityServer(s, m.server)
+		case Controller:
+			csipb.RegisterControllerServer(s, m.server)
+		case Node:
+			csipb.RegisterNodeServer(s, m.server)
+		}
+	}
+}
+
+// SetReady changes what Probe reports: nil leaves readiness out.
+func (m *MemPlugin) SetReady(ready *bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cfg.Ready = ready
+}
+
+// AddVolume makes the plugin know a volume it did not create, as for `volctl volume register`
+// of an existing volume.
+func (m *MemPlugin) AddVolume(v csi.Volume) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.volumes[v.ID] = &memVolume{vol: v, name: v.ID}
+}
+
+// Calls returns every request received so far, in order.
+func (m *MemPlugin) Calls() []Call {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.calls)
+}
+
+// CallCount returns how many requests of rpc the plugin received.
+func (m *MemPlugin) CallCount(rpc string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, c := range m.calls {
+		if c.RPC == rpc {
+			n++
+		}
+	}
+	return n
+}
+
+// ResetCalls forgets the recorded requests.
+func (m *MemPlugin) ResetCalls() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls = nil
+}
+
+// Requests returns every recorded request of type T (e.g. csi.NodePublishVolumeRequest).
+func Requests[T any](m *MemPlugin) []T {
+	var out []T
+	for _, c := range m.Calls() {
+		if r, ok := c.Request.(T); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// LastRequest returns the last recorded request of type T.
+func LastRequest[T any](m *MemPlugin) (T, bool) {
+	reqs := Requests[T](m)
+	if len(reqs) == 0 {
+		var zero T
+		return zero, false
+	}
+	return reqs[len(reqs)-1], true
+}
+
+// Volume returns a volume the plugin holds.
+func (m *MemPlugin) Volume(id string) (csi.Volume, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.volumes[id]
+	if !ok {
+		return csi.Volume{}, false
+	}
+	return v.vol, true
+}
+
+// Volumes returns every volume, sorted by ID.
+func (m *MemPlugin) Volumes() []csi.Volume {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]csi.Volume, 0, len(m.volumes))
+	for _, id := range slices.Sorted(maps.Keys(m.volumes)) {
+		out = append(out, m.volumes[id].vol)
+	}
+	return out
+}
+
+// Snapshots returns every snapshot, sorted by ID.
+func (m *MemPlugin) Snapshots() []csi.Snapshot {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]csi.Snapshot, 0, len(m.snapshots))
+	for _, id := range slices.Sorted(maps.Keys(m.snapshots)) {
+		out = append(out, *m.snapshots[id])
+	}
+	return out
+}
+
+// PublishedNodes returns the nodes a volume is controller-published to.
+func (m *MemPlugin) PublishedNodes(volumeID string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v, ok := m.volumes[volumeID]; ok {
+		return slices.Sorted(maps.Keys(v.nodes))
+	}
+	return nil
+}
+
+// StagingPath returns where a volume is staged, if it is.
+func (m *MemPlugin) StagingPath(volumeID string) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v, ok := m.volumes[volumeID]; ok && v.staging != "" {
+		return v.staging, true
+	}
+	return "", false
+}
+
+// Targets returns the paths a volume is node-published at.
+func (m *MemPlugin) Targets(volumeID string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v, ok := m.volumes[volumeID]; ok {
+		return slices.Sorted(maps.Keys(v.targets))
+	}
+	return nil
+}
+
+// memServer is MemPlugin's gRPC face; it is unexported so csitest's API shows no protobuf.
+type memServer struct {
+	csipb.UnimplementedIdentityServer
+	csipb.UnimplementedControllerServer
+	csipb.UnimplementedNodeServer
+	m *MemPlugin
+}
+
+// begin locks the plugin and records a request; end records the outcome and unlocks.
+func (m *MemPlugin) begin(rpc string, req any) int {
+	m.mu.Lock()
+	m.calls = append(m.calls, Call{RPC: rpc, Request: req})
+	return len(m.calls) - 1
+}
+
+func (m *MemPlugin) end(i int, err error) {
+	m.calls[i].Code = status.Code(err)
+	m.mu.Unlock()
+}
+
+func errorf(code codes.Code, format string, args ...any) error {
+	return status.Errorf(code, format, args...)
+}
+
+func (m *MemPlugin) volume(id string) (*memVolume, error) {
+	if id == "" {
+		return nil, errorf(codes.InvalidArgument, "volume_id is required")
+	}
+	v, ok := m.volumes[id]
+	if !ok {
+		return nil, errorf(codes.NotFound, "volume %q does not exist", id)
+	}
+	return v, nil
+}
+
+func (m *MemPlugin) checkCapability(vc *csipb.VolumeCapability) error {
+	if vc == nil {
+		return errorf(codes.InvalidArgument, "volume_capability is required")
+	}
+	if vc.GetAccessMode().GetMode() == csipb.VolumeCapability_AccessMode_UNKNOWN {
+		return errorf(codes.InvalidArgument, "access mode is required")
+	}
+	if vc.GetAccessType() == nil {
+		return errorf(codes.InvalidArgument, "access type (block or mount) is required")
+	}
+	return nil
+}
+
+func (m *MemPlugin) supportsMode(mode spec.AccessMode) bool {
+	return m.cfg.AccessModes == nil || slices.Contains(m.cfg.AccessModes, mode)
+}
+
+func sameCapability(a, b csi.VolumeCapability) bool {
+	if a.Capability != b.Capability {
+		return false
+	}
+	var af, bf string
+	var aflags, bflags []string
+	if a.MountOptions != nil {
+		af, aflags = a.MountOptions.FSType, a.MountOptions.MountFlags.Plain()
+	}
+	if b.MountOptions != nil {
+		bf, bflags = b.MountOptions.FSType, b.MountOptions.MountFlags.Plain()
+	}
+	return af == bf && slices.Equal(aflags, bflags)
+}
+
+func volumeToCSI(v csi.Volume) *csipb.Volume {
+	out := &csipb.Volume{
+		VolumeId:           v.ID,
+		CapacityBytes:      v.CapacityBytes,
+		VolumeContext:      v.Context,
+		AccessibleTopology: wire.Topologies(v.AccessibleTopology),
+	}
+	switch {
+	case v.SnapshotID != "":
+		out.ContentSource = &csipb.VolumeContentSource{Type: &csipb.VolumeContentSource_Snapshot{
+			Snapshot: &csipb.VolumeContentSource_SnapshotSource{SnapshotId: v.SnapshotID}}}
+	case v.CloneID != "":
+		out.ContentSource = &csipb.VolumeContentSource{Type: &csipb.VolumeContentSource_Volume{
+			Volume: &csipb.VolumeContentSource_VolumeSource{VolumeId: v.CloneID}}}
+	}
+	return out
+}
+
+func snapshotToCSI(s *csi.Snapshot) *csipb.Snapshot {
+	return &csipb.Snapshot{
+		SnapshotId:     s.ID,
+		SourceVolumeId: s.SourceVolumeID,
+		SizeBytes:      s.SizeBytes,
+		CreationTime:   timestamppb.New(s.CreatedAt),
+		ReadyToUse:     s.ReadyToUse,
+	}
+}
+
+// page applies max_entries and starting_token (an index) to n sorted entries.
+func page(n int, maxEntries int32, token string) (from, to int, next string, err error) {
+	if maxEntries < 0 {
+		return 0, 0, "", errorf(codes.InvalidArgument, "max_entries cannot be negative")
+	}
+	if token != "" {
+		from, err = strconv.Atoi(token)
+		if err != nil || from < 0 || from > n {
+			return 0, 0, "", errorf(codes.Aborted, "starting_token %q is not valid", token)
+		}
+	}
+	to = n
+	if maxEntries > 0 && from+int(maxEntries) < n {
+		to = from + int(maxEntries)
+		next = strconv.Itoa(to)
+	}
+	return from, to, next, nil
+}
+
+// Identity service.
+
+func (s *memServer) GetPluginInfo(ctx context.Context, req *csipb.GetPluginInfoRequest) (resp *csipb.GetPluginInfoResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCGetPluginInfo, nil)
+	defer func() { m.end(i, err) }()
+	return &csipb.GetPluginInfoResponse{Name: m.cfg.Name, VendorVersion: m.cfg.Version, Manifest: m.cfg.Manifest}, nil
+}
+
+func (s *memServer) GetPluginCapabilities(ctx context.Context, req *csipb.GetPluginCapabilitiesRequest) (resp *csipb.GetPluginCapabilitiesResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCGetPluginCapabilities, nil)
+	defer func() { m.end(i, err) }()
+	resp = &csipb.GetPluginCapabilitiesResponse{}
+	for _, name := range m.cfg.Plugin.Names() {
+		if c, err := wire.PluginCapability(name); err == nil {
+			resp.Capabilities = append(resp.Capabilities, c)
+		}
+	}
+	return resp, nil
+}
+
+func (s *memServer) Probe(ctx context.Context, req *csipb.ProbeRequest) (resp *csipb.ProbeResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCProbe, nil)
+	defer func() { m.end(i, err) }()
+	resp = &csipb.ProbeResponse{}
+	if m.cfg.Ready != nil {
+		resp.Ready = wrapperspb.Bool(*m.cfg.Ready)
+	}
+	return resp, nil
+}
+
+// Controller service.
+
+func (s *memServer) ControllerGetCapabilities(ctx context.Context, req *csipb.ControllerGetCapabilitiesRequest) (resp *csipb.ControllerGetCapabilitiesResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCControllerGetCapabilities, nil)
+	defer func() { m.end(i, err) }()
+	resp = &csipb.ControllerGetCapabilitiesResponse{}
+	for _, name := range m.cfg.Controller.Names() {
+		if c, err := wire.ControllerCapability(name); err == nil {
+			resp.Capabilities = append(resp.Capabilities, c)
+		}
+	}
+	return resp, nil
+}
+
+func (s *memServer) CreateVolume(ctx context.Context, req *csipb.CreateVolumeRequest) (resp *csipb.CreateVolumeResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCCreateVolume, decodeCreateVolume(req))
+	defer func() { m.end(i, err) }()
+	if !m.cfg.Controller.CreateDeleteVolume {
+		return nil, errorf(codes.Unimplemented, "CreateVolume: CREATE_DELETE_VOLUME is off")
+	}
+	if req.GetName() == "" {
+		return nil, errorf(codes.InvalidArgument, "name is required")
+	}
+	if len(req.GetVolumeCapabilities()) == 0 {
+		return nil, errorf(codes.InvalidArgument, "volume_capabilities are required")
+	}
+	for _, vc := range req.GetVolumeCapabilities() {
+		if err := m.checkCapability(vc); err != nil {
+			return nil, err
+		}
+		if mode := wire.AccessModeFromCSI(vc.GetAccessMode().GetMode()); !m.supportsMode(mode) {
+			return nil, errorf(codes.InvalidArgument, "access mode %s is not supported", mode)
+		}
+	}
+	min, max := req.GetCapacityRange().GetRequiredBytes(), req.GetCapacityRange().GetLimitBytes()
+	if max > 0 && min > max {
+		return nil, errorf(codes.OutOfRange, "required_bytes %d is above limit_bytes %d", min, max)
+	}
+	size := min
+	if size == 0 {
+		size = m.cfg.DefaultVolumeSize
+		if max > 0 && size > max {
+			size = max
+		}
+	}
+	if m.cfg.MaxVolumeSize > 0 && size > m.cfg.MaxVolumeSize {
+		return nil, errorf(codes.OutOfRange, "%d bytes is above the maximum volume size %d", size, m.cfg.MaxVolumeSize)
+	}
+	src := req.GetVolumeContentSource()
+	snapID, cloneID := src.GetSnapshot().GetSnapshotId(), src.GetVolume().GetVolumeId()
+	for _, v := range m.volumes {
+		if v.name != req.GetName() {
+			continue
+		}
+		// Same name: idempotent when compatible, ALREADY_EXISTS otherwise.
+		if v.vol.CapacityBytes < min || (max > 0 && v.vol.CapacityBytes > max) ||
+			v.vol.SnapshotID != snapID || v.vol.CloneID != cloneID {
+			return nil, errorf(codes.AlreadyExists, "volume %q exists with %d bytes and another source", req.GetName(), v.vol.CapacityBytes)
+		}
+		return &csipb.CreateVolumeResponse{Volume: volumeToCSI(v.vol)}, nil
+	}
+	switch {
+	case snapID != "":
+		snap, ok := m.snapshots[snapID]
+		if !ok {
+			return nil, errorf(codes.NotFound, "snapshot %q does not exist", snapID)
+		}
+		if size < snap.SizeBytes {
+			return nil, errorf(codes.OutOfRange, "%d bytes is smaller than snapshot %q (%d bytes)", size, snapID, snap.SizeBytes)
+		}
+	case cloneID != "":
+		if !m.cfg.Controller.CloneVolume {
+			return nil, errorf(codes.InvalidArgument, "cloning is not supported")
+		}
+		srcVol, ok := m.volumes[cloneID]
+		if !ok {
+			return nil, errorf(codes.NotFound, "source volume %q does not exist", cloneID)
+		}
+		if size < srcVol.vol.CapacityBytes {
+			return nil, errorf(codes.OutOfRange, "%d bytes is smaller than source volume %q", size, cloneID)
+		}
+	}
+	m.nextID++
+	v := csi.Volume{
+		ID:            fmt.Sprintf("vol-%d", m.nextID),
+		CapacityBytes: size,
+		Context:       map[string]string{"name": req.GetName()},
+		SnapshotID:    snapID,
+		CloneID:       cloneID,
+	}
+	if r := req.GetAccessibilityRequirements(); r != nil {
+		if len(r.GetPreferred()) > 0 {
+			v.AccessibleTopology = wire.FromTopologies(r.GetPreferred()[:1])
+		} else if len(r.GetRequisite()) > 0 {
+			v.AccessibleTopology = wire.FromTopologies(r.GetRequisite()[:1])
+		}
+	} else if m.cfg.Topology != nil {
+		v.AccessibleTopology = []spec.Topology{*m.cfg.Topology}
+	}
+	m.volumes[v.ID] = &memVolume{vol: v, name: req.GetName()}
+	return &csipb.CreateVolumeResponse{Volume: volumeToCSI(v)}, nil
+}
+
+func (s *memServer) DeleteVolume(ctx context.Context, req *csipb.DeleteVolumeRequest) (resp *csipb.DeleteVolumeResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCDeleteVolume, csi.DeleteVolumeRequest{VolumeID: req.GetVolumeId(), Secrets: secrets(req.GetSecrets())})
+	defer func() { m.end(i, err) }()
+	if !m.cfg.Controller.CreateDeleteVolume {
+		return nil, errorf(codes.Unimplemented, "DeleteVolume: CREATE_DELETE_VOLUME is off")
+	}
+	if req.GetVolumeId() == "" {
+		return nil, errorf(codes.InvalidArgument, "volume_id is required")
+	}
+	v, ok := m.volumes[req.GetVolumeId()]
+	if !ok {
+		return &csipb.DeleteVolumeResponse{}, nil // deleting twice is fine
+	}
+	if len(v.nodes) > 0 || v.staging != "" || len(v.targets) > 0 {
+		return nil, errorf(codes.FailedPrecondition, "volume %q is in use", v.vol.ID)
+	}
+	delete(m.volumes, v.vol.ID)
+	return &csipb.DeleteVolumeResponse{}, nil
+}
+
+func (s *memServer) ControllerPublishVolume(ctx context.Context, req *csipb.ControllerPublishVolumeRequest) (resp *csipb.ControllerPublishVolumeResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCControllerPublishVolume, decodeControllerPublish(req))
+	defer func() { m.end(i, err) }()
+	if !m.cfg.Controller.PublishUnpublishVolume {
+		return nil, errorf(codes.Unimplemented, "ControllerPublishVolume: PUBLISH_UNPUBLISH_VOLUME is off")
+	}
+	if req.GetNodeId() == "" {
+		return nil, errorf(codes.InvalidArgument, "node_id is required")
+	}
+	if err := m.checkCapability(req.GetVolumeCapability()); err != nil {
+		return nil, err
+	}
+	v, err := m.volume(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetNodeId() != m.cfg.NodeID {
+		return nil, errorf(codes.NotFound, "node %q does not exist", req.GetNodeId())
+	}
+	want := memAttachment{readOnly: req.GetReadonly(), cap: capabilityFromCSI(req.GetVolumeCapability())}
+	if got, ok := v.nodes[req.GetNodeId()]; ok {
+		if got.readOnly != want.readOnly || !sameCapability(got.cap, want.cap) {
+			return nil, errorf(codes.AlreadyExists, "volume %q is published to node %q with another capability or read-only flag", v.vol.ID, req.GetNodeId())
+		}
+		return &csipb.ControllerPublishVolumeResponse{PublishContext: got.context}, nil
+	}
+	if m.cfg.MaxVolumes > 0 {
+		n := 0
+		for _, other := range m.volumes {
+			if _, ok := other.nodes[req.GetNodeId()]; ok {
+				n++
+			}
+		}
+		if int64(n) >= m.cfg.MaxVolumes {
+			return nil, errorf(codes.ResourceExhausted, "node %q has %d volumes attached, its maximum", req.GetNodeId(), n)
+		}
+	}
+	want.context = m.cfg.PublishContext
+	if want.context == nil {
+		want.context = map[string]string{"device": "/dev/mem/" + v.vol.ID}
+	}
+	if v.nodes == nil {
+		v.nodes = map[string]memAttachment{}
+	}
+	v.nodes[req.GetNodeId()] = want
+	return &csipb.ControllerPublishVolumeResponse{PublishContext: want.context}, nil
+}
+
+func (s *memServer) ControllerUnpublishVolume(ctx context.Context, req *csipb.ControllerUnpublishVolumeRequest) (resp *csipb.ControllerUnpublishVolumeResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCControllerUnpublishVolume, csi.ControllerUnpublishVolumeRequest{
+		VolumeID: req.GetVolumeId(), NodeID: req.GetNodeId(), Secrets: secrets(req.GetSecrets())})
+	defer func() { m.end(i, err) }()
+	if !m.cfg.Controller.PublishUnpublishVolume {
+		return nil, errorf(codes.Unimplemented, "ControllerUnpublishVolume: PUBLISH_UNPUBLISH_VOLUME is off")
+	}
+	v, err := m.volume(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetNodeId() == "" {
+		v.nodes = nil // the spec: an empty node ID unpublishes from every node
+	} else {
+		delete(v.nodes, req.GetNodeId())
+	}
+	return &csipb.ControllerUnpublishVolumeResponse{}, nil
+}
+
+func (s *memServer) ValidateVolumeCapabilities(ctx context.Context, req *csipb.ValidateVolumeCapabilitiesRequest) (resp *csipb.ValidateVolumeCapabilitiesResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCValidateVolumeCapabilities, decodeValidate(req))
+	defer func() { m.end(i, err) }()
+	if len(req.GetVolumeCapabilities()) == 0 {
+		return nil, errorf(codes.InvalidArgument, "volume_capabilities are required")
+	}
+	if _, err := m.volume(req.GetVolumeId()); err != nil {
+		return nil, err
+	}
+	for _, vc := range req.GetVolumeCapabilities() {
+		if err := m.checkCapability(vc); err != nil {
+			return nil, err
+		}
+		if mode := wire.AccessModeFromCSI(vc.GetAccessMode().GetMode()); !m.supportsMode(mode) {
+			return &csipb.ValidateVolumeCapabilitiesResponse{Message: fmt.Sprintf("access mode %s is not supported", mode)}, nil
+		}
+	}
+	return &csipb.ValidateVolumeCapabilitiesResponse{Confirmed: &csipb.ValidateVolumeCapabilitiesResponse_Confirmed{
+		VolumeContext:      req.GetVolumeContext(),
+		VolumeCapabilities: req.GetVolumeCapabilities(),
+		Parameters:         req.GetParameters(),
+	}}, nil
+}
+
+func (s *memServer) ListVolumes(ctx context.Context, req *csipb.ListVolumesRequest) (resp *csipb.ListVolumesResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCListVolumes, csi.ListVolumesRequest{MaxEntries: req.GetMaxEntries(), StartingToken: req.GetStartingToken()})
+	defer func() { m.end(i, err) }()
+	if !m.cfg.Controller.ListVolumes {
+		return nil, errorf(codes.Unimplemented, "ListVolumes: LIST_VOLUMES is off")
+	}
+	ids := slices.Sorted(maps.Keys(m.volumes))
+	from, to, next, err := page(len(ids), req.GetMaxEntries(), req.GetStartingToken())
+	if err != nil {
+		return nil, err
+	}
+	resp = &csipb.ListVolumesResponse{NextToken: next}
+	for _, id := range ids[from:to] {
+		v := m.volumes[id]
+		e := &csipb.ListVolumesResponse_Entry{Volume: volumeToCSI(v.vol)}
+		if m.cfg.Controller.ListVolumesPublishedNodes {
+			e.Status = &csipb.ListVolumesResponse_VolumeStatus{PublishedNodeIds: slices.Sorted(maps.Keys(v.nodes))}
+		}
+		resp.Entries = append(resp.Entries, e)
+	}
+	return resp, nil
+}
+
+func (s *memServer) GetCapacity(ctx context.Context, req *csipb.GetCapacityRequest) (resp *csipb.GetCapacityResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCGetCapacity, decodeGetCapacity(req))
+	defer func() { m.end(i, err) }()
+	if !m.cfg.Controller.GetCapacity {
+		return nil, errorf(codes.Unimplemented, "GetCapacity: GET_CAPACITY is off")
+	}
+	avail := m.cfg.AvailableCapacity
+	for _, v := range m.volumes {
+		avail -= v.vol.CapacityBytes
+	}
+	resp = &csipb.GetCapacityResponse{AvailableCapacity: max(avail, 0)}
+	if m.cfg.MaxVolumeSize > 0 {
+		resp.MaximumVolumeSize = wrapperspb.Int64(m.cfg.MaxVolumeSize)
+	}
+	return resp, nil
+}
+
+func (s *memServer) CreateSnapshot(ctx context.Context, req *csipb.CreateSnapshotRequest) (resp *csipb.CreateSnapshotResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCCreateSnapshot, csi.CreateSnapshotRequest{
+		SourceVolumeID: req.GetSourceVolumeId(), Name: req.GetName(), Secrets: secrets(req.GetSecrets()), Parameters: req.GetParameters()})
+	defer func() { m.end(i, err) }()
+	if !m.cfg.Controller.CreateDeleteSnapshot {
+		return nil, errorf(codes.Unimplemented, "CreateSnapshot: CREATE_DELETE_SNAPSHOT is off")
+	}
+	if req.GetName() == "" || req.GetSourceVolumeId() == "" {
+		return nil, errorf(codes.InvalidArgument, "name and source_volume_id are required")
+	}
+	if snap, ok := m.snapshots[req.GetName()]; ok {
+		if snap.SourceVolumeID != req.GetSourceVolumeId() {
+			return nil, errorf(codes.AlreadyExists, "snapshot %q exists for volume %q", req.GetName(), snap.SourceVolumeID)
+		}
+		return &csipb.CreateSnapshotResponse{Snapshot: snapshotToCSI(snap)}, nil
+	}
+	v, ok := m.volumes[req.GetSourceVolumeId()]
+	if !ok {
+		return nil, errorf(codes.NotFound, "source volume %q does not exist", req.GetSourceVolumeId())
+	}
+	// The snapshot's ID is its name, which keeps CreateSnapshot idempotent by name.
+	snap := &csi.Snapshot{
+		ID:             req.GetName(),
+		SourceVolumeID: v.vol.ID,
+		SizeBytes:      v.vol.CapacityBytes,
+		CreatedAt:      time.Now().UTC().Truncate(time.Microsecond),
+		ReadyToUse:     true,
+	}
+	m.snapshots[snap.ID] = snap
+	return &csipb.CreateSnapshotResponse{Snapshot: snapshotToCSI(snap)}, nil
+}
+
+func (s *memServer) DeleteSnapshot(ctx context.Context, req *csipb.DeleteSnapshotRequest) (resp *csipb.DeleteSnapshotResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCDeleteSnapshot, csi.DeleteSnapshotRequest{SnapshotID: req.GetSnapshotId(), Secrets: secrets(req.GetSecrets())})
+	defer func() { m.end(i, err) }()
+	if !m.cfg.Controller.CreateDeleteSnapshot {
+		return nil, errorf(codes.Unimplemented, "DeleteSnapshot: CREATE_DELETE_SNAPSHOT is off")
+	}
+	if req.GetSnapshotId() == "" {
+		return nil, errorf(codes.InvalidArgument, "snapshot_id is required")
+	}
+	delete(m.snapshots, req.GetSnapshotId())
+	return &csipb.DeleteSnapshotResponse{}, nil
+}
+
+func (s *memServer) ListSnapshots(ctx context.Context, req *csipb.ListSnapshotsRequest) (resp *csipb.ListSnapshotsResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCListSnapshots, csi.ListSnapshotsRequest{
+		MaxEntries: req.GetMaxEntries(), StartingToken: req.GetStartingToken(), SourceVolumeID: req.GetSourceVolumeId(),
+		SnapshotID: req.GetSnapshotId(), Secrets: secrets(req.GetSecrets())})
+	defer func() { m.end(i, err) }()
+	if !m.cfg.Controller.ListSnapshots {
+		return nil, errorf(codes.Unimplemented, "ListSnapshots: LIST_SNAPSHOTS is off")
+	}
+	var ids []string
+	for _, id := range slices.Sorted(maps.Keys(m.snapshots)) {
+		snap := m.snapshots[id]
+		if (req.GetSnapshotId() == "" || id == req.GetSnapshotId()) &&
+			(req.GetSourceVolumeId() == "" || snap.SourceVolumeID == req.GetSourceVolumeId()) {
+			ids = append(ids, id)
+		}
+	}
+	from, to, next, err := page(len(ids), req.GetMaxEntries(), req.GetStartingToken())
+	if err != nil {
+		return nil, err
+	}
+	resp = &csipb.ListSnapshotsResponse{NextToken: next}
+	for _, id := range ids[from:to] {
+		resp.Entries = append(resp.Entries, &csipb.ListSnapshotsResponse_Entry{Snapshot: snapshotToCSI(m.snapshots[id])})
+	}
+	return resp, nil
+}
+
+func (s *memServer) ControllerExpandVolume(ctx context.Context, req *csipb.ControllerExpandVolumeRequest) (resp *csipb.ControllerExpandVolumeResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCControllerExpandVolume, decodeControllerExpand(req))
+	defer func() { m.end(i, err) }()
+	if !m.cfg.Controller.ExpandVolume {
+		return nil, errorf(codes.Unimplemented, "ControllerExpandVolume: EXPAND_VOLUME is off")
+	}
+	if req.GetCapacityRange() == nil {
+		return nil, errorf(codes.InvalidArgument, "capacity_range is required")
+	}
+	v, err := m.volume(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	want := req.GetCapacityRange().GetRequiredBytes()
+	if lim := req.GetCapacityRange().GetLimitBytes(); (lim > 0 && want > lim) || (m.cfg.MaxVolumeSize > 0 && want > m.cfg.MaxVolumeSize) {
+		return nil, errorf(codes.OutOfRange, "%d bytes is outside the supported range", want)
+	}
+	if len(v.targets) > 0 && !m.cfg.Plugin.VolumeExpansionOnline {
+		return nil, errorf(codes.FailedPrecondition, "volume %q is published and online expansion is off", v.vol.ID)
+	}
+	v.vol.CapacityBytes = max(v.vol.CapacityBytes, want)
+	return &csipb.ControllerExpandVolumeResponse{CapacityBytes: v.vol.CapacityBytes, NodeExpansionRequired: m.cfg.Node.ExpandVolume}, nil
+}
+
+// Node service.
+
+func (s *memServer) NodeGetCapabilities(ctx context.Context, req *csipb.NodeGetCapabilitiesRequest) (resp *csipb.NodeGetCapabilitiesResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCNodeGetCapabilities, nil)
+	defer func() { m.end(i, err) }()
+	resp = &csipb.NodeGetCapabilitiesResponse{}
+	for _, name := range m.cfg.Node.Names() {
+		if c, err := wire.NodeCapability(name); err == nil {
+			resp.Capabilities = append(resp.Capabilities, c)
+		}
+	}
+	return resp, nil
+}
+
+func (s *memServer) NodeGetInfo(ctx context.Context, req *csipb.NodeGetInfoRequest) (resp *csipb.NodeGetInfoResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCNodeGetInfo, nil)
+	defer func() { m.end(i, err) }()
+	return &csipb.NodeGetInfoResponse{NodeId: m.cfg.NodeID, MaxVolumesPerNode: m.cfg.MaxVolumes, AccessibleTopology: wire.Topology(m.cfg.Topology)}, nil
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+func (s *memServer) NodeStageVolume(ctx context.Context, req *csipb.NodeStageVolumeRequest) (resp *csipb.NodeStageVolumeResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCNodeStageVolume, decodeNodeStage(req))
+	defer func() { m.end(i, err) }()
+	if !m.cfg.Node.StageUnstageVolume {
+		return nil, errorf(codes.Unimplemented, "NodeStageVolume: STAGE_UNSTAGE_VOLUME is off")
+	}
+	if req.GetStagingTargetPath() == "" {
+		return nil, errorf(codes.InvalidArgument, "staging_target_path is required")
+	}
+	if err := m.checkCapability(req.GetVolumeCapability()); err != nil {
+		return nil, err
+	}
+	v, err := m.volume(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if err := m.checkAttached(v, req.GetPublishContext()); err != nil {
+		return nil, err
+	}
+	// The CO creates the staging directory (CSI spec; DESIGN.md's publish path).
+	if !isDir(req.GetStagingTargetPath()) {
+		return nil, errorf(codes.FailedPrecondition, "staging path %s is not a directory: the CO must create it", req.GetStagingTargetPath())
+	}
+	c := capabilityFromCSI(req.GetVolumeCapability())
+	switch {
+	case v.staging == req.GetStagingTargetPath():
+		if !sameCapability(v.stagingCap, c) {
+			return nil, errorf(codes.AlreadyExists, "volume %q is staged at %s with another capability", v.vol.ID, v.staging)
+		}
+	case v.staging != "":
+		return nil, errorf(codes.FailedPrecondition, "volume %q is already staged at %s", v.vol.ID, v.staging)
+	default:
+		v.staging, v.stagingCap = req.GetStagingTargetPath(), c
+	}
+	return &csipb.NodeStageVolumeResponse{}, nil
+}
+
+// checkAttached insists on ControllerPublishVolume before node work when the plugin has the
+// capability, and on its publish context being passed along.
+func (m *MemPlugin) checkAttached(v *memVolume, publishContext map[string]string) error {
+	if !m.cfg.Controller.PublishUnpublishVolume {
+		return nil
+	}
+	att, ok := v.nodes[m.cfg.NodeID]
+	if !ok {
+		return errorf(codes.FailedPrecondition, "volume %q is not controller-published to node %q", v.vol.ID, m.cfg.NodeID)
+	}
+	if !maps.Equal(att.context, publishContext) {
+		return errorf(codes.InvalidArgument, "publish_context differs from what ControllerPublishVolume returned")
+	}
+	return nil
+}
+
+func (s *memServer) NodeUnstageVolume(ctx context.Context, req *csipb.NodeUnstageVolumeRequest) (resp *csipb.NodeUnstageVolumeResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCNodeUnstageVolume, csi.NodeUnstageVolumeRequest{VolumeID: req.GetVolumeId(), StagingPath: req.GetStagingTargetPath()})
+	defer func() { m.end(i, err) }()
+	if !m.cfg.Node.StageUnstageVolume {
+		return nil, errorf(codes.Unimplemented, "NodeUnstageVolume: STAGE_UNSTAGE_VOLUME is off")
+	}
+	if req.GetStagingTargetPath() == "" {
+		return nil, errorf(codes.InvalidArgument, "staging_target_path is required")
+	}
+	v, err := m.volume(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if v.staging != req.GetStagingTargetPath() {
+		return &csipb.NodeUnstageVolumeResponse{}, nil
+	}
+	if len(v.targets) > 0 {
+		return nil, errorf(codes.FailedPrecondition, "volume %q is still published at %v", v.vol.ID, slices.Sorted(maps.Keys(v.targets)))
+	}
+	v.staging, v.stagingCap = "", csi.VolumeCapability{}
+	return &csipb.NodeUnstageVolumeResponse{}, nil
+}
+
+func (s *memServer) NodePublishVolume(ctx context.Context, req *csipb.NodePublishVolumeRequest) (resp *csipb.NodePublishVolumeResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCNodePublishVolume, decodeNodePublish(req))
+	defer func() { m.end(i, err) }()
+	target := req.GetTargetPath()
+	if target == "" {
+		return nil, errorf(codes.InvalidArgument, "target_path is required")
+	}
+	if err := m.checkCapability(req.GetVolumeCapability()); err != nil {
+		return nil, err
+	}
+	v, err := m.volume(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if m.cfg.Node.StageUnstageVolume {
+		if req.GetStagingTargetPath() == "" {
+			return nil, errorf(codes.FailedPrecondition, "staging_target_path is not set and STAGE_UNSTAGE_VOLUME is on")
+		}
+		if v.staging != req.GetStagingTargetPath() {
+			return nil, errorf(codes.FailedPrecondition, "volume %q is not staged at %s", v.vol.ID, req.GetStagingTargetPath())
+		}
+	} else if err := m.checkAttached(v, req.GetPublishContext()); err != nil {
+		return nil, err
+	}
+	want := memTarget{readOnly: req.GetReadonly(), cap: capabilityFromCSI(req.GetVolumeCapability())}
+	if got, ok := v.targets[target]; ok {
+		if got.readOnly != want.readOnly || !sameCapability(got.cap, want.cap) {
+			return nil, errorf(codes.AlreadyExists, "volume %q is published at %s with another capability or read-only flag", v.vol.ID, target)
+		}
+		return &csipb.NodePublishVolumeResponse{}, nil
+	}
+	if want.cap.AccessMode.SingleNode() && len(v.targets) > 0 {
+		return nil, errorf(codes.FailedPrecondition, "volume %q is published at %v and its access mode %s allows one publication",
+			v.vol.ID, slices.Sorted(maps.Keys(v.targets)), want.cap.AccessMode)
+	}
+	// The CO creates the target's parent, the plugin the target (CSI spec).
+	if !isDir(filepath.Dir(target)) {
+		return nil, errorf(codes.FailedPrecondition, "the parent of target path %s is not a directory: the CO must create it", target)
+	}
+	if err := os.Mkdir(target, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, errorf(codes.Internal, "create target: %v", err)
+	}
+	if v.targets == nil {
+		v.targets = map[string]memTarget{}
+	}
+	v.targets[target] = want
+	return &csipb.NodePublishVolumeResponse{}, nil
+}
+
+func (s *memServer) NodeUnpublishVolume(ctx context.Context, req *csipb.NodeUnpublishVolumeRequest) (resp *csipb.NodeUnpublishVolumeResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCNodeUnpublishVolume, csi.NodeUnpublishVolumeRequest{VolumeID: req.GetVolumeId(), TargetPath: req.GetTargetPath()})
+	defer func() { m.end(i, err) }()
+	if req.GetTargetPath() == "" {
+		return nil, errorf(codes.InvalidArgument, "target_path is required")
+	}
+	v, err := m.volume(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := v.targets[req.GetTargetPath()]; !ok {
+		return &csipb.NodeUnpublishVolumeResponse{}, nil
+	}
+	if err := os.Remove(req.GetTargetPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, errorf(codes.Internal, "remove target: %v", err)
+	}
+	delete(v.targets, req.GetTargetPath())
+	return &csipb.NodeUnpublishVolumeResponse{}, nil
+}
+
+// inUseAt reports whether path is one of a volume's targets or its staging path.
+func (v *memVolume) inUseAt(path string) bool {
+	_, ok := v.targets[path]
+	return ok || (path != "" && path == v.staging)
+}
+
+func (s *memServer) NodeExpandVolume(ctx context.Context, req *csipb.NodeExpandVolumeRequest) (resp *csipb.NodeExpandVolumeResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCNodeExpandVolume, decodeNodeExpand(req))
+	defer func() { m.end(i, err) }()
+	if !m.cfg.Node.ExpandVolume {
+		return nil, errorf(codes.Unimplemented, "NodeExpandVolume: EXPAND_VOLUME is off")
+	}
+	if req.GetVolumePath() == "" {
+		return nil, errorf(codes.InvalidArgument, "volume_path is required")
+	}
+	v, err := m.volume(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if !v.inUseAt(req.GetVolumePath()) {
+		return nil, errorf(codes.NotFound, "volume %q is not at %s", v.vol.ID, req.GetVolumePath())
+	}
+	want := req.GetCapacityRange().GetRequiredBytes()
+	if m.cfg.MaxVolumeSize > 0 && want > m.cfg.MaxVolumeSize {
+		return nil, errorf(codes.OutOfRange, "%d bytes is above the maximum volume size", want)
+	}
+	return &csipb.NodeExpandVolumeResponse{CapacityBytes: max(v.vol.CapacityBytes, want)}, nil
+}
+
+func (s *memServer) NodeGetVolumeStats(ctx context.Context, req *csipb.NodeGetVolumeStatsRequest) (resp *csipb.NodeGetVolumeStatsResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCNodeGetVolumeStats, csi.NodeGetVolumeStatsRequest{
+		VolumeID: req.GetVolumeId(), VolumePath: req.GetVolumePath(), StagingPath: req.GetStagingTargetPath()})
+	defer func() { m.end(i, err) }()
+	if !m.cfg.Node.GetVolumeStats {
+		return nil, errorf(codes.Unimplemented, "NodeGetVolumeStats: GET_VOLUME_STATS is off")
+	}
+	if req.GetVolumePath() == "" {
+		return nil, errorf(codes.InvalidArgument, "volume_path is required")
+	}
+	v, err := m.volume(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if !v.inUseAt(req.GetVolumePath()) {
+		return nil, errorf(codes.NotFound, "volume %q is not at %s", v.vol.ID, req.GetVolumePath())
+	}
+	const inodes = 1 << 20
+	return &csipb.NodeGetVolumeStatsResponse{Usage: []*csipb.VolumeUsage{
+		{Unit: csipb.VolumeUsage_BYTES, Total: v.vol.CapacityBytes, Available: v.vol.CapacityBytes},
+		{Unit: csipb.VolumeUsage_INODES, Total: inodes, Available: inodes},
+	}}, nil
+}

@@ -1,0 +1,130 @@
+package csitest
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+)
+
+// ServeOption configures Serve.
+type ServeOption func(*serveConfig)
+
+type serveConfig struct {
+	register     []func(*grpc.Server)
+	interceptors []grpc.UnaryServerInterceptor
+	faults       *Faults
+	errs         []string
+}
+
+// Registrar is a server that registers its CSI services itself, as MemPlugin does.
+type Registrar interface {
+	Register(s *grpc.Server)
+}
+
+// WithServer serves srv: through its Register method if it has one, else for each of the
+// CSI Identity, Controller and Node services it implements (any CSI server, e.g. the hostpath
+// plugin's).
+func WithServer(srv any) ServeOption {
+	return func(c *serveConfig) {
+		if r, ok := srv.(Registrar); ok {
+			c.register = append(c.register, r.Register)
+			return
+		}
+		found := false
+		if s, ok := srv.(csipb.IdentityServer); ok {
+			c.register = append(c.register, func(g *grpc.Server) { csipb.RegisterIdentityServer(g, s) })
+			found = true
+		}
+		if s, ok := srv.(csipb.ControllerServer); ok {
+			c.register = append(c.register, func(g *grpc.Server) { csipb.RegisterControllerServer(g, s) })
+			found = true
+		}
+		if s, ok := srv.(csipb.NodeServer); ok {
+			c.register = append(c.register, func(g *grpc.Server) { csipb.RegisterNodeServer(g, s) })
+			found = true
+		}
+		if !found {
+			c.errs = append(c.errs, "WithServer: the value implements no CSI service")
+		}
+	}
+}
+
+// WithRegister registers services with a function, e.g. to serve only some of a plugin's
+// services on a socket: WithRegister(func(s *grpc.Server) { mem.Register(s, csitest.Node) }).
+func WithRegister(fn func(*grpc.Server)) ServeOption {
+	return func(c *serveConfig) { c.register = append(c.register, fn) }
+}
+
+// WithFaults injects f's faults into every call and counts them.
+func WithFaults(f *Faults) ServeOption {
+	return func(c *serveConfig) { c.faults = f }
+}
+
+// WithInterceptor adds a server interceptor outside the faults, so it sees every call,
+// faulted or not (tests use it to record raw requests).
+func WithInterceptor(i grpc.UnaryServerInterceptor) ServeOption {
+	return func(c *serveConfig) { c.interceptors = append(c.interceptors, i) }
+}
+
+// Serve serves CSI services on a new unix socket in a short temporary directory (a socket
+// path must stay under 108 bytes, which t.TempDir() paths can exceed) and returns its path and
+// a function that stops the server, dropping in-flight calls as a killed plugin would. The
+// server is stopped and the directory removed when the test ends.
+func Serve(t testing.TB, opts ...ServeOption) (socket string, stop func()) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "csi")
+	if err != nil {
+		t.Fatalf("csitest: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	socket = filepath.Join(dir, "csi.sock")
+	return socket, ServeAt(t, socket, opts...)
+}
+
+// ServeAt serves on the given socket path, so a test can restart a plugin where it was.
+// It returns the stop function; the server is also stopped when the test ends.
+func ServeAt(t testing.TB, socket string, opts ...ServeOption) (stop func()) {
+	t.Helper()
+	var cfg serveConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if len(cfg.errs) > 0 {
+		t.Fatalf("csitest: %s", cfg.errs[0])
+	}
+	if len(cfg.register) == 0 {
+		t.Fatalf("csitest: Serve needs at least one server (WithServer or WithRegister)")
+	}
+	chain := append([]grpc.UnaryServerInterceptor(nil), cfg.interceptors...)
+	if cfg.faults != nil {
+		chain = append(chain, cfg.faults.Interceptor())
+	}
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(chain...))
+	for _, r := range cfg.register {
+		r(srv)
+	}
+	lis, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatalf("csitest: listen on %s: %v", socket, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(lis)
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			srv.Stop()
+			<-done
+			os.Remove(socket)
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
