@@ -87,6 +87,12 @@ func wrap(err error, what, onForeignKey string) error {
 			reason = "already exists"
 		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
 			reason = onForeignKey
+		case sqlite3.SQLITE_CONSTRAINT_TRIGGER:
+			// ON DELETE RESTRICT is enforced by an internal trigger, which reports itself so.
+			reason = "invalid: " + detail(err)
+			if strings.Contains(err.Error(), "FOREIGN KEY constraint failed") {
+				reason = onForeignKey
+			}
 		default:
 			reason = "invalid: " + detail(err)
 		}
