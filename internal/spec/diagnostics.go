@@ -83,7 +83,9 @@ func (dw *diagnosticWriter) snippet(b *strings.Builder, d *hcl.Diagnostic) {
 		fmt.Fprintf(b, "  on %s:\n  (source code not available)\n\n", loc)
 		return
 	}
-	if ctx := hcled.ContextString(file, subject.Start.Byte); ctx != "" {
+	// The context names the enclosing top-level block. Maps are left out: written as blocks
+	// they would be named, as attributes (HCL2, JSON, rewritten HCL1) they would not.
+	if ctx := hcled.ContextString(file, subject.Start.Byte); ctx != "" && !mapBlockNames[ctx] {
 		loc += ", in " + ctx
 	}
 	fmt.Fprintf(b, "  on %s:\n", loc)

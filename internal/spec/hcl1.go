@@ -50,6 +50,9 @@ type frame struct {
 	kind  frameKind
 	state bodyState
 	open  int // token index of a body's opening brace
+
+	// For the object a map block was turned into: whether the next token starts an item.
+	isMap, itemStart bool
 }
 
 type rewriter struct {
@@ -115,6 +118,9 @@ func (r *rewriter) run() {
 	for i := 0; i < len(r.toks); i++ {
 		t := r.toks[i]
 		if r.top().kind != frameBody {
+			if f := r.top(); f.isMap {
+				r.mapItem(f, i)
+			}
 			r.nested(t, i)
 			continue
 		}
@@ -184,6 +190,32 @@ func (r *rewriter) closeBody(i int) {
 	r.top().state = stateAfterItem
 }
 
+// mapItem tracks item starts in a map object and quotes a dotted key there: HCL1 read
+// `a.b = "x"` as the key "a.b", HCL2 would take it for a reference.
+func (r *rewriter) mapItem(f *frame, i int) {
+	t := r.toks[i]
+	start := f.itemStart
+	f.itemStart = t.Type == hclsyntax.TokenComma || endsLine(t) ||
+		t.Type == hclsyntax.TokenComment && start
+	if !start || t.Type != hclsyntax.TokenIdent {
+		return
+	}
+	k := i + 1
+	for k+1 < len(r.toks) && r.toks[k].Type == hclsyntax.TokenDot && r.toks[k+1].Type == hclsyntax.TokenIdent {
+		k += 2
+	}
+	if k == i+1 || k >= len(r.toks) || r.toks[k].Type != hclsyntax.TokenEqual {
+		return
+	}
+	for j := i; j < k-1; j++ {
+		if r.toks[j].Range.End.Byte != r.toks[j+1].Range.Start.Byte {
+			return // "a . b": spaced out, not one name
+		}
+	}
+	r.insert(t.Range.Start.Byte, `"`)
+	r.insert(r.toks[k-1].Range.End.Byte, `"`)
+}
+
 // nameUnit returns the index after the name or label starting at i (an identifier or a quoted
 // string without interpolation) and, for a quoted one that is a valid identifier, its text.
 func (r *rewriter) nameUnit(i int) (next int, quoted string, ok bool) {
@@ -249,6 +281,7 @@ func (r *rewriter) header(i int) int {
 			r.insert(name.Range.End.Byte, " =")
 			f.state = stateAfterItem
 			r.push(frameExpr, k)
+			r.top().isMap, r.top().itemStart = true, true
 			return k
 		}
 		f.state = stateAfterItem

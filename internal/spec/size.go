@@ -69,24 +69,24 @@ func ParseSize(s string) (int64, error) {
 }
 
 // FormatSize renders n bytes in the shortest form ParseSize reads back exactly: the largest
-// IEC unit that divides n ("10GiB"), else the largest SI one ("100GB"), else bytes ("1234").
+// unit, IEC or SI, that divides n ("10GiB", "20GB"), else bytes ("1234").
 func FormatSize(n int64) string {
 	if n <= 0 {
 		return strconv.FormatInt(n, 10)
 	}
-	type unit struct {
-		name string
-		mult int64
-	}
-	for _, u := range []unit{{"EiB", 1 << 60}, {"PiB", 1 << 50}, {"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n%u.mult == 0 {
-			return strconv.FormatInt(n/u.mult, 10) + u.name
+	best, bestMult := "", int64(1)
+	for _, u := range sizeFormats {
+		if n%u.mult == 0 && u.mult > bestMult {
+			best, bestMult = u.name, u.mult
 		}
 	}
-	for _, u := range []unit{{"EB", 1e18}, {"PB", 1e15}, {"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}} {
-		if n%u.mult == 0 {
-			return strconv.FormatInt(n/u.mult, 10) + u.name
-		}
-	}
-	return strconv.FormatInt(n, 10)
+	return strconv.FormatInt(n/bestMult, 10) + best
+}
+
+var sizeFormats = []struct {
+	name string
+	mult int64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"PiB", 1 << 50}, {"EiB", 1 << 60},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"PB", 1e15}, {"EB", 1e18},
 }

@@ -268,3 +268,27 @@ const (
 	PropagationHostToTask    = "host-to-task"
 	PropagationBidirectional = "bidirectional"
 )
+
+// ControllerEndpoint returns the socket of the plugin's controller service: its one socket for a
+// monolith that has one, else ControllerSocket; "" for a node plugin.
+func (p *Plugin) ControllerEndpoint() string {
+	if p.Type == PluginNode {
+		return ""
+	}
+	if p.Socket != "" {
+		return p.Socket
+	}
+	return p.ControllerSocket
+}
+
+// NodeEndpoint returns the socket of the plugin's node service: its one socket for a monolith
+// that has one, else NodeSocket; "" for a controller plugin.
+func (p *Plugin) NodeEndpoint() string {
+	if p.Type == PluginController {
+		return ""
+	}
+	if p.Socket != "" {
+		return p.Socket
+	}
+	return p.NodeSocket
+}

@@ -1,0 +1,35 @@
+# A CSI plugin volctl talks to over a unix socket.
+#   volctl validate plugin.hcl
+#   volctl plugin register plugin.hcl
+
+plugin "hostpath" {
+  # monolith: one process serves both the controller and the node service (most plugins).
+  # controller, node: a plugin split in two; declare each half in its own plugin block.
+  type = "monolith"
+
+  # The unix socket the plugin serves on: an absolute path of at most 107 bytes.
+  # A monolith with separate sockets gives controller_socket and node_socket instead.
+  socket = "/run/volctl/hostpath.sock"
+
+  # Optional: how long volctl waits for create, publish, stage and their reverses.
+  timeout = "2m"
+
+  # Optional: volctl starts the plugin itself, restarts it when it dies, and stops it
+  # last. It sets CSI_ENDPOINT=unix://<socket> in the plugin's environment. Arguments
+  # are passed exactly as written (there is no interpolation), so spell out the
+  # socket path wherever a flag needs it.
+  exec {
+    command = "/usr/local/bin/volctl"
+    args = [
+      "plugin", "serve", "hostpath",
+      "--socket", "/run/volctl/hostpath.sock",
+      "--root", "/var/lib/volctl-hostpath",
+      "--node-id", "node1",
+    ]
+
+    # Optional: environment for the plugin. volctl never prints the values.
+    env {
+      # AWS_REGION = "us-east-1"
+    }
+  }
+}
