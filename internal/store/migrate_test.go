@@ -1,0 +1,290 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// schemaOf is the database's schema as SQLite records it, for comparing a migrated database with
+// a fresh one.
+func schemaOf(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT type || ' ' || name || ': ' || coalesce(sql, '') FROM sqlite_schema ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func userVersion(t *testing.T, db *sql.DB) int {
+	t.Helper()
+	var v int
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// seedV1 writes one row per table with the version-1 schema, the way a volctl of that version
+// would have, including a secret and a mount flag.
+const seedV1 = `
+INSERT INTO plugins (id, type, socket, exec, node_id, healthy, ready, created_at, updated_at)
+	VALUES ('hp', 'monolith', '/run/hp.sock', '{"command":"hp","args":null,"env":{"TOKEN":"t0ken"}}', 'node-1', 1, 1, 1000, 2000);
+INSERT INTO volumes (id, namespace, name, plugin_id, external_id, state, capabilities, mount_options, secrets, context, created_at, updated_at)
+	VALUES ('db', 'default', 'db', 'hp', 'ext-db', 'ready', '[{"access_mode":"single-node-writer","attachment_mode":"file-system"}]',
+	        '{"fs_type":"ext4","mount_flags":["noatime"]}', '{"password":"s3cret"}', '{}', 1000, 2000);
+INSERT INTO claims (volume_id, alloc, mode, access_mode, attachment_mode, mount_flags, state, target_path, created_at, updated_at)
+	VALUES ('db', 'web-0', 'write', 'single-node-writer', 'file-system', '["noatime"]', 'published', '/t/web-0', 3000, 4000);
+INSERT INTO claim_history (claim_id, volume_id, alloc, mode, access_mode, attachment_mode, state, created_at, updated_at, freed_at, outcome)
+	VALUES (99, 'db', 'old-0', 'read', 'single-node-writer', 'file-system', 'controller-detached', 10, 20, 30, 'released');
+INSERT INTO stagings (volume_id, plugin_id, staging_path, staged, updated_at) VALUES ('db', 'hp', '/s/db', 1, 5000);
+INSERT INTO snapshots (plugin_id, snapshot_id, source_volume_id, created_at) VALUES ('hp', 'snap-1', 'db', 6000);
+INSERT INTO groups (name, spec, count, state, created_at, updated_at)
+	VALUES ('web', '{"name":"web","count":1,"volumes":null,"volume_mounts":null}', 1, 'running', 7000, 7000);
+INSERT INTO events (at, kind, volume_id, message) VALUES (8000, 'claim', 'db', 'claimed');
+`
+
+// An empty database and one at every earlier version migrate to the current schema, which is
+// then exactly a fresh database's, and keep every row.
+func TestMigrateFromEachVersion(t *testing.T) {
+	t.Parallel()
+	fresh := newStore(t)
+	want := schemaOf(t, rawDB(t, fresh.Path()))
+	if len(want) == 0 {
+		t.Fatal("fresh database has no schema")
+	}
+
+	for from := 0; from < SchemaVersion(); from++ {
+		t.Run(fmt.Sprintf("from %d", from), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			old, err := open(context.Background(), dir, from)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db := rawDB(t, old.Path())
+			if got := userVersion(t, db); got != from {
+				t.Fatalf("built database at version %d, want %d", got, from)
+			}
+			if from >= 1 {
+				if _, err := db.Exec(seedV1); err != nil {
+					t.Fatalf("seed: %v", err)
+				}
+			}
+			old.Close()
+
+			s, err := Open(context.Background(), dir)
+			if err != nil {
+				t.Fatalf("migrate from %d: %v", from, err)
+			}
+			defer s.Close()
+			if got := userVersion(t, db); got != SchemaVersion() {
+				t.Errorf("version after migration = %d, want %d", got, SchemaVersion())
+			}
+			if got := schemaOf(t, db); !reflect.DeepEqual(got, want) {
+				t.Errorf("schema after migrating from %d differs from a fresh one:\n got: %q\nwant: %q", from, got, want)
+			}
+			if from >= 1 {
+				checkSeed(t, s)
+			}
+		})
+	}
+}
+
+func checkSeed(t *testing.T, s *Store) {
+	t.Helper()
+	view(t, s, func(tx *Tx) error {
+		p, err := tx.Plugins().Get("hp")
+		if err != nil {
+			return err
+		}
+		if p.Exec == nil || p.Exec.Env["TOKEN"] != "t0ken" || p.Fingerprint.NodeID != "node-1" || !p.Health.Ready {
+			t.Errorf("plugin after migration: %+v", p)
+		}
+		v, err := tx.Volumes().Get("db")
+		if err != nil {
+			return err
+		}
+		if v.Secrets["password"] != "s3cret" || v.MountOptions.MountFlags[0] != "noatime" || v.Context == nil ||
+			len(v.Capabilities) != 1 || v.Capabilities[0].AccessMode != spec.SingleNodeWriter || v.CreatedAt != decTime(1000) {
+			t.Errorf("volume after migration: %+v", v)
+		}
+		c, err := tx.Claims().Find("db", "web-0")
+		if err != nil {
+			return err
+		}
+		if c.State != ClaimPublished || c.TargetPath != "/t/web-0" || c.MountFlags[0] != "noatime" {
+			t.Errorf("claim after migration: %+v", c)
+		}
+		past, err := tx.History().ByVolume("db", 0)
+		if err != nil {
+			return err
+		}
+		if len(past) != 1 || past[0].ID != 99 || past[0].Outcome != OutcomeReleased {
+			t.Errorf("history after migration: %+v", past)
+		}
+		if st, err := tx.Stagings().Get("db"); err != nil || !st.Staged {
+			t.Errorf("staging after migration: %+v, %v", st, err)
+		}
+		if _, err := tx.Snapshots().Get("hp", "snap-1"); err != nil {
+			t.Errorf("snapshot after migration: %v", err)
+		}
+		if g, err := tx.Groups().Get("web"); err != nil || g.Spec.Name != "web" {
+			t.Errorf("group after migration: %+v, %v", g, err)
+		}
+		evs, err := tx.Events().Recent(0, EventFilter{VolumeID: "db"})
+		if err != nil {
+			return err
+		}
+		if len(evs) != 1 || evs[0].Message != "claimed" {
+			t.Errorf("events after migration: %+v", evs)
+		}
+		return nil
+	})
+	// And the migrated database takes writes that depend on the old rows.
+	update(t, s, func(tx *Tx) error {
+		c, err := tx.Claims().Find("db", "web-0")
+		if err != nil {
+			return err
+		}
+		if err := tx.Claims().Free(c.ID, OutcomeReleased); err != nil {
+			return err
+		}
+		return tx.Events().Append(&Event{Kind: "release", VolumeID: "db"})
+	})
+}
+
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	s.Close()
+	db := rawDB(t, s.Path())
+	newer := SchemaVersion() + 1
+	if _, err := db.Exec(fmt.Sprintf("PRAGMA user_version = %d", newer)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(context.Background(), filepath.Dir(s.Path()))
+	if !errors.Is(err, ErrNewerSchema) {
+		t.Fatalf("Open of a newer database: err = %v, want ErrNewerSchema", err)
+	}
+	for _, want := range []string{s.Path(), fmt.Sprintf("schema version %d", newer),
+		fmt.Sprintf("up to %d", SchemaVersion()), "upgrade volctl"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	if got := userVersion(t, db); got != newer {
+		t.Errorf("refused database's version changed to %d", got)
+	}
+}
+
+func TestOpenRefusesForeignDatabase(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		setup string
+	}{
+		{"other application", "CREATE TABLE t (x); PRAGMA application_id = 42;"},
+		{"unmarked but versioned", "CREATE TABLE t (x); PRAGMA user_version = 1;"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			db := rawDB(t, filepath.Join(dir, FileName))
+			if _, err := db.Exec(tt.setup); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(context.Background(), dir)
+			if err == nil {
+				s.Close()
+				t.Fatal("Open of a foreign database succeeded")
+			}
+			if !strings.Contains(err.Error(), "not a volctl state database") {
+				t.Errorf("err = %q, want it to say this is not a volctl database", err)
+			}
+		})
+	}
+}
+
+// Opening an up-to-date database only reads: it succeeds while another process holds the write
+// lock (its busy timeout is tiny, so a write would fail rather than wait).
+func TestOpenUpToDateTakesNoWriteLock(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	locked, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
+	go func() {
+		done <- s.Update(context.Background(), func(tx *Tx) error {
+			close(locked)
+			<-release
+			return nil
+		})
+	}()
+	<-locked
+	other, err := Open(context.Background(), filepath.Dir(s.Path()), WithBusyTimeout(10*time.Millisecond))
+	if err != nil {
+		t.Errorf("Open while another store writes: %v", err)
+	} else {
+		other.Close()
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Not parallel: it swaps the package's migration list.
+func TestFailedMigrationChangesNothing(t *testing.T) {
+	s := newStore(t)
+	s.Close()
+	orig := migrations
+	defer func() { migrations = orig }()
+	migrations = append(append([]migration(nil), orig...),
+		migration{version: len(orig) + 1, name: "9999_broken.sql", sql: "CREATE TABLE extra (a); INSERT INTO missing VALUES (1);"})
+
+	_, err := Open(context.Background(), filepath.Dir(s.Path()))
+	if err == nil || !strings.Contains(err.Error(), "migration 9999_broken.sql") {
+		t.Fatalf("Open with a broken migration: err = %v, want it to name the migration", err)
+	}
+	db := rawDB(t, s.Path())
+	if got := userVersion(t, db); got != len(orig) {
+		t.Errorf("version after a failed migration = %d, want %d", got, len(orig))
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'extra'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("the failed migration's table exists (%d, %v), want it rolled back", n, err)
+	}
+}
+
+func TestMigrationFilesAreNumbered(t *testing.T) {
+	t.Parallel()
+	if SchemaVersion() < 2 {
+		t.Fatalf("SchemaVersion() = %d, want at least the two shipped migrations", SchemaVersion())
+	}
+	for i, m := range migrations {
+		if m.version != i+1 || !strings.HasPrefix(m.name, fmt.Sprintf("%04d_", i+1)) || !strings.HasSuffix(m.name, ".sql") {
+			t.Errorf("migration %d is %q (version %d)", i, m.name, m.version)
+		}
+	}
+}
