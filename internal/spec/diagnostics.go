@@ -31,6 +31,21 @@ type diagnosticWriter struct {
 	files map[string]*hcl.File
 	width uint
 	color bool
+
+	redacted map[string][]byte // each file's source with secrets masked
+}
+
+// source returns the file's bytes with sensitive values masked (see redactSource).
+func (dw *diagnosticWriter) source(name string, file *hcl.File) []byte {
+	if src, ok := dw.redacted[name]; ok {
+		return src
+	}
+	if dw.redacted == nil {
+		dw.redacted = map[string][]byte{}
+	}
+	src := redactSource(file.Bytes, isJSON(name, file.Bytes))
+	dw.redacted[name] = src
+	return src
 }
 
 const (
@@ -104,7 +119,7 @@ func (dw *diagnosticWriter) snippet(b *strings.Builder, d *hcl.Diagnostic) {
 		show.End.Byte++
 		show.End.Column++
 	}
-	src := file.Bytes
+	src := dw.source(subject.Filename, file)
 	sc := hcl.NewRangeScanner(src, subject.Filename, bufio.ScanLines)
 	for sc.Scan() {
 		line := sc.Range()
