@@ -175,3 +175,24 @@ func (p *Plugin) save() error {
 func (p *Plugin) topology() *csi.Topology {
 	return &csi.Topology{Segments: map[string]string{TopologyKey: p.cfg.NodeID}}
 }
+
+// VolumePath returns the directory holding volume id's data, for tests and tools that want to
+// look behind the mounts, and false for an unknown volume.
+func (p *Plugin) VolumePath(id string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.state.Volumes[id]; !ok {
+		return "", false
+	}
+	return p.volumePath(id), true
+}
+
+// SnapshotPath returns the directory holding snapshot id's copy, and false for an unknown one.
+func (p *Plugin) SnapshotPath(id string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.state.Snapshots[id]; !ok {
+		return "", false
+	}
+	return p.snapshotPath(id), true
+}

@@ -1,0 +1,244 @@
+// Package hostpathtest runs volctl's hostpath plugin for tests: in-process on a temp unix socket,
+// with real or fake mounts, and with every mount a test made undone at cleanup, even on failure.
+package hostpathtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/volctl/volctl/internal/hostpath"
+)
+
+// Server is a hostpath plugin serving on a temp socket for the life of a test.
+type Server struct {
+	// Plugin is the running plugin, for VolumePath and the like.
+	Plugin *hostpath.Plugin
+	// Config is the configuration it was started with, defaults filled in.
+	Config hostpath.Config
+	// Socket is the socket's path; Endpoint is the same as unix://PATH.
+	Socket   string
+	Endpoint string
+
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+// Start runs a plugin until the test ends. An empty cfg.Root becomes a fresh temp dir (whose
+// mounts are cleaned up), an empty cfg.NodeID becomes "node-1". The socket lives in a short temp
+// dir of its own: unix socket paths are limited to 108 bytes and test names are long.
+func Start(t testing.TB, cfg hostpath.Config) *Server {
+	t.Helper()
+	if cfg.Root == "" {
+		cfg.Root = filepath.Join(MountDir(t), "root")
+	}
+	if cfg.NodeID == "" {
+		cfg.NodeID = "node-1"
+	}
+	sockDir, err := os.MkdirTemp("", "hp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	return StartAt(t, cfg, filepath.Join(sockDir, "csi.sock"))
+}
+
+// StartAt is Start on a given socket path, e.g. to restart a plugin where it was.
+func StartAt(t testing.TB, cfg hostpath.Config, socket string) *Server {
+	t.Helper()
+	p, err := hostpath.New(cfg)
+	if err != nil {
+		t.Fatalf("hostpath.New: %v", err)
+	}
+	lis, err := hostpath.Listen(socket)
+	if err != nil {
+		t.Fatalf("hostpath.Listen: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{Plugin: p, Config: cfg, Socket: socket, Endpoint: "unix://" + socket, cancel: cancel, done: make(chan error, 1)}
+	go func() { s.done <- p.Serve(ctx, lis) }()
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("hostpath plugin: %v", err)
+		}
+	})
+	return s
+}
+
+// Stop stops serving and waits until the socket is gone. Calling it again does nothing.
+func (s *Server) Stop() error {
+	var err error
+	s.once.Do(func() {
+		s.cancel()
+		err = <-s.done
+	})
+	return err
+}
+
+// Dial connects to the plugin; the connection is closed when the test ends.
+func (s *Server) Dial(t testing.TB) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(s.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatalf("dialing %s: %v", s.Endpoint, err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// CanMount reports why this process cannot bind-mount (not root, no CAP_SYS_ADMIN, a restricted
+// container), or nil when it can, by trying once.
+func CanMount() error {
+	dir, err := os.MkdirTemp("", "hp-mountcheck-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+	if err := os.Mkdir(src, 0o700); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dst, 0o700); err != nil {
+		return err
+	}
+	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind mount: %w", err)
+	}
+	return unix.Unmount(dst, unix.MNT_DETACH)
+}
+
+// RequireMount skips the test, saying why, where bind mounts are not allowed.
+func RequireMount(t testing.TB) {
+	t.Helper()
+	if err := CanMount(); err != nil {
+		t.Skipf("needs root with CAP_SYS_ADMIN to bind-mount: %v", err)
+	}
+}
+
+// MountDir returns a fresh temp dir for staging and target paths (or a plugin root) and makes
+// sure that whatever is mounted under it at the end of the test is unmounted before the dir is
+// removed, so a failed test neither leaks mounts nor deletes data through them.
+func MountDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	// Registered after TempDir's own cleanup, so it runs before it.
+	t.Cleanup(func() {
+		if err := UnmountAll(dir); err != nil {
+			t.Errorf("cleaning up mounts: %v", err)
+		}
+	})
+	return dir
+}
+
+// UnmountAll unmounts everything mounted at or below dir, deepest first.
+func UnmountAll(dir string) error {
+	resolved, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(resolved))
+	if err != nil {
+		return err
+	}
+	points := make([]string, 0, len(mounts))
+	for _, m := range mounts {
+		points = append(points, m.Mountpoint)
+	}
+	// Deepest first, and a path mounted twice (stacked) is unmounted twice.
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	var errs []error
+	for _, p := range points {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// FakeMounter is a hostpath.Mounter that only remembers what it mounted, so the node RPCs'
+// bookkeeping can be exercised without root. Fail, when set, is returned by every BindMount
+// and Unmount, e.g. unix.EPERM to play a host without mount privileges.
+type FakeMounter struct {
+	mu     sync.Mutex
+	mounts map[string]uintptr
+	Fail   error
+}
+
+// BindMount implements hostpath.Mounter.
+func (m *FakeMounter) BindMount(source, target string, flags uintptr) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.Fail != nil {
+		return &os.PathError{Op: "bind-mount " + source + " on", Path: target, Err: m.Fail}
+	}
+	if _, err := os.Stat(target); err != nil {
+		return err
+	}
+	if m.mounts == nil {
+		m.mounts = map[string]uintptr{}
+	}
+	m.mounts[target] = flags
+	return nil
+}
+
+// Unmount implements hostpath.Mounter.
+func (m *FakeMounter) Unmount(target string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.Fail != nil {
+		return &os.PathError{Op: "unmount", Path: target, Err: m.Fail}
+	}
+	delete(m.mounts, target)
+	return nil
+}
+
+// IsMountPoint implements hostpath.Mounter.
+func (m *FakeMounter) IsMountPoint(path string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.mounts[path]
+	return ok, nil
+}
+
+// Mounts lists the current mount points, sorted.
+func (m *FakeMounter) Mounts() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.mounts))
+	for p := range m.mounts {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Flags returns the mount flags target was mounted with, and whether it is mounted.
+func (m *FakeMounter) Flags(target string) (uintptr, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f, ok := m.mounts[target]
+	return f, ok
+}
+
+// Forget drops a mount as if it vanished behind the plugin's back (a reboot, a manual umount).
+func (m *FakeMounter) Forget(target string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.mounts, strings.TrimSuffix(target, "/"))
+}

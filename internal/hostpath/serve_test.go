@@ -1,0 +1,187 @@
+package hostpath_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+)
+
+// serveEnv makes the test binary a plugin process: TestMain serves on the socket it names, with
+// the signal handling volctl's main uses, so the process tests see what a supervisor sees.
+const serveEnv = "HOSTPATH_TEST_SERVE"
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(serveEnv); spec != "" {
+		os.Exit(serveForTest(spec))
+	}
+	os.Exit(m.Run())
+}
+
+func serveForTest(spec string) int {
+	var socket, root string
+	if _, err := fmt.Sscanf(spec, "%s %s", &socket, &root); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	p, err := hostpath.New(hostpath.Config{Root: root, NodeID: "proc"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := p.ListenAndServe(ctx, "unix://"+socket); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func shortDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func probe(t *testing.T, socket string) error {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = csi.NewIdentityClient(conn).Probe(ctx, &csi.ProbeRequest{}, grpc.WaitForReady(true))
+	return err
+}
+
+func TestParseEndpoint(t *testing.T) {
+	tests := []struct {
+		in, want, wantErr string
+	}{
+		{in: "/run/csi/hp.sock", want: "/run/csi/hp.sock"},
+		{in: "unix:///run/csi/hp.sock", want: "/run/csi/hp.sock"},
+		{in: "unix:/run/csi/hp.sock", want: "/run/csi/hp.sock"},
+		{in: "tcp://127.0.0.1:9000", wantErr: "only unix sockets"},
+		{in: "unix://", wantErr: "no socket path"},
+		{in: "", wantErr: "empty"},
+	}
+	for _, tt := range tests {
+		got, err := hostpath.ParseEndpoint(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("ParseEndpoint(%q) error %v, want %q", tt.in, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("ParseEndpoint(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestListenReplacesStaleSocket(t *testing.T) {
+	socket := filepath.Join(shortDir(t), "hp.sock")
+	// A socket nobody listens on any more: what a killed plugin leaves behind.
+	l, err := net.Listen("unix", socket)
+	mustOK(t, err)
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	if _, err := os.Stat(socket); err != nil {
+		t.Fatalf("setting up the stale socket: %v", err)
+	}
+
+	srv := hostpathtest.StartAt(t, hostpath.Config{Root: t.TempDir(), NodeID: "n1"}, socket)
+	if err := probe(t, socket); err != nil {
+		t.Fatalf("probe after replacing the stale socket: %v", err)
+	}
+	mustOK(t, srv.Stop())
+	if _, err := os.Stat(socket); !os.IsNotExist(err) {
+		t.Errorf("socket still there after stop: %v", err)
+	}
+}
+
+func TestListenRefusesLiveSocket(t *testing.T) {
+	srv := hostpathtest.Start(t, hostpath.Config{})
+	_, err := hostpath.Listen(srv.Socket)
+	if !errors.Is(err, hostpath.ErrSocketInUse) {
+		t.Fatalf("Listen on a live socket: %v, want ErrSocketInUse", err)
+	}
+	if !strings.Contains(err.Error(), srv.Socket) {
+		t.Errorf("error %q does not name the socket", err)
+	}
+	// The running plugin is untouched.
+	if err := probe(t, srv.Socket); err != nil {
+		t.Errorf("first plugin after the refused second one: %v", err)
+	}
+}
+
+func TestListenRefusesNonSocket(t *testing.T) {
+	path := filepath.Join(shortDir(t), "hp.sock")
+	mustOK(t, os.WriteFile(path, []byte("precious"), 0o600))
+	_, err := hostpath.Listen(path)
+	if err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Fatalf("Listen on a regular file: %v", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "precious" {
+		t.Errorf("the file was touched: %q, %v", b, err)
+	}
+}
+
+// TestSignalStopsAndRemovesSocket runs the plugin as a process and stops it the way a
+// supervisor does.
+func TestSignalStopsAndRemovesSocket(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			socket := filepath.Join(shortDir(t), "hp.sock")
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), serveEnv+"="+socket+" "+t.TempDir())
+			cmd.Stderr = os.Stderr
+			mustOK(t, cmd.Start())
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				<-exited
+			})
+
+			if err := probe(t, socket); err != nil {
+				t.Fatalf("plugin process never served: %v", err)
+			}
+			mustOK(t, cmd.Process.Signal(sig))
+			select {
+			case err := <-exited:
+				exited <- err // for the cleanup
+				if err != nil {
+					t.Fatalf("plugin exited with %v after %v, want a clean exit", err, sig)
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatalf("plugin still running 60s after %v", sig)
+			}
+			if _, err := os.Stat(socket); !os.IsNotExist(err) {
+				t.Errorf("socket left behind after %v: %v", sig, err)
+			}
+		})
+	}
+}
