@@ -131,8 +131,9 @@ func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolum
 			}
 		}
 		if !ok {
-			err := fmt.Errorf("%s: volume %q: capability %s: %w", RPCValidateVolumeCapabilities, r.VolumeID,
-				describe(r.Capabilities[i].Capability), ErrNotConfirmed)
+			c := r.Capabilities[i]
+			err := fmt.Errorf("%s: volume %q: capability %s/%s: %w", RPCValidateVolumeCapabilities, r.VolumeID,
+				c.AccessMode, c.AttachmentMode, ErrNotConfirmed)
 			if msg := scrub(resp.GetMessage(), sensitiveValues(req)); msg != "" {
 				err = fmt.Errorf("%w: %s", err, msg)
 			}

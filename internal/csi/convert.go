@@ -6,7 +6,6 @@ import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 
 	"github.com/volctl/volctl/internal/csi/internal/wire"
-	"github.com/volctl/volctl/internal/spec"
 )
 
 // Conversions from the owned types to the wire. Unset stays unset: nil maps stay nil, a zero
@@ -165,6 +164,3 @@ func sameSet(a, b []string) bool {
 	}
 	return len(seen) == len(in)
 }
-
-// describe names a capability for an error, without its mount flags.
-func describe(c spec.Capability) string { return fmt.Sprintf("%s/%s", c.AccessMode, c.AttachmentMode) }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -164,6 +166,15 @@ func socketProblem(socket string) (msg, hint string) {
 	case fi.Mode()&fs.ModeSocket == 0:
 		return fmt.Sprintf("plugin socket %s is not a socket", socket), "check the plugin's socket path"
 	}
+	conn, err := net.DialTimeout("unix", socket, time.Second)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Sprintf("nothing is listening on plugin socket %s", socket),
+				"is the plugin running? the socket file may be left over from one that died"
+		}
+		return fmt.Sprintf("plugin socket %s: %v", socket, err), "check the socket's permissions"
+	}
+	conn.Close()
 	return "", ""
 }
 

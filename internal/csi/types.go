@@ -1,6 +1,7 @@
 package csi
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -16,6 +17,17 @@ import (
 type VolumeCapability struct {
 	spec.Capability
 	MountOptions *spec.MountOptions `json:"mount_options,omitempty"`
+}
+
+// String renders the capability with its mount flags redacted. fmt does not reach a nested
+// pointer's Stringers on every verb (%s prints *MountOptions raw), so the capability formats
+// its mount options itself.
+func (vc VolumeCapability) String() string {
+	s := fmt.Sprintf("%s/%s", vc.AccessMode, vc.AttachmentMode)
+	if mo := vc.MountOptions; mo != nil {
+		s += fmt.Sprintf(" fs_type=%q mount_flags=%s", mo.FSType, mo.MountFlags.String())
+	}
+	return s
 }
 
 // PluginInfo is what GetPluginInfo reports.

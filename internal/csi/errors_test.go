@@ -1,0 +1,246 @@
+package csi_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+)
+
+// wantClass is DESIGN.md's table, written out independently of the code under test.
+func wantClass(rpc string, code codes.Code) csi.Class {
+	switch code {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted, codes.ResourceExhausted:
+		return csi.Retryable
+	case codes.NotFound:
+		switch rpc {
+		case "NodeUnpublishVolume", "NodeUnstageVolume", "ControllerUnpublishVolume", "DeleteVolume", "DeleteSnapshot":
+			return csi.Ignorable
+		}
+	}
+	return csi.Final
+}
+
+// TestErrorClassesForEveryRPCAndCode injects every gRPC error code into every RPC over a real
+// socket and checks the translated error: type, RPC, code, class, message, hint and helpers.
+func TestErrorClassesForEveryRPCAndCode(t *testing.T) {
+	w := newWorld(t)
+	calls := w.calls()
+	for _, rpc := range csi.RPCs {
+		for code := codes.Canceled; code <= codes.Unauthenticated; code++ {
+			w.faults.Inject(rpc, csitest.Fault{Code: code, Message: "boom " + code.String(), Times: 1})
+			err := calls[rpc](context.Background())
+			var e *csi.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("%s/%v: error %v (%T) is not a *csi.Error", rpc, code, err, err)
+			}
+			want := wantClass(rpc, code)
+			if e.RPC != rpc || e.Code != code || e.Class != want || e.Message != "boom "+code.String() {
+				t.Errorf("%s/%v: got %s %v %v %q, want class %v", rpc, code, e.RPC, e.Code, e.Class, e.Message, want)
+			}
+			if e.Hint == "" {
+				t.Errorf("%s/%v: no hint", rpc, code)
+			}
+			wrapped := fmt.Errorf("claim %q: %w", "db", err)
+			if csi.ClassOf(wrapped) != want || csi.CodeOf(wrapped) != code || status.Code(wrapped) != code ||
+				csi.IsRetryable(wrapped) != (want == csi.Retryable) || csi.IsIgnorable(wrapped) != (want == csi.Ignorable) {
+				t.Errorf("%s/%v: helpers disagree through wrapping: class %v code %v", rpc, code, csi.ClassOf(wrapped), csi.CodeOf(wrapped))
+			}
+			if prefix := rpc + ": " + code.String() + ": boom " + code.String() + " ("; !strings.HasPrefix(err.Error(), prefix) || !strings.HasSuffix(err.Error(), ")") {
+				t.Errorf("%s/%v: Error() = %q, want %q...(hint)", rpc, code, err, prefix)
+			}
+		}
+	}
+}
+
+func TestHints(t *testing.T) {
+	tests := []struct {
+		rpc  string
+		code codes.Code
+		want string
+	}{
+		{csi.RPCNodePublishVolume, codes.FailedPrecondition, "the volume may be published elsewhere with an incompatible mode"},
+		{csi.RPCControllerPublishVolume, codes.ResourceExhausted, "the node reached its max volumes"},
+		{csi.RPCControllerPublishVolume, codes.FailedPrecondition, "release the other claim first"},
+		{csi.RPCCreateVolume, codes.AlreadyExists, "a volume with this name exists with incompatible parameters"},
+		{csi.RPCCreateVolume, codes.OutOfRange, "requested capacity outside the plugin's supported range"},
+		{csi.RPCCreateVolume, codes.NotFound, "snapshot or clone source does not exist"},
+		{csi.RPCControllerExpandVolume, codes.OutOfRange, "requested size outside the plugin's supported range"},
+		{csi.RPCNodeExpandVolume, codes.OutOfRange, "requested size outside the plugin's supported range"},
+		{csi.RPCNodeStageVolume, codes.Unimplemented, "the plugin does not implement NodeStageVolume; check its capabilities"},
+		{csi.RPCDeleteVolume, codes.FailedPrecondition, "in use or has snapshots"},
+		{csi.RPCListVolumes, codes.Aborted, "list again from the start"},
+		{csi.RPCNodeUnpublishVolume, codes.NotFound, "already gone"},
+		{csi.RPCNodePublishVolume, codes.Unauthenticated, "check the volume's secrets"},
+		{csi.RPCNodeStageVolume, codes.Internal, "check its logs"},
+		{csi.RPCProbe, codes.FailedPrecondition, "unhealthy"},
+	}
+	w := newWorld(t)
+	calls := w.calls()
+	for _, tt := range tests {
+		t.Run(tt.rpc+"/"+tt.code.String(), func(t *testing.T) {
+			w.faults.FailOnce(tt.rpc, tt.code)
+			err := calls[tt.rpc](context.Background())
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want hint %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestUnavailableNamesTheSocket(t *testing.T) {
+	dir, err := os.MkdirTemp("", "csie")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	missing := filepath.Join(dir, "missing.sock")
+	regular := filepath.Join(dir, "regular.sock")
+	if err := os.WriteFile(regular, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A stale socket: the file is there, nobody listens.
+	stale := filepath.Join(dir, "stale.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: stale, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close()
+
+	tests := []struct {
+		name, socket, want string
+	}{
+		{"missing", missing, "GetPluginInfo: Unavailable: plugin socket " + missing + " does not exist (is the plugin running?)"},
+		{"not a socket", regular, "GetPluginInfo: Unavailable: plugin socket " + regular + " is not a socket (check the plugin's socket path)"},
+		{"stale", stale, "GetPluginInfo: Unavailable: nothing is listening on plugin socket " + stale + " (is the plugin running? the socket file may be left over from one that died)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := csi.New(csi.Config{ControllerSocket: tt.socket, NodeSocket: tt.socket})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_, err = c.GetPluginInfo(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("GetPluginInfo = %v, want %q", err, tt.want)
+			}
+			if !csi.IsRetryable(err) {
+				t.Fatalf("an unreachable plugin should be retryable: %v", err)
+			}
+			if strings.Contains(err.Error(), "transport: ") {
+				t.Fatalf("raw gRPC transport error leaked: %v", err)
+			}
+		})
+	}
+}
+
+// TestHangHitsTheClientTimeout: a hung plugin runs into our own timeout, which comes back as
+// a retryable DeadlineExceeded with a hint naming the timeout.
+func TestHangHitsTheClientTimeout(t *testing.T) {
+	h := newHarness(t, csitest.DefaultMemConfig(), withClientConfig(csi.Config{Timeouts: csi.Timeouts{Short: 20 * time.Millisecond, Long: 30 * time.Millisecond}}))
+	h.faults.Hang(csi.RPCNodeStageVolume)
+	h.faults.Hang(csi.RPCNodeGetInfo)
+	err := h.client.NodeStageVolume(context.Background(), csi.NodeStageVolumeRequest{VolumeID: "v", StagingPath: "/s", Capability: fsWriter})
+	if csi.CodeOf(err) != codes.DeadlineExceeded || !csi.IsRetryable(err) {
+		t.Fatalf("NodeStageVolume = %v, want a retryable DeadlineExceeded", err)
+	}
+	if !strings.Contains(err.Error(), "did not answer within 30ms; it may still be working: run `volctl reconcile` later") {
+		t.Fatalf("NodeStageVolume error %q lacks the timeout hint", err)
+	}
+	_, err = h.client.NodeGetInfo(context.Background())
+	if csi.CodeOf(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "within 20ms") {
+		t.Fatalf("NodeGetInfo = %v, want DeadlineExceeded after the short timeout", err)
+	}
+	if n := h.faults.Failed(csi.RPCNodeStageVolume); n != 1 {
+		t.Fatalf("Faults counted %d failed NodeStageVolume calls, want 1", n)
+	}
+}
+
+// TestCallerCancellationIsNotRetryable: when our caller gives up, the context error comes back
+// as is; it is not the plugin's failure and must not be retried on the caller's behalf.
+func TestCallerCancellationIsNotRetryable(t *testing.T) {
+	h := newHarness(t, csitest.DefaultMemConfig())
+	h.faults.Hang(csi.RPCNodePublishVolume)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- h.client.NodePublishVolume(ctx, csi.NodePublishVolumeRequest{VolumeID: "v", TargetPath: "/t", Capability: fsWriter})
+	}()
+	// Cancel once the call is in the plugin.
+	for h.faults.Calls(csi.RPCNodePublishVolume) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	err := <-done
+	var e *csi.Error
+	if !errors.Is(err, context.Canceled) || errors.As(err, &e) || csi.IsRetryable(err) {
+		t.Fatalf("NodePublishVolume = %v (%T), want the caller's context.Canceled, not retryable", err, err)
+	}
+	if !strings.HasPrefix(err.Error(), "NodePublishVolume: ") {
+		t.Fatalf("error %q does not name the RPC", err)
+	}
+
+	// The caller's own deadline is the caller's business too.
+	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	err = h.client.NodePublishVolume(ctx, csi.NodePublishVolumeRequest{VolumeID: "v", TargetPath: "/t", Capability: fsWriter})
+	if !errors.Is(err, context.DeadlineExceeded) || csi.IsRetryable(err) {
+		t.Fatalf("NodePublishVolume past the caller's deadline = %v, want context.DeadlineExceeded", err)
+	}
+
+	// But a plugin that itself answers CANCELLED is retryable.
+	h.faults.Clear()
+	h.faults.FailOnce(csi.RPCNodePublishVolume, codes.Canceled)
+	err = h.client.NodePublishVolume(context.Background(), csi.NodePublishVolumeRequest{VolumeID: "v", TargetPath: "/t", Capability: fsWriter})
+	if !csi.IsRetryable(err) || csi.CodeOf(err) != codes.Canceled {
+		t.Fatalf("plugin-side Canceled = %v, want retryable", err)
+	}
+}
+
+func TestCodeOfAndClassOfOnOtherErrors(t *testing.T) {
+	tests := []struct {
+		err   error
+		code  codes.Code
+		class csi.Class
+	}{
+		{nil, codes.OK, csi.Final},
+		{errors.New("plain"), codes.Unknown, csi.Final},
+		{fmt.Errorf("x: %w", context.Canceled), codes.Canceled, csi.Final},
+		{fmt.Errorf("x: %w", context.DeadlineExceeded), codes.DeadlineExceeded, csi.Final},
+		{status.Error(codes.Aborted, "raw"), codes.Aborted, csi.Final},
+	}
+	for _, tt := range tests {
+		if got := csi.CodeOf(tt.err); got != tt.code {
+			t.Errorf("CodeOf(%v) = %v, want %v", tt.err, got, tt.code)
+		}
+		if got := csi.ClassOf(tt.err); got != tt.class {
+			t.Errorf("ClassOf(%v) = %v, want %v", tt.err, got, tt.class)
+		}
+	}
+	if csi.IsRetryable(nil) || csi.IsIgnorable(nil) {
+		t.Error("nil is neither retryable nor ignorable")
+	}
+	for c, s := range map[csi.Class]string{csi.Final: "final", csi.Retryable: "retryable", csi.Ignorable: "ignorable"} {
+		if c.String() != s {
+			t.Errorf("%d.String() = %q, want %q", c, c.String(), s)
+		}
+	}
+	e := &csi.Error{RPC: "NodePublishVolume", Code: codes.FailedPrecondition}
+	if e.Error() != "NodePublishVolume: FailedPrecondition" {
+		t.Errorf("Error() without message or hint = %q", e.Error())
+	}
+}

@@ -1,0 +1,235 @@
+package csi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+const (
+	sentinelSecret = "s3cr3t-SENTINEL-4711"
+	sentinelFlag   = "password=FLAG-SENTINEL-0815"
+)
+
+// syncBuffer is a bytes.Buffer the gRPC goroutines and the test can share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func sensitiveCapability() csi.VolumeCapability {
+	return csi.VolumeCapability{
+		Capability:   spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem},
+		MountOptions: &spec.MountOptions{FSType: "ext4", MountFlags: spec.MountFlags{"noatime", sentinelFlag}},
+	}
+}
+
+// sensitiveCalls sends the sentinels through every RPC that carries secrets or mount flags.
+func sensitiveCalls(c *csi.Client, dir string) map[string]func(context.Context) error {
+	sec := spec.Secrets{"password": sentinelSecret}
+	vc := sensitiveCapability()
+	staging := filepath.Join(dir, "staging")
+	return map[string]func(context.Context) error{
+		csi.RPCCreateVolume: func(ctx context.Context) error {
+			_, err := c.CreateVolume(ctx, csi.CreateVolumeRequest{Name: "s", Capabilities: []csi.VolumeCapability{vc}, Secrets: sec})
+			return err
+		},
+		csi.RPCValidateVolumeCapabilities: func(ctx context.Context) error {
+			return c.ValidateVolumeCapabilities(ctx, csi.ValidateVolumeCapabilitiesRequest{VolumeID: "vol-1", Capabilities: []csi.VolumeCapability{vc}, Secrets: sec})
+		},
+		csi.RPCControllerPublishVolume: func(ctx context.Context) error {
+			_, err := c.ControllerPublishVolume(ctx, csi.ControllerPublishVolumeRequest{VolumeID: "vol-1", NodeID: "mem-node-1", Capability: vc, Secrets: sec})
+			return err
+		},
+		csi.RPCNodeStageVolume: func(ctx context.Context) error {
+			return c.NodeStageVolume(ctx, csi.NodeStageVolumeRequest{VolumeID: "vol-1", StagingPath: staging, Capability: vc, Secrets: sec,
+				PublishContext: map[string]string{"device": "/dev/mem/vol-1"}})
+		},
+		csi.RPCNodePublishVolume: func(ctx context.Context) error {
+			return c.NodePublishVolume(ctx, csi.NodePublishVolumeRequest{VolumeID: "vol-1", StagingPath: staging, TargetPath: filepath.Join(dir, "target"),
+				Capability: vc, Secrets: sec, PublishContext: map[string]string{"device": "/dev/mem/vol-1"}})
+		},
+		csi.RPCGetCapacity: func(ctx context.Context) error {
+			_, err := c.GetCapacity(ctx, csi.GetCapacityRequest{Capabilities: []csi.VolumeCapability{vc}})
+			return err
+		},
+		csi.RPCControllerExpandVolume: func(ctx context.Context) error {
+			_, err := c.ControllerExpandVolume(ctx, csi.ControllerExpandVolumeRequest{VolumeID: "vol-1", CapacityMin: 2 << 30, Capability: &vc, Secrets: sec})
+			return err
+		},
+		csi.RPCNodeExpandVolume: func(ctx context.Context) error {
+			_, err := c.NodeExpandVolume(ctx, csi.NodeExpandVolumeRequest{VolumeID: "vol-1", VolumePath: staging, Capability: &vc, Secrets: sec})
+			return err
+		},
+		csi.RPCCreateSnapshot: func(ctx context.Context) error {
+			_, err := c.CreateSnapshot(ctx, csi.CreateSnapshotRequest{SourceVolumeID: "vol-1", Name: "snap", Secrets: sec})
+			return err
+		},
+		csi.RPCListSnapshots: func(ctx context.Context) error {
+			_, err := c.ListSnapshots(ctx, csi.ListSnapshotsRequest{Secrets: sec})
+			return err
+		},
+		csi.RPCControllerUnpublishVolume: func(ctx context.Context) error {
+			return c.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{VolumeID: "vol-1", NodeID: "mem-node-1", Secrets: sec})
+		},
+		csi.RPCDeleteSnapshot: func(ctx context.Context) error {
+			return c.DeleteSnapshot(ctx, csi.DeleteSnapshotRequest{SnapshotID: "snap", Secrets: sec})
+		},
+		csi.RPCDeleteVolume: func(ctx context.Context) error {
+			return c.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: "vol-1", Secrets: sec})
+		},
+	}
+}
+
+// TestVerboseTraceRedactsSecretsAndMountFlags runs every secret-carrying RPC with the trace on,
+// first succeeding, then failing with a plugin that echoes the secret and flag in its message,
+// and checks neither sentinel reaches the trace or any error.
+func TestVerboseTraceRedactsSecretsAndMountFlags(t *testing.T) {
+	var trace syncBuffer
+	logger := slog.New(slog.NewTextHandler(&trace, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h := newHarness(t, csitest.DefaultMemConfig(), withClientConfig(csi.Config{Logger: logger}))
+	h.mem.AddVolume(csi.Volume{ID: "vol-1", CapacityBytes: 1 << 30})
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "staging"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	calls := sensitiveCalls(h.client, dir)
+	order := []string{csi.RPCCreateVolume, csi.RPCValidateVolumeCapabilities, csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume,
+		csi.RPCNodePublishVolume, csi.RPCGetCapacity, csi.RPCControllerExpandVolume, csi.RPCNodeExpandVolume, csi.RPCCreateSnapshot,
+		csi.RPCListSnapshots}
+	for _, rpc := range order {
+		if err := calls[rpc](ctx); err != nil {
+			t.Fatalf("%s: %v", rpc, err)
+		}
+	}
+	// Now every RPC fails with a plugin that echoes what it got.
+	carriesFlags := map[string]bool{csi.RPCCreateVolume: true, csi.RPCValidateVolumeCapabilities: true, csi.RPCControllerPublishVolume: true,
+		csi.RPCNodeStageVolume: true, csi.RPCNodePublishVolume: true, csi.RPCGetCapacity: true, csi.RPCControllerExpandVolume: true,
+		csi.RPCNodeExpandVolume: true}
+	for rpc, call := range calls {
+		echo, want := "bad credentials "+sentinelSecret, "bad credentials [REDACTED]"
+		if rpc == csi.RPCGetCapacity {
+			echo, want = "bad request", "bad request" // GetCapacity takes no secrets
+		}
+		if carriesFlags[rpc] {
+			echo, want = echo+" for mount flag "+sentinelFlag, want+" for mount flag [REDACTED]"
+		}
+		h.faults.Inject(rpc, csitest.Fault{Code: codes.InvalidArgument, Message: echo, Times: 1})
+		err := call(ctx)
+		if err == nil {
+			t.Fatalf("%s: the injected fault did not fail the call", rpc)
+		}
+		if strings.Contains(err.Error(), sentinelSecret) || strings.Contains(err.Error(), sentinelFlag) {
+			t.Errorf("%s: error leaks a sentinel: %v", rpc, err)
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %q lost the plugin's message %q", rpc, err, want)
+		}
+	}
+
+	out := trace.String()
+	if strings.Contains(out, sentinelSecret) || strings.Contains(out, sentinelFlag) {
+		t.Fatalf("the trace leaks a sentinel:\n%s", out)
+	}
+	// The trace is on and says something useful, or the test above proves nothing.
+	for _, want := range []string{"rpc=NodePublishVolume", "***stripped***", spec.Redacted, "code=InvalidArgument", "code=OK", "ext4", "mount_flags", "duration="} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the trace lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestTraceOffByDefault: without a debug logger, nothing is logged (and nothing is cloned).
+func TestTraceOffByDefault(t *testing.T) {
+	var trace syncBuffer
+	logger := slog.New(slog.NewTextHandler(&trace, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	h := newHarness(t, csitest.DefaultMemConfig(), withClientConfig(csi.Config{Logger: logger}))
+	if _, err := h.client.GetPluginInfo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if trace.String() != "" {
+		t.Fatalf("trace at warn level: %s", trace.String())
+	}
+}
+
+// TestNotConfirmedMessageIsScrubbed: ValidateVolumeCapabilities' own error quotes the
+// plugin's message, which might echo a secret.
+func TestNotConfirmedMessageIsScrubbed(t *testing.T) {
+	h := newHarness(t, csitest.DefaultMemConfig(), withOverride(csi.RPCValidateVolumeCapabilities, func(any) (any, error) {
+		return &csipb.ValidateVolumeCapabilitiesResponse{Confirmed: &csipb.ValidateVolumeCapabilitiesResponse_Confirmed{},
+			Message: "flag " + sentinelFlag + " needs secret " + sentinelSecret}, nil
+	}))
+	err := h.client.ValidateVolumeCapabilities(context.Background(), csi.ValidateVolumeCapabilitiesRequest{VolumeID: "v",
+		Capabilities: []csi.VolumeCapability{sensitiveCapability()}, Secrets: spec.Secrets{"k": sentinelSecret}})
+	if err == nil || strings.Contains(err.Error(), sentinelSecret) || strings.Contains(err.Error(), sentinelFlag) {
+		t.Fatalf("ValidateVolumeCapabilities = %v, want an error without the sentinels", err)
+	}
+}
+
+// TestOwnedTypesRedactThemselves prints and marshals every owned type that carries secrets or
+// mount flags in every way a log line or JSON output might.
+func TestOwnedTypesRedactThemselves(t *testing.T) {
+	sec := spec.Secrets{"password": sentinelSecret}
+	vc := sensitiveCapability()
+	values := []any{
+		vc,
+		csi.CreateVolumeRequest{Name: "v", Capabilities: []csi.VolumeCapability{vc}, Secrets: sec},
+		csi.DeleteVolumeRequest{VolumeID: "v", Secrets: sec},
+		csi.ControllerPublishVolumeRequest{VolumeID: "v", Capability: vc, Secrets: sec},
+		csi.ControllerUnpublishVolumeRequest{VolumeID: "v", Secrets: sec},
+		csi.ValidateVolumeCapabilitiesRequest{VolumeID: "v", Capabilities: []csi.VolumeCapability{vc}, Secrets: sec},
+		csi.GetCapacityRequest{Capabilities: []csi.VolumeCapability{vc}},
+		csi.CreateSnapshotRequest{Name: "s", Secrets: sec},
+		csi.DeleteSnapshotRequest{SnapshotID: "s", Secrets: sec},
+		csi.ListSnapshotsRequest{Secrets: sec},
+		csi.ControllerExpandVolumeRequest{VolumeID: "v", Capability: &vc, Secrets: sec},
+		csi.NodeStageVolumeRequest{VolumeID: "v", Capability: vc, Secrets: sec},
+		csi.NodePublishVolumeRequest{VolumeID: "v", Capability: vc, Secrets: sec},
+		csi.NodeExpandVolumeRequest{VolumeID: "v", Capability: &vc, Secrets: sec},
+	}
+	for _, v := range values {
+		renders := map[string]string{
+			"%v": fmt.Sprintf("%v", v), "%+v": fmt.Sprintf("%+v", v), "%#v": fmt.Sprintf("%#v", v), "%s": fmt.Sprintf("%s", v),
+		}
+		if b, err := json.Marshal(v); err != nil {
+			t.Fatalf("%T: %v", v, err)
+		} else {
+			renders["json"] = string(b)
+		}
+		var logged bytes.Buffer
+		slog.New(slog.NewJSONHandler(&logged, nil)).Info("x", "v", v)
+		renders["slog"] = logged.String()
+		for how, s := range renders {
+			if strings.Contains(s, sentinelSecret) || strings.Contains(s, sentinelFlag) {
+				t.Errorf("%T printed with %s leaks a sentinel: %s", v, how, s)
+			}
+		}
+	}
+}
