@@ -100,7 +100,10 @@ func (w *world) calls() map[string]func(context.Context) error {
 		csi.RPCDeleteSnapshot: func(ctx context.Context) error {
 			return c.DeleteSnapshot(ctx, csi.DeleteSnapshotRequest{SnapshotID: "already-deleted"})
 		},
-		csi.RPCListSnapshots: func(ctx context.Context) error { _, err := c.ListSnapshots(ctx, csi.ListSnapshotsRequest{}); return err },
+		csi.RPCListSnapshots: func(ctx context.Context) error {
+			_, err := c.ListSnapshots(ctx, csi.ListSnapshotsRequest{})
+			return err
+		},
 		csi.RPCControllerExpandVolume: func(ctx context.Context) error {
 			_, err := c.ControllerExpandVolume(ctx, csi.ControllerExpandVolumeRequest{VolumeID: w.vol.ID, CapacityMin: 1 << 20})
 			return err
