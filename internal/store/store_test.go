@@ -339,3 +339,78 @@ func rawCount(t testing.TB, db *sql.DB, table string) int {
 	}
 	return n
 }
+
+// realBusyError provokes a genuine SQLITE_BUSY from the driver: a second connection with no busy
+// timeout asks for the write lock while the store holds it.
+func realBusyError(t *testing.T) error {
+	t.Helper()
+	s := newStore(t)
+	locked, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
+	go func() {
+		done <- s.Update(context.Background(), func(tx *Tx) error {
+			close(locked)
+			<-release
+			return nil
+		})
+	}()
+	<-locked
+	db, err := sql.Open("sqlite", dsn(s.Path(), 0, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, busy := db.Exec("BEGIN IMMEDIATE")
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !isBusy(busy) {
+		t.Fatalf("expected SQLITE_BUSY, got %v", busy)
+	}
+	return busy
+}
+
+// SQLite sometimes answers busy without waiting (WAL recovery or a checkpoint in another
+// process); begin and commit retry those until the busy timeout.
+func TestRetryBusy(t *testing.T) {
+	t.Parallel()
+	busy := realBusyError(t)
+	s := newStore(t, WithBusyTimeout(time.Minute))
+
+	calls := 0
+	err := s.retry(context.Background(), func() error {
+		if calls++; calls <= 3 {
+			return busy
+		}
+		return nil
+	})
+	if err != nil || calls != 4 {
+		t.Errorf("retry of a transient busy: err = %v after %d calls, want success on the 4th", err, calls)
+	}
+
+	calls = 0
+	other := errors.New("disk on fire")
+	if err := s.retry(context.Background(), func() error { calls++; return other }); err != other || calls != 1 {
+		t.Errorf("retry of a non-busy error: err = %v after %d calls, want it returned at once", err, calls)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	calls = 0
+	err = s.retry(ctx, func() error {
+		if calls++; calls == 2 {
+			cancel()
+		}
+		return busy
+	})
+	if !errors.Is(err, context.Canceled) || !isBusy(err) {
+		t.Errorf("retry canceled while busy: err = %v, want both the busy error and context.Canceled", err)
+	}
+
+	short := newStore(t, WithBusyTimeout(time.Nanosecond))
+	if err := short.retry(context.Background(), func() error { return busy }); !isBusy(err) {
+		t.Errorf("retry past the busy timeout: err = %v, want the busy error", err)
+	}
+	if err := mapBusy(busy); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "database is busy") {
+		t.Errorf("mapBusy = %v, want ErrBusy", err)
+	}
+}

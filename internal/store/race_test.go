@@ -1,0 +1,6 @@
+//go:build race
+
+package store
+
+// raceEnabled is true when the tests run under the race detector, which slows SQLite a lot.
+const raceEnabled = true
