@@ -5,6 +5,7 @@ package spec
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"time"
 )
@@ -291,4 +292,104 @@ func (p *Plugin) NodeEndpoint() string {
 		return p.Socket
 	}
 	return p.NodeSocket
+}
+
+// Printing. fmt skips String and GoString when it reports a bad verb (a struct printed with
+// %s or %d shows its fields raw), so every type that holds Secrets or MountFlags implements
+// fmt.Formatter: it prints a copy in which those values are already replaced, whatever the
+// verb. The copies' types have no methods, so printing them cannot recurse.
+
+// Format prints the redacted form for every verb.
+func (s Secrets) Format(f fmt.State, verb rune) {
+	fmt.Fprintf(f, fmt.FormatString(f, verb), s.String())
+}
+
+// Format prints the redacted form for every verb.
+func (f MountFlags) Format(st fmt.State, verb rune) {
+	fmt.Fprintf(st, fmt.FormatString(st, verb), f.String())
+}
+
+func (s Secrets) redacted() Secrets {
+	if s == nil {
+		return nil
+	}
+	out := make(Secrets, len(s))
+	for k := range s {
+		out[k] = Redacted
+	}
+	return out
+}
+
+func (f MountFlags) redacted() MountFlags {
+	if f == nil {
+		return nil
+	}
+	out := make(MountFlags, len(f))
+	for i := range out {
+		out[i] = Redacted
+	}
+	return out
+}
+
+func (m *MountOptions) redacted() *MountOptions {
+	if m == nil {
+		return nil
+	}
+	return &MountOptions{FSType: m.FSType, MountFlags: m.MountFlags.redacted()}
+}
+
+// Format prints the options with the mount flags redacted.
+func (m MountOptions) Format(f fmt.State, verb rune) {
+	type mountOptions MountOptions
+	fmt.Fprintf(f, fmt.FormatString(f, verb), mountOptions(*m.redacted()))
+}
+
+// Format prints the volume with its secrets and mount flags redacted.
+func (v Volume) Format(f fmt.State, verb rune) {
+	type volume Volume
+	c := volume(v)
+	c.Secrets = v.Secrets.redacted()
+	c.MountOptions = v.MountOptions.redacted()
+	fmt.Fprintf(f, fmt.FormatString(f, verb), c)
+}
+
+func (e *Exec) redacted() *Exec {
+	if e == nil {
+		return nil
+	}
+	return &Exec{Command: e.Command, Args: e.Args, Env: e.Env.redacted()}
+}
+
+// Format prints the exec block with its environment redacted.
+func (e Exec) Format(f fmt.State, verb rune) {
+	type exec Exec
+	fmt.Fprintf(f, fmt.FormatString(f, verb), exec(*e.redacted()))
+}
+
+// Format prints the plugin with its exec environment redacted.
+func (p Plugin) Format(f fmt.State, verb rune) {
+	type plugin Plugin
+	c := plugin(p)
+	c.Exec = p.Exec.redacted()
+	fmt.Fprintf(f, fmt.FormatString(f, verb), c)
+}
+
+// Format prints the request with its mount flags redacted.
+func (r VolumeRequest) Format(f fmt.State, verb rune) {
+	type volumeRequest VolumeRequest
+	c := volumeRequest(r)
+	c.MountOptions = r.MountOptions.redacted()
+	fmt.Fprintf(f, fmt.FormatString(f, verb), c)
+}
+
+// Format prints the group with its requests' mount flags redacted.
+func (g Group) Format(f fmt.State, verb rune) {
+	type group Group
+	c := group(g)
+	c.Volumes = make([]VolumeRequest, len(g.Volumes))
+	for i, r := range g.Volumes {
+		r.MountOptions = r.MountOptions.redacted()
+		c.Volumes[i] = r
+	}
+	fmt.Fprintf(f, fmt.FormatString(f, verb), c)
 }
