@@ -34,11 +34,17 @@ func (e *conflictError) Error() string        { return e.reason }
 func (e *conflictError) Is(target error) bool { return target == ErrConflict }
 func (e *conflictError) Unwrap() error        { return e.cause }
 
-// busyError keeps the driver's message and matches ErrBusy.
-type busyError struct{ cause error }
+// busyError says who held the lock, keeps the driver's error if there is one, and matches ErrBusy.
+type busyError struct {
+	why   string
+	cause error
+}
 
 func (e *busyError) Error() string {
-	return "database is busy (another volctl holds the lock): " + e.cause.Error()
+	if e.cause == nil {
+		return "database is busy (" + e.why + ")"
+	}
+	return "database is busy (" + e.why + "): " + e.cause.Error()
 }
 func (e *busyError) Is(target error) bool { return target == ErrBusy }
 func (e *busyError) Unwrap() error        { return e.cause }
@@ -64,7 +70,7 @@ func isBusy(err error) bool {
 
 func mapBusy(err error) error {
 	if isBusy(err) {
-		return &busyError{cause: err}
+		return &busyError{why: "another volctl held the write lock too long", cause: err}
 	}
 	return err
 }

@@ -237,7 +237,8 @@ func (s *Store) Close() error {
 // Update runs fn in a write transaction and commits it if fn returns nil; an error or a panic
 // rolls it back. The write lock is taken when the transaction begins, so fn sees the latest state
 // and no other process writes until it returns: keep fn short and never send an RPC inside it.
-// Update must not be called from inside another Update's fn (it would wait for itself).
+// Do not nest transactions: an Update inside an Update's fn waits for itself until the busy
+// timeout, and a View inside it does not see the enclosing Update's uncommitted writes.
 func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	return s.run(ctx, s.w, "BEGIN IMMEDIATE", true, fn)
 }
@@ -252,8 +253,15 @@ func (s *Store) View(ctx context.Context, fn func(tx *Tx) error) error {
 // COMMIT answered with SQLITE_BUSY can be retried in place instead of being rolled back (which is
 // what the driver does) and fn run again.
 func (s *Store) run(ctx context.Context, db *sql.DB, begin string, write bool, fn func(tx *Tx) error) (err error) {
-	conn, err := db.Conn(ctx)
+	// Writers in this process queue for the one write connection here, not in SQLite's busy
+	// handler; they give up after the same busy timeout as a writer in another process would.
+	waitCtx, cancel := context.WithTimeout(ctx, s.busyTimeout)
+	conn, err := db.Conn(waitCtx)
+	cancel()
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			err = &busyError{why: fmt.Sprintf("another transaction in this process held it for %v", s.busyTimeout)}
+		}
 		return fmt.Errorf("state %s: %w", s.path, err)
 	}
 	defer conn.Close()

@@ -406,11 +406,24 @@ func TestRetryBusy(t *testing.T) {
 		t.Errorf("retry canceled while busy: err = %v, want both the busy error and context.Canceled", err)
 	}
 
-	short := newStore(t, WithBusyTimeout(time.Nanosecond))
+	short := &Store{busyTimeout: time.Nanosecond}
 	if err := short.retry(context.Background(), func() error { return busy }); !isBusy(err) {
 		t.Errorf("retry past the busy timeout: err = %v, want the busy error", err)
 	}
 	if err := mapBusy(busy); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "database is busy") {
 		t.Errorf("mapBusy = %v, want ErrBusy", err)
+	}
+}
+
+// A writer in this process waiting for another one gives up after the busy timeout, as a writer
+// in another process would, instead of queueing forever.
+func TestInProcessWriterWaitIsBounded(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, WithBusyTimeout(10*time.Millisecond))
+	err := s.Update(context.Background(), func(tx *Tx) error {
+		return s.Update(context.Background(), func(tx *Tx) error { return nil })
+	})
+	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "another transaction in this process") {
+		t.Fatalf("nested Update: err = %v, want ErrBusy naming this process", err)
 	}
 }
