@@ -165,6 +165,11 @@ func TestHangHitsTheClientTimeout(t *testing.T) {
 	if csi.CodeOf(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "within 20ms") {
 		t.Fatalf("NodeGetInfo = %v, want DeadlineExceeded after the short timeout", err)
 	}
+	waitCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.faults.WaitIdle(waitCtx); err != nil {
+		t.Fatal(err)
+	}
 	if n := h.faults.Failed(csi.RPCNodeStageVolume); n != 1 {
 		t.Fatalf("Faults counted %d failed NodeStageVolume calls, want 1", n)
 	}

@@ -37,9 +37,10 @@ type Count struct {
 // Faults injects faults per RPC (by short name, "NodeStageVolume") and counts calls. The
 // zero value injects nothing; it is safe for concurrent use.
 type Faults struct {
-	mu     sync.Mutex
-	faults map[string][]Fault
-	counts map[string]Count
+	mu       sync.Mutex
+	faults   map[string][]Fault
+	counts   map[string]Count
+	inFlight int
 }
 
 // NewFaults returns an injector with no faults.
@@ -122,6 +123,28 @@ func (f *Faults) Counts() map[string]Count {
 	return maps.Clone(f.counts)
 }
 
+// InFlight returns how many calls are being handled now. A client whose timeout fired has
+// its error before the server notices, so a test waits for zero before reading Failed.
+func (f *Faults) InFlight() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.inFlight
+}
+
+// WaitIdle waits until no call is in flight, or ctx ends.
+func (f *Faults) WaitIdle(ctx context.Context) error {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for f.InFlight() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
 // take counts a call of rpc and returns the fault that applies to it, if any.
 func (f *Faults) take(rpc string) (Fault, bool) {
 	f.mu.Lock()
@@ -132,6 +155,7 @@ func (f *Faults) take(rpc string) (Fault, bool) {
 	c := f.counts[rpc]
 	c.Calls++
 	f.counts[rpc] = c
+	f.inFlight++
 	queue := f.faults[rpc]
 	if len(queue) == 0 {
 		return Fault{}, false
@@ -146,12 +170,19 @@ func (f *Faults) take(rpc string) (Fault, bool) {
 	return fault, true
 }
 
-func (f *Faults) failed(rpc string) {
+// done ends a call of rpc, counting it as failed if it was.
+func (f *Faults) done(rpc string, failed bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	c := f.counts[rpc]
-	c.Failed++
-	f.counts[rpc] = c
+	f.inFlight--
+	if failed {
+		if f.counts == nil { // reset while the call was in flight
+			f.counts = map[string]Count{}
+		}
+		c := f.counts[rpc]
+		c.Failed++
+		f.counts[rpc] = c
+	}
 }
 
 // Interceptor returns the server interceptor that applies the faults; Serve installs it with
@@ -160,9 +191,7 @@ func (f *Faults) Interceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		rpc := path.Base(info.FullMethod)
 		resp, err := f.apply(ctx, rpc, req, handler)
-		if err != nil {
-			f.failed(rpc)
-		}
+		f.done(rpc, err != nil)
 		return resp, err
 	}
 }
