@@ -1,16 +1,236 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
-// TODO(issue 3): implemented by the CSI adapter work.
-func newCmdPluginProbe(f *Factory, runF func() error) *cobra.Command {
-	return &cobra.Command{
+// PluginProbeOptions are the inputs of `volctl plugin probe`.
+type PluginProbeOptions struct {
+	IO     *iostreams.IOStreams
+	Logger *slog.Logger // --verbose: the CSI RPC trace, secrets redacted
+
+	Socket           string // a monolith's one socket
+	ControllerSocket string // or a split plugin's sockets
+	NodeSocket       string
+	Timeout          time.Duration
+	Exporter         exportFlags
+}
+
+func newCmdPluginProbe(f *Factory, runF func(*PluginProbeOptions) error) *cobra.Command {
+	opts := &PluginProbeOptions{IO: f.IO}
+	cmd := &cobra.Command{
 		Use:   "probe --socket PATH",
 		Short: "Fingerprint and probe any CSI plugin once",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented") },
+		Long: `Connect to a CSI plugin, ask who it is and what it can do (GetPluginInfo,
+GetPluginCapabilities, ControllerGetCapabilities, NodeGetCapabilities, NodeGetInfo), and probe
+its health once. Nothing is registered and no state is touched.
+
+A monolith serves everything on one socket (--socket); a split plugin has a controller socket
+and a node socket (--controller-socket, --node-socket; either alone is fine). A socket is a
+path or unix://PATH.
+
+Exits 1 when a socket is missing or the plugin fails, and shows an unhealthy plugin with its
+error. A plugin that is healthy but still initialising shows Ready = false and exits 0.`,
+		Example: `  volctl plugin probe --socket /run/csi/hostpath.sock
+  volctl plugin probe --controller-socket /run/csi/ctrl.sock --node-socket /run/csi/node.sock --json
+  volctl plugin probe --socket /run/csi/x.sock -t '{{.provider}} {{.healthy}}'`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Logger = f.Logger()
+			if runF != nil {
+				return runF(opts)
+			}
+			return pluginProbeRun(cmd.Context(), opts)
+		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Socket, "socket", "", "the plugin's socket, serving controller and node (PATH or unix://PATH)")
+	fl.StringVar(&opts.ControllerSocket, "controller-socket", "", "a split plugin's controller socket")
+	fl.StringVar(&opts.NodeSocket, "node-socket", "", "a split plugin's node socket")
+	fl.DurationVar(&opts.Timeout, "timeout", csi.DefaultShortTimeout, "timeout of each RPC")
+	addExportFlags(cmd, &opts.Exporter)
+	return cmd
+}
+
+// pluginProbeResult is the JSON contract of `volctl plugin probe --json` (docs/json.md).
+type pluginProbeResult struct {
+	Provider           string            `json:"provider"`
+	Version            string            `json:"version"`
+	ControllerSocket   string            `json:"controller_socket"`
+	NodeSocket         string            `json:"node_socket"`
+	NodeID             string            `json:"node_id"`
+	MaxVolumes         int64             `json:"max_volumes"`
+	AccessibleTopology *spec.Topology    `json:"accessible_topology"`
+	Healthy            bool              `json:"healthy"`
+	Ready              bool              `json:"ready"`
+	Error              *string           `json:"error"`
+	ProbeLatencyMS     float64           `json:"probe_latency_ms"`
+	Capabilities       probeCapabilities `json:"capabilities"`
+	Manifest           map[string]string `json:"manifest"`
+}
+
+type probeCapabilities struct {
+	Plugin     []string `json:"plugin"`
+	Controller []string `json:"controller"`
+	Node       []string `json:"node"`
+}
+
+// sockets returns the controller and node socket paths the flags name.
+func (o *PluginProbeOptions) sockets() (controller, node string, err error) {
+	path := func(s string) string { return strings.TrimPrefix(s, "unix://") }
+	switch {
+	case o.Socket != "" && (o.ControllerSocket != "" || o.NodeSocket != ""):
+		return "", "", usageError("plugin probe: --socket is for a monolith; give a split plugin's sockets with --controller-socket and --node-socket only")
+	case o.Socket != "":
+		return path(o.Socket), path(o.Socket), nil
+	case o.ControllerSocket == "" && o.NodeSocket == "":
+		return "", "", usageError("plugin probe: --socket is required (or --controller-socket and/or --node-socket for a split plugin)")
+	}
+	return path(o.ControllerSocket), path(o.NodeSocket), nil
+}
+
+// pluginProbeRun probes first (the health verdict), then fingerprints, and prints both.
+func pluginProbeRun(ctx context.Context, opts *PluginProbeOptions) error {
+	ctrlSock, nodeSock, err := opts.sockets()
+	if err != nil {
+		return err
+	}
+	if opts.Timeout <= 0 {
+		return usageError("plugin probe: --timeout must be positive, got %s", opts.Timeout)
+	}
+	client, err := csi.New(csi.Config{
+		ControllerSocket: ctrlSock,
+		NodeSocket:       nodeSock,
+		Timeouts:         csi.Timeouts{Short: opts.Timeout, Long: opts.Timeout},
+		Logger:           opts.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("plugin probe: %w", err)
+	}
+	defer client.Close()
+
+	start := time.Now()
+	ready, probeErr := client.Probe(ctx)
+	latency := time.Since(start)
+	if probeErr != nil && csi.CodeOf(probeErr) == codes.Unavailable {
+		return fmt.Errorf("plugin probe: %w", probeErr) // nobody there: nothing to show
+	}
+	fp, err := client.Fingerprint(ctx)
+	if err != nil {
+		if probeErr != nil {
+			return fmt.Errorf("plugin probe: unhealthy: %w", probeErr)
+		}
+		return fmt.Errorf("plugin probe: %w", err)
+	}
+
+	res := pluginProbeResult{
+		Provider:           fp.Provider,
+		Version:            fp.Version,
+		ControllerSocket:   ctrlSock,
+		NodeSocket:         nodeSock,
+		NodeID:             fp.NodeID,
+		MaxVolumes:         fp.MaxVolumes,
+		AccessibleTopology: fp.AccessibleTopology,
+		Healthy:            probeErr == nil,
+		Ready:              probeErr == nil && ready,
+		ProbeLatencyMS:     float64(latency.Microseconds()) / 1000,
+		Capabilities: probeCapabilities{
+			Plugin:     fp.Capabilities.Plugin.Names(),
+			Controller: fp.Capabilities.Controller.Names(),
+			Node:       fp.Capabilities.Node.Names(),
+		},
+		Manifest: fp.Manifest,
+	}
+	if res.Manifest == nil {
+		res.Manifest = map[string]string{}
+	}
+	if probeErr != nil {
+		msg := probeErr.Error()
+		res.Error = &msg
+	}
+	if opts.Exporter.Enabled() {
+		err = opts.Exporter.Write(opts.IO.Out, res)
+	} else {
+		err = writeProbeTable(opts.IO.Out, res, fp, latency)
+	}
+	if err != nil {
+		return err
+	}
+	if probeErr != nil {
+		return fmt.Errorf("plugin probe: plugin %q is unhealthy: %w", fp.Provider, probeErr)
+	}
+	return nil
+}
+
+func writeProbeTable(out io.Writer, res pluginProbeResult, fp *csi.Fingerprint, latency time.Duration) error {
+	maxVolumes := ""
+	if fp.Node {
+		maxVolumes = "unlimited"
+		if fp.MaxVolumes > 0 {
+			maxVolumes = strconv.FormatInt(fp.MaxVolumes, 10)
+		}
+	}
+	pairs := [][2]string{
+		{"Provider", res.Provider},
+		{"Version", res.Version},
+		{"Controller Socket", res.ControllerSocket},
+		{"Node Socket", res.NodeSocket},
+		{"Node ID", res.NodeID},
+		{"Max Volumes", maxVolumes},
+		{"Topology", topologyString(res.AccessibleTopology)},
+		{"Healthy", strconv.FormatBool(res.Healthy)},
+		{"Ready", strconv.FormatBool(res.Ready)},
+		{"Probe Latency", latency.Round(time.Microsecond).String()},
+	}
+	if res.Error != nil {
+		pairs = append(pairs, [2]string{"Error", *res.Error})
+	}
+	if err := keyValues(out, pairs...); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	t := newTable(out, "SERVICE", "CAPABILITY")
+	for _, group := range []struct {
+		service string
+		names   []string
+	}{
+		{"plugin", res.Capabilities.Plugin},
+		{"controller", res.Capabilities.Controller},
+		{"node", res.Capabilities.Node},
+	} {
+		if len(group.names) == 0 {
+			t.row(group.service, "")
+		}
+		for _, n := range group.names {
+			t.row(group.service, n)
+		}
+	}
+	return t.render()
+}
+
+// topologyString renders segments as "k=v,k2=v2", sorted by key.
+func topologyString(t *spec.Topology) string {
+	if t == nil {
+		return ""
+	}
+	parts := make([]string, 0, len(t.Segments))
+	for _, k := range slices.Sorted(maps.Keys(t.Segments)) {
+		parts = append(parts, k+"="+t.Segments[k])
+	}
+	return strings.Join(parts, ",")
 }

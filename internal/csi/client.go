@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -18,7 +19,7 @@ import (
 )
 
 // Config says how to reach a plugin. A monolith serves both services on one socket: give the
-// same path twice (ConfigFromSpec does).
+// same path twice (ConfigFromSpec does). Sockets are paths, or unix://PATH as in CSI_ENDPOINT.
 type Config struct {
 	ControllerSocket string // empty: the plugin has no controller service here
 	NodeSocket       string // empty: the plugin has no node service here
@@ -97,8 +98,8 @@ func New(cfg Config) (*Client, error) {
 }
 
 func samePath(a, b string) bool {
-	aa, err1 := filepath.Abs(a)
-	bb, err2 := filepath.Abs(b)
+	aa, err1 := filepath.Abs(strings.TrimPrefix(a, "unix://"))
+	bb, err2 := filepath.Abs(strings.TrimPrefix(b, "unix://"))
 	return err1 == nil && err2 == nil && aa == bb
 }
 
@@ -107,7 +108,8 @@ func samePath(a, b string) bool {
 var reconnectBackoff = backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second}
 
 func (c *Client) dial(socket string) (*endpoint, error) {
-	abs, err := filepath.Abs(socket)
+	// CSI_ENDPOINT's unix:// form is what plugin docs print; take it as the path it names.
+	abs, err := filepath.Abs(strings.TrimPrefix(socket, "unix://"))
 	if err != nil {
 		return nil, fmt.Errorf("plugin socket %s: %w", socket, err)
 	}

@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+func TestPluginProbeFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    PluginProbeOptions
+		wantErr string
+	}{
+		{name: "monolith", args: []string{"--socket", "/s.sock"}, want: PluginProbeOptions{Socket: "/s.sock", Timeout: 5 * time.Second}},
+		{name: "split with timeout and json", args: []string{"--controller-socket", "/c", "--node-socket", "/n", "--timeout", "2s", "--json"},
+			want: PluginProbeOptions{ControllerSocket: "/c", NodeSocket: "/n", Timeout: 2 * time.Second, Exporter: exportFlags{JSON: true}}},
+		{name: "template", args: []string{"--socket", "/s", "-t", "{{.provider}}"},
+			want: PluginProbeOptions{Socket: "/s", Timeout: 5 * time.Second, Exporter: exportFlags{Template: "{{.provider}}"}}},
+		{name: "extra argument", args: []string{"--socket", "/s", "x"}, wantErr: "accepts 0 arg"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ios, _, _, _ := iostreams.Test()
+			var got *PluginProbeOptions
+			cmd := newCmdPluginProbe(NewFactory(ios), func(o *PluginProbeOptions) error { got = o; return nil })
+			cmd.SetArgs(tt.args)
+			cmd.SetOut(&bytes.Buffer{})
+			cmd.SetErr(&bytes.Buffer{})
+			err := cmd.Execute()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != ExitUsage {
+					t.Fatalf("err = %v (exit %d), want %q exit 2", err, ExitCode(err), tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.IO, got.Logger = nil, nil
+			if !reflect.DeepEqual(*got, tt.want) {
+				t.Fatalf("options = %+v, want %+v", *got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPluginProbeUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		opts PluginProbeOptions
+		want string
+	}{
+		{"no socket", PluginProbeOptions{Timeout: time.Second}, "--socket is required"},
+		{"monolith and split", PluginProbeOptions{Socket: "/s", NodeSocket: "/n", Timeout: time.Second}, "--socket is for a monolith"},
+		{"zero timeout", PluginProbeOptions{Socket: "/s"}, "--timeout must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ios, _, _, _ := iostreams.Test()
+			tt.opts.IO = ios
+			err := pluginProbeRun(context.Background(), &tt.opts)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || ExitCode(err) != ExitUsage {
+				t.Fatalf("err = %v (exit %d), want %q exit 2", err, ExitCode(err), tt.want)
+			}
+		})
+	}
+}
+
+// probePlugin serves a MemPlugin for probe tests.
+func probePlugin(t *testing.T, cfg csitest.MemConfig) (string, *csitest.Faults) {
+	t.Helper()
+	f := csitest.NewFaults()
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)), csitest.WithFaults(f))
+	return socket, f
+}
+
+func TestPluginProbeTable(t *testing.T) {
+	cfg := csitest.DefaultMemConfig()
+	cfg.Topology = &spec.Topology{Segments: map[string]string{"zone": "a", "rack": "r1"}}
+	cfg.MaxVolumes = 8
+	socket, _ := probePlugin(t, cfg)
+	ios, _, out, _ := iostreams.Test()
+	if err := pluginProbeRun(context.Background(), &PluginProbeOptions{IO: ios, Socket: socket, Timeout: 5 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Provider          = mem.csi.volctl.test\n",
+		"Version           = 1.0.0\n",
+		"Controller Socket = " + socket + "\n",
+		"Node ID           = mem-node-1\n",
+		"Max Volumes       = 8\n",
+		"Topology          = rack=r1,zone=a\n",
+		"Healthy           = true\n",
+		"Ready             = true\n",
+		"Probe Latency     = ",
+		"SERVICE     CAPABILITY\n",
+		"plugin      CONTROLLER_SERVICE\n",
+		"controller  CREATE_DELETE_VOLUME\n",
+		"node        STAGE_UNSTAGE_VOLUME\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out.String(), "Error") {
+		t.Errorf("a healthy plugin shows an error:\n%s", out)
+	}
+}
+
+func TestPluginProbeJSON(t *testing.T) {
+	cfg := csitest.DefaultMemConfig()
+	cfg.Ready = new(bool) // initialising: healthy, not ready, exit 0
+	socket, _ := probePlugin(t, cfg)
+	ios, _, out, _ := iostreams.Test()
+	err := pluginProbeRun(context.Background(), &PluginProbeOptions{IO: ios, Socket: "unix://" + socket, Timeout: 5 * time.Second,
+		Exporter: exportFlags{JSON: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	// The documented keys, all present, even when empty.
+	keys := []string{"provider", "version", "controller_socket", "node_socket", "node_id", "max_volumes", "accessible_topology",
+		"healthy", "ready", "error", "probe_latency_ms", "capabilities", "manifest"}
+	for _, k := range keys {
+		if _, ok := got[k]; !ok {
+			t.Errorf("JSON lacks %q:\n%s", k, out)
+		}
+	}
+	if len(got) != len(keys) {
+		t.Errorf("JSON has %d keys, the contract %d:\n%s", len(got), len(keys), out)
+	}
+	if got["healthy"] != true || got["ready"] != false || got["error"] != nil || got["node_socket"] != socket || got["max_volumes"] != 0.0 {
+		t.Errorf("JSON values wrong:\n%s", out)
+	}
+	caps := got["capabilities"].(map[string]any)
+	if node := caps["node"].([]any); len(node) != 3 || node[0] != "STAGE_UNSTAGE_VOLUME" {
+		t.Errorf("node capabilities = %v", node)
+	}
+}
+
+func TestPluginProbeUnhealthy(t *testing.T) {
+	socket, faults := probePlugin(t, csitest.DefaultMemConfig())
+	faults.Inject(csi.RPCProbe, csitest.Fault{Code: codes.FailedPrecondition, Message: "backend unreachable"})
+	ios, _, out, _ := iostreams.Test()
+	err := pluginProbeRun(context.Background(), &PluginProbeOptions{IO: ios, Socket: socket, Timeout: 5 * time.Second})
+	if err == nil || ExitCode(err) != ExitError {
+		t.Fatalf("err = %v, want exit 1", err)
+	}
+	if !strings.Contains(err.Error(), `plugin "mem.csi.volctl.test" is unhealthy: Probe: FailedPrecondition: backend unreachable`) {
+		t.Errorf("err = %v", err)
+	}
+	for _, want := range []string{"Healthy           = false\n", "Ready             = false\n", "Error             = Probe: FailedPrecondition: backend unreachable"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestPluginProbeMissingSocket(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nope.sock")
+	notSocket := filepath.Join(dir, "file")
+	if err := os.WriteFile(notSocket, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ socket, want string }{
+		{missing, "plugin socket " + missing + " does not exist (is the plugin running?)"},
+		{notSocket, "plugin socket " + notSocket + " is not a socket"},
+	}
+	for _, tt := range tests {
+		ios, _, out, _ := iostreams.Test()
+		err := pluginProbeRun(context.Background(), &PluginProbeOptions{IO: ios, Socket: tt.socket, Timeout: 5 * time.Second})
+		if err == nil || !strings.Contains(err.Error(), tt.want) || ExitCode(err) != ExitError {
+			t.Errorf("err = %v (exit %d), want %q exit 1", err, ExitCode(err), tt.want)
+		}
+		if out.Len() != 0 {
+			t.Errorf("printed for an unreachable plugin:\n%s", out)
+		}
+	}
+}
+
+func TestPluginProbeControllerOnly(t *testing.T) {
+	socket, _ := probePlugin(t, csitest.DefaultMemConfig())
+	ios, _, out, _ := iostreams.Test()
+	if err := pluginProbeRun(context.Background(), &PluginProbeOptions{IO: ios, ControllerSocket: socket, Timeout: 5 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Node Socket       = <none>\n", "Node ID           = <none>\n", "Max Volumes       = <none>\n", "node        <none>\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestPluginProbeVerboseTrace: --verbose gives the RPC trace on the logger.
+func TestPluginProbeVerboseTrace(t *testing.T) {
+	socket, _ := probePlugin(t, csitest.DefaultMemConfig())
+	ios, _, _, _ := iostreams.Test()
+	var trace bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&trace, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if err := pluginProbeRun(context.Background(), &PluginProbeOptions{IO: ios, Logger: logger, Socket: socket, Timeout: 5 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	for _, rpc := range []string{"Probe", "GetPluginInfo", "GetPluginCapabilities", "ControllerGetCapabilities", "NodeGetCapabilities", "NodeGetInfo"} {
+		if !strings.Contains(trace.String(), "rpc="+rpc+" ") {
+			t.Errorf("trace lacks %s:\n%s", rpc, trace.String())
+		}
+	}
+}
