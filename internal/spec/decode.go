@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/agext/levenshtein"
 	"github.com/hashicorp/hcl/v2"
@@ -22,6 +23,9 @@ type schema struct {
 	maps   []string
 	// hints explain names that are not allowed here but mean something elsewhere.
 	hints map[string]string
+
+	once         sync.Once
+	native, json *hcl.BodySchema
 }
 
 type blockSchema struct {
@@ -29,7 +33,18 @@ type blockSchema struct {
 	labels []string
 }
 
+// hclSchema returns the HCL schema for native syntax or JSON, built once.
 func (s *schema) hclSchema(json bool) *hcl.BodySchema {
+	s.once.Do(func() {
+		s.native, s.json = s.build(false), s.build(true)
+	})
+	if json {
+		return s.json
+	}
+	return s.native
+}
+
+func (s *schema) build(json bool) *hcl.BodySchema {
 	hs := &hcl.BodySchema{}
 	for _, a := range s.attrs {
 		hs.Attributes = append(hs.Attributes, hcl.AttributeSchema{Name: a})
@@ -168,6 +183,11 @@ func (d *decoder) unknown(s *schema, name string, rng hcl.Range, block bool) {
 
 // suggest returns the candidate nearest to given, if it is near enough to be a likely typo.
 func suggest(given string, candidates []string) string {
+	for _, c := range candidates {
+		if strings.HasPrefix(c, given+"_") {
+			return c // "plugin" for "plugin_id"
+		}
+	}
 	best, bestDist := "", -1
 	for _, c := range candidates {
 		dist := levenshtein.Distance(given, c, nil)

@@ -2,7 +2,10 @@ package spec
 
 import (
 	"bytes"
+	"regexp"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/apparentlymart/go-textseg/v15/textseg"
 	"github.com/hashicorp/hcl/v2"
@@ -59,18 +62,29 @@ type rewriter struct {
 	toks  hclsyntax.Tokens
 	stack []frame
 	edits []edit
+
+	// A first pass counts, per body (keyed by its opening brace's token index, -1 for the
+	// file), the attributes and map blocks of each name. A map block becomes an attribute
+	// only when its name is alone in its body: `secrets = {...}` beside `secrets {...}` is
+	// valid HCL2 that the decoder reports itself, but two attributes would not parse.
+	counting bool
+	counts   map[int]map[string]int
 }
 
 // rewriteHCL1 returns src rewritten into HCL2 and the map back to src, or ok=false when it
 // found nothing to change.
 func rewriteHCL1(src []byte, filename string) (out []byte, m *offsetMap, ok bool) {
 	toks, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos)
-	r := &rewriter{toks: toks, stack: []frame{{kind: frameBody}}}
+	r := &rewriter{toks: toks, counting: true, counts: map[int]map[string]int{}}
+	r.run()
+	r.counting = false
+	r.edits = r.edits[:0]
 	r.run()
 	if len(r.edits) == 0 {
 		return nil, nil, false
 	}
 	out, m = applyEdits(src, r.edits)
+	m.rw = out
 	return out, m, true
 }
 
@@ -115,6 +129,7 @@ func (r *rewriter) nested(t hclsyntax.Token, i int) bool {
 }
 
 func (r *rewriter) run() {
+	r.stack = append(r.stack[:0], frame{kind: frameBody, open: -1})
 	for i := 0; i < len(r.toks); i++ {
 		t := r.toks[i]
 		if r.top().kind != frameBody {
@@ -260,6 +275,16 @@ func (r *rewriter) header(i int) int {
 		f.state = stateJunk
 		return len(r.toks) - 1
 	}
+	name := string(r.toks[i].Bytes)
+	if quoted != "" {
+		name = quoted
+	}
+	if r.counting && k == afterName && (r.toks[k].Type == hclsyntax.TokenEqual || r.toks[k].Type == hclsyntax.TokenOBrace) {
+		if r.counts[f.open] == nil {
+			r.counts[f.open] = map[string]int{}
+		}
+		r.counts[f.open][name]++
+	}
 	switch r.toks[k].Type {
 	case hclsyntax.TokenEqual:
 		if k != afterName {
@@ -274,11 +299,12 @@ func (r *rewriter) header(i int) int {
 		f.state = stateExpr
 		return k
 	case hclsyntax.TokenOBrace:
-		name := r.toks[i]
-		if k == afterName && name.Type == hclsyntax.TokenIdent && mapBlockNames[string(name.Bytes)] {
+		nameTok := r.toks[i]
+		if k == afterName && nameTok.Type == hclsyntax.TokenIdent && mapBlockNames[name] &&
+			(r.counting || r.counts[f.open][name] == 1) {
 			// secrets { k = "v" } -> secrets = { k = "v" }: the body becomes an object, whose
 			// keys may be quoted, dotted or comma-separated.
-			r.insert(name.Range.End.Byte, " =")
+			r.insert(nameTok.Range.End.Byte, " =")
 			f.state = stateAfterItem
 			r.push(frameExpr, k)
 			r.top().isMap, r.top().itemStart = true, true
@@ -308,6 +334,7 @@ type segment struct {
 // line and column there the way HCL does (columns count grapheme clusters).
 type offsetMap struct {
 	src        []byte // the original
+	rw         []byte // the rewritten source
 	rwLen      int
 	segs       []segment
 	lineStarts []int
@@ -421,6 +448,9 @@ func (m *offsetMap) mapDiagnostics(diags hcl.Diagnostics) {
 		// The expression's ranges are in rewritten coordinates; nothing renders it without an
 		// EvalContext, and none is used, but drop it so nobody reads wrong positions from it.
 		d.Expression = nil
+		if d.Subject != nil {
+			d.Detail = m.mapRangeText(d.Detail, d.Subject.Filename)
+		}
 	}
 }
 
@@ -437,4 +467,68 @@ func (n mappedNav) ContextString(offset int) string {
 		return cs.ContextString(n.m.rwByte(offset))
 	}
 	return ""
+}
+
+// rangeText matches a range as hcl.Range.String renders it into a detail ("was already set
+// at f.hcl:3,1-7"): line,column-column or line,column-line,column.
+var rangeText = regexp.MustCompile(`:(\d+),(\d+)-(\d+)(?:,(\d+))?`)
+
+// mapRangeText rewrites ranges of filename quoted in a detail onto the original source.
+func (m *offsetMap) mapRangeText(detail, filename string) string {
+	prefix := filename
+	if !strings.Contains(detail, prefix+":") {
+		return detail
+	}
+	var out strings.Builder
+	rest := detail
+	for {
+		i := strings.Index(rest, prefix+":")
+		if i < 0 {
+			break
+		}
+		loc := rangeText.FindStringSubmatchIndex(rest[i+len(prefix):])
+		if loc == nil || loc[0] != 0 {
+			out.WriteString(rest[:i+len(prefix)])
+			rest = rest[i+len(prefix):]
+			continue
+		}
+		num := func(g int) int {
+			n, _ := strconv.Atoi(rest[i+len(prefix)+loc[2*g] : i+len(prefix)+loc[2*g+1]])
+			return n
+		}
+		startLine, startCol, endLine, endCol := num(1), num(2), num(1), num(3)
+		if loc[8] >= 0 {
+			endLine, endCol = num(3), num(4)
+		}
+		r := m.rng(hcl.Range{
+			Filename: filename,
+			Start:    hcl.Pos{Byte: m.rwOffset(startLine, startCol)},
+			End:      hcl.Pos{Byte: m.rwOffset(endLine, endCol)},
+		})
+		out.WriteString(rest[:i])
+		out.WriteString(r.String())
+		rest = rest[i+len(prefix)+loc[1]:]
+	}
+	out.WriteString(rest)
+	return out.String()
+}
+
+// rwOffset finds the byte offset of a line and column in the rewritten source.
+func (m *offsetMap) rwOffset(line, col int) int {
+	off := 0
+	for l := 1; l < line; l++ {
+		i := bytes.IndexByte(m.rw[off:], '\n')
+		if i < 0 {
+			return len(m.rw)
+		}
+		off += i + 1
+	}
+	for c := 1; c < col && off < len(m.rw) && m.rw[off] != '\n'; c++ {
+		adv, _, err := textseg.ScanGraphemeClusters(m.rw[off:], true)
+		if err != nil || adv == 0 {
+			break
+		}
+		off += adv
+	}
+	return off
 }

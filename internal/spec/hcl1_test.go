@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -198,6 +199,7 @@ func TestRewrite(t *testing.T) {
 		{"empty block stays", `parameters {}` + "\n" + `mount_options {}`, "parameters = {}\nmount_options {}", false},
 		{"items after a closing brace", `a { b = 1 } c = 2`, "a {\n b = 1 \n} \nc = 2", false},
 		{"labels kept", `plugin "x" { type = "node" }`, "plugin \"x\" {\n type = \"node\" \n}", false},
+		{"map block beside an attribute of the same name stays a block", "secrets {\n  a = \"b\"\n}\nsecrets = { c = \"d\" }\nx { y = 1 }", "secrets {\n  a = \"b\"\n}\nsecrets = { c = \"d\" }\nx {\n y = 1 \n}", false},
 		{"nested expression untouched", `args = ["a", "b"]` + "\n" + `x { y = {a = 1, b = 2} }`, "args = [\"a\", \"b\"]\nx {\n y = {a = 1, b = 2} \n}", false},
 	}
 	for _, tt := range tests {
@@ -214,5 +216,25 @@ func TestRewrite(t *testing.T) {
 				t.Errorf("result parses with %v, want errors: %v", diags, tt.invalid)
 			}
 		})
+	}
+}
+
+// TestHCL1PositionsInDetails checks positions HCL writes into a detail ("already set at ...")
+// are moved back onto the original source too.
+func TestHCL1PositionsInDetails(t *testing.T) {
+	src := `id = "db"
+type = "csi"
+plugin_id = "ebs"
+topology_request { required { topology { segments { rack = "R1" } } } }
+capability { access_mode = "single-node-writer", access_mode = "x", attachment_mode = "file-system" }
+`
+	_, diags := ParseVolume("t.hcl", []byte(src), VerbAny)
+	if len(diags) != 1 || diags[0].Summary != "Attribute redefined" {
+		t.Fatalf("got %v", diags)
+	}
+	line, col := posOf(t, src, `access_mode = "single-node-writer"`)
+	want := fmt.Sprintf("already set at t.hcl:%d,%d-%d.", line, col, col+len("access_mode"))
+	if !strings.Contains(diags[0].Detail, want) {
+		t.Errorf("detail %q does not contain %q", diags[0].Detail, want)
 	}
 }

@@ -147,17 +147,53 @@ func (p *Parser) load(filename string, src []byte) (hcl.Body, bool, *offsetMap, 
 		p.files[filename] = f
 		return f.Body, true, nil, diags
 	}
-	f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
-	if diags.HasErrors() || p.forceRewrite {
-		if rw, m, ok := rewriteHCL1(src, filename); ok {
-			rf, rdiags := hclsyntax.ParseConfig(rw, filename, hcl.InitialPos)
-			m.mapDiagnostics(rdiags)
-			p.files[filename] = &hcl.File{Body: rf.Body, Bytes: src, Nav: mappedNav{inner: rf.Nav, m: m}}
-			return rf.Body, false, m, rdiags
+	// A file that looks like HCL1 goes straight to the rewrite, saving a parse that would
+	// fail; any other file is parsed as it is and rewritten only if that fails. The guess
+	// only affects speed: the rewrite leaves the meaning and diagnostics of HCL2 unchanged.
+	if !p.forceRewrite && !looksHCL1(src) {
+		f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+		if !diags.HasErrors() {
+			p.files[filename] = f
+			return f.Body, false, nil, diags
 		}
 	}
-	p.files[filename] = f
-	return f.Body, false, nil, diags
+	rw, m, ok := rewriteHCL1(src, filename)
+	if !ok {
+		f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+		p.files[filename] = f
+		return f.Body, false, nil, diags
+	}
+	rf, diags := hclsyntax.ParseConfig(rw, filename, hcl.InitialPos)
+	m.mapDiagnostics(diags)
+	p.files[filename] = &hcl.File{Body: rf.Body, Bytes: src, Nav: mappedNav{inner: rf.Nav, m: m}}
+	return rf.Body, false, m, diags
+}
+
+// looksHCL1 guesses, from bytes alone, whether src uses HCL1-only syntax: a line that opens
+// with a quoted name, or a "{" with more on the same line (a one-line block).
+func looksHCL1(src []byte) bool {
+	for len(src) > 0 {
+		line := src
+		if i := bytes.IndexByte(src, '\n'); i >= 0 {
+			line, src = src[:i], src[i+1:]
+		} else {
+			src = nil
+		}
+		line = bytes.TrimLeft(line, " \t")
+		if len(line) == 0 || line[0] == '#' || bytes.HasPrefix(line, []byte("//")) {
+			continue
+		}
+		if line[0] == '"' {
+			return true
+		}
+		if i := bytes.IndexByte(line, '{'); i >= 0 {
+			rest := bytes.TrimSpace(line[i+1:])
+			if len(rest) > 0 && rest[0] != '}' && rest[0] != '#' && !bytes.HasPrefix(rest, []byte("//")) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func isJSON(filename string, src []byte) bool {

@@ -58,8 +58,9 @@ func redactSource(src []byte, json bool) []byte {
 				depth--
 			case hclsyntax.TokenQuotedLit, hclsyntax.TokenStringLit:
 				// Keys stay readable (diagnostics name them anyway); values are masked.
-				isKey := k+2 < len(toks) && toks[k+1].Type == hclsyntax.TokenCQuote &&
-					(toks[k+2].Type == hclsyntax.TokenEqual || toks[k+2].Type == hclsyntax.TokenColon)
+				isKey := k >= 2 && k+2 < len(toks) && toks[k+1].Type == hclsyntax.TokenCQuote &&
+					(toks[k+2].Type == hclsyntax.TokenEqual || toks[k+2].Type == hclsyntax.TokenColon) &&
+					(toks[k-2].Type == hclsyntax.TokenOBrace || toks[k-2].Type == hclsyntax.TokenComma || endsLine(toks[k-2]))
 				if !isKey {
 					mask(t)
 				}

@@ -1,0 +1,96 @@
+package spec
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+const typoSpec = `id = "db"
+type = "csi"
+plugin_id = "ebs"
+capability {
+  access_mode     = "single-node-writter"
+  attachment_mode = "file-system"
+}
+`
+
+func TestDiagnosticWriter(t *testing.T) {
+	p := NewParser()
+	_, diags := p.ParseVolume("vol.hcl", []byte(typoSpec), VerbAny)
+
+	var plain strings.Builder
+	if err := p.WriteDiagnostics(&plain, diags, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	want := `Error: Invalid access mode
+
+  on vol.hcl:5:21, in capability:
+   5:   access_mode     = "single-node-writter"
+                          ^^^^^^^^^^^^^^^^^^^^^
+
+"single-node-writter" is not an access mode. Did you mean "single-node-writer"? Valid modes: single-node-reader-only, single-node-writer, multi-node-reader-only, multi-node-single-writer, multi-node-multi-writer.
+
+`
+	if plain.String() != want {
+		t.Errorf("plain output:\n%s\nwant:\n%s", plain.String(), want)
+	}
+	if strings.Contains(plain.String(), "\x1b[") {
+		t.Error("escape codes without colour")
+	}
+
+	var colour strings.Builder
+	NewDiagnosticWriter(&colour, p.Files(), 40, true).WriteDiagnostics(diags)
+	out := colour.String()
+	for _, want := range []string{"\x1b[31mError\x1b[0m: Invalid access mode", "\x1b[1;4m\"single-node-writter\"\x1b[0m"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("colour output lacks %q:\n%q", want, out)
+		}
+	}
+	if strings.Contains(out, "^^^") {
+		t.Error("carets with colour: the underline marks the source")
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, " ") && len(line) > 40 && !strings.Contains(line, "\x1b") {
+			t.Errorf("detail not wrapped at 40: %q", line)
+		}
+	}
+}
+
+func TestDiagnosticWriterWithoutSource(t *testing.T) {
+	_, diags := ParseVolume("vol.hcl", []byte(typoSpec), VerbAny)
+	var out strings.Builder
+	NewDiagnosticWriter(&out, nil, 0, false).WriteDiagnostics(diags)
+	if !strings.Contains(out.String(), "on vol.hcl:5:21:\n  (source code not available)") {
+		t.Errorf("got:\n%s", out.String())
+	}
+}
+
+func TestJSONDiagnostics(t *testing.T) {
+	_, diags := ParseVolume("vol.hcl", []byte(strings.Replace(typoSpec, "capability {", "capability {\n  access_mode = \"single-node-reader\"\n", 1)), VerbAny)
+	b, err := json.Marshal(JSONDiagnostics("vol.hcl", diags))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 0 {
+		t.Fatalf("no diagnostics: %s", b)
+	}
+	first := got[0]
+	for _, k := range []string{"file", "severity", "summary", "detail", "range"} {
+		if _, ok := first[k]; !ok {
+			t.Errorf("missing %q in %s", k, b)
+		}
+	}
+	r := first["range"].(map[string]any)
+	start := r["start"].(map[string]any)
+	if r["filename"] != "vol.hcl" || start["line"] == nil || start["column"] == nil || start["byte"] == nil {
+		t.Errorf("range = %v", r)
+	}
+	if b, _ := json.Marshal(JSONDiagnostics("x", nil)); string(b) != "[]" {
+		t.Errorf("no diagnostics marshal as %s, want []", b)
+	}
+}

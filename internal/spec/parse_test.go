@@ -1,0 +1,479 @@
+package spec
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+const baseVolume = `id        = "db"
+type      = "csi"
+plugin_id = "ebs"
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+`
+
+type ruleCase struct {
+	name    string
+	src     string
+	verb    Verb
+	summary string // the error expected; "" means the spec is valid
+	detail  string // a substring of its detail
+	errors  int    // how many errors in all; 0 means 1
+}
+
+func checkRule(t *testing.T, tt ruleCase, diags hcl.Diagnostics) {
+	t.Helper()
+	errs := 0
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError {
+			errs++
+		}
+	}
+	if tt.summary == "" {
+		if diags.HasErrors() {
+			t.Fatalf("want valid, got %v", diags)
+		}
+		return
+	}
+	want := max(tt.errors, 1)
+	if errs != want {
+		t.Errorf("got %d errors, want %d: %v", errs, want, diags)
+	}
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError && d.Summary == tt.summary && strings.Contains(d.Detail, tt.detail) {
+			if d.Subject == nil || d.Subject.Start.Line < 1 {
+				t.Errorf("diagnostic without a position: %v", d)
+			}
+			return
+		}
+	}
+	t.Fatalf("no error %q with detail containing %q in %v", tt.summary, tt.detail, diags)
+}
+
+func TestVolumeRules(t *testing.T) {
+	without := func(line string) string { return strings.Replace(baseVolume, line+"\n", "", 1) }
+	tests := []ruleCase{
+		{name: "base is valid", src: baseVolume},
+		{name: "base is valid for register with external_id", src: baseVolume + `external_id = "vol-1"`, verb: VerbRegister},
+		{name: "base is valid for create with name", src: baseVolume + `name = "db"`, verb: VerbCreate},
+		{name: "id required", src: without(`id        = "db"`), summary: "Missing required argument", detail: `"id"`},
+		{name: "type required", src: without(`type      = "csi"`), summary: "Missing required argument", detail: `type = "csi"`},
+		{name: "plugin_id required", src: without(`plugin_id = "ebs"`), summary: "Missing required argument", detail: `"plugin_id"`},
+		{name: "a capability required", src: "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\n", summary: "Missing capability", detail: "at least one capability"},
+		{name: "type must be csi", src: strings.Replace(baseVolume, `"csi"`, `"nfs"`, 1), summary: "Invalid volume type", detail: `"nfs"`},
+		{name: "name required for create", src: baseVolume, verb: VerbCreate, summary: "Missing required argument", detail: "name is required to create"},
+		{name: "empty name refused for create", src: baseVolume + `name = ""`, verb: VerbCreate, summary: "Missing required argument", detail: "name is required to create"},
+		{name: "name not required for register", src: baseVolume + `external_id = "x"`, verb: VerbRegister},
+		{name: "external_id required for register", src: baseVolume, verb: VerbRegister, summary: "Missing required argument", detail: "external_id is required to register a volume"},
+		{name: "external_id refused on create", src: baseVolume + "name = \"db\"\nexternal_id = \"x\"", verb: VerbCreate, summary: "Argument not allowed for create", detail: "external_id"},
+		{name: "snapshot_id create-only", src: baseVolume + "external_id = \"x\"\nsnapshot_id = \"s\"", verb: VerbRegister, summary: "Argument not allowed for register", detail: "snapshot_id"},
+		{name: "clone_id create-only", src: baseVolume + "external_id = \"x\"\nclone_id = \"c\"", verb: VerbRegister, summary: "Argument not allowed for register", detail: "clone_id"},
+		{name: "snapshot_id on create", src: baseVolume + "name = \"db\"\nsnapshot_id = \"s\"", verb: VerbCreate},
+		{name: "snapshot and clone exclusive", src: baseVolume + "snapshot_id = \"s\"\nclone_id = \"c\"", summary: "Conflicting arguments", detail: "mutually exclusive"},
+		{name: "snapshot and clone exclusive on create", src: baseVolume + "name = \"n\"\nsnapshot_id = \"s\"\nclone_id = \"c\"", verb: VerbCreate, summary: "Conflicting arguments", detail: "mutually exclusive"},
+		{name: "context register-only", src: baseVolume + "name = \"db\"\ncontext { a = \"b\" }", verb: VerbCreate, summary: "Argument not allowed for create", detail: "context is only used to register"},
+		{name: "context on register", src: baseVolume + "external_id = \"x\"\ncontext = { a = \"b\" }", verb: VerbRegister},
+		{name: "preferred create-only", src: baseVolume + "external_id = \"x\"\ntopology_request {\n preferred {\n topology {\n segments = { rack = \"R1\" }\n }\n }\n}", verb: VerbRegister, summary: "Block not allowed for register", detail: "preferred"},
+		{name: "preferred on create", src: baseVolume + "name = \"x\"\ntopology_request {\n preferred {\n topology {\n segments = { rack = \"R1\" }\n }\n }\n}", verb: VerbCreate},
+		{name: "topology needs segments", src: baseVolume + "topology_request {\n required {\n topology {\n }\n }\n}", summary: "Missing topology segments", detail: "at least one segment"},
+		{name: "topology segments non-empty", src: baseVolume + "topology_request {\n required {\n topology {\n segments = {}\n }\n }\n}", summary: "Missing topology segments", detail: "at least one segment"},
+		{name: "segment key prefix", src: baseVolume + "topology_request {\n required {\n topology {\n segments = { \"Foo/zone\" = \"a\" }\n }\n }\n}", summary: "Invalid topology segment", detail: "prefix"},
+		{name: "segment value", src: baseVolume + "topology_request {\n required {\n topology {\n segments = { zone = \"a b\" }\n }\n }\n}", summary: "Invalid topology segment", detail: `"a b"`},
+		{name: "every access mode", src: strings.Join([]string{
+			`id = "db"`, `type = "csi"`, `plugin_id = "x"`,
+			`capability {` + "\n" + `access_mode = "single-node-reader-only"` + "\n" + `attachment_mode = "file-system"` + "\n}",
+			`capability {` + "\n" + `access_mode = "single-node-writer"` + "\n" + `attachment_mode = "file-system"` + "\n}",
+			`capability {` + "\n" + `access_mode = "multi-node-reader-only"` + "\n" + `attachment_mode = "block-device"` + "\n}",
+			`capability {` + "\n" + `access_mode = "multi-node-single-writer"` + "\n" + `attachment_mode = "block-device"` + "\n}",
+			`capability {` + "\n" + `access_mode = "multi-node-multi-writer"` + "\n" + `attachment_mode = "file-system"` + "\n}",
+		}, "\n")},
+		{name: "access mode typo suggests", src: strings.Replace(baseVolume, `"single-node-writer"`, `"single-node-writter"`, 1), summary: "Invalid access mode", detail: `Did you mean "single-node-writer"? Valid modes: single-node-reader-only, single-node-writer,`},
+		{name: "access mode far off lists modes", src: strings.Replace(baseVolume, `"single-node-writer"`, `"rwx"`, 1), summary: "Invalid access mode", detail: "Valid modes: single-node-reader-only"},
+		{name: "attachment mode invalid", src: strings.Replace(baseVolume, `"file-system"`, `"filesystem"`, 1), summary: "Invalid attachment mode", detail: `Did you mean "file-system"?`},
+		{name: "capability needs both", src: "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\ncapability {\n access_mode = \"single-node-writer\"\n}", summary: "Missing required argument", detail: `"attachment_mode"`},
+		{name: "legacy flat form", src: "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\naccess_mode = \"single-node-writer\"\nattachment_mode = \"file-system\""},
+		{name: "legacy flat and blocks", src: baseVolume + `access_mode = "single-node-writer"`, summary: "Conflicting arguments", detail: "legacy form"},
+		{name: "legacy flat half", src: "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\nattachment_mode = \"file-system\"", summary: "Missing required argument", detail: `"access_mode"`},
+		{name: "block-device volume may have mount_options", src: strings.Replace(baseVolume, `"file-system"`, `"block-device"`, 1) + "mount_options {\n fs_type = \"ext4\"\n}"},
+		{name: "capacity garbage", src: baseVolume + `capacity_min = "lots"`, summary: "Invalid capacity", detail: `"lots"`},
+		{name: "capacity negative", src: baseVolume + `capacity_max = "-1G"`, summary: "Invalid capacity", detail: "negative"},
+		{name: "capacity overflow", src: baseVolume + `capacity_max = "9EiB"`, summary: "Invalid capacity", detail: "too large"},
+		{name: "capacity min over max", src: baseVolume + "capacity_min = \"2GiB\"\ncapacity_max = \"1GiB\"", summary: "Invalid capacity range", detail: "capacity_min (2GiB) is larger than capacity_max (1GiB)"},
+		{name: "capacity min equals max", src: baseVolume + "capacity_min = \"1GiB\"\ncapacity_max = \"1024MiB\""},
+		{name: "capacity as a number", src: baseVolume + "capacity_min = 1073741824"},
+		{name: "secret key rule", src: baseVolume + "secrets = { \"a b\" = \"x\" }", summary: "Invalid secret key", detail: `"a b"`},
+		{name: "secret keys allowed", src: baseVolume + "secrets = { \"a.b-c_D9\" = \"x\" }"},
+		{name: "string field limit", src: baseVolume + `external_id = "` + strings.Repeat("x", 129) + `"`, summary: "Value too long", detail: "128 bytes"},
+		{name: "string field at the limit", src: baseVolume + `external_id = "` + strings.Repeat("x", 128) + `"`},
+		{name: "map limit", src: baseVolume + "parameters = { a = \"" + strings.Repeat("x", 4096) + "\" }", summary: "Map too large", detail: "4097 bytes"},
+		{name: "map at the limit", src: baseVolume + "parameters = { a = \"" + strings.Repeat("x", 4095) + "\" }"},
+		{name: "long map value is fine", src: baseVolume + "secrets = { cert = \"" + strings.Repeat("x", 2000) + "\" }"},
+		{name: "mount flags limit", src: baseVolume + "mount_options {\n mount_flags = [\"" + strings.Repeat("x", 4097) + "\"]\n}", summary: "Value too long", detail: "mount_flags"},
+		{name: "unsafe id", src: strings.Replace(baseVolume, `"db"`, `"../db"`, 1), summary: "Invalid volume ID", detail: `must not contain "/"`},
+		{name: "unsafe plugin id", src: strings.Replace(baseVolume, `"ebs"`, `"-ebs"`, 1), summary: "Invalid plugin ID", detail: `must not start with "-"`},
+		{name: "alloc-style id", src: strings.Replace(baseVolume, `"db"`, `"db[0]"`, 1)},
+		{name: "unknown argument suggests", src: baseVolume + `plugin = "x"`, summary: "Unsupported argument", detail: `Did you mean "plugin_id"?`},
+		{name: "unknown block suggests", src: baseVolume + "mount_option {\n}", summary: "Unsupported block type", detail: `Did you mean "mount_options"?`},
+		{name: "host field hint", src: baseVolume + `host_path = "/x"`, summary: "Unsupported argument", detail: "host volume specs"},
+		{name: "map values may be numbers and bools", src: baseVolume + "parameters {\n uid = 1000\n ro = true\n}"},
+		{name: "map values must be scalars", src: baseVolume + "parameters {\n uid = [1]\n}", summary: "Incorrect value type", detail: "parameters.uid"},
+		{name: "no interpolation", src: strings.Replace(baseVolume, `"db"`, `"${x}"`, 1), summary: "Variables not allowed"},
+		{name: "map twice", src: baseVolume + "secrets = { a = \"b\" }\nsecrets {\n c = \"d\"\n}", summary: "Duplicate secrets", detail: "more than once"},
+		{name: "duplicate map key", src: baseVolume + "parameters = { a = \"1\", a = \"2\" }", summary: "Duplicate map key", detail: `"a"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, diags := ParseVolume("t.hcl", []byte(tt.src), tt.verb)
+			checkRule(t, tt, diags)
+		})
+	}
+}
+
+func TestHostSpecIsOneError(t *testing.T) {
+	src := `type = "host"
+name = "x"
+node_id = "n"
+host_path = "/srv"
+node_pool = "p"
+capacity = "1G"
+constraint {
+  attribute = "${attr.kernel.name}"
+}
+`
+	for _, verb := range []Verb{VerbAny, VerbCreate, VerbRegister} {
+		v, diags := ParseVolume("host.hcl", []byte(src), verb)
+		if v != nil || len(diags) != 1 || diags[0].Summary != "Host volumes are not supported" {
+			t.Fatalf("verb %q: %v", verb, diags)
+		}
+		if d := diags[0].Detail; !strings.Contains(d, "CSI volumes only") || !strings.Contains(d, "nomad volume create") {
+			t.Errorf("detail: %s", d)
+		}
+		if line := diags[0].Subject.Start.Line; line != 1 {
+			t.Errorf("points at line %d, want the type on line 1", line)
+		}
+	}
+}
+
+func TestVolumeValues(t *testing.T) {
+	src := `id = "db"
+type = "csi"
+plugin_id = "ebs"
+access_mode = "single-node-reader"
+attachment_mode = "file-system"
+capacity_min = "1GiB"
+parameters {
+  uid = 1000
+  on  = true
+}
+secrets = { password = "x" }
+mount_options {
+  mount_flags = ["ro", "noatime"]
+}
+`
+	v, diags := ParseVolume("t.hcl", []byte(src), VerbAny)
+	if diags.HasErrors() || v == nil {
+		t.Fatal(diags)
+	}
+	if len(diags) != 1 || diags[0].Severity != hcl.DiagWarning || diags[0].Summary != "Deprecated access mode" {
+		t.Errorf("want one deprecation warning, got %v", diags)
+	}
+	want := &Volume{
+		ID: "db", Namespace: DefaultNamespace, Type: "csi", PluginID: "ebs", CapacityMin: 1 << 30,
+		Capabilities: []Capability{{SingleNodeReaderOnly, FileSystem}},
+		MountOptions: &MountOptions{MountFlags: MountFlags{"ro", "noatime"}},
+		Secrets:      Secrets{"password": "x"},
+		Parameters:   map[string]string{"uid": "1000", "on": "true"},
+	}
+	if !reflect.DeepEqual(v, want) {
+		t.Errorf("got  %+v\nwant %+v", v, want)
+	}
+}
+
+// TestJSONMatchesHCL decodes the same specs written in HCL and JSON.
+func TestJSONMatchesHCL(t *testing.T) {
+	tests := []struct{ name, hcl, json string }{
+		{"volume", `id = "db"
+type = "csi"
+plugin_id = "ebs"
+name = "n"
+capacity_max = "1G"
+capability {
+  access_mode = "single-node-writer"
+  attachment_mode = "file-system"
+}
+capability {
+  access_mode = "multi-node-reader-only"
+  attachment_mode = "file-system"
+}
+mount_options {
+  fs_type = "ext4"
+  mount_flags = ["ro"]
+}
+topology_request {
+  required {
+    topology { segments { rack = "R1" } }
+  }
+}
+secrets { a = "b" }
+parameters { n = 1 }
+`, `{"id": "db", "type": "csi", "plugin_id": "ebs", "name": "n", "capacity_max": "1G",
+ "capability": [{"access_mode": "single-node-writer", "attachment_mode": "file-system"},
+                {"access_mode": "multi-node-reader-only", "attachment_mode": "file-system"}],
+ "mount_options": {"fs_type": "ext4", "mount_flags": ["ro"]},
+ "topology_request": {"required": {"topology": [{"segments": {"rack": "R1"}}]}},
+ "secrets": {"a": "b"}, "parameters": {"n": 1}}`},
+		{"plugins", `plugin "a" {
+  type = "node"
+  socket = "/run/a.sock"
+  timeout = "1m"
+  exec {
+    command = "/bin/a"
+    args = ["x"]
+    env { K = "v" }
+  }
+}
+plugin "b" {
+  type = "monolith"
+  controller_socket = "/run/b-c.sock"
+  node_socket = "/run/b-n.sock"
+}
+`, `{"plugin": {"a": {"type": "node", "socket": "/run/a.sock", "timeout": "1m",
+                   "exec": {"command": "/bin/a", "args": ["x"], "env": {"K": "v"}}},
+              "b": {"type": "monolith", "controller_socket": "/run/b-c.sock", "node_socket": "/run/b-n.sock"}}}`},
+		{"group", `group "g" {
+  count = 2
+  volume "d" {
+    type = "csi"
+    source = "s"
+    per_alloc = true
+    access_mode = "single-node-writer"
+    attachment_mode = "file-system"
+  }
+  volume_mount {
+    volume = "d"
+    destination = "/srv/{alloc}"
+  }
+}
+`, `{"group": {"g": {"count": 2,
+  "volume": {"d": {"type": "csi", "source": "s", "per_alloc": true,
+                   "access_mode": "single-node-writer", "attachment_mode": "file-system"}},
+  "volume_mount": {"volume": "d", "destination": "/srv/{alloc}"}}}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fromHCL, diags := Parse("t.hcl", []byte(tt.hcl), VerbAny)
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			// No .json name: the leading "{" alone must select JSON.
+			fromJSON, diags := Parse("t.spec", []byte(tt.json), VerbAny)
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			if !reflect.DeepEqual(fromHCL, fromJSON) {
+				t.Errorf("HCL and JSON differ:\n%+v\n%+v", fromHCL, fromJSON)
+			}
+			if string(fromHCL.Kind) != tt.name && !(tt.name == "plugins" && fromHCL.Kind == KindPlugin) {
+				t.Errorf("kind %q", fromHCL.Kind)
+			}
+		})
+	}
+}
+
+func TestPluginRules(t *testing.T) {
+	plugin := func(body string) string { return "plugin \"p\" {\n" + body + "\n}\n" }
+	tests := []ruleCase{
+		{name: "monolith", src: plugin(`type = "monolith"` + "\n" + `socket = "/run/p.sock"`)},
+		{name: "monolith split", src: plugin("type = \"monolith\"\ncontroller_socket = \"/run/c.sock\"\nnode_socket = \"/run/n.sock\"")},
+		{name: "controller socket", src: plugin("type = \"controller\"\nsocket = \"/run/c.sock\"")},
+		{name: "node node_socket", src: plugin("type = \"node\"\nnode_socket = \"/run/n.sock\"")},
+		{name: "no plugin block", src: `id = "x"`, summary: "Missing plugin block", detail: "at least one plugin block", errors: 2},
+		{name: "type required", src: plugin(`socket = "/run/p.sock"`), summary: "Missing required argument", detail: `"type"`},
+		{name: "type typo", src: plugin("type = \"monolit\"\nsocket = \"/run/p.sock\""), summary: "Invalid plugin type", detail: `Did you mean "monolith"?`},
+		{name: "socket required", src: plugin(`type = "monolith"`), summary: "Missing required argument", detail: "needs a socket"},
+		{name: "monolith half split", src: plugin("type = \"monolith\"\nnode_socket = \"/run/n.sock\""), summary: "Missing required argument", detail: "controller_socket"},
+		{name: "monolith socket and split", src: plugin("type = \"monolith\"\nsocket = \"/run/p.sock\"\nnode_socket = \"/run/n.sock\""), summary: "Argument not allowed", detail: "cannot be combined"},
+		{name: "controller needs controller socket", src: plugin("type = \"controller\"\nnode_socket = \"/run/n.sock\""), summary: "Missing required argument", detail: "controller socket", errors: 2},
+		{name: "node refuses controller_socket", src: plugin("type = \"node\"\nsocket = \"/run/n.sock\"\ncontroller_socket = \"/run/c.sock\""), summary: "Argument not allowed", detail: "not used by a node plugin"},
+		{name: "relative socket", src: plugin("type = \"monolith\"\nsocket = \"p.sock\""), summary: "Invalid socket path", detail: "absolute"},
+		{name: "socket at sun_path limit", src: plugin("type = \"monolith\"\nsocket = \"/" + strings.Repeat("s", 106) + "\"")},
+		{name: "socket over sun_path", src: plugin("type = \"monolith\"\nsocket = \"/" + strings.Repeat("s", 107) + "\""), summary: "Invalid socket path", detail: "sun_path"},
+		{name: "timeout", src: plugin("type = \"monolith\"\nsocket = \"/run/p.sock\"\ntimeout = \"soon\""), summary: "Invalid timeout", detail: `"soon"`},
+		{name: "timeout positive", src: plugin("type = \"monolith\"\nsocket = \"/run/p.sock\"\ntimeout = \"-1s\""), summary: "Invalid timeout", detail: "more than zero"},
+		{name: "exec command", src: plugin("type = \"monolith\"\nsocket = \"/run/p.sock\"\nexec {\nargs = [\"x\"]\n}"), summary: "Missing required argument", detail: "command"},
+		{name: "exec literal ${socket} is not interpolated", src: plugin("type = \"monolith\"\nsocket = \"/run/p.sock\"\nexec {\ncommand = \"/bin/p\"\nargs = [\"${socket}\"]\n}"), summary: "Variables not allowed"},
+		{name: "exec escaped $${socket} is literal", src: plugin("type = \"monolith\"\nsocket = \"/run/p.sock\"\nexec {\ncommand = \"/bin/p\"\nargs = [\"$${socket}\"]\n}")},
+		{name: "unsafe id", src: "plugin \"../p\" {\ntype = \"monolith\"\nsocket = \"/run/p.sock\"\n}", summary: "Invalid plugin ID", detail: `"/"`},
+		{name: "duplicate id", src: plugin("type = \"monolith\"\nsocket = \"/run/p.sock\"") + plugin("type = \"monolith\"\nsocket = \"/run/q.sock\""), summary: "Duplicate plugin", detail: `"p"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, diags := ParsePlugins("t.hcl", []byte(tt.src))
+			checkRule(t, tt, diags)
+		})
+	}
+}
+
+func TestPluginValues(t *testing.T) {
+	src := `plugin "c" {
+  type = "controller"
+  socket = "/run/c.sock"
+}
+plugin "n" {
+  type = "node"
+  socket = "/run/n.sock"
+  timeout = "90s"
+  exec {
+    command = "/bin/n"
+    args = ["--endpoint", "$${CSI_ENDPOINT}"]
+    env = { A = "1", CSI_ENDPOINT = "x" }
+  }
+}
+`
+	ps, diags := ParsePlugins("t.hcl", []byte(src))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	want := []*Plugin{
+		{ID: "c", Type: PluginController, ControllerSocket: "/run/c.sock"},
+		{ID: "n", Type: PluginNode, NodeSocket: "/run/n.sock", Timeout: 90 * time.Second,
+			Exec: &Exec{Command: "/bin/n", Args: []string{"--endpoint", "${CSI_ENDPOINT}"}, Env: Secrets{"A": "1"}}},
+	}
+	if !reflect.DeepEqual(ps, want) {
+		t.Errorf("got  %+v\nwant %+v", ps, want)
+	}
+	if len(diags) != 1 || diags[0].Summary != "Environment variable overridden" {
+		t.Errorf("want a warning about CSI_ENDPOINT, got %v", diags)
+	}
+}
+
+func TestGroupRules(t *testing.T) {
+	group := func(count, volume, mount string) string {
+		return "group \"web\" {\n" + count + "\nvolume \"data\" {\ntype = \"csi\"\nsource = \"data\"\n" + volume + "\n}\n" + mount + "\n}\n"
+	}
+	rw := "access_mode = \"single-node-writer\"\nattachment_mode = \"file-system\""
+	mount := func(body string) string { return "volume_mount {\nvolume = \"data\"\n" + body + "\n}" }
+	tests := []ruleCase{
+		{name: "minimal", src: group("", rw, "")},
+		{name: "per_alloc with count", src: group("count = 3", rw+"\nper_alloc = true", mount(`destination = "/srv/{index}"`))},
+		{name: "count at least 1", src: group("count = 0", rw, ""), summary: "Invalid count", detail: "at least 1"},
+		{name: "count whole", src: group("count = 1.5", rw, ""), summary: "Invalid value", detail: "whole number"},
+		{name: "single-node with count needs per_alloc", src: group("count = 2", rw, ""), summary: "Single-node volume shared by several allocs", detail: "per_alloc = true"},
+		{name: "multi-node with count is fine", src: group("count = 2", "access_mode = \"multi-node-multi-writer\"\nattachment_mode = \"file-system\"", "")},
+		{name: "reader-only needs read_only", src: group("", "access_mode = \"multi-node-reader-only\"\nattachment_mode = \"file-system\"", ""), summary: "Read-only access mode needs read_only", detail: "read_only = true"},
+		{name: "reader-only with read_only", src: group("", "read_only = true\naccess_mode = \"single-node-reader-only\"\nattachment_mode = \"file-system\"", "")},
+		{name: "block-device forbids mount_options", src: group("", "access_mode = \"single-node-writer\"\nattachment_mode = \"block-device\"\nmount_options {\nfs_type = \"ext4\"\n}", ""), summary: "mount_options not allowed for block-device", detail: "raw device"},
+		{name: "access_mode required", src: group("", `attachment_mode = "file-system"`, ""), summary: "Missing required argument", detail: `"access_mode"`},
+		{name: "attachment_mode required", src: group("", `access_mode = "single-node-writer"`, ""), summary: "Missing required argument", detail: `"attachment_mode"`},
+		{name: "type must be csi", src: strings.Replace(group("", rw, ""), `type = "csi"`, `type = "nfs"`, 1), summary: "Invalid volume type", detail: `"nfs"`},
+		{name: "host request refused", src: strings.Replace(group("", "", ""), `type = "csi"`, `type = "host"`, 1), summary: "Host volumes are not supported", detail: "CSI volumes only"},
+		{name: "source required", src: strings.Replace(group("", rw, ""), `source = "data"`, "", 1), summary: "Missing required argument", detail: `"source"`},
+		{name: "source is an ID", src: strings.Replace(group("", rw, ""), `source = "data"`, `source = "a/b"`, 1), summary: "Invalid volume source", detail: `"/"`},
+		{name: "volume_mount names a volume", src: group("", rw, "volume_mount {\nvolume = \"dat\"\ndestination = \"/srv\"\n}"), summary: "Unknown volume", detail: `Did you mean "data"?`},
+		{name: "destination absolute", src: group("", rw, mount(`destination = "srv"`)), summary: "Invalid destination", detail: "absolute"},
+		{name: "destination per alloc", src: group("count = 2", rw+"\nper_alloc = true", mount(`destination = "/srv"`)), summary: "Destination shared by several allocs", detail: "{index}"},
+		{name: "destination with alloc placeholder", src: group("count = 2", rw+"\nper_alloc = true", mount(`destination = "/srv/{alloc}"`))},
+		{name: "unknown placeholder", src: group("", rw, mount(`destination = "/srv/{id}"`)), summary: "Unknown placeholder", detail: "{id}"},
+		{name: "propagation modes", src: group("", rw, mount("destination = \"/a\"\npropagation_mode = \"host-to-task\"")+"\n"+mount("destination = \"/b\"\npropagation_mode = \"bidirectional\"")+"\n"+mount("destination = \"/c\"\npropagation_mode = \"private\""))},
+		{name: "propagation invalid", src: group("", rw, mount("destination = \"/a\"\npropagation_mode = \"shared\"")), summary: "Invalid propagation mode", detail: "Valid modes: private, host-to-task, bidirectional"},
+		{name: "bidirectional needs rw mount", src: group("", rw, mount("destination = \"/a\"\nread_only = true\npropagation_mode = \"bidirectional\"")), summary: "Bidirectional propagation needs a read-write volume", detail: "volume_mount is read_only"},
+		{name: "bidirectional needs rw request", src: group("", "read_only = true\n"+rw, mount("destination = \"/a\"\npropagation_mode = \"bidirectional\"")), summary: "Bidirectional propagation needs a read-write volume", detail: "requested read_only"},
+		{name: "group name is an ID", src: strings.Replace(group("", rw, ""), `"web"`, `".."`, 1), summary: "Invalid group name", detail: `".."`},
+		{name: "one group per file", src: group("", rw, "") + group("", rw, ""), summary: "Duplicate group block", detail: "exactly one group"},
+		{name: "a volume block required", src: "group \"web\" {\n}\n", summary: "Missing volume block", detail: "at least one volume"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, diags := ParseGroup("t.hcl", []byte(tt.src))
+			checkRule(t, tt, diags)
+		})
+	}
+}
+
+func TestGroupDefaults(t *testing.T) {
+	g, diags := ParseGroup("t.hcl", []byte(`group "db" {
+  volume "data" {
+    type = "csi"
+    source = "db"
+    access_mode = "single-node-reader"
+    attachment_mode = "file-system"
+    read_only = true
+  }
+  volume_mount {
+    volume = "data"
+    destination = "/srv/db"
+  }
+}`))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	want := &Group{Name: "db", Count: 1,
+		Volumes: []VolumeRequest{{Name: "data", Type: "csi", Source: "db", ReadOnly: true, AccessMode: SingleNodeReaderOnly, AttachmentMode: FileSystem}},
+		Mounts:  []VolumeMount{{Volume: "data", Destination: "/srv/db", PropagationMode: PropagationPrivate}},
+	}
+	if !reflect.DeepEqual(g, want) {
+		t.Errorf("got  %+v\nwant %+v", g, want)
+	}
+}
+
+func TestParseDetectsKind(t *testing.T) {
+	tests := []struct {
+		src  string
+		want Kind
+	}{
+		{baseVolume, KindVolume},
+		{"plugin \"p\" {\ntype = \"node\"\nsocket = \"/s\"\n}", KindPlugin},
+		{"group \"g\" {\nvolume \"v\" {\ntype = \"csi\"\nsource = \"s\"\naccess_mode = \"single-node-writer\"\nattachment_mode = \"file-system\"\n}\n}", KindGroup},
+		{`{"plugin": {"p": {"type": "node", "socket": "/s"}}}`, KindPlugin},
+	}
+	for _, tt := range tests {
+		f, diags := Parse("t", []byte(tt.src), VerbAny)
+		if diags.HasErrors() || f.Kind != tt.want {
+			t.Errorf("Parse(%.20q): %v, %v; want kind %s", tt.src, f, diags, tt.want)
+		}
+	}
+}
+
+// TestSecretsNeverRendered renders the diagnostics of specs whose secrets, env and mount flags
+// sit on the lines the diagnostics point at, HCL and JSON, valid syntax and not.
+func TestSecretsNeverRendered(t *testing.T) {
+	const secret = "TOPSECRET"
+	tests := []struct{ name, src string }{
+		{"bad secret key", baseVolume + "secrets {\n  \"bad key\" = \"TOPSECRET\"\n}"},
+		{"secret of the wrong type", baseVolume + "secrets = { k = [\"TOPSECRET\"] }"},
+		{"mount flags wrong type", baseVolume + "mount_options {\n mount_flags = \"TOPSECRET\"\n}"},
+		{"mount flags in a one-line block", baseVolume + "mount_options { fs_type = 1, mount_flags = [\"TOPSECRET\"], bogus = 1 }"},
+		{"syntax error next to a secret", baseVolume + "secrets {\n  k = \"TOPSECRET\" = \n}"},
+		{"plugin env", "plugin \"p\" {\ntype = \"node\"\nsocket = \"/s\"\nexec {\ncommand = \"/x\"\nenv = { \"A=B\" = \"TOPSECRET\" }\n}\n}"},
+		{"json secret", `{"id": "db", "type": "csi", "plugin_id": "x", "secrets": {"bad key": "TOPSECRET"}}`},
+		{"json mount flags", `{"id": "db", "type": "csi", "plugin_id": "x", "mount_options": {"mount_flags": "TOPSECRET"}}`},
+		{"json syntax error", `{"secrets": {"k": "TOPSECRET" "x": 1}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := NewParser()
+			_, diags := p.Parse("t.spec", []byte(tt.src), VerbAny)
+			if !diags.HasErrors() {
+				t.Fatal("the case must produce an error to render")
+			}
+			var out strings.Builder
+			if err := p.WriteDiagnostics(&out, diags, 80, false); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(out.String(), secret) {
+				t.Errorf("secret rendered:\n%s", out.String())
+			}
+			for _, j := range JSONDiagnostics("t.spec", diags) {
+				if strings.Contains(j.Summary+j.Detail, secret) {
+					t.Errorf("secret in JSON diagnostic: %+v", j)
+				}
+			}
+		})
+	}
+}
