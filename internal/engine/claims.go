@@ -1,0 +1,368 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// ClaimRequest is one alloc's request for a volume.
+type ClaimRequest struct {
+	VolumeID string
+	Alloc    string
+	Group    string // the group the alloc belongs to, "" for a plain claim
+	ReadOnly bool
+	// AccessMode and AttachmentMode pick one of the volume's capabilities; when empty, the
+	// volume's current mode is used if it is in use, else its first capability that fits.
+	AccessMode     spec.AccessMode
+	AttachmentMode spec.AttachmentMode
+	// MountOptions merge over the volume's: fs_type wins when set, mount flags replace.
+	MountOptions *spec.MountOptions
+	// Binds are the group's volume_mounts of this volume, destinations already substituted.
+	Binds []spec.VolumeMount
+}
+
+// Claim admits an alloc's claim on a volume and publishes it, returning the claim with its
+// target path. Admission follows Nomad's access-mode rules in one immediate transaction; a
+// claim refused because another alloc holds the volume is an ErrConflict naming the holder.
+// Claiming again for an alloc that already holds an equal claim returns the same claim.
+func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimInfo, error) {
+	fail := func(err error) (ClaimInfo, error) {
+		return ClaimInfo{}, fmt.Errorf("claim %q for alloc %q: %w", req.VolumeID, req.Alloc, err)
+	}
+	if err := spec.ValidateID("alloc", req.Alloc); err != nil {
+		return fail(invalidf("%v", err))
+	}
+	cl, fresh, err := e.admit(ctx, req)
+	if err != nil {
+		return fail(err)
+	}
+	if !fresh && cl.AtRest() {
+		return claimInfo(cl), nil
+	}
+	failpoint("claim:taken")
+
+	unlock, err := e.locks.volume(ctx, cl.VolumeID)
+	if err != nil {
+		e.markForReconcile(ctx, &cl, "", err)
+		return fail(err)
+	}
+	defer unlock()
+	cl, err = e.drive(ctx, cl.ID, store.OutcomeRolledBack)
+	if err != nil {
+		return fail(err)
+	}
+	return claimInfo(cl), nil
+}
+
+// admit runs admission in one write transaction and returns the claim: a new one in state
+// taken (fresh), or the alloc's existing equal claim.
+func (e *Engine) admit(ctx context.Context, req ClaimRequest) (cl store.Claim, fresh bool, err error) {
+	mode := store.ClaimWrite
+	if req.ReadOnly {
+		mode = store.ClaimRead
+	}
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		v, err := tx.Volumes().Get(req.VolumeID)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFoundf("volume %q not found", req.VolumeID)
+		}
+		if err != nil {
+			return err
+		}
+		if v.State != store.VolumeReady {
+			return conflictf("volume %q is %s, not ready (run `volctl reconcile`)", v.ID, v.State)
+		}
+		live, err := tx.Claims().ByVolume(v.ID)
+		if err != nil {
+			return err
+		}
+		for _, c := range live {
+			if c.Alloc != req.Alloc {
+				continue
+			}
+			if c.Releasing {
+				return conflictf("alloc %q's claim is being released (finish it with `volctl reconcile`)", req.Alloc)
+			}
+			if c.Mode != mode || (req.AccessMode != "" && req.AccessMode != c.AccessMode) ||
+				(req.AttachmentMode != "" && req.AttachmentMode != c.AttachmentMode) {
+				return conflictf("alloc %q already holds a %s claim (%s, %s); release it first", req.Alloc, c.Mode, c.AccessMode, c.AttachmentMode)
+			}
+			cl = c
+			return nil
+		}
+		capab, err := chooseCapability(v, req)
+		if err != nil {
+			return err
+		}
+		if err := checkAdmission(v, live, mode, capab); err != nil {
+			return err
+		}
+		mo := v.MountOptions.Merge(req.MountOptions)
+		if capab.AttachmentMode == spec.BlockDevice {
+			mo = &spec.MountOptions{}
+		}
+		cl = store.Claim{
+			VolumeID: v.ID, Alloc: req.Alloc, Group: req.Group, Mode: mode,
+			AccessMode: capab.AccessMode, AttachmentMode: capab.AttachmentMode,
+			FSType: mo.FSType, MountFlags: mo.MountFlags, State: store.ClaimTaken,
+			TargetPath: publishPath(e.cfg.StateDir, req.Alloc, v.ID, req.ReadOnly, capab.AttachmentMode, capab.AccessMode),
+			Binds:      req.Binds,
+		}
+		if err := tx.Claims().Insert(&cl); err != nil {
+			return err
+		}
+		fresh = true
+		return tx.Events().Append(&store.Event{Kind: "claim", VolumeID: v.ID, Alloc: req.Alloc, PluginID: v.PluginID,
+			Message: fmt.Sprintf("%s claim admitted (%s, %s)", mode, capab.AccessMode, capab.AttachmentMode)})
+	})
+	return cl, fresh, err
+}
+
+// chooseCapability picks the (access, attachment) pair for a claim: the one asked for, which
+// must be one of the volume's capabilities, or else the volume's current mode while it is in
+// use, or else its first capability a claim of this kind can use.
+func chooseCapability(v store.Volume, req ClaimRequest) (spec.Capability, error) {
+	fits := func(c spec.Capability) bool {
+		return (req.AccessMode == "" || c.AccessMode == req.AccessMode) &&
+			(req.AttachmentMode == "" || c.AttachmentMode == req.AttachmentMode) &&
+			(req.ReadOnly || !c.AccessMode.ReaderOnly())
+	}
+	if v.AccessMode != "" {
+		cur := spec.Capability{AccessMode: v.AccessMode, AttachmentMode: v.AttachmentMode}
+		for _, c := range v.Capabilities {
+			if c == cur && fits(c) {
+				return c, nil
+			}
+		}
+	}
+	for _, c := range v.Capabilities {
+		if fits(c) {
+			return c, nil
+		}
+	}
+	want := "a writable capability"
+	if req.AccessMode != "" || req.AttachmentMode != "" {
+		want = fmt.Sprintf("%s/%s", orAny(string(req.AccessMode)), orAny(string(req.AttachmentMode)))
+		if !req.ReadOnly {
+			want += " for writing"
+		}
+	}
+	return spec.Capability{}, invalidf("volume %q has no capability matching %s; its capabilities: %s",
+		v.ID, want, describeCapabilities(v.Capabilities))
+}
+
+func orAny(s string) string {
+	if s == "" {
+		return "any"
+	}
+	return s
+}
+
+func describeCapabilities(caps []spec.Capability) string {
+	parts := make([]string, len(caps))
+	for i, c := range caps {
+		parts[i] = string(c.AccessMode) + "/" + string(c.AttachmentMode)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// checkAdmission applies Nomad's access-mode rules to the volume's live claims (releasing ones
+// included: a volume is not free until its release has finished).
+func checkAdmission(v store.Volume, live []store.Claim, mode store.ClaimMode, c spec.Capability) error {
+	if len(live) > 0 && v.AccessMode != "" {
+		if c.AccessMode != v.AccessMode || c.AttachmentMode != v.AttachmentMode {
+			return conflictf("volume %q is in use as %s/%s by %s; this claim asks for %s/%s",
+				v.ID, v.AccessMode, v.AttachmentMode, holder(live[0]), c.AccessMode, c.AttachmentMode)
+		}
+	}
+	var readers, writers []store.Claim
+	for _, l := range live {
+		if l.Mode == store.ClaimWrite {
+			writers = append(writers, l)
+		} else {
+			readers = append(readers, l)
+		}
+	}
+	switch c.AccessMode {
+	case spec.SingleNodeReaderOnly:
+		if len(readers) > 0 {
+			return conflictf("volume %q is single-node-reader-only and %s holds it", v.ID, holder(readers[0]))
+		}
+	case spec.SingleNodeWriter:
+		if len(live) > 0 {
+			return conflictf("volume %q is single-node-writer and %s holds it", v.ID, holder(live[0]))
+		}
+	case spec.MultiNodeSingleWriter:
+		if mode == store.ClaimWrite && len(writers) > 0 {
+			return conflictf("volume %q is multi-node-single-writer and %s holds the write claim", v.ID, holder(writers[0]))
+		}
+	}
+	return nil
+}
+
+func holder(c store.Claim) string {
+	return fmt.Sprintf("alloc %q (%s claim, %s)", c.Alloc, c.Mode, c.State)
+}
+
+// drive moves a claim toward where it wants to be — published, or freed when it is releasing —
+// one committed checkpoint at a time. A final error on the publish path rolls the claim back
+// (freed with rollbackOutcome); a retryable one that outlives the retries leaves the claim
+// where it is, marked for reconcile. The caller holds the volume lock.
+func (e *Engine) drive(ctx context.Context, claimID int64, rollbackOutcome store.Outcome) (store.Claim, error) {
+	var (
+		cl store.Claim
+		v  store.Volume
+	)
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		if cl, err = tx.Claims().Get(claimID); err != nil {
+			return err
+		}
+		v, err = tx.Volumes().Get(cl.VolumeID)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return cl, notFoundf("the claim was released by another volctl meanwhile")
+	}
+	if err != nil {
+		return cl, err
+	}
+	c, err := e.connect(ctx, v.PluginID)
+	if err != nil {
+		e.markForReconcile(ctx, &cl, "", err)
+		return cl, err
+	}
+	if !c.fp.Node {
+		return cl, invalidf("plugin %q has no node service on this host: volumes cannot be published here", v.PluginID)
+	}
+	if cl.Releasing {
+		return cl, e.release(ctx, c, v, &cl, store.OutcomeReleased)
+	}
+	perr := e.publish(ctx, c, v, &cl)
+	if perr == nil {
+		return cl, nil
+	}
+	if csi.ClassOf(perr) != csi.Final || ctx.Err() != nil || isLocalRetryable(perr) {
+		e.markForReconcile(ctx, &cl, lastRPC(perr), perr)
+		return cl, fmt.Errorf("%w (the claim is left %s for `volctl reconcile`)", perr, cl.State)
+	}
+	// A final error: undo what was done so no phantom claim stays behind.
+	cl.Releasing = true
+	if rerr := e.release(ctx, c, v, &cl, rollbackOutcome); rerr != nil {
+		return cl, fmt.Errorf("%w; rolling the claim back also failed: %v (it is left for `volctl reconcile`)", perr, rerr)
+	}
+	return cl, fmt.Errorf("%w (the claim was rolled back)", perr)
+}
+
+// isLocalRetryable reports a failure of volctl's own work (making a directory, the store) that
+// is not the plugin's verdict on the claim, so the claim should not be rolled back for it.
+func isLocalRetryable(err error) bool {
+	var ce *csi.Error
+	return !errors.As(err, &ce) && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrConflict)
+}
+
+func lastRPC(err error) string {
+	var ce *csi.Error
+	if errors.As(err, &ce) {
+		return ce.RPC
+	}
+	return ""
+}
+
+// save commits a claim's new state, with its error fields cleared after a success, plus any
+// other writes of the same step.
+func (e *Engine) save(ctx context.Context, cl *store.Claim, also func(tx *store.Tx) error) error {
+	cl.LastRPC, cl.LastCode, cl.LastError = "", "", ""
+	return e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		if also != nil {
+			if err := also(tx); err != nil {
+				return err
+			}
+		}
+		return tx.Claims().Update(cl)
+	})
+}
+
+// markForReconcile records a failure on the claim and flags it for reconcile.
+func (e *Engine) markForReconcile(ctx context.Context, cl *store.Claim, rpc string, cause error) {
+	cl.NeedsReconcile = true
+	cl.Attempts++
+	cl.LastRPC, cl.LastCode, cl.LastError = rpc, "", cause.Error()
+	if rpc != "" {
+		cl.LastCode = csi.CodeOf(cause).String()
+	}
+	err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		if err := tx.Claims().Update(cl); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc,
+			RPC: rpc, Code: cl.LastCode, Message: fmt.Sprintf("claim left %s for reconcile: %v", cl.State, cause)})
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		e.log.Warn("recording a claim failure", "volume", cl.VolumeID, "alloc", cl.Alloc, "err", err)
+	}
+}
+
+// capability is the CSI capability a claim publishes with: its modes and, for a file system,
+// its merged mount options.
+func capability(cl *store.Claim) csi.VolumeCapability {
+	vc := csi.VolumeCapability{Capability: spec.Capability{AccessMode: cl.AccessMode, AttachmentMode: cl.AttachmentMode}}
+	if cl.AttachmentMode == spec.FileSystem && (cl.FSType != "" || len(cl.MountFlags) > 0) {
+		vc.MountOptions = &spec.MountOptions{FSType: cl.FSType, MountFlags: cl.MountFlags}
+	}
+	return vc
+}
+
+// ClaimInfo returns an alloc's live claim on a volume.
+func (e *Engine) ClaimInfo(ctx context.Context, volumeID, alloc string) (ClaimInfo, error) {
+	var cl store.Claim
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		cl, err = tx.Claims().Find(volumeID, alloc)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return ClaimInfo{}, notFoundf("alloc %q has no claim on volume %q", alloc, volumeID)
+	}
+	return claimInfo(cl), err
+}
+
+// Claims lists every live claim.
+func (e *Engine) Claims(ctx context.Context) ([]ClaimInfo, error) {
+	var out []ClaimInfo
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		all, err := tx.Claims().ListAll()
+		for _, c := range all {
+			out = append(out, claimInfo(c))
+		}
+		return err
+	})
+	return out, err
+}
+
+// History returns up to limit freed claims, newest first; of one volume when volumeID is set.
+func (e *Engine) History(ctx context.Context, volumeID string, limit int) ([]ClaimInfo, error) {
+	var out []ClaimInfo
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		var (
+			past []store.PastClaim
+			err  error
+		)
+		if volumeID != "" {
+			past, err = tx.History().ByVolume(volumeID, limit)
+		} else {
+			past, err = tx.History().Recent(limit)
+		}
+		for _, p := range past {
+			out = append(out, pastClaimInfo(p))
+		}
+		return err
+	})
+	return out, err
+}

@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// DetachResult says what a detach did to each claim.
+type DetachResult struct {
+	Released []ClaimInfo `json:"released"`
+	Failed   []ClaimInfo `json:"failed,omitempty"`
+	// Warnings are what a forced detach could not do (it does not stop for them).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Detach releases every claim on a volume on this host. With force — for a plugin that is gone —
+// the node RPCs are skipped, volctl unmounts its own target and staging paths itself, the
+// controller unpublish is still tried, and the claims are freed whatever happens, with warnings.
+func (e *Engine) Detach(ctx context.Context, volumeID string, force bool) (DetachResult, error) {
+	var res DetachResult
+	fail := func(err error) (DetachResult, error) {
+		return res, fmt.Errorf("detach %q: %w", volumeID, err)
+	}
+	if err := e.checkVolumeExists(ctx, volumeID); err != nil {
+		return fail(err)
+	}
+	unlock, err := e.locks.volume(ctx, volumeID)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+
+	var (
+		v      store.Volume
+		claims []store.Claim
+	)
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		var err error
+		if v, err = tx.Volumes().Get(volumeID); err != nil {
+			return err
+		}
+		if claims, err = tx.Claims().ByVolume(volumeID); err != nil {
+			return err
+		}
+		for i := range claims {
+			if !claims[i].Releasing {
+				claims[i].Releasing = true
+				if err := tx.Claims().Update(&claims[i]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	if force {
+		res.Warnings = e.forceDetach(ctx, v, claims)
+		for _, cl := range claims {
+			res.Released = append(res.Released, claimInfo(cl))
+		}
+		return res, nil
+	}
+	var errs []error
+	for _, cl := range claims {
+		if _, err := e.drive(ctx, cl.ID, store.OutcomeReleased); err != nil {
+			res.Failed = append(res.Failed, claimInfo(cl))
+			errs = append(errs, fmt.Errorf("alloc %q: %w", cl.Alloc, err))
+			continue
+		}
+		res.Released = append(res.Released, claimInfo(cl))
+	}
+	if len(errs) > 0 {
+		return fail(errors.Join(errs...))
+	}
+	return res, nil
+}
+
+// forceDetach drops a volume's claims without the node RPCs. It returns what it could not do.
+func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store.Claim) []string {
+	var warnings []string
+	warn := func(format string, args ...any) {
+		w := fmt.Sprintf(format, args...)
+		warnings = append(warnings, w)
+		e.log.Warn(w, "volume", v.ID)
+	}
+	warn("forced detach of volume %q: NodeUnpublishVolume and NodeUnstageVolume are skipped; volctl unmounts its own paths and frees %d claim(s) without the plugin", v.ID, len(claims))
+	for _, cl := range claims {
+		if err := e.unbind(&cl); err != nil {
+			warn("alloc %q: %v", cl.Alloc, err)
+		}
+		if err := forceUnmount(cl.TargetPath); err != nil {
+			warn("alloc %q: %v", cl.Alloc, err)
+		}
+		removeEmptyDirs(cl.TargetPath, filepath.Join(e.cfg.StateDir, publishDir))
+	}
+	st, hasStaging, err := e.getStaging(ctx, v.ID)
+	if err != nil {
+		warn("reading the staging: %v", err)
+	}
+	if hasStaging && st.StagingPath != "" {
+		if err := forceUnmount(st.StagingPath); err != nil {
+			warn("%v", err)
+		}
+		removeEmptyDirs(st.StagingPath, filepath.Join(e.cfg.StateDir, stagingDir))
+	}
+	if c, err := e.connect(ctx, v.PluginID); err != nil {
+		warn("ControllerUnpublishVolume not sent: %v", err)
+	} else if c.controllerPublishes() {
+		nodeID := st.NodeID
+		if nodeID == "" {
+			nodeID = c.fp.NodeID
+		}
+		err := e.withController(ctx, c, func(ctx context.Context) error {
+			return c.client.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{VolumeID: v.ExternalID, NodeID: nodeID, Secrets: v.Secrets})
+		})
+		if err != nil && !csi.IsIgnorable(err) {
+			warn("%v", err)
+		}
+	}
+	err = e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		for _, cl := range claims {
+			if err := tx.Claims().Free(cl.ID, store.OutcomeForced); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			if err := tx.Events().Append(&store.Event{Kind: "release", VolumeID: v.ID, Alloc: cl.Alloc, PluginID: v.PluginID,
+				Message: fmt.Sprintf("%s claim dropped by a forced detach (was %s)", cl.Mode, cl.State)}); err != nil {
+				return err
+			}
+		}
+		if err := tx.Stagings().Delete(v.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		warn("freeing the claims: %v", err)
+	}
+	return warnings
+}

@@ -1,0 +1,342 @@
+// Package engine is volctl's orchestration: admission, the claim state machine, staging
+// reference counts, reconcile and restore, claim GC and plugin health. It drives CSI plugins
+// through internal/csi and keeps its state in internal/store, and returns plain values (not
+// store rows, not protobufs) to the command line and the dashboard.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// Config builds an Engine. Zero fields take the defaults filled in by withDefaults.
+type Config struct {
+	// StateDir holds the database, the lock files and the staging and publish mounts.
+	StateDir string
+	// Store is the open state database; when nil, Open opens the one in StateDir and Close
+	// closes it.
+	Store *store.Store
+	// Logger gets warnings and, at debug level, RPC traces with secrets redacted.
+	Logger *slog.Logger
+	// Mounts answers which paths are mounted; the kernel's table by default.
+	Mounts MountTable
+	// Retry bounds how a retryable RPC failure is retried before the claim is left for reconcile.
+	Retry RetryPolicy
+	// Timeouts are the default per-RPC timeouts; a plugin's own `timeout` overrides the long one.
+	Timeouts csi.Timeouts
+	// Dial connects to a plugin; tests replace it. By default it builds a csi.Client.
+	Dial func(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger) (Plugin, error)
+	// Now is the clock.
+	Now func() time.Time
+}
+
+// RetryPolicy is jittered exponential backoff with a bounded number of attempts.
+type RetryPolicy struct {
+	Attempts int           // total tries of one RPC, first one included
+	Base     time.Duration // first wait
+	Max      time.Duration // cap on one wait
+}
+
+// DefaultRetry is what a command uses: a few tries within seconds, then the claim is left for
+// reconcile (DESIGN.md, "Timeouts").
+var DefaultRetry = RetryPolicy{Attempts: 4, Base: 250 * time.Millisecond, Max: 2 * time.Second}
+
+// wait returns the jittered wait before attempt n (n >= 1 is the first retry).
+func (r RetryPolicy) wait(n int) time.Duration {
+	d := r.Base << (n - 1)
+	if d > r.Max || d <= 0 {
+		d = r.Max
+	}
+	// Full jitter in [d/2, d): processes that failed together do not retry together.
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Mounts == nil {
+		c.Mounts = kernelMounts{}
+	}
+	if c.Retry.Attempts <= 0 {
+		c.Retry = DefaultRetry
+	}
+	if c.Dial == nil {
+		c.Dial = dialCSI
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Engine runs volctl's operations. It is safe for concurrent use, and several processes may
+// run engines on one state dir at once: they coordinate through flocks and SQLite.
+type Engine struct {
+	cfg       Config
+	store     *store.Store
+	ownsStore bool
+	locks     *locker
+	log       *slog.Logger
+
+	mu    sync.Mutex
+	conns map[string]*conn // by plugin ID
+}
+
+// Open builds an engine on a state dir, opening its database unless cfg.Store is given.
+func Open(ctx context.Context, cfg Config) (*Engine, error) {
+	cfg = cfg.withDefaults()
+	if cfg.StateDir == "" {
+		return nil, errors.New("engine: no state dir")
+	}
+	st, owns := cfg.Store, false
+	if st == nil {
+		var err error
+		st, err = store.Open(ctx, cfg.StateDir, store.WithLogger(cfg.Logger), store.WithClock(cfg.Now))
+		if err != nil {
+			return nil, err
+		}
+		owns = true
+	}
+	locks, err := newLocker(cfg.StateDir)
+	if err != nil {
+		if owns {
+			st.Close()
+		}
+		return nil, err
+	}
+	return &Engine{cfg: cfg, store: st, ownsStore: owns, locks: locks, log: cfg.Logger, conns: map[string]*conn{}}, nil
+}
+
+// Close closes plugin connections and, if the engine opened it, the store.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	for id, c := range e.conns {
+		_ = c.client.Close()
+		delete(e.conns, id)
+	}
+	e.mu.Unlock()
+	if e.ownsStore {
+		return e.store.Close()
+	}
+	return nil
+}
+
+// StateDir is the state directory the engine works in.
+func (e *Engine) StateDir() string { return e.cfg.StateDir }
+
+// Plugin is what the engine needs of a CSI plugin connection; *csi.Client is the real one.
+type Plugin interface {
+	Fingerprint(ctx context.Context) (*csi.Fingerprint, error)
+	Probe(ctx context.Context) (bool, error)
+	CreateVolume(ctx context.Context, r csi.CreateVolumeRequest) (csi.Volume, error)
+	DeleteVolume(ctx context.Context, r csi.DeleteVolumeRequest) error
+	ValidateVolumeCapabilities(ctx context.Context, r csi.ValidateVolumeCapabilitiesRequest) error
+	ControllerPublishVolume(ctx context.Context, r csi.ControllerPublishVolumeRequest) (map[string]string, error)
+	ControllerUnpublishVolume(ctx context.Context, r csi.ControllerUnpublishVolumeRequest) error
+	ControllerExpandVolume(ctx context.Context, r csi.ControllerExpandVolumeRequest) (csi.ControllerExpandVolumeResponse, error)
+	CreateSnapshot(ctx context.Context, r csi.CreateSnapshotRequest) (csi.Snapshot, error)
+	DeleteSnapshot(ctx context.Context, r csi.DeleteSnapshotRequest) error
+	ListSnapshots(ctx context.Context, r csi.ListSnapshotsRequest) (csi.ListSnapshotsResponse, error)
+	NodeStageVolume(ctx context.Context, r csi.NodeStageVolumeRequest) error
+	NodeUnstageVolume(ctx context.Context, r csi.NodeUnstageVolumeRequest) error
+	NodePublishVolume(ctx context.Context, r csi.NodePublishVolumeRequest) error
+	NodeUnpublishVolume(ctx context.Context, r csi.NodeUnpublishVolumeRequest) error
+	NodeExpandVolume(ctx context.Context, r csi.NodeExpandVolumeRequest) (int64, error)
+	NodeGetVolumeStats(ctx context.Context, r csi.NodeGetVolumeStatsRequest) (csi.VolumeStats, error)
+	Close() error
+}
+
+func dialCSI(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger) (Plugin, error) {
+	sp := p.Spec()
+	cfg := csi.ConfigFromSpec(&sp)
+	if cfg.Timeouts.Long == 0 {
+		cfg.Timeouts.Long = timeouts.Long
+	}
+	cfg.Timeouts.Short = timeouts.Short
+	cfg.Logger = log
+	return csi.New(cfg)
+}
+
+// conn is a connected, fingerprinted plugin. Its fingerprint is only trusted while the
+// plugin's sockets are the same files: a restarted plugin recreates its socket, and then the
+// engine reconnects and fingerprints again, so capabilities never outlive a restart.
+type conn struct {
+	plugin  store.Plugin
+	client  Plugin
+	fp      *csi.Fingerprint
+	sockets []socketID
+}
+
+type socketID struct {
+	path       string
+	dev, inode uint64
+	ctime      int64
+}
+
+func identify(paths ...string) []socketID {
+	var out []socketID
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		id := socketID{path: p}
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err == nil {
+			id.dev, id.inode, id.ctime = st.Dev, st.Ino, st.Ctim.Nano()
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+func sameSockets(a, b []socketID) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] || a[i].inode == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func pluginSockets(p store.Plugin) []string {
+	sp := p.Spec()
+	cfg := csi.ConfigFromSpec(&sp)
+	if cfg.ControllerSocket == cfg.NodeSocket {
+		return []string{cfg.ControllerSocket}
+	}
+	return []string{cfg.ControllerSocket, cfg.NodeSocket}
+}
+
+// connect returns a fingerprinted connection to a registered plugin, reusing the cached one
+// while the plugin has not restarted. The new fingerprint is recorded in the store.
+func (e *Engine) connect(ctx context.Context, pluginID string) (*conn, error) {
+	var p store.Plugin
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		p, err = tx.Plugins().Get(pluginID)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, notFoundf("plugin %q is not registered (volctl plugin register)", pluginID)
+		}
+		return nil, err
+	}
+	return e.connectPlugin(ctx, p, true)
+}
+
+func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool) (*conn, error) {
+	ids := identify(pluginSockets(p)...)
+	e.mu.Lock()
+	c := e.conns[p.ID]
+	if c != nil && sameSockets(c.sockets, ids) && c.plugin.UpdatedAt.Equal(p.UpdatedAt) {
+		e.mu.Unlock()
+		return c, nil
+	}
+	if c != nil {
+		_ = c.client.Close()
+		delete(e.conns, p.ID)
+	}
+	e.mu.Unlock()
+
+	for _, s := range ids {
+		if s.inode == 0 {
+			return nil, fmt.Errorf("plugin %q: socket %s does not exist (is the plugin running?)", p.ID, s.path)
+		}
+	}
+	client, err := e.cfg.Dial(p, e.cfg.Timeouts, e.log)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: %w", p.ID, err)
+	}
+	fp, err := client.Fingerprint(ctx)
+	if err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("plugin %q: %w", p.ID, err)
+	}
+	c = &conn{plugin: p, client: client, fp: fp, sockets: ids}
+	if record {
+		if err := e.store.Update(ctx, func(tx *store.Tx) error {
+			return tx.Plugins().SetFingerprint(p.ID, fingerprintToStore(fp, e.cfg.Now()))
+		}); err != nil {
+			_ = client.Close()
+			return nil, err
+		}
+	}
+	e.mu.Lock()
+	if old := e.conns[p.ID]; old != nil {
+		_ = old.client.Close()
+	}
+	e.conns[p.ID] = c
+	e.mu.Unlock()
+	return c, nil
+}
+
+// forget drops a cached connection, e.g. after the plugin stopped answering.
+func (e *Engine) forget(pluginID string) {
+	e.mu.Lock()
+	if c := e.conns[pluginID]; c != nil {
+		_ = c.client.Close()
+		delete(e.conns, pluginID)
+	}
+	e.mu.Unlock()
+}
+
+func fingerprintToStore(fp *csi.Fingerprint, now time.Time) store.Fingerprint {
+	out := store.Fingerprint{
+		Provider:       fp.Provider,
+		Version:        fp.Version,
+		PluginCaps:     fp.Capabilities.Plugin.Names(),
+		ControllerCaps: fp.Capabilities.Controller.Names(),
+		NodeCaps:       fp.Capabilities.Node.Names(),
+		NodeID:         fp.NodeID,
+		MaxVolumes:     fp.MaxVolumes,
+		At:             now,
+	}
+	if fp.AccessibleTopology != nil {
+		out.Topology = fp.AccessibleTopology.Segments
+	}
+	return out
+}
+
+// controllerPublishes reports whether the plugin wants ControllerPublishVolume.
+func (c *conn) controllerPublishes() bool {
+	return c.fp.Controller && c.fp.Capabilities.Controller.PublishUnpublishVolume
+}
+
+// stages reports whether the plugin wants NodeStageVolume.
+func (c *conn) stages() bool {
+	return c.fp.Node && c.fp.Capabilities.Node.StageUnstageVolume
+}
+
+// retry runs an RPC with the engine's retry policy: retryable failures are retried with jittered
+// backoff; anything else, or the last failure, is returned.
+func (e *Engine) retry(ctx context.Context, what string, rpc func(context.Context) error) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = rpc(ctx)
+		if err == nil || !csi.IsRetryable(err) || attempt >= e.cfg.Retry.Attempts || ctx.Err() != nil {
+			return err
+		}
+		wait := e.cfg.Retry.wait(attempt)
+		e.log.Debug("retrying after a retryable failure", "op", what, "attempt", attempt, "wait", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+

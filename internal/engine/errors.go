@@ -1,0 +1,40 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel kinds of engine errors; the command line maps them to exit codes.
+var (
+	// ErrNotFound: a volume, plugin, claim or group that does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: refused because of something else's state — a claim held by another alloc,
+	// a volume in use, an immutable field changed. Exit code 4.
+	ErrConflict = errors.New("conflict")
+	// ErrInvalid: a request that can never succeed as asked (a mode the volume lacks, a missing
+	// plugin capability). Exit code 2.
+	ErrInvalid = errors.New("invalid request")
+)
+
+// kindError is an error message of one of the sentinel kinds, matched with errors.Is without
+// the sentinel's text being appended to the message.
+type kindError struct {
+	kind error
+	msg  string
+}
+
+func (e *kindError) Error() string        { return e.msg }
+func (e *kindError) Is(target error) bool { return target == e.kind }
+
+func notFoundf(format string, args ...any) error {
+	return &kindError{kind: ErrNotFound, msg: fmt.Sprintf(format, args...)}
+}
+
+func conflictf(format string, args ...any) error {
+	return &kindError{kind: ErrConflict, msg: fmt.Sprintf(format, args...)}
+}
+
+func invalidf(format string, args ...any) error {
+	return &kindError{kind: ErrInvalid, msg: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,235 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// GroupInfo is a group and what each of its allocs holds.
+type GroupInfo struct {
+	Name   string      `json:"name"`
+	State  string      `json:"state"` // running | stopped
+	Count  int         `json:"count"`
+	Allocs []AllocInfo `json:"allocs"`
+}
+
+// AllocInfo is one alloc of a group: its claims, and the error that kept it from them.
+type AllocInfo struct {
+	Name   string      `json:"name"`
+	Index  int         `json:"index"`
+	Claims []ClaimInfo `json:"claims"`
+	Error  string      `json:"error,omitempty"`
+}
+
+// RunGroup records a group and gives each of its allocs all its volumes or none: when one claim
+// of an alloc fails, the claims that alloc already got are released again. Running a group again
+// is idempotent; a smaller count releases the allocs past it.
+func (e *Engine) RunGroup(ctx context.Context, g spec.Group) (GroupInfo, error) {
+	fail := func(err error) (GroupInfo, error) { return GroupInfo{}, fmt.Errorf("run group %q: %w", g.Name, err) }
+	if g.Count < 1 {
+		g.Count = 1
+	}
+	if err := e.store.Update(ctx, func(tx *store.Tx) error {
+		return tx.Groups().Put(&store.Group{Name: g.Name, Spec: g, Count: g.Count, State: store.GroupRunning})
+	}); err != nil {
+		return fail(err)
+	}
+	info := GroupInfo{Name: g.Name, State: string(store.GroupRunning), Count: g.Count}
+	var errs []error
+	for i := 0; i < g.Count; i++ {
+		a := e.runAlloc(ctx, g, i)
+		if a.Error != "" {
+			errs = append(errs, fmt.Errorf("alloc %q: %s", a.Name, a.Error))
+		}
+		info.Allocs = append(info.Allocs, a)
+	}
+	if err := e.releaseGroupClaims(ctx, g.Name, func(c store.Claim) bool { return allocIndex(g.Name, c.Alloc) >= g.Count }); err != nil {
+		errs = append(errs, fmt.Errorf("scaling down: %w", err))
+	}
+	if len(errs) > 0 {
+		return info, fmt.Errorf("run group %q: %w", g.Name, errors.Join(errs...))
+	}
+	return info, nil
+}
+
+// runAlloc claims every volume of one alloc, or releases what it got.
+func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) AllocInfo {
+	alloc := spec.AllocName(g.Name, index)
+	a := AllocInfo{Name: alloc, Index: index}
+	for _, r := range g.Volumes {
+		req := ClaimRequest{
+			VolumeID: r.Source, Alloc: alloc, Group: g.Name, ReadOnly: r.ReadOnly,
+			AccessMode: r.AccessMode, AttachmentMode: r.AttachmentMode, MountOptions: r.MountOptions,
+			Binds: groupBinds(g, r.Name, alloc, index),
+		}
+		if r.PerAlloc {
+			req.VolumeID = spec.AllocName(r.Source, index)
+		}
+		ci, err := e.Claim(ctx, req)
+		if err != nil {
+			a.Error = err.Error()
+			for _, got := range a.Claims {
+				if _, rerr := e.Release(ctx, got.VolumeID, alloc); rerr != nil {
+					a.Error += fmt.Sprintf("; releasing %q again also failed: %v", got.VolumeID, rerr)
+				}
+			}
+			a.Claims = nil
+			return a
+		}
+		a.Claims = append(a.Claims, ci)
+	}
+	return a
+}
+
+// groupBinds are the volume_mounts of one volume request for one alloc, placeholders replaced.
+func groupBinds(g spec.Group, volume, alloc string, index int) []spec.VolumeMount {
+	var out []spec.VolumeMount
+	for _, m := range g.Mounts {
+		if m.Volume != volume {
+			continue
+		}
+		m.Destination = strings.NewReplacer(spec.PlaceholderIndex, strconv.Itoa(index), spec.PlaceholderAlloc, alloc).Replace(m.Destination)
+		if m.PropagationMode == "" {
+			m.PropagationMode = spec.PropagationPrivate
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// allocIndex is the index of a group's alloc name ("web[2]" -> 2), -1 if it is not one.
+func allocIndex(group, alloc string) int {
+	rest, ok := strings.CutPrefix(alloc, group+"[")
+	if !ok {
+		return -1
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(rest, "]"))
+	if err != nil || !strings.HasSuffix(rest, "]") {
+		return -1
+	}
+	return n
+}
+
+// StopGroup marks a group stopped and releases every claim its allocs hold.
+func (e *Engine) StopGroup(ctx context.Context, name string) (GroupInfo, error) {
+	err := e.store.Update(ctx, func(tx *store.Tx) error {
+		g, err := tx.Groups().Get(name)
+		if err != nil {
+			return err
+		}
+		g.State = store.GroupStopped
+		return tx.Groups().Put(&g)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return GroupInfo{}, notFoundf("group %q not found", name)
+	}
+	if err != nil {
+		return GroupInfo{}, fmt.Errorf("stop group %q: %w", name, err)
+	}
+	if err := e.releaseGroupClaims(ctx, name, func(store.Claim) bool { return true }); err != nil {
+		return GroupInfo{}, fmt.Errorf("stop group %q: %w (the group is stopped; `volctl reconcile` finishes the release)", name, err)
+	}
+	infos, err := e.Groups(ctx, name)
+	if err != nil {
+		return GroupInfo{}, err
+	}
+	return infos[0], nil
+}
+
+// releaseGroupClaims releases the group's claims that match.
+func (e *Engine) releaseGroupClaims(ctx context.Context, group string, match func(store.Claim) bool) error {
+	var claims []store.Claim
+	if err := e.store.View(ctx, func(tx *store.Tx) error {
+		all, err := tx.Claims().ListAll()
+		for _, c := range all {
+			if c.Group == group && match(c) {
+				claims = append(claims, c)
+			}
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range claims {
+		if _, err := e.Release(ctx, c.VolumeID, c.Alloc); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Groups returns one group (or all, when name is empty) with each alloc's live claims.
+func (e *Engine) Groups(ctx context.Context, name string) ([]GroupInfo, error) {
+	var out []GroupInfo
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		var groups []store.Group
+		if name != "" {
+			g, err := tx.Groups().Get(name)
+			if err != nil {
+				return err
+			}
+			groups = []store.Group{g}
+		} else {
+			var err error
+			if groups, err = tx.Groups().List(); err != nil {
+				return err
+			}
+		}
+		claims, err := tx.Claims().ListAll()
+		if err != nil {
+			return err
+		}
+		for _, g := range groups {
+			out = append(out, groupInfo(g, claims))
+		}
+		return nil
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFoundf("group %q not found", name)
+	}
+	return out, err
+}
+
+func groupInfo(g store.Group, claims []store.Claim) GroupInfo {
+	info := GroupInfo{Name: g.Name, State: string(g.State), Count: g.Count}
+	byAlloc := map[string][]ClaimInfo{}
+	for _, c := range claims {
+		if c.Group == g.Name {
+			byAlloc[c.Alloc] = append(byAlloc[c.Alloc], claimInfo(c))
+		}
+	}
+	n := g.Count
+	if g.State == store.GroupStopped {
+		n = 0
+	}
+	for i := 0; i < n; i++ {
+		name := spec.AllocName(g.Name, i)
+		info.Allocs = append(info.Allocs, AllocInfo{Name: name, Index: i, Claims: nonNilClaims(byAlloc[name])})
+		delete(byAlloc, name)
+	}
+	// Allocs past the count (still releasing, or left by a failed scale-down).
+	var rest []string
+	for a := range byAlloc {
+		rest = append(rest, a)
+	}
+	sort.Strings(rest)
+	for _, a := range rest {
+		info.Allocs = append(info.Allocs, AllocInfo{Name: a, Index: allocIndex(g.Name, a), Claims: byAlloc[a]})
+	}
+	return info
+}
+
+func nonNilClaims(c []ClaimInfo) []ClaimInfo {
+	if c == nil {
+		return []ClaimInfo{}
+	}
+	return c
+}

@@ -1,0 +1,190 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// harness is an engine on a temp state dir with an in-memory plugin ("mem") behind a real
+// socket and a fault injector in front of it.
+type harness struct {
+	t      *testing.T
+	ctx    context.Context
+	e      *Engine
+	mem    *csitest.MemPlugin
+	faults *csitest.Faults
+	socket string
+	dir    string
+	mounts *fakeMounts
+}
+
+// fastRetry keeps retry tests quick: three tries a few milliseconds apart.
+var fastRetry = RetryPolicy{Attempts: 3, Base: time.Millisecond, Max: 4 * time.Millisecond}
+
+func newHarness(t *testing.T, mutate func(*csitest.MemConfig)) *harness {
+	t.Helper()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	h := &harness{t: t, ctx: context.Background(), mem: csitest.NewMemPlugin(cfg), faults: csitest.NewFaults(), dir: t.TempDir()}
+	h.socket, _ = csitest.Serve(t, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
+	h.mounts = &fakeMounts{gone: map[string]bool{}}
+	h.open(Config{})
+	h.registerPlugin("mem", h.socket)
+	return h
+}
+
+// open (re)opens the engine on the harness's state dir, as a new volctl process would.
+func (h *harness) open(cfg Config) {
+	h.t.Helper()
+	if h.e != nil {
+		h.e.Close()
+	}
+	cfg.StateDir = h.dir
+	if cfg.Retry.Attempts == 0 {
+		cfg.Retry = fastRetry
+	}
+	if cfg.Timeouts.Long == 0 {
+		cfg.Timeouts = csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}
+	}
+	if cfg.Mounts == nil {
+		cfg.Mounts = h.mounts
+	}
+	e, err := Open(h.ctx, cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.e = e
+	h.t.Cleanup(func() { e.Close() })
+}
+
+func (h *harness) registerPlugin(id, socket string) PluginInfo {
+	h.t.Helper()
+	p, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: id, Type: spec.PluginMonolith, Socket: socket})
+	if err != nil {
+		h.t.Fatalf("register plugin: %v", err)
+	}
+	return p
+}
+
+// volume is a create spec on the mem plugin.
+func volume(id string, caps ...spec.Capability) spec.Volume {
+	if len(caps) == 0 {
+		caps = []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+	}
+	return spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "mem", Capabilities: caps,
+		CapacityMin: 1 << 20, Secrets: spec.Secrets{"token": "s3cr3t"},
+		Parameters: map[string]string{"tier": "fast"}}
+}
+
+func capab(a spec.AccessMode) spec.Capability {
+	return spec.Capability{AccessMode: a, AttachmentMode: spec.FileSystem}
+}
+
+func (h *harness) create(sv spec.Volume) VolumeInfo {
+	h.t.Helper()
+	v, err := h.e.CreateVolume(h.ctx, sv)
+	if err != nil {
+		h.t.Fatalf("create volume %q: %v", sv.ID, err)
+	}
+	return v
+}
+
+func (h *harness) claim(req ClaimRequest) ClaimInfo {
+	h.t.Helper()
+	c, err := h.e.Claim(h.ctx, req)
+	if err != nil {
+		h.t.Fatalf("claim %q for %q: %v", req.VolumeID, req.Alloc, err)
+	}
+	return c
+}
+
+func (h *harness) release(vol, alloc string) {
+	h.t.Helper()
+	if _, err := h.e.Release(h.ctx, vol, alloc); err != nil {
+		h.t.Fatalf("release %q for %q: %v", vol, alloc, err)
+	}
+}
+
+// liveClaims returns the store's live claims of a volume.
+func (h *harness) liveClaims(vol string) []store.Claim {
+	h.t.Helper()
+	var out []store.Claim
+	if err := h.e.store.View(h.ctx, func(tx *store.Tx) error {
+		var err error
+		out, err = tx.Claims().ByVolume(vol)
+		return err
+	}); err != nil {
+		h.t.Fatal(err)
+	}
+	return out
+}
+
+// staging returns the store's staging row of a volume.
+func (h *harness) staging(vol string) (store.Staging, bool) {
+	h.t.Helper()
+	st, ok, err := h.e.getStaging(h.ctx, vol)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return st, ok
+}
+
+// rpcs returns the RPCs the plugin received since the last reset, in order, leaving out the
+// identity and capability questions a (re)connect asks.
+func (h *harness) rpcs() []string {
+	var out []string
+	for _, c := range h.mem.Calls() {
+		switch c.RPC {
+		case csi.RPCGetPluginInfo, csi.RPCGetPluginCapabilities, csi.RPCControllerGetCapabilities,
+			csi.RPCNodeGetCapabilities, csi.RPCNodeGetInfo, csi.RPCProbe:
+			continue
+		}
+		out = append(out, c.RPC)
+	}
+	return out
+}
+
+// fakeMounts reports a path mounted when it exists and a test has not marked it gone, standing
+// in for the kernel's table with a plugin that mounts nothing.
+type fakeMounts struct {
+	mu    sync.Mutex
+	gone  map[string]bool
+	reads int
+}
+
+func (f *fakeMounts) Mounted(paths []string) (map[string]bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads++
+	out := map[string]bool{}
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil && !f.gone[p] {
+			out[p] = true
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeMounts) markGone(p string) {
+	f.mu.Lock()
+	f.gone[p] = true
+	f.mu.Unlock()
+}
+
+func (f *fakeMounts) reset() {
+	f.mu.Lock()
+	f.gone = map[string]bool{}
+	f.reads = 0
+	f.mu.Unlock()
+}

@@ -1,0 +1,75 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// lockDir holds the flock files that serialize work across volctl processes. The kernel drops
+// a flock when its process dies, so a killed volctl never leaves a lock behind (a lock row in
+// SQLite would).
+const lockDir = "locks"
+
+// lockRetry is how often a waiting process retries a held lock.
+const lockRetry = 5 * time.Millisecond
+
+// locker takes the per-volume and per-plugin locks of DESIGN.md's lock order: volume, then the
+// plugin's controller lock, then short SQLite transactions.
+type locker struct {
+	dir string
+}
+
+func newLocker(stateDir string) (*locker, error) {
+	dir := filepath.Join(stateDir, lockDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("lock dir: %w", err)
+	}
+	return &locker{dir: dir}, nil
+}
+
+// volume locks one volume for one operation (claim, release, delete, expand, ...).
+func (l *locker) volume(ctx context.Context, id string) (func(), error) {
+	return l.take(ctx, "volume-"+id, fmt.Sprintf("volume %q", id))
+}
+
+// controller serializes controller RPCs to one plugin.
+func (l *locker) controller(ctx context.Context, pluginID string) (func(), error) {
+	return l.take(ctx, "plugin-"+pluginID+".controller", fmt.Sprintf("plugin %q controller", pluginID))
+}
+
+// exclusive takes a named lock without waiting (e.g. one agent per state dir); ok is false when
+// another process holds it.
+func (l *locker) exclusive(name string) (release func(), ok bool, err error) {
+	fl := flock.New(filepath.Join(l.dir, name+".lock"), flock.SetPermissions(0o600))
+	ok, err = fl.TryLock()
+	if err != nil || !ok {
+		_ = fl.Close()
+		return nil, ok, err
+	}
+	return func() { _ = fl.Unlock() }, true, nil
+}
+
+func (l *locker) take(ctx context.Context, name, what string) (func(), error) {
+	fl := flock.New(filepath.Join(l.dir, name+".lock"), flock.SetPermissions(0o600))
+	ok, err := fl.TryLock()
+	if err == nil && !ok {
+		ok, err = fl.TryLockContext(ctx, lockRetry)
+	}
+	if err != nil {
+		_ = fl.Close()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("waiting for the lock on %s (another volctl is working on it): %w", what, ctx.Err())
+		}
+		return nil, fmt.Errorf("lock %s: %w", what, err)
+	}
+	if !ok {
+		_ = fl.Close()
+		return nil, fmt.Errorf("lock %s: not acquired", what)
+	}
+	return func() { _ = fl.Unlock() }, nil
+}

@@ -1,0 +1,294 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// RegisterPlugin fingerprints and probes a plugin and records it. The plugin must be reachable,
+// except one the agent starts itself (an exec block): that one is recorded as declared and
+// fingerprinted when the agent has started it.
+func (e *Engine) RegisterPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo, error) {
+	if err := spec.ValidateID("plugin ID", sp.ID); err != nil {
+		return PluginInfo{}, invalidf("register plugin: %v", err)
+	}
+	p := store.PluginFromSpec(sp)
+	var (
+		fp     *csi.Fingerprint
+		health store.Health
+	)
+	c, err := e.connectPlugin(ctx, p, false)
+	switch {
+	case err == nil:
+		fp = c.fp
+		if err := checkPluginType(sp, fp); err != nil {
+			e.forget(sp.ID)
+			return PluginInfo{}, fmt.Errorf("register plugin %q: %w", sp.ID, err)
+		}
+		health = e.probe(ctx, c)
+	case sp.Exec != nil:
+		health = store.Health{LastError: "not started yet: the agent starts it (volctl agent)"}
+	default:
+		return PluginInfo{}, fmt.Errorf("register plugin %q: %w", sp.ID, err)
+	}
+	now := e.cfg.Now()
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := tx.Plugins().Put(&p); err != nil {
+			return err
+		}
+		if fp != nil {
+			if err := tx.Plugins().SetFingerprint(p.ID, fingerprintToStore(fp, now)); err != nil {
+				return err
+			}
+		}
+		if err := tx.Plugins().SetHealth(p.ID, health); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "plugin-register", PluginID: p.ID,
+			Message: fmt.Sprintf("plugin %q registered (%s)", p.ID, describeFingerprint(fp))})
+	})
+	if err != nil {
+		return PluginInfo{}, fmt.Errorf("register plugin %q: %w", sp.ID, err)
+	}
+	if c != nil {
+		// The stored row changed (UpdatedAt), so refresh the cached conn's copy of it.
+		c.plugin = p
+	}
+	infos, err := e.pluginInfos(ctx, p.ID)
+	if err != nil {
+		return PluginInfo{}, err
+	}
+	return infos[0], nil
+}
+
+func describeFingerprint(fp *csi.Fingerprint) string {
+	if fp == nil {
+		return "not fingerprinted"
+	}
+	return fp.Provider + " " + fp.Version
+}
+
+// checkPluginType refuses a declaration the plugin contradicts: a controller or monolith that
+// serves no controller, or a node or monolith without a node service.
+func checkPluginType(sp spec.Plugin, fp *csi.Fingerprint) error {
+	wantController := sp.Type == spec.PluginController || sp.Type == spec.PluginMonolith
+	if wantController && !fp.Capabilities.Plugin.ControllerService {
+		return invalidf("declared %s but the plugin does not advertise CONTROLLER_SERVICE (declare it as type \"node\")", sp.Type)
+	}
+	wantNode := sp.Type == spec.PluginNode || sp.Type == spec.PluginMonolith
+	if wantNode && !fp.Node {
+		return invalidf("declared %s but the plugin has no node service", sp.Type)
+	}
+	return nil
+}
+
+// probe asks a plugin whether it is healthy and ready, timing the answer.
+func (e *Engine) probe(ctx context.Context, c *conn) store.Health {
+	start := time.Now()
+	ready, err := c.client.Probe(ctx)
+	h := store.Health{Healthy: err == nil, Ready: err == nil && ready, ProbeLatency: time.Since(start), ProbedAt: e.cfg.Now()}
+	if err != nil {
+		h.LastError = err.Error()
+	} else if !ready {
+		h.LastError = "plugin says it is not ready yet"
+	}
+	return h
+}
+
+// Plugins lists the registered plugins with their last recorded health, without contacting them.
+func (e *Engine) Plugins(ctx context.Context) ([]PluginInfo, error) {
+	return e.pluginInfos(ctx, "")
+}
+
+// PluginStatus probes plugins live (one, or all when id is empty), records what it learns, and
+// returns them: a fresh fingerprint and health for each, the error kept for an unreachable one.
+func (e *Engine) PluginStatus(ctx context.Context, id string) ([]PluginInfo, error) {
+	var plugins []store.Plugin
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		if id != "" {
+			p, err := tx.Plugins().Get(id)
+			plugins = []store.Plugin{p}
+			return err
+		}
+		var err error
+		plugins, err = tx.Plugins().List()
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFoundf("plugin %q is not registered", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range plugins {
+		e.CheckHealth(ctx, p)
+	}
+	return e.pluginInfos(ctx, id)
+}
+
+// CheckHealth connects to a plugin (fingerprinting it again if it restarted), probes it and
+// records the result, with an event when its health changed. It returns the new health.
+func (e *Engine) CheckHealth(ctx context.Context, p store.Plugin) store.Health {
+	var h store.Health
+	c, err := e.connectPlugin(ctx, p, true)
+	if err != nil {
+		h = store.Health{LastError: err.Error(), ProbedAt: e.cfg.Now()}
+		e.forget(p.ID)
+	} else {
+		h = e.probe(ctx, c)
+		if !h.Healthy {
+			e.forget(p.ID)
+		}
+	}
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		cur, err := tx.Plugins().Get(p.ID)
+		if err != nil {
+			return err
+		}
+		if err := tx.Plugins().SetHealth(p.ID, h); err != nil {
+			return err
+		}
+		if ev := healthEvent(p.ID, cur.Health, h); ev != nil {
+			return tx.Events().Append(ev)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		e.log.Warn("recording plugin health", "plugin", p.ID, "err", err)
+	}
+	return h
+}
+
+// healthEvent describes a change of health worth an event, or nil.
+func healthEvent(id string, before, after store.Health) *store.Event {
+	state := func(h store.Health) string {
+		switch {
+		case !h.Healthy:
+			return "unhealthy"
+		case !h.Ready:
+			return "not ready"
+		}
+		return "healthy"
+	}
+	b, a := state(before), state(after)
+	if b == a && !before.ProbedAt.IsZero() {
+		return nil
+	}
+	msg := fmt.Sprintf("plugin %q became %s", id, a)
+	if after.LastError != "" {
+		msg += ": " + after.LastError
+	}
+	return &store.Event{Kind: "plugin-health", PluginID: id, Message: msg}
+}
+
+// DeregisterPlugin forgets a plugin. It is refused while volumes use the plugin, unless force.
+func (e *Engine) DeregisterPlugin(ctx context.Context, id string, force bool) error {
+	err := e.store.Update(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Plugins().Get(id); err != nil {
+			return err
+		}
+		vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: id})
+		if err != nil {
+			return err
+		}
+		if len(vols) > 0 && !force {
+			return conflictf("plugin %q is used by %d volume(s): %s (deregister or delete them first, or pass --force)",
+				id, len(vols), volumeIDs(vols, 5))
+		}
+		if err := tx.Plugins().Delete(id); err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("plugin %q deregistered", id)
+		if len(vols) > 0 {
+			msg += fmt.Sprintf(" with --force while %d volume(s) use it", len(vols))
+		}
+		return tx.Events().Append(&store.Event{Kind: "plugin-deregister", PluginID: id, Message: msg})
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return notFoundf("deregister plugin %q: not registered", id)
+	}
+	if err != nil {
+		return fmt.Errorf("deregister plugin %q: %w", id, err)
+	}
+	e.forget(id)
+	return nil
+}
+
+func volumeIDs(vols []store.Volume, max int) string {
+	ids := make([]string, 0, max)
+	for i, v := range vols {
+		if i == max {
+			ids = append(ids, fmt.Sprintf("and %d more", len(vols)-max))
+			break
+		}
+		ids = append(ids, fmt.Sprintf("%q", v.ID))
+	}
+	return strings.Join(ids, ", ")
+}
+
+// pluginInfos returns one plugin (or all) from the store, with the count of volumes using each.
+func (e *Engine) pluginInfos(ctx context.Context, id string) ([]PluginInfo, error) {
+	var out []PluginInfo
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		var plugins []store.Plugin
+		if id != "" {
+			p, err := tx.Plugins().Get(id)
+			if err != nil {
+				return err
+			}
+			plugins = []store.Plugin{p}
+		} else {
+			var err error
+			if plugins, err = tx.Plugins().List(); err != nil {
+				return err
+			}
+		}
+		for _, p := range plugins {
+			n, err := tx.Volumes().CountByPlugin(p.ID)
+			if err != nil {
+				return err
+			}
+			out = append(out, pluginInfo(p, n))
+		}
+		return nil
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFoundf("plugin %q is not registered", id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, err
+}
+
+func pluginInfo(p store.Plugin, volumes int) PluginInfo {
+	sp := p.Spec()
+	cfg := csi.ConfigFromSpec(&sp)
+	return PluginInfo{
+		ID: p.ID, Type: p.Type, ControllerSocket: cfg.ControllerSocket, NodeSocket: cfg.NodeSocket,
+		Supervised: p.Exec != nil,
+		Provider:   p.Fingerprint.Provider, Version: p.Fingerprint.Version, NodeID: p.Fingerprint.NodeID,
+		MaxVolumes: p.Fingerprint.MaxVolumes, Topology: p.Fingerprint.Topology,
+		Capabilities: CapabilityNames{
+			Plugin:     nonNil(p.Fingerprint.PluginCaps),
+			Controller: nonNil(p.Fingerprint.ControllerCaps),
+			Node:       nonNil(p.Fingerprint.NodeCaps),
+		},
+		Healthy: p.Health.Healthy, Ready: p.Health.Ready, ProbeLatency: Duration(p.Health.ProbeLatency),
+		LastError: p.Health.LastError, ProbedAt: p.Health.ProbedAt, FingerprintedAt: p.Fingerprint.At,
+		Volumes: volumes,
+	}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,373 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// ReconcileAction is one thing reconcile did, or found still wrong.
+type ReconcileAction struct {
+	Kind     string `json:"kind"` // created, deleted, published, released, restored, cleaned, failed, orphan
+	VolumeID string `json:"volume_id,omitempty"`
+	Alloc    string `json:"alloc,omitempty"`
+	Message  string `json:"message"`
+}
+
+// ReconcileReport is what a reconcile pass did and what is still wrong after it.
+type ReconcileReport struct {
+	Actions  []ReconcileAction `json:"actions"`
+	Problems []ReconcileAction `json:"problems"`
+}
+
+// OK reports whether nothing is left wrong.
+func (r ReconcileReport) OK() bool { return len(r.Problems) == 0 }
+
+func (r *ReconcileReport) did(kind, vol, alloc, format string, args ...any) {
+	r.Actions = append(r.Actions, ReconcileAction{Kind: kind, VolumeID: vol, Alloc: alloc, Message: fmt.Sprintf(format, args...)})
+}
+
+func (r *ReconcileReport) problem(vol, alloc string, err error) {
+	r.Problems = append(r.Problems, ReconcileAction{Kind: "failed", VolumeID: vol, Alloc: alloc, Message: err.Error()})
+}
+
+// Reconcile brings the host back in line with the store (DESIGN.md, "Reconcile / restore"):
+// it finishes interrupted creates and deletes, re-drives every claim that is not at rest
+// (releasing ones to freed: claim GC, the rest to published), restores published claims whose
+// mount is gone by staging and publishing again without a new claim and without
+// ControllerPublishVolume, and undoes stagings no claim uses. The mount table is read once.
+func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
+	var rep ReconcileReport
+	var (
+		vols     []store.Volume
+		claims   []store.Claim
+		stagings []store.Staging
+		groups   []store.Group
+	)
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		if vols, err = tx.Volumes().List(store.VolumeFilter{}); err != nil {
+			return err
+		}
+		if claims, err = tx.Claims().ListAll(); err != nil {
+			return err
+		}
+		if groups, err = tx.Groups().List(); err != nil {
+			return err
+		}
+		stagings, err = tx.Stagings().List()
+		return err
+	})
+	if err != nil {
+		return rep, fmt.Errorf("reconcile: %w", err)
+	}
+
+	for _, v := range vols {
+		switch v.State {
+		case store.VolumeCreating:
+			e.reconcileVolume(ctx, &rep, v, "created", func(c *conn, v store.Volume) error { return e.finishCreate(ctx, c, v) })
+		case store.VolumeDeleting:
+			e.reconcileVolume(ctx, &rep, v, "deleted", func(c *conn, v store.Volume) error { return e.finishDelete(ctx, c, v) })
+		}
+	}
+
+	// Claims of stopped groups are past claims: release them.
+	stopped := map[string]bool{}
+	for _, g := range groups {
+		if g.State == store.GroupStopped {
+			stopped[g.Name] = true
+		}
+	}
+
+	var published []store.Claim
+	for _, cl := range claims {
+		if cl.Group != "" && stopped[cl.Group] && !cl.Releasing {
+			cl.Releasing = true
+		}
+		if cl.AtRest() {
+			published = append(published, cl)
+			continue
+		}
+		e.reconcileClaim(ctx, &rep, cl)
+	}
+	e.restore(ctx, &rep, published)
+	e.cleanStagings(ctx, &rep, stagings)
+	e.findOrphans(&rep)
+	if !rep.OK() {
+		return rep, fmt.Errorf("reconcile: %d problem(s) remain", len(rep.Problems))
+	}
+	return rep, nil
+}
+
+func (e *Engine) reconcileVolume(ctx context.Context, rep *ReconcileReport, v store.Volume, kind string, finish func(*conn, store.Volume) error) {
+	err := func() error {
+		unlock, err := e.locks.volume(ctx, v.ID)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		c, err := e.connect(ctx, v.PluginID)
+		if err != nil {
+			return err
+		}
+		return finish(c, v)
+	}()
+	if err != nil {
+		rep.problem(v.ID, "", fmt.Errorf("volume %q (%s): %w", v.ID, v.State, err))
+		return
+	}
+	rep.did(kind, v.ID, "", "volume %q %s (interrupted earlier)", v.ID, kind)
+}
+
+// reconcileClaim re-drives one claim that is not at rest.
+func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl store.Claim) {
+	err := func() error {
+		unlock, err := e.locks.volume(ctx, cl.VolumeID)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		if cl.Releasing {
+			// Persist the wish first (a stopped group's claim) so a failure is retried as a release.
+			if err := e.store.Update(ctx, func(tx *store.Tx) error {
+				cur, err := tx.Claims().Get(cl.ID)
+				if err != nil {
+					return err
+				}
+				cur.Releasing = true
+				return tx.Claims().Update(&cur)
+			}); err != nil {
+				return err
+			}
+		}
+		_, err = e.drive(ctx, cl.ID, store.OutcomeRolledBack)
+		return err
+	}()
+	switch {
+	case errors.Is(err, ErrNotFound):
+		// Released by another volctl meanwhile: nothing left to do.
+	case err != nil:
+		rep.problem(cl.VolumeID, cl.Alloc, fmt.Errorf("claim %q for alloc %q: %w", cl.VolumeID, cl.Alloc, err))
+	case cl.Releasing:
+		rep.did("released", cl.VolumeID, cl.Alloc, "released claim %q for alloc %q (was %s)", cl.VolumeID, cl.Alloc, cl.State)
+	default:
+		rep.did("published", cl.VolumeID, cl.Alloc, "published claim %q for alloc %q (was %s)", cl.VolumeID, cl.Alloc, cl.State)
+	}
+}
+
+// restore re-stages and re-publishes published claims whose target is no longer mounted,
+// reading the mount table once for all of them.
+func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []store.Claim) {
+	if len(published) == 0 {
+		return
+	}
+	paths := make([]string, 0, 2*len(published))
+	for _, cl := range published {
+		paths = append(paths, cl.TargetPath)
+	}
+	stagingOf := map[string]store.Staging{}
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		sts, err := tx.Stagings().List()
+		for _, st := range sts {
+			stagingOf[st.VolumeID] = st
+			if st.StagingPath != "" {
+				paths = append(paths, st.StagingPath)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		rep.problem("", "", fmt.Errorf("restore: %w", err))
+		return
+	}
+	mounted, err := e.cfg.Mounts.Mounted(paths)
+	if err != nil {
+		rep.problem("", "", fmt.Errorf("restore: %w", err))
+		return
+	}
+	for _, cl := range published {
+		if mounted[cl.TargetPath] {
+			if err := e.bind(&cl); err != nil {
+				rep.problem(cl.VolumeID, cl.Alloc, err)
+			}
+			continue
+		}
+		st := stagingOf[cl.VolumeID]
+		stagingMounted := st.StagingPath != "" && mounted[st.StagingPath]
+		err := e.restoreClaim(ctx, cl, stagingMounted)
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			rep.problem(cl.VolumeID, cl.Alloc, fmt.Errorf("restore claim %q for alloc %q: %w", cl.VolumeID, cl.Alloc, err))
+		default:
+			rep.did("restored", cl.VolumeID, cl.Alloc, "restored claim %q for alloc %q at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
+		}
+	}
+}
+
+// restoreClaim publishes a published claim again, staging first when the staging is gone too.
+// The claim keeps its ID and state, and ControllerPublishVolume is not sent: the controller
+// publication outlives the node's mounts.
+func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingMounted bool) error {
+	unlock, err := e.locks.volume(ctx, cl.VolumeID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	var v store.Volume
+	err = e.store.View(ctx, func(tx *store.Tx) error {
+		cur, err := tx.Claims().Get(cl.ID)
+		if err != nil {
+			return err
+		}
+		if !cur.AtRest() {
+			return notFoundf("claim changed meanwhile")
+		}
+		cl = cur
+		v, err = tx.Volumes().Get(cl.VolumeID)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return notFoundf("claim released meanwhile")
+		}
+		return err
+	}
+	c, err := e.connect(ctx, v.PluginID)
+	if err != nil {
+		return err
+	}
+	fail := func(rpc string, err error) error {
+		e.markForReconcile(ctx, &cl, rpc, err)
+		return err
+	}
+	if c.stages() && !stagingMounted {
+		st, _, err := e.getStaging(ctx, v.ID)
+		if err != nil {
+			return err
+		}
+		path := stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
+		st.PluginID, st.StagingPath = v.PluginID, path
+		if err := os.MkdirAll(path, 0o750); err != nil {
+			return fail("", err)
+		}
+		err = e.retry(ctx, csi.RPCNodeStageVolume, func(ctx context.Context) error {
+			return c.client.NodeStageVolume(ctx, csi.NodeStageVolumeRequest{
+				VolumeID: v.ExternalID, PublishContext: cl.PublishContext, StagingPath: path,
+				Capability: capability(&cl), Secrets: v.Secrets, VolumeContext: v.Context})
+		})
+		if err != nil {
+			return fail(csi.RPCNodeStageVolume, err)
+		}
+		st.Staged = true
+		if err := e.store.Update(ctx, func(tx *store.Tx) error { return tx.Stagings().Put(&st) }); err != nil {
+			return err
+		}
+	}
+	if err := e.nodePublish(ctx, c, v, &cl); err != nil {
+		return fail(csi.RPCNodePublishVolume, err)
+	}
+	if err := e.bind(&cl); err != nil {
+		return err
+	}
+	e.event(ctx, &store.Event{Kind: "restore", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
+		Message: fmt.Sprintf("restored the mount at %s", cl.TargetPath)})
+	return nil
+}
+
+// cleanStagings undoes stagings and controller publications that no live claim uses any more.
+// The release path already does this; a staging left over here means a release was cut short in
+// a way the state machine did not foresee, and it is cleaned rather than leaked.
+func (e *Engine) cleanStagings(ctx context.Context, rep *ReconcileReport, stagings []store.Staging) {
+	for _, st := range stagings {
+		err := func() error {
+			unlock, err := e.locks.volume(ctx, st.VolumeID)
+			if err != nil {
+				return err
+			}
+			defer unlock()
+			var (
+				n int
+				v store.Volume
+			)
+			err = e.store.View(ctx, func(tx *store.Tx) error {
+				var err error
+				if n, err = tx.Claims().CountByVolume(st.VolumeID); err != nil {
+					return err
+				}
+				v, err = tx.Volumes().Get(st.VolumeID)
+				return err
+			})
+			if err != nil || n > 0 {
+				return err
+			}
+			c, err := e.connect(ctx, v.PluginID)
+			if err != nil {
+				return err
+			}
+			return e.undoUnused(ctx, c, v)
+		}()
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			rep.problem(st.VolumeID, "", fmt.Errorf("unused staging of volume %q: %w", st.VolumeID, err))
+			continue
+		}
+		if cur, ok, _ := e.getStaging(ctx, st.VolumeID); !ok {
+			rep.did("cleaned", st.VolumeID, "", "undid the unused staging of volume %q", st.VolumeID)
+		} else if cur.StagingPath != "" || cur.ControllerPublished {
+			rep.problem(st.VolumeID, "", fmt.Errorf("volume %q: unused staging could not be undone", st.VolumeID))
+		}
+	}
+}
+
+// findOrphans reports mounts under volctl's staging and publish dirs that no claim or staging
+// accounts for. It only reports: such a mount was not made by this state machine.
+func (e *Engine) findOrphans(rep *ReconcileReport) {
+	known := map[string]bool{}
+	_ = e.store.View(context.Background(), func(tx *store.Tx) error {
+		claims, err := tx.Claims().ListAll()
+		for _, c := range claims {
+			known[c.TargetPath] = true
+			for _, b := range c.Binds {
+				known[b.Destination] = true
+			}
+		}
+		if err != nil {
+			return err
+		}
+		sts, err := tx.Stagings().List()
+		for _, st := range sts {
+			known[st.StagingPath] = true
+		}
+		return err
+	})
+	var orphans []string
+	for _, dir := range []string{stagingDir, publishDir} {
+		prefix := filepath.Join(e.cfg.StateDir, dir) + string(filepath.Separator)
+		mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(prefix))
+		if err != nil {
+			rep.problem("", "", fmt.Errorf("reading the mount table: %w", err))
+			return
+		}
+		for _, m := range mounts {
+			if !known[m.Mountpoint] {
+				orphans = append(orphans, m.Mountpoint)
+			}
+		}
+	}
+	sort.Strings(orphans)
+	for _, o := range orphans {
+		rep.Problems = append(rep.Problems, ReconcileAction{Kind: "orphan",
+			Message: fmt.Sprintf("%s is mounted but no claim or staging accounts for it (unmount it by hand once you know what it is)", o)})
+	}
+}

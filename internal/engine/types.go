@@ -1,0 +1,175 @@
+package engine
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// The values the engine returns. Their JSON forms are volctl's --json contract
+// (docs/json.md): add fields freely, never rename or remove one.
+
+// PluginInfo is a registered plugin: its declaration, last fingerprint and health.
+type PluginInfo struct {
+	ID               string            `json:"id"`
+	Type             spec.PluginType   `json:"type"`
+	ControllerSocket string            `json:"controller_socket,omitempty"`
+	NodeSocket       string            `json:"node_socket,omitempty"`
+	Supervised       bool              `json:"supervised"` // started by the agent (exec block)
+	Provider         string            `json:"provider"`
+	Version          string            `json:"version"`
+	NodeID           string            `json:"node_id,omitempty"`
+	MaxVolumes       int64             `json:"max_volumes"`
+	Topology         map[string]string `json:"topology,omitempty"`
+	Capabilities     CapabilityNames   `json:"capabilities"`
+	Healthy          bool              `json:"healthy"`
+	Ready            bool              `json:"ready"`
+	ProbeLatency     Duration          `json:"probe_latency"`
+	LastError        string            `json:"last_error,omitempty"`
+	ProbedAt         time.Time         `json:"probed_at,omitzero"`
+	FingerprintedAt  time.Time         `json:"fingerprinted_at,omitzero"`
+	Volumes          int               `json:"volumes"` // registered volumes using the plugin
+}
+
+// CapabilityNames are a plugin's capabilities by CSI name, per service.
+type CapabilityNames struct {
+	Plugin     []string `json:"plugin"`
+	Controller []string `json:"controller"`
+	Node       []string `json:"node"`
+}
+
+// Duration marshals as milliseconds with a fraction, which scripts can compare.
+type Duration time.Duration
+
+// MarshalJSON writes the duration in milliseconds.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return []byte(formatFloat(float64(d) / float64(time.Millisecond))), nil
+}
+
+// String renders the duration for tables.
+func (d Duration) String() string {
+	if d == 0 {
+		return ""
+	}
+	return time.Duration(d).Round(10 * time.Microsecond).String()
+}
+
+// VolumeSummary is one row of the volume list.
+type VolumeSummary struct {
+	ID             string              `json:"id"`
+	Namespace      string              `json:"namespace"`
+	Name           string              `json:"name"`
+	PluginID       string              `json:"plugin_id"`
+	State          string              `json:"state"` // creating | ready | deleting
+	Schedulable    bool                `json:"schedulable"`
+	AccessMode     spec.AccessMode     `json:"access_mode,omitempty"`     // current, set by the first live claim
+	AttachmentMode spec.AttachmentMode `json:"attachment_mode,omitempty"` // likewise
+	CapacityBytes  int64               `json:"capacity_bytes"`
+	ReadClaims     int                 `json:"read_claims"`
+	WriteClaims    int                 `json:"write_claims"`
+	Unsettled      int                 `json:"unsettled_claims"` // claims not at rest
+}
+
+// VolumeInfo is everything volctl knows about one volume, as `volume status ID` shows it.
+type VolumeInfo struct {
+	VolumeSummary
+	ExternalID         string                `json:"external_id"`
+	CSIName            string                `json:"csi_name,omitempty"`
+	Provider           string                `json:"provider"`
+	ProviderVersion    string                `json:"provider_version"`
+	PluginHealthy      bool                  `json:"plugin_healthy"`
+	PluginReady        bool                  `json:"plugin_ready"`
+	PluginError        string                `json:"plugin_error,omitempty"`
+	RequestedMin       int64                 `json:"capacity_min,omitempty"`
+	RequestedMax       int64                 `json:"capacity_max,omitempty"`
+	Capabilities       []spec.Capability     `json:"capabilities"`
+	MountOptions       *spec.MountOptions    `json:"mount_options,omitempty"`
+	TopologyRequest    *spec.TopologyRequest `json:"topology_request,omitempty"`
+	AccessibleTopology []spec.Topology       `json:"topologies,omitempty"`
+	Secrets            spec.Secrets          `json:"secrets,omitempty"` // keys only; values redacted
+	Parameters         map[string]string     `json:"parameters,omitempty"`
+	Context            map[string]string     `json:"context,omitempty"`
+	SnapshotID         string                `json:"snapshot_id,omitempty"`
+	CloneID            string                `json:"clone_id,omitempty"`
+	Staged             bool                  `json:"staged"`
+	Claims             []ClaimInfo           `json:"claims"`
+	CreatedAt          time.Time             `json:"created_at"`
+	UpdatedAt          time.Time             `json:"updated_at"`
+}
+
+// ClaimInfo is one live (or, in history, freed) claim.
+type ClaimInfo struct {
+	ID             int64               `json:"id"`
+	VolumeID       string              `json:"volume_id"`
+	Alloc          string              `json:"alloc"`
+	Group          string              `json:"group,omitempty"`
+	Mode           string              `json:"mode"` // read | write
+	AccessMode     spec.AccessMode     `json:"access_mode"`
+	AttachmentMode spec.AttachmentMode `json:"attachment_mode"`
+	State          string              `json:"state"`
+	Releasing      bool                `json:"releasing"`
+	NeedsReconcile bool                `json:"needs_reconcile"`
+	TargetPath     string              `json:"target_path"`
+	Binds          []Bind              `json:"binds,omitempty"`
+	LastRPC        string              `json:"last_rpc,omitempty"`
+	LastCode       string              `json:"last_code,omitempty"`
+	LastError      string              `json:"last_error,omitempty"`
+	CreatedAt      time.Time           `json:"created_at"`
+	UpdatedAt      time.Time           `json:"updated_at"`
+	FreedAt        time.Time           `json:"freed_at,omitzero"`
+	Outcome        string              `json:"outcome,omitempty"`
+}
+
+// Bind is a group volume_mount: the claim's target bind-mounted at a destination.
+type Bind struct {
+	Destination     string `json:"destination"`
+	ReadOnly        bool   `json:"read_only"`
+	PropagationMode string `json:"propagation_mode"`
+}
+
+// AtRest reports whether the claim is published and not being released.
+func (c ClaimInfo) AtRest() bool {
+	return c.State == string(store.ClaimPublished) && !c.Releasing
+}
+
+func claimInfo(c store.Claim) ClaimInfo {
+	out := ClaimInfo{
+		ID: c.ID, VolumeID: c.VolumeID, Alloc: c.Alloc, Group: c.Group, Mode: string(c.Mode),
+		AccessMode: c.AccessMode, AttachmentMode: c.AttachmentMode, State: string(c.State),
+		Releasing: c.Releasing, NeedsReconcile: c.NeedsReconcile, TargetPath: c.TargetPath,
+		LastRPC: c.LastRPC, LastCode: c.LastCode, LastError: c.LastError,
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+	}
+	for _, b := range c.Binds {
+		out.Binds = append(out.Binds, Bind{Destination: b.Destination, ReadOnly: b.ReadOnly, PropagationMode: b.PropagationMode})
+	}
+	return out
+}
+
+func pastClaimInfo(p store.PastClaim) ClaimInfo {
+	out := claimInfo(p.Claim)
+	out.FreedAt, out.Outcome = p.FreedAt, string(p.Outcome)
+	return out
+}
+
+// EventInfo is one entry of the event log.
+type EventInfo struct {
+	ID       int64     `json:"id"`
+	At       time.Time `json:"at"`
+	Kind     string    `json:"kind"`
+	VolumeID string    `json:"volume_id,omitempty"`
+	Alloc    string    `json:"alloc,omitempty"`
+	PluginID string    `json:"plugin_id,omitempty"`
+	RPC      string    `json:"rpc,omitempty"`
+	Code     string    `json:"code,omitempty"`
+	Message  string    `json:"message"`
+}
+
+func eventInfo(ev store.Event) EventInfo {
+	return EventInfo{ID: ev.ID, At: ev.At, Kind: ev.Kind, VolumeID: ev.VolumeID, Alloc: ev.Alloc,
+		PluginID: ev.PluginID, RPC: ev.RPC, Code: ev.Code, Message: ev.Message}
+}
+
+func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }

@@ -1,0 +1,675 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// RegisterVolume records an existing volume of a registered, reachable plugin. With a controller
+// service, the plugin must confirm the volume's capabilities first. Registering an ID again
+// updates it by Nomad's rules: name, external_id, plugin_id, parameters and topology cannot
+// change, capacity can only grow, and an empty context keeps the stored one.
+func (e *Engine) RegisterVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, error) {
+	fail := func(err error) (VolumeInfo, error) {
+		return VolumeInfo{}, fmt.Errorf("register volume %q: %w", sv.ID, err)
+	}
+	if sv.Namespace == "" {
+		sv.Namespace = spec.DefaultNamespace
+	}
+	unlock, err := e.locks.volume(ctx, sv.ID)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+
+	c, err := e.connect(ctx, sv.PluginID)
+	if err != nil {
+		return fail(err)
+	}
+	if c.fp.Controller {
+		err := e.retry(ctx, "ValidateVolumeCapabilities", func(ctx context.Context) error {
+			return c.client.ValidateVolumeCapabilities(ctx, csi.ValidateVolumeCapabilitiesRequest{
+				VolumeID: sv.ExternalID, VolumeContext: sv.Context, Capabilities: volumeCapabilities(sv),
+				Parameters: sv.Parameters, Secrets: sv.Secrets,
+			})
+		})
+		if err != nil {
+			return fail(err)
+		}
+	}
+
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		old, err := tx.Volumes().Get(sv.ID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			v := store.VolumeFromSpec(sv)
+			v.State = store.VolumeReady
+			if err := tx.Volumes().Insert(&v); err != nil {
+				return err
+			}
+			return tx.Events().Append(&store.Event{Kind: "volume-register", VolumeID: v.ID, PluginID: v.PluginID,
+				Message: fmt.Sprintf("volume %q registered (external ID %q)", v.ID, v.ExternalID)})
+		case err != nil:
+			return err
+		}
+		if old.State != store.VolumeReady {
+			return conflictf("volume %q is %s; run `volctl reconcile` to finish that first", old.ID, old.State)
+		}
+		if err := checkImmutable(old, sv, true); err != nil {
+			return err
+		}
+		v := mergeRegistered(old, sv)
+		if err := tx.Volumes().Update(&v); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-register", VolumeID: v.ID, PluginID: v.PluginID,
+			Message: fmt.Sprintf("volume %q updated by a new registration", v.ID)})
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return e.Volume(ctx, sv.ID)
+}
+
+// checkImmutable refuses a re-submitted spec that changes what Nomad does not let change.
+// External IDs are compared only for registration: a created volume's comes from the plugin.
+func checkImmutable(old store.Volume, sv spec.Volume, register bool) error {
+	type field struct {
+		name     string
+		was, now any
+	}
+	fields := []field{
+		{"name", old.Name, sv.Name},
+		{"namespace", old.Namespace, sv.Namespace},
+		{"plugin_id", old.PluginID, sv.PluginID},
+		{"parameters", nilIfEmpty(old.Parameters), nilIfEmpty(sv.Parameters)},
+		{"topology_request", topologyOrNil(old.TopologyRequest), topologyOrNil(sv.TopologyRequest)},
+	}
+	if register {
+		fields = append(fields, field{"external_id", old.ExternalID, sv.ExternalID})
+	} else {
+		fields = append(fields,
+			field{"snapshot_id", old.SnapshotID, sv.SnapshotID},
+			field{"clone_id", old.CloneID, sv.CloneID})
+	}
+	for _, f := range fields {
+		if !reflect.DeepEqual(f.was, f.now) {
+			return conflictf("volume %q: %s cannot be changed (it is %s, the spec says %s); deregister and register it again to change it",
+				old.ID, f.name, describe(f.was), describe(f.now))
+		}
+	}
+	if sv.CapacityMin != 0 && sv.CapacityMin < old.RequestedMin {
+		return conflictf("volume %q: capacity_min cannot shrink (from %s to %s)", old.ID,
+			spec.FormatSize(old.RequestedMin), spec.FormatSize(sv.CapacityMin))
+	}
+	return nil
+}
+
+func describe(v any) string {
+	switch x := v.(type) {
+	case string:
+		if x == "" {
+			return "empty"
+		}
+		return fmt.Sprintf("%q", x)
+	case map[string]string:
+		if x == nil {
+			return "empty"
+		}
+		keys := sort.StringSlice(slicesFromKeys(x))
+		keys.Sort()
+		return "{" + strings.Join(keys, ", ") + "}"
+	case *spec.TopologyRequest:
+		if x == nil {
+			return "empty"
+		}
+		return fmt.Sprintf("%d required, %d preferred", len(x.Required), len(x.Preferred))
+	}
+	return fmt.Sprint(v)
+}
+
+func slicesFromKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func nilIfEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+func topologyOrNil(t *spec.TopologyRequest) *spec.TopologyRequest {
+	if t == nil || (len(t.Required) == 0 && len(t.Preferred) == 0) {
+		return nil
+	}
+	return t
+}
+
+// mergeRegistered applies a re-registration to the stored volume.
+func mergeRegistered(old store.Volume, sv spec.Volume) store.Volume {
+	v := old
+	v.Capabilities = sv.Capabilities
+	v.MountOptions = sv.MountOptions
+	v.Secrets = sv.Secrets
+	if len(sv.Context) > 0 {
+		v.Context = sv.Context
+	}
+	if sv.CapacityMin > v.RequestedMin {
+		v.RequestedMin = sv.CapacityMin
+	}
+	if sv.CapacityMax != 0 {
+		v.RequestedMax = sv.CapacityMax
+	}
+	return v
+}
+
+// csiName is the name sent to CreateVolume: its idempotency key, derived only from namespace and
+// ID so that a replay after a crash names the same volume. It is short, lower-case and made of
+// letters, digits and dashes, which every plugin accepts, and a hash keeps distinct IDs distinct.
+func csiName(namespace, id string) string {
+	sum := sha256.Sum256([]byte(namespace + "/" + id))
+	var b strings.Builder
+	for _, r := range strings.ToLower(id) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case b.Len() > 0 && !strings.HasSuffix(b.String(), "-"):
+			b.WriteByte('-')
+		}
+		if b.Len() >= 32 {
+			break
+		}
+	}
+	slug := strings.Trim(b.String(), "-")
+	if slug != "" {
+		slug += "-"
+	}
+	return "volctl-" + slug + hex.EncodeToString(sum[:6])
+}
+
+// CreateVolume provisions a volume through its plugin and records it. The intent (a row in
+// state creating, with the CSI name) is committed before CreateVolume is sent, so a crash in
+// between is healed by sending CreateVolume again with the same name — by the next create of
+// the same spec or by reconcile — never by creating a second volume.
+func (e *Engine) CreateVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, error) {
+	fail := func(err error) (VolumeInfo, error) {
+		return VolumeInfo{}, fmt.Errorf("create volume %q: %w", sv.ID, err)
+	}
+	if sv.Namespace == "" {
+		sv.Namespace = spec.DefaultNamespace
+	}
+	unlock, err := e.locks.volume(ctx, sv.ID)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+
+	c, err := e.connect(ctx, sv.PluginID)
+	if err != nil {
+		return fail(err)
+	}
+	if err := checkCreateCapabilities(c, sv); err != nil {
+		return fail(err)
+	}
+
+	var v store.Volume
+	done := false
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		old, err := tx.Volumes().Get(sv.ID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			v = store.VolumeFromSpec(sv)
+			v.ExternalID = ""
+			v.State = store.VolumeCreating
+			v.CSIName = csiName(sv.Namespace, sv.ID)
+			if v.CloneID, err = e.cloneSource(tx, sv); err != nil {
+				return err
+			}
+			return tx.Volumes().Insert(&v)
+		case err != nil:
+			return err
+		}
+		if old.State == store.VolumeDeleting {
+			return conflictf("volume %q is being deleted; run `volctl reconcile` to finish that first", old.ID)
+		}
+		if err := checkImmutable(old, sv, false); err != nil {
+			return err
+		}
+		if old.State == store.VolumeReady {
+			done = true // creating an existing volume with the same spec changes nothing
+			v = old
+			return nil
+		}
+		v = old // an earlier create was interrupted: replay it with the stored name
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	if done {
+		if sv.CapacityMin > v.CapacityBytes && sv.CapacityMin > v.RequestedMin {
+			return e.expandLocked(ctx, c, v, sv.CapacityMin, sv.CapacityMax)
+		}
+		return e.Volume(ctx, sv.ID)
+	}
+	failpoint("create:intent")
+	if err := e.finishCreate(ctx, c, v); err != nil {
+		return fail(err)
+	}
+	return e.Volume(ctx, sv.ID)
+}
+
+// cloneSource resolves clone_id: a volctl volume ID of the same plugin means that volume's
+// external ID; anything else is taken as the provider's volume ID.
+func (e *Engine) cloneSource(tx *store.Tx, sv spec.Volume) (string, error) {
+	if sv.CloneID == "" {
+		return "", nil
+	}
+	src, err := tx.Volumes().Get(sv.CloneID)
+	if err == nil && src.PluginID == sv.PluginID && src.ExternalID != "" {
+		return src.ExternalID, nil
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	return sv.CloneID, nil
+}
+
+func checkCreateCapabilities(c *conn, sv spec.Volume) error {
+	ctrl := c.fp.Capabilities.Controller
+	switch {
+	case !c.fp.Controller || !ctrl.CreateDeleteVolume:
+		return invalidf("plugin %q cannot create volumes (no CREATE_DELETE_VOLUME controller capability); register an existing volume instead", c.plugin.ID)
+	case sv.CloneID != "" && !ctrl.CloneVolume:
+		return invalidf("plugin %q cannot clone volumes (no CLONE_VOLUME controller capability)", c.plugin.ID)
+	case sv.SnapshotID != "" && !ctrl.CreateDeleteSnapshot:
+		return invalidf("plugin %q cannot restore snapshots (no CREATE_DELETE_SNAPSHOT controller capability)", c.plugin.ID)
+	}
+	return nil
+}
+
+// finishCreate sends CreateVolume for a volume in state creating and records the result.
+func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume) error {
+	req := csi.CreateVolumeRequest{
+		Name: v.CSIName, CapacityMin: v.RequestedMin, CapacityMax: v.RequestedMax,
+		Capabilities: volumeCapabilities(v.Spec()), Parameters: v.Parameters, Secrets: v.Secrets,
+		SnapshotID: v.SnapshotID, CloneID: v.CloneID, TopologyRequest: v.TopologyRequest,
+	}
+	var created csi.Volume
+	err := e.withController(ctx, c, func(ctx context.Context) error {
+		return e.retry(ctx, csi.RPCCreateVolume, func(ctx context.Context) error {
+			var err error
+			created, err = c.client.CreateVolume(ctx, req)
+			return err
+		})
+	})
+	failpoint("rpc:CreateVolume")
+	if err != nil {
+		if created.ID != "" {
+			// The plugin made a volume we cannot use (smaller than asked): remove it again.
+			_ = e.withController(ctx, c, func(ctx context.Context) error {
+				return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
+			})
+		}
+		if csi.IsRetryable(err) || ctx.Err() != nil {
+			e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
+				Code: csi.CodeOf(err).String(), Message: "create left for reconcile: " + err.Error()})
+			return fmt.Errorf("%w (the create is recorded and `volctl reconcile` or the same create will finish it)", err)
+		}
+		// A final error: nothing was created, so forget the intent.
+		if derr := e.store.Update(ctx, func(tx *store.Tx) error {
+			if err := tx.Volumes().Delete(v.ID); err != nil {
+				return err
+			}
+			return tx.Events().Append(&store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID,
+				RPC: csi.RPCCreateVolume, Code: csi.CodeOf(err).String(), Message: "create failed: " + err.Error()})
+		}); derr != nil {
+			e.log.Warn("forgetting a failed create", "volume", v.ID, "err", derr)
+		}
+		return err
+	}
+	v.ExternalID = created.ID
+	v.CapacityBytes = created.CapacityBytes
+	if len(created.Context) > 0 {
+		v.Context = created.Context
+	}
+	v.AccessibleTopology = created.AccessibleTopology
+	v.State = store.VolumeReady
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := tx.Volumes().Update(&v); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID,
+			RPC: csi.RPCCreateVolume, Message: fmt.Sprintf("volume %q created (external ID %q)", v.ID, v.ExternalID)})
+	})
+	if err != nil {
+		return err
+	}
+	failpoint("create:ready")
+	return nil
+}
+
+// withController runs fn holding the plugin's controller lock (one controller call per plugin at
+// a time, across processes).
+func (e *Engine) withController(ctx context.Context, c *conn, fn func(context.Context) error) error {
+	unlock, err := e.locks.controller(ctx, c.plugin.ID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return fn(ctx)
+}
+
+// volumeCapabilities are the spec's capabilities as CSI requests them, each with the volume's
+// mount options when it is a file-system capability.
+func volumeCapabilities(sv spec.Volume) []csi.VolumeCapability {
+	out := make([]csi.VolumeCapability, 0, len(sv.Capabilities))
+	for _, c := range sv.Capabilities {
+		vc := csi.VolumeCapability{Capability: c}
+		if c.AttachmentMode == spec.FileSystem && sv.MountOptions != nil {
+			vc.MountOptions = sv.MountOptions
+		}
+		out = append(out, vc)
+	}
+	return out
+}
+
+// Volumes lists every volume with its claim counts and whether it can take claims now.
+func (e *Engine) Volumes(ctx context.Context) ([]VolumeSummary, error) {
+	var out []VolumeSummary
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		vols, err := tx.Volumes().List(store.VolumeFilter{})
+		if err != nil {
+			return err
+		}
+		claims, err := tx.Claims().ListAll()
+		if err != nil {
+			return err
+		}
+		plugins, err := tx.Plugins().List()
+		if err != nil {
+			return err
+		}
+		byVolume := map[string][]store.Claim{}
+		for _, c := range claims {
+			byVolume[c.VolumeID] = append(byVolume[c.VolumeID], c)
+		}
+		healthy := map[string]bool{}
+		for _, p := range plugins {
+			healthy[p.ID] = p.Health.Healthy
+		}
+		out = make([]VolumeSummary, 0, len(vols))
+		for _, v := range vols {
+			out = append(out, volumeSummary(v, byVolume[v.ID], healthy[v.PluginID]))
+		}
+		return nil
+	})
+	return out, err
+}
+
+func volumeSummary(v store.Volume, claims []store.Claim, pluginHealthy bool) VolumeSummary {
+	s := VolumeSummary{
+		ID: v.ID, Namespace: v.Namespace, Name: v.Name, PluginID: v.PluginID, State: string(v.State),
+		Schedulable: v.State == store.VolumeReady && pluginHealthy,
+		AccessMode:  v.AccessMode, AttachmentMode: v.AttachmentMode, CapacityBytes: v.CapacityBytes,
+	}
+	for _, c := range claims {
+		if c.Mode == store.ClaimWrite {
+			s.WriteClaims++
+		} else {
+			s.ReadClaims++
+		}
+		if !c.AtRest() {
+			s.Unsettled++
+		}
+	}
+	return s
+}
+
+// AmbiguousError is returned for a volume ID prefix that matches several volumes.
+type AmbiguousError struct {
+	Prefix  string
+	Matches []VolumeSummary
+}
+
+func (e *AmbiguousError) Error() string {
+	ids := make([]string, len(e.Matches))
+	for i, m := range e.Matches {
+		ids[i] = m.ID
+	}
+	return fmt.Sprintf("prefix %q matches %d volumes: %s", e.Prefix, len(e.Matches), strings.Join(ids, ", "))
+}
+
+// Is makes an ambiguous prefix an invalid request (exit 2).
+func (e *AmbiguousError) Is(target error) bool { return target == ErrInvalid }
+
+// Volume returns everything about one volume, found by its ID or an unambiguous ID prefix.
+func (e *Engine) Volume(ctx context.Context, idOrPrefix string) (VolumeInfo, error) {
+	var info VolumeInfo
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		v, err := e.resolveVolume(tx, idOrPrefix)
+		if err != nil {
+			return err
+		}
+		claims, err := tx.Claims().ByVolume(v.ID)
+		if err != nil {
+			return err
+		}
+		p, perr := tx.Plugins().Get(v.PluginID)
+		if perr != nil && !errors.Is(perr, store.ErrNotFound) {
+			return perr
+		}
+		st, serr := tx.Stagings().Get(v.ID)
+		if serr != nil && !errors.Is(serr, store.ErrNotFound) {
+			return serr
+		}
+		info = volumeInfo(v, claims, p, perr == nil, st.Staged)
+		return nil
+	})
+	return info, err
+}
+
+// resolveVolume finds a volume by ID, else by unambiguous prefix.
+func (e *Engine) resolveVolume(tx *store.Tx, idOrPrefix string) (store.Volume, error) {
+	v, err := tx.Volumes().Get(idOrPrefix)
+	if err == nil || !errors.Is(err, store.ErrNotFound) {
+		return v, err
+	}
+	matches, err := tx.Volumes().ByPrefix(idOrPrefix)
+	if err != nil {
+		return store.Volume{}, err
+	}
+	switch len(matches) {
+	case 0:
+		return store.Volume{}, notFoundf("volume %q not found", idOrPrefix)
+	case 1:
+		return matches[0], nil
+	}
+	amb := &AmbiguousError{Prefix: idOrPrefix}
+	for _, m := range matches {
+		claims, err := tx.Claims().ByVolume(m.ID)
+		if err != nil {
+			return store.Volume{}, err
+		}
+		amb.Matches = append(amb.Matches, volumeSummary(m, claims, false))
+	}
+	return store.Volume{}, amb
+}
+
+func volumeInfo(v store.Volume, claims []store.Claim, p store.Plugin, pluginKnown, staged bool) VolumeInfo {
+	info := VolumeInfo{
+		VolumeSummary: volumeSummary(v, claims, pluginKnown && p.Health.Healthy),
+		ExternalID:    v.ExternalID, CSIName: v.CSIName,
+		Provider: p.Fingerprint.Provider, ProviderVersion: p.Fingerprint.Version,
+		PluginHealthy: pluginKnown && p.Health.Healthy, PluginReady: pluginKnown && p.Health.Ready,
+		PluginError:  p.Health.LastError,
+		RequestedMin: v.RequestedMin, RequestedMax: v.RequestedMax,
+		Capabilities: v.Capabilities, MountOptions: v.MountOptions, TopologyRequest: v.TopologyRequest,
+		AccessibleTopology: v.AccessibleTopology, Secrets: v.Secrets,
+		Parameters: v.Parameters, Context: maps.Clone(v.Context),
+		SnapshotID: v.SnapshotID, CloneID: v.CloneID, Staged: staged,
+		Claims: make([]ClaimInfo, 0, len(claims)), CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
+	}
+	if !pluginKnown {
+		info.PluginError = fmt.Sprintf("plugin %q is not registered", v.PluginID)
+	}
+	for _, c := range claims {
+		info.Claims = append(info.Claims, claimInfo(c))
+	}
+	return info
+}
+
+// DeregisterVolume forgets a volume without touching its storage. It is refused while the volume
+// has live claims, naming them; with force, the claims are released first.
+func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) error {
+	if force {
+		if _, err := e.Detach(ctx, id, false); err != nil && !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("deregister volume %q: %w", id, err)
+		}
+	}
+	unlock, err := e.locks.volume(ctx, id)
+	if err != nil {
+		return fmt.Errorf("deregister volume %q: %w", id, err)
+	}
+	defer unlock()
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		v, err := tx.Volumes().Get(id)
+		if err != nil {
+			return err
+		}
+		if err := refuseClaimed(tx, v.ID, "deregister"); err != nil {
+			return err
+		}
+		if err := tx.Volumes().Delete(v.ID); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-deregister", VolumeID: v.ID, PluginID: v.PluginID,
+			Message: fmt.Sprintf("volume %q deregistered", v.ID)})
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return notFoundf("deregister volume %q: not found", id)
+	}
+	if err != nil {
+		return fmt.Errorf("deregister volume %q: %w", id, err)
+	}
+	return nil
+}
+
+// refuseClaimed returns a conflict naming the volume's live claims, if it has any.
+func refuseClaimed(tx *store.Tx, volumeID, verb string) error {
+	claims, err := tx.Claims().ByVolume(volumeID)
+	if err != nil || len(claims) == 0 {
+		return err
+	}
+	return conflictf("volume %q has %d live claim(s): %s (release them first: volctl volume release / detach)",
+		volumeID, len(claims), describeClaims(claims))
+}
+
+func describeClaims(claims []store.Claim) string {
+	parts := make([]string, 0, len(claims))
+	for i, c := range claims {
+		if i == 5 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(claims)-5))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("alloc %q (%s, %s)", c.Alloc, c.Mode, c.State))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// DeleteVolume deletes a volume's storage through its plugin and forgets it. Claims are checked
+// before DeleteVolume is sent; NOT_FOUND from the plugin counts as deleted. The volume is marked
+// deleting before the RPC, so an interrupted delete is finished by reconcile.
+func (e *Engine) DeleteVolume(ctx context.Context, id string) error {
+	fail := func(err error) error { return fmt.Errorf("delete volume %q: %w", id, err) }
+	unlock, err := e.locks.volume(ctx, id)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+
+	var v store.Volume
+	err = e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		if v, err = tx.Volumes().Get(id); err != nil {
+			return err
+		}
+		return refuseClaimed(tx, id, "delete")
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return notFoundf("delete volume %q: not found", id)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	c, err := e.connect(ctx, v.PluginID)
+	if err != nil {
+		return fail(err)
+	}
+	if !c.fp.Controller || !c.fp.Capabilities.Controller.CreateDeleteVolume {
+		return fail(invalidf("plugin %q cannot delete volumes (no CREATE_DELETE_VOLUME controller capability); use `volctl volume deregister` to forget the volume", v.PluginID))
+	}
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := refuseClaimed(tx, id, "delete"); err != nil {
+			return err
+		}
+		v.State = store.VolumeDeleting
+		return tx.Volumes().Update(&v)
+	})
+	if err != nil {
+		return fail(err)
+	}
+	failpoint("delete:intent")
+	if err := e.finishDelete(ctx, c, v); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// finishDelete sends DeleteVolume for a volume in state deleting and forgets it.
+func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) error {
+	if v.ExternalID != "" {
+		err := e.withController(ctx, c, func(ctx context.Context) error {
+			return e.retry(ctx, csi.RPCDeleteVolume, func(ctx context.Context) error {
+				return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: v.ExternalID, Secrets: v.Secrets})
+			})
+		})
+		if err != nil && !csi.IsIgnorable(err) {
+			e.event(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
+				Code: csi.CodeOf(err).String(), Message: "delete failed: " + err.Error()})
+			return fmt.Errorf("%w (the volume is marked deleting; run the delete again or `volctl reconcile`)", err)
+		}
+	}
+	failpoint("rpc:DeleteVolume")
+	return e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := tx.Volumes().Delete(v.ID); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID,
+			RPC: csi.RPCDeleteVolume, Message: fmt.Sprintf("volume %q deleted", v.ID)})
+	})
+}
+
+// event appends to the event log in its own transaction, logging (not returning) a failure:
+// the event log is a record, and failing to write it must not fail the operation it describes.
+func (e *Engine) event(ctx context.Context, ev *store.Event) {
+	if err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error { return tx.Events().Append(ev) }); err != nil {
+		e.log.Warn("writing the event log", "err", err)
+	}
+}
