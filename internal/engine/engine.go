@@ -339,4 +339,3 @@ func (e *Engine) retry(ctx context.Context, what string, rpc func(context.Contex
 		}
 	}
 }
-
