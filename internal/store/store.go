@@ -101,8 +101,9 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	if dir == "" {
 		return nil, errors.New("open state: no state directory given")
 	}
-	if o.eventLimit < 1 || o.historyLimit < 1 {
-		return nil, fmt.Errorf("open state: event and history limits must be positive (got %d and %d)", o.eventLimit, o.historyLimit)
+	if o.eventLimit < 1 || o.historyLimit < 1 || o.busyTimeout <= 0 {
+		return nil, fmt.Errorf("open state: busy timeout, event and history limits must be positive (got %v, %d and %d)",
+			o.busyTimeout, o.eventLimit, o.historyLimit)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -131,8 +132,6 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	}
 	s.w.SetMaxOpenConns(1)
 	s.w.SetMaxIdleConns(1)
-	s.w.SetConnMaxIdleTime(0)
-	s.w.SetConnMaxLifetime(0)
 	if err := s.migrateTo(ctx, target); err != nil {
 		s.w.Close()
 		return nil, err
@@ -165,10 +164,10 @@ func dsn(path string, busy time.Duration, readOnly bool) string {
 	} else {
 		// Write transactions take the lock at BEGIN, so two processes never both hold a read
 		// snapshot they then try to upgrade (which SQLite answers with SQLITE_BUSY at once,
-		// without waiting).
+		// without waiting). Update says BEGIN IMMEDIATE itself; this covers any other BEGIN.
 		q.Set("_txlock", "immediate")
 		q.Add("_pragma", "journal_mode(WAL)")
-		// FULL, not WAL's usual NORMAL: a checkpoint the engine wrote before a
+		// FULL, not WAL's usual NORMAL: a claim state the engine committed before sending
 		// ControllerPublish must survive a power cut, or the attachment is orphaned.
 		q.Add("_pragma", "synchronous(FULL)")
 	}

@@ -124,7 +124,8 @@ func TestOpenErrors(t *testing.T) {
 		{"empty dir", "", nil, "no state directory"},
 		{"dir is a file", file, nil, "create state directory"},
 		{"not a database", notDB, nil, "open state " + filepath.Join(notDB, FileName)},
-		{"bad limit", t.TempDir(), []Option{WithEventLimit(0)}, "limits must be positive"},
+		{"bad limit", t.TempDir(), []Option{WithEventLimit(0)}, "must be positive (got 30s, 0 and 10000)"},
+		{"bad busy timeout", t.TempDir(), []Option{WithBusyTimeout(0)}, "must be positive (got 0s, 10000 and 10000)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
