@@ -1,0 +1,217 @@
+package csi_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"syscall"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// TestHostpathFullSequence runs the whole RPC sequence through the client against volctl's
+// own plugin, with real bind mounts, and checks what a consumer of the target sees.
+func TestHostpathFullSequence(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	for _, attach := range []bool{false, true} {
+		name := map[bool]string{false: "plain", true: "enable-attach"}[attach]
+		t.Run(name, func(t *testing.T) { hostpathSequence(t, attach) })
+	}
+}
+
+func hostpathSequence(t *testing.T, attach bool) {
+	srv := hostpathtest.Start(t, hostpath.Config{NodeID: "n1", EnableAttach: attach})
+	c, err := csi.New(csi.Config{ControllerSocket: srv.Socket, NodeSocket: srv.Socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+
+	fp, err := c.Fingerprint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp.Provider != hostpath.PluginName || fp.NodeID != "n1" || !fp.Controller || !fp.Node ||
+		fp.Capabilities.Controller.PublishUnpublishVolume != attach || !fp.Capabilities.Node.StageUnstageVolume {
+		t.Fatalf("Fingerprint = %+v", fp)
+	}
+	if ready, err := c.Probe(ctx); err != nil || !ready {
+		t.Fatalf("Probe = %v, %v", ready, err)
+	}
+
+	rw := csi.VolumeCapability{Capability: spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+	ro := csi.VolumeCapability{Capability: spec.Capability{AccessMode: spec.MultiNodeReaderOnly, AttachmentMode: spec.FileSystem}}
+	vol, err := c.CreateVolume(ctx, csi.CreateVolumeRequest{Name: "data", CapacityMin: 1 << 20, Capabilities: []csi.VolumeCapability{rw, ro}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vol.ID == "" || vol.CapacityBytes < 1<<20 {
+		t.Fatalf("CreateVolume = %+v", vol)
+	}
+	if err := c.ValidateVolumeCapabilities(ctx, csi.ValidateVolumeCapabilitiesRequest{VolumeID: vol.ID, VolumeContext: vol.Context,
+		Capabilities: []csi.VolumeCapability{rw}}); err != nil {
+		t.Fatal(err)
+	}
+
+	var pctx map[string]string
+	if fp.Capabilities.Controller.PublishUnpublishVolume {
+		if pctx, err = c.ControllerPublishVolume(ctx, csi.ControllerPublishVolumeRequest{VolumeID: vol.ID, NodeID: fp.NodeID,
+			Capability: rw, VolumeContext: vol.Context}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := hostpathtest.MountDir(t)
+	staging := filepath.Join(dir, "staging", vol.ID)
+	if err := os.MkdirAll(staging, 0o700); err != nil { // the CO creates the staging dir
+		t.Fatal(err)
+	}
+	if err := c.NodeStageVolume(ctx, csi.NodeStageVolumeRequest{VolumeID: vol.ID, PublishContext: pctx, StagingPath: staging,
+		Capability: rw, VolumeContext: vol.Context}); err != nil {
+		t.Fatal(err)
+	}
+	targetRW, targetRO := filepath.Join(dir, "publish", "a", "rw"), filepath.Join(dir, "publish", "b", "ro")
+	for _, p := range []string{targetRW, targetRO} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil { // the CO creates the parent
+			t.Fatal(err)
+		}
+	}
+	if err := c.NodePublishVolume(ctx, csi.NodePublishVolumeRequest{VolumeID: vol.ID, PublishContext: pctx, StagingPath: staging,
+		TargetPath: targetRW, Capability: rw, VolumeContext: vol.Context}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.NodePublishVolume(ctx, csi.NodePublishVolumeRequest{VolumeID: vol.ID, PublishContext: pctx, StagingPath: staging,
+		TargetPath: targetRO, Capability: ro, ReadOnly: true, VolumeContext: vol.Context}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The data path: a write through one target is on the volume and visible through the other,
+	// which refuses writes.
+	if err := os.WriteFile(filepath.Join(targetRW, "hello"), []byte("world"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	volDir, _ := srv.Plugin.VolumePath(vol.ID)
+	if b, err := os.ReadFile(filepath.Join(volDir, "hello")); err != nil || string(b) != "world" {
+		t.Fatalf("volume has %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(targetRO, "hello")); err != nil || string(b) != "world" {
+		t.Fatalf("read-only target has %q, %v", b, err)
+	}
+	if err := os.WriteFile(filepath.Join(targetRO, "nope"), nil, 0o600); !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("writing through the read-only target = %v, want EROFS", err)
+	}
+
+	if _, err := c.NodeGetVolumeStats(ctx, csi.NodeGetVolumeStatsRequest{VolumeID: vol.ID, VolumePath: targetRW, StagingPath: staging}); err != nil {
+		t.Fatal(err)
+	}
+	exp, err := c.ControllerExpandVolume(ctx, csi.ControllerExpandVolumeRequest{VolumeID: vol.ID, CapacityMin: 2 << 20, Capability: &rw})
+	if err != nil || exp.CapacityBytes < 2<<20 {
+		t.Fatalf("ControllerExpandVolume = %+v, %v", exp, err)
+	}
+	if exp.NodeExpansionRequired {
+		if _, err := c.NodeExpandVolume(ctx, csi.NodeExpandVolumeRequest{VolumeID: vol.ID, VolumePath: targetRW, StagingPath: staging,
+			CapacityMin: 2 << 20, Capability: &rw}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := c.CreateSnapshot(ctx, csi.CreateSnapshotRequest{SourceVolumeID: vol.ID, Name: "data-snap"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := c.ListSnapshots(ctx, csi.ListSnapshotsRequest{SnapshotID: snap.ID})
+	if err != nil || len(snaps.Snapshots) != 1 || snaps.Snapshots[0].ID != snap.ID {
+		t.Fatalf("ListSnapshots = %+v, %v", snaps, err)
+	}
+	restored, err := c.CreateVolume(ctx, csi.CreateVolumeRequest{Name: "restored", SnapshotID: snap.ID, CapacityMin: 2 << 20,
+		Capabilities: []csi.VolumeCapability{rw}})
+	if err != nil || restored.SnapshotID != snap.ID {
+		t.Fatalf("CreateVolume from snapshot = %+v, %v", restored, err)
+	}
+	restoredDir, _ := srv.Plugin.VolumePath(restored.ID)
+	if b, err := os.ReadFile(filepath.Join(restoredDir, "hello")); err != nil || string(b) != "world" {
+		t.Fatalf("restored volume has %q, %v", b, err)
+	}
+	list, err := c.ListVolumes(ctx, csi.ListVolumesRequest{})
+	if err != nil || len(list.Entries) != 2 {
+		t.Fatalf("ListVolumes = %+v, %v", list, err)
+	}
+	if _, err := c.GetCapacity(ctx, csi.GetCapacityRequest{Capabilities: []csi.VolumeCapability{rw}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// And back; every teardown twice, as a retried release would.
+	for range 2 {
+		for _, target := range []string{targetRW, targetRO} {
+			if err := c.NodeUnpublishVolume(ctx, csi.NodeUnpublishVolumeRequest{VolumeID: vol.ID, TargetPath: target}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.NodeUnstageVolume(ctx, csi.NodeUnstageVolumeRequest{VolumeID: vol.ID, StagingPath: staging}); err != nil {
+			t.Fatal(err)
+		}
+		if attach {
+			if err := c.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{VolumeID: vol.ID, NodeID: fp.NodeID}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, target := range []string{targetRW, targetRO} {
+		if _, err := os.Stat(target); !os.IsNotExist(err) {
+			t.Fatalf("target %s left behind: %v", target, err)
+		}
+	}
+	for _, id := range []string{restored.ID, vol.ID} {
+		if err := c.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.DeleteSnapshot(ctx, csi.DeleteSnapshotRequest{SnapshotID: snap.ID}); err != nil {
+		t.Fatal(err)
+	}
+	// A volume that is gone: teardown comes back ignorable or succeeds, never final.
+	err = c.NodeUnpublishVolume(ctx, csi.NodeUnpublishVolumeRequest{VolumeID: vol.ID, TargetPath: targetRW})
+	if err != nil && !csi.IsIgnorable(err) {
+		t.Fatalf("NodeUnpublishVolume of a deleted volume = %v", err)
+	}
+	list, err = c.ListVolumes(ctx, csi.ListVolumesRequest{})
+	if err != nil || len(list.Entries) != 0 {
+		t.Fatalf("ListVolumes after delete = %+v, %v", list, err)
+	}
+}
+
+// TestHostpathWithFaults wraps the real plugin in Faults, as the engine's fault tests will.
+func TestHostpathWithFaults(t *testing.T) {
+	plugin, err := hostpath.New(hostpath.Config{Root: t.TempDir(), NodeID: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults := csitest.NewFaults()
+	socket, _ := csitest.Serve(t, csitest.WithServer(plugin), csitest.WithFaults(faults))
+	c, err := csi.New(csi.Config{ControllerSocket: socket, NodeSocket: socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	faults.FailNext(csi.RPCCreateVolume, codes.Unavailable, 2)
+	req := csi.CreateVolumeRequest{Name: "v", Capabilities: []csi.VolumeCapability{{Capability: spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}}
+	var codesSeen []codes.Code
+	for range 3 {
+		_, err := c.CreateVolume(context.Background(), req)
+		codesSeen = append(codesSeen, csi.CodeOf(err))
+	}
+	if want := []codes.Code{codes.Unavailable, codes.Unavailable, codes.OK}; !reflect.DeepEqual(codesSeen, want) {
+		t.Fatalf("codes = %v, want %v", codesSeen, want)
+	}
+	if got := faults.Count(csi.RPCCreateVolume); got != (csitest.Count{Calls: 3, Failed: 2}) {
+		t.Fatalf("Count = %+v", got)
+	}
+}
