@@ -21,10 +21,10 @@ func newCmdPluginServe(f *Factory) *cobra.Command {
 	return cmd
 }
 
-// PluginServeHostpathOptions are the flags of `volctl plugin serve hostpath`.
+// PluginServeHostpathOptions are the inputs of `volctl plugin serve hostpath`.
 type PluginServeHostpathOptions struct {
-	Logger *slog.Logger
-	Getenv func(string) string
+	Logger *slog.Logger        // --verbose: one debug line per RPC, secrets redacted
+	Getenv func(string) string // for CSI_ENDPOINT
 
 	Socket       string
 	Root         string
@@ -33,7 +33,7 @@ type PluginServeHostpathOptions struct {
 	MaxVolumes   int64
 }
 
-func newCmdPluginServeHostpath(f *Factory, runF func(context.Context, *PluginServeHostpathOptions) error) *cobra.Command {
+func newCmdPluginServeHostpath(f *Factory, runF func(*PluginServeHostpathOptions) error) *cobra.Command {
 	opts := &PluginServeHostpathOptions{Getenv: os.Getenv}
 	cmd := &cobra.Command{
 		Use:   "hostpath --socket PATH --root DIR --node-id ID",
@@ -55,7 +55,7 @@ SIGINT or SIGTERM stops it and removes the socket.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Logger = f.Logger()
 			if runF != nil {
-				return runF(cmd.Context(), opts)
+				return runF(opts)
 			}
 			return pluginServeHostpathRun(cmd.Context(), opts)
 		},

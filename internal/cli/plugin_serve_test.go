@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/iostreams"
+)
+
+func TestPluginServeHostpathFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    PluginServeHostpathOptions
+		wantErr string
+	}{
+		{name: "all flags", args: []string{"--socket", "unix:///run/hp.sock", "--root", "/srv/hp", "--node-id", "n1", "--enable-attach", "--max-volumes", "7"},
+			want: PluginServeHostpathOptions{Socket: "unix:///run/hp.sock", Root: "/srv/hp", NodeID: "n1", EnableAttach: true, MaxVolumes: 7}},
+		{name: "defaults", args: []string{"--root", "r", "--node-id", "n"},
+			want: PluginServeHostpathOptions{Root: "r", NodeID: "n"}},
+		{name: "extra argument", args: []string{"x"}, wantErr: "accepts 0 arg"},
+		{name: "bad number", args: []string{"--max-volumes", "many"}, wantErr: "invalid argument"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ios, _, _, _ := iostreams.Test()
+			var got *PluginServeHostpathOptions
+			cmd := newCmdPluginServeHostpath(NewFactory(ios), func(o *PluginServeHostpathOptions) error { got = o; return nil })
+			cmd.SetArgs(tt.args)
+			cmd.SetOut(&bytes.Buffer{})
+			cmd.SetErr(&bytes.Buffer{})
+			cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err: err} })
+			err := cmd.Execute()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != ExitUsage {
+					t.Fatalf("err = %v (exit %d), want %q exit 2", err, ExitCode(err), tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.Logger, got.Getenv = nil, nil
+			if !reflect.DeepEqual(*got, tt.want) {
+				t.Fatalf("options = %+v, want %+v", *got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPluginServeHostpathRunUsage(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "CSI_ENDPOINT" {
+				return v
+			}
+			return ""
+		}
+	}
+	tests := []struct {
+		name    string
+		opts    PluginServeHostpathOptions
+		wantErr string
+	}{
+		{"no socket", PluginServeHostpathOptions{Root: "r", NodeID: "n", Getenv: env("")}, "--socket is required"},
+		{"no root", PluginServeHostpathOptions{Socket: "/s", NodeID: "n"}, "--root is required"},
+		{"no node ID", PluginServeHostpathOptions{Socket: "/s", Root: "r"}, "--node-id is required"},
+		{"negative max", PluginServeHostpathOptions{Socket: "/s", Root: "r", NodeID: "n", MaxVolumes: -1}, "must not be negative"},
+		{"tcp endpoint from the environment", PluginServeHostpathOptions{Root: "r", NodeID: "n", Getenv: env("tcp://h:1")}, "only unix sockets"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := pluginServeHostpathRun(context.Background(), &tt.opts)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != ExitUsage {
+				t.Fatalf("err = %v (exit %d), want %q exit 2", err, ExitCode(err), tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestPluginServeHostpathRun serves on the socket CSI_ENDPOINT names until the context ends,
+// and leaves no socket behind.
+func TestPluginServeHostpathRun(t *testing.T) {
+	dir, err := os.MkdirTemp("", "hp-cli-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	socket := filepath.Join(dir, "hp.sock")
+	opts := &PluginServeHostpathOptions{
+		Root: filepath.Join(dir, "root"), NodeID: "n1",
+		Getenv: func(k string) string {
+			if k == "CSI_ENDPOINT" {
+				return "unix://" + socket
+			}
+			return ""
+		},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- pluginServeHostpathRun(ctx, opts) }()
+
+	// Once the socket exists, a second instance on it is refused: Listen's directory lock means
+	// the first one is listening by the time the second can look.
+	for {
+		if _, err := os.Stat(socket); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve ended early: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if _, err := hostpath.Listen(socket); !errors.Is(err, hostpath.ErrSocketInUse) {
+		t.Fatalf("second Listen: %v, want ErrSocketInUse", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve returned %v after cancel, want nil", err)
+	}
+	if _, err := os.Stat(socket); !os.IsNotExist(err) {
+		t.Errorf("socket left behind: %v", err)
+	}
+}
