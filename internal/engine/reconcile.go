@@ -92,7 +92,9 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		if cl.Group != "" && stopped[cl.Group] && !cl.Releasing {
 			cl.Releasing = true
 		}
-		if cl.AtRest() {
+		if cl.State == store.ClaimPublished && !cl.Releasing {
+			// Published claims are checked against the mount table together, below; one
+			// marked for reconcile (a failed restore) is restored there too.
 			published = append(published, cl)
 			continue
 		}
@@ -197,6 +199,11 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 		if mounted[cl.TargetPath] {
 			if err := e.bind(&cl); err != nil {
 				rep.problem(cl.VolumeID, cl.Alloc, err)
+			} else if cl.NeedsReconcile {
+				cl.NeedsReconcile = false
+				if err := e.save(ctx, &cl, nil); err != nil {
+					rep.problem(cl.VolumeID, cl.Alloc, err)
+				}
 			}
 			continue
 		}
@@ -228,7 +235,7 @@ func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingMounte
 		if err != nil {
 			return err
 		}
-		if !cur.AtRest() {
+		if cur.State != store.ClaimPublished || cur.Releasing {
 			return notFoundf("claim changed meanwhile")
 		}
 		cl = cur
@@ -288,46 +295,47 @@ func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingMounte
 // a way the state machine did not foresee, and it is cleaned rather than leaked.
 func (e *Engine) cleanStagings(ctx context.Context, rep *ReconcileReport, stagings []store.Staging) {
 	for _, st := range stagings {
-		err := func() error {
-			unlock, err := e.locks.volume(ctx, st.VolumeID)
-			if err != nil {
-				return err
-			}
-			defer unlock()
-			var (
-				n int
-				v store.Volume
-			)
-			err = e.store.View(ctx, func(tx *store.Tx) error {
-				var err error
-				if n, err = tx.Claims().CountByVolume(st.VolumeID); err != nil {
-					return err
-				}
-				v, err = tx.Volumes().Get(st.VolumeID)
-				return err
-			})
-			if err != nil || n > 0 {
-				return err
-			}
-			c, err := e.connect(ctx, v.PluginID)
-			if err != nil {
-				return err
-			}
-			return e.undoUnused(ctx, c, v)
-		}()
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
-		if err != nil {
+		unused, err := e.cleanStaging(ctx, st.VolumeID)
+		switch {
+		case errors.Is(err, store.ErrNotFound) || (err == nil && !unused):
+		case err != nil:
 			rep.problem(st.VolumeID, "", fmt.Errorf("unused staging of volume %q: %w", st.VolumeID, err))
-			continue
-		}
-		if cur, ok, _ := e.getStaging(ctx, st.VolumeID); !ok {
+		default:
 			rep.did("cleaned", st.VolumeID, "", "undid the unused staging of volume %q", st.VolumeID)
-		} else if cur.StagingPath != "" || cur.ControllerPublished {
-			rep.problem(st.VolumeID, "", fmt.Errorf("volume %q: unused staging could not be undone", st.VolumeID))
 		}
 	}
+}
+
+// cleanStaging undoes one volume's staging if no live claim uses the volume; unused says
+// whether it had to.
+func (e *Engine) cleanStaging(ctx context.Context, volumeID string) (unused bool, err error) {
+	unlock, err := e.locks.volume(ctx, volumeID)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	var (
+		n int
+		v store.Volume
+	)
+	err = e.store.View(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Stagings().Get(volumeID); err != nil {
+			return err
+		}
+		if n, err = tx.Claims().CountByVolume(volumeID); err != nil {
+			return err
+		}
+		v, err = tx.Volumes().Get(volumeID)
+		return err
+	})
+	if err != nil || n > 0 {
+		return false, err
+	}
+	c, err := e.connect(ctx, v.PluginID)
+	if err != nil {
+		return true, err
+	}
+	return true, e.undoUnused(ctx, c, v)
 }
 
 // findOrphans reports mounts under volctl's staging and publish dirs that no claim or staging
