@@ -18,5 +18,9 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	f := cli.NewFactory(iostreams.System())
-	return f.Report(cli.NewRootCmd(f).ExecuteContext(ctx))
+	err := cli.NewRootCmd(f).ExecuteContext(ctx)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return f.Report(err)
 }

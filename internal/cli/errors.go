@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/volctl/volctl/internal/engine"
 )
 
 // Exit codes, as DESIGN.md's "Command line" fixes them.
@@ -44,10 +46,6 @@ func silentExit(code int) error {
 	return &exitError{code: code, err: fmt.Errorf("exit status %d", code), silent: true}
 }
 
-// codeMappers let packages below cli (the engine) map their sentinel errors to exit codes
-// without cli importing them here; see registerExitCode.
-var codeMappers []func(error) (int, bool)
-
 // ExitCode maps an error returned by a command to the process exit code.
 func ExitCode(err error) int {
 	if err == nil {
@@ -57,10 +55,11 @@ func ExitCode(err error) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	for _, m := range codeMappers {
-		if code, ok := m(err); ok {
-			return code
-		}
+	switch {
+	case errors.Is(err, engine.ErrConflict):
+		return ExitConflict
+	case errors.Is(err, engine.ErrInvalid):
+		return ExitUsage
 	}
 	if isFlagError(err) || strings.HasPrefix(err.Error(), "unknown command ") {
 		// cobra reports an unknown subcommand from its own lookup, not through the flag hook.

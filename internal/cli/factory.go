@@ -3,12 +3,14 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 )
 
@@ -21,6 +23,8 @@ type Factory struct {
 	verbose      bool
 	getenv       func(string) string
 	geteuid      func() int
+
+	engine *engine.Engine
 }
 
 // NewFactory returns a Factory for the process's environment.
@@ -69,4 +73,31 @@ func (f *Factory) Logger() *slog.Logger {
 		level = slog.LevelDebug
 	}
 	return slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+}
+
+// Engine opens the engine on the state dir once per process; Close closes it.
+func (f *Factory) Engine(ctx context.Context) (*engine.Engine, error) {
+	if f.engine != nil {
+		return f.engine, nil
+	}
+	dir, err := f.StateDir()
+	if err != nil {
+		return nil, err
+	}
+	e, err := engine.Open(ctx, engine.Config{StateDir: dir, Logger: f.Logger()})
+	if err != nil {
+		return nil, fmt.Errorf("state dir %s: %w", dir, err)
+	}
+	f.engine = e
+	return e, nil
+}
+
+// Close releases what the commands opened.
+func (f *Factory) Close() error {
+	if f.engine == nil {
+		return nil
+	}
+	err := f.engine.Close()
+	f.engine = nil
+	return err
 }

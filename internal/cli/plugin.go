@@ -8,6 +8,9 @@ func newCmdPlugin(f *Factory) *cobra.Command {
 		Short: "Register, inspect and serve CSI plugins",
 	}
 	cmd.AddCommand(
+		newCmdPluginRegister(f, nil),
+		newCmdPluginStatus(f, nil),
+		newCmdPluginDeregister(f, nil),
 		newCmdPluginProbe(f, nil),
 		newCmdPluginServe(f),
 	)

@@ -33,6 +33,15 @@ against CSI plugins on local unix sockets. State lives in one SQLite file in the
 		newCmdValidate(f, nil),
 		newCmdInit(f, nil),
 		newCmdPlugin(f),
+		newCmdVolume(f),
+		newCmdGroup(f),
+		newCmdRegister(f, nil),
+		newCmdCreate(f, nil),
+		newCmdStatus(f, nil),
+		newCmdReconcile(f, nil),
+		newCmdAgent(f, nil),
+		newCmdTUI(f, nil),
+		newCmdQuickstart(f, nil),
 	)
 	return root
 }

@@ -1,0 +1,23 @@
+package cli
+
+import "github.com/spf13/cobra"
+
+func newCmdVolume(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "volume",
+		Short: "Register, create, claim, release and inspect CSI volumes",
+	}
+	cmd.AddCommand(
+		newCmdVolumeRegister(f, nil),
+		newCmdVolumeCreate(f, nil),
+		newCmdVolumeStatus(f, nil),
+		newCmdVolumeClaim(f, nil),
+		newCmdVolumeRelease(f, nil),
+		newCmdVolumeDetach(f, nil),
+		newCmdVolumeDeregister(f, nil),
+		newCmdVolumeDelete(f, nil),
+		newCmdVolumeExpand(f, nil),
+		newCmdVolumeSnapshot(f),
+	)
+	return cmd
+}
