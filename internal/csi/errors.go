@@ -142,6 +142,11 @@ func translate(ctx context.Context, rpc, socket string, timeout time.Duration, e
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%s: %w", rpc, ctxErr)
 	}
+	// A context's Err is set by a timer that may not have run yet when gRPC, watching the same
+	// deadline, gives up: a caller's deadline already past is the caller's, not the plugin's.
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return fmt.Errorf("%s: %w", rpc, context.DeadlineExceeded)
+	}
 	st, _ := status.FromError(err)
 	e := &Error{RPC: rpc, Code: st.Code(), Message: scrub(st.Message(), sensitive)}
 	e.Class = classify(rpc, e.Code)
