@@ -21,7 +21,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestScripts runs testdata/script/*.txtar against the real command.
-// Conditions: [root] (euid 0) and [mount] (bind mounts work here).
+// Conditions: [root] (euid 0) and [mount] (bind mounts work here). Commands beyond
+// testscript's own: exitcode, waitfile and memplugin (see each one's doc).
 // Variables: SHARED (the ../shared folder beside the project), STATE (a fresh state dir,
 // also exported as VOLCTL_STATE_DIR).
 func TestScripts(t *testing.T) {
@@ -52,6 +53,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"waitfile": cmdWaitFile,
 			"exitcode": cmdExitCode,
+			"memplugin": cmdMemPlugin,
 		},
 	})
 }

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+)
+
+// cmdMemPlugin serves an in-memory CSI plugin (csitest.MemPlugin) inside the test process
+// for the rest of the script, so scripts can run volctl against a plugin that lacks
+// capabilities, fails or hangs:
+//
+//	memplugin SOCKET [node=ID] [name=NAME] [-cap=CAPABILITY]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...
+//
+// -cap turns off a plugin, controller or node capability by its CSI name (e.g.
+// -cap=CREATE_DELETE_SNAPSHOT). fail=NodeStageVolume:Internal fails every call, with :N only
+// the next N. The plugin stops when the script ends.
+func cmdMemPlugin(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: memplugin SOCKET [node=ID] [name=NAME] [-cap=NAME]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...")
+	}
+	socket := ts.MkAbs(args[0])
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "mem-node"
+	faults := csitest.NewFaults()
+	var off []string
+	for _, a := range args[1:] {
+		key, val, _ := strings.Cut(a, "=")
+		switch key {
+		case "node":
+			cfg.NodeID = val
+		case "name":
+			cfg.Name = val
+		case "-cap":
+			off = append(off, val)
+		case "fail":
+			parts := strings.Split(val, ":")
+			if len(parts) < 2 {
+				ts.Fatalf("memplugin: fail=RPC:Code[:N], got %q", val)
+			}
+			code := parseCode(ts, parts[1])
+			n := 0
+			if len(parts) == 3 {
+				var err error
+				n, err = strconv.Atoi(parts[2])
+				ts.Check(err)
+			}
+			faults.Inject(parts[0], csitest.Fault{Code: code, Times: n, Message: "injected by the test script"})
+		case "hang":
+			faults.Hang(val)
+		case "delay":
+			rpc, d, _ := strings.Cut(val, ":")
+			dur, err := time.ParseDuration(d)
+			ts.Check(err)
+			faults.Delay(rpc, dur)
+		default:
+			ts.Fatalf("memplugin: unknown option %q", a)
+		}
+	}
+	if len(off) > 0 {
+		cfg.Plugin = csi.ParsePluginCapabilities(without(cfg.Plugin.Names(), off))
+		cfg.Controller = csi.ParseControllerCapabilities(without(cfg.Controller.Names(), off))
+		cfg.Node = csi.ParseNodeCapabilities(without(cfg.Node.Names(), off))
+	}
+	mem := csitest.NewMemPlugin(cfg)
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(faults.Interceptor()))
+	mem.Register(srv)
+	ts.Check(os.MkdirAll(filepath.Dir(socket), 0o755))
+	lis, err := net.Listen("unix", socket)
+	ts.Check(err)
+	go func() { _ = srv.Serve(lis) }()
+	ts.Defer(func() {
+		srv.Stop()
+		_ = os.Remove(socket)
+	})
+}
+
+func without(names, off []string) []string {
+	return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return slices.Contains(off, n) })
+}
+
+func parseCode(ts *testscript.TestScript, name string) codes.Code {
+	for c := codes.OK; c <= codes.Unauthenticated; c++ {
+		if strings.EqualFold(c.String(), name) {
+			return c
+		}
+	}
+	ts.Fatalf("unknown gRPC code %q", name)
+	return codes.Unknown
+}

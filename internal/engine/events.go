@@ -1,0 +1,29 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/volctl/volctl/internal/store"
+)
+
+// EventFilter narrows Events; empty fields match everything.
+type EventFilter struct {
+	Kind     string
+	VolumeID string
+	Alloc    string
+	PluginID string
+	AfterID  int64 // only events newer than this one, for following the log
+}
+
+// Events returns up to limit recent events matching f, newest first (limit <= 0: all kept).
+func (e *Engine) Events(ctx context.Context, limit int, f EventFilter) ([]EventInfo, error) {
+	var out []EventInfo
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		evs, err := tx.Events().Recent(limit, store.EventFilter(f))
+		for _, ev := range evs {
+			out = append(out, eventInfo(ev))
+		}
+		return err
+	})
+	return out, err
+}
