@@ -51,8 +51,8 @@ func TestScripts(t *testing.T) {
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitfile": cmdWaitFile,
-			"exitcode": cmdExitCode,
+			"waitfile":  cmdWaitFile,
+			"exitcode":  cmdExitCode,
 			"memplugin": cmdMemPlugin,
 		},
 	})
