@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"context"
+	"sort"
+
+	"github.com/volctl/volctl/internal/store"
+)
+
+// Dashboard is one consistent read of everything the dashboard shows: the volume counts agree
+// with the claims, and the plugins' health with the volumes' schedulability.
+type Dashboard struct {
+	Volumes []VolumeSummary `json:"volumes"`
+	Claims  []ClaimInfo     `json:"claims"`
+	Plugins []PluginInfo    `json:"plugins"`
+	Events  []EventInfo     `json:"events"` // newest first
+}
+
+// Dashboard reads volumes, live claims, plugins (stored health, no probe) and up to events
+// recent events in one read transaction, so a refresh costs one snapshot of the store rather
+// than four that may disagree.
+func (e *Engine) Dashboard(ctx context.Context, events int) (Dashboard, error) {
+	var d Dashboard
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		vols, err := tx.Volumes().List(store.VolumeFilter{})
+		if err != nil {
+			return err
+		}
+		claims, err := tx.Claims().ListAll()
+		if err != nil {
+			return err
+		}
+		plugins, err := tx.Plugins().List()
+		if err != nil {
+			return err
+		}
+		evs, err := tx.Events().Recent(events, store.EventFilter{})
+		if err != nil {
+			return err
+		}
+
+		byVolume := make(map[string][]store.Claim, len(vols))
+		d.Claims = make([]ClaimInfo, 0, len(claims))
+		for _, c := range claims {
+			byVolume[c.VolumeID] = append(byVolume[c.VolumeID], c)
+			d.Claims = append(d.Claims, claimInfo(c))
+		}
+		healthy := make(map[string]bool, len(plugins))
+		for _, p := range plugins {
+			healthy[p.ID] = p.Health.Healthy
+		}
+		perPlugin := make(map[string]int, len(plugins))
+		d.Volumes = make([]VolumeSummary, 0, len(vols))
+		for _, v := range vols {
+			perPlugin[v.PluginID]++
+			d.Volumes = append(d.Volumes, volumeSummary(v, byVolume[v.ID], healthy[v.PluginID]))
+		}
+		d.Plugins = make([]PluginInfo, 0, len(plugins))
+		for _, p := range plugins {
+			d.Plugins = append(d.Plugins, pluginInfo(p, perPlugin[p.ID]))
+		}
+		sort.Slice(d.Plugins, func(i, j int) bool { return d.Plugins[i].ID < d.Plugins[j].ID })
+		d.Events = make([]EventInfo, 0, len(evs))
+		for _, ev := range evs {
+			d.Events = append(d.Events, eventInfo(ev))
+		}
+		return nil
+	})
+	return d, err
+}
