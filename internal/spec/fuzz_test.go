@@ -82,12 +82,7 @@ func renderPlain(p *Parser, diags hcl.Diagnostics) string {
 
 func checkDiagnosticRanges(t *testing.T, src []byte, diags hcl.Diagnostics) {
 	t.Helper()
-	m := &offsetMap{src: src, lineStarts: []int{0}}
-	for i, b := range src {
-		if b == '\n' {
-			m.lineStarts = append(m.lineStarts, i+1)
-		}
-	}
+	m := &offsetMap{src: src, lineStarts: lineStarts(src)}
 	for _, d := range diags {
 		for _, r := range []*hcl.Range{d.Subject, d.Context} {
 			if r == nil {

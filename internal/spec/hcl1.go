@@ -363,13 +363,19 @@ func applyEdits(src []byte, edits []edit) ([]byte, *offsetMap) {
 	}
 	copyTo(len(src))
 	m.rwLen = out.Len()
-	m.lineStarts = append(m.lineStarts, 0)
+	m.lineStarts = lineStarts(src)
+	return out.Bytes(), m
+}
+
+// lineStarts returns the byte offset at which each line of src starts.
+func lineStarts(src []byte) []int {
+	starts := []int{0}
 	for i, b := range src {
 		if b == '\n' {
-			m.lineStarts = append(m.lineStarts, i+1)
+			starts = append(starts, i+1)
 		}
 	}
-	return out.Bytes(), m
+	return starts
 }
 
 // origByte maps a rewritten offset to the original. A range's end is exclusive, so end

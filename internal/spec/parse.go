@@ -110,7 +110,7 @@ func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File
 	body, json, m, diags := p.load(filename, src)
 	if diags.HasErrors() {
 		// A body the parser gave up on would only add noise (missing arguments it never reached).
-		return nil, sortDiagnostics(diags)
+		return nil, sortDiagnostics(clampRanges(diags, src))
 	}
 	if kind == "" {
 		kind = detectKind(body)
@@ -128,7 +128,7 @@ func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File
 	if m != nil {
 		m.mapDiagnostics(d.diags)
 	}
-	diags = sortDiagnostics(append(diags, d.diags...))
+	diags = sortDiagnostics(clampRanges(append(diags, d.diags...), src))
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -257,4 +257,30 @@ func sameDiagnostic(a, b *hcl.Diagnostic) bool {
 		return a.Subject == b.Subject
 	}
 	return *a.Subject == *b.Subject
+}
+
+// clampRanges pulls ranges that end past the file back onto its last byte. (HCL's JSON
+// scanner reports an unterminated string at the end of the input one byte beyond it.)
+func clampRanges(diags hcl.Diagnostics, src []byte) hcl.Diagnostics {
+	var m *offsetMap
+	clamp := func(p hcl.Pos) hcl.Pos {
+		if p.Byte <= len(src) {
+			return p
+		}
+		if m == nil {
+			m = &offsetMap{src: src, lineStarts: lineStarts(src)}
+		}
+		return m.pos(len(src))
+	}
+	for _, d := range diags {
+		for _, r := range []**hcl.Range{&d.Subject, &d.Context} {
+			if *r == nil {
+				continue
+			}
+			c := **r
+			c.Start, c.End = clamp(c.Start), clamp(c.End)
+			*r = &c
+		}
+	}
+	return diags
 }

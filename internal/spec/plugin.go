@@ -172,19 +172,27 @@ func (d *decoder) pluginSockets(p *Plugin, b *hcl.Block, attr func(string) *hcl.
 
 // socketPath checks a unix socket path: absolute, and short enough for sun_path.
 func (d *decoder) socketPath(name, s string, rng hcl.Range) bool {
+	if problem := socketPathProblem(name, s); problem != "" {
+		d.errorf(rng, "Invalid socket path", "%s", problem)
+		return false
+	}
+	return true
+}
+
+// socketPathProblem says what is wrong with a unix socket path given as the argument name,
+// as a sentence, or "" when nothing is. Specs and command-line flags share it.
+func socketPathProblem(name, s string) string {
 	switch {
 	case s == "":
-		d.errorf(rng, "Invalid socket path", "%s must not be empty.", name)
+		return fmt.Sprintf("%s must not be empty.", name)
 	case !filepath.IsAbs(s):
-		d.errorf(rng, "Invalid socket path", "%s %q must be an absolute path.", name, s)
+		return fmt.Sprintf("%s %q must be an absolute path.", name, s)
 	case len(s) > MaxSocketPath:
-		d.errorf(rng, "Invalid socket path", "%s is %d bytes long; a unix socket path must fit in sun_path, at most %d bytes. Use a shorter directory, such as /run/volctl.", name, len(s), MaxSocketPath)
+		return fmt.Sprintf("%s is %d bytes long; a unix socket path must fit in sun_path, at most %d bytes. Use a shorter directory, such as /run/volctl.", name, len(s), MaxSocketPath)
 	case strings.ContainsRune(s, 0):
-		d.errorf(rng, "Invalid socket path", "%s must not contain a NUL byte.", name)
-	default:
-		return true
+		return fmt.Sprintf("%s must not contain a NUL byte.", name)
 	}
-	return false
+	return ""
 }
 
 func (d *decoder) exec(b *hcl.Block) *Exec {
