@@ -54,6 +54,19 @@ func (l *locker) exclusive(name string) (release func(), ok bool, err error) {
 	return func() { _ = fl.Unlock() }, true, nil
 }
 
+// LockAgent takes the state dir's agent lock without waiting, so that one agent runs per state
+// dir. It is an ErrConflict when another process holds it; the kernel drops it when the holder dies.
+func (e *Engine) LockAgent() (release func(), err error) {
+	release, ok, err := e.locks.exclusive("agent")
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("agent lock: %w", err)
+	case !ok:
+		return nil, conflictf("another volctl agent is running on state dir %s", e.cfg.StateDir)
+	}
+	return release, nil
+}
+
 func (l *locker) take(ctx context.Context, name, what string) (func(), error) {
 	fl := flock.New(filepath.Join(l.dir, name+".lock"), flock.SetPermissions(0o600))
 	ok, err := fl.TryLock()

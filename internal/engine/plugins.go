@@ -108,6 +108,27 @@ func (e *Engine) Plugins(ctx context.Context) ([]PluginInfo, error) {
 	return e.pluginInfos(ctx, "")
 }
 
+// PluginSpecs returns every registered plugin's declaration, exec block included, as the agent
+// needs it to start and supervise plugins. The exec environment is a spec.Secrets: it prints
+// redacted.
+func (e *Engine) PluginSpecs(ctx context.Context) ([]spec.Plugin, error) {
+	var out []spec.Plugin
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		plugins, err := tx.Plugins().List()
+		for _, p := range plugins {
+			out = append(out, p.Spec())
+		}
+		return err
+	})
+	return out, err
+}
+
+// PluginEvent appends an event about a plugin to the event log, e.g. the agent starting,
+// losing or restarting a plugin process. A failure to record it is logged, not returned.
+func (e *Engine) PluginEvent(ctx context.Context, pluginID, kind, message string) {
+	e.event(ctx, &store.Event{Kind: kind, PluginID: pluginID, Message: message})
+}
+
 // PluginStatus probes plugins live (one, or all when id is empty), records what it learns, and
 // returns them: a fresh fingerprint and health for each, the error kept for an unreachable one.
 func (e *Engine) PluginStatus(ctx context.Context, id string) ([]PluginInfo, error) {

@@ -48,6 +48,9 @@ func (e *Engine) RegisterVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 			return fail(err)
 		}
 	}
+	if err := e.expandRegistered(ctx, c, sv); err != nil {
+		return fail(err)
+	}
 
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		old, err := tx.Volumes().Get(sv.ID)
@@ -80,6 +83,36 @@ func (e *Engine) RegisterVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 		return fail(err)
 	}
 	return e.Volume(ctx, sv.ID)
+}
+
+// expandRegistered grows an already registered volume whose re-registration asks for more than
+// its known size, when the plugin can expand; otherwise the larger request is only recorded by
+// the registration itself. It runs before the registration's update so that the expansion
+// compares against the stored size, not the new request.
+func (e *Engine) expandRegistered(ctx context.Context, c *conn, sv spec.Volume) error {
+	var old store.Volume
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		old, err = tx.Volumes().Get(sv.ID)
+		return err
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case old.State != store.VolumeReady || checkImmutable(old, sv, true) != nil:
+		return nil // the registration's own checks report it
+	case sv.CapacityMin <= currentSize(old) || !canExpand(c):
+		return nil
+	}
+	_, err = e.expandLocked(ctx, c, old, sv.CapacityMin, sv.CapacityMax)
+	return err
+}
+
+// canExpand reports whether the plugin has any way to grow a volume.
+func canExpand(c *conn) bool {
+	return (c.fp.Controller && c.fp.Capabilities.Controller.ExpandVolume) || (c.fp.Node && c.fp.Capabilities.Node.ExpandVolume)
 }
 
 // checkImmutable refuses a re-submitted spec that changes what Nomad does not let change.
