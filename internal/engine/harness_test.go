@@ -2,7 +2,7 @@ package engine
 
 import (
 	"context"
-	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -155,22 +155,29 @@ func (h *harness) rpcs() []string {
 	return out
 }
 
-// fakeMounts reports a path mounted when it exists and a test has not marked it gone, standing
-// in for the kernel's table with a plugin that mounts nothing.
+// fakeMounts stands in for the kernel's table with a plugin that mounts nothing: a target or
+// staging directory that exists counts as mounted, unless a test marked it gone.
 type fakeMounts struct {
 	mu    sync.Mutex
 	gone  map[string]bool
 	reads int
 }
 
-func (f *fakeMounts) Mounted(paths []string) (map[string]bool, error) {
+func (f *fakeMounts) MountsUnder(dir string) (map[string]bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads++
 	out := map[string]bool{}
-	for _, p := range paths {
-		if _, err := os.Stat(p); err == nil && !f.gone[p] {
-			out[p] = true
+	// Targets are publish/<alloc>/<volume>/<usage>, stagings staging/<plugin>/<volume>.
+	for _, pattern := range []string{filepath.Join(dir, publishDir, "*", "*", "*"), filepath.Join(dir, stagingDir, "*", "*")} {
+		matches, err := filepath.Glob(pattern)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range matches {
+			if !f.gone[p] {
+				out[p] = true
+			}
 		}
 	}
 	return out, nil
@@ -187,4 +194,34 @@ func (f *fakeMounts) reset() {
 	f.gone = map[string]bool{}
 	f.reads = 0
 	f.mu.Unlock()
+}
+
+// pluginVolumeCount asks the plugin itself how many volumes it has.
+func (h *harness) pluginVolumeCount() int {
+	h.t.Helper()
+	c, err := csi.New(csi.Config{ControllerSocket: h.socket})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer c.Close()
+	resp, err := c.ListVolumes(h.ctx, csi.ListVolumesRequest{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return len(resp.Entries)
+}
+
+// pluginCreate sends CreateVolume to the plugin directly, as a volctl that died would have.
+func (h *harness) pluginCreate(req csi.CreateVolumeRequest) csi.Volume {
+	h.t.Helper()
+	c, err := csi.New(csi.Config{ControllerSocket: h.socket})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer c.Close()
+	v, err := c.CreateVolume(h.ctx, req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return v
 }

@@ -2,28 +2,23 @@ package engine
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/moby/sys/mountinfo"
 )
 
-// MountTable answers which paths are mount points. Reconcile reads it once per pass, not once per
-// claim, so restoring 1,000 claims costs one read of /proc/self/mountinfo.
+// MountTable answers which paths under the state dir are mount points. Reconcile reads it once
+// per pass, not once per claim, so restoring 1,000 claims costs one read of the kernel's table.
 type MountTable interface {
-	// Mounted returns the set of mount points among paths.
-	Mounted(paths []string) (map[string]bool, error)
+	// MountsUnder returns every mount point at or below dir.
+	MountsUnder(dir string) (map[string]bool, error)
 }
 
-// kernelMounts reads the kernel's mount table.
+// kernelMounts reads the kernel's mount table (/proc/self/mountinfo).
 type kernelMounts struct{}
 
-func (kernelMounts) Mounted(paths []string) (map[string]bool, error) {
-	want := make(map[string]bool, len(paths))
-	for _, p := range paths {
-		want[p] = true
-	}
-	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) {
-		return !want[m.Mountpoint], false
-	})
+func (kernelMounts) MountsUnder(dir string) (map[string]bool, error) {
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(filepath.Clean(dir)))
 	if err != nil {
 		return nil, fmt.Errorf("read mount table: %w", err)
 	}

@@ -7,8 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-
-	"github.com/moby/sys/mountinfo"
+	"strings"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/store"
@@ -69,6 +68,10 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("reconcile: %w", err)
 	}
+	mounted, err := e.cfg.Mounts.MountsUnder(e.cfg.StateDir)
+	if err != nil {
+		return rep, fmt.Errorf("reconcile: %w", err)
+	}
 
 	for _, v := range vols {
 		switch v.State {
@@ -100,9 +103,9 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		}
 		e.reconcileClaim(ctx, &rep, cl)
 	}
-	e.restore(ctx, &rep, published)
+	e.restore(ctx, &rep, published, mounted)
 	e.cleanStagings(ctx, &rep, stagings)
-	e.findOrphans(&rep)
+	findOrphans(&rep, e.cfg.StateDir, mounted, claims, stagings)
 	if !rep.OK() {
 		return rep, fmt.Errorf("reconcile: %d problem(s) remain", len(rep.Problems))
 	}
@@ -166,31 +169,19 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 }
 
 // restore re-stages and re-publishes published claims whose target is no longer mounted,
-// reading the mount table once for all of them.
-func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []store.Claim) {
+// judged by the mount table read once for the whole pass.
+func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []store.Claim, mounted map[string]bool) {
 	if len(published) == 0 {
 		return
-	}
-	paths := make([]string, 0, 2*len(published))
-	for _, cl := range published {
-		paths = append(paths, cl.TargetPath)
 	}
 	stagingOf := map[string]store.Staging{}
 	err := e.store.View(ctx, func(tx *store.Tx) error {
 		sts, err := tx.Stagings().List()
 		for _, st := range sts {
 			stagingOf[st.VolumeID] = st
-			if st.StagingPath != "" {
-				paths = append(paths, st.StagingPath)
-			}
 		}
 		return err
 	})
-	if err != nil {
-		rep.problem("", "", fmt.Errorf("restore: %w", err))
-		return
-	}
-	mounted, err := e.cfg.Mounts.Mounted(paths)
 	if err != nil {
 		rep.problem("", "", fmt.Errorf("restore: %w", err))
 		return
@@ -339,37 +330,22 @@ func (e *Engine) cleanStaging(ctx context.Context, volumeID string) (unused bool
 }
 
 // findOrphans reports mounts under volctl's staging and publish dirs that no claim or staging
-// accounts for. It only reports: such a mount was not made by this state machine.
-func (e *Engine) findOrphans(rep *ReconcileReport) {
+// accounted for when the pass began (the same moment the mount table was read). It only
+// reports: such a mount was not made by this state machine.
+func findOrphans(rep *ReconcileReport, stateDir string, mounted map[string]bool, claims []store.Claim, stagings []store.Staging) {
 	known := map[string]bool{}
-	_ = e.store.View(context.Background(), func(tx *store.Tx) error {
-		claims, err := tx.Claims().ListAll()
-		for _, c := range claims {
-			known[c.TargetPath] = true
-			for _, b := range c.Binds {
-				known[b.Destination] = true
-			}
-		}
-		if err != nil {
-			return err
-		}
-		sts, err := tx.Stagings().List()
-		for _, st := range sts {
-			known[st.StagingPath] = true
-		}
-		return err
-	})
+	for _, c := range claims {
+		known[c.TargetPath] = true
+	}
+	for _, st := range stagings {
+		known[st.StagingPath] = true
+	}
 	var orphans []string
 	for _, dir := range []string{stagingDir, publishDir} {
-		prefix := filepath.Join(e.cfg.StateDir, dir) + string(filepath.Separator)
-		mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(prefix))
-		if err != nil {
-			rep.problem("", "", fmt.Errorf("reading the mount table: %w", err))
-			return
-		}
-		for _, m := range mounts {
-			if !known[m.Mountpoint] {
-				orphans = append(orphans, m.Mountpoint)
+		prefix := filepath.Join(stateDir, dir) + string(filepath.Separator)
+		for m := range mounted {
+			if strings.HasPrefix(m, prefix) && !known[m] {
+				orphans = append(orphans, m)
 			}
 		}
 	}

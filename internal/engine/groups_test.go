@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+func dbGroup(count int) spec.Group {
+	return spec.Group{Name: "db", Count: count, Volumes: []spec.VolumeRequest{
+		{Name: "data", Type: "csi", Source: "data", PerAlloc: true, AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem},
+		{Name: "shared", Type: "csi", Source: "shared", ReadOnly: true, AccessMode: spec.MultiNodeReaderOnly, AttachmentMode: spec.FileSystem},
+	}}
+}
+
+func TestRunGroupGivesEachAllocAllItsVolumes(t *testing.T) {
+	h := newHarness(t, nil)
+	for i := 0; i < 3; i++ {
+		h.create(volume(spec.AllocName("data", i)))
+	}
+	h.create(volume("shared", capab(spec.MultiNodeReaderOnly)))
+
+	info, err := h.e.RunGroup(h.ctx, dbGroup(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Allocs) != 2 {
+		t.Fatalf("allocs = %+v", info.Allocs)
+	}
+	for i, a := range info.Allocs {
+		if a.Name != spec.AllocName("db", i) || len(a.Claims) != 2 || a.Error != "" {
+			t.Fatalf("alloc %d = %+v", i, a)
+		}
+		if a.Claims[0].VolumeID != spec.AllocName("data", i) || a.Claims[1].Mode != "read" {
+			t.Errorf("alloc %d claims = %+v", i, a.Claims)
+		}
+	}
+	// Running it again is idempotent; scaling to 3 adds an alloc; to 1 releases two.
+	if _, err := h.e.RunGroup(h.ctx, dbGroup(2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.RunGroup(h.ctx, dbGroup(3)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.liveClaims("shared")); n != 3 {
+		t.Fatalf("shared readers = %d, want 3", n)
+	}
+	if _, err := h.e.RunGroup(h.ctx, dbGroup(1)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.liveClaims("shared")); n != 1 {
+		t.Fatalf("shared readers after scaling to 1 = %d", n)
+	}
+	gs, err := h.e.Groups(h.ctx, "db")
+	if err != nil || len(gs) != 1 || len(gs[0].Allocs) != 1 {
+		t.Fatalf("group status = %+v %v", gs, err)
+	}
+	if _, err := h.e.StopGroup(h.ctx, "db"); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"data[0]", "shared"} {
+		if n := len(h.liveClaims(v)); n != 0 {
+			t.Errorf("%s still has %d claims after stop", v, n)
+		}
+	}
+	if _, err := h.e.StopGroup(h.ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("stop of an unknown group: %v", err)
+	}
+}
+
+// TestRunGroupAllOrNothing: when an alloc's second volume cannot be claimed, the first one it
+// already got is released again.
+func TestRunGroupAllOrNothing(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		setup func(h *harness)
+		want  string
+	}{
+		{"missing volume", func(h *harness) { h.create(volume("data[0]")) }, `volume "shared" not found`},
+		{"plugin fails", func(h *harness) {
+			h.create(volume("data[0]"))
+			h.create(volume("shared", capab(spec.MultiNodeReaderOnly)))
+			// The first publish (data[0]) goes through; the second (shared) fails for good.
+			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Times: 1})
+			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Code: codes.Internal})
+		}, "NodePublishVolume: Internal"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			tt.setup(h)
+			info, err := h.e.RunGroup(h.ctx, dbGroup(1))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("run = %v, want %q", err, tt.want)
+			}
+			if len(info.Allocs) != 1 || info.Allocs[0].Error == "" || len(info.Allocs[0].Claims) != 0 {
+				t.Fatalf("alloc = %+v", info.Allocs)
+			}
+			if n := len(h.liveClaims("data[0]")); n != 0 {
+				t.Fatalf("data[0] kept %d claim(s): an alloc gets all its volumes or none", n)
+			}
+		})
+	}
+}
+
+func TestGroupVolumeMountDestinations(t *testing.T) {
+	g := spec.Group{Name: "web", Count: 2, Mounts: []spec.VolumeMount{
+		{Volume: "data", Destination: "/srv/{alloc}/data-{index}"},
+		{Volume: "other", Destination: "/x"},
+	}}
+	got := groupBinds(g, "data", "web[1]", 1)
+	if len(got) != 1 || got[0].Destination != "/srv/web[1]/data-1" || got[0].PropagationMode != spec.PropagationPrivate {
+		t.Fatalf("binds = %+v", got)
+	}
+	if allocIndex("web", "web[12]") != 12 || allocIndex("web", "web[x]") != -1 || allocIndex("web", "db[1]") != -1 {
+		t.Error("allocIndex")
+	}
+}
