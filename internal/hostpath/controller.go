@@ -393,7 +393,7 @@ func (p *Plugin) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (
 	if err := unix.Statfs(p.cfg.Root, &st); err != nil {
 		return nil, internal("GetCapacity: statfs %q: %v", p.cfg.Root, err)
 	}
-	return &csi.GetCapacityResponse{AvailableCapacity: int64(st.Bavail) * st.Bsize}, nil
+	return &csi.GetCapacityResponse{AvailableCapacity: int64(st.Bavail) * int64(st.Bsize)}, nil
 }
 
 // CreateSnapshot implements csi.ControllerServer: a copy of the volume's directory. The same

@@ -44,7 +44,7 @@ func (SystemMounter) BindMount(source, target string, flags uintptr) error {
 		_ = unix.Unmount(target, 0)
 		return &os.PathError{Op: "statfs", Path: target, Err: err}
 	}
-	if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|flags|carriedFlags(st.Flags), ""); err != nil {
+	if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|flags|carriedFlags(int64(st.Flags)), ""); err != nil {
 		_ = unix.Unmount(target, 0)
 		return &os.PathError{Op: "remount", Path: target, Err: err}
 	}

@@ -390,7 +390,8 @@ func (p *Plugin) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeS
 	if err := unix.Statfs(p.volumePath(id), &st); err != nil {
 		return nil, internal("NodeGetVolumeStats: volume %q: statfs: %v", id, err)
 	}
-	fsTotal, fsFree := int64(st.Blocks)*st.Bsize, int64(st.Bavail)*st.Bsize
+	bsize := int64(st.Bsize)
+	fsTotal, fsFree := int64(st.Blocks)*bsize, int64(st.Bavail)*bsize
 	total := capacity
 	if total == 0 {
 		total = fsTotal
