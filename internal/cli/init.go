@@ -2,15 +2,103 @@ package cli
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
-// TODO(issue 2): implemented by the spec work.
-func newCmdInit(f *Factory, runF func() error) *cobra.Command {
-	return &cobra.Command{
+// InitOptions are the inputs of `volctl init`.
+type InitOptions struct {
+	IO   *iostreams.IOStreams
+	Kind spec.Kind
+	File string // "-" is standard output
+}
+
+func newCmdInit(f *Factory, runF func(*InitOptions) error) *cobra.Command {
+	opts := &InitOptions{IO: f.IO}
+	kinds := make([]string, len(spec.Kinds))
+	for i, k := range spec.Kinds {
+		kinds[i] = string(k)
+	}
+	cmd := &cobra.Command{
 		Use:   "init [volume|plugin|group] [FILE]",
 		Short: "Write a commented example spec",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented") },
+		Long: `Write a commented example spec of a kind (volume by default) to FILE, or to volume.hcl,
+plugin.hcl or group.hcl in the current directory. The example validates as written; edit it
+from there. An existing file is never overwritten. With FILE "-" the example goes to
+standard output.`,
+		Example: `  volctl init
+  volctl init plugin
+  volctl init group web.hcl
+  volctl init volume - | less`,
+		Args:      maximumArgs(2),
+		ValidArgs: kinds,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Kind = spec.KindVolume
+			if len(args) > 0 {
+				kind := spec.Kind(args[0])
+				if !isKind(kind) {
+					if len(args) == 1 && (args[0] == "-" || strings.ContainsAny(args[0], "./")) {
+						return usageError("%q is not a kind (%s); to write a volume spec there: volctl init volume %s", args[0], strings.Join(kinds, ", "), args[0])
+					}
+					return usageError("unknown kind %q: want %s", args[0], strings.Join(kinds, ", "))
+				}
+				opts.Kind = kind
+			}
+			opts.File = string(opts.Kind) + ".hcl"
+			if len(args) == 2 {
+				opts.File = args[1]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return initRun(opts)
+		},
 	}
+	return cmd
+}
+
+func isKind(k spec.Kind) bool {
+	for _, v := range spec.Kinds {
+		if k == v {
+			return true
+		}
+	}
+	return false
+}
+
+// initRun writes the example. It creates the file exclusively, so an existing one, even one
+// appearing meanwhile, is left alone.
+func initRun(opts *InitOptions) error {
+	src, err := spec.Example(opts.Kind)
+	if err != nil {
+		return err
+	}
+	if opts.File == "-" {
+		_, err := opts.IO.Out.Write(src)
+		return err
+	}
+	fh, err := os.OpenFile(opts.File, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return withCode(ExitError, fmt.Errorf("init: %s already exists; not overwriting it (remove it, or give another file: volctl init %s FILE)", opts.File, opts.Kind))
+	}
+	if err != nil {
+		return fmt.Errorf("init %s: %w", opts.Kind, err)
+	}
+	if _, err := fh.Write(src); err != nil {
+		fh.Close()
+		os.Remove(opts.File)
+		return fmt.Errorf("init %s: write %s: %w", opts.Kind, opts.File, err)
+	}
+	if err := fh.Close(); err != nil {
+		os.Remove(opts.File)
+		return fmt.Errorf("init %s: write %s: %w", opts.Kind, opts.File, err)
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "Example %s spec written to %s\n", opts.Kind, opts.File)
+	return nil
 }

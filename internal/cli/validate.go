@@ -2,23 +2,174 @@ package cli
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // ValidateOptions are the inputs of `volctl validate`.
 type ValidateOptions struct {
-	IO    *Factory
-	Verb  string
-	Files []string
-	JSON  bool
+	IO     *iostreams.IOStreams
+	Verb   spec.Verb
+	Files  []string // "-" is standard input
+	Export exportFlags
+
+	// ReadFile reads a spec file (os.ReadFile; tests may replace it).
+	ReadFile func(string) ([]byte, error)
 }
 
-// TODO(issue 2): implemented by the spec work.
+// stdinName is how standard input is named in diagnostics.
+const stdinName = "<stdin>"
+
 func newCmdValidate(f *Factory, runF func(*ValidateOptions) error) *cobra.Command {
-	return &cobra.Command{
+	opts := &ValidateOptions{IO: f.IO, ReadFile: os.ReadFile}
+	var verb string
+	cmd := &cobra.Command{
 		Use:   "validate [--for register|create] FILE... | -",
 		Short: "Validate volume, plugin and group specs",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented") },
+		Long: `Validate spec files without touching any state: volume specs (Nomad's format, HCL or
+JSON), plugin specs and group specs. The kind is told from the file: plugin blocks make a
+plugin spec, a group block a group spec, anything else a volume spec.
+
+Every problem in a file is reported at once, each with its file, line and column. Warnings
+(an old spelling of an access mode, say) are shown but do not make a spec invalid.
+
+--for checks a volume spec for one verb: register needs external_id and refuses the
+create-only fields (snapshot_id, clone_id, topology_request.preferred); create needs name and
+refuses external_id and context. Without --for only the rules common to both apply.
+
+Exit status: 0 when every file is valid, 2 when any is invalid, 1 when a file cannot be read.`,
+		Example: `  volctl validate volume.hcl
+  volctl validate --for create volume.hcl plugin.hcl group.hcl
+  cat volume.hcl | volctl validate -
+  volctl validate --json volume.hcl`,
+		Args: minimumArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch verb {
+			case "":
+				opts.Verb = spec.VerbAny
+			case "register", "create":
+				opts.Verb = spec.Verb(verb)
+			default:
+				return usageError("--for must be register or create, not %q", verb)
+			}
+			stdin := 0
+			for _, a := range args {
+				if a == "-" {
+					stdin++
+				}
+			}
+			if stdin > 1 {
+				return usageError("standard input (-) can be given only once")
+			}
+			opts.Files = args
+			if runF != nil {
+				return runF(opts)
+			}
+			return validateRun(opts)
+		},
 	}
+	cmd.Flags().StringVar(&verb, "for", "", "check volume specs for `register` or create (default: the rules common to both)")
+	addExportFlags(cmd, &opts.Export)
+	return cmd
+}
+
+// validateRun validates each file in turn. Without --json or -t, diagnostics go to stderr and
+// a line per valid file to stdout; with them, one JSON array of every diagnostic goes to
+// stdout (see docs/json.md).
+func validateRun(opts *ValidateOptions) error {
+	ios := opts.IO
+	p := spec.NewParser()
+	color := ios.ColorEnabled() && ios.IsStderrTTY()
+	var width uint
+	if ios.IsStderrTTY() {
+		width = uint(ios.TerminalWidth())
+	}
+	all := []spec.JSONDiagnostic{}
+	invalid, unreadable := false, false
+	for _, name := range opts.Files {
+		display := name
+		var src []byte
+		var err error
+		if name == "-" {
+			display = stdinName
+			src, err = io.ReadAll(ios.In)
+		} else {
+			src, err = opts.ReadFile(name)
+		}
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is already in the message
+			}
+			fmt.Fprintf(ios.ErrOut, "Error: validate %s: %v\n", display, err)
+			unreadable = true
+			continue
+		}
+		f, diags := p.Parse(display, src, opts.Verb)
+		if diags.HasErrors() {
+			invalid = true
+		}
+		if opts.Export.Enabled() {
+			all = append(all, spec.JSONDiagnostics(display, diags)...)
+			continue
+		}
+		if len(diags) > 0 {
+			if err := p.WriteDiagnostics(ios.ErrOut, diags, width, color); err != nil {
+				return err
+			}
+		}
+		if f != nil {
+			fmt.Fprintln(ios.Out, validSummary(display, f, opts.Verb, len(diags)))
+		}
+	}
+	if opts.Export.Enabled() {
+		if err := opts.Export.Write(ios.Out, all); err != nil {
+			return err
+		}
+	}
+	switch {
+	case unreadable:
+		return silentExit(ExitError)
+	case invalid:
+		return silentExit(ExitUsage)
+	}
+	return nil
+}
+
+// validSummary is the line printed for a valid file: `volume.hcl: valid volume "db"`.
+func validSummary(name string, f *spec.File, verb spec.Verb, warnings int) string {
+	var what string
+	switch f.Kind {
+	case spec.KindPlugin:
+		ids := make([]string, len(f.Plugins))
+		for i, p := range f.Plugins {
+			ids[i] = fmt.Sprintf("%q", p.ID)
+		}
+		what = "plugin " + strings.Join(ids, ", ")
+		if len(ids) > 1 {
+			what = "plugins " + strings.Join(ids, ", ")
+		}
+	case spec.KindGroup:
+		what = fmt.Sprintf("group %q", f.Group.Name)
+	default:
+		what = fmt.Sprintf("volume %q", f.Volume.ID)
+		if verb != spec.VerbAny {
+			what += fmt.Sprintf(" (for %s)", verb)
+		}
+	}
+	line := fmt.Sprintf("%s: valid %s", name, what)
+	switch {
+	case warnings == 1:
+		line += ", 1 warning"
+	case warnings > 1:
+		line += fmt.Sprintf(", %d warnings", warnings)
+	}
+	return line
 }

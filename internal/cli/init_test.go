@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+func TestInitArgs(t *testing.T) {
+	tests := []struct {
+		args     []string
+		kind     spec.Kind
+		file     string
+		wantErr  string
+		wantCode int
+	}{
+		{args: nil, kind: spec.KindVolume, file: "volume.hcl"},
+		{args: []string{"plugin"}, kind: spec.KindPlugin, file: "plugin.hcl"},
+		{args: []string{"group", "web.hcl"}, kind: spec.KindGroup, file: "web.hcl"},
+		{args: []string{"volume", "-"}, kind: spec.KindVolume, file: "-"},
+		{args: []string{"job"}, wantErr: `unknown kind "job": want volume, plugin, group`, wantCode: ExitUsage},
+		{args: []string{"my.hcl"}, wantErr: `volctl init volume my.hcl`, wantCode: ExitUsage},
+		{args: []string{"volume", "a", "b"}, wantErr: "accepts at most 2 arg", wantCode: ExitUsage},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			ios, _, _, _ := iostreams.Test()
+			var got *InitOptions
+			cmd := newCmdInit(NewFactory(ios), func(o *InitOptions) error { got = o; return nil })
+			cmd.SetArgs(tt.args)
+			cmd.SetOut(&bytes.Buffer{})
+			cmd.SetErr(&bytes.Buffer{})
+			err := cmd.Execute()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != tt.wantCode {
+					t.Fatalf("err = %v (exit %d), want %q (exit %d)", err, ExitCode(err), tt.wantErr, tt.wantCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Kind != tt.kind || got.File != tt.file {
+				t.Fatalf("options = %+v", got)
+			}
+		})
+	}
+}
+
+func TestInitRun(t *testing.T) {
+	dir := t.TempDir()
+	for _, kind := range spec.Kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			path := filepath.Join(dir, string(kind)+".hcl")
+			ios, _, out, errOut := iostreams.Test()
+			if err := initRun(&InitOptions{IO: ios, Kind: kind, File: path}); err != nil {
+				t.Fatal(err)
+			}
+			if out.Len() > 0 || !strings.Contains(errOut.String(), "written to "+path) {
+				t.Errorf("stdout %q stderr %q", out, errOut)
+			}
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f, diags := spec.Parse(path, src, spec.VerbAny); f == nil || len(diags) > 0 || f.Kind != kind {
+				t.Errorf("written example does not validate as a %s: %v", kind, diags)
+			}
+
+			// A second run must leave the (edited) file alone.
+			os.WriteFile(path, []byte("# mine\n"), 0o644)
+			ios, _, _, _ = iostreams.Test()
+			err = initRun(&InitOptions{IO: ios, Kind: kind, File: path})
+			if ExitCode(err) != ExitError || !strings.Contains(err.Error(), path+" already exists") {
+				t.Fatalf("second init: %v (exit %d)", err, ExitCode(err))
+			}
+			if b, _ := os.ReadFile(path); string(b) != "# mine\n" {
+				t.Error("existing file overwritten")
+			}
+		})
+	}
+
+	ios, _, out, _ := iostreams.Test()
+	if err := initRun(&InitOptions{IO: ios, Kind: spec.KindVolume, File: "-"}); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := spec.Example(spec.KindVolume)
+	if out.String() != string(want) {
+		t.Error("stdout is not the example")
+	}
+
+	ios, _, _, _ = iostreams.Test()
+	err := initRun(&InitOptions{IO: ios, Kind: spec.KindVolume, File: filepath.Join(dir, "no", "such", "dir.hcl")})
+	if err == nil || ExitCode(err) != ExitError || !strings.Contains(err.Error(), "no such file or directory") {
+		t.Errorf("unwritable path: %v", err)
+	}
+}

@@ -1,0 +1,222 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+const validVolume = `id        = "db"
+name      = "db"
+type      = "csi"
+plugin_id = "hostpath"
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+`
+
+const invalidVolume = `id        = "db"
+type      = "csi"
+plugin_id = "hostpath"
+capability {
+  access_mode     = "single-node-writter"
+  attachment_mode = "file-system"
+}
+secrets {
+  "bad key" = "hunter2"
+}
+`
+
+func TestValidateFlags(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		verb     spec.Verb
+		files    []string
+		export   exportFlags
+		wantErr  string
+		wantCode int
+	}{
+		{name: "one file", args: []string{"a.hcl"}, files: []string{"a.hcl"}},
+		{name: "verb and files", args: []string{"--for", "create", "a.hcl", "b.json"}, verb: spec.VerbCreate, files: []string{"a.hcl", "b.json"}},
+		{name: "register", args: []string{"--for=register", "-"}, verb: spec.VerbRegister, files: []string{"-"}},
+		{name: "json", args: []string{"--json", "a.hcl"}, files: []string{"a.hcl"}, export: exportFlags{JSON: true}},
+		{name: "no file", args: nil, wantErr: "requires at least 1 arg", wantCode: ExitUsage},
+		{name: "bad verb", args: []string{"--for", "delete", "a.hcl"}, wantErr: `--for must be register or create, not "delete"`, wantCode: ExitUsage},
+		{name: "stdin twice", args: []string{"-", "-"}, wantErr: "only once", wantCode: ExitUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ios, _, _, _ := iostreams.Test()
+			var got *ValidateOptions
+			cmd := newCmdValidate(NewFactory(ios), func(o *ValidateOptions) error { got = o; return nil })
+			cmd.SetArgs(tt.args)
+			cmd.SetOut(&bytes.Buffer{})
+			cmd.SetErr(&bytes.Buffer{})
+			err := cmd.Execute()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != tt.wantCode {
+					t.Fatalf("err = %v (exit %d), want %q (exit %d)", err, ExitCode(err), tt.wantErr, tt.wantCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Verb != tt.verb || strings.Join(got.Files, ",") != strings.Join(tt.files, ",") || got.Export != tt.export {
+				t.Fatalf("options = %+v", got)
+			}
+		})
+	}
+}
+
+func writeSpecs(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, src := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestValidateRun(t *testing.T) {
+	dir := writeSpecs(t, map[string]string{
+		"valid.hcl":   validVolume,
+		"invalid.hcl": invalidVolume,
+		"warn.hcl":    strings.Replace(validVolume, `"single-node-writer"`, `"single-node-reader"`, 1),
+		"plugins.hcl": "plugin \"a\" {\n  type = \"node\"\n  socket = \"/run/a.sock\"\n}\nplugin \"b\" {\n  type = \"controller\"\n  socket = \"/run/b.sock\"\n}\n",
+		"group.json":  `{"group": {"web": {"volume": {"data": {"type": "csi", "source": "db", "access_mode": "single-node-writer", "attachment_mode": "file-system"}}}}}`,
+	})
+	path := func(name string) string { return filepath.Join(dir, name) }
+	tests := []struct {
+		name       string
+		files      []string
+		verb       spec.Verb
+		stdin      string
+		code       int
+		stdout     []string
+		stderr     []string
+		noStdout   bool
+		notStderrs []string
+	}{
+		{name: "valid", files: []string{path("valid.hcl")}, stdout: []string{path("valid.hcl") + `: valid volume "db"` + "\n"}},
+		{name: "valid for create", files: []string{path("valid.hcl")}, verb: spec.VerbCreate, stdout: []string{`valid volume "db" (for create)`}},
+		{name: "invalid for register", files: []string{path("valid.hcl")}, verb: spec.VerbRegister, code: ExitUsage, noStdout: true,
+			stderr: []string{"Error: Missing required argument", "external_id is required to register"}},
+		{name: "invalid", files: []string{path("invalid.hcl")}, code: ExitUsage, noStdout: true,
+			stderr: []string{"Error: Invalid access mode", path("invalid.hcl") + ":5:21, in capability:", `Did you mean "single-node-writer"?`, "Error: Invalid secret key"},
+			notStderrs: []string{"hunter2"}},
+		{name: "warnings still valid", files: []string{path("warn.hcl")}, stdout: []string{`valid volume "db", 1 warning`}, stderr: []string{"Warning: Deprecated access mode"}},
+		{name: "plugins and group", files: []string{path("plugins.hcl"), path("group.json")},
+			stdout: []string{`plugins.hcl: valid plugins "a", "b"`, `group.json: valid group "web"`}},
+		{name: "one invalid among several", files: []string{path("valid.hcl"), path("invalid.hcl")}, code: ExitUsage,
+			stdout: []string{`valid.hcl: valid volume "db"`}, stderr: []string{"invalid.hcl:5:21"}},
+		{name: "stdin", files: []string{"-"}, stdin: invalidVolume, code: ExitUsage, stderr: []string{"<stdin>:5:21"}},
+		{name: "stdin valid", files: []string{"-"}, stdin: validVolume, stdout: []string{`<stdin>: valid volume "db"`}},
+		{name: "unreadable", files: []string{path("missing.hcl"), path("invalid.hcl")}, code: ExitError,
+			stderr: []string{"Error: validate " + path("missing.hcl") + ": no such file or directory", "Invalid access mode"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ios, in, out, errOut := iostreams.Test()
+			in.WriteString(tt.stdin)
+			err := validateRun(&ValidateOptions{IO: ios, Verb: tt.verb, Files: tt.files, ReadFile: os.ReadFile})
+			if code := ExitCode(err); code != tt.code {
+				t.Fatalf("exit %d (%v), want %d\nstderr:\n%s", code, err, tt.code, errOut)
+			}
+			if err != nil && !isSilent(err) {
+				t.Errorf("error %v should be silent: its message was printed already", err)
+			}
+			for _, s := range tt.stdout {
+				if !strings.Contains(out.String(), s) {
+					t.Errorf("stdout lacks %q:\n%s", s, out)
+				}
+			}
+			if tt.noStdout && out.Len() > 0 {
+				t.Errorf("stdout should be empty:\n%s", out)
+			}
+			for _, s := range tt.stderr {
+				if !strings.Contains(errOut.String(), s) {
+					t.Errorf("stderr lacks %q:\n%s", s, errOut)
+				}
+			}
+			for _, s := range tt.notStderrs {
+				if strings.Contains(errOut.String(), s) {
+					t.Errorf("stderr contains %q:\n%s", s, errOut)
+				}
+			}
+			if strings.Contains(errOut.String(), "\x1b[") {
+				t.Error("colour off a terminal")
+			}
+		})
+	}
+}
+
+func TestValidateJSON(t *testing.T) {
+	dir := writeSpecs(t, map[string]string{"valid.hcl": validVolume, "invalid.hcl": invalidVolume})
+	ios, _, out, errOut := iostreams.Test()
+	err := validateRun(&ValidateOptions{IO: ios, Files: []string{filepath.Join(dir, "valid.hcl"), filepath.Join(dir, "invalid.hcl")},
+		Export: exportFlags{JSON: true}, ReadFile: os.ReadFile})
+	if ExitCode(err) != ExitUsage {
+		t.Fatalf("exit %d, want 2", ExitCode(err))
+	}
+	if errOut.Len() > 0 {
+		t.Errorf("stderr should be empty with --json:\n%s", errOut)
+	}
+	var got []spec.JSONDiagnostic
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(got) != 2 {
+		t.Fatalf("want 2 diagnostics, got %+v", got)
+	}
+	d := got[0]
+	if d.File != filepath.Join(dir, "invalid.hcl") || d.Severity != "error" || d.Summary != "Invalid access mode" ||
+		d.Range == nil || d.Range.Start.Line != 5 || d.Range.Start.Column != 21 || d.Range.End.Column != 42 {
+		t.Errorf("first diagnostic = %+v", d)
+	}
+	if strings.Contains(out.String(), "hunter2") {
+		t.Error("secret in JSON output")
+	}
+
+	ios, _, out, _ = iostreams.Test()
+	if err := validateRun(&ValidateOptions{IO: ios, Files: []string{filepath.Join(dir, "valid.hcl")}, Export: exportFlags{JSON: true}, ReadFile: os.ReadFile}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(out.String()) != "[]" {
+		t.Errorf("all valid: want [], got %s", out)
+	}
+
+	ios, _, out, _ = iostreams.Test()
+	validateRun(&ValidateOptions{IO: ios, Files: []string{filepath.Join(dir, "invalid.hcl")}, Export: exportFlags{Template: "{{range .}}{{.range.start.line}}:{{.summary}}\n{{end}}"}, ReadFile: os.ReadFile})
+	if out.String() != "5:Invalid access mode\n9:Invalid secret key\n" {
+		t.Errorf("template output %q", out)
+	}
+}
+
+func TestValidateTerminal(t *testing.T) {
+	dir := writeSpecs(t, map[string]string{"invalid.hcl": invalidVolume})
+	ios, _, _, errOut := iostreams.Test()
+	ios.SetTTY(false, true, true)
+	ios.SetColorEnabled(true)
+	ios.SetWidth(60)
+	validateRun(&ValidateOptions{IO: ios, Files: []string{filepath.Join(dir, "invalid.hcl")}, ReadFile: os.ReadFile})
+	got := errOut.String()
+	if !strings.Contains(got, "\x1b[31mError\x1b[0m") || !strings.Contains(got, "\x1b[1;4m") {
+		t.Errorf("no colour on a terminal:\n%q", got)
+	}
+	for _, line := range strings.Split(got, "\n") {
+		if len(line) > 60 && !strings.HasPrefix(line, " ") {
+			t.Errorf("detail line longer than the terminal: %q", line)
+		}
+	}
+}
