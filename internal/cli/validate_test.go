@@ -113,7 +113,7 @@ func TestValidateRun(t *testing.T) {
 		{name: "invalid for register", files: []string{path("valid.hcl")}, verb: spec.VerbRegister, code: ExitUsage, noStdout: true,
 			stderr: []string{"Error: Missing required argument", "external_id is required to register"}},
 		{name: "invalid", files: []string{path("invalid.hcl")}, code: ExitUsage, noStdout: true,
-			stderr: []string{"Error: Invalid access mode", path("invalid.hcl") + ":5:21, in capability:", `Did you mean "single-node-writer"?`, "Error: Invalid secret key"},
+			stderr:     []string{"Error: Invalid access mode", path("invalid.hcl") + ":5:21, in capability:", `Did you mean "single-node-writer"?`, "Error: Invalid secret key"},
 			notStderrs: []string{"hunter2"}},
 		{name: "warnings still valid", files: []string{path("warn.hcl")}, stdout: []string{`valid volume "db", 1 warning`}, stderr: []string{"Warning: Deprecated access mode"}},
 		{name: "plugins and group", files: []string{path("plugins.hcl"), path("group.json")},
