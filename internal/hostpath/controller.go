@@ -206,6 +206,9 @@ func (p *Plugin) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 	if err := p.checkNotInUse(v); err != nil {
 		return nil, err
 	}
+	if err := checkNothingMountedIn(p.volumePath(id)); err != nil {
+		return nil, failedPrecondition("volume %q: %v", id, err)
+	}
 	// Directory first, record second: a crash in between leaves a record whose directory is
 	// gone, which the next DeleteVolume finishes, rather than an orphaned directory.
 	if err := os.RemoveAll(p.volumePath(id)); err != nil {

@@ -102,6 +102,23 @@ func (SystemMounter) IsMountPoint(path string) (bool, error) {
 	return ok, err
 }
 
+// checkNothingMountedIn refuses a directory with a mount point inside it: removing it would
+// descend into the mounted filesystem and delete what is there. With shared mount propagation
+// (the default on systemd hosts) a mount a consumer makes inside its target shows up inside the
+// volume directory too.
+func checkNothingMountedIn(dir string) error {
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
+	if err != nil {
+		return fmt.Errorf("reading the mount table: %w", err)
+	}
+	for _, m := range mounts {
+		if m.Mountpoint == dir || strings.HasPrefix(m.Mountpoint, dir+"/") {
+			return fmt.Errorf("%q is mounted inside the volume's directory; unmount it first", m.Mountpoint)
+		}
+	}
+	return nil
+}
+
 // mountStatus turns a Mounter error into the gRPC status the RPC returns: no privileges is
 // FAILED_PRECONDITION, so the orchestrator sees a final, explained error rather than a retry.
 func mountStatus(rpc string, err error) error {

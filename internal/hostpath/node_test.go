@@ -417,3 +417,27 @@ func TestRealMounts(t *testing.T) {
 	_, err = c.ctl.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: v.GetVolumeId()})
 	mustOK(t, err)
 }
+
+// TestDeleteRefusesNestedMount: a mount inside a volume's directory (one a consumer made inside
+// its target, propagated back) must stop DeleteVolume from deleting through it.
+func TestDeleteRefusesNestedMount(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	c := start(t, hostpath.Config{})
+	v := c.createVolume(t, "nested")
+	inside := filepath.Join(c.volumeDir(t, v.GetVolumeId()), "mnt")
+	mustOK(t, os.Mkdir(inside, 0o755))
+	elsewhere := filepath.Join(hostpathtest.MountDir(t), "precious")
+	mustOK(t, os.MkdirAll(elsewhere, 0o755))
+	mustOK(t, os.WriteFile(filepath.Join(elsewhere, "keep"), []byte("x"), 0o644))
+	mustOK(t, (hostpath.SystemMounter{}).BindMount(elsewhere, inside, 0))
+	t.Cleanup(func() { _ = (hostpath.SystemMounter{}).Unmount(inside) })
+
+	_, err := c.ctl.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: v.GetVolumeId()})
+	wantCode(t, err, codes.FailedPrecondition, "mounted inside")
+	if _, err := os.Stat(filepath.Join(elsewhere, "keep")); err != nil {
+		t.Fatalf("DeleteVolume deleted through a mount: %v", err)
+	}
+	mustOK(t, (hostpath.SystemMounter{}).Unmount(inside))
+	_, err = c.ctl.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: v.GetVolumeId()})
+	mustOK(t, err)
+}
