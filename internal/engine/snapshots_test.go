@@ -1,0 +1,300 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+)
+
+var snapshotClock = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// snapshotHarness is a harness whose engine clock is fixed, with volume "db" created.
+func snapshotHarness(t *testing.T, mutate func(*csitest.MemConfig)) (*harness, VolumeInfo) {
+	t.Helper()
+	h := newHarness(t, mutate)
+	h.open(Config{Now: func() time.Time { return snapshotClock }})
+	return h, h.create(volume("db"))
+}
+
+// pluginClient talks to the harness's plugin directly, as another orchestrator would.
+func (h *harness) pluginClient() *csi.Client {
+	h.t.Helper()
+	c, err := csi.New(csi.Config{ControllerSocket: h.socket, NodeSocket: h.socket,
+		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 2 * time.Second}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestCreateSnapshot(t *testing.T) {
+	h, v := snapshotHarness(t, nil)
+	wantName := csiName("default", "db") + "-" + "1740830400"
+	tests := []struct {
+		name, given, want string
+		params            map[string]string
+	}{
+		{name: "derived name", want: wantName},
+		{name: "given name and parameters", given: "nightly", want: "nightly", params: map[string]string{"tier": "cold"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h.mem.ResetCalls()
+			got, err := h.e.CreateSnapshot(h.ctx, "db", tt.given, tt.params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, _ := csitest.LastRequest[csi.CreateSnapshotRequest](h.mem)
+			if req.Name != tt.want || req.SourceVolumeID != v.ExternalID || req.Secrets["token"] != "s3cr3t" ||
+				!reflect.DeepEqual(req.Parameters, tt.params) {
+				t.Errorf("CreateSnapshot request = name %q source %q params %v", req.Name, req.SourceVolumeID, req.Parameters)
+			}
+			want := SnapshotInfo{PluginID: "mem", ID: tt.want, Name: tt.want, SourceVolumeID: "db",
+				SourceExternalID: v.ExternalID, SizeBytes: v.CapacityBytes, ReadyToUse: true, Parameters: tt.params, Recorded: true}
+			got.CreatedAt = time.Time{}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("snapshot = %+v\nwant       %+v", got, want)
+			}
+		})
+	}
+	if len(wantName) > 63 {
+		t.Errorf("derived name %q is longer than 63 characters, which some plugins refuse", wantName)
+	}
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "snapshot-create"})
+	if err != nil || len(evs) != 2 || evs[0].VolumeID != "db" {
+		t.Fatalf("snapshot-create events = %+v, %v", evs, err)
+	}
+}
+
+// The derived name depends only on the volume and the second: a retry after a retryable
+// failure, or a second create within the same second, names the same snapshot, and the plugin's
+// idempotency keeps it one snapshot.
+func TestCreateSnapshotDerivedNameIsIdempotent(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	h.faults.FailOnce(csi.RPCCreateSnapshot, codes.Unavailable)
+	first, err := h.e.CreateSnapshot(h.ctx, "db", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := h.faults.Calls(csi.RPCCreateSnapshot); n != 2 {
+		t.Fatalf("CreateSnapshot sent %d times, want 2 (one retry)", n)
+	}
+	again, err := h.e.CreateSnapshot(h.ctx, "db", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.ID != again.ID || len(h.mem.Snapshots()) != 1 {
+		t.Fatalf("two creates in one second made %d snapshots (%q, %q), want 1", len(h.mem.Snapshots()), first.ID, again.ID)
+	}
+}
+
+func TestSnapshotCapabilityMissing(t *testing.T) {
+	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) {
+		c.Controller.CreateDeleteSnapshot, c.Controller.ListSnapshots = false, false
+	})
+	_, err := h.e.CreateSnapshot(h.ctx, "db", "", nil)
+	want := `snapshot volume "db": plugin "mem" cannot snapshot volumes (no CREATE_DELETE_SNAPSHOT controller capability)`
+	if !errors.Is(err, ErrInvalid) || err == nil || err.Error() != want {
+		t.Fatalf("create: err = %v, want %q", err, want)
+	}
+	err = h.e.DeleteSnapshot(h.ctx, "mem", "snap-1")
+	want = `delete snapshot "snap-1" of plugin "mem": plugin "mem" cannot delete snapshots (no CREATE_DELETE_SNAPSHOT controller capability)`
+	if !errors.Is(err, ErrInvalid) || err == nil || err.Error() != want {
+		t.Fatalf("delete: err = %v, want %q", err, want)
+	}
+	list, err := h.e.ListSnapshots(h.ctx, "mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantWarn := []string{`plugin "mem": cannot list snapshots (no LIST_SNAPSHOTS controller capability): showing volctl's records only`}
+	if !reflect.DeepEqual(list.Warnings, wantWarn) || len(list.Snapshots) != 0 {
+		t.Fatalf("list = %+v, want no snapshots and warning %q", list, wantWarn[0])
+	}
+	for _, rpc := range []string{csi.RPCCreateSnapshot, csi.RPCDeleteSnapshot, csi.RPCListSnapshots} {
+		if n := h.mem.CallCount(rpc); n != 0 {
+			t.Errorf("%s sent %d times to a plugin without the capability", rpc, n)
+		}
+	}
+}
+
+// Without LIST_SNAPSHOTS the list is volctl's records, and it says so.
+func TestListSnapshotsRecordsOnly(t *testing.T) {
+	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.Controller.ListSnapshots = false })
+	if _, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil); err != nil {
+		t.Fatal(err)
+	}
+	list, err := h.e.ListSnapshots(h.ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Snapshots) != 1 || !list.Snapshots[0].Recorded || list.Snapshots[0].Listed || list.Snapshots[0].Missing ||
+		len(list.Warnings) != 1 || !strings.Contains(list.Warnings[0], "no LIST_SNAPSHOTS") {
+		t.Fatalf("list = %+v", list)
+	}
+}
+
+func TestListSnapshotsMergesPluginAndRecords(t *testing.T) {
+	h, v := snapshotHarness(t, nil)
+	if _, err := h.e.CreateSnapshot(h.ctx, "db", "by-volctl", map[string]string{"k": "v"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.CreateSnapshot(h.ctx, "db", "gone", nil); err != nil {
+		t.Fatal(err)
+	}
+	// Another orchestrator makes one snapshot and deletes one of volctl's behind its back.
+	pc := h.pluginClient()
+	if _, err := pc.CreateSnapshot(h.ctx, csi.CreateSnapshotRequest{SourceVolumeID: v.ExternalID, Name: "by-other"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.DeleteSnapshot(h.ctx, csi.DeleteSnapshotRequest{SnapshotID: "gone"}); err != nil {
+		t.Fatal(err)
+	}
+
+	list, err := h.e.ListSnapshots(h.ctx, "mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		ID, Name, Source               string
+		Recorded, Listed, Missing      bool
+		HasParams, HasCreated, HasSize bool
+	}
+	var got []row
+	for _, s := range list.Snapshots {
+		got = append(got, row{s.ID, s.Name, s.SourceVolumeID, s.Recorded, s.Listed, s.Missing,
+			len(s.Parameters) > 0, !s.CreatedAt.IsZero(), s.SizeBytes > 0})
+	}
+	want := map[string]row{
+		"by-volctl": {"by-volctl", "by-volctl", "db", true, true, false, true, true, true},
+		"gone":      {"gone", "gone", "db", true, false, true, false, true, true},
+		"by-other":  {"by-other", "", "db", false, true, false, false, true, true},
+	}
+	if len(got) != len(want) || len(list.Warnings) != 0 {
+		t.Fatalf("list = %+v", list)
+	}
+	for _, r := range got {
+		if want[r.ID] != r {
+			t.Errorf("%s = %+v, want %+v", r.ID, r, want[r.ID])
+		}
+	}
+	// The JSON contract: arrays are never null.
+	b, _ := json.Marshal(SnapshotList{Snapshots: []SnapshotInfo{}, Warnings: []string{}})
+	if string(b) != `{"snapshots":[],"warnings":[]}` {
+		t.Errorf("empty list JSON = %s", b)
+	}
+	if _, err := h.e.ListSnapshots(h.ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown plugin: err = %v, want not found", err)
+	}
+}
+
+func TestDeleteSnapshot(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	s, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := csitest.LastRequest[csi.DeleteSnapshotRequest](h.mem)
+	if req.SnapshotID != s.ID || req.Secrets["token"] != "s3cr3t" {
+		t.Errorf("DeleteSnapshot request = %q with secrets %v, want the source volume's", req.SnapshotID, req.Secrets.Plain())
+	}
+	if n := len(h.mem.Snapshots()); n != 0 {
+		t.Errorf("plugin still holds %d snapshots", n)
+	}
+	list, err := h.e.ListSnapshots(h.ctx, "mem")
+	if err != nil || len(list.Snapshots) != 0 {
+		t.Fatalf("after delete: %+v, %v", list, err)
+	}
+	// Deleting again, or a snapshot nobody knows, is done already.
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID); err != nil {
+		t.Errorf("second delete: %v", err)
+	}
+	h.faults.FailAlways(csi.RPCDeleteSnapshot, codes.NotFound)
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", "never-was"); err != nil {
+		t.Errorf("delete of an unknown snapshot answered NOT_FOUND: %v", err)
+	}
+	if err := h.e.DeleteSnapshot(h.ctx, "nope", "s1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown plugin: err = %v, want not found", err)
+	}
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", ""); !errors.Is(err, ErrInvalid) {
+		t.Errorf("empty ID: err = %v, want invalid", err)
+	}
+}
+
+// A final error from the plugin leaves volctl's record in place, so the delete can be retried.
+func TestDeleteSnapshotFailureKeepsRecord(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	if _, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil); err != nil {
+		t.Fatal(err)
+	}
+	h.faults.FailAlways(csi.RPCDeleteSnapshot, codes.FailedPrecondition)
+	err := h.e.DeleteSnapshot(h.ctx, "mem", "s1")
+	if err == nil || !strings.HasPrefix(err.Error(), `delete snapshot "s1" of plugin "mem": DeleteSnapshot: FailedPrecondition`) {
+		t.Fatalf("err = %v", err)
+	}
+	list, _ := h.e.ListSnapshots(h.ctx, "mem")
+	if len(list.Snapshots) != 1 || !list.Snapshots[0].Recorded {
+		t.Fatalf("record lost after a failed delete: %+v", list)
+	}
+}
+
+// A volume created with snapshot_id or clone_id asks the plugin for that content source; a
+// clone_id naming a volctl volume is sent as that volume's external ID.
+func TestCreateVolumeFromSnapshotAndClone(t *testing.T) {
+	h, src := snapshotHarness(t, nil)
+	snap, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		id, snapshot, clone string
+		wantSnap, wantClone string
+	}{
+		{id: "from-snap", snapshot: snap.ID, wantSnap: snap.ID},
+		{id: "from-clone", clone: "db", wantClone: src.ExternalID},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			sv := volume(tt.id)
+			sv.SnapshotID, sv.CloneID = tt.snapshot, tt.clone
+			v := h.create(sv)
+			req, _ := csitest.LastRequest[csi.CreateVolumeRequest](h.mem)
+			if req.SnapshotID != tt.wantSnap || req.CloneID != tt.wantClone {
+				t.Errorf("CreateVolume content source = snapshot %q clone %q, want %q %q", req.SnapshotID, req.CloneID, tt.wantSnap, tt.wantClone)
+			}
+			if v.SnapshotID != tt.snapshot || v.CloneID != tt.wantClone {
+				t.Errorf("volume records snapshot %q clone %q", v.SnapshotID, v.CloneID)
+			}
+		})
+	}
+}
+
+func TestSnapshotOfUnknownOrBusyVolume(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	if _, err := h.e.CreateSnapshot(h.ctx, "nope", "", nil); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown volume: err = %v, want not found", err)
+	}
+	// A snapshot waits for the volume's lock like every other operation on it.
+	unlock, err := h.e.locks.volume(h.ctx, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	ctx, cancel := context.WithCancel(h.ctx)
+	cancel()
+	if _, err := h.e.CreateSnapshot(ctx, "db", "", nil); err == nil || !strings.Contains(err.Error(), `lock on volume "db"`) {
+		t.Errorf("locked volume: err = %v", err)
+	}
+}
