@@ -1,18 +1,14 @@
 package cli
 
 import (
-	"errors"
-
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/spec"
 )
 
-// CreateOptions are the inputs of the command. TODO(issue 4): stub until implemented.
-type CreateOptions struct{}
+// CreateOptions are the inputs of the command; see VolumeSubmitOptions.
+type CreateOptions = VolumeSubmitOptions
 
 func newCmdCreate(f *Factory, runF func(*CreateOptions) error) *cobra.Command {
-	return &cobra.Command{
-		Use:   "create FILE... | -",
-		Short: "Create volumes (same as volume create)",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
-	}
+	return newCmdVolumeSubmit(f, spec.VerbCreate, "Create volumes through their plugin (same as volume create)", runF)
 }

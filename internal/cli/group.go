@@ -1,42 +1,281 @@
 package cli
 
 import (
-	"errors"
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
-// GroupRunOptions are the inputs of the command. TODO(issue 5): stub until implemented.
-type GroupRunOptions struct{}
+// GroupRunOptions are the inputs of `volctl group run`.
+type GroupRunOptions struct {
+	IO       *iostreams.IOStreams
+	Engine   func(context.Context) (*engine.Engine, error)
+	ReadFile func(string) ([]byte, error)
+
+	File     string // "-" is standard input
+	Exporter exportFlags
+}
 
 func newCmdGroupRun(f *Factory, runF func(*GroupRunOptions) error) *cobra.Command {
-	return &cobra.Command{
-		Use:   "run FILE",
+	opts := &GroupRunOptions{IO: f.IO, Engine: f.Engine}
+	cmd := &cobra.Command{
+		Use:   "run FILE | -",
 		Short: "Run a group: claim every volume of every alloc",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
+		Long: `Run a group spec: record the group and give each of its count allocs (NAME[0], NAME[1], ...)
+all of its volumes or none. A volume with per_alloc = true is claimed as SOURCE[index]. When
+one claim of an alloc fails, the claims that alloc already got are released again.
+
+Running a group again is idempotent: allocs that hold their claims keep them, and a smaller
+count releases the allocs past it. Prints each alloc's volumes and target paths.
+
+Exit status: 0 when every alloc got its volumes; otherwise the failure's code (1, or 2 for a
+spec or request that can never work), with each failed alloc named.`,
+		Example: `  volctl group run web.hcl
+  volctl group run web.hcl --json`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.File = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return groupRunRun(cmd.Context(), opts)
+		},
 	}
+	addExportFlags(cmd, &opts.Exporter)
+	return cmd
 }
 
-// GroupStatusOptions are the inputs of the command. TODO(issue 5): stub until implemented.
-type GroupStatusOptions struct{}
+func groupRunRun(ctx context.Context, opts *GroupRunOptions) error {
+	sources, err := readSpecSources(opts.IO.In, opts.ReadFile, []string{opts.File})
+	if err != nil {
+		return fmt.Errorf("group run: %w", err)
+	}
+	parser := spec.NewParser()
+	g, diags := parser.ParseGroup(sources[0].Name, sources[0].Src)
+	if err := writeSpecDiagnostics(opts.IO, parser, diags); err != nil {
+		return err
+	}
+	if diags.HasErrors() {
+		return invalidSpecs("group run", "run", 1, 1)
+	}
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	info, runErr := e.RunGroup(ctx, *g)
+	out := bufio.NewWriter(opts.IO.Out)
+	if opts.Exporter.Enabled() {
+		err = opts.Exporter.Write(out, info)
+	} else {
+		err = writeGroupRun(out, info)
+	}
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	if runErr != nil {
+		return runErr
+	}
+	return err
+}
+
+// writeGroupRun prints what each alloc got: one row per claim, a failed alloc's row says so
+// (the error itself follows on stderr).
+func writeGroupRun(out io.Writer, g engine.GroupInfo) error {
+	ok := 0
+	for _, a := range g.Allocs {
+		if a.Error == "" {
+			ok++
+		}
+	}
+	fmt.Fprintf(out, "Group %q: %d of %d allocs have their volumes\n", g.Name, ok, len(g.Allocs))
+	t := newTable(out, "ALLOC", "VOLUME", "MODE", "TARGET")
+	for _, a := range g.Allocs {
+		if a.Error != "" {
+			t.row(a.Name, "", "", "failed (see the error)")
+			continue
+		}
+		for _, c := range a.Claims {
+			t.row(a.Name, c.VolumeID, c.Mode, c.TargetPath)
+		}
+	}
+	return t.render()
+}
+
+// GroupStatusOptions are the inputs of `volctl group status`.
+type GroupStatusOptions struct {
+	IO     *iostreams.IOStreams
+	Engine func(context.Context) (*engine.Engine, error)
+	Now    func() time.Time
+
+	Name     string // one group; empty lists them all
+	Exporter exportFlags
+}
 
 func newCmdGroupStatus(f *Factory, runF func(*GroupStatusOptions) error) *cobra.Command {
-	return &cobra.Command{
+	opts := &GroupStatusOptions{IO: f.IO, Engine: f.Engine, Now: time.Now}
+	cmd := &cobra.Command{
 		Use:   "status [NAME]",
 		Short: "Show groups and their allocs",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
+		Long: `Without a name, list the groups: state, count, how many allocs hold all their volumes, and
+their live claims. With a name, show each alloc's claims with state and target path.`,
+		Example: `  volctl group status
+  volctl group status web
+  volctl group status web -t '{{range .allocs}}{{.name}}{{"\n"}}{{end}}'`,
+		Args: maximumArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Name = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return groupStatusRun(cmd.Context(), opts)
+		},
 	}
+	addExportFlags(cmd, &opts.Exporter)
+	return cmd
 }
 
-// GroupStopOptions are the inputs of the command. TODO(issue 5): stub until implemented.
-type GroupStopOptions struct{}
+func groupStatusRun(ctx context.Context, opts *GroupStatusOptions) (err error) {
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	groups, err := e.Groups(ctx, opts.Name)
+	if err != nil {
+		return fmt.Errorf("group status: %w", err)
+	}
+	out := bufio.NewWriter(opts.IO.Out)
+	defer func() {
+		if ferr := out.Flush(); err == nil {
+			err = ferr
+		}
+	}()
+	for i := range groups {
+		if groups[i].Allocs == nil {
+			groups[i].Allocs = []engine.AllocInfo{} // a stopped group: [] in JSON, not null
+		}
+	}
+	if opts.Name != "" {
+		if opts.Exporter.Enabled() {
+			return opts.Exporter.Write(out, groups[0])
+		}
+		return writeGroupDetail(out, groups[0], opts.Now())
+	}
+	if opts.Exporter.Enabled() {
+		if groups == nil {
+			groups = []engine.GroupInfo{}
+		}
+		return opts.Exporter.Write(out, groups)
+	}
+	if len(groups) == 0 {
+		fmt.Fprintln(opts.IO.ErrOut, "No groups (volctl group run).")
+		return nil
+	}
+	t := newTable(out, "NAME", "STATE", "COUNT", "ALLOCS READY", "CLAIMS")
+	for _, g := range groups {
+		ready, claims := groupCounts(g)
+		t.row(g.Name, g.State, strconv.Itoa(g.Count), fmt.Sprintf("%d/%d", ready, g.Count), strconv.Itoa(claims))
+	}
+	return t.render()
+}
+
+// groupCounts counts a group's allocs whose every live claim is at rest (and that hold any),
+// and its live claims.
+func groupCounts(g engine.GroupInfo) (ready, claims int) {
+	for _, a := range g.Allocs {
+		claims += len(a.Claims)
+		atRest := len(a.Claims) > 0
+		for _, c := range a.Claims {
+			atRest = atRest && c.AtRest()
+		}
+		if atRest {
+			ready++
+		}
+	}
+	return ready, claims
+}
+
+func writeGroupDetail(out io.Writer, g engine.GroupInfo, now time.Time) error {
+	ready, claims := groupCounts(g)
+	if err := keyValues(out,
+		[2]string{"Name", g.Name},
+		[2]string{"State", g.State},
+		[2]string{"Count", strconv.Itoa(g.Count)},
+		[2]string{"Allocs Ready", fmt.Sprintf("%d/%d", ready, g.Count)},
+		[2]string{"Claims", strconv.Itoa(claims)},
+	); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "\nAllocs")
+	t := newTable(out, "ALLOC", "VOLUME", "MODE", "STATE", "AGE", "TARGET")
+	for _, a := range g.Allocs {
+		if len(a.Claims) == 0 {
+			t.row(a.Name, "", "", a.Error, "", "")
+		}
+		for _, c := range a.Claims {
+			t.row(a.Name, c.VolumeID, c.Mode, claimStateCell(c), age(now, c.CreatedAt), c.TargetPath)
+		}
+	}
+	return t.render()
+}
+
+// GroupStopOptions are the inputs of `volctl group stop`.
+type GroupStopOptions struct {
+	IO     *iostreams.IOStreams
+	Engine func(context.Context) (*engine.Engine, error)
+
+	Name     string
+	Exporter exportFlags
+}
 
 func newCmdGroupStop(f *Factory, runF func(*GroupStopOptions) error) *cobra.Command {
-	return &cobra.Command{
+	opts := &GroupStopOptions{IO: f.IO, Engine: f.Engine}
+	cmd := &cobra.Command{
 		Use:   "stop NAME",
 		Short: "Stop a group and release its claims",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
+		Long: `Mark a group stopped and release every claim its allocs hold. A release that fails is left
+for volctl reconcile, which releases the claims of stopped groups (exit 1 meanwhile).`,
+		Example: `  volctl group stop web`,
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return groupStopRun(cmd.Context(), opts)
+		},
 	}
+	addExportFlags(cmd, &opts.Exporter)
+	return cmd
+}
+
+func groupStopRun(ctx context.Context, opts *GroupStopOptions) error {
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	info, err := e.StopGroup(ctx, opts.Name)
+	if err != nil {
+		return err
+	}
+	if opts.Exporter.Enabled() {
+		if info.Allocs == nil {
+			info.Allocs = []engine.AllocInfo{}
+		}
+		return opts.Exporter.Write(opts.IO.Out, info)
+	}
+	fmt.Fprintf(opts.IO.Out, "Group %q stopped; its claims are released\n", opts.Name)
+	return nil
 }
 
 func newCmdGroup(f *Factory) *cobra.Command {

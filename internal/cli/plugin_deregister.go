@@ -1,18 +1,65 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
-// PluginDeregisterOptions are the inputs of the command. TODO(issue 4): stub until implemented.
-type PluginDeregisterOptions struct{}
+// PluginDeregisterOptions are the inputs of `volctl plugin deregister`.
+type PluginDeregisterOptions struct {
+	IO      *iostreams.IOStreams
+	Engine  func(context.Context) (*engine.Engine, error)
+	Confirm func(yes bool, action string) error
+
+	ID    string
+	Force bool
+	Yes   bool
+}
 
 func newCmdPluginDeregister(f *Factory, runF func(*PluginDeregisterOptions) error) *cobra.Command {
-	return &cobra.Command{
+	opts := &PluginDeregisterOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm}
+	cmd := &cobra.Command{
 		Use:   "deregister ID",
-		Short: "Forget a plugin",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
+		Short: "Forget a registered plugin",
+		Long: `Forget a registered plugin. The plugin itself keeps running; volctl stops talking to it.
+
+It is refused while volumes use the plugin (exit 4): deregister or delete them first. --force
+forgets the plugin anyway, leaving those volumes without a plugin until one with the same ID is
+registered again; it asks first on a terminal and needs --yes otherwise.`,
+		Example: `  volctl plugin deregister hostpath
+  volctl plugin deregister hostpath --force --yes`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return pluginDeregisterRun(cmd.Context(), opts)
+		},
 	}
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "deregister even while volumes use the plugin")
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (needed for --force off a terminal)")
+	return cmd
+}
+
+func pluginDeregisterRun(ctx context.Context, opts *PluginDeregisterOptions) error {
+	if opts.Force {
+		if err := opts.Confirm(opts.Yes, fmt.Sprintf("Deregister plugin %q even if volumes use it", opts.ID)); err != nil {
+			return err
+		}
+	}
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	if err := e.DeregisterPlugin(ctx, opts.ID, opts.Force); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.Out, "Plugin %q deregistered\n", opts.ID)
+	return nil
 }

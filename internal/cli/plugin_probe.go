@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -204,23 +202,7 @@ func writeProbeTable(out io.Writer, res pluginProbeResult, fp *csi.Fingerprint, 
 		return err
 	}
 	fmt.Fprintln(out)
-	t := newTable(out, "SERVICE", "CAPABILITY")
-	for _, group := range []struct {
-		service string
-		names   []string
-	}{
-		{"plugin", res.Capabilities.Plugin},
-		{"controller", res.Capabilities.Controller},
-		{"node", res.Capabilities.Node},
-	} {
-		if len(group.names) == 0 {
-			t.row(group.service, "")
-		}
-		for _, n := range group.names {
-			t.row(group.service, n)
-		}
-	}
-	return t.render()
+	return writeCapabilityTable(out, res.Capabilities.Plugin, res.Capabilities.Controller, res.Capabilities.Node)
 }
 
 // topologyString renders segments as "k=v,k2=v2", sorted by key.
@@ -228,9 +210,5 @@ func topologyString(t *spec.Topology) string {
 	if t == nil {
 		return ""
 	}
-	parts := make([]string, 0, len(t.Segments))
-	for _, k := range slices.Sorted(maps.Keys(t.Segments)) {
-		parts = append(parts, k+"="+t.Segments[k])
-	}
-	return strings.Join(parts, ",")
+	return segmentsString(t.Segments)
 }

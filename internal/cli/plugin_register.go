@@ -1,18 +1,171 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
-// PluginRegisterOptions are the inputs of the command. TODO(issue 4): stub until implemented.
-type PluginRegisterOptions struct{}
+// PluginRegisterOptions are the inputs of `volctl plugin register`.
+type PluginRegisterOptions struct {
+	IO     *iostreams.IOStreams
+	Engine func(context.Context) (*engine.Engine, error)
+
+	// Files hold plugin blocks ("-" is standard input); or, without files, the flags below
+	// declare one plugin.
+	Files    []string
+	ReadFile func(string) ([]byte, error)
+
+	ID               string
+	Type             string
+	Socket           string
+	ControllerSocket string
+	NodeSocket       string
+	Timeout          time.Duration
+
+	Exporter exportFlags
+}
 
 func newCmdPluginRegister(f *Factory, runF func(*PluginRegisterOptions) error) *cobra.Command {
-	return &cobra.Command{
-		Use:   "register FILE | --id ID --socket PATH",
-		Short: "Register a CSI plugin",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
+	opts := &PluginRegisterOptions{IO: f.IO, Engine: f.Engine}
+	cmd := &cobra.Command{
+		Use:   "register FILE... | - | --id ID --socket PATH",
+		Short: "Fingerprint a CSI plugin and store it",
+		Long: `Register CSI plugins: connect to each, fingerprint it (who it is, what it can do, its node
+ID and topology), probe its health, and store it in the state dir.
+
+The plugins come from spec files of plugin blocks (or - for standard input), or from flags for
+a single plugin. A monolith serves controller and node on one socket (--socket) or on split
+sockets (--controller-socket and --node-socket); a controller or node plugin takes --socket
+for its one service. The plugin must be running, unless its spec has an exec block (then
+volctl agent starts it). Registering an ID again replaces its declaration.
+
+Every file is checked before any plugin is registered; an invalid one registers nothing.
+Exit status: 0 when all are registered, 2 for invalid specs or flags, 1 when a plugin cannot
+be reached or fingerprinted.`,
+		Example: `  volctl plugin register plugins.hcl
+  volctl plugin register --id hostpath --socket /run/volctl/hostpath.sock
+  volctl plugin register --id ebs --type controller --socket /run/csi/ebs-ctrl.sock --timeout 5m`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Files = args
+			if err := checkSpecArgs(args); err != nil {
+				return err
+			}
+			flagsSet := cmd.Flags().Changed("id") || cmd.Flags().Changed("socket") || cmd.Flags().Changed("controller-socket") ||
+				cmd.Flags().Changed("node-socket") || cmd.Flags().Changed("type") || cmd.Flags().Changed("timeout")
+			switch {
+			case len(args) > 0 && flagsSet:
+				return usageError("plugin register: give spec files or --id and sockets, not both")
+			case len(args) == 0 && !flagsSet:
+				return usageError("plugin register: give spec files (or - for standard input), or --id ID --socket PATH\nSee '%s --help'.", cmd.CommandPath())
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return pluginRegisterRun(cmd.Context(), opts)
+		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.ID, "id", "", "the plugin's ID (what volume specs name in plugin_id)")
+	fl.StringVar(&opts.Type, "type", string(spec.PluginMonolith), "monolith, controller or node")
+	fl.StringVar(&opts.Socket, "socket", "", "the plugin's socket: a monolith's one socket, or a controller's or node plugin's")
+	fl.StringVar(&opts.ControllerSocket, "controller-socket", "", "a split monolith's controller socket")
+	fl.StringVar(&opts.NodeSocket, "node-socket", "", "a split monolith's node socket")
+	fl.DurationVar(&opts.Timeout, "timeout", 0, "timeout of the long RPCs (create, publish, stage, ...); 0 is the default, 2m")
+	addExportFlags(cmd, &opts.Exporter)
+	return cmd
+}
+
+// flagPlugin builds the plugin the flags declare, placing --socket as a plugin block places
+// socket: the one socket of a monolith, or a controller's or node plugin's only socket.
+func (o *PluginRegisterOptions) flagPlugin() spec.Plugin {
+	p := spec.Plugin{ID: o.ID, Type: spec.PluginType(o.Type), Timeout: o.Timeout,
+		ControllerSocket: o.ControllerSocket, NodeSocket: o.NodeSocket}
+	switch {
+	case p.Type == spec.PluginController && o.ControllerSocket == "":
+		p.ControllerSocket = o.Socket
+	case p.Type == spec.PluginNode && o.NodeSocket == "":
+		p.NodeSocket = o.Socket
+	default:
+		p.Socket = o.Socket
+	}
+	return p
+}
+
+// plugins returns the plugins to register: all of every file, or the one of the flags. Specs
+// are parsed and checked before anything is registered.
+func (o *PluginRegisterOptions) plugins() ([]spec.Plugin, error) {
+	if len(o.Files) == 0 {
+		p := o.flagPlugin()
+		if o.Timeout < 0 {
+			return nil, usageError("plugin register: --timeout must not be negative, got %s", o.Timeout)
+		}
+		if err := p.Validate(); err != nil {
+			return nil, usageError("plugin register: %v", err)
+		}
+		return []spec.Plugin{p}, nil
+	}
+	sources, err := readSpecSources(o.IO.In, o.ReadFile, o.Files)
+	if err != nil {
+		return nil, fmt.Errorf("plugin register: %w", err)
+	}
+	parser := spec.NewParser()
+	var (
+		out     []spec.Plugin
+		invalid int
+	)
+	for _, s := range sources {
+		ps, diags := parser.ParsePlugins(s.Name, s.Src)
+		if err := writeSpecDiagnostics(o.IO, parser, diags); err != nil {
+			return nil, err
+		}
+		if diags.HasErrors() {
+			invalid++
+			continue
+		}
+		for _, p := range ps {
+			out = append(out, *p)
+		}
+	}
+	if invalid > 0 {
+		return nil, invalidSpecs("plugin register", "registered", invalid, len(sources))
+	}
+	return out, nil
+}
+
+// pluginRegisterRun registers each plugin in turn and stops at the first that fails.
+func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
+	plugins, err := opts.plugins()
+	if err != nil {
+		return err
+	}
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	infos := make([]engine.PluginInfo, 0, len(plugins))
+	var regErr error
+	for _, p := range plugins {
+		info, err := e.RegisterPlugin(ctx, p)
+		if err != nil {
+			regErr = err
+			break
+		}
+		infos = append(infos, info)
+		if !opts.Exporter.Enabled() {
+			fmt.Fprintln(opts.IO.Out, pluginRegisteredLine(info))
+		}
+	}
+	if opts.Exporter.Enabled() {
+		if err := opts.Exporter.Write(opts.IO.Out, infos); err != nil {
+			return err
+		}
+	}
+	return regErr
 }

@@ -1,18 +1,95 @@
 package cli
 
 import (
-	"errors"
+	"bufio"
+	"context"
+	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
-// PluginStatusOptions are the inputs of the command. TODO(issue 4): stub until implemented.
-type PluginStatusOptions struct{}
+// PluginStatusOptions are the inputs of `volctl plugin status`.
+type PluginStatusOptions struct {
+	IO     *iostreams.IOStreams
+	Engine func(context.Context) (*engine.Engine, error)
+	Now    func() time.Time
+
+	ID       string // one plugin; empty lists them all
+	Exporter exportFlags
+}
 
 func newCmdPluginStatus(f *Factory, runF func(*PluginStatusOptions) error) *cobra.Command {
-	return &cobra.Command{
+	opts := &PluginStatusOptions{IO: f.IO, Engine: f.Engine, Now: time.Now}
+	cmd := &cobra.Command{
 		Use:   "status [ID]",
-		Short: "Show plugins with a live probe",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
+		Short: "Probe registered plugins and show their health and capabilities",
+		Long: `Probe the registered plugins live: connect (fingerprinting again a plugin that restarted),
+call Probe, record the result, and show it. Without an ID, a table of every plugin; with one,
+its detail: provider, version, sockets, node ID, topology, health, probe latency, last error,
+and its capabilities per service.
+
+Exit status: the list exits 0 whatever the plugins' health. With an ID it exits 1 when that
+plugin is unhealthy, so scripts can use it as a health check (a plugin that is healthy but
+not ready yet exits 0).`,
+		Example: `  volctl plugin status
+  volctl plugin status hostpath
+  volctl plugin status hostpath -t '{{.healthy}} {{.probe_latency}}'`,
+		Args: maximumArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.ID = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return pluginStatusRun(cmd.Context(), opts)
+		},
 	}
+	addExportFlags(cmd, &opts.Exporter)
+	return cmd
+}
+
+func pluginStatusRun(ctx context.Context, opts *PluginStatusOptions) error {
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	plugins, err := e.PluginStatus(ctx, opts.ID)
+	if err != nil {
+		return fmt.Errorf("plugin status: %w", err)
+	}
+	out := bufio.NewWriter(opts.IO.Out)
+	if opts.ID == "" {
+		if opts.Exporter.Enabled() {
+			err = opts.Exporter.Write(out, plugins)
+		} else if len(plugins) == 0 {
+			fmt.Fprintln(opts.IO.ErrOut, "No plugins registered (volctl plugin register).")
+		} else {
+			err = writePluginTable(out, plugins)
+		}
+		if ferr := out.Flush(); err == nil {
+			err = ferr
+		}
+		return err
+	}
+	p := plugins[0]
+	if opts.Exporter.Enabled() {
+		err = opts.Exporter.Write(out, p)
+	} else {
+		err = writePluginDetail(out, p, opts.Now())
+	}
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return err
+	}
+	if !p.Healthy {
+		return fmt.Errorf("plugin %q is unhealthy: %s", p.ID, p.LastError)
+	}
+	return nil
 }

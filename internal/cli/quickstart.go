@@ -1,18 +1,386 @@
 package cli
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
 
+	"github.com/moby/sys/mountinfo"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
-// QuickstartOptions are the inputs of the command. TODO(issue 5): stub until implemented.
-type QuickstartOptions struct{}
+// QuickstartOptions are the inputs of `volctl quickstart`.
+type QuickstartOptions struct {
+	IO     *iostreams.IOStreams
+	Logger *slog.Logger
+	Now    func() time.Time
+
+	// Keep leaves the temporary state dir (and the plugin's root) behind for inspection.
+	Keep bool
+	// TempDir is where the temporary directory is made; empty is $TMPDIR.
+	TempDir string
+
+	// mounter replaces the kernel's bind mounts in the plugin (tests: a host without mount
+	// privileges); afterStep runs after each numbered step (tests: interrupt midway).
+	mounter   hostpath.Mounter
+	afterStep func(step int)
+}
 
 func newCmdQuickstart(f *Factory, runF func(*QuickstartOptions) error) *cobra.Command {
-	return &cobra.Command{
+	opts := &QuickstartOptions{IO: f.IO, Now: time.Now}
+	cmd := &cobra.Command{
 		Use:   "quickstart",
-		Short: "Run the whole lifecycle with the built-in plugin",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
+		Short: "Run the whole volume lifecycle against the built-in plugin, then clean up",
+		Long: `Run the whole lifecycle with nothing else installed: start volctl's own hostpath CSI plugin
+in this process, register it, create a volume, claim it, write a file through the claim's
+mount, show the volume's status, release the claim, delete the volume and deregister the
+plugin. Each step shows the command you would type to do it yourself.
+
+Everything happens in a new temporary directory (its own state dir, plugin root and socket),
+never in your state dir, and everything is cleaned up at the end, on failure and on Ctrl-C:
+mounts, the plugin, the directory. --keep leaves the directory (the volume, the event log)
+and prints how to look at it.
+
+Claiming mounts the volume, which needs root (CAP_SYS_ADMIN): without it quickstart stops at
+the claim, says so, cleans up and exits 1.`,
+		Example: `  sudo volctl quickstart
+  sudo volctl quickstart --keep`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Logger = f.Logger()
+			if runF != nil {
+				return runF(opts)
+			}
+			return quickstartRun(cmd.Context(), opts)
+		},
 	}
+	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "keep the temporary state dir and print how to inspect it")
+	return cmd
+}
+
+// The names quickstart uses.
+const (
+	quickstartPlugin = "hostpath"
+	quickstartVolume = "demo"
+	quickstartAlloc  = "web-0"
+	quickstartNode   = "quickstart"
+)
+
+const quickstartSpec = `# A volume for volctl quickstart: created by the hostpath plugin, 1 MiB to 10 MiB,
+# claimed by one writer at a time, mounted as a directory.
+id           = "demo"
+name         = "demo"
+type         = "csi"
+plugin_id    = "hostpath"
+capacity_min = "1MiB"
+capacity_max = "10MiB"
+
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+`
+
+// quickstart is one run: where it works and what it started, so cleanup can undo it.
+type quickstart struct {
+	opts   *QuickstartOptions
+	out    io.Writer
+	dir    string // the temporary directory holding everything below
+	state  string
+	root   string
+	socket string
+	step   int
+
+	plugin      *hostpath.Plugin
+	stopPlugin  context.CancelFunc
+	pluginDone  chan error
+	engine      *engine.Engine
+	deleted     bool // the volume is gone and the plugin deregistered: nothing to keep
+	interrupted bool
+}
+
+func quickstartRun(ctx context.Context, opts *QuickstartOptions) (err error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	dir, err := os.MkdirTemp(opts.TempDir, "volctl-quickstart-")
+	if err != nil {
+		return fmt.Errorf("quickstart: %w", err)
+	}
+	q := &quickstart{
+		opts: opts, out: opts.IO.Out, dir: dir,
+		state:  filepath.Join(dir, "state"),
+		root:   filepath.Join(dir, "hostpath"),
+		socket: filepath.Join(dir, "hostpath.sock"),
+	}
+	defer func() {
+		if ctx.Err() != nil {
+			q.interrupted = true
+		}
+		if cerr := q.cleanup(); cerr != nil {
+			if err == nil {
+				err = cerr
+			} else {
+				fmt.Fprintf(opts.IO.ErrOut, "Error: %v\n", cerr)
+			}
+		}
+	}()
+	fmt.Fprintf(q.out, "volctl quickstart: the whole volume lifecycle against volctl's own CSI plugin,\n"+
+		"in a temporary directory that is removed at the end: %s\n", dir)
+	if err := q.run(ctx); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("quickstart: interrupted: %w", err)
+		}
+		return err
+	}
+	return nil
+}
+
+// begin narrates a numbered step and the commands a user would type for it.
+func (q *quickstart) begin(title string, commands ...string) {
+	if q.step > 0 && q.opts.afterStep != nil {
+		q.opts.afterStep(q.step)
+	}
+	q.step++
+	fmt.Fprintf(q.out, "\n==> %d. %s\n", q.step, title)
+	for _, c := range commands {
+		fmt.Fprintf(q.out, "$ %s\n", c)
+	}
+}
+
+func (q *quickstart) run(ctx context.Context) error {
+	q.begin("Point volctl at a state dir of its own (yours is not touched)",
+		"export VOLCTL_STATE_DIR="+q.state)
+
+	q.begin("Start the built-in hostpath plugin",
+		fmt.Sprintf("volctl plugin serve hostpath --socket %s --root %s --node-id %s &", q.socket, q.root, quickstartNode))
+	if err := q.startPlugin(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(q.out, "Serving %s on %s\n", hostpath.PluginName, q.socket)
+
+	e, err := engine.Open(ctx, engine.Config{StateDir: q.state, Logger: q.opts.Logger})
+	if err != nil {
+		return fmt.Errorf("quickstart: state dir %s: %w", q.state, err)
+	}
+	q.engine = e
+
+	q.begin("Register it: volctl fingerprints the plugin and probes its health",
+		fmt.Sprintf("volctl plugin register --id %s --socket %s", quickstartPlugin, q.socket))
+	p, err := e.RegisterPlugin(ctx, spec.Plugin{ID: quickstartPlugin, Type: spec.PluginMonolith, Socket: q.socket})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(q.out, pluginRegisteredLine(p))
+
+	specPath := filepath.Join(q.dir, "demo.hcl")
+	q.begin("Create a volume from a Nomad volume spec", "cat "+specPath)
+	if err := os.WriteFile(specPath, []byte(quickstartSpec), 0o600); err != nil {
+		return fmt.Errorf("quickstart: %w", err)
+	}
+	fmt.Fprint(q.out, quickstartSpec)
+	fmt.Fprintf(q.out, "$ volctl volume create %s\n", specPath)
+	sv, diags := spec.ParseVolume(specPath, []byte(quickstartSpec), spec.VerbCreate)
+	if diags.HasErrors() {
+		return fmt.Errorf("quickstart: the demo spec is invalid: %s", diags.Error())
+	}
+	vol, err := e.CreateVolume(ctx, *sv)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(q.out, volumeSubmittedLine(spec.VerbCreate, vol))
+
+	q.begin("Claim it for an alloc: stage and publish, and print where it is mounted",
+		fmt.Sprintf("volctl volume claim %s --alloc %s", quickstartVolume, quickstartAlloc))
+	cl, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: quickstartVolume, Alloc: quickstartAlloc})
+	if err != nil {
+		if csi.CodeOf(err) == codes.FailedPrecondition && strings.Contains(err.Error(), "needs root") {
+			return withCode(ExitError, fmt.Errorf("quickstart stopped at the claim: mounting a volume needs root (CAP_SYS_ADMIN), "+
+				"and this process cannot bind-mount. Run it as root: sudo volctl quickstart\n(the claim was refused with: %v)", err))
+		}
+		return err
+	}
+	fmt.Fprintln(q.out, cl.TargetPath)
+
+	file := filepath.Join(cl.TargetPath, "hello.txt")
+	q.begin("Write a file through the claim's target: it lands in the volume's directory",
+		fmt.Sprintf("echo 'hello from volctl' > %s", file))
+	if err := os.WriteFile(file, []byte("hello from volctl\n"), 0o644); err != nil {
+		return fmt.Errorf("quickstart: writing through the target: %w", err)
+	}
+	volDir, ok := q.plugin.VolumePath(vol.ExternalID)
+	if !ok {
+		return fmt.Errorf("quickstart: the plugin does not know volume %q", vol.ExternalID)
+	}
+	inVolume := filepath.Join(volDir, "hello.txt")
+	fmt.Fprintf(q.out, "$ cat %s\n", inVolume)
+	got, err := os.ReadFile(inVolume)
+	if err != nil {
+		return fmt.Errorf("quickstart: the file written through the target is not in the volume: %w", err)
+	}
+	fmt.Fprint(q.out, string(got))
+
+	q.begin("Show the volume and its claim", "volctl volume status "+quickstartVolume)
+	info, err := e.Volume(ctx, quickstartVolume)
+	if err != nil {
+		return err
+	}
+	if err := writeVolumeDetail(q.out, info, q.opts.Now()); err != nil {
+		return err
+	}
+
+	q.begin("Release the claim: unpublish and unstage",
+		fmt.Sprintf("volctl volume release %s --alloc %s", quickstartVolume, quickstartAlloc))
+	res, err := e.Release(ctx, quickstartVolume, quickstartAlloc)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(q.out, "Released %s claim of alloc %q on volume %q\n", res.Claim.Mode, quickstartAlloc, quickstartVolume)
+
+	if q.opts.Keep {
+		q.begin("Keep the volume and the state for you to look at")
+		return nil
+	}
+	q.begin("Delete the volume and deregister the plugin",
+		fmt.Sprintf("volctl volume delete %s --yes", quickstartVolume))
+	if err := e.DeleteVolume(ctx, quickstartVolume); err != nil {
+		return err
+	}
+	fmt.Fprintf(q.out, "Volume %q deleted\n", quickstartVolume)
+	fmt.Fprintf(q.out, "$ volctl plugin deregister %s\n", quickstartPlugin)
+	if err := e.DeregisterPlugin(ctx, quickstartPlugin, false); err != nil {
+		return err
+	}
+	fmt.Fprintf(q.out, "Plugin %q deregistered\n", quickstartPlugin)
+	q.deleted = true
+	if q.opts.afterStep != nil {
+		q.opts.afterStep(q.step)
+	}
+	return nil
+}
+
+// startPlugin serves the hostpath plugin in this process until cleanup.
+func (q *quickstart) startPlugin(ctx context.Context) error {
+	if len(q.socket) > spec.MaxSocketPath {
+		return fmt.Errorf("quickstart: the socket path %s is %d bytes, longer than a unix socket allows (%d); set TMPDIR to a shorter directory",
+			q.socket, len(q.socket), spec.MaxSocketPath)
+	}
+	p, err := hostpath.New(hostpath.Config{Root: q.root, NodeID: quickstartNode, Logger: q.opts.Logger, Mounter: q.opts.mounter})
+	if err != nil {
+		return fmt.Errorf("quickstart: %w", err)
+	}
+	lis, err := hostpath.Listen(q.socket)
+	if err != nil {
+		return fmt.Errorf("quickstart: %w", err)
+	}
+	// The plugin outlives an interrupt of the steps: cleanup still needs it to unmount.
+	serveCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	q.plugin, q.stopPlugin, q.pluginDone = p, stop, make(chan error, 1)
+	go func() { q.pluginDone <- p.Serve(serveCtx, lis) }()
+	return nil
+}
+
+// cleanup undoes everything the run did, whatever step it reached: claims are released through
+// the plugin, the plugin stops, anything still mounted under the directory is unmounted, and
+// the directory goes (unless --keep). It runs on a context of its own, so Ctrl-C during the
+// steps does not stop the cleanup.
+func (q *quickstart) cleanup() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	errOut := q.opts.IO.ErrOut
+	if q.interrupted {
+		fmt.Fprintln(errOut, "Interrupted: cleaning up")
+	}
+	var errs []error
+	if q.engine != nil {
+		if claims, err := q.engine.Claims(ctx); err != nil {
+			errs = append(errs, err)
+		} else {
+			for _, c := range claims {
+				if _, err := q.engine.Release(ctx, c.VolumeID, c.Alloc); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		if err := q.engine.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if q.stopPlugin != nil {
+		q.stopPlugin()
+		if err := <-q.pluginDone; err != nil {
+			errs = append(errs, fmt.Errorf("hostpath plugin: %w", err))
+		}
+	}
+	// A safety net: nothing may stay mounted, whatever failed above.
+	unmountErr := unmountUnder(q.dir)
+	if unmountErr != nil {
+		errs = append(errs, unmountErr)
+	}
+	switch {
+	case q.opts.Keep:
+		fmt.Fprintf(q.out, "\nKept %s. Look at it with:\n", q.dir)
+		fmt.Fprintf(q.out, "  volctl --state-dir %s status\n", q.state)
+		fmt.Fprintf(q.out, "  volctl --state-dir %s volume status %s\n", q.state, quickstartVolume)
+		fmt.Fprintf(q.out, "To use the volume again, start the plugin on the same root first:\n")
+		fmt.Fprintf(q.out, "  volctl plugin serve hostpath --socket %s --root %s --node-id %s &\n", q.socket, q.root, quickstartNode)
+		fmt.Fprintf(q.out, "Remove it with: rm -rf %s\n", q.dir)
+	case unmountErr != nil:
+		// Removing the directory could reach through a mount into data elsewhere.
+		errs = append(errs, fmt.Errorf("quickstart: %s is left in place because something under it is still mounted", q.dir))
+	default:
+		if err := os.RemoveAll(q.dir); err != nil {
+			errs = append(errs, fmt.Errorf("quickstart: removing %s: %w", q.dir, err))
+		} else if q.deleted {
+			fmt.Fprintf(q.out, "\nDone: everything was cleaned up (%s is gone).\n", q.dir)
+		} else {
+			fmt.Fprintf(errOut, "Cleaned up: %s is gone.\n", q.dir)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unmountUnder unmounts everything mounted at or below dir, deepest first.
+func unmountUnder(dir string) error {
+	resolved, err := filepath.EvalSymlinks(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(resolved))
+	if err != nil {
+		return fmt.Errorf("reading the mount table: %w", err)
+	}
+	points := make([]string, 0, len(mounts))
+	for _, m := range mounts {
+		points = append(points, m.Mountpoint)
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	var errs []error
+	for _, p := range points {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
 }

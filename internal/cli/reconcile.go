@@ -1,18 +1,93 @@
 package cli
 
 import (
-	"errors"
+	"bufio"
+	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
-// ReconcileOptions are the inputs of the command. TODO(issue 5): stub until implemented.
-type ReconcileOptions struct{}
+// ReconcileOptions are the inputs of `volctl reconcile`.
+type ReconcileOptions struct {
+	IO     *iostreams.IOStreams
+	Engine func(context.Context) (*engine.Engine, error)
+
+	Exporter exportFlags
+}
 
 func newCmdReconcile(f *Factory, runF func(*ReconcileOptions) error) *cobra.Command {
-	return &cobra.Command{
+	opts := &ReconcileOptions{IO: f.IO, Engine: f.Engine}
+	cmd := &cobra.Command{
 		Use:   "reconcile",
-		Short: "Re-drive unsettled claims and restore lost mounts",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
+		Short: "Bring the host back in line with the recorded state",
+		Long: `Bring this host back in line with what volctl has recorded: finish creates and deletes that
+were interrupted, re-drive every claim that is not at rest (being published goes on to
+published; being released goes on to freed, as do the claims of stopped groups), restore
+published claims whose mount is gone (after a reboot or a plugin restart) by staging and
+publishing them again without a new claim, and undo stagings no claim uses.
+
+Prints what it did. Exit status 1 when something is still wrong, each problem listed on
+stderr (with --json, the report is printed and the exit status is still 1). volctl agent
+runs the same pass at start and on a timer.`,
+		Example: `  volctl reconcile
+  volctl reconcile --json`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return reconcileRun(cmd.Context(), opts)
+		},
 	}
+	addExportFlags(cmd, &opts.Exporter)
+	return cmd
+}
+
+func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	rep, recErr := e.Reconcile(ctx)
+	// The arrays are part of the JSON contract: [] when empty, never null.
+	if rep.Actions == nil {
+		rep.Actions = []engine.ReconcileAction{}
+	}
+	if rep.Problems == nil {
+		rep.Problems = []engine.ReconcileAction{}
+	}
+	out := bufio.NewWriter(opts.IO.Out)
+	if opts.Exporter.Enabled() {
+		err = opts.Exporter.Write(out, rep)
+	} else if len(rep.Actions) == 0 {
+		if len(rep.Problems) == 0 {
+			fmt.Fprintln(out, "Nothing to do: every claim is at rest and every mount is in place.")
+		}
+	} else {
+		t := newTable(out, "ACTION", "VOLUME", "ALLOC", "DETAIL")
+		for _, a := range rep.Actions {
+			t.row(a.Kind, a.VolumeID, a.Alloc, a.Message)
+		}
+		err = t.render()
+	}
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return err
+	}
+	for _, p := range rep.Problems {
+		fmt.Fprintf(opts.IO.ErrOut, "Problem: %s\n", p.Message)
+	}
+	switch {
+	case len(rep.Problems) > 0:
+		return withCode(ExitError, fmt.Errorf("reconcile: %d problem(s) remain; fix them and run volctl reconcile again", len(rep.Problems)))
+	case recErr != nil:
+		return recErr
+	}
+	return nil
 }

@@ -1,18 +1,14 @@
 package cli
 
 import (
-	"errors"
-
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/spec"
 )
 
-// RegisterOptions are the inputs of the command. TODO(issue 4): stub until implemented.
-type RegisterOptions struct{}
+// RegisterOptions are the inputs of the command; see VolumeSubmitOptions.
+type RegisterOptions = VolumeSubmitOptions
 
 func newCmdRegister(f *Factory, runF func(*RegisterOptions) error) *cobra.Command {
-	return &cobra.Command{
-		Use:   "register FILE... | -",
-		Short: "Register volumes (same as volume register)",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
-	}
+	return newCmdVolumeSubmit(f, spec.VerbRegister, "Register existing volumes (same as volume register)", runF)
 }

@@ -1,18 +1,178 @@
 package cli
 
 import (
-	"errors"
+	"bufio"
+	"context"
+	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
-// StatusOptions are the inputs of the command. TODO(issue 4): stub until implemented.
-type StatusOptions struct{}
+// StatusOptions are the inputs of `volctl status`.
+type StatusOptions struct {
+	IO     *iostreams.IOStreams
+	Engine func(context.Context) (*engine.Engine, error)
+	Now    func() time.Time
+
+	ID       string // a volume: then this is volume status ID
+	Exporter exportFlags
+
+	// MaxVolumes bounds the volume rows of the summary; past it only the counts are shown.
+	MaxVolumes int
+}
+
+// statusSummaryVolumes is how many volumes the summary lists before it only counts them.
+const statusSummaryVolumes = 20
 
 func newCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
-	return &cobra.Command{
+	opts := &StatusOptions{IO: f.IO, Engine: f.Engine, Now: time.Now, MaxVolumes: statusSummaryVolumes}
+	cmd := &cobra.Command{
 		Use:   "status [ID]",
 		Short: "Summary of plugins, volumes and unsettled claims, or one volume",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
+		Long: `Without an argument, a one-screen summary: every plugin with its health (probed live), how
+many volumes there are and how many can take claims (the first few listed), how many claims
+are live, and every claim that is not at rest (being published or released, or waiting for
+volctl reconcile).
+
+With a volume ID or prefix it is volctl volume status ID.`,
+		Example: `  volctl status
+  volctl status db
+  volctl status --json`,
+		Args: maximumArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.ID = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return statusRun(cmd.Context(), opts)
+		},
 	}
+	addExportFlags(cmd, &opts.Exporter)
+	return cmd
+}
+
+// statusSummary is the JSON form of `volctl status` without an ID (docs/json.md).
+type statusSummary struct {
+	Plugins         []engine.PluginInfo `json:"plugins"`
+	Volumes         volumeCounts        `json:"volumes"`
+	Claims          claimCounts         `json:"claims"`
+	UnsettledClaims []engine.ClaimInfo  `json:"unsettled_claims"`
+}
+
+type volumeCounts struct {
+	Total       int `json:"total"`
+	Schedulable int `json:"schedulable"`
+	InUse       int `json:"in_use"`
+}
+
+type claimCounts struct {
+	Live      int `json:"live"`
+	Read      int `json:"read"`
+	Write     int `json:"write"`
+	Unsettled int `json:"unsettled"`
+}
+
+func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
+	if opts.ID != "" {
+		return volumeStatusRun(ctx, &VolumeStatusOptions{IO: opts.IO, Engine: opts.Engine, Now: opts.Now, ID: opts.ID, Exporter: opts.Exporter})
+	}
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	plugins, err := e.PluginStatus(ctx, "")
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	vols, err := e.Volumes(ctx)
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	claims, err := e.Claims(ctx)
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	sum := statusSummary{Plugins: plugins, UnsettledClaims: []engine.ClaimInfo{}}
+	if sum.Plugins == nil {
+		sum.Plugins = []engine.PluginInfo{}
+	}
+	sum.Volumes.Total = len(vols)
+	for _, v := range vols {
+		if v.Schedulable {
+			sum.Volumes.Schedulable++
+		}
+		if v.ReadClaims+v.WriteClaims > 0 {
+			sum.Volumes.InUse++
+		}
+	}
+	sum.Claims.Live = len(claims)
+	for _, c := range claims {
+		if c.Mode == "read" {
+			sum.Claims.Read++
+		} else {
+			sum.Claims.Write++
+		}
+		if !c.AtRest() {
+			sum.UnsettledClaims = append(sum.UnsettledClaims, c)
+		}
+	}
+	sum.Claims.Unsettled = len(sum.UnsettledClaims)
+
+	out := bufio.NewWriter(opts.IO.Out)
+	defer func() {
+		if ferr := out.Flush(); err == nil {
+			err = ferr
+		}
+	}()
+	if opts.Exporter.Enabled() {
+		return opts.Exporter.Write(out, sum)
+	}
+	return writeStatusSummary(out, sum, vols, opts.MaxVolumes, opts.Now())
+}
+
+func writeStatusSummary(out *bufio.Writer, sum statusSummary, vols []engine.VolumeSummary, maxVolumes int, now time.Time) error {
+	healthy := 0
+	for _, p := range sum.Plugins {
+		if p.Healthy {
+			healthy++
+		}
+	}
+	fmt.Fprintf(out, "Plugins: %d (%d healthy)\n", len(sum.Plugins), healthy)
+	if len(sum.Plugins) > 0 {
+		if err := writePluginTable(out, sum.Plugins); err != nil {
+			return err
+		}
+	}
+
+	fmt.Fprintf(out, "\nVolumes: %d (%d schedulable, %d in use)\n", sum.Volumes.Total, sum.Volumes.Schedulable, sum.Volumes.InUse)
+	if len(vols) > 0 {
+		shown := vols
+		if maxVolumes >= 0 && len(shown) > maxVolumes {
+			shown = shown[:maxVolumes]
+		}
+		if len(shown) > 0 {
+			if err := writeVolumeTable(out, shown); err != nil {
+				return err
+			}
+		}
+		if len(shown) < len(vols) {
+			fmt.Fprintf(out, "... and %d more (volctl volume status lists them all)\n", len(vols)-len(shown))
+		}
+	}
+
+	fmt.Fprintf(out, "\nClaims: %d live (%d read, %d write), %d not at rest\n",
+		sum.Claims.Live, sum.Claims.Read, sum.Claims.Write, sum.Claims.Unsettled)
+	if len(sum.UnsettledClaims) > 0 {
+		if err := writeClaimTable(out, sum.UnsettledClaims, now, true); err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "(volctl reconcile re-drives them)")
+	}
+	return nil
 }

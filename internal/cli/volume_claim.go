@@ -1,18 +1,133 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
-// VolumeClaimOptions are the inputs of the command. TODO(issue 5): stub until implemented.
-type VolumeClaimOptions struct{}
+// VolumeClaimOptions are the inputs of `volctl volume claim`.
+type VolumeClaimOptions struct {
+	IO     *iostreams.IOStreams
+	Engine func(context.Context) (*engine.Engine, error)
+
+	VolumeID       string
+	Alloc          string
+	ReadOnly       bool
+	AccessMode     string
+	AttachmentMode string
+	FSType         string
+	MountFlags     []string
+	Exporter       exportFlags
+}
 
 func newCmdVolumeClaim(f *Factory, runF func(*VolumeClaimOptions) error) *cobra.Command {
-	return &cobra.Command{
+	opts := &VolumeClaimOptions{IO: f.IO, Engine: f.Engine}
+	cmd := &cobra.Command{
 		Use:   "claim VOLUME --alloc ALLOC",
-		Short: "Claim and publish a volume for an alloc",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
+		Short: "Claim a volume for an alloc and publish it; prints the target path",
+		Long: `Claim a volume for an alloc (a name of your choosing, such as web-0): admit the claim under the
+volume's access mode, then ControllerPublishVolume, NodeStageVolume and NodePublishVolume as the
+plugin's capabilities ask, and print the target path where the volume is mounted.
+
+Admission follows Nomad: single-node-writer allows one claim; single-node-reader-only and
+multi-node-reader-only allow readers only (--read-only); multi-node-single-writer allows one
+writer and any readers; multi-node-multi-writer allows any. A claim refused because another
+alloc holds the volume names the holder and exits 4. Without --access-mode and
+--attachment-mode the volume's current mode is used, or its first capability that fits.
+--fs-type replaces the volume's fs type; --mount-flag (repeatable) replaces its mount flags.
+
+Claiming again for an alloc that holds the same claim prints the same target path. A claim
+that fails with a final error is rolled back; one that fails with a retryable error is left
+for volctl reconcile, and the command exits 1. Mounting needs root.`,
+		Example: `  volctl volume claim db --alloc web-0
+  volctl volume claim db --alloc report-1 --read-only --access-mode multi-node-single-writer
+  TARGET=$(volctl volume claim db --alloc web-0 -t '{{.target_path}}')`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.VolumeID = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return volumeClaimRun(cmd.Context(), opts)
+		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Alloc, "alloc", "", "the alloc claiming the volume (required)")
+	fl.BoolVar(&opts.ReadOnly, "read-only", false, "claim for reading only")
+	fl.StringVar(&opts.AccessMode, "access-mode", "", "access mode: "+joinModes(spec.AccessModes))
+	fl.StringVar(&opts.AttachmentMode, "attachment-mode", "", "attachment mode: "+joinModes(spec.AttachmentModes))
+	fl.StringVar(&opts.FSType, "fs-type", "", "filesystem type, replacing the volume's")
+	fl.StringArrayVar(&opts.MountFlags, "mount-flag", nil, "a mount flag, replacing the volume's (repeatable)")
+	addExportFlags(cmd, &opts.Exporter)
+	return cmd
+}
+
+func joinModes[T ~string](modes []T) string {
+	parts := make([]string, len(modes))
+	for i, m := range modes {
+		parts[i] = string(m)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// request checks the flags and builds the engine's claim request.
+func (o *VolumeClaimOptions) request() (engine.ClaimRequest, error) {
+	req := engine.ClaimRequest{VolumeID: o.VolumeID, Alloc: o.Alloc, ReadOnly: o.ReadOnly}
+	if o.Alloc == "" {
+		return req, usageError("volume claim: --alloc is required: the name of the alloc claiming the volume, e.g. --alloc web-0")
+	}
+	if err := spec.ValidateID("alloc", o.Alloc); err != nil {
+		return req, usageError("volume claim: --alloc: %v", err)
+	}
+	if o.AccessMode != "" {
+		req.AccessMode = spec.AccessMode(o.AccessMode)
+		if !req.AccessMode.Valid() {
+			return req, usageError("volume claim: --access-mode %q is not an access mode; valid modes: %s", o.AccessMode, joinModes(spec.AccessModes))
+		}
+	}
+	if o.AttachmentMode != "" {
+		req.AttachmentMode = spec.AttachmentMode(o.AttachmentMode)
+		if !req.AttachmentMode.Valid() {
+			return req, usageError("volume claim: --attachment-mode %q is not an attachment mode; valid modes: %s", o.AttachmentMode, joinModes(spec.AttachmentModes))
+		}
+	}
+	if o.FSType != "" || len(o.MountFlags) > 0 {
+		if req.AttachmentMode == spec.BlockDevice {
+			return req, usageError("volume claim: --fs-type and --mount-flag do not apply to a block-device claim")
+		}
+		for _, fl := range o.MountFlags {
+			if strings.TrimSpace(fl) == "" {
+				return req, usageError("volume claim: --mount-flag must not be empty")
+			}
+		}
+		req.MountOptions = &spec.MountOptions{FSType: o.FSType, MountFlags: spec.MountFlags(o.MountFlags)}
+	}
+	return req, nil
+}
+
+func volumeClaimRun(ctx context.Context, opts *VolumeClaimOptions) error {
+	req, err := opts.request()
+	if err != nil {
+		return err
+	}
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	cl, err := e.Claim(ctx, req)
+	if err != nil {
+		return err
+	}
+	if opts.Exporter.Enabled() {
+		return opts.Exporter.Write(opts.IO.Out, cl)
+	}
+	fmt.Fprintln(opts.IO.Out, cl.TargetPath)
+	return nil
 }

@@ -1,18 +1,14 @@
 package cli
 
 import (
-	"errors"
-
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/spec"
 )
 
-// VolumeCreateOptions are the inputs of the command. TODO(issue 4): stub until implemented.
-type VolumeCreateOptions struct{}
+// VolumeCreateOptions are the inputs of the command; see VolumeSubmitOptions.
+type VolumeCreateOptions = VolumeSubmitOptions
 
 func newCmdVolumeCreate(f *Factory, runF func(*VolumeCreateOptions) error) *cobra.Command {
-	return &cobra.Command{
-		Use:   "create FILE... | -",
-		Short: "Create volumes through their plugin",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
-	}
+	return newCmdVolumeSubmit(f, spec.VerbCreate, "Create volumes through their plugin", runF)
 }

@@ -1,18 +1,62 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
-// VolumeDeleteOptions are the inputs of the command. TODO(issue 4): stub until implemented.
-type VolumeDeleteOptions struct{}
+// VolumeDeleteOptions are the inputs of `volctl volume delete`.
+type VolumeDeleteOptions struct {
+	IO      *iostreams.IOStreams
+	Engine  func(context.Context) (*engine.Engine, error)
+	Confirm func(yes bool, action string) error
+
+	ID  string
+	Yes bool
+}
 
 func newCmdVolumeDelete(f *Factory, runF func(*VolumeDeleteOptions) error) *cobra.Command {
-	return &cobra.Command{
+	opts := &VolumeDeleteOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm}
+	cmd := &cobra.Command{
 		Use:   "delete ID",
-		Short: "Delete a volume and its storage",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
+		Short: "Delete a volume's storage through its plugin and forget it",
+		Long: `Delete a volume: DeleteVolume through its plugin (the data is gone), then its record.
+
+The volume must have no live claims (exit 4, naming them: release or detach them first) and
+its plugin must be able to delete volumes (CREATE_DELETE_VOLUME; otherwise use volctl volume
+deregister). A plugin that answers NOT_FOUND has no such volume any more: that counts as
+deleted. A delete interrupted midway is finished by the same delete or by volctl reconcile.
+It asks first on a terminal and needs --yes otherwise.`,
+		Example: `  volctl volume delete scratch --yes`,
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return volumeDeleteRun(cmd.Context(), opts)
+		},
 	}
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (needed off a terminal)")
+	return cmd
+}
+
+func volumeDeleteRun(ctx context.Context, opts *VolumeDeleteOptions) error {
+	if err := opts.Confirm(opts.Yes, fmt.Sprintf("Delete volume %q and its data", opts.ID)); err != nil {
+		return err
+	}
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	if err := e.DeleteVolume(ctx, opts.ID); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.Out, "Volume %q deleted\n", opts.ID)
+	return nil
 }

@@ -1,18 +1,68 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
-// VolumeDeregisterOptions are the inputs of the command. TODO(issue 4): stub until implemented.
-type VolumeDeregisterOptions struct{}
+// VolumeDeregisterOptions are the inputs of `volctl volume deregister`.
+type VolumeDeregisterOptions struct {
+	IO      *iostreams.IOStreams
+	Engine  func(context.Context) (*engine.Engine, error)
+	Confirm func(yes bool, action string) error
+
+	ID    string
+	Force bool
+	Yes   bool
+}
 
 func newCmdVolumeDeregister(f *Factory, runF func(*VolumeDeregisterOptions) error) *cobra.Command {
-	return &cobra.Command{
+	opts := &VolumeDeregisterOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm}
+	cmd := &cobra.Command{
 		Use:   "deregister ID",
 		Short: "Forget a volume without touching its storage",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
+		Long: `Forget a volume: its record goes, its storage stays where it is (volctl volume delete
+removes the storage too).
+
+It is refused while the volume has live claims, naming them (exit 4). --force releases the
+claims first, through the plugin (volctl volume detach --force is for a plugin that is gone).
+It asks first on a terminal and needs --yes otherwise.`,
+		Example: `  volctl volume deregister db --yes
+  volctl volume deregister db --force --yes`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return volumeDeregisterRun(cmd.Context(), opts)
+		},
 	}
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "release the volume's claims first")
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (needed off a terminal)")
+	return cmd
+}
+
+func volumeDeregisterRun(ctx context.Context, opts *VolumeDeregisterOptions) error {
+	action := fmt.Sprintf("Deregister volume %q", opts.ID)
+	if opts.Force {
+		action += " and release its claims"
+	}
+	if err := opts.Confirm(opts.Yes, action); err != nil {
+		return err
+	}
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	if err := e.DeregisterVolume(ctx, opts.ID, opts.Force); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.Out, "Volume %q deregistered\n", opts.ID)
+	return nil
 }

@@ -1,18 +1,88 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
-// VolumeDetachOptions are the inputs of the command. TODO(issue 5): stub until implemented.
-type VolumeDetachOptions struct{}
+// VolumeDetachOptions are the inputs of `volctl volume detach`.
+type VolumeDetachOptions struct {
+	IO      *iostreams.IOStreams
+	Engine  func(context.Context) (*engine.Engine, error)
+	Confirm func(yes bool, action string) error
+
+	VolumeID string
+	Force    bool
+	Yes      bool
+	Exporter exportFlags
+}
 
 func newCmdVolumeDetach(f *Factory, runF func(*VolumeDetachOptions) error) *cobra.Command {
-	return &cobra.Command{
+	opts := &VolumeDetachOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm}
+	cmd := &cobra.Command{
 		Use:   "detach VOLUME",
 		Short: "Release every claim on a volume on this host",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
+		Long: `Release every claim on the volume, each through the release path.
+
+--force is for a plugin that is gone: the node RPCs are skipped and volctl unmounts its own
+target and staging paths itself, ControllerUnpublishVolume is still tried, and the claims are
+freed whatever happens. Everything it could not do is printed as a warning on stderr: the
+storage may still be attached or mounted somewhere volctl cannot see.
+
+It asks first on a terminal and needs --yes otherwise. Exit status 1 when a claim could not
+be released (it is left for volctl reconcile).`,
+		Example: `  volctl volume detach db --yes
+  volctl volume detach db --force --yes`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.VolumeID = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return volumeDetachRun(cmd.Context(), opts)
+		},
 	}
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "skip the node RPCs (the plugin is gone) and free the claims anyway")
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (needed off a terminal)")
+	addExportFlags(cmd, &opts.Exporter)
+	return cmd
+}
+
+func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
+	action := fmt.Sprintf("Release every claim on volume %q", opts.VolumeID)
+	if opts.Force {
+		action = fmt.Sprintf("Force-detach volume %q without its plugin's node service", opts.VolumeID)
+	}
+	if err := opts.Confirm(opts.Yes, action); err != nil {
+		return err
+	}
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := e.Detach(ctx, opts.VolumeID, opts.Force)
+	for _, w := range res.Warnings {
+		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
+	}
+	if res.Released == nil {
+		res.Released = []engine.ClaimInfo{}
+	}
+	if opts.Exporter.Enabled() {
+		if werr := opts.Exporter.Write(opts.IO.Out, res); werr != nil && err == nil {
+			err = werr
+		}
+		return err
+	}
+	for _, c := range res.Released {
+		fmt.Fprintf(opts.IO.Out, "Released %s claim of alloc %q\n", c.Mode, c.Alloc)
+	}
+	if len(res.Released) == 0 && len(res.Failed) == 0 && err == nil {
+		fmt.Fprintf(opts.IO.ErrOut, "Volume %q has no claims: nothing to detach\n", opts.VolumeID)
+	}
+	return err
 }

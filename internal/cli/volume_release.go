@@ -1,18 +1,72 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
-// VolumeReleaseOptions are the inputs of the command. TODO(issue 5): stub until implemented.
-type VolumeReleaseOptions struct{}
+// VolumeReleaseOptions are the inputs of `volctl volume release`.
+type VolumeReleaseOptions struct {
+	IO     *iostreams.IOStreams
+	Engine func(context.Context) (*engine.Engine, error)
+
+	VolumeID string
+	Alloc    string
+	Exporter exportFlags
+}
 
 func newCmdVolumeRelease(f *Factory, runF func(*VolumeReleaseOptions) error) *cobra.Command {
-	return &cobra.Command{
+	opts := &VolumeReleaseOptions{IO: f.IO, Engine: f.Engine}
+	cmd := &cobra.Command{
 		Use:   "release VOLUME --alloc ALLOC",
-		Short: "Release an alloc's claim",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
+		Short: "Release an alloc's claim on a volume",
+		Long: `Release an alloc's claim: NodeUnpublishVolume, then NodeUnstageVolume when no other claim
+uses the staging, then ControllerUnpublishVolume when no other claim holds the volume, and
+free the claim. Each step is recorded before the next, so an interrupted release is finished
+by volctl reconcile.
+
+Releasing a claim that does not exist is a no-op: it says so on stderr and exits 0.`,
+		Example: `  volctl volume release db --alloc web-0
+  volctl volume release db --alloc web-0 --json`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.VolumeID = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return volumeReleaseRun(cmd.Context(), opts)
+		},
 	}
+	cmd.Flags().StringVar(&opts.Alloc, "alloc", "", "the alloc whose claim to release (required)")
+	addExportFlags(cmd, &opts.Exporter)
+	return cmd
+}
+
+func volumeReleaseRun(ctx context.Context, opts *VolumeReleaseOptions) error {
+	if opts.Alloc == "" {
+		return usageError("volume release: --alloc is required: the alloc whose claim to release")
+	}
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := e.Release(ctx, opts.VolumeID, opts.Alloc)
+	if err != nil {
+		return err
+	}
+	if !res.Released {
+		fmt.Fprintf(opts.IO.ErrOut, "Alloc %q holds no claim on volume %q: nothing to release\n", opts.Alloc, opts.VolumeID)
+	}
+	if opts.Exporter.Enabled() {
+		return opts.Exporter.Write(opts.IO.Out, res)
+	}
+	if res.Released {
+		fmt.Fprintf(opts.IO.Out, "Released %s claim of alloc %q on volume %q\n", res.Claim.Mode, opts.Alloc, opts.VolumeID)
+	}
+	return nil
 }

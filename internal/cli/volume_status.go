@@ -1,18 +1,109 @@
 package cli
 
 import (
+	"bufio"
+	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
-// VolumeStatusOptions are the inputs of the command. TODO(issue 4): stub until implemented.
-type VolumeStatusOptions struct{}
+// VolumeStatusOptions are the inputs of `volctl volume status` (and of `volctl status ID`).
+type VolumeStatusOptions struct {
+	IO     *iostreams.IOStreams
+	Engine func(context.Context) (*engine.Engine, error)
+	Now    func() time.Time
+
+	ID       string // a volume ID or an unambiguous prefix; empty lists every volume
+	Exporter exportFlags
+}
 
 func newCmdVolumeStatus(f *Factory, runF func(*VolumeStatusOptions) error) *cobra.Command {
-	return &cobra.Command{
-		Use:   "status [ID|PREFIX]",
-		Short: "Show volumes",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
+	opts := &VolumeStatusOptions{IO: f.IO, Engine: f.Engine, Now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "status [ID | PREFIX]",
+		Short: "List volumes, or show one volume with its claims",
+		Long: `Without an argument, list every volume: ID, name, plugin, whether it can take claims now,
+its current access mode and its live claims.
+
+With a volume ID, or a prefix of one, show that volume in the spirit of nomad volume status ID:
+external ID, provider and version, capacity, the plugin's health, the current access and
+attachment mode, the mount options (mount flags are never shown), topologies, capabilities, and
+every claim with its alloc, mode, state, age and last error.
+
+A prefix that matches several volumes lists them and exits 2. The list reads the state only;
+plugin health is as last recorded (volctl plugin status probes live).`,
+		Example: `  volctl volume status
+  volctl volume status db
+  volctl volume status --json
+  volctl volume status db -t '{{range .claims}}{{.alloc}} {{.state}}{{"\n"}}{{end}}'`,
+		Args: maximumArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.ID = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return volumeStatusRun(cmd.Context(), opts)
+		},
 	}
+	addExportFlags(cmd, &opts.Exporter)
+	return cmd
+}
+
+// volumeStatusRun lists the volumes or shows one. Output goes through a buffer: a list of
+// 10,000 volumes is one write, not one per cell.
+func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error) {
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriterSize(opts.IO.Out, 64<<10)
+	defer func() {
+		if ferr := out.Flush(); err == nil {
+			err = ferr
+		}
+	}()
+	if opts.ID == "" {
+		vols, err := e.Volumes(ctx)
+		if err != nil {
+			return fmt.Errorf("volume status: %w", err)
+		}
+		return writeVolumeList(out, opts.IO, &opts.Exporter, vols)
+	}
+	info, err := e.Volume(ctx, opts.ID)
+	var amb *engine.AmbiguousError
+	if errors.As(err, &amb) {
+		if werr := writeVolumeList(out, opts.IO, &opts.Exporter, amb.Matches); werr != nil {
+			return werr
+		}
+		return withCode(ExitUsage, fmt.Errorf("volume status: %w; give more of the ID", err))
+	}
+	if err != nil {
+		return fmt.Errorf("volume status: %w", err)
+	}
+	if opts.Exporter.Enabled() {
+		return opts.Exporter.Write(out, info)
+	}
+	return writeVolumeDetail(out, info, opts.Now())
+}
+
+func writeVolumeList(out *bufio.Writer, ios *iostreams.IOStreams, exp *exportFlags, vols []engine.VolumeSummary) error {
+	if exp.Enabled() {
+		if vols == nil {
+			vols = []engine.VolumeSummary{}
+		}
+		return exp.Write(out, vols)
+	}
+	if len(vols) == 0 {
+		fmt.Fprintln(ios.ErrOut, "No volumes registered (volctl volume register or volctl volume create).")
+		return nil
+	}
+	return writeVolumeTable(out, vols)
 }

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/volctl/volctl/internal/engine"
+)
+
+// How plugins are shown: the one-line verdict of a register, the status table, and the detail
+// view of one plugin. plugin register, plugin status, status and quickstart share them.
+
+// pluginHealthWords says "healthy, ready", "healthy, not ready" or "unhealthy".
+func pluginHealthWords(p engine.PluginInfo) string {
+	switch {
+	case !p.Healthy:
+		return "unhealthy"
+	case !p.Ready:
+		return "healthy, not ready"
+	}
+	return "healthy, ready"
+}
+
+// pluginRegisteredLine is what plugin register prints for each plugin:
+// `Plugin "hp" registered: hostpath.csi.volctl.dev 0.1.0, healthy, ready`.
+func pluginRegisteredLine(p engine.PluginInfo) string {
+	if p.Provider == "" {
+		// A plugin the agent starts itself is recorded before it has ever run.
+		return fmt.Sprintf("Plugin %q registered: not fingerprinted yet (%s)", p.ID, p.LastError)
+	}
+	line := fmt.Sprintf("Plugin %q registered: %s %s, %s", p.ID, p.Provider, p.Version, pluginHealthWords(p))
+	if p.LastError != "" {
+		line += " (" + p.LastError + ")"
+	}
+	return line
+}
+
+// writePluginTable prints the plugin list.
+func writePluginTable(out io.Writer, plugins []engine.PluginInfo) error {
+	t := newTable(out, "ID", "TYPE", "PROVIDER", "VERSION", "HEALTHY", "READY", "LATENCY", "VOLUMES")
+	for _, p := range plugins {
+		t.row(p.ID, string(p.Type), p.Provider, p.Version, strconv.FormatBool(p.Healthy), strconv.FormatBool(p.Ready),
+			p.ProbeLatency.String(), strconv.Itoa(p.Volumes))
+	}
+	return t.render()
+}
+
+// writePluginDetail prints one plugin: its declaration, fingerprint and health, then its
+// capabilities per service.
+func writePluginDetail(out io.Writer, p engine.PluginInfo, now time.Time) error {
+	maxVolumes := ""
+	if p.NodeSocket != "" {
+		maxVolumes = "unlimited"
+		if p.MaxVolumes > 0 {
+			maxVolumes = strconv.FormatInt(p.MaxVolumes, 10)
+		}
+	}
+	pairs := [][2]string{
+		{"ID", p.ID},
+		{"Type", string(p.Type)},
+		{"Provider", p.Provider},
+		{"Version", p.Version},
+		{"Controller Socket", p.ControllerSocket},
+		{"Node Socket", p.NodeSocket},
+		{"Supervised", strconv.FormatBool(p.Supervised)},
+		{"Node ID", p.NodeID},
+		{"Max Volumes", maxVolumes},
+		{"Topology", segmentsString(p.Topology)},
+		{"Healthy", strconv.FormatBool(p.Healthy)},
+		{"Ready", strconv.FormatBool(p.Ready)},
+		{"Probe Latency", p.ProbeLatency.String()},
+		{"Probed", age(now, p.ProbedAt)},
+		{"Last Error", p.LastError},
+		{"Volumes", strconv.Itoa(p.Volumes)},
+	}
+	if err := keyValues(out, pairs...); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	return writeCapabilityTable(out, p.Capabilities.Plugin, p.Capabilities.Controller, p.Capabilities.Node)
+}
+
+// writeCapabilityTable lists a plugin's capabilities by service, <none> for a service without any.
+func writeCapabilityTable(out io.Writer, plugin, controller, node []string) error {
+	t := newTable(out, "SERVICE", "CAPABILITY")
+	for _, group := range []struct {
+		service string
+		names   []string
+	}{
+		{"plugin", plugin},
+		{"controller", controller},
+		{"node", node},
+	} {
+		if len(group.names) == 0 {
+			t.row(group.service, "")
+		}
+		for _, n := range group.names {
+			t.row(group.service, n)
+		}
+	}
+	return t.render()
+}
+
+// segmentsString renders topology segments as "k=v,k2=v2", sorted by key.
+func segmentsString(segments map[string]string) string {
+	parts := make([]string, 0, len(segments))
+	for _, k := range slices.Sorted(maps.Keys(segments)) {
+		parts = append(parts, k+"="+segments[k])
+	}
+	return strings.Join(parts, ",")
+}

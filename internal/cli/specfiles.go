@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// specStdinName is how standard input ("-") is named in diagnostics and messages.
+const specStdinName = "<stdin>"
+
+// specSource is one spec file named on the command line, read into memory.
+type specSource struct {
+	Name string // as shown in diagnostics: the path, or <stdin>
+	Src  []byte
+}
+
+// checkSpecArgs refuses "-" given more than once: standard input can be read only once.
+func checkSpecArgs(args []string) error {
+	n := 0
+	for _, a := range args {
+		if a == "-" {
+			n++
+		}
+	}
+	if n > 1 {
+		return usageError("standard input (-) can be given only once")
+	}
+	return nil
+}
+
+// readSpecSources reads every named file ("-" is in) before anything is parsed, so that a
+// command acting on several files knows all of them are readable first. readFile is
+// os.ReadFile unless a test replaces it.
+func readSpecSources(in io.Reader, readFile func(string) ([]byte, error), names []string) ([]specSource, error) {
+	if readFile == nil {
+		readFile = os.ReadFile
+	}
+	out := make([]specSource, 0, len(names))
+	var errs []error
+	for _, name := range names {
+		var (
+			src []byte
+			err error
+		)
+		display := name
+		if name == "-" {
+			display = specStdinName
+			src, err = io.ReadAll(in)
+		} else {
+			src, err = readFile(name)
+		}
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is named below already
+			}
+			errs = append(errs, fmt.Errorf("read %s: %w", display, err))
+			continue
+		}
+		out = append(out, specSource{Name: display, Src: src})
+	}
+	return out, errors.Join(errs...)
+}
+
+// diagnosticStyle is how diagnostics are rendered on stderr: wrapped at the terminal's width
+// and coloured only when stderr is a terminal that allows colour.
+func diagnosticStyle(ios *iostreams.IOStreams) (width uint, color bool) {
+	if ios.IsStderrTTY() {
+		width = uint(ios.TerminalWidth())
+	}
+	return width, ios.ColorEnabled() && ios.IsStderrTTY()
+}
+
+// writeSpecDiagnostics renders diagnostics (errors and warnings) on stderr with their source
+// snippets, as `volctl validate` does.
+func writeSpecDiagnostics(ios *iostreams.IOStreams, p *spec.Parser, diags hcl.Diagnostics) error {
+	if len(diags) == 0 {
+		return nil
+	}
+	width, color := diagnosticStyle(ios)
+	return p.WriteDiagnostics(ios.ErrOut, diags, width, color)
+}
+
+// invalidSpecs is the error of a command that refused to act because files were invalid: the
+// diagnostics are on stderr already, this says what it means (exit 2). command reads like
+// "volume register", done like "registered".
+func invalidSpecs(command, done string, invalid, total int) error {
+	what := "the spec is invalid"
+	if total > 1 {
+		what = fmt.Sprintf("%d of %d spec files are invalid", invalid, total)
+	}
+	return withCode(ExitUsage, fmt.Errorf("%s: %s; nothing was %s", command, what, done))
+}

@@ -1,0 +1,221 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// How volumes and claims are shown: the volume list, the detail view in the spirit of
+// `nomad volume status ID`, and claim tables. volume status, status and quickstart share them.
+
+// writeVolumeTable prints the volume list: one row per volume, no per-volume lookups.
+func writeVolumeTable(out io.Writer, vols []engine.VolumeSummary) error {
+	t := newTable(out, "ID", "NAME", "PLUGIN", "SCHEDULABLE", "ACCESS MODE", "CLAIMS")
+	t.rows = slices.Grow(t.rows, len(vols))
+	for _, v := range vols {
+		t.row(v.ID, v.Name, v.PluginID, schedulableCell(v), string(v.AccessMode), claimsCell(v))
+	}
+	return t.render()
+}
+
+// schedulableCell is true/false, with the reason a volume that exists cannot take claims.
+func schedulableCell(v engine.VolumeSummary) string {
+	if v.State != "" && v.State != "ready" {
+		return "false (" + v.State + ")"
+	}
+	return strconv.FormatBool(v.Schedulable)
+}
+
+// claimsCell summarises a volume's live claims: "1 write", "2 read, 1 write (1 unsettled)";
+// empty (<none>) when it has none.
+func claimsCell(v engine.VolumeSummary) string {
+	var parts []string
+	if v.ReadClaims > 0 {
+		parts = append(parts, strconv.Itoa(v.ReadClaims)+" read")
+	}
+	if v.WriteClaims > 0 {
+		parts = append(parts, strconv.Itoa(v.WriteClaims)+" write")
+	}
+	s := strings.Join(parts, ", ")
+	if v.Unsettled > 0 {
+		s += fmt.Sprintf(" (%d unsettled)", v.Unsettled)
+	}
+	return s
+}
+
+// writeVolumeDetail prints everything about one volume, then its capabilities and claims.
+func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error {
+	pluginHealth := "unhealthy"
+	switch {
+	case v.PluginHealthy && v.PluginReady:
+		pluginHealth = "healthy"
+	case v.PluginHealthy:
+		pluginHealth = "healthy, not ready"
+	}
+	pairs := [][2]string{
+		{"ID", v.ID},
+		{"Name", v.Name},
+		{"Namespace", v.Namespace},
+		{"External ID", v.ExternalID},
+		{"Plugin ID", v.PluginID},
+		{"Provider", v.Provider},
+		{"Version", v.ProviderVersion},
+		{"Plugin Health", pluginHealth},
+	}
+	if v.PluginError != "" {
+		pairs = append(pairs, [2]string{"Plugin Error", v.PluginError})
+	}
+	pairs = append(pairs,
+		[2]string{"State", v.State},
+		[2]string{"Schedulable", strconv.FormatBool(v.Schedulable)},
+		[2]string{"Capacity", bytesIEC(v.CapacityBytes)},
+		[2]string{"Capacity Requested", capacityRange(v.RequestedMin, v.RequestedMax)},
+		[2]string{"Access Mode", string(v.AccessMode)},
+		[2]string{"Attachment Mode", string(v.AttachmentMode)},
+		[2]string{"Mount Options", mountOptionsString(v.MountOptions)},
+		[2]string{"Staged", strconv.FormatBool(v.Staged)},
+		[2]string{"Topologies", topologiesString(v.AccessibleTopology)},
+		[2]string{"Topology Request", topologyRequestString(v.TopologyRequest)},
+	)
+	if v.SnapshotID != "" {
+		pairs = append(pairs, [2]string{"Snapshot ID", v.SnapshotID})
+	}
+	if v.CloneID != "" {
+		pairs = append(pairs, [2]string{"Clone ID", v.CloneID})
+	}
+	pairs = append(pairs,
+		[2]string{"Secrets", secretKeysString(v.Secrets)},
+		[2]string{"Parameters", mapString(v.Parameters)},
+		[2]string{"Context", mapString(v.Context)},
+		[2]string{"Created", age(now, v.CreatedAt)},
+	)
+	if err := keyValues(out, pairs...); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(out, "\nCapabilities")
+	ct := newTable(out, "ACCESS MODE", "ATTACHMENT MODE")
+	for _, c := range v.Capabilities {
+		ct.row(string(c.AccessMode), string(c.AttachmentMode))
+	}
+	if err := ct.render(); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(out, "\nClaims")
+	if len(v.Claims) == 0 {
+		fmt.Fprintln(out, "No claims")
+		return nil
+	}
+	return writeClaimTable(out, v.Claims, now, false)
+}
+
+// writeClaimTable prints claims with their state, age and last error; withVolume adds the
+// volume column for claims of several volumes.
+func writeClaimTable(out io.Writer, claims []engine.ClaimInfo, now time.Time, withVolume bool) error {
+	headers := []string{"ALLOC", "MODE", "ACCESS MODE", "ATTACHMENT MODE", "STATE", "AGE", "LAST ERROR"}
+	if withVolume {
+		headers = append([]string{"VOLUME"}, headers...)
+	}
+	t := newTable(out, headers...)
+	for _, c := range claims {
+		row := []string{c.Alloc, c.Mode, string(c.AccessMode), string(c.AttachmentMode), claimStateCell(c), age(now, c.CreatedAt), c.LastError}
+		if withVolume {
+			row = append([]string{c.VolumeID}, row...)
+		}
+		t.row(row...)
+	}
+	return t.render()
+}
+
+// claimStateCell is the claim's state, saying also when it is being released or waits for
+// reconcile: "node-staged (releasing, needs reconcile)".
+func claimStateCell(c engine.ClaimInfo) string {
+	var notes []string
+	if c.Releasing {
+		notes = append(notes, "releasing")
+	}
+	if c.NeedsReconcile {
+		notes = append(notes, "needs reconcile")
+	}
+	if len(notes) == 0 {
+		return c.State
+	}
+	return c.State + " (" + strings.Join(notes, ", ") + ")"
+}
+
+func capacityRange(min, max int64) string {
+	switch {
+	case min == 0 && max == 0:
+		return ""
+	case max == 0:
+		return "at least " + bytesIEC(min)
+	case min == 0:
+		return "at most " + bytesIEC(max)
+	}
+	return bytesIEC(min) + " - " + bytesIEC(max)
+}
+
+// mountOptionsString shows the fs type and how many mount flags there are, never the flags:
+// they may carry credentials.
+func mountOptionsString(m *spec.MountOptions) string {
+	if m == nil {
+		return ""
+	}
+	var parts []string
+	if m.FSType != "" {
+		parts = append(parts, "fs_type="+m.FSType)
+	}
+	if n := len(m.MountFlags); n > 0 {
+		parts = append(parts, fmt.Sprintf("mount_flags=%s (%d)", spec.Redacted, n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func topologiesString(ts []spec.Topology) string {
+	parts := make([]string, 0, len(ts))
+	for _, t := range ts {
+		parts = append(parts, "{"+segmentsString(t.Segments)+"}")
+	}
+	return strings.Join(parts, " ")
+}
+
+func topologyRequestString(r *spec.TopologyRequest) string {
+	if r == nil {
+		return ""
+	}
+	var parts []string
+	if len(r.Required) > 0 {
+		parts = append(parts, "required "+topologiesString(r.Required))
+	}
+	if len(r.Preferred) > 0 {
+		parts = append(parts, "preferred "+topologiesString(r.Preferred))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// secretKeysString names the secrets that are set, never their values.
+func secretKeysString(s spec.Secrets) string {
+	keys := make(map[string]string, len(s))
+	for k := range s {
+		keys[k] = spec.Redacted
+	}
+	return mapString(keys)
+}
+
+// mapString renders a map as "k=v, k2=v2", sorted by key.
+func mapString(m map[string]string) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+"="+m[k])
+	}
+	return strings.Join(parts, ", ")
+}

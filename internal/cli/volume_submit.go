@@ -1,0 +1,189 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// VolumeSubmitOptions are the inputs of `volctl volume register` and `volctl volume create`
+// (and of the top-level register and create, which are the same commands): volume spec files
+// checked for Verb, then handed to the engine one by one.
+type VolumeSubmitOptions struct {
+	IO       *iostreams.IOStreams
+	Engine   func(context.Context) (*engine.Engine, error)
+	ReadFile func(string) ([]byte, error)
+
+	Verb     spec.Verb // register or create
+	Files    []string  // "-" is standard input
+	Exporter exportFlags
+}
+
+// newCmdVolumeSubmit builds a register or create command; the volume and top-level forms
+// differ only in their short help.
+func newCmdVolumeSubmit(f *Factory, verb spec.Verb, short string, runF func(*VolumeSubmitOptions) error) *cobra.Command {
+	opts := &VolumeSubmitOptions{IO: f.IO, Engine: f.Engine, Verb: verb}
+	cmd := &cobra.Command{
+		Use:   string(verb) + " FILE... | -",
+		Short: short,
+		Args:  minimumArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkSpecArgs(args); err != nil {
+				return err
+			}
+			opts.Files = args
+			if runF != nil {
+				return runF(opts)
+			}
+			return volumeSubmitRun(cmd.Context(), opts)
+		},
+	}
+	switch verb {
+	case spec.VerbRegister:
+		cmd.Long = `Register volumes that already exist at their storage provider, from volume spec files (Nomad's
+format, HCL or JSON; - reads standard input). Each spec needs external_id, the provider's ID
+for the volume. The volume's plugin must be registered and reachable; a plugin with a
+controller service must confirm the volume's capabilities (ValidateVolumeCapabilities).
+
+Registering an ID again updates the volume as Nomad does: capabilities, mount options,
+secrets and context may change and capacity may grow, but name, external_id, plugin_id,
+parameters and topology cannot (exit 4; deregister and register it again to change them).
+
+Every file is checked before any volume is registered: an invalid one registers nothing
+(exit 2, with every problem shown). A volume that fails to register does not stop the others.`
+		cmd.Example = `  volctl volume register db.hcl
+  volctl register db.hcl cache.hcl --json
+  nomad-render db | volctl volume register -`
+	case spec.VerbCreate:
+		cmd.Long = `Create volumes through their plugin (CreateVolume), from volume spec files (Nomad's format,
+HCL or JSON; - reads standard input), and register them. The plugin must be registered,
+reachable and able to create volumes (CREATE_DELETE_VOLUME). snapshot_id restores a snapshot,
+clone_id copies another volume (a volctl volume ID or the provider's).
+
+Creating an existing volume with the same spec changes nothing (a larger capacity_min grows
+it); changing name, plugin_id, parameters, topology, snapshot_id or clone_id is refused (exit 4).
+A create interrupted by a crash is finished by the same create or by volctl reconcile, never
+by creating a second volume.
+
+Every file is checked before any volume is created: an invalid one creates nothing (exit 2,
+with every problem shown). A volume that fails to create does not stop the others.`
+		cmd.Example = `  volctl volume create db.hcl
+  volctl create db.hcl -t '{{range .}}{{.id}} {{.external_id}}{{"\n"}}{{end}}'`
+	}
+	addExportFlags(cmd, &opts.Exporter)
+	return cmd
+}
+
+// volumeSubmitRun parses and checks every file, then registers or creates each volume.
+func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
+	command := "volume " + string(opts.Verb)
+	vols, err := parseVolumeSpecs(opts, command)
+	if err != nil {
+		return err
+	}
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriter(opts.IO.Out)
+	defer out.Flush()
+	infos := make([]engine.VolumeInfo, 0, len(vols))
+	var errs []error
+	for _, v := range vols {
+		var info engine.VolumeInfo
+		if opts.Verb == spec.VerbCreate {
+			info, err = e.CreateVolume(ctx, *v)
+		} else {
+			info, err = e.RegisterVolume(ctx, *v)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			if len(vols) > 1 {
+				// Say it now, in order with the successes; the summary comes at the end.
+				out.Flush()
+				fmt.Fprintf(opts.IO.ErrOut, "Error: %v\n", err)
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		infos = append(infos, info)
+		if !opts.Exporter.Enabled() {
+			fmt.Fprintln(out, volumeSubmittedLine(opts.Verb, info))
+		}
+	}
+	if opts.Exporter.Enabled() {
+		if err := opts.Exporter.Write(out, infos); err != nil {
+			return err
+		}
+	}
+	switch {
+	case len(errs) == 0:
+		return nil
+	case len(vols) == 1:
+		return errs[0]
+	}
+	// Each failure is on stderr already; the exit code is the first one's.
+	return withCode(ExitCode(errs[0]), fmt.Errorf("%s: %d of %d volumes failed (see above)", command, len(errs), len(vols)))
+}
+
+// parseVolumeSpecs reads and checks every file before anything is done with any, rendering
+// diagnostics as validate does. Two files declaring the same ID are refused too.
+func parseVolumeSpecs(opts *VolumeSubmitOptions, command string) ([]*spec.Volume, error) {
+	sources, err := readSpecSources(opts.IO.In, opts.ReadFile, opts.Files)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", command, err)
+	}
+	parser := spec.NewParser()
+	var (
+		vols    []*spec.Volume
+		invalid int
+	)
+	seen := map[string]string{}
+	for _, s := range sources {
+		v, diags := parser.ParseVolume(s.Name, s.Src, opts.Verb)
+		if err := writeSpecDiagnostics(opts.IO, parser, diags); err != nil {
+			return nil, err
+		}
+		if diags.HasErrors() {
+			invalid++
+			continue
+		}
+		if first, dup := seen[v.ID]; dup {
+			return nil, usageError("%s: volume %q is declared in both %s and %s; nothing was %s", command, v.ID, first, s.Name, pastTense(opts.Verb))
+		}
+		seen[v.ID] = s.Name
+		vols = append(vols, v)
+	}
+	if invalid > 0 {
+		return nil, invalidSpecs(command, pastTense(opts.Verb), invalid, len(sources))
+	}
+	return vols, nil
+}
+
+func pastTense(verb spec.Verb) string {
+	if verb == spec.VerbCreate {
+		return "created"
+	}
+	return "registered"
+}
+
+// volumeSubmittedLine is `Volume "db" registered` or
+// `Volume "db" created (external ID "vol-1", 1.0 GiB)`.
+func volumeSubmittedLine(verb spec.Verb, v engine.VolumeInfo) string {
+	if verb != spec.VerbCreate {
+		return fmt.Sprintf("Volume %q registered", v.ID)
+	}
+	line := fmt.Sprintf("Volume %q created (external ID %q", v.ID, v.ExternalID)
+	if c := bytesIEC(v.CapacityBytes); c != "" {
+		line += ", " + c
+	}
+	return line + ")"
+}
