@@ -38,7 +38,7 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimInfo, error)
 	if err := spec.ValidateID("alloc", req.Alloc); err != nil {
 		return fail(invalidf("%v", err))
 	}
-	cl, fresh, err := e.admit(ctx, req)
+	cl, v, fresh, err := e.admit(ctx, req)
 	if err != nil {
 		return fail(err)
 	}
@@ -53,7 +53,12 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimInfo, error)
 		return fail(err)
 	}
 	defer unlock()
-	cl, err = e.drive(ctx, cl.ID, store.OutcomeRolledBack)
+	if !fresh {
+		// Someone may have moved it while we waited for the lock: start from the store.
+		cl, err = e.drive(ctx, cl.ID, store.OutcomeRolledBack)
+	} else {
+		cl, err = e.driveClaim(ctx, cl, v, store.OutcomeRolledBack)
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -62,13 +67,14 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimInfo, error)
 
 // admit runs admission in one write transaction and returns the claim: a new one in state
 // taken (fresh), or the alloc's existing equal claim.
-func (e *Engine) admit(ctx context.Context, req ClaimRequest) (cl store.Claim, fresh bool, err error) {
+func (e *Engine) admit(ctx context.Context, req ClaimRequest) (cl store.Claim, v store.Volume, fresh bool, err error) {
 	mode := store.ClaimWrite
 	if req.ReadOnly {
 		mode = store.ClaimRead
 	}
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
-		v, err := tx.Volumes().Get(req.VolumeID)
+		var err error
+		v, err = tx.Volumes().Get(req.VolumeID)
 		if errors.Is(err, store.ErrNotFound) {
 			return notFoundf("volume %q not found", req.VolumeID)
 		}
@@ -121,7 +127,7 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest) (cl store.Claim, f
 		return tx.Events().Append(&store.Event{Kind: "claim", VolumeID: v.ID, Alloc: req.Alloc, PluginID: v.PluginID,
 			Message: fmt.Sprintf("%s claim admitted (%s, %s)", mode, capab.AccessMode, capab.AttachmentMode)})
 	})
-	return cl, fresh, err
+	return cl, v, fresh, err
 }
 
 // chooseCapability picks the (access, attachment) pair for a claim: the one asked for, which
@@ -233,6 +239,12 @@ func (e *Engine) drive(ctx context.Context, claimID int64, rollbackOutcome store
 	if err != nil {
 		return cl, err
 	}
+	return e.driveClaim(ctx, cl, v, rollbackOutcome)
+}
+
+// driveClaim is drive for a claim and volume the caller has just read or written under the
+// volume lock.
+func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume, rollbackOutcome store.Outcome) (store.Claim, error) {
 	c, err := e.connect(ctx, v.PluginID)
 	if err != nil {
 		e.markForReconcile(ctx, &cl, "", err)

@@ -13,27 +13,38 @@ import (
 
 // publish drives a claim along the publish path (DESIGN.md, "Publish path"): taken ->
 // ControllerPublishVolume -> controller-published -> NodeStageVolume -> node-staged ->
-// NodePublishVolume -> published, each RPC only when the plugin's capabilities call for it and
-// each state committed before the next RPC is sent. The caller holds the volume lock.
+// NodePublishVolume -> published, each RPC only when the plugin's capabilities call for it.
+// Before each RPC, everything it depends on is committed: the claim's state, and the intent the
+// RPC may leave behind (a controller publication, a staging), so that whatever happens to this
+// process, the release path knows what to undo. The caller holds the volume lock.
 func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store.Claim) error {
+	p, err := e.newCheckpoint(ctx, cl)
+	if err != nil {
+		return err
+	}
 	for {
-		var err error
 		switch cl.State {
 		case store.ClaimTaken:
-			err = e.controllerPublish(ctx, c, v, cl)
+			err = e.controllerPublish(ctx, c, v, p)
 		case store.ClaimControllerPublished:
-			err = e.nodeStage(ctx, c, v, cl)
+			err = e.nodeStage(ctx, c, v, p)
 		case store.ClaimNodeStaged:
-			err = e.nodePublish(ctx, c, v, cl)
+			err = e.nodePublish(ctx, c, v, p)
 		case store.ClaimPublished:
+			if err := p.flush(ctx, "claim"); err != nil {
+				return err
+			}
 			return e.bind(cl)
 		default:
 			return fmt.Errorf("claim is on the release path (%s)", cl.State)
 		}
 		if err != nil {
+			// Keep what was done before the failure (a state reached without an RPC).
+			if ferr := p.flush(ctx, "claim"); ferr != nil {
+				return errors.Join(err, ferr)
+			}
 			return err
 		}
-		failpoint("claim:" + string(cl.State))
 	}
 }
 
@@ -51,101 +62,82 @@ func (e *Engine) getStaging(ctx context.Context, volumeID string) (store.Staging
 	return st, err == nil, err
 }
 
-func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume, cl *store.Claim) error {
-	if !c.controllerPublishes() {
-		cl.State = store.ClaimControllerPublished
-		return e.save(ctx, cl, nil)
-	}
-	// Read-only attachment follows the volume's access mode, not the claim's, so every claim of
-	// the volume asks for the same attachment and the RPC stays idempotent; a read claim is
-	// made read-only by NodePublishVolume.
-	req := csi.ControllerPublishVolumeRequest{
-		VolumeID: v.ExternalID, NodeID: c.fp.NodeID, Capability: capability(cl),
-		ReadOnly: cl.AccessMode.ReaderOnly(), Secrets: v.Secrets, VolumeContext: v.Context,
-	}
-	// Record the intent first: once ControllerPublishVolume may have been sent, the release path
-	// must unpublish even if this process dies before the answer is committed.
-	st, _, err := e.getStaging(ctx, v.ID)
-	if err != nil {
-		return err
-	}
-	if !st.ControllerPublished {
-		st.PluginID, st.NodeID, st.ControllerPublished = v.PluginID, c.fp.NodeID, true
-		if err := e.store.Update(ctx, func(tx *store.Tx) error { return tx.Stagings().Put(&st) }); err != nil {
+func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
+	cl := p.cl
+	if c.controllerPublishes() {
+		if !p.st.ControllerPublished {
+			p.staging(func(st *store.Staging) {
+				st.PluginID, st.NodeID, st.ControllerPublished = v.PluginID, c.fp.NodeID, true
+			})
+		}
+		if err := p.flush(ctx, "claim"); err != nil {
 			return err
 		}
-	}
-	var pc map[string]string
-	err = e.withController(ctx, c, func(ctx context.Context) error {
-		return e.retry(ctx, csi.RPCControllerPublishVolume, func(ctx context.Context) error {
-			var err error
-			pc, err = c.client.ControllerPublishVolume(ctx, req)
-			return err
+		// Read-only attachment follows the volume's access mode, not the claim's, so every claim
+		// of the volume asks for the same attachment and the RPC stays idempotent; a read claim
+		// is made read-only by NodePublishVolume.
+		req := csi.ControllerPublishVolumeRequest{
+			VolumeID: v.ExternalID, NodeID: c.fp.NodeID, Capability: capability(cl),
+			ReadOnly: cl.AccessMode.ReaderOnly(), Secrets: v.Secrets, VolumeContext: v.Context,
+		}
+		var pc map[string]string
+		err := e.withController(ctx, c, func(ctx context.Context) error {
+			return e.retry(ctx, csi.RPCControllerPublishVolume, func(ctx context.Context) error {
+				var err error
+				pc, err = c.client.ControllerPublishVolume(ctx, req)
+				return err
+			})
 		})
-	})
-	if err != nil {
-		return err
-	}
-	failpoint("rpc:ControllerPublishVolume")
-	cl.PublishContext = pc
-	cl.State = store.ClaimControllerPublished
-	return e.save(ctx, cl, func(tx *store.Tx) error {
-		st, err := tx.Stagings().Get(v.ID)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err != nil {
 			return err
 		}
-		st.VolumeID, st.PluginID = v.ID, v.PluginID
-		st.NodeID, st.PublishContext, st.ControllerPublished = c.fp.NodeID, pc, true
-		return tx.Stagings().Put(&st)
-	})
+		failpoint("rpc:ControllerPublishVolume")
+		cl.PublishContext = pc
+		p.staging(func(st *store.Staging) { st.PublishContext = pc })
+	}
+	p.setState(store.ClaimControllerPublished)
+	return nil
 }
 
-func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, cl *store.Claim) error {
-	if !c.stages() {
-		cl.State = store.ClaimNodeStaged
-		return e.save(ctx, cl, nil)
-	}
-	st, _, err := e.getStaging(ctx, v.ID)
-	if err != nil {
-		return err
-	}
-	if st.Staged {
-		// One staging per volume: a later claim shares it.
-		cl.State = store.ClaimNodeStaged
-		return e.save(ctx, cl, nil)
-	}
-	path := stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
-	if err := os.MkdirAll(path, 0o750); err != nil {
-		return fmt.Errorf("staging path: %w", err)
-	}
-	if st.StagingPath != path {
-		// Record the intent first: once NodeStageVolume may have been sent, the release path
-		// must unstage even if this process dies before the answer is committed.
-		st.PluginID, st.StagingPath = v.PluginID, path
-		if err := e.store.Update(ctx, func(tx *store.Tx) error { return tx.Stagings().Put(&st) }); err != nil {
+func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
+	cl := p.cl
+	// One staging per volume: a later claim shares the one there is.
+	if c.stages() && !p.st.Staged {
+		path := stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
+		if err := os.MkdirAll(path, 0o750); err != nil {
+			return fmt.Errorf("staging path: %w", err)
+		}
+		if p.st.StagingPath != path {
+			p.staging(func(st *store.Staging) { st.PluginID, st.StagingPath = v.PluginID, path })
+		}
+		if err := p.flush(ctx, "claim"); err != nil {
 			return err
 		}
+		req := csi.NodeStageVolumeRequest{
+			VolumeID: v.ExternalID, PublishContext: cl.PublishContext, StagingPath: path,
+			Capability: capability(cl), Secrets: v.Secrets, VolumeContext: v.Context,
+		}
+		err := e.retry(ctx, csi.RPCNodeStageVolume, func(ctx context.Context) error {
+			return c.client.NodeStageVolume(ctx, req)
+		})
+		if err != nil {
+			return err
+		}
+		failpoint("rpc:NodeStageVolume")
+		p.staging(func(st *store.Staging) { st.Staged = true })
 	}
-	req := csi.NodeStageVolumeRequest{
-		VolumeID: v.ExternalID, PublishContext: cl.PublishContext, StagingPath: path,
-		Capability: capability(cl), Secrets: v.Secrets, VolumeContext: v.Context,
-	}
-	err = e.retry(ctx, csi.RPCNodeStageVolume, func(ctx context.Context) error {
-		return c.client.NodeStageVolume(ctx, req)
-	})
-	if err != nil {
-		return err
-	}
-	failpoint("rpc:NodeStageVolume")
-	st.Staged = true
-	cl.State = store.ClaimNodeStaged
-	return e.save(ctx, cl, func(tx *store.Tx) error { return tx.Stagings().Put(&st) })
+	p.setState(store.ClaimNodeStaged)
+	return nil
 }
 
-func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, cl *store.Claim) error {
+func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
+	cl := p.cl
 	// volctl makes the target's parent; the plugin makes the target itself.
 	if err := os.MkdirAll(filepath.Dir(cl.TargetPath), 0o750); err != nil {
 		return fmt.Errorf("publish path: %w", err)
+	}
+	if err := p.flush(ctx, "claim"); err != nil {
+		return err
 	}
 	req := csi.NodePublishVolumeRequest{
 		VolumeID: v.ExternalID, PublishContext: cl.PublishContext, TargetPath: cl.TargetPath,
@@ -162,10 +154,9 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, cl *s
 		return err
 	}
 	failpoint("rpc:NodePublishVolume")
-	cl.State = store.ClaimPublished
+	p.setState(store.ClaimPublished)
 	cl.NeedsReconcile, cl.Attempts = false, 0
-	return e.save(ctx, cl, func(tx *store.Tx) error {
-		return tx.Events().Append(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
-			Message: fmt.Sprintf("%s claim published at %s", cl.Mode, cl.TargetPath)})
-	})
+	p.event(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
+		Message: fmt.Sprintf("%s claim published at %s", cl.Mode, cl.TargetPath)})
+	return nil
 }

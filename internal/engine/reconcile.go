@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
-	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -243,37 +241,32 @@ func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingMounte
 	if err != nil {
 		return err
 	}
-	fail := func(rpc string, err error) error {
-		e.markForReconcile(ctx, &cl, rpc, err)
+	// Step the claim back to what is really there and publish it again from there: from
+	// controller-published when the staging is gone too, else from node-staged. The controller
+	// publication outlives the node's mounts, so ControllerPublishVolume is not sent.
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if c.stages() && !stagingMounted {
+			cl.State = store.ClaimControllerPublished
+			st, err := tx.Stagings().Get(v.ID)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			if err == nil && st.Staged {
+				st.Staged = false
+				if err := tx.Stagings().Put(&st); err != nil {
+					return err
+				}
+			}
+		} else {
+			cl.State = store.ClaimNodeStaged
+		}
+		return tx.Claims().Update(&cl)
+	})
+	if err != nil {
 		return err
 	}
-	if c.stages() && !stagingMounted {
-		st, _, err := e.getStaging(ctx, v.ID)
-		if err != nil {
-			return err
-		}
-		path := stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
-		st.PluginID, st.StagingPath = v.PluginID, path
-		if err := os.MkdirAll(path, 0o750); err != nil {
-			return fail("", err)
-		}
-		err = e.retry(ctx, csi.RPCNodeStageVolume, func(ctx context.Context) error {
-			return c.client.NodeStageVolume(ctx, csi.NodeStageVolumeRequest{
-				VolumeID: v.ExternalID, PublishContext: cl.PublishContext, StagingPath: path,
-				Capability: capability(&cl), Secrets: v.Secrets, VolumeContext: v.Context})
-		})
-		if err != nil {
-			return fail(csi.RPCNodeStageVolume, err)
-		}
-		st.Staged = true
-		if err := e.store.Update(ctx, func(tx *store.Tx) error { return tx.Stagings().Put(&st) }); err != nil {
-			return err
-		}
-	}
-	if err := e.nodePublish(ctx, c, v, &cl); err != nil {
-		return fail(csi.RPCNodePublishVolume, err)
-	}
-	if err := e.bind(&cl); err != nil {
+	if err := e.publish(ctx, c, v, &cl); err != nil {
+		e.markForReconcile(ctx, &cl, lastRPC(err), err)
 		return err
 	}
 	e.event(ctx, &store.Event{Kind: "restore", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
@@ -326,7 +319,14 @@ func (e *Engine) cleanStaging(ctx context.Context, volumeID string) (unused bool
 	if err != nil {
 		return true, err
 	}
-	return true, e.undoUnused(ctx, c, v)
+	p, err := e.newCheckpoint(ctx, &store.Claim{VolumeID: v.ID})
+	if err != nil {
+		return true, err
+	}
+	if err := e.undoUnused(ctx, c, v, p); err != nil {
+		return true, errors.Join(err, p.flush(ctx, "clean"))
+	}
+	return true, p.flush(ctx, "clean")
 }
 
 // findOrphans reports mounts under volctl's staging and publish dirs that no claim or staging

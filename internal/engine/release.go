@@ -17,40 +17,53 @@ import (
 // -> freed into the history with outcome. NOT_FOUND on a teardown RPC counts as done. Each
 // state is committed before the next RPC. The caller holds the volume lock.
 func (e *Engine) release(ctx context.Context, c *conn, v store.Volume, cl *store.Claim, outcome store.Outcome) error {
+	p, err := e.newCheckpoint(ctx, cl)
+	if err != nil {
+		return err
+	}
 	if !cl.Releasing {
 		cl.Releasing = true
-		if err := e.save(ctx, cl, nil); err != nil {
-			return err
-		}
+		p.clDirty = true
 	}
-	for {
+	for cl.State != store.ClaimControllerDetached {
 		var err error
 		switch cl.State {
 		case store.ClaimTaken, store.ClaimControllerPublished:
 			// NodePublishVolume was never sent for this claim: nothing to unpublish. A staging or
 			// controller publication it may have started is undone below, if nothing else uses it.
-			cl.State = store.ClaimNodeDetached
-			err = e.save(ctx, cl, nil)
+			p.setState(store.ClaimNodeDetached)
 		case store.ClaimNodeStaged, store.ClaimPublished:
-			cl.State = store.ClaimUnpublishing
-			err = e.save(ctx, cl, nil)
+			p.setState(store.ClaimUnpublishing)
 		case store.ClaimUnpublishing:
-			err = e.nodeUnpublish(ctx, c, v, cl)
+			err = e.nodeUnpublish(ctx, c, v, p)
 		case store.ClaimNodeDetached:
-			err = e.detachVolume(ctx, c, v, cl)
-		case store.ClaimControllerDetached:
-			return e.free(ctx, cl, outcome, "")
+			err = e.undoUnused(ctx, c, v, p)
+			if err == nil {
+				p.setState(store.ClaimControllerDetached)
+			}
 		}
 		if err != nil {
 			// A release cannot be rolled back: whatever the class, it is left for reconcile.
+			if ferr := p.flush(ctx, "release"); ferr != nil {
+				err = errors.Join(err, ferr)
+			}
 			e.markForReconcile(ctx, cl, lastRPC(err), err)
 			return fmt.Errorf("release: %w (the claim is left %s for `volctl reconcile`; `volctl volume detach --force` drops it if the plugin is gone)", err, cl.State)
 		}
-		failpoint("release:" + string(cl.State))
 	}
+	// The last checkpoint frees the claim in the same transaction that records the volume's
+	// last staging change: nothing is sent after it.
+	p.free = outcome
+	p.event(&store.Event{Kind: "release", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
+		Message: fmt.Sprintf("%s claim freed (%s)", cl.Mode, outcome)})
+	return p.flush(ctx, "release")
 }
 
-func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, cl *store.Claim) error {
+func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
+	cl := p.cl
+	if err := p.flush(ctx, "release"); err != nil {
+		return err
+	}
 	if err := e.unbind(cl); err != nil {
 		return err
 	}
@@ -62,30 +75,19 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, cl 
 	}
 	failpoint("rpc:NodeUnpublishVolume")
 	removeEmptyDirs(cl.TargetPath, filepath.Join(e.cfg.StateDir, publishDir))
-	cl.State = store.ClaimNodeDetached
-	return e.save(ctx, cl, nil)
-}
-
-// detachVolume undoes what no other claim needs any more, then moves the claim to
-// controller-detached.
-func (e *Engine) detachVolume(ctx context.Context, c *conn, v store.Volume, cl *store.Claim) error {
-	if err := e.undoUnused(ctx, c, v); err != nil {
-		return err
-	}
-	cl.State = store.ClaimControllerDetached
-	return e.save(ctx, cl, nil)
+	p.setState(store.ClaimNodeDetached)
+	return nil
 }
 
 // undoUnused unstages a volume when no live claim uses its staging, and controller-unpublishes
 // it when no live claim holds it. Claims on their way out (node-detached and later) count for
-// neither: the one being released is one of them.
-func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume) error {
-	st, hasStaging, err := e.getStaging(ctx, v.ID)
-	if err != nil || !hasStaging {
-		return err
+// neither: the one being released is one of them. The staging row changes go into p.
+func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
+	if !p.hasSt && !p.stDirty {
+		return nil
 	}
 	var stagingUsers, holders int
-	err = e.store.View(ctx, func(tx *store.Tx) error {
+	err := e.store.View(ctx, func(tx *store.Tx) error {
 		var err error
 		stagingUsers, err = tx.Claims().CountByVolume(v.ID, store.ClaimNodeStaged, store.ClaimPublished, store.ClaimUnpublishing)
 		if err != nil {
@@ -98,8 +100,22 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume) error 
 	if err != nil {
 		return err
 	}
+	// The claim being released may not be committed as detached yet: leave it out of the counts.
+	if p.cl.ID != 0 {
+		switch p.saved {
+		case store.ClaimNodeStaged, store.ClaimPublished, store.ClaimUnpublishing:
+			stagingUsers--
+			holders--
+		case store.ClaimTaken, store.ClaimControllerPublished:
+			holders--
+		}
+	}
+	st := p.st
 	if st.StagingPath != "" && stagingUsers == 0 {
 		if c.stages() {
+			if err := p.flush(ctx, "release"); err != nil {
+				return err
+			}
 			err := e.retry(ctx, csi.RPCNodeUnstageVolume, func(ctx context.Context) error {
 				return c.client.NodeUnstageVolume(ctx, csi.NodeUnstageVolumeRequest{VolumeID: v.ExternalID, StagingPath: st.StagingPath})
 			})
@@ -109,13 +125,13 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume) error 
 			failpoint("rpc:NodeUnstageVolume")
 		}
 		removeEmptyDirs(st.StagingPath, filepath.Join(e.cfg.StateDir, stagingDir))
-		st.StagingPath, st.Staged = "", false
-		if err := e.putOrDropStaging(ctx, st); err != nil {
-			return err
-		}
+		p.staging(func(st *store.Staging) { st.StagingPath, st.Staged = "", false })
 	}
 	if holders == 0 && st.ControllerPublished {
 		if c.controllerPublishes() {
+			if err := p.flush(ctx, "release"); err != nil {
+				return err
+			}
 			nodeID := st.NodeID
 			if nodeID == "" {
 				nodeID = c.fp.NodeID
@@ -131,40 +147,9 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume) error 
 			}
 			failpoint("rpc:ControllerUnpublishVolume")
 		}
-		st.ControllerPublished, st.PublishContext = false, nil
-		if err := e.putOrDropStaging(ctx, st); err != nil {
-			return err
-		}
+		p.staging(func(st *store.Staging) { st.ControllerPublished, st.PublishContext = false, nil })
 	}
 	return nil
-}
-
-// putOrDropStaging writes a staging row back, or deletes it once nothing is left in it.
-func (e *Engine) putOrDropStaging(ctx context.Context, st store.Staging) error {
-	return e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
-		if st.StagingPath == "" && !st.Staged && !st.ControllerPublished {
-			err := tx.Stagings().Delete(st.VolumeID)
-			if errors.Is(err, store.ErrNotFound) {
-				return nil
-			}
-			return err
-		}
-		return tx.Stagings().Put(&st)
-	})
-}
-
-// free moves a released claim into the history.
-func (e *Engine) free(ctx context.Context, cl *store.Claim, outcome store.Outcome, note string) error {
-	msg := fmt.Sprintf("%s claim freed (%s)", cl.Mode, outcome)
-	if note != "" {
-		msg += ": " + note
-	}
-	return e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
-		if err := tx.Claims().Free(cl.ID, outcome); err != nil {
-			return err
-		}
-		return tx.Events().Append(&store.Event{Kind: "release", VolumeID: cl.VolumeID, Alloc: cl.Alloc, Message: msg})
-	})
 }
 
 // removeEmptyDirs removes path and then its parents while they are empty, stopping at root.
@@ -198,13 +183,24 @@ func (e *Engine) Release(ctx context.Context, volumeID, alloc string) (ReleaseRe
 		return fail(err)
 	}
 	defer unlock()
-	var cl store.Claim
+	var (
+		cl store.Claim
+		v  store.Volume
+	)
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		var err error
 		if cl, err = tx.Claims().Find(volumeID, alloc); err != nil {
 			return err
 		}
+		if v, err = tx.Volumes().Get(volumeID); err != nil {
+			return err
+		}
+		// The release's first checkpoint: wanted freed, and off the publish path where the
+		// next RPC is NodeUnpublishVolume.
 		cl.Releasing = true
+		if cl.State == store.ClaimNodeStaged || cl.State == store.ClaimPublished {
+			cl.State = store.ClaimUnpublishing
+		}
 		return tx.Claims().Update(&cl)
 	})
 	if errors.Is(err, store.ErrNotFound) {
@@ -213,7 +209,8 @@ func (e *Engine) Release(ctx context.Context, volumeID, alloc string) (ReleaseRe
 	if err != nil {
 		return fail(err)
 	}
-	if _, err := e.drive(ctx, cl.ID, store.OutcomeReleased); err != nil {
+	failpoint("release:" + string(cl.State))
+	if _, err := e.driveClaim(ctx, cl, v, store.OutcomeReleased); err != nil {
 		return fail(err)
 	}
 	return ReleaseResult{Released: true, Claim: claimInfo(cl)}, nil

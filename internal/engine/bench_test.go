@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// BenchmarkLifecycle measures one volume's full lifecycle, claim to release, through the engine
+// and, as its floor, the same RPC sequence sent directly through internal/csi, both against the
+// built-in plugin with real mounts (root). The ratio engine/raw is the engine's overhead:
+//
+//	go test ./internal/engine -run '^$' -bench Lifecycle -benchtime 200x -count 5
+func BenchmarkLifecycle(b *testing.B) {
+	hostpathtest.RequireMount(b)
+	ctx := context.Background()
+	for _, attach := range []bool{false, true} {
+		p, err := hostpath.New(hostpath.Config{Root: hostpathtest.MountDir(b), NodeID: "n1", EnableAttach: attach})
+		if err != nil {
+			b.Fatal(err)
+		}
+		socket, _ := csitest.Serve(b, csitest.WithServer(p))
+		state := hostpathtest.MountDir(b)
+		e, err := Open(ctx, Config{StateDir: state})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { e.Close() })
+		if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+			b.Fatal(err)
+		}
+		v, err := e.CreateVolume(ctx, spec.Volume{ID: "v", Name: "v", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+			Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		suffix := "plain"
+		if attach {
+			suffix = "attach"
+		}
+
+		b.Run("engine/"+suffix, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := e.Release(ctx, "v", "a"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+
+		b.Run("raw/"+suffix, func(b *testing.B) {
+			c, err := csi.New(csi.Config{ControllerSocket: socket, NodeSocket: socket})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			rawDir := hostpathtest.MountDir(b)
+			staging := filepath.Join(rawDir, "staging")
+			target := filepath.Join(rawDir, "publish", "a", "target")
+			vc := csi.VolumeCapability{Capability: capab(spec.SingleNodeWriter)}
+			for i := 0; i < b.N; i++ {
+				if err := rawLifecycle(ctx, c, v.ExternalID, attach, staging, target, vc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// rawLifecycle is the RPC sequence the engine sends for one claim and its release, with the
+// directories it makes, and nothing else.
+func rawLifecycle(ctx context.Context, c *csi.Client, id string, attach bool, staging, target string, vc csi.VolumeCapability) error {
+	var pc map[string]string
+	if attach {
+		var err error
+		if pc, err = c.ControllerPublishVolume(ctx, csi.ControllerPublishVolumeRequest{VolumeID: id, NodeID: "n1", Capability: vc}); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(staging, 0o750); err != nil {
+		return err
+	}
+	if err := c.NodeStageVolume(ctx, csi.NodeStageVolumeRequest{VolumeID: id, PublishContext: pc, StagingPath: staging, Capability: vc}); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
+		return err
+	}
+	if err := c.NodePublishVolume(ctx, csi.NodePublishVolumeRequest{VolumeID: id, PublishContext: pc, StagingPath: staging, TargetPath: target, Capability: vc}); err != nil {
+		return err
+	}
+	if err := c.NodeUnpublishVolume(ctx, csi.NodeUnpublishVolumeRequest{VolumeID: id, TargetPath: target}); err != nil {
+		return err
+	}
+	if err := c.NodeUnstageVolume(ctx, csi.NodeUnstageVolumeRequest{VolumeID: id, StagingPath: staging}); err != nil {
+		return err
+	}
+	if attach {
+		if err := c.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{VolumeID: id, NodeID: "n1"}); err != nil {
+			return fmt.Errorf("unpublish: %w", err)
+		}
+	}
+	return nil
+}
