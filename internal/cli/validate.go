@@ -75,7 +75,7 @@ Exit status: 0 when every file is valid, 2 when any is invalid, 1 when a file ca
 			return validateRun(opts)
 		},
 	}
-	cmd.Flags().StringVar(&verb, "for", "", "check volume specs for `register` or create (default: the rules common to both)")
+	cmd.Flags().StringVar(&verb, "for", "", "check volume specs for one `verb`: register or create (default: the rules common to both)")
 	addExportFlags(cmd, &opts.Export)
 	return cmd
 }

@@ -110,7 +110,7 @@ func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File
 	body, json, m, diags := p.load(filename, src)
 	if diags.HasErrors() {
 		// A body the parser gave up on would only add noise (missing arguments it never reached).
-		return nil, sortDiagnostics(clampRanges(diags, src))
+		return nil, sortDiagnostics(fixRanges(diags, src, json))
 	}
 	if kind == "" {
 		kind = detectKind(body)
@@ -128,7 +128,7 @@ func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File
 	if m != nil {
 		m.mapDiagnostics(d.diags)
 	}
-	diags = sortDiagnostics(clampRanges(append(diags, d.diags...), src))
+	diags = sortDiagnostics(fixRanges(append(diags, d.diags...), src, json))
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -259,18 +259,19 @@ func sameDiagnostic(a, b *hcl.Diagnostic) bool {
 	return *a.Subject == *b.Subject
 }
 
-// clampRanges pulls ranges that end past the file back onto its last byte. (HCL's JSON
-// scanner reports an unterminated string at the end of the input one byte beyond it.)
-func clampRanges(diags hcl.Diagnostics, src []byte) hcl.Diagnostics {
+// fixRanges pulls ranges that end past the file back onto its end and, for JSON, recomputes
+// line and column from the byte offset: HCL's JSON scanner places an unterminated string one
+// byte past the end of the input, or past a newline without counting the line.
+func fixRanges(diags hcl.Diagnostics, src []byte, json bool) hcl.Diagnostics {
 	var m *offsetMap
-	clamp := func(p hcl.Pos) hcl.Pos {
-		if p.Byte <= len(src) {
+	fix := func(p hcl.Pos) hcl.Pos {
+		if p.Byte <= len(src) && !json {
 			return p
 		}
 		if m == nil {
 			m = &offsetMap{src: src, lineStarts: lineStarts(src)}
 		}
-		return m.pos(len(src))
+		return m.pos(min(max(p.Byte, 0), len(src)))
 	}
 	for _, d := range diags {
 		for _, r := range []**hcl.Range{&d.Subject, &d.Context} {
@@ -278,7 +279,7 @@ func clampRanges(diags hcl.Diagnostics, src []byte) hcl.Diagnostics {
 				continue
 			}
 			c := **r
-			c.Start, c.End = clamp(c.Start), clamp(c.End)
+			c.Start, c.End = fix(c.Start), fix(c.End)
 			*r = &c
 		}
 	}

@@ -299,14 +299,18 @@ func (p *Plugin) NodeEndpoint() string {
 // fmt.Formatter: it prints a copy in which those values are already replaced, whatever the
 // verb. The copies' types have no methods, so printing them cannot recurse.
 
-// Format prints the redacted form for every verb.
-func (s Secrets) Format(f fmt.State, verb rune) {
-	fmt.Fprintf(f, fmt.FormatString(f, verb), s.String())
-}
+// Format prints the redacted form for every verb (%#v: GoString).
+func (s Secrets) Format(f fmt.State, verb rune) { formatRedacted(f, verb, s.String()) }
 
-// Format prints the redacted form for every verb.
-func (f MountFlags) Format(st fmt.State, verb rune) {
-	fmt.Fprintf(st, fmt.FormatString(st, verb), f.String())
+// Format prints the redacted form for every verb (%#v: GoString).
+func (f MountFlags) Format(st fmt.State, verb rune) { formatRedacted(st, verb, f.String()) }
+
+func formatRedacted(f fmt.State, verb rune, redacted string) {
+	if verb == 'v' && f.Flag('#') {
+		fmt.Fprint(f, redacted)
+		return
+	}
+	fmt.Fprintf(f, fmt.FormatString(f, verb), redacted)
 }
 
 func (s Secrets) redacted() Secrets {
