@@ -1,0 +1,494 @@
+// Package agent is `volctl agent`: a foreground daemon that starts and supervises the plugins
+// declared with an exec block, probes every registered plugin on a loop, restores and
+// re-drives claims at start and on timers, and stops its plugins last, never under mounts.
+// It works through the engine only, like the command line.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// The defaults of the agent's intervals (DESIGN.md, "Plugins").
+const (
+	DefaultProbeInterval      = 5 * time.Second
+	DefaultProbeIntervalReady = 30 * time.Second
+	DefaultHealthTimeout      = 30 * time.Second
+	DefaultGCInterval         = time.Minute
+	DefaultReconcileInterval  = time.Minute
+	DefaultStopTimeout        = 10 * time.Second
+	DefaultBackoffMin         = time.Second
+	DefaultBackoffMax         = time.Minute
+)
+
+// Retry is the engine retry policy the agent runs with: more patient than a command's, since
+// nobody waits on the agent and a claim it gives up on waits for the next pass.
+var Retry = engine.RetryPolicy{Attempts: 6, Base: 500 * time.Millisecond, Max: 15 * time.Second}
+
+// Settings are the agent's intervals. A zero field is unset: Merge keeps the other's value and
+// withDefaults fills in the default.
+type Settings struct {
+	ProbeInterval      time.Duration // between probes until a plugin is ready
+	ProbeIntervalReady time.Duration // between probes once it is
+	HealthTimeout      time.Duration // how long a started plugin may stay unhealthy before a restart
+	GCInterval         time.Duration // between passes releasing past claims
+	ReconcileInterval  time.Duration // between reconcile passes (re-drive, restore)
+	StopTimeout        time.Duration // from SIGTERM to SIGKILL when stopping a plugin
+	BackoffMin         time.Duration // first wait before restarting a failed plugin
+	BackoffMax         time.Duration // cap on that wait
+}
+
+// Merge returns s with every field that o sets replaced by o's.
+func (s Settings) Merge(o Settings) Settings {
+	a, b := reflect.ValueOf(&s).Elem(), reflect.ValueOf(o)
+	for i := range a.NumField() {
+		if !b.Field(i).IsZero() {
+			a.Field(i).Set(b.Field(i))
+		}
+	}
+	return s
+}
+
+// Validate refuses negative durations, naming the setting as the flag spells it.
+func (s Settings) Validate() error {
+	for _, f := range s.fields() {
+		if *f.d < 0 {
+			return fmt.Errorf("%s must be positive, got %s", f.name, *f.d)
+		}
+	}
+	return nil
+}
+
+// fields names each setting as the config file and the flags spell it (with _ for -).
+func (s *Settings) fields() []struct {
+	name string
+	d    *time.Duration
+} {
+	return []struct {
+		name string
+		d    *time.Duration
+	}{
+		{"probe_interval", &s.ProbeInterval},
+		{"probe_interval_ready", &s.ProbeIntervalReady},
+		{"health_timeout", &s.HealthTimeout},
+		{"gc_interval", &s.GCInterval},
+		{"reconcile_interval", &s.ReconcileInterval},
+		{"stop_timeout", &s.StopTimeout},
+		{"restart_backoff_min", &s.BackoffMin},
+		{"restart_backoff_max", &s.BackoffMax},
+	}
+}
+
+func (s Settings) withDefaults() Settings {
+	return Settings{
+		ProbeInterval: DefaultProbeInterval, ProbeIntervalReady: DefaultProbeIntervalReady,
+		HealthTimeout: DefaultHealthTimeout, GCInterval: DefaultGCInterval,
+		ReconcileInterval: DefaultReconcileInterval, StopTimeout: DefaultStopTimeout,
+		BackoffMin: DefaultBackoffMin, BackoffMax: DefaultBackoffMax,
+	}.Merge(s)
+}
+
+// Config builds an Agent.
+type Config struct {
+	// Engine is the engine on the state dir, opened with Retry.
+	Engine *engine.Engine
+	// Logger gets the agent's log: plugin starts, exits, health changes, reconcile results.
+	Logger *slog.Logger
+	// Plugins are registered at start (the agent config file's plugin blocks).
+	Plugins []spec.Plugin
+	// Settings are the intervals; zero fields take the defaults.
+	Settings Settings
+}
+
+// Agent is one running `volctl agent`.
+type Agent struct {
+	e      *engine.Engine
+	log    *slog.Logger
+	s      Settings
+	decl   []spec.Plugin
+	runDir string // pid files
+	logDir string // plugin output
+
+	kick chan struct{} // asks for a reconcile pass soon (a restarted plugin may have lost mounts)
+
+	mu       sync.Mutex
+	runners  map[string]*runner
+	problems map[string]bool // reconcile problems already logged, to log each once
+}
+
+// New builds an agent; Run runs it.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Engine == nil {
+		return nil, errors.New("agent: no engine")
+	}
+	s := cfg.Settings.withDefaults()
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	dir := cfg.Engine.StateDir()
+	return &Agent{
+		e: cfg.Engine, log: log, s: s, decl: cfg.Plugins,
+		runDir: filepath.Join(dir, "run"), logDir: filepath.Join(dir, "logs"),
+		kick: make(chan struct{}, 1), runners: map[string]*runner{}, problems: map[string]bool{},
+	}, nil
+}
+
+// Run runs the agent until ctx ends (SIGTERM, SIGINT), then stops its loops and, last, the
+// plugins it supervises that have no mounts. It refuses to start while another agent runs on
+// the same state dir (an engine.ErrConflict).
+func (a *Agent) Run(ctx context.Context) error {
+	release, err := a.e.LockAgent()
+	if err != nil {
+		if pid := readAgentPid(a.runDir); pid != "" && errors.Is(err, engine.ErrConflict) {
+			err = fmt.Errorf("%w (pid %s)", err, pid)
+		}
+		return err
+	}
+	defer release()
+	for _, d := range []string{a.runDir, a.logDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+	}
+	agentPid := filepath.Join(a.runDir, "agent.pid")
+	if err := os.WriteFile(agentPid, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	defer os.Remove(agentPid)
+
+	a.log.Info("agent starting", "state_dir", a.e.StateDir(), "probe_interval", a.s.ProbeInterval,
+		"probe_interval_ready", a.s.ProbeIntervalReady, "health_timeout", a.s.HealthTimeout,
+		"gc_interval", a.s.GCInterval, "reconcile_interval", a.s.ReconcileInterval)
+	if err := a.registerDeclared(ctx); err != nil {
+		return err
+	}
+
+	loops, stopLoops := context.WithCancel(ctx)
+	defer stopLoops()
+	var wg sync.WaitGroup
+	a.sync(loops, &wg)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.housekeeping(loops, &wg)
+	}()
+	<-ctx.Done()
+	a.log.Info("agent stopping")
+	stopLoops()
+	wg.Wait()
+	a.stopPlugins()
+	a.log.Info("agent stopped")
+	return nil
+}
+
+// registerDeclared registers the config file's plugins. An invalid declaration stops the agent;
+// one that cannot be reached now is logged and skipped, since the service manager restarting the
+// agent would not make it reachable (an exec plugin is recorded even when not running).
+func (a *Agent) registerDeclared(ctx context.Context) error {
+	for _, sp := range a.decl {
+		info, err := a.e.RegisterPlugin(ctx, sp)
+		switch {
+		case errors.Is(err, engine.ErrInvalid):
+			return err
+		case err != nil:
+			a.log.Warn("registering a declared plugin", "plugin", sp.ID, "err", err)
+		default:
+			a.log.Info("registered plugin", "plugin", sp.ID, "provider", info.Provider, "supervised", info.Supervised)
+		}
+	}
+	return nil
+}
+
+func readAgentPid(runDir string) string {
+	b, err := os.ReadFile(filepath.Join(runDir, "agent.pid"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// sync starts a runner for each registered plugin without one, and stops the runners of
+// plugins deregistered or re-declared since. A re-declared plugin gets a new runner, which
+// adopts the old process if it was left running.
+func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
+	specs, err := a.e.PluginSpecs(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.log.Warn("listing plugins", "err", err)
+		}
+		return
+	}
+	want := map[string]spec.Plugin{}
+	for _, sp := range specs {
+		want[sp.ID] = sp
+	}
+	a.mu.Lock()
+	var gone []*runner
+	for id, r := range a.runners {
+		if sp, ok := want[id]; !ok || !reflect.DeepEqual(sp, r.spec) {
+			gone = append(gone, r)
+			delete(a.runners, id)
+		}
+	}
+	a.mu.Unlock()
+	for _, r := range gone {
+		r.cancel()
+		<-r.done
+		if _, ok := want[r.spec.ID]; ok {
+			a.log.Info("plugin declaration changed; supervising it anew", "plugin", r.spec.ID)
+		} else {
+			a.log.Info("plugin deregistered; no longer supervising it", "plugin", r.spec.ID)
+		}
+		a.stopIfUnmounted(r)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, id := range sortedIDs(want) {
+		if a.runners[id] != nil || ctx.Err() != nil {
+			continue
+		}
+		r := newRunner(a, want[id])
+		a.runners[id] = r
+		rctx, cancel := context.WithCancel(ctx)
+		r.cancel = cancel
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.loop(rctx)
+		}()
+	}
+}
+
+func sortedIDs(m map[string]spec.Plugin) []string {
+	out := make([]string, 0, len(m))
+	for id := range m {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// housekeeping runs the restore at start (once every plugin has had its chance to become
+// healthy), then claim GC and reconcile on their timers, and picks up plugins registered or
+// deregistered while the agent runs.
+func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
+	a.mu.Lock()
+	var settled []<-chan struct{}
+	for _, r := range a.runners {
+		settled = append(settled, r.settled)
+	}
+	a.mu.Unlock()
+	for _, ch := range settled {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
+	a.reconcile(ctx, "start")
+
+	syncT := time.NewTicker(a.s.ProbeInterval)
+	gcT := time.NewTicker(a.s.GCInterval)
+	recT := time.NewTicker(a.s.ReconcileInterval)
+	defer syncT.Stop()
+	defer gcT.Stop()
+	defer recT.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-syncT.C:
+			a.sync(ctx, wg)
+		case <-gcT.C:
+			a.gc(ctx)
+		case <-recT.C:
+			a.reconcile(ctx, "timer")
+		case <-a.kick:
+			a.reconcile(ctx, "plugin restarted")
+		}
+	}
+}
+
+// kickReconcile asks for a reconcile pass soon, without waiting for it.
+func (a *Agent) kickReconcile() {
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+}
+
+// reconcile runs one reconcile pass and logs what it did; each remaining problem is logged
+// once, not on every pass, and again only after it was gone.
+func (a *Agent) reconcile(ctx context.Context, why string) {
+	rep, err := a.e.Reconcile(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	for _, act := range rep.Actions {
+		a.log.Info("reconcile: "+act.Message, "kind", act.Kind, "volume", act.VolumeID, "alloc", act.Alloc, "trigger", why)
+	}
+	now := map[string]bool{}
+	for _, p := range rep.Problems {
+		now[p.Message] = true
+		if !a.problems[p.Message] {
+			a.log.Warn("reconcile: "+p.Message, "kind", p.Kind, "volume", p.VolumeID, "alloc", p.Alloc, "trigger", why)
+		}
+	}
+	for msg := range a.problems {
+		if !now[msg] {
+			a.log.Info("reconcile: resolved: " + msg)
+		}
+	}
+	a.problems = now
+	if err != nil && len(rep.Problems) == 0 {
+		a.log.Warn("reconcile", "err", err)
+	}
+}
+
+// gc releases past claims: claims whose release was asked for but did not finish, and claims
+// of stopped groups. It contacts plugins only when there is something to release, which keeps
+// it cheap enough to run more often than a full reconcile.
+func (a *Agent) gc(ctx context.Context) {
+	claims, err := a.e.Claims(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.log.Warn("claim GC: listing claims", "err", err)
+		}
+		return
+	}
+	var stopped map[string]bool
+	for _, c := range claims {
+		if c.Group == "" || c.Releasing || stopped != nil {
+			continue
+		}
+		stopped = map[string]bool{}
+		groups, err := a.e.Groups(ctx, "")
+		if err != nil {
+			a.log.Warn("claim GC: listing groups", "err", err)
+			break
+		}
+		for _, g := range groups {
+			stopped[g.Name] = g.State == "stopped"
+		}
+	}
+	for _, c := range claims {
+		if !c.Releasing && !stopped[c.Group] {
+			continue
+		}
+		res, err := a.e.Release(ctx, c.VolumeID, c.Alloc)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			a.log.Warn("claim GC", "volume", c.VolumeID, "alloc", c.Alloc, "err", err)
+		case res.Released:
+			a.log.Info("claim GC: released a past claim", "volume", c.VolumeID, "alloc", c.Alloc, "was", c.State)
+		}
+	}
+}
+
+// stopPlugins stops, after every loop has ended, the supervised plugins without mounts. A
+// plugin with mounts is left running: stopping a node plugin under mounted volumes is never
+// right, and the next agent adopts it.
+func (a *Agent) stopPlugins() {
+	a.mu.Lock()
+	runners := make([]*runner, 0, len(a.runners))
+	for _, r := range a.runners {
+		runners = append(runners, r)
+	}
+	a.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, r := range runners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.stopIfUnmounted(r)
+		}()
+	}
+	wg.Wait()
+}
+
+// stopIfUnmounted stops a finished runner's process unless its plugin has mounts.
+func (a *Agent) stopIfUnmounted(r *runner) {
+	p := r.proc
+	if p == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := a.mounts(ctx, r.spec.ID)
+	switch {
+	case err != nil:
+		a.log.Warn("leaving plugin running: could not count its mounts", "plugin", r.spec.ID, "pid", p.pid, "err", err)
+		return
+	case n > 0:
+		a.log.Warn("leaving plugin running: it has mounts, and stopping a plugin under mounted volumes is never right",
+			"plugin", r.spec.ID, "pid", p.pid, "mounts", n)
+		return
+	}
+	a.log.Info("stopping plugin", "plugin", r.spec.ID, "pid", p.pid)
+	if err := p.stop(a.s.StopTimeout); err != nil {
+		a.log.Warn("stopping plugin", "plugin", r.spec.ID, "pid", p.pid, "err", err)
+		return
+	}
+	removePidFile(a.runDir, r.spec.ID)
+	a.e.PluginEvent(ctx, r.spec.ID, "plugin-stop", fmt.Sprintf("plugin %q stopped by the agent (pid %d)", r.spec.ID, p.pid))
+}
+
+// mounts counts a plugin's mounts as the store knows them: publish targets of claims that are
+// published or being unpublished, and stagings in place.
+func (a *Agent) mounts(ctx context.Context, pluginID string) (int, error) {
+	vols, err := a.e.Volumes(ctx)
+	if err != nil {
+		return 0, err
+	}
+	mine := map[string]bool{}
+	for _, v := range vols {
+		if v.PluginID == pluginID {
+			mine[v.ID] = true
+		}
+	}
+	if len(mine) == 0 {
+		return 0, nil
+	}
+	claims, err := a.e.Claims(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range claims {
+		if mine[c.VolumeID] && (c.State == "published" || c.State == "unpublishing") {
+			n++
+		}
+	}
+	for id := range mine {
+		v, err := a.e.Volume(ctx, id)
+		if errors.Is(err, engine.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if v.Staged {
+			n++
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,170 @@
+package agent
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+func TestParseConfig(t *testing.T) {
+	src := `# the agent's own settings
+agent {
+  probe_interval       = "2s"
+  probe_interval_ready = "1m"
+  health_timeout       = "45s"
+  gc_interval          = "30s"
+  reconcile_interval   = "5m"
+  stop_timeout         = "20s"
+}
+
+plugin "hostpath" {
+  type   = "monolith"
+  socket = "/run/volctl/hostpath.sock"
+  exec {
+    command = "/usr/local/bin/volctl"
+    args    = ["plugin", "serve", "hostpath", "--root", "/srv/hp", "--node-id", "n1"]
+    env     = { TOKEN = "s3cr3t" }
+  }
+}
+
+plugin "nfs" {
+  type   = "node"
+  socket = "/run/csi/nfs.sock"
+}
+`
+	f, _, diags := ParseConfig("agent.hcl", []byte(src))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	want := Settings{ProbeInterval: 2 * time.Second, ProbeIntervalReady: time.Minute, HealthTimeout: 45 * time.Second,
+		GCInterval: 30 * time.Second, ReconcileInterval: 5 * time.Minute, StopTimeout: 20 * time.Second}
+	if f.Settings != want {
+		t.Errorf("settings = %+v, want %+v", f.Settings, want)
+	}
+	if len(f.Plugins) != 2 || f.Plugins[0].ID != "hostpath" || f.Plugins[1].ID != "nfs" {
+		t.Fatalf("plugins = %v", f.Plugins)
+	}
+	hp := f.Plugins[0]
+	if hp.Exec == nil || hp.Exec.Command != "/usr/local/bin/volctl" || len(hp.Exec.Args) != 7 || hp.Exec.Env.Plain()["TOKEN"] != "s3cr3t" {
+		t.Errorf("hostpath exec = %+v", hp.Exec)
+	}
+	if f.Plugins[1].NodeSocket != "/run/csi/nfs.sock" || f.Plugins[1].Exec != nil {
+		t.Errorf("nfs = %+v", f.Plugins[1])
+	}
+}
+
+func TestParseConfigOptionalParts(t *testing.T) {
+	tests := []struct {
+		name, src   string
+		wantPlugins int
+		want        Settings
+	}{
+		{"empty file", "", 0, Settings{}},
+		{"agent block only", `agent { health_timeout = "10s" }`, 0, Settings{HealthTimeout: 10 * time.Second}},
+		{"plugins only", `plugin "a" {
+  type = "monolith"
+  socket = "/run/a.sock"
+}`, 1, Settings{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, _, diags := ParseConfig("agent.hcl", []byte(tt.src))
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			if len(f.Plugins) != tt.wantPlugins || f.Settings != tt.want {
+				t.Fatalf("got %+v", f)
+			}
+		})
+	}
+}
+
+// Every problem is reported at once, at the line and column where it is, plugin blocks
+// after the agent block included, and secrets never appear in the rendering.
+func TestParseConfigDiagnostics(t *testing.T) {
+	src := `agent {
+  probe_interval = "soon"
+  health_timeout = 30
+  stop_timeout   = "-1s"
+  probe_intervall = "5s"
+}
+
+agent {}
+
+plugin "hp" {
+  type   = "monolithic"
+  socket = "relative.sock"
+  exec {
+    command = ""
+    env     = { TOKEN = "s3cr3t" }
+  }
+}
+
+volume "x" {}
+`
+	f, files, diags := ParseConfig("agent.hcl", []byte(src))
+	if f != nil {
+		t.Fatalf("file returned despite errors: %+v", f)
+	}
+	type at struct {
+		line    int
+		summary string
+	}
+	want := []at{
+		{2, "Invalid duration"},
+		{3, "Invalid duration"},
+		{4, "Invalid duration"},
+		{5, "Unsupported argument"},
+		{8, "Duplicate agent block"},
+		{11, "Invalid plugin type"},
+		{12, "Invalid socket path"},
+		{14, "Invalid command"},
+		{19, "Unsupported block type"},
+	}
+	var got []at
+	for _, d := range diags {
+		if d.Subject == nil {
+			t.Fatalf("diagnostic without a range: %v", d)
+		}
+		got = append(got, at{d.Subject.Start.Line, d.Summary})
+	}
+	if len(got) != len(want) {
+		t.Fatalf("diagnostics:\n%v\nwant %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("diagnostic %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	var buf bytes.Buffer
+	if err := spec.NewDiagnosticWriter(&buf, files, 0, false).WriteDiagnostics(diags); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if strings.Contains(out, "s3cr3t") {
+		t.Errorf("rendering shows a secret:\n%s", out)
+	}
+	for _, s := range []string{`"soon" is not a duration`, "health_timeout must be a duration string", `An argument named "probe_intervall" is not expected here`, "agent.hcl:11:"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("rendering lacks %q:\n%s", s, out)
+		}
+	}
+}
+
+func TestSettingsMergeAndDefaults(t *testing.T) {
+	file := Settings{ProbeInterval: 2 * time.Second, HealthTimeout: time.Minute}
+	flags := Settings{ProbeInterval: 100 * time.Millisecond}
+	got := file.Merge(flags).withDefaults()
+	want := Settings{ProbeInterval: 100 * time.Millisecond, ProbeIntervalReady: DefaultProbeIntervalReady,
+		HealthTimeout: time.Minute, GCInterval: DefaultGCInterval, ReconcileInterval: DefaultReconcileInterval,
+		StopTimeout: DefaultStopTimeout, BackoffMin: DefaultBackoffMin, BackoffMax: DefaultBackoffMax}
+	if got != want {
+		t.Fatalf("merged = %+v\nwant     %+v", got, want)
+	}
+	if err := (Settings{GCInterval: -time.Second}).Validate(); err == nil || err.Error() != "gc_interval must be positive, got -1s" {
+		t.Fatalf("Validate = %v", err)
+	}
+}

@@ -1,0 +1,291 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// maxLogSize is the size past which a plugin's log is rotated (to .log.1) when it is started.
+const maxLogSize = 10 << 20
+
+// process is a plugin process the agent may signal: one it started, or one an earlier agent
+// started and left running (adopted through its pid file).
+type process struct {
+	pid       int
+	startTick uint64    // /proc/<pid>/stat starttime, which tells a reused pid from ours
+	started   time.Time // when this agent started or adopted it
+	child     bool      // started by this agent: Wait reaps it
+	exited    chan struct{}
+
+	mu  sync.Mutex
+	err error // Wait's answer, for a child
+}
+
+// execSockets are the socket paths of a supervised plugin.
+func execSockets(sp spec.Plugin) []string {
+	var out []string
+	for _, s := range []string{sp.Socket, sp.ControllerSocket, sp.NodeSocket} {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// execEndpoint is the socket handed to the plugin in CSI_ENDPOINT: its one socket, or for a
+// monolith declared with split sockets, the controller's (a plugin serving two sockets from one
+// process reads its own flags for the second).
+func execEndpoint(sp spec.Plugin) string { return execSockets(sp)[0] }
+
+// socketsLive reports whether something accepts connections on every socket.
+func socketsLive(paths []string) bool {
+	for _, p := range paths {
+		c, err := net.DialTimeout("unix", p, time.Second)
+		if err != nil {
+			return false
+		}
+		c.Close()
+	}
+	return len(paths) > 0
+}
+
+func socketsExist(paths []string) bool {
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// startProcess starts a plugin from its exec block: in its own process group (a terminal's
+// ^C or the agent's death does not reach it), with CSI_ENDPOINT set to its socket, and its
+// output appended to <state>/logs/<id>.log. Its pid goes to <state>/run/<id>.pid.
+func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
+	logPath := filepath.Join(logDir, sp.ID+".log")
+	if st, err := os.Stat(logPath); err == nil && st.Size() > maxLogSize {
+		_ = os.Rename(logPath, logPath+".1")
+	}
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("plugin log: %w", err)
+	}
+	defer f.Close() // the child has its own descriptor
+	// The exec block's env is secret; its command and args are not (they are printed in plain
+	// by `plugin status` too), and they are what an operator needs to read this log.
+	fmt.Fprintf(f, "%s volctl agent: starting %s %s\n", time.Now().Format(time.RFC3339),
+		sp.Exec.Command, strings.Join(sp.Exec.Args, " "))
+
+	cmd := exec.Command(sp.Exec.Command, sp.Exec.Args...)
+	cmd.Env = pluginEnv(os.Environ(), sp)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(f, "%s volctl agent: %v\n", time.Now().Format(time.RFC3339), err)
+		return nil, err
+	}
+	p := &process{pid: cmd.Process.Pid, started: time.Now(), child: true, exited: make(chan struct{})}
+	p.startTick, _ = procStartTick(p.pid)
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		p.err = err
+		p.mu.Unlock()
+		close(p.exited)
+	}()
+	if err := writePidFile(runDir, sp.ID, p); err != nil {
+		// Without its pid file a later agent cannot stop it; that is worth a warning, not a
+		// plugin that does not run.
+		fmt.Fprintf(f, "%s volctl agent: %v\n", time.Now().Format(time.RFC3339), err)
+	}
+	return p, nil
+}
+
+// pluginEnv is the agent's environment with the exec block's env and CSI_ENDPOINT on top.
+func pluginEnv(base []string, sp spec.Plugin) []string {
+	over := map[string]string{}
+	for k, v := range sp.Exec.Env.Plain() {
+		over[k] = v
+	}
+	over[spec.EndpointEnv] = "unix://" + execEndpoint(sp)
+	out := make([]string, 0, len(base)+len(over))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := over[k]; !ok {
+			out = append(out, kv)
+		}
+	}
+	for k, v := range over {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// exitStatus says how a child ended ("exit status 2", "signal: killed"); "exited" for an
+// adopted process, whose status only its parent learns.
+func (p *process) exitStatus() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return p.err.Error()
+	}
+	if p.child {
+		return "exit status 0"
+	}
+	return "exited"
+}
+
+// alive reports whether the process still runs (a zombie does not).
+func (p *process) alive() bool {
+	if p.child {
+		select {
+		case <-p.exited:
+			return false
+		default:
+			return true
+		}
+	}
+	tick, err := procStartTick(p.pid)
+	return err == nil && tick == p.startTick
+}
+
+// stop sends SIGTERM to the plugin's process group, waits up to timeout, then sends SIGKILL.
+func (p *process) stop(timeout time.Duration) error {
+	if !p.alive() {
+		return nil
+	}
+	p.signal(syscall.SIGTERM)
+	if p.wait(timeout) {
+		return nil
+	}
+	p.signal(syscall.SIGKILL)
+	if p.wait(5 * time.Second) {
+		return nil
+	}
+	return fmt.Errorf("pid %d still runs after SIGKILL", p.pid)
+}
+
+// signal signals the process group when the process leads one (the agent starts plugins so),
+// else the process alone: never a group that is not the plugin's.
+func (p *process) signal(sig syscall.Signal) {
+	if !p.child && !p.alive() {
+		return // its pid may belong to another process by now
+	}
+	if pgid, err := syscall.Getpgid(p.pid); err == nil && pgid == p.pid {
+		_ = syscall.Kill(-p.pid, sig)
+		return
+	}
+	_ = syscall.Kill(p.pid, sig)
+}
+
+// wait waits up to d for the process to end.
+func (p *process) wait(d time.Duration) bool {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	if p.child {
+		select {
+		case <-p.exited:
+			return true
+		case <-deadline.C:
+			return false
+		}
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for p.alive() {
+		select {
+		case <-deadline.C:
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
+// procStartTick reads a process's start time in clock ticks since boot (field 22 of
+// /proc/<pid>/stat). A zombie counts as gone.
+func procStartTick(pid int) (uint64, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces: parse after it.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("pid %d: malformed stat", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return 0, fmt.Errorf("pid %d: malformed stat", pid)
+	}
+	if f[0] == "Z" || f[0] == "X" {
+		return 0, fmt.Errorf("pid %d has exited", pid)
+	}
+	return strconv.ParseUint(f[19], 10, 64) // field 22 overall; f[0] is field 3
+}
+
+func pidFilePath(runDir, id string) string { return filepath.Join(runDir, id+".pid") }
+
+// writePidFile records "<pid> <starttime>", so a later agent can tell the process it finds is
+// the one an agent started and not another that reused the pid.
+func writePidFile(runDir, id string, p *process) error {
+	tmp := pidFilePath(runDir, id) + ".tmp"
+	if err := os.WriteFile(tmp, fmt.Appendf(nil, "%d %d\n", p.pid, p.startTick), 0o600); err != nil {
+		return fmt.Errorf("pid file: %w", err)
+	}
+	if err := os.Rename(tmp, pidFilePath(runDir, id)); err != nil {
+		return fmt.Errorf("pid file: %w", err)
+	}
+	return nil
+}
+
+// removePidFile forgets a plugin's pid. Failing to is harmless: a stale pid file's start time
+// no longer matches any process, so no agent adopts or signals through it.
+func removePidFile(runDir, id string) { _ = os.Remove(pidFilePath(runDir, id)) }
+
+// adoptFromPidFile returns the process an earlier agent started for the plugin, if its pid
+// file names a process that still runs with the recorded start time. A watcher closes exited
+// when it ends (polled: it is not this process's child), until ctx ends.
+func adoptFromPidFile(ctx context.Context, runDir, id string) *process {
+	b, err := os.ReadFile(pidFilePath(runDir, id))
+	if err != nil {
+		return nil
+	}
+	var pid int
+	var tick uint64
+	if _, err := fmt.Sscanf(string(b), "%d %d", &pid, &tick); err != nil || pid <= 0 {
+		return nil
+	}
+	p := &process{pid: pid, startTick: tick, started: time.Now(), exited: make(chan struct{})}
+	if !p.alive() {
+		return nil
+	}
+	go func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if !p.alive() {
+					close(p.exited)
+					return
+				}
+			}
+		}
+	}()
+	return p
+}

@@ -1,0 +1,238 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// runner probes one registered plugin on a loop and, for a plugin with an exec block, keeps its
+// process running: started (or adopted) at first, restarted with backoff when it exits or stays
+// unhealthy past the health timeout.
+type runner struct {
+	a    *Agent
+	spec spec.Plugin
+
+	cancel context.CancelFunc
+	done   chan struct{} // closed when loop returns; proc is then the caller's to read
+
+	settled    chan struct{} // closed once the plugin was healthy, or had its chance
+	settleOnce sync.Once
+
+	proc    *process // the supervised process, when volctl can stop it
+	foreign bool     // a live socket not started by a volctl agent: probed, never signalled
+	state   string   // last logged health: healthy, not ready, unhealthy
+}
+
+func newRunner(a *Agent, sp spec.Plugin) *runner {
+	return &runner{a: a, spec: sp, done: make(chan struct{}), settled: make(chan struct{})}
+}
+
+func (r *runner) settle() { r.settleOnce.Do(func() { close(r.settled) }) }
+
+func (r *runner) supervised() bool { return r.spec.Exec != nil }
+
+// loop is the runner's life. It never stops the process itself: on shutdown the agent decides,
+// after every loop has ended, which plugins may be stopped.
+func (r *runner) loop(ctx context.Context) {
+	defer close(r.done)
+	defer r.settle() // nobody waits on a runner that has ended
+	a, id := r.a, r.spec.ID
+	bo := newBackoff(a.s.BackoffMin, a.s.BackoffMax)
+	var (
+		lastGood  time.Time // the process's start, or its last healthy probe
+		restartAt time.Time // when the next start may happen
+		restarted bool      // the running process replaced one that failed
+		warnedFor bool      // the foreign plugin's unhealthiness was logged
+	)
+	for ctx.Err() == nil {
+		if r.supervised() && r.proc == nil && !r.foreign {
+			if !sleep(ctx, time.Until(restartAt)) {
+				return
+			}
+			started, err := r.startOrAdopt(ctx)
+			if err != nil {
+				wait := bo.wait()
+				a.log.Error("starting plugin", "plugin", id, "err", err, "retry_in", wait)
+				a.e.PluginEvent(ctx, id, "plugin-start", fmt.Sprintf("plugin %q did not start: %v (retrying in %s)", id, err, wait))
+				restartAt = time.Now().Add(wait)
+				continue
+			}
+			restarted = restarted || started
+			lastGood = time.Now()
+		}
+
+		healthy, ready := r.probe(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		now := time.Now()
+		switch {
+		case healthy:
+			lastGood, warnedFor = now, false
+			r.settle()
+			if r.proc != nil && now.Sub(r.proc.started) >= a.s.BackoffMax {
+				bo.reset()
+			}
+			if restarted {
+				restarted = false
+				a.kickReconcile() // a restarted node plugin may have lost its mounts
+			}
+		case !r.supervised():
+			r.settle() // probed once: the start-up reconcile need not wait for it
+		case now.Sub(lastGood) > a.s.HealthTimeout:
+			r.settle()
+			if r.foreign {
+				if !socketsLive(execSockets(r.spec)) {
+					a.log.Warn("the plugin found running at start is gone; starting it", "plugin", id)
+					r.foreign = false
+					continue
+				}
+				if !warnedFor {
+					a.log.Warn("plugin unhealthy, but it was not started by a volctl agent: not restarting it", "plugin", id, "for", now.Sub(lastGood).Round(time.Second))
+					warnedFor = true
+				}
+				break
+			}
+			if r.proc == nil {
+				break
+			}
+			wait := bo.wait()
+			msg := fmt.Sprintf("plugin %q unhealthy for %s (health timeout %s): restarting it in %s", id,
+				now.Sub(lastGood).Round(time.Millisecond), a.s.HealthTimeout, wait)
+			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
+			a.e.PluginEvent(ctx, id, "plugin-restart", msg)
+			if err := r.proc.stop(a.s.StopTimeout); err != nil {
+				a.log.Warn("stopping an unhealthy plugin", "plugin", id, "pid", r.proc.pid, "err", err)
+			}
+			removePidFile(a.runDir, id)
+			r.proc, restarted, restartAt = nil, true, time.Now().Add(wait)
+			continue
+		}
+
+		interval := a.s.ProbeInterval
+		if healthy && ready {
+			interval = a.s.ProbeIntervalReady
+		}
+		var exited <-chan struct{}
+		if r.proc != nil {
+			exited = r.proc.exited
+		}
+		timer := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		case <-exited:
+			timer.Stop()
+			wait := bo.wait()
+			msg := fmt.Sprintf("plugin %q exited (%s): restarting it in %s", id, r.proc.exitStatus(), wait)
+			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
+			a.e.PluginEvent(ctx, id, "plugin-exit", msg)
+			removePidFile(a.runDir, id)
+			r.proc, restarted, restartAt = nil, true, time.Now().Add(wait)
+			// Record the plugin's health now rather than at the next start.
+			r.probe(ctx)
+		}
+	}
+}
+
+// probe asks the engine to probe the plugin (reconnecting and fingerprinting again when it
+// restarted) and record the result and any change of health as an event; it logs changes.
+func (r *runner) probe(ctx context.Context) (healthy, ready bool) {
+	infos, err := r.a.e.PluginStatus(ctx, r.spec.ID)
+	if ctx.Err() != nil {
+		return false, false
+	}
+	state, reason := "unhealthy", ""
+	switch {
+	case errors.Is(err, engine.ErrNotFound):
+		return false, false // deregistered: sync stops this runner
+	case err != nil:
+		reason = err.Error()
+	case len(infos) == 1:
+		healthy, ready, reason = infos[0].Healthy, infos[0].Ready, infos[0].LastError
+		switch {
+		case healthy && ready:
+			state = "healthy"
+		case healthy:
+			state = "not ready"
+		}
+	}
+	if state != r.state {
+		if state == "healthy" {
+			r.a.log.Info("plugin healthy", "plugin", r.spec.ID)
+		} else {
+			r.a.log.Warn("plugin "+state, "plugin", r.spec.ID, "reason", reason)
+		}
+		r.state = state
+	}
+	return healthy, ready
+}
+
+// startOrAdopt starts the plugin's process, or adopts one already serving its socket (left
+// running by an earlier agent because it had mounts). started is true when it started one.
+func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
+	a, id := r.a, r.spec.ID
+	sockets := execSockets(r.spec)
+	if socketsLive(sockets) {
+		if p := adoptFromPidFile(ctx, a.runDir, id); p != nil {
+			r.proc = p
+			a.log.Info("adopted the running plugin", "plugin", id, "pid", p.pid)
+			return false, nil
+		}
+		r.foreign = true
+		a.log.Warn("plugin socket is live but no volctl agent started it: probing it only, never stopping it",
+			"plugin", id, "socket", sockets[0])
+		return false, nil
+	}
+	for _, s := range sockets {
+		if err := os.MkdirAll(filepath.Dir(s), 0o750); err != nil {
+			return false, fmt.Errorf("socket directory: %w", err)
+		}
+	}
+	p, err := startProcess(r.spec, a.runDir, a.logDir)
+	if err != nil {
+		return false, err
+	}
+	r.proc = p
+	a.log.Info("started plugin", "plugin", id, "pid", p.pid, "command", r.spec.Exec.Command,
+		"log", filepath.Join(a.logDir, id+".log"))
+	a.e.PluginEvent(ctx, id, "plugin-start", fmt.Sprintf("plugin %q started (pid %d)", id, p.pid))
+	// Give it a moment to create its socket, so its first probe does not record it unhealthy
+	// for the plain reason that it is still starting.
+	deadline := time.Now().Add(a.s.ProbeInterval)
+	for !socketsExist(sockets) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return true, nil
+		case <-p.exited:
+			return true, nil
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return true, nil
+}
+
+// sleep waits for d or ctx, reporting false when ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
