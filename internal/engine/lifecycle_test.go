@@ -139,7 +139,9 @@ func TestStagingIsSharedAndReferenceCounted(t *testing.T) {
 	h.create(volume("shared", capab(spec.MultiNodeMultiWriter)))
 	h.mem.ResetCalls()
 	a := h.claim(ClaimRequest{VolumeID: "shared", Alloc: "a"})
-	b := h.claim(ClaimRequest{VolumeID: "shared", Alloc: "b", ReadOnly: true})
+	// A reader with its own mount options: they apply to its NodePublishVolume only.
+	b := h.claim(ClaimRequest{VolumeID: "shared", Alloc: "b", ReadOnly: true,
+		MountOptions: &spec.MountOptions{FSType: "xfs", MountFlags: spec.MountFlags{"noatime"}}})
 	if a.TargetPath == b.TargetPath {
 		t.Fatal("two claims share a target path")
 	}
@@ -148,6 +150,13 @@ func TestStagingIsSharedAndReferenceCounted(t *testing.T) {
 	}
 	if n := h.mem.CallCount(csi.RPCNodeStageVolume); n != 1 {
 		t.Fatalf("NodeStageVolume called %d times for two claims, want 1", n)
+	}
+	// The attachment is per volume and node: the second claim shares it.
+	if n := h.mem.CallCount(csi.RPCControllerPublishVolume); n != 1 {
+		t.Fatalf("ControllerPublishVolume called %d times for two claims, want 1", n)
+	}
+	if np := csitest.Requests[csi.NodePublishVolumeRequest](h.mem); len(np) == 2 && !reflect.DeepEqual(np[0].PublishContext, np[1].PublishContext) {
+		t.Fatalf("the second claim did not get the attachment's publish context: %v vs %v", np[0].PublishContext, np[1].PublishContext)
 	}
 	np := csitest.Requests[csi.NodePublishVolumeRequest](h.mem)
 	if len(np) != 2 || np[0].ReadOnly || !np[1].ReadOnly {

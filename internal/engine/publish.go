@@ -64,6 +64,26 @@ func (e *Engine) getStaging(ctx context.Context, volumeID string) (store.Staging
 
 func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
 	cl := p.cl
+	if c.controllerPublishes() && p.st.ControllerPublished {
+		// The volume may already be attached to this node for another claim. The attachment is
+		// per volume and node, not per claim: when a claim that got past ControllerPublishVolume
+		// still holds it, share it rather than ask again with this claim's capability, which a
+		// plugin may rightly refuse as incompatible with the attachment it made.
+		var attached int
+		if err := e.store.View(ctx, func(tx *store.Tx) error {
+			var err error
+			attached, err = tx.Claims().CountByVolume(v.ID, store.ClaimControllerPublished, store.ClaimNodeStaged,
+				store.ClaimPublished, store.ClaimUnpublishing)
+			return err
+		}); err != nil {
+			return err
+		}
+		if attached > 0 {
+			cl.PublishContext = p.st.PublishContext
+			p.setState(store.ClaimControllerPublished)
+			return nil
+		}
+	}
 	if c.controllerPublishes() {
 		if !p.st.ControllerPublished {
 			p.staging(func(st *store.Staging) {
