@@ -1,0 +1,234 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/spinner"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/volctl/volctl/internal/engine"
+)
+
+// The actions on a selected row — release a claim, detach a volume, delete a volume — each
+// behind a confirmation dialog, run in the background with a spinner, reported in the status
+// line.
+
+type actionKind int
+
+const (
+	actRelease actionKind = iota
+	actDetach
+	actDelete
+)
+
+// action is one operation the user asked for.
+type action struct {
+	kind   actionKind
+	volume string
+	alloc  string // release only
+	claims int    // live claims on the volume, for the question
+}
+
+func (a action) title() string {
+	return [...]string{"Release claim", "Detach volume", "Delete volume"}[a.kind]
+}
+
+func (a action) button() string {
+	return [...]string{"Release", "Detach", "Delete"}[a.kind]
+}
+
+func (a action) question() string {
+	switch a.kind {
+	case actRelease:
+		return fmt.Sprintf("Release the claim of alloc %q on volume %q? Its mount is unpublished, and the volume unstaged when no other claim uses it.", a.alloc, a.volume)
+	case actDetach:
+		return fmt.Sprintf("Detach volume %q? All %s on this host are released and their mounts undone.", a.volume, plural(a.claims, "claim"))
+	}
+	q := fmt.Sprintf("Delete volume %q? The plugin deletes its storage; this cannot be undone.", a.volume)
+	if a.claims > 0 {
+		q += fmt.Sprintf(" It has %s: release %s first, or the delete is refused.", plural(a.claims, "live claim"),
+			map[bool]string{true: "it", false: "them"}[a.claims == 1])
+	}
+	return q
+}
+
+func (a action) doing() string {
+	switch a.kind {
+	case actRelease:
+		return fmt.Sprintf("releasing the claim of %q on %q", a.alloc, a.volume)
+	case actDetach:
+		return fmt.Sprintf("detaching %q", a.volume)
+	}
+	return fmt.Sprintf("deleting %q", a.volume)
+}
+
+// actionDoneMsg reports how an action ended.
+type actionDoneMsg struct {
+	a    action
+	text string
+	err  error
+}
+
+// run performs the action through the engine, off the UI goroutine.
+func (a action) run(ctx context.Context, eng Engine) tea.Cmd {
+	return func() tea.Msg {
+		switch a.kind {
+		case actRelease:
+			res, err := eng.Release(ctx, a.volume, a.alloc)
+			if err != nil {
+				return actionDoneMsg{a: a, err: err}
+			}
+			if !res.Released {
+				return actionDoneMsg{a: a, text: fmt.Sprintf("alloc %q held no claim on %q: nothing to release", a.alloc, a.volume)}
+			}
+			return actionDoneMsg{a: a, text: fmt.Sprintf("released the claim of %q on %q", a.alloc, a.volume)}
+		case actDetach:
+			res, err := eng.Detach(ctx, a.volume, false)
+			if err != nil {
+				return actionDoneMsg{a: a, err: err}
+			}
+			return detachReport(a, res)
+		}
+		if err := eng.DeleteVolume(ctx, a.volume); err != nil {
+			return actionDoneMsg{a: a, err: err}
+		}
+		return actionDoneMsg{a: a, text: fmt.Sprintf("deleted volume %q", a.volume)}
+	}
+}
+
+func detachReport(a action, res engine.DetachResult) actionDoneMsg {
+	text := fmt.Sprintf("detached %q: released %s", a.volume, plural(len(res.Released), "claim"))
+	if len(res.Failed) == 0 {
+		if len(res.Warnings) > 0 {
+			text += "; " + strings.Join(res.Warnings, "; ")
+		}
+		return actionDoneMsg{a: a, text: text}
+	}
+	var errs []string
+	for _, c := range res.Failed {
+		errs = append(errs, fmt.Sprintf("alloc %q: %s", c.Alloc, lastError(c)))
+	}
+	return actionDoneMsg{a: a, err: fmt.Errorf("%s, %d failed: %s", text, len(res.Failed), strings.Join(errs, "; "))}
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// confirm is the dialog in front of an action. Cancel has the focus when it opens, so a
+// stray Enter does nothing harmful.
+type confirm struct {
+	c      *Common
+	a      action
+	accept bool // focus on the action's button rather than Cancel
+}
+
+func newConfirm(c *Common, a action) *confirm { return &confirm{c: c, a: a} }
+
+// Update handles a key; done says the dialog closed, run that the user chose the action.
+func (d *confirm) Update(msg tea.KeyMsg) (done, run bool) {
+	k := d.c.Keys
+	switch {
+	case matches(msg, k.FocusNext), matches(msg, k.FocusPrev):
+		d.accept = !d.accept
+	case matches(msg, k.Choose):
+		return true, d.accept
+	case matches(msg, k.Cancel):
+		return true, false
+	}
+	return false, false
+}
+
+// View draws the dialog box; the root centres it over the body.
+func (d *confirm) View() string {
+	s := d.c.Styles
+	w := min(64, d.c.Width-4)
+	inner := max(10, w-6) // the border and padding
+	button := func(label string, focused bool) string {
+		if focused {
+			return s.ButtonFocused.Render("[ " + label + " ]") // brackets mark focus without colour
+		}
+		return s.Button.Render("  " + label + "  ")
+	}
+	buttons := button("Cancel", !d.accept) + "   " + button(d.a.button(), d.accept)
+	body := lipgloss.JoinVertical(lipgloss.Left,
+		s.DialogTitle.Render(d.a.title()+"?"),
+		"",
+		lipgloss.NewStyle().Width(inner).Render(d.a.question()),
+		"",
+		buttons,
+	)
+	return s.Dialog.Width(inner + 4).Render(body)
+}
+
+// statusLine is the line above the help: a running action's spinner, or the last result.
+type statusLine struct {
+	c       *Common
+	text    string
+	failed  bool
+	running *action
+	spin    spinner.Model
+}
+
+func newStatusLine(c *Common) statusLine {
+	return statusLine{c: c, spin: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(c.Styles.Spinner))}
+}
+
+// start shows a's spinner and returns the command that keeps it turning.
+func (l *statusLine) start(a action) tea.Cmd {
+	l.running, l.text, l.failed = &a, "", false
+	return l.c.after(l.spin.Spinner.FPS, l.spin.Tick)
+}
+
+// done replaces the spinner with an action's result.
+func (l *statusLine) done(msg actionDoneMsg) {
+	l.running = nil
+	if msg.err != nil {
+		l.set(msg.err.Error(), true)
+		return
+	}
+	l.set(msg.text, false)
+}
+
+func (l *statusLine) set(text string, failed bool) { l.text, l.failed = clean(text), failed }
+
+// spinTick advances the spinner while an action runs; the chain stops when it ends.
+func (l *statusLine) spinTick(msg spinner.TickMsg) tea.Cmd {
+	if l.running == nil {
+		return nil
+	}
+	l.spin, _ = l.spin.Update(msg)
+	return l.c.after(l.spin.Spinner.FPS, l.spin.Tick)
+}
+
+// View renders the line with right, the dashboard's own state, at the right edge, or brief
+// when both do not fit: the message matters more.
+func (l *statusLine) View(right, brief string) string {
+	s := l.c.Styles
+	var left string
+	switch {
+	case l.running != nil:
+		left = l.spin.View() + " " + l.running.doing() + "…"
+		if l.text != "" {
+			left += "  " + s.Dim.Render(l.text)
+		}
+	case l.failed:
+		left = s.StatusErr.Render("error: " + l.text)
+	case l.text != "":
+		left = s.StatusOK.Render(l.text)
+	}
+	if lipgloss.Width(left)+lipgloss.Width(right)+3 > l.c.Width {
+		right = brief
+	}
+	right = s.Dim.Render(right)
+	room := l.c.Width - 1 - lipgloss.Width(right) - 2
+	left = fitLine(left, max(0, room))
+	spaces := max(1, l.c.Width-1-lipgloss.Width(left)-lipgloss.Width(right))
+	return " " + left + strings.Repeat(" ", spaces) + right
+}

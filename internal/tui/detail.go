@@ -1,0 +1,430 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// detail is the Enter view of one row: everything known about it, scrollable. A volume's comes
+// from the engine (Volume, as `volume status ID` shows it); the others from the last refresh.
+type detail struct {
+	c       *Common
+	tab     tabID
+	key     string // the row's key: volume ID, claim ID, plugin ID, event ID
+	title   string
+	vp      viewport.Model
+	render  func(width int) string // nil while loading
+	note    string                 // shown instead of content: loading, gone, an error
+	volume  *engine.VolumeInfo     // the volume shown, for actions
+	claim   *engine.ClaimInfo
+	loading bool
+}
+
+// volumeMsg carries a volume read for the detail view.
+type volumeMsg struct {
+	id   string
+	info engine.VolumeInfo
+	err  error
+}
+
+func loadVolume(ctx context.Context, eng Engine, id string) tea.Cmd {
+	return func() tea.Msg {
+		v, err := eng.Volume(ctx, id)
+		return volumeMsg{id: id, info: v, err: err}
+	}
+}
+
+func newDetail(c *Common, tab tabID, key, title string) *detail {
+	d := &detail{c: c, tab: tab, key: key, title: title, vp: viewport.New(0, 0)}
+	d.setSize()
+	return d
+}
+
+// setSize fits the viewport between the tab bar and the footer.
+func (d *detail) setSize() {
+	d.vp.Width, d.vp.Height = d.c.Width, max(0, bodyHeight(d.c)-1)
+	d.rebuild()
+}
+
+func (d *detail) rebuild() {
+	switch {
+	case d.render != nil:
+		d.vp.SetContent(d.render(d.c.Width))
+	default:
+		d.vp.SetContent(d.c.Styles.Empty.Render("  " + d.note))
+	}
+}
+
+// show sets what the view renders, keeping the scroll position.
+func (d *detail) show(render func(width int) string) {
+	y := d.vp.YOffset
+	d.render, d.note, d.loading = render, "", false
+	d.rebuild()
+	d.vp.SetYOffset(y)
+}
+
+// gone says the row is not there any more (or could not be read).
+func (d *detail) gone(note string) {
+	d.render, d.note, d.loading, d.volume, d.claim = nil, note, false, nil, nil
+	d.rebuild()
+}
+
+// setVolume shows a volume read from the engine.
+func (d *detail) setVolume(msg volumeMsg) {
+	if msg.err != nil {
+		if errors.Is(msg.err, engine.ErrNotFound) {
+			d.gone(fmt.Sprintf("volume %q no longer exists", msg.id))
+		} else {
+			d.gone(fmt.Sprintf("read volume %q: %v", msg.id, msg.err))
+		}
+		return
+	}
+	v := msg.info
+	d.volume = &v
+	now := d.c.Now()
+	d.show(func(w int) string { return volumeDetail(d.c.Styles, v, now, w) })
+}
+
+func (d *detail) Update(msg tea.KeyMsg) {
+	k := d.c.Keys
+	switch {
+	case matches(msg, k.Up):
+		d.vp.ScrollUp(1)
+	case matches(msg, k.Down):
+		d.vp.ScrollDown(1)
+	case matches(msg, k.PageUp):
+		d.vp.PageUp()
+	case matches(msg, k.PageDown):
+		d.vp.PageDown()
+	case matches(msg, k.Top):
+		d.vp.GotoTop()
+	case matches(msg, k.Bottom):
+		d.vp.GotoBottom()
+	}
+}
+
+func (d *detail) View() string {
+	s := d.c.Styles
+	title := s.Title.Render(d.title)
+	if d.loading {
+		title += s.Dim.Render("  loading…")
+	}
+	if more := d.vp.TotalLineCount() - d.vp.VisibleLineCount(); more > 0 {
+		title += s.Dim.Render(fmt.Sprintf("  %d%%", int(d.vp.ScrollPercent()*100)))
+	}
+	return fitLine(" "+title, d.c.Width) + "\n" + d.vp.View()
+}
+
+// The content of each kind of detail. Secrets and mount flags show their keys and counts,
+// never their values.
+
+func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
+	var b detailBuilder
+	b.init(s, w)
+	pluginHealth := "healthy"
+	switch {
+	case !v.PluginHealthy:
+		pluginHealth = "unhealthy"
+	case !v.PluginReady:
+		pluginHealth = "not ready"
+	}
+	if v.PluginError != "" {
+		pluginHealth += ": " + v.PluginError
+	}
+	b.kv("ID", v.ID)
+	b.kv("Name", v.Name)
+	b.kv("Namespace", v.Namespace)
+	b.kv("External ID", v.ExternalID)
+	b.kv("CSI Name", v.CSIName)
+	b.kv("Plugin ID", v.PluginID)
+	b.kv("Provider", strings.TrimSpace(v.Provider+" "+v.ProviderVersion))
+	b.kv("Plugin Health", pluginHealth)
+	b.kv("State", v.State)
+	b.kv("Schedulable", yesNo(v.Schedulable))
+	b.kv("Capacity", bytesIEC(v.CapacityBytes))
+	b.kv("Capacity Min", bytesIEC(v.RequestedMin))
+	b.kv("Capacity Max", bytesIEC(v.RequestedMax))
+	b.kv("Access Mode", string(v.AccessMode))
+	b.kv("Attachment Mode", string(v.AttachmentMode))
+	b.kv("Mount Options", mountOptions(v.MountOptions))
+	b.kv("Staged", yesNo(v.Staged))
+	b.kv("Claims", fmt.Sprintf("%d read, %d write, %d unsettled", v.ReadClaims, v.WriteClaims, v.Unsettled))
+	b.kv("Snapshot ID", v.SnapshotID)
+	b.kv("Clone ID", v.CloneID)
+	b.kv("Created", stamp(now, v.CreatedAt))
+	b.kv("Updated", stamp(now, v.UpdatedAt))
+
+	b.section("Capabilities")
+	caps := [][]string{{"ACCESS MODE", "ATTACHMENT MODE"}}
+	for _, c := range v.Capabilities {
+		caps = append(caps, []string{string(c.AccessMode), string(c.AttachmentMode)})
+	}
+	b.table(caps)
+
+	b.section("Topology")
+	b.kv("Required", topologies(topologyReq(v.TopologyRequest, true)))
+	b.kv("Preferred", topologies(topologyReq(v.TopologyRequest, false)))
+	b.kv("Accessible", topologies(v.AccessibleTopology))
+
+	b.section("Secrets")
+	b.secrets(v.Secrets)
+	b.section("Parameters")
+	b.pairs(v.Parameters)
+	b.section("Context")
+	b.pairs(v.Context)
+
+	b.section("Allocations")
+	if len(v.Claims) == 0 {
+		b.line(s.Empty.Render("  no claims"))
+	} else {
+		rows := [][]string{{"ALLOC", "MODE", "STATE", "AGE", "TARGET", "LAST ERROR"}}
+		for _, c := range v.Claims {
+			rows = append(rows, []string{c.Alloc, c.Mode, claimState(c), shortAge(now, c.CreatedAt), c.TargetPath, lastError(c)})
+		}
+		b.table(rows)
+	}
+	return b.String()
+}
+
+func claimDetail(s *Styles, c engine.ClaimInfo, now time.Time, w int) string {
+	var b detailBuilder
+	b.init(s, w)
+	b.kv("Claim ID", strconv.FormatInt(c.ID, 10))
+	b.kv("Volume", c.VolumeID)
+	b.kv("Alloc", c.Alloc)
+	b.kv("Group", c.Group)
+	b.kv("Mode", c.Mode)
+	b.kv("Access Mode", string(c.AccessMode))
+	b.kv("Attachment Mode", string(c.AttachmentMode))
+	b.kv("State", c.State)
+	b.kv("At Rest", yesNo(c.AtRest()))
+	b.kv("Releasing", yesNo(c.Releasing))
+	b.kv("Needs Reconcile", yesNo(c.NeedsReconcile))
+	b.kv("Target Path", c.TargetPath)
+	b.kv("Last RPC", c.LastRPC)
+	b.kv("Last Code", c.LastCode)
+	b.kv("Last Error", c.LastError)
+	b.kv("Created", stamp(now, c.CreatedAt))
+	b.kv("Updated", stamp(now, c.UpdatedAt))
+	b.section("Bind Mounts")
+	if len(c.Binds) == 0 {
+		b.line(s.Empty.Render("  none"))
+	} else {
+		rows := [][]string{{"DESTINATION", "READ ONLY", "PROPAGATION"}}
+		for _, m := range c.Binds {
+			rows = append(rows, []string{m.Destination, yesNo(m.ReadOnly), m.PropagationMode})
+		}
+		b.table(rows)
+	}
+	return b.String()
+}
+
+func pluginDetail(s *Styles, p engine.PluginInfo, now time.Time, w int) string {
+	var b detailBuilder
+	b.init(s, w)
+	b.kv("ID", p.ID)
+	b.kv("Type", string(p.Type))
+	b.kv("Provider", p.Provider)
+	b.kv("Version", p.Version)
+	b.kv("Controller Socket", p.ControllerSocket)
+	b.kv("Node Socket", p.NodeSocket)
+	b.kv("Supervised", yesNo(p.Supervised))
+	b.kv("Node ID", p.NodeID)
+	b.kv("Max Volumes", maxVolumes(p.MaxVolumes))
+	b.kv("Health", health(p))
+	b.kv("Healthy", yesNo(p.Healthy))
+	b.kv("Ready", yesNo(p.Ready))
+	b.kv("Probe Latency", p.ProbeLatency.String())
+	b.kv("Last Error", p.LastError)
+	b.kv("Probed", stamp(now, p.ProbedAt))
+	b.kv("Fingerprinted", stamp(now, p.FingerprintedAt))
+	b.kv("Volumes", strconv.Itoa(p.Volumes))
+	b.section("Topology")
+	b.pairs(p.Topology)
+	b.section("Capabilities")
+	b.kv("Plugin", strings.Join(p.Capabilities.Plugin, " "))
+	b.kv("Controller", strings.Join(p.Capabilities.Controller, " "))
+	b.kv("Node", strings.Join(p.Capabilities.Node, " "))
+	return b.String()
+}
+
+func eventDetail(s *Styles, e engine.EventInfo, now time.Time, w int) string {
+	var b detailBuilder
+	b.init(s, w)
+	b.kv("Event ID", strconv.FormatInt(e.ID, 10))
+	b.kv("Time", stamp(now, e.At))
+	b.kv("Kind", e.Kind)
+	b.kv("Volume", e.VolumeID)
+	b.kv("Alloc", e.Alloc)
+	b.kv("Plugin", e.PluginID)
+	b.kv("RPC", e.RPC)
+	b.kv("Code", e.Code)
+	b.kv("Message", e.Message)
+	return b.String()
+}
+
+// detailBuilder lays out "Key  = value" lines (values wrapped under themselves), sections and
+// small tables, every line cut to the width so the viewport never wraps them again.
+type detailBuilder struct {
+	s     *Styles
+	w     int
+	lines []string
+}
+
+const keyWidth = 18
+
+func (b *detailBuilder) init(s *Styles, w int) { b.s, b.w = s, max(w, 20) }
+
+func (b *detailBuilder) line(l string) { b.lines = append(b.lines, fitLine(l, b.w)) }
+
+func (b *detailBuilder) kv(k, v string) {
+	v = clean(v)
+	if strings.TrimSpace(v) == "" {
+		v = none
+	}
+	indent := 2 + keyWidth + 2
+	wrapped := strings.Split(ansi.Wrap(v, max(10, b.w-indent), " /,"), "\n")
+	for i, part := range wrapped {
+		key := ""
+		if i == 0 {
+			key = b.s.Key.Render(fmt.Sprintf("%-*s", keyWidth, k)) + "= "
+		} else {
+			key = strings.Repeat(" ", keyWidth+2)
+		}
+		b.line("  " + key + part)
+	}
+}
+
+func (b *detailBuilder) section(title string) {
+	b.lines = append(b.lines, "")
+	b.line(" " + b.s.Section.Render(title))
+}
+
+func (b *detailBuilder) pairs(m map[string]string) {
+	if len(m) == 0 {
+		b.line(b.s.Empty.Render("  none"))
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		b.kv(k, m[k])
+	}
+}
+
+// secrets lists which secrets are set; their values never leave spec.Secrets.
+func (b *detailBuilder) secrets(sec spec.Secrets) {
+	if len(sec) == 0 {
+		b.line(b.s.Empty.Render("  none"))
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(sec)) {
+		b.kv(k, spec.Redacted)
+	}
+}
+
+// table prints rows (the first is the header) in aligned columns; the last column is cut.
+func (b *detailBuilder) table(rows [][]string) {
+	widths := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, c := range r {
+			r[i] = clean(c)
+			if strings.TrimSpace(r[i]) == "" {
+				r[i] = none
+			}
+			widths[i] = max(widths[i], textWidth(r[i]))
+		}
+	}
+	for i, r := range rows {
+		cells := make([]string, len(r))
+		for j, c := range r {
+			cells[j] = fit(c, widths[j], false, false)
+		}
+		l := "  " + strings.TrimRight(strings.Join(cells, gap), " ")
+		if i == 0 {
+			l = b.s.Header.Render(fitLine(l, b.w))
+		}
+		b.line(l)
+	}
+}
+
+func (b *detailBuilder) String() string { return strings.Join(b.lines, "\n") }
+
+// fitLine cuts a styled line to w cells.
+func fitLine(l string, w int) string {
+	if ansi.StringWidth(l) > w {
+		return ansi.Truncate(l, w, "…")
+	}
+	return l
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func maxVolumes(n int64) string {
+	if n <= 0 {
+		return "unlimited"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// mountOptions shows the filesystem type and how many mount flags there are, never the flags:
+// the CSI spec says they may carry credentials.
+func mountOptions(m *spec.MountOptions) string {
+	if m == nil || (m.FSType == "" && len(m.MountFlags) == 0) {
+		return ""
+	}
+	var parts []string
+	if m.FSType != "" {
+		parts = append(parts, "fs_type="+m.FSType)
+	}
+	if n := len(m.MountFlags); n > 0 {
+		parts = append(parts, fmt.Sprintf("mount_flags=%s (%d)", spec.Redacted, n))
+	}
+	return strings.Join(parts, " ")
+}
+
+func topologyReq(r *spec.TopologyRequest, required bool) []spec.Topology {
+	switch {
+	case r == nil:
+		return nil
+	case required:
+		return r.Required
+	}
+	return r.Preferred
+}
+
+func topologies(ts []spec.Topology) string {
+	parts := make([]string, 0, len(ts))
+	for _, t := range ts {
+		kv := make([]string, 0, len(t.Segments))
+		for _, k := range slices.Sorted(maps.Keys(t.Segments)) {
+			kv = append(kv, k+"="+t.Segments[k])
+		}
+		parts = append(parts, "{"+strings.Join(kv, ", ")+"}")
+	}
+	return strings.Join(parts, " ")
+}
+
+// stamp renders a time with how long ago it was.
+func stamp(now, t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Format("2006-01-02 15:04:05 MST") + " (" + shortAge(now, t) + " ago)"
+}

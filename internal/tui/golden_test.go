@@ -1,0 +1,77 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/muesli/termenv"
+)
+
+// The screens, drawn at 80x24 and 120x40, without colour (what NO_COLOR gets) and with 256
+// colours. `go test ./internal/tui -run TestViewGolden -update` rewrites them; review the diff
+// like code.
+func TestViewGolden(t *testing.T) {
+	screens := []struct {
+		name string
+		keys []string
+		opts Options
+	}{
+		{name: "volumes"},
+		{name: "claims", keys: []string{"2", "down", "down"}},
+		{name: "plugins", keys: []string{"3"}},
+		{name: "events", keys: []string{"4"}},
+		{name: "volume-detail", keys: []string{"enter"}},
+		{name: "claim-detail", keys: []string{"2", "end", "enter"}},
+		{name: "plugin-detail", keys: []string{"3", "enter"}},
+		{name: "help", keys: []string{"?"}},
+		{name: "confirm-release", keys: []string{"2", "x"}},
+		{name: "confirm-delete", keys: []string{"down", "down", "D"}},
+		{name: "filter", keys: []string{"/", "m", "y", "s"}},
+		{name: "sorted", keys: []string{"s", "s", "s", "S"}},
+		{name: "readonly", opts: Options{ReadOnly: true}},
+	}
+	profiles := []struct {
+		name    string
+		profile termenv.Profile
+	}{{"ascii", termenv.Ascii}, {"ansi256", termenv.ANSI256}}
+	for _, size := range [][2]int{{80, 24}, {120, 40}} {
+		for _, p := range profiles {
+			for _, sc := range screens {
+				t.Run(fmt.Sprintf("%dx%d/%s/%s", size[0], size[1], p.name, sc.name), func(t *testing.T) {
+					opts := sc.opts
+					opts.Renderer = FixedRenderer(p.profile)
+					h := newHarness(t, fixture(), opts)
+					h.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+					h.keys(sc.keys...)
+					out := h.m.View()
+					checkScreen(t, out, size[0], size[1])
+					golden.RequireEqual(t, out)
+				})
+			}
+		}
+	}
+}
+
+// checkScreen asserts what every frame must be: exactly the terminal's size, no line wider,
+// and no secret.
+func checkScreen(t *testing.T, out string, w, h int) {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	if len(lines) != h {
+		t.Errorf("%d lines, want %d", len(lines), h)
+	}
+	for i, l := range lines {
+		if lw := ansi.StringWidth(l); lw > w {
+			t.Errorf("line %d is %d cells wide, more than %d: %q", i+1, lw, w, ansi.Strip(l))
+		}
+	}
+	for _, s := range fixtureSecrets {
+		if strings.Contains(out, s) {
+			t.Errorf("screen shows secret %q", s)
+		}
+	}
+}

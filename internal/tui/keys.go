@@ -1,0 +1,96 @@
+package tui
+
+import "github.com/charmbracelet/bubbles/key"
+
+// KeyMap is every key the dashboard answers, with the help text `?` and the footer show.
+type KeyMap struct {
+	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+	Open, Back                              key.Binding
+
+	Volumes, Claims, Plugins, Events key.Binding
+	NextTab, PrevTab                 key.Binding
+
+	Filter, ClearFilter, ApplyFilter key.Binding
+	Sort, Reverse                    key.Binding
+
+	Release, Detach, Delete key.Binding
+	FocusNext, FocusPrev    key.Binding // in the confirmation dialog
+	Choose, Cancel          key.Binding
+
+	Refresh, Help, Quit key.Binding
+}
+
+// DefaultKeyMap returns the bindings; readOnly leaves the action keys out.
+func DefaultKeyMap(readOnly bool) *KeyMap {
+	b := func(keys []string, helpKey, desc string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(helpKey, desc))
+	}
+	k := &KeyMap{
+		Up:       b([]string{"up", "k"}, "↑/k", "up"),
+		Down:     b([]string{"down", "j"}, "↓/j", "down"),
+		PageUp:   b([]string{"pgup", "ctrl+u"}, "pgup", "page up"),
+		PageDown: b([]string{"pgdown", "ctrl+d", " "}, "pgdn", "page down"),
+		Top:      b([]string{"home", "g"}, "g/home", "first row"),
+		Bottom:   b([]string{"end", "G"}, "G/end", "last row"),
+		Open:     b([]string{"enter"}, "enter", "details"),
+		Back:     b([]string{"esc", "backspace"}, "esc", "back"),
+
+		Volumes: b([]string{"1"}, "1", "volumes"),
+		Claims:  b([]string{"2"}, "2", "claims & mounts"),
+		Plugins: b([]string{"3"}, "3", "plugins"),
+		Events:  b([]string{"4"}, "4", "events"),
+		NextTab: b([]string{"tab", "right", "l"}, "tab", "next view"),
+		PrevTab: b([]string{"shift+tab", "left", "h"}, "shift+tab", "previous view"),
+
+		Filter:      b([]string{"/"}, "/", "filter"),
+		ClearFilter: b([]string{"esc"}, "esc", "clear filter"),
+		ApplyFilter: b([]string{"enter"}, "enter", "keep filter"),
+		Sort:        b([]string{"s"}, "s", "sort"),
+		Reverse:     b([]string{"S"}, "S", "reverse"),
+
+		Release: b([]string{"x"}, "x", "release"),
+		Detach:  b([]string{"d"}, "d", "detach"),
+		Delete:  b([]string{"D"}, "D", "delete"),
+
+		FocusNext: b([]string{"tab", "right", "l"}, "←/→", "move"),
+		FocusPrev: b([]string{"shift+tab", "left", "h"}, "←/→", "move"),
+		Choose:    b([]string{"enter"}, "enter", "choose"),
+		Cancel:    b([]string{"esc", "n", "q"}, "esc", "cancel"),
+
+		Refresh: b([]string{"r"}, "r", "refresh"),
+		Help:    b([]string{"?"}, "?", "help"),
+		Quit:    b([]string{"q", "ctrl+c"}, "q", "quit"),
+	}
+	if readOnly {
+		for _, a := range []*key.Binding{&k.Release, &k.Detach, &k.Delete} {
+			a.SetEnabled(false)
+		}
+	}
+	return k
+}
+
+// bindings is a help.KeyMap made of whatever applies where the user is.
+type bindings struct {
+	short []key.Binding
+	full  [][]key.Binding
+}
+
+func (b bindings) ShortHelp() []key.Binding  { return b.short }
+func (b bindings) FullHelp() [][]key.Binding { return b.full }
+
+// fullHelp is the `?` screen: the keys grouped by what they do.
+func (k *KeyMap) fullHelp() []helpGroup {
+	return []helpGroup{
+		{"Move", []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Open, k.Back}},
+		{"Views", []key.Binding{k.Volumes, k.Claims, k.Plugins, k.Events, k.NextTab, k.PrevTab}},
+		{"Find", []key.Binding{k.Filter, k.ClearFilter, k.Sort, k.Reverse}},
+		{"Act", []key.Binding{k.Release, k.Detach, k.Delete}},
+		{"General", []key.Binding{k.Refresh, k.Help, k.Quit}},
+	}
+}
+
+// helpGroup is one titled column of the help screen.
+type helpGroup struct {
+	title string
+	keys  []key.Binding
+}

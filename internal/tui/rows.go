@@ -1,0 +1,282 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// The four tabs and how each turns engine values into rows. Cells are formatted here, once per
+// refresh, and the table only cuts and pads them.
+
+type tabID int
+
+const (
+	tabVolumes tabID = iota
+	tabClaims
+	tabPlugins
+	tabEvents
+	numTabs
+)
+
+var tabNames = [numTabs]string{"Volumes", "Claims", "Plugins", "Events"}
+
+// none is what an empty cell shows, as in the command line's tables.
+const none = "<none>"
+
+func volumeColumns() []column {
+	return []column{
+		{title: "ID", min: 8, max: 40},
+		{title: "NAME", min: 8, max: 30, drop: 1, hideBelow: 100},
+		{title: "PLUGIN", min: 6, max: 20},
+		{title: "CAPACITY", min: 8, max: 10, numeric: true, right: true},
+		{title: "MODE", min: 18, max: 32},
+		{title: "R/W", min: 3, max: 9, numeric: true, right: true},
+		{title: "SCHEDULABLE", min: 8, max: 16},
+	}
+}
+
+func volumeRows(vs []engine.VolumeSummary) []row {
+	rows := make([]row, len(vs))
+	for i, v := range vs {
+		sched := "yes"
+		switch {
+		case v.State != "ready":
+			sched = "no: " + v.State
+		case !v.Schedulable:
+			sched = "no: plugin down"
+		}
+		rw := strconv.Itoa(v.ReadClaims) + "/" + strconv.Itoa(v.WriteClaims)
+		r := newRow(v.ID, i, []string{
+			v.ID, v.Name, v.PluginID, bytesIEC(v.CapacityBytes), modeText(v.AccessMode, v.AttachmentMode), rw, sched,
+		})
+		r.nums[3] = v.CapacityBytes
+		r.nums[5] = int64(v.ReadClaims + v.WriteClaims)
+		switch {
+		case sched != "yes":
+			r.tone = toneBad
+		case v.Unsettled > 0:
+			r.tone = toneWarn
+		}
+		rows[i] = r
+	}
+	return rows
+}
+
+func claimColumns() []column {
+	return []column{
+		{title: "VOLUME", min: 8, max: 30},
+		{title: "ALLOC", min: 6, max: 24},
+		{title: "MODE", min: 5, max: 5},
+		{title: "STATE", min: 9, max: 36},
+		{title: "TARGET", min: 16, max: 72, leftCut: true, drop: 1, hideBelow: 100},
+		{title: "AGE", min: 4, max: 6, numeric: true, right: true},
+		{title: "LAST ERROR", min: 10, max: 200, fill: true},
+	}
+}
+
+func claimRows(cs []engine.ClaimInfo, now time.Time) []row {
+	rows := make([]row, len(cs))
+	for i, c := range cs {
+		r := newRow(strconv.FormatInt(c.ID, 10), i, []string{
+			c.VolumeID, c.Alloc, c.Mode, claimState(c), c.TargetPath, shortAge(now, c.CreatedAt), lastError(c),
+		})
+		r.nums[5] = -c.CreatedAt.UnixNano() // ascending age is newest first
+		switch {
+		case c.LastError != "":
+			r.tone = toneBad
+		case !c.AtRest():
+			r.tone = toneWarn
+		}
+		rows[i] = r
+	}
+	return rows
+}
+
+func pluginColumns() []column {
+	return []column{
+		{title: "ID", min: 6, max: 24},
+		{title: "PROVIDER", min: 8, max: 32},
+		{title: "VERSION", min: 7, max: 16, drop: 2, hideBelow: 100},
+		{title: "TYPE", min: 4, max: 10},
+		{title: "HEALTH", min: 9, max: 9},
+		{title: "LATENCY", min: 7, max: 10, numeric: true, right: true},
+		{title: "NODE", min: 6, max: 24, drop: 1, hideBelow: 100},
+		{title: "CAPABILITIES", min: 12, max: 400, fill: true},
+	}
+}
+
+func pluginRows(ps []engine.PluginInfo) []row {
+	rows := make([]row, len(ps))
+	for i, p := range ps {
+		r := newRow(p.ID, i, []string{
+			p.ID, p.Provider, p.Version, string(p.Type), health(p), p.ProbeLatency.String(), p.NodeID, capSummary(p.Capabilities),
+		})
+		r.nums[5] = int64(p.ProbeLatency)
+		switch {
+		case !p.Healthy:
+			r.tone = toneBad
+		case !p.Ready:
+			r.tone = toneWarn
+		}
+		rows[i] = r
+	}
+	return rows
+}
+
+func eventColumns() []column {
+	return []column{
+		{title: "AGE", min: 4, max: 6, numeric: true, right: true},
+		{title: "KIND", min: 8, max: 24},
+		{title: "VOLUME", min: 6, max: 24, drop: 1},
+		{title: "ALLOC", min: 5, max: 16, drop: 2, hideBelow: 100},
+		{title: "PLUGIN", min: 6, max: 16, drop: 3, hideBelow: 100},
+		{title: "MESSAGE", min: 16, max: 1000, fill: true},
+	}
+}
+
+func eventRows(es []engine.EventInfo, now time.Time) []row {
+	rows := make([]row, len(es))
+	for i, e := range es {
+		r := newRow(strconv.FormatInt(e.ID, 10), i, []string{
+			shortAge(now, e.At), e.Kind, e.VolumeID, e.Alloc, e.PluginID, e.Message,
+		})
+		r.nums[0] = -e.At.UnixNano()
+		if e.Code != "" {
+			r.tone = toneBad
+		}
+		rows[i] = r
+	}
+	return rows
+}
+
+// newRow cleans the cells (no control characters from a plugin's strings reach the terminal),
+// fills empty ones with <none>, and precomputes what the filter matches.
+func newRow(key string, ref int, cells []string) row {
+	for i, c := range cells {
+		c = clean(c)
+		if strings.TrimSpace(c) == "" {
+			c = none
+		}
+		cells[i] = c
+	}
+	return row{key: key, ref: ref, cells: cells, nums: make([]int64, len(cells)),
+		search: strings.ToLower(strings.Join(cells, "\x00"))}
+}
+
+// clean replaces control characters, escape sequences' ESC included, with spaces.
+func clean(s string) string {
+	for i := 0; i < len(s); i++ {
+		// C1 controls (U+0080..U+009F, UTF-8 0xC2 0x80..0x9F) can start sequences too.
+		if s[i] < 0x20 || s[i] == 0x7f || (s[i] == 0xc2 && i+1 < len(s) && s[i+1] < 0xa0) {
+			return strings.Map(func(r rune) rune {
+				if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+					return ' '
+				}
+				return r
+			}, s)
+		}
+	}
+	return s
+}
+
+func modeText(a spec.AccessMode, m spec.AttachmentMode) string {
+	if a == "" {
+		return ""
+	}
+	if m == spec.BlockDevice {
+		return string(a) + " (block)"
+	}
+	return string(a)
+}
+
+func claimState(c engine.ClaimInfo) string {
+	s := c.State
+	if c.Releasing && !strings.Contains(s, "detach") && s != "unpublishing" {
+		s += ", releasing"
+	}
+	if c.NeedsReconcile {
+		s += ", reconcile"
+	}
+	return s
+}
+
+func lastError(c engine.ClaimInfo) string {
+	if c.LastError == "" {
+		return ""
+	}
+	parts := make([]string, 0, 3)
+	for _, p := range []string{c.LastRPC, c.LastCode, c.LastError} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, ": ")
+}
+
+func health(p engine.PluginInfo) string {
+	switch {
+	case p.ProbedAt.IsZero() && !p.Healthy:
+		return "unknown"
+	case !p.Healthy:
+		return "unhealthy"
+	case !p.Ready:
+		return "not ready"
+	}
+	return "healthy"
+}
+
+// capSummary lists a plugin's capabilities short enough for one cell; the detail view has
+// the CSI names.
+func capSummary(c engine.CapabilityNames) string {
+	short := func(names []string) string {
+		out := make([]string, len(names))
+		for i, n := range names {
+			n = strings.ToLower(n)
+			n = strings.TrimSuffix(n, "_volume")
+			out[i] = strings.ReplaceAll(n, "_", "-")
+		}
+		return strings.Join(out, " ")
+	}
+	var parts []string
+	if len(c.Controller) > 0 {
+		parts = append(parts, "controller: "+short(c.Controller))
+	}
+	if len(c.Node) > 0 {
+		parts = append(parts, "node: "+short(c.Node))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// shortAge renders how long ago t was in one unit: 45s, 12m, 5h, 3d.
+func shortAge(now, t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	d := now.Sub(t)
+	switch {
+	case d < 0:
+		return "0s"
+	case d < 2*time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < 2*time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+}
+
+// bytesIEC renders a capacity as people read them ("10 GiB"); 0 is empty.
+func bytesIEC(n int64) string {
+	if n <= 0 {
+		return ""
+	}
+	return humanize.IBytes(uint64(n))
+}

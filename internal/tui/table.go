@@ -1,0 +1,384 @@
+package tui
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// column describes one column of a table view.
+type column struct {
+	title    string
+	min, max int  // bounds of the width the column's content asks for
+	fill     bool // takes the width left over, so the row reaches the right edge
+	numeric  bool // sorts by the row's number for it, not by its text
+	right    bool // right-aligned
+	leftCut  bool // cut on the left when too long (paths: the end says the most)
+	drop     int  // when the screen is too narrow, higher drops first; 0 never drops
+	// hideBelow hides the column on screens narrower than this: on 80 columns a claim's
+	// target path, cut to a stub, says less than the state and error it would crowd out.
+	hideBelow int
+}
+
+// row is one precomputed line of a table: its cells are formatted when the data arrives, so
+// drawing a frame formats nothing.
+type row struct {
+	key    string   // identity, to keep the cursor on the same row across refreshes
+	cells  []string // display text, plain
+	nums   []int64  // sort keys of the numeric columns, indexed like cells
+	search string   // lower-cased cells, what the filter matches
+	tone   tone     // the row's colour, besides selection
+	ref    int      // index into the data the row was built from
+}
+
+// tone is how a row reads at a glance; every tone also has a text cue in its cells, so nothing
+// depends on colour alone.
+type tone int
+
+const (
+	toneNormal tone = iota
+	toneWarn
+	toneBad
+	toneDim
+)
+
+// table is a scrolling, filterable, sortable list of rows. Filtering and sorting happen when
+// rows, the filter or the sort change; View draws only the rows on screen.
+type table struct {
+	c       *Common
+	cols    []column
+	rows    []row
+	view    []int // indices into rows: filtered, in sort order
+	cursor  int   // index into view
+	offset  int   // first row of view on screen
+	height  int   // rows on screen
+	filter  string
+	sortCol int
+	desc    bool
+
+	natural []int // widest cell (or title) per column, measured when rows arrive
+	widths  []int // laid out for the screen width; 0 hides a column
+	empty   string
+}
+
+const (
+	colGap    = 2
+	markerW   = 2
+	cursorMrk = "> " // the selected row's text marker, so selection survives NO_COLOR
+)
+
+func newTable(c *Common, cols []column, sortCol int, desc bool, empty string) *table {
+	t := &table{c: c, cols: cols, sortCol: sortCol, desc: desc, empty: empty}
+	t.measure()
+	return t
+}
+
+// setRows replaces the rows, keeping the cursor on the row it was on when that row still shows.
+func (t *table) setRows(rows []row) {
+	keep := t.selectedKey()
+	t.rows = rows
+	t.measure()
+	t.layout()
+	t.apply(keep)
+}
+
+// setFilter narrows the rows to those containing s (case-insensitive) in any column.
+func (t *table) setFilter(s string) {
+	keep := t.selectedKey()
+	t.filter = s
+	t.apply(keep)
+}
+
+// cycleSort moves the sort to the next column on screen.
+func (t *table) cycleSort() {
+	keep := t.selectedKey()
+	for i := 1; i <= len(t.cols); i++ {
+		next := (t.sortCol + i) % len(t.cols)
+		if t.widths == nil || t.widths[next] > 0 {
+			t.sortCol, t.desc = next, false
+			break
+		}
+	}
+	t.apply(keep)
+}
+
+// reverse flips the sort order.
+func (t *table) reverse() {
+	keep := t.selectedKey()
+	t.desc = !t.desc
+	t.apply(keep)
+}
+
+// apply filters and sorts the rows into view, then puts the cursor back on keep.
+func (t *table) apply(keep string) {
+	t.view = t.view[:0]
+	needle := strings.ToLower(t.filter)
+	for i := range t.rows {
+		if needle == "" || strings.Contains(t.rows[i].search, needle) {
+			t.view = append(t.view, i)
+		}
+	}
+	col := t.cols[t.sortCol]
+	sc := t.sortCol
+	slices.SortStableFunc(t.view, func(a, b int) int {
+		var c int
+		if col.numeric {
+			c = cmp.Compare(t.rows[a].nums[sc], t.rows[b].nums[sc])
+		} else {
+			c = strings.Compare(t.rows[a].cells[sc], t.rows[b].cells[sc])
+		}
+		if t.desc {
+			c = -c
+		}
+		if c == 0 {
+			c = cmp.Compare(a, b) // the order the data came in breaks ties
+		}
+		return c
+	})
+	t.cursor = 0
+	if keep != "" {
+		for i, r := range t.view {
+			if t.rows[r].key == keep {
+				t.cursor = i
+				break
+			}
+		}
+	}
+	t.clamp()
+}
+
+func (t *table) selectedKey() string {
+	if r := t.selected(); r != nil {
+		return r.key
+	}
+	return ""
+}
+
+// selected returns the row under the cursor, or nil when none shows.
+func (t *table) selected() *row {
+	if t.cursor < 0 || t.cursor >= len(t.view) {
+		return nil
+	}
+	return &t.rows[t.view[t.cursor]]
+}
+
+// move moves the cursor by delta rows, scrolling as needed.
+func (t *table) move(delta int) {
+	t.cursor += delta
+	t.clamp()
+}
+
+func (t *table) top()    { t.cursor = 0; t.clamp() }
+func (t *table) bottom() { t.cursor = len(t.view) - 1; t.clamp() }
+
+func (t *table) clamp() {
+	t.cursor = max(0, min(t.cursor, len(t.view)-1))
+	if t.height <= 0 {
+		t.offset = 0
+		return
+	}
+	if t.cursor < t.offset {
+		t.offset = t.cursor
+	}
+	if t.cursor >= t.offset+t.height {
+		t.offset = t.cursor - t.height + 1
+	}
+	t.offset = max(0, min(t.offset, len(t.view)-t.height))
+}
+
+// setSize lays the columns out for width and shows height rows (the header excluded).
+func (t *table) setSize(height int) {
+	t.height = max(0, height)
+	t.layout()
+	t.clamp()
+}
+
+// measure finds each column's widest cell; it runs when rows arrive, never per frame.
+func (t *table) measure() {
+	if len(t.natural) != len(t.cols) {
+		t.natural = make([]int, len(t.cols))
+	}
+	for i, c := range t.cols {
+		t.natural[i] = ansi.StringWidth(c.title)
+	}
+	for _, r := range t.rows {
+		for i, cell := range r.cells {
+			if w := textWidth(cell); w > t.natural[i] {
+				t.natural[i] = w
+			}
+		}
+	}
+}
+
+// layout fits the columns into the screen width: each starts at its content's width within its
+// bounds; when too wide, the widest shrinkable column gives way first, then columns drop in
+// their drop order; the fill column takes what is left.
+func (t *table) layout() {
+	width := t.c.Width
+	if len(t.widths) != len(t.cols) {
+		t.widths = make([]int, len(t.cols))
+	}
+	floor := func(i int) int {
+		c := t.cols[i]
+		return max(c.min, min(ansi.StringWidth(c.title), c.max))
+	}
+	for i, c := range t.cols {
+		natural := t.natural[i]
+		if i == t.sortCol {
+			natural = max(natural, ansi.StringWidth(c.title)+2) // room for the arrow
+		}
+		t.widths[i] = max(floor(i), min(natural, c.max))
+		if width < c.hideBelow {
+			t.widths[i] = 0
+		}
+	}
+	total := func() int {
+		n, w := 0, markerW
+		for _, x := range t.widths {
+			if x > 0 {
+				w += x
+				n++
+			}
+		}
+		return w + colGap*max(0, n-1)
+	}
+	for total() > width {
+		widest := -1
+		for i := range t.cols {
+			if t.widths[i] > floor(i) && (widest < 0 || t.widths[i] > t.widths[widest]) {
+				widest = i
+			}
+		}
+		if widest >= 0 {
+			t.widths[widest]-- // one cell at a time keeps the squeeze even
+			continue
+		}
+		drop := -1
+		for i, c := range t.cols {
+			if t.widths[i] > 0 && c.drop > 0 && (drop < 0 || c.drop > t.cols[drop].drop) {
+				drop = i
+			}
+		}
+		if drop < 0 {
+			break
+		}
+		t.widths[drop] = 0
+	}
+	if spare := width - total(); spare > 0 {
+		for i, c := range t.cols {
+			if c.fill && t.widths[i] > 0 {
+				t.widths[i] += spare
+				break
+			}
+		}
+	}
+	if t.widths[t.sortCol] == 0 {
+		keep := t.selectedKey()
+		t.sortCol = slices.IndexFunc(t.widths, func(w int) bool { return w > 0 })
+		t.desc = false
+		t.apply(keep)
+	}
+}
+
+// count returns the rows shown and the rows there are.
+func (t *table) count() (shown, total int) { return len(t.view), len(t.rows) }
+
+// View draws the header and the rows on screen, padded to height rows.
+func (t *table) View() string {
+	s := t.c.Styles
+	var b strings.Builder
+	header := make([]string, 0, len(t.cols))
+	for i, c := range t.cols {
+		if t.widths[i] == 0 {
+			continue
+		}
+		title := c.title
+		if i == t.sortCol {
+			title += map[bool]string{false: " ↑", true: " ↓"}[t.desc]
+		}
+		header = append(header, fit(title, t.widths[i], c.right, false))
+	}
+	b.WriteString(s.Header.Render(pad(strings.Repeat(" ", markerW)+strings.Join(header, gap), t.c.Width)))
+
+	if len(t.view) == 0 {
+		msg := t.empty
+		if t.filter != "" {
+			msg = "no rows match " + strconv.Quote(t.filter) + " (esc clears the filter)"
+		}
+		b.WriteString("\n" + s.Empty.Render(pad("  "+msg, t.c.Width)))
+		b.WriteString(strings.Repeat("\n", max(0, t.height-1)))
+		return b.String()
+	}
+
+	end := min(len(t.view), t.offset+t.height)
+	cells := make([]string, 0, len(t.cols))
+	for i := t.offset; i < end; i++ {
+		r := &t.rows[t.view[i]]
+		cells = cells[:0]
+		for j, c := range t.cols {
+			if t.widths[j] == 0 {
+				continue
+			}
+			cells = append(cells, fit(r.cells[j], t.widths[j], c.right, c.leftCut))
+		}
+		marker := strings.Repeat(" ", markerW)
+		if i == t.cursor {
+			marker = cursorMrk
+		}
+		line := pad(marker+strings.Join(cells, gap), t.c.Width)
+		b.WriteByte('\n')
+		b.WriteString(t.style(r, i == t.cursor).Render(line))
+	}
+	b.WriteString(strings.Repeat("\n", max(0, t.height-(end-t.offset))))
+	return b.String()
+}
+
+func (t *table) style(r *row, selected bool) lipgloss.Style {
+	s := t.c.Styles
+	if selected {
+		return s.Selected
+	}
+	switch r.tone {
+	case toneWarn:
+		return s.Warn
+	case toneBad:
+		return s.Bad
+	case toneDim:
+		return s.Dim
+	}
+	return s.App
+}
+
+var gap = strings.Repeat(" ", colGap)
+
+// fit cuts or pads s to exactly w cells.
+func fit(s string, w int, right, leftCut bool) string {
+	sw := textWidth(s)
+	if sw > w {
+		if leftCut {
+			return ansi.TruncateLeft(s, sw-w+1, "…")
+		}
+		return ansi.Truncate(s, w, "…")
+	}
+	if right {
+		return strings.Repeat(" ", w-sw) + s
+	}
+	return s + strings.Repeat(" ", w-sw)
+}
+
+// pad cuts or pads a plain line to exactly w cells.
+func pad(s string, w int) string { return fit(s, w, false, false) }
+
+// textWidth is the width of plain text, without ansi's parser for the common ASCII case.
+func textWidth(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 || s[i] < 0x20 {
+			return ansi.StringWidth(s)
+		}
+	}
+	return len(s)
+}

@@ -1,0 +1,410 @@
+// Package tui is volctl's dashboard: a full-screen bubbletea program showing volumes, claims and
+// mounts, plugins and recent events, live, with release, detach and delete behind a
+// confirmation. It reads and acts only through the engine, behind the Engine interface.
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/spinner"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/volctl/volctl/internal/engine"
+)
+
+// Engine is what the dashboard needs of the engine; *engine.Engine is the real one.
+type Engine interface {
+	// Dashboard reads volumes, claims, plugins (stored health) and recent events at once.
+	Dashboard(ctx context.Context, events int) (engine.Dashboard, error)
+	Volume(ctx context.Context, idOrPrefix string) (engine.VolumeInfo, error)
+	// PluginStatus probes plugins live and records their health.
+	PluginStatus(ctx context.Context, id string) ([]engine.PluginInfo, error)
+	Release(ctx context.Context, volumeID, alloc string) (engine.ReleaseResult, error)
+	Detach(ctx context.Context, volumeID string, force bool) (engine.DetachResult, error)
+	DeleteVolume(ctx context.Context, id string) error
+}
+
+var _ Engine = (*engine.Engine)(nil)
+
+// Options configure the dashboard. Zero fields take defaults.
+type Options struct {
+	Engine   Engine
+	ReadOnly bool          // no release, detach or delete
+	Refresh  time.Duration // how often the store is re-read; 2s
+	Probe    time.Duration // how often plugins are probed live; 10s
+	Events   int           // how many recent events the events view keeps; 200
+	Now      func() time.Time
+	// Renderer carries the colour profile and background, decided before the program starts
+	// (NewRenderer); nil is no colour.
+	Renderer *lipgloss.Renderer
+}
+
+// Defaults for Options.
+const (
+	DefaultRefresh = 2 * time.Second
+	DefaultProbe   = 10 * time.Second
+	DefaultEvents  = 200
+)
+
+// Model is the root of the dashboard: it routes keys and messages to the components and lays
+// them out. Each component owns its messages and the commands that produce them.
+type Model struct {
+	c   *Common
+	ctx context.Context
+	eng Engine
+
+	live     live
+	data     engine.Dashboard
+	tabs     [numTabs]*table
+	active   tabID
+	detail   *detail  // open detail view, or nil
+	dialog   *confirm // open confirmation, or nil
+	showHelp bool
+
+	filtering bool
+	filter    filterInput
+	help      help.Model
+	status    statusLine
+}
+
+// New builds the dashboard. ctx bounds every engine call it makes.
+func New(ctx context.Context, opts Options) *Model {
+	if opts.Refresh <= 0 {
+		opts.Refresh = DefaultRefresh
+	}
+	if opts.Probe <= 0 {
+		opts.Probe = DefaultProbe
+	}
+	if opts.Events <= 0 {
+		opts.Events = DefaultEvents
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Renderer == nil {
+		opts.Renderer = NewRenderer(io.Discard, false)
+	}
+	c := &Common{
+		Styles: NewStyles(opts.Renderer), Keys: DefaultKeyMap(opts.ReadOnly),
+		Now: opts.Now, ReadOnly: opts.ReadOnly, after: tick,
+	}
+	m := &Model{c: c, ctx: ctx, eng: opts.Engine}
+	m.live = live{c: c, ctx: ctx, eng: opts.Engine, refreshEvery: opts.Refresh, probeEvery: opts.Probe, events: opts.Events}
+	m.tabs[tabVolumes] = newTable(c, volumeColumns(), 0, false,
+		"no volumes yet: `volctl volume register FILE` or `volctl volume create FILE` adds one")
+	m.tabs[tabClaims] = newTable(c, claimColumns(), 0, false, "no live claims: `volctl volume claim ID --alloc NAME` makes one")
+	m.tabs[tabPlugins] = newTable(c, pluginColumns(), 0, false, "no plugins registered: `volctl plugin register FILE` adds one")
+	m.tabs[tabEvents] = newTable(c, eventColumns(), 0, false, "no events yet")
+
+	m.filter = filterInput{c: c}
+	m.help = help.New()
+	m.help.Styles = c.Styles.Help
+	m.status = newStatusLine(c)
+	return m
+}
+
+// Init reads the store and probes the plugins at once, and starts both timers.
+func (m *Model) Init() tea.Cmd { return m.live.start() }
+
+// Update routes a message. It does no I/O: engine calls happen in the commands it returns.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.c.Width, m.c.Height = msg.Width, msg.Height
+		m.resize()
+	case tea.KeyMsg:
+		return m, m.onKey(msg)
+	case refreshTickMsg:
+		return m, m.live.onRefreshTick()
+	case probeTickMsg:
+		return m, m.live.onProbeTick()
+	case dashboardMsg:
+		if m.live.onData(msg) {
+			return m, m.setData(msg.data)
+		}
+	case probedMsg:
+		if msg.err != nil && m.status.text == "" {
+			m.status.set("probe plugins: "+msg.err.Error(), true)
+		}
+		return m, m.live.onProbed(msg)
+	case volumeMsg:
+		if m.detail != nil && m.detail.tab == tabVolumes && m.detail.key == msg.id {
+			m.detail.setVolume(msg)
+		}
+	case actionDoneMsg:
+		m.status.done(msg)
+		if msg.err == nil && msg.a.kind == actDelete && m.detail != nil && m.detail.key == msg.a.volume {
+			m.detail = nil
+		}
+		return m, m.live.read()
+	case spinner.TickMsg:
+		return m, m.status.spinTick(msg)
+	}
+	return m, nil
+}
+
+func (m *Model) resize() {
+	for _, t := range m.tabs {
+		t.setSize(bodyHeight(m.c) - 1)
+	}
+	if m.detail != nil {
+		m.detail.setSize()
+	}
+	m.help.Width = m.c.Width - 2
+}
+
+// bodyHeight is what is left between the tab bar and the status and help lines.
+func bodyHeight(c *Common) int { return max(0, c.Height-3) }
+
+// setData shows a fresh read: rows are formatted, filtered and sorted here, once per read.
+func (m *Model) setData(d engine.Dashboard) tea.Cmd {
+	m.data = d
+	now := m.c.Now()
+	m.tabs[tabVolumes].setRows(volumeRows(d.Volumes))
+	m.tabs[tabClaims].setRows(claimRows(d.Claims, now))
+	m.tabs[tabPlugins].setRows(pluginRows(d.Plugins))
+	m.tabs[tabEvents].setRows(eventRows(d.Events, now))
+	return m.refreshDetail()
+}
+
+// refreshDetail brings an open detail view up to date with the data.
+func (m *Model) refreshDetail() tea.Cmd {
+	d := m.detail
+	if d == nil {
+		return nil
+	}
+	now, s := m.c.Now(), m.c.Styles
+	switch d.tab {
+	case tabVolumes:
+		return loadVolume(m.ctx, m.eng, d.key)
+	case tabClaims:
+		for _, c := range m.data.Claims {
+			if fmt.Sprint(c.ID) == d.key {
+				d.claim = &c
+				d.show(func(w int) string { return claimDetail(s, c, now, w) })
+				return nil
+			}
+		}
+		d.gone("this claim is no longer live (released)")
+	case tabPlugins:
+		for _, p := range m.data.Plugins {
+			if p.ID == d.key {
+				d.show(func(w int) string { return pluginDetail(s, p, now, w) })
+				return nil
+			}
+		}
+		d.gone(fmt.Sprintf("plugin %q is no longer registered", d.key))
+	case tabEvents:
+		for _, e := range m.data.Events {
+			if fmt.Sprint(e.ID) == d.key {
+				d.show(func(w int) string { return eventDetail(s, e, now, w) })
+				return nil
+			}
+		}
+		d.gone("this event has left the recent events")
+	}
+	return nil
+}
+
+func matches(msg tea.KeyMsg, b ...key.Binding) bool { return key.Matches(msg, b...) }
+
+func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
+	k := m.c.Keys
+	if msg.String() == "ctrl+c" {
+		return tea.Quit
+	}
+	switch {
+	case m.dialog != nil:
+		done, run := m.dialog.Update(msg)
+		if !done {
+			return nil
+		}
+		a := m.dialog.a
+		m.dialog = nil
+		if run {
+			return tea.Batch(m.status.start(a), a.run(m.ctx, m.eng))
+		}
+		return nil
+	case m.filtering:
+		return m.onFilterKey(msg)
+	case m.showHelp:
+		switch {
+		case matches(msg, k.Quit):
+			return tea.Quit
+		case matches(msg, k.Help, k.Back):
+			m.showHelp = false
+		}
+		return nil
+	}
+
+	t := m.tabs[m.active]
+	switch {
+	case matches(msg, k.Quit):
+		return tea.Quit
+	case matches(msg, k.Help):
+		m.showHelp = true
+	case matches(msg, k.Refresh):
+		cmds := []tea.Cmd{m.live.read()}
+		if !m.live.probing {
+			cmds = append(cmds, m.live.probe())
+		}
+		return tea.Batch(cmds...)
+	case matches(msg, k.Back):
+		if m.detail != nil {
+			m.detail = nil
+		} else if t.filter != "" {
+			t.setFilter("")
+		}
+	case matches(msg, k.Volumes, k.Claims, k.Plugins, k.Events):
+		m.switchTab(tabID(msg.String()[0] - '1'))
+	case matches(msg, k.NextTab):
+		m.switchTab((m.active + 1) % numTabs)
+	case matches(msg, k.PrevTab):
+		m.switchTab((m.active + numTabs - 1) % numTabs)
+	case matches(msg, k.Release):
+		m.ask(actRelease)
+	case matches(msg, k.Detach):
+		m.ask(actDetach)
+	case matches(msg, k.Delete):
+		m.ask(actDelete)
+	case m.detail != nil:
+		m.detail.Update(msg)
+	case matches(msg, k.Filter):
+		m.filtering = true
+		m.filter.SetValue(t.filter)
+	case matches(msg, k.Sort):
+		t.cycleSort()
+	case matches(msg, k.Reverse):
+		t.reverse()
+	case matches(msg, k.Up):
+		t.move(-1)
+	case matches(msg, k.Down):
+		t.move(1)
+	case matches(msg, k.PageUp):
+		t.move(-max(1, t.height-1))
+	case matches(msg, k.PageDown):
+		t.move(max(1, t.height-1))
+	case matches(msg, k.Top):
+		t.top()
+	case matches(msg, k.Bottom):
+		t.bottom()
+	case matches(msg, k.Open):
+		return m.openDetail()
+	}
+	return nil
+}
+
+// onFilterKey edits the filter; the rows narrow as the user types.
+func (m *Model) onFilterKey(msg tea.KeyMsg) tea.Cmd {
+	k, t := m.c.Keys, m.tabs[m.active]
+	switch {
+	case matches(msg, k.ClearFilter):
+		m.filtering = false
+		t.setFilter("")
+	case matches(msg, k.ApplyFilter):
+		m.filtering = false
+	case m.filter.Update(msg) && m.filter.Value() != t.filter:
+		t.setFilter(m.filter.Value())
+	}
+	return nil
+}
+
+func (m *Model) switchTab(to tabID) {
+	m.active, m.detail = to, nil
+}
+
+// openDetail opens the selected row's detail view.
+func (m *Model) openDetail() tea.Cmd {
+	r := m.tabs[m.active].selected()
+	if r == nil {
+		return nil
+	}
+	switch m.active {
+	case tabVolumes:
+		v := m.data.Volumes[r.ref]
+		m.detail = newDetail(m.c, tabVolumes, v.ID, "Volume "+v.ID)
+		m.detail.loading, m.detail.note = true, "loading…"
+		m.detail.rebuild()
+		return loadVolume(m.ctx, m.eng, v.ID)
+	case tabClaims:
+		c := m.data.Claims[r.ref]
+		m.detail = newDetail(m.c, tabClaims, r.key, fmt.Sprintf("Claim of alloc %s on volume %s", c.Alloc, c.VolumeID))
+	case tabPlugins:
+		m.detail = newDetail(m.c, tabPlugins, r.key, "Plugin "+r.key)
+	case tabEvents:
+		e := m.data.Events[r.ref]
+		m.detail = newDetail(m.c, tabEvents, r.key, "Event "+r.key+": "+e.Kind)
+	}
+	return m.refreshDetail()
+}
+
+// ask opens the confirmation for an action on what is selected, or says why it cannot.
+func (m *Model) ask(kind actionKind) {
+	if m.c.ReadOnly {
+		m.status.set("read-only dashboard (--readonly): release, detach and delete are off", true)
+		return
+	}
+	if m.status.running != nil {
+		m.status.set("one action at a time: wait for this one to finish", false)
+		return
+	}
+	a, err := m.target(kind)
+	if err != nil {
+		m.status.set(err.Error(), true)
+		return
+	}
+	m.dialog = newConfirm(m.c, a)
+}
+
+// target finds what an action applies to: the open detail's volume or claim, or the selected
+// row of the volumes or claims view.
+func (m *Model) target(kind actionKind) (action, error) {
+	a := action{kind: kind}
+	if kind == actRelease {
+		switch {
+		case m.detail != nil && m.detail.claim != nil:
+			a.volume, a.alloc = m.detail.claim.VolumeID, m.detail.claim.Alloc
+		case m.detail == nil && m.active == tabClaims && m.tabs[tabClaims].selected() != nil:
+			c := m.data.Claims[m.tabs[tabClaims].selected().ref]
+			a.volume, a.alloc = c.VolumeID, c.Alloc
+		default:
+			return a, errors.New("release needs a claim: select one in the claims view (2)")
+		}
+		return a, nil
+	}
+	switch {
+	case m.detail != nil && m.detail.volume != nil:
+		v := m.detail.volume
+		a.volume, a.claims = v.ID, len(v.Claims)
+	case m.detail == nil && m.active == tabVolumes && m.tabs[tabVolumes].selected() != nil:
+		v := m.data.Volumes[m.tabs[tabVolumes].selected().ref]
+		a.volume, a.claims = v.ID, v.ReadClaims+v.WriteClaims
+	default:
+		return a, fmt.Errorf("%s needs a volume: select one in the volumes view (1)", [...]string{"", "detach", "delete"}[kind])
+	}
+	return a, nil
+}
+
+// Run starts the dashboard on the terminal in and out until the user quits or ctx ends. The
+// renderer must have been made (NewRenderer) before: the program never asks the terminal
+// about colours once it owns it.
+func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
+	if opts.Renderer != nil {
+		// bubbles' own default styles use the default renderer: give it the decided profile too.
+		lipgloss.SetDefaultRenderer(opts.Renderer)
+	}
+	p := tea.NewProgram(New(ctx, opts), tea.WithAltScreen(), tea.WithContext(ctx),
+		tea.WithInput(in), tea.WithOutput(out))
+	_, err := p.Run()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}

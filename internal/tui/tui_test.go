@@ -1,0 +1,592 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/volctl/volctl/internal/engine"
+)
+
+func TestNavigation(t *testing.T) {
+	tests := []struct {
+		name    string
+		keys    []string
+		tab     tabID
+		want    string // selected row key
+		detail  bool
+		height  int
+		nRows   int
+		visible []string
+	}{
+		{name: "starts on the first volume", want: "mysql-0"},
+		{name: "down", keys: []string{"down", "j"}, want: "pg-data"},
+		{name: "up stops at the top", keys: []string{"down", "up", "k", "up"}, want: "mysql-0"},
+		{name: "down stops at the bottom", keys: []string{"G", "down", "down"}, want: "tmp-build"},
+		{name: "end and home", keys: []string{"end", "home"}, want: "mysql-0"},
+		{name: "page down", keys: []string{"pgdown"}, want: "tmp-build"},
+		{name: "number picks a tab", keys: []string{"3"}, tab: tabPlugins, want: "ceph"},
+		{name: "tab and shift+tab wrap", keys: []string{"shift+tab"}, tab: tabEvents, want: "9"},
+		{name: "tab", keys: []string{"tab", "tab"}, tab: tabPlugins, want: "ceph"},
+		{name: "each tab keeps its cursor", keys: []string{"down", "2", "down", "1"}, tab: tabVolumes, want: "mysql-1"},
+		{name: "enter opens the detail", keys: []string{"down", "enter"}, want: "mysql-1", detail: true},
+		{name: "esc closes it", keys: []string{"enter", "esc"}, want: "mysql-0"},
+		{name: "switching tabs closes it", keys: []string{"enter", "2"}, tab: tabClaims, want: "1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, fixture(), Options{})
+			h.keys(tt.keys...)
+			if h.m.active != tt.tab {
+				t.Errorf("tab = %s, want %s", tabNames[h.m.active], tabNames[tt.tab])
+			}
+			if got := h.selected(); got != tt.want {
+				t.Errorf("selected %q, want %q", got, tt.want)
+			}
+			if (h.m.detail != nil) != tt.detail {
+				t.Errorf("detail open = %v, want %v", h.m.detail != nil, tt.detail)
+			}
+		})
+	}
+}
+
+// With more rows than fit, the cursor drags the window along and the screen shows only rows
+// around it.
+func TestScrolling(t *testing.T) {
+	fake := fixture()
+	fake.data.Volumes = manyVolumes(100)
+	h := newHarness(t, fake, Options{})
+	tb := h.m.tabs[tabVolumes]
+	if tb.height != 20 {
+		t.Fatalf("80x24 shows %d rows, want 20", tb.height)
+	}
+	h.keys("end")
+	if h.selected() != "vol-00099" || tb.offset != 80 {
+		t.Fatalf("end: selected %q offset %d, want vol-00099 at offset 80", h.selected(), tb.offset)
+	}
+	out := h.m.View()
+	if !strings.Contains(out, "> vol-00099") || strings.Contains(out, "vol-00079") {
+		t.Errorf("screen at the end shows the wrong rows:\n%s", out)
+	}
+	h.keys("pgup")
+	if h.selected() != "vol-00080" || tb.offset != 80 {
+		t.Errorf("pgup: selected %q offset %d, want vol-00080 at offset 80", h.selected(), tb.offset)
+	}
+	h.keys("up")
+	if tb.offset != 79 {
+		t.Errorf("up past the top of the window: offset %d, want 79", tb.offset)
+	}
+	// A smaller screen keeps the cursor on screen.
+	h.send(tea.WindowSizeMsg{Width: 80, Height: 12})
+	if tb.cursor < tb.offset || tb.cursor >= tb.offset+tb.height {
+		t.Errorf("after resize, cursor %d outside the window [%d, %d)", tb.cursor, tb.offset, tb.offset+tb.height)
+	}
+	checkScreen(t, h.m.View(), 80, 12)
+}
+
+func TestFilter(t *testing.T) {
+	tests := []struct {
+		name      string
+		tab       string
+		keys      []string
+		want      []string
+		filtering bool
+		filter    string
+	}{
+		{name: "matches while typing", keys: []string{"/", "m", "y", "s"}, want: []string{"mysql-0", "mysql-1"}, filtering: true, filter: "mys"},
+		{name: "any column: plugin", keys: []string{"/", "ceph", "enter"}, want: []string{"pg-data"}, filter: "ceph"},
+		{name: "any column: mode", keys: []string{"/", "BLOCK", "enter"}, want: []string{"pg-data"}, filter: "BLOCK"},
+		{name: "any column: schedulable", keys: []string{"/", "creating", "enter"}, want: []string{"tmp-build"}, filter: "creating"},
+		{name: "enter keeps it", keys: []string{"/", "nfs", "enter"}, want: []string{"shared-media"}, filter: "nfs"},
+		{name: "esc while typing clears it", keys: []string{"/", "nfs", "esc"}, want: allVolumes},
+		{name: "esc afterwards clears it", keys: []string{"/", "nfs", "enter", "esc"}, want: allVolumes},
+		{name: "backspace widens it", keys: []string{"/", "mysql-0", "backspace", "enter"}, want: []string{"mysql-0", "mysql-1"}, filter: "mysql-"},
+		{name: "ctrl+u empties it", keys: []string{"/", "mysql", "ctrl+u", "enter"}, want: allVolumes},
+		{name: "/ again edits it", keys: []string{"/", "mysql", "enter", "/", "-1", "enter"}, want: []string{"mysql-1"}, filter: "mysql-1"},
+		{name: "no match", keys: []string{"/", "zzz", "enter"}, want: []string{}, filter: "zzz"},
+		{name: "keys are text while typing", keys: []string{"/", "q", "2", "s"}, want: []string{}, filtering: true, filter: "q2s"},
+		{name: "claims by state", tab: "2", keys: []string{"/", "reconcile", "enter"}, want: []string{"5"}, filter: "reconcile"},
+		{name: "events by message", tab: "4", keys: []string{"/", "unhealthy", "enter"}, want: []string{"8"}, filter: "unhealthy"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, fixture(), Options{})
+			if tt.tab != "" {
+				h.keys(tt.tab)
+			}
+			h.keys(tt.keys...)
+			if got := h.viewKeys(); !slices.Equal(got, tt.want) {
+				t.Errorf("rows %v, want %v", got, tt.want)
+			}
+			if h.m.filtering != tt.filtering {
+				t.Errorf("filtering = %v, want %v", h.m.filtering, tt.filtering)
+			}
+			if f := h.m.tabs[h.m.active].filter; f != tt.filter {
+				t.Errorf("filter = %q, want %q", f, tt.filter)
+			}
+		})
+	}
+}
+
+var allVolumes = []string{"mysql-0", "mysql-1", "pg-data", "scratch", "shared-media", "tmp-build"}
+
+func TestFilterIsPerTabAndSurvivesRefresh(t *testing.T) {
+	h := newHarness(t, fixture(), Options{})
+	h.keys("/", "mysql", "enter", "2")
+	if got := h.viewKeys(); len(got) != 5 {
+		t.Errorf("claims filtered by the volumes' filter: %v", got)
+	}
+	h.keys("1", "r")
+	if got := h.viewKeys(); !slices.Equal(got, []string{"mysql-0", "mysql-1"}) {
+		t.Errorf("after refresh: %v, want the filter still applied", got)
+	}
+	if !strings.Contains(h.m.View(), "1 Volumes 2/6") {
+		t.Errorf("tab bar does not count filtered rows:\n%s", h.m.View())
+	}
+}
+
+func TestSort(t *testing.T) {
+	tests := []struct {
+		name string
+		tab  string
+		keys []string
+		want []string
+	}{
+		{name: "by ID", want: allVolumes},
+		{name: "reversed", keys: []string{"S"}, want: reversed(allVolumes)},
+		// s moves to PLUGIN (NAME is hidden at 80 columns); ties keep the data's order.
+		{name: "by plugin", keys: []string{"s"}, want: []string{"pg-data", "mysql-0", "mysql-1", "scratch", "tmp-build", "shared-media"}},
+		// Capacity sorts by bytes, not by its text: 1.0 GiB < 10 GiB < 100 GiB < 500 GiB.
+		{name: "by capacity", keys: []string{"s", "s"}, want: []string{"tmp-build", "scratch", "mysql-0", "mysql-1", "pg-data", "shared-media"}},
+		{name: "by capacity, largest first", keys: []string{"s", "s", "S"}, want: []string{"shared-media", "pg-data", "mysql-0", "mysql-1", "scratch", "tmp-build"}},
+		{name: "s after the last column wraps to ID", keys: []string{"s", "s", "s", "s", "s", "s"}, want: allVolumes},
+		{name: "claims by age, newest first", tab: "2", keys: []string{"s", "s", "s", "s"}, want: []string{"5", "4", "3", "1", "2"}},
+		{name: "events newest first by default", tab: "4", want: []string{"9", "8", "7", "6", "5", "4", "3", "2", "1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, fixture(), Options{})
+			if tt.tab != "" {
+				h.keys(tt.tab)
+			}
+			h.keys(tt.keys...)
+			if got := h.viewKeys(); !slices.Equal(got, tt.want) {
+				t.Errorf("order %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func reversed(s []string) []string {
+	out := slices.Clone(s)
+	slices.Reverse(out)
+	return out
+}
+
+func TestCursorFollowsItsRow(t *testing.T) {
+	h := newHarness(t, fixture(), Options{})
+	h.keys("down", "down") // pg-data
+	h.keys("S")            // reverse: pg-data moves
+	if h.selected() != "pg-data" {
+		t.Fatalf("after sorting, selected %q, want pg-data", h.selected())
+	}
+	// A refresh with a new volume sorting before it keeps the cursor on pg-data.
+	h.fake.data.Volumes = append(h.fake.data.Volumes, engine.VolumeSummary{ID: "zeta", State: "ready"})
+	h.keys("r")
+	if h.selected() != "pg-data" {
+		t.Errorf("after refresh, selected %q, want pg-data", h.selected())
+	}
+	// When its row goes, the cursor stays where it was on screen.
+	at := h.m.tabs[tabVolumes].cursor
+	h.fake.data.Volumes = slices.DeleteFunc(h.fake.data.Volumes, func(v engine.VolumeSummary) bool { return v.ID == "pg-data" })
+	h.keys("r")
+	if h.m.tabs[tabVolumes].cursor != 0 && h.m.tabs[tabVolumes].cursor > at {
+		t.Errorf("cursor moved past its place: %d, was %d", h.m.tabs[tabVolumes].cursor, at)
+	}
+	if h.selected() == "" {
+		t.Error("no row selected after the selected row went away")
+	}
+}
+
+func TestConfirmation(t *testing.T) {
+	tests := []struct {
+		name  string
+		keys  []string
+		calls []string // engine calls other than reads
+	}{
+		{name: "enter on Cancel does nothing", keys: []string{"2", "x", "enter"}},
+		{name: "esc cancels", keys: []string{"2", "x", "esc"}},
+		{name: "n cancels", keys: []string{"2", "x", "n"}},
+		{name: "q cancels, does not quit", keys: []string{"2", "x", "q"}},
+		{name: "moving back to Cancel", keys: []string{"2", "x", "tab", "tab", "enter"}},
+		{name: "release", keys: []string{"2", "x", "tab", "enter"}, calls: []string{"Release(mysql-0, web[0])"}},
+		{name: "release from the claim detail", keys: []string{"2", "G", "enter", "x", "right", "enter"}, calls: []string{"Release(shared-media, render-1)"}},
+		{name: "detach", keys: []string{"down", "d", "l", "enter"}, calls: []string{"Detach(mysql-1, false)"}},
+		{name: "delete", keys: []string{"G", "D", "tab", "enter"}, calls: []string{"DeleteVolume(tmp-build)"}},
+		{name: "delete from the volume detail", keys: []string{"enter", "D", "tab", "enter"}, calls: []string{"DeleteVolume(mysql-0)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, fixture(), Options{})
+			h.keys(tt.keys...)
+			if h.m.dialog != nil {
+				t.Error("dialog still open")
+			}
+			if h.quit {
+				t.Error("quit")
+			}
+			if got := actionCalls(h.fake.Calls()); !slices.Equal(got, tt.calls) {
+				t.Errorf("engine calls %v, want %v", got, tt.calls)
+			}
+		})
+	}
+}
+
+func actionCalls(calls []string) []string {
+	return slices.DeleteFunc(calls, func(c string) bool {
+		return strings.HasPrefix(c, "Dashboard") || strings.HasPrefix(c, "PluginStatus") || strings.HasPrefix(c, "Volume(")
+	})
+}
+
+func TestDialogOpensWithCancelFocused(t *testing.T) {
+	h := newHarness(t, fixture(), Options{})
+	h.keys("D")
+	if h.m.dialog == nil {
+		t.Fatal("no dialog")
+	}
+	if h.m.dialog.accept {
+		t.Error("dialog opened with the action focused")
+	}
+	if out := h.m.View(); !strings.Contains(out, "[ Cancel ]") || !strings.Contains(out, `Delete volume "mysql-0"?`) {
+		t.Errorf("dialog does not show Cancel focused and the volume:\n%s", out)
+	}
+	// Keys meant for the table do not reach it behind the dialog.
+	h.keys("down", "2", "/")
+	if h.m.active != tabVolumes || h.selected() != "mysql-0" || h.m.filtering {
+		t.Errorf("keys leaked past the dialog: tab %d, selected %q, filtering %v", h.m.active, h.selected(), h.m.filtering)
+	}
+}
+
+func TestActionRunsInBackgroundWithSpinner(t *testing.T) {
+	h := newHarness(t, fixture(), Options{})
+	h.keys("2", "x", "tab")
+	// Choose, but hold back the command: the action is "running".
+	_, cmd := h.m.Update(keyMsg("enter"))
+	if h.m.status.running == nil {
+		t.Fatal("no running action after choosing")
+	}
+	if got := actionCalls(h.fake.Calls()); len(got) != 0 {
+		t.Fatalf("Update called the engine itself: %v", got)
+	}
+	out := h.m.View()
+	if !strings.Contains(out, `releasing the claim of "web[0]" on "mysql-0"…`) {
+		t.Errorf("status line does not show the running action:\n%s", out)
+	}
+	// Another action waits for this one.
+	h.keys("x")
+	if h.m.dialog != nil {
+		t.Error("a second dialog opened while an action runs")
+	}
+	h.run(cmd)
+	if h.m.status.running != nil {
+		t.Error("still running after the result came")
+	}
+	if !strings.Contains(h.m.View(), `released the claim of "web[0]" on "mysql-0"`) {
+		t.Errorf("status line does not report the result:\n%s", h.m.View())
+	}
+	// The result triggers a read, so the claim is gone from the list.
+	if got := h.viewKeys(); slices.Contains(got, "1") {
+		t.Errorf("released claim still listed: %v", got)
+	}
+}
+
+func TestActionErrors(t *testing.T) {
+	conflict := fmt.Errorf("delete volume %q: %w: volume has 1 live claim(s)", "pg-data", engine.ErrConflict)
+	tests := []struct {
+		name   string
+		setup  func(*fakeEngine)
+		keys   []string
+		status string
+	}{
+		{name: "engine refuses", setup: func(f *fakeEngine) { f.deleteErr = conflict },
+			keys: []string{"down", "down", "D", "tab", "enter"}, status: "error: delete volume \"pg-data\": conflict"},
+		{name: "release error", setup: func(f *fakeEngine) { f.releaseErr = errors.New("NodeUnpublishVolume: Internal: boom") },
+			keys: []string{"2", "x", "tab", "enter"}, status: "error: NodeUnpublishVolume: Internal: boom"},
+		{name: "release needs a claim", keys: []string{"x"}, status: "error: release needs a claim"},
+		{name: "detach needs a volume", keys: []string{"3", "d"}, status: "error: detach needs a volume"},
+		{name: "delete needs a volume", keys: []string{"2", "enter", "D"}, status: "error: delete needs a volume"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := fixture()
+			if tt.setup != nil {
+				tt.setup(fake)
+			}
+			h := newHarness(t, fake, Options{})
+			h.keys(tt.keys...)
+			if h.m.dialog != nil {
+				t.Error("a dialog is open")
+			}
+			if out := h.m.View(); !strings.Contains(out, tt.status) {
+				t.Errorf("status line lacks %q:\n%s", tt.status, out)
+			}
+		})
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	h := newHarness(t, fixture(), Options{ReadOnly: true})
+	for _, keys := range [][]string{{"d"}, {"D"}, {"2", "x"}, {"2", "enter", "x"}} {
+		h.keys(keys...)
+		if h.m.dialog != nil {
+			t.Fatalf("%v opened a dialog in a read-only dashboard", keys)
+		}
+		h.keys("esc", "1")
+	}
+	if got := actionCalls(h.fake.Calls()); len(got) != 0 {
+		t.Errorf("read-only dashboard acted: %v", got)
+	}
+	h.keys("d")
+	out := h.m.View()
+	if !strings.Contains(out, "read-only") || strings.Contains(out, "d detach") {
+		t.Errorf("read-only is not shown, or action keys are offered:\n%s", out)
+	}
+	h.keys("?")
+	if out := h.m.View(); strings.Contains(out, "release") && strings.Contains(out, "x ") {
+		t.Errorf("help offers actions in a read-only dashboard:\n%s", out)
+	}
+}
+
+func TestHelpAndQuit(t *testing.T) {
+	h := newHarness(t, fixture(), Options{})
+	h.keys("?")
+	if !h.m.showHelp {
+		t.Fatal("? does not open help")
+	}
+	out := h.m.View()
+	for _, group := range []string{"Move", "Views", "Find", "Act", "General"} {
+		if !strings.Contains(out, group) {
+			t.Errorf("help lacks group %q:\n%s", group, out)
+		}
+	}
+	h.keys("down")
+	if h.selected() != "mysql-0" {
+		t.Error("keys move the table behind help")
+	}
+	h.keys("esc")
+	if h.m.showHelp {
+		t.Error("esc does not close help")
+	}
+	h.keys("?", "?")
+	if h.m.showHelp {
+		t.Error("? does not close help")
+	}
+	for _, k := range []string{"q", "ctrl+c"} {
+		h := newHarness(t, fixture(), Options{})
+		h.keys(k)
+		if !h.quit {
+			t.Errorf("%s does not quit", k)
+		}
+	}
+	h = newHarness(t, fixture(), Options{})
+	h.keys("/", "q")
+	if h.quit {
+		t.Error("q quits while typing a filter")
+	}
+	h.keys("ctrl+c")
+	if !h.quit {
+		t.Error("ctrl+c does not quit while typing a filter")
+	}
+}
+
+func TestLiveRefresh(t *testing.T) {
+	fake := fixture()
+	h := newHarness(t, fake, Options{})
+	if got := fake.Calls(); !slices.Contains(got, "Dashboard(200)") || !slices.Contains(got, "PluginStatus()") {
+		t.Fatalf("Init did not read and probe: %v", got)
+	}
+	if !slices.Equal(h.timers.scheduled, []time.Duration{DefaultRefresh, DefaultProbe}) {
+		t.Fatalf("timers %v, want refresh %v and probe %v", h.timers.scheduled, DefaultRefresh, DefaultProbe)
+	}
+
+	// The refresh timer re-arms itself and reads.
+	before := len(fake.Calls())
+	h.send(refreshTickMsg{})
+	if got := fake.Calls()[before:]; !slices.Equal(got, []string{"Dashboard(200)"}) {
+		t.Errorf("refresh tick called %v", got)
+	}
+	if last := h.timers.scheduled[len(h.timers.scheduled)-1]; last != DefaultRefresh {
+		t.Errorf("refresh tick re-armed %v", last)
+	}
+
+	// A tick while a read is still out re-arms without piling up a second read.
+	_, cmd := h.m.Update(refreshTickMsg{})
+	n := len(h.timers.scheduled)
+	_, cmd2 := h.m.Update(refreshTickMsg{})
+	if len(h.timers.scheduled) != n+1 {
+		t.Error("tick during a read did not re-arm")
+	}
+	before = len(fake.Calls())
+	h.run(cmd2)
+	if got := fake.Calls()[before:]; len(got) != 0 {
+		t.Errorf("tick during a read read again: %v", got)
+	}
+	h.run(cmd)
+
+	// A plugin going unhealthy shows after the next probe.
+	fake.probed = slices.Clone(fake.data.Plugins)
+	fake.probed[1].Healthy, fake.probed[1].Ready, fake.probed[1].LastError = false, false, "Probe: Unavailable: connection refused"
+	h.keys("3", "down")
+	if !strings.Contains(rowText(h), "healthy") || strings.Contains(rowText(h), "unhealthy") {
+		t.Fatalf("hostpath should start healthy: %q", rowText(h))
+	}
+	h.send(probeTickMsg{})
+	if !strings.Contains(rowText(h), "unhealthy") {
+		t.Errorf("after a probe, hostpath row is %q, want unhealthy", rowText(h))
+	}
+	if last := h.timers.scheduled[len(h.timers.scheduled)-1]; last != DefaultProbe {
+		t.Errorf("probe tick re-armed %v", last)
+	}
+}
+
+func rowText(h *harness) string {
+	if r := h.m.tabs[h.m.active].selected(); r != nil {
+		return strings.Join(r.cells, " ")
+	}
+	return ""
+}
+
+func TestStaleAndFailedReads(t *testing.T) {
+	fake := fixture()
+	h := newHarness(t, fake, Options{})
+	// Two reads out at once: the older one's answer arrives last and is dropped.
+	old := h.m.live.read()
+	fake.data.Volumes = fake.data.Volumes[:1]
+	h.run(h.m.live.read())
+	h.run(old) // the fake answers with the current data, but the seq is old
+	if got := h.viewKeys(); len(got) != 1 {
+		t.Errorf("a stale read replaced a newer one: %v", got)
+	}
+	if h.m.live.reading {
+		t.Error("still marked reading")
+	}
+
+	// A failed read keeps the data and says so.
+	fake.dashErr = errors.New("database is locked")
+	h.keys("r")
+	if got := h.viewKeys(); len(got) != 1 {
+		t.Errorf("a failed read changed the rows: %v", got)
+	}
+	if out := h.m.View(); !strings.Contains(out, "read failed: database is locked") {
+		t.Errorf("failed read not shown:\n%s", out)
+	}
+	fake.dashErr = nil
+	h.keys("r")
+	if out := h.m.View(); strings.Contains(out, "read failed") {
+		t.Errorf("error still shown after a good read:\n%s", out)
+	}
+}
+
+func TestDetailFollowsRefresh(t *testing.T) {
+	fake := fixture()
+	h := newHarness(t, fake, Options{})
+	h.keys("enter")
+	if !strings.Contains(h.m.View(), "External ID       = vol-7f3a") {
+		t.Fatalf("volume detail:\n%s", h.m.View())
+	}
+	reads := strings.Count(strings.Join(fake.Calls(), " "), "Volume(mysql-0)")
+	h.send(refreshTickMsg{})
+	if got := strings.Count(strings.Join(fake.Calls(), " "), "Volume(mysql-0)"); got != reads+1 {
+		t.Errorf("refresh did not re-read the open volume (%d reads, want %d)", got, reads+1)
+	}
+	delete(fake.volumes, "mysql-0")
+	h.send(refreshTickMsg{})
+	if !strings.Contains(h.m.View(), `volume "mysql-0" no longer exists`) {
+		t.Errorf("deleted volume's detail:\n%s", h.m.View())
+	}
+
+	h.keys("2", "enter")
+	if !strings.Contains(h.m.View(), "Claim ID          = 1") {
+		t.Fatalf("claim detail:\n%s", h.m.View())
+	}
+	fake.data.Claims = fake.data.Claims[1:]
+	h.keys("r")
+	if !strings.Contains(h.m.View(), "no longer live") {
+		t.Errorf("released claim's detail:\n%s", h.m.View())
+	}
+	h.keys("x")
+	if h.m.dialog != nil {
+		t.Error("release offered for a claim that is gone")
+	}
+}
+
+func TestDetailScrolls(t *testing.T) {
+	h := newHarness(t, fixture(), Options{})
+	h.keys("enter")
+	d := h.m.detail
+	if d.vp.TotalLineCount() <= d.vp.VisibleLineCount() {
+		t.Fatalf("volume detail fits on 80x24 (%d lines); the test needs it to scroll", d.vp.TotalLineCount())
+	}
+	h.keys("down", "down")
+	if d.vp.YOffset != 2 {
+		t.Errorf("offset %d after two downs, want 2", d.vp.YOffset)
+	}
+	h.keys("G")
+	if !d.vp.AtBottom() || !strings.Contains(h.m.View(), "Allocations") {
+		t.Errorf("G does not reach the end:\n%s", h.m.View())
+	}
+	// A refresh keeps the scroll position.
+	y := d.vp.YOffset
+	h.keys("r")
+	if d.vp.YOffset != y {
+		t.Errorf("refresh moved the detail from %d to %d", y, d.vp.YOffset)
+	}
+}
+
+func TestSmallAndResizedScreens(t *testing.T) {
+	h := newHarness(t, fixture(), Options{})
+	h.send(tea.WindowSizeMsg{Width: 30, Height: 8})
+	if out := h.m.View(); !strings.Contains(out, "needs at least 40x10") {
+		t.Errorf("tiny screen: %q", out)
+	}
+	for _, size := range [][2]int{{40, 10}, {80, 24}, {100, 30}, {120, 40}, {200, 60}} {
+		h.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		for _, tab := range []string{"1", "2", "3", "4"} {
+			h.keys(tab)
+			checkScreen(t, h.m.View(), size[0], size[1])
+			h.keys("enter")
+			checkScreen(t, h.m.View(), size[0], size[1])
+			h.keys("esc")
+		}
+	}
+}
+
+// Plugin strings reach the screen: escape sequences in them must not.
+func TestControlCharactersAreCleaned(t *testing.T) {
+	fake := fixture()
+	fake.data.Events[0].Message = "evil \x1b]0;pwned\x07 title\nsecond line \u009b31m"
+	h := newHarness(t, fake, Options{})
+	h.keys("4")
+	out := h.m.View()
+	if strings.ContainsAny(out, "\x1b\x07\u009b") {
+		t.Errorf("control characters reached the screen: %q", out)
+	}
+	h.keys("enter")
+	if out := h.m.View(); strings.ContainsAny(out, "\x1b\x07\u009b") {
+		t.Errorf("control characters reached the detail: %q", out)
+	}
+}
+
+func manyVolumes(n int) []engine.VolumeSummary {
+	vs := make([]engine.VolumeSummary, n)
+	for i := range vs {
+		vs[i] = engine.VolumeSummary{ID: fmt.Sprintf("vol-%05d", i), Name: fmt.Sprintf("volume %d", i), PluginID: "hostpath",
+			State: "ready", Schedulable: true, CapacityBytes: int64(i+1) << 20}
+	}
+	return vs
+}

@@ -1,0 +1,202 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// Smallest screen the layout works in.
+const minWidth, minHeight = 40, 10
+
+// View lays out the tab bar, the body (a table, a detail, or help, with a dialog over it), the
+// status line and the key help. It formats nothing but what is on screen.
+func (m *Model) View() string {
+	c := m.c
+	if c.Width == 0 || c.Height == 0 {
+		return "" // before the first size: nothing sensible to draw
+	}
+	if c.Width < minWidth || c.Height < minHeight {
+		return fmt.Sprintf("volctl tui needs at least %dx%d; this terminal is %dx%d", minWidth, minHeight, c.Width, c.Height)
+	}
+	var body string
+	switch {
+	case m.showHelp:
+		body = m.helpView()
+	case m.detail != nil:
+		body = m.detail.View()
+	default:
+		body = m.tabs[m.active].View()
+	}
+	body = fixHeight(body, bodyHeight(c))
+	if m.dialog != nil {
+		body = overlay(c, body, m.dialog.View())
+	}
+	var status string
+	if m.filtering {
+		status = " " + m.filter.View()
+	} else {
+		status = m.status.View(m.stateText(false), m.stateText(true))
+	}
+	return strings.Join([]string{
+		m.tabBar(),
+		body,
+		fitLine(status, c.Width),
+		// help cuts at its width only while its ellipsis fits; cut again to be sure.
+		fitLine(" "+m.help.View(m.shortKeys()), c.Width),
+	}, "\n")
+}
+
+// tabBar names the tabs with their row counts; the active one is bracketed, which reads
+// without colour too.
+func (m *Model) tabBar() string {
+	s := m.c.Styles
+	parts := []string{s.Brand.Render("volctl")}
+	for i, name := range tabNames {
+		shown, total := m.tabs[i].count()
+		n := strconv.Itoa(total)
+		if m.tabs[i].filter != "" {
+			n = strconv.Itoa(shown) + "/" + n
+		}
+		label := fmt.Sprintf("%d %s %s", i+1, name, n)
+		if tabID(i) == m.active {
+			parts = append(parts, s.ActiveTab.Render("["+label+"]"))
+		} else {
+			parts = append(parts, s.Tab.Render(" "+label+" "))
+		}
+	}
+	bar := " " + strings.Join(parts, " ")
+	if m.c.ReadOnly {
+		badge := s.Badge.Render("read-only")
+		if room := m.c.Width - lipgloss.Width(bar) - lipgloss.Width(badge) - 1; room > 0 {
+			bar += strings.Repeat(" ", room) + badge
+		}
+	}
+	return fitLine(bar, m.c.Width)
+}
+
+// stateText is the right end of the status line: the filter, the sort, and the data's age;
+// brief leaves out the filter and sort, which the screen shows elsewhere.
+func (m *Model) stateText(brief bool) string {
+	var parts []string
+	if m.detail == nil && !m.showHelp && !brief {
+		t := m.tabs[m.active]
+		if t.filter != "" {
+			parts = append(parts, "filter "+strconv.Quote(t.filter))
+		}
+		dir := "↑"
+		if t.desc {
+			dir = "↓"
+		}
+		parts = append(parts, "sort "+strings.ToLower(t.cols[t.sortCol].title)+" "+dir)
+	}
+	switch {
+	case m.live.err != nil:
+		parts = append(parts, "read failed: "+m.live.err.Error())
+	case m.live.updated.IsZero():
+		parts = append(parts, "loading…")
+	default:
+		parts = append(parts, "updated "+m.live.updated.Format("15:04:05"))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// shortKeys are the footer's keys for where the user is.
+func (m *Model) shortKeys() bindings {
+	k := m.c.Keys
+	switch {
+	case m.dialog != nil:
+		return bindings{short: []key.Binding{k.FocusNext, k.Choose, k.Cancel}}
+	case m.filtering:
+		return bindings{short: []key.Binding{k.ApplyFilter, k.ClearFilter}}
+	case m.showHelp:
+		close := key.NewBinding(key.WithKeys("?"), key.WithHelp("?/esc", "close help"))
+		return bindings{short: []key.Binding{close, k.Quit}}
+	case m.detail != nil:
+		out := []key.Binding{k.Back, k.Down}
+		switch {
+		case m.detail.claim != nil:
+			out = append(out, k.Release)
+		case m.detail.tab == tabVolumes:
+			out = append(out, k.Detach, k.Delete)
+		}
+		return bindings{short: append(out, k.Help, k.Quit, k.Refresh)}
+	}
+	// The footer cuts what does not fit from the end: help and quit come before the rest.
+	out := []key.Binding{k.Open, k.Filter, k.Sort}
+	switch m.active {
+	case tabVolumes:
+		out = append(out, k.Detach, k.Delete)
+	case tabClaims:
+		out = append(out, k.Release)
+	}
+	return bindings{short: append(out, k.Help, k.Quit, k.NextTab, k.Refresh)}
+}
+
+// helpView is the `?` screen: the key groups as titled columns, wrapped to the width.
+func (m *Model) helpView() string {
+	s := m.c.Styles
+	var blocks []string
+	for _, g := range m.c.Keys.fullHelp() {
+		col := m.help.FullHelpView([][]key.Binding{g.keys})
+		if col == "" {
+			continue // a group whose keys are all off, like Act when read-only
+		}
+		blocks = append(blocks, lipgloss.JoinVertical(lipgloss.Left, s.Section.Render(g.title), col))
+	}
+	var rows []string
+	var line []string
+	width := 1
+	for _, b := range blocks {
+		w := lipgloss.Width(b) + 4
+		if len(line) > 0 && width+w > m.c.Width {
+			rows = append(rows, lipgloss.JoinHorizontal(lipgloss.Top, line...))
+			line, width = nil, 1
+		}
+		line = append(line, lipgloss.NewStyle().PaddingRight(4).Render(b))
+		width += w
+	}
+	rows = append(rows, lipgloss.JoinHorizontal(lipgloss.Top, line...))
+	out := s.Title.Render("Keys") + "\n\n" + strings.Join(rows, "\n\n")
+	if m.c.ReadOnly {
+		out += "\n\n" + s.Dim.Render("Read-only (--readonly): release, detach and delete are off.")
+	}
+	return lipgloss.NewStyle().Padding(1, 2).Render(out)
+}
+
+// fixHeight pads or cuts s to exactly h lines.
+func fixHeight(s string, h int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// overlay centres box over body, which is dimmed to plain text so the dialog is what reads.
+func overlay(c *Common, body, box string) string {
+	lines := strings.Split(body, "\n")
+	boxLines := strings.Split(box, "\n")
+	bw := lipgloss.Width(box)
+	top := max(0, (len(lines)-len(boxLines))/2)
+	left := max(0, (c.Width-bw)/2)
+	for i, l := range lines {
+		plain := pad(ansi.Strip(l), c.Width)
+		j := i - top
+		if j < 0 || j >= len(boxLines) {
+			lines[i] = c.Styles.Dim.Render(plain)
+			continue
+		}
+		before := ansi.Truncate(plain, left, "")
+		after := ansi.TruncateLeft(plain, left+bw, "")
+		lines[i] = c.Styles.Dim.Render(before) + pad(boxLines[j], bw) + c.Styles.Dim.Render(after)
+	}
+	return strings.Join(lines, "\n")
+}
