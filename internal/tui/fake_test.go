@@ -171,7 +171,7 @@ func fixture() *fakeEngine {
 		{ID: "nfs", Type: spec.PluginNode, NodeSocket: "/run/csi/nfs.sock",
 			Provider: "nfs.csi.k8s.io", Version: "4.6.0", NodeID: "node-1",
 			Capabilities: engine.CapabilityNames{Plugin: []string{}, Controller: []string{}, Node: []string{"GET_VOLUME_STATS"}},
-			Healthy: true, Ready: false, ProbeLatency: engine.Duration(800 * time.Microsecond),
+			Healthy:      true, Ready: false, ProbeLatency: engine.Duration(800 * time.Microsecond),
 			LastError: "plugin says it is not ready yet", ProbedAt: ago(5 * time.Second), Volumes: 1},
 	}
 	events := []engine.EventInfo{
@@ -190,9 +190,9 @@ func fixture() *fakeEngine {
 		VolumeSummary: volumes[0], ExternalID: "vol-7f3a", CSIName: "mysql-0-5d41402a", Provider: "hostpath.volctl.dev",
 		ProviderVersion: "0.1.0", PluginHealthy: true, PluginReady: true,
 		RequestedMin: 10 << 30, RequestedMax: 20 << 30,
-		Capabilities: []spec.Capability{{AccessMode: sw, AttachmentMode: fs}, {AccessMode: sw, AttachmentMode: spec.BlockDevice}},
-		MountOptions: &spec.MountOptions{FSType: "ext4", MountFlags: spec.MountFlags{"noatime", "password=hunter2"}},
-		TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"zone": "lab-1"}}}},
+		Capabilities:       []spec.Capability{{AccessMode: sw, AttachmentMode: fs}, {AccessMode: sw, AttachmentMode: spec.BlockDevice}},
+		MountOptions:       &spec.MountOptions{FSType: "ext4", MountFlags: spec.MountFlags{"noatime", "password=hunter2"}},
+		TopologyRequest:    &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"zone": "lab-1"}}}},
 		AccessibleTopology: []spec.Topology{{Segments: map[string]string{"zone": "lab-1", "rack": "r2"}}},
 		Secrets:            spec.Secrets{"token": "s3cr3t-value", "user": "admin-secret"},
 		Parameters:         map[string]string{"tier": "fast"},
