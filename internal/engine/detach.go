@@ -84,11 +84,11 @@ func (e *Engine) Detach(ctx context.Context, volumeID string, force bool) (Detac
 
 // forceDetach drops a volume's claims without the node RPCs. It returns what it could not do.
 func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store.Claim) []string {
+	// The warnings are returned, not logged: the caller shows them (the command line prints
+	// each one), and logging them as well would print everything twice.
 	var warnings []string
 	warn := func(format string, args ...any) {
-		w := fmt.Sprintf(format, args...)
-		warnings = append(warnings, w)
-		e.log.Warn(w, "volume", v.ID)
+		warnings = append(warnings, fmt.Sprintf(format, args...))
 	}
 	warn("forced detach of volume %q: NodeUnpublishVolume and NodeUnstageVolume are skipped; volctl unmounts its own paths and frees %d claim(s) without the plugin", v.ID, len(claims))
 	for _, cl := range claims {
