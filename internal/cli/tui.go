@@ -1,18 +1,124 @@
 package cli
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/tui"
 )
 
-// TUIOptions are the inputs of the command. TODO(issue 7): stub until implemented.
-type TUIOptions struct{}
+// TUIOptions are the inputs of `volctl tui`.
+type TUIOptions struct {
+	IO       *iostreams.IOStreams
+	StateDir func() (string, error)
+	Verbose  bool
+	// Run runs the dashboard; tests replace it to see what it would be given.
+	Run func(ctx context.Context, in io.Reader, out io.Writer, opts tui.Options) error
+
+	ReadOnly bool
+	Refresh  time.Duration
+	Probe    time.Duration
+	Events   int
+	LogFile  string
+}
 
 func newCmdTUI(f *Factory, runF func(*TUIOptions) error) *cobra.Command {
-	return &cobra.Command{
+	opts := &TUIOptions{IO: f.IO, StateDir: f.StateDir, Run: tui.Run}
+	cmd := &cobra.Command{
 		Use:   "tui",
-		Short: "Full-screen dashboard",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
+		Short: "Full-screen dashboard of volumes, claims, plugins and events",
+		Long: `A live, full-screen view of this host's volumes, claims and mounts, plugins and recent
+events. The store is re-read every --refresh and plugins are probed every --probe, neither
+blocking the screen. Enter shows everything about the selected row, / filters, s and S sort,
+? lists every key. Release (x), detach (d) and delete (D) act on the selected claim or volume
+after a confirmation; --readonly turns them off.
+
+It needs a terminal on stdin and stdout; for scripts use ` + "`volctl volume status`" + ` (or --json).
+NO_COLOR turns colour off; the selected row keeps its "> " marker. Engine warnings would tear
+the screen, so they go to --log-file, or nowhere.`,
+		Example: `  volctl tui
+  volctl tui --readonly --refresh 5s
+  NO_COLOR=1 volctl tui --log-file /tmp/volctl-tui.log --verbose`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Verbose = f.Verbose()
+			if runF != nil {
+				return runF(opts)
+			}
+			return tuiRun(cmd.Context(), opts)
+		},
 	}
+	fl := cmd.Flags()
+	fl.BoolVar(&opts.ReadOnly, "readonly", false, "show only: no release, detach or delete")
+	fl.DurationVar(&opts.Refresh, "refresh", tui.DefaultRefresh, "how often the state is re-read")
+	fl.DurationVar(&opts.Probe, "probe", tui.DefaultProbe, "how often plugins are probed live")
+	fl.IntVar(&opts.Events, "events", tui.DefaultEvents, "how many recent events the events view keeps")
+	fl.StringVar(&opts.LogFile, "log-file", "", "append engine warnings (and with --verbose, debug logs) to this file")
+	return cmd
+}
+
+// errNoTerminal is what scripts get: exit 1 and where to go instead.
+var errNoTerminal = errors.New("volctl tui needs a terminal; use `volctl volume status` (or --json) instead")
+
+// tuiRun checks the terminal and the options, opens the engine with a logger that cannot
+// write over the screen, decides the colours, and runs the dashboard until the user quits.
+func tuiRun(ctx context.Context, opts *TUIOptions) error {
+	if !opts.IO.IsStdinTTY() || !opts.IO.IsStdoutTTY() {
+		return errNoTerminal
+	}
+	switch {
+	case opts.Refresh <= 0:
+		return usageError("tui: --refresh must be positive, got %s", opts.Refresh)
+	case opts.Probe <= 0:
+		return usageError("tui: --probe must be positive, got %s", opts.Probe)
+	case opts.Events <= 0:
+		return usageError("tui: --events must be positive, got %d", opts.Events)
+	}
+	logger, closeLog, err := tuiLogger(opts.LogFile, opts.Verbose)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	dir, err := opts.StateDir()
+	if err != nil {
+		return err
+	}
+	eng, err := engine.Open(ctx, engine.Config{StateDir: dir, Logger: logger})
+	if err != nil {
+		return fmt.Errorf("state dir %s: %w", dir, err)
+	}
+	defer eng.Close()
+
+	// Colours are decided here, while the terminal is still ours to ask; the program never
+	// queries it afterwards.
+	renderer := tui.NewRenderer(opts.IO.Out, opts.IO.ColorEnabled())
+	return opts.Run(ctx, opts.IO.In, opts.IO.Out, tui.Options{
+		Engine: eng, ReadOnly: opts.ReadOnly, Refresh: opts.Refresh, Probe: opts.Probe,
+		Events: opts.Events, Renderer: renderer,
+	})
+}
+
+// tuiLogger writes to the log file when one is given, else nowhere: stderr is the screen.
+func tuiLogger(path string, verbose bool) (*slog.Logger, func(), error) {
+	if path == "" {
+		return slog.New(slog.DiscardHandler), func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tui: --log-file: %w", err)
+	}
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: level})), func() { f.Close() }, nil
 }
