@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 )
 
 // TestMain lets testscript run this test binary as the volctl command.
@@ -39,6 +41,13 @@ func TestScripts(t *testing.T) {
 			env.Setenv("STATE", state)
 			env.Setenv("VOLCTL_STATE_DIR", state)
 			env.Setenv("NO_COLOR", "1")
+			// Mounts must not outlive a script, even one that fails before releasing its
+			// claims: unmount whatever is left under its work dir before the dir is removed.
+			env.Defer(func() {
+				if err := hostpathtest.UnmountAll(env.WorkDir); err != nil {
+					env.T().Log("cleaning up mounts:", err)
+				}
+			})
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {

@@ -64,6 +64,9 @@ func pluginStatusRun(ctx context.Context, opts *PluginStatusOptions) error {
 	}
 	out := bufio.NewWriter(opts.IO.Out)
 	if opts.ID == "" {
+		if plugins == nil {
+			plugins = []engine.PluginInfo{} // [] in JSON, not null
+		}
 		if opts.Exporter.Enabled() {
 			err = opts.Exporter.Write(out, plugins)
 		} else if len(plugins) == 0 {
