@@ -22,8 +22,10 @@ type harness struct {
 	mem    *csitest.MemPlugin
 	faults *csitest.Faults
 	socket string
-	dir    string
-	mounts *fakeMounts
+	// stopServe stops the plugin's server as a killed plugin process would stop.
+	stopServe func()
+	dir       string
+	mounts    *fakeMounts
 }
 
 // fastRetry keeps retry tests quick: three tries a few milliseconds apart.
@@ -37,7 +39,7 @@ func newHarness(t *testing.T, mutate func(*csitest.MemConfig)) *harness {
 		mutate(&cfg)
 	}
 	h := &harness{t: t, ctx: context.Background(), mem: csitest.NewMemPlugin(cfg), faults: csitest.NewFaults(), dir: t.TempDir()}
-	h.socket, _ = csitest.Serve(t, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
+	h.socket, h.stopServe = csitest.Serve(t, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
 	h.mounts = &fakeMounts{gone: map[string]bool{}}
 	h.open(Config{})
 	h.registerPlugin("mem", h.socket)

@@ -1,0 +1,171 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// TestEveryCodeOnEveryRPC returns each gRPC error code from each RPC of both paths and checks
+// that the engine does what the code's class calls for: on the publish path, final codes roll
+// the claim back and the others leave it for reconcile; on the release path, NOT_FOUND counts
+// as done and the rest leave the release for reconcile. In every case the next reconcile, with
+// the plugin well again, settles everything.
+func TestEveryCodeOnEveryRPC(t *testing.T) {
+	publish := []string{csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume}
+	release := []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume}
+	for code := codes.Canceled; code <= codes.Unauthenticated; code++ {
+		t.Run(code.String(), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, nil)
+			h.create(volume("v"))
+			for _, rpc := range publish {
+				h.faults.FailAlways(rpc, code)
+				_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+				h.faults.Clear()
+				if err == nil || !strings.Contains(err.Error(), rpc+": "+code.String()) {
+					t.Fatalf("%s: claim error %v", rpc, err)
+				}
+				live := h.liveClaims("v")
+				retryable := csi.IsRetryable(err)
+				switch {
+				case retryable && (len(live) != 1 || !live[0].NeedsReconcile):
+					t.Fatalf("%s/%s (retryable): claims %+v", rpc, code, live)
+				case !retryable && len(live) != 0:
+					t.Fatalf("%s/%s (final): phantom claim %+v", rpc, code, live)
+				}
+				h.settle(t)
+				if retryable {
+					h.release("v", "a")
+				}
+			}
+			if code == codes.NotFound {
+				// NOT_FOUND on the release path is "already done" and skips a step the in-memory
+				// plugin still holds; TestReleasePathFaults covers it.
+				return
+			}
+			for _, rpc := range release {
+				h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+				h.faults.FailAlways(rpc, code)
+				_, err := h.e.Release(h.ctx, "v", "a")
+				h.faults.Clear()
+				if err == nil || !strings.Contains(err.Error(), rpc+": "+code.String()) {
+					t.Fatalf("%s/%s: release error %v", rpc, code, err)
+				}
+				h.settle(t)
+				if n := len(h.liveClaims("v")); n != 0 {
+					t.Fatalf("%s/%s: %d claims left after reconcile", rpc, code, n)
+				}
+			}
+		})
+	}
+}
+
+// settle runs reconcile and requires that nothing is left unsettled and no staging is leaked.
+func (h *harness) settle(t *testing.T) {
+	t.Helper()
+	rep, err := h.e.Reconcile(h.ctx)
+	if err != nil {
+		t.Fatalf("reconcile: %v %+v", err, rep.Problems)
+	}
+	for _, c := range h.liveClaims("v") {
+		if !c.AtRest() {
+			t.Fatalf("claim left unsettled after reconcile: %+v", c)
+		}
+	}
+	if len(h.liveClaims("v")) == 0 {
+		if st, ok := h.staging("v"); ok {
+			t.Fatalf("staging leaked: %+v", st)
+		}
+	}
+}
+
+// TestPluginKilledMidRPC: the plugin dies while NodeStageVolume is in flight; the claim is left
+// at its checkpoint with the error, and once the plugin is back, reconcile publishes it.
+func TestPluginKilledMidRPC(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.faults.Delay(csi.RPCNodeStageVolume, 5*time.Second)
+
+	// Stop the server as soon as the call arrives: in-flight calls are dropped, as when a plugin
+	// process is killed.
+	stop := h.restartable(t)
+	go func() {
+		for h.faults.InFlight() == 0 {
+			time.Sleep(2 * time.Millisecond)
+		}
+		stop()
+	}()
+	h.open(Config{Retry: RetryPolicy{Attempts: 2, Base: time.Millisecond, Max: time.Millisecond}})
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if !csi.IsRetryable(err) || !strings.Contains(err.Error(), "reconcile") {
+		t.Fatalf("claim while the plugin died: %v", err)
+	}
+	live := h.liveClaims("v")
+	if len(live) != 1 || live[0].State != store.ClaimControllerPublished || live[0].LastRPC != csi.RPCNodeStageVolume {
+		t.Fatalf("claim after the plugin died = %+v", live)
+	}
+	if _, err := h.e.Reconcile(h.ctx); err == nil {
+		t.Fatal("reconcile with the plugin gone reported success")
+	}
+	h.faults.Clear()
+	h.serveAgain(t)
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile after the plugin came back: %v %+v", err, rep)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || !live[0].AtRest() {
+		t.Fatalf("after reconcile = %+v", live)
+	}
+}
+
+// TestPluginRestartIsFingerprintedAgain: a plugin that restarts on its socket with different
+// capabilities is fingerprinted again: capabilities never outlive a restart.
+func TestPluginRestartIsFingerprintedAgain(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.release("v", "a")
+
+	stop := h.restartable(t)
+	stop()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	cfg.Node.StageUnstageVolume = false
+	cfg.Controller.PublishUnpublishVolume = false
+	restarted := csitest.NewMemPlugin(cfg)
+	csitest.ServeAt(t, h.socket, csitest.WithServer(restarted))
+	restarted.AddVolume(csi.Volume{ID: h.externalID("v")})
+
+	// The same engine (same process, cached connection) must notice the restart.
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
+	if n := restarted.CallCount(csi.RPCNodeStageVolume) + restarted.CallCount(csi.RPCControllerPublishVolume); n != 0 {
+		t.Fatalf("the engine used capabilities from before the restart (%d stage/attach calls)", n)
+	}
+	if restarted.CallCount(csi.RPCGetPluginCapabilities) == 0 {
+		t.Fatal("the restarted plugin was not fingerprinted")
+	}
+	info, _ := h.e.PluginStatus(h.ctx, "mem")
+	if len(info) != 1 || strings.Contains(strings.Join(info[0].Capabilities.Node, ","), "STAGE_UNSTAGE_VOLUME") {
+		t.Fatalf("stored capabilities after the restart = %+v", info)
+	}
+}
+
+// restartable returns a function that stops the plugin's server the way a killed plugin
+// process stops: in-flight calls are dropped and the socket goes away.
+func (h *harness) restartable(t *testing.T) (stop func()) {
+	t.Helper()
+	return h.stopServe
+}
+
+// serveAgain serves the harness's plugin (with its state) on its socket again, as a restarted
+// plugin process would.
+func (h *harness) serveAgain(t *testing.T) {
+	t.Helper()
+	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
+}
