@@ -1,0 +1,585 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// The test binary doubles as the plugins the agent supervises: with pluginModeEnv set, TestMain
+// serves a plugin on $CSI_ENDPOINT instead of running the tests. Re-executing the test binary is
+// cheaper than building volctl, and it is a real process the agent starts, kills and adopts.
+const (
+	pluginModeEnv = "VOLCTL_AGENT_TEST_PLUGIN"
+	pluginRootEnv = "VOLCTL_AGENT_TEST_ROOT"
+)
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(pluginModeEnv) {
+	case "":
+		os.Exit(m.Run())
+	case "hostpath":
+		os.Exit(serveTestPlugin(func(ctx context.Context, socket string) error {
+			lis, err := hostpath.Listen(socket)
+			if err != nil {
+				return err
+			}
+			p, err := hostpath.New(hostpath.Config{Root: os.Getenv(pluginRootEnv), NodeID: "n1"})
+			if err != nil {
+				return err
+			}
+			return p.Serve(ctx, lis)
+		}))
+	case "unhealthy":
+		// Answers everything but Probe, which fails: alive, never healthy.
+		os.Exit(serveTestPlugin(func(ctx context.Context, socket string) error {
+			faults := csitest.NewFaults()
+			faults.FailAlways(csi.RPCProbe, codes.Internal)
+			srv := grpc.NewServer(grpc.ChainUnaryInterceptor(faults.Interceptor()))
+			csitest.NewMemPlugin(csitest.DefaultMemConfig()).Register(srv)
+			lis, err := hostpath.Listen(socket)
+			if err != nil {
+				return err
+			}
+			go func() { <-ctx.Done(); srv.Stop() }()
+			return srv.Serve(lis)
+		}))
+	default:
+		fmt.Fprintf(os.Stderr, "unknown %s\n", pluginModeEnv)
+		os.Exit(2)
+	}
+}
+
+func serveTestPlugin(serve func(ctx context.Context, socket string) error) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	socket, err := hostpath.ParseEndpoint(os.Getenv(spec.EndpointEnv))
+	if err == nil {
+		fmt.Println("test plugin serving on", socket) // lands in the agent's plugin log
+		err = serve(ctx, socket)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// fixture is a state dir with an engine on it, as a volctl process would have.
+type fixture struct {
+	t    *testing.T
+	ctx  context.Context
+	dir  string
+	e    *engine.Engine
+	logs *syncBuffer
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{t: t, ctx: context.Background(), dir: t.TempDir(), logs: &syncBuffer{}}
+	f.e = f.openEngine()
+	t.Cleanup(f.killPlugins)
+	return f
+}
+
+func (f *fixture) openEngine() *engine.Engine {
+	f.t.Helper()
+	e, err := engine.Open(f.ctx, engine.Config{StateDir: f.dir,
+		Retry: engine.RetryPolicy{Attempts: 3, Base: 10 * time.Millisecond, Max: 50 * time.Millisecond}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// testSettings keep the loops fast; nothing asserts on them as deadlines.
+var testSettings = Settings{
+	ProbeInterval: 50 * time.Millisecond, ProbeIntervalReady: 200 * time.Millisecond,
+	HealthTimeout: 5 * time.Second, GCInterval: 100 * time.Millisecond, ReconcileInterval: 500 * time.Millisecond,
+	StopTimeout: 5 * time.Second, BackoffMin: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond,
+}
+
+// execPlugin declares the test binary as a supervised plugin serving in the given mode.
+func (f *fixture) execPlugin(id, mode string) spec.Plugin {
+	f.t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return spec.Plugin{ID: id, Type: spec.PluginMonolith, Socket: filepath.Join(f.dir, "sockets", id+".sock"),
+		Exec: &spec.Exec{Command: self, Args: []string{"-test.run=^$"},
+			Env: spec.Secrets{pluginModeEnv: mode, pluginRootEnv: filepath.Join(f.dir, "hostpath-"+id)}}}
+}
+
+func (f *fixture) register(sp spec.Plugin) {
+	f.t.Helper()
+	if _, err := f.e.RegisterPlugin(f.ctx, sp); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// startAgent runs an agent in the background; stop ends it like SIGTERM and returns Run's error.
+func (f *fixture) startAgent(s Settings, declared ...spec.Plugin) (stop func() error) {
+	f.t.Helper()
+	a, err := New(Config{Engine: f.e, Settings: s, Plugins: declared,
+		Logger: slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			runErr = <-done
+		})
+		return runErr
+	}
+	f.t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+// plugin returns a plugin's stored state (no probe).
+func (f *fixture) plugin(id string) engine.PluginInfo {
+	f.t.Helper()
+	ps, err := f.e.Plugins(f.ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, p := range ps {
+		if p.ID == id {
+			return p
+		}
+	}
+	f.t.Fatalf("plugin %q not registered", id)
+	return engine.PluginInfo{}
+}
+
+// pid returns the pid in a plugin's pid file, 0 if there is none.
+func (f *fixture) pid(id string) int {
+	b, err := os.ReadFile(filepath.Join(f.dir, "run", id+".pid"))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.Fields(string(b))[0])
+	return pid
+}
+
+func (f *fixture) events(kind string) []string {
+	f.t.Helper()
+	evs, err := f.e.Events(f.ctx, 0, engine.EventFilter{Kind: kind})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range evs {
+		out = append(out, ev.Message)
+	}
+	slices.Reverse(out) // oldest first
+	return out
+}
+
+// killPlugins kills whatever plugin processes the test left behind and unmounts what they
+// mounted under the state dir.
+func (f *fixture) killPlugins() {
+	entries, _ := os.ReadDir(filepath.Join(f.dir, "run"))
+	for _, en := range entries {
+		id, ok := strings.CutSuffix(en.Name(), ".pid")
+		if ok && id != "agent" {
+			if pid := f.pid(id); pid > 0 {
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		}
+	}
+	mounts, _ := mountinfo.GetMounts(mountinfo.PrefixFilter(f.dir))
+	for i := len(mounts) - 1; i >= 0; i-- {
+		_ = unix.Unmount(mounts[i].Mountpoint, unix.MNT_DETACH)
+	}
+}
+
+// waitFor polls cond until it holds or a generous deadline passes: the machine is shared and
+// slow at times, so the deadline only catches a feature that does not work at all.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil && !zombie(pid) }
+
+func zombie(pid int) bool {
+	_, err := procStartTick(pid)
+	return err != nil
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestAgentStartsAndRestartsExecPlugin(t *testing.T) {
+	f := newFixture(t)
+	sp := f.execPlugin("hp", "hostpath")
+	f.register(sp)
+	if p := f.plugin("hp"); p.Healthy || !p.Supervised {
+		t.Fatalf("before the agent: %+v", p)
+	}
+	stop := f.startAgent(testSettings)
+
+	waitFor(t, "the agent to start the plugin and record it healthy", func() bool { return f.plugin("hp").Healthy })
+	p := f.plugin("hp")
+	if p.Provider != hostpath.PluginName || !p.Ready || p.FingerprintedAt.IsZero() || p.LastError != "" {
+		t.Fatalf("plugin after start: %+v", p)
+	}
+	first := f.pid("hp")
+	if !alive(first) {
+		t.Fatalf("pid file names %d, which is not running", first)
+	}
+	for path, mode := range map[string]os.FileMode{
+		filepath.Join(f.dir, "logs"): os.ModeDir | 0o700, filepath.Join(f.dir, "logs", "hp.log"): 0o600,
+		filepath.Join(f.dir, "run", "hp.pid"): 0o600,
+	} {
+		if st, err := os.Stat(path); err != nil || st.Mode() != mode {
+			t.Errorf("%s: %v, mode %v; want %v", path, err, st.Mode(), mode)
+		}
+	}
+	log, _ := os.ReadFile(filepath.Join(f.dir, "logs", "hp.log"))
+	if !strings.Contains(string(log), "test plugin serving on "+sp.Socket) {
+		t.Errorf("the plugin's output is not in its log (CSI_ENDPOINT not passed?):\n%s", log)
+	}
+
+	// The probe loop keeps recording: a later probe shows up in the store.
+	probed := f.plugin("hp").ProbedAt
+	waitFor(t, "another probe to be recorded", func() bool { return f.plugin("hp").ProbedAt.After(probed) })
+
+	// Killed without warning, it is restarted, reconnected and fingerprinted again.
+	fingerprinted := p.FingerprintedAt
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a new plugin process", func() bool { n := f.pid("hp"); return n != 0 && n != first && alive(n) })
+	waitFor(t, "the restarted plugin to be fingerprinted again and healthy", func() bool {
+		p := f.plugin("hp")
+		return p.Healthy && p.FingerprintedAt.After(fingerprinted)
+	})
+	if exits := f.events("plugin-exit"); len(exits) != 1 || !strings.Contains(exits[0], `plugin "hp" exited (signal: killed): restarting it in`) {
+		t.Errorf("plugin-exit events = %q", exits)
+	}
+	health := f.events("plugin-health")
+	if !slices.ContainsFunc(health, func(m string) bool { return strings.HasPrefix(m, `plugin "hp" became unhealthy: `) }) ||
+		health[len(health)-1] != `plugin "hp" became healthy` {
+		t.Errorf("plugin-health events = %q, want it unhealthy with a reason, then healthy again", health)
+	}
+
+	// Stopped with no mounts, the agent stops the plugin last and cleans up after it.
+	second := f.pid("hp")
+	if err := stop(); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if alive(second) {
+		t.Errorf("plugin pid %d still runs after the agent stopped with no mounts", second)
+	}
+	for _, gone := range []string{sp.Socket, filepath.Join(f.dir, "run", "hp.pid"), filepath.Join(f.dir, "run", "agent.pid")} {
+		if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left behind: %v", gone, err)
+		}
+	}
+	if stops := f.events("plugin-stop"); len(stops) != 1 {
+		t.Errorf("plugin-stop events = %q", stops)
+	}
+}
+
+func TestSecondAgentOnStateDirRefuses(t *testing.T) {
+	f := newFixture(t)
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the first agent's pid file", func() bool {
+		_, err := os.Stat(filepath.Join(f.dir, "run", "agent.pid"))
+		return err == nil
+	})
+
+	second, err := New(Config{Engine: f.openEngine(), Settings: testSettings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, time.Minute)
+	defer cancel()
+	err = second.Run(ctx)
+	want := fmt.Sprintf("another volctl agent is running on state dir %s (pid %d)", f.dir, os.Getpid())
+	if !errors.Is(err, engine.ErrConflict) || err.Error() != want {
+		t.Fatalf("second agent: %v, want a conflict %q", err, want)
+	}
+	// The refused agent must not have removed the first one's pid file.
+	if _, err := os.Stat(filepath.Join(f.dir, "run", "agent.pid")); err != nil {
+		t.Fatalf("first agent's pid file: %v", err)
+	}
+
+	// Once the first stops, another may start.
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	again := f.startAgent(testSettings)
+	if err := again(); err != nil {
+		t.Fatalf("agent after the first stopped: %v", err)
+	}
+}
+
+func TestAgentRestartsPluginUnhealthyPastTimeout(t *testing.T) {
+	f := newFixture(t)
+	f.register(f.execPlugin("sick", "unhealthy"))
+	s := testSettings
+	s.HealthTimeout = 300 * time.Millisecond
+	stop := f.startAgent(s)
+
+	waitFor(t, "the plugin to be started", func() bool { return alive(f.pid("sick")) })
+	first := f.pid("sick")
+	waitFor(t, "the unhealthy plugin to be replaced", func() bool { n := f.pid("sick"); return n != 0 && n != first && alive(n) })
+	if alive(first) {
+		t.Errorf("the unhealthy plugin (pid %d) was not stopped before its replacement started", first)
+	}
+	restarts := f.events("plugin-restart")
+	if len(restarts) == 0 || !strings.Contains(restarts[0], `plugin "sick" unhealthy for`) || !strings.Contains(restarts[0], "health timeout 300ms") {
+		t.Errorf("plugin-restart events = %q", restarts)
+	}
+	if p := f.plugin("sick"); p.Healthy || !strings.Contains(p.LastError, "Probe") {
+		t.Errorf("plugin = %+v, want unhealthy with the Probe error", p)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A plugin whose socket is live when the agent starts, with no pid file of an agent's, is not
+// started again and is never stopped: the agent did not start it.
+func TestAgentProbesForeignPluginWithoutTouchingIt(t *testing.T) {
+	f := newFixture(t)
+	mem := csitest.NewMemPlugin(csitest.DefaultMemConfig())
+	socket, _ := csitest.Serve(t, csitest.WithServer(mem))
+	f.register(spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket,
+		Exec: &spec.Exec{Command: filepath.Join(f.dir, "no-such-plugin")}})
+	registered := f.plugin("mem").ProbedAt
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the agent to probe the foreign plugin healthy", func() bool {
+		p := f.plugin("mem")
+		return p.Healthy && p.ProbedAt.After(registered)
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if starts := f.events("plugin-start"); len(starts) != 0 {
+		t.Errorf("plugin-start events = %q, want none", starts)
+	}
+	if !socketsLive([]string{socket}) {
+		t.Error("the agent stopped a plugin it did not start")
+	}
+	if !strings.Contains(f.logs.String(), "no volctl agent started it") {
+		t.Errorf("agent log does not say it found a foreign plugin:\n%s", f.logs)
+	}
+}
+
+func TestAgentRetriesPluginThatCannotStart(t *testing.T) {
+	f := newFixture(t)
+	f.register(spec.Plugin{ID: "broken", Type: spec.PluginMonolith, Socket: filepath.Join(f.dir, "broken.sock"),
+		Exec: &spec.Exec{Command: filepath.Join(f.dir, "no-such-plugin")}})
+	stop := f.startAgent(testSettings)
+	waitFor(t, "start attempts to be retried", func() bool { return len(f.events("plugin-start")) >= 2 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	starts := f.events("plugin-start")
+	if !strings.Contains(starts[0], `plugin "broken" did not start: `) || !strings.Contains(starts[0], "no such file or directory") {
+		t.Errorf("plugin-start events = %q", starts)
+	}
+}
+
+// The claim GC pass releases a claim whose release did not finish, without a full reconcile.
+func TestAgentClaimGC(t *testing.T) {
+	f := newFixture(t)
+	faults := csitest.NewFaults()
+	mem := csitest.NewMemPlugin(csitest.DefaultMemConfig())
+	socket, _ := csitest.Serve(t, csitest.WithServer(mem), csitest.WithFaults(faults))
+	f.register(spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket})
+	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "mem", Capabilities: caps}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Claim(f.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
+		t.Fatal(err)
+	}
+	faults.FailAlways(csi.RPCNodeUnpublishVolume, codes.Unavailable)
+	if _, err := f.e.Release(f.ctx, "db", "web-0"); err == nil {
+		t.Fatal("release succeeded despite NodeUnpublishVolume failing")
+	}
+	faults.Clear()
+
+	s := testSettings
+	s.ReconcileInterval = time.Hour // only the start-up pass and GC run
+	stop := f.startAgent(s)
+	waitFor(t, "the past claim to be released", func() bool {
+		cs, err := f.e.Claims(f.ctx)
+		return err == nil && len(cs) == 0
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// needsMounts skips a test that bind-mounts when this process may not.
+func needsMounts(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to bind-mount: the hostpath plugin's NodeStageVolume mounts")
+	}
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+	_ = os.Mkdir(src, 0o700)
+	_ = os.Mkdir(dst, 0o700)
+	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("needs bind mounts, which this host refuses: %v", err)
+	}
+	_ = unix.Unmount(dst, unix.MNT_DETACH)
+}
+
+func mounted(t *testing.T, path string) bool {
+	t.Helper()
+	ok, err := mountinfo.Mounted(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// A plugin with mounts is left running when the agent stops and adopted by the next one; a
+// claim whose mount is gone is restored by the agent at start, whether the plugin survived
+// (adopted) or not (a reboot: the agent starts it again).
+func TestAgentMountsOutliveItAndAreRestoredAtStart(t *testing.T) {
+	needsMounts(t)
+	f := newFixture(t)
+	f.register(f.execPlugin("hp", "hostpath"))
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("hp").Healthy })
+
+	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "hp", Capabilities: caps, CapacityMin: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := f.e.Claim(f.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	staging := filepath.Join(f.dir, "staging", "hp", "db")
+	if !mounted(t, cl.TargetPath) || !mounted(t, staging) {
+		t.Fatal("the claim is not mounted")
+	}
+	pid := f.pid("hp")
+
+	// 1. Stopping the agent leaves the plugin running under its two mounts.
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !alive(pid) || f.pid("hp") != pid {
+		t.Fatalf("plugin pid %d stopped (pid file %d) although it has mounts", pid, f.pid("hp"))
+	}
+	if !strings.Contains(f.logs.String(), "leaving plugin running") || !strings.Contains(f.logs.String(), "mounts=2") {
+		t.Errorf("agent log does not say why the plugin is left running:\n%s", f.logs)
+	}
+
+	// 2. The mounts go away; the next agent adopts the running plugin and restores them.
+	unmount(t, cl.TargetPath, staging)
+	stop = f.startAgent(testSettings)
+	waitFor(t, "the mount to be restored", func() bool { return len(f.events("restore")) == 1 })
+	if !mounted(t, cl.TargetPath) || !mounted(t, staging) {
+		t.Fatal("restore recorded, but the claim is not mounted")
+	}
+	if f.pid("hp") != pid || len(f.events("plugin-start")) != 1 {
+		t.Errorf("the running plugin was not adopted: pid %d -> %d, starts %q", pid, f.pid("hp"), f.events("plugin-start"))
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !alive(pid) {
+		t.Fatal("the adopted plugin was stopped under mounts")
+	}
+
+	// 3. A reboot: the plugin and the mounts are gone. The agent starts the plugin and restores.
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the plugin to die", func() bool { return !alive(pid) })
+	unmount(t, cl.TargetPath, staging)
+	stop = f.startAgent(testSettings)
+	waitFor(t, "the mount to be restored after the reboot", func() bool { return len(f.events("restore")) == 2 })
+	if !mounted(t, cl.TargetPath) || !mounted(t, staging) {
+		t.Fatal("restore recorded, but the claim is not mounted")
+	}
+	if n := f.pid("hp"); n == pid || !alive(n) {
+		t.Errorf("plugin pid after the reboot = %d, want a new process", n)
+	}
+	if c, err := f.e.ClaimInfo(f.ctx, "db", "web-0"); err != nil || c.ID != cl.ID || c.State != "published" {
+		t.Errorf("claim after restores = %+v, %v; want the same claim, published", c, err)
+	}
+
+	// 4. Released, the plugin has no mounts left and is stopped with the agent.
+	if _, err := f.e.Release(f.ctx, "db", "web-0"); err != nil {
+		t.Fatal(err)
+	}
+	last := f.pid("hp")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if alive(last) {
+		t.Error("plugin left running without mounts")
+	}
+}
+
+func unmount(t *testing.T, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {
+			t.Fatalf("unmount %s: %v", p, err)
+		}
+	}
+}
