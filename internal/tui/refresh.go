@@ -17,10 +17,13 @@ type (
 	refreshTickMsg struct{}
 	probeTickMsg   struct{}
 
-	// dashboardMsg is one read of the store; seq orders reads that overtake each other.
+	// dashboardMsg is one read of the store, its rows already formatted; seq orders reads
+	// that overtake each other.
 	dashboardMsg struct {
 		seq  int
 		data engine.Dashboard
+		rows [numTabs]rowSet
+		at   time.Time
 		err  error
 	}
 
@@ -60,10 +63,14 @@ func (l *live) start() tea.Cmd {
 func (l *live) read() tea.Cmd {
 	l.seq++
 	l.reading = true
-	seq, ctx, eng, n := l.seq, l.ctx, l.eng, l.events
+	seq, ctx, eng, n, now := l.seq, l.ctx, l.eng, l.events, l.c.Now
 	return func() tea.Msg {
 		d, err := eng.Dashboard(ctx, n)
-		return dashboardMsg{seq: seq, data: d, err: err}
+		if err != nil {
+			return dashboardMsg{seq: seq, err: err}
+		}
+		at := now()
+		return dashboardMsg{seq: seq, data: d, rows: buildRows(d, at), at: at}
 	}
 }
 
@@ -110,7 +117,7 @@ func (l *live) onData(msg dashboardMsg) bool {
 		l.err = msg.err
 		return false
 	}
-	l.err, l.updated = nil, l.c.Now()
+	l.err, l.updated = nil, msg.at
 	return true
 }
 

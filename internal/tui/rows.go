@@ -27,6 +27,19 @@ const (
 
 var tabNames = [numTabs]string{"Volumes", "Claims", "Plugins", "Events"}
 
+var tabColumns = [numTabs][]column{volumeColumns(), claimColumns(), pluginColumns(), eventColumns()}
+
+// buildRows formats every tab's rows from one read. It runs in the read's command, off the UI
+// goroutine: with 10,000 volumes and claims it is the costly part of a refresh.
+func buildRows(d engine.Dashboard, now time.Time) [numTabs]rowSet {
+	return [numTabs]rowSet{
+		newRowSet(tabColumns[tabVolumes], volumeRows(d.Volumes)),
+		newRowSet(tabColumns[tabClaims], claimRows(d.Claims, now)),
+		newRowSet(tabColumns[tabPlugins], pluginRows(d.Plugins)),
+		newRowSet(tabColumns[tabEvents], eventRows(d.Events, now)),
+	}
+}
+
 // none is what an empty cell shows, as in the command line's tables.
 const none = "<none>"
 

@@ -73,15 +73,24 @@ const (
 
 func newTable(c *Common, cols []column, sortCol int, desc bool, empty string) *table {
 	t := &table{c: c, cols: cols, sortCol: sortCol, desc: desc, empty: empty}
-	t.measure()
+	t.natural = measure(cols, nil)
 	return t
 }
 
+// rowSet is a table's rows with each column's widest cell, built off the UI goroutine.
+type rowSet struct {
+	rows    []row
+	natural []int
+}
+
+func newRowSet(cols []column, rows []row) rowSet {
+	return rowSet{rows: rows, natural: measure(cols, rows)}
+}
+
 // setRows replaces the rows, keeping the cursor on the row it was on when that row still shows.
-func (t *table) setRows(rows []row) {
+func (t *table) setRows(rs rowSet) {
 	keep := t.selectedKey()
-	t.rows = rows
-	t.measure()
+	t.rows, t.natural = rs.rows, rs.natural
 	t.layout()
 	t.apply(keep)
 }
@@ -197,21 +206,21 @@ func (t *table) setSize(height int) {
 	t.clamp()
 }
 
-// measure finds each column's widest cell; it runs when rows arrive, never per frame.
-func (t *table) measure() {
-	if len(t.natural) != len(t.cols) {
-		t.natural = make([]int, len(t.cols))
+// measure finds each column's widest cell (or title); it runs when rows are built, never per
+// frame.
+func measure(cols []column, rows []row) []int {
+	natural := make([]int, len(cols))
+	for i, c := range cols {
+		natural[i] = ansi.StringWidth(c.title)
 	}
-	for i, c := range t.cols {
-		t.natural[i] = ansi.StringWidth(c.title)
-	}
-	for _, r := range t.rows {
+	for _, r := range rows {
 		for i, cell := range r.cells {
-			if w := textWidth(cell); w > t.natural[i] {
-				t.natural[i] = w
+			if w := textWidth(cell); w > natural[i] {
+				natural[i] = w
 			}
 		}
 	}
+	return natural
 }
 
 // layout fits the columns into the screen width: each starts at its content's width within its

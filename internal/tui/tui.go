@@ -97,11 +97,11 @@ func New(ctx context.Context, opts Options) *Model {
 	}
 	m := &Model{c: c, ctx: ctx, eng: opts.Engine}
 	m.live = live{c: c, ctx: ctx, eng: opts.Engine, refreshEvery: opts.Refresh, probeEvery: opts.Probe, events: opts.Events}
-	m.tabs[tabVolumes] = newTable(c, volumeColumns(), 0, false,
+	m.tabs[tabVolumes] = newTable(c, tabColumns[tabVolumes], 0, false,
 		"no volumes yet: `volctl volume register FILE` or `volctl volume create FILE` adds one")
-	m.tabs[tabClaims] = newTable(c, claimColumns(), 0, false, "no live claims: `volctl volume claim ID --alloc NAME` makes one")
-	m.tabs[tabPlugins] = newTable(c, pluginColumns(), 0, false, "no plugins registered: `volctl plugin register FILE` adds one")
-	m.tabs[tabEvents] = newTable(c, eventColumns(), 0, false, "no events yet")
+	m.tabs[tabClaims] = newTable(c, tabColumns[tabClaims], 0, false, "no live claims: `volctl volume claim ID --alloc NAME` makes one")
+	m.tabs[tabPlugins] = newTable(c, tabColumns[tabPlugins], 0, false, "no plugins registered: `volctl plugin register FILE` adds one")
+	m.tabs[tabEvents] = newTable(c, tabColumns[tabEvents], 0, false, "no events yet")
 
 	m.filter = filterInput{c: c}
 	m.help = help.New()
@@ -127,7 +127,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.live.onProbeTick()
 	case dashboardMsg:
 		if m.live.onData(msg) {
-			return m, m.setData(msg.data)
+			return m, m.setData(msg.data, msg.rows)
 		}
 	case probedMsg:
 		if msg.err != nil && m.status.text == "" {
@@ -163,14 +163,13 @@ func (m *Model) resize() {
 // bodyHeight is what is left between the tab bar and the status and help lines.
 func bodyHeight(c *Common) int { return max(0, c.Height-3) }
 
-// setData shows a fresh read: rows are formatted, filtered and sorted here, once per read.
-func (m *Model) setData(d engine.Dashboard) tea.Cmd {
+// setData shows a fresh read: its rows, formatted by the read's command, are filtered and
+// sorted here, once per read rather than per frame.
+func (m *Model) setData(d engine.Dashboard, rows [numTabs]rowSet) tea.Cmd {
 	m.data = d
-	now := m.c.Now()
-	m.tabs[tabVolumes].setRows(volumeRows(d.Volumes))
-	m.tabs[tabClaims].setRows(claimRows(d.Claims, now))
-	m.tabs[tabPlugins].setRows(pluginRows(d.Plugins))
-	m.tabs[tabEvents].setRows(eventRows(d.Events, now))
+	for i, t := range m.tabs {
+		t.setRows(rows[i])
+	}
 	return m.refreshDetail()
 }
 

@@ -1,0 +1,104 @@
+package tui
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// The dashboard wired to a real engine on a temp state dir, driving an in-memory CSI plugin
+// over a real socket: what it shows comes from the store, its actions reach the plugin, and a
+// plugin that dies shows as unhealthy after the next probe.
+func TestAgainstRealEngine(t *testing.T) {
+	ctx := context.Background()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	socket, stop := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+	e, err := engine.Open(ctx, engine.Config{
+		StateDir: t.TempDir(),
+		Retry:    engine.RetryPolicy{Attempts: 1, Base: time.Millisecond, Max: time.Millisecond},
+		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"db", "media", "spare"} {
+		_, err := e.CreateVolume(ctx, spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "mem", CapacityMin: 1 << 20,
+			Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
+			Secrets:      spec.Secrets{"token": "s3cr3t-value"},
+			MountOptions: &spec.MountOptions{FSType: "ext4", MountFlags: spec.MountFlags{"password=hunter2"}}})
+		if err != nil {
+			t.Fatalf("create %s: %v", id, err)
+		}
+	}
+	for _, c := range [][2]string{{"db", "web-0"}, {"media", "render-0"}} {
+		if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: c[0], Alloc: c[1]}); err != nil {
+			t.Fatalf("claim %s for %s: %v", c[0], c[1], err)
+		}
+	}
+
+	h := newHarness(t, e, Options{})
+	if got := h.viewKeys(); !slices.Equal(got, []string{"db", "media", "spare"}) {
+		t.Fatalf("volumes %v", got)
+	}
+	h.keys("enter")
+	out := h.m.View()
+	if !strings.Contains(out, "Volume db") || !strings.Contains(out, "Plugin Health     = healthy") {
+		t.Errorf("volume detail from the engine:\n%s", out)
+	}
+	h.keys("G")
+	out = h.m.View()
+	if !strings.Contains(out, "web-0") || !strings.Contains(out, "token             = [REDACTED]") {
+		t.Errorf("volume detail lacks its claim or its redacted secret:\n%s", out)
+	}
+	for _, secret := range []string{"s3cr3t-value", "hunter2"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("the detail shows secret %q", secret)
+		}
+	}
+
+	// Release web-0's claim through the dialog.
+	h.keys("2", "/", "web-0", "enter", "x", "tab", "enter")
+	if h.m.status.failed || !strings.Contains(h.m.status.text, `released the claim of "web-0" on "db"`) {
+		t.Fatalf("release: status %q", h.m.status.text)
+	}
+	h.keys("esc")
+	if got := h.viewKeys(); len(got) != 1 {
+		t.Errorf("claims after release: %v, want only media's", got)
+	}
+	if cs, _ := e.Claims(ctx); len(cs) != 1 || cs[0].Alloc != "render-0" {
+		t.Errorf("engine claims after release: %+v", cs)
+	}
+
+	// Delete the spare volume.
+	h.keys("1", "/", "spare", "enter", "D", "tab", "enter")
+	if h.m.status.failed {
+		t.Fatalf("delete: %s", h.m.status.text)
+	}
+	if _, err := e.Volume(ctx, "spare"); err == nil {
+		t.Error("spare still exists after delete")
+	}
+
+	// Kill the plugin: the next probe records it unhealthy, and the plugins view says so.
+	stop()
+	h.keys("3")
+	h.send(probeTickMsg{})
+	if !strings.Contains(rowText(h), "unhealthy") {
+		t.Errorf("after the plugin died and a probe ran, the row is %q", rowText(h))
+	}
+	h.keys("esc", "1", "esc")
+	if got := strings.Join(h.m.tabs[tabVolumes].rows[0].cells, " "); !strings.Contains(got, "no: plugin down") {
+		t.Errorf("volume of a dead plugin: %q, want not schedulable", got)
+	}
+}
