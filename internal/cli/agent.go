@@ -1,18 +1,140 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/agent"
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
-// AgentOptions are the inputs of the command. TODO(issue 6): stub until implemented.
-type AgentOptions struct{}
+// AgentOptions are the inputs of `volctl agent`.
+type AgentOptions struct {
+	IO       *iostreams.IOStreams
+	StateDir func() (string, error)
+	Verbose  bool
+
+	ConfigFile string
+	Settings   agent.Settings // from the flags; a zero field is unset (the config file's or the default)
+}
 
 func newCmdAgent(f *Factory, runF func(*AgentOptions) error) *cobra.Command {
-	return &cobra.Command{
-		Use:   "agent",
+	opts := &AgentOptions{IO: f.IO, StateDir: f.StateDir}
+	cmd := &cobra.Command{
+		Use:   "agent [--config FILE]",
 		Short: "Supervise plugins, probe health, restore and GC claims",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
+		Long: `Run in the foreground until SIGTERM or SIGINT, as a service manager runs a daemon, logging
+to stderr (--verbose adds debug lines and RPC traces).
+
+The agent starts every registered plugin that has an exec block, with CSI_ENDPOINT=unix://SOCKET
+in its environment and its output appended to <state>/logs/<plugin>.log, and restarts it with
+backoff (1s doubling to 1m) when it exits or stays unhealthy past --health-timeout. It probes
+every registered plugin, fast (--probe-interval) until ready and slow (--probe-interval-ready)
+after; health, readiness, latency and the last error go to the state, where volctl plugin status
+and the dashboard read them, and every change of health is an event. A plugin that restarted is
+reconnected and fingerprinted again.
+
+At start it runs a reconcile pass (restoring mounts lost to a reboot); then it releases past
+claims every --gc-interval and reconciles every --reconcile-interval (and soon after a plugin
+restart). On SIGTERM it stops its loops, then its plugins, last, and only those without mounts: a
+plugin with mounts is left running, and the next agent adopts it. One agent runs per state dir;
+a second one exits 4.
+
+--config FILE may declare plugin "ID" { ... } blocks (the plugin spec format), registered at
+start, and an agent { ... } block with probe_interval, probe_interval_ready, health_timeout,
+gc_interval, reconcile_interval and stop_timeout. Flags override the file. See docs/agent.md for
+a systemd unit and containerized plugins.`,
+		Example: `  volctl agent
+  volctl agent --config /etc/volctl/agent.hcl
+  volctl agent --probe-interval 1s --health-timeout 1m`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Verbose = f.Verbose()
+			if runF != nil {
+				return runF(opts)
+			}
+			return agentRun(cmd.Context(), opts)
+		},
 	}
+	fl := cmd.Flags()
+	fl.StringVarP(&opts.ConfigFile, "config", "c", "", "agent config file (HCL): plugin blocks and an agent block")
+	s := &opts.Settings
+	for _, d := range []struct {
+		p     *time.Duration
+		name  string
+		def   time.Duration
+		usage string
+	}{
+		{&s.ProbeInterval, "probe-interval", agent.DefaultProbeInterval, "time between probes of a plugin until it is ready"},
+		{&s.ProbeIntervalReady, "probe-interval-ready", agent.DefaultProbeIntervalReady, "time between probes of a ready plugin"},
+		{&s.HealthTimeout, "health-timeout", agent.DefaultHealthTimeout, "how long a supervised plugin may stay unhealthy before it is restarted"},
+		{&s.GCInterval, "gc-interval", agent.DefaultGCInterval, "time between claim GC passes (releasing past claims)"},
+		{&s.ReconcileInterval, "reconcile-interval", agent.DefaultReconcileInterval, "time between reconcile passes (re-drive claims, restore mounts)"},
+		{&s.StopTimeout, "stop-timeout", agent.DefaultStopTimeout, "time a plugin gets to stop after SIGTERM before SIGKILL"},
+	} {
+		// The default is shown but not set, so that a flag not given leaves the config file's value.
+		fl.DurationVar(d.p, d.name, 0, fmt.Sprintf("%s (default %s)", d.usage, d.def))
+	}
+	return cmd
+}
+
+// agentRun reads the config, opens the engine with the agent's retry policy and runs the agent
+// until ctx ends.
+func agentRun(ctx context.Context, opts *AgentOptions) error {
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"--probe-interval", opts.Settings.ProbeInterval}, {"--probe-interval-ready", opts.Settings.ProbeIntervalReady},
+		{"--health-timeout", opts.Settings.HealthTimeout}, {"--gc-interval", opts.Settings.GCInterval},
+		{"--reconcile-interval", opts.Settings.ReconcileInterval}, {"--stop-timeout", opts.Settings.StopTimeout},
+	} {
+		if f.d < 0 {
+			return usageError("agent: %s must be positive, got %s", f.name, f.d)
+		}
+	}
+	var file agent.File
+	if opts.ConfigFile != "" {
+		srcs, err := readSpecSources(opts.IO.In, nil, []string{opts.ConfigFile})
+		if err != nil {
+			return withCode(ExitUsage, fmt.Errorf("agent: --config: %w", err))
+		}
+		f, files, diags := agent.ParseConfig(srcs[0].Name, srcs[0].Src)
+		if len(diags) > 0 {
+			width, color := diagnosticStyle(opts.IO)
+			if err := spec.NewDiagnosticWriter(opts.IO.ErrOut, files, width, color).WriteDiagnostics(diags); err != nil {
+				return err
+			}
+		}
+		if f == nil {
+			return withCode(ExitUsage, fmt.Errorf("agent: config %s is invalid; the agent did not start", srcs[0].Name))
+		}
+		file = *f
+	}
+
+	level := slog.LevelInfo
+	if opts.Verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+	dir, err := opts.StateDir()
+	if err != nil {
+		return err
+	}
+	e, err := engine.Open(ctx, engine.Config{StateDir: dir, Logger: log, Retry: agent.Retry})
+	if err != nil {
+		return fmt.Errorf("state dir %s: %w", dir, err)
+	}
+	defer e.Close()
+	a, err := agent.New(agent.Config{Engine: e, Logger: log, Plugins: file.Plugins, Settings: file.Settings.Merge(opts.Settings)})
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
 }

@@ -1,18 +1,100 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
-// VolumeExpandOptions are the inputs of the command. TODO(issue 6): stub until implemented.
-type VolumeExpandOptions struct{}
+// VolumeExpandOptions are the inputs of `volctl volume expand`.
+type VolumeExpandOptions struct {
+	IO     *iostreams.IOStreams
+	Engine func(context.Context) (*engine.Engine, error)
+
+	ID       string
+	Size     string // the new capacity_min, "10GiB"
+	Limit    string // the new capacity_max; empty keeps the volume's
+	Exporter exportFlags
+}
 
 func newCmdVolumeExpand(f *Factory, runF func(*VolumeExpandOptions) error) *cobra.Command {
-	return &cobra.Command{
-		Use:   "expand VOLUME --size SIZE",
+	opts := &VolumeExpandOptions{IO: f.IO, Engine: f.Engine}
+	cmd := &cobra.Command{
+		Use:   "expand ID --size SIZE",
 		Short: "Grow a volume",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
+		Long: `Grow a volume to at least --size: ControllerExpandVolume when the plugin's controller can
+expand (EXPAND_VOLUME), then NodeExpandVolume for each published claim when the plugin says the
+node must expand too (with the volume's staging path). The new size becomes the volume's
+capacity_min. Re-registering or re-creating the volume with a larger capacity_min does the same.
+
+Sizes read like a spec's capacity_min: "10GiB", "500M", "1T". A volume never shrinks (exit 2);
+asking for its current size changes nothing. A plugin without EXPAND_VOLUME is refused (exit 2).
+A plugin that expands only offline is refused while the volume has claims (exit 4): release
+them first. --limit sets a new capacity_max; without it, a size above the volume's capacity_max
+is refused (exit 2).`,
+		Example: `  volctl volume expand db --size 20GiB
+  volctl volume expand db --size 20GiB --limit 40GiB --json`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return volumeExpandRun(cmd.Context(), opts)
+		},
 	}
+	cmd.Flags().StringVar(&opts.Size, "size", "", `the size to grow to, e.g. "20GiB" (required)`)
+	cmd.Flags().StringVar(&opts.Limit, "limit", "", "a new upper bound (capacity_max) for the plugin")
+	addExportFlags(cmd, &opts.Exporter)
+	return cmd
+}
+
+func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
+	if opts.Size == "" {
+		return usageError("volume expand: --size is required")
+	}
+	size, err := spec.ParseSize(opts.Size)
+	if err != nil {
+		return usageError("volume expand: --size: %v", err)
+	}
+	var limit int64
+	if opts.Limit != "" {
+		if limit, err = spec.ParseSize(opts.Limit); err != nil {
+			return usageError("volume expand: --limit: %v", err)
+		}
+	}
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	before, err := e.Volume(ctx, opts.ID)
+	if err != nil {
+		return fmt.Errorf("expand volume %q: %w", opts.ID, err)
+	}
+	id := before.ID // a unique prefix names the volume, as in volume status
+	if limit == 0 && before.RequestedMax != 0 {
+		if size > before.RequestedMax {
+			return usageError("expand volume %q: %s is above its capacity_max %s; pass --limit to raise it",
+				id, spec.FormatSize(size), spec.FormatSize(before.RequestedMax))
+		}
+		limit = before.RequestedMax // the bound the volume was created with still holds
+	}
+	v, err := e.ExpandVolume(ctx, id, size, limit)
+	if err != nil {
+		return err
+	}
+	if opts.Exporter.Enabled() {
+		return opts.Exporter.Write(opts.IO.Out, v)
+	}
+	if v.CapacityBytes == before.CapacityBytes && v.RequestedMin == before.RequestedMin {
+		fmt.Fprintf(opts.IO.Out, "Volume %q is already %s\n", v.ID, bytesIEC(max(v.CapacityBytes, v.RequestedMin)))
+		return nil
+	}
+	fmt.Fprintf(opts.IO.Out, "Volume %q expanded to %s\n", v.ID, bytesIEC(v.CapacityBytes))
+	return nil
 }

@@ -1,46 +1,250 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
-// SnapshotCreateOptions are the inputs of the command. TODO(issue 6): stub until implemented.
-type SnapshotCreateOptions struct{}
-
-func newCmdVolumeSnapshotCreate(f *Factory, runF func(*SnapshotCreateOptions) error) *cobra.Command {
-	return &cobra.Command{
-		Use:   "create VOLUME [NAME]",
-		Short: "Snapshot a volume",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
-	}
-}
-
-// SnapshotListOptions are the inputs of the command. TODO(issue 6): stub until implemented.
-type SnapshotListOptions struct{}
-
-func newCmdVolumeSnapshotList(f *Factory, runF func(*SnapshotListOptions) error) *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
-		Short: "List snapshots",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
-	}
-}
-
-// SnapshotDeleteOptions are the inputs of the command. TODO(issue 6): stub until implemented.
-type SnapshotDeleteOptions struct{}
-
-func newCmdVolumeSnapshotDelete(f *Factory, runF func(*SnapshotDeleteOptions) error) *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete PLUGIN SNAPSHOT_ID",
-		Short: "Delete a snapshot",
-		RunE:  func(cmd *cobra.Command, args []string) error { return errors.New("not implemented yet") },
-	}
-}
-
 func newCmdVolumeSnapshot(f *Factory) *cobra.Command {
-	cmd := &cobra.Command{Use: "snapshot", Short: "Create, list and delete volume snapshots"}
+	cmd := &cobra.Command{
+		Use:   "snapshot",
+		Short: "Create, list and delete volume snapshots",
+		Long: `Snapshots through the volume's plugin: create needs its CREATE_DELETE_SNAPSHOT controller
+capability, list asks the plugin when it has LIST_SNAPSHOTS (and otherwise shows volctl's own
+records, saying so). A volume spec with snapshot_id = "<snapshot ID>" creates a volume from one.`,
+	}
 	cmd.AddCommand(newCmdVolumeSnapshotCreate(f, nil), newCmdVolumeSnapshotList(f, nil), newCmdVolumeSnapshotDelete(f, nil))
 	return cmd
+}
+
+// SnapshotCreateOptions are the inputs of `volctl volume snapshot create`.
+type SnapshotCreateOptions struct {
+	IO     *iostreams.IOStreams
+	Engine func(context.Context) (*engine.Engine, error)
+
+	VolumeID   string
+	Name       string // the CSI name; empty derives one from the volume and the time
+	Parameters []string
+	Exporter   exportFlags
+}
+
+func newCmdVolumeSnapshotCreate(f *Factory, runF func(*SnapshotCreateOptions) error) *cobra.Command {
+	opts := &SnapshotCreateOptions{IO: f.IO, Engine: f.Engine}
+	cmd := &cobra.Command{
+		Use:   "create VOLUME [NAME]",
+		Short: "Snapshot a volume",
+		Long: `Snapshot a volume through its plugin (CreateSnapshot) and record the snapshot.
+
+NAME is the snapshot's CSI name, which plugins use to make CreateSnapshot idempotent: creating
+again with the same NAME returns the same snapshot. Without NAME, volctl derives one from the
+volume and the current second (<the volume's CSI name>-<unix time>): retries within one command
+never make a second snapshot, while two commands make two. Pass NAME when a script must be safe
+to re-run. --parameter KEY=VALUE (repeatable) is passed to the plugin as is.
+
+Prints the snapshot's ID, which a volume spec's snapshot_id and volctl volume snapshot delete
+take. Exits 2 when the plugin cannot snapshot (no CREATE_DELETE_SNAPSHOT).`,
+		Example: `  volctl volume snapshot create db
+  volctl volume snapshot create db db-before-upgrade --parameter type=full --json`,
+		Args: rangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.VolumeID = args[0]
+			if len(args) == 2 {
+				opts.Name = args[1]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return snapshotCreateRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringArrayVar(&opts.Parameters, "parameter", nil, "a parameter for the plugin, KEY=VALUE (repeatable)")
+	addExportFlags(cmd, &opts.Exporter)
+	return cmd
+}
+
+func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) error {
+	params, err := parseParameters(opts.Parameters)
+	if err != nil {
+		return err
+	}
+	if opts.Name != "" && strings.TrimSpace(opts.Name) == "" {
+		return usageError("snapshot create: NAME must not be blank")
+	}
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	s, err := e.CreateSnapshot(ctx, opts.VolumeID, opts.Name, params)
+	if err != nil {
+		return err
+	}
+	if opts.Exporter.Enabled() {
+		return opts.Exporter.Write(opts.IO.Out, s)
+	}
+	fmt.Fprintf(opts.IO.Out, "Snapshot %q of volume %q created (name %q, %s", s.ID, s.SourceVolumeID, s.Name, sizeOrUnknown(s.SizeBytes))
+	if !s.ReadyToUse {
+		fmt.Fprint(opts.IO.Out, ", not ready to use yet")
+	}
+	fmt.Fprintln(opts.IO.Out, ")")
+	return nil
+}
+
+// parseParameters reads KEY=VALUE flags into a map; nil when there are none.
+func parseParameters(kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageError("--parameter %q: want KEY=VALUE", kv)
+		}
+		if _, dup := out[k]; dup {
+			return nil, usageError("--parameter %q: %s is given twice", kv, k)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func sizeOrUnknown(n int64) string {
+	if n <= 0 {
+		return "size unknown"
+	}
+	return bytesIEC(n)
+}
+
+// SnapshotListOptions are the inputs of `volctl volume snapshot list`.
+type SnapshotListOptions struct {
+	IO     *iostreams.IOStreams
+	Engine func(context.Context) (*engine.Engine, error)
+	Now    func() time.Time
+
+	PluginID string
+	Exporter exportFlags
+}
+
+func newCmdVolumeSnapshotList(f *Factory, runF func(*SnapshotListOptions) error) *cobra.Command {
+	opts := &SnapshotListOptions{IO: f.IO, Engine: f.Engine, Now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "list [--plugin ID]",
+		Short: "List snapshots",
+		Long: `List the snapshots of every registered plugin, or of one with --plugin.
+
+A plugin with LIST_SNAPSHOTS is asked (ListSnapshots), and its answer is merged with volctl's
+records of the snapshots it created, which add their name and source volume. A snapshot
+volctl created that the plugin no longer lists shows as missing. For a plugin without
+LIST_SNAPSHOTS, or one that cannot be reached, volctl's records are shown and a warning on
+stderr (and in the JSON's warnings) says so.`,
+		Example: `  volctl volume snapshot list
+  volctl volume snapshot list --plugin hostpath --json
+  volctl volume snapshot list -t '{{range .snapshots}}{{.id}} {{.source_volume_id}}{{"\n"}}{{end}}'`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return snapshotListRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.PluginID, "plugin", "", "list only this plugin's snapshots")
+	addExportFlags(cmd, &opts.Exporter)
+	return cmd
+}
+
+func snapshotListRun(ctx context.Context, opts *SnapshotListOptions) error {
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	list, err := e.ListSnapshots(ctx, opts.PluginID)
+	if err != nil {
+		return err
+	}
+	for _, w := range list.Warnings {
+		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
+	}
+	if opts.Exporter.Enabled() {
+		return opts.Exporter.Write(opts.IO.Out, list)
+	}
+	if len(list.Snapshots) == 0 {
+		fmt.Fprintln(opts.IO.ErrOut, "No snapshots (volctl volume snapshot create).")
+		return nil
+	}
+	return writeSnapshotTable(opts.IO.Out, list.Snapshots, opts.Now())
+}
+
+func writeSnapshotTable(out io.Writer, snaps []engine.SnapshotInfo, now time.Time) error {
+	t := newTable(out, "PLUGIN", "SNAPSHOT ID", "VOLUME", "NAME", "SIZE", "READY", "CREATED")
+	for _, s := range snaps {
+		source := s.SourceVolumeID
+		if source == "" && s.SourceExternalID != "" {
+			source = "(" + s.SourceExternalID + ")" // a volume volctl does not know, by its external ID
+		}
+		ready := strconv.FormatBool(s.ReadyToUse)
+		if s.Missing {
+			ready = "missing"
+		}
+		t.row(s.PluginID, s.ID, source, s.Name, bytesIEC(s.SizeBytes), ready, age(now, s.CreatedAt))
+	}
+	return t.render()
+}
+
+// SnapshotDeleteOptions are the inputs of `volctl volume snapshot delete`.
+type SnapshotDeleteOptions struct {
+	IO      *iostreams.IOStreams
+	Engine  func(context.Context) (*engine.Engine, error)
+	Confirm func(yes bool, action string) error
+
+	PluginID   string
+	SnapshotID string
+	Yes        bool
+}
+
+func newCmdVolumeSnapshotDelete(f *Factory, runF func(*SnapshotDeleteOptions) error) *cobra.Command {
+	opts := &SnapshotDeleteOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm}
+	cmd := &cobra.Command{
+		Use:   "delete PLUGIN SNAPSHOT_ID",
+		Short: "Delete a snapshot",
+		Long: `Delete a snapshot through its plugin (DeleteSnapshot) and forget volctl's record of it.
+
+A snapshot the plugin does not know counts as deleted. Exits 2 when the plugin cannot delete
+snapshots (no CREATE_DELETE_SNAPSHOT). It asks first on a terminal and needs --yes otherwise.`,
+		Example: `  volctl volume snapshot delete hostpath snap-5f2c0e9a1b7d4c3e8f6a2b1c --yes`,
+		Args:    exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.PluginID, opts.SnapshotID = args[0], args[1]
+			if runF != nil {
+				return runF(opts)
+			}
+			return snapshotDeleteRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (needed off a terminal)")
+	return cmd
+}
+
+func snapshotDeleteRun(ctx context.Context, opts *SnapshotDeleteOptions) error {
+	if err := opts.Confirm(opts.Yes, fmt.Sprintf("Delete snapshot %q of plugin %q", opts.SnapshotID, opts.PluginID)); err != nil {
+		return err
+	}
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	if err := e.DeleteSnapshot(ctx, opts.PluginID, opts.SnapshotID); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.Out, "Snapshot %q of plugin %q deleted\n", opts.SnapshotID, opts.PluginID)
+	return nil
 }
