@@ -161,7 +161,7 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	b.kv("Attachment Mode", string(v.AttachmentMode))
 	b.kv("Mount Options", mountOptions(v.MountOptions))
 	b.kv("Staged", yesNo(v.Staged))
-	b.kv("Claims", fmt.Sprintf("%d read, %d write, %d unsettled", v.ReadClaims, v.WriteClaims, v.Unsettled))
+	b.kv("In Use", fmt.Sprintf("%d read, %d write, %d not at rest", v.ReadClaims, v.WriteClaims, v.Unsettled))
 	b.kv("Snapshot ID", v.SnapshotID)
 	b.kv("Clone ID", v.CloneID)
 	b.kv("Created", stamp(now, v.CreatedAt))
@@ -186,13 +186,14 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	b.section("Context")
 	b.pairs(v.Context)
 
-	b.section("Allocations")
+	b.section("Claims")
 	if len(v.Claims) == 0 {
-		b.line(s.Empty.Render("  no claims"))
+		b.line(s.Empty.Render("  none"))
 	} else {
-		rows := [][]string{{"ALLOC", "MODE", "STATE", "AGE", "TARGET", "LAST ERROR"}}
+		rows := [][]string{{"ALLOC", "MODE", "ACCESS MODE", "ATTACHMENT MODE", "STATE", "AGE", "LAST ERROR", "TARGET"}}
 		for _, c := range v.Claims {
-			rows = append(rows, []string{c.Alloc, c.Mode, claimState(c), shortAge(now, c.CreatedAt), c.TargetPath, lastError(c)})
+			rows = append(rows, []string{c.Alloc, c.Mode, string(c.AccessMode), string(c.AttachmentMode), claimState(c),
+				shortAge(now, c.CreatedAt), lastError(c), c.TargetPath})
 		}
 		b.table(rows)
 	}

@@ -25,6 +25,7 @@ func TestViewGolden(t *testing.T) {
 		{name: "plugins", keys: []string{"3"}},
 		{name: "events", keys: []string{"4"}},
 		{name: "volume-detail", keys: []string{"enter"}},
+		{name: "volume-detail-end", keys: []string{"enter", "G"}},
 		{name: "claim-detail", keys: []string{"2", "end", "enter"}},
 		{name: "plugin-detail", keys: []string{"3", "enter"}},
 		{name: "help", keys: []string{"?"}},

@@ -148,13 +148,12 @@ func (t *table) apply(keep string) {
 		}
 		return c
 	})
-	t.cursor = 0
-	if keep != "" {
-		for i, r := range t.view {
-			if t.rows[r].key == keep {
-				t.cursor = i
-				break
-			}
+	// The cursor stays on its row; when that row is gone (released, filtered out), it stays
+	// where it was on screen, on the row that took its place.
+	for i, r := range t.view {
+		if keep != "" && t.rows[r].key == keep {
+			t.cursor = i
+			break
 		}
 	}
 	t.clamp()

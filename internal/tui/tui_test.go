@@ -201,15 +201,20 @@ func TestCursorFollowsItsRow(t *testing.T) {
 	if h.selected() != "pg-data" {
 		t.Errorf("after refresh, selected %q, want pg-data", h.selected())
 	}
-	// When its row goes, the cursor stays where it was on screen.
+	// When its row goes, the cursor stays where it was on screen, on the row after it.
 	at := h.m.tabs[tabVolumes].cursor
+	next := h.viewKeys()[at+1]
 	h.fake.data.Volumes = slices.DeleteFunc(h.fake.data.Volumes, func(v engine.VolumeSummary) bool { return v.ID == "pg-data" })
 	h.keys("r")
-	if h.m.tabs[tabVolumes].cursor != 0 && h.m.tabs[tabVolumes].cursor > at {
-		t.Errorf("cursor moved past its place: %d, was %d", h.m.tabs[tabVolumes].cursor, at)
+	if got := h.m.tabs[tabVolumes].cursor; got != at || h.selected() != next {
+		t.Errorf("after its row went: cursor %d on %q, want %d on %q", got, h.selected(), at, next)
 	}
-	if h.selected() == "" {
-		t.Error("no row selected after the selected row went away")
+	// At the end of the list it steps back onto the new last row.
+	h.keys("G")
+	h.fake.data.Volumes = h.fake.data.Volumes[1:] // mysql-0, last in reverse order, goes
+	h.keys("r")
+	if keys := h.viewKeys(); h.selected() != keys[len(keys)-1] {
+		t.Errorf("cursor on %q, want the last row %q", h.selected(), keys[len(keys)-1])
 	}
 }
 
@@ -537,7 +542,7 @@ func TestDetailScrolls(t *testing.T) {
 		t.Errorf("offset %d after two downs, want 2", d.vp.YOffset)
 	}
 	h.keys("G")
-	if !d.vp.AtBottom() || !strings.Contains(h.m.View(), "Allocations") {
+	if !d.vp.AtBottom() || !strings.Contains(h.m.View(), "web[0]") {
 		t.Errorf("G does not reach the end:\n%s", h.m.View())
 	}
 	// A refresh keeps the scroll position.
