@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/agent"
+	"github.com/volctl/volctl/internal/iostreams"
+)
+
+func TestAgentFlags(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantConfig string
+		want       agent.Settings
+		wantErr    string
+	}{
+		{name: "no flags leave every setting unset", args: nil},
+		{name: "all flags", args: []string{"--config", "a.hcl", "--probe-interval", "1s", "--probe-interval-ready", "10s",
+			"--health-timeout", "1m", "--gc-interval", "2m", "--reconcile-interval", "3m", "--stop-timeout", "4s"},
+			wantConfig: "a.hcl",
+			want: agent.Settings{ProbeInterval: time.Second, ProbeIntervalReady: 10 * time.Second, HealthTimeout: time.Minute,
+				GCInterval: 2 * time.Minute, ReconcileInterval: 3 * time.Minute, StopTimeout: 4 * time.Second}},
+		{name: "short config flag", args: []string{"-c", "b.hcl"}, wantConfig: "b.hcl"},
+		{name: "bad duration", args: []string{"--probe-interval", "often"}, wantErr: "invalid argument"},
+		{name: "extra argument", args: []string{"x"}, wantErr: "accepts 0 arg"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ios, _, _, _ := iostreams.Test()
+			var got *AgentOptions
+			cmd := newCmdAgent(NewFactory(ios), func(o *AgentOptions) error { got = o; return nil })
+			cmd.SetArgs(tt.args)
+			cmd.SetOut(&bytes.Buffer{})
+			cmd.SetErr(&bytes.Buffer{})
+			cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err: err} })
+			err := cmd.Execute()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != ExitUsage {
+					t.Fatalf("err = %v (exit %d), want %q exit 2", err, ExitCode(err), tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ConfigFile != tt.wantConfig || got.Settings != tt.want {
+				t.Fatalf("options = config %q settings %+v, want %q %+v", got.ConfigFile, got.Settings, tt.wantConfig, tt.want)
+			}
+		})
+	}
+}
+
+// Bad input is refused before the agent starts: exit 2, the config's problems on stderr with
+// their lines, and no state touched.
+func TestAgentRunRefusesBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.hcl")
+	if err := os.WriteFile(bad, []byte("agent {\n  probe_interval = \"soon\"\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "state")
+	tests := []struct {
+		name       string
+		opts       AgentOptions
+		wantErr    string
+		wantStderr string
+	}{
+		{name: "negative flag", opts: AgentOptions{Settings: agent.Settings{HealthTimeout: -time.Second}},
+			wantErr: "agent: --health-timeout must be positive, got -1s"},
+		{name: "missing config", opts: AgentOptions{ConfigFile: filepath.Join(dir, "none.hcl")},
+			wantErr: "agent: --config: read " + filepath.Join(dir, "none.hcl") + ": no such file or directory"},
+		{name: "invalid config", opts: AgentOptions{ConfigFile: bad},
+			wantErr: "agent: config " + bad + " is invalid; the agent did not start", wantStderr: bad + ":2:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ios, _, _, stderr := iostreams.Test()
+			tt.opts.IO = ios
+			tt.opts.StateDir = func() (string, error) { return state, nil }
+			err := agentRun(context.Background(), &tt.opts)
+			if err == nil || err.Error() != tt.wantErr || ExitCode(err) != ExitUsage {
+				t.Fatalf("err = %v (exit %d), want %q exit 2", err, ExitCode(err), tt.wantErr)
+			}
+			if !strings.Contains(stderr.String(), tt.wantStderr) {
+				t.Errorf("stderr = %q, want %q in it", stderr, tt.wantStderr)
+			}
+			if _, err := os.Stat(state); !os.IsNotExist(err) {
+				t.Errorf("state dir created before the input was checked: %v", err)
+			}
+		})
+	}
+}
+
+// The agent runs until its context ends and then exits cleanly; the config's settings and
+// plugins reach it, flags win over the file.
+func TestAgentRunUntilCancelled(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "agent.hcl")
+	src := `agent {
+  probe_interval = "1h"
+  stop_timeout   = "3s"
+}
+plugin "later" {
+  type   = "monolith"
+  socket = "` + filepath.Join(dir, "later.sock") + `"
+  exec {
+    command = "` + filepath.Join(dir, "no-such-plugin") + `"
+  }
+}
+`
+	if err := os.WriteFile(cfg, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ios, _, _, _ := iostreams.Test()
+	stderr := &lockedBuffer{}
+	ios.ErrOut = stderr // the agent logs from its goroutines while the test reads
+	ctx, cancel := context.WithCancel(context.Background())
+	opts := &AgentOptions{IO: ios, StateDir: func() (string, error) { return filepath.Join(dir, "state"), nil },
+		ConfigFile: cfg, Settings: agent.Settings{ProbeInterval: 20 * time.Millisecond}}
+	done := make(chan error, 1)
+	go func() { done <- agentRun(ctx, opts) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(stderr.String(), `plugin=later`) || !strings.Contains(stderr.String(), "did not start") && !strings.Contains(stderr.String(), "starting plugin") {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("the agent did not try to start the declared plugin:\n%s", stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+	log := stderr.String()
+	for _, want := range []string{"probe_interval=20ms", "registered plugin", "agent stopped"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("agent log lacks %q:\n%s", want, log)
+		}
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

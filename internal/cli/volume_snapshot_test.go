@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+)
+
+// execute runs cmd with args the way root does (flag errors exit 2), returning its error.
+func execute(cmd *cobra.Command, args ...string) error {
+	cmd.SetArgs(args)
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err: err} })
+	return cmd.Execute()
+}
+
+func TestSnapshotAndExpandFlags(t *testing.T) {
+	ios, _, _, _ := iostreams.Test()
+	f := NewFactory(ios)
+	tests := []struct {
+		name    string
+		run     func() (any, error)
+		want    any
+		wantErr string
+	}{
+		{name: "create with name and parameters", run: func() (any, error) {
+			var got SnapshotCreateOptions
+			err := execute(newCmdVolumeSnapshotCreate(f, func(o *SnapshotCreateOptions) error { got = *o; return nil }),
+				"db", "nightly", "--parameter", "a=1", "--parameter", "b=x=y", "--json")
+			return [4]any{got.VolumeID, got.Name, got.Parameters, got.Exporter.JSON}, err
+		}, want: [4]any{"db", "nightly", []string{"a=1", "b=x=y"}, true}},
+		{name: "create needs a volume", run: func() (any, error) {
+			return nil, execute(newCmdVolumeSnapshotCreate(f, func(*SnapshotCreateOptions) error { return nil }))
+		}, wantErr: "accepts between 1 and 2 arg"},
+		{name: "list by plugin", run: func() (any, error) {
+			var got SnapshotListOptions
+			err := execute(newCmdVolumeSnapshotList(f, func(o *SnapshotListOptions) error { got = *o; return nil }), "--plugin", "hp", "-t", "{{.}}")
+			return [2]string{got.PluginID, got.Exporter.Template}, err
+		}, want: [2]string{"hp", "{{.}}"}},
+		{name: "delete takes plugin and ID", run: func() (any, error) {
+			var got SnapshotDeleteOptions
+			err := execute(newCmdVolumeSnapshotDelete(f, func(o *SnapshotDeleteOptions) error { got = *o; return nil }), "hp", "snap-1", "--yes")
+			return [3]any{got.PluginID, got.SnapshotID, got.Yes}, err
+		}, want: [3]any{"hp", "snap-1", true}},
+		{name: "delete needs both", run: func() (any, error) {
+			return nil, execute(newCmdVolumeSnapshotDelete(f, func(*SnapshotDeleteOptions) error { return nil }), "hp")
+		}, wantErr: "accepts 2 arg"},
+		{name: "expand", run: func() (any, error) {
+			var got VolumeExpandOptions
+			err := execute(newCmdVolumeExpand(f, func(o *VolumeExpandOptions) error { got = *o; return nil }), "db", "--size", "2GiB", "--limit", "4GiB")
+			return [3]string{got.ID, got.Size, got.Limit}, err
+		}, want: [3]string{"db", "2GiB", "4GiB"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.run()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != ExitUsage {
+					t.Fatalf("err = %v (exit %d), want %q exit 2", err, ExitCode(err), tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("options = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseParameters(t *testing.T) {
+	tests := []struct {
+		in      []string
+		want    map[string]string
+		wantErr string
+	}{
+		{in: nil, want: nil},
+		{in: []string{"a=1", "b=", "c=x=y"}, want: map[string]string{"a": "1", "b": "", "c": "x=y"}},
+		{in: []string{"novalue"}, wantErr: `--parameter "novalue": want KEY=VALUE`},
+		{in: []string{"=v"}, wantErr: `--parameter "=v": want KEY=VALUE`},
+		{in: []string{"a=1", "a=2"}, wantErr: `--parameter "a=2": a is given twice`},
+	}
+	for _, tt := range tests {
+		got, err := parseParameters(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || err.Error() != tt.wantErr || ExitCode(err) != ExitUsage {
+				t.Errorf("%q: err = %v, want %q exit 2", tt.in, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%q = %v, %v; want %v", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+// Sizes are checked before the engine is opened.
+func TestVolumeExpandRunUsage(t *testing.T) {
+	tests := []struct{ size, limit, wantErr string }{
+		{"", "", "volume expand: --size is required"},
+		{"big", "", `volume expand: --size: size "big" does not start with a number`},
+		{"1GiB", "lots", `volume expand: --limit: size "lots" does not start with a number`},
+	}
+	for _, tt := range tests {
+		ios, _, _, _ := iostreams.Test()
+		opts := &VolumeExpandOptions{IO: ios, ID: "db", Size: tt.size, Limit: tt.limit,
+			Engine: func(context.Context) (*engine.Engine, error) { t.Fatal("engine opened"); return nil, nil }}
+		err := volumeExpandRun(context.Background(), opts)
+		if err == nil || err.Error() != tt.wantErr || ExitCode(err) != ExitUsage {
+			t.Errorf("size %q limit %q: err = %v, want %q exit 2", tt.size, tt.limit, err, tt.wantErr)
+		}
+	}
+}
+
+func TestWriteSnapshotTable(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	var buf bytes.Buffer
+	err := writeSnapshotTable(&buf, []engine.SnapshotInfo{
+		{PluginID: "hp", ID: "snap-1", Name: "nightly", SourceVolumeID: "db", SizeBytes: 1 << 20, ReadyToUse: true, CreatedAt: now.Add(-2 * time.Hour)},
+		{PluginID: "hp", ID: "snap-2", SourceExternalID: "vol-9", ReadyToUse: false},
+		{PluginID: "hp", ID: "snap-3", Name: "old", SourceVolumeID: "db", Missing: true, Recorded: true},
+	}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `PLUGIN  SNAPSHOT ID  VOLUME   NAME     SIZE     READY    CREATED
+hp      snap-1       db       nightly  1.0 MiB  true     2 hours
+hp      snap-2       (vol-9)  <none>   <none>   false    <none>
+hp      snap-3       db       old      <none>   missing  <none>
+`
+	if buf.String() != want {
+		t.Fatalf("table:\n%s\nwant:\n%s", buf.String(), want)
+	}
+}
