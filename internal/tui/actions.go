@@ -45,7 +45,13 @@ func (a action) question() string {
 	case actRelease:
 		return fmt.Sprintf("Release the claim of alloc %q on volume %q? Its mount is unpublished, and the volume unstaged when no other claim uses it.", a.alloc, a.volume)
 	case actDetach:
-		return fmt.Sprintf("Detach volume %q? All %s on this host are released and their mounts undone.", a.volume, plural(a.claims, "claim"))
+		switch a.claims {
+		case 0:
+			return fmt.Sprintf("Detach volume %q? It has no claims on this host; nothing is released.", a.volume)
+		case 1:
+			return fmt.Sprintf("Detach volume %q? Its claim on this host is released and its mount undone.", a.volume)
+		}
+		return fmt.Sprintf("Detach volume %q? All %d claims on this host are released and their mounts undone.", a.volume, a.claims)
 	}
 	q := fmt.Sprintf("Delete volume %q? The plugin deletes its storage; this cannot be undone.", a.volume)
 	if a.claims > 0 {
@@ -114,6 +120,10 @@ func detachReport(a action, res engine.DetachResult) actionDoneMsg {
 	return actionDoneMsg{a: a, err: fmt.Errorf("%s, %d failed: %s", text, len(res.Failed), strings.Join(errs, "; "))}
 }
 
+func (a action) failed() string {
+	return [...]string{"Release failed", "Detach failed", "Delete failed"}[a.kind]
+}
+
 func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
@@ -148,19 +158,37 @@ func (d *confirm) Update(msg tea.KeyMsg) (done, run bool) {
 // View draws the dialog box; the root centres it over the body.
 func (d *confirm) View() string {
 	s := d.c.Styles
-	w := min(64, d.c.Width-4)
-	inner := max(10, w-6) // the border and padding
-	button := func(label string, focused bool) string {
-		if focused {
-			return s.ButtonFocused.Render("[ " + label + " ]") // brackets mark focus without colour
-		}
-		return s.Button.Render("  " + label + "  ")
+	buttons := button(s, "Cancel", !d.accept) + "   " + button(s, d.a.button(), d.accept)
+	return dialogBox(d.c, d.a.title()+"?", d.a.question(), buttons)
+}
+
+// failure shows an action's error in full when the status line would cut it; any of the
+// dialog's keys closes it.
+type failure struct {
+	c     *Common
+	title string
+	err   string
+}
+
+func (f *failure) View() string {
+	return dialogBox(f.c, f.title, f.err, button(f.c.Styles, "OK", true))
+}
+
+func button(s *Styles, label string, focused bool) string {
+	if focused {
+		return s.ButtonFocused.Render("[ " + label + " ]") // brackets mark focus without colour
 	}
-	buttons := button("Cancel", !d.accept) + "   " + button(d.a.button(), d.accept)
+	return s.Button.Render("  " + label + "  ")
+}
+
+// dialogBox is a bordered box of a title, wrapped text and a row of buttons.
+func dialogBox(c *Common, title, text, buttons string) string {
+	s := c.Styles
+	inner := max(10, min(64, c.Width-4)-6) // the border and padding
 	body := lipgloss.JoinVertical(lipgloss.Left,
-		s.DialogTitle.Render(d.a.title()+"?"),
+		s.DialogTitle.Render(title),
 		"",
-		lipgloss.NewStyle().Width(inner).Render(d.a.question()),
+		lipgloss.NewStyle().Width(inner).Render(clean(text)),
 		"",
 		buttons,
 	)

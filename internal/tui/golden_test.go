@@ -19,6 +19,7 @@ func TestViewGolden(t *testing.T) {
 		name string
 		keys []string
 		opts Options
+		fail bool // the engine refuses with a long error
 	}{
 		{name: "volumes"},
 		{name: "claims", keys: []string{"2", "down", "down"}},
@@ -34,6 +35,8 @@ func TestViewGolden(t *testing.T) {
 		{name: "filter", keys: []string{"/", "m", "y", "s"}},
 		{name: "sorted", keys: []string{"s", "s", "s", "S"}},
 		{name: "readonly", opts: Options{ReadOnly: true}},
+		{name: "confirm-detach", keys: []string{"down", "d"}},
+		{name: "action-failed", keys: []string{"4", "2", "x", "tab", "enter"}, fail: true},
 	}
 	profiles := []struct {
 		name    string
@@ -45,7 +48,12 @@ func TestViewGolden(t *testing.T) {
 				t.Run(fmt.Sprintf("%dx%d/%s/%s", size[0], size[1], p.name, sc.name), func(t *testing.T) {
 					opts := sc.opts
 					opts.Renderer = FixedRenderer(p.profile)
-					h := newHarness(t, fixture(), opts)
+					fake := fixture()
+					if sc.fail {
+						fake.releaseErr = fmt.Errorf("release volume %q for alloc %q: NodeUnpublishVolume: FailedPrecondition: "+
+							"target is busy: a process still has files open under the target (stop it, then release again)", "mysql-0", "web[0]")
+					}
+					h := newHarness(t, fake, opts)
 					h.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
 					h.keys(sc.keys...)
 					out := h.m.View()

@@ -66,6 +66,7 @@ type Model struct {
 	active   tabID
 	detail   *detail  // open detail view, or nil
 	dialog   *confirm // open confirmation, or nil
+	failure  *failure // an action's error too long for the status line, or nil
 	showHelp bool
 
 	filtering bool
@@ -140,6 +141,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case actionDoneMsg:
 		m.status.done(msg)
+		if msg.err != nil && lipgloss.Width("error: "+msg.err.Error()) > m.c.Width-4 {
+			m.failure = &failure{c: m.c, title: msg.a.failed(), err: msg.err.Error()}
+		}
 		if msg.err == nil && msg.a.kind == actDelete && m.detail != nil && m.detail.key == msg.a.volume {
 			m.detail = nil
 		}
@@ -220,6 +224,11 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		return tea.Quit
 	}
 	switch {
+	case m.failure != nil:
+		if matches(msg, k.Choose, k.Cancel, k.Back) {
+			m.failure = nil
+		}
+		return nil
 	case m.dialog != nil:
 		done, run := m.dialog.Update(msg)
 		if !done {

@@ -344,6 +344,38 @@ func TestActionErrors(t *testing.T) {
 	}
 }
 
+// An error longer than the status line opens in a box, whole; any closing key dismisses it.
+func TestLongActionErrorShownWhole(t *testing.T) {
+	long := `claim "pg-data" for alloc "db-0": NodeUnpublishVolume: FailedPrecondition: target is busy: ` +
+		`a process still has files open under /var/lib/volctl/publish/db-0/pg-data (stop it, then release again)`
+	fake := fixture()
+	fake.releaseErr = errors.New(long)
+	h := newHarness(t, fake, Options{})
+	h.keys("2", "down", "down", "x", "tab", "enter")
+	if h.m.failure == nil {
+		t.Fatal("no error box for a long error")
+	}
+	out := h.m.View()
+	checkScreen(t, out, 80, 24)
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, part := range []string{"Release failed", "target is busy", "(stop it, then release again)", "[ OK ]"} {
+		if !strings.Contains(flat, part) {
+			t.Errorf("error box lacks %q:\n%s", part, out)
+		}
+	}
+	h.keys("down")
+	if h.m.failure == nil || h.selected() != "5" {
+		t.Error("a key other than enter/esc closed the box or moved the table")
+	}
+	h.keys("enter")
+	if h.m.failure != nil {
+		t.Error("enter does not close the error box")
+	}
+	if !strings.Contains(h.m.View(), "error: claim") {
+		t.Error("the status line lost the error")
+	}
+}
+
 func TestReadOnly(t *testing.T) {
 	h := newHarness(t, fixture(), Options{ReadOnly: true})
 	for _, keys := range [][]string{{"d"}, {"D"}, {"2", "x"}, {"2", "enter", "x"}} {

@@ -33,7 +33,10 @@ func (m *Model) View() string {
 		body = m.tabs[m.active].View()
 	}
 	body = fixHeight(body, bodyHeight(c))
-	if m.dialog != nil {
+	switch {
+	case m.failure != nil:
+		body = overlay(c, body, m.failure.View())
+	case m.dialog != nil:
 		body = overlay(c, body, m.dialog.View())
 	}
 	var status string
@@ -109,6 +112,8 @@ func (m *Model) stateText(brief bool) string {
 func (m *Model) shortKeys() bindings {
 	k := m.c.Keys
 	switch {
+	case m.failure != nil:
+		return bindings{short: []key.Binding{key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter/esc", "close"))}}
 	case m.dialog != nil:
 		return bindings{short: []key.Binding{k.FocusNext, k.Choose, k.Cancel}}
 	case m.filtering:
