@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// cliHarness is a real engine on a temp state dir with an in-memory CSI plugin ("mem", which
+// mounts nothing) registered on a real socket, for run functions called directly.
+type cliHarness struct {
+	ctx   context.Context
+	state string
+	e     *engine.Engine
+	mem   *csitest.MemPlugin
+}
+
+func newCLIHarness(t *testing.T) *cliHarness {
+	t.Helper()
+	ctx := context.Background()
+	h := &cliHarness{ctx: ctx, state: filepath.Join(t.TempDir(), "state")}
+	cfg := csitest.DefaultMemConfig()
+	h.mem = csitest.NewMemPlugin(cfg)
+	socket, _ := csitest.Serve(t, csitest.WithServer(h.mem))
+	e, err := engine.Open(ctx, engine.Config{StateDir: h.state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	h.e = e
+	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// engine is what the commands' Engine field takes.
+func (h *cliHarness) engine(context.Context) (*engine.Engine, error) { return h.e, nil }
+
+func (h *cliHarness) createVolume(t *testing.T, id string, mode spec.AccessMode) engine.VolumeInfo {
+	t.Helper()
+	v, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "mem",
+		Capabilities: []spec.Capability{{AccessMode: mode, AttachmentMode: spec.FileSystem}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// --socket lands where a plugin block's socket would for the declared type.
+func TestPluginRegisterFlagPlugin(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    spec.Plugin
+		wantErr string
+	}{
+		{name: "monolith", args: []string{"--id", "hp", "--socket", "/run/hp.sock"},
+			want: spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: "/run/hp.sock"}},
+		{name: "split monolith", args: []string{"--id", "hp", "--controller-socket", "/run/c.sock", "--node-socket", "/run/n.sock"},
+			want: spec.Plugin{ID: "hp", Type: spec.PluginMonolith, ControllerSocket: "/run/c.sock", NodeSocket: "/run/n.sock"}},
+		{name: "controller", args: []string{"--id", "c", "--type", "controller", "--socket", "/run/c.sock", "--timeout", "5m"},
+			want: spec.Plugin{ID: "c", Type: spec.PluginController, ControllerSocket: "/run/c.sock", Timeout: 5 * time.Minute}},
+		{name: "node", args: []string{"--id", "n", "--type", "node", "--socket", "/run/n.sock"},
+			want: spec.Plugin{ID: "n", Type: spec.PluginNode, NodeSocket: "/run/n.sock"}},
+		{name: "node given both", args: []string{"--id", "n", "--type", "node", "--socket", "/run/a.sock", "--node-socket", "/run/b.sock"},
+			wantErr: "socket and node_socket both given"},
+		{name: "relative socket", args: []string{"--id", "hp", "--socket", "hp.sock"}, wantErr: `socket "hp.sock" must be an absolute path`},
+		{name: "negative timeout", args: []string{"--id", "hp", "--socket", "/run/hp.sock", "--timeout", "-1s"}, wantErr: "--timeout must not be negative"},
+		{name: "no id", args: []string{"--socket", "/run/hp.sock"}, wantErr: "plugin ID must not be empty"},
+		{name: "nothing", args: nil, wantErr: "give spec files"},
+		{name: "files and flags", args: []string{"p.hcl", "--id", "x"}, wantErr: "not both"},
+		{name: "stdin twice", args: []string{"-", "-"}, wantErr: "standard input (-) can be given only once"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ios, _, _, _ := iostreams.Test()
+			var got []spec.Plugin
+			cmd := newCmdPluginRegister(NewFactory(ios), func(o *PluginRegisterOptions) error {
+				var err error
+				got, err = o.plugins()
+				return err
+			})
+			err := runCmd(t, cmd, tt.args...)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != ExitUsage {
+					t.Fatalf("err = %v (exit %d), want %q, exit 2", err, ExitCode(err), tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || !reflect.DeepEqual(got[0], tt.want) {
+				t.Fatalf("plugins = %+v, want [%+v]", got, tt.want)
+			}
+		})
+	}
+}
+
+// Every file is parsed before any plugin is registered: one invalid file means no plugins at
+// all, every problem rendered on stderr, exit 2.
+func TestPluginRegisterFilesAllOrNothing(t *testing.T) {
+	files := map[string]string{
+		"good.hcl": `plugin "a" {
+  type   = "monolith"
+  socket = "/run/a.sock"
+}
+plugin "b" {
+  type   = "node"
+  socket = "/run/b.sock"
+}`,
+		"bad.hcl": `plugin "c" {
+  type = "monolithic"
+  socket = "/run/c.sock"
+}`,
+	}
+	read := func(name string) ([]byte, error) { return []byte(files[name]), nil }
+
+	ios, _, _, errOut := iostreams.Test()
+	o := &PluginRegisterOptions{IO: ios, ReadFile: read, Files: []string{"good.hcl"}}
+	got, err := o.plugins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []spec.Plugin{{ID: "a", Type: spec.PluginMonolith, Socket: "/run/a.sock"}, {ID: "b", Type: spec.PluginNode, NodeSocket: "/run/b.sock"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("plugins = %+v, want %+v", got, want)
+	}
+	if errOut.Len() != 0 {
+		t.Errorf("stderr = %q, want nothing for valid files", errOut)
+	}
+
+	o.Files = []string{"good.hcl", "bad.hcl"}
+	got, err = o.plugins()
+	if got != nil || ExitCode(err) != ExitUsage {
+		t.Fatalf("plugins, err = %v, %v (exit %d); want none, exit 2", got, err, ExitCode(err))
+	}
+	for _, w := range []string{"bad.hcl:2:", "Invalid plugin type", `Did you mean "monolith"?`} {
+		if !strings.Contains(errOut.String(), w) {
+			t.Errorf("stderr lacks %q:\n%s", w, errOut)
+		}
+	}
+	if !strings.Contains(err.Error(), "1 of 2 spec files are invalid; nothing was registered") {
+		t.Errorf("err = %v", err)
+	}
+}

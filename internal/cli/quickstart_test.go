@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+
+	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/iostreams"
+)
+
+// assertCleanedUp fails unless quickstart left nothing under parent: no directory, no mount.
+func assertCleanedUp(t *testing.T, parent string) {
+	t.Helper()
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(parent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mounts {
+		t.Errorf("still mounted: %s", m.Mountpoint)
+	}
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		t.Errorf("left behind: %s", filepath.Join(parent, e.Name()))
+	}
+}
+
+func TestQuickstart(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	parent := hostpathtest.MountDir(t)
+	ios, _, out, errOut := iostreams.Test()
+	err := quickstartRun(context.Background(), &QuickstartOptions{IO: ios, TempDir: parent})
+	if err != nil {
+		t.Fatalf("quickstart: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+	for _, w := range []string{
+		"==> 1. Point volctl at a state dir of its own",
+		"$ volctl plugin register --id hostpath --socket " + parent,
+		`Plugin "hostpath" registered: hostpath.csi.volctl.dev`,
+		`Volume "demo" created (external ID "vol-`,
+		"$ volctl volume claim demo --alloc web-0\n" + parent,
+		"hello from volctl\n",
+		"Staged             = true",
+		`Released write claim of alloc "web-0" on volume "demo"`,
+		`Volume "demo" deleted`,
+		`Plugin "hostpath" deregistered`,
+		"Done: everything was cleaned up",
+	} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("stdout lacks %q", w)
+		}
+	}
+	if errOut.Len() != 0 {
+		t.Errorf("stderr = %q, want nothing", errOut)
+	}
+	assertCleanedUp(t, parent)
+}
+
+func TestQuickstartKeep(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	parent := hostpathtest.MountDir(t)
+	ios, _, out, _ := iostreams.Test()
+	if err := quickstartRun(context.Background(), &QuickstartOptions{IO: ios, TempDir: parent, Keep: true}); err != nil {
+		t.Fatalf("quickstart --keep: %v\n%s", err, out)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(parent, "volctl-quickstart-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("kept dirs = %v, want one", dirs)
+	}
+	if _, err := os.Stat(filepath.Join(dirs[0], "state", "volctl.db")); err != nil {
+		t.Errorf("the state dir was not kept: %v", err)
+	}
+	if !strings.Contains(out.String(), "volctl --state-dir "+filepath.Join(dirs[0], "state")+" volume status demo") {
+		t.Errorf("stdout does not say how to inspect the state:\n%s", out)
+	}
+	if strings.Contains(out.String(), `Volume "demo" deleted`) {
+		t.Errorf("--keep deleted the volume")
+	}
+	if mounts, _ := mountinfo.GetMounts(mountinfo.PrefixFilter(parent)); len(mounts) != 0 {
+		t.Errorf("--keep left %d mount(s)", len(mounts))
+	}
+}
+
+// Without mount privileges quickstart stops at the claim, says root is needed, exits 1 and
+// still cleans up everything. A plugin whose bind mounts fail with EPERM plays that host, so
+// this runs as any user.
+func TestQuickstartWithoutMountPrivileges(t *testing.T) {
+	parent := t.TempDir()
+	ios, _, out, errOut := iostreams.Test()
+	err := quickstartRun(context.Background(), &QuickstartOptions{IO: ios, TempDir: parent,
+		mounter: &hostpathtest.FakeMounter{Fail: unix.EPERM}})
+	if ExitCode(err) != ExitError {
+		t.Fatalf("err = %v (exit %d), want exit 1", err, ExitCode(err))
+	}
+	for _, w := range []string{"quickstart stopped at the claim: mounting a volume needs root", "sudo volctl quickstart", "bind-mounting needs root"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q: %v", w, err)
+		}
+	}
+	if !strings.Contains(out.String(), "==> 5. Claim it") || strings.Contains(out.String(), "==> 6.") {
+		t.Errorf("stdout should stop at the claim step:\n%s", out)
+	}
+	if !strings.Contains(errOut.String(), "Cleaned up:") {
+		t.Errorf("stderr = %q, want the clean-up note", errOut)
+	}
+	assertCleanedUp(t, parent)
+}
+
+// An interrupt (Ctrl-C cancels the command's context) at any step still cleans up: the
+// claim is released through the plugin, nothing stays mounted, the directory goes.
+func TestQuickstartInterrupted(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		after      int  // cancel once this step is done
+		realMounts bool // the claim is published: needs root
+	}{
+		{name: "before the claim", after: 4},
+		{name: "while claimed", after: 5, realMounts: true},
+		{name: "after the status", after: 7, realMounts: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var mounter hostpath.Mounter = &hostpathtest.FakeMounter{}
+			parent := t.TempDir()
+			if tt.realMounts {
+				hostpathtest.RequireMount(t)
+				parent, mounter = hostpathtest.MountDir(t), nil
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			ios, _, out, errOut := iostreams.Test()
+			err := quickstartRun(ctx, &QuickstartOptions{IO: ios, TempDir: parent, mounter: mounter,
+				afterStep: func(step int) {
+					if step == tt.after {
+						cancel()
+					}
+				}})
+			if err == nil || !strings.Contains(err.Error(), "quickstart: interrupted") {
+				t.Fatalf("err = %v, want an interrupt\nstdout:\n%s", err, out)
+			}
+			if !strings.Contains(errOut.String(), "Interrupted: cleaning up") || !strings.Contains(errOut.String(), "Cleaned up:") {
+				t.Errorf("stderr = %q", errOut)
+			}
+			assertCleanedUp(t, parent)
+		})
+	}
+}

@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// runCmd executes a command built with a runF that records the options, as root.go wires it
+// (flag errors exit 2).
+func runCmd(t *testing.T, cmd *cobra.Command, args ...string) error {
+	t.Helper()
+	cmd.SetArgs(args)
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err: err} })
+	return cmd.Execute()
+}
+
+func TestVolumeClaimRequest(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    engine.ClaimRequest
+		wantErr string
+	}{
+		{name: "defaults", args: []string{"db", "--alloc", "web-0"},
+			want: engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}},
+		{name: "modes and read-only", args: []string{"db", "--alloc", "r", "--read-only", "--access-mode", "multi-node-reader-only", "--attachment-mode", "file-system"},
+			want: engine.ClaimRequest{VolumeID: "db", Alloc: "r", ReadOnly: true, AccessMode: spec.MultiNodeReaderOnly, AttachmentMode: spec.FileSystem}},
+		{name: "mount options replace the volume's", args: []string{"db", "--alloc", "a", "--fs-type", "xfs", "--mount-flag", "noatime", "--mount-flag", "nodev"},
+			want: engine.ClaimRequest{VolumeID: "db", Alloc: "a", MountOptions: &spec.MountOptions{FSType: "xfs", MountFlags: spec.MountFlags{"noatime", "nodev"}}}},
+		{name: "a flag with a comma stays one flag", args: []string{"db", "--alloc", "a", "--mount-flag", "uid=1,gid=2"},
+			want: engine.ClaimRequest{VolumeID: "db", Alloc: "a", MountOptions: &spec.MountOptions{MountFlags: spec.MountFlags{"uid=1,gid=2"}}}},
+		{name: "no alloc", args: []string{"db"}, wantErr: "--alloc is required"},
+		{name: "unsafe alloc", args: []string{"db", "--alloc", ".."}, wantErr: `alloc ".." is not allowed`},
+		{name: "unknown access mode", args: []string{"db", "--alloc", "a", "--access-mode", "rw"},
+			wantErr: `--access-mode "rw" is not an access mode; valid modes: single-node-reader-only, single-node-writer, multi-node-reader-only, multi-node-single-writer, multi-node-multi-writer`},
+		{name: "unknown attachment mode", args: []string{"db", "--alloc", "a", "--attachment-mode", "block"},
+			wantErr: `--attachment-mode "block" is not an attachment mode; valid modes: file-system, block-device`},
+		{name: "mount options on a block device", args: []string{"db", "--alloc", "a", "--attachment-mode", "block-device", "--mount-flag", "ro"},
+			wantErr: "do not apply to a block-device claim"},
+		{name: "empty mount flag", args: []string{"db", "--alloc", "a", "--mount-flag", " "}, wantErr: "--mount-flag must not be empty"},
+		{name: "no volume", args: []string{"--alloc", "a"}, wantErr: "accepts 1 arg"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ios, _, _, _ := iostreams.Test()
+			var req engine.ClaimRequest
+			var reqErr error
+			cmd := newCmdVolumeClaim(NewFactory(ios), func(o *VolumeClaimOptions) error {
+				req, reqErr = o.request()
+				return reqErr
+			})
+			err := runCmd(t, cmd, tt.args...)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != ExitUsage {
+					t.Fatalf("err = %v (exit %d), want %q, exit 2", err, ExitCode(err), tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(req, tt.want) {
+				t.Fatalf("request = %#v\nwant      %#v", req, tt.want)
+			}
+		})
+	}
+}
+
+// A claim's --json output and a template see the same fields; without them only the target
+// path is printed, so `TARGET=$(volctl volume claim ...)` works.
+func TestVolumeClaimOutput(t *testing.T) {
+	h := newCLIHarness(t)
+	h.createVolume(t, "db", spec.MultiNodeMultiWriter)
+	for _, tt := range []struct {
+		name  string
+		alloc string
+		exp   exportFlags
+		want  string
+	}{
+		{"path", "a", exportFlags{}, h.state + "/publish/a/db/rw-file-system-multi-node-multi-writer\n"},
+		{"template", "b", exportFlags{Template: "{{.alloc}} {{.state}} {{.mode}}"}, "b published write"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ios, _, out, _ := iostreams.Test()
+			err := volumeClaimRun(h.ctx, &VolumeClaimOptions{IO: ios, Engine: h.engine, VolumeID: "db", Alloc: tt.alloc, Exporter: tt.exp})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tt.want {
+				t.Errorf("stdout = %q, want %q", out.String(), tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// The volume and top-level forms of register and create are one implementation: each
+// command fills the same options with its verb.
+func TestVolumeSubmitCommandsShareOneImplementation(t *testing.T) {
+	ios, _, _, _ := iostreams.Test()
+	f := NewFactory(ios)
+	for _, tt := range []struct {
+		name string
+		new  func(func(*VolumeSubmitOptions) error) error
+		verb spec.Verb
+	}{
+		{"volume register", func(r func(*VolumeSubmitOptions) error) error {
+			return runCmd(t, newCmdVolumeRegister(f, r), "a.hcl", "-")
+		}, spec.VerbRegister},
+		{"register", func(r func(*VolumeSubmitOptions) error) error { return runCmd(t, newCmdRegister(f, r), "a.hcl", "-") }, spec.VerbRegister},
+		{"volume create", func(r func(*VolumeSubmitOptions) error) error {
+			return runCmd(t, newCmdVolumeCreate(f, r), "a.hcl", "-")
+		}, spec.VerbCreate},
+		{"create", func(r func(*VolumeSubmitOptions) error) error { return runCmd(t, newCmdCreate(f, r), "a.hcl", "-") }, spec.VerbCreate},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got *VolumeSubmitOptions
+			if err := tt.new(func(o *VolumeSubmitOptions) error { got = o; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if got.Verb != tt.verb || strings.Join(got.Files, " ") != "a.hcl -" {
+				t.Fatalf("verb %q files %q, want %q [a.hcl -]", got.Verb, got.Files, tt.verb)
+			}
+		})
+	}
+}
+
+const createSpec = `id = "%s"
+name = "%s"
+type = "csi"
+plugin_id = "mem"
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+`
+
+func specFiles(files map[string]string) func(string) ([]byte, error) {
+	return func(name string) ([]byte, error) { return []byte(files[name]), nil }
+}
+
+func TestParseVolumeSpecs(t *testing.T) {
+	files := map[string]string{
+		"a.hcl":      strings.NewReplacer("%s", "a").Replace(createSpec),
+		"a-copy.hcl": strings.NewReplacer("%s", "a").Replace(createSpec),
+		"b.hcl":      strings.NewReplacer("%s", "b").Replace(createSpec),
+		"reg.hcl":    `id = "r"` + "\n" + `type = "csi"` + "\n" + `plugin_id = "mem"` + "\n" + `external_id = "x"` + "\ncapability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n",
+	}
+	tests := []struct {
+		name    string
+		verb    spec.Verb
+		files   []string
+		wantIDs string
+		wantErr string
+		stderr  string
+	}{
+		{name: "two", verb: spec.VerbCreate, files: []string{"a.hcl", "b.hcl"}, wantIDs: "a b"},
+		{name: "one ID twice", verb: spec.VerbCreate, files: []string{"a.hcl", "a-copy.hcl"},
+			wantErr: `volume "a" is declared in both a.hcl and a-copy.hcl; nothing was created`},
+		{name: "a register spec for create", verb: spec.VerbCreate, files: []string{"a.hcl", "reg.hcl"},
+			wantErr: "1 of 2 spec files are invalid; nothing was created", stderr: "reg.hcl:4:"},
+		{name: "a create spec for register", verb: spec.VerbRegister, files: []string{"a.hcl"},
+			wantErr: "volume register: the spec is invalid; nothing was registered", stderr: "external_id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ios, _, _, errOut := iostreams.Test()
+			o := &VolumeSubmitOptions{IO: ios, ReadFile: specFiles(files), Verb: tt.verb, Files: tt.files}
+			vols, err := parseVolumeSpecs(o, "volume "+string(tt.verb))
+			if tt.wantErr != "" {
+				if vols != nil || err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != ExitUsage {
+					t.Fatalf("vols, err = %v, %v (exit %d); want none and %q, exit 2", vols, err, ExitCode(err), tt.wantErr)
+				}
+				if !strings.Contains(errOut.String(), tt.stderr) {
+					t.Errorf("stderr lacks %q:\n%s", tt.stderr, errOut)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, v := range vols {
+				ids = append(ids, v.ID)
+			}
+			if strings.Join(ids, " ") != tt.wantIDs {
+				t.Fatalf("ids = %v, want %s", ids, tt.wantIDs)
+			}
+		})
+	}
+}
+
+// One volume failing does not stop the others: the successes are printed (and are the
+// --json array), each failure is on stderr, and the exit code is the first failure's.
+func TestVolumeSubmitRunPartialFailure(t *testing.T) {
+	h := newCLIHarness(t)
+	files := map[string]string{
+		"a.hcl":    strings.NewReplacer("%s", "a").Replace(createSpec),
+		"lost.hcl": strings.Replace(strings.NewReplacer("%s", "lost").Replace(createSpec), `plugin_id = "mem"`, `plugin_id = "nope"`, 1),
+		"b.hcl":    strings.NewReplacer("%s", "b").Replace(createSpec),
+	}
+	for i := range []int{0, 1} {
+		ios, _, out, errOut := iostreams.Test()
+		o := &VolumeSubmitOptions{IO: ios, Engine: h.engine, ReadFile: specFiles(files), Verb: spec.VerbCreate,
+			Files: []string{"a.hcl", "lost.hcl", "b.hcl"}, Exporter: exportFlags{JSON: i == 1}}
+		err := volumeSubmitRun(h.ctx, o)
+		if ExitCode(err) != ExitError || !strings.Contains(err.Error(), "volume create: 1 of 3 volumes failed") {
+			t.Fatalf("err = %v (exit %d)", err, ExitCode(err))
+		}
+		if !strings.Contains(errOut.String(), `Error: create volume "lost": plugin "nope" is not registered`) {
+			t.Errorf("stderr = %q", errOut)
+		}
+		if i == 0 {
+			for _, w := range []string{`Volume "a" created (external ID "`, `Volume "b" created (external ID "`} {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+			continue
+		}
+		var infos []engine.VolumeInfo
+		if err := json.Unmarshal(out.Bytes(), &infos); err != nil {
+			t.Fatalf("--json: %v\n%s", err, out)
+		}
+		if len(infos) != 2 || infos[0].ID != "a" || infos[1].ID != "b" || infos[0].ExternalID == "" {
+			t.Errorf("--json = %+v, want a and b created", infos)
+		}
+	}
+}
