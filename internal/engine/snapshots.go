@@ -102,6 +102,11 @@ func (e *Engine) CreateSnapshot(ctx context.Context, volumeID, name string, para
 		Parameters: params, CreatedAt: snap.CreatedAt,
 	}
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		// Created again under the same name, the plugin returned the snapshot it made the first
+		// time: that one was made with the first request's parameters.
+		if old, err := tx.Snapshots().Get(rec.PluginID, rec.SnapshotID); err == nil {
+			rec.Parameters = old.Parameters
+		}
 		if err := tx.Snapshots().Put(&rec); err != nil {
 			return err
 		}

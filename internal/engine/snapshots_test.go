@@ -98,6 +98,27 @@ func TestCreateSnapshotDerivedNameIsIdempotent(t *testing.T) {
 	}
 }
 
+// Creating a named snapshot again returns the first one, and its record keeps the parameters
+// it was made with.
+func TestCreateSnapshotAgainKeepsRecord(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	if _, err := h.e.CreateSnapshot(h.ctx, "db", "s1", map[string]string{"kind": "full"}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := h.e.ListSnapshots(h.ctx, "mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"kind": "full"}
+	if !reflect.DeepEqual(again.Parameters, want) || len(list.Snapshots) != 1 || !reflect.DeepEqual(list.Snapshots[0].Parameters, want) {
+		t.Fatalf("after creating again: %+v, list %+v; want parameters %v kept", again, list.Snapshots, want)
+	}
+}
+
 func TestSnapshotCapabilityMissing(t *testing.T) {
 	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) {
 		c.Controller.CreateDeleteSnapshot, c.Controller.ListSnapshots = false, false
