@@ -408,11 +408,14 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 		// bubbles' own default styles use the default renderer: give it the decided profile too.
 		lipgloss.SetDefaultRenderer(opts.Renderer)
 	}
+	// Engine calls still out when the user quits end with the program, not after it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	p := tea.NewProgram(New(ctx, opts), tea.WithAltScreen(), tea.WithContext(ctx),
 		tea.WithInput(in), tea.WithOutput(out))
 	_, err := p.Run()
-	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
-		return ctx.Err()
+	if errors.Is(err, tea.ErrInterrupted) || errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil // a signal asked the dashboard to close: that is a normal way out
 	}
 	return err
 }

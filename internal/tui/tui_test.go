@@ -627,3 +627,21 @@ func manyVolumes(n int) []engine.VolumeSummary {
 	}
 	return vs
 }
+
+// Without colour the screen carries no escape sequence at all, and the selected row and the
+// active tab are still told apart by text.
+func TestNoColorKeepsTextCues(t *testing.T) {
+	h := newHarness(t, fixture(), Options{}) // the Ascii profile, as NO_COLOR gets
+	h.keys("down")
+	out := h.m.View()
+	if strings.Contains(out, "\x1b") {
+		t.Errorf("escape sequences without colour: %q", out)
+	}
+	lines := strings.Split(out, "\n")
+	if !strings.HasPrefix(lines[3], "> mysql-1") || strings.HasPrefix(lines[2], ">") {
+		t.Errorf("selected row not marked by text:\n%s", out)
+	}
+	if !strings.Contains(lines[0], "[1 Volumes 6]") {
+		t.Errorf("active tab not marked by text: %q", lines[0])
+	}
+}
