@@ -423,15 +423,13 @@ func volumeCapabilities(sv spec.Volume) []csi.VolumeCapability {
 	return out
 }
 
-// Volumes lists every volume with its claim counts and whether it can take claims now.
+// Volumes lists every volume with its claim counts and whether it can take claims now. It is
+// one query for the volumes and their claim counts and one for the plugins' health, whatever
+// the number of volumes.
 func (e *Engine) Volumes(ctx context.Context) ([]VolumeSummary, error) {
 	var out []VolumeSummary
 	err := e.store.View(ctx, func(tx *store.Tx) error {
-		vols, err := tx.Volumes().List(store.VolumeFilter{})
-		if err != nil {
-			return err
-		}
-		claims, err := tx.Claims().ListAll()
+		briefs, err := tx.Volumes().Briefs()
 		if err != nil {
 			return err
 		}
@@ -439,17 +437,18 @@ func (e *Engine) Volumes(ctx context.Context) ([]VolumeSummary, error) {
 		if err != nil {
 			return err
 		}
-		byVolume := map[string][]store.Claim{}
-		for _, c := range claims {
-			byVolume[c.VolumeID] = append(byVolume[c.VolumeID], c)
-		}
 		healthy := map[string]bool{}
 		for _, p := range plugins {
 			healthy[p.ID] = p.Health.Healthy
 		}
-		out = make([]VolumeSummary, 0, len(vols))
-		for _, v := range vols {
-			out = append(out, volumeSummary(v, byVolume[v.ID], healthy[v.PluginID]))
+		out = make([]VolumeSummary, 0, len(briefs))
+		for _, b := range briefs {
+			out = append(out, VolumeSummary{
+				ID: b.ID, Namespace: b.Namespace, Name: b.Name, PluginID: b.PluginID, State: string(b.State),
+				Schedulable: b.State == store.VolumeReady && healthy[b.PluginID],
+				AccessMode:  b.AccessMode, AttachmentMode: b.AttachmentMode, CapacityBytes: b.CapacityBytes,
+				ReadClaims: b.ReadClaims, WriteClaims: b.WriteClaims, Unsettled: b.Unsettled,
+			})
 		}
 		return nil
 	})

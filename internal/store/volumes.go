@@ -90,6 +90,9 @@ type VolumeStore interface {
 	Update(v *Volume) error
 	// Delete removes a volume; ErrConflict while claims or a staging refer to it.
 	Delete(id string) error
+	// Briefs lists every volume's list fields with its live claims counted, ordered by ID, in
+	// one query that decodes none of the JSON columns: what a list of 10,000 volumes needs.
+	Briefs() ([]VolumeBrief, error)
 	// CountByPlugin counts the volumes that name a plugin.
 	CountByPlugin(pluginID string) (int, error)
 }
@@ -174,6 +177,43 @@ func (vs volumes) List(f VolumeFilter) ([]Volume, error) {
 	out, err := collect(rows, err, scanVolume)
 	if err != nil {
 		return nil, fmt.Errorf("list volumes: %w", mapBusy(err))
+	}
+	return out, nil
+}
+
+// VolumeBrief is what a volume list shows of a volume, with its live claims counted: read and
+// write claims, and those not at rest (see Claim.AtRest).
+type VolumeBrief struct {
+	ID             string
+	Namespace      string
+	Name           string
+	PluginID       string
+	State          VolumeState
+	AccessMode     spec.AccessMode
+	AttachmentMode spec.AttachmentMode
+	CapacityBytes  int64
+	ReadClaims     int
+	WriteClaims    int
+	Unsettled      int
+}
+
+func (vs volumes) Briefs() ([]VolumeBrief, error) {
+	// The claim counts are a join on claims' (volume_id, alloc) unique index; "unsettled" is
+	// the negation of Claim.AtRest.
+	rows, err := vs.tx.query(`SELECT v.id, v.namespace, v.name, v.plugin_id, v.state, v.access_mode,
+		v.attachment_mode, v.capacity_bytes,
+		COALESCE(SUM(c.mode = 'read'), 0), COALESCE(SUM(c.mode = 'write'), 0),
+		COALESCE(SUM(c.id IS NOT NULL AND NOT (c.state = 'published' AND c.releasing = 0 AND c.needs_reconcile = 0)), 0)
+		FROM volumes v LEFT JOIN claims c ON c.volume_id = v.id
+		GROUP BY v.id ORDER BY v.id`)
+	out, err := collect(rows, err, func(sc scanner) (VolumeBrief, error) {
+		var b VolumeBrief
+		err := sc.Scan(&b.ID, &b.Namespace, &b.Name, &b.PluginID, &b.State, &b.AccessMode, &b.AttachmentMode,
+			&b.CapacityBytes, &b.ReadClaims, &b.WriteClaims, &b.Unsettled)
+		return b, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("volume list: %w", mapBusy(err))
 	}
 	return out, nil
 }

@@ -1,0 +1,106 @@
+package store
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// Briefs counts claims in SQL; the counts must be what the full rows say: read and write
+// claims, and unsettled as the negation of Claim.AtRest.
+func TestVolumeBriefsMatchTheFullRows(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	mode := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}
+	update(t, s, func(tx *Tx) error {
+		for _, id := range []string{"a", "b", "c"} {
+			v := Volume{ID: id, Namespace: "default", Name: "name-" + id, PluginID: "hp", State: VolumeReady,
+				CapacityBytes: 1 << 30, Capabilities: []spec.Capability{mode},
+				Parameters: map[string]string{"k": "v"}, Secrets: spec.Secrets{"t": "s"}}
+			if err := tx.Volumes().Insert(&v); err != nil {
+				return err
+			}
+		}
+		claims := []struct {
+			vol, alloc string
+			m          ClaimMode
+			state      ClaimState
+			releasing  bool
+			reconcile  bool
+		}{
+			{"a", "w", ClaimWrite, ClaimPublished, false, false},
+			{"a", "r1", ClaimRead, ClaimPublished, false, false},
+			{"a", "r2", ClaimRead, ClaimNodeStaged, false, false},
+			{"a", "r3", ClaimRead, ClaimPublished, true, false},
+			{"a", "r4", ClaimRead, ClaimPublished, false, true},
+			{"b", "w", ClaimWrite, ClaimUnpublishing, true, true},
+		}
+		for i, c := range claims {
+			cl := Claim{VolumeID: c.vol, Alloc: c.alloc, Mode: c.m, AccessMode: mode.AccessMode, AttachmentMode: mode.AttachmentMode,
+				State: c.state, Releasing: c.releasing, NeedsReconcile: c.reconcile, TargetPath: fmt.Sprintf("/t/%d", i)}
+			if err := tx.Claims().Insert(&cl); err != nil {
+				return err
+			}
+			if err := tx.Claims().Update(&cl); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+
+	var (
+		briefs []VolumeBrief
+		vols   []Volume
+		claims []Claim
+	)
+	view(t, s, func(tx *Tx) error {
+		var err error
+		if briefs, err = tx.Volumes().Briefs(); err != nil {
+			return err
+		}
+		if vols, err = tx.Volumes().List(VolumeFilter{}); err != nil {
+			return err
+		}
+		claims, err = tx.Claims().ListAll()
+		return err
+	})
+	var want []VolumeBrief
+	for _, v := range vols {
+		b := VolumeBrief{ID: v.ID, Namespace: v.Namespace, Name: v.Name, PluginID: v.PluginID, State: v.State,
+			AccessMode: v.AccessMode, AttachmentMode: v.AttachmentMode, CapacityBytes: v.CapacityBytes}
+		for _, c := range claims {
+			if c.VolumeID != v.ID {
+				continue
+			}
+			if c.Mode == ClaimWrite {
+				b.WriteClaims++
+			} else {
+				b.ReadClaims++
+			}
+			if !c.AtRest() {
+				b.Unsettled++
+			}
+		}
+		want = append(want, b)
+	}
+	if !reflect.DeepEqual(briefs, want) {
+		t.Fatalf("Briefs() =\n%+v\nwant (from the full rows)\n%+v", briefs, want)
+	}
+	if briefs[0].ReadClaims != 4 || briefs[0].WriteClaims != 1 || briefs[0].Unsettled != 3 || briefs[2].ReadClaims+briefs[2].WriteClaims != 0 {
+		t.Errorf("counts = %+v", briefs)
+	}
+}
+
+func TestVolumeBriefsEmpty(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	view(t, s, func(tx *Tx) error {
+		b, err := tx.Volumes().Briefs()
+		if err != nil || b == nil || len(b) != 0 {
+			t.Errorf("Briefs() = %#v, %v; want an empty, non-nil slice", b, err)
+		}
+		return err
+	})
+}
