@@ -285,9 +285,9 @@ func sortedIDs(m map[string]spec.Plugin) []string {
 	return out
 }
 
-// housekeeping runs the restore at start (once every plugin has had its chance to become
-// healthy), then claim GC and reconcile on their timers, and picks up plugins registered or
-// deregistered while the agent runs.
+// housekeeping runs the restore at start, once every plugin has had its chance to become
+// healthy, then reconcile on its timer; claim GC runs on its own timer from the start, and
+// plugins registered or deregistered while the agent runs are picked up.
 func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 	a.mu.Lock()
 	var settled []<-chan struct{}
@@ -295,14 +295,17 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 		settled = append(settled, r.settled)
 	}
 	a.mu.Unlock()
-	for _, ch := range settled {
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return
+	ready := make(chan struct{})
+	go func() {
+		for _, ch := range settled {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return
+			}
 		}
-	}
-	a.reconcile(ctx, "start")
+		close(ready)
+	}()
 
 	syncT := time.NewTicker(a.s.ProbeInterval)
 	gcT := time.NewTicker(a.s.GCInterval)
@@ -310,18 +313,28 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 	defer syncT.Stop()
 	defer gcT.Stop()
 	defer recT.Stop()
+	started := false // the start-up reconcile ran; the timer's passes wait for it
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-ready:
+			ready = nil
+			a.reconcile(ctx, "start")
+			started = true
+			recT.Reset(a.s.ReconcileInterval)
 		case <-syncT.C:
 			a.sync(ctx, wg)
 		case <-gcT.C:
 			a.gc(ctx)
 		case <-recT.C:
-			a.reconcile(ctx, "timer")
+			if started {
+				a.reconcile(ctx, "timer")
+			}
 		case <-a.kick:
-			a.reconcile(ctx, "plugin restarted")
+			if started {
+				a.reconcile(ctx, "plugin restarted")
+			}
 		}
 	}
 }

@@ -435,9 +435,11 @@ func TestAgentRetriesPluginThatCannotStart(t *testing.T) {
 	}
 }
 
-// The claim GC pass releases a claim whose release did not finish, without a full reconcile.
-func TestAgentClaimGC(t *testing.T) {
-	f := newFixture(t)
+// releasingClaim registers an in-memory plugin and leaves a claim on it whose release did not
+// finish (NodeUnpublishVolume failed), for a GC or reconcile pass to release.
+func (f *fixture) releasingClaim() {
+	t := f.t
+	t.Helper()
 	faults := csitest.NewFaults()
 	mem := csitest.NewMemPlugin(csitest.DefaultMemConfig())
 	socket, _ := csitest.Serve(t, csitest.WithServer(mem), csitest.WithFaults(faults))
@@ -454,9 +456,18 @@ func TestAgentClaimGC(t *testing.T) {
 		t.Fatal("release succeeded despite NodeUnpublishVolume failing")
 	}
 	faults.Clear()
+}
 
+// The claim GC pass releases a claim whose release did not finish, without a full reconcile.
+func TestAgentClaimGC(t *testing.T) {
+	f := newFixture(t)
+	// A plugin that never starts holds the start-up reconcile back for the whole health
+	// timeout: here an hour, so only GC can release the claim.
+	f.register(spec.Plugin{ID: "broken", Type: spec.PluginMonolith, Socket: filepath.Join(f.dir, "broken.sock"),
+		Exec: &spec.Exec{Command: filepath.Join(f.dir, "no-such-plugin")}})
+	f.releasingClaim()
 	s := testSettings
-	s.ReconcileInterval = time.Hour // only the start-up pass and GC run
+	s.HealthTimeout, s.ReconcileInterval = time.Hour, time.Hour
 	stop := f.startAgent(s)
 	waitFor(t, "the past claim to be released", func() bool {
 		cs, err := f.e.Claims(f.ctx)
@@ -464,6 +475,28 @@ func TestAgentClaimGC(t *testing.T) {
 	})
 	if err := stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A supervised plugin that cannot even start holds the start-up reconcile back for its health
+// timeout only.
+func TestAgentStartupReconcileWaitsOnlyHealthTimeout(t *testing.T) {
+	f := newFixture(t)
+	f.register(spec.Plugin{ID: "broken", Type: spec.PluginMonolith, Socket: filepath.Join(f.dir, "broken.sock"),
+		Exec: &spec.Exec{Command: filepath.Join(f.dir, "no-such-plugin")}})
+	f.releasingClaim()
+	s := testSettings
+	s.HealthTimeout, s.GCInterval, s.ReconcileInterval = 200*time.Millisecond, time.Hour, time.Hour
+	stop := f.startAgent(s)
+	waitFor(t, "the start-up reconcile to release the claim", func() bool {
+		cs, err := f.e.Claims(f.ctx)
+		return err == nil && len(cs) == 0
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(f.logs.String(), `trigger=start`) {
+		t.Errorf("the claim was not released by the start-up reconcile:\n%s", f.logs)
 	}
 }
 

@@ -45,6 +45,10 @@ func (r *runner) loop(ctx context.Context) {
 	defer close(r.done)
 	defer r.settle() // nobody waits on a runner that has ended
 	a, id := r.a, r.spec.ID
+	// However its starts go (a command that does not exist never gets to a probe), the plugin
+	// has had its chance after the health timeout: the start-up reconcile waits no longer.
+	chance := time.AfterFunc(a.s.HealthTimeout, r.settle)
+	defer chance.Stop()
 	bo := newBackoff(a.s.BackoffMin, a.s.BackoffMax)
 	var (
 		lastGood  time.Time // the process's start, or its last healthy probe
