@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -159,5 +160,55 @@ func BenchmarkAppendEvent(b *testing.B) {
 		return nil
 	}); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// BenchmarkCheckpoint is the engine's typical write: one claim's new state and an event, in one
+// transaction (each commit is an fsync: synchronous=FULL), on a database with some history.
+func BenchmarkCheckpoint(b *testing.B) {
+	s := newStore(b, WithEventLimit(1000))
+	insertVolumes(b, s, "v", 100)
+	c := Claim{VolumeID: "v-00050", Alloc: "a", Mode: ClaimWrite, State: ClaimTaken}
+	if err := s.Update(context.Background(), func(tx *Tx) error { return tx.Claims().Insert(&c) }); err != nil {
+		b.Fatal(err)
+	}
+	states := []ClaimState{ClaimControllerPublished, ClaimNodeStaged, ClaimPublished, ClaimUnpublishing}
+	i := 0
+	for b.Loop() {
+		c.State = states[i%len(states)]
+		i++
+		if err := s.Update(context.Background(), func(tx *Tx) error {
+			if err := tx.Claims().Update(&c); err != nil {
+				return err
+			}
+			return tx.Events().Append(&Event{Kind: "claim", VolumeID: c.VolumeID, Alloc: c.Alloc, Message: string(c.State)})
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkViewClaims is the engine's typical read: a volume's live claims and its staging.
+func BenchmarkViewClaims(b *testing.B) {
+	s := newStore(b)
+	insertVolumes(b, s, "v", 100)
+	if err := s.Update(context.Background(), func(tx *Tx) error {
+		c := Claim{VolumeID: "v-00050", Alloc: "a", Mode: ClaimWrite, State: ClaimPublished}
+		return tx.Claims().Insert(&c)
+	}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := s.View(context.Background(), func(tx *Tx) error {
+			if _, err := tx.Claims().ByVolume("v-00050"); err != nil {
+				return err
+			}
+			if _, err := tx.Stagings().Get("v-00050"); !errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("staging: %v", err)
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -311,12 +311,15 @@ func (cs claims) Update(c *Claim) error {
 
 func (cs claims) Free(id int64, outcome Outcome) error {
 	what := fmt.Sprintf("free claim %d", id)
-	var volumeID string
+	var (
+		volumeID  string
+		historyID int64
+	)
 	now := encTime(cs.tx.now())
 	err := cs.tx.queryRow(`
 		INSERT INTO claim_history (claim_id, `+claimBody+`, freed_at, outcome)
 		SELECT id, `+claimBody+`, ?, ? FROM claims WHERE id = ?
-		RETURNING volume_id`, now, outcome, id).Scan(&volumeID)
+		RETURNING id, volume_id`, now, outcome, id).Scan(&historyID, &volumeID)
 	if err != nil {
 		return wrap(err, what, "")
 	}
@@ -329,9 +332,11 @@ func (cs claims) Free(id int64, outcome Outcome) error {
 		return wrap(err, what, "")
 	}
 	// Keep the newest historyLimit entries. Ids are dense (AUTOINCREMENT, rows are only ever
-	// deleted from the old end), so this is a range delete on the primary key.
-	_, err = cs.tx.exec(`DELETE FROM claim_history WHERE id <= (SELECT max(id) FROM claim_history) - ?`,
-		cs.tx.s.historyLimit)
+	// deleted from the old end), so this is a range delete on the primary key, and nothing to do
+	// until the history first fills.
+	if over := historyID - int64(cs.tx.s.historyLimit); over > 0 {
+		_, err = cs.tx.exec(`DELETE FROM claim_history WHERE id <= ?`, over)
+	}
 	return wrap(err, what, "")
 }
 

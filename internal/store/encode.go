@@ -155,18 +155,22 @@ type scanner interface{ Scan(dest ...any) error }
 
 // collect reads every row with scan, closing rows. A query with no rows gives an empty, non-nil
 // slice, so callers can marshal it as [] rather than null.
-func collect[T any](rows *sql.Rows, err error, scan func(scanner) (T, error)) ([]T, error) {
+func collect[T any](rows *cursor, err error, scan func(scanner) (T, error)) (_ []T, err2 error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
+	defer func() {
+		if cerr := rows.close(); err2 == nil && cerr != nil {
+			err2 = cerr
+		}
+	}()
 	out := []T{}
-	for rows.Next() {
-		v, err := scan(rows)
+	for rows.rows.Next() {
+		v, err := scan(rows.rows)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, v)
 	}
-	return out, rows.Err()
+	return out, rows.c.check(rows.rows.Err())
 }

@@ -70,8 +70,11 @@ func (es events) Append(e *Event) error {
 		return wrap(err, what, "")
 	}
 	// Ids are dense (AUTOINCREMENT, and rows only leave from the old end), so everything at or
-	// below newest-limit is exactly the overflow: a primary-key range delete, O(log n) per append.
-	_, err = es.tx.exec(`DELETE FROM events WHERE id <= ?`, e.ID-int64(es.tx.s.eventLimit))
+	// below newest-limit is exactly the overflow: a primary-key range delete, O(log n) per append,
+	// and no statement at all until the log first fills.
+	if over := e.ID - int64(es.tx.s.eventLimit); over > 0 {
+		_, err = es.tx.exec(`DELETE FROM events WHERE id <= ?`, over)
+	}
 	return wrap(err, what, "")
 }
 

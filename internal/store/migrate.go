@@ -71,7 +71,12 @@ func schemaVersion(ctx context.Context, q interface {
 // migrateTo applies migrations up to target in one write transaction, so a database is either at
 // its old version or at the new one, never in between; a crash or an error mid-way loses nothing.
 func (s *Store) migrateTo(ctx context.Context, target int) error {
-	version, appID, err := schemaVersion(ctx, s.w)
+	c, err := s.w.get(ctx, s.busyTimeout)
+	if err != nil {
+		return fmt.Errorf("open state %s: %w", s.path, err)
+	}
+	version, appID, err := schemaVersion(ctx, c.sc)
+	s.w.put(c)
 	if err != nil {
 		return fmt.Errorf("open state %s: read schema version: %w", s.path, mapBusy(err))
 	}
@@ -81,7 +86,7 @@ func (s *Store) migrateTo(ctx context.Context, target int) error {
 	var refused error
 	err = s.Update(ctx, func(tx *Tx) error {
 		// Another process may have migrated between the check above and the lock.
-		version, appID, err := schemaVersion(ctx, tx.q)
+		version, appID, err := schemaVersion(ctx, tx.c.sc)
 		if err != nil {
 			return err
 		}
@@ -89,16 +94,16 @@ func (s *Store) migrateTo(ctx context.Context, target int) error {
 			return refused
 		}
 		for _, m := range migrations[version:target] {
-			if _, err := tx.exec(m.sql); err != nil {
+			if err := tx.execOnce(m.sql); err != nil {
 				return fmt.Errorf("migration %s: %w", m.name, err)
 			}
 		}
 		if version < target {
 			// PRAGMA takes no bound parameters; both values are integers from this file.
-			if _, err := tx.exec(fmt.Sprintf("PRAGMA application_id = %d", applicationID)); err != nil {
+			if err := tx.execOnce(fmt.Sprintf("PRAGMA application_id = %d", applicationID)); err != nil {
 				return err
 			}
-			if _, err := tx.exec(fmt.Sprintf("PRAGMA user_version = %d", target)); err != nil {
+			if err := tx.execOnce(fmt.Sprintf("PRAGMA user_version = %d", target)); err != nil {
 				return err
 			}
 		}

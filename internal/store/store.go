@@ -4,13 +4,14 @@
 //
 // Every write goes through Update, which takes SQLite's write lock up front (BEGIN IMMEDIATE), so
 // concurrent volctl processes queue for it instead of failing with "database is locked". Reads go
-// through View, on a separate read-only connection pool, and never take the write lock.
+// through View, on separate read-only connections, and never take the write lock. Connections
+// are kept open with their prepared statements, so SQLite parses each statement once per
+// connection rather than once per call.
 package store
 
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,8 +22,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
-
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
 // FileName is the name of the database file inside the state directory.
@@ -35,16 +34,16 @@ const (
 	DefaultHistoryLimit = 10000
 )
 
-// readConns bounds the read pool: enough for the dashboard and the agent to read concurrently,
-// few enough that an idle process holds little.
+// readConns bounds the read connections: enough for the dashboard and the agent to read
+// concurrently, few enough that an idle process holds little. They are opened as needed.
 const readConns = 4
 
 // Store is an open state database. It is safe for concurrent use by multiple goroutines; several
 // processes may have the same database open at once.
 type Store struct {
 	path         string
-	w            *sql.DB // one connection: in-process writers queue here, not in SQLite's busy loop
-	r            *sql.DB // query_only connections for View
+	w            *pool // one connection: in-process writers queue here, not in SQLite's busy loop
+	r            *pool // query_only connections for View
 	busyTimeout  time.Duration
 	eventLimit   int
 	historyLimit int
@@ -127,29 +126,29 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 		now: func() time.Time { return decTime(o.now().UnixNano()) },
 		log: o.log,
 	}
-	if s.w, err = sql.Open("sqlite", dsn(path, o.busyTimeout, false)); err != nil {
+	wdb, err := openDB(dsn(path, o.busyTimeout, false))
+	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
-	s.w.SetMaxOpenConns(1)
-	s.w.SetMaxIdleConns(1)
+	s.w = newPool(wdb, 1)
 	if err := s.migrateTo(ctx, target); err != nil {
-		s.w.Close()
+		s.w.close()
 		return nil, err
 	}
 	// SQLite creates -wal and -shm with the database's mode, but only while that mode survives
 	// the umask intact; make sure neither is readable by others whatever the umask was.
 	for _, suffix := range []string{"-wal", "-shm"} {
 		if err := tighten(path+suffix, 0o600, o.log); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			s.w.Close()
+			s.w.close()
 			return nil, fmt.Errorf("open state %s: %w", path, err)
 		}
 	}
-	if s.r, err = sql.Open("sqlite", dsn(path, o.busyTimeout, true)); err != nil {
-		s.w.Close()
+	rdb, err := openDB(dsn(path, o.busyTimeout, true))
+	if err != nil {
+		s.w.close()
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
-	s.r.SetMaxOpenConns(readConns)
-	s.r.SetMaxIdleConns(readConns)
+	s.r = newPool(rdb, readConns)
 	return s, nil
 }
 
@@ -228,9 +227,10 @@ func tighten(path string, want fs.FileMode, log *slog.Logger) error {
 // Path is the database file's path.
 func (s *Store) Path() string { return s.path }
 
-// Close closes the database. Transactions still running fail.
+// Close closes the database: its prepared statements, then its connections. A transaction that
+// starts afterwards fails; one still running has its connection closed when it ends.
 func (s *Store) Close() error {
-	return errors.Join(s.r.Close(), s.w.Close())
+	return errors.Join(s.r.close(), s.w.close())
 }
 
 // Update runs fn in a write transaction and commits it if fn returns nil; an error or a panic
@@ -248,56 +248,32 @@ func (s *Store) View(ctx context.Context, fn func(tx *Tx) error) error {
 	return s.run(ctx, s.r, "BEGIN", false, fn)
 }
 
-// run drives one transaction by hand on a dedicated connection rather than through sql.Tx, so a
-// COMMIT answered with SQLITE_BUSY can be retried in place instead of being rolled back (which is
-// what the driver does) and fn run again.
-func (s *Store) run(ctx context.Context, db *sql.DB, begin string, write bool, fn func(tx *Tx) error) (err error) {
-	// Writers in this process queue for the one write connection here, not in SQLite's busy
-	// handler; they give up after the same busy timeout as a writer in another process would.
-	waitCtx, cancel := context.WithTimeout(ctx, s.busyTimeout)
-	conn, err := db.Conn(waitCtx)
-	cancel()
+// snapshotQuery is View's first read, which takes the transaction's snapshot.
+const snapshotQuery = "SELECT count(*) FROM sqlite_schema"
+
+// run drives one transaction by hand on one of the store's connections rather than through
+// sql.Tx, so a COMMIT answered with SQLITE_BUSY can be retried in place instead of being rolled
+// back (which is what the driver does) and fn run again.
+func (s *Store) run(ctx context.Context, p *pool, begin string, write bool, fn func(tx *Tx) error) (err error) {
+	tx, err := s.begin(ctx, p, begin, write)
 	if err != nil {
-		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			err = &busyError{why: fmt.Sprintf("another transaction in this process held it for %v", s.busyTimeout)}
-		}
-		return fmt.Errorf("state %s: %w", s.path, err)
+		return err
 	}
-	defer conn.Close()
+	defer p.put(tx.c)
 
-	if err := s.retry(ctx, func() error {
-		if _, err := conn.ExecContext(ctx, begin); err != nil {
-			return err
-		}
-		if write {
-			return nil
-		}
-		// A deferred BEGIN takes no lock; the first read does. Take the snapshot here, inside
-		// the retry, so fn's own reads can no longer meet a busy database.
-		var n int
-		if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n); err != nil {
-			s.rollback(conn)
-			return err
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("state %s: begin: %w", s.path, mapBusy(err))
-	}
-
-	tx := &Tx{ctx: ctx, q: conn, s: s}
 	done := false
 	defer func() {
 		if done {
 			return
 		}
-		// fn failed or panicked: the transaction must not stay open on a pooled connection.
-		s.rollback(conn)
+		// fn failed or panicked: the transaction must not stay open on a kept connection.
+		s.rollback(tx.c)
 	}()
 	if err := fn(tx); err != nil {
 		return err
 	}
 	if err := s.retry(ctx, func() error {
-		_, err := conn.ExecContext(ctx, "COMMIT")
+		_, err := tx.exec("COMMIT")
 		return err
 	}); err != nil {
 		return fmt.Errorf("state %s: commit: %w", s.path, mapBusy(err))
@@ -306,11 +282,50 @@ func (s *Store) run(ctx context.Context, db *sql.DB, begin string, write bool, f
 	return nil
 }
 
-// rollback ends the connection's transaction. If that fails the connection is discarded rather
-// than returned to the pool with a transaction still open on it.
-func (s *Store) rollback(conn *sql.Conn) {
-	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
-		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+// begin takes a connection from p and begins a transaction on it. A connection found broken at
+// BEGIN is replaced once: nothing has run on it yet, so starting over on a new one is safe.
+func (s *Store) begin(ctx context.Context, p *pool, begin string, write bool) (*Tx, error) {
+	for attempt := 0; ; attempt++ {
+		// Writers in this process queue for the one write connection here, not in SQLite's busy
+		// handler; they give up after the same busy timeout as a writer in another process would.
+		c, err := p.get(ctx, s.busyTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("state %s: %w", s.path, err)
+		}
+		tx := &Tx{ctx: ctx, c: c, s: s}
+		err = s.retry(ctx, func() error {
+			if _, err := tx.exec(begin); err != nil {
+				return err
+			}
+			if write {
+				return nil
+			}
+			// A deferred BEGIN takes no lock; the first read does. Take the snapshot here, inside
+			// the retry, so fn's own reads can no longer meet a busy database.
+			var n int
+			if err := tx.queryRow(snapshotQuery).Scan(&n); err != nil {
+				s.rollback(c)
+				return err
+			}
+			return nil
+		})
+		if err == nil {
+			return tx, nil
+		}
+		broken := c.broken.Load()
+		p.put(c)
+		if !broken || attempt > 0 {
+			return nil, fmt.Errorf("state %s: begin: %w", s.path, mapBusy(err))
+		}
+	}
+}
+
+// rollback ends the connection's transaction. If that fails the connection is marked broken, so
+// it is replaced rather than kept with a transaction still open on it.
+func (s *Store) rollback(c *conn) {
+	tx := &Tx{ctx: context.Background(), c: c, s: s}
+	if _, err := tx.exec("ROLLBACK"); err != nil {
+		c.broken.Store(true)
 	}
 }
 
@@ -341,20 +356,62 @@ func (s *Store) retry(ctx context.Context, op func() error) error {
 // function given to Update or View.
 type Tx struct {
 	ctx context.Context
-	q   *sql.Conn
+	c   *conn
 	s   *Store
 }
 
+// exec runs a statement that returns no rows, prepared once per connection.
 func (tx *Tx) exec(query string, args ...any) (sql.Result, error) {
-	return tx.q.ExecContext(tx.ctx, query, args...)
+	st, err := tx.c.stmt(tx.ctx, query)
+	if err != nil {
+		return nil, tx.c.check(err)
+	}
+	if st == nil {
+		res, err := tx.c.sc.ExecContext(tx.ctx, query, args...)
+		return res, tx.c.check(err)
+	}
+	defer tx.c.release(st)
+	res, err := st.s.ExecContext(tx.ctx, args...)
+	return res, tx.c.check(err)
 }
 
-func (tx *Tx) query(query string, args ...any) (*sql.Rows, error) {
-	return tx.q.QueryContext(tx.ctx, query, args...)
+// execOnce runs SQL that runs once per database, such as a migration, without keeping its
+// statement.
+func (tx *Tx) execOnce(query string) error {
+	_, err := tx.c.sc.ExecContext(tx.ctx, query)
+	return tx.c.check(err)
 }
 
-func (tx *Tx) queryRow(query string, args ...any) *sql.Row {
-	return tx.q.QueryRowContext(tx.ctx, query, args...)
+// query runs a statement that returns rows, prepared once per connection; collect reads and
+// closes the result.
+func (tx *Tx) query(query string, args ...any) (*cursor, error) {
+	st, err := tx.c.stmt(tx.ctx, query)
+	if err != nil {
+		return nil, tx.c.check(err)
+	}
+	var rows *sql.Rows
+	if st == nil {
+		rows, err = tx.c.sc.QueryContext(tx.ctx, query, args...)
+	} else {
+		rows, err = st.s.QueryContext(tx.ctx, args...)
+	}
+	if err != nil {
+		tx.c.release(st)
+		return nil, tx.c.check(err)
+	}
+	return &cursor{rows: rows, c: tx.c, st: st}, nil
+}
+
+// queryRow runs a statement that returns at most one row, prepared once per connection.
+func (tx *Tx) queryRow(query string, args ...any) row {
+	st, err := tx.c.stmt(tx.ctx, query)
+	if err != nil {
+		return row{c: tx.c, err: err}
+	}
+	if st == nil {
+		return row{r: tx.c.sc.QueryRowContext(tx.ctx, query, args...), c: tx.c}
+	}
+	return row{r: st.s.QueryRowContext(tx.ctx, args...), c: tx.c, st: st}
 }
 
 // now is the store clock's reading, as the database will keep it, for created/updated columns.
