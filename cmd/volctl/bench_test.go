@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// These benchmarks run volctl as a whole process (the test binary, which testscript.Main puts
+// on $PATH as volctl), so they include start-up, opening the state and printing:
+//
+//	go test ./cmd/volctl -run '^$' -bench . -benchtime 10x
+
+// volctlCmd runs volctl on a state dir, its stdout discarded.
+func volctlCmd(b *testing.B, state string, args ...string) *exec.Cmd {
+	b.Helper()
+	cmd := exec.Command("volctl", args...)
+	cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+state, "NO_COLOR=1")
+	cmd.Stdout = io.Discard
+	return cmd
+}
+
+func runVolctl(b *testing.B, state string, args ...string) {
+	b.Helper()
+	cmd := volctlCmd(b, state, args...)
+	out := &limitedBuffer{}
+	cmd.Stderr = out
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("volctl %v: %v\n%s", args, err, out.b)
+	}
+}
+
+type limitedBuffer struct{ b []byte }
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if len(l.b) < 64<<10 {
+		l.b = append(l.b, p...)
+	}
+	return len(p), nil
+}
+
+// seedVolumes writes n volumes of a registered plugin straight into a new state dir, with
+// what real specs carry (two capabilities, mount options, secrets, parameters, topology), and
+// a live claim on every tenth, so the list has claims to count.
+func seedVolumes(b *testing.B, n int) string {
+	b.Helper()
+	ctx := context.Background()
+	state := filepath.Join(b.TempDir(), "state")
+	st, err := store.Open(ctx, state)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	err = st.Update(ctx, func(tx *store.Tx) error {
+		p := store.PluginFromSpec(spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: "/run/volctl/hp.sock"})
+		if err := tx.Plugins().Put(&p); err != nil {
+			return err
+		}
+		if err := tx.Plugins().SetHealth("hp", store.Health{Healthy: true, Ready: true}); err != nil {
+			return err
+		}
+		for i := range n {
+			v := store.VolumeFromSpec(spec.Volume{
+				ID: fmt.Sprintf("vol-%05d", i), Name: fmt.Sprintf("volume %d", i), Namespace: "default", Type: "csi",
+				PluginID: "hp", ExternalID: fmt.Sprintf("ext-%05d", i), CapacityMin: 1 << 30,
+				Capabilities: []spec.Capability{
+					{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem},
+					{AccessMode: spec.MultiNodeReaderOnly, AttachmentMode: spec.FileSystem},
+				},
+				MountOptions:    &spec.MountOptions{FSType: "ext4", MountFlags: spec.MountFlags{"noatime"}},
+				Secrets:         spec.Secrets{"token": "s3cr3t"},
+				Parameters:      map[string]string{"tier": "gold", "replicas": "3"},
+				TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"zone": "a"}}}},
+			})
+			v.State, v.CapacityBytes = store.VolumeReady, 1<<30
+			if err := tx.Volumes().Insert(&v); err != nil {
+				return err
+			}
+			if i%10 == 0 {
+				c := store.Claim{VolumeID: v.ID, Alloc: fmt.Sprintf("web-%d", i), Mode: store.ClaimWrite,
+					AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem, State: store.ClaimPublished,
+					TargetPath: filepath.Join(state, "publish", fmt.Sprintf("web-%d", i), v.ID, "rw-file-system-single-node-writer")}
+				if err := tx.Claims().Insert(&c); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return state
+}
+
+// BenchmarkVolumeStatusList10k: `volctl volume status` (the table, and --json) over 10,000
+// volumes, as a process.
+func BenchmarkVolumeStatusList10k(b *testing.B) {
+	state := seedVolumes(b, 10_000)
+	for _, args := range [][]string{{"volume", "status"}, {"volume", "status", "--json"}} {
+		b.Run(args[len(args)-1], func(b *testing.B) {
+			for b.Loop() {
+				runVolctl(b, state, args...)
+			}
+		})
+	}
+}
+
+const benchVolumeSpec = `id          = "vol-%05d"
+name        = "volume %d"
+type        = "csi"
+plugin_id   = "mem"
+external_id = "ext-%05d"
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+mount_options {
+  fs_type     = "ext4"
+  mount_flags = ["noatime"]
+}
+secrets {
+  token = "s3cr3t"
+}
+`
+
+// BenchmarkVolumeRegister1000: registering 1,000 volumes against a plugin with a controller
+// (so each is confirmed with ValidateVolumeCapabilities over a real socket), in one process
+// given 1,000 files, and as 1,000 processes of one file each. Each iteration starts from a
+// fresh state dir with only the plugin registered.
+func BenchmarkVolumeRegister1000(b *testing.B) {
+	const n = 1000
+	mem := csitest.NewMemPlugin(csitest.DefaultMemConfig())
+	for i := range n {
+		mem.AddVolume(csi.Volume{ID: fmt.Sprintf("ext-%05d", i), CapacityBytes: 1 << 30})
+	}
+	socket, _ := csitest.Serve(b, csitest.WithServer(mem))
+	dir := b.TempDir()
+	files := make([]string, n)
+	for i := range files {
+		files[i] = filepath.Join(dir, fmt.Sprintf("vol-%05d.hcl", i))
+		if err := os.WriteFile(files[i], fmt.Appendf(nil, benchVolumeSpec, i, i, i), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fresh := func(b *testing.B) string {
+		b.Helper()
+		state := filepath.Join(b.TempDir(), "state")
+		runVolctl(b, state, "plugin", "register", "--id", "mem", "--socket", socket)
+		return state
+	}
+	b.Run("one-process", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			state := fresh(b)
+			b.StartTimer()
+			runVolctl(b, state, append([]string{"volume", "register"}, files...)...)
+		}
+	})
+	b.Run("1000-processes", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			state := fresh(b)
+			b.StartTimer()
+			for _, f := range files {
+				runVolctl(b, state, "volume", "register", f)
+			}
+		}
+	})
+}
