@@ -129,9 +129,10 @@ type Bind struct {
 	PropagationMode string `json:"propagation_mode"`
 }
 
-// AtRest reports whether the claim is published and not being released.
+// AtRest reports whether the claim is published, not being released and not waiting for
+// reconcile: the same as store.Claim.AtRest, which the volume list's unsettled count uses.
 func (c ClaimInfo) AtRest() bool {
-	return c.State == string(store.ClaimPublished) && !c.Releasing
+	return store.Claim{State: store.ClaimState(c.State), Releasing: c.Releasing, NeedsReconcile: c.NeedsReconcile}.AtRest()
 }
 
 func claimInfo(c store.Claim) ClaimInfo {
