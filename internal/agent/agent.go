@@ -351,11 +351,11 @@ func (a *Agent) kickReconcile() {
 // once, not on every pass, and again only after it was gone.
 func (a *Agent) reconcile(ctx context.Context, why string) {
 	rep, err := a.e.Reconcile(ctx)
-	if ctx.Err() != nil {
-		return
-	}
 	for _, act := range rep.Actions {
 		a.log.Info("reconcile: "+act.Message, "kind", act.Kind, "volume", act.VolumeID, "alloc", act.Alloc, "trigger", why)
+	}
+	if ctx.Err() != nil {
+		return // what a pass cut short by shutdown left undone is the next agent's
 	}
 	now := map[string]bool{}
 	for _, p := range rep.Problems {

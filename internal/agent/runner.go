@@ -73,7 +73,7 @@ func (r *runner) loop(ctx context.Context) {
 			lastGood = time.Now()
 		}
 
-		healthy, ready := r.probe(ctx)
+		healthy, ready, reason := r.probe(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -109,8 +109,8 @@ func (r *runner) loop(ctx context.Context) {
 				break
 			}
 			wait := bo.wait()
-			msg := fmt.Sprintf("plugin %q unhealthy for %s (health timeout %s): restarting it in %s", id,
-				now.Sub(lastGood).Round(time.Millisecond), a.s.HealthTimeout, wait)
+			msg := fmt.Sprintf("plugin %q unhealthy for %s (health timeout %s): %s: restarting it in %s", id,
+				now.Sub(lastGood).Round(time.Millisecond), a.s.HealthTimeout, reason, wait)
 			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
 			a.e.PluginEvent(ctx, id, "plugin-restart", msg)
 			if err := r.proc.stop(a.s.StopTimeout); err != nil {
@@ -151,15 +151,15 @@ func (r *runner) loop(ctx context.Context) {
 
 // probe asks the engine to probe the plugin (reconnecting and fingerprinting again when it
 // restarted) and record the result and any change of health as an event; it logs changes.
-func (r *runner) probe(ctx context.Context) (healthy, ready bool) {
+func (r *runner) probe(ctx context.Context) (healthy, ready bool, reason string) {
 	infos, err := r.a.e.PluginStatus(ctx, r.spec.ID)
 	if ctx.Err() != nil {
-		return false, false
+		return false, false, ""
 	}
-	state, reason := "unhealthy", ""
+	state := "unhealthy"
 	switch {
 	case errors.Is(err, engine.ErrNotFound):
-		return false, false // deregistered: sync stops this runner
+		return false, false, "not registered" // deregistered: sync stops this runner
 	case err != nil:
 		reason = err.Error()
 	case len(infos) == 1:
@@ -179,7 +179,7 @@ func (r *runner) probe(ctx context.Context) (healthy, ready bool) {
 		}
 		r.state = state
 	}
-	return healthy, ready
+	return healthy, ready, reason
 }
 
 // startOrAdopt starts the plugin's process, or adopts one already serving its socket (left
