@@ -24,9 +24,6 @@ type ValidateOptions struct {
 	ReadFile func(string) ([]byte, error)
 }
 
-// stdinName is how standard input is named in diagnostics.
-const stdinName = "<stdin>"
-
 func newCmdValidate(f *Factory, runF func(*ValidateOptions) error) *cobra.Command {
 	opts := &ValidateOptions{IO: f.IO, ReadFile: os.ReadFile}
 	var verb string
@@ -86,11 +83,7 @@ Exit status: 0 when every file is valid, 2 when any is invalid, 1 when a file ca
 func validateRun(opts *ValidateOptions) error {
 	ios := opts.IO
 	p := spec.NewParser()
-	color := ios.ColorEnabled() && ios.IsStderrTTY()
-	var width uint
-	if ios.IsStderrTTY() {
-		width = uint(ios.TerminalWidth())
-	}
+	width, color := diagnosticStyle(ios)
 	all := []spec.JSONDiagnostic{}
 	invalid, unreadable := false, false
 	for _, name := range opts.Files {
@@ -98,7 +91,7 @@ func validateRun(opts *ValidateOptions) error {
 		var src []byte
 		var err error
 		if name == "-" {
-			display = stdinName
+			display = specStdinName
 			src, err = io.ReadAll(ios.In)
 		} else {
 			src, err = opts.ReadFile(name)
