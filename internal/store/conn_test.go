@@ -409,3 +409,21 @@ func TestCancelWhileWaitingForWriteConnection(t *testing.T) {
 	}
 	update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "after"}) })
 }
+
+// View's snapshot is taken when it begins, not at fn's first read: a write committed after
+// View began is invisible to fn, with the snapshot statement prepared once and reused.
+func TestViewSnapshotIsTakenAtBegin(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "before"}) })
+	for i := range 2 { // the second time on the kept connection and statement
+		view(t, s, func(tx *Tx) error {
+			update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "during"}) })
+			evs, err := tx.Events().Recent(0, EventFilter{})
+			if err == nil && len(evs) != 1+i {
+				t.Errorf("view %d saw %d events, want %d: the write committed after it began leaked in", i, len(evs), 1+i)
+			}
+			return err
+		})
+	}
+}
