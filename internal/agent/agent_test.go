@@ -333,6 +333,26 @@ func TestAgentStartsAndRestartsExecPlugin(t *testing.T) {
 	}
 }
 
+// A plugin registered while the agent runs is picked up and started; deregistered, it is
+// stopped (it has no mounts).
+func TestAgentFollowsRegistrations(t *testing.T) {
+	f := newFixture(t)
+	stop := f.startAgent(testSettings)
+	f.register(f.execPlugin("late", "hostpath"))
+	waitFor(t, "the plugin registered later to be started and healthy", func() bool { return f.plugin("late").Healthy })
+	pid := f.pid("late")
+	if err := f.e.DeregisterPlugin(f.ctx, "late", false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the deregistered plugin to be stopped", func() bool { return !alive(pid) })
+	if _, err := os.Stat(filepath.Join(f.dir, "run", "late.pid")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("pid file of the stopped plugin: %v", err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestSecondAgentOnStateDirRefuses(t *testing.T) {
 	f := newFixture(t)
 	stop := f.startAgent(testSettings)
