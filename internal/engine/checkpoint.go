@@ -15,6 +15,7 @@ type checkpoint struct {
 	e       *Engine
 	cl      *store.Claim
 	saved   store.ClaimState // the claim's state as the store has it
+	others  *usage           // nil: count when needed
 	st      store.Staging
 	hasSt   bool // a staging row exists in the store
 	clDirty bool
@@ -23,14 +24,84 @@ type checkpoint struct {
 	free    store.Outcome // when set, the flush moves the claim to the history
 }
 
-// newCheckpoint reads the volume's staging row once for the whole operation; the caller holds
-// the volume lock, so nothing else changes it meanwhile.
-func (e *Engine) newCheckpoint(ctx context.Context, cl *store.Claim) (*checkpoint, error) {
+// loaded is what an operation read in its first transaction, under the volume lock, handed to
+// the steps after it so that they need not read it again.
+type loaded struct {
+	plugin     *store.Plugin // nil when the plugin is not registered
+	staging    store.Staging
+	hasStaging bool
+	others     *usage // what the volume's other claims use, when the transaction counted them
+}
+
+// usage is what a volume's claims other than the one being driven use: its staging (claims
+// node-staged and on until unpublished), its attachment (claims controller-published and on),
+// and either (holders: any claim not yet on its way out). The volume lock keeps the first two
+// from changing; admissions without the lock may add holders, which is safe to miss (the new
+// claim attaches the volume again if it finds it detached).
+type usage struct {
+	staging, attached, holders int
+}
+
+func countUsage(claims []store.Claim, exclude int64) *usage {
+	u := &usage{}
+	for _, c := range claims {
+		if c.ID == exclude {
+			continue
+		}
+		switch c.State {
+		case store.ClaimNodeStaged, store.ClaimPublished, store.ClaimUnpublishing:
+			u.staging++
+			u.attached++
+			u.holders++
+		case store.ClaimControllerPublished:
+			u.attached++
+			u.holders++
+		case store.ClaimTaken:
+			u.holders++
+		}
+	}
+	return u
+}
+
+// load reads a volume's plugin and staging rows inside a transaction held under its lock.
+func load(tx *store.Tx, v store.Volume) (*loaded, error) {
+	ld := &loaded{staging: store.Staging{VolumeID: v.ID}}
+	p, err := tx.Plugins().Get(v.PluginID)
+	switch {
+	case err == nil:
+		ld.plugin = &p
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, err
+	}
+	st, err := tx.Stagings().Get(v.ID)
+	switch {
+	case err == nil:
+		ld.staging, ld.hasStaging = st, true
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, err
+	}
+	return ld, nil
+}
+
+// newCheckpoint starts an operation's checkpoints with the volume's staging row, read once for
+// the whole operation (or taken from ld, read in the operation's first transaction): the caller
+// holds the volume lock, so nothing else changes it meanwhile.
+func (e *Engine) newCheckpoint(ctx context.Context, cl *store.Claim, ld *loaded) (*checkpoint, error) {
+	if ld != nil {
+		return &checkpoint{e: e, cl: cl, saved: cl.State, st: ld.staging, hasSt: ld.hasStaging, others: ld.others}, nil
+	}
 	st, ok, err := e.getStaging(ctx, cl.VolumeID)
 	if err != nil {
 		return nil, err
 	}
 	return &checkpoint{e: e, cl: cl, saved: cl.State, st: st, hasSt: ok}, nil
+}
+
+// advance moves the claim past a step that sends no RPC (a plugin without controller publishing,
+// a release of a claim never published). No RPC depends on it, so it needs no commit of its
+// own: the next commit records it.
+func (p *checkpoint) advance(s store.ClaimState) {
+	p.cl.State = s
 }
 
 // setState moves the claim to a new state, to be committed by the next flush. A success clears
@@ -51,13 +122,28 @@ func (p *checkpoint) event(ev *store.Event) { p.events = append(p.events, ev) }
 
 // flush commits what is pending, fires the failpoint of a newly committed claim state, and is a
 // no-op when nothing is pending. It survives a cancelled context: what was done must be written.
+//
+// The commit is durable (forced to disk) when it records the intent of a controller RPC, whose
+// effect outlives this machine's power: an attachment must never be made that a power loss could
+// make volctl forget. Node-local progress is committed as progress (store.UpdateProgress): it
+// survives a crash of volctl, and a power loss that undoes it undoes the mounts it records too,
+// leaving the claim at an earlier checkpoint that reconcile re-drives.
 func (p *checkpoint) flush(ctx context.Context, path string) error {
+	return p.commit(ctx, path, p.e.store.UpdateProgress)
+}
+
+// flushDurable is flush with a commit forced to disk.
+func (p *checkpoint) flushDurable(ctx context.Context, path string) error {
+	return p.commit(ctx, path, p.e.store.Update)
+}
+
+func (p *checkpoint) commit(ctx context.Context, path string, update func(context.Context, func(*store.Tx) error) error) error {
 	if !p.clDirty && !p.stDirty && len(p.events) == 0 && p.free == "" {
 		return nil
 	}
 	st := p.st
 	dropSt := st.StagingPath == "" && !st.Staged && !st.ControllerPublished
-	err := p.e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+	err := update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		if p.stDirty {
 			switch {
 			case !dropSt:
@@ -101,4 +187,22 @@ func (p *checkpoint) flush(ctx context.Context, path string) error {
 		failpoint(path + ":" + string(p.cl.State))
 	}
 	return nil
+}
+
+// usage returns what the volume's other claims use: counted by the operation's first
+// transaction, or now, leaving out the claim being driven as the store has it.
+func (p *checkpoint) usage(ctx context.Context) (*usage, error) {
+	if p.others != nil {
+		return p.others, nil
+	}
+	var claims []store.Claim
+	err := p.e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		claims, err = tx.Claims().ByVolume(p.cl.VolumeID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return countUsage(claims, p.cl.ID), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -38,7 +39,20 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimInfo, error)
 	if err := spec.ValidateID("alloc", req.Alloc); err != nil {
 		return fail(invalidf("%v", err))
 	}
-	cl, v, fresh, err := e.admit(ctx, req)
+	if err := spec.ValidateID("volume ID", req.VolumeID); err != nil {
+		return fail(invalidf("%v", err))
+	}
+	// Fast path: when no other operation holds the volume, take its lock first, and admission's
+	// transaction also reads what the publish path needs. When one does, admit without the lock,
+	// so that a claim the access mode refuses is refused at once, not after the holder's RPCs.
+	unlock, locked, err := e.locks.tryVolume(req.VolumeID)
+	if err != nil {
+		return fail(err)
+	}
+	if locked {
+		defer unlock()
+	}
+	cl, v, ld, fresh, err := e.admit(ctx, req, locked)
 	if err != nil {
 		return fail(err)
 	}
@@ -46,18 +60,18 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimInfo, error)
 		return claimInfo(cl), nil
 	}
 	failpoint("claim:taken")
-
-	unlock, err := e.locks.volume(ctx, cl.VolumeID)
-	if err != nil {
-		e.markForReconcile(ctx, &cl, "", err)
-		return fail(err)
-	}
-	defer unlock()
-	if !fresh {
-		// Someone may have moved it while we waited for the lock: start from the store.
-		cl, err = e.drive(ctx, cl.ID, store.OutcomeRolledBack)
+	if locked && fresh {
+		cl, err = e.driveClaim(ctx, cl, v, ld, store.OutcomeRolledBack)
 	} else {
-		cl, err = e.driveClaim(ctx, cl, v, store.OutcomeRolledBack)
+		if !locked {
+			if unlock, err = e.locks.volume(ctx, cl.VolumeID); err != nil {
+				e.markForReconcile(ctx, &cl, "", err)
+				return fail(err)
+			}
+			defer unlock()
+		}
+		// Someone may have moved the claim meanwhile: start from the store.
+		cl, err = e.drive(ctx, cl.ID, store.OutcomeRolledBack)
 	}
 	if err != nil {
 		return fail(err)
@@ -67,7 +81,8 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimInfo, error)
 
 // admit runs admission in one write transaction and returns the claim: a new one in state
 // taken (fresh), or the alloc's existing equal claim.
-func (e *Engine) admit(ctx context.Context, req ClaimRequest) (cl store.Claim, v store.Volume, fresh bool, err error) {
+// With locked (the caller holds the volume lock), it also loads what the publish path reads.
+func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl store.Claim, v store.Volume, ld *loaded, fresh bool, err error) {
 	mode := store.ClaimWrite
 	if req.ReadOnly {
 		mode = store.ClaimRead
@@ -124,10 +139,45 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest) (cl store.Claim, v
 			return err
 		}
 		fresh = true
+		if locked {
+			if ld, err = load(tx, v); err != nil {
+				return err
+			}
+			ld.others = countUsage(live, cl.ID)
+			if err := recordIntents(tx, ld, v, e.cfg.StateDir); err != nil {
+				return err
+			}
+		}
 		return tx.Events().Append(&store.Event{Kind: "claim", VolumeID: v.ID, Alloc: req.Alloc, PluginID: v.PluginID,
 			Message: fmt.Sprintf("%s claim admitted (%s, %s)", mode, capab.AccessMode, capab.AttachmentMode)})
 	})
-	return cl, v, fresh, err
+	return cl, v, ld, fresh, err
+}
+
+// recordIntents writes, in admission's transaction (held under the volume lock), the intents
+// the publish path would otherwise commit before its first RPCs: that the volume may get
+// attached to this node and staged, as the plugin's recorded capabilities say it will be. If the
+// plugin has changed since (a restart with other capabilities), the publish path still commits
+// any intent missing here before its RPC, and an intent recorded needlessly only makes the
+// release path check for something that is not there.
+func recordIntents(tx *store.Tx, ld *loaded, v store.Volume, stateDir string) error {
+	if ld.plugin == nil {
+		return nil
+	}
+	fp, st, changed := ld.plugin.Fingerprint, &ld.staging, false
+	if slices.Contains(fp.ControllerCaps, "PUBLISH_UNPUBLISH_VOLUME") && !st.ControllerPublished {
+		st.PluginID, st.NodeID, st.ControllerPublished = v.PluginID, fp.NodeID, true
+		changed = true
+	}
+	if path := stagingPath(stateDir, v.PluginID, v.ID); slices.Contains(fp.NodeCaps, "STAGE_UNSTAGE_VOLUME") && !st.Staged && st.StagingPath != path {
+		st.PluginID, st.StagingPath = v.PluginID, path
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	ld.hasStaging = true
+	return tx.Stagings().Put(st)
 }
 
 // chooseCapability picks the (access, attachment) pair for a claim: the one asked for, which
@@ -239,13 +289,21 @@ func (e *Engine) drive(ctx context.Context, claimID int64, rollbackOutcome store
 	if err != nil {
 		return cl, err
 	}
-	return e.driveClaim(ctx, cl, v, rollbackOutcome)
+	return e.driveClaim(ctx, cl, v, nil, rollbackOutcome)
 }
 
 // driveClaim is drive for a claim and volume the caller has just read or written under the
-// volume lock.
-func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume, rollbackOutcome store.Outcome) (store.Claim, error) {
-	c, err := e.connect(ctx, v.PluginID)
+// volume lock, with what that transaction loaded (ld, or nil to read it now).
+func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume, ld *loaded, rollbackOutcome store.Outcome) (store.Claim, error) {
+	var (
+		c   *conn
+		err error
+	)
+	if ld != nil && ld.plugin != nil {
+		c, err = e.connectPlugin(ctx, *ld.plugin, true)
+	} else {
+		c, err = e.connect(ctx, v.PluginID)
+	}
 	if err != nil {
 		e.markForReconcile(ctx, &cl, "", err)
 		return cl, err
@@ -254,9 +312,9 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 		return cl, invalidf("plugin %q has no node service on this host: volumes cannot be published here", v.PluginID)
 	}
 	if cl.Releasing {
-		return cl, e.release(ctx, c, v, &cl, store.OutcomeReleased)
+		return cl, e.release(ctx, c, v, &cl, store.OutcomeReleased, ld)
 	}
-	perr := e.publish(ctx, c, v, &cl)
+	perr := e.publish(ctx, c, v, &cl, ld)
 	if perr == nil {
 		return cl, nil
 	}
@@ -266,7 +324,8 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 	}
 	// A final error: undo what was done so no phantom claim stays behind.
 	cl.Releasing = true
-	if rerr := e.release(ctx, c, v, &cl, rollbackOutcome); rerr != nil {
+	// The publish path changed the staging: the rollback reads it afresh.
+	if rerr := e.release(ctx, c, v, &cl, rollbackOutcome, nil); rerr != nil {
 		return cl, fmt.Errorf("%w; rolling the claim back also failed: %v (it is left for `volctl reconcile`)", perr, rerr)
 	}
 	return cl, fmt.Errorf("%w (the claim was rolled back)", perr)

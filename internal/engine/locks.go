@@ -37,6 +37,12 @@ func (l *locker) volume(ctx context.Context, id string) (func(), error) {
 	return l.take(ctx, "volume-"+id, fmt.Sprintf("volume %q", id))
 }
 
+// tryVolume takes a volume's lock only if it is free now; ok is false when another operation
+// holds it.
+func (l *locker) tryVolume(id string) (release func(), ok bool, err error) {
+	return l.exclusive("volume-" + id)
+}
+
 // controller serializes controller RPCs to one plugin.
 func (l *locker) controller(ctx context.Context, pluginID string) (func(), error) {
 	return l.take(ctx, "plugin-"+pluginID+".controller", fmt.Sprintf("plugin %q controller", pluginID))

@@ -21,10 +21,10 @@ func stagingPath(stateDir, pluginID, volumeID string) string {
 // publishPath is a claim's NodePublishVolume target:
 // <state>/publish/<alloc>/<volume>/<ro|rw>-<attachment>-<access>.
 func publishPath(stateDir, alloc, volumeID string, readOnly bool, att spec.AttachmentMode, acc spec.AccessMode) string {
-	return filepath.Join(stateDir, publishDir, alloc, volumeID, usage(readOnly, att, acc))
+	return filepath.Join(stateDir, publishDir, alloc, volumeID, usageName(readOnly, att, acc))
 }
 
-func usage(readOnly bool, att spec.AttachmentMode, acc spec.AccessMode) string {
+func usageName(readOnly bool, att spec.AttachmentMode, acc spec.AccessMode) string {
 	rw := "rw"
 	if readOnly {
 		rw = "ro"

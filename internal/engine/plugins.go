@@ -169,7 +169,8 @@ func (e *Engine) CheckHealth(ctx context.Context, p store.Plugin) store.Health {
 			e.forget(p.ID)
 		}
 	}
-	err = e.store.Update(ctx, func(tx *store.Tx) error {
+	// Health is a reading of now, retaken every probe: it need not be forced to disk.
+	err = e.store.UpdateProgress(ctx, func(tx *store.Tx) error {
 		cur, err := tx.Plugins().Get(p.ID)
 		if err != nil {
 			return err

@@ -17,8 +17,8 @@ import (
 // Before each RPC, everything it depends on is committed: the claim's state, and the intent the
 // RPC may leave behind (a controller publication, a staging), so that whatever happens to this
 // process, the release path knows what to undo. The caller holds the volume lock.
-func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store.Claim) error {
-	p, err := e.newCheckpoint(ctx, cl)
+func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store.Claim, ld *loaded) error {
+	p, err := e.newCheckpoint(ctx, cl, ld)
 	if err != nil {
 		return err
 	}
@@ -69,16 +69,11 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 		// per volume and node, not per claim: when a claim that got past ControllerPublishVolume
 		// still holds it, share it rather than ask again with this claim's capability, which a
 		// plugin may rightly refuse as incompatible with the attachment it made.
-		var attached int
-		if err := e.store.View(ctx, func(tx *store.Tx) error {
-			var err error
-			attached, err = tx.Claims().CountByVolume(v.ID, store.ClaimControllerPublished, store.ClaimNodeStaged,
-				store.ClaimPublished, store.ClaimUnpublishing)
-			return err
-		}); err != nil {
+		u, err := p.usage(ctx)
+		if err != nil {
 			return err
 		}
-		if attached > 0 {
+		if u.attached > 0 {
 			cl.PublishContext = p.st.PublishContext
 			p.setState(store.ClaimControllerPublished)
 			return nil
@@ -90,7 +85,7 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 				st.PluginID, st.NodeID, st.ControllerPublished = v.PluginID, c.fp.NodeID, true
 			})
 		}
-		if err := p.flush(ctx, "claim"); err != nil {
+		if err := p.flushDurable(ctx, "claim"); err != nil {
 			return err
 		}
 		// Read-only attachment follows the volume's access mode, not the claim's, so every claim
@@ -114,8 +109,10 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 		failpoint("rpc:ControllerPublishVolume")
 		cl.PublishContext = pc
 		p.staging(func(st *store.Staging) { st.PublishContext = pc })
+		p.setState(store.ClaimControllerPublished)
+		return nil
 	}
-	p.setState(store.ClaimControllerPublished)
+	p.advance(store.ClaimControllerPublished)
 	return nil
 }
 

@@ -265,7 +265,7 @@ func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingMounte
 	if err != nil {
 		return err
 	}
-	if err := e.publish(ctx, c, v, &cl); err != nil {
+	if err := e.publish(ctx, c, v, &cl, nil); err != nil {
 		e.markForReconcile(ctx, &cl, lastRPC(err), err)
 		return err
 	}
@@ -319,7 +319,7 @@ func (e *Engine) cleanStaging(ctx context.Context, volumeID string) (unused bool
 	if err != nil {
 		return true, err
 	}
-	p, err := e.newCheckpoint(ctx, &store.Claim{VolumeID: v.ID})
+	p, err := e.newCheckpoint(ctx, &store.Claim{VolumeID: v.ID}, nil)
 	if err != nil {
 		return true, err
 	}

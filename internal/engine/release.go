@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -16,8 +17,8 @@ import (
 // -> ControllerUnpublishVolume when no other live claim holds the volume -> controller-detached
 // -> freed into the history with outcome. NOT_FOUND on a teardown RPC counts as done. Each
 // state is committed before the next RPC. The caller holds the volume lock.
-func (e *Engine) release(ctx context.Context, c *conn, v store.Volume, cl *store.Claim, outcome store.Outcome) error {
-	p, err := e.newCheckpoint(ctx, cl)
+func (e *Engine) release(ctx context.Context, c *conn, v store.Volume, cl *store.Claim, outcome store.Outcome, ld *loaded) error {
+	p, err := e.newCheckpoint(ctx, cl, ld)
 	if err != nil {
 		return err
 	}
@@ -31,7 +32,7 @@ func (e *Engine) release(ctx context.Context, c *conn, v store.Volume, cl *store
 		case store.ClaimTaken, store.ClaimControllerPublished:
 			// NodePublishVolume was never sent for this claim: nothing to unpublish. A staging or
 			// controller publication it may have started is undone below, if nothing else uses it.
-			p.setState(store.ClaimNodeDetached)
+			p.advance(store.ClaimNodeDetached)
 		case store.ClaimNodeStaged, store.ClaimPublished:
 			p.setState(store.ClaimUnpublishing)
 		case store.ClaimUnpublishing:
@@ -86,30 +87,11 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 	if !p.hasSt && !p.stDirty {
 		return nil
 	}
-	var stagingUsers, holders int
-	err := e.store.View(ctx, func(tx *store.Tx) error {
-		var err error
-		stagingUsers, err = tx.Claims().CountByVolume(v.ID, store.ClaimNodeStaged, store.ClaimPublished, store.ClaimUnpublishing)
-		if err != nil {
-			return err
-		}
-		holders, err = tx.Claims().CountByVolume(v.ID, store.ClaimTaken, store.ClaimControllerPublished,
-			store.ClaimNodeStaged, store.ClaimPublished, store.ClaimUnpublishing)
-		return err
-	})
+	u, err := p.usage(ctx)
 	if err != nil {
 		return err
 	}
-	// The claim being released may not be committed as detached yet: leave it out of the counts.
-	if p.cl.ID != 0 {
-		switch p.saved {
-		case store.ClaimNodeStaged, store.ClaimPublished, store.ClaimUnpublishing:
-			stagingUsers--
-			holders--
-		case store.ClaimTaken, store.ClaimControllerPublished:
-			holders--
-		}
-	}
+	stagingUsers, holders := u.staging, u.holders
 	st := p.st
 	if st.StagingPath != "" && stagingUsers == 0 {
 		if c.stages() {
@@ -175,8 +157,8 @@ func (e *Engine) Release(ctx context.Context, volumeID, alloc string) (ReleaseRe
 	fail := func(err error) (ReleaseResult, error) {
 		return ReleaseResult{}, fmt.Errorf("release %q for alloc %q: %w", volumeID, alloc, err)
 	}
-	if err := e.checkVolumeExists(ctx, volumeID); err != nil {
-		return fail(err)
+	if err := spec.ValidateID("volume ID", volumeID); err != nil {
+		return fail(invalidf("%v", err))
 	}
 	unlock, err := e.locks.volume(ctx, volumeID)
 	if err != nil {
@@ -184,17 +166,35 @@ func (e *Engine) Release(ctx context.Context, volumeID, alloc string) (ReleaseRe
 	}
 	defer unlock()
 	var (
-		cl store.Claim
-		v  store.Volume
+		cl    store.Claim
+		v     store.Volume
+		ld    *loaded
+		found bool
 	)
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		var err error
-		if cl, err = tx.Claims().Find(volumeID, alloc); err != nil {
-			return err
-		}
 		if v, err = tx.Volumes().Get(volumeID); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return notFoundf("volume %q not found", volumeID)
+			}
 			return err
 		}
+		cl, err = tx.Claims().Find(volumeID, alloc)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		if ld, err = load(tx, v); err != nil {
+			return err
+		}
+		claims, err := tx.Claims().ByVolume(v.ID)
+		if err != nil {
+			return err
+		}
+		ld.others = countUsage(claims, cl.ID)
 		// The release's first checkpoint: wanted freed, and off the publish path where the
 		// next RPC is NodeUnpublishVolume.
 		cl.Releasing = true
@@ -203,14 +203,14 @@ func (e *Engine) Release(ctx context.Context, volumeID, alloc string) (ReleaseRe
 		}
 		return tx.Claims().Update(&cl)
 	})
-	if errors.Is(err, store.ErrNotFound) {
-		return ReleaseResult{}, nil
-	}
 	if err != nil {
 		return fail(err)
 	}
+	if !found {
+		return ReleaseResult{}, nil
+	}
 	failpoint("release:" + string(cl.State))
-	if _, err := e.driveClaim(ctx, cl, v, store.OutcomeReleased); err != nil {
+	if _, err := e.driveClaim(ctx, cl, v, ld, store.OutcomeReleased); err != nil {
 		return fail(err)
 	}
 	return ReleaseResult{Released: true, Claim: claimInfo(cl)}, nil

@@ -125,6 +125,9 @@ func (p *pool) close() error {
 type conn struct {
 	sc     *sql.Conn
 	broken atomic.Bool // a statement said the connection is unusable: put replaces it
+	// relaxed says the connection's PRAGMA synchronous is NORMAL (UpdateProgress) rather than
+	// the FULL it opens with. Only the transaction holding the connection touches it.
+	relaxed bool
 
 	mu       sync.Mutex
 	stmts    map[string]*stmt // by SQL text

@@ -239,14 +239,33 @@ func (s *Store) Close() error {
 // Do not nest transactions: an Update inside an Update's fn waits for itself until the busy
 // timeout, and a View inside it does not see the enclosing Update's uncommitted writes.
 func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
-	return s.run(ctx, s.w, "BEGIN IMMEDIATE", true, fn)
+	return s.run(ctx, s.w, "BEGIN IMMEDIATE", durable, fn)
+}
+
+// UpdateProgress is Update for progress that a power loss makes moot: its commit is not forced
+// to disk. It survives a crash of this process (the operating system holds the data), and only a
+// power loss or kernel crash before the next Update, whose commit forces it to disk with every
+// commit before it, can undo it. The engine uses it for a claim's node-local steps between the
+// durable commits that bracket them: a reboot undoes the mounts those steps record anyway, and
+// reconcile re-drives a claim from whatever earlier state survives.
+func (s *Store) UpdateProgress(ctx context.Context, fn func(tx *Tx) error) error {
+	return s.run(ctx, s.w, "BEGIN IMMEDIATE", relaxed, fn)
 }
 
 // View runs fn in a read-only transaction: a consistent snapshot that never blocks writers and is
 // never blocked by them.
 func (s *Store) View(ctx context.Context, fn func(tx *Tx) error) error {
-	return s.run(ctx, s.r, "BEGIN", false, fn)
+	return s.run(ctx, s.r, "BEGIN", readOnly, fn)
 }
+
+// txKind is what a transaction does and, for a write, how durable its commit is.
+type txKind int
+
+const (
+	readOnly txKind = iota
+	durable         // synchronous=FULL: on disk when COMMIT returns
+	relaxed         // synchronous=NORMAL: WAL written, fsync left to the next durable commit
+)
 
 // snapshotQuery is View's first read, which takes the transaction's snapshot.
 const snapshotQuery = "SELECT count(*) FROM sqlite_schema"
@@ -254,8 +273,8 @@ const snapshotQuery = "SELECT count(*) FROM sqlite_schema"
 // run drives one transaction by hand on one of the store's connections rather than through
 // sql.Tx, so a COMMIT answered with SQLITE_BUSY can be retried in place instead of being rolled
 // back (which is what the driver does) and fn run again.
-func (s *Store) run(ctx context.Context, p *pool, begin string, write bool, fn func(tx *Tx) error) (err error) {
-	tx, err := s.begin(ctx, p, begin, write)
+func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn func(tx *Tx) error) (err error) {
+	tx, err := s.begin(ctx, p, begin, kind)
 	if err != nil {
 		return err
 	}
@@ -284,7 +303,8 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, write bool, fn f
 
 // begin takes a connection from p and begins a transaction on it. A connection found broken at
 // BEGIN is replaced once: nothing has run on it yet, so starting over on a new one is safe.
-func (s *Store) begin(ctx context.Context, p *pool, begin string, write bool) (*Tx, error) {
+func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (*Tx, error) {
+	write := kind != readOnly
 	for attempt := 0; ; attempt++ {
 		// Writers in this process queue for the one write connection here, not in SQLite's busy
 		// handler; they give up after the same busy timeout as a writer in another process would.
@@ -294,6 +314,9 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, write bool) (*
 		}
 		tx := &Tx{ctx: ctx, c: c, s: s}
 		err = s.retry(ctx, func() error {
+			if err := tx.setDurability(kind); err != nil {
+				return err
+			}
 			if _, err := tx.exec(begin); err != nil {
 				return err
 			}
@@ -318,6 +341,23 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, write bool) (*
 			return nil, fmt.Errorf("state %s: begin: %w", s.path, mapBusy(err))
 		}
 	}
+}
+
+// setDurability sets the write connection's PRAGMA synchronous for the transaction about to
+// begin (it cannot change inside one), when it differs from what the connection has.
+func (tx *Tx) setDurability(kind txKind) error {
+	if kind == readOnly || (kind == relaxed) == tx.c.relaxed {
+		return nil
+	}
+	pragma := "PRAGMA synchronous=FULL"
+	if kind == relaxed {
+		pragma = "PRAGMA synchronous=NORMAL"
+	}
+	if _, err := tx.exec(pragma); err != nil {
+		return err
+	}
+	tx.c.relaxed = kind == relaxed
+	return nil
 }
 
 // rollback ends the connection's transaction. If that fails the connection is marked broken, so

@@ -1,0 +1,55 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+)
+
+// TestDurabilityLevels: Update commits with synchronous=FULL (forced to disk), UpdateProgress
+// with NORMAL (left to the next durable commit), switching the one write connection as needed.
+func TestDurabilityLevels(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	level := func(run func(context.Context, func(*Tx) error) error) int {
+		t.Helper()
+		var n int
+		if err := run(ctx, func(tx *Tx) error { return tx.queryRow("PRAGMA synchronous").Scan(&n) }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	const normal, full = 1, 2
+	for i, tt := range []struct {
+		name string
+		run  func(context.Context, func(*Tx) error) error
+		want int
+	}{
+		{"Update", s.Update, full},
+		{"UpdateProgress", s.UpdateProgress, normal},
+		{"UpdateProgress again", s.UpdateProgress, normal},
+		{"Update after progress", s.Update, full},
+	} {
+		if got := level(tt.run); got != tt.want {
+			t.Fatalf("%d %s: synchronous = %d, want %d", i, tt.name, got, tt.want)
+		}
+	}
+	// What UpdateProgress commits is committed: visible to a new store on the same file.
+	update := func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "test", Message: "progress"}) }
+	if err := s.UpdateProgress(ctx, update); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(ctx, filepath.Dir(s.Path()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	var evs []Event
+	if err := other.View(ctx, func(tx *Tx) error {
+		var err error
+		evs, err = tx.Events().Recent(1, EventFilter{Kind: "test"})
+		return err
+	}); err != nil || len(evs) != 1 {
+		t.Fatalf("progress commit not visible to another store: %v %v", evs, err)
+	}
+}
