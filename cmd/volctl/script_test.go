@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,10 @@ import (
 
 // TestMain lets testscript run this test binary as the volctl command.
 func TestMain(m *testing.M) {
+	// Under -race every process sleeps 1 s before it exits (the race runtime's default
+	// atexit_sleep_ms). The tests here start hundreds of volctl processes; the ones they start
+	// inherit this and exit at once. (It does not change this process: GORACE is read at start.)
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	testscript.Main(m, map[string]func(){
 		"volctl": func() { os.Exit(run()) },
 	})
