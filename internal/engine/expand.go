@@ -18,26 +18,11 @@ func (e *Engine) ExpandVolume(ctx context.Context, volumeID string, size, limit 
 	fail := func(err error) (VolumeInfo, error) {
 		return VolumeInfo{}, fmt.Errorf("expand volume %q: %w", volumeID, err)
 	}
-	unlock, err := e.locks.volume(ctx, volumeID)
+	v, c, unlock, err := e.lockedVolume(ctx, volumeID)
 	if err != nil {
 		return fail(err)
 	}
 	defer unlock()
-	var v store.Volume
-	err = e.store.View(ctx, func(tx *store.Tx) error {
-		v, err = tx.Volumes().Get(volumeID)
-		return err
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return fail(notFoundf("volume %q not found", volumeID))
-	}
-	if err != nil {
-		return fail(err)
-	}
-	c, err := e.connect(ctx, v.PluginID)
-	if err != nil {
-		return fail(err)
-	}
 	return e.expandLocked(ctx, c, v, size, limit)
 }
 
@@ -141,4 +126,27 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		}
 	}
 	return e.Volume(ctx, v.ID)
+}
+
+// lockedVolume starts an operation on one existing volume: it takes the volume's lock, reads the
+// volume and connects to its plugin. The caller must call unlock when err is nil.
+func (e *Engine) lockedVolume(ctx context.Context, id string) (v store.Volume, c *conn, unlock func(), err error) {
+	if unlock, err = e.locks.volume(ctx, id); err != nil {
+		return v, nil, nil, err
+	}
+	err = e.store.View(ctx, func(tx *store.Tx) error {
+		v, err = tx.Volumes().Get(id)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		err = notFoundf("volume %q not found", id)
+	}
+	if err == nil {
+		c, err = e.connect(ctx, v.PluginID)
+	}
+	if err != nil {
+		unlock()
+		return v, nil, nil, err
+	}
+	return v, c, unlock, nil
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // lockDir holds the flock files that serialize work across volctl processes. The kernel drops
@@ -32,14 +34,21 @@ func newLocker(stateDir string) (*locker, error) {
 	return &locker{dir: dir}, nil
 }
 
-// volume locks one volume for one operation (claim, release, delete, expand, ...).
+// volume locks one volume for one operation (claim, release, delete, expand, ...). The ID names
+// a file, so one that could leave the lock dir is refused.
 func (l *locker) volume(ctx context.Context, id string) (func(), error) {
+	if err := spec.ValidateID("volume ID", id); err != nil {
+		return nil, invalidf("%v", err)
+	}
 	return l.take(ctx, "volume-"+id, fmt.Sprintf("volume %q", id))
 }
 
 // tryVolume takes a volume's lock only if it is free now; ok is false when another operation
 // holds it.
 func (l *locker) tryVolume(id string) (release func(), ok bool, err error) {
+	if err := spec.ValidateID("volume ID", id); err != nil {
+		return nil, false, invalidf("%v", err)
+	}
 	return l.exclusive("volume-" + id)
 }
 

@@ -55,28 +55,13 @@ func (e *Engine) CreateSnapshot(ctx context.Context, volumeID, name string, para
 	fail := func(err error) (SnapshotInfo, error) {
 		return SnapshotInfo{}, fmt.Errorf("snapshot volume %q: %w", volumeID, err)
 	}
-	unlock, err := e.locks.volume(ctx, volumeID)
+	v, c, unlock, err := e.lockedVolume(ctx, volumeID)
 	if err != nil {
 		return fail(err)
 	}
 	defer unlock()
-	var v store.Volume
-	err = e.store.View(ctx, func(tx *store.Tx) error {
-		v, err = tx.Volumes().Get(volumeID)
-		return err
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return fail(notFoundf("volume %q not found", volumeID))
-	}
-	if err != nil {
-		return fail(err)
-	}
 	if v.State != store.VolumeReady {
 		return fail(conflictf("volume %q is %s", v.ID, v.State))
-	}
-	c, err := e.connect(ctx, v.PluginID)
-	if err != nil {
-		return fail(err)
 	}
 	if err := canSnapshot(c, "snapshot volumes"); err != nil {
 		return fail(err)
