@@ -84,12 +84,19 @@ func killed(err error) bool {
 
 func (env *crashEnv) createVolume(id string, mode spec.AccessMode) {
 	env.t.Helper()
-	path := filepath.Join(env.t.TempDir(), id+".hcl")
+	env.ok("volume", "create", writeVolumeSpec(env.t, id, mode))
+}
+
+// writeVolumeSpec writes a create spec for a 1 MiB file-system volume of the "hp" plugin with
+// one capability, and returns its path.
+func writeVolumeSpec(tb testing.TB, id string, mode spec.AccessMode) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "volume.hcl")
 	src := fmt.Sprintf("id = %q\nname = %q\ntype = \"csi\"\nplugin_id = \"hp\"\ncapacity_min = \"1MiB\"\ncapability {\n  access_mode = %q\n  attachment_mode = \"file-system\"\n}\n", id, id, mode)
 	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
-		env.t.Fatal(err)
+		tb.Fatal(err)
 	}
-	env.ok("volume", "create", path)
+	return path
 }
 
 // checkInvariants asserts what must hold after a reconcile: the store and the kernel's mount
@@ -233,8 +240,7 @@ func TestCrashAtEveryCheckpoint(t *testing.T) {
 		t.Run(fp, func(t *testing.T) {
 			env.t = t
 			id := "c-" + strings.NewReplacer(":", "-").Replace(fp)
-			path := filepath.Join(t.TempDir(), "v.hcl")
-			os.WriteFile(path, []byte(fmt.Sprintf("id = %q\nname = %q\ntype = \"csi\"\nplugin_id = \"hp\"\ncapability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n", id, id)), 0o600)
+			path := writeVolumeSpec(t, id, spec.SingleNodeWriter)
 			env.crash(fp, "volume", "create", path)
 			env.ok("reconcile")
 			env.checkInvariants()

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// BenchmarkVolumeStatusFloor10k is the floor `volctl volume status` over 10,000 volumes is
+// measured against (BenchmarkVolumeStatusList10k): the same rows — each volume's list fields and
+// its read and write claim counts — read by a bare SQL query in Go, in process, on a database
+// opened once. BENCHMARKS.md gives the ratio.
+func BenchmarkVolumeStatusFloor10k(b *testing.B) {
+	state := seedVolumes(b, 10_000)
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(state, "volctl.db")+"?mode=ro")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	const query = `SELECT v.id, v.namespace, v.name, v.plugin_id, v.state, v.access_mode, v.attachment_mode, v.capacity_bytes,
+		(SELECT count(*) FROM claims c WHERE c.volume_id = v.id AND c.mode = 'read'),
+		(SELECT count(*) FROM claims c WHERE c.volume_id = v.id AND c.mode = 'write')
+		FROM volumes v ORDER BY v.id`
+	for b.Loop() {
+		rows, err := db.Query(query)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for rows.Next() {
+			var id, ns, name, plugin, state, acc, att string
+			var capacity, readers, writers int64
+			if err := rows.Scan(&id, &ns, &name, &plugin, &state, &acc, &att, &capacity, &readers, &writers); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if err := rows.Close(); err != nil || n != 10_000 {
+			b.Fatalf("%d rows, %v", n, err)
+		}
+	}
+}
+
+// BenchmarkClaimReleaseThroughput runs claim and release as volctl processes, one after the
+// other in each of 1 or 8 concurrent workers (each on its own volume, so none is refused),
+// against the built-in plugin with real mounts, and reports lifecycles (claim + release) per
+// second across all workers:
+//
+//	go test ./cmd/volctl -run '^$' -bench ClaimReleaseThroughput -benchtime 5x
+func BenchmarkClaimReleaseThroughput(b *testing.B) {
+	hostpathtest.RequireMount(b)
+	srv := hostpathtest.Start(b, hostpath.Config{Root: hostpathtest.MountDir(b), NodeID: "n1"})
+	state := hostpathtest.MountDir(b)
+	runVolctl(b, state, "plugin", "register", "--id", "hp", "--socket", srv.Socket)
+	const perWorker = 10
+	for _, workers := range []int{1, 8} {
+		for w := range workers {
+			runVolctl(b, state, "volume", "create", writeVolumeSpec(b, fmt.Sprintf("t%d-%d", workers, w), spec.SingleNodeWriter))
+		}
+		b.Run(fmt.Sprintf("processes-%d", workers), func(b *testing.B) {
+			var total time.Duration
+			for b.Loop() {
+				start := time.Now()
+				var wg sync.WaitGroup
+				for w := range workers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						id := fmt.Sprintf("t%d-%d", workers, w)
+						for range perWorker {
+							runVolctl(b, state, "volume", "claim", id, "--alloc", "a")
+							runVolctl(b, state, "volume", "release", id, "--alloc", "a")
+						}
+					}()
+				}
+				wg.Wait()
+				total += time.Since(start)
+			}
+			lifecycles := float64(b.N * workers * perWorker)
+			b.ReportMetric(lifecycles/total.Seconds(), "lifecycles/s")
+		})
+	}
+}
