@@ -72,6 +72,11 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimInfo, error)
 		}
 		// Someone may have moved the claim meanwhile: start from the store.
 		cl, err = e.drive(ctx, cl.ID, store.OutcomeRolledBack)
+		if errors.Is(err, ErrNotFound) {
+			// A release of this alloc's claim got the lock first and freed it: two volctl
+			// processes disagreed about one claim, a conflict (exit 4), not a failure.
+			err = conflictf("the claim was released by another volctl meanwhile")
+		}
 	}
 	if err != nil {
 		return fail(err)
