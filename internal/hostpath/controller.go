@@ -129,7 +129,7 @@ func (p *Plugin) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 		return nil, copyStatus(ctx, "volume %q: creating directory: %v", name, err)
 	}
 	p.state.Volumes[v.ID] = v
-	if err := p.save(); err != nil {
+	if err := p.saveVolume(v.ID); err != nil {
 		delete(p.state.Volumes, v.ID)
 		_ = os.RemoveAll(p.volumePath(v.ID))
 		return nil, internal("volume %q: %v", name, err)
@@ -215,7 +215,7 @@ func (p *Plugin) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 		return nil, internal("volume %q: removing directory: %v", id, err)
 	}
 	delete(p.state.Volumes, id)
-	if err := p.save(); err != nil {
+	if err := p.saveVolume(id); err != nil {
 		return nil, internal("volume %q: %v", id, err)
 	}
 	return &csi.DeleteVolumeResponse{}, nil
@@ -275,7 +275,7 @@ func (p *Plugin) ControllerPublishVolume(ctx context.Context, req *csi.Controlle
 		v.Attachments = map[string]attachment{}
 	}
 	v.Attachments[node] = a
-	if err := p.save(); err != nil {
+	if err := p.saveVolume(id); err != nil {
 		delete(v.Attachments, node)
 		return nil, internal("volume %q: %v", id, err)
 	}
@@ -311,7 +311,7 @@ func (p *Plugin) ControllerUnpublishVolume(ctx context.Context, req *csi.Control
 	} else {
 		clear(v.Attachments)
 	}
-	if err := p.save(); err != nil {
+	if err := p.saveVolume(id); err != nil {
 		v.Attachments = before
 		return nil, internal("volume %q: %v", id, err)
 	}
@@ -427,7 +427,7 @@ func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 		return nil, copyStatus(ctx, "snapshot %q of volume %q: copying: %v", name, v.ID, err)
 	}
 	p.state.Snapshots[sn.ID] = sn
-	if err := p.save(); err != nil {
+	if err := p.saveSnapshot(sn.ID); err != nil {
 		delete(p.state.Snapshots, sn.ID)
 		_ = os.RemoveAll(p.snapshotPath(sn.ID))
 		return nil, internal("snapshot %q: %v", name, err)
@@ -460,7 +460,7 @@ func (p *Plugin) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequ
 		return nil, internal("snapshot %q: removing directory: %v", id, err)
 	}
 	delete(p.state.Snapshots, id)
-	if err := p.save(); err != nil {
+	if err := p.saveSnapshot(id); err != nil {
 		return nil, internal("snapshot %q: %v", id, err)
 	}
 	return &csi.DeleteSnapshotResponse{}, nil
@@ -530,7 +530,7 @@ func (p *Plugin) ControllerExpandVolume(ctx context.Context, req *csi.Controller
 	if size != v.Capacity {
 		old := v.Capacity
 		v.Capacity = size
-		if err := p.save(); err != nil {
+		if err := p.saveVolume(id); err != nil {
 			v.Capacity = old
 			return nil, internal("volume %q: %v", id, err)
 		}

@@ -113,14 +113,14 @@ func (p *Plugin) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 	// retried RPC completes, rather than a mount nobody knows about.
 	prev := v.Staging
 	v.Staging = &staging{Path: path, Capability: c.key}
-	if err := p.save(); err != nil {
+	if err := p.saveVolume(id); err != nil {
 		v.Staging = prev
 		removeCreated(created, path)
 		return nil, internal("NodeStageVolume: volume %q: %v", id, err)
 	}
 	if err := p.mounter.BindMount(p.volumePath(id), path, c.flags); err != nil {
 		v.Staging = prev
-		_ = p.save()
+		_ = p.saveVolume(id)
 		removeCreated(created, path)
 		return nil, mountStatus("NodeStageVolume", err)
 	}
@@ -165,7 +165,7 @@ func (p *Plugin) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 	if ours {
 		prev := v.Staging
 		v.Staging = nil
-		if err := p.save(); err != nil {
+		if err := p.saveVolume(id); err != nil {
 			v.Staging = prev
 			return nil, internal("NodeUnstageVolume: volume %q: %v", id, err)
 		}
@@ -249,14 +249,14 @@ func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 			delete(v.Targets, target)
 		}
 	}
-	if err := p.save(); err != nil {
+	if err := p.saveVolume(id); err != nil {
 		undo()
 		removeCreated(created, target)
 		return nil, internal("NodePublishVolume: volume %q: %v", id, err)
 	}
 	if err := p.mounter.BindMount(stagingPath, target, flags); err != nil {
 		undo()
-		_ = p.save()
+		_ = p.saveVolume(id)
 		removeCreated(created, target)
 		return nil, mountStatus("NodePublishVolume", err)
 	}
@@ -303,7 +303,7 @@ func (p *Plugin) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 	if ours {
 		prev := v.Targets[target]
 		delete(v.Targets, target)
-		if err := p.save(); err != nil {
+		if err := p.saveVolume(id); err != nil {
 			v.Targets[target] = prev
 			return nil, internal("NodeUnpublishVolume: volume %q: %v", id, err)
 		}
@@ -485,7 +485,7 @@ func (p *Plugin) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	if size != v.NodeCapacity {
 		old := v.NodeCapacity
 		v.NodeCapacity = size
-		if err := p.save(); err != nil {
+		if err := p.saveVolume(id); err != nil {
 			v.NodeCapacity = old
 			return nil, internal("NodeExpandVolume: volume %q: %v", id, err)
 		}

@@ -107,7 +107,7 @@ func New(cfg Config) (*Plugin, error) {
 	if err := p.prepareRoot(); err != nil {
 		return nil, err
 	}
-	st, err := loadState(p.statePath())
+	st, err := loadState(p.cfg.Root)
 	if err != nil {
 		return nil, fmt.Errorf("hostpath: %w", err)
 	}
@@ -153,7 +153,6 @@ func (p *Plugin) prepareRoot() error {
 	return nil
 }
 
-func (p *Plugin) statePath() string    { return filepath.Join(p.cfg.Root, "state.json") }
 func (p *Plugin) volumesDir() string   { return filepath.Join(p.cfg.Root, "volumes") }
 func (p *Plugin) snapshotsDir() string { return filepath.Join(p.cfg.Root, "snapshots") }
 
@@ -167,9 +166,11 @@ func (p *Plugin) volumePath(id string) string   { return filepath.Join(p.volumes
 func (p *Plugin) snapshotPath(id string) string { return filepath.Join(p.snapshotsDir(), id) }
 
 // save writes the state; callers hold mu.
-func (p *Plugin) save() error {
-	return p.state.save(p.statePath())
-}
+// saveVolume persists one volume's record (or its removal).
+func (p *Plugin) saveVolume(id string) error { return p.state.saveVolume(p.cfg.Root, id) }
+
+// saveSnapshot persists one snapshot's record (or its removal).
+func (p *Plugin) saveSnapshot(id string) error { return p.state.saveSnapshot(p.cfg.Root, id) }
 
 // topology is the accessible topology of this node and of every volume on it.
 func (p *Plugin) topology() *csi.Topology {

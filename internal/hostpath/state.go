@@ -8,13 +8,19 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 )
 
-// stateVersion is bumped when the metadata file changes incompatibly.
-const stateVersion = 1
+// stateVersion is bumped when the metadata layout changes incompatibly. Version 1 was one
+// state.json for everything; version 2 keeps one file per volume and per snapshot, so an RPC
+// rewrites only what it changed (with 1,000 volumes, rewriting all of them on every RPC was
+// what a restore of 1,000 claims spent its time on).
+const stateVersion = 2
 
-// state is everything the plugin knows, persisted as one small JSON file under Root.
+// state is everything the plugin knows, persisted under Root/meta as one small JSON file per
+// volume (meta/volumes/ID.json) and per snapshot (meta/snapshots/ID.json).
 type state struct {
 	Version   int                  `json:"version"`
 	Volumes   map[string]*volume   `json:"volumes"`
@@ -72,51 +78,166 @@ func newState() *state {
 	return &state{Version: stateVersion, Volumes: map[string]*volume{}, Snapshots: map[string]*snapshot{}}
 }
 
-// loadState reads the metadata file, or starts empty when there is none yet. Every ID in it is
-// validated, since IDs become path components and the file is only as trustworthy as the disk.
-func loadState(path string) (*state, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return newState(), nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading state: %w", err)
-	}
+// The metadata layout under Root.
+const (
+	legacyStateFile = "state.json" // version 1
+	metaDir         = "meta"
+	versionFile     = "VERSION"
+)
+
+// loadState reads the metadata under root, or starts empty when there is none yet, migrating a
+// version 1 state.json into per-object files. Every ID is validated, since IDs become path
+// components and the files are only as trustworthy as the disk.
+func loadState(root string) (*state, error) {
 	st := newState()
-	if err := json.Unmarshal(b, st); err != nil {
-		return nil, fmt.Errorf("reading state %q: %w", path, err)
+	meta := filepath.Join(root, metaDir)
+	if err := st.loadLegacy(root); err != nil {
+		return nil, err
 	}
-	if st.Version != stateVersion {
-		return nil, fmt.Errorf("reading state %q: version %d, this volctl reads version %d", path, st.Version, stateVersion)
+	b, err := os.ReadFile(filepath.Join(meta, versionFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("reading state: %w", err)
+	case strings.TrimSpace(string(b)) != strconv.Itoa(stateVersion):
+		return nil, fmt.Errorf("reading state %q: version %s, this volctl reads version %d", meta, strings.TrimSpace(string(b)), stateVersion)
 	}
-	if st.Volumes == nil {
-		st.Volumes = map[string]*volume{}
-	}
-	if st.Snapshots == nil {
-		st.Snapshots = map[string]*snapshot{}
-	}
-	for id, v := range st.Volumes {
-		if v == nil || v.ID != id || !isVolumeID(id) {
-			return nil, fmt.Errorf("reading state %q: malformed volume entry %q", path, id)
+	if err := loadDir(filepath.Join(meta, "volumes"), isVolumeID, func(id string, b []byte) error {
+		v := &volume{}
+		if err := json.Unmarshal(b, v); err != nil || v.ID != id {
+			return fmt.Errorf("malformed volume entry %q", id)
 		}
+		st.Volumes[id] = v
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	for id, s := range st.Snapshots {
-		if s == nil || s.ID != id || !isSnapshotID(id) {
-			return nil, fmt.Errorf("reading state %q: malformed snapshot entry %q", path, id)
+	if err := loadDir(filepath.Join(meta, "snapshots"), isSnapshotID, func(id string, b []byte) error {
+		sn := &snapshot{}
+		if err := json.Unmarshal(b, sn); err != nil || sn.ID != id {
+			return fmt.Errorf("malformed snapshot entry %q", id)
 		}
+		st.Snapshots[id] = sn
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	return st, nil
 }
 
-// save writes the state atomically: a temp file in the same directory, fsynced, renamed over
-// the old one, and the directory fsynced, so a crash leaves either the old or the new state.
-func (s *state) save(path string) error {
-	b, err := json.MarshalIndent(s, "", "  ")
+// loadLegacy migrates a version 1 state.json: every object is written to its own file, then the
+// old file is removed, so a crash halfway leaves the old file to migrate again.
+func (s *state) loadLegacy(root string) error {
+	path := filepath.Join(root, legacyStateFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading state: %w", err)
+	}
+	old := struct {
+		Version   int                  `json:"version"`
+		Volumes   map[string]*volume   `json:"volumes"`
+		Snapshots map[string]*snapshot `json:"snapshots"`
+	}{}
+	if err := json.Unmarshal(b, &old); err != nil {
+		return fmt.Errorf("reading state %q: %w", path, err)
+	}
+	if old.Version != 1 {
+		return fmt.Errorf("reading state %q: version %d, this volctl reads version %d", path, old.Version, stateVersion)
+	}
+	for id, v := range old.Volumes {
+		if v == nil || v.ID != id || !isVolumeID(id) {
+			return fmt.Errorf("reading state %q: malformed volume entry %q", path, id)
+		}
+		s.Volumes[id] = v
+		if err := s.saveVolume(root, id); err != nil {
+			return err
+		}
+	}
+	for id, sn := range old.Snapshots {
+		if sn == nil || sn.ID != id || !isSnapshotID(id) {
+			return fmt.Errorf("reading state %q: malformed snapshot entry %q", path, id)
+		}
+		s.Snapshots[id] = sn
+		if err := s.saveSnapshot(root, id); err != nil {
+			return err
+		}
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("migrating state: %w", err)
+	}
+	return syncDir(root)
+}
+
+// loadDir reads every ID.json in dir through add.
+func loadDir(dir string, valid func(string) bool, add func(id string, b []byte) error) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading state: %w", err)
+	}
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || strings.HasPrefix(e.Name(), ".") {
+			continue // a temp file a crash left behind
+		}
+		if !valid(id) {
+			return fmt.Errorf("reading state %q: malformed entry %q", dir, e.Name())
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return fmt.Errorf("reading state: %w", err)
+		}
+		if err := add(id, b); err != nil {
+			return fmt.Errorf("reading state %q: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// saveVolume writes one volume's record, or removes it when the volume is gone from s.
+func (s *state) saveVolume(root, id string) error {
+	var obj any
+	if v := s.Volumes[id]; v != nil {
+		obj = v
+	}
+	return saveObject(root, "volumes", id, obj)
+}
+
+// saveSnapshot writes one snapshot's record, or removes it when the snapshot is gone from s.
+func (s *state) saveSnapshot(root, id string) error {
+	var obj any
+	if sn := s.Snapshots[id]; sn != nil {
+		obj = sn
+	}
+	return saveObject(root, "snapshots", id, obj)
+}
+
+// saveObject writes meta/KIND/ID.json atomically — a temp file in the same directory, fsynced,
+// renamed over the old one, and the directory fsynced, so a crash leaves either the old or the
+// new record — or removes it when obj is nil.
+func saveObject(root, kind, id string, obj any) error {
+	meta := filepath.Join(root, metaDir)
+	dir := filepath.Join(meta, kind)
+	path := filepath.Join(dir, id+".json")
+	if obj == nil {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("saving state: %w", err)
+		}
+		return syncDir(dir)
+	}
+	if err := ensureMetaDir(meta, dir); err != nil {
+		return err
+	}
+	b, err := json.Marshal(obj)
 	if err != nil {
 		return fmt.Errorf("saving state: %w", err)
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".state-*.json")
+	f, err := os.CreateTemp(dir, ".tmp-*.json")
 	if err != nil {
 		return fmt.Errorf("saving state: %w", err)
 	}
@@ -137,6 +258,23 @@ func (s *state) save(path string) error {
 		return fmt.Errorf("saving state: %w", err)
 	}
 	return syncDir(dir)
+}
+
+// ensureMetaDir creates meta/KIND (and meta/VERSION) the first time something is saved.
+func ensureMetaDir(meta, dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("saving state: %w", err)
+	}
+	version := filepath.Join(meta, versionFile)
+	if _, err := os.Stat(version); errors.Is(err, fs.ErrNotExist) {
+		if err := os.WriteFile(version, []byte(strconv.Itoa(stateVersion)+"\n"), 0o600); err != nil {
+			return fmt.Errorf("saving state: %w", err)
+		}
+	}
+	return syncDir(meta)
 }
 
 func syncDir(dir string) error {

@@ -1,0 +1,89 @@
+package hostpath
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Record IDs have the shape the plugin generates.
+var (
+	volA  = "vol-" + strings.Repeat("a", 2*idRandomBytes)
+	volB  = "vol-" + strings.Repeat("b", 2*idRandomBytes)
+	snapA = "snap-" + strings.Repeat("c", 2*idRandomBytes)
+)
+
+// TestStateIsOneFilePerObject: a change rewrites only the record it touches, and deleting an
+// object removes its record.
+func TestStateIsOneFilePerObject(t *testing.T) {
+	root := t.TempDir()
+	st := newState()
+	st.Volumes[volA] = &volume{ID: volA, Name: "a", Capacity: 1, CreatedAt: time.Unix(1, 0).UTC()}
+	st.Volumes[volB] = &volume{ID: volB, Name: "b", Capacity: 2, CreatedAt: time.Unix(2, 0).UTC()}
+	for _, id := range []string{volA, volB} {
+		if err := st.saveVolume(root, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := filepath.Join(root, metaDir, "volumes", volB+".json")
+	before, err := os.Stat(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Volumes[volA].Capacity = 10
+	if err := st.saveVolume(root, volA); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.Stat(b); !os.SameFile(before, after) {
+		t.Error("saving vol-a rewrote vol-b's record")
+	}
+	delete(st.Volumes, volB)
+	if err := st.saveVolume(root, volB); err != nil {
+		t.Fatal(err)
+	}
+	got, err := loadState(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Volumes) != 1 || got.Volumes[volA].Capacity != 10 {
+		t.Fatalf("loaded %+v", got.Volumes)
+	}
+}
+
+// TestLegacyStateIsMigrated: a version 1 state.json is split into per-object records and
+// removed; what it held survives.
+func TestLegacyStateIsMigrated(t *testing.T) {
+	root := t.TempDir()
+	legacy := fmt.Sprintf(`{"version": 1,
+	  "volumes": {%[1]q: {"id": %[1]q, "name": "a", "capacity_bytes": 5, "created_at": "2026-01-01T00:00:00Z",
+	                      "attachments": {"n1": {"token": "t"}}}},
+	  "snapshots": {%[2]q: {"id": %[2]q, "name": "s", "source_volume": %[1]q, "size_bytes": 5, "created_at": "2026-01-01T00:00:00Z"}}}`,
+		volA, snapA)
+	if err := os.WriteFile(filepath.Join(root, legacyStateFile), []byte(legacy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := loadState(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := st.Volumes[volA]; v == nil || v.Attachments["n1"].Token != "t" || st.Snapshots[snapA] == nil {
+		t.Fatalf("migrated state = %+v %+v", st.Volumes, st.Snapshots)
+	}
+	if _, err := os.Stat(filepath.Join(root, legacyStateFile)); !os.IsNotExist(err) {
+		t.Fatalf("state.json not removed: %v", err)
+	}
+	again, err := loadState(root)
+	if err != nil || again.Volumes[volA] == nil || again.Snapshots[snapA] == nil {
+		t.Fatalf("reloaded after migration: %+v, %v", again, err)
+	}
+	// A record with a foreign ID is refused, not followed.
+	if err := os.WriteFile(filepath.Join(root, metaDir, "volumes", "vol-..json"), []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadState(root); err == nil {
+		t.Fatal("a malformed record name was accepted")
+	}
+}
