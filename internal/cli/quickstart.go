@@ -7,9 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
@@ -66,6 +68,10 @@ the claim, says so, cleans up and exits 1.`,
 			if runF != nil {
 				return runF(opts)
 			}
+			// Output piped into `head` must not kill quickstart halfway with SIGPIPE, leaving
+			// its mounts and directory behind: writes then fail quietly and cleanup still runs.
+			signal.Ignore(syscall.SIGPIPE)
+			defer signal.Reset(syscall.SIGPIPE)
 			return quickstartRun(cmd.Context(), opts)
 		},
 	}
