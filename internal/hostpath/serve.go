@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -44,6 +45,10 @@ func ParseEndpoint(endpoint string) (string, error) {
 	return abs, nil
 }
 
+// socketMode is the plugin socket's mode, whatever the umask: whoever can connect can have the
+// plugin (running as root) bind-mount its volumes anywhere, so only the socket's owner may.
+const socketMode = 0o600
+
 // Listen listens on the unix socket at path, creating its directory if needed. A stale socket,
 // one nothing accepts connections on (a plugin that was killed), is replaced; a live one is
 // ErrSocketInUse, and a path that is not a socket is left alone and refused. Closing the
@@ -63,12 +68,27 @@ func Listen(path string) (net.Listener, error) {
 	if err := removeStale(path); err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("unix", path)
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		// bind(2) gives the socket file the unbound socket's mode less the umask: set it first,
+		// so that the socket is never open to others, not even between bind and the chmod below.
+		var err error
+		if cerr := c.Control(func(fd uintptr) { err = unix.Fchmod(int(fd), socketMode) }); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	l, err := lc.Listen(context.Background(), "unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("socket %q: %w", path, err)
 	}
 	ul := l.(*net.UnixListener)
 	ul.SetUnlinkOnClose(false) // socketListener.Close removes it, and only if it is still ours
+	// And by name, whatever the kernel made of the mode of an unbound socket.
+	if err := os.Chmod(path, socketMode); err != nil {
+		ul.Close()
+		_ = os.Remove(path)
+		return nil, fmt.Errorf("socket %q: %w", path, err)
+	}
 	fi, err := os.Lstat(path)
 	if err != nil {
 		ul.Close()
