@@ -414,9 +414,14 @@ func (m *offsetMap) rwByte(off int) int {
 	return m.rwLen
 }
 
+// line is the 1-based line of an original byte offset.
+func (m *offsetMap) line(off int) int {
+	return sort.Search(len(m.lineStarts), func(i int) bool { return m.lineStarts[i] > off })
+}
+
 // pos computes the HCL position of an original byte offset.
 func (m *offsetMap) pos(off int) hcl.Pos {
-	line := sort.Search(len(m.lineStarts), func(i int) bool { return m.lineStarts[i] > off })
+	line := m.line(off)
 	start := m.lineStarts[line-1]
 	col := 1
 	rest := m.src[start:off]

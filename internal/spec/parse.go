@@ -261,15 +261,17 @@ func sameDiagnostic(a, b *hcl.Diagnostic) bool {
 
 // fixRanges pulls ranges that end past the file back onto its end and, for JSON, recomputes
 // line and column from the byte offset: HCL's JSON scanner places an unterminated string one
-// byte past the end of the input, or past a newline without counting the line.
+// byte past the end of the input, or past a newline without counting the line. A native
+// position whose line disagrees with its byte offset is recomputed too: the native scanner
+// lets an invalid UTF-8 lead byte swallow the newline after it as one column of one line.
 func fixRanges(diags hcl.Diagnostics, src []byte, json bool) hcl.Diagnostics {
 	var m *offsetMap
 	fix := func(p hcl.Pos) hcl.Pos {
-		if p.Byte <= len(src) && !json {
-			return p
-		}
 		if m == nil {
 			m = &offsetMap{src: src, lineStarts: lineStarts(src)}
+		}
+		if p.Byte <= len(src) && !json && p.Byte >= 0 && m.line(p.Byte) == p.Line {
+			return p
 		}
 		return m.pos(min(max(p.Byte, 0), len(src)))
 	}
