@@ -44,6 +44,9 @@ type Options struct {
 	// Renderer carries the colour profile and background, decided before the program starts
 	// (NewRenderer); nil is no colour.
 	Renderer *lipgloss.Renderer
+	// After schedules a timer's message; nil is tea.Tick. Tests that drive the model by hand,
+	// running its commands themselves, return nil here so as not to sleep through timers.
+	After func(d time.Duration, msg func() tea.Msg) tea.Cmd
 }
 
 // Defaults for Options.
@@ -92,9 +95,12 @@ func New(ctx context.Context, opts Options) *Model {
 	if opts.Renderer == nil {
 		opts.Renderer = NewRenderer(io.Discard, false)
 	}
+	if opts.After == nil {
+		opts.After = tick
+	}
 	c := &Common{
 		Styles: NewStyles(opts.Renderer), Keys: DefaultKeyMap(opts.ReadOnly),
-		Now: opts.Now, ReadOnly: opts.ReadOnly, after: tick,
+		Now: opts.Now, ReadOnly: opts.ReadOnly, after: opts.After,
 	}
 	m := &Model{c: c, ctx: ctx, eng: opts.Engine}
 	m.live = live{c: c, ctx: ctx, eng: opts.Engine, refreshEvery: opts.Refresh, probeEvery: opts.Probe, events: opts.Events}
