@@ -305,7 +305,9 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 		err error
 	)
 	if ld != nil && ld.plugin != nil {
-		c, err = e.connectPlugin(ctx, *ld.plugin, true)
+		if c, err = e.connectPlugin(ctx, *ld.plugin, true); err != nil {
+			err = fmt.Errorf("plugin %q: %w", v.PluginID, err)
+		}
 	} else {
 		c, err = e.connect(ctx, v.PluginID)
 	}

@@ -235,9 +235,15 @@ func (e *Engine) connect(ctx context.Context, pluginID string) (*conn, error) {
 		}
 		return nil, err
 	}
-	return e.connectPlugin(ctx, p, true)
+	c, err := e.connectPlugin(ctx, p, true)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: %w", pluginID, err)
+	}
+	return c, nil
 }
 
+// connectPlugin is connect for a plugin row already read. Its errors do not name the plugin:
+// callers say which plugin and what they were doing.
 func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool) (*conn, error) {
 	ids := identify(pluginSockets(p)...)
 	e.mu.Lock()
@@ -254,17 +260,17 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 
 	for _, s := range ids {
 		if s.inode == 0 {
-			return nil, fmt.Errorf("plugin %q: socket %s does not exist (is the plugin running?)", p.ID, s.path)
+			return nil, fmt.Errorf("socket %s does not exist (is the plugin running?)", s.path)
 		}
 	}
 	client, err := e.cfg.Dial(p, e.cfg.Timeouts, e.log)
 	if err != nil {
-		return nil, fmt.Errorf("plugin %q: %w", p.ID, err)
+		return nil, err
 	}
 	fp, err := client.Fingerprint(ctx)
 	if err != nil {
 		_ = client.Close()
-		return nil, fmt.Errorf("plugin %q: %w", p.ID, err)
+		return nil, err
 	}
 	c = &conn{plugin: p, client: client, fp: fp, sockets: ids}
 	if record {

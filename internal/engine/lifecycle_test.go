@@ -71,7 +71,10 @@ func TestLifecyclePublishAndReleasePaths(t *testing.T) {
 	}
 
 	h.mem.ResetCalls()
-	h.release("db", "web-0")
+	res, err := h.e.Release(h.ctx, "db", "web-0")
+	if err != nil || !res.Released || res.Claim.Outcome != "released" || res.Claim.FreedAt.IsZero() || res.Claim.ID != cl.ID {
+		t.Fatalf("release = %+v, %v", res, err)
+	}
 	if got, want := h.rpcs(), []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("release path RPCs = %v, want %v", got, want)
 	}

@@ -210,10 +210,14 @@ func (e *Engine) Release(ctx context.Context, volumeID, alloc string) (ReleaseRe
 		return ReleaseResult{}, nil
 	}
 	failpoint("release:" + string(cl.State))
-	if _, err := e.driveClaim(ctx, cl, v, ld, store.OutcomeReleased); err != nil {
+	final, err := e.driveClaim(ctx, cl, v, ld, store.OutcomeReleased)
+	if err != nil {
 		return fail(err)
 	}
-	return ReleaseResult{Released: true, Claim: claimInfo(cl)}, nil
+	// The claim as it ended: freed into the history.
+	info := claimInfo(final)
+	info.Outcome, info.FreedAt = string(store.OutcomeReleased), final.UpdatedAt
+	return ReleaseResult{Released: true, Claim: info}, nil
 }
 
 func (e *Engine) checkVolumeExists(ctx context.Context, id string) error {
