@@ -97,7 +97,7 @@ func TestLifecyclePublishAndReleasePaths(t *testing.T) {
 	}
 
 	// Releasing a claim that does not exist is a no-op.
-	res, err := h.e.Release(h.ctx, "db", "web-0")
+	res, err = h.e.Release(h.ctx, "db", "web-0")
 	if err != nil || res.Released {
 		t.Fatalf("second release = %+v, %v", res, err)
 	}
