@@ -192,9 +192,10 @@ func checkOp(t *testing.T, op string, args []string, res procResult) {
 //     S1 began (the claim row outlives its mount on both paths); and a claim published and not
 //     releasing, unchanged from S1 to S2, is mounted in M, since it was published throughout.
 //
-// M is read in several read(2) calls while mounts come and go. Since Linux 5.8 the kernel keeps
-// a cursor in the mount list between them, so a mount present for the whole read is always
-// seen and none is seen twice; the checks above rely on nothing more.
+// M is read in several read(2) calls while mounts come and go. Since Linux 5.8 each call goes on
+// after the last mount the previous one returned (not after a count of entries, which skipped
+// one when an earlier mount went away), so a mount present for the whole read is always seen
+// and none is seen twice; the checks above rely on nothing more.
 func sampleInvariants(t *testing.T, st *store.Store, state string, stop <-chan struct{}) int {
 	ctx := context.Background()
 	publishRoot := filepath.Join(state, "publish") + "/"
