@@ -69,7 +69,11 @@ func (e *Engine) Detach(ctx context.Context, volumeID string, force bool) (Detac
 	}
 	var errs []error
 	for _, cl := range claims {
-		if _, err := e.drive(ctx, cl.ID, store.OutcomeReleased); err != nil {
+		_, err := e.drive(ctx, cl.ID, store.OutcomeReleased)
+		if errors.Is(err, ErrNotFound) {
+			err = nil // freed meanwhile: released all the same
+		}
+		if err != nil {
 			res.Failed = append(res.Failed, claimInfo(cl))
 			errs = append(errs, fmt.Errorf("alloc %q: %w", cl.Alloc, err))
 			continue

@@ -9,6 +9,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -168,4 +169,31 @@ func (h *harness) restartable(t *testing.T) (stop func()) {
 func (h *harness) serveAgain(t *testing.T) {
 	t.Helper()
 	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
+}
+
+// TestRestoreStagesAVolumeOnceForAllItsClaims: after a reboot (every mount gone), a volume with
+// two claims published with different mount options is staged again once, for the first
+// claim, and shared by the second, which must not stage it again with its own capability (a
+// plugin refuses that as incompatible, and the claim would be lost).
+func TestRestoreStagesAVolumeOnceForAllItsClaims(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+	a := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	b := h.claim(ClaimRequest{VolumeID: "v", Alloc: "b", ReadOnly: true,
+		MountOptions: &spec.MountOptions{FSType: "xfs", MountFlags: spec.MountFlags{"noatime"}}})
+	st, _ := h.staging("v")
+	for _, p := range []string{a.TargetPath, b.TargetPath, st.StagingPath} {
+		h.mounts.markGone(p)
+	}
+	h.mem.ResetCalls()
+	rep, err := h.e.Reconcile(h.ctx)
+	if err != nil || len(rep.Actions) != 2 {
+		t.Fatalf("reconcile = %+v, %v", rep, err)
+	}
+	if n := h.mem.CallCount(csi.RPCNodeStageVolume); n != 1 {
+		t.Fatalf("NodeStageVolume sent %d times for one volume", n)
+	}
+	if live := h.liveClaims("v"); len(live) != 2 || !live[0].AtRest() || !live[1].AtRest() {
+		t.Fatalf("claims after restore = %+v", live)
+	}
 }

@@ -184,6 +184,9 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 		rep.problem("", "", fmt.Errorf("restore: %w", err))
 		return
 	}
+	// A volume re-staged for one claim in this pass is staged for its other claims too: they
+	// must not stage it again (with their own capability, which a plugin may refuse).
+	restaged := map[string]bool{}
 	for _, cl := range published {
 		if mounted[cl.TargetPath] {
 			if err := e.bind(&cl); err != nil {
@@ -197,8 +200,13 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 			continue
 		}
 		st := stagingOf[cl.VolumeID]
-		stagingMounted := st.StagingPath != "" && mounted[st.StagingPath]
+		stagingMounted := restaged[cl.VolumeID] || (st.StagingPath != "" && mounted[st.StagingPath])
 		err := e.restoreClaim(ctx, cl, stagingMounted)
+		if !stagingMounted {
+			if now, ok, serr := e.getStaging(ctx, cl.VolumeID); serr == nil && ok && now.Staged {
+				restaged[cl.VolumeID] = true
+			}
+		}
 		switch {
 		case errors.Is(err, ErrNotFound):
 		case err != nil:
