@@ -20,6 +20,7 @@ func TestColorAllowed(t *testing.T) {
 }
 
 func TestTestStreamsAreNotTerminals(t *testing.T) {
+	t.Setenv("COLUMNS", "") // the fallback is 80 unless COLUMNS says otherwise
 	s, _, _, _ := Test()
 	if s.IsStdoutTTY() || s.CanPrompt() || s.ColorEnabled() || s.TerminalWidth() != 80 {
 		t.Fatalf("test streams: tty %v prompt %v color %v width %d", s.IsStdoutTTY(), s.CanPrompt(), s.ColorEnabled(), s.TerminalWidth())
