@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/volctl/volctl/internal/agent"
 	"github.com/volctl/volctl/internal/iostreams"
 )
@@ -36,22 +34,9 @@ func TestAgentFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ios, _, _, _ := iostreams.Test()
-			var got *AgentOptions
-			cmd := newCmdAgent(NewFactory(ios), func(o *AgentOptions) error { got = o; return nil })
-			cmd.SetArgs(tt.args)
-			cmd.SetOut(&bytes.Buffer{})
-			cmd.SetErr(&bytes.Buffer{})
-			cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err: err} })
-			err := cmd.Execute()
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != ExitUsage {
-					t.Fatalf("err = %v (exit %d), want %q exit 2", err, ExitCode(err), tt.wantErr)
-				}
+			got, err := parseOptions(t, newCmdAgent, tt.args...)
+			if expectErr(t, err, tt.wantErr, ExitUsage) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got.ConfigFile != tt.wantConfig || got.Settings != tt.want {
 				t.Fatalf("options = config %q settings %+v, want %q %+v", got.ConfigFile, got.Settings, tt.wantConfig, tt.want)

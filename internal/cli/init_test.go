@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,21 +28,9 @@ func TestInitArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			ios, _, _, _ := iostreams.Test()
-			var got *InitOptions
-			cmd := newCmdInit(NewFactory(ios), func(o *InitOptions) error { got = o; return nil })
-			cmd.SetArgs(tt.args)
-			cmd.SetOut(&bytes.Buffer{})
-			cmd.SetErr(&bytes.Buffer{})
-			err := cmd.Execute()
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != tt.wantCode {
-					t.Fatalf("err = %v (exit %d), want %q (exit %d)", err, ExitCode(err), tt.wantErr, tt.wantCode)
-				}
+			got, err := parseOptions(t, newCmdInit, tt.args...)
+			if expectErr(t, err, tt.wantErr, tt.wantCode) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got.Kind != tt.kind || got.File != tt.file {
 				t.Fatalf("options = %+v", got)

@@ -36,25 +36,13 @@ func TestPluginProbeFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ios, _, _, _ := iostreams.Test()
-			var got *PluginProbeOptions
-			cmd := newCmdPluginProbe(NewFactory(ios), func(o *PluginProbeOptions) error { got = o; return nil })
-			cmd.SetArgs(tt.args)
-			cmd.SetOut(&bytes.Buffer{})
-			cmd.SetErr(&bytes.Buffer{})
-			err := cmd.Execute()
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != ExitUsage {
-					t.Fatalf("err = %v (exit %d), want %q exit 2", err, ExitCode(err), tt.wantErr)
-				}
+			got, err := parseOptions(t, newCmdPluginProbe, tt.args...)
+			if expectErr(t, err, tt.wantErr, ExitUsage) {
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
 			got.IO, got.Logger = nil, nil
-			if !reflect.DeepEqual(*got, tt.want) {
-				t.Fatalf("options = %+v, want %+v", *got, tt.want)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("options = %+v, want %+v", got, tt.want)
 			}
 		})
 	}
@@ -74,10 +62,7 @@ func TestPluginProbeUsageErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ios, _, _, _ := iostreams.Test()
 			tt.opts.IO = ios
-			err := pluginProbeRun(context.Background(), &tt.opts)
-			if err == nil || !strings.Contains(err.Error(), tt.want) || ExitCode(err) != ExitUsage {
-				t.Fatalf("err = %v (exit %d), want %q exit 2", err, ExitCode(err), tt.want)
-			}
+			expectErr(t, pluginProbeRun(context.Background(), &tt.opts), tt.want, ExitUsage)
 		})
 	}
 }

@@ -37,22 +37,13 @@ func TestPluginRegisterFlagPlugin(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ios, _, _, _ := iostreams.Test()
 			var got []spec.Plugin
-			cmd := newCmdPluginRegister(NewFactory(ios), func(o *PluginRegisterOptions) error {
-				var err error
+			o, err := parseOptions(t, newCmdPluginRegister, tt.args...)
+			if err == nil {
 				got, err = o.plugins()
-				return err
-			})
-			err := runCmd(t, cmd, tt.args...)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != ExitUsage {
-					t.Fatalf("err = %v (exit %d), want %q, exit 2", err, ExitCode(err), tt.wantErr)
-				}
-				return
 			}
-			if err != nil {
-				t.Fatal(err)
+			if expectErr(t, err, tt.wantErr, ExitUsage) {
+				return
 			}
 			if len(got) != 1 || !reflect.DeepEqual(got[0], tt.want) {
 				t.Fatalf("plugins = %+v, want [%+v]", got, tt.want)

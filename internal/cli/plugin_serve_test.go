@@ -1,20 +1,15 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/volctl/volctl/internal/hostpath"
-	"github.com/volctl/volctl/internal/iostreams"
 )
 
 func TestPluginServeHostpathFlags(t *testing.T) {
@@ -33,26 +28,13 @@ func TestPluginServeHostpathFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ios, _, _, _ := iostreams.Test()
-			var got *PluginServeHostpathOptions
-			cmd := newCmdPluginServeHostpath(NewFactory(ios), func(o *PluginServeHostpathOptions) error { got = o; return nil })
-			cmd.SetArgs(tt.args)
-			cmd.SetOut(&bytes.Buffer{})
-			cmd.SetErr(&bytes.Buffer{})
-			cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err: err} })
-			err := cmd.Execute()
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != ExitUsage {
-					t.Fatalf("err = %v (exit %d), want %q exit 2", err, ExitCode(err), tt.wantErr)
-				}
+			got, err := parseOptions(t, newCmdPluginServeHostpath, tt.args...)
+			if expectErr(t, err, tt.wantErr, ExitUsage) {
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
 			got.Logger, got.Getenv = nil, nil
-			if !reflect.DeepEqual(*got, tt.want) {
-				t.Fatalf("options = %+v, want %+v", *got, tt.want)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("options = %+v, want %+v", got, tt.want)
 			}
 		})
 	}
@@ -80,10 +62,7 @@ func TestPluginServeHostpathRunUsage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := pluginServeHostpathRun(context.Background(), &tt.opts)
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != ExitUsage {
-				t.Fatalf("err = %v (exit %d), want %q exit 2", err, ExitCode(err), tt.wantErr)
-			}
+			expectErr(t, pluginServeHostpathRun(context.Background(), &tt.opts), tt.wantErr, ExitUsage)
 		})
 	}
 }

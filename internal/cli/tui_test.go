@@ -1,17 +1,14 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/muesli/termenv"
-	"github.com/spf13/cobra"
 
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/tui"
@@ -36,25 +33,12 @@ func TestTUIFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ios, _, _, _ := iostreams.Test()
-			var got *TUIOptions
-			cmd := newCmdTUI(NewFactory(ios), func(o *TUIOptions) error { got = o; return nil })
-			cmd.SetArgs(tt.args)
-			cmd.SetOut(&bytes.Buffer{})
-			cmd.SetErr(&bytes.Buffer{})
-			cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err: err} })
-			err := cmd.Execute()
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != ExitUsage {
-					t.Fatalf("err = %v (exit %d), want %q exit 2", err, ExitCode(err), tt.wantErr)
-				}
+			got, err := parseOptions(t, newCmdTUI, tt.args...)
+			if expectErr(t, err, tt.wantErr, ExitUsage) {
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !tt.check(got) {
-				t.Fatalf("options = %+v", *got)
+			if !tt.check(&got) {
+				t.Fatalf("options = %+v", got)
 			}
 		})
 	}
@@ -97,18 +81,11 @@ func TestTUIRun(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(opts)
 			}
-			err := tuiRun(context.Background(), opts)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != tt.wantCode {
-					t.Fatalf("err = %v (exit %d), want %q exit %d", err, ExitCode(err), tt.wantErr, tt.wantCode)
-				}
+			if expectErr(t, tuiRun(context.Background(), opts), tt.wantErr, tt.wantCode) {
 				if ran != nil {
 					t.Fatal("the dashboard ran")
 				}
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if ran == nil || ran.Engine == nil {
 				t.Fatal("the dashboard did not run on an engine")

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -54,21 +53,9 @@ func TestValidateFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ios, _, _, _ := iostreams.Test()
-			var got *ValidateOptions
-			cmd := newCmdValidate(NewFactory(ios), func(o *ValidateOptions) error { got = o; return nil })
-			cmd.SetArgs(tt.args)
-			cmd.SetOut(&bytes.Buffer{})
-			cmd.SetErr(&bytes.Buffer{})
-			err := cmd.Execute()
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != tt.wantCode {
-					t.Fatalf("err = %v (exit %d), want %q (exit %d)", err, ExitCode(err), tt.wantErr, tt.wantCode)
-				}
+			got, err := parseOptions(t, newCmdValidate, tt.args...)
+			if expectErr(t, err, tt.wantErr, tt.wantCode) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got.Verb != tt.verb || strings.Join(got.Files, ",") != strings.Join(tt.files, ",") || got.Export != tt.export {
 				t.Fatalf("options = %+v", got)

@@ -1,28 +1,13 @@
 package cli
 
 import (
-	"bytes"
 	"reflect"
-	"strings"
 	"testing"
-
-	"github.com/spf13/cobra"
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
-
-// runCmd executes a command built with a runF that records the options, as root.go wires it
-// (flag errors exit 2).
-func runCmd(t *testing.T, cmd *cobra.Command, args ...string) error {
-	t.Helper()
-	cmd.SetArgs(args)
-	cmd.SetOut(&bytes.Buffer{})
-	cmd.SetErr(&bytes.Buffer{})
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err: err} })
-	return cmd.Execute()
-}
 
 func TestVolumeClaimRequest(t *testing.T) {
 	tests := []struct {
@@ -52,22 +37,13 @@ func TestVolumeClaimRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ios, _, _, _ := iostreams.Test()
 			var req engine.ClaimRequest
-			var reqErr error
-			cmd := newCmdVolumeClaim(NewFactory(ios), func(o *VolumeClaimOptions) error {
-				req, reqErr = o.request()
-				return reqErr
-			})
-			err := runCmd(t, cmd, tt.args...)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != ExitUsage {
-					t.Fatalf("err = %v (exit %d), want %q, exit 2", err, ExitCode(err), tt.wantErr)
-				}
-				return
+			o, err := parseOptions(t, newCmdVolumeClaim, tt.args...)
+			if err == nil {
+				req, err = o.request()
 			}
-			if err != nil {
-				t.Fatal(err)
+			if expectErr(t, err, tt.wantErr, ExitUsage) {
+				return
 			}
 			if !reflect.DeepEqual(req, tt.want) {
 				t.Fatalf("request = %#v\nwant      %#v", req, tt.want)

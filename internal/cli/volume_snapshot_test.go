@@ -4,28 +4,14 @@ import (
 	"bytes"
 	"context"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/spf13/cobra"
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 )
 
-// execute runs cmd with args the way root does (flag errors exit 2), returning its error.
-func execute(cmd *cobra.Command, args ...string) error {
-	cmd.SetArgs(args)
-	cmd.SetOut(&bytes.Buffer{})
-	cmd.SetErr(&bytes.Buffer{})
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err: err} })
-	return cmd.Execute()
-}
-
 func TestSnapshotAndExpandFlags(t *testing.T) {
-	ios, _, _, _ := iostreams.Test()
-	f := NewFactory(ios)
 	tests := []struct {
 		name    string
 		run     func() (any, error)
@@ -33,44 +19,33 @@ func TestSnapshotAndExpandFlags(t *testing.T) {
 		wantErr string
 	}{
 		{name: "create with name and parameters", run: func() (any, error) {
-			var got SnapshotCreateOptions
-			err := execute(newCmdVolumeSnapshotCreate(f, func(o *SnapshotCreateOptions) error { got = *o; return nil }),
-				"db", "nightly", "--parameter", "a=1", "--parameter", "b=x=y", "--json")
-			return [4]any{got.VolumeID, got.Name, got.Parameters, got.Exporter.JSON}, err
+			o, err := parseOptions(t, newCmdVolumeSnapshotCreate, "db", "nightly", "--parameter", "a=1", "--parameter", "b=x=y", "--json")
+			return [4]any{o.VolumeID, o.Name, o.Parameters, o.Exporter.JSON}, err
 		}, want: [4]any{"db", "nightly", []string{"a=1", "b=x=y"}, true}},
 		{name: "create needs a volume", run: func() (any, error) {
-			return nil, execute(newCmdVolumeSnapshotCreate(f, func(*SnapshotCreateOptions) error { return nil }))
+			return parseOptions(t, newCmdVolumeSnapshotCreate)
 		}, wantErr: "accepts between 1 and 2 arg"},
 		{name: "list by plugin", run: func() (any, error) {
-			var got SnapshotListOptions
-			err := execute(newCmdVolumeSnapshotList(f, func(o *SnapshotListOptions) error { got = *o; return nil }), "--plugin", "hp", "-t", "{{.}}")
-			return [2]string{got.PluginID, got.Exporter.Template}, err
+			o, err := parseOptions(t, newCmdVolumeSnapshotList, "--plugin", "hp", "-t", "{{.}}")
+			return [2]string{o.PluginID, o.Exporter.Template}, err
 		}, want: [2]string{"hp", "{{.}}"}},
 		{name: "delete takes plugin and ID", run: func() (any, error) {
-			var got SnapshotDeleteOptions
-			err := execute(newCmdVolumeSnapshotDelete(f, func(o *SnapshotDeleteOptions) error { got = *o; return nil }), "hp", "snap-1", "--yes")
-			return [3]any{got.PluginID, got.SnapshotID, got.Yes}, err
+			o, err := parseOptions(t, newCmdVolumeSnapshotDelete, "hp", "snap-1", "--yes")
+			return [3]any{o.PluginID, o.SnapshotID, o.Yes}, err
 		}, want: [3]any{"hp", "snap-1", true}},
 		{name: "delete needs both", run: func() (any, error) {
-			return nil, execute(newCmdVolumeSnapshotDelete(f, func(*SnapshotDeleteOptions) error { return nil }), "hp")
+			return parseOptions(t, newCmdVolumeSnapshotDelete, "hp")
 		}, wantErr: "accepts 2 arg"},
 		{name: "expand", run: func() (any, error) {
-			var got VolumeExpandOptions
-			err := execute(newCmdVolumeExpand(f, func(o *VolumeExpandOptions) error { got = *o; return nil }), "db", "--size", "2GiB", "--limit", "4GiB")
-			return [3]string{got.ID, got.Size, got.Limit}, err
+			o, err := parseOptions(t, newCmdVolumeExpand, "db", "--size", "2GiB", "--limit", "4GiB")
+			return [3]string{o.ID, o.Size, o.Limit}, err
 		}, want: [3]string{"db", "2GiB", "4GiB"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := tt.run()
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != ExitUsage {
-					t.Fatalf("err = %v (exit %d), want %q exit 2", err, ExitCode(err), tt.wantErr)
-				}
+			if expectErr(t, err, tt.wantErr, ExitUsage) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("options = %v, want %v", got, tt.want)

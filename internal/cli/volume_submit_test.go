@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
@@ -13,25 +15,19 @@ import (
 // The volume and top-level forms of register and create are one implementation: each
 // command fills the same options with its verb.
 func TestVolumeSubmitCommandsShareOneImplementation(t *testing.T) {
-	ios, _, _, _ := iostreams.Test()
-	f := NewFactory(ios)
 	for _, tt := range []struct {
 		name string
-		new  func(func(*VolumeSubmitOptions) error) error
+		new  func(*Factory, func(*VolumeSubmitOptions) error) *cobra.Command
 		verb spec.Verb
 	}{
-		{"volume register", func(r func(*VolumeSubmitOptions) error) error {
-			return runCmd(t, newCmdVolumeRegister(f, r), "a.hcl", "-")
-		}, spec.VerbRegister},
-		{"register", func(r func(*VolumeSubmitOptions) error) error { return runCmd(t, newCmdRegister(f, r), "a.hcl", "-") }, spec.VerbRegister},
-		{"volume create", func(r func(*VolumeSubmitOptions) error) error {
-			return runCmd(t, newCmdVolumeCreate(f, r), "a.hcl", "-")
-		}, spec.VerbCreate},
-		{"create", func(r func(*VolumeSubmitOptions) error) error { return runCmd(t, newCmdCreate(f, r), "a.hcl", "-") }, spec.VerbCreate},
+		{"volume register", newCmdVolumeRegister, spec.VerbRegister},
+		{"register", newCmdRegister, spec.VerbRegister},
+		{"volume create", newCmdVolumeCreate, spec.VerbCreate},
+		{"create", newCmdCreate, spec.VerbCreate},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var got *VolumeSubmitOptions
-			if err := tt.new(func(o *VolumeSubmitOptions) error { got = o; return nil }); err != nil {
+			got, err := parseOptions(t, tt.new, "a.hcl", "-")
+			if err != nil {
 				t.Fatal(err)
 			}
 			if got.Verb != tt.verb || strings.Join(got.Files, " ") != "a.hcl -" {
@@ -83,17 +79,14 @@ func TestParseVolumeSpecs(t *testing.T) {
 			ios, _, _, errOut := iostreams.Test()
 			o := &VolumeSubmitOptions{IO: ios, ReadFile: specFiles(files), Verb: tt.verb, Files: tt.files}
 			vols, err := parseVolumeSpecs(o, "volume "+string(tt.verb))
-			if tt.wantErr != "" {
-				if vols != nil || err == nil || !strings.Contains(err.Error(), tt.wantErr) || ExitCode(err) != ExitUsage {
-					t.Fatalf("vols, err = %v, %v (exit %d); want none and %q, exit 2", vols, err, ExitCode(err), tt.wantErr)
+			if expectErr(t, err, tt.wantErr, ExitUsage) {
+				if vols != nil {
+					t.Fatalf("vols = %v, want none", vols)
 				}
 				if !strings.Contains(errOut.String(), tt.stderr) {
 					t.Errorf("stderr lacks %q:\n%s", tt.stderr, errOut)
 				}
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			var ids []string
 			for _, v := range vols {

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/iostreams"
+)
+
+// runCmd executes cmd with args the way root.go wires it (flag errors exit 2), its output
+// discarded, and returns its error.
+func runCmd(t *testing.T, cmd *cobra.Command, args ...string) error {
+	t.Helper()
+	cmd.SetArgs(args)
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err: err} })
+	return cmd.Execute()
+}
+
+// parseOptions builds a command with newCmd and a runF that captures its options, runs it on
+// args, and returns the options its flags and arguments filled (the zero value when it failed
+// before running).
+func parseOptions[O any](t *testing.T, newCmd func(*Factory, func(*O) error) *cobra.Command, args ...string) (O, error) {
+	t.Helper()
+	ios, _, _, _ := iostreams.Test()
+	var got O
+	err := runCmd(t, newCmd(NewFactory(ios), func(o *O) error { got = *o; return nil }), args...)
+	return got, err
+}
+
+// expectErr checks err against a table case: with want empty it must be nil; otherwise it must
+// contain want and exit with code. It reports whether an error was expected, so that the case
+// stops there.
+func expectErr(t *testing.T, err error, want string, code int) bool {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return false
+	}
+	if err == nil || !strings.Contains(err.Error(), want) || ExitCode(err) != code {
+		t.Fatalf("err = %v (exit %d), want %q (exit %d)", err, ExitCode(err), want, code)
+	}
+	return true
+}
