@@ -1,17 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
 // TestFileModes checks the modes of everything volctl creates, with every process run under
@@ -160,7 +160,7 @@ func writeFile(t *testing.T, path, content string) {
 // ended. The process is killed at cleanup if the test never stopped it.
 func startBackground(t *testing.T, cmd *exec.Cmd) (stop func() (string, error)) {
 	t.Helper()
-	var out syncBuffer
+	var out iostreams.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -195,22 +195,4 @@ func waitForPath(t *testing.T, path string) {
 			t.Fatalf("%s did not appear within 30s", path)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer that a process's two output streams may write at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

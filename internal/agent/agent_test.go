@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +25,7 @@ import (
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -94,12 +94,12 @@ type fixture struct {
 	ctx  context.Context
 	dir  string
 	e    *engine.Engine
-	logs *syncBuffer
+	logs *iostreams.SyncBuffer
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{t: t, ctx: context.Background(), dir: t.TempDir(), logs: &syncBuffer{}}
+	f := &fixture{t: t, ctx: context.Background(), dir: t.TempDir(), logs: &iostreams.SyncBuffer{}}
 	f.e = f.openEngine()
 	t.Cleanup(f.killPlugins)
 	return f
@@ -242,23 +242,6 @@ func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil && !zom
 func zombie(pid int) bool {
 	_, err := procStartTick(pid)
 	return err != nil
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestAgentStartsAndRestartsExecPlugin(t *testing.T) {

@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -107,7 +105,7 @@ plugin "later" {
 		t.Fatal(err)
 	}
 	ios, _, _, _ := iostreams.Test()
-	stderr := &lockedBuffer{}
+	stderr := &iostreams.SyncBuffer{}
 	ios.ErrOut = stderr // the agent logs from its goroutines while the test reads
 	ctx, cancel := context.WithCancel(context.Background())
 	opts := &AgentOptions{IO: ios, StateDir: func() (string, error) { return filepath.Join(dir, "state"), nil },
@@ -132,21 +130,4 @@ plugin "later" {
 			t.Errorf("agent log lacks %q:\n%s", want, log)
 		}
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

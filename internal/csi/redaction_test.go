@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -24,24 +24,6 @@ const (
 	sentinelSecret = "s3cr3t-SENTINEL-4711"
 	sentinelFlag   = "password=FLAG-SENTINEL-0815"
 )
-
-// syncBuffer is a bytes.Buffer the gRPC goroutines and the test can share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func sensitiveCapability() csi.VolumeCapability {
 	return csi.VolumeCapability{
@@ -111,7 +93,7 @@ func sensitiveCalls(c *csi.Client, dir string) map[string]func(context.Context) 
 // first succeeding, then failing with a plugin that echoes the secret and flag in its message,
 // and checks neither sentinel reaches the trace or any error.
 func TestVerboseTraceRedactsSecretsAndMountFlags(t *testing.T) {
-	var trace syncBuffer
+	var trace iostreams.SyncBuffer
 	logger := slog.New(slog.NewTextHandler(&trace, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h := newHarness(t, csitest.DefaultMemConfig(), withClientConfig(csi.Config{Logger: logger}))
 	h.mem.AddVolume(csi.Volume{ID: "vol-1", CapacityBytes: 1 << 30})
@@ -168,7 +150,7 @@ func TestVerboseTraceRedactsSecretsAndMountFlags(t *testing.T) {
 
 // TestTraceOffByDefault: without a debug logger, nothing is logged (and nothing is cloned).
 func TestTraceOffByDefault(t *testing.T) {
-	var trace syncBuffer
+	var trace iostreams.SyncBuffer
 	logger := slog.New(slog.NewTextHandler(&trace, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	h := newHarness(t, csitest.DefaultMemConfig(), withClientConfig(csi.Config{Logger: logger}))
 	if _, err := h.client.GetPluginInfo(context.Background()); err != nil {
