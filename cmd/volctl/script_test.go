@@ -13,6 +13,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 )
 
@@ -49,7 +50,7 @@ func TestScripts(t *testing.T) {
 			// Mounts must not outlive a script, even one that fails before releasing its
 			// claims: unmount whatever is left under its work dir before the dir is removed.
 			env.Defer(func() {
-				if err := hostpathtest.UnmountAll(env.WorkDir); err != nil {
+				if err := hostpath.UnmountAll(env.WorkDir); err != nil {
 					env.T().Log("cleaning up mounts:", err)
 				}
 			})
@@ -60,7 +61,7 @@ func TestScripts(t *testing.T) {
 			case "root":
 				return os.Geteuid() == 0, nil
 			case "mount":
-				return canMount(), nil
+				return hostpathtest.CanMount() == nil, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},

@@ -28,6 +28,7 @@ import (
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/tui"
@@ -109,11 +110,11 @@ func newLeakEnv(t *testing.T) *leakEnv {
 	e := &leakEnv{
 		t: t, dir: dir, state: filepath.Join(dir, "state"),
 		secret: "sekret-" + x, flag: "flagval-" + x, env: "envval-" + x,
-		leaky: &leakyFaults{}, mounts: canMount(),
+		leaky: &leakyFaults{}, mounts: hostpathtest.CanMount() == nil,
 	}
 	e.sentinels = []string{e.secret, e.flag, e.env}
 	t.Cleanup(func() {
-		if err := hostpathtest.UnmountAll(dir); err != nil {
+		if err := hostpath.UnmountAll(dir); err != nil {
 			t.Error(err)
 		}
 	})

@@ -25,6 +25,7 @@ import (
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -502,36 +503,11 @@ func TestAgentStartupReconcileWaitsOnlyHealthTimeout(t *testing.T) {
 	}
 }
 
-// needsMounts skips a test that bind-mounts when this process may not.
-func needsMounts(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to bind-mount: the hostpath plugin's NodeStageVolume mounts")
-	}
-	dir := t.TempDir()
-	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
-	_ = os.Mkdir(src, 0o700)
-	_ = os.Mkdir(dst, 0o700)
-	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
-		t.Skipf("needs bind mounts, which this host refuses: %v", err)
-	}
-	_ = unix.Unmount(dst, unix.MNT_DETACH)
-}
-
-func mounted(t *testing.T, path string) bool {
-	t.Helper()
-	ok, err := mountinfo.Mounted(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
-	return ok
-}
-
 // A plugin with mounts is left running when the agent stops and adopted by the next one; a
 // claim whose mount is gone is restored by the agent at start, whether the plugin survived
 // (adopted) or not (a reboot: the agent starts it again).
 func TestAgentMountsOutliveItAndAreRestoredAtStart(t *testing.T) {
-	needsMounts(t)
+	hostpathtest.RequireMount(t)
 	f := newFixture(t)
 	f.register(f.execPlugin("hp", "hostpath"))
 	stop := f.startAgent(testSettings)
@@ -546,7 +522,7 @@ func TestAgentMountsOutliveItAndAreRestoredAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	staging := filepath.Join(f.dir, "staging", "hp", "db")
-	if !mounted(t, cl.TargetPath) || !mounted(t, staging) {
+	if !hostpathtest.Mounted(t, cl.TargetPath) || !hostpathtest.Mounted(t, staging) {
 		t.Fatal("the claim is not mounted")
 	}
 	pid := f.pid("hp")
@@ -566,7 +542,7 @@ func TestAgentMountsOutliveItAndAreRestoredAtStart(t *testing.T) {
 	unmount(t, cl.TargetPath, staging)
 	stop = f.startAgent(testSettings)
 	waitFor(t, "the mount to be restored", func() bool { return len(f.events("restore")) == 1 })
-	if !mounted(t, cl.TargetPath) || !mounted(t, staging) {
+	if !hostpathtest.Mounted(t, cl.TargetPath) || !hostpathtest.Mounted(t, staging) {
 		t.Fatal("restore recorded, but the claim is not mounted")
 	}
 	if f.pid("hp") != pid || len(f.events("plugin-start")) != 1 {
@@ -587,7 +563,7 @@ func TestAgentMountsOutliveItAndAreRestoredAtStart(t *testing.T) {
 	unmount(t, cl.TargetPath, staging)
 	stop = f.startAgent(testSettings)
 	waitFor(t, "the mount to be restored after the reboot", func() bool { return len(f.events("restore")) == 2 })
-	if !mounted(t, cl.TargetPath) || !mounted(t, staging) {
+	if !hostpathtest.Mounted(t, cl.TargetPath) || !hostpathtest.Mounted(t, staging) {
 		t.Fatal("restore recorded, but the claim is not mounted")
 	}
 	if n := f.pid("hp"); n == pid || !alive(n) {

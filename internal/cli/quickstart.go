@@ -9,14 +9,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -337,7 +334,7 @@ func (q *quickstart) cleanup() error {
 		}
 	}
 	// A safety net: nothing may stay mounted, whatever failed above.
-	unmountErr := unmountUnder(q.dir)
+	unmountErr := hostpath.UnmountAll(q.dir)
 	if unmountErr != nil {
 		errs = append(errs, unmountErr)
 	}
@@ -359,33 +356,6 @@ func (q *quickstart) cleanup() error {
 			fmt.Fprintf(q.out, "\nDone: everything was cleaned up (%s is gone).\n", q.dir)
 		} else {
 			fmt.Fprintf(errOut, "Cleaned up: %s is gone.\n", q.dir)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// unmountUnder unmounts everything mounted at or below dir, deepest first.
-func unmountUnder(dir string) error {
-	resolved, err := filepath.EvalSymlinks(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(resolved))
-	if err != nil {
-		return fmt.Errorf("reading the mount table: %w", err)
-	}
-	points := make([]string, 0, len(mounts))
-	for _, m := range mounts {
-		points = append(points, m.Mountpoint)
-	}
-	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
-	var errs []error
-	for _, p := range points {
-		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
 		}
 	}
 	return errors.Join(errs...)

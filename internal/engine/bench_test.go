@@ -156,7 +156,7 @@ func BenchmarkRestore1000(b *testing.B) {
 	}
 	for b.Loop() {
 		b.StopTimer()
-		if err := hostpathtest.UnmountAll(state); err != nil { // the reboot
+		if err := hostpath.UnmountAll(state); err != nil { // the reboot
 			b.Fatal(err)
 		}
 		mounts.reads = 0

@@ -50,15 +50,6 @@ func newHostpathEngine(t *testing.T) *hostpathEngine {
 	return h
 }
 
-func isMounted(t *testing.T, path string) bool {
-	t.Helper()
-	ok, err := mountinfo.Mounted(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
-	return ok
-}
-
 // TestHostpathDataFlowsBetweenClaims: data written through one claim's target is read through
 // another reader's target, the reader cannot write, and the data lands in the volume's
 // directory. Real bind mounts, as root.
@@ -139,7 +130,7 @@ func TestHostpathRestore(t *testing.T) {
 	if err != nil || len(rep.Actions) != 1 || rep.Actions[0].Kind != "restored" {
 		t.Fatalf("reconcile = %+v, %v", rep, err)
 	}
-	if !isMounted(t, cl.TargetPath) {
+	if !hostpathtest.Mounted(t, cl.TargetPath) {
 		t.Fatal("target not mounted again")
 	}
 	if b, err := os.ReadFile(filepath.Join(cl.TargetPath, "keep.txt")); err != nil || string(b) != "kept" {
@@ -163,7 +154,7 @@ func TestHostpathRestore(t *testing.T) {
 	if _, err := h.e.Reconcile(h.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !isMounted(t, cl.TargetPath) || !isMounted(t, staging) {
+	if !hostpathtest.Mounted(t, cl.TargetPath) || !hostpathtest.Mounted(t, staging) {
 		t.Fatal("target or staging not restored after the reboot")
 	}
 	if n := h.faults.Calls(csi.RPCNodeStageVolume); n != stages+1 {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
@@ -100,6 +102,35 @@ func (SystemMounter) IsMountPoint(path string) (bool, error) {
 		return false, nil
 	}
 	return ok, err
+}
+
+// UnmountAll detaches everything mounted at or below dir, deepest first; a path mounted twice
+// (stacked) is unmounted twice. A dir that does not exist has nothing mounted. Quickstart's
+// cleanup and tests use it so that removing dir never reaches through a mount.
+func UnmountAll(dir string) error {
+	resolved, err := filepath.EvalSymlinks(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(resolved))
+	if err != nil {
+		return fmt.Errorf("reading the mount table: %w", err)
+	}
+	points := make([]string, 0, len(mounts))
+	for _, m := range mounts {
+		points = append(points, m.Mountpoint)
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	var errs []error
+	for _, p := range points {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // checkNothingMountedIn refuses a directory with a mount point inside it: removing it would

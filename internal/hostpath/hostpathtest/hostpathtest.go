@@ -4,17 +4,14 @@ package hostpathtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -136,39 +133,22 @@ func MountDir(t testing.TB) string {
 	dir := t.TempDir()
 	// Registered after TempDir's own cleanup, so it runs before it.
 	t.Cleanup(func() {
-		if err := UnmountAll(dir); err != nil {
+		if err := hostpath.UnmountAll(dir); err != nil {
 			t.Errorf("cleaning up mounts: %v", err)
 		}
 	})
 	return dir
 }
 
-// UnmountAll unmounts everything mounted at or below dir, deepest first.
-func UnmountAll(dir string) error {
-	resolved, err := filepath.EvalSymlinks(dir)
+// Mounted reports whether path is a mount point (a missing path is not one), failing the test
+// when the mount table cannot be read.
+func Mounted(t testing.TB, path string) bool {
+	t.Helper()
+	ok, err := hostpath.SystemMounter{}.IsMountPoint(path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		return err
+		t.Fatal(err)
 	}
-	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(resolved))
-	if err != nil {
-		return err
-	}
-	points := make([]string, 0, len(mounts))
-	for _, m := range mounts {
-		points = append(points, m.Mountpoint)
-	}
-	// Deepest first, and a path mounted twice (stacked) is unmounted twice.
-	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
-	var errs []error
-	for _, p := range points {
-		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
-		}
-	}
-	return errors.Join(errs...)
+	return ok
 }
 
 // FakeMounter is a hostpath.Mounter that only remembers what it mounted, so the node RPCs'
