@@ -354,21 +354,30 @@ func (p *Plugin) ValidateVolumeCapabilities(ctx context.Context, req *csi.Valida
 // the next page starts at, so volumes created or deleted between pages neither repeat nor
 // shift an index.
 func (p *Plugin) ListVolumes(ctx context.Context, req *csi.ListVolumesRequest) (*csi.ListVolumesResponse, error) {
-	if req.GetMaxEntries() < 0 {
-		return nil, invalidArg("ListVolumes: max_entries must not be negative, got %d", req.GetMaxEntries())
-	}
 	token := req.GetStartingToken()
-	if token != "" && !isVolumeID(token) {
-		return nil, status.Errorf(codes.Aborted, "hostpath: ListVolumes: starting_token %q is not a token this plugin issued", token)
+	if err := checkPage("ListVolumes", req.GetMaxEntries(), token, isVolumeID); err != nil {
+		return nil, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	page, next := paginate(p.state.volumeIDs(), token, int(req.GetMaxEntries()))
+	page, next := paginate(sortedKeys(p.state.Volumes), token, int(req.GetMaxEntries()))
 	resp := &csi.ListVolumesResponse{NextToken: next}
 	for _, id := range page {
 		resp.Entries = append(resp.Entries, &csi.ListVolumesResponse_Entry{Volume: p.csiVolume(p.state.Volumes[id])})
 	}
 	return resp, nil
+}
+
+// checkPage checks a listing's max_entries and its starting_token, which must be an ID of the
+// kind listed (issued tells).
+func checkPage(rpc string, maxEntries int32, token string, issued func(string) bool) error {
+	if maxEntries < 0 {
+		return invalidArg("%s: max_entries must not be negative, got %d", rpc, maxEntries)
+	}
+	if token != "" && !issued(token) {
+		return status.Errorf(codes.Aborted, "hostpath: %s: starting_token %q is not a token this plugin issued", rpc, token)
+	}
+	return nil
 }
 
 // paginate returns up to n IDs (0 = all) starting at the first ID not below token, and the
@@ -469,17 +478,14 @@ func (p *Plugin) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequ
 // ListSnapshots implements csi.ControllerServer, filtered by snapshot ID or source volume and
 // paginated like ListVolumes.
 func (p *Plugin) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsRequest) (*csi.ListSnapshotsResponse, error) {
-	if req.GetMaxEntries() < 0 {
-		return nil, invalidArg("ListSnapshots: max_entries must not be negative, got %d", req.GetMaxEntries())
-	}
 	token := req.GetStartingToken()
-	if token != "" && !isSnapshotID(token) {
-		return nil, status.Errorf(codes.Aborted, "hostpath: ListSnapshots: starting_token %q is not a token this plugin issued", token)
+	if err := checkPage("ListSnapshots", req.GetMaxEntries(), token, isSnapshotID); err != nil {
+		return nil, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var ids []string
-	for _, id := range p.state.snapshotIDs() {
+	for _, id := range sortedKeys(p.state.Snapshots) {
 		sn := p.state.Snapshots[id]
 		if want := req.GetSnapshotId(); want != "" && id != want {
 			continue
@@ -508,14 +514,9 @@ func (p *Plugin) ControllerExpandVolume(ctx context.Context, req *csi.Controller
 	if req.GetCapacityRange() == nil {
 		return nil, invalidArg("ControllerExpandVolume: volume %q: capacity_range is required", id)
 	}
-	required, limit, err := capacityRange(req.GetCapacityRange())
+	required, limit, err := expansionRange(req.GetCapacityRange(), req.GetVolumeCapability())
 	if err != nil {
 		return nil, err
-	}
-	if req.GetVolumeCapability() != nil {
-		if _, err := checkCapability(req.GetVolumeCapability()); err != nil {
-			return nil, err
-		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -523,28 +524,46 @@ func (p *Plugin) ControllerExpandVolume(ctx context.Context, req *csi.Controller
 	if !ok {
 		return nil, notFound("volume %q not found", id)
 	}
-	size, err := expandedSize(id, v.Capacity, required, limit)
+	size, err := p.grow(id, &v.Capacity, v.Capacity, required, limit, "")
 	if err != nil {
 		return nil, err
-	}
-	if size != v.Capacity {
-		old := v.Capacity
-		v.Capacity = size
-		if err := p.saveVolume(id); err != nil {
-			v.Capacity = old
-			return nil, internal("volume %q: %v", id, err)
-		}
 	}
 	return &csi.ControllerExpandVolumeResponse{CapacityBytes: size, NodeExpansionRequired: true}, nil
 }
 
-// expandedSize is a volume's size after an expansion to [required, limit]: at least its current
-// size, since a directory cannot be shrunk underneath its data.
-func expandedSize(id string, current, required, limit int64) (int64, error) {
+// expansionRange checks what ControllerExpandVolume and NodeExpandVolume are asked for: the
+// capacity range and, when one is given, the volume capability.
+func expansionRange(cr *csi.CapacityRange, vc *csi.VolumeCapability) (required, limit int64, err error) {
+	if required, limit, err = capacityRange(cr); err != nil {
+		return 0, 0, err
+	}
+	if vc != nil {
+		if _, err := checkCapability(vc); err != nil {
+			return 0, 0, err
+		}
+	}
+	return required, limit, nil
+}
+
+// grow expands volume id from current, its size as the expanding RPC sees it, to [required,
+// limit] and records the new size in *size (the controller's or the node's capacity), restoring
+// *size when the record cannot be saved. A directory cannot be shrunk underneath its data, so
+// the size never goes below current. errPrefix begins a save error's message, as the RPC words
+// its other errors.
+func (p *Plugin) grow(id string, size *int64, current, required, limit int64, errPrefix string) (int64, error) {
 	if limit > 0 && current > limit {
 		return 0, status.Errorf(codes.OutOfRange, "hostpath: volume %q is %d bytes, above the limit %d: volumes cannot shrink", id, current, limit)
 	}
-	return max(current, required), nil
+	n := max(current, required)
+	if n != *size {
+		old := *size
+		*size = n
+		if err := p.saveVolume(id); err != nil {
+			*size = old
+			return 0, internal(errPrefix+"volume %q: %v", id, err)
+		}
+	}
+	return n, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -460,14 +460,9 @@ func (p *Plugin) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	if path == "" {
 		return nil, invalidArg("NodeExpandVolume: volume %q: volume_path is required", id)
 	}
-	required, limit, err := capacityRange(req.GetCapacityRange())
+	required, limit, err := expansionRange(req.GetCapacityRange(), req.GetVolumeCapability())
 	if err != nil {
 		return nil, err
-	}
-	if req.GetVolumeCapability() != nil {
-		if _, err := checkCapability(req.GetVolumeCapability()); err != nil {
-			return nil, err
-		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -478,17 +473,9 @@ func (p *Plugin) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	if !p.pathOf(v, cleanIfAbs(path)) {
 		return nil, notFound("NodeExpandVolume: volume %q is not staged or published at %q", id, path)
 	}
-	size, err := expandedSize(id, max(v.Capacity, v.NodeCapacity), required, limit)
+	size, err := p.grow(id, &v.NodeCapacity, max(v.Capacity, v.NodeCapacity), required, limit, "NodeExpandVolume: ")
 	if err != nil {
 		return nil, err
-	}
-	if size != v.NodeCapacity {
-		old := v.NodeCapacity
-		v.NodeCapacity = size
-		if err := p.saveVolume(id); err != nil {
-			v.NodeCapacity = old
-			return nil, internal("NodeExpandVolume: volume %q: %v", id, err)
-		}
 	}
 	return &csi.NodeExpandVolumeResponse{CapacityBytes: size}, nil
 }

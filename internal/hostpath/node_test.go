@@ -27,6 +27,15 @@ func newPaths(t *testing.T) paths {
 	return paths{staging: filepath.Join(dir, "staging"), target: filepath.Join(dir, "target")}
 }
 
+// staged creates a volume and stages it at fresh paths, where most node tests begin.
+func (c *client) staged(t *testing.T, name string) (*csi.Volume, paths) {
+	t.Helper()
+	v := c.createVolume(t, name)
+	p := newPaths(t)
+	mustOK(t, c.stage(v, p, nil))
+	return v, p
+}
+
 func (c *client) stage(v *csi.Volume, p paths, pc map[string]string) error {
 	_, err := c.nd.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{
 		VolumeId: v.GetVolumeId(), StagingTargetPath: p.staging, VolumeCapability: snw, PublishContext: pc,
@@ -125,9 +134,7 @@ func TestNodeLifecycleBookkeeping(t *testing.T) {
 
 func TestNodeRestageAfterMountVanished(t *testing.T) {
 	c, m := startFake(t, hostpath.Config{})
-	v := c.createVolume(t, "v")
-	p := newPaths(t)
-	mustOK(t, c.stage(v, p, nil))
+	v, p := c.staged(t, "v")
 	m.Forget(p.staging) // a reboot
 	err := c.publish(v, p, p.target, false, nil)
 	wantCode(t, err, codes.FailedPrecondition, "no longer mounted")
@@ -211,9 +218,7 @@ func TestNodeRequestValidation(t *testing.T) {
 
 func TestMountFlags(t *testing.T) {
 	c, m := startFake(t, hostpath.Config{})
-	v := c.createVolume(t, "v")
-	p := newPaths(t)
-	mustOK(t, c.stage(v, p, nil))
+	v, p := c.staged(t, "v")
 	_, err := c.nd.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
 		VolumeId: v.GetVolumeId(), StagingTargetPath: p.staging, TargetPath: p.target,
 		VolumeCapability: mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, "noexec", "nosuid", "rw"),
@@ -286,9 +291,7 @@ func TestPublishContextRequiredWithAttach(t *testing.T) {
 func TestNodeExpandAndStats(t *testing.T) {
 	c, _ := startFake(t, hostpath.Config{})
 	ctx := context.Background()
-	v := c.createVolume(t, "v")
-	p := newPaths(t)
-	mustOK(t, c.stage(v, p, nil))
+	v, p := c.staged(t, "v")
 	mustOK(t, c.publish(v, p, p.target, false, nil))
 	mustOK(t, os.WriteFile(filepath.Join(c.volumeDir(t, v.GetVolumeId()), "blob"), bytes.Repeat([]byte("x"), 64<<10), 0o644))
 
@@ -332,9 +335,7 @@ func TestNodeExpandAndStats(t *testing.T) {
 func TestNodeGetVolumeHealth(t *testing.T) {
 	c, _ := startFake(t, hostpath.Config{})
 	ctx := context.Background()
-	v := c.createVolume(t, "v")
-	p := newPaths(t)
-	mustOK(t, c.stage(v, p, nil))
+	v, p := c.staged(t, "v")
 	h, err := c.nd.NodeGetVolumeHealth(ctx, &csi.NodeGetVolumeHealthRequest{VolumeId: v.GetVolumeId(), StagingTargetPath: p.staging})
 	mustOK(t, err)
 	if h.GetVolumeHealth().GetVolumeId() != v.GetVolumeId() || len(h.GetVolumeHealth().GetHealthStatuses()) != 0 {
@@ -383,10 +384,8 @@ func TestRPCLogRedactsSecrets(t *testing.T) {
 func TestRealMounts(t *testing.T) {
 	hostpathtest.RequireMount(t)
 	c := start(t, hostpath.Config{})
-	v := c.createVolume(t, "real")
-	p := newPaths(t)
+	v, p := c.staged(t, "real")
 	ro := p.target + "-ro"
-	mustOK(t, c.stage(v, p, nil))
 	mustOK(t, c.publish(v, p, p.target, false, nil))
 	mustOK(t, c.publish(v, p, ro, true, nil))
 

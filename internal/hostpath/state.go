@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -307,26 +306,6 @@ func (s *state) snapshotByName(name string) *snapshot {
 		}
 	}
 	return nil
-}
-
-// volumeIDs returns the volume IDs in order, which is what pagination tokens point into.
-func (s *state) volumeIDs() []string {
-	ids := make([]string, 0, len(s.Volumes))
-	for id := range s.Volumes {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
-}
-
-// snapshotIDs returns the snapshot IDs in order.
-func (s *state) snapshotIDs() []string {
-	ids := make([]string, 0, len(s.Snapshots))
-	for id := range s.Snapshots {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
 }
 
 // attachedCount is how many volumes are controller-published to node.
