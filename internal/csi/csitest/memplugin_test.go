@@ -71,6 +71,24 @@ func (e *env) stage(id string, vc csi.VolumeCapability) error {
 	return e.c.NodeStageVolume(ctx, csi.NodeStageVolumeRequest{VolumeID: id, PublishContext: e.pctx, StagingPath: filepath.Join(e.dir, "staging"), Capability: vc})
 }
 
+// attached creates a volume and controller-publishes it.
+func (e *env) attached(t *testing.T) csi.Volume {
+	t.Helper()
+	v := e.create(t, "v", 0)
+	e.attach(t, v.ID)
+	return v
+}
+
+// staged creates a volume, attaches it and stages it with vc.
+func (e *env) staged(t *testing.T, vc csi.VolumeCapability) csi.Volume {
+	t.Helper()
+	v := e.attached(t)
+	if err := e.stage(v.ID, vc); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 func (e *env) publish(id, target string, vc csi.VolumeCapability, ro bool) error {
 	return e.c.NodePublishVolume(ctx, csi.NodePublishVolumeRequest{VolumeID: id, PublishContext: e.pctx,
 		StagingPath: filepath.Join(e.dir, "staging"), TargetPath: filepath.Join(e.dir, target), Capability: vc, ReadOnly: ro})
@@ -118,8 +136,7 @@ func TestMemPluginSemantics(t *testing.T) {
 			return err
 		}, codes.AlreadyExists},
 		{"delete a volume in use", nil, func(t *testing.T, e *env) error {
-			v := e.create(t, "v", 0)
-			e.attach(t, v.ID)
+			v := e.attached(t)
 			return e.c.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: v.ID})
 		}, codes.FailedPrecondition},
 		{"delete an unknown volume is fine", nil, func(t *testing.T, e *env) error {
@@ -135,8 +152,7 @@ func TestMemPluginSemantics(t *testing.T) {
 			return err
 		}, codes.NotFound},
 		{"republish with another read-only flag", nil, func(t *testing.T, e *env) error {
-			v := e.create(t, "v", 0)
-			e.attach(t, v.ID)
+			v := e.attached(t)
 			_, err := e.c.ControllerPublishVolume(ctx, csi.ControllerPublishVolumeRequest{VolumeID: v.ID, NodeID: "mem-node-1", Capability: writer, ReadOnly: true})
 			return err
 		}, codes.AlreadyExists},
@@ -150,81 +166,53 @@ func TestMemPluginSemantics(t *testing.T) {
 			return e.stage(e.create(t, "v", 0).ID, writer)
 		}, codes.FailedPrecondition},
 		{"stage with the wrong publish context", nil, func(t *testing.T, e *env) error {
-			v := e.create(t, "v", 0)
-			e.attach(t, v.ID)
+			v := e.attached(t)
 			e.pctx = map[string]string{"device": "/dev/other"}
 			return e.stage(v.ID, writer)
 		}, codes.InvalidArgument},
 		{"stage into a missing directory", nil, func(t *testing.T, e *env) error {
-			v := e.create(t, "v", 0)
-			e.attach(t, v.ID)
+			v := e.attached(t)
 			return e.c.NodeStageVolume(ctx, csi.NodeStageVolumeRequest{VolumeID: v.ID, PublishContext: e.pctx, StagingPath: filepath.Join(e.dir, "nope"), Capability: writer})
 		}, codes.FailedPrecondition},
 		{"restage with another capability", nil, func(t *testing.T, e *env) error {
-			v := e.create(t, "v", 0)
-			e.attach(t, v.ID)
-			if err := e.stage(v.ID, writer); err != nil {
-				t.Fatal(err)
-			}
+			v := e.staged(t, writer)
 			return e.stage(v.ID, reader)
 		}, codes.AlreadyExists},
 		{"stage when the plugin does not stage", func(c *csitest.MemConfig) { c.Node.StageUnstageVolume = false }, func(t *testing.T, e *env) error {
-			v := e.create(t, "v", 0)
-			e.attach(t, v.ID)
+			v := e.attached(t)
 			return e.stage(v.ID, writer)
 		}, codes.Unimplemented},
 		{"publish without staging", nil, func(t *testing.T, e *env) error {
-			v := e.create(t, "v", 0)
-			e.attach(t, v.ID)
+			v := e.attached(t)
 			return e.publish(v.ID, "t", writer, false)
 		}, codes.FailedPrecondition},
 		{"publish a single-node volume twice", nil, func(t *testing.T, e *env) error {
-			v := e.create(t, "v", 0)
-			e.attach(t, v.ID)
-			if err := e.stage(v.ID, writer); err != nil {
-				t.Fatal(err)
-			}
+			v := e.staged(t, writer)
 			if err := e.publish(v.ID, "t1", writer, false); err != nil {
 				t.Fatal(err)
 			}
 			return e.publish(v.ID, "t2", writer, false)
 		}, codes.FailedPrecondition},
 		{"publish a multi-node volume twice is fine", nil, func(t *testing.T, e *env) error {
-			v := e.create(t, "v", 0)
-			e.attach(t, v.ID)
-			if err := e.stage(v.ID, writer); err != nil {
-				t.Fatal(err)
-			}
+			v := e.staged(t, writer)
 			if err := e.publish(v.ID, "t1", reader, true); err != nil {
 				t.Fatal(err)
 			}
 			return e.publish(v.ID, "t2", reader, true)
 		}, codes.OK},
 		{"republish with another read-only flag at the same target", nil, func(t *testing.T, e *env) error {
-			v := e.create(t, "v", 0)
-			e.attach(t, v.ID)
-			if err := e.stage(v.ID, writer); err != nil {
-				t.Fatal(err)
-			}
+			v := e.staged(t, writer)
 			if err := e.publish(v.ID, "t", writer, false); err != nil {
 				t.Fatal(err)
 			}
 			return e.publish(v.ID, "t", writer, true)
 		}, codes.AlreadyExists},
 		{"publish under a missing parent", nil, func(t *testing.T, e *env) error {
-			v := e.create(t, "v", 0)
-			e.attach(t, v.ID)
-			if err := e.stage(v.ID, writer); err != nil {
-				t.Fatal(err)
-			}
+			v := e.staged(t, writer)
 			return e.publish(v.ID, "missing/t", writer, false)
 		}, codes.FailedPrecondition},
 		{"unstage while published", nil, func(t *testing.T, e *env) error {
-			v := e.create(t, "v", 0)
-			e.attach(t, v.ID)
-			if err := e.stage(v.ID, writer); err != nil {
-				t.Fatal(err)
-			}
+			v := e.staged(t, writer)
 			if err := e.publish(v.ID, "t", writer, false); err != nil {
 				t.Fatal(err)
 			}
@@ -243,11 +231,7 @@ func TestMemPluginSemantics(t *testing.T) {
 			return err
 		}, codes.OutOfRange},
 		{"expand a published volume offline-only", func(c *csitest.MemConfig) { c.Plugin.VolumeExpansionOnline = false }, func(t *testing.T, e *env) error {
-			v := e.create(t, "v", 0)
-			e.attach(t, v.ID)
-			if err := e.stage(v.ID, writer); err != nil {
-				t.Fatal(err)
-			}
+			v := e.staged(t, writer)
 			if err := e.publish(v.ID, "t", writer, false); err != nil {
 				t.Fatal(err)
 			}
