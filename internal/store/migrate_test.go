@@ -233,25 +233,14 @@ func TestOpenRefusesForeignDatabase(t *testing.T) {
 func TestOpenUpToDateTakesNoWriteLock(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
-	locked, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
-	go func() {
-		done <- s.Update(context.Background(), func(tx *Tx) error {
-			close(locked)
-			<-release
-			return nil
-		})
-	}()
-	<-locked
+	release := holdWriteLock(t, s, nil)
 	other, err := Open(context.Background(), filepath.Dir(s.Path()), WithBusyTimeout(10*time.Millisecond))
 	if err != nil {
 		t.Errorf("Open while another store writes: %v", err)
 	} else {
 		other.Close()
 	}
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	release()
 }
 
 // Not parallel: it swaps the package's migration list.

@@ -40,6 +40,38 @@ func view(t testing.TB, s *Store, fn func(tx *Tx) error) {
 	}
 }
 
+// holdWriteLock starts an Update on s that runs fn (if any) and then holds the write lock until
+// the returned release is called; release waits for the Update to commit and fails the test if
+// it did not.
+func holdWriteLock(t *testing.T, s *Store, fn func(tx *Tx) error) (release func()) {
+	t.Helper()
+	locked, unblock, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- s.Update(context.Background(), func(tx *Tx) error {
+			if fn != nil {
+				if err := fn(tx); err != nil {
+					return err
+				}
+			}
+			close(locked)
+			<-unblock
+			return nil
+		})
+	}()
+	select {
+	case <-locked:
+	case err := <-done:
+		t.Fatalf("taking the write lock: %v", err)
+	}
+	return func() {
+		t.Helper()
+		close(unblock)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func perm(t *testing.T, path string) fs.FileMode {
 	t.Helper()
 	fi, err := os.Stat(path)
@@ -225,19 +257,7 @@ func TestViewDoesNotWaitForWriters(t *testing.T) {
 	defer other.Close()
 	update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "committed"}) })
 
-	locked, release := make(chan struct{}), make(chan struct{})
-	done := make(chan error)
-	go func() {
-		done <- s.Update(context.Background(), func(tx *Tx) error {
-			if err := tx.Events().Append(&Event{Kind: "uncommitted"}); err != nil {
-				return err
-			}
-			close(locked)
-			<-release
-			return nil
-		})
-	}()
-	<-locked
+	release := holdWriteLock(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "uncommitted"}) })
 	for name, st := range map[string]*Store{"same store": s, "other store": other} {
 		var evs []Event
 		if err := st.View(context.Background(), func(tx *Tx) (err error) {
@@ -254,10 +274,7 @@ func TestViewDoesNotWaitForWriters(t *testing.T) {
 	if !errors.Is(err, ErrBusy) {
 		t.Errorf("Update while another store holds the lock: err = %v, want ErrBusy", err)
 	}
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	release()
 }
 
 // In-process writers are serialized: concurrent read-modify-write transactions lose no update.
@@ -346,25 +363,14 @@ func rawCount(t testing.TB, db *sql.DB, table string) int {
 func realBusyError(t *testing.T) error {
 	t.Helper()
 	s := newStore(t)
-	locked, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
-	go func() {
-		done <- s.Update(context.Background(), func(tx *Tx) error {
-			close(locked)
-			<-release
-			return nil
-		})
-	}()
-	<-locked
+	release := holdWriteLock(t, s, nil)
 	db, err := sql.Open("sqlite", dsn(s.Path(), 0, false))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	_, busy := db.Exec("BEGIN IMMEDIATE")
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	release()
 	if !isBusy(busy) {
 		t.Fatalf("expected SQLITE_BUSY, got %v", busy)
 	}
