@@ -78,9 +78,7 @@ func groupRunRun(ctx context.Context, opts *GroupRunOptions) error {
 	} else {
 		err = writeGroupRun(out, info)
 	}
-	if ferr := out.Flush(); err == nil {
-		err = ferr
-	}
+	flush(out, &err)
 	if runErr != nil {
 		return runErr
 	}
@@ -155,11 +153,7 @@ func groupStatusRun(ctx context.Context, opts *GroupStatusOptions) (err error) {
 		return fmt.Errorf("group status: %w", err)
 	}
 	out := bufio.NewWriter(opts.IO.Out)
-	defer func() {
-		if ferr := out.Flush(); err == nil {
-			err = ferr
-		}
-	}()
+	defer flush(out, &err)
 	for i := range groups {
 		if groups[i].Allocs == nil {
 			groups[i].Allocs = []engine.AllocInfo{} // a stopped group: [] in JSON, not null

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,14 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 )
+
+// flush writes out what out holds and keeps the first error: *err when set, else the flush's.
+// Commands that buffer their output end with it, often deferred: defer flush(out, &err).
+func flush(out *bufio.Writer, err *error) {
+	if ferr := out.Flush(); *err == nil {
+		*err = ferr
+	}
+}
 
 // exportFlags are the --json and -t/--template flags every list and status command takes.
 type exportFlags struct {

@@ -74,9 +74,7 @@ func pluginStatusRun(ctx context.Context, opts *PluginStatusOptions) error {
 		} else {
 			err = writePluginTable(out, plugins)
 		}
-		if ferr := out.Flush(); err == nil {
-			err = ferr
-		}
+		flush(out, &err)
 		return err
 	}
 	p := plugins[0]
@@ -85,9 +83,7 @@ func pluginStatusRun(ctx context.Context, opts *PluginStatusOptions) error {
 	} else {
 		err = writePluginDetail(out, p, opts.Now())
 	}
-	if ferr := out.Flush(); err == nil {
-		err = ferr
-	}
+	flush(out, &err)
 	if err != nil {
 		return err
 	}

@@ -74,9 +74,7 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 		}
 		err = t.render()
 	}
-	if ferr := out.Flush(); err == nil {
-		err = ferr
-	}
+	flush(out, &err)
 	if err != nil {
 		return err
 	}

@@ -125,11 +125,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
 	sum.Claims.Unsettled = len(sum.UnsettledClaims)
 
 	out := bufio.NewWriter(opts.IO.Out)
-	defer func() {
-		if ferr := out.Flush(); err == nil {
-			err = ferr
-		}
-	}()
+	defer flush(out, &err)
 	if opts.Exporter.Enabled() {
 		return opts.Exporter.Write(out, sum)
 	}

@@ -65,11 +65,7 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 		return err
 	}
 	out := bufio.NewWriterSize(opts.IO.Out, 64<<10)
-	defer func() {
-		if ferr := out.Flush(); err == nil {
-			err = ferr
-		}
-	}()
+	defer flush(out, &err)
 	if opts.ID == "" {
 		vols, err := e.Volumes(ctx)
 		if err != nil {
