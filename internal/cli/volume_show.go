@@ -80,7 +80,7 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 		[2]string{"Capacity Requested", capacityRange(v.RequestedMin, v.RequestedMax)},
 		[2]string{"Access Mode", string(v.AccessMode)},
 		[2]string{"Attachment Mode", string(v.AttachmentMode)},
-		[2]string{"Mount Options", mountOptionsString(v.MountOptions)},
+		[2]string{"Mount Options", strings.Join(v.MountOptions.Describe(), ", ")},
 		[2]string{"Staged", strconv.FormatBool(v.Staged)},
 		[2]string{"Topologies", topologiesString(v.AccessibleTopology)},
 		[2]string{"Topology Request", topologyRequestString(v.TopologyRequest)},
@@ -162,22 +162,6 @@ func capacityRange(min, max int64) string {
 		return "at most " + bytesIEC(max)
 	}
 	return bytesIEC(min) + " - " + bytesIEC(max)
-}
-
-// mountOptionsString shows the fs type and how many mount flags there are, never the flags:
-// they may carry credentials.
-func mountOptionsString(m *spec.MountOptions) string {
-	if m == nil {
-		return ""
-	}
-	var parts []string
-	if m.FSType != "" {
-		parts = append(parts, "fs_type="+m.FSType)
-	}
-	if n := len(m.MountFlags); n > 0 {
-		parts = append(parts, fmt.Sprintf("mount_flags=%s (%d)", spec.Redacted, n))
-	}
-	return strings.Join(parts, ", ")
 }
 
 func topologiesString(ts []spec.Topology) string {

@@ -93,6 +93,23 @@ func (m *MountOptions) Merge(req *MountOptions) *MountOptions {
 	return out
 }
 
+// Describe says what m sets, for people: "fs_type=ext4" and "mount_flags=[REDACTED] (2)", each
+// when set. Mount flags may carry credentials, so only their number is shown. Views join the
+// parts as they lay them out.
+func (m *MountOptions) Describe() []string {
+	if m == nil {
+		return nil
+	}
+	var parts []string
+	if m.FSType != "" {
+		parts = append(parts, "fs_type="+m.FSType)
+	}
+	if n := len(m.MountFlags); n > 0 {
+		parts = append(parts, fmt.Sprintf("mount_flags=%s (%d)", Redacted, n))
+	}
+	return parts
+}
+
 // Redacted is what every redacting type prints in place of a sensitive value.
 const Redacted = "[REDACTED]"
 

@@ -129,3 +129,22 @@ func TestPluginEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// Describe is what the detail views show: the fs type and how many flags, never a flag.
+func TestMountOptionsDescribe(t *testing.T) {
+	tests := []struct {
+		in   *MountOptions
+		want []string
+	}{
+		{nil, nil},
+		{&MountOptions{}, nil},
+		{&MountOptions{FSType: "xfs"}, []string{"fs_type=xfs"}},
+		{&MountOptions{MountFlags: MountFlags{flagValue}}, []string{"mount_flags=[REDACTED] (1)"}},
+		{&MountOptions{FSType: "ext4", MountFlags: MountFlags{"noatime", flagValue}}, []string{"fs_type=ext4", "mount_flags=[REDACTED] (2)"}},
+	}
+	for _, tt := range tests {
+		if got := tt.in.Describe(); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%v.Describe() = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

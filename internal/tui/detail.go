@@ -159,7 +159,7 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	b.kv("Capacity Max", bytesIEC(v.RequestedMax))
 	b.kv("Access Mode", string(v.AccessMode))
 	b.kv("Attachment Mode", string(v.AttachmentMode))
-	b.kv("Mount Options", mountOptions(v.MountOptions))
+	b.kv("Mount Options", strings.Join(v.MountOptions.Describe(), " "))
 	b.kv("Staged", yesNo(v.Staged))
 	b.kv("In Use", fmt.Sprintf("%d read, %d write, %d not at rest", v.ReadClaims, v.WriteClaims, v.Unsettled))
 	b.kv("Snapshot ID", v.SnapshotID)
@@ -382,22 +382,6 @@ func maxVolumes(n int64) string {
 		return "unlimited"
 	}
 	return strconv.FormatInt(n, 10)
-}
-
-// mountOptions shows the filesystem type and how many mount flags there are, never the flags:
-// the CSI spec says they may carry credentials.
-func mountOptions(m *spec.MountOptions) string {
-	if m == nil || (m.FSType == "" && len(m.MountFlags) == 0) {
-		return ""
-	}
-	var parts []string
-	if m.FSType != "" {
-		parts = append(parts, "fs_type="+m.FSType)
-	}
-	if n := len(m.MountFlags); n > 0 {
-		parts = append(parts, fmt.Sprintf("mount_flags=%s (%d)", spec.Redacted, n))
-	}
-	return strings.Join(parts, " ")
 }
 
 func topologyReq(r *spec.TopologyRequest, required bool) []spec.Topology {
