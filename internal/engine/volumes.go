@@ -24,19 +24,12 @@ func (e *Engine) RegisterVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 	fail := func(err error) (VolumeInfo, error) {
 		return VolumeInfo{}, fmt.Errorf("register volume %q: %w", sv.ID, err)
 	}
-	if sv.Namespace == "" {
-		sv.Namespace = spec.DefaultNamespace
-	}
-	unlock, err := e.locks.volume(ctx, sv.ID)
+	c, unlock, err := e.lockSpecVolume(ctx, &sv)
 	if err != nil {
 		return fail(err)
 	}
 	defer unlock()
 
-	c, err := e.connect(ctx, sv.PluginID)
-	if err != nil {
-		return fail(err)
-	}
 	if c.fp.Controller {
 		err := e.retry(ctx, "ValidateVolumeCapabilities", func(ctx context.Context) error {
 			return c.client.ValidateVolumeCapabilities(ctx, csi.ValidateVolumeCapabilitiesRequest{
@@ -236,6 +229,22 @@ func csiName(namespace, id string) string {
 	return "volctl-" + slug + hex.EncodeToString(sum[:6])
 }
 
+// lockSpecVolume begins RegisterVolume and CreateVolume: it fills in sv's default namespace,
+// takes the volume's lock and connects to its plugin. The caller runs unlock when done.
+func (e *Engine) lockSpecVolume(ctx context.Context, sv *spec.Volume) (c *conn, unlock func(), err error) {
+	if sv.Namespace == "" {
+		sv.Namespace = spec.DefaultNamespace
+	}
+	if unlock, err = e.locks.volume(ctx, sv.ID); err != nil {
+		return nil, nil, err
+	}
+	if c, err = e.connect(ctx, sv.PluginID); err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return c, unlock, nil
+}
+
 // CreateVolume provisions a volume through its plugin and records it. The intent (a row in
 // state creating, with the CSI name) is committed before CreateVolume is sent, so a crash in
 // between is healed by sending CreateVolume again with the same name — by the next create of
@@ -244,19 +253,12 @@ func (e *Engine) CreateVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 	fail := func(err error) (VolumeInfo, error) {
 		return VolumeInfo{}, fmt.Errorf("create volume %q: %w", sv.ID, err)
 	}
-	if sv.Namespace == "" {
-		sv.Namespace = spec.DefaultNamespace
-	}
-	unlock, err := e.locks.volume(ctx, sv.ID)
+	c, unlock, err := e.lockSpecVolume(ctx, &sv)
 	if err != nil {
 		return fail(err)
 	}
 	defer unlock()
 
-	c, err := e.connect(ctx, sv.PluginID)
-	if err != nil {
-		return fail(err)
-	}
 	if err := checkCreateCapabilities(c, sv); err != nil {
 		return fail(err)
 	}
