@@ -425,8 +425,7 @@ func TestAgentProbesForeignPluginWithoutTouchingIt(t *testing.T) {
 
 func TestAgentRetriesPluginThatCannotStart(t *testing.T) {
 	f := newFixture(t)
-	f.register(spec.Plugin{ID: "broken", Type: spec.PluginMonolith, Socket: filepath.Join(f.dir, "broken.sock"),
-		Exec: &spec.Exec{Command: filepath.Join(f.dir, "no-such-plugin")}})
+	f.registerBroken()
 	stop := f.startAgent(testSettings)
 	waitFor(t, "start attempts to be retried", func() bool { return len(f.events("plugin-start")) >= 2 })
 	if err := stop(); err != nil {
@@ -436,6 +435,21 @@ func TestAgentRetriesPluginThatCannotStart(t *testing.T) {
 	if !strings.Contains(starts[0], `plugin "broken" did not start: `) || !strings.Contains(starts[0], "no such file or directory") {
 		t.Errorf("plugin-start events = %q", starts)
 	}
+}
+
+// registerBroken registers plugin "broken", supervised, whose command does not exist.
+func (f *fixture) registerBroken() {
+	f.register(spec.Plugin{ID: "broken", Type: spec.PluginMonolith, Socket: filepath.Join(f.dir, "broken.sock"),
+		Exec: &spec.Exec{Command: filepath.Join(f.dir, "no-such-plugin")}})
+}
+
+// waitNoClaims waits until the store holds no live claim.
+func (f *fixture) waitNoClaims(what string) {
+	f.t.Helper()
+	waitFor(f.t, what, func() bool {
+		cs, err := f.e.Claims(f.ctx)
+		return err == nil && len(cs) == 0
+	})
 }
 
 // releasingClaim registers an in-memory plugin and leaves a claim on it whose release did not
@@ -466,16 +480,12 @@ func TestAgentClaimGC(t *testing.T) {
 	f := newFixture(t)
 	// A plugin that never starts holds the start-up reconcile back for the whole health
 	// timeout: here an hour, so only GC can release the claim.
-	f.register(spec.Plugin{ID: "broken", Type: spec.PluginMonolith, Socket: filepath.Join(f.dir, "broken.sock"),
-		Exec: &spec.Exec{Command: filepath.Join(f.dir, "no-such-plugin")}})
+	f.registerBroken()
 	f.releasingClaim()
 	s := testSettings
 	s.HealthTimeout, s.ReconcileInterval = time.Hour, time.Hour
 	stop := f.startAgent(s)
-	waitFor(t, "the past claim to be released", func() bool {
-		cs, err := f.e.Claims(f.ctx)
-		return err == nil && len(cs) == 0
-	})
+	f.waitNoClaims("the past claim to be released")
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -485,16 +495,12 @@ func TestAgentClaimGC(t *testing.T) {
 // timeout only.
 func TestAgentStartupReconcileWaitsOnlyHealthTimeout(t *testing.T) {
 	f := newFixture(t)
-	f.register(spec.Plugin{ID: "broken", Type: spec.PluginMonolith, Socket: filepath.Join(f.dir, "broken.sock"),
-		Exec: &spec.Exec{Command: filepath.Join(f.dir, "no-such-plugin")}})
+	f.registerBroken()
 	f.releasingClaim()
 	s := testSettings
 	s.HealthTimeout, s.GCInterval, s.ReconcileInterval = 200*time.Millisecond, time.Hour, time.Hour
 	stop := f.startAgent(s)
-	waitFor(t, "the start-up reconcile to release the claim", func() bool {
-		cs, err := f.e.Claims(f.ctx)
-		return err == nil && len(cs) == 0
-	})
+	f.waitNoClaims("the start-up reconcile to release the claim")
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

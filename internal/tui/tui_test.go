@@ -92,8 +92,7 @@ func TestScrolling(t *testing.T) {
 func TestFilter(t *testing.T) {
 	tests := []struct {
 		name      string
-		tab       string
-		keys      []string
+		keys      []string // pressed on the volumes tab; a leading digit picks another tab
 		want      []string
 		filtering bool
 		filter    string
@@ -110,15 +109,12 @@ func TestFilter(t *testing.T) {
 		{name: "/ again edits it", keys: []string{"/", "mysql", "enter", "/", "-1", "enter"}, want: []string{"mysql-1"}, filter: "mysql-1"},
 		{name: "no match", keys: []string{"/", "zzz", "enter"}, want: []string{}, filter: "zzz"},
 		{name: "keys are text while typing", keys: []string{"/", "q", "2", "s"}, want: []string{}, filtering: true, filter: "q2s"},
-		{name: "claims by state", tab: "2", keys: []string{"/", "reconcile", "enter"}, want: []string{"5"}, filter: "reconcile"},
-		{name: "events by message", tab: "4", keys: []string{"/", "unhealthy", "enter"}, want: []string{"8"}, filter: "unhealthy"},
+		{name: "claims by state", keys: []string{"2", "/", "reconcile", "enter"}, want: []string{"5"}, filter: "reconcile"},
+		{name: "events by message", keys: []string{"4", "/", "unhealthy", "enter"}, want: []string{"8"}, filter: "unhealthy"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, fixture(), Options{})
-			if tt.tab != "" {
-				h.keys(tt.tab)
-			}
 			h.keys(tt.keys...)
 			if got := h.viewKeys(); !slices.Equal(got, tt.want) {
 				t.Errorf("rows %v, want %v", got, tt.want)
@@ -153,7 +149,6 @@ func TestFilterIsPerTabAndSurvivesRefresh(t *testing.T) {
 func TestSort(t *testing.T) {
 	tests := []struct {
 		name string
-		tab  string
 		keys []string
 		want []string
 	}{
@@ -165,15 +160,12 @@ func TestSort(t *testing.T) {
 		{name: "by capacity", keys: []string{"s", "s"}, want: []string{"tmp-build", "scratch", "mysql-0", "mysql-1", "pg-data", "shared-media"}},
 		{name: "by capacity, largest first", keys: []string{"s", "s", "S"}, want: []string{"shared-media", "pg-data", "mysql-0", "mysql-1", "scratch", "tmp-build"}},
 		{name: "s after the last column wraps to ID", keys: []string{"s", "s", "s", "s", "s", "s"}, want: allVolumes},
-		{name: "claims by age, newest first", tab: "2", keys: []string{"s", "s", "s", "s"}, want: []string{"5", "4", "3", "1", "2"}},
-		{name: "events newest first by default", tab: "4", want: []string{"9", "8", "7", "6", "5", "4", "3", "2", "1"}},
+		{name: "claims by age, newest first", keys: []string{"2", "s", "s", "s", "s"}, want: []string{"5", "4", "3", "1", "2"}},
+		{name: "events newest first by default", keys: []string{"4"}, want: []string{"9", "8", "7", "6", "5", "4", "3", "2", "1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, fixture(), Options{})
-			if tt.tab != "" {
-				h.keys(tt.tab)
-			}
 			h.keys(tt.keys...)
 			if got := h.viewKeys(); !slices.Equal(got, tt.want) {
 				t.Errorf("order %v, want %v", got, tt.want)
