@@ -40,34 +40,39 @@ func checkSpecArgs(args []string) error {
 // command acting on several files knows all of them are readable first. readFile is
 // os.ReadFile unless a test replaces it.
 func readSpecSources(in io.Reader, readFile func(string) ([]byte, error), names []string) ([]specSource, error) {
-	if readFile == nil {
-		readFile = os.ReadFile
-	}
 	out := make([]specSource, 0, len(names))
 	var errs []error
 	for _, name := range names {
-		var (
-			src []byte
-			err error
-		)
-		display := name
-		if name == "-" {
-			display = specStdinName
-			src, err = io.ReadAll(in)
-		} else {
-			src, err = readFile(name)
-		}
+		s, err := readSpecSource(in, readFile, name)
 		if err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err // the path is named below already
-			}
-			errs = append(errs, fmt.Errorf("read %s: %w", display, err))
+			errs = append(errs, fmt.Errorf("read %s: %w", s.Name, err))
 			continue
 		}
-		out = append(out, specSource{Name: display, Src: src})
+		out = append(out, s)
 	}
 	return out, errors.Join(errs...)
+}
+
+// readSpecSource reads one named file, "-" being standard input; readFile is os.ReadFile when
+// nil. The source is named even when reading fails, and the error is then the bare cause, for
+// the caller to say which file in its own words.
+func readSpecSource(in io.Reader, readFile func(string) ([]byte, error), name string) (specSource, error) {
+	if readFile == nil {
+		readFile = os.ReadFile
+	}
+	s := specSource{Name: name}
+	var err error
+	if name == "-" {
+		s.Name = specStdinName
+		s.Src, err = io.ReadAll(in)
+	} else {
+		s.Src, err = readFile(name)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the caller names the file
+	}
+	return s, err
 }
 
 // diagnosticStyle is how diagnostics are rendered on stderr: wrapped at the terminal's width

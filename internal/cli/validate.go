@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"strings"
 
@@ -56,14 +53,8 @@ Exit status: 0 when every file is valid, 2 when any is invalid, 1 when a file ca
 			default:
 				return usageError("--for must be register or create, not %q", verb)
 			}
-			stdin := 0
-			for _, a := range args {
-				if a == "-" {
-					stdin++
-				}
-			}
-			if stdin > 1 {
-				return usageError("standard input (-) can be given only once")
+			if err := checkSpecArgs(args); err != nil {
+				return err
 			}
 			opts.Files = args
 			if runF != nil {
@@ -87,30 +78,18 @@ func validateRun(opts *ValidateOptions) error {
 	all := []spec.JSONDiagnostic{}
 	invalid, unreadable := false, false
 	for _, name := range opts.Files {
-		display := name
-		var src []byte
-		var err error
-		if name == "-" {
-			display = specStdinName
-			src, err = io.ReadAll(ios.In)
-		} else {
-			src, err = opts.ReadFile(name)
-		}
+		s, err := readSpecSource(ios.In, opts.ReadFile, name)
 		if err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err // the path is already in the message
-			}
-			fmt.Fprintf(ios.ErrOut, "Error: validate %s: %v\n", display, err)
+			fmt.Fprintf(ios.ErrOut, "Error: validate %s: %v\n", s.Name, err)
 			unreadable = true
 			continue
 		}
-		f, diags := p.Parse(display, src, opts.Verb)
+		f, diags := p.Parse(s.Name, s.Src, opts.Verb)
 		if diags.HasErrors() {
 			invalid = true
 		}
 		if opts.Export.Enabled() {
-			all = append(all, spec.JSONDiagnostics(display, diags)...)
+			all = append(all, spec.JSONDiagnostics(s.Name, diags)...)
 			continue
 		}
 		if len(diags) > 0 {
@@ -119,7 +98,7 @@ func validateRun(opts *ValidateOptions) error {
 			}
 		}
 		if f != nil {
-			fmt.Fprintln(ios.Out, validSummary(display, f, opts.Verb, len(diags)))
+			fmt.Fprintln(ios.Out, validSummary(s.Name, f, opts.Verb, len(diags)))
 		}
 	}
 	if opts.Export.Enabled() {
