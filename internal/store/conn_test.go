@@ -92,8 +92,7 @@ func TestStatementsAreReusedAcrossTransactions(t *testing.T) {
 	if got := s.r.opened.Load(); got != 1 {
 		t.Errorf("read connections opened = %d for serial reads, want 1", got)
 	}
-	var evs []Event
-	view(t, s, func(tx *Tx) (err error) { evs, err = tx.Events().Recent(0, EventFilter{}); return err })
+	evs := allEvents(t, s)
 	if len(evs) != 21 || evs[0].Message != "20" {
 		t.Fatalf("events after reused statements: %d, newest %+v; want 21, newest \"20\"", len(evs), evs[0])
 	}
@@ -185,8 +184,7 @@ func TestBrokenConnectionIsReplaced(t *testing.T) {
 	}
 
 	update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "after"}) })
-	var evs []Event
-	view(t, s, func(tx *Tx) (err error) { evs, err = tx.Events().Recent(0, EventFilter{}); return err })
+	evs := allEvents(t, s)
 	var kinds []string
 	for _, e := range evs {
 		kinds = append(kinds, e.Kind)
@@ -221,8 +219,7 @@ func TestConnectionBrokenWhileIdleIsReplacedAtBegin(t *testing.T) {
 	}
 	runs := 0
 	update(t, s, func(tx *Tx) error { runs++; return tx.Events().Append(&Event{Kind: "second"}) })
-	var evs []Event
-	view(t, s, func(tx *Tx) (err error) { evs, err = tx.Events().Recent(0, EventFilter{}); return err })
+	evs := allEvents(t, s)
 	if runs != 1 || len(evs) != 2 {
 		t.Errorf("fn ran %d times, %d events; want once and 2", runs, len(evs))
 	}

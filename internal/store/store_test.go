@@ -40,6 +40,14 @@ func view(t testing.TB, s *Store, fn func(tx *Tx) error) {
 	}
 }
 
+// allEvents reads every event in s, as Events().Recent(0, ...) lists them.
+func allEvents(t testing.TB, s *Store) []Event {
+	t.Helper()
+	var evs []Event
+	view(t, s, func(tx *Tx) (err error) { evs, err = tx.Events().Recent(0, EventFilter{}); return err })
+	return evs
+}
+
 // holdWriteLock starts an Update on s that runs fn (if any) and then holds the write lock until
 // the returned release is called; release waits for the Update to commit and fails the test if
 // it did not.
@@ -192,8 +200,7 @@ func TestOpenPathWithURICharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var evs []Event
-	view(t, s, func(tx *Tx) (err error) { evs, err = tx.Events().Recent(0, EventFilter{}); return err })
+	evs := allEvents(t, s)
 	if len(evs) != 1 || evs[0].Message != "hello" {
 		t.Fatalf("events after reopen = %+v, want the one written", evs)
 	}
@@ -227,8 +234,7 @@ func TestUpdateRollsBack(t *testing.T) {
 	}()
 	// The connection went back to the pool without a transaction open on it: this must commit.
 	update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "kept"}) })
-	var evs []Event
-	view(t, s, func(tx *Tx) (err error) { evs, err = tx.Events().Recent(0, EventFilter{}); return err })
+	evs := allEvents(t, s)
 	if len(evs) != 1 || evs[0].Kind != "kept" {
 		t.Fatalf("events = %+v, want only the committed one", evs)
 	}
