@@ -21,20 +21,20 @@ import (
 // for the rest of the script, so scripts can run volctl against a plugin that lacks
 // capabilities, fails or hangs:
 //
-//	memplugin SOCKET [node=ID] [name=NAME] [-cap=CAPABILITY]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...
+//	memplugin SOCKET [node=ID] [name=NAME] [-cap=CAPABILITY]... [+cap=CAPABILITY]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...
 //
 // -cap turns off a plugin, controller or node capability by its CSI name (e.g.
-// -cap=CREATE_DELETE_SNAPSHOT). fail=NodeStageVolume:Internal fails every call, with :N only
+// -cap=CREATE_DELETE_SNAPSHOT); +cap turns one on (e.g. +cap=VOLUME_EXPANSION_OFFLINE). fail=NodeStageVolume:Internal fails every call, with :N only
 // the next N. The plugin stops when the script ends.
 func cmdMemPlugin(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 1 {
-		ts.Fatalf("usage: memplugin SOCKET [node=ID] [name=NAME] [-cap=NAME]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...")
+		ts.Fatalf("usage: memplugin SOCKET [node=ID] [name=NAME] [-cap=NAME]... [+cap=NAME]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...")
 	}
 	socket := ts.MkAbs(args[0])
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "mem-node"
 	faults := csitest.NewFaults()
-	var off []string
+	var off, on []string
 	for _, a := range args[1:] {
 		key, val, _ := strings.Cut(a, "=")
 		switch key {
@@ -44,6 +44,8 @@ func cmdMemPlugin(ts *testscript.TestScript, neg bool, args []string) {
 			cfg.Name = val
 		case "-cap":
 			off = append(off, val)
+		case "+cap":
+			on = append(on, val)
 		case "fail":
 			parts := strings.Split(val, ":")
 			if len(parts) < 2 {
@@ -72,6 +74,19 @@ func cmdMemPlugin(ts *testscript.TestScript, neg bool, args []string) {
 		cfg.Plugin = csi.ParsePluginCapabilities(without(cfg.Plugin.Names(), off))
 		cfg.Controller = csi.ParseControllerCapabilities(without(cfg.Controller.Names(), off))
 		cfg.Node = csi.ParseNodeCapabilities(without(cfg.Node.Names(), off))
+	}
+	for _, name := range on {
+		// A name is known to exactly one of the three sets; the others keep it as unknown.
+		switch one := []string{name}; {
+		case len(csi.ParsePluginCapabilities(one).Unknown) == 0:
+			cfg.Plugin = csi.ParsePluginCapabilities(append(cfg.Plugin.Names(), name))
+		case len(csi.ParseControllerCapabilities(one).Unknown) == 0:
+			cfg.Controller = csi.ParseControllerCapabilities(append(cfg.Controller.Names(), name))
+		case len(csi.ParseNodeCapabilities(one).Unknown) == 0:
+			cfg.Node = csi.ParseNodeCapabilities(append(cfg.Node.Names(), name))
+		default:
+			ts.Fatalf("memplugin: +cap=%s is not a CSI plugin, controller or node capability", name)
+		}
 	}
 	mem := csitest.NewMemPlugin(cfg)
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(faults.Interceptor()))
