@@ -274,7 +274,11 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 	}
 	c = &conn{plugin: p, client: client, fp: fp, sockets: ids}
 	if record {
-		if err := e.store.Update(ctx, func(tx *store.Tx) error {
+		// The stored fingerprint is what status and the dashboard show; nothing decides on it,
+		// since every connection fingerprints the plugin again. So it is committed as progress:
+		// a power loss that undoes it costs a stale display until the next connection, and
+		// every command that connects to a plugin is spared a wait for the disk.
+		if err := e.store.UpdateProgress(ctx, func(tx *store.Tx) error {
 			return tx.Plugins().SetFingerprint(p.ID, fingerprintToStore(fp, e.cfg.Now()))
 		}); err != nil {
 			_ = client.Close()

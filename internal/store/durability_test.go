@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 )
@@ -11,6 +12,7 @@ import (
 func TestDurabilityLevels(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
+	base := s.Stats() // creating the schema was one durable commit
 	level := func(run func(context.Context, func(*Tx) error) error) int {
 		t.Helper()
 		var n int
@@ -33,6 +35,13 @@ func TestDurabilityLevels(t *testing.T) {
 		if got := level(tt.run); got != tt.want {
 			t.Fatalf("%d %s: synchronous = %d, want %d", i, tt.name, got, tt.want)
 		}
+	}
+	// Stats counts commits by kind; a transaction rolled back is not counted.
+	_ = s.View(ctx, func(*Tx) error { return nil })
+	_ = s.Update(ctx, func(*Tx) error { return errors.New("rolled back") })
+	want := Stats{Reads: base.Reads + 1, DurableWrites: base.DurableWrites + 2, ProgressWrites: base.ProgressWrites + 2}
+	if got := s.Stats(); got != want {
+		t.Fatalf("Stats() = %+v, want %+v", got, want)
 	}
 	// What UpdateProgress commits is committed: visible to a new store on the same file.
 	update := func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "test", Message: "progress"}) }

@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -49,6 +50,24 @@ type Store struct {
 	historyLimit int
 	now          func() time.Time
 	log          *slog.Logger
+	commits      [3]atomic.Int64 // committed transactions, indexed by txKind
+}
+
+// Stats counts the transactions this Store has committed since Open, by kind. Tests and
+// benchmarks read it to pin what an operation costs in commits and in forced writes to disk.
+type Stats struct {
+	Reads          int64 // View
+	DurableWrites  int64 // Update: each one waits for the disk
+	ProgressWrites int64 // UpdateProgress: on disk with the next durable commit
+}
+
+// Stats returns the commit counts so far.
+func (s *Store) Stats() Stats {
+	return Stats{
+		Reads:          s.commits[readOnly].Load(),
+		DurableWrites:  s.commits[durable].Load(),
+		ProgressWrites: s.commits[relaxed].Load(),
+	}
 }
 
 // Option configures Open.
@@ -298,6 +317,7 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn 
 		return fmt.Errorf("state %s: commit: %w", s.path, mapBusy(err))
 	}
 	done = true
+	s.commits[kind].Add(1)
 	return nil
 }
 
