@@ -102,7 +102,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		if err := forceUnmount(cl.TargetPath); err != nil {
 			warn("alloc %q: %v", cl.Alloc, err)
 		}
-		removeEmptyDirs(cl.TargetPath, filepath.Join(e.cfg.StateDir, publishDir))
+		e.locks.removeEmptyDirs(ctx, cl.TargetPath, filepath.Join(e.cfg.StateDir, publishDir))
 	}
 	st, hasStaging, err := e.getStaging(ctx, v.ID)
 	if err != nil {
@@ -112,7 +112,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		if err := forceUnmount(st.StagingPath); err != nil {
 			warn("%v", err)
 		}
-		removeEmptyDirs(st.StagingPath, filepath.Join(e.cfg.StateDir, stagingDir))
+		e.locks.removeEmptyDirs(ctx, st.StagingPath, filepath.Join(e.cfg.StateDir, stagingDir))
 	}
 	if c, err := e.connect(ctx, v.PluginID); err != nil {
 		warn("ControllerUnpublishVolume not sent: %v", err)

@@ -21,7 +21,8 @@ const lockDir = "locks"
 const lockRetry = 5 * time.Millisecond
 
 // locker takes the per-volume and per-plugin locks of DESIGN.md's lock order: volume, then the
-// plugin's controller lock, then short SQLite transactions.
+// plugin's controller lock, then short SQLite transactions. The directory lock (dirs) is a leaf
+// held only around mkdir and rmdir calls, never while taking another lock or sending an RPC.
 type locker struct {
 	dir string
 }
@@ -55,6 +56,28 @@ func (l *locker) tryVolume(id string) (release func(), ok bool, err error) {
 // controller serializes controller RPCs to one plugin.
 func (l *locker) controller(ctx context.Context, pluginID string) (func(), error) {
 	return l.take(ctx, "plugin-"+pluginID+".controller", fmt.Sprintf("plugin %q controller", pluginID))
+}
+
+// dirs takes the lock on the shared directories under the state dir: shared to make them,
+// exclusive to remove them (makeDirs, removeEmptyDirs).
+func (l *locker) dirs(ctx context.Context, exclusive bool) (func(), error) {
+	fl := flock.New(filepath.Join(l.dir, "dirs.lock"), flock.SetPermissions(0o600))
+	lock, try := fl.TryRLock, fl.TryRLockContext
+	if exclusive {
+		lock, try = fl.TryLock, fl.TryLockContext
+	}
+	ok, err := lock()
+	if err == nil && !ok {
+		ok, err = try(ctx, lockRetry)
+	}
+	if err != nil || !ok {
+		_ = fl.Close()
+		if err == nil {
+			err = ctx.Err()
+		}
+		return nil, fmt.Errorf("lock the state dir's directories: %w", err)
+	}
+	return func() { _ = fl.Unlock() }, nil
 }
 
 // exclusive takes a named lock without waiting (e.g. one agent per state dir); ok is false when

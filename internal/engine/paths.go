@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"os"
 	"path/filepath"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -30,4 +32,37 @@ func usageName(readOnly bool, att spec.AttachmentMode, acc spec.AccessMode) stri
 		rw = "ro"
 	}
 	return rw + "-" + string(att) + "-" + string(acc)
+}
+
+// makeDirs is os.MkdirAll for the directories under the state dir that a release removes again
+// when they are empty (removeEmptyDirs). Some are shared: staging/<plugin> by the volumes of a
+// plugin, publish/<alloc> by the claims of an alloc on several volumes, and the volume locks do
+// not serialize those. Without the directory lock, another process could remove a level
+// MkdirAll has just made (still empty) before MkdirAll makes the next one inside it, and the
+// claim would fail with ENOENT. Makers share the lock; once the deepest level exists, every
+// shared level above it is non-empty and safe.
+func (l *locker) makeDirs(ctx context.Context, path string) error {
+	unlock, err := l.dirs(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return os.MkdirAll(path, 0o750)
+}
+
+// removeEmptyDirs removes path and then its parents while they are empty, stopping at root,
+// holding the directory lock alone (see makeDirs). A directory that is still a mount point is
+// not empty to rmdir (EBUSY), so a live mount is never removed from under its user. It is
+// tidying: when the lock cannot be had (the context ended), the directories stay, empty.
+func (l *locker) removeEmptyDirs(ctx context.Context, path, root string) {
+	unlock, err := l.dirs(ctx, true)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	for p := path; p != root && len(p) > len(root); p = filepath.Dir(p) {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			return
+		}
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -121,7 +120,7 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 	// One staging per volume: a later claim shares the one there is.
 	if c.stages() && !p.st.Staged {
 		path := stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
-		if err := os.MkdirAll(path, 0o750); err != nil {
+		if err := e.locks.makeDirs(ctx, path); err != nil {
 			return fmt.Errorf("staging path: %w", err)
 		}
 		if p.st.StagingPath != path {
@@ -150,7 +149,7 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
 	cl := p.cl
 	// volctl makes the target's parent; the plugin makes the target itself.
-	if err := os.MkdirAll(filepath.Dir(cl.TargetPath), 0o750); err != nil {
+	if err := e.locks.makeDirs(ctx, filepath.Dir(cl.TargetPath)); err != nil {
 		return fmt.Errorf("publish path: %w", err)
 	}
 	if err := p.flush(ctx, "claim"); err != nil {

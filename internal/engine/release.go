@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -75,7 +74,7 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 		return err
 	}
 	failpoint("rpc:NodeUnpublishVolume")
-	removeEmptyDirs(cl.TargetPath, filepath.Join(e.cfg.StateDir, publishDir))
+	e.locks.removeEmptyDirs(ctx, cl.TargetPath, filepath.Join(e.cfg.StateDir, publishDir))
 	p.setState(store.ClaimNodeDetached)
 	return nil
 }
@@ -106,7 +105,7 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 			}
 			failpoint("rpc:NodeUnstageVolume")
 		}
-		removeEmptyDirs(st.StagingPath, filepath.Join(e.cfg.StateDir, stagingDir))
+		e.locks.removeEmptyDirs(ctx, st.StagingPath, filepath.Join(e.cfg.StateDir, stagingDir))
 		p.staging(func(st *store.Staging) { st.StagingPath, st.Staged = "", false })
 	}
 	if holders == 0 && st.ControllerPublished {
@@ -132,17 +131,6 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 		p.staging(func(st *store.Staging) { st.ControllerPublished, st.PublishContext = false, nil })
 	}
 	return nil
-}
-
-// removeEmptyDirs removes path and then its parents while they are empty, stopping at root.
-// A directory that is still a mount point is not empty to rmdir (EBUSY), so a live mount is
-// never removed from under its user.
-func removeEmptyDirs(path, root string) {
-	for p := path; p != root && len(p) > len(root); p = filepath.Dir(p) {
-		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
-			return
-		}
-	}
 }
 
 // ReleaseResult says what a release did.
