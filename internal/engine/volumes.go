@@ -536,12 +536,22 @@ func (e *Engine) resolveVolume(tx *store.Tx, idOrPrefix string) (store.Volume, e
 		return matches[0], nil
 	}
 	amb := &AmbiguousError{Prefix: idOrPrefix}
+	healthy := map[string]bool{} // by plugin, as the volume list shows it
 	for _, m := range matches {
 		claims, err := tx.Claims().ByVolume(m.ID)
 		if err != nil {
 			return store.Volume{}, err
 		}
-		amb.Matches = append(amb.Matches, volumeSummary(m, claims, false))
+		h, seen := healthy[m.PluginID]
+		if !seen {
+			p, err := tx.Plugins().Get(m.PluginID)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return store.Volume{}, err
+			}
+			h = err == nil && p.Health.Healthy
+			healthy[m.PluginID] = h
+		}
+		amb.Matches = append(amb.Matches, volumeSummary(m, claims, h))
 	}
 	return store.Volume{}, amb
 }
