@@ -62,7 +62,7 @@ func (e *Engine) RunGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 // runAlloc claims every volume of one alloc, or releases what it got.
 func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) AllocInfo {
 	alloc := spec.AllocName(g.Name, index)
-	a := AllocInfo{Name: alloc, Index: index}
+	a := AllocInfo{Name: alloc, Index: index, Claims: []ClaimInfo{}} // [] in JSON, never null
 	for _, r := range g.Volumes {
 		req := ClaimRequest{
 			VolumeID: r.Source, Alloc: alloc, Group: g.Name, ReadOnly: r.ReadOnly,
@@ -80,7 +80,7 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) AllocInf
 					a.Error += fmt.Sprintf("; releasing %q again also failed: %v", got.VolumeID, rerr)
 				}
 			}
-			a.Claims = nil
+			a.Claims = a.Claims[:0]
 			return a
 		}
 		a.Claims = append(a.Claims, ci)
