@@ -129,11 +129,19 @@ func checkImmutable(old store.Volume, sv spec.Volume, register bool) error {
 			field{"snapshot_id", old.SnapshotID, sv.SnapshotID},
 			field{"clone_id", old.CloneID, sv.CloneID})
 	}
+	advice := "deregister and register it again to change it"
+	if !register {
+		advice = "a created volume keeps it: delete the volume and create it again to change it"
+	}
 	for _, f := range fields {
-		if !reflect.DeepEqual(f.was, f.now) {
-			return conflictf("volume %q: %s cannot be changed (it is %s, the spec says %s); deregister and register it again to change it",
-				old.ID, f.name, describe(f.was), describe(f.now))
+		if reflect.DeepEqual(f.was, f.now) {
+			continue
 		}
+		change := fmt.Sprintf("it is %s, the spec says %s", describe(f.was), describe(f.now))
+		if was, ok := f.was.(map[string]string); ok {
+			change = describeMapChange(was, f.now.(map[string]string))
+		}
+		return conflictf("volume %q: %s cannot be changed (%s); %s", old.ID, f.name, change, advice)
 	}
 	if sv.CapacityMin != 0 && sv.CapacityMin < old.RequestedMin {
 		return conflictf("volume %q: capacity_min cannot shrink (from %s to %s)", old.ID,
@@ -163,6 +171,31 @@ func describe(v any) string {
 		return fmt.Sprintf("%d required, %d preferred", len(x.Required), len(x.Preferred))
 	}
 	return fmt.Sprint(v)
+}
+
+// describeMapChange says which keys of a map differ and how, in key order: `kind is "x", the
+// spec says "y"; zone is not set, the spec says "a"`.
+func describeMapChange(was, now map[string]string) string {
+	keys := slicesFromKeys(was)
+	for k := range now {
+		if _, ok := was[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	value := func(m map[string]string, k string) string {
+		if v, ok := m[k]; ok {
+			return fmt.Sprintf("%q", v)
+		}
+		return "not set"
+	}
+	var parts []string
+	for _, k := range keys {
+		if a, b := value(was, k), value(now, k); a != b {
+			parts = append(parts, fmt.Sprintf("%s is %s, the spec says %s", k, a, b))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 func slicesFromKeys(m map[string]string) []string {

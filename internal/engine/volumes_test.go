@@ -342,3 +342,19 @@ func TestDeregisterPlugin(t *testing.T) {
 		t.Fatalf("volume of a deregistered plugin: %+v %v", info, err)
 	}
 }
+
+func TestDescribeMapChangeNamesEachKeyThatDiffers(t *testing.T) {
+	for _, tt := range []struct {
+		was, now map[string]string
+		want     string
+	}{
+		{map[string]string{"kind": "x"}, map[string]string{"kind": "y"}, `kind is "x", the spec says "y"`},
+		{map[string]string{"a": "1", "b": "2"}, map[string]string{"b": "2", "c": "3"},
+			`a is "1", the spec says not set; c is not set, the spec says "3"`},
+		{nil, map[string]string{"zone": "a"}, `zone is not set, the spec says "a"`},
+	} {
+		if got := describeMapChange(tt.was, tt.now); got != tt.want {
+			t.Errorf("describeMapChange(%v, %v) = %q, want %q", tt.was, tt.now, got, tt.want)
+		}
+	}
+}
