@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/iostreams"
 )
 
@@ -22,7 +23,7 @@ import (
 // plugin bind-mount). Nothing under the state dir may be writable by others. No root needed.
 func TestFileModes(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := hostpathtest.ShortDir(t) // sockets go under it
 	state := filepath.Join(dir, "state")
 	umask0 := func(args ...string) *exec.Cmd {
 		// exec keeps the shell's umask for volctl, and volctl passes it on to what it starts.

@@ -39,7 +39,9 @@ func TestScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	testscript.Run(t, testscript.Params{
-		Dir:                 filepath.Join("testdata", "script"),
+		Dir: filepath.Join("testdata", "script"),
+		// Scripts put plugin sockets in $WORK: keep it short whatever $TMPDIR is.
+		WorkdirRoot:         hostpathtest.ShortDir(t),
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			state := filepath.Join(env.WorkDir, "state")

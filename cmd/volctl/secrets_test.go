@@ -106,7 +106,7 @@ func newLeakEnv(t *testing.T) *leakEnv {
 		t.Fatal(err)
 	}
 	x := hex.EncodeToString(b[:])
-	dir := t.TempDir()
+	dir := hostpathtest.ShortDir(t) // sockets go under it
 	e := &leakEnv{
 		t: t, dir: dir, state: filepath.Join(dir, "state"),
 		secret: "sekret-" + x, flag: "flagval-" + x, env: "envval-" + x,
@@ -352,7 +352,8 @@ func (e *leakEnv) volctl(stdin string, args ...string) procResult {
 	e.t.Helper()
 	cmd := exec.Command("volctl", args...)
 	cmd.Dir = e.dir
-	cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+e.state, "NO_COLOR=1")
+	// TMPDIR: quickstart makes its directory, socket included, under the short test dir.
+	cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+e.state, "NO_COLOR=1", "TMPDIR="+e.dir)
 	if stdin != "" {
 		f, err := os.Open(filepath.Join(e.dir, stdin))
 		if err != nil {

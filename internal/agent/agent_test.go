@@ -100,7 +100,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{t: t, ctx: context.Background(), dir: t.TempDir(), logs: &iostreams.SyncBuffer{}}
+	f := &fixture{t: t, ctx: context.Background(), dir: hostpathtest.ShortDir(t), logs: &iostreams.SyncBuffer{}}
 	f.e = f.openEngine()
 	t.Cleanup(f.killPlugins)
 	return f

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/volctl/volctl/internal/agent"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/iostreams"
 )
 
@@ -87,7 +88,7 @@ func TestAgentRunRefusesBadInput(t *testing.T) {
 // The agent runs until its context ends and then exits cleanly; the config's settings and
 // plugins reach it, flags win over the file.
 func TestAgentRunUntilCancelled(t *testing.T) {
-	dir := t.TempDir()
+	dir := hostpathtest.ShortDir(t) // the plugin's socket goes under it
 	cfg := filepath.Join(dir, "agent.hcl")
 	src := `agent {
   probe_interval = "1h"

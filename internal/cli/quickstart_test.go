@@ -94,7 +94,7 @@ func TestQuickstartKeep(t *testing.T) {
 // still cleans up everything. A plugin whose bind mounts fail with EPERM plays that host, so
 // this runs as any user.
 func TestQuickstartWithoutMountPrivileges(t *testing.T) {
-	parent := t.TempDir()
+	parent := hostpathtest.ShortDir(t)
 	ios, _, out, errOut := iostreams.Test()
 	err := quickstartRun(context.Background(), &QuickstartOptions{IO: ios, TempDir: parent,
 		mounter: &hostpathtest.FakeMounter{Fail: unix.EPERM}})
@@ -129,7 +129,7 @@ func TestQuickstartInterrupted(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var mounter hostpath.Mounter = &hostpathtest.FakeMounter{}
-			parent := t.TempDir()
+			parent := hostpathtest.ShortDir(t)
 			if tt.realMounts {
 				hostpathtest.RequireMount(t)
 				parent, mounter = hostpathtest.MountDir(t), nil

@@ -125,13 +125,34 @@ func RequireMount(t testing.TB) {
 	}
 }
 
+// ShortDir returns a fresh temp dir, removed at the end of the test, whose path leaves room for
+// unix socket paths below it (107 bytes at most on Linux). t.TempDir() carries the test's name
+// under $TMPDIR, which together can leave too little; a long $TMPDIR is passed over for /tmp.
+func ShortDir(t testing.TB) string {
+	t.Helper()
+	base := os.TempDir()
+	if len(base) > 32 {
+		base = "/tmp"
+	}
+	dir, err := os.MkdirTemp(base, "volctl-test-")
+	if err != nil {
+		t.Fatalf("temp dir: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("removing the temp dir: %v", err)
+		}
+	})
+	return dir
+}
+
 // MountDir returns a fresh temp dir for staging and target paths (or a plugin root) and makes
 // sure that whatever is mounted under it at the end of the test is unmounted before the dir is
 // removed, so a failed test neither leaks mounts nor deletes data through them.
 func MountDir(t testing.TB) string {
 	t.Helper()
-	dir := t.TempDir()
-	// Registered after TempDir's own cleanup, so it runs before it.
+	dir := ShortDir(t)
+	// Registered after ShortDir's own cleanup, so it runs before it.
 	t.Cleanup(func() {
 		if err := hostpath.UnmountAll(dir); err != nil {
 			t.Errorf("cleaning up mounts: %v", err)
