@@ -65,8 +65,11 @@ func (e *exportFlags) Write(w io.Writer, v any) error {
 
 var templateFuncs = template.FuncMap{
 	"json": func(v any) (string, error) {
-		b, err := json.Marshal(v)
-		return string(b), err
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		err := enc.Encode(v)
+		return strings.TrimSuffix(b.String(), "\n"), err
 	},
 	"join": func(sep string, v []any) string {
 		parts := make([]string, len(v))
@@ -79,9 +82,12 @@ var templateFuncs = template.FuncMap{
 	"lower": strings.ToLower,
 }
 
+// writeJSON prints v indented, with <, > and & as they are: the output is read by programs
+// and people, never embedded in HTML.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
 
