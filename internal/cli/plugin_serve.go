@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
 // newCmdPluginServe is the parent of volctl's built-in plugins.
@@ -23,6 +24,7 @@ func newCmdPluginServe(f *Factory) *cobra.Command {
 
 // PluginServeHostpathOptions are the inputs of `volctl plugin serve hostpath`.
 type PluginServeHostpathOptions struct {
+	IO     *iostreams.IOStreams
 	Logger *slog.Logger        // --verbose: one debug line per RPC, secrets redacted
 	Getenv func(string) string // for CSI_ENDPOINT
 
@@ -34,7 +36,7 @@ type PluginServeHostpathOptions struct {
 }
 
 func newCmdPluginServeHostpath(f *Factory, runF func(*PluginServeHostpathOptions) error) *cobra.Command {
-	opts := &PluginServeHostpathOptions{Getenv: os.Getenv}
+	opts := &PluginServeHostpathOptions{IO: f.IO, Getenv: os.Getenv}
 	cmd := &cobra.Command{
 		Use:   "hostpath --socket PATH --root DIR --node-id ID",
 		Short: "Serve the directory-backed CSI plugin",
@@ -109,6 +111,11 @@ func pluginServeHostpathRun(ctx context.Context, opts *PluginServeHostpathOption
 	if err != nil {
 		lis.Close()
 		return err
+	}
+	if opts.IO != nil {
+		// On stderr, so that a supervisor's log (the agent's, systemd's) shows the start too.
+		fmt.Fprintf(opts.IO.ErrOut, "Serving %s on %s (root %s, node %s); SIGINT or SIGTERM stops it\n",
+			hostpath.PluginName, socket, opts.Root, opts.NodeID)
 	}
 	if os.Geteuid() != 0 {
 		log.Warn("not running as root: bind mounts need CAP_SYS_ADMIN, and without it NodeStageVolume and NodePublishVolume answer FAILED_PRECONDITION")

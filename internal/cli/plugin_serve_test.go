@@ -32,7 +32,7 @@ func TestPluginServeHostpathFlags(t *testing.T) {
 			if expectErr(t, err, tt.wantErr, ExitUsage) {
 				return
 			}
-			got.Logger, got.Getenv = nil, nil
+			got.IO, got.Logger, got.Getenv = nil, nil, nil
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("options = %+v, want %+v", got, tt.want)
 			}
