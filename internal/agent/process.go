@@ -132,8 +132,8 @@ func pluginEnv(base []string, sp spec.Plugin) []string {
 	return out
 }
 
-// exitStatus says how a child ended ("exit status 2", "signal: killed"); "exited" for an
-// adopted process, whose status only its parent learns.
+// exitStatus says how a child ended ("exit status 2", "signal: killed"); for an adopted
+// process, whose status only its parent learns, it says just that.
 func (p *process) exitStatus() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -143,7 +143,7 @@ func (p *process) exitStatus() string {
 	if p.child {
 		return "exit status 0"
 	}
-	return "exited"
+	return "status unknown: adopted from an earlier agent"
 }
 
 // alive reports whether the process still runs (a zombie does not).

@@ -134,6 +134,14 @@ func keyValues(out io.Writer, pairs ...[2]string) error {
 	return tw.Flush()
 }
 
+// ago is age for a moment in a sentence-like detail row: "2 days ago".
+func ago(now, t time.Time) string {
+	if a := age(now, t); a != "" {
+		return a + " ago"
+	}
+	return ""
+}
+
 // age renders how long ago t was, for tables.
 func age(now, t time.Time) string {
 	if t.IsZero() {

@@ -95,7 +95,7 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 		[2]string{"Secrets", secretKeysString(v.Secrets)},
 		[2]string{"Parameters", mapString(v.Parameters)},
 		[2]string{"Context", mapString(v.Context)},
-		[2]string{"Created", age(now, v.CreatedAt)},
+		[2]string{"Created", ago(now, v.CreatedAt)},
 	)
 	if err := keyValues(out, pairs...); err != nil {
 		return err
