@@ -101,10 +101,14 @@ func TestQuickstartWithoutMountPrivileges(t *testing.T) {
 	if ExitCode(err) != ExitError {
 		t.Fatalf("err = %v (exit %d), want exit 1", err, ExitCode(err))
 	}
-	for _, w := range []string{"quickstart stopped at the claim: mounting a volume needs root", "sudo volctl quickstart", "bind-mounting needs root"} {
+	for _, w := range []string{"quickstart stopped at the claim: mounting a volume needs root", "sudo volctl quickstart",
+		"(NodeStageVolume answered FailedPrecondition: ", "bind-mounting needs root"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error lacks %q: %v", w, err)
 		}
+	}
+	if strings.Contains(err.Error(), "in use elsewhere") {
+		t.Errorf("error carries the generic hint for the code, though the cause is known: %v", err)
 	}
 	if !strings.Contains(out.String(), "==> 5. Claim it") || strings.Contains(out.String(), "==> 6.") {
 		t.Errorf("stdout should stop at the claim step:\n%s", out)
