@@ -49,6 +49,16 @@ func (e *Engine) RegisterVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 		old, err := tx.Volumes().Get(sv.ID)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
+			// One plugin volume under two IDs would let each one's claims ignore the other's
+			// access mode: two writers on a single-node-writer volume.
+			same, err := tx.Volumes().List(store.VolumeFilter{PluginID: sv.PluginID, ExternalID: sv.ExternalID})
+			if err != nil {
+				return err
+			}
+			if len(same) > 0 {
+				return conflictf("external ID %q on plugin %q is already registered as volume %q; "+
+					"one plugin volume under two IDs would let their claims ignore each other's access mode", sv.ExternalID, sv.PluginID, same[0].ID)
+			}
 			v := store.VolumeFromSpec(sv)
 			v.State = store.VolumeReady
 			if err := tx.Volumes().Insert(&v); err != nil {

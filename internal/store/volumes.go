@@ -70,9 +70,10 @@ func (v Volume) Spec() spec.Volume {
 
 // VolumeFilter narrows List; empty fields match everything.
 type VolumeFilter struct {
-	Namespace string
-	PluginID  string
-	State     VolumeState
+	Namespace  string
+	PluginID   string
+	ExternalID string
+	State      VolumeState
 }
 
 // VolumeStore reads and writes volumes.
@@ -162,7 +163,7 @@ func (vs volumes) List(f VolumeFilter) ([]Volume, error) {
 	var where []string
 	var args []any
 	for _, c := range []struct{ col, val string }{
-		{"namespace", f.Namespace}, {"plugin_id", f.PluginID}, {"state", string(f.State)},
+		{"namespace", f.Namespace}, {"plugin_id", f.PluginID}, {"external_id", f.ExternalID}, {"state", string(f.State)},
 	} {
 		if c.val != "" {
 			where = append(where, c.col+" = ?")
