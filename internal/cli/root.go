@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -43,7 +44,36 @@ against CSI plugins on local unix sockets. State lives in one SQLite file in the
 		newCmdTUI(f, nil),
 		newCmdQuickstart(f, nil),
 	)
+	root.InitDefaultCompletionCmd() // now, not at Execute, so that the walk below sees it
+	rejectUnknownSubcommands(root)
 	return root
+}
+
+// rejectUnknownSubcommands makes every command that only groups others (volume, plugin,
+// volume snapshot, completion, ...) refuse an argument that is none of its subcommands as the
+// root does: exit 2 with suggestions. Cobra gives such a command its help and exit 0, which a
+// script takes for success: `volctl volume stauts` would pass a CI check.
+func rejectUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		rejectUnknownSubcommands(sub)
+	}
+	if c == c.Root() || !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if cmd.SuggestionsMinimumDistance <= 0 {
+			cmd.SuggestionsMinimumDistance = 2
+		}
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+		}
+		return &flagError{err: fmt.Errorf("%s\nSee '%s --help'.", msg, cmd.CommandPath())}
+	}
 }
 
 // exactArgs and friends wrap cobra's argument checks so their errors exit 2 like flag errors.

@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/iostreams"
+)
+
+// A mistyped subcommand under a command group exits 2 with a suggestion, as at the top level,
+// rather than printing the group's help and exiting 0, which a script would take for success.
+// The group alone still prints its help and exits 0.
+func TestUnknownSubcommandOfAGroupIsAUsageError(t *testing.T) {
+	for _, tt := range []struct {
+		args    []string
+		want    string
+		suggest string
+	}{
+		{[]string{"volume", "stauts"}, `unknown command "stauts" for "volctl volume"`, "status"},
+		{[]string{"plugin", "stauts", "hp"}, `unknown command "stauts" for "volctl plugin"`, "status"},
+		{[]string{"volume", "snapshot", "lst"}, `unknown command "lst" for "volctl volume snapshot"`, "list"},
+		{[]string{"group", "bogus"}, `unknown command "bogus" for "volctl group"`, ""},
+		{[]string{"plugin", "serve", "hostpth"}, `unknown command "hostpth" for "volctl plugin serve"`, "hostpath"},
+		{[]string{"completion", "bsh"}, `unknown command "bsh" for "volctl completion"`, "bash"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			ios, _, _, _ := iostreams.Test()
+			err := runCmd(t, NewRootCmd(NewFactory(ios)), tt.args...)
+			if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v (exit %d), want %q (exit %d)", err, ExitCode(err), tt.want, ExitUsage)
+			}
+			if tt.suggest != "" && !strings.Contains(err.Error(), "Did you mean this?\n\t"+tt.suggest) {
+				t.Errorf("err = %v, want the suggestion %q", err, tt.suggest)
+			}
+		})
+	}
+	ios, _, out, _ := iostreams.Test()
+	root := NewRootCmd(NewFactory(ios))
+	root.SetArgs([]string{"volume"})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("volctl volume: %v", err)
+	}
+	if !strings.Contains(out.String(), "Available Commands:") {
+		t.Errorf("volctl volume printed %q, want its help", out)
+	}
+}
