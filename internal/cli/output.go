@@ -27,11 +27,33 @@ func flush(out *bufio.Writer, err *error) {
 type exportFlags struct {
 	JSON     bool
 	Template string
+	tmpl     *template.Template // Template, parsed when the flag was set
 }
 
 func addExportFlags(cmd *cobra.Command, e *exportFlags) {
 	cmd.Flags().BoolVar(&e.JSON, "json", false, "print JSON (a stable contract, see docs/json.md)")
-	cmd.Flags().StringVarP(&e.Template, "template", "t", "", "format output with a Go template over the JSON form")
+	cmd.Flags().VarP(templateValue{e}, "template", "t", "format output with a Go template over the JSON form")
+}
+
+// templateValue parses -t as the flag is set, so that a broken template is a usage error
+// before the command does anything: a claim, a create or an expand must not run and then fail
+// on how its result was to be printed.
+type templateValue struct{ e *exportFlags }
+
+func (v templateValue) String() string { return v.e.Template }
+func (v templateValue) Type() string   { return "string" }
+
+func (v templateValue) Set(s string) error {
+	t, err := parseTemplate(s)
+	if err != nil {
+		return err
+	}
+	v.e.Template, v.e.tmpl = s, t
+	return nil
+}
+
+func parseTemplate(s string) (*template.Template, error) {
+	return template.New("output").Funcs(templateFuncs).Parse(s)
 }
 
 // Enabled reports whether machine output was asked for.
@@ -53,9 +75,11 @@ func (e *exportFlags) Write(w io.Writer, v any) error {
 	if err := dec.Decode(&data); err != nil {
 		return err
 	}
-	tmpl, err := template.New("output").Funcs(templateFuncs).Parse(e.Template)
-	if err != nil {
-		return usageError("--template: %v", err)
+	tmpl := e.tmpl
+	if tmpl == nil { // set without the flag, by a caller in this package
+		if tmpl, err = parseTemplate(e.Template); err != nil {
+			return usageError("--template: %v", err)
+		}
 	}
 	if err := tmpl.Execute(w, data); err != nil {
 		return usageError("--template: %v", err)

@@ -41,6 +41,10 @@ func TestPluginProbeFlags(t *testing.T) {
 				return
 			}
 			got.IO, got.Logger = nil, nil
+			if (got.Exporter.tmpl != nil) != (got.Exporter.Template != "") {
+				t.Errorf("-t %q parsed when set: %v", got.Exporter.Template, got.Exporter.tmpl != nil)
+			}
+			got.Exporter.tmpl = nil
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("options = %+v, want %+v", got, tt.want)
 			}
