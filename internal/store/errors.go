@@ -24,6 +24,24 @@ var ErrNewerSchema = errors.New("database schema is newer than this volctl")
 // for longer than the busy timeout.
 var ErrBusy = errors.New("state database is busy")
 
+// ErrNotOwned is matched by the error Open returns for a state directory or database file that
+// another user owns.
+var ErrNotOwned = errors.New("state is owned by another user")
+
+// ownerError names the path, its owner and this process's user, says what that owner could do
+// and how to fix it, and matches ErrNotOwned.
+type ownerError struct {
+	what, path string // "state dir", "/var/lib/volctl"
+	owner, uid int
+	risk       string // what the owner could do through it: "redirect volctl's mounts"
+}
+
+func (e *ownerError) Error() string {
+	return fmt.Sprintf("%s %s is owned by uid %d, not by this user (uid %d): another user could %s through it; chown it to this user or use another --state-dir",
+		e.what, e.path, e.owner, e.uid, e.risk)
+}
+func (e *ownerError) Is(target error) bool { return target == ErrNotOwned }
+
 // conflictError carries a readable reason and matches ErrConflict.
 type conflictError struct {
 	reason string

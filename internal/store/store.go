@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -99,7 +100,8 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
 // Open opens the state database in dir, creating the directory (0700) and the database (0600) if
 // they do not exist, and migrates its schema to the one this binary knows. A database written by
-// a newer volctl is refused with ErrNewerSchema.
+// a newer volctl is refused with ErrNewerSchema, a state dir or database another user owns with
+// ErrNotOwned, and another program's SQLite file is refused rather than converted.
 func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	return open(ctx, dir, len(migrations), opts...)
 }
@@ -206,6 +208,14 @@ func prepareDir(dir string, log *slog.Logger) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("open state: %s is not a directory", dir)
 	}
+	// Stat followed a symlinked dir to its target, which is what must be ours; name the target too.
+	shown := dir
+	if target, err := filepath.EvalSymlinks(dir); err == nil && target != dir {
+		shown = dir + " (-> " + target + ")"
+	}
+	if err := checkOwner(fi, "state dir", shown, "redirect volctl's mounts"); err != nil {
+		return fmt.Errorf("open state: %w", err)
+	}
 	if err := tighten(dir, 0o700, log); err != nil {
 		return fmt.Errorf("open state: state directory: %w", err)
 	}
@@ -213,17 +223,48 @@ func prepareDir(dir string, log *slog.Logger) error {
 }
 
 // prepareFile creates the database file 0600 before SQLite sees it, so its mode never depends on
-// the umask, and tightens an existing one that is looser.
+// the umask, and tightens an existing one that is looser. It refuses a database, or a -wal or
+// -shm beside it, that another user owns before SQLite reads or writes any of them.
 func prepareFile(path string, log *slog.Logger) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("open state: %w", err)
 	}
-	if err := f.Close(); err != nil {
+	fi, err := f.Stat()
+	if err == nil {
+		err = checkOwner(fi, "state database", path, "rewrite volctl's state")
+	}
+	if err := errors.Join(err, f.Close()); err != nil {
 		return fmt.Errorf("open state: %w", err)
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		fi, err := os.Stat(path + suffix)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err == nil {
+			err = checkOwner(fi, "state database", path+suffix, "rewrite volctl's state")
+		}
+		if err != nil {
+			return fmt.Errorf("open state: %w", err)
+		}
 	}
 	if err := tighten(path, 0o600, log); err != nil {
 		return fmt.Errorf("open state: %w", err)
+	}
+	return nil
+}
+
+// checkOwner refuses a state file or directory that another user owns: that user could swap in
+// symlinks or rows that make volctl, often running as root, mount or unmount where they choose.
+// Mode bits cannot fix that (the owner can always chmod back), so it is refused, not tightened.
+func checkOwner(fi fs.FileInfo, what, path, risk string) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil // no owner to check: not a Unix file system, and volctl only runs on Linux
+	}
+	if uid := os.Geteuid(); int(st.Uid) != uid {
+		return &ownerError{what: what, path: path, owner: int(st.Uid), uid: uid, risk: risk}
 	}
 	return nil
 }

@@ -145,6 +145,124 @@ func TestOpenTightensLoosePermissions(t *testing.T) {
 	}
 }
 
+// A state dir or database file that another user owns is refused, and left as it was: that user
+// could have put a symlink where volctl mounts, or rows naming paths of their choosing.
+func TestOpenRefusesStateOwnedByAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to give files to another user")
+	}
+	t.Parallel()
+	const nobody = 65534
+	chown := func(t *testing.T, path string) {
+		t.Helper()
+		if err := os.Lchown(path, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// closedStore makes a state dir with a database in it, and returns the dir.
+	closedStore := func(t *testing.T) string {
+		t.Helper()
+		s := newStore(t)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Dir(s.Path())
+	}
+	tests := []struct {
+		name string
+		// setup returns the dir to open and the start of the error, after "open state: ".
+		setup func(t *testing.T) (dir, want string)
+	}{
+		{"state dir", func(t *testing.T) (string, string) {
+			dir := filepath.Join(t.TempDir(), "state")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			chown(t, dir)
+			return dir, "state dir " + dir
+		}},
+		{"symlinked state dir", func(t *testing.T) (string, string) {
+			target := filepath.Join(t.TempDir(), "real")
+			if err := os.Mkdir(target, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			chown(t, target)
+			link := filepath.Join(t.TempDir(), "state")
+			if err := os.Symlink(target, link); err != nil {
+				t.Fatal(err)
+			}
+			return link, "state dir " + link + " (-> " + target + ")"
+		}},
+		{"database", func(t *testing.T) (string, string) {
+			dir := closedStore(t)
+			chown(t, filepath.Join(dir, FileName))
+			return dir, "state database " + filepath.Join(dir, FileName)
+		}},
+		{"wal", func(t *testing.T) (string, string) {
+			dir := closedStore(t)
+			wal := filepath.Join(dir, FileName+"-wal")
+			if err := os.WriteFile(wal, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			chown(t, wal)
+			return dir, "state database " + wal
+		}},
+		{"shm", func(t *testing.T) (string, string) {
+			dir := closedStore(t)
+			shm := filepath.Join(dir, FileName+"-shm")
+			if err := os.WriteFile(shm, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			chown(t, shm)
+			return dir, "state database " + shm
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir, want := tt.setup(t)
+			mode := perm(t, dir)
+			s, err := Open(context.Background(), dir)
+			if err == nil {
+				s.Close()
+				t.Fatal("Open of state owned by another user succeeded")
+			}
+			if !errors.Is(err, ErrNotOwned) {
+				t.Errorf("err = %v, want ErrNotOwned", err)
+			}
+			want = fmt.Sprintf("open state: %s is owned by uid %d, not by this user (uid %d): another user could ", want, nobody, os.Geteuid())
+			if !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "; chown it to this user or use another --state-dir") {
+				t.Errorf("err = %q, want it to start %q and say what to do", err, want)
+			}
+			if got := perm(t, dir); got != mode {
+				t.Errorf("refused state dir's mode changed from %v to %v", mode, got)
+			}
+		})
+	}
+}
+
+// A state dir may be a symlink (e.g. /var/lib/volctl to a bigger disk): what must be ours is
+// the directory it leads to.
+func TestOpenFollowsSymlinkedStateDir(t *testing.T) {
+	t.Parallel()
+	target := filepath.Join(t.TempDir(), "real")
+	if err := os.Mkdir(target, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "state")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := os.Stat(filepath.Join(target, FileName)); err != nil {
+		t.Errorf("database not in the symlink's target: %v", err)
+	}
+}
+
 func TestOpenErrors(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "file")
