@@ -57,15 +57,46 @@ func loadMigrations() []migration {
 // SchemaVersion is the schema version this binary writes.
 func SchemaVersion() int { return len(migrations) }
 
+// querier is what the schema checks read through: the *sql.Conn under a pool's conn, inside a
+// transaction or not.
+type querier interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}
+
 // schemaVersion reads the version and application id in one query, which is all an open of an
 // up-to-date database costs.
-func schemaVersion(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}) (version, appID int, err error) {
+func schemaVersion(ctx context.Context, q querier) (version, appID int, err error) {
 	err = q.QueryRowContext(ctx,
 		"SELECT (SELECT user_version FROM pragma_user_version), (SELECT application_id FROM pragma_application_id)",
 	).Scan(&version, &appID)
 	return version, appID, err
+}
+
+// shownNames bounds how many of a foreign database's tables an error lists.
+const shownNames = 5
+
+// inspect is schemaVersion plus, for a database with neither mark, the names in its schema: an
+// unmarked database is a new empty file only if it has none, else it is another program's.
+func inspect(ctx context.Context, q querier) (version, appID int, names []string, err error) {
+	version, appID, err = schemaVersion(ctx, q)
+	if err != nil || version != 0 || appID != 0 {
+		return version, appID, nil, err
+	}
+	// Tables and views first: they are what a reader recognises; indexes and triggers hang off them.
+	rows, err := q.QueryContext(ctx, "SELECT name FROM sqlite_schema ORDER BY type NOT IN ('table', 'view'), name LIMIT ?", shownNames+1)
+	if err != nil {
+		return version, appID, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return version, appID, nil, err
+		}
+		names = append(names, name)
+	}
+	return version, appID, names, rows.Err()
 }
 
 // migrateTo applies migrations up to target in one write transaction, so a database is either at
@@ -75,22 +106,28 @@ func (s *Store) migrateTo(ctx context.Context, target int) error {
 	if err != nil {
 		return fmt.Errorf("open state %s: %w", s.path, err)
 	}
-	version, appID, err := schemaVersion(ctx, c.sc)
+	version, appID, names, err := inspect(ctx, c.sc)
 	s.w.put(c)
 	if err != nil {
 		return fmt.Errorf("open state %s: read schema version: %w", s.path, mapBusy(err))
 	}
-	if err := s.checkVersion(version, appID); err != nil || version >= target {
+	if err := s.checkVersion(version, appID, names); err != nil || version >= target {
 		return err
 	}
+	return s.migrate(ctx, target)
+}
+
+// migrate is migrateTo's write transaction, which checks the database again under the lock.
+func (s *Store) migrate(ctx context.Context, target int) error {
 	var refused error
-	err = s.Update(ctx, func(tx *Tx) error {
-		// Another process may have migrated between the check above and the lock.
-		version, appID, err := schemaVersion(ctx, tx.c.sc)
+	err := s.Update(ctx, func(tx *Tx) error {
+		// Another process may have migrated, or filled an empty file with its own tables, between
+		// migrateTo's check and the lock.
+		version, appID, names, err := inspect(ctx, tx.c.sc)
 		if err != nil {
 			return err
 		}
-		if refused = s.checkVersion(version, appID); refused != nil {
+		if refused = s.checkVersion(version, appID, names); refused != nil {
 			return refused
 		}
 		for _, m := range migrations[version:target] {
@@ -118,9 +155,18 @@ func (s *Store) migrateTo(ctx context.Context, target int) error {
 	return nil
 }
 
-func (s *Store) checkVersion(version, appID int) error {
+// checkVersion refuses a database that is not volctl's or is newer than this binary. names is
+// what inspect found in an unmarked database's schema: only an empty one is volctl's to initialise.
+func (s *Store) checkVersion(version, appID int, names []string) error {
 	if appID != 0 && appID != applicationID || appID == 0 && version != 0 {
 		return fmt.Errorf("open state %s: not a volctl state database (application id %#x, schema version %d)", s.path, appID, version)
+	}
+	if appID == 0 && len(names) > 0 {
+		list := strings.Join(names[:min(len(names), shownNames)], ", ")
+		if len(names) > shownNames {
+			list += ", ..."
+		}
+		return fmt.Errorf("open state %s: not a volctl state database (it holds other tables: %s)", s.path, list)
 	}
 	if version > len(migrations) {
 		return fmt.Errorf("open state %s: %w: the database is at schema version %d, this volctl knows versions up to %d; upgrade volctl to use this state directory",

@@ -204,27 +204,66 @@ func TestOpenRefusesForeignDatabase(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup string
+		want  string // after "not a volctl state database"
 	}{
-		{"other application", "CREATE TABLE t (x); PRAGMA application_id = 42;"},
-		{"unmarked but versioned", "CREATE TABLE t (x); PRAGMA user_version = 1;"},
+		{"other application", "CREATE TABLE t (x); PRAGMA application_id = 42;", " (application id 0x2a, schema version 0)"},
+		{"unmarked but versioned", "CREATE TABLE t (x); PRAGMA user_version = 1;", " (application id 0x0, schema version 1)"},
+		// Neither mark, like any SQLite file another program made: only an empty one is new.
+		{"unmarked with tables", "CREATE TABLE t (x); CREATE INDEX a ON t (x);", " (it holds other tables: t, a)"},
+		{"unmarked with many tables", "CREATE TABLE a (x); CREATE TABLE b (x); CREATE TABLE c (x); CREATE TABLE d (x); CREATE TABLE e (x); CREATE TABLE f (x);",
+			" (it holds other tables: a, b, c, d, e, ...)"},
+		{"unmarked with a view", "CREATE VIEW v AS SELECT 1;", " (it holds other tables: v)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			db := rawDB(t, filepath.Join(dir, FileName))
+			path := filepath.Join(dir, FileName)
+			db := rawDB(t, path)
 			if _, err := db.Exec(tt.setup); err != nil {
 				t.Fatal(err)
 			}
+			before := schemaOf(t, db)
 			s, err := Open(context.Background(), dir)
 			if err == nil {
 				s.Close()
 				t.Fatal("Open of a foreign database succeeded")
 			}
-			if !strings.Contains(err.Error(), "not a volctl state database") {
-				t.Errorf("err = %q, want it to say this is not a volctl database", err)
+			if want := "open state " + path + ": not a volctl state database" + tt.want; err.Error() != want {
+				t.Errorf("err = %q, want %q", err, want)
+			}
+			if got := schemaOf(t, db); !reflect.DeepEqual(got, before) {
+				t.Errorf("refused database's schema changed:\n got: %q\nwant: %q", got, before)
 			}
 		})
+	}
+}
+
+// Another program may fill an empty file between Open's first look and the migration's write
+// lock: the migration looks again under the lock, and refuses the file rather than adding
+// volctl's tables next to the other program's.
+func TestMigrateRechecksForeignTablesUnderLock(t *testing.T) {
+	t.Parallel()
+	// An empty, unmarked database: what Open's first look passes.
+	s, err := open(context.Background(), t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	db := rawDB(t, s.Path())
+	if _, err := db.Exec("CREATE TABLE t (x)"); err != nil {
+		t.Fatal(err)
+	}
+	err = s.migrate(context.Background(), SchemaVersion())
+	if want := "open state " + s.Path() + ": not a volctl state database (it holds other tables: t)"; err == nil || err.Error() != want {
+		t.Fatalf("migrate after another program wrote a table: err = %v, want %q", err, want)
+	}
+	if got := schemaOf(t, db); len(got) != 1 {
+		t.Errorf("schema after the refused migration = %q, want only the other program's table", got)
+	}
+	var appID int
+	if err := db.QueryRow("PRAGMA application_id").Scan(&appID); err != nil || appID != 0 {
+		t.Errorf("application_id after the refused migration = %#x (%v), want 0", appID, err)
 	}
 }
 
