@@ -77,9 +77,17 @@ func rejectUnknownSubcommands(c *cobra.Command) {
 }
 
 // exactArgs and friends wrap cobra's argument checks so their errors exit 2 like flag errors.
+// An empty argument is refused too: no ID or file is empty, and `volctl plugin status "$P"`
+// with P unset must not quietly become `volctl plugin status`, a check that always passes.
 func argsChecker(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if err := check(cmd, args); err != nil {
+		err := check(cmd, args)
+		for i, a := range args {
+			if err == nil && a == "" {
+				err = fmt.Errorf("argument %d is empty", i+1)
+			}
+		}
+		if err != nil {
 			return &flagError{err: fmt.Errorf("%w\nSee '%s --help'.", err, cmd.CommandPath())}
 		}
 		return nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // VolumeReleaseOptions are the inputs of `volctl volume release`.
@@ -50,6 +51,10 @@ Releasing a claim that does not exist is a no-op: it says so on stderr and exits
 func volumeReleaseRun(ctx context.Context, opts *VolumeReleaseOptions) error {
 	if opts.Alloc == "" {
 		return usageError("volume release: --alloc is required: the alloc whose claim to release")
+	}
+	// The alloc names that claim refuses can hold no claim: say so, not "nothing to release".
+	if err := spec.ValidateID("alloc", opts.Alloc); err != nil {
+		return usageError("volume release: --alloc: %v", err)
 	}
 	e, err := opts.Engine(ctx)
 	if err != nil {
