@@ -134,7 +134,7 @@ func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolum
 			c := r.Capabilities[i]
 			err := fmt.Errorf("%s: volume %q: capability %s/%s: %w", RPCValidateVolumeCapabilities, r.VolumeID,
 				c.AccessMode, c.AttachmentMode, ErrNotConfirmed)
-			if msg := scrub(resp.GetMessage(), sensitiveValues(req)); msg != "" {
+			if msg := pluginText(resp.GetMessage(), sensitiveValues(req)); msg != "" {
 				err = fmt.Errorf("%w: %s", err, msg)
 			}
 			return err

@@ -1,12 +1,15 @@
 package csi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -40,8 +43,9 @@ func (c Class) String() string {
 }
 
 // Error is a failed CSI RPC, translated at the boundary: which RPC, the gRPC code, the plugin's
-// own message (with any secret or mount flag the request carried scrubbed out), what class of
-// failure it is, and a hint a person can act on.
+// own message (with any secret or mount flag the request carried scrubbed out, and control
+// characters escaped) or, when the plugin could not be reached, what is wrong with its socket,
+// what class of failure it is, and a hint a person can act on.
 type Error struct {
 	RPC     string
 	Code    codes.Code
@@ -148,16 +152,117 @@ func translate(ctx context.Context, rpc, socket string, timeout time.Duration, e
 		return fmt.Errorf("%s: %w", rpc, context.DeadlineExceeded)
 	}
 	st, _ := status.FromError(err)
-	e := &Error{RPC: rpc, Code: st.Code(), Message: scrub(st.Message(), sensitive)}
+	e := &Error{RPC: rpc, Code: st.Code(), Message: pluginText(st.Message(), sensitive)}
 	e.Class = classify(rpc, e.Code)
 	e.Hint = hint(rpc, e.Code, socket, timeout)
-	if e.Code == codes.Unavailable {
-		// gRPC's dial errors are a transport dump; say what is wrong with the socket instead.
+	// gRPC's dial and handshake errors are a transport dump; say what is wrong with the socket
+	// instead. The dump itself stays in the RPC trace (--verbose). The code, and so the class,
+	// stay what gRPC said.
+	switch {
+	case e.Code == codes.Unavailable:
 		if msg, h := socketProblem(socket); msg != "" {
 			e.Message, e.Hint = msg, h
+		} else if msg, h := handshakeProblem(socket, st.Message()); msg != "" {
+			e.Message, e.Hint = msg, h
+		}
+	case e.Code == codes.DeadlineExceeded && strings.Contains(st.Message(), grpcNoReadyConnection):
+		// The call never reached a plugin: the timeout ran out while gRPC was still connecting.
+		if msg, h := socketProblem(socket); msg != "" {
+			e.Message, e.Hint = msg, h
+		} else {
+			e.Message = fmt.Sprintf("something accepted the connection on %s but did not complete the gRPC handshake within %s", socket, timeout)
+			e.Hint = "a hung plugin, or not a CSI plugin"
 		}
 	}
 	return e
+}
+
+// What gRPC's transport says, in its error messages, when a connection to a socket was made
+// but the HTTP/2 handshake on it failed. A socket that does not exist or that nobody listens
+// on never gets this far.
+const (
+	// The deadline ran out while the channel was still connecting.
+	grpcNoReadyConnection = "while waiting for connections to become ready"
+	// The handshake: the client's preface and SETTINGS frame out, the server's SETTINGS back.
+	grpcWritePreface  = "failed to write client preface"
+	grpcWriteSettings = "failed to write initial settings frame"
+	grpcNoPreface     = "error reading server preface"
+	grpcNotSettings   = "initial http2 frame from server is not a settings frame"
+	// What came back was not an HTTP/2 frame; Go's HTTP/2 framer recognises HTTP/1.1.
+	grpcFrameTooLarge   = "frame too large"
+	grpcLooksLikeHTTP11 = "looked like an HTTP/1.1 header"
+	// gRPC's last handshake write, when the other end has hung up, comes back bare:
+	// "write unix @->/x.sock: write: broken pipe".
+	grpcBareWrite = "write unix "
+)
+
+// handshakeProblem explains a gRPC transport message saying that something accepted the
+// connection on socket but did not go through with the gRPC handshake, or returns "" when
+// detail says no such thing (a plugin's own UNAVAILABLE, or a connection lost mid-call).
+func handshakeProblem(socket, detail string) (msg, hint string) {
+	has := func(s ...string) bool {
+		for _, v := range s {
+			if strings.Contains(detail, v) {
+				return true
+			}
+		}
+		return false
+	}
+	hungUp := has("EOF", "connection reset", "broken pipe")
+	if !has(grpcWritePreface, grpcWriteSettings, grpcNoPreface, grpcNotSettings) &&
+		!(strings.HasPrefix(detail, grpcBareWrite) && hungUp) {
+		return "", ""
+	}
+	notGRPC := fmt.Sprintf("something accepted the connection on %s and answered, but not with gRPC", socket)
+	const http1 = "it looks like an HTTP/1.x server, not a CSI plugin"
+	if has(grpcLooksLikeHTTP11) {
+		return notGRPC, http1
+	}
+	if !hungUp && !has(grpcFrameTooLarge, grpcNotSettings) {
+		// Most often gRPC gave up waiting and closed the connection itself ("use of closed
+		// network connection"): the other end holds connections without a word, as a stopped
+		// process does.
+		return fmt.Sprintf("something accepted the connection on %s but did not complete the gRPC handshake", socket),
+			"a hung plugin, or not a CSI plugin"
+	}
+	// It answered with something else, or hung up, perhaps after answering (an HTTP server
+	// does, and gRPC may not have read the answer): ask it again, to say which.
+	answer := probeAnswer(socket)
+	switch {
+	case bytes.HasPrefix(answer, []byte("HTTP/")):
+		return notGRPC, http1
+	case len(answer) == http2FrameHeaderLen && answer[3] == http2SettingsFrame:
+		return "", "" // it handshakes now: whatever went wrong before, this is not it
+	case len(answer) > 0:
+		return notGRPC, "it does not speak gRPC's HTTP/2, so it is not a CSI plugin; check the plugin's socket path"
+	}
+	return fmt.Sprintf("something accepted the connection on %s but closed it before completing the gRPC handshake", socket),
+		"a plugin failing as it starts, or not a CSI plugin; check its logs"
+}
+
+// The start of an HTTP/2 connection (RFC 9113): the client's preface, and the first frame a
+// server sends back, its SETTINGS, behind a 9-byte frame header whose fourth byte is the type.
+const (
+	http2ClientPreface   = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+	http2FrameHeaderLen  = 9
+	http2SettingsFrame   = 0x4
+	handshakeProbeWindow = time.Second
+)
+
+// probeAnswer connects to socket, sends an HTTP/2 client preface and returns the first bytes
+// that come back (up to an HTTP/2 frame header), or none if the other end hangs up or says
+// nothing for a second.
+func probeAnswer(socket string) []byte {
+	conn, err := net.DialTimeout("unix", socket, handshakeProbeWindow)
+	if err != nil {
+		return nil
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(handshakeProbeWindow))
+	_, _ = io.WriteString(conn, http2ClientPreface) // an HTTP/1.x server answers a bad request too
+	buf := make([]byte, http2FrameHeaderLen)
+	n, _ := io.ReadFull(conn, buf)
+	return buf[:n]
 }
 
 // socketProblem explains why a socket cannot be dialled, or returns "" if it looks fine.
@@ -182,6 +287,36 @@ func socketProblem(socket string) (msg, hint string) {
 	conn.Close()
 	return "", ""
 }
+
+// pluginText makes text from a plugin fit to show and store: sensitive values scrubbed out,
+// then control characters escaped.
+func pluginText(msg string, sensitive []string) string {
+	return escapeControl(scrub(msg, sensitive))
+}
+
+// escapeControl writes each control character in s (C0 including newline and tab, DEL, C1) as
+// a visible escape, as strconv.Quote would ("\x1b", "\n", "\u009b"), and leaves the rest of
+// the text, non-ASCII letters included, as it is. A plugin's message is shown on terminals
+// (status, the TUI) and stored: an escape sequence in it must not recolour the screen or
+// retitle the window. A byte that is not UTF-8 comes out as U+FFFD, as gRPC delivers it.
+func escapeControl(s string) string {
+	if !strings.ContainsFunc(s, needsEscape) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if needsEscape(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// needsEscape reports a C0 or C1 control character or DEL.
+func needsEscape(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f }
 
 // minScrubLen keeps scrubbing from shredding a message over a two-letter flag like "ro",
 // which carries no credential.

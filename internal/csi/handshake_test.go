@@ -1,0 +1,225 @@
+package csi_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/iostreams"
+)
+
+// rawListener serves a unix socket that is not a CSI plugin: each accepted connection is
+// handed to handle, and every connection and the listener are closed when the test ends.
+func rawListener(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "csih") // short: a socket path must stay under 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(dir, "fake.sock")
+	l, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+		wg    sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				handle(c)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+		os.RemoveAll(dir)
+	})
+	return socket
+}
+
+// holdConn accepts and says nothing, as a stopped (SIGSTOP) or wedged plugin does.
+func holdConn(c net.Conn) { _, _ = io.Copy(io.Discard, c) }
+
+// answerConn reads the request, writes answer, and then hangs up or, with hold, keeps the
+// connection open until the client closes it.
+func answerConn(answer string, hold bool) func(net.Conn) {
+	return func(c net.Conn) {
+		buf := make([]byte, 64)
+		_ = c.SetReadDeadline(time.Now().Add(time.Second))
+		_, _ = c.Read(buf)
+		_ = c.SetReadDeadline(time.Time{})
+		_, _ = io.WriteString(c, answer)
+		if hold {
+			holdConn(c)
+		}
+		c.Close()
+	}
+}
+
+const (
+	http11Answer = "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n400 Bad Request"
+	http10Answer = "HTTP/1.0 400 Bad Request\r\n\r\n"
+)
+
+// handshakeTries is how many fresh connections a test makes to a server that hangs up: where
+// the hang-up lands in gRPC's handshake (writing its preface, flushing its SETTINGS, reading the
+// server's) is a race, and each place reads differently in gRPC's error.
+const handshakeTries = 20
+
+// closeConn hangs up at once.
+func closeConn(c net.Conn) { c.Close() }
+
+// rawTransportText is what gRPC's transport says about these sockets, and the generic hint
+// that blamed a plugin that is not running; none of it may reach the error a person reads.
+var rawTransportText = []string{"raw-read unix", "frame too large", "connection error", "server preface", "desc =",
+	"connection reset", "broken pipe", "HTTP/1.1 header", "waiting for connections", "is the plugin running"}
+
+func checkHandshakeError(t *testing.T, err error, code codes.Code, want string) {
+	t.Helper()
+	var e *csi.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v (%T) is not a *csi.Error", err, err)
+	}
+	if e.RPC != csi.RPCGetPluginInfo || e.Code != code || csi.CodeOf(err) != code {
+		t.Errorf("error %v: RPC %s code %v, want GetPluginInfo %v", err, e.RPC, e.Code, code)
+	}
+	if !csi.IsRetryable(err) {
+		t.Errorf("error %v: class %v, want retryable (the plugin may come back)", err, e.Class)
+	}
+	if err.Error() != want {
+		t.Errorf("error\n got %q\nwant %q", err, want)
+	}
+	for _, raw := range rawTransportText {
+		if strings.Contains(err.Error(), raw) {
+			t.Errorf("error %q leaks gRPC transport text %q", err, raw)
+		}
+	}
+}
+
+// TestSocketThatAcceptsButNeverHandshakes: something accepts the connection and holds it
+// without a word (a hung plugin). Past gRPC's connect timeout that is UNAVAILABLE; within a
+// shorter RPC timeout, DEADLINE_EXCEEDED. Both say what happened, by socket, and the trace
+// (--verbose) keeps gRPC's own account.
+func TestSocketThatAcceptsButNeverHandshakes(t *testing.T) {
+	socket := rawListener(t, holdConn)
+	t.Run("unavailable", func(t *testing.T) {
+		var trace iostreams.SyncBuffer
+		c, err := csi.New(csi.Config{ControllerSocket: socket, Timeouts: csi.Timeouts{Short: 10 * time.Second},
+			Logger: slog.New(slog.NewTextHandler(&trace, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, err = c.GetPluginInfo(context.Background())
+		checkHandshakeError(t, err, codes.Unavailable, "GetPluginInfo: Unavailable: something accepted the connection on "+socket+
+			" but did not complete the gRPC handshake (a hung plugin, or not a CSI plugin)")
+		if !strings.Contains(trace.String(), "error reading server preface") {
+			t.Errorf("the RPC trace lost gRPC's own detail:\n%s", trace.String())
+		}
+	})
+	t.Run("deadline", func(t *testing.T) {
+		c, err := csi.New(csi.Config{ControllerSocket: socket, Timeouts: csi.Timeouts{Short: 100 * time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, err = c.GetPluginInfo(context.Background())
+		checkHandshakeError(t, err, codes.DeadlineExceeded, "GetPluginInfo: DeadlineExceeded: something accepted the connection on "+socket+
+			" but did not complete the gRPC handshake within 100ms (a hung plugin, or not a CSI plugin)")
+	})
+}
+
+// TestSocketThatSpeaksHTTP1: an HTTP/1.x server on the socket answers, but not with gRPC,
+// whether it keeps the connection (gRPC reads the answer) or hangs up after answering (gRPC may
+// only see the hang-up), and whatever HTTP/1 version it speaks. A server that answers with
+// something else is not taken for HTTP.
+func TestSocketThatSpeaksHTTP1(t *testing.T) {
+	const notHTTP2 = "it does not speak gRPC's HTTP/2, so it is not a CSI plugin; check the plugin's socket path"
+	tests := []struct {
+		name   string
+		handle func(net.Conn)
+		hint   string
+	}{
+		{"HTTP/1.1 keeps the connection", answerConn(http11Answer, true), "it looks like an HTTP/1.x server, not a CSI plugin"},
+		{"HTTP/1.1 hangs up", answerConn(http11Answer, false), "it looks like an HTTP/1.x server, not a CSI plugin"},
+		{"HTTP/1.0 keeps the connection", answerConn(http10Answer, true), "it looks like an HTTP/1.x server, not a CSI plugin"},
+		{"HTTP/1.0 hangs up", answerConn(http10Answer, false), "it looks like an HTTP/1.x server, not a CSI plugin"},
+		{"a line of text", answerConn("hello, this is not a CSI plugin\n", true), notHTTP2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			socket := rawListener(t, tt.handle)
+			for range handshakeTries {
+				var trace iostreams.SyncBuffer
+				c, err := csi.New(csi.Config{ControllerSocket: socket, Timeouts: csi.Timeouts{Short: 2 * time.Second},
+					Logger: slog.New(slog.NewTextHandler(&trace, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = c.GetPluginInfo(context.Background())
+				c.Close()
+				checkHandshakeError(t, err, codes.Unavailable, "GetPluginInfo: Unavailable: something accepted the connection on "+socket+
+					" and answered, but not with gRPC ("+tt.hint+")")
+				if out := trace.String(); !strings.Contains(out, "frame too large") && !strings.Contains(out, "broken pipe") &&
+					!strings.Contains(out, "connection reset") {
+					t.Errorf("the RPC trace lost gRPC's own detail:\n%s", out)
+				}
+				if t.Failed() {
+					return
+				}
+			}
+		})
+	}
+}
+
+// TestSocketThatHangsUpAtOnce: something accepts the connection and closes it straight away.
+func TestSocketThatHangsUpAtOnce(t *testing.T) {
+	socket := rawListener(t, closeConn)
+	want := "GetPluginInfo: Unavailable: something accepted the connection on " + socket +
+		" but closed it before completing the gRPC handshake (a plugin failing as it starts, or not a CSI plugin; check its logs)"
+	for range handshakeTries {
+		c, err := csi.New(csi.Config{ControllerSocket: socket, Timeouts: csi.Timeouts{Short: 2 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // the first dial, then the channel's remembered failure
+			_, err = c.GetPluginInfo(context.Background())
+			checkHandshakeError(t, err, codes.Unavailable, want)
+		}
+		c.Close()
+		if t.Failed() {
+			return
+		}
+	}
+}
