@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -33,7 +35,9 @@ type Config struct {
 	Retry RetryPolicy
 	// Timeouts are the default per-RPC timeouts; a plugin's own `timeout` overrides the long one.
 	Timeouts csi.Timeouts
-	// Dial connects to a plugin; tests replace it. By default it builds a csi.Client.
+	// Dial connects to a plugin; tests replace it. By default it builds a csi.Client. The client
+	// must bound each RPC by the timeouts it is given: retry tells an RPC cut off by its timeout
+	// from one the plugin failed by them.
 	Dial func(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger) (Plugin, error)
 	// Now is the clock.
 	Now func() time.Time
@@ -159,12 +163,22 @@ type Plugin interface {
 func dialCSI(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger) (Plugin, error) {
 	sp := p.Spec()
 	cfg := csi.ConfigFromSpec(&sp)
-	if cfg.Timeouts.Long == 0 {
-		cfg.Timeouts.Long = timeouts.Long
-	}
-	cfg.Timeouts.Short = timeouts.Short
+	cfg.Timeouts = pluginTimeouts(p, timeouts)
 	cfg.Logger = log
 	return csi.New(cfg)
+}
+
+// pluginTimeouts are the per-RPC timeouts a plugin's client runs with: the engine's, with the
+// plugin's own timeout, when it has one, for the long RPCs. retry needs them too, to tell an
+// attempt cut off by its timeout from a plugin that answered DEADLINE_EXCEEDED itself.
+func pluginTimeouts(p store.Plugin, defaults csi.Timeouts) csi.Timeouts {
+	sp := p.Spec()
+	t := csi.ConfigFromSpec(&sp).Timeouts
+	if t.Long == 0 {
+		t.Long = defaults.Long
+	}
+	t.Short = defaults.Short
+	return t
 }
 
 // conn is a connected, fingerprinted plugin. Its fingerprint is only trusted while the
@@ -175,6 +189,8 @@ type conn struct {
 	client  Plugin
 	fp      *csi.Fingerprint
 	sockets []socketID
+	// timeouts are the client's per-RPC timeouts (pluginTimeouts), which retry reads.
+	timeouts csi.Timeouts
 }
 
 type socketID struct {
@@ -272,7 +288,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		_ = client.Close()
 		return nil, err
 	}
-	c = &conn{plugin: p, client: client, fp: fp, sockets: ids}
+	c = &conn{plugin: p, client: client, fp: fp, sockets: ids, timeouts: pluginTimeouts(p, e.cfg.Timeouts)}
 	if record {
 		// The stored fingerprint is what status and the dashboard show; nothing decides on it,
 		// since every connection fingerprints the plugin again. So it is committed as progress:
@@ -331,21 +347,45 @@ func (c *conn) stages() bool {
 	return c.fp.Node && c.fp.Capabilities.Node.StageUnstageVolume
 }
 
-// retry runs an RPC with the engine's retry policy: retryable failures are retried with jittered
-// backoff; anything else, or the last failure, is returned.
-func (e *Engine) retry(ctx context.Context, what string, rpc func(context.Context) error) error {
+// retry runs an RPC of c's plugin with the engine's retry policy: retryable failures are
+// retried with jittered backoff; anything else, or the last failure, is returned.
+//
+// An attempt that ran into our own per-RPC timeout is not retried either, though the csi
+// client classes it as a retryable DEADLINE_EXCEEDED like any other. A plugin that did not answer
+// within the whole timeout is hung or slow beyond what a command should wait for, and may still
+// be working on the request: another attempt would only make the command wait the timeout over
+// again, and send the plugin the same request on top of the one it may still be running. The
+// failure goes back at once, and the caller leaves the operation for reconcile as it does when
+// the retries run out. A DEADLINE_EXCEEDED the plugin returned itself, before our timeout (its
+// backend timed out), is retried like any other retryable code.
+func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(context.Context) error) error {
+	timeout := c.timeouts.For(rpc)
 	var err error
 	for attempt := 1; ; attempt++ {
-		err = rpc(ctx)
+		// The client takes its deadline after this one, from the same timeout: when it cuts the
+		// call off, this deadline has passed too.
+		deadline := time.Now().Add(timeout)
+		err = call(ctx)
 		if err == nil || !csi.IsRetryable(err) || attempt >= e.cfg.Retry.Attempts || ctx.Err() != nil {
 			return err
 		}
+		if timedOut(err, deadline) {
+			e.log.Debug("not retrying an RPC that ran into its timeout", "op", rpc, "attempt", attempt, "timeout", timeout, "err", err)
+			return err
+		}
 		wait := e.cfg.Retry.wait(attempt)
-		e.log.Debug("retrying after a retryable failure", "op", what, "attempt", attempt, "wait", wait, "err", err)
+		e.log.Debug("retrying after a retryable failure", "op", rpc, "attempt", attempt, "wait", wait, "err", err)
 		select {
 		case <-ctx.Done():
 			return err
 		case <-time.After(wait):
 		}
 	}
+}
+
+// timedOut reports whether err is an attempt cut off by the per-RPC timeout whose deadline
+// the attempt had: a DEADLINE_EXCEEDED that came back once that deadline had passed. One the
+// plugin returned before it is the plugin's own answer.
+func timedOut(err error, deadline time.Time) bool {
+	return csi.CodeOf(err) == codes.DeadlineExceeded && !time.Now().Before(deadline)
 }

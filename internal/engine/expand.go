@@ -75,7 +75,7 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 	if ctrl {
 		var resp csi.ControllerExpandVolumeResponse
 		err := e.withController(ctx, c, func(ctx context.Context) error {
-			return e.retry(ctx, csi.RPCControllerExpandVolume, func(ctx context.Context) error {
+			return e.retry(ctx, c, csi.RPCControllerExpandVolume, func(ctx context.Context) error {
 				var err error
 				resp, err = c.client.ControllerExpandVolume(ctx, csi.ControllerExpandVolumeRequest{
 					VolumeID: v.ExternalID, CapacityMin: size, CapacityMax: limit, Secrets: v.Secrets})
@@ -116,7 +116,7 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 			if c.stages() {
 				req.StagingPath = stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
 			}
-			err := e.retry(ctx, csi.RPCNodeExpandVolume, func(ctx context.Context) error {
+			err := e.retry(ctx, c, csi.RPCNodeExpandVolume, func(ctx context.Context) error {
 				_, err := c.client.NodeExpandVolume(ctx, req)
 				return err
 			})

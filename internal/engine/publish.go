@@ -96,7 +96,7 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 		}
 		var pc map[string]string
 		err := e.withController(ctx, c, func(ctx context.Context) error {
-			return e.retry(ctx, csi.RPCControllerPublishVolume, func(ctx context.Context) error {
+			return e.retry(ctx, c, csi.RPCControllerPublishVolume, func(ctx context.Context) error {
 				var err error
 				pc, err = c.client.ControllerPublishVolume(ctx, req)
 				return err
@@ -133,7 +133,7 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 			VolumeID: v.ExternalID, PublishContext: cl.PublishContext, StagingPath: path,
 			Capability: capability(cl), Secrets: v.Secrets, VolumeContext: v.Context,
 		}
-		err := e.retry(ctx, csi.RPCNodeStageVolume, func(ctx context.Context) error {
+		err := e.retry(ctx, c, csi.RPCNodeStageVolume, func(ctx context.Context) error {
 			return c.client.NodeStageVolume(ctx, req)
 		})
 		if err != nil {
@@ -163,7 +163,7 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	if c.stages() {
 		req.StagingPath = stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
 	}
-	err := e.retry(ctx, csi.RPCNodePublishVolume, func(ctx context.Context) error {
+	err := e.retry(ctx, c, csi.RPCNodePublishVolume, func(ctx context.Context) error {
 		return c.client.NodePublishVolume(ctx, req)
 	})
 	if err != nil {

@@ -67,7 +67,7 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 	if err := e.unbind(cl); err != nil {
 		return err
 	}
-	err := e.retry(ctx, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {
+	err := e.retry(ctx, c, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {
 		return c.client.NodeUnpublishVolume(ctx, csi.NodeUnpublishVolumeRequest{VolumeID: v.ExternalID, TargetPath: cl.TargetPath})
 	})
 	if err != nil && !csi.IsIgnorable(err) {
@@ -97,7 +97,7 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 			if err := p.flush(ctx, "release"); err != nil {
 				return err
 			}
-			err := e.retry(ctx, csi.RPCNodeUnstageVolume, func(ctx context.Context) error {
+			err := e.retry(ctx, c, csi.RPCNodeUnstageVolume, func(ctx context.Context) error {
 				return c.client.NodeUnstageVolume(ctx, csi.NodeUnstageVolumeRequest{VolumeID: v.ExternalID, StagingPath: st.StagingPath})
 			})
 			if err != nil && !csi.IsIgnorable(err) {
@@ -118,7 +118,7 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 				nodeID = c.fp.NodeID
 			}
 			err := e.withController(ctx, c, func(ctx context.Context) error {
-				return e.retry(ctx, csi.RPCControllerUnpublishVolume, func(ctx context.Context) error {
+				return e.retry(ctx, c, csi.RPCControllerUnpublishVolume, func(ctx context.Context) error {
 					return c.client.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{
 						VolumeID: v.ExternalID, NodeID: nodeID, Secrets: v.Secrets})
 				})

@@ -71,7 +71,7 @@ func (e *Engine) CreateSnapshot(ctx context.Context, volumeID, name string, para
 	}
 	var snap csi.Snapshot
 	err = e.withController(ctx, c, func(ctx context.Context) error {
-		return e.retry(ctx, csi.RPCCreateSnapshot, func(ctx context.Context) error {
+		return e.retry(ctx, c, csi.RPCCreateSnapshot, func(ctx context.Context) error {
 			var err error
 			snap, err = c.client.CreateSnapshot(ctx, csi.CreateSnapshotRequest{
 				SourceVolumeID: v.ExternalID, Name: name, Secrets: v.Secrets, Parameters: params})
@@ -160,7 +160,7 @@ func (e *Engine) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string
 		return fail(err)
 	}
 	err = e.withController(ctx, c, func(ctx context.Context) error {
-		return e.retry(ctx, csi.RPCDeleteSnapshot, func(ctx context.Context) error {
+		return e.retry(ctx, c, csi.RPCDeleteSnapshot, func(ctx context.Context) error {
 			return c.client.DeleteSnapshot(ctx, csi.DeleteSnapshotRequest{SnapshotID: snapshotID, Secrets: v.Secrets})
 		})
 	})
@@ -273,7 +273,7 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 		token := ""
 		for range maxSnapshotPages {
 			var page csi.ListSnapshotsResponse
-			err := e.retry(ctx, csi.RPCListSnapshots, func(ctx context.Context) error {
+			err := e.retry(ctx, c, csi.RPCListSnapshots, func(ctx context.Context) error {
 				var err error
 				page, err = c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{StartingToken: token})
 				return err

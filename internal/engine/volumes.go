@@ -31,7 +31,7 @@ func (e *Engine) RegisterVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 	defer unlock()
 
 	if c.fp.Controller {
-		err := e.retry(ctx, "ValidateVolumeCapabilities", func(ctx context.Context) error {
+		err := e.retry(ctx, c, csi.RPCValidateVolumeCapabilities, func(ctx context.Context) error {
 			return c.client.ValidateVolumeCapabilities(ctx, csi.ValidateVolumeCapabilitiesRequest{
 				VolumeID: sv.ExternalID, VolumeContext: sv.Context, Capabilities: volumeCapabilities(sv),
 				Parameters: sv.Parameters, Secrets: sv.Secrets,
@@ -391,7 +391,7 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume) erro
 	}
 	var created csi.Volume
 	err := e.withController(ctx, c, func(ctx context.Context) error {
-		return e.retry(ctx, csi.RPCCreateVolume, func(ctx context.Context) error {
+		return e.retry(ctx, c, csi.RPCCreateVolume, func(ctx context.Context) error {
 			var err error
 			created, err = c.client.CreateVolume(ctx, req)
 			return err
@@ -733,7 +733,7 @@ func (e *Engine) DeleteVolume(ctx context.Context, id string) error {
 func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) error {
 	if v.ExternalID != "" {
 		err := e.withController(ctx, c, func(ctx context.Context) error {
-			return e.retry(ctx, csi.RPCDeleteVolume, func(ctx context.Context) error {
+			return e.retry(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
 				return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: v.ExternalID, Secrets: v.Secrets})
 			})
 		})
