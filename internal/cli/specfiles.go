@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -38,7 +39,7 @@ func checkSpecArgs(args []string) error {
 
 // readSpecSources reads every named file ("-" is in) before anything is parsed, so that a
 // command acting on several files knows all of them are readable first. readFile is
-// os.ReadFile unless a test replaces it.
+// readSpecFile unless a test replaces it.
 func readSpecSources(in io.Reader, readFile func(string) ([]byte, error), names []string) ([]specSource, error) {
 	out := make([]specSource, 0, len(names))
 	var errs []error
@@ -53,26 +54,70 @@ func readSpecSources(in io.Reader, readFile func(string) ([]byte, error), names 
 	return out, errors.Join(errs...)
 }
 
-// readSpecSource reads one named file, "-" being standard input; readFile is os.ReadFile when
+// readSpecSource reads one named file, "-" being standard input; readFile is readSpecFile when
 // nil. The source is named even when reading fails, and the error is then the bare cause, for
 // the caller to say which file in its own words.
 func readSpecSource(in io.Reader, readFile func(string) ([]byte, error), name string) (specSource, error) {
 	if readFile == nil {
-		readFile = os.ReadFile
+		readFile = readSpecFile
 	}
 	s := specSource{Name: name}
 	var err error
 	if name == "-" {
 		s.Name = specStdinName
-		s.Src, err = io.ReadAll(in)
+		s.Src, err = readSpecBytes(in)
 	} else {
 		s.Src, err = readFile(name)
+	}
+	if err == nil {
+		err = checkSpecText(s.Src)
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err // the caller names the file
 	}
 	return s, err
+}
+
+// maxSpecSize bounds what is read as one spec file: Nomad's specs are a few KiB, and reading
+// /dev/zero or a stray disk image must end with an error, not with the memory exhausted.
+const maxSpecSize = 1 << 20
+
+// readSpecFile reads a regular file of at most maxSpecSize bytes.
+func readSpecFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if fi.IsDir() {
+		return nil, errors.New("is a directory")
+	} else if t := fi.Mode().Type(); t&fs.ModeDevice != 0 {
+		return nil, errors.New("is a device, not a spec file")
+	} else if t&fs.ModeSocket != 0 {
+		return nil, errors.New("is a socket, not a spec file")
+	}
+	return readSpecBytes(f)
+}
+
+// readSpecBytes reads r to its end, refusing more than maxSpecSize bytes.
+func readSpecBytes(r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxSpecSize+1))
+	if err == nil && len(b) > maxSpecSize {
+		err = fmt.Errorf("larger than %d KiB: not a spec file", maxSpecSize>>10)
+	}
+	return b, err
+}
+
+// checkSpecText refuses content that is not text (a NUL byte), which would otherwise be
+// parsed into thousands of diagnostics, each echoing binary to the terminal.
+func checkSpecText(src []byte) error {
+	if i := bytes.IndexByte(src, 0); i >= 0 {
+		return fmt.Errorf("not a text file (a NUL byte at offset %d)", i)
+	}
+	return nil
 }
 
 // diagnosticStyle is how diagnostics are rendered on stderr: wrapped at the terminal's width

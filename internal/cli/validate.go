@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,12 +16,12 @@ type ValidateOptions struct {
 	Files  []string // "-" is standard input
 	Export exportFlags
 
-	// ReadFile reads a spec file (os.ReadFile; tests may replace it).
+	// ReadFile reads a spec file (readSpecFile; tests may replace it).
 	ReadFile func(string) ([]byte, error)
 }
 
 func newCmdValidate(f *Factory, runF func(*ValidateOptions) error) *cobra.Command {
-	opts := &ValidateOptions{IO: f.IO, ReadFile: os.ReadFile}
+	opts := &ValidateOptions{IO: f.IO, ReadFile: readSpecFile}
 	var verb string
 	cmd := &cobra.Command{
 		Use:   "validate [--for register|create] FILE... | -",
