@@ -86,6 +86,9 @@ func (f *Factory) Engine(ctx context.Context) (*engine.Engine, error) {
 	}
 	e, err := engine.Open(ctx, engine.Config{StateDir: dir, Logger: f.Logger()})
 	if err != nil {
+		if strings.Contains(err.Error(), dir) {
+			return nil, err // it names the state dir already
+		}
 		return nil, fmt.Errorf("state dir %s: %w", dir, err)
 	}
 	f.engine = e
