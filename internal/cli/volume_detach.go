@@ -72,6 +72,9 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 	if res.Released == nil {
 		res.Released = []engine.ClaimInfo{}
 	}
+	if err != nil && len(res.Released) == 0 && len(res.Failed) == 0 && len(res.Warnings) == 0 {
+		return err // nothing was tried (an unknown volume, say): nothing to report on stdout
+	}
 	if opts.Exporter.Enabled() {
 		if werr := opts.Exporter.Write(opts.IO.Out, res); werr != nil && err == nil {
 			err = werr

@@ -94,7 +94,9 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 	warn := func(format string, args ...any) {
 		warnings = append(warnings, fmt.Sprintf(format, args...))
 	}
-	warn("forced detach of volume %q: NodeUnpublishVolume and NodeUnstageVolume are skipped; volctl unmounts its own paths and frees %d claim(s) without the plugin", v.ID, len(claims))
+	if len(claims) > 0 {
+		warn("forced detach of volume %q: NodeUnpublishVolume and NodeUnstageVolume are skipped; volctl unmounts its own paths and frees %d claim(s) without the plugin", v.ID, len(claims))
+	}
 	for _, cl := range claims {
 		if err := e.unbind(&cl); err != nil {
 			warn("alloc %q: %v", cl.Alloc, err)
@@ -114,8 +116,12 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		}
 		e.locks.removeEmptyDirs(ctx, st.StagingPath, filepath.Join(e.cfg.StateDir, stagingDir))
 	}
+	// The controller unpublish is tried whatever the records say (it is idempotent), but a
+	// plugin out of reach is only worth a warning when an attachment is known to be left.
 	if c, err := e.connect(ctx, v.PluginID); err != nil {
-		warn("ControllerUnpublishVolume not sent: %v", err)
+		if hasStaging && st.ControllerPublished {
+			warn("ControllerUnpublishVolume not sent, so the volume may still be attached to this node: %v", err)
+		}
 	} else if c.controllerPublishes() {
 		nodeID := st.NodeID
 		if nodeID == "" {
