@@ -89,8 +89,12 @@ type probeCapabilities struct {
 }
 
 // sockets returns the controller and node socket paths the flags name.
+// socketFlagPath is a socket flag's path: flags take PATH or unix://PATH, as CSI_ENDPOINT
+// and plugin docs write it.
+func socketFlagPath(s string) string { return strings.TrimPrefix(s, "unix://") }
+
 func (o *PluginProbeOptions) sockets() (controller, node string, err error) {
-	path := func(s string) string { return strings.TrimPrefix(s, "unix://") }
+	path := socketFlagPath
 	switch {
 	case o.Socket != "" && (o.ControllerSocket != "" || o.NodeSocket != ""):
 		return "", "", usageError("plugin probe: --socket is for a monolith; give a split plugin's sockets with --controller-socket and --node-socket only")

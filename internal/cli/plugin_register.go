@@ -74,7 +74,7 @@ be reached or fingerprinted.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.ID, "id", "", "the plugin's ID (what volume specs name in plugin_id)")
 	fl.StringVar(&opts.Type, "type", string(spec.PluginMonolith), "monolith, controller or node")
-	fl.StringVar(&opts.Socket, "socket", "", "the plugin's socket: a monolith's one socket, or a controller's or node plugin's")
+	fl.StringVar(&opts.Socket, "socket", "", "the plugin's socket (PATH or unix://PATH): a monolith's one socket, or a controller's or node plugin's")
 	fl.StringVar(&opts.ControllerSocket, "controller-socket", "", "a split monolith's controller socket")
 	fl.StringVar(&opts.NodeSocket, "node-socket", "", "a split monolith's node socket")
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "timeout of the long RPCs (create, publish, stage, ...); 0 is the default, 2m")
@@ -86,14 +86,14 @@ be reached or fingerprinted.`,
 // socket: the one socket of a monolith, or a controller's or node plugin's only socket.
 func (o *PluginRegisterOptions) flagPlugin() spec.Plugin {
 	p := spec.Plugin{ID: o.ID, Type: spec.PluginType(o.Type), Timeout: o.Timeout,
-		ControllerSocket: o.ControllerSocket, NodeSocket: o.NodeSocket}
-	switch {
+		ControllerSocket: socketFlagPath(o.ControllerSocket), NodeSocket: socketFlagPath(o.NodeSocket)}
+	switch sock := socketFlagPath(o.Socket); {
 	case p.Type == spec.PluginController && o.ControllerSocket == "":
-		p.ControllerSocket = o.Socket
+		p.ControllerSocket = sock
 	case p.Type == spec.PluginNode && o.NodeSocket == "":
-		p.NodeSocket = o.Socket
+		p.NodeSocket = sock
 	default:
-		p.Socket = o.Socket
+		p.Socket = sock
 	}
 	return p
 }
