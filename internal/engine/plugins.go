@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -149,9 +150,16 @@ func (e *Engine) PluginStatus(ctx context.Context, id string) ([]PluginInfo, err
 	if err != nil {
 		return nil, err
 	}
+	// All at once: a hung plugin costs one timeout, not one per plugin in the list.
+	var wg sync.WaitGroup
 	for _, p := range plugins {
-		e.CheckHealth(ctx, p)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.CheckHealth(ctx, p)
+		}()
 	}
+	wg.Wait()
 	return e.pluginInfos(ctx, id)
 }
 
