@@ -14,8 +14,9 @@ import (
 	"github.com/volctl/volctl/internal/spec"
 )
 
-// specStdinName is how standard input ("-") is named in diagnostics and messages.
-const specStdinName = "<stdin>"
+// specStdinName is how standard input ("-") is named in diagnostics and messages; the spec
+// package knows the name, to write "-" when it shows a command to run on the file.
+const specStdinName = spec.StdinName
 
 // specSource is one spec file named on the command line, read into memory.
 type specSource struct {

@@ -66,8 +66,8 @@ func ParseGroup(filename string, src []byte) (*Group, hcl.Diagnostics) {
 }
 
 // Parse parses a spec file of any kind, telling the kind from its top level: plugin blocks
-// make a plugin spec, a group block a group spec, anything else a volume spec. verb applies to
-// volume specs only.
+// make a plugin spec, a group block a group spec, anything else a volume spec. An agent config
+// (an agent block) is refused with one error. verb applies to volume specs only.
 func Parse(filename string, src []byte, verb Verb) (*File, hcl.Diagnostics) {
 	return NewParser().Parse(filename, src, verb)
 }
@@ -105,25 +105,37 @@ func (p *Parser) Parse(filename string, src []byte, verb Verb) (*File, hcl.Diagn
 }
 
 // parse loads the file, decodes it as kind (or the kind its top level shows, when kind is
-// empty) and validates it. The File is nil when any diagnostic is an error.
+// empty) and validates it. A file that is recognisably of another kind (an agent config, or
+// a plugin spec given as a volume spec, say: see otherKind) gets one error saying what it is
+// and which command takes it, instead of every name that is wrong for kind. The File is nil
+// when any diagnostic is an error.
 func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File, hcl.Diagnostics) {
 	body, json, m, diags := p.load(filename, src)
 	if diags.HasErrors() {
 		// A body the parser gave up on would only add noise (missing arguments it never reached).
 		return nil, sortDiagnostics(fixRanges(diags, src, json))
 	}
-	if kind == "" {
-		kind = detectKind(body)
+	names := topLevel(body)
+	validate := kind == ""
+	if validate {
+		kind = detectKind(names)
 	}
 	d := &decoder{json: json}
 	f := &File{Kind: kind}
-	switch kind {
-	case KindPlugin:
-		f.Plugins = d.plugins(body)
-	case KindGroup:
-		f.Group = d.group(body)
-	default:
-		f.Volume = d.volume(body, verb)
+	if other, at, ok := otherKind(names, kind); ok {
+		// A file of another kind gets one error saying so, not one per name it does not share
+		// with this kind; nothing else said about it would help.
+		d.wrongKind(filename, kind, other, at, names, validate)
+		diags = nil
+	} else {
+		switch kind {
+		case KindPlugin:
+			f.Plugins = d.plugins(body)
+		case KindGroup:
+			f.Group = d.group(body)
+		default:
+			f.Volume = d.volume(body, verb)
+		}
 	}
 	if m != nil {
 		m.mapDiagnostics(d.diags)
@@ -201,29 +213,6 @@ func isJSON(filename string, src []byte) bool {
 		return true
 	}
 	return bytes.HasPrefix(bytes.TrimLeft(src, " \t\r\n\ufeff"), []byte("{"))
-}
-
-// detectKind tells a plugin or group spec from a volume spec by its top-level names.
-func detectKind(body hcl.Body) Kind {
-	has := func(name string) bool {
-		if sb, ok := body.(*hclsyntax.Body); ok {
-			for _, b := range sb.Blocks {
-				if b.Type == name {
-					return true
-				}
-			}
-			return false
-		}
-		attrs, _ := body.JustAttributes()
-		return attrs[name] != nil
-	}
-	switch {
-	case has("plugin"):
-		return KindPlugin
-	case has("group"):
-		return KindGroup
-	}
-	return KindVolume
 }
 
 // sortDiagnostics orders diagnostics by position, so output is stable and reads top to
