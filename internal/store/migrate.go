@@ -106,12 +106,15 @@ func (s *Store) migrateTo(ctx context.Context, target int) error {
 	if err != nil {
 		return fmt.Errorf("open state %s: %w", s.path, err)
 	}
-	version, appID, names, err := inspect(ctx, c.sc)
+	// The version alone here: outside a transaction, a schema read after it may already see
+	// the tables of another volctl migrating the new file at this moment, whose version this
+	// read did not. Whether an unmarked file is foreign is decided in migrate, under the lock.
+	version, appID, err := schemaVersion(ctx, c.sc)
 	s.w.put(c)
 	if err != nil {
 		return fmt.Errorf("open state %s: read schema version: %w", s.path, mapBusy(err))
 	}
-	if err := s.checkVersion(version, appID, names); err != nil || version >= target {
+	if err := s.checkVersion(version, appID, nil); err != nil || version >= target {
 		return err
 	}
 	return s.migrate(ctx, target)
