@@ -108,7 +108,9 @@ func TestFaultsCustomMessageAndFailedHandlerCounts(t *testing.T) {
 
 func TestFaultsDelayAndHang(t *testing.T) {
 	f := csitest.NewFaults()
-	_, c := serve(t, f, csi.Timeouts{Short: 50 * time.Millisecond})
+	// Long enough for a call to reach the server on a loaded machine (at 50ms, one under -race
+	// in a busy CI run timed out before the server counted it); each timeout below costs it once.
+	_, c := serve(t, f, csi.Timeouts{Short: 500 * time.Millisecond})
 
 	f.Delay(csi.RPCGetPluginInfo, time.Millisecond)
 	if err := info(c); err != nil {
