@@ -14,8 +14,9 @@ import (
 )
 
 // hungTimeout is the long-RPC timeout the hung-plugin tests run their hung commands with: short,
-// so that a test that waits it out a few times stays quick.
-const hungTimeout = 200 * time.Millisecond
+// so that a test that waits it out a few times stays quick, yet room for a call to reach the
+// plugin on a loaded machine (the tests count the calls the plugin received).
+const hungTimeout = 500 * time.Millisecond
 
 // hungConfig opens an engine as a command would against a plugin that may hang: the long
 // timeout short, and as many attempts as a command's policy allows (DefaultRetry), waits aside,
