@@ -78,7 +78,13 @@ func (p *pool) get(ctx context.Context, wait time.Duration) (*conn, error) {
 		return c, nil
 	}
 	p.mu.Unlock()
-	sc, err := p.db.Conn(ctx)
+	// Opening a connection sets the journal mode, which on a file not yet in WAL mode needs the
+	// write lock; SQLite answers busy at once, without waiting, when another process holds it.
+	var sc *sql.Conn
+	err := retryBusy(ctx, wait, func() (err error) {
+		sc, err = p.db.Conn(ctx)
+		return err
+	})
 	if err != nil {
 		<-p.tokens
 		return nil, err

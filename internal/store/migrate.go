@@ -104,12 +104,16 @@ func inspect(ctx context.Context, q querier) (version, appID int, names []string
 func (s *Store) migrateTo(ctx context.Context, target int) error {
 	c, err := s.w.get(ctx, s.busyTimeout)
 	if err != nil {
-		return fmt.Errorf("open state %s: %w", s.path, err)
+		return fmt.Errorf("open state %s: %w", s.path, mapBusy(err))
 	}
 	// The version alone here: outside a transaction, a schema read after it may already see
 	// the tables of another volctl migrating the new file at this moment, whose version this
 	// read did not. Whether an unmarked file is foreign is decided in migrate, under the lock.
-	version, appID, err := schemaVersion(ctx, c.sc)
+	var version, appID int
+	err = s.retry(ctx, func() (err error) {
+		version, appID, err = schemaVersion(ctx, c.sc)
+		return err
+	})
 	s.w.put(c)
 	if err != nil {
 		return fmt.Errorf("open state %s: read schema version: %w", s.path, mapBusy(err))

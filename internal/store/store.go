@@ -371,7 +371,7 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (
 		// handler; they give up after the same busy timeout as a writer in another process would.
 		c, err := p.get(ctx, s.busyTimeout)
 		if err != nil {
-			return nil, fmt.Errorf("state %s: %w", s.path, err)
+			return nil, fmt.Errorf("state %s: %w", s.path, mapBusy(err))
 		}
 		tx := &Tx{ctx: ctx, c: c, s: s}
 		err = s.retry(ctx, func() error {
@@ -430,12 +430,20 @@ func (s *Store) rollback(c *conn) {
 	}
 }
 
-// retry runs op again while SQLite answers SQLITE_BUSY or SQLITE_LOCKED. The busy timeout already
-// waits inside SQLite; this covers the cases where SQLite returns busy without waiting (a WAL
-// checkpoint or recovery in another process), with jittered backoff bounded by the busy timeout
-// and the context.
+// retry runs op again while SQLite answers SQLITE_BUSY or SQLITE_LOCKED, for up to the busy
+// timeout; see retryBusy.
 func (s *Store) retry(ctx context.Context, op func() error) error {
-	deadline := time.Now().Add(s.busyTimeout)
+	return retryBusy(ctx, s.busyTimeout, op)
+}
+
+// retryBusy runs op again while SQLite answers SQLITE_BUSY or SQLITE_LOCKED. The busy timeout
+// already waits inside SQLite; this covers the cases where SQLite returns busy without waiting,
+// with jittered backoff bounded by timeout and the context. SQLite does that when waiting could
+// deadlock: a connection holding a read lock that needs the write lock another holds (a new
+// connection turning a fresh file to WAL while another process migrates it, for one), and during
+// a WAL checkpoint or recovery in another process.
+func retryBusy(ctx context.Context, timeout time.Duration, op func() error) error {
+	deadline := time.Now().Add(timeout)
 	wait := time.Millisecond
 	for {
 		err := op()

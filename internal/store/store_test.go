@@ -558,3 +558,67 @@ func TestInProcessWriterWaitIsBounded(t *testing.T) {
 		t.Fatalf("nested Update: err = %v, want ErrBusy naming this process", err)
 	}
 }
+
+// Opening a new connection turns a fresh file to WAL, which needs the write lock. While another
+// process holds it (migrating the file it just created, say), SQLite answers that with busy at
+// once rather than waiting, because the opener holds a read lock by then. Open waits it out
+// within the busy timeout, and past it fails with ErrBusy naming the database.
+func TestOpenWaitsForAnotherProcessOnAFreshFile(t *testing.T) {
+	t.Parallel()
+	// holdFresh creates an empty database file and takes its write lock from a connection
+	// outside the store, still in rollback-journal mode, as another volctl starting up would.
+	holdFresh := func(t *testing.T) (dir string, release func()) {
+		dir = t.TempDir()
+		path := filepath.Join(dir, FileName)
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		db, err := sql.Open("sqlite", "file:"+path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		c, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+			t.Fatal(err)
+		}
+		var once sync.Once
+		return dir, func() {
+			once.Do(func() {
+				if _, err := c.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+					t.Error(err)
+				}
+				c.Close()
+			})
+		}
+	}
+
+	t.Run("released", func(t *testing.T) {
+		t.Parallel()
+		dir, release := holdFresh(t)
+		timer := time.AfterFunc(200*time.Millisecond, release)
+		defer timer.Stop()
+		s, err := Open(context.Background(), dir, WithBusyTimeout(time.Minute))
+		if err != nil {
+			t.Fatalf("Open while another connection held the write lock for 200ms: %v", err)
+		}
+		defer s.Close()
+		update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "opened"}) })
+	})
+	t.Run("held past the busy timeout", func(t *testing.T) {
+		t.Parallel()
+		dir, release := holdFresh(t)
+		defer release()
+		s, err := Open(context.Background(), dir, WithBusyTimeout(300*time.Millisecond))
+		if err == nil {
+			s.Close()
+			t.Fatal("Open succeeded while another connection held the write lock throughout")
+		}
+		if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), filepath.Join(dir, FileName)) {
+			t.Errorf("Open: err = %v, want ErrBusy naming the database", err)
+		}
+	})
+}
