@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -196,4 +197,77 @@ func TestRestoreStagesAVolumeOnceForAllItsClaims(t *testing.T) {
 	if live := h.liveClaims("v"); len(live) != 2 || !live[0].AtRest() || !live[1].AtRest() {
 		t.Fatalf("claims after restore = %+v", live)
 	}
+}
+
+// TestInterruptedRestoreIsReleasedInFull: a restore cut short (here NodeStageVolume fails;
+// a killed agent does the same) must not leave the claim in a state whose release skips
+// NodeUnpublishVolume. The plugin may still hold the publication from before the reboot, and
+// refuses NodeUnstageVolume while it does, which would leave the claim stuck for good.
+func TestInterruptedRestoreIsReleasedInFull(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter)))
+	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	st, _ := h.staging("v")
+	h.mounts.markGone(cl.TargetPath)
+	h.mounts.markGone(st.StagingPath)
+	h.faults.FailAlways(csi.RPCNodeStageVolume, codes.Internal)
+	rep, err := h.e.Reconcile(h.ctx)
+	if err == nil || len(rep.Problems) != 1 {
+		t.Fatalf("reconcile with NodeStageVolume failing = %+v, %v; want one problem", rep, err)
+	}
+	h.faults.Clear()
+
+	h.mem.ResetCalls()
+	h.release("v", "a")
+	for _, rpc := range []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume} {
+		if n := h.mem.CallCount(rpc); n != 1 {
+			t.Errorf("release after the failed restore sent %s %d times, want 1 (sent: %v)", rpc, n, h.rpcs())
+		}
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claims left after the release: %+v", live)
+	}
+}
+
+// TestReconcileFinishesAnInterruptedRestore: the next pass after a failed restore stages the
+// volume again before publishing it, and the claim is at rest.
+func TestReconcileFinishesAnInterruptedRestore(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter)))
+	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	st, _ := h.staging("v")
+	h.mounts.markGone(cl.TargetPath)
+	h.mounts.markGone(st.StagingPath)
+	h.faults.FailAlways(csi.RPCNodeStageVolume, codes.Internal)
+	if _, err := h.e.Reconcile(h.ctx); err == nil {
+		t.Fatal("reconcile with NodeStageVolume failing succeeded")
+	}
+	h.faults.Clear()
+
+	h.mem.ResetCalls()
+	rep, err := h.e.Reconcile(h.ctx)
+	if err != nil || !rep.OK() {
+		t.Fatalf("second reconcile = %+v, %v", rep, err)
+	}
+	if got, want := h.rpcs(), []string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume}; !slices.Equal(filterNode(got), want) {
+		t.Errorf("second reconcile sent %v, want %v among them", got, want)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || !live[0].AtRest() || live[0].State != store.ClaimPublished {
+		t.Fatalf("claim after the second reconcile = %+v", live)
+	}
+	if st, _ := h.staging("v"); !st.Staged {
+		t.Fatalf("staging after the second reconcile = %+v, want staged", st)
+	}
+}
+
+// filterNode keeps the node RPCs that change what is mounted.
+func filterNode(rpcs []string) []string {
+	var out []string
+	for _, r := range rpcs {
+		switch r {
+		case csi.RPCNodeStageVolume, csi.RPCNodePublishVolume, csi.RPCNodeUnstageVolume, csi.RPCNodeUnpublishVolume:
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -28,7 +28,14 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 		case store.ClaimControllerPublished:
 			err = e.nodeStage(ctx, c, v, p)
 		case store.ClaimNodeStaged:
-			err = e.nodePublish(ctx, c, v, p)
+			if c.stages() && !p.st.Staged {
+				// A restore (or a lost staging) left the claim node-staged with its volume
+				// unstaged: stage it again before publishing.
+				err = e.nodeStage(ctx, c, v, p)
+			}
+			if err == nil {
+				err = e.nodePublish(ctx, c, v, p)
+			}
 		case store.ClaimPublished:
 			if err := p.flush(ctx, "claim"); err != nil {
 				return err

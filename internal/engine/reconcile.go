@@ -249,12 +249,14 @@ func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingMounte
 	if err != nil {
 		return err
 	}
-	// Step the claim back to what is really there and publish it again from there: from
-	// controller-published when the staging is gone too, else from node-staged. The controller
-	// publication outlives the node's mounts, so ControllerPublishVolume is not sent.
+	// Step the claim back to node-staged and publish it again from there, staging first when the
+	// staging is gone too (its row says not staged). Never further back: the plugin may still
+	// hold the publication from before, and a restore cut short must leave a claim whose release
+	// sends NodeUnpublishVolume, which the release of a controller-published claim skips. The
+	// controller publication outlives the node's mounts, so ControllerPublishVolume is not sent.
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		cl.State = store.ClaimNodeStaged
 		if c.stages() && !stagingMounted {
-			cl.State = store.ClaimControllerPublished
 			st, err := tx.Stagings().Get(v.ID)
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
@@ -265,8 +267,6 @@ func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingMounte
 					return err
 				}
 			}
-		} else {
-			cl.State = store.ClaimNodeStaged
 		}
 		return tx.Claims().Update(&cl)
 	})
