@@ -44,7 +44,8 @@ The plugins come from spec files of plugin blocks (or - for standard input), or 
 a single plugin. A monolith serves controller and node on one socket (--socket) or on split
 sockets (--controller-socket and --node-socket); a controller or node plugin takes --socket
 for its one service. The plugin must be running, unless its spec has an exec block (then
-volctl agent starts it). Registering an ID again replaces its declaration.
+volctl agent starts it). Registering an ID again replaces its declaration; one ID in two of
+the files given at once is refused.
 
 Every file is checked before any plugin is registered; an invalid one registers nothing.
 Exit status: 0 when all are registered, 2 for invalid specs or flags, 1 when a plugin cannot
@@ -119,6 +120,7 @@ func (o *PluginRegisterOptions) plugins() ([]spec.Plugin, error) {
 	var (
 		out     []spec.Plugin
 		invalid int
+		seen    = declarations{}
 	)
 	for _, s := range sources {
 		ps, diags := parser.ParsePlugins(s.Name, s.Src)
@@ -130,6 +132,9 @@ func (o *PluginRegisterOptions) plugins() ([]spec.Plugin, error) {
 			continue
 		}
 		for _, p := range ps {
+			if first, dup := seen.add("plugin", p.ID, s.Name); dup {
+				return nil, usageError("plugin register: plugin %q is declared in both %s and %s; nothing was registered", p.ID, first, s.Name)
+			}
 			out = append(out, *p)
 		}
 	}

@@ -98,4 +98,14 @@ plugin "b" {
 	if !strings.Contains(err.Error(), "1 of 2 spec files are invalid; nothing was registered") {
 		t.Errorf("err = %v", err)
 	}
+
+	// One ID in two files: which declaration would be kept depends on the order of the
+	// arguments, so neither is registered.
+	files["b-again.hcl"] = "plugin \"b\" {\n  type   = \"node\"\n  socket = \"/run/b2.sock\"\n}\n"
+	o.Files = []string{"good.hcl", "b-again.hcl"}
+	got, err = o.plugins()
+	if got != nil || ExitCode(err) != ExitUsage || err == nil ||
+		!strings.Contains(err.Error(), `plugin "b" is declared in both good.hcl and b-again.hcl; nothing was registered`) {
+		t.Fatalf("plugins, err = %v, %v (exit %d); want none, exit 2, naming both files", got, err, ExitCode(err))
+	}
 }

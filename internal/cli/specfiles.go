@@ -150,3 +150,30 @@ func invalidSpecs(command, done string, invalid, total int) error {
 	}
 	return withCode(ExitUsage, fmt.Errorf("%s: %s; nothing was %s", command, what, done))
 }
+
+// declarations remembers which file declared each volume and plugin ID among the files of one
+// command, so an ID in two files is refused as one declared twice in a file is: which of the
+// two a command would act on (or keep) would depend on the order of its arguments.
+type declarations map[string]string // "volume a" -> the file that declared it
+
+// add records that file declares the ID; for an ID another file declared, it returns that
+// file's name instead.
+func (d declarations) add(what, id, file string) (first string, dup bool) {
+	key := what + " " + id
+	if first, dup = d[key]; dup {
+		return first, true
+	}
+	d[key] = file
+	return "", false
+}
+
+// duplicateIn is validate's error for an ID declared in two files: volume create and register
+// and plugin register refuse such files together.
+func duplicateIn(what, id, first, file string) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Duplicate " + what + " ID",
+		Detail: fmt.Sprintf("The %s %q is declared in both %s and %s; volctl refuses the two files together. Give each %s its own ID.",
+			what, id, first, file, what),
+	}
+}

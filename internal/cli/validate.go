@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
@@ -31,7 +32,9 @@ JSON), plugin specs and group specs. The kind is told from the file: plugin bloc
 plugin spec, a group block a group spec, anything else a volume spec.
 
 Every problem in a file is reported at once, each with its file, line and column. Warnings
-(an old spelling of an access mode, say) are shown but do not make a spec invalid.
+(an old spelling of an access mode, say) are shown but do not make a spec invalid. A volume or
+plugin ID declared in two of the files is an error too: volume create and register and plugin
+register refuse such files together.
 
 --for checks a volume spec for one verb: register needs external_id and refuses the
 create-only fields (snapshot_id, clone_id, topology_request.preferred); create needs name and
@@ -76,6 +79,7 @@ func validateRun(opts *ValidateOptions) error {
 	width, color := diagnosticStyle(ios)
 	all := []spec.JSONDiagnostic{}
 	invalid, unreadable := false, false
+	seen := declarations{}
 	for _, name := range opts.Files {
 		s, err := readSpecSource(ios.In, opts.ReadFile, name)
 		if err != nil {
@@ -84,6 +88,11 @@ func validateRun(opts *ValidateOptions) error {
 			continue
 		}
 		f, diags := p.Parse(s.Name, s.Src, opts.Verb)
+		if f != nil {
+			if d := duplicates(seen, f, s.Name); len(d) > 0 {
+				diags, f = append(diags, d...), nil
+			}
+		}
 		if diags.HasErrors() {
 			invalid = true
 		}
@@ -112,6 +121,28 @@ func validateRun(opts *ValidateOptions) error {
 		return silentExit(ExitUsage)
 	}
 	return nil
+}
+
+// duplicates is an error for each volume or plugin ID of f that an earlier file declared.
+func duplicates(seen declarations, f *spec.File, file string) hcl.Diagnostics {
+	var ids []string
+	what := "volume"
+	switch f.Kind {
+	case spec.KindPlugin:
+		what = "plugin"
+		for _, p := range f.Plugins {
+			ids = append(ids, p.ID)
+		}
+	case spec.KindVolume:
+		ids = append(ids, f.Volume.ID)
+	}
+	var out hcl.Diagnostics
+	for _, id := range ids {
+		if first, dup := seen.add(what, id, file); dup {
+			out = append(out, duplicateIn(what, id, first, file))
+		}
+	}
+	return out
 }
 
 // validSummary is the line printed for a valid file: `volume.hcl: valid volume "db"`.

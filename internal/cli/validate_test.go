@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,6 +82,9 @@ func TestValidateRun(t *testing.T) {
 		"invalid.hcl": invalidVolume,
 		"warn.hcl":    strings.Replace(validVolume, `"single-node-writer"`, `"single-node-reader"`, 1),
 		"plugins.hcl": "plugin \"a\" {\n  type = \"node\"\n  socket = \"/run/a.sock\"\n}\nplugin \"b\" {\n  type = \"controller\"\n  socket = \"/run/b.sock\"\n}\n",
+		"copy.hcl":    validVolume,
+		"b-again.hcl": "plugin \"b\" {\n  type = \"node\"\n  socket = \"/run/b2.sock\"\n}\n",
+		"db.hcl":      "plugin \"db\" {\n  type = \"node\"\n  socket = \"/run/db.sock\"\n}\n",
 		"group.json":  `{"group": {"web": {"volume": {"data": {"type": "csi", "source": "db", "access_mode": "single-node-writer", "attachment_mode": "file-system"}}}}}`,
 	})
 	path := func(name string) string { return filepath.Join(dir, name) }
@@ -93,6 +97,7 @@ func TestValidateRun(t *testing.T) {
 		stdout     []string
 		stderr     []string
 		noStdout   bool
+		notStdouts []string
 		notStderrs []string
 	}{
 		{name: "valid", files: []string{path("valid.hcl")}, stdout: []string{path("valid.hcl") + `: valid volume "db"` + "\n"}},
@@ -107,6 +112,15 @@ func TestValidateRun(t *testing.T) {
 			stdout: []string{`plugins.hcl: valid plugins "a", "b"`, `group.json: valid group "web"`}},
 		{name: "one invalid among several", files: []string{path("valid.hcl"), path("invalid.hcl")}, code: ExitUsage,
 			stdout: []string{`valid.hcl: valid volume "db"`}, stderr: []string{"invalid.hcl:5:21"}},
+		// What volume create or plugin register would refuse: one ID declared in two files.
+		{name: "one volume ID in two files", files: []string{path("valid.hcl"), path("copy.hcl")}, code: ExitUsage,
+			stdout: []string{`valid.hcl: valid volume "db"`}, notStdouts: []string{"copy.hcl"},
+			stderr: []string{"Error: Duplicate volume ID", fmt.Sprintf(`The volume "db" is declared in both %s and %s`, path("valid.hcl"), path("copy.hcl"))}},
+		{name: "one plugin ID in two files", files: []string{path("plugins.hcl"), path("b-again.hcl")}, code: ExitUsage,
+			stdout: []string{`plugins.hcl: valid plugins "a", "b"`}, notStdouts: []string{"b-again.hcl"},
+			stderr: []string{"Error: Duplicate plugin ID", fmt.Sprintf(`The plugin "b" is declared in both %s and %s`, path("plugins.hcl"), path("b-again.hcl"))}},
+		{name: "a volume and a plugin may share an ID", files: []string{path("valid.hcl"), path("db.hcl")},
+			stdout: []string{`valid.hcl: valid volume "db"`, `db.hcl: valid plugin "db"`}},
 		{name: "stdin", files: []string{"-"}, stdin: invalidVolume, code: ExitUsage, stderr: []string{"<stdin>:5:21"}},
 		{name: "stdin valid", files: []string{"-"}, stdin: validVolume, stdout: []string{`<stdin>: valid volume "db"`}},
 		{name: "unreadable", files: []string{path("missing.hcl"), path("invalid.hcl")}, code: ExitError,
@@ -126,6 +140,11 @@ func TestValidateRun(t *testing.T) {
 			for _, s := range tt.stdout {
 				if !strings.Contains(out.String(), s) {
 					t.Errorf("stdout lacks %q:\n%s", s, out)
+				}
+			}
+			for _, s := range tt.notStdouts {
+				if strings.Contains(out.String(), s) {
+					t.Errorf("stdout contains %q:\n%s", s, out)
 				}
 			}
 			if tt.noStdout && out.Len() > 0 {

@@ -146,7 +146,7 @@ func parseVolumeSpecs(opts *VolumeSubmitOptions, command string) ([]*spec.Volume
 		vols    []*spec.Volume
 		invalid int
 	)
-	seen := map[string]string{}
+	seen := declarations{}
 	for _, s := range sources {
 		v, diags := parser.ParseVolume(s.Name, s.Src, opts.Verb)
 		if err := writeSpecDiagnostics(opts.IO, parser, diags); err != nil {
@@ -156,10 +156,9 @@ func parseVolumeSpecs(opts *VolumeSubmitOptions, command string) ([]*spec.Volume
 			invalid++
 			continue
 		}
-		if first, dup := seen[v.ID]; dup {
+		if first, dup := seen.add("volume", v.ID, s.Name); dup {
 			return nil, usageError("%s: volume %q is declared in both %s and %s; nothing was %s", command, v.ID, first, s.Name, pastTense(opts.Verb))
 		}
-		seen[v.ID] = s.Name
 		vols = append(vols, v)
 	}
 	if invalid > 0 {
