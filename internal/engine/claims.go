@@ -65,7 +65,7 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimInfo, error)
 	} else {
 		if !locked {
 			if unlock, err = e.locks.volume(ctx, cl.VolumeID); err != nil {
-				e.markForReconcile(ctx, &cl, "", err)
+				e.noteUnlocked(ctx, cl, err)
 				return fail(err)
 			}
 			defer unlock()
@@ -367,8 +367,38 @@ func (e *Engine) save(ctx context.Context, cl *store.Claim, also func(tx *store.
 	})
 }
 
-// markForReconcile records a failure on the claim and flags it for reconcile.
+// markForReconcile records a failure on the claim and flags it for reconcile. The caller holds
+// the volume lock, so cl is the claim as it is.
 func (e *Engine) markForReconcile(ctx context.Context, cl *store.Claim, rpc string, cause error) {
+	e.recordFailure(ctx, cl, rpc, cause, func(tx *store.Tx) error { return tx.Claims().Update(cl) })
+}
+
+// noteUnlocked records why a claim admitted without the volume lock was not driven, when the
+// claim is still as admission left it. Without the lock it may have moved on meanwhile (a
+// reconcile or a second claim of the alloc may have published it, a release begun): writing the
+// admitted copy back would undo that, and a claim put back to taken while the plugin holds its
+// publication is released without NodeUnpublishVolume. Reconcile drives a taken claim anyway.
+func (e *Engine) noteUnlocked(ctx context.Context, admitted store.Claim, cause error) {
+	e.recordFailure(ctx, &admitted, "", cause, func(tx *store.Tx) error {
+		cur, err := tx.Claims().Get(admitted.ID)
+		if err != nil {
+			return err
+		}
+		if cur.State != admitted.State || cur.Releasing {
+			return errMovedOn
+		}
+		cur.NeedsReconcile, cur.Attempts = true, cur.Attempts+1
+		cur.LastRPC, cur.LastCode, cur.LastError = admitted.LastRPC, admitted.LastCode, admitted.LastError
+		return tx.Claims().Update(&cur)
+	})
+}
+
+// errMovedOn ends a failure record that would overwrite a claim someone else moved on.
+var errMovedOn = errors.New("the claim moved on")
+
+// recordFailure sets cl's failure fields and, in one transaction, writes the claim through
+// update and appends the event saying it was left for reconcile.
+func (e *Engine) recordFailure(ctx context.Context, cl *store.Claim, rpc string, cause error, update func(tx *store.Tx) error) {
 	cl.NeedsReconcile = true
 	cl.Attempts++
 	cl.LastRPC, cl.LastCode, cl.LastError = rpc, "", cause.Error()
@@ -376,13 +406,13 @@ func (e *Engine) markForReconcile(ctx context.Context, cl *store.Claim, rpc stri
 		cl.LastCode = csi.CodeOf(cause).String()
 	}
 	err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
-		if err := tx.Claims().Update(cl); err != nil {
+		if err := update(tx); err != nil {
 			return err
 		}
 		return tx.Events().Append(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc,
 			RPC: rpc, Code: cl.LastCode, Message: fmt.Sprintf("claim left %s for reconcile: %v", cl.State, cause)})
 	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, errMovedOn) {
 		e.log.Warn("recording a claim failure", "volume", cl.VolumeID, "alloc", cl.Alloc, "err", err)
 	}
 }

@@ -189,13 +189,8 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 	restaged := map[string]bool{}
 	for _, cl := range published {
 		if mounted[cl.TargetPath] {
-			if err := e.bind(&cl); err != nil {
+			if err := e.settleMounted(ctx, cl); err != nil && !errors.Is(err, ErrNotFound) {
 				rep.problem(cl.VolumeID, cl.Alloc, err)
-			} else if cl.NeedsReconcile {
-				cl.NeedsReconcile = false
-				if err := e.save(ctx, &cl, nil); err != nil {
-					rep.problem(cl.VolumeID, cl.Alloc, err)
-				}
 			}
 			continue
 		}
@@ -215,6 +210,39 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 			rep.did("restored", cl.VolumeID, cl.Alloc, "restored claim %q for alloc %q at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
 		}
 	}
+}
+
+// settleMounted makes sure a published claim whose target is mounted has its volume_mounts
+// bound, and clears its flag for reconcile. It works from the store under the volume lock, not
+// from the pass's list: a release may have begun since the list was read, and writing the
+// listed copy back would undo it.
+func (e *Engine) settleMounted(ctx context.Context, listed store.Claim) error {
+	unlock, err := e.locks.volume(ctx, listed.VolumeID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	var cl store.Claim
+	err = e.store.View(ctx, func(tx *store.Tx) error {
+		cl, err = tx.Claims().Get(listed.ID)
+		return err
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return notFoundf("claim released meanwhile")
+	case err != nil:
+		return err
+	case cl.State != store.ClaimPublished || cl.Releasing:
+		return notFoundf("claim changed meanwhile")
+	}
+	if err := e.bind(&cl); err != nil {
+		return err
+	}
+	if !cl.NeedsReconcile {
+		return nil
+	}
+	cl.NeedsReconcile = false
+	return e.save(ctx, &cl, nil)
 }
 
 // restoreClaim publishes a published claim again, staging first when the staging is gone too.
