@@ -271,3 +271,58 @@ func filterNode(rpcs []string) []string {
 	}
 	return out
 }
+
+// TestReconcileStagesAgainForAClaimLeftMidway: a claim left node-staged (NodePublishVolume
+// unavailable) when the machine reboots. Its staging row still says staged, but the staging is
+// no longer mounted: reconcile must stage it again before publishing, not publish onto an empty
+// directory (which a real plugin turns into a bind of nothing).
+func TestReconcileStagesAgainForAClaimLeftMidway(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter)))
+	h.faults.FailAlways(csi.RPCNodePublishVolume, codes.Unavailable)
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil {
+		t.Fatal("claim with NodePublishVolume unavailable succeeded")
+	}
+	h.faults.Clear()
+	st, _ := h.staging("v")
+	h.mounts.markGone(st.StagingPath)
+	h.mem.ResetCalls()
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %v %+v", err, rep)
+	}
+	if got, want := filterNode(h.rpcs()), []string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume}; !slices.Equal(got, want) {
+		t.Errorf("reconcile sent %v, want %v", got, want)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || !live[0].AtRest() {
+		t.Fatalf("claim after reconcile = %+v", live)
+	}
+}
+
+// TestReconcileStagesALostStagingOnceForAllItsClaims: after a reboot, a volume with one claim
+// published and another left controller-published is staged again once, by the first claim
+// reconcile drives, and the published claim is restored onto that staging.
+func TestReconcileStagesALostStagingOnceForAllItsClaims(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+	a := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.faults.FailAlways(csi.RPCNodePublishVolume, codes.Unavailable)
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b"}); err == nil {
+		t.Fatal("claim with NodePublishVolume unavailable succeeded")
+	}
+	h.faults.Clear()
+	st, _ := h.staging("v")
+	h.mounts.markGone(st.StagingPath)
+	h.mounts.markGone(a.TargetPath)
+	h.mem.ResetCalls()
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %v %+v", err, rep)
+	}
+	// Staged first, once; then each claim published.
+	want := []string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume, csi.RPCNodePublishVolume}
+	if got := filterNode(h.rpcs()); !slices.Equal(got, want) {
+		t.Errorf("reconcile sent %v, want %v", got, want)
+	}
+	if live := h.liveClaims("v"); len(live) != 2 || !live[0].AtRest() || !live[1].AtRest() {
+		t.Fatalf("claims after reconcile = %+v", live)
+	}
+}

@@ -89,6 +89,7 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	}
 
 	var published []store.Claim
+	restaged := map[string]bool{} // volumes staged again in this pass
 	for _, cl := range claims {
 		if cl.Group != "" && stopped[cl.Group] && !cl.Releasing {
 			cl.Releasing = true
@@ -99,9 +100,9 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 			published = append(published, cl)
 			continue
 		}
-		e.reconcileClaim(ctx, &rep, cl)
+		e.reconcileClaim(ctx, &rep, cl, mounted, restaged)
 	}
-	e.restore(ctx, &rep, published, mounted)
+	e.restore(ctx, &rep, published, mounted, restaged)
 	e.cleanStagings(ctx, &rep, stagings)
 	findOrphans(&rep, e.cfg.StateDir, mounted, claims, stagings)
 	if !rep.OK() {
@@ -131,13 +132,28 @@ func (e *Engine) reconcileVolume(ctx context.Context, rep *ReconcileReport, v st
 }
 
 // reconcileClaim re-drives one claim that is not at rest.
-func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl store.Claim) {
+// Its volume's staging, when the row says staged but the pass's mount table does not have it (a
+// reboot), is staged again first, unless this pass staged it already (restaged).
+func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl store.Claim, mounted, restaged map[string]bool) {
 	err := func() error {
 		unlock, err := e.locks.volume(ctx, cl.VolumeID)
 		if err != nil {
 			return err
 		}
 		defer unlock()
+		if !cl.Releasing && !restaged[cl.VolumeID] {
+			lost, err := e.forgetLostStaging(ctx, cl.VolumeID, mounted)
+			if err != nil {
+				return err
+			}
+			if lost {
+				defer func() {
+					if st, ok, err := e.getStaging(ctx, cl.VolumeID); err == nil && ok && st.Staged {
+						restaged[cl.VolumeID] = true
+					}
+				}()
+			}
+		}
 		if cl.Releasing {
 			// Persist the wish first (a stopped group's claim) so a failure is retried as a release.
 			if err := e.store.Update(ctx, func(tx *store.Tx) error {
@@ -166,9 +182,27 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 	}
 }
 
+// forgetLostStaging marks a volume's staging unstaged when its row says staged but its path is
+// not in mounted, so the publish path stages it again rather than publish onto an empty
+// directory. It reports whether it did.
+func (e *Engine) forgetLostStaging(ctx context.Context, volumeID string, mounted map[string]bool) (lost bool, err error) {
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		st, err := tx.Stagings().Get(volumeID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil || !st.Staged || st.StagingPath == "" || mounted[st.StagingPath] {
+			return err
+		}
+		st.Staged, lost = false, true
+		return tx.Stagings().Put(&st)
+	})
+	return lost, err
+}
+
 // restore re-stages and re-publishes published claims whose target is no longer mounted,
 // judged by the mount table read once for the whole pass.
-func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []store.Claim, mounted map[string]bool) {
+func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []store.Claim, mounted, restaged map[string]bool) {
 	if len(published) == 0 {
 		return
 	}
@@ -186,7 +220,6 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 	}
 	// A volume re-staged for one claim in this pass is staged for its other claims too: they
 	// must not stage it again (with their own capability, which a plugin may refuse).
-	restaged := map[string]bool{}
 	for _, cl := range published {
 		if mounted[cl.TargetPath] {
 			if err := e.settleMounted(ctx, cl); err != nil && !errors.Is(err, ErrNotFound) {
