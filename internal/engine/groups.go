@@ -72,12 +72,22 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) AllocInf
 		if r.PerAlloc {
 			req.VolumeID = spec.AllocName(r.Source, index)
 		}
+		had := e.holds(ctx, req.VolumeID, alloc)
 		ci, err := e.Claim(ctx, req)
 		if err != nil {
 			a.Error = err.Error()
+			undo := make([]string, 0, len(a.Claims)+1)
 			for _, got := range a.Claims {
-				if _, rerr := e.Release(ctx, got.VolumeID, alloc); rerr != nil {
-					a.Error += fmt.Sprintf("; releasing %q again also failed: %v", got.VolumeID, rerr)
+				undo = append(undo, got.VolumeID)
+			}
+			// A claim that failed with a retryable error is left for reconcile, not rolled back:
+			// release it too, or reconcile would publish it for an alloc that got nothing.
+			if !had && e.holds(ctx, req.VolumeID, alloc) {
+				undo = append(undo, req.VolumeID)
+			}
+			for _, vol := range undo {
+				if _, rerr := e.Release(ctx, vol, alloc); rerr != nil {
+					a.Error += fmt.Sprintf("; releasing %q again also failed: %v", vol, rerr)
 				}
 			}
 			a.Claims = a.Claims[:0]
@@ -86,6 +96,12 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) AllocInf
 		a.Claims = append(a.Claims, ci)
 	}
 	return a
+}
+
+// holds reports whether alloc has a live claim on the volume.
+func (e *Engine) holds(ctx context.Context, volumeID, alloc string) bool {
+	_, err := e.ClaimInfo(ctx, volumeID, alloc)
+	return err == nil
 }
 
 // groupBinds are the volume_mounts of one volume request for one alloc, placeholders replaced.

@@ -90,6 +90,13 @@ func TestRunGroupAllOrNothing(t *testing.T) {
 			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Times: 1})
 			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Code: codes.Internal})
 		}, "NodePublishVolume: Internal"},
+		{"plugin unavailable", func(h *harness) {
+			h.create(volume("data[0]"))
+			h.create(volume("shared", capab(spec.MultiNodeReaderOnly)))
+			// shared's claim is left for reconcile, not rolled back: the run must release it too.
+			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Times: 1})
+			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Code: codes.Unavailable})
+		}, "NodePublishVolume: Unavailable"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -103,6 +110,16 @@ func TestRunGroupAllOrNothing(t *testing.T) {
 			}
 			if n := len(h.liveClaims("data[0]")); n != 0 {
 				t.Fatalf("data[0] kept %d claim(s): an alloc gets all its volumes or none", n)
+			}
+			// Nor does a later reconcile give the alloc any of them.
+			h.faults.Clear()
+			if rep, err := h.e.Reconcile(h.ctx); err != nil {
+				t.Fatalf("reconcile: %v %+v", err, rep)
+			}
+			for _, vol := range []string{"data[0]", "shared"} {
+				if live := h.liveClaims(vol); len(live) != 0 {
+					t.Errorf("after reconcile %s has claims %+v, want none for the failed alloc", vol, live)
+				}
 			}
 		})
 	}
