@@ -32,7 +32,9 @@ func newCmdVolumeDetach(f *Factory, runF func(*VolumeDetachOptions) error) *cobr
 --force is for a plugin that is gone: the node RPCs are skipped and volctl unmounts its own
 target and staging paths itself, ControllerUnpublishVolume is still tried, and the claims are
 freed whatever happens. Everything it could not do is printed as a warning on stderr: the
-storage may still be attached or mounted somewhere volctl cannot see.
+storage may still be attached or mounted somewhere volctl cannot see. An attachment volctl
+knows of and could not undo stays recorded: volctl reconcile (or volume delete) sends
+ControllerUnpublishVolume again once the plugin answers.
 
 It asks first on a terminal and needs --yes otherwise. Exit status 1 when a claim could not
 be released (it is left for volctl reconcile).`,

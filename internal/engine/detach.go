@@ -118,9 +118,12 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 	}
 	// The controller unpublish is tried whatever the records say (it is idempotent), but a
 	// plugin out of reach is only worth a warning when an attachment is known to be left.
+	// A known attachment that could not be undone stays recorded, with no claim and no staging,
+	// so that reconcile sends ControllerUnpublishVolume once the plugin answers again.
+	attached := hasStaging && st.ControllerPublished
 	if c, err := e.connect(ctx, v.PluginID); err != nil {
-		if hasStaging && st.ControllerPublished {
-			warn("ControllerUnpublishVolume not sent, so the volume may still be attached to this node: %v", err)
+		if attached {
+			warn("ControllerUnpublishVolume not sent, so the volume may still be attached to this node (`volctl reconcile` sends it once the plugin answers): %v", err)
 		}
 	} else if c.controllerPublishes() {
 		nodeID := st.NodeID
@@ -130,9 +133,16 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		err := e.withController(ctx, c, func(ctx context.Context) error {
 			return c.client.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{VolumeID: v.ExternalID, NodeID: nodeID, Secrets: v.Secrets})
 		})
-		if err != nil && !csi.IsIgnorable(err) {
+		switch {
+		case err != nil && !csi.IsIgnorable(err) && attached:
+			warn("%v (`volctl reconcile` sends it again)", err)
+		case err != nil && !csi.IsIgnorable(err):
 			warn("%v", err)
+		default:
+			attached = false
 		}
+	} else {
+		attached = false // the plugin attaches nothing
 	}
 	err = e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		for _, cl := range claims {
@@ -143,6 +153,11 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 				Message: fmt.Sprintf("%s claim dropped by a forced detach (was %s)", cl.Mode, cl.State)}); err != nil {
 				return err
 			}
+		}
+		if attached {
+			left := store.Staging{VolumeID: v.ID, PluginID: st.PluginID, NodeID: st.NodeID,
+				ControllerPublished: true, PublishContext: st.PublishContext}
+			return tx.Stagings().Put(&left)
 		}
 		if err := tx.Stagings().Delete(v.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err

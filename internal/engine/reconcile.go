@@ -388,14 +388,21 @@ func (e *Engine) cleanStaging(ctx context.Context, volumeID string) (unused bool
 	if err != nil {
 		return true, err
 	}
+	return true, e.undoLeftStaging(ctx, c, v)
+}
+
+// undoLeftStaging unstages and controller-unpublishes a volume that has no claims but still has
+// a staging row: what a forced detach could not undo, or a release cut short in a way the state
+// machine did not foresee. The caller holds the volume lock and has checked there are no claims.
+func (e *Engine) undoLeftStaging(ctx context.Context, c *conn, v store.Volume) error {
 	p, err := e.newCheckpoint(ctx, &store.Claim{VolumeID: v.ID}, nil)
 	if err != nil {
-		return true, err
+		return err
 	}
 	if err := e.undoUnused(ctx, c, v, p); err != nil {
-		return true, errors.Join(err, p.flush(ctx, "clean"))
+		return errors.Join(err, p.flush(ctx, "clean"))
 	}
-	return true, p.flush(ctx, "clean")
+	return p.flush(ctx, "clean")
 }
 
 // findOrphans reports mounts under volctl's staging and publish dirs that no claim or staging

@@ -643,11 +643,23 @@ func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) er
 		if err := refuseClaimed(tx, v.ID, "deregister"); err != nil {
 			return err
 		}
+		// With no claims, a staging row is what a forced detach could not undo: forgetting the
+		// volume forgets that record too, as it leaves the storage alone.
+		msg := fmt.Sprintf("volume %q deregistered", v.ID)
+		if st, err := tx.Stagings().Get(v.ID); err == nil {
+			if st.ControllerPublished {
+				msg += fmt.Sprintf(" (it may still be attached to node %q: volctl no longer tracks it)", st.NodeID)
+			}
+			if err := tx.Stagings().Delete(v.ID); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
 		if err := tx.Volumes().Delete(v.ID); err != nil {
 			return err
 		}
-		return tx.Events().Append(&store.Event{Kind: "volume-deregister", VolumeID: v.ID, PluginID: v.PluginID,
-			Message: fmt.Sprintf("volume %q deregistered", v.ID)})
+		return tx.Events().Append(&store.Event{Kind: "volume-deregister", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return notFoundf("deregister volume %q: not found", id)
@@ -729,8 +741,13 @@ func (e *Engine) DeleteVolume(ctx context.Context, id string) error {
 	return nil
 }
 
-// finishDelete sends DeleteVolume for a volume in state deleting and forgets it.
+// finishDelete sends DeleteVolume for a volume in state deleting and forgets it. An attachment
+// or staging left without a claim is undone first: a plugin may refuse to delete an attached
+// volume, and the record of it would keep the volume's row.
 func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) error {
+	if err := e.undoLeftStaging(ctx, c, v); err != nil {
+		return fmt.Errorf("undoing the attachment left by its last claim: %w (the volume is marked deleting; run the delete again or `volctl reconcile`)", err)
+	}
 	if v.ExternalID != "" {
 		err := e.withController(ctx, c, func(ctx context.Context) error {
 			return e.retry(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
