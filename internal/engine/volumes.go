@@ -307,7 +307,7 @@ func (e *Engine) CreateVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 	}
 
 	var v store.Volume
-	done := false
+	done, replay := false, false
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		old, err := tx.Volumes().Get(sv.ID)
 		switch {
@@ -335,6 +335,7 @@ func (e *Engine) CreateVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 			return nil
 		}
 		v = old // an earlier create was interrupted: replay it with the stored name
+		replay = true
 		return nil
 	})
 	if err != nil {
@@ -347,7 +348,7 @@ func (e *Engine) CreateVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 		return e.Volume(ctx, sv.ID)
 	}
 	failpoint("create:intent")
-	if err := e.finishCreate(ctx, c, v); err != nil {
+	if err := e.finishCreate(ctx, c, v, replay); err != nil {
 		return fail(err)
 	}
 	return e.Volume(ctx, sv.ID)
@@ -382,17 +383,22 @@ func checkCreateCapabilities(c *conn, sv spec.Volume) error {
 	return nil
 }
 
-// finishCreate sends CreateVolume for a volume in state creating and records the result.
-func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume) error {
+// finishCreate sends CreateVolume for a volume in state creating and records the result. replay
+// says an earlier call sent it already, its answer lost.
+func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, replay bool) error {
 	req := csi.CreateVolumeRequest{
 		Name: v.CSIName, CapacityMin: v.RequestedMin, CapacityMax: v.RequestedMax,
 		Capabilities: volumeCapabilities(v.Spec()), Parameters: v.Parameters, Secrets: v.Secrets,
 		SnapshotID: v.SnapshotID, CloneID: v.CloneID, TopologyRequest: v.TopologyRequest,
 	}
-	var created csi.Volume
+	var (
+		created csi.Volume
+		sent    int
+	)
 	err := e.withController(ctx, c, func(ctx context.Context) error {
 		return e.retry(ctx, c, csi.RPCCreateVolume, func(ctx context.Context) error {
 			var err error
+			sent++
 			created, err = c.client.CreateVolume(ctx, req)
 			return err
 		})
@@ -410,7 +416,14 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume) erro
 				Code: csi.CodeOf(err).String(), Message: "create left for reconcile: " + err.Error()})
 			return fmt.Errorf("%w (the create is recorded and `volctl reconcile` or the same create will finish it)", err)
 		}
-		// A final error: nothing was created, so forget the intent.
+		if replay || sent > 1 {
+			// A final error says this call created nothing, not that an earlier one whose
+			// answer was lost did not: keep the intent, and the name that finds the volume.
+			e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
+				Code: csi.CodeOf(err).String(), Message: "create failed, kept for reconcile: " + err.Error()})
+			return fmt.Errorf("%w (an earlier CreateVolume's answer was lost, so the plugin may have the volume: the create stays recorded for `volctl reconcile` or the same create; `volctl volume delete %s` forgets it)", err, v.ID)
+		}
+		// A final error to the only CreateVolume sent: nothing was created, so forget the intent.
 		if derr := e.store.Update(ctx, func(tx *store.Tx) error {
 			if err := tx.Volumes().Delete(v.ID); err != nil {
 				return err

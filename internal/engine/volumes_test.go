@@ -204,6 +204,70 @@ func TestCreateFinalErrorForgetsTheIntent(t *testing.T) {
 	}
 }
 
+// A final error after an earlier CreateVolume whose answer was lost says nothing about what that
+// earlier call created: the intent (and the CSI name that finds the volume) must be kept, not
+// forgotten with the plugin's volume leaked. Two ways to get there: a retry within one create,
+// and a replay by reconcile of a create interrupted earlier.
+func TestCreateFinalErrorAfterALostAnswerKeepsTheIntent(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		run  func(h *harness) error
+	}{
+		{"retry within one create", func(h *harness) error {
+			h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Code: codes.DeadlineExceeded, Times: 1})
+			h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Code: codes.Internal, Times: 1})
+			_, err := h.e.CreateVolume(h.ctx, volume("v"))
+			return err
+		}},
+		{"replay by reconcile", func(h *harness) error {
+			h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Code: codes.DeadlineExceeded, Times: fastRetry.Attempts})
+			if _, err := h.e.CreateVolume(h.ctx, volume("v")); err == nil {
+				h.t.Fatal("create with every answer lost succeeded")
+			}
+			// One of the lost answers was about a volume the plugin made, under the CSI name.
+			info, err := h.e.Volume(h.ctx, "v")
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			h.pluginCreate(csi.CreateVolumeRequest{Name: info.CSIName, CapacityMin: 1 << 20,
+				Capabilities: volumeCapabilities(volume("v")), Parameters: map[string]string{"tier": "fast"}})
+			h.faults.FailOnce(csi.RPCCreateVolume, codes.Internal)
+			_, err = h.e.Reconcile(h.ctx)
+			return err
+		}},
+		{"replay by the same create", func(h *harness) error {
+			h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Code: codes.DeadlineExceeded, Times: fastRetry.Attempts})
+			if _, err := h.e.CreateVolume(h.ctx, volume("v")); err == nil {
+				h.t.Fatal("create with every answer lost succeeded")
+			}
+			h.faults.FailOnce(csi.RPCCreateVolume, codes.Internal)
+			_, err := h.e.CreateVolume(h.ctx, volume("v"))
+			return err
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			if err := tt.run(h); err == nil {
+				t.Fatal("the create whose last CreateVolume failed succeeded")
+			}
+			info, err := h.e.Volume(h.ctx, "v")
+			if err != nil || info.State != string(store.VolumeCreating) {
+				t.Fatalf("volume after the final error = %+v, %v; want it kept, creating", info, err)
+			}
+			h.faults.Clear()
+			if rep, err := h.e.Reconcile(h.ctx); err != nil {
+				t.Fatalf("reconcile with the plugin well: %v %+v", err, rep)
+			}
+			if info, err := h.e.Volume(h.ctx, "v"); err != nil || info.State != string(store.VolumeReady) {
+				t.Fatalf("volume after reconcile = %+v, %v; want ready", info, err)
+			}
+			if n := h.pluginVolumeCount(); n != 1 {
+				t.Fatalf("plugin has %d volumes, want the one", n)
+			}
+		})
+	}
+}
+
 func TestCreateNeedsCapabilities(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
