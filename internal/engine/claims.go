@@ -329,9 +329,10 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 		e.markForReconcile(ctx, &cl, lastRPC(perr), perr)
 		return cl, fmt.Errorf("%w (the claim is left %s for `volctl reconcile`)", perr, cl.State)
 	}
-	// A final error: undo what was done so no phantom claim stays behind.
-	cl.Releasing = true
-	// The publish path changed the staging: the rollback reads it afresh.
+	// A final error: undo what was done so no phantom claim stays behind. release marks the
+	// claim releasing and commits that before its first RPC, so a rollback cut short is
+	// finished by reconcile rather than published again. The publish path changed the
+	// staging: the rollback reads it afresh.
 	if rerr := e.release(ctx, c, v, &cl, rollbackOutcome, nil); rerr != nil {
 		return cl, fmt.Errorf("%w; rolling the claim back also failed: %v (it is left for `volctl reconcile`)", perr, rerr)
 	}

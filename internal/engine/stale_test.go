@@ -2,12 +2,14 @@ package engine
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -153,5 +155,33 @@ func TestReconcileKeepsAReleaseBegunAfterItsList(t *testing.T) {
 	}
 	if live := h.liveClaims("v"); len(live) != 0 {
 		t.Fatalf("claims after the release finished = %+v", live)
+	}
+}
+
+// A claim rolled back after a final error is committed as releasing before the rollback's first
+// RPC: were the process to die during it, reconcile must finish the rollback, not publish the
+// claim again for an alloc that was told it failed.
+func TestRollbackIsCommittedBeforeItsFirstRPC(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter)))
+	h.faults.FailOnce(csi.RPCNodeStageVolume, codes.InvalidArgument)
+	h.faults.Inject(csi.RPCNodeUnstageVolume, csitest.Fault{Delay: 300 * time.Millisecond, Times: 1})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+		done <- err
+	}()
+	// While the rollback's NodeUnstageVolume is in flight, the store must say where it is going.
+	for deadline := time.Now().Add(30 * time.Second); h.faults.Calls(csi.RPCNodeUnstageVolume) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the rollback sent no NodeUnstageVolume within 30s")
+		}
+	}
+	live := h.liveClaims("v")
+	if len(live) != 1 || !live[0].Releasing {
+		t.Errorf("claim while the rollback's first RPC is in flight = %+v, want it committed as releasing", live)
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "rolled back") {
+		t.Fatalf("claim = %v, want it rolled back", err)
 	}
 }
