@@ -156,10 +156,21 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 		}
 		if cl.Releasing {
 			// Persist the wish first (a stopped group's claim) so a failure is retried as a release.
+			// The group was read at the start of the pass: it may have been run again since.
 			if err := e.store.Update(ctx, func(tx *store.Tx) error {
 				cur, err := tx.Claims().Get(cl.ID)
-				if err != nil {
+				if err != nil || cur.Releasing {
 					return err
+				}
+				if g, err := tx.Groups().Get(cur.Group); err != nil || g.State != store.GroupStopped {
+					cl.Releasing = false
+					switch {
+					case err != nil && !errors.Is(err, store.ErrNotFound):
+						return err
+					case cur.AtRest():
+						return errGroupRunAgain
+					}
+					return nil
 				}
 				cur.Releasing = true
 				return tx.Claims().Update(&cur)
@@ -171,8 +182,8 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 		return err
 	}()
 	switch {
-	case errors.Is(err, ErrNotFound):
-		// Released by another volctl meanwhile: nothing left to do.
+	case errors.Is(err, ErrNotFound), errors.Is(err, errGroupRunAgain):
+		// Released by another volctl meanwhile, or its group run again: nothing left to do.
 	case err != nil:
 		rep.problem(cl.VolumeID, cl.Alloc, fmt.Errorf("claim %q for alloc %q: %w", cl.VolumeID, cl.Alloc, err))
 	case cl.Releasing:
@@ -181,6 +192,10 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 		rep.did("published", cl.VolumeID, cl.Alloc, "published claim %q for alloc %q (was %s)", cl.VolumeID, cl.Alloc, cl.State)
 	}
 }
+
+// errGroupRunAgain ends the reconcile of a claim at rest whose group was stopped when the pass
+// began and has been run again since.
+var errGroupRunAgain = errors.New("its group was run again")
 
 // forgetLostStaging marks a volume's staging unstaged when its row says staged but its path is
 // not in mounted, so the publish path stages it again rather than publish onto an empty

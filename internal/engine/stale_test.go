@@ -185,3 +185,60 @@ func TestRollbackIsCommittedBeforeItsFirstRPC(t *testing.T) {
 		t.Fatalf("claim = %v, want it rolled back", err)
 	}
 }
+
+// setGroupState writes a group's state directly, as a StopGroup cut short before releasing its
+// claims (or a group run again) leaves it.
+func setGroupState(t *testing.T, h *harness, name string, state store.GroupState) {
+	t.Helper()
+	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error {
+		g, err := tx.Groups().Get(name)
+		if err != nil {
+			return err
+		}
+		g.State = state
+		return tx.Groups().Put(&g)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Reconcile releases the claims of a stopped group as it read the groups at the start of the
+// pass. A group run again after that read keeps its claims.
+func TestReconcileKeepsTheClaimsOfAGroupRunAgain(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("data[0]"))
+	h.create(volume("shared", capab(spec.MultiNodeReaderOnly)))
+	if _, err := h.e.RunGroup(h.ctx, dbGroup(1)); err != nil {
+		t.Fatal(err)
+	}
+	setGroupState(t, h, "db", store.GroupStopped)
+	inner := h.mounts
+	h.open(Config{Mounts: mountsFunc(func(dir string) (map[string]bool, error) {
+		setGroupState(t, h, "db", store.GroupRunning) // run again after the pass read the groups
+		return inner.MountsUnder(dir)
+	})})
+	h.mem.ResetCalls()
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Actions) != 0 {
+		t.Fatalf("reconcile = %+v, %v; want nothing done", rep, err)
+	}
+	for _, vol := range []string{"data[0]", "shared"} {
+		if live := h.liveClaims(vol); len(live) != 1 || !live[0].AtRest() {
+			t.Errorf("claims of %s after reconcile = %+v, want the running group's claim kept", vol, live)
+		}
+	}
+	if got := h.rpcs(); len(got) != 0 {
+		t.Errorf("reconcile sent %v, want nothing", got)
+	}
+
+	// A group still stopped has its claims released.
+	h.open(Config{})
+	setGroupState(t, h, "db", store.GroupStopped)
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Actions) != 2 {
+		t.Fatalf("reconcile of the stopped group = %+v, %v; want its two claims released", rep, err)
+	}
+	for _, vol := range []string{"data[0]", "shared"} {
+		if live := h.liveClaims(vol); len(live) != 0 {
+			t.Errorf("claims of %s after reconcile = %+v, want none", vol, live)
+		}
+	}
+}
