@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -768,6 +770,11 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 			})
 		})
 		if err != nil && !csi.IsIgnorable(err) {
+			if csi.CodeOf(err) == codes.FailedPrecondition {
+				// The plugin refuses for the volume's own state (snapshots, in use elsewhere): it
+				// still exists, and stays usable rather than stuck deleting.
+				return e.keepRefusedDelete(ctx, v, err)
+			}
 			e.event(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
 				Code: csi.CodeOf(err).String(), Message: "delete failed: " + err.Error()})
 			return fmt.Errorf("%w (the volume is marked deleting; run the delete again or `volctl reconcile`)", err)
@@ -781,6 +788,26 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		return tx.Events().Append(&store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID,
 			RPC: csi.RPCDeleteVolume, Message: fmt.Sprintf("volume %q deleted", v.ID)})
 	})
+}
+
+// keepRefusedDelete puts a volume whose DeleteVolume the plugin refused back to ready.
+func (e *Engine) keepRefusedDelete(ctx context.Context, v store.Volume, cause error) error {
+	err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		cur, err := tx.Volumes().Get(v.ID)
+		if err != nil {
+			return err
+		}
+		cur.State = store.VolumeReady
+		if err := tx.Volumes().Update(&cur); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
+			Code: csi.CodeOf(cause).String(), Message: "delete refused, volume kept: " + cause.Error()})
+	})
+	if err != nil {
+		return fmt.Errorf("%w (the volume is marked deleting and putting it back failed: %v; run `volctl reconcile`)", cause, err)
+	}
+	return fmt.Errorf("%w (the volume is kept, ready)", cause)
 }
 
 // event appends to the event log in its own transaction, logging (not returning) a failure:

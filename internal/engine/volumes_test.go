@@ -422,3 +422,23 @@ func TestDescribeMapChangeNamesEachKeyThatDiffers(t *testing.T) {
 		}
 	}
 }
+
+// A delete the plugin refuses for the volume's own state (FAILED_PRECONDITION: it has
+// snapshots, say) leaves the volume ready and claimable, not stuck deleting.
+func TestDeleteRefusedByThePluginKeepsTheVolume(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.faults.FailOnce(csi.RPCDeleteVolume, codes.FailedPrecondition)
+	err := h.e.DeleteVolume(h.ctx, "v")
+	if err == nil || !strings.Contains(err.Error(), "kept") {
+		t.Fatalf("delete = %v, want the refusal, saying the volume is kept", err)
+	}
+	if info, err := h.e.Volume(h.ctx, "v"); err != nil || info.State != string(store.VolumeReady) {
+		t.Fatalf("volume after the refused delete = %+v, %v; want ready", info, err)
+	}
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.release("v", "a")
+	if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {
+		t.Fatalf("delete once the plugin allows it: %v", err)
+	}
+}
