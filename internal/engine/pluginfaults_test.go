@@ -199,12 +199,11 @@ func TestRestoreStagesAVolumeOnceForAllItsClaims(t *testing.T) {
 	}
 }
 
-// TestInterruptedRestoreIsReleasedInFull: a restore cut short (here NodeStageVolume fails;
-// a killed agent does the same) must not leave the claim in a state whose release skips
-// NodeUnpublishVolume. The plugin may still hold the publication from before the reboot, and
-// refuses NodeUnstageVolume while it does, which would leave the claim stuck for good.
-func TestInterruptedRestoreIsReleasedInFull(t *testing.T) {
-	h := newHarness(t, nil)
+// interruptRestore publishes a claim of a new volume v for alloc a, takes its mounts away (a
+// reboot) and runs a reconcile whose restore fails at NodeStageVolume. The plugin is well
+// again afterwards.
+func interruptRestore(t *testing.T, h *harness) {
+	t.Helper()
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 	st, _ := h.staging("v")
@@ -216,6 +215,26 @@ func TestInterruptedRestoreIsReleasedInFull(t *testing.T) {
 		t.Fatalf("reconcile with NodeStageVolume failing = %+v, %v; want one problem", rep, err)
 	}
 	h.faults.Clear()
+}
+
+// claimLeftNodeStaged claims volume v for alloc while NodePublishVolume is unavailable, which
+// leaves the claim node-staged for reconcile.
+func claimLeftNodeStaged(t *testing.T, h *harness, alloc string) {
+	t.Helper()
+	h.faults.FailAlways(csi.RPCNodePublishVolume, codes.Unavailable)
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: alloc}); err == nil {
+		t.Fatal("claim with NodePublishVolume unavailable succeeded")
+	}
+	h.faults.Clear()
+}
+
+// TestInterruptedRestoreIsReleasedInFull: a restore cut short (here NodeStageVolume fails;
+// a killed agent does the same) must not leave the claim in a state whose release skips
+// NodeUnpublishVolume. The plugin may still hold the publication from before the reboot, and
+// refuses NodeUnstageVolume while it does, which would leave the claim stuck for good.
+func TestInterruptedRestoreIsReleasedInFull(t *testing.T) {
+	h := newHarness(t, nil)
+	interruptRestore(t, h)
 
 	h.mem.ResetCalls()
 	h.release("v", "a")
@@ -233,16 +252,7 @@ func TestInterruptedRestoreIsReleasedInFull(t *testing.T) {
 // volume again before publishing it, and the claim is at rest.
 func TestReconcileFinishesAnInterruptedRestore(t *testing.T) {
 	h := newHarness(t, nil)
-	h.create(volume("v", capab(spec.SingleNodeWriter)))
-	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	st, _ := h.staging("v")
-	h.mounts.markGone(cl.TargetPath)
-	h.mounts.markGone(st.StagingPath)
-	h.faults.FailAlways(csi.RPCNodeStageVolume, codes.Internal)
-	if _, err := h.e.Reconcile(h.ctx); err == nil {
-		t.Fatal("reconcile with NodeStageVolume failing succeeded")
-	}
-	h.faults.Clear()
+	interruptRestore(t, h)
 
 	h.mem.ResetCalls()
 	rep, err := h.e.Reconcile(h.ctx)
@@ -279,11 +289,7 @@ func filterNode(rpcs []string) []string {
 func TestReconcileStagesAgainForAClaimLeftMidway(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
-	h.faults.FailAlways(csi.RPCNodePublishVolume, codes.Unavailable)
-	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil {
-		t.Fatal("claim with NodePublishVolume unavailable succeeded")
-	}
-	h.faults.Clear()
+	claimLeftNodeStaged(t, h, "a")
 	st, _ := h.staging("v")
 	h.mounts.markGone(st.StagingPath)
 	h.mem.ResetCalls()
@@ -305,11 +311,7 @@ func TestReconcileStagesALostStagingOnceForAllItsClaims(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	a := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	h.faults.FailAlways(csi.RPCNodePublishVolume, codes.Unavailable)
-	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b"}); err == nil {
-		t.Fatal("claim with NodePublishVolume unavailable succeeded")
-	}
-	h.faults.Clear()
+	claimLeftNodeStaged(t, h, "b")
 	st, _ := h.staging("v")
 	h.mounts.markGone(st.StagingPath)
 	h.mounts.markGone(a.TargetPath)

@@ -74,33 +74,40 @@ func TestHungPublishRPCIsSentOnce(t *testing.T) {
 			if !strings.Contains(err.Error(), "left "+string(tc.left)+" for `volctl reconcile`") {
 				t.Fatalf("claim error %q does not say the claim is left for reconcile", err)
 			}
-			if n := h.callsAfterIdle(t, tc.rpc); n != 1 {
-				t.Fatalf("%s sent %d times by one claim against a hung plugin, want 1", tc.rpc, n)
-			}
+			h.leftAfterHang(t, "claim", tc.rpc, tc.left, false)
 			live := h.liveClaims("v")
-			if len(live) != 1 || live[0].State != tc.left || live[0].Releasing || !live[0].NeedsReconcile ||
-				live[0].LastRPC != tc.rpc || live[0].LastCode != "DeadlineExceeded" {
-				t.Fatalf("claim after the timeout = %+v, want %s marked for reconcile", live, tc.left)
-			}
-
-			// Reconcile against the still hung plugin: one more call, not one per attempt.
-			if _, err := h.e.Reconcile(h.ctx); err == nil {
-				t.Fatal("reconcile against a hung plugin reported success")
-			}
-			if n := h.callsAfterIdle(t, tc.rpc); n != 2 {
-				t.Fatalf("%s sent %d times after a claim and a reconcile, want 2", tc.rpc, n)
-			}
-
-			h.faults.Clear()
-			h.open(Config{})
-			if rep, err := h.e.Reconcile(h.ctx); err != nil {
-				t.Fatalf("reconcile after the plugin recovered: %v %+v", err, rep.Problems)
-			}
-			live = h.liveClaims("v")
 			if len(live) != 1 || live[0].State != store.ClaimPublished || live[0].NeedsReconcile {
 				t.Fatalf("claim after reconcile = %+v", live)
 			}
 		})
+	}
+}
+
+// leftAfterHang checks what a claim or release (verb) against a plugin hung in rpc leaves: rpc
+// sent once, the claim at left (releasing or not) and marked for reconcile; a reconcile against
+// the still hung plugin sends it once more. It then lets the plugin recover and runs a
+// reconcile that must succeed, leaving the caller to check where that got the claim.
+func (h *harness) leftAfterHang(t *testing.T, verb, rpc string, left store.ClaimState, releasing bool) {
+	t.Helper()
+	if n := h.callsAfterIdle(t, rpc); n != 1 {
+		t.Fatalf("%s sent %d times by one %s against a hung plugin, want 1", rpc, n, verb)
+	}
+	live := h.liveClaims("v")
+	if len(live) != 1 || live[0].State != left || live[0].Releasing != releasing || !live[0].NeedsReconcile ||
+		live[0].LastRPC != rpc || live[0].LastCode != "DeadlineExceeded" {
+		t.Fatalf("claim after the timeout = %+v, want %s (releasing %v) marked for reconcile", live, left, releasing)
+	}
+	// Reconcile against the still hung plugin: one more call, not one per attempt.
+	if _, err := h.e.Reconcile(h.ctx); err == nil {
+		t.Fatal("reconcile against a hung plugin reported success")
+	}
+	if n := h.callsAfterIdle(t, rpc); n != 2 {
+		t.Fatalf("%s sent %d times after a %s and a reconcile, want 2", rpc, n, verb)
+	}
+	h.faults.Clear()
+	h.open(Config{})
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile after the plugin recovered: %v %+v", err, rep.Problems)
 	}
 }
 
@@ -125,27 +132,7 @@ func TestHungReleaseRPCIsSentOnce(t *testing.T) {
 
 			_, err := h.e.Release(h.ctx, "v", "a")
 			checkTimedOut(t, err, tc.rpc)
-			if n := h.callsAfterIdle(t, tc.rpc); n != 1 {
-				t.Fatalf("%s sent %d times by one release against a hung plugin, want 1", tc.rpc, n)
-			}
-			live := h.liveClaims("v")
-			if len(live) != 1 || live[0].State != tc.left || !live[0].Releasing || !live[0].NeedsReconcile ||
-				live[0].LastRPC != tc.rpc || live[0].LastCode != "DeadlineExceeded" {
-				t.Fatalf("claim after the timeout = %+v, want %s releasing, marked for reconcile", live, tc.left)
-			}
-
-			if _, err := h.e.Reconcile(h.ctx); err == nil {
-				t.Fatal("reconcile against a hung plugin reported success")
-			}
-			if n := h.callsAfterIdle(t, tc.rpc); n != 2 {
-				t.Fatalf("%s sent %d times after a release and a reconcile, want 2", tc.rpc, n)
-			}
-
-			h.faults.Clear()
-			h.open(Config{})
-			if rep, err := h.e.Reconcile(h.ctx); err != nil {
-				t.Fatalf("reconcile after the plugin recovered: %v %+v", err, rep.Problems)
-			}
+			h.leftAfterHang(t, "release", tc.rpc, tc.left, true)
 			if live := h.liveClaims("v"); len(live) != 0 {
 				t.Fatalf("claim not freed by reconcile: %+v", live)
 			}
