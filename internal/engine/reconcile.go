@@ -88,8 +88,11 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		}
 	}
 
+	pass := &reconcilePass{mounted: mounted, stagingOf: map[string]store.Staging{}, restaged: map[string]bool{}}
+	for _, st := range stagings {
+		pass.stagingOf[st.VolumeID] = st
+	}
 	var published []store.Claim
-	restaged := map[string]bool{} // volumes staged again in this pass
 	for _, cl := range claims {
 		if cl.Group != "" && stopped[cl.Group] && !cl.Releasing {
 			cl.Releasing = true
@@ -100,15 +103,54 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 			published = append(published, cl)
 			continue
 		}
-		e.reconcileClaim(ctx, &rep, cl, mounted, restaged)
+		e.reconcileClaim(ctx, &rep, cl, pass)
 	}
-	e.restore(ctx, &rep, published, mounted, restaged)
+	e.restore(ctx, &rep, published, pass)
 	e.cleanStagings(ctx, &rep, stagings)
 	findOrphans(&rep, e.cfg.StateDir, mounted, claims, stagings)
 	if !rep.OK() {
 		return rep, fmt.Errorf("reconcile: %d problem(s) remain", len(rep.Problems))
 	}
 	return rep, nil
+}
+
+// reconcilePass is what a reconcile pass read at its start, and the volumes it has staged again
+// since.
+type reconcilePass struct {
+	mounted   map[string]bool          // the mount table, read once for the pass
+	stagingOf map[string]store.Staging // the staging rows by volume, as listed
+	restaged  map[string]bool          // volumes staged again in this pass
+}
+
+// stagingLost reports whether a volume's staging, as listed, says staged while its path is not
+// mounted (a reboot), and this pass has not staged it again.
+func (p *reconcilePass) stagingLost(volumeID string) bool {
+	st := p.stagingOf[volumeID]
+	return !p.restaged[volumeID] && st.Staged && st.StagingPath != "" && !p.mounted[st.StagingPath]
+}
+
+// noteRestaged records a volume whose lost staging a claim was driven or restored onto as
+// staged again, if it is now: its other claims must not stage it again (with their own
+// capability, which a plugin may refuse).
+func (e *Engine) noteRestaged(ctx context.Context, p *reconcilePass, volumeID string) {
+	if st, ok, err := e.getStaging(ctx, volumeID); err == nil && ok && st.Staged {
+		p.restaged[volumeID] = true
+	}
+}
+
+// unstageLost marks a volume's staging unstaged when its row says staged but its path is not in
+// mounted, so the publish path stages it again rather than publish onto an empty directory. It
+// checks the row as it is now, under the caller's volume lock.
+func unstageLost(tx *store.Tx, volumeID string, mounted map[string]bool) error {
+	st, err := tx.Stagings().Get(volumeID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil || !st.Staged || st.StagingPath == "" || mounted[st.StagingPath] {
+		return err
+	}
+	st.Staged = false
+	return tx.Stagings().Put(&st)
 }
 
 func (e *Engine) reconcileVolume(ctx context.Context, rep *ReconcileReport, v store.Volume, kind string, finish func(*conn, store.Volume) error) {
@@ -131,28 +173,20 @@ func (e *Engine) reconcileVolume(ctx context.Context, rep *ReconcileReport, v st
 	rep.did(kind, v.ID, "", "volume %q %s (interrupted earlier)", v.ID, kind)
 }
 
-// reconcileClaim re-drives one claim that is not at rest.
-// Its volume's staging, when the row says staged but the pass's mount table does not have it (a
-// reboot), is staged again first, unless this pass staged it already (restaged).
-func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl store.Claim, mounted, restaged map[string]bool) {
+// reconcileClaim re-drives one claim that is not at rest. A lost staging of its volume (see
+// stagingLost) is staged again first.
+func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl store.Claim, pass *reconcilePass) {
 	err := func() error {
 		unlock, err := e.locks.volume(ctx, cl.VolumeID)
 		if err != nil {
 			return err
 		}
 		defer unlock()
-		if !cl.Releasing && !restaged[cl.VolumeID] {
-			lost, err := e.forgetLostStaging(ctx, cl.VolumeID, mounted)
-			if err != nil {
+		if !cl.Releasing && pass.stagingLost(cl.VolumeID) {
+			if err := e.store.Update(ctx, func(tx *store.Tx) error { return unstageLost(tx, cl.VolumeID, pass.mounted) }); err != nil {
 				return err
 			}
-			if lost {
-				defer func() {
-					if st, ok, err := e.getStaging(ctx, cl.VolumeID); err == nil && ok && st.Staged {
-						restaged[cl.VolumeID] = true
-					}
-				}()
-			}
+			defer e.noteRestaged(ctx, pass, cl.VolumeID)
 		}
 		if cl.Releasing {
 			// Persist the wish first (a stopped group's claim) so a failure is retried as a release.
@@ -197,58 +231,20 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 // began and has been run again since.
 var errGroupRunAgain = errors.New("its group was run again")
 
-// forgetLostStaging marks a volume's staging unstaged when its row says staged but its path is
-// not in mounted, so the publish path stages it again rather than publish onto an empty
-// directory. It reports whether it did.
-func (e *Engine) forgetLostStaging(ctx context.Context, volumeID string, mounted map[string]bool) (lost bool, err error) {
-	err = e.store.Update(ctx, func(tx *store.Tx) error {
-		st, err := tx.Stagings().Get(volumeID)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-		if err != nil || !st.Staged || st.StagingPath == "" || mounted[st.StagingPath] {
-			return err
-		}
-		st.Staged, lost = false, true
-		return tx.Stagings().Put(&st)
-	})
-	return lost, err
-}
-
 // restore re-stages and re-publishes published claims whose target is no longer mounted,
 // judged by the mount table read once for the whole pass.
-func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []store.Claim, mounted, restaged map[string]bool) {
-	if len(published) == 0 {
-		return
-	}
-	stagingOf := map[string]store.Staging{}
-	err := e.store.View(ctx, func(tx *store.Tx) error {
-		sts, err := tx.Stagings().List()
-		for _, st := range sts {
-			stagingOf[st.VolumeID] = st
-		}
-		return err
-	})
-	if err != nil {
-		rep.problem("", "", fmt.Errorf("restore: %w", err))
-		return
-	}
-	// A volume re-staged for one claim in this pass is staged for its other claims too: they
-	// must not stage it again (with their own capability, which a plugin may refuse).
+func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []store.Claim, pass *reconcilePass) {
 	for _, cl := range published {
-		if mounted[cl.TargetPath] {
+		if pass.mounted[cl.TargetPath] {
 			if err := e.settleMounted(ctx, cl); err != nil && !errors.Is(err, ErrNotFound) {
 				rep.problem(cl.VolumeID, cl.Alloc, err)
 			}
 			continue
 		}
-		st := stagingOf[cl.VolumeID]
-		stagingMounted := restaged[cl.VolumeID] || (st.StagingPath != "" && mounted[st.StagingPath])
-		err := e.restoreClaim(ctx, cl, stagingMounted)
-		if !stagingMounted {
-			if now, ok, serr := e.getStaging(ctx, cl.VolumeID); serr == nil && ok && now.Staged {
-				restaged[cl.VolumeID] = true
-			}
+		lost := pass.stagingLost(cl.VolumeID)
+		err := e.restoreClaim(ctx, cl, lost, pass.mounted)
+		if lost {
+			e.noteRestaged(ctx, pass, cl.VolumeID)
 		}
 		switch {
 		case errors.Is(err, ErrNotFound):
@@ -270,18 +266,9 @@ func (e *Engine) settleMounted(ctx context.Context, listed store.Claim) error {
 		return err
 	}
 	defer unlock()
-	var cl store.Claim
-	err = e.store.View(ctx, func(tx *store.Tx) error {
-		cl, err = tx.Claims().Get(listed.ID)
+	cl, _, err := e.stillPublished(ctx, listed.ID)
+	if err != nil {
 		return err
-	})
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return notFoundf("claim released meanwhile")
-	case err != nil:
-		return err
-	case cl.State != store.ClaimPublished || cl.Releasing:
-		return notFoundf("claim changed meanwhile")
 	}
 	if err := e.bind(&cl); err != nil {
 		return err
@@ -293,32 +280,36 @@ func (e *Engine) settleMounted(ctx context.Context, listed store.Claim) error {
 	return e.save(ctx, &cl, nil)
 }
 
+// stillPublished reads a claim the pass listed as published again, with its volume, under the
+// volume lock the caller holds. A claim released or changed since is ErrNotFound.
+func (e *Engine) stillPublished(ctx context.Context, id int64) (cl store.Claim, v store.Volume, err error) {
+	err = e.store.View(ctx, func(tx *store.Tx) error {
+		if cl, err = tx.Claims().Get(id); err != nil {
+			return err
+		}
+		if cl.State != store.ClaimPublished || cl.Releasing {
+			return notFoundf("claim changed meanwhile")
+		}
+		v, err = tx.Volumes().Get(cl.VolumeID)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		err = notFoundf("claim released meanwhile")
+	}
+	return cl, v, err
+}
+
 // restoreClaim publishes a published claim again, staging first when the staging is gone too.
 // The claim keeps its ID and state, and ControllerPublishVolume is not sent: the controller
 // publication outlives the node's mounts.
-func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingMounted bool) error {
+func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingLost bool, mounted map[string]bool) error {
 	unlock, err := e.locks.volume(ctx, cl.VolumeID)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	var v store.Volume
-	err = e.store.View(ctx, func(tx *store.Tx) error {
-		cur, err := tx.Claims().Get(cl.ID)
-		if err != nil {
-			return err
-		}
-		if cur.State != store.ClaimPublished || cur.Releasing {
-			return notFoundf("claim changed meanwhile")
-		}
-		cl = cur
-		v, err = tx.Volumes().Get(cl.VolumeID)
-		return err
-	})
+	cl, v, err := e.stillPublished(ctx, cl.ID)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return notFoundf("claim released meanwhile")
-		}
 		return err
 	}
 	c, err := e.connect(ctx, v.PluginID)
@@ -332,16 +323,9 @@ func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingMounte
 	// controller publication outlives the node's mounts, so ControllerPublishVolume is not sent.
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		cl.State = store.ClaimNodeStaged
-		if c.stages() && !stagingMounted {
-			st, err := tx.Stagings().Get(v.ID)
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
+		if stagingLost {
+			if err := unstageLost(tx, v.ID, mounted); err != nil {
 				return err
-			}
-			if err == nil && st.Staged {
-				st.Staged = false
-				if err := tx.Stagings().Put(&st); err != nil {
-					return err
-				}
 			}
 		}
 		return tx.Claims().Update(&cl)
