@@ -95,11 +95,13 @@ func TestPluginKilledMidRPC(t *testing.T) {
 	h.create(volume("v"))
 	h.faults.Delay(csi.RPCNodeStageVolume, 5*time.Second)
 
-	// Stop the server as soon as the call arrives: in-flight calls are dropped, as when a plugin
-	// process is killed.
+	// Stop the server as soon as NodeStageVolume arrives (it is then held by its delay): in-flight
+	// calls are dropped, as when a plugin process is killed. Waiting for that call, not for any
+	// call in flight: the claim's fingerprint RPCs come first, and stopping during those killed
+	// the plugin before NodeStageVolume was ever sent.
 	stop := h.restartable(t)
 	go func() {
-		for h.faults.InFlight() == 0 {
+		for h.faults.Calls(csi.RPCNodeStageVolume) == 0 {
 			time.Sleep(2 * time.Millisecond)
 		}
 		stop()
