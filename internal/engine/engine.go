@@ -288,6 +288,10 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		_ = client.Close()
 		return nil, err
 	}
+	if err := checkIdentity(p, fp, ids); err != nil {
+		_ = client.Close()
+		return nil, err
+	}
 	c = &conn{plugin: p, client: client, fp: fp, sockets: ids, timeouts: pluginTimeouts(p, e.cfg.Timeouts)}
 	if record {
 		// The stored fingerprint is what status and the dashboard show; nothing decides on it,
@@ -308,6 +312,22 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 	e.conns[p.ID] = c
 	e.mu.Unlock()
 	return c, nil
+}
+
+// checkIdentity refuses a plugin that is not the driver registered under p's ID: another
+// driver now answering on its socket would take the volume RPCs meant for the registered one
+// and answer them about other storage (a NOT_FOUND from it would "delete" a volume whose
+// storage is left untracked). The driver's name from GetPluginInfo is pinned by the stored
+// fingerprint: recorded at registration, or at the first connection for a plugin registered
+// before it ran, and never overwritten by a connection whose name differs (only a new
+// registration changes it, see RegisterPlugin).
+func checkIdentity(p store.Plugin, fp *csi.Fingerprint, sockets []socketID) error {
+	if p.Fingerprint.Provider == "" || fp.Provider == p.Fingerprint.Provider {
+		return nil
+	}
+	return conflictf("socket %s now served by %q, registered as %q: no volume RPC goes to it "+
+		"(start %q on that socket again; if the driver changed on purpose, deregister the plugin and register it anew)",
+		sockets[0].path, fp.Provider, p.Fingerprint.Provider, p.Fingerprint.Provider)
 }
 
 // forget drops a cached connection, e.g. after the plugin stopped answering.

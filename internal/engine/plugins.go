@@ -42,6 +42,9 @@ func (e *Engine) RegisterPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo
 	}
 	now := e.cfg.Now()
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := checkReregistration(tx, p.ID, fp); err != nil {
+			return err
+		}
 		if err := tx.Plugins().Put(&p); err != nil {
 			return err
 		}
@@ -68,6 +71,28 @@ func (e *Engine) RegisterPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo
 		return PluginInfo{}, err
 	}
 	return infos[0], nil
+}
+
+// checkReregistration refuses to register another driver under a plugin ID whose volumes
+// belong to the registered one: their external IDs mean nothing to the new driver.
+func checkReregistration(tx *store.Tx, id string, fp *csi.Fingerprint) error {
+	old, err := tx.Plugins().Get(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fp == nil || old.Fingerprint.Provider == "" || old.Fingerprint.Provider == fp.Provider {
+		return nil
+	}
+	vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: id})
+	if err != nil || len(vols) == 0 {
+		return err
+	}
+	return conflictf("it is registered as driver %q and %d volume(s) use it (%s), but its socket now serves %q; "+
+		"their storage is the registered driver's: start %q on the socket again, or deregister the volumes first",
+		old.Fingerprint.Provider, len(vols), volumeIDs(vols, 5), fp.Provider, old.Fingerprint.Provider)
 }
 
 func describeFingerprint(fp *csi.Fingerprint) string {
