@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -299,6 +301,9 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		// a power loss that undoes it costs a stale display until the next connection, and
 		// every command that connects to a plugin is spared a wait for the disk.
 		if err := e.store.UpdateProgress(ctx, func(tx *store.Tx) error {
+			if err := e.noteCapabilityChange(tx, p.ID, fp); err != nil {
+				return err
+			}
 			return tx.Plugins().SetFingerprint(p.ID, fingerprintToStore(fp, e.cfg.Now()))
 		}); err != nil {
 			_ = client.Close()
@@ -328,6 +333,69 @@ func checkIdentity(p store.Plugin, fp *csi.Fingerprint, sockets []socketID) erro
 	return conflictf("socket %s now served by %q, registered as %q: no volume RPC goes to it "+
 		"(start %q on that socket again; if the driver changed on purpose, deregister the plugin and register it anew)",
 		sockets[0].path, fp.Provider, p.Fingerprint.Provider, p.Fingerprint.Provider)
+}
+
+// noteCapabilityChange appends an event when a plugin comes back (a restart: a new socket
+// file) with other capabilities than it was last fingerprinted with, naming what it lost and
+// gained. When it lost STAGE_UNSTAGE_VOLUME or PUBLISH_UNPUBLISH_VOLUME while volumes are
+// staged or attached through it, those volumes are named too: their stagings and attachments
+// cannot be undone through it any more, which their releases check against the mount table
+// (checkUnstageable) and report.
+func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fingerprint) error {
+	cur, err := tx.Plugins().Get(pluginID)
+	if err != nil || cur.Fingerprint.At.IsZero() {
+		return err
+	}
+	now := fingerprintToStore(fp, time.Time{})
+	var lost, gained []string
+	for _, set := range [][2][]string{
+		{cur.Fingerprint.PluginCaps, now.PluginCaps},
+		{cur.Fingerprint.ControllerCaps, now.ControllerCaps},
+		{cur.Fingerprint.NodeCaps, now.NodeCaps},
+	} {
+		lost = append(lost, missingFrom(set[0], set[1])...)
+		gained = append(gained, missingFrom(set[1], set[0])...)
+	}
+	if len(lost) == 0 && len(gained) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("plugin %q came back with other capabilities", pluginID)
+	if len(lost) > 0 {
+		msg += "; lost: " + strings.Join(lost, ", ")
+	}
+	if len(gained) > 0 {
+		msg += "; gained: " + strings.Join(gained, ", ")
+	}
+	lostStage, lostAttach := slices.Contains(lost, "STAGE_UNSTAGE_VOLUME"), slices.Contains(lost, "PUBLISH_UNPUBLISH_VOLUME")
+	if lostStage || lostAttach {
+		stagings, err := tx.Stagings().List()
+		if err != nil {
+			return err
+		}
+		var affected []string
+		for _, st := range stagings {
+			if st.PluginID == pluginID && ((lostStage && st.StagingPath != "") || (lostAttach && st.ControllerPublished)) {
+				affected = append(affected, fmt.Sprintf("%q", st.VolumeID))
+			}
+		}
+		if len(affected) > 0 {
+			msg += fmt.Sprintf("; %d volume(s) staged or attached through it cannot be unstaged or detached through it now: %s "+
+				"(their releases check the mount table; `volctl reconcile` reports a staging still mounted)", len(affected), strings.Join(affected, ", "))
+		}
+	}
+	e.log.Warn(msg)
+	return tx.Events().Append(&store.Event{Kind: "plugin-capabilities", PluginID: pluginID, Message: msg})
+}
+
+// missingFrom returns the names in a that b lacks, in a's order.
+func missingFrom(a, b []string) []string {
+	var out []string
+	for _, n := range a {
+		if !slices.Contains(b, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // forget drops a cached connection, e.g. after the plugin stopped answering.
