@@ -84,3 +84,26 @@ func TestLostCapabilitiesDoNotDropStagingsQuietly(t *testing.T) {
 		t.Fatalf("%d unstage/detach calls to a plugin without the capabilities", n)
 	}
 }
+
+// A forced detach of a volume attached through a plugin that has since lost
+// PUBLISH_UNPUBLISH_VOLUME warns that the volume may still be attached, rather than dropping
+// the attachment record as if the plugin had never attached anything.
+func TestForceDetachWarnsOfAnAttachmentItCannotUndo(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+
+	h.stopServe()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	cfg.Controller.PublishUnpublishVolume = false
+	csitest.ServeAt(t, h.socket, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+
+	res, err := h.e.Detach(h.ctx, "v", true)
+	if err != nil {
+		t.Fatalf("Detach(force): %v", err)
+	}
+	if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, `recorded as attached to node "node-1"`) || !strings.Contains(w, "PUBLISH_UNPUBLISH_VOLUME") {
+		t.Fatalf("warnings = %q; want one saying the attachment could not be undone", res.Warnings)
+	}
+}
