@@ -198,7 +198,8 @@ func invoke[Req proto.Message, Resp any](ctx context.Context, c *Client, ep *end
 	resp, err := call(cctx, req)
 	if err != nil {
 		var zero Resp
-		return zero, translate(ctx, rpc, ep.socket, timeout, err, func(msg string) string { return c.pluginText(ctx, req, msg) })
+		text := func(msg string) string { return c.pluginText(ctx, req, msg) }
+		return zero, translate(ctx, rpc, ep.socket, timeout, err, text, proto.Size(req))
 	}
 	return resp, nil
 }

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,8 +144,9 @@ func classify(rpc string, code codes.Code) Class {
 
 // translate turns an RPC failure into an *Error, or returns the caller's own context error
 // when it was the caller who gave up. text makes the plugin's message fit to show: it scrubs
-// the secret values and mount flags a careless or hostile plugin might echo in it.
-func translate(ctx context.Context, rpc, socket string, timeout time.Duration, err error, text func(string) string) error {
+// the secret values and mount flags a careless or hostile plugin might echo in it. reqSize is
+// the size of the request sent, in bytes.
+func translate(ctx context.Context, rpc, socket string, timeout time.Duration, err error, text func(string) string, reqSize int) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%s: %w", rpc, ctxErr)
 	}
@@ -167,6 +169,11 @@ func translate(ctx context.Context, rpc, socket string, timeout time.Duration, e
 		} else if msg, h := handshakeProblem(socket, st.Message()); msg != "" {
 			e.Message, e.Hint = msg, h
 		}
+	case e.Code == codes.ResourceExhausted && grpcTooLarge.MatchString(st.Message()):
+		// Not the plugin out of a resource: a message over gRPC's size limit, which the same
+		// call would send or get again. Final, whatever RESOURCE_EXHAUSTED usually means.
+		e.Class = Final
+		e.Message, e.Hint = tooLarge(rpc, st.Message(), reqSize)
 	case e.Code == codes.DeadlineExceeded && strings.Contains(st.Message(), grpcNoReadyConnection):
 		// The call never reached a plugin: the timeout ran out while gRPC was still connecting.
 		if msg, h := socketProblem(socket); msg != "" {
@@ -177,6 +184,46 @@ func translate(ctx context.Context, rpc, socket string, timeout time.Duration, e
 		}
 	}
 	return e
+}
+
+// grpcTooLarge matches what gRPC says, with RESOURCE_EXHAUSTED, of a message over its size
+// limit: "grpc: received message larger than max (5242893 vs. 4194304)" when volctl got it
+// (the plugin's answer) or the plugin did (volctl's request), "trying to send message larger
+// than max (...)" when the sender refused it, and the variants after decompression, which may
+// give the limit alone ("... larger than max 4194304").
+var grpcTooLarge = regexp.MustCompile(`message (?:after decompression )?larger than max(?: length allowed on current machine)? \(?(\d*)(?: vs\. (\d+))?`)
+
+// tooLarge explains a message over gRPC's size limit: the plugin's answer, unless volctl's
+// request was itself over the limit (gRPC's limit is the same 4 MiB on both sides by default).
+func tooLarge(rpc, detail string, reqSize int) (msg, hint string) {
+	m := grpcTooLarge.FindStringSubmatch(detail)
+	size, limit := m[1], m[2]
+	if limit == "" {
+		size, limit = "", size
+	}
+	limitText := "the size limit of a gRPC message"
+	if limit != "" {
+		limitText = fmt.Sprintf("the %s-byte limit of a gRPC message", limit)
+	}
+	n, err := strconv.Atoi(limit)
+	if strings.HasPrefix(detail, "trying to send") || err == nil && reqSize > n {
+		return fmt.Sprintf("volctl's request is %d bytes, over %s", reqSize, limitText),
+			"the request carries too much (the volume's parameters, context or secrets); make them smaller"
+	}
+	what := fmt.Sprintf("the plugin answered with a message over %s", limitText)
+	if size != "" {
+		what = fmt.Sprintf("the plugin answered with a message of %s bytes, over %s", size, limitText)
+	}
+	field := "its response"
+	switch rpc {
+	case RPCControllerPublishVolume:
+		field = "its publish_context"
+	case RPCCreateVolume:
+		field = "its volume_context or topology"
+	case RPCListVolumes, RPCListSnapshots:
+		field = "a page of its list"
+	}
+	return what, fmt.Sprintf("%s is far beyond CSI's size limits and a retry gets the same answer; report it to the plugin's authors", field)
 }
 
 // What gRPC's transport says, in its error messages, when a connection to a socket was made
