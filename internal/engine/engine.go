@@ -39,8 +39,9 @@ type Config struct {
 	Timeouts csi.Timeouts
 	// Dial connects to a plugin; tests replace it. By default it builds a csi.Client. The client
 	// must bound each RPC by the timeouts it is given: retry tells an RPC cut off by its timeout
-	// from one the plugin failed by them.
-	Dial func(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger) (Plugin, error)
+	// from one the plugin failed by them. It must scrub the values redact returns (every secret
+	// and mount flag in the state) from the plugin's messages, as csi.Config.Redact does.
+	Dial func(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger, redact func(context.Context) ([]string, error)) (Plugin, error)
 	// Now is the clock.
 	Now func() time.Time
 }
@@ -162,12 +163,29 @@ type Plugin interface {
 	Close() error
 }
 
-func dialCSI(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger) (Plugin, error) {
+func dialCSI(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger, redact func(context.Context) ([]string, error)) (Plugin, error) {
 	sp := p.Spec()
 	cfg := csi.ConfigFromSpec(&sp)
 	cfg.Timeouts = pluginTimeouts(p, timeouts)
 	cfg.Logger = log
+	cfg.Redact = redact
 	return csi.New(cfg)
+}
+
+// secretValues is every secret value and mount flag in the state, which the plugin clients
+// scrub from whatever a plugin says, whichever RPC it says it in: a plugin may echo in a
+// NodeUnstageVolume error the secret it was sent in NodeStageVolume, or another volume's.
+// Scrubbing them all, not only the volume's at hand, needs no knowledge of which volume a
+// call is about, and over-redacting is harmless. It is read when a plugin message is to be
+// shown, which is rare enough that nothing is cached.
+func (e *Engine) secretValues(ctx context.Context) ([]string, error) {
+	var out []string
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		out, err = tx.SecretValues()
+		return err
+	})
+	return out, err
 }
 
 // pluginTimeouts are the per-RPC timeouts a plugin's client runs with: the engine's, with the
@@ -281,7 +299,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 			return nil, fmt.Errorf("socket %s does not exist (is the plugin running?)", s.path)
 		}
 	}
-	client, err := e.cfg.Dial(p, e.cfg.Timeouts, e.log)
+	client, err := e.cfg.Dial(p, e.cfg.Timeouts, e.log, e.secretValues)
 	if err != nil {
 		return nil, err
 	}

@@ -235,6 +235,10 @@ func (d *decoder) socketPath(name, s string, rng hcl.Range) bool {
 	return true
 }
 
+// SocketPathProblem says what is wrong with a unix socket path, named as name in the sentence,
+// or "" when nothing is: for command-line flags and listeners, in the words a spec gets.
+func SocketPathProblem(name, s string) string { return socketPathProblem(name, s) }
+
 // socketPathProblem says what is wrong with a unix socket path given as the argument name,
 // as a sentence, or "" when nothing is. Specs and command-line flags share it.
 func socketPathProblem(name, s string) string {
