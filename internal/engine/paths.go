@@ -40,14 +40,21 @@ func usageName(readOnly bool, att spec.AttachmentMode, acc spec.AccessMode) stri
 // not serialize those. Without the directory lock, another process could remove a level
 // MkdirAll has just made (still empty) before MkdirAll makes the next one inside it, and the
 // claim would fail with ENOENT. Makers share the lock; once the deepest level exists, every
-// shared level above it is non-empty and safe.
+// shared level above it is non-empty and safe. Below the state dir, no component is followed
+// through a symlink (nofollow.go): one planted there is refused, naming it, before anything is
+// made or mounted where it points.
 func (l *locker) makeDirs(ctx context.Context, path string) error {
 	unlock, err := l.dirs(ctx, false)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	return os.MkdirAll(path, 0o750)
+	p, err := openNoFollow(filepath.Dir(l.dir), path, createDirs)
+	if err != nil {
+		return err
+	}
+	p.close()
+	return nil
 }
 
 // removeEmptyDirs removes path and then its parents while they are empty, stopping at root,
