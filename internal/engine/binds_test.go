@@ -314,6 +314,9 @@ func TestMakeDirsRefusesSymlinkInStateDir(t *testing.T) {
 		{"publish alloc", func(state string) string { return filepath.Join(state, publishDir, "a") }},
 		{"publish volume", func(state string) string { return filepath.Join(state, publishDir, "a", "vol") }},
 		{"publish tree", func(state string) string { return filepath.Join(state, publishDir) }},
+		{"publish target", func(state string) string {
+			return filepath.Join(state, publishDir, "a", "vol", usageName(false, spec.FileSystem, spec.SingleNodeWriter))
+		}},
 		{"staging plugin", func(state string) string { return filepath.Join(state, stagingDir, "mem") }},
 		{"staging volume", func(state string) string { return filepath.Join(state, stagingDir, "mem", "vol") }},
 	} {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 
@@ -50,6 +51,24 @@ func (l *locker) makeDirs(ctx context.Context, path string) error {
 	}
 	defer unlock()
 	p, err := openNoFollow(filepath.Dir(l.dir), path, createDirs)
+	if err != nil {
+		return err
+	}
+	p.close()
+	return nil
+}
+
+// makeTargetParent is makeDirs for the parent of a claim's publish target, and also refuses
+// the target itself when it is a symlink: the plugin makes the target and mounts on it, and
+// would follow one.
+func (l *locker) makeTargetParent(ctx context.Context, target string) error {
+	if err := l.makeDirs(ctx, filepath.Dir(target)); err != nil {
+		return err
+	}
+	p, err := openNoFollow(filepath.Dir(l.dir), target, createNothing)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // the plugin makes it
+	}
 	if err != nil {
 		return err
 	}
