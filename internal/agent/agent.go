@@ -313,6 +313,8 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 	defer syncT.Stop()
 	defer gcT.Stop()
 	defer recT.Stop()
+	rd := newRedrive(a.s)
+	defer rd.stop()
 	started := false // the start-up reconcile ran; the timer's passes wait for it
 	for {
 		select {
@@ -335,8 +337,69 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 			if started {
 				a.reconcile(ctx, "plugin restarted")
 			}
+		case <-rd.c:
+			rd.t, rd.c = nil, nil
+			a.reconcile(ctx, "re-drive")
+		}
+		if started && ctx.Err() == nil {
+			a.scheduleRedrive(ctx, rd)
 		}
 	}
+}
+
+// redrive schedules the extra reconcile passes that re-drive claims a pass left held: degraded
+// (their restore failed) or left for reconcile. The waits grow by the agent's restart backoff,
+// capped at the reconcile interval (the timer's passes run anyway), and start over once no
+// claim is left held, so a plugin that is briefly sick gets its claims back within seconds and
+// one that stays sick is not hammered.
+type redrive struct {
+	b *backoff
+	t *time.Timer
+	c <-chan time.Time // nil while nothing is scheduled
+}
+
+func newRedrive(s Settings) *redrive {
+	return &redrive{b: newBackoff(s.BackoffMin, min(s.BackoffMax, s.ReconcileInterval))}
+}
+
+func (r *redrive) stop() {
+	if r.t != nil {
+		r.t.Stop()
+	}
+	r.t, r.c = nil, nil
+}
+
+// scheduleRedrive counts the claims held after what the loop just did (a pass, or a command
+// that left a claim for reconcile meanwhile) and, while there are any, schedules the next
+// re-drive pass after the backoff's next wait; with none, it resets the backoff. A pass already
+// scheduled is left as it is.
+func (a *Agent) scheduleRedrive(ctx context.Context, r *redrive) {
+	if r.c != nil {
+		return
+	}
+	claims, err := a.e.Claims(ctx)
+	if err != nil {
+		return // the next pass tries again
+	}
+	held, degraded := 0, 0
+	for _, c := range claims {
+		if c.Releasing || !(c.Degraded || c.NeedsReconcile) {
+			continue
+		}
+		held++
+		if c.Degraded {
+			degraded++
+		}
+	}
+	if held == 0 {
+		r.b.reset()
+		r.stop()
+		return
+	}
+	wait := r.b.wait()
+	a.log.Info("reconcile: claims held for a re-drive", "claims", held, "degraded", degraded, "retry_in", wait)
+	r.t = time.NewTimer(wait)
+	r.c = r.t.C
 }
 
 // kickReconcile asks for a reconcile pass soon, without waiting for it.

@@ -76,6 +76,7 @@ type claimCounts struct {
 	Read      int `json:"read"`
 	Write     int `json:"write"`
 	Unsettled int `json:"unsettled"`
+	Degraded  int `json:"degraded"` // held, but their restore has not finished: not mounted
 }
 
 func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
@@ -121,6 +122,9 @@ func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
 		if !c.AtRest() {
 			sum.UnsettledClaims = append(sum.UnsettledClaims, c)
 		}
+		if c.Degraded {
+			sum.Claims.Degraded++
+		}
 	}
 	sum.Claims.Unsettled = len(sum.UnsettledClaims)
 
@@ -162,8 +166,12 @@ func writeStatusSummary(out *bufio.Writer, sum statusSummary, vols []engine.Volu
 		}
 	}
 
-	fmt.Fprintf(out, "\nClaims: %d live (%d read, %d write), %d not at rest\n",
+	fmt.Fprintf(out, "\nClaims: %d live (%d read, %d write), %d not at rest",
 		sum.Claims.Live, sum.Claims.Read, sum.Claims.Write, sum.Claims.Unsettled)
+	if sum.Claims.Degraded > 0 {
+		fmt.Fprintf(out, ", %d degraded (held, not mounted: their restore failed)", sum.Claims.Degraded)
+	}
+	fmt.Fprintln(out)
 	if len(sum.UnsettledClaims) > 0 {
 		if err := writeClaimTable(out, sum.UnsettledClaims, now, true); err != nil {
 			return err

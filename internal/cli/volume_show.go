@@ -136,10 +136,13 @@ func writeClaimTable(out io.Writer, claims []engine.ClaimInfo, now time.Time, wi
 	return t.render()
 }
 
-// claimStateCell is the claim's state, saying also when it is being released or waits for
-// reconcile: "node-staged (releasing, needs reconcile)".
+// claimStateCell is the claim's state, saying also when it is degraded, being released or
+// waiting for reconcile: "node-staged (degraded, needs reconcile)".
 func claimStateCell(c engine.ClaimInfo) string {
 	var notes []string
+	if c.Degraded {
+		notes = append(notes, "degraded")
+	}
 	if c.Releasing {
 		notes = append(notes, "releasing")
 	}

@@ -268,13 +268,17 @@ func checkAdmission(v store.Volume, live []store.Claim, mode store.ClaimMode, c 
 }
 
 func holder(c store.Claim) string {
+	if c.Degraded {
+		return fmt.Sprintf("alloc %q (%s claim, %s, degraded: its restore has not finished)", c.Alloc, c.Mode, c.State)
+	}
 	return fmt.Sprintf("alloc %q (%s claim, %s)", c.Alloc, c.Mode, c.State)
 }
 
 // drive moves a claim toward where it wants to be — published, or freed when it is releasing —
 // one committed checkpoint at a time. A final error on the publish path rolls the claim back
-// (freed with rollbackOutcome); a retryable one that outlives the retries leaves the claim
-// where it is, marked for reconcile. The caller holds the volume lock.
+// (freed with rollbackOutcome), unless the claim is degraded (published before, being
+// restored): that one is never freed but by a release. A retryable error that outlives the
+// retries leaves the claim where it is, marked for reconcile. The caller holds the volume lock.
 func (e *Engine) drive(ctx context.Context, claimID int64, rollbackOutcome store.Outcome) (store.Claim, error) {
 	var (
 		cl store.Claim
@@ -324,6 +328,14 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 	perr := e.publish(ctx, c, v, &cl, ld)
 	if perr == nil {
 		return cl, nil
+	}
+	if cl.Degraded {
+		// A claim that was published and is being restored is never rolled back, whatever the
+		// class of the error: its alloc may be using the volume, and freeing the claim would let
+		// another alloc take it. It stays held, degraded, for reconcile; only an explicit
+		// release or detach frees it.
+		e.markForReconcile(ctx, &cl, lastRPC(perr), perr)
+		return cl, fmt.Errorf("%w (the claim is held, degraded, at %s for `volctl reconcile`; `volctl volume release` frees it)", perr, cl.State)
 	}
 	if csi.ClassOf(perr) != csi.Final || ctx.Err() != nil || isLocalRetryable(perr) {
 		e.markForReconcile(ctx, &cl, lastRPC(perr), perr)

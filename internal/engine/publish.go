@@ -177,7 +177,7 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	}
 	failpoint("rpc:NodePublishVolume")
 	p.setState(store.ClaimPublished)
-	cl.NeedsReconcile, cl.Attempts = false, 0
+	cl.NeedsReconcile, cl.Attempts, cl.Degraded = false, 0, false
 	p.event(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
 		Message: fmt.Sprintf("%s claim published at %s", cl.Mode, cl.TargetPath)})
 	return nil

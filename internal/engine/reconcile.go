@@ -222,6 +222,8 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 		rep.problem(cl.VolumeID, cl.Alloc, fmt.Errorf("claim %q for alloc %q: %w", cl.VolumeID, cl.Alloc, err))
 	case cl.Releasing:
 		rep.did("released", cl.VolumeID, cl.Alloc, "released claim %q for alloc %q (was %s)", cl.VolumeID, cl.Alloc, cl.State)
+	case cl.Degraded:
+		rep.did("restored", cl.VolumeID, cl.Alloc, "restored degraded claim %q for alloc %q at %s (was %s)", cl.VolumeID, cl.Alloc, cl.TargetPath, cl.State)
 	default:
 		rep.did("published", cl.VolumeID, cl.Alloc, "published claim %q for alloc %q (was %s)", cl.VolumeID, cl.Alloc, cl.State)
 	}
@@ -249,7 +251,7 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 		switch {
 		case errors.Is(err, ErrNotFound):
 		case err != nil:
-			rep.problem(cl.VolumeID, cl.Alloc, fmt.Errorf("restore claim %q for alloc %q: %w", cl.VolumeID, cl.Alloc, err))
+			rep.problem(cl.VolumeID, cl.Alloc, fmt.Errorf("restore claim %q for alloc %q: %w (the claim is held, degraded, and restored again by the next reconcile)", cl.VolumeID, cl.Alloc, err))
 		default:
 			rep.did("restored", cl.VolumeID, cl.Alloc, "restored claim %q for alloc %q at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
 		}
@@ -321,8 +323,10 @@ func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingLost b
 	// hold the publication from before, and a restore cut short must leave a claim whose release
 	// sends NodeUnpublishVolume, which the release of a controller-published claim skips. The
 	// controller publication outlives the node's mounts, so ControllerPublishVolume is not sent.
+	// The same commit marks the claim degraded: from here until it is published again, no error
+	// of any class frees it (drive never rolls a degraded claim back), even after a crash.
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
-		cl.State = store.ClaimNodeStaged
+		cl.State, cl.Degraded = store.ClaimNodeStaged, true
 		if stagingLost {
 			if err := unstageLost(tx, v.ID, mounted); err != nil {
 				return err

@@ -111,6 +111,7 @@ type ClaimInfo struct {
 	State          string              `json:"state"`
 	Releasing      bool                `json:"releasing"`
 	NeedsReconcile bool                `json:"needs_reconcile"`
+	Degraded       bool                `json:"degraded"` // published before, lost its mount, restore not finished
 	TargetPath     string              `json:"target_path"`
 	Binds          []Bind              `json:"binds,omitempty"`
 	LastRPC        string              `json:"last_rpc,omitempty"`
@@ -139,7 +140,7 @@ func claimInfo(c store.Claim) ClaimInfo {
 	out := ClaimInfo{
 		ID: c.ID, VolumeID: c.VolumeID, Alloc: c.Alloc, Group: c.Group, Mode: string(c.Mode),
 		AccessMode: c.AccessMode, AttachmentMode: c.AttachmentMode, State: string(c.State),
-		Releasing: c.Releasing, NeedsReconcile: c.NeedsReconcile, TargetPath: c.TargetPath,
+		Releasing: c.Releasing, NeedsReconcile: c.NeedsReconcile, Degraded: c.Degraded, TargetPath: c.TargetPath,
 		LastRPC: c.LastRPC, LastCode: c.LastCode, LastError: c.LastError,
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 	}

@@ -71,6 +71,10 @@ type Claim struct {
 	State          ClaimState
 	Releasing      bool // a release was asked for: the desired state is freed
 	NeedsReconcile bool // a retryable failure was left for reconcile
+	// Degraded: the claim was published and lost its mount, and its restore has not finished.
+	// It is held whatever the plugin answers (never rolled back), re-driven by reconcile, and
+	// freed only by an explicit release or detach. Cleared when it is published again.
+	Degraded       bool
 	TargetPath     string
 	PublishContext map[string]string
 	Binds          []spec.VolumeMount // the group's bind mounts of this volume, written by the engine
@@ -155,14 +159,14 @@ type history struct{ tx *Tx }
 // claimBody is every claim column but the id, shared by claims and claim_history.
 const claimBody = `volume_id, alloc, group_name, mode, access_mode, attachment_mode, fs_type, mount_flags,
 	state, releasing, needs_reconcile, target_path, publish_context, binds, attempts, last_rpc, last_code,
-	last_error, created_at, updated_at`
+	last_error, degraded, created_at, updated_at`
 
 const claimColumns = `id, ` + claimBody
 
 func claimTargets(c *Claim, flags, pctx, binds *sql.NullString, created, updated *int64) []any {
 	return []any{&c.VolumeID, &c.Alloc, &c.Group, &c.Mode, &c.AccessMode, &c.AttachmentMode, &c.FSType, flags,
 		&c.State, &c.Releasing, &c.NeedsReconcile, &c.TargetPath, pctx, binds, &c.Attempts, &c.LastRPC, &c.LastCode,
-		&c.LastError, created, updated}
+		&c.LastError, &c.Degraded, created, updated}
 }
 
 func decodeClaim(c *Claim, flags, pctx, binds sql.NullString, created, updated int64) error {
@@ -195,7 +199,7 @@ func scanClaim(sc scanner) (Claim, error) {
 // claimMutable are the columns Update rewrites, and claimMutableArgs their values.
 const claimMutable = `group_name = ?, mode = ?, access_mode = ?, attachment_mode = ?, fs_type = ?, mount_flags = ?,
 	state = ?, releasing = ?, needs_reconcile = ?, target_path = ?, publish_context = ?, binds = ?, attempts = ?,
-	last_rpc = ?, last_code = ?, last_error = ?`
+	last_rpc = ?, last_code = ?, last_error = ?, degraded = ?`
 
 func claimMutableArgs(c *Claim) ([]any, error) {
 	var cols [3]any
@@ -207,7 +211,7 @@ func claimMutableArgs(c *Claim) ([]any, error) {
 	}
 	return []any{c.Group, c.Mode, c.AccessMode, c.AttachmentMode, c.FSType, cols[0],
 		c.State, encBool(c.Releasing), encBool(c.NeedsReconcile), c.TargetPath, cols[1], cols[2], c.Attempts,
-		c.LastRPC, c.LastCode, c.LastError}, nil
+		c.LastRPC, c.LastCode, c.LastError, encBool(c.Degraded)}, nil
 }
 
 func claimWhat(c *Claim) string {

@@ -214,6 +214,9 @@ func claimDetail(s *Styles, c engine.ClaimInfo, now time.Time, w int) string {
 	b.kv("At Rest", yesNo(c.AtRest()))
 	b.kv("Releasing", yesNo(c.Releasing))
 	b.kv("Needs Reconcile", yesNo(c.NeedsReconcile))
+	if c.Degraded {
+		b.kv("Degraded", "yes: published before, its mount is gone and its restore has not finished; held until released")
+	}
 	b.kv("Target Path", c.TargetPath)
 	b.kv("Last RPC", c.LastRPC)
 	b.kv("Last Code", c.LastCode)

@@ -102,7 +102,7 @@ func claimRows(cs []engine.ClaimInfo, now time.Time) []row {
 		})
 		r.nums[5] = -c.CreatedAt.UnixNano() // ascending age is newest first
 		switch {
-		case c.LastError != "":
+		case c.LastError != "" || c.Degraded:
 			r.tone = toneBad
 		case !c.AtRest():
 			r.tone = toneWarn
@@ -213,6 +213,9 @@ func claimState(c engine.ClaimInfo) string {
 	s := c.State
 	if c.Releasing && !strings.Contains(s, "detach") && s != "unpublishing" {
 		s += ", releasing"
+	}
+	if c.Degraded {
+		s += ", degraded"
 	}
 	if c.NeedsReconcile {
 		s += ", reconcile"

@@ -1,0 +1,133 @@
+package agent
+
+import (
+	"errors"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// lostMounts stands in for the kernel's mount table with a plugin that mounts nothing: every
+// target and staging directory that exists counts as mounted, until lose() takes them all away
+// (a reboot) and until find() brings back what exists then.
+type lostMounts struct {
+	mu   sync.Mutex
+	lost bool
+}
+
+func (m *lostMounts) MountsUnder(dir string) (map[string]bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]bool{}
+	if m.lost {
+		return out, nil
+	}
+	for _, pattern := range []string{filepath.Join(dir, "publish", "*", "*", "*"), filepath.Join(dir, "staging", "*", "*")} {
+		matches, err := filepath.Glob(pattern)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range matches {
+			out[p] = true
+		}
+	}
+	return out, nil
+}
+
+func (m *lostMounts) set(lost bool) {
+	m.mu.Lock()
+	m.lost = lost
+	m.mu.Unlock()
+}
+
+// The agent never frees a claim whose restore fails, whatever the error: it keeps it held,
+// degraded, re-drives it with a growing, capped wait (not only on the reconcile timer), and
+// restores it once the plugin is well.
+func TestAgentHoldsADegradedClaimAndRedrivesItWithBackoff(t *testing.T) {
+	f := newFixture(t)
+	mounts := &lostMounts{}
+	e, err := engine.Open(f.ctx, engine.Config{StateDir: f.dir, Mounts: mounts,
+		Retry: engine.RetryPolicy{Attempts: 2, Base: time.Millisecond, Max: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	f.e = e
+
+	faults := csitest.NewFaults()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "n1"
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)), csitest.WithFaults(faults))
+	f.register(spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket})
+	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "mem", Capabilities: caps}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Claim(f.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A reboot, and a plugin that fails every NodeStageVolume with a final code. The reconcile
+	// timer is an hour away: only the start-up pass and the re-drives can send anything.
+	mounts.set(true)
+	faults.FailAlways(csi.RPCNodeStageVolume, codes.Internal)
+	s := testSettings
+	s.ReconcileInterval, s.BackoffMin, s.BackoffMax = time.Hour, 10*time.Millisecond, 80*time.Millisecond
+	stop := f.startAgent(s)
+	waitFor(t, "the agent to re-drive the failing restore several times", func() bool {
+		if cs, err := f.e.Claims(f.ctx); err == nil && len(cs) == 0 {
+			t.Fatalf("the agent freed the claim after %d failed restores", faults.Calls(csi.RPCNodeStageVolume))
+		}
+		return faults.Calls(csi.RPCNodeStageVolume) >= 6
+	})
+	claims, err := f.e.Claims(f.ctx)
+	if err != nil || len(claims) != 1 || claims[0].Alloc != "web-0" || !claims[0].Degraded || claims[0].LastCode != "Internal" {
+		t.Fatalf("claims while the plugin fails = %+v, %v; want web-0's claim held, degraded, with its error", claims, err)
+	}
+	_, err = f.e.Claim(f.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-1"})
+	if !errors.Is(err, engine.ErrConflict) || !strings.Contains(err.Error(), `alloc "web-0"`) {
+		t.Fatalf("a second writer while the first is degraded = %v; want a conflict naming web-0", err)
+	}
+
+	// The waits between re-drives grow and stay under the cap.
+	var waits []time.Duration
+	for _, m := range regexp.MustCompile(`claims held for a re-drive.* retry_in=(\S+)`).FindAllStringSubmatch(f.logs.String(), -1) {
+		d, err := time.ParseDuration(m[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		waits = append(waits, d)
+	}
+	if len(waits) < 5 || waits[0] != s.BackoffMin {
+		t.Fatalf("re-drive waits = %v; want at least 5, starting at %s", waits, s.BackoffMin)
+	}
+	for i, w := range waits {
+		if w > s.BackoffMax || (i > 0 && w < waits[i-1]) {
+			t.Fatalf("re-drive waits = %v; want them growing, capped at %s", waits, s.BackoffMax)
+		}
+	}
+	if waits[len(waits)-1] != s.BackoffMax {
+		t.Fatalf("re-drive waits = %v; want them to reach the cap %s", waits, s.BackoffMax)
+	}
+
+	// Healed: the next re-drive restores the claim.
+	mounts.set(false)
+	faults.Clear()
+	waitFor(t, "the claim to be restored", func() bool {
+		cs, err := f.e.Claims(f.ctx)
+		return err == nil && len(cs) == 1 && cs[0].AtRest() && !cs[0].Degraded
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}

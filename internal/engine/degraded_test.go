@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// TestFailedRestoreNeverFreesTheClaim: a published claim loses its mounts (a reboot) and the
+// plugin fails its restore with a final code, pass after pass. The claim stays held, degraded,
+// with the plugin's error; a second writer is refused naming it; and once the plugin is well,
+// reconcile restores it. Freeing it would let another alloc take a volume the first may still
+// be using.
+func TestFailedRestoreNeverFreesTheClaim(t *testing.T) {
+	for _, tc := range []struct {
+		rpc  string
+		code codes.Code
+	}{
+		{csi.RPCNodeStageVolume, codes.Internal},
+		{csi.RPCNodePublishVolume, codes.FailedPrecondition},
+		{csi.RPCNodePublishVolume, codes.Unavailable},
+	} {
+		t.Run(tc.rpc+"/"+tc.code.String(), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, nil)
+			h.create(volume("v", capab(spec.SingleNodeWriter)))
+			cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+			st, _ := h.staging("v")
+			h.mounts.markGone(cl.TargetPath)
+			h.mounts.markGone(st.StagingPath)
+			h.faults.FailAlways(tc.rpc, tc.code)
+
+			// Several passes, as the agent runs them: the first restores, the next re-drive.
+			for pass := 1; pass <= 3; pass++ {
+				rep, err := h.e.Reconcile(h.ctx)
+				if err == nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, tc.rpc) {
+					t.Fatalf("pass %d with %s failing = %+v, %v; want one problem naming it", pass, tc.rpc, rep, err)
+				}
+				if live := h.liveClaims("v"); len(live) != 1 || live[0].Alloc != "a" || live[0].Releasing {
+					t.Fatalf("pass %d: the claim was freed or released by a failed restore: %+v", pass, live)
+				}
+			}
+			live := h.liveClaims("v")
+			if !live[0].Degraded || !live[0].NeedsReconcile || live[0].LastRPC != tc.rpc || live[0].LastCode != tc.code.String() || live[0].LastError == "" {
+				t.Fatalf("claim = %+v; want degraded with the last error of %s", live[0], tc.rpc)
+			}
+			info, err := h.e.ClaimInfo(h.ctx, "v", "a")
+			if err != nil || !info.Degraded || info.LastError == "" {
+				t.Fatalf("ClaimInfo = %+v, %v; want degraded with its last error", info, err)
+			}
+
+			// The alloc claiming again (a restarted task) does not free it either.
+			if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil || !strings.Contains(err.Error(), "degraded") {
+				t.Fatalf("claim again by its alloc while the plugin fails = %v; want an error saying it is held degraded", err)
+			}
+			if live := h.liveClaims("v"); len(live) != 1 || !live[0].Degraded {
+				t.Fatalf("after the alloc claimed again: %+v", live)
+			}
+
+			_, err = h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b"})
+			if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `alloc "a"`) {
+				t.Fatalf("second writer while the first is degraded = %v; want a conflict naming alloc \"a\"", err)
+			}
+			if h.mem.CallCount(csi.RPCControllerUnpublishVolume) != 0 || h.mem.CallCount(csi.RPCNodeUnstageVolume) != 0 {
+				t.Fatalf("the failed restore sent teardown RPCs: %v", h.rpcs())
+			}
+
+			h.faults.Clear()
+			if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Actions) != 1 || rep.Actions[0].Kind != "restored" {
+				t.Fatalf("reconcile once the plugin is well = %+v, %v; want the claim restored", rep, err)
+			}
+			live = h.liveClaims("v")
+			if len(live) != 1 || !live[0].AtRest() || live[0].Degraded || live[0].LastError != "" || live[0].State != store.ClaimPublished {
+				t.Fatalf("after the plugin healed: %+v; want published, at rest, not degraded", live)
+			}
+		})
+	}
+}
+
+// TestDegradedClaimIsFreedByARelease: a degraded claim is freed by an explicit release, through
+// the whole release path.
+func TestDegradedClaimIsFreedByARelease(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter)))
+	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.mounts.markGone(cl.TargetPath)
+	h.faults.FailAlways(csi.RPCNodePublishVolume, codes.Internal)
+	if _, err := h.e.Reconcile(h.ctx); err == nil {
+		t.Fatal("reconcile with NodePublishVolume failing reported success")
+	}
+	h.faults.Clear()
+	h.release("v", "a")
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claims after the release: %+v", live)
+	}
+	past, err := h.e.History(h.ctx, "v", 1)
+	if err != nil || len(past) != 1 || past[0].Outcome != string(store.OutcomeReleased) || !past[0].Degraded {
+		t.Fatalf("history = %+v, %v; want the degraded claim released", past, err)
+	}
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
+}
