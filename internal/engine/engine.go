@@ -8,8 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -114,6 +116,17 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		owns = true
 	}
+	// The kernel reports mount points at their real paths. Resolve the state dir once, here, so
+	// every staging and target path built under it compares equal with the mount table's (a
+	// state dir reached through a symlink would otherwise look unmounted on every pass).
+	if real, err := realDir(cfg.StateDir); err == nil {
+		cfg.StateDir = real
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		if owns {
+			st.Close()
+		}
+		return nil, fmt.Errorf("state dir %s: %w", cfg.StateDir, err)
+	}
 	locks, err := newLocker(cfg.StateDir)
 	if err != nil {
 		if owns {
@@ -122,6 +135,15 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	return &Engine{cfg: cfg, store: st, ownsStore: owns, locks: locks, log: cfg.Logger, conns: map[string]*conn{}}, nil
+}
+
+// realDir is dir made absolute with every symlink in it resolved.
+func realDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
 }
 
 // Close closes plugin connections and, if the engine opened it, the store.

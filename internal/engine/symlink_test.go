@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// kernelLikeMounts answers like the kernel's table does for a state dir reached through a
+// symlink: mount points are reported at their real paths, and only those under the dir as
+// given (mountinfo's prefix filter) are returned. What is mounted is fakeMounts' answer.
+type kernelLikeMounts struct{ inner *fakeMounts }
+
+func (m kernelLikeMounts) MountsUnder(dir string) (map[string]bool, error) {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	all, err := m.inner.MountsUnder(real)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	prefix := filepath.Clean(dir) + string(filepath.Separator)
+	for p := range all {
+		if strings.HasPrefix(p, prefix) {
+			out[p] = true
+		}
+	}
+	return out, nil
+}
+
+// symlinkTo makes a symlink to dir in a new temp dir and returns its path.
+func symlinkTo(t *testing.T, dir string) string {
+	t.Helper()
+	link := filepath.Join(t.TempDir(), "state-link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	return link
+}
+
+// TestSymlinkedStateDirIsResolvedOnce: with the state dir reached through a symlink, the
+// paths volctl builds under it must compare equal with the mount table's (which has real
+// paths), or every reconcile pass restores every claim again.
+func TestSymlinkedStateDirIsResolvedOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	link := symlinkTo(t, h.dir)
+	h.e.Close()
+	e, err := Open(h.ctx, Config{StateDir: link, Mounts: kernelLikeMounts{h.mounts}, Retry: fastRetry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	h.e = e
+	h.create(volume("v"))
+	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if real, _ := filepath.EvalSymlinks(h.dir); !strings.HasPrefix(cl.TargetPath, real+string(filepath.Separator)) {
+		t.Errorf("target path %s is not under the real state dir %s", cl.TargetPath, real)
+	}
+	h.mem.ResetCalls()
+	for pass := 1; pass <= 2; pass++ {
+		rep, err := h.e.Reconcile(h.ctx)
+		if err != nil || len(rep.Actions) != 0 || len(rep.Problems) != 0 {
+			t.Fatalf("reconcile pass %d with everything mounted = %+v, %v; want nothing to do", pass, rep, err)
+		}
+	}
+	if got := h.rpcs(); len(got) != 0 {
+		t.Fatalf("idle reconcile passes sent %v", got)
+	}
+}
+
+// TestHostpathSymlinkedStateDir is TestSymlinkedStateDirIsResolvedOnce with real mounts.
+func TestHostpathSymlinkedStateDir(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	p, err := hostpath.New(hostpath.Config{Root: hostpathtest.MountDir(t), NodeID: "n1", EnableAttach: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults := csitest.NewFaults()
+	socket, _ := csitest.Serve(t, csitest.WithServer(p), csitest.WithFaults(faults))
+	h := &hostpathEngine{ctx: t.Context(), faults: faults, plugin: p, state: symlinkTo(t, hostpathtest.MountDir(t))}
+	h.e, err = Open(h.ctx, Config{StateDir: h.state, Retry: fastRetry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.e.Close() })
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+		Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}
+	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hostpathtest.Mounted(t, cl.TargetPath) {
+		t.Fatal("target not mounted")
+	}
+	publishes, stages := faults.Calls(csi.RPCNodePublishVolume), faults.Calls(csi.RPCNodeStageVolume)
+	for pass := 1; pass <= 2; pass++ {
+		rep, err := h.e.Reconcile(h.ctx)
+		if err != nil || len(rep.Actions) != 0 || len(rep.Problems) != 0 {
+			t.Fatalf("reconcile pass %d with everything mounted = %+v, %v; want nothing to do", pass, rep, err)
+		}
+	}
+	if faults.Calls(csi.RPCNodePublishVolume) != publishes || faults.Calls(csi.RPCNodeStageVolume) != stages {
+		t.Fatalf("idle reconcile passes sent NodePublishVolume %d -> %d, NodeStageVolume %d -> %d times",
+			publishes, faults.Calls(csi.RPCNodePublishVolume), stages, faults.Calls(csi.RPCNodeStageVolume))
+	}
+	if _, err := h.e.Release(h.ctx, "data", "a"); err != nil {
+		t.Fatal(err)
+	}
+}
