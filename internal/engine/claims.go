@@ -122,6 +122,9 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 			cl = c
 			return nil
 		}
+		if err := checkPublishable(tx, v); err != nil {
+			return err
+		}
 		capab, err := chooseCapability(v, req)
 		if err != nil {
 			return err
@@ -320,7 +323,16 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 		return cl, err
 	}
 	if !c.fp.Node {
-		return cl, invalidf("plugin %q has no node service on this host: volumes cannot be published here", v.PluginID)
+		// Admission refuses this from the registration; a plugin that changed since lands here.
+		// A claim no RPC was sent for yet is rolled back rather than left taken.
+		nerr := noNodeService(v)
+		if cl.Releasing || cl.Degraded || cl.State != store.ClaimTaken {
+			return cl, nerr
+		}
+		if rerr := e.release(ctx, c, v, &cl, rollbackOutcome, nil); rerr != nil {
+			return cl, fmt.Errorf("%w; rolling the claim back also failed: %v (it is left for `volctl reconcile`)", nerr, rerr)
+		}
+		return cl, fmt.Errorf("%w (the claim was rolled back)", nerr)
 	}
 	if cl.Releasing {
 		return cl, e.release(ctx, c, v, &cl, store.OutcomeReleased, ld)
