@@ -61,6 +61,10 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimInfo, error)
 	}
 	failpoint("claim:taken")
 	if locked && fresh {
+		if err := e.restageIfLost(ctx, v.ID, ld); err != nil {
+			e.markForReconcile(ctx, &cl, "", err)
+			return fail(fmt.Errorf("%w (the claim is left %s for `volctl reconcile`)", err, cl.State))
+		}
 		cl, err = e.driveClaim(ctx, cl, v, ld, store.OutcomeRolledBack)
 	} else {
 		if !locked {
@@ -69,6 +73,10 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimInfo, error)
 				return fail(err)
 			}
 			defer unlock()
+		}
+		if err := e.restageIfLost(ctx, cl.VolumeID, nil); err != nil {
+			e.noteUnlocked(ctx, cl, err)
+			return fail(fmt.Errorf("%w (the claim is left for `volctl reconcile`)", err))
 		}
 		// Someone may have moved the claim meanwhile: start from the store.
 		cl, err = e.drive(ctx, cl.ID, store.OutcomeRolledBack)

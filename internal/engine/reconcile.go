@@ -153,6 +153,41 @@ func unstageLost(tx *store.Tx, volumeID string, mounted map[string]bool) error {
 	return tx.Stagings().Put(&st)
 }
 
+// restageIfLost applies reconcile's lost-staging rule to a claim driven by a command (before
+// any reconcile after a reboot): when the volume's staging row says staged but its path is not
+// in the mount table, the row is marked unstaged, so the publish path stages the volume again
+// rather than publish onto an empty directory. ld, when given, is the staging as the caller's
+// transaction read it, and is updated too. The caller holds the volume lock. The mount table is
+// read only for a volume whose row says staged.
+func (e *Engine) restageIfLost(ctx context.Context, volumeID string, ld *loaded) error {
+	st, ok := store.Staging{}, false
+	if ld != nil {
+		st, ok = ld.staging, ld.hasStaging
+	} else {
+		var err error
+		if st, ok, err = e.getStaging(ctx, volumeID); err != nil {
+			return err
+		}
+	}
+	if !ok || !st.Staged || st.StagingPath == "" {
+		return nil
+	}
+	mounted, err := e.cfg.Mounts.MountsUnder(e.cfg.StateDir)
+	if err != nil {
+		return fmt.Errorf("volume %q: checking its staging %s: %w", volumeID, st.StagingPath, err)
+	}
+	if mounted[st.StagingPath] {
+		return nil
+	}
+	if err := e.store.Update(ctx, func(tx *store.Tx) error { return unstageLost(tx, volumeID, mounted) }); err != nil {
+		return err
+	}
+	if ld != nil {
+		ld.staging.Staged = false
+	}
+	return nil
+}
+
 func (e *Engine) reconcileVolume(ctx context.Context, rep *ReconcileReport, v store.Volume, kind string, finish func(*conn, store.Volume) error) {
 	err := func() error {
 		unlock, err := e.locks.volume(ctx, v.ID)

@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// TestClaimAfterARebootStagesAgain: after a reboot (every mount gone) and before any
+// reconcile, a second claim on a volume whose staging row says staged must check the mount
+// table, as reconcile does, and stage the volume again before publishing onto it.
+func TestClaimAfterARebootStagesAgain(t *testing.T) {
+	for _, locked := range []bool{true, false} {
+		name := map[bool]string{true: "volume free", false: "volume locked by another operation"}[locked]
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+			a := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+			st, _ := h.staging("v")
+			h.mounts.markGone(a.TargetPath)
+			h.mounts.markGone(st.StagingPath)
+			h.mem.ResetCalls()
+			if !locked {
+				// Admission without the volume lock: the claim waits for it, then is driven.
+				unlock, err := h.e.locks.volume(h.ctx, "v")
+				if err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				go func() { _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b"}); done <- err }()
+				waitForClaim(t, h, "v", "b")
+				unlock()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
+			}
+			if got, want := filterNode(h.rpcs()), []string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume}; !slices.Equal(got, want) {
+				t.Fatalf("the claim after the reboot sent %v, want %v (staged again first)", got, want)
+			}
+			if st, _ := h.staging("v"); !st.Staged {
+				t.Fatalf("staging after the claim = %+v, want staged", st)
+			}
+		})
+	}
+}
+
+// waitForClaim waits until an alloc's claim on a volume is admitted.
+func waitForClaim(t *testing.T, h *harness, vol, alloc string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		for _, c := range h.liveClaims(vol) {
+			if c.Alloc == alloc {
+				return
+			}
+		}
+	}
+	t.Fatalf("claim of %q on %q never admitted", alloc, vol)
+}
+
+// TestHostpathClaimAfterARebootStagesAgain: the same with real mounts. The first claim's
+// data is read through the second claim's target, which is mounted from a staging mounted
+// again, not an empty directory.
+func TestHostpathClaimAfterARebootStagesAgain(t *testing.T) {
+	h := newHostpathEngine(t)
+	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+		Capabilities: []spec.Capability{capab(spec.MultiNodeMultiWriter)}}
+	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+		t.Fatal(err)
+	}
+	a, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(a.TargetPath, "keep.txt"), []byte("kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	staging := stagingPath(h.e.StateDir(), "hp", "data")
+	for _, p := range []string{a.TargetPath, staging} { // a reboot
+		if err := unix.Unmount(p, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "b"})
+	if err != nil {
+		t.Fatalf("claim after the reboot: %v", err)
+	}
+	if !hostpathtest.Mounted(t, staging) {
+		t.Fatal("staging not mounted again by the claim")
+	}
+	if got, err := os.ReadFile(filepath.Join(b.TargetPath, "keep.txt")); err != nil || string(got) != "kept" {
+		t.Fatalf("data through the new claim's target: %q, %v", got, err)
+	}
+	// Reconcile then restores the first claim onto the staging the claim made.
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Actions) != 1 || rep.Actions[0].Kind != "restored" {
+		t.Fatalf("reconcile after the claim = %+v, %v", rep, err)
+	}
+	for _, alloc := range []string{"a", "b"} {
+		if _, err := h.e.Release(h.ctx, "data", alloc); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
