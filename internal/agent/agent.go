@@ -353,9 +353,10 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 // claim is left held, so a plugin that is briefly sick gets its claims back within seconds and
 // one that stays sick is not hammered.
 type redrive struct {
-	b *backoff
-	t *time.Timer
-	c <-chan time.Time // nil while nothing is scheduled
+	b    *backoff
+	t    *time.Timer
+	c    <-chan time.Time // nil while nothing is scheduled
+	held int              // claims held when the last pass was scheduled
 }
 
 func newRedrive(s Settings) *redrive {
@@ -394,10 +395,16 @@ func (a *Agent) scheduleRedrive(ctx context.Context, r *redrive) {
 	if held == 0 {
 		r.b.reset()
 		r.stop()
+		r.held = 0
 		return
 	}
 	wait := r.b.wait()
-	a.log.Info("reconcile: claims held for a re-drive", "claims", held, "degraded", degraded, "retry_in", wait)
+	level := slog.LevelDebug
+	if held != r.held {
+		level = slog.LevelInfo // logged when the count changes, not on every re-drive
+	}
+	r.held = held
+	a.log.Log(ctx, level, "reconcile: claims held for a re-drive", "claims", held, "degraded", degraded, "retry_in", wait)
 	r.t = time.NewTimer(wait)
 	r.c = r.t.C
 }
