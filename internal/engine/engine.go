@@ -96,6 +96,9 @@ type Engine struct {
 	ownsStore bool
 	locks     *locker
 	log       *slog.Logger
+	// linkDir is the state dir as given when it differs from the resolved cfg.StateDir (a
+	// symlink): paths recorded under it by an older volctl are read as under the real dir.
+	linkDir string
 
 	mu    sync.Mutex
 	conns map[string]*conn // by plugin ID
@@ -119,7 +122,11 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	// The kernel reports mount points at their real paths. Resolve the state dir once, here, so
 	// every staging and target path built under it compares equal with the mount table's (a
 	// state dir reached through a symlink would otherwise look unmounted on every pass).
+	var linkDir string
 	if real, err := realDir(cfg.StateDir); err == nil {
+		if abs, _ := filepath.Abs(cfg.StateDir); abs != real {
+			linkDir = filepath.Clean(abs)
+		}
 		cfg.StateDir = real
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		if owns {
@@ -134,7 +141,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		return nil, err
 	}
-	return &Engine{cfg: cfg, store: st, ownsStore: owns, locks: locks, log: cfg.Logger, conns: map[string]*conn{}}, nil
+	return &Engine{cfg: cfg, store: st, ownsStore: owns, locks: locks, log: cfg.Logger, linkDir: linkDir, conns: map[string]*conn{}}, nil
 }
 
 // realDir is dir made absolute with every symlink in it resolved.
@@ -144,6 +151,18 @@ func realDir(dir string) (string, error) {
 		return "", err
 	}
 	return filepath.EvalSymlinks(abs)
+}
+
+// realPath is a staging or target path as the mount table reports it: one recorded under the
+// state dir's symlink (by a volctl that did not resolve it) is moved under the real dir.
+func (e *Engine) realPath(p string) string {
+	if e.linkDir == "" {
+		return p
+	}
+	if rest, ok := strings.CutPrefix(p, e.linkDir+string(filepath.Separator)); ok {
+		return filepath.Join(e.cfg.StateDir, rest)
+	}
+	return p
 }
 
 // Close closes plugin connections and, if the engine opened it, the store.

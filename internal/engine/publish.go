@@ -167,7 +167,12 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 		VolumeContext: v.Context,
 	}
 	if c.stages() {
-		req.StagingPath = stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
+		// Where the volume was staged, as recorded (a staging made by an older volctl under a
+		// symlinked state dir keeps its path); stagingPath for a row without one.
+		req.StagingPath = p.st.StagingPath
+		if req.StagingPath == "" {
+			req.StagingPath = stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
+		}
 	}
 	err := e.retry(ctx, c, csi.RPCNodePublishVolume, func(ctx context.Context) error {
 		return c.client.NodePublishVolume(ctx, req)

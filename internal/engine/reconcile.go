@@ -70,6 +70,14 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("reconcile: %w", err)
 	}
+	// Compare paths as the mount table has them (these copies are only compared: every write
+	// re-reads its row).
+	for i := range claims {
+		claims[i].TargetPath = e.realPath(claims[i].TargetPath)
+	}
+	for i := range stagings {
+		stagings[i].StagingPath = e.realPath(stagings[i].StagingPath)
+	}
 
 	for _, v := range vols {
 		switch v.State {
@@ -176,7 +184,7 @@ func (e *Engine) restageIfLost(ctx context.Context, volumeID string, ld *loaded)
 	if err != nil {
 		return fmt.Errorf("volume %q: checking its staging %s: %w", volumeID, st.StagingPath, err)
 	}
-	if mounted[st.StagingPath] {
+	if mounted[e.realPath(st.StagingPath)] {
 		return nil
 	}
 	if err := e.store.Update(ctx, func(tx *store.Tx) error { return unstageLost(tx, volumeID, mounted) }); err != nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,5 +121,51 @@ func TestHostpathSymlinkedStateDir(t *testing.T) {
 	}
 	if _, err := h.e.Release(h.ctx, "data", "a"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPathsRecordedThroughASymlinkStillMatch: claims and stagings recorded by a volctl that
+// did not resolve a symlinked state dir keep their paths under the link. Reconcile must see
+// their mounts (at real paths) as theirs: not restore them on every pass, and above all not
+// report them as orphans to be unmounted by hand. A new claim publishes from their staging.
+func TestPathsRecordedThroughASymlinkStillMatch(t *testing.T) {
+	h := newHarness(t, nil)
+	link := symlinkTo(t, h.dir)
+	h.e.Close()
+	open := func() *Engine {
+		e, err := Open(h.ctx, Config{StateDir: link, Mounts: kernelLikeMounts{h.mounts}, Retry: fastRetry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e
+	}
+	// The older volctl: its state dir as given, unresolved.
+	h.e = open()
+	h.e.cfg.StateDir, h.e.linkDir = link, ""
+	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+	a := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if !strings.HasPrefix(a.TargetPath, link) {
+		t.Fatalf("the older volctl's target path %s is not under the link", a.TargetPath)
+	}
+	h.e.Close()
+
+	h.e = open()
+	h.mem.ResetCalls()
+	for pass := 1; pass <= 2; pass++ {
+		rep, err := h.e.Reconcile(h.ctx)
+		if err != nil || len(rep.Actions) != 0 || len(rep.Problems) != 0 {
+			t.Fatalf("reconcile pass %d over rows recorded through the link = %+v, %v; want nothing to do", pass, rep, err)
+		}
+	}
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
+	if got := filterNode(h.rpcs()); !slices.Equal(got, []string{csi.RPCNodePublishVolume}) {
+		t.Fatalf("reconcile and a second claim sent %v; want one NodePublishVolume onto the existing staging", got)
+	}
+	for _, alloc := range []string{"a", "b"} {
+		h.release("v", alloc)
+	}
+	if st, ok := h.staging("v"); ok {
+		t.Fatalf("staging left after releasing both claims: %+v", st)
 	}
 }
