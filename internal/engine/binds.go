@@ -28,7 +28,7 @@ func (e *Engine) bind(cl *store.Claim) error {
 }
 
 func (e *Engine) bindMount(target string, b spec.VolumeMount) error {
-	src, err := openNoFollow(e.cfg.StateDir, target, createNothing)
+	src, err := openNoFollow(e.cfg.StateDir, e.realPath(target), createNothing)
 	if err != nil {
 		return fmt.Errorf("volume_mount %s: the claim's target: %w", b.Destination, err)
 	}

@@ -104,7 +104,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		if err := forceUnmount(cl.TargetPath); err != nil {
 			warn("alloc %q: %v", cl.Alloc, err)
 		}
-		e.locks.removeEmptyDirs(ctx, cl.TargetPath, filepath.Join(e.cfg.StateDir, publishDir))
+		e.locks.removeEmptyDirs(ctx, e.realPath(cl.TargetPath), filepath.Join(e.cfg.StateDir, publishDir))
 	}
 	st, hasStaging, err := e.getStaging(ctx, v.ID)
 	if err != nil {
@@ -114,7 +114,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		if err := forceUnmount(st.StagingPath); err != nil {
 			warn("%v", err)
 		}
-		e.locks.removeEmptyDirs(ctx, st.StagingPath, filepath.Join(e.cfg.StateDir, stagingDir))
+		e.locks.removeEmptyDirs(ctx, e.realPath(st.StagingPath), filepath.Join(e.cfg.StateDir, stagingDir))
 	}
 	// The controller unpublish is tried whatever the records say (it is idempotent), but a
 	// plugin out of reach is only worth a warning when an attachment is known to be left.

@@ -154,7 +154,10 @@ func realDir(dir string) (string, error) {
 }
 
 // realPath is a staging or target path as the mount table reports it: one recorded under the
-// state dir's symlink (by a volctl that did not resolve it) is moved under the real dir.
+// state dir's symlink (by a volctl that did not resolve it) is moved under the real dir. Such
+// paths are compared, made and removed as real paths (the walks below the state dir refuse
+// anything not under it, and tidying must stop at the real dir, not remove the symlink); the
+// plugin is still sent the path it was given before.
 func (e *Engine) realPath(p string) string {
 	if e.linkDir == "" {
 		return p

@@ -155,7 +155,7 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
 	cl := p.cl
 	// volctl makes the target's parent; the plugin makes the target itself.
-	if err := e.locks.makeTargetParent(ctx, cl.TargetPath); err != nil {
+	if err := e.locks.makeTargetParent(ctx, e.realPath(cl.TargetPath)); err != nil {
 		return fmt.Errorf("publish path: %w", err)
 	}
 	if err := p.flush(ctx, "claim"); err != nil {

@@ -74,7 +74,7 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 		return err
 	}
 	failpoint("rpc:NodeUnpublishVolume")
-	e.locks.removeEmptyDirs(ctx, cl.TargetPath, filepath.Join(e.cfg.StateDir, publishDir))
+	e.locks.removeEmptyDirs(ctx, e.realPath(cl.TargetPath), filepath.Join(e.cfg.StateDir, publishDir))
 	p.setState(store.ClaimNodeDetached)
 	return nil
 }
@@ -107,7 +107,7 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 		} else if err := e.checkUnstageable(v, st, c, p); err != nil {
 			return err
 		}
-		e.locks.removeEmptyDirs(ctx, st.StagingPath, filepath.Join(e.cfg.StateDir, stagingDir))
+		e.locks.removeEmptyDirs(ctx, e.realPath(st.StagingPath), filepath.Join(e.cfg.StateDir, stagingDir))
 		p.staging(func(st *store.Staging) { st.StagingPath, st.Staged = "", false })
 	}
 	if holders == 0 && st.ControllerPublished {

@@ -143,6 +143,10 @@ func TestPathsRecordedThroughASymlinkStillMatch(t *testing.T) {
 	// The older volctl: its state dir as given, unresolved.
 	h.e = open()
 	h.e.cfg.StateDir, h.e.linkDir = link, ""
+	var err error
+	if h.e.locks, err = newLocker(link); err != nil {
+		t.Fatal(err)
+	}
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	a := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 	if !strings.HasPrefix(a.TargetPath, link) {
@@ -162,10 +166,26 @@ func TestPathsRecordedThroughASymlinkStillMatch(t *testing.T) {
 	if got := filterNode(h.rpcs()); !slices.Equal(got, []string{csi.RPCNodePublishVolume}) {
 		t.Fatalf("reconcile and a second claim sent %v; want one NodePublishVolume onto the existing staging", got)
 	}
+	// The old claim's mount goes away: it is restored at the path it was published at.
+	h.mounts.markGone(h.e.realPath(a.TargetPath))
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Actions) != 1 || rep.Actions[0].Kind != "restored" {
+		t.Fatalf("reconcile after the old claim's mount went = %+v, %v; want it restored", rep, err)
+	}
+	if np, _ := csitest.LastRequest[csi.NodePublishVolumeRequest](h.mem); np.TargetPath != a.TargetPath {
+		t.Fatalf("restore published at %s, want the recorded %s", np.TargetPath, a.TargetPath)
+	}
+	h.mounts.reset()
 	for _, alloc := range []string{"a", "b"} {
 		h.release("v", alloc)
 	}
 	if st, ok := h.staging("v"); ok {
 		t.Fatalf("staging left after releasing both claims: %+v", st)
+	}
+	// Tidying the old claim's directories stopped at the state dir: the symlink is still there.
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the state dir's symlink after the releases: %v, %v", fi, err)
+	}
+	if _, err := os.Stat(filepath.Dir(a.TargetPath)); !os.IsNotExist(err) {
+		t.Errorf("the old claim's publish dir was left behind: %v", err)
 	}
 }
