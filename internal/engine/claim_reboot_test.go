@@ -110,3 +110,29 @@ func TestHostpathClaimAfterARebootStagesAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimKeepsAStagingThePluginStillHolds: a plugin that stages without mounting anything at
+// the staging path looks, to the mount table, like one whose staging was lost. The claim stages
+// again; when the plugin answers ALREADY_EXISTS (it holds the staging, with the first claim's
+// capability), the claim publishes onto that staging, as it did before the check, rather than
+// being rolled back.
+func TestClaimKeepsAStagingThePluginStillHolds(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	st, _ := h.staging("v")
+	h.mounts.markGone(st.StagingPath)
+	h.mem.ResetCalls()
+	// Other mount options: another capability, which the plugin refuses to stage with.
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "b", ReadOnly: true,
+		MountOptions: &spec.MountOptions{FSType: "xfs", MountFlags: spec.MountFlags{"noatime"}}})
+	if got, want := filterNode(h.rpcs()), []string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume}; !slices.Equal(got, want) {
+		t.Fatalf("the claim sent %v, want %v", got, want)
+	}
+	if st, _ := h.staging("v"); !st.Staged {
+		t.Fatalf("staging after the claim = %+v, want staged", st)
+	}
+	if live := h.liveClaims("v"); len(live) != 2 || !live[0].AtRest() || !live[1].AtRest() {
+		t.Fatalf("claims = %+v, want both at rest", live)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -142,7 +144,7 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 		err := e.retry(ctx, c, csi.RPCNodeStageVolume, func(ctx context.Context) error {
 			return c.client.NodeStageVolume(ctx, req)
 		})
-		if err != nil {
+		if err != nil && !p.stillStaged(ctx, err) {
 			return err
 		}
 		failpoint("rpc:NodeStageVolume")
@@ -186,4 +188,18 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	p.event(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
 		Message: fmt.Sprintf("%s claim published at %s", cl.Mode, cl.TargetPath)})
 	return nil
+}
+
+// stillStaged reports whether a NodeStageVolume failure says the plugin still holds the
+// volume's staging that other claims made: ALREADY_EXISTS ("staged at this path with another
+// capability") while claims of the volume other than this one are node-staged or on. The row
+// said unstaged because the mount table lacks the staging (the lost-staging rule), but this
+// plugin does not mount at the staging path, and what it holds is the staging those claims
+// share, as before the check; the claim publishes onto it.
+func (p *checkpoint) stillStaged(ctx context.Context, err error) bool {
+	if csi.CodeOf(err) != codes.AlreadyExists {
+		return false
+	}
+	u, uerr := p.usage(ctx)
+	return uerr == nil && u.staging > 0
 }
