@@ -294,7 +294,7 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 		switch {
 		case errors.Is(err, ErrNotFound):
 		case err != nil:
-			rep.problem(cl.VolumeID, cl.Alloc, fmt.Errorf("restore claim %q for alloc %q: %w (the claim is held, degraded, and restored again by the next reconcile)", cl.VolumeID, cl.Alloc, err))
+			rep.problem(cl.VolumeID, cl.Alloc, fmt.Errorf("restore claim %q for alloc %q: %w (the claim stays held; the next reconcile restores it)", cl.VolumeID, cl.Alloc, err))
 		default:
 			rep.did("restored", cl.VolumeID, cl.Alloc, "restored claim %q for alloc %q at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
 		}
