@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -191,6 +192,9 @@ type conn struct {
 	sockets []socketID
 	// timeouts are the client's per-RPC timeouts (pluginTimeouts), which retry reads.
 	timeouts csi.Timeouts
+	// fpRecorded says fp is in the store: connectPlugin with record wrote it, or CheckHealth
+	// did with its health reading.
+	fpRecorded atomic.Bool
 }
 
 type socketID struct {
@@ -300,6 +304,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 			_ = client.Close()
 			return nil, err
 		}
+		c.fpRecorded.Store(true)
 	}
 	e.mu.Lock()
 	if old := e.conns[p.ID]; old != nil {
