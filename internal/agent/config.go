@@ -41,8 +41,13 @@ var configSchema = &hcl.BodySchema{
 // once as diagnostics with source ranges, and the file (for rendering them with
 // spec.NewDiagnosticWriter); the File is nil when any diagnostic is an error.
 func ParseConfig(filename string, src []byte) (*File, map[string]*hcl.File, hcl.Diagnostics) {
-	f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	files := map[string]*hcl.File{filename: {Bytes: src}}
+	// HCL's parser recurses on every level of nesting: a file too deep for it is refused
+	// first, as spec files are.
+	if diags := spec.CheckNesting(filename, src); diags.HasErrors() {
+		return nil, files, diags
+	}
+	f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, files, diags
 	}

@@ -168,3 +168,29 @@ func TestSettingsMergeAndDefaults(t *testing.T) {
 		t.Fatalf("Validate = %v", err)
 	}
 }
+
+// TestParseConfigNesting: a config nested 100,000 levels deep (in the agent block, which
+// ParseConfig parses itself, or in a plugin block) is refused with one diagnostic at the level
+// past spec.MaxNesting, not parsed into a stack overflow that kills the agent.
+func TestParseConfigNesting(t *testing.T) {
+	const n = 100_000
+	for name, src := range map[string]string{
+		"agent block":  "agent {\n  probe_interval = " + strings.Repeat("(", n) + `"5s"` + strings.Repeat(")", n) + "\n}\n",
+		"plugin block": "plugin \"hp\" {\n  exec {\n    env = " + strings.Repeat("{a = ", n) + `"b"` + strings.Repeat("}", n) + "\n  }\n}\n",
+		"blocks":       strings.Repeat("agent {\n", n) + strings.Repeat("}\n", n),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, files, diags := ParseConfig("agent.hcl", []byte(src))
+			if f != nil || len(diags) != 1 || diags[0].Summary != "Nesting too deep" || diags[0].Subject == nil {
+				t.Fatalf("got %v, %v; want one Nesting too deep error", f, diags)
+			}
+			var out bytes.Buffer
+			if err := spec.NewDiagnosticWriter(&out, files, 0, false).WriteDiagnostics(diags); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), "on agent.hcl:") {
+				t.Errorf("diagnostic does not name the file and place:\n%.300s", out.String())
+			}
+		})
+	}
+}

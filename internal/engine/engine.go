@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -255,6 +256,9 @@ type conn struct {
 	sockets []socketID
 	// timeouts are the client's per-RPC timeouts (pluginTimeouts), which retry reads.
 	timeouts csi.Timeouts
+	// fpRecorded says fp is in the store: connectPlugin with record wrote it, or CheckHealth
+	// did with its health reading.
+	fpRecorded atomic.Bool
 }
 
 type socketID struct {
@@ -371,6 +375,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 			_ = client.Close()
 			return nil, err
 		}
+		c.fpRecorded.Store(true)
 	}
 	e.mu.Lock()
 	if old := e.conns[p.ID]; old != nil {

@@ -74,7 +74,7 @@ func (e *Engine) RegisterPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo
 		// The stored row changed (UpdatedAt), so refresh the cached conn's copy of it.
 		c.plugin = p
 	}
-	infos, err := e.pluginInfos(ctx, p.ID)
+	infos, err := e.pluginInfos(ctx, p.ID, nil)
 	if err != nil {
 		return PluginInfo{}, err
 	}
@@ -210,7 +210,7 @@ func (e *Engine) probe(ctx context.Context, c *conn) store.Health {
 
 // Plugins lists the registered plugins with their last recorded health, without contacting them.
 func (e *Engine) Plugins(ctx context.Context) ([]PluginInfo, error) {
-	return e.pluginInfos(ctx, "")
+	return e.pluginInfos(ctx, "", nil)
 }
 
 // PluginSpecs returns every registered plugin's declaration, exec block included, as the agent
@@ -236,6 +236,8 @@ func (e *Engine) PluginEvent(ctx context.Context, pluginID, kind, message string
 
 // PluginStatus probes plugins live (one, or all when id is empty), records what it learns, and
 // returns them: a fresh fingerprint and health for each, the error kept for an unreachable one.
+// It is a read: recording never waits for another process's write lock (see CheckHealth), and
+// what it returns is what the probes found, recorded or not.
 func (e *Engine) PluginStatus(ctx context.Context, id string) ([]PluginInfo, error) {
 	var plugins []store.Plugin
 	err := e.store.View(ctx, func(tx *store.Tx) error {
@@ -255,50 +257,88 @@ func (e *Engine) PluginStatus(ctx context.Context, id string) ([]PluginInfo, err
 		return nil, err
 	}
 	// All at once: a hung plugin costs one timeout, not one per plugin in the list.
+	readings := make([]reading, len(plugins))
 	var wg sync.WaitGroup
-	for _, p := range plugins {
+	for i, p := range plugins {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.CheckHealth(ctx, p)
+			readings[i] = e.checkHealth(ctx, p)
 		}()
 	}
 	wg.Wait()
-	return e.pluginInfos(ctx, id)
+	live := map[string]reading{}
+	for i, p := range plugins {
+		live[p.ID] = readings[i]
+	}
+	return e.pluginInfos(ctx, id, live)
+}
+
+// reading is what one health check found: the health, and the fingerprint when it connected.
+type reading struct {
+	health store.Health
+	fp     *store.Fingerprint
 }
 
 // CheckHealth connects to a plugin (fingerprinting it again if it restarted), probes it and
 // records the result, with an event when its health changed. It returns the new health.
+//
+// Recording does not wait for another process's write lock: a command that only shows plugins
+// (volctl status, plugin status, the dashboard's probe) must not stall for up to the busy
+// timeout behind a writer for a reading it can show without storing. When the lock is taken
+// the reading is not stored (nor the health event); the next check, which takes it again,
+// stores it.
 func (e *Engine) CheckHealth(ctx context.Context, p store.Plugin) store.Health {
-	var h store.Health
-	c, err := e.connectPlugin(ctx, p, true)
+	return e.checkHealth(ctx, p).health
+}
+
+func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
+	var r reading
+	c, err := e.connectPlugin(ctx, p, false)
 	if err != nil {
-		h = store.Health{LastError: err.Error(), ProbedAt: e.cfg.Now()}
+		r.health = store.Health{LastError: err.Error(), ProbedAt: e.cfg.Now()}
 		e.forget(p.ID)
 	} else {
-		h = e.probe(ctx, c)
-		if !h.Healthy {
+		r.health = e.probe(ctx, c)
+		if !c.fpRecorded.Load() {
+			fp := fingerprintToStore(c.fp, e.cfg.Now())
+			r.fp = &fp
+		}
+		if !r.health.Healthy {
 			e.forget(p.ID)
 		}
 	}
-	// Health is a reading of now, retaken every probe: it need not be forced to disk.
-	err = e.store.UpdateProgress(ctx, func(tx *store.Tx) error {
+	// Health is a reading of now, retaken every probe: it need not be forced to disk. The
+	// fingerprint of a new connection goes with it (see connectPlugin).
+	err = e.store.TryUpdateProgress(ctx, func(tx *store.Tx) error {
 		cur, err := tx.Plugins().Get(p.ID)
 		if err != nil {
 			return err
 		}
-		if err := tx.Plugins().SetHealth(p.ID, h); err != nil {
+		if r.fp != nil {
+			if err := tx.Plugins().SetFingerprint(p.ID, *r.fp); err != nil {
+				return err
+			}
+		}
+		if err := tx.Plugins().SetHealth(p.ID, r.health); err != nil {
 			return err
 		}
-		if ev := healthEvent(p.ID, cur.Health, h); ev != nil {
+		if ev := healthEvent(p.ID, cur.Health, r.health); ev != nil {
 			return tx.Events().Append(ev)
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	switch {
+	case err == nil:
+		if r.fp != nil {
+			c.fpRecorded.Store(true)
+		}
+	case errors.Is(err, store.ErrBusy):
+		e.log.Debug("plugin health not recorded: another volctl holds the state's write lock", "plugin", p.ID)
+	case !errors.Is(err, store.ErrNotFound):
 		e.log.Warn("recording plugin health", "plugin", p.ID, "err", err)
 	}
-	return h
+	return r
 }
 
 // healthEvent describes a change of health worth an event, or nil.
@@ -369,7 +409,9 @@ func volumeIDs(vols []store.Volume, max int) string {
 }
 
 // pluginInfos returns one plugin (or all) from the store, with the count of volumes using each.
-func (e *Engine) pluginInfos(ctx context.Context, id string) ([]PluginInfo, error) {
+// live holds readings just taken, which replace the stored ones: the store may not have them
+// (CheckHealth skips the write while another process holds the lock).
+func (e *Engine) pluginInfos(ctx context.Context, id string, live map[string]reading) ([]PluginInfo, error) {
 	var out []PluginInfo
 	err := e.store.View(ctx, func(tx *store.Tx) error {
 		var plugins []store.Plugin
@@ -389,6 +431,12 @@ func (e *Engine) pluginInfos(ctx context.Context, id string) ([]PluginInfo, erro
 			n, err := tx.Volumes().CountByPlugin(p.ID)
 			if err != nil {
 				return err
+			}
+			if r, ok := live[p.ID]; ok {
+				p.Health = r.health
+				if r.fp != nil {
+					p.Fingerprint = *r.fp
+				}
 			}
 			out = append(out, pluginInfo(p, n))
 		}

@@ -2,13 +2,16 @@ package engine
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // TestPluginStatusProbesPluginsAtOnce: PluginStatus probes every plugin concurrently, so that
@@ -56,5 +59,64 @@ func TestPluginStatusProbesPluginsAtOnce(t *testing.T) {
 		if !p.Healthy {
 			t.Errorf("plugin %q unhealthy (%s): the probes did not run at once", p.ID, p.LastError)
 		}
+	}
+}
+
+// TestPluginStatusDoesNotWaitToRecord: with another process holding the state's write lock,
+// PluginStatus answers at once with what the probe found, without recording it; once the lock
+// is free the next PluginStatus records the reading and the health event.
+func TestPluginStatusDoesNotWaitToRecord(t *testing.T) {
+	h := newHarness(t, nil)
+	notReady := false
+	h.mem.SetReady(&notReady)
+	if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil {
+		t.Fatal(err)
+	}
+	h.mem.SetReady(nil)
+	h.open(Config{}) // a new process: it fingerprints the plugin afresh
+
+	other, err := store.Open(h.ctx, h.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	locked, unlock, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- other.Update(h.ctx, func(*store.Tx) error { close(locked); <-unlock; return nil })
+	}()
+	<-locked
+
+	ctx, cancel := context.WithTimeout(h.ctx, 8*time.Second) // far under the 30 s busy timeout
+	defer cancel()
+	infos, err := h.e.PluginStatus(ctx, "mem")
+	if err != nil || len(infos) != 1 || !infos[0].Healthy || !infos[0].Ready || infos[0].Provider != "mem.csi.volctl.test" {
+		t.Fatalf("PluginStatus with the write lock held elsewhere = %+v, %v; want the live reading, healthy and ready", infos, err)
+	}
+	stored, err := h.e.Plugins(ctx)
+	if err != nil || stored[0].Ready {
+		t.Fatalf("stored = %+v, %v; want the earlier reading (not ready) kept", stored, err)
+	}
+	// The dashboard's refresh is one read transaction: it does not wait either.
+	if d, err := h.e.Dashboard(ctx, 200); err != nil || len(d.Plugins) != 1 {
+		t.Fatalf("Dashboard with the write lock held elsewhere = %+v, %v", d, err)
+	}
+	close(unlock)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil {
+		t.Fatal(err)
+	}
+	stored, err = h.e.Plugins(h.ctx)
+	if err != nil || !stored[0].Ready || stored[0].FingerprintedAt.IsZero() {
+		t.Fatalf("stored after the lock was freed = %+v, %v; want the new reading", stored, err)
+	}
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{PluginID: "mem"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) == 0 || !strings.Contains(evs[0].Message, "became healthy") {
+		t.Errorf("newest plugin event = %+v, want the change to healthy", evs)
 	}
 }

@@ -15,8 +15,8 @@ var fuzzVerbs = []Verb{VerbAny, VerbCreate, VerbRegister}
 
 // FuzzParseVolume feeds the volume parser arbitrary bytes. It must never panic; what it
 // accepts must be a sound volume; its diagnostics must point inside the file, with line and
-// column agreeing with the byte offset; and parsing the same input again must give the same
-// result.
+// column agreeing with the byte offset; the nesting check must see HCL's tokens nest at least
+// as deep as they do; and parsing the same input again must give the same result.
 func FuzzParseVolume(f *testing.F) {
 	seeds := map[string]Verb{}
 	for _, dir := range []string{filepath.Join("..", "..", "fixtures", "valid"), filepath.Join("..", "..", "fixtures", "invalid")} {
@@ -51,6 +51,9 @@ func FuzzParseVolume(f *testing.F) {
 			t.Fatalf("volume %v returned with errors=%v", v, diags.HasErrors())
 		}
 		checkDiagnosticRanges(t, src, diags)
+		if !isJSON("fuzz.hcl", src) {
+			checkNestingScan(t, src)
+		}
 		if v != nil {
 			checkSoundVolume(t, v)
 		}

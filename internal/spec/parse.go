@@ -147,11 +147,18 @@ func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File
 	return f, diags
 }
 
-// load parses src as JSON (a .json name, or content starting with "{") or HCL. HCL that the
-// HCL2 parser rejects is retried through the HCL1 rewrite; then the returned offsetMap maps
-// the body's ranges back to src, and the returned diagnostics are already mapped.
+// load parses src as JSON (a .json name, or content starting with "{") or HCL, once
+// checkNesting has found it shallow enough for their parsers. HCL that the HCL2 parser
+// rejects is retried through the HCL1 rewrite; then the returned offsetMap maps the body's
+// ranges back to src, and the returned diagnostics are already mapped.
 func (p *Parser) load(filename string, src []byte) (hcl.Body, bool, *offsetMap, hcl.Diagnostics) {
-	if isJSON(filename, src) {
+	json := isJSON(filename, src)
+	if diags := checkNesting(filename, src, json); diags.HasErrors() {
+		// Too deep for HCL's recursive parsers (nesting.go): no parser sees the bytes.
+		p.files[filename] = &hcl.File{Body: hcl.EmptyBody(), Bytes: src}
+		return hcl.EmptyBody(), json, nil, diags
+	}
+	if json {
 		f, diags := hcljson.Parse(src, filename)
 		if f == nil {
 			f = &hcl.File{Body: hcl.EmptyBody(), Bytes: src}

@@ -312,6 +312,20 @@ func (s *Store) UpdateProgress(ctx context.Context, fn func(tx *Tx) error) error
 	return s.run(ctx, s.w, "BEGIN IMMEDIATE", relaxed, fn)
 }
 
+// TryUpdateProgress is UpdateProgress for a write a reader makes on the side, such as the plugin
+// health that a status command records after probing: it never waits for another process's
+// write lock. When another process holds the lock, fn does not run and the error, which matches
+// ErrBusy, comes back at once; the caller skips the write (the reading is taken again next
+// time) rather than delay its output by up to the busy timeout. Writers in this process are
+// still queued for as with Update: their transactions are short.
+func (s *Store) TryUpdateProgress(ctx context.Context, fn func(tx *Tx) error) error {
+	return s.run(ctx, s.w, beginNoWait, relaxed, fn)
+}
+
+// beginNoWait is the begin statement of TryUpdateProgress: BEGIN IMMEDIATE tried once, with the
+// connection's busy timeout set to zero around it.
+const beginNoWait = "BEGIN IMMEDIATE -- no wait"
+
 // View runs fn in a read-only transaction: a consistent snapshot that never blocks writers and is
 // never blocked by them.
 func (s *Store) View(ctx context.Context, fn func(tx *Tx) error) error {
@@ -374,6 +388,20 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (
 			return nil, fmt.Errorf("state %s: %w", s.path, mapBusy(err))
 		}
 		tx := &Tx{ctx: ctx, c: c, s: s}
+		if begin == beginNoWait {
+			if err := tx.beginNoWait(); err != nil {
+				broken := c.broken.Load()
+				p.put(c)
+				if isBusy(err) {
+					return nil, fmt.Errorf("state %s: begin: %w", s.path, &busyError{why: "another volctl holds the write lock", cause: err})
+				}
+				if !broken || attempt > 0 {
+					return nil, fmt.Errorf("state %s: begin: %w", s.path, err)
+				}
+				continue
+			}
+			return tx, nil
+		}
 		err = s.retry(ctx, func() error {
 			if err := tx.setDurability(kind); err != nil {
 				return err
@@ -402,6 +430,27 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (
 			return nil, fmt.Errorf("state %s: begin: %w", s.path, mapBusy(err))
 		}
 	}
+}
+
+// beginNoWait begins a write transaction if the write lock is free now: SQLite's busy handler
+// is switched off for the BEGIN and on again after it, and SQLITE_BUSY is not retried.
+func (tx *Tx) beginNoWait() error {
+	if err := tx.setDurability(relaxed); err != nil {
+		return err
+	}
+	if _, err := tx.exec("PRAGMA busy_timeout = 0"); err != nil {
+		return err
+	}
+	_, err := tx.exec("BEGIN IMMEDIATE")
+	if _, rerr := tx.exec("PRAGMA busy_timeout = " + strconv.FormatInt(tx.s.busyTimeout.Milliseconds(), 10)); rerr != nil {
+		// The connection would go on without its busy timeout: replace it.
+		tx.c.broken.Store(true)
+		if err == nil {
+			tx.s.rollback(tx.c)
+		}
+		return errors.Join(err, rerr)
+	}
+	return err
 }
 
 // setDurability sets the write connection's PRAGMA synchronous for the transaction about to

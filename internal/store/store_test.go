@@ -622,3 +622,44 @@ func TestOpenWaitsForAnotherProcessOnAFreshFile(t *testing.T) {
 		}
 	})
 }
+
+// TryUpdateProgress does not wait for another process's write lock: with the default 30 s busy
+// timeout it returns ErrBusy at once, without running fn, and leaves the connection waiting as
+// usual for the next Update.
+func TestTryUpdateProgressDoesNotWait(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	other, err := Open(context.Background(), filepath.Dir(s.Path()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	release := holdWriteLock(t, other, nil)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second) // far under 30 s
+	defer cancel()
+	ran := false
+	start := time.Now()
+	err = s.TryUpdateProgress(ctx, func(tx *Tx) error { ran = true; return nil })
+	if !errors.Is(err, ErrBusy) || ran || ctx.Err() != nil {
+		t.Fatalf("TryUpdateProgress with the lock held elsewhere: err = %v, fn ran = %v, after %v; want ErrBusy at once", err, ran, time.Since(start))
+	}
+	if !strings.Contains(err.Error(), s.Path()) {
+		t.Errorf("error %q does not name the database", err)
+	}
+
+	release()
+
+	// The write connection has its busy timeout back, so the next Update waits for the lock.
+	var ms int64
+	update(t, s, func(tx *Tx) error { return tx.queryRow("PRAGMA busy_timeout").Scan(&ms) })
+	if ms != DefaultBusyTimeout.Milliseconds() {
+		t.Errorf("busy timeout after TryUpdateProgress = %d ms, want %d", ms, DefaultBusyTimeout.Milliseconds())
+	}
+	if err := s.TryUpdateProgress(context.Background(), func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "try"}) }); err != nil {
+		t.Fatalf("TryUpdateProgress with the lock free: %v", err)
+	}
+	if evs := allEvents(t, s); len(evs) != 1 {
+		t.Errorf("events = %v, want the one TryUpdateProgress appended", evs)
+	}
+}
