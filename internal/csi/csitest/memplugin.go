@@ -559,6 +559,10 @@ func (s *memServer) ControllerPublishVolume(ctx context.Context, req *csipb.Cont
 	if err := m.checkCapability(req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
+	if req.GetReadonly() && !m.cfg.Controller.PublishReadonly {
+		// The CSI spec: without PUBLISH_READONLY the CO MUST set readonly to false.
+		return nil, errorf(codes.InvalidArgument, "readonly is set but PUBLISH_READONLY is off")
+	}
 	v, err := m.volume(req.GetVolumeId())
 	if err != nil {
 		return nil, err
