@@ -96,9 +96,10 @@ func (c *Client) ControllerUnpublishVolume(ctx context.Context, r ControllerUnpu
 }
 
 // ValidateVolumeCapabilities checks that a volume supports the requested capabilities. The
-// spec only lets a plugin assert: when it leaves `confirmed` out, the volume is accepted; when
-// it fills it in, every requested capability must match a confirmed one on the fields the
-// plugin set, or the error wraps ErrNotConfirmed with the plugin's message.
+// spec: `confirmed` is set only when the plugin supports every requested capability, and
+// otherwise left out, with `message` saying why. So an answer without `confirmed` is a
+// refusal; one with it must match every requested capability on the fields the plugin set.
+// Either failure wraps ErrNotConfirmed and carries the plugin's message.
 func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolumeCapabilitiesRequest) error {
 	ep, err := c.controllerEndpoint(RPCValidateVolumeCapabilities)
 	if err != nil {
@@ -120,7 +121,14 @@ func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolum
 	}
 	conf := resp.GetConfirmed()
 	if conf == nil {
-		return nil
+		err := fmt.Errorf("%s: volume %q: the plugin did not confirm the capabilities %s: %w", RPCValidateVolumeCapabilities,
+			r.VolumeID, describeCapabilities(r.Capabilities), ErrNotConfirmed)
+		if msg := pluginText(resp.GetMessage(), sensitiveValues(req)); msg != "" {
+			err = fmt.Errorf("%w: %s", err, msg)
+		} else {
+			err = fmt.Errorf("%w (it gave no reason)", err)
+		}
+		return err
 	}
 	for i, want := range req.VolumeCapabilities {
 		ok := false
@@ -279,4 +287,16 @@ func (c *Client) ControllerExpandVolume(ctx context.Context, r ControllerExpandV
 		return ControllerExpandVolumeResponse{}, err
 	}
 	return ControllerExpandVolumeResponse{CapacityBytes: resp.GetCapacityBytes(), NodeExpansionRequired: resp.GetNodeExpansionRequired()}, nil
+}
+
+// describeCapabilities names capabilities as access/attachment pairs, for messages.
+func describeCapabilities(caps []VolumeCapability) string {
+	out := ""
+	for i, c := range caps {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%s/%s", c.AccessMode, c.AttachmentMode)
+	}
+	return out
 }
