@@ -43,3 +43,63 @@ func TestRegisterRefusedWithoutConfirmed(t *testing.T) {
 		t.Errorf("volume after the refused register: %v, want not found", err)
 	}
 }
+
+// max_volumes_per_node is enforced when a claim is admitted, as Nomad's scheduler does, not
+// discovered by a ControllerPublishVolume that fails and is retried for good.
+func TestAdmissionMaxVolumesPerNode(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.MaxVolumes = 1 })
+	h.create(volume("a"))
+	h.create(volume("b"))
+	h.claim(ClaimRequest{VolumeID: "a", Alloc: "web-0"})
+	h.mem.ResetCalls()
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "b", Alloc: "web-1"})
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `allows 1 volume(s) per node`) ||
+		!strings.Contains(err.Error(), `node "node-1" has 1: volume "a"`) {
+		t.Fatalf("claim over the limit = %v, want a conflict naming the limit and volume a", err)
+	}
+	if got := h.rpcs(); len(got) != 0 {
+		t.Errorf("RPCs for the refused claim: %v, want none", got)
+	}
+	if cl := h.liveClaims("b"); len(cl) != 0 {
+		t.Errorf("refused claim recorded: %+v", cl)
+	}
+	// Once a is released, b fits.
+	h.release("a", "web-0")
+	h.claim(ClaimRequest{VolumeID: "b", Alloc: "web-1"})
+}
+
+// A volume's accessible topology must include the node's (NodeGetInfo accessible_topology):
+// a created volume's from CreateVolume, a registered one's from topology_request.required.
+func TestAdmissionTopology(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) {
+		c.Topology = &spec.Topology{Segments: map[string]string{"zone": "a", "rack": "1"}}
+	})
+	reg := func(id, zone string) {
+		h.mem.AddVolume(csi.Volume{ID: "ext-" + id, CapacityBytes: 1 << 30})
+		sv := registered(id, "ext-"+id)
+		sv.TopologyRequest = &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"zone": zone}}}}
+		if _, err := h.e.RegisterVolume(h.ctx, sv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg("here", "a")
+	reg("there", "b")
+	h.claim(ClaimRequest{VolumeID: "here", Alloc: "web-0"})
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "there", Alloc: "web-0"})
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `volume "there" is accessible only from topology {zone=b}`) ||
+		!strings.Contains(err.Error(), `node "node-1" is in {rack=1, zone=a}`) {
+		t.Fatalf("claim of a volume in another zone = %v, want a conflict naming both topologies", err)
+	}
+
+	sv := volume("made-there")
+	sv.TopologyRequest = &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"zone": "b"}}}}
+	if v := h.create(sv); len(v.AccessibleTopology) == 0 {
+		t.Fatalf("created volume has no accessible topology: %+v", v)
+	}
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "made-there", Alloc: "web-1"}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("claim of a created volume in another zone = %v, want a conflict", err)
+	}
+	if n := h.mem.CallCount(csi.RPCControllerPublishVolume); n != 1 {
+		t.Errorf("ControllerPublishVolume sent %d times, want once (for the volume in this zone)", n)
+	}
+}

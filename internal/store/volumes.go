@@ -96,6 +96,9 @@ type VolumeStore interface {
 	Briefs() ([]VolumeBrief, error)
 	// CountByPlugin counts the volumes that name a plugin.
 	CountByPlugin(pluginID string) (int, error)
+	// OnNode lists, ordered, the IDs of a plugin's volumes that are on this node: those with a
+	// live claim or a staging row (an attachment or staging, or the intent of one).
+	OnNode(pluginID string) ([]string, error)
 }
 
 // Volumes is the volume API inside this transaction.
@@ -276,4 +279,19 @@ func (vs volumes) CountByPlugin(pluginID string) (int, error) {
 		return 0, wrap(err, fmt.Sprintf("count volumes of plugin %q", pluginID), "")
 	}
 	return n, nil
+}
+
+func (vs volumes) OnNode(pluginID string) ([]string, error) {
+	rows, err := vs.tx.query(`SELECT v.id FROM volumes v WHERE v.plugin_id = ?
+		AND (EXISTS (SELECT 1 FROM claims c WHERE c.volume_id = v.id)
+		  OR EXISTS (SELECT 1 FROM stagings s WHERE s.volume_id = v.id))
+		ORDER BY v.id`, pluginID)
+	out, err := collect(rows, err, func(sc scanner) (string, error) {
+		var id string
+		return id, sc.Scan(&id)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list volumes of plugin %q on this node: %w", pluginID, mapBusy(err))
+	}
+	return out, nil
 }
