@@ -103,3 +103,28 @@ func TestAdmissionTopology(t *testing.T) {
 		t.Errorf("ControllerPublishVolume sent %d times, want once (for the volume in this zone)", n)
 	}
 }
+
+// A volume CreateVolume placed outside the requisite topology asked for is an error: the
+// volume is deleted again and the create forgotten, as for one smaller than asked.
+func TestCreateOutsideRequisiteTopology(t *testing.T) {
+	zone := func(z string) *spec.Topology { return &spec.Topology{Segments: map[string]string{"zone": z}} }
+	h := newHarness(t, func(c *csitest.MemConfig) { c.CreateTopology = zone("b") })
+	sv := volume("v")
+	sv.TopologyRequest = &spec.TopologyRequest{Required: []spec.Topology{*zone("a")}}
+	_, err := h.e.CreateVolume(h.ctx, sv)
+	if err == nil || !strings.Contains(err.Error(), "accessible from {zone=b}, outside the requisite topology {zone=a}") {
+		t.Fatalf("create = %v, want an error naming both topologies", err)
+	}
+	if n := h.pluginVolumeCount(); n != 0 {
+		t.Errorf("the plugin keeps %d volume(s), want the misplaced one deleted", n)
+	}
+	if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("volume after the failed create: %v, want not found", err)
+	}
+
+	// A topology within the requisite one (a rack of the zone) is fine.
+	h2 := newHarness(t, func(c *csitest.MemConfig) {
+		c.CreateTopology = &spec.Topology{Segments: map[string]string{"zone": "a", "rack": "1"}}
+	})
+	h2.create(sv)
+}

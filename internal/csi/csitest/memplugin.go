@@ -45,6 +45,9 @@ type MemConfig struct {
 	AvailableCapacity int64 // GetCapacity's answer before volumes take their share
 	DefaultVolumeSize int64 // the size of a volume created with no capacity range
 	MaxVolumeSize     int64 // 0 is no limit; above it CreateVolume and expansion are OUT_OF_RANGE
+	// CreateTopology, when set, is the accessible topology CreateVolume reports whatever was
+	// asked: a plugin that ignores the requisite topology.
+	CreateTopology *spec.Topology
 }
 
 // DefaultMemConfig returns a monolith with the controller (create/delete, publish, list,
@@ -520,6 +523,9 @@ func (s *memServer) CreateVolume(ctx context.Context, req *csipb.CreateVolumeReq
 		}
 	} else if m.cfg.Topology != nil {
 		v.AccessibleTopology = []spec.Topology{*m.cfg.Topology}
+	}
+	if m.cfg.CreateTopology != nil {
+		v.AccessibleTopology = []spec.Topology{*m.cfg.CreateTopology}
 	}
 	m.volumes[v.ID] = &memVolume{vol: v, name: req.GetName()}
 	return &csipb.CreateVolumeResponse{Volume: volumeToCSI(v)}, nil
