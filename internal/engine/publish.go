@@ -40,6 +40,7 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 			if err := p.flush(ctx, "claim"); err != nil {
 				return err
 			}
+			e.expandOnPublish(ctx, c, v, cl)
 			return e.bind(cl)
 		default:
 			return fmt.Errorf("claim is on the release path (%s)", cl.State)

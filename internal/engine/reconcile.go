@@ -106,6 +106,7 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		e.reconcileClaim(ctx, &rep, cl, pass)
 	}
 	e.restore(ctx, &rep, published, pass)
+	e.reconcileExpansions(ctx, &rep, vols, claims, stagings)
 	e.cleanStagings(ctx, &rep, stagings)
 	findOrphans(&rep, e.cfg.StateDir, mounted, claims, stagings)
 	if !rep.OK() {

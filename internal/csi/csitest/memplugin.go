@@ -989,6 +989,10 @@ func (s *memServer) NodeExpandVolume(ctx context.Context, req *csipb.NodeExpandV
 	if m.cfg.MaxVolumeSize > 0 && want > m.cfg.MaxVolumeSize {
 		return nil, errorf(codes.OutOfRange, "%d bytes is above the maximum volume size", want)
 	}
+	if !m.cfg.Controller.ExpandVolume {
+		// A node-only expansion: the node grows the volume itself.
+		v.vol.CapacityBytes = max(v.vol.CapacityBytes, want)
+	}
 	return &csipb.NodeExpandVolumeResponse{CapacityBytes: max(v.vol.CapacityBytes, want)}, nil
 }
 
