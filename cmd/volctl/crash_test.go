@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -206,4 +209,55 @@ func TestClaimRace(t *testing.T) {
 		env.ok("volume", "release", "solo", "--alloc", winner)
 	}
 	env.checkInvariants()
+}
+
+// TestCrashSnapshot kills `volume snapshot create` right after it committed the snapshot's
+// intent, and right after CreateSnapshot returned before the snapshot was recorded: the
+// snapshot is listed as pending, and `volctl reconcile` finishes it, or `snapshot delete
+// PLUGIN NAME` removes it, leaving the plugin and the records in agreement. Snapshots need no
+// mounts, so this runs without mount privileges.
+func TestCrashSnapshot(t *testing.T) {
+	srv := hostpathtest.Start(t, hostpath.Config{Root: hostpathtest.ShortDir(t), NodeID: "n1", Mounter: &hostpathtest.FakeMounter{}})
+	env := &hostEnv{t: t, state: hostpathtest.ShortDir(t), socket: srv.Socket, plugin: srv.Plugin}
+	env.ok("plugin", "register", "--id", "hp", "--socket", env.socket)
+	env.createVolume("vol", spec.SingleNodeWriter)
+	list := func() map[string]engine.SnapshotInfo {
+		var l engine.SnapshotList
+		if err := json.Unmarshal([]byte(env.ok("volume", "snapshot", "list", "--plugin", "hp", "--json")), &l); err != nil {
+			env.t.Fatal(err)
+		}
+		out := map[string]engine.SnapshotInfo{}
+		for _, s := range l.Snapshots {
+			out[s.Name] = s
+		}
+		return out
+	}
+	for _, fp := range []string{"snapshot:intent", "rpc:CreateSnapshot"} {
+		for _, finish := range []string{"reconcile", "delete"} {
+			t.Run(fp+"/"+finish, func(t *testing.T) {
+				env.t = t
+				name := strings.NewReplacer(":", "-").Replace(fp) + "-" + finish
+				env.crash(fp, "volume", "snapshot", "create", "vol", name)
+				if s, ok := list()[name]; !ok || !s.Pending || s.SourceVolumeID != "vol" {
+					t.Fatalf("after the crash, snapshot %q is %+v (listed: %v), want pending, of vol", name, s, ok)
+				}
+				switch finish {
+				case "reconcile":
+					env.ok("reconcile")
+					s, ok := list()[name]
+					if !ok || s.Pending || s.ID == "" || !s.Recorded || !s.Listed {
+						t.Fatalf("after reconcile, snapshot %q is %+v, want recorded and listed by the plugin", name, s)
+					}
+				case "delete":
+					env.ok("volume", "snapshot", "delete", "hp", name, "--yes")
+					for n, s := range list() {
+						if n == name || (s.Listed && !s.Recorded) {
+							t.Fatalf("after delete, the plugin or volctl still has %+v", s)
+						}
+					}
+				}
+				env.ok("reconcile") // nothing left to do, nothing wrong
+			})
+		}
+	}
 }

@@ -80,6 +80,8 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		}
 	}
 
+	e.reconcileSnapshots(ctx, &rep)
+
 	// Claims of stopped groups are past claims: release them.
 	stopped := map[string]bool{}
 	for _, g := range groups {
