@@ -130,3 +130,28 @@ func TestNodeOnlyExpansion(t *testing.T) {
 		t.Errorf("NodeExpandVolume sent %d times in all, want twice", n)
 	}
 }
+
+// A volume staged here but not published (its claim's NodePublishVolume keeps failing) is
+// expanded at once, at its staging path.
+func TestNodeExpansionAtStagingPath(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.faults.FailAlways(csi.RPCNodePublishVolume, codes.Unavailable)
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "web-0"}); err == nil {
+		t.Fatal("claim with a failing NodePublishVolume succeeded")
+	}
+	st, ok := h.staging("v")
+	if !ok || !st.Staged {
+		t.Fatalf("staging %+v, want the volume staged", st)
+	}
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
+		t.Fatal(err)
+	}
+	reqs := h.nodeExpands()
+	if len(reqs) != 1 || reqs[0].VolumePath != st.StagingPath || reqs[0].StagingPath != st.StagingPath || reqs[0].CapacityMin != 4*mib {
+		t.Fatalf("NodeExpandVolume requests %+v, want one at the staging path %s", reqs, st.StagingPath)
+	}
+	if got := h.owed("v"); got != 0 {
+		t.Errorf("node expansion still owed: %d", got)
+	}
+}
