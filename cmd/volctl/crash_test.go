@@ -7,25 +7,56 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
 )
 
-// crash runs volctl with a failpoint and requires that it died of SIGKILL there.
-func (env *hostEnv) crash(failpoint string, args ...string) {
+// crash runs volctl built with failpoints (bin, from buildVolctl with the volctl_failpoints
+// tag) with one armed, and requires that it died of SIGKILL there.
+func (env *hostEnv) crash(bin, failpoint string, args ...string) {
 	env.t.Helper()
-	out, err := env.run([]string{engine.FailpointEnv + "=" + failpoint}, args...)
+	out, err := env.runBinary(bin, []string{engine.FailpointEnv + "=" + failpoint}, args...)
 	if !killed(err) {
 		env.t.Fatalf("volctl %s with failpoint %s: %v (want killed at the failpoint)\n%s", strings.Join(args, " "), failpoint, err, out)
 	}
+}
+
+// failpointsTag is the build tag that compiles failpoints into volctl (internal/engine,
+// failpoint_on.go). The test binary, which scripts and the other tests run as volctl, is
+// built without it unless `go test -tags volctl_failpoints` asks for it.
+const failpointsTag = "volctl_failpoints"
+
+// buildVolctl builds this package's volctl with the given build tags into a temp dir of the
+// test and returns the binary's path. The go command is the one running the tests (go test
+// puts its GOROOT/bin first in $PATH).
+func buildVolctl(t *testing.T, tags ...string) string {
+	t.Helper()
+	gocmd, err := exec.LookPath("go")
+	if err != nil {
+		gocmd = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	bin := filepath.Join(t.TempDir(), "volctl")
+	args := []string{"build", "-o", bin}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	cmd := exec.Command(gocmd, append(args, ".")...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building volctl (go %s): %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return bin
 }
 
 func killed(err error) bool {
@@ -42,6 +73,7 @@ func killed(err error) bool {
 // delete; `volctl reconcile` must then bring everything back in line.
 func TestCrashAtEveryCheckpoint(t *testing.T) {
 	env := newHostEnv(t)
+	bin := buildVolctl(t, failpointsTag)
 	env.createVolume("vol", spec.SingleNodeWriter)
 
 	claimPoints := []string{"claim:taken", "rpc:ControllerPublishVolume", "claim:controller-published",
@@ -49,7 +81,7 @@ func TestCrashAtEveryCheckpoint(t *testing.T) {
 	for _, fp := range claimPoints {
 		t.Run(fp, func(t *testing.T) {
 			env.t = t
-			env.crash(fp, "volume", "claim", "vol", "--alloc", "a")
+			env.crash(bin, fp, "volume", "claim", "vol", "--alloc", "a")
 			env.ok("reconcile")
 			env.checkInvariants()
 			// The claim was finished by reconcile, not duplicated: release it the normal way.
@@ -67,7 +99,7 @@ func TestCrashAtEveryCheckpoint(t *testing.T) {
 		t.Run(fp, func(t *testing.T) {
 			env.t = t
 			env.ok("volume", "claim", "vol", "--alloc", "a")
-			env.crash(fp, "volume", "release", "vol", "--alloc", "a")
+			env.crash(bin, fp, "volume", "release", "vol", "--alloc", "a")
 			env.ok("reconcile")
 			env.checkInvariants()
 			if out := env.ok("volume", "status", "vol", "--json"); strings.Contains(out, `"alloc": "a"`) {
@@ -80,7 +112,7 @@ func TestCrashAtEveryCheckpoint(t *testing.T) {
 			env.t = t
 			id := "c-" + strings.NewReplacer(":", "-").Replace(fp)
 			path := writeVolumeSpec(t, id, spec.SingleNodeWriter)
-			env.crash(fp, "volume", "create", path)
+			env.crash(bin, fp, "volume", "create", path)
 			env.ok("reconcile")
 			env.checkInvariants()
 			env.ok("volume", "create", path) // the same spec again changes nothing
@@ -92,7 +124,7 @@ func TestCrashAtEveryCheckpoint(t *testing.T) {
 			env.t = t
 			id := "d-" + strings.NewReplacer(":", "-").Replace(fp)
 			env.createVolume(id, spec.SingleNodeWriter)
-			env.crash(fp, "volume", "delete", id, "--yes")
+			env.crash(bin, fp, "volume", "delete", id, "--yes")
 			env.ok("reconcile")
 			env.checkInvariants()
 			if out, err := env.run(nil, "volume", "status", id); err == nil {
@@ -211,12 +243,83 @@ func TestClaimRace(t *testing.T) {
 	env.checkInvariants()
 }
 
+// TestDefaultBuildIgnoresFailpoints: volctl built without the volctl_failpoints tag, as it is
+// released, does not kill itself whatever VOLCTL_FAILPOINT says. Every checkpoint a claim, a
+// release, a create and a delete pass is armed; each command completes and exits 0.
+func TestDefaultBuildIgnoresFailpoints(t *testing.T) {
+	bin := buildVolctl(t) // no tags: the release build
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
+	env := &hostEnv{t: t, state: t.TempDir(), socket: socket}
+	armed := []string{engine.FailpointEnv + "=" + strings.Join([]string{
+		"claim:taken", "rpc:ControllerPublishVolume", "claim:controller-published", "rpc:NodeStageVolume",
+		"claim:node-staged", "rpc:NodePublishVolume", "release:unpublishing", "rpc:NodeUnpublishVolume",
+		"release:node-detached", "rpc:NodeUnstageVolume", "rpc:ControllerUnpublishVolume",
+		"release:controller-detached", "create:intent", "rpc:CreateVolume", "create:ready",
+		"delete:intent", "rpc:DeleteVolume", "expand:node-owed", "rpc:NodeExpandVolume", "snapshot:intent",
+		"rpc:CreateSnapshot"}, ",")}
+	for _, args := range [][]string{
+		{"plugin", "register", "--id", "hp", "--socket", socket},
+		{"volume", "create", writeVolumeSpec(t, "vol", spec.SingleNodeWriter)},
+		{"volume", "claim", "vol", "--alloc", "a"},
+		{"volume", "expand", "vol", "--size", "2MiB"},
+		{"volume", "snapshot", "create", "vol", "s1"},
+		{"volume", "release", "vol", "--alloc", "a"},
+		{"volume", "delete", "vol", "--yes"},
+	} {
+		out, err := env.runBinary(bin, armed, args...)
+		if killed(err) {
+			t.Fatalf("volctl %s (default build) killed itself at a failpoint:\n%s", strings.Join(args, " "), out)
+		}
+		if err != nil {
+			t.Fatalf("volctl %s (default build): %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// TestCrashExpandNodeOwed kills `volume expand` once the new size and the node expansion it
+// owes are committed, before NodeExpandVolume, and right after NodeExpandVolume returned before
+// the debt was cleared: the debt is recorded, and `volctl reconcile` (the first case) or the
+// same expand again (the second) sends it. The in-memory plugin mounts nothing, so this runs
+// without mount privileges.
+func TestCrashExpandNodeOwed(t *testing.T) {
+	bin := buildVolctl(t, failpointsTag)
+	mem := csitest.NewMemPlugin(csitest.DefaultMemConfig())
+	socket, _ := csitest.Serve(t, csitest.WithServer(mem))
+	env := &hostEnv{t: t, state: hostpathtest.ShortDir(t), socket: socket}
+	env.ok("plugin", "register", "--id", "hp", "--socket", socket)
+	env.createVolume("vol", spec.SingleNodeWriter)
+	target := strings.TrimSpace(env.ok("volume", "claim", "vol", "--alloc", "a"))
+	owed := func() string {
+		return strings.TrimSpace(env.ok("volume", "status", "vol", "-t", "{{.node_expansion_owed}}"))
+	}
+	nodeExpands := func() []csi.NodeExpandVolumeRequest { return csitest.Requests[csi.NodeExpandVolumeRequest](mem) }
+
+	env.crash(bin, "expand:node-owed", "volume", "expand", "vol", "--size", "2MiB")
+	if got := owed(); got != "2097152" || len(nodeExpands()) != 0 {
+		t.Fatalf("after the crash: owed %q, NodeExpandVolume %+v; want 2097152 owed and none sent", got, nodeExpands())
+	}
+	env.ok("reconcile")
+	if got, reqs := owed(), nodeExpands(); got != "<no value>" || len(reqs) != 1 || reqs[0].VolumePath != target || reqs[0].CapacityMin != 2<<20 {
+		t.Fatalf("after reconcile: owed %q, NodeExpandVolume %+v; want it sent at %s and nothing owed", got, reqs, target)
+	}
+
+	env.crash(bin, "rpc:NodeExpandVolume", "volume", "expand", "vol", "--size", "4MiB")
+	if got := owed(); got != "4194304" {
+		t.Fatalf("after the crash past NodeExpandVolume: owed %q, want 4194304 (not yet cleared)", got)
+	}
+	env.ok("volume", "expand", "vol", "--size", "4MiB")
+	if got, reqs := owed(), nodeExpands(); got != "<no value>" || len(reqs) != 3 || reqs[2].CapacityMin != 4<<20 {
+		t.Fatalf("after expanding again: owed %q, NodeExpandVolume %+v; want it sent again and nothing owed", got, reqs)
+	}
+}
+
 // TestCrashSnapshot kills `volume snapshot create` right after it committed the snapshot's
 // intent, and right after CreateSnapshot returned before the snapshot was recorded: the
 // snapshot is listed as pending, and `volctl reconcile` finishes it, or `snapshot delete
 // PLUGIN NAME` removes it, leaving the plugin and the records in agreement. Snapshots need no
 // mounts, so this runs without mount privileges.
 func TestCrashSnapshot(t *testing.T) {
+	bin := buildVolctl(t, failpointsTag)
 	srv := hostpathtest.Start(t, hostpath.Config{Root: hostpathtest.ShortDir(t), NodeID: "n1", Mounter: &hostpathtest.FakeMounter{}})
 	env := &hostEnv{t: t, state: hostpathtest.ShortDir(t), socket: srv.Socket, plugin: srv.Plugin}
 	env.ok("plugin", "register", "--id", "hp", "--socket", env.socket)
@@ -237,7 +340,7 @@ func TestCrashSnapshot(t *testing.T) {
 			t.Run(fp+"/"+finish, func(t *testing.T) {
 				env.t = t
 				name := strings.NewReplacer(":", "-").Replace(fp) + "-" + finish
-				env.crash(fp, "volume", "snapshot", "create", "vol", name)
+				env.crash(bin, fp, "volume", "snapshot", "create", "vol", name)
 				if s, ok := list()[name]; !ok || !s.Pending || s.SourceVolumeID != "vol" {
 					t.Fatalf("after the crash, snapshot %q is %+v (listed: %v), want pending, of vol", name, s, ok)
 				}

@@ -41,7 +41,12 @@ func newHostEnv(t *testing.T) *hostEnv {
 
 // run runs volctl with extra environment ("K=V") and returns its output and error.
 func (env *hostEnv) run(extraEnv []string, args ...string) (string, error) {
-	cmd := exec.Command("volctl", args...)
+	return env.runBinary("volctl", extraEnv, args...)
+}
+
+// runBinary is run with another volctl binary (a path, or a name looked up in $PATH).
+func (env *hostEnv) runBinary(bin string, extraEnv []string, args ...string) (string, error) {
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+env.state, "NO_COLOR=1")
 	cmd.Env = append(cmd.Env, extraEnv...)
 	var out bytes.Buffer

@@ -21,25 +21,31 @@ import (
 // for the rest of the script, so scripts can run volctl against a plugin that lacks
 // capabilities, fails or hangs:
 //
-//	memplugin SOCKET [node=ID] [name=NAME] [-cap=CAPABILITY]... [+cap=CAPABILITY]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...
+//	memplugin SOCKET [node=ID] [name=NAME] [split=NODESOCKET] [-cap=CAPABILITY]... [+cap=CAPABILITY]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...
+//
+// split=NODESOCKET serves the plugin split in two, as two processes of one driver would: the
+// identity and controller services on SOCKET, the identity and node services on NODESOCKET.
 //
 // -cap turns off a plugin, controller or node capability by its CSI name (e.g.
 // -cap=CREATE_DELETE_SNAPSHOT); +cap turns one on (e.g. +cap=VOLUME_EXPANSION_OFFLINE). fail=NodeStageVolume:Internal fails every call, with :N only
 // the next N. The plugin stops when the script ends.
 func cmdMemPlugin(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 1 {
-		ts.Fatalf("usage: memplugin SOCKET [node=ID] [name=NAME] [-cap=NAME]... [+cap=NAME]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...")
+		ts.Fatalf("usage: memplugin SOCKET [node=ID] [name=NAME] [split=NODESOCKET] [-cap=NAME]... [+cap=NAME]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...")
 	}
 	socket := ts.MkAbs(args[0])
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "mem-node"
 	faults := csitest.NewFaults()
 	var off, on []string
+	nodeSocket := ""
 	for _, a := range args[1:] {
 		key, val, _ := strings.Cut(a, "=")
 		switch key {
 		case "node":
 			cfg.NodeID = val
+		case "split":
+			nodeSocket = ts.MkAbs(val)
 		case "name":
 			cfg.Name = val
 		case "-cap":
@@ -89,8 +95,17 @@ func cmdMemPlugin(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	mem := csitest.NewMemPlugin(cfg)
+	if nodeSocket == "" {
+		serveMem(ts, socket, faults, mem.Register)
+		return
+	}
+	serveMem(ts, socket, faults, func(s *grpc.Server) { mem.RegisterServices(s, csitest.Identity, csitest.Controller) })
+	serveMem(ts, nodeSocket, faults, func(s *grpc.Server) { mem.RegisterServices(s, csitest.Identity, csitest.Node) })
+}
+
+func serveMem(ts *testscript.TestScript, socket string, faults *csitest.Faults, register func(*grpc.Server)) {
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(faults.Interceptor()))
-	mem.Register(srv)
+	register(srv)
 	ts.Check(os.MkdirAll(filepath.Dir(socket), 0o755))
 	lis, err := net.Listen("unix", socket)
 	ts.Check(err)

@@ -38,9 +38,12 @@ import (
 // and a plugin whose exec env does, then runs every volctl command (enumerated from the cobra
 // tree, so a new command fails this test until it has a case) in text, --json and --verbose
 // forms, and on error paths where a plugin fails the RPC with a message that echoes the whole
-// request, secrets and all. Nothing any command prints may hold a sentinel; nor may the
-// dashboard's views, the agent's log, the logs of the plugins it supervises, or the -v log of
-// the hostpath plugin.
+// request, secrets and all. The in-memory plugin also echoes, in every error of every RPC,
+// every secret and mount flag it has ever been sent (csitest.Faults.Echo): the errors of RPCs
+// that carry none (NodeUnpublishVolume, NodeUnstageVolume) hold them too, and are stored as the
+// claim's last error and in events. Nothing any command prints may hold a sentinel; nor may
+// the dashboard's views, the agent's log, the logs of the plugins it supervises, or the -v log
+// of the hostpath plugin.
 func TestSecretsNeverLeak(t *testing.T) {
 	t.Parallel()
 	e := newLeakEnv(t)
@@ -92,6 +95,7 @@ type leakEnv struct {
 	flag        string
 	env         string
 	leaky       *leakyFaults
+	echo        *csitest.Faults // echoes every value the mem plugin was ever sent in every error
 	mounts      bool
 	snap        string
 	invocations int
@@ -110,7 +114,7 @@ func newLeakEnv(t *testing.T) *leakEnv {
 	e := &leakEnv{
 		t: t, dir: dir, state: filepath.Join(dir, "state"),
 		secret: "sekret-" + x, flag: "flagval-" + x, env: "envval-" + x,
-		leaky: &leakyFaults{}, mounts: hostpathtest.CanMount() == nil,
+		leaky: &leakyFaults{}, echo: csitest.NewFaults(), mounts: hostpathtest.CanMount() == nil,
 	}
 	e.sentinels = []string{e.secret, e.flag, e.env}
 	t.Cleanup(func() {
@@ -119,14 +123,16 @@ func newLeakEnv(t *testing.T) *leakEnv {
 		}
 	})
 
-	// The in-memory plugin, which takes any mount flag, behind the leaky interceptor.
+	// The in-memory plugin, which takes any mount flag, behind the leaky interceptor and the
+	// echo.
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "mem-node"
 	mem := csitest.NewMemPlugin(cfg)
 	for _, id := range []string{"ext-sr", "ext-sr2"} {
 		mem.AddVolume(csi.Volume{ID: id, CapacityBytes: 1 << 20})
 	}
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(e.leaky.interceptor))
+	e.echo.Echo()
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(e.echo.Interceptor(), e.leaky.interceptor))
 	mem.Register(srv)
 	lis, err := net.Listen("unix", filepath.Join(dir, "mem.sock"))
 	if err != nil {
@@ -155,6 +161,8 @@ func leakCases(e *leakEnv) []leakCase {
 		mountCode = 1 // the hostpath plugin cannot bind-mount: FailedPrecondition
 	}
 	echo := "leaky plugin echoes"
+	// What the mem plugin appends to every error: the values it was sent in other RPCs.
+	echoed := "(echo: "
 	internal := func(rpc string) map[string]codes.Code { return map[string]codes.Code{rpc: codes.Internal} }
 	claim := func(vol, alloc string) func(*leakEnv, int) {
 		return func(e *leakEnv, n int) { e.must("volume", "claim", vol, "--alloc", expand(alloc, n, "")) }
@@ -195,7 +203,7 @@ func leakCases(e *leakEnv) []leakCase {
 		{cmd: "plugin serve hostpath", code: 2, want: "--socket is required"},
 
 		{cmd: "volume", want: "Usage:"},
-		{cmd: "volume create", args: []string{"sv.hcl", "sv2.hcl", "sv3.hcl", "sv4.hcl", "sv5.hcl", "hv.hcl"}, json: true},
+		{cmd: "volume create", args: []string{"sv.hcl", "sv2.hcl", "sv3.hcl", "sv4.hcl", "sv5.hcl", "su.hcl", "hv.hcl"}, json: true},
 		{cmd: "create", args: []string{"sv.hcl"}, json: true},
 		{cmd: "volume create", args: []string{"svf.hcl"}, json: true, code: 1, fail: internal("CreateVolume"), want: echo},
 		{cmd: "volume create", args: []string{"hv-bad.hcl"}, json: true, code: 1, want: "not one a bind mount supports"},
@@ -249,10 +257,23 @@ func leakCases(e *leakEnv) []leakCase {
 		{cmd: "volume detach", args: []string{"sv3", "--yes"}, json: true, before: claim("sv3", "d{n}")},
 		{cmd: "volume detach", args: []string{"sv3", "--yes"}, json: true, code: 1, before: claim("sv3", "df{n}"),
 			fail: internal("ControllerUnpublishVolume"), want: echo},
+		// RPCs that carry no secret, failing with the echo of what other RPCs carried: the
+		// release is left for reconcile with the error stored on the claim, which status shows.
+		{cmd: "volume release", args: []string{"su", "--alloc", "u{n}"}, json: true, code: 1, before: claim("su", "u{n}"),
+			fail: internal("NodeUnstageVolume"), want: echoed},
+		{cmd: "volume release", args: []string{"sv", "--alloc", "w{n}"}, json: true, code: 1, before: claim("sv", "w{n}"),
+			fail: internal("NodeUnpublishVolume"), want: echoed},
+		{cmd: "volume status", args: []string{"su"}, json: true, want: echoed},
+		{cmd: "status", args: []string{"sv"}, json: true, want: echoed},
+		{cmd: "reconcile", code: 1, only: []variant{plain, verbose}, fail: internal("NodeUnstageVolume"), want: echoed},
 
 		// Reconcile re-drives what the failures above left: first with the plugin still failing.
 		{cmd: "reconcile", code: 1, only: []variant{plain, verbose}, fail: internal("ControllerUnpublishVolume"), want: echo},
 		{cmd: "reconcile", json: true},
+		// Left failing for the dashboard to show: a claim whose release the echo failed.
+		{cmd: "volume release", args: []string{"su", "--alloc", "z"}, only: []variant{verbose}, code: 1, before: claim("su", "z"),
+			fail: internal("NodeUnpublishVolume"), want: echoed},
+		{cmd: "volume status", args: []string{"su"}, only: []variant{verbose, asTemplate}, want: echoed},
 
 		{cmd: "volume deregister", args: []string{"sr", "--yes"}, before: func(e *leakEnv, _ int) { e.must("volume", "register", "sr.hcl") }},
 		{cmd: "volume deregister", args: []string{"sv", "--yes"}, code: 4, want: "claim"},
@@ -643,6 +664,7 @@ parameters {
 		"sv3.hcl":    vol("sv3", "mem", both, ""),
 		"sv4.hcl":    vol("sv4", "mem", both, ""),
 		"sv5.hcl":    vol("sv5", "mem", both, ""),
+		"su.hcl":     vol("su", "mem", both, ""),
 		"sdf0.hcl":   vol("sdf0", "mem", both, ""),
 		"sdf1.hcl":   vol("sdf1", "mem", both, ""),
 		"svf.hcl":    vol("svf", "mem", both, ""),

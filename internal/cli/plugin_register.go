@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -43,7 +45,10 @@ ID and topology), probe its health, and store it in the state dir.
 The plugins come from spec files of plugin blocks (or - for standard input), or from flags for
 a single plugin. A monolith serves controller and node on one socket (--socket) or on split
 sockets (--controller-socket and --node-socket); a controller or node plugin takes --socket
-for its one service. The plugin must be running, unless its spec has an exec block (then
+for its one service. A plugin split in two processes, as Nomad runs it (a controller plugin
+job and a node plugin job with one plugin ID), is two plugin blocks with the same ID, one of
+type controller and one of type node, in one file or two, or the two halves registered one
+after the other: volctl joins them into one plugin with both sockets. The plugin must be running, unless its spec has an exec block (then
 volctl agent starts it). Registering an ID again replaces its declaration; one ID in two of
 the files given at once is refused.
 
@@ -132,10 +137,22 @@ func (o *PluginRegisterOptions) plugins() ([]spec.Plugin, error) {
 			continue
 		}
 		for _, p := range ps {
-			if first, dup := seen.add("plugin", p.ID, s.Name); dup {
+			first, dup := seen.add("plugin", p.ID, s.Name)
+			if !dup {
+				out = append(out, *p)
+				continue
+			}
+			// The controller half in one file and the node half in another (a plugin split
+			// in two, as Nomad's two plugin jobs declare it) are one plugin.
+			i := slices.IndexFunc(out, func(o spec.Plugin) bool { return o.ID == p.ID })
+			if !spec.IsSplitHalf(p.Type) || !spec.IsSplitHalf(out[i].Type) || p.Type == out[i].Type {
 				return nil, usageError("plugin register: plugin %q is declared in both %s and %s; nothing was registered", p.ID, first, s.Name)
 			}
-			out = append(out, *p)
+			joined, problem := spec.JoinSplit(out[i], *p)
+			if problem != "" {
+				return nil, usageError("plugin register: %s (%s and %s); nothing was registered", strings.TrimSuffix(problem, "."), first, s.Name)
+			}
+			out[i] = joined
 		}
 	}
 	if invalid > 0 {

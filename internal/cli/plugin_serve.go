@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // newCmdPluginServe is the parent of volctl's built-in plugins.
@@ -90,6 +92,9 @@ func pluginServeHostpathRun(ctx context.Context, opts *PluginServeHostpathOption
 	socket, err := hostpath.ParseEndpoint(endpoint)
 	if err != nil {
 		return usageError("plugin serve hostpath: %v", err)
+	}
+	if problem := spec.SocketPathProblem("socket "+socket, socket); problem != "" {
+		return usageError("plugin serve hostpath: %s", strings.TrimSuffix(problem, "."))
 	}
 	log := opts.Logger
 	if log == nil {

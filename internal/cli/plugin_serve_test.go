@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,8 @@ func TestPluginServeHostpathRunUsage(t *testing.T) {
 		{"no node ID", PluginServeHostpathOptions{Socket: "/s", Root: "r"}, "--node-id is required"},
 		{"negative max", PluginServeHostpathOptions{Socket: "/s", Root: "r", NodeID: "n", MaxVolumes: -1}, "must not be negative"},
 		{"tcp endpoint from the environment", PluginServeHostpathOptions{Root: "r", NodeID: "n", Getenv: env("tcp://h:1")}, "only unix sockets"},
+		{"socket path over sun_path", PluginServeHostpathOptions{Socket: "unix:///run/" + strings.Repeat("x", 100) + ".sock", Root: "r", NodeID: "n"},
+			"socket /run/" + strings.Repeat("x", 100) + ".sock is 110 bytes long; a unix socket path must fit in sun_path, at most 107 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -26,6 +26,13 @@ type Config struct {
 	Timeouts         Timeouts
 	// Logger receives one Debug record per RPC, secrets and mount flags redacted. Nil discards.
 	Logger *slog.Logger
+	// Redact, when set, returns every secret value and mount flag the caller holds, beyond the
+	// ones a request carries: a plugin may echo in one RPC's error what it was sent in another
+	// (a volume's secret in a NodeUnstageVolume error, which carries none). They are scrubbed
+	// from every plugin message (errors, the trace, ValidateVolumeCapabilities' message). It is
+	// called only when there is such a message, with a context that is never cancelled; if it
+	// fails, the plugin's message is withheld rather than shown unscrubbed.
+	Redact func(ctx context.Context) ([]string, error)
 }
 
 // ConfigFromSpec derives a Config from a plugin spec: a monolith's socket serves both
@@ -59,6 +66,8 @@ type Client struct {
 	log        *slog.Logger
 	controller *endpoint // nil without a controller socket
 	node       *endpoint // nil without a node socket; the same endpoint as controller for a monolith
+	// redact is Config.Redact; nil scrubs only the values of the request itself.
+	redact func(context.Context) ([]string, error)
 }
 
 // endpoint is one socket and the CSI service clients on it.
@@ -76,7 +85,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.ControllerSocket == "" && cfg.NodeSocket == "" {
 		return nil, errors.New("csi client: no controller or node socket given")
 	}
-	c := &Client{timeouts: cfg.Timeouts.withDefaults(), log: cfg.Logger}
+	c := &Client{timeouts: cfg.Timeouts.withDefaults(), log: cfg.Logger, redact: cfg.Redact}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -116,7 +125,7 @@ func (c *Client) dial(socket string) (*endpoint, error) {
 	conn, err := grpc.NewClient("unix://"+abs,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: time.Second}),
-		grpc.WithChainUnaryInterceptor(traceInterceptor(c.log, abs)),
+		grpc.WithChainUnaryInterceptor(traceInterceptor(c.log, abs, c.pluginText)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("plugin socket %s: %w", abs, err)
@@ -189,7 +198,30 @@ func invoke[Req proto.Message, Resp any](ctx context.Context, c *Client, ep *end
 	resp, err := call(cctx, req)
 	if err != nil {
 		var zero Resp
-		return zero, translate(ctx, rpc, ep.socket, timeout, err, sensitiveValues(req))
+		text := func(msg string) string { return c.pluginText(ctx, req, msg) }
+		return zero, translate(ctx, rpc, ep.socket, timeout, err, text, proto.Size(req))
 	}
 	return resp, nil
+}
+
+// withheld replaces a plugin's message when the values to scrub from it could not be had.
+const withheld = "[the plugin's message is withheld: volctl could not read the secrets to redact from it]"
+
+// pluginText makes text from a plugin, answering req, fit to show and store: every secret value
+// and mount flag the request carried and every one Config.Redact returns scrubbed out, then
+// control characters escaped.
+func (c *Client) pluginText(ctx context.Context, req proto.Message, msg string) string {
+	if msg == "" {
+		return ""
+	}
+	sensitive := sensitiveValues(req)
+	if c.redact != nil {
+		more, err := c.redact(context.WithoutCancel(ctx))
+		if err != nil {
+			c.log.Warn("withholding a plugin's message: cannot read the secrets to redact from it", "err", err)
+			return withheld
+		}
+		sensitive = append(sensitive, more...)
+	}
+	return pluginText(msg, sensitive)
 }

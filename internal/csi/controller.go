@@ -188,10 +188,10 @@ func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolum
 			}
 		}
 		if !ok {
-			c := r.Capabilities[i]
+			vc := r.Capabilities[i]
 			err := fmt.Errorf("%s: volume %q: capability %s/%s: %w", RPCValidateVolumeCapabilities, r.VolumeID,
-				c.AccessMode, c.AttachmentMode, ErrNotConfirmed)
-			if msg := pluginText(resp.GetMessage(), sensitiveValues(req)); msg != "" {
+				vc.AccessMode, vc.AttachmentMode, ErrNotConfirmed)
+			if msg := c.pluginText(ctx, req, resp.GetMessage()); msg != "" {
 				err = fmt.Errorf("%w: %s", err, msg)
 			}
 			return err

@@ -3,12 +3,15 @@ package csi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net"
 	"os"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -140,9 +143,10 @@ func classify(rpc string, code codes.Code) Class {
 }
 
 // translate turns an RPC failure into an *Error, or returns the caller's own context error
-// when it was the caller who gave up. sensitive holds the request's secret values and mount
-// flags, which a careless plugin might echo in its message.
-func translate(ctx context.Context, rpc, socket string, timeout time.Duration, err error, sensitive []string) error {
+// when it was the caller who gave up. text makes the plugin's message fit to show: it scrubs
+// the secret values and mount flags a careless or hostile plugin might echo in it. reqSize is
+// the size of the request sent, in bytes.
+func translate(ctx context.Context, rpc, socket string, timeout time.Duration, err error, text func(string) string, reqSize int) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%s: %w", rpc, ctxErr)
 	}
@@ -152,7 +156,7 @@ func translate(ctx context.Context, rpc, socket string, timeout time.Duration, e
 		return fmt.Errorf("%s: %w", rpc, context.DeadlineExceeded)
 	}
 	st, _ := status.FromError(err)
-	e := &Error{RPC: rpc, Code: st.Code(), Message: pluginText(st.Message(), sensitive)}
+	e := &Error{RPC: rpc, Code: st.Code(), Message: text(st.Message())}
 	e.Class = classify(rpc, e.Code)
 	e.Hint = hint(rpc, e.Code, socket, timeout)
 	// gRPC's dial and handshake errors are a transport dump; say what is wrong with the socket
@@ -165,6 +169,11 @@ func translate(ctx context.Context, rpc, socket string, timeout time.Duration, e
 		} else if msg, h := handshakeProblem(socket, st.Message()); msg != "" {
 			e.Message, e.Hint = msg, h
 		}
+	case e.Code == codes.ResourceExhausted && grpcTooLarge.MatchString(st.Message()):
+		// Not the plugin out of a resource: a message over gRPC's size limit, which the same
+		// call would send or get again. Final, whatever RESOURCE_EXHAUSTED usually means.
+		e.Class = Final
+		e.Message, e.Hint = tooLarge(rpc, st.Message(), reqSize)
 	case e.Code == codes.DeadlineExceeded && strings.Contains(st.Message(), grpcNoReadyConnection):
 		// The call never reached a plugin: the timeout ran out while gRPC was still connecting.
 		if msg, h := socketProblem(socket); msg != "" {
@@ -175,6 +184,46 @@ func translate(ctx context.Context, rpc, socket string, timeout time.Duration, e
 		}
 	}
 	return e
+}
+
+// grpcTooLarge matches what gRPC says, with RESOURCE_EXHAUSTED, of a message over its size
+// limit: "grpc: received message larger than max (5242893 vs. 4194304)" when volctl got it
+// (the plugin's answer) or the plugin did (volctl's request), "trying to send message larger
+// than max (...)" when the sender refused it, and the variants after decompression, which may
+// give the limit alone ("... larger than max 4194304").
+var grpcTooLarge = regexp.MustCompile(`message (?:after decompression )?larger than max(?: length allowed on current machine)? \(?(\d*)(?: vs\. (\d+))?`)
+
+// tooLarge explains a message over gRPC's size limit: the plugin's answer, unless volctl's
+// request was itself over the limit (gRPC's limit is the same 4 MiB on both sides by default).
+func tooLarge(rpc, detail string, reqSize int) (msg, hint string) {
+	m := grpcTooLarge.FindStringSubmatch(detail)
+	size, limit := m[1], m[2]
+	if limit == "" {
+		size, limit = "", size
+	}
+	limitText := "the size limit of a gRPC message"
+	if limit != "" {
+		limitText = fmt.Sprintf("the %s-byte limit of a gRPC message", limit)
+	}
+	n, err := strconv.Atoi(limit)
+	if strings.HasPrefix(detail, "trying to send") || err == nil && reqSize > n {
+		return fmt.Sprintf("volctl's request is %d bytes, over %s", reqSize, limitText),
+			"the request carries too much (the volume's parameters, context or secrets); make them smaller"
+	}
+	what := fmt.Sprintf("the plugin answered with a message over %s", limitText)
+	if size != "" {
+		what = fmt.Sprintf("the plugin answered with a message of %s bytes, over %s", size, limitText)
+	}
+	field := "its response"
+	switch rpc {
+	case RPCControllerPublishVolume:
+		field = "its publish_context"
+	case RPCCreateVolume:
+		field = "its volume_context or topology"
+	case RPCListVolumes, RPCListSnapshots:
+		field = "a page of its list"
+	}
+	return what, fmt.Sprintf("%s is far beyond CSI's size limits and a retry gets the same answer; report it to the plugin's authors", field)
 }
 
 // What gRPC's transport says, in its error messages, when a connection to a socket was made
@@ -318,18 +367,52 @@ func escapeControl(s string) string {
 // needsEscape reports a C0 or C1 control character or DEL.
 func needsEscape(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f }
 
-// minScrubLen keeps scrubbing from shredding a message over a two-letter flag like "ro",
-// which carries no credential.
+// minScrubLen is the shortest value scrubbed. A value of one or two bytes is left alone: a
+// mount flag that short ("ro", "rw") carries no credential, and a secret that short carries
+// no secrecy (a few thousand guesses find it), while replacing every "ro" or "1" in a message
+// would shred it past reading, and the markers' places would spell the value out anyway
+// ("[REDACTED]l-1" for a secret "vo" in "vol-1"). Spec validation does not refuse such secrets:
+// CSI allows them, and volctl still never prints them from its own records.
 const minScrubLen = 3
 
-// scrub replaces every sensitive value found in msg.
+// scrub replaces every sensitive value found in msg: longest first, so a value that contains
+// another is not left half shown, and also as a plugin that prints its request would show it,
+// quoted by Go, by protobuf's text form or by JSON (quotes, backslashes and control characters
+// escaped).
 func scrub(msg string, sensitive []string) string {
+	var forms []string
 	for _, s := range sensitive {
-		if len(s) >= minScrubLen && strings.Contains(msg, s) {
-			msg = strings.ReplaceAll(msg, s, "[REDACTED]")
+		if len(s) < minScrubLen {
+			continue
+		}
+		forms = append(forms, s)
+		for _, q := range []string{strconv.Quote(s), strconv.QuoteToASCII(s), jsonQuote(s)} {
+			if inner := q[1 : len(q)-1]; inner != s {
+				forms = append(forms, inner)
+			}
+		}
+	}
+	slices.SortFunc(forms, func(a, b string) int {
+		if d := len(b) - len(a); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	for _, f := range slices.Compact(forms) {
+		if strings.Contains(msg, f) {
+			msg = strings.ReplaceAll(msg, f, "[REDACTED]")
 		}
 	}
 	return msg
+}
+
+// jsonQuote is s as a JSON string, quotes included.
+func jsonQuote(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return strconv.Quote(s)
+	}
+	return string(b)
 }
 
 // hint says what a person can do about code from rpc, following the error tables of the

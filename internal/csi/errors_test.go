@@ -249,3 +249,49 @@ func TestCodeOfAndClassOfOnOtherErrors(t *testing.T) {
 		t.Errorf("Error() without message or hint = %q", e.Error())
 	}
 }
+
+// TestMessageOverGRPCLimitIsFinal: a response over gRPC's 4 MiB message limit comes back as
+// RESOURCE_EXHAUSTED "grpc: received message larger than max". That is not the plugin out of
+// a resource (for ControllerPublishVolume, "the node reached its max volumes"), and a retry
+// gets the same answer: it is final and says what happened. A request over the plugin's limit
+// says that instead.
+func TestMessageOverGRPCLimitIsFinal(t *testing.T) {
+	huge := strings.Repeat("x", 5<<20)
+	cfg := csitest.DefaultMemConfig()
+	cfg.PublishContext = map[string]string{"device": huge}
+	h := newHarness(t, cfg)
+	h.mem.AddVolume(csi.Volume{ID: "vol-1", CapacityBytes: 1 << 30})
+	_, err := h.client.ControllerPublishVolume(context.Background(), csi.ControllerPublishVolumeRequest{
+		VolumeID: "vol-1", NodeID: "mem-node-1", Capability: sensitiveCapability()})
+	var e *csi.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("ControllerPublishVolume with a 5 MiB publish_context: %v, want a *csi.Error", err)
+	}
+	if e.Code != codes.ResourceExhausted || e.Class != csi.Final || csi.IsRetryable(err) {
+		t.Errorf("code %s class %s, want ResourceExhausted and final: %v", e.Code, e.Class, err)
+	}
+	for _, want := range []string{"the plugin answered with a message of ", "over the 4194304-byte limit of a gRPC message",
+		"publish_context", "a retry gets the same answer"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "max volumes") {
+		t.Errorf("error blames the node's max volumes: %v", err)
+	}
+
+	// volctl's own request over the plugin's limit.
+	_, err = h.client.CreateVolume(context.Background(), csi.CreateVolumeRequest{Name: "big",
+		Capabilities: []csi.VolumeCapability{sensitiveCapability()}, Parameters: map[string]string{"p": huge}})
+	if csi.ClassOf(err) != csi.Final || !strings.Contains(fmt.Sprint(err), "volctl's request is ") ||
+		!strings.Contains(fmt.Sprint(err), "make them smaller") {
+		t.Errorf("CreateVolume with 5 MiB of parameters: %v (class %s), want a final error about the request's size", err, csi.ClassOf(err))
+	}
+	// The plugin's own RESOURCE_EXHAUSTED stays retryable, with its hint.
+	h.faults.FailOnce(csi.RPCControllerPublishVolume, codes.ResourceExhausted)
+	_, err = h.client.ControllerPublishVolume(context.Background(), csi.ControllerPublishVolumeRequest{
+		VolumeID: "vol-1", NodeID: "mem-node-1", Capability: sensitiveCapability()})
+	if !csi.IsRetryable(err) || !strings.Contains(fmt.Sprint(err), "max volumes") {
+		t.Errorf("the plugin's own ResourceExhausted: %v, want retryable with the max volumes hint", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -214,4 +215,58 @@ func TestOwnedTypesRedactThemselves(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRedactScrubsWhatTheRequestDidNotCarry: a plugin echoes, in the error of an RPC that
+// carries no secret, values it was sent earlier. Config.Redact supplies them and they are
+// scrubbed from the error and the trace, longest first and in their quoted forms too; values
+// shorter than three bytes are left alone; and when Redact fails the message is withheld.
+func TestRedactScrubsWhatTheRequestDidNotCarry(t *testing.T) {
+	const quoted = `pa"ss\word-SENTINEL`
+	values := []string{sentinelSecret, sentinelSecret + "-longer", quoted, "ro"}
+	var redactErr error
+	var trace iostreams.SyncBuffer
+	logger := slog.New(slog.NewTextHandler(&trace, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h := newHarness(t, csitest.DefaultMemConfig(), withClientConfig(csi.Config{Logger: logger,
+		Redact: func(ctx context.Context) ([]string, error) {
+			if ctx.Err() != nil {
+				t.Errorf("Redact called with a context that has ended: %v", ctx.Err())
+			}
+			return values, redactErr
+		}}))
+	echo := fmt.Sprintf("cannot unstage: token %s, long %s-longer, Go %q, json %s, flags ro,noatime", sentinelSecret, sentinelSecret, quoted, jsonString(t, quoted))
+	unstage := func() error {
+		h.faults.Inject(csi.RPCNodeUnstageVolume, csitest.Fault{Code: codes.Internal, Message: echo, Times: 1})
+		return h.client.NodeUnstageVolume(context.Background(), csi.NodeUnstageVolumeRequest{VolumeID: "v", StagingPath: "/s"})
+	}
+	err := unstage()
+	if err == nil {
+		t.Fatal("the injected fault did not fail the call")
+	}
+	for _, s := range []string{"SENTINEL", `ss\\word`, "-longer"} {
+		if strings.Contains(err.Error(), s) || strings.Contains(trace.String(), s) {
+			t.Errorf("%q survives in the error or the trace:\n%v\n%s", s, err, trace.String())
+		}
+	}
+	want := "cannot unstage: token [REDACTED], long [REDACTED], Go \"[REDACTED]\", json \"[REDACTED]\", flags ro,noatime"
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("error = %v\nwant it to hold %q", err, want)
+	}
+
+	redactErr = errors.New("database is locked")
+	err = unstage()
+	if err == nil || strings.Contains(err.Error(), "cannot unstage") || !strings.Contains(err.Error(), "withheld") {
+		t.Errorf("with Redact failing: %v, want the plugin's message withheld", err)
+	}
+	if strings.Contains(trace.String(), "SENTINEL") {
+		t.Errorf("the trace leaks with Redact failing:\n%s", trace.String())
+	}
+}
+
+func jsonString(t *testing.T, s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -23,7 +23,7 @@ const mountFlagsField protoreflect.FullName = "csi.v1.VolumeCapability.MountVolu
 
 // traceInterceptor logs each RPC at Debug: method, request and response with secrets and
 // mount flags redacted, code, duration, and the (scrubbed) error message.
-func traceInterceptor(log *slog.Logger, socket string) grpc.UnaryClientInterceptor {
+func traceInterceptor(log *slog.Logger, socket string, text func(context.Context, proto.Message, string) string) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		if !log.Enabled(ctx, slog.LevelDebug) {
 			return invoker(ctx, method, req, reply, cc, opts...)
@@ -38,11 +38,13 @@ func traceInterceptor(log *slog.Logger, socket string) grpc.UnaryClientIntercept
 			slog.Duration("duration", time.Since(start)),
 		}
 		if err != nil {
-			var sensitive []string
+			msg := status.Convert(err).Message()
 			if m, ok := req.(proto.Message); ok {
-				sensitive = sensitiveValues(m)
+				msg = text(ctx, m, msg)
+			} else {
+				msg = withheld
 			}
-			attrs = append(attrs, slog.String("error", scrub(status.Convert(err).Message(), sensitive)))
+			attrs = append(attrs, slog.String("error", msg))
 		} else {
 			attrs = append(attrs, slog.String("response", sanitize(reply)))
 		}

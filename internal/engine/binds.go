@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
@@ -14,47 +15,79 @@ import (
 
 // bind makes a published claim's group volume_mounts: its target bind-mounted at each
 // destination with the propagation asked for, read-only when asked. It is idempotent.
+// Neither path is followed through a symlink (nofollow.go): the target is opened below the
+// state dir, the destination from "/", each one component at a time, and the mount is made on
+// their file descriptors.
 func (e *Engine) bind(cl *store.Claim) error {
 	for _, b := range cl.Binds {
-		mounted, err := mountinfo.Mounted(b.Destination)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("volume_mount %s: %w", b.Destination, err)
-		}
-		if mounted {
-			continue
-		}
-		if err := bindMount(cl.TargetPath, b); err != nil {
+		if err := e.bindMount(cl.TargetPath, b); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func bindMount(source string, b spec.VolumeMount) error {
-	fail := func(step string, err error) error {
-		_ = unix.Unmount(b.Destination, unix.MNT_DETACH)
-		return fmt.Errorf("volume_mount %s: %s: %w", b.Destination, step, err)
+func (e *Engine) bindMount(target string, b spec.VolumeMount) error {
+	src, err := openNoFollow(e.cfg.StateDir, target, createNothing)
+	if err != nil {
+		return fmt.Errorf("volume_mount %s: the claim's target: %w", b.Destination, err)
 	}
-	fi, err := os.Stat(source)
+	defer src.close()
+	dir, err := src.isDir()
 	if err != nil {
 		return fmt.Errorf("volume_mount %s: %w", b.Destination, err)
 	}
-	if fi.IsDir() {
-		err = os.MkdirAll(b.Destination, 0o750)
-	} else {
-		err = touch(b.Destination)
+	mode := createFile
+	if dir {
+		mode = createDirs
 	}
+	dst, err := openNoFollow("/", b.Destination, mode)
+	if err != nil {
+		return volumeMountErr(b.Destination, err)
+	}
+	defer dst.close()
+	mounted, err := dst.mounted()
 	if err != nil {
 		return fmt.Errorf("volume_mount %s: %w", b.Destination, err)
 	}
-	if err := unix.Mount(source, b.Destination, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+	if mounted {
+		return nil
+	}
+	return bindFD(src, dst, b)
+}
+
+// volumeMountErr says which volume_mount a destination's error is about. A symlink in the
+// destination is said once: "volume_mount /srv/x: /srv is a symlink, ...".
+func volumeMountErr(dest string, err error) error {
+	var se *symlinkError
+	if errors.As(err, &se) && se.Path == filepath.Clean(dest) && se.Context == "" {
+		se.Context = "volume_mount " + dest
+		return err
+	}
+	return fmt.Errorf("volume_mount %s: %w", dest, err)
+}
+
+// bindFD bind-mounts src on dst, both opened paths, then sets the propagation and read-only
+// flag on the new mount, reached again through dst's parent. Anything that fails after the
+// mount undoes it.
+func bindFD(src, dst *pathFD, b spec.VolumeMount) error {
+	if err := mountOn(src, dst); err != nil {
 		return fmt.Errorf("volume_mount %s: bind mount: %w", b.Destination, err)
 	}
-	if err := unix.Mount("", b.Destination, "", propagationFlag(b.PropagationMode)|unix.MS_REC, ""); err != nil {
+	fail := func(step string, err error) error {
+		_ = undoMountOn(dst)
+		return fmt.Errorf("volume_mount %s: %s: %w", b.Destination, step, err)
+	}
+	m, err := dst.reopenMount(src)
+	if err != nil {
+		return fail("open the new mount", err)
+	}
+	defer unix.Close(m)
+	if err := unix.Mount("", procPath(m), "", propagationFlag(b.PropagationMode)|unix.MS_REC, ""); err != nil {
 		return fail("set propagation", err)
 	}
 	if b.ReadOnly {
-		if err := unix.Mount("", b.Destination, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		if err := unix.Mount("", procPath(m), "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
 			return fail("remount read-only", err)
 		}
 	}
@@ -73,26 +106,27 @@ func propagationFlag(mode string) uintptr {
 	return unix.MS_PRIVATE
 }
 
-func touch(path string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, 0o640)
-	if err != nil {
-		return err
-	}
-	return f.Close()
-}
-
 // unbind removes a claim's volume_mounts; a destination that is not mounted is already done.
+// The destination is resolved as bind resolves it, without following a symlink, and unmounted
+// through the file descriptor of its parent.
 func (e *Engine) unbind(cl *store.Claim) error {
 	for _, b := range cl.Binds {
-		mounted, err := mountinfo.Mounted(b.Destination)
-		if errors.Is(err, os.ErrNotExist) || (err == nil && !mounted) {
+		dst, err := openNoFollow("/", b.Destination, createNothing)
+		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("volume_mount %s: %w", b.Destination, err)
+			return volumeMountErr(b.Destination, err)
 		}
-		if err := unix.Unmount(b.Destination, 0); err != nil {
-			return fmt.Errorf("volume_mount %s: unmount: %w (is something still using it?)", b.Destination, err)
+		mounted, err := dst.mounted()
+		if err == nil && mounted {
+			if err = dst.unmount(0); err != nil {
+				err = fmt.Errorf("unmount: %w (is something still using it?)", err)
+			}
+		}
+		dst.close()
+		if err != nil {
+			return fmt.Errorf("volume_mount %s: %w", b.Destination, err)
 		}
 	}
 	return nil

@@ -142,7 +142,12 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 			attached = false
 		}
 	} else {
-		attached = false // the plugin attaches nothing
+		if attached {
+			// Recorded only while the plugin had PUBLISH_UNPUBLISH_VOLUME: it lost it since.
+			warn("volume %q was recorded as attached to node %q, but plugin %q no longer has the controller capability PUBLISH_UNPUBLISH_VOLUME, so ControllerUnpublishVolume is not sent and the record is dropped; if the volume is still attached, detach it with the storage provider's tools",
+				v.ID, st.NodeID, v.PluginID)
+		}
+		attached = false // the plugin attaches nothing now
 	}
 	err = e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		for _, cl := range claims {

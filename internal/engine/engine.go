@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -37,8 +39,9 @@ type Config struct {
 	Timeouts csi.Timeouts
 	// Dial connects to a plugin; tests replace it. By default it builds a csi.Client. The client
 	// must bound each RPC by the timeouts it is given: retry tells an RPC cut off by its timeout
-	// from one the plugin failed by them.
-	Dial func(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger) (Plugin, error)
+	// from one the plugin failed by them. It must scrub the values redact returns (every secret
+	// and mount flag in the state) from the plugin's messages, as csi.Config.Redact does.
+	Dial func(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger, redact func(context.Context) ([]string, error)) (Plugin, error)
 	// Now is the clock.
 	Now func() time.Time
 }
@@ -160,12 +163,29 @@ type Plugin interface {
 	Close() error
 }
 
-func dialCSI(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger) (Plugin, error) {
+func dialCSI(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger, redact func(context.Context) ([]string, error)) (Plugin, error) {
 	sp := p.Spec()
 	cfg := csi.ConfigFromSpec(&sp)
 	cfg.Timeouts = pluginTimeouts(p, timeouts)
 	cfg.Logger = log
+	cfg.Redact = redact
 	return csi.New(cfg)
+}
+
+// secretValues is every secret value and mount flag in the state, which the plugin clients
+// scrub from whatever a plugin says, whichever RPC it says it in: a plugin may echo in a
+// NodeUnstageVolume error the secret it was sent in NodeStageVolume, or another volume's.
+// Scrubbing them all, not only the volume's at hand, needs no knowledge of which volume a
+// call is about, and over-redacting is harmless. It is read when a plugin message is to be
+// shown, which is rare enough that nothing is cached.
+func (e *Engine) secretValues(ctx context.Context) ([]string, error) {
+	var out []string
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		out, err = tx.SecretValues()
+		return err
+	})
+	return out, err
 }
 
 // pluginTimeouts are the per-RPC timeouts a plugin's client runs with: the engine's, with the
@@ -279,12 +299,16 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 			return nil, fmt.Errorf("socket %s does not exist (is the plugin running?)", s.path)
 		}
 	}
-	client, err := e.cfg.Dial(p, e.cfg.Timeouts, e.log)
+	client, err := e.cfg.Dial(p, e.cfg.Timeouts, e.log, e.secretValues)
 	if err != nil {
 		return nil, err
 	}
 	fp, err := client.Fingerprint(ctx)
 	if err != nil {
+		_ = client.Close()
+		return nil, err
+	}
+	if err := checkIdentity(p, fp, ids); err != nil {
 		_ = client.Close()
 		return nil, err
 	}
@@ -295,6 +319,9 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		// a power loss that undoes it costs a stale display until the next connection, and
 		// every command that connects to a plugin is spared a wait for the disk.
 		if err := e.store.UpdateProgress(ctx, func(tx *store.Tx) error {
+			if err := e.noteCapabilityChange(tx, p.ID, fp); err != nil {
+				return err
+			}
 			return tx.Plugins().SetFingerprint(p.ID, fingerprintToStore(fp, e.cfg.Now()))
 		}); err != nil {
 			_ = client.Close()
@@ -308,6 +335,85 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 	e.conns[p.ID] = c
 	e.mu.Unlock()
 	return c, nil
+}
+
+// checkIdentity refuses a plugin that is not the driver registered under p's ID: another
+// driver now answering on its socket would take the volume RPCs meant for the registered one
+// and answer them about other storage (a NOT_FOUND from it would "delete" a volume whose
+// storage is left untracked). The driver's name from GetPluginInfo is pinned by the stored
+// fingerprint: recorded at registration, or at the first connection for a plugin registered
+// before it ran, and never overwritten by a connection whose name differs (only a new
+// registration changes it, see RegisterPlugin).
+func checkIdentity(p store.Plugin, fp *csi.Fingerprint, sockets []socketID) error {
+	if p.Fingerprint.Provider == "" || fp.Provider == p.Fingerprint.Provider {
+		return nil
+	}
+	return conflictf("socket %s now served by %q, registered as %q: no volume RPC goes to it "+
+		"(start %q on that socket again; if the driver changed on purpose, deregister the plugin and register it anew)",
+		sockets[0].path, fp.Provider, p.Fingerprint.Provider, p.Fingerprint.Provider)
+}
+
+// noteCapabilityChange appends an event when a plugin comes back (a restart: a new socket
+// file) with other capabilities than it was last fingerprinted with, naming what it lost and
+// gained. When it lost STAGE_UNSTAGE_VOLUME or PUBLISH_UNPUBLISH_VOLUME while volumes are
+// staged or attached through it, those volumes are named too: their stagings and attachments
+// cannot be undone through it any more, which their releases check against the mount table
+// (checkUnstageable) and report.
+func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fingerprint) error {
+	cur, err := tx.Plugins().Get(pluginID)
+	if err != nil || cur.Fingerprint.At.IsZero() {
+		return err
+	}
+	now := fingerprintToStore(fp, time.Time{})
+	var lost, gained []string
+	for _, set := range [][2][]string{
+		{cur.Fingerprint.PluginCaps, now.PluginCaps},
+		{cur.Fingerprint.ControllerCaps, now.ControllerCaps},
+		{cur.Fingerprint.NodeCaps, now.NodeCaps},
+	} {
+		lost = append(lost, missingFrom(set[0], set[1])...)
+		gained = append(gained, missingFrom(set[1], set[0])...)
+	}
+	if len(lost) == 0 && len(gained) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("plugin %q came back with other capabilities", pluginID)
+	if len(lost) > 0 {
+		msg += "; lost: " + strings.Join(lost, ", ")
+	}
+	if len(gained) > 0 {
+		msg += "; gained: " + strings.Join(gained, ", ")
+	}
+	lostStage, lostAttach := slices.Contains(lost, "STAGE_UNSTAGE_VOLUME"), slices.Contains(lost, "PUBLISH_UNPUBLISH_VOLUME")
+	if lostStage || lostAttach {
+		stagings, err := tx.Stagings().List()
+		if err != nil {
+			return err
+		}
+		var affected []string
+		for _, st := range stagings {
+			if st.PluginID == pluginID && ((lostStage && st.StagingPath != "") || (lostAttach && st.ControllerPublished)) {
+				affected = append(affected, fmt.Sprintf("%q", st.VolumeID))
+			}
+		}
+		if len(affected) > 0 {
+			msg += fmt.Sprintf("; %d volume(s) staged or attached through it cannot be unstaged or detached through it now: %s "+
+				"(their releases check the mount table; `volctl reconcile` reports a staging still mounted)", len(affected), strings.Join(affected, ", "))
+		}
+	}
+	e.log.Warn(msg)
+	return tx.Events().Append(&store.Event{Kind: "plugin-capabilities", PluginID: pluginID, Message: msg})
+}
+
+// missingFrom returns the names in a that b lacks, in a's order.
+func missingFrom(a, b []string) []string {
+	var out []string
+	for _, n := range a {
+		if !slices.Contains(b, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // forget drops a cached connection, e.g. after the plugin stopped answering.

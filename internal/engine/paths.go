@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 
@@ -40,14 +41,39 @@ func usageName(readOnly bool, att spec.AttachmentMode, acc spec.AccessMode) stri
 // not serialize those. Without the directory lock, another process could remove a level
 // MkdirAll has just made (still empty) before MkdirAll makes the next one inside it, and the
 // claim would fail with ENOENT. Makers share the lock; once the deepest level exists, every
-// shared level above it is non-empty and safe.
+// shared level above it is non-empty and safe. Below the state dir, no component is followed
+// through a symlink (nofollow.go): one planted there is refused, naming it, before anything is
+// made or mounted where it points.
 func (l *locker) makeDirs(ctx context.Context, path string) error {
 	unlock, err := l.dirs(ctx, false)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	return os.MkdirAll(path, 0o750)
+	p, err := openNoFollow(filepath.Dir(l.dir), path, createDirs)
+	if err != nil {
+		return err
+	}
+	p.close()
+	return nil
+}
+
+// makeTargetParent is makeDirs for the parent of a claim's publish target, and also refuses
+// the target itself when it is a symlink: the plugin makes the target and mounts on it, and
+// would follow one.
+func (l *locker) makeTargetParent(ctx context.Context, target string) error {
+	if err := l.makeDirs(ctx, filepath.Dir(target)); err != nil {
+		return err
+	}
+	p, err := openNoFollow(filepath.Dir(l.dir), target, createNothing)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // the plugin makes it
+	}
+	if err != nil {
+		return err
+	}
+	p.close()
+	return nil
 }
 
 // removeEmptyDirs removes path and then its parents while they are empty, stopping at root,

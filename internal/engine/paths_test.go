@@ -15,8 +15,8 @@ import (
 // "mkdir .../publish/a0/snro: no such file or directory"). The two sides use lockers of their
 // own, as two processes would.
 func TestMakeDirsWhileAnotherReleaseRemovesTheParent(t *testing.T) {
-	root := t.TempDir()
 	state := t.TempDir()
+	root := filepath.Join(state, publishDir) // makeDirs works below the state dir only
 	locker := func() *locker {
 		l, err := newLocker(state)
 		if err != nil {

@@ -21,6 +21,10 @@ func (e *Engine) RegisterPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo
 	if err := spec.ValidateID("plugin ID", sp.ID); err != nil {
 		return PluginInfo{}, invalidf("register plugin: %v", err)
 	}
+	sp, joined, err := e.joinRegisteredHalf(ctx, sp)
+	if err != nil {
+		return PluginInfo{}, fmt.Errorf("register plugin %q: %w", sp.ID, err)
+	}
 	p := store.PluginFromSpec(sp)
 	var (
 		fp     *csi.Fingerprint
@@ -42,6 +46,9 @@ func (e *Engine) RegisterPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo
 	}
 	now := e.cfg.Now()
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := checkReregistration(tx, p.ID, fp); err != nil {
+			return err
+		}
 		if err := tx.Plugins().Put(&p); err != nil {
 			return err
 		}
@@ -53,8 +60,12 @@ func (e *Engine) RegisterPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo
 		if err := tx.Plugins().SetHealth(p.ID, health); err != nil {
 			return err
 		}
-		return tx.Events().Append(&store.Event{Kind: "plugin-register", PluginID: p.ID,
-			Message: fmt.Sprintf("plugin %q registered (%s)", p.ID, describeFingerprint(fp))})
+		msg := fmt.Sprintf("plugin %q registered (%s)", p.ID, describeFingerprint(fp))
+		if joined {
+			msg = fmt.Sprintf("plugin %q registered with its controller on %s and its node on %s (%s)",
+				p.ID, p.ControllerSocket, p.NodeSocket, describeFingerprint(fp))
+		}
+		return tx.Events().Append(&store.Event{Kind: "plugin-register", PluginID: p.ID, Message: msg})
 	})
 	if err != nil {
 		return PluginInfo{}, fmt.Errorf("register plugin %q: %w", sp.ID, err)
@@ -68,6 +79,99 @@ func (e *Engine) RegisterPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo
 		return PluginInfo{}, err
 	}
 	return infos[0], nil
+}
+
+// joinRegisteredHalf makes registering one half of a split plugin (type controller or node)
+// what Nomad users expect of a plugin ID served by a controller job and a node job: when the
+// plugin ID is registered with the other half, the two are joined into one plugin with both
+// sockets (spec.JoinSplit), and registering a half again replaces only that half. Anything
+// else is registered as declared, replacing what was there. To turn a registered half into
+// the other, deregister it first.
+func (e *Engine) joinRegisteredHalf(ctx context.Context, sp spec.Plugin) (spec.Plugin, bool, error) {
+	if !spec.IsSplitHalf(sp.Type) {
+		return sp, false, nil
+	}
+	var old store.Plugin
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		old, err = tx.Plugins().Get(sp.ID)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return sp, false, nil
+	}
+	if err != nil {
+		return sp, false, err
+	}
+	// The other half as registered: a plugin of the other type, or that half of a plugin
+	// already joined (a monolith on two sockets).
+	other := spec.Plugin{ID: old.ID, Exec: old.Exec, Timeout: old.Timeout}
+	split := old.Type == spec.PluginMonolith && old.Socket == "" && old.ControllerSocket != "" && old.NodeSocket != ""
+	switch {
+	case sp.Type == spec.PluginNode && (old.Type == spec.PluginController || split):
+		other.Type, other.ControllerSocket = spec.PluginController, firstNonEmpty(old.ControllerSocket, old.Socket)
+	case sp.Type == spec.PluginController && (old.Type == spec.PluginNode || split):
+		other.Type, other.NodeSocket = spec.PluginNode, firstNonEmpty(old.NodeSocket, old.Socket)
+	default:
+		return sp, false, nil
+	}
+	if split {
+		// A joined plugin has one timeout: the new half's when it gives one, else the kept one.
+		other.Timeout = 0
+		if sp.Timeout == 0 {
+			sp.Timeout = old.Timeout
+		}
+	}
+	joined, problem := spec.JoinSplit(other, sp)
+	if problem != "" {
+		return sp, false, invalidf("registered as %s, this %s half cannot join it: %s", describeSockets(old), sp.Type, problem)
+	}
+	return joined, true, nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// describeSockets says how a registered plugin is reached, for messages.
+func describeSockets(p store.Plugin) string {
+	if p.Socket != "" {
+		return fmt.Sprintf("a %s on %s", p.Type, p.Socket)
+	}
+	switch p.Type {
+	case spec.PluginController:
+		return "a controller on " + p.ControllerSocket
+	case spec.PluginNode:
+		return "a node plugin on " + p.NodeSocket
+	}
+	return fmt.Sprintf("a plugin with its controller on %s and its node on %s", p.ControllerSocket, p.NodeSocket)
+}
+
+// checkReregistration refuses to register another driver under a plugin ID whose volumes
+// belong to the registered one: their external IDs mean nothing to the new driver.
+func checkReregistration(tx *store.Tx, id string, fp *csi.Fingerprint) error {
+	old, err := tx.Plugins().Get(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fp == nil || old.Fingerprint.Provider == "" || old.Fingerprint.Provider == fp.Provider {
+		return nil
+	}
+	vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: id})
+	if err != nil || len(vols) == 0 {
+		return err
+	}
+	return conflictf("it is registered as driver %q and %d volume(s) use it (%s), but its socket now serves %q; "+
+		"their storage is the registered driver's: start %q on the socket again, or deregister the volumes first",
+		old.Fingerprint.Provider, len(vols), volumeIDs(vols, 5), fp.Provider, old.Fingerprint.Provider)
 }
 
 func describeFingerprint(fp *csi.Fingerprint) string {

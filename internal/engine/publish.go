@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/store"
@@ -159,7 +158,7 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
 	cl := p.cl
 	// volctl makes the target's parent; the plugin makes the target itself.
-	if err := e.locks.makeDirs(ctx, filepath.Dir(cl.TargetPath)); err != nil {
+	if err := e.locks.makeTargetParent(ctx, cl.TargetPath); err != nil {
 		return fmt.Errorf("publish path: %w", err)
 	}
 	if err := p.flush(ctx, "claim"); err != nil {

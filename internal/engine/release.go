@@ -104,6 +104,8 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 				return err
 			}
 			failpoint("rpc:NodeUnstageVolume")
+		} else if err := e.checkUnstageable(v, st, c, p); err != nil {
+			return err
 		}
 		e.locks.removeEmptyDirs(ctx, st.StagingPath, filepath.Join(e.cfg.StateDir, stagingDir))
 		p.staging(func(st *store.Staging) { st.StagingPath, st.Staged = "", false })
@@ -127,8 +129,40 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 				return err
 			}
 			failpoint("rpc:ControllerUnpublishVolume")
+		} else {
+			// Only a plugin that attached the volume (PUBLISH_UNPUBLISH_VOLUME, when it was
+			// recorded) leaves this record: it has lost the capability since, and cannot be asked
+			// to detach. Say so rather than forget the attachment quietly.
+			msg := fmt.Sprintf("volume %q was recorded as attached to node %q, but plugin %q no longer has the controller capability PUBLISH_UNPUBLISH_VOLUME, so ControllerUnpublishVolume cannot be sent: the record is dropped; if the volume is still attached, detach it with the storage provider's tools",
+				v.ID, st.NodeID, v.PluginID)
+			e.log.Warn(msg)
+			p.event(&store.Event{Kind: "capability-lost", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
 		}
 		p.staging(func(st *store.Staging) { st.ControllerPublished, st.PublishContext = false, nil })
+	}
+	return nil
+}
+
+// checkUnstageable decides what to do with a staging no claim uses when the plugin cannot be
+// asked to undo it: it no longer has STAGE_UNSTAGE_VOLUME (a restart with other capabilities),
+// though the staging was recorded while it had. The mount table says whether anything is
+// there. A staging path still mounted is an error: the record stays, so the claim's release (or
+// reconcile's clean-up) is left for reconcile, which reports it on every pass until the mount
+// is gone. One not mounted is forgotten, with an event if it had been staged.
+func (e *Engine) checkUnstageable(v store.Volume, st store.Staging, c *conn, p *checkpoint) error {
+	mounted, err := e.cfg.Mounts.MountsUnder(e.cfg.StateDir)
+	if err != nil {
+		return fmt.Errorf("checking the mount table for volume %q's staging at %s: %w", v.ID, st.StagingPath, err)
+	}
+	if mounted[st.StagingPath] {
+		return fmt.Errorf("volume %q's staging at %s is still mounted, but plugin %q no longer has the node capability STAGE_UNSTAGE_VOLUME, so NodeUnstageVolume cannot be sent: "+
+			"start the plugin with that capability again, or unmount %s by hand, then run `volctl reconcile`", v.ID, st.StagingPath, c.plugin.ID, st.StagingPath)
+	}
+	if st.Staged {
+		msg := fmt.Sprintf("volume %q was recorded as staged at %s, but plugin %q no longer has the node capability STAGE_UNSTAGE_VOLUME; nothing is mounted there, so the record is dropped without NodeUnstageVolume",
+			v.ID, st.StagingPath, c.plugin.ID)
+		e.log.Warn(msg)
+		p.event(&store.Event{Kind: "capability-lost", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
 	}
 	return nil
 }

@@ -444,7 +444,31 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 	}
 	v.AccessibleTopology = created.AccessibleTopology
 	v.State = store.VolumeReady
+	var dup error
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		// One storage volume under two volctl IDs would let each one's claims ignore the other's
+		// access mode, and deleting one would pull the storage from under the other. The check
+		// and the record are one write transaction, so of two creates the plugin answers with
+		// one ID, only the first to commit records it.
+		same, err := tx.Volumes().List(store.VolumeFilter{PluginID: v.PluginID, ExternalID: v.ExternalID})
+		if err != nil {
+			return err
+		}
+		for _, o := range same {
+			if o.ID == v.ID {
+				continue
+			}
+			// The storage is the other volume's: it is not deleted. This create made nothing
+			// volctl can use, so its intent is forgotten.
+			dup = conflictf("plugin %q answered CreateVolume (name %q) with external ID %q, which is already volume %q; "+
+				"the storage belongs to %q and is left alone, and this create is forgotten (the plugin maps two names onto one volume: report it to the plugin's authors)",
+				v.PluginID, v.CSIName, v.ExternalID, o.ID, o.ID)
+			if err := tx.Volumes().Delete(v.ID); err != nil {
+				return err
+			}
+			return tx.Events().Append(&store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID,
+				RPC: csi.RPCCreateVolume, Message: "create refused: " + dup.Error()})
+		}
 		if err := tx.Volumes().Update(&v); err != nil {
 			return err
 		}
@@ -453,6 +477,9 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 	})
 	if err != nil {
 		return err
+	}
+	if dup != nil {
+		return dup
 	}
 	failpoint("create:ready")
 	return nil

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // ErrSocketInUse is returned by Listen when another process is accepting connections on the
@@ -54,6 +56,10 @@ const socketMode = 0o600
 // ErrSocketInUse, and a path that is not a socket is left alone and refused. Closing the
 // listener removes the socket, if it is still the one Listen created.
 func Listen(path string) (net.Listener, error) {
+	// bind(2) would say only "invalid argument" about a path too long for sun_path.
+	if problem := spec.SocketPathProblem("socket "+path, path); problem != "" {
+		return nil, errors.New(strings.TrimSuffix(problem, "."))
+	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("socket %q: %w", path, err)

@@ -149,6 +149,21 @@ func TestListenRefusesNonSocket(t *testing.T) {
 	}
 }
 
+// A path too long for sun_path is refused by name and length, not with bind's "invalid
+// argument", and nothing is created for it.
+func TestListenRefusesPathTooLong(t *testing.T) {
+	dir := filepath.Join(shortDir(t), strings.Repeat("d", 100))
+	path := filepath.Join(dir, "hp.sock")
+	_, err := hostpath.Listen(path)
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "at most 107 bytes") ||
+		strings.Contains(err.Error(), "invalid argument") {
+		t.Fatalf("Listen on a %d-byte path: %v, want it named and its length explained", len(path), err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("Listen created the directory of a socket it refused: %v", err)
+	}
+}
+
 // TestSignalStopsAndRemovesSocket runs the plugin as a process and stops it the way a
 // supervisor does.
 func TestSignalStopsAndRemovesSocket(t *testing.T) {

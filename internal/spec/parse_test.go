@@ -440,6 +440,52 @@ func TestParseDetectsKind(t *testing.T) {
 	}
 }
 
+// TestSecretValuesMaskedWhole: a secret or mount flag whose string holds template sequences
+// (`${...}`, `%{...}`), a heredoc, a number or a bare name is masked whole in diagnostics,
+// not only its literal parts.
+func TestSecretValuesMaskedWhole(t *testing.T) {
+	parts := []string{"pre", "PARTONE", "mid", "PARTTWO", "post", "HEREDOCBODY", "PARTTHREE", "PARTFOUR", "PARTFIVE", "31415926", "BARENAME", "27182818"}
+	tests := []struct{ name, src string }{
+		{"template sequences", baseVolume + "secrets {\n  k = \"pre${PARTONE}mid%{if PARTTWO}x%{endif}post\"\n}"},
+		{"nested quotes in a template", baseVolume + "secrets = { k = \"pre${\"PARTONE\"}post\", j = [\"x\"] }"},
+		{"heredoc", baseVolume + "secrets {\n  h = <<EOT\nHEREDOCBODY${PARTTHREE}post\nEOT\n}"},
+		{"mount flag template", baseVolume + "mount_options {\n  mount_flags = [\"pre${PARTFOUR}post\", 1]\n}"},
+		{"number", baseVolume + "secrets = { k = [31415926] }"},
+		{"bare name", baseVolume + "secrets {\n  k = BARENAME\n}"},
+		{"env template", "plugin \"p\" {\ntype = \"node\"\nsocket = \"/s\"\nexec {\ncommand = \"/x\"\nenv = { A = \"pre${PARTFIVE}post\" }\n}\n}"},
+		{"json number", `{"id": "db", "type": "csi", "plugin_id": "x", "secrets": {"k": 27182818, "bad key": "xxxxx"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := NewParser()
+			_, diags := p.Parse("t.spec", []byte(tt.src), VerbAny)
+			if !diags.HasErrors() {
+				t.Fatal("the case must produce an error to render")
+			}
+			var out strings.Builder
+			if err := p.WriteDiagnostics(&out, diags, 200, false); err != nil {
+				t.Fatal(err)
+			}
+			text := out.String()
+			for _, j := range JSONDiagnostics("t.spec", diags) {
+				text += "\n" + j.Summary + "\n" + j.Detail
+			}
+			// Only the lines of snippets and diagnostics that quote the value: the base spec
+			// around it may hold "pre" or "post" in other words.
+			for _, part := range parts {
+				for _, line := range strings.Split(text, "\n") {
+					if strings.Contains(line, part) && !strings.Contains(baseVolume, strings.TrimSpace(line)) {
+						t.Errorf("%q rendered:\n%s", part, text)
+					}
+				}
+			}
+			if !strings.Contains(text, "****") {
+				t.Errorf("no masked value in the snippets, so nothing was checked:\n%s", text)
+			}
+		})
+	}
+}
+
 // TestSecretsNeverRendered renders the diagnostics of specs whose secrets, env and mount flags
 // sit on the lines the diagnostics point at, HCL and JSON, valid syntax and not.
 func TestSecretsNeverRendered(t *testing.T) {

@@ -46,16 +46,72 @@ func (d *decoder) plugins(body hcl.Body) []*Plugin {
 		return nil
 	}
 	var out []*Plugin
-	seen := map[string]bool{}
+	seen := map[string]int{} // ID -> index in out
 	for _, b := range blocks {
 		p := d.plugin(b)
-		if seen[p.ID] {
-			d.errorf(b.LabelRanges[0], "Duplicate plugin", "The plugin %q is declared more than once in this file.", p.ID)
+		i, dup := seen[p.ID]
+		if !dup {
+			seen[p.ID] = len(out)
+			out = append(out, p)
+			continue
 		}
-		seen[p.ID] = true
-		out = append(out, p)
+		if !IsSplitHalf(out[i].Type) || !IsSplitHalf(p.Type) || out[i].Type == p.Type {
+			d.errorf(b.LabelRanges[0], "Duplicate plugin", "The plugin %q is declared more than once in this file. "+
+				"Only a plugin split in two is declared twice: one block of type \"controller\" and one of type \"node\".", p.ID)
+			continue
+		}
+		merged, problem := JoinSplit(*out[i], *p)
+		if problem != "" {
+			d.errorf(b.LabelRanges[0], "Invalid split plugin", "%s", problem)
+			continue
+		}
+		out[i] = &merged
 	}
 	return out
+}
+
+// IsSplitHalf reports whether a plugin of type t is one half of a plugin split in two
+// processes: its controller or its node.
+func IsSplitHalf(t PluginType) bool { return t == PluginController || t == PluginNode }
+
+// JoinSplit joins the controller half and the node half of one plugin, declared as two plugin
+// blocks with the same ID (as Nomad's controller and node plugin jobs share one plugin ID),
+// into the one plugin volctl keeps: a monolith whose controller_socket and node_socket are the
+// halves' sockets. The halves may come in either order. problem says, as a sentence, why they
+// cannot be joined: halves on one socket are a monolith, halves with different timeouts
+// disagree, and a half with an exec block is refused because the agent starts one process per
+// plugin, on its first socket.
+func JoinSplit(a, b Plugin) (joined Plugin, problem string) {
+	if a.Type == PluginNode {
+		a, b = b, a
+	}
+	if a.Type != PluginController || b.Type != PluginNode || a.ID != b.ID {
+		return Plugin{}, fmt.Sprintf("plugin %q: only a controller half and a node half of one plugin ID can be joined.", b.ID)
+	}
+	ctrl, node := firstOf(a.ControllerSocket, a.Socket), firstOf(b.NodeSocket, b.Socket)
+	switch {
+	case ctrl == node:
+		return Plugin{}, fmt.Sprintf("plugin %q: the controller and node halves both serve on %s; one process serving both services there is one plugin block of type \"monolith\".", a.ID, ctrl)
+	case a.Exec != nil || b.Exec != nil:
+		return Plugin{}, fmt.Sprintf("plugin %q: a half of a split plugin cannot have an exec block: volctl's agent starts one process per plugin. "+
+			"Run the controller and node processes outside volctl (as Nomad runs its plugin jobs), or run one process that serves both sockets and declare it once, as type \"monolith\" with controller_socket, node_socket and the exec block.", a.ID)
+	case a.Timeout != 0 && b.Timeout != 0 && a.Timeout != b.Timeout:
+		return Plugin{}, fmt.Sprintf("plugin %q: the controller half's timeout is %s and the node half's %s; a plugin has one timeout: give it in one block, or the same in both.", a.ID, a.Timeout, b.Timeout)
+	}
+	joined = Plugin{ID: a.ID, Type: PluginMonolith, ControllerSocket: ctrl, NodeSocket: node, Timeout: a.Timeout}
+	if joined.Timeout == 0 {
+		joined.Timeout = b.Timeout
+	}
+	return joined, ""
+}
+
+func firstOf(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 func (d *decoder) plugin(b *hcl.Block) *Plugin {
@@ -178,6 +234,10 @@ func (d *decoder) socketPath(name, s string, rng hcl.Range) bool {
 	}
 	return true
 }
+
+// SocketPathProblem says what is wrong with a unix socket path, named as name in the sentence,
+// or "" when nothing is: for command-line flags and listeners, in the words a spec gets.
+func SocketPathProblem(name, s string) string { return socketPathProblem(name, s) }
 
 // socketPathProblem says what is wrong with a unix socket path given as the argument name,
 // as a sentence, or "" when nothing is. Specs and command-line flags share it.

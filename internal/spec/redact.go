@@ -3,16 +3,19 @@ package spec
 import (
 	"bytes"
 	"regexp"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
 // Diagnostic snippets echo the spec's source, and a line of a secrets map or of mount_flags
-// holds sensitive values. Before a snippet is printed, redactSource masks every string in
-// the values of secrets, env and mount_flags with '*', byte for byte, so positions and caret
-// marks stay where they were. It works on tokens, not on a parsed body, so it also covers
-// files with syntax errors.
+// holds sensitive values. Before a snippet is printed, redactSource masks every value in
+// secrets, env and mount_flags with '*', byte for byte, so positions and caret marks stay
+// where they were: each string whole, template sequences (`${...}`, `%{...}`) and the names
+// in them included, since a secret may hold what only looks like one; each heredoc's body;
+// each number and bare name that is not a key. It works on tokens, not on a parsed body, so it
+// also covers files with syntax errors.
 
 // sensitiveNames are the arguments (or map blocks) whose strings never appear in output.
 var sensitiveNames = map[string]bool{"secrets": true, "env": true, "mount_flags": true}
@@ -25,13 +28,7 @@ func redactSource(src []byte, json bool) []byte {
 		return out
 	}
 	toks, _ := hclsyntax.LexConfig(src, "", hcl.InitialPos)
-	mask := func(t hclsyntax.Token) {
-		for i := t.Range.Start.Byte; i < t.Range.End.Byte && i < len(out); i++ {
-			if out[i] != '\n' {
-				out[i] = '*'
-			}
-		}
-	}
+	mask := func(t hclsyntax.Token) { maskRange(out, t.Range.Start.Byte, t.Range.End.Byte) }
 	for i := 0; i < len(toks); i++ {
 		if toks[i].Type != hclsyntax.TokenIdent || !sensitiveNames[string(toks[i].Bytes)] {
 			continue
@@ -43,7 +40,7 @@ func redactSource(src []byte, json bool) []byte {
 		if j >= len(toks) {
 			break
 		}
-		// Mask every literal up to the end of the value: a balanced {...} or [...], or, for a
+		// Mask every value up to the end of the value: a balanced {...} or [...], or, for a
 		// plain value, the rest of the line.
 		block := toks[j].Type == hclsyntax.TokenOBrace || toks[j].Type == hclsyntax.TokenOBrack
 		depth := 0
@@ -51,17 +48,22 @@ func redactSource(src []byte, json bool) []byte {
 		for ; k < len(toks); k++ {
 			t := toks[k]
 			switch t.Type {
-			case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen,
-				hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
+			case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen:
 				depth++
-			case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen, hclsyntax.TokenTemplateSeqEnd:
+			case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen:
 				depth--
-			case hclsyntax.TokenQuotedLit, hclsyntax.TokenStringLit:
-				// Keys stay readable (diagnostics name them anyway); values are masked.
-				isKey := k >= 2 && k+2 < len(toks) && toks[k+1].Type == hclsyntax.TokenCQuote &&
-					(toks[k+2].Type == hclsyntax.TokenEqual || toks[k+2].Type == hclsyntax.TokenColon) &&
-					(toks[k-2].Type == hclsyntax.TokenOBrace || toks[k-2].Type == hclsyntax.TokenComma || endsLine(toks[k-2]))
-				if !isKey {
+			case hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc:
+				// A string, whatever it holds, up to its own closing token: keys stay
+				// readable (diagnostics name them anyway); values are masked whole.
+				end := closingToken(toks, k)
+				if !isKey(toks, k, end) && end > k {
+					maskRange(out, t.Range.End.Byte, toks[end].Range.Start.Byte)
+				}
+				k = end
+				t = toks[k]
+			case hclsyntax.TokenQuotedLit, hclsyntax.TokenStringLit, hclsyntax.TokenNumberLit, hclsyntax.TokenIdent:
+				// Outside quotes: a stray literal of a broken file, a number, a bare name.
+				if !isKey(toks, k, k) {
 					mask(t)
 				}
 			}
@@ -74,9 +76,51 @@ func redactSource(src []byte, json bool) []byte {
 	return out
 }
 
+// closingToken returns the index of the token that closes the string or heredoc opened at
+// toks[open], past any template sequences and strings nested in them, or the last token
+// before the end of the file if it is never closed.
+func closingToken(toks hclsyntax.Tokens, open int) int {
+	depth := 0
+	for k := open; k < len(toks); k++ {
+		switch toks[k].Type {
+		case hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc:
+			depth++
+		case hclsyntax.TokenCQuote, hclsyntax.TokenCHeredoc:
+			depth--
+			if depth == 0 {
+				return k
+			}
+		case hclsyntax.TokenEOF:
+			return max(k-1, open)
+		}
+	}
+	return len(toks) - 1
+}
+
+// isKey reports whether the value spanning toks[from..to] is a map key: it follows an opening
+// brace, a comma or a line break, and '=' or ':' follows it.
+func isKey(toks hclsyntax.Tokens, from, to int) bool {
+	if from < 1 || to+1 >= len(toks) {
+		return false
+	}
+	next, prev := toks[to+1].Type, toks[from-1]
+	return (next == hclsyntax.TokenEqual || next == hclsyntax.TokenColon) &&
+		(prev.Type == hclsyntax.TokenOBrace || prev.Type == hclsyntax.TokenComma || endsLine(prev))
+}
+
+// maskRange masks out[from:to] but its line breaks.
+func maskRange(out []byte, from, to int) {
+	for i := from; i < to && i < len(out); i++ {
+		if out[i] != '\n' {
+			out[i] = '*'
+		}
+	}
+}
+
 var jsonSensitiveKey = regexp.MustCompile(`"(secrets|env|mount_flags)"\s*:\s*`)
 
-// redactJSON masks, in place, the strings of the values of sensitive keys in JSON source.
+// redactJSON masks, in place, the strings and numbers of the values of sensitive keys in JSON
+// source (the parser takes a number where a string is due).
 func redactJSON(b []byte) {
 	for _, loc := range jsonSensitiveKey.FindAllIndex(b, -1) {
 		i := loc[1]
@@ -91,6 +135,15 @@ func redactJSON(b []byte) {
 				i = maskJSONString(b, i)
 				if depth == 0 {
 					i = len(b) // a plain string value: done
+				}
+				continue
+			case c == '-' || c >= '0' && c <= '9':
+				for i < len(b) && strings.IndexByte("+-.0123456789eE", b[i]) >= 0 {
+					b[i] = '*'
+					i++
+				}
+				if depth == 0 {
+					i = len(b) // a plain number value: done
 				}
 				continue
 			case c == '{' || c == '[':

@@ -10,12 +10,16 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Fault is one thing to do to calls of an RPC, in this order: hang, delay, fail.
@@ -41,6 +45,8 @@ type Faults struct {
 	faults   map[string][]Fault
 	counts   map[string]Count
 	inFlight int
+	echo     bool
+	seen     []string // with echo: every secret value and mount flag received, in order
 }
 
 // NewFaults returns an injector with no faults.
@@ -88,6 +94,85 @@ func (f *Faults) Clear(rpcs ...string) {
 	for _, r := range rpcs {
 		delete(f.faults, r)
 	}
+}
+
+// Echo plays a hostile plugin: from now on every failed call, whether an injected fault or
+// the server's own error, has every secret value and mount flag the injector has ever
+// received, in any RPC, appended to its message. Values are remembered from the first call
+// on, echo or not, and Reset does not forget them.
+func (f *Faults) Echo() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.echo = true
+}
+
+// Seen returns every secret value and mount flag received so far, each once.
+func (f *Faults) Seen() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.seen)
+}
+
+// remember records the secret values and mount flags of req.
+func (f *Faults) remember(req any) {
+	m, ok := req.(proto.Message)
+	if !ok {
+		return
+	}
+	vals := secretsIn(m.ProtoReflect())
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, v := range vals {
+		if !slices.Contains(f.seen, v) {
+			f.seen = append(f.seen, v)
+		}
+	}
+}
+
+// echoed rewrites err's message as an echoing plugin would.
+func (f *Faults) echoed(err error) error {
+	f.mu.Lock()
+	echo, seen := f.echo, slices.Clone(f.seen)
+	f.mu.Unlock()
+	if err == nil || !echo || len(seen) == 0 {
+		return err
+	}
+	st := status.Convert(err)
+	return status.Errorf(st.Code(), "%s (echo: %s)", st.Message(), strings.Join(seen, " "))
+}
+
+// secretsIn collects the values of every `secrets` map and every `mount_flags` list in m, at
+// any depth, by field name: independent of how the client finds them.
+func secretsIn(m protoreflect.Message) []string {
+	var out []string
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsMap():
+			if fd.Name() == "secrets" {
+				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+					out = append(out, mv.String())
+					return true
+				})
+			} else if fd.MapValue().Kind() == protoreflect.MessageKind {
+				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+					out = append(out, secretsIn(mv.Message())...)
+					return true
+				})
+			}
+		case fd.IsList():
+			for i := range v.List().Len() {
+				if fd.Name() == "mount_flags" {
+					out = append(out, v.List().Get(i).String())
+				} else if fd.Kind() == protoreflect.MessageKind {
+					out = append(out, secretsIn(v.List().Get(i).Message())...)
+				}
+			}
+		case fd.Kind() == protoreflect.MessageKind:
+			out = append(out, secretsIn(v.Message())...)
+		}
+		return true
+	})
+	return out
 }
 
 // ResetCounts zeroes the call counts.
@@ -190,9 +275,10 @@ func (f *Faults) done(rpc string, failed bool) {
 func (f *Faults) Interceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		rpc := path.Base(info.FullMethod)
+		f.remember(req)
 		resp, err := f.apply(ctx, rpc, req, handler)
 		f.done(rpc, err != nil)
-		return resp, err
+		return resp, f.echoed(err)
 	}
 }
 

@@ -2,6 +2,7 @@ package csitest_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // serve puts a default MemPlugin behind f on a socket and returns a client with the given
@@ -230,4 +232,42 @@ type fatalRecorder struct {
 func (f *fatalRecorder) Fatalf(format string, args ...any) {
 	f.fataled = true
 	panic("fatal")
+}
+
+// Echo makes every error, injected or the plugin's own, carry every secret and mount flag the
+// plugin was ever sent, in whichever RPC.
+func TestFaultsEcho(t *testing.T) {
+	f := csitest.NewFaults()
+	mem, c := serve(t, f, csi.Timeouts{})
+	mem.AddVolume(csi.Volume{ID: "v", CapacityBytes: 1 << 20})
+	ctx := context.Background()
+	capab := csi.VolumeCapability{
+		Capability:   spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem},
+		MountOptions: &spec.MountOptions{MountFlags: spec.MountFlags{"echo-flag"}},
+	}
+	staging := t.TempDir()
+	if _, err := c.ControllerPublishVolume(ctx, csi.ControllerPublishVolumeRequest{VolumeID: "v", NodeID: "mem-node-1",
+		Capability: capab, Secrets: spec.Secrets{"k": "echo-secret"}}); err != nil {
+		t.Fatal(err)
+	}
+	f.FailOnce(csi.RPCNodeUnstageVolume, codes.Internal)
+	err := c.NodeUnstageVolume(ctx, csi.NodeUnstageVolumeRequest{VolumeID: "v", StagingPath: staging})
+	if err == nil || strings.Contains(err.Error(), "echo-secret") {
+		t.Fatalf("before Echo: %v, want an error without the echo", err)
+	}
+	f.Echo()
+	f.FailOnce(csi.RPCNodeUnstageVolume, codes.Internal)
+	err = c.NodeUnstageVolume(ctx, csi.NodeUnstageVolumeRequest{VolumeID: "v", StagingPath: staging})
+	if err == nil || !strings.Contains(err.Error(), "(echo: ") || !strings.Contains(err.Error(), "echo-flag") || !strings.Contains(err.Error(), "echo-secret") {
+		t.Errorf("injected fault with Echo: %v, want the secret and the flag echoed", err)
+	}
+	// The plugin's own error (publish before stage) echoes too.
+	err = c.NodePublishVolume(ctx, csi.NodePublishVolumeRequest{VolumeID: "v", StagingPath: staging,
+		TargetPath: staging + "/t", Capability: capab})
+	if csi.CodeOf(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "echo-secret") {
+		t.Errorf("the plugin's own error with Echo: %v, want FailedPrecondition with the secret echoed", err)
+	}
+	if got := f.Seen(); len(got) != 2 {
+		t.Errorf("Seen = %q, want the flag and the secret once each", got)
+	}
 }

@@ -100,6 +100,8 @@ type MemPlugin struct {
 	calls     []Call
 	nextID    int
 	server    *memServer
+	// createAs, when set, is the volume every CreateVolume answers with (AnswerCreateWith).
+	createAs string
 }
 
 type memVolume struct {
@@ -163,6 +165,15 @@ func (m *MemPlugin) AddVolume(v csi.Volume) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.volumes[v.ID] = &memVolume{vol: v, name: v.ID}
+}
+
+// AnswerCreateWith makes the plugin lie about IDs: from now on, every CreateVolume (whatever
+// its name) answers with the volume id it already holds, as a buggy plugin that maps two names
+// onto one storage volume would, and creates nothing. An empty id ends the lie.
+func (m *MemPlugin) AnswerCreateWith(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.createAs = id
 }
 
 // Calls returns every request received so far, in order.
@@ -472,6 +483,9 @@ func (s *memServer) CreateVolume(ctx context.Context, req *csipb.CreateVolumeReq
 	}
 	if m.cfg.MaxVolumeSize > 0 && size > m.cfg.MaxVolumeSize {
 		return nil, errorf(codes.OutOfRange, "%d bytes is above the maximum volume size %d", size, m.cfg.MaxVolumeSize)
+	}
+	if v, ok := m.volumes[m.createAs]; ok {
+		return &csipb.CreateVolumeResponse{Volume: volumeToCSI(v.vol)}, nil
 	}
 	src := req.GetVolumeContentSource()
 	snapID, cloneID := src.GetSnapshot().GetSnapshotId(), src.GetVolume().GetVolumeId()

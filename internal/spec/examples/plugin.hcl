@@ -4,7 +4,7 @@
 
 plugin "hostpath" {
   # monolith: one process serves both the controller and the node service (most plugins).
-  # controller, node: a plugin split in two; declare each half in its own plugin block.
+  # controller, node: one half of a plugin split in two processes (see the end of the file).
   type = "monolith"
 
   # The unix socket the plugin serves on: an absolute path of at most 107 bytes.
@@ -33,3 +33,20 @@ plugin "hostpath" {
     }
   }
 }
+
+# A plugin split in two processes, as Nomad runs it (a controller plugin job and a node plugin
+# job with one plugin ID), is two plugin blocks with the same ID: volctl joins them into one
+# plugin with a controller socket and a node socket, which volumes name in plugin_id. The
+# halves may also be in two files, or registered one after the other. A half takes no exec
+# block: run both processes outside volctl, or declare one process serving both sockets as
+# type "monolith" with controller_socket and node_socket.
+#
+# plugin "ebs" {
+#   type   = "controller"
+#   socket = "/run/csi/ebs-controller.sock"
+# }
+#
+# plugin "ebs" {
+#   type   = "node"
+#   socket = "/run/csi/ebs-node.sock"
+# }

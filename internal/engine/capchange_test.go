@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+)
+
+// TestLostCapabilitiesDoNotDropStagingsQuietly: a plugin that comes back from a restart without
+// STAGE_UNSTAGE_VOLUME and PUBLISH_UNPUBLISH_VOLUME while a volume is staged and attached
+// through it. Before, the release dropped the staging and attachment records without a word,
+// leaving the staging mounted and the volume attached with nothing tracking them. Now an event
+// says what changed, the release checks the mount table and keeps the record of a staging
+// still mounted, reconcile reports it until it is unmounted, and the attachment record is
+// dropped with an event saying the volume may still be attached.
+func TestLostCapabilitiesDoNotDropStagingsQuietly(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	st, _ := h.staging("v")
+	if !st.Staged || !st.ControllerPublished {
+		t.Fatalf("staging before the restart = %+v", st)
+	}
+
+	h.stopServe()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	cfg.Node.StageUnstageVolume = false
+	cfg.Controller.PublishUnpublishVolume = false
+	restarted := csitest.NewMemPlugin(cfg)
+	restarted.AddVolume(csi.Volume{ID: h.externalID("v")})
+	csitest.ServeAt(t, h.socket, csitest.WithServer(restarted))
+
+	_, err := h.e.Release(h.ctx, "v", "a")
+	if err == nil || !strings.Contains(err.Error(), "still mounted") || !strings.Contains(err.Error(), "STAGE_UNSTAGE_VOLUME") {
+		t.Fatalf("release with the staging still mounted: %v", err)
+	}
+	if got, ok := h.staging("v"); !ok || !got.Staged || got.StagingPath != st.StagingPath {
+		t.Fatalf("the staging record was dropped while its path is mounted: %+v", got)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || !live[0].Releasing {
+		t.Fatalf("claim after the refused unstage = %+v", live)
+	}
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "plugin-capabilities"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || !strings.Contains(evs[0].Message, "lost: ") || !strings.Contains(evs[0].Message, "STAGE_UNSTAGE_VOLUME") ||
+		!strings.Contains(evs[0].Message, "PUBLISH_UNPUBLISH_VOLUME") || !strings.Contains(evs[0].Message, `"v"`) {
+		t.Fatalf("capability change events = %+v", evs)
+	}
+
+	rep, err := h.e.Reconcile(h.ctx)
+	if err == nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, st.StagingPath+" is still mounted") {
+		t.Fatalf("reconcile with the staging still mounted: %+v, %v", rep, err)
+	}
+
+	// Unmounted by hand: the next pass finishes the release and forgets the records, saying so.
+	h.mounts.markGone(st.StagingPath)
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile once the staging is unmounted: %+v, %v", rep, err)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claims after reconcile = %+v", live)
+	}
+	if _, ok := h.staging("v"); ok {
+		t.Fatal("the staging record outlived the release")
+	}
+	lost, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "capability-lost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawStage, sawAttach bool
+	for _, ev := range lost {
+		sawStage = sawStage || strings.Contains(ev.Message, "recorded as staged")
+		sawAttach = sawAttach || strings.Contains(ev.Message, `recorded as attached to node "node-1"`)
+	}
+	if !sawStage || !sawAttach {
+		t.Fatalf("events for the dropped records = %+v", lost)
+	}
+	if n := restarted.CallCount(csi.RPCNodeUnstageVolume) + restarted.CallCount(csi.RPCControllerUnpublishVolume); n != 0 {
+		t.Fatalf("%d unstage/detach calls to a plugin without the capabilities", n)
+	}
+}
+
+// A forced detach of a volume attached through a plugin that has since lost
+// PUBLISH_UNPUBLISH_VOLUME warns that the volume may still be attached, rather than dropping
+// the attachment record as if the plugin had never attached anything.
+func TestForceDetachWarnsOfAnAttachmentItCannotUndo(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+
+	h.stopServe()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	cfg.Controller.PublishUnpublishVolume = false
+	csitest.ServeAt(t, h.socket, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+
+	res, err := h.e.Detach(h.ctx, "v", true)
+	if err != nil {
+		t.Fatalf("Detach(force): %v", err)
+	}
+	if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, `recorded as attached to node "node-1"`) || !strings.Contains(w, "PUBLISH_UNPUBLISH_VOLUME") {
+		t.Fatalf("warnings = %q; want one saying the attachment could not be undone", res.Warnings)
+	}
+}

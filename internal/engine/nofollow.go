@@ -1,0 +1,298 @@
+package engine
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// Paths that volctl mounts on or creates as root are resolved without following symlinks: a
+// group's volume_mount destinations from "/" down, and the staging and publish paths below the
+// state dir. Anyone who can write a directory on such a path could otherwise plant a symlink in
+// it and have root's bind mount (or mkdir) land where the link points, /etc say. The walk opens
+// one component at a time relative to the directory before it (openat2 with
+// RESOLVE_NO_SYMLINKS, or O_PATH|O_NOFOLLOW and a check of what was opened where openat2 is
+// missing), and the mount is then made on the file descriptor of the checked path, so that
+// nothing swapped in afterwards changes where it lands.
+
+// symlinkError is a path volctl refused because one of its components is a symlink.
+type symlinkError struct {
+	Path      string // the path asked for
+	Component string // the leading part of Path that is a symlink
+	// Context, when set, is said instead of Path ("volume_mount /srv/data").
+	Context string
+}
+
+func (e *symlinkError) Error() string {
+	what := e.Context
+	if what == "" {
+		what = e.Path
+	}
+	return fmt.Sprintf("%s: %s is a symlink, and volctl does not follow symlinks in mount paths "+
+		"(replace it with a real directory, or use the path it points to)", what, e.Component)
+}
+
+// create says what a walk makes of the components that do not exist yet.
+type create int
+
+const (
+	createNothing create = iota // a missing component is an error (ENOENT)
+	createDirs                  // every missing component becomes a directory (0750)
+	createFile                  // missing parents become directories, the last an empty file (0640)
+)
+
+// noOpenat2 is set once openat2 turned out to be missing (ENOSYS, Linux before 5.6); the walk
+// then opens each component with O_PATH|O_NOFOLLOW. Tests set it to exercise that fallback.
+var noOpenat2 atomic.Bool
+
+// pathFD is an opened path: fd is an O_PATH descriptor of its last component, parent one of the
+// directory that holds it (the walk's root when the path is the root itself: then name is "").
+type pathFD struct {
+	path   string
+	fd     int
+	parent int
+	name   string
+}
+
+func (p *pathFD) close() {
+	if p.fd >= 0 {
+		_ = unix.Close(p.fd)
+	}
+	if p.parent >= 0 && p.parent != p.fd {
+		_ = unix.Close(p.parent)
+	}
+	p.fd, p.parent = -1, -1
+}
+
+// procPath is the /proc path through which the kernel resolves an open file descriptor to the
+// very file it refers to, wherever that has been moved since.
+func procPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
+// openNoFollow opens path, which must be root or below it, without following a symlink in any
+// component below root (root itself is trusted: "/", or the state dir the administrator chose),
+// creating what is missing as mode says. The error for a symlink is a *symlinkError naming it.
+func openNoFollow(root, path string, mode create) (*pathFD, error) {
+	for _, p := range []*string{&root, &path} {
+		abs, err := filepath.Abs(*p) // cleans it too
+		if err != nil {
+			return nil, err
+		}
+		*p = abs
+	}
+	rel, err := filepath.Rel(root, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return nil, fmt.Errorf("%s: not under %s", path, root)
+	}
+	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: root, Err: err}
+	}
+	p := &pathFD{path: path, fd: fd, parent: -1}
+	if rel == "." {
+		return p, nil
+	}
+	names := strings.Split(rel, "/")
+	done := root
+	for i, name := range names {
+		last := i == len(names)-1
+		done = filepath.Join(done, name)
+		if err := makeComponent(p.fd, name, mode, last); err != nil {
+			p.close()
+			return nil, &os.PathError{Op: "create", Path: done, Err: err}
+		}
+		next, err := openComponent(p.fd, name)
+		if errors.Is(err, unix.ELOOP) {
+			p.close()
+			return nil, &symlinkError{Path: path, Component: done}
+		}
+		if err != nil {
+			p.close()
+			return nil, &os.PathError{Op: "open", Path: done, Err: err}
+		}
+		if p.parent >= 0 {
+			_ = unix.Close(p.parent)
+		}
+		p.parent, p.fd, p.name = p.fd, next, name
+	}
+	return p, nil
+}
+
+// makeComponent creates name in dir when mode asks for it; one that exists is left as it is
+// (the open that follows refuses it if it is a symlink).
+func makeComponent(dir int, name string, mode create, last bool) error {
+	switch {
+	case mode == createNothing:
+		return nil
+	case mode == createFile && last:
+		fd, err := unix.Openat(dir, name, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, 0o640)
+		if err == nil {
+			return unix.Close(fd)
+		}
+		if errors.Is(err, unix.EEXIST) {
+			return nil
+		}
+		return err
+	}
+	if err := unix.Mkdirat(dir, name, 0o750); err != nil && !errors.Is(err, unix.EEXIST) {
+		return err
+	}
+	return nil
+}
+
+// openComponent opens one name in dir as O_PATH without following it: ELOOP when it is a
+// symlink.
+func openComponent(dir int, name string) (int, error) {
+	if !noOpenat2.Load() {
+		fd, err := unix.Openat2(dir, name, &unix.OpenHow{
+			Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS,
+		})
+		if !errors.Is(err, unix.ENOSYS) {
+			return fd, err
+		}
+		noOpenat2.Store(true)
+	}
+	// O_PATH|O_NOFOLLOW opens a symlink itself rather than failing: look at what was opened.
+	fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		_ = unix.Close(fd)
+		return -1, err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		_ = unix.Close(fd)
+		return -1, unix.ELOOP
+	}
+	return fd, nil
+}
+
+// isDir reports whether the opened path is a directory.
+func (p *pathFD) isDir() (bool, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(p.fd, &st); err != nil {
+		return false, &os.PathError{Op: "stat", Path: p.path, Err: err}
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFDIR, nil
+}
+
+// mounted reports whether the opened path is a mount point: opening it crossed into another
+// mount than its parent directory's.
+func (p *pathFD) mounted() (bool, error) {
+	if p.parent < 0 {
+		return false, fmt.Errorf("%s: cannot tell whether it is a mount point", p.path)
+	}
+	mine, err := mountID(p.fd)
+	if err != nil {
+		return false, &os.PathError{Op: "mount id of", Path: p.path, Err: err}
+	}
+	theirs, err := mountID(p.parent)
+	if err != nil {
+		return false, &os.PathError{Op: "mount id of", Path: filepath.Dir(p.path), Err: err}
+	}
+	return mine != theirs, nil
+}
+
+// mountID is the ID of the mount an open file is on: statx's STATX_MNT_ID (Linux 5.8), else
+// the mnt_id line of /proc/self/fdinfo.
+func mountID(fd int) (uint64, error) {
+	var sx unix.Statx_t
+	err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &sx)
+	if err == nil && sx.Mask&unix.STATX_MNT_ID != 0 {
+		return sx.Mnt_id, nil
+	}
+	f, err := os.Open("/proc/self/fdinfo/" + strconv.Itoa(fd))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "mnt_id:"); ok {
+			return strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, errors.New("no mnt_id in fdinfo")
+}
+
+// reopenMount opens the path's last name again through its parent, without following it, and
+// checks that it is the root of a mount of src: after mountOn, the new mount. Once a directory
+// is a mount point it can be neither renamed nor removed, so the name still leads to it unless
+// the directory was moved away before the mount landed on it; then this is an error, and the
+// mount, made on the directory wherever it went, must be undone (undoMountOn).
+func (p *pathFD) reopenMount(src *pathFD) (int, error) {
+	fd, err := openComponent(p.parent, p.name)
+	if errors.Is(err, unix.ELOOP) {
+		return -1, &symlinkError{Path: p.path, Component: p.path}
+	}
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: p.path, Err: err}
+	}
+	ok, err := isMountOf(fd, p.parent, src.fd)
+	if err != nil || !ok {
+		_ = unix.Close(fd)
+		if err == nil {
+			err = errors.New("it was replaced while it was being mounted")
+		}
+		return -1, &os.PathError{Op: "check the new mount at", Path: p.path, Err: err}
+	}
+	return fd, nil
+}
+
+// isMountOf reports whether fd, a name in the directory parent, is the root of a bind mount of
+// src: on another mount than parent, and the same file as src.
+func isMountOf(fd, parent, src int) (bool, error) {
+	mine, err := mountID(fd)
+	if err != nil {
+		return false, err
+	}
+	theirs, err := mountID(parent)
+	if err != nil {
+		return false, err
+	}
+	var a, b unix.Stat_t
+	if err := unix.Fstat(fd, &a); err != nil {
+		return false, err
+	}
+	if err := unix.Fstat(src, &b); err != nil {
+		return false, err
+	}
+	return mine != theirs && a.Dev == b.Dev && a.Ino == b.Ino, nil
+}
+
+// mountOn bind-mounts src (recursively) on dst through their file descriptors: on the very
+// directory (or file) the walk checked, whatever its path has become since.
+func mountOn(src, dst *pathFD) error {
+	return unix.Mount(procPath(src.fd), procPath(dst.fd), "", unix.MS_BIND|unix.MS_REC, "")
+}
+
+// undoMountOn lazily unmounts what mountOn put on dst. umount, unlike mount, follows the mounts
+// on the directory the descriptor names, so this finds the mount wherever that directory is.
+func undoMountOn(dst *pathFD) error {
+	return unix.Unmount(procPath(dst.fd), unix.MNT_DETACH)
+}
+
+// unmount unmounts what is mounted on the opened path through its parent's descriptor, so the
+// kernel looks up nothing but the last name (not followed). The path's own descriptor is
+// closed first: it holds the mount, which would make it busy.
+func (p *pathFD) unmount(flags int) error {
+	if p.fd >= 0 && p.fd != p.parent {
+		_ = unix.Close(p.fd)
+		p.fd = -1
+	}
+	if p.parent < 0 {
+		return fmt.Errorf("%s: cannot unmount the walk's root", p.path)
+	}
+	return unix.Unmount(procPath(p.parent)+"/"+p.name, flags|unix.UMOUNT_NOFOLLOW)
+}

@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// TestSplitPluginServesTheWholeLifecycle: a driver run as two processes, a controller-only
+// server and a node-only server with one driver name, registered half by half under one plugin
+// ID as Nomad's controller and node plugin jobs are, creates, publishes, releases and deletes
+// a volume: controller RPCs on the controller socket, node RPCs on the node socket.
+func TestSplitPluginServesTheWholeLifecycle(t *testing.T) {
+	h := newHarness(t, nil)
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	// One backend seen by both processes, as a cloud driver's controller and node see the
+	// cloud; each server offers only its half's services.
+	backend := csitest.NewMemPlugin(cfg)
+	ctrlFaults, nodeFaults := csitest.NewFaults(), csitest.NewFaults()
+	ctrlSock, _ := csitest.Serve(t, csitest.WithFaults(ctrlFaults), csitest.WithRegister(func(s *grpc.Server) {
+		backend.RegisterServices(s, csitest.Identity, csitest.Controller)
+	}))
+	nodeSock, _ := csitest.Serve(t, csitest.WithFaults(nodeFaults), csitest.WithRegister(func(s *grpc.Server) {
+		backend.RegisterServices(s, csitest.Identity, csitest.Node)
+	}))
+
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "split", Type: spec.PluginController, ControllerSocket: ctrlSock}); err != nil {
+		t.Fatalf("register the controller half: %v", err)
+	}
+	info, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "split", Type: spec.PluginNode, NodeSocket: nodeSock})
+	if err != nil {
+		t.Fatalf("register the node half: %v", err)
+	}
+	if info.ControllerSocket != ctrlSock || info.NodeSocket != nodeSock || !info.Healthy || info.NodeID != "node-1" {
+		t.Fatalf("the joined plugin = %+v", info)
+	}
+
+	sv := volume("v")
+	sv.PluginID = "split"
+	v := h.create(sv)
+	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "web"})
+	if cl.State != "published" {
+		t.Fatalf("claim = %+v", cl)
+	}
+	if got := backend.Targets(v.ExternalID); len(got) != 1 || got[0] != cl.TargetPath {
+		t.Fatalf("targets = %v", got)
+	}
+	h.release("v", "web")
+	if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {
+		t.Fatalf("delete through the split plugin: %v", err)
+	}
+	if _, ok := backend.Volume(v.ExternalID); ok {
+		t.Fatal("the volume's storage is still there after the delete")
+	}
+
+	for _, rpc := range []string{csi.RPCCreateVolume, csi.RPCControllerPublishVolume, csi.RPCControllerUnpublishVolume, csi.RPCDeleteVolume} {
+		if ctrlFaults.Calls(rpc) != 1 || nodeFaults.Calls(rpc) != 0 {
+			t.Errorf("%s: %d calls on the controller socket, %d on the node socket", rpc, ctrlFaults.Calls(rpc), nodeFaults.Calls(rpc))
+		}
+	}
+	for _, rpc := range []string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume} {
+		if nodeFaults.Calls(rpc) != 1 || ctrlFaults.Calls(rpc) != 0 {
+			t.Errorf("%s: %d calls on the node socket, %d on the controller socket", rpc, nodeFaults.Calls(rpc), ctrlFaults.Calls(rpc))
+		}
+	}
+
+	// Registering a half again replaces that half only.
+	nodeSock2, _ := csitest.Serve(t, csitest.WithRegister(func(s *grpc.Server) {
+		backend.RegisterServices(s, csitest.Identity, csitest.Node)
+	}))
+	info, err = h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "split", Type: spec.PluginNode, NodeSocket: nodeSock2})
+	if err != nil || info.ControllerSocket != ctrlSock || info.NodeSocket != nodeSock2 {
+		t.Fatalf("re-registering the node half: %+v, %v", info, err)
+	}
+
+	// A half with an exec block cannot join: the agent starts one process per plugin.
+	_, err = h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "split", Type: spec.PluginNode, NodeSocket: nodeSock,
+		Exec: &spec.Exec{Command: "/bin/node-plugin"}})
+	if err == nil || !strings.Contains(err.Error(), "cannot have an exec block") {
+		t.Fatalf("joining a half with an exec block: %v", err)
+	}
+}

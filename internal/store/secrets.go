@@ -1,0 +1,100 @@
+package store
+
+import (
+	"database/sql"
+	"fmt"
+)
+
+// SecretValues returns every secret value and mount flag the state holds, each once: the
+// volumes' secrets and mount flags, the mount flags of live and freed claims and of groups'
+// volume requests, and the values of plugins' exec environments. Any of them may have been
+// sent to a plugin, and a plugin may echo any of them in a message: the engine scrubs them all
+// from what plugins say before it stores or prints it. The queries read only these columns,
+// each distinct value decoded once, so the cost grows with how many different secrets there
+// are rather than with how many volumes and claims share them.
+func (tx *Tx) SecretValues() ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	add := func(vs ...string) {
+		for _, v := range vs {
+			if v != "" && !seen[v] {
+				seen[v] = true
+				out = append(out, v)
+			}
+		}
+	}
+	for _, q := range []struct {
+		what, sql string
+		decode    func(sql.NullString) ([]string, error)
+	}{
+		{"volume secrets", `SELECT DISTINCT secrets FROM volumes WHERE secrets IS NOT NULL`, mapValues},
+		{"volume mount flags", `SELECT DISTINCT mount_options FROM volumes WHERE mount_options IS NOT NULL`,
+			func(col sql.NullString) ([]string, error) {
+				var mo *mountOptionsRow
+				err := decJSON(col, &mo)
+				if mo == nil {
+					return nil, err
+				}
+				return mo.MountFlags, err
+			}},
+		{"claim mount flags", `SELECT DISTINCT mount_flags FROM claims WHERE mount_flags IS NOT NULL`, listValues},
+		{"past claim mount flags", `SELECT DISTINCT mount_flags FROM claim_history WHERE mount_flags IS NOT NULL`, listValues},
+		{"group mount flags", `SELECT DISTINCT spec FROM groups`, func(col sql.NullString) ([]string, error) {
+			var g groupRow
+			err := decJSON(col, &g)
+			var flags []string
+			for _, v := range g.Volumes {
+				if v.MountOptions != nil {
+					flags = append(flags, v.MountOptions.MountFlags...)
+				}
+			}
+			return flags, err
+		}},
+		{"plugin environments", `SELECT DISTINCT exec FROM plugins WHERE exec IS NOT NULL`,
+			func(col sql.NullString) ([]string, error) {
+				var e *execRow
+				err := decJSON(col, &e)
+				if e == nil {
+					return nil, err
+				}
+				return values(e.Env), err
+			}},
+	} {
+		rows, err := tx.query(q.sql)
+		cols, err := collect(rows, err, func(sc scanner) (sql.NullString, error) {
+			var col sql.NullString
+			return col, sc.Scan(&col)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", q.what, mapBusy(err))
+		}
+		for _, col := range cols {
+			vs, err := q.decode(col)
+			if err != nil {
+				return nil, fmt.Errorf("read %s: decode: %w", q.what, err)
+			}
+			add(vs...)
+		}
+	}
+	return out, nil
+}
+
+func mapValues(col sql.NullString) ([]string, error) {
+	var m map[string]string
+	err := decJSON(col, &m)
+	return values(m), err
+}
+
+func listValues(col sql.NullString) ([]string, error) {
+	var l []string
+	err := decJSON(col, &l)
+	return l, err
+}
+
+func values(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
