@@ -55,9 +55,11 @@ func snapshotName(namespace, volumeID string, at time.Time) string {
 	return csiName(namespace, volumeID) + "-" + strconv.FormatInt(at.Unix(), 10)
 }
 
-// reachOf is how a plugin is reached, recorded with its snapshots.
-func reachOf(p store.Plugin) store.PluginReach {
-	return store.PluginReach{Type: p.Type, Socket: p.Socket, ControllerSocket: p.ControllerSocket}
+// reachOf is how a connected plugin is reached, and the driver that answered, recorded with its
+// snapshots.
+func reachOf(c *conn) store.PluginReach {
+	return store.PluginReach{Type: c.plugin.Type, Socket: c.plugin.Socket, ControllerSocket: c.plugin.ControllerSocket,
+		Provider: c.fp.Provider}
 }
 
 // CreateSnapshot snapshots a volume through its plugin (CREATE_DELETE_SNAPSHOT) and records the
@@ -81,7 +83,7 @@ func (e *Engine) CreateSnapshot(ctx context.Context, volumeID, name string, para
 		return fail(err)
 	}
 	intent := store.SnapshotCreate{PluginID: v.PluginID, Name: name, SourceVolumeID: v.ID, SourceExternalID: v.ExternalID,
-		Parameters: params, Secrets: v.Secrets, Reach: reachOf(c.plugin)}
+		Parameters: params, Secrets: v.Secrets, Reach: reachOf(c)}
 	replay := false
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		if name == "" {
@@ -193,13 +195,15 @@ func canSnapshot(c *conn, what string) error {
 }
 
 // snapshotConn connects to the plugin of a snapshot: the registered plugin, or, when its record
-// is gone (deregistered), the plugin as it was reached when the snapshot was made.
+// is gone (deregistered), the plugin as it was reached when the snapshot was made, which must
+// still be the same driver (its name pinned as for a registered plugin).
 func (e *Engine) snapshotConn(ctx context.Context, pluginID string, reach store.PluginReach) (*conn, error) {
 	c, err := e.connect(ctx, pluginID)
 	if err == nil || !errors.Is(err, ErrNotFound) || reach.Type == "" {
 		return c, err
 	}
-	p := store.Plugin{ID: pluginID, Type: reach.Type, Socket: reach.Socket, ControllerSocket: reach.ControllerSocket}
+	p := store.Plugin{ID: pluginID, Type: reach.Type, Socket: reach.Socket, ControllerSocket: reach.ControllerSocket,
+		Fingerprint: store.Fingerprint{Provider: reach.Provider}}
 	if c, err = e.connectPlugin(ctx, p, false); err != nil {
 		return nil, fmt.Errorf("plugin %q is not registered any more, and reaching it where it was when the snapshot was made failed: %w (start it there, or register it again)", pluginID, err)
 	}

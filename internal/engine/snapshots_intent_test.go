@@ -143,3 +143,33 @@ func TestSnapshotDeletableAfterPluginDeregistered(t *testing.T) {
 		t.Errorf("records left: %+v", list.Snapshots)
 	}
 }
+
+// Reaching a deregistered plugin's recorded socket, volctl still insists on the driver that made
+// the snapshot: another driver answering there gets no DeleteSnapshot (its NOT_FOUND would make
+// volctl forget a snapshot that still exists).
+func TestSnapshotDeleteRefusesAnotherDriverAfterDeregistration(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	s, err := h.e.CreateSnapshot(h.ctx, "db", "keep", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.DeregisterPlugin(h.ctx, "mem", true); err != nil {
+		t.Fatal(err)
+	}
+	h.stopServe()
+	cfg := csitest.DefaultMemConfig()
+	cfg.Name = "impostor.csi.volctl.test"
+	impostor := csitest.NewMemPlugin(cfg)
+	csitest.ServeAt(t, h.socket, csitest.WithServer(impostor))
+	err = h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `"impostor.csi.volctl.test", registered as "mem.csi.volctl.test"`) {
+		t.Fatalf("delete through another driver = %v, want a conflict naming both drivers", err)
+	}
+	if n := impostor.CallCount(csi.RPCDeleteSnapshot); n != 0 {
+		t.Errorf("the other driver got %d DeleteSnapshot", n)
+	}
+	list, _ := h.e.ListSnapshots(h.ctx, "", nil)
+	if len(list.Snapshots) != 1 || list.Snapshots[0].ID != s.ID {
+		t.Errorf("records after the refusal: %+v, want the snapshot kept", list.Snapshots)
+	}
+}

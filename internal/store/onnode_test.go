@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // OnNode is what admission counts against max_volumes_per_node: a plugin's volumes with a live
@@ -79,6 +81,26 @@ func TestSnapshotCreates(t *testing.T) {
 	view(t, s, func(tx *Tx) error {
 		if _, err := tx.Snapshots().GetCreate(sc.PluginID, sc.Name); !errors.Is(err, ErrNotFound) {
 			t.Errorf("GetCreate after delete: %v", err)
+		}
+		return nil
+	})
+}
+
+// The secrets a snapshot keeps (to be deleted after its volume is forgotten) are among those
+// the engine scrubs from plugin messages.
+func TestSecretValuesIncludeSnapshots(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	update(t, s, func(tx *Tx) error {
+		return errors.Join(
+			tx.Snapshots().Put(&Snapshot{PluginID: "p", SnapshotID: "s1", Secrets: spec.Secrets{"k": "snap-secret"}}),
+			tx.Snapshots().PutCreate(&SnapshotCreate{PluginID: "p", Name: "n", Secrets: spec.Secrets{"k": "intent-secret"}}))
+	})
+	view(t, s, func(tx *Tx) error {
+		got, err := tx.SecretValues()
+		slices.Sort(got)
+		if want := []string{"intent-secret", "snap-secret"}; err != nil || !slices.Equal(got, want) {
+			t.Errorf("SecretValues = %q, %v; want %q", got, err, want)
 		}
 		return nil
 	})

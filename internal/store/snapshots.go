@@ -32,6 +32,7 @@ type PluginReach struct {
 	Type             spec.PluginType
 	Socket           string
 	ControllerSocket string
+	Provider         string // the driver name GetPluginInfo gave, which must answer there again
 }
 
 // SnapshotCreate is the intent of a CreateSnapshot, recorded before it is sent and keyed by
@@ -76,7 +77,7 @@ func (tx *Tx) Snapshots() SnapshotStore { return snapshots{tx} }
 type snapshots struct{ tx *Tx }
 
 const snapshotColumns = `plugin_id, snapshot_id, name, source_volume_id, source_external_id, size_bytes,
-	ready_to_use, parameters, created_at, secrets, plugin_type, socket, controller_socket`
+	ready_to_use, parameters, created_at, secrets, plugin_type, socket, controller_socket, provider`
 
 func scanSnapshot(sc scanner) (Snapshot, error) {
 	var (
@@ -85,7 +86,7 @@ func scanSnapshot(sc scanner) (Snapshot, error) {
 		c           int64
 	)
 	if err := sc.Scan(&sn.PluginID, &sn.SnapshotID, &sn.Name, &sn.SourceVolumeID, &sn.SourceExternalID,
-		&sn.SizeBytes, &sn.ReadyToUse, &params, &c, &sec, &sn.Reach.Type, &sn.Reach.Socket, &sn.Reach.ControllerSocket); err != nil {
+		&sn.SizeBytes, &sn.ReadyToUse, &params, &c, &sec, &sn.Reach.Type, &sn.Reach.Socket, &sn.Reach.ControllerSocket, &sn.Reach.Provider); err != nil {
 		return Snapshot{}, err
 	}
 	if err := decJSON(params, &sn.Parameters); err != nil {
@@ -135,9 +136,9 @@ func (ss snapshots) Put(sn *Snapshot) error {
 		sn.CreatedAt = ss.tx.now()
 	}
 	sn.CreatedAt = decTime(encTime(sn.CreatedAt)) // as it will read back
-	_, err = ss.tx.exec(`INSERT OR REPLACE INTO snapshots (`+snapshotColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = ss.tx.exec(`INSERT OR REPLACE INTO snapshots (`+snapshotColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		sn.PluginID, sn.SnapshotID, sn.Name, sn.SourceVolumeID, sn.SourceExternalID, sn.SizeBytes,
-		encBool(sn.ReadyToUse), params, encTime(sn.CreatedAt), sec, sn.Reach.Type, sn.Reach.Socket, sn.Reach.ControllerSocket)
+		encBool(sn.ReadyToUse), params, encTime(sn.CreatedAt), sec, sn.Reach.Type, sn.Reach.Socket, sn.Reach.ControllerSocket, sn.Reach.Provider)
 	return wrap(err, what, "")
 }
 
@@ -157,7 +158,7 @@ func (ss snapshots) NameTaken(pluginID, name string) (bool, error) {
 }
 
 const snapshotCreateColumns = `plugin_id, name, source_volume_id, source_external_id, parameters, secrets,
-	plugin_type, socket, controller_socket, created_at`
+	plugin_type, socket, controller_socket, provider, created_at`
 
 func snapshotCreateWhat(pluginID, name string) string {
 	return fmt.Sprintf("snapshot intent %q of plugin %q", name, pluginID)
@@ -170,7 +171,7 @@ func scanSnapshotCreate(sc scanner) (SnapshotCreate, error) {
 		c           int64
 	)
 	if err := sc.Scan(&s.PluginID, &s.Name, &s.SourceVolumeID, &s.SourceExternalID, &params, &sec,
-		&s.Reach.Type, &s.Reach.Socket, &s.Reach.ControllerSocket, &c); err != nil {
+		&s.Reach.Type, &s.Reach.Socket, &s.Reach.ControllerSocket, &s.Reach.Provider, &c); err != nil {
 		return SnapshotCreate{}, err
 	}
 	for _, d := range []struct {
@@ -199,9 +200,9 @@ func (ss snapshots) PutCreate(sc *SnapshotCreate) error {
 		sc.CreatedAt = ss.tx.now()
 	}
 	sc.CreatedAt = decTime(encTime(sc.CreatedAt))
-	_, err = ss.tx.exec(`INSERT OR REPLACE INTO snapshot_creates (`+snapshotCreateColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = ss.tx.exec(`INSERT OR REPLACE INTO snapshot_creates (`+snapshotCreateColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		sc.PluginID, sc.Name, sc.SourceVolumeID, sc.SourceExternalID, params, sec, sc.Reach.Type, sc.Reach.Socket,
-		sc.Reach.ControllerSocket, encTime(sc.CreatedAt))
+		sc.Reach.ControllerSocket, sc.Reach.Provider, encTime(sc.CreatedAt))
 	return wrap(err, what, "")
 }
 

@@ -8,11 +8,13 @@ ALTER TABLE volumes ADD COLUMN node_expand_min INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE volumes ADD COLUMN node_expand_max INTEGER NOT NULL DEFAULT 0;
 
 -- What DeleteSnapshot needs once the source volume or the plugin's record is gone: the secrets
--- it was created with and how to reach the plugin's controller.
+-- it was created with, how to reach the plugin's controller, and the driver name (GetPluginInfo)
+-- that must answer there.
 ALTER TABLE snapshots ADD COLUMN secrets TEXT;
 ALTER TABLE snapshots ADD COLUMN plugin_type TEXT NOT NULL DEFAULT '';
 ALTER TABLE snapshots ADD COLUMN socket TEXT NOT NULL DEFAULT '';
 ALTER TABLE snapshots ADD COLUMN controller_socket TEXT NOT NULL DEFAULT '';
+ALTER TABLE snapshots ADD COLUMN provider TEXT NOT NULL DEFAULT '';
 
 -- snapshot_creates: the intent of a CreateSnapshot, committed before it is sent (the provider's
 -- snapshot ID is not known yet, so it is keyed by the CSI name, CreateSnapshot's idempotency
@@ -28,6 +30,7 @@ CREATE TABLE snapshot_creates (
     plugin_type        TEXT    NOT NULL DEFAULT '',
     socket             TEXT    NOT NULL DEFAULT '',
     controller_socket  TEXT    NOT NULL DEFAULT '',
+    provider           TEXT    NOT NULL DEFAULT '',
     created_at         INTEGER NOT NULL,
     PRIMARY KEY (plugin_id, name)
 ) STRICT;
