@@ -176,7 +176,8 @@ stderr (and in the JSON's warnings) says so. Snapshots whose creation was cut sh
 pending, without an ID (volctl reconcile finishes them).
 
 --secret KEY=VALUE (repeatable) is sent with ListSnapshots, as nomad volume snapshot list
--secret does; without it, none is sent.`,
+-secret does. Without it, volctl sends the secrets the plugin's volumes were registered or
+created with, when they all carry the same ones; when they differ, it sends none and warns.`,
 		Example: `  volctl volume snapshot list
   volctl volume snapshot list --plugin hostpath --json
   volctl volume snapshot list -t '{{range .snapshots}}{{.id}} {{.source_volume_id}}{{"\n"}}{{end}}'`,

@@ -393,7 +393,8 @@ func (e *Engine) reconcileSnapshots(ctx context.Context, rep *ReconcileReport) {
 }
 
 // ListSnapshots lists the snapshots of one plugin, or of every registered plugin when pluginID
-// is empty. A plugin with LIST_SNAPSHOTS is asked (with secrets, when not nil), and its answer
+// is empty. A plugin with LIST_SNAPSHOTS is asked (with secrets, when not nil, else with its
+// volumes' recorded secrets when they agree: pluginVolumeSecrets), and its answer
 // is merged with volctl's records (which add the CSI name, the source's volctl ID and the
 // parameters); for a plugin without it, or one that cannot be reached, volctl's records are
 // shown and a warning says so. Snapshots still being created are listed as pending.
@@ -446,7 +447,14 @@ func (e *Engine) ListSnapshots(ctx context.Context, pluginID string, secrets spe
 	for _, p := range plugins {
 		recs := byPlugin[p.ID]
 		delete(byPlugin, p.ID)
-		listed, why := e.listPluginSnapshots(ctx, p, pluginID != "" || len(recs) > 0, secrets)
+		sec := secrets
+		if sec == nil {
+			var warning string
+			if sec, warning = pluginVolumeSecrets(p.ID, vols); warning != "" {
+				out.Warnings = append(out.Warnings, warning)
+			}
+		}
+		listed, why := e.listPluginSnapshots(ctx, p, pluginID != "" || len(recs) > 0, sec)
 		if why != "" {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("plugin %q: %s: showing volctl's records only", p.ID, why))
 		}
@@ -473,6 +481,30 @@ func (e *Engine) ListSnapshots(ctx context.Context, pluginID string, secrets spe
 		return a.ID < b.ID
 	})
 	return out, nil
+}
+
+// pluginVolumeSecrets is what ListSnapshots sends a plugin when no secrets are given: the
+// secrets its volumes were recorded with, when they all carry the same ones (one credential for
+// the plugin, the usual case). When they differ, none are sent and the warning says so.
+func pluginVolumeSecrets(pluginID string, vols []store.Volume) (spec.Secrets, string) {
+	var (
+		found spec.Secrets
+		from  string
+	)
+	for _, v := range vols {
+		if v.PluginID != pluginID || len(v.Secrets) == 0 {
+			continue
+		}
+		if found == nil {
+			found, from = v.Secrets, v.ID
+			continue
+		}
+		if !maps.Equal(found.Plain(), v.Secrets.Plain()) {
+			return nil, fmt.Sprintf("plugin %q: volumes %q and %q have different secrets, so none were sent with ListSnapshots (pass --secret)",
+				pluginID, from, v.ID)
+		}
+	}
+	return found, ""
 }
 
 // listPluginSnapshots pages through a plugin's ListSnapshots. why is non-empty when the plugin

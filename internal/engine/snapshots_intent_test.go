@@ -90,6 +90,27 @@ func TestSnapshotSecrets(t *testing.T) {
 	if r, _ := csitest.LastRequest[csi.ListSnapshotsRequest](h.mem); r.Secrets["token"] != "given" {
 		t.Errorf("ListSnapshots secrets %v, want the given ones", r.Secrets)
 	}
+	// Without them: the plugin's volumes' secrets, when they agree; none, with a warning, when not.
+	if _, err := h.e.ListSnapshots(h.ctx, "mem", nil); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := csitest.LastRequest[csi.ListSnapshotsRequest](h.mem); r.Secrets["token"] != "s3cr3t" {
+		t.Errorf("ListSnapshots without secrets sent %v, want the volume's", r.Secrets)
+	}
+	other := volume("other")
+	other.Secrets = spec.Secrets{"token": "another"}
+	h.create(other)
+	list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := csitest.LastRequest[csi.ListSnapshotsRequest](h.mem); r.Secrets != nil ||
+		len(list.Warnings) != 1 || !strings.Contains(list.Warnings[0], `volumes "db" and "other" have different secrets`) {
+		t.Errorf("ListSnapshots with differing volume secrets sent %v, warnings %q", r.Secrets, list.Warnings)
+	}
+	if err := h.e.DeleteVolume(h.ctx, "other"); err != nil {
+		t.Fatal(err)
+	}
 	a, err := h.e.CreateSnapshot(h.ctx, "db", "a", nil)
 	if err != nil {
 		t.Fatal(err)
