@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -14,8 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -251,11 +255,14 @@ func TestDefaultBuildIgnoresFailpoints(t *testing.T) {
 		"claim:node-staged", "rpc:NodePublishVolume", "release:unpublishing", "rpc:NodeUnpublishVolume",
 		"release:node-detached", "rpc:NodeUnstageVolume", "rpc:ControllerUnpublishVolume",
 		"release:controller-detached", "create:intent", "rpc:CreateVolume", "create:ready",
-		"delete:intent", "rpc:DeleteVolume"}, ",")}
+		"delete:intent", "rpc:DeleteVolume", "expand:node-owed", "rpc:NodeExpandVolume", "snapshot:intent",
+		"rpc:CreateSnapshot"}, ",")}
 	for _, args := range [][]string{
 		{"plugin", "register", "--id", "hp", "--socket", socket},
 		{"volume", "create", writeVolumeSpec(t, "vol", spec.SingleNodeWriter)},
 		{"volume", "claim", "vol", "--alloc", "a"},
+		{"volume", "expand", "vol", "--size", "2MiB"},
+		{"volume", "snapshot", "create", "vol", "s1"},
 		{"volume", "release", "vol", "--alloc", "a"},
 		{"volume", "delete", "vol", "--yes"},
 	} {
@@ -265,6 +272,95 @@ func TestDefaultBuildIgnoresFailpoints(t *testing.T) {
 		}
 		if err != nil {
 			t.Fatalf("volctl %s (default build): %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// TestCrashExpandNodeOwed kills `volume expand` once the new size and the node expansion it
+// owes are committed, before NodeExpandVolume, and right after NodeExpandVolume returned before
+// the debt was cleared: the debt is recorded, and `volctl reconcile` (the first case) or the
+// same expand again (the second) sends it. The in-memory plugin mounts nothing, so this runs
+// without mount privileges.
+func TestCrashExpandNodeOwed(t *testing.T) {
+	bin := buildVolctl(t, failpointsTag)
+	mem := csitest.NewMemPlugin(csitest.DefaultMemConfig())
+	socket, _ := csitest.Serve(t, csitest.WithServer(mem))
+	env := &hostEnv{t: t, state: hostpathtest.ShortDir(t), socket: socket}
+	env.ok("plugin", "register", "--id", "hp", "--socket", socket)
+	env.createVolume("vol", spec.SingleNodeWriter)
+	target := strings.TrimSpace(env.ok("volume", "claim", "vol", "--alloc", "a"))
+	owed := func() string {
+		return strings.TrimSpace(env.ok("volume", "status", "vol", "-t", "{{.node_expansion_owed}}"))
+	}
+	nodeExpands := func() []csi.NodeExpandVolumeRequest { return csitest.Requests[csi.NodeExpandVolumeRequest](mem) }
+
+	env.crash(bin, "expand:node-owed", "volume", "expand", "vol", "--size", "2MiB")
+	if got := owed(); got != "2097152" || len(nodeExpands()) != 0 {
+		t.Fatalf("after the crash: owed %q, NodeExpandVolume %+v; want 2097152 owed and none sent", got, nodeExpands())
+	}
+	env.ok("reconcile")
+	if got, reqs := owed(), nodeExpands(); got != "<no value>" || len(reqs) != 1 || reqs[0].VolumePath != target || reqs[0].CapacityMin != 2<<20 {
+		t.Fatalf("after reconcile: owed %q, NodeExpandVolume %+v; want it sent at %s and nothing owed", got, reqs, target)
+	}
+
+	env.crash(bin, "rpc:NodeExpandVolume", "volume", "expand", "vol", "--size", "4MiB")
+	if got := owed(); got != "4194304" {
+		t.Fatalf("after the crash past NodeExpandVolume: owed %q, want 4194304 (not yet cleared)", got)
+	}
+	env.ok("volume", "expand", "vol", "--size", "4MiB")
+	if got, reqs := owed(), nodeExpands(); got != "<no value>" || len(reqs) != 3 || reqs[2].CapacityMin != 4<<20 {
+		t.Fatalf("after expanding again: owed %q, NodeExpandVolume %+v; want it sent again and nothing owed", got, reqs)
+	}
+}
+
+// TestCrashSnapshot kills `volume snapshot create` right after it committed the snapshot's
+// intent, and right after CreateSnapshot returned before the snapshot was recorded: the
+// snapshot is listed as pending, and `volctl reconcile` finishes it, or `snapshot delete
+// PLUGIN NAME` removes it, leaving the plugin and the records in agreement. Snapshots need no
+// mounts, so this runs without mount privileges.
+func TestCrashSnapshot(t *testing.T) {
+	bin := buildVolctl(t, failpointsTag)
+	srv := hostpathtest.Start(t, hostpath.Config{Root: hostpathtest.ShortDir(t), NodeID: "n1", Mounter: &hostpathtest.FakeMounter{}})
+	env := &hostEnv{t: t, state: hostpathtest.ShortDir(t), socket: srv.Socket, plugin: srv.Plugin}
+	env.ok("plugin", "register", "--id", "hp", "--socket", env.socket)
+	env.createVolume("vol", spec.SingleNodeWriter)
+	list := func() map[string]engine.SnapshotInfo {
+		var l engine.SnapshotList
+		if err := json.Unmarshal([]byte(env.ok("volume", "snapshot", "list", "--plugin", "hp", "--json")), &l); err != nil {
+			env.t.Fatal(err)
+		}
+		out := map[string]engine.SnapshotInfo{}
+		for _, s := range l.Snapshots {
+			out[s.Name] = s
+		}
+		return out
+	}
+	for _, fp := range []string{"snapshot:intent", "rpc:CreateSnapshot"} {
+		for _, finish := range []string{"reconcile", "delete"} {
+			t.Run(fp+"/"+finish, func(t *testing.T) {
+				env.t = t
+				name := strings.NewReplacer(":", "-").Replace(fp) + "-" + finish
+				env.crash(bin, fp, "volume", "snapshot", "create", "vol", name)
+				if s, ok := list()[name]; !ok || !s.Pending || s.SourceVolumeID != "vol" {
+					t.Fatalf("after the crash, snapshot %q is %+v (listed: %v), want pending, of vol", name, s, ok)
+				}
+				switch finish {
+				case "reconcile":
+					env.ok("reconcile")
+					s, ok := list()[name]
+					if !ok || s.Pending || s.ID == "" || !s.Recorded || !s.Listed {
+						t.Fatalf("after reconcile, snapshot %q is %+v, want recorded and listed by the plugin", name, s)
+					}
+				case "delete":
+					env.ok("volume", "snapshot", "delete", "hp", name, "--yes")
+					for n, s := range list() {
+						if n == name || (s.Listed && !s.Recorded) {
+							t.Fatalf("after delete, the plugin or volctl still has %+v", s)
+						}
+					}
+				}
+				env.ok("reconcile") // nothing left to do, nothing wrong
+			})
 		}
 	}
 }

@@ -15,15 +15,17 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // cmdMemPlugin serves an in-memory CSI plugin (csitest.MemPlugin) inside the test process
 // for the rest of the script, so scripts can run volctl against a plugin that lacks
 // capabilities, fails or hangs:
 //
-//	memplugin SOCKET [node=ID] [name=NAME] [split=NODESOCKET] [-cap=CAPABILITY]... [+cap=CAPABILITY]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...
+//	memplugin SOCKET [node=ID] [name=NAME] [max=N] [zone=Z] [split=NODESOCKET] [-cap=CAPABILITY]... [+cap=CAPABILITY]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...
 //
-// split=NODESOCKET serves the plugin split in two, as two processes of one driver would: the
+// max=N is NodeGetInfo's max_volumes_per_node; zone=Z gives the node the accessible topology
+// {zone: Z}. split=NODESOCKET serves the plugin split in two, as two processes of one driver would: the
 // identity and controller services on SOCKET, the identity and node services on NODESOCKET.
 //
 // -cap turns off a plugin, controller or node capability by its CSI name (e.g.
@@ -31,7 +33,7 @@ import (
 // the next N. The plugin stops when the script ends.
 func cmdMemPlugin(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 1 {
-		ts.Fatalf("usage: memplugin SOCKET [node=ID] [name=NAME] [split=NODESOCKET] [-cap=NAME]... [+cap=NAME]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...")
+		ts.Fatalf("usage: memplugin SOCKET [node=ID] [name=NAME] [max=N] [zone=Z] [split=NODESOCKET] [-cap=NAME]... [+cap=NAME]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...")
 	}
 	socket := ts.MkAbs(args[0])
 	cfg := csitest.DefaultMemConfig()
@@ -48,6 +50,12 @@ func cmdMemPlugin(ts *testscript.TestScript, neg bool, args []string) {
 			nodeSocket = ts.MkAbs(val)
 		case "name":
 			cfg.Name = val
+		case "max":
+			n, err := strconv.ParseInt(val, 10, 64)
+			ts.Check(err)
+			cfg.MaxVolumes = n
+		case "zone":
+			cfg.Topology = &spec.Topology{Segments: map[string]string{"zone": val}}
 		case "-cap":
 			off = append(off, val)
 		case "+cap":

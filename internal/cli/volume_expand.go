@@ -29,11 +29,14 @@ func newCmdVolumeExpand(f *Factory, runF func(*VolumeExpandOptions) error) *cobr
 		Short: "Grow a volume",
 		Long: `Grow a volume to at least --size: ControllerExpandVolume when the plugin's controller can
 expand (EXPAND_VOLUME), then NodeExpandVolume for each published claim when the plugin says the
-node must expand too (with the volume's staging path). The new size becomes the volume's
-capacity_min. Re-registering or re-creating the volume with a larger capacity_min does the same.
+node must expand too, or expands only on the node (with the volume's staging path; at the staging
+path when the volume is staged but not published). A volume not on this node owes the node
+expansion until a claim next publishes it. One that failed stays owed: run the same expand again,
+or volctl reconcile. The new size becomes the volume's capacity_min. Re-registering or
+re-creating the volume with a larger capacity_min does the same.
 
 Sizes read like a spec's capacity_min: "10GiB", "500M", "1T". A volume never shrinks (exit 2);
-asking for its current size changes nothing. A plugin without EXPAND_VOLUME is refused (exit 2).
+asking for its current size changes nothing but sending a node expansion still owed. A plugin without EXPAND_VOLUME is refused (exit 2).
 A plugin that expands only offline is refused while the volume has claims (exit 4): release
 them first. --limit sets a new capacity_max; without it, a size above the volume's capacity_max
 is refused (exit 2).`,
@@ -91,10 +94,17 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 	if opts.Exporter.Enabled() {
 		return opts.Exporter.Write(opts.IO.Out, v)
 	}
-	if v.CapacityBytes == before.CapacityBytes && v.RequestedMin == before.RequestedMin {
+	switch {
+	case v.CapacityBytes == before.CapacityBytes && v.RequestedMin == before.RequestedMin && before.NodeExpansionOwed > v.NodeExpansionOwed:
+		fmt.Fprintf(opts.IO.Out, "Volume %q expanded on the node to %s\n", v.ID, bytesIEC(before.NodeExpansionOwed))
+	case v.CapacityBytes == before.CapacityBytes && v.RequestedMin == before.RequestedMin:
 		fmt.Fprintf(opts.IO.Out, "Volume %q is already %s\n", v.ID, bytesIEC(max(v.CapacityBytes, v.RequestedMin)))
-		return nil
+	default:
+		fmt.Fprintf(opts.IO.Out, "Volume %q expanded to %s\n", v.ID, bytesIEC(v.CapacityBytes))
 	}
-	fmt.Fprintf(opts.IO.Out, "Volume %q expanded to %s\n", v.ID, bytesIEC(v.CapacityBytes))
+	if v.NodeExpansionOwed > 0 {
+		fmt.Fprintf(opts.IO.Out, "The node expansion to %s is owed: it is sent when a claim next publishes the volume on this node\n",
+			bytesIEC(v.NodeExpansionOwed))
+	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 func newCmdVolumeSnapshot(f *Factory) *cobra.Command {
@@ -46,9 +47,14 @@ func newCmdVolumeSnapshotCreate(f *Factory, runF func(*SnapshotCreateOptions) er
 
 NAME is the snapshot's CSI name, which plugins use to make CreateSnapshot idempotent: creating
 again with the same NAME returns the same snapshot. Without NAME, volctl derives one from the
-volume and the current second (<the volume's CSI name>-<unix time>): retries within one command
-never make a second snapshot, while two commands make two. Pass NAME when a script must be safe
-to re-run. --parameter KEY=VALUE (repeatable) is passed to the plugin as is.
+volume and the current second (<the volume's CSI name>-<unix time>, with -2, -3, ... when the
+plugin has a snapshot of that name already): retries within one command never make a second
+snapshot, while two commands make two, even within one second. Pass NAME when a script must be
+safe to re-run. --parameter KEY=VALUE (repeatable) is passed to the plugin as is.
+
+volctl records the snapshot (name, volume, plugin) before asking the plugin, so a create cut
+short (a crash, a plugin that stopped answering) leaves a snapshot listed as pending: volctl
+reconcile finishes it, and volctl volume snapshot delete PLUGIN NAME removes it.
 
 Prints the snapshot's ID, which a volume spec's snapshot_id and volctl volume snapshot delete
 take. Exits 2 when the plugin cannot snapshot (no CREATE_DELETE_SNAPSHOT).`,
@@ -117,6 +123,26 @@ func parseParameters(kvs []string) (map[string]string, error) {
 	return out, nil
 }
 
+// parseSecrets reads --secret KEY=VALUE flags; nil when there are none. An error names the key,
+// never the value.
+func parseSecrets(kvs []string) (spec.Secrets, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	out := make(spec.Secrets, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageError("--secret: want KEY=VALUE (got one without a key or \"=\")")
+		}
+		if _, dup := out[k]; dup {
+			return nil, usageError("--secret: %s is given twice", k)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
 func sizeOrUnknown(n int64) string {
 	if n <= 0 {
 		return "size unknown"
@@ -131,6 +157,7 @@ type SnapshotListOptions struct {
 	Now    func() time.Time
 
 	PluginID string
+	Secrets  []string
 	Exporter exportFlags
 }
 
@@ -145,7 +172,12 @@ A plugin with LIST_SNAPSHOTS is asked (ListSnapshots), and its answer is merged 
 records of the snapshots it created, which add their name and source volume. A snapshot
 volctl created that the plugin no longer lists shows as missing. For a plugin without
 LIST_SNAPSHOTS, or one that cannot be reached, volctl's records are shown and a warning on
-stderr (and in the JSON's warnings) says so.`,
+stderr (and in the JSON's warnings) says so. Snapshots whose creation was cut short show as
+pending, without an ID (volctl reconcile finishes them).
+
+--secret KEY=VALUE (repeatable) is sent with ListSnapshots, as nomad volume snapshot list
+-secret does. Without it, volctl sends the secrets the plugin's volumes were registered or
+created with, when they all carry the same ones; when they differ, it sends none and warns.`,
 		Example: `  volctl volume snapshot list
   volctl volume snapshot list --plugin hostpath --json
   volctl volume snapshot list -t '{{range .snapshots}}{{.id}} {{.source_volume_id}}{{"\n"}}{{end}}'`,
@@ -158,16 +190,21 @@ stderr (and in the JSON's warnings) says so.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.PluginID, "plugin", "", "list only this plugin's snapshots")
+	cmd.Flags().StringArrayVar(&opts.Secrets, "secret", nil, "a secret for the plugin, KEY=VALUE (repeatable)")
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd
 }
 
 func snapshotListRun(ctx context.Context, opts *SnapshotListOptions) error {
+	secrets, err := parseSecrets(opts.Secrets)
+	if err != nil {
+		return err
+	}
 	e, err := opts.Engine(ctx)
 	if err != nil {
 		return err
 	}
-	list, err := e.ListSnapshots(ctx, opts.PluginID)
+	list, err := e.ListSnapshots(ctx, opts.PluginID, secrets)
 	if err != nil {
 		return err
 	}
@@ -191,11 +228,14 @@ func writeSnapshotTable(out io.Writer, snaps []engine.SnapshotInfo, now time.Tim
 		if source == "" && s.SourceExternalID != "" {
 			source = "(" + s.SourceExternalID + ")" // a volume volctl does not know, by its external ID
 		}
-		ready := strconv.FormatBool(s.ReadyToUse)
-		if s.Missing {
+		ready, id := strconv.FormatBool(s.ReadyToUse), s.ID
+		switch {
+		case s.Missing:
 			ready = "missing"
+		case s.Pending:
+			ready, id = "pending", "-"
 		}
-		t.row(s.PluginID, s.ID, source, s.Name, bytesIEC(s.SizeBytes), ready, age(now, s.CreatedAt))
+		t.row(s.PluginID, id, source, s.Name, bytesIEC(s.SizeBytes), ready, age(now, s.CreatedAt))
 	}
 	return t.render()
 }
@@ -208,20 +248,31 @@ type SnapshotDeleteOptions struct {
 
 	PluginID   string
 	SnapshotID string
+	Secrets    []string
 	Yes        bool
 }
 
 func newCmdVolumeSnapshotDelete(f *Factory, runF func(*SnapshotDeleteOptions) error) *cobra.Command {
 	opts := &SnapshotDeleteOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm}
 	cmd := &cobra.Command{
-		Use:   "delete PLUGIN SNAPSHOT_ID",
+		Use:   "delete PLUGIN SNAPSHOT_ID|NAME",
 		Short: "Delete a snapshot",
 		Long: `Delete a snapshot through its plugin (DeleteSnapshot) and forget volctl's record of it.
 
-A snapshot the plugin does not know counts as deleted. Exits 2 when the plugin cannot delete
-snapshots (no CREATE_DELETE_SNAPSHOT). It asks first on a terminal and needs --yes otherwise.`,
-		Example: `  volctl volume snapshot delete hostpath snap-5f2c0e9a1b7d4c3e8f6a2b1c --yes`,
-		Args:    exactArgs(2),
+A snapshot the plugin does not know counts as deleted. A snapshot listed as pending (its
+creation was cut short) is named by its NAME: volctl asks the plugin for it again under that
+name, the only way to learn its ID, and deletes it.
+
+--secret KEY=VALUE (repeatable) is sent with DeleteSnapshot, as nomad volume snapshot delete
+-secret does. Without it, volctl sends the source volume's secrets, or, once the volume is
+deregistered, those the snapshot was made with. A snapshot whose plugin was deregistered is
+deleted through the plugin's socket as it was when the snapshot was made.
+
+Exits 2 when the plugin cannot delete snapshots (no CREATE_DELETE_SNAPSHOT). It asks first on a
+terminal and needs --yes otherwise.`,
+		Example: `  volctl volume snapshot delete hostpath snap-5f2c0e9a1b7d4c3e8f6a2b1c --yes
+  volctl volume snapshot delete ebs snap-0a1b2c --secret token=abc --yes`,
+		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.PluginID, opts.SnapshotID = args[0], args[1]
 			if runF != nil {
@@ -231,10 +282,15 @@ snapshots (no CREATE_DELETE_SNAPSHOT). It asks first on a terminal and needs --y
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (needed off a terminal)")
+	cmd.Flags().StringArrayVar(&opts.Secrets, "secret", nil, "a secret for the plugin, KEY=VALUE (repeatable)")
 	return cmd
 }
 
 func snapshotDeleteRun(ctx context.Context, opts *SnapshotDeleteOptions) error {
+	secrets, err := parseSecrets(opts.Secrets)
+	if err != nil {
+		return err
+	}
 	if err := opts.Confirm(opts.Yes, fmt.Sprintf("Delete snapshot %q of plugin %q", opts.SnapshotID, opts.PluginID)); err != nil {
 		return err
 	}
@@ -242,7 +298,7 @@ func snapshotDeleteRun(ctx context.Context, opts *SnapshotDeleteOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := e.DeleteSnapshot(ctx, opts.PluginID, opts.SnapshotID); err != nil {
+	if err := e.DeleteSnapshot(ctx, opts.PluginID, opts.SnapshotID, secrets); err != nil {
 		return err
 	}
 	fmt.Fprintf(opts.IO.Out, "Snapshot %q of plugin %q deleted\n", opts.SnapshotID, opts.PluginID)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +34,14 @@ func TestSnapshotAndExpandFlags(t *testing.T) {
 			o, err := parseOptions(t, newCmdVolumeSnapshotDelete, "hp", "snap-1", "--yes")
 			return [3]any{o.PluginID, o.SnapshotID, o.Yes}, err
 		}, want: [3]any{"hp", "snap-1", true}},
+		{name: "list and delete take secrets", run: func() (any, error) {
+			l, err := parseOptions(t, newCmdVolumeSnapshotList, "--secret", "token=a=b", "--secret", "user=x")
+			if err != nil {
+				return nil, err
+			}
+			d, err := parseOptions(t, newCmdVolumeSnapshotDelete, "hp", "snap-1", "--secret", "token=c", "--yes")
+			return [2][]string{l.Secrets, d.Secrets}, err
+		}, want: [2][]string{{"token=a=b", "user=x"}, {"token=c"}}},
 		{name: "delete needs both", run: func() (any, error) {
 			return parseOptions(t, newCmdVolumeSnapshotDelete, "hp")
 		}, wantErr: "accepts 2 arg"},
@@ -116,5 +125,21 @@ hp      snap-3       db       old      <none>   missing  <none>
 `
 	if buf.String() != want {
 		t.Fatalf("table:\n%s\nwant:\n%s", buf.String(), want)
+	}
+}
+
+func TestParseSecrets(t *testing.T) {
+	got, err := parseSecrets([]string{"token=a=b", "empty="})
+	if err != nil || got.Plain()["token"] != "a=b" || len(got) != 2 {
+		t.Fatalf("parseSecrets = %v, %v", got.Plain(), err)
+	}
+	if got, err := parseSecrets(nil); got != nil || err != nil {
+		t.Errorf("parseSecrets(nil) = %v, %v", got, err)
+	}
+	for _, bad := range [][]string{{"novalue"}, {"=x"}, {"k=1", "k=hunter2"}} {
+		_, err := parseSecrets(bad)
+		if expectErr(t, err, "--secret", ExitUsage); err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("parseSecrets(%q) error leaks the value: %v", bad, err)
+		}
 	}
 }

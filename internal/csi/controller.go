@@ -3,10 +3,14 @@ package csi
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 
 	"github.com/volctl/volctl/internal/csi/internal/wire"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // CreateVolume provisions a volume. A plugin that answers with a capacity below the requested
@@ -46,7 +50,52 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 		return v, fmt.Errorf("%s: the plugin created volume %q with %d bytes, below the requested minimum of %d",
 			RPCCreateVolume, v.ID, v.CapacityBytes, r.CapacityMin)
 	}
+	// The spec: with requisite topologies, the volume MUST be accessible from at least one of
+	// them. A volume the plugin placed elsewhere is as unusable as one too small.
+	if req := r.TopologyRequest; req != nil && len(req.Required) > 0 && len(v.AccessibleTopology) > 0 &&
+		!topologiesOverlap(v.AccessibleTopology, req.Required) {
+		return v, fmt.Errorf("%s: the plugin created volume %q accessible from %s, outside the requisite topology %s that was asked",
+			RPCCreateVolume, v.ID, describeTopologies(v.AccessibleTopology), describeTopologies(req.Required))
+	}
 	return v, nil
+}
+
+// topologiesOverlap reports whether one of got lies in one of want: the segments one of them
+// sets are all set, alike, in the other ({zone=a} and {zone=a, rack=1} overlap).
+func topologiesOverlap(got, want []spec.Topology) bool {
+	within := func(a, b map[string]string) bool {
+		for k, v := range a {
+			if w, ok := b[k]; !ok || w != v {
+				return false
+			}
+		}
+		return true
+	}
+	for _, g := range got {
+		for _, w := range want {
+			if within(g.Segments, w.Segments) || within(w.Segments, g.Segments) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// describeTopologies renders topologies as {k=v, ...} with sorted keys, or a list of those.
+func describeTopologies(ts []spec.Topology) string {
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		keys := slices.Sorted(maps.Keys(t.Segments))
+		segs := make([]string, len(keys))
+		for j, k := range keys {
+			segs[j] = k + "=" + t.Segments[k]
+		}
+		parts[i] = "{" + strings.Join(segs, ", ") + "}"
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }
 
 // DeleteVolume deletes a volume. NOT_FOUND comes back as an ignorable *Error.
@@ -96,9 +145,10 @@ func (c *Client) ControllerUnpublishVolume(ctx context.Context, r ControllerUnpu
 }
 
 // ValidateVolumeCapabilities checks that a volume supports the requested capabilities. The
-// spec only lets a plugin assert: when it leaves `confirmed` out, the volume is accepted; when
-// it fills it in, every requested capability must match a confirmed one on the fields the
-// plugin set, or the error wraps ErrNotConfirmed with the plugin's message.
+// spec: `confirmed` is set only when the plugin supports every requested capability, and
+// otherwise left out, with `message` saying why. So an answer without `confirmed` is a
+// refusal; one with it must match every requested capability on the fields the plugin set.
+// Either failure wraps ErrNotConfirmed and carries the plugin's message.
 func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolumeCapabilitiesRequest) error {
 	ep, err := c.controllerEndpoint(RPCValidateVolumeCapabilities)
 	if err != nil {
@@ -120,7 +170,14 @@ func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolum
 	}
 	conf := resp.GetConfirmed()
 	if conf == nil {
-		return nil
+		err := fmt.Errorf("%s: volume %q: the plugin did not confirm the capabilities %s: %w", RPCValidateVolumeCapabilities,
+			r.VolumeID, describeCapabilities(r.Capabilities), ErrNotConfirmed)
+		if msg := pluginText(resp.GetMessage(), sensitiveValues(req)); msg != "" {
+			err = fmt.Errorf("%w: %s", err, msg)
+		} else {
+			err = fmt.Errorf("%w (it gave no reason)", err)
+		}
+		return err
 	}
 	for i, want := range req.VolumeCapabilities {
 		ok := false
@@ -279,4 +336,16 @@ func (c *Client) ControllerExpandVolume(ctx context.Context, r ControllerExpandV
 		return ControllerExpandVolumeResponse{}, err
 	}
 	return ControllerExpandVolumeResponse{CapacityBytes: resp.GetCapacityBytes(), NodeExpansionRequired: resp.GetNodeExpansionRequired()}, nil
+}
+
+// describeCapabilities names capabilities as access/attachment pairs, for messages.
+func describeCapabilities(caps []VolumeCapability) string {
+	out := ""
+	for i, c := range caps {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%s/%s", c.AccessMode, c.AttachmentMode)
+	}
+	return out
 }

@@ -32,8 +32,10 @@ func TestValidateVolumeCapabilities(t *testing.T) {
 		resp    *csipb.ValidateVolumeCapabilitiesResponse
 		wantErr string
 	}{
-		{"confirmed absent accepts", &csipb.ValidateVolumeCapabilitiesResponse{}, ""},
-		{"confirmed absent with a message still accepts", &csipb.ValidateVolumeCapabilitiesResponse{Message: "not checked"}, ""},
+		// The spec: confirmed is set only when every capability is supported, so its absence
+		// is a refusal, with the plugin's message when it gave one.
+		{"confirmed absent refuses", &csipb.ValidateVolumeCapabilitiesResponse{}, "did not confirm the capabilities single-node-writer/file-system: capabilities not confirmed (it gave no reason)"},
+		{"confirmed absent with a message refuses with it", &csipb.ValidateVolumeCapabilitiesResponse{Message: "not checked"}, "capabilities not confirmed: not checked"},
 		{"exact confirmation", confirmed(mountCap(snw, "ext4", "noatime", "nodev")), ""},
 		{"partial: access mode only", confirmed(&csipb.VolumeCapability{AccessMode: &csipb.VolumeCapability_AccessMode{Mode: snw}}), ""},
 		{"partial: mount without fs type or flags", confirmed(mountCap(snw, "")), ""},

@@ -140,6 +140,9 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 		if err := checkAdmission(v, live, mode, capab); err != nil {
 			return err
 		}
+		if err := checkNode(tx, v, live); err != nil {
+			return err
+		}
 		mo := v.MountOptions.Merge(req.MountOptions)
 		if capab.AttachmentMode == spec.BlockDevice {
 			mo = &spec.MountOptions{}

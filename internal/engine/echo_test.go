@@ -91,7 +91,7 @@ func TestEchoedSecretsScrubbedOnEveryPath(t *testing.T) {
 
 	// Snapshots, expansion, claims, create and delete of the other volume.
 	h.faults.FailAlways(csi.RPCListSnapshots, codes.Internal)
-	sl, err := h.e.ListSnapshots(h.ctx, "mem")
+	sl, err := h.e.ListSnapshots(h.ctx, "mem", nil)
 	check("list snapshots error", err)
 	check("snapshot list", sl)
 	h.faults.Clear()

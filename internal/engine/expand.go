@@ -11,9 +11,12 @@ import (
 )
 
 // ExpandVolume grows a volume to at least size bytes (and at most limit, when not 0):
-// ControllerExpandVolume when the controller can expand, then NodeExpandVolume for each live
-// claim when the plugin says the node must expand too. Shrinking is refused; a plugin that only
-// expands offline is refused while the volume is in use.
+// ControllerExpandVolume when the controller can expand, then NodeExpandVolume when the plugin
+// says the node must expand too (or only the node can). Shrinking is refused; a plugin that only
+// expands offline is refused while the volume is in use. A node expansion is recorded as owed
+// (store.Volume.NodeExpandMin) with the new size, before it is sent: it is sent at once where
+// the volume is staged or published here, at the next publish where it is not, and one that
+// failed or was cut short is sent again by the same expand run again or by reconcile.
 func (e *Engine) ExpandVolume(ctx context.Context, volumeID string, size, limit int64) (VolumeInfo, error) {
 	fail := func(err error) (VolumeInfo, error) {
 		return VolumeInfo{}, fmt.Errorf("expand volume %q: %w", volumeID, err)
@@ -51,6 +54,12 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 	case size < cur:
 		return fail(invalidf("volumes cannot shrink: %q is %s, %s asked", v.ID, spec.FormatSize(cur), spec.FormatSize(size)))
 	case size == cur:
+		if v.NodeExpandMin > 0 {
+			// The controller expanded it before, the node expansion is still owed: drive it.
+			if _, err := e.expandOnNode(ctx, c, v); err != nil {
+				return fail(err)
+			}
+		}
 		return e.Volume(ctx, v.ID)
 	}
 	ctrl, node := c.fp.Controller && c.fp.Capabilities.Controller.ExpandVolume, c.fp.Node && c.fp.Capabilities.Node.ExpandVolume
@@ -94,38 +103,178 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 	if limit != 0 {
 		v.RequestedMax = limit
 	}
+	msg := fmt.Sprintf("volume %q expanded to %s", v.ID, spec.FormatSize(newSize))
+	if nodeRequired {
+		// Owed before it is sent, and in the same commit as the new size: whatever happens to
+		// the node expansion, the record says the filesystem may still be the old size.
+		v.NodeExpandMin, v.NodeExpandMax = size, limit
+		msg += "; the node expansion is owed"
+	}
 	if err := e.store.Update(ctx, func(tx *store.Tx) error {
 		if err := tx.Volumes().Update(&v); err != nil {
 			return err
 		}
-		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID,
-			Message: fmt.Sprintf("volume %q expanded to %s", v.ID, spec.FormatSize(newSize))})
+		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
 	}); err != nil {
 		return fail(err)
 	}
+	failpoint("expand:node-owed")
 	if nodeRequired {
-		for i := range claims {
-			cl := &claims[i]
-			if cl.State != store.ClaimPublished {
-				continue // a claim not yet published is sized when it is staged
-			}
-			req := csi.NodeExpandVolumeRequest{VolumeID: v.ExternalID, VolumePath: cl.TargetPath,
-				CapacityMin: size, CapacityMax: limit, Secrets: v.Secrets}
-			vc := capability(cl)
-			req.Capability = &vc
-			if c.stages() {
-				req.StagingPath = stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
-			}
-			err := e.retry(ctx, c, csi.RPCNodeExpandVolume, func(ctx context.Context) error {
-				_, err := c.client.NodeExpandVolume(ctx, req)
-				return err
-			})
-			if err != nil {
-				return fail(fmt.Errorf("the controller expanded the volume, but the node expansion for alloc %q failed: %w (run the expand again)", cl.Alloc, err))
-			}
+		if _, err := e.expandOnNode(ctx, c, v); err != nil {
+			return fail(err)
 		}
 	}
 	return e.Volume(ctx, v.ID)
+}
+
+// expandOnNode sends the NodeExpandVolume a volume is owed where it is on this node: for each
+// published claim at its target, else at its staging path when it is staged only. Once every
+// one succeeded, the debt is cleared. A volume on no path here keeps it for its next publish
+// (sent reports whether anything was sent). A failure leaves it owed, and says how to go on.
+// The caller holds the volume lock; v is the volume as last read or written under it.
+func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume) (sent bool, err error) {
+	if v.NodeExpandMin <= 0 || !c.fp.Node || !c.fp.Capabilities.Node.ExpandVolume {
+		return false, nil
+	}
+	var (
+		claims []store.Claim
+		st     store.Staging
+		staged bool
+	)
+	if err := e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		if claims, err = tx.Claims().ByVolume(v.ID); err != nil {
+			return err
+		}
+		st, err = tx.Stagings().Get(v.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		staged = err == nil && st.Staged
+		return err
+	}); err != nil {
+		return false, err
+	}
+	var (
+		reqs []csi.NodeExpandVolumeRequest
+		whom []string
+	)
+	for i := range claims {
+		cl := &claims[i]
+		if cl.State != store.ClaimPublished || cl.Releasing {
+			continue
+		}
+		reqs = append(reqs, e.nodeExpandRequest(c, v, cl, cl.TargetPath))
+		whom = append(whom, fmt.Sprintf("alloc %q", cl.Alloc))
+	}
+	if len(reqs) == 0 && staged && c.stages() {
+		reqs = append(reqs, e.nodeExpandRequest(c, v, nil, st.StagingPath))
+		whom = append(whom, "its staging")
+	}
+	if len(reqs) == 0 {
+		return false, nil // sent at the volume's next publish
+	}
+	for i, req := range reqs {
+		if err := e.sendNodeExpand(ctx, c, v, req, whom[i]); err != nil {
+			return true, err
+		}
+	}
+	return true, e.nodeExpanded(ctx, v)
+}
+
+// nodeExpandRequest is the NodeExpandVolume a volume is owed, at path (a claim's target, with
+// its capability, or the staging path).
+func (e *Engine) nodeExpandRequest(c *conn, v store.Volume, cl *store.Claim, path string) csi.NodeExpandVolumeRequest {
+	req := csi.NodeExpandVolumeRequest{VolumeID: v.ExternalID, VolumePath: path,
+		CapacityMin: v.NodeExpandMin, CapacityMax: v.NodeExpandMax, Secrets: v.Secrets}
+	if cl != nil {
+		vc := capability(cl)
+		req.Capability = &vc
+	}
+	if c.stages() {
+		req.StagingPath = stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
+	}
+	return req
+}
+
+// sendNodeExpand sends one owed NodeExpandVolume, for whom (a claim, or the staging); a failure
+// is logged as an event and returned saying the expansion stays owed.
+func (e *Engine) sendNodeExpand(ctx context.Context, c *conn, v store.Volume, req csi.NodeExpandVolumeRequest, whom string) error {
+	err := e.retry(ctx, c, csi.RPCNodeExpandVolume, func(ctx context.Context) error {
+		_, err := c.client.NodeExpandVolume(ctx, req)
+		return err
+	})
+	if err == nil {
+		failpoint("rpc:NodeExpandVolume")
+		return nil
+	}
+	e.event(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCNodeExpandVolume,
+		Code: csi.CodeOf(err).String(), Message: fmt.Sprintf("node expansion at %s failed, still owed: %v", req.VolumePath, err)})
+	return fmt.Errorf("the node expansion of volume %q to %s for %s (at %s) failed: %w (it stays owed: run `volctl volume expand %s` again or `volctl reconcile`)",
+		v.ID, spec.FormatSize(v.NodeExpandMin), whom, req.VolumePath, err, v.ID)
+}
+
+// nodeExpanded clears a volume's owed node expansion.
+func (e *Engine) nodeExpanded(ctx context.Context, v store.Volume) error {
+	return e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		if err := tx.Volumes().SetNodeExpansion(v.ID, 0, 0); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCNodeExpandVolume,
+			Message: fmt.Sprintf("volume %q expanded on the node to %s", v.ID, spec.FormatSize(v.NodeExpandMin))})
+	})
+}
+
+// expandOnPublish sends a volume's owed node expansion once a claim has published it (the
+// volume was on no path here when it was expanded, or the expansion failed). The claim stays
+// published whatever happens: a failure leaves the expansion owed for `volume expand` or
+// reconcile, and is logged, not returned.
+func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, cl *store.Claim) {
+	if v.NodeExpandMin <= 0 || !c.fp.Node || !c.fp.Capabilities.Node.ExpandVolume {
+		return
+	}
+	err := e.sendNodeExpand(ctx, c, v, e.nodeExpandRequest(c, v, cl, cl.TargetPath), fmt.Sprintf("alloc %q", cl.Alloc))
+	if err == nil {
+		err = e.nodeExpanded(ctx, v)
+	}
+	if err != nil {
+		e.log.Warn("owed node expansion", "volume", v.ID, "alloc", cl.Alloc, "err", err)
+	}
+}
+
+// reconcileExpansions sends the node expansions still owed to volumes on this node (with a
+// claim or a staging, as the pass listed them); the others' wait for their next publish.
+func (e *Engine) reconcileExpansions(ctx context.Context, rep *ReconcileReport, vols []store.Volume, claims []store.Claim, stagings []store.Staging) {
+	here := map[string]bool{}
+	for _, cl := range claims {
+		here[cl.VolumeID] = true
+	}
+	for _, st := range stagings {
+		here[st.VolumeID] = true
+	}
+	for _, listed := range vols {
+		if listed.NodeExpandMin <= 0 || listed.State != store.VolumeReady || !here[listed.ID] {
+			continue
+		}
+		var sent bool
+		err := func() error {
+			v, c, unlock, err := e.lockedVolume(ctx, listed.ID)
+			if err != nil {
+				return err
+			}
+			defer unlock()
+			sent, err = e.expandOnNode(ctx, c, v)
+			return err
+		}()
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			rep.problem(listed.ID, "", fmt.Errorf("volume %q: %w", listed.ID, err))
+		case sent:
+			rep.did("expanded", listed.ID, "", "volume %q expanded on the node to %s (owed since an earlier expand)",
+				listed.ID, spec.FormatSize(listed.NodeExpandMin))
+		}
+	}
 }
 
 // lockedVolume starts an operation on one existing volume: it takes the volume's lock, reads the

@@ -41,6 +41,7 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 			if err := p.flush(ctx, "claim"); err != nil {
 				return err
 			}
+			e.expandOnPublish(ctx, c, v, cl)
 			return e.bind(cl)
 		default:
 			return fmt.Errorf("claim is on the release path (%s)", cl.State)
@@ -97,10 +98,12 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 		}
 		// Read-only attachment follows the volume's access mode, not the claim's, so every claim
 		// of the volume asks for the same attachment and the RPC stays idempotent; a read claim
-		// is made read-only by NodePublishVolume.
+		// is made read-only by NodePublishVolume. The CSI spec lets the CO set readonly only
+		// when the plugin has PUBLISH_READONLY: without it, the field MUST be false.
 		req := csi.ControllerPublishVolumeRequest{
 			VolumeID: v.ExternalID, NodeID: c.fp.NodeID, Capability: capability(cl),
-			ReadOnly: cl.AccessMode.ReaderOnly(), Secrets: v.Secrets, VolumeContext: v.Context,
+			ReadOnly: cl.AccessMode.ReaderOnly() && c.fp.Capabilities.Controller.PublishReadonly,
+			Secrets:  v.Secrets, VolumeContext: v.Context,
 		}
 		var pc map[string]string
 		err := e.withController(ctx, c, func(ctx context.Context) error {

@@ -88,6 +88,8 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		}
 	}
 
+	e.reconcileSnapshots(ctx, &rep)
+
 	// Claims of stopped groups are past claims: release them.
 	stopped := map[string]bool{}
 	for _, g := range groups {
@@ -114,6 +116,7 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		e.reconcileClaim(ctx, &rep, cl, pass)
 	}
 	e.restore(ctx, &rep, published, pass)
+	e.reconcileExpansions(ctx, &rep, vols, claims, stagings)
 	e.cleanStagings(ctx, &rep, stagings)
 	findOrphans(&rep, e.cfg.StateDir, mounted, claims, stagings)
 	if !rep.OK() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -28,6 +29,10 @@ type SnapshotInfo struct {
 	Recorded         bool              `json:"recorded"` // volctl has a record of it (it created it)
 	Listed           bool              `json:"listed"`   // the plugin's ListSnapshots reported it just now
 	Missing          bool              `json:"missing"`  // recorded, but the plugin's list no longer has it
+	// Pending: volctl recorded the intent to create it but not the plugin's answer (a crash, or
+	// a plugin that failed in a way that may have made it): ID is empty until `volctl reconcile`
+	// finishes it; `snapshot delete PLUGIN NAME` removes it.
+	Pending bool `json:"pending"`
 }
 
 // SnapshotList is what ListSnapshots found. Warnings name the plugins whose snapshots could not
@@ -41,16 +46,27 @@ type SnapshotList struct {
 const maxSnapshotPages = 10000
 
 // snapshotName is the CSI name of a snapshot created without one: the volume's CSI name and the
-// second it was asked for. Within one command every retry of CreateSnapshot sends the same name,
-// so a retried request never makes a second snapshot; two commands make two snapshots. A script
-// that must be idempotent across runs (re-run after a crash) passes its own NAME: the plugin
-// then returns the snapshot it already made under that name.
+// second it was asked for, made unique among the plugin's recorded snapshots and intents by a
+// counter (-2, -3, ...), so two snapshots within one second get two names. Within one command
+// every retry of CreateSnapshot sends the same name, so a retried request never makes a second
+// snapshot. A script that must be idempotent across runs (re-run after a crash) passes its own
+// NAME: the plugin then returns the snapshot it already made under that name.
 func snapshotName(namespace, volumeID string, at time.Time) string {
 	return csiName(namespace, volumeID) + "-" + strconv.FormatInt(at.Unix(), 10)
 }
 
+// reachOf is how a connected plugin is reached, and the driver that answered, recorded with its
+// snapshots.
+func reachOf(c *conn) store.PluginReach {
+	return store.PluginReach{Type: c.plugin.Type, Socket: c.plugin.Socket, ControllerSocket: c.plugin.ControllerSocket,
+		Provider: c.fp.Provider}
+}
+
 // CreateSnapshot snapshots a volume through its plugin (CREATE_DELETE_SNAPSHOT) and records the
-// snapshot. An empty name is derived from the volume and the time (see snapshotName).
+// snapshot. An empty name is derived from the volume and the time (see snapshotName). The intent
+// (name, source, plugin, parameters, secrets) is committed before CreateSnapshot is sent, so a
+// crash leaves a snapshot volctl tracks: reconcile sends CreateSnapshot again under the name
+// and records it, or `snapshot delete PLUGIN NAME` does and deletes it.
 func (e *Engine) CreateSnapshot(ctx context.Context, volumeID, name string, params map[string]string) (SnapshotInfo, error) {
 	fail := func(err error) (SnapshotInfo, error) {
 		return SnapshotInfo{}, fmt.Errorf("snapshot volume %q: %w", volumeID, err)
@@ -66,27 +82,90 @@ func (e *Engine) CreateSnapshot(ctx context.Context, volumeID, name string, para
 	if err := canSnapshot(c, "snapshot volumes"); err != nil {
 		return fail(err)
 	}
-	if name == "" {
-		name = snapshotName(v.Namespace, v.ID, e.cfg.Now())
+	intent := store.SnapshotCreate{PluginID: v.PluginID, Name: name, SourceVolumeID: v.ID, SourceExternalID: v.ExternalID,
+		Parameters: params, Secrets: v.Secrets, Reach: reachOf(c)}
+	replay := false
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if name == "" {
+			base := snapshotName(v.Namespace, v.ID, e.cfg.Now())
+			intent.Name = base
+			for i := 2; ; i++ {
+				taken, err := tx.Snapshots().NameTaken(v.PluginID, intent.Name)
+				if err != nil {
+					return err
+				}
+				if !taken {
+					break
+				}
+				intent.Name = base + "-" + strconv.Itoa(i)
+			}
+		} else if old, err := tx.Snapshots().GetCreate(v.PluginID, name); err == nil {
+			// An earlier create under this name was cut short: the plugin may have made the
+			// snapshot with that request's parameters, and returns it again.
+			intent.Parameters, intent.CreatedAt, replay = old.Parameters, old.CreatedAt, true
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return tx.Snapshots().PutCreate(&intent)
+	})
+	if err != nil {
+		return fail(err)
 	}
-	var snap csi.Snapshot
-	err = e.withController(ctx, c, func(ctx context.Context) error {
+	failpoint("snapshot:intent")
+	rec, snap, err := e.finishSnapshot(ctx, c, intent, replay)
+	if err != nil {
+		return fail(err)
+	}
+	info := snapshotInfo(rec)
+	info.ReadyToUse = snap.ReadyToUse
+	return info, nil
+}
+
+// finishSnapshot sends CreateSnapshot for a recorded intent and records the snapshot in place
+// of the intent. replay says an earlier call may have sent it already. A final error to the only
+// CreateSnapshot ever sent means nothing was made, and the intent is forgotten; any other
+// failure keeps it for reconcile. The caller holds the source volume's lock.
+func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.SnapshotCreate, replay bool) (store.Snapshot, csi.Snapshot, error) {
+	var (
+		snap csi.Snapshot
+		sent int
+	)
+	err := e.withController(ctx, c, func(ctx context.Context) error {
 		return e.retry(ctx, c, csi.RPCCreateSnapshot, func(ctx context.Context) error {
 			var err error
+			sent++
 			snap, err = c.client.CreateSnapshot(ctx, csi.CreateSnapshotRequest{
-				SourceVolumeID: v.ExternalID, Name: name, Secrets: v.Secrets, Parameters: params})
+				SourceVolumeID: intent.SourceExternalID, Name: intent.Name, Secrets: intent.Secrets, Parameters: intent.Parameters})
 			return err
 		})
 	})
+	failpoint("rpc:CreateSnapshot")
 	if err != nil {
-		return fail(fmt.Errorf("snapshot %q: %w", name, err))
+		ev := &store.Event{Kind: "snapshot-create", VolumeID: intent.SourceVolumeID, PluginID: intent.PluginID,
+			RPC: csi.RPCCreateSnapshot, Code: csi.CodeOf(err).String()}
+		if csi.IsRetryable(err) || ctx.Err() != nil || replay || sent > 1 {
+			ev.Message = fmt.Sprintf("snapshot %q left for reconcile: %v", intent.Name, err)
+			e.event(ctx, ev)
+			return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w (the plugin may have made it: it stays recorded as being created; `volctl reconcile` finishes it, `volctl volume snapshot delete %s %s` removes it)",
+				intent.Name, err, intent.PluginID, intent.Name)
+		}
+		if derr := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+			if err := tx.Snapshots().DeleteCreate(intent.PluginID, intent.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			ev.Message = fmt.Sprintf("snapshot %q failed: %v", intent.Name, err)
+			return tx.Events().Append(ev)
+		}); derr != nil {
+			e.log.Warn("forgetting a failed snapshot", "snapshot", intent.Name, "err", derr)
+		}
+		return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w", intent.Name, err)
 	}
 	rec := store.Snapshot{
-		PluginID: v.PluginID, SnapshotID: snap.ID, Name: name, SourceVolumeID: v.ID,
-		SourceExternalID: v.ExternalID, SizeBytes: snap.SizeBytes, ReadyToUse: snap.ReadyToUse,
-		Parameters: params, CreatedAt: snap.CreatedAt,
+		PluginID: intent.PluginID, SnapshotID: snap.ID, Name: intent.Name, SourceVolumeID: intent.SourceVolumeID,
+		SourceExternalID: intent.SourceExternalID, SizeBytes: snap.SizeBytes, ReadyToUse: snap.ReadyToUse,
+		Parameters: intent.Parameters, CreatedAt: snap.CreatedAt, Secrets: intent.Secrets, Reach: intent.Reach,
 	}
-	err = e.store.Update(ctx, func(tx *store.Tx) error {
+	err = e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		// Created again under the same name, the plugin returned the snapshot it made the first
 		// time: that one was made with the first request's parameters.
 		if old, err := tx.Snapshots().Get(rec.PluginID, rec.SnapshotID); err == nil {
@@ -95,15 +174,16 @@ func (e *Engine) CreateSnapshot(ctx context.Context, volumeID, name string, para
 		if err := tx.Snapshots().Put(&rec); err != nil {
 			return err
 		}
-		return tx.Events().Append(&store.Event{Kind: "snapshot-create", VolumeID: v.ID, PluginID: v.PluginID,
-			RPC: csi.RPCCreateSnapshot, Message: fmt.Sprintf("snapshot %q (%s) of volume %q created", snap.ID, name, v.ID)})
+		if err := tx.Snapshots().DeleteCreate(intent.PluginID, intent.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "snapshot-create", VolumeID: intent.SourceVolumeID, PluginID: intent.PluginID,
+			RPC: csi.RPCCreateSnapshot, Message: fmt.Sprintf("snapshot %q (%s) of volume %q created", snap.ID, intent.Name, intent.SourceVolumeID)})
 	})
 	if err != nil {
-		return fail(fmt.Errorf("the plugin made snapshot %q but recording it failed: %w", snap.ID, err))
+		return rec, snap, fmt.Errorf("the plugin made snapshot %q but recording it failed: %w (it stays recorded as being created: `volctl reconcile` finishes it)", snap.ID, err)
 	}
-	info := snapshotInfo(rec)
-	info.ReadyToUse = snap.ReadyToUse
-	return info, nil
+	return rec, snap, nil
 }
 
 // canSnapshot refuses a plugin without CREATE_DELETE_SNAPSHOT, saying what could not be done.
@@ -114,54 +194,98 @@ func canSnapshot(c *conn, what string) error {
 	return nil
 }
 
+// snapshotConn connects to the plugin of a snapshot: the registered plugin, or, when its record
+// is gone (deregistered), the plugin as it was reached when the snapshot was made, which must
+// still be the same driver (its name pinned as for a registered plugin).
+func (e *Engine) snapshotConn(ctx context.Context, pluginID string, reach store.PluginReach) (*conn, error) {
+	c, err := e.connect(ctx, pluginID)
+	if err == nil || !errors.Is(err, ErrNotFound) || reach.Type == "" {
+		return c, err
+	}
+	p := store.Plugin{ID: pluginID, Type: reach.Type, Socket: reach.Socket, ControllerSocket: reach.ControllerSocket,
+		Fingerprint: store.Fingerprint{Provider: reach.Provider}}
+	if c, err = e.connectPlugin(ctx, p, false); err != nil {
+		return nil, fmt.Errorf("plugin %q is not registered any more, and reaching it where it was when the snapshot was made failed: %w (start it there, or register it again)", pluginID, err)
+	}
+	return c, nil
+}
+
 // DeleteSnapshot deletes a snapshot through its plugin and forgets volctl's record of it.
 // A snapshot the plugin does not know counts as deleted (the CSI spec makes DeleteSnapshot
-// idempotent). The source volume's secrets are sent when volctl knows the source.
-func (e *Engine) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string) error {
+// idempotent). snapshotID may also be the name of a snapshot still being created (see
+// CreateSnapshot): it is finished first, to learn its ID. secrets, when not nil, are sent;
+// otherwise the source volume's current secrets when volctl still knows the volume, else the
+// secrets the snapshot was made with. A snapshot whose plugin was deregistered is deleted
+// through the plugin's sockets as they were when it was made.
+func (e *Engine) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string, secrets spec.Secrets) error {
 	fail := func(err error) error {
 		return fmt.Errorf("delete snapshot %q of plugin %q: %w", snapshotID, pluginID, err)
 	}
 	if snapshotID == "" {
 		return fail(invalidf("the snapshot ID is empty"))
 	}
-	c, err := e.connect(ctx, pluginID)
+	var (
+		rec      store.Snapshot
+		recorded bool
+		intent   store.SnapshotCreate
+		pending  bool
+	)
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		rec, err = tx.Snapshots().Get(pluginID, snapshotID)
+		if err == nil {
+			recorded = true
+			return nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		intent, err = tx.Snapshots().GetCreate(pluginID, snapshotID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		pending = err == nil
+		return err
+	})
+	if err != nil {
+		return fail(err)
+	}
+	if pending {
+		if rec, err = e.finishPendingForDelete(ctx, intent); err != nil || rec.SnapshotID == "" {
+			if err != nil {
+				return fail(err)
+			}
+			return nil
+		}
+		recorded, snapshotID = true, rec.SnapshotID
+	}
+	c, err := e.snapshotConn(ctx, pluginID, rec.Reach)
 	if err != nil {
 		return fail(err)
 	}
 	if err := canSnapshot(c, "delete snapshots"); err != nil {
 		return fail(err)
 	}
-	var (
-		rec      store.Snapshot
-		recorded bool
-		v        store.Volume
-	)
-	err = e.store.View(ctx, func(tx *store.Tx) error {
-		var err error
-		rec, err = tx.Snapshots().Get(pluginID, snapshotID)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
+	if secrets == nil {
+		secrets = rec.Secrets
+		if rec.SourceVolumeID != "" {
+			var v store.Volume
+			err := e.store.View(ctx, func(tx *store.Tx) error {
+				var err error
+				v, err = tx.Volumes().Get(rec.SourceVolumeID)
+				return err
+			})
+			switch {
+			case err == nil && v.PluginID == pluginID:
+				secrets = v.Secrets // the volume's current secrets, which may have been rotated
+			case err != nil && !errors.Is(err, store.ErrNotFound):
+				return fail(err)
+			}
 		}
-		if err != nil {
-			return err
-		}
-		recorded = true
-		if rec.SourceVolumeID == "" {
-			return nil
-		}
-		v, err = tx.Volumes().Get(rec.SourceVolumeID)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && v.PluginID != pluginID) {
-			v = store.Volume{} // the source was deregistered (and maybe its ID reused): no secrets
-			return nil
-		}
-		return err
-	})
-	if err != nil {
-		return fail(err)
 	}
 	err = e.withController(ctx, c, func(ctx context.Context) error {
 		return e.retry(ctx, c, csi.RPCDeleteSnapshot, func(ctx context.Context) error {
-			return c.client.DeleteSnapshot(ctx, csi.DeleteSnapshotRequest{SnapshotID: snapshotID, Secrets: v.Secrets})
+			return c.client.DeleteSnapshot(ctx, csi.DeleteSnapshotRequest{SnapshotID: snapshotID, Secrets: secrets})
 		})
 	})
 	if err != nil && !csi.IsIgnorable(err) {
@@ -182,15 +306,104 @@ func (e *Engine) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string
 	return nil
 }
 
+// finishPendingForDelete finishes a snapshot still being created so that it can be deleted: the
+// only way to learn a snapshot's ID from its name is CreateSnapshot under that name. A plugin
+// that refuses for good (its source volume is gone, say) made nothing volctl can find: the
+// intent is forgotten and an empty record returned.
+func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.SnapshotCreate) (store.Snapshot, error) {
+	if intent.SourceVolumeID != "" {
+		unlock, err := e.locks.volume(ctx, intent.SourceVolumeID)
+		if err != nil {
+			return store.Snapshot{}, err
+		}
+		defer unlock()
+	}
+	c, err := e.snapshotConn(ctx, intent.PluginID, intent.Reach)
+	if err != nil {
+		return store.Snapshot{}, err
+	}
+	if err := canSnapshot(c, "delete snapshots"); err != nil {
+		return store.Snapshot{}, err
+	}
+	rec, _, err := e.finishSnapshot(ctx, c, intent, true)
+	if err == nil {
+		return rec, nil
+	}
+	if csi.IsRetryable(err) || ctx.Err() != nil || !errors.As(err, new(*csi.Error)) {
+		return store.Snapshot{}, err
+	}
+	ferr := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		if err := tx.Snapshots().DeleteCreate(intent.PluginID, intent.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "snapshot-delete", VolumeID: intent.SourceVolumeID, PluginID: intent.PluginID,
+			RPC: csi.RPCCreateSnapshot, Message: fmt.Sprintf("snapshot %q forgotten: the plugin refuses to create it again (%v)", intent.Name, err)})
+	})
+	return store.Snapshot{}, ferr
+}
+
+// reconcileSnapshots finishes the snapshots whose creation was cut short.
+func (e *Engine) reconcileSnapshots(ctx context.Context, rep *ReconcileReport) {
+	var intents []store.SnapshotCreate
+	if err := e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		intents, err = tx.Snapshots().ListCreates("")
+		return err
+	}); err != nil {
+		rep.problem("", "", fmt.Errorf("snapshots being created: %w", err))
+		return
+	}
+	for _, in := range intents {
+		var rec store.Snapshot
+		err := func() error {
+			if in.SourceVolumeID != "" {
+				unlock, err := e.locks.volume(ctx, in.SourceVolumeID)
+				if err != nil {
+					return err
+				}
+				defer unlock()
+			}
+			// Another volctl may have finished it meanwhile.
+			if err := e.store.View(ctx, func(tx *store.Tx) error {
+				var err error
+				in, err = tx.Snapshots().GetCreate(in.PluginID, in.Name)
+				return err
+			}); err != nil {
+				return err
+			}
+			c, err := e.snapshotConn(ctx, in.PluginID, in.Reach)
+			if err != nil {
+				return err
+			}
+			if err := canSnapshot(c, "create snapshots"); err != nil {
+				return err
+			}
+			rec, _, err = e.finishSnapshot(ctx, c, in, true)
+			return err
+		}()
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			rep.problem(in.SourceVolumeID, "", fmt.Errorf("snapshot %q of plugin %q: %w", in.Name, in.PluginID, err))
+		default:
+			rep.did("snapshotted", in.SourceVolumeID, "", "snapshot %q (%s) of volume %q created (interrupted earlier)",
+				rec.SnapshotID, in.Name, in.SourceVolumeID)
+		}
+	}
+}
+
 // ListSnapshots lists the snapshots of one plugin, or of every registered plugin when pluginID
-// is empty. A plugin with LIST_SNAPSHOTS is asked, and its answer is merged with volctl's
-// records (which add the CSI name, the source's volctl ID and the parameters); for a plugin
-// without it, or one that cannot be reached, volctl's records are shown and a warning says so.
-func (e *Engine) ListSnapshots(ctx context.Context, pluginID string) (SnapshotList, error) {
+// is empty. A plugin with LIST_SNAPSHOTS is asked (with secrets, when not nil, else with its
+// volumes' recorded secrets when they agree: pluginVolumeSecrets), and its answer
+// is merged with volctl's records (which add the CSI name, the source's volctl ID and the
+// parameters); for a plugin without it, or one that cannot be reached, volctl's records are
+// shown and a warning says so. Snapshots still being created are listed as pending.
+func (e *Engine) ListSnapshots(ctx context.Context, pluginID string, secrets spec.Secrets) (SnapshotList, error) {
 	out := SnapshotList{Snapshots: []SnapshotInfo{}, Warnings: []string{}}
 	var (
 		plugins []store.Plugin
 		records []store.Snapshot
+		intents []store.SnapshotCreate
 		vols    []store.Volume
 	)
 	err := e.store.View(ctx, func(tx *store.Tx) error {
@@ -205,6 +418,9 @@ func (e *Engine) ListSnapshots(ctx context.Context, pluginID string) (SnapshotLi
 			return err
 		}
 		if records, err = tx.Snapshots().List(pluginID); err != nil {
+			return err
+		}
+		if intents, err = tx.Snapshots().ListCreates(pluginID); err != nil {
 			return err
 		}
 		vols, err = tx.Volumes().List(store.VolumeFilter{PluginID: pluginID})
@@ -231,7 +447,14 @@ func (e *Engine) ListSnapshots(ctx context.Context, pluginID string) (SnapshotLi
 	for _, p := range plugins {
 		recs := byPlugin[p.ID]
 		delete(byPlugin, p.ID)
-		listed, why := e.listPluginSnapshots(ctx, p, pluginID != "" || len(recs) > 0)
+		sec := secrets
+		if sec == nil {
+			var warning string
+			if sec, warning = pluginVolumeSecrets(p.ID, vols); warning != "" {
+				out.Warnings = append(out.Warnings, warning)
+			}
+		}
+		listed, why := e.listPluginSnapshots(ctx, p, pluginID != "" || len(recs) > 0, sec)
 		if why != "" {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("plugin %q: %s: showing volctl's records only", p.ID, why))
 		}
@@ -241,6 +464,11 @@ func (e *Engine) ListSnapshots(ctx context.Context, pluginID string) (SnapshotLi
 	for _, id := range sortedKeys(byPlugin) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("plugin %q is not registered: showing volctl's records only", id))
 		out.Snapshots = append(out.Snapshots, mergeSnapshots(id, nil, byPlugin[id], false, volumeOf)...)
+	}
+	for _, in := range intents {
+		out.Snapshots = append(out.Snapshots, SnapshotInfo{PluginID: in.PluginID, Name: in.Name, SourceVolumeID: in.SourceVolumeID,
+			SourceExternalID: in.SourceExternalID, CreatedAt: in.CreatedAt, Parameters: maps.Clone(in.Parameters),
+			Recorded: true, Pending: true})
 	}
 	sort.SliceStable(out.Snapshots, func(i, j int) bool {
 		a, b := out.Snapshots[i], out.Snapshots[j]
@@ -255,10 +483,34 @@ func (e *Engine) ListSnapshots(ctx context.Context, pluginID string) (SnapshotLi
 	return out, nil
 }
 
+// pluginVolumeSecrets is what ListSnapshots sends a plugin when no secrets are given: the
+// secrets its volumes were recorded with, when they all carry the same ones (one credential for
+// the plugin, the usual case). When they differ, none are sent and the warning says so.
+func pluginVolumeSecrets(pluginID string, vols []store.Volume) (spec.Secrets, string) {
+	var (
+		found spec.Secrets
+		from  string
+	)
+	for _, v := range vols {
+		if v.PluginID != pluginID || len(v.Secrets) == 0 {
+			continue
+		}
+		if found == nil {
+			found, from = v.Secrets, v.ID
+			continue
+		}
+		if !maps.Equal(found.Plain(), v.Secrets.Plain()) {
+			return nil, fmt.Sprintf("plugin %q: volumes %q and %q have different secrets, so none were sent with ListSnapshots (pass --secret)",
+				pluginID, from, v.ID)
+		}
+	}
+	return found, ""
+}
+
 // listPluginSnapshots pages through a plugin's ListSnapshots. why is non-empty when the plugin
 // was not (fully) listed; a plugin without a controller service is skipped quietly unless
 // the caller cares about it (it was named, or volctl has records of it).
-func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares bool) (snaps []csi.Snapshot, why string) {
+func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares bool, secrets spec.Secrets) (snaps []csi.Snapshot, why string) {
 	c, err := e.connectPlugin(ctx, p, true)
 	if err != nil {
 		return nil, err.Error()
@@ -275,7 +527,7 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 			var page csi.ListSnapshotsResponse
 			err := e.retry(ctx, c, csi.RPCListSnapshots, func(ctx context.Context) error {
 				var err error
-				page, err = c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{StartingToken: token})
+				page, err = c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{StartingToken: token, Secrets: secrets})
 				return err
 			})
 			if err != nil {

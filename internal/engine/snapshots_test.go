@@ -76,9 +76,9 @@ func TestCreateSnapshot(t *testing.T) {
 	}
 }
 
-// The derived name depends only on the volume and the second: a retry after a retryable
-// failure, or a second create within the same second, names the same snapshot, and the plugin's
-// idempotency keeps it one snapshot.
+// The derived name is fixed for one command: a retry after a retryable failure names the same
+// snapshot, and the plugin's idempotency keeps it one snapshot. A second create within the same
+// second is a second snapshot, under a distinct name (issue 13: it used to return the first).
 func TestCreateSnapshotDerivedNameIsIdempotent(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
 	h.faults.FailOnce(csi.RPCCreateSnapshot, codes.Unavailable)
@@ -93,8 +93,12 @@ func TestCreateSnapshotDerivedNameIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.ID != again.ID || len(h.mem.Snapshots()) != 1 {
-		t.Fatalf("two creates in one second made %d snapshots (%q, %q), want 1", len(h.mem.Snapshots()), first.ID, again.ID)
+	if first.ID == again.ID || first.Name == again.Name || len(h.mem.Snapshots()) != 2 {
+		t.Fatalf("two creates in one second made %d snapshots (%q %q, %q %q), want 2 with distinct names",
+			len(h.mem.Snapshots()), first.ID, first.Name, again.ID, again.Name)
+	}
+	if want := first.Name + "-2"; again.Name != want {
+		t.Errorf("second name %q, want %q", again.Name, want)
 	}
 }
 
@@ -109,7 +113,7 @@ func TestCreateSnapshotAgainKeepsRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, err := h.e.ListSnapshots(h.ctx, "mem")
+	list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,12 +132,12 @@ func TestSnapshotCapabilityMissing(t *testing.T) {
 	if !errors.Is(err, ErrInvalid) || err == nil || err.Error() != want {
 		t.Fatalf("create: err = %v, want %q", err, want)
 	}
-	err = h.e.DeleteSnapshot(h.ctx, "mem", "snap-1")
+	err = h.e.DeleteSnapshot(h.ctx, "mem", "snap-1", nil)
 	want = `delete snapshot "snap-1" of plugin "mem": plugin "mem" cannot delete snapshots (no CREATE_DELETE_SNAPSHOT controller capability)`
 	if !errors.Is(err, ErrInvalid) || err == nil || err.Error() != want {
 		t.Fatalf("delete: err = %v, want %q", err, want)
 	}
-	list, err := h.e.ListSnapshots(h.ctx, "mem")
+	list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +158,7 @@ func TestListSnapshotsRecordsOnly(t *testing.T) {
 	if _, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil); err != nil {
 		t.Fatal(err)
 	}
-	list, err := h.e.ListSnapshots(h.ctx, "")
+	list, err := h.e.ListSnapshots(h.ctx, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +185,7 @@ func TestListSnapshotsMergesPluginAndRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	list, err := h.e.ListSnapshots(h.ctx, "mem")
+	list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +217,7 @@ func TestListSnapshotsMergesPluginAndRecords(t *testing.T) {
 	if string(b) != `{"snapshots":[],"warnings":[]}` {
 		t.Errorf("empty list JSON = %s", b)
 	}
-	if _, err := h.e.ListSnapshots(h.ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := h.e.ListSnapshots(h.ctx, "nope", nil); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown plugin: err = %v, want not found", err)
 	}
 }
@@ -224,7 +228,7 @@ func TestDeleteSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID); err != nil {
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	req, _ := csitest.LastRequest[csi.DeleteSnapshotRequest](h.mem)
@@ -234,22 +238,22 @@ func TestDeleteSnapshot(t *testing.T) {
 	if n := len(h.mem.Snapshots()); n != 0 {
 		t.Errorf("plugin still holds %d snapshots", n)
 	}
-	list, err := h.e.ListSnapshots(h.ctx, "mem")
+	list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
 	if err != nil || len(list.Snapshots) != 0 {
 		t.Fatalf("after delete: %+v, %v", list, err)
 	}
 	// Deleting again, or a snapshot nobody knows, is done already.
-	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID); err != nil {
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err != nil {
 		t.Errorf("second delete: %v", err)
 	}
 	h.faults.FailAlways(csi.RPCDeleteSnapshot, codes.NotFound)
-	if err := h.e.DeleteSnapshot(h.ctx, "mem", "never-was"); err != nil {
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", "never-was", nil); err != nil {
 		t.Errorf("delete of an unknown snapshot answered NOT_FOUND: %v", err)
 	}
-	if err := h.e.DeleteSnapshot(h.ctx, "nope", "s1"); !errors.Is(err, ErrNotFound) {
+	if err := h.e.DeleteSnapshot(h.ctx, "nope", "s1", nil); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown plugin: err = %v, want not found", err)
 	}
-	if err := h.e.DeleteSnapshot(h.ctx, "mem", ""); !errors.Is(err, ErrInvalid) {
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", "", nil); !errors.Is(err, ErrInvalid) {
 		t.Errorf("empty ID: err = %v, want invalid", err)
 	}
 }
@@ -261,11 +265,11 @@ func TestDeleteSnapshotFailureKeepsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.faults.FailAlways(csi.RPCDeleteSnapshot, codes.FailedPrecondition)
-	err := h.e.DeleteSnapshot(h.ctx, "mem", "s1")
+	err := h.e.DeleteSnapshot(h.ctx, "mem", "s1", nil)
 	if err == nil || !strings.HasPrefix(err.Error(), `delete snapshot "s1" of plugin "mem": DeleteSnapshot: FailedPrecondition`) {
 		t.Fatalf("err = %v", err)
 	}
-	list, _ := h.e.ListSnapshots(h.ctx, "mem")
+	list, _ := h.e.ListSnapshots(h.ctx, "mem", nil)
 	if len(list.Snapshots) != 1 || !list.Snapshots[0].Recorded {
 		t.Fatalf("record lost after a failed delete: %+v", list)
 	}

@@ -94,9 +94,12 @@ type VolumeInfo struct {
 	SnapshotID         string                `json:"snapshot_id,omitempty"`
 	CloneID            string                `json:"clone_id,omitempty"`
 	Staged             bool                  `json:"staged"`
-	Claims             []ClaimInfo           `json:"claims"`
-	CreatedAt          time.Time             `json:"created_at"`
-	UpdatedAt          time.Time             `json:"updated_at"`
+	// NodeExpansionOwed is the size a NodeExpandVolume owed to this node asks for, 0 when
+	// none is: the filesystem may still be the old size until it is sent.
+	NodeExpansionOwed int64       `json:"node_expansion_owed,omitempty"`
+	Claims            []ClaimInfo `json:"claims"`
+	CreatedAt         time.Time   `json:"created_at"`
+	UpdatedAt         time.Time   `json:"updated_at"`
 }
 
 // ClaimInfo is one live (or, in history, freed) claim.

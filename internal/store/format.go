@@ -13,10 +13,12 @@ import (
 
 // Method-less copies of the entities, so printing one does not recurse into Format.
 type (
-	volumeFields Volume
-	claimFields  Claim
-	pluginFields Plugin
-	groupFields  Group
+	volumeFields         Volume
+	claimFields          Claim
+	pluginFields         Plugin
+	groupFields          Group
+	snapshotFields       Snapshot
+	snapshotCreateFields SnapshotCreate
 	// Not a conversion of PastClaim: the embedded Claim would promote its Format and print only
 	// the claim part.
 	pastClaimFields struct {
@@ -31,7 +33,8 @@ type (
 var goNames = strings.NewReplacer(
 	"store.volumeFields{", "store.Volume{", "store.claimFields{", "store.Claim{",
 	"store.pluginFields{", "store.Plugin{", "store.groupFields{", "store.Group{",
-	"store.pastClaimFields{", "store.PastClaim{",
+	"store.pastClaimFields{", "store.PastClaim{", "store.snapshotFields{", "store.Snapshot{",
+	"store.snapshotCreateFields{", "store.SnapshotCreate{",
 )
 
 func formatRedacted(f fmt.State, v any) {
@@ -58,3 +61,9 @@ func (p Plugin) Format(f fmt.State, _ rune) { formatRedacted(f, pluginFields(p))
 
 // Format prints the group with its mount flags redacted, for every verb.
 func (g Group) Format(f fmt.State, _ rune) { formatRedacted(f, groupFields(g)) }
+
+// Format prints the snapshot with its secrets redacted, for every verb.
+func (s Snapshot) Format(f fmt.State, _ rune) { formatRedacted(f, snapshotFields(s)) }
+
+// Format prints the snapshot intent with its secrets redacted, for every verb.
+func (s SnapshotCreate) Format(f fmt.State, _ rune) { formatRedacted(f, snapshotCreateFields(s)) }

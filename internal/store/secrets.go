@@ -6,7 +6,7 @@ import (
 )
 
 // SecretValues returns every secret value and mount flag the state holds, each once: the
-// volumes' secrets and mount flags, the mount flags of live and freed claims and of groups'
+// volumes' secrets and mount flags, the secrets snapshots (and snapshots being created) keep, the mount flags of live and freed claims and of groups'
 // volume requests, and the values of plugins' exec environments. Any of them may have been
 // sent to a plugin, and a plugin may echo any of them in a message: the engine scrubs them all
 // from what plugins say before it stores or prints it. The queries read only these columns,
@@ -28,6 +28,8 @@ func (tx *Tx) SecretValues() ([]string, error) {
 		decode    func(sql.NullString) ([]string, error)
 	}{
 		{"volume secrets", `SELECT DISTINCT secrets FROM volumes WHERE secrets IS NOT NULL`, mapValues},
+		{"snapshot secrets", `SELECT DISTINCT secrets FROM snapshots WHERE secrets IS NOT NULL`, mapValues},
+		{"snapshot intent secrets", `SELECT DISTINCT secrets FROM snapshot_creates WHERE secrets IS NOT NULL`, mapValues},
 		{"volume mount flags", `SELECT DISTINCT mount_options FROM volumes WHERE mount_options IS NOT NULL`,
 			func(col sql.NullString) ([]string, error) {
 				var mo *mountOptionsRow

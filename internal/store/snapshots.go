@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // Snapshot is a CSI snapshot volctl created or learned about, keyed by its plugin and the
@@ -18,6 +20,32 @@ type Snapshot struct {
 	ReadyToUse       bool
 	Parameters       map[string]string
 	CreatedAt        time.Time // the provider's creation time when it gave one
+	// What deleting it needs once the source volume or the plugin's record is gone: the secrets
+	// it was created with, and how its plugin's controller was reached.
+	Secrets spec.Secrets
+	Reach   PluginReach
+}
+
+// PluginReach is how a plugin was reached: its type and sockets, as declared when a snapshot
+// was made (empty for a snapshot volctl did not create).
+type PluginReach struct {
+	Type             spec.PluginType
+	Socket           string
+	ControllerSocket string
+	Provider         string // the driver name GetPluginInfo gave, which must answer there again
+}
+
+// SnapshotCreate is the intent of a CreateSnapshot, recorded before it is sent and keyed by
+// the CSI name (the provider's ID is not known until it answers).
+type SnapshotCreate struct {
+	PluginID         string
+	Name             string
+	SourceVolumeID   string
+	SourceExternalID string
+	Parameters       map[string]string
+	Secrets          spec.Secrets
+	Reach            PluginReach
+	CreatedAt        time.Time
 }
 
 // SnapshotStore reads and writes snapshots.
@@ -30,6 +58,17 @@ type SnapshotStore interface {
 	Put(sn *Snapshot) error
 	// Delete removes a snapshot; ErrNotFound if there is none.
 	Delete(pluginID, snapshotID string) error
+	// NameTaken reports whether a plugin has a snapshot or a snapshot intent with this name.
+	NameTaken(pluginID, name string) (bool, error)
+
+	// PutCreate inserts or replaces a snapshot intent; a zero CreatedAt is stamped now.
+	PutCreate(sc *SnapshotCreate) error
+	// GetCreate returns one intent, or an error matching ErrNotFound.
+	GetCreate(pluginID, name string) (SnapshotCreate, error)
+	// ListCreates returns the intents of a plugin ("" for all), ordered by plugin and name.
+	ListCreates(pluginID string) ([]SnapshotCreate, error)
+	// DeleteCreate removes an intent; ErrNotFound if there is none.
+	DeleteCreate(pluginID, name string) error
 }
 
 // Snapshots is the snapshot API inside this transaction.
@@ -38,19 +77,22 @@ func (tx *Tx) Snapshots() SnapshotStore { return snapshots{tx} }
 type snapshots struct{ tx *Tx }
 
 const snapshotColumns = `plugin_id, snapshot_id, name, source_volume_id, source_external_id, size_bytes,
-	ready_to_use, parameters, created_at`
+	ready_to_use, parameters, created_at, secrets, plugin_type, socket, controller_socket, provider`
 
 func scanSnapshot(sc scanner) (Snapshot, error) {
 	var (
-		sn     Snapshot
-		params sql.NullString
-		c      int64
+		sn          Snapshot
+		params, sec sql.NullString
+		c           int64
 	)
 	if err := sc.Scan(&sn.PluginID, &sn.SnapshotID, &sn.Name, &sn.SourceVolumeID, &sn.SourceExternalID,
-		&sn.SizeBytes, &sn.ReadyToUse, &params, &c); err != nil {
+		&sn.SizeBytes, &sn.ReadyToUse, &params, &c, &sec, &sn.Reach.Type, &sn.Reach.Socket, &sn.Reach.ControllerSocket, &sn.Reach.Provider); err != nil {
 		return Snapshot{}, err
 	}
 	if err := decJSON(params, &sn.Parameters); err != nil {
+		return Snapshot{}, fmt.Errorf("%s: decode: %w", snapshotWhat(sn.PluginID, sn.SnapshotID), err)
+	}
+	if err := decJSON(sec, &sn.Secrets); err != nil {
 		return Snapshot{}, fmt.Errorf("%s: decode: %w", snapshotWhat(sn.PluginID, sn.SnapshotID), err)
 	}
 	sn.CreatedAt = decTime(c)
@@ -86,17 +128,104 @@ func (ss snapshots) Put(sn *Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("%s: encode: %w", what, err)
 	}
+	sec, err := encJSON(sn.Secrets.Plain())
+	if err != nil {
+		return fmt.Errorf("%s: encode: %w", what, err)
+	}
 	if sn.CreatedAt.IsZero() {
 		sn.CreatedAt = ss.tx.now()
 	}
 	sn.CreatedAt = decTime(encTime(sn.CreatedAt)) // as it will read back
-	_, err = ss.tx.exec(`INSERT OR REPLACE INTO snapshots (`+snapshotColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = ss.tx.exec(`INSERT OR REPLACE INTO snapshots (`+snapshotColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		sn.PluginID, sn.SnapshotID, sn.Name, sn.SourceVolumeID, sn.SourceExternalID, sn.SizeBytes,
-		encBool(sn.ReadyToUse), params, encTime(sn.CreatedAt))
+		encBool(sn.ReadyToUse), params, encTime(sn.CreatedAt), sec, sn.Reach.Type, sn.Reach.Socket, sn.Reach.ControllerSocket, sn.Reach.Provider)
 	return wrap(err, what, "")
 }
 
 func (ss snapshots) Delete(pluginID, snapshotID string) error {
 	res, err := ss.tx.exec(`DELETE FROM snapshots WHERE plugin_id = ? AND snapshot_id = ?`, pluginID, snapshotID)
 	return affected(res, err, snapshotWhat(pluginID, snapshotID), "")
+}
+
+func (ss snapshots) NameTaken(pluginID, name string) (bool, error) {
+	var n int
+	err := ss.tx.queryRow(`SELECT (SELECT count(*) FROM snapshots WHERE plugin_id = ? AND name = ?)
+		+ (SELECT count(*) FROM snapshot_creates WHERE plugin_id = ? AND name = ?)`, pluginID, name, pluginID, name).Scan(&n)
+	if err != nil {
+		return false, wrap(err, fmt.Sprintf("snapshot name %q of plugin %q", name, pluginID), "")
+	}
+	return n > 0, nil
+}
+
+const snapshotCreateColumns = `plugin_id, name, source_volume_id, source_external_id, parameters, secrets,
+	plugin_type, socket, controller_socket, provider, created_at`
+
+func snapshotCreateWhat(pluginID, name string) string {
+	return fmt.Sprintf("snapshot intent %q of plugin %q", name, pluginID)
+}
+
+func scanSnapshotCreate(sc scanner) (SnapshotCreate, error) {
+	var (
+		s           SnapshotCreate
+		params, sec sql.NullString
+		c           int64
+	)
+	if err := sc.Scan(&s.PluginID, &s.Name, &s.SourceVolumeID, &s.SourceExternalID, &params, &sec,
+		&s.Reach.Type, &s.Reach.Socket, &s.Reach.ControllerSocket, &s.Reach.Provider, &c); err != nil {
+		return SnapshotCreate{}, err
+	}
+	for _, d := range []struct {
+		col sql.NullString
+		dst any
+	}{{params, &s.Parameters}, {sec, &s.Secrets}} {
+		if err := decJSON(d.col, d.dst); err != nil {
+			return SnapshotCreate{}, fmt.Errorf("%s: decode: %w", snapshotCreateWhat(s.PluginID, s.Name), err)
+		}
+	}
+	s.CreatedAt = decTime(c)
+	return s, nil
+}
+
+func (ss snapshots) PutCreate(sc *SnapshotCreate) error {
+	what := snapshotCreateWhat(sc.PluginID, sc.Name)
+	params, err := encJSON(sc.Parameters)
+	if err != nil {
+		return fmt.Errorf("%s: encode: %w", what, err)
+	}
+	sec, err := encJSON(sc.Secrets.Plain())
+	if err != nil {
+		return fmt.Errorf("%s: encode: %w", what, err)
+	}
+	if sc.CreatedAt.IsZero() {
+		sc.CreatedAt = ss.tx.now()
+	}
+	sc.CreatedAt = decTime(encTime(sc.CreatedAt))
+	_, err = ss.tx.exec(`INSERT OR REPLACE INTO snapshot_creates (`+snapshotCreateColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		sc.PluginID, sc.Name, sc.SourceVolumeID, sc.SourceExternalID, params, sec, sc.Reach.Type, sc.Reach.Socket,
+		sc.Reach.ControllerSocket, sc.Reach.Provider, encTime(sc.CreatedAt))
+	return wrap(err, what, "")
+}
+
+func (ss snapshots) GetCreate(pluginID, name string) (SnapshotCreate, error) {
+	s, err := scanSnapshotCreate(ss.tx.queryRow(`SELECT `+snapshotCreateColumns+` FROM snapshot_creates WHERE plugin_id = ? AND name = ?`,
+		pluginID, name))
+	if err != nil {
+		return SnapshotCreate{}, wrap(err, snapshotCreateWhat(pluginID, name), "")
+	}
+	return s, nil
+}
+
+func (ss snapshots) ListCreates(pluginID string) ([]SnapshotCreate, error) {
+	rows, err := ss.tx.query(`SELECT `+snapshotCreateColumns+` FROM snapshot_creates WHERE ? = '' OR plugin_id = ?
+		ORDER BY plugin_id, name`, pluginID, pluginID)
+	out, err := collect(rows, err, scanSnapshotCreate)
+	if err != nil {
+		return nil, fmt.Errorf("list snapshot intents: %w", mapBusy(err))
+	}
+	return out, nil
+}
+
+func (ss snapshots) DeleteCreate(pluginID, name string) error {
+	res, err := ss.tx.exec(`DELETE FROM snapshot_creates WHERE plugin_id = ? AND name = ?`, pluginID, name)
+	return affected(res, err, snapshotCreateWhat(pluginID, name), "")
 }

@@ -43,8 +43,13 @@ type Volume struct {
 	CloneID            string
 	AccessMode         spec.AccessMode     // fixed by the first live claim, "" when there is none
 	AttachmentMode     spec.AttachmentMode // likewise
-	CreatedAt          time.Time
-	UpdatedAt          time.Time
+	// NodeExpandMin and NodeExpandMax are a NodeExpandVolume owed to this node (the controller
+	// said node_expansion_required, or only the node expands) and not yet done: the capacity
+	// range to send. 0 when none is owed.
+	NodeExpandMin int64
+	NodeExpandMax int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // VolumeFromSpec is a Volume with the fields a volume spec gives; the caller sets State and what
@@ -96,6 +101,12 @@ type VolumeStore interface {
 	Briefs() ([]VolumeBrief, error)
 	// CountByPlugin counts the volumes that name a plugin.
 	CountByPlugin(pluginID string) (int, error)
+	// SetNodeExpansion records the NodeExpandVolume owed to this node for a volume (min 0: none),
+	// touching nothing else; ErrNotFound if there is no such volume.
+	SetNodeExpansion(id string, min, max int64) error
+	// OnNode lists, ordered, the IDs of a plugin's volumes that are on this node: those with a
+	// live claim or a staging row (an attachment or staging, or the intent of one).
+	OnNode(pluginID string) ([]string, error)
 }
 
 // Volumes is the volume API inside this transaction.
@@ -105,7 +116,8 @@ type volumes struct{ tx *Tx }
 
 const volumeColumns = `id, namespace, name, plugin_id, external_id, csi_name, state, capabilities,
 	mount_options, secrets, parameters, context, topology_request, accessible_topology, capacity_bytes,
-	requested_min, requested_max, snapshot_id, clone_id, access_mode, attachment_mode, created_at, updated_at`
+	requested_min, requested_max, snapshot_id, clone_id, access_mode, attachment_mode, node_expand_min,
+	node_expand_max, created_at, updated_at`
 
 func scanVolume(sc scanner) (Volume, error) {
 	var (
@@ -115,7 +127,8 @@ func scanVolume(sc scanner) (Volume, error) {
 	)
 	err := sc.Scan(&v.ID, &v.Namespace, &v.Name, &v.PluginID, &v.ExternalID, &v.CSIName, &v.State, &caps,
 		&mo, &sec, &params, &vctx, &tr, &topo, &v.CapacityBytes,
-		&v.RequestedMin, &v.RequestedMax, &v.SnapshotID, &v.CloneID, &v.AccessMode, &v.AttachmentMode, &c, &u)
+		&v.RequestedMin, &v.RequestedMax, &v.SnapshotID, &v.CloneID, &v.AccessMode, &v.AttachmentMode,
+		&v.NodeExpandMin, &v.NodeExpandMax, &c, &u)
 	if err != nil {
 		return Volume{}, err
 	}
@@ -146,7 +159,7 @@ func volumeArgs(v *Volume) ([]any, error) {
 		args = append(args, col)
 	}
 	return append(args, v.CapacityBytes, v.RequestedMin, v.RequestedMax, v.SnapshotID, v.CloneID,
-		v.AccessMode, v.AttachmentMode), nil
+		v.AccessMode, v.AttachmentMode, v.NodeExpandMin, v.NodeExpandMax), nil
 }
 
 func volumeWhat(id string) string { return fmt.Sprintf("volume %q", id) }
@@ -237,7 +250,7 @@ func (vs volumes) Insert(v *Volume) error {
 		return err
 	}
 	now := vs.tx.now()
-	_, err = vs.tx.exec(`INSERT INTO volumes (`+volumeColumns+`) VALUES (?`+strings.Repeat(", ?", 22)+`)`,
+	_, err = vs.tx.exec(`INSERT INTO volumes (`+volumeColumns+`) VALUES (?`+strings.Repeat(", ?", 24)+`)`,
 		append(append([]any{v.ID}, args...), encTime(now), encTime(now))...)
 	if err != nil {
 		return wrap(err, volumeWhat(v.ID), "")
@@ -256,7 +269,7 @@ func (vs volumes) Update(v *Volume) error {
 		UPDATE volumes SET namespace = ?, name = ?, plugin_id = ?, external_id = ?, csi_name = ?, state = ?,
 			capabilities = ?, mount_options = ?, secrets = ?, parameters = ?, context = ?, topology_request = ?,
 			accessible_topology = ?, capacity_bytes = ?, requested_min = ?, requested_max = ?, snapshot_id = ?,
-			clone_id = ?, access_mode = ?, attachment_mode = ?, updated_at = ?
+			clone_id = ?, access_mode = ?, attachment_mode = ?, node_expand_min = ?, node_expand_max = ?, updated_at = ?
 		WHERE id = ?`, append(args, encTime(now), v.ID)...)
 	if err := affected(res, err, volumeWhat(v.ID), ""); err != nil {
 		return err
@@ -276,4 +289,24 @@ func (vs volumes) CountByPlugin(pluginID string) (int, error) {
 		return 0, wrap(err, fmt.Sprintf("count volumes of plugin %q", pluginID), "")
 	}
 	return n, nil
+}
+
+func (vs volumes) OnNode(pluginID string) ([]string, error) {
+	rows, err := vs.tx.query(`SELECT v.id FROM volumes v WHERE v.plugin_id = ?
+		AND (EXISTS (SELECT 1 FROM claims c WHERE c.volume_id = v.id)
+		  OR EXISTS (SELECT 1 FROM stagings s WHERE s.volume_id = v.id))
+		ORDER BY v.id`, pluginID)
+	out, err := collect(rows, err, func(sc scanner) (string, error) {
+		var id string
+		return id, sc.Scan(&id)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list volumes of plugin %q on this node: %w", pluginID, mapBusy(err))
+	}
+	return out, nil
+}
+
+func (vs volumes) SetNodeExpansion(id string, min, max int64) error {
+	res, err := vs.tx.exec(`UPDATE volumes SET node_expand_min = ?, node_expand_max = ? WHERE id = ?`, min, max, id)
+	return affected(res, err, volumeWhat(id), "")
 }

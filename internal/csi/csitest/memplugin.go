@@ -45,6 +45,9 @@ type MemConfig struct {
 	AvailableCapacity int64 // GetCapacity's answer before volumes take their share
 	DefaultVolumeSize int64 // the size of a volume created with no capacity range
 	MaxVolumeSize     int64 // 0 is no limit; above it CreateVolume and expansion are OUT_OF_RANGE
+	// CreateTopology, when set, is the accessible topology CreateVolume reports whatever was
+	// asked: a plugin that ignores the requisite topology.
+	CreateTopology *spec.Topology
 }
 
 // DefaultMemConfig returns a monolith with the controller (create/delete, publish, list,
@@ -535,6 +538,9 @@ func (s *memServer) CreateVolume(ctx context.Context, req *csipb.CreateVolumeReq
 	} else if m.cfg.Topology != nil {
 		v.AccessibleTopology = []spec.Topology{*m.cfg.Topology}
 	}
+	if m.cfg.CreateTopology != nil {
+		v.AccessibleTopology = []spec.Topology{*m.cfg.CreateTopology}
+	}
 	m.volumes[v.ID] = &memVolume{vol: v, name: req.GetName()}
 	return &csipb.CreateVolumeResponse{Volume: volumeToCSI(v)}, nil
 }
@@ -572,6 +578,10 @@ func (s *memServer) ControllerPublishVolume(ctx context.Context, req *csipb.Cont
 	}
 	if err := m.checkCapability(req.GetVolumeCapability()); err != nil {
 		return nil, err
+	}
+	if req.GetReadonly() && !m.cfg.Controller.PublishReadonly {
+		// The CSI spec: without PUBLISH_READONLY the CO MUST set readonly to false.
+		return nil, errorf(codes.InvalidArgument, "readonly is set but PUBLISH_READONLY is off")
 	}
 	v, err := m.volume(req.GetVolumeId())
 	if err != nil {
@@ -992,6 +1002,10 @@ func (s *memServer) NodeExpandVolume(ctx context.Context, req *csipb.NodeExpandV
 	want := req.GetCapacityRange().GetRequiredBytes()
 	if m.cfg.MaxVolumeSize > 0 && want > m.cfg.MaxVolumeSize {
 		return nil, errorf(codes.OutOfRange, "%d bytes is above the maximum volume size", want)
+	}
+	if !m.cfg.Controller.ExpandVolume {
+		// A node-only expansion: the node grows the volume itself.
+		v.vol.CapacityBytes = max(v.vol.CapacityBytes, want)
 	}
 	return &csipb.NodeExpandVolumeResponse{CapacityBytes: max(v.vol.CapacityBytes, want)}, nil
 }

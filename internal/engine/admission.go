@@ -1,0 +1,125 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// checkNode applies, at admission, the limits Nomad's scheduler applies before placing a claim
+// on a node, from what the plugin's NodeGetInfo said (its stored fingerprint):
+// max_volumes_per_node, counted over the plugin's volumes already on this node, and the
+// volume's accessible topology, which must include the node's. A volume already on the node
+// (a live claim or a staging) passes: it is counted already, and its topology was checked when
+// it came. Refusals are conflicts (exit 4) naming the limit and what it counts, instead of a
+// ControllerPublishVolume that fails later and is retried for good.
+func checkNode(tx *store.Tx, v store.Volume, live []store.Claim) error {
+	if len(live) > 0 {
+		return nil
+	}
+	if _, err := tx.Stagings().Get(v.ID); err == nil {
+		return nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	p, err := tx.Plugins().Get(v.PluginID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // the publish path reports the missing plugin
+	}
+	if err != nil {
+		return err
+	}
+	fp := p.Fingerprint
+	if topos := volumeTopologies(v); len(topos) > 0 && !topologyMatch(fp.Topology, topos) {
+		node := "has no accessible topology"
+		if len(fp.Topology) > 0 {
+			node = "is in " + formatSegments(fp.Topology)
+		}
+		return conflictf("volume %q is accessible only from topology %s, and plugin %q's node %q %s (NodeGetInfo accessible_topology): the volume cannot be used on this node",
+			v.ID, formatTopologies(topos), p.ID, fp.NodeID, node)
+	}
+	if fp.MaxVolumes > 0 {
+		on, err := tx.Volumes().OnNode(p.ID)
+		if err != nil {
+			return err
+		}
+		on = slices.DeleteFunc(on, func(id string) bool { return id == v.ID })
+		if int64(len(on)) >= fp.MaxVolumes {
+			return conflictf("plugin %q allows %d volume(s) per node (NodeGetInfo max_volumes_per_node) and node %q has %d: %s; release one of them first",
+				p.ID, fp.MaxVolumes, fp.NodeID, len(on), describeIDs(on))
+		}
+	}
+	return nil
+}
+
+// volumeTopologies is where a volume is accessible from: what CreateVolume reported, or for a
+// registered volume its topology_request's required list (as Nomad takes it); none means
+// everywhere.
+func volumeTopologies(v store.Volume) []spec.Topology {
+	if len(v.AccessibleTopology) > 0 {
+		return v.AccessibleTopology
+	}
+	if v.TopologyRequest != nil {
+		return v.TopologyRequest.Required
+	}
+	return nil
+}
+
+// topologyMatch reports whether a node with the given segments is in one of the topologies:
+// every segment of that topology is one of the node's (Nomad's CSITopology.MatchFound). A
+// node without topology matches none.
+func topologyMatch(node map[string]string, topos []spec.Topology) bool {
+	for _, t := range topos {
+		if len(node) > 0 && segmentsWithin(t.Segments, node) {
+			return true
+		}
+	}
+	return false
+}
+
+// segmentsWithin reports whether every segment of a is in b with the same value.
+func segmentsWithin(a, b map[string]string) bool {
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func formatSegments(s map[string]string) string {
+	parts := make([]string, 0, len(s))
+	for _, k := range slices.Sorted(maps.Keys(s)) {
+		parts = append(parts, k+"="+s[k])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func formatTopologies(ts []spec.Topology) string {
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = formatSegments(t.Segments)
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return "one of " + strings.Join(parts, ", ")
+}
+
+// describeIDs quotes up to ten volume IDs.
+func describeIDs(ids []string) string {
+	parts := make([]string, 0, len(ids))
+	for i, id := range ids {
+		if i == 10 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ids)-10))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("volume %q", id))
+	}
+	return strings.Join(parts, ", ")
+}
