@@ -73,7 +73,9 @@ func groupRunRun(ctx context.Context, opts *GroupRunOptions) error {
 	if err != nil {
 		return err
 	}
-	info, runErr := e.RunGroup(ctx, *g)
+	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
+	info, runErr := e.RunGroup(pctx, *g)
+	done()
 	out := bufio.NewWriter(opts.IO.Out)
 	if opts.Exporter.Enabled() {
 		err = opts.Exporter.Write(out, info)
@@ -296,7 +298,9 @@ func groupStopRun(ctx context.Context, opts *GroupStopOptions) error {
 	if err != nil {
 		return err
 	}
-	info, err := e.StopGroup(ctx, opts.Name)
+	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
+	info, err := e.StopGroup(pctx, opts.Name)
+	done()
 	if err != nil {
 		return err
 	}

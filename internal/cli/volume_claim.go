@@ -121,7 +121,9 @@ func volumeClaimRun(ctx context.Context, opts *VolumeClaimOptions) error {
 	if err != nil {
 		return err
 	}
-	cl, err := e.Claim(ctx, req)
+	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
+	cl, err := e.Claim(pctx, req)
+	done()
 	if err != nil {
 		return err
 	}

@@ -97,11 +97,13 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 	var errs []error
 	for _, v := range vols {
 		var info engine.VolumeInfo
+		pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
 		if opts.Verb == spec.VerbCreate {
-			info, err = e.CreateVolume(ctx, *v)
+			info, err = e.CreateVolume(pctx, *v)
 		} else {
-			info, err = e.RegisterVolume(ctx, *v)
+			info, err = e.RegisterVolume(pctx, *v)
 		}
+		done()
 		if err != nil {
 			errs = append(errs, err)
 			if len(vols) > 1 {
