@@ -1,7 +1,11 @@
 package engine
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,5 +69,43 @@ func TestProgressReportsRPCsRetriesAndLockWaits(t *testing.T) {
 	unlock()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A claim interrupted by its caller (Ctrl-C) says exactly what is left and what reconcile will
+// do with it, and that is what reconcile does: it finishes publishing the claim. The release
+// the message offers instead undoes it.
+func TestInterruptedClaimSaysWhatReconcileDoes(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+	for _, alloc := range []string{"a", "b"} {
+		ctx, cancel := context.WithCancel(h.ctx)
+		// Interrupt as NodeStageVolume is sent.
+		ctx = WithProgress(ctx, func(step string) {
+			if step == csi.RPCNodeStageVolume {
+				cancel()
+			}
+		})
+		_, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: alloc})
+		cancel()
+		want := fmt.Sprintf("interrupted: the claim is left controller-published, not published; `volctl reconcile` will finish publishing it, "+
+			"or `volctl volume release v --alloc %s` will undo it", alloc)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("interrupted claim: err = %v\nwant it to say %q", err, want)
+		}
+		if strings.Contains(err.Error(), "rolled back") {
+			t.Fatalf("interrupted claim says it was rolled back: %v", err)
+		}
+	}
+	h.release("v", "b")
+	if _, err := h.e.ClaimInfo(h.ctx, "v", "b"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the release the message offers left the claim: %v", err)
+	}
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := h.e.ClaimInfo(h.ctx, "v", "a")
+	if err != nil || cl.State != "published" || !cl.AtRest() {
+		t.Fatalf("after reconcile the interrupted claim is %+v, %v; want it published as the message said", cl, err)
 	}
 }
