@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,7 +36,8 @@ all of its volumes or none. A volume with per_alloc = true is claimed as SOURCE[
 one claim of an alloc fails, the claims that alloc already got are released again.
 
 Running a group again is idempotent: allocs that hold their claims keep them, and a smaller
-count releases the allocs past it. Prints each alloc's volumes and target paths.
+count releases the allocs past it. Prints each alloc's volumes and target paths, and where each
+is bind-mounted (MOUNTED AT) when the group has volume_mount blocks.
 
 Exit status: 0 when every alloc got its volumes; otherwise the failure's code (1, or 2 for a
 spec or request that can never work), with each failed alloc named.`,
@@ -71,7 +73,9 @@ func groupRunRun(ctx context.Context, opts *GroupRunOptions) error {
 	if err != nil {
 		return err
 	}
-	info, runErr := e.RunGroup(ctx, *g)
+	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
+	info, runErr := e.RunGroup(pctx, *g)
+	done()
 	out := bufio.NewWriter(opts.IO.Out)
 	if opts.Exporter.Enabled() {
 		err = opts.Exporter.Write(out, info)
@@ -95,17 +99,51 @@ func writeGroupRun(out io.Writer, g engine.GroupInfo) error {
 		}
 	}
 	fmt.Fprintf(out, "Group %q: %d of %d allocs have their volumes\n", g.Name, ok, len(g.Allocs))
-	t := newTable(out, "ALLOC", "VOLUME", "MODE", "TARGET")
+	binds := hasBinds(g)
+	t := newTable(out, withBinds(binds, []string{"ALLOC", "VOLUME", "MODE"}, "MOUNTED AT", "TARGET")...)
 	for _, a := range g.Allocs {
 		if a.Error != "" {
 			t.row(a.Name, "", "", "failed (see the error)")
 			continue
 		}
 		for _, c := range a.Claims {
-			t.row(a.Name, c.VolumeID, c.Mode, c.TargetPath)
+			t.row(withBinds(binds, []string{a.Name, c.VolumeID, c.Mode}, bindsCell(c.Binds), c.TargetPath)...)
 		}
 	}
 	return t.render()
+}
+
+// hasBinds reports whether any claim of the group is bind-mounted somewhere (volume_mount):
+// only then do the tables give a column to where the volumes land.
+func hasBinds(g engine.GroupInfo) bool {
+	for _, a := range g.Allocs {
+		for _, c := range a.Claims {
+			if len(c.Binds) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// withBinds is cells, then the bind cell when the table has that column, then the target.
+func withBinds(binds bool, cells []string, bind, target string) []string {
+	if binds {
+		cells = append(cells, bind)
+	}
+	return append(cells, target)
+}
+
+// bindsCell lists where a claim's target is bind-mounted: "/srv/www, /srv/cache (read-only)".
+func bindsCell(binds []engine.Bind) string {
+	parts := make([]string, len(binds))
+	for i, b := range binds {
+		parts[i] = b.Destination
+		if b.ReadOnly {
+			parts[i] += " (read-only)"
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // GroupStatusOptions are the inputs of `volctl group status`.
@@ -124,7 +162,8 @@ func newCmdGroupStatus(f *Factory, runF func(*GroupStatusOptions) error) *cobra.
 		Use:   "status [NAME]",
 		Short: "Show groups and their allocs",
 		Long: `Without a name, list the groups: state, count, how many allocs hold all their volumes, and
-their live claims. With a name, show each alloc's claims with state and target path.`,
+their live claims. With a name, show each alloc's claims with state and target path, and where
+each is bind-mounted when the group has volume_mount blocks.`,
 		Example: `  volctl group status
   volctl group status web
   volctl group status web -t '{{range .allocs}}{{.name}}{{"\n"}}{{end}}'`,
@@ -211,13 +250,14 @@ func writeGroupDetail(out io.Writer, g engine.GroupInfo, now time.Time) error {
 		return err
 	}
 	fmt.Fprintln(out, "\nAllocs")
-	t := newTable(out, "ALLOC", "VOLUME", "MODE", "STATE", "AGE", "TARGET")
+	binds := hasBinds(g)
+	t := newTable(out, withBinds(binds, []string{"ALLOC", "VOLUME", "MODE", "STATE", "AGE"}, "MOUNTED AT", "TARGET")...)
 	for _, a := range g.Allocs {
 		if len(a.Claims) == 0 {
-			t.row(a.Name, "", "", a.Error, "", "")
+			t.row(withBinds(binds, []string{a.Name, "", "", a.Error, ""}, "", "")...)
 		}
 		for _, c := range a.Claims {
-			t.row(a.Name, c.VolumeID, c.Mode, claimStateCell(c), age(now, c.CreatedAt), c.TargetPath)
+			t.row(withBinds(binds, []string{a.Name, c.VolumeID, c.Mode, claimStateCell(c), age(now, c.CreatedAt)}, bindsCell(c.Binds), c.TargetPath)...)
 		}
 	}
 	return t.render()
@@ -258,7 +298,9 @@ func groupStopRun(ctx context.Context, opts *GroupStopOptions) error {
 	if err != nil {
 		return err
 	}
-	info, err := e.StopGroup(ctx, opts.Name)
+	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
+	info, err := e.StopGroup(pctx, opts.Name)
+	done()
 	if err != nil {
 		return err
 	}

@@ -158,12 +158,16 @@ func keyValues(out io.Writer, pairs ...[2]string) error {
 	return tw.Flush()
 }
 
-// ago is age for a moment in a sentence-like detail row: "2 days ago".
+// ago is age for a moment in a sentence-like detail row: "2 days ago", "just now".
 func ago(now, t time.Time) string {
-	if a := age(now, t); a != "" {
+	switch a := age(now, t); a {
+	case "":
+		return ""
+	case "now":
+		return "just now"
+	default:
 		return a + " ago"
 	}
-	return ""
 }
 
 // age renders how long ago t was, for tables.

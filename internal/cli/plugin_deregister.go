@@ -28,9 +28,12 @@ func newCmdPluginDeregister(f *Factory, runF func(*PluginDeregisterOptions) erro
 		Short: "Forget a registered plugin",
 		Long: `Forget a registered plugin. The plugin itself keeps running; volctl stops talking to it.
 
-It is refused while volumes use the plugin (exit 4): deregister or delete them first. --force
-forgets the plugin anyway, leaving those volumes without a plugin until one with the same ID is
-registered again; it asks first on a terminal and needs --yes otherwise.`,
+It is refused while volumes use the plugin (exit 4): deregister or delete them first. It is
+refused too while snapshots made through it are recorded, since they are deleted through the
+plugin: delete them first (volctl volume snapshot delete PLUGIN SNAPSHOT_ID). --force forgets
+the plugin anyway, leaving those volumes without a plugin and the snapshots recorded, still
+deletable through the socket they were made on while the same driver answers there; it asks
+first on a terminal and needs --yes otherwise.`,
 		Example: `  volctl plugin deregister hostpath
   volctl plugin deregister hostpath --force --yes`,
 		Args: exactArgs(1),
@@ -42,7 +45,7 @@ registered again; it asks first on a terminal and needs --yes otherwise.`,
 			return pluginDeregisterRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.Force, "force", false, "deregister even while volumes use the plugin")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "deregister even while volumes use the plugin or snapshots made through it are recorded")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (needed for --force off a terminal)")
 	return cmd
 }

@@ -50,6 +50,25 @@ func writePluginTable(out io.Writer, plugins []engine.PluginInfo) error {
 	return t.render()
 }
 
+// writePluginProblems says, under a plugin table, why each unhealthy or unready plugin is so
+// and what that means, as the dashboard does.
+func writePluginProblems(out io.Writer, plugins []engine.PluginInfo) {
+	for _, p := range plugins {
+		switch {
+		case !p.Healthy && p.LastError != "":
+			fmt.Fprintf(out, "Plugin %q is unhealthy: %s\n", p.ID, p.LastError)
+		case !p.Healthy:
+			fmt.Fprintf(out, "Plugin %q is unhealthy: it has not answered a probe yet\n", p.ID)
+		case !p.Ready:
+			fmt.Fprintf(out, "Plugin %q is not ready: its Probe says so; claims on its volumes wait until it is\n", p.ID)
+			continue
+		default:
+			continue
+		}
+		fmt.Fprintf(out, "  volumes using it cannot take claims; once it runs again, volctl plugin status %s probes it\n", p.ID)
+	}
+}
+
 // writePluginDetail prints one plugin: its declaration, fingerprint and health, then its
 // capabilities per service.
 func writePluginDetail(out io.Writer, p engine.PluginInfo, now time.Time) error {

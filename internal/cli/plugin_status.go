@@ -70,9 +70,9 @@ func pluginStatusRun(ctx context.Context, opts *PluginStatusOptions) error {
 		if opts.Exporter.Enabled() {
 			err = opts.Exporter.Write(out, plugins)
 		} else if len(plugins) == 0 {
-			fmt.Fprintln(opts.IO.ErrOut, "No plugins registered (volctl plugin register).")
-		} else {
-			err = writePluginTable(out, plugins)
+			fmt.Fprintln(opts.IO.ErrOut, "No plugins registered: start a CSI plugin and register it (volctl plugin register --id ID --socket PATH), or try volctl quickstart.")
+		} else if err = writePluginTable(out, plugins); err == nil {
+			writePluginProblems(out, plugins)
 		}
 		flush(out, &err)
 		return err

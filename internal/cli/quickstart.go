@@ -209,7 +209,7 @@ func (q *quickstart) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(q.out, volumeSubmittedLine(spec.VerbCreate, vol))
+	fmt.Fprintln(q.out, volumeSubmittedLine(spec.VerbCreate, vol, nil))
 
 	q.begin("Claim it for an alloc: stage and publish, and print where it is mounted",
 		fmt.Sprintf("volctl volume claim %s --alloc %s", quickstartVolume, quickstartAlloc))

@@ -44,8 +44,9 @@ against CSI plugins on local unix sockets. State lives in one SQLite file in the
 		newCmdTUI(f, nil),
 		newCmdQuickstart(f, nil),
 	)
-	root.InitDefaultCompletionCmd() // now, not at Execute, so that the walk below sees it
+	root.InitDefaultCompletionCmd() // now, not at Execute, so that the walks below see it
 	rejectUnknownSubcommands(root)
+	registerCompletions(root, f)
 	return root
 }
 

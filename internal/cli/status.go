@@ -148,6 +148,10 @@ func writeStatusSummary(out *bufio.Writer, sum statusSummary, vols []engine.Volu
 		if err := writePluginTable(out, sum.Plugins); err != nil {
 			return err
 		}
+		writePluginProblems(out, sum.Plugins)
+	} else {
+		fmt.Fprintln(out, "Next: start a CSI plugin and register it (volctl plugin register --id ID --socket PATH),")
+		fmt.Fprintln(out, "or see the whole flow on volctl's own plugin with volctl quickstart.")
 	}
 
 	fmt.Fprintf(out, "\nVolumes: %d (%d schedulable, %d in use)\n", sum.Volumes.Total, sum.Volumes.Schedulable, sum.Volumes.InUse)
@@ -164,6 +168,12 @@ func writeStatusSummary(out *bufio.Writer, sum statusSummary, vols []engine.Volu
 		if len(shown) < len(vols) {
 			fmt.Fprintf(out, "... and %d more (volctl volume status lists them all)\n", len(vols)-len(shown))
 		}
+		if n := sum.Volumes.Total - sum.Volumes.Schedulable; n > 0 {
+			fmt.Fprintf(out, "%d volume(s) cannot take claims (volctl volume status ID says why)\n", n)
+		}
+	} else if len(sum.Plugins) > 0 {
+		fmt.Fprintln(out, "Next: volctl init volume writes a volume spec; volctl volume create FILE creates it through")
+		fmt.Fprintln(out, "its plugin (volctl volume register FILE records one that exists already).")
 	}
 
 	fmt.Fprintf(out, "\nClaims: %d live (%d read, %d write), %d not at rest",

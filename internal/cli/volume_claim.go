@@ -45,7 +45,10 @@ alloc holds the volume names the holder and exits 4. Without --access-mode and
 
 Claiming again for an alloc that holds the same claim prints the same target path. A claim
 that fails with a final error is rolled back; one that fails with a retryable error is left
-for volctl reconcile, and the command exits 1. Mounting needs root.`,
+for volctl reconcile, and the command exits 1. A claim interrupted (Ctrl-C) is left where it
+got to, since the plugin may still be working on the RPC cut off: volctl reconcile finishes
+publishing it, and volctl volume release undoes it. On a terminal, stderr shows the step the
+claim is in. Mounting needs root.`,
 		Example: `  volctl volume claim db --alloc web-0
   volctl volume claim db --alloc report-1 --read-only --access-mode multi-node-single-writer
   TARGET=$(volctl volume claim db --alloc web-0 -t '{{.target_path}}')`,
@@ -121,7 +124,9 @@ func volumeClaimRun(ctx context.Context, opts *VolumeClaimOptions) error {
 	if err != nil {
 		return err
 	}
-	cl, err := e.Claim(ctx, req)
+	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
+	cl, err := e.Claim(pctx, req)
+	done()
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,10 @@ func volumeDeleteRun(ctx context.Context, opts *VolumeDeleteOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := e.DeleteVolume(ctx, opts.ID); err != nil {
+	pctx, done := startProgress(ctx, opts.IO, false)
+	err = e.DeleteVolume(pctx, opts.ID)
+	done()
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(opts.IO.Out, "Volume %q deleted\n", opts.ID)

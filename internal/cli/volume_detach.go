@@ -67,7 +67,9 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := e.Detach(ctx, opts.VolumeID, opts.Force)
+	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
+	res, err := e.Detach(pctx, opts.VolumeID, opts.Force)
+	done()
 	for _, w := range res.Warnings {
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
 	}

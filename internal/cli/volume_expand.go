@@ -87,7 +87,9 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 		}
 		limit = before.RequestedMax // the bound the volume was created with still holds
 	}
-	v, err := e.ExpandVolume(ctx, id, size, limit)
+	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
+	v, err := e.ExpandVolume(pctx, id, size, limit)
+	done()
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,9 @@ func volumeReleaseRun(ctx context.Context, opts *VolumeReleaseOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := e.Release(ctx, opts.VolumeID, opts.Alloc)
+	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
+	res, err := e.Release(pctx, opts.VolumeID, opts.Alloc)
+	done()
 	if err != nil {
 		return err
 	}

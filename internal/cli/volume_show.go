@@ -34,6 +34,19 @@ func schedulableCell(v engine.VolumeSummary) string {
 	return strconv.FormatBool(v.Schedulable)
 }
 
+// unschedulableReason says why a volume cannot take claims, and what to do about it.
+func unschedulableReason(v engine.VolumeInfo) string {
+	switch {
+	case v.State != "" && v.State != "ready":
+		return fmt.Sprintf("the volume is %s, not ready: volctl reconcile finishes that", v.State)
+	case strings.HasSuffix(v.PluginError, "is not registered"):
+		return fmt.Sprintf("its plugin %q is not registered: register it again (volctl plugin register)", v.PluginID)
+	case v.PluginError != "":
+		return fmt.Sprintf("its plugin %q is unhealthy: %s; once it is running, volctl plugin status %s probes it again", v.PluginID, v.PluginError, v.PluginID)
+	}
+	return fmt.Sprintf("its plugin %q has not been probed healthy yet: volctl plugin status %s probes it", v.PluginID, v.PluginID)
+}
+
 // claimsCell summarises a volume's live claims: "1 write", "2 read, 1 write (1 unsettled)";
 // empty (<none>) when it has none.
 func claimsCell(v engine.VolumeSummary) string {
@@ -76,6 +89,11 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 	pairs = append(pairs,
 		[2]string{"State", v.State},
 		[2]string{"Schedulable", strconv.FormatBool(v.Schedulable)},
+	)
+	if !v.Schedulable {
+		pairs = append(pairs, [2]string{"Not Schedulable", unschedulableReason(v)})
+	}
+	pairs = append(pairs,
 		[2]string{"Capacity", bytesIEC(v.CapacityBytes)},
 		[2]string{"Capacity Requested", capacityRange(v.RequestedMin, v.RequestedMax)},
 		[2]string{"Access Mode", string(v.AccessMode)},

@@ -89,7 +89,9 @@ func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) error {
 	if err != nil {
 		return err
 	}
-	s, err := e.CreateSnapshot(ctx, opts.VolumeID, opts.Name, params)
+	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
+	s, err := e.CreateSnapshot(pctx, opts.VolumeID, opts.Name, params)
+	done()
 	if err != nil {
 		return err
 	}
@@ -298,7 +300,10 @@ func snapshotDeleteRun(ctx context.Context, opts *SnapshotDeleteOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := e.DeleteSnapshot(ctx, opts.PluginID, opts.SnapshotID, secrets); err != nil {
+	pctx, done := startProgress(ctx, opts.IO, false)
+	err = e.DeleteSnapshot(pctx, opts.PluginID, opts.SnapshotID, secrets)
+	done()
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(opts.IO.Out, "Snapshot %q of plugin %q deleted\n", opts.SnapshotID, opts.PluginID)

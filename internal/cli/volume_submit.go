@@ -66,8 +66,8 @@ HCL or JSON; - reads standard input), and register them. The plugin must be regi
 reachable and able to create volumes (CREATE_DELETE_VOLUME). snapshot_id restores a snapshot,
 clone_id copies another volume (a volctl volume ID or the provider's).
 
-Creating an existing volume with the same spec changes nothing (a larger capacity_min grows
-it); changing name, plugin_id, parameters, topology, snapshot_id or clone_id is refused (exit 4).
+Creating an existing volume with the same spec changes nothing and says "unchanged" (a larger
+capacity_min grows it); changing name, plugin_id, parameters, topology, snapshot_id or clone_id is refused (exit 4).
 A create interrupted by a crash is finished by the same create or by volctl reconcile, never
 by creating a second volume.
 
@@ -97,11 +97,17 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 	var errs []error
 	for _, v := range vols {
 		var info engine.VolumeInfo
+		var existing *engine.VolumeInfo // a ready volume the create may find unchanged
+		pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
 		if opts.Verb == spec.VerbCreate {
-			info, err = e.CreateVolume(ctx, *v)
+			if prev, err := e.Volume(ctx, v.ID); err == nil && prev.ID == v.ID && prev.State == "ready" {
+				existing = &prev
+			}
+			info, err = e.CreateVolume(pctx, *v)
 		} else {
-			info, err = e.RegisterVolume(ctx, *v)
+			info, err = e.RegisterVolume(pctx, *v)
 		}
+		done()
 		if err != nil {
 			errs = append(errs, err)
 			if len(vols) > 1 {
@@ -116,7 +122,7 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 		}
 		infos = append(infos, info)
 		if !opts.Exporter.Enabled() {
-			fmt.Fprintln(out, volumeSubmittedLine(opts.Verb, info))
+			fmt.Fprintln(out, volumeSubmittedLine(opts.Verb, info, existing))
 		}
 	}
 	if opts.Exporter.Enabled() {
@@ -175,12 +181,21 @@ func pastTense(verb spec.Verb) string {
 }
 
 // volumeSubmittedLine is `Volume "db" registered` or
-// `Volume "db" created (external ID "vol-1", 1.0 GiB)`.
-func volumeSubmittedLine(verb spec.Verb, v engine.VolumeInfo) string {
+// `Volume "db" created (external ID "vol-1", 1.0 GiB)`; a create that found the volume
+// existing (existing, as it was before) says "unchanged", or "expanded" when the spec's
+// capacity_min grew it.
+func volumeSubmittedLine(verb spec.Verb, v engine.VolumeInfo, existing *engine.VolumeInfo) string {
 	if verb != spec.VerbCreate {
 		return fmt.Sprintf("Volume %q registered", v.ID)
 	}
-	line := fmt.Sprintf("Volume %q created (external ID %q", v.ID, v.ExternalID)
+	what := "created"
+	if existing != nil && existing.ExternalID == v.ExternalID {
+		what = "unchanged: it exists with this spec"
+		if v.CapacityBytes != existing.CapacityBytes || v.RequestedMin != existing.RequestedMin {
+			what = "exists; expanded to the spec's capacity_min"
+		}
+	}
+	line := fmt.Sprintf("Volume %q %s (external ID %q", v.ID, what, v.ExternalID)
 	if c := bytesIEC(v.CapacityBytes); c != "" {
 		line += ", " + c
 	}

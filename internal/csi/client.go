@@ -195,6 +195,7 @@ func invoke[Req proto.Message, Resp any](ctx context.Context, c *Client, ep *end
 	timeout := c.timeouts.For(rpc)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	ReportProgress(ctx, rpc)
 	resp, err := call(cctx, req)
 	if err != nil {
 		var zero Resp

@@ -70,6 +70,9 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimInfo, error)
 		if !locked {
 			if unlock, err = e.locks.volume(ctx, cl.VolumeID); err != nil {
 				e.noteUnlocked(ctx, cl, err)
+				if ctx.Err() != nil {
+					err = fmt.Errorf("%w (%s)", err, interruptedNote(cl))
+				}
 				return fail(err)
 			}
 			defer unlock()
@@ -331,6 +334,9 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 	}
 	if err != nil {
 		e.markForReconcile(ctx, &cl, "", err)
+		if ctx.Err() != nil && !cl.Releasing {
+			err = fmt.Errorf("%w (%s)", err, interruptedNote(cl))
+		}
 		return cl, err
 	}
 	if !c.fp.Node {
@@ -360,7 +366,13 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 		e.markForReconcile(ctx, &cl, lastRPC(perr), perr)
 		return cl, fmt.Errorf("%w (the claim is held, degraded, at %s for `volctl reconcile`; `volctl volume release` frees it)", perr, cl.State)
 	}
-	if csi.ClassOf(perr) != csi.Final || ctx.Err() != nil || isLocalRetryable(perr) {
+	if ctx.Err() != nil {
+		// The caller gave up (Ctrl-C). The RPC cut off may still be running in the plugin, so
+		// nothing more is sent now; say exactly what is left and what each way on does.
+		e.markForReconcile(ctx, &cl, lastRPC(perr), perr)
+		return cl, fmt.Errorf("%w (%s)", perr, interruptedNote(cl))
+	}
+	if csi.ClassOf(perr) != csi.Final || isLocalRetryable(perr) {
 		e.markForReconcile(ctx, &cl, lastRPC(perr), perr)
 		return cl, fmt.Errorf("%w (the claim is left %s for `volctl reconcile`)", perr, cl.State)
 	}
@@ -372,6 +384,14 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 		return cl, fmt.Errorf("%w; rolling the claim back also failed: %v (it is left for `volctl reconcile`)", perr, rerr)
 	}
 	return cl, fmt.Errorf("%w (the claim was rolled back)", perr)
+}
+
+// interruptedNote says what became of a claim whose publish the caller interrupted: it stays
+// where it got to, and reconcile, which re-drives every claim not at rest that is not being
+// released, finishes publishing it; a release undoes it.
+func interruptedNote(cl store.Claim) string {
+	return fmt.Sprintf("interrupted: the claim is left %s, not published; `volctl reconcile` will finish publishing it, "+
+		"or `volctl volume release %s --alloc %s` will undo it", cl.State, cl.VolumeID, cl.Alloc)
 }
 
 // isLocalRetryable reports a failure of volctl's own work (making a directory, the store) that

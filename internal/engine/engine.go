@@ -529,6 +529,7 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 			return err
 		}
 		wait := e.cfg.Retry.wait(attempt)
+		csi.ReportProgress(ctx, fmt.Sprintf("%s failed with %s, retrying (attempt %d of %d)", rpc, csi.CodeOf(err), attempt+1, e.cfg.Retry.Attempts))
 		e.log.Debug("retrying after a retryable failure", "op", rpc, "attempt", attempt, "wait", wait, "err", err)
 		select {
 		case <-ctx.Done():

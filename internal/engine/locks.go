@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -109,6 +110,7 @@ func (l *locker) take(ctx context.Context, name, what string) (func(), error) {
 	fl := flock.New(filepath.Join(l.dir, name+".lock"), flock.SetPermissions(0o600))
 	ok, err := fl.TryLock()
 	if err == nil && !ok {
+		csi.ReportProgress(ctx, fmt.Sprintf("waiting for the lock on %s (another volctl is working on it)", what))
 		ok, err = fl.TryLockContext(ctx, lockRetry)
 	}
 	if err != nil {

@@ -377,12 +377,26 @@ func (e *Engine) DeregisterPlugin(ctx context.Context, id string, force bool) er
 			return conflictf("plugin %q is used by %d volume(s): %s (deregister or delete them first, or pass --force)",
 				id, len(vols), volumeIDs(vols, 5))
 		}
+		// A snapshot is deleted through the driver that made it. Its record keeps the socket
+		// and driver name, so it stays deletable after --force, but only while that driver
+		// still answers there: refuse by default rather than leave that to chance.
+		snaps, err := tx.Snapshots().List(id)
+		if err != nil {
+			return err
+		}
+		if len(snaps) > 0 && !force {
+			return conflictf("plugin %q has %d snapshot(s) recorded: %s (delete them first with `volctl volume snapshot delete %s SNAPSHOT_ID`, or pass --force to forget the plugin and keep them recorded: they stay deletable through the socket they were made on while the same driver answers there)",
+				id, len(snaps), snapshotIDs(snaps, 5), id)
+		}
 		if err := tx.Plugins().Delete(id); err != nil {
 			return err
 		}
 		msg := fmt.Sprintf("plugin %q deregistered", id)
 		if len(vols) > 0 {
 			msg += fmt.Sprintf(" with --force while %d volume(s) use it", len(vols))
+		}
+		if len(snaps) > 0 {
+			msg += fmt.Sprintf(", %d snapshot(s) left recorded, deletable through the socket they were made on", len(snaps))
 		}
 		return tx.Events().Append(&store.Event{Kind: "plugin-deregister", PluginID: id, Message: msg})
 	})
@@ -394,6 +408,18 @@ func (e *Engine) DeregisterPlugin(ctx context.Context, id string, force bool) er
 	}
 	e.forget(id)
 	return nil
+}
+
+func snapshotIDs(snaps []store.Snapshot, max int) string {
+	ids := make([]string, 0, max)
+	for i, sn := range snaps {
+		if i == max {
+			ids = append(ids, fmt.Sprintf("and %d more", len(snaps)-max))
+			break
+		}
+		ids = append(ids, fmt.Sprintf("%q", sn.SnapshotID))
+	}
+	return strings.Join(ids, ", ")
 }
 
 func volumeIDs(vols []store.Volume, max int) string {

@@ -323,3 +323,37 @@ func TestSnapshotOfUnknownOrBusyVolume(t *testing.T) {
 		t.Errorf("locked volume: err = %v", err)
 	}
 }
+
+// Deregistering a plugin that still has snapshots recorded is refused, naming them and how to
+// delete them: they are deleted through the plugin's driver. --force forgets the plugin and
+// keeps the records, still deletable (here after registering it again; without that,
+// TestSnapshotDeletableAfterPluginDeregistered).
+func TestDeregisterPluginWithSnapshotsRefused(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	s, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.DeregisterVolume(h.ctx, "db", false); err != nil {
+		t.Fatal(err)
+	}
+	err = h.e.DeregisterPlugin(h.ctx, "mem", false)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `1 snapshot(s) recorded: "s1"`) ||
+		!strings.Contains(err.Error(), "volctl volume snapshot delete mem SNAPSHOT_ID") {
+		t.Fatalf("deregister with a snapshot recorded: err = %v, want a conflict naming it and the delete command", err)
+	}
+	if ps, err := h.e.Plugins(h.ctx); err != nil || len(ps) != 1 {
+		t.Fatalf("the refused deregister forgot the plugin: %+v, %v", ps, err)
+	}
+	// --force forgets the plugin; the record stays, and is deletable once it is back.
+	if err := h.e.DeregisterPlugin(h.ctx, "mem", true); err != nil {
+		t.Fatal(err)
+	}
+	h.registerPlugin("mem", h.socket)
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err != nil {
+		t.Fatalf("delete after re-registering: %v", err)
+	}
+	if err := h.e.DeregisterPlugin(h.ctx, "mem", false); err != nil {
+		t.Fatalf("deregister with no snapshot left: %v", err)
+	}
+}

@@ -1,0 +1,224 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// completionTimeout bounds what one completion may spend reading the state: a shell waiting on
+// a <Tab> must not hang on a state dir another volctl holds locked.
+const completionTimeout = 2 * time.Second
+
+// fileArgs are the commands whose arguments are files: the shell's own file completion stays.
+var fileArgs = map[string]bool{
+	"volctl validate":        true,
+	"volctl register":        true,
+	"volctl create":          true,
+	"volctl volume register": true,
+	"volctl volume create":   true,
+	"volctl plugin register": true,
+	"volctl group run":       true,
+	"volctl init":            true,
+}
+
+// registerCompletions gives the commands dynamic shell completion: volume, plugin, group,
+// alloc and snapshot IDs read from the state dir, the access and attachment modes, --for's
+// verbs. Every other command that takes no file is told not to offer file names.
+func registerCompletions(root *cobra.Command, f *Factory) {
+	args := map[string]cobra.CompletionFunc{
+		"volctl status":                 f.completeArgs(completeVolumes),
+		"volctl volume status":          f.completeArgs(completeVolumes),
+		"volctl volume claim":           f.completeArgs(completeVolumes),
+		"volctl volume release":         f.completeArgs(completeVolumes),
+		"volctl volume delete":          f.completeArgs(completeVolumes),
+		"volctl volume deregister":      f.completeArgs(completeVolumes),
+		"volctl volume detach":          f.completeArgs(completeVolumes),
+		"volctl volume expand":          f.completeArgs(completeVolumes),
+		"volctl volume snapshot create": f.completeArgs(completeVolumes),
+		"volctl volume snapshot delete": f.completeArgs(completePlugins, completeSnapshots),
+		"volctl plugin status":          f.completeArgs(completePlugins),
+		"volctl plugin deregister":      f.completeArgs(completePlugins),
+		"volctl group status":           f.completeArgs(completeGroups),
+		"volctl group stop":             f.completeArgs(completeGroups),
+	}
+	flags := map[string]map[string]cobra.CompletionFunc{
+		"volctl volume claim": {
+			"alloc":           f.completeWith(completeAllocs),
+			"access-mode":     fixedCompletions(modeNames(spec.AccessModes)...),
+			"attachment-mode": fixedCompletions(modeNames(spec.AttachmentModes)...),
+		},
+		"volctl volume release":       {"alloc": f.completeWith(completeAllocs)},
+		"volctl volume snapshot list": {"plugin": f.completeWith(completePlugins)},
+		"volctl validate":             {"for": fixedCompletions(string(spec.VerbRegister), string(spec.VerbCreate))},
+		"volctl plugin register": {
+			"type": fixedCompletions(string(spec.PluginMonolith), string(spec.PluginController), string(spec.PluginNode)),
+		},
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		path := c.CommandPath()
+		if fn, ok := args[path]; ok {
+			c.ValidArgsFunction = fn
+		} else if c.ValidArgsFunction == nil && len(c.ValidArgs) == 0 && !fileArgs[path] && !c.HasSubCommands() {
+			c.ValidArgsFunction = cobra.NoFileCompletions
+		}
+		for name, fn := range flags[path] {
+			_ = c.RegisterFlagCompletionFunc(name, fn)
+		}
+	}
+	walk(root)
+}
+
+// idSource lists candidates from the engine; args are the arguments before the one completed.
+type idSource func(ctx context.Context, e *engine.Engine, args []string) []string
+
+// completeArgs completes the i-th positional argument from the i-th source, and nothing past
+// them.
+func (f *Factory) completeArgs(sources ...idSource) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) >= len(sources) {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return f.complete(cmd, args, toComplete, sources[len(args)])
+	}
+}
+
+// completeWith completes a flag's value from a source.
+func (f *Factory) completeWith(src idSource) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return f.complete(cmd, args, toComplete, src)
+	}
+}
+
+// complete reads the candidates through an engine opened on the state dir only if it holds a
+// database already: completing never creates a state dir, and never says anything. Any failure
+// (no state yet, another user's, a newer schema) completes nothing.
+func (f *Factory) complete(cmd *cobra.Command, args []string, toComplete string, src idSource) ([]cobra.Completion, cobra.ShellCompDirective) {
+	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	defer cancel()
+	e := f.completionEngine(ctx)
+	if e == nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []cobra.Completion
+	for _, c := range src(ctx, e, args) {
+		id, _, _ := strings.Cut(c, "\t")
+		if strings.HasPrefix(id, toComplete) {
+			out = append(out, c)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+func (f *Factory) completionEngine(ctx context.Context) *engine.Engine {
+	if f.engine != nil {
+		return f.engine
+	}
+	dir, err := f.StateDir()
+	if err != nil {
+		return nil
+	}
+	if fi, err := os.Stat(filepath.Join(dir, store.FileName)); err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	e, err := engine.Open(ctx, engine.Config{StateDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil
+	}
+	f.engine = e // closed by main's Factory.Close, as any command's
+	return e
+}
+
+func completeVolumes(ctx context.Context, e *engine.Engine, _ []string) []string {
+	vols, _ := e.Volumes(ctx)
+	out := make([]string, 0, len(vols))
+	for _, v := range vols {
+		out = append(out, fmt.Sprintf("%s\t%s, plugin %s", v.ID, v.Name, v.PluginID))
+	}
+	return out
+}
+
+func completePlugins(ctx context.Context, e *engine.Engine, _ []string) []string {
+	plugins, _ := e.Plugins(ctx)
+	out := make([]string, 0, len(plugins))
+	for _, p := range plugins {
+		out = append(out, fmt.Sprintf("%s\t%s plugin", p.ID, p.Type))
+	}
+	return out
+}
+
+func completeGroups(ctx context.Context, e *engine.Engine, _ []string) []string {
+	groups, _ := e.Groups(ctx, "")
+	out := make([]string, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, fmt.Sprintf("%s\t%s, count %d", g.Name, g.State, g.Count))
+	}
+	return out
+}
+
+// completeAllocs offers the allocs holding live claims: on the volume given as the first
+// argument when there is one (release, and a second claim of a shared volume), else on any.
+func completeAllocs(ctx context.Context, e *engine.Engine, args []string) []string {
+	claims, _ := e.Claims(ctx)
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range claims {
+		if len(args) > 0 && c.VolumeID != args[0] || seen[c.Alloc] {
+			continue
+		}
+		seen[c.Alloc] = true
+		out = append(out, fmt.Sprintf("%s\tclaims %s (%s)", c.Alloc, c.VolumeID, c.State))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// completeSnapshots offers the recorded snapshots of the plugin given as the first argument.
+func completeSnapshots(ctx context.Context, e *engine.Engine, args []string) []string {
+	snaps, _ := e.RecordedSnapshots(ctx, args[0])
+	out := make([]string, 0, len(snaps))
+	for _, s := range snaps {
+		desc := "snapshot " + s.Name
+		if s.SourceVolumeID != "" {
+			desc += " of " + s.SourceVolumeID
+		}
+		out = append(out, s.ID+"\t"+desc)
+	}
+	return out
+}
+
+// fixedCompletions completes from a fixed list, the values that start with what is typed.
+func fixedCompletions(values ...string) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var out []cobra.Completion
+		for _, v := range values {
+			if strings.HasPrefix(v, toComplete) {
+				out = append(out, v)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func modeNames[T ~string](modes []T) []string {
+	out := make([]string, len(modes))
+	for i, m := range modes {
+		out[i] = string(m)
+	}
+	return out
+}

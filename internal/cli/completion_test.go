@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// complete runs cobra's hidden __complete command as a shell's completion script does and
+// returns the candidates (descriptions cut off) and the directive line.
+func complete(t *testing.T, stateDir string, args ...string) (ids []string, directive string) {
+	t.Helper()
+	ios, _, out, _ := iostreams.Test()
+	f := NewFactory(ios)
+	defer f.Close()
+	root := NewRootCmd(f)
+	root.SetArgs(append([]string{"__complete", "--state-dir", stateDir}, args...))
+	if err := root.Execute(); err != nil {
+		t.Fatalf("__complete %q: %v", args, err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if strings.HasPrefix(line, ":") {
+			directive = line
+			continue
+		}
+		id, _, _ := strings.Cut(line, "\t")
+		ids = append(ids, id)
+	}
+	return ids, directive
+}
+
+// noFiles is the directive ShellCompDirectiveNoFileComp: the shell offers no file names.
+const noFiles = ":4"
+
+// Shell completion offers volume, plugin, group, alloc and snapshot IDs from the state, the
+// modes and --for's verbs, and never file names where an ID belongs.
+func TestCompletion(t *testing.T) {
+	h := newCLIHarness(t)
+	h.createVolume(t, "db", spec.MultiNodeMultiWriter)
+	h.createVolume(t, "cache", spec.MultiNodeMultiWriter)
+	if _, err := h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: "cache", Alloc: "batch-1"}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, diags := spec.ParseGroup("g.hcl", []byte(`group "api" {
+  volume "d" {
+    type            = "csi"
+    source          = "cache"
+    access_mode     = "multi-node-multi-writer"
+    attachment_mode = "file-system"
+  }
+}`))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if _, err := h.e.RunGroup(h.ctx, *g); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"volume", "claim", ""}, []string{"cache", "db"}},
+		{[]string{"volume", "status", "d"}, []string{"db"}},
+		{[]string{"status", ""}, []string{"cache", "db"}},
+		{[]string{"volume", "delete", ""}, []string{"cache", "db"}},
+		{[]string{"volume", "claim", "db", ""}, nil}, // one volume only
+		{[]string{"volume", "release", "db", "--alloc", ""}, []string{"web-0"}},
+		{[]string{"volume", "release", "cache", "--alloc", ""}, []string{"api[0]", "batch-1"}},
+		{[]string{"volume", "claim", "db", "--access-mode", "multi-node-"},
+			[]string{"multi-node-reader-only", "multi-node-single-writer", "multi-node-multi-writer"}},
+		{[]string{"volume", "claim", "db", "--attachment-mode", ""}, []string{"file-system", "block-device"}},
+		{[]string{"validate", "--for", ""}, []string{"register", "create"}},
+		{[]string{"plugin", "deregister", ""}, []string{"mem"}},
+		{[]string{"volume", "snapshot", "list", "--plugin", ""}, []string{"mem"}},
+		{[]string{"volume", "snapshot", "delete", "mem", ""}, []string{snap.ID}},
+		{[]string{"volume", "snapshot", "delete", "nope", ""}, nil},
+		{[]string{"group", "stop", ""}, []string{"api"}},
+		{[]string{"reconcile", ""}, nil},
+		{[]string{"version", ""}, nil},
+	} {
+		ids, directive := complete(t, h.state, tt.args...)
+		if strings.Join(ids, " ") != strings.Join(tt.want, " ") || directive != noFiles {
+			t.Errorf("complete %q = %q %s, want %q %s", tt.args, ids, directive, tt.want, noFiles)
+		}
+	}
+	// Where files belong, the shell's file completion stays.
+	if _, directive := complete(t, h.state, "volume", "create", ""); directive == noFiles {
+		t.Errorf("volume create FILE: directive %s turns file names off", directive)
+	}
+}
+
+// Completing with no state yet completes nothing, says nothing, and creates no state dir.
+func TestCompletionWithoutStateCreatesNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	ids, directive := complete(t, dir, "volume", "claim", "")
+	if len(ids) != 0 || directive != noFiles {
+		t.Errorf("complete without state = %q %s, want nothing and %s", ids, directive, noFiles)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("completion made the state dir %s: %v", dir, err)
+	}
+}

@@ -1,0 +1,22 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/volctl/volctl/internal/store"
+)
+
+// RecordedSnapshots returns the snapshots volctl has recorded for a plugin ("" for every
+// plugin), from the store alone: no plugin is asked, so it is quick and works with the plugin
+// down (shell completion reads it). ListSnapshots is the full view.
+func (e *Engine) RecordedSnapshots(ctx context.Context, pluginID string) ([]SnapshotInfo, error) {
+	var out []SnapshotInfo
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		recs, err := tx.Snapshots().List(pluginID)
+		for _, r := range recs {
+			out = append(out, snapshotInfo(r))
+		}
+		return err
+	})
+	return out, err
+}
