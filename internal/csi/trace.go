@@ -43,10 +43,20 @@ func traceInterceptor(log *slog.Logger, socket string, text func(context.Context
 		attrs := []slog.Attr{
 			slog.String("rpc", path.Base(method)),
 			slog.String("socket", socket),
+		}
+		if m, ok := req.(proto.Message); ok {
+			// The plugin's own ID of the volume, as a field of its own for log queries.
+			if fd := m.ProtoReflect().Descriptor().Fields().ByName("volume_id"); fd != nil && fd.Kind() == protoreflect.StringKind {
+				if id := m.ProtoReflect().Get(fd).String(); id != "" {
+					attrs = append(attrs, slog.String("csi_volume_id", id))
+				}
+			}
+		}
+		attrs = append(attrs,
 			slog.String("request", sanitize(req)),
 			slog.String("code", status.Code(err).String()),
 			slog.Duration("duration", took),
-		}
+		)
 		if err != nil {
 			msg := status.Convert(err).Message()
 			if m, ok := req.(proto.Message); ok {

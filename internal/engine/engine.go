@@ -175,7 +175,7 @@ func dialCSI(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger, redact fun
 	sp := p.Spec()
 	cfg := csi.ConfigFromSpec(&sp)
 	cfg.Timeouts = pluginTimeouts(p, timeouts)
-	cfg.Logger = log
+	cfg.Logger = log.With("plugin", p.ID) // the RPC trace names the plugin beside the rpc
 	cfg.Redact = redact
 	if observe != nil {
 		id := p.ID
@@ -488,11 +488,11 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 			return err
 		}
 		if timedOut(err, deadline) {
-			e.log.Debug("not retrying an RPC that ran into its timeout", "op", rpc, "attempt", attempt, "timeout", timeout, "err", err)
+			e.log.Debug("not retrying an RPC that ran into its timeout", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "timeout", timeout, "err", err)
 			return err
 		}
 		wait := e.cfg.Retry.wait(attempt)
-		e.log.Debug("retrying after a retryable failure", "op", rpc, "attempt", attempt, "wait", wait, "err", err)
+		e.log.Debug("retrying after a retryable failure", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "wait", wait, "err", err)
 		select {
 		case <-ctx.Done():
 			return err
