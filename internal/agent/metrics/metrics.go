@@ -259,6 +259,9 @@ func (s *Server) Addr() string { return s.lis.Addr().String() }
 // Serve serves m's metrics on /metrics and status on /healthz (200 with the agent's Status as
 // JSON once it is ready, 503 with it before) until ctx ends.
 func (s *Server) Serve(ctx context.Context, m *Metrics, status func() agent.Status, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, ErrorLog: slogErrorLog{log}}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
