@@ -25,7 +25,7 @@ type AgentOptions struct {
 	ConfigFile  string
 	Settings    agent.Settings // from the flags; a zero field is unset (the config file's or the default)
 	MetricsAddr string         // host:port for /metrics and /healthz; empty serves none
-	LogFormat   string         // text | json
+	LogFormat   string         // text (or empty) | json
 }
 
 func newCmdAgent(f *Factory, runF func(*AgentOptions) error) *cobra.Command {
@@ -114,7 +114,7 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 			return usageError("agent: %s must be positive, got %s", f.name, f.d)
 		}
 	}
-	if opts.LogFormat != "text" && opts.LogFormat != "json" {
+	if opts.LogFormat != "" && opts.LogFormat != "text" && opts.LogFormat != "json" { // "": text
 		return usageError("agent: --log-format must be text or json, got %q", opts.LogFormat)
 	}
 	if opts.MetricsAddr != "" {
