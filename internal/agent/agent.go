@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/volctl/volctl/internal/engine"
@@ -111,6 +112,12 @@ type Config struct {
 	Plugins []spec.Plugin
 	// Settings are the intervals; zero fields take the defaults.
 	Settings Settings
+	// Observer is told of probes, restarts, reconcile passes and readiness: the metrics. Nil
+	// observes nothing.
+	Observer Observer
+	// Notify tells the service manager the agent's state ("READY=1", "STOPPING=1"). Nil is
+	// SdNotify: systemd's notify protocol on $NOTIFY_SOCKET, a no-op without it.
+	Notify func(state string) error
 }
 
 // Agent is one running `volctl agent`.
@@ -123,6 +130,10 @@ type Agent struct {
 	logDir string // plugin output
 
 	kick chan struct{} // asks for a reconcile pass soon (a restarted plugin may have lost mounts)
+
+	obs    Observer
+	notify func(state string) error
+	ready  atomic.Bool // the start-up reconcile has run (Status.Ready)
 
 	mu       sync.Mutex
 	runners  map[string]*runner
@@ -143,7 +154,15 @@ func New(cfg Config) (*Agent, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	dir := cfg.Engine.StateDir()
+	obs, notify := cfg.Observer, cfg.Notify
+	if obs == nil {
+		obs = nopObserver{}
+	}
+	if notify == nil {
+		notify = SdNotify
+	}
 	return &Agent{
+		obs: obs, notify: notify,
 		e: cfg.Engine, log: log, s: s, decl: cfg.Plugins,
 		runDir: filepath.Join(dir, "run"), logDir: filepath.Join(dir, "logs"),
 		kick: make(chan struct{}, 1), runners: map[string]*runner{}, problems: map[string]bool{},
@@ -191,6 +210,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}()
 	<-ctx.Done()
 	a.log.Info("agent stopping")
+	a.tell("STOPPING=1")
 	stopLoops()
 	wg.Wait()
 	a.stopPlugins()
@@ -255,6 +275,7 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 			a.log.Info("plugin declaration changed; supervising it anew", "plugin", r.spec.ID)
 		} else {
 			a.log.Info("plugin deregistered; no longer supervising it", "plugin", r.spec.ID)
+			a.obs.PluginGone(r.spec.ID)
 		}
 		a.stopIfUnmounted(r)
 	}
@@ -324,6 +345,12 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 			ready = nil
 			a.reconcile(ctx, "start")
 			started = true
+			if ctx.Err() == nil {
+				a.ready.Store(true)
+				a.obs.Ready()
+				a.tell("READY=1")
+				a.log.Info("agent ready: plugins probed and the start-up reconcile done")
+			}
 			recT.Reset(a.s.ReconcileInterval)
 		case <-syncT.C:
 			a.sync(ctx, wg)
@@ -409,6 +436,14 @@ func (a *Agent) scheduleRedrive(ctx context.Context, r *redrive) {
 	r.c = r.t.C
 }
 
+// tell sends state to the service manager; a failure is logged, never fatal: the agent works
+// without one.
+func (a *Agent) tell(state string) {
+	if err := a.notify(state); err != nil {
+		a.log.Warn("telling the service manager "+state, "err", err)
+	}
+}
+
 // kickReconcile asks for a reconcile pass soon, without waiting for it.
 func (a *Agent) kickReconcile() {
 	select {
@@ -427,6 +462,7 @@ func (a *Agent) reconcile(ctx context.Context, why string) {
 	if ctx.Err() != nil {
 		return // what a pass cut short by shutdown left undone is the next agent's
 	}
+	a.obs.Reconciled(why, rep, err)
 	now := map[string]bool{}
 	for _, p := range rep.Problems {
 		now[p.Message] = true

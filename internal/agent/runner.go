@@ -29,6 +29,14 @@ type runner struct {
 	proc    *process // the supervised process, when volctl can stop it
 	foreign bool     // a live socket not started by a volctl agent: probed, never signalled
 	state   string   // last logged health: healthy, not ready, unhealthy
+
+	// What Status shows, copied from the fields above by publish under smu: only the loop
+	// touches those.
+	smu       sync.Mutex
+	sForeign  bool
+	sPid      int
+	sHealth   string
+	sRestarts int
 }
 
 func newRunner(a *Agent, sp spec.Plugin) *runner {
@@ -71,6 +79,7 @@ func (r *runner) loop(ctx context.Context) {
 			}
 			restarted = restarted || started
 			lastGood = time.Now()
+			r.publish()
 		}
 
 		healthy, ready, reason := r.probe(ctx)
@@ -112,6 +121,7 @@ func (r *runner) loop(ctx context.Context) {
 			msg := fmt.Sprintf("plugin %q unhealthy for %s (health timeout %s): %s: restarting it in %s", id,
 				now.Sub(lastGood).Round(time.Millisecond), a.s.HealthTimeout, reason, wait)
 			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
+			r.restarting("unhealthy")
 			a.e.PluginEvent(ctx, id, "plugin-restart", msg)
 			if err := r.proc.stop(a.s.StopTimeout); err != nil {
 				a.log.Warn("stopping an unhealthy plugin", "plugin", id, "pid", r.proc.pid, "err", err)
@@ -140,6 +150,7 @@ func (r *runner) loop(ctx context.Context) {
 			wait := bo.wait()
 			msg := fmt.Sprintf("plugin %q exited (%s): restarting it in %s", id, r.proc.exitStatus(), wait)
 			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
+			r.restarting("exited")
 			a.e.PluginEvent(ctx, id, "plugin-exit", msg)
 			removePidFile(a.runDir, id)
 			r.proc, restarted, restartAt = nil, true, time.Now().Add(wait)
@@ -157,6 +168,8 @@ func (r *runner) probe(ctx context.Context) (healthy, ready bool, reason string)
 		return false, false, ""
 	}
 	state := "unhealthy"
+	defer func() { r.publish() }()
+	var latency time.Duration
 	switch {
 	case errors.Is(err, engine.ErrNotFound):
 		return false, false, "not registered" // deregistered: sync stops this runner
@@ -164,6 +177,7 @@ func (r *runner) probe(ctx context.Context) (healthy, ready bool, reason string)
 		reason = err.Error()
 	case len(infos) == 1:
 		healthy, ready, reason = infos[0].Healthy, infos[0].Ready, infos[0].LastError
+		latency = time.Duration(infos[0].ProbeLatency)
 		switch {
 		case healthy && ready:
 			state = "healthy"
@@ -171,6 +185,7 @@ func (r *runner) probe(ctx context.Context) (healthy, ready bool, reason string)
 			state = "not ready"
 		}
 	}
+	r.a.obs.PluginProbed(r.spec.ID, healthy, ready, latency)
 	if state != r.state {
 		if state == "healthy" {
 			r.a.log.Info("plugin healthy", "plugin", r.spec.ID)
@@ -224,6 +239,14 @@ func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 		}
 	}
 	return true, nil
+}
+
+// restarting counts a restart of the supervised plugin, for Status and the metrics.
+func (r *runner) restarting(reason string) {
+	r.smu.Lock()
+	r.sRestarts++
+	r.smu.Unlock()
+	r.a.obs.PluginRestarted(r.spec.ID, reason)
 }
 
 // sleep waits for d or ctx, reporting false when ctx ended.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/volctl/volctl/internal/agent"
+	"github.com/volctl/volctl/internal/agent/metrics"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
@@ -20,12 +22,14 @@ type AgentOptions struct {
 	StateDir func() (string, error)
 	Verbose  bool
 
-	ConfigFile string
-	Settings   agent.Settings // from the flags; a zero field is unset (the config file's or the default)
+	ConfigFile  string
+	Settings    agent.Settings // from the flags; a zero field is unset (the config file's or the default)
+	MetricsAddr string         // host:port for /metrics and /healthz; empty serves none
+	LogFormat   string         // text (or empty) | json
 }
 
 func newCmdAgent(f *Factory, runF func(*AgentOptions) error) *cobra.Command {
-	opts := &AgentOptions{IO: f.IO, StateDir: f.StateDir}
+	opts := &AgentOptions{IO: f.IO, StateDir: f.StateDir, LogFormat: "text"}
 	cmd := &cobra.Command{
 		Use:   "agent [--config FILE]",
 		Short: "Supervise plugins, probe health, restore and GC claims",
@@ -46,13 +50,22 @@ restart). On SIGTERM it stops its loops, then its plugins, last, and only those 
 plugin with mounts is left running, and the next agent adopts it. One agent runs per state dir;
 a second one exits 4.
 
+--log-format json writes one JSON object per line (slog's JSON form) instead of key=value text;
+records carry the volume, alloc, plugin and rpc they are about as fields, and never a secret.
+
+--metrics-addr HOST:PORT serves Prometheus metrics on /metrics and the agent's status on
+/healthz (503 until it is ready); port 0 picks a free one, which the log's "serving metrics"
+line names. Off by default. Under systemd (Type=notify) the agent reports READY=1 once its
+plugins were probed and the start-up reconcile ran. See docs/metrics.md.
+
 --config FILE may declare plugin "ID" { ... } blocks (the plugin spec format), registered at
 start, and an agent { ... } block with probe_interval, probe_interval_ready, health_timeout,
 gc_interval, reconcile_interval and stop_timeout. Flags override the file. See docs/agent.md for
 a systemd unit and containerized plugins.`,
 		Example: `  volctl agent
   volctl agent --config /etc/volctl/agent.hcl
-  volctl agent --probe-interval 1s --health-timeout 1m`,
+  volctl agent --probe-interval 1s --health-timeout 1m
+  volctl agent --metrics-addr 127.0.0.1:9808 --log-format json`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Verbose = f.Verbose()
@@ -64,6 +77,8 @@ a systemd unit and containerized plugins.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&opts.ConfigFile, "config", "c", "", "agent config file (HCL): plugin blocks and an agent block")
+	fl.StringVar(&opts.MetricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on HOST:PORT (off by default)")
+	fl.StringVar(&opts.LogFormat, "log-format", "text", "log format: text or json")
 	s := &opts.Settings
 	for _, d := range []struct {
 		p     *time.Duration
@@ -99,6 +114,14 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 			return usageError("agent: %s must be positive, got %s", f.name, f.d)
 		}
 	}
+	if opts.LogFormat != "" && opts.LogFormat != "text" && opts.LogFormat != "json" { // "": text
+		return usageError("agent: --log-format must be text or json, got %q", opts.LogFormat)
+	}
+	if opts.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(opts.MetricsAddr); err != nil {
+			return usageError("agent: --metrics-addr %q: want HOST:PORT, such as 127.0.0.1:9808", opts.MetricsAddr)
+		}
+	}
 	var file agent.File
 	if opts.ConfigFile != "" {
 		srcs, err := readSpecSources(opts.IO.In, nil, []string{opts.ConfigFile})
@@ -122,19 +145,56 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 	if opts.Verbose {
 		level = slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+	var h slog.Handler = slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: level})
+	if opts.LogFormat == "json" {
+		h = slog.NewJSONHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: level})
+	}
+	log := slog.New(h)
 	dir, err := opts.StateDir()
 	if err != nil {
 		return err
 	}
-	e, err := engine.Open(ctx, engine.Config{StateDir: dir, Logger: log, Retry: agent.Retry})
+	ecfg := engine.Config{StateDir: dir, Logger: log, Retry: agent.Retry}
+	acfg := agent.Config{Logger: log, Plugins: file.Plugins, Settings: file.Settings.Merge(opts.Settings)}
+	var (
+		m   *metrics.Metrics
+		srv *metrics.Server
+	)
+	if opts.MetricsAddr != "" {
+		if srv, err = metrics.Listen(opts.MetricsAddr); err != nil {
+			return withCode(ExitUsage, fmt.Errorf("agent: %w", err))
+		}
+		m = metrics.New()
+		ecfg.ObserveRPC, acfg.Observer = m.ObserveRPC, m
+	}
+	e, err := engine.Open(ctx, ecfg)
 	if err != nil {
+		if srv != nil {
+			srv.Close()
+		}
 		return fmt.Errorf("state dir %s: %w", dir, err)
 	}
 	defer e.Close()
-	a, err := agent.New(agent.Config{Engine: e, Logger: log, Plugins: file.Plugins, Settings: file.Settings.Merge(opts.Settings)})
+	acfg.Engine = e
+	a, err := agent.New(acfg)
 	if err != nil {
+		if srv != nil {
+			srv.Close()
+		}
 		return err
 	}
-	return a.Run(ctx)
+	if srv == nil {
+		return a.Run(ctx)
+	}
+	m.CollectState(e)
+	sctx, stopServing := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(sctx, m, a.Status, log) }()
+	log.Info("serving metrics", "addr", srv.Addr(), "metrics", "http://"+srv.Addr()+"/metrics", "healthz", "http://"+srv.Addr()+"/healthz")
+	runErr := a.Run(ctx)
+	stopServing()
+	if err := <-served; err != nil && runErr == nil {
+		runErr = err
+	}
+	return runErr
 }

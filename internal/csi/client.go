@@ -33,6 +33,11 @@ type Config struct {
 	// called only when there is such a message, with a context that is never cancelled; if it
 	// fails, the plugin's message is withheld rather than shown unscrubbed.
 	Redact func(ctx context.Context) ([]string, error)
+	// Observe, when set, is called after every RPC the client sends, whatever its outcome, with
+	// the RPC's name ("NodeStageVolume"), its gRPC code ("OK", "Unavailable", "DeadlineExceeded"
+	// for volctl's own timeout) and how long it took. The agent's metrics count and time RPCs with
+	// it. It must be quick and safe for concurrent use; it never sees a request or a message.
+	Observe func(rpc, code string, d time.Duration)
 }
 
 // ConfigFromSpec derives a Config from a plugin spec: a monolith's socket serves both
@@ -68,6 +73,8 @@ type Client struct {
 	node       *endpoint // nil without a node socket; the same endpoint as controller for a monolith
 	// redact is Config.Redact; nil scrubs only the values of the request itself.
 	redact func(context.Context) ([]string, error)
+	// observe is Config.Observe; nil observes nothing.
+	observe func(rpc, code string, d time.Duration)
 }
 
 // endpoint is one socket and the CSI service clients on it.
@@ -85,7 +92,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.ControllerSocket == "" && cfg.NodeSocket == "" {
 		return nil, errors.New("csi client: no controller or node socket given")
 	}
-	c := &Client{timeouts: cfg.Timeouts.withDefaults(), log: cfg.Logger, redact: cfg.Redact}
+	c := &Client{timeouts: cfg.Timeouts.withDefaults(), log: cfg.Logger, redact: cfg.Redact, observe: cfg.Observe}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -125,7 +132,7 @@ func (c *Client) dial(socket string) (*endpoint, error) {
 	conn, err := grpc.NewClient("unix://"+abs,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: time.Second}),
-		grpc.WithChainUnaryInterceptor(traceInterceptor(c.log, abs, c.pluginText)),
+		grpc.WithChainUnaryInterceptor(traceInterceptor(c.log, abs, c.pluginText, c.observe)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("plugin socket %s: %w", abs, err)

@@ -22,21 +22,41 @@ import (
 const mountFlagsField protoreflect.FullName = "csi.v1.VolumeCapability.MountVolume.mount_flags"
 
 // traceInterceptor logs each RPC at Debug: method, request and response with secrets and
-// mount flags redacted, code, duration, and the (scrubbed) error message.
-func traceInterceptor(log *slog.Logger, socket string, text func(context.Context, proto.Message, string) string) grpc.UnaryClientInterceptor {
+// mount flags redacted, code, duration, and the (scrubbed) error message. It hands every RPC's
+// name, code and duration to observe, when set (Config.Observe).
+func traceInterceptor(log *slog.Logger, socket string, text func(context.Context, proto.Message, string) string,
+	observe func(rpc, code string, d time.Duration)) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if !log.Enabled(ctx, slog.LevelDebug) {
+		debug := log.Enabled(ctx, slog.LevelDebug)
+		if !debug && observe == nil {
 			return invoker(ctx, method, req, reply, cc, opts...)
 		}
 		start := time.Now()
 		err := invoker(ctx, method, req, reply, cc, opts...)
+		took := time.Since(start)
+		if observe != nil {
+			observe(path.Base(method), status.Code(err).String(), took)
+		}
+		if !debug {
+			return err
+		}
 		attrs := []slog.Attr{
 			slog.String("rpc", path.Base(method)),
 			slog.String("socket", socket),
+		}
+		if m, ok := req.(proto.Message); ok {
+			// The plugin's own ID of the volume, as a field of its own for log queries.
+			if fd := m.ProtoReflect().Descriptor().Fields().ByName("volume_id"); fd != nil && fd.Kind() == protoreflect.StringKind {
+				if id := m.ProtoReflect().Get(fd).String(); id != "" {
+					attrs = append(attrs, slog.String("csi_volume_id", id))
+				}
+			}
+		}
+		attrs = append(attrs,
 			slog.String("request", sanitize(req)),
 			slog.String("code", status.Code(err).String()),
-			slog.Duration("duration", time.Since(start)),
-		}
+			slog.Duration("duration", took),
+		)
 		if err != nil {
 			msg := status.Convert(err).Message()
 			if m, ok := req.(proto.Message); ok {

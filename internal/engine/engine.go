@@ -47,6 +47,10 @@ type Config struct {
 	Dial func(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger, redact func(context.Context) ([]string, error)) (Plugin, error)
 	// Now is the clock.
 	Now func() time.Time
+	// ObserveRPC, when set, is called after every RPC the default Dial's clients send, with the
+	// plugin's ID, the RPC's name, its gRPC code and its duration (csi.Config.Observe): the
+	// agent's metrics. A Dial that tests set does not call it.
+	ObserveRPC func(plugin, rpc, code string, d time.Duration)
 }
 
 // RetryPolicy is jittered exponential backoff with a bounded number of attempts.
@@ -81,7 +85,10 @@ func (c Config) withDefaults() Config {
 		c.Retry = DefaultRetry
 	}
 	if c.Dial == nil {
-		c.Dial = dialCSI
+		observe := c.ObserveRPC
+		c.Dial = func(p store.Plugin, t csi.Timeouts, log *slog.Logger, redact func(context.Context) ([]string, error)) (Plugin, error) {
+			return dialCSI(p, t, log, redact, observe)
+		}
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -208,12 +215,17 @@ type Plugin interface {
 	Close() error
 }
 
-func dialCSI(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger, redact func(context.Context) ([]string, error)) (Plugin, error) {
+func dialCSI(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger, redact func(context.Context) ([]string, error),
+	observe func(plugin, rpc, code string, d time.Duration)) (Plugin, error) {
 	sp := p.Spec()
 	cfg := csi.ConfigFromSpec(&sp)
 	cfg.Timeouts = pluginTimeouts(p, timeouts)
-	cfg.Logger = log
+	cfg.Logger = log.With("plugin", p.ID) // the RPC trace names the plugin beside the rpc
 	cfg.Redact = redact
+	if observe != nil {
+		id := p.ID
+		cfg.Observe = func(rpc, code string, d time.Duration) { observe(id, rpc, code, d) }
+	}
 	return csi.New(cfg)
 }
 
@@ -525,12 +537,12 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 			return err
 		}
 		if timedOut(err, deadline) {
-			e.log.Debug("not retrying an RPC that ran into its timeout", "op", rpc, "attempt", attempt, "timeout", timeout, "err", err)
+			e.log.Debug("not retrying an RPC that ran into its timeout", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "timeout", timeout, "err", err)
 			return err
 		}
 		wait := e.cfg.Retry.wait(attempt)
 		csi.ReportProgress(ctx, fmt.Sprintf("%s failed with %s, retrying (attempt %d of %d)", rpc, csi.CodeOf(err), attempt+1, e.cfg.Retry.Attempts))
-		e.log.Debug("retrying after a retryable failure", "op", rpc, "attempt", attempt, "wait", wait, "err", err)
+		e.log.Debug("retrying after a retryable failure", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "wait", wait, "err", err)
 		select {
 		case <-ctx.Done():
 			return err

@@ -1,0 +1,271 @@
+package metrics
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/volctl/volctl/internal/agent"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// fixture is an engine on a temp state dir whose RPCs the metrics observe, with a mem plugin
+// registered and a volume claimed.
+func fixture(t *testing.T) (*Metrics, *engine.Engine) {
+	t.Helper()
+	ctx := context.Background()
+	m := New()
+	socket, stop := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
+	t.Cleanup(stop)
+	e, err := engine.Open(ctx, engine.Config{StateDir: t.TempDir(), ObserveRPC: m.ObserveRPC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem", CapacityMin: 1 << 20,
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
+		t.Fatal(err)
+	}
+	m.CollectState(e)
+	return m, e
+}
+
+func gather(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
+	t.Helper()
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	return out
+}
+
+// value is the sample of family name whose labels include want; ok is false without one.
+func value(fams map[string]*dto.MetricFamily, name string, want map[string]string) (v float64, ok bool) {
+	mf := fams[name]
+	if mf == nil {
+		return 0, false
+	}
+next:
+	for _, m := range mf.GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if got[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.GetHistogram().GetSampleCount()), true
+		}
+	}
+	return 0, false
+}
+
+// TestMetricsFollowConventions: every metric, fed once, passes the client library's linter
+// (names, units, _total on counters, help), is volctl_-prefixed (or the Go runtime's), and
+// is listed in docs/metrics.md.
+func TestMetricsFollowConventions(t *testing.T) {
+	m, _ := fixture(t)
+	m.PluginProbed("mem", true, true, 3*time.Millisecond)
+	m.PluginRestarted("mem", "exited")
+	m.Reconciled("start", engine.ReconcileReport{Actions: []engine.ReconcileAction{{Kind: "restored"}}}, nil)
+	m.Ready()
+
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, mf := range mfs {
+		name := mf.GetName()
+		seen[name] = true
+		switch {
+		case strings.HasPrefix(name, "go_"), strings.HasPrefix(name, "volctl_process_"):
+			continue // the client library's own collectors, documented as a family
+		case !strings.HasPrefix(name, "volctl_"):
+			t.Errorf("metric %s lacks the volctl_ prefix", name)
+		case !strings.Contains(string(doc), "`"+name+"`"):
+			t.Errorf("metric %s is not documented in docs/metrics.md", name)
+		}
+	}
+	for _, want := range []string{"volctl_agent_ready", "volctl_plugin_healthy", "volctl_plugin_ready",
+		"volctl_plugin_probe_duration_seconds", "volctl_plugin_restarts_total", "volctl_csi_rpcs_total",
+		"volctl_csi_rpc_duration_seconds", "volctl_claims", "volctl_claims_releasing", "volctl_claims_degraded", "volctl_claims_needs_reconcile",
+		"volctl_volumes", "volctl_reconcile_passes_total", "volctl_reconcile_outcomes_total", "volctl_reconcile_problems",
+		"volctl_reconcile_last_pass_timestamp_seconds", "volctl_process_cpu_seconds_total", "go_goroutines"} {
+		if !seen[want] {
+			t.Errorf("metric %s is not exposed", want)
+		}
+	}
+}
+
+// TestMetricsValues: the state collector counts the store's claims and volumes, the RPC
+// observer counts the engine's RPCs by plugin, RPC and code, reconcile outcomes add up, and a
+// deregistered plugin's series go.
+func TestMetricsValues(t *testing.T) {
+	m, e := fixture(t)
+	fams := gather(t, m)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"volctl_claims", map[string]string{"state": "published"}, 1},
+		{"volctl_claims", map[string]string{"state": "taken"}, 0},
+		{"volctl_claims_releasing", nil, 0},
+		{"volctl_claims_degraded", nil, 0},
+		{"volctl_claims_needs_reconcile", nil, 0},
+		{"volctl_volumes", map[string]string{"plugin": "mem", "schedulable": "true"}, 1},
+		{"volctl_csi_rpcs_total", map[string]string{"plugin": "mem", "rpc": "NodePublishVolume", "code": "OK"}, 1},
+		{"volctl_csi_rpc_duration_seconds", map[string]string{"plugin": "mem", "rpc": "NodePublishVolume", "code": "OK"}, 1},
+		{"volctl_reconcile_outcomes_total", map[string]string{"outcome": "restored"}, 0},
+		{"volctl_reconcile_outcomes_total", map[string]string{"outcome": "released"}, 0},
+		{"volctl_reconcile_outcomes_total", map[string]string{"outcome": "failed"}, 0},
+		{"volctl_agent_ready", nil, 0},
+	} {
+		if got, ok := value(fams, c.name, c.labels); !ok || got != c.want {
+			t.Errorf("%s%v = %v (present %t), want %v", c.name, c.labels, got, ok, c.want)
+		}
+	}
+	for _, s := range store.ClaimStates {
+		if _, ok := value(fams, "volctl_claims", map[string]string{"state": string(s)}); !ok {
+			t.Errorf("volctl_claims has no series for state %s", s)
+		}
+	}
+
+	if _, err := e.Release(context.Background(), "db", "web-0"); err != nil {
+		t.Fatal(err)
+	}
+	m.Reconciled("timer", engine.ReconcileReport{
+		Actions:  []engine.ReconcileAction{{Kind: "restored"}, {Kind: "released"}},
+		Problems: []engine.ReconcileAction{{Kind: "failed"}, {Kind: "failed"}},
+	}, errors.New("2 problems"))
+	m.PluginProbed("mem", false, false, 0)
+	fams = gather(t, m)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"volctl_claims", map[string]string{"state": "published"}, 0},
+		{"volctl_csi_rpcs_total", map[string]string{"plugin": "mem", "rpc": "NodeUnpublishVolume", "code": "OK"}, 1},
+		{"volctl_reconcile_outcomes_total", map[string]string{"outcome": "restored"}, 1},
+		{"volctl_reconcile_outcomes_total", map[string]string{"outcome": "released"}, 1},
+		{"volctl_reconcile_outcomes_total", map[string]string{"outcome": "failed"}, 2},
+		{"volctl_reconcile_passes_total", map[string]string{"trigger": "timer", "result": "problems"}, 1},
+		{"volctl_reconcile_problems", nil, 2},
+		{"volctl_plugin_healthy", map[string]string{"plugin": "mem"}, 0},
+	} {
+		if got, ok := value(fams, c.name, c.labels); !ok || got != c.want {
+			t.Errorf("after a release: %s%v = %v (present %t), want %v", c.name, c.labels, got, ok, c.want)
+		}
+	}
+
+	m.PluginGone("mem")
+	fams = gather(t, m)
+	for _, name := range []string{"volctl_plugin_healthy", "volctl_csi_rpcs_total", "volctl_csi_rpc_duration_seconds"} {
+		if _, ok := value(fams, name, map[string]string{"plugin": "mem"}); ok {
+			t.Errorf("%s still has a series for the deregistered plugin", name)
+		}
+	}
+}
+
+// TestHealthz: /healthz answers the agent's status, 503 until it is ready and 200 after;
+// /metrics serves the registry.
+func TestHealthz(t *testing.T) {
+	m := New()
+	srv, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ready atomic.Bool
+	status := func() agent.Status {
+		return agent.Status{Ready: ready.Load(), Plugins: []agent.PluginStatus{{ID: "hp", Supervised: true, Pid: 7, Health: "healthy"}}}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, m, status, nil) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Get("http://" + srv.Addr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("/healthz")
+	var st agent.Status
+	if err := json.Unmarshal([]byte(body), &st); err != nil || code != http.StatusServiceUnavailable || st.Ready || len(st.Plugins) != 1 {
+		t.Errorf("/healthz before ready: %d %v\n%s", code, err, body)
+	}
+	ready.Store(true)
+	if code, body := get("/healthz"); code != http.StatusOK || !strings.Contains(body, `"ready": true`) || !strings.Contains(body, `"id": "hp"`) {
+		t.Errorf("/healthz when ready: %d\n%s", code, body)
+	}
+	m.Ready()
+	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "\nvolctl_agent_ready 1\n") {
+		t.Errorf("/metrics: %d\n%s", code, body)
+	}
+}
+
+// TestListenNamesTheAddress: a taken port is refused with the address and a hint.
+func TestListenNamesTheAddress(t *testing.T) {
+	a, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := Listen(a.Addr()); err == nil || !strings.Contains(err.Error(), a.Addr()) || !strings.Contains(err.Error(), "another agent or exporter") {
+		t.Errorf("Listen on a taken port: %v", err)
+	}
+}
