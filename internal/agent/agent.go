@@ -111,6 +111,9 @@ type Config struct {
 	Plugins []spec.Plugin
 	// Settings are the intervals; zero fields take the defaults.
 	Settings Settings
+	// Now is the clock the health timeout and restart backoff are measured on (time.Now when
+	// nil); tests move it by hand.
+	Now func() time.Time
 }
 
 // Agent is one running `volctl agent`.
@@ -119,6 +122,7 @@ type Agent struct {
 	log    *slog.Logger
 	s      Settings
 	decl   []spec.Plugin
+	now    func() time.Time
 	runDir string // pid files
 	logDir string // plugin output
 
@@ -142,9 +146,13 @@ func New(cfg Config) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
 	dir := cfg.Engine.StateDir()
 	return &Agent{
-		e: cfg.Engine, log: log, s: s, decl: cfg.Plugins,
+		e: cfg.Engine, log: log, s: s, decl: cfg.Plugins, now: now,
 		runDir: filepath.Join(dir, "run"), logDir: filepath.Join(dir, "logs"),
 		kick: make(chan struct{}, 1), runners: map[string]*runner{}, problems: map[string]bool{},
 	}, nil
