@@ -83,3 +83,12 @@ func flagHint(cmd *cobra.Command, err error) string {
 	}
 	return ""
 }
+
+// didYouMean is the suggestion the spec validator made for a value (spec.Suggest), in the form
+// flags and commands get: "\n\nDid you mean this?\n\tx", or nothing.
+func didYouMean(suggestion string) string {
+	if suggestion == "" {
+		return ""
+	}
+	return "\n\nDid you mean this?\n\t" + suggestion
+}
