@@ -69,8 +69,10 @@ func flagSuggestions(cmd *cobra.Command, err error) []string {
 		return cands[i].name < cands[j].name
 	})
 	var out []string
-	for _, c := range cands {
-		out = append(out, "--"+c.name)
+	for _, c := range cands { // the nearest ones only: --jsn is --json, not also --jq
+		if c.dist == cands[0].dist || strings.HasPrefix(c.name, typed) {
+			out = append(out, "--"+c.name)
+		}
 	}
 	return out
 }
