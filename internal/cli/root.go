@@ -48,6 +48,7 @@ against CSI plugins on local unix sockets. State lives in one SQLite file in the
 		newCmdAgent(f, nil),
 		newCmdTUI(f, nil),
 		newCmdQuickstart(f, nil),
+		newCmdGenMan(f),
 	)
 	root.InitDefaultCompletionCmd() // now, not at Execute, so that the walk below sees it
 	rejectUnknownSubcommands(root)
