@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// A volume handed over to Nomad is claimed by Nomad only: a local claim is refused, naming the
+// Nomad address, until the volume is taken back.
+func TestHandedOverVolumeRefusesLocalClaims(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	to := HandoverTarget{Address: "http://127.0.0.1:4646", Namespace: "default"}
+	if _, err := h.e.HandOver(h.ctx, "db", to, false); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "handed over to Nomad at http://127.0.0.1:4646") ||
+		!strings.Contains(err.Error(), "volctl nomad release db") {
+		t.Fatalf("claim of a handed-over volume: %v, want a conflict naming the Nomad address and how to take it back", err)
+	}
+	if got := h.liveClaims("db"); len(got) != 0 {
+		t.Fatalf("refused claim left %d live claim(s)", len(got))
+	}
+	if n := h.faults.Calls("NodePublishVolume"); n != 0 {
+		t.Fatalf("refused claim sent NodePublishVolume %d time(s)", n)
+	}
+	if had, err := h.e.TakeBack(h.ctx, "db", "deregistered from Nomad"); err != nil || !had {
+		t.Fatalf("take back: had=%v err=%v", had, err)
+	}
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	if had, err := h.e.TakeBack(h.ctx, "db", "again"); err != nil || had {
+		t.Fatalf("second take back: had=%v err=%v, want no mark and no error", had, err)
+	}
+}
+
+// A volume with live local claims is not handed over unless forced; the refusal names the claims.
+func TestHandOverRefusesLiveClaimsUnlessForced(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.MultiNodeMultiWriter)))
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
+	_, err := h.e.HandOver(h.ctx, "db", to, false)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `alloc "web-0"`) {
+		t.Fatalf("hand over with a live claim: %v, want a conflict naming alloc web-0", err)
+	}
+	if hs, _ := h.e.Handovers(h.ctx, "db"); len(hs) != 0 {
+		t.Fatalf("refused handover left a mark: %+v", hs)
+	}
+	info, err := h.e.HandOver(h.ctx, "db", to, true)
+	if err != nil || !info.Forced {
+		t.Fatalf("forced hand over: %+v, %v", info, err)
+	}
+	// The existing claim may still be released; a new one is refused.
+	h.release("db", "web-0")
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-1"}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("claim after forced handover: %v, want a conflict", err)
+	}
+}
+
+// Claims racing a handover: whichever commits first wins, and the two never both hold the
+// volume — every claim that succeeded was admitted before the mark, and the handover then saw it.
+func TestHandOverAndClaimNeverBothWin(t *testing.T) {
+	for i := 0; i < 10; i++ {
+		h := newHarness(t, nil)
+		h.create(volume("db", capab(spec.SingleNodeWriter)))
+		var wg sync.WaitGroup
+		var claimErr, handErr error
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, claimErr = h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+		}()
+		go func() {
+			defer wg.Done()
+			_, handErr = h.e.HandOver(h.ctx, "db", HandoverTarget{Address: "http://127.0.0.1:4646"}, false)
+		}()
+		wg.Wait()
+		if (claimErr == nil) == (handErr == nil) {
+			t.Fatalf("round %d: claim err=%v, handover err=%v: exactly one must win", i, claimErr, handErr)
+		}
+	}
+}
