@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -152,4 +153,31 @@ func refuseHandedOver(tx *store.Tx, volumeID string) error {
 	}
 	return conflictf("volume %q is handed over to Nomad at %s (since %s): Nomad claims it, not volctl; after `nomad volume deregister %s`, take it back with `volctl nomad release %s`",
 		volumeID, h.Address, h.HandedAt.UTC().Format(time.RFC3339), volumeID, volumeID)
+}
+
+// GroupSpecs returns the recorded specs of the named groups, or of every group when names is
+// empty, raw mount flags included (for export).
+func (e *Engine) GroupSpecs(ctx context.Context, names ...string) ([]spec.Group, error) {
+	var out []spec.Group
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		if len(names) == 0 {
+			all, err := tx.Groups().List()
+			for _, g := range all {
+				out = append(out, g.Spec)
+			}
+			return err
+		}
+		for _, n := range names {
+			g, err := tx.Groups().Get(n)
+			if errors.Is(err, store.ErrNotFound) {
+				return notFoundf("group %q not found (volctl group status lists the groups)", n)
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, g.Spec)
+		}
+		return nil
+	})
+	return out, err
 }
