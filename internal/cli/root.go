@@ -44,6 +44,7 @@ against CSI plugins on local unix sockets. State lives in one SQLite file in the
 		newCmdTUI(f, nil),
 		newCmdQuickstart(f, nil),
 		newCmdExport(f),
+		newCmdNomad(f),
 	)
 	root.InitDefaultCompletionCmd() // now, not at Execute, so that the walk below sees it
 	rejectUnknownSubcommands(root)
