@@ -85,3 +85,29 @@ func TestHandOverAndClaimNeverBothWin(t *testing.T) {
 		}
 	}
 }
+
+// A handed-over volume is Nomad's: volctl neither forgets it nor deletes its storage until it
+// is taken back, and says so.
+func TestHandedOverVolumeIsNotDeregisteredOrDeleted(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	if _, err := h.e.HandOver(h.ctx, "db", HandoverTarget{Address: "http://127.0.0.1:4646"}, false); err != nil {
+		t.Fatal(err)
+	}
+	for name, op := range map[string]func() error{
+		"deregister":         func() error { return h.e.DeregisterVolume(h.ctx, "db", false) },
+		"deregister --force": func() error { return h.e.DeregisterVolume(h.ctx, "db", true) },
+		"delete":             func() error { return h.e.DeleteVolume(h.ctx, "db") },
+	} {
+		err := op()
+		if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "handed over to Nomad at http://127.0.0.1:4646") {
+			t.Errorf("%s of a handed-over volume: %v, want a conflict naming the Nomad address", name, err)
+		}
+	}
+	if n := h.faults.Calls("DeleteVolume"); n != 0 {
+		t.Errorf("DeleteVolume sent %d time(s) for a volume Nomad has", n)
+	}
+	if _, err := h.e.Volume(h.ctx, "db"); err != nil {
+		t.Fatalf("the volume is gone: %v", err)
+	}
+}
