@@ -21,9 +21,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // TestNomadEndToEnd hands a volume volctl created over to a real Nomad agent and takes it back:
@@ -515,4 +517,110 @@ func (w *nomadWorld) saveCaptures() {
 		w.t.Fatal(err)
 	}
 	w.t.Logf("wrote %d captured exchanges to %s", len(w.captures), path)
+}
+
+// TestNomadCLIReadsExportedVolume feeds an exported volume file with everything in it (secrets,
+// parameters, context, mount flags, topology, capacity) to the real `nomad volume register`,
+// pointed at a stand-in for the API: what Nomad's own HCL1 reader decoded arrives as the
+// request, and must be the volume as volctl has it.
+//
+// Opt-in: NOMAD_BIN names a Nomad binary. No agent and no root needed.
+func TestNomadCLIReadsExportedVolume(t *testing.T) {
+	bin := os.Getenv("NOMAD_BIN")
+	if bin == "" {
+		t.Skip("set NOMAD_BIN to a Nomad binary to check that Nomad's own reader accepts exported volume files")
+	}
+	dir := hostpathtest.ShortDir(t)
+	cfg := csitest.DefaultMemConfig()
+	cfg.Topology = &spec.Topology{Segments: map[string]string{"zone": "z1", "rack.example.com/row": "r7"}}
+	mem := csitest.NewMemPlugin(cfg)
+	socket, _ := csitest.Serve(t, csitest.WithServer(mem))
+	w := &nomadWorld{t: t, ctx: context.Background(), dir: dir, state: filepath.Join(dir, "state")}
+	w.writeFile("rich.hcl", `id = "rich"
+name = "rich"
+type = "csi"
+plugin_id = "mem"
+capacity_min = "1GiB"
+capacity_max = "2GiB"
+capability {
+  access_mode     = "multi-node-single-writer"
+  attachment_mode = "file-system"
+}
+capability {
+  access_mode     = "single-node-reader-only"
+  attachment_mode = "file-system"
+}
+mount_options {
+  fs_type     = "ext4"
+  mount_flags = ["noatime", "user=x"]
+}
+secrets {
+  "api-key" = "s3cret"
+  token     = "t0k"
+}
+parameters {
+  tier           = "gold"
+  "csi.example/x" = "1"
+}
+`)
+	w.volctl(0, "plugin", "register", "--id", "mem", "--socket", socket)
+	w.volctl(0, "volume", "create", filepath.Join(dir, "rich.hcl"))
+	w.volctl(0, "export", "nomad", "rich", "--include-secrets", "--out", filepath.Join(dir, "out"))
+
+	got := make(chan []byte, 1)
+	api := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/volume/csi/") {
+			select {
+			case got <- body:
+			default:
+			}
+		}
+		rw.Header().Set("Content-Type", "application/json")
+		io.WriteString(rw, `{"Volumes":[{"ID":"rich"}]}`)
+	}))
+	defer api.Close()
+	w.bin, w.agentAddr = bin, api.URL
+	if out, err := w.tryNomad("volume", "register", filepath.Join(dir, "out", "volume-rich.hcl")); err != nil {
+		t.Fatalf("nomad volume register: %v\n%s", err, out)
+	}
+	var req struct {
+		Volumes []struct {
+			ID, Name, ExternalID, Namespace, PluginID  string
+			RequestedCapacityMin, RequestedCapacityMax int64
+			RequestedCapabilities                      []struct{ AccessMode, AttachmentMode string }
+			MountOptions                               struct {
+				FSType     string
+				MountFlags []string
+			}
+			RequestedTopologies struct {
+				Required []struct{ Segments map[string]string }
+			}
+			Secrets, Parameters, Context map[string]string
+		}
+	}
+	if err := json.Unmarshal(<-got, &req); err != nil {
+		t.Fatal(err)
+	}
+	v := req.Volumes[0]
+	ext := strings.TrimSpace(w.volctl(0, "volume", "status", "rich", "-t", "{{.external_id}}"))
+	if v.ID != "rich" || v.Name != "rich" || v.ExternalID != ext || v.Namespace != "default" || v.PluginID != "mem" ||
+		v.RequestedCapacityMin != 1<<30 || v.RequestedCapacityMax != 2<<30 {
+		t.Errorf("identity and capacity as Nomad read them: %+v", v)
+	}
+	if len(v.RequestedCapabilities) != 2 || v.RequestedCapabilities[0].AccessMode != "multi-node-single-writer" ||
+		v.RequestedCapabilities[1].AccessMode != "single-node-reader-only" {
+		t.Errorf("capabilities as Nomad read them: %+v", v.RequestedCapabilities)
+	}
+	if v.MountOptions.FSType != "ext4" || strings.Join(v.MountOptions.MountFlags, ",") != "noatime,user=x" {
+		t.Errorf("mount options as Nomad read them: %+v", v.MountOptions)
+	}
+	if len(v.RequestedTopologies.Required) != 1 || v.RequestedTopologies.Required[0].Segments["rack.example.com/row"] != "r7" ||
+		v.RequestedTopologies.Required[0].Segments["zone"] != "z1" {
+		t.Errorf("topology as Nomad read it: %+v", v.RequestedTopologies)
+	}
+	if v.Secrets["api-key"] != "s3cret" || v.Secrets["token"] != "t0k" || v.Parameters["tier"] != "gold" ||
+		v.Parameters["csi.example/x"] != "1" || v.Context["name"] == "" {
+		t.Errorf("maps as Nomad read them: secrets %d, parameters %v, context %v", len(v.Secrets), v.Parameters, v.Context)
+	}
 }
