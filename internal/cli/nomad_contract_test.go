@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -389,5 +390,28 @@ func TestNomadReleaseContract(t *testing.T) {
 	}
 	if _, err := h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "local-0"}); err != nil {
 		t.Fatalf("claim after release: %v", err)
+	}
+}
+
+// Nomad not answering: the error names the volume and the address and says what to check;
+// nothing is marked.
+func TestNomadUnreachable(t *testing.T) {
+	h := nomadHarness(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "http://" + l.Addr().String()
+	l.Close() // nothing listens there now
+	ios, _, _, _ := iostreams.Test()
+	err = nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Volumes: []string{"db"},
+		Nomad: func() (*nomad.Client, error) { return nomad.NewClient(addr) }})
+	for _, want := range []string{`volume "db"`, "Nomad at " + addr, "is Nomad running there?"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("register with Nomad down: %v, want it to say %q", err, want)
+		}
+	}
+	if handedOver(t, h) {
+		t.Error("the volume was marked handed over")
 	}
 }

@@ -62,7 +62,7 @@ func said(err error) string {
 		}
 		return fmt.Sprintf("%d: %s", ure.StatusCode(), body)
 	}
-	return err.Error()
+	return err.Error() + " (is Nomad running there? NOMAD_ADDR says where it is)"
 }
 
 // Namespace is the Nomad namespace a volume goes to: its own, unless that is the default and
