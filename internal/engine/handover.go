@@ -71,6 +71,12 @@ func (e *Engine) HandOver(ctx context.Context, volumeID string, to HandoverTarge
 			return conflictf("volume %q has %d live local claim(s): %s; release them first (volctl volume release / group stop), or pass --force to hand it over anyway",
 				v.ID, len(live), describeClaims(live))
 		}
+		if prev, err := tx.Handovers().Get(v.ID); err == nil && prev.Address != to.Address {
+			return conflictf("volume %q is already handed over to Nomad at %s: take it back from there first (nomad volume deregister %s there, then volctl nomad release %s)",
+				v.ID, prev.Address, v.ID, v.ID)
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
 		h = store.Handover{VolumeID: v.ID, Address: to.Address, Region: to.Region, Namespace: to.Namespace, Forced: len(live) > 0}
 		if err := tx.Handovers().Put(&h); err != nil {
 			return err

@@ -111,3 +111,26 @@ func TestHandedOverVolumeIsNotDeregisteredOrDeleted(t *testing.T) {
 		t.Fatalf("the volume is gone: %v", err)
 	}
 }
+
+// A volume handed over to one Nomad cluster is not handed to another: that would make two
+// orchestrators. Handing it to the same one again is a re-registration.
+func TestHandOverToASecondClusterRefused(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	a := HandoverTarget{Address: "http://nomad-a:4646"}
+	if _, err := h.e.HandOver(h.ctx, "db", a, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.HandOver(h.ctx, "db", a, false); err != nil {
+		t.Fatalf("handing over to the same cluster again: %v", err)
+	}
+	for _, force := range []bool{false, true} {
+		_, err := h.e.HandOver(h.ctx, "db", HandoverTarget{Address: "http://nomad-b:4646"}, force)
+		if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "already handed over to Nomad at http://nomad-a:4646") {
+			t.Fatalf("handing over to a second cluster (force=%v): %v, want a conflict naming the first", force, err)
+		}
+	}
+	if hs, _ := h.e.Handovers(h.ctx, "db"); len(hs) != 1 || hs[0].Address != a.Address {
+		t.Fatalf("mark after the refusal: %+v", hs)
+	}
+}
