@@ -188,8 +188,30 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		}
 		files = append(files, exportFile{name: name, what: fmt.Sprintf("volume %q", info.ID), data: data, mode: mode})
 	}
+	nsOf := map[string]string{}
+	for _, info := range infos {
+		nsOf[info.ID] = info.Namespace
+	}
 	for _, g := range groups {
-		data, n, err := nomad.GroupJob(g, opts.Job)
+		// A Nomad job claims volumes of its own namespace only.
+		jo := opts.Job
+		spaces := map[string]bool{}
+		for _, r := range g.Volumes {
+			for id, ns := range nsOf {
+				if id == r.Source || r.PerAlloc && strings.HasPrefix(id, r.Source+"[") {
+					spaces[ns] = true
+				}
+			}
+		}
+		if len(spaces) > 1 {
+			return fmt.Errorf("export nomad: group %q uses volumes of %d namespaces; a Nomad job claims volumes of its own namespace only", g.Name, len(spaces))
+		}
+		for ns := range spaces {
+			if ns != spec.DefaultNamespace && ns != "" {
+				jo.Namespace = ns
+			}
+		}
+		data, n, err := nomad.GroupJob(g, jo)
 		if err != nil {
 			return fmt.Errorf("export nomad: group %q: %w", g.Name, err)
 		}
@@ -197,11 +219,12 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		files = append(files, exportFile{name: "job-" + g.Name + ".nomad.hcl", what: fmt.Sprintf("group %q", g.Name), data: data, mode: mode})
 	}
 	if !opts.NoPluginJob {
-		pf, err := exportPluginJobs(ctx, e, infos, opts.Plugin)
+		pf, pn, err := exportPluginJobs(ctx, e, infos, opts.Plugin)
 		if err != nil {
 			return fmt.Errorf("export nomad: %w", err)
 		}
 		files = append(files, pf...)
+		notes = append(notes, pn...)
 	}
 
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
@@ -221,7 +244,14 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 }
 
 // exportPluginJobs writes the system job of each hostpath plugin the volumes use.
-func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.VolumeInfo, base nomad.PluginJobOptions) ([]exportFile, error) {
+func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.VolumeInfo, base nomad.PluginJobOptions) (files []exportFile, notes []string, err error) {
+	seen := map[string]bool{}
+	for _, v := range vols {
+		if v.Provider != hostpath.PluginName && !seen[v.PluginID] {
+			seen[v.PluginID] = true
+			notes = append(notes, fmt.Sprintf("plugin %q (%s) is not volctl's own: run it in Nomad with its own job, as plugin ID %q", v.PluginID, orUnknown(v.Provider), v.PluginID))
+		}
+	}
 	byPlugin := map[string][]engine.VolumeInfo{}
 	for _, v := range vols {
 		if v.Provider == hostpath.PluginName {
@@ -229,15 +259,15 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 		}
 	}
 	if len(byPlugin) == 0 {
-		return nil, nil
+		return nil, notes, nil
 	}
 	specs, err := e.PluginSpecs(ctx)
 	if err != nil {
-		return nil, err
+		return nil, notes, err
 	}
 	infos, err := e.Plugins(ctx)
 	if err != nil {
-		return nil, err
+		return nil, notes, err
 	}
 	ids := make([]string, 0, len(byPlugin))
 	for id := range byPlugin {
@@ -278,7 +308,7 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 					o.NodeID = n
 				}
 			default:
-				return nil, fmt.Errorf("plugin %q: its volumes name %d nodes in their topology; export them per node with --node-id", id, len(nodes))
+				return nil, notes, fmt.Errorf("plugin %q: its volumes name %d nodes in their topology; export them per node with --node-id", id, len(nodes))
 			}
 		}
 		if slices.Contains(args, "--enable-attach") {
@@ -294,11 +324,11 @@ func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.Volum
 		}
 		data, err := nomad.PluginJob(o)
 		if err != nil {
-			return nil, fmt.Errorf("%w (or pass --no-plugin-job)", err)
+			return nil, notes, fmt.Errorf("%w (or pass --no-plugin-job)", err)
 		}
 		out = append(out, exportFile{name: "plugin-" + id + ".nomad.hcl", what: fmt.Sprintf("plugin %q", id), data: data, mode: 0o644})
 	}
-	return out, nil
+	return out, notes, nil
 }
 
 // flagValue finds --name VALUE or --name=VALUE in args.
@@ -334,4 +364,11 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "driver unknown: never fingerprinted"
+	}
+	return s
 }

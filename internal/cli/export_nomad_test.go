@@ -71,6 +71,9 @@ func TestExportNomadVolumeRoundTrips(t *testing.T) {
 			t.Fatalf("a secret leaked without --include-secrets:\n%s", out)
 		}
 	}
+	if !strings.Contains(stderr, `plugin "mem" (mem.csi.volctl.test) is not volctl's own: run it in Nomad with its own job`) {
+		t.Errorf("stderr does not say the mem plugin needs its own Nomad job:\n%s", stderr)
+	}
 	if !strings.Contains(stderr, "1 secret(s) written as [REDACTED]") || !strings.Contains(stderr, "2 mount flag(s)") {
 		t.Errorf("stderr does not say which values are placeholders:\n%s", stderr)
 	}
@@ -282,5 +285,29 @@ func TestExportNomadPluginJob(t *testing.T) {
 	}
 	if _, diags := hclsyntax.ParseConfig(src, "p", hcl.InitialPos); diags.HasErrors() {
 		t.Fatal(diags.Error())
+	}
+}
+
+// A Nomad job claims volumes of its own namespace only: a group whose volumes live in one
+// namespace gets a job in it.
+func TestExportNomadGroupJobNamespace(t *testing.T) {
+	h := newCLIHarness(t)
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "pv", Name: "pv", Namespace: "prod", Type: "csi", PluginID: "mem",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	g := spec.Group{Name: "app", Count: 1, Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: "pv",
+		AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
+	if _, err := h.e.RunGroup(h.ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	if _, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Groups = []string{"app"}; dir = o.OutDir }); err != nil {
+		t.Fatal(err)
+	}
+	job, _ := os.ReadFile(filepath.Join(dir, "job-app.nomad.hcl"))
+	vol, _ := os.ReadFile(filepath.Join(dir, "volume-pv.hcl"))
+	if !strings.Contains(string(job), `namespace   = "prod"`) || !strings.Contains(string(vol), `namespace    = "prod"`) {
+		t.Errorf("job and volume should both be in namespace prod:\n%s\n%s", job, vol)
 	}
 }
