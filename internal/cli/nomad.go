@@ -393,7 +393,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			}
 			if n := s.Nomad; n != nil {
 				reg, sched, plugin = "yes", yesNo(n.Schedulable), n.Plugin.Describe()
-				reads, writes = orDash(strings.Join(n.ReadAllocs, ",")), orDash(strings.Join(n.WriteAllocs, ","))
+				reads, writes = allocNames(n, "read"), allocNames(n, "write")
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.LocalClaims, yesNo(s.HandedOver), reg, sched, plugin, reads, writes)
 		}
@@ -419,4 +419,16 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// allocNames lists the allocs claiming a volume in one mode by name and short ID, as
+// nomad alloc status shows them: web.web[0] (1b80f67e).
+func allocNames(v *nomad.VolumeState, mode string) string {
+	var parts []string
+	for _, a := range v.Allocs {
+		if a.Mode == mode {
+			parts = append(parts, fmt.Sprintf("%s (%.8s)", a.Name, a.ID))
+		}
+	}
+	return orDash(strings.Join(parts, ", "))
 }

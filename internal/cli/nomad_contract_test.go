@@ -415,3 +415,22 @@ func TestNomadUnreachable(t *testing.T) {
 		t.Error("the volume was marked handed over")
 	}
 }
+
+// The table names the claiming allocs as Nomad does, with a short ID.
+func TestNomadStatusTableContract(t *testing.T) {
+	h := nomadHarness(t)
+	r := newReplayNomad(t, step(t, "volctl nomad status shows the write claim")...)
+	ios, _, out, _ := iostreams.Test()
+	if err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: r.client}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "VOLUME") {
+		t.Fatalf("table:\n%s", out)
+	}
+	for _, want := range []string{"db", "yes", "nodes 1/1 healthy, controllers 1/1 healthy", "web.web[0] ("} {
+		if !strings.Contains(lines[1], want) {
+			t.Errorf("row %q lacks %q", lines[1], want)
+		}
+	}
+}
