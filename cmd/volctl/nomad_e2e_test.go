@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -263,6 +264,7 @@ type nomadWorld struct {
 	agent     *exec.Cmd
 	agentOut  *iostreams.SyncBuffer
 	agentDone chan error
+	before    map[int]bool // processes of the Nomad binary that ran before the agent started
 
 	mu       sync.Mutex
 	captures []capture
@@ -314,6 +316,11 @@ func (w *nomadWorld) volctl(code int, args ...string) string {
 
 func (w *nomadWorld) nomadCmd(args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(w.ctx, w.bin, args...)
+	if args[0] == "agent" {
+		// Not bound to the test's context: when that ends, the agent is stopped in order
+		// (its jobs first), never SIGKILLed with its tasks still running.
+		cmd = exec.Command(w.bin, args...)
+	}
 	env := []string{"NOMAD_ADDR=" + w.agentAddr}
 	for _, kv := range os.Environ() {
 		// Nothing of the environment may point the agent or the CLI elsewhere.
@@ -377,6 +384,10 @@ plugin "raw_exec" {
   }
 }
 `, w.dataDir, http, rpc, serf))
+	w.before = map[int]bool{}
+	for _, pid := range w.nomadProcesses() {
+		w.before[pid] = true
+	}
 	cmd := w.nomadCmd("agent", "-dev", "-config", filepath.Join(w.dir, "agent.hcl"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	w.agentOut = &iostreams.SyncBuffer{}
@@ -388,7 +399,19 @@ plugin "raw_exec" {
 	go func() { w.agentDone <- cmd.Wait() }()
 	t.Cleanup(func() {
 		if w.agent != nil {
+			// A failed run: stop its jobs first. An agent that stops leaves its tasks running
+			// (to reattach to them), and raw_exec's would outlive the test. The test's own
+			// context has ended by now.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			w.ctx = ctx
+			w.stopAllJobs()
 			w.stopAgent()
+		}
+		for _, pid := range w.ourProcesses() {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			t.Logf("killing pid %d, left by the run: %s", pid, bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		if t.Failed() {
 			t.Logf("nomad agent log:\n%s", w.agentOut.String())
@@ -417,16 +440,93 @@ func (w *nomadWorld) stopAgent() {
 	w.agent = nil
 }
 
-// checkClean fails for any process or mount the run left: processes whose command line names
-// the test's directory, and mounts under it.
-func (w *nomadWorld) checkClean() {
-	t := w.t
+// stopAllJobs stops every job and waits (up to a minute) until the client reports their allocs
+// stopped. Not purged: a purge drops the allocs from the server's view before the client has
+// stopped their tasks.
+func (w *nomadWorld) stopAllJobs() {
+	var jobs []struct{ ID string }
+	if !w.getJSON("/v1/jobs", &jobs) {
+		return
+	}
+	for _, j := range jobs {
+		_, _ = w.tryNomad("job", "stop", "-detach", j.ID)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		var allocs []struct{ ClientStatus string }
+		if !w.getJSON("/v1/allocations", &allocs) {
+			return
+		}
+		running := 0
+		for _, a := range allocs {
+			if a.ClientStatus == "running" || a.ClientStatus == "pending" {
+				running++
+			}
+		}
+		if running == 0 {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// nomadProcesses lists the processes running the Nomad binary (agent, executors, logmon).
+func (w *nomadWorld) nomadProcesses() []int {
+	want, err := os.Stat(w.bin)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	exes, _ := filepath.Glob("/proc/[0-9]*/exe")
+	for _, e := range exes {
+		if st, err := os.Stat(e); err == nil && os.SameFile(st, want) {
+			var pid int
+			if _, err := fmt.Sscan(filepath.Base(filepath.Dir(e)), &pid); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// ourProcesses lists what the run started and left: processes of the Nomad binary that were
+// not there before the agent started, and processes whose command line names the test's
+// directory (the plugin, tasks).
+func (w *nomadWorld) ourProcesses() []int {
+	var out []int
+	for _, pid := range w.nomadProcesses() {
+		if !w.before[pid] && pid != os.Getpid() {
+			out = append(out, pid)
+		}
+	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
-		if err == nil && bytes.Contains(b, []byte(w.dir)) {
-			t.Errorf("left running: pid %s: %s", filepath.Base(filepath.Dir(p)), bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+		var pid int
+		if _, serr := fmt.Sscan(filepath.Base(filepath.Dir(p)), &pid); serr != nil || err != nil {
+			continue
 		}
+		if bytes.Contains(b, []byte(w.dir)) && !slices.Contains(out, pid) {
+			out = append(out, pid)
+		}
+	}
+	// Zombies hold nothing; a process that is exiting is not left running.
+	live := out[:0]
+	for _, pid := range out {
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !bytes.Contains(st, []byte(") Z ")) {
+			live = append(live, pid)
+		}
+	}
+	return live
+}
+
+// checkClean fails for any process or mount the run left: processes of the Nomad binary it
+// started, processes whose command line names the test's directory, and mounts under it.
+func (w *nomadWorld) checkClean() {
+	t := w.t
+	for _, pid := range w.ourProcesses() {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		t.Errorf("left running: pid %d: %s", pid, bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
 	}
 	mi, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
