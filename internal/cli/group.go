@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -76,7 +75,7 @@ func groupRunRun(ctx context.Context, opts *GroupRunOptions) error {
 	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
 	info, runErr := e.RunGroup(pctx, *g)
 	done()
-	out := bufio.NewWriter(opts.IO.Out)
+	out := newRedactedOut(ctx, e, opts.IO.Out)
 	if opts.Exporter.Enabled() {
 		err = opts.Exporter.Write(out, info)
 	} else {
@@ -191,7 +190,7 @@ func groupStatusRun(ctx context.Context, opts *GroupStatusOptions) (err error) {
 	if err != nil {
 		return fmt.Errorf("group status: %w", err)
 	}
-	out := bufio.NewWriter(opts.IO.Out)
+	out := newRedactedOut(ctx, e, opts.IO.Out)
 	defer flush(out, &err)
 	for i := range groups {
 		if groups[i].Allocs == nil {

@@ -1,8 +1,8 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,14 +15,51 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/itchyny/gojq"
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
 )
 
 // flush writes out what out holds and keeps the first error: *err when set, else the flush's.
 // Commands that buffer their output end with it, often deferred: defer flush(out, &err).
-func flush(out *bufio.Writer, err *error) {
+func flush(out interface{ Flush() error }, err *error) {
 	if ferr := out.Flush(); *err == nil {
 		*err = ferr
 	}
+}
+
+// redactedOut is a command's output held until Flush, then written with every secret value
+// and mount flag volctl knows replaced by [REDACTED] (engine.Redactor): data a plugin returned
+// (volume_context, publish_context, its version, manifest and node ID, volume and snapshot
+// IDs) is printed as kept, and a hostile plugin may have echoed a secret into any of it. One
+// pass over the whole output, in every form (text, --json, --jq, -t), so no field is missed.
+// extra are values the state does not hold that the command sent (snapshot list --secret).
+type redactedOut struct {
+	ctx   context.Context
+	e     *engine.Engine
+	w     io.Writer
+	extra []string
+	buf   bytes.Buffer
+}
+
+func newRedactedOut(ctx context.Context, e *engine.Engine, w io.Writer, extra ...string) *redactedOut {
+	return &redactedOut{ctx: ctx, e: e, w: w, extra: extra}
+}
+
+func (r *redactedOut) Write(p []byte) (int, error) { return r.buf.Write(p) }
+
+func (r *redactedOut) Flush() error {
+	if r.buf.Len() == 0 {
+		return nil
+	}
+	// The output is already made: read the secrets even if the command's context has ended.
+	redact, err := r.e.Redactor(context.WithoutCancel(r.ctx), r.extra...)
+	if err != nil {
+		r.buf.Reset()
+		return fmt.Errorf("the output is withheld: reading the state to redact secrets from it: %w", err)
+	}
+	_, err = io.WriteString(r.w, redact(r.buf.String()))
+	r.buf.Reset()
+	return err
 }
 
 // exportFlags are the --json, --jq and -t/--template flags every list and status command takes.

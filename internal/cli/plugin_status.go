@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"time"
@@ -62,7 +61,7 @@ func pluginStatusRun(ctx context.Context, opts *PluginStatusOptions) error {
 	if err != nil {
 		return fmt.Errorf("plugin status: %w", err)
 	}
-	out := bufio.NewWriter(opts.IO.Out)
+	out := newRedactedOut(ctx, e, opts.IO.Out)
 	if opts.ID == "" {
 		if plugins == nil {
 			plugins = []engine.PluginInfo{} // [] in JSON, not null

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 
@@ -60,7 +59,7 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 	if rep.Problems == nil {
 		rep.Problems = []engine.ReconcileAction{}
 	}
-	out := bufio.NewWriter(opts.IO.Out)
+	out := newRedactedOut(ctx, e, opts.IO.Out)
 	if opts.Exporter.Enabled() {
 		err = opts.Exporter.Write(out, rep)
 	} else if len(rep.Actions) == 0 {

@@ -1,9 +1,9 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -128,7 +128,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
 	}
 	sum.Claims.Unsettled = len(sum.UnsettledClaims)
 
-	out := bufio.NewWriter(opts.IO.Out)
+	out := newRedactedOut(ctx, e, opts.IO.Out)
 	defer flush(out, &err)
 	if opts.Exporter.Enabled() {
 		return opts.Exporter.Write(out, sum)
@@ -136,7 +136,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
 	return writeStatusSummary(out, sum, vols, opts.MaxVolumes, opts.Now())
 }
 
-func writeStatusSummary(out *bufio.Writer, sum statusSummary, vols []engine.VolumeSummary, maxVolumes int, now time.Time) error {
+func writeStatusSummary(out io.Writer, sum statusSummary, vols []engine.VolumeSummary, maxVolumes int, now time.Time) error {
 	healthy := 0
 	for _, p := range sum.Plugins {
 		if p.Healthy {

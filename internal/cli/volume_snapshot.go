@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,7 +79,7 @@ take. Exits 2 when the plugin cannot snapshot (no CREATE_DELETE_SNAPSHOT).`,
 	return cmd
 }
 
-func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) error {
+func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) (err error) {
 	params, err := parseParameters(opts.Parameters)
 	if err != nil {
 		return err
@@ -95,14 +97,16 @@ func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) error {
 	if err != nil {
 		return err
 	}
+	out := newRedactedOut(ctx, e, opts.IO.Out)
+	defer flush(out, &err)
 	if opts.Exporter.Enabled() {
-		return opts.Exporter.Write(opts.IO.Out, s)
+		return opts.Exporter.Write(out, s)
 	}
-	fmt.Fprintf(opts.IO.Out, "Snapshot %q of volume %q created (name %q, %s", s.ID, s.SourceVolumeID, s.Name, sizeOrUnknown(s.SizeBytes))
+	fmt.Fprintf(out, "Snapshot %q of volume %q created (name %q, %s", s.ID, s.SourceVolumeID, s.Name, sizeOrUnknown(s.SizeBytes))
 	if !s.ReadyToUse {
-		fmt.Fprint(opts.IO.Out, ", not ready to use yet")
+		fmt.Fprint(out, ", not ready to use yet")
 	}
-	fmt.Fprintln(opts.IO.Out, ")")
+	fmt.Fprintln(out, ")")
 	return nil
 }
 
@@ -197,7 +201,7 @@ created with, when they all carry the same ones; when they differ, it sends none
 	return cmd
 }
 
-func snapshotListRun(ctx context.Context, opts *SnapshotListOptions) error {
+func snapshotListRun(ctx context.Context, opts *SnapshotListOptions) (err error) {
 	secrets, err := parseSecrets(opts.Secrets)
 	if err != nil {
 		return err
@@ -213,14 +217,16 @@ func snapshotListRun(ctx context.Context, opts *SnapshotListOptions) error {
 	for _, w := range list.Warnings {
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
 	}
+	out := newRedactedOut(ctx, e, opts.IO.Out, slices.Collect(maps.Values(secrets))...)
+	defer flush(out, &err)
 	if opts.Exporter.Enabled() {
-		return opts.Exporter.Write(opts.IO.Out, list)
+		return opts.Exporter.Write(out, list)
 	}
 	if len(list.Snapshots) == 0 {
 		fmt.Fprintln(opts.IO.ErrOut, "No snapshots (volctl volume snapshot create).")
 		return nil
 	}
-	return writeSnapshotTable(opts.IO.Out, list.Snapshots, opts.Now())
+	return writeSnapshotTable(out, list.Snapshots, opts.Now())
 }
 
 func writeSnapshotTable(out io.Writer, snaps []engine.SnapshotInfo, now time.Time) error {

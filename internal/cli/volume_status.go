@@ -1,10 +1,10 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,7 +64,7 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 	if err != nil {
 		return err
 	}
-	out := bufio.NewWriterSize(opts.IO.Out, 64<<10)
+	out := newRedactedOut(ctx, e, opts.IO.Out)
 	defer flush(out, &err)
 	if opts.ID == "" {
 		vols, err := e.Volumes(ctx)
@@ -90,7 +90,7 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 	return writeVolumeDetail(out, info, opts.Now())
 }
 
-func writeVolumeList(out *bufio.Writer, ios *iostreams.IOStreams, exp *exportFlags, vols []engine.VolumeSummary) error {
+func writeVolumeList(out io.Writer, ios *iostreams.IOStreams, exp *exportFlags, vols []engine.VolumeSummary) error {
 	if exp.Enabled() {
 		if vols == nil {
 			vols = []engine.VolumeSummary{}

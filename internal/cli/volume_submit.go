@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 
@@ -91,7 +90,7 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 	if err != nil {
 		return err
 	}
-	out := bufio.NewWriter(opts.IO.Out)
+	out := newRedactedOut(ctx, e, opts.IO.Out)
 	defer out.Flush()
 	infos := make([]engine.VolumeInfo, 0, len(vols))
 	var errs []error

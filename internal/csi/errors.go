@@ -337,6 +337,11 @@ func socketProblem(socket string) (msg, hint string) {
 	return "", ""
 }
 
+// Scrub replaces every value of sensitive (3 bytes or longer) found in text, in its raw and
+// quoted forms, with [REDACTED], as plugin messages are scrubbed. The engine uses it on what
+// it prints of data a plugin returned (volume_context, identity, node ID, snapshot IDs).
+func Scrub(text string, sensitive []string) string { return scrub(text, sensitive) }
+
 // pluginText makes text from a plugin fit to show and store: sensitive values scrubbed out,
 // then control characters escaped.
 func pluginText(msg string, sensitive []string) string {

@@ -245,6 +245,22 @@ func (e *Engine) secretValues(ctx context.Context) ([]string, error) {
 	return out, err
 }
 
+// Redactor returns a function that scrubs every secret value and mount flag the state holds
+// (as secretValues) from text about to be printed. Plugin messages are scrubbed as they
+// arrive, but data a plugin returns is kept raw, because it is sent back to the plugin or to
+// Nomad as it came (a volume_context, a publish_context, a volume or snapshot ID), and
+// printed too (with its identity and node ID): a plugin that echoes a secret there must not
+// get it printed. Commands pass their whole output through it.
+// extra are values to scrub beside them (secrets given on the command line).
+func (e *Engine) Redactor(ctx context.Context, extra ...string) (func(string) string, error) {
+	values, err := e.secretValues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	values = append(values, extra...)
+	return func(s string) string { return csi.Scrub(s, values) }, nil
+}
+
 // pluginTimeouts are the per-RPC timeouts a plugin's client runs with: the engine's, with the
 // plugin's own timeout, when it has one, for the long RPCs. retry needs them too, to tell an
 // attempt cut off by its timeout from a plugin that answered DEADLINE_EXCEEDED itself.
