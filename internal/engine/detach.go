@@ -47,6 +47,13 @@ func (e *Engine) Detach(ctx context.Context, volumeID string, force bool) (Detac
 		if claims, err = tx.Claims().ByVolume(volumeID); err != nil {
 			return err
 		}
+		if len(claims) == 0 {
+			// Nothing of volctl's to detach: what is attached belongs to Nomad's allocs, and
+			// a forced detach's controller unpublish would pull it from under them.
+			if err := refuseHandedOver(tx, volumeID); err != nil {
+				return err
+			}
+		}
 		for i := range claims {
 			if !claims[i].Releasing {
 				claims[i].Releasing = true
