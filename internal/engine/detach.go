@@ -108,7 +108,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		if err := e.unbind(&cl); err != nil {
 			warn("alloc %q: %v", cl.Alloc, err)
 		}
-		if err := forceUnmount(cl.TargetPath); err != nil {
+		if err := forceUnmount(e.cfg.StateDir, e.realPath(cl.TargetPath)); err != nil {
 			warn("alloc %q: %v", cl.Alloc, err)
 		}
 		e.locks.removeEmptyDirs(ctx, e.realPath(cl.TargetPath), filepath.Join(e.cfg.StateDir, publishDir))
@@ -118,7 +118,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		warn("reading the staging: %v", err)
 	}
 	if hasStaging && st.StagingPath != "" {
-		if err := forceUnmount(st.StagingPath); err != nil {
+		if err := forceUnmount(e.cfg.StateDir, e.realPath(st.StagingPath)); err != nil {
 			warn("%v", err)
 		}
 		e.locks.removeEmptyDirs(ctx, e.realPath(st.StagingPath), filepath.Join(e.cfg.StateDir, stagingDir))
