@@ -391,7 +391,7 @@ func scrub(msg string, sensitive []string) string {
 			continue
 		}
 		forms = append(forms, s)
-		for _, q := range []string{strconv.Quote(s), strconv.QuoteToASCII(s), jsonQuote(s)} {
+		for _, q := range []string{strconv.Quote(s), strconv.QuoteToASCII(s), jsonQuote(s), jsonQuoteNoHTML(s)} {
 			if inner := q[1 : len(q)-1]; inner != s {
 				forms = append(forms, inner)
 			}
@@ -418,6 +418,18 @@ func jsonQuote(s string) string {
 		return strconv.Quote(s)
 	}
 	return string(b)
+}
+
+// jsonQuoteNoHTML is s as JSON without HTML escaping ('<', '>', '&' as they are), as protojson
+// and volctl's own --json write it.
+func jsonQuoteNoHTML(s string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return strconv.Quote(s)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // hint says what a person can do about code from rpc, following the error tables of the
