@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -37,6 +38,9 @@ func TestPluginDataEchoingSecretsRedacted(t *testing.T) {
 		resp, err := handler(ctx, req)
 		if r, ok := resp.(*csipb.CreateVolumeResponse); ok && err == nil {
 			for k, v := range req.(*csipb.CreateVolumeRequest).GetSecrets() {
+				if k == "insecure" {
+					continue
+				}
 				r.Volume.VolumeContext = map[string]string{"echo": "ctx:" + v}
 				if k == "topo" {
 					r.Volume.AccessibleTopology = []*csipb.Topology{{Segments: map[string]string{"zone": v}}}
@@ -68,7 +72,8 @@ func TestPluginDataEchoingSecretsRedacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
-		Secrets:      spec.Secrets{"token": secret},
+		// "true" too: a short secret equal to a JSON literal must not break the JSON.
+		Secrets:      spec.Secrets{"token": secret, "insecure": "true"},
 		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -139,6 +144,9 @@ func TestPluginDataEchoingSecretsRedacted(t *testing.T) {
 			}
 			if s := out.String() + errOut.String(); strings.Contains(s, secret) {
 				t.Errorf("status %q %s shows the secret a plugin echoed in its data:\n%s", id, name, s)
+			}
+			if x.JSON && (!json.Valid(out.Bytes()) || !strings.Contains(out.String(), "true")) {
+				t.Errorf("status %q --json is no longer valid JSON with its booleans:\n%s", id, out)
 			}
 		}
 		for _, id := range []string{"mem", ""} {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -75,7 +76,10 @@ func groupRunRun(ctx context.Context, opts *GroupRunOptions) error {
 	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
 	info, runErr := e.RunGroup(pctx, *g)
 	done()
-	out := newRedactedOut(ctx, e, opts.IO.Out)
+	if err := redactOutput(ctx, e, nil, &info); err != nil {
+		return fmt.Errorf("group run: %w", err)
+	}
+	out := bufio.NewWriter(opts.IO.Out)
 	if opts.Exporter.Enabled() {
 		err = opts.Exporter.Write(out, info)
 	} else {
@@ -187,10 +191,13 @@ func groupStatusRun(ctx context.Context, opts *GroupStatusOptions) (err error) {
 		return err
 	}
 	groups, err := e.Groups(ctx, opts.Name)
+	if err == nil {
+		err = redactOutput(ctx, e, nil, &groups)
+	}
 	if err != nil {
 		return fmt.Errorf("group status: %w", err)
 	}
-	out := newRedactedOut(ctx, e, opts.IO.Out)
+	out := bufio.NewWriter(opts.IO.Out)
 	defer flush(out, &err)
 	for i := range groups {
 		if groups[i].Allocs == nil {

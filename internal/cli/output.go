@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -21,45 +22,24 @@ import (
 
 // flush writes out what out holds and keeps the first error: *err when set, else the flush's.
 // Commands that buffer their output end with it, often deferred: defer flush(out, &err).
-func flush(out interface{ Flush() error }, err *error) {
+func flush(out *bufio.Writer, err *error) {
 	if ferr := out.Flush(); *err == nil {
 		*err = ferr
 	}
 }
 
-// redactedOut is a command's output held until Flush, then written with every secret value
-// and mount flag volctl knows replaced by [REDACTED] (engine.Redactor): data a plugin returned
-// (volume_context, publish_context, its version, manifest and node ID, volume and snapshot
-// IDs) is printed as kept, and a hostile plugin may have echoed a secret into any of it. One
-// pass over the whole output, in every form (text, --json, --jq, -t), so no field is missed.
-// extra are values the state does not hold that the command sent (snapshot list --secret).
-type redactedOut struct {
-	ctx   context.Context
-	e     *engine.Engine
-	w     io.Writer
-	extra []string
-	buf   bytes.Buffer
-}
-
-func newRedactedOut(ctx context.Context, e *engine.Engine, w io.Writer, extra ...string) *redactedOut {
-	return &redactedOut{ctx: ctx, e: e, w: w, extra: extra}
-}
-
-func (r *redactedOut) Write(p []byte) (int, error) { return r.buf.Write(p) }
-
-func (r *redactedOut) Flush() error {
-	if r.buf.Len() == 0 {
-		return nil
+// redactOutput scrubs every secret value and mount flag volctl knows (and extra) from every
+// string of the values a command is about to print (engine.RedactValue): data a plugin
+// returned (volume_context, publish_context, its version, manifest and node ID, volume and
+// snapshot IDs) is kept raw, and a hostile plugin may have echoed a secret into any of it.
+// Each v is a pointer. The output is withheld when the secrets cannot be read.
+func redactOutput(ctx context.Context, e *engine.Engine, extra []string, vs ...any) error {
+	for _, v := range vs {
+		if err := e.RedactValue(ctx, v, extra...); err != nil {
+			return fmt.Errorf("the output is withheld: reading the state to redact secrets from it: %w", err)
+		}
 	}
-	// The output is already made: read the secrets even if the command's context has ended.
-	redact, err := r.e.Redactor(context.WithoutCancel(r.ctx), r.extra...)
-	if err != nil {
-		r.buf.Reset()
-		return fmt.Errorf("the output is withheld: reading the state to redact secrets from it: %w", err)
-	}
-	_, err = io.WriteString(r.w, redact(r.buf.String()))
-	r.buf.Reset()
-	return err
+	return nil
 }
 
 // exportFlags are the --json, --jq and -t/--template flags every list and status command takes.

@@ -162,7 +162,7 @@ func (o *PluginRegisterOptions) plugins() ([]spec.Plugin, error) {
 }
 
 // pluginRegisterRun registers each plugin in turn and stops at the first that fails.
-func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) (err error) {
+func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
 	plugins, err := opts.plugins()
 	if err != nil {
 		return err
@@ -171,8 +171,6 @@ func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) (err er
 	if err != nil {
 		return err
 	}
-	out := newRedactedOut(ctx, e, opts.IO.Out)
-	defer flush(out, &err)
 	infos := make([]engine.PluginInfo, 0, len(plugins))
 	var regErr error
 	for _, p := range plugins {
@@ -181,13 +179,16 @@ func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) (err er
 			regErr = err
 			break
 		}
+		if err := redactOutput(ctx, e, nil, &info); err != nil {
+			return fmt.Errorf("plugin register: %w", err)
+		}
 		infos = append(infos, info)
 		if !opts.Exporter.Enabled() {
-			fmt.Fprintln(out, pluginRegisteredLine(info))
+			fmt.Fprintln(opts.IO.Out, pluginRegisteredLine(info))
 		}
 	}
 	if opts.Exporter.Enabled() {
-		if err := opts.Exporter.Write(out, infos); err != nil {
+		if err := opts.Exporter.Write(opts.IO.Out, infos); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"time"
@@ -58,10 +59,13 @@ func pluginStatusRun(ctx context.Context, opts *PluginStatusOptions) error {
 		return err
 	}
 	plugins, err := e.PluginStatus(ctx, opts.ID)
+	if err == nil {
+		err = redactOutput(ctx, e, nil, &plugins)
+	}
 	if err != nil {
 		return fmt.Errorf("plugin status: %w", err)
 	}
-	out := newRedactedOut(ctx, e, opts.IO.Out)
+	out := bufio.NewWriter(opts.IO.Out)
 	if opts.ID == "" {
 		if plugins == nil {
 			plugins = []engine.PluginInfo{} // [] in JSON, not null

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 
@@ -59,7 +60,10 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 	if rep.Problems == nil {
 		rep.Problems = []engine.ReconcileAction{}
 	}
-	out := newRedactedOut(ctx, e, opts.IO.Out)
+	if err := redactOutput(ctx, e, nil, &rep); err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
+	out := bufio.NewWriter(opts.IO.Out)
 	if opts.Exporter.Enabled() {
 		err = opts.Exporter.Write(out, rep)
 	} else if len(rep.Actions) == 0 {

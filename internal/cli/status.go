@@ -1,9 +1,9 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -127,8 +127,11 @@ func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
 		}
 	}
 	sum.Claims.Unsettled = len(sum.UnsettledClaims)
+	if err := redactOutput(ctx, e, nil, &sum); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
 
-	out := newRedactedOut(ctx, e, opts.IO.Out)
+	out := bufio.NewWriter(opts.IO.Out)
 	defer flush(out, &err)
 	if opts.Exporter.Enabled() {
 		return opts.Exporter.Write(out, sum)
@@ -136,7 +139,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
 	return writeStatusSummary(out, sum, vols, opts.MaxVolumes, opts.Now())
 }
 
-func writeStatusSummary(out io.Writer, sum statusSummary, vols []engine.VolumeSummary, maxVolumes int, now time.Time) error {
+func writeStatusSummary(out *bufio.Writer, sum statusSummary, vols []engine.VolumeSummary, maxVolumes int, now time.Time) error {
 	healthy := 0
 	for _, p := range sum.Plugins {
 		if p.Healthy {

@@ -79,7 +79,7 @@ take. Exits 2 when the plugin cannot snapshot (no CREATE_DELETE_SNAPSHOT).`,
 	return cmd
 }
 
-func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) (err error) {
+func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) error {
 	params, err := parseParameters(opts.Parameters)
 	if err != nil {
 		return err
@@ -97,16 +97,17 @@ func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) (err er
 	if err != nil {
 		return err
 	}
-	out := newRedactedOut(ctx, e, opts.IO.Out)
-	defer flush(out, &err)
+	if err := redactOutput(ctx, e, nil, &s); err != nil {
+		return fmt.Errorf("snapshot create: %w", err)
+	}
 	if opts.Exporter.Enabled() {
-		return opts.Exporter.Write(out, s)
+		return opts.Exporter.Write(opts.IO.Out, s)
 	}
-	fmt.Fprintf(out, "Snapshot %q of volume %q created (name %q, %s", s.ID, s.SourceVolumeID, s.Name, sizeOrUnknown(s.SizeBytes))
+	fmt.Fprintf(opts.IO.Out, "Snapshot %q of volume %q created (name %q, %s", s.ID, s.SourceVolumeID, s.Name, sizeOrUnknown(s.SizeBytes))
 	if !s.ReadyToUse {
-		fmt.Fprint(out, ", not ready to use yet")
+		fmt.Fprint(opts.IO.Out, ", not ready to use yet")
 	}
-	fmt.Fprintln(out, ")")
+	fmt.Fprintln(opts.IO.Out, ")")
 	return nil
 }
 
@@ -201,7 +202,7 @@ created with, when they all carry the same ones; when they differ, it sends none
 	return cmd
 }
 
-func snapshotListRun(ctx context.Context, opts *SnapshotListOptions) (err error) {
+func snapshotListRun(ctx context.Context, opts *SnapshotListOptions) error {
 	secrets, err := parseSecrets(opts.Secrets)
 	if err != nil {
 		return err
@@ -214,19 +215,21 @@ func snapshotListRun(ctx context.Context, opts *SnapshotListOptions) (err error)
 	if err != nil {
 		return err
 	}
+	// The secrets given here are not in the state: scrub them too.
+	if err := redactOutput(ctx, e, slices.Collect(maps.Values(secrets)), &list); err != nil {
+		return fmt.Errorf("snapshot list: %w", err)
+	}
 	for _, w := range list.Warnings {
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
 	}
-	out := newRedactedOut(ctx, e, opts.IO.Out, slices.Collect(maps.Values(secrets))...)
-	defer flush(out, &err)
 	if opts.Exporter.Enabled() {
-		return opts.Exporter.Write(out, list)
+		return opts.Exporter.Write(opts.IO.Out, list)
 	}
 	if len(list.Snapshots) == 0 {
 		fmt.Fprintln(opts.IO.ErrOut, "No snapshots (volctl volume snapshot create).")
 		return nil
 	}
-	return writeSnapshotTable(out, list.Snapshots, opts.Now())
+	return writeSnapshotTable(opts.IO.Out, list.Snapshots, opts.Now())
 }
 
 func writeSnapshotTable(out io.Writer, snaps []engine.SnapshotInfo, now time.Time) error {

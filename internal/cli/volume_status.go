@@ -1,10 +1,10 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,7 +64,7 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 	if err != nil {
 		return err
 	}
-	out := newRedactedOut(ctx, e, opts.IO.Out)
+	out := bufio.NewWriterSize(opts.IO.Out, 64<<10)
 	defer flush(out, &err)
 	if opts.ID == "" {
 		vols, err := e.Volumes(ctx)
@@ -84,13 +84,16 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 	if err != nil {
 		return fmt.Errorf("volume status: %w", err)
 	}
+	if err := redactOutput(ctx, e, nil, &info); err != nil {
+		return fmt.Errorf("volume status: %w", err)
+	}
 	if opts.Exporter.Enabled() {
 		return opts.Exporter.Write(out, info)
 	}
 	return writeVolumeDetail(out, info, opts.Now())
 }
 
-func writeVolumeList(out io.Writer, ios *iostreams.IOStreams, exp *exportFlags, vols []engine.VolumeSummary) error {
+func writeVolumeList(out *bufio.Writer, ios *iostreams.IOStreams, exp *exportFlags, vols []engine.VolumeSummary) error {
 	if exp.Enabled() {
 		if vols == nil {
 			vols = []engine.VolumeSummary{}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 
@@ -90,7 +91,7 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 	if err != nil {
 		return err
 	}
-	out := newRedactedOut(ctx, e, opts.IO.Out)
+	out := bufio.NewWriter(opts.IO.Out)
 	defer out.Flush()
 	infos := make([]engine.VolumeInfo, 0, len(vols))
 	var errs []error
@@ -121,10 +122,17 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 		}
 		infos = append(infos, info)
 		if !opts.Exporter.Enabled() {
-			fmt.Fprintln(out, volumeSubmittedLine(opts.Verb, info, existing))
+			line := volumeSubmittedLine(opts.Verb, info, existing)
+			if err := redactOutput(ctx, e, nil, &line); err != nil {
+				return fmt.Errorf("%s: %w", command, err)
+			}
+			fmt.Fprintln(out, line)
 		}
 	}
 	if opts.Exporter.Enabled() {
+		if err := redactOutput(ctx, e, nil, &infos); err != nil {
+			return fmt.Errorf("%s: %w", command, err)
+		}
 		if err := opts.Exporter.Write(out, infos); err != nil {
 			return err
 		}

@@ -384,7 +384,10 @@ const minScrubLen = 3
 // another is not left half shown, and also as a plugin that prints its request would show it,
 // quoted by Go, by protobuf's text form or by JSON (quotes, backslashes and control characters
 // escaped).
-func scrub(msg string, sensitive []string) string {
+func scrub(msg string, sensitive []string) string { return Scrubber(sensitive)(msg) }
+
+// Scrubber is scrub with the forms of the values worked out once, for many texts.
+func Scrubber(sensitive []string) func(string) string {
 	var forms []string
 	for _, s := range sensitive {
 		if len(s) < minScrubLen {
@@ -403,12 +406,15 @@ func scrub(msg string, sensitive []string) string {
 		}
 		return strings.Compare(a, b)
 	})
-	for _, f := range slices.Compact(forms) {
-		if strings.Contains(msg, f) {
-			msg = strings.ReplaceAll(msg, f, "[REDACTED]")
+	forms = slices.Compact(forms)
+	return func(msg string) string {
+		for _, f := range forms {
+			if strings.Contains(msg, f) {
+				msg = strings.ReplaceAll(msg, f, "[REDACTED]")
+			}
 		}
+		return msg
 	}
-	return msg
 }
 
 // jsonQuote is s as a JSON string, quotes included.

@@ -149,7 +149,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		return nil, err
 	}
-	return &Engine{cfg: cfg, store: st, ownsStore: owns, locks: locks, log: cfg.Logger, linkDir: linkDir, conns: map[string]*conn{}}, nil
+	e := &Engine{cfg: cfg, store: st, ownsStore: owns, locks: locks, log: cfg.Logger, linkDir: linkDir, conns: map[string]*conn{}}
+	e.log = e.RedactLogger(cfg.Logger) // what the engine words from plugin data may hold an echoed secret
+	return e, nil
 }
 
 // realDir is dir made absolute with every symlink in it resolved.
@@ -257,8 +259,7 @@ func (e *Engine) Redactor(ctx context.Context, extra ...string) (func(string) st
 	if err != nil {
 		return nil, err
 	}
-	values = append(values, extra...)
-	return func(s string) string { return csi.Scrub(s, values) }, nil
+	return csi.Scrubber(append(values, extra...)), nil
 }
 
 // pluginTimeouts are the per-RPC timeouts a plugin's client runs with: the engine's, with the
