@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -113,6 +114,23 @@ func TestPluginDataEchoingSecretsRedacted(t *testing.T) {
 			t.Errorf("snapshot list %s: the plugin did not echo the --secret into its snapshot IDs:\n%s", name, out)
 		}
 		check("snapshot list "+name, out, errOut)
+	}
+
+	// export nomad writes the context as the plugin gave it only with --include-secrets.
+	for _, include := range []bool{false, true} {
+		dir := t.TempDir()
+		ios, _, out, errOut := iostreams.Test()
+		if err := exportNomadRun(ctx, &ExportNomadOptions{IO: ios, Engine: eng, Volumes: []string{"db"}, OutDir: dir, IncludeSecrets: include}); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("export nomad (include secrets %v)", include), out, errOut)
+		b, err := os.ReadFile(filepath.Join(dir, "volume-db.hcl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(b), "ctx:"+secret); got != include {
+			t.Errorf("export nomad (include secrets %v): the file holds the context the plugin echoed the secret into: %v\n%s", include, got, b)
+		}
 	}
 
 	// A volume whose plugin reports the secret as its topology: the claim is refused in words
