@@ -23,7 +23,7 @@ import (
 	"github.com/volctl/volctl/internal/spec"
 )
 
-// The defaults of the agent's intervals (DESIGN.md, "Plugins").
+// The defaults of the agent's intervals (docs/architecture.md, Plugins).
 const (
 	DefaultProbeInterval      = 5 * time.Second
 	DefaultProbeIntervalReady = 30 * time.Second

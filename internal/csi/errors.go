@@ -24,7 +24,7 @@ import (
 // Class says what a caller should do about a failed RPC.
 type Class int
 
-// The error classes, as DESIGN.md's "Checkpoints" uses them.
+// The error classes, as docs/architecture.md (Error classes) defines them.
 const (
 	// Final errors will fail the same way again: roll back, do not retry.
 	Final Class = iota
@@ -129,7 +129,7 @@ var ignorableNotFound = map[string]bool{
 	RPCDeleteSnapshot:            true,
 }
 
-// classify applies DESIGN.md's classes.
+// classify applies the classes of docs/architecture.md (Error classes).
 func classify(rpc string, code codes.Code) Class {
 	switch code {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted, codes.ResourceExhausted:

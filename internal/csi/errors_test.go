@@ -18,7 +18,7 @@ import (
 	"github.com/volctl/volctl/internal/csi/csitest"
 )
 
-// wantClass is DESIGN.md's table, written out independently of the code under test.
+// wantClass is the table of docs/architecture.md (Error classes), written out independently of the code under test.
 func wantClass(rpc string, code codes.Code) csi.Class {
 	switch code {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted, codes.ResourceExhausted:

@@ -61,7 +61,7 @@ type RetryPolicy struct {
 }
 
 // DefaultRetry is what a command uses: a few tries within seconds, then the claim is left for
-// reconcile (DESIGN.md, "Timeouts").
+// reconcile (docs/architecture.md, Timeouts).
 var DefaultRetry = RetryPolicy{Attempts: 4, Base: 250 * time.Millisecond, Max: 2 * time.Second}
 
 // wait returns the jittered wait before attempt n (n >= 1 is the first retry).

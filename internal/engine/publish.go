@@ -11,7 +11,7 @@ import (
 	"github.com/volctl/volctl/internal/store"
 )
 
-// publish drives a claim along the publish path (DESIGN.md, "Publish path"): taken ->
+// publish drives a claim along the publish path (docs/architecture.md, Claim state machine): taken ->
 // ControllerPublishVolume -> controller-published -> NodeStageVolume -> node-staged ->
 // NodePublishVolume -> published, each RPC only when the plugin's capabilities call for it.
 // Before each RPC, everything it depends on is committed: the claim's state, and the intent the
