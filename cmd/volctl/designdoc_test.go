@@ -1,6 +1,8 @@
 package main
 
 import (
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -48,5 +50,41 @@ func TestDesignCitations(t *testing.T) {
 	}
 	if cited == 0 {
 		t.Fatal("no comment cites docs/architecture.md: the pattern no longer matches the comments")
+	}
+}
+
+// TestGRPCCodesStayInCSI: outside the internal/csi tree (and internal/hostpath, a plugin: a
+// gRPC server), no code imports grpc/codes; it asks csi's predicates (csi.IsTimeout,
+// csi.IsUnavailable, ...) instead. Tests may import it to inject codes.
+func TestGRPCCodesStayInCSI(t *testing.T) {
+	const codesPkg = `"google.golang.org/grpc/codes"`
+	for _, root := range []string{"../../internal", "."} {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if path == "../../internal/csi" || path == "../../internal/hostpath" || d.Name() == "testdata" {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return nil
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			for _, imp := range f.Imports {
+				if imp.Path.Value == codesPkg {
+					t.Errorf("%s imports grpc/codes: use csi's predicates (internal/csi/errors.go)", path)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }

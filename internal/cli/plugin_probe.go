@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/iostreams"
@@ -129,7 +128,7 @@ func pluginProbeRun(ctx context.Context, opts *PluginProbeOptions) error {
 	start := time.Now()
 	ready, probeErr := client.Probe(ctx)
 	latency := time.Since(start)
-	if probeErr != nil && csi.CodeOf(probeErr) == codes.Unavailable {
+	if csi.IsUnavailable(probeErr) {
 		return fmt.Errorf("plugin probe: %w", probeErr) // nobody there: nothing to show
 	}
 	fp, err := client.Fingerprint(ctx)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/engine"
@@ -215,7 +214,7 @@ func (q *quickstart) run(ctx context.Context) error {
 		fmt.Sprintf("volctl volume claim %s --alloc %s", quickstartVolume, quickstartAlloc))
 	cl, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: quickstartVolume, Alloc: quickstartAlloc})
 	if err != nil {
-		if ce := (*csi.Error)(nil); errors.As(err, &ce) && ce.Code == codes.FailedPrecondition && strings.Contains(ce.Message, "needs root") {
+		if ce := (*csi.Error)(nil); errors.As(err, &ce) && csi.IsFailedPrecondition(ce) && strings.Contains(ce.Message, "needs root") {
 			// The plugin's own words, not the generic hint for the code: the cause is known.
 			return withCode(ExitError, fmt.Errorf("quickstart stopped at the claim: mounting a volume needs root (CAP_SYS_ADMIN), "+
 				"and this process cannot bind-mount. Run it as root: sudo volctl quickstart\n(%s answered %s: %s)", ce.RPC, ce.Code, ce.Message))

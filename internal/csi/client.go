@@ -207,7 +207,8 @@ func invoke[Req proto.Message, Resp any](ctx context.Context, c *Client, ep *end
 	if err != nil {
 		var zero Resp
 		text := func(msg string) string { return c.pluginText(ctx, req, msg) }
-		return zero, translate(ctx, rpc, ep.socket, timeout, err, text, proto.Size(req))
+		deadline, _ := cctx.Deadline()
+		return zero, translate(ctx, rpc, ep.socket, timeout, deadline, err, text, proto.Size(req))
 	}
 	return resp, nil
 }

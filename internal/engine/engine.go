@@ -19,8 +19,6 @@ import (
 	"syscall"
 	"time"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -529,14 +527,11 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 	timeout := c.timeouts.For(rpc)
 	var err error
 	for attempt := 1; ; attempt++ {
-		// The client takes its deadline after this one, from the same timeout: when it cuts the
-		// call off, this deadline has passed too.
-		deadline := time.Now().Add(timeout)
 		err = call(ctx)
 		if err == nil || !csi.IsRetryable(err) || attempt >= e.cfg.Retry.Attempts || ctx.Err() != nil {
 			return err
 		}
-		if timedOut(err, deadline) {
+		if csi.IsTimeout(err) {
 			e.log.Debug("not retrying an RPC that ran into its timeout", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "timeout", timeout, "err", err)
 			return err
 		}
@@ -549,11 +544,4 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 		case <-time.After(wait):
 		}
 	}
-}
-
-// timedOut reports whether err is an attempt cut off by the per-RPC timeout whose deadline
-// the attempt had: a DEADLINE_EXCEEDED that came back once that deadline had passed. One the
-// plugin returned before it is the plugin's own answer.
-func timedOut(err error, deadline time.Time) bool {
-	return csi.CodeOf(err) == codes.DeadlineExceeded && !time.Now().Before(deadline)
 }

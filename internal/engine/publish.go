@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -200,7 +198,7 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 // plugin does not mount at the staging path, and what it holds is the staging those claims
 // share, as before the check; the claim publishes onto it.
 func (p *checkpoint) stillStaged(ctx context.Context, err error) bool {
-	if csi.CodeOf(err) != codes.AlreadyExists {
+	if !csi.IsAlreadyExists(err) {
 		return false
 	}
 	u, uerr := p.usage(ctx)

@@ -11,8 +11,6 @@ import (
 	"sort"
 	"strings"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -797,7 +795,7 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 			})
 		})
 		if err != nil && !csi.IsIgnorable(err) {
-			if csi.CodeOf(err) == codes.FailedPrecondition {
+			if csi.IsFailedPrecondition(err) {
 				// The plugin refuses for the volume's own state (snapshots, in use elsewhere): it
 				// still exists, and stays usable rather than stuck deleting.
 				return e.keepRefusedDelete(ctx, v, err)
