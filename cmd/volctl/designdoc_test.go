@@ -57,29 +57,47 @@ func TestDesignCitations(t *testing.T) {
 // gRPC server), no code imports grpc/codes; it asks csi's predicates (csi.IsTimeout,
 // csi.IsUnavailable, ...) instead. Tests may import it to inject codes.
 func TestGRPCCodesStayInCSI(t *testing.T) {
-	const codesPkg = `"google.golang.org/grpc/codes"`
-	for _, root := range []string{"../../internal", "."} {
+	for path, imp := range imports(t, "../../internal", ".") {
+		if imp["google.golang.org/grpc/codes"] && !strings.HasPrefix(path, "../../internal/csi/") && !strings.HasPrefix(path, "../../internal/hostpath/") {
+			t.Errorf("%s imports grpc/codes: use csi's predicates (internal/csi/errors.go)", path)
+		}
+	}
+}
+
+// TestAgentImportsNoHCL: the agent's config is parsed in internal/spec (spec.ParseAgentConfig),
+// so internal/agent needs no HCL of its own.
+func TestAgentImportsNoHCL(t *testing.T) {
+	for path, imp := range imports(t, "../../internal/agent") {
+		for p := range imp {
+			if strings.HasPrefix(p, "github.com/hashicorp/hcl") {
+				t.Errorf("%s imports %s: parse agent config in internal/spec", path, p)
+			}
+		}
+	}
+}
+
+// imports maps each Go file below roots, tests and testdata left out, to the packages it imports.
+func imports(t *testing.T, roots ...string) map[string]map[string]bool {
+	t.Helper()
+	out := map[string]map[string]bool{}
+	for _, root := range roots {
 		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
-			if d.IsDir() {
-				if path == "../../internal/csi" || path == "../../internal/hostpath" || d.Name() == "testdata" {
-					return filepath.SkipDir
-				}
-				return nil
+			if d.IsDir() && d.Name() == "testdata" {
+				return filepath.SkipDir
 			}
-			if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return nil
 			}
 			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
 			if err != nil {
 				return err
 			}
+			out[path] = map[string]bool{}
 			for _, imp := range f.Imports {
-				if imp.Path.Value == codesPkg {
-					t.Errorf("%s imports grpc/codes: use csi's predicates (internal/csi/errors.go)", path)
-				}
+				out[path][strings.Trim(imp.Path.Value, `"`)] = true
 			}
 			return nil
 		})
@@ -87,4 +105,8 @@ func TestGRPCCodesStayInCSI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if len(out) == 0 {
+		t.Fatalf("no Go files below %v", roots)
+	}
+	return out
 }

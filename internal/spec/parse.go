@@ -30,6 +30,8 @@ type File struct {
 	Volume  *Volume
 	Plugins []*Plugin
 	Group   *Group
+
+	agent *AgentConfig // kindAgent: ParseAgentConfig
 }
 
 // Parser parses spec files and keeps each file's original source, so that diagnostics can be
@@ -122,7 +124,10 @@ func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File
 	}
 	d := &decoder{json: json}
 	f := &File{Kind: kind}
-	if other, at, ok := otherKind(names, kind); ok {
+	if kind == kindAgent {
+		// An agent config may hold plugin blocks alone: it is never taken for another kind.
+		f.agent = d.agentConfig(body)
+	} else if other, at, ok := otherKind(names, kind); ok {
 		// A file of another kind gets one error saying so, not one per name it does not share
 		// with this kind; nothing else said about it would help.
 		d.wrongKind(filename, kind, other, at, names, validate)
