@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/volctl/volctl/internal/backoff"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -380,14 +381,14 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 // claim is left held, so a plugin that is briefly sick gets its claims back within seconds and
 // one that stays sick is not hammered.
 type redrive struct {
-	b    *backoff
+	b    *backoff.Backoff
 	t    *time.Timer
 	c    <-chan time.Time // nil while nothing is scheduled
 	held int              // claims held when the last pass was scheduled
 }
 
 func newRedrive(s Settings) *redrive {
-	return &redrive{b: newBackoff(s.BackoffMin, min(s.BackoffMax, s.ReconcileInterval))}
+	return &redrive{b: backoff.New(s.BackoffMin, min(s.BackoffMax, s.ReconcileInterval))}
 }
 
 func (r *redrive) stop() {
@@ -420,12 +421,12 @@ func (a *Agent) scheduleRedrive(ctx context.Context, r *redrive) {
 		}
 	}
 	if held == 0 {
-		r.b.reset()
+		r.b.Reset()
 		r.stop()
 		r.held = 0
 		return
 	}
-	wait := r.b.wait()
+	wait := r.b.Next()
 	level := slog.LevelDebug
 	if held != r.held {
 		level = slog.LevelInfo // logged when the count changes, not on every re-drive

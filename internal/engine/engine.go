@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/volctl/volctl/internal/backoff"
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -62,14 +62,13 @@ type RetryPolicy struct {
 // reconcile (docs/architecture.md, Timeouts).
 var DefaultRetry = RetryPolicy{Attempts: 4, Base: 250 * time.Millisecond, Max: 2 * time.Second}
 
-// wait returns the jittered wait before attempt n (n >= 1 is the first retry).
-func (r RetryPolicy) wait(n int) time.Duration {
-	d := r.Base << (n - 1)
-	if d > r.Max || d <= 0 {
-		d = r.Max
+// backoff returns the waits between tries: Base, doubling, up to Max.
+func (r RetryPolicy) backoff() *backoff.Backoff {
+	base := r.Base
+	if base <= 0 || base > r.Max {
+		base = r.Max
 	}
-	// Full jitter in [d/2, d): processes that failed together do not retry together.
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+	return backoff.New(base, r.Max)
 }
 
 func (c Config) withDefaults() Config {
@@ -526,6 +525,7 @@ func (c *conn) stages() bool {
 func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(context.Context) error) error {
 	timeout := c.timeouts.For(rpc)
 	var err error
+	waits := e.cfg.Retry.backoff()
 	for attempt := 1; ; attempt++ {
 		err = call(ctx)
 		if err == nil || !csi.IsRetryable(err) || attempt >= e.cfg.Retry.Attempts || ctx.Err() != nil {
@@ -535,7 +535,7 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 			e.log.Debug("not retrying an RPC that ran into its timeout", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "timeout", timeout, "err", err)
 			return err
 		}
-		wait := e.cfg.Retry.wait(attempt)
+		wait := backoff.Jitter(waits.Next())
 		csi.ReportProgress(ctx, fmt.Sprintf("%s failed with %s, retrying (attempt %d of %d)", rpc, csi.CodeOf(err), attempt+1, e.cfg.Retry.Attempts))
 		e.log.Debug("retrying after a retryable failure", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "wait", wait, "err", err)
 		select {

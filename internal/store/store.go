@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -24,6 +23,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/volctl/volctl/internal/backoff"
 )
 
 // FileName is the name of the database file inside the state directory.
@@ -493,20 +494,19 @@ func (s *Store) retry(ctx context.Context, op func() error) error {
 // a WAL checkpoint or recovery in another process.
 func retryBusy(ctx context.Context, timeout time.Duration, op func() error) error {
 	deadline := time.Now().Add(timeout)
-	wait := time.Millisecond
+	waits := backoff.New(time.Millisecond, 100*time.Millisecond)
 	for {
 		err := op()
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return err
 		}
-		t := time.NewTimer(wait/2 + rand.N(wait))
+		t := time.NewTimer(backoff.Jitter(waits.Next()))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return errors.Join(err, ctx.Err())
 		case <-t.C:
 		}
-		wait = min(2*wait, 100*time.Millisecond)
 	}
 }
 
