@@ -55,7 +55,7 @@ func TestInitRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if f, diags := spec.Parse(path, src, spec.VerbAny); f == nil || len(diags) > 0 || f.Kind != kind {
+			if f, diags := spec.NewParser().Parse(path, src, spec.VerbAny); f == nil || len(diags) > 0 || f.Kind != kind {
 				t.Errorf("written example does not validate as a %s: %v", kind, diags)
 			}
 

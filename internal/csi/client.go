@@ -155,12 +155,6 @@ func (c *Client) Close() error {
 	return errors.Join(errs...)
 }
 
-// HasController reports whether a controller socket is configured.
-func (c *Client) HasController() bool { return c.controller != nil }
-
-// HasNode reports whether a node socket is configured.
-func (c *Client) HasNode() bool { return c.node != nil }
-
 // endpoints lists each distinct socket once, controller first.
 func (c *Client) endpoints() []*endpoint {
 	var out []*endpoint

@@ -38,16 +38,11 @@ type Config struct {
 	Retry RetryPolicy
 	// Timeouts are the default per-RPC timeouts; a plugin's own `timeout` overrides the long one.
 	Timeouts csi.Timeouts
-	// Dial connects to a plugin; tests replace it. By default it builds a csi.Client. The client
-	// must bound each RPC by the timeouts it is given: retry tells an RPC cut off by its timeout
-	// from one the plugin failed by them. It must scrub the values redact returns (every secret
-	// and mount flag in the state) from the plugin's messages, as csi.Config.Redact does.
-	Dial func(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger, redact func(context.Context) ([]string, error)) (Plugin, error)
 	// Now is the clock.
 	Now func() time.Time
-	// ObserveRPC, when set, is called after every RPC the default Dial's clients send, with the
+	// ObserveRPC, when set, is called after every RPC the engine's plugin clients send, with the
 	// plugin's ID, the RPC's name, its gRPC code and its duration (csi.Config.Observe): the
-	// agent's metrics. A Dial that tests set does not call it.
+	// agent's metrics.
 	ObserveRPC func(plugin, rpc, code string, d time.Duration)
 }
 
@@ -80,12 +75,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Retry.Attempts <= 0 {
 		c.Retry = DefaultRetry
-	}
-	if c.Dial == nil {
-		observe := c.ObserveRPC
-		c.Dial = func(p store.Plugin, t csi.Timeouts, log *slog.Logger, redact func(context.Context) ([]string, error)) (Plugin, error) {
-			return dialCSI(p, t, log, redact, observe)
-		}
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -265,7 +254,7 @@ type conn struct {
 	sockets []socketID
 	// timeouts are the client's per-RPC timeouts (pluginTimeouts), which retry reads.
 	timeouts csi.Timeouts
-	// fpRecorded says fp is in the store: connectPlugin with record wrote it, or CheckHealth
+	// fpRecorded says fp is in the store: connectPlugin with record wrote it, or checkHealth
 	// did with its health reading.
 	fpRecorded atomic.Bool
 }
@@ -356,7 +345,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 			return nil, fmt.Errorf("socket %s does not exist (is the plugin running?)", s.path)
 		}
 	}
-	client, err := e.cfg.Dial(p, e.cfg.Timeouts, e.log, e.secretValues)
+	client, err := dialCSI(p, e.cfg.Timeouts, e.log, e.secretValues, e.cfg.ObserveRPC)
 	if err != nil {
 		return nil, err
 	}

@@ -67,13 +67,6 @@ func ParseGroup(filename string, src []byte) (*Group, hcl.Diagnostics) {
 	return NewParser().ParseGroup(filename, src)
 }
 
-// Parse parses a spec file of any kind, telling the kind from its top level: plugin blocks
-// make a plugin spec, a group block a group spec, anything else a volume spec. An agent config
-// (an agent block) is refused with one error. verb applies to volume specs only.
-func Parse(filename string, src []byte, verb Verb) (*File, hcl.Diagnostics) {
-	return NewParser().Parse(filename, src, verb)
-}
-
 // ParseVolume is the package-level ParseVolume, keeping the file for rendering.
 func (p *Parser) ParseVolume(filename string, src []byte, verb Verb) (*Volume, hcl.Diagnostics) {
 	f, diags := p.parse(filename, src, KindVolume, verb)
@@ -101,7 +94,9 @@ func (p *Parser) ParseGroup(filename string, src []byte) (*Group, hcl.Diagnostic
 	return f.Group, diags
 }
 
-// Parse is the package-level Parse, keeping the file for rendering.
+// Parse parses a spec file of any kind, telling the kind from its top level: plugin blocks
+// make a plugin spec, a group block a group spec, anything else a volume spec. An agent config
+// (an agent block) is refused with one error. verb applies to volume specs only.
 func (p *Parser) Parse(filename string, src []byte, verb Verb) (*File, hcl.Diagnostics) {
 	return p.parse(filename, src, "", verb)
 }

@@ -138,7 +138,7 @@ type ClaimStore interface {
 }
 
 // HistoryStore reads freed claims. The history keeps the newest entries up to a limit (see
-// WithHistoryLimit).
+// DefaultHistoryLimit).
 type HistoryStore interface {
 	// ByVolume returns up to limit freed claims of a volume, newest first (limit <= 0: all).
 	ByVolume(volumeID string, limit int) ([]PastClaim, error)

@@ -83,16 +83,6 @@ type options struct {
 	log          *slog.Logger
 }
 
-// WithBusyTimeout sets how long a transaction waits for another process's write lock before
-// failing; the default is DefaultBusyTimeout.
-func WithBusyTimeout(d time.Duration) Option { return func(o *options) { o.busyTimeout = d } }
-
-// WithEventLimit sets how many of the newest events the log keeps; the default is DefaultEventLimit.
-func WithEventLimit(n int) Option { return func(o *options) { o.eventLimit = n } }
-
-// WithHistoryLimit sets how many freed claims the history keeps; the default is DefaultHistoryLimit.
-func WithHistoryLimit(n int) Option { return func(o *options) { o.historyLimit = n } }
-
 // WithClock sets the clock that stamps created/updated times, for deterministic tests.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
