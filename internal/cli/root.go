@@ -49,6 +49,8 @@ against CSI plugins on local unix sockets. State lives in one SQLite file in the
 		newCmdTUI(f, nil),
 		newCmdQuickstart(f, nil),
 		newCmdGenMan(f),
+		newCmdExport(f),
+		newCmdNomad(f),
 	)
 	root.InitDefaultCompletionCmd() // now, not at Execute, so that the walks below see it
 	rejectUnknownSubcommands(root)

@@ -68,6 +68,9 @@ func (e *Engine) DeleteVolume(ctx context.Context, id string) error {
 		if err := refuseClaimed(tx, id, "delete"); err != nil {
 			return err
 		}
+		if err := refuseHandedOver(tx, id); err != nil {
+			return err
+		}
 		v.State = store.VolumeDeleting
 		return tx.Volumes().Update(&v)
 	})

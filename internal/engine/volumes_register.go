@@ -282,6 +282,9 @@ func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) er
 		if err := refuseClaimed(tx, v.ID, "deregister"); err != nil {
 			return err
 		}
+		if err := refuseHandedOver(tx, v.ID); err != nil {
+			return err
+		}
 		// With no claims, a staging row is what a forced detach could not undo: forgetting the
 		// volume forgets that record too, as it leaves the storage alone.
 		msg := fmt.Sprintf("volume %q deregistered", v.ID)
