@@ -407,27 +407,24 @@ func (e *Engine) DeregisterPlugin(ctx context.Context, id string, force bool) er
 }
 
 func snapshotIDs(snaps []store.Snapshot, max int) string {
-	ids := make([]string, 0, max)
-	for i, sn := range snaps {
-		if i == max {
-			ids = append(ids, fmt.Sprintf("and %d more", len(snaps)-max))
-			break
-		}
-		ids = append(ids, fmt.Sprintf("%q", sn.SnapshotID))
-	}
-	return strings.Join(ids, ", ")
+	return listSome(snaps, max, func(sn store.Snapshot) string { return fmt.Sprintf("%q", sn.SnapshotID) })
 }
 
 func volumeIDs(vols []store.Volume, max int) string {
-	ids := make([]string, 0, max)
-	for i, v := range vols {
+	return listSome(vols, max, func(v store.Volume) string { return fmt.Sprintf("%q", v.ID) })
+}
+
+// listSome shows up to max items, comma-separated, and how many more there are.
+func listSome[T any](items []T, max int, show func(T) string) string {
+	parts := make([]string, 0, min(len(items), max+1))
+	for i, it := range items {
 		if i == max {
-			ids = append(ids, fmt.Sprintf("and %d more", len(vols)-max))
+			parts = append(parts, fmt.Sprintf("and %d more", len(items)-max))
 			break
 		}
-		ids = append(ids, fmt.Sprintf("%q", v.ID))
+		parts = append(parts, show(it))
 	}
-	return strings.Join(ids, ", ")
+	return strings.Join(parts, ", ")
 }
 
 // pluginInfos returns one plugin (or all) from the store, with the count of volumes using each.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/store"
@@ -21,15 +20,7 @@ func refuseClaimed(tx *store.Tx, volumeID, verb string) error {
 }
 
 func describeClaims(claims []store.Claim) string {
-	parts := make([]string, 0, len(claims))
-	for i, c := range claims {
-		if i == 5 {
-			parts = append(parts, fmt.Sprintf("and %d more", len(claims)-5))
-			break
-		}
-		parts = append(parts, fmt.Sprintf("alloc %q (%s, %s)", c.Alloc, c.Mode, c.State))
-	}
-	return strings.Join(parts, ", ")
+	return listSome(claims, 5, func(c store.Claim) string { return fmt.Sprintf("alloc %q (%s, %s)", c.Alloc, c.Mode, c.State) })
 }
 
 // DeleteVolume deletes a volume's storage through its plugin and forgets it. Claims are checked
