@@ -637,3 +637,12 @@ func TestNoColorKeepsTextCues(t *testing.T) {
 		t.Errorf("active tab not marked by text: %q", lines[0])
 	}
 }
+
+// The background is decided from $COLORFGBG, never by asking the terminal.
+func TestDarkBackground(t *testing.T) {
+	for in, want := range map[string]bool{"": true, "15;0": true, "0;15": false, "0;7": false, "12;8": true, "x": true, "0;default;7": false} {
+		if got := darkBackground(in); got != want {
+			t.Errorf("darkBackground(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
