@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 )
 
@@ -115,7 +116,7 @@ func detachReport(a action, res engine.DetachResult) actionDoneMsg {
 	}
 	var errs []string
 	for _, c := range res.Failed {
-		errs = append(errs, fmt.Sprintf("alloc %q: %s", c.Alloc, lastError(c)))
+		errs = append(errs, fmt.Sprintf("alloc %q: %s", c.Alloc, c.LastErrorText()))
 	}
 	return actionDoneMsg{a: a, err: fmt.Errorf("%s, %d failed: %s", text, len(res.Failed), strings.Join(errs, "; "))}
 }
@@ -124,12 +125,7 @@ func (a action) failed() string {
 	return [...]string{"Release failed", "Detach failed", "Delete failed"}[a.kind]
 }
 
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
+func plural(n int, noun string) string { return display.Plural(n, noun) }
 
 // confirm is the dialog in front of an action. Cancel has the focus when it opens, so a
 // stray Enter does nothing harmful.

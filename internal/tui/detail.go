@@ -14,6 +14,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -134,13 +135,7 @@ func (d *detail) View() string {
 func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	var b detailBuilder
 	b.init(s, w)
-	pluginHealth := "healthy"
-	switch {
-	case !v.PluginHealthy:
-		pluginHealth = "unhealthy"
-	case !v.PluginReady:
-		pluginHealth = "not ready"
-	}
+	pluginHealth := v.PluginHealth().String()
 	if v.PluginError != "" {
 		pluginHealth += ": " + v.PluginError
 	}
@@ -153,10 +148,10 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	b.kv("Provider", strings.TrimSpace(v.Provider+" "+v.ProviderVersion))
 	b.kv("Plugin Health", pluginHealth)
 	b.kv("State", v.State)
-	b.kv("Schedulable", yesNo(v.Schedulable))
-	b.kv("Capacity", bytesIEC(v.CapacityBytes))
-	b.kv("Capacity Min", bytesIEC(v.RequestedMin))
-	b.kv("Capacity Max", bytesIEC(v.RequestedMax))
+	b.kv("Schedulable", v.Schedulability().String())
+	b.kv("Capacity", display.Bytes(v.CapacityBytes))
+	b.kv("Capacity Min", display.Bytes(v.RequestedMin))
+	b.kv("Capacity Max", display.Bytes(v.RequestedMax))
 	b.kv("Access Mode", string(v.AccessMode))
 	b.kv("Attachment Mode", string(v.AttachmentMode))
 	b.kv("Mount Options", strings.Join(v.MountOptions.Describe(), " "))
@@ -192,8 +187,8 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	} else {
 		rows := [][]string{{"ALLOC", "MODE", "ACCESS MODE", "ATTACHMENT MODE", "STATE", "AGE", "LAST ERROR", "TARGET"}}
 		for _, c := range v.Claims {
-			rows = append(rows, []string{c.Alloc, c.Mode, string(c.AccessMode), string(c.AttachmentMode), claimState(c),
-				shortAge(now, c.CreatedAt), lastError(c), c.TargetPath})
+			rows = append(rows, []string{c.Alloc, c.Mode, string(c.AccessMode), string(c.AttachmentMode), c.Condition().String(),
+				display.Age(now, c.CreatedAt), c.LastErrorText(), c.TargetPath})
 		}
 		b.table(rows)
 	}
@@ -210,7 +205,7 @@ func claimDetail(s *Styles, c engine.ClaimInfo, now time.Time, w int) string {
 	b.kv("Mode", c.Mode)
 	b.kv("Access Mode", string(c.AccessMode))
 	b.kv("Attachment Mode", string(c.AttachmentMode))
-	b.kv("State", c.State)
+	b.kv("State", c.Condition().String())
 	b.kv("At Rest", yesNo(c.AtRest()))
 	b.kv("Releasing", yesNo(c.Releasing))
 	b.kv("Needs Reconcile", yesNo(c.NeedsReconcile))
@@ -248,16 +243,16 @@ func pluginDetail(s *Styles, p engine.PluginInfo, now time.Time, w int) string {
 	b.kv("Supervised", yesNo(p.Supervised))
 	b.kv("Node ID", p.NodeID)
 	b.kv("Max Volumes", maxVolumes(p.MaxVolumes))
-	b.kv("Health", health(p))
-	b.kv("Healthy", yesNo(p.Healthy))
-	b.kv("Ready", yesNo(p.Ready))
+	health := p.Health().String()
+	if why := p.HealthWhy(); why != "" {
+		health += ": " + why
+	}
+	b.kv("Health", health)
 	b.kv("Probe Latency", p.ProbeLatency.String())
-	b.kv("Last Error", p.LastError)
 	b.kv("Probed", stamp(now, p.ProbedAt))
 	b.kv("Fingerprinted", stamp(now, p.FingerprintedAt))
 	b.kv("Volumes", strconv.Itoa(p.Volumes))
-	b.section("Topology")
-	b.pairs(p.Topology)
+	b.kv("Topology", display.Segments(p.Topology))
 	b.section("Capabilities")
 	b.kv("Plugin", strings.Join(p.Capabilities.Plugin, " "))
 	b.kv("Controller", strings.Join(p.Capabilities.Controller, " "))
@@ -373,12 +368,7 @@ func fitLine(l string, w int) string {
 	return l
 }
 
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
+func yesNo(b bool) string { return display.YesNo(b) }
 
 func maxVolumes(n int64) string {
 	if n <= 0 {
@@ -397,22 +387,7 @@ func topologyReq(r *spec.TopologyRequest, required bool) []spec.Topology {
 	return r.Preferred
 }
 
-func topologies(ts []spec.Topology) string {
-	parts := make([]string, 0, len(ts))
-	for _, t := range ts {
-		kv := make([]string, 0, len(t.Segments))
-		for _, k := range slices.Sorted(maps.Keys(t.Segments)) {
-			kv = append(kv, k+"="+t.Segments[k])
-		}
-		parts = append(parts, "{"+strings.Join(kv, ", ")+"}")
-	}
-	return strings.Join(parts, " ")
-}
+func topologies(ts []spec.Topology) string { return display.Topologies(ts) }
 
 // stamp renders a time with how long ago it was.
-func stamp(now, t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.Format("2006-01-02 15:04:05 MST") + " (" + shortAge(now, t) + " ago)"
-}
+func stamp(now, t time.Time) string { return display.Stamp(now, t) }

@@ -98,7 +98,7 @@ func TestAgainstRealEngine(t *testing.T) {
 		t.Errorf("after the plugin died and a probe ran, the row is %q", rowText(h))
 	}
 	h.keys("esc", "1", "esc")
-	if got := strings.Join(h.m.tabs[tabVolumes].rows[0].cells, " "); !strings.Contains(got, "no: plugin down") {
+	if got := strings.Join(h.m.tabs[tabVolumes].rows[0].cells, " "); !strings.Contains(got, "no: plugin unhealthy") {
 		t.Errorf("volume of a dead plugin: %q, want not schedulable", got)
 	}
 }
