@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
@@ -191,14 +192,23 @@ func dialogBox(c *Common, title, text, buttons string) string {
 	return s.Dialog.Width(inner + 4).Render(body)
 }
 
-// statusLine is the line above the help: a running action's spinner, or the last result.
+// statusLine is the line above the help: a running action's spinner, or the last result for a
+// few seconds (statusTTL, an error twice as long); the views' own state stays on its right.
 type statusLine struct {
 	c       *Common
 	text    string
 	failed  bool
+	setAt   time.Time // when text was set, by the clock in Common
+	seq     int       // which message an expiry timer is for
 	running *action
 	spin    spinner.Model
 }
+
+// statusTTL is how long a message stays in the status line.
+const statusTTL = 5 * time.Second
+
+// statusExpiredMsg clears the message it was armed for, unless a newer one replaced it.
+type statusExpiredMsg struct{ seq int }
 
 func newStatusLine(c *Common) statusLine {
 	return statusLine{c: c, spin: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(c.Styles.Spinner))}
@@ -211,16 +221,41 @@ func (l *statusLine) start(a action) tea.Cmd {
 }
 
 // done replaces the spinner with an action's result.
-func (l *statusLine) done(msg actionDoneMsg) {
+func (l *statusLine) done(msg actionDoneMsg) tea.Cmd {
 	l.running = nil
 	if msg.err != nil {
-		l.set(msg.err.Error(), true)
-		return
+		return l.set(msg.err.Error(), true)
 	}
-	l.set(msg.text, false)
+	return l.set(msg.text, false)
 }
 
-func (l *statusLine) set(text string, failed bool) { l.text, l.failed = clean(text), failed }
+// set shows text and returns the timer that clears it.
+func (l *statusLine) set(text string, failed bool) tea.Cmd {
+	l.text, l.failed, l.setAt = clean(text), failed, l.c.Now()
+	l.seq++
+	seq := l.seq
+	return l.c.after(l.ttl(), func() tea.Msg { return statusExpiredMsg{seq: seq} })
+}
+
+func (l *statusLine) ttl() time.Duration {
+	if l.failed {
+		return 2 * statusTTL
+	}
+	return statusTTL
+}
+
+// expire clears the message msg was armed for.
+func (l *statusLine) expire(msg statusExpiredMsg) {
+	if msg.seq == l.seq {
+		l.text, l.failed = "", false
+	}
+}
+
+// shown reports whether the message is still fresh: a frame drawn after its time is up (the
+// timer not yet delivered) does not show it either.
+func (l *statusLine) shown() bool {
+	return l.text != "" && l.c.Now().Sub(l.setAt) < l.ttl()
+}
 
 // spinTick advances the spinner while an action runs; the chain stops when it ends.
 func (l *statusLine) spinTick(msg spinner.TickMsg) tea.Cmd {
@@ -239,12 +274,13 @@ func (l *statusLine) View(right, brief string) string {
 	switch {
 	case l.running != nil:
 		left = l.spin.View() + " " + l.running.doing() + "…"
-		if l.text != "" {
+		if l.shown() {
 			left += "  " + s.Dim.Render(l.text)
 		}
+	case !l.shown():
 	case l.failed:
 		left = s.StatusErr.Render("error: " + l.text)
-	case l.text != "":
+	default:
 		left = s.StatusOK.Render(l.text)
 	}
 	if lipgloss.Width(left)+lipgloss.Width(right)+3 > l.c.Width {

@@ -137,23 +137,26 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, m.setData(msg.data, msg.rows)
 		}
 	case probedMsg:
-		if msg.err != nil && m.status.text == "" {
-			m.status.set("probe plugins: "+msg.err.Error(), true)
+		var expire tea.Cmd
+		if msg.err != nil && !m.status.shown() {
+			expire = m.status.set("probe plugins: "+msg.err.Error(), true)
 		}
-		return m, m.live.onProbed(msg)
+		return m, tea.Batch(expire, m.live.onProbed(msg))
+	case statusExpiredMsg:
+		m.status.expire(msg)
 	case volumeMsg:
 		if m.detail != nil && m.detail.tab == tabVolumes && m.detail.key == msg.id {
 			m.detail.setVolume(msg)
 		}
 	case actionDoneMsg:
-		m.status.done(msg)
+		expire := m.status.done(msg)
 		if msg.err != nil && lipgloss.Width("error: "+msg.err.Error()) > m.c.Width-4 {
 			m.failure = &failure{c: m.c, title: msg.a.failed(), err: msg.err.Error()}
 		}
 		if msg.err == nil && msg.a.kind == actDelete && m.detail != nil && m.detail.key == msg.a.volume {
 			m.detail = nil
 		}
-		return m, m.live.read()
+		return m, tea.Batch(expire, m.live.read())
 	case spinner.TickMsg:
 		return m, m.status.spinTick(msg)
 	}
@@ -283,11 +286,11 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	case matches(msg, k.PrevTab):
 		m.switchTab((m.active + numTabs - 1) % numTabs)
 	case matches(msg, k.Release):
-		m.ask(actRelease)
+		return m.ask(actRelease)
 	case matches(msg, k.Detach):
-		m.ask(actDetach)
+		return m.ask(actDetach)
 	case matches(msg, k.Delete):
-		m.ask(actDelete)
+		return m.ask(actDelete)
 	case m.detail != nil:
 		m.detail.Update(msg)
 	case matches(msg, k.Filter):
@@ -360,21 +363,19 @@ func (m *Model) openDetail() tea.Cmd {
 }
 
 // ask opens the confirmation for an action on what is selected, or says why it cannot.
-func (m *Model) ask(kind actionKind) {
+func (m *Model) ask(kind actionKind) tea.Cmd {
 	if m.c.ReadOnly {
-		m.status.set("read-only dashboard (--readonly): release, detach and delete are off", true)
-		return
+		return m.status.set("read-only dashboard (--readonly): release, detach and delete are off", true)
 	}
 	if m.status.running != nil {
-		m.status.set("one action at a time: wait for this one to finish", false)
-		return
+		return m.status.set("one action at a time: wait for this one to finish", false)
 	}
 	a, err := m.target(kind)
 	if err != nil {
-		m.status.set(err.Error(), true)
-		return
+		return m.status.set(err.Error(), true)
 	}
 	m.dialog = newConfirm(m.c, a)
+	return nil
 }
 
 // target finds what an action applies to: the open detail's volume or claim, or the selected
