@@ -139,6 +139,21 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	if v.PluginError != "" {
 		pluginHealth += ": " + v.PluginError
 	}
+	// What an operator needs first: who holds the volume, and what went wrong. The claims come
+	// before the long field list, so at 80x24 they show without scrolling; their modes and
+	// targets are in each claim's own detail (the claims view).
+	b.lines = append(b.lines, fitLine(" "+s.Section.Render("Claims")+s.Dim.Render(
+		fmt.Sprintf("  %d read, %d write, %d not at rest", v.ReadClaims, v.WriteClaims, v.Unsettled)), b.w))
+	if len(v.Claims) == 0 {
+		b.line(s.Empty.Render("  none"))
+	} else {
+		rows := [][]string{{"ALLOC", "MODE", "STATE", "AGE", "LAST ERROR"}}
+		for _, c := range v.Claims {
+			rows = append(rows, []string{c.Alloc, c.Mode, c.Condition().String(), display.Age(now, c.CreatedAt), c.LastErrorText()})
+		}
+		b.table(rows)
+	}
+	b.section("Volume")
 	b.kv("ID", v.ID)
 	b.kv("Name", v.Name)
 	b.kv("Namespace", v.Namespace)
@@ -156,7 +171,6 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	b.kv("Attachment Mode", string(v.AttachmentMode))
 	b.kv("Mount Options", strings.Join(v.MountOptions.Describe(), " "))
 	b.kv("Staged", yesNo(v.Staged))
-	b.kv("In Use", fmt.Sprintf("%d read, %d write, %d not at rest", v.ReadClaims, v.WriteClaims, v.Unsettled))
 	b.kv("Snapshot ID", v.SnapshotID)
 	b.kv("Clone ID", v.CloneID)
 	b.kv("Created", stamp(now, v.CreatedAt))
@@ -181,17 +195,6 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	b.section("Context")
 	b.pairs(v.Context)
 
-	b.section("Claims")
-	if len(v.Claims) == 0 {
-		b.line(s.Empty.Render("  none"))
-	} else {
-		rows := [][]string{{"ALLOC", "MODE", "ACCESS MODE", "ATTACHMENT MODE", "STATE", "AGE", "LAST ERROR", "TARGET"}}
-		for _, c := range v.Claims {
-			rows = append(rows, []string{c.Alloc, c.Mode, string(c.AccessMode), string(c.AttachmentMode), c.Condition().String(),
-				display.Age(now, c.CreatedAt), c.LastErrorText(), c.TargetPath})
-		}
-		b.table(rows)
-	}
 	return b.String()
 }
 
@@ -345,16 +348,31 @@ func (b *detailBuilder) table(rows [][]string) {
 			widths[i] = max(widths[i], textWidth(r[i]))
 		}
 	}
+	last := len(widths) - 1
+	indent := 2
+	for _, w := range widths[:last] {
+		indent += w + colGap
+	}
 	for i, r := range rows {
 		cells := make([]string, len(r))
-		for j, c := range r {
+		for j, c := range r[:last] {
 			cells[j] = fit(c, widths[j], false, false)
 		}
+		// The last column (an error, a path) wraps under itself rather than being cut, while
+		// it has room to.
+		tail := []string{r[last]}
+		if i > 0 && b.w-indent >= 20 {
+			tail = strings.Split(ansi.Wrap(r[last], b.w-indent, " /,:"), "\n")
+		}
+		cells[last] = tail[0]
 		l := "  " + strings.TrimRight(strings.Join(cells, gap), " ")
 		if i == 0 {
 			l = b.s.Header.Render(fitLine(l, b.w))
 		}
 		b.line(l)
+		for _, more := range tail[1:] {
+			b.line(strings.Repeat(" ", indent) + more)
+		}
 	}
 }
 
