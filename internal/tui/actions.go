@@ -24,6 +24,8 @@ const (
 	actRelease actionKind = iota
 	actDetach
 	actDelete
+	actForceDetach
+	actReconcile
 )
 
 // action is one operation the user asked for.
@@ -31,21 +33,27 @@ type action struct {
 	kind   actionKind
 	volume string
 	alloc  string // release only
+	group  string // release: the alloc's group, when it belongs to one
 	claims int    // live claims on the volume, for the question
+	allocs []string
 }
 
 func (a action) title() string {
-	return [...]string{"Release claim", "Detach volume", "Delete volume"}[a.kind]
+	return [...]string{"Release claim", "Detach volume", "Delete volume", "Force-detach volume", "Reconcile"}[a.kind]
 }
 
 func (a action) button() string {
-	return [...]string{"Release", "Detach", "Delete"}[a.kind]
+	return [...]string{"Release", "Detach", "Delete", "Force-detach", "Reconcile"}[a.kind]
 }
 
 func (a action) question() string {
 	switch a.kind {
 	case actRelease:
-		return fmt.Sprintf("Release the claim of alloc %q on volume %q? Its mount is unpublished, and the volume unstaged when no other claim uses it.", a.alloc, a.volume)
+		of := fmt.Sprintf("alloc %q", a.alloc)
+		if a.group != "" {
+			of += fmt.Sprintf(" (group %q)", a.group)
+		}
+		return fmt.Sprintf("Release the claim of %s on volume %q? Its mount is unpublished, and the volume unstaged when no other claim uses it.", of, a.volume)
 	case actDetach:
 		switch a.claims {
 		case 0:
@@ -54,13 +62,24 @@ func (a action) question() string {
 			return fmt.Sprintf("Detach volume %q? Its claim on this host is released and its mount undone.", a.volume)
 		}
 		return fmt.Sprintf("Detach volume %q? All %d claims on this host are released and their mounts undone.", a.volume, a.claims)
+	case actForceDetach:
+		q := fmt.Sprintf("Force-detach volume %q? Its plugin's node service is not asked: volctl unmounts its own target and staging paths and frees the claims whatever happens.", a.volume)
+		if len(a.allocs) == 0 {
+			return q + " It has no claims on this host."
+		}
+		return q + " Released: the claims of " + joinAnd(a.allocs) + "."
+	case actReconcile:
+		return "Reconcile now? Every claim, volume and snapshot left half-way is driven to where it was going, as volctl reconcile does."
 	}
-	q := fmt.Sprintf("Delete volume %q? The plugin deletes its storage; this cannot be undone.", a.volume)
-	if a.claims > 0 {
-		q += fmt.Sprintf(" It has %s: release %s first, or the delete is refused.", plural(a.claims, "live claim"),
-			map[bool]string{true: "it", false: "them"}[a.claims == 1])
+	return fmt.Sprintf("Delete volume %q? The plugin deletes its storage; this cannot be undone.", a.volume)
+}
+
+// joinAnd lists names as a, b and c.
+func joinAnd(names []string) string {
+	if len(names) == 1 {
+		return names[0]
 	}
-	return q
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 func (a action) doing() string {
@@ -69,6 +88,10 @@ func (a action) doing() string {
 		return fmt.Sprintf("releasing the claim of %q on %q", a.alloc, a.volume)
 	case actDetach:
 		return fmt.Sprintf("detaching %q", a.volume)
+	case actForceDetach:
+		return fmt.Sprintf("force-detaching %q", a.volume)
+	case actReconcile:
+		return "reconciling"
 	}
 	return fmt.Sprintf("deleting %q", a.volume)
 }
@@ -93,12 +116,18 @@ func (a action) run(ctx context.Context, eng Engine) tea.Cmd {
 				return actionDoneMsg{a: a, text: fmt.Sprintf("alloc %q held no claim on %q: nothing to release", a.alloc, a.volume)}
 			}
 			return actionDoneMsg{a: a, text: fmt.Sprintf("released the claim of %q on %q", a.alloc, a.volume)}
-		case actDetach:
-			res, err := eng.Detach(ctx, a.volume, false)
+		case actDetach, actForceDetach:
+			res, err := eng.Detach(ctx, a.volume, a.kind == actForceDetach)
 			if err != nil {
 				return actionDoneMsg{a: a, err: err}
 			}
 			return detachReport(a, res)
+		case actReconcile:
+			rep, err := eng.Reconcile(ctx)
+			if err != nil {
+				return actionDoneMsg{a: a, err: err}
+			}
+			return reconcileReport(a, rep)
 		}
 		if err := eng.DeleteVolume(ctx, a.volume); err != nil {
 			return actionDoneMsg{a: a, err: err}
@@ -108,7 +137,11 @@ func (a action) run(ctx context.Context, eng Engine) tea.Cmd {
 }
 
 func detachReport(a action, res engine.DetachResult) actionDoneMsg {
-	text := fmt.Sprintf("detached %q: released %s", a.volume, plural(len(res.Released), "claim"))
+	verb := "detached"
+	if a.kind == actForceDetach {
+		verb = "force-detached"
+	}
+	text := fmt.Sprintf("%s %q: released %s", verb, a.volume, plural(len(res.Released), "claim"))
 	if len(res.Failed) == 0 {
 		if len(res.Warnings) > 0 {
 			text += "; " + strings.Join(res.Warnings, "; ")
@@ -122,8 +155,34 @@ func detachReport(a action, res engine.DetachResult) actionDoneMsg {
 	return actionDoneMsg{a: a, err: fmt.Errorf("%s, %d failed: %s", text, len(res.Failed), strings.Join(errs, "; "))}
 }
 
+// reconcileReport words a reconcile's result: what it did, and what is still wrong (an error,
+// shown whole in a box when long).
+func reconcileReport(a action, rep engine.ReconcileReport) actionDoneMsg {
+	text := "reconciled: nothing to do"
+	if len(rep.Actions) > 0 {
+		text = "reconciled: " + plural(len(rep.Actions), "action")
+		var did []string
+		for _, x := range rep.Actions {
+			did = append(did, x.Message)
+		}
+		text += " (" + strings.Join(did, "; ") + ")"
+	}
+	if rep.OK() {
+		return actionDoneMsg{a: a, text: text}
+	}
+	var probs []string
+	for _, p := range rep.Problems {
+		probs = append(probs, p.Message)
+	}
+	return actionDoneMsg{a: a, err: fmt.Errorf("%s; %s left: %s", text, plural(len(rep.Problems), "problem"), strings.Join(probs, "; "))}
+}
+
+func (a action) verb() string {
+	return [...]string{"release", "detach", "delete", "force-detach", "reconcile"}[a.kind]
+}
+
 func (a action) failed() string {
-	return [...]string{"Release failed", "Detach failed", "Delete failed"}[a.kind]
+	return [...]string{"Release failed", "Detach failed", "Delete failed", "Force-detach failed", "Reconcile left problems"}[a.kind]
 }
 
 func plural(n int, noun string) string { return display.Plural(n, noun) }
@@ -285,6 +344,9 @@ func (l *statusLine) View(right, brief string) string {
 	}
 	if lipgloss.Width(left)+lipgloss.Width(right)+3 > l.c.Width {
 		right = brief
+	}
+	if lipgloss.Width(left)+lipgloss.Width(right)+3 > l.c.Width {
+		right = "" // for the few seconds a message shows, it has the whole line
 	}
 	right = s.Dim.Render(right)
 	room := l.c.Width - 1 - lipgloss.Width(right) - 2

@@ -25,6 +25,7 @@ type fakeEngine struct {
 	calls   []string
 
 	dashErr, releaseErr, detachErr, deleteErr error
+	reconciled                                engine.ReconcileReport // what Reconcile answers
 }
 
 func (f *fakeEngine) record(format string, args ...any) {
@@ -107,6 +108,13 @@ func (f *fakeEngine) DeleteVolume(_ context.Context, id string) error {
 	f.data.Volumes = slices.DeleteFunc(f.data.Volumes, func(v engine.VolumeSummary) bool { return v.ID == id })
 	delete(f.volumes, id)
 	return nil
+}
+
+func (f *fakeEngine) Reconcile(context.Context) (engine.ReconcileReport, error) {
+	f.record("Reconcile()")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reconciled, nil
 }
 
 // testNow is the pinned clock of every test.
@@ -201,7 +209,7 @@ func fixture() *fakeEngine {
 	}
 	return &fakeEngine{
 		data:    engine.Dashboard{Volumes: volumes, Claims: claims, Plugins: plugins, Events: events},
-		volumes: map[string]engine.VolumeInfo{"mysql-0": mysql0},
+		volumes: map[string]engine.VolumeInfo{"mysql-0": mysql0, "scratch": {VolumeSummary: volumes[3], PluginHealthy: true, PluginReady: true}},
 	}
 }
 

@@ -14,6 +14,7 @@ type KeyMap struct {
 	Sort, Reverse                    key.Binding
 
 	Release, Detach, Delete key.Binding
+	ForceDetach, Reconcile  key.Binding
 	FocusNext, FocusPrev    key.Binding // in the confirmation dialog
 	Choose, Cancel          key.Binding
 
@@ -52,6 +53,9 @@ func DefaultKeyMap(readOnly bool) *KeyMap {
 		Detach:  b([]string{"d"}, "d", "detach"),
 		Delete:  b([]string{"D"}, "D", "delete"),
 
+		ForceDetach: b([]string{"F"}, "F", "force detach"),
+		Reconcile:   b([]string{"R"}, "R", "reconcile"),
+
 		FocusNext: b([]string{"tab", "right", "l"}, "←/→", "move"),
 		FocusPrev: b([]string{"shift+tab", "left", "h"}, "←/→", "move"),
 		Choose:    b([]string{"enter"}, "enter", "choose"),
@@ -62,11 +66,29 @@ func DefaultKeyMap(readOnly bool) *KeyMap {
 		Quit:    b([]string{"q", "ctrl+c"}, "q", "quit"),
 	}
 	if readOnly {
-		for _, a := range []*key.Binding{&k.Release, &k.Detach, &k.Delete} {
+		for _, a := range k.actions() {
 			a.SetEnabled(false)
 		}
 	}
 	return k
+}
+
+// actions are the keys that change something; --readonly switches them off.
+func (k *KeyMap) actions() []*key.Binding {
+	return []*key.Binding{&k.Release, &k.Detach, &k.Delete, &k.ForceDetach, &k.Reconcile}
+}
+
+// isAction reports whether msg is one of the action keys, switched off or not: a read-only
+// dashboard says why nothing happens.
+func (k *KeyMap) isAction(msg string) bool {
+	for _, a := range k.actions() {
+		for _, name := range a.Keys() {
+			if name == msg {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // bindings is a help.KeyMap made of whatever applies where the user is.
@@ -84,7 +106,7 @@ func (k *KeyMap) fullHelp() []helpGroup {
 		{"Move", []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Open, k.Back}},
 		{"Views", []key.Binding{k.Volumes, k.Claims, k.Plugins, k.Events, k.NextTab, k.PrevTab}},
 		{"Find", []key.Binding{k.Filter, k.ClearFilter, k.Sort, k.Reverse}},
-		{"Act", []key.Binding{k.Release, k.Detach, k.Delete}},
+		{"Act", []key.Binding{k.Release, k.Detach, k.ForceDetach, k.Delete, k.Reconcile}},
 		{"General", []key.Binding{k.Refresh, k.Help, k.Quit}},
 	}
 }

@@ -47,9 +47,9 @@ func volumeColumns() []column {
 		{title: "NAME", min: 8, max: 30, drop: 1, hideBelow: 100},
 		{title: "PLUGIN", min: 6, max: 20},
 		{title: "CAPACITY", min: 8, max: 10, numeric: true, right: true},
-		{title: "MODE", min: 18, max: 32},
+		{title: "MODE", min: 12, max: 32, squeeze: 1}, // gives way to why a volume is not schedulable
 		{title: "R/W", min: 3, max: 9, numeric: true, right: true},
-		{title: "SCHEDULABLE", min: 8, max: 16},
+		{title: "SCHEDULABLE", min: 11, max: 32},
 	}
 }
 

@@ -68,6 +68,7 @@ type table struct {
 	natural []int // widest cell (or title) per column, measured when rows arrive
 	widths  []int // laid out for the screen width; 0 hides a column
 	empty   string
+	loading bool // no read has arrived yet: "loading…", not the empty state
 }
 
 const (
@@ -77,7 +78,7 @@ const (
 )
 
 func newTable(c *Common, cols []column, sortCol int, desc bool, empty string) *table {
-	t := &table{c: c, cols: cols, sortCol: sortCol, desc: desc, empty: empty}
+	t := &table{c: c, cols: cols, sortCol: sortCol, desc: desc, empty: empty, loading: true}
 	t.natural = measure(cols, nil)
 	return t
 }
@@ -95,7 +96,7 @@ func newRowSet(cols []column, rows []row) rowSet {
 // setRows replaces the rows, keeping the cursor on the row it was on when that row still shows.
 func (t *table) setRows(rs rowSet) {
 	keep := t.selectedKey()
-	t.rows, t.natural = rs.rows, rs.natural
+	t.rows, t.natural, t.loading = rs.rows, rs.natural, false
 	t.layout()
 	t.apply(keep)
 }
@@ -352,7 +353,10 @@ func (t *table) View() string {
 
 	if len(t.view) == 0 {
 		msg := t.empty
-		if t.filter != "" {
+		switch {
+		case t.loading:
+			msg = "loading…"
+		case t.filter != "":
 			msg = "no rows match " + strconv.Quote(t.filter) + " (esc clears the filter)"
 		}
 		b.WriteString("\n" + s.Empty.Render(pad("  "+msg, t.c.Width)))

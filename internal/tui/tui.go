@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -29,6 +31,8 @@ type Engine interface {
 	Release(ctx context.Context, volumeID, alloc string) (engine.ReleaseResult, error)
 	Detach(ctx context.Context, volumeID string, force bool) (engine.DetachResult, error)
 	DeleteVolume(ctx context.Context, id string) error
+	// Reconcile drives what was left half-way to where it was going (volctl reconcile).
+	Reconcile(ctx context.Context) (engine.ReconcileReport, error)
 }
 
 var _ Engine = (*engine.Engine)(nil)
@@ -36,7 +40,7 @@ var _ Engine = (*engine.Engine)(nil)
 // Options configure the dashboard. Zero fields take defaults.
 type Options struct {
 	Engine   Engine
-	ReadOnly bool          // no release, detach or delete
+	ReadOnly bool          // no release, detach, delete or reconcile
 	Refresh  time.Duration // how often the store is re-read; 2s
 	Probe    time.Duration // how often plugins are probed live; 10s
 	Events   int           // how many recent events the events view keeps; 200
@@ -261,6 +265,9 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		return nil
 	}
 
+	if m.c.ReadOnly && m.c.Keys.isAction(msg.String()) {
+		return m.status.set("read-only dashboard (--readonly): actions are off", true)
+	}
 	t := m.tabs[m.active]
 	switch {
 	case matches(msg, k.Quit):
@@ -291,6 +298,10 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		return m.ask(actDetach)
 	case matches(msg, k.Delete):
 		return m.ask(actDelete)
+	case matches(msg, k.ForceDetach):
+		return m.ask(actForceDetach)
+	case matches(msg, k.Reconcile):
+		return m.ask(actReconcile)
 	case m.detail != nil:
 		m.detail.Update(msg)
 	case matches(msg, k.Filter):
@@ -364,14 +375,14 @@ func (m *Model) openDetail() tea.Cmd {
 
 // ask opens the confirmation for an action on what is selected, or says why it cannot.
 func (m *Model) ask(kind actionKind) tea.Cmd {
-	if m.c.ReadOnly {
-		return m.status.set("read-only dashboard (--readonly): release, detach and delete are off", true)
-	}
 	if m.status.running != nil {
 		return m.status.set("one action at a time: wait for this one to finish", false)
 	}
 	a, err := m.target(kind)
 	if err != nil {
+		if lipgloss.Width("error: "+err.Error()) > m.c.Width-4 {
+			m.failure = &failure{c: m.c, title: "Cannot " + a.verb(), err: err.Error()}
+		}
 		return m.status.set(err.Error(), true)
 	}
 	m.dialog = newConfirm(m.c, a)
@@ -379,32 +390,81 @@ func (m *Model) ask(kind actionKind) tea.Cmd {
 }
 
 // target finds what an action applies to: the open detail's volume or claim, or the selected
-// row of the volumes or claims view.
+// row of the volumes or claims view; an error says why the action does not apply.
 func (m *Model) target(kind actionKind) (action, error) {
 	a := action{kind: kind}
-	if kind == actRelease {
+	switch kind {
+	case actReconcile:
+		return a, nil
+	case actRelease:
+		var c *engine.ClaimInfo
 		switch {
 		case m.detail != nil && m.detail.claim != nil:
-			a.volume, a.alloc = m.detail.claim.VolumeID, m.detail.claim.Alloc
+			c = m.detail.claim
 		case m.detail == nil && m.active == tabClaims && m.tabs[tabClaims].selected() != nil:
-			c := m.data.Claims[m.tabs[tabClaims].selected().ref]
-			a.volume, a.alloc = c.VolumeID, c.Alloc
+			c = &m.data.Claims[m.tabs[tabClaims].selected().ref]
 		default:
 			return a, errors.New("release needs a claim: select one in the claims view (2)")
 		}
+		a.volume, a.alloc, a.group = c.VolumeID, c.Alloc, c.Group
 		return a, nil
 	}
+	var v engine.VolumeSummary
 	switch {
 	case m.detail != nil && m.detail.volume != nil:
-		v := m.detail.volume
-		a.volume, a.claims = v.ID, len(v.Claims)
+		v = m.detail.volume.VolumeSummary
 	case m.detail == nil && m.active == tabVolumes && m.tabs[tabVolumes].selected() != nil:
-		v := m.data.Volumes[m.tabs[tabVolumes].selected().ref]
-		a.volume, a.claims = v.ID, v.ReadClaims+v.WriteClaims
+		v = m.data.Volumes[m.tabs[tabVolumes].selected().ref]
 	default:
-		return a, fmt.Errorf("%s needs a volume: select one in the volumes view (1)", [...]string{"", "detach", "delete"}[kind])
+		return a, fmt.Errorf("%s needs a volume: select one in the volumes view (1)", [...]string{"", "detach", "delete", "force detach"}[kind])
+	}
+	a.volume, a.claims = v.ID, v.ReadClaims+v.WriteClaims
+	for _, c := range m.data.Claims {
+		if c.VolumeID == v.ID {
+			name := strconv.Quote(c.Alloc)
+			if c.Group != "" {
+				name += fmt.Sprintf(" (group %q)", c.Group)
+			}
+			a.allocs = append(a.allocs, name)
+		}
+	}
+	if kind == actDelete {
+		if why := m.cannotDelete(v); why != "" {
+			return a, errors.New(why)
+		}
 	}
 	return a, nil
+}
+
+// cannotDelete says why a volume cannot be deleted, "" when it can: the engine would refuse a
+// volume with live claims, or one whose plugin cannot delete volumes.
+func (m *Model) cannotDelete(v engine.VolumeSummary) string {
+	if n := v.ReadClaims + v.WriteClaims; n > 0 {
+		return fmt.Sprintf("%q has %s: release or detach first", v.ID, plural(n, "live claim"))
+	}
+	if v.State == "deleting" {
+		return ""
+	}
+	for _, p := range m.data.Plugins {
+		if p.ID == v.PluginID {
+			if !slices.Contains(p.Capabilities.Controller, "CREATE_DELETE_VOLUME") {
+				return fmt.Sprintf("plugin %q cannot delete volumes (it has no CREATE_DELETE_VOLUME capability): volume %q can only be forgotten", p.ID, v.ID)
+			}
+			return ""
+		}
+	}
+	return fmt.Sprintf("plugin %q is not registered: nothing can delete volume %q's storage", v.PluginID, v.ID)
+}
+
+// selectedVolume is the volume an action key would act on, or nil.
+func (m *Model) selectedVolume() *engine.VolumeSummary {
+	switch {
+	case m.detail != nil && m.detail.volume != nil:
+		return &m.detail.volume.VolumeSummary
+	case m.detail == nil && m.active == tabVolumes && m.tabs[tabVolumes].selected() != nil:
+		return &m.data.Volumes[m.tabs[tabVolumes].selected().ref]
+	}
+	return nil
 }
 
 // Run starts the dashboard on the terminal in and out until the user quits or ctx ends. The
