@@ -207,8 +207,14 @@ func fixture() *fakeEngine {
 		Context:            map[string]string{"path": "/srv/volctl/vol-7f3a"},
 		Staged:             true, Claims: claims[:1], CreatedAt: ago(26 * time.Hour), UpdatedAt: ago(3 * time.Hour),
 	}
+	groups := []engine.GroupInfo{
+		{Name: "web", State: "running", Count: 2, Allocs: []engine.AllocInfo{
+			{Name: "web[0]", Index: 0, Claims: claims[0:1]}, {Name: "web[1]", Index: 1, Claims: claims[1:2]}}},
+		{Name: "nightly", State: "running", Count: 1, Allocs: []engine.AllocInfo{
+			{Name: "nightly[0]", Index: 0, Claims: []engine.ClaimInfo{}, Error: `claim "pg-data": volume "pg-data" is held for write by alloc "db-0"`}}},
+	}
 	return &fakeEngine{
-		data:    engine.Dashboard{Volumes: volumes, Claims: claims, Plugins: plugins, Events: events},
+		data:    engine.Dashboard{Volumes: volumes, Claims: claims, Plugins: plugins, Events: events, Groups: groups},
 		volumes: map[string]engine.VolumeInfo{"mysql-0": mysql0, "scratch": {VolumeSummary: volumes[3], PluginHealthy: true, PluginReady: true}},
 	}
 }

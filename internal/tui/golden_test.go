@@ -29,6 +29,8 @@ func TestViewGolden(t *testing.T) {
 		{name: "claims", keys: []string{"2", "down", "down"}},
 		{name: "plugins", keys: []string{"3"}},
 		{name: "events", keys: []string{"4"}},
+		{name: "groups", keys: []string{"5"}},
+		{name: "group-detail", keys: []string{"5", "end", "enter"}},
 		{name: "volume-detail", keys: []string{"enter"}},
 		{name: "volume-detail-end", keys: []string{"enter", "G"}},
 		{name: "claim-detail", keys: []string{"2", "end", "enter"}},

@@ -10,33 +10,8 @@ import (
 	"github.com/volctl/volctl/internal/spec"
 )
 
-// The four tabs and how each turns engine values into rows. Cells are formatted here, once per
-// refresh, and the table only cuts and pads them.
-
-type tabID int
-
-const (
-	tabVolumes tabID = iota
-	tabClaims
-	tabPlugins
-	tabEvents
-	numTabs
-)
-
-var tabNames = [numTabs]string{"Volumes", "Claims", "Plugins", "Events"}
-
-var tabColumns = [numTabs][]column{volumeColumns(), claimColumns(), pluginColumns(), eventColumns()}
-
-// buildRows formats every tab's rows from one read. It runs in the read's command, off the UI
-// goroutine: with 10,000 volumes and claims it is the costly part of a refresh.
-func buildRows(d engine.Dashboard, now time.Time) [numTabs]rowSet {
-	return [numTabs]rowSet{
-		newRowSet(tabColumns[tabVolumes], volumeRows(d.Volumes, d.Plugins)),
-		newRowSet(tabColumns[tabClaims], claimRows(d.Claims, now)),
-		newRowSet(tabColumns[tabPlugins], pluginRows(d.Plugins)),
-		newRowSet(tabColumns[tabEvents], eventRows(d.Events, now)),
-	}
-}
+// How each view turns engine values into rows (the views themselves are in tabs.go). Cells are
+// formatted here, once per refresh, and the table only cuts and pads them.
 
 // none is what an empty cell shows, as in the command line's tables.
 const none = display.None

@@ -68,8 +68,8 @@ type Model struct {
 	eng Engine
 
 	live     live
-	data     engine.Dashboard
-	tabs     [numTabs]*table
+	data     snapshot
+	tabs     []*table // one per view, in views' order
 	active   tabID
 	detail   *detail  // open detail view, or nil
 	dialog   *confirm // open confirmation, or nil
@@ -108,11 +108,9 @@ func New(ctx context.Context, opts Options) *Model {
 	}
 	m := &Model{c: c, ctx: ctx, eng: opts.Engine}
 	m.live = live{c: c, ctx: ctx, eng: opts.Engine, refreshEvery: opts.Refresh, probeEvery: opts.Probe, events: opts.Events}
-	m.tabs[tabVolumes] = newTable(c, tabColumns[tabVolumes], 0, false,
-		"no volumes yet: `volctl volume register FILE` or `volctl volume create FILE` adds one")
-	m.tabs[tabClaims] = newTable(c, tabColumns[tabClaims], 0, false, "no live claims: `volctl volume claim ID --alloc NAME` makes one")
-	m.tabs[tabPlugins] = newTable(c, tabColumns[tabPlugins], 0, false, "no plugins registered: `volctl plugin register FILE` adds one")
-	m.tabs[tabEvents] = newTable(c, tabColumns[tabEvents], 0, false, "no events yet")
+	for _, v := range views {
+		m.tabs = append(m.tabs, newTable(c, v.columns, 0, false, v.empty))
+	}
 
 	m.filter = filterInput{c: c}
 	m.help = help.New()
@@ -182,7 +180,7 @@ func bodyHeight(c *Common) int { return max(0, c.Height-3) }
 
 // setData shows a fresh read: its rows, formatted by the read's command, are filtered and
 // sorted here, once per read rather than per frame.
-func (m *Model) setData(d engine.Dashboard, rows [numTabs]rowSet) tea.Cmd {
+func (m *Model) setData(d snapshot, rows []rowSet) tea.Cmd {
 	m.data = d
 	for i, t := range m.tabs {
 		t.setRows(rows[i])
@@ -192,41 +190,10 @@ func (m *Model) setData(d engine.Dashboard, rows [numTabs]rowSet) tea.Cmd {
 
 // refreshDetail brings an open detail view up to date with the data.
 func (m *Model) refreshDetail() tea.Cmd {
-	d := m.detail
-	if d == nil {
+	if m.detail == nil {
 		return nil
 	}
-	now, s := m.c.Now(), m.c.Styles
-	switch d.tab {
-	case tabVolumes:
-		return loadVolume(m.ctx, m.eng, d.key)
-	case tabClaims:
-		for _, c := range m.data.Claims {
-			if fmt.Sprint(c.ID) == d.key {
-				d.claim = &c
-				d.show(func(w int) string { return claimDetail(s, c, now, w) })
-				return nil
-			}
-		}
-		d.gone("this claim is no longer live (released)")
-	case tabPlugins:
-		for _, p := range m.data.Plugins {
-			if p.ID == d.key {
-				d.show(func(w int) string { return pluginDetail(s, p, now, w) })
-				return nil
-			}
-		}
-		d.gone(fmt.Sprintf("plugin %q is no longer registered", d.key))
-	case tabEvents:
-		for _, e := range m.data.Events {
-			if fmt.Sprint(e.ID) == d.key {
-				d.show(func(w int) string { return eventDetail(s, e, now, w) })
-				return nil
-			}
-		}
-		d.gone("this event has left the recent events")
-	}
-	return nil
+	return views[m.detail.tab].refresh(m, m.detail)
 }
 
 func matches(msg tea.KeyMsg, b ...key.Binding) bool { return key.Matches(msg, b...) }
@@ -286,8 +253,12 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		} else if t.filter != "" {
 			t.setFilter("")
 		}
-	case matches(msg, k.Volumes, k.Claims, k.Plugins, k.Events):
-		m.switchTab(tabID(msg.String()[0] - '1'))
+	case matches(msg, k.Tabs...):
+		for i, b := range k.Tabs {
+			if matches(msg, b) {
+				m.switchTab(tabID(i))
+			}
+		}
 	case matches(msg, k.NextTab):
 		m.switchTab((m.active + 1) % numTabs)
 	case matches(msg, k.PrevTab):
@@ -354,21 +325,12 @@ func (m *Model) openDetail() tea.Cmd {
 	if r == nil {
 		return nil
 	}
-	switch m.active {
-	case tabVolumes:
-		v := m.data.Volumes[r.ref]
-		m.detail = newDetail(m.c, tabVolumes, v.ID, "Volume "+v.ID)
+	title, load := views[m.active].open(m, r)
+	m.detail = newDetail(m.c, m.active, r.key, title)
+	if load != nil {
 		m.detail.loading, m.detail.note = true, "loading…"
 		m.detail.rebuild()
-		return loadVolume(m.ctx, m.eng, v.ID)
-	case tabClaims:
-		c := m.data.Claims[r.ref]
-		m.detail = newDetail(m.c, tabClaims, r.key, fmt.Sprintf("Claim of alloc %s on volume %s", c.Alloc, c.VolumeID))
-	case tabPlugins:
-		m.detail = newDetail(m.c, tabPlugins, r.key, "Plugin "+r.key)
-	case tabEvents:
-		e := m.data.Events[r.ref]
-		m.detail = newDetail(m.c, tabEvents, r.key, "Event "+r.key+": "+e.Kind)
+		return load
 	}
 	return m.refreshDetail()
 }

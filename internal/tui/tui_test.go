@@ -31,7 +31,7 @@ func TestNavigation(t *testing.T) {
 		{name: "end and home", keys: []string{"end", "home"}, want: "mysql-0"},
 		{name: "page down", keys: []string{"pgdown"}, want: "tmp-build"},
 		{name: "number picks a tab", keys: []string{"3"}, tab: tabPlugins, want: "ceph"},
-		{name: "tab and shift+tab wrap", keys: []string{"shift+tab"}, tab: tabEvents, want: "9"},
+		{name: "tab and shift+tab wrap", keys: []string{"shift+tab"}, tab: tabGroups, want: "nightly"},
 		{name: "tab", keys: []string{"tab", "tab"}, tab: tabPlugins, want: "ceph"},
 		{name: "each tab keeps its cursor", keys: []string{"down", "2", "down", "1"}, tab: tabVolumes, want: "mysql-1"},
 		{name: "enter opens the detail", keys: []string{"down", "enter"}, want: "mysql-1", detail: true},

@@ -59,7 +59,8 @@ func (m *Model) View() string {
 func (m *Model) tabBar() string {
 	s := m.c.Styles
 	parts := []string{s.Brand.Render("volctl")}
-	for i, name := range tabNames {
+	for i, v := range views {
+		name := v.name
 		shown, total := m.tabs[i].count()
 		n := strconv.Itoa(total)
 		if m.tabs[i].filter != "" {
@@ -154,11 +155,8 @@ func (m *Model) shortKeys() bindings {
 		return bindings{short: append(out, k.Help, k.Quit, k.Refresh, k.Reconcile)}
 	}
 	out := []key.Binding{k.Open, k.Filter, k.Sort}
-	switch m.active {
-	case tabVolumes:
-		out = append(out, m.volumeKeys(false)...)
-	case tabClaims:
-		out = append(out, k.Release)
+	if keys := views[m.active].keys; keys != nil {
+		out = append(out, keys(m)...)
 	}
 	return bindings{short: append(out, k.Help, k.Quit, k.NextTab, k.Refresh, k.Reconcile)}
 }
@@ -197,7 +195,7 @@ func (m *Model) helpView() string {
 	width := 1
 	for _, b := range blocks {
 		w := lipgloss.Width(b) + 4
-		if len(line) > 0 && width+w > m.c.Width {
+		if len(line) > 0 && width+w > m.c.Width-4 { // the padding: 2 each side
 			rows = append(rows, lipgloss.JoinHorizontal(lipgloss.Top, line...))
 			line, width = nil, 1
 		}
