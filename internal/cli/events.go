@@ -182,7 +182,7 @@ type eventWriter struct {
 
 func (w *eventWriter) write(evs []engine.EventInfo, first bool) error {
 	switch {
-	case w.opts.Exporter.Template != "":
+	case w.opts.Exporter.Template != "" || w.opts.Exporter.JQ != "":
 		for _, ev := range evs {
 			if err := w.opts.Exporter.Write(w.out, ev); err != nil {
 				return err
