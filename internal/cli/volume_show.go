@@ -40,6 +40,8 @@ func unschedulableReason(v engine.VolumeInfo) string {
 		return s.Sentence() + ": register it again (volctl plugin register)"
 	case engine.PluginDown:
 		return fmt.Sprintf("%s; once it is running, volctl plugin status %s probes it again", s.Sentence(), v.PluginID)
+	case engine.HandedOver:
+		return fmt.Sprintf("%s: after `nomad volume deregister`, volctl nomad release %s takes it back", s.Sentence(), v.ID)
 	}
 	return fmt.Sprintf("%s: volctl plugin status %s probes it", s.Sentence(), v.PluginID)
 }

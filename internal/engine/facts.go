@@ -74,13 +74,14 @@ const (
 	PluginNotRegistered Unschedulable = "plugin not registered"
 	PluginDown          Unschedulable = "plugin unhealthy"
 	PluginNotProbed     Unschedulable = "plugin not probed yet"
+	HandedOver          Unschedulable = "handed over to Nomad" // Nomad is its orchestrator now
 )
 
 // Schedulability is whether a volume can take claims and, when not, why.
 type Schedulability struct {
 	Why    Unschedulable
 	Plugin string // the volume's plugin, for the words
-	Detail string // the plugin's error, when it is the cause
+	Detail string // the plugin's error, when it is the cause; the Nomad address, handed over
 }
 
 // OK reports whether the volume can take claims.
@@ -105,6 +106,8 @@ func (s Schedulability) Sentence() string {
 		return "its plugin " + quote(s.Plugin) + " is not registered"
 	case PluginNotProbed:
 		return "its plugin " + quote(s.Plugin) + " has not been probed healthy yet"
+	case HandedOver:
+		return "it is handed over to the Nomad cluster at " + s.Detail + ", which claims it now"
 	}
 	if s.Detail != "" {
 		return "its plugin " + quote(s.Plugin) + " is unhealthy: " + s.Detail
@@ -148,6 +151,10 @@ func (v VolumeSummary) Schedulability(plugin *PluginInfo) Schedulability {
 func (v VolumeInfo) Schedulability() Schedulability {
 	s := Schedulability{Why: stateReason(v.State), Plugin: v.PluginID}
 	if !s.OK() || v.Schedulable {
+		return s
+	}
+	if v.Handover != nil {
+		s.Why, s.Detail = HandedOver, v.Handover.Address
 		return s
 	}
 	switch {

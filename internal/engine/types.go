@@ -92,10 +92,13 @@ type VolumeInfo struct {
 	Staged             bool                  `json:"staged"`
 	// NodeExpansionOwed is the size a NodeExpandVolume owed to this node asks for, 0 when
 	// none is: the filesystem may still be the old size until it is sent.
-	NodeExpansionOwed int64       `json:"node_expansion_owed,omitempty"`
-	Claims            []ClaimInfo `json:"claims"`
-	CreatedAt         time.Time   `json:"created_at"`
-	UpdatedAt         time.Time   `json:"updated_at"`
+	NodeExpansionOwed int64 `json:"node_expansion_owed,omitempty"`
+	// Handover is set while the volume is handed over to a Nomad cluster: Nomad is its
+	// orchestrator and local claims are refused.
+	Handover  *HandoverInfo `json:"handover,omitempty"`
+	Claims    []ClaimInfo   `json:"claims"`
+	CreatedAt time.Time     `json:"created_at"`
+	UpdatedAt time.Time     `json:"updated_at"`
 }
 
 // ClaimInfo is one live (or, in history, freed) claim.
