@@ -154,6 +154,18 @@ func TestPluginDataEchoingSecretsRedacted(t *testing.T) {
 	}
 	check("the claim's error", errOut)
 
+	// The event log holds what the engine said, and the volume's creation with its external ID.
+	for name, x := range exporters {
+		ios, _, out, errOut := iostreams.Test()
+		if err := eventsRun(ctx, &EventsOptions{IO: ios, Engine: eng, Now: nowFunc, Exporter: x}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "topo") {
+			t.Errorf("events %s: the log does not show the topo volume:\n%s", name, out)
+		}
+		check("events "+name, out, errOut)
+	}
+
 	for name, x := range exporters {
 		for _, id := range []string{"db", ""} {
 			ios, _, out, errOut := iostreams.Test()
