@@ -346,11 +346,6 @@ func socketProblem(socket string) (msg, hint string) {
 	return "", ""
 }
 
-// Scrub replaces every value of sensitive (3 bytes or longer) found in text, in its raw and
-// quoted forms, with [REDACTED], as plugin messages are scrubbed. The engine uses it on what
-// it prints of data a plugin returned (volume_context, identity, node ID, snapshot IDs).
-func Scrub(text string, sensitive []string) string { return scrub(text, sensitive) }
-
 // pluginText makes text from a plugin fit to show and store: sensitive values scrubbed out,
 // then control characters escaped.
 func pluginText(msg string, sensitive []string) string {
@@ -395,7 +390,8 @@ const minScrubLen = 3
 // escaped).
 func scrub(msg string, sensitive []string) string { return Scrubber(sensitive)(msg) }
 
-// Scrubber is scrub with the forms of the values worked out once, for many texts.
+// Scrubber is scrub with the forms of the values worked out once, for many texts: the engine
+// scrubs with it what it prints of data a plugin returned (engine.Redactor).
 func Scrubber(sensitive []string) func(string) string {
 	var forms []string
 	for _, s := range sensitive {

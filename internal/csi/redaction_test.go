@@ -285,7 +285,7 @@ func TestScrubJSONWithoutHTMLEscaping(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, msg := range []string{protojson.Format(req), b.String()} {
-		if got := csi.Scrub(msg, []string{secret}); !strings.Contains(got, "[REDACTED]") || strings.Contains(got, "<x>&y") {
+		if got := csi.Scrubber([]string{secret})(msg); !strings.Contains(got, "[REDACTED]") || strings.Contains(got, "<x>&y") {
 			t.Errorf("not scrubbed: %s", got)
 		}
 	}
