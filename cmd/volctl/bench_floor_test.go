@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -21,33 +22,79 @@ import (
 // opened once. BENCHMARKS.md gives the ratio.
 func BenchmarkVolumeStatusFloor10k(b *testing.B) {
 	state := seedVolumes(b, 10_000)
+	db := openFloorDB(b, state)
+	for b.Loop() {
+		volumeStatusFloor(b, db)
+	}
+}
+
+func openFloorDB(b *testing.B, state string) *sql.DB {
+	b.Helper()
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(state, "volctl.db")+"?mode=ro")
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close()
+	b.Cleanup(func() { db.Close() })
+	return db
+}
+
+// volumeStatusFloor reads what the list shows, as bare SQL.
+func volumeStatusFloor(b *testing.B, db *sql.DB) {
 	const query = `SELECT v.id, v.namespace, v.name, v.plugin_id, v.state, v.access_mode, v.attachment_mode, v.capacity_bytes,
 		(SELECT count(*) FROM claims c WHERE c.volume_id = v.id AND c.mode = 'read'),
 		(SELECT count(*) FROM claims c WHERE c.volume_id = v.id AND c.mode = 'write')
 		FROM volumes v ORDER BY v.id`
-	for b.Loop() {
-		rows, err := db.Query(query)
-		if err != nil {
+	rows, err := db.Query(query)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for rows.Next() {
+		var id, ns, name, plugin, state, acc, att string
+		var capacity, readers, writers int64
+		if err := rows.Scan(&id, &ns, &name, &plugin, &state, &acc, &att, &capacity, &readers, &writers); err != nil {
 			b.Fatal(err)
 		}
-		n := 0
-		for rows.Next() {
-			var id, ns, name, plugin, state, acc, att string
-			var capacity, readers, writers int64
-			if err := rows.Scan(&id, &ns, &name, &plugin, &state, &acc, &att, &capacity, &readers, &writers); err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
-		if err := rows.Close(); err != nil || n != 10_000 {
-			b.Fatalf("%d rows, %v", n, err)
-		}
+		n++
 	}
+	if err := rows.Close(); err != nil || n != 10_000 {
+		b.Fatalf("%d rows, %v", n, err)
+	}
+}
+
+// BenchmarkVolumeStatusVsFloor10k runs, in each iteration, the floor once, `volctl volume
+// status` once and `volctl volume status --json` once, so the three see the same load, and
+// reports each one's wall time per op and the ratios to the floor. The processes' CPU time
+// (user + system, from the kernel) is reported too: on a shared machine it moves less.
+// BENCHMARKS.md quotes this one:
+//
+//	go test ./cmd/volctl -run '^$' -bench VolumeStatusVsFloor -benchtime 10x -count 3
+func BenchmarkVolumeStatusVsFloor10k(b *testing.B) {
+	state := seedVolumes(b, 10_000)
+	db := openFloorDB(b, state)
+	volumeStatusFloor(b, db) // the page cache warm for both sides
+	var floor, table, js, tableCPU, jsCPU time.Duration
+	for b.Loop() {
+		start := time.Now()
+		volumeStatusFloor(b, db)
+		floor += time.Since(start)
+		// The floor's garbage collected now, not on the other core while volctl runs.
+		b.StopTimer()
+		runtime.GC()
+		b.StartTimer()
+		w, c := timeVolctl(b, state, "volume", "status", "--json")
+		js, jsCPU = js+w, jsCPU+c
+		w, c = timeVolctl(b, state, "volume", "status")
+		table, tableCPU = table+w, tableCPU+c
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(floor.Nanoseconds())/n, "floor-ns/op")
+	b.ReportMetric(float64(table.Nanoseconds())/n, "status-ns/op")
+	b.ReportMetric(float64(js.Nanoseconds())/n, "json-ns/op")
+	b.ReportMetric(float64(tableCPU.Nanoseconds())/n, "status-cpu-ns/op")
+	b.ReportMetric(float64(jsCPU.Nanoseconds())/n, "json-cpu-ns/op")
+	b.ReportMetric(float64(table)/float64(floor), "status/floor")
+	b.ReportMetric(float64(js)/float64(floor), "json/floor")
 }
 
 // BenchmarkClaimReleaseThroughput runs claim and release as volctl processes, one after the
