@@ -15,6 +15,7 @@ import (
 
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/nomadcorpus"
 )
 
 // TestMain lets testscript run this test binary as the volctl command.
@@ -40,7 +41,8 @@ func (c cleanBench) Run() int {
 }
 
 // TestScripts runs testdata/script/*.txtar against the real command.
-// Conditions: [root] (euid 0) and [mount] (bind mounts work here). Commands beyond
+// Conditions: [root] (euid 0), [mount] (bind mounts work here) and [corpus] (the Nomad spec
+// corpus is at $SHARED/compat/nomad-specs; its absence fails under CI=true). Commands beyond
 // testscript's own: exitcode, waitfile and memplugin (see each one's doc).
 // Variables: SHARED (the ../shared folder beside the project), STATE (a fresh state dir,
 // also exported as VOLCTL_STATE_DIR).
@@ -75,6 +77,14 @@ func TestScripts(t *testing.T) {
 				return os.Geteuid() == 0, nil
 			case "mount":
 				return hostpathtest.CanMount() == nil, nil
+			case "corpus":
+				// The Nomad spec corpus beside the checkout: scripts that need it skip
+				// without it, except under CI=true, where it must be present.
+				_, err := nomadcorpus.Find()
+				if err != nil && nomadcorpus.Required() {
+					return false, fmt.Errorf("%v (CI=true: the corpus is required)", err)
+				}
+				return err == nil, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},

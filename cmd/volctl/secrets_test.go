@@ -6,7 +6,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path"
@@ -102,6 +105,7 @@ type leakEnv struct {
 	frames      int
 	logs        int
 	hp          func() (string, error) // stops the hostpath plugin process
+	nomadAddr   string                 // a Nomad API that echoes every registration back in its error
 }
 
 func newLeakEnv(t *testing.T) *leakEnv {
@@ -117,6 +121,7 @@ func newLeakEnv(t *testing.T) *leakEnv {
 		leaky: &leakyFaults{}, echo: csitest.NewFaults(), mounts: hostpathtest.CanMount() == nil,
 	}
 	e.sentinels = []string{e.secret, e.flag, e.env}
+	e.nomadAddr = leakyNomad(t)
 	t.Cleanup(func() {
 		if err := hostpath.UnmountAll(dir); err != nil {
 			t.Error(err)
@@ -174,6 +179,7 @@ func leakCases(e *leakEnv) []leakCase {
 		{cmd: "", code: 0, want: "Usage:"},
 		{cmd: "help", args: []string{"volume", "claim"}, want: "--mount-flag"},
 		{cmd: "version", want: "volctl"},
+		{cmd: "gen-man", args: []string{"man"}, want: "man pages written to man"},
 		{cmd: "completion", want: "Usage:"},
 		{cmd: "completion bash", want: "bash"},
 		{cmd: "completion zsh", want: "zsh"},
@@ -283,6 +289,18 @@ func leakCases(e *leakEnv) []leakCase {
 		{cmd: "plugin deregister", args: []string{"hpx", "--yes"}, before: func(e *leakEnv, _ int) { e.must("plugin", "register", "hpx.hcl") }},
 		{cmd: "plugin deregister", args: []string{"mem", "--yes"}, code: 4, want: "volume"},
 
+		// Export writes secrets into files only with --include-secrets, never on stdout or
+		// stderr; the Nomad commands talk to a Nomad that echoes the registration request
+		// (secrets and mount flags) in its error.
+		{cmd: "export", want: "Usage:"},
+		{cmd: "export nomad", args: []string{"--all", "--out", "exp{n}", "--plugin-root", "/srv/hp"}, want: "Wrote volume"},
+		{cmd: "export nomad", args: []string{"--all", "--out", "expsec{n}", "--plugin-root", "/srv/hp", "--include-secrets"}, want: "Wrote volume"},
+		{cmd: "nomad", want: "Usage:"},
+		{cmd: "nomad register", args: []string{"sv", "--force"}, code: 1, want: "refused the registration"},
+		{cmd: "nomad register", args: []string{"sv", "--dry-run"}, want: "Would register"},
+		{cmd: "nomad status", args: []string{"sv"}, json: true, want: "sv"},
+		{cmd: "nomad release", args: []string{"sv"}, want: "not handed over"},
+
 		{cmd: "tui", code: 1, want: "needs a terminal"},
 		{cmd: "quickstart", code: mountCode, want: "quickstart"},
 		{cmd: "agent", args: []string{"--config", "agent-bad.hcl"}, code: 2, want: "agent-bad.hcl"},
@@ -374,7 +392,7 @@ func (e *leakEnv) volctl(stdin string, args ...string) procResult {
 	cmd := exec.Command("volctl", args...)
 	cmd.Dir = e.dir
 	// TMPDIR: quickstart makes its directory, socket included, under the short test dir.
-	cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+e.state, "NO_COLOR=1", "TMPDIR="+e.dir)
+	cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+e.state, "NO_COLOR=1", "TMPDIR="+e.dir, "NOMAD_ADDR="+e.nomadAddr)
 	if stdin != "" {
 		f, err := os.Open(filepath.Join(e.dir, stdin))
 		if err != nil {
@@ -731,4 +749,23 @@ func (e *leakEnv) groupSpec(name string, count int, extra string) string {
   }
 }
 `, name, count, attach, e.flag)
+}
+
+// leakyNomad serves the part of Nomad's HTTP API the nomad commands use: every plugin healthy,
+// no volume registered, and a registration refused with the whole request echoed back.
+func leakyNomad(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/v1/plugin/csi/"):
+			id := strings.TrimPrefix(r.URL.Path, "/v1/plugin/csi/")
+			fmt.Fprintf(w, `{"ID":%q,"NodesHealthy":1,"NodesExpected":1}`, id)
+		case strings.HasPrefix(r.URL.Path, "/v1/volume/csi/") && r.Method == http.MethodGet:
+			http.Error(w, "volume not found", http.StatusNotFound)
+		default:
+			body, _ := io.ReadAll(r.Body)
+			http.Error(w, "rejected request: "+string(body), http.StatusInternalServerError)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -118,6 +118,9 @@ type Config struct {
 	// Notify tells the service manager the agent's state ("READY=1", "STOPPING=1"). Nil is
 	// SdNotify: systemd's notify protocol on $NOTIFY_SOCKET, a no-op without it.
 	Notify func(state string) error
+	// Now is the clock the health timeout and restart backoff are measured on (time.Now when
+	// nil); tests move it by hand.
+	Now func() time.Time
 }
 
 // Agent is one running `volctl agent`.
@@ -126,6 +129,7 @@ type Agent struct {
 	log    *slog.Logger
 	s      Settings
 	decl   []spec.Plugin
+	now    func() time.Time
 	runDir string // pid files
 	logDir string // plugin output
 
@@ -153,6 +157,10 @@ func New(cfg Config) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
 	dir := cfg.Engine.StateDir()
 	obs, notify := cfg.Observer, cfg.Notify
 	if obs == nil {
@@ -163,7 +171,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	return &Agent{
 		obs: obs, notify: notify,
-		e: cfg.Engine, log: log, s: s, decl: cfg.Plugins,
+		e: cfg.Engine, log: log, s: s, decl: cfg.Plugins, now: now,
 		runDir: filepath.Join(dir, "run"), logDir: filepath.Join(dir, "logs"),
 		kick: make(chan struct{}, 1), runners: map[string]*runner{}, problems: map[string]bool{},
 	}, nil

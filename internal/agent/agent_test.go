@@ -96,6 +96,25 @@ type fixture struct {
 	dir  string
 	e    *engine.Engine
 	logs *iostreams.SyncBuffer
+	now  func() time.Time // the agent's clock; nil is time.Now
+}
+
+// fakeClock is a clock that moves only when a test advances it.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -146,7 +165,7 @@ func (f *fixture) register(sp spec.Plugin) {
 // startAgent runs an agent in the background; stop ends it like SIGTERM and returns Run's error.
 func (f *fixture) startAgent(s Settings, declared ...spec.Plugin) (stop func() error) {
 	f.t.Helper()
-	a, err := New(Config{Engine: f.e, Settings: s, Plugins: declared,
+	a, err := New(Config{Engine: f.e, Settings: s, Plugins: declared, Now: f.now,
 		Logger: slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		f.t.Fatal(err)
@@ -374,6 +393,11 @@ func TestSecondAgentOnStateDirRefuses(t *testing.T) {
 
 func TestAgentRestartsPluginUnhealthyPastTimeout(t *testing.T) {
 	f := newFixture(t)
+	// The health timeout runs on a clock the test moves, so however slow the machine, the
+	// plugin is unhealthy past it exactly when the test says, and for the reason it says: not
+	// while it is still starting (a dial error), which a real 300ms could run out in.
+	clock := &fakeClock{t: time.Now()}
+	f.now = clock.Now
 	f.register(f.execPlugin("sick", "unhealthy"))
 	s := testSettings
 	s.HealthTimeout = 300 * time.Millisecond
@@ -381,13 +405,19 @@ func TestAgentRestartsPluginUnhealthyPastTimeout(t *testing.T) {
 
 	waitFor(t, "the plugin to be started", func() bool { return alive(f.pid("sick")) })
 	first := f.pid("sick")
+	waitFor(t, "the agent to probe the plugin unhealthy", func() bool {
+		return strings.Contains(f.plugin("sick").LastError, "Probe: Internal")
+	})
+	if n := f.pid("sick"); n != first || len(f.events("plugin-restart")) != 0 {
+		t.Fatalf("the plugin was restarted (pid %d -> %d) before its health timeout passed", first, n)
+	}
+	clock.Advance(301 * time.Millisecond)
 	waitFor(t, "the unhealthy plugin to be replaced", func() bool { n := f.pid("sick"); return n != 0 && n != first && alive(n) })
 	if alive(first) {
 		t.Errorf("the unhealthy plugin (pid %d) was not stopped before its replacement started", first)
 	}
 	restarts := f.events("plugin-restart")
-	if len(restarts) == 0 || !strings.Contains(restarts[0], `plugin "sick" unhealthy for`) ||
-		!strings.Contains(restarts[0], "(health timeout 300ms): Probe: Internal") {
+	if len(restarts) != 1 || !strings.Contains(restarts[0], `plugin "sick" unhealthy for 301ms (health timeout 300ms): Probe: Internal`) {
 		t.Errorf("plugin-restart events = %q", restarts)
 	}
 	if err := stop(); err != nil {

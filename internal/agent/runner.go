@@ -66,7 +66,7 @@ func (r *runner) loop(ctx context.Context) {
 	)
 	for ctx.Err() == nil {
 		if r.supervised() && r.proc == nil && !r.foreign {
-			if !sleep(ctx, time.Until(restartAt)) {
+			if !sleep(ctx, restartAt.Sub(a.now())) {
 				return
 			}
 			started, err := r.startOrAdopt(ctx)
@@ -74,11 +74,11 @@ func (r *runner) loop(ctx context.Context) {
 				wait := bo.wait()
 				a.log.Error("starting plugin", "plugin", id, "err", err, "retry_in", wait)
 				a.e.PluginEvent(ctx, id, "plugin-start", fmt.Sprintf("plugin %q did not start: %v (retrying in %s)", id, err, wait))
-				restartAt = time.Now().Add(wait)
+				restartAt = a.now().Add(wait)
 				continue
 			}
 			restarted = restarted || started
-			lastGood = time.Now()
+			lastGood = a.now()
 			r.publish()
 		}
 
@@ -86,7 +86,7 @@ func (r *runner) loop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		now := time.Now()
+		now := a.now()
 		switch {
 		case healthy:
 			lastGood, warnedFor = now, false
@@ -127,7 +127,7 @@ func (r *runner) loop(ctx context.Context) {
 				a.log.Warn("stopping an unhealthy plugin", "plugin", id, "pid", r.proc.pid, "err", err)
 			}
 			removePidFile(a.runDir, id)
-			r.proc, restarted, restartAt = nil, true, time.Now().Add(wait)
+			r.proc, restarted, restartAt = nil, true, a.now().Add(wait)
 			continue
 		}
 
@@ -153,7 +153,7 @@ func (r *runner) loop(ctx context.Context) {
 			r.restarting("exited")
 			a.e.PluginEvent(ctx, id, "plugin-exit", msg)
 			removePidFile(a.runDir, id)
-			r.proc, restarted, restartAt = nil, true, time.Now().Add(wait)
+			r.proc, restarted, restartAt = nil, true, a.now().Add(wait)
 			// Record the plugin's health now rather than at the next start.
 			r.probe(ctx)
 		}

@@ -316,6 +316,6 @@ func groupStopRun(ctx context.Context, opts *GroupStopOptions) error {
 
 func newCmdGroup(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "group", Short: "Run groups of allocs that claim volumes"}
-	cmd.AddCommand(newCmdGroupRun(f, nil), newCmdGroupStatus(f, nil), newCmdGroupStop(f, nil))
+	cmd.AddCommand(newCmdGroupRun(f, nil), withListAliases(newCmdGroupStatus(f, nil)), newCmdGroupStop(f, nil))
 	return cmd
 }

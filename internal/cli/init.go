@@ -30,8 +30,9 @@ func newCmdInit(f *Factory, runF func(*InitOptions) error) *cobra.Command {
 		Short: "Write a commented example spec",
 		Long: `Write a commented example spec of a kind (volume by default) to FILE, or to volume.hcl,
 plugin.hcl or group.hcl in the current directory. The example validates as written; edit it
-from there. An existing file is never overwritten. With FILE "-" the example goes to
-standard output.`,
+from there. A volume spec is named after its file: web.hcl holds volume "web" (volume.hcl,
+the default, holds volume "data"). An existing file is never overwritten. With FILE "-" the
+example goes to standard output.`,
 		Example: `  volctl init
   volctl init plugin
   volctl init group web.hcl
@@ -46,7 +47,7 @@ standard output.`,
 					if len(args) == 1 && (args[0] == "-" || strings.ContainsAny(args[0], "./")) {
 						return usageError("%q is not a kind (%s); to write a volume spec there: volctl init volume %s", args[0], strings.Join(kinds, ", "), args[0])
 					}
-					return usageError("unknown kind %q: want %s", args[0], strings.Join(kinds, ", "))
+					return usageError("unknown kind %q: want %s%s", args[0], strings.Join(kinds, ", "), didYouMean(spec.Suggest(args[0], spec.Kinds)))
 				}
 				opts.Kind = kind
 			}
@@ -75,7 +76,7 @@ func isKind(k spec.Kind) bool {
 // initRun writes the example. It creates the file exclusively, so an existing one, even one
 // appearing meanwhile, is left alone.
 func initRun(opts *InitOptions) error {
-	src, err := spec.Example(opts.Kind)
+	src, err := spec.ExampleFor(opts.Kind, opts.File)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,8 @@ func TestInitArgs(t *testing.T) {
 		{args: []string{"group", "web.hcl"}, kind: spec.KindGroup, file: "web.hcl"},
 		{args: []string{"volume", "-"}, kind: spec.KindVolume, file: "-"},
 		{args: []string{"job"}, wantErr: `unknown kind "job": want volume, plugin, group`, wantCode: ExitUsage},
+		{args: []string{"volum"}, wantErr: "unknown kind \"volum\": want volume, plugin, group\n\nDid you mean this?\n\tvolume", wantCode: ExitUsage},
+		{args: []string{"grop", "web.hcl"}, wantErr: "\n\nDid you mean this?\n\tgroup", wantCode: ExitUsage},
 		{args: []string{"my.hcl"}, wantErr: `volctl init volume my.hcl`, wantCode: ExitUsage},
 		{args: []string{"volume", "a", "b"}, wantErr: "accepts at most 2 arg", wantCode: ExitUsage},
 	}
@@ -85,5 +87,40 @@ func TestInitRun(t *testing.T) {
 	err := initRun(&InitOptions{IO: ios, Kind: spec.KindVolume, File: filepath.Join(dir, "no", "such", "dir.hcl")})
 	if err == nil || ExitCode(err) != ExitError || !strings.Contains(err.Error(), "no such file or directory") {
 		t.Errorf("unwritable path: %v", err)
+	}
+}
+
+// `init volume web.hcl` names the volume after the file, and the result still validates for
+// create; the default volume.hcl, and names that are no volume ID, keep the example's "data".
+func TestInitNamesVolumeAfterFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct{ file, id string }{
+		{"web.hcl", "web"},
+		{"db-1.volume", "db-1"},
+		{"my ${x} vol.hcl", "my ${x} vol"},
+		{"volume.hcl", "data"},
+		{".hcl", "data"},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			path := filepath.Join(dir, tt.file)
+			ios, _, _, _ := iostreams.Test()
+			if err := initRun(&InitOptions{IO: ios, Kind: spec.KindVolume, File: path}); err != nil {
+				t.Fatal(err)
+			}
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, diags := spec.Parse(path, src, spec.VerbCreate)
+			if f == nil || len(diags) > 0 || f.Volume == nil {
+				t.Fatalf("written example does not validate for create: %v\n%s", diags, src)
+			}
+			if f.Volume.ID != tt.id || f.Volume.Name != tt.id {
+				t.Errorf("volume id %q name %q, want both %q", f.Volume.ID, f.Volume.Name, tt.id)
+			}
+			if tt.id == "web" && !strings.Contains(string(src), "volctl volume create web.hcl") {
+				t.Errorf("the example's usage comment does not name web.hcl:\n%s", src)
+			}
+		})
 	}
 }

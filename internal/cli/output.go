@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dustin/go-humanize"
+	"github.com/itchyny/gojq"
 	"github.com/spf13/cobra"
 )
 
@@ -24,16 +26,19 @@ func flush(out *bufio.Writer, err *error) {
 	}
 }
 
-// exportFlags are the --json and -t/--template flags every list and status command takes.
+// exportFlags are the --json, --jq and -t/--template flags every list and status command takes.
 type exportFlags struct {
 	JSON     bool
 	Template string
+	JQ       string
 	tmpl     *template.Template // Template, parsed when the flag was set
+	jq       *gojq.Code         // JQ, compiled when the flag was set
 }
 
 func addExportFlags(cmd *cobra.Command, e *exportFlags) {
 	cmd.Flags().BoolVar(&e.JSON, "json", false, "print JSON (a stable contract, see docs/json.md)")
-	cmd.Flags().VarP(templateValue{e}, "template", "t", "format output with a Go template over the JSON form")
+	cmd.Flags().VarP(jqValue{e}, "jq", "q", "filter the JSON form with a jq expression (gojq); strings print bare")
+	cmd.Flags().VarP(templateValue{e}, "template", "t", "format output with a Go template over the JSON form; a missing field is an error")
 }
 
 // templateValue parses -t as the flag is set, so that a broken template is a usage error
@@ -45,6 +50,9 @@ func (v templateValue) String() string { return v.e.Template }
 func (v templateValue) Type() string   { return "string" }
 
 func (v templateValue) Set(s string) error {
+	if v.e.JQ != "" {
+		return errors.New("--jq and -t/--template do not go together: give one")
+	}
 	t, err := parseTemplate(s)
 	if err != nil {
 		return err
@@ -53,17 +61,46 @@ func (v templateValue) Set(s string) error {
 	return nil
 }
 
+// jqValue compiles --jq as the flag is set, for the same reason.
+type jqValue struct{ e *exportFlags }
+
+func (v jqValue) String() string { return v.e.JQ }
+func (v jqValue) Type() string   { return "expression" }
+
+func (v jqValue) Set(s string) error {
+	if v.e.Template != "" {
+		return errors.New("--jq and -t/--template do not go together: give one")
+	}
+	code, err := compileJQ(s)
+	if err != nil {
+		return err
+	}
+	v.e.JQ, v.e.jq = s, code
+	return nil
+}
+
+func compileJQ(s string) (*gojq.Code, error) {
+	q, err := gojq.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	return gojq.Compile(q)
+}
+
+// parseTemplate parses -t. A field the object does not have is an error ("map has no entry for
+// key"), not a quiet "<no value>" and exit 0; a field left out when empty reads as
+// {{with index . "field"}}...{{end}} (docs/json.md says which fields may be absent).
 func parseTemplate(s string) (*template.Template, error) {
-	return template.New("output").Funcs(templateFuncs).Parse(s)
+	return template.New("output").Option("missingkey=error").Funcs(templateFuncs).Parse(s)
 }
 
 // Enabled reports whether machine output was asked for.
-func (e *exportFlags) Enabled() bool { return e.JSON || e.Template != "" }
+func (e *exportFlags) Enabled() bool { return e.JSON || e.Template != "" || e.JQ != "" }
 
-// Write prints v as indented JSON, or through the template. The template sees exactly the JSON
-// form (field names as in --json), so the two contracts cannot drift apart.
+// Write prints v as indented JSON, or through the jq filter or the template. Both see exactly
+// the JSON form (field names as in --json), so the contracts cannot drift apart.
 func (e *exportFlags) Write(w io.Writer, v any) error {
-	if e.Template == "" {
+	if e.Template == "" && e.JQ == "" {
 		return writeJSON(w, v)
 	}
 	raw, err := json.Marshal(v)
@@ -76,16 +113,60 @@ func (e *exportFlags) Write(w io.Writer, v any) error {
 	if err := dec.Decode(&data); err != nil {
 		return err
 	}
+	if e.JQ != "" {
+		return e.writeJQ(w, data)
+	}
 	tmpl := e.tmpl
 	if tmpl == nil { // set without the flag, by a caller in this package
 		if tmpl, err = parseTemplate(e.Template); err != nil {
 			return usageError("--template: %v", err)
 		}
 	}
-	if err := tmpl.Execute(w, data); err != nil {
-		return usageError("--template: %v", err)
+	var buf bytes.Buffer // nothing is printed from a template that fails half-way
+	if err := tmpl.Execute(&buf, data); err != nil {
+		return usageError("--template: %v (the fields are those of --json: docs/json.md; for one left out when empty, {{with index . \"FIELD\"}}...{{end}})", err)
 	}
-	return nil
+	_, err = w.Write(buf.Bytes())
+	return err
+}
+
+// writeJQ prints each result of the --jq filter on its own line: a string as it is, anything
+// else as compact JSON, as gh and jq -r do.
+func (e *exportFlags) writeJQ(w io.Writer, data any) error {
+	code := e.jq
+	if code == nil { // set without the flag, by a caller in this package
+		var err error
+		if code, err = compileJQ(e.JQ); err != nil {
+			return usageError("--jq: %v", err)
+		}
+	}
+	var buf bytes.Buffer
+	iter := code.Run(data)
+	for {
+		x, ok := iter.Next()
+		if !ok {
+			break
+		}
+		if err, ok := x.(error); ok {
+			var halt *gojq.HaltError
+			if errors.As(err, &halt) && halt.Value() == nil {
+				break
+			}
+			return usageError("--jq %s: %v", e.JQ, err)
+		}
+		if s, ok := x.(string); ok {
+			buf.WriteString(s)
+		} else {
+			b, err := gojq.Marshal(x)
+			if err != nil {
+				return usageError("--jq %s: %v", e.JQ, err)
+			}
+			buf.Write(b)
+		}
+		buf.WriteByte('\n')
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
 }
 
 var templateFuncs = template.FuncMap{

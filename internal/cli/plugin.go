@@ -9,7 +9,7 @@ func newCmdPlugin(f *Factory) *cobra.Command {
 	}
 	cmd.AddCommand(
 		newCmdPluginRegister(f, nil),
-		newCmdPluginStatus(f, nil),
+		withListAliases(newCmdPluginStatus(f, nil)),
 		newCmdPluginDeregister(f, nil),
 		newCmdPluginProbe(f, nil),
 		newCmdPluginServe(f),

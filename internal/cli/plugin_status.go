@@ -37,7 +37,7 @@ plugin is unhealthy, so scripts can use it as a health check (a plugin that is h
 not ready yet exits 0).`,
 		Example: `  volctl plugin status
   volctl plugin status hostpath
-  volctl plugin status hostpath -t '{{.healthy}} {{.probe_latency}}'`,
+  volctl plugin status hostpath -t '{{.healthy}} {{.probe_latency_ms}}'`,
 		Args: maximumArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/buildinfo"
 )
 
 // NewRootCmd builds the volctl command tree.
@@ -22,8 +24,11 @@ against CSI plugins on local unix sockets. State lives in one SQLite file in the
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &flagError{err: fmt.Errorf("%w\nSee '%s --help'.", err, cmd.CommandPath())}
+		return &flagError{err: fmt.Errorf("%w%s\nSee '%s --help'.", err, flagHint(cmd, err), cmd.CommandPath())}
 	})
+	// --version as well as `volctl version`, printing the same line.
+	root.Version = buildinfo.String()
+	root.SetVersionTemplate("{{.Version}}\n")
 
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.stateDirFlag, "state-dir", "", "state directory (default $VOLCTL_STATE_DIR, /var/lib/volctl as root, else $XDG_STATE_HOME/volctl)")
@@ -43,6 +48,9 @@ against CSI plugins on local unix sockets. State lives in one SQLite file in the
 		newCmdAgent(f, nil),
 		newCmdTUI(f, nil),
 		newCmdQuickstart(f, nil),
+		newCmdGenMan(f),
+		newCmdExport(f),
+		newCmdNomad(f),
 	)
 	root.InitDefaultCompletionCmd() // now, not at Execute, so that the walks below see it
 	rejectUnknownSubcommands(root)
@@ -99,3 +107,22 @@ func exactArgs(n int) cobra.PositionalArgs        { return argsChecker(cobra.Exa
 func maximumArgs(n int) cobra.PositionalArgs      { return argsChecker(cobra.MaximumNArgs(n)) }
 func minimumArgs(n int) cobra.PositionalArgs      { return argsChecker(cobra.MinimumNArgs(n)) }
 func rangeArgs(min, max int) cobra.PositionalArgs { return argsChecker(cobra.RangeArgs(min, max)) }
+
+// withListAliases lets a status command that lists when given no argument be called as list
+// or ls too (volume list, plugin ls), as gh, kubectl and docker users type first. Under those
+// names it takes no argument: `volume list db` is more likely a mistake than a request for db.
+func withListAliases(cmd *cobra.Command) *cobra.Command {
+	cmd.Aliases = append(cmd.Aliases, "list", "ls")
+	check := cmd.Args
+	cmd.Args = func(c *cobra.Command, args []string) error {
+		if name := c.CalledAs(); (name == "list" || name == "ls") && len(args) > 0 {
+			return &flagError{err: fmt.Errorf("%s %s lists them all and takes no argument; to show one: %s status %s\nSee '%s --help'.",
+				c.Parent().CommandPath(), name, c.Parent().CommandPath(), args[0], c.CommandPath())}
+		}
+		if check == nil {
+			return nil
+		}
+		return check(c, args)
+	}
+	return cmd
+}

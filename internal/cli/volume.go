@@ -10,7 +10,7 @@ func newCmdVolume(f *Factory) *cobra.Command {
 	cmd.AddCommand(
 		newCmdVolumeRegister(f, nil),
 		newCmdVolumeCreate(f, nil),
-		newCmdVolumeStatus(f, nil),
+		withListAliases(newCmdVolumeStatus(f, nil)),
 		newCmdVolumeClaim(f, nil),
 		newCmdVolumeRelease(f, nil),
 		newCmdVolumeDetach(f, nil),

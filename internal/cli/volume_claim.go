@@ -92,13 +92,13 @@ func (o *VolumeClaimOptions) request() (engine.ClaimRequest, error) {
 	if o.AccessMode != "" {
 		req.AccessMode = spec.AccessMode(o.AccessMode)
 		if !req.AccessMode.Valid() {
-			return req, usageError("volume claim: --access-mode %q is not an access mode; valid modes: %s", o.AccessMode, joinModes(spec.AccessModes))
+			return req, usageError("volume claim: --access-mode %q is not an access mode; valid modes: %s%s", o.AccessMode, joinModes(spec.AccessModes), didYouMean(spec.Suggest(o.AccessMode, spec.AccessModes)))
 		}
 	}
 	if o.AttachmentMode != "" {
 		req.AttachmentMode = spec.AttachmentMode(o.AttachmentMode)
 		if !req.AttachmentMode.Valid() {
-			return req, usageError("volume claim: --attachment-mode %q is not an attachment mode; valid modes: %s", o.AttachmentMode, joinModes(spec.AttachmentModes))
+			return req, usageError("volume claim: --attachment-mode %q is not an attachment mode; valid modes: %s%s", o.AttachmentMode, joinModes(spec.AttachmentModes), didYouMean(spec.Suggest(o.AttachmentMode, spec.AttachmentModes)))
 		}
 	}
 	if o.FSType != "" || len(o.MountFlags) > 0 {

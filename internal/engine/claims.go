@@ -115,6 +115,9 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 		if v.State != store.VolumeReady {
 			return conflictf("volume %q is %s, not ready (run `volctl reconcile`)", v.ID, v.State)
 		}
+		if err := refuseHandedOver(tx, v.ID); err != nil {
+			return err
+		}
 		live, err := tx.Claims().ByVolume(v.ID)
 		if err != nil {
 			return err

@@ -26,7 +26,7 @@ type PluginInfo struct {
 	Capabilities     CapabilityNames   `json:"capabilities"`
 	Healthy          bool              `json:"healthy"`
 	Ready            bool              `json:"ready"`
-	ProbeLatency     Duration          `json:"probe_latency"`
+	ProbeLatency     Duration          `json:"probe_latency_ms"`
 	LastError        string            `json:"last_error,omitempty"`
 	ProbedAt         time.Time         `json:"probed_at,omitzero"`
 	FingerprintedAt  time.Time         `json:"fingerprinted_at,omitzero"`

@@ -695,6 +695,9 @@ func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) er
 		if err := refuseClaimed(tx, v.ID, "deregister"); err != nil {
 			return err
 		}
+		if err := refuseHandedOver(tx, v.ID); err != nil {
+			return err
+		}
 		// With no claims, a staging row is what a forced detach could not undo: forgetting the
 		// volume forgets that record too, as it leaves the storage alone.
 		msg := fmt.Sprintf("volume %q deregistered", v.ID)
@@ -778,6 +781,9 @@ func (e *Engine) DeleteVolume(ctx context.Context, id string) error {
 	}
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		if err := refuseClaimed(tx, id, "delete"); err != nil {
+			return err
+		}
+		if err := refuseHandedOver(tx, id); err != nil {
 			return err
 		}
 		v.State = store.VolumeDeleting

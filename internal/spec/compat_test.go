@@ -8,19 +8,15 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/volctl/volctl/internal/nomadcorpus"
 )
 
-// nomadCorpus is shared/compat/nomad-specs, beside the repository root.
+// nomadCorpus is shared/compat/nomad-specs, beside the repository root; a test that needs it
+// skips without it (fails under CI=true).
 func nomadCorpus(t testing.TB) string {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "compat", "nomad-specs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "SOURCES.txt")); err != nil {
-		t.Fatalf("the Nomad spec corpus must be at %s: %v", dir, err)
-	}
-	return dir
+	return nomadcorpus.Dir(t)
 }
 
 type corpusEntry struct {

@@ -181,6 +181,12 @@ func (d *decoder) unknown(s *schema, name string, rng hcl.Range, block bool) {
 	d.errorf(rng, summary, "%s", detail)
 }
 
+// Suggest is the validator's did-you-mean for callers outside the spec files (flags, kinds):
+// the candidate nearest to given if it is near enough to be a likely typo, else "".
+func Suggest[T ~string](given string, candidates []T) string {
+	return suggest(given, joinable(candidates))
+}
+
 // suggest returns the candidate nearest to given, if it is near enough to be a likely typo.
 func suggest(given string, candidates []string) string {
 	for _, c := range candidates {

@@ -3,6 +3,9 @@ package spec
 import (
 	"embed"
 	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
 )
 
 //go:embed examples/*.hcl
@@ -16,4 +19,35 @@ func Example(kind Kind) ([]byte, error) {
 		return nil, fmt.Errorf("no example for kind %q (want volume, plugin or group)", kind)
 	}
 	return b, nil
+}
+
+// ExampleFor returns the example of a kind as `volctl init` writes it to file: a volume spec is
+// named after the file (web.hcl holds volume "web"), unless the file is the default volume.hcl
+// or "-" or its name is no valid volume ID, and its usage comments name the file.
+func ExampleFor(kind Kind, file string) ([]byte, error) {
+	src, err := Example(kind)
+	if err != nil || kind != KindVolume || file == "-" {
+		return src, err
+	}
+	base := filepath.Base(file)
+	id := strings.TrimSuffix(base, filepath.Ext(base))
+	if base == "volume.hcl" || ValidateID("volume ID", id) != nil {
+		return src, nil
+	}
+	out := string(src)
+	lit := hclString(id)
+	out = strings.Replace(out, "\nid        = \"data\"\n", "\nid        = "+lit+"\n", 1)
+	out = strings.Replace(out, "\nname = \"data\"\n", "\nname = "+lit+"\n", 1)
+	if !strings.ContainsAny(base, " \t\n'\"\\$`") {
+		out = strings.ReplaceAll(out, "#   volctl validate --for create volume.hcl\n", "#   volctl validate --for create "+base+"\n")
+		out = strings.ReplaceAll(out, "#   volctl volume create volume.hcl\n", "#   volctl volume create "+base+"\n")
+	}
+	return []byte(out), nil
+}
+
+// hclString quotes s as an HCL string literal: Go's escapes, and no template sequences.
+func hclString(s string) string {
+	q := strconv.Quote(s)
+	q = strings.ReplaceAll(q, "${", "$${")
+	return strings.ReplaceAll(q, "%{", "%%{")
 }

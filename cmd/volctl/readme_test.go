@@ -1,0 +1,136 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// readmeBlocks returns the README's ```sh blocks, each as its lines.
+func readmeBlocks(t *testing.T) [][]string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks [][]string
+	var cur []string
+	in := false
+	for _, line := range strings.Split(string(raw), "\n") {
+		switch {
+		case !in && line == "```sh":
+			in, cur = true, nil
+		case in && line == "```":
+			in = false
+			blocks = append(blocks, cur)
+		case in:
+			cur = append(cur, line)
+		}
+	}
+	if len(blocks) < 2 {
+		t.Fatalf("README.md has %d sh blocks; want the setup block and the tour", len(blocks))
+	}
+	return blocks
+}
+
+// command is a README line without its trailing "# comment".
+func command(line string) string {
+	if i := strings.Index(line, "  #"); i >= 0 {
+		line = line[:i]
+	}
+	return strings.TrimSpace(line)
+}
+
+// TestReadmeTestCommandIsCI: .ci/run runs exactly the README's test command.
+func TestReadmeTestCommandIsCI(t *testing.T) {
+	setup := readmeBlocks(t)[0]
+	if len(setup) != 2 {
+		t.Fatalf("README setup block: want the build line and the test line, got %q", setup)
+	}
+	ci, err := os.ReadFile(filepath.Join("..", "..", ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ciTest string
+	for _, l := range strings.Split(string(ci), "\n") {
+		if strings.HasPrefix(l, "go test ") {
+			ciTest = strings.TrimSpace(l)
+		}
+	}
+	if got := command(setup[1]); got != ciTest {
+		t.Errorf("README test command %q, .ci/run runs %q", got, ciTest)
+	}
+}
+
+// TestReadmeFirstCommandRunsAsRootAndWithSudo runs the README's first line under sh with a
+// stand-in go (which builds a bin/volctl that records how it ran), once with no sudo on PATH
+// (root in a container or a CI runner) and once with a sudo that records its use.
+func TestReadmeFirstCommandRunsAsRootAndWithSudo(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh to run the README's command with:", err)
+	}
+	line := command(readmeBlocks(t)[0][0])
+	for _, withSudo := range []bool{false, true} {
+		dir := t.TempDir()
+		fakeBin := filepath.Join(dir, "fakebin")
+		if err := os.Mkdir(fakeBin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write := func(name, body string) {
+			if err := os.WriteFile(filepath.Join(fakeBin, name), []byte("#!"+sh+"\n"+body), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tool := range []string{"mkdir", "chmod"} { // all the stand-in go needs
+			path, err := exec.LookPath(tool)
+			if err != nil {
+				t.Skip("no", tool, "for the stand-in go:", err)
+			}
+			if err := os.Symlink(path, filepath.Join(fakeBin, tool)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write("go", `mkdir -p bin && printf '#!`+sh+`\necho "volctl $*" >> ran\n' > bin/volctl && chmod +x bin/volctl`+"\n")
+		if withSudo {
+			write("sudo", `echo sudo >> ran; exec "$@"`+"\n")
+		}
+		cmd := exec.Command(sh, "-c", line)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "PATH="+fakeBin+":/nonexistent")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("sudo on PATH: %v; README's first command %q: %v\n%s", withSudo, line, err, out)
+		}
+		ran, _ := os.ReadFile(filepath.Join(dir, "ran"))
+		want := "volctl quickstart\n"
+		if withSudo {
+			want = "sudo\n" + want
+		}
+		if string(ran) != want {
+			t.Errorf("sudo on PATH: %v; README's first command ran %q, want %q", withSudo, ran, want)
+		}
+	}
+}
+
+// TestReadmeTourPutsVolctlOnPath: the tour calls bare volctl, which go build -o bin/volctl
+// does not put on PATH; a step before the first one must.
+func TestReadmeTourPutsVolctlOnPath(t *testing.T) {
+	bareVolctl := regexp.MustCompile(`^(\S+=\S+\s+)*volctl\s|\$\(volctl\s`)
+	onPath := false
+	for _, l := range readmeBlocks(t)[1] {
+		c := command(l)
+		if strings.HasPrefix(c, "export PATH=") && strings.Contains(c, "$PWD/bin") {
+			onPath = true
+		}
+		if bareVolctl.MatchString(c) {
+			if !onPath {
+				t.Fatalf("the tour runs %q before any step puts bin/volctl on PATH", c)
+			}
+			return
+		}
+	}
+	t.Fatal("the tour runs no volctl command")
+}

@@ -1,0 +1,374 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/nomad"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+func newCmdExport(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "export",
+		Short: "Write what volctl knows in another orchestrator's format",
+	}
+	cmd.AddCommand(newCmdExportNomad(f, nil))
+	return cmd
+}
+
+// ExportNomadOptions are the inputs of `volctl export nomad`.
+type ExportNomadOptions struct {
+	IO     *iostreams.IOStreams
+	Engine func(context.Context) (*engine.Engine, error)
+
+	Volumes        []string
+	Groups         []string
+	All            bool
+	OutDir         string
+	IncludeSecrets bool
+	Job            nomad.JobOptions
+	Plugin         nomad.PluginJobOptions
+	NoPluginJob    bool
+}
+
+func newCmdExportNomad(f *Factory, runF func(*ExportNomadOptions) error) *cobra.Command {
+	opts := &ExportNomadOptions{IO: f.IO, Engine: f.Engine}
+	cmd := &cobra.Command{
+		Use:   "nomad [VOLUME...] [--group NAME]... [--all] [--out DIR]",
+		Short: "Write volumes, groups and volctl's plugin as files Nomad accepts unchanged",
+		Long: `Write files for moving to a Nomad cluster, into --out (default ./nomad):
+
+  volume-ID.hcl          per volume, a register spec (nomad volume register FILE): the recorded
+                         external_id (a volume volctl created is registered, not created again),
+                         capabilities, mount options, parameters, the plugin's context, its
+                         accessible topology as topology_request.required, and its capacity
+  job-GROUP.nomad.hcl    per group, a job whose group keeps its volume blocks and gets one task
+                         per volume_mount; {index} becomes ${NOMAD_ALLOC_INDEX}
+  plugin-ID.nomad.hcl    for volctl's own hostpath plugin, a system job running
+                         volctl plugin serve hostpath as a csi_plugin monolith
+
+A group brings the volumes it uses. Secret values and mount flags are written as placeholders
+unless --include-secrets (the files are then 0600); they are never printed. Every volume file
+is checked with volctl's own parser for register before it is written.
+
+The task driver defaults to exec; raw_exec, java and mock cannot mount CSI volumes and are
+refused. The plugin job runs under raw_exec, so it needs the clients' data_dir to tell the
+plugin Nomad's host paths (--nomad-data-dir).
+
+Register the volumes with volctl nomad register (which also stops volctl from claiming them).`,
+		Example: `  volctl export nomad db
+  volctl export nomad --group web --out ./cluster
+  volctl export nomad --all --driver exec --command /bin/sh --arg -c --arg 'echo hi > /data/x; sleep 3600'`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Volumes = args
+			if runF != nil {
+				return runF(opts)
+			}
+			return exportNomadRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&opts.Groups, "group", nil, "export a group (a job) and the volumes it uses; repeatable")
+	fl.BoolVar(&opts.All, "all", false, "export every volume and group")
+	fl.StringVarP(&opts.OutDir, "out", "o", "nomad", "directory to write the files into")
+	fl.BoolVar(&opts.IncludeSecrets, "include-secrets", false, "write secret values and mount flags into the files (mode 0600)")
+	fl.StringVar(&opts.Job.Driver, "driver", "exec", "task driver of the groups' tasks")
+	fl.StringVar(&opts.Job.Command, "command", "", "config.command of the groups' tasks (default /bin/sleep infinity)")
+	fl.StringArrayVar(&opts.Job.Args, "arg", nil, "config.args of the groups' tasks; repeatable")
+	fl.StringVar(&opts.Job.Image, "image", "", "config.image of the groups' tasks, for container drivers")
+	fl.StringArrayVar(&opts.Job.Datacenters, "datacenter", nil, `datacenters of the jobs; repeatable (default "*")`)
+	fl.StringVar(&opts.Plugin.VolctlPath, "volctl-path", "", "path of the volctl binary on the Nomad clients (default: this binary)")
+	fl.StringVar(&opts.Plugin.Root, "plugin-root", "", "--root of the hostpath plugin (default: from its registered exec args)")
+	fl.StringVar(&opts.Plugin.NodeID, "node-id", "", "--node-id of the hostpath plugin (default: the node its volumes' topology names)")
+	fl.StringVar(&opts.Plugin.NomadDataDir, "nomad-data-dir", "/opt/nomad/data", "data_dir of the Nomad clients, for the plugin's stage_publish_base_dir")
+	fl.BoolVar(&opts.NoPluginJob, "no-plugin-job", false, "do not write the hostpath plugin's system job")
+	return cmd
+}
+
+type exportFile struct {
+	name string
+	what string
+	data []byte
+	mode os.FileMode
+}
+
+func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
+	if len(opts.Volumes) == 0 && len(opts.Groups) == 0 && !opts.All {
+		return usageError("export nomad: name volumes, --group NAME, or --all")
+	}
+	if opts.All && (len(opts.Volumes) > 0 || len(opts.Groups) > 0) {
+		return usageError("export nomad: --all exports everything; do not name volumes or groups with it")
+	}
+	if err := nomad.CheckTaskDriver(opts.Job.Driver); err != nil {
+		return usageError("export nomad: --driver: %v", err)
+	}
+	if opts.OutDir == "" {
+		return usageError("export nomad: --out must name a directory")
+	}
+	opts.Job.IncludeSecrets = opts.IncludeSecrets
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+
+	var groups []spec.Group
+	if opts.All {
+		groups, err = e.GroupSpecs(ctx)
+	} else if len(opts.Groups) > 0 {
+		groups, err = e.GroupSpecs(ctx, opts.Groups...)
+	}
+	if err != nil {
+		return fmt.Errorf("export nomad: %w", err)
+	}
+	volIDs := slices.Clone(opts.Volumes)
+	if opts.All {
+		all, err := e.Volumes(ctx)
+		if err != nil {
+			return fmt.Errorf("export nomad: %w", err)
+		}
+		for _, v := range all {
+			volIDs = append(volIDs, v.ID)
+		}
+	}
+	var notes []string
+	for _, g := range groups {
+		for _, r := range g.Volumes {
+			ids := []string{r.Source}
+			if r.PerAlloc {
+				ids = ids[:0]
+				for i := 0; i < max(g.Count, 1); i++ {
+					ids = append(ids, spec.AllocName(r.Source, i))
+				}
+			}
+			for _, id := range ids {
+				if _, err := e.Volume(ctx, id); errors.Is(err, engine.ErrNotFound) {
+					notes = append(notes, fmt.Sprintf("group %q uses volume %q, which volctl does not know: register it in Nomad yourself", g.Name, id))
+					continue
+				}
+				volIDs = append(volIDs, id)
+			}
+		}
+	}
+	slices.Sort(volIDs)
+	volIDs = slices.Compact(volIDs)
+
+	mode := os.FileMode(0o644)
+	if opts.IncludeSecrets {
+		mode = 0o600
+	}
+	var files []exportFile
+	var infos []engine.VolumeInfo
+	for _, id := range volIDs {
+		info, err := e.Volume(ctx, id)
+		if err != nil {
+			return fmt.Errorf("export nomad: %w", err)
+		}
+		if info.ID != id {
+			// Volume resolves prefixes; an export names volumes exactly.
+			return fmt.Errorf("export nomad: volume %q not found (did you mean %q?)", id, info.ID)
+		}
+		infos = append(infos, info)
+		data, n := nomad.VolumeFile(nomad.RegisterSpec(info), opts.IncludeSecrets)
+		notes = append(notes, n...)
+		name := "volume-" + info.ID + ".hcl"
+		if _, diags := spec.ParseVolume(name, data, spec.VerbRegister); diags.HasErrors() {
+			return fmt.Errorf("export nomad: volume %q: the exported spec does not validate for register (a volctl bug): %s", info.ID, diags.Error())
+		}
+		files = append(files, exportFile{name: name, what: fmt.Sprintf("volume %q", info.ID), data: data, mode: mode})
+	}
+	nsOf := map[string]string{}
+	for _, info := range infos {
+		nsOf[info.ID] = info.Namespace
+	}
+	for _, g := range groups {
+		// A Nomad job claims volumes of its own namespace only.
+		jo := opts.Job
+		spaces := map[string]bool{}
+		for _, r := range g.Volumes {
+			for id, ns := range nsOf {
+				if id == r.Source || r.PerAlloc && strings.HasPrefix(id, r.Source+"[") {
+					spaces[ns] = true
+				}
+			}
+		}
+		if len(spaces) > 1 {
+			return fmt.Errorf("export nomad: group %q uses volumes of %d namespaces; a Nomad job claims volumes of its own namespace only", g.Name, len(spaces))
+		}
+		for ns := range spaces {
+			if ns != spec.DefaultNamespace && ns != "" {
+				jo.Namespace = ns
+			}
+		}
+		data, n, err := nomad.GroupJob(g, jo)
+		if err != nil {
+			return fmt.Errorf("export nomad: group %q: %w", g.Name, err)
+		}
+		notes = append(notes, n...)
+		files = append(files, exportFile{name: "job-" + g.Name + ".nomad.hcl", what: fmt.Sprintf("group %q", g.Name), data: data, mode: mode})
+	}
+	if !opts.NoPluginJob {
+		pf, pn, err := exportPluginJobs(ctx, e, infos, opts.Plugin)
+		if err != nil {
+			return fmt.Errorf("export nomad: %w", err)
+		}
+		files = append(files, pf...)
+		notes = append(notes, pn...)
+	}
+
+	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
+		return fmt.Errorf("export nomad: output directory: %w", err)
+	}
+	for _, f := range files {
+		path := filepath.Join(opts.OutDir, f.name)
+		if err := writeFileAtomic(path, f.data, f.mode); err != nil {
+			return fmt.Errorf("export nomad: %s: %w", f.what, err)
+		}
+		fmt.Fprintf(opts.IO.Out, "Wrote %s to %s\n", f.what, path)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
+	}
+	return nil
+}
+
+// exportPluginJobs writes the system job of each hostpath plugin the volumes use.
+func exportPluginJobs(ctx context.Context, e *engine.Engine, vols []engine.VolumeInfo, base nomad.PluginJobOptions) (files []exportFile, notes []string, err error) {
+	seen := map[string]bool{}
+	for _, v := range vols {
+		if v.Provider != hostpath.PluginName && !seen[v.PluginID] {
+			seen[v.PluginID] = true
+			notes = append(notes, fmt.Sprintf("plugin %q (%s) is not volctl's own: run it in Nomad with its own job, as plugin ID %q", v.PluginID, orUnknown(v.Provider), v.PluginID))
+		}
+	}
+	byPlugin := map[string][]engine.VolumeInfo{}
+	for _, v := range vols {
+		if v.Provider == hostpath.PluginName {
+			byPlugin[v.PluginID] = append(byPlugin[v.PluginID], v)
+		}
+	}
+	if len(byPlugin) == 0 {
+		return nil, notes, nil
+	}
+	specs, err := e.PluginSpecs(ctx)
+	if err != nil {
+		return nil, notes, err
+	}
+	infos, err := e.Plugins(ctx)
+	if err != nil {
+		return nil, notes, err
+	}
+	ids := make([]string, 0, len(byPlugin))
+	for id := range byPlugin {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var out []exportFile
+	for _, id := range ids {
+		o := base
+		o.PluginID = id
+		var args []string
+		for _, s := range specs {
+			if s.ID == id && s.Exec != nil {
+				args = s.Exec.Args
+			}
+		}
+		if o.Root == "" {
+			o.Root = flagValue(args, "--root")
+		}
+		if o.NodeID == "" {
+			nodes := map[string]bool{}
+			for _, v := range byPlugin[id] {
+				for _, t := range v.AccessibleTopology {
+					if n := t.Segments[hostpath.TopologyKey]; n != "" {
+						nodes[n] = true
+					}
+				}
+			}
+			switch len(nodes) {
+			case 0:
+				for _, p := range infos {
+					if p.ID == id {
+						o.NodeID = p.NodeID
+					}
+				}
+			case 1:
+				for n := range nodes {
+					o.NodeID = n
+				}
+			default:
+				return nil, notes, fmt.Errorf("plugin %q: its volumes name %d nodes in their topology; export them per node with --node-id", id, len(nodes))
+			}
+		}
+		if slices.Contains(args, "--enable-attach") {
+			o.ExtraArgs = append(o.ExtraArgs, "--enable-attach")
+		}
+		if n := flagValue(args, "--max-volumes"); n != "" {
+			o.ExtraArgs = append(o.ExtraArgs, "--max-volumes", n)
+		}
+		if o.VolctlPath == "" {
+			if exe, err := os.Executable(); err == nil {
+				o.VolctlPath = exe
+			}
+		}
+		data, err := nomad.PluginJob(o)
+		if err != nil {
+			return nil, notes, fmt.Errorf("%w (or pass --no-plugin-job)", err)
+		}
+		out = append(out, exportFile{name: "plugin-" + id + ".nomad.hcl", what: fmt.Sprintf("plugin %q", id), data: data, mode: 0o644})
+	}
+	return out, notes, nil
+}
+
+// flagValue finds --name VALUE or --name=VALUE in args.
+func flagValue(args []string, name string) string {
+	for i, a := range args {
+		if a == name && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same directory, with
+// mode set before any byte is written.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".volctl-export-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "driver unknown: never fingerprinted"
+	}
+	return s
+}

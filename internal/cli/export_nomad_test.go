@@ -1,0 +1,313 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/nomad"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+func runExportNomad(t *testing.T, h *cliHarness, mutate func(*ExportNomadOptions)) (stdout, stderr string, err error) {
+	t.Helper()
+	ios, _, out, errOut := iostreams.Test()
+	opts := &ExportNomadOptions{IO: ios, Engine: h.engine, OutDir: filepath.Join(t.TempDir(), "out"),
+		Job: nomad.JobOptions{Driver: "exec"}, Plugin: nomad.PluginJobOptions{NomadDataDir: "/opt/nomad/data"}}
+	mutate(opts)
+	err = exportNomadRun(context.Background(), opts)
+	return out.String(), errOut.String(), err
+}
+
+func exportVolume(t *testing.T, h *cliHarness) engine.VolumeInfo {
+	t.Helper()
+	v, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
+		CapacityMin: 1 << 30,
+		Capabilities: []spec.Capability{
+			{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem},
+			{AccessMode: spec.SingleNodeReaderOnly, AttachmentMode: spec.FileSystem}},
+		MountOptions: &spec.MountOptions{FSType: "ext4", MountFlags: spec.MountFlags{"noatime", "password=hunter2"}},
+		Secrets:      spec.Secrets{"token": "s3cr3t-value"},
+		Parameters:   map[string]string{"tier": "gold"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// Every exported volume file is a register spec volctl's own parser accepts for register and
+// reads back as the volume: external ID, capabilities, mount options, parameters, the
+// plugin's context, capacity. Secrets and mount flags are placeholders, and never printed.
+func TestExportNomadVolumeRoundTrips(t *testing.T) {
+	h := newCLIHarness(t)
+	info := exportVolume(t, h)
+	var dir string
+	stdout, stderr, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes = []string{"db"}; dir = o.OutDir })
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "volume-db.hcl")
+	if !strings.Contains(stdout, path) {
+		t.Errorf("stdout %q does not name %s", stdout, path)
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{stdout, stderr, string(src)} {
+		if strings.Contains(out, "s3cr3t-value") || strings.Contains(out, "hunter2") {
+			t.Fatalf("a secret leaked without --include-secrets:\n%s", out)
+		}
+	}
+	if !strings.Contains(stderr, `plugin "mem" (mem.csi.volctl.test) is not volctl's own: run it in Nomad with its own job`) {
+		t.Errorf("stderr does not say the mem plugin needs its own Nomad job:\n%s", stderr)
+	}
+	if !strings.Contains(stderr, "1 secret(s) written as [REDACTED]") || !strings.Contains(stderr, "2 mount flag(s)") {
+		t.Errorf("stderr does not say which values are placeholders:\n%s", stderr)
+	}
+	got, diags := spec.ParseVolume(path, src, spec.VerbRegister)
+	if diags.HasErrors() {
+		t.Fatalf("exported file does not validate for register: %s\n%s", diags.Error(), src)
+	}
+	want := nomad.RegisterSpec(info)
+	want.Secrets = spec.Secrets{"token": spec.Redacted}
+	want.MountOptions = &spec.MountOptions{FSType: "ext4", MountFlags: spec.MountFlags{spec.Redacted, spec.Redacted}}
+	if info.ExternalID == "" || len(info.Context) == 0 {
+		t.Fatalf("the test volume has no external ID or context: %+v", info)
+	}
+	if !reflect.DeepEqual(*got, want) {
+		t.Errorf("round trip:\n got %#v\nwant %#v\n%s", got.Secrets.Plain(), want.Secrets.Plain(), src)
+		t.Errorf("got  %+v\nwant %+v", *got, want)
+	}
+
+	// With --include-secrets the values are in the file (0600), still not on stdout or stderr.
+	stdout, stderr, err = runExportNomad(t, h, func(o *ExportNomadOptions) {
+		o.Volumes = []string{"db"}
+		o.IncludeSecrets = true
+		dir = o.OutDir
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(dir, "volume-db.hcl")
+	src, _ = os.ReadFile(path)
+	got, diags = spec.ParseVolume(path, src, spec.VerbRegister)
+	if diags.HasErrors() || got.Secrets.Plain()["token"] != "s3cr3t-value" || got.MountOptions.MountFlags.Plain()[1] != "password=hunter2" {
+		t.Fatalf("--include-secrets: %v\n%s", diags, src)
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("--include-secrets file mode: %v %v, want 0600", st.Mode(), err)
+	}
+	if strings.Contains(stdout+stderr, "s3cr3t-value") || strings.Contains(stdout+stderr, "hunter2") {
+		t.Fatalf("a secret reached stdout or stderr:\n%s%s", stdout, stderr)
+	}
+}
+
+// A group becomes a job whose group keeps its volume blocks unchanged and has one task per
+// volume_mount, with {index} as ${NOMAD_ALLOC_INDEX}; the volumes it uses are exported too.
+func TestExportNomadGroupJob(t *testing.T) {
+	h := newCLIHarness(t)
+	for _, id := range []string{"data[0]", "data[1]"} {
+		h.createVolume(t, id, spec.SingleNodeWriter)
+	}
+	h.createVolume(t, "logs", spec.MultiNodeMultiWriter)
+	g := spec.Group{Name: "web", Count: 2,
+		Volumes: []spec.VolumeRequest{
+			{Name: "data", Type: "csi", Source: "data", PerAlloc: true, AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem,
+				MountOptions: &spec.MountOptions{FSType: "ext4"}},
+			{Name: "logs", Type: "csi", Source: "logs", ReadOnly: true, AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem},
+		},
+		Mounts: []spec.VolumeMount{
+			{Volume: "data", Destination: "/srv/data/{index}", PropagationMode: spec.PropagationPrivate},
+			{Volume: "logs", Destination: "/srv/logs/{alloc}", ReadOnly: true, PropagationMode: spec.PropagationHostToTask},
+		}}
+	if _, err := h.e.RunGroup(h.ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	_, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) {
+		o.Groups = []string{"web"}
+		o.Job.Command, o.Job.Args = "/bin/sh", []string{"-c", "sleep 3600"}
+		dir = o.OutDir
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"volume-data[0].hcl", "volume-data[1].hcl", "volume-logs.hcl"} {
+		src, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatalf("the group's volume file: %v", err)
+		}
+		if _, diags := spec.ParseVolume(f, src, spec.VerbRegister); diags.HasErrors() {
+			t.Errorf("%s: %s", f, diags.Error())
+		}
+	}
+	src, err := os.ReadFile(filepath.Join(dir, "job-web.nomad.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, diags := hclsyntax.ParseConfig(src, "job-web.nomad.hcl", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatalf("job is not HCL: %s", diags.Error())
+	}
+	body := file.Body.(*hclsyntax.Body)
+	job := body.Blocks[0]
+	if job.Type != "job" || job.Labels[0] != "web" {
+		t.Fatalf("first block %s %v, want job \"web\"", job.Type, job.Labels)
+	}
+	group := job.Body.Blocks[0]
+	// The group's volume blocks, with count, make a volctl group spec that reads back as the
+	// group's requests (the mounts moved into tasks).
+	out := hclwrite.NewEmptyFile()
+	gb := out.Body().AppendNewBlock("group", []string{"web"}).Body()
+	gb.SetAttributeRaw("count", hclwrite.TokensForIdentifier("2"))
+	var tasks []*hclsyntax.Block
+	for _, b := range group.Body.Blocks {
+		switch b.Type {
+		case "volume":
+			vf, _ := hclwrite.ParseConfig(src[b.Range().Start.Byte:b.Range().End.Byte], "v", hcl.InitialPos)
+			gb.AppendBlock(vf.Body().Blocks()[0])
+		case "task":
+			tasks = append(tasks, b)
+		}
+	}
+	rg, diags := spec.ParseGroup("group.hcl", out.Bytes())
+	if diags.HasErrors() {
+		t.Fatalf("volume blocks do not read back as a group: %s\n%s", diags.Error(), out.Bytes())
+	}
+	if !reflect.DeepEqual(rg.Volumes, g.Volumes) {
+		t.Errorf("volume blocks changed:\n got %+v\nwant %+v", rg.Volumes, g.Volumes)
+	}
+	if len(tasks) != 2 {
+		t.Fatalf("%d tasks, want one per volume_mount (2)", len(tasks))
+	}
+	for i, want := range []spec.VolumeMount{
+		{Volume: "data", Destination: "/srv/data/${NOMAD_ALLOC_INDEX}", PropagationMode: "private"},
+		{Volume: "logs", Destination: "/srv/logs/web[${NOMAD_ALLOC_INDEX}]", ReadOnly: true, PropagationMode: "host-to-task"},
+	} {
+		attrs, _ := tasks[i].Body.JustAttributes()
+		if d, _ := attrs["driver"].Expr.Value(nil); d.AsString() != "exec" {
+			t.Errorf("task %d driver %v", i, d)
+		}
+		var vm *hclsyntax.Block
+		for _, b := range tasks[i].Body.Blocks {
+			if b.Type == "volume_mount" {
+				vm = b
+			}
+		}
+		if vm == nil {
+			t.Fatalf("task %d has no volume_mount", i)
+		}
+		a, _ := vm.Body.JustAttributes()
+		str := func(n string) string { v, _ := a[n].Expr.Value(nil); return v.AsString() }
+		ro, _ := a["read_only"].Expr.Value(nil)
+		got := spec.VolumeMount{Volume: str("volume"), Destination: str("destination"), ReadOnly: ro.True(), PropagationMode: str("propagation_mode")}
+		if got != want {
+			t.Errorf("task %d volume_mount %+v, want %+v", i, got, want)
+		}
+	}
+}
+
+// Drivers that cannot mount CSI volumes into a task are refused before anything is written.
+func TestExportNomadRefusesDriversWithoutMounts(t *testing.T) {
+	h := newCLIHarness(t)
+	h.createVolume(t, "db", spec.SingleNodeWriter)
+	for _, d := range []string{"raw_exec", "java", "mock"} {
+		var dir string
+		_, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes = []string{"db"}; o.Job.Driver = d; dir = o.OutDir })
+		if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), d) {
+			t.Errorf("--driver %s: %v (exit %d), want a usage error naming it", d, err, ExitCode(err))
+		}
+		if _, serr := os.Stat(dir); !os.IsNotExist(serr) {
+			t.Errorf("--driver %s wrote %s", d, dir)
+		}
+	}
+}
+
+// Volumes of volctl's own plugin bring its system job: volctl plugin serve hostpath as a
+// csi_plugin monolith, without --socket, with the --node-id the volumes' topology names and, for
+// raw_exec, stage_publish_base_dir under the clients' data dir.
+func TestExportNomadPluginJob(t *testing.T) {
+	h := newCLIHarness(t)
+	srv := hostpathtest.Start(t, hostpath.Config{NodeID: "edge-7", Mounter: &hostpathtest.FakeMounter{}})
+	root := t.TempDir()
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: strings.TrimPrefix(srv.Endpoint, "unix://"),
+		Exec: &spec.Exec{Command: "volctl", Args: []string{"plugin", "serve", "hostpath", "--root", root, "--node-id", "edge-7", "--enable-attach"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "hv", Name: "hv", Type: "csi", PluginID: "hp",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	if _, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) {
+		o.Volumes = []string{"hv"}
+		o.Plugin.VolctlPath = "/usr/local/bin/volctl"
+		o.Plugin.NomadDataDir = "/var/nomad"
+		dir = o.OutDir
+	}); err != nil {
+		t.Fatal(err)
+	}
+	vsrc, _ := os.ReadFile(filepath.Join(dir, "volume-hv.hcl"))
+	v, diags := spec.ParseVolume("v", vsrc, spec.VerbRegister)
+	if diags.HasErrors() || v.TopologyRequest == nil || v.TopologyRequest.Required[0].Segments[hostpath.TopologyKey] != "edge-7" {
+		t.Fatalf("volume's topology_request.required should name node edge-7: %v\n%s", diags, vsrc)
+	}
+	src, err := os.ReadFile(filepath.Join(dir, "plugin-hp.nomad.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(src)
+	for _, want := range []string{
+		`job "plugin-hp"`, `type        = "system"`, `driver = "raw_exec"`, `command = "/usr/local/bin/volctl"`,
+		`args    = ["plugin", "serve", "hostpath", "--root", "` + root + `", "--node-id", "edge-7", "--enable-attach"]`,
+		`id                     = "hp"`, `type                   = "monolith"`,
+		`stage_publish_base_dir = "/var/nomad/client/csi/monolith/hp"`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("plugin job lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "--socket") {
+		t.Errorf("plugin job passes --socket; Nomad sets CSI_ENDPOINT:\n%s", s)
+	}
+	if _, diags := hclsyntax.ParseConfig(src, "p", hcl.InitialPos); diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+}
+
+// A Nomad job claims volumes of its own namespace only: a group whose volumes live in one
+// namespace gets a job in it.
+func TestExportNomadGroupJobNamespace(t *testing.T) {
+	h := newCLIHarness(t)
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "pv", Name: "pv", Namespace: "prod", Type: "csi", PluginID: "mem",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	g := spec.Group{Name: "app", Count: 1, Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: "pv",
+		AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
+	if _, err := h.e.RunGroup(h.ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	if _, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Groups = []string{"app"}; dir = o.OutDir }); err != nil {
+		t.Fatal(err)
+	}
+	job, _ := os.ReadFile(filepath.Join(dir, "job-app.nomad.hcl"))
+	vol, _ := os.ReadFile(filepath.Join(dir, "volume-pv.hcl"))
+	if !strings.Contains(string(job), `namespace   = "prod"`) || !strings.Contains(string(vol), `namespace    = "prod"`) {
+		t.Errorf("job and volume should both be in namespace prod:\n%s\n%s", job, vol)
+	}
+}

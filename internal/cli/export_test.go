@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// exportCmd is a command with the export flags that prints v through them.
+func exportCmd(v any, out *bytes.Buffer) *cobra.Command {
+	var e exportFlags
+	cmd := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error {
+		if !e.Enabled() {
+			return nil
+		}
+		return e.Write(out, v)
+	}}
+	addExportFlags(cmd, &e)
+	return cmd
+}
+
+var exportSample = []map[string]any{
+	{"id": "db", "capacity_bytes": 1 << 30, "claims": []any{map[string]any{"alloc": "web-0"}}},
+	{"id": "logs", "capacity_bytes": 5, "claims": []any{}},
+}
+
+// --jq filters the JSON form as gh's does: strings bare, other values compact JSON, one a line.
+func TestExportJQ(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--jq", ".[].id"}, "db\nlogs\n"},
+		{[]string{"-q", `.[] | select(.capacity_bytes > 100) | {id, n: (.claims | length)}`}, `{"id":"db","n":1}` + "\n"},
+		{[]string{"--jq", `map(.capacity_bytes) | add`}, "1073741829\n"},
+		{[]string{"--jq", `.[0].claims`}, `[{"alloc":"web-0"}]` + "\n"},
+		{[]string{"--jq", `empty`}, ""},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var out bytes.Buffer
+			if err := runCmd(t, exportCmd(exportSample, &out), tt.args...); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tt.want {
+				t.Errorf("output %q, want %q", out.String(), tt.want)
+			}
+		})
+	}
+}
+
+// Mistakes in --jq and -t are usage errors (exit 2), and print nothing.
+func TestExportUsageErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--jq", ".["}, `invalid argument ".[" for "-q, --jq" flag`},
+		{[]string{"--jq", ".[].id", "-t", "{{.}}"}, "--jq and -t/--template do not go together"},
+		{[]string{"-t", "{{.}}", "--jq", "."}, "--jq and -t/--template do not go together"},
+		{[]string{"--jq", `.[] | error("boom")`}, `--jq .[] | error("boom"): error: boom`},
+		// A field the object lacks fails, rather than printing <no value> and exiting 0.
+		{[]string{"-t", `{{range .}}{{.id}} {{.nope}}{{end}}`}, `map has no entry for key "nope"`},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var out bytes.Buffer
+			err := runCmd(t, exportCmd(exportSample, &out), tt.args...)
+			if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v (exit %d), want %q (exit %d)", err, ExitCode(err), tt.want, ExitUsage)
+			}
+			if out.Len() > 0 {
+				t.Errorf("printed %q before failing", out.String())
+			}
+		})
+	}
+	// with index reads a field that may be absent without failing.
+	var out bytes.Buffer
+	err := runCmd(t, exportCmd(exportSample, &out), "-t", `{{range .}}{{with index . "nope"}}{{.}}{{end}}{{.id}},{{end}}`)
+	if err != nil || out.String() != "db,logs," {
+		t.Fatalf("with index of an absent field: %q, %v", out.String(), err)
+	}
+}

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/agext/levenshtein"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// Flag errors get a "Did you mean this?" as unknown commands do, with the habits of other tools
+// in mind: Nomad's and Go's single-dash long flags (-json, -verbose), kubectl's -o json and
+// --output, and plain typos (--jsn).
+var (
+	unknownShorthand = regexp.MustCompile(`^unknown shorthand flag: '.' in -(\S+)`)
+	unknownLong      = regexp.MustCompile(`^unknown flag: --(\S+)`)
+)
+
+// flagSuggestions returns the flags cmd has that the failed flag in err may have meant, as
+// they are typed ("--json").
+func flagSuggestions(cmd *cobra.Command, err error) []string {
+	msg := err.Error()
+	var typed string
+	if m := unknownShorthand.FindStringSubmatch(msg); m != nil {
+		typed = m[1]
+	} else if m := unknownLong.FindStringSubmatch(msg); m != nil {
+		typed = m[1]
+	} else {
+		return nil
+	}
+	typed, _, _ = strings.Cut(typed, "=")
+	has := func(name string) bool { return cmd.Flags().Lookup(name) != nil }
+	switch {
+	case typed == "" || typed == "-":
+		return nil
+	case has(typed): // -json for --json, -state-dir for --state-dir
+		return []string{"--" + typed}
+	case typed == "o" || typed == "output" || typed == "format":
+		// kubectl's -o json, -o yaml, --output, --format: volctl has --json and -t.
+		var out []string
+		if has("json") {
+			out = append(out, "--json")
+		}
+		if has("template") {
+			out = append(out, "-t TEMPLATE")
+		}
+		return out
+	}
+	type cand struct {
+		name string
+		dist int
+	}
+	var cands []cand
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		d := levenshtein.Distance(typed, f.Name, nil)
+		if d <= 2 || (len(typed) >= 3 && strings.HasPrefix(f.Name, typed)) {
+			cands = append(cands, cand{f.Name, d})
+		}
+	})
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].dist != cands[j].dist {
+			return cands[i].dist < cands[j].dist
+		}
+		return cands[i].name < cands[j].name
+	})
+	var out []string
+	for _, c := range cands { // the nearest ones only: --jsn is --json, not also --jq
+		if c.dist == cands[0].dist || strings.HasPrefix(c.name, typed) {
+			out = append(out, "--"+c.name)
+		}
+	}
+	return out
+}
+
+// flagHint is what follows a flag error: the suggestions for it, in the form cobra gives for
+// commands, or nothing.
+func flagHint(cmd *cobra.Command, err error) string {
+	if s := flagSuggestions(cmd, err); len(s) > 0 {
+		return "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+	}
+	return ""
+}
+
+// didYouMean is the suggestion the spec validator made for a value (spec.Suggest), in the form
+// flags and commands get: "\n\nDid you mean this?\n\tx", or nothing.
+func didYouMean(suggestion string) string {
+	if suggestion == "" {
+		return ""
+	}
+	return "\n\nDid you mean this?\n\t" + suggestion
+}

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/buildinfo"
+	"github.com/volctl/volctl/internal/iostreams"
+)
+
+// execRoot runs the whole command tree as main does (root.go's flag error function included)
+// and returns stdout and the error.
+func execRoot(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ios, _, out, _ := iostreams.Test()
+	root := NewRootCmd(NewFactory(ios))
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+// Habits from gh, kubectl and Nomad get a usage error that says what volctl spells instead.
+func TestFlagHabitsGetSuggestions(t *testing.T) {
+	for _, tt := range []struct {
+		args    []string
+		suggest []string
+	}{
+		{[]string{"volume", "status", "-json"}, []string{"--json"}},                     // Nomad, Go
+		{[]string{"plugin", "status", "-o", "json"}, []string{"--json", "-t TEMPLATE"}}, // kubectl
+		{[]string{"volume", "status", "--output=json"}, []string{"--json", "-t TEMPLATE"}},
+		{[]string{"volume", "status", "--jsn"}, []string{"--json"}},
+		{[]string{"status", "-state-dir", "/x"}, []string{"--state-dir"}},
+		{[]string{"status", "-verbose"}, []string{"--verbose"}},
+		{[]string{"volume", "claim", "db", "--alloc", "a", "--acces-mode", "x"}, []string{"--access-mode"}},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			_, err := execRoot(t, tt.args...)
+			want := "\n\nDid you mean this?\n\t" + strings.Join(tt.suggest, "\n\t") + "\nSee '"
+			if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), want) {
+				t.Fatalf("err = %v (exit %d), want exit %d and %q", err, ExitCode(err), ExitUsage, want)
+			}
+		})
+	}
+	// A flag like nothing volctl has gets no suggestion, only the error.
+	_, err := execRoot(t, "volume", "status", "--frobnicate")
+	if err == nil || ExitCode(err) != ExitUsage || strings.Contains(err.Error(), "Did you mean") {
+		t.Fatalf("err = %v (exit %d), want exit 2 without a suggestion", err, ExitCode(err))
+	}
+}
+
+// volume, plugin and group list (and ls) are their status commands' listings.
+func TestListAliases(t *testing.T) {
+	ios, _, _, _ := iostreams.Test()
+	root := NewRootCmd(NewFactory(ios))
+	for _, noun := range []string{"volume", "plugin", "group"} {
+		for _, alias := range []string{"list", "ls"} {
+			c, _, err := root.Find([]string{noun, alias})
+			if err != nil || c.Name() != "status" || c.Parent().Name() != noun {
+				t.Errorf("volctl %s %s = %v (%v), want volctl %s status", noun, alias, c.CommandPath(), err, noun)
+			}
+		}
+	}
+	_, err := execRoot(t, "volume", "list", "db")
+	if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "to show one: volctl volume status db") {
+		t.Fatalf("volume list db: err = %v (exit %d)", err, ExitCode(err))
+	}
+}
+
+// --version prints what `volctl version` prints.
+func TestVersionFlag(t *testing.T) {
+	out, err := execRoot(t, "--version")
+	if err != nil || out != buildinfo.String()+"\n" {
+		t.Fatalf("volctl --version = %q, %v; want %q", out, err, buildinfo.String()+"\n")
+	}
+}

@@ -1,0 +1,434 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/nomad"
+)
+
+func newCmdNomad(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "nomad",
+		Short: "Hand volumes over to a Nomad cluster, and take them back",
+		Long: `Move volumes to a Nomad cluster. The cluster is configured as for the nomad CLI: NOMAD_ADDR,
+NOMAD_TOKEN, NOMAD_NAMESPACE, NOMAD_REGION, NOMAD_CACERT, NOMAD_CLIENT_CERT, NOMAD_CLIENT_KEY,
+NOMAD_SKIP_VERIFY.
+
+One orchestrator at a time: a volume registered in Nomad is marked as handed over, and volctl
+refuses to claim it until volctl nomad release takes it back.`,
+	}
+	cmd.AddCommand(newCmdNomadRegister(f, nil), newCmdNomadRelease(f, nil), newCmdNomadStatus(f, nil))
+	return cmd
+}
+
+func nomadClient() (*nomad.Client, error) { return nomad.NewClient("") }
+
+// NomadRegisterOptions are the inputs of `volctl nomad register`.
+type NomadRegisterOptions struct {
+	IO     *iostreams.IOStreams
+	Engine func(context.Context) (*engine.Engine, error)
+	Nomad  func() (*nomad.Client, error)
+
+	Volumes []string
+	All     bool
+	DryRun  bool
+	Force   bool
+}
+
+func newCmdNomadRegister(f *Factory, runF func(*NomadRegisterOptions) error) *cobra.Command {
+	opts := &NomadRegisterOptions{IO: f.IO, Engine: f.Engine, Nomad: nomadClient}
+	cmd := &cobra.Command{
+		Use:   "register VOLUME... | --all",
+		Short: "Register volumes in a Nomad cluster and hand them over",
+		Long: `Register volumes in the Nomad cluster (as nomad volume register would, with the spec volctl
+export nomad writes), after checking that their plugin runs in Nomad, is healthy, and is the
+same driver as here. Registering a volume Nomad has already is an update.
+
+A volume with live local claims is not handed over (exit 4, naming them) unless --force.
+Before registering, the volume is marked as handed over, so volctl refuses to claim it from
+then on; if Nomad refuses the registration, the mark is taken back.
+
+--dry-run shows what would be registered or changed, and changes nothing.`,
+		Example: `  NOMAD_ADDR=http://127.0.0.1:4646 volctl nomad register db
+  volctl nomad register --all --dry-run`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Volumes = args
+			if runF != nil {
+				return runF(opts)
+			}
+			return nomadRegisterRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.All, "all", false, "register every volume")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would change; change nothing")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "hand volumes over despite live local claims")
+	return cmd
+}
+
+func selectVolumes(ctx context.Context, e *engine.Engine, cmd string, ids []string, all bool) ([]string, error) {
+	switch {
+	case all && len(ids) > 0:
+		return nil, usageError("%s: --all takes every volume; do not name volumes with it", cmd)
+	case !all && len(ids) == 0:
+		return nil, usageError("%s: name volumes, or --all", cmd)
+	case !all:
+		return ids, nil
+	}
+	vols, err := e.Volumes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range vols {
+		ids = append(ids, v.ID)
+	}
+	return ids, nil
+}
+
+func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	ids, err := selectVolumes(ctx, e, "nomad register", opts.Volumes, opts.All)
+	if err != nil {
+		return err
+	}
+	c, err := opts.Nomad()
+	if err != nil {
+		return fmt.Errorf("nomad register: %w", err)
+	}
+	var errs []error
+	for _, id := range ids {
+		if err := nomadRegisterOne(ctx, opts, e, c, id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("nomad register: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine.Engine, c *nomad.Client, id string) error {
+	info, err := e.Volume(ctx, id)
+	if err != nil {
+		return err
+	}
+	if info.ID != id {
+		return fmt.Errorf("volume %q not found (did you mean %q?)", id, info.ID)
+	}
+	// The plugin must run in Nomad, be healthy, and be the same driver.
+	p, err := c.Plugin(info.PluginID)
+	if errors.Is(err, nomad.ErrNotFound) {
+		return fmt.Errorf("volume %q: plugin %q does not run in Nomad at %s: run its job first (volctl export nomad writes the hostpath plugin's)", id, info.PluginID, c.Address)
+	}
+	if err != nil {
+		return fmt.Errorf("volume %q: %w", id, err)
+	}
+	if info.Provider != "" && p.Provider != "" && p.Provider != info.Provider {
+		return fmt.Errorf("volume %q: plugin %q in Nomad at %s is driver %q, but here it is %q: the volume's storage belongs to %s",
+			id, info.PluginID, c.Address, p.Provider, info.Provider, info.Provider)
+	}
+	if !p.Healthy() {
+		return fmt.Errorf("volume %q: plugin %q in Nomad at %s is not healthy (%s): wait for its allocations, or check them with nomad plugin status %s",
+			id, info.PluginID, c.Address, p.Describe(), info.PluginID)
+	}
+	want := nomad.RegisterSpec(info)
+	have, herr := c.Volume(id, info.Namespace)
+	exists := herr == nil
+	if herr != nil && !errors.Is(herr, nomad.ErrNotFound) {
+		return fmt.Errorf("volume %q: %w", id, herr)
+	}
+	if opts.DryRun {
+		switch ch := nomad.Changes(have, want); {
+		case !exists:
+			fmt.Fprintf(opts.IO.Out, "Would register volume %q in Nomad at %s (plugin %q, external ID %q)\n", id, c.Address, info.PluginID, info.ExternalID)
+		case len(ch) == 0:
+			fmt.Fprintf(opts.IO.Out, "Volume %q is registered in Nomad at %s: nothing would change (secrets are not compared)\n", id, c.Address)
+		default:
+			fmt.Fprintf(opts.IO.Out, "Would update volume %q in Nomad at %s: %s\n", id, c.Address, strings.Join(ch, ", "))
+		}
+		if len(info.Claims) > 0 && !opts.Force {
+			fmt.Fprintf(opts.IO.Out, "  but it has %d live local claim(s): it would be refused without --force\n", len(info.Claims))
+		}
+		return nil
+	}
+	prior, err := e.Handovers(ctx, id)
+	if err != nil {
+		return err
+	}
+	// Mark first: from here on volctl refuses to claim the volume.
+	if _, err := e.HandOver(ctx, id, engine.HandoverTarget{Address: c.Address, Region: c.Region, Namespace: c.APIVolume(want).Namespace}, opts.Force); err != nil {
+		return err
+	}
+	warnings, err := c.Register(want)
+	if err != nil {
+		if len(prior) == 0 {
+			if _, terr := e.TakeBack(context.WithoutCancel(ctx), id, "Nomad refused the registration"); terr != nil {
+				return fmt.Errorf("%w; taking the handover mark back also failed: %v (run volctl nomad release %s)", err, terr, id)
+			}
+		}
+		return err
+	}
+	verb := "Registered"
+	if exists {
+		verb = "Updated"
+	}
+	fmt.Fprintf(opts.IO.Out, "%s volume %q in Nomad at %s; volctl no longer claims it\n", verb, id, c.Address)
+	if warnings != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "Warning: Nomad: %s\n", warnings)
+	}
+	return nil
+}
+
+// NomadReleaseOptions are the inputs of `volctl nomad release`.
+type NomadReleaseOptions struct {
+	IO     *iostreams.IOStreams
+	Engine func(context.Context) (*engine.Engine, error)
+	Nomad  func() (*nomad.Client, error)
+
+	Volumes []string
+	All     bool
+	Force   bool
+}
+
+func newCmdNomadRelease(f *Factory, runF func(*NomadReleaseOptions) error) *cobra.Command {
+	opts := &NomadReleaseOptions{IO: f.IO, Engine: f.Engine, Nomad: nomadClient}
+	cmd := &cobra.Command{
+		Use:   "release VOLUME... | --all",
+		Short: "Take volumes back from Nomad after nomad volume deregister",
+		Long: `Take volumes handed over to Nomad back, so volctl may claim them again. Deregister them in
+Nomad first (nomad volume deregister ID): a volume Nomad still has is not taken back (exit 4).
+--force takes it back without asking Nomad (when the cluster is gone); two orchestrators must
+never claim one volume at once, so be sure Nomad no longer uses it.`,
+		Example: `  nomad volume deregister db && volctl nomad release db`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Volumes = args
+			if runF != nil {
+				return runF(opts)
+			}
+			return nomadReleaseRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.All, "all", false, "take back every handed-over volume")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "take volumes back without checking that Nomad no longer has them")
+	return cmd
+}
+
+func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	ids := opts.Volumes
+	switch {
+	case opts.All && len(ids) > 0:
+		return usageError("nomad release: --all takes back every handed-over volume; do not name volumes with it")
+	case !opts.All && len(ids) == 0:
+		return usageError("nomad release: name volumes, or --all")
+	case opts.All:
+		hs, err := e.Handovers(ctx, "")
+		if err != nil {
+			return err
+		}
+		for _, h := range hs {
+			ids = append(ids, h.VolumeID)
+		}
+	}
+	var c *nomad.Client
+	if !opts.Force {
+		if c, err = opts.Nomad(); err != nil {
+			return fmt.Errorf("nomad release: %w", err)
+		}
+	}
+	var errs []error
+	for _, id := range ids {
+		hs, err := e.Handovers(ctx, id)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if len(hs) == 0 {
+			fmt.Fprintf(opts.IO.ErrOut, "Volume %q is not handed over to Nomad: nothing to take back\n", id)
+			continue
+		}
+		h := hs[0]
+		why := "forced, without asking Nomad"
+		if !opts.Force {
+			have, err := c.Volume(id, h.Namespace)
+			switch {
+			case err == nil:
+				errs = append(errs, fmt.Errorf("volume %q is still registered in Nomad at %s (%d claim(s)): run `nomad volume deregister %s` first; volctl takes it back only once Nomad has let go of it",
+					id, c.Address, have.Claims(), id))
+				errs[len(errs)-1] = &exitError{code: ExitConflict, err: errs[len(errs)-1]}
+				continue
+			case !errors.Is(err, nomad.ErrNotFound):
+				errs = append(errs, fmt.Errorf("%w (if the cluster is gone and nothing uses the volume, --force takes it back)", err))
+				continue
+			}
+			why = fmt.Sprintf("deregistered from Nomad at %s", c.Address)
+		}
+		if _, err := e.TakeBack(ctx, id, why); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(opts.IO.Out, "Took volume %q back from Nomad at %s; volctl may claim it again\n", id, h.Address)
+	}
+	if len(errs) == 1 {
+		return fmt.Errorf("nomad release: %w", errs[0])
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("nomad release: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// NomadStatusOptions are the inputs of `volctl nomad status`.
+type NomadStatusOptions struct {
+	IO     *iostreams.IOStreams
+	Engine func(context.Context) (*engine.Engine, error)
+	Nomad  func() (*nomad.Client, error)
+
+	Volumes  []string
+	Exporter exportFlags
+}
+
+// NomadVolumeStatus is one local volume beside its Nomad counterpart (docs/json.md).
+type NomadVolumeStatus struct {
+	ID           string               `json:"id"`
+	PluginID     string               `json:"plugin_id"`
+	LocalClaims  int                  `json:"local_claims"`
+	HandedOver   bool                 `json:"handed_over"`
+	Handover     *engine.HandoverInfo `json:"handover,omitempty"`
+	Registered   bool                 `json:"registered"`
+	Nomad        *nomad.VolumeState   `json:"nomad,omitempty"`
+	NomadAddress string               `json:"nomad_address"`
+	Error        string               `json:"error,omitempty"`
+}
+
+func newCmdNomadStatus(f *Factory, runF func(*NomadStatusOptions) error) *cobra.Command {
+	opts := &NomadStatusOptions{IO: f.IO, Engine: f.Engine, Nomad: nomadClient}
+	cmd := &cobra.Command{
+		Use:   "status [VOLUME...]",
+		Short: "Show local volumes beside their Nomad counterparts",
+		Long: `Show each local volume (or those named) beside Nomad's copy: handed over or not, registered
+in Nomad or not, schedulable, the plugin's health there, and the allocs that claim it for
+reading and for writing.`,
+		Example: `  volctl nomad status
+  volctl nomad status db --json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Volumes = args
+			if runF != nil {
+				return runF(opts)
+			}
+			return nomadStatusRun(cmd.Context(), opts)
+		},
+	}
+	addExportFlags(cmd, &opts.Exporter)
+	return cmd
+}
+
+func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	c, err := opts.Nomad()
+	if err != nil {
+		return fmt.Errorf("nomad status: %w", err)
+	}
+	ids := opts.Volumes
+	if len(ids) == 0 {
+		vols, err := e.Volumes(ctx)
+		if err != nil {
+			return err
+		}
+		for _, v := range vols {
+			ids = append(ids, v.ID)
+		}
+	}
+	out := make([]NomadVolumeStatus, 0, len(ids))
+	var failed error
+	for _, id := range ids {
+		info, err := e.Volume(ctx, id)
+		if err != nil {
+			return fmt.Errorf("nomad status: %w", err)
+		}
+		st := NomadVolumeStatus{ID: info.ID, PluginID: info.PluginID, LocalClaims: len(info.Claims), NomadAddress: c.Address}
+		if hs, err := e.Handovers(ctx, info.ID); err != nil {
+			return fmt.Errorf("nomad status: %w", err)
+		} else if len(hs) > 0 {
+			st.HandedOver, st.Handover = true, &hs[0]
+		}
+		have, err := c.Volume(info.ID, info.Namespace)
+		switch {
+		case err == nil:
+			st.Registered, st.Nomad = true, &have
+		case errors.Is(err, nomad.ErrNotFound):
+		default:
+			st.Error = err.Error()
+			failed = err
+		}
+		out = append(out, st)
+	}
+	if opts.Exporter.Enabled() {
+		if err := opts.Exporter.Write(opts.IO.Out, out); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "VOLUME\tLOCAL CLAIMS\tHANDED OVER\tIN NOMAD\tSCHEDULABLE\tPLUGIN\tREAD ALLOCS\tWRITE ALLOCS")
+		for _, s := range out {
+			reg, sched, plugin, reads, writes := "no", "-", "-", "-", "-"
+			if s.Error != "" {
+				reg = "error"
+			}
+			if n := s.Nomad; n != nil {
+				reg, sched, plugin = "yes", yesNo(n.Schedulable), n.Plugin.Describe()
+				reads, writes = allocNames(n, "read"), allocNames(n, "write")
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.LocalClaims, yesNo(s.HandedOver), reg, sched, plugin, reads, writes)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if failed != nil {
+		return fmt.Errorf("nomad status: %w", failed)
+	}
+	return nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// allocNames lists the allocs claiming a volume in one mode by name and short ID, as
+// nomad alloc status shows them: web.web[0] (1b80f67e).
+func allocNames(v *nomad.VolumeState, mode string) string {
+	var parts []string
+	for _, a := range v.Allocs {
+		if a.Mode == mode {
+			parts = append(parts, fmt.Sprintf("%s (%.8s)", a.Name, a.ID))
+		}
+	}
+	return orDash(strings.Join(parts, ", "))
+}

@@ -1,0 +1,189 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// One orchestrator at a time. A volume registered in a Nomad cluster (`volctl nomad register`)
+// is marked as handed over; while the mark stands, admission refuses local claims of it, and
+// `volctl nomad release` takes it back once Nomad has let go of it.
+
+// HandoverInfo says that a volume was handed over to a Nomad cluster, and where.
+type HandoverInfo struct {
+	VolumeID  string    `json:"volume_id"`
+	Address   string    `json:"address"`
+	Region    string    `json:"region,omitempty"`
+	Namespace string    `json:"namespace,omitempty"`
+	Forced    bool      `json:"forced"`
+	HandedAt  time.Time `json:"handed_at"`
+}
+
+// HandoverTarget is the Nomad cluster a volume is handed over to.
+type HandoverTarget struct {
+	Address   string
+	Region    string
+	Namespace string
+}
+
+func handoverInfo(h store.Handover) HandoverInfo {
+	return HandoverInfo{VolumeID: h.VolumeID, Address: h.Address, Region: h.Region, Namespace: h.Namespace,
+		Forced: h.Forced, HandedAt: h.HandedAt}
+}
+
+// HandOver marks a volume as handed over to the Nomad cluster at to, under the volume's lock and
+// in one transaction with the check of its live claims: a volume that has live local claims is
+// refused (ErrConflict naming them) unless force. From the commit on, local claims of it are
+// refused. Marking an already handed-over volume again updates the mark (a re-registration).
+// The caller marks first and registers in Nomad after, and calls TakeBack if that fails, so
+// there is no moment in which both volctl and Nomad could claim the volume.
+func (e *Engine) HandOver(ctx context.Context, volumeID string, to HandoverTarget, force bool) (HandoverInfo, error) {
+	fail := func(err error) (HandoverInfo, error) {
+		return HandoverInfo{}, fmt.Errorf("hand volume %q over to Nomad at %s: %w", volumeID, to.Address, err)
+	}
+	unlock, err := e.locks.volume(ctx, volumeID)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+	var h store.Handover
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		v, err := tx.Volumes().Get(volumeID)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFoundf("volume %q not found", volumeID)
+		}
+		if err != nil {
+			return err
+		}
+		if v.State != store.VolumeReady {
+			return conflictf("volume %q is %s, not ready (run `volctl reconcile`)", v.ID, v.State)
+		}
+		live, err := tx.Claims().ByVolume(v.ID)
+		if err != nil {
+			return err
+		}
+		if len(live) > 0 && !force {
+			return conflictf("volume %q has %d live local claim(s): %s; release them first (volctl volume release / group stop), or pass --force to hand it over anyway",
+				v.ID, len(live), describeClaims(live))
+		}
+		if prev, err := tx.Handovers().Get(v.ID); err == nil && prev.Address != to.Address {
+			return conflictf("volume %q is already handed over to Nomad at %s: take it back from there first (nomad volume deregister %s there, then volctl nomad release %s)",
+				v.ID, prev.Address, v.ID, v.ID)
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		h = store.Handover{VolumeID: v.ID, Address: to.Address, Region: to.Region, Namespace: to.Namespace, Forced: len(live) > 0}
+		if err := tx.Handovers().Put(&h); err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("volume %q handed over to Nomad at %s", v.ID, to.Address)
+		if len(live) > 0 {
+			msg += fmt.Sprintf(" despite %d live local claim(s) (forced): %s", len(live), describeClaims(live))
+		}
+		return tx.Events().Append(&store.Event{Kind: "nomad-handover", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return handoverInfo(h), nil
+}
+
+// TakeBack removes a volume's handover mark, so volctl may claim it again. It reports whether
+// there was a mark. The caller checks first that Nomad no longer has the volume.
+func (e *Engine) TakeBack(ctx context.Context, volumeID, why string) (bool, error) {
+	unlock, err := e.locks.volume(ctx, volumeID)
+	if err != nil {
+		return false, fmt.Errorf("take volume %q back from Nomad: %w", volumeID, err)
+	}
+	defer unlock()
+	had := true
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		h, err := tx.Handovers().Get(volumeID)
+		if errors.Is(err, store.ErrNotFound) {
+			had = false
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := tx.Handovers().Delete(volumeID); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "nomad-release", VolumeID: volumeID,
+			Message: fmt.Sprintf("volume %q taken back from Nomad at %s: %s", volumeID, h.Address, why)})
+	})
+	if err != nil {
+		return false, fmt.Errorf("take volume %q back from Nomad: %w", volumeID, err)
+	}
+	return had, nil
+}
+
+// Handovers returns the handover marks, of one volume when volumeID is set (none when it has
+// none).
+func (e *Engine) Handovers(ctx context.Context, volumeID string) ([]HandoverInfo, error) {
+	var out []HandoverInfo
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		if volumeID != "" {
+			h, err := tx.Handovers().Get(volumeID)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil
+			}
+			if err == nil {
+				out = append(out, handoverInfo(h))
+			}
+			return err
+		}
+		all, err := tx.Handovers().List()
+		for _, h := range all {
+			out = append(out, handoverInfo(h))
+		}
+		return err
+	})
+	return out, err
+}
+
+// refuseHandedOver is admission's check, in its transaction: a volume handed over to Nomad is
+// claimed by Nomad only.
+func refuseHandedOver(tx *store.Tx, volumeID string) error {
+	h, err := tx.Handovers().Get(volumeID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return conflictf("volume %q is handed over to Nomad at %s (since %s): Nomad claims it, not volctl; after `nomad volume deregister %s`, take it back with `volctl nomad release %s`",
+		volumeID, h.Address, h.HandedAt.UTC().Format(time.RFC3339), volumeID, volumeID)
+}
+
+// GroupSpecs returns the recorded specs of the named groups, or of every group when names is
+// empty, raw mount flags included (for export).
+func (e *Engine) GroupSpecs(ctx context.Context, names ...string) ([]spec.Group, error) {
+	var out []spec.Group
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		if len(names) == 0 {
+			all, err := tx.Groups().List()
+			for _, g := range all {
+				out = append(out, g.Spec)
+			}
+			return err
+		}
+		for _, n := range names {
+			g, err := tx.Groups().Get(n)
+			if errors.Is(err, store.ErrNotFound) {
+				return notFoundf("group %q not found (volctl group status lists the groups)", n)
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, g.Spec)
+		}
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// A volume handed over to Nomad is claimed by Nomad only: a local claim is refused, naming the
+// Nomad address, until the volume is taken back.
+func TestHandedOverVolumeRefusesLocalClaims(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	to := HandoverTarget{Address: "http://127.0.0.1:4646", Namespace: "default"}
+	if _, err := h.e.HandOver(h.ctx, "db", to, false); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "handed over to Nomad at http://127.0.0.1:4646") ||
+		!strings.Contains(err.Error(), "volctl nomad release db") {
+		t.Fatalf("claim of a handed-over volume: %v, want a conflict naming the Nomad address and how to take it back", err)
+	}
+	if got := h.liveClaims("db"); len(got) != 0 {
+		t.Fatalf("refused claim left %d live claim(s)", len(got))
+	}
+	if n := h.faults.Calls("NodePublishVolume"); n != 0 {
+		t.Fatalf("refused claim sent NodePublishVolume %d time(s)", n)
+	}
+	if had, err := h.e.TakeBack(h.ctx, "db", "deregistered from Nomad"); err != nil || !had {
+		t.Fatalf("take back: had=%v err=%v", had, err)
+	}
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	if had, err := h.e.TakeBack(h.ctx, "db", "again"); err != nil || had {
+		t.Fatalf("second take back: had=%v err=%v, want no mark and no error", had, err)
+	}
+}
+
+// A volume with live local claims is not handed over unless forced; the refusal names the claims.
+func TestHandOverRefusesLiveClaimsUnlessForced(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.MultiNodeMultiWriter)))
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
+	_, err := h.e.HandOver(h.ctx, "db", to, false)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `alloc "web-0"`) {
+		t.Fatalf("hand over with a live claim: %v, want a conflict naming alloc web-0", err)
+	}
+	if hs, _ := h.e.Handovers(h.ctx, "db"); len(hs) != 0 {
+		t.Fatalf("refused handover left a mark: %+v", hs)
+	}
+	info, err := h.e.HandOver(h.ctx, "db", to, true)
+	if err != nil || !info.Forced {
+		t.Fatalf("forced hand over: %+v, %v", info, err)
+	}
+	// The existing claim may still be released; a new one is refused.
+	h.release("db", "web-0")
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-1"}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("claim after forced handover: %v, want a conflict", err)
+	}
+}
+
+// Claims racing a handover: whichever commits first wins, and the two never both hold the
+// volume — every claim that succeeded was admitted before the mark, and the handover then saw it.
+func TestHandOverAndClaimNeverBothWin(t *testing.T) {
+	for i := 0; i < 10; i++ {
+		h := newHarness(t, nil)
+		h.create(volume("db", capab(spec.SingleNodeWriter)))
+		var wg sync.WaitGroup
+		var claimErr, handErr error
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, claimErr = h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+		}()
+		go func() {
+			defer wg.Done()
+			_, handErr = h.e.HandOver(h.ctx, "db", HandoverTarget{Address: "http://127.0.0.1:4646"}, false)
+		}()
+		wg.Wait()
+		if (claimErr == nil) == (handErr == nil) {
+			t.Fatalf("round %d: claim err=%v, handover err=%v: exactly one must win", i, claimErr, handErr)
+		}
+	}
+}
+
+// A handed-over volume is Nomad's: volctl neither forgets it nor deletes its storage until it
+// is taken back, and says so.
+func TestHandedOverVolumeIsNotDeregisteredOrDeleted(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	if _, err := h.e.HandOver(h.ctx, "db", HandoverTarget{Address: "http://127.0.0.1:4646"}, false); err != nil {
+		t.Fatal(err)
+	}
+	for name, op := range map[string]func() error{
+		"deregister":         func() error { return h.e.DeregisterVolume(h.ctx, "db", false) },
+		"deregister --force": func() error { return h.e.DeregisterVolume(h.ctx, "db", true) },
+		"delete":             func() error { return h.e.DeleteVolume(h.ctx, "db") },
+	} {
+		err := op()
+		if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "handed over to Nomad at http://127.0.0.1:4646") {
+			t.Errorf("%s of a handed-over volume: %v, want a conflict naming the Nomad address", name, err)
+		}
+	}
+	if n := h.faults.Calls("DeleteVolume"); n != 0 {
+		t.Errorf("DeleteVolume sent %d time(s) for a volume Nomad has", n)
+	}
+	if _, err := h.e.Volume(h.ctx, "db"); err != nil {
+		t.Fatalf("the volume is gone: %v", err)
+	}
+}
+
+// A volume handed over to one Nomad cluster is not handed to another: that would make two
+// orchestrators. Handing it to the same one again is a re-registration.
+func TestHandOverToASecondClusterRefused(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	a := HandoverTarget{Address: "http://nomad-a:4646"}
+	if _, err := h.e.HandOver(h.ctx, "db", a, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.HandOver(h.ctx, "db", a, false); err != nil {
+		t.Fatalf("handing over to the same cluster again: %v", err)
+	}
+	for _, force := range []bool{false, true} {
+		_, err := h.e.HandOver(h.ctx, "db", HandoverTarget{Address: "http://nomad-b:4646"}, force)
+		if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "already handed over to Nomad at http://nomad-a:4646") {
+			t.Fatalf("handing over to a second cluster (force=%v): %v, want a conflict naming the first", force, err)
+		}
+	}
+	if hs, _ := h.e.Handovers(h.ctx, "db"); len(hs) != 1 || hs[0].Address != a.Address {
+		t.Fatalf("mark after the refusal: %+v", hs)
+	}
+}

@@ -1,0 +1,315 @@
+package nomad
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// Client talks to a Nomad cluster's HTTP API, configured like the nomad CLI: NOMAD_ADDR,
+// NOMAD_TOKEN, NOMAD_NAMESPACE, NOMAD_REGION, NOMAD_CACERT, NOMAD_CLIENT_CERT,
+// NOMAD_CLIENT_KEY, NOMAD_SKIP_VERIFY (and the rest api.DefaultConfig reads).
+type Client struct {
+	api *api.Client
+	// Address, Region and Namespace are what the client was configured with, for messages and
+	// the handover mark.
+	Address   string
+	Region    string
+	Namespace string
+}
+
+// NewClient builds a client from the environment, as the nomad CLI does. address, when set,
+// overrides NOMAD_ADDR.
+func NewClient(address string) (*Client, error) {
+	cfg := api.DefaultConfig()
+	if address != "" {
+		cfg.Address = address
+	}
+	c, err := api.NewClient(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("Nomad at %s: %w (check NOMAD_ADDR and the NOMAD_CACERT/NOMAD_CLIENT_CERT/NOMAD_CLIENT_KEY files)", cfg.Address, err)
+	}
+	return &Client{api: c, Address: cfg.Address, Region: cfg.Region, Namespace: cfg.Namespace}, nil
+}
+
+// ErrNotFound matches a plugin or volume Nomad does not have.
+var ErrNotFound = errors.New("not found in Nomad")
+
+// IsNotFound reports whether err is Nomad's 404.
+func isNotFound(err error) bool {
+	var ure api.UnexpectedResponseError
+	if errors.As(err, &ure) && ure.HasStatusCode() {
+		return ure.StatusCode() == http.StatusNotFound
+	}
+	return false
+}
+
+// what Nomad said, without the api module's "Unexpected response code" preamble.
+func said(err error) string {
+	var ure api.UnexpectedResponseError
+	if errors.As(err, &ure) && ure.HasStatusCode() {
+		body := strings.TrimSpace(ure.Body())
+		if body == "" {
+			body = ure.StatusText()
+		}
+		return fmt.Sprintf("%d: %s", ure.StatusCode(), body)
+	}
+	return err.Error() + " (is Nomad running there? NOMAD_ADDR says where it is)"
+}
+
+// Namespace is the Nomad namespace a volume goes to: its own, unless that is the default and
+// NOMAD_NAMESPACE names another.
+func (c *Client) namespaceFor(v spec.Volume) string {
+	if (v.Namespace == "" || v.Namespace == spec.DefaultNamespace) && c.Namespace != "" {
+		return c.Namespace
+	}
+	if v.Namespace == "" {
+		return spec.DefaultNamespace
+	}
+	return v.Namespace
+}
+
+// PluginHealth is a CSI plugin as Nomad sees it.
+type PluginHealth struct {
+	ID                  string `json:"id"`
+	Provider            string `json:"provider"`
+	Version             string `json:"version"`
+	ControllerRequired  bool   `json:"controller_required"`
+	ControllersHealthy  int    `json:"controllers_healthy"`
+	ControllersExpected int    `json:"controllers_expected"`
+	NodesHealthy        int    `json:"nodes_healthy"`
+	NodesExpected       int    `json:"nodes_expected"`
+}
+
+// Healthy reports whether the plugin can serve volumes: a healthy node, and a healthy
+// controller when it needs one.
+func (p PluginHealth) Healthy() bool {
+	return p.NodesHealthy > 0 && (!p.ControllerRequired || p.ControllersHealthy > 0)
+}
+
+// Describe says how healthy the plugin is, for people.
+func (p PluginHealth) Describe() string {
+	s := fmt.Sprintf("nodes %d/%d healthy", p.NodesHealthy, p.NodesExpected)
+	if p.ControllerRequired {
+		s += fmt.Sprintf(", controllers %d/%d healthy", p.ControllersHealthy, p.ControllersExpected)
+	}
+	return s
+}
+
+// Plugin returns a CSI plugin's health in Nomad; an error matching ErrNotFound when Nomad has
+// no such plugin.
+func (c *Client) Plugin(id string) (PluginHealth, error) {
+	p, _, err := c.api.CSIPlugins().Info(id, &api.QueryOptions{Region: c.Region})
+	if err != nil {
+		if isNotFound(err) {
+			return PluginHealth{}, fmt.Errorf("plugin %q: %w at %s", id, ErrNotFound, c.Address)
+		}
+		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s", id, c.Address, said(err))
+	}
+	return PluginHealth{ID: p.ID, Provider: p.Provider, Version: p.Version, ControllerRequired: p.ControllerRequired,
+		ControllersHealthy: p.ControllersHealthy, ControllersExpected: p.ControllersExpected,
+		NodesHealthy: p.NodesHealthy, NodesExpected: p.NodesExpected}, nil
+}
+
+// VolumeState is a CSI volume as Nomad has it.
+type VolumeState struct {
+	ID          string       `json:"id"`
+	Namespace   string       `json:"namespace"`
+	ExternalID  string       `json:"external_id"`
+	PluginID    string       `json:"plugin_id"`
+	Provider    string       `json:"provider"`
+	Schedulable bool         `json:"schedulable"`
+	Plugin      PluginHealth `json:"plugin"`
+	ReadAllocs  []string     `json:"read_allocs"`
+	WriteAllocs []string     `json:"write_allocs"`
+	// Allocs names the claiming allocs, with their job and mode.
+	Allocs []AllocClaim `json:"allocs"`
+	// Capabilities, mount options (flag count only), parameters, context and topology, to say
+	// what a re-registration would change.
+	Capabilities []spec.Capability `json:"capabilities"`
+	FSType       string            `json:"fs_type,omitempty"`
+	MountFlags   int               `json:"mount_flags,omitempty"`
+	Parameters   map[string]string `json:"parameters,omitempty"`
+	Context      map[string]string `json:"context,omitempty"`
+	Topologies   []spec.Topology   `json:"topologies,omitempty"`
+	CapacityMin  int64             `json:"capacity_min,omitempty"`
+	CapacityMax  int64             `json:"capacity_max,omitempty"`
+}
+
+// AllocClaim is one Nomad alloc's claim on a volume.
+type AllocClaim struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	JobID  string `json:"job_id"`
+	Mode   string `json:"mode"` // read | write
+	Status string `json:"client_status"`
+}
+
+// Claims is how many allocs claim the volume in Nomad.
+func (v VolumeState) Claims() int { return len(v.ReadAllocs) + len(v.WriteAllocs) }
+
+// Volume returns a CSI volume from Nomad; an error matching ErrNotFound when Nomad has none by
+// that ID in the namespace.
+func (c *Client) Volume(id, namespace string) (VolumeState, error) {
+	ns := c.namespaceFor(spec.Volume{Namespace: namespace})
+	v, _, err := c.api.CSIVolumes().Info(id, &api.QueryOptions{Namespace: ns, Region: c.Region})
+	if err != nil {
+		if isNotFound(err) {
+			return VolumeState{}, fmt.Errorf("volume %q (namespace %s): %w at %s", id, ns, ErrNotFound, c.Address)
+		}
+		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s", id, c.Address, said(err))
+	}
+	out := VolumeState{ID: v.ID, Namespace: v.Namespace, ExternalID: v.ExternalID, PluginID: v.PluginID, Provider: v.Provider,
+		Schedulable: v.Schedulable,
+		Plugin: PluginHealth{ID: v.PluginID, Provider: v.Provider, ControllerRequired: v.ControllerRequired,
+			ControllersHealthy: v.ControllersHealthy, ControllersExpected: v.ControllersExpected,
+			NodesHealthy: v.NodesHealthy, NodesExpected: v.NodesExpected},
+		ReadAllocs: sortedKeys(v.ReadAllocs), WriteAllocs: sortedKeys(v.WriteAllocs),
+		Parameters: v.Parameters, Context: v.Context,
+		CapacityMin: v.RequestedCapacityMin, CapacityMax: v.RequestedCapacityMax,
+	}
+	out.Allocs = []AllocClaim{}
+	for _, a := range v.Allocations {
+		if a == nil {
+			continue
+		}
+		mode := ""
+		if _, ok := v.WriteAllocs[a.ID]; ok {
+			mode = "write"
+		} else if _, ok := v.ReadAllocs[a.ID]; ok {
+			mode = "read"
+		}
+		out.Allocs = append(out.Allocs, AllocClaim{ID: a.ID, Name: a.Name, JobID: a.JobID, Mode: mode, Status: a.ClientStatus})
+	}
+	for _, c := range v.RequestedCapabilities {
+		if c != nil {
+			out.Capabilities = append(out.Capabilities, spec.Capability{AccessMode: spec.AccessMode(c.AccessMode), AttachmentMode: spec.AttachmentMode(c.AttachmentMode)})
+		}
+	}
+	if v.MountOptions != nil {
+		out.FSType, out.MountFlags = v.MountOptions.FSType, len(v.MountOptions.MountFlags)
+	}
+	for _, t := range v.Topologies {
+		if t != nil {
+			out.Topologies = append(out.Topologies, spec.Topology{Segments: t.Segments})
+		}
+	}
+	return out, nil
+}
+
+func sortedKeys(m map[string]*api.Allocation) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// APIVolume is a register spec as Nomad's API takes it, secrets and mount flags raw.
+func (c *Client) APIVolume(v spec.Volume) *api.CSIVolume {
+	out := &api.CSIVolume{
+		ID: v.ID, Name: v.Name, ExternalID: v.ExternalID, Namespace: c.namespaceFor(v), PluginID: v.PluginID,
+		Parameters: maps.Clone(v.Parameters), Context: maps.Clone(v.Context),
+		RequestedCapacityMin: v.CapacityMin, RequestedCapacityMax: v.CapacityMax,
+	}
+	if len(v.Secrets) > 0 {
+		out.Secrets = api.CSISecrets(maps.Clone(v.Secrets.Plain()))
+	}
+	for _, cp := range v.Capabilities {
+		out.RequestedCapabilities = append(out.RequestedCapabilities, &api.CSIVolumeCapability{
+			AccessMode: api.CSIVolumeAccessMode(cp.AccessMode), AttachmentMode: api.CSIVolumeAttachmentMode(cp.AttachmentMode)})
+	}
+	// Always a mount_options, empty when there are none: Nomad stores an empty one at
+	// registration and refuses, while the volume is in use, an update whose options differ
+	// from it — and nil differs from empty.
+	out.MountOptions = &api.CSIMountOptions{}
+	if mo := v.MountOptions; mo != nil {
+		out.MountOptions = &api.CSIMountOptions{FSType: mo.FSType, MountFlags: slices.Clone(mo.MountFlags.Plain())}
+	}
+	if tr := v.TopologyRequest; tr != nil && (len(tr.Required) > 0 || len(tr.Preferred) > 0) {
+		out.RequestedTopologies = &api.CSITopologyRequest{}
+		for _, t := range tr.Required {
+			out.RequestedTopologies.Required = append(out.RequestedTopologies.Required, &api.CSITopology{Segments: maps.Clone(t.Segments)})
+		}
+		for _, t := range tr.Preferred {
+			out.RequestedTopologies.Preferred = append(out.RequestedTopologies.Preferred, &api.CSITopology{Segments: maps.Clone(t.Segments)})
+		}
+	}
+	return out
+}
+
+// Register registers (or, when Nomad has it already, updates) a volume. The error names the
+// volume, the address and what Nomad said.
+func (c *Client) Register(v spec.Volume) (warnings string, err error) {
+	vol := c.APIVolume(v)
+	resp, _, err := c.api.CSIVolumes().RegisterOpts(&api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{vol}},
+		&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region})
+	if err != nil {
+		return "", fmt.Errorf("volume %q: Nomad at %s refused the registration: %s", v.ID, c.Address, scrub(said(err), v))
+	}
+	if resp != nil {
+		warnings = resp.Warnings
+	}
+	return warnings, nil
+}
+
+// Changes lists what registering v would change in Nomad's copy: field names, sorted. Secrets
+// are not compared (Nomad does not return them).
+func Changes(have VolumeState, want spec.Volume) []string {
+	var out []string
+	if have.ExternalID != want.ExternalID {
+		out = append(out, "external_id")
+	}
+	if have.PluginID != want.PluginID {
+		out = append(out, "plugin_id")
+	}
+	if !slices.Equal(have.Capabilities, want.Capabilities) {
+		out = append(out, "capabilities")
+	}
+	fs, n := "", 0
+	if want.MountOptions != nil {
+		fs, n = want.MountOptions.FSType, len(want.MountOptions.MountFlags)
+	}
+	if have.FSType != fs || have.MountFlags != n {
+		out = append(out, "mount_options")
+	}
+	if !maps.Equal(have.Parameters, want.Parameters) && (len(have.Parameters) > 0 || len(want.Parameters) > 0) {
+		out = append(out, "parameters")
+	}
+	if !maps.Equal(have.Context, want.Context) && (len(have.Context) > 0 || len(want.Context) > 0) {
+		out = append(out, "context")
+	}
+	if have.CapacityMin != want.CapacityMin || have.CapacityMax != want.CapacityMax {
+		out = append(out, "capacity")
+	}
+	return out
+}
+
+// scrub replaces the volume's secret values and mount flags in what Nomad said: an error that
+// echoes the request must not print them.
+func scrub(msg string, v spec.Volume) string {
+	var vals []string
+	for _, s := range v.Secrets.Plain() {
+		vals = append(vals, s)
+	}
+	if v.MountOptions != nil {
+		vals = append(vals, v.MountOptions.MountFlags.Plain()...)
+	}
+	// Longest first, so a value that contains another is replaced whole.
+	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
+	for _, s := range vals {
+		if s != "" {
+			msg = strings.ReplaceAll(msg, s, spec.Redacted)
+		}
+	}
+	return msg
+}

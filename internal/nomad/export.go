@@ -1,0 +1,350 @@
+// Package nomad is volctl's bridge to a Nomad cluster: it writes what volctl knows as files Nomad
+// accepts unchanged (volume register specs, jobs, the plugin's system job), and talks to Nomad's
+// HTTP API through github.com/hashicorp/nomad/api for `volctl nomad register` and `status`.
+// Only the nomad and export commands import it.
+package nomad
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// SecretPlaceholder stands in for a secret value (and a mount flag) in an exported file written
+// without --include-secrets.
+const SecretPlaceholder = spec.Redacted
+
+// VolumeFile renders a volume as a Nomad register spec (`nomad volume register FILE`), which
+// volctl's own parser reads back with the same values. v is the volume as volctl has it; the
+// caller puts the plugin's accessible topology in TopologyRequest.Required and the capacity in
+// CapacityMin. Without includeSecrets, secret values and mount flags are placeholders, and the
+// returned notes say which.
+func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string) {
+	f := hclwrite.NewEmptyFile()
+	b := f.Body()
+	var notes []string
+	b.AppendUnstructuredTokens(comment(fmt.Sprintf("Volume %q, exported by volctl. Register it with: nomad volume register FILE", v.ID)))
+	set := func(name string, val string) {
+		if val != "" {
+			b.SetAttributeValue(name, cty.StringVal(val))
+		}
+	}
+	set("id", v.ID)
+	set("namespace", v.Namespace)
+	set("name", v.Name)
+	b.SetAttributeValue("type", cty.StringVal("csi"))
+	set("plugin_id", v.PluginID)
+	set("external_id", v.ExternalID)
+	if v.CapacityMin > 0 {
+		set("capacity_min", spec.FormatSize(v.CapacityMin))
+	}
+	if v.CapacityMax > 0 && v.CapacityMax >= v.CapacityMin {
+		set("capacity_max", spec.FormatSize(v.CapacityMax))
+	}
+	for _, c := range v.Capabilities {
+		b.AppendNewline()
+		cb := b.AppendNewBlock("capability", nil).Body()
+		cb.SetAttributeValue("access_mode", cty.StringVal(string(c.AccessMode)))
+		cb.SetAttributeValue("attachment_mode", cty.StringVal(string(c.AttachmentMode)))
+	}
+	if mo := v.MountOptions; mo != nil && (mo.FSType != "" || len(mo.MountFlags) > 0) {
+		b.AppendNewline()
+		if n := writeMountOptions(b, mo, includeSecrets); n > 0 {
+			notes = append(notes, fmt.Sprintf("volume %q: %d mount flag(s) written as %s (they may carry credentials; use --include-secrets to write them)", v.ID, n, SecretPlaceholder))
+		}
+	}
+	if tr := v.TopologyRequest; tr != nil && (len(tr.Required) > 0 || len(tr.Preferred) > 0) {
+		b.AppendNewline()
+		tb := b.AppendNewBlock("topology_request", nil).Body()
+		for _, part := range []struct {
+			name  string
+			topos []spec.Topology
+		}{{"required", tr.Required}, {"preferred", tr.Preferred}} {
+			if len(part.topos) == 0 {
+				continue
+			}
+			pb := tb.AppendNewBlock(part.name, nil).Body()
+			for _, t := range part.topos {
+				pb.AppendNewBlock("topology", nil).Body().SetAttributeValue("segments", stringMap(t.Segments))
+			}
+		}
+	}
+	if len(v.Secrets) > 0 {
+		b.AppendNewline()
+		secrets := v.Secrets.Plain()
+		if !includeSecrets {
+			b.AppendUnstructuredTokens(comment(fmt.Sprintf("Secret values are placeholders (%s): replace them, or export with --include-secrets.", SecretPlaceholder)))
+			secrets = map[string]string{}
+			for k := range v.Secrets {
+				secrets[k] = SecretPlaceholder
+			}
+			notes = append(notes, fmt.Sprintf("volume %q: %d secret(s) written as %s (use --include-secrets to write them)", v.ID, len(v.Secrets), SecretPlaceholder))
+		}
+		b.SetAttributeValue("secrets", stringMap(secrets))
+	}
+	if len(v.Parameters) > 0 {
+		b.SetAttributeValue("parameters", stringMap(v.Parameters))
+	}
+	if len(v.Context) > 0 {
+		b.AppendUnstructuredTokens(comment("The plugin's volume context, which NodeStageVolume and NodePublishVolume need."))
+		b.SetAttributeValue("context", stringMap(v.Context))
+	}
+	return f.Bytes(), notes
+}
+
+// writeMountOptions appends a mount_options block and returns how many mount flags it replaced
+// with placeholders.
+func writeMountOptions(b *hclwrite.Body, mo *spec.MountOptions, includeSecrets bool) int {
+	mb := b.AppendNewBlock("mount_options", nil).Body()
+	if mo.FSType != "" {
+		mb.SetAttributeValue("fs_type", cty.StringVal(mo.FSType))
+	}
+	if len(mo.MountFlags) == 0 {
+		return 0
+	}
+	flags := mo.MountFlags.Plain()
+	replaced := 0
+	if !includeSecrets {
+		flags = make([]string, len(flags))
+		for i := range flags {
+			flags[i] = SecretPlaceholder
+		}
+		replaced = len(flags)
+	}
+	vals := make([]cty.Value, len(flags))
+	for i, s := range flags {
+		vals[i] = cty.StringVal(s)
+	}
+	mb.SetAttributeValue("mount_flags", cty.ListVal(vals))
+	return replaced
+}
+
+// JobOptions say how a group's tasks run in Nomad.
+type JobOptions struct {
+	Driver      string   // task driver; "exec" when empty
+	Command     string   // config.command; "/bin/sleep" when empty
+	Args        []string // config.args; ["infinity"] when Command is empty too
+	Image       string   // config.image, for container drivers
+	Datacenters []string // ["*"] when empty
+	Namespace   string
+	Region      string
+	// IncludeSecrets writes the volume blocks' mount flags; otherwise they are placeholders.
+	IncludeSecrets bool
+}
+
+// driversWithoutMounts are task drivers that refuse volume_mount of a CSI volume: they have no
+// filesystem isolation to mount into (raw_exec, java) or are for tests (mock).
+var driversWithoutMounts = []string{"raw_exec", "java", "mock", "mock_driver"}
+
+// CheckTaskDriver refuses a driver that cannot mount CSI volumes into a task.
+func CheckTaskDriver(driver string) error {
+	if slices.Contains(driversWithoutMounts, driver) {
+		return fmt.Errorf("task driver %q cannot mount CSI volumes (Nomad refuses volume_mount for raw_exec, java and mock tasks); use exec, docker or podman", driver)
+	}
+	return nil
+}
+
+// GroupJob renders a group as a Nomad job of the same name: its group keeps the volume blocks
+// unchanged and gets one task per volume_mount, mounting the volume at the destination inside
+// the task. {index} becomes ${NOMAD_ALLOC_INDEX} and {alloc} the group's alloc name.
+func GroupJob(g spec.Group, opts JobOptions) ([]byte, []string, error) {
+	driver := opts.Driver
+	if driver == "" {
+		driver = "exec"
+	}
+	if err := CheckTaskDriver(driver); err != nil {
+		return nil, nil, err
+	}
+	var notes []string
+	f := hclwrite.NewEmptyFile()
+	root := f.Body()
+	root.AppendUnstructuredTokens(comment(fmt.Sprintf("Group %q, exported by volctl as a Nomad job. Run it with: nomad job run FILE", g.Name)))
+	root.AppendUnstructuredTokens(comment("Register the volumes it uses first (volctl nomad register, or nomad volume register)."))
+	jb := root.AppendNewBlock("job", []string{g.Name}).Body()
+	dcs := opts.Datacenters
+	if len(dcs) == 0 {
+		dcs = []string{"*"}
+	}
+	jb.SetAttributeValue("datacenters", stringList(dcs))
+	if opts.Namespace != "" {
+		jb.SetAttributeValue("namespace", cty.StringVal(opts.Namespace))
+	}
+	if opts.Region != "" {
+		jb.SetAttributeValue("region", cty.StringVal(opts.Region))
+	}
+	jb.SetAttributeValue("type", cty.StringVal("service"))
+	jb.AppendNewline()
+	gb := jb.AppendNewBlock("group", []string{g.Name}).Body()
+	count := g.Count
+	if count < 1 {
+		count = 1
+	}
+	gb.SetAttributeValue("count", cty.NumberIntVal(int64(count)))
+	for _, r := range g.Volumes {
+		gb.AppendNewline()
+		vb := gb.AppendNewBlock("volume", []string{r.Name}).Body()
+		vb.SetAttributeValue("type", cty.StringVal(orDefault(r.Type, "csi")))
+		vb.SetAttributeValue("source", cty.StringVal(r.Source))
+		vb.SetAttributeValue("per_alloc", cty.BoolVal(r.PerAlloc))
+		vb.SetAttributeValue("read_only", cty.BoolVal(r.ReadOnly))
+		vb.SetAttributeValue("access_mode", cty.StringVal(string(r.AccessMode)))
+		vb.SetAttributeValue("attachment_mode", cty.StringVal(string(r.AttachmentMode)))
+		if mo := r.MountOptions; mo != nil && (mo.FSType != "" || len(mo.MountFlags) > 0) {
+			if n := writeMountOptions(vb, mo, opts.IncludeSecrets); n > 0 {
+				notes = append(notes, fmt.Sprintf("group %q volume %q: %d mount flag(s) written as %s (use --include-secrets to write them)", g.Name, r.Name, n, SecretPlaceholder))
+			}
+		}
+	}
+	used := map[string]int{}
+	for _, m := range g.Mounts {
+		gb.AppendNewline()
+		name := m.Volume
+		if used[name]++; used[name] > 1 {
+			name = fmt.Sprintf("%s-%d", m.Volume, used[m.Volume])
+		}
+		tb := gb.AppendNewBlock("task", []string{name}).Body()
+		tb.SetAttributeValue("driver", cty.StringVal(driver))
+		cb := tb.AppendNewBlock("config", nil).Body()
+		if opts.Image != "" {
+			cb.SetAttributeValue("image", cty.StringVal(opts.Image))
+		}
+		command, args := opts.Command, opts.Args
+		if command == "" && opts.Image == "" {
+			command = "/bin/sleep"
+			if len(args) == 0 {
+				args = []string{"infinity"}
+			}
+		}
+		if command != "" {
+			cb.SetAttributeValue("command", cty.StringVal(command))
+		}
+		if len(args) > 0 {
+			cb.SetAttributeValue("args", stringList(args))
+		}
+		mb := tb.AppendNewBlock("volume_mount", nil).Body()
+		mb.SetAttributeValue("volume", cty.StringVal(m.Volume))
+		mb.SetAttributeValue("destination", cty.StringVal(TaskDestination(g.Name, m.Destination)))
+		mb.SetAttributeValue("read_only", cty.BoolVal(m.ReadOnly))
+		mb.SetAttributeValue("propagation_mode", cty.StringVal(orDefault(m.PropagationMode, spec.PropagationPrivate)))
+	}
+	return f.Bytes(), notes, nil
+}
+
+// TaskDestination turns a volume_mount destination with volctl's placeholders into Nomad's
+// runtime interpolation: {index} is ${NOMAD_ALLOC_INDEX}, {alloc} the alloc's name as volctl
+// spells it, GROUP[${NOMAD_ALLOC_INDEX}].
+func TaskDestination(group, dest string) string {
+	dest = strings.ReplaceAll(dest, spec.PlaceholderIndex, "${NOMAD_ALLOC_INDEX}")
+	return strings.ReplaceAll(dest, spec.PlaceholderAlloc, group+"[${NOMAD_ALLOC_INDEX}]")
+}
+
+// PluginJobOptions describe the system job that runs volctl's hostpath plugin under Nomad.
+type PluginJobOptions struct {
+	PluginID    string   // the CSI plugin ID volumes name (plugin_id)
+	VolctlPath  string   // the volctl binary on the clients
+	Root        string   // --root of the plugin: where the volumes' directories are
+	NodeID      string   // --node-id: the node the volumes' topology names
+	ExtraArgs   []string // e.g. --enable-attach, --max-volumes N
+	Driver      string   // "raw_exec" when empty
+	Datacenters []string
+	Namespace   string
+	Region      string
+	// NomadDataDir is the clients' data_dir. raw_exec tasks see the host's filesystem, so the
+	// paths Nomad gives the plugin must be the host's: stage_publish_base_dir is set to
+	// DATA_DIR/client/csi/monolith/PLUGIN_ID, where Nomad keeps that plugin's mounts.
+	NomadDataDir string
+}
+
+// PluginJob renders the system job that runs `volctl plugin serve hostpath` on every client as
+// a csi_plugin monolith. It passes no --socket: Nomad sets CSI_ENDPOINT.
+func PluginJob(o PluginJobOptions) ([]byte, error) {
+	driver := orDefault(o.Driver, "raw_exec")
+	switch {
+	case o.PluginID == "":
+		return nil, fmt.Errorf("plugin job: no plugin ID")
+	case o.VolctlPath == "":
+		return nil, fmt.Errorf("plugin %q job: no path to the volctl binary on the clients (--volctl-path)", o.PluginID)
+	case o.Root == "":
+		return nil, fmt.Errorf("plugin %q job: no --root for the plugin (--plugin-root)", o.PluginID)
+	case o.NodeID == "":
+		return nil, fmt.Errorf("plugin %q job: no --node-id for the plugin (--node-id)", o.PluginID)
+	case driver == "raw_exec" && o.NomadDataDir == "":
+		return nil, fmt.Errorf("plugin %q job: raw_exec needs the Nomad clients' data_dir (--nomad-data-dir) to set stage_publish_base_dir", o.PluginID)
+	}
+	f := hclwrite.NewEmptyFile()
+	root := f.Body()
+	root.AppendUnstructuredTokens(comment(fmt.Sprintf("volctl's hostpath CSI plugin as plugin %q, exported by volctl. Run it with: nomad job run FILE", o.PluginID)))
+	root.AppendUnstructuredTokens(comment("It serves the volumes under --root on the node named by --node-id, as their topology says."))
+	jb := root.AppendNewBlock("job", []string{"plugin-" + o.PluginID}).Body()
+	dcs := o.Datacenters
+	if len(dcs) == 0 {
+		dcs = []string{"*"}
+	}
+	jb.SetAttributeValue("datacenters", stringList(dcs))
+	if o.Namespace != "" {
+		jb.SetAttributeValue("namespace", cty.StringVal(o.Namespace))
+	}
+	if o.Region != "" {
+		jb.SetAttributeValue("region", cty.StringVal(o.Region))
+	}
+	jb.SetAttributeValue("type", cty.StringVal("system"))
+	jb.AppendNewline()
+	gb := jb.AppendNewBlock("group", []string{"plugin"}).Body()
+	tb := gb.AppendNewBlock("task", []string{"plugin"}).Body()
+	tb.SetAttributeValue("driver", cty.StringVal(driver))
+	cb := tb.AppendNewBlock("config", nil).Body()
+	cb.SetAttributeValue("command", cty.StringVal(o.VolctlPath))
+	args := []string{"plugin", "serve", "hostpath", "--root", o.Root, "--node-id", o.NodeID}
+	cb.SetAttributeValue("args", stringList(append(args, o.ExtraArgs...)))
+	pb := tb.AppendNewBlock("csi_plugin", nil).Body()
+	pb.SetAttributeValue("id", cty.StringVal(o.PluginID))
+	pb.SetAttributeValue("type", cty.StringVal("monolith"))
+	pb.SetAttributeValue("mount_dir", cty.StringVal("/csi"))
+	if driver == "raw_exec" {
+		pb.SetAttributeValue("stage_publish_base_dir", cty.StringVal(strings.TrimRight(o.NomadDataDir, "/")+"/client/csi/monolith/"+o.PluginID))
+	}
+	rb := tb.AppendNewBlock("resources", nil).Body()
+	rb.SetAttributeValue("cpu", cty.NumberIntVal(100))
+	rb.SetAttributeValue("memory", cty.NumberIntVal(64))
+	return f.Bytes(), nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func comment(text string) hclwrite.Tokens {
+	return hclwrite.Tokens{{Type: hclsyntax.TokenComment, Bytes: []byte("# " + text + "\n")}}
+}
+
+func stringMap(m map[string]string) cty.Value {
+	if len(m) == 0 {
+		return cty.MapValEmpty(cty.String)
+	}
+	out := make(map[string]cty.Value, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out[k] = cty.StringVal(m[k])
+	}
+	return cty.ObjectVal(out)
+}
+
+func stringList(s []string) cty.Value {
+	if len(s) == 0 {
+		return cty.ListValEmpty(cty.String)
+	}
+	vals := make([]cty.Value, len(s))
+	for i, v := range s {
+		vals[i] = cty.StringVal(v)
+	}
+	return cty.ListVal(vals)
+}

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"fmt"
+	"time"
+)
+
+// Handover records that a volume was handed over to a Nomad cluster: Nomad, not volctl,
+// claims it until it is taken back. One orchestrator at a time.
+type Handover struct {
+	VolumeID  string
+	Address   string // the Nomad HTTP address it was registered at
+	Region    string
+	Namespace string
+	Forced    bool // handed over despite live local claims
+	HandedAt  time.Time
+}
+
+// HandoverStore reads and writes handover marks.
+type HandoverStore interface {
+	// Get returns a volume's mark, or an error matching ErrNotFound.
+	Get(volumeID string) (Handover, error)
+	// List returns every mark, ordered by volume ID.
+	List() ([]Handover, error)
+	// Put inserts or replaces a volume's mark and sets HandedAt; ErrConflict if the volume
+	// does not exist.
+	Put(h *Handover) error
+	// Delete removes a volume's mark; ErrNotFound if there is none.
+	Delete(volumeID string) error
+}
+
+// Handovers is the handover API inside this transaction.
+func (tx *Tx) Handovers() HandoverStore { return handovers{tx} }
+
+type handovers struct{ tx *Tx }
+
+const handoverColumns = `volume_id, address, region, namespace, forced, handed_at`
+
+func scanHandover(sc scanner) (Handover, error) {
+	var (
+		h  Handover
+		at int64
+	)
+	if err := sc.Scan(&h.VolumeID, &h.Address, &h.Region, &h.Namespace, &h.Forced, &at); err != nil {
+		return Handover{}, err
+	}
+	h.HandedAt = decTime(at)
+	return h, nil
+}
+
+func handoverWhat(volumeID string) string {
+	return fmt.Sprintf("Nomad handover of volume %q", volumeID)
+}
+
+func (hs handovers) Get(volumeID string) (Handover, error) {
+	h, err := scanHandover(hs.tx.queryRow(`SELECT `+handoverColumns+` FROM nomad_handovers WHERE volume_id = ?`, volumeID))
+	if err != nil {
+		return Handover{}, wrap(err, handoverWhat(volumeID), "")
+	}
+	return h, nil
+}
+
+func (hs handovers) List() ([]Handover, error) {
+	rows, err := hs.tx.query(`SELECT ` + handoverColumns + ` FROM nomad_handovers ORDER BY volume_id`)
+	out, err := collect(rows, err, scanHandover)
+	if err != nil {
+		return nil, fmt.Errorf("list Nomad handovers: %w", mapBusy(err))
+	}
+	return out, nil
+}
+
+func (hs handovers) Put(h *Handover) error {
+	now := hs.tx.now()
+	_, err := hs.tx.exec(`INSERT OR REPLACE INTO nomad_handovers (`+handoverColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+		h.VolumeID, h.Address, h.Region, h.Namespace, encBool(h.Forced), encTime(now))
+	if err != nil {
+		return wrap(err, handoverWhat(h.VolumeID), fmt.Sprintf("volume %q does not exist", h.VolumeID))
+	}
+	h.HandedAt = now
+	return nil
+}
+
+func (hs handovers) Delete(volumeID string) error {
+	res, err := hs.tx.exec(`DELETE FROM nomad_handovers WHERE volume_id = ?`, volumeID)
+	return affected(res, err, handoverWhat(volumeID), "")
+}

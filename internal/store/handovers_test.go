@@ -1,0 +1,52 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// Handover marks: one per volume, replaced by Put, listed by volume ID, and a marked volume
+// cannot be deleted (RESTRICT) nor a mark made for a volume that does not exist.
+func TestHandovers(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	update(t, s, func(tx *Tx) error {
+		return errors.Join(
+			tx.Volumes().Insert(&Volume{ID: "b", PluginID: "hp", State: VolumeReady}),
+			tx.Volumes().Insert(&Volume{ID: "a", PluginID: "hp", State: VolumeReady}),
+			tx.Handovers().Put(&Handover{VolumeID: "b", Address: "http://n1:4646"}),
+			tx.Handovers().Put(&Handover{VolumeID: "a", Address: "http://n1:4646"}),
+			tx.Handovers().Put(&Handover{VolumeID: "a", Address: "http://n1:4646", Namespace: "prod", Region: "eu", Forced: true}),
+		)
+	})
+	view(t, s, func(tx *Tx) error {
+		hs, err := tx.Handovers().List()
+		if err != nil {
+			return err
+		}
+		if len(hs) != 2 || hs[0].VolumeID != "a" || !hs[0].Forced || hs[0].Namespace != "prod" || hs[0].Region != "eu" ||
+			hs[0].HandedAt.IsZero() || hs[1].VolumeID != "b" {
+			t.Errorf("handovers = %+v", hs)
+		}
+		if _, err := tx.Handovers().Get("c"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get of an unmarked volume: %v, want ErrNotFound", err)
+		}
+		return nil
+	})
+	err := s.Update(context.Background(), func(tx *Tx) error { return tx.Volumes().Delete("a") })
+	if !errors.Is(err, ErrConflict) {
+		t.Errorf("deleting a handed-over volume: %v, want ErrConflict", err)
+	}
+	err = s.Update(context.Background(), func(tx *Tx) error { return tx.Handovers().Put(&Handover{VolumeID: "nope", Address: "x"}) })
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `volume "nope" does not exist`) {
+		t.Errorf("marking a volume that does not exist: %v", err)
+	}
+	update(t, s, func(tx *Tx) error {
+		return errors.Join(tx.Handovers().Delete("a"), tx.Volumes().Delete("a"))
+	})
+	if err := s.Update(context.Background(), func(tx *Tx) error { return tx.Handovers().Delete("a") }); !errors.Is(err, ErrNotFound) {
+		t.Errorf("deleting a missing mark: %v, want ErrNotFound", err)
+	}
+}
