@@ -3,9 +3,13 @@ package main
 import (
 	"database/sql"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -136,4 +140,82 @@ func BenchmarkClaimReleaseThroughput(b *testing.B) {
 			b.ReportMetric(lifecycles/total.Seconds(), "lifecycles/s")
 		})
 	}
+}
+
+// BenchmarkClaimReleaseVsBareClient measures `volctl volume claim` and `volctl volume release`
+// as processes against a bare CSI client process doing the same RPCs (internal/csi/csitest/
+// bareclient: NodeStage + NodePublish, NodeUnpublish + NodeUnstage), both against volctl's own
+// plugin served as a separate process (`volctl plugin serve hostpath`, real bind mounts), each
+// on its own volume. Every iteration runs the four processes once, interleaved, and reports
+// each one's wall and CPU time and the ratios volctl/bare. BENCHMARKS.md quotes it:
+//
+//	go test ./cmd/volctl -run '^$' -bench ClaimReleaseVsBareClient -benchtime 50x -count 3
+func BenchmarkClaimReleaseVsBareClient(b *testing.B) {
+	hostpathtest.RequireMount(b)
+	volctl, bare := benchVolctl(b), benchBuild(b, "../../internal/csi/csitest/bareclient")
+	dir := hostpathtest.MountDir(b)
+	socket, state := filepath.Join(dir, "hp.sock"), filepath.Join(dir, "state")
+	plugin := exec.Command(volctl, "plugin", "serve", "hostpath", "--socket", socket,
+		"--root", filepath.Join(dir, "root"), "--node-id", "n1")
+	plugin.Stderr = &limitedBuffer{}
+	if err := plugin.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = plugin.Process.Signal(syscall.SIGTERM)
+		_ = plugin.Wait()
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(socket); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the plugin did not make its socket %s within 30 s: %s", socket, plugin.Stderr.(*limitedBuffer).b)
+		}
+	}
+	runVolctl(b, state, "plugin", "register", "--id", "hp", "--socket", socket)
+	runVolctl(b, state, "volume", "create", writeVolumeSpec(b, "v", spec.SingleNodeWriter))
+	runVolctl(b, state, "volume", "create", writeVolumeSpec(b, "bare", spec.SingleNodeWriter))
+	var ext strings.Builder
+	cmd := volctlCmd(b, state, "volume", "status", "bare", "-t", "{{.external_id}}")
+	cmd.Stdout = &ext
+	if err := cmd.Run(); err != nil {
+		b.Fatal(err)
+	}
+	bareArgs := []string{"-socket", socket, "-volume", ext.String(),
+		"-staging", filepath.Join(dir, "bare-staging"), "-target", filepath.Join(dir, "bare-target")}
+	runBare := func(op string) (wall, cpu time.Duration) {
+		cmd := exec.Command(bare, append(bareArgs, op)...)
+		out := &limitedBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("bareclient %s: %v\n%s", op, err, out.b)
+		}
+		return time.Since(start), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	var t [4]struct{ wall, cpu time.Duration }
+	add := func(i int, wall, cpu time.Duration) { t[i].wall += wall; t[i].cpu += cpu }
+	volctlOp := func(op string) (time.Duration, time.Duration) {
+		return timeVolctl(b, state, "volume", op, "v", "--alloc", "a")
+	}
+	for b.Loop() {
+		w, c := volctlOp("claim")
+		add(0, w, c)
+		w, c = runBare("claim")
+		add(1, w, c)
+		w, c = volctlOp("release")
+		add(2, w, c)
+		w, c = runBare("release")
+		add(3, w, c)
+	}
+	n := float64(b.N)
+	for i, name := range []string{"claim", "bare-claim", "release", "bare-release"} {
+		b.ReportMetric(float64(t[i].wall.Nanoseconds())/n, name+"-ns/op")
+		b.ReportMetric(float64(t[i].cpu.Nanoseconds())/n, name+"-cpu-ns/op")
+	}
+	b.ReportMetric(float64(t[0].wall)/float64(t[1].wall), "claim/bare")
+	b.ReportMetric(float64(t[2].wall)/float64(t[3].wall), "release/bare")
+	b.ReportMetric(float64(t[0].cpu)/float64(t[1].cpu), "claim-cpu/bare")
+	b.ReportMetric(float64(t[2].cpu)/float64(t[3].cpu), "release-cpu/bare")
 }

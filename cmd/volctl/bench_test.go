@@ -25,42 +25,52 @@ import (
 //	go test ./cmd/volctl -run '^$' -bench . -benchtime 10x
 
 var bench struct {
-	once sync.Once
-	bin  string
-	err  error
+	mu   sync.Mutex
+	dir  string            // removed by TestMain once the tests have run
+	bins map[string]string // package -> binary
 }
 
-// benchVolctl builds volctl once per test process as the release is built (CGO_ENABLED=0,
-// -trimpath, stripped, the release's build tags: releaseTags) and returns its path. The test
-// binary, which testscript puts on $PATH as volctl, would measure the testing package's
-// start-up (about 15 ms more per process here) instead of volctl's.
-func benchVolctl(b testing.TB) string {
+// benchVolctl builds volctl once per test process as the release is built and returns its
+// path. The test binary, which testscript puts on $PATH as volctl, would measure the testing
+// package's start-up (about 15 ms more per process here) instead of volctl's.
+func benchVolctl(b testing.TB) string { return benchBuild(b, ".") }
+
+// benchBuild builds the main package pkg (relative to this directory) once per test process
+// as the release is built: CGO_ENABLED=0, -trimpath, stripped, the release's build tags
+// (releaseTags).
+func benchBuild(b testing.TB, pkg string) string {
 	b.Helper()
-	bench.once.Do(func() {
+	bench.mu.Lock()
+	defer bench.mu.Unlock()
+	if bin, ok := bench.bins[pkg]; ok {
+		return bin
+	}
+	if bench.dir == "" {
 		dir, err := os.MkdirTemp("", "volctl-bench-")
 		if err != nil {
-			bench.err = err
-			return
+			b.Fatal(err)
 		}
-		bench.bin = filepath.Join(dir, "volctl")
-		gocmd, err := exec.LookPath("go")
-		if err != nil {
-			gocmd = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		args := []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", bench.bin}
-		if releaseTags != "" {
-			args = append(args, "-tags", releaseTags)
-		}
-		cmd := exec.Command(gocmd, append(args, ".")...)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			bench.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	})
-	if bench.err != nil {
-		b.Fatalf("building volctl for the benchmarks: %v", bench.err)
+		bench.dir, bench.bins = dir, map[string]string{}
 	}
-	return bench.bin
+	bin := filepath.Join(bench.dir, fmt.Sprintf("bin%d", len(bench.bins)), filepath.Base(filepath.Clean(pkg)))
+	if pkg == "." {
+		bin = filepath.Join(filepath.Dir(bin), "volctl")
+	}
+	gocmd, err := exec.LookPath("go")
+	if err != nil {
+		gocmd = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	args := []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", bin}
+	if releaseTags != "" {
+		args = append(args, "-tags", releaseTags)
+	}
+	cmd := exec.Command(gocmd, append(args, pkg)...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("building %s for the benchmarks: go %s: %v\n%s", pkg, strings.Join(args, " "), err, out)
+	}
+	bench.bins[pkg] = bin
+	return bin
 }
 
 // releaseTags are the build tags the release is built with (README's build command).

@@ -34,8 +34,8 @@ type cleanBench struct{ m *testing.M }
 
 func (c cleanBench) Run() int {
 	code := c.m.Run()
-	if bench.bin != "" {
-		os.RemoveAll(filepath.Dir(bench.bin))
+	if bench.dir != "" {
+		os.RemoveAll(bench.dir)
 	}
 	return code
 }
