@@ -219,3 +219,38 @@ func BenchmarkClaimReleaseVsBareClient(b *testing.B) {
 	b.ReportMetric(float64(t[0].cpu)/float64(t[1].cpu), "claim-cpu/bare")
 	b.ReportMetric(float64(t[2].cpu)/float64(t[3].cpu), "release-cpu/bare")
 }
+
+// BenchmarkStartupVsBareClient measures start-up: `volctl version` (fork, exec, package
+// initialisation, the command tree, one line printed) against internal/csi/csitest/bareclient
+// doing nothing (the gRPC and CSI packages initialised, a client built, no RPC), both built as
+// the release is, interleaved:
+//
+//	go test ./cmd/volctl -run '^$' -bench StartupVsBareClient -benchtime 200x -count 3
+func BenchmarkStartupVsBareClient(b *testing.B) {
+	volctl, bare := benchVolctl(b), benchBuild(b, "../../internal/csi/csitest/bareclient")
+	socket := filepath.Join(b.TempDir(), "none.sock")
+	run := func(name string, args ...string) (wall, cpu time.Duration) {
+		cmd := exec.Command(name, args...)
+		out := &limitedBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("%s %v: %v\n%s", name, args, err, out.b)
+		}
+		return time.Since(start), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	var vw, vc, bw, bc time.Duration
+	for b.Loop() {
+		w, c := run(volctl, "version")
+		vw, vc = vw+w, vc+c
+		w, c = run(bare, "-socket", socket, "start")
+		bw, bc = bw+w, bc+c
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(vw.Nanoseconds())/n, "volctl-ns/op")
+	b.ReportMetric(float64(bw.Nanoseconds())/n, "bare-ns/op")
+	b.ReportMetric(float64(vc.Nanoseconds())/n, "volctl-cpu-ns/op")
+	b.ReportMetric(float64(bc.Nanoseconds())/n, "bare-cpu-ns/op")
+	b.ReportMetric(float64(vw)/float64(bw), "volctl/bare")
+	b.ReportMetric(float64(vc)/float64(bc), "volctl-cpu/bare")
+}
