@@ -372,8 +372,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		// is in the store already. Dialling sent nothing: no RPC, no commit.
 		c = &conn{plugin: p, client: client, fp: fp, sockets: ids, timeouts: pluginTimeouts(p, e.cfg.Timeouts)}
 		c.fpRecorded.Store(true)
-		e.cache(c)
-		return c, nil
+		return e.cache(c), nil
 	}
 	fp, err := client.Fingerprint(ctx)
 	if err != nil {
@@ -403,17 +402,24 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		}
 		c.fpRecorded.Store(true)
 	}
-	e.cache(c)
-	return c, nil
+	return e.cache(c), nil
 }
 
-func (e *Engine) cache(c *conn) {
+// cache keeps c as the plugin's connection and returns the one to use: another goroutine's,
+// made meanwhile to the same plugin instance and maybe in use already (reconcile restores
+// volumes in parallel), wins, and c is closed instead of it.
+func (e *Engine) cache(c *conn) *conn {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if old := e.conns[c.plugin.ID]; old != nil {
+		if sameSockets(old.sockets, c.sockets) && old.plugin.UpdatedAt.Equal(c.plugin.UpdatedAt) {
+			_ = c.client.Close()
+			return old
+		}
 		_ = old.client.Close()
 	}
 	e.conns[c.plugin.ID] = c
-	e.mu.Unlock()
+	return c
 }
 
 // storedFingerprint is c's fingerprint as the store keeps it, with the identity of the
