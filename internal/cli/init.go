@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -32,7 +33,8 @@ func newCmdInit(f *Factory, runF func(*InitOptions) error) *cobra.Command {
 plugin.hcl or group.hcl in the current directory. The example validates as written; edit it
 from there. A volume spec is named after its file: web.hcl holds volume "web" (volume.hcl,
 the default, holds volume "data"). An existing file is never overwritten. With FILE "-" the
-example goes to standard output.`,
+example goes to standard output. The example is HCL: a FILE named .json is refused, as volctl
+would read it as JSON.`,
 		Example: `  volctl init
   volctl init plugin
   volctl init group web.hcl
@@ -54,6 +56,12 @@ example goes to standard output.`,
 			opts.File = string(opts.Kind) + ".hcl"
 			if len(args) == 2 {
 				opts.File = args[1]
+			}
+			// volctl reads a .json name as JSON (spec.Parser), and the example is HCL with
+			// comments: written there, it would not parse.
+			if ext := filepath.Ext(opts.File); strings.EqualFold(ext, ".json") {
+				return usageError("init: %s would be read as JSON, and the example is HCL with comments: give a .hcl name (volctl init %s %s.hcl)",
+					opts.File, opts.Kind, strings.TrimSuffix(opts.File, ext))
 			}
 			if runF != nil {
 				return runF(opts)
