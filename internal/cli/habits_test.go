@@ -73,3 +73,23 @@ func TestVersionFlag(t *testing.T) {
 		t.Fatalf("volctl --version = %q, %v; want %q", out, err, buildinfo.String()+"\n")
 	}
 }
+
+// kubectl's get and describe, docker's inspect, show and info: the status command that shows
+// one (or lists) is suggested; volume snapshot list is ls too, as the other listings are.
+func TestShowHabitsGetStatus(t *testing.T) {
+	for _, noun := range []string{"volume", "plugin", "group"} {
+		for _, habit := range []string{"get", "describe", "inspect", "show", "info"} {
+			_, err := execRoot(t, noun, habit, "x")
+			want := "unknown command \"" + habit + "\" for \"volctl " + noun + "\"\n\nDid you mean this?\n\tstatus\n"
+			if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), want) {
+				t.Errorf("volctl %s %s x: err = %v (exit %d), want exit %d and %q", noun, habit, err, ExitCode(err), ExitUsage, want)
+			}
+		}
+	}
+	ios, _, _, _ := iostreams.Test()
+	root := NewRootCmd(NewFactory(ios))
+	c, _, err := root.Find([]string{"volume", "snapshot", "ls"})
+	if err != nil || c.CommandPath() != "volctl volume snapshot list" {
+		t.Errorf("volctl volume snapshot ls = %v (%v), want volctl volume snapshot list", c.CommandPath(), err)
+	}
+}

@@ -112,8 +112,11 @@ func rangeArgs(min, max int) cobra.PositionalArgs { return argsChecker(cobra.Ran
 // withListAliases lets a status command that lists when given no argument be called as list
 // or ls too (volume list, plugin ls), as gh, kubectl and docker users type first. Under those
 // names it takes no argument: `volume list db` is more likely a mistake than a request for db.
+// kubectl's get and describe, docker's inspect, show and info are answered with "Did you mean
+// this? status".
 func withListAliases(cmd *cobra.Command) *cobra.Command {
 	cmd.Aliases = append(cmd.Aliases, "list", "ls")
+	cmd.SuggestFor = append(cmd.SuggestFor, "get", "describe", "inspect", "show", "info")
 	check := cmd.Args
 	cmd.Args = func(c *cobra.Command, args []string) error {
 		if name := c.CalledAs(); (name == "list" || name == "ls") && len(args) > 0 {

@@ -171,8 +171,9 @@ type SnapshotListOptions struct {
 func newCmdVolumeSnapshotList(f *Factory, runF func(*SnapshotListOptions) error) *cobra.Command {
 	opts := &SnapshotListOptions{IO: f.IO, Engine: f.Engine, Now: time.Now}
 	cmd := &cobra.Command{
-		Use:   "list [--plugin ID]",
-		Short: "List snapshots",
+		Use:     "list [--plugin ID]",
+		Aliases: []string{"ls"},
+		Short:   "List snapshots",
 		Long: `List the snapshots of every registered plugin, or of one with --plugin.
 
 A plugin with LIST_SNAPSHOTS is asked (ListSnapshots), and its answer is merged with volctl's
