@@ -65,6 +65,14 @@ func registerCompletions(root *cobra.Command, f *Factory) {
 		"volctl plugin register": {
 			"type": fixedCompletions(string(spec.PluginMonolith), string(spec.PluginController), string(spec.PluginNode)),
 		},
+		"volctl events": {
+			"volume": f.completeWith(completeVolumes),
+			"plugin": f.completeWith(completePlugins),
+			"alloc":  f.completeWith(completeAllocs),
+			"kind":   f.completeWith(completeEventKinds),
+		},
+		"volctl export nomad": {"group": f.completeWith(completeGroups)},
+		"volctl agent":        {"log-format": fixedCompletions("text", "json")},
 	}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -183,6 +191,21 @@ func completeAllocs(ctx context.Context, e *engine.Engine, args []string) []stri
 		}
 		seen[c.Alloc] = true
 		out = append(out, fmt.Sprintf("%s\tclaims %s (%s)", c.Alloc, c.VolumeID, c.State))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// completeEventKinds offers the kinds of the events in the log.
+func completeEventKinds(ctx context.Context, e *engine.Engine, _ []string) []string {
+	events, _ := e.Events(ctx, 0, engine.EventFilter{})
+	seen := map[string]bool{}
+	var out []string
+	for _, ev := range events {
+		if !seen[ev.Kind] {
+			seen[ev.Kind] = true
+			out = append(out, ev.Kind)
+		}
 	}
 	sort.Strings(out)
 	return out

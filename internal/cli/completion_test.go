@@ -112,3 +112,43 @@ func TestCompletionWithoutStateCreatesNothing(t *testing.T) {
 		t.Errorf("completion made the state dir %s: %v", dir, err)
 	}
 }
+
+// The filter flags of events and export nomad take IDs too: they complete them, and never offer
+// file names; events --kind offers the kinds in the log, agent --log-format its two formats.
+func TestCompletionOfFilterFlags(t *testing.T) {
+	h := newCLIHarness(t)
+	h.createVolume(t, "db", spec.MultiNodeMultiWriter)
+	if _, err := h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
+		t.Fatal(err)
+	}
+	g, diags := spec.ParseGroup("g.hcl", []byte(`group "api" {
+  volume "d" {
+    type            = "csi"
+    source          = "db"
+    access_mode     = "multi-node-multi-writer"
+    attachment_mode = "file-system"
+  }
+}`))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if _, err := h.e.RunGroup(h.ctx, *g); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"events", "--volume", ""}, []string{"db"}},
+		{[]string{"events", "--plugin", ""}, []string{"mem"}},
+		{[]string{"events", "--alloc", ""}, []string{"api[0]", "web-0"}},
+		{[]string{"events", "--kind", "cl"}, []string{"claim"}},
+		{[]string{"export", "nomad", "--group", ""}, []string{"api"}},
+		{[]string{"agent", "--log-format", ""}, []string{"text", "json"}},
+	} {
+		ids, directive := complete(t, h.state, tt.args...)
+		if strings.Join(ids, " ") != strings.Join(tt.want, " ") || directive != noFiles {
+			t.Errorf("complete %q = %q %s, want %q %s", tt.args, ids, directive, tt.want, noFiles)
+		}
+	}
+}
