@@ -84,7 +84,7 @@ func writePluginDetail(out io.Writer, p engine.PluginInfo, now time.Time) error 
 		{"Healthy", strconv.FormatBool(p.Healthy)},
 		{"Ready", strconv.FormatBool(p.Ready)},
 		{"Probe Latency", p.ProbeLatency.String()},
-		{"Probed", age(now, p.ProbedAt)},
+		{"Probed", ago(now, p.ProbedAt)},
 		{"Last Error", p.LastError},
 		{"Volumes", strconv.Itoa(p.Volumes)},
 	}
