@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -32,6 +34,9 @@ type QuickstartOptions struct {
 	Keep bool
 	// TempDir is where the temporary directory is made; empty is $TMPDIR.
 	TempDir string
+	// Self is volctl as the advice to run it through sudo names it (selfForSudo); empty is
+	// "volctl".
+	Self string
 
 	// mounter replaces the kernel's bind mounts in the plugin (tests: a host without mount
 	// privileges); afterStep runs after each numbered step (tests: interrupt midway).
@@ -61,6 +66,8 @@ the claim, says so, cleans up and exits 1.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Logger = f.Logger()
+			exe, _ := os.Executable()
+			opts.Self = selfForSudo(os.Args[0], exe)
 			if runF != nil {
 				return runF(opts)
 			}
@@ -73,6 +80,30 @@ the claim, says so, cleans up and exits 1.`,
 	}
 	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "keep the temporary state dir and print how to inspect it")
 	return cmd
+}
+
+// sudoSecurePath is sudo's usual secure_path: a volctl found there is found by sudo too.
+var sudoSecurePath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", "/snap/bin"}
+
+// selfForSudo names volctl for `sudo ... quickstart`. sudo resets PATH to its secure_path, so
+// volctl found through the user's PATH in another directory (the README's
+// export PATH="$PWD/bin:$PATH") would be "command not found" under sudo: then it is named by
+// its full path (exe). A path typed (bin/volctl) works under sudo as typed.
+func selfForSudo(argv0, exe string) string {
+	if strings.Contains(argv0, "/") {
+		return argv0
+	}
+	if exe == "" || slices.Contains(sudoSecurePath, filepath.Dir(exe)) {
+		return "volctl"
+	}
+	return exe
+}
+
+func (q *quickstart) self() string {
+	if q.opts.Self == "" {
+		return "volctl"
+	}
+	return q.opts.Self
 }
 
 // The names quickstart uses.
@@ -216,7 +247,7 @@ func (q *quickstart) run(ctx context.Context) error {
 		if ce := (*csi.Error)(nil); errors.As(err, &ce) && q.mounts.denied.Load() {
 			// The plugin's own words, not the generic hint for the code: the cause is known.
 			return withCode(ExitError, fmt.Errorf("quickstart stopped at the claim: mounting a volume needs root (CAP_SYS_ADMIN), "+
-				"and this process cannot bind-mount. Run it as root: sudo volctl quickstart\n(%s answered %s: %s)", ce.RPC, ce.Code, ce.Message))
+				"and this process cannot bind-mount. Run it as root: sudo %s quickstart\n(%s answered %s: %s)", q.self(), ce.RPC, ce.Code, ce.Message))
 		}
 		return err
 	}

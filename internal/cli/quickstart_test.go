@@ -157,3 +157,28 @@ func TestQuickstartInterrupted(t *testing.T) {
 		})
 	}
 }
+
+// The advice to run quickstart as root names volctl as sudo will find it: sudo resets PATH
+// to its secure_path, so a volctl found through the user's PATH elsewhere (the README's
+// export PATH="$PWD/bin:$PATH") is named by its full path, a path typed is kept as typed.
+func TestQuickstartSudoNamesVolctlAsSudoFindsIt(t *testing.T) {
+	for _, tt := range []struct{ argv0, exe, want string }{
+		{"bin/volctl", "/home/u/volctl/bin/volctl", "bin/volctl"},
+		{"./volctl", "/home/u/volctl", "./volctl"},
+		{"volctl", "/home/u/volctl/bin/volctl", "/home/u/volctl/bin/volctl"},
+		{"volctl", "/usr/local/bin/volctl", "volctl"},
+		{"volctl", "/usr/bin/volctl", "volctl"},
+		{"volctl", "", "volctl"},
+	} {
+		if got := selfForSudo(tt.argv0, tt.exe); got != tt.want {
+			t.Errorf("selfForSudo(%q, %q) = %q, want %q", tt.argv0, tt.exe, got, tt.want)
+		}
+	}
+	parent := hostpathtest.ShortDir(t)
+	ios, _, _, _ := iostreams.Test()
+	err := quickstartRun(context.Background(), &QuickstartOptions{IO: ios, TempDir: parent, Self: "bin/volctl",
+		mounter: &hostpathtest.FakeMounter{Fail: unix.EPERM}})
+	if err == nil || !strings.Contains(err.Error(), "Run it as root: sudo bin/volctl quickstart") {
+		t.Fatalf("err = %v, want it to say: Run it as root: sudo bin/volctl quickstart", err)
+	}
+}
