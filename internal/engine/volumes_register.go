@@ -151,8 +151,9 @@ func checkImmutable(old store.Volume, sv spec.Volume, register bool) error {
 		return conflictf("volume %q: %s cannot be changed (%s); %s", old.ID, f.name, change, advice)
 	}
 	if sv.CapacityMin != 0 && sv.CapacityMin < old.RequestedMin {
-		return conflictf("volume %q: capacity_min cannot shrink (from %s to %s)", old.ID,
-			spec.FormatSize(old.RequestedMin), spec.FormatSize(sv.CapacityMin))
+		return conflictf("volume %q: capacity_min cannot shrink (from %s to %s): volumes never shrink; "+
+			"set capacity_min to %s or more in the spec, or leave the volume as it is", old.ID,
+			spec.FormatSize(old.RequestedMin), spec.FormatSize(sv.CapacityMin), spec.FormatSize(old.RequestedMin))
 	}
 	return nil
 }
