@@ -37,13 +37,7 @@ first on a terminal and needs --yes otherwise.`,
 		Example: `  volctl plugin deregister hostpath
   volctl plugin deregister hostpath --force --yes`,
 		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ID = args[0]
-			if runF != nil {
-				return runF(opts)
-			}
-			return pluginDeregisterRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, firstArg(&opts.ID), runF, pluginDeregisterRun),
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "deregister even while volumes use the plugin or snapshots made through it are recorded")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (needed for --force off a terminal)")
