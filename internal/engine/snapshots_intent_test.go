@@ -136,9 +136,10 @@ func TestSnapshotSecrets(t *testing.T) {
 	}
 }
 
-// A snapshot stays deletable after its plugin is deregistered: volctl reaches the plugin where
-// it was when the snapshot was made.
-func TestSnapshotDeletableAfterPluginDeregistered(t *testing.T) {
+// snapshotOfDeregisteredPlugin makes snapshot "keep" of volume db, then forgets plugin mem with
+// --force: the snapshot stays recorded.
+func snapshotOfDeregisteredPlugin(t *testing.T) (*harness, SnapshotInfo) {
+	t.Helper()
 	h, _ := snapshotHarness(t, nil)
 	s, err := h.e.CreateSnapshot(h.ctx, "db", "keep", nil)
 	if err != nil {
@@ -147,6 +148,13 @@ func TestSnapshotDeletableAfterPluginDeregistered(t *testing.T) {
 	if err := h.e.DeregisterPlugin(h.ctx, "mem", true); err != nil {
 		t.Fatal(err)
 	}
+	return h, s
+}
+
+// A snapshot stays deletable after its plugin is deregistered: volctl reaches the plugin where
+// it was when the snapshot was made.
+func TestSnapshotDeletableAfterPluginDeregistered(t *testing.T) {
+	h, s := snapshotOfDeregisteredPlugin(t)
 	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err != nil {
 		t.Fatalf("delete after the plugin was deregistered: %v", err)
 	}
@@ -169,20 +177,13 @@ func TestSnapshotDeletableAfterPluginDeregistered(t *testing.T) {
 // the snapshot: another driver answering there gets no DeleteSnapshot (its NOT_FOUND would make
 // volctl forget a snapshot that still exists).
 func TestSnapshotDeleteRefusesAnotherDriverAfterDeregistration(t *testing.T) {
-	h, _ := snapshotHarness(t, nil)
-	s, err := h.e.CreateSnapshot(h.ctx, "db", "keep", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.e.DeregisterPlugin(h.ctx, "mem", true); err != nil {
-		t.Fatal(err)
-	}
+	h, s := snapshotOfDeregisteredPlugin(t)
 	h.stopServe()
 	cfg := csitest.DefaultMemConfig()
 	cfg.Name = "impostor.csi.volctl.test"
 	impostor := csitest.NewMemPlugin(cfg)
 	csitest.ServeAt(t, h.socket, csitest.WithServer(impostor))
-	err = h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil)
+	err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil)
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `"impostor.csi.volctl.test", registered as "mem.csi.volctl.test"`) {
 		t.Fatalf("delete through another driver = %v, want a conflict naming both drivers", err)
 	}
