@@ -107,21 +107,15 @@ type decoder struct {
 }
 
 func (d *decoder) errorf(rng hcl.Range, summary, format string, args ...any) {
-	d.diags = append(d.diags, &hcl.Diagnostic{
-		Severity: hcl.DiagError,
-		Summary:  summary,
-		Detail:   fmt.Sprintf(format, args...),
-		Subject:  rng.Ptr(),
-	})
+	d.add(hcl.DiagError, rng, summary, fmt.Sprintf(format, args...))
 }
 
 func (d *decoder) warnf(rng hcl.Range, summary, format string, args ...any) {
-	d.diags = append(d.diags, &hcl.Diagnostic{
-		Severity: hcl.DiagWarning,
-		Summary:  summary,
-		Detail:   fmt.Sprintf(format, args...),
-		Subject:  rng.Ptr(),
-	})
+	d.add(hcl.DiagWarning, rng, summary, fmt.Sprintf(format, args...))
+}
+
+func (d *decoder) add(severity hcl.DiagnosticSeverity, rng hcl.Range, summary, detail string) {
+	d.diags = append(d.diags, &hcl.Diagnostic{Severity: severity, Summary: summary, Detail: detail, Subject: rng.Ptr()})
 }
 
 // content decodes body against s and reports every name s does not know, with the nearest
