@@ -111,14 +111,8 @@ func TestSnapshotSecrets(t *testing.T) {
 	if err := h.e.DeleteVolume(h.ctx, "other"); err != nil {
 		t.Fatal(err)
 	}
-	a, err := h.e.CreateSnapshot(h.ctx, "db", "a", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := h.e.CreateSnapshot(h.ctx, "db", "b", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := h.snapshot("a")
+	b := h.snapshot("b")
 	if err := h.e.DeleteSnapshot(h.ctx, "mem", a.ID, given); err != nil {
 		t.Fatal(err)
 	}
@@ -141,10 +135,7 @@ func TestSnapshotSecrets(t *testing.T) {
 func snapshotOfDeregisteredPlugin(t *testing.T) (*harness, SnapshotInfo) {
 	t.Helper()
 	h, _ := snapshotHarness(t, nil)
-	s, err := h.e.CreateSnapshot(h.ctx, "db", "keep", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := h.snapshot("keep")
 	if err := h.e.DeregisterPlugin(h.ctx, "mem", true); err != nil {
 		t.Fatal(err)
 	}
