@@ -21,12 +21,7 @@ import (
 )
 
 func TestPluginProbeFlags(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    []string
-		want    PluginProbeOptions
-		wantErr string
-	}{
+	tests := []flagCase[PluginProbeOptions]{
 		{name: "monolith", args: []string{"--socket", "/s.sock"}, want: PluginProbeOptions{Socket: "/s.sock", Timeout: 5 * time.Second}},
 		{name: "split with timeout and json", args: []string{"--controller-socket", "/c", "--node-socket", "/n", "--timeout", "2s", "--json"},
 			want: PluginProbeOptions{ControllerSocket: "/c", NodeSocket: "/n", Timeout: 2 * time.Second, Exporter: exportFlags{JSON: true}}},

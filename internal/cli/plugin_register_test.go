@@ -12,12 +12,7 @@ import (
 
 // --socket lands where a plugin block's socket would for the declared type.
 func TestPluginRegisterFlagPlugin(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    []string
-		want    spec.Plugin
-		wantErr string
-	}{
+	tests := []flagCase[spec.Plugin]{
 		{name: "monolith", args: []string{"--id", "hp", "--socket", "/run/hp.sock"},
 			want: spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: "/run/hp.sock"}},
 		{name: "split monolith", args: []string{"--id", "hp", "--controller-socket", "/run/c.sock", "--node-socket", "/run/n.sock"},
