@@ -114,6 +114,16 @@ func (d *decoder) warnf(rng hcl.Range, summary, format string, args ...any) {
 	d.add(hcl.DiagWarning, rng, summary, fmt.Sprintf(format, args...))
 }
 
+// checkID reports s, an identifier of the kind what, as an error summary at rng when
+// ValidateID refuses it, and says whether it is valid.
+func (d *decoder) checkID(rng hcl.Range, what, summary, s string) bool {
+	if err := ValidateID(what, s); err != nil {
+		d.errorf(rng, summary, "%s.", err)
+		return false
+	}
+	return true
+}
+
 func (d *decoder) add(severity hcl.DiagnosticSeverity, rng hcl.Range, summary, detail string) {
 	d.diags = append(d.diags, &hcl.Diagnostic{Severity: severity, Summary: summary, Detail: detail, Subject: rng.Ptr()})
 }

@@ -85,17 +85,13 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 
 	// Identity.
 	if s, ok := d.str(attr("id")); ok {
-		if err := ValidateID("volume ID", s); err != nil {
-			d.errorf(attr("id").Expr.Range(), "Invalid volume ID", "%s.", err)
-		}
+		d.checkID(attr("id").Expr.Range(), "volume ID", "Invalid volume ID", s)
 		v.ID = s
 	} else if attr("id") == nil {
 		d.missing(top, "id", "")
 	}
 	if s, ok := d.str(attr("namespace")); ok {
-		if err := ValidateID("namespace", s); err != nil {
-			d.errorf(attr("namespace").Expr.Range(), "Invalid namespace", "%s.", err)
-		}
+		d.checkID(attr("namespace").Expr.Range(), "namespace", "Invalid namespace", s)
 		v.Namespace = s
 	}
 	if s, ok := d.str(attr("type")); ok {
@@ -107,9 +103,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 		d.missing(top, "type", `The argument "type" is required; volctl handles CSI volumes: type = "csi".`)
 	}
 	if s, ok := d.str(attr("plugin_id")); ok {
-		if err := ValidateID("plugin ID", s); err != nil {
-			d.errorf(attr("plugin_id").Expr.Range(), "Invalid plugin ID", "%s.", err)
-		}
+		d.checkID(attr("plugin_id").Expr.Range(), "plugin ID", "Invalid plugin ID", s)
 		v.PluginID = s
 	} else if attr("plugin_id") == nil {
 		d.missing(top, "plugin_id", "")
