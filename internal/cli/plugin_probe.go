@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -190,7 +191,7 @@ func writeProbeTable(out io.Writer, res pluginProbeResult, fp *csi.Fingerprint, 
 		{"Topology", topologyString(res.AccessibleTopology)},
 		{"Healthy", strconv.FormatBool(res.Healthy)},
 		{"Ready", strconv.FormatBool(res.Ready)},
-		{"Probe Latency", latency.Round(time.Microsecond).String()},
+		{"Probe Latency", display.Latency(latency)},
 	}
 	if res.Error != nil {
 		pairs = append(pairs, [2]string{"Error", *res.Error})
@@ -202,7 +203,7 @@ func writeProbeTable(out io.Writer, res pluginProbeResult, fp *csi.Fingerprint, 
 	return writeCapabilityTable(out, res.Capabilities.Plugin, res.Capabilities.Controller, res.Capabilities.Node)
 }
 
-// topologyString renders segments as "k=v,k2=v2", sorted by key.
+// topologyString renders segments as "k=v, k2=v2", sorted by key.
 func topologyString(t *spec.Topology) string {
 	if t == nil {
 		return ""

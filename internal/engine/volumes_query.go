@@ -99,6 +99,14 @@ func (e *Engine) Volume(ctx context.Context, idOrPrefix string) (VolumeInfo, err
 			return serr
 		}
 		info = volumeInfo(v, claims, p, perr == nil, st.Staged)
+		h, herr := tx.Handovers().Get(v.ID)
+		switch {
+		case herr == nil:
+			hi := handoverInfo(h)
+			info.Handover, info.Schedulable = &hi, false
+		case !errors.Is(herr, store.ErrNotFound):
+			return herr
+		}
 		return nil
 	})
 	return info, err
