@@ -288,11 +288,7 @@ func (d *decoder) accessMode(attr *hcl.Attribute) (AccessMode, bool) {
 			"%q is an old spelling of %q; volctl reads it as %q. Write %q to silence this warning.", s, SingleNodeReaderOnly, SingleNodeReaderOnly, SingleNodeReaderOnly)
 		return SingleNodeReaderOnly, true
 	}
-	detail := fmt.Sprintf("%q is not an access mode.", s)
-	if sug := suggest(s, joinable(AccessModes)); sug != "" {
-		detail += fmt.Sprintf(" Did you mean %q?", sug)
-	}
-	d.errorf(attr.Expr.Range(), "Invalid access mode", "%s Valid modes: %s.", detail, joinStrings(AccessModes))
+	invalidMode(d, attr.Expr.Range(), "Invalid access mode", "an access mode", s, AccessModes)
 	return "", false
 }
 
@@ -305,12 +301,18 @@ func (d *decoder) attachmentMode(attr *hcl.Attribute) (AttachmentMode, bool) {
 	if m.Valid() {
 		return m, true
 	}
-	detail := fmt.Sprintf("%q is not an attachment mode.", s)
-	if sug := suggest(s, joinable(AttachmentModes)); sug != "" {
+	invalidMode(d, attr.Expr.Range(), "Invalid attachment mode", "an attachment mode", s, AttachmentModes)
+	return "", false
+}
+
+// invalidMode reports s, which is not a mode (what: "an access mode"), with the nearest valid
+// one as a suggestion and every valid one listed.
+func invalidMode[M ~string](d *decoder, rng hcl.Range, summary, what, s string, modes []M) {
+	detail := fmt.Sprintf("%q is not %s.", s, what)
+	if sug := suggest(s, joinable(modes)); sug != "" {
 		detail += fmt.Sprintf(" Did you mean %q?", sug)
 	}
-	d.errorf(attr.Expr.Range(), "Invalid attachment mode", "%s Valid modes: %s.", detail, joinStrings(AttachmentModes))
-	return "", false
+	d.errorf(rng, summary, "%s Valid modes: %s.", detail, joinStrings(modes))
 }
 
 func (d *decoder) mountOptions(b *hcl.Block) *MountOptions {
