@@ -77,26 +77,25 @@ func TestRunGroupGivesEachAllocAllItsVolumes(t *testing.T) {
 // TestRunGroupAllOrNothing: when an alloc's second volume cannot be claimed, the first one it
 // already got is released again.
 func TestRunGroupAllOrNothing(t *testing.T) {
+	// secondPublishFails creates both volumes; the first publish (data[0]) goes through, the
+	// second (shared) fails with code every time.
+	secondPublishFails := func(code codes.Code) func(h *harness) {
+		return func(h *harness) {
+			h.create(volume("data[0]"))
+			h.create(volume("shared", capab(spec.MultiNodeReaderOnly)))
+			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Times: 1})
+			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Code: code})
+		}
+	}
 	for _, tt := range []struct {
 		name  string
 		setup func(h *harness)
 		want  string
 	}{
 		{"missing volume", func(h *harness) { h.create(volume("data[0]")) }, `volume "shared" not found`},
-		{"plugin fails", func(h *harness) {
-			h.create(volume("data[0]"))
-			h.create(volume("shared", capab(spec.MultiNodeReaderOnly)))
-			// The first publish (data[0]) goes through; the second (shared) fails for good.
-			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Times: 1})
-			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Code: codes.Internal})
-		}, "NodePublishVolume: Internal"},
-		{"plugin unavailable", func(h *harness) {
-			h.create(volume("data[0]"))
-			h.create(volume("shared", capab(spec.MultiNodeReaderOnly)))
-			// shared's claim is left for reconcile, not rolled back: the run must release it too.
-			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Times: 1})
-			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Code: codes.Unavailable})
-		}, "NodePublishVolume: Unavailable"},
+		{"plugin fails", secondPublishFails(codes.Internal), "NodePublishVolume: Internal"},
+		// shared's claim is left for reconcile, not rolled back: the run must release it too.
+		{"plugin unavailable", secondPublishFails(codes.Unavailable), "NodePublishVolume: Unavailable"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, nil)
