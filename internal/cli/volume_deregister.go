@@ -7,22 +7,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/volctl/volctl/internal/engine"
-	"github.com/volctl/volctl/internal/iostreams"
 )
 
-// VolumeDeregisterOptions are the inputs of `volctl volume deregister`.
-type VolumeDeregisterOptions struct {
-	IO      *iostreams.IOStreams
-	Engine  func(context.Context) (*engine.Engine, error)
-	Confirm func(yes bool, action string) error
-
-	ID    string
-	Force bool
-	Yes   bool
-}
-
-func newCmdVolumeDeregister(f *Factory, runF func(*VolumeDeregisterOptions) error) *cobra.Command {
-	opts := &VolumeDeregisterOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm}
+func newCmdVolumeDeregister(f *Factory, runF func(*DeregisterOptions) error) *cobra.Command {
+	opts := &DeregisterOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm}
 	cmd := &cobra.Command{
 		Use:   "deregister ID",
 		Short: "Forget a volume without touching its storage",
@@ -42,21 +30,10 @@ It asks first on a terminal and needs --yes otherwise.`,
 	return cmd
 }
 
-func volumeDeregisterRun(ctx context.Context, opts *VolumeDeregisterOptions) error {
+func volumeDeregisterRun(ctx context.Context, opts *DeregisterOptions) error {
 	action := fmt.Sprintf("Deregister volume %q", opts.ID)
 	if opts.Force {
 		action += " and release its claims"
 	}
-	if err := opts.Confirm(opts.Yes, action); err != nil {
-		return err
-	}
-	e, err := opts.Engine(ctx)
-	if err != nil {
-		return err
-	}
-	if err := e.DeregisterVolume(ctx, opts.ID, opts.Force); err != nil {
-		return err
-	}
-	fmt.Fprintf(opts.IO.Out, "Volume %q deregistered\n", opts.ID)
-	return nil
+	return deregisterRun(ctx, opts, action, "Volume", (*engine.Engine).DeregisterVolume)
 }
