@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/volctl/volctl/internal/display"
+	"github.com/volctl/volctl/internal/engine"
 )
 
 // flush writes out what out holds and keeps the first error: *err when set, else the flush's.
@@ -24,6 +26,20 @@ func flush(out *bufio.Writer, err *error) {
 	if ferr := out.Flush(); *err == nil {
 		*err = ferr
 	}
+}
+
+// redactOutput scrubs every secret value and mount flag volctl knows (and extra) from every
+// string of the values a command is about to print (engine.RedactValue): data a plugin
+// returned (volume_context, publish_context, its version, manifest and node ID, volume and
+// snapshot IDs) is kept raw, and a hostile plugin may have echoed a secret into any of it.
+// Each v is a pointer. The output is withheld when the secrets cannot be read.
+func redactOutput(ctx context.Context, e *engine.Engine, extra []string, vs ...any) error {
+	for _, v := range vs {
+		if err := e.RedactValue(ctx, v, extra...); err != nil {
+			return fmt.Errorf("the output is withheld: reading the state to redact secrets from it: %w", err)
+		}
+	}
+	return nil
 }
 
 // exportFlags are the --json, --jq and -t/--template flags every list and status command takes.

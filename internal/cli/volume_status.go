@@ -76,6 +76,9 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 	if err != nil {
 		return fmt.Errorf("volume status: %w", err)
 	}
+	if err := redactOutput(ctx, e, nil, &info); err != nil {
+		return fmt.Errorf("volume status: %w", err)
+	}
 	if opts.Exporter.Enabled() {
 		return opts.Exporter.Write(out, info)
 	}

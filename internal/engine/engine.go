@@ -135,7 +135,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		return nil, err
 	}
-	return &Engine{cfg: cfg, store: st, ownsStore: owns, locks: locks, log: cfg.Logger, linkDir: linkDir, conns: map[string]*conn{}}, nil
+	e := &Engine{cfg: cfg, store: st, ownsStore: owns, locks: locks, log: cfg.Logger, linkDir: linkDir, conns: map[string]*conn{}}
+	e.log = e.RedactLogger(cfg.Logger) // what the engine words from plugin data may hold an echoed secret
+	return e, nil
 }
 
 // realDir is dir made absolute with every symlink in it resolved.
@@ -229,6 +231,21 @@ func (e *Engine) secretValues(ctx context.Context) ([]string, error) {
 		return err
 	})
 	return out, err
+}
+
+// Redactor returns a function that scrubs every secret value and mount flag the state holds
+// (as secretValues) from text about to be printed. Plugin messages are scrubbed as they
+// arrive, but data a plugin returns is kept raw, because it is sent back to the plugin or to
+// Nomad as it came (a volume_context, a publish_context, a volume or snapshot ID), and
+// printed too (with its identity and node ID): a plugin that echoes a secret there must not
+// get it printed. Commands pass their whole output through it.
+// extra are values to scrub beside them (secrets given on the command line).
+func (e *Engine) Redactor(ctx context.Context, extra ...string) (func(string) string, error) {
+	values, err := e.secretValues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return csi.Scrubber(append(values, extra...)), nil
 }
 
 // pluginTimeouts are the per-RPC timeouts a plugin's client runs with: the engine's, with the
