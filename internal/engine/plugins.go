@@ -53,7 +53,7 @@ func (e *Engine) RegisterPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo
 			return err
 		}
 		if fp != nil {
-			if err := tx.Plugins().SetFingerprint(p.ID, fingerprintToStore(fp, now)); err != nil {
+			if err := tx.Plugins().SetFingerprint(p.ID, c.storedFingerprint(now)); err != nil {
 				return err
 			}
 		}
@@ -297,7 +297,7 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 	} else {
 		r.health = e.probe(ctx, c)
 		if !c.fpRecorded.Load() {
-			fp := fingerprintToStore(c.fp, e.cfg.Now())
+			fp := c.storedFingerprint(e.cfg.Now())
 			r.fp = &fp
 		}
 		if !r.health.Healthy {
