@@ -360,17 +360,15 @@ func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingLost b
 	if err != nil {
 		return err
 	}
-	c, err := e.connect(ctx, v.PluginID)
-	if err != nil {
-		return err
-	}
 	// Step the claim back to node-staged and publish it again from there, staging first when the
 	// staging is gone too (its row says not staged). Never further back: the plugin may still
 	// hold the publication from before, and a restore cut short must leave a claim whose release
 	// sends NodeUnpublishVolume, which the release of a controller-published claim skips. The
 	// controller publication outlives the node's mounts, so ControllerPublishVolume is not sent.
 	// The same commit marks the claim degraded: from here until it is published again, no error
-	// of any class frees it (drive never rolls a degraded claim back), even after a crash.
+	// of any class frees it (drive never rolls a degraded claim back), even after a crash. It
+	// comes before connecting: a plugin not back yet after a reboot (or another driver on its
+	// socket) fails the restore as surely as an RPC does, and the claim must show it.
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		cl.State, cl.Degraded = store.ClaimNodeStaged, true
 		if stagingLost {
@@ -381,6 +379,15 @@ func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingLost b
 		return tx.Claims().Update(&cl)
 	})
 	if err != nil {
+		return err
+	}
+	c, err := e.connect(ctx, v.PluginID)
+	if err != nil {
+		e.markForReconcile(ctx, &cl, "", err)
+		if errors.Is(err, ErrNotFound) {
+			// The plugin is not registered: a problem to report, not a claim gone meanwhile.
+			err = errors.New(err.Error())
+		}
 		return err
 	}
 	if err := e.publish(ctx, c, v, &cl, nil); err != nil {
