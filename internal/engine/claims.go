@@ -57,6 +57,10 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimInfo, error)
 		return fail(err)
 	}
 	if !fresh && cl.AtRest() {
+		// Held and published already; after a reboot its target may be mounted no more.
+		if cl, err = e.restoreIfUnmounted(ctx, cl, locked); err != nil {
+			return fail(err)
+		}
 		return claimInfo(cl), nil
 	}
 	failpoint("claim:taken")

@@ -199,6 +199,59 @@ func (e *Engine) restageIfLost(ctx context.Context, volumeID string, ld *loaded)
 	return nil
 }
 
+// restoreIfUnmounted applies restore's rule to a published claim its alloc claims again (a task
+// restarted after a reboot, before any reconcile): when the mount table lacks its target, the
+// claim is restored (and its volume staged again when the staging is gone too) before it is
+// handed back, rather than handing back a path that is now an empty directory. locked says the
+// caller holds the volume lock; otherwise it is taken here. It returns the claim as it is now.
+func (e *Engine) restoreIfUnmounted(ctx context.Context, cl store.Claim, locked bool) (store.Claim, error) {
+	mounted, err := e.cfg.Mounts.MountsUnder(e.cfg.StateDir)
+	if err != nil {
+		return cl, fmt.Errorf("checking the target %s: %w", cl.TargetPath, err)
+	}
+	if mounted[e.realPath(cl.TargetPath)] {
+		return cl, nil
+	}
+	if !locked {
+		unlock, err := e.locks.volume(ctx, cl.VolumeID)
+		if err != nil {
+			return cl, err
+		}
+		defer unlock()
+	}
+	st, ok, err := e.getStaging(ctx, cl.VolumeID)
+	if err != nil {
+		return cl, err
+	}
+	lost := ok && st.Staged && st.StagingPath != "" && !mounted[e.realPath(st.StagingPath)]
+	rerr := e.restoreLocked(ctx, cl.ID, lost, mounted)
+	if errors.Is(rerr, ErrNotFound) {
+		// Released or changed by another volctl meanwhile: what it is now is the answer.
+		rerr = nil
+	}
+	err = e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		cl, err = tx.Claims().Get(cl.ID)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return cl, conflictf("the claim was released by another volctl meanwhile")
+	}
+	if rerr != nil {
+		return cl, fmt.Errorf("restoring its mount at %s: %w (the claim is held, degraded, for `volctl reconcile`; `volctl volume release` frees it)", cl.TargetPath, rerr)
+	}
+	switch {
+	case err != nil:
+		return cl, err
+	case cl.Releasing:
+		return cl, conflictf("the claim is being released by another volctl")
+	case !cl.AtRest():
+		// Moved on meanwhile (another volctl's restore, cut short): drive it as it is now.
+		return e.drive(ctx, cl.ID, store.OutcomeRolledBack)
+	}
+	return cl, nil
+}
+
 func (e *Engine) reconcileVolume(ctx context.Context, rep *ReconcileReport, v store.Volume, kind string, finish func(*conn, store.Volume) error) {
 	err := func() error {
 		unlock, err := e.locks.volume(ctx, v.ID)
@@ -356,7 +409,12 @@ func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingLost b
 		return err
 	}
 	defer unlock()
-	cl, v, err := e.stillPublished(ctx, cl.ID)
+	return e.restoreLocked(ctx, cl.ID, stagingLost, mounted)
+}
+
+// restoreLocked is restoreClaim for a caller that holds the volume lock.
+func (e *Engine) restoreLocked(ctx context.Context, claimID int64, stagingLost bool, mounted map[string]bool) error {
+	cl, v, err := e.stillPublished(ctx, claimID)
 	if err != nil {
 		return err
 	}
