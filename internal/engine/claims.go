@@ -361,6 +361,14 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 	if cl.Releasing {
 		return cl, e.release(ctx, c, v, &cl, store.OutcomeReleased, ld)
 	}
+	if cl.State == store.ClaimTaken && !cl.Degraded && needsControllerHalf(c) {
+		// Admission refuses this too; a plugin re-registered since lands here. Nothing was sent.
+		nerr := noControllerHalf(v)
+		if rerr := e.release(ctx, c, v, &cl, rollbackOutcome, nil); rerr != nil {
+			return cl, fmt.Errorf("%w; rolling the claim back also failed: %v (it is left for `volctl reconcile`)", nerr, rerr)
+		}
+		return cl, fmt.Errorf("%w (the claim was rolled back)", nerr)
+	}
 	perr := e.publish(ctx, c, v, &cl, ld)
 	if perr == nil {
 		return cl, nil

@@ -32,6 +32,9 @@ func (e *Engine) RegisterVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 	}
 	defer unlock()
 
+	if needsControllerHalf(c) {
+		return fail(noControllerHalf(store.VolumeFromSpec(sv)))
+	}
 	if c.fp.Controller {
 		err := e.retry(ctx, c, csi.RPCValidateVolumeCapabilities, func(ctx context.Context) error {
 			return c.client.ValidateVolumeCapabilities(ctx, csi.ValidateVolumeCapabilitiesRequest{
