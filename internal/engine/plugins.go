@@ -316,6 +316,11 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 			return err
 		}
 		if r.fp != nil {
+			// A probe may be the first to reach a restarted plugin (the agent's runner is):
+			// a change of capabilities gets its event here, as on any other connection.
+			if err := e.noteCapabilityChange(tx, p.ID, c.fp); err != nil {
+				return err
+			}
 			if err := tx.Plugins().SetFingerprint(p.ID, *r.fp); err != nil {
 				return err
 			}
