@@ -140,3 +140,30 @@ func TestCapabilityChangeSeenFirstByAProbe(t *testing.T) {
 		t.Fatalf("capability change events = %+v; want one naming STAGE_UNSTAGE_VOLUME and volume \"v\"", evs)
 	}
 }
+
+// TestCapabilityChangeSeenFirstByARegistration: the agent registers its config's plugins at
+// every start, so after a restart of both, a registration is the first to fingerprint the
+// plugin again. The capability change gets its event there too.
+func TestCapabilityChangeSeenFirstByARegistration(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+
+	h.stopServe()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	cfg.Controller.PublishUnpublishVolume = false
+	restarted := csitest.NewMemPlugin(cfg)
+	restarted.AddVolume(csi.Volume{ID: h.externalID("v")})
+	csitest.ServeAt(t, h.socket, csitest.WithServer(restarted))
+	h.open(Config{}) // a new process: the agent starting again
+	h.registerPlugin("mem", h.socket)
+
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "plugin-capabilities"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || !strings.Contains(evs[0].Message, "PUBLISH_UNPUBLISH_VOLUME") || !strings.Contains(evs[0].Message, `"v"`) {
+		t.Fatalf("capability change events = %+v; want one naming PUBLISH_UNPUBLISH_VOLUME and volume \"v\"", evs)
+	}
+}

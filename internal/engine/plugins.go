@@ -53,6 +53,11 @@ func (e *Engine) RegisterPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo
 			return err
 		}
 		if fp != nil {
+			// Registered again (the agent does at every start): a plugin that came back with
+			// other capabilities gets its event here, as on any other connection.
+			if err := e.noteCapabilityChange(tx, p.ID, fp); err != nil {
+				return err
+			}
 			if err := tx.Plugins().SetFingerprint(p.ID, fingerprintToStore(fp, now)); err != nil {
 				return err
 			}
