@@ -199,6 +199,12 @@ func canSnapshot(c *conn, what string) error {
 // still be the same driver (its name pinned as for a registered plugin).
 func (e *Engine) snapshotConn(ctx context.Context, pluginID string, reach store.PluginReach) (*conn, error) {
 	c, err := e.connect(ctx, pluginID)
+	if err == nil && reach.Provider != "" && c.fp.Provider != reach.Provider {
+		// The ID was registered again for another driver (its volumes gone, the snapshot
+		// kept): that driver's NOT_FOUND would make volctl forget a snapshot that still exists.
+		return nil, conflictf("plugin %q is now driver %q, but the snapshot was made by %q: no snapshot RPC goes to another driver "+
+			"(register %q as plugin %q again to delete it)", pluginID, c.fp.Provider, reach.Provider, reach.Provider, pluginID)
+	}
 	if err == nil || !errors.Is(err, ErrNotFound) || reach.Type == "" {
 		return c, err
 	}
