@@ -339,6 +339,11 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 	} else {
 		c, err = e.connect(ctx, v.PluginID)
 	}
+	if errors.Is(err, ErrNotFound) {
+		// The plugin is not registered (deregistered with --force): to drive's callers,
+		// ErrNotFound means the claim itself is gone, and reconcile would stay silent.
+		err = conflictf("%v", err)
+	}
 	if err != nil {
 		e.markForReconcile(ctx, &cl, "", err)
 		if ctx.Err() != nil && !cl.Releasing {

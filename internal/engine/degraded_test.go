@@ -144,3 +144,27 @@ func TestRestoreWithThePluginDownMarksTheClaimDegraded(t *testing.T) {
 		t.Fatalf("after the plugin came back: %+v; want published, not degraded", live)
 	}
 }
+
+// TestReconcileReportsClaimsOfAnUnregisteredPlugin: a plugin deregistered with --force while a
+// claim is left for reconcile (here a release cut short). Reconcile cannot drive the claim, and
+// must say so rather than take "plugin not registered" for "claim released meanwhile" and
+// report nothing wrong.
+func TestReconcileReportsClaimsOfAnUnregisteredPlugin(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter)))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.faults.FailAlways(csi.RPCNodeUnpublishVolume, codes.Unavailable)
+	if _, err := h.e.Release(h.ctx, "v", "a"); err == nil {
+		t.Fatal("release with NodeUnpublishVolume unavailable succeeded")
+	}
+	if err := h.e.DeregisterPlugin(h.ctx, "mem", true); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := h.e.Reconcile(h.ctx)
+	if err == nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, "not registered") {
+		t.Fatalf("reconcile with the claim's plugin deregistered = %+v, %v; want one problem saying the plugin is not registered", rep, err)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 {
+		t.Fatalf("claims = %+v; want the claim kept", live)
+	}
+}

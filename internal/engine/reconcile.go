@@ -444,7 +444,7 @@ func (e *Engine) restoreLocked(ctx context.Context, claimID int64, stagingLost b
 		e.markForReconcile(ctx, &cl, "", err)
 		if errors.Is(err, ErrNotFound) {
 			// The plugin is not registered: a problem to report, not a claim gone meanwhile.
-			err = errors.New(err.Error())
+			err = conflictf("%v", err)
 		}
 		return err
 	}
