@@ -136,3 +136,43 @@ func TestNodeHalfAloneOfAControllerPlugin(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeExpansionOwedWhileOnlyTheControllerHalfIsRegistered: a split plugin's controller half
+// expands a volume and says node_expansion_required while its node half is not registered yet.
+// The node expansion is owed, not dropped: once the node half joins, the claim that publishes
+// the volume sends NodeExpandVolume, or the filesystem would stay the old size for good.
+func TestNodeExpansionOwedWhileOnlyTheControllerHalfIsRegistered(t *testing.T) {
+	h := newHarness(t, nil)
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	backend := csitest.NewMemPlugin(cfg)
+	ctrlSock, _ := csitest.Serve(t, csitest.WithRegister(func(s *grpc.Server) {
+		backend.RegisterServices(s, csitest.Identity, csitest.Controller)
+	}))
+	nodeSock, _ := csitest.Serve(t, csitest.WithRegister(func(s *grpc.Server) {
+		backend.RegisterServices(s, csitest.Identity, csitest.Node)
+	}))
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "split", Type: spec.PluginController, ControllerSocket: ctrlSock}); err != nil {
+		t.Fatal(err)
+	}
+	sv := volume("v")
+	sv.PluginID = "split"
+	h.create(sv)
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
+		t.Fatalf("expand through the controller half: %v", err)
+	}
+	if got := h.owed("v"); got != 4*mib {
+		t.Fatalf("node expansion owed = %d, want %d (the controller said node_expansion_required)", got, 4*mib)
+	}
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "split", Type: spec.PluginNode, NodeSocket: nodeSock}); err != nil {
+		t.Fatal(err)
+	}
+	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "web"})
+	reqs := csitest.Requests[csi.NodeExpandVolumeRequest](backend)
+	if len(reqs) != 1 || reqs[0].VolumePath != cl.TargetPath || reqs[0].CapacityMin != 4*mib {
+		t.Fatalf("NodeExpandVolume at the publish: %+v, want one at %s", reqs, cl.TargetPath)
+	}
+	if got := h.owed("v"); got != 0 {
+		t.Errorf("node expansion still owed after the publish: %d", got)
+	}
+}
