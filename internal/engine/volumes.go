@@ -413,6 +413,9 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		if created.ID != "" {
 			// The plugin made a volume we cannot use (smaller than asked): remove it again.
 			_ = e.withController(ctx, c, func(ctx context.Context) error {
+				if err := e.checkSockets(ctx, c, csi.RPCDeleteVolume); err != nil {
+					return err
+				}
 				return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
 			})
 		}
