@@ -9,12 +9,14 @@ import (
 
 	"github.com/volctl/volctl/internal/cli"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/noquery"
 )
 
 func main() { os.Exit(run()) }
 
 // run builds the root command, runs it, and maps its error to the exit code.
 func run() int {
+	noquery.Restore() // os.Stdout was hidden while bubbletea's init ran (internal/noquery)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	f := cli.NewFactory(iostreams.System())

@@ -16,10 +16,12 @@ import (
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/nomadcorpus"
+	"github.com/volctl/volctl/internal/noquery"
 )
 
 // TestMain lets testscript run this test binary as the volctl command.
 func TestMain(m *testing.M) {
+	noquery.Restore() // main.go imports it: the test binary's output goes to os.Stdout too
 	// Under -race every process sleeps 1 s before it exits (the race runtime's default
 	// atexit_sleep_ms). The tests here start hundreds of volctl processes; the ones they start
 	// inherit this and exit at once. (It does not change this process: GORACE is read at start.)

@@ -280,6 +280,8 @@ func leakCases(e *leakEnv) []leakCase {
 		{cmd: "volume release", args: []string{"su", "--alloc", "z"}, only: []variant{verbose}, code: 1, before: claim("su", "z"),
 			fail: internal("NodeUnpublishVolume"), want: echoed},
 		{cmd: "volume status", args: []string{"su"}, only: []variant{verbose, asTemplate}, want: echoed},
+		// The event log holds every failure above, with the plugin's echoing messages.
+		{cmd: "events", json: true, want: echoed},
 
 		{cmd: "volume deregister", args: []string{"sr", "--yes"}, before: func(e *leakEnv, _ int) { e.must("volume", "register", "sr.hcl") }},
 		{cmd: "volume deregister", args: []string{"sv", "--yes"}, code: 4, want: "claim"},

@@ -19,11 +19,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/volctl/volctl/internal/backoff"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 )
 
-// The defaults of the agent's intervals (DESIGN.md, "Plugins").
+// The defaults of the agent's intervals (docs/architecture.md, Plugins).
 const (
 	DefaultProbeInterval      = 5 * time.Second
 	DefaultProbeIntervalReady = 30 * time.Second
@@ -388,14 +389,14 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 // claim is left held, so a plugin that is briefly sick gets its claims back within seconds and
 // one that stays sick is not hammered.
 type redrive struct {
-	b    *backoff
+	b    *backoff.Backoff
 	t    *time.Timer
 	c    <-chan time.Time // nil while nothing is scheduled
 	held int              // claims held when the last pass was scheduled
 }
 
 func newRedrive(s Settings) *redrive {
-	return &redrive{b: newBackoff(s.BackoffMin, min(s.BackoffMax, s.ReconcileInterval))}
+	return &redrive{b: backoff.New(s.BackoffMin, min(s.BackoffMax, s.ReconcileInterval))}
 }
 
 func (r *redrive) stop() {
@@ -428,12 +429,12 @@ func (a *Agent) scheduleRedrive(ctx context.Context, r *redrive) {
 		}
 	}
 	if held == 0 {
-		r.b.reset()
+		r.b.Reset()
 		r.stop()
 		r.held = 0
 		return
 	}
-	wait := r.b.wait()
+	wait := r.b.Next()
 	level := slog.LevelDebug
 	if held != r.held {
 		level = slog.LevelInfo // logged when the count changes, not on every re-drive

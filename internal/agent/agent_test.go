@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -165,24 +164,7 @@ func (f *fixture) register(sp spec.Plugin) {
 // startAgent runs an agent in the background; stop ends it like SIGTERM and returns Run's error.
 func (f *fixture) startAgent(s Settings, declared ...spec.Plugin) (stop func() error) {
 	f.t.Helper()
-	a, err := New(Config{Engine: f.e, Settings: s, Plugins: declared, Now: f.now,
-		Logger: slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(f.ctx)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	var once sync.Once
-	var runErr error
-	stop = func() error {
-		once.Do(func() {
-			cancel()
-			runErr = <-done
-		})
-		return runErr
-	}
-	f.t.Cleanup(func() { _ = stop() })
+	_, stop = f.startAgentWith(func(c *Config) { c.Settings, c.Plugins, c.Now = s, declared, f.now })
 	return stop
 }
 

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/volctl/volctl/internal/backoff"
 )
 
 func TestBackoff(t *testing.T) {
@@ -18,10 +20,10 @@ func TestBackoff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := newBackoff(tt.min, tt.max)
+			b := backoff.New(tt.min, tt.max)
 			var got []time.Duration
 			for range tt.want {
-				got = append(got, b.wait())
+				got = append(got, b.Next())
 			}
 			want := tt.want
 			if tt.name == "default range" {
@@ -33,8 +35,8 @@ func TestBackoff(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("waits = %v, want %v", got, want)
 			}
-			b.reset()
-			if d := b.wait(); d != want[0] {
+			b.Reset()
+			if d := b.Next(); d != want[0] {
 				t.Fatalf("after reset: %v, want %v", d, want[0])
 			}
 		})

@@ -6,8 +6,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
+
 	"github.com/volctl/volctl/internal/spec"
 )
+
+// parseConfig reads an agent config as `volctl agent --config` does: spec parses it, NewFile
+// makes the agent's File of it. It returns the files for rendering the diagnostics.
+func parseConfig(filename string, src []byte) (*File, map[string]*hcl.File, hcl.Diagnostics) {
+	p := spec.NewParser()
+	c, diags := p.ParseAgentConfig(filename, src)
+	if c == nil {
+		return nil, p.Files(), diags
+	}
+	return NewFile(c), p.Files(), diags
+}
 
 func TestParseConfig(t *testing.T) {
 	src := `# the agent's own settings
@@ -35,7 +48,7 @@ plugin "nfs" {
   socket = "/run/csi/nfs.sock"
 }
 `
-	f, _, diags := ParseConfig("agent.hcl", []byte(src))
+	f, _, diags := parseConfig("agent.hcl", []byte(src))
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -71,7 +84,7 @@ func TestParseConfigOptionalParts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, _, diags := ParseConfig("agent.hcl", []byte(tt.src))
+			f, _, diags := parseConfig("agent.hcl", []byte(tt.src))
 			if diags.HasErrors() {
 				t.Fatal(diags)
 			}
@@ -105,7 +118,7 @@ plugin "hp" {
 
 volume "x" {}
 `
-	f, files, diags := ParseConfig("agent.hcl", []byte(src))
+	f, files, diags := parseConfig("agent.hcl", []byte(src))
 	if f != nil {
 		t.Fatalf("file returned despite errors: %+v", f)
 	}
@@ -147,7 +160,7 @@ volume "x" {}
 	if strings.Contains(out, "s3cr3t") {
 		t.Errorf("rendering shows a secret:\n%s", out)
 	}
-	for _, s := range []string{`"soon" is not a duration`, "health_timeout must be a duration string", `An argument named "probe_intervall" is not expected here`, "agent.hcl:11:"} {
+	for _, s := range []string{`"soon" is not a duration`, "health_timeout must be a duration string", `An argument named "probe_intervall" is not expected in an agent block. Did you mean "probe_interval"?`, "agent.hcl:11:"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("rendering lacks %q:\n%s", s, out)
 		}
@@ -180,7 +193,7 @@ func TestParseConfigNesting(t *testing.T) {
 		"blocks":       strings.Repeat("agent {\n", n) + strings.Repeat("}\n", n),
 	} {
 		t.Run(name, func(t *testing.T) {
-			f, files, diags := ParseConfig("agent.hcl", []byte(src))
+			f, files, diags := parseConfig("agent.hcl", []byte(src))
 			if f != nil || len(diags) != 1 || diags[0].Summary != "Nesting too deep" || diags[0].Subject == nil {
 				t.Fatalf("got %v, %v; want one Nesting too deep error", f, diags)
 			}
@@ -192,5 +205,44 @@ func TestParseConfigNesting(t *testing.T) {
 				t.Errorf("diagnostic does not name the file and place:\n%.300s", out.String())
 			}
 		})
+	}
+}
+
+// TestParseConfigHCL1AndJSON: an agent config is read as a spec file is, so the HCL1 forms of
+// Nomad's files (one-line blocks, commas, quoted names) and JSON give the same config as HCL2.
+func TestParseConfigHCL1AndJSON(t *testing.T) {
+	hcl2 := `agent {
+  probe_interval = "2s"
+  stop_timeout   = "20s"
+}
+plugin "hp" {
+  type   = "monolith"
+  socket = "/run/hp.sock"
+  exec {
+    command = "/bin/hp"
+    args    = ["serve"]
+  }
+}
+`
+	want, _, diags := parseConfig("agent.hcl", []byte(hcl2))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	for name, src := range map[string]string{
+		"agent.hcl": `agent { "probe_interval" = "2s", stop_timeout = "20s" }
+plugin "hp" { type = "monolith", socket = "/run/hp.sock", exec { command = "/bin/hp", args = ["serve"] } }
+`,
+		"agent.json": `{"agent": {"probe_interval": "2s", "stop_timeout": "20s"},
+ "plugin": {"hp": {"type": "monolith", "socket": "/run/hp.sock", "exec": {"command": "/bin/hp", "args": ["serve"]}}}}`,
+	} {
+		got, _, diags := parseConfig(name, []byte(src))
+		if diags.HasErrors() {
+			t.Fatalf("%s: %v", name, diags)
+		}
+		if got.Settings != want.Settings || len(got.Plugins) != 1 || got.Plugins[0].ID != "hp" ||
+			got.Plugins[0].ControllerEndpoint() != want.Plugins[0].ControllerEndpoint() || got.Plugins[0].Type != want.Plugins[0].Type || got.Plugins[0].Exec == nil ||
+			got.Plugins[0].Exec.Command != "/bin/hp" || strings.Join(got.Plugins[0].Exec.Args, " ") != "serve" {
+			t.Errorf("%s = %+v, want %+v", name, got, want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/volctl/volctl/internal/backoff"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -57,7 +58,7 @@ func (r *runner) loop(ctx context.Context) {
 	// has had its chance after the health timeout: the start-up reconcile waits no longer.
 	chance := time.AfterFunc(a.s.HealthTimeout, r.settle)
 	defer chance.Stop()
-	bo := newBackoff(a.s.BackoffMin, a.s.BackoffMax)
+	bo := backoff.New(a.s.BackoffMin, a.s.BackoffMax)
 	var (
 		lastGood  time.Time // the process's start, or its last healthy probe
 		restartAt time.Time // when the next start may happen
@@ -71,7 +72,7 @@ func (r *runner) loop(ctx context.Context) {
 			}
 			started, err := r.startOrAdopt(ctx)
 			if err != nil {
-				wait := bo.wait()
+				wait := bo.Next()
 				a.log.Error("starting plugin", "plugin", id, "err", err, "retry_in", wait)
 				a.e.PluginEvent(ctx, id, "plugin-start", fmt.Sprintf("plugin %q did not start: %v (retrying in %s)", id, err, wait))
 				restartAt = a.now().Add(wait)
@@ -92,7 +93,7 @@ func (r *runner) loop(ctx context.Context) {
 			lastGood, warnedFor = now, false
 			r.settle()
 			if r.proc != nil && now.Sub(r.proc.started) >= a.s.BackoffMax {
-				bo.reset()
+				bo.Reset()
 			}
 			if restarted {
 				restarted = false
@@ -117,7 +118,7 @@ func (r *runner) loop(ctx context.Context) {
 			if r.proc == nil {
 				break
 			}
-			wait := bo.wait()
+			wait := bo.Next()
 			msg := fmt.Sprintf("plugin %q unhealthy for %s (health timeout %s): %s: restarting it in %s", id,
 				now.Sub(lastGood).Round(time.Millisecond), a.s.HealthTimeout, reason, wait)
 			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
@@ -147,7 +148,7 @@ func (r *runner) loop(ctx context.Context) {
 		case <-timer.C:
 		case <-exited:
 			timer.Stop()
-			wait := bo.wait()
+			wait := bo.Next()
 			msg := fmt.Sprintf("plugin %q exited (%s): restarting it in %s", id, r.proc.exitStatus(), wait)
 			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
 			r.restarting("exited")

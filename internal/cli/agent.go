@@ -128,17 +128,18 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 		if err != nil {
 			return withCode(ExitUsage, fmt.Errorf("agent: --config: %w", err))
 		}
-		f, files, diags := agent.ParseConfig(srcs[0].Name, srcs[0].Src)
+		parser := spec.NewParser()
+		c, diags := parser.ParseAgentConfig(srcs[0].Name, srcs[0].Src)
 		if len(diags) > 0 {
 			width, color := diagnosticStyle(opts.IO)
-			if err := spec.NewDiagnosticWriter(opts.IO.ErrOut, files, width, color).WriteDiagnostics(diags); err != nil {
+			if err := spec.NewDiagnosticWriter(opts.IO.ErrOut, parser.Files(), width, color).WriteDiagnostics(diags); err != nil {
 				return err
 			}
 		}
-		if f == nil {
+		if c == nil {
 			return withCode(ExitUsage, fmt.Errorf("agent: config %s is invalid; the agent did not start", srcs[0].Name))
 		}
-		file = *f
+		file = *agent.NewFile(c)
 	}
 
 	level := slog.LevelInfo

@@ -8,7 +8,7 @@ import (
 	"github.com/volctl/volctl/internal/engine"
 )
 
-// Exit codes, as DESIGN.md's "Command line" fixes them.
+// Exit codes, as docs/architecture.md (Command line) fixes them.
 const (
 	ExitOK       = 0
 	ExitError    = 1 // runtime error

@@ -24,7 +24,7 @@ func TestAgoReadsLikeAPerson(t *testing.T) {
 	}{
 		{now, "just now"},
 		{now.Add(-300 * time.Millisecond), "just now"},
-		{now.Add(-48 * time.Hour), "2 days ago"},
+		{now.Add(-48 * time.Hour), "2d ago"},
 		{time.Time{}, ""},
 	} {
 		if got := ago(now, tt.t); got != tt.want {

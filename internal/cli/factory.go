@@ -32,7 +32,7 @@ func NewFactory(ios *iostreams.IOStreams) *Factory {
 	return &Factory{IO: ios, getenv: os.Getenv, geteuid: os.Geteuid}
 }
 
-// StateDir resolves the state directory as DESIGN.md says: --state-dir, $VOLCTL_STATE_DIR,
+// StateDir resolves the state directory as docs/architecture.md (Command line) says: --state-dir, $VOLCTL_STATE_DIR,
 // /var/lib/volctl for root, else $XDG_STATE_HOME/volctl (~/.local/state/volctl).
 func (f *Factory) StateDir() (string, error) {
 	dir := f.stateDirFlag

@@ -7,7 +7,7 @@ import (
 	"github.com/volctl/volctl/internal/iostreams"
 )
 
-// TestStateDirResolution follows DESIGN.md's order: --state-dir, $VOLCTL_STATE_DIR,
+// TestStateDirResolution follows the order of docs/architecture.md (Command line): --state-dir, $VOLCTL_STATE_DIR,
 // /var/lib/volctl as root, else $XDG_STATE_HOME/volctl.
 func TestStateDirResolution(t *testing.T) {
 	tests := []struct {

@@ -44,7 +44,7 @@ func TestGroupOutputShowsBindDestinations(t *testing.T) {
 		}},
 		{"group status", detail.String(), []string{
 			`(?m)^ALLOC +VOLUME +MODE +STATE +AGE +MOUNTED AT +TARGET$`,
-			`(?m)^app\[0\] +shared +write +published +1 minute +/srv/app0, /srv/ro0 \(read-only\) +/s/publish/app\[0\]/shared/t$`,
+			`(?m)^app\[0\] +shared +write +published +1m +/srv/app0, /srv/ro0 \(read-only\) +/s/publish/app\[0\]/shared/t$`,
 		}},
 	} {
 		for _, w := range tt.want {

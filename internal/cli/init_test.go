@@ -57,7 +57,7 @@ func TestInitRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if f, diags := spec.Parse(path, src, spec.VerbAny); f == nil || len(diags) > 0 || f.Kind != kind {
+			if f, diags := spec.NewParser().Parse(path, src, spec.VerbAny); f == nil || len(diags) > 0 || f.Kind != kind {
 				t.Errorf("written example does not validate as a %s: %v", kind, diags)
 			}
 
@@ -111,7 +111,7 @@ func TestInitNamesVolumeAfterFile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, diags := spec.Parse(path, src, spec.VerbCreate)
+			f, diags := spec.NewParser().Parse(path, src, spec.VerbCreate)
 			if f == nil || len(diags) > 0 || f.Volume == nil {
 				t.Fatalf("written example does not validate for create: %v\n%s", diags, src)
 			}

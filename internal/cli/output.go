@@ -12,9 +12,10 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/dustin/go-humanize"
 	"github.com/itchyny/gojq"
 	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/display"
 )
 
 // flush writes out what out holds and keeps the first error: *err when set, else the flush's.
@@ -239,30 +240,11 @@ func keyValues(out io.Writer, pairs ...[2]string) error {
 	return tw.Flush()
 }
 
-// ago is age for a moment in a sentence-like detail row: "2 days ago", "just now".
-func ago(now, t time.Time) string {
-	switch a := age(now, t); a {
-	case "":
-		return ""
-	case "now":
-		return "just now"
-	default:
-		return a + " ago"
-	}
-}
+// ago is age for a moment in a sentence-like detail row: "2d ago", "just now" (display.Ago).
+func ago(now, t time.Time) string { return display.Ago(now, t) }
 
-// age renders how long ago t was, for tables.
-func age(now, t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return strings.TrimSuffix(humanize.RelTime(t, now, "", ""), " ")
-}
+// age renders how long ago t was, for tables: "45s", "2m", "3h", "2d" (display.Age).
+func age(now, t time.Time) string { return display.Age(now, t) }
 
 // bytesIEC renders a byte count as people read capacities ("10 GiB"); 0 is empty.
-func bytesIEC(n int64) string {
-	if n <= 0 {
-		return ""
-	}
-	return humanize.IBytes(uint64(n))
-}
+func bytesIEC(n int64) string { return display.Bytes(n) }

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -129,7 +129,7 @@ func pluginProbeRun(ctx context.Context, opts *PluginProbeOptions) error {
 	start := time.Now()
 	ready, probeErr := client.Probe(ctx)
 	latency := time.Since(start)
-	if probeErr != nil && csi.CodeOf(probeErr) == codes.Unavailable {
+	if csi.IsUnavailable(probeErr) {
 		return fmt.Errorf("plugin probe: %w", probeErr) // nobody there: nothing to show
 	}
 	fp, err := client.Fingerprint(ctx)
@@ -197,7 +197,7 @@ func writeProbeTable(out io.Writer, res pluginProbeResult, fp *csi.Fingerprint, 
 		{"Topology", topologyString(res.AccessibleTopology)},
 		{"Healthy", strconv.FormatBool(res.Healthy)},
 		{"Ready", strconv.FormatBool(res.Ready)},
-		{"Probe Latency", latency.Round(time.Microsecond).String()},
+		{"Probe Latency", display.Latency(latency)},
 	}
 	if res.Error != nil {
 		pairs = append(pairs, [2]string{"Error", *res.Error})
@@ -209,7 +209,7 @@ func writeProbeTable(out io.Writer, res pluginProbeResult, fp *csi.Fingerprint, 
 	return writeCapabilityTable(out, res.Capabilities.Plugin, res.Capabilities.Controller, res.Capabilities.Node)
 }
 
-// topologyString renders segments as "k=v,k2=v2", sorted by key.
+// topologyString renders segments as "k=v, k2=v2", sorted by key.
 func topologyString(t *spec.Topology) string {
 	if t == nil {
 		return ""

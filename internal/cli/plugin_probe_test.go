@@ -94,7 +94,7 @@ func TestPluginProbeTable(t *testing.T) {
 		"Controller Socket = " + socket + "\n",
 		"Node ID           = mem-node-1\n",
 		"Max Volumes       = 8\n",
-		"Topology          = rack=r1,zone=a\n",
+		"Topology          = rack=r1, zone=a\n",
 		"Healthy           = true\n",
 		"Ready             = true\n",
 		"Probe Latency     = ",

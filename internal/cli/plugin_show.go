@@ -3,31 +3,22 @@ package cli
 import (
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 )
 
 // How plugins are shown: the one-line verdict of a register, the status table, and the detail
 // view of one plugin. plugin register, plugin status, status and quickstart share them.
 
-// pluginHealthWords says "healthy, ready", "healthy, not ready" or "unhealthy".
-func pluginHealthWords(p engine.PluginInfo) string {
-	switch {
-	case !p.Healthy:
-		return "unhealthy"
-	case !p.Ready:
-		return "healthy, not ready"
-	}
-	return "healthy, ready"
-}
+// pluginHealthWords is the plugin's health in the engine's word: "healthy", "not ready",
+// "unhealthy", or "unknown" before its first probe.
+func pluginHealthWords(p engine.PluginInfo) string { return p.Health().String() }
 
 // pluginRegisteredLine is what plugin register prints for each plugin:
-// `Plugin "hp" registered: hostpath.csi.volctl.dev 0.1.0, healthy, ready`.
+// `Plugin "hp" registered: hostpath.csi.volctl.dev 0.1.0, healthy`.
 func pluginRegisteredLine(p engine.PluginInfo) string {
 	if p.Provider == "" {
 		// A plugin the agent starts itself is recorded before it has ever run.
@@ -125,11 +116,5 @@ func writeCapabilityTable(out io.Writer, plugin, controller, node []string) erro
 	return t.render()
 }
 
-// segmentsString renders topology segments as "k=v,k2=v2", sorted by key.
-func segmentsString(segments map[string]string) string {
-	parts := make([]string, 0, len(segments))
-	for _, k := range slices.Sorted(maps.Keys(segments)) {
-		parts = append(parts, k+"="+segments[k])
-	}
-	return strings.Join(parts, ",")
-}
+// segmentsString renders topology segments as "k=v, k2=v2", sorted by key.
+func segmentsString(segments map[string]string) string { return display.Segments(segments) }

@@ -9,12 +9,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/engine"
@@ -109,6 +108,7 @@ type quickstart struct {
 	socket string
 	step   int
 
+	mounts      *mountWatch // the plugin's Mounter
 	plugin      *hostpath.Plugin
 	stopPlugin  context.CancelFunc
 	pluginDone  chan error
@@ -185,14 +185,17 @@ func (q *quickstart) run(ctx context.Context) error {
 		return fmt.Errorf("quickstart: state dir %s: %w", q.state, err)
 	}
 	q.engine = e
+	// Each step runs the command's own run function on this engine, so quickstart shows what
+	// the command shows.
+	ios := q.opts.IO
+	eng := func(context.Context) (*engine.Engine, error) { return q.engine, nil }
 
 	q.begin("Register it: volctl fingerprints the plugin and probes its health",
 		fmt.Sprintf("volctl plugin register --id %s --socket %s", quickstartPlugin, q.socket))
-	p, err := e.RegisterPlugin(ctx, spec.Plugin{ID: quickstartPlugin, Type: spec.PluginMonolith, Socket: q.socket})
-	if err != nil {
+	if err := pluginRegisterRun(ctx, &PluginRegisterOptions{IO: ios, Engine: eng,
+		ID: quickstartPlugin, Type: string(spec.PluginMonolith), Socket: q.socket}); err != nil {
 		return err
 	}
-	fmt.Fprintln(q.out, pluginRegisteredLine(p))
 
 	specPath := filepath.Join(q.dir, "demo.hcl")
 	q.begin("Create a volume from a Nomad volume spec", "cat "+specPath)
@@ -201,28 +204,30 @@ func (q *quickstart) run(ctx context.Context) error {
 	}
 	fmt.Fprint(q.out, quickstartSpec)
 	fmt.Fprintf(q.out, "$ volctl volume create %s\n", specPath)
-	sv, diags := spec.ParseVolume(specPath, []byte(quickstartSpec), spec.VerbCreate)
-	if diags.HasErrors() {
-		return fmt.Errorf("quickstart: the demo spec is invalid: %s", diags.Error())
-	}
-	vol, err := e.CreateVolume(ctx, *sv)
-	if err != nil {
+	if err := volumeSubmitRun(ctx, &VolumeSubmitOptions{IO: ios, Engine: eng, ReadFile: os.ReadFile,
+		Verb: spec.VerbCreate, Files: []string{specPath}}); err != nil {
 		return err
 	}
-	fmt.Fprintln(q.out, volumeSubmittedLine(spec.VerbCreate, vol, nil))
 
 	q.begin("Claim it for an alloc: stage and publish, and print where it is mounted",
 		fmt.Sprintf("volctl volume claim %s --alloc %s", quickstartVolume, quickstartAlloc))
-	cl, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: quickstartVolume, Alloc: quickstartAlloc})
-	if err != nil {
-		if ce := (*csi.Error)(nil); errors.As(err, &ce) && ce.Code == codes.FailedPrecondition && strings.Contains(ce.Message, "needs root") {
+	if err := volumeClaimRun(ctx, &VolumeClaimOptions{IO: ios, Engine: eng,
+		VolumeID: quickstartVolume, Alloc: quickstartAlloc}); err != nil {
+		if ce := (*csi.Error)(nil); errors.As(err, &ce) && q.mounts.denied.Load() {
 			// The plugin's own words, not the generic hint for the code: the cause is known.
 			return withCode(ExitError, fmt.Errorf("quickstart stopped at the claim: mounting a volume needs root (CAP_SYS_ADMIN), "+
 				"and this process cannot bind-mount. Run it as root: sudo volctl quickstart\n(%s answered %s: %s)", ce.RPC, ce.Code, ce.Message))
 		}
 		return err
 	}
-	fmt.Fprintln(q.out, cl.TargetPath)
+	cl, err := e.ClaimInfo(ctx, quickstartVolume, quickstartAlloc)
+	if err != nil {
+		return err
+	}
+	vol, err := e.Volume(ctx, quickstartVolume)
+	if err != nil {
+		return err
+	}
 
 	file := filepath.Join(cl.TargetPath, "hello.txt")
 	q.begin("Write a file through the claim's target: it lands in the volume's directory",
@@ -243,21 +248,15 @@ func (q *quickstart) run(ctx context.Context) error {
 	fmt.Fprint(q.out, string(got))
 
 	q.begin("Show the volume and its claim", "volctl volume status "+quickstartVolume)
-	info, err := e.Volume(ctx, quickstartVolume)
-	if err != nil {
-		return err
-	}
-	if err := writeVolumeDetail(q.out, info, q.opts.Now()); err != nil {
+	if err := volumeStatusRun(ctx, &VolumeStatusOptions{IO: ios, Engine: eng, Now: q.opts.Now, ID: quickstartVolume}); err != nil {
 		return err
 	}
 
 	q.begin("Release the claim: unpublish and unstage",
 		fmt.Sprintf("volctl volume release %s --alloc %s", quickstartVolume, quickstartAlloc))
-	res, err := e.Release(ctx, quickstartVolume, quickstartAlloc)
-	if err != nil {
+	if err := volumeReleaseRun(ctx, &VolumeReleaseOptions{IO: ios, Engine: eng, VolumeID: quickstartVolume, Alloc: quickstartAlloc}); err != nil {
 		return err
 	}
-	fmt.Fprintf(q.out, "Released %s claim of alloc %q on volume %q\n", res.Claim.Mode, quickstartAlloc, quickstartVolume)
 
 	if q.opts.Keep {
 		q.begin("Keep the volume and the state for you to look at")
@@ -265,15 +264,14 @@ func (q *quickstart) run(ctx context.Context) error {
 	}
 	q.begin("Delete the volume and deregister the plugin",
 		fmt.Sprintf("volctl volume delete %s --yes", quickstartVolume))
-	if err := e.DeleteVolume(ctx, quickstartVolume); err != nil {
+	confirm := (&Factory{IO: ios}).confirm
+	if err := volumeDeleteRun(ctx, &VolumeDeleteOptions{IO: ios, Engine: eng, Confirm: confirm, ID: quickstartVolume, Yes: true}); err != nil {
 		return err
 	}
-	fmt.Fprintf(q.out, "Volume %q deleted\n", quickstartVolume)
 	fmt.Fprintf(q.out, "$ volctl plugin deregister %s\n", quickstartPlugin)
-	if err := e.DeregisterPlugin(ctx, quickstartPlugin, false); err != nil {
+	if err := pluginDeregisterRun(ctx, &PluginDeregisterOptions{IO: ios, Engine: eng, Confirm: confirm, ID: quickstartPlugin}); err != nil {
 		return err
 	}
-	fmt.Fprintf(q.out, "Plugin %q deregistered\n", quickstartPlugin)
 	q.deleted = true
 	if q.opts.afterStep != nil {
 		q.opts.afterStep(q.step)
@@ -287,7 +285,11 @@ func (q *quickstart) startPlugin(ctx context.Context) error {
 		return fmt.Errorf("quickstart: the socket path %s is %d bytes, longer than a unix socket allows (%d); set TMPDIR to a shorter directory",
 			q.socket, len(q.socket), spec.MaxSocketPath)
 	}
-	p, err := hostpath.New(hostpath.Config{Root: q.root, NodeID: quickstartNode, Logger: q.opts.Logger, Mounter: q.opts.mounter})
+	q.mounts = &mountWatch{Mounter: q.opts.mounter}
+	if q.mounts.Mounter == nil {
+		q.mounts.Mounter = hostpath.SystemMounter{}
+	}
+	p, err := hostpath.New(hostpath.Config{Root: q.root, NodeID: quickstartNode, Logger: q.opts.Logger, Mounter: q.mounts})
 	if err != nil {
 		return fmt.Errorf("quickstart: %w", err)
 	}
@@ -360,4 +362,20 @@ func (q *quickstart) cleanup() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// mountWatch is the plugin's Mounter as quickstart runs it: it remembers whether a mount was
+// refused for want of privileges (hostpath.IsNoMountPrivilege), which the plugin can only
+// say in words over gRPC.
+type mountWatch struct {
+	hostpath.Mounter
+	denied atomic.Bool
+}
+
+func (m *mountWatch) BindMount(source, target string, flags uintptr) error {
+	err := m.Mounter.BindMount(source, target, flags)
+	if hostpath.IsNoMountPrivilege(err) {
+		m.denied.Store(true)
+	}
+	return err
 }

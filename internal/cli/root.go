@@ -45,6 +45,7 @@ against CSI plugins on local unix sockets. State lives in one SQLite file in the
 		newCmdCreate(f, nil),
 		newCmdStatus(f, nil),
 		newCmdReconcile(f, nil),
+		newCmdEvents(f, nil),
 		newCmdAgent(f, nil),
 		newCmdTUI(f, nil),
 		newCmdQuickstart(f, nil),

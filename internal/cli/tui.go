@@ -39,8 +39,9 @@ func newCmdTUI(f *Factory, runF func(*TUIOptions) error) *cobra.Command {
 		Long: `A live, full-screen view of this host's volumes, claims and mounts, plugins and recent
 events. The store is re-read every --refresh and plugins are probed every --probe, neither
 blocking the screen. Enter shows everything about the selected row, / filters, s and S sort,
-? lists every key. Release (x), detach (d) and delete (D) act on the selected claim or volume
-after a confirmation; --readonly turns them off.
+? lists every key. Release (x), detach (d), forced detach (F) and delete (D) act on the
+selected claim or volume, and reconcile (R) on everything, after a confirmation; --readonly
+turns them off. The event log is also volctl events, for scripts.
 
 It needs a terminal on stdin and stdout; for scripts use ` + "`volctl volume status`" + ` (or --json).
 NO_COLOR turns colour off; the selected row keeps its "> " marker. Engine warnings would tear
@@ -58,7 +59,7 @@ the screen, so they go to --log-file, or nowhere.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.BoolVar(&opts.ReadOnly, "readonly", false, "show only: no release, detach or delete")
+	fl.BoolVar(&opts.ReadOnly, "readonly", false, "show only: no release, detach, delete or reconcile")
 	fl.DurationVar(&opts.Refresh, "refresh", tui.DefaultRefresh, "how often the state is re-read")
 	fl.DurationVar(&opts.Probe, "probe", tui.DefaultProbe, "how often plugins are probed live")
 	fl.IntVar(&opts.Events, "events", tui.DefaultEvents, "how many recent events the events view keeps")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -26,25 +27,23 @@ func writeVolumeTable(out io.Writer, vols []engine.VolumeSummary) error {
 	return t.render()
 }
 
-// schedulableCell is true/false, with the reason a volume that exists cannot take claims.
-func schedulableCell(v engine.VolumeSummary) string {
-	if v.State != "" && v.State != "ready" {
-		return "false (" + v.State + ")"
-	}
-	return strconv.FormatBool(v.Schedulable)
-}
+// schedulableCell is "yes", or "no: " and why a volume cannot take claims (engine.Schedulability).
+func schedulableCell(v engine.VolumeSummary) string { return v.Schedulability(nil).String() }
 
 // unschedulableReason says why a volume cannot take claims, and what to do about it.
 func unschedulableReason(v engine.VolumeInfo) string {
-	switch {
-	case v.State != "" && v.State != "ready":
-		return fmt.Sprintf("the volume is %s, not ready: volctl reconcile finishes that", v.State)
-	case strings.HasSuffix(v.PluginError, "is not registered"):
-		return fmt.Sprintf("its plugin %q is not registered: register it again (volctl plugin register)", v.PluginID)
-	case v.PluginError != "":
-		return fmt.Sprintf("its plugin %q is unhealthy: %s; once it is running, volctl plugin status %s probes it again", v.PluginID, v.PluginError, v.PluginID)
+	s := v.Schedulability()
+	switch s.Why {
+	case engine.VolumeCreating, engine.VolumeDeleting, engine.VolumeNotReady:
+		return s.Sentence() + ": volctl reconcile finishes that"
+	case engine.PluginNotRegistered:
+		return s.Sentence() + ": register it again (volctl plugin register)"
+	case engine.PluginDown:
+		return fmt.Sprintf("%s; once it is running, volctl plugin status %s probes it again", s.Sentence(), v.PluginID)
+	case engine.HandedOver:
+		return fmt.Sprintf("%s: after `nomad volume deregister`, volctl nomad release %s takes it back", s.Sentence(), v.ID)
 	}
-	return fmt.Sprintf("its plugin %q has not been probed healthy yet: volctl plugin status %s probes it", v.PluginID, v.PluginID)
+	return fmt.Sprintf("%s: volctl plugin status %s probes it", s.Sentence(), v.PluginID)
 }
 
 // claimsCell summarises a volume's live claims: "1 write", "2 read, 1 write (1 unsettled)";
@@ -66,13 +65,6 @@ func claimsCell(v engine.VolumeSummary) string {
 
 // writeVolumeDetail prints everything about one volume, then its capabilities and claims.
 func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error {
-	pluginHealth := "unhealthy"
-	switch {
-	case v.PluginHealthy && v.PluginReady:
-		pluginHealth = "healthy"
-	case v.PluginHealthy:
-		pluginHealth = "healthy, not ready"
-	}
 	pairs := [][2]string{
 		{"ID", v.ID},
 		{"Name", v.Name},
@@ -81,14 +73,14 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 		{"Plugin ID", v.PluginID},
 		{"Provider", v.Provider},
 		{"Version", v.ProviderVersion},
-		{"Plugin Health", pluginHealth},
+		{"Plugin Health", v.PluginHealth().String()},
 	}
 	if v.PluginError != "" {
 		pairs = append(pairs, [2]string{"Plugin Error", v.PluginError})
 	}
 	pairs = append(pairs,
 		[2]string{"State", v.State},
-		[2]string{"Schedulable", strconv.FormatBool(v.Schedulable)},
+		[2]string{"Schedulable", v.Schedulability().String()},
 	)
 	if !v.Schedulable {
 		pairs = append(pairs, [2]string{"Not Schedulable", unschedulableReason(v)})
@@ -154,24 +146,9 @@ func writeClaimTable(out io.Writer, claims []engine.ClaimInfo, now time.Time, wi
 	return t.render()
 }
 
-// claimStateCell is the claim's state, saying also when it is degraded, being released or
-// waiting for reconcile: "node-staged (degraded, needs reconcile)".
-func claimStateCell(c engine.ClaimInfo) string {
-	var notes []string
-	if c.Degraded {
-		notes = append(notes, "degraded")
-	}
-	if c.Releasing {
-		notes = append(notes, "releasing")
-	}
-	if c.NeedsReconcile {
-		notes = append(notes, "needs reconcile")
-	}
-	if len(notes) == 0 {
-		return c.State
-	}
-	return c.State + " (" + strings.Join(notes, ", ") + ")"
-}
+// claimStateCell is the claim's state with its notes (engine.ClaimCondition):
+// "node-staged (degraded, needs reconcile)".
+func claimStateCell(c engine.ClaimInfo) string { return c.Condition().String() }
 
 func capacityRange(min, max int64) string {
 	switch {
@@ -185,13 +162,7 @@ func capacityRange(min, max int64) string {
 	return bytesIEC(min) + " - " + bytesIEC(max)
 }
 
-func topologiesString(ts []spec.Topology) string {
-	parts := make([]string, 0, len(ts))
-	for _, t := range ts {
-		parts = append(parts, "{"+segmentsString(t.Segments)+"}")
-	}
-	return strings.Join(parts, " ")
-}
+func topologiesString(ts []spec.Topology) string { return display.Topologies(ts) }
 
 func topologyRequestString(r *spec.TopologyRequest) string {
 	if r == nil {

@@ -119,7 +119,7 @@ func TestWriteSnapshotTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `PLUGIN  SNAPSHOT ID  VOLUME   NAME     SIZE     READY    CREATED
-hp      snap-1       db       nightly  1.0 MiB  true     2 hours
+hp      snap-1       db       nightly  1.0 MiB  true     2h
 hp      snap-2       (vol-9)  <none>   <none>   false    <none>
 hp      snap-3       db       old      <none>   missing  <none>
 `

@@ -201,3 +201,28 @@ func volumeSubmittedLine(verb spec.Verb, v engine.VolumeInfo, existing *engine.V
 	}
 	return line + ")"
 }
+
+// The commands that submit volume specs: volume register and volume create, and their
+// top-level aliases register and create. Their options are VolumeSubmitOptions.
+type (
+	VolumeRegisterOptions = VolumeSubmitOptions
+	VolumeCreateOptions   = VolumeSubmitOptions
+	RegisterOptions       = VolumeSubmitOptions
+	CreateOptions         = VolumeSubmitOptions
+)
+
+func newCmdVolumeRegister(f *Factory, runF func(*VolumeRegisterOptions) error) *cobra.Command {
+	return newCmdVolumeSubmit(f, spec.VerbRegister, "Register existing volumes", runF)
+}
+
+func newCmdVolumeCreate(f *Factory, runF func(*VolumeCreateOptions) error) *cobra.Command {
+	return newCmdVolumeSubmit(f, spec.VerbCreate, "Create volumes through their plugin", runF)
+}
+
+func newCmdRegister(f *Factory, runF func(*RegisterOptions) error) *cobra.Command {
+	return newCmdVolumeSubmit(f, spec.VerbRegister, "Register existing volumes (same as volume register)", runF)
+}
+
+func newCmdCreate(f *Factory, runF func(*CreateOptions) error) *cobra.Command {
+	return newCmdVolumeSubmit(f, spec.VerbCreate, "Create volumes through their plugin (same as volume create)", runF)
+}

@@ -155,12 +155,6 @@ func (c *Client) Close() error {
 	return errors.Join(errs...)
 }
 
-// HasController reports whether a controller socket is configured.
-func (c *Client) HasController() bool { return c.controller != nil }
-
-// HasNode reports whether a node socket is configured.
-func (c *Client) HasNode() bool { return c.node != nil }
-
 // endpoints lists each distinct socket once, controller first.
 func (c *Client) endpoints() []*endpoint {
 	var out []*endpoint
@@ -207,7 +201,8 @@ func invoke[Req proto.Message, Resp any](ctx context.Context, c *Client, ep *end
 	if err != nil {
 		var zero Resp
 		text := func(msg string) string { return c.pluginText(ctx, req, msg) }
-		return zero, translate(ctx, rpc, ep.socket, timeout, err, text, proto.Size(req))
+		deadline, _ := cctx.Deadline()
+		return zero, translate(ctx, rpc, ep.socket, timeout, deadline, err, text, proto.Size(req))
 	}
 	return resp, nil
 }

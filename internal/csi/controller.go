@@ -221,33 +221,6 @@ func (c *Client) ListVolumes(ctx context.Context, r ListVolumesRequest) (ListVol
 	return out, nil
 }
 
-// GetCapacity asks how much space the plugin has for volumes with these capabilities,
-// parameters and topology.
-func (c *Client) GetCapacity(ctx context.Context, r GetCapacityRequest) (Capacity, error) {
-	ep, err := c.controllerEndpoint(RPCGetCapacity)
-	if err != nil {
-		return Capacity{}, err
-	}
-	req := &csipb.GetCapacityRequest{Parameters: r.Parameters, AccessibleTopology: wire.Topology(r.AccessibleTopology)}
-	if req.VolumeCapabilities, err = capabilitiesToCSI(r.Capabilities); err != nil {
-		return Capacity{}, fmt.Errorf("%s: %w", RPCGetCapacity, err)
-	}
-	resp, err := invoke(ctx, c, ep, RPCGetCapacity, req, ep.controller.GetCapacity)
-	if err != nil {
-		return Capacity{}, err
-	}
-	out := Capacity{AvailableBytes: resp.GetAvailableCapacity()}
-	if v := resp.GetMaximumVolumeSize(); v != nil {
-		n := v.GetValue()
-		out.MaximumVolumeSize = &n
-	}
-	if v := resp.GetMinimumVolumeSize(); v != nil {
-		n := v.GetValue()
-		out.MinimumVolumeSize = &n
-	}
-	return out, nil
-}
-
 // ControllerGetCapabilities returns the controller service's capabilities.
 func (c *Client) ControllerGetCapabilities(ctx context.Context) (ControllerCapabilities, error) {
 	ep, err := c.controllerEndpoint(RPCControllerGetCapabilities)

@@ -24,7 +24,7 @@ import (
 // Class says what a caller should do about a failed RPC.
 type Class int
 
-// The error classes, as DESIGN.md's "Checkpoints" uses them.
+// The error classes, as docs/architecture.md (Error classes) defines them.
 const (
 	// Final errors will fail the same way again: roll back, do not retry.
 	Final Class = iota
@@ -55,6 +55,9 @@ type Error struct {
 	Message string
 	Class   Class
 	Hint    string
+	// TimedOut: the call was cut off by volctl's own per-RPC timeout (a DEADLINE_EXCEEDED the
+	// plugin returned itself, before that, is not).
+	TimedOut bool
 }
 
 // Error reads "NodePublishVolume: FailedPrecondition: <plugin message> (<hint>)".
@@ -98,6 +101,25 @@ func IsRetryable(err error) bool { return err != nil && ClassOf(err) == Retryabl
 // IsIgnorable reports whether err means the teardown it came from is already done.
 func IsIgnorable(err error) bool { return err != nil && ClassOf(err) == Ignorable }
 
+// IsTimeout reports whether err is an RPC cut off by volctl's own per-RPC timeout: the plugin
+// did not answer in time and may still be working on the request.
+func IsTimeout(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.TimedOut
+}
+
+// IsUnavailable reports whether err says the plugin could not be reached (UNAVAILABLE).
+func IsUnavailable(err error) bool { return err != nil && CodeOf(err) == codes.Unavailable }
+
+// IsAlreadyExists reports whether err is the plugin's ALREADY_EXISTS.
+func IsAlreadyExists(err error) bool { return err != nil && CodeOf(err) == codes.AlreadyExists }
+
+// IsFailedPrecondition reports whether err is the plugin's FAILED_PRECONDITION: the object is
+// not in a state to do this.
+func IsFailedPrecondition(err error) bool {
+	return err != nil && CodeOf(err) == codes.FailedPrecondition
+}
+
 // CodeOf returns the gRPC code of err: OK for nil, the code of an *Error or a gRPC status,
 // Canceled or DeadlineExceeded for context errors, Unknown otherwise.
 func CodeOf(err error) codes.Code {
@@ -120,22 +142,13 @@ func CodeOf(err error) codes.Code {
 	return codes.Unknown
 }
 
-// ignorableNotFound lists the teardown RPCs whose NOT_FOUND means "already gone".
-var ignorableNotFound = map[string]bool{
-	RPCNodeUnpublishVolume:       true,
-	RPCNodeUnstageVolume:         true,
-	RPCControllerUnpublishVolume: true,
-	RPCDeleteVolume:              true,
-	RPCDeleteSnapshot:            true,
-}
-
-// classify applies DESIGN.md's classes.
+// classify applies the classes of docs/architecture.md (Error classes).
 func classify(rpc string, code codes.Code) Class {
 	switch code {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted, codes.ResourceExhausted:
 		return Retryable
 	case codes.NotFound:
-		if ignorableNotFound[rpc] {
+		if rpcTable[rpc].notFoundDone {
 			return Ignorable
 		}
 	}
@@ -145,8 +158,8 @@ func classify(rpc string, code codes.Code) Class {
 // translate turns an RPC failure into an *Error, or returns the caller's own context error
 // when it was the caller who gave up. text makes the plugin's message fit to show: it scrubs
 // the secret values and mount flags a careless or hostile plugin might echo in it. reqSize is
-// the size of the request sent, in bytes.
-func translate(ctx context.Context, rpc, socket string, timeout time.Duration, err error, text func(string) string, reqSize int) error {
+// the size of the request sent, in bytes; deadline is the one its timeout set on the call.
+func translate(ctx context.Context, rpc, socket string, timeout time.Duration, deadline time.Time, err error, text func(string) string, reqSize int) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%s: %w", rpc, ctxErr)
 	}
@@ -158,6 +171,7 @@ func translate(ctx context.Context, rpc, socket string, timeout time.Duration, e
 	st, _ := status.FromError(err)
 	e := &Error{RPC: rpc, Code: st.Code(), Message: text(st.Message())}
 	e.Class = classify(rpc, e.Code)
+	e.TimedOut = e.Code == codes.DeadlineExceeded && !deadline.IsZero() && !time.Now().Before(deadline)
 	e.Hint = hint(rpc, e.Code, socket, timeout)
 	// gRPC's dial and handshake errors are a transport dump; say what is wrong with the socket
 	// instead. The dump itself stays in the RPC trace (--verbose). The code, and so the class,
@@ -214,14 +228,9 @@ func tooLarge(rpc, detail string, reqSize int) (msg, hint string) {
 	if size != "" {
 		what = fmt.Sprintf("the plugin answered with a message of %s bytes, over %s", size, limitText)
 	}
-	field := "its response"
-	switch rpc {
-	case RPCControllerPublishVolume:
-		field = "its publish_context"
-	case RPCCreateVolume:
-		field = "its volume_context or topology"
-	case RPCListVolumes, RPCListSnapshots:
-		field = "a page of its list"
+	field := rpcTable[rpc].large
+	if field == "" {
+		field = "its response"
 	}
 	return what, fmt.Sprintf("%s is far beyond CSI's size limits and a retry gets the same answer; report it to the plugin's authors", field)
 }
@@ -416,143 +425,15 @@ func jsonQuote(s string) string {
 }
 
 // hint says what a person can do about code from rpc, following the error tables of the
-// CSI spec for each RPC.
+// CSI spec for each RPC (rpcTable, codeHints).
 func hint(rpc string, code codes.Code, socket string, timeout time.Duration) string {
-	switch code {
-	case codes.Unavailable:
-		return fmt.Sprintf("is the plugin running and listening on %s?", socket)
-	case codes.DeadlineExceeded:
-		if IsLong(rpc) {
-			return fmt.Sprintf("the plugin did not answer within %s; it may still be working: run `volctl reconcile` later", timeout)
-		}
-		return fmt.Sprintf("the plugin did not answer within %s; is it overloaded or stuck? check its logs", timeout)
-	case codes.Canceled:
-		return "the plugin cancelled the call; it can be retried"
-	case codes.Unimplemented:
-		return fmt.Sprintf("the plugin does not implement %s; check its capabilities", rpc)
-	case codes.Unauthenticated:
-		return "the plugin rejected the credentials; check the volume's secrets"
-	case codes.PermissionDenied:
-		return fmt.Sprintf("the credentials in the volume's secrets lack permission for %s", rpc)
-	case codes.Internal, codes.Unknown:
-		return "the plugin failed internally; check its logs"
-	case codes.DataLoss:
-		return "the plugin reports data loss; check the storage backend"
-	case codes.InvalidArgument:
-		return invalidArgumentHint(rpc)
-	case codes.NotFound:
-		return notFoundHint(rpc)
-	case codes.AlreadyExists:
-		return alreadyExistsHint(rpc)
-	case codes.FailedPrecondition:
-		return failedPreconditionHint(rpc)
-	case codes.ResourceExhausted:
-		return resourceExhaustedHint(rpc)
-	case codes.Aborted:
-		return abortedHint(rpc)
-	case codes.OutOfRange:
-		return outOfRangeHint(rpc)
+	h, ok := rpcTable[rpc].hints[code]
+	switch {
+	case ok:
+	case code == codes.DeadlineExceeded && IsLong(rpc):
+		h = longTimeoutHint
+	default:
+		h = codeHints[code]
 	}
-	return ""
-}
-
-func invalidArgumentHint(rpc string) string {
-	switch rpc {
-	case RPCCreateVolume:
-		return "the plugin rejected the request; check the spec's parameters, capabilities and capacity, and that a snapshot or clone source suits this volume"
-	case RPCControllerExpandVolume, RPCNodeExpandVolume:
-		return "the plugin rejected the request; check the requested size and that the volume's capabilities support expansion"
-	case RPCDeleteSnapshot:
-		return "the snapshot may be part of a group snapshot and cannot be deleted alone"
-	case RPCListVolumes, RPCListSnapshots:
-		return "the plugin rejected the listing request"
-	}
-	return "the plugin rejected the request; check the volume's capabilities, parameters, context and mount options"
-}
-
-func notFoundHint(rpc string) string {
-	switch rpc {
-	case RPCCreateVolume:
-		return "the snapshot or clone source does not exist; check snapshot_id or clone_id"
-	case RPCControllerPublishVolume:
-		return "the plugin does not know the volume or the node; check the volume's external_id and the node ID"
-	case RPCCreateSnapshot:
-		return "the source volume does not exist; check its external_id"
-	case RPCDeleteSnapshot, RPCListSnapshots:
-		return "the snapshot is already gone"
-	case RPCDeleteVolume, RPCNodeUnpublishVolume, RPCNodeUnstageVolume, RPCControllerUnpublishVolume:
-		return "the volume is already gone, so there is nothing to undo"
-	case RPCNodeGetVolumeStats:
-		return "the volume is not at that path; it may not be published"
-	}
-	return "the plugin does not know this volume; check its external_id"
-}
-
-func alreadyExistsHint(rpc string) string {
-	switch rpc {
-	case RPCCreateVolume:
-		return "a volume with this name exists with incompatible parameters"
-	case RPCCreateSnapshot:
-		return "a snapshot with this name exists for another volume; choose another name"
-	case RPCControllerPublishVolume:
-		return "the volume is already published to this node with another capability or read-only flag"
-	case RPCNodeStageVolume:
-		return "the volume is already staged at this path with another capability"
-	case RPCNodePublishVolume:
-		return "the volume is already published at this target with another capability or read-only flag"
-	}
-	return "an object with this name exists with incompatible parameters"
-}
-
-func failedPreconditionHint(rpc string) string {
-	switch rpc {
-	case RPCProbe:
-		return "the plugin is unhealthy or misses a dependency; check its logs"
-	case RPCDeleteVolume:
-		return "the volume is in use or has snapshots; release its claims and delete its snapshots first"
-	case RPCControllerPublishVolume:
-		return "the volume is published to another node and its access mode is single-node (release the other claim first)"
-	case RPCNodeStageVolume:
-		return "the volume does not support the requested capability, or is still in use elsewhere"
-	case RPCNodePublishVolume:
-		return "the volume may be published elsewhere with an incompatible mode, or is not staged"
-	case RPCNodeUnstageVolume:
-		return "the volume is still published from this staging path; unpublish it first"
-	case RPCDeleteSnapshot:
-		return "the snapshot is in use; delete what was created from it first"
-	case RPCControllerExpandVolume:
-		return "the volume is published and the plugin cannot expand it online; release its claims first"
-	case RPCNodeExpandVolume:
-		return "the filesystem cannot be expanded while staged or published"
-	}
-	return "the plugin is not in a state to do this; check its logs"
-}
-
-func resourceExhaustedHint(rpc string) string {
-	switch rpc {
-	case RPCControllerPublishVolume:
-		return "the node reached its max volumes"
-	case RPCCreateVolume:
-		return "the plugin cannot provision in the requested topology (capacity or quota); free space or relax topology_request"
-	case RPCCreateSnapshot:
-		return "not enough space for the snapshot; free space and retry"
-	}
-	return "the plugin ran out of a resource; retry later"
-}
-
-func abortedHint(rpc string) string {
-	switch rpc {
-	case RPCListVolumes, RPCListSnapshots:
-		return "the page token is no longer valid; list again from the start"
-	case RPCCreateSnapshot, RPCDeleteSnapshot:
-		return "another operation on this snapshot is in progress in the plugin; retry shortly"
-	}
-	return "another operation on this volume is in progress in the plugin; retry shortly"
-}
-
-func outOfRangeHint(rpc string) string {
-	if rpc == RPCCreateVolume {
-		return "requested capacity outside the plugin's supported range (a volume cannot be smaller than its source)"
-	}
-	return "requested size outside the plugin's supported range"
+	return strings.NewReplacer("{rpc}", rpc, "{socket}", socket, "{timeout}", timeout.String()).Replace(h)
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/volctl/volctl/internal/csi/csitest"
 )
 
-// wantClass is DESIGN.md's table, written out independently of the code under test.
+// wantClass is the table of docs/architecture.md (Error classes), written out independently of the code under test.
 func wantClass(rpc string, code codes.Code) csi.Class {
 	switch code {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted, codes.ResourceExhausted:
@@ -293,5 +293,40 @@ func TestMessageOverGRPCLimitIsFinal(t *testing.T) {
 		VolumeID: "vol-1", NodeID: "mem-node-1", Capability: sensitiveCapability()})
 	if !csi.IsRetryable(err) || !strings.Contains(fmt.Sprint(err), "max volumes") {
 		t.Errorf("the plugin's own ResourceExhausted: %v, want retryable with the max volumes hint", err)
+	}
+}
+
+// TestTimeoutFlag: an RPC cut off by volctl's own per-RPC timeout is marked on the error
+// (csi.IsTimeout), so the engine tells it from a DEADLINE_EXCEEDED the plugin returned itself
+// without recomputing the client's deadline.
+func TestTimeoutFlag(t *testing.T) {
+	h := newHarness(t, csitest.DefaultMemConfig(), withClientConfig(csi.Config{Timeouts: csi.Timeouts{Short: 20 * time.Millisecond, Long: 30 * time.Millisecond}}))
+	h.faults.Hang(csi.RPCNodeStageVolume)
+	err := h.client.NodeStageVolume(context.Background(), csi.NodeStageVolumeRequest{VolumeID: "v", StagingPath: "/s", Capability: fsWriter})
+	if !csi.IsTimeout(err) {
+		t.Fatalf("NodeStageVolume cut off by the client's timeout = %v: IsTimeout is false", err)
+	}
+	h.faults.FailAlways(csi.RPCNodeGetInfo, codes.DeadlineExceeded)
+	_, err = h.client.NodeGetInfo(context.Background())
+	if csi.CodeOf(err) != codes.DeadlineExceeded || csi.IsTimeout(err) {
+		t.Fatalf("NodeGetInfo answered DEADLINE_EXCEEDED by the plugin = %v (IsTimeout %v), want the plugin's own, not a timeout", err, csi.IsTimeout(err))
+	}
+	for _, tt := range []struct {
+		name string
+		is   func(error) bool
+		code codes.Code
+	}{
+		{"IsUnavailable", csi.IsUnavailable, codes.Unavailable},
+		{"IsAlreadyExists", csi.IsAlreadyExists, codes.AlreadyExists},
+		{"IsFailedPrecondition", csi.IsFailedPrecondition, codes.FailedPrecondition},
+	} {
+		h.faults.FailOnce(csi.RPCProbe, tt.code)
+		_, err := h.client.Probe(context.Background())
+		if !tt.is(err) {
+			t.Errorf("%s(%v) = false", tt.name, err)
+		}
+		if tt.is(nil) || tt.is(errors.New("other")) {
+			t.Errorf("%s is true for nil or a plain error", tt.name)
+		}
 	}
 }

@@ -5,7 +5,11 @@
 // Secrets and mount flags are sent raw and never appear in its logs or errors.
 package csi
 
-import "time"
+import (
+	"time"
+
+	"google.golang.org/grpc/codes"
+)
 
 // The CSI RPCs volctl calls, by their short names: what errors, logs and fault injection use.
 const (
@@ -51,26 +55,139 @@ const (
 	DefaultLongTimeout  = 2 * time.Minute
 )
 
-// longRPCs change state in the plugin or its backend and get the long timeout; the others
-// (identity, capabilities, info, probe, list, capacity, stats) get the short one.
-var longRPCs = map[string]bool{
-	RPCCreateVolume:               true,
-	RPCDeleteVolume:               true,
-	RPCControllerPublishVolume:    true,
-	RPCControllerUnpublishVolume:  true,
-	RPCValidateVolumeCapabilities: true,
-	RPCCreateSnapshot:             true,
-	RPCDeleteSnapshot:             true,
-	RPCControllerExpandVolume:     true,
-	RPCNodeStageVolume:            true,
-	RPCNodeUnstageVolume:          true,
-	RPCNodePublishVolume:          true,
-	RPCNodeUnpublishVolume:        true,
-	RPCNodeExpandVolume:           true,
+// rpcFacts is what volctl knows of one RPC, beyond its name: the one place to look.
+type rpcFacts struct {
+	// long: the RPC changes state in the plugin or its backend and gets the long timeout; the
+	// others (identity, capabilities, info, probe, list, capacity, stats) get the short one.
+	long bool
+	// notFoundDone: a teardown RPC whose NOT_FOUND means "already gone" (class Ignorable).
+	notFoundDone bool
+	// hints says, for the codes where the CSI spec's error table for this RPC says more than
+	// codeHints does, what a person can do about it.
+	hints map[codes.Code]string
+	// large names the part of the plugin's answer that can grow past gRPC's size limit.
+	large string
 }
 
+// Hints several RPCs share.
+const (
+	hintVolumeGone    = "the volume is already gone, so there is nothing to undo"
+	hintSnapshotGone  = "the snapshot is already gone"
+	hintSnapshotBusy  = "another operation on this snapshot is in progress in the plugin; retry shortly"
+	hintPageToken     = "the page token is no longer valid; list again from the start"
+	hintListRejected  = "the plugin rejected the listing request"
+	hintExpandInvalid = "the plugin rejected the request; check the requested size and that the volume's capabilities support expansion"
+	largePage         = "a page of its list"
+)
+
+// rpcTable holds the facts of every RPC in RPCs (TestRPCTable keeps them in step).
+var rpcTable = map[string]rpcFacts{
+	RPCGetPluginInfo:         {},
+	RPCGetPluginCapabilities: {},
+	RPCProbe: {hints: map[codes.Code]string{
+		codes.FailedPrecondition: "the plugin is unhealthy or misses a dependency; check its logs",
+	}},
+	RPCCreateVolume: {long: true, large: "its volume_context or topology", hints: map[codes.Code]string{
+		codes.InvalidArgument:   "the plugin rejected the request; check the spec's parameters, capabilities and capacity, and that a snapshot or clone source suits this volume",
+		codes.NotFound:          "the snapshot or clone source does not exist; check snapshot_id or clone_id",
+		codes.AlreadyExists:     "a volume with this name exists with incompatible parameters",
+		codes.ResourceExhausted: "the plugin cannot provision in the requested topology (capacity or quota); free space or relax topology_request",
+		codes.OutOfRange:        "requested capacity outside the plugin's supported range (a volume cannot be smaller than its source)",
+	}},
+	RPCDeleteVolume: {long: true, notFoundDone: true, hints: map[codes.Code]string{
+		codes.NotFound:           hintVolumeGone,
+		codes.FailedPrecondition: "the volume is in use or has snapshots; release its claims and delete its snapshots first",
+	}},
+	RPCControllerPublishVolume: {long: true, large: "its publish_context", hints: map[codes.Code]string{
+		codes.NotFound:           "the plugin does not know the volume or the node; check the volume's external_id and the node ID",
+		codes.AlreadyExists:      "the volume is already published to this node with another capability or read-only flag",
+		codes.FailedPrecondition: "the volume is published to another node and its access mode is single-node (release the other claim first)",
+		codes.ResourceExhausted:  "the node reached its max volumes",
+	}},
+	RPCControllerUnpublishVolume: {long: true, notFoundDone: true, hints: map[codes.Code]string{
+		codes.NotFound: hintVolumeGone,
+	}},
+	RPCValidateVolumeCapabilities: {long: true},
+	RPCListVolumes: {large: largePage, hints: map[codes.Code]string{
+		codes.InvalidArgument: hintListRejected,
+		codes.Aborted:         hintPageToken,
+	}},
+	RPCGetCapacity:               {},
+	RPCControllerGetCapabilities: {},
+	RPCCreateSnapshot: {long: true, hints: map[codes.Code]string{
+		codes.NotFound:          "the source volume does not exist; check its external_id",
+		codes.AlreadyExists:     "a snapshot with this name exists for another volume; choose another name",
+		codes.ResourceExhausted: "not enough space for the snapshot; free space and retry",
+		codes.Aborted:           hintSnapshotBusy,
+	}},
+	RPCDeleteSnapshot: {long: true, notFoundDone: true, hints: map[codes.Code]string{
+		codes.InvalidArgument:    "the snapshot may be part of a group snapshot and cannot be deleted alone",
+		codes.NotFound:           hintSnapshotGone,
+		codes.FailedPrecondition: "the snapshot is in use; delete what was created from it first",
+		codes.Aborted:            hintSnapshotBusy,
+	}},
+	RPCListSnapshots: {large: largePage, hints: map[codes.Code]string{
+		codes.InvalidArgument: hintListRejected,
+		codes.NotFound:        hintSnapshotGone,
+		codes.Aborted:         hintPageToken,
+	}},
+	RPCControllerExpandVolume: {long: true, hints: map[codes.Code]string{
+		codes.InvalidArgument:    hintExpandInvalid,
+		codes.FailedPrecondition: "the volume is published and the plugin cannot expand it online; release its claims first",
+	}},
+	RPCNodeStageVolume: {long: true, hints: map[codes.Code]string{
+		codes.AlreadyExists:      "the volume is already staged at this path with another capability",
+		codes.FailedPrecondition: "the volume does not support the requested capability, or is still in use elsewhere",
+	}},
+	RPCNodeUnstageVolume: {long: true, notFoundDone: true, hints: map[codes.Code]string{
+		codes.NotFound:           hintVolumeGone,
+		codes.FailedPrecondition: "the volume is still published from this staging path; unpublish it first",
+	}},
+	RPCNodePublishVolume: {long: true, hints: map[codes.Code]string{
+		codes.AlreadyExists:      "the volume is already published at this target with another capability or read-only flag",
+		codes.FailedPrecondition: "the volume may be published elsewhere with an incompatible mode, or is not staged",
+	}},
+	RPCNodeUnpublishVolume: {long: true, notFoundDone: true, hints: map[codes.Code]string{
+		codes.NotFound: hintVolumeGone,
+	}},
+	RPCNodeGetCapabilities: {},
+	RPCNodeGetInfo:         {},
+	RPCNodeExpandVolume: {long: true, hints: map[codes.Code]string{
+		codes.InvalidArgument:    hintExpandInvalid,
+		codes.FailedPrecondition: "the filesystem cannot be expanded while staged or published",
+	}},
+	RPCNodeGetVolumeStats: {hints: map[codes.Code]string{
+		codes.NotFound: "the volume is not at that path; it may not be published",
+	}},
+}
+
+// codeHints is the hint for a code when the RPC's own facts have none. {rpc}, {socket} and
+// {timeout} stand for the RPC, the plugin's socket and the RPC's timeout.
+var codeHints = map[codes.Code]string{
+	codes.Unavailable:        "is the plugin running and listening on {socket}?",
+	codes.DeadlineExceeded:   "the plugin did not answer within {timeout}; is it overloaded or stuck? check its logs",
+	codes.Canceled:           "the plugin cancelled the call; it can be retried",
+	codes.Unimplemented:      "the plugin does not implement {rpc}; check its capabilities",
+	codes.Unauthenticated:    "the plugin rejected the credentials; check the volume's secrets",
+	codes.PermissionDenied:   "the credentials in the volume's secrets lack permission for {rpc}",
+	codes.Internal:           "the plugin failed internally; check its logs",
+	codes.Unknown:            "the plugin failed internally; check its logs",
+	codes.DataLoss:           "the plugin reports data loss; check the storage backend",
+	codes.InvalidArgument:    "the plugin rejected the request; check the volume's capabilities, parameters, context and mount options",
+	codes.NotFound:           "the plugin does not know this volume; check its external_id",
+	codes.AlreadyExists:      "an object with this name exists with incompatible parameters",
+	codes.FailedPrecondition: "the plugin is not in a state to do this; check its logs",
+	codes.ResourceExhausted:  "the plugin ran out of a resource; retry later",
+	codes.Aborted:            "another operation on this volume is in progress in the plugin; retry shortly",
+	codes.OutOfRange:         "requested size outside the plugin's supported range",
+}
+
+// longTimeoutHint replaces codeHints' DEADLINE_EXCEEDED for a long RPC: the plugin may still
+// be working on it.
+const longTimeoutHint = "the plugin did not answer within {timeout}; it may still be working: run `volctl reconcile` later"
+
 // IsLong reports whether rpc gets the long timeout.
-func IsLong(rpc string) bool { return longRPCs[rpc] }
+func IsLong(rpc string) bool { return rpcTable[rpc].long }
 
 // Timeouts bound each RPC. Zero fields take the defaults.
 type Timeouts struct {

@@ -135,18 +135,12 @@ type ListVolumesResponse struct {
 	NextToken string         `json:"next_token,omitempty"`
 }
 
-// GetCapacityRequest asks how much space the plugin has for volumes like these.
+// GetCapacityRequest asks how much space the plugin has for volumes like these (csitest records it; only
+// the tests send it).
 type GetCapacityRequest struct {
 	Capabilities       []VolumeCapability
 	Parameters         map[string]string
 	AccessibleTopology *spec.Topology
-}
-
-// Capacity is what GetCapacity reports. The size bounds are nil when the plugin does not say.
-type Capacity struct {
-	AvailableBytes    int64  `json:"available_bytes"`
-	MaximumVolumeSize *int64 `json:"maximum_volume_size,omitempty"`
-	MinimumVolumeSize *int64 `json:"minimum_volume_size,omitempty"`
 }
 
 // CreateSnapshotRequest asks a controller to snapshot a volume. Name is the idempotency key.

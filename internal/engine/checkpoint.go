@@ -9,7 +9,7 @@ import (
 
 // checkpoint gathers a claim's state changes, and its volume's staging changes, between RPCs
 // and commits them in one transaction just before the next RPC is sent (flush). That is
-// DESIGN.md's rule — every state change is committed before the next RPC — with no transaction
+// the rule of docs/architecture.md (Checkpoints) — every state change is committed before the next RPC — with no transaction
 // spent on a step that sends no RPC.
 type checkpoint struct {
 	e       *Engine

@@ -74,15 +74,7 @@ func waitForClaim(t *testing.T, h *harness, vol, alloc string) {
 // again, not an empty directory.
 func TestHostpathClaimAfterARebootStagesAgain(t *testing.T) {
 	h := newHostpathEngine(t)
-	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
-		Capabilities: []spec.Capability{capab(spec.MultiNodeMultiWriter)}}
-	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
-		t.Fatal(err)
-	}
-	a, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := h.claimNew(t, "data", "a", spec.MultiNodeMultiWriter)
 	if err := os.WriteFile(filepath.Join(a.TargetPath, "keep.txt"), []byte("kept"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 // TestCommitsPerLifecycle pins what a claim and its release cost in the store when each runs in
 // a new process (a new Engine that connects to the plugin and fingerprints it again): how many
-// commits wait for the disk and how many do not. DESIGN.md asks for every state change to be
+// commits wait for the disk and how many do not. docs/architecture.md (Checkpoints) asks for every state change to be
 // committed before the next RPC; only the commits a power loss must not undo are durable. A
 // change that adds a commit, or makes a progress commit durable, fails here and has to say why.
 func TestCommitsPerLifecycle(t *testing.T) {

@@ -14,10 +14,11 @@ type Dashboard struct {
 	Claims  []ClaimInfo     `json:"claims"`
 	Plugins []PluginInfo    `json:"plugins"`
 	Events  []EventInfo     `json:"events"` // newest first
+	Groups  []GroupInfo     `json:"groups"` // with their allocs' live claims, by name
 }
 
-// Dashboard reads volumes, live claims, plugins (stored health, no probe) and up to events
-// recent events in one read transaction, so a refresh costs one snapshot of the store rather
+// Dashboard reads volumes, live claims, plugins (stored health, no probe), up to events recent
+// events and the groups in one read transaction, so a refresh costs one snapshot of the store rather
 // than four that may disagree.
 func (e *Engine) Dashboard(ctx context.Context, events int) (Dashboard, error) {
 	var d Dashboard
@@ -37,6 +38,14 @@ func (e *Engine) Dashboard(ctx context.Context, events int) (Dashboard, error) {
 		evs, err := tx.Events().Recent(events, store.EventFilter{})
 		if err != nil {
 			return err
+		}
+		groups, err := tx.Groups().List()
+		if err != nil {
+			return err
+		}
+		d.Groups = make([]GroupInfo, 0, len(groups))
+		for _, g := range groups {
+			d.Groups = append(d.Groups, groupInfo(g, claims))
 		}
 
 		byVolume := make(map[string][]store.Claim, len(vols))

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,8 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"google.golang.org/grpc/codes"
-
+	"github.com/volctl/volctl/internal/backoff"
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -40,16 +38,11 @@ type Config struct {
 	Retry RetryPolicy
 	// Timeouts are the default per-RPC timeouts; a plugin's own `timeout` overrides the long one.
 	Timeouts csi.Timeouts
-	// Dial connects to a plugin; tests replace it. By default it builds a csi.Client. The client
-	// must bound each RPC by the timeouts it is given: retry tells an RPC cut off by its timeout
-	// from one the plugin failed by them. It must scrub the values redact returns (every secret
-	// and mount flag in the state) from the plugin's messages, as csi.Config.Redact does.
-	Dial func(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger, redact func(context.Context) ([]string, error)) (Plugin, error)
 	// Now is the clock.
 	Now func() time.Time
-	// ObserveRPC, when set, is called after every RPC the default Dial's clients send, with the
+	// ObserveRPC, when set, is called after every RPC the engine's plugin clients send, with the
 	// plugin's ID, the RPC's name, its gRPC code and its duration (csi.Config.Observe): the
-	// agent's metrics. A Dial that tests set does not call it.
+	// agent's metrics.
 	ObserveRPC func(plugin, rpc, code string, d time.Duration)
 }
 
@@ -61,17 +54,16 @@ type RetryPolicy struct {
 }
 
 // DefaultRetry is what a command uses: a few tries within seconds, then the claim is left for
-// reconcile (DESIGN.md, "Timeouts").
+// reconcile (docs/architecture.md, Timeouts).
 var DefaultRetry = RetryPolicy{Attempts: 4, Base: 250 * time.Millisecond, Max: 2 * time.Second}
 
-// wait returns the jittered wait before attempt n (n >= 1 is the first retry).
-func (r RetryPolicy) wait(n int) time.Duration {
-	d := r.Base << (n - 1)
-	if d > r.Max || d <= 0 {
-		d = r.Max
+// backoff returns the waits between tries: Base, doubling, up to Max.
+func (r RetryPolicy) backoff() *backoff.Backoff {
+	base := r.Base
+	if base <= 0 || base > r.Max {
+		base = r.Max
 	}
-	// Full jitter in [d/2, d): processes that failed together do not retry together.
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+	return backoff.New(base, r.Max)
 }
 
 func (c Config) withDefaults() Config {
@@ -83,12 +75,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Retry.Attempts <= 0 {
 		c.Retry = DefaultRetry
-	}
-	if c.Dial == nil {
-		observe := c.ObserveRPC
-		c.Dial = func(p store.Plugin, t csi.Timeouts, log *slog.Logger, redact func(context.Context) ([]string, error)) (Plugin, error) {
-			return dialCSI(p, t, log, redact, observe)
-		}
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -268,7 +254,7 @@ type conn struct {
 	sockets []socketID
 	// timeouts are the client's per-RPC timeouts (pluginTimeouts), which retry reads.
 	timeouts csi.Timeouts
-	// fpRecorded says fp is in the store: connectPlugin with record wrote it, or CheckHealth
+	// fpRecorded says fp is in the store: connectPlugin with record wrote it, or checkHealth
 	// did with its health reading.
 	fpRecorded atomic.Bool
 }
@@ -359,7 +345,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 			return nil, fmt.Errorf("socket %s does not exist (is the plugin running?)", s.path)
 		}
 	}
-	client, err := e.cfg.Dial(p, e.cfg.Timeouts, e.log, e.secretValues)
+	client, err := dialCSI(p, e.cfg.Timeouts, e.log, e.secretValues, e.cfg.ObserveRPC)
 	if err != nil {
 		return nil, err
 	}
@@ -528,21 +514,19 @@ func (c *conn) stages() bool {
 func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(context.Context) error) error {
 	timeout := c.timeouts.For(rpc)
 	var err error
+	waits := e.cfg.Retry.backoff()
 	for attempt := 1; ; attempt++ {
-		// The client takes its deadline after this one, from the same timeout: when it cuts the
-		// call off, this deadline has passed too.
-		deadline := time.Now().Add(timeout)
 		if err = e.checkSockets(ctx, c, rpc); err == nil {
 			err = call(ctx)
 		}
 		if err == nil || !csi.IsRetryable(err) || attempt >= e.cfg.Retry.Attempts || ctx.Err() != nil {
 			return err
 		}
-		if timedOut(err, deadline) {
+		if csi.IsTimeout(err) {
 			e.log.Debug("not retrying an RPC that ran into its timeout", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "timeout", timeout, "err", err)
 			return err
 		}
-		wait := e.cfg.Retry.wait(attempt)
+		wait := backoff.Jitter(waits.Next())
 		csi.ReportProgress(ctx, fmt.Sprintf("%s failed with %s, retrying (attempt %d of %d)", rpc, csi.CodeOf(err), attempt+1, e.cfg.Retry.Attempts))
 		e.log.Debug("retrying after a retryable failure", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "wait", wait, "err", err)
 		select {
@@ -588,11 +572,4 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 			rpc, c.plugin.ID)
 	}
 	return nil
-}
-
-// timedOut reports whether err is an attempt cut off by the per-RPC timeout whose deadline
-// the attempt had: a DEADLINE_EXCEEDED that came back once that deadline had passed. One the
-// plugin returned before it is the plugin's own answer.
-func timedOut(err error, deadline time.Time) bool {
-	return csi.CodeOf(err) == codes.DeadlineExceeded && !time.Now().Before(deadline)
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/volctl/volctl/internal/store"
 )
 
-// The error classes the fault matrix injects, one code each (DESIGN.md, "Checkpoints").
+// The error classes the fault matrix injects, one code each (docs/architecture.md, Error classes).
 var faultClasses = []struct {
 	name string
 	code codes.Code

@@ -134,3 +134,33 @@ func TestHandOverToASecondClusterRefused(t *testing.T) {
 		t.Fatalf("mark after the refusal: %+v", hs)
 	}
 }
+
+// A handed-over volume says so where a user looks first: its status carries the mark and is
+// not schedulable, naming the Nomad address; taken back, it is schedulable again.
+func TestHandedOverVolumeStatusSaysSo(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	before, err := h.e.Volume(h.ctx, "db")
+	if err != nil || before.Handover != nil || !before.Schedulability().OK() {
+		t.Fatalf("before the handover: handover %+v, schedulability %v, err %v; want none and schedulable", before.Handover, before.Schedulability(), err)
+	}
+	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
+	if _, err := h.e.HandOver(h.ctx, "db", to, false); err != nil {
+		t.Fatal(err)
+	}
+	v, err := h.e.Volume(h.ctx, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := v.Schedulability()
+	if v.Handover == nil || v.Handover.Address != to.Address || v.Schedulable || s.Why != HandedOver ||
+		!strings.Contains(s.Sentence(), to.Address) {
+		t.Fatalf("handed over: handover %+v, schedulable %v, %q; want the mark, not schedulable, naming %s", v.Handover, v.Schedulable, s.Sentence(), to.Address)
+	}
+	if _, err := h.e.TakeBack(h.ctx, "db", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := h.e.Volume(h.ctx, "db"); err != nil || v.Handover != nil || !v.Schedulability().OK() {
+		t.Fatalf("taken back: handover %+v, schedulability %v, err %v", v.Handover, v.Schedulability(), err)
+	}
+}

@@ -28,6 +28,22 @@ type hostpathEngine struct {
 	state  string
 }
 
+// claimNew creates a 1 MiB volume id on the plugin "hp" with one access mode and claims it for
+// alloc.
+func (h *hostpathEngine) claimNew(t *testing.T, id, alloc string, mode spec.AccessMode) ClaimInfo {
+	t.Helper()
+	sv := spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+		Capabilities: []spec.Capability{capab(mode)}}
+	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: id, Alloc: alloc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
 func newHostpathEngine(t *testing.T) *hostpathEngine {
 	t.Helper()
 	hostpathtest.RequireMount(t)
@@ -107,15 +123,7 @@ func TestHostpathDataFlowsBetweenClaims(t *testing.T) {
 // simulated reboot (every mount gone) the staging is restored too.
 func TestHostpathRestore(t *testing.T) {
 	h := newHostpathEngine(t)
-	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
-		Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}
-	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
-		t.Fatal(err)
-	}
-	cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := h.claimNew(t, "data", "a", spec.SingleNodeWriter)
 	if err := os.WriteFile(filepath.Join(cl.TargetPath, "keep.txt"), []byte("kept"), 0o644); err != nil {
 		t.Fatal(err)
 	}

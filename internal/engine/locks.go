@@ -21,7 +21,7 @@ const lockDir = "locks"
 // lockRetry is how often a waiting process retries a held lock.
 const lockRetry = 5 * time.Millisecond
 
-// locker takes the per-volume and per-plugin locks of DESIGN.md's lock order: volume, then the
+// locker takes the per-volume and per-plugin locks of the lock order (docs/architecture.md, Lock order): volume, then the
 // plugin's controller lock, then short SQLite transactions. The directory lock (dirs) is a leaf
 // held only around mkdir and rmdir calls, never while taking another lock or sending an RPC.
 type locker struct {

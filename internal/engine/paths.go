@@ -9,7 +9,7 @@ import (
 	"github.com/volctl/volctl/internal/spec"
 )
 
-// Mount layout under the state dir (DESIGN.md, "State on disk"): one staging path per volume, as
+// Mount layout under the state dir (docs/architecture.md, State on disk): one staging path per volume, as
 // the CSI spec requires, and one publish target per claim named by its usage, as Nomad does.
 const (
 	stagingDir = "staging"

@@ -241,7 +241,7 @@ func (e *Engine) PluginEvent(ctx context.Context, pluginID, kind, message string
 
 // PluginStatus probes plugins live (one, or all when id is empty), records what it learns, and
 // returns them: a fresh fingerprint and health for each, the error kept for an unreachable one.
-// It is a read: recording never waits for another process's write lock (see CheckHealth), and
+// It is a read: recording never waits for another process's write lock (see checkHealth), and
 // what it returns is what the probes found, recorded or not.
 func (e *Engine) PluginStatus(ctx context.Context, id string) ([]PluginInfo, error) {
 	var plugins []store.Plugin
@@ -285,18 +285,14 @@ type reading struct {
 	fp     *store.Fingerprint
 }
 
-// CheckHealth connects to a plugin (fingerprinting it again if it restarted), probes it and
-// records the result, with an event when its health changed. It returns the new health.
+// checkHealth connects to a plugin (fingerprinting it again if it restarted), probes it and
+// records the result, with an event when its health changed. It returns the reading.
 //
 // Recording does not wait for another process's write lock: a command that only shows plugins
 // (volctl status, plugin status, the dashboard's probe) must not stall for up to the busy
 // timeout behind a writer for a reading it can show without storing. When the lock is taken
 // the reading is not stored (nor the health event); the next check, which takes it again,
 // stores it.
-func (e *Engine) CheckHealth(ctx context.Context, p store.Plugin) store.Health {
-	return e.checkHealth(ctx, p).health
-}
-
 func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 	var r reading
 	c, err := e.connectPlugin(ctx, p, false)
@@ -421,32 +417,29 @@ func (e *Engine) DeregisterPlugin(ctx context.Context, id string, force bool) er
 }
 
 func snapshotIDs(snaps []store.Snapshot, max int) string {
-	ids := make([]string, 0, max)
-	for i, sn := range snaps {
-		if i == max {
-			ids = append(ids, fmt.Sprintf("and %d more", len(snaps)-max))
-			break
-		}
-		ids = append(ids, fmt.Sprintf("%q", sn.SnapshotID))
-	}
-	return strings.Join(ids, ", ")
+	return listSome(snaps, max, func(sn store.Snapshot) string { return fmt.Sprintf("%q", sn.SnapshotID) })
 }
 
 func volumeIDs(vols []store.Volume, max int) string {
-	ids := make([]string, 0, max)
-	for i, v := range vols {
+	return listSome(vols, max, func(v store.Volume) string { return fmt.Sprintf("%q", v.ID) })
+}
+
+// listSome shows up to max items, comma-separated, and how many more there are.
+func listSome[T any](items []T, max int, show func(T) string) string {
+	parts := make([]string, 0, min(len(items), max+1))
+	for i, it := range items {
 		if i == max {
-			ids = append(ids, fmt.Sprintf("and %d more", len(vols)-max))
+			parts = append(parts, fmt.Sprintf("and %d more", len(items)-max))
 			break
 		}
-		ids = append(ids, fmt.Sprintf("%q", v.ID))
+		parts = append(parts, show(it))
 	}
-	return strings.Join(ids, ", ")
+	return strings.Join(parts, ", ")
 }
 
 // pluginInfos returns one plugin (or all) from the store, with the count of volumes using each.
 // live holds readings just taken, which replace the stored ones: the store may not have them
-// (CheckHealth skips the write while another process holds the lock).
+// (checkHealth skips the write while another process holds the lock).
 func (e *Engine) pluginInfos(ctx context.Context, id string, live map[string]reading) ([]PluginInfo, error) {
 	var out []PluginInfo
 	err := e.store.View(ctx, func(tx *store.Tx) error {

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/store"
 )
 
-// publish drives a claim along the publish path (DESIGN.md, "Publish path"): taken ->
+// publish drives a claim along the publish path (docs/architecture.md, Claim state machine): taken ->
 // ControllerPublishVolume -> controller-published -> NodeStageVolume -> node-staged ->
 // NodePublishVolume -> published, each RPC only when the plugin's capabilities call for it.
 // Before each RPC, everything it depends on is committed: the claim's state, and the intent the
@@ -200,7 +198,7 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 // plugin does not mount at the staging path, and what it holds is the staging those claims
 // share, as before the check; the claim publishes onto it.
 func (p *checkpoint) stillStaged(ctx context.Context, err error) bool {
-	if csi.CodeOf(err) != codes.AlreadyExists {
+	if !csi.IsAlreadyExists(err) {
 		return false
 	}
 	u, uerr := p.usage(ctx)

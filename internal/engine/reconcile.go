@@ -36,7 +36,7 @@ func (r *ReconcileReport) problem(vol, alloc string, err error) {
 	r.Problems = append(r.Problems, ReconcileAction{Kind: "failed", VolumeID: vol, Alloc: alloc, Message: err.Error()})
 }
 
-// Reconcile brings the host back in line with the store (DESIGN.md, "Reconcile / restore"):
+// Reconcile brings the host back in line with the store (docs/architecture.md, Reconcile / restore):
 // it finishes interrupted creates and deletes, re-drives every claim that is not at rest
 // (releasing ones to freed: claim GC, the rest to published), restores published claims whose
 // mount is gone by staging and publishing again without a new claim and without

@@ -11,7 +11,7 @@ import (
 	"github.com/volctl/volctl/internal/store"
 )
 
-// release drives a claim along the release path (DESIGN.md, "Release path"): unpublishing ->
+// release drives a claim along the release path (docs/architecture.md, Claim state machine): unpublishing ->
 // NodeUnpublishVolume -> node-detached -> NodeUnstageVolume when no other claim uses the staging
 // -> ControllerUnpublishVolume when no other live claim holds the volume -> controller-detached
 // -> freed into the history with outcome. NOT_FOUND on a teardown RPC counts as done. Each

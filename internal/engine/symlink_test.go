@@ -96,15 +96,7 @@ func TestHostpathSymlinkedStateDir(t *testing.T) {
 	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: socket}); err != nil {
 		t.Fatal(err)
 	}
-	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
-		Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}
-	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
-		t.Fatal(err)
-	}
-	cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := h.claimNew(t, "data", "a", spec.SingleNodeWriter)
 	if !hostpathtest.Mounted(t, cl.TargetPath) {
 		t.Fatal("target not mounted")
 	}

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -48,13 +49,8 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 	return []byte(formatFloat(float64(d) / float64(time.Millisecond))), nil
 }
 
-// String renders the duration for tables.
-func (d Duration) String() string {
-	if d == 0 {
-		return ""
-	}
-	return time.Duration(d).Round(10 * time.Microsecond).String()
-}
+// String renders the duration for tables, rounded as display.Latency does: "1.2ms", "5.0s".
+func (d Duration) String() string { return display.Latency(time.Duration(d)) }
 
 // VolumeSummary is one row of the volume list.
 type VolumeSummary struct {
@@ -96,10 +92,13 @@ type VolumeInfo struct {
 	Staged             bool                  `json:"staged"`
 	// NodeExpansionOwed is the size a NodeExpandVolume owed to this node asks for, 0 when
 	// none is: the filesystem may still be the old size until it is sent.
-	NodeExpansionOwed int64       `json:"node_expansion_owed,omitempty"`
-	Claims            []ClaimInfo `json:"claims"`
-	CreatedAt         time.Time   `json:"created_at"`
-	UpdatedAt         time.Time   `json:"updated_at"`
+	NodeExpansionOwed int64 `json:"node_expansion_owed,omitempty"`
+	// Handover is set while the volume is handed over to a Nomad cluster: Nomad is its
+	// orchestrator and local claims are refused.
+	Handover  *HandoverInfo `json:"handover,omitempty"`
+	Claims    []ClaimInfo   `json:"claims"`
+	CreatedAt time.Time     `json:"created_at"`
+	UpdatedAt time.Time     `json:"updated_at"`
 }
 
 // ClaimInfo is one live (or, in history, freed) claim.

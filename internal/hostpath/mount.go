@@ -150,10 +150,16 @@ func checkNothingMountedIn(dir string) error {
 	return nil
 }
 
+// IsNoMountPrivilege reports whether a Mounter error means this process may not mount
+// (EPERM or EACCES: it lacks CAP_SYS_ADMIN).
+func IsNoMountPrivilege(err error) bool {
+	return errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)
+}
+
 // mountStatus turns a Mounter error into the gRPC status the RPC returns: no privileges is
 // FAILED_PRECONDITION, so the orchestrator sees a final, explained error rather than a retry.
 func mountStatus(rpc string, err error) error {
-	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+	if IsNoMountPrivilege(err) {
 		return status.Errorf(codes.FailedPrecondition, "hostpath: bind-mounting needs root (CAP_SYS_ADMIN): %v", err)
 	}
 	return status.Errorf(codes.Internal, "hostpath: %s: %v", rpc, err)

@@ -27,13 +27,6 @@ const (
 	MaxOperators = 64
 )
 
-// CheckNesting checks an HCL native syntax file (an agent config, say) against MaxNesting
-// and MaxOperators before it is parsed: pass the file to hclsyntax only when it returns no
-// diagnostics. Spec files are checked by the Parser itself.
-func CheckNesting(filename string, src []byte) hcl.Diagnostics {
-	return checkNesting(filename, src, false)
-}
-
 // checkNesting returns one error diagnostic at the place where src first nests deeper than
 // MaxNesting or chains more than MaxOperators operators, or nil.
 func checkNesting(filename string, src []byte, json bool) hcl.Diagnostics {

@@ -79,12 +79,12 @@ func TestNestingAtLimit(t *testing.T) {
 		"a = " + strings.Repeat("-", MaxOperators+1) + "1",
 	}
 	for _, src := range at {
-		if d := CheckNesting("x.hcl", []byte(src)); d != nil {
+		if d := checkNesting("x.hcl", []byte(src), false); d != nil {
 			t.Errorf("%.20s...: %v", src, d)
 		}
 	}
 	for _, src := range over {
-		if d := CheckNesting("x.hcl", []byte(src)); !d.HasErrors() {
+		if d := checkNesting("x.hcl", []byte(src), false); !d.HasErrors() {
 			t.Errorf("%.20s...: passed", src)
 		}
 	}
@@ -210,11 +210,11 @@ func TestNestingNonASCIICode(t *testing.T) {
 		"a = données + " + deep,
 		"a = <<É\n((\nÉ\n" + deep,
 	} {
-		if d := CheckNesting("x.hcl", []byte(src)); !d.HasErrors() {
+		if d := checkNesting("x.hcl", []byte(src), false); !d.HasErrors() {
 			t.Errorf("%q: passed", src)
 		}
 	}
-	if d := CheckNesting("x.hcl", []byte("données = \"é ${x} "+deep+"\"\n")); d != nil {
+	if d := checkNesting("x.hcl", []byte("données = \"é ${x} "+deep+"\"\n"), false); d != nil {
 		t.Errorf("non-ASCII name and string: %v", d)
 	}
 }

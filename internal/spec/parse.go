@@ -30,6 +30,8 @@ type File struct {
 	Volume  *Volume
 	Plugins []*Plugin
 	Group   *Group
+
+	agent *AgentConfig // kindAgent: ParseAgentConfig
 }
 
 // Parser parses spec files and keeps each file's original source, so that diagnostics can be
@@ -65,13 +67,6 @@ func ParseGroup(filename string, src []byte) (*Group, hcl.Diagnostics) {
 	return NewParser().ParseGroup(filename, src)
 }
 
-// Parse parses a spec file of any kind, telling the kind from its top level: plugin blocks
-// make a plugin spec, a group block a group spec, anything else a volume spec. An agent config
-// (an agent block) is refused with one error. verb applies to volume specs only.
-func Parse(filename string, src []byte, verb Verb) (*File, hcl.Diagnostics) {
-	return NewParser().Parse(filename, src, verb)
-}
-
 // ParseVolume is the package-level ParseVolume, keeping the file for rendering.
 func (p *Parser) ParseVolume(filename string, src []byte, verb Verb) (*Volume, hcl.Diagnostics) {
 	f, diags := p.parse(filename, src, KindVolume, verb)
@@ -99,7 +94,9 @@ func (p *Parser) ParseGroup(filename string, src []byte) (*Group, hcl.Diagnostic
 	return f.Group, diags
 }
 
-// Parse is the package-level Parse, keeping the file for rendering.
+// Parse parses a spec file of any kind, telling the kind from its top level: plugin blocks
+// make a plugin spec, a group block a group spec, anything else a volume spec. An agent config
+// (an agent block) is refused with one error. verb applies to volume specs only.
 func (p *Parser) Parse(filename string, src []byte, verb Verb) (*File, hcl.Diagnostics) {
 	return p.parse(filename, src, "", verb)
 }
@@ -122,7 +119,10 @@ func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File
 	}
 	d := &decoder{json: json}
 	f := &File{Kind: kind}
-	if other, at, ok := otherKind(names, kind); ok {
+	if kind == kindAgent {
+		// An agent config may hold plugin blocks alone: it is never taken for another kind.
+		f.agent = d.agentConfig(body)
+	} else if other, at, ok := otherKind(names, kind); ok {
 		// A file of another kind gets one error saying so, not one per name it does not share
 		// with this kind; nothing else said about it would help.
 		d.wrongKind(filename, kind, other, at, names, validate)

@@ -523,3 +523,9 @@ func TestSecretsNeverRendered(t *testing.T) {
 		})
 	}
 }
+
+// Parse parses a spec file of any kind with a new Parser (volctl's own callers keep the Parser,
+// to render the diagnostics).
+func Parse(filename string, src []byte, verb Verb) (*File, hcl.Diagnostics) {
+	return NewParser().Parse(filename, src, verb)
+}

@@ -45,6 +45,11 @@ func (d *decoder) plugins(body hcl.Body) []*Plugin {
 			`A plugin spec needs at least one plugin block, e.g. plugin "hostpath" { type = "monolith" socket = "/run/volctl/hostpath.sock" }.`)
 		return nil
 	}
+	return d.pluginBlocks(blocks)
+}
+
+// pluginBlocks decodes plugin blocks, joining the two halves of a plugin split in two.
+func (d *decoder) pluginBlocks(blocks []*hcl.Block) []*Plugin {
 	var out []*Plugin
 	seen := map[string]int{} // ID -> index in out
 	for _, b := range blocks {

@@ -9,7 +9,7 @@ import (
 	"github.com/volctl/volctl/internal/spec"
 )
 
-// ClaimState is a claim's checkpoint in the state machine of DESIGN.md.
+// ClaimState is a claim's checkpoint in the claim state machine (docs/architecture.md).
 type ClaimState string
 
 // The claim states: the publish path, then the release path.
@@ -138,7 +138,7 @@ type ClaimStore interface {
 }
 
 // HistoryStore reads freed claims. The history keeps the newest entries up to a limit (see
-// WithHistoryLimit).
+// DefaultHistoryLimit).
 type HistoryStore interface {
 	// ByVolume returns up to limit freed claims of a volume, newest first (limit <= 0: all).
 	ByVolume(volumeID string, limit int) ([]PastClaim, error)
@@ -288,7 +288,7 @@ func (cs claims) Insert(c *Claim) error {
 		return wrap(err, what, fmt.Sprintf("volume %q does not exist", c.VolumeID))
 	}
 	c.CreatedAt, c.UpdatedAt = decTime(now), decTime(now)
-	// The first live claim fixes the volume's modes (DESIGN.md, "Modes"); doing it here keeps the
+	// The first live claim fixes the volume's modes (docs/architecture.md, Modes); doing it here keeps the
 	// volume row and its claims consistent whatever the caller forgets.
 	_, err = cs.tx.exec(`
 		UPDATE volumes SET access_mode = ?, attachment_mode = ?, updated_at = ?

@@ -29,7 +29,7 @@ type EventFilter struct {
 }
 
 // EventStore appends to and reads the event log, which keeps the newest events up to a limit
-// (see WithEventLimit).
+// (DefaultEventLimit; tests set less with WithEventLimit).
 type EventStore interface {
 	// Append adds an event, sets its ID (and At if zero), and drops the oldest past the limit.
 	Append(e *Event) error

@@ -54,9 +54,6 @@ func loadMigrations() []migration {
 	return out
 }
 
-// SchemaVersion is the schema version this binary writes.
-func SchemaVersion() int { return len(migrations) }
-
 // querier is what the schema checks read through: the *sql.Conn under a pool's conn, inside a
 // transaction or not.
 type querier interface {

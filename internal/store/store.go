@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -24,6 +23,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/volctl/volctl/internal/backoff"
 )
 
 // FileName is the name of the database file inside the state directory.
@@ -81,16 +82,6 @@ type options struct {
 	now          func() time.Time
 	log          *slog.Logger
 }
-
-// WithBusyTimeout sets how long a transaction waits for another process's write lock before
-// failing; the default is DefaultBusyTimeout.
-func WithBusyTimeout(d time.Duration) Option { return func(o *options) { o.busyTimeout = d } }
-
-// WithEventLimit sets how many of the newest events the log keeps; the default is DefaultEventLimit.
-func WithEventLimit(n int) Option { return func(o *options) { o.eventLimit = n } }
-
-// WithHistoryLimit sets how many freed claims the history keeps; the default is DefaultHistoryLimit.
-func WithHistoryLimit(n int) Option { return func(o *options) { o.historyLimit = n } }
 
 // WithClock sets the clock that stamps created/updated times, for deterministic tests.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
@@ -493,20 +484,19 @@ func (s *Store) retry(ctx context.Context, op func() error) error {
 // a WAL checkpoint or recovery in another process.
 func retryBusy(ctx context.Context, timeout time.Duration, op func() error) error {
 	deadline := time.Now().Add(timeout)
-	wait := time.Millisecond
+	waits := backoff.New(time.Millisecond, 100*time.Millisecond)
 	for {
 		err := op()
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return err
 		}
-		t := time.NewTimer(wait/2 + rand.N(wait))
+		t := time.NewTimer(backoff.Jitter(waits.Next()))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return errors.Join(err, ctx.Err())
 		case <-t.C:
 		}
-		wait = min(2*wait, 100*time.Millisecond)
 	}
 }
 

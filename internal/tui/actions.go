@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 )
 
@@ -22,6 +24,8 @@ const (
 	actRelease actionKind = iota
 	actDetach
 	actDelete
+	actForceDetach
+	actReconcile
 )
 
 // action is one operation the user asked for.
@@ -29,21 +33,27 @@ type action struct {
 	kind   actionKind
 	volume string
 	alloc  string // release only
+	group  string // release: the alloc's group, when it belongs to one
 	claims int    // live claims on the volume, for the question
+	allocs []string
 }
 
 func (a action) title() string {
-	return [...]string{"Release claim", "Detach volume", "Delete volume"}[a.kind]
+	return [...]string{"Release claim", "Detach volume", "Delete volume", "Force-detach volume", "Reconcile"}[a.kind]
 }
 
 func (a action) button() string {
-	return [...]string{"Release", "Detach", "Delete"}[a.kind]
+	return [...]string{"Release", "Detach", "Delete", "Force-detach", "Reconcile"}[a.kind]
 }
 
 func (a action) question() string {
 	switch a.kind {
 	case actRelease:
-		return fmt.Sprintf("Release the claim of alloc %q on volume %q? Its mount is unpublished, and the volume unstaged when no other claim uses it.", a.alloc, a.volume)
+		of := fmt.Sprintf("alloc %q", a.alloc)
+		if a.group != "" {
+			of += fmt.Sprintf(" (group %q)", a.group)
+		}
+		return fmt.Sprintf("Release the claim of %s on volume %q? Its mount is unpublished, and the volume unstaged when no other claim uses it.", of, a.volume)
 	case actDetach:
 		switch a.claims {
 		case 0:
@@ -52,13 +62,24 @@ func (a action) question() string {
 			return fmt.Sprintf("Detach volume %q? Its claim on this host is released and its mount undone.", a.volume)
 		}
 		return fmt.Sprintf("Detach volume %q? All %d claims on this host are released and their mounts undone.", a.volume, a.claims)
+	case actForceDetach:
+		q := fmt.Sprintf("Force-detach volume %q? Its plugin's node service is not asked: volctl unmounts its own target and staging paths and frees the claims whatever happens.", a.volume)
+		if len(a.allocs) == 0 {
+			return q + " It has no claims on this host."
+		}
+		return q + " Released: the claims of " + joinAnd(a.allocs) + "."
+	case actReconcile:
+		return "Reconcile now? Every claim, volume and snapshot left half-way is driven to where it was going, as volctl reconcile does."
 	}
-	q := fmt.Sprintf("Delete volume %q? The plugin deletes its storage; this cannot be undone.", a.volume)
-	if a.claims > 0 {
-		q += fmt.Sprintf(" It has %s: release %s first, or the delete is refused.", plural(a.claims, "live claim"),
-			map[bool]string{true: "it", false: "them"}[a.claims == 1])
+	return fmt.Sprintf("Delete volume %q? The plugin deletes its storage; this cannot be undone.", a.volume)
+}
+
+// joinAnd lists names as a, b and c.
+func joinAnd(names []string) string {
+	if len(names) == 1 {
+		return names[0]
 	}
-	return q
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 func (a action) doing() string {
@@ -67,6 +88,10 @@ func (a action) doing() string {
 		return fmt.Sprintf("releasing the claim of %q on %q", a.alloc, a.volume)
 	case actDetach:
 		return fmt.Sprintf("detaching %q", a.volume)
+	case actForceDetach:
+		return fmt.Sprintf("force-detaching %q", a.volume)
+	case actReconcile:
+		return "reconciling"
 	}
 	return fmt.Sprintf("deleting %q", a.volume)
 }
@@ -91,12 +116,18 @@ func (a action) run(ctx context.Context, eng Engine) tea.Cmd {
 				return actionDoneMsg{a: a, text: fmt.Sprintf("alloc %q held no claim on %q: nothing to release", a.alloc, a.volume)}
 			}
 			return actionDoneMsg{a: a, text: fmt.Sprintf("released the claim of %q on %q", a.alloc, a.volume)}
-		case actDetach:
-			res, err := eng.Detach(ctx, a.volume, false)
+		case actDetach, actForceDetach:
+			res, err := eng.Detach(ctx, a.volume, a.kind == actForceDetach)
 			if err != nil {
 				return actionDoneMsg{a: a, err: err}
 			}
 			return detachReport(a, res)
+		case actReconcile:
+			rep, err := eng.Reconcile(ctx)
+			if err != nil {
+				return actionDoneMsg{a: a, err: err}
+			}
+			return reconcileReport(a, rep)
 		}
 		if err := eng.DeleteVolume(ctx, a.volume); err != nil {
 			return actionDoneMsg{a: a, err: err}
@@ -106,7 +137,11 @@ func (a action) run(ctx context.Context, eng Engine) tea.Cmd {
 }
 
 func detachReport(a action, res engine.DetachResult) actionDoneMsg {
-	text := fmt.Sprintf("detached %q: released %s", a.volume, plural(len(res.Released), "claim"))
+	verb := "detached"
+	if a.kind == actForceDetach {
+		verb = "force-detached"
+	}
+	text := fmt.Sprintf("%s %q: released %s", verb, a.volume, plural(len(res.Released), "claim"))
 	if len(res.Failed) == 0 {
 		if len(res.Warnings) > 0 {
 			text += "; " + strings.Join(res.Warnings, "; ")
@@ -115,21 +150,42 @@ func detachReport(a action, res engine.DetachResult) actionDoneMsg {
 	}
 	var errs []string
 	for _, c := range res.Failed {
-		errs = append(errs, fmt.Sprintf("alloc %q: %s", c.Alloc, lastError(c)))
+		errs = append(errs, fmt.Sprintf("alloc %q: %s", c.Alloc, c.LastErrorText()))
 	}
 	return actionDoneMsg{a: a, err: fmt.Errorf("%s, %d failed: %s", text, len(res.Failed), strings.Join(errs, "; "))}
 }
 
-func (a action) failed() string {
-	return [...]string{"Release failed", "Detach failed", "Delete failed"}[a.kind]
+// reconcileReport words a reconcile's result: what it did, and what is still wrong (an error,
+// shown whole in a box when long).
+func reconcileReport(a action, rep engine.ReconcileReport) actionDoneMsg {
+	text := "reconciled: nothing to do"
+	if len(rep.Actions) > 0 {
+		text = "reconciled: " + plural(len(rep.Actions), "action")
+		var did []string
+		for _, x := range rep.Actions {
+			did = append(did, x.Message)
+		}
+		text += " (" + strings.Join(did, "; ") + ")"
+	}
+	if rep.OK() {
+		return actionDoneMsg{a: a, text: text}
+	}
+	var probs []string
+	for _, p := range rep.Problems {
+		probs = append(probs, p.Message)
+	}
+	return actionDoneMsg{a: a, err: fmt.Errorf("%s; %s left: %s", text, plural(len(rep.Problems), "problem"), strings.Join(probs, "; "))}
 }
 
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
+func (a action) verb() string {
+	return [...]string{"release", "detach", "delete", "force-detach", "reconcile"}[a.kind]
 }
+
+func (a action) failed() string {
+	return [...]string{"Release failed", "Detach failed", "Delete failed", "Force-detach failed", "Reconcile left problems"}[a.kind]
+}
+
+func plural(n int, noun string) string { return display.Plural(n, noun) }
 
 // confirm is the dialog in front of an action. Cancel has the focus when it opens, so a
 // stray Enter does nothing harmful.
@@ -195,14 +251,23 @@ func dialogBox(c *Common, title, text, buttons string) string {
 	return s.Dialog.Width(inner + 4).Render(body)
 }
 
-// statusLine is the line above the help: a running action's spinner, or the last result.
+// statusLine is the line above the help: a running action's spinner, or the last result for a
+// few seconds (statusTTL, an error twice as long); the views' own state stays on its right.
 type statusLine struct {
 	c       *Common
 	text    string
 	failed  bool
+	setAt   time.Time // when text was set, by the clock in Common
+	seq     int       // which message an expiry timer is for
 	running *action
 	spin    spinner.Model
 }
+
+// statusTTL is how long a message stays in the status line.
+const statusTTL = 5 * time.Second
+
+// statusExpiredMsg clears the message it was armed for, unless a newer one replaced it.
+type statusExpiredMsg struct{ seq int }
 
 func newStatusLine(c *Common) statusLine {
 	return statusLine{c: c, spin: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(c.Styles.Spinner))}
@@ -215,16 +280,41 @@ func (l *statusLine) start(a action) tea.Cmd {
 }
 
 // done replaces the spinner with an action's result.
-func (l *statusLine) done(msg actionDoneMsg) {
+func (l *statusLine) done(msg actionDoneMsg) tea.Cmd {
 	l.running = nil
 	if msg.err != nil {
-		l.set(msg.err.Error(), true)
-		return
+		return l.set(msg.err.Error(), true)
 	}
-	l.set(msg.text, false)
+	return l.set(msg.text, false)
 }
 
-func (l *statusLine) set(text string, failed bool) { l.text, l.failed = clean(text), failed }
+// set shows text and returns the timer that clears it.
+func (l *statusLine) set(text string, failed bool) tea.Cmd {
+	l.text, l.failed, l.setAt = clean(text), failed, l.c.Now()
+	l.seq++
+	seq := l.seq
+	return l.c.after(l.ttl(), func() tea.Msg { return statusExpiredMsg{seq: seq} })
+}
+
+func (l *statusLine) ttl() time.Duration {
+	if l.failed {
+		return 2 * statusTTL
+	}
+	return statusTTL
+}
+
+// expire clears the message msg was armed for.
+func (l *statusLine) expire(msg statusExpiredMsg) {
+	if msg.seq == l.seq {
+		l.text, l.failed = "", false
+	}
+}
+
+// shown reports whether the message is still fresh: a frame drawn after its time is up (the
+// timer not yet delivered) does not show it either.
+func (l *statusLine) shown() bool {
+	return l.text != "" && l.c.Now().Sub(l.setAt) < l.ttl()
+}
 
 // spinTick advances the spinner while an action runs; the chain stops when it ends.
 func (l *statusLine) spinTick(msg spinner.TickMsg) tea.Cmd {
@@ -243,16 +333,20 @@ func (l *statusLine) View(right, brief string) string {
 	switch {
 	case l.running != nil:
 		left = l.spin.View() + " " + l.running.doing() + "…"
-		if l.text != "" {
+		if l.shown() {
 			left += "  " + s.Dim.Render(l.text)
 		}
+	case !l.shown():
 	case l.failed:
 		left = s.StatusErr.Render("error: " + l.text)
-	case l.text != "":
+	default:
 		left = s.StatusOK.Render(l.text)
 	}
 	if lipgloss.Width(left)+lipgloss.Width(right)+3 > l.c.Width {
 		right = brief
+	}
+	if lipgloss.Width(left)+lipgloss.Width(right)+3 > l.c.Width {
+		right = "" // for the few seconds a message shows, it has the whole line
 	}
 	right = s.Dim.Render(right)
 	room := l.c.Width - 1 - lipgloss.Width(right) - 2

@@ -56,7 +56,7 @@ func BenchmarkRefresh10k(b *testing.B) {
 	h := newHarness(b, bigFixture(10_000), Options{})
 	h.send(tea.WindowSizeMsg{Width: 120, Height: 40})
 	h.keys("/", "vol-0", "enter")
-	d := h.fake.data
+	d := snapshot{Dashboard: h.fake.data}
 	b.Run("build", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

@@ -14,6 +14,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -134,16 +135,25 @@ func (d *detail) View() string {
 func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	var b detailBuilder
 	b.init(s, w)
-	pluginHealth := "healthy"
-	switch {
-	case !v.PluginHealthy:
-		pluginHealth = "unhealthy"
-	case !v.PluginReady:
-		pluginHealth = "not ready"
-	}
+	pluginHealth := v.PluginHealth().String()
 	if v.PluginError != "" {
 		pluginHealth += ": " + v.PluginError
 	}
+	// What an operator needs first: who holds the volume, and what went wrong. The claims come
+	// before the long field list, so at 80x24 they show without scrolling; their modes and
+	// targets are in each claim's own detail (the claims view).
+	b.lines = append(b.lines, fitLine(" "+s.Section.Render("Claims")+s.Dim.Render(
+		fmt.Sprintf("  %d read, %d write, %d not at rest", v.ReadClaims, v.WriteClaims, v.Unsettled)), b.w))
+	if len(v.Claims) == 0 {
+		b.line(s.Empty.Render("  none"))
+	} else {
+		rows := [][]string{{"ALLOC", "MODE", "STATE", "AGE", "LAST ERROR"}}
+		for _, c := range v.Claims {
+			rows = append(rows, []string{c.Alloc, c.Mode, c.Condition().String(), display.Age(now, c.CreatedAt), c.LastErrorText()})
+		}
+		b.table(rows)
+	}
+	b.section("Volume")
 	b.kv("ID", v.ID)
 	b.kv("Name", v.Name)
 	b.kv("Namespace", v.Namespace)
@@ -153,15 +163,14 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	b.kv("Provider", strings.TrimSpace(v.Provider+" "+v.ProviderVersion))
 	b.kv("Plugin Health", pluginHealth)
 	b.kv("State", v.State)
-	b.kv("Schedulable", yesNo(v.Schedulable))
-	b.kv("Capacity", bytesIEC(v.CapacityBytes))
-	b.kv("Capacity Min", bytesIEC(v.RequestedMin))
-	b.kv("Capacity Max", bytesIEC(v.RequestedMax))
+	b.kv("Schedulable", v.Schedulability().String())
+	b.kv("Capacity", display.Bytes(v.CapacityBytes))
+	b.kv("Capacity Min", display.Bytes(v.RequestedMin))
+	b.kv("Capacity Max", display.Bytes(v.RequestedMax))
 	b.kv("Access Mode", string(v.AccessMode))
 	b.kv("Attachment Mode", string(v.AttachmentMode))
 	b.kv("Mount Options", strings.Join(v.MountOptions.Describe(), " "))
 	b.kv("Staged", yesNo(v.Staged))
-	b.kv("In Use", fmt.Sprintf("%d read, %d write, %d not at rest", v.ReadClaims, v.WriteClaims, v.Unsettled))
 	b.kv("Snapshot ID", v.SnapshotID)
 	b.kv("Clone ID", v.CloneID)
 	b.kv("Created", stamp(now, v.CreatedAt))
@@ -186,17 +195,6 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	b.section("Context")
 	b.pairs(v.Context)
 
-	b.section("Claims")
-	if len(v.Claims) == 0 {
-		b.line(s.Empty.Render("  none"))
-	} else {
-		rows := [][]string{{"ALLOC", "MODE", "ACCESS MODE", "ATTACHMENT MODE", "STATE", "AGE", "LAST ERROR", "TARGET"}}
-		for _, c := range v.Claims {
-			rows = append(rows, []string{c.Alloc, c.Mode, string(c.AccessMode), string(c.AttachmentMode), claimState(c),
-				shortAge(now, c.CreatedAt), lastError(c), c.TargetPath})
-		}
-		b.table(rows)
-	}
 	return b.String()
 }
 
@@ -210,7 +208,7 @@ func claimDetail(s *Styles, c engine.ClaimInfo, now time.Time, w int) string {
 	b.kv("Mode", c.Mode)
 	b.kv("Access Mode", string(c.AccessMode))
 	b.kv("Attachment Mode", string(c.AttachmentMode))
-	b.kv("State", c.State)
+	b.kv("State", c.Condition().String())
 	b.kv("At Rest", yesNo(c.AtRest()))
 	b.kv("Releasing", yesNo(c.Releasing))
 	b.kv("Needs Reconcile", yesNo(c.NeedsReconcile))
@@ -248,16 +246,16 @@ func pluginDetail(s *Styles, p engine.PluginInfo, now time.Time, w int) string {
 	b.kv("Supervised", yesNo(p.Supervised))
 	b.kv("Node ID", p.NodeID)
 	b.kv("Max Volumes", maxVolumes(p.MaxVolumes))
-	b.kv("Health", health(p))
-	b.kv("Healthy", yesNo(p.Healthy))
-	b.kv("Ready", yesNo(p.Ready))
+	health := p.Health().String()
+	if why := p.HealthWhy(); why != "" {
+		health += ": " + why
+	}
+	b.kv("Health", health)
 	b.kv("Probe Latency", p.ProbeLatency.String())
-	b.kv("Last Error", p.LastError)
 	b.kv("Probed", stamp(now, p.ProbedAt))
 	b.kv("Fingerprinted", stamp(now, p.FingerprintedAt))
 	b.kv("Volumes", strconv.Itoa(p.Volumes))
-	b.section("Topology")
-	b.pairs(p.Topology)
+	b.kv("Topology", display.Segments(p.Topology))
 	b.section("Capabilities")
 	b.kv("Plugin", strings.Join(p.Capabilities.Plugin, " "))
 	b.kv("Controller", strings.Join(p.Capabilities.Controller, " "))
@@ -350,16 +348,31 @@ func (b *detailBuilder) table(rows [][]string) {
 			widths[i] = max(widths[i], textWidth(r[i]))
 		}
 	}
+	last := len(widths) - 1
+	indent := 2
+	for _, w := range widths[:last] {
+		indent += w + colGap
+	}
 	for i, r := range rows {
 		cells := make([]string, len(r))
-		for j, c := range r {
+		for j, c := range r[:last] {
 			cells[j] = fit(c, widths[j], false, false)
 		}
+		// The last column (an error, a path) wraps under itself rather than being cut, while
+		// it has room to.
+		tail := []string{r[last]}
+		if i > 0 && b.w-indent >= 20 {
+			tail = strings.Split(ansi.Wrap(r[last], b.w-indent, " /,:"), "\n")
+		}
+		cells[last] = tail[0]
 		l := "  " + strings.TrimRight(strings.Join(cells, gap), " ")
 		if i == 0 {
 			l = b.s.Header.Render(fitLine(l, b.w))
 		}
 		b.line(l)
+		for _, more := range tail[1:] {
+			b.line(strings.Repeat(" ", indent) + more)
+		}
 	}
 }
 
@@ -373,12 +386,7 @@ func fitLine(l string, w int) string {
 	return l
 }
 
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
+func yesNo(b bool) string { return display.YesNo(b) }
 
 func maxVolumes(n int64) string {
 	if n <= 0 {
@@ -397,22 +405,7 @@ func topologyReq(r *spec.TopologyRequest, required bool) []spec.Topology {
 	return r.Preferred
 }
 
-func topologies(ts []spec.Topology) string {
-	parts := make([]string, 0, len(ts))
-	for _, t := range ts {
-		kv := make([]string, 0, len(t.Segments))
-		for _, k := range slices.Sorted(maps.Keys(t.Segments)) {
-			kv = append(kv, k+"="+t.Segments[k])
-		}
-		parts = append(parts, "{"+strings.Join(kv, ", ")+"}")
-	}
-	return strings.Join(parts, " ")
-}
+func topologies(ts []spec.Topology) string { return display.Topologies(ts) }
 
 // stamp renders a time with how long ago it was.
-func stamp(now, t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.Format("2006-01-02 15:04:05 MST") + " (" + shortAge(now, t) + " ago)"
-}
+func stamp(now, t time.Time) string { return display.Stamp(now, t) }

@@ -25,6 +25,7 @@ type fakeEngine struct {
 	calls   []string
 
 	dashErr, releaseErr, detachErr, deleteErr error
+	reconciled                                engine.ReconcileReport // what Reconcile answers
 }
 
 func (f *fakeEngine) record(format string, args ...any) {
@@ -107,6 +108,13 @@ func (f *fakeEngine) DeleteVolume(_ context.Context, id string) error {
 	f.data.Volumes = slices.DeleteFunc(f.data.Volumes, func(v engine.VolumeSummary) bool { return v.ID == id })
 	delete(f.volumes, id)
 	return nil
+}
+
+func (f *fakeEngine) Reconcile(context.Context) (engine.ReconcileReport, error) {
+	f.record("Reconcile()")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reconciled, nil
 }
 
 // testNow is the pinned clock of every test.
@@ -199,9 +207,15 @@ func fixture() *fakeEngine {
 		Context:            map[string]string{"path": "/srv/volctl/vol-7f3a"},
 		Staged:             true, Claims: claims[:1], CreatedAt: ago(26 * time.Hour), UpdatedAt: ago(3 * time.Hour),
 	}
+	groups := []engine.GroupInfo{
+		{Name: "web", State: "running", Count: 2, Allocs: []engine.AllocInfo{
+			{Name: "web[0]", Index: 0, Claims: claims[0:1]}, {Name: "web[1]", Index: 1, Claims: claims[1:2]}}},
+		{Name: "nightly", State: "running", Count: 1, Allocs: []engine.AllocInfo{
+			{Name: "nightly[0]", Index: 0, Claims: []engine.ClaimInfo{}, Error: `claim "pg-data": volume "pg-data" is held for write by alloc "db-0"`}}},
+	}
 	return &fakeEngine{
-		data:    engine.Dashboard{Volumes: volumes, Claims: claims, Plugins: plugins, Events: events},
-		volumes: map[string]engine.VolumeInfo{"mysql-0": mysql0},
+		data:    engine.Dashboard{Volumes: volumes, Claims: claims, Plugins: plugins, Events: events, Groups: groups},
+		volumes: map[string]engine.VolumeInfo{"mysql-0": mysql0, "scratch": {VolumeSummary: volumes[3], PluginHealthy: true, PluginReady: true}},
 	}
 }
 

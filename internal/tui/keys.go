@@ -1,19 +1,26 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+)
 
 // KeyMap is every key the dashboard answers, with the help text `?` and the footer show.
 type KeyMap struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
 	Open, Back                              key.Binding
 
-	Volumes, Claims, Plugins, Events key.Binding
-	NextTab, PrevTab                 key.Binding
+	Tabs             []key.Binding // one per view: 1, 2, ... in views' order
+	NextTab, PrevTab key.Binding
 
 	Filter, ClearFilter, ApplyFilter key.Binding
 	Sort, Reverse                    key.Binding
 
 	Release, Detach, Delete key.Binding
+	ForceDetach, Reconcile  key.Binding
 	FocusNext, FocusPrev    key.Binding // in the confirmation dialog
 	Choose, Cancel          key.Binding
 
@@ -35,10 +42,6 @@ func DefaultKeyMap(readOnly bool) *KeyMap {
 		Open:     b([]string{"enter"}, "enter", "details"),
 		Back:     b([]string{"esc", "backspace"}, "esc", "back"),
 
-		Volumes: b([]string{"1"}, "1", "volumes"),
-		Claims:  b([]string{"2"}, "2", "claims & mounts"),
-		Plugins: b([]string{"3"}, "3", "plugins"),
-		Events:  b([]string{"4"}, "4", "events"),
 		NextTab: b([]string{"tab", "right", "l"}, "tab", "next view"),
 		PrevTab: b([]string{"shift+tab", "left", "h"}, "shift+tab", "previous view"),
 
@@ -52,6 +55,9 @@ func DefaultKeyMap(readOnly bool) *KeyMap {
 		Detach:  b([]string{"d"}, "d", "detach"),
 		Delete:  b([]string{"D"}, "D", "delete"),
 
+		ForceDetach: b([]string{"F"}, "F", "force detach"),
+		Reconcile:   b([]string{"R"}, "R", "reconcile"),
+
 		FocusNext: b([]string{"tab", "right", "l"}, "←/→", "move"),
 		FocusPrev: b([]string{"shift+tab", "left", "h"}, "←/→", "move"),
 		Choose:    b([]string{"enter"}, "enter", "choose"),
@@ -61,12 +67,34 @@ func DefaultKeyMap(readOnly bool) *KeyMap {
 		Help:    b([]string{"?"}, "?", "help"),
 		Quit:    b([]string{"q", "ctrl+c"}, "q", "quit"),
 	}
+	for i, v := range views {
+		n := strconv.Itoa(i + 1)
+		k.Tabs = append(k.Tabs, b([]string{n}, n, strings.ToLower(v.name)))
+	}
 	if readOnly {
-		for _, a := range []*key.Binding{&k.Release, &k.Detach, &k.Delete} {
+		for _, a := range k.actions() {
 			a.SetEnabled(false)
 		}
 	}
 	return k
+}
+
+// actions are the keys that change something; --readonly switches them off.
+func (k *KeyMap) actions() []*key.Binding {
+	return []*key.Binding{&k.Release, &k.Detach, &k.Delete, &k.ForceDetach, &k.Reconcile}
+}
+
+// isAction reports whether msg is one of the action keys, switched off or not: a read-only
+// dashboard says why nothing happens.
+func (k *KeyMap) isAction(msg string) bool {
+	for _, a := range k.actions() {
+		for _, name := range a.Keys() {
+			if name == msg {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // bindings is a help.KeyMap made of whatever applies where the user is.
@@ -82,9 +110,9 @@ func (b bindings) FullHelp() [][]key.Binding { return b.full }
 func (k *KeyMap) fullHelp() []helpGroup {
 	return []helpGroup{
 		{"Move", []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Open, k.Back}},
-		{"Views", []key.Binding{k.Volumes, k.Claims, k.Plugins, k.Events, k.NextTab, k.PrevTab}},
+		{"Views", append(slices.Clone(k.Tabs), k.NextTab, k.PrevTab)},
 		{"Find", []key.Binding{k.Filter, k.ClearFilter, k.Sort, k.Reverse}},
-		{"Act", []key.Binding{k.Release, k.Detach, k.Delete}},
+		{"Act", []key.Binding{k.Release, k.Detach, k.ForceDetach, k.Delete, k.Reconcile}},
 		{"General", []key.Binding{k.Refresh, k.Help, k.Quit}},
 	}
 }

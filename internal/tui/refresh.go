@@ -21,8 +21,8 @@ type (
 	// that overtake each other.
 	dashboardMsg struct {
 		seq  int
-		data engine.Dashboard
-		rows [numTabs]rowSet
+		data snapshot
+		rows []rowSet
 		at   time.Time
 		err  error
 	}
@@ -69,8 +69,9 @@ func (l *live) read() tea.Cmd {
 		if err != nil {
 			return dashboardMsg{seq: seq, err: err}
 		}
+		s := snapshot{Dashboard: d}
 		at := now()
-		return dashboardMsg{seq: seq, data: d, rows: buildRows(d, at), at: at}
+		return dashboardMsg{seq: seq, data: s, rows: buildRows(s, at), at: at}
 	}
 }
 

@@ -1,47 +1,20 @@
 package tui
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/dustin/go-humanize"
-
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 )
 
-// The four tabs and how each turns engine values into rows. Cells are formatted here, once per
-// refresh, and the table only cuts and pads them.
-
-type tabID int
-
-const (
-	tabVolumes tabID = iota
-	tabClaims
-	tabPlugins
-	tabEvents
-	numTabs
-)
-
-var tabNames = [numTabs]string{"Volumes", "Claims", "Plugins", "Events"}
-
-var tabColumns = [numTabs][]column{volumeColumns(), claimColumns(), pluginColumns(), eventColumns()}
-
-// buildRows formats every tab's rows from one read. It runs in the read's command, off the UI
-// goroutine: with 10,000 volumes and claims it is the costly part of a refresh.
-func buildRows(d engine.Dashboard, now time.Time) [numTabs]rowSet {
-	return [numTabs]rowSet{
-		newRowSet(tabColumns[tabVolumes], volumeRows(d.Volumes)),
-		newRowSet(tabColumns[tabClaims], claimRows(d.Claims, now)),
-		newRowSet(tabColumns[tabPlugins], pluginRows(d.Plugins)),
-		newRowSet(tabColumns[tabEvents], eventRows(d.Events, now)),
-	}
-}
+// How each view turns engine values into rows (the views themselves are in tabs.go). Cells are
+// formatted here, once per refresh, and the table only cuts and pads them.
 
 // none is what an empty cell shows, as in the command line's tables.
-const none = "<none>"
+const none = display.None
 
 func volumeColumns() []column {
 	return []column{
@@ -49,30 +22,28 @@ func volumeColumns() []column {
 		{title: "NAME", min: 8, max: 30, drop: 1, hideBelow: 100},
 		{title: "PLUGIN", min: 6, max: 20},
 		{title: "CAPACITY", min: 8, max: 10, numeric: true, right: true},
-		{title: "MODE", min: 18, max: 32},
+		{title: "MODE", min: 12, max: 32, squeeze: 1}, // gives way to why a volume is not schedulable
 		{title: "R/W", min: 3, max: 9, numeric: true, right: true},
-		{title: "SCHEDULABLE", min: 8, max: 16},
+		{title: "SCHEDULABLE", min: 11, max: 32},
 	}
 }
 
-func volumeRows(vs []engine.VolumeSummary) []row {
+func volumeRows(vs []engine.VolumeSummary, plugins []engine.PluginInfo) []row {
+	byID := make(map[string]*engine.PluginInfo, len(plugins))
+	for i := range plugins {
+		byID[plugins[i].ID] = &plugins[i]
+	}
 	rows := make([]row, len(vs))
 	for i, v := range vs {
-		sched := "yes"
-		switch {
-		case v.State != "ready":
-			sched = "no: " + v.State
-		case !v.Schedulable:
-			sched = "no: plugin down"
-		}
+		sched := v.Schedulability(byID[v.PluginID])
 		rw := strconv.Itoa(v.ReadClaims) + "/" + strconv.Itoa(v.WriteClaims)
 		r := newRow(v.ID, i, []string{
-			v.ID, v.Name, v.PluginID, bytesIEC(v.CapacityBytes), modeText(v.AccessMode, v.AttachmentMode), rw, sched,
+			v.ID, v.Name, v.PluginID, display.Bytes(v.CapacityBytes), modeText(v.AccessMode, v.AttachmentMode), rw, sched.String(),
 		})
 		r.nums[3] = v.CapacityBytes
 		r.nums[5] = int64(v.ReadClaims + v.WriteClaims)
 		switch {
-		case sched != "yes":
+		case !sched.OK():
 			r.tone = toneBad
 		case v.Unsettled > 0:
 			r.tone = toneWarn
@@ -87,8 +58,8 @@ func claimColumns() []column {
 		{title: "VOLUME", min: 8, max: 30},
 		{title: "ALLOC", min: 6, max: 24},
 		{title: "MODE", min: 5, max: 5},
-		{title: "STATE", min: 9, max: 36},
-		{title: "TARGET", min: 16, max: 72, leftCut: true, drop: 1, hideBelow: 100},
+		{title: "STATE", min: 16, max: 40, squeeze: 1}, // "node-staged (ne…" still says the state
+		{title: "TARGET", min: 16, max: 160, midCut: true, squeeze: 2, drop: 1, hideBelow: 100},
 		{title: "AGE", min: 4, max: 6, numeric: true, right: true},
 		{title: "LAST ERROR", min: 10, max: 200, fill: true},
 	}
@@ -98,7 +69,7 @@ func claimRows(cs []engine.ClaimInfo, now time.Time) []row {
 	rows := make([]row, len(cs))
 	for i, c := range cs {
 		r := newRow(strconv.FormatInt(c.ID, 10), i, []string{
-			c.VolumeID, c.Alloc, c.Mode, claimState(c), c.TargetPath, shortAge(now, c.CreatedAt), lastError(c),
+			c.VolumeID, c.Alloc, c.Mode, c.Condition().String(), c.TargetPath, display.Age(now, c.CreatedAt), c.LastErrorText(),
 		})
 		r.nums[5] = -c.CreatedAt.UnixNano() // ascending age is newest first
 		switch {
@@ -129,13 +100,13 @@ func pluginRows(ps []engine.PluginInfo) []row {
 	rows := make([]row, len(ps))
 	for i, p := range ps {
 		r := newRow(p.ID, i, []string{
-			p.ID, p.Provider, p.Version, string(p.Type), health(p), p.ProbeLatency.String(), p.NodeID, capSummary(p.Capabilities),
+			p.ID, p.Provider, p.Version, string(p.Type), p.Health().String(), p.ProbeLatency.String(), p.NodeID, capSummary(p.Capabilities),
 		})
 		r.nums[5] = int64(p.ProbeLatency)
-		switch {
-		case !p.Healthy:
+		switch p.Health() {
+		case engine.PluginUnhealthy:
 			r.tone = toneBad
-		case !p.Ready:
+		case engine.PluginNotReady, engine.PluginUnknown:
 			r.tone = toneWarn
 		}
 		rows[i] = r
@@ -158,7 +129,7 @@ func eventRows(es []engine.EventInfo, now time.Time) []row {
 	rows := make([]row, len(es))
 	for i, e := range es {
 		r := newRow(strconv.FormatInt(e.ID, 10), i, []string{
-			shortAge(now, e.At), e.Kind, e.VolumeID, e.Alloc, e.PluginID, e.Message,
+			display.Age(now, e.At), e.Kind, e.VolumeID, e.Alloc, e.PluginID, e.Message,
 		})
 		r.nums[0] = -e.At.UnixNano()
 		if e.Code != "" {
@@ -209,45 +180,6 @@ func modeText(a spec.AccessMode, m spec.AttachmentMode) string {
 	return string(a)
 }
 
-func claimState(c engine.ClaimInfo) string {
-	s := c.State
-	if c.Releasing && !strings.Contains(s, "detach") && s != "unpublishing" {
-		s += ", releasing"
-	}
-	if c.Degraded {
-		s += ", degraded"
-	}
-	if c.NeedsReconcile {
-		s += ", reconcile"
-	}
-	return s
-}
-
-func lastError(c engine.ClaimInfo) string {
-	if c.LastError == "" {
-		return ""
-	}
-	parts := make([]string, 0, 3)
-	for _, p := range []string{c.LastRPC, c.LastCode, c.LastError} {
-		if p != "" {
-			parts = append(parts, p)
-		}
-	}
-	return strings.Join(parts, ": ")
-}
-
-func health(p engine.PluginInfo) string {
-	switch {
-	case p.ProbedAt.IsZero() && !p.Healthy:
-		return "unknown"
-	case !p.Healthy:
-		return "unhealthy"
-	case !p.Ready:
-		return "not ready"
-	}
-	return "healthy"
-}
-
 // capSummary lists a plugin's capabilities short enough for one cell; the detail view has
 // the CSI names.
 func capSummary(c engine.CapabilityNames) string {
@@ -268,31 +200,4 @@ func capSummary(c engine.CapabilityNames) string {
 		parts = append(parts, "node: "+short(c.Node))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// shortAge renders how long ago t was in one unit: 45s, 12m, 5h, 3d.
-func shortAge(now, t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	d := now.Sub(t)
-	switch {
-	case d < 0:
-		return "0s"
-	case d < 2*time.Minute:
-		return fmt.Sprintf("%ds", int(d/time.Second))
-	case d < 2*time.Hour:
-		return fmt.Sprintf("%dm", int(d/time.Minute))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d/time.Hour))
-	}
-	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
-}
-
-// bytesIEC renders a capacity as people read them ("10 GiB"); 0 is empty.
-func bytesIEC(n int64) string {
-	if n <= 0 {
-		return ""
-	}
-	return humanize.IBytes(uint64(n))
 }

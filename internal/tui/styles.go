@@ -2,6 +2,9 @@ package tui
 
 import (
 	"io"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/lipgloss"
@@ -45,8 +48,11 @@ type Styles struct {
 }
 
 // NewRenderer decides the colour profile and the background once, before the program starts:
-// no colour (the Ascii profile) when colour is off, else what termenv detects on out. The
-// terminal is never asked about its background after this returns.
+// no colour (the Ascii profile) when colour is off, else the profile termenv reads from the
+// environment. The terminal is never asked about its background (an OSC 11 query): one that
+// does not answer would hold the first frame for termenv's 5 s timeout, and the read waiting
+// for the answer would swallow the user's first key. The background is dark unless
+// $COLORFGBG, which terminals that can be light set, says otherwise.
 func NewRenderer(out io.Writer, color bool) *lipgloss.Renderer {
 	r := lipgloss.NewRenderer(out)
 	if !color {
@@ -55,8 +61,22 @@ func NewRenderer(out io.Writer, color bool) *lipgloss.Renderer {
 		return r
 	}
 	r.SetColorProfile(r.ColorProfile())
-	r.SetHasDarkBackground(r.HasDarkBackground())
+	r.SetHasDarkBackground(darkBackground(os.Getenv("COLORFGBG")))
 	return r
+}
+
+// darkBackground reads $COLORFGBG ("15;0": foreground;background, as rxvt and Konsole set
+// it): ANSI background colours 7 and 9-15 are light. Unset or unreadable is dark.
+func darkBackground(colorfgbg string) bool {
+	i := strings.LastIndexByte(colorfgbg, ';')
+	if i < 0 {
+		return true
+	}
+	bg, err := strconv.Atoi(colorfgbg[i+1:])
+	if err != nil {
+		return true
+	}
+	return !(bg == 7 || bg >= 9 && bg <= 15)
 }
 
 // FixedRenderer is a renderer with a given profile and a dark background, for tests.

@@ -17,8 +17,13 @@ type column struct {
 	fill     bool // takes the width left over, so the row reaches the right edge
 	numeric  bool // sorts by the row's number for it, not by its text
 	right    bool // right-aligned
-	leftCut  bool // cut on the left when too long (paths: the end says the most)
-	drop     int  // when the screen is too narrow, higher drops first; 0 never drops
+	leftCut  bool // cut on the left when too long
+	midCut   bool // cut in the middle when too long (paths: both ends say something)
+	// squeeze: when the row is too wide, columns with a higher squeeze give way first, down
+	// to their min, before the widest of the rest does: a path's middle matters less than an
+	// error.
+	squeeze int
+	drop    int // when the screen is too narrow, higher drops first; 0 never drops
 	// hideBelow hides the column on screens narrower than this: on 80 columns a claim's
 	// target path, cut to a stub, says less than the state and error it would crowd out.
 	hideBelow int
@@ -63,6 +68,7 @@ type table struct {
 	natural []int // widest cell (or title) per column, measured when rows arrive
 	widths  []int // laid out for the screen width; 0 hides a column
 	empty   string
+	loading bool // no read has arrived yet: "loading…", not the empty state
 }
 
 const (
@@ -72,7 +78,7 @@ const (
 )
 
 func newTable(c *Common, cols []column, sortCol int, desc bool, empty string) *table {
-	t := &table{c: c, cols: cols, sortCol: sortCol, desc: desc, empty: empty}
+	t := &table{c: c, cols: cols, sortCol: sortCol, desc: desc, empty: empty, loading: true}
 	t.natural = measure(cols, nil)
 	return t
 }
@@ -90,7 +96,7 @@ func newRowSet(cols []column, rows []row) rowSet {
 // setRows replaces the rows, keeping the cursor on the row it was on when that row still shows.
 func (t *table) setRows(rs rowSet) {
 	keep := t.selectedKey()
-	t.rows, t.natural = rs.rows, rs.natural
+	t.rows, t.natural, t.loading = rs.rows, rs.natural, false
 	t.layout()
 	t.apply(keep)
 }
@@ -225,11 +231,42 @@ func measure(cols []column, rows []row) []int {
 // layout fits the columns into the screen width: each starts at its content's width within its
 // bounds; when too wide, the widest shrinkable column gives way first, then columns drop in
 // their drop order; the fill column takes what is left.
+//
+// A column that squeezes and may drop (a claim's target) also drops, rather than let the fill
+// column (the error) be cut: the layout is done again without it.
 func (t *table) layout() {
-	width := t.c.Width
 	if len(t.widths) != len(t.cols) {
 		t.widths = make([]int, len(t.cols))
 	}
+	hidden := make([]bool, len(t.cols))
+	for {
+		t.fitColumns(hidden)
+		fill := slices.IndexFunc(t.cols, func(c column) bool { return c.fill })
+		if fill < 0 || t.widths[fill] == 0 || t.widths[fill] >= min(t.natural[fill], t.cols[fill].max) {
+			break
+		}
+		give := -1
+		for i, c := range t.cols {
+			if t.widths[i] > 0 && c.squeeze > 0 && c.drop > 0 && (give < 0 || c.drop > t.cols[give].drop) {
+				give = i
+			}
+		}
+		if give < 0 {
+			break
+		}
+		hidden[give] = true
+	}
+	if t.widths[t.sortCol] == 0 {
+		keep := t.selectedKey()
+		t.sortCol = slices.IndexFunc(t.widths, func(w int) bool { return w > 0 })
+		t.desc = false
+		t.apply(keep)
+	}
+}
+
+// fitColumns is one pass of the layout, with the hidden columns left out.
+func (t *table) fitColumns(hidden []bool) {
+	width := t.c.Width
 	floor := func(i int) int {
 		c := t.cols[i]
 		return max(c.min, min(ansi.StringWidth(c.title), c.max))
@@ -240,7 +277,7 @@ func (t *table) layout() {
 			natural = max(natural, ansi.StringWidth(c.title)+2) // room for the arrow
 		}
 		t.widths[i] = max(floor(i), min(natural, c.max))
-		if width < c.hideBelow {
+		if width < c.hideBelow || hidden[i] {
 			t.widths[i] = 0
 		}
 	}
@@ -256,7 +293,15 @@ func (t *table) layout() {
 	}
 	for total() > width {
 		widest := -1
+		for i, c := range t.cols {
+			if t.widths[i] > floor(i) && c.squeeze > 0 && (widest < 0 || c.squeeze > t.cols[widest].squeeze) {
+				widest = i
+			}
+		}
 		for i := range t.cols {
+			if widest >= 0 && t.cols[widest].squeeze > 0 {
+				break
+			}
 			if t.widths[i] > floor(i) && (widest < 0 || t.widths[i] > t.widths[widest]) {
 				widest = i
 			}
@@ -284,12 +329,6 @@ func (t *table) layout() {
 			}
 		}
 	}
-	if t.widths[t.sortCol] == 0 {
-		keep := t.selectedKey()
-		t.sortCol = slices.IndexFunc(t.widths, func(w int) bool { return w > 0 })
-		t.desc = false
-		t.apply(keep)
-	}
 }
 
 // count returns the rows shown and the rows there are.
@@ -314,7 +353,10 @@ func (t *table) View() string {
 
 	if len(t.view) == 0 {
 		msg := t.empty
-		if t.filter != "" {
+		switch {
+		case t.loading:
+			msg = "loading…"
+		case t.filter != "":
 			msg = "no rows match " + strconv.Quote(t.filter) + " (esc clears the filter)"
 		}
 		b.WriteString("\n" + s.Empty.Render(pad("  "+msg, t.c.Width)))
@@ -331,7 +373,11 @@ func (t *table) View() string {
 			if t.widths[j] == 0 {
 				continue
 			}
-			cells = append(cells, fit(r.cells[j], t.widths[j], c.right, c.leftCut))
+			cell := r.cells[j]
+			if c.midCut {
+				cell = midCut(cell, t.widths[j])
+			}
+			cells = append(cells, fit(cell, t.widths[j], c.right, c.leftCut))
 		}
 		marker := strings.Repeat(" ", markerW)
 		if i == t.cursor {
@@ -376,6 +422,17 @@ func fit(s string, w int, right, leftCut bool) string {
 		return strings.Repeat(" ", w-sw) + s
 	}
 	return s + strings.Repeat(" ", w-sw)
+}
+
+// midCut shortens s to w cells by taking out its middle: "/var/lib/vo…single-node-writer".
+func midCut(s string, w int) string {
+	sw := textWidth(s)
+	if sw <= w || w < 3 {
+		return s
+	}
+	head := (w - 1) / 2
+	tail := w - 1 - head
+	return ansi.Truncate(s, head, "") + "…" + ansi.TruncateLeft(s, sw-tail, "")
 }
 
 // pad cuts or pads a plain line to exactly w cells.

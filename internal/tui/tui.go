@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -29,6 +31,8 @@ type Engine interface {
 	Release(ctx context.Context, volumeID, alloc string) (engine.ReleaseResult, error)
 	Detach(ctx context.Context, volumeID string, force bool) (engine.DetachResult, error)
 	DeleteVolume(ctx context.Context, id string) error
+	// Reconcile drives what was left half-way to where it was going (volctl reconcile).
+	Reconcile(ctx context.Context) (engine.ReconcileReport, error)
 }
 
 var _ Engine = (*engine.Engine)(nil)
@@ -36,7 +40,7 @@ var _ Engine = (*engine.Engine)(nil)
 // Options configure the dashboard. Zero fields take defaults.
 type Options struct {
 	Engine   Engine
-	ReadOnly bool          // no release, detach or delete
+	ReadOnly bool          // no release, detach, delete or reconcile
 	Refresh  time.Duration // how often the store is re-read; 2s
 	Probe    time.Duration // how often plugins are probed live; 10s
 	Events   int           // how many recent events the events view keeps; 200
@@ -64,8 +68,8 @@ type Model struct {
 	eng Engine
 
 	live     live
-	data     engine.Dashboard
-	tabs     [numTabs]*table
+	data     snapshot
+	tabs     []*table // one per view, in views' order
 	active   tabID
 	detail   *detail  // open detail view, or nil
 	dialog   *confirm // open confirmation, or nil
@@ -104,11 +108,9 @@ func New(ctx context.Context, opts Options) *Model {
 	}
 	m := &Model{c: c, ctx: ctx, eng: opts.Engine}
 	m.live = live{c: c, ctx: ctx, eng: opts.Engine, refreshEvery: opts.Refresh, probeEvery: opts.Probe, events: opts.Events}
-	m.tabs[tabVolumes] = newTable(c, tabColumns[tabVolumes], 0, false,
-		"no volumes yet: `volctl volume register FILE` or `volctl volume create FILE` adds one")
-	m.tabs[tabClaims] = newTable(c, tabColumns[tabClaims], 0, false, "no live claims: `volctl volume claim ID --alloc NAME` makes one")
-	m.tabs[tabPlugins] = newTable(c, tabColumns[tabPlugins], 0, false, "no plugins registered: `volctl plugin register FILE` adds one")
-	m.tabs[tabEvents] = newTable(c, tabColumns[tabEvents], 0, false, "no events yet")
+	for _, v := range views {
+		m.tabs = append(m.tabs, newTable(c, v.columns, 0, false, v.empty))
+	}
 
 	m.filter = filterInput{c: c}
 	m.help = help.New()
@@ -137,23 +139,26 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, m.setData(msg.data, msg.rows)
 		}
 	case probedMsg:
-		if msg.err != nil && m.status.text == "" {
-			m.status.set("probe plugins: "+msg.err.Error(), true)
+		var expire tea.Cmd
+		if msg.err != nil && !m.status.shown() {
+			expire = m.status.set("probe plugins: "+msg.err.Error(), true)
 		}
-		return m, m.live.onProbed(msg)
+		return m, tea.Batch(expire, m.live.onProbed(msg))
+	case statusExpiredMsg:
+		m.status.expire(msg)
 	case volumeMsg:
 		if m.detail != nil && m.detail.tab == tabVolumes && m.detail.key == msg.id {
 			m.detail.setVolume(msg)
 		}
 	case actionDoneMsg:
-		m.status.done(msg)
+		expire := m.status.done(msg)
 		if msg.err != nil && lipgloss.Width("error: "+msg.err.Error()) > m.c.Width-4 {
 			m.failure = &failure{c: m.c, title: msg.a.failed(), err: msg.err.Error()}
 		}
 		if msg.err == nil && msg.a.kind == actDelete && m.detail != nil && m.detail.key == msg.a.volume {
 			m.detail = nil
 		}
-		return m, m.live.read()
+		return m, tea.Batch(expire, m.live.read())
 	case spinner.TickMsg:
 		return m, m.status.spinTick(msg)
 	}
@@ -175,7 +180,7 @@ func bodyHeight(c *Common) int { return max(0, c.Height-3) }
 
 // setData shows a fresh read: its rows, formatted by the read's command, are filtered and
 // sorted here, once per read rather than per frame.
-func (m *Model) setData(d engine.Dashboard, rows [numTabs]rowSet) tea.Cmd {
+func (m *Model) setData(d snapshot, rows []rowSet) tea.Cmd {
 	m.data = d
 	for i, t := range m.tabs {
 		t.setRows(rows[i])
@@ -185,41 +190,10 @@ func (m *Model) setData(d engine.Dashboard, rows [numTabs]rowSet) tea.Cmd {
 
 // refreshDetail brings an open detail view up to date with the data.
 func (m *Model) refreshDetail() tea.Cmd {
-	d := m.detail
-	if d == nil {
+	if m.detail == nil {
 		return nil
 	}
-	now, s := m.c.Now(), m.c.Styles
-	switch d.tab {
-	case tabVolumes:
-		return loadVolume(m.ctx, m.eng, d.key)
-	case tabClaims:
-		for _, c := range m.data.Claims {
-			if fmt.Sprint(c.ID) == d.key {
-				d.claim = &c
-				d.show(func(w int) string { return claimDetail(s, c, now, w) })
-				return nil
-			}
-		}
-		d.gone("this claim is no longer live (released)")
-	case tabPlugins:
-		for _, p := range m.data.Plugins {
-			if p.ID == d.key {
-				d.show(func(w int) string { return pluginDetail(s, p, now, w) })
-				return nil
-			}
-		}
-		d.gone(fmt.Sprintf("plugin %q is no longer registered", d.key))
-	case tabEvents:
-		for _, e := range m.data.Events {
-			if fmt.Sprint(e.ID) == d.key {
-				d.show(func(w int) string { return eventDetail(s, e, now, w) })
-				return nil
-			}
-		}
-		d.gone("this event has left the recent events")
-	}
-	return nil
+	return views[m.detail.tab].refresh(m, m.detail)
 }
 
 func matches(msg tea.KeyMsg, b ...key.Binding) bool { return key.Matches(msg, b...) }
@@ -258,6 +232,9 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		return nil
 	}
 
+	if m.c.ReadOnly && m.c.Keys.isAction(msg.String()) {
+		return m.status.set("read-only dashboard (--readonly): actions are off", true)
+	}
 	t := m.tabs[m.active]
 	switch {
 	case matches(msg, k.Quit):
@@ -276,18 +253,26 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		} else if t.filter != "" {
 			t.setFilter("")
 		}
-	case matches(msg, k.Volumes, k.Claims, k.Plugins, k.Events):
-		m.switchTab(tabID(msg.String()[0] - '1'))
+	case matches(msg, k.Tabs...):
+		for i, b := range k.Tabs {
+			if matches(msg, b) {
+				m.switchTab(tabID(i))
+			}
+		}
 	case matches(msg, k.NextTab):
 		m.switchTab((m.active + 1) % numTabs)
 	case matches(msg, k.PrevTab):
 		m.switchTab((m.active + numTabs - 1) % numTabs)
 	case matches(msg, k.Release):
-		m.ask(actRelease)
+		return m.ask(actRelease)
 	case matches(msg, k.Detach):
-		m.ask(actDetach)
+		return m.ask(actDetach)
 	case matches(msg, k.Delete):
-		m.ask(actDelete)
+		return m.ask(actDelete)
+	case matches(msg, k.ForceDetach):
+		return m.ask(actForceDetach)
+	case matches(msg, k.Reconcile):
+		return m.ask(actReconcile)
 	case m.detail != nil:
 		m.detail.Update(msg)
 	case matches(msg, k.Filter):
@@ -340,70 +325,108 @@ func (m *Model) openDetail() tea.Cmd {
 	if r == nil {
 		return nil
 	}
-	switch m.active {
-	case tabVolumes:
-		v := m.data.Volumes[r.ref]
-		m.detail = newDetail(m.c, tabVolumes, v.ID, "Volume "+v.ID)
+	title, load := views[m.active].open(m, r)
+	m.detail = newDetail(m.c, m.active, r.key, title)
+	if load != nil {
 		m.detail.loading, m.detail.note = true, "loading…"
 		m.detail.rebuild()
-		return loadVolume(m.ctx, m.eng, v.ID)
-	case tabClaims:
-		c := m.data.Claims[r.ref]
-		m.detail = newDetail(m.c, tabClaims, r.key, fmt.Sprintf("Claim of alloc %s on volume %s", c.Alloc, c.VolumeID))
-	case tabPlugins:
-		m.detail = newDetail(m.c, tabPlugins, r.key, "Plugin "+r.key)
-	case tabEvents:
-		e := m.data.Events[r.ref]
-		m.detail = newDetail(m.c, tabEvents, r.key, "Event "+r.key+": "+e.Kind)
+		return load
 	}
 	return m.refreshDetail()
 }
 
 // ask opens the confirmation for an action on what is selected, or says why it cannot.
-func (m *Model) ask(kind actionKind) {
-	if m.c.ReadOnly {
-		m.status.set("read-only dashboard (--readonly): release, detach and delete are off", true)
-		return
-	}
+func (m *Model) ask(kind actionKind) tea.Cmd {
 	if m.status.running != nil {
-		m.status.set("one action at a time: wait for this one to finish", false)
-		return
+		return m.status.set("one action at a time: wait for this one to finish", false)
 	}
 	a, err := m.target(kind)
 	if err != nil {
-		m.status.set(err.Error(), true)
-		return
+		if lipgloss.Width("error: "+err.Error()) > m.c.Width-4 {
+			m.failure = &failure{c: m.c, title: "Cannot " + a.verb(), err: err.Error()}
+		}
+		return m.status.set(err.Error(), true)
 	}
 	m.dialog = newConfirm(m.c, a)
+	return nil
 }
 
 // target finds what an action applies to: the open detail's volume or claim, or the selected
-// row of the volumes or claims view.
+// row of the volumes or claims view; an error says why the action does not apply.
 func (m *Model) target(kind actionKind) (action, error) {
 	a := action{kind: kind}
-	if kind == actRelease {
+	switch kind {
+	case actReconcile:
+		return a, nil
+	case actRelease:
+		var c *engine.ClaimInfo
 		switch {
 		case m.detail != nil && m.detail.claim != nil:
-			a.volume, a.alloc = m.detail.claim.VolumeID, m.detail.claim.Alloc
+			c = m.detail.claim
 		case m.detail == nil && m.active == tabClaims && m.tabs[tabClaims].selected() != nil:
-			c := m.data.Claims[m.tabs[tabClaims].selected().ref]
-			a.volume, a.alloc = c.VolumeID, c.Alloc
+			c = &m.data.Claims[m.tabs[tabClaims].selected().ref]
 		default:
 			return a, errors.New("release needs a claim: select one in the claims view (2)")
 		}
+		a.volume, a.alloc, a.group = c.VolumeID, c.Alloc, c.Group
 		return a, nil
 	}
+	var v engine.VolumeSummary
 	switch {
 	case m.detail != nil && m.detail.volume != nil:
-		v := m.detail.volume
-		a.volume, a.claims = v.ID, len(v.Claims)
+		v = m.detail.volume.VolumeSummary
 	case m.detail == nil && m.active == tabVolumes && m.tabs[tabVolumes].selected() != nil:
-		v := m.data.Volumes[m.tabs[tabVolumes].selected().ref]
-		a.volume, a.claims = v.ID, v.ReadClaims+v.WriteClaims
+		v = m.data.Volumes[m.tabs[tabVolumes].selected().ref]
 	default:
-		return a, fmt.Errorf("%s needs a volume: select one in the volumes view (1)", [...]string{"", "detach", "delete"}[kind])
+		return a, fmt.Errorf("%s needs a volume: select one in the volumes view (1)", [...]string{"", "detach", "delete", "force detach"}[kind])
+	}
+	a.volume, a.claims = v.ID, v.ReadClaims+v.WriteClaims
+	for _, c := range m.data.Claims {
+		if c.VolumeID == v.ID {
+			name := strconv.Quote(c.Alloc)
+			if c.Group != "" {
+				name += fmt.Sprintf(" (group %q)", c.Group)
+			}
+			a.allocs = append(a.allocs, name)
+		}
+	}
+	if kind == actDelete {
+		if why := m.cannotDelete(v); why != "" {
+			return a, errors.New(why)
+		}
 	}
 	return a, nil
+}
+
+// cannotDelete says why a volume cannot be deleted, "" when it can: the engine would refuse a
+// volume with live claims, or one whose plugin cannot delete volumes.
+func (m *Model) cannotDelete(v engine.VolumeSummary) string {
+	if n := v.ReadClaims + v.WriteClaims; n > 0 {
+		return fmt.Sprintf("%q has %s: release or detach first", v.ID, plural(n, "live claim"))
+	}
+	if v.State == "deleting" {
+		return ""
+	}
+	for _, p := range m.data.Plugins {
+		if p.ID == v.PluginID {
+			if !slices.Contains(p.Capabilities.Controller, "CREATE_DELETE_VOLUME") {
+				return fmt.Sprintf("plugin %q cannot delete volumes (it has no CREATE_DELETE_VOLUME capability): volume %q can only be forgotten", p.ID, v.ID)
+			}
+			return ""
+		}
+	}
+	return fmt.Sprintf("plugin %q is not registered: nothing can delete volume %q's storage", v.PluginID, v.ID)
+}
+
+// selectedVolume is the volume an action key would act on, or nil.
+func (m *Model) selectedVolume() *engine.VolumeSummary {
+	switch {
+	case m.detail != nil && m.detail.volume != nil:
+		return &m.detail.volume.VolumeSummary
+	case m.detail == nil && m.active == tabVolumes && m.tabs[tabVolumes].selected() != nil:
+		return &m.data.Volumes[m.tabs[tabVolumes].selected().ref]
+	}
+	return nil
 }
 
 // Run starts the dashboard on the terminal in and out until the user quits or ctx ends. The

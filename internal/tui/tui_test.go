@@ -31,7 +31,7 @@ func TestNavigation(t *testing.T) {
 		{name: "end and home", keys: []string{"end", "home"}, want: "mysql-0"},
 		{name: "page down", keys: []string{"pgdown"}, want: "tmp-build"},
 		{name: "number picks a tab", keys: []string{"3"}, tab: tabPlugins, want: "ceph"},
-		{name: "tab and shift+tab wrap", keys: []string{"shift+tab"}, tab: tabEvents, want: "9"},
+		{name: "tab and shift+tab wrap", keys: []string{"shift+tab"}, tab: tabGroups, want: "nightly"},
 		{name: "tab", keys: []string{"tab", "tab"}, tab: tabPlugins, want: "ceph"},
 		{name: "each tab keeps its cursor", keys: []string{"down", "2", "down", "1"}, tab: tabVolumes, want: "mysql-1"},
 		{name: "enter opens the detail", keys: []string{"down", "enter"}, want: "mysql-1", detail: true},
@@ -225,7 +225,10 @@ func TestConfirmation(t *testing.T) {
 		{name: "release from the claim detail", keys: []string{"2", "G", "enter", "x", "right", "enter"}, calls: []string{"Release(shared-media, render-1)"}},
 		{name: "detach", keys: []string{"down", "d", "l", "enter"}, calls: []string{"Detach(mysql-1, false)"}},
 		{name: "delete", keys: []string{"G", "D", "tab", "enter"}, calls: []string{"DeleteVolume(tmp-build)"}},
-		{name: "delete from the volume detail", keys: []string{"enter", "D", "tab", "enter"}, calls: []string{"DeleteVolume(mysql-0)"}},
+		{name: "delete from the volume detail", keys: []string{"down", "down", "down", "enter", "D", "tab", "enter"}, calls: []string{"DeleteVolume(scratch)"}},
+		{name: "force detach", keys: []string{"down", "F", "tab", "enter"}, calls: []string{"Detach(mysql-1, true)"}},
+		{name: "reconcile", keys: []string{"R", "tab", "enter"}, calls: []string{"Reconcile()"}},
+		{name: "no delete with claims", keys: []string{"D", "tab", "enter"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -252,19 +255,19 @@ func actionCalls(calls []string) []string {
 
 func TestDialogOpensWithCancelFocused(t *testing.T) {
 	h := newHarness(t, fixture(), Options{})
-	h.keys("D")
+	h.keys("G", "D")
 	if h.m.dialog == nil {
 		t.Fatal("no dialog")
 	}
 	if h.m.dialog.accept {
 		t.Error("dialog opened with the action focused")
 	}
-	if out := h.m.View(); !strings.Contains(out, "[ Cancel ]") || !strings.Contains(out, `Delete volume "mysql-0"?`) {
+	if out := h.m.View(); !strings.Contains(out, "[ Cancel ]") || !strings.Contains(out, `Delete volume "tmp-build"?`) {
 		t.Errorf("dialog does not show Cancel focused and the volume:\n%s", out)
 	}
 	// Keys meant for the table do not reach it behind the dialog.
 	h.keys("down", "2", "/")
-	if h.m.active != tabVolumes || h.selected() != "mysql-0" || h.m.filtering {
+	if h.m.active != tabVolumes || h.selected() != "tmp-build" || h.m.filtering {
 		t.Errorf("keys leaked past the dialog: tab %d, selected %q, filtering %v", h.m.active, h.selected(), h.m.filtering)
 	}
 }
@@ -303,7 +306,7 @@ func TestActionRunsInBackgroundWithSpinner(t *testing.T) {
 }
 
 func TestActionErrors(t *testing.T) {
-	conflict := fmt.Errorf("delete volume %q: %w: volume has 1 live claim(s)", "pg-data", engine.ErrConflict)
+	conflict := fmt.Errorf("delete volume %q: %w: volume has 1 live claim(s)", "scratch", engine.ErrConflict)
 	tests := []struct {
 		name   string
 		setup  func(*fakeEngine)
@@ -311,7 +314,9 @@ func TestActionErrors(t *testing.T) {
 		status string
 	}{
 		{name: "engine refuses", setup: func(f *fakeEngine) { f.deleteErr = conflict },
-			keys: []string{"down", "down", "D", "tab", "enter"}, status: "error: delete volume \"pg-data\": conflict"},
+			keys: []string{"down", "down", "down", "D", "tab", "enter"}, status: "error: delete volume \"scratch\": conflict"},
+		{name: "delete refused with claims", keys: []string{"down", "down", "D"},
+			status: `error: "pg-data" has 1 live claim: release or detach first`},
 		{name: "release error", setup: func(f *fakeEngine) { f.releaseErr = errors.New("NodeUnpublishVolume: Internal: boom") },
 			keys: []string{"2", "x", "tab", "enter"}, status: "error: NodeUnpublishVolume: Internal: boom"},
 		{name: "release needs a claim", keys: []string{"x"}, status: "error: release needs a claim"},
@@ -566,7 +571,7 @@ func TestDetailScrolls(t *testing.T) {
 		t.Errorf("offset %d after two downs, want 2", d.vp.YOffset)
 	}
 	h.keys("G")
-	if !d.vp.AtBottom() || !strings.Contains(h.m.View(), "web[0]") {
+	if !d.vp.AtBottom() || !strings.Contains(h.m.View(), "/srv/volctl/vol-7f3a") { // the last section, Context
 		t.Errorf("G does not reach the end:\n%s", h.m.View())
 	}
 	// A refresh keeps the scroll position.
@@ -635,5 +640,14 @@ func TestNoColorKeepsTextCues(t *testing.T) {
 	}
 	if !strings.Contains(lines[0], "[1 Volumes 6]") {
 		t.Errorf("active tab not marked by text: %q", lines[0])
+	}
+}
+
+// The background is decided from $COLORFGBG, never by asking the terminal.
+func TestDarkBackground(t *testing.T) {
+	for in, want := range map[string]bool{"": true, "15;0": true, "0;15": false, "0;7": false, "12;8": true, "x": true, "0;default;7": false} {
+		if got := darkBackground(in); got != want {
+			t.Errorf("darkBackground(%q) = %v, want %v", in, got, want)
+		}
 	}
 }

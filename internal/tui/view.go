@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -49,8 +50,7 @@ func (m *Model) View() string {
 		m.tabBar(),
 		body,
 		fitLine(status, c.Width),
-		// help cuts at its width only while its ellipsis fits; cut again to be sure.
-		fitLine(" "+m.help.View(m.shortKeys()), c.Width),
+		m.footer(),
 	}, "\n")
 }
 
@@ -59,7 +59,8 @@ func (m *Model) View() string {
 func (m *Model) tabBar() string {
 	s := m.c.Styles
 	parts := []string{s.Brand.Render("volctl")}
-	for i, name := range tabNames {
+	for i, v := range views {
+		name := v.name
 		shown, total := m.tabs[i].count()
 		n := strconv.Itoa(total)
 		if m.tabs[i].filter != "" {
@@ -86,6 +87,9 @@ func (m *Model) tabBar() string {
 // brief leaves out the filter and sort, which the screen shows elsewhere.
 func (m *Model) stateText(brief bool) string {
 	var parts []string
+	if t := m.tabs[m.active]; m.detail == nil && !m.showHelp && len(t.view) > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d", t.cursor+1, len(t.view))) // the row position
+	}
 	if m.detail == nil && !m.showHelp && !brief {
 		t := m.tabs[m.active]
 		if t.filter != "" {
@@ -108,6 +112,25 @@ func (m *Model) stateText(brief bool) string {
 	return strings.Join(parts, " · ")
 }
 
+// footerDrops is the order the footer leaves keys out in when they do not fit: ? (help, which
+// lists them all) and q never go, so the footer always fits, uncut, down to 40 columns.
+var footerDrops = []string{"R", "r", "tab", "S", "s", "F", "/", "↓/j", "enter", "esc"}
+
+// footer is the key help for where the user is, as many keys as fit the width whole.
+func (m *Model) footer() string {
+	keys := m.shortKeys()
+	h := m.help
+	h.Width = 0 // measure whole: help's own cut leaves an ellipsis where keys were
+	line := func() string { return " " + h.View(keys) }
+	for _, drop := range footerDrops {
+		if lipgloss.Width(line()) <= m.c.Width {
+			break
+		}
+		keys.short = slices.DeleteFunc(keys.short, func(b key.Binding) bool { return b.Help().Key == drop })
+	}
+	return fitLine(line(), m.c.Width)
+}
+
 // shortKeys are the footer's keys for where the user is.
 func (m *Model) shortKeys() bindings {
 	k := m.c.Keys
@@ -127,19 +150,33 @@ func (m *Model) shortKeys() bindings {
 		case m.detail.claim != nil:
 			out = append(out, k.Release)
 		case m.detail.tab == tabVolumes:
-			out = append(out, k.Detach, k.Delete)
+			out = append(out, m.volumeKeys(true)...)
 		}
-		return bindings{short: append(out, k.Help, k.Quit, k.Refresh)}
+		return bindings{short: append(out, k.Help, k.Quit, k.Refresh, k.Reconcile)}
 	}
-	// The footer cuts what does not fit from the end: help and quit come before the rest.
 	out := []key.Binding{k.Open, k.Filter, k.Sort}
-	switch m.active {
-	case tabVolumes:
-		out = append(out, k.Detach, k.Delete)
-	case tabClaims:
-		out = append(out, k.Release)
+	if keys := views[m.active].keys; keys != nil {
+		out = append(out, keys(m)...)
 	}
-	return bindings{short: append(out, k.Help, k.Quit, k.NextTab, k.Refresh)}
+	return bindings{short: append(out, k.Help, k.Quit, k.NextTab, k.Refresh, k.Reconcile)}
+}
+
+// volumeKeys are the actions the selected volume takes: delete only when it can be deleted
+// (pressing D otherwise says why), forced detach in its detail.
+func (m *Model) volumeKeys(detail bool) []key.Binding {
+	k := m.c.Keys
+	v := m.selectedVolume()
+	if v == nil {
+		return nil
+	}
+	out := []key.Binding{k.Detach}
+	if detail {
+		out = append(out, k.ForceDetach)
+	}
+	if m.cannotDelete(*v) == "" {
+		out = append(out, k.Delete)
+	}
+	return out
 }
 
 // helpView is the `?` screen: the key groups as titled columns, wrapped to the width.
@@ -158,7 +195,7 @@ func (m *Model) helpView() string {
 	width := 1
 	for _, b := range blocks {
 		w := lipgloss.Width(b) + 4
-		if len(line) > 0 && width+w > m.c.Width {
+		if len(line) > 0 && width+w > m.c.Width-4 { // the padding: 2 each side
 			rows = append(rows, lipgloss.JoinHorizontal(lipgloss.Top, line...))
 			line, width = nil, 1
 		}
@@ -168,7 +205,7 @@ func (m *Model) helpView() string {
 	rows = append(rows, lipgloss.JoinHorizontal(lipgloss.Top, line...))
 	out := s.Title.Render("Keys") + "\n\n" + strings.Join(rows, "\n\n")
 	if m.c.ReadOnly {
-		out += "\n\n" + s.Dim.Render("Read-only (--readonly): release, detach and delete are off.")
+		out += "\n\n" + s.Dim.Render("Read-only (--readonly): actions are off.")
 	}
 	return lipgloss.NewStyle().Padding(1, 2).Render(out)
 }

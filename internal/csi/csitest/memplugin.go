@@ -847,7 +847,7 @@ func (s *memServer) NodeStageVolume(ctx context.Context, req *csipb.NodeStageVol
 	if err := m.checkAttached(v, req.GetPublishContext()); err != nil {
 		return nil, err
 	}
-	// The CO creates the staging directory (CSI spec; DESIGN.md's publish path).
+	// The CO creates the staging directory (CSI spec; docs/architecture.md, Claim state machine).
 	if !isDir(req.GetStagingTargetPath()) {
 		return nil, errorf(codes.FailedPrecondition, "staging path %s is not a directory: the CO must create it", req.GetStagingTargetPath())
 	}

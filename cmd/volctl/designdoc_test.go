@@ -1,0 +1,169 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// citation is a comment's pointer into the design: "docs/architecture.md, Lock order" or
+// "docs/architecture.md (Lock order)".
+var citation = regexp.MustCompile(`docs/architecture\.md(?:, | \()([A-Z][A-Za-z /()-]*?)[)"]`)
+
+// TestDesignCitations holds the code's comments to the design document in the repository: no
+// comment cites a design document that is not there, and every rule a comment names by section
+// is one docs/architecture.md states ("**Name.**" under "The rules, in one place").
+func TestDesignCitations(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cited := 0
+	for _, root := range []string{"../../internal", "."} {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+				return err
+			}
+			src, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if strings.Contains(string(src), "DESIGN"+".md") {
+				t.Errorf("%s cites %s, which is not in the repository: cite docs/architecture.md", path, "DESIGN"+".md")
+			}
+			for _, m := range citation.FindAllStringSubmatch(string(src), -1) {
+				cited++
+				if !strings.Contains(string(doc), "**"+m[1]+".**") {
+					t.Errorf("%s cites docs/architecture.md, %q: the document has no rule of that name", path, m[1])
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cited == 0 {
+		t.Fatal("no comment cites docs/architecture.md: the pattern no longer matches the comments")
+	}
+}
+
+// TestGRPCCodesStayInCSI: outside the internal/csi tree (and internal/hostpath, a plugin: a
+// gRPC server), no code imports grpc/codes; it asks csi's predicates (csi.IsTimeout,
+// csi.IsUnavailable, ...) instead. Tests may import it to inject codes.
+func TestGRPCCodesStayInCSI(t *testing.T) {
+	for path, imp := range imports(t, "../../internal", ".") {
+		if imp["google.golang.org/grpc/codes"] && !strings.HasPrefix(path, "../../internal/csi/") && !strings.HasPrefix(path, "../../internal/hostpath/") {
+			t.Errorf("%s imports grpc/codes: use csi's predicates (internal/csi/errors.go)", path)
+		}
+	}
+}
+
+// TestAgentImportsNoHCL: the agent's config is parsed in internal/spec (spec.ParseAgentConfig),
+// so internal/agent needs no HCL of its own.
+func TestAgentImportsNoHCL(t *testing.T) {
+	for path, imp := range imports(t, "../../internal/agent") {
+		for p := range imp {
+			if strings.HasPrefix(p, "github.com/hashicorp/hcl") {
+				t.Errorf("%s imports %s: parse agent config in internal/spec", path, p)
+			}
+		}
+	}
+}
+
+// imports maps each Go file below roots, tests and testdata left out, to the packages it imports.
+func imports(t *testing.T, roots ...string) map[string]map[string]bool {
+	t.Helper()
+	out := map[string]map[string]bool{}
+	for _, root := range roots {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return nil
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			out[path] = map[string]bool{}
+			for _, imp := range f.Imports {
+				out[path][strings.Trim(imp.Path.Value, `"`)] = true
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no Go files below %v", roots)
+	}
+	return out
+}
+
+// TestExportsAreUsed: an exported function or method of the engine, the store, the spec or the
+// csi client that no code of volctl calls (only tests) is a seam nobody uses: it moves to the
+// tests or goes. It is a check by name: a name volctl uses anywhere counts as used.
+func TestExportsAreUsed(t *testing.T) {
+	// Exported for an interface, or for the tests of other packages; each says why.
+	allowed := map[string]string{
+		"GRPCStatus":         "csi.Error: lets gRPC's status.Code see the code through wrapping",
+		"Prepare":            "store's driver wrapper: database/sql's driver.Conn",
+		"IsPublishPath":      "store.Claim: the engine's fault tests check targets with it",
+		"ControllerEndpoint": "spec.Plugin: the endpoint as a plugin block gives it, for tests of the vocabulary",
+		"NodeEndpoint":       "spec.Plugin: likewise",
+	}
+	declared := map[string]string{}
+	used := map[string]int{}
+	err := filepath.WalkDir("../../internal", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || d.Name() == "csitest" || d.Name() == "hostpathtest") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, pkg := range []string{"engine", "store", "spec", "csi"} {
+			if filepath.Dir(path) != "../../internal/"+pkg {
+				continue
+			}
+			for _, dd := range f.Decls {
+				if fd, ok := dd.(*ast.FuncDecl); ok && fd.Name.IsExported() {
+					declared[fd.Name.Name] = path
+				}
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok {
+				used[id.Name]++
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, path := range declared {
+		if used[name] <= 1 && allowed[name] == "" { // the declaration is the one use
+			t.Errorf("%s declares %s, which only tests call: move it to the tests, or use it", path, name)
+		}
+	}
+}

@@ -1,0 +1,221 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/display"
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+)
+
+// EventsOptions are the inputs of `volctl events`.
+type EventsOptions struct {
+	IO     *iostreams.IOStreams
+	Engine func(context.Context) (*engine.Engine, error)
+	Now    func() time.Time
+
+	Since    string // a duration back from now ("10m") or an RFC 3339 time
+	Limit    int    // the newest N (0: every event kept)
+	Follow   bool
+	Filter   engine.EventFilter
+	Exporter exportFlags
+
+	// Poll is how often --follow reads the log for new events; 500ms.
+	Poll time.Duration
+}
+
+// eventsPoll is how often --follow looks for new events.
+const eventsPoll = 500 * time.Millisecond
+
+func newCmdEvents(f *Factory, runF func(*EventsOptions) error) *cobra.Command {
+	opts := &EventsOptions{IO: f.IO, Engine: f.Engine, Now: time.Now, Poll: eventsPoll}
+	cmd := &cobra.Command{
+		Use:   "events",
+		Short: "Show the event log (what the dashboard's events view shows), or follow it",
+		Long: `The event log, oldest first: claims and releases, RPC errors, plugin health changes,
+volume creates and deletes — what the dashboard (volctl tui) shows in its events view. The
+log keeps the newest events only (store.WithEventLimit; 10,000 by default).
+
+--since keeps the events of the last DURATION ("10m", "2h") or since an RFC 3339 time;
+-n the newest N. --follow prints new events as they are recorded until Ctrl-C; with --json
+each event is then one JSON object per line, else the list is one JSON array (docs/json.md).`,
+		Example: `  volctl events --since 10m
+  volctl events --volume db --follow
+  volctl events --kind claim-error --json
+  volctl events --follow --json | jq -r 'select(.code != null) | .message'`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return eventsRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Since, "since", "", "only events of the last `DURATION` (10m, 2h) or since an RFC 3339 time")
+	fl.IntVarP(&opts.Limit, "limit", "n", 0, "only the newest `N` events (0: every event kept)")
+	fl.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new events until interrupted")
+	fl.StringVar(&opts.Filter.Kind, "kind", "", "only events of this kind (claim, release, plugin-health, volume-create, ...)")
+	fl.StringVar(&opts.Filter.VolumeID, "volume", "", "only events of this volume")
+	fl.StringVar(&opts.Filter.Alloc, "alloc", "", "only events of this alloc")
+	fl.StringVar(&opts.Filter.PluginID, "plugin", "", "only events of this plugin")
+	addExportFlags(cmd, &opts.Exporter)
+	return cmd
+}
+
+// parseSince reads --since: a duration back from now, or a time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, usageError("events: --since %s: a duration back from now is positive (10m, 2h)", s)
+		}
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, usageError("events: --since %q is neither a duration (10m, 2h) nor an RFC 3339 time (2026-03-14T09:00:00Z)", s)
+}
+
+func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
+	if opts.Limit < 0 {
+		return usageError("events: -n must be 0 (every event) or more, got %d", opts.Limit)
+	}
+	since, err := parseSince(opts.Since, opts.Now())
+	if err != nil {
+		return err
+	}
+	e, err := opts.Engine(ctx)
+	if err != nil {
+		return err
+	}
+	evs, err := e.Events(ctx, opts.Limit, opts.Filter)
+	if err != nil {
+		return fmt.Errorf("events: %w", err)
+	}
+	evs = slices.DeleteFunc(evs, func(ev engine.EventInfo) bool { return ev.At.Before(since) })
+	slices.Reverse(evs) // oldest first, as a log reads
+
+	out := bufio.NewWriter(opts.IO.Out)
+	defer flush(out, &err)
+	if !opts.Follow {
+		switch {
+		case opts.Exporter.Enabled():
+			if evs == nil {
+				evs = []engine.EventInfo{} // [] in JSON, not null
+			}
+			return opts.Exporter.Write(out, evs)
+		case len(evs) == 0:
+			fmt.Fprintln(opts.IO.ErrOut, "No events match.")
+			return nil
+		}
+		return writeEventTable(out, evs, opts.Now(), true)
+	}
+
+	// Follow: what is there, then each new event as it is recorded, until ctx ends.
+	w := eventWriter{opts: opts, out: out}
+	if err := w.write(evs, true); err != nil {
+		return err
+	}
+	last := int64(0)
+	if len(evs) > 0 {
+		last = evs[len(evs)-1].ID
+	} else if newest, err := e.Events(ctx, 1, engine.EventFilter{}); err == nil && len(newest) > 0 {
+		last = newest[0].ID // nothing matched: follow from the newest event of all
+	}
+	if err := out.Flush(); err != nil {
+		return err
+	}
+	poll := opts.Poll
+	if poll <= 0 {
+		poll = eventsPoll
+	}
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil // Ctrl-C is how following ends
+		case <-tick.C:
+		}
+		f := opts.Filter
+		f.AfterID = last
+		evs, err := e.Events(ctx, 0, f)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("events: %w", err)
+		}
+		if len(evs) == 0 {
+			continue
+		}
+		slices.Reverse(evs)
+		last = evs[len(evs)-1].ID
+		if err := w.write(evs, false); err != nil {
+			return err
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// eventWriter prints followed events: a JSON object per line, the template per event, or
+// table rows (the header once).
+type eventWriter struct {
+	opts   *EventsOptions
+	out    io.Writer
+	header bool
+}
+
+func (w *eventWriter) write(evs []engine.EventInfo, first bool) error {
+	switch {
+	case w.opts.Exporter.Template != "" || w.opts.Exporter.JQ != "":
+		for _, ev := range evs {
+			if err := w.opts.Exporter.Write(w.out, ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	case w.opts.Exporter.JSON:
+		enc := json.NewEncoder(w.out)
+		enc.SetEscapeHTML(false)
+		for _, ev := range evs {
+			if err := enc.Encode(ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(evs) == 0 {
+		return nil
+	}
+	err := writeEventTable(w.out, evs, w.opts.Now(), !w.header)
+	w.header = true
+	return err
+}
+
+// writeEventTable prints events with the dashboard's columns; a followed log prints the header
+// once, so its later rows are aligned on their own.
+func writeEventTable(out io.Writer, evs []engine.EventInfo, now time.Time, header bool) error {
+	t := newTable(out, "TIME", "AGE", "KIND", "VOLUME", "ALLOC", "PLUGIN", "MESSAGE")
+	if !header {
+		t.rows = t.rows[:0]
+	}
+	for _, ev := range evs {
+		t.row(ev.At.Local().Format(time.DateTime), display.Age(now, ev.At), ev.Kind, ev.VolumeID, ev.Alloc, ev.PluginID, ev.Message)
+	}
+	return t.render()
+}

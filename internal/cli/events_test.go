@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// lockedBuffer is an output a following command writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// volctl events is the dashboard's events view on the command line: oldest first, filtered,
+// as a table or JSON.
+func TestEventsList(t *testing.T) {
+	h := newCLIHarness(t)
+	h.createVolume(t, "db", spec.SingleNodeWriter)
+	h.createVolume(t, "logs", spec.SingleNodeWriter)
+
+	ios, _, out, _ := iostreams.Test()
+	opts := &EventsOptions{IO: ios, Engine: h.engine, Now: time.Now}
+	if err := eventsRun(h.ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	reg, db, logs := strings.Index(text, `plugin "mem"`), strings.Index(text, `"db"`), strings.Index(text, `"logs"`)
+	if !strings.HasPrefix(text, "TIME ") || reg < 0 || db < 0 || logs < 0 || !(reg < db && db < logs) {
+		t.Errorf("want the plugin's registration, then db's and logs' creates, oldest first:\n%s", text)
+	}
+
+	ios, _, out, _ = iostreams.Test()
+	opts = &EventsOptions{IO: ios, Engine: h.engine, Now: time.Now, Filter: engine.EventFilter{VolumeID: "logs"}}
+	opts.Exporter.JSON = true
+	if err := eventsRun(h.ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	var evs []engine.EventInfo
+	if err := json.Unmarshal(out.Bytes(), &evs); err != nil || len(evs) == 0 {
+		t.Fatalf("--json --volume logs: %v\n%s", err, out)
+	}
+	for _, ev := range evs {
+		if ev.VolumeID != "logs" {
+			t.Errorf("--volume logs printed %+v", ev)
+		}
+	}
+
+	// --since: an hour ahead of the clock, nothing is that recent.
+	ios, _, out, errOut := iostreams.Test()
+	opts = &EventsOptions{IO: ios, Engine: h.engine, Now: func() time.Time { return time.Now().Add(time.Hour) }, Since: "10m"}
+	if err := eventsRun(h.ctx, opts); err != nil || out.Len() != 0 || !strings.Contains(errOut.String(), "No events match") {
+		t.Errorf("--since 10m an hour later: %v, %q, %q", err, out, errOut)
+	}
+	for _, bad := range []string{"yesterday", "-5m"} {
+		opts = &EventsOptions{IO: ios, Engine: h.engine, Now: time.Now, Since: bad}
+		if err := eventsRun(h.ctx, opts); ExitCode(err) != 2 || !strings.Contains(err.Error(), "--since") {
+			t.Errorf("--since %s: %v (exit %d), want a usage error naming --since", bad, err, ExitCode(err))
+		}
+	}
+}
+
+// --follow prints new events as they are recorded, one JSON object per line with --json, and
+// ends without an error when its context is cancelled (Ctrl-C).
+func TestEventsFollow(t *testing.T) {
+	h := newCLIHarness(t)
+	ios, _, _, _ := iostreams.Test()
+	out := &lockedBuffer{}
+	ios.Out = out
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	opts := &EventsOptions{IO: ios, Engine: h.engine, Now: time.Now, Follow: true, Poll: 10 * time.Millisecond}
+	opts.Exporter.JSON = true
+	done := make(chan error, 1)
+	go func() { done <- eventsRun(ctx, opts) }()
+
+	waitFor := func(what string, ok func(string) bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !ok(out.String()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s after 30s; output:\n%s", what, out)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitFor("registration event", func(s string) bool { return strings.Contains(s, `"plugin-register"`) })
+	h.createVolume(t, "db", spec.SingleNodeWriter)
+	waitFor("event of the new volume", func(s string) bool { return strings.Contains(s, `"volume_id":"db"`) })
+
+	for i, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var ev engine.EventInfo
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Errorf("line %d is not one JSON event: %v: %q", i+1, err, line)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("follow ended with %v, want nil on cancel", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("follow did not end within 30s of its context's cancel")
+	}
+}

@@ -1,0 +1,120 @@
+// Package display words the quantities volctl shows — sizes, ages, latencies, topologies — the
+// same way on the command line and in the dashboard. It is pure (no I/O, no state) and imports
+// nothing of volctl's but the spec vocabulary, so the engine's own facts (engine/facts.go) word
+// themselves with it too. Like cli/cli's pkg/cmd/pr/shared/display.go, it is the one place a
+// quantity is worded: a face styles these strings (colour, cutting), it never rewords them.
+package display
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// None is what an empty cell or value shows.
+const None = "<none>"
+
+// Bytes renders a size as people read capacities ("10 GiB"); 0 or less is empty.
+func Bytes(n int64) string {
+	if n <= 0 {
+		return ""
+	}
+	return humanize.IBytes(uint64(n))
+}
+
+// Age renders how long ago t was in its largest whole unit: "45s", "2m", "5h", "3d"; empty for
+// a zero t. A moment in the future (clocks differ) is "0s".
+func Age(now, t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	d := now.Sub(t)
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+}
+
+// Ago is Age in a sentence: "2m ago", or "just now" under a second; empty for a zero t.
+func Ago(now, t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	if now.Sub(t) < time.Second {
+		return "just now"
+	}
+	return Age(now, t) + " ago"
+}
+
+// Stamp is a moment in full with its age: "2026-03-14 09:00:00 UTC (3h ago)".
+func Stamp(now, t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Format("2006-01-02 15:04:05 MST") + " (" + Ago(now, t) + ")"
+}
+
+// Latency renders a duration with two significant digits at most, in the unit that reads:
+// "800µs", "1.2ms", "12ms", "5.0s", "1m30s"; 0 is empty.
+func Latency(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return ""
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Round(time.Microsecond)/time.Microsecond)
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Round(time.Millisecond)/time.Millisecond)
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}
+
+// Segments renders topology segments sorted by key: "node=n1, zone=a".
+func Segments(segments map[string]string) string {
+	parts := make([]string, 0, len(segments))
+	for _, k := range slices.Sorted(maps.Keys(segments)) {
+		parts = append(parts, k+"="+segments[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Topologies renders a list of topologies, each in braces: "{rack=r2, zone=a} {zone=b}".
+func Topologies(ts []spec.Topology) string {
+	parts := make([]string, 0, len(ts))
+	for _, t := range ts {
+		parts = append(parts, "{"+Segments(t.Segments)+"}")
+	}
+	return strings.Join(parts, " ")
+}
+
+// YesNo is a flag in a detail line.
+func YesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// Plural is "1 claim", "2 claims".
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,61 @@
+package display
+
+import (
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+func TestAgeAndAgo(t *testing.T) {
+	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		ago       time.Duration
+		age, sent string
+	}{
+		{300 * time.Millisecond, "0s", "just now"},
+		{45 * time.Second, "45s", "45s ago"},
+		{117 * time.Second, "1m", "1m ago"}, // one unit per range: never "117s" beside "2m"
+		{2 * time.Minute, "2m", "2m ago"},
+		{3 * time.Hour, "3h", "3h ago"},
+		{50 * time.Hour, "2d", "2d ago"},
+		{-time.Minute, "0s", "just now"},
+	} {
+		if got := Age(now, now.Add(-tt.ago)); got != tt.age {
+			t.Errorf("Age(%s) = %q, want %q", tt.ago, got, tt.age)
+		}
+		if got := Ago(now, now.Add(-tt.ago)); got != tt.sent {
+			t.Errorf("Ago(%s) = %q, want %q", tt.ago, got, tt.sent)
+		}
+	}
+	if Age(now, time.Time{}) != "" || Ago(now, time.Time{}) != "" || Stamp(now, time.Time{}) != "" {
+		t.Error("a zero time must be empty")
+	}
+	if got := Stamp(now, now.Add(-3*time.Hour)); got != "2026-03-14 09:00:00 UTC (3h ago)" {
+		t.Errorf("Stamp = %q", got)
+	}
+}
+
+func TestLatency(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "", 800 * time.Microsecond: "800µs", 1200 * time.Microsecond: "1.2ms", 12345 * time.Microsecond: "12ms",
+		5000350 * time.Microsecond: "5.0s", 90 * time.Second: "1m30s",
+	} {
+		if got := Latency(d); got != want {
+			t.Errorf("Latency(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestTopology(t *testing.T) {
+	if got := Segments(map[string]string{"zone": "a", "node": "n1"}); got != "node=n1, zone=a" {
+		t.Errorf("Segments = %q", got)
+	}
+	ts := []spec.Topology{{Segments: map[string]string{"zone": "a", "rack": "r2"}}, {Segments: map[string]string{"zone": "b"}}}
+	if got := Topologies(ts); got != "{rack=r2, zone=a} {zone=b}" {
+		t.Errorf("Topologies = %q", got)
+	}
+	if Bytes(10<<30) != "10 GiB" || Bytes(0) != "" {
+		t.Errorf("Bytes(10 GiB) = %q", Bytes(10<<30))
+	}
+}

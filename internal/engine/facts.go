@@ -1,0 +1,215 @@
+package engine
+
+import "strings"
+
+// Facts the engine derives from what it returns, as typed values, so the command line and the
+// dashboard word them alike: a plugin's health, why a volume cannot take claims, a claim's
+// state with its notes. Each has one String, its word; the faces style it, never reword it.
+
+// PluginHealth is a plugin's health in one word.
+type PluginHealth string
+
+const (
+	PluginUnknown   PluginHealth = "unknown"   // never probed: nothing is known yet
+	PluginHealthy   PluginHealth = "healthy"   // answered its last probe, ready
+	PluginNotReady  PluginHealth = "not ready" // answered, but its Probe says not ready
+	PluginUnhealthy PluginHealth = "unhealthy" // its last probe failed
+)
+
+func (h PluginHealth) String() string { return string(h) }
+
+// OK reports whether claims on the plugin's volumes can go ahead.
+func (h PluginHealth) OK() bool { return h == PluginHealthy }
+
+// Health is the plugin's health as its last probe left it.
+func (p PluginInfo) Health() PluginHealth {
+	switch {
+	case !p.Healthy && p.ProbedAt.IsZero():
+		return PluginUnknown
+	case !p.Healthy:
+		return PluginUnhealthy
+	case !p.Ready:
+		return PluginNotReady
+	}
+	return PluginHealthy
+}
+
+// HealthWhy says why the plugin is not healthy ("" when it is): its last error, or that it
+// has not been probed yet.
+func (p PluginInfo) HealthWhy() string {
+	switch h := p.Health(); {
+	case h == PluginHealthy:
+		return ""
+	case p.LastError != "":
+		return p.LastError
+	case h == PluginUnknown:
+		return "not probed yet"
+	case h == PluginNotReady:
+		return "its Probe says it is not ready"
+	}
+	return "its last probe failed"
+}
+
+// PluginHealth is the health of the volume's plugin as the volume's read found it.
+func (v VolumeInfo) PluginHealth() PluginHealth {
+	switch {
+	case !v.PluginHealthy && v.PluginError == "":
+		return PluginUnknown
+	case !v.PluginHealthy:
+		return PluginUnhealthy
+	case !v.PluginReady:
+		return PluginNotReady
+	}
+	return PluginHealthy
+}
+
+// Unschedulable is why a volume cannot take claims.
+type Unschedulable string
+
+const (
+	Schedulable         Unschedulable = ""
+	VolumeCreating      Unschedulable = "creating"  // its create has not finished
+	VolumeDeleting      Unschedulable = "deleting"  // its delete has begun
+	VolumeNotReady      Unschedulable = "not ready" // another state that is not ready
+	PluginNotRegistered Unschedulable = "plugin not registered"
+	PluginDown          Unschedulable = "plugin unhealthy"
+	PluginNotProbed     Unschedulable = "plugin not probed yet"
+	HandedOver          Unschedulable = "handed over to Nomad" // Nomad is its orchestrator now
+)
+
+// Schedulability is whether a volume can take claims and, when not, why.
+type Schedulability struct {
+	Why    Unschedulable
+	Plugin string // the volume's plugin, for the words
+	Detail string // the plugin's error, when it is the cause; the Nomad address, handed over
+}
+
+// OK reports whether the volume can take claims.
+func (s Schedulability) OK() bool { return s.Why == Schedulable }
+
+// String is the cell: "yes", "no: deleting", "no: plugin unhealthy".
+func (s Schedulability) String() string {
+	if s.OK() {
+		return "yes"
+	}
+	return "no: " + string(s.Why)
+}
+
+// Sentence says it in a line: "plugin "ceph" is unhealthy: Probe: Unavailable: ...".
+func (s Schedulability) Sentence() string {
+	switch s.Why {
+	case Schedulable:
+		return "it can take claims"
+	case VolumeCreating, VolumeDeleting, VolumeNotReady:
+		return "the volume is " + string(s.Why) + ", not ready"
+	case PluginNotRegistered:
+		return "its plugin " + quote(s.Plugin) + " is not registered"
+	case PluginNotProbed:
+		return "its plugin " + quote(s.Plugin) + " has not been probed healthy yet"
+	case HandedOver:
+		return "it is handed over to the Nomad cluster at " + s.Detail + ", which claims it now"
+	}
+	if s.Detail != "" {
+		return "its plugin " + quote(s.Plugin) + " is unhealthy: " + s.Detail
+	}
+	return "its plugin " + quote(s.Plugin) + " is unhealthy"
+}
+
+func quote(s string) string { return `"` + s + `"` }
+
+func stateReason(state string) Unschedulable {
+	switch state {
+	case "", "ready":
+		return Schedulable
+	case "creating":
+		return VolumeCreating
+	case "deleting":
+		return VolumeDeleting
+	}
+	return VolumeNotReady
+}
+
+// Schedulability says whether the volume can take claims. plugin is its plugin as the same read
+// found it, nil when it is not registered (or not known to the caller: then an unschedulable
+// volume of a ready state is blamed on its plugin's health).
+func (v VolumeSummary) Schedulability(plugin *PluginInfo) Schedulability {
+	s := Schedulability{Why: stateReason(v.State), Plugin: v.PluginID}
+	if !s.OK() || v.Schedulable {
+		return s
+	}
+	s.Why = PluginDown
+	if plugin != nil {
+		s.Detail = plugin.LastError
+		if plugin.Health() == PluginUnknown {
+			s.Why = PluginNotProbed
+		}
+	}
+	return s
+}
+
+// Schedulability says whether the volume can take claims, from its own read.
+func (v VolumeInfo) Schedulability() Schedulability {
+	s := Schedulability{Why: stateReason(v.State), Plugin: v.PluginID}
+	if !s.OK() || v.Schedulable {
+		return s
+	}
+	if v.Handover != nil {
+		s.Why, s.Detail = HandedOver, v.Handover.Address
+		return s
+	}
+	switch {
+	case strings.HasSuffix(v.PluginError, "is not registered"):
+		s.Why = PluginNotRegistered
+	case v.PluginError == "":
+		s.Why = PluginNotProbed
+	default:
+		s.Why, s.Detail = PluginDown, v.PluginError
+	}
+	return s
+}
+
+// ClaimCondition is a claim's state with the notes that qualify it, in a fixed order:
+// degraded, releasing (unless the state already says it), needs reconcile.
+type ClaimCondition struct {
+	State string
+	Notes []string
+}
+
+// String is "published", or "node-staged (releasing, needs reconcile)".
+func (c ClaimCondition) String() string {
+	if len(c.Notes) == 0 {
+		return c.State
+	}
+	return c.State + " (" + strings.Join(c.Notes, ", ") + ")"
+}
+
+// Condition is the claim's state with its notes.
+func (c ClaimInfo) Condition() ClaimCondition {
+	cc := ClaimCondition{State: c.State}
+	if c.Degraded {
+		cc.Notes = append(cc.Notes, "degraded")
+	}
+	// The release path's own states say it is being released.
+	if c.Releasing && c.State != "unpublishing" && !strings.HasSuffix(c.State, "-detached") {
+		cc.Notes = append(cc.Notes, "releasing")
+	}
+	if c.NeedsReconcile {
+		cc.Notes = append(cc.Notes, "needs reconcile")
+	}
+	return cc
+}
+
+// LastErrorText is the claim's last error with the RPC and code that gave it:
+// "NodePublishVolume: Unavailable: connection refused"; empty when it has none.
+func (c ClaimInfo) LastErrorText() string {
+	if c.LastError == "" {
+		return ""
+	}
+	parts := make([]string, 0, 3)
+	for _, p := range []string{c.LastRPC, c.LastCode, c.LastError} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, ": ")
+}

@@ -1,0 +1,261 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// csiName is the name sent to CreateVolume: its idempotency key, derived only from namespace and
+// ID so that a replay after a crash names the same volume. It is short, lower-case and made of
+// letters, digits and dashes, which every plugin accepts, and a hash keeps distinct IDs distinct.
+func csiName(namespace, id string) string {
+	sum := sha256.Sum256([]byte(namespace + "/" + id))
+	var b strings.Builder
+	for _, r := range strings.ToLower(id) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case b.Len() > 0 && !strings.HasSuffix(b.String(), "-"):
+			b.WriteByte('-')
+		}
+		if b.Len() >= 32 {
+			break
+		}
+	}
+	slug := strings.Trim(b.String(), "-")
+	if slug != "" {
+		slug += "-"
+	}
+	return "volctl-" + slug + hex.EncodeToString(sum[:6])
+}
+
+// CreateVolume provisions a volume through its plugin and records it. The intent (a row in
+// state creating, with the CSI name) is committed before CreateVolume is sent, so a crash in
+// between is healed by sending CreateVolume again with the same name — by the next create of
+// the same spec or by reconcile — never by creating a second volume.
+func (e *Engine) CreateVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, error) {
+	fail := func(err error) (VolumeInfo, error) {
+		return VolumeInfo{}, fmt.Errorf("create volume %q: %w", sv.ID, err)
+	}
+	c, unlock, err := e.lockSpecVolume(ctx, &sv)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+
+	if err := checkCreateCapabilities(c, sv); err != nil {
+		return fail(err)
+	}
+
+	var v store.Volume
+	done, replay := false, false
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		old, err := tx.Volumes().Get(sv.ID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			v = store.VolumeFromSpec(sv)
+			v.ExternalID = ""
+			v.State = store.VolumeCreating
+			v.CSIName = csiName(sv.Namespace, sv.ID)
+			if v.CloneID, err = e.cloneSource(tx, sv); err != nil {
+				return err
+			}
+			return tx.Volumes().Insert(&v)
+		case err != nil:
+			return err
+		}
+		if old.State == store.VolumeDeleting {
+			return conflictf("volume %q is being deleted; run `volctl reconcile` to finish that first", old.ID)
+		}
+		if err := checkImmutable(old, sv, false); err != nil {
+			return err
+		}
+		if old.State == store.VolumeReady {
+			done = true // creating an existing volume with the same spec changes nothing
+			v = old
+			return nil
+		}
+		v = old // an earlier create was interrupted: replay it with the stored name
+		replay = true
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	if done {
+		if sv.CapacityMin > v.CapacityBytes && sv.CapacityMin > v.RequestedMin {
+			return e.expandLocked(ctx, c, v, sv.CapacityMin, sv.CapacityMax)
+		}
+		return e.Volume(ctx, sv.ID)
+	}
+	failpoint("create:intent")
+	if err := e.finishCreate(ctx, c, v, replay); err != nil {
+		return fail(err)
+	}
+	return e.Volume(ctx, sv.ID)
+}
+
+// cloneSource resolves clone_id: a volctl volume ID of the same plugin means that volume's
+// external ID; anything else is taken as the provider's volume ID.
+func (e *Engine) cloneSource(tx *store.Tx, sv spec.Volume) (string, error) {
+	if sv.CloneID == "" {
+		return "", nil
+	}
+	src, err := tx.Volumes().Get(sv.CloneID)
+	if err == nil && src.PluginID == sv.PluginID && src.ExternalID != "" {
+		return src.ExternalID, nil
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	return sv.CloneID, nil
+}
+
+func checkCreateCapabilities(c *conn, sv spec.Volume) error {
+	ctrl := c.fp.Capabilities.Controller
+	switch {
+	case !c.fp.Controller || !ctrl.CreateDeleteVolume:
+		return invalidf("plugin %q cannot create volumes (no CREATE_DELETE_VOLUME controller capability); register an existing volume instead", c.plugin.ID)
+	case sv.CloneID != "" && !ctrl.CloneVolume:
+		return invalidf("plugin %q cannot clone volumes (no CLONE_VOLUME controller capability)", c.plugin.ID)
+	case sv.SnapshotID != "" && !ctrl.CreateDeleteSnapshot:
+		return invalidf("plugin %q cannot restore snapshots (no CREATE_DELETE_SNAPSHOT controller capability)", c.plugin.ID)
+	}
+	return nil
+}
+
+// finishCreate sends CreateVolume for a volume in state creating and records the result. replay
+// says an earlier call sent it already, its answer lost.
+func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, replay bool) error {
+	req := csi.CreateVolumeRequest{
+		Name: v.CSIName, CapacityMin: v.RequestedMin, CapacityMax: v.RequestedMax,
+		Capabilities: volumeCapabilities(v.Spec()), Parameters: v.Parameters, Secrets: v.Secrets,
+		SnapshotID: v.SnapshotID, CloneID: v.CloneID, TopologyRequest: v.TopologyRequest,
+	}
+	var (
+		created csi.Volume
+		sent    int
+	)
+	err := e.withController(ctx, c, func(ctx context.Context) error {
+		return e.retry(ctx, c, csi.RPCCreateVolume, func(ctx context.Context) error {
+			var err error
+			sent++
+			created, err = c.client.CreateVolume(ctx, req)
+			return err
+		})
+	})
+	failpoint("rpc:CreateVolume")
+	if err != nil {
+		if created.ID != "" {
+			// The plugin made a volume we cannot use (smaller than asked): remove it again.
+			_ = e.withController(ctx, c, func(ctx context.Context) error {
+				if err := e.checkSockets(ctx, c, csi.RPCDeleteVolume); err != nil {
+					return err
+				}
+				return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
+			})
+		}
+		if csi.IsRetryable(err) || ctx.Err() != nil {
+			e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
+				Code: csi.CodeOf(err).String(), Message: "create left for reconcile: " + err.Error()})
+			return fmt.Errorf("%w (the create is recorded and `volctl reconcile` or the same create will finish it)", err)
+		}
+		if replay || sent > 1 {
+			// A final error says this call created nothing, not that an earlier one whose
+			// answer was lost did not: keep the intent, and the name that finds the volume.
+			e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
+				Code: csi.CodeOf(err).String(), Message: "create failed, kept for reconcile: " + err.Error()})
+			return fmt.Errorf("%w (an earlier CreateVolume's answer was lost, so the plugin may have the volume: the create stays recorded for `volctl reconcile` or the same create; `volctl volume delete %s` forgets it)", err, v.ID)
+		}
+		// A final error to the only CreateVolume sent: nothing was created, so forget the intent.
+		if derr := e.store.Update(ctx, func(tx *store.Tx) error {
+			if err := tx.Volumes().Delete(v.ID); err != nil {
+				return err
+			}
+			return tx.Events().Append(&store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID,
+				RPC: csi.RPCCreateVolume, Code: csi.CodeOf(err).String(), Message: "create failed: " + err.Error()})
+		}); derr != nil {
+			e.log.Warn("forgetting a failed create", "volume", v.ID, "err", derr)
+		}
+		return err
+	}
+	v.ExternalID = created.ID
+	v.CapacityBytes = created.CapacityBytes
+	if len(created.Context) > 0 {
+		v.Context = created.Context
+	}
+	v.AccessibleTopology = created.AccessibleTopology
+	v.State = store.VolumeReady
+	var dup error
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		// One storage volume under two volctl IDs would let each one's claims ignore the other's
+		// access mode, and deleting one would pull the storage from under the other. The check
+		// and the record are one write transaction, so of two creates the plugin answers with
+		// one ID, only the first to commit records it.
+		same, err := tx.Volumes().List(store.VolumeFilter{PluginID: v.PluginID, ExternalID: v.ExternalID})
+		if err != nil {
+			return err
+		}
+		for _, o := range same {
+			if o.ID == v.ID {
+				continue
+			}
+			// The storage is the other volume's: it is not deleted. This create made nothing
+			// volctl can use, so its intent is forgotten.
+			dup = conflictf("plugin %q answered CreateVolume (name %q) with external ID %q, which is already volume %q; "+
+				"the storage belongs to %q and is left alone, and this create is forgotten (the plugin maps two names onto one volume: report it to the plugin's authors)",
+				v.PluginID, v.CSIName, v.ExternalID, o.ID, o.ID)
+			if err := tx.Volumes().Delete(v.ID); err != nil {
+				return err
+			}
+			return tx.Events().Append(&store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID,
+				RPC: csi.RPCCreateVolume, Message: "create refused: " + dup.Error()})
+		}
+		if err := tx.Volumes().Update(&v); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID,
+			RPC: csi.RPCCreateVolume, Message: fmt.Sprintf("volume %q created (external ID %q)", v.ID, v.ExternalID)})
+	})
+	if err != nil {
+		return err
+	}
+	if dup != nil {
+		return dup
+	}
+	failpoint("create:ready")
+	return nil
+}
+
+// withController runs fn holding the plugin's controller lock (one controller call per plugin at
+// a time, across processes).
+func (e *Engine) withController(ctx context.Context, c *conn, fn func(context.Context) error) error {
+	unlock, err := e.locks.controller(ctx, c.plugin.ID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return fn(ctx)
+}
+
+// volumeCapabilities are the spec's capabilities as CSI requests them, each with the volume's
+// mount options when it is a file-system capability.
+func volumeCapabilities(sv spec.Volume) []csi.VolumeCapability {
+	out := make([]csi.VolumeCapability, 0, len(sv.Capabilities))
+	for _, c := range sv.Capabilities {
+		vc := csi.VolumeCapability{Capability: c}
+		if c.AttachmentMode == spec.FileSystem && sv.MountOptions != nil {
+			vc.MountOptions = sv.MountOptions
+		}
+		out = append(out, vc)
+	}
+	return out
+}

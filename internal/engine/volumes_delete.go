@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// refuseClaimed returns a conflict naming the volume's live claims, if it has any.
+func refuseClaimed(tx *store.Tx, volumeID, verb string) error {
+	claims, err := tx.Claims().ByVolume(volumeID)
+	if err != nil || len(claims) == 0 {
+		return err
+	}
+	return conflictf("volume %q has %d live claim(s): %s (release them first: volctl volume release / detach)",
+		volumeID, len(claims), describeClaims(claims))
+}
+
+func describeClaims(claims []store.Claim) string {
+	return listSome(claims, 5, func(c store.Claim) string { return fmt.Sprintf("alloc %q (%s, %s)", c.Alloc, c.Mode, c.State) })
+}
+
+// DeleteVolume deletes a volume's storage through its plugin and forgets it. Claims are checked
+// before DeleteVolume is sent; NOT_FOUND from the plugin counts as deleted. The volume is marked
+// deleting before the RPC, so an interrupted delete is finished by reconcile.
+func (e *Engine) DeleteVolume(ctx context.Context, id string) error {
+	fail := func(err error) error { return fmt.Errorf("delete volume %q: %w", id, err) }
+	unlock, err := e.locks.volume(ctx, id)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+
+	var v store.Volume
+	err = e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		if v, err = tx.Volumes().Get(id); err != nil {
+			return err
+		}
+		return refuseClaimed(tx, id, "delete")
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return notFoundf("delete volume %q: not found", id)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	c, err := e.connect(ctx, v.PluginID)
+	if err != nil {
+		return fail(err)
+	}
+	if !c.fp.Controller || !c.fp.Capabilities.Controller.CreateDeleteVolume {
+		return fail(invalidf("plugin %q cannot delete volumes (no CREATE_DELETE_VOLUME controller capability); use `volctl volume deregister` to forget the volume", v.PluginID))
+	}
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := refuseClaimed(tx, id, "delete"); err != nil {
+			return err
+		}
+		if err := refuseHandedOver(tx, id); err != nil {
+			return err
+		}
+		v.State = store.VolumeDeleting
+		return tx.Volumes().Update(&v)
+	})
+	if err != nil {
+		return fail(err)
+	}
+	failpoint("delete:intent")
+	if err := e.finishDelete(ctx, c, v); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// finishDelete sends DeleteVolume for a volume in state deleting and forgets it. An attachment
+// or staging left without a claim is undone first: a plugin may refuse to delete an attached
+// volume, and the record of it would keep the volume's row.
+func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) error {
+	if err := e.undoLeftStaging(ctx, c, v); err != nil {
+		return fmt.Errorf("undoing the attachment left by its last claim: %w (the volume is marked deleting; run the delete again or `volctl reconcile`)", err)
+	}
+	if v.ExternalID != "" {
+		err := e.withController(ctx, c, func(ctx context.Context) error {
+			return e.retry(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
+				return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: v.ExternalID, Secrets: v.Secrets})
+			})
+		})
+		if err != nil && !csi.IsIgnorable(err) {
+			if csi.IsFailedPrecondition(err) {
+				// The plugin refuses for the volume's own state (snapshots, in use elsewhere): it
+				// still exists, and stays usable rather than stuck deleting.
+				return e.keepRefusedDelete(ctx, v, err)
+			}
+			e.event(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
+				Code: csi.CodeOf(err).String(), Message: "delete failed: " + err.Error()})
+			return fmt.Errorf("%w (the volume is marked deleting; run the delete again or `volctl reconcile`)", err)
+		}
+	}
+	failpoint("rpc:DeleteVolume")
+	return e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := tx.Volumes().Delete(v.ID); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID,
+			RPC: csi.RPCDeleteVolume, Message: fmt.Sprintf("volume %q deleted", v.ID)})
+	})
+}
+
+// keepRefusedDelete puts a volume whose DeleteVolume the plugin refused back to ready.
+func (e *Engine) keepRefusedDelete(ctx context.Context, v store.Volume, cause error) error {
+	err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		cur, err := tx.Volumes().Get(v.ID)
+		if err != nil {
+			return err
+		}
+		cur.State = store.VolumeReady
+		if err := tx.Volumes().Update(&cur); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
+			Code: csi.CodeOf(cause).String(), Message: "delete refused, volume kept: " + cause.Error()})
+	})
+	if err != nil {
+		return fmt.Errorf("%w (the volume is marked deleting and putting it back failed: %v; run `volctl reconcile`)", cause, err)
+	}
+	return fmt.Errorf("%w (the volume is kept, ready)", cause)
+}
+
+// event appends to the event log in its own transaction, logging (not returning) a failure:
+// the event log is a record, and failing to write it must not fail the operation it describes.
+func (e *Engine) event(ctx context.Context, ev *store.Event) {
+	if err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error { return tx.Events().Append(ev) }); err != nil {
+		e.log.Warn("writing the event log", "err", err)
+	}
+}

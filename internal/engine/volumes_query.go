@@ -1,0 +1,173 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/volctl/volctl/internal/store"
+)
+
+// Volumes lists every volume with its claim counts and whether it can take claims now. It is
+// one query for the volumes and their claim counts and one for the plugins' health, whatever
+// the number of volumes.
+func (e *Engine) Volumes(ctx context.Context) ([]VolumeSummary, error) {
+	var out []VolumeSummary
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		briefs, err := tx.Volumes().Briefs()
+		if err != nil {
+			return err
+		}
+		plugins, err := tx.Plugins().List()
+		if err != nil {
+			return err
+		}
+		healthy := map[string]bool{}
+		for _, p := range plugins {
+			healthy[p.ID] = p.Health.Healthy
+		}
+		out = make([]VolumeSummary, 0, len(briefs))
+		for _, b := range briefs {
+			out = append(out, VolumeSummary{
+				ID: b.ID, Namespace: b.Namespace, Name: b.Name, PluginID: b.PluginID, State: string(b.State),
+				Schedulable: b.State == store.VolumeReady && healthy[b.PluginID],
+				AccessMode:  b.AccessMode, AttachmentMode: b.AttachmentMode, CapacityBytes: b.CapacityBytes,
+				ReadClaims: b.ReadClaims, WriteClaims: b.WriteClaims, Unsettled: b.Unsettled,
+			})
+		}
+		return nil
+	})
+	return out, err
+}
+
+func volumeSummary(v store.Volume, claims []store.Claim, pluginHealthy bool) VolumeSummary {
+	s := VolumeSummary{
+		ID: v.ID, Namespace: v.Namespace, Name: v.Name, PluginID: v.PluginID, State: string(v.State),
+		Schedulable: v.State == store.VolumeReady && pluginHealthy,
+		AccessMode:  v.AccessMode, AttachmentMode: v.AttachmentMode, CapacityBytes: v.CapacityBytes,
+	}
+	for _, c := range claims {
+		if c.Mode == store.ClaimWrite {
+			s.WriteClaims++
+		} else {
+			s.ReadClaims++
+		}
+		if !c.AtRest() {
+			s.Unsettled++
+		}
+	}
+	return s
+}
+
+// AmbiguousError is returned for a volume ID prefix that matches several volumes.
+type AmbiguousError struct {
+	Prefix  string
+	Matches []VolumeSummary
+}
+
+func (e *AmbiguousError) Error() string {
+	ids := make([]string, len(e.Matches))
+	for i, m := range e.Matches {
+		ids[i] = m.ID
+	}
+	return fmt.Sprintf("prefix %q matches %d volumes: %s", e.Prefix, len(e.Matches), strings.Join(ids, ", "))
+}
+
+// Is makes an ambiguous prefix an invalid request (exit 2).
+func (e *AmbiguousError) Is(target error) bool { return target == ErrInvalid }
+
+// Volume returns everything about one volume, found by its ID or an unambiguous ID prefix.
+func (e *Engine) Volume(ctx context.Context, idOrPrefix string) (VolumeInfo, error) {
+	var info VolumeInfo
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		v, err := e.resolveVolume(tx, idOrPrefix)
+		if err != nil {
+			return err
+		}
+		claims, err := tx.Claims().ByVolume(v.ID)
+		if err != nil {
+			return err
+		}
+		p, perr := tx.Plugins().Get(v.PluginID)
+		if perr != nil && !errors.Is(perr, store.ErrNotFound) {
+			return perr
+		}
+		st, serr := tx.Stagings().Get(v.ID)
+		if serr != nil && !errors.Is(serr, store.ErrNotFound) {
+			return serr
+		}
+		info = volumeInfo(v, claims, p, perr == nil, st.Staged)
+		h, herr := tx.Handovers().Get(v.ID)
+		switch {
+		case herr == nil:
+			hi := handoverInfo(h)
+			info.Handover, info.Schedulable = &hi, false
+		case !errors.Is(herr, store.ErrNotFound):
+			return herr
+		}
+		return nil
+	})
+	return info, err
+}
+
+// resolveVolume finds a volume by ID, else by unambiguous prefix.
+func (e *Engine) resolveVolume(tx *store.Tx, idOrPrefix string) (store.Volume, error) {
+	v, err := tx.Volumes().Get(idOrPrefix)
+	if err == nil || !errors.Is(err, store.ErrNotFound) {
+		return v, err
+	}
+	matches, err := tx.Volumes().ByPrefix(idOrPrefix)
+	if err != nil {
+		return store.Volume{}, err
+	}
+	switch len(matches) {
+	case 0:
+		return store.Volume{}, notFoundf("volume %q not found", idOrPrefix)
+	case 1:
+		return matches[0], nil
+	}
+	amb := &AmbiguousError{Prefix: idOrPrefix}
+	healthy := map[string]bool{} // by plugin, as the volume list shows it
+	for _, m := range matches {
+		claims, err := tx.Claims().ByVolume(m.ID)
+		if err != nil {
+			return store.Volume{}, err
+		}
+		h, seen := healthy[m.PluginID]
+		if !seen {
+			p, err := tx.Plugins().Get(m.PluginID)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return store.Volume{}, err
+			}
+			h = err == nil && p.Health.Healthy
+			healthy[m.PluginID] = h
+		}
+		amb.Matches = append(amb.Matches, volumeSummary(m, claims, h))
+	}
+	return store.Volume{}, amb
+}
+
+func volumeInfo(v store.Volume, claims []store.Claim, p store.Plugin, pluginKnown, staged bool) VolumeInfo {
+	info := VolumeInfo{
+		VolumeSummary: volumeSummary(v, claims, pluginKnown && p.Health.Healthy),
+		ExternalID:    v.ExternalID, CSIName: v.CSIName,
+		Provider: p.Fingerprint.Provider, ProviderVersion: p.Fingerprint.Version,
+		PluginHealthy: pluginKnown && p.Health.Healthy, PluginReady: pluginKnown && p.Health.Ready,
+		PluginError:  p.Health.LastError,
+		RequestedMin: v.RequestedMin, RequestedMax: v.RequestedMax,
+		Capabilities: v.Capabilities, MountOptions: v.MountOptions, TopologyRequest: v.TopologyRequest,
+		AccessibleTopology: v.AccessibleTopology, Secrets: v.Secrets,
+		Parameters: v.Parameters, Context: maps.Clone(v.Context),
+		SnapshotID: v.SnapshotID, CloneID: v.CloneID, Staged: staged, NodeExpansionOwed: v.NodeExpandMin,
+		Claims: make([]ClaimInfo, 0, len(claims)), CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
+	}
+	if !pluginKnown {
+		info.PluginError = fmt.Sprintf("plugin %q is not registered", v.PluginID)
+	}
+	for _, c := range claims {
+		info.Claims = append(info.Claims, claimInfo(c))
+	}
+	return info
+}

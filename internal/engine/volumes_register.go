@@ -1,0 +1,316 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// RegisterVolume records an existing volume of a registered, reachable plugin. With a controller
+// service, the plugin must confirm the volume's capabilities first. Registering an ID again
+// updates it by Nomad's rules: name, external_id, plugin_id, parameters and topology cannot
+// change, capacity can only grow, and an empty context keeps the stored one.
+func (e *Engine) RegisterVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, error) {
+	fail := func(err error) (VolumeInfo, error) {
+		return VolumeInfo{}, fmt.Errorf("register volume %q: %w", sv.ID, err)
+	}
+	c, unlock, err := e.lockSpecVolume(ctx, &sv)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+
+	if needsControllerHalf(c) {
+		return fail(noControllerHalf(store.VolumeFromSpec(sv)))
+	}
+	if c.fp.Controller {
+		err := e.retry(ctx, c, csi.RPCValidateVolumeCapabilities, func(ctx context.Context) error {
+			return c.client.ValidateVolumeCapabilities(ctx, csi.ValidateVolumeCapabilitiesRequest{
+				VolumeID: sv.ExternalID, VolumeContext: sv.Context, Capabilities: volumeCapabilities(sv),
+				Parameters: sv.Parameters, Secrets: sv.Secrets,
+			})
+		})
+		if err != nil {
+			return fail(err)
+		}
+	}
+	if err := e.expandRegistered(ctx, c, sv); err != nil {
+		return fail(err)
+	}
+
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		old, err := tx.Volumes().Get(sv.ID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			// One plugin volume under two IDs would let each one's claims ignore the other's
+			// access mode: two writers on a single-node-writer volume.
+			same, err := tx.Volumes().List(store.VolumeFilter{PluginID: sv.PluginID, ExternalID: sv.ExternalID})
+			if err != nil {
+				return err
+			}
+			if len(same) > 0 {
+				return conflictf("external ID %q on plugin %q is already registered as volume %q; "+
+					"one plugin volume under two IDs would let their claims ignore each other's access mode", sv.ExternalID, sv.PluginID, same[0].ID)
+			}
+			v := store.VolumeFromSpec(sv)
+			v.State = store.VolumeReady
+			if err := tx.Volumes().Insert(&v); err != nil {
+				return err
+			}
+			return tx.Events().Append(&store.Event{Kind: "volume-register", VolumeID: v.ID, PluginID: v.PluginID,
+				Message: fmt.Sprintf("volume %q registered (external ID %q)", v.ID, v.ExternalID)})
+		case err != nil:
+			return err
+		}
+		if old.State != store.VolumeReady {
+			return conflictf("volume %q is %s; run `volctl reconcile` to finish that first", old.ID, old.State)
+		}
+		if err := checkImmutable(old, sv, true); err != nil {
+			return err
+		}
+		v := mergeRegistered(old, sv)
+		if err := tx.Volumes().Update(&v); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-register", VolumeID: v.ID, PluginID: v.PluginID,
+			Message: fmt.Sprintf("volume %q updated by a new registration", v.ID)})
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return e.Volume(ctx, sv.ID)
+}
+
+// expandRegistered grows an already registered volume whose re-registration asks for more than
+// its known size, when the plugin can expand; otherwise the larger request is only recorded by
+// the registration itself. It runs before the registration's update so that the expansion
+// compares against the stored size, not the new request.
+func (e *Engine) expandRegistered(ctx context.Context, c *conn, sv spec.Volume) error {
+	var old store.Volume
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		old, err = tx.Volumes().Get(sv.ID)
+		return err
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case old.State != store.VolumeReady || checkImmutable(old, sv, true) != nil:
+		return nil // the registration's own checks report it
+	case sv.CapacityMin <= currentSize(old) || !canExpand(c):
+		return nil
+	}
+	_, err = e.expandLocked(ctx, c, old, sv.CapacityMin, sv.CapacityMax)
+	return err
+}
+
+// canExpand reports whether the plugin has any way to grow a volume.
+func canExpand(c *conn) bool {
+	return (c.fp.Controller && c.fp.Capabilities.Controller.ExpandVolume) || (c.fp.Node && c.fp.Capabilities.Node.ExpandVolume)
+}
+
+// checkImmutable refuses a re-submitted spec that changes what Nomad does not let change.
+// External IDs are compared only for registration: a created volume's comes from the plugin.
+func checkImmutable(old store.Volume, sv spec.Volume, register bool) error {
+	type field struct {
+		name     string
+		was, now any
+	}
+	fields := []field{
+		{"name", old.Name, sv.Name},
+		{"namespace", old.Namespace, sv.Namespace},
+		{"plugin_id", old.PluginID, sv.PluginID},
+		{"parameters", nilIfEmpty(old.Parameters), nilIfEmpty(sv.Parameters)},
+		{"topology_request", topologyOrNil(old.TopologyRequest), topologyOrNil(sv.TopologyRequest)},
+	}
+	if register {
+		fields = append(fields, field{"external_id", old.ExternalID, sv.ExternalID})
+	} else {
+		fields = append(fields,
+			field{"snapshot_id", old.SnapshotID, sv.SnapshotID},
+			field{"clone_id", old.CloneID, sv.CloneID})
+	}
+	advice := "deregister and register it again to change it"
+	if !register {
+		advice = "a created volume keeps it: delete the volume and create it again to change it"
+	}
+	for _, f := range fields {
+		if reflect.DeepEqual(f.was, f.now) {
+			continue
+		}
+		change := fmt.Sprintf("it is %s, the spec says %s", describe(f.was), describe(f.now))
+		if was, ok := f.was.(map[string]string); ok {
+			change = describeMapChange(was, f.now.(map[string]string))
+		}
+		return conflictf("volume %q: %s cannot be changed (%s); %s", old.ID, f.name, change, advice)
+	}
+	if sv.CapacityMin != 0 && sv.CapacityMin < old.RequestedMin {
+		return conflictf("volume %q: capacity_min cannot shrink (from %s to %s)", old.ID,
+			spec.FormatSize(old.RequestedMin), spec.FormatSize(sv.CapacityMin))
+	}
+	return nil
+}
+
+func describe(v any) string {
+	switch x := v.(type) {
+	case string:
+		if x == "" {
+			return "empty"
+		}
+		return fmt.Sprintf("%q", x)
+	case map[string]string:
+		if x == nil {
+			return "empty"
+		}
+		keys := sort.StringSlice(slicesFromKeys(x))
+		keys.Sort()
+		return "{" + strings.Join(keys, ", ") + "}"
+	case *spec.TopologyRequest:
+		if x == nil {
+			return "empty"
+		}
+		return fmt.Sprintf("%d required, %d preferred", len(x.Required), len(x.Preferred))
+	}
+	return fmt.Sprint(v)
+}
+
+// describeMapChange says which keys of a map differ and how, in key order: `kind is "x", the
+// spec says "y"; zone is not set, the spec says "a"`.
+func describeMapChange(was, now map[string]string) string {
+	keys := slicesFromKeys(was)
+	for k := range now {
+		if _, ok := was[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	value := func(m map[string]string, k string) string {
+		if v, ok := m[k]; ok {
+			return fmt.Sprintf("%q", v)
+		}
+		return "not set"
+	}
+	var parts []string
+	for _, k := range keys {
+		if a, b := value(was, k), value(now, k); a != b {
+			parts = append(parts, fmt.Sprintf("%s is %s, the spec says %s", k, a, b))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func slicesFromKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func nilIfEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+func topologyOrNil(t *spec.TopologyRequest) *spec.TopologyRequest {
+	if t == nil || (len(t.Required) == 0 && len(t.Preferred) == 0) {
+		return nil
+	}
+	return t
+}
+
+// mergeRegistered applies a re-registration to the stored volume.
+func mergeRegistered(old store.Volume, sv spec.Volume) store.Volume {
+	v := old
+	v.Capabilities = sv.Capabilities
+	v.MountOptions = sv.MountOptions
+	v.Secrets = sv.Secrets
+	if len(sv.Context) > 0 {
+		v.Context = sv.Context
+	}
+	if sv.CapacityMin > v.RequestedMin {
+		v.RequestedMin = sv.CapacityMin
+	}
+	if sv.CapacityMax != 0 {
+		v.RequestedMax = sv.CapacityMax
+	}
+	return v
+}
+
+// lockSpecVolume begins RegisterVolume and CreateVolume: it fills in sv's default namespace,
+// takes the volume's lock and connects to its plugin. The caller runs unlock when done.
+func (e *Engine) lockSpecVolume(ctx context.Context, sv *spec.Volume) (c *conn, unlock func(), err error) {
+	if sv.Namespace == "" {
+		sv.Namespace = spec.DefaultNamespace
+	}
+	if unlock, err = e.locks.volume(ctx, sv.ID); err != nil {
+		return nil, nil, err
+	}
+	if c, err = e.connect(ctx, sv.PluginID); err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return c, unlock, nil
+}
+
+// DeregisterVolume forgets a volume without touching its storage. It is refused while the volume
+// has live claims, naming them; with force, the claims are released first.
+func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) error {
+	if force {
+		if _, err := e.Detach(ctx, id, false); err != nil && !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("deregister volume %q: %w", id, err)
+		}
+	}
+	unlock, err := e.locks.volume(ctx, id)
+	if err != nil {
+		return fmt.Errorf("deregister volume %q: %w", id, err)
+	}
+	defer unlock()
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		v, err := tx.Volumes().Get(id)
+		if err != nil {
+			return err
+		}
+		if err := refuseClaimed(tx, v.ID, "deregister"); err != nil {
+			return err
+		}
+		if err := refuseHandedOver(tx, v.ID); err != nil {
+			return err
+		}
+		// With no claims, a staging row is what a forced detach could not undo: forgetting the
+		// volume forgets that record too, as it leaves the storage alone.
+		msg := fmt.Sprintf("volume %q deregistered", v.ID)
+		if st, err := tx.Stagings().Get(v.ID); err == nil {
+			if st.ControllerPublished {
+				msg += fmt.Sprintf(" (it may still be attached to node %q: volctl no longer tracks it)", st.NodeID)
+			}
+			if err := tx.Stagings().Delete(v.ID); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err := tx.Volumes().Delete(v.ID); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-deregister", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return notFoundf("deregister volume %q: not found", id)
+	}
+	if err != nil {
+		return fmt.Errorf("deregister volume %q: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,221 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/volctl/volctl/internal/engine"
+)
+
+// The views (tabs) of the dashboard come from one registry, as soft-serve's panes do: a view
+// is its name, columns, rows, empty state, detail and the action keys its rows take. A new view
+// is one entry in views plus the engine query its rows come from (snapshot, read in
+// refresh.go); its key is its place in the list.
+
+// snapshot is one refresh's data: the engine's dashboard read (one read transaction). A view
+// whose rows need more adds its query here.
+type snapshot struct {
+	engine.Dashboard
+}
+
+// view is one tab.
+type view struct {
+	name    string // in the tab bar and the help
+	columns []column
+	empty   string // what the table says without rows
+	// rows formats the view's rows from a snapshot, off the UI goroutine.
+	rows func(s snapshot, now time.Time) []row
+	// open names the detail of a row and returns the command that loads it, nil when the
+	// snapshot has it all (then refresh shows it).
+	open func(m *Model, r *row) (title string, load tea.Cmd)
+	// refresh shows an open detail from the snapshot (or loads it again).
+	refresh func(m *Model, d *detail) tea.Cmd
+	// keys are the action keys the footer offers for the selected row; nil: none.
+	keys func(m *Model) []key.Binding
+}
+
+// tabID is a view's place in views. The constants name the views that code outside the
+// registry acts on (actions target volumes and claims).
+type tabID int
+
+const (
+	tabVolumes tabID = iota
+	tabClaims
+	tabPlugins
+	tabEvents
+	tabGroups
+)
+
+var (
+	views    []view
+	tabNames []string
+	numTabs  tabID
+)
+
+func init() {
+	views = []view{
+		{name: "Volumes", columns: volumeColumns(),
+			empty: "no volumes yet: `volctl volume register FILE` or `volctl volume create FILE` adds one",
+			rows:  func(s snapshot, _ time.Time) []row { return volumeRows(s.Volumes, s.Plugins) },
+			open: func(m *Model, r *row) (string, tea.Cmd) {
+				return "Volume " + r.key, loadVolume(m.ctx, m.eng, r.key)
+			},
+			refresh: func(m *Model, d *detail) tea.Cmd { return loadVolume(m.ctx, m.eng, d.key) },
+			keys:    func(m *Model) []key.Binding { return m.volumeKeys(false) },
+		},
+		{name: "Claims", columns: claimColumns(),
+			empty: "no live claims: `volctl volume claim ID --alloc NAME` makes one",
+			rows:  func(s snapshot, now time.Time) []row { return claimRows(s.Claims, now) },
+			open: func(m *Model, r *row) (string, tea.Cmd) {
+				c := m.data.Claims[r.ref]
+				return fmt.Sprintf("Claim of alloc %s on volume %s", c.Alloc, c.VolumeID), nil
+			},
+			refresh: func(m *Model, d *detail) tea.Cmd {
+				now, s := m.c.Now(), m.c.Styles
+				for _, c := range m.data.Claims {
+					if strconv.FormatInt(c.ID, 10) == d.key {
+						d.claim = &c
+						d.show(func(w int) string { return claimDetail(s, c, now, w) })
+						return nil
+					}
+				}
+				d.gone("this claim is no longer live (released)")
+				return nil
+			},
+			keys: func(m *Model) []key.Binding { return []key.Binding{m.c.Keys.Release} },
+		},
+		{name: "Plugins", columns: pluginColumns(),
+			empty: "no plugins registered: `volctl plugin register FILE` adds one",
+			rows:  func(s snapshot, _ time.Time) []row { return pluginRows(s.Plugins) },
+			open:  func(m *Model, r *row) (string, tea.Cmd) { return "Plugin " + r.key, nil },
+			refresh: func(m *Model, d *detail) tea.Cmd {
+				now, s := m.c.Now(), m.c.Styles
+				for _, p := range m.data.Plugins {
+					if p.ID == d.key {
+						d.show(func(w int) string { return pluginDetail(s, p, now, w) })
+						return nil
+					}
+				}
+				d.gone(fmt.Sprintf("plugin %q is no longer registered", d.key))
+				return nil
+			},
+		},
+		{name: "Events", columns: eventColumns(), empty: "no events yet",
+			rows: func(s snapshot, now time.Time) []row { return eventRows(s.Events, now) },
+			open: func(m *Model, r *row) (string, tea.Cmd) {
+				return "Event " + r.key + ": " + m.data.Events[r.ref].Kind, nil
+			},
+			refresh: func(m *Model, d *detail) tea.Cmd {
+				now, s := m.c.Now(), m.c.Styles
+				for _, e := range m.data.Events {
+					if strconv.FormatInt(e.ID, 10) == d.key {
+						d.show(func(w int) string { return eventDetail(s, e, now, w) })
+						return nil
+					}
+				}
+				d.gone("this event has left the recent events")
+				return nil
+			},
+		},
+		{name: "Groups", columns: groupColumns(),
+			empty: "no groups: `volctl group run FILE` runs one",
+			rows:  func(s snapshot, _ time.Time) []row { return groupRows(s.Groups) },
+			open:  func(m *Model, r *row) (string, tea.Cmd) { return "Group " + r.key, nil },
+			refresh: func(m *Model, d *detail) tea.Cmd {
+				s := m.c.Styles
+				for _, g := range m.data.Groups {
+					if g.Name == d.key {
+						d.show(func(w int) string { return groupDetail(s, g, w) })
+						return nil
+					}
+				}
+				d.gone(fmt.Sprintf("group %q is no longer recorded", d.key))
+				return nil
+			},
+		},
+	}
+	numTabs = tabID(len(views))
+	for _, v := range views {
+		tabNames = append(tabNames, v.name)
+	}
+}
+
+// buildRows formats every view's rows from one read. It runs in the read's command, off the UI
+// goroutine: with 10,000 volumes and claims it is the costly part of a refresh.
+func buildRows(s snapshot, now time.Time) []rowSet {
+	out := make([]rowSet, len(views))
+	for i, v := range views {
+		out[i] = newRowSet(v.columns, v.rows(s, now))
+	}
+	return out
+}
+
+func groupColumns() []column {
+	return []column{
+		{title: "GROUP", min: 8, max: 30},
+		{title: "STATE", min: 7, max: 9},
+		{title: "ALLOCS", min: 6, max: 6, numeric: true, right: true},
+		{title: "CLAIMS", min: 6, max: 6, numeric: true, right: true},
+		{title: "VOLUMES", min: 10, max: 60, squeeze: 1, drop: 1},
+		{title: "LAST ERROR", min: 16, max: 400, fill: true},
+	}
+}
+
+func groupRows(gs []engine.GroupInfo) []row {
+	rows := make([]row, len(gs))
+	for i, g := range gs {
+		claims, vols, errs := 0, []string{}, []string{}
+		seen := map[string]bool{}
+		for _, a := range g.Allocs {
+			claims += len(a.Claims)
+			for _, c := range a.Claims {
+				if !seen[c.VolumeID] {
+					seen[c.VolumeID] = true
+					vols = append(vols, c.VolumeID)
+				}
+			}
+			if a.Error != "" {
+				errs = append(errs, a.Name+": "+a.Error)
+			}
+		}
+		r := newRow(g.Name, i, []string{g.Name, g.State, strconv.Itoa(len(g.Allocs)), strconv.Itoa(claims),
+			strings.Join(vols, ", "), strings.Join(errs, "; ")})
+		r.nums[2], r.nums[3] = int64(len(g.Allocs)), int64(claims)
+		switch {
+		case len(errs) > 0:
+			r.tone = toneBad
+		case g.State != "running":
+			r.tone = toneDim
+		}
+		rows[i] = r
+	}
+	return rows
+}
+
+func groupDetail(s *Styles, g engine.GroupInfo, w int) string {
+	var b detailBuilder
+	b.init(s, w)
+	b.kv("Name", g.Name)
+	b.kv("State", g.State)
+	b.kv("Count", strconv.Itoa(g.Count))
+	b.section("Allocs")
+	if len(g.Allocs) == 0 {
+		b.line(s.Empty.Render("  none"))
+		return b.String()
+	}
+	rows := [][]string{{"ALLOC", "VOLUMES", "ERROR"}}
+	for _, a := range g.Allocs {
+		var vols []string
+		for _, c := range a.Claims {
+			vols = append(vols, c.VolumeID+" ("+c.Mode+", "+c.Condition().String()+")")
+		}
+		rows = append(rows, []string{a.Name, strings.Join(vols, ", "), a.Error})
+	}
+	b.table(rows)
+	return b.String()
+}
