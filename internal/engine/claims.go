@@ -56,11 +56,13 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimInfo, error)
 	if err != nil {
 		return fail(err)
 	}
-	if !fresh && cl.AtRest() {
+	if !fresh && cl.State == store.ClaimPublished && !cl.Releasing {
 		// Held and published already; after a reboot its target may be mounted no more.
 		if cl, err = e.restoreIfUnmounted(ctx, cl, locked); err != nil {
 			return fail(err)
 		}
+	}
+	if !fresh && cl.AtRest() {
 		return claimInfo(cl), nil
 	}
 	failpoint("claim:taken")

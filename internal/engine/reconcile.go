@@ -203,7 +203,8 @@ func (e *Engine) restageIfLost(ctx context.Context, volumeID string, ld *loaded)
 // restarted after a reboot, before any reconcile): when the mount table lacks its target, the
 // claim is restored (and its volume staged again when the staging is gone too) before it is
 // handed back, rather than handing back a path that is now an empty directory. locked says the
-// caller holds the volume lock; otherwise it is taken here. It returns the claim as it is now.
+// caller holds the volume lock; otherwise it is taken here. It returns the claim as it is now,
+// which the caller drives on if it is not at rest.
 func (e *Engine) restoreIfUnmounted(ctx context.Context, cl store.Claim, locked bool) (store.Claim, error) {
 	mounted, err := e.cfg.Mounts.MountsUnder(e.cfg.StateDir)
 	if err != nil {
@@ -240,16 +241,10 @@ func (e *Engine) restoreIfUnmounted(ctx context.Context, cl store.Claim, locked 
 	if rerr != nil {
 		return cl, fmt.Errorf("restoring its mount at %s: %w (the claim is held, degraded, for `volctl reconcile`; `volctl volume release` frees it)", cl.TargetPath, rerr)
 	}
-	switch {
-	case err != nil:
-		return cl, err
-	case cl.Releasing:
-		return cl, conflictf("the claim is being released by another volctl")
-	case !cl.AtRest():
-		// Moved on meanwhile (another volctl's restore, cut short): drive it as it is now.
-		return e.drive(ctx, cl.ID, store.OutcomeRolledBack)
+	if err == nil && cl.Releasing {
+		err = conflictf("the claim is being released by another volctl")
 	}
-	return cl, nil
+	return cl, err
 }
 
 func (e *Engine) reconcileVolume(ctx context.Context, rep *ReconcileReport, v store.Volume, kind string, finish func(*conn, store.Volume) error) {
