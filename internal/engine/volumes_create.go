@@ -200,7 +200,7 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		// access mode, and deleting one would pull the storage from under the other. The check
 		// and the record are one write transaction, so of two creates the plugin answers with
 		// one ID, only the first to commit records it.
-		same, err := tx.Volumes().List(store.VolumeFilter{PluginID: v.PluginID, ExternalID: v.ExternalID})
+		same, err := sameStorage(tx, v.PluginID, v.ExternalID, v.ID)
 		if err != nil {
 			return err
 		}
