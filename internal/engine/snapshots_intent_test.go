@@ -233,3 +233,33 @@ func TestSnapshotDeleteRefusesAnotherDriverUnderTheSameID(t *testing.T) {
 		t.Errorf("records after the refusal: %+v, want the snapshot kept", list.Snapshots)
 	}
 }
+
+// A plugin that answers CreateSnapshot for one volume with a snapshot volctl records for another
+// (a snapshot of another source): the snapshot stays the first volume's, and the create is
+// refused, naming it. Recording it again as the second volume's would hand the first volume's
+// snapshot to whoever deletes the second's.
+func TestCreateSnapshotRefusesAnotherVolumesSnapshot(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	h.create(volume("other"))
+	s, err := h.e.CreateSnapshot(h.ctx, "db", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mem.AnswerSnapshotWith(s.ID)
+	_, err = h.e.CreateSnapshot(h.ctx, "other", "", nil)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), s.ID) || !strings.Contains(err.Error(), `"db"`) {
+		t.Fatalf("snapshot of other answered with db's snapshot = %v; want a conflict naming it and \"db\"", err)
+	}
+	list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sn := range list.Snapshots {
+		if sn.ID == s.ID && sn.SourceVolumeID != "db" {
+			t.Errorf("snapshot %s is now recorded as %q's", s.ID, sn.SourceVolumeID)
+		}
+		if sn.SourceVolumeID == "other" {
+			t.Errorf("a snapshot of other is recorded: %+v", sn)
+		}
+	}
+}
