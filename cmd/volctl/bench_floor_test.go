@@ -3,8 +3,13 @@ package main
 import (
 	"database/sql"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,33 +26,79 @@ import (
 // opened once. BENCHMARKS.md gives the ratio.
 func BenchmarkVolumeStatusFloor10k(b *testing.B) {
 	state := seedVolumes(b, 10_000)
+	db := openFloorDB(b, state)
+	for b.Loop() {
+		volumeStatusFloor(b, db)
+	}
+}
+
+func openFloorDB(b *testing.B, state string) *sql.DB {
+	b.Helper()
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(state, "volctl.db")+"?mode=ro")
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close()
+	b.Cleanup(func() { db.Close() })
+	return db
+}
+
+// volumeStatusFloor reads what the list shows, as bare SQL.
+func volumeStatusFloor(b *testing.B, db *sql.DB) {
 	const query = `SELECT v.id, v.namespace, v.name, v.plugin_id, v.state, v.access_mode, v.attachment_mode, v.capacity_bytes,
 		(SELECT count(*) FROM claims c WHERE c.volume_id = v.id AND c.mode = 'read'),
 		(SELECT count(*) FROM claims c WHERE c.volume_id = v.id AND c.mode = 'write')
 		FROM volumes v ORDER BY v.id`
-	for b.Loop() {
-		rows, err := db.Query(query)
-		if err != nil {
+	rows, err := db.Query(query)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for rows.Next() {
+		var id, ns, name, plugin, state, acc, att string
+		var capacity, readers, writers int64
+		if err := rows.Scan(&id, &ns, &name, &plugin, &state, &acc, &att, &capacity, &readers, &writers); err != nil {
 			b.Fatal(err)
 		}
-		n := 0
-		for rows.Next() {
-			var id, ns, name, plugin, state, acc, att string
-			var capacity, readers, writers int64
-			if err := rows.Scan(&id, &ns, &name, &plugin, &state, &acc, &att, &capacity, &readers, &writers); err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
-		if err := rows.Close(); err != nil || n != 10_000 {
-			b.Fatalf("%d rows, %v", n, err)
-		}
+		n++
 	}
+	if err := rows.Close(); err != nil || n != 10_000 {
+		b.Fatalf("%d rows, %v", n, err)
+	}
+}
+
+// BenchmarkVolumeStatusVsFloor10k runs, in each iteration, the floor once, `volctl volume
+// status` once and `volctl volume status --json` once, so the three see the same load, and
+// reports each one's wall time per op and the ratios to the floor. The processes' CPU time
+// (user + system, from the kernel) is reported too: on a shared machine it moves less.
+// BENCHMARKS.md quotes this one:
+//
+//	go test ./cmd/volctl -run '^$' -bench VolumeStatusVsFloor -benchtime 10x -count 3
+func BenchmarkVolumeStatusVsFloor10k(b *testing.B) {
+	state := seedVolumes(b, 10_000)
+	db := openFloorDB(b, state)
+	volumeStatusFloor(b, db) // the page cache warm for both sides
+	var floor, table, js, tableCPU, jsCPU time.Duration
+	for b.Loop() {
+		start := time.Now()
+		volumeStatusFloor(b, db)
+		floor += time.Since(start)
+		// The floor's garbage collected now, not on the other core while volctl runs.
+		b.StopTimer()
+		runtime.GC()
+		b.StartTimer()
+		w, c := timeVolctl(b, state, "volume", "status", "--json")
+		js, jsCPU = js+w, jsCPU+c
+		w, c = timeVolctl(b, state, "volume", "status")
+		table, tableCPU = table+w, tableCPU+c
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(floor.Nanoseconds())/n, "floor-ns/op")
+	b.ReportMetric(float64(table.Nanoseconds())/n, "status-ns/op")
+	b.ReportMetric(float64(js.Nanoseconds())/n, "json-ns/op")
+	b.ReportMetric(float64(tableCPU.Nanoseconds())/n, "status-cpu-ns/op")
+	b.ReportMetric(float64(jsCPU.Nanoseconds())/n, "json-cpu-ns/op")
+	b.ReportMetric(float64(table)/float64(floor), "status/floor")
+	b.ReportMetric(float64(js)/float64(floor), "json/floor")
 }
 
 // BenchmarkClaimReleaseThroughput runs claim and release as volctl processes, one after the
@@ -89,4 +140,117 @@ func BenchmarkClaimReleaseThroughput(b *testing.B) {
 			b.ReportMetric(lifecycles/total.Seconds(), "lifecycles/s")
 		})
 	}
+}
+
+// BenchmarkClaimReleaseVsBareClient measures `volctl volume claim` and `volctl volume release`
+// as processes against a bare CSI client process doing the same RPCs (internal/csi/csitest/
+// bareclient: NodeStage + NodePublish, NodeUnpublish + NodeUnstage), both against volctl's own
+// plugin served as a separate process (`volctl plugin serve hostpath`, real bind mounts), each
+// on its own volume. Every iteration runs the four processes once, interleaved, and reports
+// each one's wall and CPU time and the ratios volctl/bare. BENCHMARKS.md quotes it:
+//
+//	go test ./cmd/volctl -run '^$' -bench ClaimReleaseVsBareClient -benchtime 50x -count 3
+func BenchmarkClaimReleaseVsBareClient(b *testing.B) {
+	hostpathtest.RequireMount(b)
+	volctl, bare := benchVolctl(b), benchBuild(b, "../../internal/csi/csitest/bareclient")
+	dir := hostpathtest.MountDir(b)
+	socket, state := filepath.Join(dir, "hp.sock"), filepath.Join(dir, "state")
+	plugin := exec.Command(volctl, "plugin", "serve", "hostpath", "--socket", socket,
+		"--root", filepath.Join(dir, "root"), "--node-id", "n1")
+	plugin.Stderr = &limitedBuffer{}
+	if err := plugin.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = plugin.Process.Signal(syscall.SIGTERM)
+		_ = plugin.Wait()
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(socket); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the plugin did not make its socket %s within 30 s: %s", socket, plugin.Stderr.(*limitedBuffer).b)
+		}
+	}
+	runVolctl(b, state, "plugin", "register", "--id", "hp", "--socket", socket)
+	runVolctl(b, state, "volume", "create", writeVolumeSpec(b, "v", spec.SingleNodeWriter))
+	runVolctl(b, state, "volume", "create", writeVolumeSpec(b, "bare", spec.SingleNodeWriter))
+	var ext strings.Builder
+	cmd := volctlCmd(b, state, "volume", "status", "bare", "-t", "{{.external_id}}")
+	cmd.Stdout = &ext
+	if err := cmd.Run(); err != nil {
+		b.Fatal(err)
+	}
+	bareArgs := []string{"-socket", socket, "-volume", ext.String(),
+		"-staging", filepath.Join(dir, "bare-staging"), "-target", filepath.Join(dir, "bare-target")}
+	runBare := func(op string) (wall, cpu time.Duration) {
+		cmd := exec.Command(bare, append(bareArgs, op)...)
+		out := &limitedBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("bareclient %s: %v\n%s", op, err, out.b)
+		}
+		return time.Since(start), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	var t [4]struct{ wall, cpu time.Duration }
+	add := func(i int, wall, cpu time.Duration) { t[i].wall += wall; t[i].cpu += cpu }
+	volctlOp := func(op string) (time.Duration, time.Duration) {
+		return timeVolctl(b, state, "volume", op, "v", "--alloc", "a")
+	}
+	for b.Loop() {
+		w, c := volctlOp("claim")
+		add(0, w, c)
+		w, c = runBare("claim")
+		add(1, w, c)
+		w, c = volctlOp("release")
+		add(2, w, c)
+		w, c = runBare("release")
+		add(3, w, c)
+	}
+	n := float64(b.N)
+	for i, name := range []string{"claim", "bare-claim", "release", "bare-release"} {
+		b.ReportMetric(float64(t[i].wall.Nanoseconds())/n, name+"-ns/op")
+		b.ReportMetric(float64(t[i].cpu.Nanoseconds())/n, name+"-cpu-ns/op")
+	}
+	b.ReportMetric(float64(t[0].wall)/float64(t[1].wall), "claim/bare")
+	b.ReportMetric(float64(t[2].wall)/float64(t[3].wall), "release/bare")
+	b.ReportMetric(float64(t[0].cpu)/float64(t[1].cpu), "claim-cpu/bare")
+	b.ReportMetric(float64(t[2].cpu)/float64(t[3].cpu), "release-cpu/bare")
+}
+
+// BenchmarkStartupVsBareClient measures start-up: `volctl version` (fork, exec, package
+// initialisation, the command tree, one line printed) against internal/csi/csitest/bareclient
+// doing nothing (the gRPC and CSI packages initialised, a client built, no RPC), both built as
+// the release is, interleaved:
+//
+//	go test ./cmd/volctl -run '^$' -bench StartupVsBareClient -benchtime 200x -count 3
+func BenchmarkStartupVsBareClient(b *testing.B) {
+	volctl, bare := benchVolctl(b), benchBuild(b, "../../internal/csi/csitest/bareclient")
+	socket := filepath.Join(b.TempDir(), "none.sock")
+	run := func(name string, args ...string) (wall, cpu time.Duration) {
+		cmd := exec.Command(name, args...)
+		out := &limitedBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("%s %v: %v\n%s", name, args, err, out.b)
+		}
+		return time.Since(start), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	var vw, vc, bw, bc time.Duration
+	for b.Loop() {
+		w, c := run(volctl, "version")
+		vw, vc = vw+w, vc+c
+		w, c = run(bare, "-socket", socket, "start")
+		bw, bc = bw+w, bc+c
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(vw.Nanoseconds())/n, "volctl-ns/op")
+	b.ReportMetric(float64(bw.Nanoseconds())/n, "bare-ns/op")
+	b.ReportMetric(float64(vc.Nanoseconds())/n, "volctl-cpu-ns/op")
+	b.ReportMetric(float64(bc.Nanoseconds())/n, "bare-cpu-ns/op")
+	b.ReportMetric(float64(vw)/float64(bw), "volctl/bare")
+	b.ReportMetric(float64(vc)/float64(bc), "volctl-cpu/bare")
 }

@@ -41,7 +41,7 @@ const failpointsTag = "volctl_failpoints"
 // buildVolctl builds this package's volctl with the given build tags into a temp dir of the
 // test and returns the binary's path. The go command is the one running the tests (go test
 // puts its GOROOT/bin first in $PATH).
-func buildVolctl(t *testing.T, tags ...string) string {
+func buildVolctl(t testing.TB, tags ...string) string {
 	t.Helper()
 	gocmd, err := exec.LookPath("go")
 	if err != nil {

@@ -21,6 +21,7 @@ func run() int {
 	defer stop()
 	f := cli.NewFactory(iostreams.System())
 	err := cli.NewRootCmd(f).ExecuteContext(ctx)
+	err = f.RedactError(ctx, err)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

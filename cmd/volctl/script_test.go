@@ -26,9 +26,20 @@ func TestMain(m *testing.M) {
 	// atexit_sleep_ms). The tests here start hundreds of volctl processes; the ones they start
 	// inherit this and exit at once. (It does not change this process: GORACE is read at start.)
 	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	testscript.Main(m, map[string]func(){
+	testscript.Main(cleanBench{m}, map[string]func(){
 		"volctl": func() { os.Exit(run()) },
 	})
+}
+
+// cleanBench removes the volctl the benchmarks built (benchVolctl) once the tests have run.
+type cleanBench struct{ m *testing.M }
+
+func (c cleanBench) Run() int {
+	code := c.m.Run()
+	if bench.dir != "" {
+		os.RemoveAll(bench.dir)
+	}
+	return code
 }
 
 // TestScripts runs testdata/script/*.txtar against the real command.

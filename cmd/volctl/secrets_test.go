@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/muesli/termenv"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
@@ -44,7 +46,9 @@ import (
 // request, secrets and all. The in-memory plugin also echoes, in every error of every RPC,
 // every secret and mount flag it has ever been sent (csitest.Faults.Echo): the errors of RPCs
 // that carry none (NodeUnpublishVolume, NodeUnstageVolume) hold them too, and are stored as the
-// claim's last error and in events. Nothing any command prints may hold a sentinel; nor may
+// claim's last error and in events. It echoes them in the data it returns too (echoInData: a
+// volume's context, publish_context, its version and manifest), and the Nomad API echoes them
+// in its copy of sv3. Nothing any command prints may hold a sentinel; nor may
 // the dashboard's views, the agent's log, the logs of the plugins it supervises, or the -v log
 // of the hostpath plugin.
 func TestSecretsNeverLeak(t *testing.T) {
@@ -121,7 +125,7 @@ func newLeakEnv(t *testing.T) *leakEnv {
 		leaky: &leakyFaults{}, echo: csitest.NewFaults(), mounts: hostpathtest.CanMount() == nil,
 	}
 	e.sentinels = []string{e.secret, e.flag, e.env}
-	e.nomadAddr = leakyNomad(t)
+	e.nomadAddr = leakyNomad(t, e.sentinels)
 	t.Cleanup(func() {
 		if err := hostpath.UnmountAll(dir); err != nil {
 			t.Error(err)
@@ -137,7 +141,7 @@ func newLeakEnv(t *testing.T) *leakEnv {
 		mem.AddVolume(csi.Volume{ID: id, CapacityBytes: 1 << 20})
 	}
 	e.echo.Echo()
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(e.echo.Interceptor(), e.leaky.interceptor))
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(echoInData(e.echo), e.echo.Interceptor(), e.leaky.interceptor))
 	mem.Register(srv)
 	lis, err := net.Listen("unix", filepath.Join(dir, "mem.sock"))
 	if err != nil {
@@ -301,12 +305,46 @@ func leakCases(e *leakEnv) []leakCase {
 		{cmd: "nomad register", args: []string{"sv", "--force"}, code: 1, want: "refused the registration"},
 		{cmd: "nomad register", args: []string{"sv", "--dry-run"}, want: "Would register"},
 		{cmd: "nomad status", args: []string{"sv"}, json: true, want: "sv"},
+		{cmd: "nomad status", args: []string{"sv3"}, json: true, want: "sv3"},
 		{cmd: "nomad release", args: []string{"sv"}, want: "not handed over"},
 
 		{cmd: "tui", code: 1, want: "needs a terminal"},
 		{cmd: "quickstart", code: mountCode, want: "quickstart"},
 		{cmd: "agent", args: []string{"--config", "agent-bad.hcl"}, code: 2, want: "agent-bad.hcl"},
 		{cmd: "agent", run: (*leakEnv).runAgent, only: []variant{verbose, asJSON}}, // asJSON: --log-format json
+	}
+}
+
+// echoInData makes the mem plugin echo, in the data it returns rather than in errors, every
+// secret and mount flag it was ever sent: in a created volume's context, in the
+// publish_context of ControllerPublishVolume, and in its vendor_version and manifest. volctl
+// keeps that data raw (it goes back to the plugin) and prints it: scrubbed.
+func echoInData(f *csitest.Faults) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := handler(ctx, req)
+		if err != nil {
+			return resp, err
+		}
+		seen := strings.Join(f.Seen(), " ")
+		if seen == "" {
+			return resp, err
+		}
+		switch r := resp.(type) {
+		case *csipb.CreateVolumeResponse:
+			if r.Volume.VolumeContext == nil {
+				r.Volume.VolumeContext = map[string]string{}
+			}
+			r.Volume.VolumeContext["echo"] = seen
+		case *csipb.ControllerPublishVolumeResponse:
+			if r.PublishContext == nil {
+				r.PublishContext = map[string]string{}
+			}
+			r.PublishContext["echo"] = seen
+		case *csipb.GetPluginInfoResponse:
+			r.VendorVersion += " " + seen
+			r.Manifest = map[string]string{"echo": seen}
+		}
+		return resp, err
 	}
 }
 
@@ -755,12 +793,18 @@ func (e *leakEnv) groupSpec(name string, count int, extra string) string {
 
 // leakyNomad serves the part of Nomad's HTTP API the nomad commands use: every plugin healthy,
 // no volume registered, and a registration refused with the whole request echoed back.
-func leakyNomad(t *testing.T) string {
+func leakyNomad(t *testing.T, sentinels []string) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/v1/plugin/csi/"):
 			id := strings.TrimPrefix(r.URL.Path, "/v1/plugin/csi/")
 			fmt.Fprintf(w, `{"ID":%q,"NodesHealthy":1,"NodesExpected":1}`, id)
+		case r.URL.Path == "/v1/volume/csi/sv3" && r.Method == http.MethodGet:
+			// Nomad's copy of a volume holds what the plugin told Nomad: the echo too (of the
+			// volume secret and mount flag; the plugin env value is gone from the state by now).
+			echo := strings.Join(sentinels[:2], " ")
+			json.NewEncoder(w).Encode(map[string]any{"ID": "sv3", "Namespace": "default", "PluginID": "mem",
+				"Provider": "mem " + echo, "ExternalID": "vol-" + echo, "Context": map[string]string{"echo": echo}})
 		case strings.HasPrefix(r.URL.Path, "/v1/volume/csi/") && r.Method == http.MethodGet:
 			http.Error(w, "volume not found", http.StatusNotFound)
 		default:

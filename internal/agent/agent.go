@@ -158,6 +158,9 @@ func New(cfg Config) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// The agent logs what the engine words from plugin data (reconcile's problems, a
+	// plugin's name): no secret a plugin echoed there may reach the log.
+	log = cfg.Engine.RedactLogger(log)
 	now := cfg.Now
 	if now == nil {
 		now = time.Now

@@ -106,6 +106,10 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 	}
 	evs = slices.DeleteFunc(evs, func(ev engine.EventInfo) bool { return ev.At.Before(since) })
 	slices.Reverse(evs) // oldest first, as a log reads
+	// Messages the engine worded from data a plugin returned (an external ID, a topology).
+	if err := redactOutput(ctx, e, nil, &evs); err != nil {
+		return fmt.Errorf("events: %w", err)
+	}
 
 	out := bufio.NewWriter(opts.IO.Out)
 	defer flush(out, &err)
@@ -163,6 +167,9 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 		}
 		slices.Reverse(evs)
 		last = evs[len(evs)-1].ID
+		if err := redactOutput(ctx, e, nil, &evs); err != nil {
+			return fmt.Errorf("events: %w", err)
+		}
 		if err := w.write(evs, false); err != nil {
 			return err
 		}

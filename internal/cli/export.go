@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -178,6 +179,17 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		if info.ID != id {
 			// Volume resolves prefixes; an export names volumes exactly.
 			return fmt.Errorf("export nomad: volume %q not found (did you mean %q?)", id, info.ID)
+		}
+		if !opts.IncludeSecrets && len(info.Context) > 0 {
+			// The plugin's context is written as it gave it, but a plugin may have echoed a
+			// secret into it: without --include-secrets that is a placeholder like the others.
+			raw := maps.Clone(info.Context)
+			if err := e.RedactValue(ctx, &info.Context); err != nil {
+				return fmt.Errorf("export nomad: volume %q: reading the state to keep secrets out of its context: %w", info.ID, err)
+			}
+			if !maps.Equal(raw, info.Context) {
+				notes = append(notes, fmt.Sprintf("volume %q: its context holds a secret value (its plugin echoed it there), written as %s; use --include-secrets to write it", info.ID, nomad.SecretPlaceholder))
+			}
 		}
 		infos = append(infos, info)
 		data, n := nomad.VolumeFile(nomad.RegisterSpec(info), opts.IncludeSecrets)

@@ -76,6 +76,9 @@ func groupRunRun(ctx context.Context, opts *GroupRunOptions) error {
 	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
 	info, runErr := e.RunGroup(pctx, *g)
 	done()
+	if err := redactOutput(ctx, e, nil, &info); err != nil {
+		return fmt.Errorf("group run: %w", err)
+	}
 	out := bufio.NewWriter(opts.IO.Out)
 	if opts.Exporter.Enabled() {
 		err = opts.Exporter.Write(out, info)
@@ -188,6 +191,9 @@ func groupStatusRun(ctx context.Context, opts *GroupStatusOptions) (err error) {
 		return err
 	}
 	groups, err := e.Groups(ctx, opts.Name)
+	if err == nil {
+		err = redactOutput(ctx, e, nil, &groups)
+	}
 	if err != nil {
 		return fmt.Errorf("group status: %w", err)
 	}

@@ -179,6 +179,9 @@ func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
 			regErr = err
 			break
 		}
+		if err := redactOutput(ctx, e, nil, &info); err != nil {
+			return fmt.Errorf("plugin register: %w", err)
+		}
 		infos = append(infos, info)
 		if !opts.Exporter.Enabled() {
 			fmt.Fprintln(opts.IO.Out, pluginRegisteredLine(info))

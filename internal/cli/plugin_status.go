@@ -59,6 +59,9 @@ func pluginStatusRun(ctx context.Context, opts *PluginStatusOptions) error {
 		return err
 	}
 	plugins, err := e.PluginStatus(ctx, opts.ID)
+	if err == nil {
+		err = redactOutput(ctx, e, nil, &plugins)
+	}
 	if err != nil {
 		return fmt.Errorf("plugin status: %w", err)
 	}

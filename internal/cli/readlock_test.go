@@ -53,6 +53,9 @@ func TestReadCommandsDoNotWaitForWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.mem.SetReady(&ready)
+	if _, err := h.e.CreateSnapshot(h.ctx, "db", "snap1", nil); err != nil {
+		t.Fatal(err)
+	}
 	holdWriteLock(t, h.state)
 
 	var engines []*engine.Engine
@@ -91,6 +94,14 @@ func TestReadCommandsDoNotWaitForWriters(t *testing.T) {
 		{"plugin status mem --json", func(ctx context.Context, ios *iostreams.IOStreams) error {
 			return pluginStatusRun(ctx, &PluginStatusOptions{IO: ios, Engine: openEngine, Now: nowFunc, ID: "mem", Exporter: exportFlags{JSON: true}})
 		}, []string{`"healthy": true`, `"ready": true`, `"provider": "mem.csi.volctl.test"`}},
+		// The plugin is asked for its snapshots on a new connection, whose fingerprint is not
+		// worth waiting for the lock to record.
+		{"volume snapshot list", func(ctx context.Context, ios *iostreams.IOStreams) error {
+			return snapshotListRun(ctx, &SnapshotListOptions{IO: ios, Engine: openEngine, Now: nowFunc})
+		}, []string{"snap1"}},
+		{"volume snapshot list --plugin mem --json", func(ctx context.Context, ios *iostreams.IOStreams) error {
+			return snapshotListRun(ctx, &SnapshotListOptions{IO: ios, Engine: openEngine, Now: nowFunc, PluginID: "mem", Exporter: exportFlags{JSON: true}})
+		}, []string{`"name": "snap1"`}},
 		{"group status --json", func(ctx context.Context, ios *iostreams.IOStreams) error {
 			return groupStatusRun(ctx, &GroupStatusOptions{IO: ios, Engine: openEngine, Now: nowFunc, Exporter: exportFlags{JSON: true}})
 		}, []string{"[]"}},
@@ -108,6 +119,9 @@ func TestReadCommandsDoNotWaitForWriters(t *testing.T) {
 				if !strings.Contains(out.String(), w) {
 					t.Errorf("output lacks %q:\n%s", w, out)
 				}
+			}
+			if strings.Contains(errOut.String(), "records only") {
+				t.Errorf("the plugin was not asked for lack of the write lock:\n%s", errOut)
 			}
 		})
 	}

@@ -60,6 +60,9 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 	if rep.Problems == nil {
 		rep.Problems = []engine.ReconcileAction{}
 	}
+	if err := redactOutput(ctx, e, nil, &rep); err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
 	out := bufio.NewWriter(opts.IO.Out)
 	if opts.Exporter.Enabled() {
 		err = opts.Exporter.Write(out, rep)

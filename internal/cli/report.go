@@ -1,6 +1,9 @@
 package cli
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+)
 
 // Report prints a command's error to stderr (unless already shown) and returns the exit code.
 func (f *Factory) Report(err error) int {
@@ -9,3 +12,31 @@ func (f *Factory) Report(err error) int {
 	}
 	return ExitCode(err)
 }
+
+// RedactError returns err with every secret value and mount flag the state holds replaced by
+// [REDACTED] in its text (engine.Redactor), its kind kept for ExitCode. Plugin messages are
+// scrubbed as they arrive, but the engine also words errors from data a plugin returned (its
+// node ID, a volume's topology), and a hostile plugin may have echoed a secret there. Call it
+// before Close: it reads the state only when there is an error and the command opened it.
+func (f *Factory) RedactError(ctx context.Context, err error) error {
+	if err == nil || f.engine == nil {
+		return err
+	}
+	redact, rerr := f.engine.Redactor(context.WithoutCancel(ctx))
+	if rerr != nil {
+		return &redactedError{err: err, msg: fmt.Sprintf("the error is withheld: reading the state to redact secrets from it: %v", rerr)}
+	}
+	if msg := redact(err.Error()); msg != err.Error() {
+		return &redactedError{err: err, msg: msg}
+	}
+	return err
+}
+
+// redactedError is an error shown with other text, that still unwraps to itself.
+type redactedError struct {
+	err error
+	msg string
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }

@@ -127,6 +127,9 @@ func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
 		}
 	}
 	sum.Claims.Unsettled = len(sum.UnsettledClaims)
+	if err := redactOutput(ctx, e, nil, &sum); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
 
 	out := bufio.NewWriter(opts.IO.Out)
 	defer flush(out, &err)

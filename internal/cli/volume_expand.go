@@ -94,6 +94,9 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 		return err
 	}
 	if opts.Exporter.Enabled() {
+		if err := redactOutput(ctx, e, nil, &v); err != nil {
+			return fmt.Errorf("volume expand: %w", err)
+		}
 		return opts.Exporter.Write(opts.IO.Out, v)
 	}
 	switch {

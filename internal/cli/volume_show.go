@@ -19,12 +19,20 @@ import (
 
 // writeVolumeTable prints the volume list: one row per volume, no per-volume lookups.
 func writeVolumeTable(out io.Writer, vols []engine.VolumeSummary) error {
-	t := newTable(out, "ID", "NAME", "PLUGIN", "SCHEDULABLE", "ACCESS MODE", "CLAIMS")
+	t := newVolumeTable(out)
 	t.rows = slices.Grow(t.rows, len(vols))
-	for _, v := range vols {
-		t.row(v.ID, v.Name, v.PluginID, schedulableCell(v), string(v.AccessMode), claimsCell(v))
+	for i := range vols {
+		addVolumeRow(t, &vols[i])
 	}
 	return t.render()
+}
+
+func newVolumeTable(out io.Writer) *table {
+	return newTable(out, "ID", "NAME", "PLUGIN", "SCHEDULABLE", "ACCESS MODE", "CLAIMS")
+}
+
+func addVolumeRow(t *table, v *engine.VolumeSummary) {
+	t.row(v.ID, v.Name, v.PluginID, schedulableCell(*v), string(v.AccessMode), claimsCell(*v))
 }
 
 // schedulableCell is "yes", or "no: " and why a volume cannot take claims (engine.Schedulability).

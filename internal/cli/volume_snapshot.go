@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -94,6 +96,9 @@ func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) error {
 	done()
 	if err != nil {
 		return err
+	}
+	if err := redactOutput(ctx, e, nil, &s); err != nil {
+		return fmt.Errorf("snapshot create: %w", err)
 	}
 	if opts.Exporter.Enabled() {
 		return opts.Exporter.Write(opts.IO.Out, s)
@@ -209,6 +214,10 @@ func snapshotListRun(ctx context.Context, opts *SnapshotListOptions) error {
 	list, err := e.ListSnapshots(ctx, opts.PluginID, secrets)
 	if err != nil {
 		return err
+	}
+	// The secrets given here are not in the state: scrub them too.
+	if err := redactOutput(ctx, e, slices.Collect(maps.Values(secrets)), &list); err != nil {
+		return fmt.Errorf("snapshot list: %w", err)
 	}
 	for _, w := range list.Warnings {
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)

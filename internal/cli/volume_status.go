@@ -67,6 +67,27 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 	out := bufio.NewWriterSize(opts.IO.Out, 64<<10)
 	defer flush(out, &err)
 	if opts.ID == "" {
+		if opts.Exporter.JSON && opts.Exporter.Template == "" {
+			if err := writeVolumeListJSON(ctx, out, e); err != nil {
+				return fmt.Errorf("volume status: %w", err)
+			}
+			return nil
+		}
+		if !opts.Exporter.Enabled() {
+			// The table's cells straight from the rows, without the list in between.
+			t := newVolumeTable(out)
+			err := e.EachVolume(ctx, func(v *engine.VolumeSummary) error {
+				addVolumeRow(t, v)
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("volume status: %w", err)
+			}
+			if len(t.rows) == 1 {
+				return writeVolumeList(out, opts.IO, &opts.Exporter, nil)
+			}
+			return t.render()
+		}
 		vols, err := e.Volumes(ctx)
 		if err != nil {
 			return fmt.Errorf("volume status: %w", err)
@@ -82,6 +103,9 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 		return withCode(ExitUsage, fmt.Errorf("volume status: %w; give more of the ID", err))
 	}
 	if err != nil {
+		return fmt.Errorf("volume status: %w", err)
+	}
+	if err := redactOutput(ctx, e, nil, &info); err != nil {
 		return fmt.Errorf("volume status: %w", err)
 	}
 	if opts.Exporter.Enabled() {

@@ -122,10 +122,17 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 		}
 		infos = append(infos, info)
 		if !opts.Exporter.Enabled() {
-			fmt.Fprintln(out, volumeSubmittedLine(opts.Verb, info, existing))
+			line := volumeSubmittedLine(opts.Verb, info, existing)
+			if err := redactOutput(ctx, e, nil, &line); err != nil {
+				return fmt.Errorf("%s: %w", command, err)
+			}
+			fmt.Fprintln(out, line)
 		}
 	}
 	if opts.Exporter.Enabled() {
+		if err := redactOutput(ctx, e, nil, &infos); err != nil {
+			return fmt.Errorf("%s: %w", command, err)
+		}
 		if err := opts.Exporter.Write(out, infos); err != nil {
 			return err
 		}

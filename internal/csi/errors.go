@@ -388,14 +388,18 @@ const minScrubLen = 3
 // another is not left half shown, and also as a plugin that prints its request would show it,
 // quoted by Go, by protobuf's text form or by JSON (quotes, backslashes and control characters
 // escaped).
-func scrub(msg string, sensitive []string) string {
+func scrub(msg string, sensitive []string) string { return Scrubber(sensitive)(msg) }
+
+// Scrubber is scrub with the forms of the values worked out once, for many texts: the engine
+// scrubs with it what it prints of data a plugin returned (engine.Redactor).
+func Scrubber(sensitive []string) func(string) string {
 	var forms []string
 	for _, s := range sensitive {
 		if len(s) < minScrubLen {
 			continue
 		}
 		forms = append(forms, s)
-		for _, q := range []string{strconv.Quote(s), strconv.QuoteToASCII(s), jsonQuote(s)} {
+		for _, q := range []string{strconv.Quote(s), strconv.QuoteToASCII(s), jsonQuote(s), jsonQuoteNoHTML(s)} {
 			if inner := q[1 : len(q)-1]; inner != s {
 				forms = append(forms, inner)
 			}
@@ -407,12 +411,15 @@ func scrub(msg string, sensitive []string) string {
 		}
 		return strings.Compare(a, b)
 	})
-	for _, f := range slices.Compact(forms) {
-		if strings.Contains(msg, f) {
-			msg = strings.ReplaceAll(msg, f, "[REDACTED]")
+	forms = slices.Compact(forms)
+	return func(msg string) string {
+		for _, f := range forms {
+			if strings.Contains(msg, f) {
+				msg = strings.ReplaceAll(msg, f, "[REDACTED]")
+			}
 		}
+		return msg
 	}
-	return msg
 }
 
 // jsonQuote is s as a JSON string, quotes included.
@@ -422,6 +429,18 @@ func jsonQuote(s string) string {
 		return strconv.Quote(s)
 	}
 	return string(b)
+}
+
+// jsonQuoteNoHTML is s as JSON without HTML escaping ('<', '>', '&' as they are), as protojson
+// and volctl's own --json write it.
+func jsonQuoteNoHTML(s string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return strconv.Quote(s)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // hint says what a person can do about code from rpc, following the error tables of the

@@ -14,6 +14,7 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -269,4 +270,23 @@ func jsonString(t *testing.T, s string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A secret with a control character and one of < > & is written by protojson (a plugin
+// echoing its request) and by volctl's own --json as JSON without HTML escaping:
+// "ctl\u0001<x>", neither Go's quoting nor json.Marshal's ("ctl\u0001\u003cx\u003e").
+func TestScrubJSONWithoutHTMLEscaping(t *testing.T) {
+	secret := "ctl\x01<x>&y"
+	req := &csipb.NodeStageVolumeRequest{Secrets: map[string]string{"k": secret}}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(map[string]string{"k": secret}); err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range []string{protojson.Format(req), b.String()} {
+		if got := csi.Scrubber([]string{secret})(msg); !strings.Contains(got, "[REDACTED]") || strings.Contains(got, "<x>&y") {
+			t.Errorf("not scrubbed: %s", got)
+		}
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -132,20 +131,30 @@ func (e *Engine) unbind(cl *store.Claim) error {
 	return nil
 }
 
-// forceUnmount detaches whatever is mounted at path (volctl's own target and staging paths,
-// when a forced detach runs without the plugin). Lazy (MNT_DETACH), because a plugin that is
-// gone may have left the mount busy, and a forced detach must not stop for that.
-func forceUnmount(path string) error {
+// forceUnmount detaches whatever is mounted at path, one of volctl's own target and staging
+// paths below the state dir (root), when a forced detach runs without the plugin. Lazy
+// (MNT_DETACH), because a plugin that is gone may have left the mount busy, and a forced
+// detach must not stop for that. The path is opened as bind opens it, without following a
+// symlink planted in the state dir, and unmounted through its parent's descriptor: a link in
+// place of publish/<alloc> must not make root unmount what is mounted where it points.
+func forceUnmount(root, path string) error {
 	for {
-		mounted, err := mountinfo.Mounted(path)
-		if errors.Is(err, os.ErrNotExist) || (err == nil && !mounted) {
+		p, err := openNoFollow(root, path, createNothing)
+		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return err
 		}
-		if err := unix.Unmount(path, unix.MNT_DETACH); err != nil {
-			return fmt.Errorf("unmount %s: %w", path, err)
+		mounted, err := p.mounted()
+		if err == nil && mounted {
+			if err = p.unmount(unix.MNT_DETACH); err != nil {
+				err = fmt.Errorf("unmount %s: %w", path, err)
+			}
+		}
+		p.close()
+		if err != nil || !mounted {
+			return err
 		}
 	}
 }

@@ -8,28 +8,36 @@ import (
 )
 
 // TestCommitsPerLifecycle pins what a claim and its release cost in the store when each runs in
-// a new process (a new Engine that connects to the plugin and fingerprints it again): how many
-// commits wait for the disk and how many do not. docs/architecture.md (Checkpoints) asks for every state change to be
+// a new process (a new Engine that connects to the plugin): how many commits wait for the disk
+// and how many do not. docs/architecture.md (Checkpoints) asks for every state change to be
 // committed before the next RPC; only the commits a power loss must not undo are durable. A
 // change that adds a commit, or makes a progress commit durable, fails here and has to say why.
 func TestCommitsPerLifecycle(t *testing.T) {
 	for _, tt := range []struct {
 		name           string
 		attach         bool
+		restart        bool // the plugin restarts before each operation: a new socket file
 		claim, release store.Stats
 	}{
-		// Claim: admission, with the intents for what follows (durable); then the fingerprint,
-		// the staging and the publication (progress). Release: the release request (durable);
-		// then the fingerprint, the unpublication, and the unstaging with the claim freed
-		// (progress). No reads outside those transactions.
-		{name: "node only", claim: store.Stats{DurableWrites: 1, ProgressWrites: 3},
-			release: store.Stats{DurableWrites: 1, ProgressWrites: 3}},
+		// Claim: admission, with the intents for what follows (durable); then the staging and
+		// the publication (progress). Release: the release request (durable); then the
+		// unpublication, and the unstaging with the claim freed (progress). No reads outside
+		// those transactions. The plugin has not restarted since its fingerprint was stored,
+		// so the new process reuses it and records nothing for it.
+		{name: "node only", claim: store.Stats{DurableWrites: 1, ProgressWrites: 2},
+			release: store.Stats{DurableWrites: 1, ProgressWrites: 2}},
 		// With a controller, the attach and detach intents ride in the durable admission and
 		// release request (a power loss does not undo an attachment on the storage side), and
 		// each controller RPC's result is one more progress commit: replaying the RPC from the
 		// intent is safe, as CSI makes it idempotent.
-		{name: "controller attach", attach: true, claim: store.Stats{DurableWrites: 1, ProgressWrites: 4},
-			release: store.Stats{DurableWrites: 1, ProgressWrites: 4}},
+		{name: "controller attach", attach: true, claim: store.Stats{DurableWrites: 1, ProgressWrites: 3},
+			release: store.Stats{DurableWrites: 1, ProgressWrites: 3}},
+		// A plugin that restarted is fingerprinted again, and the new fingerprint is one more
+		// progress commit.
+		{name: "node only, plugin restarted", restart: true, claim: store.Stats{DurableWrites: 1, ProgressWrites: 3},
+			release: store.Stats{DurableWrites: 1, ProgressWrites: 3}},
+		{name: "controller attach, plugin restarted", attach: true, restart: true,
+			claim: store.Stats{DurableWrites: 1, ProgressWrites: 4}, release: store.Stats{DurableWrites: 1, ProgressWrites: 4}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, func(c *csitest.MemConfig) {
@@ -38,6 +46,10 @@ func TestCommitsPerLifecycle(t *testing.T) {
 			h.create(volume("db"))
 			measure := func(what string, want store.Stats, op func()) {
 				t.Helper()
+				if tt.restart {
+					h.stopServe()
+					h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
+				}
 				h.open(Config{})
 				op()
 				if got := h.e.store.Stats(); got != want {

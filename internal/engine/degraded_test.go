@@ -118,7 +118,7 @@ func TestRestoreWithThePluginDownMarksTheClaimDegraded(t *testing.T) {
 	h.mounts.markGone(cl.TargetPath)
 	h.mounts.markGone(st.StagingPath)
 	h.open(Config{}) // a new process: no cached connection
-	h.faults.FailAlways(csi.RPCGetPluginInfo, codes.Unavailable)
+	h.stopServe()    // the plugin is not back yet: its socket is gone
 
 	for pass := 1; pass <= 2; pass++ {
 		if rep, err := h.e.Reconcile(h.ctx); err == nil || len(rep.Problems) != 1 {
@@ -136,7 +136,7 @@ func TestRestoreWithThePluginDownMarksTheClaimDegraded(t *testing.T) {
 		t.Fatalf("second writer while the restore waits for the plugin = %v; want a conflict naming the degraded claim", err)
 	}
 
-	h.faults.Clear()
+	h.serveAgain(t)
 	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Actions) != 1 || rep.Actions[0].Kind != "restored" {
 		t.Fatalf("reconcile once the plugin is back = %+v, %v; want the claim restored", rep, err)
 	}

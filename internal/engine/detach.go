@@ -47,6 +47,13 @@ func (e *Engine) Detach(ctx context.Context, volumeID string, force bool) (Detac
 		if claims, err = tx.Claims().ByVolume(volumeID); err != nil {
 			return err
 		}
+		if len(claims) == 0 {
+			// Nothing of volctl's to detach: what is attached belongs to Nomad's allocs, and
+			// a forced detach's controller unpublish would pull it from under them.
+			if err := refuseHandedOver(tx, volumeID); err != nil {
+				return err
+			}
+		}
 		for i := range claims {
 			if !claims[i].Releasing {
 				claims[i].Releasing = true
@@ -101,7 +108,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		if err := e.unbind(&cl); err != nil {
 			warn("alloc %q: %v", cl.Alloc, err)
 		}
-		if err := forceUnmount(cl.TargetPath); err != nil {
+		if err := forceUnmount(e.cfg.StateDir, e.realPath(cl.TargetPath)); err != nil {
 			warn("alloc %q: %v", cl.Alloc, err)
 		}
 		e.locks.removeEmptyDirs(ctx, e.realPath(cl.TargetPath), filepath.Join(e.cfg.StateDir, publishDir))
@@ -111,7 +118,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		warn("reading the staging: %v", err)
 	}
 	if hasStaging && st.StagingPath != "" {
-		if err := forceUnmount(st.StagingPath); err != nil {
+		if err := forceUnmount(e.cfg.StateDir, e.realPath(st.StagingPath)); err != nil {
 			warn("%v", err)
 		}
 		e.locks.removeEmptyDirs(ctx, e.realPath(st.StagingPath), filepath.Join(e.cfg.StateDir, stagingDir))

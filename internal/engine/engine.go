@@ -20,6 +20,7 @@ import (
 
 	"github.com/volctl/volctl/internal/backoff"
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -135,7 +136,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		return nil, err
 	}
-	return &Engine{cfg: cfg, store: st, ownsStore: owns, locks: locks, log: cfg.Logger, linkDir: linkDir, conns: map[string]*conn{}}, nil
+	e := &Engine{cfg: cfg, store: st, ownsStore: owns, locks: locks, log: cfg.Logger, linkDir: linkDir, conns: map[string]*conn{}}
+	e.log = e.RedactLogger(cfg.Logger) // what the engine words from plugin data may hold an echoed secret
+	return e, nil
 }
 
 // realDir is dir made absolute with every symlink in it resolved.
@@ -231,6 +234,21 @@ func (e *Engine) secretValues(ctx context.Context) ([]string, error) {
 	return out, err
 }
 
+// Redactor returns a function that scrubs every secret value and mount flag the state holds
+// (as secretValues) from text about to be printed. Plugin messages are scrubbed as they
+// arrive, but data a plugin returns is kept raw, because it is sent back to the plugin or to
+// Nomad as it came (a volume_context, a publish_context, a volume or snapshot ID), and
+// printed too (with its identity and node ID): a plugin that echoes a secret there must not
+// get it printed. Commands pass their whole output through it.
+// extra are values to scrub beside them (secrets given on the command line).
+func (e *Engine) Redactor(ctx context.Context, extra ...string) (func(string) string, error) {
+	values, err := e.secretValues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return csi.Scrubber(append(values, extra...)), nil
+}
+
 // pluginTimeouts are the per-RPC timeouts a plugin's client runs with: the engine's, with the
 // plugin's own timeout, when it has one, for the long RPCs. retry needs them too, to tell an
 // attempt cut off by its timeout from a plugin that answered DEADLINE_EXCEEDED itself.
@@ -246,7 +264,9 @@ func pluginTimeouts(p store.Plugin, defaults csi.Timeouts) csi.Timeouts {
 
 // conn is a connected, fingerprinted plugin. Its fingerprint is only trusted while the
 // plugin's sockets are the same files: a restarted plugin recreates its socket, and then the
-// engine reconnects and fingerprints again, so capabilities never outlive a restart.
+// engine reconnects and fingerprints again, so capabilities never outlive a restart. The
+// socket files' identity is stored with the fingerprint, so a new process connecting to the
+// same plugin instance reuses it without an RPC (reusableFingerprint).
 type conn struct {
 	plugin  store.Plugin
 	client  Plugin
@@ -349,6 +369,14 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 	if err != nil {
 		return nil, err
 	}
+	if fp := reusableFingerprint(p, ids); fp != nil {
+		// The plugin instance this process (or an earlier one) fingerprinted is still the one
+		// on the sockets: its fingerprint stands, passed checkIdentity when it was taken, and
+		// is in the store already. Dialling sent nothing: no RPC, no commit.
+		c = &conn{plugin: p, client: client, fp: fp, sockets: ids, timeouts: pluginTimeouts(p, e.cfg.Timeouts)}
+		c.fpRecorded.Store(true)
+		return e.cache(c), nil
+	}
 	fp, err := client.Fingerprint(ctx)
 	if err != nil {
 		_ = client.Close()
@@ -360,28 +388,83 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 	}
 	c = &conn{plugin: p, client: client, fp: fp, sockets: ids, timeouts: pluginTimeouts(p, e.cfg.Timeouts)}
 	if record {
-		// The stored fingerprint is what status and the dashboard show; nothing decides on it,
-		// since every connection fingerprints the plugin again. So it is committed as progress:
-		// a power loss that undoes it costs a stale display until the next connection, and
-		// every command that connects to a plugin is spared a wait for the disk.
+		// The stored fingerprint is what status and the dashboard show, and what the next
+		// process reuses while the socket files are the ones recorded with it. It is committed
+		// as progress: a power loss that undoes it leaves the previous record, whose socket
+		// identity (from before the loss: the plugin's socket is made anew after a reboot)
+		// makes the next connection fingerprint again; and every command that connects to a
+		// plugin is spared a wait for the disk.
 		if err := e.store.UpdateProgress(ctx, func(tx *store.Tx) error {
 			if err := e.noteCapabilityChange(tx, p.ID, fp); err != nil {
 				return err
 			}
-			return tx.Plugins().SetFingerprint(p.ID, fingerprintToStore(fp, e.cfg.Now()))
+			return tx.Plugins().SetFingerprint(p.ID, c.storedFingerprint(e.cfg.Now()))
 		}); err != nil {
 			_ = client.Close()
 			return nil, err
 		}
 		c.fpRecorded.Store(true)
 	}
+	return e.cache(c), nil
+}
+
+// cache keeps c as the plugin's connection and returns the one to use: another goroutine's,
+// made meanwhile to the same plugin instance and maybe in use already (reconcile restores
+// volumes in parallel), wins, and c is closed instead of it.
+func (e *Engine) cache(c *conn) *conn {
 	e.mu.Lock()
-	if old := e.conns[p.ID]; old != nil {
+	defer e.mu.Unlock()
+	if old := e.conns[c.plugin.ID]; old != nil {
+		if sameSockets(old.sockets, c.sockets) && old.plugin.UpdatedAt.Equal(c.plugin.UpdatedAt) {
+			_ = c.client.Close()
+			return old
+		}
 		_ = old.client.Close()
 	}
-	e.conns[p.ID] = c
-	e.mu.Unlock()
-	return c, nil
+	e.conns[c.plugin.ID] = c
+	return c
+}
+
+// storedFingerprint is c's fingerprint as the store keeps it, with the identity of the
+// socket files it was taken through.
+func (c *conn) storedFingerprint(now time.Time) store.Fingerprint {
+	fp := fingerprintToStore(c.fp, now)
+	for _, s := range c.sockets {
+		fp.Sockets = append(fp.Sockets, store.SocketIdentity{Path: s.path, Dev: s.dev, Inode: s.inode, CtimeNs: s.ctime})
+	}
+	return fp
+}
+
+// reusableFingerprint returns the plugin's stored fingerprint when it was taken through the
+// very socket files on its paths now (same device, inode and change time: a plugin that
+// restarts makes a new file, which a stat tells apart without an RPC), else nil and the
+// caller fingerprints the plugin again — and checks its driver against the registered one.
+// Every socket must match, so split sockets cannot pair a new instance with an old one.
+func reusableFingerprint(p store.Plugin, ids []socketID) *csi.Fingerprint {
+	sf := p.Fingerprint
+	if sf.At.IsZero() || sf.Provider == "" || len(sf.Sockets) != len(ids) {
+		return nil
+	}
+	for i, s := range sf.Sockets {
+		if ids[i].inode == 0 || (socketID{path: s.Path, dev: s.Dev, inode: s.Inode, ctime: s.CtimeNs}) != ids[i] {
+			return nil
+		}
+	}
+	sp := p.Spec()
+	cfg := csi.ConfigFromSpec(&sp)
+	fp := &csi.Fingerprint{Provider: sf.Provider, Version: sf.Version, NodeID: sf.NodeID, MaxVolumes: sf.MaxVolumes}
+	fp.Capabilities.Plugin = csi.ParsePluginCapabilities(sf.PluginCaps)
+	// As csi.Client.Fingerprint decides which services it fingerprinted.
+	if fp.Capabilities.Plugin.ControllerService && cfg.ControllerSocket != "" {
+		fp.Capabilities.Controller, fp.Controller = csi.ParseControllerCapabilities(sf.ControllerCaps), true
+	}
+	if cfg.NodeSocket != "" {
+		fp.Capabilities.Node, fp.Node = csi.ParseNodeCapabilities(sf.NodeCaps), true
+		if sf.Topology != nil {
+			fp.AccessibleTopology = &spec.Topology{Segments: sf.Topology}
+		}
+	}
+	return fp
 }
 
 // checkIdentity refuses a plugin that is not the driver registered under p's ID: another

@@ -62,6 +62,11 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		}
 		return e.Volume(ctx, v.ID)
 	}
+	// A volume handed over to Nomad is grown through Nomad, not behind its back (the lock is
+	// held, so no handover can start meanwhile).
+	if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseHandedOver(tx, v.ID) }); err != nil {
+		return fail(err)
+	}
 	ctrl, node := c.fp.Controller && c.fp.Capabilities.Controller.ExpandVolume, c.fp.Node && c.fp.Capabilities.Node.ExpandVolume
 	if !ctrl && !node {
 		return fail(invalidf("plugin %q cannot expand volumes (no EXPAND_VOLUME capability)", v.PluginID))

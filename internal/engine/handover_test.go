@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -162,5 +163,50 @@ func TestHandedOverVolumeStatusSaysSo(t *testing.T) {
 	}
 	if v, err := h.e.Volume(h.ctx, "db"); err != nil || v.Handover != nil || !v.Schedulability().OK() {
 		t.Fatalf("taken back: handover %+v, schedulability %v, err %v", v.Handover, v.Schedulability(), err)
+	}
+}
+
+// While a volume is handed over, volctl does not act on it as an orchestrator behind Nomad's
+// back: it does not grow it (expand, or a create or register asking for more) and a detach,
+// forced or not, does not unpublish it from this node, where Nomad's allocs may be using it.
+// Snapshots stay allowed: they neither claim nor change the volume.
+func TestHandedOverVolumeIsNotExpandedOrDetached(t *testing.T) {
+	h := newHarness(t, nil)
+	sv := volume("db", capab(spec.SingleNodeWriter))
+	sv.CapacityMin = 1 << 20
+	h.create(sv)
+	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
+	if _, err := h.e.HandOver(h.ctx, "db", to, false); err != nil {
+		t.Fatal(err)
+	}
+	handedOver := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "handed over to Nomad at http://127.0.0.1:4646") {
+			t.Errorf("%s of a handed-over volume: %v, want a conflict naming the Nomad address", what, err)
+		}
+	}
+	_, err := h.e.ExpandVolume(h.ctx, "db", 4<<20, 0)
+	handedOver("expand", err)
+	bigger := sv
+	bigger.CapacityMin = 8 << 20
+	_, err = h.e.CreateVolume(h.ctx, bigger)
+	handedOver("a create asking for more", err)
+	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+		t.Errorf("the same create again (nothing to do): %v", err)
+	}
+	for _, force := range []bool{false, true} {
+		_, err = h.e.Detach(h.ctx, "db", force)
+		handedOver(fmt.Sprintf("detach (force %v)", force), err)
+	}
+	if _, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil); err != nil {
+		t.Errorf("snapshot of a handed-over volume: %v", err)
+	}
+	for _, rpc := range []string{"ControllerExpandVolume", "NodeExpandVolume", "ControllerUnpublishVolume"} {
+		if n := h.faults.Calls(rpc); n != 0 {
+			t.Errorf("%s sent %d time(s) for a volume handed over to Nomad", rpc, n)
+		}
+	}
+	if v, _ := h.e.Volume(h.ctx, "db"); v.RequestedMin != 1<<20 {
+		t.Errorf("the refused create recorded a new size: %d", v.RequestedMin)
 	}
 }

@@ -3,8 +3,11 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -87,8 +90,23 @@ func (l *locker) removeEmptyDirs(ctx context.Context, path, root string) {
 	}
 	defer unlock()
 	for p := path; p != root && len(p) > len(root); p = filepath.Dir(p) {
-		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+		if err := removeEmptyDir(filepath.Dir(root), p); err != nil && !os.IsNotExist(err) {
 			return
 		}
 	}
+}
+
+// removeEmptyDir removes the empty directory path below root through its parent's descriptor,
+// reached without following a symlink (nofollow.go): a link planted in place of one of its
+// parents must not make root remove a directory elsewhere. A symlink is an error.
+func removeEmptyDir(root, path string) error {
+	d, err := openNoFollow(root, path, createNothing)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	if d.parent < 0 {
+		return fmt.Errorf("%s: will not remove the walk's root", path)
+	}
+	return unix.Unlinkat(d.parent, d.name, unix.AT_REMOVEDIR)
 }

@@ -58,7 +58,7 @@ func (e *Engine) RegisterPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo
 			if err := e.noteCapabilityChange(tx, p.ID, fp); err != nil {
 				return err
 			}
-			if err := tx.Plugins().SetFingerprint(p.ID, fingerprintToStore(fp, now)); err != nil {
+			if err := tx.Plugins().SetFingerprint(p.ID, c.storedFingerprint(now)); err != nil {
 				return err
 			}
 		}
@@ -302,7 +302,7 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 	} else {
 		r.health = e.probe(ctx, c)
 		if !c.fpRecorded.Load() {
-			fp := fingerprintToStore(c.fp, e.cfg.Now())
+			fp := c.storedFingerprint(e.cfg.Now())
 			r.fp = &fp
 		}
 		if !r.health.Healthy {

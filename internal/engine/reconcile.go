@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/volctl/volctl/internal/store"
 )
@@ -130,6 +131,7 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 type reconcilePass struct {
 	mounted   map[string]bool          // the mount table, read once for the pass
 	stagingOf map[string]store.Staging // the staging rows by volume, as listed
+	mu        sync.Mutex               // restaged, written by restore's workers
 	restaged  map[string]bool          // volumes staged again in this pass
 }
 
@@ -137,7 +139,10 @@ type reconcilePass struct {
 // mounted (a reboot), and this pass has not staged it again.
 func (p *reconcilePass) stagingLost(volumeID string) bool {
 	st := p.stagingOf[volumeID]
-	return !p.restaged[volumeID] && st.Staged && st.StagingPath != "" && !p.mounted[st.StagingPath]
+	p.mu.Lock()
+	restaged := p.restaged[volumeID]
+	p.mu.Unlock()
+	return !restaged && st.Staged && st.StagingPath != "" && !p.mounted[st.StagingPath]
 }
 
 // noteRestaged records a volume whose lost staging a claim was driven or restored onto as
@@ -145,7 +150,9 @@ func (p *reconcilePass) stagingLost(volumeID string) bool {
 // capability, which a plugin may refuse).
 func (e *Engine) noteRestaged(ctx context.Context, p *reconcilePass, volumeID string) {
 	if st, ok, err := e.getStaging(ctx, volumeID); err == nil && ok && st.Staged {
+		p.mu.Lock()
 		p.restaged[volumeID] = true
+		p.mu.Unlock()
 	}
 }
 
@@ -327,26 +334,74 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 // began and has been run again since.
 var errGroupRunAgain = errors.New("its group was run again")
 
+// restoreWorkers bounds how many volumes a reconcile pass restores at once.
+const restoreWorkers = 8
+
 // restore re-stages and re-publishes published claims whose target is no longer mounted,
-// judged by the mount table read once for the whole pass.
+// judged by the mount table read once for the whole pass. Volumes are independent (each has
+// its own lock, staging and claims), so up to restoreWorkers of them are restored at once; a
+// volume's claims are restored one after the other, in the listed order, by one worker, so the
+// lost-staging rule (one re-stage per volume per pass) sees them as a sequential pass did. The
+// report lists the results in the listed order whatever order they finished in.
 func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []store.Claim, pass *reconcilePass) {
-	for _, cl := range published {
-		if pass.mounted[cl.TargetPath] {
-			if err := e.settleMounted(ctx, cl); err != nil && !errors.Is(err, ErrNotFound) {
-				rep.problem(cl.VolumeID, cl.Alloc, err)
+	type result struct {
+		err      error
+		restored bool
+	}
+	results := make([]result, len(published))
+	var volumes []string
+	byVolume := map[string][]int{}
+	for i, cl := range published {
+		if _, ok := byVolume[cl.VolumeID]; !ok {
+			volumes = append(volumes, cl.VolumeID)
+		}
+		byVolume[cl.VolumeID] = append(byVolume[cl.VolumeID], i)
+	}
+	restoreVolume := func(idx []int) {
+		for _, i := range idx {
+			cl := published[i]
+			if pass.mounted[cl.TargetPath] {
+				if err := e.settleMounted(ctx, cl); err != nil && !errors.Is(err, ErrNotFound) {
+					results[i].err = err
+				}
+				continue
 			}
-			continue
+			lost := pass.stagingLost(cl.VolumeID)
+			err := e.restoreClaim(ctx, cl, lost, pass.mounted)
+			if lost {
+				e.noteRestaged(ctx, pass, cl.VolumeID)
+			}
+			switch {
+			case errors.Is(err, ErrNotFound):
+			case err != nil:
+				results[i].err = fmt.Errorf("restore claim %q for alloc %q: %w (the claim stays held; the next reconcile restores it)", cl.VolumeID, cl.Alloc, err)
+			default:
+				results[i].restored = true
+			}
 		}
-		lost := pass.stagingLost(cl.VolumeID)
-		err := e.restoreClaim(ctx, cl, lost, pass.mounted)
-		if lost {
-			e.noteRestaged(ctx, pass, cl.VolumeID)
-		}
+	}
+	next := make(chan []int)
+	var wg sync.WaitGroup
+	for range min(restoreWorkers, len(volumes)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for idx := range next {
+				restoreVolume(idx)
+			}
+		}()
+	}
+	for _, v := range volumes {
+		next <- byVolume[v]
+	}
+	close(next)
+	wg.Wait()
+	for i, r := range results {
+		cl := published[i]
 		switch {
-		case errors.Is(err, ErrNotFound):
-		case err != nil:
-			rep.problem(cl.VolumeID, cl.Alloc, fmt.Errorf("restore claim %q for alloc %q: %w (the claim stays held; the next reconcile restores it)", cl.VolumeID, cl.Alloc, err))
-		default:
+		case r.err != nil:
+			rep.problem(cl.VolumeID, cl.Alloc, r.err)
+		case r.restored:
 			rep.did("restored", cl.VolumeID, cl.Alloc, "restored claim %q for alloc %q at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
 		}
 	}

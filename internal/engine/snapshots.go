@@ -537,7 +537,9 @@ func pluginVolumeSecrets(pluginID string, vols []store.Volume) (spec.Secrets, st
 // was not (fully) listed; a plugin without a controller service is skipped quietly unless
 // the caller cares about it (it was named, or volctl has records of it).
 func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares bool, secrets spec.Secrets) (snaps []csi.Snapshot, why string) {
-	c, err := e.connectPlugin(ctx, p, true)
+	// Not recorded: listing is a read, and must not wait behind another process's write for a
+	// fingerprint that is only shown (the next connection that writes records it).
+	c, err := e.connectPlugin(ctx, p, false)
 	if err != nil {
 		return nil, err.Error()
 	}

@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -179,5 +182,75 @@ func TestPathsRecordedThroughASymlinkStillMatch(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(a.TargetPath)); !os.IsNotExist(err) {
 		t.Errorf("the old claim's publish dir was left behind: %v", err)
+	}
+}
+
+// TestForcedDetachDoesNotFollowPlantedSymlinks: a forced detach unmounts volctl's own target
+// and staging paths itself. With a symlink planted in the state dir in place of a claim's
+// publish directory (or the volume's staging directory), pointing at a directory that holds a
+// mount at the same name, the unmount must not follow it: what is mounted elsewhere stays.
+func TestForcedDetachDoesNotFollowPlantedSymlinks(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	cl := h.claim(ClaimRequest{VolumeID: "db", Alloc: "a1"})
+	st, ok := h.staging("db")
+	if !ok || st.StagingPath == "" {
+		t.Fatal("the claim left no staging")
+	}
+	elsewhere := hostpathtest.MountDir(t)
+	for i, p := range []string{cl.TargetPath, st.StagingPath} {
+		// victim/<i>/<last name> is a mount point; the path's parent becomes a link to victim/<i>.
+		victim := filepath.Join(elsewhere, fmt.Sprint(i))
+		target := filepath.Join(victim, filepath.Base(p))
+		if err := os.MkdirAll(target, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mount("tmpfs", target, "tmpfs", 0, ""); err != nil {
+			t.Fatal(err)
+		}
+		parent := h.e.realPath(filepath.Dir(p))
+		if err := os.RemoveAll(parent); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(victim, parent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := h.e.Detach(h.ctx, "db", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range []string{cl.TargetPath, st.StagingPath} {
+		if target := filepath.Join(elsewhere, fmt.Sprint(i), filepath.Base(p)); !hostpathtest.Mounted(t, target) {
+			t.Errorf("a forced detach followed a symlink planted in the state dir and unmounted %s (warnings %q)", target, res.Warnings)
+		}
+	}
+	if !strings.Contains(strings.Join(res.Warnings, "\n"), "is a symlink") {
+		t.Errorf("the forced detach does not say it found a symlink: %q", res.Warnings)
+	}
+
+	// Tidying up after it does not remove, through such a link, an empty directory elsewhere.
+	if err := os.Remove(h.e.realPath(filepath.Dir(st.StagingPath))); err != nil { // the planted link
+		t.Fatal(err)
+	}
+	h.create(volume("db2", capab(spec.SingleNodeWriter)))
+	cl = h.claim(ClaimRequest{VolumeID: "db2", Alloc: "a2"})
+	victim := filepath.Join(elsewhere, "empty")
+	if err := os.MkdirAll(filepath.Join(victim, filepath.Base(cl.TargetPath)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	parent := h.e.realPath(filepath.Dir(cl.TargetPath))
+	if err := os.RemoveAll(parent); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, parent); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Detach(h.ctx, "db2", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(victim, filepath.Base(cl.TargetPath))); err != nil {
+		t.Errorf("a forced detach removed a directory through a symlink planted in the state dir: %v", err)
 	}
 }

@@ -14,32 +14,42 @@ import (
 // one query for the volumes and their claim counts and one for the plugins' health, whatever
 // the number of volumes.
 func (e *Engine) Volumes(ctx context.Context) ([]VolumeSummary, error) {
-	var out []VolumeSummary
-	err := e.store.View(ctx, func(tx *store.Tx) error {
-		briefs, err := tx.Volumes().Briefs()
-		if err != nil {
-			return err
-		}
+	out := []VolumeSummary{}
+	err := e.EachVolume(ctx, func(v *VolumeSummary) error {
+		out = append(out, *v)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// EachVolume is Volumes streamed: fn sees each volume, in ID order, as its row is read, so a
+// list of 10,000 volumes is written out without being built first. v is reused between
+// calls (copy what you keep). fn runs inside the read's snapshot, which never holds up a
+// writer: it must not call the engine. An error from fn stops the list and is returned.
+func (e *Engine) EachVolume(ctx context.Context, fn func(v *VolumeSummary) error) error {
+	return e.store.View(ctx, func(tx *store.Tx) error {
 		plugins, err := tx.Plugins().List()
 		if err != nil {
 			return err
 		}
-		healthy := map[string]bool{}
+		healthy := make(map[string]bool, len(plugins))
 		for _, p := range plugins {
 			healthy[p.ID] = p.Health.Healthy
 		}
-		out = make([]VolumeSummary, 0, len(briefs))
-		for _, b := range briefs {
-			out = append(out, VolumeSummary{
+		var v VolumeSummary
+		return tx.Volumes().EachBrief(func(b *store.VolumeBrief) error {
+			v = VolumeSummary{
 				ID: b.ID, Namespace: b.Namespace, Name: b.Name, PluginID: b.PluginID, State: string(b.State),
 				Schedulable: b.State == store.VolumeReady && healthy[b.PluginID],
 				AccessMode:  b.AccessMode, AttachmentMode: b.AttachmentMode, CapacityBytes: b.CapacityBytes,
 				ReadClaims: b.ReadClaims, WriteClaims: b.WriteClaims, Unsettled: b.Unsettled,
-			})
-		}
-		return nil
+			}
+			return fn(&v)
+		})
 	})
-	return out, err
 }
 
 func volumeSummary(v store.Volume, claims []store.Claim, pluginHealthy bool) VolumeSummary {

@@ -34,6 +34,17 @@ type Fingerprint struct {
 	MaxVolumes     int64
 	Topology       map[string]string // the node's accessible topology segments
 	At             time.Time         // zero: never fingerprinted
+	// Sockets identify the socket files the fingerprint was taken through (nil: unknown).
+	Sockets []SocketIdentity
+}
+
+// SocketIdentity identifies one socket file: a plugin that restarts makes a new file, with
+// another inode or change time, even on the same path.
+type SocketIdentity struct {
+	Path    string `json:"path"`
+	Dev     uint64 `json:"dev"`
+	Inode   uint64 `json:"inode"`
+	CtimeNs int64  `json:"ctime_ns"`
 }
 
 // Health is the result of the last Probe.
@@ -85,17 +96,17 @@ type plugins struct{ tx *Tx }
 
 const pluginColumns = `id, type, socket, controller_socket, node_socket, timeout_ns, exec,
 	provider, version, plugin_caps, controller_caps, node_caps, node_id, max_volumes, topology, fingerprinted_at,
-	healthy, ready, probe_latency_ns, last_error, probed_at, created_at, updated_at`
+	fingerprint_sockets, healthy, ready, probe_latency_ns, last_error, probed_at, created_at, updated_at`
 
 func scanPlugin(sc scanner) (Plugin, error) {
 	var (
 		p                                    Plugin
-		exec, pcaps, ccaps, ncaps, topo      sql.NullString
+		exec, pcaps, ccaps, ncaps, topo, fs  sql.NullString
 		timeout, fpAt, latency, probed, c, u int64
 	)
 	err := sc.Scan(&p.ID, &p.Type, &p.Socket, &p.ControllerSocket, &p.NodeSocket, &timeout, &exec,
 		&p.Fingerprint.Provider, &p.Fingerprint.Version, &pcaps, &ccaps, &ncaps, &p.Fingerprint.NodeID,
-		&p.Fingerprint.MaxVolumes, &topo, &fpAt,
+		&p.Fingerprint.MaxVolumes, &topo, &fpAt, &fs,
 		&p.Health.Healthy, &p.Health.Ready, &latency, &p.Health.LastError, &probed, &c, &u)
 	if err != nil {
 		return Plugin{}, err
@@ -105,7 +116,7 @@ func scanPlugin(sc scanner) (Plugin, error) {
 		col sql.NullString
 		dst any
 	}{{exec, &er}, {pcaps, &p.Fingerprint.PluginCaps}, {ccaps, &p.Fingerprint.ControllerCaps},
-		{ncaps, &p.Fingerprint.NodeCaps}, {topo, &p.Fingerprint.Topology}} {
+		{ncaps, &p.Fingerprint.NodeCaps}, {topo, &p.Fingerprint.Topology}, {fs, &p.Fingerprint.Sockets}} {
 		if err := decJSON(d.col, d.dst); err != nil {
 			return Plugin{}, fmt.Errorf("plugin %q: decode: %w", p.ID, err)
 		}
@@ -173,8 +184,8 @@ func (ps plugins) SetFingerprint(id string, fp Fingerprint) error {
 	if fp.At.IsZero() {
 		fp.At = ps.tx.now()
 	}
-	var cols [4]any
-	for i, v := range []any{fp.PluginCaps, fp.ControllerCaps, fp.NodeCaps, fp.Topology} {
+	var cols [5]any
+	for i, v := range []any{fp.PluginCaps, fp.ControllerCaps, fp.NodeCaps, fp.Topology, fp.Sockets} {
 		var err error
 		if cols[i], err = encJSON(v); err != nil {
 			return fmt.Errorf("%s: encode fingerprint: %w", what, err)
@@ -182,10 +193,10 @@ func (ps plugins) SetFingerprint(id string, fp Fingerprint) error {
 	}
 	res, err := ps.tx.exec(`
 		UPDATE plugins SET provider = ?, version = ?, plugin_caps = ?, controller_caps = ?, node_caps = ?,
-			node_id = ?, max_volumes = ?, topology = ?, fingerprinted_at = ?
+			node_id = ?, max_volumes = ?, topology = ?, fingerprinted_at = ?, fingerprint_sockets = ?
 		WHERE id = ?`,
 		fp.Provider, fp.Version, cols[0], cols[1], cols[2], fp.NodeID, fp.MaxVolumes, cols[3],
-		encTime(fp.At), id)
+		encTime(fp.At), cols[4], id)
 	return affected(res, err, what, "")
 }
 

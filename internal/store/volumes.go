@@ -99,6 +99,9 @@ type VolumeStore interface {
 	// Briefs lists every volume's list fields with its live claims counted, ordered by ID, in
 	// one query that decodes none of the JSON columns: what a list of 10,000 volumes needs.
 	Briefs() ([]VolumeBrief, error)
+	// EachBrief is Briefs streamed: fn sees each row as it is read (b is reused: copy what
+	// it keeps), so a list is written out without building it first.
+	EachBrief(fn func(b *VolumeBrief) error) error
 	// CountByPlugin counts the volumes that name a plugin.
 	CountByPlugin(pluginID string) (int, error)
 	// SetNodeExpansion records the NodeExpandVolume owed to this node for a volume (min 0: none),
@@ -212,6 +215,20 @@ type VolumeBrief struct {
 }
 
 func (vs volumes) Briefs() ([]VolumeBrief, error) {
+	out := []VolumeBrief{}
+	err := vs.EachBrief(func(b *VolumeBrief) error {
+		out = append(out, *b)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// EachBrief streams the volumes' briefs in ID order to fn, one row at a time (b is reused
+// between calls: copy what you keep). An error from fn stops the read and is returned as is.
+func (vs volumes) EachBrief(fn func(b *VolumeBrief) error) (err error) {
 	// The claim counts are a join on claims' (volume_id, alloc) unique index; "unsettled" is
 	// the negation of Claim.AtRest.
 	rows, err := vs.tx.query(`SELECT v.id, v.namespace, v.name, v.plugin_id, v.state, v.access_mode,
@@ -220,16 +237,44 @@ func (vs volumes) Briefs() ([]VolumeBrief, error) {
 		COALESCE(SUM(c.id IS NOT NULL AND NOT (c.state = 'published' AND c.releasing = 0 AND c.needs_reconcile = 0)), 0)
 		FROM volumes v LEFT JOIN claims c ON c.volume_id = v.id
 		GROUP BY v.id ORDER BY v.id`)
-	out, err := collect(rows, err, func(sc scanner) (VolumeBrief, error) {
-		var b VolumeBrief
-		err := sc.Scan(&b.ID, &b.Namespace, &b.Name, &b.PluginID, &b.State, &b.AccessMode, &b.AttachmentMode,
-			&b.CapacityBytes, &b.ReadClaims, &b.WriteClaims, &b.Unsettled)
-		return b, err
-	})
 	if err != nil {
-		return nil, fmt.Errorf("volume list: %w", mapBusy(err))
+		return fmt.Errorf("volume list: %w", mapBusy(err))
 	}
-	return out, nil
+	defer func() {
+		if cerr := rows.close(); err == nil && cerr != nil {
+			err = fmt.Errorf("volume list: %w", mapBusy(cerr))
+		}
+	}()
+	// Scanned into *string and any, the destinations database/sql assigns without reflection
+	// (an *int or a named string type goes through reflect and, for integers, a decimal
+	// string and back): this is the list of every volume, 10,000 rows and more.
+	var (
+		b                          VolumeBrief
+		state, access, attachment  string
+		capacity, rd, wr, unsettle any
+	)
+	for rows.rows.Next() {
+		if err := rows.rows.Scan(&b.ID, &b.Namespace, &b.Name, &b.PluginID, &state, &access, &attachment,
+			&capacity, &rd, &wr, &unsettle); err != nil {
+			return fmt.Errorf("volume list: %w", err)
+		}
+		b.State, b.AccessMode, b.AttachmentMode = VolumeState(state), spec.AccessMode(access), spec.AttachmentMode(attachment)
+		b.CapacityBytes = anyInt64(capacity)
+		b.ReadClaims, b.WriteClaims, b.Unsettled = int(anyInt64(rd)), int(anyInt64(wr)), int(anyInt64(unsettle))
+		if err := fn(&b); err != nil {
+			return err
+		}
+	}
+	if err := rows.c.check(rows.rows.Err()); err != nil {
+		return fmt.Errorf("volume list: %w", mapBusy(err))
+	}
+	return nil
+}
+
+// anyInt64 is an INTEGER column scanned into an any: int64, or nil for NULL (0).
+func anyInt64(v any) int64 {
+	n, _ := v.(int64)
+	return n
 }
 
 func (vs volumes) ByPrefix(prefix string) ([]Volume, error) {

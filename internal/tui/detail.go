@@ -44,6 +44,9 @@ type volumeMsg struct {
 func loadVolume(ctx context.Context, eng Engine, id string) tea.Cmd {
 	return func() tea.Msg {
 		v, err := eng.Volume(ctx, id)
+		if err == nil {
+			err = redacted(ctx, eng, &v)
+		}
 		return volumeMsg{id: id, info: v, err: err}
 	}
 }

@@ -66,6 +66,9 @@ func (l *live) read() tea.Cmd {
 	seq, ctx, eng, n, now := l.seq, l.ctx, l.eng, l.events, l.c.Now
 	return func() tea.Msg {
 		d, err := eng.Dashboard(ctx, n)
+		if err == nil {
+			err = redacted(ctx, eng, &d)
+		}
 		if err != nil {
 			return dashboardMsg{seq: seq, err: err}
 		}

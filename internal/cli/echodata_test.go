@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// TestPluginDataEchoingSecretsRedacted plays a plugin that echoes a volume's secret not in an
+// error but in the data it returns: the volume_context of CreateVolume, the publish_context of
+// ControllerPublishVolume, and its identity (vendor_version, manifest) and node ID. volctl keeps
+// those raw (it sends them back to the plugin), but no known secret value may appear where they
+// are printed: volume status and status in text, --json and -t, plugin register and status,
+// snapshot create and list (the plugin's snapshot IDs, and a --secret given on the command
+// line), and errors volctl words from such data (a topology the node does not have).
+func TestPluginDataEchoingSecretsRedacted(t *testing.T) {
+	const secret = "echodata-s3cret-91c2"
+	const listSecret = "listsecret-91c2"
+	ctx := context.Background()
+	cfg := csitest.DefaultMemConfig()
+	cfg.Version = "1.0-" + secret
+	cfg.Manifest = map[string]string{"echo": secret}
+	cfg.NodeID = "node-" + secret
+	cfg.PublishContext = map[string]string{"echo": secret}
+	mem := csitest.NewMemPlugin(cfg)
+	echoCtx := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := handler(ctx, req)
+		if r, ok := resp.(*csipb.CreateVolumeResponse); ok && err == nil {
+			for k, v := range req.(*csipb.CreateVolumeRequest).GetSecrets() {
+				if k == "insecure" {
+					continue
+				}
+				r.Volume.VolumeContext = map[string]string{"echo": "ctx:" + v}
+				if k == "topo" {
+					r.Volume.AccessibleTopology = []*csipb.Topology{{Segments: map[string]string{"zone": v}}}
+				}
+			}
+		}
+		if r, ok := resp.(*csipb.CreateSnapshotResponse); ok && err == nil {
+			for _, v := range req.(*csipb.CreateSnapshotRequest).GetSecrets() {
+				r.Snapshot.SnapshotId += "-" + v
+			}
+		}
+		if r, ok := resp.(*csipb.ListSnapshotsResponse); ok && err == nil {
+			for _, v := range req.(*csipb.ListSnapshotsRequest).GetSecrets() {
+				for _, e := range r.Entries {
+					e.Snapshot.SnapshotId += "-" + v
+				}
+			}
+		}
+		return resp, err
+	}
+	socket, _ := csitest.Serve(t, csitest.WithServer(mem), csitest.WithInterceptor(echoCtx))
+	e, err := engine.Open(ctx, engine.Config{StateDir: filepath.Join(t.TempDir(), "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	eng := func(context.Context) (*engine.Engine, error) { return e, nil }
+	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
+		// "true" too: a short secret equal to a JSON literal must not break the JSON.
+		Secrets:      spec.Secrets{"token": secret, "insecure": "true"},
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "a1"}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := e.Volume(ctx, "db"); err != nil || !strings.Contains(v.Context["echo"], secret) {
+		t.Fatalf("the plugin did not echo the secret into the volume context (%v, %v): the test does not test anything", v.Context, err)
+	}
+	exporters := map[string]exportFlags{
+		"text": {}, "--json": {JSON: true}, "-t": {Template: `{{printf "%v" .}}`},
+	}
+	check := func(what string, out ...fmt.Stringer) {
+		t.Helper()
+		for _, o := range out {
+			if s := o.String(); strings.Contains(s, secret) || strings.Contains(s, listSecret) {
+				t.Errorf("%s shows the secret a plugin echoed in its data:\n%s", what, s)
+			}
+		}
+	}
+	for name, x := range exporters {
+		ios, _, out, errOut := iostreams.Test()
+		if err := pluginRegisterRun(ctx, &PluginRegisterOptions{IO: ios, Engine: eng, ID: "mem", Type: "monolith", Socket: socket, Exporter: x}); err != nil {
+			t.Fatal(err)
+		}
+		check("plugin register "+name, out, errOut)
+		ios, _, out, errOut = iostreams.Test()
+		if err := snapshotCreateRun(ctx, &SnapshotCreateOptions{IO: ios, Engine: eng, VolumeID: "db", Name: "s-" + name, Exporter: x}); err != nil {
+			t.Fatal(err)
+		}
+		check("snapshot create "+name, out, errOut)
+		ios, _, out, errOut = iostreams.Test()
+		if err := snapshotListRun(ctx, &SnapshotListOptions{IO: ios, Engine: eng, Now: nowFunc, PluginID: "mem", Secrets: []string{"k=" + listSecret}, Exporter: x}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "[REDACTED]") {
+			t.Errorf("snapshot list %s: the plugin did not echo the --secret into its snapshot IDs:\n%s", name, out)
+		}
+		check("snapshot list "+name, out, errOut)
+	}
+
+	// export nomad writes the context as the plugin gave it only with --include-secrets.
+	for _, include := range []bool{false, true} {
+		dir := t.TempDir()
+		ios, _, out, errOut := iostreams.Test()
+		if err := exportNomadRun(ctx, &ExportNomadOptions{IO: ios, Engine: eng, Volumes: []string{"db"}, OutDir: dir, IncludeSecrets: include}); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("export nomad (include secrets %v)", include), out, errOut)
+		b, err := os.ReadFile(filepath.Join(dir, "volume-db.hcl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(b), "ctx:"+secret); got != include {
+			t.Errorf("export nomad (include secrets %v): the file holds the context the plugin echoed the secret into: %v\n%s", include, got, b)
+		}
+	}
+
+	// A volume whose plugin reports the secret as its topology: the claim is refused in words
+	// that name the topology; the error as volctl prints it must not hold the secret.
+	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "topo", Name: "topo", Type: "csi", PluginID: "mem",
+		Secrets:      spec.Secrets{"topo": secret},
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, claimErr := e.Claim(ctx, engine.ClaimRequest{VolumeID: "topo", Alloc: "a2"})
+	if claimErr == nil || !strings.Contains(claimErr.Error(), secret) {
+		t.Fatalf("claim of topo = %v: want the refusal naming the echoed topology, or the test tests nothing", claimErr)
+	}
+	ios, _, _, errOut := iostreams.Test()
+	f := NewFactory(ios)
+	f.engine = e
+	code := f.Report(f.RedactError(ctx, claimErr))
+	f.engine = nil // closed by the cleanup
+	if want := ExitCode(claimErr); code != want {
+		t.Errorf("exit code %d after redaction, want %d", code, want)
+	}
+	check("the claim's error", errOut)
+
+	// The event log holds what the engine said, and the volume's creation with its external ID.
+	for name, x := range exporters {
+		ios, _, out, errOut := iostreams.Test()
+		if err := eventsRun(ctx, &EventsOptions{IO: ios, Engine: eng, Now: nowFunc, Exporter: x}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "topo") {
+			t.Errorf("events %s: the log does not show the topo volume:\n%s", name, out)
+		}
+		check("events "+name, out, errOut)
+	}
+
+	for name, x := range exporters {
+		for _, id := range []string{"db", ""} {
+			ios, _, out, errOut := iostreams.Test()
+			if err := statusRun(ctx, &StatusOptions{IO: ios, Engine: eng, Now: nowFunc, ID: id, Exporter: x, MaxVolumes: 20}); err != nil {
+				t.Fatal(err)
+			}
+			if s := out.String() + errOut.String(); strings.Contains(s, secret) {
+				t.Errorf("status %q %s shows the secret a plugin echoed in its data:\n%s", id, name, s)
+			}
+			if x.JSON && (!json.Valid(out.Bytes()) || !strings.Contains(out.String(), "true")) {
+				t.Errorf("status %q --json is no longer valid JSON with its booleans:\n%s", id, out)
+			}
+		}
+		for _, id := range []string{"mem", ""} {
+			ios, _, out, errOut := iostreams.Test()
+			if err := pluginStatusRun(ctx, &PluginStatusOptions{IO: ios, Engine: eng, Now: nowFunc, ID: id, Exporter: x}); err != nil {
+				t.Fatal(err)
+			}
+			if s := out.String() + errOut.String(); strings.Contains(s, secret) {
+				t.Errorf("plugin status %q %s shows the secret a plugin echoed in its data:\n%s", id, name, s)
+			}
+		}
+	}
+}
