@@ -137,3 +137,35 @@ func TestGroupVolumeMountDestinations(t *testing.T) {
 		t.Error("allocIndex")
 	}
 }
+
+// TestRunGroupAgainKeepsClaimsAllocsAlreadyHeld: running a group again while one of an alloc's
+// volumes is held degraded (its restore failing after a reboot) reports it, but must not release
+// the alloc's other claims, which it held before this run and may be using: all-or-nothing
+// undoes only what this run took.
+func TestRunGroupAgainKeepsClaimsAllocsAlreadyHeld(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("data[0]"))
+	h.create(volume("shared", capab(spec.MultiNodeReaderOnly)))
+	if _, err := h.e.RunGroup(h.ctx, dbGroup(1)); err != nil {
+		t.Fatal(err)
+	}
+	shared := h.liveClaims("shared")[0]
+	st, _ := h.staging("shared")
+	h.mounts.markGone(shared.TargetPath)
+	h.mounts.markGone(st.StagingPath)
+	h.faults.FailAlways(csi.RPCNodeStageVolume, codes.Internal)
+	if _, err := h.e.Reconcile(h.ctx); err == nil {
+		t.Fatal("reconcile with NodeStageVolume failing reported success")
+	}
+
+	_, err := h.e.RunGroup(h.ctx, dbGroup(1))
+	if err == nil || !strings.Contains(err.Error(), "degraded") {
+		t.Fatalf("run again with shared degraded = %v; want an error saying it is held degraded", err)
+	}
+	if live := h.liveClaims("data[0]"); len(live) != 1 || live[0].Releasing {
+		t.Fatalf("data[0] after running the group again = %+v; want the alloc's claim it held kept", live)
+	}
+	if live := h.liveClaims("shared"); len(live) != 1 || live[0].Releasing || !live[0].Degraded {
+		t.Fatalf("shared after running the group again = %+v; want it held, degraded", live)
+	}
+}

@@ -186,3 +186,72 @@ func TestSnapshotDeleteRefusesAnotherDriverAfterDeregistration(t *testing.T) {
 		t.Errorf("records after the refusal: %+v, want the snapshot kept", list.Snapshots)
 	}
 }
+
+// The same when the plugin ID is still registered but now names another driver: its volumes
+// are gone (the source volume deleted, its snapshot kept), so registering the ID again with
+// another driver's socket is allowed, or the agent re-registered it at start while another
+// driver answered on the socket. The snapshot's record pins the driver that made it.
+func TestSnapshotDeleteRefusesAnotherDriverUnderTheSameID(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	s, err := h.e.CreateSnapshot(h.ctx, "db", "keep", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.DeleteVolume(h.ctx, "db"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := csitest.DefaultMemConfig()
+	cfg.Name = "impostor.csi.volctl.test"
+	impostor := csitest.NewMemPlugin(cfg)
+	sock, _ := csitest.Serve(t, csitest.WithServer(impostor))
+	h.registerPlugin("mem", sock)
+
+	err = h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "impostor.csi.volctl.test") || !strings.Contains(err.Error(), "mem.csi.volctl.test") {
+		t.Fatalf("delete through another driver = %v, want a conflict naming both drivers", err)
+	}
+	if n := impostor.CallCount(csi.RPCDeleteSnapshot); n != 0 {
+		t.Errorf("the other driver got %d DeleteSnapshot", n)
+	}
+	if n := len(h.mem.Snapshots()); n != 1 {
+		t.Errorf("the driver that made it has %d snapshot(s), want 1", n)
+	}
+	list, _ := h.e.ListSnapshots(h.ctx, "", nil)
+	var kept bool
+	for _, sn := range list.Snapshots {
+		kept = kept || (sn.ID == s.ID && sn.Recorded)
+	}
+	if !kept {
+		t.Errorf("records after the refusal: %+v, want the snapshot kept", list.Snapshots)
+	}
+}
+
+// A plugin that answers CreateSnapshot for one volume with a snapshot volctl records for another
+// (a snapshot of another source): the snapshot stays the first volume's, and the create is
+// refused, naming it. Recording it again as the second volume's would hand the first volume's
+// snapshot to whoever deletes the second's.
+func TestCreateSnapshotRefusesAnotherVolumesSnapshot(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	h.create(volume("other"))
+	s, err := h.e.CreateSnapshot(h.ctx, "db", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mem.AnswerSnapshotWith(s.ID)
+	_, err = h.e.CreateSnapshot(h.ctx, "other", "", nil)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), s.ID) || !strings.Contains(err.Error(), `"db"`) {
+		t.Fatalf("snapshot of other answered with db's snapshot = %v; want a conflict naming it and \"db\"", err)
+	}
+	list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sn := range list.Snapshots {
+		if sn.ID == s.ID && sn.SourceVolumeID != "db" {
+			t.Errorf("snapshot %s is now recorded as %q's", s.ID, sn.SourceVolumeID)
+		}
+		if sn.SourceVolumeID == "other" {
+			t.Errorf("a snapshot of other is recorded: %+v", sn)
+		}
+	}
+}

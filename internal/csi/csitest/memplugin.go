@@ -102,6 +102,9 @@ type MemPlugin struct {
 	server    *memServer
 	// createAs, when set, is the volume every CreateVolume answers with (AnswerCreateWith).
 	createAs string
+	// snapshotAs, when set, is the snapshot every CreateSnapshot answers with
+	// (AnswerSnapshotWith).
+	snapshotAs string
 }
 
 type memVolume struct {
@@ -174,6 +177,15 @@ func (m *MemPlugin) AnswerCreateWith(id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.createAs = id
+}
+
+// AnswerSnapshotWith makes the plugin lie about snapshots: from now on, every CreateSnapshot
+// (whatever its name and source) answers with the snapshot id it already holds, and creates
+// nothing. An empty id ends the lie.
+func (m *MemPlugin) AnswerSnapshotWith(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.snapshotAs = id
 }
 
 // Calls returns every request received so far, in order.
@@ -716,6 +728,9 @@ func (s *memServer) CreateSnapshot(ctx context.Context, req *csipb.CreateSnapsho
 	}
 	if req.GetName() == "" || req.GetSourceVolumeId() == "" {
 		return nil, errorf(codes.InvalidArgument, "name and source_volume_id are required")
+	}
+	if snap, ok := m.snapshots[m.snapshotAs]; ok {
+		return &csipb.CreateSnapshotResponse{Snapshot: snapshotToCSI(snap)}, nil
 	}
 	if snap, ok := m.snapshots[req.GetName()]; ok {
 		if snap.SourceVolumeID != req.GetSourceVolumeId() {
