@@ -47,7 +47,7 @@ func registerCompletions(root *cobra.Command, f *Factory) {
 		"volctl volume detach":          f.completeArgs(completeVolumes),
 		"volctl volume expand":          f.completeArgs(completeVolumes),
 		"volctl volume snapshot create": f.completeArgs(completeVolumes),
-		"volctl volume snapshot delete": f.completeArgs(completePlugins, completeSnapshots),
+		"volctl volume snapshot delete": f.completeArgs(completeSnapshotPlugins, completeSnapshots),
 		"volctl plugin status":          f.completeArgs(completePlugins),
 		"volctl plugin deregister":      f.completeArgs(completePlugins),
 		"volctl group status":           f.completeArgs(completeGroups),
@@ -190,6 +190,30 @@ func completeAllocs(ctx context.Context, e *engine.Engine, args []string) []stri
 		out = append(out, fmt.Sprintf("%s\tclaims %s (%s)", c.Alloc, c.VolumeID, c.State))
 	}
 	sort.Strings(out)
+	return out
+}
+
+// completeSnapshotPlugins offers the registered plugins and the plugins deregistered with
+// --force whose snapshots stay recorded, and deletable.
+func completeSnapshotPlugins(ctx context.Context, e *engine.Engine, args []string) []string {
+	out := completePlugins(ctx, e, args)
+	registered := map[string]bool{}
+	for _, c := range out {
+		id, _, _ := strings.Cut(c, "\t")
+		registered[id] = true
+	}
+	snaps, _ := e.RecordedSnapshots(ctx, "")
+	counts := map[string]int{}
+	var gone []string
+	for _, s := range snaps {
+		if !registered[s.PluginID] && counts[s.PluginID] == 0 {
+			gone = append(gone, s.PluginID)
+		}
+		counts[s.PluginID]++
+	}
+	for _, id := range gone {
+		out = append(out, fmt.Sprintf("%s\tderegistered, %d snapshot(s) recorded", id, counts[id]))
+	}
 	return out
 }
 

@@ -152,3 +152,32 @@ func TestCompletionOfFilterFlags(t *testing.T) {
 		}
 	}
 }
+
+// A plugin deregistered with --force leaves its snapshots recorded and deletable (volume
+// snapshot delete PLUGIN SNAPSHOT): completion offers that plugin ID too, and its snapshots.
+func TestCompletionOfSnapshotsOfADeregisteredPlugin(t *testing.T) {
+	h := newCLIHarness(t)
+	h.createVolume(t, "db", spec.MultiNodeMultiWriter)
+	snap, err := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.DeleteVolume(h.ctx, "db"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.DeregisterPlugin(h.ctx, "mem", true); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"volume", "snapshot", "delete", ""}, []string{"mem"}},
+		{[]string{"volume", "snapshot", "delete", "mem", ""}, []string{snap.ID}},
+	} {
+		ids, directive := complete(t, h.state, tt.args...)
+		if strings.Join(ids, " ") != strings.Join(tt.want, " ") || directive != noFiles {
+			t.Errorf("complete %q = %q %s, want %q %s", tt.args, ids, directive, tt.want, noFiles)
+		}
+	}
+}
