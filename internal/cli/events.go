@@ -115,6 +115,9 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 				evs = []engine.EventInfo{} // [] in JSON, not null
 			}
 			return opts.Exporter.Write(out, evs)
+		case len(evs) == 0 && opts.Since == "" && opts.Filter == (engine.EventFilter{}):
+			fmt.Fprintln(opts.IO.ErrOut, "No events recorded yet: volctl records one per claim, release, registration, health change, ...")
+			return nil
 		case len(evs) == 0:
 			fmt.Fprintln(opts.IO.ErrOut, "No events match.")
 			return nil
