@@ -115,6 +115,17 @@ func TestDashboardBasics(t *testing.T) {
 		t.Errorf("reconcile's result is not shown:\n%s", out)
 	}
 
+	// A pass that leaves problems names them, as volctl reconcile does, not only how many
+	// (engine.Reconcile returns its report and an error then).
+	fake = fixture()
+	fake.reconciled = engine.ReconcileReport{Problems: []engine.ReconcileAction{{Kind: "failed", VolumeID: "metrics",
+		Alloc: "job-0", Message: `claim "metrics" for alloc "job-0": plugin "hp2": socket missing`}}}
+	h = newHarness(t, fake, Options{})
+	h.keys("R", "tab", "enter")
+	if out := h.m.View(); !strings.Contains(out, `plugin "hp2": socket missing`) {
+		t.Errorf("reconcile's problems are not shown:\n%s", out)
+	}
+
 	m := New(t.Context(), Options{Engine: fixture(), Now: func() time.Time { return testNow }})
 	m.Update(sizeMsg(80))
 	if out := m.View(); !strings.Contains(out, "loading…") || strings.Contains(out, "no volumes yet") {
