@@ -134,3 +134,27 @@ func TestDashboardBasics(t *testing.T) {
 }
 
 func sizeMsg(w int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: 24} }
+
+// Detach is offered only for a volume with claims on this host: on one without, the engine's
+// detach does nothing, so the footer leaves it out and d says so instead of asking.
+func TestDetachOnlyWithClaims(t *testing.T) {
+	h := newHarness(t, fixture(), Options{})
+	h.keys("down", "down", "down") // scratch: no claims
+	if f := footerLine(h); strings.Contains(f, "d detach") {
+		t.Errorf("detach offered for a volume with no claims: %q", f)
+	}
+	h.keys("d")
+	if h.m.dialog != nil {
+		t.Fatal("d opened the detach dialog for a volume with no claims")
+	}
+	if out := h.m.View(); !strings.Contains(out, `"scratch" has no claims on this host: nothing to detach`) {
+		t.Errorf("d on a volume without claims does not say why:\n%s", out)
+	}
+	if got := actionCalls(h.fake.Calls()); len(got) != 0 {
+		t.Errorf("d on a volume without claims called %v", got)
+	}
+	h.keys("up") // pg-data: a live claim
+	if f := footerLine(h); !strings.Contains(f, "d detach") {
+		t.Errorf("detach not offered for a volume with a claim: %q", f)
+	}
+}
