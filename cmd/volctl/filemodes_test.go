@@ -161,8 +161,16 @@ func writeFile(t *testing.T, path, content string) {
 // ended. The process is killed at cleanup if the test never stopped it.
 func startBackground(t *testing.T, cmd *exec.Cmd) (stop func() (string, error)) {
 	t.Helper()
-	var out iostreams.SyncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	stop, _ = startBackgroundOutput(t, cmd)
+	return stop
+}
+
+// startBackgroundOutput is startBackground that also gives the output as it comes, for a test
+// that reads the process's log while it runs.
+func startBackgroundOutput(t *testing.T, cmd *exec.Cmd) (stop func() (string, error), out *iostreams.SyncBuffer) {
+	t.Helper()
+	out = new(iostreams.SyncBuffer)
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +189,7 @@ func startBackground(t *testing.T, cmd *exec.Cmd) (stop func() (string, error)) 
 			<-done
 		}
 	})
-	return stop
+	return stop, out
 }
 
 // waitForPath waits for a file or socket a background process creates. The limit is generous

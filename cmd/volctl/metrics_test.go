@@ -21,7 +21,6 @@ import (
 
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
-	"github.com/volctl/volctl/internal/iostreams"
 )
 
 // TestAgentMetricsEndToEnd runs `volctl agent` as a process with a supervised hostpath plugin
@@ -75,26 +74,16 @@ func TestAgentMetricsEndToEnd(t *testing.T) {
 		"--log-format", "json", "--probe-interval", "100ms", "--probe-interval-ready", "200ms",
 		"--reconcile-interval", "300ms", "--gc-interval", "1h")
 	cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+state, "NO_COLOR=1", "NOTIFY_SOCKET="+notifyName)
-	var logs iostreams.SyncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		// The supervised plugin outlives a killed agent: stop it by its pid file.
+	// The supervised plugin outlives a killed agent: stop it by its pid file, after the agent
+	// (cleanups run last registered first).
+	t.Cleanup(func() {
 		if b, err := os.ReadFile(filepath.Join(state, "run", "hp.pid")); err == nil {
 			if pid, err := strconv.Atoi(strings.Fields(string(b))[0]); err == nil {
 				_ = syscall.Kill(-pid, syscall.SIGKILL)
 			}
 		}
-	}()
+	})
+	stopAgent, logs := startBackgroundOutput(t, cmd)
 
 	// The bound address, from the JSON log.
 	var addr string
@@ -204,9 +193,7 @@ func TestAgentMetricsEndToEnd(t *testing.T) {
 	})
 
 	// SIGTERM: the agent tells systemd it is stopping and exits 0.
-	stopped = true
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	if err := <-exited; err != nil {
+	if _, err := stopAgent(); err != nil {
 		t.Fatalf("agent: %v\n%s", err, logs.String())
 	}
 	n, err = notify.Read(buf)

@@ -464,14 +464,13 @@ func (f *fixture) waitNoClaims(what string) {
 	})
 }
 
-// releasingClaim registers an in-memory plugin and leaves a claim on it whose release did not
-// finish (NodeUnpublishVolume failed), for a GC or reconcile pass to release.
-func (f *fixture) releasingClaim() {
+// claimOnMem serves an in-memory plugin with cfg behind a fault injector, registers it as mem,
+// creates volume db on it and claims it for alloc web-0. It returns the injector.
+func (f *fixture) claimOnMem(cfg csitest.MemConfig) *csitest.Faults {
 	t := f.t
 	t.Helper()
 	faults := csitest.NewFaults()
-	mem := csitest.NewMemPlugin(csitest.DefaultMemConfig())
-	socket, _ := csitest.Serve(t, csitest.WithServer(mem), csitest.WithFaults(faults))
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)), csitest.WithFaults(faults))
 	f.register(spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket})
 	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
 	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "mem", Capabilities: caps}); err != nil {
@@ -480,6 +479,15 @@ func (f *fixture) releasingClaim() {
 	if _, err := f.e.Claim(f.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
 		t.Fatal(err)
 	}
+	return faults
+}
+
+// releasingClaim registers an in-memory plugin and leaves a claim on it whose release did not
+// finish (NodeUnpublishVolume failed), for a GC or reconcile pass to release.
+func (f *fixture) releasingClaim() {
+	t := f.t
+	t.Helper()
+	faults := f.claimOnMem(csitest.DefaultMemConfig())
 	faults.FailAlways(csi.RPCNodeUnpublishVolume, codes.Unavailable)
 	if _, err := f.e.Release(f.ctx, "db", "web-0"); err == nil {
 		t.Fatal("release succeeded despite NodeUnpublishVolume failing")

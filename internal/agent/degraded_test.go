@@ -14,7 +14,6 @@ import (
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
-	"github.com/volctl/volctl/internal/spec"
 )
 
 // lostMounts stands in for the kernel's mount table with a plugin that mounts nothing: every
@@ -64,18 +63,9 @@ func TestAgentHoldsADegradedClaimAndRedrivesItWithBackoff(t *testing.T) {
 	t.Cleanup(func() { e.Close() })
 	f.e = e
 
-	faults := csitest.NewFaults()
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "n1"
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)), csitest.WithFaults(faults))
-	f.register(spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket})
-	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
-	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "mem", Capabilities: caps}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.e.Claim(f.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
-		t.Fatal(err)
-	}
+	faults := f.claimOnMem(cfg)
 
 	// A reboot, and a plugin that fails every NodeStageVolume with a final code. The reconcile
 	// timer is an hour away: only the start-up pass and the re-drives can send anything.

@@ -67,13 +67,7 @@ a systemd unit and containerized plugins.`,
   volctl agent --probe-interval 1s --health-timeout 1m
   volctl agent --metrics-addr 127.0.0.1:9808 --log-format json`,
 		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Verbose = f.Verbose()
-			if runF != nil {
-				return runF(opts)
-			}
-			return agentRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, func([]string) { opts.Verbose = f.Verbose() }, runF, agentRun),
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&opts.ConfigFile, "config", "c", "", "agent config file (HCL): plugin blocks and an agent block")

@@ -126,9 +126,5 @@ plugin "later" {
 		t.Fatalf("agent: %v", err)
 	}
 	log := stderr.String()
-	for _, want := range []string{"probe_interval=20ms", "registered plugin", "agent stopped"} {
-		if !strings.Contains(log, want) {
-			t.Errorf("agent log lacks %q:\n%s", want, log)
-		}
-	}
+	checkHolds(t, "agent log", log, []string{"probe_interval=20ms", "registered plugin", "agent stopped"}, nil)
 }

@@ -32,6 +32,30 @@ func parseOptions[O any](t *testing.T, newCmd func(*Factory, func(*O) error) *co
 	return got, err
 }
 
+// checkHolds checks that the output named what holds every string of want and none of notWant.
+func checkHolds(t *testing.T, what, got string, want, notWant []string) {
+	t.Helper()
+	for _, s := range want {
+		if !strings.Contains(got, s) {
+			t.Errorf("%s lacks %q:\n%s", what, s, got)
+		}
+	}
+	for _, s := range notWant {
+		if strings.Contains(got, s) {
+			t.Errorf("%s contains %q:\n%s", what, s, got)
+		}
+	}
+}
+
+// flagCase is a row of a command's flag table: the arguments, and what they parse to (want) or
+// the usage error they give (wantErr).
+type flagCase[W any] struct {
+	name    string
+	args    []string
+	want    W
+	wantErr string
+}
+
 // expectErr checks err against a table case: with want empty it must be nil; otherwise it must
 // contain want and exit with code. It reports whether an error was expected, so that the case
 // stops there.

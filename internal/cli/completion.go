@@ -144,31 +144,28 @@ func (f *Factory) completionEngine(ctx context.Context) *engine.Engine {
 	return e
 }
 
-func completeVolumes(ctx context.Context, e *engine.Engine, _ []string) []string {
-	vols, _ := e.Volumes(ctx)
-	out := make([]string, 0, len(vols))
-	for _, v := range vols {
-		out = append(out, fmt.Sprintf("%s\t%s, plugin %s", v.ID, v.Name, v.PluginID))
+// completions is one completion line ("VALUE\tdescription") per item.
+func completions[T any](items []T, line func(T) string) []string {
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		out = append(out, line(it))
 	}
 	return out
+}
+
+func completeVolumes(ctx context.Context, e *engine.Engine, _ []string) []string {
+	vols, _ := e.Volumes(ctx)
+	return completions(vols, func(v engine.VolumeSummary) string { return fmt.Sprintf("%s\t%s, plugin %s", v.ID, v.Name, v.PluginID) })
 }
 
 func completePlugins(ctx context.Context, e *engine.Engine, _ []string) []string {
 	plugins, _ := e.Plugins(ctx)
-	out := make([]string, 0, len(plugins))
-	for _, p := range plugins {
-		out = append(out, fmt.Sprintf("%s\t%s plugin", p.ID, p.Type))
-	}
-	return out
+	return completions(plugins, func(p engine.PluginInfo) string { return fmt.Sprintf("%s\t%s plugin", p.ID, p.Type) })
 }
 
 func completeGroups(ctx context.Context, e *engine.Engine, _ []string) []string {
 	groups, _ := e.Groups(ctx, "")
-	out := make([]string, 0, len(groups))
-	for _, g := range groups {
-		out = append(out, fmt.Sprintf("%s\t%s, count %d", g.Name, g.State, g.Count))
-	}
-	return out
+	return completions(groups, func(g engine.GroupInfo) string { return fmt.Sprintf("%s\t%s, count %d", g.Name, g.State, g.Count) })
 }
 
 // completeAllocs offers the allocs holding live claims: on the volume given as the first

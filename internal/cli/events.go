@@ -52,12 +52,7 @@ each event is then one JSON object per line, else the list is one JSON array (do
   volctl events --kind claim-error --json
   volctl events --follow --json | jq -r 'select(.code != null) | .message'`,
 		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
-			return eventsRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, nil, runF, eventsRun),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Since, "since", "", "only events of the last `DURATION` (10m, 2h) or since an RFC 3339 time")

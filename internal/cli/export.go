@@ -72,13 +72,7 @@ Register the volumes with volctl nomad register (which also stops volctl from cl
 		Example: `  volctl export nomad db
   volctl export nomad --group web --out ./cluster
   volctl export nomad --all --driver exec --command /bin/sh --arg -c --arg 'echo hi > /data/x; sleep 3600'`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Volumes = args
-			if runF != nil {
-				return runF(opts)
-			}
-			return exportNomadRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, func(args []string) { opts.Volumes = args }, runF, exportNomadRun),
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVar(&opts.Groups, "group", nil, "export a group (a job) and the volumes it uses; repeatable")

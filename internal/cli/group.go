@@ -44,13 +44,7 @@ spec or request that can never work), with each failed alloc named.`,
 		Example: `  volctl group run web.hcl
   volctl group run web.hcl --json`,
 		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.File = args[0]
-			if runF != nil {
-				return runF(opts)
-			}
-			return groupRunRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, firstArg(&opts.File), runF, groupRunRun),
 	}
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd
@@ -171,15 +165,7 @@ each is bind-mounted when the group has volume_mount blocks.`,
   volctl group status web
   volctl group status web -t '{{range .allocs}}{{.name}}{{"\n"}}{{end}}'`,
 		Args: maximumArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				opts.Name = args[0]
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return groupStatusRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, firstArg(&opts.Name), runF, groupStatusRun),
 	}
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd
@@ -287,13 +273,7 @@ func newCmdGroupStop(f *Factory, runF func(*GroupStopOptions) error) *cobra.Comm
 for volctl reconcile, which releases the claims of stopped groups (exit 1 meanwhile).`,
 		Example: `  volctl group stop web`,
 		Args:    exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Name = args[0]
-			if runF != nil {
-				return runF(opts)
-			}
-			return groupStopRun(cmd.Context(), opts)
-		},
+		RunE:    runOpts(opts, firstArg(&opts.Name), runF, groupStopRun),
 	}
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd

@@ -59,13 +59,7 @@ then on; if Nomad refuses the registration, the mark is taken back.
 --dry-run shows what would be registered or changed, and changes nothing.`,
 		Example: `  NOMAD_ADDR=http://127.0.0.1:4646 volctl nomad register db
   volctl nomad register --all --dry-run`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Volumes = args
-			if runF != nil {
-				return runF(opts)
-			}
-			return nomadRegisterRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, func(args []string) { opts.Volumes = args }, runF, nomadRegisterRun),
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "register every volume")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would change; change nothing")
@@ -210,13 +204,7 @@ Nomad first (nomad volume deregister ID): a volume Nomad still has is not taken 
 --force takes it back without asking Nomad (when the cluster is gone); two orchestrators must
 never claim one volume at once, so be sure Nomad no longer uses it.`,
 		Example: `  nomad volume deregister db && volctl nomad release db`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Volumes = args
-			if runF != nil {
-				return runF(opts)
-			}
-			return nomadReleaseRun(cmd.Context(), opts)
-		},
+		RunE:    runOpts(opts, func(args []string) { opts.Volumes = args }, runF, nomadReleaseRun),
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "take back every handed-over volume")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "take volumes back without checking that Nomad no longer has them")
@@ -324,13 +312,7 @@ in Nomad or not, schedulable, the plugin's health there, and the allocs that cla
 reading and for writing.`,
 		Example: `  volctl nomad status
   volctl nomad status db --json`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Volumes = args
-			if runF != nil {
-				return runF(opts)
-			}
-			return nomadStatusRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, func(args []string) { opts.Volumes = args }, runF, nomadStatusRun),
 	}
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd

@@ -10,8 +10,8 @@ import (
 	"github.com/volctl/volctl/internal/iostreams"
 )
 
-// PluginDeregisterOptions are the inputs of `volctl plugin deregister`.
-type PluginDeregisterOptions struct {
+// DeregisterOptions are the inputs of `volctl plugin deregister` and `volctl volume deregister`.
+type DeregisterOptions struct {
 	IO      *iostreams.IOStreams
 	Engine  func(context.Context) (*engine.Engine, error)
 	Confirm func(yes bool, action string) error
@@ -21,8 +21,8 @@ type PluginDeregisterOptions struct {
 	Yes   bool
 }
 
-func newCmdPluginDeregister(f *Factory, runF func(*PluginDeregisterOptions) error) *cobra.Command {
-	opts := &PluginDeregisterOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm}
+func newCmdPluginDeregister(f *Factory, runF func(*DeregisterOptions) error) *cobra.Command {
+	opts := &DeregisterOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm}
 	cmd := &cobra.Command{
 		Use:   "deregister ID",
 		Short: "Forget a registered plugin",
@@ -37,22 +37,27 @@ first on a terminal and needs --yes otherwise.`,
 		Example: `  volctl plugin deregister hostpath
   volctl plugin deregister hostpath --force --yes`,
 		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ID = args[0]
-			if runF != nil {
-				return runF(opts)
-			}
-			return pluginDeregisterRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, firstArg(&opts.ID), runF, pluginDeregisterRun),
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "deregister even while volumes use the plugin or snapshots made through it are recorded")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (needed for --force off a terminal)")
 	return cmd
 }
 
-func pluginDeregisterRun(ctx context.Context, opts *PluginDeregisterOptions) error {
+func pluginDeregisterRun(ctx context.Context, opts *DeregisterOptions) error {
+	var action string // asked for --force only
 	if opts.Force {
-		if err := opts.Confirm(opts.Yes, fmt.Sprintf("Deregister plugin %q even if volumes use it", opts.ID)); err != nil {
+		action = fmt.Sprintf("Deregister plugin %q even if volumes use it", opts.ID)
+	}
+	return deregisterRun(ctx, opts, action, "Plugin", (*engine.Engine).DeregisterPlugin)
+}
+
+// deregisterRun asks before action (unless it is empty), then forgets opts.ID through
+// deregister and says so, naming it with noun.
+func deregisterRun(ctx context.Context, opts *DeregisterOptions, action, noun string,
+	deregister func(e *engine.Engine, ctx context.Context, id string, force bool) error) error {
+	if action != "" {
+		if err := opts.Confirm(opts.Yes, action); err != nil {
 			return err
 		}
 	}
@@ -60,9 +65,9 @@ func pluginDeregisterRun(ctx context.Context, opts *PluginDeregisterOptions) err
 	if err != nil {
 		return err
 	}
-	if err := e.DeregisterPlugin(ctx, opts.ID, opts.Force); err != nil {
+	if err := deregister(e, ctx, opts.ID, opts.Force); err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.IO.Out, "Plugin %q deregistered\n", opts.ID)
+	fmt.Fprintf(opts.IO.Out, "%s %q deregistered\n", noun, opts.ID)
 	return nil
 }

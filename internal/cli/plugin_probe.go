@@ -48,13 +48,7 @@ error. A plugin that is healthy but still initialising shows Ready = false and e
   volctl plugin probe --controller-socket /run/csi/ctrl.sock --node-socket /run/csi/node.sock --json
   volctl plugin probe --socket /run/csi/x.sock -t '{{.provider}} {{.healthy}}'`,
 		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Logger = f.Logger()
-			if runF != nil {
-				return runF(opts)
-			}
-			return pluginProbeRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, func([]string) { opts.Logger = f.Logger() }, runF, pluginProbeRun),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Socket, "socket", "", "the plugin's socket, serving controller and node (PATH or unix://PATH)")

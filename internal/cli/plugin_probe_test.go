@@ -21,12 +21,7 @@ import (
 )
 
 func TestPluginProbeFlags(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    []string
-		want    PluginProbeOptions
-		wantErr string
-	}{
+	tests := []flagCase[PluginProbeOptions]{
 		{name: "monolith", args: []string{"--socket", "/s.sock"}, want: PluginProbeOptions{Socket: "/s.sock", Timeout: 5 * time.Second}},
 		{name: "split with timeout and json", args: []string{"--controller-socket", "/c", "--node-socket", "/n", "--timeout", "2s", "--json"},
 			want: PluginProbeOptions{ControllerSocket: "/c", NodeSocket: "/n", Timeout: 2 * time.Second, Exporter: exportFlags{JSON: true}}},
@@ -157,11 +152,7 @@ func TestPluginProbeUnhealthy(t *testing.T) {
 	if !strings.Contains(err.Error(), `plugin "mem.csi.volctl.test" is unhealthy: Probe: FailedPrecondition: backend unreachable`) {
 		t.Errorf("err = %v", err)
 	}
-	for _, want := range []string{"Healthy           = false\n", "Ready             = false\n", "Error             = Probe: FailedPrecondition: backend unreachable"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
+	checkHolds(t, "output", out.String(), []string{"Healthy           = false\n", "Ready             = false\n", "Error             = Probe: FailedPrecondition: backend unreachable"}, nil)
 }
 
 func TestPluginProbeMissingSocket(t *testing.T) {
@@ -193,11 +184,7 @@ func TestPluginProbeControllerOnly(t *testing.T) {
 	if err := pluginProbeRun(context.Background(), &PluginProbeOptions{IO: ios, ControllerSocket: socket, Timeout: 5 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Node Socket       = <none>\n", "Node ID           = <none>\n", "Max Volumes       = <none>\n", "node        <none>\n"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
+	checkHolds(t, "output", out.String(), []string{"Node Socket       = <none>\n", "Node ID           = <none>\n", "Max Volumes       = <none>\n", "node        <none>\n"}, nil)
 }
 
 // TestPluginProbeVerboseTrace: --verbose gives the RPC trace on the logger.

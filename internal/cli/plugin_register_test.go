@@ -12,12 +12,7 @@ import (
 
 // --socket lands where a plugin block's socket would for the declared type.
 func TestPluginRegisterFlagPlugin(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    []string
-		want    spec.Plugin
-		wantErr string
-	}{
+	tests := []flagCase[spec.Plugin]{
 		{name: "monolith", args: []string{"--id", "hp", "--socket", "/run/hp.sock"},
 			want: spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: "/run/hp.sock"}},
 		{name: "split monolith", args: []string{"--id", "hp", "--controller-socket", "/run/c.sock", "--node-socket", "/run/n.sock"},
@@ -90,11 +85,7 @@ plugin "b" {
 	if got != nil || ExitCode(err) != ExitUsage {
 		t.Fatalf("plugins, err = %v, %v (exit %d); want none, exit 2", got, err, ExitCode(err))
 	}
-	for _, w := range []string{"bad.hcl:2:", "Invalid plugin type", `Did you mean "monolith"?`} {
-		if !strings.Contains(errOut.String(), w) {
-			t.Errorf("stderr lacks %q:\n%s", w, errOut)
-		}
-	}
+	checkHolds(t, "stderr", errOut.String(), []string{"bad.hcl:2:", "Invalid plugin type", `Did you mean "monolith"?`}, nil)
 	if !strings.Contains(err.Error(), "1 of 2 spec files are invalid; nothing was registered") {
 		t.Errorf("err = %v", err)
 	}

@@ -56,13 +56,7 @@ SIGINT or SIGTERM stops it and removes the socket.`,
 		Example: `  volctl plugin serve hostpath --socket /run/volctl/hostpath.sock --root /var/lib/volctl-hostpath --node-id $(hostname)
   CSI_ENDPOINT=unix:///run/csi/hp.sock volctl plugin serve hostpath --root /srv/volumes --node-id n1 --enable-attach`,
 		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Logger = f.Logger()
-			if runF != nil {
-				return runF(opts)
-			}
-			return pluginServeHostpathRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, func([]string) { opts.Logger = f.Logger() }, runF, pluginServeHostpathRun),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Socket, "socket", "", "unix socket to serve on: PATH or unix://PATH (default $CSI_ENDPOINT)")

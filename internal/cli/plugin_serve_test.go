@@ -14,12 +14,7 @@ import (
 )
 
 func TestPluginServeHostpathFlags(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    []string
-		want    PluginServeHostpathOptions
-		wantErr string
-	}{
+	tests := []flagCase[PluginServeHostpathOptions]{
 		{name: "all flags", args: []string{"--socket", "unix:///run/hp.sock", "--root", "/srv/hp", "--node-id", "n1", "--enable-attach", "--max-volumes", "7"},
 			want: PluginServeHostpathOptions{Socket: "unix:///run/hp.sock", Root: "/srv/hp", NodeID: "n1", EnableAttach: true, MaxVolumes: 7}},
 		{name: "defaults", args: []string{"--root", "r", "--node-id", "n"},

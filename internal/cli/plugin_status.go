@@ -39,15 +39,7 @@ not ready yet exits 0).`,
   volctl plugin status hostpath
   volctl plugin status hostpath -t '{{.healthy}} {{.probe_latency_ms}}'`,
 		Args: maximumArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				opts.ID = args[0]
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return pluginStatusRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, firstArg(&opts.ID), runF, pluginStatusRun),
 	}
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd

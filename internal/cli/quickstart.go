@@ -269,7 +269,7 @@ func (q *quickstart) run(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(q.out, "$ volctl plugin deregister %s\n", quickstartPlugin)
-	if err := pluginDeregisterRun(ctx, &PluginDeregisterOptions{IO: ios, Engine: eng, Confirm: confirm, ID: quickstartPlugin}); err != nil {
+	if err := pluginDeregisterRun(ctx, &DeregisterOptions{IO: ios, Engine: eng, Confirm: confirm, ID: quickstartPlugin}); err != nil {
 		return err
 	}
 	q.deleted = true

@@ -115,11 +115,7 @@ func TestReadCommandsDoNotWaitForWriters(t *testing.T) {
 			if took := time.Since(start); err != nil || took >= readDeadline {
 				t.Fatalf("took %v with the write lock held elsewhere: %v\nstderr: %s", took, err, errOut)
 			}
-			for _, w := range c.want {
-				if !strings.Contains(out.String(), w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
-				}
-			}
+			checkHolds(t, "output", out.String(), c.want, nil)
 			if strings.Contains(errOut.String(), "records only") {
 				t.Errorf("the plugin was not asked for lack of the write lock:\n%s", errOut)
 			}

@@ -36,12 +36,7 @@ runs the same pass at start and on a timer.`,
 		Example: `  volctl reconcile
   volctl reconcile --json`,
 		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
-			return reconcileRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, nil, runF, reconcileRun),
 	}
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -126,4 +127,29 @@ func withListAliases(cmd *cobra.Command) *cobra.Command {
 		return check(c, args)
 	}
 	return cmd
+}
+
+// runOpts is the RunE of a command whose inputs are an options struct: bind stores the
+// arguments (and what else the command reads at run time) in opts, then runF gets opts when it
+// is set (tests capture the parsed options there) and run does the work otherwise.
+func runOpts[O any](opts *O, bind func(args []string), runF func(*O) error, run func(context.Context, *O) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if bind != nil {
+			bind(args)
+		}
+		if runF != nil {
+			return runF(opts)
+		}
+		return run(cmd.Context(), opts)
+	}
+}
+
+// firstArg is a bind for runOpts that stores the first argument, when there is one, in dst
+// (a command that needs it says so in its Args).
+func firstArg(dst *string) func([]string) {
+	return func(args []string) {
+		if len(args) > 0 {
+			*dst = args[0]
+		}
+	}
 }

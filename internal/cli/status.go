@@ -43,15 +43,7 @@ With a volume ID or prefix it is volctl volume status ID.`,
   volctl status db
   volctl status --json`,
 		Args: maximumArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				opts.ID = args[0]
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return statusRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, firstArg(&opts.ID), runF, statusRun),
 	}
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd

@@ -137,29 +137,11 @@ func TestValidateRun(t *testing.T) {
 			if err != nil && !isSilent(err) {
 				t.Errorf("error %v should be silent: its message was printed already", err)
 			}
-			for _, s := range tt.stdout {
-				if !strings.Contains(out.String(), s) {
-					t.Errorf("stdout lacks %q:\n%s", s, out)
-				}
-			}
-			for _, s := range tt.notStdouts {
-				if strings.Contains(out.String(), s) {
-					t.Errorf("stdout contains %q:\n%s", s, out)
-				}
-			}
+			checkHolds(t, "stdout", out.String(), tt.stdout, tt.notStdouts)
 			if tt.noStdout && out.Len() > 0 {
 				t.Errorf("stdout should be empty:\n%s", out)
 			}
-			for _, s := range tt.stderr {
-				if !strings.Contains(errOut.String(), s) {
-					t.Errorf("stderr lacks %q:\n%s", s, errOut)
-				}
-			}
-			for _, s := range tt.notStderrs {
-				if strings.Contains(errOut.String(), s) {
-					t.Errorf("stderr contains %q:\n%s", s, errOut)
-				}
-			}
+			checkHolds(t, "stderr", errOut.String(), tt.stderr, tt.notStderrs)
 			if strings.Contains(errOut.String(), "\x1b[") {
 				t.Error("colour off a terminal")
 			}

@@ -53,13 +53,7 @@ claim is in. Mounting needs root.`,
   volctl volume claim db --alloc report-1 --read-only --access-mode multi-node-single-writer
   TARGET=$(volctl volume claim db --alloc web-0 -t '{{.target_path}}')`,
 		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.VolumeID = args[0]
-			if runF != nil {
-				return runF(opts)
-			}
-			return volumeClaimRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, firstArg(&opts.VolumeID), runF, volumeClaimRun),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Alloc, "alloc", "", "the alloc claiming the volume (required)")

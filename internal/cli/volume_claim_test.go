@@ -10,12 +10,7 @@ import (
 )
 
 func TestVolumeClaimRequest(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    []string
-		want    engine.ClaimRequest
-		wantErr string
-	}{
+	tests := []flagCase[engine.ClaimRequest]{
 		{name: "defaults", args: []string{"db", "--alloc", "web-0"},
 			want: engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}},
 		{name: "modes and read-only", args: []string{"db", "--alloc", "r", "--read-only", "--access-mode", "multi-node-reader-only", "--attachment-mode", "file-system"},

@@ -35,13 +35,7 @@ ready. A delete interrupted midway is finished by the same delete or by volctl r
 It asks first on a terminal and needs --yes otherwise.`,
 		Example: `  volctl volume delete scratch --yes`,
 		Args:    exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ID = args[0]
-			if runF != nil {
-				return runF(opts)
-			}
-			return volumeDeleteRun(cmd.Context(), opts)
-		},
+		RunE:    runOpts(opts, firstArg(&opts.ID), runF, volumeDeleteRun),
 	}
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (needed off a terminal)")
 	return cmd

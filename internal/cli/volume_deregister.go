@@ -7,22 +7,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/volctl/volctl/internal/engine"
-	"github.com/volctl/volctl/internal/iostreams"
 )
 
-// VolumeDeregisterOptions are the inputs of `volctl volume deregister`.
-type VolumeDeregisterOptions struct {
-	IO      *iostreams.IOStreams
-	Engine  func(context.Context) (*engine.Engine, error)
-	Confirm func(yes bool, action string) error
-
-	ID    string
-	Force bool
-	Yes   bool
-}
-
-func newCmdVolumeDeregister(f *Factory, runF func(*VolumeDeregisterOptions) error) *cobra.Command {
-	opts := &VolumeDeregisterOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm}
+func newCmdVolumeDeregister(f *Factory, runF func(*DeregisterOptions) error) *cobra.Command {
+	opts := &DeregisterOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm}
 	cmd := &cobra.Command{
 		Use:   "deregister ID",
 		Short: "Forget a volume without touching its storage",
@@ -35,34 +23,17 @@ It asks first on a terminal and needs --yes otherwise.`,
 		Example: `  volctl volume deregister db --yes
   volctl volume deregister db --force --yes`,
 		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ID = args[0]
-			if runF != nil {
-				return runF(opts)
-			}
-			return volumeDeregisterRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, firstArg(&opts.ID), runF, volumeDeregisterRun),
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "release the volume's claims first")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (needed off a terminal)")
 	return cmd
 }
 
-func volumeDeregisterRun(ctx context.Context, opts *VolumeDeregisterOptions) error {
+func volumeDeregisterRun(ctx context.Context, opts *DeregisterOptions) error {
 	action := fmt.Sprintf("Deregister volume %q", opts.ID)
 	if opts.Force {
 		action += " and release its claims"
 	}
-	if err := opts.Confirm(opts.Yes, action); err != nil {
-		return err
-	}
-	e, err := opts.Engine(ctx)
-	if err != nil {
-		return err
-	}
-	if err := e.DeregisterVolume(ctx, opts.ID, opts.Force); err != nil {
-		return err
-	}
-	fmt.Fprintf(opts.IO.Out, "Volume %q deregistered\n", opts.ID)
-	return nil
+	return deregisterRun(ctx, opts, action, "Volume", (*engine.Engine).DeregisterVolume)
 }

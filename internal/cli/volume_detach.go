@@ -41,13 +41,7 @@ be released (it is left for volctl reconcile).`,
 		Example: `  volctl volume detach db --yes
   volctl volume detach db --force --yes`,
 		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.VolumeID = args[0]
-			if runF != nil {
-				return runF(opts)
-			}
-			return volumeDetachRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, firstArg(&opts.VolumeID), runF, volumeDetachRun),
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "skip the node RPCs (the plugin is gone) and free the claims anyway")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (needed off a terminal)")

@@ -35,13 +35,7 @@ Releasing a claim that does not exist is a no-op: it says so on stderr and exits
 		Example: `  volctl volume release db --alloc web-0
   volctl volume release db --alloc web-0 --json`,
 		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.VolumeID = args[0]
-			if runF != nil {
-				return runF(opts)
-			}
-			return volumeReleaseRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, firstArg(&opts.VolumeID), runF, volumeReleaseRun),
 	}
 	cmd.Flags().StringVar(&opts.Alloc, "alloc", "", "the alloc whose claim to release (required)")
 	addExportFlags(cmd, &opts.Exporter)

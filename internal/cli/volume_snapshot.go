@@ -63,16 +63,12 @@ take. Exits 2 when the plugin cannot snapshot (no CREATE_DELETE_SNAPSHOT).`,
 		Example: `  volctl volume snapshot create db
   volctl volume snapshot create db db-before-upgrade --parameter type=full --json`,
 		Args: rangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: runOpts(opts, func(args []string) {
 			opts.VolumeID = args[0]
 			if len(args) == 2 {
 				opts.Name = args[1]
 			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return snapshotCreateRun(cmd.Context(), opts)
-		},
+		}, runF, snapshotCreateRun),
 	}
 	cmd.Flags().StringArrayVar(&opts.Parameters, "parameter", nil, "a parameter for the plugin, KEY=VALUE (repeatable)")
 	addExportFlags(cmd, &opts.Exporter)
@@ -189,12 +185,7 @@ created with, when they all carry the same ones; when they differ, it sends none
   volctl volume snapshot list --plugin hostpath --json
   volctl volume snapshot list -t '{{range .snapshots}}{{.id}} {{.source_volume_id}}{{"\n"}}{{end}}'`,
 		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
-			return snapshotListRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, nil, runF, snapshotListRun),
 	}
 	cmd.Flags().StringVar(&opts.PluginID, "plugin", "", "list only this plugin's snapshots")
 	cmd.Flags().StringArrayVar(&opts.Secrets, "secret", nil, "a secret for the plugin, KEY=VALUE (repeatable)")
@@ -284,13 +275,7 @@ terminal and needs --yes otherwise.`,
 		Example: `  volctl volume snapshot delete hostpath snap-5f2c0e9a1b7d4c3e8f6a2b1c --yes
   volctl volume snapshot delete ebs snap-0a1b2c --secret token=abc --yes`,
 		Args: exactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.PluginID, opts.SnapshotID = args[0], args[1]
-			if runF != nil {
-				return runF(opts)
-			}
-			return snapshotDeleteRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, func(args []string) { opts.PluginID, opts.SnapshotID = args[0], args[1] }, runF, snapshotDeleteRun),
 	}
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (needed off a terminal)")
 	cmd.Flags().StringArrayVar(&opts.Secrets, "secret", nil, "a secret for the plugin, KEY=VALUE (repeatable)")

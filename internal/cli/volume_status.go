@@ -43,15 +43,7 @@ plugin health is as last recorded (volctl plugin status probes live).`,
   volctl volume status --json
   volctl volume status db -t '{{range .claims}}{{.alloc}} {{.state}}{{"\n"}}{{end}}'`,
 		Args: maximumArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				opts.ID = args[0]
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return volumeStatusRun(cmd.Context(), opts)
-		},
+		RunE: runOpts(opts, firstArg(&opts.ID), runF, volumeStatusRun),
 	}
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd

@@ -97,28 +97,32 @@ func snapshotFromCSI(s *csipb.Snapshot) Snapshot {
 	return out
 }
 
-func pluginCapabilitiesFromCSI(caps []*csipb.PluginCapability) PluginCapabilities {
-	var out PluginCapabilities
+// capabilitySet is a service's capability set (PluginCapabilities, ControllerCapabilities,
+// NodeCapabilities) through its pointer, which sets one capability by name.
+type capabilitySet[T any] interface {
+	*T
+	set(name string)
+}
+
+// capabilitiesFromCSI is the capability set T a service answered, each capability named by name.
+func capabilitiesFromCSI[T any, P capabilitySet[T], C any](caps []C, name func(C) string) T {
+	var out T
 	for _, c := range caps {
-		out.set(wire.PluginCapabilityName(c))
+		P(&out).set(name(c))
 	}
 	return out
+}
+
+func pluginCapabilitiesFromCSI(caps []*csipb.PluginCapability) PluginCapabilities {
+	return capabilitiesFromCSI[PluginCapabilities](caps, wire.PluginCapabilityName)
 }
 
 func controllerCapabilitiesFromCSI(caps []*csipb.ControllerServiceCapability) ControllerCapabilities {
-	var out ControllerCapabilities
-	for _, c := range caps {
-		out.set(wire.ControllerCapabilityName(c))
-	}
-	return out
+	return capabilitiesFromCSI[ControllerCapabilities](caps, wire.ControllerCapabilityName)
 }
 
 func nodeCapabilitiesFromCSI(caps []*csipb.NodeServiceCapability) NodeCapabilities {
-	var out NodeCapabilities
-	for _, c := range caps {
-		out.set(wire.NodeCapabilityName(c))
-	}
-	return out
+	return capabilitiesFromCSI[NodeCapabilities](caps, wire.NodeCapabilityName)
 }
 
 // capabilityConfirmed reports whether a confirmed capability covers a requested one, on the

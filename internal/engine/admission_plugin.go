@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -23,7 +24,25 @@ func checkPublishable(tx *store.Tx, v store.Volume) error {
 	if p.Type == spec.PluginController {
 		return noNodeService(v)
 	}
+	if p.Type == spec.PluginNode && slices.Contains(p.Fingerprint.PluginCaps, "CONTROLLER_SERVICE") {
+		return noControllerHalf(v)
+	}
 	return nil
+}
+
+// noControllerHalf is the refusal of a claim (or a registration) whose plugin advertises
+// CONTROLLER_SERVICE while only its node half is registered: nothing can send the controller
+// RPCs the driver expects (ControllerPublishVolume before staging, ValidateVolumeCapabilities),
+// as Nomad refuses it with "no controllers available for plugin".
+func noControllerHalf(v store.Volume) error {
+	return invalidf("plugin %q advertises CONTROLLER_SERVICE but only its node half is registered: nothing can attach or validate volume %q; "+
+		"register the plugin's controller half too (a plugin block with the same ID, type \"controller\")", v.PluginID, v.ID)
+}
+
+// needsControllerHalf reports a connection to a plugin that advertises CONTROLLER_SERVICE
+// without a controller socket to reach it on.
+func needsControllerHalf(c *conn) bool {
+	return c.fp.Capabilities.Plugin.ControllerService && !c.fp.Controller
 }
 
 // noNodeService is the refusal of a claim whose plugin has no node service on this host.

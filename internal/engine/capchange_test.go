@@ -107,3 +107,63 @@ func TestForceDetachWarnsOfAnAttachmentItCannotUndo(t *testing.T) {
 		t.Fatalf("warnings = %q; want one saying the attachment could not be undone", res.Warnings)
 	}
 }
+
+// TestCapabilityChangeSeenFirstByAProbe: under the agent, the first to reach a restarted plugin
+// is its runner's health probe (PluginStatus), not a volume operation. The probe records the new
+// fingerprint; the capability change must still get its event, naming the volumes staged or
+// attached through it, rather than being recorded silently so that no later connection ever
+// sees a change.
+func TestCapabilityChangeSeenFirstByAProbe(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+
+	h.stopServe()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	cfg.Node.StageUnstageVolume = false
+	restarted := csitest.NewMemPlugin(cfg)
+	restarted.AddVolume(csi.Volume{ID: h.externalID("v")})
+	csitest.ServeAt(t, h.socket, csitest.WithServer(restarted))
+
+	if infos, err := h.e.PluginStatus(h.ctx, "mem"); err != nil || len(infos) != 1 || !infos[0].Healthy {
+		t.Fatalf("plugin status after the restart = %+v, %v", infos, err)
+	}
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Logf("reconcile: %v", err)
+	}
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "plugin-capabilities"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || !strings.Contains(evs[0].Message, "STAGE_UNSTAGE_VOLUME") || !strings.Contains(evs[0].Message, `"v"`) {
+		t.Fatalf("capability change events = %+v; want one naming STAGE_UNSTAGE_VOLUME and volume \"v\"", evs)
+	}
+}
+
+// TestCapabilityChangeSeenFirstByARegistration: the agent registers its config's plugins at
+// every start, so after a restart of both, a registration is the first to fingerprint the
+// plugin again. The capability change gets its event there too.
+func TestCapabilityChangeSeenFirstByARegistration(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+
+	h.stopServe()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	cfg.Controller.PublishUnpublishVolume = false
+	restarted := csitest.NewMemPlugin(cfg)
+	restarted.AddVolume(csi.Volume{ID: h.externalID("v")})
+	csitest.ServeAt(t, h.socket, csitest.WithServer(restarted))
+	h.open(Config{}) // a new process: the agent starting again
+	h.registerPlugin("mem", h.socket)
+
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "plugin-capabilities"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || !strings.Contains(evs[0].Message, "PUBLISH_UNPUBLISH_VOLUME") || !strings.Contains(evs[0].Message, `"v"`) {
+		t.Fatalf("capability change events = %+v; want one naming PUBLISH_UNPUBLISH_VOLUME and volume \"v\"", evs)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,5 +128,95 @@ func TestClaimKeepsAStagingThePluginStillHolds(t *testing.T) {
 	}
 	if live := h.liveClaims("v"); len(live) != 2 || !live[0].AtRest() || !live[1].AtRest() {
 		t.Fatalf("claims = %+v, want both at rest", live)
+	}
+}
+
+// TestClaimAgainAfterARebootRestores: after a reboot and before any reconcile, the alloc that
+// holds a published claim claims it again (its task restarting). Its target is not mounted any
+// more: the claim must be restored (staged and published again) rather than handed back as a
+// path that is now an empty directory on the host's disk.
+func TestClaimAgainAfterARebootRestores(t *testing.T) {
+	for _, locked := range []bool{true, false} {
+		name := map[bool]string{true: "volume free", false: "volume locked by another operation"}[locked]
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.create(volume("v", capab(spec.SingleNodeWriter)))
+			a := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+			st, _ := h.staging("v")
+			h.mounts.markGone(a.TargetPath)
+			h.mounts.markGone(st.StagingPath)
+			h.open(Config{}) // a new process after the reboot
+			h.mem.ResetCalls()
+			if !locked {
+				unlock, err := h.e.locks.volume(h.ctx, "v")
+				if err != nil {
+					t.Fatal(err)
+				}
+				waiting := make(chan struct{})
+				var once sync.Once
+				ctx := WithProgress(h.ctx, func(step string) {
+					if strings.HasPrefix(step, "waiting for the lock") {
+						once.Do(func() { close(waiting) })
+					}
+				})
+				done := make(chan error, 1)
+				go func() { _, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); done <- err }()
+				// The claim exists already: it must wait for the lock, then restore.
+				select {
+				case <-waiting:
+				case err := <-done:
+					t.Fatalf("claiming again while the volume is locked returned at once (%v), without restoring", err)
+				}
+				unlock()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+			}
+			if got, want := filterNode(h.rpcs()), []string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume}; !slices.Equal(got, want) {
+				t.Fatalf("claiming again after the reboot sent %v, want %v (restored first)", got, want)
+			}
+			if live := h.liveClaims("v"); len(live) != 1 || !live[0].AtRest() || live[0].Degraded {
+				t.Fatalf("claims = %+v, want the one claim published again", live)
+			}
+		})
+	}
+}
+
+// TestHostpathClaimAgainAfterARebootRestores: the same with real mounts. The alloc's data is
+// read through its target again after it claims again, not an empty directory.
+func TestHostpathClaimAgainAfterARebootRestores(t *testing.T) {
+	h := newHostpathEngine(t)
+	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+		Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}
+	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+		t.Fatal(err)
+	}
+	a, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(a.TargetPath, "keep.txt"), []byte("kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	staging := stagingPath(h.e.StateDir(), "hp", "data")
+	for _, p := range []string{a.TargetPath, staging} { // a reboot
+		if err := unix.Unmount(p, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "a"})
+	if err != nil {
+		t.Fatalf("claim again after the reboot: %v", err)
+	}
+	if !hostpathtest.Mounted(t, again.TargetPath) || !hostpathtest.Mounted(t, staging) {
+		t.Fatal("target or staging not mounted again by the claim")
+	}
+	if got, err := os.ReadFile(filepath.Join(again.TargetPath, "keep.txt")); err != nil || string(got) != "kept" {
+		t.Fatalf("data through the target after claiming again: %q, %v", got, err)
+	}
+	if _, err := h.e.Release(h.ctx, "data", "a"); err != nil {
+		t.Fatal(err)
 	}
 }

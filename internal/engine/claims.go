@@ -56,6 +56,12 @@ func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimInfo, error)
 	if err != nil {
 		return fail(err)
 	}
+	if !fresh && cl.State == store.ClaimPublished && !cl.Releasing {
+		// Held and published already; after a reboot its target may be mounted no more.
+		if cl, err = e.restoreIfUnmounted(ctx, cl, locked); err != nil {
+			return fail(err)
+		}
+	}
 	if !fresh && cl.AtRest() {
 		return claimInfo(cl), nil
 	}
@@ -335,6 +341,11 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 	} else {
 		c, err = e.connect(ctx, v.PluginID)
 	}
+	if errors.Is(err, ErrNotFound) {
+		// The plugin is not registered (deregistered with --force): to drive's callers,
+		// ErrNotFound means the claim itself is gone, and reconcile would stay silent.
+		err = conflictf("%v", err)
+	}
 	if err != nil {
 		e.markForReconcile(ctx, &cl, "", err)
 		if ctx.Err() != nil && !cl.Releasing {
@@ -356,6 +367,14 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 	}
 	if cl.Releasing {
 		return cl, e.release(ctx, c, v, &cl, store.OutcomeReleased, ld)
+	}
+	if cl.State == store.ClaimTaken && !cl.Degraded && needsControllerHalf(c) {
+		// Admission refuses this too; a plugin re-registered since lands here. Nothing was sent.
+		nerr := noControllerHalf(v)
+		if rerr := e.release(ctx, c, v, &cl, rollbackOutcome, nil); rerr != nil {
+			return cl, fmt.Errorf("%w; rolling the claim back also failed: %v (it is left for `volctl reconcile`)", nerr, rerr)
+		}
+		return cl, fmt.Errorf("%w (the claim was rolled back)", nerr)
 	}
 	perr := e.publish(ctx, c, v, &cl, ld)
 	if perr == nil {

@@ -105,3 +105,66 @@ func TestDegradedClaimIsFreedByARelease(t *testing.T) {
 	}
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
 }
+
+// TestRestoreWithThePluginDownMarksTheClaimDegraded: after a reboot the plugin is not back yet
+// (it does not answer its identity calls), so the restore cannot even connect. The claim, whose
+// mount is gone, must still be shown as held and degraded with the error, and flagged for the
+// agent's re-drive; once the plugin answers, reconcile restores it.
+func TestRestoreWithThePluginDownMarksTheClaimDegraded(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter)))
+	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	st, _ := h.staging("v")
+	h.mounts.markGone(cl.TargetPath)
+	h.mounts.markGone(st.StagingPath)
+	h.open(Config{}) // a new process: no cached connection
+	h.stopServe()    // the plugin is not back yet: its socket is gone
+
+	for pass := 1; pass <= 2; pass++ {
+		if rep, err := h.e.Reconcile(h.ctx); err == nil || len(rep.Problems) != 1 {
+			t.Fatalf("pass %d with the plugin down = %+v, %v; want one problem", pass, rep, err)
+		}
+		live := h.liveClaims("v")
+		if len(live) != 1 || live[0].Releasing {
+			t.Fatalf("pass %d: %+v; want the claim held", pass, live)
+		}
+		if !live[0].Degraded || !live[0].NeedsReconcile || live[0].LastError == "" {
+			t.Fatalf("pass %d: claim = %+v; want it degraded, flagged for reconcile, with its last error", pass, live[0])
+		}
+	}
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b"}); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "degraded") {
+		t.Fatalf("second writer while the restore waits for the plugin = %v; want a conflict naming the degraded claim", err)
+	}
+
+	h.serveAgain(t)
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Actions) != 1 || rep.Actions[0].Kind != "restored" {
+		t.Fatalf("reconcile once the plugin is back = %+v, %v; want the claim restored", rep, err)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || live[0].State != store.ClaimPublished || live[0].Degraded || live[0].NeedsReconcile {
+		t.Fatalf("after the plugin came back: %+v; want published, not degraded", live)
+	}
+}
+
+// TestReconcileReportsClaimsOfAnUnregisteredPlugin: a plugin deregistered with --force while a
+// claim is left for reconcile (here a release cut short). Reconcile cannot drive the claim, and
+// must say so rather than take "plugin not registered" for "claim released meanwhile" and
+// report nothing wrong.
+func TestReconcileReportsClaimsOfAnUnregisteredPlugin(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter)))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.faults.FailAlways(csi.RPCNodeUnpublishVolume, codes.Unavailable)
+	if _, err := h.e.Release(h.ctx, "v", "a"); err == nil {
+		t.Fatal("release with NodeUnpublishVolume unavailable succeeded")
+	}
+	if err := h.e.DeregisterPlugin(h.ctx, "mem", true); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := h.e.Reconcile(h.ctx)
+	if err == nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, "not registered") {
+		t.Fatalf("reconcile with the claim's plugin deregistered = %+v, %v; want one problem saying the plugin is not registered", rep, err)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 {
+		t.Fatalf("claims = %+v; want the claim kept", live)
+	}
+}

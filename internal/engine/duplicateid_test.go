@@ -85,3 +85,31 @@ func TestConcurrentCreatesCannotBothRecordOneExternalID(t *testing.T) {
 		t.Fatalf("%d creates succeeded and %d volumes record external ID \"shared\"; want 1 and 1 (errors: %v)", ok, len(recorded), errs)
 	}
 }
+
+// The same storage reached through two plugin IDs registered on one socket (one process, one
+// storage): a create under the second ID answered with the first's volume, and a register of
+// that volume under the second ID, are refused like those under one ID. Else each volctl volume's
+// claims would ignore the other's access mode, on one disk.
+func TestOneStorageVolumeThroughTwoPluginIDsOnOneSocket(t *testing.T) {
+	h := newHarness(t, nil)
+	h.registerPlugin("mem2", h.socket)
+	a := h.create(volume("a"))
+
+	sv := volume("b")
+	sv.PluginID = "mem2"
+	h.mem.AnswerCreateWith(a.ExternalID)
+	_, err := h.e.CreateVolume(h.ctx, sv)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `already volume "a"`) {
+		t.Fatalf("create through mem2 answered with a's external ID: %v", err)
+	}
+	h.mem.AnswerCreateWith("")
+
+	reg := volume("c")
+	reg.PluginID, reg.ExternalID = "mem2", a.ExternalID
+	if _, err := h.e.RegisterVolume(h.ctx, reg); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `"a"`) {
+		t.Fatalf("register a's storage again through mem2: %v", err)
+	}
+	if _, err := h.e.Volume(h.ctx, "c"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("c is recorded: %v", err)
+	}
+}

@@ -599,7 +599,9 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 	var err error
 	waits := e.cfg.Retry.backoff()
 	for attempt := 1; ; attempt++ {
-		err = call(ctx)
+		if err = e.checkSockets(ctx, c, rpc); err == nil {
+			err = call(ctx)
+		}
 		if err == nil || !csi.IsRetryable(err) || attempt >= e.cfg.Retry.Attempts || ctx.Err() != nil {
 			return err
 		}
@@ -616,4 +618,41 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 		case <-time.After(wait):
 		}
 	}
+}
+
+// checkSockets runs before each attempt of an RPC: when a socket of c's plugin is no longer
+// the file it was when c was fingerprinted (the plugin restarted mid-operation, or another
+// process took its place), gRPC would send the RPC to whatever listens there now. It goes on
+// only if that is the same driver with the same capabilities and node: another driver's
+// NOT_FOUND to a teardown RPC would count as done while the real one still holds the volume,
+// and the operation's steps were chosen by the capabilities c was fingerprinted with. A
+// refusal sends nothing; the operation is left for reconcile, whose connection fingerprints
+// the plugin afresh. A socket missing (the plugin restarting) reads as the plugin unavailable.
+func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
+	ids := identify(pluginSockets(c.plugin)...)
+	if sameSockets(c.sockets, ids) {
+		return nil
+	}
+	for _, id := range ids {
+		if id.inode == 0 {
+			return nil // nothing there to answer: the RPC fails as unavailable, sent to no one
+		}
+	}
+	fp, err := c.client.Fingerprint(ctx)
+	if err != nil {
+		// Not sent: the RPC's own failure, so that its caller records what it was doing.
+		return &csi.Error{RPC: rpc, Code: csi.CodeOf(err), Class: csi.ClassOf(err),
+			Message: fmt.Sprintf("not sent: the plugin restarted mid-operation and checking it again failed: %v", err)}
+	}
+	if fp.Provider != c.fp.Provider {
+		return conflictf("%s not sent: socket %s now served by %q, registered as %q (the plugin was replaced mid-operation; start %q on that socket again)",
+			rpc, c.sockets[0].path, fp.Provider, c.fp.Provider, c.fp.Provider)
+	}
+	was, now := fingerprintToStore(c.fp, time.Time{}), fingerprintToStore(fp, time.Time{})
+	if !slices.Equal(was.PluginCaps, now.PluginCaps) || !slices.Equal(was.ControllerCaps, now.ControllerCaps) ||
+		!slices.Equal(was.NodeCaps, now.NodeCaps) || was.NodeID != now.NodeID {
+		return fmt.Errorf("%s not sent: plugin %q restarted mid-operation with other capabilities or another node ID; `volctl reconcile` goes on with what it has now",
+			rpc, c.plugin.ID)
+	}
+	return nil
 }

@@ -102,7 +102,9 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		if resp.CapacityBytes > 0 {
 			newSize = resp.CapacityBytes
 		}
-		nodeRequired = resp.NodeExpansionRequired && node
+		// Owed to a node that can expand, or to one not reachable through this registration
+		// yet (a split plugin's node half not registered): the next publish sends it.
+		nodeRequired = resp.NodeExpansionRequired && (node || !c.fp.Node)
 	}
 	v.CapacityBytes, v.RequestedMin = newSize, max(v.RequestedMin, size)
 	if limit != 0 {

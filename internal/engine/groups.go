@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,7 +30,8 @@ type AllocInfo struct {
 }
 
 // RunGroup records a group and gives each of its allocs all its volumes or none: when one claim
-// of an alloc fails, the claims that alloc already got are released again. Running a group again
+// of an alloc fails, the claims this run already got for that alloc are released again (not
+// those it held before the run). Running a group again
 // is idempotent; a smaller count releases the allocs past it.
 func (e *Engine) RunGroup(ctx context.Context, g spec.Group) (GroupInfo, error) {
 	fail := func(err error) (GroupInfo, error) { return GroupInfo{}, fmt.Errorf("run group %q: %w", g.Name, err) }
@@ -59,10 +61,12 @@ func (e *Engine) RunGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 	return info, nil
 }
 
-// runAlloc claims every volume of one alloc, or releases what it got.
+// runAlloc claims every volume of one alloc, or releases what this run got of them.
 func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) AllocInfo {
 	alloc := spec.AllocName(g.Name, index)
 	a := AllocInfo{Name: alloc, Index: index, Claims: []ClaimInfo{}} // [] in JSON, never null
+	// taken: the volumes this run claimed for the alloc, not held before it.
+	var taken []string
 	for _, r := range g.Volumes {
 		req := ClaimRequest{
 			VolumeID: r.Source, Alloc: alloc, Group: g.Name, ReadOnly: r.ReadOnly,
@@ -76,10 +80,9 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) AllocInf
 		ci, err := e.Claim(ctx, req)
 		if err != nil {
 			a.Error = err.Error()
-			undo := make([]string, 0, len(a.Claims)+1)
-			for _, got := range a.Claims {
-				undo = append(undo, got.VolumeID)
-			}
+			// Only what this run took is undone: a claim the alloc held before the run (a
+			// group run again) may be in use, and only a release or a stop frees it.
+			undo := append(make([]string, 0, len(taken)+1), taken...)
 			// A claim that failed with a retryable error is left for reconcile, not rolled back:
 			// release it too, or reconcile would publish it for an alloc that got nothing.
 			if !had && e.holds(ctx, req.VolumeID, alloc) {
@@ -90,10 +93,13 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) AllocInf
 					a.Error += fmt.Sprintf("; releasing %q again also failed: %v", vol, rerr)
 				}
 			}
-			a.Claims = a.Claims[:0]
+			a.Claims = slices.DeleteFunc(a.Claims, func(c ClaimInfo) bool { return slices.Contains(taken, c.VolumeID) })
 			return a
 		}
 		a.Claims = append(a.Claims, ci)
+		if !had {
+			taken = append(taken, ci.VolumeID)
+		}
 	}
 	return a
 }

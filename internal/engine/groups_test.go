@@ -77,26 +77,25 @@ func TestRunGroupGivesEachAllocAllItsVolumes(t *testing.T) {
 // TestRunGroupAllOrNothing: when an alloc's second volume cannot be claimed, the first one it
 // already got is released again.
 func TestRunGroupAllOrNothing(t *testing.T) {
+	// secondPublishFails creates both volumes; the first publish (data[0]) goes through, the
+	// second (shared) fails with code every time.
+	secondPublishFails := func(code codes.Code) func(h *harness) {
+		return func(h *harness) {
+			h.create(volume("data[0]"))
+			h.create(volume("shared", capab(spec.MultiNodeReaderOnly)))
+			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Times: 1})
+			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Code: code})
+		}
+	}
 	for _, tt := range []struct {
 		name  string
 		setup func(h *harness)
 		want  string
 	}{
 		{"missing volume", func(h *harness) { h.create(volume("data[0]")) }, `volume "shared" not found`},
-		{"plugin fails", func(h *harness) {
-			h.create(volume("data[0]"))
-			h.create(volume("shared", capab(spec.MultiNodeReaderOnly)))
-			// The first publish (data[0]) goes through; the second (shared) fails for good.
-			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Times: 1})
-			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Code: codes.Internal})
-		}, "NodePublishVolume: Internal"},
-		{"plugin unavailable", func(h *harness) {
-			h.create(volume("data[0]"))
-			h.create(volume("shared", capab(spec.MultiNodeReaderOnly)))
-			// shared's claim is left for reconcile, not rolled back: the run must release it too.
-			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Times: 1})
-			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Code: codes.Unavailable})
-		}, "NodePublishVolume: Unavailable"},
+		{"plugin fails", secondPublishFails(codes.Internal), "NodePublishVolume: Internal"},
+		// shared's claim is left for reconcile, not rolled back: the run must release it too.
+		{"plugin unavailable", secondPublishFails(codes.Unavailable), "NodePublishVolume: Unavailable"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -136,5 +135,37 @@ func TestGroupVolumeMountDestinations(t *testing.T) {
 	}
 	if allocIndex("web", "web[12]") != 12 || allocIndex("web", "web[x]") != -1 || allocIndex("web", "db[1]") != -1 {
 		t.Error("allocIndex")
+	}
+}
+
+// TestRunGroupAgainKeepsClaimsAllocsAlreadyHeld: running a group again while one of an alloc's
+// volumes is held degraded (its restore failing after a reboot) reports it, but must not release
+// the alloc's other claims, which it held before this run and may be using: all-or-nothing
+// undoes only what this run took.
+func TestRunGroupAgainKeepsClaimsAllocsAlreadyHeld(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("data[0]"))
+	h.create(volume("shared", capab(spec.MultiNodeReaderOnly)))
+	if _, err := h.e.RunGroup(h.ctx, dbGroup(1)); err != nil {
+		t.Fatal(err)
+	}
+	shared := h.liveClaims("shared")[0]
+	st, _ := h.staging("shared")
+	h.mounts.markGone(shared.TargetPath)
+	h.mounts.markGone(st.StagingPath)
+	h.faults.FailAlways(csi.RPCNodeStageVolume, codes.Internal)
+	if _, err := h.e.Reconcile(h.ctx); err == nil {
+		t.Fatal("reconcile with NodeStageVolume failing reported success")
+	}
+
+	_, err := h.e.RunGroup(h.ctx, dbGroup(1))
+	if err == nil || !strings.Contains(err.Error(), "degraded") {
+		t.Fatalf("run again with shared degraded = %v; want an error saying it is held degraded", err)
+	}
+	if live := h.liveClaims("data[0]"); len(live) != 1 || live[0].Releasing {
+		t.Fatalf("data[0] after running the group again = %+v; want the alloc's claim it held kept", live)
+	}
+	if live := h.liveClaims("shared"); len(live) != 1 || live[0].Releasing || !live[0].Degraded {
+		t.Fatalf("shared after running the group again = %+v; want it held, degraded", live)
 	}
 }

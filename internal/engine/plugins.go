@@ -53,6 +53,11 @@ func (e *Engine) RegisterPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo
 			return err
 		}
 		if fp != nil {
+			// Registered again (the agent does at every start): a plugin that came back with
+			// other capabilities gets its event here, as on any other connection.
+			if err := e.noteCapabilityChange(tx, p.ID, fp); err != nil {
+				return err
+			}
 			if err := tx.Plugins().SetFingerprint(p.ID, c.storedFingerprint(now)); err != nil {
 				return err
 			}
@@ -312,6 +317,11 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 			return err
 		}
 		if r.fp != nil {
+			// A probe may be the first to reach a restarted plugin (the agent's runner is):
+			// a change of capabilities gets its event here, as on any other connection.
+			if err := e.noteCapabilityChange(tx, p.ID, c.fp); err != nil {
+				return err
+			}
 			if err := tx.Plugins().SetFingerprint(p.ID, *r.fp); err != nil {
 				return err
 			}

@@ -206,6 +206,54 @@ func (e *Engine) restageIfLost(ctx context.Context, volumeID string, ld *loaded)
 	return nil
 }
 
+// restoreIfUnmounted applies restore's rule to a published claim its alloc claims again (a task
+// restarted after a reboot, before any reconcile): when the mount table lacks its target, the
+// claim is restored (and its volume staged again when the staging is gone too) before it is
+// handed back, rather than handing back a path that is now an empty directory. locked says the
+// caller holds the volume lock; otherwise it is taken here. It returns the claim as it is now,
+// which the caller drives on if it is not at rest.
+func (e *Engine) restoreIfUnmounted(ctx context.Context, cl store.Claim, locked bool) (store.Claim, error) {
+	mounted, err := e.cfg.Mounts.MountsUnder(e.cfg.StateDir)
+	if err != nil {
+		return cl, fmt.Errorf("checking the target %s: %w", cl.TargetPath, err)
+	}
+	if mounted[e.realPath(cl.TargetPath)] {
+		return cl, nil
+	}
+	if !locked {
+		unlock, err := e.locks.volume(ctx, cl.VolumeID)
+		if err != nil {
+			return cl, err
+		}
+		defer unlock()
+	}
+	st, ok, err := e.getStaging(ctx, cl.VolumeID)
+	if err != nil {
+		return cl, err
+	}
+	lost := ok && st.Staged && st.StagingPath != "" && !mounted[e.realPath(st.StagingPath)]
+	rerr := e.restoreLocked(ctx, cl.ID, lost, mounted)
+	if errors.Is(rerr, ErrNotFound) {
+		// Released or changed by another volctl meanwhile: what it is now is the answer.
+		rerr = nil
+	}
+	err = e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		cl, err = tx.Claims().Get(cl.ID)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return cl, conflictf("the claim was released by another volctl meanwhile")
+	}
+	if rerr != nil {
+		return cl, fmt.Errorf("restoring its mount at %s: %w (the claim is held, degraded, for `volctl reconcile`; `volctl volume release` frees it)", cl.TargetPath, rerr)
+	}
+	if err == nil && cl.Releasing {
+		err = conflictf("the claim is being released by another volctl")
+	}
+	return cl, err
+}
+
 func (e *Engine) reconcileVolume(ctx context.Context, rep *ReconcileReport, v store.Volume, kind string, finish func(*conn, store.Volume) error) {
 	err := func() error {
 		unlock, err := e.locks.volume(ctx, v.ID)
@@ -411,11 +459,12 @@ func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingLost b
 		return err
 	}
 	defer unlock()
-	cl, v, err := e.stillPublished(ctx, cl.ID)
-	if err != nil {
-		return err
-	}
-	c, err := e.connect(ctx, v.PluginID)
+	return e.restoreLocked(ctx, cl.ID, stagingLost, mounted)
+}
+
+// restoreLocked is restoreClaim for a caller that holds the volume lock.
+func (e *Engine) restoreLocked(ctx context.Context, claimID int64, stagingLost bool, mounted map[string]bool) error {
+	cl, v, err := e.stillPublished(ctx, claimID)
 	if err != nil {
 		return err
 	}
@@ -425,7 +474,9 @@ func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingLost b
 	// sends NodeUnpublishVolume, which the release of a controller-published claim skips. The
 	// controller publication outlives the node's mounts, so ControllerPublishVolume is not sent.
 	// The same commit marks the claim degraded: from here until it is published again, no error
-	// of any class frees it (drive never rolls a degraded claim back), even after a crash.
+	// of any class frees it (drive never rolls a degraded claim back), even after a crash. It
+	// comes before connecting: a plugin not back yet after a reboot (or another driver on its
+	// socket) fails the restore as surely as an RPC does, and the claim must show it.
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		cl.State, cl.Degraded = store.ClaimNodeStaged, true
 		if stagingLost {
@@ -436,6 +487,15 @@ func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingLost b
 		return tx.Claims().Update(&cl)
 	})
 	if err != nil {
+		return err
+	}
+	c, err := e.connect(ctx, v.PluginID)
+	if err != nil {
+		e.markForReconcile(ctx, &cl, "", err)
+		if errors.Is(err, ErrNotFound) {
+			// The plugin is not registered: a problem to report, not a claim gone meanwhile.
+			err = conflictf("%v", err)
+		}
 		return err
 	}
 	if err := e.publish(ctx, c, v, &cl, nil); err != nil {

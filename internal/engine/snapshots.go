@@ -165,11 +165,28 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 		SourceExternalID: intent.SourceExternalID, SizeBytes: snap.SizeBytes, ReadyToUse: snap.ReadyToUse,
 		Parameters: intent.Parameters, CreatedAt: snap.CreatedAt, Secrets: intent.Secrets, Reach: intent.Reach,
 	}
+	var dup error
 	err = e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		// Created again under the same name, the plugin returned the snapshot it made the first
 		// time: that one was made with the first request's parameters.
-		if old, err := tx.Snapshots().Get(rec.PluginID, rec.SnapshotID); err == nil {
+		old, err := tx.Snapshots().Get(rec.PluginID, rec.SnapshotID)
+		switch {
+		case err == nil && (old.SourceVolumeID != rec.SourceVolumeID || old.SourceExternalID != rec.SourceExternalID):
+			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %q, which is volume %q's; "+
+				"it stays %q's, and this snapshot is forgotten (the plugin maps two names onto one snapshot: report it to the plugin's authors)",
+				rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, old.SourceVolumeID, old.SourceVolumeID)
+		case snap.SourceVolumeID != "" && snap.SourceVolumeID != rec.SourceExternalID:
+			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %q of another volume (%q); "+
+				"it is not recorded, and this snapshot is forgotten", rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, snap.SourceVolumeID)
+		case err == nil:
 			rec.Parameters = old.Parameters
+		}
+		if dup != nil {
+			if err := tx.Snapshots().DeleteCreate(intent.PluginID, intent.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			return tx.Events().Append(&store.Event{Kind: "snapshot-create", VolumeID: intent.SourceVolumeID, PluginID: intent.PluginID,
+				RPC: csi.RPCCreateSnapshot, Message: "snapshot refused: " + dup.Error()})
 		}
 		if err := tx.Snapshots().Put(&rec); err != nil {
 			return err
@@ -182,6 +199,9 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 	})
 	if err != nil {
 		return rec, snap, fmt.Errorf("the plugin made snapshot %q but recording it failed: %w (it stays recorded as being created: `volctl reconcile` finishes it)", snap.ID, err)
+	}
+	if dup != nil {
+		return store.Snapshot{}, snap, dup
 	}
 	return rec, snap, nil
 }
@@ -199,6 +219,12 @@ func canSnapshot(c *conn, what string) error {
 // still be the same driver (its name pinned as for a registered plugin).
 func (e *Engine) snapshotConn(ctx context.Context, pluginID string, reach store.PluginReach) (*conn, error) {
 	c, err := e.connect(ctx, pluginID)
+	if err == nil && reach.Provider != "" && c.fp.Provider != reach.Provider {
+		// The ID was registered again for another driver (its volumes gone, the snapshot
+		// kept): that driver's NOT_FOUND would make volctl forget a snapshot that still exists.
+		return nil, conflictf("plugin %q is now driver %q, but the snapshot was made by %q: no snapshot RPC goes to another driver "+
+			"(register %q as plugin %q again to delete it)", pluginID, c.fp.Provider, reach.Provider, reach.Provider, pluginID)
+	}
 	if err == nil || !errors.Is(err, ErrNotFound) || reach.Type == "" {
 		return c, err
 	}

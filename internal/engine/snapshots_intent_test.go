@@ -111,14 +111,8 @@ func TestSnapshotSecrets(t *testing.T) {
 	if err := h.e.DeleteVolume(h.ctx, "other"); err != nil {
 		t.Fatal(err)
 	}
-	a, err := h.e.CreateSnapshot(h.ctx, "db", "a", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := h.e.CreateSnapshot(h.ctx, "db", "b", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := h.snapshot("a")
+	b := h.snapshot("b")
 	if err := h.e.DeleteSnapshot(h.ctx, "mem", a.ID, given); err != nil {
 		t.Fatal(err)
 	}
@@ -136,17 +130,22 @@ func TestSnapshotSecrets(t *testing.T) {
 	}
 }
 
-// A snapshot stays deletable after its plugin is deregistered: volctl reaches the plugin where
-// it was when the snapshot was made.
-func TestSnapshotDeletableAfterPluginDeregistered(t *testing.T) {
+// snapshotOfDeregisteredPlugin makes snapshot "keep" of volume db, then forgets plugin mem with
+// --force: the snapshot stays recorded.
+func snapshotOfDeregisteredPlugin(t *testing.T) (*harness, SnapshotInfo) {
+	t.Helper()
 	h, _ := snapshotHarness(t, nil)
-	s, err := h.e.CreateSnapshot(h.ctx, "db", "keep", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := h.snapshot("keep")
 	if err := h.e.DeregisterPlugin(h.ctx, "mem", true); err != nil {
 		t.Fatal(err)
 	}
+	return h, s
+}
+
+// A snapshot stays deletable after its plugin is deregistered: volctl reaches the plugin where
+// it was when the snapshot was made.
+func TestSnapshotDeletableAfterPluginDeregistered(t *testing.T) {
+	h, s := snapshotOfDeregisteredPlugin(t)
 	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err != nil {
 		t.Fatalf("delete after the plugin was deregistered: %v", err)
 	}
@@ -169,20 +168,13 @@ func TestSnapshotDeletableAfterPluginDeregistered(t *testing.T) {
 // the snapshot: another driver answering there gets no DeleteSnapshot (its NOT_FOUND would make
 // volctl forget a snapshot that still exists).
 func TestSnapshotDeleteRefusesAnotherDriverAfterDeregistration(t *testing.T) {
-	h, _ := snapshotHarness(t, nil)
-	s, err := h.e.CreateSnapshot(h.ctx, "db", "keep", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.e.DeregisterPlugin(h.ctx, "mem", true); err != nil {
-		t.Fatal(err)
-	}
+	h, s := snapshotOfDeregisteredPlugin(t)
 	h.stopServe()
 	cfg := csitest.DefaultMemConfig()
 	cfg.Name = "impostor.csi.volctl.test"
 	impostor := csitest.NewMemPlugin(cfg)
 	csitest.ServeAt(t, h.socket, csitest.WithServer(impostor))
-	err = h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil)
+	err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil)
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `"impostor.csi.volctl.test", registered as "mem.csi.volctl.test"`) {
 		t.Fatalf("delete through another driver = %v, want a conflict naming both drivers", err)
 	}
@@ -192,5 +184,74 @@ func TestSnapshotDeleteRefusesAnotherDriverAfterDeregistration(t *testing.T) {
 	list, _ := h.e.ListSnapshots(h.ctx, "", nil)
 	if len(list.Snapshots) != 1 || list.Snapshots[0].ID != s.ID {
 		t.Errorf("records after the refusal: %+v, want the snapshot kept", list.Snapshots)
+	}
+}
+
+// The same when the plugin ID is still registered but now names another driver: its volumes
+// are gone (the source volume deleted, its snapshot kept), so registering the ID again with
+// another driver's socket is allowed, or the agent re-registered it at start while another
+// driver answered on the socket. The snapshot's record pins the driver that made it.
+func TestSnapshotDeleteRefusesAnotherDriverUnderTheSameID(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	s, err := h.e.CreateSnapshot(h.ctx, "db", "keep", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.DeleteVolume(h.ctx, "db"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := csitest.DefaultMemConfig()
+	cfg.Name = "impostor.csi.volctl.test"
+	impostor := csitest.NewMemPlugin(cfg)
+	sock, _ := csitest.Serve(t, csitest.WithServer(impostor))
+	h.registerPlugin("mem", sock)
+
+	err = h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "impostor.csi.volctl.test") || !strings.Contains(err.Error(), "mem.csi.volctl.test") {
+		t.Fatalf("delete through another driver = %v, want a conflict naming both drivers", err)
+	}
+	if n := impostor.CallCount(csi.RPCDeleteSnapshot); n != 0 {
+		t.Errorf("the other driver got %d DeleteSnapshot", n)
+	}
+	if n := len(h.mem.Snapshots()); n != 1 {
+		t.Errorf("the driver that made it has %d snapshot(s), want 1", n)
+	}
+	list, _ := h.e.ListSnapshots(h.ctx, "", nil)
+	var kept bool
+	for _, sn := range list.Snapshots {
+		kept = kept || (sn.ID == s.ID && sn.Recorded)
+	}
+	if !kept {
+		t.Errorf("records after the refusal: %+v, want the snapshot kept", list.Snapshots)
+	}
+}
+
+// A plugin that answers CreateSnapshot for one volume with a snapshot volctl records for another
+// (a snapshot of another source): the snapshot stays the first volume's, and the create is
+// refused, naming it. Recording it again as the second volume's would hand the first volume's
+// snapshot to whoever deletes the second's.
+func TestCreateSnapshotRefusesAnotherVolumesSnapshot(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	h.create(volume("other"))
+	s, err := h.e.CreateSnapshot(h.ctx, "db", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mem.AnswerSnapshotWith(s.ID)
+	_, err = h.e.CreateSnapshot(h.ctx, "other", "", nil)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), s.ID) || !strings.Contains(err.Error(), `"db"`) {
+		t.Fatalf("snapshot of other answered with db's snapshot = %v; want a conflict naming it and \"db\"", err)
+	}
+	list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sn := range list.Snapshots {
+		if sn.ID == s.ID && sn.SourceVolumeID != "db" {
+			t.Errorf("snapshot %s is now recorded as %q's", s.ID, sn.SourceVolumeID)
+		}
+		if sn.SourceVolumeID == "other" {
+			t.Errorf("a snapshot of other is recorded: %+v", sn)
+		}
 	}
 }

@@ -25,6 +25,16 @@ func snapshotHarness(t *testing.T, mutate func(*csitest.MemConfig)) (*harness, V
 	return h, h.create(volume("db"))
 }
 
+// snapshot makes snapshot name of volume db (a derived name when empty), no parameters.
+func (h *harness) snapshot(name string) SnapshotInfo {
+	h.t.Helper()
+	s, err := h.e.CreateSnapshot(h.ctx, "db", name, nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return s
+}
+
 // pluginClient talks to the harness's plugin directly, as another orchestrator would.
 func (h *harness) pluginClient() *csi.Client {
 	h.t.Helper()
@@ -82,17 +92,11 @@ func TestCreateSnapshot(t *testing.T) {
 func TestCreateSnapshotDerivedNameIsIdempotent(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
 	h.faults.FailOnce(csi.RPCCreateSnapshot, codes.Unavailable)
-	first, err := h.e.CreateSnapshot(h.ctx, "db", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := h.snapshot("")
 	if n := h.faults.Calls(csi.RPCCreateSnapshot); n != 2 {
 		t.Fatalf("CreateSnapshot sent %d times, want 2 (one retry)", n)
 	}
-	again, err := h.e.CreateSnapshot(h.ctx, "db", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := h.snapshot("")
 	if first.ID == again.ID || first.Name == again.Name || len(h.mem.Snapshots()) != 2 {
 		t.Fatalf("two creates in one second made %d snapshots (%q %q, %q %q), want 2 with distinct names",
 			len(h.mem.Snapshots()), first.ID, first.Name, again.ID, again.Name)
@@ -109,10 +113,7 @@ func TestCreateSnapshotAgainKeepsRecord(t *testing.T) {
 	if _, err := h.e.CreateSnapshot(h.ctx, "db", "s1", map[string]string{"kind": "full"}); err != nil {
 		t.Fatal(err)
 	}
-	again, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := h.snapshot("s1")
 	list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -155,9 +156,7 @@ func TestSnapshotCapabilityMissing(t *testing.T) {
 // Without LIST_SNAPSHOTS the list is volctl's records, and it says so.
 func TestListSnapshotsRecordsOnly(t *testing.T) {
 	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.Controller.ListSnapshots = false })
-	if _, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil); err != nil {
-		t.Fatal(err)
-	}
+	h.snapshot("s1")
 	list, err := h.e.ListSnapshots(h.ctx, "", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -173,9 +172,7 @@ func TestListSnapshotsMergesPluginAndRecords(t *testing.T) {
 	if _, err := h.e.CreateSnapshot(h.ctx, "db", "by-volctl", map[string]string{"k": "v"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.e.CreateSnapshot(h.ctx, "db", "gone", nil); err != nil {
-		t.Fatal(err)
-	}
+	h.snapshot("gone")
 	// Another orchestrator makes one snapshot and deletes one of volctl's behind its back.
 	pc := h.pluginClient()
 	if _, err := pc.CreateSnapshot(h.ctx, csi.CreateSnapshotRequest{SourceVolumeID: v.ExternalID, Name: "by-other"}); err != nil {
@@ -224,10 +221,7 @@ func TestListSnapshotsMergesPluginAndRecords(t *testing.T) {
 
 func TestDeleteSnapshot(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
-	s, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := h.snapshot("s1")
 	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -261,9 +255,7 @@ func TestDeleteSnapshot(t *testing.T) {
 // A final error from the plugin leaves volctl's record in place, so the delete can be retried.
 func TestDeleteSnapshotFailureKeepsRecord(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
-	if _, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil); err != nil {
-		t.Fatal(err)
-	}
+	h.snapshot("s1")
 	h.faults.FailAlways(csi.RPCDeleteSnapshot, codes.FailedPrecondition)
 	err := h.e.DeleteSnapshot(h.ctx, "mem", "s1", nil)
 	if err == nil || !strings.HasPrefix(err.Error(), `delete snapshot "s1" of plugin "mem": DeleteSnapshot: FailedPrecondition`) {
@@ -279,10 +271,7 @@ func TestDeleteSnapshotFailureKeepsRecord(t *testing.T) {
 // clone_id naming a volctl volume is sent as that volume's external ID.
 func TestCreateVolumeFromSnapshotAndClone(t *testing.T) {
 	h, src := snapshotHarness(t, nil)
-	snap, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := h.snapshot("s1")
 	tests := []struct {
 		id, snapshot, clone string
 		wantSnap, wantClone string
@@ -330,14 +319,11 @@ func TestSnapshotOfUnknownOrBusyVolume(t *testing.T) {
 // TestSnapshotDeletableAfterPluginDeregistered).
 func TestDeregisterPluginWithSnapshotsRefused(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
-	s, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := h.snapshot("s1")
 	if err := h.e.DeregisterVolume(h.ctx, "db", false); err != nil {
 		t.Fatal(err)
 	}
-	err = h.e.DeregisterPlugin(h.ctx, "mem", false)
+	err := h.e.DeregisterPlugin(h.ctx, "mem", false)
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `1 snapshot(s) recorded: "s1"`) ||
 		!strings.Contains(err.Error(), "volctl volume snapshot delete mem SNAPSHOT_ID") {
 		t.Fatalf("deregister with a snapshot recorded: err = %v, want a conflict naming it and the delete command", err)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // TestSplitPluginServesTheWholeLifecycle: a driver run as two processes, a controller-only
@@ -84,5 +86,93 @@ func TestSplitPluginServesTheWholeLifecycle(t *testing.T) {
 		Exec: &spec.Exec{Command: "/bin/node-plugin"}})
 	if err == nil || !strings.Contains(err.Error(), "cannot have an exec block") {
 		t.Fatalf("joining a half with an exec block: %v", err)
+	}
+}
+
+// TestNodeHalfAloneOfAControllerPlugin: only the node half of a driver that advertises
+// CONTROLLER_SERVICE is registered (its controller job not yet, as happens with Nomad's two
+// plugin jobs). Nothing can validate or attach its volumes, as Nomad's "no controllers available
+// for plugin" says: registering a volume is refused rather than recorded unvalidated, and a
+// claim is refused at admission, before any RPC and with no claim left, rather than staged on a
+// volume that was never ControllerPublished.
+func TestNodeHalfAloneOfAControllerPlugin(t *testing.T) {
+	h := newHarness(t, nil)
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	backend := csitest.NewMemPlugin(cfg)
+	backend.AddVolume(csi.Volume{ID: "ext-1", CapacityBytes: 1 << 20})
+	nodeFaults := csitest.NewFaults()
+	nodeSock, _ := csitest.Serve(t, csitest.WithFaults(nodeFaults), csitest.WithRegister(func(s *grpc.Server) {
+		backend.RegisterServices(s, csitest.Identity, csitest.Node)
+	}))
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "split", Type: spec.PluginNode, NodeSocket: nodeSock}); err != nil {
+		t.Fatalf("register the node half: %v", err)
+	}
+	sv := spec.Volume{ID: "v", Name: "v", Type: "csi", PluginID: "split", ExternalID: "ext-1",
+		Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}
+	_, err := h.e.RegisterVolume(h.ctx, sv)
+	if err == nil || !strings.Contains(err.Error(), "controller") {
+		t.Fatalf("register a volume with no controller to validate it = %v; want a refusal naming the missing controller", err)
+	}
+
+	// Recorded anyway (by an older volctl, or before the controller half was deregistered).
+	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error {
+		v := store.VolumeFromSpec(sv)
+		v.State = store.VolumeReady
+		return tx.Volumes().Insert(&v)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "controller") {
+		t.Fatalf("claim with no controller to attach the volume = %v; want ErrInvalid naming the missing controller", err)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claims left behind: %+v", live)
+	}
+	for _, rpc := range []string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
+		if n := nodeFaults.Calls(rpc); n != 0 {
+			t.Errorf("%s sent %d time(s) for a volume never attached", rpc, n)
+		}
+	}
+}
+
+// TestNodeExpansionOwedWhileOnlyTheControllerHalfIsRegistered: a split plugin's controller half
+// expands a volume and says node_expansion_required while its node half is not registered yet.
+// The node expansion is owed, not dropped: once the node half joins, the claim that publishes
+// the volume sends NodeExpandVolume, or the filesystem would stay the old size for good.
+func TestNodeExpansionOwedWhileOnlyTheControllerHalfIsRegistered(t *testing.T) {
+	h := newHarness(t, nil)
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	backend := csitest.NewMemPlugin(cfg)
+	ctrlSock, _ := csitest.Serve(t, csitest.WithRegister(func(s *grpc.Server) {
+		backend.RegisterServices(s, csitest.Identity, csitest.Controller)
+	}))
+	nodeSock, _ := csitest.Serve(t, csitest.WithRegister(func(s *grpc.Server) {
+		backend.RegisterServices(s, csitest.Identity, csitest.Node)
+	}))
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "split", Type: spec.PluginController, ControllerSocket: ctrlSock}); err != nil {
+		t.Fatal(err)
+	}
+	sv := volume("v")
+	sv.PluginID = "split"
+	h.create(sv)
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
+		t.Fatalf("expand through the controller half: %v", err)
+	}
+	if got := h.owed("v"); got != 4*mib {
+		t.Fatalf("node expansion owed = %d, want %d (the controller said node_expansion_required)", got, 4*mib)
+	}
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "split", Type: spec.PluginNode, NodeSocket: nodeSock}); err != nil {
+		t.Fatal(err)
+	}
+	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "web"})
+	reqs := csitest.Requests[csi.NodeExpandVolumeRequest](backend)
+	if len(reqs) != 1 || reqs[0].VolumePath != cl.TargetPath || reqs[0].CapacityMin != 4*mib {
+		t.Fatalf("NodeExpandVolume at the publish: %+v, want one at %s", reqs, cl.TargetPath)
+	}
+	if got := h.owed("v"); got != 0 {
+		t.Errorf("node expansion still owed after the publish: %d", got)
 	}
 }

@@ -157,6 +157,9 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		if created.ID != "" {
 			// The plugin made a volume we cannot use (smaller than asked): remove it again.
 			_ = e.withController(ctx, c, func(ctx context.Context) error {
+				if err := e.checkSockets(ctx, c, csi.RPCDeleteVolume); err != nil {
+					return err
+				}
 				return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
 			})
 		}
@@ -197,7 +200,7 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		// access mode, and deleting one would pull the storage from under the other. The check
 		// and the record are one write transaction, so of two creates the plugin answers with
 		// one ID, only the first to commit records it.
-		same, err := tx.Volumes().List(store.VolumeFilter{PluginID: v.PluginID, ExternalID: v.ExternalID})
+		same, err := sameStorage(tx, v.PluginID, v.ExternalID, v.ID)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -27,6 +28,9 @@ func (e *Engine) RegisterVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 	}
 	defer unlock()
 
+	if needsControllerHalf(c) {
+		return fail(noControllerHalf(store.VolumeFromSpec(sv)))
+	}
 	if c.fp.Controller {
 		err := e.retry(ctx, c, csi.RPCValidateVolumeCapabilities, func(ctx context.Context) error {
 			return c.client.ValidateVolumeCapabilities(ctx, csi.ValidateVolumeCapabilitiesRequest{
@@ -48,7 +52,7 @@ func (e *Engine) RegisterVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 		case errors.Is(err, store.ErrNotFound):
 			// One plugin volume under two IDs would let each one's claims ignore the other's
 			// access mode: two writers on a single-node-writer volume.
-			same, err := tx.Volumes().List(store.VolumeFilter{PluginID: sv.PluginID, ExternalID: sv.ExternalID})
+			same, err := sameStorage(tx, sv.PluginID, sv.ExternalID, sv.ID)
 			if err != nil {
 				return err
 			}
@@ -310,4 +314,47 @@ func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) er
 		return fmt.Errorf("deregister volume %q: %w", id, err)
 	}
 	return nil
+}
+
+// sameStorage returns the volumes other than exceptID that record externalID on pluginID's
+// storage: through pluginID itself, or through another plugin ID registered on one of its
+// sockets (one process, so one storage).
+func sameStorage(tx *store.Tx, pluginID, externalID, exceptID string) ([]store.Volume, error) {
+	if externalID == "" {
+		return nil, nil
+	}
+	all, err := tx.Volumes().List(store.VolumeFilter{ExternalID: externalID})
+	if err != nil || len(all) == 0 {
+		return nil, err
+	}
+	var mine []string
+	if p, err := tx.Plugins().Get(pluginID); err == nil {
+		mine = pluginSockets(p)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	var out []store.Volume
+	for _, o := range all {
+		switch {
+		case o.ID == exceptID:
+			continue
+		case o.PluginID == pluginID:
+			out = append(out, o)
+			continue
+		}
+		p, err := tx.Plugins().Get(o.PluginID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range pluginSockets(p) {
+			if s != "" && slices.Contains(mine, s) {
+				out = append(out, o)
+				break
+			}
+		}
+	}
+	return out, nil
 }

@@ -194,8 +194,8 @@ func (p *Plugin) csiVolume(v *volume) *csi.Volume {
 // under its consumers.
 func (p *Plugin) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, invalidArg("DeleteVolume: volume_id is required")
+	if err := requireVolumeID("DeleteVolume", id); err != nil {
+		return nil, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -215,8 +215,8 @@ func (p *Plugin) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 		return nil, internal("volume %q: removing directory: %v", id, err)
 	}
 	delete(p.state.Volumes, id)
-	if err := p.saveVolume(id); err != nil {
-		return nil, internal("volume %q: %v", id, err)
+	if err := p.saveOrUndo("", id, nil); err != nil {
+		return nil, err
 	}
 	return &csi.DeleteVolumeResponse{}, nil
 }
@@ -246,8 +246,8 @@ func (p *Plugin) ControllerPublishVolume(ctx context.Context, req *csi.Controlle
 		return nil, status.Error(codes.Unimplemented, "hostpath: ControllerPublishVolume needs --enable-attach")
 	}
 	id, node := req.GetVolumeId(), req.GetNodeId()
-	if id == "" {
-		return nil, invalidArg("ControllerPublishVolume: volume_id is required")
+	if err := requireVolumeID("ControllerPublishVolume", id); err != nil {
+		return nil, err
 	}
 	if node == "" {
 		return nil, invalidArg("ControllerPublishVolume: volume %q: node_id is required", id)
@@ -257,9 +257,9 @@ func (p *Plugin) ControllerPublishVolume(ctx context.Context, req *csi.Controlle
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	v, ok := p.state.Volumes[id]
-	if !ok {
-		return nil, notFound("volume %q not found", id)
+	v, err := p.lookupVolume("", id)
+	if err != nil {
+		return nil, err
 	}
 	if node != p.cfg.NodeID {
 		return nil, notFound("node %q not found: this plugin serves node %q", node, p.cfg.NodeID)
@@ -275,9 +275,8 @@ func (p *Plugin) ControllerPublishVolume(ctx context.Context, req *csi.Controlle
 		v.Attachments = map[string]attachment{}
 	}
 	v.Attachments[node] = a
-	if err := p.saveVolume(id); err != nil {
-		delete(v.Attachments, node)
-		return nil, internal("volume %q: %v", id, err)
+	if err := p.saveOrUndo("", id, func() { delete(v.Attachments, node) }); err != nil {
+		return nil, err
 	}
 	return &csi.ControllerPublishVolumeResponse{PublishContext: publishContext(node, a)}, nil
 }
@@ -293,8 +292,8 @@ func (p *Plugin) ControllerUnpublishVolume(ctx context.Context, req *csi.Control
 		return nil, status.Error(codes.Unimplemented, "hostpath: ControllerUnpublishVolume needs --enable-attach")
 	}
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, invalidArg("ControllerUnpublishVolume: volume_id is required")
+	if err := requireVolumeID("ControllerUnpublishVolume", id); err != nil {
+		return nil, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -311,9 +310,8 @@ func (p *Plugin) ControllerUnpublishVolume(ctx context.Context, req *csi.Control
 	} else {
 		clear(v.Attachments)
 	}
-	if err := p.saveVolume(id); err != nil {
-		v.Attachments = before
-		return nil, internal("volume %q: %v", id, err)
+	if err := p.saveOrUndo("", id, func() { v.Attachments = before }); err != nil {
+		return nil, err
 	}
 	return &csi.ControllerUnpublishVolumeResponse{}, nil
 }
@@ -321,8 +319,8 @@ func (p *Plugin) ControllerUnpublishVolume(ctx context.Context, req *csi.Control
 // ValidateVolumeCapabilities implements csi.ControllerServer.
 func (p *Plugin) ValidateVolumeCapabilities(ctx context.Context, req *csi.ValidateVolumeCapabilitiesRequest) (*csi.ValidateVolumeCapabilitiesResponse, error) {
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, invalidArg("ValidateVolumeCapabilities: volume_id is required")
+	if err := requireVolumeID("ValidateVolumeCapabilities", id); err != nil {
+		return nil, err
 	}
 	if len(req.GetVolumeCapabilities()) == 0 {
 		return nil, invalidArg("ValidateVolumeCapabilities: volume %q: volume_capabilities are required", id)
@@ -508,8 +506,8 @@ func (p *Plugin) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsReques
 // supported.
 func (p *Plugin) ControllerExpandVolume(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, invalidArg("ControllerExpandVolume: volume_id is required")
+	if err := requireVolumeID("ControllerExpandVolume", id); err != nil {
+		return nil, err
 	}
 	if req.GetCapacityRange() == nil {
 		return nil, invalidArg("ControllerExpandVolume: volume %q: capacity_range is required", id)
@@ -520,9 +518,9 @@ func (p *Plugin) ControllerExpandVolume(ctx context.Context, req *csi.Controller
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	v, ok := p.state.Volumes[id]
-	if !ok {
-		return nil, notFound("volume %q not found", id)
+	v, err := p.lookupVolume("", id)
+	if err != nil {
+		return nil, err
 	}
 	size, err := p.grow(id, &v.Capacity, v.Capacity, required, limit, "")
 	if err != nil {
@@ -558,9 +556,8 @@ func (p *Plugin) grow(id string, size *int64, current, required, limit int64, er
 	if n != *size {
 		old := *size
 		*size = n
-		if err := p.saveVolume(id); err != nil {
-			*size = old
-			return 0, internal(errPrefix+"volume %q: %v", id, err)
+		if err := p.saveOrUndo(errPrefix, id, func() { *size = old }); err != nil {
+			return 0, err
 		}
 	}
 	return n, nil

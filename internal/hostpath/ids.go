@@ -65,3 +65,55 @@ func checkPath(field, p string) (string, error) {
 	}
 	return filepath.Clean(p), nil
 }
+
+// requireVolumeID is the first check of every RPC on a volume.
+func requireVolumeID(rpc, id string) error {
+	if id == "" {
+		return invalidArg("%s: volume_id is required", rpc)
+	}
+	return nil
+}
+
+// nodeArgs checks a node RPC's volume ID and its path argument, named field, and returns the
+// path cleaned.
+func nodeArgs(rpc, id, field, path string) (string, error) {
+	if err := requireVolumeID(rpc, id); err != nil {
+		return "", err
+	}
+	clean, err := checkPath(field, path)
+	if err != nil {
+		return "", invalidArg("%s: volume %q: %v", rpc, id, err)
+	}
+	return clean, nil
+}
+
+// lookupVolume returns the recorded volume id, or NOT_FOUND with prefix in front of the
+// message. The caller holds p.mu.
+func (p *Plugin) lookupVolume(prefix, id string) (*volume, error) {
+	v, ok := p.state.Volumes[id]
+	if !ok {
+		return nil, notFound("%svolume %q not found", prefix, id)
+	}
+	return v, nil
+}
+
+// saveOrUndo saves volume id's record after a change to it. When saving fails, undo (when set)
+// puts the change back and the INTERNAL error starts with prefix. The caller holds p.mu.
+func (p *Plugin) saveOrUndo(prefix, id string, undo func()) error {
+	if err := p.saveVolume(id); err != nil {
+		if undo != nil {
+			undo()
+		}
+		return internal("%svolume %q: %v", prefix, id, err)
+	}
+	return nil
+}
+
+// isMountPoint is p.mounter.IsMountPoint for volume id's path, its failure INTERNAL, named rpc.
+func (p *Plugin) isMountPoint(rpc, id, path string) (bool, error) {
+	mounted, err := p.mounter.IsMountPoint(path)
+	if err != nil {
+		return false, internal("%s: volume %q: %v", rpc, id, err)
+	}
+	return mounted, nil
+}

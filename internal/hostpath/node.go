@@ -61,12 +61,9 @@ func (p *Plugin) checkPublishContext(rpc string, v *volume, pc map[string]string
 // staging path, creating that directory if needed (its parent must exist).
 func (p *Plugin) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, invalidArg("NodeStageVolume: volume_id is required")
-	}
-	path, err := checkPath("staging_target_path", req.GetStagingTargetPath())
+	path, err := nodeArgs("NodeStageVolume", id, "staging_target_path", req.GetStagingTargetPath())
 	if err != nil {
-		return nil, invalidArg("NodeStageVolume: volume %q: %v", id, err)
+		return nil, err
 	}
 	if req.GetVolumeCapability() == nil {
 		return nil, invalidArg("NodeStageVolume: volume %q: volume_capability is required", id)
@@ -78,16 +75,16 @@ func (p *Plugin) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	v, ok := p.state.Volumes[id]
-	if !ok {
-		return nil, notFound("NodeStageVolume: volume %q not found", id)
+	v, err := p.lookupVolume("NodeStageVolume: ", id)
+	if err != nil {
+		return nil, err
 	}
 	if err := p.checkPublishContext("NodeStageVolume", v, req.GetPublishContext()); err != nil {
 		return nil, err
 	}
-	mounted, err := p.mounter.IsMountPoint(path)
+	mounted, err := p.isMountPoint("NodeStageVolume", id, path)
 	if err != nil {
-		return nil, internal("NodeStageVolume: volume %q: %v", id, err)
+		return nil, err
 	}
 	if st := v.Staging; st != nil {
 		switch {
@@ -109,20 +106,10 @@ func (p *Plugin) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 	if err != nil {
 		return nil, err
 	}
-	// Record first, mount second: a crash in between leaves a record without a mount, which the
-	// retried RPC completes, rather than a mount nobody knows about.
 	prev := v.Staging
 	v.Staging = &staging{Path: path, Capability: c.key}
-	if err := p.saveVolume(id); err != nil {
-		v.Staging = prev
-		removeCreated(created, path)
-		return nil, internal("NodeStageVolume: volume %q: %v", id, err)
-	}
-	if err := p.mounter.BindMount(p.volumePath(id), path, c.flags); err != nil {
-		v.Staging = prev
-		_ = p.saveVolume(id)
-		removeCreated(created, path)
-		return nil, mountStatus("NodeStageVolume", err)
+	if err := p.recordThenMount("NodeStageVolume", id, p.volumePath(id), path, c.flags, created, func() { v.Staging = prev }); err != nil {
+		return nil, err
 	}
 	return &csi.NodeStageVolumeResponse{}, nil
 }
@@ -131,22 +118,19 @@ func (p *Plugin) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 // directory, which belongs to the orchestrator. Unstaging what is not staged succeeds.
 func (p *Plugin) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, invalidArg("NodeUnstageVolume: volume_id is required")
-	}
-	path, err := checkPath("staging_target_path", req.GetStagingTargetPath())
+	path, err := nodeArgs("NodeUnstageVolume", id, "staging_target_path", req.GetStagingTargetPath())
 	if err != nil {
-		return nil, invalidArg("NodeUnstageVolume: volume %q: %v", id, err)
+		return nil, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	v, ok := p.state.Volumes[id]
-	if !ok {
-		return nil, notFound("NodeUnstageVolume: volume %q not found", id)
-	}
-	mounted, err := p.mounter.IsMountPoint(path)
+	v, err := p.lookupVolume("NodeUnstageVolume: ", id)
 	if err != nil {
-		return nil, internal("NodeUnstageVolume: volume %q: %v", id, err)
+		return nil, err
+	}
+	mounted, err := p.isMountPoint("NodeUnstageVolume", id, path)
+	if err != nil {
+		return nil, err
 	}
 	ours := v.Staging != nil && v.Staging.Path == path
 	if mounted && !ours {
@@ -165,9 +149,8 @@ func (p *Plugin) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 	if ours {
 		prev := v.Staging
 		v.Staging = nil
-		if err := p.saveVolume(id); err != nil {
-			v.Staging = prev
-			return nil, internal("NodeUnstageVolume: volume %q: %v", id, err)
+		if err := p.saveOrUndo("NodeUnstageVolume: ", id, func() { v.Staging = prev }); err != nil {
+			return nil, err
 		}
 	}
 	return &csi.NodeUnstageVolumeResponse{}, nil
@@ -178,12 +161,9 @@ func (p *Plugin) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 // same target again with the same options succeeds; with different ones it is ALREADY_EXISTS.
 func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, invalidArg("NodePublishVolume: volume_id is required")
-	}
-	target, err := checkPath("target_path", req.GetTargetPath())
+	target, err := nodeArgs("NodePublishVolume", id, "target_path", req.GetTargetPath())
 	if err != nil {
-		return nil, invalidArg("NodePublishVolume: volume %q: %v", id, err)
+		return nil, err
 	}
 	if req.GetVolumeCapability() == nil {
 		return nil, invalidArg("NodePublishVolume: volume %q: volume_capability is required", id)
@@ -203,9 +183,9 @@ func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	v, ok := p.state.Volumes[id]
-	if !ok {
-		return nil, notFound("NodePublishVolume: volume %q not found", id)
+	v, err := p.lookupVolume("NodePublishVolume: ", id)
+	if err != nil {
+		return nil, err
 	}
 	if err := p.checkPublishContext("NodePublishVolume", v, req.GetPublishContext()); err != nil {
 		return nil, err
@@ -216,9 +196,9 @@ func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	if staged, _ := p.mounter.IsMountPoint(stagingPath); !staged {
 		return nil, failedPrecondition("NodePublishVolume: volume %q: staging path %q is no longer mounted (NodeStageVolume again)", id, stagingPath)
 	}
-	mounted, err := p.mounter.IsMountPoint(target)
+	mounted, err := p.isMountPoint("NodePublishVolume", id, target)
 	if err != nil {
-		return nil, internal("NodePublishVolume: volume %q: %v", id, err)
+		return nil, err
 	}
 	if mounted {
 		pub, ours := v.Targets[target]
@@ -249,16 +229,8 @@ func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 			delete(v.Targets, target)
 		}
 	}
-	if err := p.saveVolume(id); err != nil {
-		undo()
-		removeCreated(created, target)
-		return nil, internal("NodePublishVolume: volume %q: %v", id, err)
-	}
-	if err := p.mounter.BindMount(stagingPath, target, flags); err != nil {
-		undo()
-		_ = p.saveVolume(id)
-		removeCreated(created, target)
-		return nil, mountStatus("NodePublishVolume", err)
+	if err := p.recordThenMount("NodePublishVolume", id, stagingPath, target, flags, created, undo); err != nil {
+		return nil, err
 	}
 	return &csi.NodePublishVolumeResponse{}, nil
 }
@@ -268,22 +240,19 @@ func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 // published succeeds.
 func (p *Plugin) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, invalidArg("NodeUnpublishVolume: volume_id is required")
-	}
-	target, err := checkPath("target_path", req.GetTargetPath())
+	target, err := nodeArgs("NodeUnpublishVolume", id, "target_path", req.GetTargetPath())
 	if err != nil {
-		return nil, invalidArg("NodeUnpublishVolume: volume %q: %v", id, err)
+		return nil, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	v, ok := p.state.Volumes[id]
-	if !ok {
-		return nil, notFound("NodeUnpublishVolume: volume %q not found", id)
-	}
-	mounted, err := p.mounter.IsMountPoint(target)
+	v, err := p.lookupVolume("NodeUnpublishVolume: ", id)
 	if err != nil {
-		return nil, internal("NodeUnpublishVolume: volume %q: %v", id, err)
+		return nil, err
+	}
+	mounted, err := p.isMountPoint("NodeUnpublishVolume", id, target)
+	if err != nil {
+		return nil, err
 	}
 	_, ours := v.Targets[target]
 	if mounted && !ours {
@@ -303,12 +272,29 @@ func (p *Plugin) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 	if ours {
 		prev := v.Targets[target]
 		delete(v.Targets, target)
-		if err := p.saveVolume(id); err != nil {
-			v.Targets[target] = prev
-			return nil, internal("NodeUnpublishVolume: volume %q: %v", id, err)
+		if err := p.saveOrUndo("NodeUnpublishVolume: ", id, func() { v.Targets[target] = prev }); err != nil {
+			return nil, err
 		}
 	}
 	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+// recordThenMount saves volume id's changed record, then bind-mounts src on dst. Record first,
+// mount second: a crash in between leaves a record without a mount, which the retried RPC
+// completes, rather than a mount nobody knows about. When either step fails, undo puts the
+// record back (saved again after a failed mount) and dst goes if the RPC created it.
+func (p *Plugin) recordThenMount(rpc, id, src, dst string, flags uintptr, created bool, undo func()) error {
+	if err := p.saveOrUndo(rpc+": ", id, undo); err != nil {
+		removeCreated(created, dst)
+		return err
+	}
+	if err := p.mounter.BindMount(src, dst, flags); err != nil {
+		undo()
+		_ = p.saveVolume(id)
+		removeCreated(created, dst)
+		return mountStatus(rpc, err)
+	}
+	return nil
 }
 
 // ensureDir creates a staging or target directory whose parent exists, and reports whether it
@@ -356,8 +342,8 @@ func (p *Plugin) pathOf(v *volume, path string) bool {
 // (a du-like walk), against the recorded capacity and the free space of the filesystem.
 func (p *Plugin) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
 	id, path := req.GetVolumeId(), req.GetVolumePath()
-	if id == "" {
-		return nil, invalidArg("NodeGetVolumeStats: volume_id is required")
+	if err := requireVolumeID("NodeGetVolumeStats", id); err != nil {
+		return nil, err
 	}
 	if path == "" {
 		return nil, invalidArg("NodeGetVolumeStats: volume %q: volume_path is required", id)
@@ -423,14 +409,14 @@ func cleanIfAbs(path string) string {
 // or a path that is no longer mounted makes the volume INACCESSIBLE.
 func (p *Plugin) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
 	id := req.GetVolumeId()
-	if id == "" {
-		return nil, invalidArg("NodeGetVolumeHealth: volume_id is required")
+	if err := requireVolumeID("NodeGetVolumeHealth", id); err != nil {
+		return nil, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	v, ok := p.state.Volumes[id]
-	if !ok {
-		return nil, notFound("NodeGetVolumeHealth: volume %q not found", id)
+	v, err := p.lookupVolume("NodeGetVolumeHealth: ", id)
+	if err != nil {
+		return nil, err
 	}
 	health := &csi.VolumeHealth{VolumeId: id}
 	inaccessible := func(reason, msg string) {
@@ -454,8 +440,8 @@ func (p *Plugin) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolume
 // directory needs no resizing, and returns it.
 func (p *Plugin) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
 	id, path := req.GetVolumeId(), req.GetVolumePath()
-	if id == "" {
-		return nil, invalidArg("NodeExpandVolume: volume_id is required")
+	if err := requireVolumeID("NodeExpandVolume", id); err != nil {
+		return nil, err
 	}
 	if path == "" {
 		return nil, invalidArg("NodeExpandVolume: volume %q: volume_path is required", id)
@@ -466,9 +452,9 @@ func (p *Plugin) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	v, ok := p.state.Volumes[id]
-	if !ok {
-		return nil, notFound("NodeExpandVolume: volume %q not found", id)
+	v, err := p.lookupVolume("NodeExpandVolume: ", id)
+	if err != nil {
+		return nil, err
 	}
 	if !p.pathOf(v, cleanIfAbs(path)) {
 		return nil, notFound("NodeExpandVolume: volume %q is not staged or published at %q", id, path)

@@ -167,20 +167,7 @@ func GroupJob(g spec.Group, opts JobOptions) ([]byte, []string, error) {
 	root := f.Body()
 	root.AppendUnstructuredTokens(comment(fmt.Sprintf("Group %q, exported by volctl as a Nomad job. Run it with: nomad job run FILE", g.Name)))
 	root.AppendUnstructuredTokens(comment("Register the volumes it uses first (volctl nomad register, or nomad volume register)."))
-	jb := root.AppendNewBlock("job", []string{g.Name}).Body()
-	dcs := opts.Datacenters
-	if len(dcs) == 0 {
-		dcs = []string{"*"}
-	}
-	jb.SetAttributeValue("datacenters", stringList(dcs))
-	if opts.Namespace != "" {
-		jb.SetAttributeValue("namespace", cty.StringVal(opts.Namespace))
-	}
-	if opts.Region != "" {
-		jb.SetAttributeValue("region", cty.StringVal(opts.Region))
-	}
-	jb.SetAttributeValue("type", cty.StringVal("service"))
-	jb.AppendNewline()
+	jb := appendJob(root, g.Name, "service", opts.Datacenters, opts.Namespace, opts.Region)
 	gb := jb.AppendNewBlock("group", []string{g.Name}).Body()
 	count := g.Count
 	if count < 1 {
@@ -282,20 +269,7 @@ func PluginJob(o PluginJobOptions) ([]byte, error) {
 	root := f.Body()
 	root.AppendUnstructuredTokens(comment(fmt.Sprintf("volctl's hostpath CSI plugin as plugin %q, exported by volctl. Run it with: nomad job run FILE", o.PluginID)))
 	root.AppendUnstructuredTokens(comment("It serves the volumes under --root on the node named by --node-id, as their topology says."))
-	jb := root.AppendNewBlock("job", []string{"plugin-" + o.PluginID}).Body()
-	dcs := o.Datacenters
-	if len(dcs) == 0 {
-		dcs = []string{"*"}
-	}
-	jb.SetAttributeValue("datacenters", stringList(dcs))
-	if o.Namespace != "" {
-		jb.SetAttributeValue("namespace", cty.StringVal(o.Namespace))
-	}
-	if o.Region != "" {
-		jb.SetAttributeValue("region", cty.StringVal(o.Region))
-	}
-	jb.SetAttributeValue("type", cty.StringVal("system"))
-	jb.AppendNewline()
+	jb := appendJob(root, "plugin-"+o.PluginID, "system", o.Datacenters, o.Namespace, o.Region)
 	gb := jb.AppendNewBlock("group", []string{"plugin"}).Body()
 	tb := gb.AppendNewBlock("task", []string{"plugin"}).Body()
 	tb.SetAttributeValue("driver", cty.StringVal(driver))
@@ -314,6 +288,25 @@ func PluginJob(o PluginJobOptions) ([]byte, error) {
 	rb.SetAttributeValue("cpu", cty.NumberIntVal(100))
 	rb.SetAttributeValue("memory", cty.NumberIntVal(64))
 	return f.Bytes(), nil
+}
+
+// appendJob appends a job block of type typ with its placement (datacenters, every one when
+// dcs is empty; namespace and region when set) and returns its body, ready for the group.
+func appendJob(root *hclwrite.Body, name, typ string, dcs []string, namespace, region string) *hclwrite.Body {
+	jb := root.AppendNewBlock("job", []string{name}).Body()
+	if len(dcs) == 0 {
+		dcs = []string{"*"}
+	}
+	jb.SetAttributeValue("datacenters", stringList(dcs))
+	if namespace != "" {
+		jb.SetAttributeValue("namespace", cty.StringVal(namespace))
+	}
+	if region != "" {
+		jb.SetAttributeValue("region", cty.StringVal(region))
+	}
+	jb.SetAttributeValue("type", cty.StringVal(typ))
+	jb.AppendNewline()
+	return jb
 }
 
 func orDefault(s, def string) string {

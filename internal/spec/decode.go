@@ -107,21 +107,25 @@ type decoder struct {
 }
 
 func (d *decoder) errorf(rng hcl.Range, summary, format string, args ...any) {
-	d.diags = append(d.diags, &hcl.Diagnostic{
-		Severity: hcl.DiagError,
-		Summary:  summary,
-		Detail:   fmt.Sprintf(format, args...),
-		Subject:  rng.Ptr(),
-	})
+	d.add(hcl.DiagError, rng, summary, fmt.Sprintf(format, args...))
 }
 
 func (d *decoder) warnf(rng hcl.Range, summary, format string, args ...any) {
-	d.diags = append(d.diags, &hcl.Diagnostic{
-		Severity: hcl.DiagWarning,
-		Summary:  summary,
-		Detail:   fmt.Sprintf(format, args...),
-		Subject:  rng.Ptr(),
-	})
+	d.add(hcl.DiagWarning, rng, summary, fmt.Sprintf(format, args...))
+}
+
+// checkID reports s, an identifier of the kind what, as an error summary at rng when
+// ValidateID refuses it, and says whether it is valid.
+func (d *decoder) checkID(rng hcl.Range, what, summary, s string) bool {
+	if err := ValidateID(what, s); err != nil {
+		d.errorf(rng, summary, "%s.", err)
+		return false
+	}
+	return true
+}
+
+func (d *decoder) add(severity hcl.DiagnosticSeverity, rng hcl.Range, summary, detail string) {
+	d.diags = append(d.diags, &hcl.Diagnostic{Severity: severity, Summary: summary, Detail: detail, Subject: rng.Ptr()})
 }
 
 // content decodes body against s and reports every name s does not know, with the nearest

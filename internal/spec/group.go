@@ -55,11 +55,7 @@ func (d *decoder) group(body hcl.Body) *Group {
 	}
 	b := blocks[0]
 	g := &Group{Name: b.Labels[0], Count: 1}
-	nameOK := true
-	if err := ValidateID("group name", g.Name); err != nil {
-		d.errorf(b.LabelRanges[0], "Invalid group name", "%s.", err)
-		nameOK = false
-	}
+	nameOK := d.checkID(b.LabelRanges[0], "group name", "Invalid group name", g.Name)
 	gc := d.content(b.Body, groupSchema)
 	if a := gc.Attributes["count"]; a != nil {
 		if n, ok := d.integer(a); ok {
@@ -68,9 +64,7 @@ func (d *decoder) group(body hcl.Body) *Group {
 			} else {
 				g.Count = n
 				if nameOK {
-					if err := ValidateID("alloc name", AllocName(g.Name, n-1)); err != nil {
-						d.errorf(a.Expr.Range(), "Invalid count", "%s.", err)
-					}
+					d.checkID(a.Expr.Range(), "alloc name", "Invalid count", AllocName(g.Name, n-1))
 				}
 			}
 		}
@@ -112,9 +106,7 @@ func AllocName(group string, index int) string { return fmt.Sprintf("%s[%d]", gr
 // that is not a CSI volume request, which gets no further checks.
 func (d *decoder) volumeRequest(b *hcl.Block, count int) (*VolumeRequest, bool) {
 	r := &VolumeRequest{Name: b.Labels[0]}
-	if err := ValidateID("volume name", r.Name); err != nil {
-		d.errorf(b.LabelRanges[0], "Invalid volume name", "%s.", err)
-	}
+	d.checkID(b.LabelRanges[0], "volume name", "Invalid volume name", r.Name)
 	c := d.content(b.Body, volumeRequestSchema)
 	attr := func(name string) *hcl.Attribute { return c.Attributes[name] }
 
@@ -140,12 +132,8 @@ func (d *decoder) volumeRequest(b *hcl.Block, count int) (*VolumeRequest, bool) 
 	}
 	if s, ok := d.str(attr("source")); ok {
 		r.Source = s
-		if err := ValidateID("volume source", s); err != nil {
-			d.errorf(attr("source").Expr.Range(), "Invalid volume source", "%s.", err)
-		} else if r.PerAlloc {
-			if err := ValidateID("per-alloc volume ID", AllocName(s, count-1)); err != nil {
-				d.errorf(attr("source").Expr.Range(), "Invalid volume source", "%s.", err)
-			}
+		if d.checkID(attr("source").Expr.Range(), "volume source", "Invalid volume source", s) && r.PerAlloc {
+			d.checkID(attr("source").Expr.Range(), "per-alloc volume ID", "Invalid volume source", AllocName(s, count-1))
 		}
 	} else if attr("source") == nil {
 		d.missing(b.DefRange, "source", `The argument "source" is required: the ID of the volume to claim.`)

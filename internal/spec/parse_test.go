@@ -457,16 +457,7 @@ func TestSecretValuesMaskedWhole(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := NewParser()
-			_, diags := p.Parse("t.spec", []byte(tt.src), VerbAny)
-			if !diags.HasErrors() {
-				t.Fatal("the case must produce an error to render")
-			}
-			var out strings.Builder
-			if err := p.WriteDiagnostics(&out, diags, 200, false); err != nil {
-				t.Fatal(err)
-			}
-			text := out.String()
+			text, diags := renderFailure(t, tt.src, 200)
 			for _, j := range JSONDiagnostics("t.spec", diags) {
 				text += "\n" + j.Summary + "\n" + j.Detail
 			}
@@ -503,17 +494,9 @@ func TestSecretsNeverRendered(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := NewParser()
-			_, diags := p.Parse("t.spec", []byte(tt.src), VerbAny)
-			if !diags.HasErrors() {
-				t.Fatal("the case must produce an error to render")
-			}
-			var out strings.Builder
-			if err := p.WriteDiagnostics(&out, diags, 80, false); err != nil {
-				t.Fatal(err)
-			}
-			if strings.Contains(out.String(), secret) {
-				t.Errorf("secret rendered:\n%s", out.String())
+			text, diags := renderFailure(t, tt.src, 80)
+			if strings.Contains(text, secret) {
+				t.Errorf("secret rendered:\n%s", text)
 			}
 			for _, j := range JSONDiagnostics("t.spec", diags) {
 				if strings.Contains(j.Summary+j.Detail, secret) {
@@ -522,6 +505,22 @@ func TestSecretsNeverRendered(t *testing.T) {
 			}
 		})
 	}
+}
+
+// renderFailure parses src, a spec that must fail, and returns its diagnostics and their text
+// as volctl writes them, width columns wide.
+func renderFailure(t *testing.T, src string, width uint) (string, hcl.Diagnostics) {
+	t.Helper()
+	p := NewParser()
+	_, diags := p.Parse("t.spec", []byte(src), VerbAny)
+	if !diags.HasErrors() {
+		t.Fatal("the case must produce an error to render")
+	}
+	var out strings.Builder
+	if err := p.WriteDiagnostics(&out, diags, width, false); err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), diags
 }
 
 // Parse parses a spec file of any kind with a new Parser (volctl's own callers keep the Parser,

@@ -121,9 +121,7 @@ func firstOf(s ...string) string {
 
 func (d *decoder) plugin(b *hcl.Block) *Plugin {
 	p := &Plugin{ID: b.Labels[0]}
-	if err := ValidateID("plugin ID", p.ID); err != nil {
-		d.errorf(b.LabelRanges[0], "Invalid plugin ID", "%s.", err)
-	}
+	d.checkID(b.LabelRanges[0], "plugin ID", "Invalid plugin ID", p.ID)
 	c := d.content(b.Body, pluginSchema)
 	attr := func(name string) *hcl.Attribute { return c.Attributes[name] }
 

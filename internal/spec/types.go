@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 )
 
@@ -29,12 +30,7 @@ var AccessModes = []AccessMode{
 
 // Valid reports whether m is one of AccessModes.
 func (m AccessMode) Valid() bool {
-	for _, v := range AccessModes {
-		if m == v {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(AccessModes, m)
 }
 
 // SingleNode reports whether the mode allows the volume on one node only.

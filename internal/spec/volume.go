@@ -85,17 +85,13 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 
 	// Identity.
 	if s, ok := d.str(attr("id")); ok {
-		if err := ValidateID("volume ID", s); err != nil {
-			d.errorf(attr("id").Expr.Range(), "Invalid volume ID", "%s.", err)
-		}
+		d.checkID(attr("id").Expr.Range(), "volume ID", "Invalid volume ID", s)
 		v.ID = s
 	} else if attr("id") == nil {
 		d.missing(top, "id", "")
 	}
 	if s, ok := d.str(attr("namespace")); ok {
-		if err := ValidateID("namespace", s); err != nil {
-			d.errorf(attr("namespace").Expr.Range(), "Invalid namespace", "%s.", err)
-		}
+		d.checkID(attr("namespace").Expr.Range(), "namespace", "Invalid namespace", s)
 		v.Namespace = s
 	}
 	if s, ok := d.str(attr("type")); ok {
@@ -107,9 +103,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 		d.missing(top, "type", `The argument "type" is required; volctl handles CSI volumes: type = "csi".`)
 	}
 	if s, ok := d.str(attr("plugin_id")); ok {
-		if err := ValidateID("plugin ID", s); err != nil {
-			d.errorf(attr("plugin_id").Expr.Range(), "Invalid plugin ID", "%s.", err)
-		}
+		d.checkID(attr("plugin_id").Expr.Range(), "plugin ID", "Invalid plugin ID", s)
 		v.PluginID = s
 	} else if attr("plugin_id") == nil {
 		d.missing(top, "plugin_id", "")
@@ -294,11 +288,7 @@ func (d *decoder) accessMode(attr *hcl.Attribute) (AccessMode, bool) {
 			"%q is an old spelling of %q; volctl reads it as %q. Write %q to silence this warning.", s, SingleNodeReaderOnly, SingleNodeReaderOnly, SingleNodeReaderOnly)
 		return SingleNodeReaderOnly, true
 	}
-	detail := fmt.Sprintf("%q is not an access mode.", s)
-	if sug := suggest(s, joinable(AccessModes)); sug != "" {
-		detail += fmt.Sprintf(" Did you mean %q?", sug)
-	}
-	d.errorf(attr.Expr.Range(), "Invalid access mode", "%s Valid modes: %s.", detail, joinStrings(AccessModes))
+	invalidMode(d, attr.Expr.Range(), "Invalid access mode", "an access mode", s, AccessModes)
 	return "", false
 }
 
@@ -311,12 +301,18 @@ func (d *decoder) attachmentMode(attr *hcl.Attribute) (AttachmentMode, bool) {
 	if m.Valid() {
 		return m, true
 	}
-	detail := fmt.Sprintf("%q is not an attachment mode.", s)
-	if sug := suggest(s, joinable(AttachmentModes)); sug != "" {
+	invalidMode(d, attr.Expr.Range(), "Invalid attachment mode", "an attachment mode", s, AttachmentModes)
+	return "", false
+}
+
+// invalidMode reports s, which is not a mode (what: "an access mode"), with the nearest valid
+// one as a suggestion and every valid one listed.
+func invalidMode[M ~string](d *decoder, rng hcl.Range, summary, what, s string, modes []M) {
+	detail := fmt.Sprintf("%q is not %s.", s, what)
+	if sug := suggest(s, joinable(modes)); sug != "" {
 		detail += fmt.Sprintf(" Did you mean %q?", sug)
 	}
-	d.errorf(attr.Expr.Range(), "Invalid attachment mode", "%s Valid modes: %s.", detail, joinStrings(AttachmentModes))
-	return "", false
+	d.errorf(rng, summary, "%s Valid modes: %s.", detail, joinStrings(modes))
 }
 
 func (d *decoder) mountOptions(b *hcl.Block) *MountOptions {

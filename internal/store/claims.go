@@ -3,6 +3,7 @@ package store
 import (
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,12 +32,7 @@ var ClaimStates = []ClaimState{
 
 // Valid reports whether s is one of ClaimStates.
 func (s ClaimState) Valid() bool {
-	for _, v := range ClaimStates {
-		if s == v {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(ClaimStates, s)
 }
 
 // IsPublishPath reports whether s is on the way to published (published included).

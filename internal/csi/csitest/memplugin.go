@@ -102,6 +102,9 @@ type MemPlugin struct {
 	server    *memServer
 	// createAs, when set, is the volume every CreateVolume answers with (AnswerCreateWith).
 	createAs string
+	// snapshotAs, when set, is the snapshot every CreateSnapshot answers with
+	// (AnswerSnapshotWith).
+	snapshotAs string
 }
 
 type memVolume struct {
@@ -174,6 +177,15 @@ func (m *MemPlugin) AnswerCreateWith(id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.createAs = id
+}
+
+// AnswerSnapshotWith makes the plugin lie about snapshots: from now on, every CreateSnapshot
+// (whatever its name and source) answers with the snapshot id it already holds, and creates
+// nothing. An empty id ends the lie.
+func (m *MemPlugin) AnswerSnapshotWith(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.snapshotAs = id
 }
 
 // Calls returns every request received so far, in order.
@@ -717,6 +729,9 @@ func (s *memServer) CreateSnapshot(ctx context.Context, req *csipb.CreateSnapsho
 	if req.GetName() == "" || req.GetSourceVolumeId() == "" {
 		return nil, errorf(codes.InvalidArgument, "name and source_volume_id are required")
 	}
+	if snap, ok := m.snapshots[m.snapshotAs]; ok {
+		return &csipb.CreateSnapshotResponse{Snapshot: snapshotToCSI(snap)}, nil
+	}
 	if snap, ok := m.snapshots[req.GetName()]; ok {
 		if snap.SourceVolumeID != req.GetSourceVolumeId() {
 			return nil, errorf(codes.AlreadyExists, "snapshot %q exists for volume %q", req.GetName(), snap.SourceVolumeID)
@@ -834,13 +849,7 @@ func (s *memServer) NodeStageVolume(ctx context.Context, req *csipb.NodeStageVol
 	if !m.cfg.Node.StageUnstageVolume {
 		return nil, errorf(codes.Unimplemented, "NodeStageVolume: STAGE_UNSTAGE_VOLUME is off")
 	}
-	if req.GetStagingTargetPath() == "" {
-		return nil, errorf(codes.InvalidArgument, "staging_target_path is required")
-	}
-	if err := m.checkCapability(req.GetVolumeCapability()); err != nil {
-		return nil, err
-	}
-	v, err := m.volume(req.GetVolumeId())
+	v, err := m.nodeVolume(req.GetVolumeId(), "staging_target_path", req.GetStagingTargetPath(), req.GetVolumeCapability())
 	if err != nil {
 		return nil, err
 	}
@@ -888,10 +897,7 @@ func (s *memServer) NodeUnstageVolume(ctx context.Context, req *csipb.NodeUnstag
 	if !m.cfg.Node.StageUnstageVolume {
 		return nil, errorf(codes.Unimplemented, "NodeUnstageVolume: STAGE_UNSTAGE_VOLUME is off")
 	}
-	if req.GetStagingTargetPath() == "" {
-		return nil, errorf(codes.InvalidArgument, "staging_target_path is required")
-	}
-	v, err := m.volume(req.GetVolumeId())
+	v, err := m.nodeVolume(req.GetVolumeId(), "staging_target_path", req.GetStagingTargetPath())
 	if err != nil {
 		return nil, err
 	}
@@ -910,13 +916,7 @@ func (s *memServer) NodePublishVolume(ctx context.Context, req *csipb.NodePublis
 	i := m.begin(csi.RPCNodePublishVolume, decodeNodePublish(req))
 	defer func() { m.end(i, err) }()
 	target := req.GetTargetPath()
-	if target == "" {
-		return nil, errorf(codes.InvalidArgument, "target_path is required")
-	}
-	if err := m.checkCapability(req.GetVolumeCapability()); err != nil {
-		return nil, err
-	}
-	v, err := m.volume(req.GetVolumeId())
+	v, err := m.nodeVolume(req.GetVolumeId(), "target_path", target, req.GetVolumeCapability())
 	if err != nil {
 		return nil, err
 	}
@@ -959,10 +959,7 @@ func (s *memServer) NodeUnpublishVolume(ctx context.Context, req *csipb.NodeUnpu
 	m := s.m
 	i := m.begin(csi.RPCNodeUnpublishVolume, csi.NodeUnpublishVolumeRequest{VolumeID: req.GetVolumeId(), TargetPath: req.GetTargetPath()})
 	defer func() { m.end(i, err) }()
-	if req.GetTargetPath() == "" {
-		return nil, errorf(codes.InvalidArgument, "target_path is required")
-	}
-	v, err := m.volume(req.GetVolumeId())
+	v, err := m.nodeVolume(req.GetVolumeId(), "target_path", req.GetTargetPath())
 	if err != nil {
 		return nil, err
 	}
@@ -982,6 +979,33 @@ func (v *memVolume) inUseAt(path string) bool {
 	return ok || (path != "" && path == v.staging)
 }
 
+// nodeVolume checks a node RPC's path argument, named field, then the volume capability when
+// the RPC carries one (vc, nil or not), and returns the volume id names.
+func (m *MemPlugin) nodeVolume(id, field, path string, vc ...*csipb.VolumeCapability) (*memVolume, error) {
+	if path == "" {
+		return nil, errorf(codes.InvalidArgument, "%s is required", field)
+	}
+	for _, c := range vc {
+		if err := m.checkCapability(c); err != nil {
+			return nil, err
+		}
+	}
+	return m.volume(id)
+}
+
+// volumeAt is the volume of a node RPC that names it by ID and volume_path: the path must be
+// one of its targets or its staging path.
+func (m *MemPlugin) volumeAt(id, path string) (*memVolume, error) {
+	v, err := m.nodeVolume(id, "volume_path", path)
+	if err != nil {
+		return nil, err
+	}
+	if !v.inUseAt(path) {
+		return nil, errorf(codes.NotFound, "volume %q is not at %s", v.vol.ID, path)
+	}
+	return v, nil
+}
+
 func (s *memServer) NodeExpandVolume(ctx context.Context, req *csipb.NodeExpandVolumeRequest) (resp *csipb.NodeExpandVolumeResponse, err error) {
 	m := s.m
 	i := m.begin(csi.RPCNodeExpandVolume, decodeNodeExpand(req))
@@ -989,15 +1013,9 @@ func (s *memServer) NodeExpandVolume(ctx context.Context, req *csipb.NodeExpandV
 	if !m.cfg.Node.ExpandVolume {
 		return nil, errorf(codes.Unimplemented, "NodeExpandVolume: EXPAND_VOLUME is off")
 	}
-	if req.GetVolumePath() == "" {
-		return nil, errorf(codes.InvalidArgument, "volume_path is required")
-	}
-	v, err := m.volume(req.GetVolumeId())
+	v, err := m.volumeAt(req.GetVolumeId(), req.GetVolumePath())
 	if err != nil {
 		return nil, err
-	}
-	if !v.inUseAt(req.GetVolumePath()) {
-		return nil, errorf(codes.NotFound, "volume %q is not at %s", v.vol.ID, req.GetVolumePath())
 	}
 	want := req.GetCapacityRange().GetRequiredBytes()
 	if m.cfg.MaxVolumeSize > 0 && want > m.cfg.MaxVolumeSize {
@@ -1018,15 +1036,9 @@ func (s *memServer) NodeGetVolumeStats(ctx context.Context, req *csipb.NodeGetVo
 	if !m.cfg.Node.GetVolumeStats {
 		return nil, errorf(codes.Unimplemented, "NodeGetVolumeStats: GET_VOLUME_STATS is off")
 	}
-	if req.GetVolumePath() == "" {
-		return nil, errorf(codes.InvalidArgument, "volume_path is required")
-	}
-	v, err := m.volume(req.GetVolumeId())
+	v, err := m.volumeAt(req.GetVolumeId(), req.GetVolumePath())
 	if err != nil {
 		return nil, err
-	}
-	if !v.inUseAt(req.GetVolumePath()) {
-		return nil, errorf(codes.NotFound, "volume %q is not at %s", v.vol.ID, req.GetVolumePath())
 	}
 	const inodes = 1 << 20
 	return &csipb.NodeGetVolumeStatsResponse{Usage: []*csipb.VolumeUsage{

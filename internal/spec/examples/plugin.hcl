@@ -39,7 +39,9 @@ plugin "hostpath" {
 # plugin with a controller socket and a node socket, which volumes name in plugin_id. The
 # halves may also be in two files, or registered one after the other. A half takes no exec
 # block: run both processes outside volctl, or declare one process serving both sockets as
-# type "monolith" with controller_socket and node_socket.
+# type "monolith" with controller_socket and node_socket. Until the controller half is
+# registered too, volumes of a driver with a controller service can be neither registered nor
+# claimed (as in Nomad: no controller, nothing to attach or validate them).
 #
 # plugin "ebs" {
 #   type   = "controller"
