@@ -34,8 +34,8 @@ func TestPluginHealthWordsMatchEngine(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		`Plugin "fresh" is unknown: not probed yet`,
-		`Plugin "slow" is not ready: its Probe says it is not ready`,
+		`Plugin "fresh" health is unknown: not probed yet`,
+		`Plugin "slow" is not ready: its Probe says so`,
 		`Plugin "down" is unhealthy: Probe: Unavailable: nothing is listening`,
 	} {
 		if !strings.Contains(got, want) {

@@ -49,8 +49,10 @@ func writePluginProblems(out io.Writer, plugins []engine.PluginInfo) {
 		case engine.PluginHealthy:
 			continue
 		case engine.PluginNotReady:
-			fmt.Fprintf(out, "Plugin %q is %s: %s; claims on its volumes wait until it is\n", p.ID, h, p.HealthWhy())
+			fmt.Fprintf(out, "Plugin %q is %s: its Probe says so; claims on its volumes wait until it is\n", p.ID, h)
 			continue
+		case engine.PluginUnknown:
+			fmt.Fprintf(out, "Plugin %q health is %s: %s\n", p.ID, h, p.HealthWhy())
 		default:
 			fmt.Fprintf(out, "Plugin %q is %s: %s\n", p.ID, h, p.HealthWhy())
 		}
