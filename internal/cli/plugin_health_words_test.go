@@ -76,3 +76,24 @@ func lineHas(s, prefix, sub string) bool {
 	}
 	return false
 }
+
+// TestFlagsWordedAsTheDashboard: a yes/no fact in a detail is "yes" or "no" on the command line
+// as in the dashboard (display.YesNo), not Go's "true"/"false": a plugin's Supervised, a
+// volume's Staged.
+func TestFlagsWordedAsTheDashboard(t *testing.T) {
+	now := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
+	var p bytes.Buffer
+	if err := writePluginDetail(&p, engine.PluginInfo{ID: "hp", Supervised: true}, now); err != nil {
+		t.Fatal(err)
+	}
+	if !lineHas(p.String(), "Supervised ", "= yes") {
+		t.Errorf("plugin detail: want Supervised = yes, as the dashboard says:\n%s", p.String())
+	}
+	var v bytes.Buffer
+	if err := writeVolumeDetail(&v, engine.VolumeInfo{VolumeSummary: engine.VolumeSummary{ID: "db", PluginID: "hp"}, Staged: true}, now); err != nil {
+		t.Fatal(err)
+	}
+	if !lineHas(v.String(), "Staged ", "= yes") {
+		t.Errorf("volume detail: want Staged = yes, as the dashboard says:\n%s", v.String())
+	}
+}

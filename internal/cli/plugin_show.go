@@ -77,7 +77,7 @@ func writePluginDetail(out io.Writer, p engine.PluginInfo, now time.Time) error 
 		{"Version", p.Version},
 		{"Controller Socket", p.ControllerSocket},
 		{"Node Socket", p.NodeSocket},
-		{"Supervised", strconv.FormatBool(p.Supervised)},
+		{"Supervised", display.YesNo(p.Supervised)},
 		{"Node ID", p.NodeID},
 		{"Max Volumes", maxVolumes},
 		{"Topology", segmentsString(p.Topology)},
