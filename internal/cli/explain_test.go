@@ -67,7 +67,8 @@ func TestStatusEmptyStatesSayWhatNext(t *testing.T) {
 func TestStatusExplainsUnhealthyAndUnschedulable(t *testing.T) {
 	plugins := []engine.PluginInfo{
 		{ID: "ok", Healthy: true, Ready: true},
-		{ID: "hp", LastError: "plugin socket /run/hp.sock does not exist (is the plugin running?)"},
+		{ID: "hp", LastError: "plugin socket /run/hp.sock does not exist (is the plugin running?)",
+			ProbedAt: time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)}, // probed, and the probe failed
 		{ID: "slow", Healthy: true},
 	}
 	var b bytes.Buffer

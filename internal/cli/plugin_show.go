@@ -33,28 +33,28 @@ func pluginRegisteredLine(p engine.PluginInfo) string {
 
 // writePluginTable prints the plugin list.
 func writePluginTable(out io.Writer, plugins []engine.PluginInfo) error {
-	t := newTable(out, "ID", "TYPE", "PROVIDER", "VERSION", "HEALTHY", "READY", "LATENCY", "VOLUMES")
+	t := newTable(out, "ID", "TYPE", "PROVIDER", "VERSION", "HEALTH", "LATENCY", "VOLUMES")
 	for _, p := range plugins {
-		t.row(p.ID, string(p.Type), p.Provider, p.Version, strconv.FormatBool(p.Healthy), strconv.FormatBool(p.Ready),
+		t.row(p.ID, string(p.Type), p.Provider, p.Version, p.Health().String(),
 			p.ProbeLatency.String(), strconv.Itoa(p.Volumes))
 	}
 	return t.render()
 }
 
-// writePluginProblems says, under a plugin table, why each unhealthy or unready plugin is so
-// and what that means, as the dashboard does.
+// writePluginProblems says, under a plugin table, why each plugin that is not healthy is so
+// and what that means, in the engine's words (engine.PluginHealth), as the dashboard does.
 func writePluginProblems(out io.Writer, plugins []engine.PluginInfo) {
 	for _, p := range plugins {
-		switch {
-		case !p.Healthy && p.LastError != "":
-			fmt.Fprintf(out, "Plugin %q is unhealthy: %s\n", p.ID, p.LastError)
-		case !p.Healthy:
-			fmt.Fprintf(out, "Plugin %q is unhealthy: it has not answered a probe yet\n", p.ID)
-		case !p.Ready:
-			fmt.Fprintf(out, "Plugin %q is not ready: its Probe says so; claims on its volumes wait until it is\n", p.ID)
+		switch h := p.Health(); h {
+		case engine.PluginHealthy:
 			continue
+		case engine.PluginNotReady:
+			fmt.Fprintf(out, "Plugin %q is %s: its Probe says so; claims on its volumes wait until it is\n", p.ID, h)
+			continue
+		case engine.PluginUnknown:
+			fmt.Fprintf(out, "Plugin %q health is %s: %s\n", p.ID, h, p.HealthWhy())
 		default:
-			continue
+			fmt.Fprintf(out, "Plugin %q is %s: %s\n", p.ID, h, p.HealthWhy())
 		}
 		fmt.Fprintf(out, "  volumes using it cannot take claims; once it runs again, volctl plugin status %s probes it\n", p.ID)
 	}
@@ -77,12 +77,11 @@ func writePluginDetail(out io.Writer, p engine.PluginInfo, now time.Time) error 
 		{"Version", p.Version},
 		{"Controller Socket", p.ControllerSocket},
 		{"Node Socket", p.NodeSocket},
-		{"Supervised", strconv.FormatBool(p.Supervised)},
+		{"Supervised", display.YesNo(p.Supervised)},
 		{"Node ID", p.NodeID},
 		{"Max Volumes", maxVolumes},
 		{"Topology", segmentsString(p.Topology)},
-		{"Healthy", strconv.FormatBool(p.Healthy)},
-		{"Ready", strconv.FormatBool(p.Ready)},
+		{"Health", p.Health().String()},
 		{"Probe Latency", p.ProbeLatency.String()},
 		{"Probed", ago(now, p.ProbedAt)},
 		{"Last Error", p.LastError},

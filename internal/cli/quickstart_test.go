@@ -49,7 +49,7 @@ func TestQuickstart(t *testing.T) {
 		`Volume "demo" created (external ID "vol-`,
 		"$ volctl volume claim demo --alloc web-0\n" + parent,
 		"hello from volctl\n",
-		"Staged             = true",
+		"Staged             = yes",
 		`Released write claim of alloc "web-0" on volume "demo"`,
 		`Volume "demo" deleted`,
 		`Plugin "hostpath" deregistered`,

@@ -78,7 +78,7 @@ func TestReadCommandsDoNotWaitForWriters(t *testing.T) {
 	}{
 		{"status", func(ctx context.Context, ios *iostreams.IOStreams) error {
 			return statusRun(ctx, &StatusOptions{IO: ios, Engine: openEngine, Now: nowFunc, MaxVolumes: 20})
-		}, []string{"Plugins: 1 (1 healthy)", "mem  monolith  mem.csi.volctl.test  1.0.0    true     true", "Volumes: 1 (1 schedulable, 0 in use)", "db"}},
+		}, []string{"Plugins: 1 (1 healthy)", "mem  monolith  mem.csi.volctl.test  1.0.0    healthy", "Volumes: 1 (1 schedulable, 0 in use)", "db"}},
 		{"status --json", func(ctx context.Context, ios *iostreams.IOStreams) error {
 			return statusRun(ctx, &StatusOptions{IO: ios, Engine: openEngine, Now: nowFunc, MaxVolumes: 20, Exporter: exportFlags{JSON: true}})
 		}, []string{`"healthy": true`, `"ready": true`, `"total": 1`}},
@@ -90,7 +90,7 @@ func TestReadCommandsDoNotWaitForWriters(t *testing.T) {
 		}, []string{`"id": "db"`}},
 		{"plugin status", func(ctx context.Context, ios *iostreams.IOStreams) error {
 			return pluginStatusRun(ctx, &PluginStatusOptions{IO: ios, Engine: openEngine, Now: nowFunc})
-		}, []string{"HEALTHY  READY", "mem  monolith  mem.csi.volctl.test  1.0.0    true     true"}},
+		}, []string{"HEALTH   LATENCY", "mem  monolith  mem.csi.volctl.test  1.0.0    healthy"}},
 		{"plugin status mem --json", func(ctx context.Context, ios *iostreams.IOStreams) error {
 			return pluginStatusRun(ctx, &PluginStatusOptions{IO: ios, Engine: openEngine, Now: nowFunc, ID: "mem", Exporter: exportFlags{JSON: true}})
 		}, []string{`"healthy": true`, `"ready": true`, `"provider": "mem.csi.volctl.test"`}},

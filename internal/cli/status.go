@@ -134,7 +134,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
 func writeStatusSummary(out *bufio.Writer, sum statusSummary, vols []engine.VolumeSummary, maxVolumes int, now time.Time) error {
 	healthy := 0
 	for _, p := range sum.Plugins {
-		if p.Healthy {
+		if p.Health().OK() {
 			healthy++
 		}
 	}

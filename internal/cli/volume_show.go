@@ -99,7 +99,7 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 		[2]string{"Access Mode", string(v.AccessMode)},
 		[2]string{"Attachment Mode", string(v.AttachmentMode)},
 		[2]string{"Mount Options", strings.Join(v.MountOptions.Describe(), ", ")},
-		[2]string{"Staged", strconv.FormatBool(v.Staged)},
+		[2]string{"Staged", display.YesNo(v.Staged)},
 		[2]string{"Topologies", topologiesString(v.AccessibleTopology)},
 		[2]string{"Topology Request", topologyRequestString(v.TopologyRequest)},
 	)

@@ -124,9 +124,10 @@ func (a action) run(ctx context.Context, eng Engine) tea.Cmd {
 			return detachReport(a, res)
 		case actReconcile:
 			rep, err := eng.Reconcile(ctx)
-			if err != nil {
+			if err != nil && rep.OK() {
 				return actionDoneMsg{a: a, err: err}
 			}
+			// With problems left, the engine's error only counts them: the report names them.
 			return reconcileReport(a, rep)
 		}
 		if err := eng.DeleteVolume(ctx, a.volume); err != nil {

@@ -115,6 +115,17 @@ func TestDashboardBasics(t *testing.T) {
 		t.Errorf("reconcile's result is not shown:\n%s", out)
 	}
 
+	// A pass that leaves problems names them, as volctl reconcile does, not only how many
+	// (engine.Reconcile returns its report and an error then).
+	fake = fixture()
+	fake.reconciled = engine.ReconcileReport{Problems: []engine.ReconcileAction{{Kind: "failed", VolumeID: "metrics",
+		Alloc: "job-0", Message: `claim "metrics" for alloc "job-0": plugin "hp2": socket missing`}}}
+	h = newHarness(t, fake, Options{})
+	h.keys("R", "tab", "enter")
+	if out := h.m.View(); !strings.Contains(out, `plugin "hp2": socket missing`) {
+		t.Errorf("reconcile's problems are not shown:\n%s", out)
+	}
+
 	m := New(t.Context(), Options{Engine: fixture(), Now: func() time.Time { return testNow }})
 	m.Update(sizeMsg(80))
 	if out := m.View(); !strings.Contains(out, "loading…") || strings.Contains(out, "no volumes yet") {
@@ -123,3 +134,27 @@ func TestDashboardBasics(t *testing.T) {
 }
 
 func sizeMsg(w int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: 24} }
+
+// Detach is offered only for a volume with claims on this host: on one without, the engine's
+// detach does nothing, so the footer leaves it out and d says so instead of asking.
+func TestDetachOnlyWithClaims(t *testing.T) {
+	h := newHarness(t, fixture(), Options{})
+	h.keys("down", "down", "down") // scratch: no claims
+	if f := footerLine(h); strings.Contains(f, "d detach") {
+		t.Errorf("detach offered for a volume with no claims: %q", f)
+	}
+	h.keys("d")
+	if h.m.dialog != nil {
+		t.Fatal("d opened the detach dialog for a volume with no claims")
+	}
+	if out := h.m.View(); !strings.Contains(out, `"scratch" has no claims on this host: nothing to detach`) {
+		t.Errorf("d on a volume without claims does not say why:\n%s", out)
+	}
+	if got := actionCalls(h.fake.Calls()); len(got) != 0 {
+		t.Errorf("d on a volume without claims called %v", got)
+	}
+	h.keys("up") // pg-data: a live claim
+	if f := footerLine(h); !strings.Contains(f, "d detach") {
+		t.Errorf("detach not offered for a volume with a claim: %q", f)
+	}
+}

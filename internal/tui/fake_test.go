@@ -114,6 +114,10 @@ func (f *fakeEngine) Reconcile(context.Context) (engine.ReconcileReport, error) 
 	f.record("Reconcile()")
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.reconciled.OK() {
+		// As engine.Reconcile does: the report, and an error saying problems remain.
+		return f.reconciled, fmt.Errorf("reconcile: %d problem(s) remain", len(f.reconciled.Problems))
+	}
 	return f.reconciled, nil
 }
 

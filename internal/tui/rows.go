@@ -55,13 +55,13 @@ func volumeRows(vs []engine.VolumeSummary, plugins []engine.PluginInfo) []row {
 
 func claimColumns() []column {
 	return []column{
-		{title: "VOLUME", min: 8, max: 30},
-		{title: "ALLOC", min: 6, max: 24},
+		{title: "VOLUME", min: 12, max: 30},
+		{title: "ALLOC", min: 8, max: 24},
 		{title: "MODE", min: 5, max: 5},
 		{title: "STATE", min: 16, max: 40, squeeze: 1}, // "node-staged (ne…" still says the state
 		{title: "TARGET", min: 16, max: 160, midCut: true, squeeze: 2, drop: 1, hideBelow: 100},
 		{title: "AGE", min: 4, max: 6, numeric: true, right: true},
-		{title: "LAST ERROR", min: 10, max: 200, fill: true},
+		{title: "LAST ERROR", min: 10, max: 200, fill: true, last: true}, // gives way last
 	}
 }
 

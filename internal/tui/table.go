@@ -27,6 +27,10 @@ type column struct {
 	// hideBelow hides the column on screens narrower than this: on 80 columns a claim's
 	// target path, cut to a stub, says less than the state and error it would crowd out.
 	hideBelow int
+	// last: the fill column gives way only once every other column is at its floor (a claim's
+	// error is why the row is worth reading; the volume and alloc only identify it), and a
+	// column that squeezes and may drop drops rather than let any other column be cut.
+	last bool
 }
 
 // row is one precomputed line of a table: its cells are formatted when the data arrives, so
@@ -242,7 +246,7 @@ func (t *table) layout() {
 	for {
 		t.fitColumns(hidden)
 		fill := slices.IndexFunc(t.cols, func(c column) bool { return c.fill })
-		if fill < 0 || t.widths[fill] == 0 || t.widths[fill] >= min(t.natural[fill], t.cols[fill].max) {
+		if fill < 0 || t.widths[fill] == 0 || !t.cutBesides(fill) {
 			break
 		}
 		give := -1
@@ -262,6 +266,24 @@ func (t *table) layout() {
 		t.desc = false
 		t.apply(keep)
 	}
+}
+
+// cutBesides reports whether the fill column is cut, or, when it gives way last, whether any
+// column that does not squeeze is cut below its content.
+func (t *table) cutBesides(fill int) bool {
+	cut := func(i int) bool { return t.widths[i] > 0 && t.widths[i] < min(t.natural[i], t.cols[i].max) }
+	if cut(fill) {
+		return true
+	}
+	if !t.cols[fill].last {
+		return false
+	}
+	for i, c := range t.cols {
+		if i != fill && c.squeeze == 0 && cut(i) {
+			return true
+		}
+	}
+	return false
 }
 
 // fitColumns is one pass of the layout, with the hidden columns left out.
@@ -298,13 +320,19 @@ func (t *table) fitColumns(hidden []bool) {
 				widest = i
 			}
 		}
-		for i := range t.cols {
+		for i, c := range t.cols {
 			if widest >= 0 && t.cols[widest].squeeze > 0 {
 				break
+			}
+			if c.last {
+				continue
 			}
 			if t.widths[i] > floor(i) && (widest < 0 || t.widths[i] > t.widths[widest]) {
 				widest = i
 			}
+		}
+		if last := slices.IndexFunc(t.cols, func(c column) bool { return c.last }); widest < 0 && last >= 0 && t.widths[last] > floor(last) {
+			widest = last
 		}
 		if widest >= 0 {
 			t.widths[widest]-- // one cell at a time keeps the squeeze even

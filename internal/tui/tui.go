@@ -390,6 +390,10 @@ func (m *Model) target(kind actionKind) (action, error) {
 			a.allocs = append(a.allocs, name)
 		}
 	}
+	if kind == actDetach && len(a.allocs) == 0 {
+		// The engine's detach releases claims and nothing else: without any, it does nothing.
+		return a, fmt.Errorf("%q has no claims on this host: nothing to detach", v.ID)
+	}
 	if kind == actDelete {
 		if why := m.cannotDelete(v); why != "" {
 			return a, errors.New(why)

@@ -9,6 +9,8 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/volctl/volctl/internal/engine"
 )
 
 // Smallest screen the layout works in.
@@ -161,15 +163,19 @@ func (m *Model) shortKeys() bindings {
 	return bindings{short: append(out, k.Help, k.Quit, k.NextTab, k.Refresh, k.Reconcile)}
 }
 
-// volumeKeys are the actions the selected volume takes: delete only when it can be deleted
-// (pressing D otherwise says why), forced detach in its detail.
+// volumeKeys are the actions the selected volume takes: detach only when it has claims on
+// this host and delete only when it can be deleted (pressing d or D otherwise says why),
+// forced detach in its detail.
 func (m *Model) volumeKeys(detail bool) []key.Binding {
 	k := m.c.Keys
 	v := m.selectedVolume()
 	if v == nil {
 		return nil
 	}
-	out := []key.Binding{k.Detach}
+	var out []key.Binding
+	if slices.ContainsFunc(m.data.Claims, func(c engine.ClaimInfo) bool { return c.VolumeID == v.ID }) {
+		out = append(out, k.Detach)
+	}
 	if detail {
 		out = append(out, k.ForceDetach)
 	}

@@ -269,3 +269,62 @@ func TestListenNamesTheAddress(t *testing.T) {
 		t.Errorf("Listen on a taken port: %v", err)
 	}
 }
+
+// TestMetricsDocAlertsUseRealLabels: each alert in docs/metrics.md queries a metric the agent
+// exposes, and every $labels.X its annotations name is a label of that metric, a label the
+// doc's scrape config attaches to the target (node), or one Prometheus adds (instance, job).
+func TestMetricsDocAlertsUseRealLabels(t *testing.T) {
+	m, _ := fixture(t)
+	m.PluginProbed("mem", true, true, 3*time.Millisecond)
+	m.PluginRestarted("mem", "exited")
+	m.Reconciled("start", engine.ReconcileReport{}, nil)
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]map[string]bool{}
+	for _, mf := range mfs {
+		labels[mf.GetName()] = map[string]bool{}
+		for _, mm := range mf.GetMetric() {
+			for _, l := range mm.GetLabel() {
+				labels[mf.GetName()][l.GetName()] = true
+			}
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	target := map[string]bool{"instance": true, "job": true}
+	if _, after, ok := strings.Cut(doc, "scrape_configs:"); ok {
+		scrape, _, _ := strings.Cut(after, "```")
+		if _, ls, ok := strings.Cut(scrape, "labels:"); ok {
+			for _, line := range strings.Split(ls, "\n") {
+				if k, _, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && k != "" {
+					target[k] = true
+				}
+			}
+		}
+	}
+	alerts := strings.Split(doc, "- alert: ")[1:]
+	if len(alerts) < 3 {
+		t.Fatalf("docs/metrics.md has %d alerts, want the three of issue 19", len(alerts))
+	}
+	for _, a := range alerts {
+		name, _, _ := strings.Cut(a, "\n")
+		_, expr, _ := strings.Cut(a, "expr: ")
+		metric := strings.FieldsFunc(expr, func(r rune) bool { return !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') })[0]
+		have, ok := labels[metric]
+		if !ok {
+			t.Errorf("alert %s queries %s, which the agent does not expose", name, metric)
+			continue
+		}
+		for _, part := range strings.Split(a, "$labels.")[1:] {
+			l := strings.FieldsFunc(part, func(r rune) bool { return !(r == '_' || r >= 'a' && r <= 'z') })[0]
+			if !have[l] && !target[l] {
+				t.Errorf("alert %s names $labels.%s, but %s has no such label and the scrape config adds none", name, l, metric)
+			}
+		}
+	}
+}
