@@ -475,8 +475,11 @@ func (e *Engine) noteUnlocked(ctx context.Context, admitted store.Claim, cause e
 var errMovedOn = errors.New("the claim moved on")
 
 // recordFailure sets cl's failure fields and, in one transaction, writes the claim through
-// update and appends the event saying it was left for reconcile.
+// update and appends the event saying it was left for reconcile, unless the claim was already
+// left for reconcile with this very failure (the same RPC and message): a claim that fails the
+// same way pass after pass counts its attempts, but says so in the event log once.
 func (e *Engine) recordFailure(ctx context.Context, cl *store.Claim, rpc string, cause error, update func(tx *store.Tx) error) {
+	repeat := cl.NeedsReconcile && cl.LastRPC == rpc && cl.LastError == cause.Error()
 	cl.NeedsReconcile = true
 	cl.Attempts++
 	cl.LastRPC, cl.LastCode, cl.LastError = rpc, "", cause.Error()
@@ -484,7 +487,7 @@ func (e *Engine) recordFailure(ctx context.Context, cl *store.Claim, rpc string,
 		cl.LastCode = csi.CodeOf(cause).String()
 	}
 	err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
-		if err := update(tx); err != nil {
+		if err := update(tx); err != nil || repeat {
 			return err
 		}
 		return tx.Events().Append(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc,

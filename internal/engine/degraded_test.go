@@ -168,3 +168,48 @@ func TestReconcileReportsClaimsOfAnUnregisteredPlugin(t *testing.T) {
 		t.Fatalf("claims = %+v; want the claim kept", live)
 	}
 }
+
+// A claim that fails the same way pass after pass (the agent reconciles every few seconds) gets
+// one "left for reconcile" event for that failure, not one per pass: the event log is bounded,
+// and a flood of repeats pushes out what an operator needs. A different failure is recorded.
+func TestRepeatedFailureIsOneEvent(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter)))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.faults.FailAlways(csi.RPCNodeUnpublishVolume, codes.Unavailable)
+	if _, err := h.e.Release(h.ctx, "v", "a"); err == nil {
+		t.Fatal("release with NodeUnpublishVolume unavailable succeeded")
+	}
+	for range 3 {
+		if _, err := h.e.Reconcile(h.ctx); err == nil {
+			t.Fatal("reconcile with NodeUnpublishVolume unavailable reported nothing wrong")
+		}
+	}
+	left := func() int {
+		evs, err := h.e.Events(h.ctx, 100, EventFilter{VolumeID: "v", Kind: "claim"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, ev := range evs {
+			if strings.Contains(ev.Message, "for reconcile") {
+				n++
+			}
+		}
+		return n
+	}
+	if n := left(); n != 1 {
+		t.Fatalf("%d \"left for reconcile\" events after a release and 3 reconcile passes failing the same way; want 1", n)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || live[0].Attempts < 4 {
+		t.Fatalf("claims = %+v; want the claim kept, its attempts counted", live)
+	}
+	h.faults.Clear(csi.RPCNodeUnpublishVolume)
+	h.faults.FailAlways(csi.RPCNodeUnpublishVolume, codes.Internal)
+	if _, err := h.e.Reconcile(h.ctx); err == nil {
+		t.Fatal("reconcile with NodeUnpublishVolume failing reported nothing wrong")
+	}
+	if n := left(); n != 2 {
+		t.Fatalf("%d \"left for reconcile\" events after the failure changed; want 2", n)
+	}
+}
