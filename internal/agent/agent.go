@@ -374,11 +374,11 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 			}
 		case <-a.kick:
 			if started {
-				a.reconcile(ctx, "plugin restarted")
+				a.reconcile(ctx, "plugin_restart")
 			}
 		case <-rd.c:
 			rd.t, rd.c = nil, nil
-			a.reconcile(ctx, "re-drive")
+			a.reconcile(ctx, "redrive")
 		}
 		if started && ctx.Err() == nil {
 			a.scheduleRedrive(ctx, rd)

@@ -69,7 +69,7 @@ func New() *Metrics {
 		Help: "Latency of the CSI RPCs the agent sent, by plugin, RPC and gRPC code.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)},
 		[]string{"plugin", "rpc", "code"})
 	m.passes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "reconcile_passes_total",
-		Help: "Reconcile passes, by trigger (start, timer, plugin restarted) and result: ok, problems (something left wrong), error."},
+		Help: "Reconcile passes, by trigger (start, timer, plugin_restart, redrive) and result: ok, problems (something left wrong), error."},
 		[]string{"trigger", "result"})
 	m.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "reconcile_outcomes_total",
 		Help: "What reconcile passes did, by outcome: restored, released, failed (a problem left), and created, deleted, published, cleaned, orphan."},
