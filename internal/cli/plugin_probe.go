@@ -13,6 +13,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/display"
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -43,7 +44,7 @@ and a node socket (--controller-socket, --node-socket; either alone is fine). A 
 path or unix://PATH.
 
 Exits 1 when a socket is missing or the plugin fails, and shows an unhealthy plugin with its
-error. A plugin that is healthy but still initialising shows Ready = false and exits 0.`,
+error. A plugin that answers but is still initialising shows Health = not ready and exits 0.`,
 		Example: `  volctl plugin probe --socket /run/csi/hostpath.sock
   volctl plugin probe --controller-socket /run/csi/ctrl.sock --node-socket /run/csi/node.sock --json
   volctl plugin probe --socket /run/csi/x.sock -t '{{.provider}} {{.healthy}}'`,
@@ -189,8 +190,7 @@ func writeProbeTable(out io.Writer, res pluginProbeResult, fp *csi.Fingerprint, 
 		{"Node ID", res.NodeID},
 		{"Max Volumes", maxVolumes},
 		{"Topology", topologyString(res.AccessibleTopology)},
-		{"Healthy", strconv.FormatBool(res.Healthy)},
-		{"Ready", strconv.FormatBool(res.Ready)},
+		{"Health", engine.ProbeHealth(res.Healthy, res.Ready).String()},
 		{"Probe Latency", display.Latency(latency)},
 	}
 	if res.Error != nil {

@@ -90,8 +90,7 @@ func TestPluginProbeTable(t *testing.T) {
 		"Node ID           = mem-node-1\n",
 		"Max Volumes       = 8\n",
 		"Topology          = rack=r1, zone=a\n",
-		"Healthy           = true\n",
-		"Ready             = true\n",
+		"Health            = healthy\n",
 		"Probe Latency     = ",
 		"SERVICE     CAPABILITY\n",
 		"plugin      CONTROLLER_SERVICE\n",
@@ -152,7 +151,7 @@ func TestPluginProbeUnhealthy(t *testing.T) {
 	if !strings.Contains(err.Error(), `plugin "mem.csi.volctl.test" is unhealthy: Probe: FailedPrecondition: backend unreachable`) {
 		t.Errorf("err = %v", err)
 	}
-	checkHolds(t, "output", out.String(), []string{"Healthy           = false\n", "Ready             = false\n", "Error             = Probe: FailedPrecondition: backend unreachable"}, nil)
+	checkHolds(t, "output", out.String(), []string{"Health            = unhealthy\n", "Error             = Probe: FailedPrecondition: backend unreachable"}, nil)
 }
 
 func TestPluginProbeMissingSocket(t *testing.T) {
@@ -201,4 +200,17 @@ func TestPluginProbeVerboseTrace(t *testing.T) {
 			t.Errorf("trace lacks %s:\n%s", rpc, trace.String())
 		}
 	}
+}
+
+// plugin probe words health as plugin status and the dashboard do (engine.PluginHealth), not as
+// two booleans: an initialising plugin is "not ready".
+func TestPluginProbeWordsHealthAsTheEngine(t *testing.T) {
+	cfg := csitest.DefaultMemConfig()
+	cfg.Ready = new(bool) // initialising: answers, not ready
+	socket, _ := probePlugin(t, cfg)
+	ios, _, out, _ := iostreams.Test()
+	if err := pluginProbeRun(context.Background(), &PluginProbeOptions{IO: ios, Socket: "unix://" + socket, Timeout: 5 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	checkHolds(t, "output", out.String(), []string{"Health            = not ready\n"}, []string{"Healthy", "Ready "})
 }

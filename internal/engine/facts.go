@@ -21,17 +21,23 @@ func (h PluginHealth) String() string { return string(h) }
 // OK reports whether claims on the plugin's volumes can go ahead.
 func (h PluginHealth) OK() bool { return h == PluginHealthy }
 
-// Health is the plugin's health as its last probe left it.
-func (p PluginInfo) Health() PluginHealth {
+// ProbeHealth words one probe's answer: it answered (healthy) and said it is ready.
+func ProbeHealth(healthy, ready bool) PluginHealth {
 	switch {
-	case !p.Healthy && p.ProbedAt.IsZero():
-		return PluginUnknown
-	case !p.Healthy:
+	case !healthy:
 		return PluginUnhealthy
-	case !p.Ready:
+	case !ready:
 		return PluginNotReady
 	}
 	return PluginHealthy
+}
+
+// Health is the plugin's health as its last probe left it.
+func (p PluginInfo) Health() PluginHealth {
+	if !p.Healthy && p.ProbedAt.IsZero() {
+		return PluginUnknown
+	}
+	return ProbeHealth(p.Healthy, p.Ready)
 }
 
 // HealthWhy says why the plugin is not healthy ("" when it is): its last error, or that it
