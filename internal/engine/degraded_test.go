@@ -213,3 +213,28 @@ func TestRepeatedFailureIsOneEvent(t *testing.T) {
 		t.Fatalf("%d \"left for reconcile\" events after the failure changed; want 2", n)
 	}
 }
+
+// A restore that failed once and succeeds at a later pass (the plugin was not back yet after a
+// reboot) records the same "restore" event as one that succeeds at once: the event log, the
+// agent and its operators see every mount restored, whichever pass did it.
+func TestDegradedClaimRestoredLaterRecordsTheRestore(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter)))
+	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	st, _ := h.staging("v")
+	h.mounts.markGone(cl.TargetPath)
+	h.mounts.markGone(st.StagingPath)
+	h.faults.FailNext(csi.RPCNodeStageVolume, codes.Unavailable, 100)
+	if _, err := h.e.Reconcile(h.ctx); err == nil {
+		t.Fatal("reconcile with NodeStageVolume failing reported nothing wrong")
+	}
+	h.faults.Clear()
+	rep, err := h.e.Reconcile(h.ctx)
+	if err != nil || len(rep.Actions) != 1 || rep.Actions[0].Kind != "restored" {
+		t.Fatalf("second pass = %+v, %v; want the claim restored", rep, err)
+	}
+	evs, err := h.e.Events(h.ctx, 100, EventFilter{Kind: "restore", VolumeID: "v"})
+	if err != nil || len(evs) != 1 || evs[0].Alloc != "a" || evs[0].PluginID != "mem" {
+		t.Fatalf("restore events = %+v, %v; want one, for alloc a through plugin mem", evs, err)
+	}
+}

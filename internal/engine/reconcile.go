@@ -325,9 +325,23 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 		rep.did("released", cl.VolumeID, cl.Alloc, "released claim %q for alloc %q (was %s)", cl.VolumeID, cl.Alloc, cl.State)
 	case cl.Degraded:
 		rep.did("restored", cl.VolumeID, cl.Alloc, "restored degraded claim %q for alloc %q at %s (was %s)", cl.VolumeID, cl.Alloc, cl.TargetPath, cl.State)
+		// The restore a failed one left to this pass: the same event as one done at once.
+		e.event(ctx, &store.Event{Kind: "restore", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: e.pluginOf(ctx, cl.VolumeID),
+			Message: fmt.Sprintf("restored the mount at %s", cl.TargetPath)})
 	default:
 		rep.did("published", cl.VolumeID, cl.Alloc, "published claim %q for alloc %q (was %s)", cl.VolumeID, cl.Alloc, cl.State)
 	}
+}
+
+// pluginOf is the plugin ID of a volume, "" when it cannot be read (for an event's field).
+func (e *Engine) pluginOf(ctx context.Context, volumeID string) string {
+	var id string
+	_ = e.store.View(ctx, func(tx *store.Tx) error {
+		v, err := tx.Volumes().Get(volumeID)
+		id = v.PluginID
+		return err
+	})
+	return id
 }
 
 // errGroupRunAgain ends the reconcile of a claim at rest whose group was stopped when the pass
