@@ -150,13 +150,7 @@ func TestRestoreWithThePluginDownMarksTheClaimDegraded(t *testing.T) {
 // must say so rather than take "plugin not registered" for "claim released meanwhile" and
 // report nothing wrong.
 func TestReconcileReportsClaimsOfAnUnregisteredPlugin(t *testing.T) {
-	h := newHarness(t, nil)
-	h.create(volume("v", capab(spec.SingleNodeWriter)))
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	h.faults.FailAlways(csi.RPCNodeUnpublishVolume, codes.Unavailable)
-	if _, err := h.e.Release(h.ctx, "v", "a"); err == nil {
-		t.Fatal("release with NodeUnpublishVolume unavailable succeeded")
-	}
+	h := releaseLeftForReconcile(t)
 	if err := h.e.DeregisterPlugin(h.ctx, "mem", true); err != nil {
 		t.Fatal(err)
 	}
@@ -173,13 +167,7 @@ func TestReconcileReportsClaimsOfAnUnregisteredPlugin(t *testing.T) {
 // one "left for reconcile" event for that failure, not one per pass: the event log is bounded,
 // and a flood of repeats pushes out what an operator needs. A different failure is recorded.
 func TestRepeatedFailureIsOneEvent(t *testing.T) {
-	h := newHarness(t, nil)
-	h.create(volume("v", capab(spec.SingleNodeWriter)))
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	h.faults.FailAlways(csi.RPCNodeUnpublishVolume, codes.Unavailable)
-	if _, err := h.e.Release(h.ctx, "v", "a"); err == nil {
-		t.Fatal("release with NodeUnpublishVolume unavailable succeeded")
-	}
+	h := releaseLeftForReconcile(t)
 	for range 3 {
 		if _, err := h.e.Reconcile(h.ctx); err == nil {
 			t.Fatal("reconcile with NodeUnpublishVolume unavailable reported nothing wrong")
@@ -237,4 +225,18 @@ func TestDegradedClaimRestoredLaterRecordsTheRestore(t *testing.T) {
 	if err != nil || len(evs) != 1 || evs[0].Alloc != "a" || evs[0].PluginID != "mem" {
 		t.Fatalf("restore events = %+v, %v; want one, for alloc a through plugin mem", evs, err)
 	}
+}
+
+// releaseLeftForReconcile claims volume "v" for alloc "a" and releases it through a plugin whose
+// NodeUnpublishVolume stays unavailable: the claim is left unpublishing for reconcile.
+func releaseLeftForReconcile(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter)))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.faults.FailAlways(csi.RPCNodeUnpublishVolume, codes.Unavailable)
+	if _, err := h.e.Release(h.ctx, "v", "a"); err == nil {
+		t.Fatal("release with NodeUnpublishVolume unavailable succeeded")
+	}
+	return h
 }
