@@ -24,14 +24,10 @@ func TestLostCapabilitiesDoNotDropStagingsQuietly(t *testing.T) {
 		t.Fatalf("staging before the restart = %+v", st)
 	}
 
-	h.stopServe()
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID = "node-1"
-	cfg.Node.StageUnstageVolume = false
-	cfg.Controller.PublishUnpublishVolume = false
-	restarted := csitest.NewMemPlugin(cfg)
-	restarted.AddVolume(csi.Volume{ID: h.externalID("v")})
-	csitest.ServeAt(t, h.socket, csitest.WithServer(restarted))
+	restarted := h.restartPlugin(func(cfg *csitest.MemConfig) {
+		cfg.Node.StageUnstageVolume = false
+		cfg.Controller.PublishUnpublishVolume = false
+	}, "v")
 
 	_, err := h.e.Release(h.ctx, "v", "a")
 	if err == nil || !strings.Contains(err.Error(), "still mounted") || !strings.Contains(err.Error(), "STAGE_UNSTAGE_VOLUME") {
@@ -93,11 +89,7 @@ func TestForceDetachWarnsOfAnAttachmentItCannotUndo(t *testing.T) {
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 
-	h.stopServe()
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID = "node-1"
-	cfg.Controller.PublishUnpublishVolume = false
-	csitest.ServeAt(t, h.socket, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+	h.restartPlugin(func(cfg *csitest.MemConfig) { cfg.Controller.PublishUnpublishVolume = false })
 
 	res, err := h.e.Detach(h.ctx, "v", true)
 	if err != nil {
@@ -118,13 +110,7 @@ func TestCapabilityChangeSeenFirstByAProbe(t *testing.T) {
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 
-	h.stopServe()
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID = "node-1"
-	cfg.Node.StageUnstageVolume = false
-	restarted := csitest.NewMemPlugin(cfg)
-	restarted.AddVolume(csi.Volume{ID: h.externalID("v")})
-	csitest.ServeAt(t, h.socket, csitest.WithServer(restarted))
+	h.restartPlugin(func(cfg *csitest.MemConfig) { cfg.Node.StageUnstageVolume = false }, "v")
 
 	if infos, err := h.e.PluginStatus(h.ctx, "mem"); err != nil || len(infos) != 1 || !infos[0].Healthy {
 		t.Fatalf("plugin status after the restart = %+v, %v", infos, err)
@@ -149,13 +135,7 @@ func TestCapabilityChangeSeenFirstByARegistration(t *testing.T) {
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 
-	h.stopServe()
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID = "node-1"
-	cfg.Controller.PublishUnpublishVolume = false
-	restarted := csitest.NewMemPlugin(cfg)
-	restarted.AddVolume(csi.Volume{ID: h.externalID("v")})
-	csitest.ServeAt(t, h.socket, csitest.WithServer(restarted))
+	h.restartPlugin(func(cfg *csitest.MemConfig) { cfg.Controller.PublishUnpublishVolume = false }, "v")
 	h.open(Config{}) // a new process: the agent starting again
 	h.registerPlugin("mem", h.socket)
 

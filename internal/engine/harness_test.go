@@ -227,3 +227,20 @@ func (h *harness) pluginCreate(req csi.CreateVolumeRequest) csi.Volume {
 	}
 	return v
 }
+
+// restartPlugin stops the harness's plugin and serves a new one on its socket, as a plugin
+// process restarted with another config would come back: node "node-1", the config changed by
+// edit, holding the named volumes (by their external IDs) as the old one did.
+func (h *harness) restartPlugin(edit func(*csitest.MemConfig), vols ...string) *csitest.MemPlugin {
+	h.t.Helper()
+	h.stopServe()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	edit(&cfg)
+	p := csitest.NewMemPlugin(cfg)
+	for _, v := range vols {
+		p.AddVolume(csi.Volume{ID: h.externalID(v)})
+	}
+	csitest.ServeAt(h.t, h.socket, csitest.WithServer(p))
+	return p
+}
