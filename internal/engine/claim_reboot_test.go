@@ -1,15 +1,11 @@
 package engine
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
@@ -24,11 +20,7 @@ func TestClaimAfterARebootStagesAgain(t *testing.T) {
 		name := map[bool]string{true: "volume free", false: "volume locked by another operation"}[locked]
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, nil)
-			h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
-			a := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-			st, _ := h.staging("v")
-			h.mounts.markGone(a.TargetPath)
-			h.mounts.markGone(st.StagingPath)
+			h.claimThenReboot("v", "a", spec.MultiNodeMultiWriter)
 			h.mem.ResetCalls()
 			if !locked {
 				// Admission without the volume lock: the claim waits for it, then is driven.
@@ -75,15 +67,7 @@ func waitForClaim(t *testing.T, h *harness, vol, alloc string) {
 func TestHostpathClaimAfterARebootStagesAgain(t *testing.T) {
 	h := newHostpathEngine(t)
 	a := h.claimNew(t, "data", "a", spec.MultiNodeMultiWriter)
-	if err := os.WriteFile(filepath.Join(a.TargetPath, "keep.txt"), []byte("kept"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	staging := stagingPath(h.e.StateDir(), "hp", "data")
-	for _, p := range []string{a.TargetPath, staging} { // a reboot
-		if err := unix.Unmount(p, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	staging := h.writeThenReboot(t, a, "data")
 	b, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "b"})
 	if err != nil {
 		t.Fatalf("claim after the reboot: %v", err)
@@ -91,9 +75,7 @@ func TestHostpathClaimAfterARebootStagesAgain(t *testing.T) {
 	if !hostpathtest.Mounted(t, staging) {
 		t.Fatal("staging not mounted again by the claim")
 	}
-	if got, err := os.ReadFile(filepath.Join(b.TargetPath, "keep.txt")); err != nil || string(got) != "kept" {
-		t.Fatalf("data through the new claim's target: %q, %v", got, err)
-	}
+	requireKept(t, b.TargetPath, "the new claim's target")
 	// Reconcile then restores the first claim onto the staging the claim made.
 	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Actions) != 1 || rep.Actions[0].Kind != "restored" {
 		t.Fatalf("reconcile after the claim = %+v, %v", rep, err)
@@ -140,11 +122,7 @@ func TestClaimAgainAfterARebootRestores(t *testing.T) {
 		name := map[bool]string{true: "volume free", false: "volume locked by another operation"}[locked]
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, nil)
-			h.create(volume("v", capab(spec.SingleNodeWriter)))
-			a := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-			st, _ := h.staging("v")
-			h.mounts.markGone(a.TargetPath)
-			h.mounts.markGone(st.StagingPath)
+			h.claimThenReboot("v", "a", spec.SingleNodeWriter)
 			h.open(Config{}) // a new process after the reboot
 			h.mem.ResetCalls()
 			if !locked {
@@ -188,24 +166,8 @@ func TestClaimAgainAfterARebootRestores(t *testing.T) {
 // read through its target again after it claims again, not an empty directory.
 func TestHostpathClaimAgainAfterARebootRestores(t *testing.T) {
 	h := newHostpathEngine(t)
-	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
-		Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}
-	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
-		t.Fatal(err)
-	}
-	a, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(a.TargetPath, "keep.txt"), []byte("kept"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	staging := stagingPath(h.e.StateDir(), "hp", "data")
-	for _, p := range []string{a.TargetPath, staging} { // a reboot
-		if err := unix.Unmount(p, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a := h.claimNew(t, "data", "a", spec.SingleNodeWriter)
+	staging := h.writeThenReboot(t, a, "data")
 	again, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "a"})
 	if err != nil {
 		t.Fatalf("claim again after the reboot: %v", err)
@@ -213,9 +175,7 @@ func TestHostpathClaimAgainAfterARebootRestores(t *testing.T) {
 	if !hostpathtest.Mounted(t, again.TargetPath) || !hostpathtest.Mounted(t, staging) {
 		t.Fatal("target or staging not mounted again by the claim")
 	}
-	if got, err := os.ReadFile(filepath.Join(again.TargetPath, "keep.txt")); err != nil || string(got) != "kept" {
-		t.Fatalf("data through the target after claiming again: %q, %v", got, err)
-	}
+	requireKept(t, again.TargetPath, "the target after claiming again")
 	if _, err := h.e.Release(h.ctx, "data", "a"); err != nil {
 		t.Fatal(err)
 	}

@@ -29,11 +29,7 @@ func TestFailedRestoreNeverFreesTheClaim(t *testing.T) {
 		t.Run(tc.rpc+"/"+tc.code.String(), func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, nil)
-			h.create(volume("v", capab(spec.SingleNodeWriter)))
-			cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-			st, _ := h.staging("v")
-			h.mounts.markGone(cl.TargetPath)
-			h.mounts.markGone(st.StagingPath)
+			h.claimThenReboot("v", "a", spec.SingleNodeWriter)
 			h.faults.FailAlways(tc.rpc, tc.code)
 
 			// Several passes, as the agent runs them: the first restores, the next re-drive.
@@ -112,11 +108,7 @@ func TestDegradedClaimIsFreedByARelease(t *testing.T) {
 // agent's re-drive; once the plugin answers, reconcile restores it.
 func TestRestoreWithThePluginDownMarksTheClaimDegraded(t *testing.T) {
 	h := newHarness(t, nil)
-	h.create(volume("v", capab(spec.SingleNodeWriter)))
-	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	st, _ := h.staging("v")
-	h.mounts.markGone(cl.TargetPath)
-	h.mounts.markGone(st.StagingPath)
+	h.claimThenReboot("v", "a", spec.SingleNodeWriter)
 	h.open(Config{}) // a new process: no cached connection
 	h.stopServe()    // the plugin is not back yet: its socket is gone
 
@@ -207,11 +199,7 @@ func TestRepeatedFailureIsOneEvent(t *testing.T) {
 // agent and its operators see every mount restored, whichever pass did it.
 func TestDegradedClaimRestoredLaterRecordsTheRestore(t *testing.T) {
 	h := newHarness(t, nil)
-	h.create(volume("v", capab(spec.SingleNodeWriter)))
-	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	st, _ := h.staging("v")
-	h.mounts.markGone(cl.TargetPath)
-	h.mounts.markGone(st.StagingPath)
+	h.claimThenReboot("v", "a", spec.SingleNodeWriter)
 	h.faults.FailNext(csi.RPCNodeStageVolume, codes.Unavailable, 100)
 	if _, err := h.e.Reconcile(h.ctx); err == nil {
 		t.Fatal("reconcile with NodeStageVolume failing reported nothing wrong")

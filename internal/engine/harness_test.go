@@ -244,3 +244,14 @@ func (h *harness) restartPlugin(edit func(*csitest.MemConfig), vols ...string) *
 	csitest.ServeAt(h.t, h.socket, csitest.WithServer(p))
 	return p
 }
+
+// claimThenReboot creates a volume with one access mode, claims it for alloc, and marks the
+// claim's target and the volume's staging unmounted, as a reboot leaves them.
+func (h *harness) claimThenReboot(vol, alloc string, mode spec.AccessMode) {
+	h.t.Helper()
+	h.create(volume(vol, capab(mode)))
+	cl := h.claim(ClaimRequest{VolumeID: vol, Alloc: alloc})
+	st, _ := h.staging(vol)
+	h.mounts.markGone(cl.TargetPath)
+	h.mounts.markGone(st.StagingPath)
+}

@@ -44,6 +44,31 @@ func (h *hostpathEngine) claimNew(t *testing.T, id, alloc string, mode spec.Acce
 	return cl
 }
 
+// writeThenReboot writes "kept" to keep.txt through a claim's target on volume vol, then
+// unmounts the target and the volume's staging, as a reboot leaves them. It returns the
+// staging path.
+func (h *hostpathEngine) writeThenReboot(t *testing.T, cl ClaimInfo, vol string) string {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(cl.TargetPath, "keep.txt"), []byte("kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	staging := stagingPath(h.e.StateDir(), "hp", vol)
+	for _, p := range []string{cl.TargetPath, staging} { // a reboot
+		if err := unix.Unmount(p, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return staging
+}
+
+// requireKept fails unless keep.txt, as writeThenReboot wrote it, reads "kept" through target.
+func requireKept(t *testing.T, target, what string) {
+	t.Helper()
+	if got, err := os.ReadFile(filepath.Join(target, "keep.txt")); err != nil || string(got) != "kept" {
+		t.Fatalf("data through %s: %q, %v", what, got, err)
+	}
+}
+
 func newHostpathEngine(t *testing.T) *hostpathEngine {
 	t.Helper()
 	hostpathtest.RequireMount(t)
