@@ -50,3 +50,31 @@ func (h *cliHarness) createVolume(t *testing.T, id string, mode spec.AccessMode)
 	}
 	return v
 }
+
+// claim claims a volume for alloc.
+func (h *cliHarness) claim(t *testing.T, vol, alloc string) {
+	t.Helper()
+	if _, err := h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: vol, Alloc: alloc}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runGroupOn runs group "api", one task group whose volume "d" is the volume source, claimed
+// multi-node-multi-writer (as alloc "api[0]").
+func (h *cliHarness) runGroupOn(t *testing.T, source string) {
+	t.Helper()
+	g, diags := spec.ParseGroup("g.hcl", []byte(`group "api" {
+  volume "d" {
+    type            = "csi"
+    source          = "`+source+`"
+    access_mode     = "multi-node-multi-writer"
+    attachment_mode = "file-system"
+  }
+}`))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if _, err := h.e.RunGroup(h.ctx, *g); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -43,30 +42,13 @@ func TestCompletion(t *testing.T) {
 	h := newCLIHarness(t)
 	h.createVolume(t, "db", spec.MultiNodeMultiWriter)
 	h.createVolume(t, "cache", spec.MultiNodeMultiWriter)
-	if _, err := h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: "cache", Alloc: "batch-1"}); err != nil {
-		t.Fatal(err)
-	}
+	h.claim(t, "db", "web-0")
+	h.claim(t, "cache", "batch-1")
 	snap, err := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, diags := spec.ParseGroup("g.hcl", []byte(`group "api" {
-  volume "d" {
-    type            = "csi"
-    source          = "cache"
-    access_mode     = "multi-node-multi-writer"
-    attachment_mode = "file-system"
-  }
-}`))
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	if _, err := h.e.RunGroup(h.ctx, *g); err != nil {
-		t.Fatal(err)
-	}
+	h.runGroupOn(t, "cache")
 	for _, tt := range []struct {
 		args []string
 		want []string
@@ -118,23 +100,8 @@ func TestCompletionWithoutStateCreatesNothing(t *testing.T) {
 func TestCompletionOfFilterFlags(t *testing.T) {
 	h := newCLIHarness(t)
 	h.createVolume(t, "db", spec.MultiNodeMultiWriter)
-	if _, err := h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
-		t.Fatal(err)
-	}
-	g, diags := spec.ParseGroup("g.hcl", []byte(`group "api" {
-  volume "d" {
-    type            = "csi"
-    source          = "db"
-    access_mode     = "multi-node-multi-writer"
-    attachment_mode = "file-system"
-  }
-}`))
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	if _, err := h.e.RunGroup(h.ctx, *g); err != nil {
-		t.Fatal(err)
-	}
+	h.claim(t, "db", "web-0")
+	h.runGroupOn(t, "db")
 	for _, tt := range []struct {
 		args []string
 		want []string
