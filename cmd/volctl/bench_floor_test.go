@@ -91,14 +91,35 @@ func BenchmarkVolumeStatusVsFloor10k(b *testing.B) {
 		w, c = timeVolctl(b, state, "volume", "status")
 		table, tableCPU = table+w, tableCPU+c
 	}
-	n := float64(b.N)
-	b.ReportMetric(float64(floor.Nanoseconds())/n, "floor-ns/op")
-	b.ReportMetric(float64(table.Nanoseconds())/n, "status-ns/op")
-	b.ReportMetric(float64(js.Nanoseconds())/n, "json-ns/op")
-	b.ReportMetric(float64(tableCPU.Nanoseconds())/n, "status-cpu-ns/op")
-	b.ReportMetric(float64(jsCPU.Nanoseconds())/n, "json-cpu-ns/op")
-	b.ReportMetric(float64(table)/float64(floor), "status/floor")
-	b.ReportMetric(float64(js)/float64(floor), "json/floor")
+	reportPerOp(b, benchTotal{"floor-ns/op", floor}, benchTotal{"status-ns/op", table}, benchTotal{"json-ns/op", js},
+		benchTotal{"status-cpu-ns/op", tableCPU}, benchTotal{"json-cpu-ns/op", jsCPU})
+	reportRatios(b, benchRatio{"status/floor", table, floor}, benchRatio{"json/floor", js, floor})
+}
+
+// benchTotal is a metric's time summed over a benchmark's iterations.
+type benchTotal struct {
+	unit string
+	d    time.Duration
+}
+
+// reportPerOp reports each total divided by the iterations, in nanoseconds per op.
+func reportPerOp(b *testing.B, totals ...benchTotal) {
+	for _, t := range totals {
+		b.ReportMetric(float64(t.d.Nanoseconds())/float64(b.N), t.unit)
+	}
+}
+
+// benchRatio is a metric that is one total over another.
+type benchRatio struct {
+	unit     string
+	num, den time.Duration
+}
+
+// reportRatios reports each ratio's num/den.
+func reportRatios(b *testing.B, ratios ...benchRatio) {
+	for _, r := range ratios {
+		b.ReportMetric(float64(r.num)/float64(r.den), r.unit)
+	}
 }
 
 // BenchmarkClaimReleaseThroughput runs claim and release as volctl processes, one after the
@@ -209,15 +230,11 @@ func BenchmarkClaimReleaseVsBareClient(b *testing.B) {
 		w, c = runBare("release")
 		add(3, w, c)
 	}
-	n := float64(b.N)
 	for i, name := range []string{"claim", "bare-claim", "release", "bare-release"} {
-		b.ReportMetric(float64(t[i].wall.Nanoseconds())/n, name+"-ns/op")
-		b.ReportMetric(float64(t[i].cpu.Nanoseconds())/n, name+"-cpu-ns/op")
+		reportPerOp(b, benchTotal{name + "-ns/op", t[i].wall}, benchTotal{name + "-cpu-ns/op", t[i].cpu})
 	}
-	b.ReportMetric(float64(t[0].wall)/float64(t[1].wall), "claim/bare")
-	b.ReportMetric(float64(t[2].wall)/float64(t[3].wall), "release/bare")
-	b.ReportMetric(float64(t[0].cpu)/float64(t[1].cpu), "claim-cpu/bare")
-	b.ReportMetric(float64(t[2].cpu)/float64(t[3].cpu), "release-cpu/bare")
+	reportRatios(b, benchRatio{"claim/bare", t[0].wall, t[1].wall}, benchRatio{"release/bare", t[2].wall, t[3].wall},
+		benchRatio{"claim-cpu/bare", t[0].cpu, t[1].cpu}, benchRatio{"release-cpu/bare", t[2].cpu, t[3].cpu})
 }
 
 // BenchmarkStartupVsBareClient measures start-up: `volctl version` (fork, exec, package
@@ -246,11 +263,6 @@ func BenchmarkStartupVsBareClient(b *testing.B) {
 		w, c = run(bare, "-socket", socket, "start")
 		bw, bc = bw+w, bc+c
 	}
-	n := float64(b.N)
-	b.ReportMetric(float64(vw.Nanoseconds())/n, "volctl-ns/op")
-	b.ReportMetric(float64(bw.Nanoseconds())/n, "bare-ns/op")
-	b.ReportMetric(float64(vc.Nanoseconds())/n, "volctl-cpu-ns/op")
-	b.ReportMetric(float64(bc.Nanoseconds())/n, "bare-cpu-ns/op")
-	b.ReportMetric(float64(vw)/float64(bw), "volctl/bare")
-	b.ReportMetric(float64(vc)/float64(bc), "volctl-cpu/bare")
+	reportPerOp(b, benchTotal{"volctl-ns/op", vw}, benchTotal{"bare-ns/op", bw}, benchTotal{"volctl-cpu-ns/op", vc}, benchTotal{"bare-cpu-ns/op", bc})
+	reportRatios(b, benchRatio{"volctl/bare", vw, bw}, benchRatio{"volctl-cpu/bare", vc, bc})
 }
