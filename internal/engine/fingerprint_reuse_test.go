@@ -70,12 +70,7 @@ func TestRestartedImpostorCaughtByNewProcess(t *testing.T) {
 	h.open(Config{})
 	h.claim(ClaimRequest{VolumeID: "a", Alloc: "web"}) // the fingerprint recorded with the socket's identity
 
-	h.stopServe()
-	cfg := csitest.DefaultMemConfig()
-	cfg.Name = "impostor.csi.example"
-	cfg.NodeID = "node-1"
-	impostor := csitest.NewMemPlugin(cfg)
-	csitest.ServeAt(t, h.socket, csitest.WithServer(impostor))
+	impostor := h.restartPlugin(func(cfg *csitest.MemConfig) { cfg.Name = "impostor.csi.example" })
 
 	h.open(Config{})
 	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "b", Alloc: "job"})
@@ -83,12 +78,7 @@ func TestRestartedImpostorCaughtByNewProcess(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("claim in a new process with an impostor on the socket: %v; want an error saying %s", err, want)
 	}
-	for _, c := range impostor.Calls() {
-		switch c.RPC {
-		case csi.RPCGetPluginInfo, csi.RPCGetPluginCapabilities, csi.RPCControllerGetCapabilities,
-			csi.RPCNodeGetCapabilities, csi.RPCNodeGetInfo, csi.RPCProbe:
-		default:
-			t.Errorf("the impostor received %s", c.RPC)
-		}
+	for _, rpc := range volumeRPCs(impostor) {
+		t.Errorf("the impostor received %s", rpc)
 	}
 }

@@ -144,9 +144,13 @@ func (h *harness) staging(vol string) (store.Staging, bool) {
 
 // rpcs returns the RPCs the plugin received since the last reset, in order, leaving out the
 // identity and capability questions a (re)connect asks.
-func (h *harness) rpcs() []string {
+func (h *harness) rpcs() []string { return volumeRPCs(h.mem) }
+
+// volumeRPCs returns the RPCs p received since its last reset, in order, leaving out the
+// identity and capability questions a (re)connect asks.
+func volumeRPCs(p *csitest.MemPlugin) []string {
 	var out []string
-	for _, c := range h.mem.Calls() {
+	for _, c := range p.Calls() {
 		switch c.RPC {
 		case csi.RPCGetPluginInfo, csi.RPCGetPluginCapabilities, csi.RPCControllerGetCapabilities,
 			csi.RPCNodeGetCapabilities, csi.RPCNodeGetInfo, csi.RPCProbe:

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -60,13 +59,8 @@ func TestAnotherDriverOnThePluginSocketGetsNoVolumeRPC(t *testing.T) {
 		t.Errorf("staging of a changed: %+v, was %+v", st, stBefore)
 	}
 
-	for _, c := range impostor.Calls() {
-		switch c.RPC {
-		case csi.RPCGetPluginInfo, csi.RPCGetPluginCapabilities, csi.RPCControllerGetCapabilities,
-			csi.RPCNodeGetCapabilities, csi.RPCNodeGetInfo, csi.RPCProbe:
-		default:
-			t.Errorf("the impostor received %s", c.RPC)
-		}
+	for _, rpc := range volumeRPCs(impostor) {
+		t.Errorf("the impostor received %s", rpc)
 	}
 
 	infos, err := h.e.PluginStatus(h.ctx, "mem")
