@@ -40,23 +40,26 @@ func checkout(t *testing.T) (parent string) {
 	return parent
 }
 
-func TestDirSkipsWithThePathOnAFreshClone(t *testing.T) {
+// callDirWithoutCorpus calls Dir in a fresh checkout with no corpus and CI set to ci, and
+// returns what Dir did and the corpus path it should name.
+func callDirWithoutCorpus(t *testing.T, ci string) (f *fakeTB, want string) {
+	t.Helper()
 	parent := checkout(t)
-	t.Setenv("CI", "")
-	f := &fakeTB{}
+	t.Setenv("CI", ci)
+	f = &fakeTB{}
 	callDir(f)
-	want := filepath.Join(parent, "shared", "compat", "nomad-specs")
+	return f, filepath.Join(parent, "shared", "compat", "nomad-specs")
+}
+
+func TestDirSkipsWithThePathOnAFreshClone(t *testing.T) {
+	f, want := callDirWithoutCorpus(t, "")
 	if f.fatal != "" || !strings.Contains(f.skip, "is not at "+want) {
 		t.Fatalf("skip %q, fatal %q; want a skip naming %s", f.skip, f.fatal, want)
 	}
 }
 
 func TestDirFailsUnderCI(t *testing.T) {
-	parent := checkout(t)
-	t.Setenv("CI", "true")
-	f := &fakeTB{}
-	callDir(f)
-	want := filepath.Join(parent, "shared", "compat", "nomad-specs")
+	f, want := callDirWithoutCorpus(t, "true")
 	if f.skip != "" || !strings.Contains(f.fatal, want) || !strings.Contains(f.fatal, "CI=true") {
 		t.Fatalf("skip %q, fatal %q; want a failure naming %s and CI=true", f.skip, f.fatal, want)
 	}
