@@ -18,15 +18,10 @@ import (
 )
 
 func newCmdVolumeSnapshot(f *Factory) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "snapshot",
-		Short: "Create, list and delete volume snapshots",
-		Long: `Snapshots through the volume's plugin: create needs its CREATE_DELETE_SNAPSHOT controller
+	return parentCmd("snapshot", "Create, list and delete volume snapshots", `Snapshots through the volume's plugin: create needs its CREATE_DELETE_SNAPSHOT controller
 capability, list asks the plugin when it has LIST_SNAPSHOTS (and otherwise shows volctl's own
 records, saying so). A volume spec with snapshot_id = "<snapshot ID>" creates a volume from one.`,
-	}
-	cmd.AddCommand(newCmdVolumeSnapshotCreate(f, nil), newCmdVolumeSnapshotList(f, nil), newCmdVolumeSnapshotDelete(f, nil))
-	return cmd
+		newCmdVolumeSnapshotCreate(f, nil), newCmdVolumeSnapshotList(f, nil), newCmdVolumeSnapshotDelete(f, nil))
 }
 
 // SnapshotCreateOptions are the inputs of `volctl volume snapshot create`.
