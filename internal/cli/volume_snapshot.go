@@ -273,7 +273,7 @@ terminal and needs --yes otherwise.`,
 		Args: exactArgs(2),
 		RunE: runOpts(opts, func(args []string) { opts.PluginID, opts.SnapshotID = args[0], args[1] }, runF, snapshotDeleteRun),
 	}
-	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (needed off a terminal)")
+	addYesFlag(cmd, &opts.Yes, "off a terminal")
 	cmd.Flags().StringArrayVar(&opts.Secrets, "secret", nil, "a secret for the plugin, KEY=VALUE (repeatable)")
 	return cmd
 }
@@ -283,10 +283,8 @@ func snapshotDeleteRun(ctx context.Context, opts *SnapshotDeleteOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := opts.Confirm(opts.Yes, fmt.Sprintf("Delete snapshot %q of plugin %q", opts.SnapshotID, opts.PluginID)); err != nil {
-		return err
-	}
-	e, err := opts.Engine(ctx)
+	action := fmt.Sprintf("Delete snapshot %q of plugin %q", opts.SnapshotID, opts.PluginID)
+	e, err := confirmedEngine(ctx, opts.Confirm, opts.Yes, action, opts.Engine)
 	if err != nil {
 		return err
 	}
