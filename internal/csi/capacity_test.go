@@ -22,7 +22,7 @@ type Capacity struct {
 // GetCapacity asks how much space the plugin has for volumes with these capabilities,
 // parameters and topology.
 func (c *Client) GetCapacity(ctx context.Context, r GetCapacityRequest) (Capacity, error) {
-	ep, err := c.controllerEndpoint(RPCGetCapacity)
+	ep, err := c.endpointFor(RPCGetCapacity)
 	if err != nil {
 		return Capacity{}, err
 	}

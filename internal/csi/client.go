@@ -167,27 +167,27 @@ func (c *Client) endpoints() []*endpoint {
 	return out
 }
 
-// identityEndpoint is where identity RPCs go: the controller socket if any, as it decides
-// which controller capabilities apply, else the node socket.
-func (c *Client) identityEndpoint() *endpoint {
-	if c.controller != nil {
-		return c.controller
+// endpointFor is where rpc goes, by the service rpcTable files it under: an identity RPC to
+// the controller socket if any, as it decides which controller capabilities apply, else the
+// node socket; a controller or node RPC to the socket of its service, which must be configured.
+func (c *Client) endpointFor(rpc string) (*endpoint, error) {
+	switch svc := serviceOf(rpc); svc {
+	case ServiceIdentity:
+		if c.controller != nil {
+			return c.controller, nil
+		}
+		return c.node, nil
+	case ServiceController, ServiceNode:
+		ep := c.controller
+		if svc == ServiceNode {
+			ep = c.node
+		}
+		if ep == nil {
+			return nil, fmt.Errorf("%s: the plugin has no %s socket configured", rpc, svc)
+		}
+		return ep, nil
 	}
-	return c.node
-}
-
-func (c *Client) controllerEndpoint(rpc string) (*endpoint, error) {
-	if c.controller == nil {
-		return nil, fmt.Errorf("%s: the plugin has no controller socket configured", rpc)
-	}
-	return c.controller, nil
-}
-
-func (c *Client) nodeEndpoint(rpc string) (*endpoint, error) {
-	if c.node == nil {
-		return nil, fmt.Errorf("%s: the plugin has no node socket configured", rpc)
-	}
-	return c.node, nil
+	return nil, fmt.Errorf("%s: not an RPC the csi client knows (it has no entry in rpcTable)", rpc)
 }
 
 // invoke runs one RPC under its timeout and translates its failure.

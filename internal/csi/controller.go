@@ -17,7 +17,7 @@ import (
 // minimum has created a volume too small to use: the volume is returned with an error so the
 // caller can delete it.
 func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volume, error) {
-	ep, err := c.controllerEndpoint(RPCCreateVolume)
+	ep, err := c.endpointFor(RPCCreateVolume)
 	if err != nil {
 		return Volume{}, err
 	}
@@ -100,7 +100,7 @@ func describeTopologies(ts []spec.Topology) string {
 
 // DeleteVolume deletes a volume. NOT_FOUND comes back as an ignorable *Error.
 func (c *Client) DeleteVolume(ctx context.Context, r DeleteVolumeRequest) error {
-	ep, err := c.controllerEndpoint(RPCDeleteVolume)
+	ep, err := c.endpointFor(RPCDeleteVolume)
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (c *Client) DeleteVolume(ctx context.Context, r DeleteVolumeRequest) error 
 // ControllerPublishVolume attaches a volume to a node and returns the publish context, which
 // must be passed to NodeStageVolume and NodePublishVolume.
 func (c *Client) ControllerPublishVolume(ctx context.Context, r ControllerPublishVolumeRequest) (map[string]string, error) {
-	ep, err := c.controllerEndpoint(RPCControllerPublishVolume)
+	ep, err := c.endpointFor(RPCControllerPublishVolume)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func (c *Client) ControllerPublishVolume(ctx context.Context, r ControllerPublis
 
 // ControllerUnpublishVolume detaches a volume from a node. NOT_FOUND is ignorable.
 func (c *Client) ControllerUnpublishVolume(ctx context.Context, r ControllerUnpublishVolumeRequest) error {
-	ep, err := c.controllerEndpoint(RPCControllerUnpublishVolume)
+	ep, err := c.endpointFor(RPCControllerUnpublishVolume)
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func (c *Client) ControllerUnpublishVolume(ctx context.Context, r ControllerUnpu
 // refusal; one with it must match every requested capability on the fields the plugin set.
 // Either failure wraps ErrNotConfirmed and carries the plugin's message.
 func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolumeCapabilitiesRequest) error {
-	ep, err := c.controllerEndpoint(RPCValidateVolumeCapabilities)
+	ep, err := c.endpointFor(RPCValidateVolumeCapabilities)
 	if err != nil {
 		return err
 	}
@@ -202,7 +202,7 @@ func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolum
 
 // ListVolumes returns one page of the plugin's volumes.
 func (c *Client) ListVolumes(ctx context.Context, r ListVolumesRequest) (ListVolumesResponse, error) {
-	ep, err := c.controllerEndpoint(RPCListVolumes)
+	ep, err := c.endpointFor(RPCListVolumes)
 	if err != nil {
 		return ListVolumesResponse{}, err
 	}
@@ -223,7 +223,7 @@ func (c *Client) ListVolumes(ctx context.Context, r ListVolumesRequest) (ListVol
 
 // ControllerGetCapabilities returns the controller service's capabilities.
 func (c *Client) ControllerGetCapabilities(ctx context.Context) (ControllerCapabilities, error) {
-	ep, err := c.controllerEndpoint(RPCControllerGetCapabilities)
+	ep, err := c.endpointFor(RPCControllerGetCapabilities)
 	if err != nil {
 		return ControllerCapabilities{}, err
 	}
@@ -236,7 +236,7 @@ func (c *Client) ControllerGetCapabilities(ctx context.Context) (ControllerCapab
 
 // CreateSnapshot snapshots a volume.
 func (c *Client) CreateSnapshot(ctx context.Context, r CreateSnapshotRequest) (Snapshot, error) {
-	ep, err := c.controllerEndpoint(RPCCreateSnapshot)
+	ep, err := c.endpointFor(RPCCreateSnapshot)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -258,7 +258,7 @@ func (c *Client) CreateSnapshot(ctx context.Context, r CreateSnapshotRequest) (S
 
 // DeleteSnapshot deletes a snapshot. NOT_FOUND is ignorable.
 func (c *Client) DeleteSnapshot(ctx context.Context, r DeleteSnapshotRequest) error {
-	ep, err := c.controllerEndpoint(RPCDeleteSnapshot)
+	ep, err := c.endpointFor(RPCDeleteSnapshot)
 	if err != nil {
 		return err
 	}
@@ -269,7 +269,7 @@ func (c *Client) DeleteSnapshot(ctx context.Context, r DeleteSnapshotRequest) er
 
 // ListSnapshots returns one page of snapshots.
 func (c *Client) ListSnapshots(ctx context.Context, r ListSnapshotsRequest) (ListSnapshotsResponse, error) {
-	ep, err := c.controllerEndpoint(RPCListSnapshots)
+	ep, err := c.endpointFor(RPCListSnapshots)
 	if err != nil {
 		return ListSnapshotsResponse{}, err
 	}
@@ -293,7 +293,7 @@ func (c *Client) ListSnapshots(ctx context.Context, r ListSnapshotsRequest) (Lis
 
 // ControllerExpandVolume grows a volume on the controller.
 func (c *Client) ControllerExpandVolume(ctx context.Context, r ControllerExpandVolumeRequest) (ControllerExpandVolumeResponse, error) {
-	ep, err := c.controllerEndpoint(RPCControllerExpandVolume)
+	ep, err := c.endpointFor(RPCControllerExpandVolume)
 	if err != nil {
 		return ControllerExpandVolumeResponse{}, err
 	}

@@ -10,7 +10,11 @@ import (
 
 // GetPluginInfo returns the plugin's name, version and manifest.
 func (c *Client) GetPluginInfo(ctx context.Context) (PluginInfo, error) {
-	return c.pluginInfo(ctx, c.identityEndpoint())
+	ep, err := c.endpointFor(RPCGetPluginInfo)
+	if err != nil {
+		return PluginInfo{}, err
+	}
+	return c.pluginInfo(ctx, ep)
 }
 
 func (c *Client) pluginInfo(ctx context.Context, ep *endpoint) (PluginInfo, error) {
@@ -23,7 +27,10 @@ func (c *Client) pluginInfo(ctx context.Context, ep *endpoint) (PluginInfo, erro
 
 // GetPluginCapabilities returns the plugin-wide capabilities.
 func (c *Client) GetPluginCapabilities(ctx context.Context) (PluginCapabilities, error) {
-	ep := c.identityEndpoint()
+	ep, err := c.endpointFor(RPCGetPluginCapabilities)
+	if err != nil {
+		return PluginCapabilities{}, err
+	}
 	resp, err := invoke(ctx, c, ep, RPCGetPluginCapabilities, &csipb.GetPluginCapabilitiesRequest{}, ep.identity.GetPluginCapabilities)
 	if err != nil {
 		return PluginCapabilities{}, err

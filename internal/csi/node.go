@@ -11,7 +11,7 @@ import (
 
 // NodeStageVolume stages a volume at its staging path (which the caller creates).
 func (c *Client) NodeStageVolume(ctx context.Context, r NodeStageVolumeRequest) error {
-	ep, err := c.nodeEndpoint(RPCNodeStageVolume)
+	ep, err := c.endpointFor(RPCNodeStageVolume)
 	if err != nil {
 		return err
 	}
@@ -31,7 +31,7 @@ func (c *Client) NodeStageVolume(ctx context.Context, r NodeStageVolumeRequest) 
 
 // NodeUnstageVolume undoes NodeStageVolume. NOT_FOUND is ignorable.
 func (c *Client) NodeUnstageVolume(ctx context.Context, r NodeUnstageVolumeRequest) error {
-	ep, err := c.nodeEndpoint(RPCNodeUnstageVolume)
+	ep, err := c.endpointFor(RPCNodeUnstageVolume)
 	if err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func (c *Client) NodeUnstageVolume(ctx context.Context, r NodeUnstageVolumeReque
 // NodePublishVolume publishes a volume at its target path (the caller creates the parent,
 // the plugin the target).
 func (c *Client) NodePublishVolume(ctx context.Context, r NodePublishVolumeRequest) error {
-	ep, err := c.nodeEndpoint(RPCNodePublishVolume)
+	ep, err := c.endpointFor(RPCNodePublishVolume)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (c *Client) NodePublishVolume(ctx context.Context, r NodePublishVolumeReque
 
 // NodeUnpublishVolume undoes NodePublishVolume. NOT_FOUND is ignorable.
 func (c *Client) NodeUnpublishVolume(ctx context.Context, r NodeUnpublishVolumeRequest) error {
-	ep, err := c.nodeEndpoint(RPCNodeUnpublishVolume)
+	ep, err := c.endpointFor(RPCNodeUnpublishVolume)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (c *Client) NodeUnpublishVolume(ctx context.Context, r NodeUnpublishVolumeR
 
 // NodeGetCapabilities returns the node service's capabilities.
 func (c *Client) NodeGetCapabilities(ctx context.Context) (NodeCapabilities, error) {
-	ep, err := c.nodeEndpoint(RPCNodeGetCapabilities)
+	ep, err := c.endpointFor(RPCNodeGetCapabilities)
 	if err != nil {
 		return NodeCapabilities{}, err
 	}
@@ -90,7 +90,7 @@ func (c *Client) NodeGetCapabilities(ctx context.Context) (NodeCapabilities, err
 // NodeGetInfo returns the plugin's node ID (what ControllerPublishVolume takes), its volume
 // limit and its topology.
 func (c *Client) NodeGetInfo(ctx context.Context) (NodeInfo, error) {
-	ep, err := c.nodeEndpoint(RPCNodeGetInfo)
+	ep, err := c.endpointFor(RPCNodeGetInfo)
 	if err != nil {
 		return NodeInfo{}, err
 	}
@@ -108,7 +108,7 @@ func (c *Client) NodeGetInfo(ctx context.Context) (NodeInfo, error) {
 // NodeExpandVolume grows a volume's filesystem on this node and returns its new size
 // (0 when the plugin does not say).
 func (c *Client) NodeExpandVolume(ctx context.Context, r NodeExpandVolumeRequest) (int64, error) {
-	ep, err := c.nodeEndpoint(RPCNodeExpandVolume)
+	ep, err := c.endpointFor(RPCNodeExpandVolume)
 	if err != nil {
 		return 0, err
 	}
@@ -133,7 +133,7 @@ func (c *Client) NodeExpandVolume(ctx context.Context, r NodeExpandVolumeRequest
 
 // NodeGetVolumeStats returns a published or staged volume's usage.
 func (c *Client) NodeGetVolumeStats(ctx context.Context, r NodeGetVolumeStatsRequest) (VolumeStats, error) {
-	ep, err := c.nodeEndpoint(RPCNodeGetVolumeStats)
+	ep, err := c.endpointFor(RPCNodeGetVolumeStats)
 	if err != nil {
 		return VolumeStats{}, err
 	}
