@@ -200,27 +200,6 @@ func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolum
 	return nil
 }
 
-// ListVolumes returns one page of the plugin's volumes.
-func (c *Client) ListVolumes(ctx context.Context, r ListVolumesRequest) (ListVolumesResponse, error) {
-	ep, err := c.endpointFor(RPCListVolumes)
-	if err != nil {
-		return ListVolumesResponse{}, err
-	}
-	req := &csipb.ListVolumesRequest{MaxEntries: r.MaxEntries, StartingToken: r.StartingToken}
-	resp, err := invoke(ctx, c, ep, RPCListVolumes, req, ep.controller.ListVolumes)
-	if err != nil {
-		return ListVolumesResponse{}, err
-	}
-	out := ListVolumesResponse{NextToken: resp.GetNextToken(), Entries: make([]ListedVolume, 0, len(resp.GetEntries()))}
-	for _, e := range resp.GetEntries() {
-		out.Entries = append(out.Entries, ListedVolume{
-			Volume:           volumeFromCSI(e.GetVolume()),
-			PublishedNodeIDs: e.GetStatus().GetPublishedNodeIds(),
-		})
-	}
-	return out, nil
-}
-
 // ControllerGetCapabilities returns the controller service's capabilities.
 func (c *Client) ControllerGetCapabilities(ctx context.Context) (ControllerCapabilities, error) {
 	ep, err := c.endpointFor(RPCControllerGetCapabilities)

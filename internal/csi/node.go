@@ -130,27 +130,3 @@ func (c *Client) NodeExpandVolume(ctx context.Context, r NodeExpandVolumeRequest
 	}
 	return resp.GetCapacityBytes(), nil
 }
-
-// NodeGetVolumeStats returns a published or staged volume's usage.
-func (c *Client) NodeGetVolumeStats(ctx context.Context, r NodeGetVolumeStatsRequest) (VolumeStats, error) {
-	ep, err := c.endpointFor(RPCNodeGetVolumeStats)
-	if err != nil {
-		return VolumeStats{}, err
-	}
-	req := &csipb.NodeGetVolumeStatsRequest{VolumeId: r.VolumeID, VolumePath: r.VolumePath, StagingTargetPath: r.StagingPath}
-	resp, err := invoke(ctx, c, ep, RPCNodeGetVolumeStats, req, ep.node.NodeGetVolumeStats)
-	if err != nil {
-		return VolumeStats{}, err
-	}
-	var out VolumeStats
-	for _, u := range resp.GetUsage() {
-		usage := &Usage{Total: u.GetTotal(), Used: u.GetUsed(), Available: u.GetAvailable()}
-		switch u.GetUnit() {
-		case csipb.VolumeUsage_BYTES:
-			out.Bytes = usage
-		case csipb.VolumeUsage_INODES:
-			out.Inodes = usage
-		}
-	}
-	return out, nil
-}
