@@ -190,6 +190,25 @@ func (c *Client) endpointFor(rpc string) (*endpoint, error) {
 	return nil, fmt.Errorf("%s: not an RPC the csi client knows (it has no entry in rpcTable)", rpc)
 }
 
+// send sends one RPC to the socket of its service (endpointFor), through that socket's stub of
+// the service: call is the stub's method, as csipb.NodeClient.NodeStageVolume.
+func send[Stub any, Req proto.Message, Resp any](ctx context.Context, c *Client, rpc string, req Req,
+	call func(Stub, context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
+	var zero Resp
+	ep, err := c.endpointFor(rpc)
+	if err != nil {
+		return zero, err
+	}
+	for _, s := range [...]any{ep.identity, ep.controller, ep.node} {
+		if stub, ok := s.(Stub); ok {
+			return invoke(ctx, c, ep, rpc, req, func(ctx context.Context, req Req, opts ...grpc.CallOption) (Resp, error) {
+				return call(stub, ctx, req, opts...)
+			})
+		}
+	}
+	return zero, fmt.Errorf("%s: the csi client has no stub of type %T", rpc, (*Stub)(nil))
+}
+
 // invoke runs one RPC under its timeout and translates its failure.
 func invoke[Req proto.Message, Resp any](ctx context.Context, c *Client, ep *endpoint, rpc string, req Req,
 	call func(context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {

@@ -17,6 +17,7 @@ func (c *Client) GetPluginInfo(ctx context.Context) (PluginInfo, error) {
 	return c.pluginInfo(ctx, ep)
 }
 
+// pluginInfo asks ep, which fingerprint picks for a split plugin's second socket.
 func (c *Client) pluginInfo(ctx context.Context, ep *endpoint) (PluginInfo, error) {
 	resp, err := invoke(ctx, c, ep, RPCGetPluginInfo, &csipb.GetPluginInfoRequest{}, ep.identity.GetPluginInfo)
 	if err != nil {
@@ -27,11 +28,7 @@ func (c *Client) pluginInfo(ctx context.Context, ep *endpoint) (PluginInfo, erro
 
 // GetPluginCapabilities returns the plugin-wide capabilities.
 func (c *Client) GetPluginCapabilities(ctx context.Context) (PluginCapabilities, error) {
-	ep, err := c.endpointFor(RPCGetPluginCapabilities)
-	if err != nil {
-		return PluginCapabilities{}, err
-	}
-	resp, err := invoke(ctx, c, ep, RPCGetPluginCapabilities, &csipb.GetPluginCapabilitiesRequest{}, ep.identity.GetPluginCapabilities)
+	resp, err := send(ctx, c, RPCGetPluginCapabilities, &csipb.GetPluginCapabilitiesRequest{}, csipb.IdentityClient.GetPluginCapabilities)
 	if err != nil {
 		return PluginCapabilities{}, err
 	}

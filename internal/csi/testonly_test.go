@@ -24,7 +24,7 @@ type Capacity struct {
 // GetCapacity asks how much space the plugin has for volumes with these capabilities,
 // parameters and topology.
 func (c *Client) GetCapacity(ctx context.Context, r GetCapacityRequest) (Capacity, error) {
-	ep, err := c.endpointFor(RPCGetCapacity)
+	_, err := c.endpointFor(RPCGetCapacity) // a missing socket is reported before a bad request
 	if err != nil {
 		return Capacity{}, err
 	}
@@ -32,7 +32,7 @@ func (c *Client) GetCapacity(ctx context.Context, r GetCapacityRequest) (Capacit
 	if req.VolumeCapabilities, err = capabilitiesToCSI(r.Capabilities); err != nil {
 		return Capacity{}, fmt.Errorf("%s: %w", RPCGetCapacity, err)
 	}
-	resp, err := invoke(ctx, c, ep, RPCGetCapacity, req, ep.controller.GetCapacity)
+	resp, err := send(ctx, c, RPCGetCapacity, req, csipb.ControllerClient.GetCapacity)
 	if err != nil {
 		return Capacity{}, err
 	}
@@ -62,12 +62,8 @@ type ListVolumesResponse struct {
 
 // ListVolumes returns one page of the plugin's volumes.
 func (c *Client) ListVolumes(ctx context.Context, r ListVolumesRequest) (ListVolumesResponse, error) {
-	ep, err := c.endpointFor(RPCListVolumes)
-	if err != nil {
-		return ListVolumesResponse{}, err
-	}
 	req := &csipb.ListVolumesRequest{MaxEntries: r.MaxEntries, StartingToken: r.StartingToken}
-	resp, err := invoke(ctx, c, ep, RPCListVolumes, req, ep.controller.ListVolumes)
+	resp, err := send(ctx, c, RPCListVolumes, req, csipb.ControllerClient.ListVolumes)
 	if err != nil {
 		return ListVolumesResponse{}, err
 	}
@@ -96,12 +92,8 @@ type VolumeStats struct {
 
 // NodeGetVolumeStats returns a published or staged volume's usage.
 func (c *Client) NodeGetVolumeStats(ctx context.Context, r NodeGetVolumeStatsRequest) (VolumeStats, error) {
-	ep, err := c.endpointFor(RPCNodeGetVolumeStats)
-	if err != nil {
-		return VolumeStats{}, err
-	}
 	req := &csipb.NodeGetVolumeStatsRequest{VolumeId: r.VolumeID, VolumePath: r.VolumePath, StagingTargetPath: r.StagingPath}
-	resp, err := invoke(ctx, c, ep, RPCNodeGetVolumeStats, req, ep.node.NodeGetVolumeStats)
+	resp, err := send(ctx, c, RPCNodeGetVolumeStats, req, csipb.NodeClient.NodeGetVolumeStats)
 	if err != nil {
 		return VolumeStats{}, err
 	}
