@@ -35,11 +35,7 @@ func newEnv(t *testing.T, cfg csitest.MemConfig) *env {
 	t.Helper()
 	mem := csitest.NewMemPlugin(cfg)
 	socket, _ := csitest.Serve(t, csitest.WithServer(mem))
-	c, err := csi.New(csi.Config{ControllerSocket: socket, NodeSocket: socket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := csitest.NewClient(t, csi.Config{ControllerSocket: socket, NodeSocket: socket})
 	dir, err := os.MkdirTemp("", "mem")
 	if err != nil {
 		t.Fatal(err)
