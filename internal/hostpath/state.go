@@ -101,27 +101,26 @@ func loadState(root string) (*state, error) {
 	case strings.TrimSpace(string(b)) != strconv.Itoa(stateVersion):
 		return nil, fmt.Errorf("reading state %q: version %s, this volctl reads version %d", meta, strings.TrimSpace(string(b)), stateVersion)
 	}
-	if err := loadDir(filepath.Join(meta, "volumes"), isVolumeID, func(id string, b []byte) error {
-		v := &volume{}
-		if err := json.Unmarshal(b, v); err != nil || v.ID != id {
-			return fmt.Errorf("malformed volume entry %q", id)
-		}
-		st.Volumes[id] = v
-		return nil
-	}); err != nil {
+	if err := loadEntries(filepath.Join(meta, "volumes"), isVolumeID, "volume", st.Volumes, func(v *volume) string { return v.ID }); err != nil {
 		return nil, err
 	}
-	if err := loadDir(filepath.Join(meta, "snapshots"), isSnapshotID, func(id string, b []byte) error {
-		sn := &snapshot{}
-		if err := json.Unmarshal(b, sn); err != nil || sn.ID != id {
-			return fmt.Errorf("malformed snapshot entry %q", id)
-		}
-		st.Snapshots[id] = sn
-		return nil
-	}); err != nil {
+	if err := loadEntries(filepath.Join(meta, "snapshots"), isSnapshotID, "snapshot", st.Snapshots, func(sn *snapshot) string { return sn.ID }); err != nil {
 		return nil, err
 	}
 	return st, nil
+}
+
+// loadEntries reads each entry of dir, the JSON of one T whose ID (idOf) is its file name, into
+// into; an entry that does not decode, or names another ID, is a malformed kind entry.
+func loadEntries[T any](dir string, isID func(string) bool, kind string, into map[string]*T, idOf func(*T) string) error {
+	return loadDir(dir, isID, func(id string, b []byte) error {
+		e := new(T)
+		if err := json.Unmarshal(b, e); err != nil || idOf(e) != id {
+			return fmt.Errorf("malformed %s entry %q", kind, id)
+		}
+		into[id] = e
+		return nil
+	})
 }
 
 // loadLegacy migrates a version 1 state.json: every object is written to its own file, then the
