@@ -203,7 +203,6 @@ type Plugin interface {
 	NodePublishVolume(ctx context.Context, r csi.NodePublishVolumeRequest) error
 	NodeUnpublishVolume(ctx context.Context, r csi.NodeUnpublishVolumeRequest) error
 	NodeExpandVolume(ctx context.Context, r csi.NodeExpandVolumeRequest) (int64, error)
-	NodeGetVolumeStats(ctx context.Context, r csi.NodeGetVolumeStatsRequest) (csi.VolumeStats, error)
 	Close() error
 }
 

@@ -253,16 +253,11 @@ func (f *fakeMounts) reset() {
 // pluginVolumeCount asks the plugin itself how many volumes it has.
 func (h *harness) pluginVolumeCount() int {
 	h.t.Helper()
-	c, err := csi.New(csi.Config{ControllerSocket: h.socket})
+	ids, err := csitest.VolumeIDs(h.ctx, h.socket, "")
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	defer c.Close()
-	resp, err := c.ListVolumes(h.ctx, csi.ListVolumesRequest{})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return len(resp.Entries)
+	return len(ids)
 }
 
 // pluginCreate sends CreateVolume to the plugin directly, as a volctl that died would have.
