@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/store"
+	"github.com/volctl/volctl/internal/tui"
 )
 
 // TestStateDirResolution follows the order of docs/architecture.md (Command line): --state-dir, $VOLCTL_STATE_DIR,
@@ -239,5 +241,37 @@ func TestStateDirErrorByType(t *testing.T) {
 				t.Errorf("stateDirError(%v) does not wrap it", tt.err)
 			}
 		})
+	}
+}
+
+// TestCommandsOpeningTheirOwnEngineNameTheStateDirOnce: the dashboard and the agent open the
+// engine themselves, not through the factory, and their errors name the state dir once too.
+func TestCommandsOpeningTheirOwnEngineNameTheStateDirOnce(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(dir, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stateDir := func() (string, error) { return dir, nil }
+	ios, _, _, _ := iostreams.Test()
+	ios.SetTTY(true, true, true)
+	runs := map[string]func() error{
+		"tui": func() error {
+			return tuiRun(context.Background(), &TUIOptions{IO: ios, StateDir: stateDir,
+				Refresh: tui.DefaultRefresh, Probe: tui.DefaultProbe, Events: tui.DefaultEvents,
+				Run: func(context.Context, io.Reader, io.Writer, tui.Options) error { return nil }})
+		},
+		"agent": func() error {
+			return agentRun(context.Background(), &AgentOptions{IO: ios, StateDir: stateDir, LogFormat: "text"})
+		},
+	}
+	for name, run := range runs {
+		err := run()
+		if err == nil {
+			t.Fatalf("%s with the state dir a file succeeded", name)
+		}
+		if n := strings.Count(err.Error(), dir); n != 1 {
+			t.Errorf("%s: %q names the state dir %d times, want once", name, err, n)
+		}
 	}
 }
