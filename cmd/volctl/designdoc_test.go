@@ -65,7 +65,7 @@ func TestGRPCCodesStayInCSI(t *testing.T) {
 	}
 }
 
-// TestAgentImportsNoHCL: the agent's config is parsed in internal/spec (spec.ParseAgentConfig),
+// TestAgentImportsNoHCL: the agent's config is parsed in internal/spec (spec.Parser.ParseAgentConfig),
 // so internal/agent needs no HCL of its own.
 func TestAgentImportsNoHCL(t *testing.T) {
 	for path, imp := range imports(t, "../../internal/agent") {

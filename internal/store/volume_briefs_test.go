@@ -8,7 +8,7 @@ import (
 	"github.com/volctl/volctl/internal/spec"
 )
 
-// Briefs counts claims in SQL; the counts must be what the full rows say: read and write
+// Briefs (EachBrief) counts claims in SQL; the counts must be what the full rows say: read and write
 // claims, and unsettled as the negation of Claim.AtRest.
 func TestVolumeBriefsMatchTheFullRows(t *testing.T) {
 	t.Parallel()
