@@ -108,13 +108,8 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 			ReadOnly: cl.AccessMode.ReaderOnly() && c.fp.Capabilities.Controller.PublishReadonly,
 			Secrets:  v.Secrets, VolumeContext: v.Context,
 		}
-		var pc map[string]string
-		err := e.withController(ctx, c, func(ctx context.Context) error {
-			return e.retry(ctx, c, csi.RPCControllerPublishVolume, func(ctx context.Context) error {
-				var err error
-				pc, err = c.client.ControllerPublishVolume(ctx, req)
-				return err
-			})
+		pc, _, err := controllerAnswer(ctx, e, c, csi.RPCControllerPublishVolume, func(ctx context.Context) (map[string]string, error) {
+			return c.client.ControllerPublishVolume(ctx, req)
 		})
 		if err != nil {
 			return err

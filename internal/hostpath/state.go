@@ -110,15 +110,7 @@ func loadState(root string) (*state, error) {
 		return nil, fmt.Errorf("reading state %q: version %s, this volctl reads version %d", meta, strings.TrimSpace(string(b)), stateVersion)
 	}
 	volumes := filepath.Join(meta, "volumes")
-	if err := loadDir(volumes, isVolumeID, func(id string, b []byte) error {
-		v := &volume{}
-		if err := json.Unmarshal(b, v); err != nil || v.ID != id {
-			return fmt.Errorf("malformed volume entry %q", id)
-		}
-		st.Volumes[id] = v
-		st.onDisk[id] = b
-		return nil
-	}); err != nil {
+	if err := loadEntries(volumes, "volume", st.Volumes, st.onDisk, isVolumeID, func(v *volume) string { return v.ID }); err != nil {
 		return nil, err
 	}
 	if len(st.onDisk) > 0 {
@@ -130,17 +122,42 @@ func loadState(root string) (*state, error) {
 			return nil, fmt.Errorf("reading state: %w", err)
 		}
 	}
-	if err := loadDir(filepath.Join(meta, "snapshots"), isSnapshotID, func(id string, b []byte) error {
-		sn := &snapshot{}
-		if err := json.Unmarshal(b, sn); err != nil || sn.ID != id {
-			return fmt.Errorf("malformed snapshot entry %q", id)
-		}
-		st.Snapshots[id] = sn
-		return nil
-	}); err != nil {
+	if err := loadEntries(filepath.Join(meta, "snapshots"), "snapshot", st.Snapshots, nil, isSnapshotID, func(sn *snapshot) string { return sn.ID }); err != nil {
 		return nil, err
 	}
 	return st, nil
+}
+
+// adoptEntries takes the entries of one kind from a legacy state file at path into into, each
+// saved in a file of its own; a nil entry, or one under another ID or an invalid one, is malformed.
+func adoptEntries[T any](path, kind string, old, into map[string]*T, isID func(string) bool, idOf func(*T) string, save func(id string) error) error {
+	for id, e := range old {
+		if e == nil || idOf(e) != id || !isID(id) {
+			return fmt.Errorf("reading state %q: malformed %s entry %q", path, kind, id)
+		}
+		into[id] = e
+		if err := save(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadEntries reads each entry of dir, the JSON of one T whose ID (idOf) is its file name, into
+// into, and its bytes as read into raw unless raw is nil; an entry that does not decode, or
+// names another ID, is a malformed kind entry.
+func loadEntries[T any](dir, kind string, into map[string]*T, raw map[string][]byte, isID func(string) bool, idOf func(*T) string) error {
+	return loadDir(dir, isID, func(id string, b []byte) error {
+		e := new(T)
+		if err := json.Unmarshal(b, e); err != nil || idOf(e) != id {
+			return fmt.Errorf("malformed %s entry %q", kind, id)
+		}
+		into[id] = e
+		if raw != nil {
+			raw[id] = b
+		}
+		return nil
+	})
 }
 
 // loadLegacy migrates a version 1 state.json: every object is written to its own file, then the
@@ -165,23 +182,13 @@ func (s *state) loadLegacy(root string) error {
 	if old.Version != 1 {
 		return fmt.Errorf("reading state %q: version %d, this volctl reads version %d", path, old.Version, stateVersion)
 	}
-	for id, v := range old.Volumes {
-		if v == nil || v.ID != id || !isVolumeID(id) {
-			return fmt.Errorf("reading state %q: malformed volume entry %q", path, id)
-		}
-		s.Volumes[id] = v
-		if err := s.saveVolume(root, id); err != nil {
-			return err
-		}
+	if err := adoptEntries(path, "volume", old.Volumes, s.Volumes, isVolumeID, func(v *volume) string { return v.ID },
+		func(id string) error { return s.saveVolume(root, id) }); err != nil {
+		return err
 	}
-	for id, sn := range old.Snapshots {
-		if sn == nil || sn.ID != id || !isSnapshotID(id) {
-			return fmt.Errorf("reading state %q: malformed snapshot entry %q", path, id)
-		}
-		s.Snapshots[id] = sn
-		if err := s.saveSnapshot(root, id); err != nil {
-			return err
-		}
+	if err := adoptEntries(path, "snapshot", old.Snapshots, s.Snapshots, isSnapshotID, func(sn *snapshot) string { return sn.ID },
+		func(id string) error { return s.saveSnapshot(root, id) }); err != nil {
+		return err
 	}
 	if err := os.Remove(path); err != nil {
 		return fmt.Errorf("migrating state: %w", err)
