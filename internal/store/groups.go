@@ -92,4 +92,3 @@ func (gs groups) Put(g *Group) error {
 	g.CreatedAt, g.UpdatedAt = decTime(created), decTime(now)
 	return nil
 }
-
