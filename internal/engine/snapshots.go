@@ -286,12 +286,7 @@ func (e *Engine) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string
 	if secrets == nil {
 		secrets = rec.Secrets
 		if rec.SourceVolumeID != "" {
-			var v store.Volume
-			err := e.store.View(ctx, func(tx *store.Tx) error {
-				var err error
-				v, err = tx.Volumes().Get(rec.SourceVolumeID)
-				return err
-			})
+			v, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(rec.SourceVolumeID) })
 			switch {
 			case err == nil && v.PluginID == pluginID:
 				secrets = v.Secrets // the volume's current secrets, which may have been rotated
