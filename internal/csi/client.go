@@ -171,6 +171,21 @@ func (c *Client) endpointFor(rpc string) (*endpoint, error) {
 	return nil, fmt.Errorf("%s: not an RPC the csi client knows (it has no entry in rpcTable)", rpc)
 }
 
+// prepared says what keeps a request from being sent, in order: a missing socket (endpointFor)
+// before a bad request, then the first failed conversion of the request's fields (capability,
+// capacity range, content source), named by the RPC. nil: the request can be sent.
+func (c *Client) prepared(rpc string, conversions ...error) error {
+	if _, err := c.endpointFor(rpc); err != nil {
+		return err
+	}
+	for _, err := range conversions {
+		if err != nil {
+			return fmt.Errorf("%s: %w", rpc, err)
+		}
+	}
+	return nil
+}
+
 // send sends one RPC to the socket of its service (endpointFor), through that socket's stub of
 // the service: call is the stub's method, as csipb.NodeClient.NodeStageVolume.
 func send[Stub any, Req proto.Message, Resp any](ctx context.Context, c *Client, rpc string, req Req,
