@@ -7,18 +7,19 @@ import (
 	"testing"
 
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/manpages"
 )
 
 // The committed man pages are what the commands generate: a flag, command or help text changed
 // without regenerating them fails here, with the command that does.
 func TestManPagesInSync(t *testing.T) {
-	const regen = "the man pages in " + ManDir + " differ from the commands; regenerate them: go run ./cmd/volctl gen-man " + ManDir
+	const regen = "the man pages in " + manpages.Dir + " differ from the commands; regenerate them: " + manpages.Regenerate
 	ios, _, _, _ := iostreams.Test()
 	gen := t.TempDir()
-	if _, err := writeManPages(NewRootCmd(NewFactory(ios)), gen); err != nil {
+	if _, err := manpages.Write(NewRootCmd(NewFactory(ios)), gen); err != nil {
 		t.Fatal(err)
 	}
-	committed := filepath.Join("..", "..", filepath.FromSlash(ManDir))
+	committed := filepath.Join("..", "..", filepath.FromSlash(manpages.Dir))
 	names := func(dir string) []string {
 		paths, _ := filepath.Glob(filepath.Join(dir, "volctl*.1"))
 		for i, p := range paths {
@@ -28,7 +29,7 @@ func TestManPagesInSync(t *testing.T) {
 	}
 	want, got := names(gen), names(committed)
 	if len(want) == 0 {
-		t.Fatal("gen-man wrote no pages")
+		t.Fatal("the man page generator wrote no pages")
 	}
 	for _, n := range want {
 		if !slices.Contains(got, n) {
@@ -47,7 +48,7 @@ func TestManPagesInSync(t *testing.T) {
 			continue // reported above
 		}
 		// The .TH line's month is when a page was generated, not what it says.
-		if manDate.ReplaceAllString(string(a), `$1""`) != manDate.ReplaceAllString(string(b), `$1""`) {
+		if manpages.Undated(a) != manpages.Undated(b) {
 			t.Errorf("%s is out of date: %s", n, regen)
 		}
 	}
