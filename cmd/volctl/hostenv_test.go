@@ -13,7 +13,7 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 
-	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
@@ -161,17 +161,12 @@ func (env *hostEnv) checkInvariants() {
 			t.Errorf("volume %q left %s", v.ID, v.State)
 		}
 	}
-	c, err := csi.New(csi.Config{ControllerSocket: env.socket})
+	listed, err := csitest.VolumeIDs(ctx, env.socket, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	listed, err := c.ListVolumes(ctx, csi.ListVolumesRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(listed.Entries) != len(vols) {
-		t.Errorf("the plugin has %d volumes, the store %d: a volume was created twice or lost", len(listed.Entries), len(vols))
+	if len(listed) != len(vols) {
+		t.Errorf("the plugin has %d volumes, the store %d: a volume was created twice or lost", len(listed), len(vols))
 	}
 }
 

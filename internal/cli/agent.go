@@ -167,7 +167,7 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 		if srv != nil {
 			srv.Close()
 		}
-		return fmt.Errorf("state dir %s: %w", dir, err)
+		return stateDirError(dir, err)
 	}
 	defer e.Close()
 	acfg.Engine = e

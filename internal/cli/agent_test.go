@@ -14,34 +14,23 @@ import (
 )
 
 func TestAgentFlags(t *testing.T) {
-	tests := []struct {
-		name       string
-		args       []string
-		wantConfig string
-		want       agent.Settings
-		wantErr    string
-	}{
+	type agentFlags struct {
+		config   string
+		settings agent.Settings
+	}
+	tests := []flagCase[agentFlags]{
 		{name: "no flags leave every setting unset", args: nil},
 		{name: "all flags", args: []string{"--config", "a.hcl", "--probe-interval", "1s", "--probe-interval-ready", "10s",
 			"--health-timeout", "1m", "--gc-interval", "2m", "--reconcile-interval", "3m", "--stop-timeout", "4s"},
-			wantConfig: "a.hcl",
-			want: agent.Settings{ProbeInterval: time.Second, ProbeIntervalReady: 10 * time.Second, HealthTimeout: time.Minute,
-				GCInterval: 2 * time.Minute, ReconcileInterval: 3 * time.Minute, StopTimeout: 4 * time.Second}},
-		{name: "short config flag", args: []string{"-c", "b.hcl"}, wantConfig: "b.hcl"},
+			want: agentFlags{"a.hcl", agent.Settings{ProbeInterval: time.Second, ProbeIntervalReady: 10 * time.Second, HealthTimeout: time.Minute,
+				GCInterval: 2 * time.Minute, ReconcileInterval: 3 * time.Minute, StopTimeout: 4 * time.Second}}},
+		{name: "short config flag", args: []string{"-c", "b.hcl"}, want: agentFlags{config: "b.hcl"}},
 		{name: "bad duration", args: []string{"--probe-interval", "often"}, wantErr: "invalid argument"},
 		{name: "extra argument", args: []string{"x"}, wantErr: "accepts 0 arg"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseOptions(t, newCmdAgent, tt.args...)
-			if expectErr(t, err, tt.wantErr, ExitUsage) {
-				return
-			}
-			if got.ConfigFile != tt.wantConfig || got.Settings != tt.want {
-				t.Fatalf("options = config %q settings %+v, want %q %+v", got.ConfigFile, got.Settings, tt.wantConfig, tt.want)
-			}
-		})
-	}
+	checkFlagCases(t, newCmdAgent, tests, func(_ *testing.T, o AgentOptions) (agentFlags, error) {
+		return agentFlags{o.ConfigFile, o.Settings}, nil
+	})
 }
 
 // Bad input is refused before the agent starts: exit 2, the config's problems on stderr with

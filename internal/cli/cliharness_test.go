@@ -26,16 +26,22 @@ func newCLIHarness(t *testing.T) *cliHarness {
 	cfg := csitest.DefaultMemConfig()
 	h.mem = csitest.NewMemPlugin(cfg)
 	socket, _ := csitest.Serve(t, csitest.WithServer(h.mem))
-	e, err := engine.Open(ctx, engine.Config{StateDir: h.state})
+	h.e = openEngine(t, h.state)
+	if _, err := h.e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// openEngine opens an engine on the state dir, closed when the test ends.
+func openEngine(t *testing.T, state string) *engine.Engine {
+	t.Helper()
+	e, err := engine.Open(context.Background(), engine.Config{StateDir: state})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	h.e = e
-	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return e
 }
 
 // engine is what the commands' Engine field takes.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -54,6 +55,30 @@ type flagCase[W any] struct {
 	args    []string
 	want    W
 	wantErr string
+}
+
+// checkFlagCases runs a command's flag table: each case's arguments are parsed by the command
+// newCmd builds, and view turns the options they filled into what the case compares with want
+// (it may fail with a usage error of its own, as a spec built from the flags does). A case with
+// wantErr must fail with a usage error holding it.
+func checkFlagCases[O, W any](t *testing.T, newCmd func(*Factory, func(*O) error) *cobra.Command, cases []flagCase[W],
+	view func(t *testing.T, o O) (W, error)) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parseOptions(t, newCmd, tt.args...)
+			var got W
+			if err == nil {
+				got, err = view(t, o)
+			}
+			if expectErr(t, err, tt.wantErr, ExitUsage) {
+				return
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("parsed %q:\n got %+v\nwant %+v", tt.args, got, tt.want)
+			}
+		})
+	}
 }
 
 // expectErr checks err against a table case: with want empty it must be nil; otherwise it must

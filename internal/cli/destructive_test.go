@@ -26,6 +26,7 @@ func TestDestructiveCommandsConfirm(t *testing.T) {
 		{"volume detach", func(f *Factory) *cobra.Command { return newCmdVolumeDetach(f, nil) }, []string{"db"}, `Release every claim on volume "db"? [y/N] `},
 		{"volume detach --force", func(f *Factory) *cobra.Command { return newCmdVolumeDetach(f, nil) }, []string{"db", "--force"}, `Force-detach volume "db" without its plugin's node service? [y/N] `},
 		{"plugin deregister --force", func(f *Factory) *cobra.Command { return newCmdPluginDeregister(f, nil) }, []string{"hp", "--force"}, `Deregister plugin "hp" even if volumes use it? [y/N] `},
+		{"volume snapshot delete", func(f *Factory) *cobra.Command { return newCmdVolumeSnapshotDelete(f, nil) }, []string{"hp", "snap-1"}, `Delete snapshot "snap-1" of plugin "hp"? [y/N] `},
 	}
 	answers := []struct {
 		name     string

@@ -63,11 +63,7 @@ func TestPluginDataEchoingSecretsRedacted(t *testing.T) {
 		return resp, err
 	}
 	socket, _ := csitest.Serve(t, csitest.WithServer(mem), csitest.WithInterceptor(echoCtx))
-	e, err := engine.Open(ctx, engine.Config{StateDir: filepath.Join(t.TempDir(), "state")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
+	e := openEngine(t, filepath.Join(t.TempDir(), "state"))
 	eng := func(context.Context) (*engine.Engine, error) { return e, nil }
 	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
 		t.Fatal(err)

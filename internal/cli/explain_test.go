@@ -36,11 +36,7 @@ func TestAgoReadsLikeAPerson(t *testing.T) {
 // volctl status on an empty state dir, and with a plugin but no volume, says what to do next.
 func TestStatusEmptyStatesSayWhatNext(t *testing.T) {
 	ctx := context.Background()
-	e, err := engine.Open(ctx, engine.Config{StateDir: filepath.Join(t.TempDir(), "state")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
+	e := openEngine(t, filepath.Join(t.TempDir(), "state"))
 	run := func(eng func(context.Context) (*engine.Engine, error)) string {
 		ios, _, out, _ := iostreams.Test()
 		if err := statusRun(ctx, &StatusOptions{IO: ios, Engine: eng, Now: time.Now, MaxVolumes: 20}); err != nil {

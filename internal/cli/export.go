@@ -21,12 +21,7 @@ import (
 )
 
 func newCmdExport(f *Factory) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "export",
-		Short: "Write what volctl knows in another orchestrator's format",
-	}
-	cmd.AddCommand(newCmdExportNomad(f, nil))
-	return cmd
+	return parentCmd("export", "Write what volctl knows in another orchestrator's format", "", newCmdExportNomad(f, nil))
 }
 
 // ExportNomadOptions are the inputs of `volctl export nomad`.

@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // Factory carries what every command needs: the streams, the global flags, and constructors
@@ -86,13 +88,19 @@ func (f *Factory) Engine(ctx context.Context) (*engine.Engine, error) {
 	}
 	e, err := engine.Open(ctx, engine.Config{StateDir: dir, Logger: f.Logger()})
 	if err != nil {
-		if strings.Contains(err.Error(), dir) {
-			return nil, err // it names the state dir already
-		}
-		return nil, fmt.Errorf("state dir %s: %w", dir, err)
+		return nil, stateDirError(dir, err)
 	}
 	f.engine = e
 	return e, nil
+}
+
+// stateDirError names the state dir in an error opening the engine on it, once: an error about
+// the state dir itself (*store.DirError) names it already, any other gets it put in front.
+func stateDirError(dir string, err error) error {
+	if de := (*store.DirError)(nil); errors.As(err, &de) {
+		return err
+	}
+	return fmt.Errorf("state dir %s: %w", dir, err)
 }
 
 // Close releases what the commands opened.

@@ -1,10 +1,19 @@
 package cli
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/store"
+	"github.com/volctl/volctl/internal/tui"
 )
 
 // TestStateDirResolution follows the order of docs/architecture.md (Command line): --state-dir, $VOLCTL_STATE_DIR,
@@ -42,5 +51,227 @@ func TestStateDirResolution(t *testing.T) {
 	got, err := f.StateDir()
 	if err != nil || !filepath.IsAbs(got) {
 		t.Fatalf("relative state dir = %q, %v", got, err)
+	}
+}
+
+// Every way the state dir can fail to open comes out of engine.Open as a *store.DirError for
+// that dir, and the factory shows it naming the dir exactly once, in the words it always had.
+func TestEngineStateDirErrors(t *testing.T) {
+	t.Parallel()
+	file := func(t *testing.T, path string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	symlink := func(t *testing.T, target, link string) {
+		t.Helper()
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mkdir := func(t *testing.T, dir string) {
+		t.Helper()
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const mkdirFailed = "open state: create state directory: mkdir "
+	tests := []struct {
+		name string
+		// setup makes the case in tmp and returns the state dir to open and the error the
+		// command shows for it.
+		setup func(t *testing.T, tmp string) (dir, want string)
+	}{
+		{"not a directory", func(t *testing.T, tmp string) (string, string) {
+			dir := filepath.Join(tmp, "state")
+			file(t, dir)
+			return dir, mkdirFailed + dir + ": not a directory"
+		}},
+		{"parent not a directory", func(t *testing.T, tmp string) (string, string) {
+			parent := filepath.Join(tmp, "file")
+			file(t, parent)
+			dir := filepath.Join(parent, "state")
+			return dir, "state dir " + dir + ": " + mkdirFailed + parent + ": not a directory"
+		}},
+		{"cannot be made (procfs)", func(t *testing.T, tmp string) (string, string) {
+			if _, err := os.Stat("/proc/self/mountinfo"); err != nil {
+				t.Skipf("no procfs at /proc to refuse the directory: %v", err)
+			}
+			dir := "/proc/volctl-test-" + filepath.Base(tmp)
+			return dir, mkdirFailed + dir + ": no such file or directory"
+		}},
+		{"unwritable parent", func(t *testing.T, tmp string) (string, string) {
+			if os.Geteuid() == 0 {
+				t.Skip("root writes through a directory's mode bits")
+			}
+			parent := filepath.Join(tmp, "ro")
+			mkdir(t, parent)
+			if err := os.Chmod(parent, 0o500); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Chmod(parent, 0o700) })
+			dir := filepath.Join(parent, "state")
+			return dir, mkdirFailed + dir + ": permission denied"
+		}},
+		{"dangling symlink", func(t *testing.T, tmp string) (string, string) {
+			dir := filepath.Join(tmp, "state")
+			symlink(t, filepath.Join(tmp, "gone"), dir)
+			return dir, mkdirFailed + dir + ": file exists"
+		}},
+		{"symlink to a file", func(t *testing.T, tmp string) (string, string) {
+			target := filepath.Join(tmp, "file")
+			file(t, target)
+			dir := filepath.Join(tmp, "state")
+			symlink(t, target, dir)
+			return dir, mkdirFailed + dir + ": not a directory"
+		}},
+		{"symlink loop", func(t *testing.T, tmp string) (string, string) {
+			dir := filepath.Join(tmp, "state")
+			symlink(t, "state", dir)
+			return dir, mkdirFailed + dir + ": file exists"
+		}},
+		{"database is a directory", func(t *testing.T, tmp string) (string, string) {
+			dir := filepath.Join(tmp, "state")
+			mkdir(t, filepath.Join(dir, store.FileName))
+			return dir, "open state: open " + filepath.Join(dir, store.FileName) + ": is a directory"
+		}},
+		{"database unreadable (symlink loop)", func(t *testing.T, tmp string) (string, string) {
+			dir := filepath.Join(tmp, "state")
+			mkdir(t, dir)
+			db := filepath.Join(dir, store.FileName)
+			symlink(t, store.FileName, db)
+			return dir, "open state: open " + db + ": too many levels of symbolic links"
+		}},
+		{"not a database", func(t *testing.T, tmp string) (string, string) {
+			dir := filepath.Join(tmp, "state")
+			mkdir(t, dir)
+			db := filepath.Join(dir, store.FileName)
+			if err := os.WriteFile(db, []byte("this is not a database, just text long enough to be read as a header"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return dir, "open state " + db + ": file is not a database (26)"
+		}},
+		{"lock dir is a file", func(t *testing.T, tmp string) (string, string) {
+			dir := filepath.Join(tmp, "state")
+			mkdir(t, dir)
+			file(t, filepath.Join(dir, "locks"))
+			return dir, "lock dir: mkdir " + filepath.Join(dir, "locks") + ": not a directory"
+		}},
+		{"lock dir is a file, state dir a symlink", func(t *testing.T, tmp string) (string, string) {
+			real := filepath.Join(tmp, "real")
+			mkdir(t, real)
+			file(t, filepath.Join(real, "locks"))
+			dir := filepath.Join(tmp, "state")
+			symlink(t, real, dir)
+			return dir, "state dir " + dir + ": lock dir: mkdir " + filepath.Join(real, "locks") + ": not a directory"
+		}},
+		{"owned by another user", func(t *testing.T, tmp string) (string, string) {
+			if os.Geteuid() != 0 {
+				t.Skip("needs root, to give the state dir to another user")
+			}
+			const nobody = 65534
+			dir := filepath.Join(tmp, "state")
+			mkdir(t, dir)
+			if err := os.Chown(dir, nobody, nobody); err != nil {
+				t.Fatal(err)
+			}
+			return dir, "open state: state dir " + dir + " is owned by uid 65534, not by this user (uid 0): " +
+				"another user could redirect volctl's mounts through it; chown it to this user or use another --state-dir"
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir, want := tt.setup(t, t.TempDir())
+			e, err := engine.Open(context.Background(), engine.Config{StateDir: dir})
+			if err == nil {
+				e.Close()
+				t.Fatalf("engine.Open(%s) succeeded", dir)
+			}
+			var de *store.DirError
+			if !errors.As(err, &de) || de.Dir != dir {
+				t.Errorf("engine.Open(%s) = %q (%T), want a *store.DirError for that dir", dir, err, err)
+			}
+
+			ios, _, _, _ := iostreams.Test()
+			f := NewFactory(ios)
+			f.stateDirFlag = dir
+			_, err = f.Engine(context.Background())
+			if err == nil {
+				t.Fatal("Factory.Engine succeeded")
+			}
+			if err.Error() != want {
+				t.Errorf("Factory.Engine error:\n got %s\nwant %s", err, want)
+			}
+			if n := strings.Count(err.Error(), dir); n != 1 {
+				t.Errorf("the error names the state dir %d times, want once: %s", n, err)
+			}
+		})
+	}
+}
+
+// The factory tells an error about the state dir from any other by its type, not by looking
+// for the dir's path in the text: another error that happens to contain the path still gets
+// the state dir put in front, and a dir error, however wrapped, is shown as it is.
+func TestStateDirErrorByType(t *testing.T) {
+	const dir = "/srv/state"
+	dirErr := &store.DirError{Dir: dir, Err: errors.New("open state: create state directory: mkdir /srv: permission denied")}
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"other error naming the dir", errors.New("plugin socket /srv/state/run/mem.sock: connection refused"),
+			"state dir /srv/state: plugin socket /srv/state/run/mem.sock: connection refused"},
+		{"other error naming a longer path", errors.New("open /srv/state2/x: denied"),
+			"state dir /srv/state: open /srv/state2/x: denied"},
+		{"other error", errors.New("engine: closed"), "state dir /srv/state: engine: closed"},
+		{"dir error", dirErr, "state dir /srv/state: open state: create state directory: mkdir /srv: permission denied"},
+		{"wrapped dir error", fmt.Errorf("engine: %w", &store.DirError{Dir: dir, Err: errors.New("lock dir: mkdir /srv/state/locks: not a directory"), Named: true}),
+			"engine: lock dir: mkdir /srv/state/locks: not a directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := stateDirError(dir, tt.err)
+			if err.Error() != tt.want {
+				t.Errorf("stateDirError:\n got %s\nwant %s", err, tt.want)
+			}
+			if !errors.Is(err, tt.err) {
+				t.Errorf("stateDirError(%v) does not wrap it", tt.err)
+			}
+		})
+	}
+}
+
+// TestCommandsOpeningTheirOwnEngineNameTheStateDirOnce: the dashboard and the agent open the
+// engine themselves, not through the factory, and their errors name the state dir once too.
+func TestCommandsOpeningTheirOwnEngineNameTheStateDirOnce(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(dir, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stateDir := func() (string, error) { return dir, nil }
+	ios, _, _, _ := iostreams.Test()
+	ios.SetTTY(true, true, true)
+	runs := map[string]func() error{
+		"tui": func() error {
+			return tuiRun(context.Background(), &TUIOptions{IO: ios, StateDir: stateDir,
+				Refresh: tui.DefaultRefresh, Probe: tui.DefaultProbe, Events: tui.DefaultEvents,
+				Run: func(context.Context, io.Reader, io.Writer, tui.Options) error { return nil }})
+		},
+		"agent": func() error {
+			return agentRun(context.Background(), &AgentOptions{IO: ios, StateDir: stateDir, LogFormat: "text"})
+		},
+	}
+	for name, run := range runs {
+		err := run()
+		if err == nil {
+			t.Fatalf("%s with the state dir a file succeeded", name)
+		}
+		if n := strings.Count(err.Error(), dir); n != 1 {
+			t.Errorf("%s: %q names the state dir %d times, want once", name, err, n)
+		}
 	}
 }

@@ -301,7 +301,6 @@ func groupStopRun(ctx context.Context, opts *GroupStopOptions) error {
 }
 
 func newCmdGroup(f *Factory) *cobra.Command {
-	cmd := &cobra.Command{Use: "group", Short: "Run groups of allocs that claim volumes"}
-	cmd.AddCommand(newCmdGroupRun(f, nil), withListAliases(newCmdGroupStatus(f, nil)), newCmdGroupStop(f, nil))
-	return cmd
+	return parentCmd("group", "Run groups of allocs that claim volumes", "",
+		newCmdGroupRun(f, nil), withListAliases(newCmdGroupStatus(f, nil)), newCmdGroupStop(f, nil))
 }

@@ -15,18 +15,13 @@ import (
 )
 
 func newCmdNomad(f *Factory) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "nomad",
-		Short: "Hand volumes over to a Nomad cluster, and take them back",
-		Long: `Move volumes to a Nomad cluster. The cluster is configured as for the nomad CLI: NOMAD_ADDR,
+	return parentCmd("nomad", "Hand volumes over to a Nomad cluster, and take them back", `Move volumes to a Nomad cluster. The cluster is configured as for the nomad CLI: NOMAD_ADDR,
 NOMAD_TOKEN, NOMAD_NAMESPACE, NOMAD_REGION, NOMAD_CACERT, NOMAD_CLIENT_CERT, NOMAD_CLIENT_KEY,
 NOMAD_SKIP_VERIFY.
 
 One orchestrator at a time: a volume registered in Nomad is marked as handed over, and volctl
 refuses to claim it until volctl nomad release takes it back.`,
-	}
-	cmd.AddCommand(newCmdNomadRegister(f, nil), newCmdNomadRelease(f, nil), newCmdNomadStatus(f, nil))
-	return cmd
+		newCmdNomadRegister(f, nil), newCmdNomadRelease(f, nil), newCmdNomadStatus(f, nil))
 }
 
 func nomadClient() (*nomad.Client, error) { return nomad.NewClient("") }

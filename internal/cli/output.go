@@ -54,45 +54,36 @@ type exportFlags struct {
 
 func addExportFlags(cmd *cobra.Command, e *exportFlags) {
 	cmd.Flags().BoolVar(&e.JSON, "json", false, "print JSON (a stable contract, see docs/json.md)")
-	cmd.Flags().VarP(jqValue{e}, "jq", "q", "filter the JSON form with a jq expression (gojq); strings print bare")
-	cmd.Flags().VarP(templateValue{e}, "template", "t", "format output with a Go template over the JSON form; a missing field is an error")
+	cmd.Flags().VarP(parsedValue[*gojq.Code]{&e.JQ, &e.Template, &e.jq, "expression", compileJQ},
+		"jq", "q", "filter the JSON form with a jq expression (gojq); strings print bare")
+	cmd.Flags().VarP(parsedValue[*template.Template]{&e.Template, &e.JQ, &e.tmpl, "string", parseTemplate},
+		"template", "t", "format output with a Go template over the JSON form; a missing field is an error")
 }
 
-// templateValue parses -t as the flag is set, so that a broken template is a usage error
-// before the command does anything: a claim, a create or an expand must not run and then fail
-// on how its result was to be printed.
-type templateValue struct{ e *exportFlags }
+// parsedValue is -t or --jq: parsed (or compiled) as the flag is set, so that a broken
+// template or filter is a usage error before the command does anything: a claim, a create or an
+// expand must not run and then fail on how its result was to be printed. The two flags do not
+// go together.
+type parsedValue[T any] struct {
+	text  *string // the flag as given
+	other *string // the other flag's
+	out   *T      // what parse made of it
+	typ   string
+	parse func(string) (T, error)
+}
 
-func (v templateValue) String() string { return v.e.Template }
-func (v templateValue) Type() string   { return "string" }
+func (v parsedValue[T]) String() string { return *v.text }
+func (v parsedValue[T]) Type() string   { return v.typ }
 
-func (v templateValue) Set(s string) error {
-	if v.e.JQ != "" {
+func (v parsedValue[T]) Set(s string) error {
+	if *v.other != "" {
 		return errors.New("--jq and -t/--template do not go together: give one")
 	}
-	t, err := parseTemplate(s)
+	x, err := v.parse(s)
 	if err != nil {
 		return err
 	}
-	v.e.Template, v.e.tmpl = s, t
-	return nil
-}
-
-// jqValue compiles --jq as the flag is set, for the same reason.
-type jqValue struct{ e *exportFlags }
-
-func (v jqValue) String() string { return v.e.JQ }
-func (v jqValue) Type() string   { return "expression" }
-
-func (v jqValue) Set(s string) error {
-	if v.e.Template != "" {
-		return errors.New("--jq and -t/--template do not go together: give one")
-	}
-	code, err := compileJQ(s)
-	if err != nil {
-		return err
-	}
-	v.e.JQ, v.e.jq = s, code
+	*v.text, *v.out = s, x
 	return nil
 }
 

@@ -40,7 +40,7 @@ first on a terminal and needs --yes otherwise.`,
 		RunE: runOpts(opts, firstArg(&opts.ID), runF, pluginDeregisterRun),
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "deregister even while volumes use the plugin or snapshots made through it are recorded")
-	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (needed for --force off a terminal)")
+	addYesFlag(cmd, &opts.Yes, "for --force off a terminal")
 	return cmd
 }
 
@@ -56,12 +56,7 @@ func pluginDeregisterRun(ctx context.Context, opts *DeregisterOptions) error {
 // deregister and says so, naming it with noun.
 func deregisterRun(ctx context.Context, opts *DeregisterOptions, action, noun string,
 	deregister func(e *engine.Engine, ctx context.Context, id string, force bool) error) error {
-	if action != "" {
-		if err := opts.Confirm(opts.Yes, action); err != nil {
-			return err
-		}
-	}
-	e, err := opts.Engine(ctx)
+	e, err := confirmedEngine(ctx, opts.Confirm, opts.Yes, action, opts.Engine)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -29,22 +28,14 @@ func TestPluginProbeFlags(t *testing.T) {
 			want: PluginProbeOptions{Socket: "/s", Timeout: 5 * time.Second, Exporter: exportFlags{Template: "{{.provider}}"}}},
 		{name: "extra argument", args: []string{"--socket", "/s", "x"}, wantErr: "accepts 0 arg"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseOptions(t, newCmdPluginProbe, tt.args...)
-			if expectErr(t, err, tt.wantErr, ExitUsage) {
-				return
-			}
-			got.IO, got.Logger = nil, nil
-			if (got.Exporter.tmpl != nil) != (got.Exporter.Template != "") {
-				t.Errorf("-t %q parsed when set: %v", got.Exporter.Template, got.Exporter.tmpl != nil)
-			}
-			got.Exporter.tmpl = nil
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("options = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
+	checkFlagCases(t, newCmdPluginProbe, tests, func(t *testing.T, got PluginProbeOptions) (PluginProbeOptions, error) {
+		got.IO, got.Logger = nil, nil
+		if (got.Exporter.tmpl != nil) != (got.Exporter.Template != "") {
+			t.Errorf("-t %q parsed when set: %v", got.Exporter.Template, got.Exporter.tmpl != nil)
+		}
+		got.Exporter.tmpl = nil
+		return got, nil
+	})
 }
 
 func TestPluginProbeUsageErrors(t *testing.T) {

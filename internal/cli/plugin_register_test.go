@@ -30,21 +30,16 @@ func TestPluginRegisterFlagPlugin(t *testing.T) {
 		{name: "files and flags", args: []string{"p.hcl", "--id", "x"}, wantErr: "not both"},
 		{name: "stdin twice", args: []string{"-", "-"}, wantErr: "standard input (-) can be given only once"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got []spec.Plugin
-			o, err := parseOptions(t, newCmdPluginRegister, tt.args...)
-			if err == nil {
-				got, err = o.plugins()
-			}
-			if expectErr(t, err, tt.wantErr, ExitUsage) {
-				return
-			}
-			if len(got) != 1 || !reflect.DeepEqual(got[0], tt.want) {
-				t.Fatalf("plugins = %+v, want [%+v]", got, tt.want)
-			}
-		})
-	}
+	checkFlagCases(t, newCmdPluginRegister, tests, func(t *testing.T, o PluginRegisterOptions) (spec.Plugin, error) {
+		got, err := o.plugins()
+		if err == nil && len(got) != 1 {
+			t.Fatalf("plugins = %+v, want one", got)
+		}
+		if err != nil {
+			return spec.Plugin{}, err
+		}
+		return got[0], nil
+	})
 }
 
 // Every file is parsed before any plugin is registered: one invalid file means no plugins at

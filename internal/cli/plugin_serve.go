@@ -16,12 +16,7 @@ import (
 
 // newCmdPluginServe is the parent of volctl's built-in plugins.
 func newCmdPluginServe(f *Factory) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "serve",
-		Short: "Serve one of volctl's built-in CSI plugins",
-	}
-	cmd.AddCommand(newCmdPluginServeHostpath(f, nil))
-	return cmd
+	return parentCmd("serve", "Serve one of volctl's built-in CSI plugins", "", newCmdPluginServeHostpath(f, nil))
 }
 
 // PluginServeHostpathOptions are the inputs of `volctl plugin serve hostpath`.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -22,18 +21,10 @@ func TestPluginServeHostpathFlags(t *testing.T) {
 		{name: "extra argument", args: []string{"x"}, wantErr: "accepts 0 arg"},
 		{name: "bad number", args: []string{"--max-volumes", "many"}, wantErr: "invalid argument"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseOptions(t, newCmdPluginServeHostpath, tt.args...)
-			if expectErr(t, err, tt.wantErr, ExitUsage) {
-				return
-			}
-			got.IO, got.Logger, got.Getenv = nil, nil, nil
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("options = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
+	checkFlagCases(t, newCmdPluginServeHostpath, tests, func(_ *testing.T, got PluginServeHostpathOptions) (PluginServeHostpathOptions, error) {
+		got.IO, got.Logger, got.Getenv = nil, nil, nil
+		return got, nil
+	})
 }
 
 func TestPluginServeHostpathRunUsage(t *testing.T) {

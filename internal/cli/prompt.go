@@ -2,9 +2,14 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/engine"
 )
 
 // confirm asks a yes/no question on the terminal before a destructive action. With yes set it
@@ -26,4 +31,23 @@ func (f *Factory) confirm(yes bool, action string) error {
 		return nil
 	}
 	return withCode(ExitDeclined, fmt.Errorf("declined: %s", action))
+}
+
+// addYesFlag adds --yes (-y), which answers confirm's question before it is asked; when says
+// when it is needed.
+func addYesFlag(cmd *cobra.Command, yes *bool, when string) {
+	cmd.Flags().BoolVarP(yes, "yes", "y", false, "do not ask for confirmation (needed "+when+")")
+}
+
+// confirmedEngine asks before action (nothing when action is empty), then opens the engine: a
+// command that is declined, or off a terminal without --yes, leaves the state alone and does
+// not even create the state dir.
+func confirmedEngine(ctx context.Context, confirm func(yes bool, action string) error, yes bool, action string,
+	open func(context.Context) (*engine.Engine, error)) (*engine.Engine, error) {
+	if action != "" {
+		if err := confirm(yes, action); err != nil {
+			return nil, err
+		}
+	}
+	return open(ctx)
 }

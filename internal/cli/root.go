@@ -86,6 +86,15 @@ func rejectUnknownSubcommands(c *cobra.Command) {
 	}
 }
 
+// parentCmd builds a command that only groups others (volume, plugin, volume snapshot, ...):
+// it runs nothing of its own, and an argument that names none of subs is refused
+// (rejectUnknownSubcommands). long may be empty.
+func parentCmd(use, short, long string, subs ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short, Long: long}
+	cmd.AddCommand(subs...)
+	return cmd
+}
+
 // exactArgs and friends wrap cobra's argument checks so their errors exit 2 like flag errors.
 // An empty argument is refused too: no ID or file is empty, and `volctl plugin status "$P"`
 // with P unset must not quietly become `volctl plugin status`, a check that always passes.

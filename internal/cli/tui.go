@@ -95,7 +95,7 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	}
 	eng, err := engine.Open(ctx, engine.Config{StateDir: dir, Logger: logger})
 	if err != nil {
-		return fmt.Errorf("state dir %s: %w", dir, err)
+		return stateDirError(dir, err)
 	}
 	defer eng.Close()
 

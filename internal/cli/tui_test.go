@@ -15,33 +15,17 @@ import (
 )
 
 func TestTUIFlags(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    []string
-		check   func(*TUIOptions) bool
-		wantErr string
-	}{
-		{name: "defaults", check: func(o *TUIOptions) bool {
-			return !o.ReadOnly && o.Refresh == tui.DefaultRefresh && o.Probe == tui.DefaultProbe && o.Events == tui.DefaultEvents
-		}},
+	tests := []flagCase[TUIOptions]{
+		{name: "defaults", want: TUIOptions{Refresh: tui.DefaultRefresh, Probe: tui.DefaultProbe, Events: tui.DefaultEvents}},
 		{name: "all flags", args: []string{"--readonly", "--refresh", "500ms", "--probe", "1m", "--events", "50", "--log-file", "/tmp/x.log"},
-			check: func(o *TUIOptions) bool {
-				return o.ReadOnly && o.Refresh == 500*time.Millisecond && o.Probe == time.Minute && o.Events == 50 && o.LogFile == "/tmp/x.log"
-			}},
+			want: TUIOptions{ReadOnly: true, Refresh: 500 * time.Millisecond, Probe: time.Minute, Events: 50, LogFile: "/tmp/x.log"}},
 		{name: "extra argument", args: []string{"x"}, wantErr: "accepts 0 arg"},
 		{name: "bad duration", args: []string{"--refresh", "soon"}, wantErr: "invalid argument"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseOptions(t, newCmdTUI, tt.args...)
-			if expectErr(t, err, tt.wantErr, ExitUsage) {
-				return
-			}
-			if !tt.check(&got) {
-				t.Fatalf("options = %+v", got)
-			}
-		})
-	}
+	checkFlagCases(t, newCmdTUI, tests, func(_ *testing.T, o TUIOptions) (TUIOptions, error) {
+		o.IO, o.StateDir, o.Run, o.Verbose = nil, nil, nil, false // not flags of its own
+		return o, nil
+	})
 }
 
 func TestTUIRun(t *testing.T) {

@@ -3,11 +3,7 @@ package cli
 import "github.com/spf13/cobra"
 
 func newCmdVolume(f *Factory) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "volume",
-		Short: "Register, create, claim, release and inspect CSI volumes",
-	}
-	cmd.AddCommand(
+	return parentCmd("volume", "Register, create, claim, release and inspect CSI volumes", "",
 		newCmdVolumeRegister(f, nil),
 		newCmdVolumeCreate(f, nil),
 		withListAliases(newCmdVolumeStatus(f, nil)),
@@ -19,5 +15,4 @@ func newCmdVolume(f *Factory) *cobra.Command {
 		newCmdVolumeExpand(f, nil),
 		newCmdVolumeSnapshot(f),
 	)
-	return cmd
 }

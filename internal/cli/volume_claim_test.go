@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"reflect"
 	"testing"
 
 	"github.com/volctl/volctl/internal/engine"
@@ -34,21 +33,9 @@ func TestVolumeClaimRequest(t *testing.T) {
 		{name: "empty mount flag", args: []string{"db", "--alloc", "a", "--mount-flag", " "}, wantErr: "--mount-flag must not be empty"},
 		{name: "no volume", args: []string{"--alloc", "a"}, wantErr: "accepts 1 arg"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var req engine.ClaimRequest
-			o, err := parseOptions(t, newCmdVolumeClaim, tt.args...)
-			if err == nil {
-				req, err = o.request()
-			}
-			if expectErr(t, err, tt.wantErr, ExitUsage) {
-				return
-			}
-			if !reflect.DeepEqual(req, tt.want) {
-				t.Fatalf("request = %#v\nwant      %#v", req, tt.want)
-			}
-		})
-	}
+	checkFlagCases(t, newCmdVolumeClaim, tests, func(_ *testing.T, o VolumeClaimOptions) (engine.ClaimRequest, error) {
+		return o.request()
+	})
 }
 
 // A claim's --json output and a template see the same fields; without them only the target

@@ -37,15 +37,12 @@ It asks first on a terminal and needs --yes otherwise.`,
 		Args:    exactArgs(1),
 		RunE:    runOpts(opts, firstArg(&opts.ID), runF, volumeDeleteRun),
 	}
-	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (needed off a terminal)")
+	addYesFlag(cmd, &opts.Yes, "off a terminal")
 	return cmd
 }
 
 func volumeDeleteRun(ctx context.Context, opts *VolumeDeleteOptions) error {
-	if err := opts.Confirm(opts.Yes, fmt.Sprintf("Delete volume %q and its data", opts.ID)); err != nil {
-		return err
-	}
-	e, err := opts.Engine(ctx)
+	e, err := confirmedEngine(ctx, opts.Confirm, opts.Yes, fmt.Sprintf("Delete volume %q and its data", opts.ID), opts.Engine)
 	if err != nil {
 		return err
 	}

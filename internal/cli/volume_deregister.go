@@ -26,7 +26,7 @@ It asks first on a terminal and needs --yes otherwise.`,
 		RunE: runOpts(opts, firstArg(&opts.ID), runF, volumeDeregisterRun),
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "release the volume's claims first")
-	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (needed off a terminal)")
+	addYesFlag(cmd, &opts.Yes, "off a terminal")
 	return cmd
 }
 

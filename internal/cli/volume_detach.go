@@ -44,7 +44,7 @@ be released (it is left for volctl reconcile).`,
 		RunE: runOpts(opts, firstArg(&opts.VolumeID), runF, volumeDetachRun),
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "skip the node RPCs (the plugin is gone) and free the claims anyway")
-	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (needed off a terminal)")
+	addYesFlag(cmd, &opts.Yes, "off a terminal")
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd
 }
@@ -54,10 +54,7 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 	if opts.Force {
 		action = fmt.Sprintf("Force-detach volume %q without its plugin's node service", opts.VolumeID)
 	}
-	if err := opts.Confirm(opts.Yes, action); err != nil {
-		return err
-	}
-	e, err := opts.Engine(ctx)
+	e, err := confirmedEngine(ctx, opts.Confirm, opts.Yes, action, opts.Engine)
 	if err != nil {
 		return err
 	}

@@ -18,15 +18,10 @@ import (
 )
 
 func newCmdVolumeSnapshot(f *Factory) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "snapshot",
-		Short: "Create, list and delete volume snapshots",
-		Long: `Snapshots through the volume's plugin: create needs its CREATE_DELETE_SNAPSHOT controller
+	return parentCmd("snapshot", "Create, list and delete volume snapshots", `Snapshots through the volume's plugin: create needs its CREATE_DELETE_SNAPSHOT controller
 capability, list asks the plugin when it has LIST_SNAPSHOTS (and otherwise shows volctl's own
 records, saying so). A volume spec with snapshot_id = "<snapshot ID>" creates a volume from one.`,
-	}
-	cmd.AddCommand(newCmdVolumeSnapshotCreate(f, nil), newCmdVolumeSnapshotList(f, nil), newCmdVolumeSnapshotDelete(f, nil))
-	return cmd
+		newCmdVolumeSnapshotCreate(f, nil), newCmdVolumeSnapshotList(f, nil), newCmdVolumeSnapshotDelete(f, nil))
 }
 
 // SnapshotCreateOptions are the inputs of `volctl volume snapshot create`.
@@ -278,7 +273,7 @@ terminal and needs --yes otherwise.`,
 		Args: exactArgs(2),
 		RunE: runOpts(opts, func(args []string) { opts.PluginID, opts.SnapshotID = args[0], args[1] }, runF, snapshotDeleteRun),
 	}
-	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (needed off a terminal)")
+	addYesFlag(cmd, &opts.Yes, "off a terminal")
 	cmd.Flags().StringArrayVar(&opts.Secrets, "secret", nil, "a secret for the plugin, KEY=VALUE (repeatable)")
 	return cmd
 }
@@ -288,10 +283,8 @@ func snapshotDeleteRun(ctx context.Context, opts *SnapshotDeleteOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := opts.Confirm(opts.Yes, fmt.Sprintf("Delete snapshot %q of plugin %q", opts.SnapshotID, opts.PluginID)); err != nil {
-		return err
-	}
-	e, err := opts.Engine(ctx)
+	action := fmt.Sprintf("Delete snapshot %q of plugin %q", opts.SnapshotID, opts.PluginID)
+	e, err := confirmedEngine(ctx, opts.Confirm, opts.Yes, action, opts.Engine)
 	if err != nil {
 		return err
 	}

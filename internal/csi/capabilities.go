@@ -44,6 +44,31 @@ func capSet(fields []capField, unknown *[]string, name string) {
 	}
 }
 
+// capSetter is a pointer to a capability set, which parseCaps fills in by name.
+type capSetter[T any] interface {
+	*T
+	set(name string)
+}
+
+// parseCaps builds a capability set from CSI enum names (the Parse functions).
+func parseCaps[T any, P capSetter[T]](names []string) T {
+	var c T
+	for _, n := range names {
+		P(&c).set(n)
+	}
+	return c
+}
+
+// unmarshalCaps reads a capability set back from the JSON list of its names.
+func unmarshalCaps[T any, P capSetter[T]](b []byte, c P) error {
+	var names []string
+	if err := json.Unmarshal(b, &names); err != nil {
+		return err
+	}
+	*c = parseCaps[T, P](names)
+	return nil
+}
+
 // PluginCapabilities are what GetPluginCapabilities reports.
 type PluginCapabilities struct {
 	ControllerService                bool
@@ -73,11 +98,7 @@ func (c PluginCapabilities) Names() []string { return capNames(c.fields(), c.Unk
 
 // ParsePluginCapabilities is the reverse of Names.
 func ParsePluginCapabilities(names []string) PluginCapabilities {
-	var c PluginCapabilities
-	for _, n := range names {
-		c.set(n)
-	}
-	return c
+	return parseCaps[PluginCapabilities](names)
 }
 
 func (c *PluginCapabilities) set(name string) { capSet(c.fields(), &c.Unknown, name) }
@@ -86,14 +107,7 @@ func (c *PluginCapabilities) set(name string) { capSet(c.fields(), &c.Unknown, n
 func (c PluginCapabilities) MarshalJSON() ([]byte, error) { return json.Marshal(c.Names()) }
 
 // UnmarshalJSON reads the names back.
-func (c *PluginCapabilities) UnmarshalJSON(b []byte) error {
-	var names []string
-	if err := json.Unmarshal(b, &names); err != nil {
-		return err
-	}
-	*c = ParsePluginCapabilities(names)
-	return nil
-}
+func (c *PluginCapabilities) UnmarshalJSON(b []byte) error { return unmarshalCaps(b, c) }
 
 // ControllerCapabilities are what ControllerGetCapabilities reports.
 type ControllerCapabilities struct {
@@ -142,11 +156,7 @@ func (c ControllerCapabilities) Names() []string { return capNames(c.fields(), c
 
 // ParseControllerCapabilities is the reverse of Names.
 func ParseControllerCapabilities(names []string) ControllerCapabilities {
-	var c ControllerCapabilities
-	for _, n := range names {
-		c.set(n)
-	}
-	return c
+	return parseCaps[ControllerCapabilities](names)
 }
 
 func (c *ControllerCapabilities) set(name string) { capSet(c.fields(), &c.Unknown, name) }
@@ -155,14 +165,7 @@ func (c *ControllerCapabilities) set(name string) { capSet(c.fields(), &c.Unknow
 func (c ControllerCapabilities) MarshalJSON() ([]byte, error) { return json.Marshal(c.Names()) }
 
 // UnmarshalJSON reads the names back.
-func (c *ControllerCapabilities) UnmarshalJSON(b []byte) error {
-	var names []string
-	if err := json.Unmarshal(b, &names); err != nil {
-		return err
-	}
-	*c = ParseControllerCapabilities(names)
-	return nil
-}
+func (c *ControllerCapabilities) UnmarshalJSON(b []byte) error { return unmarshalCaps(b, c) }
 
 // NodeCapabilities are what NodeGetCapabilities reports.
 type NodeCapabilities struct {
@@ -193,11 +196,7 @@ func (c NodeCapabilities) Names() []string { return capNames(c.fields(), c.Unkno
 
 // ParseNodeCapabilities is the reverse of Names.
 func ParseNodeCapabilities(names []string) NodeCapabilities {
-	var c NodeCapabilities
-	for _, n := range names {
-		c.set(n)
-	}
-	return c
+	return parseCaps[NodeCapabilities](names)
 }
 
 func (c *NodeCapabilities) set(name string) { capSet(c.fields(), &c.Unknown, name) }
@@ -206,14 +205,7 @@ func (c *NodeCapabilities) set(name string) { capSet(c.fields(), &c.Unknown, nam
 func (c NodeCapabilities) MarshalJSON() ([]byte, error) { return json.Marshal(c.Names()) }
 
 // UnmarshalJSON reads the names back.
-func (c *NodeCapabilities) UnmarshalJSON(b []byte) error {
-	var names []string
-	if err := json.Unmarshal(b, &names); err != nil {
-		return err
-	}
-	*c = ParseNodeCapabilities(names)
-	return nil
-}
+func (c *NodeCapabilities) UnmarshalJSON(b []byte) error { return unmarshalCaps(b, c) }
 
 // Capabilities are all three sets a fingerprint collects.
 type Capabilities struct {

@@ -167,27 +167,46 @@ func (c *Client) endpoints() []*endpoint {
 	return out
 }
 
-// identityEndpoint is where identity RPCs go: the controller socket if any, as it decides
-// which controller capabilities apply, else the node socket.
-func (c *Client) identityEndpoint() *endpoint {
-	if c.controller != nil {
-		return c.controller
+// endpointFor is where rpc goes, by the service rpcTable files it under: an identity RPC to
+// the controller socket if any, as it decides which controller capabilities apply, else the
+// node socket; a controller or node RPC to the socket of its service, which must be configured.
+func (c *Client) endpointFor(rpc string) (*endpoint, error) {
+	switch svc := serviceOf(rpc); svc {
+	case ServiceIdentity:
+		if c.controller != nil {
+			return c.controller, nil
+		}
+		return c.node, nil
+	case ServiceController, ServiceNode:
+		ep := c.controller
+		if svc == ServiceNode {
+			ep = c.node
+		}
+		if ep == nil {
+			return nil, fmt.Errorf("%s: the plugin has no %s socket configured", rpc, svc)
+		}
+		return ep, nil
 	}
-	return c.node
+	return nil, fmt.Errorf("%s: not an RPC the csi client knows (it has no entry in rpcTable)", rpc)
 }
 
-func (c *Client) controllerEndpoint(rpc string) (*endpoint, error) {
-	if c.controller == nil {
-		return nil, fmt.Errorf("%s: the plugin has no controller socket configured", rpc)
+// send sends one RPC to the socket of its service (endpointFor), through that socket's stub of
+// the service: call is the stub's method, as csipb.NodeClient.NodeStageVolume.
+func send[Stub any, Req proto.Message, Resp any](ctx context.Context, c *Client, rpc string, req Req,
+	call func(Stub, context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
+	var zero Resp
+	ep, err := c.endpointFor(rpc)
+	if err != nil {
+		return zero, err
 	}
-	return c.controller, nil
-}
-
-func (c *Client) nodeEndpoint(rpc string) (*endpoint, error) {
-	if c.node == nil {
-		return nil, fmt.Errorf("%s: the plugin has no node socket configured", rpc)
+	for _, s := range [...]any{ep.identity, ep.controller, ep.node} {
+		if stub, ok := s.(Stub); ok {
+			return invoke(ctx, c, ep, rpc, req, func(ctx context.Context, req Req, opts ...grpc.CallOption) (Resp, error) {
+				return call(stub, ctx, req, opts...)
+			})
+		}
 	}
-	return c.node, nil
+	return zero, fmt.Errorf("%s: the csi client has no stub of type %T", rpc, (*Stub)(nil))
 }
 
 // invoke runs one RPC under its timeout and translates its failure.

@@ -285,12 +285,8 @@ func TestCreateVolumeRejectsBadRequestsBeforeSending(t *testing.T) {
 
 func TestMissingServiceSocket(t *testing.T) {
 	h := newHarness(t, csitest.DefaultMemConfig())
-	ctrl, err := csi.New(csi.Config{ControllerSocket: h.socket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctrl.Close()
-	err = ctrl.NodePublishVolume(context.Background(), csi.NodePublishVolumeRequest{VolumeID: "v", TargetPath: "/x", Capability: fsWriter})
+	ctrl := csitest.NewClient(t, csi.Config{ControllerSocket: h.socket})
+	err := ctrl.NodePublishVolume(context.Background(), csi.NodePublishVolumeRequest{VolumeID: "v", TargetPath: "/x", Capability: fsWriter})
 	if err == nil || err.Error() != "NodePublishVolume: the plugin has no node socket configured" {
 		t.Fatalf("NodePublishVolume on a controller-only client = %v", err)
 	}

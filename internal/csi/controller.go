@@ -17,7 +17,7 @@ import (
 // minimum has created a volume too small to use: the volume is returned with an error so the
 // caller can delete it.
 func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volume, error) {
-	ep, err := c.controllerEndpoint(RPCCreateVolume)
+	_, err := c.endpointFor(RPCCreateVolume) // a missing socket is reported before a bad request
 	if err != nil {
 		return Volume{}, err
 	}
@@ -37,7 +37,7 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 	if req.VolumeContentSource, err = contentSource(r.SnapshotID, r.CloneID); err != nil {
 		return Volume{}, fmt.Errorf("%s: %w", RPCCreateVolume, err)
 	}
-	resp, err := invoke(ctx, c, ep, RPCCreateVolume, req, ep.controller.CreateVolume)
+	resp, err := send(ctx, c, RPCCreateVolume, req, csipb.ControllerClient.CreateVolume)
 	if err != nil {
 		return Volume{}, err
 	}
@@ -100,19 +100,15 @@ func describeTopologies(ts []spec.Topology) string {
 
 // DeleteVolume deletes a volume. NOT_FOUND comes back as an ignorable *Error.
 func (c *Client) DeleteVolume(ctx context.Context, r DeleteVolumeRequest) error {
-	ep, err := c.controllerEndpoint(RPCDeleteVolume)
-	if err != nil {
-		return err
-	}
 	req := &csipb.DeleteVolumeRequest{VolumeId: r.VolumeID, Secrets: r.Secrets.Plain()}
-	_, err = invoke(ctx, c, ep, RPCDeleteVolume, req, ep.controller.DeleteVolume)
+	_, err := send(ctx, c, RPCDeleteVolume, req, csipb.ControllerClient.DeleteVolume)
 	return err
 }
 
 // ControllerPublishVolume attaches a volume to a node and returns the publish context, which
 // must be passed to NodeStageVolume and NodePublishVolume.
 func (c *Client) ControllerPublishVolume(ctx context.Context, r ControllerPublishVolumeRequest) (map[string]string, error) {
-	ep, err := c.controllerEndpoint(RPCControllerPublishVolume)
+	_, err := c.endpointFor(RPCControllerPublishVolume) // a missing socket is reported before a bad request
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +122,7 @@ func (c *Client) ControllerPublishVolume(ctx context.Context, r ControllerPublis
 	if req.VolumeCapability, err = r.Capability.toCSI(); err != nil {
 		return nil, fmt.Errorf("%s: %w", RPCControllerPublishVolume, err)
 	}
-	resp, err := invoke(ctx, c, ep, RPCControllerPublishVolume, req, ep.controller.ControllerPublishVolume)
+	resp, err := send(ctx, c, RPCControllerPublishVolume, req, csipb.ControllerClient.ControllerPublishVolume)
 	if err != nil {
 		return nil, err
 	}
@@ -135,12 +131,8 @@ func (c *Client) ControllerPublishVolume(ctx context.Context, r ControllerPublis
 
 // ControllerUnpublishVolume detaches a volume from a node. NOT_FOUND is ignorable.
 func (c *Client) ControllerUnpublishVolume(ctx context.Context, r ControllerUnpublishVolumeRequest) error {
-	ep, err := c.controllerEndpoint(RPCControllerUnpublishVolume)
-	if err != nil {
-		return err
-	}
 	req := &csipb.ControllerUnpublishVolumeRequest{VolumeId: r.VolumeID, NodeId: r.NodeID, Secrets: r.Secrets.Plain()}
-	_, err = invoke(ctx, c, ep, RPCControllerUnpublishVolume, req, ep.controller.ControllerUnpublishVolume)
+	_, err := send(ctx, c, RPCControllerUnpublishVolume, req, csipb.ControllerClient.ControllerUnpublishVolume)
 	return err
 }
 
@@ -150,7 +142,7 @@ func (c *Client) ControllerUnpublishVolume(ctx context.Context, r ControllerUnpu
 // refusal; one with it must match every requested capability on the fields the plugin set.
 // Either failure wraps ErrNotConfirmed and carries the plugin's message.
 func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolumeCapabilitiesRequest) error {
-	ep, err := c.controllerEndpoint(RPCValidateVolumeCapabilities)
+	_, err := c.endpointFor(RPCValidateVolumeCapabilities) // a missing socket is reported before a bad request
 	if err != nil {
 		return err
 	}
@@ -164,7 +156,7 @@ func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolum
 	if req.VolumeCapabilities, err = capabilitiesToCSI(r.Capabilities); err != nil {
 		return fmt.Errorf("%s: %w", RPCValidateVolumeCapabilities, err)
 	}
-	resp, err := invoke(ctx, c, ep, RPCValidateVolumeCapabilities, req, ep.controller.ValidateVolumeCapabilities)
+	resp, err := send(ctx, c, RPCValidateVolumeCapabilities, req, csipb.ControllerClient.ValidateVolumeCapabilities)
 	if err != nil {
 		return err
 	}
@@ -200,34 +192,9 @@ func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolum
 	return nil
 }
 
-// ListVolumes returns one page of the plugin's volumes.
-func (c *Client) ListVolumes(ctx context.Context, r ListVolumesRequest) (ListVolumesResponse, error) {
-	ep, err := c.controllerEndpoint(RPCListVolumes)
-	if err != nil {
-		return ListVolumesResponse{}, err
-	}
-	req := &csipb.ListVolumesRequest{MaxEntries: r.MaxEntries, StartingToken: r.StartingToken}
-	resp, err := invoke(ctx, c, ep, RPCListVolumes, req, ep.controller.ListVolumes)
-	if err != nil {
-		return ListVolumesResponse{}, err
-	}
-	out := ListVolumesResponse{NextToken: resp.GetNextToken(), Entries: make([]ListedVolume, 0, len(resp.GetEntries()))}
-	for _, e := range resp.GetEntries() {
-		out.Entries = append(out.Entries, ListedVolume{
-			Volume:           volumeFromCSI(e.GetVolume()),
-			PublishedNodeIDs: e.GetStatus().GetPublishedNodeIds(),
-		})
-	}
-	return out, nil
-}
-
 // ControllerGetCapabilities returns the controller service's capabilities.
 func (c *Client) ControllerGetCapabilities(ctx context.Context) (ControllerCapabilities, error) {
-	ep, err := c.controllerEndpoint(RPCControllerGetCapabilities)
-	if err != nil {
-		return ControllerCapabilities{}, err
-	}
-	resp, err := invoke(ctx, c, ep, RPCControllerGetCapabilities, &csipb.ControllerGetCapabilitiesRequest{}, ep.controller.ControllerGetCapabilities)
+	resp, err := send(ctx, c, RPCControllerGetCapabilities, &csipb.ControllerGetCapabilitiesRequest{}, csipb.ControllerClient.ControllerGetCapabilities)
 	if err != nil {
 		return ControllerCapabilities{}, err
 	}
@@ -236,17 +203,13 @@ func (c *Client) ControllerGetCapabilities(ctx context.Context) (ControllerCapab
 
 // CreateSnapshot snapshots a volume.
 func (c *Client) CreateSnapshot(ctx context.Context, r CreateSnapshotRequest) (Snapshot, error) {
-	ep, err := c.controllerEndpoint(RPCCreateSnapshot)
-	if err != nil {
-		return Snapshot{}, err
-	}
 	req := &csipb.CreateSnapshotRequest{
 		SourceVolumeId: r.SourceVolumeID,
 		Name:           r.Name,
 		Secrets:        r.Secrets.Plain(),
 		Parameters:     r.Parameters,
 	}
-	resp, err := invoke(ctx, c, ep, RPCCreateSnapshot, req, ep.controller.CreateSnapshot)
+	resp, err := send(ctx, c, RPCCreateSnapshot, req, csipb.ControllerClient.CreateSnapshot)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -258,21 +221,13 @@ func (c *Client) CreateSnapshot(ctx context.Context, r CreateSnapshotRequest) (S
 
 // DeleteSnapshot deletes a snapshot. NOT_FOUND is ignorable.
 func (c *Client) DeleteSnapshot(ctx context.Context, r DeleteSnapshotRequest) error {
-	ep, err := c.controllerEndpoint(RPCDeleteSnapshot)
-	if err != nil {
-		return err
-	}
 	req := &csipb.DeleteSnapshotRequest{SnapshotId: r.SnapshotID, Secrets: r.Secrets.Plain()}
-	_, err = invoke(ctx, c, ep, RPCDeleteSnapshot, req, ep.controller.DeleteSnapshot)
+	_, err := send(ctx, c, RPCDeleteSnapshot, req, csipb.ControllerClient.DeleteSnapshot)
 	return err
 }
 
 // ListSnapshots returns one page of snapshots.
 func (c *Client) ListSnapshots(ctx context.Context, r ListSnapshotsRequest) (ListSnapshotsResponse, error) {
-	ep, err := c.controllerEndpoint(RPCListSnapshots)
-	if err != nil {
-		return ListSnapshotsResponse{}, err
-	}
 	req := &csipb.ListSnapshotsRequest{
 		MaxEntries:     r.MaxEntries,
 		StartingToken:  r.StartingToken,
@@ -280,7 +235,7 @@ func (c *Client) ListSnapshots(ctx context.Context, r ListSnapshotsRequest) (Lis
 		SnapshotId:     r.SnapshotID,
 		Secrets:        r.Secrets.Plain(),
 	}
-	resp, err := invoke(ctx, c, ep, RPCListSnapshots, req, ep.controller.ListSnapshots)
+	resp, err := send(ctx, c, RPCListSnapshots, req, csipb.ControllerClient.ListSnapshots)
 	if err != nil {
 		return ListSnapshotsResponse{}, err
 	}
@@ -293,7 +248,7 @@ func (c *Client) ListSnapshots(ctx context.Context, r ListSnapshotsRequest) (Lis
 
 // ControllerExpandVolume grows a volume on the controller.
 func (c *Client) ControllerExpandVolume(ctx context.Context, r ControllerExpandVolumeRequest) (ControllerExpandVolumeResponse, error) {
-	ep, err := c.controllerEndpoint(RPCControllerExpandVolume)
+	_, err := c.endpointFor(RPCControllerExpandVolume) // a missing socket is reported before a bad request
 	if err != nil {
 		return ControllerExpandVolumeResponse{}, err
 	}
@@ -304,7 +259,7 @@ func (c *Client) ControllerExpandVolume(ctx context.Context, r ControllerExpandV
 	if req.VolumeCapability, err = optionalCapabilityToCSI(r.Capability); err != nil {
 		return ControllerExpandVolumeResponse{}, fmt.Errorf("%s: %w", RPCControllerExpandVolume, err)
 	}
-	resp, err := invoke(ctx, c, ep, RPCControllerExpandVolume, req, ep.controller.ControllerExpandVolume)
+	resp, err := send(ctx, c, RPCControllerExpandVolume, req, csipb.ControllerClient.ControllerExpandVolume)
 	if err != nil {
 		return ControllerExpandVolumeResponse{}, err
 	}

@@ -129,11 +129,7 @@ func TestUnavailableNamesTheSocket(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := csi.New(csi.Config{ControllerSocket: tt.socket, NodeSocket: tt.socket})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := csitest.NewClient(t, csi.Config{ControllerSocket: tt.socket, NodeSocket: tt.socket})
 			_, err = c.GetPluginInfo(context.Background())
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("GetPluginInfo = %v, want %q", err, tt.want)

@@ -79,11 +79,7 @@ func TestFingerprintSplitAndPartialPlugins(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := csi.New(tt.cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := csitest.NewClient(t, tt.cfg)
 			fp, err := c.Fingerprint(context.Background())
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -129,11 +125,7 @@ func TestFingerprintRefusesEmptyNames(t *testing.T) {
 	}
 	// A controller-only plugin has no node ID and that is fine.
 	h := newHarness(t, noNode)
-	c, err := csi.New(csi.Config{ControllerSocket: h.socket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := csitest.NewClient(t, csi.Config{ControllerSocket: h.socket})
 	if _, err := c.Fingerprint(context.Background()); err != nil {
 		t.Fatalf("controller-only Fingerprint = %v", err)
 	}
@@ -180,11 +172,7 @@ func TestProbeSplitAsksBothSockets(t *testing.T) {
 	nodeCfg := csitest.DefaultMemConfig()
 	nodeCfg.Ready = ptr(false)
 	ctrlSock, nodeSock := serveSplit(t, ctrl, csitest.NewMemPlugin(nodeCfg))
-	c, err := csi.New(csi.Config{ControllerSocket: ctrlSock, NodeSocket: nodeSock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := csitest.NewClient(t, csi.Config{ControllerSocket: ctrlSock, NodeSocket: nodeSock})
 	if ready, err := c.Probe(context.Background()); err != nil || ready {
 		t.Fatalf("Probe = %v, %v; want not ready from the node half", ready, err)
 	}

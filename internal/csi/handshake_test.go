@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/iostreams"
 )
 
@@ -135,13 +136,9 @@ func TestSocketThatAcceptsButNeverHandshakes(t *testing.T) {
 	socket := rawListener(t, holdConn)
 	t.Run("unavailable", func(t *testing.T) {
 		var trace iostreams.SyncBuffer
-		c, err := csi.New(csi.Config{ControllerSocket: socket, Timeouts: csi.Timeouts{Short: 10 * time.Second},
+		c := csitest.NewClient(t, csi.Config{ControllerSocket: socket, Timeouts: csi.Timeouts{Short: 10 * time.Second},
 			Logger: slog.New(slog.NewTextHandler(&trace, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_, err = c.GetPluginInfo(context.Background())
+		_, err := c.GetPluginInfo(context.Background())
 		checkHandshakeError(t, err, codes.Unavailable, "GetPluginInfo: Unavailable: something accepted the connection on "+socket+
 			" but did not complete the gRPC handshake (a hung plugin, or not a CSI plugin)")
 		if !strings.Contains(trace.String(), "error reading server preface") {
@@ -149,12 +146,8 @@ func TestSocketThatAcceptsButNeverHandshakes(t *testing.T) {
 		}
 	})
 	t.Run("deadline", func(t *testing.T) {
-		c, err := csi.New(csi.Config{ControllerSocket: socket, Timeouts: csi.Timeouts{Short: 100 * time.Millisecond}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_, err = c.GetPluginInfo(context.Background())
+		c := csitest.NewClient(t, csi.Config{ControllerSocket: socket, Timeouts: csi.Timeouts{Short: 100 * time.Millisecond}})
+		_, err := c.GetPluginInfo(context.Background())
 		checkHandshakeError(t, err, codes.DeadlineExceeded, "GetPluginInfo: DeadlineExceeded: something accepted the connection on "+socket+
 			" but did not complete the gRPC handshake within 100ms (a hung plugin, or not a CSI plugin)")
 	})

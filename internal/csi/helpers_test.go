@@ -61,11 +61,7 @@ func newHarness(t testing.TB, mem csitest.MemConfig, opts ...harnessOption) *har
 	if cfg.ControllerSocket == "" && cfg.NodeSocket == "" {
 		cfg.ControllerSocket, cfg.NodeSocket = h.socket, h.socket
 	}
-	c, err := csi.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := csitest.NewClient(t, cfg)
 	h.client = c
 	return h
 }

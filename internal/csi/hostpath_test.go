@@ -30,11 +30,7 @@ func TestHostpathFullSequence(t *testing.T) {
 
 func hostpathSequence(t *testing.T, attach bool) {
 	srv := hostpathtest.Start(t, hostpath.Config{NodeID: "n1", EnableAttach: attach})
-	c, err := csi.New(csi.Config{ControllerSocket: srv.Socket, NodeSocket: srv.Socket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := csitest.NewClient(t, csi.Config{ControllerSocket: srv.Socket, NodeSocket: srv.Socket})
 	ctx := context.Background()
 
 	fp, err := c.Fingerprint(ctx)
@@ -196,11 +192,7 @@ func TestHostpathWithFaults(t *testing.T) {
 	}
 	faults := csitest.NewFaults()
 	socket, _ := csitest.Serve(t, csitest.WithServer(plugin), csitest.WithFaults(faults))
-	c, err := csi.New(csi.Config{ControllerSocket: socket, NodeSocket: socket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := csitest.NewClient(t, csi.Config{ControllerSocket: socket, NodeSocket: socket})
 	faults.FailNext(csi.RPCCreateVolume, codes.Unavailable, 2)
 	req := csi.CreateVolumeRequest{Name: "v", Capabilities: []csi.VolumeCapability{{Capability: spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}}
 	var codesSeen []codes.Code

@@ -10,9 +10,14 @@ import (
 
 // GetPluginInfo returns the plugin's name, version and manifest.
 func (c *Client) GetPluginInfo(ctx context.Context) (PluginInfo, error) {
-	return c.pluginInfo(ctx, c.identityEndpoint())
+	ep, err := c.endpointFor(RPCGetPluginInfo)
+	if err != nil {
+		return PluginInfo{}, err
+	}
+	return c.pluginInfo(ctx, ep)
 }
 
+// pluginInfo asks ep, which fingerprint picks for a split plugin's second socket.
 func (c *Client) pluginInfo(ctx context.Context, ep *endpoint) (PluginInfo, error) {
 	resp, err := invoke(ctx, c, ep, RPCGetPluginInfo, &csipb.GetPluginInfoRequest{}, ep.identity.GetPluginInfo)
 	if err != nil {
@@ -23,8 +28,7 @@ func (c *Client) pluginInfo(ctx context.Context, ep *endpoint) (PluginInfo, erro
 
 // GetPluginCapabilities returns the plugin-wide capabilities.
 func (c *Client) GetPluginCapabilities(ctx context.Context) (PluginCapabilities, error) {
-	ep := c.identityEndpoint()
-	resp, err := invoke(ctx, c, ep, RPCGetPluginCapabilities, &csipb.GetPluginCapabilitiesRequest{}, ep.identity.GetPluginCapabilities)
+	resp, err := send(ctx, c, RPCGetPluginCapabilities, &csipb.GetPluginCapabilitiesRequest{}, csipb.IdentityClient.GetPluginCapabilities)
 	if err != nil {
 		return PluginCapabilities{}, err
 	}

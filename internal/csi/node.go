@@ -11,7 +11,7 @@ import (
 
 // NodeStageVolume stages a volume at its staging path (which the caller creates).
 func (c *Client) NodeStageVolume(ctx context.Context, r NodeStageVolumeRequest) error {
-	ep, err := c.nodeEndpoint(RPCNodeStageVolume)
+	_, err := c.endpointFor(RPCNodeStageVolume) // a missing socket is reported before a bad request
 	if err != nil {
 		return err
 	}
@@ -25,25 +25,21 @@ func (c *Client) NodeStageVolume(ctx context.Context, r NodeStageVolumeRequest) 
 	if req.VolumeCapability, err = r.Capability.toCSI(); err != nil {
 		return fmt.Errorf("%s: %w", RPCNodeStageVolume, err)
 	}
-	_, err = invoke(ctx, c, ep, RPCNodeStageVolume, req, ep.node.NodeStageVolume)
+	_, err = send(ctx, c, RPCNodeStageVolume, req, csipb.NodeClient.NodeStageVolume)
 	return err
 }
 
 // NodeUnstageVolume undoes NodeStageVolume. NOT_FOUND is ignorable.
 func (c *Client) NodeUnstageVolume(ctx context.Context, r NodeUnstageVolumeRequest) error {
-	ep, err := c.nodeEndpoint(RPCNodeUnstageVolume)
-	if err != nil {
-		return err
-	}
 	req := &csipb.NodeUnstageVolumeRequest{VolumeId: r.VolumeID, StagingTargetPath: r.StagingPath}
-	_, err = invoke(ctx, c, ep, RPCNodeUnstageVolume, req, ep.node.NodeUnstageVolume)
+	_, err := send(ctx, c, RPCNodeUnstageVolume, req, csipb.NodeClient.NodeUnstageVolume)
 	return err
 }
 
 // NodePublishVolume publishes a volume at its target path (the caller creates the parent,
 // the plugin the target).
 func (c *Client) NodePublishVolume(ctx context.Context, r NodePublishVolumeRequest) error {
-	ep, err := c.nodeEndpoint(RPCNodePublishVolume)
+	_, err := c.endpointFor(RPCNodePublishVolume) // a missing socket is reported before a bad request
 	if err != nil {
 		return err
 	}
@@ -59,28 +55,20 @@ func (c *Client) NodePublishVolume(ctx context.Context, r NodePublishVolumeReque
 	if req.VolumeCapability, err = r.Capability.toCSI(); err != nil {
 		return fmt.Errorf("%s: %w", RPCNodePublishVolume, err)
 	}
-	_, err = invoke(ctx, c, ep, RPCNodePublishVolume, req, ep.node.NodePublishVolume)
+	_, err = send(ctx, c, RPCNodePublishVolume, req, csipb.NodeClient.NodePublishVolume)
 	return err
 }
 
 // NodeUnpublishVolume undoes NodePublishVolume. NOT_FOUND is ignorable.
 func (c *Client) NodeUnpublishVolume(ctx context.Context, r NodeUnpublishVolumeRequest) error {
-	ep, err := c.nodeEndpoint(RPCNodeUnpublishVolume)
-	if err != nil {
-		return err
-	}
 	req := &csipb.NodeUnpublishVolumeRequest{VolumeId: r.VolumeID, TargetPath: r.TargetPath}
-	_, err = invoke(ctx, c, ep, RPCNodeUnpublishVolume, req, ep.node.NodeUnpublishVolume)
+	_, err := send(ctx, c, RPCNodeUnpublishVolume, req, csipb.NodeClient.NodeUnpublishVolume)
 	return err
 }
 
 // NodeGetCapabilities returns the node service's capabilities.
 func (c *Client) NodeGetCapabilities(ctx context.Context) (NodeCapabilities, error) {
-	ep, err := c.nodeEndpoint(RPCNodeGetCapabilities)
-	if err != nil {
-		return NodeCapabilities{}, err
-	}
-	resp, err := invoke(ctx, c, ep, RPCNodeGetCapabilities, &csipb.NodeGetCapabilitiesRequest{}, ep.node.NodeGetCapabilities)
+	resp, err := send(ctx, c, RPCNodeGetCapabilities, &csipb.NodeGetCapabilitiesRequest{}, csipb.NodeClient.NodeGetCapabilities)
 	if err != nil {
 		return NodeCapabilities{}, err
 	}
@@ -90,11 +78,7 @@ func (c *Client) NodeGetCapabilities(ctx context.Context) (NodeCapabilities, err
 // NodeGetInfo returns the plugin's node ID (what ControllerPublishVolume takes), its volume
 // limit and its topology.
 func (c *Client) NodeGetInfo(ctx context.Context) (NodeInfo, error) {
-	ep, err := c.nodeEndpoint(RPCNodeGetInfo)
-	if err != nil {
-		return NodeInfo{}, err
-	}
-	resp, err := invoke(ctx, c, ep, RPCNodeGetInfo, &csipb.NodeGetInfoRequest{}, ep.node.NodeGetInfo)
+	resp, err := send(ctx, c, RPCNodeGetInfo, &csipb.NodeGetInfoRequest{}, csipb.NodeClient.NodeGetInfo)
 	if err != nil {
 		return NodeInfo{}, err
 	}
@@ -108,7 +92,7 @@ func (c *Client) NodeGetInfo(ctx context.Context) (NodeInfo, error) {
 // NodeExpandVolume grows a volume's filesystem on this node and returns its new size
 // (0 when the plugin does not say).
 func (c *Client) NodeExpandVolume(ctx context.Context, r NodeExpandVolumeRequest) (int64, error) {
-	ep, err := c.nodeEndpoint(RPCNodeExpandVolume)
+	_, err := c.endpointFor(RPCNodeExpandVolume) // a missing socket is reported before a bad request
 	if err != nil {
 		return 0, err
 	}
@@ -124,33 +108,9 @@ func (c *Client) NodeExpandVolume(ctx context.Context, r NodeExpandVolumeRequest
 	if req.VolumeCapability, err = optionalCapabilityToCSI(r.Capability); err != nil {
 		return 0, fmt.Errorf("%s: %w", RPCNodeExpandVolume, err)
 	}
-	resp, err := invoke(ctx, c, ep, RPCNodeExpandVolume, req, ep.node.NodeExpandVolume)
+	resp, err := send(ctx, c, RPCNodeExpandVolume, req, csipb.NodeClient.NodeExpandVolume)
 	if err != nil {
 		return 0, err
 	}
 	return resp.GetCapacityBytes(), nil
-}
-
-// NodeGetVolumeStats returns a published or staged volume's usage.
-func (c *Client) NodeGetVolumeStats(ctx context.Context, r NodeGetVolumeStatsRequest) (VolumeStats, error) {
-	ep, err := c.nodeEndpoint(RPCNodeGetVolumeStats)
-	if err != nil {
-		return VolumeStats{}, err
-	}
-	req := &csipb.NodeGetVolumeStatsRequest{VolumeId: r.VolumeID, VolumePath: r.VolumePath, StagingTargetPath: r.StagingPath}
-	resp, err := invoke(ctx, c, ep, RPCNodeGetVolumeStats, req, ep.node.NodeGetVolumeStats)
-	if err != nil {
-		return VolumeStats{}, err
-	}
-	var out VolumeStats
-	for _, u := range resp.GetUsage() {
-		usage := &Usage{Total: u.GetTotal(), Used: u.GetUsed(), Available: u.GetAvailable()}
-		switch u.GetUnit() {
-		case csipb.VolumeUsage_BYTES:
-			out.Bytes = usage
-		case csipb.VolumeUsage_INODES:
-			out.Inodes = usage
-		}
-	}
-	return out, nil
 }

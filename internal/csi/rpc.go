@@ -6,6 +6,7 @@
 package csi
 
 import (
+	"fmt"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -55,8 +56,34 @@ const (
 	DefaultLongTimeout  = 2 * time.Minute
 )
 
+// Service is the CSI service an RPC belongs to, which decides the socket it goes to (a split
+// plugin serves the controller and the node service on sockets of their own).
+type Service int
+
+// The CSI services the client speaks to. The zero Service is none: an RPC not in rpcTable.
+const (
+	ServiceIdentity Service = iota + 1 // both sockets serve it
+	ServiceController
+	ServiceNode
+)
+
+func (s Service) String() string {
+	switch s {
+	case ServiceIdentity:
+		return "identity"
+	case ServiceController:
+		return "controller"
+	case ServiceNode:
+		return "node"
+	}
+	return fmt.Sprintf("Service(%d)", int(s))
+}
+
 // rpcFacts is what volctl knows of one RPC, beyond its name: the one place to look.
 type rpcFacts struct {
+	// service is the CSI service that declares the RPC, as the CSI protobuf does
+	// (TestRPCTableServices holds it to csipb's service descriptors).
+	service Service
 	// long: the RPC changes state in the plugin or its backend and gets the long timeout; the
 	// others (identity, capabilities, info, probe, list, capacity, stats) get the short one.
 	long bool
@@ -82,81 +109,81 @@ const (
 
 // rpcTable holds the facts of every RPC in RPCs (TestRPCTable keeps them in step).
 var rpcTable = map[string]rpcFacts{
-	RPCGetPluginInfo:         {},
-	RPCGetPluginCapabilities: {},
-	RPCProbe: {hints: map[codes.Code]string{
+	RPCGetPluginInfo:         {service: ServiceIdentity},
+	RPCGetPluginCapabilities: {service: ServiceIdentity},
+	RPCProbe: {service: ServiceIdentity, hints: map[codes.Code]string{
 		codes.FailedPrecondition: "the plugin is unhealthy or misses a dependency; check its logs",
 	}},
-	RPCCreateVolume: {long: true, large: "its volume_context or topology", hints: map[codes.Code]string{
+	RPCCreateVolume: {service: ServiceController, long: true, large: "its volume_context or topology", hints: map[codes.Code]string{
 		codes.InvalidArgument:   "the plugin rejected the request; check the spec's parameters, capabilities and capacity, and that a snapshot or clone source suits this volume",
 		codes.NotFound:          "the snapshot or clone source does not exist; check snapshot_id or clone_id",
 		codes.AlreadyExists:     "a volume with this name exists with incompatible parameters",
 		codes.ResourceExhausted: "the plugin cannot provision in the requested topology (capacity or quota); free space or relax topology_request",
 		codes.OutOfRange:        "requested capacity outside the plugin's supported range (a volume cannot be smaller than its source)",
 	}},
-	RPCDeleteVolume: {long: true, notFoundDone: true, hints: map[codes.Code]string{
+	RPCDeleteVolume: {service: ServiceController, long: true, notFoundDone: true, hints: map[codes.Code]string{
 		codes.NotFound:           hintVolumeGone,
 		codes.FailedPrecondition: "the volume is in use or has snapshots; release its claims and delete its snapshots first",
 	}},
-	RPCControllerPublishVolume: {long: true, large: "its publish_context", hints: map[codes.Code]string{
+	RPCControllerPublishVolume: {service: ServiceController, long: true, large: "its publish_context", hints: map[codes.Code]string{
 		codes.NotFound:           "the plugin does not know the volume or the node; check the volume's external_id and the node ID",
 		codes.AlreadyExists:      "the volume is already published to this node with another capability or read-only flag",
 		codes.FailedPrecondition: "the volume is published to another node and its access mode is single-node (release the other claim first)",
 		codes.ResourceExhausted:  "the node reached its max volumes",
 	}},
-	RPCControllerUnpublishVolume: {long: true, notFoundDone: true, hints: map[codes.Code]string{
+	RPCControllerUnpublishVolume: {service: ServiceController, long: true, notFoundDone: true, hints: map[codes.Code]string{
 		codes.NotFound: hintVolumeGone,
 	}},
-	RPCValidateVolumeCapabilities: {long: true},
-	RPCListVolumes: {large: largePage, hints: map[codes.Code]string{
+	RPCValidateVolumeCapabilities: {service: ServiceController, long: true},
+	RPCListVolumes: {service: ServiceController, large: largePage, hints: map[codes.Code]string{
 		codes.InvalidArgument: hintListRejected,
 		codes.Aborted:         hintPageToken,
 	}},
-	RPCGetCapacity:               {},
-	RPCControllerGetCapabilities: {},
-	RPCCreateSnapshot: {long: true, hints: map[codes.Code]string{
+	RPCGetCapacity:               {service: ServiceController},
+	RPCControllerGetCapabilities: {service: ServiceController},
+	RPCCreateSnapshot: {service: ServiceController, long: true, hints: map[codes.Code]string{
 		codes.NotFound:          "the source volume does not exist; check its external_id",
 		codes.AlreadyExists:     "a snapshot with this name exists for another volume; choose another name",
 		codes.ResourceExhausted: "not enough space for the snapshot; free space and retry",
 		codes.Aborted:           hintSnapshotBusy,
 	}},
-	RPCDeleteSnapshot: {long: true, notFoundDone: true, hints: map[codes.Code]string{
+	RPCDeleteSnapshot: {service: ServiceController, long: true, notFoundDone: true, hints: map[codes.Code]string{
 		codes.InvalidArgument:    "the snapshot may be part of a group snapshot and cannot be deleted alone",
 		codes.NotFound:           hintSnapshotGone,
 		codes.FailedPrecondition: "the snapshot is in use; delete what was created from it first",
 		codes.Aborted:            hintSnapshotBusy,
 	}},
-	RPCListSnapshots: {large: largePage, hints: map[codes.Code]string{
+	RPCListSnapshots: {service: ServiceController, large: largePage, hints: map[codes.Code]string{
 		codes.InvalidArgument: hintListRejected,
 		codes.NotFound:        hintSnapshotGone,
 		codes.Aborted:         hintPageToken,
 	}},
-	RPCControllerExpandVolume: {long: true, hints: map[codes.Code]string{
+	RPCControllerExpandVolume: {service: ServiceController, long: true, hints: map[codes.Code]string{
 		codes.InvalidArgument:    hintExpandInvalid,
 		codes.FailedPrecondition: "the volume is published and the plugin cannot expand it online; release its claims first",
 	}},
-	RPCNodeStageVolume: {long: true, hints: map[codes.Code]string{
+	RPCNodeStageVolume: {service: ServiceNode, long: true, hints: map[codes.Code]string{
 		codes.AlreadyExists:      "the volume is already staged at this path with another capability",
 		codes.FailedPrecondition: "the volume does not support the requested capability, or is still in use elsewhere",
 	}},
-	RPCNodeUnstageVolume: {long: true, notFoundDone: true, hints: map[codes.Code]string{
+	RPCNodeUnstageVolume: {service: ServiceNode, long: true, notFoundDone: true, hints: map[codes.Code]string{
 		codes.NotFound:           hintVolumeGone,
 		codes.FailedPrecondition: "the volume is still published from this staging path; unpublish it first",
 	}},
-	RPCNodePublishVolume: {long: true, hints: map[codes.Code]string{
+	RPCNodePublishVolume: {service: ServiceNode, long: true, hints: map[codes.Code]string{
 		codes.AlreadyExists:      "the volume is already published at this target with another capability or read-only flag",
 		codes.FailedPrecondition: "the volume may be published elsewhere with an incompatible mode, or is not staged",
 	}},
-	RPCNodeUnpublishVolume: {long: true, notFoundDone: true, hints: map[codes.Code]string{
+	RPCNodeUnpublishVolume: {service: ServiceNode, long: true, notFoundDone: true, hints: map[codes.Code]string{
 		codes.NotFound: hintVolumeGone,
 	}},
-	RPCNodeGetCapabilities: {},
-	RPCNodeGetInfo:         {},
-	RPCNodeExpandVolume: {long: true, hints: map[codes.Code]string{
+	RPCNodeGetCapabilities: {service: ServiceNode},
+	RPCNodeGetInfo:         {service: ServiceNode},
+	RPCNodeExpandVolume: {service: ServiceNode, long: true, hints: map[codes.Code]string{
 		codes.InvalidArgument:    hintExpandInvalid,
 		codes.FailedPrecondition: "the filesystem cannot be expanded while staged or published",
 	}},
-	RPCNodeGetVolumeStats: {hints: map[codes.Code]string{
+	RPCNodeGetVolumeStats: {service: ServiceNode, hints: map[codes.Code]string{
 		codes.NotFound: "the volume is not at that path; it may not be published",
 	}},
 }
@@ -185,6 +212,9 @@ var codeHints = map[codes.Code]string{
 // longTimeoutHint replaces codeHints' DEADLINE_EXCEEDED for a long RPC: the plugin may still
 // be working on it.
 const longTimeoutHint = "the plugin did not answer within {timeout}; it may still be working: run `volctl reconcile` later"
+
+// serviceOf is the service rpc belongs to; zero for an RPC not in rpcTable.
+func serviceOf(rpc string) Service { return rpcTable[rpc].service }
 
 // IsLong reports whether rpc gets the long timeout.
 func IsLong(rpc string) bool { return rpcTable[rpc].long }

@@ -117,22 +117,11 @@ type ValidateVolumeCapabilitiesRequest struct {
 	Secrets           spec.Secrets
 }
 
-// ListVolumesRequest pages through the plugin's volumes.
+// ListVolumesRequest pages through the plugin's volumes (csitest records it; only the tests
+// send it).
 type ListVolumesRequest struct {
 	MaxEntries    int32
 	StartingToken string
-}
-
-// ListedVolume is one entry of ListVolumes.
-type ListedVolume struct {
-	Volume           Volume   `json:"volume"`
-	PublishedNodeIDs []string `json:"published_node_ids,omitempty"`
-}
-
-// ListVolumesResponse is one page of volumes.
-type ListVolumesResponse struct {
-	Entries   []ListedVolume `json:"entries"`
-	NextToken string         `json:"next_token,omitempty"`
 }
 
 // GetCapacityRequest asks how much space the plugin has for volumes like these (csitest records it; only
@@ -242,22 +231,10 @@ type NodeExpandVolumeRequest struct {
 	Secrets     spec.Secrets
 }
 
-// NodeGetVolumeStatsRequest asks for a published or staged volume's usage.
+// NodeGetVolumeStatsRequest asks for a published or staged volume's usage (csitest records it;
+// only the tests send it).
 type NodeGetVolumeStatsRequest struct {
 	VolumeID    string
 	VolumePath  string
 	StagingPath string
-}
-
-// Usage is one unit's figures of a volume's usage.
-type Usage struct {
-	Total     int64 `json:"total"`
-	Used      int64 `json:"used"`
-	Available int64 `json:"available"`
-}
-
-// VolumeStats is what NodeGetVolumeStats reports; a unit the plugin did not report is nil.
-type VolumeStats struct {
-	Bytes  *Usage `json:"bytes,omitempty"`
-	Inodes *Usage `json:"inodes,omitempty"`
 }

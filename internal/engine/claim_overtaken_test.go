@@ -17,10 +17,7 @@ import (
 func TestClaimOvertakenByRelease(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.MultiNodeMultiWriter)))
-	unlock, err := h.e.locks.volume(h.ctx, "db") // another process's operation on the volume
-	if err != nil {
-		t.Fatal(err)
-	}
+	unlock := h.lockVolume("db") // another process's operation on the volume
 	done := make(chan error, 1)
 	go func() {
 		_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
@@ -46,11 +43,9 @@ func TestClaimOvertakenByRelease(t *testing.T) {
 	}
 	// A release (of a claim in state taken: nothing to undo) frees it before the claim gets
 	// the lock.
-	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error { return tx.Claims().Free(id, store.OutcomeReleased) }); err != nil {
-		t.Fatal(err)
-	}
+	h.update(func(tx *store.Tx) error { return tx.Claims().Free(id, store.OutcomeReleased) })
 	unlock()
-	err = <-done
+	err := <-done
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `claim "db" for alloc "web-0": the claim was released by another volctl meanwhile`) {
 		t.Fatalf("err = %v, want a conflict saying the claim was released meanwhile", err)
 	}

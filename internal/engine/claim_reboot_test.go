@@ -2,8 +2,6 @@ package engine
 
 import (
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,17 +22,7 @@ func TestClaimAfterARebootStagesAgain(t *testing.T) {
 			h.mem.ResetCalls()
 			if !locked {
 				// Admission without the volume lock: the claim waits for it, then is driven.
-				unlock, err := h.e.locks.volume(h.ctx, "v")
-				if err != nil {
-					t.Fatal(err)
-				}
-				done := make(chan error, 1)
-				go func() { _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b"}); done <- err }()
-				waitForClaim(t, h, "v", "b")
-				unlock()
-				if err := <-done; err != nil {
-					t.Fatal(err)
-				}
+				h.claimWhileLocked(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b"}, func(<-chan error) { waitForClaim(t, h, "v", "b") })
 			} else {
 				h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
 			}
@@ -126,29 +114,15 @@ func TestClaimAgainAfterARebootRestores(t *testing.T) {
 			h.open(Config{}) // a new process after the reboot
 			h.mem.ResetCalls()
 			if !locked {
-				unlock, err := h.e.locks.volume(h.ctx, "v")
-				if err != nil {
-					t.Fatal(err)
-				}
-				waiting := make(chan struct{})
-				var once sync.Once
-				ctx := WithProgress(h.ctx, func(step string) {
-					if strings.HasPrefix(step, "waiting for the lock") {
-						once.Do(func() { close(waiting) })
+				ctx, waiting := whenWaitingForLock(h.ctx, "v")
+				h.claimWhileLocked(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}, func(done <-chan error) {
+					// The claim exists already: it must wait for the lock, then restore.
+					select {
+					case <-waiting:
+					case err := <-done:
+						t.Fatalf("claiming again while the volume is locked returned at once (%v), without restoring", err)
 					}
 				})
-				done := make(chan error, 1)
-				go func() { _, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); done <- err }()
-				// The claim exists already: it must wait for the lock, then restore.
-				select {
-				case <-waiting:
-				case err := <-done:
-					t.Fatalf("claiming again while the volume is locked returned at once (%v), without restoring", err)
-				}
-				unlock()
-				if err := <-done; err != nil {
-					t.Fatal(err)
-				}
 			} else {
 				h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 			}

@@ -534,24 +534,3 @@ func (e *Engine) Claims(ctx context.Context) ([]ClaimInfo, error) {
 	})
 	return out, err
 }
-
-// History returns up to limit freed claims, newest first; of one volume when volumeID is set.
-func (e *Engine) History(ctx context.Context, volumeID string, limit int) ([]ClaimInfo, error) {
-	var out []ClaimInfo
-	err := e.store.View(ctx, func(tx *store.Tx) error {
-		var (
-			past []store.PastClaim
-			err  error
-		)
-		if volumeID != "" {
-			past, err = tx.History().ByVolume(volumeID, limit)
-		} else {
-			past, err = tx.History().Recent(limit)
-		}
-		for _, p := range past {
-			out = append(out, pastClaimInfo(p))
-		}
-		return err
-	})
-	return out, err
-}

@@ -118,6 +118,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	// every staging and target path built under it compares equal with the mount table's (a
 	// state dir reached through a symlink would otherwise look unmounted on every pass).
 	var linkDir string
+	given := cfg.StateDir
 	if real, err := realDir(cfg.StateDir); err == nil {
 		if abs, _ := filepath.Abs(cfg.StateDir); abs != real {
 			linkDir = filepath.Clean(abs)
@@ -127,14 +128,16 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		if owns {
 			st.Close()
 		}
-		return nil, fmt.Errorf("state dir %s: %w", cfg.StateDir, err)
+		return nil, &store.DirError{Dir: cfg.StateDir, Err: err}
 	}
 	locks, err := newLocker(cfg.StateDir)
 	if err != nil {
 		if owns {
 			st.Close()
 		}
-		return nil, err
+		// The lock dir's path is under the resolved dir: it names the dir as given unless
+		// resolving changed it (a symlink).
+		return nil, &store.DirError{Dir: given, Err: err, Named: cfg.StateDir == given}
 	}
 	e := &Engine{cfg: cfg, store: st, ownsStore: owns, locks: locks, log: cfg.Logger, linkDir: linkDir, conns: map[string]*conn{}}
 	e.log = e.RedactLogger(cfg.Logger) // what the engine words from plugin data may hold an echoed secret
@@ -214,7 +217,6 @@ type Plugin interface {
 	NodePublishVolume(ctx context.Context, r csi.NodePublishVolumeRequest) error
 	NodeUnpublishVolume(ctx context.Context, r csi.NodeUnpublishVolumeRequest) error
 	NodeExpandVolume(ctx context.Context, r csi.NodeExpandVolumeRequest) (int64, error)
-	NodeGetVolumeStats(ctx context.Context, r csi.NodeGetVolumeStatsRequest) (csi.VolumeStats, error)
 	Close() error
 }
 

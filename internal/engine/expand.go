@@ -18,9 +18,7 @@ import (
 // the volume is staged or published here, at the next publish where it is not, and one that
 // failed or was cut short is sent again by the same expand run again or by reconcile.
 func (e *Engine) ExpandVolume(ctx context.Context, volumeID string, size, limit int64) (VolumeInfo, error) {
-	fail := func(err error) (VolumeInfo, error) {
-		return VolumeInfo{}, fmt.Errorf("expand volume %q: %w", volumeID, err)
-	}
+	fail := failVolume("expand", volumeID)
 	v, c, unlock, err := e.lockedVolume(ctx, volumeID)
 	if err != nil {
 		return fail(err)
@@ -39,9 +37,7 @@ func currentSize(v store.Volume) int64 {
 
 // expandLocked is ExpandVolume with the volume lock held and the plugin connected.
 func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size, limit int64) (VolumeInfo, error) {
-	fail := func(err error) (VolumeInfo, error) {
-		return VolumeInfo{}, fmt.Errorf("expand volume %q: %w", v.ID, err)
-	}
+	fail := failVolume("expand", v.ID)
 	if v.State != store.VolumeReady {
 		return fail(conflictf("volume %q is %s", v.ID, v.State))
 	}
@@ -87,15 +83,11 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 
 	newSize, nodeRequired := size, node
 	if ctrl {
-		var resp csi.ControllerExpandVolumeResponse
-		err := e.withController(ctx, c, func(ctx context.Context) error {
-			return e.retry(ctx, c, csi.RPCControllerExpandVolume, func(ctx context.Context) error {
-				var err error
-				resp, err = c.client.ControllerExpandVolume(ctx, csi.ControllerExpandVolumeRequest{
+		resp, _, err := controllerAnswer(ctx, e, c, csi.RPCControllerExpandVolume,
+			func(ctx context.Context) (csi.ControllerExpandVolumeResponse, error) {
+				return c.client.ControllerExpandVolume(ctx, csi.ControllerExpandVolumeRequest{
 					VolumeID: v.ExternalID, CapacityMin: size, CapacityMax: limit, Secrets: v.Secrets})
-				return err
 			})
-		})
 		if err != nil {
 			return fail(err)
 		}

@@ -192,18 +192,9 @@ func (e *Engine) releaseGroupClaims(ctx context.Context, group string, match fun
 func (e *Engine) Groups(ctx context.Context, name string) ([]GroupInfo, error) {
 	var out []GroupInfo
 	err := e.store.View(ctx, func(tx *store.Tx) error {
-		var groups []store.Group
-		if name != "" {
-			g, err := tx.Groups().Get(name)
-			if err != nil {
-				return err
-			}
-			groups = []store.Group{g}
-		} else {
-			var err error
-			if groups, err = tx.Groups().List(); err != nil {
-				return err
-			}
+		groups, err := oneOrAll(name, tx.Groups().Get, tx.Groups().List)
+		if err != nil {
+			return err
 		}
 		claims, err := tx.Claims().ListAll()
 		if err != nil {

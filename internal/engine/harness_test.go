@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -118,6 +119,53 @@ func (h *harness) release(vol, alloc string) {
 	}
 }
 
+// lockVolume holds a volume's lock, as another volctl process's operation on it would, until
+// the returned unlock.
+func (h *harness) lockVolume(vol string) (unlock func()) {
+	h.t.Helper()
+	unlock, err := h.e.locks.volume(h.ctx, vol)
+	if err != nil {
+		h.t.Fatalf("lock volume %q: %v", vol, err)
+	}
+	return unlock
+}
+
+// claimWhileLocked claims with the volume's lock held by another operation: the claim starts,
+// waiting returns once the claim waits for the lock (it may read done to fail early), then the
+// lock is let go and the claim must succeed.
+func (h *harness) claimWhileLocked(ctx context.Context, req ClaimRequest, waiting func(done <-chan error)) {
+	h.t.Helper()
+	unlock := h.lockVolume(req.VolumeID)
+	done := make(chan error, 1)
+	go func() { _, err := h.e.Claim(ctx, req); done <- err }()
+	waiting(done)
+	unlock()
+	if err := <-done; err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// whenWaitingForLock returns ctx with a progress watcher that closes waiting once the operation
+// run with it says it waits for the volume's lock.
+func whenWaitingForLock(ctx context.Context, vol string) (_ context.Context, waiting <-chan struct{}) {
+	ch := make(chan struct{})
+	var once sync.Once
+	return WithProgress(ctx, func(step string) {
+		if step == fmt.Sprintf("waiting for the lock on volume %q (another volctl is working on it)", vol) {
+			once.Do(func() { close(ch) })
+		}
+	}), ch
+}
+
+// update writes to the store directly, as an older volctl or an interrupted command would have
+// left it; an error fails the test.
+func (h *harness) update(fn func(tx *store.Tx) error) {
+	h.t.Helper()
+	if err := h.e.store.Update(h.ctx, fn); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 // liveClaims returns the store's live claims of a volume.
 func (h *harness) liveClaims(vol string) []store.Claim {
 	h.t.Helper()
@@ -205,16 +253,11 @@ func (f *fakeMounts) reset() {
 // pluginVolumeCount asks the plugin itself how many volumes it has.
 func (h *harness) pluginVolumeCount() int {
 	h.t.Helper()
-	c, err := csi.New(csi.Config{ControllerSocket: h.socket})
+	ids, err := csitest.VolumeIDs(h.ctx, h.socket, "")
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	defer c.Close()
-	resp, err := c.ListVolumes(h.ctx, csi.ListVolumesRequest{})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return len(resp.Entries)
+	return len(ids)
 }
 
 // pluginCreate sends CreateVolume to the plugin directly, as a volctl that died would have.

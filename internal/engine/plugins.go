@@ -246,13 +246,8 @@ func (e *Engine) PluginEvent(ctx context.Context, pluginID, kind, message string
 func (e *Engine) PluginStatus(ctx context.Context, id string) ([]PluginInfo, error) {
 	var plugins []store.Plugin
 	err := e.store.View(ctx, func(tx *store.Tx) error {
-		if id != "" {
-			p, err := tx.Plugins().Get(id)
-			plugins = []store.Plugin{p}
-			return err
-		}
 		var err error
-		plugins, err = tx.Plugins().List()
+		plugins, err = oneOrAll(id, tx.Plugins().Get, tx.Plugins().List)
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
@@ -443,18 +438,9 @@ func listSome[T any](items []T, max int, show func(T) string) string {
 func (e *Engine) pluginInfos(ctx context.Context, id string, live map[string]reading) ([]PluginInfo, error) {
 	var out []PluginInfo
 	err := e.store.View(ctx, func(tx *store.Tx) error {
-		var plugins []store.Plugin
-		if id != "" {
-			p, err := tx.Plugins().Get(id)
-			if err != nil {
-				return err
-			}
-			plugins = []store.Plugin{p}
-		} else {
-			var err error
-			if plugins, err = tx.Plugins().List(); err != nil {
-				return err
-			}
+		plugins, err := oneOrAll(id, tx.Plugins().Get, tx.Plugins().List)
+		if err != nil {
+			return err
 		}
 		for _, p := range plugins {
 			n, err := tx.Volumes().CountByPlugin(p.ID)

@@ -46,17 +46,8 @@ func TestProgressReportsRPCsRetriesAndLockWaits(t *testing.T) {
 	}
 
 	// Another operation holds the volume's lock: the release says it is waiting for it.
-	unlock, err := h.e.locks.volume(h.ctx, "v")
-	if err != nil {
-		t.Fatal(err)
-	}
-	waiting := make(chan struct{})
-	var once sync.Once
-	ctx = WithProgress(h.ctx, func(step string) {
-		if step == `waiting for the lock on volume "v" (another volctl is working on it)` {
-			once.Do(func() { close(waiting) })
-		}
-	})
+	unlock := h.lockVolume("v")
+	ctx, waiting := whenWaitingForLock(h.ctx, "v")
 	done := make(chan error, 1)
 	go func() { _, err := h.e.Release(ctx, "v", "a"); done <- err }()
 	select {

@@ -14,8 +14,10 @@ import (
 // NodePublishVolume -> published, each RPC only when the plugin's capabilities call for it.
 // Before each RPC, everything it depends on is committed: the claim's state, and the intent the
 // RPC may leave behind (a controller publication, a staging), so that whatever happens to this
-// process, the release path knows what to undo. The caller holds the volume lock.
-func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store.Claim, ld *loaded) error {
+// process, the release path knows what to undo. The caller holds the volume lock. onPublished
+// are events to record in the commit that records the claim published (a restore's), not in one
+// of their own.
+func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store.Claim, ld *loaded, onPublished ...*store.Event) error {
 	p, err := e.newCheckpoint(ctx, cl, ld)
 	if err != nil {
 		return err
@@ -36,6 +38,9 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 				err = e.nodePublish(ctx, c, v, p)
 			}
 		case store.ClaimPublished:
+			for _, ev := range onPublished {
+				p.event(ev)
+			}
 			if err := p.flush(ctx, "claim"); err != nil {
 				return err
 			}
@@ -103,13 +108,8 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 			ReadOnly: cl.AccessMode.ReaderOnly() && c.fp.Capabilities.Controller.PublishReadonly,
 			Secrets:  v.Secrets, VolumeContext: v.Context,
 		}
-		var pc map[string]string
-		err := e.withController(ctx, c, func(ctx context.Context) error {
-			return e.retry(ctx, c, csi.RPCControllerPublishVolume, func(ctx context.Context) error {
-				var err error
-				pc, err = c.client.ControllerPublishVolume(ctx, req)
-				return err
-			})
+		pc, _, err := controllerAnswer(ctx, e, c, csi.RPCControllerPublishVolume, func(ctx context.Context) (map[string]string, error) {
+			return c.client.ControllerPublishVolume(ctx, req)
 		})
 		if err != nil {
 			return err

@@ -491,14 +491,32 @@ func (e *Engine) restoreLocked(ctx context.Context, claimID int64, stagingLost b
 	// of any class frees it (drive never rolls a degraded claim back), even after a crash. It
 	// comes before connecting: a plugin not back yet after a reboot (or another driver on its
 	// socket) fails the restore as surely as an RPC does, and the claim must show it.
-	err = e.store.Update(ctx, func(tx *store.Tx) error {
+	//
+	// It is a progress commit, as are the ones publish makes after it: all of it is node-local,
+	// about mounts a power loss takes away. A power loss that undoes it (with or without the
+	// commits after it: they reach the disk in order) leaves the claim published with its
+	// target unmounted, or node-staged and degraded, and its staging as listed or marked
+	// unstaged: states a crash of volctl leaves too, which the next pass restores or re-drives.
+	// Its transaction also reads the staging row for publish.
+	ld := &loaded{staging: store.Staging{VolumeID: v.ID}}
+	err = e.store.UpdateProgress(ctx, func(tx *store.Tx) error {
 		cl.State, cl.Degraded = store.ClaimNodeStaged, true
 		if stagingLost {
 			if err := unstageLost(tx, v.ID, mounted); err != nil {
 				return err
 			}
 		}
-		return tx.Claims().Update(&cl)
+		if err := tx.Claims().Update(&cl); err != nil {
+			return err
+		}
+		st, err := tx.Stagings().Get(v.ID)
+		switch {
+		case err == nil:
+			ld.staging, ld.hasStaging = st, true
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -512,12 +530,13 @@ func (e *Engine) restoreLocked(ctx context.Context, claimID int64, stagingLost b
 		}
 		return err
 	}
-	if err := e.publish(ctx, c, v, &cl, nil); err != nil {
+	// The restore's event rides in the commit that records the claim published.
+	restored := &store.Event{Kind: "restore", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
+		Message: fmt.Sprintf("restored the mount at %s", cl.TargetPath)}
+	if err := e.publish(ctx, c, v, &cl, ld, restored); err != nil {
 		e.markForReconcile(ctx, &cl, lastRPC(err), err)
 		return err
 	}
-	e.event(ctx, &store.Event{Kind: "restore", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
-		Message: fmt.Sprintf("restored the mount at %s", cl.TargetPath)})
 	return nil
 }
 

@@ -20,3 +20,16 @@ func (e *Engine) RecordedSnapshots(ctx context.Context, pluginID string) ([]Snap
 	})
 	return out, err
 }
+
+// oneOrAll reads the one record named key, or every record when key is empty: the shape of the
+// commands that show one thing or all of them (groups, plugins, snapshots by plugin).
+func oneOrAll[T any](key string, get func(string) (T, error), list func() ([]T, error)) ([]T, error) {
+	if key == "" {
+		return list()
+	}
+	v, err := get(key)
+	if err != nil {
+		return nil, err
+	}
+	return []T{v}, nil
+}

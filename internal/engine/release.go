@@ -119,11 +119,9 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 			if nodeID == "" {
 				nodeID = c.fp.NodeID
 			}
-			err := e.withController(ctx, c, func(ctx context.Context) error {
-				return e.retry(ctx, c, csi.RPCControllerUnpublishVolume, func(ctx context.Context) error {
-					return c.client.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{
-						VolumeID: v.ExternalID, NodeID: nodeID, Secrets: v.Secrets})
-				})
+			err := e.controllerCall(ctx, c, csi.RPCControllerUnpublishVolume, func(ctx context.Context) error {
+				return c.client.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{
+					VolumeID: v.ExternalID, NodeID: nodeID, Secrets: v.Secrets})
 			})
 			if err != nil && !csi.IsIgnorable(err) {
 				return err

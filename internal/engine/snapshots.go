@@ -126,18 +126,9 @@ func (e *Engine) CreateSnapshot(ctx context.Context, volumeID, name string, para
 // CreateSnapshot ever sent means nothing was made, and the intent is forgotten; any other
 // failure keeps it for reconcile. The caller holds the source volume's lock.
 func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.SnapshotCreate, replay bool) (store.Snapshot, csi.Snapshot, error) {
-	var (
-		snap csi.Snapshot
-		sent int
-	)
-	err := e.withController(ctx, c, func(ctx context.Context) error {
-		return e.retry(ctx, c, csi.RPCCreateSnapshot, func(ctx context.Context) error {
-			var err error
-			sent++
-			snap, err = c.client.CreateSnapshot(ctx, csi.CreateSnapshotRequest{
-				SourceVolumeID: intent.SourceExternalID, Name: intent.Name, Secrets: intent.Secrets, Parameters: intent.Parameters})
-			return err
-		})
+	snap, sent, err := controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, func(ctx context.Context) (csi.Snapshot, error) {
+		return c.client.CreateSnapshot(ctx, csi.CreateSnapshotRequest{
+			SourceVolumeID: intent.SourceExternalID, Name: intent.Name, Secrets: intent.Secrets, Parameters: intent.Parameters})
 	})
 	failpoint("rpc:CreateSnapshot")
 	if err != nil {
@@ -309,10 +300,8 @@ func (e *Engine) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string
 			}
 		}
 	}
-	err = e.withController(ctx, c, func(ctx context.Context) error {
-		return e.retry(ctx, c, csi.RPCDeleteSnapshot, func(ctx context.Context) error {
-			return c.client.DeleteSnapshot(ctx, csi.DeleteSnapshotRequest{SnapshotID: snapshotID, Secrets: secrets})
-		})
+	err = e.controllerCall(ctx, c, csi.RPCDeleteSnapshot, func(ctx context.Context) error {
+		return c.client.DeleteSnapshot(ctx, csi.DeleteSnapshotRequest{SnapshotID: snapshotID, Secrets: secrets})
 	})
 	if err != nil && !csi.IsIgnorable(err) {
 		return fail(err)
@@ -434,13 +423,7 @@ func (e *Engine) ListSnapshots(ctx context.Context, pluginID string, secrets spe
 	)
 	err := e.store.View(ctx, func(tx *store.Tx) error {
 		var err error
-		if pluginID != "" {
-			p, err := tx.Plugins().Get(pluginID)
-			if err != nil {
-				return err
-			}
-			plugins = []store.Plugin{p}
-		} else if plugins, err = tx.Plugins().List(); err != nil {
+		if plugins, err = oneOrAll(pluginID, tx.Plugins().Get, tx.Plugins().List); err != nil {
 			return err
 		}
 		if records, err = tx.Snapshots().List(pluginID); err != nil {

@@ -301,10 +301,7 @@ func TestSnapshotOfUnknownOrBusyVolume(t *testing.T) {
 		t.Errorf("unknown volume: err = %v, want not found", err)
 	}
 	// A snapshot waits for the volume's lock like every other operation on it.
-	unlock, err := h.e.locks.volume(h.ctx, "db")
-	if err != nil {
-		t.Fatal(err)
-	}
+	unlock := h.lockVolume("db")
 	defer unlock()
 	ctx, cancel := context.WithCancel(h.ctx)
 	cancel()

@@ -116,13 +116,11 @@ func TestNodeHalfAloneOfAControllerPlugin(t *testing.T) {
 	}
 
 	// Recorded anyway (by an older volctl, or before the controller half was deregistered).
-	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error {
+	h.update(func(tx *store.Tx) error {
 		v := store.VolumeFromSpec(sv)
 		v.State = store.VolumeReady
 		return tx.Volumes().Insert(&v)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	_, err = h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "controller") {
 		t.Fatalf("claim with no controller to attach the volume = %v; want ErrInvalid naming the missing controller", err)

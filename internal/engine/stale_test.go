@@ -25,10 +25,7 @@ import (
 func TestCancelledLockWaitLeavesAClaimThatMovedOn(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
-	unlock, err := h.e.locks.volume(h.ctx, "v")
-	if err != nil {
-		t.Fatal(err)
-	}
+	unlock := h.lockVolume("v")
 	defer func() {
 		if unlock != nil {
 			unlock()
@@ -85,10 +82,7 @@ func TestCancelledLockWaitLeavesAClaimThatMovedOn(t *testing.T) {
 func TestCancelledLockWaitRecordsTheFailure(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
-	unlock, err := h.e.locks.volume(h.ctx, "v")
-	if err != nil {
-		t.Fatal(err)
-	}
+	unlock := h.lockVolume("v")
 	ctx, cancel := context.WithTimeout(h.ctx, 300*time.Millisecond)
 	defer cancel()
 	if _, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil {
@@ -121,16 +115,14 @@ func TestReconcileKeepsAReleaseBegunAfterItsList(t *testing.T) {
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 	// A published claim flagged for reconcile (a volume_mount that failed to bind, say).
-	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error {
+	h.update(func(tx *store.Tx) error {
 		cl, err := tx.Claims().Find("v", "a")
 		if err != nil {
 			return err
 		}
 		cl.NeedsReconcile = true
 		return tx.Claims().Update(&cl)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	h.faults.FailAlways(csi.RPCNodeUnstageVolume, codes.Unavailable)
 	inner := h.mounts
 	releasedOnce := false
@@ -190,16 +182,14 @@ func TestRollbackIsCommittedBeforeItsFirstRPC(t *testing.T) {
 // claims (or a group run again) leaves it.
 func setGroupState(t *testing.T, h *harness, name string, state store.GroupState) {
 	t.Helper()
-	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error {
+	h.update(func(tx *store.Tx) error {
 		g, err := tx.Groups().Get(name)
 		if err != nil {
 			return err
 		}
 		g.State = state
 		return tx.Groups().Put(&g)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 }
 
 // Reconcile releases the claims of a stopped group as it read the groups at the start of the

@@ -152,12 +152,6 @@ func claimInfo(c store.Claim) ClaimInfo {
 	return out
 }
 
-func pastClaimInfo(p store.PastClaim) ClaimInfo {
-	out := claimInfo(p.Claim)
-	out.FreedAt, out.Outcome = p.FreedAt, string(p.Outcome)
-	return out
-}
-
 // EventInfo is one entry of the event log.
 type EventInfo struct {
 	ID       int64     `json:"id"`

@@ -42,9 +42,7 @@ func csiName(namespace, id string) string {
 // between is healed by sending CreateVolume again with the same name — by the next create of
 // the same spec or by reconcile — never by creating a second volume.
 func (e *Engine) CreateVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, error) {
-	fail := func(err error) (VolumeInfo, error) {
-		return VolumeInfo{}, fmt.Errorf("create volume %q: %w", sv.ID, err)
-	}
+	fail := failVolume("create", sv.ID)
 	c, unlock, err := e.lockSpecVolume(ctx, &sv)
 	if err != nil {
 		return fail(err)
@@ -140,17 +138,8 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		Capabilities: volumeCapabilities(v.Spec()), Parameters: v.Parameters, Secrets: v.Secrets,
 		SnapshotID: v.SnapshotID, CloneID: v.CloneID, TopologyRequest: v.TopologyRequest,
 	}
-	var (
-		created csi.Volume
-		sent    int
-	)
-	err := e.withController(ctx, c, func(ctx context.Context) error {
-		return e.retry(ctx, c, csi.RPCCreateVolume, func(ctx context.Context) error {
-			var err error
-			sent++
-			created, err = c.client.CreateVolume(ctx, req)
-			return err
-		})
+	created, sent, err := controllerAnswer(ctx, e, c, csi.RPCCreateVolume, func(ctx context.Context) (csi.Volume, error) {
+		return c.client.CreateVolume(ctx, req)
 	})
 	failpoint("rpc:CreateVolume")
 	if err != nil {
@@ -244,6 +233,25 @@ func (e *Engine) withController(ctx context.Context, c *conn, fn func(context.Co
 	}
 	defer unlock()
 	return fn(ctx)
+}
+
+// controllerCall sends a controller RPC, with retries (retry), holding the plugin's controller
+// lock (withController).
+func (e *Engine) controllerCall(ctx context.Context, c *conn, rpc string, call func(context.Context) error) error {
+	return e.withController(ctx, c, func(ctx context.Context) error { return e.retry(ctx, c, rpc, call) })
+}
+
+// controllerAnswer is controllerCall for an RPC whose answer is wanted: the last answer (kept
+// even with an error: a plugin may answer and fail), and how many times the RPC was sent.
+func controllerAnswer[T any](ctx context.Context, e *Engine, c *conn, rpc string,
+	call func(context.Context) (T, error)) (answer T, sent int, err error) {
+	err = e.controllerCall(ctx, c, rpc, func(ctx context.Context) error {
+		var err error
+		sent++
+		answer, err = call(ctx)
+		return err
+	})
+	return answer, sent, err
 }
 
 // volumeCapabilities are the spec's capabilities as CSI requests them, each with the volume's

@@ -83,10 +83,8 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		return fmt.Errorf("undoing the attachment left by its last claim: %w (the volume is marked deleting; run the delete again or `volctl reconcile`)", err)
 	}
 	if v.ExternalID != "" {
-		err := e.withController(ctx, c, func(ctx context.Context) error {
-			return e.retry(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
-				return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: v.ExternalID, Secrets: v.Secrets})
-			})
+		err := e.controllerCall(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
+			return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: v.ExternalID, Secrets: v.Secrets})
 		})
 		if err != nil && !csi.IsIgnorable(err) {
 			if csi.IsFailedPrecondition(err) {

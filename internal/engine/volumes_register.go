@@ -19,9 +19,7 @@ import (
 // updates it by Nomad's rules: name, external_id, plugin_id, parameters and topology cannot
 // change, capacity can only grow, and an empty context keeps the stored one.
 func (e *Engine) RegisterVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, error) {
-	fail := func(err error) (VolumeInfo, error) {
-		return VolumeInfo{}, fmt.Errorf("register volume %q: %w", sv.ID, err)
-	}
+	fail := failVolume("register", sv.ID)
 	c, unlock, err := e.lockSpecVolume(ctx, &sv)
 	if err != nil {
 		return fail(err)
@@ -248,6 +246,13 @@ func mergeRegistered(old store.Volume, sv spec.Volume) store.Volume {
 		v.RequestedMax = sv.CapacityMax
 	}
 	return v
+}
+
+// failVolume is how a command on one volume fails: the error, prefixed with what it was doing.
+func failVolume(doing, id string) func(error) (VolumeInfo, error) {
+	return func(err error) (VolumeInfo, error) {
+		return VolumeInfo{}, fmt.Errorf("%s volume %q: %w", doing, id, err)
+	}
 }
 
 // lockSpecVolume begins RegisterVolume and CreateVolume: it fills in sv's default namespace,

@@ -86,25 +86,15 @@ func (p *Plugin) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 		capacity = limit
 	}
 	var copyFrom string
-	switch {
-	case srcSnap != nil:
-		sn, ok := p.state.Snapshots[srcSnap.GetSnapshotId()]
+	if srcSnap != nil || srcVol != nil {
+		kind, id, size, dir, ok := p.contentSource(srcSnap, srcVol)
 		if !ok {
-			return nil, notFound("volume %q: source snapshot %q not found", name, srcSnap.GetSnapshotId())
+			return nil, notFound("volume %q: source %s %q not found", name, kind, id)
 		}
-		if capacity, err = sizeFromSource(name, "snapshot", sn.ID, sn.Size, capacity, limit); err != nil {
+		if capacity, err = sizeFromSource(name, kind, id, size, capacity, limit); err != nil {
 			return nil, err
 		}
-		copyFrom = p.snapshotPath(sn.ID)
-	case srcVol != nil:
-		src, ok := p.state.Volumes[srcVol.GetVolumeId()]
-		if !ok {
-			return nil, notFound("volume %q: source volume %q not found", name, srcVol.GetVolumeId())
-		}
-		if capacity, err = sizeFromSource(name, "volume", src.ID, src.Capacity, capacity, limit); err != nil {
-			return nil, err
-		}
-		copyFrom = p.volumePath(src.ID)
+		copyFrom = dir
 	}
 
 	v := &volume{
@@ -135,6 +125,23 @@ func (p *Plugin) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 		return nil, internal("volume %q: %v", name, err)
 	}
 	return &csi.CreateVolumeResponse{Volume: p.csiVolume(v)}, nil
+}
+
+// contentSource looks up what a new volume copies, the snapshot if one is named, else the
+// volume: its kind and ID, and when it exists (ok) its size and directory. p.mu is held.
+func (p *Plugin) contentSource(snap *csi.VolumeContentSource_SnapshotSource, vol *csi.VolumeContentSource_VolumeSource) (kind, id string, size int64, dir string, ok bool) {
+	if snap != nil {
+		sn, ok := p.state.Snapshots[snap.GetSnapshotId()]
+		if !ok {
+			return "snapshot", snap.GetSnapshotId(), 0, "", false
+		}
+		return "snapshot", sn.ID, sn.Size, p.snapshotPath(sn.ID), true
+	}
+	v, ok := p.state.Volumes[vol.GetVolumeId()]
+	if !ok {
+		return "volume", vol.GetVolumeId(), 0, "", false
+	}
+	return "volume", v.ID, v.Capacity, p.volumePath(v.ID), true
 }
 
 // sizeFromSource is the size of a volume copied from a source of srcSize bytes: never smaller

@@ -187,13 +187,3 @@ func (p *Plugin) VolumePath(id string) (string, bool) {
 	}
 	return p.volumePath(id), true
 }
-
-// SnapshotPath returns the directory holding snapshot id's copy, and false for an unknown one.
-func (p *Plugin) SnapshotPath(id string) (string, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, ok := p.state.Snapshots[id]; !ok {
-		return "", false
-	}
-	return p.snapshotPath(id), true
-}

@@ -190,17 +190,3 @@ func (p *Plugin) Serve(ctx context.Context, lis net.Listener) error {
 	p.log.Info("stopped", "plugin", PluginName, "address", lis.Addr().String())
 	return nil
 }
-
-// ListenAndServe listens on endpoint (a path or unix://PATH) as Listen does and serves until ctx
-// is done. The socket is gone when it returns.
-func (p *Plugin) ListenAndServe(ctx context.Context, endpoint string) error {
-	path, err := ParseEndpoint(endpoint)
-	if err != nil {
-		return fmt.Errorf("hostpath: %w", err)
-	}
-	lis, err := Listen(path)
-	if err != nil {
-		return fmt.Errorf("hostpath: %w", err)
-	}
-	return p.Serve(ctx, lis)
-}

@@ -1,6 +1,7 @@
 package hostpath
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,13 @@ type state struct {
 	Version   int                  `json:"version"`
 	Volumes   map[string]*volume   `json:"volumes"`
 	Snapshots map[string]*snapshot `json:"snapshots"`
+
+	// onDisk holds, by volume ID, the bytes of each volume record known to be on disk durably:
+	// written by saveVolume (the temp file fsynced, renamed, the directory fsynced) or read by
+	// loadState (which fsyncs the directory after reading). saveVolume does not write a record
+	// whose bytes are these again (see saveVolume). A volume whose last write failed has no
+	// entry, so its next save writes.
+	onDisk map[string][]byte
 }
 
 // volume is one directory under Root/volumes and what the orchestrator did with it.
@@ -74,7 +82,7 @@ type snapshot struct {
 }
 
 func newState() *state {
-	return &state{Version: stateVersion, Volumes: map[string]*volume{}, Snapshots: map[string]*snapshot{}}
+	return &state{Version: stateVersion, Volumes: map[string]*volume{}, Snapshots: map[string]*snapshot{}, onDisk: map[string][]byte{}}
 }
 
 // The metadata layout under Root.
@@ -101,27 +109,55 @@ func loadState(root string) (*state, error) {
 	case strings.TrimSpace(string(b)) != strconv.Itoa(stateVersion):
 		return nil, fmt.Errorf("reading state %q: version %s, this volctl reads version %d", meta, strings.TrimSpace(string(b)), stateVersion)
 	}
-	if err := loadDir(filepath.Join(meta, "volumes"), isVolumeID, func(id string, b []byte) error {
-		v := &volume{}
-		if err := json.Unmarshal(b, v); err != nil || v.ID != id {
-			return fmt.Errorf("malformed volume entry %q", id)
-		}
-		st.Volumes[id] = v
-		return nil
-	}); err != nil {
+	volumes := filepath.Join(meta, "volumes")
+	if err := loadEntries(volumes, "volume", st.Volumes, st.onDisk, isVolumeID, func(v *volume) string { return v.ID }); err != nil {
 		return nil, err
 	}
-	if err := loadDir(filepath.Join(meta, "snapshots"), isSnapshotID, func(id string, b []byte) error {
-		sn := &snapshot{}
-		if err := json.Unmarshal(b, sn); err != nil || sn.ID != id {
-			return fmt.Errorf("malformed snapshot entry %q", id)
+	if len(st.onDisk) > 0 {
+		// Every record was written by saveObject, its content fsynced before its rename; a
+		// writer that died between the rename and the directory's fsync may have left the
+		// rename alone not durable. This fsync makes the records read here durable as read, so
+		// onDisk may say so.
+		if err := syncDir(volumes); err != nil {
+			return nil, fmt.Errorf("reading state: %w", err)
 		}
-		st.Snapshots[id] = sn
-		return nil
-	}); err != nil {
+	}
+	if err := loadEntries(filepath.Join(meta, "snapshots"), "snapshot", st.Snapshots, nil, isSnapshotID, func(sn *snapshot) string { return sn.ID }); err != nil {
 		return nil, err
 	}
 	return st, nil
+}
+
+// adoptEntries takes the entries of one kind from a legacy state file at path into into, each
+// saved in a file of its own; a nil entry, or one under another ID or an invalid one, is malformed.
+func adoptEntries[T any](path, kind string, old, into map[string]*T, isID func(string) bool, idOf func(*T) string, save func(id string) error) error {
+	for id, e := range old {
+		if e == nil || idOf(e) != id || !isID(id) {
+			return fmt.Errorf("reading state %q: malformed %s entry %q", path, kind, id)
+		}
+		into[id] = e
+		if err := save(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadEntries reads each entry of dir, the JSON of one T whose ID (idOf) is its file name, into
+// into, and its bytes as read into raw unless raw is nil; an entry that does not decode, or
+// names another ID, is a malformed kind entry.
+func loadEntries[T any](dir, kind string, into map[string]*T, raw map[string][]byte, isID func(string) bool, idOf func(*T) string) error {
+	return loadDir(dir, isID, func(id string, b []byte) error {
+		e := new(T)
+		if err := json.Unmarshal(b, e); err != nil || idOf(e) != id {
+			return fmt.Errorf("malformed %s entry %q", kind, id)
+		}
+		into[id] = e
+		if raw != nil {
+			raw[id] = b
+		}
+		return nil
+	})
 }
 
 // loadLegacy migrates a version 1 state.json: every object is written to its own file, then the
@@ -146,23 +182,13 @@ func (s *state) loadLegacy(root string) error {
 	if old.Version != 1 {
 		return fmt.Errorf("reading state %q: version %d, this volctl reads version %d", path, old.Version, stateVersion)
 	}
-	for id, v := range old.Volumes {
-		if v == nil || v.ID != id || !isVolumeID(id) {
-			return fmt.Errorf("reading state %q: malformed volume entry %q", path, id)
-		}
-		s.Volumes[id] = v
-		if err := s.saveVolume(root, id); err != nil {
-			return err
-		}
+	if err := adoptEntries(path, "volume", old.Volumes, s.Volumes, isVolumeID, func(v *volume) string { return v.ID },
+		func(id string) error { return s.saveVolume(root, id) }); err != nil {
+		return err
 	}
-	for id, sn := range old.Snapshots {
-		if sn == nil || sn.ID != id || !isSnapshotID(id) {
-			return fmt.Errorf("reading state %q: malformed snapshot entry %q", path, id)
-		}
-		s.Snapshots[id] = sn
-		if err := s.saveSnapshot(root, id); err != nil {
-			return err
-		}
+	if err := adoptEntries(path, "snapshot", old.Snapshots, s.Snapshots, isSnapshotID, func(sn *snapshot) string { return sn.ID },
+		func(id string) error { return s.saveSnapshot(root, id) }); err != nil {
+		return err
 	}
 	if err := os.Remove(path); err != nil {
 		return fmt.Errorf("migrating state: %w", err)
@@ -199,31 +225,55 @@ func loadDir(dir string, valid func(string) bool, add func(id string, b []byte) 
 }
 
 // saveVolume writes one volume's record, or removes it when the volume is gone from s.
+//
+// A record whose bytes are those onDisk holds for it is not written again: the disk holds
+// exactly them, durably, so the write would change nothing there, and a crash or power loss
+// right after leaves the same record either way. This is what restoring mounts after a reboot
+// asks for: NodeStageVolume and NodePublishVolume of the staging path and targets the records
+// already name, each of which used to rewrite and fsync an unchanged record under the
+// plugin's one lock.
 func (s *state) saveVolume(root, id string) error {
-	var obj any
-	if v := s.Volumes[id]; v != nil {
-		obj = v
+	v := s.Volumes[id]
+	if v == nil {
+		delete(s.onDisk, id)
+		return saveObject(root, "volumes", id, nil)
 	}
-	return saveObject(root, "volumes", id, obj)
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("saving state: %w", err)
+	}
+	if old, ok := s.onDisk[id]; ok && bytes.Equal(old, b) {
+		return nil
+	}
+	delete(s.onDisk, id) // until the write is known to be durable
+	if err := saveObject(root, "volumes", id, b); err != nil {
+		return err
+	}
+	s.onDisk[id] = b
+	return nil
 }
 
 // saveSnapshot writes one snapshot's record, or removes it when the snapshot is gone from s.
 func (s *state) saveSnapshot(root, id string) error {
-	var obj any
-	if sn := s.Snapshots[id]; sn != nil {
-		obj = sn
+	sn := s.Snapshots[id]
+	if sn == nil {
+		return saveObject(root, "snapshots", id, nil)
 	}
-	return saveObject(root, "snapshots", id, obj)
+	b, err := json.Marshal(sn)
+	if err != nil {
+		return fmt.Errorf("saving state: %w", err)
+	}
+	return saveObject(root, "snapshots", id, b)
 }
 
-// saveObject writes meta/KIND/ID.json atomically — a temp file in the same directory, fsynced,
-// renamed over the old one, and the directory fsynced, so a crash leaves either the old or the
-// new record — or removes it when obj is nil.
-func saveObject(root, kind, id string, obj any) error {
+// saveObject writes b to meta/KIND/ID.json atomically — a temp file in the same directory,
+// fsynced, renamed over the old one, and the directory fsynced, so a crash leaves either the old
+// or the new record — or removes it when b is nil.
+func saveObject(root, kind, id string, b []byte) error {
 	meta := filepath.Join(root, metaDir)
 	dir := filepath.Join(meta, kind)
 	path := filepath.Join(dir, id+".json")
-	if obj == nil {
+	if b == nil {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("saving state: %w", err)
 		}
@@ -231,10 +281,6 @@ func saveObject(root, kind, id string, obj any) error {
 	}
 	if err := ensureMetaDir(meta, dir); err != nil {
 		return err
-	}
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return fmt.Errorf("saving state: %w", err)
 	}
 	f, err := os.CreateTemp(dir, ".tmp-*.json")
 	if err != nil {

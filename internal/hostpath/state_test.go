@@ -1,6 +1,7 @@
 package hostpath
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -85,5 +86,54 @@ func TestLegacyStateIsMigrated(t *testing.T) {
 	}
 	if _, err := loadState(root); err == nil {
 		t.Fatal("a malformed record name was accepted")
+	}
+}
+
+// TestFailedSaveIsWrittenAgain: a record is skipped only when its bytes are the ones known to
+// be on disk. A save that failed, perhaps after its rename, leaves the disk unknown: the next
+// save writes, even when the record is back to what was last written.
+func TestFailedSaveIsWrittenAgain(t *testing.T) {
+	root := t.TempDir()
+	st := newState()
+	st.Volumes[volA] = &volume{ID: volA, Name: "a", Capacity: 1, CreatedAt: time.Unix(1, 0).UTC()}
+	if err := st.saveVolume(root, volA); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, metaDir, "volumes")
+	record := filepath.Join(dir, volA+".json")
+	if err := os.Rename(dir, dir+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, nil, 0o600); err != nil { // no directory to write into
+		t.Fatal(err)
+	}
+	st.Volumes[volA].Capacity = 2
+	if err := st.saveVolume(root, volA); err == nil {
+		t.Fatal("saving into a missing directory succeeded")
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dir+".away", dir); err != nil {
+		t.Fatal(err)
+	}
+	// As if that save's rename had happened before its failure: the disk has the new record.
+	b, err := json.Marshal(st.Volumes[volA])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(record, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st.Volumes[volA].Capacity = 1 // the RPC's undo
+	if err := st.saveVolume(root, volA); err != nil {
+		t.Fatal(err)
+	}
+	got, err := loadState(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got.Volumes[volA].Capacity; c != 1 {
+		t.Errorf("record on disk has capacity %d after saving capacity 1: the save after a failed one was skipped", c)
 	}
 }

@@ -22,6 +22,9 @@ func posOf(t *testing.T, src, sub string) (line, col int) {
 	return line, col
 }
 
+// dbEBS is the start of the volume specs below: the lines every one of them needs.
+const dbEBS = "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\n"
+
 // TestHCL1Positions checks that diagnostics from a rewritten HCL1 file point at the line and
 // column the user wrote, start and end.
 func TestHCL1Positions(t *testing.T) {
@@ -34,10 +37,7 @@ func TestHCL1Positions(t *testing.T) {
 	}{
 		{
 			name: "access mode after a one-line nested block",
-			src: `id = "db"
-type = "csi"
-plugin_id = "ebs"
-topology_request {
+			src: dbEBS + `topology_request {
   required {
     topology { segments { rack = "R1" } }
   }
@@ -52,10 +52,7 @@ capability {
 		},
 		{
 			name: "value inside a rewritten segments map",
-			src: `id = "db"
-type = "csi"
-plugin_id = "ebs"
-capability { access_mode = "single-node-writer", attachment_mode = "file-system" }
+			src: dbEBS + `capability { access_mode = "single-node-writer", attachment_mode = "file-system" }
 topology_request {
   required {
     topology { segments { "rack" = "R1", "zone" = "us east" } }
@@ -67,10 +64,7 @@ topology_request {
 		},
 		{
 			name: "second item of a comma-separated one-line block",
-			src: `id = "db"
-type = "csi"
-plugin_id = "ebs"
-capability { access_mode = "single-node-writer", attachment_mode = "fs" }
+			src: dbEBS + `capability { access_mode = "single-node-writer", attachment_mode = "fs" }
 topology_request { required { topology { segments { rack = "R1" } } } }
 `,
 			summary: "Invalid attachment mode",
@@ -78,10 +72,7 @@ topology_request { required { topology { segments { rack = "R1" } } } }
 		},
 		{
 			name: "dotted map key quoted by the rewrite",
-			src: `id = "db"
-type = "csi"
-plugin_id = "ebs"
-capability { access_mode = "single-node-writer", attachment_mode = "file-system" }
+			src: dbEBS + `capability { access_mode = "single-node-writer", attachment_mode = "file-system" }
 topology_request { required { topology { segments { rack.x- = "R1" } } } }
 `,
 			summary: "Invalid topology segment",
@@ -99,10 +90,7 @@ capability { access_mode = "single-node-writer", attachment_mode = "file-system"
 		},
 		{
 			name: "syntax error in a rewritten file",
-			src: `id = "db"
-type = "csi"
-plugin_id = "ebs"
-capability { access_mode = "single-node-writer", attachment_mode = "file-system" }
+			src: dbEBS + `capability { access_mode = "single-node-writer", attachment_mode = "file-system" }
 topology_request { required { topology { segments { rack = "R1" } } } }
 capability {
   access_mode = = "x"

@@ -198,33 +198,25 @@ func (d *decoder) pluginSockets(p *Plugin, b *hcl.Block, attr func(string) *hcl.
 		default:
 			d.missing(b.DefRange, "socket", "A plugin needs a socket: the unix socket path it serves on.")
 		}
-	case PluginController:
-		if attr("node_socket") != nil {
-			notFor("node_socket", "is not used by a controller plugin; a controller serves only the controller service (use type = \"monolith\" for both).")
+	case PluginController, PluginNode:
+		// One service: socket or the service's own socket argument, never the other service's.
+		role, other, serves, dst := "controller", "node_socket", "a controller serves only the controller service", &p.ControllerSocket
+		if p.Type == PluginNode {
+			role, other, serves, dst = "node", "controller_socket", "a node plugin serves only the node service", &p.NodeSocket
+		}
+		own := role + "_socket"
+		if attr(other) != nil {
+			notFor(other, fmt.Sprintf("is not used by a %s plugin; %s (use type = \"monolith\" for both).", role, serves))
 		}
 		switch {
-		case attr("socket") != nil && attr("controller_socket") != nil:
-			notFor("controller_socket", "repeats socket: on a controller plugin, socket is its controller socket. Give one of them.")
+		case attr("socket") != nil && attr(own) != nil:
+			notFor(own, fmt.Sprintf("repeats socket: on a %s plugin, socket is its %s socket. Give one of them.", role, role))
 		case attr("socket") != nil:
-			p.ControllerSocket = sockets["socket"]
-		case attr("controller_socket") != nil:
-			p.ControllerSocket = sockets["controller_socket"]
+			*dst = sockets["socket"]
+		case attr(own) != nil:
+			*dst = sockets[own]
 		default:
-			d.missing(b.DefRange, "controller_socket", "A controller plugin needs its controller socket: socket or controller_socket.")
-		}
-	case PluginNode:
-		if attr("controller_socket") != nil {
-			notFor("controller_socket", "is not used by a node plugin; a node plugin serves only the node service (use type = \"monolith\" for both).")
-		}
-		switch {
-		case attr("socket") != nil && attr("node_socket") != nil:
-			notFor("node_socket", "repeats socket: on a node plugin, socket is its node socket. Give one of them.")
-		case attr("socket") != nil:
-			p.NodeSocket = sockets["socket"]
-		case attr("node_socket") != nil:
-			p.NodeSocket = sockets["node_socket"]
-		default:
-			d.missing(b.DefRange, "node_socket", "A node plugin needs its node socket: socket or node_socket.")
+			d.missing(b.DefRange, own, fmt.Sprintf("A %s plugin needs its %s socket: socket or %s.", role, role, own))
 		}
 	}
 }

@@ -115,12 +115,7 @@ const Redacted = "[REDACTED]"
 type Secrets map[string]string
 
 // String redacts every value.
-func (s Secrets) String() string {
-	if len(s) == 0 {
-		return "map[]"
-	}
-	return Redacted
-}
+func (s Secrets) String() string { return redactUnlessEmpty(len(s), "map[]") }
 
 // GoString redacts every value, for %#v.
 func (s Secrets) GoString() string { return s.String() }
@@ -130,14 +125,11 @@ func (s Secrets) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
 // MarshalJSON keeps the keys, so a reader can see which secrets are set, and redacts the values.
 func (s Secrets) MarshalJSON() ([]byte, error) {
-	if s == nil {
-		return []byte("null"), nil
-	}
 	out := make(map[string]string, len(s))
 	for k := range s {
 		out[k] = Redacted
 	}
-	return json.Marshal(out)
+	return marshalRedacted(s == nil, out)
 }
 
 // Plain returns the raw values. Only the store and internal/csi may call it.
@@ -148,12 +140,7 @@ func (s Secrets) Plain() map[string]string { return map[string]string(s) }
 type MountFlags []string
 
 // String redacts the flags.
-func (f MountFlags) String() string {
-	if len(f) == 0 {
-		return "[]"
-	}
-	return Redacted
-}
+func (f MountFlags) String() string { return redactUnlessEmpty(len(f), "[]") }
 
 // GoString redacts the flags, for %#v.
 func (f MountFlags) GoString() string { return f.String() }
@@ -163,14 +150,28 @@ func (f MountFlags) LogValue() slog.Value { return slog.StringValue(f.String()) 
 
 // MarshalJSON keeps the count and redacts each flag.
 func (f MountFlags) MarshalJSON() ([]byte, error) {
-	if f == nil {
-		return []byte("null"), nil
-	}
 	out := make([]string, len(f))
 	for i := range out {
 		out[i] = Redacted
 	}
-	return json.Marshal(out)
+	return marshalRedacted(f == nil, out)
+}
+
+// redactUnlessEmpty is how a redacting type prints: empty as itself (so an unset value still
+// reads as unset), anything else as Redacted.
+func redactUnlessEmpty(n int, empty string) string {
+	if n == 0 {
+		return empty
+	}
+	return Redacted
+}
+
+// marshalRedacted marshals a redacting type's redacted copy, or null when the value is nil.
+func marshalRedacted(isNil bool, redacted any) ([]byte, error) {
+	if isNil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(redacted)
 }
 
 // Plain returns the raw flags. Only the store and internal/csi may call it.

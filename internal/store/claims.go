@@ -167,13 +167,8 @@ func claimTargets(c *Claim, flags, pctx, binds *sql.NullString, created, updated
 
 func decodeClaim(c *Claim, flags, pctx, binds sql.NullString, created, updated int64) error {
 	var raw []string
-	for _, d := range []struct {
-		col sql.NullString
-		dst any
-	}{{flags, &raw}, {pctx, &c.PublishContext}, {binds, &c.Binds}} {
-		if err := decJSON(d.col, d.dst); err != nil {
-			return fmt.Errorf("claim %d: decode: %w", c.ID, err)
-		}
+	if err := decJSONs(jsonCol{flags, &raw}, jsonCol{pctx, &c.PublishContext}, jsonCol{binds, &c.Binds}); err != nil {
+		return fmt.Errorf("claim %d: decode: %w", c.ID, err)
 	}
 	c.MountFlags = spec.MountFlags(raw)
 	c.CreatedAt, c.UpdatedAt = decTime(created), decTime(updated)
@@ -215,29 +210,16 @@ func claimWhat(c *Claim) string {
 }
 
 func (cs claims) Get(id int64) (Claim, error) {
-	c, err := scanClaim(cs.tx.queryRow(`SELECT `+claimColumns+` FROM claims WHERE id = ?`, id))
-	if err != nil {
-		return Claim{}, wrap(err, fmt.Sprintf("claim %d", id), "")
-	}
-	return c, nil
+	return getOne(cs.tx, fmt.Sprintf("claim %d", id), scanClaim, `SELECT `+claimColumns+` FROM claims WHERE id = ?`, id)
 }
 
 func (cs claims) Find(volumeID, alloc string) (Claim, error) {
-	c, err := scanClaim(cs.tx.queryRow(`SELECT `+claimColumns+` FROM claims WHERE volume_id = ? AND alloc = ?`,
-		volumeID, alloc))
-	if err != nil {
-		return Claim{}, wrap(err, fmt.Sprintf("claim on volume %q for alloc %q", volumeID, alloc), "")
-	}
-	return c, nil
+	return getOne(cs.tx, fmt.Sprintf("claim on volume %q for alloc %q", volumeID, alloc), scanClaim,
+		`SELECT `+claimColumns+` FROM claims WHERE volume_id = ? AND alloc = ?`, volumeID, alloc)
 }
 
 func (cs claims) list(what, where string, args ...any) ([]Claim, error) {
-	rows, err := cs.tx.query(`SELECT `+claimColumns+` FROM claims `+where+` ORDER BY id`, args...)
-	out, err := collect(rows, err, scanClaim)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, mapBusy(err))
-	}
-	return out, nil
+	return listAll(cs.tx, what, scanClaim, `SELECT `+claimColumns+` FROM claims `+where+` ORDER BY id`, args...)
 }
 
 func (cs claims) ByVolume(volumeID string) ([]Claim, error) {
@@ -361,13 +343,8 @@ func (h history) list(what, where string, limit int, args ...any) ([]PastClaim, 
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := h.tx.query(`SELECT `+pastClaimColumns+` FROM claim_history `+where+` ORDER BY id DESC LIMIT ?`,
+	return listAll(h.tx, what, scanPastClaim, `SELECT `+pastClaimColumns+` FROM claim_history `+where+` ORDER BY id DESC LIMIT ?`,
 		append(args, limit)...)
-	out, err := collect(rows, err, scanPastClaim)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, mapBusy(err))
-	}
-	return out, nil
 }
 
 func (h history) ByVolume(volumeID string, limit int) ([]PastClaim, error) {

@@ -3,6 +3,7 @@ package store
 import (
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"time"
 
@@ -57,6 +58,22 @@ func decJSON(col sql.NullString, dst any) error {
 		return nil
 	}
 	return json.Unmarshal([]byte(col.String), dst)
+}
+
+// jsonCol is a JSON column as scanned and where it decodes to.
+type jsonCol struct {
+	col sql.NullString
+	dst any
+}
+
+// decJSONs decodes each column in turn with decJSON, stopping at the first error.
+func decJSONs(cols ...jsonCol) error {
+	for _, c := range cols {
+		if err := decJSON(c.col, c.dst); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // The spec types redact secrets and mount flags when marshalled, which is right for every output
@@ -173,4 +190,25 @@ func collect[T any](rows *cursor, err error, scan func(scanner) (T, error)) (_ [
 		out = append(out, v)
 	}
 	return out, rows.c.check(rows.rows.Err())
+}
+
+// getOne reads the one row query returns with scan; an error names what (ErrNotFound when there
+// is no row).
+func getOne[T any](tx *Tx, what string, scan func(scanner) (T, error), query string, args ...any) (T, error) {
+	v, err := scan(tx.queryRow(query, args...))
+	if err != nil {
+		var zero T
+		return zero, wrap(err, what, "")
+	}
+	return v, nil
+}
+
+// listAll reads every row query returns with scan, as collect does; an error says "what: ...".
+func listAll[T any](tx *Tx, what string, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := tx.query(query, args...)
+	out, err := collect(rows, err, scan)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, mapBusy(err))
+	}
+	return out, nil
 }

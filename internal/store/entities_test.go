@@ -68,6 +68,16 @@ func diff(t *testing.T, what string, got, want any) {
 	}
 }
 
+// insertReady inserts ready volumes of plugin hp with these IDs, the fixture most tests start from.
+func insertReady(tx *Tx, ids ...string) error {
+	for _, id := range ids {
+		if err := tx.Volumes().Insert(&Volume{ID: id, PluginID: "hp", State: VolumeReady}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Every field of every entity survives a write and a read, secrets and mount flags raw.
 func TestRoundTripEveryField(t *testing.T) {
 	t.Parallel()
@@ -118,41 +128,25 @@ func TestRoundTripEveryField(t *testing.T) {
 	})
 
 	view(t, s, func(tx *Tx) error {
-		gotVol, err := tx.Volumes().Get(vol.ID)
-		if err != nil {
-			return err
+		for _, r := range []struct {
+			what string
+			read func() (any, error)
+			want any
+		}{
+			{"volume", func() (any, error) { return tx.Volumes().Get(vol.ID) }, vol},
+			{"claim", func() (any, error) { return tx.Claims().Get(claim.ID) }, claim},
+			{"plugin", func() (any, error) { return tx.Plugins().Get(plugin.ID) }, plugin},
+			{"staging", func() (any, error) { return tx.Stagings().Get(vol.ID) }, staging},
+			{"snapshot", func() (any, error) { return tx.Snapshots().Get(snap.PluginID, snap.SnapshotID) }, snap},
+			{"group", func() (any, error) { return tx.Groups().Get(group.Name) }, group},
+			{"events", func() (any, error) { return tx.Events().Recent(1, EventFilter{}) }, []Event{ev}},
+		} {
+			got, err := r.read()
+			if err != nil {
+				return err
+			}
+			diff(t, r.what, got, r.want)
 		}
-		diff(t, "volume", gotVol, vol)
-		gotClaim, err := tx.Claims().Get(claim.ID)
-		if err != nil {
-			return err
-		}
-		diff(t, "claim", gotClaim, claim)
-		gotPlugin, err := tx.Plugins().Get(plugin.ID)
-		if err != nil {
-			return err
-		}
-		diff(t, "plugin", gotPlugin, plugin)
-		gotStaging, err := tx.Stagings().Get(vol.ID)
-		if err != nil {
-			return err
-		}
-		diff(t, "staging", gotStaging, staging)
-		gotSnap, err := tx.Snapshots().Get(snap.PluginID, snap.SnapshotID)
-		if err != nil {
-			return err
-		}
-		diff(t, "snapshot", gotSnap, snap)
-		gotGroup, err := tx.Groups().Get(group.Name)
-		if err != nil {
-			return err
-		}
-		diff(t, "group", gotGroup, group)
-		evs, err := tx.Events().Recent(1, EventFilter{})
-		if err != nil {
-			return err
-		}
-		diff(t, "events", evs, []Event{ev})
 		return nil
 	})
 
@@ -345,8 +339,7 @@ func TestConflict(t *testing.T) {
 	s := newStore(t)
 	update(t, s, func(tx *Tx) error {
 		return errors.Join(
-			tx.Volumes().Insert(&Volume{ID: "db", PluginID: "hp", State: VolumeReady}),
-			tx.Volumes().Insert(&Volume{ID: "staged", PluginID: "hp", State: VolumeReady}),
+			insertReady(tx, "db", "staged"),
 			tx.Claims().Insert(&Claim{VolumeID: "db", Alloc: "web-0", Mode: ClaimWrite, State: ClaimPublished}),
 			tx.Stagings().Put(&Staging{VolumeID: "staged", PluginID: "hp", StagingPath: "/x"}),
 		)
@@ -428,8 +421,7 @@ func TestClaimLifecycle(t *testing.T) {
 	s := newStore(t)
 	update(t, s, func(tx *Tx) error {
 		return errors.Join(
-			tx.Volumes().Insert(&Volume{ID: "db", PluginID: "hp", State: VolumeReady}),
-			tx.Volumes().Insert(&Volume{ID: "logs", PluginID: "hp", State: VolumeReady}),
+			insertReady(tx, "db", "logs"),
 		)
 	})
 	first := Claim{VolumeID: "db", Alloc: "web-0", Mode: ClaimRead, State: ClaimTaken,
@@ -704,8 +696,7 @@ func TestStagingsSnapshotsGroups(t *testing.T) {
 	s := newStore(t)
 	update(t, s, func(tx *Tx) error {
 		return errors.Join(
-			tx.Volumes().Insert(&Volume{ID: "a", PluginID: "hp", State: VolumeReady}),
-			tx.Volumes().Insert(&Volume{ID: "b", PluginID: "hp", State: VolumeReady}),
+			insertReady(tx, "a", "b"),
 			tx.Stagings().Put(&Staging{VolumeID: "b", PluginID: "hp", StagingPath: "/s/b"}),
 			tx.Stagings().Put(&Staging{VolumeID: "a", PluginID: "hp", StagingPath: "/s/a"}),
 			// Put replaces.

@@ -28,6 +28,26 @@ var ErrBusy = errors.New("state database is busy")
 // another user owns.
 var ErrNotOwned = errors.New("state is owned by another user")
 
+// DirError is Open's error about the state directory: the directory itself, or the database
+// files in it (and, from engine.Open, its lock directory). Its text names the directory once:
+// the cause's text when that names the directory or a path in it already (Named), else "state
+// dir <Dir>: " and the cause. Callers that add the state dir to other errors (cli's Factory)
+// tell the two apart with errors.As, not by looking for the path in the text.
+type DirError struct {
+	Dir   string // the state directory, absolute, as Open was given it (before symlinks)
+	Err   error  // what went wrong
+	Named bool   // Err's text names Dir, or a path below it, already
+}
+
+func (e *DirError) Error() string {
+	if e.Named {
+		return e.Err.Error()
+	}
+	return "state dir " + e.Dir + ": " + e.Err.Error()
+}
+
+func (e *DirError) Unwrap() error { return e.Err }
+
 // ownerError names the path, its owner and this process's user, says what that owner could do
 // and how to fix it, and matches ErrNotOwned.
 type ownerError struct {

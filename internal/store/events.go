@@ -92,11 +92,6 @@ func (es events) Recent(limit int, f EventFilter) ([]Event, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := es.tx.query(`SELECT `+eventColumns+` FROM events WHERE `+strings.Join(where, " AND ")+
+	return listAll(es.tx, "recent events", scanEvent, `SELECT `+eventColumns+` FROM events WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
-	out, err := collect(rows, err, scanEvent)
-	if err != nil {
-		return nil, fmt.Errorf("recent events: %w", mapBusy(err))
-	}
-	return out, nil
 }

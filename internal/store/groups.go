@@ -67,20 +67,11 @@ func scanGroup(sc scanner) (Group, error) {
 func groupWhat(name string) string { return fmt.Sprintf("group %q", name) }
 
 func (gs groups) Get(name string) (Group, error) {
-	g, err := scanGroup(gs.tx.queryRow(`SELECT `+groupColumns+` FROM groups WHERE name = ?`, name))
-	if err != nil {
-		return Group{}, wrap(err, groupWhat(name), "")
-	}
-	return g, nil
+	return getOne(gs.tx, groupWhat(name), scanGroup, `SELECT `+groupColumns+` FROM groups WHERE name = ?`, name)
 }
 
 func (gs groups) List() ([]Group, error) {
-	rows, err := gs.tx.query(`SELECT ` + groupColumns + ` FROM groups ORDER BY name`)
-	out, err := collect(rows, err, scanGroup)
-	if err != nil {
-		return nil, fmt.Errorf("list groups: %w", mapBusy(err))
-	}
-	return out, nil
+	return listAll(gs.tx, "list groups", scanGroup, `SELECT `+groupColumns+` FROM groups ORDER BY name`)
 }
 
 func (gs groups) Put(g *Group) error {

@@ -53,20 +53,13 @@ func handoverWhat(volumeID string) string {
 }
 
 func (hs handovers) Get(volumeID string) (Handover, error) {
-	h, err := scanHandover(hs.tx.queryRow(`SELECT `+handoverColumns+` FROM nomad_handovers WHERE volume_id = ?`, volumeID))
-	if err != nil {
-		return Handover{}, wrap(err, handoverWhat(volumeID), "")
-	}
-	return h, nil
+	return getOne(hs.tx, handoverWhat(volumeID), scanHandover,
+		`SELECT `+handoverColumns+` FROM nomad_handovers WHERE volume_id = ?`, volumeID)
 }
 
 func (hs handovers) List() ([]Handover, error) {
-	rows, err := hs.tx.query(`SELECT ` + handoverColumns + ` FROM nomad_handovers ORDER BY volume_id`)
-	out, err := collect(rows, err, scanHandover)
-	if err != nil {
-		return nil, fmt.Errorf("list Nomad handovers: %w", mapBusy(err))
-	}
-	return out, nil
+	return listAll(hs.tx, "list Nomad handovers", scanHandover,
+		`SELECT `+handoverColumns+` FROM nomad_handovers ORDER BY volume_id`)
 }
 
 func (hs handovers) Put(h *Handover) error {

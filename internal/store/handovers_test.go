@@ -14,8 +14,7 @@ func TestHandovers(t *testing.T) {
 	s := newStore(t)
 	update(t, s, func(tx *Tx) error {
 		return errors.Join(
-			tx.Volumes().Insert(&Volume{ID: "b", PluginID: "hp", State: VolumeReady}),
-			tx.Volumes().Insert(&Volume{ID: "a", PluginID: "hp", State: VolumeReady}),
+			insertReady(tx, "b", "a"),
 			tx.Handovers().Put(&Handover{VolumeID: "b", Address: "http://n1:4646"}),
 			tx.Handovers().Put(&Handover{VolumeID: "a", Address: "http://n1:4646"}),
 			tx.Handovers().Put(&Handover{VolumeID: "a", Address: "http://n1:4646", Namespace: "prod", Region: "eu", Forced: true}),

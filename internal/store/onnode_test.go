@@ -17,9 +17,7 @@ func TestVolumesOnNode(t *testing.T) {
 	s := newStore(t)
 	update(t, s, func(tx *Tx) error {
 		return errors.Join(
-			tx.Volumes().Insert(&Volume{ID: "claimed", PluginID: "hp", State: VolumeReady}),
-			tx.Volumes().Insert(&Volume{ID: "staged", PluginID: "hp", State: VolumeReady}),
-			tx.Volumes().Insert(&Volume{ID: "idle", PluginID: "hp", State: VolumeReady}),
+			insertReady(tx, "claimed", "staged", "idle"),
 			tx.Volumes().Insert(&Volume{ID: "other", PluginID: "nfs", State: VolumeReady}),
 			tx.Claims().Insert(&Claim{VolumeID: "claimed", Alloc: "a", Mode: ClaimWrite, AccessMode: "single-node-writer",
 				AttachmentMode: "file-system", State: ClaimTaken}),

@@ -112,14 +112,10 @@ func scanPlugin(sc scanner) (Plugin, error) {
 		return Plugin{}, err
 	}
 	var er *execRow
-	for _, d := range []struct {
-		col sql.NullString
-		dst any
-	}{{exec, &er}, {pcaps, &p.Fingerprint.PluginCaps}, {ccaps, &p.Fingerprint.ControllerCaps},
-		{ncaps, &p.Fingerprint.NodeCaps}, {topo, &p.Fingerprint.Topology}, {fs, &p.Fingerprint.Sockets}} {
-		if err := decJSON(d.col, d.dst); err != nil {
-			return Plugin{}, fmt.Errorf("plugin %q: decode: %w", p.ID, err)
-		}
+	if err := decJSONs(jsonCol{exec, &er}, jsonCol{pcaps, &p.Fingerprint.PluginCaps},
+		jsonCol{ccaps, &p.Fingerprint.ControllerCaps}, jsonCol{ncaps, &p.Fingerprint.NodeCaps},
+		jsonCol{topo, &p.Fingerprint.Topology}, jsonCol{fs, &p.Fingerprint.Sockets}); err != nil {
+		return Plugin{}, fmt.Errorf("plugin %q: decode: %w", p.ID, err)
 	}
 	p.Exec = er.spec()
 	p.Timeout = time.Duration(timeout)
@@ -133,20 +129,11 @@ func scanPlugin(sc scanner) (Plugin, error) {
 func pluginWhat(id string) string { return fmt.Sprintf("plugin %q", id) }
 
 func (ps plugins) Get(id string) (Plugin, error) {
-	p, err := scanPlugin(ps.tx.queryRow(`SELECT `+pluginColumns+` FROM plugins WHERE id = ?`, id))
-	if err != nil {
-		return Plugin{}, wrap(err, pluginWhat(id), "")
-	}
-	return p, nil
+	return getOne(ps.tx, pluginWhat(id), scanPlugin, `SELECT `+pluginColumns+` FROM plugins WHERE id = ?`, id)
 }
 
 func (ps plugins) List() ([]Plugin, error) {
-	rows, err := ps.tx.query(`SELECT ` + pluginColumns + ` FROM plugins ORDER BY id`)
-	out, err := collect(rows, err, scanPlugin)
-	if err != nil {
-		return nil, fmt.Errorf("list plugins: %w", mapBusy(err))
-	}
-	return out, nil
+	return listAll(ps.tx, "list plugins", scanPlugin, `SELECT `+pluginColumns+` FROM plugins ORDER BY id`)
 }
 
 func (ps plugins) Put(p *Plugin) error {

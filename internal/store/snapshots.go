@@ -89,14 +89,28 @@ func scanSnapshot(sc scanner) (Snapshot, error) {
 		&sn.SizeBytes, &sn.ReadyToUse, &params, &c, &sec, &sn.Reach.Type, &sn.Reach.Socket, &sn.Reach.ControllerSocket, &sn.Reach.Provider); err != nil {
 		return Snapshot{}, err
 	}
-	if err := decJSON(params, &sn.Parameters); err != nil {
-		return Snapshot{}, fmt.Errorf("%s: decode: %w", snapshotWhat(sn.PluginID, sn.SnapshotID), err)
-	}
-	if err := decJSON(sec, &sn.Secrets); err != nil {
+	if err := decJSONs(jsonCol{params, &sn.Parameters}, jsonCol{sec, &sn.Secrets}); err != nil {
 		return Snapshot{}, fmt.Errorf("%s: decode: %w", snapshotWhat(sn.PluginID, sn.SnapshotID), err)
 	}
 	sn.CreatedAt = decTime(c)
 	return sn, nil
+}
+
+// encParamsSecrets encodes the parameters and secrets that snapshots and snapshot intents share,
+// and stamps a zero *created with the current time, as it will read back.
+func (ss snapshots) encParamsSecrets(what string, params map[string]string, secrets spec.Secrets,
+	created *time.Time) (paramsCol, secretsCol any, err error) {
+	if paramsCol, err = encJSON(params); err != nil {
+		return nil, nil, fmt.Errorf("%s: encode: %w", what, err)
+	}
+	if secretsCol, err = encJSON(secrets.Plain()); err != nil {
+		return nil, nil, fmt.Errorf("%s: encode: %w", what, err)
+	}
+	if created.IsZero() {
+		*created = ss.tx.now()
+	}
+	*created = decTime(encTime(*created))
+	return paramsCol, secretsCol, nil
 }
 
 func snapshotWhat(pluginID, snapshotID string) string {
@@ -104,38 +118,21 @@ func snapshotWhat(pluginID, snapshotID string) string {
 }
 
 func (ss snapshots) Get(pluginID, snapshotID string) (Snapshot, error) {
-	sn, err := scanSnapshot(ss.tx.queryRow(`SELECT `+snapshotColumns+` FROM snapshots WHERE plugin_id = ? AND snapshot_id = ?`,
-		pluginID, snapshotID))
-	if err != nil {
-		return Snapshot{}, wrap(err, snapshotWhat(pluginID, snapshotID), "")
-	}
-	return sn, nil
+	return getOne(ss.tx, snapshotWhat(pluginID, snapshotID), scanSnapshot,
+		`SELECT `+snapshotColumns+` FROM snapshots WHERE plugin_id = ? AND snapshot_id = ?`, pluginID, snapshotID)
 }
 
 func (ss snapshots) List(pluginID string) ([]Snapshot, error) {
-	rows, err := ss.tx.query(`SELECT `+snapshotColumns+` FROM snapshots WHERE ? = '' OR plugin_id = ?
+	return listAll(ss.tx, "list snapshots", scanSnapshot, `SELECT `+snapshotColumns+` FROM snapshots WHERE ? = '' OR plugin_id = ?
 		ORDER BY plugin_id, snapshot_id`, pluginID, pluginID)
-	out, err := collect(rows, err, scanSnapshot)
-	if err != nil {
-		return nil, fmt.Errorf("list snapshots: %w", mapBusy(err))
-	}
-	return out, nil
 }
 
 func (ss snapshots) Put(sn *Snapshot) error {
 	what := snapshotWhat(sn.PluginID, sn.SnapshotID)
-	params, err := encJSON(sn.Parameters)
+	params, sec, err := ss.encParamsSecrets(what, sn.Parameters, sn.Secrets, &sn.CreatedAt)
 	if err != nil {
-		return fmt.Errorf("%s: encode: %w", what, err)
+		return err
 	}
-	sec, err := encJSON(sn.Secrets.Plain())
-	if err != nil {
-		return fmt.Errorf("%s: encode: %w", what, err)
-	}
-	if sn.CreatedAt.IsZero() {
-		sn.CreatedAt = ss.tx.now()
-	}
-	sn.CreatedAt = decTime(encTime(sn.CreatedAt)) // as it will read back
 	_, err = ss.tx.exec(`INSERT OR REPLACE INTO snapshots (`+snapshotColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		sn.PluginID, sn.SnapshotID, sn.Name, sn.SourceVolumeID, sn.SourceExternalID, sn.SizeBytes,
 		encBool(sn.ReadyToUse), params, encTime(sn.CreatedAt), sec, sn.Reach.Type, sn.Reach.Socket, sn.Reach.ControllerSocket, sn.Reach.Provider)
@@ -174,13 +171,8 @@ func scanSnapshotCreate(sc scanner) (SnapshotCreate, error) {
 		&s.Reach.Type, &s.Reach.Socket, &s.Reach.ControllerSocket, &s.Reach.Provider, &c); err != nil {
 		return SnapshotCreate{}, err
 	}
-	for _, d := range []struct {
-		col sql.NullString
-		dst any
-	}{{params, &s.Parameters}, {sec, &s.Secrets}} {
-		if err := decJSON(d.col, d.dst); err != nil {
-			return SnapshotCreate{}, fmt.Errorf("%s: decode: %w", snapshotCreateWhat(s.PluginID, s.Name), err)
-		}
+	if err := decJSONs(jsonCol{params, &s.Parameters}, jsonCol{sec, &s.Secrets}); err != nil {
+		return SnapshotCreate{}, fmt.Errorf("%s: decode: %w", snapshotCreateWhat(s.PluginID, s.Name), err)
 	}
 	s.CreatedAt = decTime(c)
 	return s, nil
@@ -188,18 +180,10 @@ func scanSnapshotCreate(sc scanner) (SnapshotCreate, error) {
 
 func (ss snapshots) PutCreate(sc *SnapshotCreate) error {
 	what := snapshotCreateWhat(sc.PluginID, sc.Name)
-	params, err := encJSON(sc.Parameters)
+	params, sec, err := ss.encParamsSecrets(what, sc.Parameters, sc.Secrets, &sc.CreatedAt)
 	if err != nil {
-		return fmt.Errorf("%s: encode: %w", what, err)
+		return err
 	}
-	sec, err := encJSON(sc.Secrets.Plain())
-	if err != nil {
-		return fmt.Errorf("%s: encode: %w", what, err)
-	}
-	if sc.CreatedAt.IsZero() {
-		sc.CreatedAt = ss.tx.now()
-	}
-	sc.CreatedAt = decTime(encTime(sc.CreatedAt))
 	_, err = ss.tx.exec(`INSERT OR REPLACE INTO snapshot_creates (`+snapshotCreateColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		sc.PluginID, sc.Name, sc.SourceVolumeID, sc.SourceExternalID, params, sec, sc.Reach.Type, sc.Reach.Socket,
 		sc.Reach.ControllerSocket, sc.Reach.Provider, encTime(sc.CreatedAt))
@@ -207,22 +191,13 @@ func (ss snapshots) PutCreate(sc *SnapshotCreate) error {
 }
 
 func (ss snapshots) GetCreate(pluginID, name string) (SnapshotCreate, error) {
-	s, err := scanSnapshotCreate(ss.tx.queryRow(`SELECT `+snapshotCreateColumns+` FROM snapshot_creates WHERE plugin_id = ? AND name = ?`,
-		pluginID, name))
-	if err != nil {
-		return SnapshotCreate{}, wrap(err, snapshotCreateWhat(pluginID, name), "")
-	}
-	return s, nil
+	return getOne(ss.tx, snapshotCreateWhat(pluginID, name), scanSnapshotCreate,
+		`SELECT `+snapshotCreateColumns+` FROM snapshot_creates WHERE plugin_id = ? AND name = ?`, pluginID, name)
 }
 
 func (ss snapshots) ListCreates(pluginID string) ([]SnapshotCreate, error) {
-	rows, err := ss.tx.query(`SELECT `+snapshotCreateColumns+` FROM snapshot_creates WHERE ? = '' OR plugin_id = ?
-		ORDER BY plugin_id, name`, pluginID, pluginID)
-	out, err := collect(rows, err, scanSnapshotCreate)
-	if err != nil {
-		return nil, fmt.Errorf("list snapshot intents: %w", mapBusy(err))
-	}
-	return out, nil
+	return listAll(ss.tx, "list snapshot intents", scanSnapshotCreate, `SELECT `+snapshotCreateColumns+` FROM snapshot_creates
+		WHERE ? = '' OR plugin_id = ? ORDER BY plugin_id, name`, pluginID, pluginID)
 }
 
 func (ss snapshots) DeleteCreate(pluginID, name string) error {

@@ -59,20 +59,12 @@ func scanStaging(sc scanner) (Staging, error) {
 func stagingWhat(volumeID string) string { return fmt.Sprintf("staging of volume %q", volumeID) }
 
 func (ss stagings) Get(volumeID string) (Staging, error) {
-	st, err := scanStaging(ss.tx.queryRow(`SELECT `+stagingColumns+` FROM stagings WHERE volume_id = ?`, volumeID))
-	if err != nil {
-		return Staging{}, wrap(err, stagingWhat(volumeID), "")
-	}
-	return st, nil
+	return getOne(ss.tx, stagingWhat(volumeID), scanStaging,
+		`SELECT `+stagingColumns+` FROM stagings WHERE volume_id = ?`, volumeID)
 }
 
 func (ss stagings) List() ([]Staging, error) {
-	rows, err := ss.tx.query(`SELECT ` + stagingColumns + ` FROM stagings ORDER BY volume_id`)
-	out, err := collect(rows, err, scanStaging)
-	if err != nil {
-		return nil, fmt.Errorf("list stagings: %w", mapBusy(err))
-	}
-	return out, nil
+	return listAll(ss.tx, "list stagings", scanStaging, `SELECT `+stagingColumns+` FROM stagings ORDER BY volume_id`)
 }
 
 func (ss stagings) Put(st *Staging) error {

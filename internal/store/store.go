@@ -124,14 +124,15 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, fmt.Errorf("open state %s: %w", dir, err)
+		return nil, &DirError{Dir: dir, Err: fmt.Errorf("open state %s: %w", dir, err), Named: true}
 	}
+	// From here every error is about the state dir or a file in it, and names that path.
 	if err := prepareDir(abs, o.log); err != nil {
-		return nil, err
+		return nil, inDir(abs, err)
 	}
 	path := filepath.Join(abs, FileName)
 	if err := prepareFile(path, o.log); err != nil {
-		return nil, err
+		return nil, inDir(abs, err)
 	}
 
 	s := &Store{
@@ -146,28 +147,37 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	}
 	wdb, err := openDB(dsn(path, o.busyTimeout, false))
 	if err != nil {
-		return nil, fmt.Errorf("open state %s: %w", path, err)
+		return nil, inDir(abs, fmt.Errorf("open state %s: %w", path, err))
 	}
 	s.w = newPool(wdb, 1)
 	if err := s.migrateTo(ctx, target); err != nil {
 		s.w.close()
-		return nil, err
+		return nil, inDir(abs, err)
 	}
 	// SQLite creates -wal and -shm with the database's mode, but only while that mode survives
 	// the umask intact; make sure neither is readable by others whatever the umask was.
 	for _, suffix := range []string{"-wal", "-shm"} {
 		if err := tighten(path+suffix, 0o600, o.log); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.w.close()
-			return nil, fmt.Errorf("open state %s: %w", path, err)
+			return nil, inDir(abs, fmt.Errorf("open state %s: %w", path, err))
 		}
 	}
 	rdb, err := openDB(dsn(path, o.busyTimeout, true))
 	if err != nil {
 		s.w.close()
-		return nil, fmt.Errorf("open state %s: %w", path, err)
+		return nil, inDir(abs, fmt.Errorf("open state %s: %w", path, err))
 	}
 	s.r = newPool(rdb, readConns)
 	return s, nil
+}
+
+// inDir makes err, whose text names the state dir or a path in it, Open's *DirError; one that
+// is a *DirError already is left as it is.
+func inDir(dir string, err error) error {
+	if de := (*DirError)(nil); errors.As(err, &de) {
+		return err
+	}
+	return &DirError{Dir: dir, Err: err, Named: true}
 }
 
 // dsn builds the driver's connection string. The path goes in a file: URI, escaped, so a state
@@ -197,7 +207,11 @@ func dsn(path string, busy time.Duration, readOnly bool) string {
 // secrets and mount targets, and the mode must not depend on the umask or on whoever created it.
 func prepareDir(dir string, log *slog.Logger) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("open state: create state directory: %w", err)
+		// MkdirAll names the directory it failed to make, which is a parent of dir when it is
+		// the parent that is missing its way (a file, no permission).
+		var pe *fs.PathError
+		named := errors.As(err, &pe) && pe.Path == dir
+		return &DirError{Dir: dir, Err: fmt.Errorf("open state: create state directory: %w", err), Named: named}
 	}
 	fi, err := os.Stat(dir)
 	if err != nil {

@@ -274,16 +274,17 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		name string
-		dir  string
-		opts []Option
-		want string
+		name   string
+		dir    string
+		opts   []Option
+		want   string
+		dirErr bool // the error is about the state dir: a *DirError naming dir
 	}{
-		{"empty dir", "", nil, "no state directory"},
-		{"dir is a file", file, nil, "create state directory"},
-		{"not a database", notDB, nil, "open state " + filepath.Join(notDB, FileName)},
-		{"bad limit", t.TempDir(), []Option{WithEventLimit(0)}, "must be positive (got 30s, 0 and 10000)"},
-		{"bad busy timeout", t.TempDir(), []Option{WithBusyTimeout(0)}, "must be positive (got 0s, 10000 and 10000)"},
+		{"empty dir", "", nil, "no state directory", false},
+		{"dir is a file", file, nil, "create state directory", true},
+		{"not a database", notDB, nil, "open state " + filepath.Join(notDB, FileName), true},
+		{"bad limit", t.TempDir(), []Option{WithEventLimit(0)}, "must be positive (got 30s, 0 and 10000)", false},
+		{"bad busy timeout", t.TempDir(), []Option{WithBusyTimeout(0)}, "must be positive (got 0s, 10000 and 10000)", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -294,6 +295,10 @@ func TestOpenErrors(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Open error = %q, want it to contain %q", err, tt.want)
+			}
+			var de *DirError
+			if got := errors.As(err, &de) && de.Dir == tt.dir; got != tt.dirErr {
+				t.Errorf("Open error %q is a *DirError for %s: %v, want %v", err, tt.dir, got, tt.dirErr)
 			}
 		})
 	}

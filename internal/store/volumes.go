@@ -136,14 +136,10 @@ func scanVolume(sc scanner) (Volume, error) {
 		return Volume{}, err
 	}
 	var mor *mountOptionsRow
-	for _, d := range []struct {
-		col sql.NullString
-		dst any
-	}{{caps, &v.Capabilities}, {mo, &mor}, {sec, &v.Secrets}, {params, &v.Parameters}, {vctx, &v.Context},
-		{tr, &v.TopologyRequest}, {topo, &v.AccessibleTopology}} {
-		if err := decJSON(d.col, d.dst); err != nil {
-			return Volume{}, fmt.Errorf("volume %q: decode: %w", v.ID, err)
-		}
+	if err := decJSONs(jsonCol{caps, &v.Capabilities}, jsonCol{mo, &mor}, jsonCol{sec, &v.Secrets},
+		jsonCol{params, &v.Parameters}, jsonCol{vctx, &v.Context}, jsonCol{tr, &v.TopologyRequest},
+		jsonCol{topo, &v.AccessibleTopology}); err != nil {
+		return Volume{}, fmt.Errorf("volume %q: decode: %w", v.ID, err)
 	}
 	v.MountOptions = mor.spec()
 	v.CreatedAt, v.UpdatedAt = decTime(c), decTime(u)
@@ -168,11 +164,7 @@ func volumeArgs(v *Volume) ([]any, error) {
 func volumeWhat(id string) string { return fmt.Sprintf("volume %q", id) }
 
 func (vs volumes) Get(id string) (Volume, error) {
-	v, err := scanVolume(vs.tx.queryRow(`SELECT `+volumeColumns+` FROM volumes WHERE id = ?`, id))
-	if err != nil {
-		return Volume{}, wrap(err, volumeWhat(id), "")
-	}
-	return v, nil
+	return getOne(vs.tx, volumeWhat(id), scanVolume, `SELECT `+volumeColumns+` FROM volumes WHERE id = ?`, id)
 }
 
 func (vs volumes) List(f VolumeFilter) ([]Volume, error) {
@@ -190,12 +182,7 @@ func (vs volumes) List(f VolumeFilter) ([]Volume, error) {
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	rows, err := vs.tx.query(q+` ORDER BY id`, args...)
-	out, err := collect(rows, err, scanVolume)
-	if err != nil {
-		return nil, fmt.Errorf("list volumes: %w", mapBusy(err))
-	}
-	return out, nil
+	return listAll(vs.tx, "list volumes", scanVolume, q+` ORDER BY id`, args...)
 }
 
 // VolumeBrief is what a volume list shows of a volume, with its live claims counted: read and
@@ -280,13 +267,8 @@ func anyInt64(v any) int64 {
 func (vs volumes) ByPrefix(prefix string) ([]Volume, error) {
 	// A range on the primary key rather than LIKE, which would treat '_' and '%' in IDs as
 	// wildcards. 0xFF never occurs in UTF-8, so prefix+"\xff" sorts after every ID with prefix.
-	rows, err := vs.tx.query(`SELECT `+volumeColumns+` FROM volumes WHERE id >= ? AND id < ? ORDER BY id`,
-		prefix, prefix+"\xff")
-	out, err := collect(rows, err, scanVolume)
-	if err != nil {
-		return nil, fmt.Errorf("volumes with prefix %q: %w", prefix, mapBusy(err))
-	}
-	return out, nil
+	return listAll(vs.tx, fmt.Sprintf("volumes with prefix %q", prefix), scanVolume,
+		`SELECT `+volumeColumns+` FROM volumes WHERE id >= ? AND id < ? ORDER BY id`, prefix, prefix+"\xff")
 }
 
 func (vs volumes) Insert(v *Volume) error {
@@ -337,18 +319,13 @@ func (vs volumes) CountByPlugin(pluginID string) (int, error) {
 }
 
 func (vs volumes) OnNode(pluginID string) ([]string, error) {
-	rows, err := vs.tx.query(`SELECT v.id FROM volumes v WHERE v.plugin_id = ?
+	return listAll(vs.tx, fmt.Sprintf("list volumes of plugin %q on this node", pluginID), func(sc scanner) (string, error) {
+		var id string
+		return id, sc.Scan(&id)
+	}, `SELECT v.id FROM volumes v WHERE v.plugin_id = ?
 		AND (EXISTS (SELECT 1 FROM claims c WHERE c.volume_id = v.id)
 		  OR EXISTS (SELECT 1 FROM stagings s WHERE s.volume_id = v.id))
 		ORDER BY v.id`, pluginID)
-	out, err := collect(rows, err, func(sc scanner) (string, error) {
-		var id string
-		return id, sc.Scan(&id)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list volumes of plugin %q on this node: %w", pluginID, mapBusy(err))
-	}
-	return out, nil
 }
 
 func (vs volumes) SetNodeExpansion(id string, min, max int64) error {

@@ -147,15 +147,11 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	// targets are in each claim's own detail (the claims view).
 	b.lines = append(b.lines, fitLine(" "+s.Section.Render("Claims")+s.Dim.Render(
 		fmt.Sprintf("  %d read, %d write, %d not at rest", v.ReadClaims, v.WriteClaims, v.Unsettled)), b.w))
-	if len(v.Claims) == 0 {
-		b.line(s.Empty.Render("  none"))
-	} else {
-		rows := [][]string{{"ALLOC", "MODE", "STATE", "AGE", "LAST ERROR"}}
-		for _, c := range v.Claims {
-			rows = append(rows, []string{c.Alloc, c.Mode, c.Condition().String(), display.Age(now, c.CreatedAt), c.LastErrorText()})
-		}
-		b.table(rows)
+	claims := [][]string{{"ALLOC", "MODE", "STATE", "AGE", "LAST ERROR"}}
+	for _, c := range v.Claims {
+		claims = append(claims, []string{c.Alloc, c.Mode, c.Condition().String(), display.Age(now, c.CreatedAt), c.LastErrorText()})
 	}
+	b.tableOrNone(claims)
 	b.section("Volume")
 	b.kv("ID", v.ID)
 	b.kv("Name", v.Name)
@@ -225,15 +221,11 @@ func claimDetail(s *Styles, c engine.ClaimInfo, now time.Time, w int) string {
 	b.kv("Created", stamp(now, c.CreatedAt))
 	b.kv("Updated", stamp(now, c.UpdatedAt))
 	b.section("Bind Mounts")
-	if len(c.Binds) == 0 {
-		b.line(s.Empty.Render("  none"))
-	} else {
-		rows := [][]string{{"DESTINATION", "READ ONLY", "PROPAGATION"}}
-		for _, m := range c.Binds {
-			rows = append(rows, []string{m.Destination, yesNo(m.ReadOnly), m.PropagationMode})
-		}
-		b.table(rows)
+	binds := [][]string{{"DESTINATION", "READ ONLY", "PROPAGATION"}}
+	for _, m := range c.Binds {
+		binds = append(binds, []string{m.Destination, yesNo(m.ReadOnly), m.PropagationMode})
 	}
+	b.tableOrNone(binds)
 	return b.String()
 }
 
@@ -320,7 +312,7 @@ func (b *detailBuilder) section(title string) {
 
 func (b *detailBuilder) pairs(m map[string]string) {
 	if len(m) == 0 {
-		b.line(b.s.Empty.Render("  none"))
+		b.none()
 		return
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
@@ -331,12 +323,24 @@ func (b *detailBuilder) pairs(m map[string]string) {
 // secrets lists which secrets are set; their values never leave spec.Secrets.
 func (b *detailBuilder) secrets(sec spec.Secrets) {
 	if len(sec) == 0 {
-		b.line(b.s.Empty.Render("  none"))
+		b.none()
 		return
 	}
 	for _, k := range slices.Sorted(maps.Keys(sec)) {
 		b.kv(k, spec.Redacted)
 	}
+}
+
+// none says a section is empty.
+func (b *detailBuilder) none() { b.line(b.s.Empty.Render("  none")) }
+
+// tableOrNone prints rows as table does, or none when there is only the header.
+func (b *detailBuilder) tableOrNone(rows [][]string) {
+	if len(rows) == 1 {
+		b.none()
+		return
+	}
+	b.table(rows)
 }
 
 // table prints rows (the first is the header) in aligned columns; the last column is cut.

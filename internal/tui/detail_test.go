@@ -1,9 +1,12 @@
 package tui
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/muesli/termenv"
 
 	"github.com/volctl/volctl/internal/engine"
 )
@@ -27,5 +30,32 @@ func TestVolumeDetailShowsClaimsFirst(t *testing.T) {
 	}
 	if strings.Index(out, "Claims") > strings.Index(out, "External ID") {
 		t.Errorf("the claims come after the field list:\n%s", out)
+	}
+}
+
+// In a detail, an empty claims, bind mounts or allocs section says none; a full one is a
+// table under its header.
+func TestDetailSectionsSayNoneWhenEmpty(t *testing.T) {
+	s := NewStyles(FixedRenderer(termenv.Ascii))
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	claim := engine.ClaimInfo{ID: 1, VolumeID: "db", Alloc: "web-0", Mode: "write", State: "published", CreatedAt: now,
+		Binds: []engine.Bind{{Destination: "/data"}}}
+	for _, tt := range []struct {
+		name, out, section, next string
+	}{
+		{"volume without claims", volumeDetail(s, engine.VolumeInfo{VolumeSummary: engine.VolumeSummary{ID: "db"}}, now, 100), "Claims", "none"},
+		{"volume with a claim", volumeDetail(s, engine.VolumeInfo{VolumeSummary: engine.VolumeSummary{ID: "db"}, Claims: []engine.ClaimInfo{claim}}, now, 100), "Claims", "ALLOC"},
+		{"claim without binds", claimDetail(s, engine.ClaimInfo{ID: 1}, now, 100), "Bind Mounts", "none"},
+		{"claim with a bind", claimDetail(s, claim, now, 100), "Bind Mounts", "DESTINATION"},
+		{"group without allocs", groupDetail(s, engine.GroupInfo{Name: "web"}, 100), "Allocs", "none"},
+		{"group with an alloc", groupDetail(s, engine.GroupInfo{Name: "web", Allocs: []engine.AllocInfo{{Name: "web[0]"}}}, 100), "Allocs", "ALLOC"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lines := strings.Split(tt.out, "\n")
+			i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), tt.section) })
+			if i < 0 || i+1 >= len(lines) || !strings.HasPrefix(strings.TrimSpace(lines[i+1]), tt.next) {
+				t.Errorf("want %q under the %s section:\n%s", tt.next, tt.section, tt.out)
+			}
+		})
 	}
 }

@@ -261,6 +261,14 @@ func newHarness(t testing.TB, eng Engine, opts Options) *harness {
 }
 
 // send delivers msg and runs what it asks for.
+// afterKeys is a harness over the fixture at 80x24, after these keys.
+func afterKeys(t testing.TB, keys ...string) *harness {
+	t.Helper()
+	h := newHarness(t, fixture(), Options{})
+	h.keys(keys...)
+	return h
+}
+
 func (h *harness) send(msg tea.Msg) {
 	h.t.Helper()
 	_, cmd := h.m.Update(msg)

@@ -33,8 +33,7 @@ func volumeRows(vs []engine.VolumeSummary, plugins []engine.PluginInfo) []row {
 	for i := range plugins {
 		byID[plugins[i].ID] = &plugins[i]
 	}
-	rows := make([]row, len(vs))
-	for i, v := range vs {
+	return rowsOf(vs, func(i int, v engine.VolumeSummary) row {
 		sched := v.Schedulability(byID[v.PluginID])
 		rw := strconv.Itoa(v.ReadClaims) + "/" + strconv.Itoa(v.WriteClaims)
 		r := newRow(v.ID, i, []string{
@@ -42,15 +41,9 @@ func volumeRows(vs []engine.VolumeSummary, plugins []engine.PluginInfo) []row {
 		})
 		r.nums[3] = v.CapacityBytes
 		r.nums[5] = int64(v.ReadClaims + v.WriteClaims)
-		switch {
-		case !sched.OK():
-			r.tone = toneBad
-		case v.Unsettled > 0:
-			r.tone = toneWarn
-		}
-		rows[i] = r
-	}
-	return rows
+		r.tone = badOrWarn(!sched.OK(), v.Unsettled > 0)
+		return r
+	})
 }
 
 func claimColumns() []column {
@@ -66,21 +59,14 @@ func claimColumns() []column {
 }
 
 func claimRows(cs []engine.ClaimInfo, now time.Time) []row {
-	rows := make([]row, len(cs))
-	for i, c := range cs {
+	return rowsOf(cs, func(i int, c engine.ClaimInfo) row {
 		r := newRow(strconv.FormatInt(c.ID, 10), i, []string{
 			c.VolumeID, c.Alloc, c.Mode, c.Condition().String(), c.TargetPath, display.Age(now, c.CreatedAt), c.LastErrorText(),
 		})
 		r.nums[5] = -c.CreatedAt.UnixNano() // ascending age is newest first
-		switch {
-		case c.LastError != "" || c.Degraded:
-			r.tone = toneBad
-		case !c.AtRest():
-			r.tone = toneWarn
-		}
-		rows[i] = r
-	}
-	return rows
+		r.tone = badOrWarn(c.LastError != "" || c.Degraded, !c.AtRest())
+		return r
+	})
 }
 
 func pluginColumns() []column {
@@ -97,21 +83,15 @@ func pluginColumns() []column {
 }
 
 func pluginRows(ps []engine.PluginInfo) []row {
-	rows := make([]row, len(ps))
-	for i, p := range ps {
+	return rowsOf(ps, func(i int, p engine.PluginInfo) row {
+		health := p.Health()
 		r := newRow(p.ID, i, []string{
-			p.ID, p.Provider, p.Version, string(p.Type), p.Health().String(), p.ProbeLatency.String(), p.NodeID, capSummary(p.Capabilities),
+			p.ID, p.Provider, p.Version, string(p.Type), health.String(), p.ProbeLatency.String(), p.NodeID, capSummary(p.Capabilities),
 		})
 		r.nums[5] = int64(p.ProbeLatency)
-		switch p.Health() {
-		case engine.PluginUnhealthy:
-			r.tone = toneBad
-		case engine.PluginNotReady, engine.PluginUnknown:
-			r.tone = toneWarn
-		}
-		rows[i] = r
-	}
-	return rows
+		r.tone = badOrWarn(health == engine.PluginUnhealthy, health == engine.PluginNotReady || health == engine.PluginUnknown)
+		return r
+	})
 }
 
 func eventColumns() []column {
@@ -126,18 +106,34 @@ func eventColumns() []column {
 }
 
 func eventRows(es []engine.EventInfo, now time.Time) []row {
-	rows := make([]row, len(es))
-	for i, e := range es {
+	return rowsOf(es, func(i int, e engine.EventInfo) row {
 		r := newRow(strconv.FormatInt(e.ID, 10), i, []string{
 			display.Age(now, e.At), e.Kind, e.VolumeID, e.Alloc, e.PluginID, e.Message,
 		})
 		r.nums[0] = -e.At.UnixNano()
-		if e.Code != "" {
-			r.tone = toneBad
-		}
-		rows[i] = r
+		r.tone = badOrWarn(e.Code != "", false)
+		return r
+	})
+}
+
+// rowsOf makes one row per value, in order; mk gets the value's index, the row's ref.
+func rowsOf[T any](xs []T, mk func(i int, x T) row) []row {
+	rows := make([]row, len(xs))
+	for i, x := range xs {
+		rows[i] = mk(i, x)
 	}
 	return rows
+}
+
+// badOrWarn is a row's tone: bad, else warn (wants a look), else normal.
+func badOrWarn(bad, warn bool) tone {
+	switch {
+	case bad:
+		return toneBad
+	case warn:
+		return toneWarn
+	}
+	return toneNormal
 }
 
 // newRow cleans the cells (no control characters from a plugin's strings reach the terminal),

@@ -167,8 +167,7 @@ func groupColumns() []column {
 }
 
 func groupRows(gs []engine.GroupInfo) []row {
-	rows := make([]row, len(gs))
-	for i, g := range gs {
+	return rowsOf(gs, func(i int, g engine.GroupInfo) row {
 		claims, vols, errs := 0, []string{}, []string{}
 		seen := map[string]bool{}
 		for _, a := range g.Allocs {
@@ -192,9 +191,8 @@ func groupRows(gs []engine.GroupInfo) []row {
 		case g.State != "running":
 			r.tone = toneDim
 		}
-		rows[i] = r
-	}
-	return rows
+		return r
+	})
 }
 
 func groupDetail(s *Styles, g engine.GroupInfo, w int) string {
@@ -204,10 +202,6 @@ func groupDetail(s *Styles, g engine.GroupInfo, w int) string {
 	b.kv("State", g.State)
 	b.kv("Count", strconv.Itoa(g.Count))
 	b.section("Allocs")
-	if len(g.Allocs) == 0 {
-		b.line(s.Empty.Render("  none"))
-		return b.String()
-	}
 	rows := [][]string{{"ALLOC", "VOLUMES", "ERROR"}}
 	for _, a := range g.Allocs {
 		var vols []string
@@ -216,6 +210,6 @@ func groupDetail(s *Styles, g engine.GroupInfo, w int) string {
 		}
 		rows = append(rows, []string{a.Name, strings.Join(vols, ", "), a.Error})
 	}
-	b.table(rows)
+	b.tableOrNone(rows)
 	return b.String()
 }

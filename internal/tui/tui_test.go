@@ -40,8 +40,7 @@ func TestNavigation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, fixture(), Options{})
-			h.keys(tt.keys...)
+			h := afterKeys(t, tt.keys...)
 			if h.m.active != tt.tab {
 				t.Errorf("tab = %s, want %s", tabNames[h.m.active], tabNames[tt.tab])
 			}
@@ -114,8 +113,7 @@ func TestFilter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, fixture(), Options{})
-			h.keys(tt.keys...)
+			h := afterKeys(t, tt.keys...)
 			if got := h.viewKeys(); !slices.Equal(got, tt.want) {
 				t.Errorf("rows %v, want %v", got, tt.want)
 			}
@@ -165,8 +163,7 @@ func TestSort(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, fixture(), Options{})
-			h.keys(tt.keys...)
+			h := afterKeys(t, tt.keys...)
 			if got := h.viewKeys(); !slices.Equal(got, tt.want) {
 				t.Errorf("order %v, want %v", got, tt.want)
 			}
@@ -232,8 +229,7 @@ func TestConfirmation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, fixture(), Options{})
-			h.keys(tt.keys...)
+			h := afterKeys(t, tt.keys...)
 			if h.m.dialog != nil {
 				t.Error("dialog still open")
 			}

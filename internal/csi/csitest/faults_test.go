@@ -20,11 +20,7 @@ func serve(t *testing.T, f *csitest.Faults, timeouts csi.Timeouts) (*csitest.Mem
 	t.Helper()
 	mem := csitest.NewMemPlugin(csitest.DefaultMemConfig())
 	socket, _ := csitest.Serve(t, csitest.WithServer(mem), csitest.WithFaults(f))
-	c, err := csi.New(csi.Config{ControllerSocket: socket, NodeSocket: socket, Timeouts: timeouts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := csitest.NewClient(t, csi.Config{ControllerSocket: socket, NodeSocket: socket, Timeouts: timeouts})
 	return mem, c
 }
 
@@ -158,11 +154,7 @@ func TestStopKillsInFlightCalls(t *testing.T) {
 	f := csitest.NewFaults()
 	mem := csitest.NewMemPlugin(csitest.DefaultMemConfig())
 	socket, stop := csitest.Serve(t, csitest.WithServer(mem), csitest.WithFaults(f))
-	c, err := csi.New(csi.Config{NodeSocket: socket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := csitest.NewClient(t, csi.Config{NodeSocket: socket})
 	f.Hang(csi.RPCNodeGetInfo)
 	done := make(chan error, 1)
 	go func() { _, err := c.NodeGetInfo(context.Background()); done <- err }()
@@ -170,7 +162,7 @@ func TestStopKillsInFlightCalls(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	stop()
-	err = <-done
+	err := <-done
 	if !csi.IsRetryable(err) {
 		t.Fatalf("a call into a killed plugin = %v, want retryable", err)
 	}

@@ -78,14 +78,15 @@ type Call struct {
 	Code    codes.Code
 }
 
-// Service names one CSI service, to serve a MemPlugin's services on separate sockets.
-type Service int
+// Service names one CSI service, to serve a MemPlugin's services on separate sockets: the
+// client's own (csi.Service), which files each RPC under one of them.
+type Service = csi.Service
 
 // The CSI services.
 const (
-	Identity Service = iota + 1
-	Controller
-	Node
+	Identity   = csi.ServiceIdentity
+	Controller = csi.ServiceController
+	Node       = csi.ServiceNode
 )
 
 // MemPlugin is an in-memory CSI plugin: it keeps volumes, snapshots, controller publications,

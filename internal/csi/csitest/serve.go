@@ -9,6 +9,8 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+
+	"github.com/volctl/volctl/internal/csi"
 )
 
 // ServeOption configures Serve.
@@ -127,4 +129,15 @@ func ServeAt(t testing.TB, socket string, opts ...ServeOption) (stop func()) {
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// NewClient is a csi client on cfg's sockets, closed when the test ends.
+func NewClient(t testing.TB, cfg csi.Config) *csi.Client {
+	t.Helper()
+	c, err := csi.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
