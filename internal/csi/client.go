@@ -43,26 +43,7 @@ type Config struct {
 // ConfigFromSpec derives a Config from a plugin spec: a monolith's socket serves both
 // services unless split sockets are given, and the spec's timeout is the long-RPC timeout.
 func ConfigFromSpec(p *spec.Plugin) Config {
-	cfg := Config{Timeouts: Timeouts{Long: p.Timeout}}
-	switch p.Type {
-	case spec.PluginController:
-		cfg.ControllerSocket = firstNonEmpty(p.ControllerSocket, p.Socket)
-	case spec.PluginNode:
-		cfg.NodeSocket = firstNonEmpty(p.NodeSocket, p.Socket)
-	default:
-		cfg.ControllerSocket = firstNonEmpty(p.ControllerSocket, p.Socket)
-		cfg.NodeSocket = firstNonEmpty(p.NodeSocket, p.Socket)
-	}
-	return cfg
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
+	return Config{Timeouts: Timeouts{Long: p.Timeout}, ControllerSocket: p.ControllerEndpoint(), NodeSocket: p.NodeEndpoint()}
 }
 
 // Client talks to one plugin's controller and node sockets. It is safe for concurrent use.
