@@ -53,7 +53,7 @@ func TestCommandsLeaveTheWALToTheNext(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		past, err := tx.History().ByVolume("v", 0)
+		past, err := tx.History("v", 0)
 		if err != nil {
 			return err
 		}

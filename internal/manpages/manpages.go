@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
@@ -42,9 +41,3 @@ func Write(root *cobra.Command, dir string) (int, error) {
 	pages, _ := filepath.Glob(filepath.Join(dir, "volctl*.1"))
 	return len(pages), nil
 }
-
-// date is the date in a page's .TH line: when the page was generated, not part of what it says.
-var date = regexp.MustCompile(`(?m)^(\.TH "[^"]*" "[^"]*" )"[^"]*"`)
-
-// Undated returns a page with its .TH line's date left empty, for comparing what pages say.
-func Undated(page []byte) string { return date.ReplaceAllString(string(page), `$1""`) }
