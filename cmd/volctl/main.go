@@ -22,8 +22,6 @@ func run() int {
 	f := cli.NewFactory(iostreams.System())
 	err := cli.NewRootCmd(f).ExecuteContext(ctx)
 	err = f.RedactError(ctx, err)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	f.CloseAtExit() // the exit closes the state database: SQLite leaves its WAL to the next command
 	return f.Report(err)
 }

@@ -184,7 +184,6 @@ func leakCases(e *leakEnv) []leakCase {
 		{cmd: "", code: 0, want: "Usage:"},
 		{cmd: "help", args: []string{"volume", "claim"}, want: "--mount-flag"},
 		{cmd: "version", want: "volctl"},
-		{cmd: "gen-man", args: []string{"man"}, want: "man pages written to man"},
 		{cmd: "completion", want: "Usage:"},
 		{cmd: "completion bash", want: "bash"},
 		{cmd: "completion zsh", want: "zsh"},

@@ -112,3 +112,13 @@ func (f *Factory) Close() error {
 	f.engine = nil
 	return err
 }
+
+// CloseAtExit is Close for main, whose process exits right after: the state database is left
+// for the exit to close (engine.CloseAtExit), so a command does not pay SQLite's checkpoint of
+// the WAL, its fsyncs and the WAL's deletion, and the next command does not create a new WAL.
+func (f *Factory) CloseAtExit() {
+	if f.engine != nil {
+		f.engine.CloseAtExit()
+		f.engine = nil
+	}
+}

@@ -50,7 +50,6 @@ against CSI plugins on local unix sockets. State lives in one SQLite file in the
 		newCmdAgent(f, nil),
 		newCmdTUI(f, nil),
 		newCmdQuickstart(f, nil),
-		newCmdGenMan(f),
 		newCmdExport(f),
 		newCmdNomad(f),
 	)

@@ -170,16 +170,30 @@ func (e *Engine) realPath(p string) string {
 
 // Close closes plugin connections and, if the engine opened it, the store.
 func (e *Engine) Close() error {
+	if e.closePlugins() {
+		return e.store.Close()
+	}
+	return nil
+}
+
+// CloseAtExit is Close for a process about to exit: the store, if the engine opened it, is left
+// for the exit to close (store.CloseAtExit), which spares the process SQLite's checkpoint of the
+// WAL and its fsyncs. Any process that goes on must Close.
+func (e *Engine) CloseAtExit() {
+	if e.closePlugins() {
+		e.store.CloseAtExit()
+	}
+}
+
+// closePlugins closes the plugin connections and says whether the engine owns its store.
+func (e *Engine) closePlugins() (ownsStore bool) {
 	e.mu.Lock()
 	for id, c := range e.conns {
 		_ = c.client.Close()
 		delete(e.conns, id)
 	}
 	e.mu.Unlock()
-	if e.ownsStore {
-		return e.store.Close()
-	}
-	return nil
+	return e.ownsStore
 }
 
 // StateDir is the state directory the engine works in.

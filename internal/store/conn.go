@@ -127,6 +127,14 @@ func (p *pool) close() error {
 	return errors.Join(append(errs, p.db.Close())...)
 }
 
+// abandon marks the pool closed, as close does, but leaves its connections open for the
+// process's exit to close (Store.CloseAtExit).
+func (p *pool) abandon() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+}
+
 // conn is one long-lived connection and the statements prepared on it.
 type conn struct {
 	sc     *sql.Conn

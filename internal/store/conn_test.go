@@ -6,6 +6,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -423,4 +425,47 @@ func TestViewSnapshotIsTakenAtBegin(t *testing.T) {
 			return err
 		})
 	}
+}
+
+// CloseAtExit leaves the connections, and so the WAL, for the exit: later transactions fail as
+// after Close, and what was committed is in the WAL for the next opener.
+func TestCloseAtExitLeavesTheWAL(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "k"}) })
+	view(t, s, func(tx *Tx) error { _, err := tx.Events().Recent(0, EventFilter{}); return err })
+	s.CloseAtExit()
+	t.Cleanup(func() { // what the exit would do
+		for _, p := range []*pool{s.w, s.r} {
+			for _, c := range idleConns(p) {
+				c.close()
+			}
+			p.db.Close()
+		}
+	})
+	if err := s.Update(context.Background(), func(tx *Tx) error { return nil }); !errors.Is(err, errClosed) {
+		t.Errorf("Update after CloseAtExit: %v, want %v", err, errClosed)
+	}
+	if err := s.View(context.Background(), func(tx *Tx) error { return nil }); !errors.Is(err, errClosed) {
+		t.Errorf("View after CloseAtExit: %v, want %v", err, errClosed)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, FileName+"-wal")); err != nil || fi.Size() == 0 {
+		t.Fatalf("WAL after CloseAtExit: %v; want it left, with the commit in it", err)
+	}
+	again, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	view(t, again, func(tx *Tx) error {
+		evs, err := tx.Events().Recent(0, EventFilter{})
+		if err == nil && len(evs) != 1 {
+			t.Errorf("events after CloseAtExit and Open: %d, want the 1 committed", len(evs))
+		}
+		return err
+	})
 }

@@ -37,6 +37,12 @@ const (
 	DefaultHistoryLimit = 10000
 )
 
+// walAutocheckpoint is the WAL size, in pages, at which a commit checkpoints it into the
+// database file. A volctl command leaves the WAL to the next process (CloseAtExit), which reads it
+// back when it opens the database, so the WAL is kept small: reading back 100 pages is cheaper
+// than the checkpoint and fsyncs every exit would otherwise cost. SQLite's default is 1000.
+const walAutocheckpoint = 100
+
 // readConns bounds the read connections: enough for the dashboard and the agent to read
 // concurrently, few enough that an idle process holds little. They are opened as needed.
 const readConns = 4
@@ -191,6 +197,7 @@ func dsn(path string, busy time.Duration, readOnly bool) string {
 		// FULL, not WAL's usual NORMAL: a claim state the engine committed before sending
 		// ControllerPublish must survive a power cut, or the attachment is orphaned.
 		q.Add("_pragma", "synchronous(FULL)")
+		q.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(walAutocheckpoint)+")")
 	}
 	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
 	return u.String()
@@ -293,6 +300,20 @@ func tighten(path string, want fs.FileMode, log *slog.Logger) error {
 // starts afterwards fails; one still running has its connection closed when it ends.
 func (s *Store) Close() error {
 	return errors.Join(s.r.close(), s.w.close())
+}
+
+// CloseAtExit is Close for a process about to exit: transactions that start afterwards fail as
+// after Close, but the connections are left for the exit to close. The last connection to a
+// database that closes makes SQLite checkpoint the WAL into the database file and delete it: an
+// fsync of the WAL and one of the database, the unlink, and for the next process a new WAL, whose
+// first commit fsyncs its header and the directory too. Left to the exit, the WAL stays; the next
+// process to open the database reads it back (SQLite's recovery, as after a crash) and a commit
+// checkpoints it once it holds walAutocheckpoint pages. Nothing committed is lost: every commit
+// is in the WAL, each durable one fsynced when it committed ("The engine", Durability). Only a
+// process that exits right after may call it; any other must Close.
+func (s *Store) CloseAtExit() {
+	s.r.abandon()
+	s.w.abandon()
 }
 
 // Update runs fn in a write transaction and commits it if fn returns nil; an error or a panic
