@@ -219,7 +219,7 @@ func sampleInvariants(t *testing.T, st *store.Store, state string, stop <-chan s
 				return err
 			}
 			if history {
-				past, err = tx.History().Recent(historyWindow)
+				past, err = tx.History("", historyWindow)
 			}
 			return err
 		})

@@ -65,7 +65,7 @@ func TestGRPCCodesStayInCSI(t *testing.T) {
 	}
 }
 
-// TestAgentImportsNoHCL: the agent's config is parsed in internal/spec (spec.ParseAgentConfig),
+// TestAgentImportsNoHCL: the agent's config is parsed in internal/spec (spec.Parser.ParseAgentConfig),
 // so internal/agent needs no HCL of its own.
 func TestAgentImportsNoHCL(t *testing.T) {
 	for path, imp := range imports(t, "../../internal/agent") {
@@ -118,12 +118,9 @@ func imports(t *testing.T, roots ...string) map[string]map[string]bool {
 func TestExportsAreUsed(t *testing.T) {
 	// Exported for an interface, or for the tests of other packages; each says why.
 	allowed := map[string]string{
-		"GRPCStatus":         "csi.Error: lets gRPC's status.Code see the code through wrapping",
-		"Prepare":            "store's driver wrapper: database/sql's driver.Conn",
-		"IsPublishPath":      "store.Claim: the engine's fault tests check targets with it",
-		"ControllerEndpoint": "spec.Plugin: the endpoint as a plugin block gives it, for tests of the vocabulary",
-		"NodeEndpoint":       "spec.Plugin: likewise",
-		"History":            "store.Tx: claim_history as the engine's and volctl's tests read it (no command lists freed claims)",
+		"GRPCStatus": "csi.Error: lets gRPC's status.Code see the code through wrapping",
+		"Prepare":    "store's driver wrapper: database/sql's driver.Conn",
+		"History":    "store.Tx: claim_history as the engine's and volctl's tests read it (no command lists freed claims)",
 	}
 	declared := map[string]string{}
 	used := map[string]int{}

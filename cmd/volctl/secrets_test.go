@@ -22,6 +22,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/muesli/termenv"
 	"github.com/spf13/cobra"
@@ -565,7 +566,7 @@ func (e *leakEnv) scanDashboard(t *testing.T) {
 		rows    bool
 	}{{tea.WindowSizeMsg{Width: 160, Height: 50}, termenv.Ascii, true}, {tea.WindowSizeMsg{Width: 80, Height: 24}, termenv.ANSI256, false}} {
 		dr := &dashDriver{e: e, t: t, what: fmt.Sprintf("dashboard %dx%d", screen.size.Width, screen.size.Height)}
-		dr.m = tui.New(ctx, tui.Options{Engine: eng, Renderer: tui.FixedRenderer(screen.profile),
+		dr.m = tui.New(ctx, tui.Options{Engine: eng, Renderer: fixedRenderer(screen.profile),
 			After: func(time.Duration, func() tea.Msg) tea.Cmd { return nil }})
 		dr.send(screen.size)
 		dr.run(dr.m.Init())
@@ -583,7 +584,7 @@ func (e *leakEnv) scanDashboard(t *testing.T) {
 	// Actions the leaky plugin fails: releasing t1's claim on sv4 (ControllerUnpublishVolume,
 	// which carries the secret, since t1 is its only claim) and deleting sv4.
 	dr := &dashDriver{e: e, t: t, what: "dashboard actions"}
-	dr.m = tui.New(ctx, tui.Options{Engine: eng, Renderer: tui.FixedRenderer(termenv.Ascii),
+	dr.m = tui.New(ctx, tui.Options{Engine: eng, Renderer: fixedRenderer(termenv.Ascii),
 		After: func(time.Duration, func() tea.Msg) tea.Cmd { return nil }})
 	dr.send(tea.WindowSizeMsg{Width: 120, Height: 40})
 	dr.run(dr.m.Init())
@@ -605,6 +606,15 @@ func (e *leakEnv) scanDashboard(t *testing.T) {
 	for _, ev := range d.Events {
 		e.scan("event "+ev.Kind, ev.Message)
 	}
+}
+
+// fixedRenderer renders in profile p on a dark background without asking a terminal, as
+// internal/tui's tests do.
+func fixedRenderer(p termenv.Profile) *lipgloss.Renderer {
+	r := lipgloss.NewRenderer(io.Discard)
+	r.SetColorProfile(p)
+	r.SetHasDarkBackground(true)
+	return r
 }
 
 // dashDriver drives a dashboard model by hand as the bubbletea runtime would, running each

@@ -5,7 +5,7 @@ import (
 )
 
 // File is an agent config file: the settings of its agent block and the plugin blocks (the
-// plugin spec format) to register at start. internal/spec parses it (spec.ParseAgentConfig).
+// plugin spec format) to register at start. internal/spec parses it (spec.Parser.ParseAgentConfig).
 type File struct {
 	Settings Settings
 	Plugins  []spec.Plugin

@@ -69,7 +69,7 @@ func (h *cliHarness) claim(t *testing.T, vol, alloc string) {
 // multi-node-multi-writer (as alloc "api[0]").
 func (h *cliHarness) runGroupOn(t *testing.T, source string) {
 	t.Helper()
-	g, diags := spec.ParseGroup("g.hcl", []byte(`group "api" {
+	g, diags := spec.NewParser().ParseGroup("g.hcl", []byte(`group "api" {
   volume "d" {
     type            = "csi"
     source          = "`+source+`"

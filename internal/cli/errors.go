@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/volctl/volctl/internal/engine"
 )
@@ -61,8 +60,7 @@ func ExitCode(err error) int {
 	case errors.Is(err, engine.ErrInvalid):
 		return ExitUsage
 	}
-	if isFlagError(err) || strings.HasPrefix(err.Error(), "unknown command ") {
-		// cobra reports an unknown subcommand from its own lookup, not through the flag hook.
+	if isFlagError(err) { // flags, arguments and unknown subcommands (rejectUnknownSubcommands)
 		return ExitUsage
 	}
 	return ExitError

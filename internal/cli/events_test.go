@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,24 +11,6 @@ import (
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
-
-// lockedBuffer is an output a following command writes while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // volctl events is the dashboard's events view on the command line: oldest first, filtered,
 // as a table or JSON.
@@ -85,7 +65,7 @@ func TestEventsList(t *testing.T) {
 func TestEventsFollow(t *testing.T) {
 	h := newCLIHarness(t)
 	ios, _, _, _ := iostreams.Test()
-	out := &lockedBuffer{}
+	out := &iostreams.SyncBuffer{} // a following command writes it while the test reads it
 	ios.Out = out
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()

@@ -183,7 +183,7 @@ func TestExportNomadGroupJob(t *testing.T) {
 			tasks = append(tasks, b)
 		}
 	}
-	rg, diags := spec.ParseGroup("group.hcl", out.Bytes())
+	rg, diags := spec.NewParser().ParseGroup("group.hcl", out.Bytes())
 	if diags.HasErrors() {
 		t.Fatalf("volume blocks do not read back as a group: %s\n%s", diags.Error(), out.Bytes())
 	}

@@ -28,7 +28,7 @@ func TestInitPluginDescribesSplitPluginsThatWork(t *testing.T) {
 			blocks.WriteString(l + "\n")
 		}
 	}
-	ps, diags := spec.ParsePlugins("split.hcl", []byte(blocks.String()))
+	ps, diags := spec.NewParser().ParsePlugins("split.hcl", []byte(blocks.String()))
 	if diags.HasErrors() {
 		t.Fatalf("the split example, uncommented, is refused: %v\n%s", diags, blocks.String())
 	}

@@ -213,7 +213,7 @@ func (q *quickstart) run(ctx context.Context) error {
 
 	e, err := engine.Open(ctx, engine.Config{StateDir: q.state, Logger: q.opts.Logger})
 	if err != nil {
-		return fmt.Errorf("quickstart: state dir %s: %w", q.state, err)
+		return fmt.Errorf("quickstart: %w", stateDirError(q.state, err))
 	}
 	q.engine = e
 	// Each step runs the command's own run function on this engine, so quickstart shows what

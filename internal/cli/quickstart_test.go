@@ -182,3 +182,33 @@ func TestQuickstartSudoNamesVolctlAsSudoFindsIt(t *testing.T) {
 		t.Fatalf("err = %v, want it to say: Run it as root: sudo bin/volctl quickstart", err)
 	}
 }
+
+// Quickstart opens its engine itself, as the dashboard and the agent do: a state-dir error
+// names the dir once (TestCommandsOpeningTheirOwnEngineNameTheStateDirOnce).
+func TestQuickstartStateDirErrorNamesTheDirOnce(t *testing.T) {
+	parent := hostpathtest.ShortDir(t)
+	ios, _, _, _ := iostreams.Test()
+	var state string
+	err := quickstartRun(context.Background(), &QuickstartOptions{IO: ios, TempDir: parent,
+		mounter: &hostpathtest.FakeMounter{},
+		afterStep: func(step int) {
+			if step != 1 { // the state dir is named, not made yet
+				return
+			}
+			dirs, err := filepath.Glob(filepath.Join(parent, "volctl-quickstart-*"))
+			if err != nil || len(dirs) != 1 {
+				t.Fatalf("quickstart's directory: %v, %v", dirs, err)
+			}
+			state = filepath.Join(dirs[0], "state")
+			if err := os.WriteFile(state, []byte("not a directory"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}})
+	if err == nil {
+		t.Fatal("quickstart with its state dir a file succeeded")
+	}
+	if n := strings.Count(err.Error(), state); n != 1 {
+		t.Errorf("%q names the state dir %d times, want once", err, n)
+	}
+	assertCleanedUp(t, parent)
+}

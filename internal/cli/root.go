@@ -60,15 +60,16 @@ against CSI plugins on local unix sockets. State lives in one SQLite file in the
 	return root
 }
 
-// rejectUnknownSubcommands makes every command that only groups others (volume, plugin,
-// volume snapshot, completion, ...) refuse an argument that is none of its subcommands as the
-// root does: exit 2 with suggestions. Cobra gives such a command its help and exit 0, which a
-// script takes for success: `volctl volume stauts` would pass a CI check.
+// rejectUnknownSubcommands makes the root and every command that only groups others (volume,
+// plugin, volume snapshot, completion, ...) refuse an argument that is none of its subcommands:
+// exit 2 with suggestions, as a typed usage error. Cobra gives such a command its help and exit
+// 0, which a script takes for success (`volctl volume stauts` would pass a CI check), and words
+// the root's refusal in an untyped error that only its text would tell apart.
 func rejectUnknownSubcommands(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		rejectUnknownSubcommands(sub)
 	}
-	if c == c.Root() || !c.HasSubCommands() || c.Runnable() {
+	if !c.HasSubCommands() || c.Runnable() {
 		return
 	}
 	c.Args = cobra.ArbitraryArgs

@@ -22,6 +22,9 @@ func TestUnknownSubcommandOfAGroupIsAUsageError(t *testing.T) {
 		{[]string{"group", "bogus"}, `unknown command "bogus" for "volctl group"`, ""},
 		{[]string{"plugin", "serve", "hostpth"}, `unknown command "hostpth" for "volctl plugin serve"`, "hostpath"},
 		{[]string{"completion", "bsh"}, `unknown command "bsh" for "volctl completion"`, "bash"},
+		// The top level is refused by the same code, typed, not recognised by cobra's wording.
+		{[]string{"statsu"}, `unknown command "statsu" for "volctl"`, "status"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate" for "volctl"`, ""},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			ios, _, _, _ := iostreams.Test()

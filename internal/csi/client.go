@@ -43,26 +43,7 @@ type Config struct {
 // ConfigFromSpec derives a Config from a plugin spec: a monolith's socket serves both
 // services unless split sockets are given, and the spec's timeout is the long-RPC timeout.
 func ConfigFromSpec(p *spec.Plugin) Config {
-	cfg := Config{Timeouts: Timeouts{Long: p.Timeout}}
-	switch p.Type {
-	case spec.PluginController:
-		cfg.ControllerSocket = firstNonEmpty(p.ControllerSocket, p.Socket)
-	case spec.PluginNode:
-		cfg.NodeSocket = firstNonEmpty(p.NodeSocket, p.Socket)
-	default:
-		cfg.ControllerSocket = firstNonEmpty(p.ControllerSocket, p.Socket)
-		cfg.NodeSocket = firstNonEmpty(p.NodeSocket, p.Socket)
-	}
-	return cfg
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
+	return Config{Timeouts: Timeouts{Long: p.Timeout}, ControllerSocket: p.ControllerEndpoint(), NodeSocket: p.NodeEndpoint()}
 }
 
 // Client talks to one plugin's controller and node sockets. It is safe for concurrent use.
@@ -188,6 +169,21 @@ func (c *Client) endpointFor(rpc string) (*endpoint, error) {
 		return ep, nil
 	}
 	return nil, fmt.Errorf("%s: not an RPC the csi client knows (it has no entry in rpcTable)", rpc)
+}
+
+// prepared says what keeps a request from being sent, in order: a missing socket (endpointFor)
+// before a bad request, then the first failed conversion of the request's fields (capability,
+// capacity range, content source), named by the RPC. nil: the request can be sent.
+func (c *Client) prepared(rpc string, conversions ...error) error {
+	if _, err := c.endpointFor(rpc); err != nil {
+		return err
+	}
+	for _, err := range conversions {
+		if err != nil {
+			return fmt.Errorf("%s: %w", rpc, err)
+		}
+	}
+	return nil
 }
 
 // send sends one RPC to the socket of its service (endpointFor), through that socket's stub of

@@ -290,6 +290,12 @@ func TestMissingServiceSocket(t *testing.T) {
 	if err == nil || err.Error() != "NodePublishVolume: the plugin has no node socket configured" {
 		t.Fatalf("NodePublishVolume on a controller-only client = %v", err)
 	}
+	// The missing socket is reported before a bad request.
+	bad := csi.VolumeCapability{Capability: spec.Capability{AccessMode: "everyone", AttachmentMode: spec.FileSystem}}
+	err = ctrl.NodeStageVolume(context.Background(), csi.NodeStageVolumeRequest{VolumeID: "v", StagingPath: "/s", Capability: bad})
+	if err == nil || err.Error() != "NodeStageVolume: the plugin has no node socket configured" {
+		t.Fatalf("NodeStageVolume with a bad capability on a controller-only client = %v, want the missing socket", err)
+	}
 	if _, err := csi.New(csi.Config{}); err == nil {
 		t.Fatal("New with no socket succeeded")
 	}

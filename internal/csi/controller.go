@@ -17,25 +17,21 @@ import (
 // minimum has created a volume too small to use: the volume is returned with an error so the
 // caller can delete it.
 func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volume, error) {
-	_, err := c.endpointFor(RPCCreateVolume) // a missing socket is reported before a bad request
-	if err != nil {
+	capacity, capacityErr := capacityRange(r.CapacityMin, r.CapacityMax)
+	caps, capsErr := capabilitiesToCSI(r.Capabilities)
+	source, sourceErr := contentSource(r.SnapshotID, r.CloneID)
+	if err := c.prepared(RPCCreateVolume, capacityErr, capsErr, sourceErr); err != nil {
 		return Volume{}, err
 	}
 	req := &csipb.CreateVolumeRequest{
 		Name:                      r.Name,
+		CapacityRange:             capacity,
+		VolumeCapabilities:        caps,
 		Parameters:                r.Parameters,
 		MutableParameters:         r.MutableParameters,
 		Secrets:                   r.Secrets.Plain(),
+		VolumeContentSource:       source,
 		AccessibilityRequirements: wire.TopologyRequirement(r.TopologyRequest),
-	}
-	if req.CapacityRange, err = capacityRange(r.CapacityMin, r.CapacityMax); err != nil {
-		return Volume{}, fmt.Errorf("%s: %w", RPCCreateVolume, err)
-	}
-	if req.VolumeCapabilities, err = capabilitiesToCSI(r.Capabilities); err != nil {
-		return Volume{}, fmt.Errorf("%s: %w", RPCCreateVolume, err)
-	}
-	if req.VolumeContentSource, err = contentSource(r.SnapshotID, r.CloneID); err != nil {
-		return Volume{}, fmt.Errorf("%s: %w", RPCCreateVolume, err)
 	}
 	resp, err := send(ctx, c, RPCCreateVolume, req, csipb.ControllerClient.CreateVolume)
 	if err != nil {
@@ -108,19 +104,17 @@ func (c *Client) DeleteVolume(ctx context.Context, r DeleteVolumeRequest) error 
 // ControllerPublishVolume attaches a volume to a node and returns the publish context, which
 // must be passed to NodeStageVolume and NodePublishVolume.
 func (c *Client) ControllerPublishVolume(ctx context.Context, r ControllerPublishVolumeRequest) (map[string]string, error) {
-	_, err := c.endpointFor(RPCControllerPublishVolume) // a missing socket is reported before a bad request
-	if err != nil {
+	vc, err := r.Capability.toCSI()
+	if err := c.prepared(RPCControllerPublishVolume, err); err != nil {
 		return nil, err
 	}
 	req := &csipb.ControllerPublishVolumeRequest{
-		VolumeId:      r.VolumeID,
-		NodeId:        r.NodeID,
-		Readonly:      r.ReadOnly,
-		Secrets:       r.Secrets.Plain(),
-		VolumeContext: r.VolumeContext,
-	}
-	if req.VolumeCapability, err = r.Capability.toCSI(); err != nil {
-		return nil, fmt.Errorf("%s: %w", RPCControllerPublishVolume, err)
+		VolumeId:         r.VolumeID,
+		NodeId:           r.NodeID,
+		VolumeCapability: vc,
+		Readonly:         r.ReadOnly,
+		Secrets:          r.Secrets.Plain(),
+		VolumeContext:    r.VolumeContext,
 	}
 	resp, err := send(ctx, c, RPCControllerPublishVolume, req, csipb.ControllerClient.ControllerPublishVolume)
 	if err != nil {
@@ -142,19 +136,17 @@ func (c *Client) ControllerUnpublishVolume(ctx context.Context, r ControllerUnpu
 // refusal; one with it must match every requested capability on the fields the plugin set.
 // Either failure wraps ErrNotConfirmed and carries the plugin's message.
 func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolumeCapabilitiesRequest) error {
-	_, err := c.endpointFor(RPCValidateVolumeCapabilities) // a missing socket is reported before a bad request
-	if err != nil {
+	caps, err := capabilitiesToCSI(r.Capabilities)
+	if err := c.prepared(RPCValidateVolumeCapabilities, err); err != nil {
 		return err
 	}
 	req := &csipb.ValidateVolumeCapabilitiesRequest{
-		VolumeId:          r.VolumeID,
-		VolumeContext:     r.VolumeContext,
-		Parameters:        r.Parameters,
-		MutableParameters: r.MutableParameters,
-		Secrets:           r.Secrets.Plain(),
-	}
-	if req.VolumeCapabilities, err = capabilitiesToCSI(r.Capabilities); err != nil {
-		return fmt.Errorf("%s: %w", RPCValidateVolumeCapabilities, err)
+		VolumeId:           r.VolumeID,
+		VolumeContext:      r.VolumeContext,
+		VolumeCapabilities: caps,
+		Parameters:         r.Parameters,
+		MutableParameters:  r.MutableParameters,
+		Secrets:            r.Secrets.Plain(),
 	}
 	resp, err := send(ctx, c, RPCValidateVolumeCapabilities, req, csipb.ControllerClient.ValidateVolumeCapabilities)
 	if err != nil {
@@ -248,17 +240,12 @@ func (c *Client) ListSnapshots(ctx context.Context, r ListSnapshotsRequest) (Lis
 
 // ControllerExpandVolume grows a volume on the controller.
 func (c *Client) ControllerExpandVolume(ctx context.Context, r ControllerExpandVolumeRequest) (ControllerExpandVolumeResponse, error) {
-	_, err := c.endpointFor(RPCControllerExpandVolume) // a missing socket is reported before a bad request
-	if err != nil {
+	capacity, capacityErr := capacityRange(r.CapacityMin, r.CapacityMax)
+	vc, vcErr := optionalCapabilityToCSI(r.Capability)
+	if err := c.prepared(RPCControllerExpandVolume, capacityErr, vcErr); err != nil {
 		return ControllerExpandVolumeResponse{}, err
 	}
-	req := &csipb.ControllerExpandVolumeRequest{VolumeId: r.VolumeID, Secrets: r.Secrets.Plain()}
-	if req.CapacityRange, err = capacityRange(r.CapacityMin, r.CapacityMax); err != nil {
-		return ControllerExpandVolumeResponse{}, fmt.Errorf("%s: %w", RPCControllerExpandVolume, err)
-	}
-	if req.VolumeCapability, err = optionalCapabilityToCSI(r.Capability); err != nil {
-		return ControllerExpandVolumeResponse{}, fmt.Errorf("%s: %w", RPCControllerExpandVolume, err)
-	}
+	req := &csipb.ControllerExpandVolumeRequest{VolumeId: r.VolumeID, CapacityRange: capacity, Secrets: r.Secrets.Plain(), VolumeCapability: vc}
 	resp, err := send(ctx, c, RPCControllerExpandVolume, req, csipb.ControllerClient.ControllerExpandVolume)
 	if err != nil {
 		return ControllerExpandVolumeResponse{}, err

@@ -2,7 +2,6 @@ package csi
 
 import (
 	"context"
-	"fmt"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 
@@ -11,19 +10,17 @@ import (
 
 // NodeStageVolume stages a volume at its staging path (which the caller creates).
 func (c *Client) NodeStageVolume(ctx context.Context, r NodeStageVolumeRequest) error {
-	_, err := c.endpointFor(RPCNodeStageVolume) // a missing socket is reported before a bad request
-	if err != nil {
+	vc, err := r.Capability.toCSI()
+	if err := c.prepared(RPCNodeStageVolume, err); err != nil {
 		return err
 	}
 	req := &csipb.NodeStageVolumeRequest{
 		VolumeId:          r.VolumeID,
 		PublishContext:    r.PublishContext,
 		StagingTargetPath: r.StagingPath,
+		VolumeCapability:  vc,
 		Secrets:           r.Secrets.Plain(),
 		VolumeContext:     r.VolumeContext,
-	}
-	if req.VolumeCapability, err = r.Capability.toCSI(); err != nil {
-		return fmt.Errorf("%s: %w", RPCNodeStageVolume, err)
 	}
 	_, err = send(ctx, c, RPCNodeStageVolume, req, csipb.NodeClient.NodeStageVolume)
 	return err
@@ -39,8 +36,8 @@ func (c *Client) NodeUnstageVolume(ctx context.Context, r NodeUnstageVolumeReque
 // NodePublishVolume publishes a volume at its target path (the caller creates the parent,
 // the plugin the target).
 func (c *Client) NodePublishVolume(ctx context.Context, r NodePublishVolumeRequest) error {
-	_, err := c.endpointFor(RPCNodePublishVolume) // a missing socket is reported before a bad request
-	if err != nil {
+	vc, err := r.Capability.toCSI()
+	if err := c.prepared(RPCNodePublishVolume, err); err != nil {
 		return err
 	}
 	req := &csipb.NodePublishVolumeRequest{
@@ -48,12 +45,10 @@ func (c *Client) NodePublishVolume(ctx context.Context, r NodePublishVolumeReque
 		PublishContext:    r.PublishContext,
 		StagingTargetPath: r.StagingPath,
 		TargetPath:        r.TargetPath,
+		VolumeCapability:  vc,
 		Readonly:          r.ReadOnly,
 		Secrets:           r.Secrets.Plain(),
 		VolumeContext:     r.VolumeContext,
-	}
-	if req.VolumeCapability, err = r.Capability.toCSI(); err != nil {
-		return fmt.Errorf("%s: %w", RPCNodePublishVolume, err)
 	}
 	_, err = send(ctx, c, RPCNodePublishVolume, req, csipb.NodeClient.NodePublishVolume)
 	return err
@@ -92,21 +87,18 @@ func (c *Client) NodeGetInfo(ctx context.Context) (NodeInfo, error) {
 // NodeExpandVolume grows a volume's filesystem on this node and returns its new size
 // (0 when the plugin does not say).
 func (c *Client) NodeExpandVolume(ctx context.Context, r NodeExpandVolumeRequest) (int64, error) {
-	_, err := c.endpointFor(RPCNodeExpandVolume) // a missing socket is reported before a bad request
-	if err != nil {
+	capacity, capacityErr := capacityRange(r.CapacityMin, r.CapacityMax)
+	vc, vcErr := optionalCapabilityToCSI(r.Capability)
+	if err := c.prepared(RPCNodeExpandVolume, capacityErr, vcErr); err != nil {
 		return 0, err
 	}
 	req := &csipb.NodeExpandVolumeRequest{
 		VolumeId:          r.VolumeID,
 		VolumePath:        r.VolumePath,
+		CapacityRange:     capacity,
 		StagingTargetPath: r.StagingPath,
+		VolumeCapability:  vc,
 		Secrets:           r.Secrets.Plain(),
-	}
-	if req.CapacityRange, err = capacityRange(r.CapacityMin, r.CapacityMax); err != nil {
-		return 0, fmt.Errorf("%s: %w", RPCNodeExpandVolume, err)
-	}
-	if req.VolumeCapability, err = optionalCapabilityToCSI(r.Capability); err != nil {
-		return 0, fmt.Errorf("%s: %w", RPCNodeExpandVolume, err)
 	}
 	resp, err := send(ctx, c, RPCNodeExpandVolume, req, csipb.NodeClient.NodeExpandVolume)
 	if err != nil {

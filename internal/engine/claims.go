@@ -514,12 +514,7 @@ func capability(cl *store.Claim) csi.VolumeCapability {
 
 // ClaimInfo returns an alloc's live claim on a volume.
 func (e *Engine) ClaimInfo(ctx context.Context, volumeID, alloc string) (ClaimInfo, error) {
-	var cl store.Claim
-	err := e.store.View(ctx, func(tx *store.Tx) error {
-		var err error
-		cl, err = tx.Claims().Find(volumeID, alloc)
-		return err
-	})
+	cl, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Find(volumeID, alloc) })
 	if errors.Is(err, store.ErrNotFound) {
 		return ClaimInfo{}, notFoundf("alloc %q has no claim on volume %q", alloc, volumeID)
 	}

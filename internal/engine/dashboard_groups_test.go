@@ -3,18 +3,13 @@ package engine
 import (
 	"reflect"
 	"testing"
-
-	"github.com/volctl/volctl/internal/spec"
 )
 
 // The dashboard's read carries the groups too (its groups view), in the same transaction, the
 // same as Groups says.
 func TestDashboardHasTheGroups(t *testing.T) {
 	h := newHarness(t, nil)
-	for i := 0; i < 2; i++ {
-		h.create(volume(spec.AllocName("data", i)))
-	}
-	h.create(volume("shared", capab(spec.MultiNodeReaderOnly)))
+	h.createDBVolumes(2)
 	if _, err := h.e.RunGroup(h.ctx, dbGroup(2)); err != nil {
 		t.Fatal(err)
 	}

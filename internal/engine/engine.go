@@ -227,13 +227,7 @@ func dialCSI(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger, redact fun
 // call is about, and over-redacting is harmless. It is read when a plugin message is to be
 // shown, which is rare enough that nothing is cached.
 func (e *Engine) secretValues(ctx context.Context) ([]string, error) {
-	var out []string
-	err := e.store.View(ctx, func(tx *store.Tx) error {
-		var err error
-		out, err = tx.SecretValues()
-		return err
-	})
-	return out, err
+	return viewOne(ctx, e.store, func(tx *store.Tx) ([]string, error) { return tx.SecretValues() })
 }
 
 // Redactor returns a function that scrubs every secret value and mount flag the state holds
@@ -327,12 +321,7 @@ func pluginSockets(p store.Plugin) []string {
 // connect returns a fingerprinted connection to a registered plugin, reusing the cached one
 // while the plugin has not restarted. The new fingerprint is recorded in the store.
 func (e *Engine) connect(ctx context.Context, pluginID string) (*conn, error) {
-	var p store.Plugin
-	err := e.store.View(ctx, func(tx *store.Tx) error {
-		var err error
-		p, err = tx.Plugins().Get(pluginID)
-		return err
-	})
+	p, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get(pluginID) })
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, notFoundf("plugin %q is not registered (volctl plugin register)", pluginID)

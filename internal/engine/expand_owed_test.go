@@ -19,11 +19,7 @@ func (h *harness) nodeExpands() []csi.NodeExpandVolumeRequest {
 
 func (h *harness) owed(id string) int64 {
 	h.t.Helper()
-	v, err := h.e.Volume(h.ctx, id)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return v.NodeExpansionOwed
+	return h.volumeInfo(id).NodeExpansionOwed
 }
 
 // node_expansion_required for a volume on no path here: NodeExpandVolume is owed and sent when
@@ -112,10 +108,7 @@ func TestNodeOnlyExpansion(t *testing.T) {
 	if n := len(h.nodeExpands()); n != 1 {
 		t.Fatalf("NodeExpandVolume sent %d times, want once at publish", n)
 	}
-	v, err := h.e.Volume(h.ctx, "v")
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := h.volumeInfo("v")
 	if pv, _ := h.mem.Volume(v.ExternalID); pv.CapacityBytes != 4*mib {
 		t.Errorf("plugin's volume is %d bytes, want %d", pv.CapacityBytes, 4*mib)
 	}

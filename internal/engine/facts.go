@@ -1,6 +1,10 @@
 package engine
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/volctl/volctl/internal/store"
+)
 
 // Facts the engine derives from what it returns, as typed values, so the command line and the
 // dashboard word them alike: a plugin's health, why a volume cannot take claims, a claim's
@@ -196,7 +200,7 @@ func (c ClaimInfo) Condition() ClaimCondition {
 		cc.Notes = append(cc.Notes, "degraded")
 	}
 	// The release path's own states say it is being released.
-	if c.Releasing && c.State != "unpublishing" && !strings.HasSuffix(c.State, "-detached") {
+	if c.Releasing && store.ClaimState(c.State).IsPublishPath() {
 		cc.Notes = append(cc.Notes, "releasing")
 	}
 	if c.NeedsReconcile {

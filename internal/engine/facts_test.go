@@ -72,6 +72,8 @@ func TestClaimCondition(t *testing.T) {
 		{ClaimInfo{State: "published", Releasing: true, NeedsReconcile: true}, "published (releasing, needs reconcile)"},
 		{ClaimInfo{State: "unpublishing", Releasing: true}, "unpublishing"},
 		{ClaimInfo{State: "node-detached", Releasing: true, NeedsReconcile: true}, "node-detached (needs reconcile)"},
+		{ClaimInfo{State: "taken", Releasing: true}, "taken (releasing)"},
+		{ClaimInfo{State: "controller-detached", Releasing: true}, "controller-detached"},
 		{ClaimInfo{State: "node-staged", Degraded: true, NeedsReconcile: true}, "node-staged (degraded, needs reconcile)"},
 	} {
 		if got := tt.c.Condition().String(); got != tt.want {

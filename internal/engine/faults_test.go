@@ -190,9 +190,5 @@ var nextReleaseRPC = map[string]string{
 
 func (h *harness) externalID(vol string) string {
 	h.t.Helper()
-	v, err := h.e.Volume(h.ctx, vol)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return v.ExternalID
+	return h.volumeInfo(vol).ExternalID
 }

@@ -19,12 +19,18 @@ func dbGroup(count int) spec.Group {
 	}}
 }
 
-func TestRunGroupGivesEachAllocAllItsVolumes(t *testing.T) {
-	h := newHarness(t, nil)
-	for i := 0; i < 3; i++ {
+// createDBVolumes creates the volumes dbGroup(count) claims: data[0] to data[count-1], and shared.
+func (h *harness) createDBVolumes(count int) {
+	h.t.Helper()
+	for i := 0; i < count; i++ {
 		h.create(volume(spec.AllocName("data", i)))
 	}
 	h.create(volume("shared", capab(spec.MultiNodeReaderOnly)))
+}
+
+func TestRunGroupGivesEachAllocAllItsVolumes(t *testing.T) {
+	h := newHarness(t, nil)
+	h.createDBVolumes(3)
 
 	info, err := h.e.RunGroup(h.ctx, dbGroup(2))
 	if err != nil {
@@ -81,8 +87,7 @@ func TestRunGroupAllOrNothing(t *testing.T) {
 	// second (shared) fails with code every time.
 	secondPublishFails := func(code codes.Code) func(h *harness) {
 		return func(h *harness) {
-			h.create(volume("data[0]"))
-			h.create(volume("shared", capab(spec.MultiNodeReaderOnly)))
+			h.createDBVolumes(1)
 			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Times: 1})
 			h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Code: code})
 		}
@@ -144,8 +149,7 @@ func TestGroupVolumeMountDestinations(t *testing.T) {
 // undoes only what this run took.
 func TestRunGroupAgainKeepsClaimsAllocsAlreadyHeld(t *testing.T) {
 	h := newHarness(t, nil)
-	h.create(volume("data[0]"))
-	h.create(volume("shared", capab(spec.MultiNodeReaderOnly)))
+	h.createDBVolumes(1)
 	if _, err := h.e.RunGroup(h.ctx, dbGroup(1)); err != nil {
 		t.Fatal(err)
 	}

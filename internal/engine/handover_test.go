@@ -149,10 +149,7 @@ func TestHandedOverVolumeStatusSaysSo(t *testing.T) {
 	if _, err := h.e.HandOver(h.ctx, "db", to, false); err != nil {
 		t.Fatal(err)
 	}
-	v, err := h.e.Volume(h.ctx, "db")
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := h.volumeInfo("db")
 	s := v.Schedulability()
 	if v.Handover == nil || v.Handover.Address != to.Address || v.Schedulable || s.Why != HandedOver ||
 		!strings.Contains(s.Sentence(), to.Address) {

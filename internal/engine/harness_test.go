@@ -103,6 +103,16 @@ func (h *harness) create(sv spec.Volume) VolumeInfo {
 	return v
 }
 
+// volumeInfo returns what the engine shows of volume id, which must exist.
+func (h *harness) volumeInfo(id string) VolumeInfo {
+	h.t.Helper()
+	v, err := h.e.Volume(h.ctx, id)
+	if err != nil {
+		h.t.Fatalf("volume %q: %v", id, err)
+	}
+	return v
+}
+
 func (h *harness) claim(req ClaimRequest) ClaimInfo {
 	h.t.Helper()
 	c, err := h.e.Claim(h.ctx, req)

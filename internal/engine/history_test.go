@@ -13,15 +13,7 @@ import (
 func (e *Engine) History(ctx context.Context, volumeID string, limit int) ([]ClaimInfo, error) {
 	var out []ClaimInfo
 	err := e.store.View(ctx, func(tx *store.Tx) error {
-		var (
-			past []store.PastClaim
-			err  error
-		)
-		if volumeID != "" {
-			past, err = tx.History().ByVolume(volumeID, limit)
-		} else {
-			past, err = tx.History().Recent(limit)
-		}
+		past, err := tx.History(volumeID, limit)
 		for _, p := range past {
 			out = append(out, pastClaimInfo(p))
 		}

@@ -96,12 +96,7 @@ func (e *Engine) joinRegisteredHalf(ctx context.Context, sp spec.Plugin) (spec.P
 	if !spec.IsSplitHalf(sp.Type) {
 		return sp, false, nil
 	}
-	var old store.Plugin
-	err := e.store.View(ctx, func(tx *store.Tx) error {
-		var err error
-		old, err = tx.Plugins().Get(sp.ID)
-		return err
-	})
+	old, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get(sp.ID) })
 	if errors.Is(err, store.ErrNotFound) {
 		return sp, false, nil
 	}

@@ -61,12 +61,7 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 
 // getStaging returns the volume's staging row, if there is one.
 func (e *Engine) getStaging(ctx context.Context, volumeID string) (store.Staging, bool, error) {
-	var st store.Staging
-	err := e.store.View(ctx, func(tx *store.Tx) error {
-		var err error
-		st, err = tx.Stagings().Get(volumeID)
-		return err
-	})
+	st, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Staging, error) { return tx.Stagings().Get(volumeID) })
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Staging{VolumeID: volumeID}, false, nil
 	}

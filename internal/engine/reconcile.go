@@ -237,11 +237,7 @@ func (e *Engine) restoreIfUnmounted(ctx context.Context, cl store.Claim, locked 
 		// Released or changed by another volctl meanwhile: what it is now is the answer.
 		rerr = nil
 	}
-	err = e.store.View(ctx, func(tx *store.Tx) error {
-		var err error
-		cl, err = tx.Claims().Get(cl.ID)
-		return err
-	})
+	cl, err = viewOne(ctx, e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Get(cl.ID) })
 	if errors.Is(err, store.ErrNotFound) {
 		return cl, conflictf("the claim was released by another volctl meanwhile")
 	}

@@ -21,6 +21,17 @@ func (e *Engine) RecordedSnapshots(ctx context.Context, pluginID string) ([]Snap
 	return out, err
 }
 
+// viewOne returns what read reads in a read transaction of its own: one record, or one list.
+func viewOne[T any](ctx context.Context, s *store.Store, read func(*store.Tx) (T, error)) (T, error) {
+	var out T
+	err := s.View(ctx, func(tx *store.Tx) error {
+		var err error
+		out, err = read(tx)
+		return err
+	})
+	return out, err
+}
+
 // oneOrAll reads the one record named key, or every record when key is empty: the shape of the
 // commands that show one thing or all of them (groups, plugins, snapshots by plugin).
 func oneOrAll[T any](key string, get func(string) (T, error), list func() ([]T, error)) ([]T, error) {

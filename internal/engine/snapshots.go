@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -286,12 +287,7 @@ func (e *Engine) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string
 	if secrets == nil {
 		secrets = rec.Secrets
 		if rec.SourceVolumeID != "" {
-			var v store.Volume
-			err := e.store.View(ctx, func(tx *store.Tx) error {
-				var err error
-				v, err = tx.Volumes().Get(rec.SourceVolumeID)
-				return err
-			})
+			v, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(rec.SourceVolumeID) })
 			switch {
 			case err == nil && v.PluginID == pluginID:
 				secrets = v.Secrets // the volume's current secrets, which may have been rotated
@@ -470,7 +466,7 @@ func (e *Engine) ListSnapshots(ctx context.Context, pluginID string, secrets spe
 		out.Snapshots = append(out.Snapshots, mergeSnapshots(p.ID, listed, recs, why == "", volumeOf)...)
 	}
 	// Records of plugins no longer registered (deregistered with --force).
-	for _, id := range sortedKeys(byPlugin) {
+	for _, id := range slices.Sorted(maps.Keys(byPlugin)) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("plugin %q is not registered: showing volctl's records only", id))
 		out.Snapshots = append(out.Snapshots, mergeSnapshots(id, nil, byPlugin[id], false, volumeOf)...)
 	}
@@ -603,13 +599,4 @@ func snapshotInfo(r store.Snapshot) SnapshotInfo {
 		SourceExternalID: r.SourceExternalID, SizeBytes: r.SizeBytes, ReadyToUse: r.ReadyToUse,
 		CreatedAt: r.CreatedAt, Parameters: maps.Clone(r.Parameters), Recorded: true,
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

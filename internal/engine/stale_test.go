@@ -196,8 +196,7 @@ func setGroupState(t *testing.T, h *harness, name string, state store.GroupState
 // pass. A group run again after that read keeps its claims.
 func TestReconcileKeepsTheClaimsOfAGroupRunAgain(t *testing.T) {
 	h := newHarness(t, nil)
-	h.create(volume("data[0]"))
-	h.create(volume("shared", capab(spec.MultiNodeReaderOnly)))
+	h.createDBVolumes(1)
 	if _, err := h.e.RunGroup(h.ctx, dbGroup(1)); err != nil {
 		t.Fatal(err)
 	}

@@ -92,12 +92,7 @@ func (e *Engine) RegisterVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 // the registration itself. It runs before the registration's update so that the expansion
 // compares against the stored size, not the new request.
 func (e *Engine) expandRegistered(ctx context.Context, c *conn, sv spec.Volume) error {
-	var old store.Volume
-	err := e.store.View(ctx, func(tx *store.Tx) error {
-		var err error
-		old, err = tx.Volumes().Get(sv.ID)
-		return err
-	})
+	old, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(sv.ID) })
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil

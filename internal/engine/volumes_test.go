@@ -225,14 +225,11 @@ func TestCreateFinalErrorAfterALostAnswerKeepsTheIntent(t *testing.T) {
 				h.t.Fatal("create with every answer lost succeeded")
 			}
 			// One of the lost answers was about a volume the plugin made, under the CSI name.
-			info, err := h.e.Volume(h.ctx, "v")
-			if err != nil {
-				h.t.Fatal(err)
-			}
+			info := h.volumeInfo("v")
 			h.pluginCreate(csi.CreateVolumeRequest{Name: info.CSIName, CapacityMin: 1 << 20,
 				Capabilities: volumeCapabilities(volume("v")), Parameters: map[string]string{"tier": "fast"}})
 			h.faults.FailOnce(csi.RPCCreateVolume, codes.Internal)
-			_, err = h.e.Reconcile(h.ctx)
+			_, err := h.e.Reconcile(h.ctx)
 			return err
 		}},
 		{"replay by the same create", func(h *harness) error {

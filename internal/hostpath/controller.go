@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
@@ -230,7 +231,7 @@ func (p *Plugin) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 
 // checkNotInUse refuses to delete a volume that is controller-published or mounted on this node.
 func (p *Plugin) checkNotInUse(v *volume) error {
-	if nodes := sortedKeys(v.Attachments); len(nodes) > 0 {
+	if nodes := slices.Sorted(maps.Keys(v.Attachments)); len(nodes) > 0 {
 		return failedPrecondition("volume %q is in use: published to node %q (ControllerUnpublishVolume first)", v.ID, nodes[0])
 	}
 	if v.Staging != nil {
@@ -238,7 +239,7 @@ func (p *Plugin) checkNotInUse(v *volume) error {
 			return failedPrecondition("volume %q is in use: staged at %q (NodeUnstageVolume first)", v.ID, v.Staging.Path)
 		}
 	}
-	for _, target := range sortedKeys(v.Targets) {
+	for _, target := range slices.Sorted(maps.Keys(v.Targets)) {
 		if mounted, _ := p.mounter.IsMountPoint(target); mounted {
 			return failedPrecondition("volume %q is in use: published at %q (NodeUnpublishVolume first)", v.ID, target)
 		}
@@ -365,7 +366,7 @@ func (p *Plugin) ListVolumes(ctx context.Context, req *csi.ListVolumesRequest) (
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	page, next := paginate(sortedKeys(p.state.Volumes), token, int(req.GetMaxEntries()))
+	page, next := paginate(slices.Sorted(maps.Keys(p.state.Volumes)), token, int(req.GetMaxEntries()))
 	resp := &csi.ListVolumesResponse{NextToken: next}
 	for _, id := range page {
 		resp.Entries = append(resp.Entries, &csi.ListVolumesResponse_Entry{Volume: p.csiVolume(p.state.Volumes[id])})
@@ -490,7 +491,7 @@ func (p *Plugin) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsReques
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var ids []string
-	for _, id := range sortedKeys(p.state.Snapshots) {
+	for _, id := range slices.Sorted(maps.Keys(p.state.Snapshots)) {
 		sn := p.state.Snapshots[id]
 		if want := req.GetSnapshotId(); want != "" && id != want {
 			continue
@@ -568,13 +569,4 @@ func (p *Plugin) grow(id string, size *int64, current, required, limit int64, er
 		}
 	}
 	return n, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
@@ -136,7 +138,7 @@ func (p *Plugin) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 	if mounted && !ours {
 		return nil, failedPrecondition("NodeUnstageVolume: volume %q is not staged at %q; refusing to unmount what is mounted there", id, path)
 	}
-	for _, target := range sortedKeys(v.Targets) {
+	for _, target := range slices.Sorted(maps.Keys(v.Targets)) {
 		if m, _ := p.mounter.IsMountPoint(target); m {
 			return nil, failedPrecondition("NodeUnstageVolume: volume %q is still published at %q (NodeUnpublishVolume first)", id, target)
 		}

@@ -44,11 +44,6 @@ var agentBlockSchema = &schema{
 
 // ParseAgentConfig parses and validates an agent config. It returns every problem at once as
 // diagnostics with source ranges; the config is nil when any of them is an error.
-func ParseAgentConfig(filename string, src []byte) (*AgentConfig, hcl.Diagnostics) {
-	return NewParser().ParseAgentConfig(filename, src)
-}
-
-// ParseAgentConfig is the package-level ParseAgentConfig, keeping the file for rendering.
 func (p *Parser) ParseAgentConfig(filename string, src []byte) (*AgentConfig, hcl.Diagnostics) {
 	f, diags := p.parse(filename, src, kindAgent, VerbAny)
 	if f == nil {

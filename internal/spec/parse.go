@@ -57,16 +57,6 @@ func ParseVolume(filename string, src []byte, verb Verb) (*Volume, hcl.Diagnosti
 	return NewParser().ParseVolume(filename, src, verb)
 }
 
-// ParsePlugins parses and validates a file of one or more `plugin "ID" { ... }` blocks.
-func ParsePlugins(filename string, src []byte) ([]*Plugin, hcl.Diagnostics) {
-	return NewParser().ParsePlugins(filename, src)
-}
-
-// ParseGroup parses and validates a file holding one `group "NAME" { ... }` block.
-func ParseGroup(filename string, src []byte) (*Group, hcl.Diagnostics) {
-	return NewParser().ParseGroup(filename, src)
-}
-
 // ParseVolume is the package-level ParseVolume, keeping the file for rendering.
 func (p *Parser) ParseVolume(filename string, src []byte, verb Verb) (*Volume, hcl.Diagnostics) {
 	f, diags := p.parse(filename, src, KindVolume, verb)
@@ -76,7 +66,7 @@ func (p *Parser) ParseVolume(filename string, src []byte, verb Verb) (*Volume, h
 	return f.Volume, diags
 }
 
-// ParsePlugins is the package-level ParsePlugins, keeping the file for rendering.
+// ParsePlugins parses and validates a file of one or more `plugin "ID" { ... }` blocks.
 func (p *Parser) ParsePlugins(filename string, src []byte) ([]*Plugin, hcl.Diagnostics) {
 	f, diags := p.parse(filename, src, KindPlugin, VerbAny)
 	if f == nil {
@@ -85,7 +75,7 @@ func (p *Parser) ParsePlugins(filename string, src []byte) ([]*Plugin, hcl.Diagn
 	return f.Plugins, diags
 }
 
-// ParseGroup is the package-level ParseGroup, keeping the file for rendering.
+// ParseGroup parses and validates a file holding one `group "NAME" { ... }` block.
 func (p *Parser) ParseGroup(filename string, src []byte) (*Group, hcl.Diagnostics) {
 	f, diags := p.parse(filename, src, KindGroup, VerbAny)
 	if f == nil {

@@ -317,7 +317,7 @@ func TestPluginRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, diags := ParsePlugins("t.hcl", []byte(tt.src))
+			_, diags := NewParser().ParsePlugins("t.hcl", []byte(tt.src))
 			checkRule(t, tt, diags)
 		})
 	}
@@ -339,7 +339,7 @@ plugin "n" {
   }
 }
 `
-	ps, diags := ParsePlugins("t.hcl", []byte(src))
+	ps, diags := NewParser().ParsePlugins("t.hcl", []byte(src))
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -393,14 +393,14 @@ func TestGroupRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, diags := ParseGroup("t.hcl", []byte(tt.src))
+			_, diags := NewParser().ParseGroup("t.hcl", []byte(tt.src))
 			checkRule(t, tt, diags)
 		})
 	}
 }
 
 func TestGroupDefaults(t *testing.T) {
-	g, diags := ParseGroup("t.hcl", []byte(`group "db" {
+	g, diags := NewParser().ParseGroup("t.hcl", []byte(`group "db" {
   volume "data" {
     type = "csi"
     source = "db"

@@ -15,7 +15,7 @@ func TestSplitHalvesAreJoinedIntoOnePlugin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, diags := ParsePlugins(path, src)
+	ps, diags := NewParser().ParsePlugins(path, src)
 	if diags.HasErrors() {
 		t.Fatalf("diagnostics: %v", diags)
 	}

@@ -284,28 +284,28 @@ const (
 	PropagationBidirectional = "bidirectional"
 )
 
-// ControllerEndpoint returns the socket of the plugin's controller service: its one socket for a
-// monolith that has one, else ControllerSocket; "" for a node plugin.
+// ControllerEndpoint returns the socket of the plugin's controller service: ControllerSocket
+// when given, else its one socket; "" for a node plugin. (A valid spec gives one or the other.)
 func (p *Plugin) ControllerEndpoint() string {
 	if p.Type == PluginNode {
 		return ""
 	}
-	if p.Socket != "" {
-		return p.Socket
+	if p.ControllerSocket != "" {
+		return p.ControllerSocket
 	}
-	return p.ControllerSocket
+	return p.Socket
 }
 
-// NodeEndpoint returns the socket of the plugin's node service: its one socket for a monolith
-// that has one, else NodeSocket; "" for a controller plugin.
+// NodeEndpoint returns the socket of the plugin's node service: NodeSocket when given, else
+// its one socket; "" for a controller plugin. (A valid spec gives one or the other.)
 func (p *Plugin) NodeEndpoint() string {
 	if p.Type == PluginController {
 		return ""
 	}
-	if p.Socket != "" {
-		return p.Socket
+	if p.NodeSocket != "" {
+		return p.NodeSocket
 	}
-	return p.NodeSocket
+	return p.Socket
 }
 
 // Printing. fmt skips String and GoString when it reports a bad verb (a struct printed with

@@ -83,17 +83,19 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 	top := c.MissingItemRange
 	attr := func(name string) *hcl.Attribute { return c.Attributes[name] }
 
+	// idAttr reads an identifier into *dst, checked; a required one that is absent is missing.
+	idAttr := func(name, what string, dst *string, required bool) {
+		if s, ok := d.str(attr(name)); ok {
+			d.checkID(attr(name).Expr.Range(), what, "Invalid "+what, s)
+			*dst = s
+		} else if required && attr(name) == nil {
+			d.missing(top, name, "")
+		}
+	}
+
 	// Identity.
-	if s, ok := d.str(attr("id")); ok {
-		d.checkID(attr("id").Expr.Range(), "volume ID", "Invalid volume ID", s)
-		v.ID = s
-	} else if attr("id") == nil {
-		d.missing(top, "id", "")
-	}
-	if s, ok := d.str(attr("namespace")); ok {
-		d.checkID(attr("namespace").Expr.Range(), "namespace", "Invalid namespace", s)
-		v.Namespace = s
-	}
+	idAttr("id", "volume ID", &v.ID, true)
+	idAttr("namespace", "namespace", &v.Namespace, false)
 	if s, ok := d.str(attr("type")); ok {
 		if s != "csi" {
 			d.errorf(attr("type").Expr.Range(), "Invalid volume type", "%q is not a volume type volctl handles: it manages CSI volumes, type = \"csi\".", s)
@@ -102,12 +104,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 	} else if attr("type") == nil {
 		d.missing(top, "type", `The argument "type" is required; volctl handles CSI volumes: type = "csi".`)
 	}
-	if s, ok := d.str(attr("plugin_id")); ok {
-		d.checkID(attr("plugin_id").Expr.Range(), "plugin ID", "Invalid plugin ID", s)
-		v.PluginID = s
-	} else if attr("plugin_id") == nil {
-		d.missing(top, "plugin_id", "")
-	}
+	idAttr("plugin_id", "plugin ID", &v.PluginID, true)
 	if s, ok := d.str(attr("name")); ok {
 		d.checkCSIString("name", s, attr("name").Expr.Range())
 		v.Name = s

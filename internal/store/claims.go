@@ -3,7 +3,6 @@ package store
 import (
 	"database/sql"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -28,11 +27,6 @@ const (
 var ClaimStates = []ClaimState{
 	ClaimTaken, ClaimControllerPublished, ClaimNodeStaged, ClaimPublished,
 	ClaimUnpublishing, ClaimNodeDetached, ClaimControllerDetached,
-}
-
-// Valid reports whether s is one of ClaimStates.
-func (s ClaimState) Valid() bool {
-	return slices.Contains(ClaimStates, s)
 }
 
 // IsPublishPath reports whether s is on the way to published (published included).
@@ -112,15 +106,11 @@ type ClaimStore interface {
 	Find(volumeID, alloc string) (Claim, error)
 	// ByVolume returns a volume's live claims, oldest first.
 	ByVolume(volumeID string) ([]Claim, error)
-	// ByAlloc returns an alloc's live claims, oldest first.
-	ByAlloc(alloc string) ([]Claim, error)
 	// CountByVolume counts a volume's live claims in the given states (all states if none given),
 	// e.g. the claims still using its staging.
 	CountByVolume(volumeID string, states ...ClaimState) (int, error)
 	// ListAll returns every live claim, oldest first.
 	ListAll() ([]Claim, error)
-	// ListUnsettled returns the claims that are not at rest (see Claim.AtRest), oldest first.
-	ListUnsettled() ([]Claim, error)
 	// Insert adds a claim and sets its ID and times. If it is the volume's only live claim, it
 	// also sets the volume's current access and attachment mode. ErrConflict if the alloc
 	// already claims the volume or the volume does not exist.
@@ -133,24 +123,10 @@ type ClaimStore interface {
 	Free(id int64, outcome Outcome) error
 }
 
-// HistoryStore reads freed claims. The history keeps the newest entries up to a limit (see
-// DefaultHistoryLimit).
-type HistoryStore interface {
-	// ByVolume returns up to limit freed claims of a volume, newest first (limit <= 0: all).
-	ByVolume(volumeID string, limit int) ([]PastClaim, error)
-	// Recent returns up to limit freed claims, newest first (limit <= 0: all).
-	Recent(limit int) ([]PastClaim, error)
-}
-
 // Claims is the live-claim API inside this transaction.
 func (tx *Tx) Claims() ClaimStore { return claims{tx} }
 
-// History is the freed-claim API inside this transaction.
-func (tx *Tx) History() HistoryStore { return history{tx} }
-
 type claims struct{ tx *Tx }
-
-type history struct{ tx *Tx }
 
 // claimBody is every claim column but the id, shared by claims and claim_history.
 const claimBody = `volume_id, alloc, group_name, mode, access_mode, attachment_mode, fs_type, mount_flags,
@@ -226,15 +202,7 @@ func (cs claims) ByVolume(volumeID string) ([]Claim, error) {
 	return cs.list(fmt.Sprintf("claims on volume %q", volumeID), `WHERE volume_id = ?`, volumeID)
 }
 
-func (cs claims) ByAlloc(alloc string) ([]Claim, error) {
-	return cs.list(fmt.Sprintf("claims of alloc %q", alloc), `WHERE alloc = ?`, alloc)
-}
-
 func (cs claims) ListAll() ([]Claim, error) { return cs.list("list claims", "") }
-
-func (cs claims) ListUnsettled() ([]Claim, error) {
-	return cs.list("list unsettled claims", `WHERE state != ? OR releasing = 1 OR needs_reconcile = 1`, ClaimPublished)
-}
 
 func (cs claims) CountByVolume(volumeID string, states ...ClaimState) (int, error) {
 	q := `SELECT count(*) FROM claims WHERE volume_id = ?`
@@ -339,18 +307,17 @@ func scanPastClaim(sc scanner) (PastClaim, error) {
 	return p, decodeClaim(&p.Claim, flags, pctx, binds, created, updated)
 }
 
-func (h history) list(what, where string, limit int, args ...any) ([]PastClaim, error) {
+// History returns up to limit freed claims, newest first (limit <= 0: all); only volumeID's
+// when it is set. The history keeps the newest entries up to a limit (DefaultHistoryLimit).
+// No command lists freed claims: the tests of the store, the engine and volctl read what a
+// release or a rollback left with it.
+func (tx *Tx) History(volumeID string, limit int) ([]PastClaim, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	return listAll(h.tx, what, scanPastClaim, `SELECT `+pastClaimColumns+` FROM claim_history `+where+` ORDER BY id DESC LIMIT ?`,
-		append(args, limit)...)
-}
-
-func (h history) ByVolume(volumeID string, limit int) ([]PastClaim, error) {
-	return h.list(fmt.Sprintf("claim history of volume %q", volumeID), `WHERE volume_id = ?`, limit, volumeID)
-}
-
-func (h history) Recent(limit int) ([]PastClaim, error) {
-	return h.list("claim history", "", limit)
+	if volumeID == "" {
+		return listAll(tx, "claim history", scanPastClaim, `SELECT `+pastClaimColumns+` FROM claim_history ORDER BY id DESC LIMIT ?`, limit)
+	}
+	return listAll(tx, fmt.Sprintf("claim history of volume %q", volumeID), scanPastClaim,
+		`SELECT `+pastClaimColumns+` FROM claim_history WHERE volume_id = ? ORDER BY id DESC LIMIT ?`, volumeID, limit)
 }

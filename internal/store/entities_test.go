@@ -156,7 +156,7 @@ func TestRoundTripEveryField(t *testing.T) {
 		return tx.Claims().Free(claim.ID, OutcomeReleased)
 	})
 	view(t, s, func(tx *Tx) error {
-		past, err := tx.History().ByVolume(vol.ID, 0)
+		past, err := tx.History(vol.ID, 0)
 		if err != nil {
 			return err
 		}
@@ -319,7 +319,7 @@ func TestNotFound(t *testing.T) {
 		{"get snapshot", func(tx *Tx) error { _, err := tx.Snapshots().Get("hp", "s1"); return err }, `snapshot "s1" of plugin "hp": not found`},
 		{"delete snapshot", func(tx *Tx) error { return tx.Snapshots().Delete("hp", "s1") }, `snapshot "s1" of plugin "hp": not found`},
 		{"get group", func(tx *Tx) error { _, err := tx.Groups().Get("web"); return err }, `group "web": not found`},
-		{"delete group", func(tx *Tx) error { return tx.Groups().Delete("web") }, `group "web": not found`},
+		{"delete group", func(tx *Tx) error { return groups{tx}.Delete("web") }, `group "web": not found`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -448,11 +448,11 @@ func TestClaimLifecycle(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		byAlloc, err := tx.Claims().ByAlloc("web-0")
+		byAlloc, err := claims{tx}.ByAlloc("web-0")
 		if err != nil {
 			return err
 		}
-		unsettled, err := tx.Claims().ListUnsettled()
+		unsettled, err := claims{tx}.ListUnsettled()
 		if err != nil {
 			return err
 		}
@@ -491,7 +491,7 @@ func TestClaimLifecycle(t *testing.T) {
 		}
 		update(t, s, func(tx *Tx) error { return tx.Claims().Update(&c) })
 		view(t, s, func(tx *Tx) error {
-			u, err := tx.Claims().ListUnsettled()
+			u, err := claims{tx}.ListUnsettled()
 			if err != nil {
 				return err
 			}
@@ -518,7 +518,7 @@ func TestClaimLifecycle(t *testing.T) {
 	// The volume can go now, and its history stays.
 	update(t, s, func(tx *Tx) error { return tx.Volumes().Delete("db") })
 	view(t, s, func(tx *Tx) error {
-		past, err := tx.History().ByVolume("db", 0)
+		past, err := tx.History("db", 0)
 		if err != nil {
 			return err
 		}
@@ -526,7 +526,7 @@ func TestClaimLifecycle(t *testing.T) {
 			past[1].Outcome != OutcomeRolledBack {
 			t.Errorf("history of db = %+v, want the second then the first (rolled back)", past)
 		}
-		one, err := tx.History().Recent(1)
+		one, err := tx.History("", 1)
 		if err != nil {
 			return err
 		}
@@ -737,7 +737,7 @@ func TestStagingsSnapshotsGroups(t *testing.T) {
 		return nil
 	})
 	update(t, s, func(tx *Tx) error {
-		return errors.Join(tx.Stagings().Delete("a"), tx.Snapshots().Delete("hp", "s1"), tx.Groups().Delete("web"))
+		return errors.Join(tx.Stagings().Delete("a"), tx.Snapshots().Delete("hp", "s1"), groups{tx}.Delete("web"))
 	})
 	view(t, s, func(tx *Tx) error {
 		if _, err := tx.Stagings().Get("a"); !errors.Is(err, ErrNotFound) {
@@ -818,7 +818,7 @@ func TestHistoryBound(t *testing.T) {
 		})
 	}
 	var past []PastClaim
-	view(t, s, func(tx *Tx) (err error) { past, err = tx.History().Recent(0); return err })
+	view(t, s, func(tx *Tx) (err error) { past, err = tx.History("", 0); return err })
 	if len(past) != limit || past[0].Alloc != fmt.Sprint(3*limit-1) {
 		t.Fatalf("history = %d entries, newest %q; want %d, newest %q", len(past), past[0].Alloc, limit, fmt.Sprint(3*limit-1))
 	}

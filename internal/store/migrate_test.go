@@ -137,7 +137,7 @@ func checkSeed(t *testing.T, s *Store) {
 		if c.State != ClaimPublished || c.TargetPath != "/t/web-0" || c.MountFlags[0] != "noatime" {
 			t.Errorf("claim after migration: %+v", c)
 		}
-		past, err := tx.History().ByVolume("db", 0)
+		past, err := tx.History("db", 0)
 		if err != nil {
 			return err
 		}

@@ -127,7 +127,7 @@ func TestMultiProcessWriters(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		past, err := tx.History().ByVolume("shared", 0)
+		past, err := tx.History("shared", 0)
 		if err != nil {
 			return err
 		}

@@ -27,40 +27,34 @@ func (tx *Tx) SecretValues() ([]string, error) {
 		what, sql string
 		decode    func(sql.NullString) ([]string, error)
 	}{
-		{"volume secrets", `SELECT DISTINCT secrets FROM volumes WHERE secrets IS NOT NULL`, mapValues},
-		{"snapshot secrets", `SELECT DISTINCT secrets FROM snapshots WHERE secrets IS NOT NULL`, mapValues},
-		{"snapshot intent secrets", `SELECT DISTINCT secrets FROM snapshot_creates WHERE secrets IS NOT NULL`, mapValues},
+		{"volume secrets", `SELECT DISTINCT secrets FROM volumes WHERE secrets IS NOT NULL`, jsonValues(values)},
+		{"snapshot secrets", `SELECT DISTINCT secrets FROM snapshots WHERE secrets IS NOT NULL`, jsonValues(values)},
+		{"snapshot intent secrets", `SELECT DISTINCT secrets FROM snapshot_creates WHERE secrets IS NOT NULL`, jsonValues(values)},
 		{"volume mount flags", `SELECT DISTINCT mount_options FROM volumes WHERE mount_options IS NOT NULL`,
-			func(col sql.NullString) ([]string, error) {
-				var mo *mountOptionsRow
-				err := decJSON(col, &mo)
+			jsonValues(func(mo *mountOptionsRow) []string {
 				if mo == nil {
-					return nil, err
+					return nil
 				}
-				return mo.MountFlags, err
-			}},
-		{"claim mount flags", `SELECT DISTINCT mount_flags FROM claims WHERE mount_flags IS NOT NULL`, listValues},
-		{"past claim mount flags", `SELECT DISTINCT mount_flags FROM claim_history WHERE mount_flags IS NOT NULL`, listValues},
-		{"group mount flags", `SELECT DISTINCT spec FROM groups`, func(col sql.NullString) ([]string, error) {
-			var g groupRow
-			err := decJSON(col, &g)
+				return mo.MountFlags
+			})},
+		{"claim mount flags", `SELECT DISTINCT mount_flags FROM claims WHERE mount_flags IS NOT NULL`, jsonValues(listed)},
+		{"past claim mount flags", `SELECT DISTINCT mount_flags FROM claim_history WHERE mount_flags IS NOT NULL`, jsonValues(listed)},
+		{"group mount flags", `SELECT DISTINCT spec FROM groups`, jsonValues(func(g groupRow) []string {
 			var flags []string
 			for _, v := range g.Volumes {
 				if v.MountOptions != nil {
 					flags = append(flags, v.MountOptions.MountFlags...)
 				}
 			}
-			return flags, err
-		}},
+			return flags
+		})},
 		{"plugin environments", `SELECT DISTINCT exec FROM plugins WHERE exec IS NOT NULL`,
-			func(col sql.NullString) ([]string, error) {
-				var e *execRow
-				err := decJSON(col, &e)
+			jsonValues(func(e *execRow) []string {
 				if e == nil {
-					return nil, err
+					return nil
 				}
-				return values(e.Env), err
-			}},
+				return values(e.Env)
+			})},
 	} {
 		rows, err := tx.query(q.sql)
 		cols, err := collect(rows, err, func(sc scanner) (sql.NullString, error) {
@@ -81,17 +75,16 @@ func (tx *Tx) SecretValues() ([]string, error) {
 	return out, nil
 }
 
-func mapValues(col sql.NullString) ([]string, error) {
-	var m map[string]string
-	err := decJSON(col, &m)
-	return values(m), err
+// jsonValues decodes a JSON column into a T and picks the secret values out of it.
+func jsonValues[T any](pick func(T) []string) func(sql.NullString) ([]string, error) {
+	return func(col sql.NullString) ([]string, error) {
+		var v T
+		err := decJSON(col, &v)
+		return pick(v), err
+	}
 }
 
-func listValues(col sql.NullString) ([]string, error) {
-	var l []string
-	err := decJSON(col, &l)
-	return l, err
-}
+func listed(l []string) []string { return l }
 
 func values(m map[string]string) []string {
 	out := make([]string, 0, len(m))

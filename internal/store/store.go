@@ -289,9 +289,6 @@ func tighten(path string, want fs.FileMode, log *slog.Logger) error {
 	return nil
 }
 
-// Path is the database file's path.
-func (s *Store) Path() string { return s.path }
-
 // Close closes the database: its prepared statements, then its connections. A transaction that
 // starts afterwards fails; one still running has its connection closed when it ends.
 func (s *Store) Close() error {

@@ -8,7 +8,7 @@ import (
 	"github.com/volctl/volctl/internal/spec"
 )
 
-// Briefs counts claims in SQL; the counts must be what the full rows say: read and write
+// Briefs (EachBrief) counts claims in SQL; the counts must be what the full rows say: read and write
 // claims, and unsettled as the negation of Claim.AtRest.
 func TestVolumeBriefsMatchTheFullRows(t *testing.T) {
 	t.Parallel()
@@ -57,7 +57,7 @@ func TestVolumeBriefsMatchTheFullRows(t *testing.T) {
 	)
 	view(t, s, func(tx *Tx) error {
 		var err error
-		if briefs, err = tx.Volumes().Briefs(); err != nil {
+		if briefs, err = (volumes{tx}).Briefs(); err != nil {
 			return err
 		}
 		if vols, err = tx.Volumes().List(VolumeFilter{}); err != nil {
@@ -97,7 +97,7 @@ func TestVolumeBriefsEmpty(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	view(t, s, func(tx *Tx) error {
-		b, err := tx.Volumes().Briefs()
+		b, err := volumes{tx}.Briefs()
 		if err != nil || b == nil || len(b) != 0 {
 			t.Errorf("Briefs() = %#v, %v; want an empty, non-nil slice", b, err)
 		}

@@ -96,11 +96,10 @@ type VolumeStore interface {
 	Update(v *Volume) error
 	// Delete removes a volume; ErrConflict while claims or a staging refer to it.
 	Delete(id string) error
-	// Briefs lists every volume's list fields with its live claims counted, ordered by ID, in
-	// one query that decodes none of the JSON columns: what a list of 10,000 volumes needs.
-	Briefs() ([]VolumeBrief, error)
-	// EachBrief is Briefs streamed: fn sees each row as it is read (b is reused: copy what
-	// it keeps), so a list is written out without building it first.
+	// EachBrief streams every volume's list fields with its live claims counted, ordered by
+	// ID, from one query that decodes none of the JSON columns (what a list of 10,000 volumes
+	// needs): fn sees each row as it is read (b is reused: copy what it keeps), so a list is
+	// written out without building it first.
 	EachBrief(fn func(b *VolumeBrief) error) error
 	// CountByPlugin counts the volumes that name a plugin.
 	CountByPlugin(pluginID string) (int, error)
@@ -199,18 +198,6 @@ type VolumeBrief struct {
 	ReadClaims     int
 	WriteClaims    int
 	Unsettled      int
-}
-
-func (vs volumes) Briefs() ([]VolumeBrief, error) {
-	out := []VolumeBrief{}
-	err := vs.EachBrief(func(b *VolumeBrief) error {
-		out = append(out, *b)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // EachBrief streams the volumes' briefs in ID order to fn, one row at a time (b is reused

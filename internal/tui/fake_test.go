@@ -3,17 +3,27 @@ package tui
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 )
+
+// FixedRenderer is a renderer with a given profile and a dark background, for tests.
+func FixedRenderer(p termenv.Profile) *lipgloss.Renderer {
+	r := lipgloss.NewRenderer(io.Discard)
+	r.SetColorProfile(p)
+	r.SetHasDarkBackground(true)
+	return r
+}
 
 // fakeEngine is the dashboard's engine in Update-level tests: fixed data, recorded calls and
 // injectable errors.

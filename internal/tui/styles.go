@@ -79,14 +79,6 @@ func darkBackground(colorfgbg string) bool {
 	return !(bg == 7 || bg >= 9 && bg <= 15)
 }
 
-// FixedRenderer is a renderer with a given profile and a dark background, for tests.
-func FixedRenderer(p termenv.Profile) *lipgloss.Renderer {
-	r := lipgloss.NewRenderer(io.Discard)
-	r.SetColorProfile(p)
-	r.SetHasDarkBackground(true)
-	return r
-}
-
 // NewStyles builds the dashboard's styles on r.
 func NewStyles(r *lipgloss.Renderer) *Styles {
 	var (

@@ -92,9 +92,6 @@ func New() *Metrics {
 // CollectState counts e's claims and volumes at every scrape. Call it once, before serving.
 func (m *Metrics) CollectState(e *engine.Engine) { m.reg.MustRegister(newStateCollector(e)) }
 
-// Registry is the registry the metrics are in, for tests and the handler.
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
-
 // ObserveRPC counts and times one CSI RPC (engine.Config.ObserveRPC).
 func (m *Metrics) ObserveRPC(plugin, rpc, code string, d time.Duration) {
 	m.rpcs.WithLabelValues(plugin, rpc, code).Inc()

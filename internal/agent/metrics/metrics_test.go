@@ -52,7 +52,7 @@ func fixture(t *testing.T) (*Metrics, *engine.Engine) {
 
 func gather(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
 	t.Helper()
-	mfs, err := m.Registry().Gather()
+	mfs, err := m.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestMetricsFollowConventions(t *testing.T) {
 	m.Reconciled("start", engine.ReconcileReport{Actions: []engine.ReconcileAction{{Kind: "restored"}}}, nil)
 	m.Ready()
 
-	mfs, err := m.Registry().Gather()
+	mfs, err := m.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestMetricsDocAlertsUseRealLabels(t *testing.T) {
 	m.PluginProbed("mem", true, true, 3*time.Millisecond)
 	m.PluginRestarted("mem", "exited")
 	m.Reconciled("start", engine.ReconcileReport{}, nil)
-	mfs, err := m.Registry().Gather()
+	mfs, err := m.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

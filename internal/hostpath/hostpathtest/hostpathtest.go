@@ -211,9 +211,7 @@ func (m *FakeMounter) Unmount(target string) error {
 
 // IsMountPoint implements hostpath.Mounter.
 func (m *FakeMounter) IsMountPoint(path string) (bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	_, ok := m.mounts[path]
+	_, ok := m.Flags(path)
 	return ok, nil
 }
 

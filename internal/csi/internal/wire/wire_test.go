@@ -74,24 +74,29 @@ func TestVolumeCapabilityRefusals(t *testing.T) {
 
 // TestCapabilityNamesCoverTheEnums: every value the stubs know has a name that maps back.
 func TestCapabilityNamesCoverTheEnums(t *testing.T) {
-	for n := range csipb.ControllerServiceCapability_RPC_Type_name {
-		if n == 0 {
-			continue
-		}
-		name := ControllerCapabilityName(&csipb.ControllerServiceCapability{Type: &csipb.ControllerServiceCapability_Rpc{Rpc: &csipb.ControllerServiceCapability_RPC{Type: csipb.ControllerServiceCapability_RPC_Type(n)}}})
-		back, err := ControllerCapability(name)
-		if err != nil || int32(back.GetRpc().GetType()) != n {
-			t.Errorf("controller %d -> %q -> %v, %v", n, name, back, err)
-		}
-	}
-	for n := range csipb.NodeServiceCapability_RPC_Type_name {
-		if n == 0 {
-			continue
-		}
-		name := NodeCapabilityName(&csipb.NodeServiceCapability{Type: &csipb.NodeServiceCapability_Rpc{Rpc: &csipb.NodeServiceCapability_RPC{Type: csipb.NodeServiceCapability_RPC_Type(n)}}})
-		back, err := NodeCapability(name)
-		if err != nil || int32(back.GetRpc().GetType()) != n {
-			t.Errorf("node %d -> %q -> %v, %v", n, name, back, err)
+	for _, svc := range []struct {
+		kind  string
+		enum  map[int32]string
+		round func(n int32) (name string, back int32, err error) // n to its name and back
+	}{
+		{"controller", csipb.ControllerServiceCapability_RPC_Type_name, func(n int32) (string, int32, error) {
+			name := ControllerCapabilityName(&csipb.ControllerServiceCapability{Type: &csipb.ControllerServiceCapability_Rpc{Rpc: &csipb.ControllerServiceCapability_RPC{Type: csipb.ControllerServiceCapability_RPC_Type(n)}}})
+			back, err := ControllerCapability(name)
+			return name, int32(back.GetRpc().GetType()), err
+		}},
+		{"node", csipb.NodeServiceCapability_RPC_Type_name, func(n int32) (string, int32, error) {
+			name := NodeCapabilityName(&csipb.NodeServiceCapability{Type: &csipb.NodeServiceCapability_Rpc{Rpc: &csipb.NodeServiceCapability_RPC{Type: csipb.NodeServiceCapability_RPC_Type(n)}}})
+			back, err := NodeCapability(name)
+			return name, int32(back.GetRpc().GetType()), err
+		}},
+	} {
+		for n := range svc.enum {
+			if n == 0 {
+				continue
+			}
+			if name, back, err := svc.round(n); err != nil || back != n {
+				t.Errorf("%s %d -> %q -> %v, %v", svc.kind, n, name, back, err)
+			}
 		}
 	}
 	for _, name := range []string{"CONTROLLER_SERVICE", "VOLUME_ACCESSIBILITY_CONSTRAINTS", "GROUP_CONTROLLER_SERVICE",
