@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -17,22 +16,15 @@ import (
 // volume's accessible topology, which must include the node's. A volume already on the node
 // (a live claim or a staging) passes: it is counted already, and its topology was checked when
 // it came. Refusals are conflicts (exit 4) naming the limit and what it counts, instead of a
-// ControllerPublishVolume that fails later and is retried for good.
-func checkNode(tx *store.Tx, v store.Volume, live []store.Claim) error {
-	if len(live) > 0 {
+// ControllerPublishVolume that fails later and is retried for good. ld is the volume's plugin
+// and staging rows as admission's transaction read them (load).
+func checkNode(tx *store.Tx, v store.Volume, live []store.Claim, ld *loaded) error {
+	if len(live) > 0 || ld.hasStaging {
 		return nil
 	}
-	if _, err := tx.Stagings().Get(v.ID); err == nil {
-		return nil
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	p, err := tx.Plugins().Get(v.PluginID)
-	if errors.Is(err, store.ErrNotFound) {
+	p := ld.plugin
+	if p == nil {
 		return nil // the publish path reports the missing plugin
-	}
-	if err != nil {
-		return err
 	}
 	fp := p.Fingerprint
 	if topos := volumeTopologies(v); len(topos) > 0 && !topologyMatch(fp.Topology, topos) {

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"slices"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -12,14 +11,11 @@ import (
 // never publish on this host, as its registration and last fingerprint say: admitting it would
 // leave a claim that no RPC can move, held until `volume detach --force`. A plugin not
 // fingerprinted yet is given the benefit of the doubt; the publish path checks the live
-// fingerprint again and rolls back a claim it cannot publish.
-func checkPublishable(tx *store.Tx, v store.Volume) error {
-	p, err := tx.Plugins().Get(v.PluginID)
-	if errors.Is(err, store.ErrNotFound) {
+// fingerprint again and rolls back a claim it cannot publish. p is the volume's plugin row as
+// admission's transaction read it (load), nil when the plugin is not registered.
+func checkPublishable(v store.Volume, p *store.Plugin) error {
+	if p == nil {
 		return notFoundf("volume %q: plugin %q is not registered (volctl plugin register)", v.ID, v.PluginID)
-	}
-	if err != nil {
-		return err
 	}
 	if p.Type == spec.PluginController {
 		return noNodeService(v)

@@ -142,7 +142,11 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 			cl = c
 			return nil
 		}
-		if err := checkPublishable(tx, v); err != nil {
+		// The plugin and staging rows, read once: admission's checks and the publish path use them.
+		if ld, err = load(tx, v); err != nil {
+			return err
+		}
+		if err := checkPublishable(v, ld.plugin); err != nil {
 			return err
 		}
 		capab, err := chooseCapability(v, req)
@@ -152,7 +156,7 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 		if err := checkAdmission(v, live, mode, capab); err != nil {
 			return err
 		}
-		if err := checkNode(tx, v, live); err != nil {
+		if err := checkNode(tx, v, live, ld); err != nil {
 			return err
 		}
 		mo := v.MountOptions.Merge(req.MountOptions)
@@ -171,9 +175,6 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 		}
 		fresh = true
 		if locked {
-			if ld, err = load(tx, v); err != nil {
-				return err
-			}
 			ld.others = countUsage(live, cl.ID)
 			if err := recordIntents(tx, ld, v, e.cfg.StateDir); err != nil {
 				return err
@@ -182,6 +183,9 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 		return tx.Events().Append(&store.Event{Kind: "claim", VolumeID: v.ID, Alloc: req.Alloc, PluginID: v.PluginID,
 			Message: fmt.Sprintf("%s claim admitted (%s, %s)", mode, capab.AccessMode, capab.AttachmentMode)})
 	})
+	if !locked {
+		ld = nil // read without the volume lock: the publish path reads it again under the lock
+	}
 	return cl, v, ld, fresh, err
 }
 

@@ -3,9 +3,9 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -48,35 +48,52 @@ func usageName(readOnly bool, att spec.AttachmentMode, acc spec.AccessMode) stri
 // through a symlink (nofollow.go): one planted there is refused, naming it, before anything is
 // made or mounted where it points.
 func (l *locker) makeDirs(ctx context.Context, path string) error {
-	unlock, err := l.dirs(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	p, err := openNoFollow(filepath.Dir(l.dir), path, createDirs)
+	p, unlock, err := l.openDirs(ctx, path)
 	if err != nil {
 		return err
 	}
 	p.close()
+	unlock()
 	return nil
+}
+
+// openDirs is makeDirs returning the deepest directory opened, with the directory lock still
+// held: the caller closes it, then unlocks.
+func (l *locker) openDirs(ctx context.Context, path string) (*pathFD, func(), error) {
+	unlock, err := l.dirs(ctx, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := openNoFollow(filepath.Dir(l.dir), path, createDirs)
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return p, unlock, nil
 }
 
 // makeTargetParent is makeDirs for the parent of a claim's publish target, and also refuses
 // the target itself when it is a symlink: the plugin makes the target and mounts on it, and
-// would follow one.
+// would follow one. The target is looked up from the parent's descriptor the walk opened, not
+// by walking the path again.
 func (l *locker) makeTargetParent(ctx context.Context, target string) error {
-	if err := l.makeDirs(ctx, filepath.Dir(target)); err != nil {
-		return err
-	}
-	p, err := openNoFollow(filepath.Dir(l.dir), target, createNothing)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil // the plugin makes it
-	}
+	target = filepath.Clean(target)
+	p, unlock, err := l.openDirs(ctx, filepath.Dir(target))
 	if err != nil {
 		return err
 	}
-	p.close()
-	return nil
+	defer unlock()
+	defer p.close()
+	fd, err := openComponent(p.fd, filepath.Base(target))
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil // the plugin makes it
+	case errors.Is(err, unix.ELOOP):
+		return &symlinkError{Path: target, Component: target}
+	case err != nil:
+		return &os.PathError{Op: "open", Path: target, Err: err}
+	}
+	return unix.Close(fd)
 }
 
 // removeEmptyDirs removes path and then its parents while they are empty, stopping at root,
@@ -89,24 +106,57 @@ func (l *locker) removeEmptyDirs(ctx context.Context, path, root string) {
 		return
 	}
 	defer unlock()
-	for p := path; p != root && len(p) > len(root); p = filepath.Dir(p) {
-		if err := removeEmptyDir(filepath.Dir(root), p); err != nil && !os.IsNotExist(err) {
-			return
-		}
-	}
+	_ = removeEmptyChain(root, path)
 }
 
-// removeEmptyDir removes the empty directory path below root through its parent's descriptor,
-// reached without following a symlink (nofollow.go): a link planted in place of one of its
-// parents must not make root remove a directory elsewhere. A symlink is an error.
-func removeEmptyDir(root, path string) error {
-	d, err := openNoFollow(root, path, createNothing)
+// removeEmptyChain removes path and then its parents while they are empty, stopping below root.
+// The path is walked once, from root's parent (the state dir, trusted) down, each component
+// opened without following a symlink (nofollow.go), and each directory is removed through its
+// parent's descriptor, deepest first: a link planted in place of one of them (root included)
+// stops the walk and nothing is removed, so root never removes a directory elsewhere. Missing
+// components are skipped; the first directory that cannot be removed (not empty, a mount
+// point: EBUSY) ends it.
+func removeEmptyChain(root, path string) error {
+	for _, p := range []*string{&root, &path} {
+		abs, err := filepath.Abs(*p) // cleans it too
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
+	if rel, err := filepath.Rel(root, path); err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+		return nil // nothing below root
+	}
+	walkRoot := filepath.Dir(root)
+	rel, err := filepath.Rel(walkRoot, path)
 	if err != nil {
 		return err
 	}
-	defer d.close()
-	if d.parent < 0 {
-		return fmt.Errorf("%s: will not remove the walk's root", path)
+	names := strings.Split(rel, "/") // names[0] is root's own name
+	top, err := unix.Open(walkRoot, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: walkRoot, Err: err}
 	}
-	return unix.Unlinkat(d.parent, d.name, unix.AT_REMOVEDIR)
+	dirs := []int{top} // dirs[i] holds names[i]
+	defer func() {
+		for _, fd := range dirs {
+			_ = unix.Close(fd)
+		}
+	}()
+	for _, name := range names[:len(names)-1] {
+		fd, err := openComponent(dirs[len(dirs)-1], name)
+		if errors.Is(err, unix.ENOENT) {
+			break // nothing deeper exists
+		}
+		if err != nil {
+			return err // a symlink (ELOOP), or not a directory
+		}
+		dirs = append(dirs, fd)
+	}
+	for i := len(dirs) - 1; i >= 1; i-- {
+		if err := unix.Unlinkat(dirs[i], names[i], unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
+			return err
+		}
+	}
+	return nil
 }

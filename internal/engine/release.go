@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
@@ -199,19 +200,17 @@ func (e *Engine) Release(ctx context.Context, volumeID, alloc string) (ReleaseRe
 			}
 			return err
 		}
-		cl, err = tx.Claims().Find(volumeID, alloc)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		found = true
-		if ld, err = load(tx, v); err != nil {
-			return err
-		}
+		// The volume's live claims, read once: the alloc's among them, and what the others use.
 		claims, err := tx.Claims().ByVolume(v.ID)
 		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(claims, func(c store.Claim) bool { return c.Alloc == alloc })
+		if i < 0 {
+			return nil
+		}
+		cl, found = claims[i], true
+		if ld, err = load(tx, v); err != nil {
 			return err
 		}
 		ld.others = countUsage(claims, cl.ID)
