@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -75,4 +77,75 @@ func sizeOf(fi os.FileInfo) int64 {
 		return -1
 	}
 	return fi.Size()
+}
+
+// The first process to open the state database after a command exited reads the WAL back
+// (SQLite's recovery). That process may be a read command, and others may race it for the first
+// open: readers (status, volume status, plugin status, whose probe writes on the side) and a
+// writer, started together right after a writer exited. Every one must succeed; the -wal and
+// -shm files the exit left stay 0600.
+func TestReadCommandsFirstToOpenAfterAWriterExited(t *testing.T) {
+	bin := buildVolctl(t)
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
+	env := &hostEnv{t: t, state: t.TempDir(), socket: socket}
+	run := func(args ...string) (string, error) {
+		return env.runBinary(bin, nil, args...)
+	}
+	must := func(args ...string) {
+		t.Helper()
+		if out, err := run(args...); err != nil {
+			t.Fatalf("volctl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	must("plugin", "register", "--id", "hp", "--socket", socket)
+	must("volume", "create", writeVolumeSpec(t, "v", spec.SingleNodeWriter))
+	must("volume", "create", writeVolumeSpec(t, "w", spec.SingleNodeWriter))
+	readers := [][]string{
+		{"status"}, {"volume", "status", "v"}, {"plugin", "status", "hp"}, {"volume", "status", "v", "--json"},
+		{"status", "--json"}, {"plugin", "status", "hp", "--json"},
+	}
+	for round := range 5 {
+		alloc := fmt.Sprintf("a%d", round)
+		must("volume", "claim", "v", "--alloc", alloc) // the writer that exits, leaving its WAL
+		for _, suffix := range []string{"-wal", "-shm"} {
+			if fi, err := os.Stat(filepath.Join(env.state, store.FileName+suffix)); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Fatalf("round %d: %s%s after a writer exited: %v (mode %v), want it left, 0600", round, store.FileName, suffix, err, modeOf(fi))
+			}
+		}
+		var wg sync.WaitGroup
+		errs := make([]string, len(readers)+1)
+		for i, args := range readers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if out, err := run(args...); err != nil {
+					errs[i] = fmt.Sprintf("volctl %s: %v\n%s", strings.Join(args, " "), err, out)
+				} else if args[0] == "volume" && !strings.Contains(out, alloc) {
+					errs[i] = fmt.Sprintf("volctl %s does not show the claim of %s just made:\n%s", strings.Join(args, " "), alloc, out)
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() { // a writer racing the readers for the first open
+			defer wg.Done()
+			if out, err := run("volume", "claim", "w", "--alloc", alloc); err != nil {
+				errs[len(readers)] = fmt.Sprintf("volctl volume claim w: %v\n%s", err, out)
+			}
+		}()
+		wg.Wait()
+		for _, e := range errs {
+			if e != "" {
+				t.Errorf("round %d, the first processes to open after a writer exited: %s", round, e)
+			}
+		}
+		must("volume", "release", "v", "--alloc", alloc)
+		must("volume", "release", "w", "--alloc", alloc)
+	}
+}
+
+func modeOf(fi os.FileInfo) os.FileMode {
+	if fi == nil {
+		return 0
+	}
+	return fi.Mode().Perm()
 }
