@@ -22,6 +22,9 @@ func run() int {
 	f := cli.NewFactory(iostreams.System())
 	err := cli.NewRootCmd(f).ExecuteContext(ctx)
 	err = f.RedactError(ctx, err)
-	f.CloseAtExit() // the exit closes the state database: SQLite leaves its WAL to the next command
+	// The exit closes the state database: SQLite leaves its WAL to the next command.
+	if cerr := f.CloseAtExit(); err == nil {
+		err = cerr
+	}
 	return f.Report(err)
 }

@@ -116,9 +116,11 @@ func (f *Factory) Close() error {
 // CloseAtExit is Close for main, whose process exits right after: the state database is left
 // for the exit to close (engine.CloseAtExit), so a command does not pay SQLite's checkpoint of
 // the WAL, its fsyncs and the WAL's deletion, and the next command does not create a new WAL.
-func (f *Factory) CloseAtExit() {
-	if f.engine != nil {
-		f.engine.CloseAtExit()
-		f.engine = nil
+func (f *Factory) CloseAtExit() error {
+	if f.engine == nil {
+		return nil
 	}
+	err := f.engine.CloseAtExit()
+	f.engine = nil
+	return err
 }

@@ -179,10 +179,11 @@ func (e *Engine) Close() error {
 // CloseAtExit is Close for a process about to exit: the store, if the engine opened it, is left
 // for the exit to close (store.CloseAtExit), which spares the process SQLite's checkpoint of the
 // WAL and its fsyncs. Any process that goes on must Close.
-func (e *Engine) CloseAtExit() {
+func (e *Engine) CloseAtExit() error {
 	if e.closePlugins() {
-		e.store.CloseAtExit()
+		return e.store.CloseAtExit()
 	}
+	return nil
 }
 
 // closePlugins closes the plugin connections and says whether the engine owns its store.

@@ -59,6 +59,9 @@ type Store struct {
 	now          func() time.Time
 	log          *slog.Logger
 	commits      [3]atomic.Int64 // committed transactions, indexed by txKind
+	// unsynced says the last write committed was progress (synchronous=NORMAL): the WAL holds
+	// commits not yet forced to disk, which CloseAtExit forces there.
+	unsynced atomic.Bool
 }
 
 // Stats counts the transactions this Store has committed since Open, by kind. Tests and
@@ -309,11 +312,30 @@ func (s *Store) Close() error {
 // first commit fsyncs its header and the directory too. Left to the exit, the WAL stays; the next
 // process to open the database reads it back (SQLite's recovery, as after a crash) and a commit
 // checkpoints it once it holds walAutocheckpoint pages. Nothing committed is lost: every commit
-// is in the WAL, each durable one fsynced when it committed ("The engine", Durability). Only a
-// process that exits right after may call it; any other must Close.
-func (s *Store) CloseAtExit() {
+// is in the WAL, each durable one fsynced when it committed ("The engine", Durability). Progress
+// committed after the last durable commit is forced to disk here, one fsync of the WAL, as the
+// close's checkpoint did: what a command reported done must not come undone by a power cut after
+// it exited (a claim reported published found back at admission after a reboot could be rolled
+// back by reconcile). Only a process that exits right after may call it; any other must Close.
+func (s *Store) CloseAtExit() error {
 	s.r.abandon()
 	s.w.abandon()
+	if !s.unsynced.Load() {
+		return nil
+	}
+	if err := syncFile(s.path + "-wal"); err != nil {
+		return fmt.Errorf("state %s: forcing the last commits to disk: %w (they are committed; a power cut before the next write may undo them, and `volctl reconcile` re-drives what it undoes)", s.path, err)
+	}
+	return nil
+}
+
+// syncFile fsyncs the file at path; a variable so tests can see it called.
+var syncFile = func(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Sync(), f.Close())
 }
 
 // Update runs fn in a write transaction and commits it if fn returns nil; an error or a panic
@@ -396,6 +418,15 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn 
 	}
 	done = true
 	s.commits[kind].Add(1)
+	// Still on the write connection: writes update it in commit order. A durable commit
+	// forces the WAL to disk, everything before it included. A reader's write on the side
+	// (TryUpdateProgress: a health reading) leaves it as it was, so a read command pays no fsync.
+	switch {
+	case kind == relaxed && begin != beginNoWait:
+		s.unsynced.Store(true)
+	case kind == durable:
+		s.unsynced.Store(false)
+	}
 	return nil
 }
 
