@@ -365,3 +365,34 @@ func TestCrashSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashDuringARestore kills `volctl reconcile` at each step of restoring a claim after its
+// mounts were lost (a reboot): the restore's commits are progress commits, and whatever point
+// it dies at, the claim is never freed (issue 13 rule 1: it is still there, for the same alloc)
+// and the next reconcile publishes it again, mounted, with nothing left over.
+func TestCrashDuringARestore(t *testing.T) {
+	env := newHostEnv(t)
+	bin := buildVolctl(t, failpointsTag)
+	env.createVolume("vol", spec.SingleNodeWriter)
+	for _, fp := range []string{"rpc:NodeStageVolume", "claim:node-staged", "rpc:NodePublishVolume", "claim:published"} {
+		t.Run(fp, func(t *testing.T) {
+			env.t = t
+			env.ok("volume", "claim", "vol", "--alloc", "a")
+			if err := hostpath.UnmountAll(env.state); err != nil { // what a reboot does to the mounts
+				t.Fatal(err)
+			}
+			env.crash(bin, fp, "reconcile")
+			if out := env.ok("volume", "status", "vol", "--json"); strings.Count(out, `"alloc": "a"`) != 1 {
+				t.Fatalf("after a restore killed at %s the claim is not there exactly once:\n%s", fp, out)
+			}
+			env.ok("reconcile")
+			env.checkInvariants()
+			out := env.ok("volume", "status", "vol", "--json")
+			if strings.Count(out, `"alloc": "a"`) != 1 || strings.Contains(out, `"degraded": true`) {
+				t.Fatalf("after reconcile the claim is not there exactly once, published:\n%s", out)
+			}
+			env.ok("volume", "release", "vol", "--alloc", "a")
+			env.checkInvariants()
+		})
+	}
+}
