@@ -109,7 +109,7 @@ func TestRemoveEmptyDirs(t *testing.T) {
 				exists(filepath.Join(root, "a", "v")), exists(filepath.Join(root, "a", "w")))
 		}
 	})
-	for _, link := range []string{".", "a", "a/v"} {
+	for _, link := range []string{".", "a", "a/v", "a/v/usage"} {
 		t.Run("symlink at "+link, func(t *testing.T) {
 			l, root := setup(t)
 			// The link points at a tree holding the rest of the path, all of it empty.
