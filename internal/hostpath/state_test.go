@@ -137,3 +137,37 @@ func TestFailedSaveIsWrittenAgain(t *testing.T) {
 		t.Errorf("record on disk has capacity %d after saving capacity 1: the save after a failed one was skipped", c)
 	}
 }
+
+// TestDeletedThenRecreatedVolumeIsWritten: a volume deleted and created again under the same ID
+// with the same fields marshals to the bytes last written for it; its record was removed in
+// between, so the save must write it, or the plugin would forget the volume at its next start.
+// A temp file a torn write left behind is not taken for a record either.
+func TestDeletedThenRecreatedVolumeIsWritten(t *testing.T) {
+	root := t.TempDir()
+	st := newState()
+	v := volume{ID: volA, Name: "a", Capacity: 1, CreatedAt: time.Unix(1, 0).UTC()}
+	save := func() {
+		t.Helper()
+		if err := st.saveVolume(root, volA); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Volumes[volA] = &v
+	save()
+	delete(st.Volumes, volA)
+	save()
+	again := v
+	st.Volumes[volA] = &again
+	save()
+	// A torn write's leftovers: a temp file with half a record.
+	if err := os.WriteFile(filepath.Join(root, metaDir, "volumes", ".tmp-1.json"), []byte(`{"id":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := loadState(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := got.Volumes[volA]; g == nil || g.Name != "a" {
+		t.Fatalf("after deleting volume %s and creating it again, the plugin reads back %+v; want the volume", volA, g)
+	}
+}
