@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -514,14 +515,7 @@ func TestCloseAtExitSyncsTrailingProgress(t *testing.T) {
 			if err := s.CloseAtExit(); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() {
-				for _, p := range []*pool{s.w, s.r} {
-					for _, c := range idleConns(p) {
-						c.close()
-					}
-					p.db.Close()
-				}
-			})
+			t.Cleanup(func() { closeLeftForExit(s) })
 			want := []string(nil)
 			if tt.sync {
 				want = []string{filepath.Join(dir, FileName+"-wal")}
@@ -531,6 +525,22 @@ func TestCloseAtExitSyncsTrailingProgress(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a WAL gone is not an error", func(t *testing.T) {
+		failWith = &fs.PathError{Op: "open", Path: "volctl.db-wal", Err: fs.ErrNotExist}
+		defer func() { failWith = nil }()
+		s, err := Open(context.Background(), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.UpdateProgress(context.Background(), event); err != nil {
+			t.Fatal(err)
+		}
+		err = s.CloseAtExit()
+		t.Cleanup(func() { closeLeftForExit(s) })
+		if err != nil {
+			t.Errorf("CloseAtExit with the WAL checkpointed and removed by another process = %v, want nil", err)
+		}
+	})
 	t.Run("a failed sync is an error naming the database", func(t *testing.T) {
 		failWith = errors.New("EIO")
 		dir := t.TempDir()
@@ -542,16 +552,19 @@ func TestCloseAtExitSyncsTrailingProgress(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = s.CloseAtExit()
-		t.Cleanup(func() {
-			for _, p := range []*pool{s.w, s.r} {
-				for _, c := range idleConns(p) {
-					c.close()
-				}
-				p.db.Close()
-			}
-		})
+		t.Cleanup(func() { closeLeftForExit(s) })
 		if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, FileName)) || !strings.Contains(err.Error(), "EIO") {
 			t.Errorf("CloseAtExit with a failing fsync = %v, want an error naming %s and the cause", err, filepath.Join(dir, FileName))
 		}
 	})
+}
+
+// closeLeftForExit closes what CloseAtExit left open, as the process's exit would.
+func closeLeftForExit(s *Store) {
+	for _, p := range []*pool{s.w, s.r} {
+		for _, c := range idleConns(p) {
+			c.close()
+		}
+		p.db.Close()
+	}
 }

@@ -323,7 +323,8 @@ func (s *Store) CloseAtExit() error {
 	if !s.unsynced.Load() {
 		return nil
 	}
-	if err := syncFile(s.path + "-wal"); err != nil {
+	// A WAL gone was checkpointed, and synced, by the last process to close the database.
+	if err := syncFile(s.path + "-wal"); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("state %s: forcing the last commits to disk: %w (they are committed; a power cut before the next write may undo them, and `volctl reconcile` re-drives what it undoes)", s.path, err)
 	}
 	return nil
