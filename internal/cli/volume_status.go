@@ -59,7 +59,7 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 	out := bufio.NewWriterSize(opts.IO.Out, 64<<10)
 	defer flush(out, &err)
 	if opts.ID == "" {
-		if opts.Exporter.JSON && opts.Exporter.Template == "" {
+		if opts.Exporter.JSON && opts.Exporter.Template == "" && opts.Exporter.JQ == "" {
 			if err := writeVolumeListJSON(ctx, out, e); err != nil {
 				return fmt.Errorf("volume status: %w", err)
 			}
