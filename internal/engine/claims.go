@@ -352,8 +352,14 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 	}
 	if err != nil {
 		e.markForReconcile(ctx, &cl, "", err)
-		if ctx.Err() != nil && !cl.Releasing {
+		// Nothing was sent, but the claim stays recorded, holding the volume: say so.
+		switch {
+		case cl.Releasing:
+			err = fmt.Errorf("%w (the claim is left %s for `volctl reconcile`; `volctl volume detach --force` drops it if the plugin is gone)", err, cl.State)
+		case ctx.Err() != nil:
 			err = fmt.Errorf("%w (%s)", err, interruptedNote(cl))
+		default:
+			err = fmt.Errorf("%w (the claim is left %s, not published, for `volctl reconcile`; `volctl volume release %s --alloc %s` undoes it)", err, cl.State, cl.VolumeID, cl.Alloc)
 		}
 		return cl, err
 	}
