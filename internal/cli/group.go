@@ -294,7 +294,7 @@ func groupStopRun(ctx context.Context, opts *GroupStopOptions) error {
 		if info.Allocs == nil {
 			info.Allocs = []engine.AllocInfo{}
 		}
-		return opts.Exporter.Write(opts.IO.Out, info)
+		return afterDone(opts.Exporter.Write(opts.IO.Out, info), "group %q stopped", opts.Name)
 	}
 	fmt.Fprintf(opts.IO.Out, "Group %q stopped; its claims are released\n", opts.Name)
 	return nil

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"text/template"
@@ -136,6 +137,24 @@ func (e *exportFlags) Write(w io.Writer, v any) error {
 	}
 	_, err = w.Write(buf.Bytes())
 	return err
+}
+
+// afterDone wraps the error of printing an acting command's result (a --jq filter or -t
+// template that fails on it): the work is done by then, and the error says what was done.
+func afterDone(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s; only printing it failed: %w", fmt.Sprintf(format, args...), err)
+}
+
+// quotedIDs lists IDs quoted, comma-separated: "a", "b".
+func quotedIDs(ids []string) string {
+	q := make([]string, len(ids))
+	for i, id := range ids {
+		q[i] = strconv.Quote(id)
+	}
+	return strings.Join(q, ", ")
 }
 
 // writeJQ prints each result of the --jq filter on its own line: a string as it is, anything

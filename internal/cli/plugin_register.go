@@ -189,7 +189,11 @@ func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
 	}
 	if opts.Exporter.Enabled() {
 		if err := opts.Exporter.Write(opts.IO.Out, infos); err != nil {
-			return err
+			ids := make([]string, len(infos))
+			for i, info := range infos {
+				ids[i] = info.ID
+			}
+			return afterDone(err, "plugin %s registered", quotedIDs(ids))
 		}
 	}
 	return regErr

@@ -92,7 +92,7 @@ func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) error {
 		return fmt.Errorf("snapshot create: %w", err)
 	}
 	if opts.Exporter.Enabled() {
-		return opts.Exporter.Write(opts.IO.Out, s)
+		return afterDone(opts.Exporter.Write(opts.IO.Out, s), "snapshot %q (ID %s) of volume %q created", s.Name, s.ID, s.SourceVolumeID)
 	}
 	fmt.Fprintf(opts.IO.Out, "Snapshot %q of volume %q created (name %q, %s", s.ID, s.SourceVolumeID, s.Name, sizeOrUnknown(s.SizeBytes))
 	if !s.ReadyToUse {

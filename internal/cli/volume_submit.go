@@ -134,7 +134,11 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 			return fmt.Errorf("%s: %w", command, err)
 		}
 		if err := opts.Exporter.Write(out, infos); err != nil {
-			return err
+			ids := make([]string, len(infos))
+			for i, info := range infos {
+				ids[i] = info.ID
+			}
+			return afterDone(err, "volume %s %sd", quotedIDs(ids), opts.Verb)
 		}
 	}
 	switch {
