@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -63,13 +65,16 @@ func readSpecSource(in io.Reader, readFile func(string) ([]byte, error), name st
 		readFile = readSpecFile
 	}
 	s := specSource{Name: name}
-	var err error
 	if name == "-" {
 		s.Name = specStdinName
-		s.Src, err = readSpecBytes(in)
-	} else {
-		s.Src, err = readFile(name)
 	}
+	src, err := readInterruptibly(func() ([]byte, error) {
+		if name == "-" {
+			return readSpecBytes(in)
+		}
+		return readFile(name)
+	})
+	s.Src = src
 	if err == nil {
 		err = checkSpecText(s.Src)
 	}
@@ -78,6 +83,34 @@ func readSpecSource(in io.Reader, readFile func(string) ([]byte, error), name st
 		err = pe.Err // the caller names the file
 	}
 	return s, err
+}
+
+// errSpecReadInterrupted is a spec read given up on at SIGINT or SIGTERM.
+var errSpecReadInterrupted = errors.New("interrupted while waiting for it to be written (standard input, or a named pipe); nothing was done")
+
+// readInterruptibly runs read, which may block for good (standard input nobody closes, a named
+// pipe nobody writes), and gives up on it at SIGINT or SIGTERM. main turns those into a
+// cancelled context, but specs are read before anything acts and without it, so the read
+// watches the signals itself; the abandoned read ends with the process.
+func readInterruptibly(read func() ([]byte, error)) ([]byte, error) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	type result struct {
+		src []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		src, err := read()
+		done <- result{src, err}
+	}()
+	select {
+	case r := <-done:
+		return r.src, r.err
+	case <-sig:
+		return nil, errSpecReadInterrupted
+	}
 }
 
 // maxSpecSize bounds what is read as one spec file: Nomad's specs are a few KiB, and reading
