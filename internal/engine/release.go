@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -76,6 +78,9 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 	}
 	failpoint("rpc:NodeUnpublishVolume")
 	e.locks.removeEmptyDirs(ctx, e.realPath(cl.TargetPath), filepath.Join(e.cfg.StateDir, publishDir))
+	if err := e.checkUnmounted(v, csi.RPCNodeUnpublishVolume, "target", cl.TargetPath, c); err != nil {
+		return err
+	}
 	p.setState(store.ClaimNodeDetached)
 	return nil
 }
@@ -105,10 +110,15 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 				return err
 			}
 			failpoint("rpc:NodeUnstageVolume")
+			e.locks.removeEmptyDirs(ctx, e.realPath(st.StagingPath), filepath.Join(e.cfg.StateDir, stagingDir))
+			if err := e.checkUnmounted(v, csi.RPCNodeUnstageVolume, "staging", st.StagingPath, c); err != nil {
+				return err
+			}
 		} else if err := e.checkUnstageable(v, st, c, p); err != nil {
 			return err
+		} else {
+			e.locks.removeEmptyDirs(ctx, e.realPath(st.StagingPath), filepath.Join(e.cfg.StateDir, stagingDir))
 		}
-		e.locks.removeEmptyDirs(ctx, e.realPath(st.StagingPath), filepath.Join(e.cfg.StateDir, stagingDir))
 		p.staging(func(st *store.Staging) { st.StagingPath, st.Staged = "", false })
 	}
 	if holders == 0 && st.ControllerPublished {
@@ -138,6 +148,28 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 			p.event(&store.Event{Kind: "capability-lost", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
 		}
 		p.staging(func(st *store.Staging) { st.ControllerPublished, st.PublishContext = false, nil })
+	}
+	return nil
+}
+
+// checkUnmounted checks, after the plugin answered rpc (NodeUnpublishVolume or
+// NodeUnstageVolume) with success or NOT_FOUND and volctl removed the empty directories, that
+// nothing is still mounted at path: a plugin may say it is done and leave the mount. A path
+// that is gone costs no read of the mount table. One still mounted is an error naming it, so
+// the claim stays on the release path (and the staging recorded) for reconcile, which sends
+// the RPC again and checks again.
+func (e *Engine) checkUnmounted(v store.Volume, rpc, what, path string, c *conn) error {
+	real := e.realPath(path)
+	if _, err := os.Lstat(real); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	mounted, err := e.cfg.Mounts.MountsUnder(e.cfg.StateDir)
+	if err != nil {
+		return fmt.Errorf("checking the mount table for volume %q's %s at %s after %s: %w", v.ID, what, path, rpc, err)
+	}
+	if mounted[real] || mounted[path] {
+		return fmt.Errorf("volume %q's %s at %s is still mounted after plugin %q answered %s: "+
+			"the plugin did not unmount it; unmount %s by hand (or restart the plugin), then run `volctl reconcile`", v.ID, what, path, c.plugin.ID, rpc, path)
 	}
 	return nil
 }
