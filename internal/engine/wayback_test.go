@@ -2,13 +2,19 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -119,6 +125,257 @@ func TestReleaseKeepsWhatThePluginLeftMounted(t *testing.T) {
 			}
 			if nodes := h.mem.PublishedNodes(h.externalID("v")); len(nodes) != 0 {
 				t.Fatalf("still attached to %v", nodes)
+			}
+		})
+	}
+}
+
+// A plugin that hangs NodeUnstageVolume past volctl's timeout and then does the unstage
+// anyway, after volctl gave up: the claim is not freed on the timeout, the staging stays
+// recorded, and reconcile's NodeUnstageVolume (which finds it done) finishes the release.
+func TestNodeUnstageDoneAfterTheTimeout(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	st, _ := h.staging("v")
+	done := make(chan error, 1)
+	var once sync.Once
+	h.stopServe()
+	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults),
+		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			if filepath.Base(info.FullMethod) != csi.RPCNodeUnstageVolume {
+				return handler(ctx, req)
+			}
+			late := false
+			once.Do(func() { late = true })
+			if !late {
+				return handler(ctx, req)
+			}
+			<-ctx.Done() // volctl gave up
+			_, err := handler(context.WithoutCancel(ctx), req)
+			done <- err
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}))
+	h.open(hungConfig())
+	_, err := h.e.Release(h.ctx, "v", "a")
+	checkTimedOut(t, err, csi.RPCNodeUnstageVolume)
+	if err := <-done; err != nil {
+		t.Fatalf("the late unstage: %v", err)
+	}
+	live := h.liveClaims("v")
+	if len(live) != 1 || live[0].State != store.ClaimNodeDetached || !live[0].NeedsReconcile || live[0].LastRPC != csi.RPCNodeUnstageVolume {
+		t.Fatalf("claim after the timed-out unstage = %+v", live)
+	}
+	if got, ok := h.staging("v"); !ok || got.StagingPath != st.StagingPath || !got.ControllerPublished {
+		t.Fatalf("staging after the timed-out unstage = %+v (found %v)", got, ok)
+	}
+	h.mem.ResetCalls()
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %+v, %v", rep, err)
+	}
+	if got, want := h.rpcs(), []string{csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume}; !slices.Equal(got, want) {
+		t.Errorf("reconcile sent %v, want %v", got, want)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claims after reconcile = %+v", live)
+	}
+	if _, ok := h.staging("v"); ok {
+		t.Fatal("staging left after reconcile")
+	}
+	if nodes := h.mem.PublishedNodes(h.externalID("v")); len(nodes) != 0 {
+		t.Fatalf("still attached to %v", nodes)
+	}
+}
+
+// A plugin restarted between NodeUnpublishVolume and NodeUnstageVolume without
+// STAGE_UNSTAGE_VOLUME: NodeUnstageVolume is not sent to it, the claim is not freed while the
+// staging is mounted, and reconcile finishes once it is unmounted by hand.
+func TestPluginRestartedWithoutStagingMidRelease(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	st, _ := h.staging("v")
+	var restarted *csitest.MemPlugin
+	ctx := WithProgress(h.ctx, func(step string) {
+		if step == csi.RPCNodeUnpublishVolume && restarted == nil {
+			// The plugin restarts as NodeUnpublishVolume is sent: it answers it, and is
+			// another process by the time NodeUnstageVolume would be.
+			h.mem.ResetCalls()
+			restarted = h.restartPlugin(func(cfg *csitest.MemConfig) { cfg.Node.StageUnstageVolume = false }, "v")
+		}
+	})
+	_, err := h.e.Release(ctx, "v", "a")
+	if err == nil || !strings.Contains(err.Error(), "reconcile") {
+		t.Fatalf("release across the restart = %v, want it left for reconcile", err)
+	}
+	if n := restarted.CallCount(csi.RPCNodeUnstageVolume); n != 0 {
+		t.Fatalf("NodeUnstageVolume sent %d times to a plugin without STAGE_UNSTAGE_VOLUME", n)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || !live[0].Releasing || !live[0].NeedsReconcile {
+		t.Fatalf("claims after the release = %+v", live)
+	}
+	rep, err := h.e.Reconcile(h.ctx)
+	if err == nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, st.StagingPath+" is still mounted") ||
+		!strings.Contains(rep.Problems[0].Message, "STAGE_UNSTAGE_VOLUME") {
+		t.Fatalf("reconcile with the staging mounted = %+v, %v", rep, err)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 {
+		t.Fatalf("claim freed over a mounted staging: %+v", live)
+	}
+	h.mounts.markGone(st.StagingPath)
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile once unmounted: %+v, %v", rep, err)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claims after reconcile = %+v", live)
+	}
+	if nodes := restarted.PublishedNodes(h.externalID("v")); len(nodes) != 0 {
+		t.Fatalf("still attached to %v", nodes)
+	}
+}
+
+// ControllerUnpublishVolume failing for good: the claim is never freed while the volume may
+// still be attached, whatever the class; status shows it needs reconcile and why; a claim of
+// another alloc is refused; the volume cannot be deleted; and reconcile finishes it once the
+// plugin detaches.
+func TestControllerUnpublishFailingForever(t *testing.T) {
+	for _, code := range []codes.Code{codes.Internal, codes.FailedPrecondition, codes.Unavailable} {
+		t.Run(code.String(), func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.create(volume("v"))
+			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+			h.faults.FailAlways(csi.RPCControllerUnpublishVolume, code)
+			_, err := h.e.Release(h.ctx, "v", "a")
+			if err == nil || !strings.Contains(err.Error(), `release "v" for alloc "a"`) ||
+				!strings.Contains(err.Error(), csi.RPCControllerUnpublishVolume+": "+code.String()) || !strings.Contains(err.Error(), "volctl reconcile") {
+				t.Fatalf("release = %v", err)
+			}
+			for range 2 {
+				if _, err := h.e.Reconcile(h.ctx); err == nil {
+					t.Fatal("reconcile reported success while ControllerUnpublishVolume fails")
+				}
+			}
+			info := h.volumeInfo("v")
+			if len(info.Claims) != 1 {
+				t.Fatalf("claims shown = %+v", info.Claims)
+			}
+			cl := info.Claims[0]
+			if cond := cl.Condition().String(); cond != "node-detached (needs reconcile)" || cl.LastRPC != csi.RPCControllerUnpublishVolume ||
+				!strings.Contains(cl.LastErrorText(), csi.RPCControllerUnpublishVolume) {
+				t.Fatalf("status shows %q, last error %q", cond, cl.LastErrorText())
+			}
+			if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b"}); !errors.Is(err, ErrConflict) {
+				t.Fatalf("claim while the release is unfinished: %v", err)
+			}
+			if err := h.e.DeleteVolume(h.ctx, "v"); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `alloc "a"`) {
+				t.Fatalf("delete while the release is unfinished: %v", err)
+			}
+			if nodes := h.mem.PublishedNodes(h.externalID("v")); len(nodes) != 1 {
+				t.Fatalf("attachments = %v", nodes)
+			}
+			h.faults.Clear()
+			if rep, err := h.e.Reconcile(h.ctx); err != nil {
+				t.Fatalf("reconcile: %+v, %v", rep, err)
+			}
+			if live := h.liveClaims("v"); len(live) != 0 {
+				t.Fatalf("claims after reconcile = %+v", live)
+			}
+			if nodes := h.mem.PublishedNodes(h.externalID("v")); len(nodes) != 0 {
+				t.Fatalf("still attached to %v", nodes)
+			}
+		})
+	}
+}
+
+// openSecond opens another engine on the harness's state dir, as a second volctl process.
+func (h *harness) openSecond() *Engine {
+	h.t.Helper()
+	e, err := Open(h.ctx, Config{StateDir: h.dir, Mounts: h.mounts, Retry: fastRetry,
+		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// Two processes releasing one claim at once: one releases it, the other finds nothing to
+// release; each teardown RPC is sent once.
+func TestTwoReleasesOfOneClaimRace(t *testing.T) {
+	for i := range 5 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.create(volume("v"))
+			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+			h.mem.ResetCalls()
+			engines := []*Engine{h.e, h.openSecond()}
+			results := make([]ReleaseResult, 2)
+			errs := make([]error, 2)
+			var wg sync.WaitGroup
+			for j, e := range engines {
+				wg.Add(1)
+				go func() { defer wg.Done(); results[j], errs[j] = e.Release(h.ctx, "v", "a") }()
+			}
+			wg.Wait()
+			if errs[0] != nil || errs[1] != nil {
+				t.Fatalf("releases: %v / %v", errs[0], errs[1])
+			}
+			if results[0].Released == results[1].Released {
+				t.Fatalf("released = %v / %v, want exactly one", results[0].Released, results[1].Released)
+			}
+			if got, want := h.rpcs(), []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume}; !slices.Equal(got, want) {
+				t.Fatalf("RPCs = %v, want %v", got, want)
+			}
+			if hist, _ := h.e.History(h.ctx, "v", 0); len(hist) != 1 {
+				t.Fatalf("history = %+v, want one freed claim", hist)
+			}
+		})
+	}
+}
+
+// A delete and a claim of one volume racing from two processes: one wins, and the other is
+// refused naming why; never a claim on a deleted volume, nor a volume deleted under a claim.
+func TestDeleteRacesAClaim(t *testing.T) {
+	for i := range 5 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.create(volume("v"))
+			ext := h.externalID("v")
+			second := h.openSecond()
+			var (
+				wg        sync.WaitGroup
+				delErr    error
+				claimErr  error
+				claimInfo ClaimInfo
+			)
+			wg.Add(2)
+			go func() { defer wg.Done(); delErr = h.e.DeleteVolume(h.ctx, "v") }()
+			go func() {
+				defer wg.Done()
+				claimInfo, claimErr = second.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+			}()
+			wg.Wait()
+			ids, err := csitest.VolumeIDs(h.ctx, h.socket, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case delErr == nil && claimErr != nil:
+				if !errors.Is(claimErr, ErrNotFound) && !errors.Is(claimErr, ErrConflict) || !strings.Contains(claimErr.Error(), `"v"`) {
+					t.Fatalf("claim after the delete: %v", claimErr)
+				}
+				if slices.Contains(ids, ext) {
+					t.Fatalf("plugin still has %s after the delete", ext)
+				}
+			case claimErr == nil && delErr != nil:
+				if !errors.Is(delErr, ErrConflict) || !strings.Contains(delErr.Error(), `alloc "a"`) {
+					t.Fatalf("delete under a claim: %v", delErr)
+				}
+				if !slices.Contains(ids, ext) || claimInfo.State != "published" {
+					t.Fatalf("claim %+v; plugin volumes %v", claimInfo, ids)
+				}
+			default:
+				t.Fatalf("delete: %v; claim: %v; want exactly one to succeed", delErr, claimErr)
 			}
 		})
 	}
