@@ -12,12 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -376,6 +378,44 @@ func TestDeleteRacesAClaim(t *testing.T) {
 				}
 			default:
 				t.Fatalf("delete: %v; claim: %v; want exactly one to succeed", delErr, claimErr)
+			}
+		})
+	}
+}
+
+// The same with real mounts, as root: volctl's own plugin answers NOT_FOUND to
+// NodeUnpublishVolume or NodeUnstageVolume while its mount is still there. The kernel's table
+// keeps the claim held until reconcile, with the plugin well again, has it unmounted.
+func TestHostpathReleaseKeepsWhatThePluginLeftMounted(t *testing.T) {
+	for _, rpc := range []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume} {
+		t.Run(rpc, func(t *testing.T) {
+			h := newHostpathEngine(t)
+			cl := h.claimNew(t, "v", "a", spec.SingleNodeWriter)
+			path := cl.TargetPath
+			if rpc == csi.RPCNodeUnstageVolume {
+				path = stagingPath(h.e.StateDir(), "hp", "v")
+			}
+			h.faults.FailAlways(rpc, codes.NotFound)
+			_, err := h.e.Release(h.ctx, "v", "a")
+			if err == nil || !strings.Contains(err.Error(), path+" is still mounted") {
+				t.Fatalf("release with %s mounted = %v", path, err)
+			}
+			if m, err := mountinfo.Mounted(path); err != nil || !m {
+				t.Fatalf("%s mounted = %v, %v; the test wants it left mounted", path, m, err)
+			}
+			claims, err := h.e.Claims(h.ctx)
+			if err != nil || len(claims) != 1 || !claims[0].Releasing || !claims[0].NeedsReconcile {
+				t.Fatalf("claims = %+v, %v; want the claim held for reconcile", claims, err)
+			}
+			h.faults.Clear()
+			if rep, err := h.e.Reconcile(h.ctx); err != nil {
+				t.Fatalf("reconcile: %+v, %v", rep, err)
+			}
+			if claims, err := h.e.Claims(h.ctx); err != nil || len(claims) != 0 {
+				t.Fatalf("claims after reconcile = %+v, %v", claims, err)
+			}
+			if m, _ := mountinfo.Mounted(path); m {
+				t.Fatalf("%s still mounted after reconcile", path)
 			}
 		})
 	}
