@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/moby/sys/mountinfo"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -30,12 +32,17 @@ import (
 // The returned function makes the plugin well again.
 func (h *harness) serveLeavingMounts(rpc string) (heal func()) {
 	h.t.Helper()
-	var left []string
-	leaving := true
+	var (
+		mu      sync.Mutex // the server's goroutines and the test's: no happens-before over a socket
+		left    []string
+		leaving = true
+	)
 	h.stopServe()
 	h.stopServe = csitest.ServeAt(h.t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults),
 		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 			resp, err := handler(ctx, req)
+			mu.Lock()
+			defer mu.Unlock()
 			if !leaving || filepath.Base(info.FullMethod) != rpc {
 				return resp, err
 			}
@@ -56,6 +63,8 @@ func (h *harness) serveLeavingMounts(rpc string) (heal func()) {
 			return resp, err
 		}))
 	return func() {
+		mu.Lock()
+		defer mu.Unlock()
 		leaving = false
 		for _, p := range left {
 			os.Remove(filepath.Join(p, "data"))
@@ -418,5 +427,46 @@ func TestHostpathReleaseKeepsWhatThePluginLeftMounted(t *testing.T) {
 				t.Fatalf("%s still mounted after reconcile", path)
 			}
 		})
+	}
+}
+
+// A plugin that answers DeleteVolume OK but keeps the volume (it still lists it): volctl
+// takes the plugin's word, as CSI asks (OK means deleted, or being deleted: a plugin may
+// delete asynchronously, so a check right after would fail on honest plugins too), records the
+// delete as an event, and the storage is not lost to it: creating the volume again from its
+// spec gets the plugin's volume back by name, and deleting it again deletes it.
+func TestDeleteVolumeAnsweredOKButKept(t *testing.T) {
+	h := newHarness(t, nil)
+	var lying atomic.Bool // set by the test, read by the server's goroutines
+	lying.Store(true)
+	h.stopServe()
+	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults),
+		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			if lying.Load() && filepath.Base(info.FullMethod) == csi.RPCDeleteVolume {
+				return &csipb.DeleteVolumeResponse{}, nil
+			}
+			return handler(ctx, req)
+		}))
+	sv := volume("v")
+	ext := h.create(sv).ExternalID
+	if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if ids, err := csitest.VolumeIDs(h.ctx, h.socket, ""); err != nil || !slices.Contains(ids, ext) {
+		t.Fatalf("plugin volumes = %v, %v; the test wants %s kept", ids, err, ext)
+	}
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "volume-delete"})
+	if err != nil || len(evs) != 1 || evs[0].VolumeID != "v" {
+		t.Fatalf("delete events = %+v, %v", evs, err)
+	}
+	if got := h.create(sv).ExternalID; got != ext {
+		t.Fatalf("created again as %s, want the plugin's %s back", got, ext)
+	}
+	lying.Store(false)
+	if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {
+		t.Fatalf("delete again: %v", err)
+	}
+	if n := h.pluginVolumeCount(); n != 0 {
+		t.Fatalf("plugin still has %d volume(s)", n)
 	}
 }
