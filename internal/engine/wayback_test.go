@@ -275,7 +275,10 @@ func TestControllerUnpublishFailingForever(t *testing.T) {
 				!strings.Contains(cl.LastErrorText(), csi.RPCControllerUnpublishVolume) {
 				t.Fatalf("status shows %q, last error %q", cond, cl.LastErrorText())
 			}
-			if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b"}); !errors.Is(err, ErrConflict) {
+			// The refusal names the holder and says its release is what to finish.
+			if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b"}); !errors.Is(err, ErrConflict) ||
+				!strings.Contains(err.Error(), `alloc "a"`) || !strings.Contains(err.Error(), "its release has not finished") ||
+				!strings.Contains(err.Error(), "volctl reconcile") {
 				t.Fatalf("claim while the release is unfinished: %v", err)
 			}
 			if err := h.e.DeleteVolume(h.ctx, "v"); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `alloc "a"`) {
