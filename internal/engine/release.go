@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
@@ -154,7 +155,8 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 
 // checkUnmounted checks, after the plugin answered rpc (NodeUnpublishVolume or
 // NodeUnstageVolume) with success or NOT_FOUND and volctl removed the empty directories, that
-// nothing is still mounted at path: a plugin may say it is done and leave the mount. A path
+// nothing is still mounted at path or below it: a plugin may say it is done and leave the
+// mount (or one it made below the path). A path
 // that is gone costs no read of the mount table. One still mounted is an error naming it, so
 // the claim stays on the release path (and the staging recorded) for reconcile, which sends
 // the RPC again and checks again.
@@ -167,9 +169,17 @@ func (e *Engine) checkUnmounted(v store.Volume, rpc, what, path string, c *conn)
 	if err != nil {
 		return fmt.Errorf("checking the mount table for volume %q's %s at %s after %s: %w", v.ID, what, path, rpc, err)
 	}
-	if mounted[real] || mounted[path] {
+	var left []string // what is mounted at the path or below it, as the table has it
+	for m := range mounted {
+		if m == real || m == path || strings.HasPrefix(m, real+"/") || strings.HasPrefix(m, path+"/") {
+			left = append(left, m)
+		}
+	}
+	if len(left) > 0 {
+		slices.Sort(left)
 		return fmt.Errorf("volume %q's %s at %s is still mounted after plugin %q answered %s: "+
-			"the plugin did not unmount it; unmount %s by hand (or restart the plugin), then run `volctl reconcile`", v.ID, what, path, c.plugin.ID, rpc, path)
+			"the plugin did not unmount it; unmount %s by hand (or restart the plugin), then run `volctl reconcile`",
+			v.ID, what, path, c.plugin.ID, rpc, strings.Join(left, " and "))
 	}
 	return nil
 }

@@ -15,12 +15,14 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -471,5 +473,54 @@ func TestDeleteVolumeAnsweredOKButKept(t *testing.T) {
 	}
 	if n := h.pluginVolumeCount(); n != 0 {
 		t.Fatalf("plugin still has %d volume(s)", n)
+	}
+}
+
+// A plugin that unstages but leaves a mount below the staging path (some mount the device at
+// a subdirectory of it): the kernel's table shows it, and the claim is held until it is gone.
+// Real mounts, as root.
+func TestReleaseKeepsAMountLeftBelowTheStaging(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	h := newHarness(t, nil)
+	h.dir = hostpathtest.MountDir(t)
+	h.e = nil
+	h.open(Config{Mounts: kernelMounts{}})
+	h.registerPlugin("mem", h.socket)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	st, _ := h.staging("v")
+	sub := filepath.Join(st.StagingPath, "globalmount")
+	var first atomic.Bool // the first NodeUnstageVolume leaves the mount
+	h.stopServe()
+	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults),
+		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			resp, err := handler(ctx, req)
+			if filepath.Base(info.FullMethod) == csi.RPCNodeUnstageVolume && err == nil && first.CompareAndSwap(false, true) {
+				if merr := os.MkdirAll(sub, 0o700); merr == nil {
+					if merr := unix.Mount("tmpfs", sub, "tmpfs", 0, ""); merr != nil {
+						t.Errorf("mount %s: %v", sub, merr)
+					}
+				}
+			}
+			return resp, err
+		}))
+	_, err := h.e.Release(h.ctx, "v", "a")
+	if err == nil || !strings.Contains(err.Error(), st.StagingPath+" is still mounted") || !strings.Contains(err.Error(), "unmount "+sub) {
+		t.Fatalf("release with %s mounted = %v", sub, err)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || !live[0].Releasing {
+		t.Fatalf("claims = %+v, want the claim held", live)
+	}
+	if err := unix.Unmount(sub, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(sub); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %+v, %v", rep, err)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claims after reconcile = %+v", live)
 	}
 }
