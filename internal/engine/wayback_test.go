@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -522,5 +523,26 @@ func TestReleaseKeepsAMountLeftBelowTheStaging(t *testing.T) {
 	}
 	if live := h.liveClaims("v"); len(live) != 0 {
 		t.Fatalf("claims after reconcile = %+v", live)
+	}
+}
+
+// A forced detach whose ControllerUnpublishVolume failed leaves the volume with no claim but
+// still attached: status says so (attached_to in JSON, the node it is recorded attached to)
+// until reconcile detaches it.
+func TestStatusShowsAnAttachmentLeftWithoutClaims(t *testing.T) {
+	h := newHarness(t, nil)
+	forceDetachFailingControllerUnpublish(t, h)
+	b, err := json.Marshal(h.volumeInfo("v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"attached_to":"node-1"`) {
+		t.Fatalf("status of a volume left attached:\n%s\nwant attached_to node-1", b)
+	}
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if b, _ := json.Marshal(h.volumeInfo("v")); strings.Contains(string(b), `"attached_to"`) {
+		t.Fatalf("status after reconcile detached it:\n%s", b)
 	}
 }
