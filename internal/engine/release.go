@@ -161,27 +161,37 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 // the claim stays on the release path (and the staging recorded) for reconcile, which sends
 // the RPC again and checks again.
 func (e *Engine) checkUnmounted(v store.Volume, rpc, what, path string, c *conn) error {
-	real := e.realPath(path)
-	if _, err := os.Lstat(real); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	mounted, err := e.cfg.Mounts.MountsUnder(e.cfg.StateDir)
+	left, err := e.mountsLeft(path)
 	if err != nil {
 		return fmt.Errorf("checking the mount table for volume %q's %s at %s after %s: %w", v.ID, what, path, rpc, err)
 	}
-	var left []string // what is mounted at the path or below it, as the table has it
-	for m := range mounted {
-		if m == real || m == path || strings.HasPrefix(m, real+"/") || strings.HasPrefix(m, path+"/") {
-			left = append(left, m)
-		}
-	}
 	if len(left) > 0 {
-		slices.Sort(left)
 		return fmt.Errorf("volume %q's %s at %s is still mounted after plugin %q answered %s: "+
 			"the plugin did not unmount it; unmount %s by hand (or restart the plugin), then run `volctl reconcile`",
 			v.ID, what, path, c.plugin.ID, rpc, strings.Join(left, " and "))
 	}
 	return nil
+}
+
+// mountsLeft returns what the mount table has at path or below it, sorted; nothing, without
+// reading the table, when the path is gone.
+func (e *Engine) mountsLeft(path string) ([]string, error) {
+	real := e.realPath(path)
+	if _, err := os.Lstat(real); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	mounted, err := e.cfg.Mounts.MountsUnder(e.cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	var left []string
+	for m := range mounted {
+		if m == real || m == path || strings.HasPrefix(m, real+"/") || strings.HasPrefix(m, path+"/") {
+			left = append(left, m)
+		}
+	}
+	slices.Sort(left)
+	return left, nil
 }
 
 // checkUnstageable decides what to do with a staging no claim uses when the plugin cannot be

@@ -546,3 +546,32 @@ func TestStatusShowsAnAttachmentLeftWithoutClaims(t *testing.T) {
 		t.Fatalf("status after reconcile detached it:\n%s", b)
 	}
 }
+
+// A forced detach unmounts volctl's own paths; a mount the plugin made below the staging path
+// is not one it can take for its own, but it is not dropped silently either: the warning names
+// it and says to unmount it. Real mounts, as root.
+func TestForceDetachWarnsOfAMountLeftBelowTheStaging(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	h := newHarness(t, nil)
+	h.dir = hostpathtest.MountDir(t)
+	h.e = nil
+	h.open(Config{Mounts: kernelMounts{}})
+	h.registerPlugin("mem", h.socket)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	st, _ := h.staging("v")
+	sub := filepath.Join(st.StagingPath, "globalmount")
+	if err := os.MkdirAll(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", sub, "tmpfs", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.e.Detach(h.ctx, "v", true)
+	if err != nil {
+		t.Fatalf("Detach(force): %v", err)
+	}
+	if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, sub) || !strings.Contains(w, "still mounted") {
+		t.Fatalf("warnings = %q, want %s named still mounted", res.Warnings, sub)
+	}
+}
