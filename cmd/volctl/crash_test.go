@@ -396,3 +396,34 @@ func TestCrashDuringARestore(t *testing.T) {
 		})
 	}
 }
+
+// TestCrashReleaseThenReadFirst kills volctl at each point of the release path and runs read
+// commands first, before anything writes: they open the WAL the killed process left, succeed,
+// and show the claim still held (it was not freed: the kill came before the commit that frees
+// it) or freed (the kill came after it), never lost half-way; the reconcile after them finishes
+// the release.
+func TestCrashReleaseThenReadFirst(t *testing.T) {
+	env := newHostEnv(t)
+	bin := buildVolctl(t, failpointsTag)
+	env.createVolume("vol", spec.SingleNodeWriter)
+	for _, fp := range []string{"release:unpublishing", "rpc:NodeUnpublishVolume", "release:node-detached",
+		"rpc:NodeUnstageVolume", "rpc:ControllerUnpublishVolume", "release:controller-detached"} {
+		t.Run(fp, func(t *testing.T) {
+			env.t = t
+			env.ok("volume", "claim", "vol", "--alloc", "a")
+			env.crash(bin, fp, "volume", "release", "vol", "--alloc", "a")
+			out := env.ok("volume", "status", "vol", "--json")
+			held := strings.Contains(out, `"alloc": "a"`)
+			if fp != "release:controller-detached" && (!held || !strings.Contains(out, `"releasing": true`)) {
+				t.Fatalf("after a release killed at %s, status shows:\n%s\nwant the claim held, releasing", fp, out)
+			}
+			env.ok("volume", "list")
+			env.ok("status")
+			env.ok("reconcile")
+			env.checkInvariants()
+			if out := env.ok("volume", "status", "vol", "--json"); strings.Contains(out, `"alloc": "a"`) {
+				t.Fatalf("the released claim is still there after reconcile:\n%s", out)
+			}
+		})
+	}
+}

@@ -100,6 +100,11 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 		[2]string{"Attachment Mode", string(v.AttachmentMode)},
 		[2]string{"Mount Options", strings.Join(v.MountOptions.Describe(), ", ")},
 		[2]string{"Staged", display.YesNo(v.Staged)},
+	)
+	if v.AttachedTo != "" && len(v.Claims) == 0 {
+		pairs = append(pairs, [2]string{"Attached", fmt.Sprintf("to node %q with no claim: ControllerUnpublishVolume is owed (a forced detach could not send it); `volctl reconcile` sends it", v.AttachedTo)})
+	}
+	pairs = append(pairs,
 		[2]string{"Topologies", topologiesString(v.AccessibleTopology)},
 		[2]string{"Topology Request", topologyRequestString(v.TopologyRequest)},
 	)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -96,5 +97,22 @@ func TestCapacityRange(t *testing.T) {
 		if got := capacityRange(tt.min, tt.max); got != tt.want {
 			t.Errorf("capacityRange(%d, %d) = %q, want %q", tt.min, tt.max, got, tt.want)
 		}
+	}
+}
+
+// A volume with no claim but an attachment left (a forced detach's ControllerUnpublishVolume
+// failed) says so in its detail, with what sends it.
+func TestVolumeDetailShowsAnAttachmentLeft(t *testing.T) {
+	var v engine.VolumeInfo
+	if err := json.Unmarshal([]byte(`{"id": "db", "plugin_id": "ebs", "state": "ready", "attached_to": "n1", "claims": []}`), &v); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := writeVolumeDetail(&b, v, showNow); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `node "n1"`) || !strings.Contains(b.String(), "ControllerUnpublishVolume") ||
+		!strings.Contains(b.String(), "volctl reconcile") {
+		t.Fatalf("detail of a volume left attached:\n%s", b.String())
 	}
 }

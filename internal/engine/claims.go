@@ -301,6 +301,11 @@ func holder(c store.Claim) string {
 	if c.Degraded {
 		return fmt.Sprintf("alloc %q (%s claim, %s, degraded: its restore has not finished)", c.Alloc, c.Mode, c.State)
 	}
+	if c.Releasing {
+		// Left mid-release (the plugin failed it, or volctl died): the volume is not free
+		// until the release finishes.
+		return fmt.Sprintf("alloc %q (%s claim, %s, being released: its release has not finished; `volctl reconcile` finishes it)", c.Alloc, c.Mode, c.State)
+	}
 	return fmt.Sprintf("alloc %q (%s claim, %s)", c.Alloc, c.Mode, c.State)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/store"
@@ -122,6 +123,13 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 			warn("%v", err)
 		}
 		e.locks.removeEmptyDirs(ctx, e.realPath(st.StagingPath), filepath.Join(e.cfg.StateDir, stagingDir))
+		// A mount the plugin made below the staging path is not volctl's own to unmount.
+		if left, err := e.mountsLeft(st.StagingPath); err != nil {
+			warn("checking the mount table for volume %q's staging at %s: %v", v.ID, st.StagingPath, err)
+		} else if len(left) > 0 {
+			warn("volume %q's staging at %s is still mounted at %s, which the plugin made and a forced detach does not unmount: unmount it by hand",
+				v.ID, st.StagingPath, strings.Join(left, " and "))
+		}
 	}
 	// The controller unpublish is tried whatever the records say (it is idempotent), but a
 	// plugin out of reach is only worth a warning when an attachment is known to be left.

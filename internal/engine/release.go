@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
@@ -76,6 +79,9 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 	}
 	failpoint("rpc:NodeUnpublishVolume")
 	e.locks.removeEmptyDirs(ctx, e.realPath(cl.TargetPath), filepath.Join(e.cfg.StateDir, publishDir))
+	if err := e.checkUnmounted(v, csi.RPCNodeUnpublishVolume, "target", cl.TargetPath, c); err != nil {
+		return err
+	}
 	p.setState(store.ClaimNodeDetached)
 	return nil
 }
@@ -105,10 +111,15 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 				return err
 			}
 			failpoint("rpc:NodeUnstageVolume")
+			e.locks.removeEmptyDirs(ctx, e.realPath(st.StagingPath), filepath.Join(e.cfg.StateDir, stagingDir))
+			if err := e.checkUnmounted(v, csi.RPCNodeUnstageVolume, "staging", st.StagingPath, c); err != nil {
+				return err
+			}
 		} else if err := e.checkUnstageable(v, st, c, p); err != nil {
 			return err
+		} else {
+			e.locks.removeEmptyDirs(ctx, e.realPath(st.StagingPath), filepath.Join(e.cfg.StateDir, stagingDir))
 		}
-		e.locks.removeEmptyDirs(ctx, e.realPath(st.StagingPath), filepath.Join(e.cfg.StateDir, stagingDir))
 		p.staging(func(st *store.Staging) { st.StagingPath, st.Staged = "", false })
 	}
 	if holders == 0 && st.ControllerPublished {
@@ -140,6 +151,47 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 		p.staging(func(st *store.Staging) { st.ControllerPublished, st.PublishContext = false, nil })
 	}
 	return nil
+}
+
+// checkUnmounted checks, after the plugin answered rpc (NodeUnpublishVolume or
+// NodeUnstageVolume) with success or NOT_FOUND and volctl removed the empty directories, that
+// nothing is still mounted at path or below it: a plugin may say it is done and leave the
+// mount (or one it made below the path). A path
+// that is gone costs no read of the mount table. One still mounted is an error naming it, so
+// the claim stays on the release path (and the staging recorded) for reconcile, which sends
+// the RPC again and checks again.
+func (e *Engine) checkUnmounted(v store.Volume, rpc, what, path string, c *conn) error {
+	left, err := e.mountsLeft(path)
+	if err != nil {
+		return fmt.Errorf("checking the mount table for volume %q's %s at %s after %s: %w", v.ID, what, path, rpc, err)
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("volume %q's %s at %s is still mounted after plugin %q answered %s: "+
+			"the plugin did not unmount it; unmount %s by hand (or restart the plugin), then run `volctl reconcile`",
+			v.ID, what, path, c.plugin.ID, rpc, strings.Join(left, " and "))
+	}
+	return nil
+}
+
+// mountsLeft returns what the mount table has at path or below it, sorted; nothing, without
+// reading the table, when the path is gone.
+func (e *Engine) mountsLeft(path string) ([]string, error) {
+	real := e.realPath(path)
+	if _, err := os.Lstat(real); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	mounted, err := e.cfg.Mounts.MountsUnder(e.cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	var left []string
+	for m := range mounted {
+		if m == real || m == path || strings.HasPrefix(m, real+"/") || strings.HasPrefix(m, path+"/") {
+			left = append(left, m)
+		}
+	}
+	slices.Sort(left)
+	return left, nil
 }
 
 // checkUnstageable decides what to do with a staging no claim uses when the plugin cannot be

@@ -90,6 +90,10 @@ type VolumeInfo struct {
 	SnapshotID         string                `json:"snapshot_id,omitempty"`
 	CloneID            string                `json:"clone_id,omitempty"`
 	Staged             bool                  `json:"staged"`
+	// AttachedTo is the node volctl recorded the volume controller-published to (attached),
+	// while that record stands; with no claim holding it, ControllerUnpublishVolume is owed
+	// (a forced detach could not send it) and reconcile sends it.
+	AttachedTo string `json:"attached_to,omitempty"`
 	// NodeExpansionOwed is the size a NodeExpandVolume owed to this node asks for, 0 when
 	// none is: the filesystem may still be the old size until it is sent.
 	NodeExpansionOwed int64 `json:"node_expansion_owed,omitempty"`

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -109,6 +110,9 @@ func (e *Engine) Volume(ctx context.Context, idOrPrefix string) (VolumeInfo, err
 			return serr
 		}
 		info = volumeInfo(v, claims, p, perr == nil, st.Staged)
+		if st.ControllerPublished {
+			info.AttachedTo = cmp.Or(st.NodeID, "this node")
+		}
 		h, herr := tx.Handovers().Get(v.ID)
 		switch {
 		case herr == nil:
