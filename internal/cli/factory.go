@@ -104,23 +104,19 @@ func stateDirError(dir string, err error) error {
 }
 
 // Close releases what the commands opened.
-func (f *Factory) Close() error {
-	if f.engine == nil {
-		return nil
-	}
-	err := f.engine.Close()
-	f.engine = nil
-	return err
-}
+func (f *Factory) Close() error { return f.closeEngine((*engine.Engine).Close) }
 
 // CloseAtExit is Close for main, whose process exits right after: the state database is left
 // for the exit to close (engine.CloseAtExit), so a command does not pay SQLite's checkpoint of
 // the WAL, its fsyncs and the WAL's deletion, and the next command does not create a new WAL.
-func (f *Factory) CloseAtExit() error {
+func (f *Factory) CloseAtExit() error { return f.closeEngine((*engine.Engine).CloseAtExit) }
+
+// closeEngine closes the engine, if one was opened, with close, and forgets it.
+func (f *Factory) closeEngine(close func(*engine.Engine) error) error {
 	if f.engine == nil {
 		return nil
 	}
-	err := f.engine.CloseAtExit()
+	err := close(f.engine)
 	f.engine = nil
 	return err
 }

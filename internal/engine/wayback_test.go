@@ -481,32 +481,21 @@ func TestDeleteVolumeAnsweredOKButKept(t *testing.T) {
 // a subdirectory of it): the kernel's table shows it, and the claim is held until it is gone.
 // Real mounts, as root.
 func TestReleaseKeepsAMountLeftBelowTheStaging(t *testing.T) {
-	hostpathtest.RequireMount(t)
-	h := newHarness(t, nil)
-	h.dir = hostpathtest.MountDir(t)
-	h.e = nil
-	h.open(Config{Mounts: kernelMounts{}})
-	h.registerPlugin("mem", h.socket)
-	h.create(volume("v"))
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	st, _ := h.staging("v")
-	sub := filepath.Join(st.StagingPath, "globalmount")
+	h, staging, sub := claimedOnKernelMounts(t)
 	var first atomic.Bool // the first NodeUnstageVolume leaves the mount
 	h.stopServe()
 	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults),
 		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 			resp, err := handler(ctx, req)
 			if filepath.Base(info.FullMethod) == csi.RPCNodeUnstageVolume && err == nil && first.CompareAndSwap(false, true) {
-				if merr := os.MkdirAll(sub, 0o700); merr == nil {
-					if merr := unix.Mount("tmpfs", sub, "tmpfs", 0, ""); merr != nil {
-						t.Errorf("mount %s: %v", sub, merr)
-					}
+				if merr := mountTmpfsAt(sub); merr != nil {
+					t.Errorf("mount %s: %v", sub, merr)
 				}
 			}
 			return resp, err
 		}))
 	_, err := h.e.Release(h.ctx, "v", "a")
-	if err == nil || !strings.Contains(err.Error(), st.StagingPath+" is still mounted") || !strings.Contains(err.Error(), "unmount "+sub) {
+	if err == nil || !strings.Contains(err.Error(), staging+" is still mounted") || !strings.Contains(err.Error(), "unmount "+sub) {
 		t.Fatalf("release with %s mounted = %v", sub, err)
 	}
 	if live := h.liveClaims("v"); len(live) != 1 || !live[0].Releasing {
@@ -551,20 +540,8 @@ func TestStatusShowsAnAttachmentLeftWithoutClaims(t *testing.T) {
 // is not one it can take for its own, but it is not dropped silently either: the warning names
 // it and says to unmount it. Real mounts, as root.
 func TestForceDetachWarnsOfAMountLeftBelowTheStaging(t *testing.T) {
-	hostpathtest.RequireMount(t)
-	h := newHarness(t, nil)
-	h.dir = hostpathtest.MountDir(t)
-	h.e = nil
-	h.open(Config{Mounts: kernelMounts{}})
-	h.registerPlugin("mem", h.socket)
-	h.create(volume("v"))
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	st, _ := h.staging("v")
-	sub := filepath.Join(st.StagingPath, "globalmount")
-	if err := os.MkdirAll(sub, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", sub, "tmpfs", 0, ""); err != nil {
+	h, _, sub := claimedOnKernelMounts(t)
+	if err := mountTmpfsAt(sub); err != nil {
 		t.Fatal(err)
 	}
 	res, err := h.e.Detach(h.ctx, "v", true)
@@ -574,4 +551,29 @@ func TestForceDetachWarnsOfAMountLeftBelowTheStaging(t *testing.T) {
 	if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, sub) || !strings.Contains(w, "still mounted") {
 		t.Fatalf("warnings = %q, want %s named still mounted", res.Warnings, sub)
 	}
+}
+
+// claimedOnKernelMounts is a harness reading the kernel's mount table, with volume "v" of the
+// in-memory plugin claimed by alloc "a" under a state dir where mounts are allowed (root), and
+// its staging path and a directory below it where a misbehaving plugin leaves a mount.
+func claimedOnKernelMounts(t *testing.T) (h *harness, staging, sub string) {
+	t.Helper()
+	hostpathtest.RequireMount(t)
+	h = newHarness(t, nil)
+	h.dir = hostpathtest.MountDir(t)
+	h.e = nil
+	h.open(Config{Mounts: kernelMounts{}})
+	h.registerPlugin("mem", h.socket)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	st, _ := h.staging("v")
+	return h, st.StagingPath, filepath.Join(st.StagingPath, "globalmount")
+}
+
+// mountTmpfsAt mounts a tmpfs at dir, making it first: a mount volctl did not make.
+func mountTmpfsAt(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return unix.Mount("tmpfs", dir, "tmpfs", 0, "")
 }

@@ -525,25 +525,8 @@ func TestCloseAtExitSyncsTrailingProgress(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a WAL gone is not an error", func(t *testing.T) {
-		failWith = &fs.PathError{Op: "open", Path: "volctl.db-wal", Err: fs.ErrNotExist}
-		defer func() { failWith = nil }()
-		s, err := Open(context.Background(), t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.UpdateProgress(context.Background(), event); err != nil {
-			t.Fatal(err)
-		}
-		err = s.CloseAtExit()
-		t.Cleanup(func() { closeLeftForExit(s) })
-		if err != nil {
-			t.Errorf("CloseAtExit with the WAL checkpointed and removed by another process = %v, want nil", err)
-		}
-	})
-	t.Run("a failed sync is an error naming the database", func(t *testing.T) {
-		failWith = errors.New("EIO")
-		dir := t.TempDir()
+	// progressThenExit commits progress in a new store in dir and returns what CloseAtExit says.
+	progressThenExit := func(t *testing.T, dir string) error {
 		s, err := Open(context.Background(), dir)
 		if err != nil {
 			t.Fatal(err)
@@ -553,6 +536,19 @@ func TestCloseAtExitSyncsTrailingProgress(t *testing.T) {
 		}
 		err = s.CloseAtExit()
 		t.Cleanup(func() { closeLeftForExit(s) })
+		return err
+	}
+	t.Run("a WAL gone is not an error", func(t *testing.T) {
+		failWith = &fs.PathError{Op: "open", Path: "volctl.db-wal", Err: fs.ErrNotExist}
+		defer func() { failWith = nil }()
+		if err := progressThenExit(t, t.TempDir()); err != nil {
+			t.Errorf("CloseAtExit with the WAL checkpointed and removed by another process = %v, want nil", err)
+		}
+	})
+	t.Run("a failed sync is an error naming the database", func(t *testing.T) {
+		failWith = errors.New("EIO")
+		dir := t.TempDir()
+		err := progressThenExit(t, dir)
 		if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, FileName)) || !strings.Contains(err.Error(), "EIO") {
 			t.Errorf("CloseAtExit with a failing fsync = %v, want an error naming %s and the cause", err, filepath.Join(dir, FileName))
 		}
