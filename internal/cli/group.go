@@ -51,7 +51,7 @@ spec or request that can never work), with each failed alloc named.`,
 }
 
 func groupRunRun(ctx context.Context, opts *GroupRunOptions) error {
-	sources, err := readSpecSources(opts.IO.In, opts.ReadFile, []string{opts.File})
+	sources, err := readSpecSources(ctx, opts.IO.In, opts.ReadFile, []string{opts.File})
 	if err != nil {
 		return fmt.Errorf("group run: %w", err)
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -48,7 +49,7 @@ func TestPluginRegisterJoinsHalvesFromTwoFiles(t *testing.T) {
 	read := func(name string) ([]byte, error) { return []byte(files[name]), nil }
 	ios, _, _, _ := iostreams.Test()
 	o := &PluginRegisterOptions{IO: ios, ReadFile: read, Files: []string{"node.hcl", "ctrl.hcl"}}
-	got, err := o.plugins()
+	got, err := o.plugins(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestPluginRegisterJoinsHalvesFromTwoFiles(t *testing.T) {
 		t.Fatalf("plugins = %+v, want %+v", got, want)
 	}
 	o.Files = []string{"ctrl.hcl", "exec.hcl"}
-	if got, err := o.plugins(); got != nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "cannot have an exec block") {
+	if got, err := o.plugins(context.Background()); got != nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "cannot have an exec block") {
 		t.Fatalf("halves with an exec block: %v, %v", got, err)
 	}
 }

@@ -106,7 +106,7 @@ func (o *PluginRegisterOptions) flagPlugin() spec.Plugin {
 
 // plugins returns the plugins to register: all of every file, or the one of the flags. Specs
 // are parsed and checked before anything is registered.
-func (o *PluginRegisterOptions) plugins() ([]spec.Plugin, error) {
+func (o *PluginRegisterOptions) plugins(ctx context.Context) ([]spec.Plugin, error) {
 	if len(o.Files) == 0 {
 		p := o.flagPlugin()
 		if o.Timeout < 0 {
@@ -117,7 +117,7 @@ func (o *PluginRegisterOptions) plugins() ([]spec.Plugin, error) {
 		}
 		return []spec.Plugin{p}, nil
 	}
-	sources, err := readSpecSources(o.IO.In, o.ReadFile, o.Files)
+	sources, err := readSpecSources(ctx, o.IO.In, o.ReadFile, o.Files)
 	if err != nil {
 		return nil, fmt.Errorf("plugin register: %w", err)
 	}
@@ -163,7 +163,7 @@ func (o *PluginRegisterOptions) plugins() ([]spec.Plugin, error) {
 
 // pluginRegisterRun registers each plugin in turn and stops at the first that fails.
 func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
-	plugins, err := opts.plugins()
+	plugins, err := opts.plugins(ctx)
 	if err != nil {
 		return err
 	}

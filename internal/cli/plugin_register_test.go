@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -31,7 +32,7 @@ func TestPluginRegisterFlagPlugin(t *testing.T) {
 		{name: "stdin twice", args: []string{"-", "-"}, wantErr: "standard input (-) can be given only once"},
 	}
 	checkFlagCases(t, newCmdPluginRegister, tests, func(t *testing.T, o PluginRegisterOptions) (spec.Plugin, error) {
-		got, err := o.plugins()
+		got, err := o.plugins(context.Background())
 		if err == nil && len(got) != 1 {
 			t.Fatalf("plugins = %+v, want one", got)
 		}
@@ -63,7 +64,7 @@ plugin "b" {
 
 	ios, _, _, errOut := iostreams.Test()
 	o := &PluginRegisterOptions{IO: ios, ReadFile: read, Files: []string{"good.hcl"}}
-	got, err := o.plugins()
+	got, err := o.plugins(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ plugin "b" {
 	}
 
 	o.Files = []string{"good.hcl", "bad.hcl"}
-	got, err = o.plugins()
+	got, err = o.plugins(context.Background())
 	if got != nil || ExitCode(err) != ExitUsage {
 		t.Fatalf("plugins, err = %v, %v (exit %d); want none, exit 2", got, err, ExitCode(err))
 	}
@@ -89,7 +90,7 @@ plugin "b" {
 	// arguments, so neither is registered.
 	files["b-again.hcl"] = "plugin \"b\" {\n  type   = \"node\"\n  socket = \"/run/b2.sock\"\n}\n"
 	o.Files = []string{"good.hcl", "b-again.hcl"}
-	got, err = o.plugins()
+	got, err = o.plugins(context.Background())
 	if got != nil || ExitCode(err) != ExitUsage || err == nil ||
 		!strings.Contains(err.Error(), `plugin "b" is declared in both good.hcl and b-again.hcl; nothing was registered`) {
 		t.Fatalf("plugins, err = %v, %v (exit %d); want none, exit 2, naming both files", got, err, ExitCode(err))

@@ -2,13 +2,12 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -43,11 +42,11 @@ func checkSpecArgs(args []string) error {
 // readSpecSources reads every named file ("-" is in) before anything is parsed, so that a
 // command acting on several files knows all of them are readable first. readFile is
 // readSpecFile unless a test replaces it.
-func readSpecSources(in io.Reader, readFile func(string) ([]byte, error), names []string) ([]specSource, error) {
+func readSpecSources(ctx context.Context, in io.Reader, readFile func(string) ([]byte, error), names []string) ([]specSource, error) {
 	out := make([]specSource, 0, len(names))
 	var errs []error
 	for _, name := range names {
-		s, err := readSpecSource(in, readFile, name)
+		s, err := readSpecSource(ctx, in, readFile, name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("read %s: %w", s.Name, err))
 			continue
@@ -60,7 +59,7 @@ func readSpecSources(in io.Reader, readFile func(string) ([]byte, error), names 
 // readSpecSource reads one named file, "-" being standard input; readFile is readSpecFile when
 // nil. The source is named even when reading fails, and the error is then the bare cause, for
 // the caller to say which file in its own words.
-func readSpecSource(in io.Reader, readFile func(string) ([]byte, error), name string) (specSource, error) {
+func readSpecSource(ctx context.Context, in io.Reader, readFile func(string) ([]byte, error), name string) (specSource, error) {
 	if readFile == nil {
 		readFile = readSpecFile
 	}
@@ -68,7 +67,7 @@ func readSpecSource(in io.Reader, readFile func(string) ([]byte, error), name st
 	if name == "-" {
 		s.Name = specStdinName
 	}
-	src, err := readInterruptibly(func() ([]byte, error) {
+	src, err := readInterruptibly(ctx, func() ([]byte, error) {
 		if name == "-" {
 			return readSpecBytes(in)
 		}
@@ -85,17 +84,14 @@ func readSpecSource(in io.Reader, readFile func(string) ([]byte, error), name st
 	return s, err
 }
 
-// errSpecReadInterrupted is a spec read given up on at SIGINT or SIGTERM.
+// errSpecReadInterrupted is a spec read given up on when the command's context ends: main
+// cancels it at SIGINT or SIGTERM.
 var errSpecReadInterrupted = errors.New("interrupted while waiting for it to be written (standard input, or a named pipe); nothing was done")
 
 // readInterruptibly runs read, which may block for good (standard input nobody closes, a named
-// pipe nobody writes), and gives up on it at SIGINT or SIGTERM. main turns those into a
-// cancelled context, but specs are read before anything acts and without it, so the read
-// watches the signals itself; the abandoned read ends with the process.
-func readInterruptibly(read func() ([]byte, error)) ([]byte, error) {
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sig)
+// pipe nobody writes), and gives up on it when ctx ends (Ctrl-C, SIGTERM: main's
+// signal.NotifyContext); the abandoned read ends with the process.
+func readInterruptibly(ctx context.Context, read func() ([]byte, error)) ([]byte, error) {
 	type result struct {
 		src []byte
 		err error
@@ -108,7 +104,7 @@ func readInterruptibly(read func() ([]byte, error)) ([]byte, error) {
 	select {
 	case r := <-done:
 		return r.src, r.err
-	case <-sig:
+	case <-ctx.Done():
 		return nil, errSpecReadInterrupted
 	}
 }

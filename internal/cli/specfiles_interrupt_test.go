@@ -1,10 +1,9 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -13,50 +12,32 @@ import (
 )
 
 // TestSpecReadStopsOnInterrupt: a spec read that blocks (standard input nobody closes, a named
-// pipe nobody writes) is where a user presses Ctrl-C. main turns SIGINT into a cancelled
-// context, which the read does not watch: the read must give up on the signal itself and say
-// nothing was done, rather than leave volctl deaf to Ctrl-C and SIGTERM.
+// pipe nobody writes) is where a user presses Ctrl-C, which main turns into the command's
+// context ending. The read gives up then and says nothing was done, rather than leave volctl
+// deaf to Ctrl-C and SIGTERM (cmd/volctl: TestCtrlCWhileASpecIsRead, through the signal).
 func TestSpecReadStopsOnInterrupt(t *testing.T) {
-	// As main does: SIGINT is caught, so the signals sent below never kill the test.
-	caught := make(chan os.Signal, 64)
-	signal.Notify(caught, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(caught)
-
 	fifo := filepath.Join(t.TempDir(), "pipe.hcl")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatalf("mkfifo: %v", err)
 	}
 	stdin, w := io.Pipe() // never written, never closed until the test ends
 	defer w.Close()
-	for _, tc := range []struct {
-		name, arg string
-		sig       syscall.Signal
-	}{
-		{"stdin", "-", syscall.SIGINT},
-		{"fifo", fifo, syscall.SIGTERM},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, arg := range []string{"-", fifo} {
+		t.Run(filepath.Base(arg), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() {
-				_, err := readSpecSources(stdin, nil, []string{tc.arg})
+				_, err := readSpecSources(ctx, stdin, nil, []string{arg})
 				done <- err
 			}()
-			// The read registers for the signal at some point: send it until the read returns.
-			deadline := time.After(20 * time.Second)
-			tick := time.NewTicker(20 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				select {
-				case err := <-done:
-					if err == nil || !errors.Is(err, errSpecReadInterrupted) || !strings.Contains(err.Error(), "nothing was done") {
-						t.Fatalf("read of %s after %v = %v; want it interrupted, saying nothing was done", tc.arg, tc.sig, err)
-					}
-					return
-				case <-tick.C:
-					syscall.Kill(os.Getpid(), tc.sig)
-				case <-deadline:
-					t.Fatalf("read of %s still blocked 20 s after %v was first sent", tc.arg, tc.sig)
+			cancel()
+			select {
+			case err := <-done:
+				if !errors.Is(err, errSpecReadInterrupted) || !strings.Contains(err.Error(), "nothing was done") {
+					t.Fatalf("read of %s after the context ended = %v; want it interrupted, saying nothing was done", arg, err)
 				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("read of %s still blocked 20 s after the context ended", arg)
 			}
 		})
 	}

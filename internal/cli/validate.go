@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -62,7 +63,7 @@ Exit status: 0 when every file is valid, 2 when any is invalid, 1 when a file ca
 			if runF != nil {
 				return runF(opts)
 			}
-			return validateRun(opts)
+			return validateRun(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().StringVar(&verb, "for", "", "check volume specs for one `verb`: register or create (default: the rules common to both)")
@@ -73,7 +74,7 @@ Exit status: 0 when every file is valid, 2 when any is invalid, 1 when a file ca
 // validateRun validates each file in turn. Without --json or -t, diagnostics go to stderr and
 // a line per valid file to stdout; with them, one JSON array of every diagnostic goes to
 // stdout (see docs/json.md).
-func validateRun(opts *ValidateOptions) error {
+func validateRun(ctx context.Context, opts *ValidateOptions) error {
 	ios := opts.IO
 	p := spec.NewParser()
 	width, color := diagnosticStyle(ios)
@@ -81,7 +82,7 @@ func validateRun(opts *ValidateOptions) error {
 	invalid, unreadable := false, false
 	seen := declarations{}
 	for _, name := range opts.Files {
-		s, err := readSpecSource(ios.In, opts.ReadFile, name)
+		s, err := readSpecSource(ctx, ios.In, opts.ReadFile, name)
 		if err != nil {
 			fmt.Fprintf(ios.ErrOut, "Error: validate %s: %v\n", s.Name, err)
 			unreadable = true

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -130,7 +131,7 @@ func TestValidateRun(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ios, in, out, errOut := iostreams.Test()
 			in.WriteString(tt.stdin)
-			err := validateRun(&ValidateOptions{IO: ios, Verb: tt.verb, Files: tt.files, ReadFile: os.ReadFile})
+			err := validateRun(context.Background(), &ValidateOptions{IO: ios, Verb: tt.verb, Files: tt.files, ReadFile: os.ReadFile})
 			if code := ExitCode(err); code != tt.code {
 				t.Fatalf("exit %d (%v), want %d\nstderr:\n%s", code, err, tt.code, errOut)
 			}
@@ -152,7 +153,7 @@ func TestValidateRun(t *testing.T) {
 func TestValidateJSON(t *testing.T) {
 	dir := writeSpecs(t, map[string]string{"valid.hcl": validVolume, "invalid.hcl": invalidVolume})
 	ios, _, out, errOut := iostreams.Test()
-	err := validateRun(&ValidateOptions{IO: ios, Files: []string{filepath.Join(dir, "valid.hcl"), filepath.Join(dir, "invalid.hcl")},
+	err := validateRun(context.Background(), &ValidateOptions{IO: ios, Files: []string{filepath.Join(dir, "valid.hcl"), filepath.Join(dir, "invalid.hcl")},
 		Export: exportFlags{JSON: true}, ReadFile: os.ReadFile})
 	if ExitCode(err) != ExitUsage {
 		t.Fatalf("exit %d, want 2", ExitCode(err))
@@ -177,7 +178,7 @@ func TestValidateJSON(t *testing.T) {
 	}
 
 	ios, _, out, _ = iostreams.Test()
-	if err := validateRun(&ValidateOptions{IO: ios, Files: []string{filepath.Join(dir, "valid.hcl")}, Export: exportFlags{JSON: true}, ReadFile: os.ReadFile}); err != nil {
+	if err := validateRun(context.Background(), &ValidateOptions{IO: ios, Files: []string{filepath.Join(dir, "valid.hcl")}, Export: exportFlags{JSON: true}, ReadFile: os.ReadFile}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.TrimSpace(out.String()) != "[]" {
@@ -185,7 +186,7 @@ func TestValidateJSON(t *testing.T) {
 	}
 
 	ios, _, out, _ = iostreams.Test()
-	validateRun(&ValidateOptions{IO: ios, Files: []string{filepath.Join(dir, "invalid.hcl")}, Export: exportFlags{Template: "{{range .}}{{.range.start.line}}:{{.summary}}\n{{end}}"}, ReadFile: os.ReadFile})
+	validateRun(context.Background(), &ValidateOptions{IO: ios, Files: []string{filepath.Join(dir, "invalid.hcl")}, Export: exportFlags{Template: "{{range .}}{{.range.start.line}}:{{.summary}}\n{{end}}"}, ReadFile: os.ReadFile})
 	if out.String() != "5:Invalid access mode\n9:Invalid secret key\n" {
 		t.Errorf("template output %q", out)
 	}
@@ -197,7 +198,7 @@ func TestValidateTerminal(t *testing.T) {
 	ios.SetTTY(false, true, true)
 	ios.SetColorEnabled(true)
 	ios.SetWidth(60)
-	validateRun(&ValidateOptions{IO: ios, Files: []string{filepath.Join(dir, "invalid.hcl")}, ReadFile: os.ReadFile})
+	validateRun(context.Background(), &ValidateOptions{IO: ios, Files: []string{filepath.Join(dir, "invalid.hcl")}, ReadFile: os.ReadFile})
 	got := errOut.String()
 	if !strings.Contains(got, "\x1b[31mError\x1b[0m") || !strings.Contains(got, "\x1b[1;4m") {
 		t.Errorf("no colour on a terminal:\n%q", got)

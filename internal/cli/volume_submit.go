@@ -83,7 +83,7 @@ with every problem shown). A volume that fails to create does not stop the other
 // volumeSubmitRun parses and checks every file, then registers or creates each volume.
 func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 	command := "volume " + string(opts.Verb)
-	vols, err := parseVolumeSpecs(opts, command)
+	vols, err := parseVolumeSpecs(ctx, opts, command)
 	if err != nil {
 		return err
 	}
@@ -153,8 +153,8 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 
 // parseVolumeSpecs reads and checks every file before anything is done with any, rendering
 // diagnostics as validate does. Two files declaring the same ID are refused too.
-func parseVolumeSpecs(opts *VolumeSubmitOptions, command string) ([]*spec.Volume, error) {
-	sources, err := readSpecSources(opts.IO.In, opts.ReadFile, opts.Files)
+func parseVolumeSpecs(ctx context.Context, opts *VolumeSubmitOptions, command string) ([]*spec.Volume, error) {
+	sources, err := readSpecSources(ctx, opts.IO.In, opts.ReadFile, opts.Files)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", command, err)
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -78,7 +79,7 @@ func TestParseVolumeSpecs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ios, _, _, errOut := iostreams.Test()
 			o := &VolumeSubmitOptions{IO: ios, ReadFile: specFiles(files), Verb: tt.verb, Files: tt.files}
-			vols, err := parseVolumeSpecs(o, "volume "+string(tt.verb))
+			vols, err := parseVolumeSpecs(context.Background(), o, "volume "+string(tt.verb))
 			if expectErr(t, err, tt.wantErr, ExitUsage) {
 				if vols != nil {
 					t.Fatalf("vols = %v, want none", vols)

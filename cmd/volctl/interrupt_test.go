@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestCtrlCWhileASpecIsRead: Ctrl-C (SIGINT) while volctl waits for a spec from a named pipe
+// nobody writes ends it with exit 1 and "nothing was done", through main's signal handling
+// and the command's context. The signal is sent once the read is under way: the test holds the
+// pipe's write end open only after volctl has opened its read end, so the read then blocks.
+func TestCtrlCWhileASpecIsRead(t *testing.T) {
+	t.Parallel()
+	bin := buildVolctl(t)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe.hcl")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatalf("mkfifo: %v", err)
+	}
+	cmd := exec.Command(bin, "--state-dir", filepath.Join(dir, "state"), "validate", fifo)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Opening the write end without blocking succeeds only once volctl has the read end open.
+	var w *os.File
+	for deadline := time.Now().Add(30 * time.Second); w == nil; {
+		f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		switch {
+		case err == nil:
+			w = f
+		case !errors.Is(err, syscall.ENXIO):
+			t.Fatal(err)
+		case time.Now().After(deadline):
+			cmd.Process.Kill()
+			t.Fatal("volctl validate never opened the named pipe")
+		default:
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	defer w.Close()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "nothing was done") {
+			t.Fatalf("volctl validate after Ctrl-C: %v, stderr:\n%s\nwant exit 1 saying nothing was done", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("volctl validate still waiting 30 s after Ctrl-C; stderr:\n%s", stderr.String())
+	}
+}
