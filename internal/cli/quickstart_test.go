@@ -38,9 +38,19 @@ func TestQuickstart(t *testing.T) {
 	hostpathtest.RequireMount(t)
 	parent := hostpathtest.MountDir(t)
 	ios, _, out, errOut := iostreams.Test()
-	err := quickstartRun(context.Background(), &QuickstartOptions{IO: ios, TempDir: parent})
+	// What is under the state's staging dir after each step: the last step deletes the volume
+	// and deregisters the plugin, which take their staging directories (kept while the volume
+	// is registered) with them, before the cleanup removes the whole directory.
+	var staging []string
+	err := quickstartRun(context.Background(), &QuickstartOptions{IO: ios, TempDir: parent,
+		afterStep: func(int) {
+			staging, _ = filepath.Glob(filepath.Join(parent, "volctl-quickstart-*", "state", "staging", "*"))
+		}})
 	if err != nil {
 		t.Fatalf("quickstart: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+	if len(staging) != 0 {
+		t.Errorf("left under the staging dir after the volume's delete: %v", staging)
 	}
 	for _, w := range []string{
 		"==> 1. Point volctl at a state dir of its own",

@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,7 +43,7 @@ func newHarness(t *testing.T, mutate func(*csitest.MemConfig)) *harness {
 	}
 	h := &harness{t: t, ctx: context.Background(), mem: csitest.NewMemPlugin(cfg), faults: csitest.NewFaults(), dir: t.TempDir()}
 	h.socket, h.stopServe = csitest.Serve(t, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
-	h.mounts = &fakeMounts{gone: map[string]bool{}}
+	h.mounts = newFakeMounts(h.mem)
 	h.open(Config{})
 	h.registerPlugin("mem", h.socket)
 	return h
@@ -219,18 +221,38 @@ func volumeRPCs(p *csitest.MemPlugin) []string {
 	return out
 }
 
-// fakeMounts stands in for the kernel's table with a plugin that mounts nothing: a target or
-// staging directory that exists counts as mounted, unless a test marked it gone.
+// fakeMounts stands in for the kernel's table with plugins that mount nothing, unless a test
+// marked a path gone: a target directory that exists counts as mounted (the in-memory plugin
+// makes it at NodePublishVolume and removes it at NodeUnpublishVolume), and a staging directory
+// counts as mounted while one of the plugins has the volume staged there, or while it holds
+// anything (a plugin that left its mount behind: serveLeavingMounts). The staging directory
+// itself is kept while its volume is registered, so its existence says nothing.
 type fakeMounts struct {
-	mu    sync.Mutex
-	gone  map[string]bool
-	reads int
+	mu      sync.Mutex
+	gone    map[string]bool
+	reads   int
+	plugins []*csitest.MemPlugin
+}
+
+func newFakeMounts(plugins ...*csitest.MemPlugin) *fakeMounts {
+	return &fakeMounts{gone: map[string]bool{}, plugins: plugins}
 }
 
 func (f *fakeMounts) MountsUnder(dir string) (map[string]bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads++
+	staged := map[string]bool{}
+	for _, m := range f.plugins {
+		for _, v := range m.Volumes() {
+			if p, ok := m.StagingPath(v.ID); ok {
+				if real, err := filepath.EvalSymlinks(p); err == nil {
+					p = real // as the kernel's table has it (a state dir reached through a link)
+				}
+				staged[p] = true
+			}
+		}
+	}
 	out := map[string]bool{}
 	// Targets are publish/<alloc>/<volume>/<usage>, stagings staging/<plugin>/<volume>.
 	for _, pattern := range []string{filepath.Join(dir, publishDir, "*", "*", "*"), filepath.Join(dir, stagingDir, "*", "*")} {
@@ -239,9 +261,15 @@ func (f *fakeMounts) MountsUnder(dir string) (map[string]bool, error) {
 			return nil, err
 		}
 		for _, p := range matches {
-			if !f.gone[p] {
-				out[p] = true
+			if f.gone[p] {
+				continue
 			}
+			if strings.HasPrefix(p, filepath.Join(dir, stagingDir)+"/") && !staged[p] {
+				if entries, err := os.ReadDir(p); err != nil || len(entries) == 0 {
+					continue
+				}
+			}
+			out[p] = true
 		}
 	}
 	return out, nil

@@ -138,8 +138,20 @@ func TestHostpathDataFlowsBetweenClaims(t *testing.T) {
 	if err != nil || len(mounts) != 0 {
 		t.Fatalf("mounts left under the state dir after release: %d (%v)", len(mounts), err)
 	}
-	if _, err := os.Stat(stagingPath(h.state, "hp", "data")); !os.IsNotExist(err) {
-		t.Errorf("staging dir left behind: %v", err)
+	// The staging directory is kept, empty and unmounted, while the volume is registered; it
+	// goes with the volume.
+	staging := stagingPath(h.state, "hp", "data")
+	if entries, err := os.ReadDir(staging); err != nil || len(entries) != 0 {
+		t.Errorf("staging dir after the releases: %v, %v; want it kept, empty", entries, err)
+	}
+	if err := h.e.DeleteVolume(h.ctx, "data"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(staging); !os.IsNotExist(err) {
+		t.Errorf("staging dir left behind after the volume's delete: %v", err)
+	}
+	if _, err := os.Stat(filepath.Dir(staging)); !os.IsNotExist(err) {
+		t.Errorf("the plugin's staging dir left behind after its only volume's delete: %v", err)
 	}
 }
 

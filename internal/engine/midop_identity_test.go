@@ -51,7 +51,7 @@ func TestPluginReplacedMidOperation(t *testing.T) {
 	dir := t.TempDir()
 	socket, stopRea = csitest.Serve(t, csitest.WithServer(real), csitest.WithInterceptor(hook))
 	h := &harness{t: t, ctx: context.Background(), mem: real, faults: csitest.NewFaults(), socket: socket, dir: dir,
-		mounts: &fakeMounts{gone: map[string]bool{}}}
+		mounts: newFakeMounts(real)}
 	h.open(Config{})
 	h.registerPlugin("mem", socket)
 	v := h.create(volume("v", capab(spec.SingleNodeWriter)))

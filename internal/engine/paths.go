@@ -109,6 +109,20 @@ func (l *locker) removeEmptyDirs(ctx context.Context, path, root string) {
 	_ = removeEmptyChain(root, path)
 }
 
+// removeStagingDir removes a volume's staging directory, which is kept while the volume is
+// registered (docs/architecture.md, State on disk), and its plugin's directory if that is left
+// empty: called once the volume is deleted or deregistered, under its volume lock. With
+// volumeID "", it removes the plugin's directory alone, if empty (the plugin deregistered). A
+// directory still mounted (EBUSY) or not empty stays.
+func (e *Engine) removeStagingDir(ctx context.Context, pluginID, volumeID string) {
+	root := filepath.Join(e.cfg.StateDir, stagingDir)
+	path := filepath.Join(root, pluginID)
+	if volumeID != "" {
+		path = stagingPath(e.cfg.StateDir, pluginID, volumeID)
+	}
+	e.locks.removeEmptyDirs(ctx, path, root)
+}
+
 // removeEmptyChain removes path and then its parents while they are empty, stopping below root.
 // The path is walked once, from root's parent (the state dir, trusted) down, each component
 // opened without following a symlink (nofollow.go), and each directory is removed through its
@@ -159,4 +173,39 @@ func removeEmptyChain(root, path string) error {
 		}
 	}
 	return nil
+}
+
+// mountFree reports, without reading the mount table, that nothing is mounted at path or below
+// it: path is gone, or it is a directory (not a symlink) that is not the root of a mount
+// (statx's STATX_ATTR_MOUNT_ROOT, Linux 5.8 and later) and has no entries, so no mount point
+// can be below it either. false means it cannot tell (a mount root, entries, a symlink, a
+// kernel without the attribute): the caller reads the mount table. The directory is opened
+// once and both checks are made on that descriptor, so they speak of the same directory.
+func mountFree(path string) bool {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var stx unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_TYPE, &stx); err != nil ||
+		stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 || stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0 {
+		return false
+	}
+	var buf [512]byte
+	for {
+		n, err := unix.Getdents(fd, buf[:])
+		if err != nil {
+			return false
+		}
+		if n <= 0 {
+			return true // only "." and ".." (which ParseDirent leaves out) were there
+		}
+		if _, count, _ := unix.ParseDirent(buf[:n], 1, nil); count > 0 {
+			return false
+		}
+	}
 }

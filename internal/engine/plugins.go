@@ -403,6 +403,9 @@ func (e *Engine) DeregisterPlugin(ctx context.Context, id string, force bool) er
 		return fmt.Errorf("deregister plugin %q: %w", id, err)
 	}
 	e.forget(id)
+	// Its volumes' staging directories went with them; the plugin's own goes now, if empty
+	// (with --force, volumes it staged keep theirs until they are deleted or deregistered).
+	e.removeStagingDir(ctx, id, "")
 	return nil
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -111,7 +109,8 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 				return err
 			}
 			failpoint("rpc:NodeUnstageVolume")
-			e.locks.removeEmptyDirs(ctx, e.realPath(st.StagingPath), filepath.Join(e.cfg.StateDir, stagingDir))
+			// The staging directory is kept while the volume is registered (removeStagingDir
+			// removes it when the volume goes): the next staging reuses it.
 			if err := e.checkUnmounted(v, csi.RPCNodeUnstageVolume, "staging", st.StagingPath, c); err != nil {
 				return err
 			}
@@ -154,12 +153,13 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 }
 
 // checkUnmounted checks, after the plugin answered rpc (NodeUnpublishVolume or
-// NodeUnstageVolume) with success or NOT_FOUND and volctl removed the empty directories, that
-// nothing is still mounted at path or below it: a plugin may say it is done and leave the
-// mount (or one it made below the path). A path
-// that is gone costs no read of the mount table. One still mounted is an error naming it, so
-// the claim stays on the release path (and the staging recorded) for reconcile, which sends
-// the RPC again and checks again.
+// NodeUnstageVolume) with success or NOT_FOUND (and, for a target, volctl removed the empty
+// directories), that nothing is still mounted at path or below it: a plugin may say it is done
+// and leave the mount (or one it made below the path). A path that is gone, or an empty
+// directory that is not a mount point (the staging directory kept for the volume), costs no
+// read of the mount table (mountsLeft). One still mounted is an error naming it, so the claim
+// stays on the release path (and the staging recorded) for reconcile, which sends the RPC
+// again and checks again.
 func (e *Engine) checkUnmounted(v store.Volume, rpc, what, path string, c *conn) error {
 	left, err := e.mountsLeft(path)
 	if err != nil {
@@ -174,10 +174,11 @@ func (e *Engine) checkUnmounted(v store.Volume, rpc, what, path string, c *conn)
 }
 
 // mountsLeft returns what the mount table has at path or below it, sorted; nothing, without
-// reading the table, when the path is gone.
+// reading the table, when the path is gone or is an empty directory that is not a mount point
+// (mountFree).
 func (e *Engine) mountsLeft(path string) ([]string, error) {
 	real := e.realPath(path)
-	if _, err := os.Lstat(real); errors.Is(err, fs.ErrNotExist) {
+	if mountFree(real) {
 		return nil, nil
 	}
 	mounted, err := e.cfg.Mounts.MountsUnder(e.cfg.StateDir)

@@ -98,13 +98,17 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		}
 	}
 	failpoint("rpc:DeleteVolume")
-	return e.store.Update(ctx, func(tx *store.Tx) error {
+	err := e.store.Update(ctx, func(tx *store.Tx) error {
 		if err := tx.Volumes().Delete(v.ID); err != nil {
 			return err
 		}
 		return tx.Events().Append(&store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID,
 			RPC: csi.RPCDeleteVolume, Message: fmt.Sprintf("volume %q deleted", v.ID)})
 	})
+	if err == nil {
+		e.removeStagingDir(ctx, v.PluginID, v.ID)
+	}
+	return err
 }
 
 // keepRefusedDelete puts a volume whose DeleteVolume the plugin refused back to ready.

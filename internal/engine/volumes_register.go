@@ -279,11 +279,13 @@ func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) er
 		return fmt.Errorf("deregister volume %q: %w", id, err)
 	}
 	defer unlock()
+	var pluginID string
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		v, err := tx.Volumes().Get(id)
 		if err != nil {
 			return err
 		}
+		pluginID = v.PluginID
 		if err := refuseClaimed(tx, v.ID, "deregister"); err != nil {
 			return err
 		}
@@ -314,6 +316,7 @@ func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) er
 	if err != nil {
 		return fmt.Errorf("deregister volume %q: %w", id, err)
 	}
+	e.removeStagingDir(ctx, pluginID, id)
 	return nil
 }
 
