@@ -95,7 +95,8 @@ type fixture struct {
 	dir  string
 	e    *engine.Engine
 	logs *iostreams.SyncBuffer
-	now  func() time.Time // the agent's clock; nil is time.Now
+	now  func() time.Time   // the agent's clock; nil is time.Now
+	mem  *csitest.MemPlugin // the plugin claimOnMem serves, once it has
 }
 
 // fakeClock is a clock that moves only when a test advances it.
@@ -470,7 +471,8 @@ func (f *fixture) claimOnMem(cfg csitest.MemConfig) *csitest.Faults {
 	t := f.t
 	t.Helper()
 	faults := csitest.NewFaults()
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)), csitest.WithFaults(faults))
+	f.mem = csitest.NewMemPlugin(cfg)
+	socket, _ := csitest.Serve(t, csitest.WithServer(f.mem), csitest.WithFaults(faults))
 	f.register(spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket})
 	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
 	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "mem", Capabilities: caps}); err != nil {

@@ -17,11 +17,15 @@ import (
 )
 
 // lostMounts stands in for the kernel's mount table with a plugin that mounts nothing: every
-// target and staging directory that exists counts as mounted, until lose() takes them all away
-// (a reboot) and until find() brings back what exists then.
+// target directory that exists counts as mounted (the in-memory plugin makes it at
+// NodePublishVolume and removes it at NodeUnpublishVolume), and every staging directory the
+// plugin has a volume staged at (volctl keeps the directory while its volume is registered, so
+// its existence says nothing), until set(true) takes them all away (a reboot) and set(false)
+// brings back what there is then.
 type lostMounts struct {
 	mu   sync.Mutex
 	lost bool
+	f    *fixture // its plugin, once claimOnMem made it
 }
 
 func (m *lostMounts) MountsUnder(dir string) (map[string]bool, error) {
@@ -31,13 +35,18 @@ func (m *lostMounts) MountsUnder(dir string) (map[string]bool, error) {
 	if m.lost {
 		return out, nil
 	}
-	for _, pattern := range []string{filepath.Join(dir, "publish", "*", "*", "*"), filepath.Join(dir, "staging", "*", "*")} {
-		matches, err := filepath.Glob(pattern)
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range matches {
-			out[p] = true
+	matches, err := filepath.Glob(filepath.Join(dir, "publish", "*", "*", "*"))
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range matches {
+		out[p] = true
+	}
+	if mem := m.f.mem; mem != nil {
+		for _, v := range mem.Volumes() {
+			if p, ok := mem.StagingPath(v.ID); ok {
+				out[p] = true
+			}
 		}
 	}
 	return out, nil
@@ -54,7 +63,7 @@ func (m *lostMounts) set(lost bool) {
 // restores it once the plugin is well.
 func TestAgentHoldsADegradedClaimAndRedrivesItWithBackoff(t *testing.T) {
 	f := newFixture(t)
-	mounts := &lostMounts{}
+	mounts := &lostMounts{f: f}
 	e, err := engine.Open(f.ctx, engine.Config{StateDir: f.dir, Mounts: mounts,
 		Retry: engine.RetryPolicy{Attempts: 2, Base: time.Millisecond, Max: time.Millisecond}})
 	if err != nil {
