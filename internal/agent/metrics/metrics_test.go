@@ -1,13 +1,16 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +18,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/volctl/volctl/internal/agent"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -50,15 +55,39 @@ func fixture(t *testing.T) (*Metrics, *engine.Engine) {
 	return m, e
 }
 
-func gather(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
+// exposition is the text /metrics serves.
+func exposition(t *testing.T, m *Metrics) string {
 	t.Helper()
-	mfs, err := m.reg.Gather()
+	fams, err := m.reg.gather(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]*dto.MetricFamily{}
-	for _, mf := range mfs {
-		out[mf.GetName()] = mf
+	var buf bytes.Buffer
+	writeText(&buf, fams)
+	return buf.String()
+}
+
+// parse reads an exposition with Prometheus's own text parser, as a scrape does.
+func parse(t *testing.T, text string) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("the exposition does not parse: %v\n%s", err, text)
+	}
+	return fams
+}
+
+func gather(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
+	t.Helper()
+	return parse(t, exposition(t, m))
+}
+
+// sorted is fams ordered by name.
+func sorted(fams map[string]*dto.MetricFamily) []*dto.MetricFamily {
+	var out []*dto.MetricFamily
+	for _, name := range slices.Sorted(maps.Keys(fams)) {
+		out = append(out, fams[name])
 	}
 	return out
 }
@@ -102,10 +131,7 @@ func TestMetricsFollowConventions(t *testing.T) {
 	m.Reconciled("start", engine.ReconcileReport{Actions: []engine.ReconcileAction{{Kind: "restored"}}}, nil)
 	m.Ready()
 
-	mfs, err := m.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	mfs := sorted(gather(t, m))
 	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
 	if err != nil {
 		t.Fatal(err)
@@ -278,10 +304,7 @@ func TestMetricsDocAlertsUseRealLabels(t *testing.T) {
 	m.PluginProbed("mem", true, true, 3*time.Millisecond)
 	m.PluginRestarted("mem", "exited")
 	m.Reconciled("start", engine.ReconcileReport{}, nil)
-	mfs, err := m.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	mfs := sorted(gather(t, m))
 	labels := map[string]map[string]bool{}
 	for _, mf := range mfs {
 		labels[mf.GetName()] = map[string]bool{}
