@@ -8,7 +8,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	rtmetrics "runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,9 +21,11 @@ import (
 
 // goCollector reads the goroutines, threads, GC pauses and heap of this process.
 func goCollector(context.Context) ([]family, error) {
-	rs := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
-	rtmetrics.Read(rs)
-	objects, unused := rtUint(rs[0]), rtUint(rs[1])
+	// ReadMemStats stops the world for microseconds, once a scrape; runtime/metrics would not,
+	// but its package initialisation (its table of descriptions) is paid by every volctl
+	// process, the very cost this package avoids.
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
 	threads, _ := runtime.ThreadCreateProfile(nil)
 
 	// Min, quartiles and max of the last (up to 256) pauses, as the client library's summary.
@@ -43,18 +44,11 @@ func goCollector(context.Context) ([]family, error) {
 		gauge("go_threads", "OS threads the Go runtime created.", float64(threads)),
 		{name: "go_gc_duration_seconds", help: "Stop-the-world pauses of the garbage collector: min, quartiles and max of the last 256, their total and count.",
 			typ: summaryType, metrics: []sample{{sum: pauses}}},
-		gauge("go_memstats_alloc_bytes", "Heap bytes in live and not yet swept objects (runtime/metrics /memory/classes/heap/objects:bytes).", float64(objects)),
-		gauge("go_memstats_heap_inuse_bytes", "Heap bytes in spans in use: objects, and room in their spans not used yet.", float64(objects+unused)),
+		gauge("go_memstats_alloc_bytes", "Heap bytes allocated to objects not yet freed (runtime.MemStats.Alloc).", float64(ms.Alloc)),
+		gauge("go_memstats_heap_inuse_bytes", "Heap bytes in spans in use (runtime.MemStats.HeapInuse).", float64(ms.HeapInuse)),
 		{name: "go_info", help: "The Go version volctl was built with.", typ: gaugeType,
 			metrics: []sample{{labels: []labelPair{{"version", runtime.Version()}}, value: 1}}},
 	}, nil
-}
-
-func rtUint(s rtmetrics.Sample) uint64 {
-	if s.Value.Kind() != rtmetrics.KindUint64 {
-		return 0 // not in this Go version
-	}
-	return s.Value.Uint64()
 }
 
 // procDir is /proc; tests point it elsewhere.
