@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -62,10 +61,18 @@ type summaryValue struct {
 
 type quantile struct{ q, v float64 }
 
-var (
-	metricName = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
-	labelName  = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
-)
+// validName says whether s is a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*), or with colon false a
+// label name ([a-zA-Z_][a-zA-Z0-9_]*). Not a regexp: package-level ones compile in every volctl
+// process.
+func validName(s string, colon bool) bool {
+	for i, r := range s {
+		ok := r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || colon && r == ':' || i > 0 && r >= '0' && r <= '9'
+		if !ok {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // vec is a family whose series the agent updates as things happen: one series per
 // combination of label values, created at first use. A vec without labels has its one series
@@ -90,11 +97,11 @@ type series struct {
 
 // newVec checks what a scrape would otherwise expose broken: a bad name is a programming error.
 func newVec(typ metricType, name, help string, bounds []float64, labels ...string) *vec {
-	if !metricName.MatchString(name) {
+	if !validName(name, true) {
 		panic(fmt.Sprintf("metrics: invalid metric name %q", name))
 	}
 	for _, l := range labels {
-		if !labelName.MatchString(l) || strings.HasPrefix(l, "__") || (typ == histogramType && l == "le") {
+		if !validName(l, false) || strings.HasPrefix(l, "__") || (typ == histogramType && l == "le") {
 			panic(fmt.Sprintf("metrics: %s: invalid label name %q", name, l))
 		}
 	}

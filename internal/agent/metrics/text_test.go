@@ -175,3 +175,29 @@ func (c constSummary) Describe(ch chan<- *prometheus.Desc) { ch <- c.d }
 func (c constSummary) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstSummary(c.d, 1234567, 12.5, map[float64]float64{0: 1e-05, 0.25: 0.0001, 0.5: 0.00025, 0.75: 0.001, 1: 0.5})
 }
+
+// TestValidName: metric names may hold colons, label names not; neither starts with a digit.
+func TestValidName(t *testing.T) {
+	for _, c := range []struct {
+		s             string
+		metric, label bool
+	}{
+		{"volctl_claims", true, true},
+		{"_x", true, true},
+		{"Ab9", true, true},
+		{"a:b", true, false},
+		{":a", true, false},
+		{"9a", false, false},
+		{"", false, false},
+		{"a-b", false, false},
+		{"a b", false, false},
+		{"é", false, false},
+	} {
+		if got := validName(c.s, true); got != c.metric {
+			t.Errorf("validName(%q, metric) = %t, want %t", c.s, got, c.metric)
+		}
+		if got := validName(c.s, false); got != c.label {
+			t.Errorf("validName(%q, label) = %t, want %t", c.s, got, c.label)
+		}
+	}
+}
