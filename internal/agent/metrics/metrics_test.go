@@ -58,6 +58,17 @@ func fixture(t *testing.T) (*Metrics, *engine.Engine) {
 	return m, e
 }
 
+// fedFixture is fixture's metrics fed one event of every kind, so every family has a series.
+func fedFixture(t *testing.T) *Metrics {
+	t.Helper()
+	m, _ := fixture(t)
+	m.PluginProbed("mem", true, true, 3*time.Millisecond)
+	m.PluginRestarted("mem", "exited")
+	m.Reconciled("start", engine.ReconcileReport{Actions: []engine.ReconcileAction{{Kind: "restored"}}}, nil)
+	m.Ready()
+	return m
+}
+
 // exposition is the text /metrics serves.
 func exposition(t *testing.T, m *Metrics) string {
 	t.Helper()
@@ -128,11 +139,7 @@ next:
 // (names, units, _total on counters, help), is volctl_-prefixed (or the Go runtime's), and
 // is listed in docs/metrics.md.
 func TestMetricsFollowConventions(t *testing.T) {
-	m, _ := fixture(t)
-	m.PluginProbed("mem", true, true, 3*time.Millisecond)
-	m.PluginRestarted("mem", "exited")
-	m.Reconciled("start", engine.ReconcileReport{Actions: []engine.ReconcileAction{{Kind: "restored"}}}, nil)
-	m.Ready()
+	m := fedFixture(t)
 
 	mfs := sorted(gather(t, m))
 	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
@@ -262,13 +269,8 @@ func TestHealthz(t *testing.T) {
 	}()
 	get := func(path string) (int, string) {
 		t.Helper()
-		resp, err := (&http.Client{Timeout: 30 * time.Second}).Get("http://" + srv.Addr() + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		resp, body := httpGet(t, "http://"+srv.Addr()+path)
+		return resp.StatusCode, body
 	}
 	code, body := get("/healthz")
 	var st agent.Status
@@ -430,11 +432,7 @@ func httpGet(t *testing.T, url string) (*http.Response, string) {
 // that Prometheus's own parser reads, and serves exactly the families docs/metrics.md's table
 // lists, each with its type, a HELP, and every series with exactly the table's labels.
 func TestServedMetricsMatchTheDoc(t *testing.T) {
-	m, _ := fixture(t)
-	m.PluginProbed("mem", true, true, 3*time.Millisecond)
-	m.PluginRestarted("mem", "exited")
-	m.Reconciled("start", engine.ReconcileReport{Actions: []engine.ReconcileAction{{Kind: "restored"}}}, nil)
-	m.Ready()
+	m := fedFixture(t)
 	resp, body := httpGet(t, "http://"+serve(t, m, nil)+"/metrics")
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("/metrics: %d\n%s", resp.StatusCode, body)
