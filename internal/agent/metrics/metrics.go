@@ -1,7 +1,8 @@
 // Package metrics is the agent's Prometheus metrics and its HTTP endpoint (/metrics and
-// /healthz, `volctl agent --metrics-addr`). Metrics live in a registry of their own, never the
-// client library's global one, so tests and the binary share no state. The names are
-// documented in docs/metrics.md.
+// /healthz, `volctl agent --metrics-addr`). Each Metrics has a registry of its own (registry.go;
+// no global one), so tests and the binary share no state, and the package writes the text
+// format itself (text.go) rather than link the Prometheus client library into every volctl
+// process. The names are documented in docs/metrics.md.
 package metrics
 
 import (
