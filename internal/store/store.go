@@ -463,11 +463,13 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (
 			}
 			return tx, nil
 		}
+		waited := false // SQLite said busy at least once: another process holds the lock
 		err = s.retry(ctx, func() error {
 			if err := tx.setDurability(kind); err != nil {
 				return err
 			}
 			if _, err := tx.exec(begin); err != nil {
+				waited = waited || isBusy(err)
 				return err
 			}
 			if write {
@@ -487,7 +489,7 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (
 		}
 		broken := c.broken.Load()
 		p.put(c)
-		if isBusy(err) && ctx.Err() != nil {
+		if waited && ctx.Err() != nil {
 			return nil, fmt.Errorf("state %s: begin: interrupted while waiting for another volctl's lock on it, nothing written: %w", s.path, ctx.Err())
 		}
 		if !broken || attempt > 0 {

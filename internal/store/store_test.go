@@ -694,7 +694,7 @@ func TestUpdateWaitingForTheLockEndsWithItsContext(t *testing.T) {
 		ran := false
 		done := make(chan error, 1)
 		go func() { done <- w.update(ctx, func(tx *Tx) error { ran = true; return nil }) }()
-		time.Sleep(200 * time.Millisecond) // it is waiting for the lock by now
+		time.Sleep(500 * time.Millisecond) // it is waiting for the lock by now
 		cancel()
 		select {
 		case err := <-done:
