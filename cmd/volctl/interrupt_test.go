@@ -2,14 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/volctl/volctl/internal/store"
 )
 
 // TestCtrlCWhileASpecIsRead: Ctrl-C (SIGINT) while volctl waits for a spec from a named pipe
@@ -62,4 +66,67 @@ func TestCtrlCWhileASpecIsRead(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatalf("volctl validate still waiting 30 s after Ctrl-C; stderr:\n%s", stderr.String())
 	}
+}
+
+// TestCtrlCWhileQueuedBehindAnotherWriter: a command waiting for the state database's write
+// lock, which another volctl holds, ends on Ctrl-C, saying it was waiting and wrote nothing,
+// instead of sleeping in SQLite's busy handler until the lock is free or 30 s have passed.
+func TestCtrlCWhileQueuedBehindAnotherWriter(t *testing.T) {
+	t.Parallel()
+	bin := buildVolctl(t)
+	state := filepath.Join(t.TempDir(), "state")
+	other, err := store.Open(context.Background(), state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	locked, unblock, held := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		held <- other.Update(context.Background(), func(*store.Tx) error { close(locked); <-unblock; return nil })
+	}()
+	<-locked
+	defer func() { close(unblock); <-held }()
+
+	cmd := exec.Command(bin, "--state-dir", state, "volume", "claim", "web", "--alloc", "a1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Once volctl has the database's WAL open it is at (or about to be at) its BEGIN.
+	wal := filepath.Join(state, "volctl.db-wal")
+	for deadline := time.Now().Add(30 * time.Second); !hasOpen(cmd.Process.Pid, wal); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("volctl never opened %s; stderr:\n%s", wal, stderr.String())
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(stderr.String(), "interrupted while waiting for another volctl") ||
+			!strings.Contains(stderr.String(), "nothing written") {
+			t.Fatalf("volctl volume claim after Ctrl-C while queued: %v, stderr:\n%s\nwant a failure saying it was waiting and wrote nothing", err, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("volctl volume claim still waiting for the write lock 15 s after Ctrl-C; stderr:\n%s", stderr.String())
+	}
+}
+
+// hasOpen says whether process pid has path open.
+func hasOpen(pid int, path string) bool {
+	fds, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "fd", "*"))
+	for _, fd := range fds {
+		if target, err := os.Readlink(fd); err == nil && target == path {
+			return true
+		}
+	}
+	return false
 }

@@ -187,6 +187,12 @@ func inDir(dir string, err error) error {
 // directory with '?' or '#' in its name still works.
 func dsn(path string, busy time.Duration, readOnly bool) string {
 	q := url.Values{}
+	if !readOnly {
+		// The write connection waits for another process's write lock in Go (retryBusy, up to
+		// the busy timeout), not in SQLite's busy handler, which sleeps through a cancelled
+		// context: Ctrl-C must end a command queued behind another volctl.
+		busy = 0
+	}
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	if readOnly {
@@ -368,8 +374,8 @@ func (s *Store) TryUpdateProgress(ctx context.Context, fn func(tx *Tx) error) er
 	return s.run(ctx, s.w, beginNoWait, relaxed, fn)
 }
 
-// beginNoWait is the begin statement of TryUpdateProgress: BEGIN IMMEDIATE tried once, with the
-// connection's busy timeout set to zero around it.
+// beginNoWait is the begin statement of TryUpdateProgress: BEGIN IMMEDIATE tried once, not
+// retried while another process holds the lock.
 const beginNoWait = "BEGIN IMMEDIATE -- no wait"
 
 // View runs fn in a read-only transaction: a consistent snapshot that never blocks writers and is
@@ -457,11 +463,13 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (
 			}
 			return tx, nil
 		}
+		waited := false // SQLite said busy at least once: another process holds the lock
 		err = s.retry(ctx, func() error {
 			if err := tx.setDurability(kind); err != nil {
 				return err
 			}
 			if _, err := tx.exec(begin); err != nil {
+				waited = waited || isBusy(err)
 				return err
 			}
 			if write {
@@ -481,30 +489,22 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (
 		}
 		broken := c.broken.Load()
 		p.put(c)
+		if waited && ctx.Err() != nil {
+			return nil, fmt.Errorf("state %s: begin: interrupted while waiting for another volctl's lock on it, nothing written: %w", s.path, ctx.Err())
+		}
 		if !broken || attempt > 0 {
 			return nil, fmt.Errorf("state %s: begin: %w", s.path, mapBusy(err))
 		}
 	}
 }
 
-// beginNoWait begins a write transaction if the write lock is free now: SQLite's busy handler
-// is switched off for the BEGIN and on again after it, and SQLITE_BUSY is not retried.
+// beginNoWait begins a write transaction if the write lock is free now: SQLITE_BUSY is not
+// retried (the write connection has no busy handler: see dsn).
 func (tx *Tx) beginNoWait() error {
 	if err := tx.setDurability(relaxed); err != nil {
 		return err
 	}
-	if _, err := tx.exec("PRAGMA busy_timeout = 0"); err != nil {
-		return err
-	}
 	_, err := tx.exec("BEGIN IMMEDIATE")
-	if _, rerr := tx.exec("PRAGMA busy_timeout = " + strconv.FormatInt(tx.s.busyTimeout.Milliseconds(), 10)); rerr != nil {
-		// The connection would go on without its busy timeout: replace it.
-		tx.c.broken.Store(true)
-		if err == nil {
-			tx.s.rollback(tx.c)
-		}
-		return errors.Join(err, rerr)
-	}
 	return err
 }
 

@@ -655,16 +655,59 @@ func TestTryUpdateProgressDoesNotWait(t *testing.T) {
 
 	release()
 
-	// The write connection has its busy timeout back, so the next Update waits for the lock.
-	var ms int64
-	update(t, s, func(tx *Tx) error { return tx.queryRow("PRAGMA busy_timeout").Scan(&ms) })
-	if ms != DefaultBusyTimeout.Milliseconds() {
-		t.Errorf("busy timeout after TryUpdateProgress = %d ms, want %d", ms, DefaultBusyTimeout.Milliseconds())
+	// The next Update still waits for a lock held elsewhere instead of failing at once.
+	release = holdWriteLock(t, other, nil)
+	waited := make(chan error, 1)
+	go func() { waited <- s.Update(context.Background(), func(tx *Tx) error { return nil }) }()
+	time.Sleep(300 * time.Millisecond) // long enough for an Update that does not wait to fail
+	release()
+	if err := <-waited; err != nil {
+		t.Errorf("Update after TryUpdateProgress, the lock held elsewhere for a moment: %v; want it to wait for the lock", err)
 	}
 	if err := s.TryUpdateProgress(context.Background(), func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "try"}) }); err != nil {
 		t.Fatalf("TryUpdateProgress with the lock free: %v", err)
 	}
 	if evs := allEvents(t, s); len(evs) != 1 {
 		t.Errorf("events = %v, want the one TryUpdateProgress appended", evs)
+	}
+}
+
+// A writer queued behind another process's write lock stops waiting when its context ends
+// (Ctrl-C), saying so, instead of sleeping in SQLite's busy handler until the lock is free or
+// the busy timeout (30 s) has passed.
+func TestUpdateWaitingForTheLockEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, WithBusyTimeout(time.Minute))
+	other, err := Open(context.Background(), filepath.Dir(s.Path()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	release := holdWriteLock(t, other, nil)
+	defer release()
+
+	for _, w := range []struct {
+		name   string
+		update func(context.Context, func(*Tx) error) error
+	}{{"Update", s.Update}, {"UpdateProgress", s.UpdateProgress}} {
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := false
+		done := make(chan error, 1)
+		go func() { done <- w.update(ctx, func(tx *Tx) error { ran = true; return nil }) }()
+		time.Sleep(500 * time.Millisecond) // it is waiting for the lock by now
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) || ran {
+				t.Fatalf("%s cancelled while waiting for the lock: err = %v, fn ran = %v; want context.Canceled, fn not run", w.name, err, ran)
+			}
+			for _, want := range []string{s.Path(), "another volctl", "nothing written"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%s's error %q does not say %q", w.name, err, want)
+				}
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%s still waiting for the lock 15 s after its context was cancelled", w.name)
+		}
 	}
 }

@@ -1,10 +1,12 @@
 // Package metrics is the agent's Prometheus metrics and its HTTP endpoint (/metrics and
-// /healthz, `volctl agent --metrics-addr`). Metrics live in a registry of their own, never the
-// client library's global one, so tests and the binary share no state. The names are
-// documented in docs/metrics.md.
+// /healthz, `volctl agent --metrics-addr`). Each Metrics has a registry of its own (registry.go;
+// no global one), so tests and the binary share no state, and the package writes the text
+// format itself (text.go) rather than link the Prometheus client library into every volctl
+// process. The names are documented in docs/metrics.md.
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,10 +16,6 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/volctl/volctl/internal/agent"
 	"github.com/volctl/volctl/internal/engine"
@@ -32,95 +30,100 @@ var reconcileOutcomes = []string{"restored", "released", "failed"}
 
 // Metrics implements agent.Observer and the engine's RPC observer over a private registry.
 type Metrics struct {
-	reg *prometheus.Registry
+	reg registry
 
-	pluginHealthy *prometheus.GaugeVec
-	pluginReady   *prometheus.GaugeVec
-	probeSeconds  *prometheus.HistogramVec
-	restarts      *prometheus.CounterVec
-	rpcs          *prometheus.CounterVec
-	rpcSeconds    *prometheus.HistogramVec
-	passes        *prometheus.CounterVec
-	outcomes      *prometheus.CounterVec
-	problems      prometheus.Gauge
-	lastPass      prometheus.Gauge
-	ready         prometheus.Gauge
+	pluginHealthy *vec
+	pluginReady   *vec
+	probeSeconds  *vec
+	restarts      *vec
+	rpcs          *vec
+	rpcSeconds    *vec
+	passes        *vec
+	outcomes      *vec
+	problems      *vec
+	lastPass      *vec
+	ready         *vec
 }
 
 var _ agent.Observer = (*Metrics)(nil)
 
 // New builds the metrics. Claims and volumes are counted once CollectState names the engine.
 func New() *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry()}
-	m.pluginHealthy = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "plugin_healthy",
-		Help: "1 if the plugin's last probe succeeded, else 0."}, []string{"plugin"})
-	m.pluginReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "plugin_ready",
-		Help: "1 if the plugin's last probe reported it ready, else 0."}, []string{"plugin"})
-	m.probeSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "plugin_probe_duration_seconds",
-		Help: "Latency of the agent's probes of a plugin (CSI Probe), successful ones.", Buckets: prometheus.ExponentialBuckets(0.0005, 4, 9)},
-		[]string{"plugin"})
-	m.restarts = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "plugin_restarts_total",
-		Help: "Restarts of a supervised plugin by the agent, by reason: exited, or unhealthy past the health timeout."},
-		[]string{"plugin", "reason"})
-	m.rpcs = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "csi_rpcs_total",
-		Help: "CSI RPCs the agent sent, by plugin, RPC and gRPC code (DeadlineExceeded includes volctl's own timeout)."},
-		[]string{"plugin", "rpc", "code"})
-	m.rpcSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "csi_rpc_duration_seconds",
-		Help: "Latency of the CSI RPCs the agent sent, by plugin, RPC and gRPC code.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)},
-		[]string{"plugin", "rpc", "code"})
-	m.passes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "reconcile_passes_total",
-		Help: "Reconcile passes, by trigger (start, timer, plugin_restart, redrive) and result: ok, problems (something left wrong), error."},
-		[]string{"trigger", "result"})
-	m.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "reconcile_outcomes_total",
-		Help: "What reconcile passes did, by outcome: restored, released, failed (a problem left), and created, deleted, published, cleaned, orphan."},
-		[]string{"outcome"})
-	m.problems = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "reconcile_problems",
-		Help: "Problems the last reconcile pass left (failed claims, orphan mounts)."})
-	m.lastPass = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "reconcile_last_pass_timestamp_seconds",
-		Help: "Unix time the last reconcile pass ended."})
-	m.ready = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "agent_ready",
-		Help: "1 once the agent's plugins were probed and its start-up reconcile ran (it then sent READY=1 to systemd)."})
-	for _, o := range reconcileOutcomes {
-		m.outcomes.WithLabelValues(o)
+	m := &Metrics{}
+	g := func(name, help string, labels ...string) *vec {
+		return newVec(gaugeType, namespace+"_"+name, help, nil, labels...)
 	}
-	m.reg.MustRegister(m.pluginHealthy, m.pluginReady, m.probeSeconds, m.restarts, m.rpcs, m.rpcSeconds,
-		m.passes, m.outcomes, m.problems, m.lastPass, m.ready,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: namespace}))
+	c := func(name, help string, labels ...string) *vec {
+		return newVec(counterType, namespace+"_"+name, help, nil, labels...)
+	}
+	h := func(name, help string, bounds []float64, labels ...string) *vec {
+		return newVec(histogramType, namespace+"_"+name, help, bounds, labels...)
+	}
+	m.pluginHealthy = g("plugin_healthy", "1 if the plugin's last probe succeeded, else 0.", "plugin")
+	m.pluginReady = g("plugin_ready", "1 if the plugin's last probe reported it ready, else 0.", "plugin")
+	m.probeSeconds = h("plugin_probe_duration_seconds", "Latency of the agent's probes of a plugin (CSI Probe), successful ones.",
+		exponentialBuckets(0.0005, 4, 9), "plugin")
+	m.restarts = c("plugin_restarts_total", "Restarts of a supervised plugin by the agent, by reason: exited, or unhealthy past the health timeout.",
+		"plugin", "reason")
+	m.rpcs = c("csi_rpcs_total", "CSI RPCs the agent sent, by plugin, RPC and gRPC code (DeadlineExceeded includes volctl's own timeout).",
+		"plugin", "rpc", "code")
+	m.rpcSeconds = h("csi_rpc_duration_seconds", "Latency of the CSI RPCs the agent sent, by plugin, RPC and gRPC code.",
+		exponentialBuckets(0.001, 4, 9), "plugin", "rpc", "code")
+	m.passes = c("reconcile_passes_total", "Reconcile passes, by trigger (start, timer, plugin_restart, redrive) and result: ok, problems (something left wrong), error.",
+		"trigger", "result")
+	m.outcomes = c("reconcile_outcomes_total", "What reconcile passes did, by outcome: restored, released, failed (a problem left), and created, deleted, published, cleaned, orphan.",
+		"outcome")
+	m.problems = g("reconcile_problems", "Problems the last reconcile pass left (failed claims, orphan mounts).")
+	m.lastPass = g("reconcile_last_pass_timestamp_seconds", "Unix time the last reconcile pass ended.")
+	m.ready = g("agent_ready", "1 once the agent's plugins were probed and its start-up reconcile ran (it then sent READY=1 to systemd).")
+	for _, o := range reconcileOutcomes {
+		m.outcomes.touch(o)
+	}
+	m.reg.register(m.pluginHealthy, m.pluginReady, m.probeSeconds, m.restarts, m.rpcs, m.rpcSeconds,
+		m.passes, m.outcomes, m.problems, m.lastPass, m.ready)
+	m.reg.registerCollector(goCollector)
+	m.reg.registerCollector((&processCollector{}).collect)
 	return m
 }
 
+// exponentialBuckets is n bucket bounds from start, each factor times the one before.
+func exponentialBuckets(start, factor float64, n int) []float64 {
+	b := make([]float64, n)
+	for i := range b {
+		b[i] = start
+		start *= factor
+	}
+	return b
+}
+
 // CollectState counts e's claims and volumes at every scrape. Call it once, before serving.
-func (m *Metrics) CollectState(e *engine.Engine) { m.reg.MustRegister(newStateCollector(e)) }
+func (m *Metrics) CollectState(e *engine.Engine) { m.reg.registerCollector(stateCollector(e)) }
 
 // ObserveRPC counts and times one CSI RPC (engine.Config.ObserveRPC).
 func (m *Metrics) ObserveRPC(plugin, rpc, code string, d time.Duration) {
-	m.rpcs.WithLabelValues(plugin, rpc, code).Inc()
-	m.rpcSeconds.WithLabelValues(plugin, rpc, code).Observe(d.Seconds())
+	m.rpcs.inc(plugin, rpc, code)
+	m.rpcSeconds.observe(d.Seconds(), plugin, rpc, code)
 }
 
 // PluginProbed implements agent.Observer.
 func (m *Metrics) PluginProbed(plugin string, healthy, ready bool, latency time.Duration) {
-	m.pluginHealthy.WithLabelValues(plugin).Set(b2f(healthy))
-	m.pluginReady.WithLabelValues(plugin).Set(b2f(ready))
+	m.pluginHealthy.set(b2f(healthy), plugin)
+	m.pluginReady.set(b2f(ready), plugin)
 	if healthy && latency > 0 {
-		m.probeSeconds.WithLabelValues(plugin).Observe(latency.Seconds())
+		m.probeSeconds.observe(latency.Seconds(), plugin)
 	}
 }
 
 // PluginGone implements agent.Observer: a deregistered plugin's series go.
 func (m *Metrics) PluginGone(plugin string) {
-	l := prometheus.Labels{"plugin": plugin}
-	m.pluginHealthy.DeletePartialMatch(l)
-	m.pluginReady.DeletePartialMatch(l)
-	m.probeSeconds.DeletePartialMatch(l)
-	m.restarts.DeletePartialMatch(l)
-	m.rpcs.DeletePartialMatch(l)
-	m.rpcSeconds.DeletePartialMatch(l)
+	for _, v := range []*vec{m.pluginHealthy, m.pluginReady, m.probeSeconds, m.restarts, m.rpcs, m.rpcSeconds} {
+		v.deleteWhere("plugin", plugin)
+	}
 }
 
 // PluginRestarted implements agent.Observer.
 func (m *Metrics) PluginRestarted(plugin, reason string) {
-	m.restarts.WithLabelValues(plugin, reason).Inc()
+	m.restarts.inc(plugin, reason)
 }
 
 // Reconciled implements agent.Observer.
@@ -132,19 +135,19 @@ func (m *Metrics) Reconciled(trigger string, rep engine.ReconcileReport, err err
 	case err != nil:
 		result = "error"
 	}
-	m.passes.WithLabelValues(trigger, result).Inc()
+	m.passes.inc(trigger, result)
 	for _, a := range rep.Actions {
-		m.outcomes.WithLabelValues(a.Kind).Inc()
+		m.outcomes.inc(a.Kind)
 	}
 	for _, p := range rep.Problems {
-		m.outcomes.WithLabelValues(p.Kind).Inc()
+		m.outcomes.inc(p.Kind)
 	}
-	m.problems.Set(float64(len(rep.Problems)))
-	m.lastPass.SetToCurrentTime()
+	m.problems.set(float64(len(rep.Problems)))
+	m.lastPass.set(float64(time.Now().UnixNano()) / 1e9)
 }
 
 // Ready implements agent.Observer.
-func (m *Metrics) Ready() { m.ready.Set(1) }
+func (m *Metrics) Ready() { m.ready.set(1) }
 
 func b2f(b bool) float64 {
 	if b {
@@ -155,42 +158,16 @@ func b2f(b bool) float64 {
 
 // stateCollector reads claims and volumes from the store at each scrape: they change through
 // any volctl command, not only the agent, so the store is the one place to count them.
-type stateCollector struct {
-	e                                           *engine.Engine
-	claims, releasing, degraded, needsReconcile *prometheus.Desc
-	volumes                                     *prometheus.Desc
-}
-
-func newStateCollector(e *engine.Engine) *stateCollector {
-	return &stateCollector{
-		e: e,
-		claims: prometheus.NewDesc(namespace+"_claims", "Live claims by state (the claim state machine's).",
-			[]string{"state"}, nil),
-		releasing: prometheus.NewDesc(namespace+"_claims_releasing", "Live claims whose release was asked for and has not finished.", nil, nil),
-		degraded: prometheus.NewDesc(namespace+"_claims_degraded",
-			"Live claims held degraded: published, and their restore failed (see docs/metrics.md).", nil, nil),
-		needsReconcile: prometheus.NewDesc(namespace+"_claims_needs_reconcile",
-			"Live claims left for reconcile after an RPC failed (see docs/metrics.md).", nil, nil),
-		volumes: prometheus.NewDesc(namespace+"_volumes", "Volumes by plugin and schedulability.",
-			[]string{"plugin", "schedulable"}, nil),
-	}
-}
-
-func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.claims
-	ch <- c.releasing
-	ch <- c.degraded
-	ch <- c.needsReconcile
-	ch <- c.volumes
-}
-
-func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	claims, err := c.e.Claims(ctx)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.claims, fmt.Errorf("reading the claims from the state: %w", err))
-	} else {
+func stateCollector(e *engine.Engine) collector {
+	return func(ctx context.Context) ([]family, error) {
+		claims, err := e.Claims(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading the claims from the state: %w", err)
+		}
+		vols, err := e.Volumes(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading the volumes from the state: %w", err)
+		}
 		byState := map[string]int{}
 		for _, s := range store.ClaimStates {
 			byState[string(s)] = 0
@@ -208,28 +185,30 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 				needs++
 			}
 		}
+		byStateF := family{name: namespace + "_claims", help: "Live claims by state (the claim state machine's).", typ: gaugeType}
 		for s, n := range byState {
-			ch <- prometheus.MustNewConstMetric(c.claims, prometheus.GaugeValue, float64(n), s)
+			byStateF.metrics = append(byStateF.metrics, sample{labels: []labelPair{{"state", s}}, value: float64(n)})
 		}
-		ch <- prometheus.MustNewConstMetric(c.releasing, prometheus.GaugeValue, float64(releasing))
-		ch <- prometheus.MustNewConstMetric(c.degraded, prometheus.GaugeValue, float64(deg))
-		ch <- prometheus.MustNewConstMetric(c.needsReconcile, prometheus.GaugeValue, float64(needs))
-	}
-	vols, err := c.e.Volumes(ctx)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.volumes, fmt.Errorf("reading the volumes from the state: %w", err))
-		return
-	}
-	type key struct {
-		plugin      string
-		schedulable bool
-	}
-	n := map[key]int{}
-	for _, v := range vols {
-		n[key{v.PluginID, v.Schedulable}]++
-	}
-	for k, v := range n {
-		ch <- prometheus.MustNewConstMetric(c.volumes, prometheus.GaugeValue, float64(v), k.plugin, strconv.FormatBool(k.schedulable))
+		type key struct {
+			plugin      string
+			schedulable bool
+		}
+		n := map[key]int{}
+		for _, v := range vols {
+			n[key{v.PluginID, v.Schedulable}]++
+		}
+		volumes := family{name: namespace + "_volumes", help: "Volumes by plugin and schedulability.", typ: gaugeType}
+		for k, c := range n {
+			volumes.metrics = append(volumes.metrics, sample{
+				labels: []labelPair{{"plugin", k.plugin}, {"schedulable", strconv.FormatBool(k.schedulable)}}, value: float64(c)})
+		}
+		return []family{
+			byStateF,
+			gauge(namespace+"_claims_releasing", "Live claims whose release was asked for and has not finished.", float64(releasing)),
+			gauge(namespace+"_claims_degraded", "Live claims held degraded: published, and their restore failed (see docs/metrics.md).", float64(deg)),
+			gauge(namespace+"_claims_needs_reconcile", "Live claims left for reconcile after an RPC failed (see docs/metrics.md).", float64(needs)),
+			volumes,
+		}, nil
 	}
 }
 
@@ -262,7 +241,7 @@ func (s *Server) Serve(ctx context.Context, m *Metrics, status func() agent.Stat
 		log = slog.New(slog.DiscardHandler)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, ErrorLog: slogErrorLog{log}}))
+	mux.Handle("/metrics", m.handler(log))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		st := status()
 		w.Header().Set("Content-Type", "application/json")
@@ -290,7 +269,28 @@ func (s *Server) Serve(ctx context.Context, m *Metrics, status func() agent.Stat
 	return fmt.Errorf("metrics endpoint %s: %w", s.Addr(), err)
 }
 
-// slogErrorLog routes promhttp's errors (a failed collection) to the agent's log.
-type slogErrorLog struct{ log *slog.Logger }
+// scrapeTimeout bounds a scrape's reads of the state, as Prometheus's own scrape_timeout
+// (10s by default) bounds its wait.
+const scrapeTimeout = 10 * time.Second
 
-func (l slogErrorLog) Println(v ...any) { l.log.Warn("metrics: " + fmt.Sprint(v...)) }
+// handler serves the metrics in the text format. A collector that fails (the state could not
+// be read) fails the scrape, as the client library's handler does: the agent logs the error
+// and answers 500 naming what failed, so Prometheus marks the target down (up == 0) rather
+// than let the state's series vanish while the rest look fine.
+func (m *Metrics) handler(log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), scrapeTimeout)
+		defer cancel()
+		fams, err := m.reg.gather(ctx)
+		if err != nil {
+			log.Warn("metrics: scrape failed", "err", err)
+			http.Error(w, "collecting metrics: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		var buf bytes.Buffer
+		writeText(&buf, fams)
+		w.Header().Set("Content-Type", textContentType)
+		w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+		_, _ = buf.WriteTo(w)
+	})
+}
