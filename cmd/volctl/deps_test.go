@@ -1,6 +1,9 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -50,15 +53,84 @@ func leavesOut(t *testing.T, unwanted map[string]string, fix string) {
 	}
 }
 
+// TestBinaryLeavesOutHCLWrite: volctl writes the exported Nomad files with its own writer
+// (internal/nomad/hcl.go), not hclwrite. hclwrite imports go-cmp, whose package initialisation
+// compiles regexps (about 0.6 ms a process, per GODEBUG=inittrace=1), paid by every volctl
+// process though only `export nomad` writes HCL. Tests may use both (they are not linked in).
+func TestBinaryLeavesOutHCLWrite(t *testing.T) {
+	unwanted := map[string]string{
+		"github.com/hashicorp/hcl/v2/hclwrite": "HCL's writer, replaced by internal/nomad's",
+		"github.com/google/go-cmp":             "hclwrite's comparison library, whose init compiles regexps",
+	}
+	leavesOut(t, unwanted, "write HCL with internal/nomad's writer")
+}
+
+// TestNoRegexpCompiledAtInit: none of volctl's own packages compiles a regexp in a
+// package-level variable, which every process would pay for at start-up (5-35 µs each, most of
+// what internal/spec, csi and cli did at init); a pattern is compiled on first use
+// (sync.OnceValue) instead.
+func TestNoRegexpCompiledAtInit(t *testing.T) {
+	for _, line := range volctlPackages(t, "{{.ImportPath}} {{.Dir}} {{join .GoFiles \" \"}}") {
+		fields := strings.Fields(line)
+		if !strings.HasPrefix(fields[0], "github.com/volctl/volctl/") {
+			continue
+		}
+		for _, name := range fields[2:] {
+			file := filepath.Join(fields[1], name)
+			f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, decl := range f.Decls {
+				gd, ok := decl.(*ast.GenDecl)
+				if !ok || gd.Tok != token.VAR {
+					continue
+				}
+				for _, spec := range gd.Specs {
+					for _, v := range spec.(*ast.ValueSpec).Values {
+						if call := regexpCompile(v); call != "" {
+							t.Errorf("%s: package-level %s: every volctl process would compile it at start-up; compile it on first use (sync.OnceValue)", file, call)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// regexpCompile names the regexp.Compile-like call in an initialiser, outside function
+// literals (which run later), or is empty.
+func regexpCompile(expr ast.Expr) (found string) {
+	ast.Inspect(expr, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.SelectorExpr:
+			if pkg, ok := n.X.(*ast.Ident); ok && pkg.Name == "regexp" && strings.Contains(n.Sel.Name, "Compile") && found == "" {
+				found = "regexp." + n.Sel.Name
+			}
+		}
+		return true
+	})
+	return found
+}
+
 // volctlDeps lists the packages `go list -deps` says volctl's main package is built from, with
 // the release's build tags.
 func volctlDeps(t *testing.T) []string {
+	t.Helper()
+	return volctlPackages(t, "{{.ImportPath}}")
+}
+
+// volctlPackages is `go list -deps -f format` of volctl's main package with the release's build
+// tags: a line per package.
+func volctlPackages(t *testing.T, format string) []string {
 	t.Helper()
 	gocmd, err := exec.LookPath("go")
 	if err != nil {
 		gocmd = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	args := []string{"list", "-deps", "-f", "{{.ImportPath}}"}
+	args := []string{"list", "-deps", "-f", format}
 	if releaseTags != "" {
 		args = append(args, "-tags", releaseTags)
 	}
@@ -71,7 +143,7 @@ func volctlDeps(t *testing.T) []string {
 		}
 		t.Skipf("listing volctl's packages needs the go command (%v)", err)
 	}
-	deps := strings.Fields(string(out))
+	deps := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(deps) < 100 {
 		t.Fatalf("go list -deps listed only %d packages for volctl: the listing is broken\n%s", len(deps), out)
 	}

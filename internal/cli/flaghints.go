@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/agext/levenshtein"
 	"github.com/spf13/cobra"
@@ -12,10 +13,11 @@ import (
 
 // Flag errors get a "Did you mean this?" as unknown commands do, with the habits of other tools
 // in mind: Nomad's and Go's single-dash long flags (-json, -verbose), kubectl's -o json and
-// --output, and plain typos (--jsn).
+// --output, and plain typos (--jsn). The patterns are compiled when a flag error needs them,
+// not by every process.
 var (
-	unknownShorthand = regexp.MustCompile(`^unknown shorthand flag: '.' in -(\S+)`)
-	unknownLong      = regexp.MustCompile(`^unknown flag: --(\S+)`)
+	unknownShorthand = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^unknown shorthand flag: '.' in -(\S+)`) })
+	unknownLong      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^unknown flag: --(\S+)`) })
 )
 
 // flagSuggestions returns the flags cmd has that the failed flag in err may have meant, as
@@ -23,9 +25,9 @@ var (
 func flagSuggestions(cmd *cobra.Command, err error) []string {
 	msg := err.Error()
 	var typed string
-	if m := unknownShorthand.FindStringSubmatch(msg); m != nil {
+	if m := unknownShorthand().FindStringSubmatch(msg); m != nil {
 		typed = m[1]
-	} else if m := unknownLong.FindStringSubmatch(msg); m != nil {
+	} else if m := unknownLong().FindStringSubmatch(msg); m != nil {
 		typed = m[1]
 	} else {
 		return nil

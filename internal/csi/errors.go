@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -183,7 +184,7 @@ func translate(ctx context.Context, rpc, socket string, timeout time.Duration, d
 		} else if msg, h := handshakeProblem(socket, st.Message()); msg != "" {
 			e.Message, e.Hint = msg, h
 		}
-	case e.Code == codes.ResourceExhausted && grpcTooLarge.MatchString(st.Message()):
+	case e.Code == codes.ResourceExhausted && grpcTooLarge().MatchString(st.Message()):
 		// Not the plugin out of a resource: a message over gRPC's size limit, which the same
 		// call would send or get again. Final, whatever RESOURCE_EXHAUSTED usually means.
 		e.Class = Final
@@ -204,13 +205,16 @@ func translate(ctx context.Context, rpc, socket string, timeout time.Duration, d
 // limit: "grpc: received message larger than max (5242893 vs. 4194304)" when volctl got it
 // (the plugin's answer) or the plugin did (volctl's request), "trying to send message larger
 // than max (...)" when the sender refused it, and the variants after decompression, which may
-// give the limit alone ("... larger than max 4194304").
-var grpcTooLarge = regexp.MustCompile(`message (?:after decompression )?larger than max(?: length allowed on current machine)? \(?(\d*)(?: vs\. (\d+))?`)
+// give the limit alone ("... larger than max 4194304"). Compiled on first use, not by every
+// process.
+var grpcTooLarge = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`message (?:after decompression )?larger than max(?: length allowed on current machine)? \(?(\d*)(?: vs\. (\d+))?`)
+})
 
 // tooLarge explains a message over gRPC's size limit: the plugin's answer, unless volctl's
 // request was itself over the limit (gRPC's limit is the same 4 MiB on both sides by default).
 func tooLarge(rpc, detail string, reqSize int) (msg, hint string) {
-	m := grpcTooLarge.FindStringSubmatch(detail)
+	m := grpcTooLarge().FindStringSubmatch(detail)
 	size, limit := m[1], m[2]
 	if limit == "" {
 		size, limit = "", size

@@ -148,6 +148,15 @@ func TestUnavailableNamesTheSocket(t *testing.T) {
 // a retryable DeadlineExceeded with a hint naming the timeout.
 func TestHangHitsTheClientTimeout(t *testing.T) {
 	h := newHarness(t, csitest.DefaultMemConfig(), withClientConfig(csi.Config{Timeouts: csi.Timeouts{Short: 20 * time.Millisecond, Long: 30 * time.Millisecond}}))
+	// Connect first: on a loaded machine, dialling within the 30 ms could time the RPC out before
+	// it reaches the plugin, and the plugin would then count no hung call.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if _, err := h.client.Probe(context.Background()); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("Probe before the hang: %v", err)
+		}
+	}
 	h.faults.Hang(csi.RPCNodeStageVolume)
 	h.faults.Hang(csi.RPCNodeGetInfo)
 	err := h.client.NodeStageVolume(context.Background(), csi.NodeStageVolumeRequest{VolumeID: "v", StagingPath: "/s", Capability: fsWriter})

@@ -6,13 +6,8 @@ package nomad
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
-
-	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/hashicorp/hcl/v2/hclwrite"
-	"github.com/zclconf/go-cty/cty"
 
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -27,19 +22,18 @@ const SecretPlaceholder = spec.Redacted
 // CapacityMin. Without includeSecrets, secret values and mount flags are placeholders, and the
 // returned notes say which.
 func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string) {
-	f := hclwrite.NewEmptyFile()
-	b := f.Body()
+	b := &hclBody{}
 	var notes []string
-	b.AppendUnstructuredTokens(comment(fmt.Sprintf("Volume %q, exported by volctl. Register it with: nomad volume register FILE", v.ID)))
+	b.comment(fmt.Sprintf("Volume %q, exported by volctl. Register it with: nomad volume register FILE", v.ID))
 	set := func(name string, val string) {
 		if val != "" {
-			b.SetAttributeValue(name, cty.StringVal(val))
+			b.attr(name, hclStr(val))
 		}
 	}
 	set("id", v.ID)
 	set("namespace", v.Namespace)
 	set("name", v.Name)
-	b.SetAttributeValue("type", cty.StringVal("csi"))
+	b.attr("type", hclStr("csi"))
 	set("plugin_id", v.PluginID)
 	set("external_id", v.ExternalID)
 	if v.CapacityMin > 0 {
@@ -49,20 +43,20 @@ func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string) {
 		set("capacity_max", spec.FormatSize(v.CapacityMax))
 	}
 	for _, c := range v.Capabilities {
-		b.AppendNewline()
-		cb := b.AppendNewBlock("capability", nil).Body()
-		cb.SetAttributeValue("access_mode", cty.StringVal(string(c.AccessMode)))
-		cb.SetAttributeValue("attachment_mode", cty.StringVal(string(c.AttachmentMode)))
+		b.blank()
+		cb := b.block("capability")
+		cb.attr("access_mode", hclStr(string(c.AccessMode)))
+		cb.attr("attachment_mode", hclStr(string(c.AttachmentMode)))
 	}
 	if mo := v.MountOptions; mo != nil && (mo.FSType != "" || len(mo.MountFlags) > 0) {
-		b.AppendNewline()
+		b.blank()
 		if n := writeMountOptions(b, mo, includeSecrets); n > 0 {
 			notes = append(notes, fmt.Sprintf("volume %q: %d mount flag(s) written as %s (they may carry credentials; use --include-secrets to write them)", v.ID, n, SecretPlaceholder))
 		}
 	}
 	if tr := v.TopologyRequest; tr != nil && (len(tr.Required) > 0 || len(tr.Preferred) > 0) {
-		b.AppendNewline()
-		tb := b.AppendNewBlock("topology_request", nil).Body()
+		b.blank()
+		tb := b.block("topology_request")
 		for _, part := range []struct {
 			name  string
 			topos []spec.Topology
@@ -70,41 +64,41 @@ func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string) {
 			if len(part.topos) == 0 {
 				continue
 			}
-			pb := tb.AppendNewBlock(part.name, nil).Body()
+			pb := tb.block(part.name)
 			for _, t := range part.topos {
-				pb.AppendNewBlock("topology", nil).Body().SetAttributeValue("segments", stringMap(t.Segments))
+				pb.block("topology").attr("segments", hclStringMap(t.Segments))
 			}
 		}
 	}
 	if len(v.Secrets) > 0 {
-		b.AppendNewline()
+		b.blank()
 		secrets := v.Secrets.Plain()
 		if !includeSecrets {
-			b.AppendUnstructuredTokens(comment(fmt.Sprintf("Secret values are placeholders (%s): replace them, or export with --include-secrets.", SecretPlaceholder)))
+			b.comment(fmt.Sprintf("Secret values are placeholders (%s): replace them, or export with --include-secrets.", SecretPlaceholder))
 			secrets = map[string]string{}
 			for k := range v.Secrets {
 				secrets[k] = SecretPlaceholder
 			}
 			notes = append(notes, fmt.Sprintf("volume %q: %d secret(s) written as %s (use --include-secrets to write them)", v.ID, len(v.Secrets), SecretPlaceholder))
 		}
-		b.SetAttributeValue("secrets", stringMap(secrets))
+		b.attr("secrets", hclStringMap(secrets))
 	}
 	if len(v.Parameters) > 0 {
-		b.SetAttributeValue("parameters", stringMap(v.Parameters))
+		b.attr("parameters", hclStringMap(v.Parameters))
 	}
 	if len(v.Context) > 0 {
-		b.AppendUnstructuredTokens(comment("The plugin's volume context, which NodeStageVolume and NodePublishVolume need."))
-		b.SetAttributeValue("context", stringMap(v.Context))
+		b.comment("The plugin's volume context, which NodeStageVolume and NodePublishVolume need.")
+		b.attr("context", hclStringMap(v.Context))
 	}
-	return f.Bytes(), notes
+	return b.bytes(), notes
 }
 
 // writeMountOptions appends a mount_options block and returns how many mount flags it replaced
 // with placeholders.
-func writeMountOptions(b *hclwrite.Body, mo *spec.MountOptions, includeSecrets bool) int {
-	mb := b.AppendNewBlock("mount_options", nil).Body()
+func writeMountOptions(b *hclBody, mo *spec.MountOptions, includeSecrets bool) int {
+	mb := b.block("mount_options")
 	if mo.FSType != "" {
-		mb.SetAttributeValue("fs_type", cty.StringVal(mo.FSType))
+		mb.attr("fs_type", hclStr(mo.FSType))
 	}
 	if len(mo.MountFlags) == 0 {
 		return 0
@@ -118,11 +112,7 @@ func writeMountOptions(b *hclwrite.Body, mo *spec.MountOptions, includeSecrets b
 		}
 		replaced = len(flags)
 	}
-	vals := make([]cty.Value, len(flags))
-	for i, s := range flags {
-		vals[i] = cty.StringVal(s)
-	}
-	mb.SetAttributeValue("mount_flags", cty.ListVal(vals))
+	mb.attr("mount_flags", hclStrings(flags))
 	return replaced
 }
 
@@ -163,26 +153,25 @@ func GroupJob(g spec.Group, opts JobOptions) ([]byte, []string, error) {
 		return nil, nil, err
 	}
 	var notes []string
-	f := hclwrite.NewEmptyFile()
-	root := f.Body()
-	root.AppendUnstructuredTokens(comment(fmt.Sprintf("Group %q, exported by volctl as a Nomad job. Run it with: nomad job run FILE", g.Name)))
-	root.AppendUnstructuredTokens(comment("Register the volumes it uses first (volctl nomad register, or nomad volume register)."))
+	root := &hclBody{}
+	root.comment(fmt.Sprintf("Group %q, exported by volctl as a Nomad job. Run it with: nomad job run FILE", g.Name))
+	root.comment("Register the volumes it uses first (volctl nomad register, or nomad volume register).")
 	jb := appendJob(root, g.Name, "service", opts.Datacenters, opts.Namespace, opts.Region)
-	gb := jb.AppendNewBlock("group", []string{g.Name}).Body()
+	gb := jb.block("group", g.Name)
 	count := g.Count
 	if count < 1 {
 		count = 1
 	}
-	gb.SetAttributeValue("count", cty.NumberIntVal(int64(count)))
+	gb.attr("count", hclInt(int64(count)))
 	for _, r := range g.Volumes {
-		gb.AppendNewline()
-		vb := gb.AppendNewBlock("volume", []string{r.Name}).Body()
-		vb.SetAttributeValue("type", cty.StringVal(orDefault(r.Type, "csi")))
-		vb.SetAttributeValue("source", cty.StringVal(r.Source))
-		vb.SetAttributeValue("per_alloc", cty.BoolVal(r.PerAlloc))
-		vb.SetAttributeValue("read_only", cty.BoolVal(r.ReadOnly))
-		vb.SetAttributeValue("access_mode", cty.StringVal(string(r.AccessMode)))
-		vb.SetAttributeValue("attachment_mode", cty.StringVal(string(r.AttachmentMode)))
+		gb.blank()
+		vb := gb.block("volume", r.Name)
+		vb.attr("type", hclStr(orDefault(r.Type, "csi")))
+		vb.attr("source", hclStr(r.Source))
+		vb.attr("per_alloc", hclBoolean(r.PerAlloc))
+		vb.attr("read_only", hclBoolean(r.ReadOnly))
+		vb.attr("access_mode", hclStr(string(r.AccessMode)))
+		vb.attr("attachment_mode", hclStr(string(r.AttachmentMode)))
 		if mo := r.MountOptions; mo != nil && (mo.FSType != "" || len(mo.MountFlags) > 0) {
 			if n := writeMountOptions(vb, mo, opts.IncludeSecrets); n > 0 {
 				notes = append(notes, fmt.Sprintf("group %q volume %q: %d mount flag(s) written as %s (use --include-secrets to write them)", g.Name, r.Name, n, SecretPlaceholder))
@@ -191,16 +180,16 @@ func GroupJob(g spec.Group, opts JobOptions) ([]byte, []string, error) {
 	}
 	used := map[string]int{}
 	for _, m := range g.Mounts {
-		gb.AppendNewline()
+		gb.blank()
 		name := m.Volume
 		if used[name]++; used[name] > 1 {
 			name = fmt.Sprintf("%s-%d", m.Volume, used[m.Volume])
 		}
-		tb := gb.AppendNewBlock("task", []string{name}).Body()
-		tb.SetAttributeValue("driver", cty.StringVal(driver))
-		cb := tb.AppendNewBlock("config", nil).Body()
+		tb := gb.block("task", name)
+		tb.attr("driver", hclStr(driver))
+		cb := tb.block("config")
 		if opts.Image != "" {
-			cb.SetAttributeValue("image", cty.StringVal(opts.Image))
+			cb.attr("image", hclStr(opts.Image))
 		}
 		command, args := opts.Command, opts.Args
 		if command == "" && opts.Image == "" {
@@ -210,18 +199,18 @@ func GroupJob(g spec.Group, opts JobOptions) ([]byte, []string, error) {
 			}
 		}
 		if command != "" {
-			cb.SetAttributeValue("command", cty.StringVal(command))
+			cb.attr("command", hclStr(command))
 		}
 		if len(args) > 0 {
-			cb.SetAttributeValue("args", stringList(args))
+			cb.attr("args", hclStrings(args))
 		}
-		mb := tb.AppendNewBlock("volume_mount", nil).Body()
-		mb.SetAttributeValue("volume", cty.StringVal(m.Volume))
-		mb.SetAttributeValue("destination", cty.StringVal(TaskDestination(g.Name, m.Destination)))
-		mb.SetAttributeValue("read_only", cty.BoolVal(m.ReadOnly))
-		mb.SetAttributeValue("propagation_mode", cty.StringVal(orDefault(m.PropagationMode, spec.PropagationPrivate)))
+		mb := tb.block("volume_mount")
+		mb.attr("volume", hclStr(m.Volume))
+		mb.attr("destination", hclStr(TaskDestination(g.Name, m.Destination)))
+		mb.attr("read_only", hclBoolean(m.ReadOnly))
+		mb.attr("propagation_mode", hclStr(orDefault(m.PropagationMode, spec.PropagationPrivate)))
 	}
-	return f.Bytes(), notes, nil
+	return root.bytes(), notes, nil
 }
 
 // TaskDestination turns a volume_mount destination with volctl's placeholders into Nomad's
@@ -265,47 +254,46 @@ func PluginJob(o PluginJobOptions) ([]byte, error) {
 	case driver == "raw_exec" && o.NomadDataDir == "":
 		return nil, fmt.Errorf("plugin %q job: raw_exec needs the Nomad clients' data_dir (--nomad-data-dir) to set stage_publish_base_dir", o.PluginID)
 	}
-	f := hclwrite.NewEmptyFile()
-	root := f.Body()
-	root.AppendUnstructuredTokens(comment(fmt.Sprintf("volctl's hostpath CSI plugin as plugin %q, exported by volctl. Run it with: nomad job run FILE", o.PluginID)))
-	root.AppendUnstructuredTokens(comment("It serves the volumes under --root on the node named by --node-id, as their topology says."))
+	root := &hclBody{}
+	root.comment(fmt.Sprintf("volctl's hostpath CSI plugin as plugin %q, exported by volctl. Run it with: nomad job run FILE", o.PluginID))
+	root.comment("It serves the volumes under --root on the node named by --node-id, as their topology says.")
 	jb := appendJob(root, "plugin-"+o.PluginID, "system", o.Datacenters, o.Namespace, o.Region)
-	gb := jb.AppendNewBlock("group", []string{"plugin"}).Body()
-	tb := gb.AppendNewBlock("task", []string{"plugin"}).Body()
-	tb.SetAttributeValue("driver", cty.StringVal(driver))
-	cb := tb.AppendNewBlock("config", nil).Body()
-	cb.SetAttributeValue("command", cty.StringVal(o.VolctlPath))
+	gb := jb.block("group", "plugin")
+	tb := gb.block("task", "plugin")
+	tb.attr("driver", hclStr(driver))
+	cb := tb.block("config")
+	cb.attr("command", hclStr(o.VolctlPath))
 	args := []string{"plugin", "serve", "hostpath", "--root", o.Root, "--node-id", o.NodeID}
-	cb.SetAttributeValue("args", stringList(append(args, o.ExtraArgs...)))
-	pb := tb.AppendNewBlock("csi_plugin", nil).Body()
-	pb.SetAttributeValue("id", cty.StringVal(o.PluginID))
-	pb.SetAttributeValue("type", cty.StringVal("monolith"))
-	pb.SetAttributeValue("mount_dir", cty.StringVal("/csi"))
+	cb.attr("args", hclStrings(append(args, o.ExtraArgs...)))
+	pb := tb.block("csi_plugin")
+	pb.attr("id", hclStr(o.PluginID))
+	pb.attr("type", hclStr("monolith"))
+	pb.attr("mount_dir", hclStr("/csi"))
 	if driver == "raw_exec" {
-		pb.SetAttributeValue("stage_publish_base_dir", cty.StringVal(strings.TrimRight(o.NomadDataDir, "/")+"/client/csi/monolith/"+o.PluginID))
+		pb.attr("stage_publish_base_dir", hclStr(strings.TrimRight(o.NomadDataDir, "/")+"/client/csi/monolith/"+o.PluginID))
 	}
-	rb := tb.AppendNewBlock("resources", nil).Body()
-	rb.SetAttributeValue("cpu", cty.NumberIntVal(100))
-	rb.SetAttributeValue("memory", cty.NumberIntVal(64))
-	return f.Bytes(), nil
+	rb := tb.block("resources")
+	rb.attr("cpu", hclInt(100))
+	rb.attr("memory", hclInt(64))
+	return root.bytes(), nil
 }
 
 // appendJob appends a job block of type typ with its placement (datacenters, every one when
 // dcs is empty; namespace and region when set) and returns its body, ready for the group.
-func appendJob(root *hclwrite.Body, name, typ string, dcs []string, namespace, region string) *hclwrite.Body {
-	jb := root.AppendNewBlock("job", []string{name}).Body()
+func appendJob(root *hclBody, name, typ string, dcs []string, namespace, region string) *hclBody {
+	jb := root.block("job", name)
 	if len(dcs) == 0 {
 		dcs = []string{"*"}
 	}
-	jb.SetAttributeValue("datacenters", stringList(dcs))
+	jb.attr("datacenters", hclStrings(dcs))
 	if namespace != "" {
-		jb.SetAttributeValue("namespace", cty.StringVal(namespace))
+		jb.attr("namespace", hclStr(namespace))
 	}
 	if region != "" {
-		jb.SetAttributeValue("region", cty.StringVal(region))
+		jb.attr("region", hclStr(region))
 	}
-	jb.SetAttributeValue("type", cty.StringVal(typ))
-	jb.AppendNewline()
+	jb.attr("type", hclStr(typ))
+	jb.blank()
 	return jb
 }
 
@@ -314,30 +302,4 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-func comment(text string) hclwrite.Tokens {
-	return hclwrite.Tokens{{Type: hclsyntax.TokenComment, Bytes: []byte("# " + text + "\n")}}
-}
-
-func stringMap(m map[string]string) cty.Value {
-	if len(m) == 0 {
-		return cty.MapValEmpty(cty.String)
-	}
-	out := make(map[string]cty.Value, len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		out[k] = cty.StringVal(m[k])
-	}
-	return cty.ObjectVal(out)
-}
-
-func stringList(s []string) cty.Value {
-	if len(s) == 0 {
-		return cty.ListValEmpty(cty.String)
-	}
-	vals := make([]cty.Value, len(s))
-	for i, v := range s {
-		vals[i] = cty.StringVal(v)
-	}
-	return cty.ListVal(vals)
 }

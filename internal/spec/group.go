@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -41,7 +42,8 @@ var volumeMountSchema = &schema{
 
 var propagationModes = []string{PropagationPrivate, PropagationHostToTask, PropagationBidirectional}
 
-var placeholderRE = regexp.MustCompile(`\{[^{}]*\}`)
+// placeholderRE finds {...} in a destination; compiled on first use, not by every process.
+var placeholderRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{[^{}]*\}`) })
 
 func (d *decoder) group(body hcl.Body) *Group {
 	c := d.content(body, groupFileSchema)
@@ -208,7 +210,7 @@ func (d *decoder) volumeMount(b *hcl.Block, count int, reqs map[string]*VolumeRe
 				"The group has count = %d, so every alloc would mount on %q. Put %s or %s in the destination (e.g. \"/srv/data/{index}\"); volctl replaces it with each alloc's index or name.",
 				count, s, PlaceholderIndex, PlaceholderAlloc)
 		}
-		for _, p := range placeholderRE.FindAllString(s, -1) {
+		for _, p := range placeholderRE().FindAllString(s, -1) {
 			if p != PlaceholderIndex && p != PlaceholderAlloc {
 				d.errorf(rng, "Unknown placeholder", "destination uses %s; the placeholders are %s (the alloc's index) and %s (the alloc's name).", p, PlaceholderIndex, PlaceholderAlloc)
 			}

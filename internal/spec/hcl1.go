@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/apparentlymart/go-textseg/v15/textseg"
 	"github.com/hashicorp/hcl/v2"
@@ -481,8 +482,8 @@ func (n mappedNav) ContextString(offset int) string {
 }
 
 // rangeText matches a range as hcl.Range.String renders it into a detail ("was already set
-// at f.hcl:3,1-7"): line,column-column or line,column-line,column.
-var rangeText = regexp.MustCompile(`:(\d+),(\d+)-(\d+)(?:,(\d+))?`)
+// at f.hcl:3,1-7"): line,column-column or line,column-line,column. Compiled on first use.
+var rangeText = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`:(\d+),(\d+)-(\d+)(?:,(\d+))?`) })
 
 // mapRangeText rewrites ranges of filename quoted in a detail onto the original source.
 func (m *offsetMap) mapRangeText(detail, filename string) string {
@@ -497,7 +498,7 @@ func (m *offsetMap) mapRangeText(detail, filename string) string {
 		if i < 0 {
 			break
 		}
-		loc := rangeText.FindStringSubmatchIndex(rest[i+len(prefix):])
+		loc := rangeText().FindStringSubmatchIndex(rest[i+len(prefix):])
 		if loc == nil || loc[0] != 0 {
 			out.WriteString(rest[:i+len(prefix)])
 			rest = rest[i+len(prefix):]

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -117,12 +118,15 @@ func maskRange(out []byte, from, to int) {
 	}
 }
 
-var jsonSensitiveKey = regexp.MustCompile(`"(secrets|env|mount_flags)"\s*:\s*`)
+// jsonSensitiveKey finds the sensitive keys of JSON source; compiled on first use.
+var jsonSensitiveKey = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`"(secrets|env|mount_flags)"\s*:\s*`)
+})
 
 // redactJSON masks, in place, the strings and numbers of the values of sensitive keys in JSON
 // source (the parser takes a number where a string is due).
 func redactJSON(b []byte) {
-	for _, loc := range jsonSensitiveKey.FindAllIndex(b, -1) {
+	for _, loc := range jsonSensitiveKey().FindAllIndex(b, -1) {
 		i := loc[1]
 		depth := 0
 		for i < len(b) {

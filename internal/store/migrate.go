@@ -23,11 +23,15 @@ const applicationID = 0x7663746c
 type migration struct {
 	version int
 	name    string
-	sql     string
+	// sql is the migration's SQL if the list gives it (tests do); otherwise it is read from the
+	// embedded file when the migration is applied.
+	sql string
 }
 
 // migrations is the embedded list, ordered and checked once at start-up: a gap or a duplicate
-// number is a build mistake, so it panics rather than corrupting a database later.
+// number is a build mistake, so it panics rather than corrupting a database later. Only the
+// names are read then: the SQL (~12 KB copied out of the binary) is read when a database older
+// than this binary is migrated, not by every process that opens the store.
 var migrations = loadMigrations()
 
 func loadMigrations() []migration {
@@ -45,13 +49,18 @@ func loadMigrations() []migration {
 		if v != len(out)+1 {
 			panic(fmt.Sprintf("store: migration %q: expected number %d", e.Name(), len(out)+1))
 		}
-		b, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
-		if err != nil {
-			panic(err)
-		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(b)})
+		out = append(out, migration{version: v, name: e.Name()})
 	}
 	return out
+}
+
+// source is the migration's SQL.
+func (m migration) source() (string, error) {
+	if m.sql != "" {
+		return m.sql, nil
+	}
+	b, err := migrationFiles.ReadFile(path.Join("migrations", m.name))
+	return string(b), err
 }
 
 // querier is what the schema checks read through: the *sql.Conn under a pool's conn, inside a
@@ -135,7 +144,11 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 			return refused
 		}
 		for _, m := range migrations[version:target] {
-			if err := tx.execOnce(m.sql); err != nil {
+			sql, err := m.source()
+			if err == nil {
+				err = tx.execOnce(sql)
+			}
+			if err != nil {
 				return fmt.Errorf("migration %s: %w", m.name, err)
 			}
 		}

@@ -1,0 +1,316 @@
+package nomad
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/apparentlymart/go-textseg/v15/textseg"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// This file is volctl's HCL writer for the exported files. It writes the bytes hclwrite's
+// generated-and-formatted output has for the same content (TestWriterMatchesHCLWrite compares
+// them on random bodies), without linking hclwrite: hclwrite imports go-cmp, whose package
+// initialisation (regexp compilation) every volctl process would pay for, though only the
+// export commands write HCL.
+//
+// What it writes, in hclwrite's canonical form:
+//   - bodies of attributes, blocks (a type and quoted labels), comment lines and blank lines,
+//     indented two spaces per level;
+//   - the "=" of consecutive attribute lines (attributes, or the entries of an object)
+//     aligned one column after the longest name, counting columns as grapheme clusters; a
+//     line of another kind (block, comment, blank, a multi-line object) ends the run;
+//   - strings (values, labels, object keys) in Unicode normal form C, as cty holds them, and
+//     quoted, escaped as HCL's quoted template needs: \n \r \t \" \\, a "${" or "%{"
+//     doubled to "$${" and "%%{" so nothing is interpolated, and any character
+//     unicode.IsPrint refuses as \uXXXX (\UXXXXXXXX beyond the BMP);
+//   - lists on one line, objects one entry a line in key order (an identifier key bare, any
+//     other quoted), an empty object as {}.
+
+// hclValue is an attribute value: a string, an integer, a bool, a list or an object.
+type hclValue struct {
+	kind hclKind
+	str  string
+	num  int64
+	bit  bool
+	list []hclValue
+	obj  map[string]hclValue
+}
+
+type hclKind uint8
+
+const (
+	hclString hclKind = iota
+	hclNumber
+	hclBool
+	hclList
+	hclObject
+)
+
+func hclStr(s string) hclValue        { return hclValue{kind: hclString, str: cty.NormalizeString(s)} }
+func hclInt(n int64) hclValue         { return hclValue{kind: hclNumber, num: n} }
+func hclBoolean(b bool) hclValue      { return hclValue{kind: hclBool, bit: b} }
+func hclTuple(v ...hclValue) hclValue { return hclValue{kind: hclList, list: v} }
+
+// hclObj is an object value; its entries are written in key order. A non-empty object is
+// written one entry a line, so it cannot be a list's element. Keys are normalised (NFC) as
+// strings are; of keys that become the same, the value of the first in byte order is kept.
+func hclObj(m map[string]hclValue) hclValue {
+	out := make(map[string]hclValue, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if nk := cty.NormalizeString(k); !hasKey(out, nk) {
+			out[nk] = m[k]
+		}
+	}
+	return hclValue{kind: hclObject, obj: out}
+}
+
+func hasKey(m map[string]hclValue, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+func hclStrings(s []string) hclValue {
+	vals := make([]hclValue, len(s))
+	for i, v := range s {
+		vals[i] = hclStr(v)
+	}
+	return hclTuple(vals...)
+}
+
+func hclStringMap(m map[string]string) hclValue {
+	out := make(map[string]hclValue, len(m))
+	for k, v := range m {
+		out[k] = hclStr(v)
+	}
+	return hclObj(out)
+}
+
+// hclBody is a file's body or a block's, in the order its items were added.
+type hclBody struct {
+	items []hclItem
+}
+
+type hclItem struct {
+	kind   hclItemKind
+	name   string // attribute name, block type, comment text
+	labels []string
+	value  hclValue
+	body   *hclBody
+}
+
+type hclItemKind uint8
+
+const (
+	hclAttr hclItemKind = iota
+	hclBlock
+	hclComment
+	hclBlank
+)
+
+// attr appends the attribute name = v. name must be an identifier; the caller sets each name
+// once per body.
+func (b *hclBody) attr(name string, v hclValue) {
+	b.items = append(b.items, hclItem{kind: hclAttr, name: name, value: v})
+}
+
+// block appends a block and returns its body.
+func (b *hclBody) block(typ string, labels ...string) *hclBody {
+	body := &hclBody{}
+	b.items = append(b.items, hclItem{kind: hclBlock, name: typ, labels: labels, body: body})
+	return body
+}
+
+// comment appends "# text" lines, one for each line of text.
+func (b *hclBody) comment(text string) {
+	for line := range strings.SplitSeq(text, "\n") {
+		b.items = append(b.items, hclItem{kind: hclComment, name: line})
+	}
+}
+
+// blank appends an empty line.
+func (b *hclBody) blank() {
+	b.items = append(b.items, hclItem{kind: hclBlank})
+}
+
+// bytes renders the body as a file.
+func (b *hclBody) bytes() []byte {
+	var w hclLines
+	w.body(b, 0)
+	return w.write()
+}
+
+// hclLine is one line of output: its indentation level, the text before the "=" of an
+// assignment (or the whole line), and the assignment from its "=" on, if it has one.
+type hclLine struct {
+	depth  int
+	lead   []byte
+	cols   int // lead's width in grapheme clusters; set for lines with an assignment
+	assign []byte
+}
+
+type hclLines []hclLine
+
+func (w *hclLines) body(b *hclBody, depth int) {
+	for _, it := range b.items {
+		switch it.kind {
+		case hclAttr:
+			w.assignment([]byte(it.name), graphemes(it.name), it.value, depth)
+		case hclBlock:
+			head := []byte(it.name)
+			for _, l := range it.labels {
+				head = appendQuoted(append(head, ' '), cty.NormalizeString(l))
+			}
+			*w = append(*w, hclLine{depth: depth, lead: append(head, " {"...)})
+			w.body(it.body, depth+1)
+			*w = append(*w, hclLine{depth: depth, lead: []byte("}")})
+		case hclComment:
+			*w = append(*w, hclLine{depth: depth, lead: append([]byte("# "), it.name...)})
+		case hclBlank:
+			*w = append(*w, hclLine{})
+		}
+	}
+}
+
+// assignment appends name = v: one line, or for a non-empty object an opening line, a line
+// per entry one level deeper and a closing one.
+func (w *hclLines) assignment(name []byte, cols int, v hclValue, depth int) {
+	if v.kind != hclObject || len(v.obj) == 0 {
+		*w = append(*w, hclLine{depth: depth, lead: name, cols: cols, assign: appendInline([]byte("= "), v)})
+		return
+	}
+	*w = append(*w, hclLine{depth: depth, lead: append(name, " = {"...)})
+	for _, k := range slices.Sorted(maps.Keys(v.obj)) {
+		if hclsyntax.ValidIdentifier(k) {
+			w.assignment([]byte(k), graphemes(k), v.obj[k], depth+1)
+			continue
+		}
+		esc := escapeString(nil, k)
+		w.assignment(appendQuoted(nil, k), 2+graphemes(string(esc)), v.obj[k], depth+1)
+	}
+	*w = append(*w, hclLine{depth: depth, lead: []byte("}")})
+}
+
+// write lays the lines out: indentation, and the "=" of each run of consecutive assignment
+// lines one column after the run's longest lead.
+func (w hclLines) write() []byte {
+	var out []byte
+	for i := 0; i < len(w); {
+		if w[i].assign == nil {
+			out = w[i].appendIndented(out)
+			out = append(out, '\n')
+			i++
+			continue
+		}
+		end, widest := i, 0
+		for ; end < len(w) && w[end].assign != nil; end++ {
+			widest = max(widest, 2*w[end].depth+w[end].cols)
+		}
+		for _, l := range w[i:end] {
+			out = l.appendIndented(out)
+			for range widest - 2*l.depth - l.cols + 1 {
+				out = append(out, ' ')
+			}
+			out = append(append(out, l.assign...), '\n')
+		}
+		i = end
+	}
+	return out
+}
+
+func (l hclLine) appendIndented(out []byte) []byte {
+	if len(l.lead) == 0 && l.assign == nil {
+		return out // a blank line has no indentation
+	}
+	for range 2 * l.depth {
+		out = append(out, ' ')
+	}
+	return append(out, l.lead...)
+}
+
+// appendInline appends a value written on one line: anything but a non-empty object.
+func appendInline(out []byte, v hclValue) []byte {
+	switch v.kind {
+	case hclString:
+		return appendQuoted(out, v.str)
+	case hclNumber:
+		return strconv.AppendInt(out, v.num, 10)
+	case hclBool:
+		return strconv.AppendBool(out, v.bit)
+	case hclList:
+		out = append(out, '[')
+		for i, e := range v.list {
+			if i > 0 {
+				out = append(out, ", "...)
+			}
+			if e.kind == hclObject && len(e.obj) > 0 {
+				panic("nomad: the HCL writer does not put a non-empty object in a list")
+			}
+			out = appendInline(out, e)
+		}
+		return append(out, ']')
+	case hclObject:
+		if len(v.obj) > 0 {
+			panic("nomad: a non-empty object is not written inline")
+		}
+		return append(out, "{}"...)
+	}
+	panic(fmt.Sprintf("nomad: HCL value of unknown kind %d", v.kind))
+}
+
+func appendQuoted(out []byte, s string) []byte {
+	return append(escapeString(append(out, '"'), s), '"')
+}
+
+// escapeString appends s escaped for a quoted HCL string, its template sequences doubled so
+// that it reads back as s.
+func escapeString(out []byte, s string) []byte {
+	for i, r := range s {
+		switch r {
+		case '\n':
+			out = append(out, `\n`...)
+		case '\r':
+			out = append(out, `\r`...)
+		case '\t':
+			out = append(out, `\t`...)
+		case '"':
+			out = append(out, `\"`...)
+		case '\\':
+			out = append(out, `\\`...)
+		case '$', '%':
+			out = append(out, byte(r))
+			if i+1 < len(s) && s[i+1] == '{' {
+				out = append(out, byte(r))
+			}
+		default:
+			switch {
+			case unicode.IsPrint(r):
+				out = utf8.AppendRune(out, r) // an invalid byte is written as U+FFFD
+			case r <= 0xffff:
+				out = fmt.Appendf(out, `\u%04x`, r)
+			default:
+				out = fmt.Appendf(out, `\U%08x`, r)
+			}
+		}
+	}
+	return out
+}
+
+// graphemes is the width of s in grapheme clusters, the columns the alignment counts.
+func graphemes(s string) int {
+	n := 0
+	for rest := []byte(s); len(rest) > 0; n++ {
+		adv, _, err := textseg.ScanGraphemeClusters(rest, true)
+		if err != nil || adv == 0 {
+			break
+		}
+		rest = rest[adv:]
+	}
+	return n
+}
