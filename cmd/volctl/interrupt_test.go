@@ -51,6 +51,17 @@ func TestCtrlCWhileASpecIsRead(t *testing.T) {
 		}
 	}
 	defer w.Close()
+	err := interrupt(t, cmd, &stderr, 30*time.Second, "volctl validate")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "nothing was done") {
+		t.Fatalf("volctl validate after Ctrl-C: %v, stderr:\n%s\nwant exit 1 saying nothing was done", err, stderr.String())
+	}
+}
+
+// interrupt sends cmd SIGINT (Ctrl-C) and returns how it ended; the test fails, naming what,
+// when it is still running after within.
+func interrupt(t *testing.T, cmd *exec.Cmd, stderr *bytes.Buffer, within time.Duration, what string) error {
+	t.Helper()
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -58,13 +69,11 @@ func TestCtrlCWhileASpecIsRead(t *testing.T) {
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "nothing was done") {
-			t.Fatalf("volctl validate after Ctrl-C: %v, stderr:\n%s\nwant exit 1 saying nothing was done", err, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
+		return err
+	case <-time.After(within):
 		cmd.Process.Kill()
-		t.Fatalf("volctl validate still waiting 30 s after Ctrl-C; stderr:\n%s", stderr.String())
+		t.Fatalf("%s still running %v after Ctrl-C; stderr:\n%s", what, within, stderr.String())
+		return nil
 	}
 }
 
@@ -102,21 +111,11 @@ func TestCtrlCWhileQueuedBehindAnotherWriter(t *testing.T) {
 		}
 	}
 	time.Sleep(300 * time.Millisecond)
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(stderr.String(), "interrupted while waiting for another volctl") ||
-			!strings.Contains(stderr.String(), "nothing written") {
-			t.Fatalf("volctl volume claim after Ctrl-C while queued: %v, stderr:\n%s\nwant a failure saying it was waiting and wrote nothing", err, stderr.String())
-		}
-	case <-time.After(15 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("volctl volume claim still waiting for the write lock 15 s after Ctrl-C; stderr:\n%s", stderr.String())
+	err = interrupt(t, cmd, &stderr, 15*time.Second, "volctl volume claim, queued for the write lock,")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(stderr.String(), "interrupted while waiting for another volctl") ||
+		!strings.Contains(stderr.String(), "nothing written") {
+		t.Fatalf("volctl volume claim after Ctrl-C while queued: %v, stderr:\n%s\nwant a failure saying it was waiting and wrote nothing", err, stderr.String())
 	}
 }
 
