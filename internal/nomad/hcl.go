@@ -31,7 +31,8 @@ import (
 //     doubled to "$${" and "%%{" so nothing is interpolated, and any character
 //     unicode.IsPrint refuses as \uXXXX (\UXXXXXXXX beyond the BMP);
 //   - lists on one line, objects one entry a line in key order (an identifier key bare, any
-//     other quoted), an empty object as {}.
+//     other quoted, and "for", which hclwrite writes bare, so that the object does not parse
+//     as a for expression), an empty object as {}.
 
 // hclValue is an attribute value: a string, an integer, a bool, a list or an object.
 type hclValue struct {
@@ -187,7 +188,7 @@ func (w *hclLines) assignment(name []byte, cols int, v hclValue, depth int) {
 	}
 	*w = append(*w, hclLine{depth: depth, lead: append(name, " = {"...)})
 	for _, k := range slices.Sorted(maps.Keys(v.obj)) {
-		if hclsyntax.ValidIdentifier(k) {
+		if bareKey(k) {
 			w.assignment([]byte(k), graphemes(k), v.obj[k], depth+1)
 			continue
 		}
@@ -195,6 +196,13 @@ func (w *hclLines) assignment(name []byte, cols int, v hclValue, depth int) {
 		w.assignment(appendQuoted(nil, k), 2+graphemes(string(esc)), v.obj[k], depth+1)
 	}
 	*w = append(*w, hclLine{depth: depth, lead: []byte("}")})
+}
+
+// bareKey says whether an object key is written as a bare identifier. "for" is quoted: an
+// object whose first entry begins with the word for parses as a for expression (hclwrite
+// writes it bare, and the file does not parse).
+func bareKey(k string) bool {
+	return hclsyntax.ValidIdentifier(k) && k != "for"
 }
 
 // write lays the lines out: indentation, and the "=" of each run of consecutive assignment

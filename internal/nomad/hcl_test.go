@@ -3,6 +3,7 @@ package nomad
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // Test-only use of hclwrite: volctl's writer is checked against it, byte for byte, here; the
@@ -260,4 +263,28 @@ func sameBody(b *hclBody, parsed *hclsyntax.Body) error {
 		return fmt.Errorf("read back %d attributes and %d blocks, want %d and %d", len(parsed.Attributes), len(parsed.Blocks), attrs, blocks)
 	}
 	return nil
+}
+
+// TestWriterQuotesForKey: an object key "for" is quoted. Written bare, as hclwrite writes it,
+// the object's first entry begins with the word for and HCL parses the object as a for
+// expression: the export of a volume with a plugin parameter (or secret, context key,
+// topology segment) named "for" failed as "a volctl bug".
+func TestWriterQuotesForKey(t *testing.T) {
+	v := spec.Volume{ID: "v", PluginID: "p", ExternalID: "e",
+		Capabilities:    []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
+		Parameters:      map[string]string{"for": "1", "in": "2"},
+		Secrets:         spec.Secrets{"for": "3"},
+		Context:         map[string]string{"for": "4", "null": "5"},
+		TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"for": "r1"}}}},
+	}
+	b, _ := VolumeFile(v, true)
+	got, diags := spec.ParseVolume("volume-v.hcl", b, spec.VerbRegister)
+	if diags.HasErrors() {
+		t.Fatalf("the exported file does not parse back: %s\n%s", diags.Error(), b)
+	}
+	if !maps.Equal(got.Parameters, v.Parameters) || !maps.Equal(got.Secrets, v.Secrets) || !maps.Equal(got.Context, v.Context) ||
+		!maps.Equal(got.TopologyRequest.Required[0].Segments, v.TopologyRequest.Required[0].Segments) {
+		t.Errorf("read back as parameters %q, secrets %q, context %q, segments %q\n%s",
+			got.Parameters, got.Secrets, got.Context, got.TopologyRequest.Required[0].Segments, b)
+	}
 }
