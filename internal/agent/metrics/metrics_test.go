@@ -542,3 +542,22 @@ func TestConcurrentUpdatesAndScrapes(t *testing.T) {
 		t.Errorf("volctl_csi_rpcs_total sums to %v after 800 RPCs, some deleted", total)
 	}
 }
+
+// TestSeriesOfDistinctLabelValuesStayApart: label values are any bytes, and two lists of them
+// that a separator would join into the same key ("p\xffq","r" and "p","q\xffr" with \xff)
+// are two series, as they were with the client library.
+func TestSeriesOfDistinctLabelValuesStayApart(t *testing.T) {
+	v := newVec(counterType, "x_total", "h", nil, "a", "b")
+	for _, vals := range [][]string{{"p\xffq", "r"}, {"p", "q\xffr"}, {"p:", "q"}, {"p", ":q"}, {"1:p", ""}, {"", "1:p"}} {
+		v.inc(vals...)
+	}
+	f := v.snapshot()
+	if len(f.metrics) != 6 {
+		t.Fatalf("6 distinct label value lists make %d series: %+v", len(f.metrics), f.metrics)
+	}
+	for _, m := range f.metrics {
+		if m.value != 1 {
+			t.Errorf("series %v counted %v, want 1", m.labels, m.value)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -122,16 +123,27 @@ func (v *vec) with(values ...string) *series {
 	if len(values) != len(v.labels) {
 		panic(fmt.Sprintf("metrics: %s has labels %v, got %d values", v.name, v.labels, len(values)))
 	}
-	key := strings.Join(values, "\xff")
-	s := v.series[key]
+	s := v.series[seriesKey(values)]
 	if s == nil {
 		s = &series{values: slices.Clone(values)}
 		if v.typ == histogramType {
 			s.counts = make([]uint64, len(v.bounds))
 		}
-		v.series[key] = s
+		v.series[seriesKey(values)] = s
 	}
 	return s
+}
+
+// seriesKey is the series map's key for label values: each value after its length, so that
+// no two lists of values share a key (joined with a separator, ["a\xffb", "c"] and
+// ["a", "b\xffc"] would, a label value being any bytes).
+func seriesKey(values []string) string {
+	var b []byte
+	for _, v := range values {
+		b = strconv.AppendInt(b, int64(len(v)), 10)
+		b = append(append(b, ':'), v...)
+	}
+	return string(b)
 }
 
 // set sets a gauge's series.
