@@ -711,3 +711,32 @@ func TestUpdateWaitingForTheLockEndsWithItsContext(t *testing.T) {
 		}
 	}
 }
+
+// A writer queued behind another process's write lock waits in Go (the write connection has no
+// busy handler) for the whole busy timeout, not failing at the first SQLITE_BUSY, and then says
+// the database was busy, naming it; Update and UpdateProgress alike.
+func TestWriterBehindAnotherProcessWaitsTheBusyTimeout(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	const wait = 400 * time.Millisecond
+	other, err := Open(context.Background(), filepath.Dir(s.Path()), WithBusyTimeout(wait))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	release := holdWriteLock(t, s, nil)
+	defer release()
+	for name, update := range map[string]func(context.Context, func(*Tx) error) error{
+		"Update": other.Update, "UpdateProgress": other.UpdateProgress,
+	} {
+		start := time.Now()
+		err := update(context.Background(), func(tx *Tx) error { return nil })
+		elapsed := time.Since(start)
+		if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "database is busy") || !strings.Contains(err.Error(), s.Path()) {
+			t.Errorf("%s behind another process's lock: err = %v; want ErrBusy saying the database %s was busy", name, err, s.Path())
+		}
+		if elapsed < wait {
+			t.Errorf("%s gave up after %v, before the busy timeout (%v)", name, elapsed, wait)
+		}
+	}
+}
