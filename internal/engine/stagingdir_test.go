@@ -1,15 +1,21 @@
 package engine
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 )
 
@@ -146,6 +152,112 @@ func TestMountFree(t *testing.T) {
 	} {
 		if got := mountFree(tt.path); got != tt.want {
 			t.Errorf("mountFree(%s) = %v, want %v", tt.path, got, tt.want)
+		}
+	}
+}
+
+// A plugin that answers NodeUnstageVolume with success but leaves a bind mount of an empty
+// directory on the kept staging directory: the directory is empty, which alone would prove it
+// free of mounts, but it is a mount root, so the release reads the kernel's table, finds the
+// mount and holds the claim until it is gone. Real mounts, as root.
+func TestReleaseKeepsAnEmptyBindMountLeftOnTheKeptStagingDir(t *testing.T) {
+	h, staging, _ := claimedOnKernelMounts(t)
+	empty := t.TempDir()
+	var first atomic.Bool // the first NodeUnstageVolume leaves the mount
+	h.stopServe()
+	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults),
+		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			resp, err := handler(ctx, req)
+			if filepath.Base(info.FullMethod) == csi.RPCNodeUnstageVolume && err == nil && first.CompareAndSwap(false, true) {
+				if merr := unix.Mount(empty, staging, "", unix.MS_BIND, ""); merr != nil {
+					t.Errorf("bind mount %s on %s: %v", empty, staging, merr)
+				}
+			}
+			return resp, err
+		}))
+	_, err := h.e.Release(h.ctx, "v", "a")
+	if err == nil || !strings.Contains(err.Error(), staging+" is still mounted") {
+		t.Fatalf("release with an empty directory bind-mounted on %s = %v, want it held as still mounted", staging, err)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || !live[0].Releasing {
+		t.Fatalf("claims = %+v, want the claim held", live)
+	}
+	if err := unix.Unmount(staging, 0); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %+v, %v", rep, err)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claims after reconcile = %+v", live)
+	}
+	if got := entries(t, staging); len(got) != 0 {
+		t.Errorf("staging dir after reconcile holds %v, want it kept, empty", got)
+	}
+}
+
+// A process that died between a volume's delete commit and the removal of its staging
+// directory leaves that directory, empty. The same volume ID registered again stages there,
+// releases, and its delete removes it and the plugin's directory.
+func TestStagingDirLeftByADeleteThatDiedIsReused(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.release("v", "a")
+	if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {
+		t.Fatal(err)
+	}
+	staging := stagingPath(h.dir, "mem", "v")
+	if err := os.MkdirAll(staging, 0o700); err != nil { // as the dead process left it
+		t.Fatal(err)
+	}
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("reconcile with the dead delete's staging dir left = %+v, %v; want no problem", rep, err)
+	}
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
+	if got, ok := h.mem.StagingPath(h.externalID("v")); !ok || got != staging {
+		t.Fatalf("staged at %q (%v), want %s", got, ok, staging)
+	}
+	h.release("v", "b")
+	if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Dir(staging)); !os.IsNotExist(err) {
+		t.Errorf("the plugin's staging dir after its only volume's delete: %v, want it gone", err)
+	}
+}
+
+// A volume deleted while a claim of it runs: whichever takes the volume's lock first wins, and
+// a deleted volume leaves no staging directory behind, whatever the claim did.
+func TestDeleteRacingAClaimLeavesNoStagingDir(t *testing.T) {
+	h := newHarness(t, nil)
+	for i := range 12 {
+		id := fmt.Sprintf("v%d", i)
+		h.create(volume(id))
+		var claimErr, deleteErr error
+		var wg sync.WaitGroup
+		wg.Go(func() { _, claimErr = h.e.Claim(h.ctx, ClaimRequest{VolumeID: id, Alloc: "a"}) })
+		wg.Go(func() { deleteErr = h.e.DeleteVolume(h.ctx, id) })
+		wg.Wait()
+		staging := stagingPath(h.dir, "mem", id)
+		switch {
+		case claimErr == nil && deleteErr == nil:
+			t.Fatalf("%s: both the claim and the delete succeeded", id)
+		case deleteErr == nil:
+			if _, err := os.Lstat(staging); !os.IsNotExist(err) {
+				t.Errorf("%s deleted (the claim: %v): its staging dir: %v, want it gone", id, claimErr, err)
+			}
+		case claimErr == nil:
+			h.release(id, "a")
+			if err := h.e.DeleteVolume(h.ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Lstat(staging); !os.IsNotExist(err) {
+				t.Errorf("%s deleted after its claim: its staging dir: %v, want it gone", id, err)
+			}
+		default:
+			t.Fatalf("%s: the claim (%v) and the delete (%v) both failed", id, claimErr, deleteErr)
 		}
 	}
 }
