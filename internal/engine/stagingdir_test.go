@@ -1,21 +1,17 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc"
 
 	"github.com/volctl/volctl/internal/csi"
-	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 )
 
@@ -163,18 +159,11 @@ func TestMountFree(t *testing.T) {
 func TestReleaseKeepsAnEmptyBindMountLeftOnTheKeptStagingDir(t *testing.T) {
 	h, staging, _ := claimedOnKernelMounts(t)
 	empty := t.TempDir()
-	var first atomic.Bool // the first NodeUnstageVolume leaves the mount
-	h.stopServe()
-	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults),
-		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-			resp, err := handler(ctx, req)
-			if filepath.Base(info.FullMethod) == csi.RPCNodeUnstageVolume && err == nil && first.CompareAndSwap(false, true) {
-				if merr := unix.Mount(empty, staging, "", unix.MS_BIND, ""); merr != nil {
-					t.Errorf("bind mount %s on %s: %v", empty, staging, merr)
-				}
-			}
-			return resp, err
-		}))
+	h.afterFirstUnstage(func() {
+		if err := unix.Mount(empty, staging, "", unix.MS_BIND, ""); err != nil {
+			t.Errorf("bind mount %s on %s: %v", empty, staging, err)
+		}
+	})
 	_, err := h.e.Release(h.ctx, "v", "a")
 	if err == nil || !strings.Contains(err.Error(), staging+" is still mounted") {
 		t.Fatalf("release with an empty directory bind-mounted on %s = %v, want it held as still mounted", staging, err)

@@ -482,18 +482,11 @@ func TestDeleteVolumeAnsweredOKButKept(t *testing.T) {
 // Real mounts, as root.
 func TestReleaseKeepsAMountLeftBelowTheStaging(t *testing.T) {
 	h, staging, sub := claimedOnKernelMounts(t)
-	var first atomic.Bool // the first NodeUnstageVolume leaves the mount
-	h.stopServe()
-	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults),
-		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-			resp, err := handler(ctx, req)
-			if filepath.Base(info.FullMethod) == csi.RPCNodeUnstageVolume && err == nil && first.CompareAndSwap(false, true) {
-				if merr := mountTmpfsAt(sub); merr != nil {
-					t.Errorf("mount %s: %v", sub, merr)
-				}
-			}
-			return resp, err
-		}))
+	h.afterFirstUnstage(func() {
+		if err := mountTmpfsAt(sub); err != nil {
+			t.Errorf("mount %s: %v", sub, err)
+		}
+	})
 	_, err := h.e.Release(h.ctx, "v", "a")
 	if err == nil || !strings.Contains(err.Error(), staging+" is still mounted") || !strings.Contains(err.Error(), "unmount "+sub) {
 		t.Fatalf("release with %s mounted = %v", sub, err)
@@ -568,6 +561,22 @@ func claimedOnKernelMounts(t *testing.T) (h *harness, staging, sub string) {
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 	st, _ := h.staging("v")
 	return h, st.StagingPath, filepath.Join(st.StagingPath, "globalmount")
+}
+
+// afterFirstUnstage serves the harness's plugin again, running leave after the first
+// NodeUnstageVolume it answers with success: a plugin that says it unstaged and leaves a mount.
+func (h *harness) afterFirstUnstage(leave func()) {
+	h.t.Helper()
+	var first atomic.Bool
+	h.stopServe()
+	h.stopServe = csitest.ServeAt(h.t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults),
+		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			resp, err := handler(ctx, req)
+			if filepath.Base(info.FullMethod) == csi.RPCNodeUnstageVolume && err == nil && first.CompareAndSwap(false, true) {
+				leave()
+			}
+			return resp, err
+		}))
 }
 
 // mountTmpfsAt mounts a tmpfs at dir, making it first: a mount volctl did not make.
