@@ -90,7 +90,7 @@ func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string) {
 		b.comment("The plugin's volume context, which NodeStageVolume and NodePublishVolume need.")
 		b.attr("context", hclStringMap(v.Context))
 	}
-	return b.bytes(), notes
+	return b.bytesForHCL1(), notes
 }
 
 // writeMountOptions appends a mount_options block and returns how many mount flags it replaced

@@ -28,7 +28,8 @@ import (
 //     line of another kind (block, comment, blank, a multi-line object) ends the run;
 //   - strings (values, labels, object keys) in Unicode normal form C, as cty holds them, and
 //     quoted, escaped as HCL's quoted template needs: \n \r \t \" \\, a "${" or "%{"
-//     doubled to "$${" and "%%{" so nothing is interpolated, and any character
+//     doubled to "$${" and "%%{" so nothing is interpolated (in volume files, which HCL1
+//     reads too, its brace written \u007b instead: escapeString), and any character
 //     unicode.IsPrint refuses as \uXXXX (\UXXXXXXXX beyond the BMP);
 //   - lists on one line, objects one entry a line in key order (an identifier key bare, any
 //     other quoted, and "for", which hclwrite writes bare, so that the object does not parse
@@ -141,8 +142,14 @@ func (b *hclBody) blank() {
 }
 
 // bytes renders the body as a file.
-func (b *hclBody) bytes() []byte {
-	var w hclLines
+func (b *hclBody) bytes() []byte { return b.render(false) }
+
+// bytesForHCL1 renders the body as a file that HCL1 (what `nomad volume register` parses
+// volume files with) reads back to the same strings as HCL2 does: see escapeString.
+func (b *hclBody) bytesForHCL1() []byte { return b.render(true) }
+
+func (b *hclBody) render(hcl1 bool) []byte {
+	w := hclLines{hcl1: hcl1}
 	w.body(b, 0)
 	return w.write()
 }
@@ -156,7 +163,11 @@ type hclLine struct {
 	assign []byte
 }
 
-type hclLines []hclLine
+// hclLines is the file being written, and whether its strings must read back through HCL1 too.
+type hclLines struct {
+	lines []hclLine
+	hcl1  bool
+}
 
 func (w *hclLines) body(b *hclBody, depth int) {
 	for _, it := range b.items {
@@ -166,15 +177,15 @@ func (w *hclLines) body(b *hclBody, depth int) {
 		case hclBlock:
 			head := []byte(it.name)
 			for _, l := range it.labels {
-				head = appendQuoted(append(head, ' '), cty.NormalizeString(l))
+				head = appendQuoted(append(head, ' '), cty.NormalizeString(l), w.hcl1)
 			}
-			*w = append(*w, hclLine{depth: depth, lead: append(head, " {"...)})
+			w.lines = append(w.lines, hclLine{depth: depth, lead: append(head, " {"...)})
 			w.body(it.body, depth+1)
-			*w = append(*w, hclLine{depth: depth, lead: []byte("}")})
+			w.lines = append(w.lines, hclLine{depth: depth, lead: []byte("}")})
 		case hclComment:
-			*w = append(*w, hclLine{depth: depth, lead: append([]byte("# "), it.name...)})
+			w.lines = append(w.lines, hclLine{depth: depth, lead: append([]byte("# "), it.name...)})
 		case hclBlank:
-			*w = append(*w, hclLine{})
+			w.lines = append(w.lines, hclLine{})
 		}
 	}
 }
@@ -183,19 +194,19 @@ func (w *hclLines) body(b *hclBody, depth int) {
 // per entry one level deeper and a closing one.
 func (w *hclLines) assignment(name []byte, cols int, v hclValue, depth int) {
 	if v.kind != hclObject || len(v.obj) == 0 {
-		*w = append(*w, hclLine{depth: depth, lead: name, cols: cols, assign: appendInline([]byte("= "), v)})
+		w.lines = append(w.lines, hclLine{depth: depth, lead: name, cols: cols, assign: appendInline([]byte("= "), v, w.hcl1)})
 		return
 	}
-	*w = append(*w, hclLine{depth: depth, lead: append(name, " = {"...)})
+	w.lines = append(w.lines, hclLine{depth: depth, lead: append(name, " = {"...)})
 	for _, k := range slices.Sorted(maps.Keys(v.obj)) {
 		if bareKey(k) {
 			w.assignment([]byte(k), graphemes(k), v.obj[k], depth+1)
 			continue
 		}
-		esc := escapeString(nil, k)
-		w.assignment(appendQuoted(nil, k), 2+graphemes(string(esc)), v.obj[k], depth+1)
+		esc := escapeString(nil, k, w.hcl1)
+		w.assignment(appendQuoted(nil, k, w.hcl1), 2+graphemes(string(esc)), v.obj[k], depth+1)
 	}
-	*w = append(*w, hclLine{depth: depth, lead: []byte("}")})
+	w.lines = append(w.lines, hclLine{depth: depth, lead: []byte("}")})
 }
 
 // bareKey says whether an object key is written as a bare identifier. "for" is quoted: an
@@ -209,18 +220,19 @@ func bareKey(k string) bool {
 // lines one column after the run's longest lead.
 func (w hclLines) write() []byte {
 	var out []byte
-	for i := 0; i < len(w); {
-		if w[i].assign == nil {
-			out = w[i].appendIndented(out)
+	lines := w.lines
+	for i := 0; i < len(lines); {
+		if lines[i].assign == nil {
+			out = lines[i].appendIndented(out)
 			out = append(out, '\n')
 			i++
 			continue
 		}
 		end, widest := i, 0
-		for ; end < len(w) && w[end].assign != nil; end++ {
-			widest = max(widest, 2*w[end].depth+w[end].cols)
+		for ; end < len(lines) && lines[end].assign != nil; end++ {
+			widest = max(widest, 2*lines[end].depth+lines[end].cols)
 		}
-		for _, l := range w[i:end] {
+		for _, l := range lines[i:end] {
 			out = l.appendIndented(out)
 			for range widest - 2*l.depth - l.cols + 1 {
 				out = append(out, ' ')
@@ -243,10 +255,10 @@ func (l hclLine) appendIndented(out []byte) []byte {
 }
 
 // appendInline appends a value written on one line: anything but a non-empty object.
-func appendInline(out []byte, v hclValue) []byte {
+func appendInline(out []byte, v hclValue, hcl1 bool) []byte {
 	switch v.kind {
 	case hclString:
-		return appendQuoted(out, v.str)
+		return appendQuoted(out, v.str, hcl1)
 	case hclNumber:
 		return strconv.AppendInt(out, v.num, 10)
 	case hclBool:
@@ -260,7 +272,7 @@ func appendInline(out []byte, v hclValue) []byte {
 			if e.kind == hclObject && len(e.obj) > 0 {
 				panic("nomad: the HCL writer does not put a non-empty object in a list")
 			}
-			out = appendInline(out, e)
+			out = appendInline(out, e, hcl1)
 		}
 		return append(out, ']')
 	case hclObject:
@@ -272,14 +284,22 @@ func appendInline(out []byte, v hclValue) []byte {
 	panic(fmt.Sprintf("nomad: HCL value of unknown kind %d", v.kind))
 }
 
-func appendQuoted(out []byte, s string) []byte {
-	return append(escapeString(append(out, '"'), s), '"')
+func appendQuoted(out []byte, s string, hcl1 bool) []byte {
+	return append(escapeString(append(out, '"'), s, hcl1), '"')
 }
 
-// escapeString appends s escaped for a quoted HCL string, its template sequences doubled so
-// that it reads back as s.
-func escapeString(out []byte, s string) []byte {
+// escapeString appends s escaped for a quoted HCL string so that it reads back as s: its
+// template sequences "${" and "%{" doubled, as hclwrite writes them. With hcl1, their brace is
+// written as the escape \u007b instead: HCL1 knows no doubling (it would keep "$${" as it is,
+// and reads an unclosed "${" on, across the closing quote, to a brace), while both HCL1 and HCL2
+// read \u007b as a plain "{" that starts nothing.
+func escapeString(out []byte, s string, hcl1 bool) []byte {
+	skip := false // the "{" just written as \u007b
 	for i, r := range s {
+		if skip {
+			skip = false
+			continue
+		}
 		switch r {
 		case '\n':
 			out = append(out, `\n`...)
@@ -293,7 +313,12 @@ func escapeString(out []byte, s string) []byte {
 			out = append(out, `\\`...)
 		case '$', '%':
 			out = append(out, byte(r))
-			if i+1 < len(s) && s[i+1] == '{' {
+			switch {
+			case i+1 >= len(s) || s[i+1] != '{':
+			case hcl1:
+				out = append(out, `\u007b`...)
+				skip = true
+			default:
 				out = append(out, byte(r))
 			}
 		default:
