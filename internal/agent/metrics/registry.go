@@ -123,13 +123,14 @@ func (v *vec) with(values ...string) *series {
 	if len(values) != len(v.labels) {
 		panic(fmt.Sprintf("metrics: %s has labels %v, got %d values", v.name, v.labels, len(values)))
 	}
-	s := v.series[seriesKey(values)]
+	key := seriesKey(values)
+	s := v.series[key]
 	if s == nil {
 		s = &series{values: slices.Clone(values)}
 		if v.typ == histogramType {
 			s.counts = make([]uint64, len(v.bounds))
 		}
-		v.series[seriesKey(values)] = s
+		v.series[key] = s
 	}
 	return s
 }
