@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -106,11 +107,19 @@ func isBusy(err error) bool {
 	return false
 }
 
+// mapBusy makes SQLite's busy error, once the store gave up retrying it, ErrBusy; or, when the
+// retry ended because its context did (retryBusy joins the two), the context's error, saying
+// what it interrupted.
 func mapBusy(err error) error {
-	if isBusy(err) {
-		return &busyError{why: "another volctl held the write lock too long", cause: err}
+	if !isBusy(err) {
+		return err
 	}
-	return err
+	for _, ctxErr := range []error{context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, ctxErr) {
+			return fmt.Errorf("interrupted while waiting for another volctl's lock on the state database: %w", ctxErr)
+		}
+	}
+	return &busyError{why: "another volctl held the write lock too long", cause: err}
 }
 
 // wrap names the thing an error is about and maps driver errors to ErrNotFound / ErrConflict.

@@ -549,6 +549,14 @@ func TestRetryBusy(t *testing.T) {
 	if err := mapBusy(busy); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "database is busy") {
 		t.Errorf("mapBusy = %v, want ErrBusy", err)
 	}
+	// A wait its context ended (Ctrl-C while a connection was being opened, say) is not a lock
+	// held too long: it says it was interrupted, and is the context's error.
+	for _, ctxErr := range []error{context.Canceled, context.DeadlineExceeded} {
+		err := mapBusy(errors.Join(busy, ctxErr))
+		if !errors.Is(err, ctxErr) || errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "interrupted while waiting for another volctl") {
+			t.Errorf("mapBusy of a busy wait ended by %v = %v, want it interrupted, not ErrBusy", ctxErr, err)
+		}
+	}
 }
 
 // A writer in this process waiting for another one gives up after the busy timeout, as a writer
