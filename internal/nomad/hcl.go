@@ -66,16 +66,12 @@ func hclTuple(v ...hclValue) hclValue { return hclValue{kind: hclList, list: v} 
 func hclObj(m map[string]hclValue) hclValue {
 	out := make(map[string]hclValue, len(m))
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if nk := cty.NormalizeString(k); !hasKey(out, nk) {
+		nk := cty.NormalizeString(k)
+		if _, dup := out[nk]; !dup {
 			out[nk] = m[k]
 		}
 	}
 	return hclValue{kind: hclObject, obj: out}
-}
-
-func hasKey(m map[string]hclValue, k string) bool {
-	_, ok := m[k]
-	return ok
 }
 
 func hclStrings(s []string) hclValue {

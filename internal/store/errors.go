@@ -116,10 +116,16 @@ func mapBusy(err error) error {
 	}
 	for _, ctxErr := range []error{context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, ctxErr) {
-			return fmt.Errorf("interrupted while waiting for another volctl's lock on the state database: %w", ctxErr)
+			return interruptedWait(ctxErr)
 		}
 	}
 	return &busyError{why: "another volctl held the write lock too long", cause: err}
+}
+
+// interruptedWait is the error of a transaction whose wait for another process's lock ended
+// with its context: nothing it would have written was committed.
+func interruptedWait(ctxErr error) error {
+	return fmt.Errorf("interrupted while waiting for another volctl's lock on the state database, nothing written: %w", ctxErr)
 }
 
 // wrap names the thing an error is about and maps driver errors to ErrNotFound / ErrConflict.

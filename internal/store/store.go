@@ -490,7 +490,7 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (
 		broken := c.broken.Load()
 		p.put(c)
 		if waited && ctx.Err() != nil {
-			return nil, fmt.Errorf("state %s: begin: interrupted while waiting for another volctl's lock on it, nothing written: %w", s.path, ctx.Err())
+			return nil, fmt.Errorf("state %s: begin: %w", s.path, interruptedWait(ctx.Err()))
 		}
 		if !broken || attempt > 0 {
 			return nil, fmt.Errorf("state %s: begin: %w", s.path, mapBusy(err))
