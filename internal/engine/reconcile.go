@@ -120,6 +120,7 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	e.reconcileExpansions(ctx, &rep, vols, claims, stagings)
 	e.cleanStagings(ctx, &rep, stagings)
 	findOrphans(&rep, e.cfg.StateDir, mounted, claims, stagings)
+	e.tidyDirs(ctx, vols, claims)
 	if !rep.OK() {
 		return rep, fmt.Errorf("reconcile: %d problem(s) remain", len(rep.Problems))
 	}

@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/volctl/volctl/internal/store"
+)
+
+// tidyDirs removes the empty directories under the state dir's staging and publish trees that
+// nothing accounts for any more: what a delete, a deregistration or a release killed between its
+// commit and its tidying left behind (each removes its own directories otherwise). The pass's
+// snapshot rules out the directories in use at a map lookup each; any other is checked again
+// under its volume's lock, taken without waiting (a claim or release holds it while it makes,
+// mounts on and removes those directories, so one in progress is skipped, not raced), and
+// removed only while empty and not a mount point (removeEmptyChain). It is tidying: what it
+// cannot check or remove stays, and is not a problem to report.
+func (e *Engine) tidyDirs(ctx context.Context, vols []store.Volume, claims []store.Claim) {
+	pluginOf := make(map[string]string, len(vols))
+	for _, v := range vols {
+		pluginOf[v.ID] = v.PluginID
+	}
+	type allocVolume struct{ alloc, volume string }
+	claimed := make(map[allocVolume]bool, len(claims))
+	for _, cl := range claims {
+		claimed[allocVolume{cl.Alloc, cl.VolumeID}] = true
+	}
+
+	stagingRoot := filepath.Join(e.cfg.StateDir, stagingDir)
+	for _, plugin := range subdirs(stagingRoot) {
+		for _, vol := range subdirs(filepath.Join(stagingRoot, plugin)) {
+			if pluginOf[vol] == plugin {
+				continue // kept while the volume is registered
+			}
+			e.tidyUnused(ctx, vol, stagingPath(e.cfg.StateDir, plugin, vol), stagingRoot, func(tx *store.Tx) (bool, error) {
+				v, err := tx.Volumes().Get(vol)
+				return err == nil && v.PluginID == plugin, err
+			})
+		}
+		e.locks.removeEmptyDirs(ctx, filepath.Join(stagingRoot, plugin), stagingRoot)
+	}
+
+	publishRoot := filepath.Join(e.cfg.StateDir, publishDir)
+	for _, alloc := range subdirs(publishRoot) {
+		for _, vol := range subdirs(filepath.Join(publishRoot, alloc)) {
+			if claimed[allocVolume{alloc, vol}] {
+				continue
+			}
+			dir := filepath.Join(publishRoot, alloc, vol)
+			targets := subdirs(dir)
+			if len(targets) == 0 {
+				targets = []string{""} // the volume's directory alone
+			}
+			for _, target := range targets {
+				e.tidyUnused(ctx, vol, filepath.Join(dir, target), publishRoot, func(tx *store.Tx) (bool, error) {
+					_, err := tx.Claims().Find(vol, alloc)
+					return err == nil, err
+				})
+			}
+		}
+		e.locks.removeEmptyDirs(ctx, filepath.Join(publishRoot, alloc), publishRoot)
+	}
+}
+
+// tidyUnused removes path and its empty parents up to root if, under volumeID's lock, inUse
+// says nothing uses it any more; a store.ErrNotFound from inUse means nothing does.
+func (e *Engine) tidyUnused(ctx context.Context, volumeID, path, root string, inUse func(*store.Tx) (bool, error)) {
+	unlock, ok, err := e.locks.tryVolume(volumeID)
+	if err != nil || !ok {
+		return // not a volume ID, or an operation on the volume is running: it tidies itself
+	}
+	defer unlock()
+	var used bool
+	err = e.store.View(ctx, func(tx *store.Tx) (err error) {
+		used, err = inUse(tx)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		used, err = false, nil
+	}
+	if err != nil || used {
+		return
+	}
+	e.locks.removeEmptyDirs(ctx, path, root)
+}
+
+// subdirs lists the directories in dir by name, symlinks and other files left out; a directory
+// that cannot be read has none.
+func subdirs(dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, en := range entries {
+		if en.IsDir() {
+			names = append(names, en.Name())
+		}
+	}
+	return names
+}
