@@ -119,7 +119,7 @@ func TestDeleteAndDeregisterAfterAFailedForceDetach(t *testing.T) {
 	t.Run("deregister", func(t *testing.T) {
 		h := newHarness(t, nil)
 		forceDetachFailingControllerUnpublish(t, h)
-		if err := h.e.DeregisterVolume(h.ctx, "v", false); err != nil {
+		if _, err := h.e.DeregisterVolume(h.ctx, "v", false); err != nil {
 			t.Fatalf("deregister: %v", err)
 		}
 		if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {

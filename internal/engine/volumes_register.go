@@ -267,16 +267,17 @@ func (e *Engine) lockSpecVolume(ctx context.Context, sv *spec.Volume) (c *conn, 
 }
 
 // DeregisterVolume forgets a volume without touching its storage. It is refused while the volume
-// has live claims, naming them; with force, the claims are released first.
-func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) error {
+// has live claims, naming them; with force, the claims are released first. It returns warnings
+// for the caller to show.
+func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) (warnings []string, err error) {
 	if force {
 		if _, err := e.Detach(ctx, id, false); err != nil && !errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("deregister volume %q: %w", id, err)
+			return nil, fmt.Errorf("deregister volume %q: %w", id, err)
 		}
 	}
 	unlock, err := e.locks.volume(ctx, id)
 	if err != nil {
-		return fmt.Errorf("deregister volume %q: %w", id, err)
+		return nil, fmt.Errorf("deregister volume %q: %w", id, err)
 	}
 	defer unlock()
 	var pluginID string
@@ -311,13 +312,13 @@ func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) er
 		return tx.Events().Append(&store.Event{Kind: "volume-deregister", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return notFoundf("deregister volume %q: not found", id)
+		return nil, notFoundf("deregister volume %q: not found", id)
 	}
 	if err != nil {
-		return fmt.Errorf("deregister volume %q: %w", id, err)
+		return nil, fmt.Errorf("deregister volume %q: %w", id, err)
 	}
 	e.removeStagingDir(ctx, pluginID, id)
-	return nil
+	return nil, nil
 }
 
 // sameStorage returns the volumes other than exceptID that record externalID on pluginID's
