@@ -33,7 +33,13 @@ refused too while snapshots made through it are recorded, since they are deleted
 plugin: delete them first (volctl volume snapshot delete PLUGIN SNAPSHOT_ID). --force forgets
 the plugin anyway, leaving those volumes without a plugin and the snapshots recorded, still
 deletable through the socket they were made on while the same driver answers there; it asks
-first on a terminal and needs --yes otherwise.`,
+first on a terminal and needs --yes otherwise.
+
+It is refused, even with --force, while a volume is recorded attached through the plugin with
+no claim (a forced detach could not send ControllerUnpublishVolume, which is owed): nothing
+would be left to send it through. volctl reconcile sends it once the plugin answers; volctl
+volume deregister VOLUME --force sends it too or, if the plugin still cannot take it, forgets
+the attachment, saying so.`,
 		Example: `  volctl plugin deregister hostpath
   volctl plugin deregister hostpath --force --yes`,
 		Args: exactArgs(1),
