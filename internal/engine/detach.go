@@ -205,14 +205,20 @@ func owedUnpublish(tx *store.Tx, volumeID string) (st store.Staging, ok bool, er
 	if errors.Is(err, store.ErrNotFound) {
 		return st, false, nil
 	}
-	if err != nil || !st.ControllerPublished {
+	if err != nil {
 		return st, false, err
 	}
-	n, err := tx.Claims().CountByVolume(volumeID)
-	if err != nil || n > 0 {
-		return st, false, err
+	ok, err = unpublishOwed(tx, st)
+	return st, ok, err
+}
+
+// unpublishOwed says whether staging row st records an attachment no live claim holds.
+func unpublishOwed(tx *store.Tx, st store.Staging) (bool, error) {
+	if !st.ControllerPublished {
+		return false, nil
 	}
-	return st, true, nil
+	n, err := tx.Claims().CountByVolume(st.VolumeID)
+	return err == nil && n == 0, err
 }
 
 // attachedNode names the node a staging row records the volume attached to; a row from

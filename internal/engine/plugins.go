@@ -418,15 +418,26 @@ func (e *Engine) DeregisterPlugin(ctx context.Context, id string, force bool) er
 // refuseOwedUnpublishes returns a conflict naming the volumes of plugin id (vols) for which a
 // ControllerUnpublishVolume is owed, their nodes, and what to run, if there are any.
 func refuseOwedUnpublishes(tx *store.Tx, id string, vols []store.Volume) error {
+	mine := make(map[string]bool, len(vols))
+	for _, v := range vols {
+		mine[v.ID] = true
+	}
+	stagings, err := tx.Stagings().List()
+	if err != nil {
+		return err
+	}
 	type owed struct{ volume, node string }
 	var all []owed
-	for _, v := range vols {
-		st, ok, err := owedUnpublish(tx, v.ID)
+	for _, st := range stagings {
+		if !mine[st.VolumeID] {
+			continue
+		}
+		ok, err := unpublishOwed(tx, st)
 		if err != nil {
 			return err
 		}
 		if ok {
-			all = append(all, owed{v.ID, attachedNode(st)})
+			all = append(all, owed{st.VolumeID, attachedNode(st)})
 		}
 	}
 	if len(all) == 0 {
