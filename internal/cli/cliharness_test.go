@@ -17,6 +17,8 @@ type cliHarness struct {
 	state string
 	e     *engine.Engine
 	mem   *csitest.MemPlugin
+	// stop stops the plugin's server, as a killed plugin process would stop.
+	stop func()
 }
 
 func newCLIHarness(t *testing.T) *cliHarness {
@@ -25,7 +27,8 @@ func newCLIHarness(t *testing.T) *cliHarness {
 	h := &cliHarness{ctx: ctx, state: filepath.Join(t.TempDir(), "state")}
 	cfg := csitest.DefaultMemConfig()
 	h.mem = csitest.NewMemPlugin(cfg)
-	socket, _ := csitest.Serve(t, csitest.WithServer(h.mem))
+	var socket string
+	socket, h.stop = csitest.Serve(t, csitest.WithServer(h.mem))
 	h.e = openEngine(t, h.state)
 	if _, err := h.e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ func TestDestructiveCommandsConfirm(t *testing.T) {
 		question string
 	}{
 		{"volume deregister", func(f *Factory) *cobra.Command { return newCmdVolumeDeregister(f, nil) }, []string{"db"}, `Deregister volume "db"? [y/N] `},
-		{"volume deregister --force", func(f *Factory) *cobra.Command { return newCmdVolumeDeregister(f, nil) }, []string{"db", "--force"}, `Deregister volume "db" and release its claims? [y/N] `},
+		{"volume deregister --force", func(f *Factory) *cobra.Command { return newCmdVolumeDeregister(f, nil) }, []string{"db", "--force"}, `Deregister volume "db", release its claims and detach it (forgetting the attachment if its plugin cannot detach it)? [y/N] `},
 		{"volume delete", func(f *Factory) *cobra.Command { return newCmdVolumeDelete(f, nil) }, []string{"db"}, `Delete volume "db" and its data? [y/N] `},
 		{"volume detach", func(f *Factory) *cobra.Command { return newCmdVolumeDetach(f, nil) }, []string{"db"}, `Release every claim on volume "db"? [y/N] `},
 		{"volume detach --force", func(f *Factory) *cobra.Command { return newCmdVolumeDetach(f, nil) }, []string{"db", "--force"}, `Force-detach volume "db" without its plugin's node service? [y/N] `},

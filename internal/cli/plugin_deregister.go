@@ -33,7 +33,13 @@ refused too while snapshots made through it are recorded, since they are deleted
 plugin: delete them first (volctl volume snapshot delete PLUGIN SNAPSHOT_ID). --force forgets
 the plugin anyway, leaving those volumes without a plugin and the snapshots recorded, still
 deletable through the socket they were made on while the same driver answers there; it asks
-first on a terminal and needs --yes otherwise.`,
+first on a terminal and needs --yes otherwise.
+
+It is refused, even with --force, while a volume is recorded attached through the plugin with
+no claim (a forced detach could not send ControllerUnpublishVolume, which is owed): nothing
+would be left to send it through. volctl reconcile sends it once the plugin answers; volctl
+volume deregister VOLUME --force sends it too or, if the plugin still cannot take it, forgets
+the attachment, saying so.`,
 		Example: `  volctl plugin deregister hostpath
   volctl plugin deregister hostpath --force --yes`,
 		Args: exactArgs(1),
@@ -49,18 +55,24 @@ func pluginDeregisterRun(ctx context.Context, opts *DeregisterOptions) error {
 	if opts.Force {
 		action = fmt.Sprintf("Deregister plugin %q even if volumes use it", opts.ID)
 	}
-	return deregisterRun(ctx, opts, action, "Plugin", (*engine.Engine).DeregisterPlugin)
+	return deregisterRun(ctx, opts, action, "Plugin", func(e *engine.Engine, ctx context.Context, id string, force bool) ([]string, error) {
+		return nil, e.DeregisterPlugin(ctx, id, force)
+	})
 }
 
 // deregisterRun asks before action (unless it is empty), then forgets opts.ID through
-// deregister and says so, naming it with noun.
+// deregister, prints the warnings it returns on stderr, and says so, naming it with noun.
 func deregisterRun(ctx context.Context, opts *DeregisterOptions, action, noun string,
-	deregister func(e *engine.Engine, ctx context.Context, id string, force bool) error) error {
+	deregister func(e *engine.Engine, ctx context.Context, id string, force bool) ([]string, error)) error {
 	e, err := confirmedEngine(ctx, opts.Confirm, opts.Yes, action, opts.Engine)
 	if err != nil {
 		return err
 	}
-	if err := deregister(e, ctx, opts.ID, opts.Force); err != nil {
+	warnings, err := deregister(e, ctx, opts.ID, opts.Force)
+	for _, w := range warnings {
+		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
+	}
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(opts.IO.Out, "%s %q deregistered\n", noun, opts.ID)

@@ -19,13 +19,21 @@ removes the storage too).
 
 It is refused while the volume has live claims, naming them (exit 4). --force releases the
 claims first, through the plugin (volctl volume detach --force is for a plugin that is gone).
+
+It is refused too while the volume is recorded attached to a node with no claim (exit 4): a
+forced detach could not send ControllerUnpublishVolume, which is owed (volctl volume status
+shows it: attached_to), and volctl reconcile sends it once the plugin answers. --force sends
+it first, as reconcile does; if the plugin still cannot take it, --force forgets the
+attachment and says so in a warning on stderr and in the event log: detach the volume from
+that node with the storage provider's tools.
+
 It asks first on a terminal and needs --yes otherwise.`,
 		Example: `  volctl volume deregister db --yes
   volctl volume deregister db --force --yes`,
 		Args: exactArgs(1),
 		RunE: runOpts(opts, firstArg(&opts.ID), runF, volumeDeregisterRun),
 	}
-	cmd.Flags().BoolVar(&opts.Force, "force", false, "release the volume's claims first")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "release the volume's claims first, and send an owed ControllerUnpublishVolume or else forget the attachment")
 	addYesFlag(cmd, &opts.Yes, "off a terminal")
 	return cmd
 }
@@ -33,7 +41,7 @@ It asks first on a terminal and needs --yes otherwise.`,
 func volumeDeregisterRun(ctx context.Context, opts *DeregisterOptions) error {
 	action := fmt.Sprintf("Deregister volume %q", opts.ID)
 	if opts.Force {
-		action += " and release its claims"
+		action += ", release its claims and detach it (forgetting the attachment if its plugin cannot detach it)"
 	}
 	return deregisterRun(ctx, opts, action, "Volume", (*engine.Engine).DeregisterVolume)
 }

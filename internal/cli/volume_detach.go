@@ -33,8 +33,10 @@ func newCmdVolumeDetach(f *Factory, runF func(*VolumeDetachOptions) error) *cobr
 target and staging paths itself, ControllerUnpublishVolume is still tried, and the claims are
 freed whatever happens. Everything it could not do is printed as a warning on stderr: the
 storage may still be attached or mounted somewhere volctl cannot see. An attachment volctl
-knows of and could not undo stays recorded: volctl reconcile (or volume delete) sends
-ControllerUnpublishVolume again once the plugin answers.
+knows of and could not undo stays recorded (volctl volume status shows it: attached_to):
+volctl reconcile (or volume delete) sends ControllerUnpublishVolume again once the plugin
+answers. Until then volume deregister and plugin deregister refuse to forget it; volume
+deregister --force forgets it, saying so, when the plugin still cannot take it.
 
 It asks first on a terminal and needs --yes otherwise. Exit status 1 when a claim could not
 be released (it is left for volctl reconcile).`,

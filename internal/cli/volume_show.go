@@ -101,7 +101,7 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 		[2]string{"Mount Options", strings.Join(v.MountOptions.Describe(), ", ")},
 		[2]string{"Staged", display.YesNo(v.Staged)},
 	)
-	if v.AttachedTo != "" && len(v.Claims) == 0 {
+	if v.UnpublishOwed() {
 		pairs = append(pairs, [2]string{"Attached", fmt.Sprintf("to node %q with no claim: ControllerUnpublishVolume is owed (a forced detach could not send it); `volctl reconcile` sends it", v.AttachedTo)})
 	}
 	pairs = append(pairs,

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -192,3 +193,34 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 	}
 	return warnings
 }
+
+// owedUnpublish returns a volume's staging row when it records an attachment no live claim
+// holds: what a forced detach that could not send ControllerUnpublishVolume leaves, so that
+// reconcile sends it. ok is false when no such unpublish is owed. Nothing may forget such a
+// record by the way (deregistering the volume or its plugin refuses): only reconcile, a
+// delete or volume deregister --force, which send it first, and --force says so when it
+// still cannot.
+func owedUnpublish(tx *store.Tx, volumeID string) (st store.Staging, ok bool, err error) {
+	st, err = tx.Stagings().Get(volumeID)
+	if errors.Is(err, store.ErrNotFound) {
+		return st, false, nil
+	}
+	if err != nil {
+		return st, false, err
+	}
+	ok, err = unpublishOwed(tx, st)
+	return st, ok, err
+}
+
+// unpublishOwed says whether staging row st records an attachment no live claim holds.
+func unpublishOwed(tx *store.Tx, st store.Staging) (bool, error) {
+	if !st.ControllerPublished {
+		return false, nil
+	}
+	n, err := tx.Claims().CountByVolume(st.VolumeID)
+	return err == nil && n == 0, err
+}
+
+// attachedNode names the node a staging row records the volume attached to; a row from
+// before node IDs were recorded means this one.
+func attachedNode(st store.Staging) string { return cmp.Or(st.NodeID, "this node") }

@@ -87,46 +87,197 @@ func TestForceDetachLeavesAFailedControllerUnpublishForReconcile(t *testing.T) {
 	}
 }
 
-// Deleting a volume with such an attachment left undoes it first; deregistering one forgets it.
-func TestDeleteAndDeregisterAfterAFailedForceDetach(t *testing.T) {
-	t.Run("delete", func(t *testing.T) {
-		h := newHarness(t, nil)
-		target, staging := forceDetachFailingControllerUnpublish(t, h)
-		// The node side is gone, as a forced detach takes it to be (the node rebooted, say):
-		// the plugin forgets it too.
-		c, err := csi.New(csi.Config{NodeSocket: h.socket})
-		if err != nil {
-			t.Fatal(err)
+// Deleting a volume with such an attachment left undoes it first; deregistering one refuses
+// to forget it (TestDeregisterVolumeRefusesToForgetAnOwedUnpublish).
+func TestDeleteAfterAFailedForceDetach(t *testing.T) {
+	h := newHarness(t, nil)
+	target, staging := forceDetachFailingControllerUnpublish(t, h)
+	forgetNodeSide(t, h, target, staging)
+	h.mem.ResetCalls()
+	if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if got, want := h.rpcs(), []string{csi.RPCControllerUnpublishVolume, csi.RPCDeleteVolume}; !slices.Equal(got, want) {
+		t.Errorf("delete sent %v, want %v", got, want)
+	}
+	if n := h.pluginVolumeCount(); n != 0 {
+		t.Errorf("the plugin still has %d volume(s)", n)
+	}
+}
+
+// forgetNodeSide has the plugin forget volume v's publication at target and staging at
+// staging, as a forced detach takes the node side to be gone (the node rebooted, say).
+func forgetNodeSide(t *testing.T, h *harness, target, staging string) {
+	t.Helper()
+	c, err := csi.New(csi.Config{NodeSocket: h.socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.NodeUnpublishVolume(h.ctx, csi.NodeUnpublishVolumeRequest{VolumeID: h.externalID("v"), TargetPath: target}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.NodeUnstageVolume(h.ctx, csi.NodeUnstageVolumeRequest{VolumeID: h.externalID("v"), StagingPath: staging}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A delete whose ControllerUnpublishVolume still fails keeps the attachment recorded (and the
+// volume, marked deleting) and says what it was undoing: the node, the plugin, what to run.
+func TestDeleteKeepsAnOwedUnpublishThatStillFails(t *testing.T) {
+	h := newHarness(t, nil)
+	target, staging := forceDetachFailingControllerUnpublish(t, h)
+	forgetNodeSide(t, h, target, staging)
+	h.faults.FailAlways(csi.RPCControllerUnpublishVolume, codes.Unavailable)
+	err := h.e.DeleteVolume(h.ctx, "v")
+	if err == nil {
+		t.Fatal("delete succeeded while ControllerUnpublishVolume fails")
+	}
+	for _, want := range []string{`volume "v"`, `node "node-1"`, `plugin "mem"`, "ControllerUnpublishVolume", "`volctl reconcile`"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v\nwant it to say %s", err, want)
 		}
-		defer c.Close()
-		if err := c.NodeUnpublishVolume(h.ctx, csi.NodeUnpublishVolumeRequest{VolumeID: h.externalID("v"), TargetPath: target}); err != nil {
-			t.Fatal(err)
+	}
+	if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
+		t.Errorf("DeleteVolume sent %d times while the volume is still attached", n)
+	}
+	checkOwedUnpublishKept(t, h)
+	h.faults.Clear()
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %v %+v", err, rep)
+	}
+	if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("volume after reconcile finished the delete: %v, want not found", err)
+	}
+}
+
+// checkOwedUnpublishKept checks that volume v is still recorded, attached to node-1 with no
+// claim, as forceDetachFailingControllerUnpublish left it, and that the plugin still has it
+// attached there.
+func checkOwedUnpublishKept(t *testing.T, h *harness) {
+	t.Helper()
+	if st, ok := h.staging("v"); !ok || !st.ControllerPublished || st.NodeID != "node-1" {
+		t.Errorf("staging = %+v (found %v), want the attachment to node-1 still recorded", st, ok)
+	}
+	if got := h.volumeInfo("v").AttachedTo; got != "node-1" {
+		t.Errorf("attached_to = %q, want node-1", got)
+	}
+	if nodes := h.mem.PublishedNodes(h.externalID("v")); len(nodes) != 1 {
+		t.Errorf("plugin's attachments = %v, want the one left", nodes)
+	}
+}
+
+// checkNamesTheOwedUnpublish checks a refusal to forget volume v's attachment: a conflict
+// naming the volume, the node, the plugin, and what to run.
+func checkNamesTheOwedUnpublish(t *testing.T, err error, run ...string) {
+	t.Helper()
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("err = %v, want a conflict", err)
+	}
+	for _, want := range append([]string{`volume "v"`, `node "node-1"`, `plugin "mem"`, "ControllerUnpublishVolume", "`volctl reconcile`"}, run...) {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v\nwant it to say %s", err, want)
 		}
-		if err := c.NodeUnstageVolume(h.ctx, csi.NodeUnstageVolumeRequest{VolumeID: h.externalID("v"), StagingPath: staging}); err != nil {
-			t.Fatal(err)
-		}
-		h.mem.ResetCalls()
-		if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {
-			t.Fatalf("delete: %v", err)
-		}
-		if got, want := h.rpcs(), []string{csi.RPCControllerUnpublishVolume, csi.RPCDeleteVolume}; !slices.Equal(got, want) {
-			t.Errorf("delete sent %v, want %v", got, want)
-		}
-		if n := h.pluginVolumeCount(); n != 0 {
-			t.Errorf("the plugin still has %d volume(s)", n)
-		}
-	})
-	t.Run("deregister", func(t *testing.T) {
+	}
+}
+
+// A volume recorded attached with no claim (a forced detach could not send
+// ControllerUnpublishVolume) is not forgotten by deregistering it: that is refused, naming the
+// volume, the node, the plugin, reconcile, and the --force that forgets it.
+func TestDeregisterVolumeRefusesToForgetAnOwedUnpublish(t *testing.T) {
+	h := newHarness(t, nil)
+	forceDetachFailingControllerUnpublish(t, h)
+	ext := h.externalID("v")
+	h.mem.ResetCalls()
+	_, err := h.e.DeregisterVolume(h.ctx, "v", false)
+	checkNamesTheOwedUnpublish(t, err, "`volctl volume deregister v --force`")
+	if got := h.rpcs(); len(got) != 0 {
+		t.Errorf("deregister sent %v, want nothing: it only reads the records", got)
+	}
+	checkOwedUnpublishKept(t, h)
+	if evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "volume-deregister"}); err != nil || len(evs) != 0 {
+		t.Errorf("volume-deregister events = %+v (%v), want none", evs, err)
+	}
+	// Reconcile sends what is owed; then the volume deregisters.
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %v %+v", err, rep)
+	}
+	if _, err := h.e.DeregisterVolume(h.ctx, "v", false); err != nil {
+		t.Fatalf("deregister after reconcile: %v", err)
+	}
+	if nodes := h.mem.PublishedNodes(ext); len(nodes) != 0 {
+		t.Errorf("still attached to %v", nodes)
+	}
+}
+
+// volume deregister --force sends the ControllerUnpublishVolume a forced detach left owed, as
+// reconcile would; a plugin that still cannot take it gets the attachment forgotten, which
+// --force says in a warning and the event, naming the node and the plugin.
+func TestDeregisterVolumeForceSendsOrForgetsAnOwedUnpublish(t *testing.T) {
+	t.Run("sent", func(t *testing.T) {
 		h := newHarness(t, nil)
 		forceDetachFailingControllerUnpublish(t, h)
-		if err := h.e.DeregisterVolume(h.ctx, "v", false); err != nil {
-			t.Fatalf("deregister: %v", err)
+		ext := h.externalID("v")
+		h.mem.ResetCalls()
+		warnings, err := h.e.DeregisterVolume(h.ctx, "v", true)
+		if err != nil {
+			t.Fatalf("deregister --force: %v", err)
 		}
-		if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
-			t.Errorf("volume after deregister: %v, want not found", err)
+		if len(warnings) != 0 {
+			t.Errorf("warnings = %q, want none: nothing was forgotten", warnings)
 		}
-		if _, ok := h.staging("v"); ok {
-			t.Error("staging row left after deregister")
+		if n := h.mem.CallCount(csi.RPCControllerUnpublishVolume); n != 1 {
+			t.Errorf("deregister --force sent ControllerUnpublishVolume %d times, want 1", n)
+		}
+		if nodes := h.mem.PublishedNodes(ext); len(nodes) != 0 {
+			t.Errorf("still attached to %v", nodes)
 		}
 	})
+	t.Run("forgotten", func(t *testing.T) {
+		h := newHarness(t, nil)
+		forceDetachFailingControllerUnpublish(t, h)
+		h.faults.FailAlways(csi.RPCControllerUnpublishVolume, codes.Unavailable)
+		warnings, err := h.e.DeregisterVolume(h.ctx, "v", true)
+		if err != nil {
+			t.Fatalf("deregister --force: %v", err)
+		}
+		w := strings.Join(warnings, "\n")
+		for _, want := range []string{`volume "v"`, `node "node-1"`, `plugin "mem"`, "ControllerUnpublishVolume", "Unavailable", "attachment to node \"node-1\" is forgotten"} {
+			if !strings.Contains(w, want) {
+				t.Errorf("warnings = %q, want them to say %s", warnings, want)
+			}
+		}
+		if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("volume after deregister --force: %v, want not found", err)
+		}
+		if _, ok := h.staging("v"); ok {
+			t.Error("staging row left after deregister --force")
+		}
+		evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "volume-deregister"})
+		if err != nil || len(evs) != 1 || !strings.Contains(evs[0].Message, `node "node-1"`) || !strings.Contains(evs[0].Message, "forgotten") {
+			t.Errorf("volume-deregister events = %+v (%v), want one saying the attachment to node-1 was forgotten", evs, err)
+		}
+	})
+}
+
+// A plugin through which a ControllerUnpublishVolume is owed is not deregistered, --force or
+// not: nothing would be left to send it through. The refusal names the volume, the node, the
+// plugin, reconcile, and the volume deregister --force that forgets the attachment.
+func TestDeregisterPluginRefusesWhileAnUnpublishIsOwed(t *testing.T) {
+	h := newHarness(t, nil)
+	forceDetachFailingControllerUnpublish(t, h)
+	for _, force := range []bool{false, true} {
+		err := h.e.DeregisterPlugin(h.ctx, "mem", force)
+		checkNamesTheOwedUnpublish(t, err, "`volctl volume deregister v --force`")
+		if ps, err := h.e.Plugins(h.ctx); err != nil || len(ps) != 1 {
+			t.Fatalf("plugins after a refused deregister (force %v) = %+v (%v), want mem still registered", force, ps, err)
+		}
+		checkOwedUnpublishKept(t, h)
+	}
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %v %+v", err, rep)
+	}
+	if err := h.e.DeregisterPlugin(h.ctx, "mem", true); err != nil {
+		t.Fatalf("deregister --force once the unpublish was sent: %v", err)
+	}
 }

@@ -60,6 +60,12 @@ func (p PluginInfo) HealthWhy() string {
 	return "its last probe failed"
 }
 
+// UnpublishOwed says a ControllerUnpublishVolume is owed to the node the volume is recorded
+// attached to (AttachedTo): no claim holds the attachment, which is what a forced detach that
+// could not send it leaves. Reconcile sends it; deregistering the volume or its plugin refuses
+// to forget it meanwhile.
+func (v VolumeInfo) UnpublishOwed() bool { return v.AttachedTo != "" && len(v.Claims) == 0 }
+
 // PluginHealth is the health of the volume's plugin as the volume's read found it.
 func (v VolumeInfo) PluginHealth() PluginHealth {
 	switch {

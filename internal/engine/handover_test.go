@@ -96,8 +96,8 @@ func TestHandedOverVolumeIsNotDeregisteredOrDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, op := range map[string]func() error{
-		"deregister":         func() error { return h.e.DeregisterVolume(h.ctx, "db", false) },
-		"deregister --force": func() error { return h.e.DeregisterVolume(h.ctx, "db", true) },
+		"deregister":         func() error { _, err := h.e.DeregisterVolume(h.ctx, "db", false); return err },
+		"deregister --force": func() error { _, err := h.e.DeregisterVolume(h.ctx, "db", true); return err },
 		"delete":             func() error { return h.e.DeleteVolume(h.ctx, "db") },
 	} {
 		err := op()

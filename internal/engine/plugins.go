@@ -359,7 +359,10 @@ func healthEvent(id string, before, after store.Health) *store.Event {
 	return &store.Event{Kind: "plugin-health", PluginID: id, Message: msg}
 }
 
-// DeregisterPlugin forgets a plugin. It is refused while volumes use the plugin, unless force.
+// DeregisterPlugin forgets a plugin. It is refused while volumes use the plugin, unless force,
+// and, force or not, while a ControllerUnpublishVolume is owed through it (a volume recorded
+// attached with no claim: a forced detach could not send it), since nothing would be left to
+// send it through.
 func (e *Engine) DeregisterPlugin(ctx context.Context, id string, force bool) error {
 	err := e.store.Update(ctx, func(tx *store.Tx) error {
 		if _, err := tx.Plugins().Get(id); err != nil {
@@ -367,6 +370,9 @@ func (e *Engine) DeregisterPlugin(ctx context.Context, id string, force bool) er
 		}
 		vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: id})
 		if err != nil {
+			return err
+		}
+		if err := refuseOwedUnpublishes(tx, id, vols); err != nil {
 			return err
 		}
 		if len(vols) > 0 && !force {
@@ -407,6 +413,44 @@ func (e *Engine) DeregisterPlugin(ctx context.Context, id string, force bool) er
 	// (with --force, volumes it staged keep theirs until they are deleted or deregistered).
 	e.removeStagingDir(ctx, id, "")
 	return nil
+}
+
+// refuseOwedUnpublishes returns a conflict naming the volumes of plugin id (vols) for which a
+// ControllerUnpublishVolume is owed, their nodes, and what to run, if there are any.
+func refuseOwedUnpublishes(tx *store.Tx, id string, vols []store.Volume) error {
+	mine := make(map[string]bool, len(vols))
+	for _, v := range vols {
+		mine[v.ID] = true
+	}
+	stagings, err := tx.Stagings().List()
+	if err != nil {
+		return err
+	}
+	type owed struct{ volume, node string }
+	var all []owed
+	for _, st := range stagings {
+		if !mine[st.VolumeID] {
+			continue
+		}
+		ok, err := unpublishOwed(tx, st)
+		if err != nil {
+			return err
+		}
+		if ok {
+			all = append(all, owed{st.VolumeID, attachedNode(st)})
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	forget := "`volctl volume deregister VOLUME --force`"
+	if len(all) == 1 {
+		forget = fmt.Sprintf("`volctl volume deregister %s --force`", all[0].volume)
+	}
+	return conflictf("plugin %q owes ControllerUnpublishVolume for %d volume(s) recorded attached with no claim (a forced detach could not send it): %s; "+
+		"deregistering the plugin, even with --force, would leave nothing to send it through. Run `volctl reconcile` once plugin %q answers (it sends it), then deregister again; "+
+		"or deregister the volume with %s, which sends it too and, if the plugin still cannot take it, forgets the attachment",
+		id, len(all), listSome(all, 5, func(o owed) string { return fmt.Sprintf("volume %q on node %q", o.volume, o.node) }), id, forget)
 }
 
 func snapshotIDs(snaps []store.Snapshot, max int) string {

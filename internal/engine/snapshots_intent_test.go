@@ -119,7 +119,7 @@ func TestSnapshotSecrets(t *testing.T) {
 	if r, _ := csitest.LastRequest[csi.DeleteSnapshotRequest](h.mem); r.Secrets["token"] != "given" {
 		t.Errorf("DeleteSnapshot with --secret sent %v, want the given ones", r.Secrets)
 	}
-	if err := h.e.DeregisterVolume(h.ctx, "db", false); err != nil {
+	if _, err := h.e.DeregisterVolume(h.ctx, "db", false); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.e.DeleteSnapshot(h.ctx, "mem", b.ID, nil); err != nil {

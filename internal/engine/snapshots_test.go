@@ -317,7 +317,7 @@ func TestSnapshotOfUnknownOrBusyVolume(t *testing.T) {
 func TestDeregisterPluginWithSnapshotsRefused(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
 	s := h.snapshot("s1")
-	if err := h.e.DeregisterVolume(h.ctx, "db", false); err != nil {
+	if _, err := h.e.DeregisterVolume(h.ctx, "db", false); err != nil {
 		t.Fatal(err)
 	}
 	err := h.e.DeregisterPlugin(h.ctx, "mem", false)

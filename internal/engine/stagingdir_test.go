@@ -53,7 +53,7 @@ func TestStagingDirKeptWhileTheVolumeIsRegistered(t *testing.T) {
 	if _, err := os.Lstat(v); !os.IsNotExist(err) {
 		t.Errorf("staging dir of the deleted volume: %v, want it gone", err)
 	}
-	if err := h.e.DeregisterVolume(h.ctx, "w", false); err != nil {
+	if _, err := h.e.DeregisterVolume(h.ctx, "w", false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(filepath.Dir(w)); !os.IsNotExist(err) {

@@ -80,7 +80,8 @@ func (e *Engine) DeleteVolume(ctx context.Context, id string) error {
 // volume, and the record of it would keep the volume's row.
 func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) error {
 	if err := e.undoLeftStaging(ctx, c, v); err != nil {
-		return fmt.Errorf("undoing the attachment left by its last claim: %w (the volume is marked deleting; run the delete again or `volctl reconcile`)", err)
+		return fmt.Errorf("undoing %s: %w (the volume is marked deleting; run the delete again or `volctl reconcile` once plugin %q answers)",
+			e.leftBehind(ctx, v), err, v.PluginID)
 	}
 	if v.ExternalID != "" {
 		err := e.controllerCall(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
@@ -109,6 +110,16 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		e.removeStagingDir(ctx, v.PluginID, v.ID)
 	}
 	return err
+}
+
+// leftBehind words what undoLeftStaging failed to undo for volume v, for its error: the
+// attachment, naming the node and the plugin, when one is recorded.
+func (e *Engine) leftBehind(ctx context.Context, v store.Volume) string {
+	st, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Staging, error) { return tx.Stagings().Get(v.ID) })
+	if err != nil || !st.ControllerPublished {
+		return "what its last claim left"
+	}
+	return fmt.Sprintf("its attachment to node %q through plugin %q, left by its last claim", attachedNode(st), v.PluginID)
 }
 
 // keepRefusedDelete puts a volume whose DeleteVolume the plugin refused back to ready.

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -111,7 +110,7 @@ func (e *Engine) Volume(ctx context.Context, idOrPrefix string) (VolumeInfo, err
 		}
 		info = volumeInfo(v, claims, p, perr == nil, st.Staged)
 		if st.ControllerPublished {
-			info.AttachedTo = cmp.Or(st.NodeID, "this node")
+			info.AttachedTo = attachedNode(st)
 		}
 		h, herr := tx.Handovers().Get(v.ID)
 		switch {

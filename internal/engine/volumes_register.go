@@ -267,20 +267,41 @@ func (e *Engine) lockSpecVolume(ctx context.Context, sv *spec.Volume) (c *conn, 
 }
 
 // DeregisterVolume forgets a volume without touching its storage. It is refused while the volume
-// has live claims, naming them; with force, the claims are released first.
-func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) error {
+// has live claims, naming them; with force, the claims are released first. It is refused too
+// while a ControllerUnpublishVolume is owed (the volume is recorded attached with no claim: a
+// forced detach could not send it), naming the node and the plugin: forgetting the volume would
+// forget the attachment. With force it is sent first, as reconcile sends it, and when the
+// plugin still cannot take it the attachment is forgotten, which the returned warnings and the
+// event say.
+func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) (warnings []string, err error) {
+	fail := func(err error) ([]string, error) {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, notFoundf("deregister volume %q: not found", id)
+		}
+		return nil, fmt.Errorf("deregister volume %q: %w", id, err)
+	}
 	if force {
 		if _, err := e.Detach(ctx, id, false); err != nil && !errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("deregister volume %q: %w", id, err)
+			return fail(err)
 		}
 	}
 	unlock, err := e.locks.volume(ctx, id)
 	if err != nil {
-		return fmt.Errorf("deregister volume %q: %w", id, err)
+		return fail(err)
 	}
 	defer unlock()
-	var pluginID string
+	var unsent error // why the owed ControllerUnpublishVolume could not be sent (force)
+	if force {
+		if unsent, err = e.sendOwedUnpublish(ctx, id); err != nil {
+			return fail(err)
+		}
+	}
+	var (
+		pluginID string
+		forgot   string
+	)
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		forgot = ""
 		v, err := tx.Volumes().Get(id)
 		if err != nil {
 			return err
@@ -292,17 +313,22 @@ func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) er
 		if err := refuseHandedOver(tx, v.ID); err != nil {
 			return err
 		}
-		// With no claims, a staging row is what a forced detach could not undo: forgetting the
-		// volume forgets that record too, as it leaves the storage alone.
 		msg := fmt.Sprintf("volume %q deregistered", v.ID)
-		if st, err := tx.Stagings().Get(v.ID); err == nil {
-			if st.ControllerPublished {
-				msg += fmt.Sprintf(" (it may still be attached to node %q: volctl no longer tracks it)", st.NodeID)
+		st, owed, err := owedUnpublish(tx, v.ID)
+		if err != nil {
+			return err
+		}
+		if owed {
+			if !force {
+				return refuseOwedUnpublish(v, st)
 			}
-			if err := tx.Stagings().Delete(v.ID); err != nil {
-				return err
-			}
-		} else if !errors.Is(err, store.ErrNotFound) {
+			forgot = forgottenAttachment(v.PluginID, st, unsent)
+			msg += " with --force; " + forgot
+		}
+		// With no claims, any other staging row is what a release cut short in a way the
+		// state machine did not foresee left: forgetting the volume forgets it, as it leaves
+		// the storage alone (reconcile reports a mount left there as one nothing accounts for).
+		if err := tx.Stagings().Delete(v.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 		if err := tx.Volumes().Delete(v.ID); err != nil {
@@ -310,14 +336,63 @@ func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) er
 		}
 		return tx.Events().Append(&store.Event{Kind: "volume-deregister", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
 	})
-	if errors.Is(err, store.ErrNotFound) {
-		return notFoundf("deregister volume %q: not found", id)
-	}
 	if err != nil {
-		return fmt.Errorf("deregister volume %q: %w", id, err)
+		return fail(err)
 	}
 	e.removeStagingDir(ctx, pluginID, id)
-	return nil
+	if forgot != "" {
+		warnings = append(warnings, fmt.Sprintf("volume %q: %s", id, forgot))
+	}
+	return warnings, nil
+}
+
+// sendOwedUnpublish sends the ControllerUnpublishVolume owed for volume id, if one is (and
+// the volume is not handed over to Nomad, whose attachment it would pull), through the
+// plugin as reconcile does. The caller holds the volume lock. unsent is why it could not be
+// sent; err is a failure to read the records.
+func (e *Engine) sendOwedUnpublish(ctx context.Context, id string) (unsent, err error) {
+	var (
+		v    store.Volume
+		owed bool
+	)
+	err = e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		if v, err = tx.Volumes().Get(id); err != nil {
+			return err
+		}
+		if err := refuseHandedOver(tx, id); err != nil {
+			return err
+		}
+		_, owed, err = owedUnpublish(tx, id)
+		return err
+	})
+	if err != nil || !owed {
+		return nil, err
+	}
+	c, err := e.connect(ctx, v.PluginID)
+	if err != nil {
+		return err, nil
+	}
+	return e.undoLeftStaging(ctx, c, v), nil
+}
+
+// refuseOwedUnpublish is the conflict of deregistering volume v while a ControllerUnpublishVolume
+// is owed for the attachment st records.
+func refuseOwedUnpublish(v store.Volume, st store.Staging) error {
+	return conflictf("volume %q is recorded attached to node %q through plugin %q with no claim: a ControllerUnpublishVolume a forced detach could not send is owed, and deregistering the volume would forget it. "+
+		"Run `volctl reconcile` once plugin %q answers (it sends it), then deregister again; or `volctl volume deregister %s --force`, which sends it too and, if the plugin still cannot take it, forgets the attachment",
+		v.ID, attachedNode(st), v.PluginID, v.PluginID, v.ID)
+}
+
+// forgottenAttachment says that the attachment st records is forgotten because
+// ControllerUnpublishVolume could not be sent through plugin (unsent says why, when known).
+func forgottenAttachment(plugin string, st store.Staging, unsent error) string {
+	why := ""
+	if unsent != nil {
+		why = fmt.Sprintf(" (%v)", unsent)
+	}
+	return fmt.Sprintf("its attachment to node %q is forgotten, as --force asks: ControllerUnpublishVolume could not be sent through plugin %q%s; if the volume is still attached there, detach it with the storage provider's tools",
+		attachedNode(st), plugin, why)
 }
 
 // sameStorage returns the volumes other than exceptID that record externalID on pluginID's

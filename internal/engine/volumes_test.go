@@ -311,7 +311,7 @@ func TestDeleteAndDeregister(t *testing.T) {
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
 	for name, op := range map[string]func() error{
 		"delete":     func() error { return h.e.DeleteVolume(h.ctx, "v") },
-		"deregister": func() error { return h.e.DeregisterVolume(h.ctx, "v", false) },
+		"deregister": func() error { _, err := h.e.DeregisterVolume(h.ctx, "v", false); return err },
 	} {
 		err := op()
 		if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `alloc "web-0"`) {
@@ -337,7 +337,7 @@ func TestDeleteAndDeregister(t *testing.T) {
 	// Deregister --force releases the claims first; the storage is untouched.
 	h.create(volume("w"))
 	h.claim(ClaimRequest{VolumeID: "w", Alloc: "a"})
-	if err := h.e.DeregisterVolume(h.ctx, "w", true); err != nil {
+	if _, err := h.e.DeregisterVolume(h.ctx, "w", true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.e.Volume(h.ctx, "w"); !errors.Is(err, ErrNotFound) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/volctl/volctl/internal/display"
@@ -152,6 +153,11 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 		claims = append(claims, []string{c.Alloc, c.Mode, c.Condition().String(), display.Age(now, c.CreatedAt), c.LastErrorText()})
 	}
 	b.tableOrNone(claims)
+	if v.UnpublishOwed() {
+		// What went wrong with no claim to show it: an attachment left behind.
+		b.wrapped(s.Warn, fmt.Sprintf("no claim holds its attachment to node %q: ControllerUnpublishVolume is owed (a forced detach could not send it); reconcile sends it once plugin %q answers",
+			v.AttachedTo, v.PluginID))
+	}
 	b.section("Volume")
 	b.kv("ID", v.ID)
 	b.kv("Name", v.Name)
@@ -170,6 +176,10 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 	b.kv("Attachment Mode", string(v.AttachmentMode))
 	b.kv("Mount Options", strings.Join(v.MountOptions.Describe(), " "))
 	b.kv("Staged", yesNo(v.Staged))
+	b.kv("Attached To", v.AttachedTo)
+	if v.AttachedTo != "" {
+		b.kv("Unpublish Owed", yesNo(v.UnpublishOwed()))
+	}
 	b.kv("Snapshot ID", v.SnapshotID)
 	b.kv("Clone ID", v.CloneID)
 	b.kv("Created", stamp(now, v.CreatedAt))
@@ -302,6 +312,13 @@ func (b *detailBuilder) kv(k, v string) {
 			key = strings.Repeat(" ", keyWidth+2)
 		}
 		b.line("  " + key + part)
+	}
+}
+
+// wrapped adds text in style, wrapped under itself at the claims' indent.
+func (b *detailBuilder) wrapped(style lipgloss.Style, text string) {
+	for _, l := range strings.Split(ansi.Wrap(clean(text), max(10, b.w-2), " /,"), "\n") {
+		b.line("  " + style.Render(l))
 	}
 }
 

@@ -33,6 +33,43 @@ func TestVolumeDetailShowsClaimsFirst(t *testing.T) {
 	}
 }
 
+// A volume's detail says which node it is recorded attached to, and whether a
+// ControllerUnpublishVolume is owed there: with no claim holding the attachment (a forced
+// detach could not send it), reconcile sends it.
+func TestVolumeDetailShowsAttachedTo(t *testing.T) {
+	s := NewStyles(FixedRenderer(termenv.Ascii))
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	vol := engine.VolumeSummary{ID: "db", PluginID: "ebs"}
+	claim := engine.ClaimInfo{ID: 1, VolumeID: "db", Alloc: "web-0", Mode: "write", State: "published", CreatedAt: now}
+	for _, tt := range []struct {
+		name       string
+		v          engine.VolumeInfo
+		want, lack []string
+	}{
+		{"not attached", engine.VolumeInfo{VolumeSummary: vol},
+			[]string{"Attached To       = <none>"}, []string{"Unpublish Owed"}},
+		{"attached, held by a claim", engine.VolumeInfo{VolumeSummary: vol, AttachedTo: "node-1", Claims: []engine.ClaimInfo{claim}},
+			[]string{"Attached To       = node-1", "Unpublish Owed    = no"}, []string{"no claim holds"}},
+		// Said under the claims, on the first screen, and in the field list.
+		{"attached with no claim", engine.VolumeInfo{VolumeSummary: vol, AttachedTo: "node-1"},
+			[]string{`  none
+  no claim holds its attachment to node "node-1": ControllerUnpublishVolume is owed (a forced detach could not send it); reconcile sends it once plugin "ebs" answers`,
+				"Attached To       = node-1", "Unpublish Owed    = yes"}, nil},
+	} {
+		out := volumeDetail(s, tt.v, now, 200)
+		for _, w := range tt.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: the detail lacks %q:\n%s", tt.name, w, out)
+			}
+		}
+		for _, l := range tt.lack {
+			if strings.Contains(out, l) {
+				t.Errorf("%s: the detail shows %q:\n%s", tt.name, l, out)
+			}
+		}
+	}
+}
+
 // In a detail, an empty claims, bind mounts or allocs section says none; a full one is a
 // table under its header.
 func TestDetailSectionsSayNoneWhenEmpty(t *testing.T) {

@@ -23,6 +23,7 @@ func TestViewGolden(t *testing.T) {
 		opts Options
 		fail bool // the engine refuses with a long error
 		cold bool // the first frame, before the first read has arrived
+		edit func(*fakeEngine)
 	}{
 		{name: "loading", cold: true},
 		{name: "volumes"},
@@ -33,6 +34,13 @@ func TestViewGolden(t *testing.T) {
 		{name: "group-detail", keys: []string{"5", "end", "enter"}},
 		{name: "volume-detail", keys: []string{"enter"}},
 		{name: "volume-detail-end", keys: []string{"enter", "G"}},
+		// scratch, recorded attached with no claim: a forced detach could not send
+		// ControllerUnpublishVolume.
+		{name: "volume-detail-owed", keys: []string{"down", "down", "down", "enter"}, edit: func(f *fakeEngine) {
+			v := f.volumes["scratch"]
+			v.AttachedTo = "node-1"
+			f.volumes["scratch"] = v
+		}},
 		{name: "claim-detail", keys: []string{"2", "end", "enter"}},
 		{name: "plugin-detail", keys: []string{"3", "enter"}},
 		{name: "help", keys: []string{"?"}},
@@ -59,6 +67,9 @@ func TestViewGolden(t *testing.T) {
 					opts := sc.opts
 					opts.Renderer = FixedRenderer(p.profile)
 					fake := fixture()
+					if sc.edit != nil {
+						sc.edit(fake)
+					}
 					if sc.fail {
 						fake.releaseErr = fmt.Errorf("release volume %q for alloc %q: NodeUnpublishVolume: FailedPrecondition: "+
 							"target is busy: a process still has files open under the target (stop it, then release again)", "mysql-0", "web[0]")
