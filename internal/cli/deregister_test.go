@@ -3,7 +3,9 @@ package cli
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -41,5 +43,28 @@ func TestVolumeDeregisterOfAVolumeLeftAttached(t *testing.T) {
 	}
 	if !strings.HasPrefix(stderr, `Warning: volume "db": its attachment to node `) || !strings.Contains(stderr, "is forgotten") {
 		t.Errorf("stderr = %q, want the warning that the attachment is forgotten", stderr)
+	}
+}
+
+// `volume status` of a volume handed over to Nomad while a local claim held it (forced), once
+// that claim is released: the attachment is kept for Nomad's allocations, and the status says
+// what sends the unpublish owed (the take-back), not that a forced detach failed.
+func TestVolumeStatusOfAnAttachmentKeptForNomad(t *testing.T) {
+	h := newCLIHarness(t)
+	h.createVolume(t, "db", spec.SingleNodeWriter)
+	h.claim(t, "db", "web-0")
+	if _, err := h.e.HandOver(h.ctx, "db", engine.HandoverTarget{Address: "http://127.0.0.1:4646"}, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Release(h.ctx, "db", "web-0"); err != nil {
+		t.Fatal(err)
+	}
+	ios, _, out, _ := iostreams.Test()
+	if err := volumeStatusRun(h.ctx, &VolumeStatusOptions{IO: ios, Engine: h.engine, Now: time.Now, ID: "db"}); err != nil {
+		t.Fatal(err)
+	}
+	want := "with no local claim: the ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at http://127.0.0.1:4646 (`volctl nomad release db`), then `volctl reconcile` sends it"
+	if !strings.Contains(out.String(), want) || strings.Contains(out.String(), "a forced detach could not send it") {
+		t.Errorf("volume status:\n%s\nwant it to say %q", out, want)
 	}
 }

@@ -47,7 +47,11 @@ func newCmdNomadRegister(f *Factory, runF func(*NomadRegisterOptions) error) *co
 export nomad writes), after checking that their plugin runs in Nomad, is healthy, and is the
 same driver as here. Registering a volume Nomad has already is an update.
 
-A volume with live local claims is not handed over (exit 4, naming them) unless --force.
+A volume with live local claims is not handed over (exit 4, naming them) unless --force;
+nor is one still recorded attached to a node with no claim (a ControllerUnpublishVolume a
+forced detach could not send: run volctl reconcile first). While a volume is handed over,
+volctl never sends ControllerUnpublishVolume for it: when the last local claim of a volume
+handed over with --force goes, its attachment stays recorded until volctl nomad release.
 Before registering, the volume is marked as handed over, so volctl refuses to claim it from
 then on; if Nomad refuses the registration, the mark is taken back.
 
@@ -58,7 +62,7 @@ then on; if Nomad refuses the registration, the mark is taken back.
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "register every volume")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would change; change nothing")
-	cmd.Flags().BoolVar(&opts.Force, "force", false, "hand volumes over despite live local claims")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "hand volumes over despite live local claims or an unpublish owed")
 	return cmd
 }
 

@@ -101,7 +101,10 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 		[2]string{"Mount Options", strings.Join(v.MountOptions.Describe(), ", ")},
 		[2]string{"Staged", display.YesNo(v.Staged)},
 	)
-	if v.UnpublishOwed() {
+	switch {
+	case v.UnpublishOwed() && v.Handover != nil:
+		pairs = append(pairs, [2]string{"Attached", fmt.Sprintf("to node %q with no local claim: the ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at %s (`volctl nomad release %s`), then `volctl reconcile` sends it", v.AttachedTo, v.Handover.Address, v.ID)})
+	case v.UnpublishOwed():
 		pairs = append(pairs, [2]string{"Attached", fmt.Sprintf("to node %q with no claim: ControllerUnpublishVolume is owed (a forced detach could not send it); `volctl reconcile` sends it", v.AttachedTo)})
 	}
 	pairs = append(pairs,

@@ -40,6 +40,21 @@ type loaded struct {
 // claim attaches the volume again if it finds it detached).
 type usage struct {
 	staging, attached, holders int
+	// handover is the volume's handover mark (nil: none): the attachment of a volume handed
+	// over to Nomad is not undone when its last local claim goes (keptForNomad).
+	handover *store.Handover
+}
+
+// readHandover sets u.handover from the store, in the transaction that counted u.
+func (u *usage) readHandover(tx *store.Tx, volumeID string) error {
+	h, err := tx.Handovers().Get(volumeID)
+	switch {
+	case err == nil:
+		u.handover = &h
+	case !errors.Is(err, store.ErrNotFound):
+		return err
+	}
+	return nil
 }
 
 func countUsage(claims []store.Claim, exclude int64) *usage {
@@ -195,14 +210,17 @@ func (p *checkpoint) usage(ctx context.Context) (*usage, error) {
 	if p.others != nil {
 		return p.others, nil
 	}
-	var claims []store.Claim
+	var u *usage
 	err := p.e.store.View(ctx, func(tx *store.Tx) error {
-		var err error
-		claims, err = tx.Claims().ByVolume(p.cl.VolumeID)
-		return err
+		claims, err := tx.Claims().ByVolume(p.cl.VolumeID)
+		if err != nil {
+			return err
+		}
+		u = countUsage(claims, p.cl.ID)
+		return u.readHandover(tx, p.cl.VolumeID)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return countUsage(claims, p.cl.ID), nil
+	return u, nil
 }

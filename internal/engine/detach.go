@@ -137,7 +137,15 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 	// A known attachment that could not be undone stays recorded, with no claim and no staging,
 	// so that reconcile sends ControllerUnpublishVolume once the plugin answers again.
 	attached := hasStaging && st.ControllerPublished
-	if c, err := e.connect(ctx, v.PluginID); err != nil {
+	if h, handed, err := e.handedOver(ctx, v.ID); err != nil || handed {
+		// A volume handed over anyway (forced) with local claims: the attachment may be
+		// Nomad's allocs' now, and stays recorded when it is known.
+		if err != nil {
+			warn("ControllerUnpublishVolume not sent: reading whether the volume is handed over to Nomad: %v (`volctl reconcile` sends it)", err)
+		} else {
+			warn("%s", keptForNomad(v, attachedNode(st), h))
+		}
+	} else if c, err := e.connect(ctx, v.PluginID); err != nil {
 		if attached {
 			warn("ControllerUnpublishVolume not sent, so the volume may still be attached to this node (`volctl reconcile` sends it once the plugin answers): %v", err)
 		}

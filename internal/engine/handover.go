@@ -71,19 +71,30 @@ func (e *Engine) HandOver(ctx context.Context, volumeID string, to HandoverTarge
 			return conflictf("volume %q has %d live local claim(s): %s; release them first (volctl volume release / group stop), or pass --force to hand it over anyway",
 				v.ID, len(live), describeClaims(live))
 		}
+		st, owed, err := owedUnpublish(tx, v.ID)
+		if err != nil {
+			return err
+		}
+		if owed && !force {
+			return conflictf("volume %q is still recorded as attached to node %q, a ControllerUnpublishVolume a forced detach could not send: run `volctl reconcile` once plugin %q answers, then hand it over; or pass --force to hand it over anyway (volctl then sends that unpublish only after the volume is taken back)",
+				v.ID, attachedNode(st), v.PluginID)
+		}
 		if prev, err := tx.Handovers().Get(v.ID); err == nil && prev.Address != to.Address {
 			return conflictf("volume %q is already handed over to Nomad at %s: take it back from there first (nomad volume deregister %s there, then volctl nomad release %s)",
 				v.ID, prev.Address, v.ID, v.ID)
 		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		h = store.Handover{VolumeID: v.ID, Address: to.Address, Region: to.Region, Namespace: to.Namespace, Forced: len(live) > 0}
+		h = store.Handover{VolumeID: v.ID, Address: to.Address, Region: to.Region, Namespace: to.Namespace, Forced: len(live) > 0 || owed}
 		if err := tx.Handovers().Put(&h); err != nil {
 			return err
 		}
 		msg := fmt.Sprintf("volume %q handed over to Nomad at %s", v.ID, to.Address)
 		if len(live) > 0 {
 			msg += fmt.Sprintf(" despite %d live local claim(s) (forced): %s", len(live), describeClaims(live))
+		}
+		if owed {
+			msg += fmt.Sprintf(" while still recorded as attached to node %q (forced; the ControllerUnpublishVolume owed waits for the volume to be taken back)", attachedNode(st))
 		}
 		return tx.Events().Append(&store.Event{Kind: "nomad-handover", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
 	})
@@ -145,6 +156,27 @@ func (e *Engine) Handovers(ctx context.Context, volumeID string) ([]HandoverInfo
 		return err
 	})
 	return out, err
+}
+
+// handedOver returns a volume's handover mark; ok is false when it has none.
+func (e *Engine) handedOver(ctx context.Context, volumeID string) (h store.Handover, ok bool, err error) {
+	err = e.store.View(ctx, func(tx *store.Tx) error {
+		h, err = tx.Handovers().Get(volumeID)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return h, false, nil
+	}
+	return h, err == nil, err
+}
+
+// keptForNomad is what volctl says when it does not send ControllerUnpublishVolume because the
+// volume is handed over: Nomad's allocs on the node may be using that attachment, which is
+// Nomad's to undo now. The record stays, so that reconcile sends the unpublish once the volume
+// is taken back (and Nomad, which no longer has it then, has let go of it).
+func keptForNomad(v store.Volume, node string, h store.Handover) string {
+	return fmt.Sprintf("ControllerUnpublishVolume of volume %q from node %q not sent: the volume is handed over to Nomad at %s, whose allocations on that node may use the attachment; volctl keeps it recorded, and `volctl reconcile` sends it once the volume is taken back (`volctl nomad release %s`)",
+		v.ID, node, h.Address, v.ID)
 }
 
 // refuseHandedOver is admission's check, in its transaction: a volume handed over to Nomad is

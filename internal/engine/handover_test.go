@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -206,4 +207,123 @@ func TestHandedOverVolumeIsNotExpandedOrDetached(t *testing.T) {
 	if v, _ := h.e.Volume(h.ctx, "db"); v.RequestedMin != 1<<20 {
 		t.Errorf("the refused create recorded a new size: %d", v.RequestedMin)
 	}
+}
+
+// countRPC counts rpc among the volume RPCs the harness's plugin received since its last reset.
+func countRPC(h *harness, rpc string) int {
+	n := 0
+	for _, r := range h.rpcs() {
+		if r == rpc {
+			n++
+		}
+	}
+	return n
+}
+
+// checkAttachmentKeptForNomad checks that volume id is still recorded, and still, attached to
+// node-1 after its last local claim went, and that no ControllerUnpublishVolume was sent.
+func checkAttachmentKeptForNomad(t *testing.T, h *harness, id string) {
+	t.Helper()
+	if n := countRPC(h, csi.RPCControllerUnpublishVolume); n != 0 {
+		t.Errorf("ControllerUnpublishVolume sent %d time(s) for a volume handed over to Nomad, want none: Nomad's allocations on the node may use the attachment", n)
+	}
+	if st, ok := h.staging(id); !ok || !st.ControllerPublished || st.NodeID != "node-1" {
+		t.Errorf("staging = %+v (found %v), want the attachment to node-1 still recorded", st, ok)
+	}
+	if nodes := h.mem.PublishedNodes(h.externalID(id)); len(nodes) != 1 {
+		t.Errorf("plugin's attachments = %v, want the one left", nodes)
+	}
+}
+
+// checkUnpublishedAfterTakeBack takes volume id back from Nomad and checks that reconcile then
+// sends the ControllerUnpublishVolume that waited for it.
+func checkUnpublishedAfterTakeBack(t *testing.T, h *harness, id string) {
+	t.Helper()
+	if _, err := h.e.TakeBack(h.ctx, id, "deregistered from Nomad"); err != nil {
+		t.Fatal(err)
+	}
+	h.mem.ResetCalls()
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile after the take-back: %v %+v", err, rep)
+	}
+	if n := countRPC(h, csi.RPCControllerUnpublishVolume); n != 1 {
+		t.Errorf("reconcile after the take-back sent ControllerUnpublishVolume %d time(s), want 1", n)
+	}
+	if nodes := h.mem.PublishedNodes(h.externalID(id)); len(nodes) != 0 {
+		t.Errorf("still attached to %v after the take-back and reconcile", nodes)
+	}
+	if st, ok := h.staging(id); ok {
+		t.Errorf("staging after the take-back and reconcile = %+v, want none", st)
+	}
+}
+
+// A volume handed over to Nomad while a local claim held it (forced): when that claim goes,
+// volctl undoes its own node side but not the attachment, which Nomad's allocations on this
+// node may be using by then; it stays recorded, with an event saying why, reconcile leaves it
+// alone, and sends the unpublish once the volume is taken back.
+func TestForcedHandoverKeepsTheAttachmentWhenTheLastLocalClaimGoes(t *testing.T) {
+	for _, how := range []string{"release", "forced detach"} {
+		t.Run(how, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.create(volume("db", capab(spec.SingleNodeWriter)))
+			h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+			to := HandoverTarget{Address: "http://127.0.0.1:4646"}
+			if _, err := h.e.HandOver(h.ctx, "db", to, true); err != nil {
+				t.Fatal(err)
+			}
+			h.mem.ResetCalls()
+			if how == "release" {
+				h.release("db", "web-0")
+				if n := countRPC(h, csi.RPCNodeUnstageVolume); n != 1 {
+					t.Errorf("release sent NodeUnstageVolume %d time(s), want 1: the node side is volctl's own", n)
+				}
+				evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "nomad-attachment-kept", VolumeID: "db"})
+				if err != nil || len(evs) != 1 || !strings.Contains(evs[0].Message, `node "node-1"`) ||
+					!strings.Contains(evs[0].Message, "http://127.0.0.1:4646") || !strings.Contains(evs[0].Message, "volctl nomad release db") {
+					t.Errorf("nomad-attachment-kept events = %+v (%v), want one naming the node, the Nomad address and the take-back", evs, err)
+				}
+			} else {
+				res, err := h.e.Detach(h.ctx, "db", true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, "handed over to Nomad at http://127.0.0.1:4646") {
+					t.Errorf("warnings = %q, want one saying the unpublish waits for the volume to be taken back from Nomad", res.Warnings)
+				}
+			}
+			if live := h.liveClaims("db"); len(live) != 0 {
+				t.Fatalf("claims after the %s: %+v", how, live)
+			}
+			checkAttachmentKeptForNomad(t, h, "db")
+			if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Actions) != 0 {
+				t.Fatalf("reconcile while handed over = %+v, %v; want nothing done, nothing wrong", rep, err)
+			}
+			checkAttachmentKeptForNomad(t, h, "db")
+			checkUnpublishedAfterTakeBack(t, h, "db")
+		})
+	}
+}
+
+// A volume left attached by a forced detach that could not send ControllerUnpublishVolume is
+// not handed over unless forced: the refusal names the node, the plugin and what to run. Forced,
+// the unpublish waits for the volume to be taken back.
+func TestHandOverRefusesAnOwedUnpublishUnlessForced(t *testing.T) {
+	h := newHarness(t, nil)
+	forceDetachFailingControllerUnpublish(t, h)
+	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
+	_, err := h.e.HandOver(h.ctx, "v", to, false)
+	checkNamesTheOwedUnpublish(t, err, "--force")
+	if hs, _ := h.e.Handovers(h.ctx, "v"); len(hs) != 0 {
+		t.Fatalf("refused handover left a mark: %+v", hs)
+	}
+	info, err := h.e.HandOver(h.ctx, "v", to, true)
+	if err != nil || !info.Forced {
+		t.Fatalf("forced hand over: %+v, %v", info, err)
+	}
+	h.mem.ResetCalls()
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Actions) != 0 {
+		t.Fatalf("reconcile while handed over = %+v, %v; want nothing done, nothing wrong", rep, err)
+	}
+	checkAttachmentKeptForNomad(t, h, "v")
+	checkUnpublishedAfterTakeBack(t, h, "v")
 }

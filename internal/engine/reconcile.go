@@ -562,21 +562,36 @@ func (e *Engine) cleanStaging(ctx context.Context, volumeID string) (unused bool
 	}
 	defer unlock()
 	var (
-		n int
-		v store.Volume
+		n      int
+		v      store.Volume
+		st     store.Staging
+		handed bool
 	)
 	err = e.store.View(ctx, func(tx *store.Tx) error {
-		if _, err := tx.Stagings().Get(volumeID); err != nil {
+		var err error
+		if st, err = tx.Stagings().Get(volumeID); err != nil {
 			return err
 		}
 		if n, err = tx.Claims().CountByVolume(volumeID); err != nil {
 			return err
 		}
-		v, err = tx.Volumes().Get(volumeID)
+		if v, err = tx.Volumes().Get(volumeID); err != nil {
+			return err
+		}
+		_, err = tx.Handovers().Get(volumeID)
+		handed = err == nil
+		if errors.Is(err, store.ErrNotFound) {
+			err = nil
+		}
 		return err
 	})
 	if err != nil || n > 0 {
 		return false, err
+	}
+	if handed && st.StagingPath == "" {
+		// All that is left is an attachment, which waits for the volume to be taken back from
+		// Nomad (keptForNomad); the node side, volctl's own, is undone below when there is one.
+		return false, nil
 	}
 	c, err := e.connect(ctx, v.PluginID)
 	if err != nil {

@@ -122,6 +122,14 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 		p.staging(func(st *store.Staging) { st.StagingPath, st.Staged = "", false })
 	}
 	if holders == 0 && st.ControllerPublished {
+		if h := u.handover; h != nil && c.controllerPublishes() {
+			// The last local claim of a volume handed over anyway (forced) is gone, but the
+			// attachment may be Nomad's allocs' now: it stays recorded, owed.
+			msg := keptForNomad(v, attachedNode(st), *h)
+			e.log.Warn(msg)
+			p.event(&store.Event{Kind: "nomad-attachment-kept", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
+			return nil
+		}
 		if c.controllerPublishes() {
 			if err := p.flush(ctx, "release"); err != nil {
 				return err
@@ -267,6 +275,9 @@ func (e *Engine) Release(ctx context.Context, volumeID, alloc string) (ReleaseRe
 			return err
 		}
 		ld.others = countUsage(claims, cl.ID)
+		if err := ld.others.readHandover(tx, v.ID); err != nil {
+			return err
+		}
 		// The release's first checkpoint: wanted freed, and off the publish path where the
 		// next RPC is NodeUnpublishVolume.
 		cl.Releasing = true

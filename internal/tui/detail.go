@@ -153,7 +153,12 @@ func volumeDetail(s *Styles, v engine.VolumeInfo, now time.Time, w int) string {
 		claims = append(claims, []string{c.Alloc, c.Mode, c.Condition().String(), display.Age(now, c.CreatedAt), c.LastErrorText()})
 	}
 	b.tableOrNone(claims)
-	if v.UnpublishOwed() {
+	switch {
+	case v.UnpublishOwed() && v.Handover != nil:
+		// Kept on purpose: Nomad's allocations on the node may use the attachment.
+		b.wrapped(s.Warn, fmt.Sprintf("no local claim holds its attachment to node %q: the ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at %s (volctl nomad release %s), then reconcile sends it",
+			v.AttachedTo, v.Handover.Address, v.ID))
+	case v.UnpublishOwed():
 		// What went wrong with no claim to show it: an attachment left behind.
 		b.wrapped(s.Warn, fmt.Sprintf("no claim holds its attachment to node %q: ControllerUnpublishVolume is owed (a forced detach could not send it); reconcile sends it once plugin %q answers",
 			v.AttachedTo, v.PluginID))

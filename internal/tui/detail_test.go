@@ -55,6 +55,11 @@ func TestVolumeDetailShowsAttachedTo(t *testing.T) {
 			[]string{`  none
   no claim holds its attachment to node "node-1": ControllerUnpublishVolume is owed (a forced detach could not send it); reconcile sends it once plugin "ebs" answers`,
 				"Attached To       = node-1", "Unpublish Owed    = yes"}, nil},
+		// Kept on purpose while the volume is Nomad's: what sends it is the take-back.
+		{"attached with no local claim, handed over to Nomad", engine.VolumeInfo{VolumeSummary: vol, AttachedTo: "node-1",
+			Handover: &engine.HandoverInfo{VolumeID: "db", Address: "http://127.0.0.1:4646"}},
+			[]string{`no local claim holds its attachment to node "node-1": the ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at http://127.0.0.1:4646 (volctl nomad release db)`,
+				"Unpublish Owed    = yes"}, []string{"a forced detach could not send it"}},
 	} {
 		out := volumeDetail(s, tt.v, now, 200)
 		for _, w := range tt.want {
