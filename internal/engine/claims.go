@@ -175,6 +175,7 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 		}
 		fresh = true
 		if locked {
+			// No handover mark (usage.handover): this transaction refused a marked volume.
 			ld.others = countUsage(live, cl.ID)
 			if err := recordIntents(tx, ld, v, e.cfg.StateDir); err != nil {
 				return err
