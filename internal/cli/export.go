@@ -57,7 +57,10 @@ func newCmdExportNomad(f *Factory, runF func(*ExportNomadOptions) error) *cobra.
 
 A group brings the volumes it uses. Secret values and mount flags are written as placeholders
 unless --include-secrets (the files are then 0600); they are never printed. Every volume file
-is checked with volctl's own parser for register before it is written.
+is checked with volctl's own parser for register before it is written. The files write keys in
+Unicode normal form C, so a map with two keys that differ only in normalisation (a parameter
+"é" precomposed and decomposed), or a group with two such volume names, is refused, naming
+both keys, before any file is written.
 
 The task driver defaults to exec; raw_exec, java and mock cannot mount CSI volumes and are
 refused. The plugin job runs under raw_exec, so it needs the clients' data_dir to tell the
@@ -181,7 +184,10 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 			}
 		}
 		infos = append(infos, info)
-		data, n := nomad.VolumeFile(nomad.RegisterSpec(info), opts.IncludeSecrets)
+		data, n, err := nomad.VolumeFile(nomad.RegisterSpec(info), opts.IncludeSecrets)
+		if err != nil {
+			return fmt.Errorf("export nomad: %w", err)
+		}
 		notes = append(notes, n...)
 		name := "volume-" + info.ID + ".hcl"
 		if _, diags := spec.ParseVolume(name, data, spec.VerbRegister); diags.HasErrors() {
