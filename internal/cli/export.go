@@ -179,6 +179,11 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 			if err := e.RedactValue(ctx, &info.Context); err != nil {
 				return fmt.Errorf("export nomad: volume %q: reading the state to keep secrets out of its context: %w", info.ID, err)
 			}
+			if len(info.Context) < len(raw) {
+				// Keys that differ only in the secret they hold would be written as one key.
+				return fmt.Errorf("export nomad: volume %q: keys of its context hold a secret value (its plugin echoed it there) and, "+
+					"with it written as %s, would be one key, losing values; export it with --include-secrets", info.ID, nomad.SecretPlaceholder)
+			}
 			if !maps.Equal(raw, info.Context) {
 				notes = append(notes, fmt.Sprintf("volume %q: its context holds a secret value (its plugin echoed it there), written as %s; use --include-secrets to write it", info.ID, nomad.SecretPlaceholder))
 			}

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,9 +12,11 @@ import (
 	"strings"
 	"testing"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+	"google.golang.org/grpc"
 
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
@@ -385,5 +389,51 @@ func TestExportNomadRefusesKeysEqualInNFC(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("group: the output directory was made or written to: %v", err)
+	}
+}
+
+// A plugin that echoed a secret into its context's keys, in two forms, would have them written
+// as one key once the secret is a placeholder (without --include-secrets): export refuses, as
+// it refuses any map whose keys the file would merge; with --include-secrets both are written.
+func TestExportNomadRefusesContextKeysMergedByRedaction(t *testing.T) {
+	const secret = "ctxkey-s3cret-5d1e"
+	echoKeys := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := handler(ctx, req)
+		if r, ok := resp.(*csipb.CreateVolumeResponse); ok && err == nil {
+			v := req.(*csipb.CreateVolumeRequest).GetSecrets()["token"]
+			r.Volume.VolumeContext = map[string]string{"k-" + v: "1", "k-" + hex.EncodeToString([]byte(v)): "2", "plain": "3"}
+		}
+		return resp, err
+	}
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())), csitest.WithInterceptor(echoKeys))
+	h := &cliHarness{ctx: context.Background(), state: filepath.Join(t.TempDir(), "state")}
+	h.e = openEngine(t, h.state)
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem", Secrets: spec.Secrets{"token": secret},
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	stdout, stderr, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes = []string{"db"}; dir = o.OutDir })
+	if err == nil || !strings.Contains(err.Error(), `volume "db": keys of its context hold a secret value`) {
+		t.Errorf("export = %v, want the context's merged keys refused", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the output directory was made or written to: %v", err)
+	}
+	if strings.Contains(stdout+stderr+fmt.Sprint(err), secret) {
+		t.Errorf("the secret was printed: %s%s%v", stdout, stderr, err)
+	}
+	if _, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes = []string{"db"}; o.IncludeSecrets = true; dir = o.OutDir }); err != nil {
+		t.Fatalf("with --include-secrets: %v", err)
+	}
+	src, err := os.ReadFile(filepath.Join(dir, "volume-db.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, diags := spec.ParseVolume("volume-db.hcl", src, spec.VerbRegister); diags.HasErrors() || len(got.Context) != 3 {
+		t.Errorf("with --include-secrets: context %v, %v, want its three keys\n%s", got, diags, src)
 	}
 }
