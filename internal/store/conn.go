@@ -142,6 +142,9 @@ type conn struct {
 	// relaxed says the connection's PRAGMA synchronous is NORMAL (UpdateProgress) rather than
 	// the FULL it opens with. Only the transaction holding the connection touches it.
 	relaxed bool
+	// bulk says the write connection checkpoints at walBulkAutocheckpoint pages, not
+	// walAutocheckpoint (Store.bulk). Only the transaction holding the connection touches it.
+	bulk bool
 
 	mu       sync.Mutex
 	stmts    map[string]*stmt // by SQL text

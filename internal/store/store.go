@@ -43,6 +43,19 @@ const (
 // than the checkpoint and fsyncs every exit would otherwise cost. SQLite's default is 1000.
 const walAutocheckpoint = 100
 
+// A process writing in bulk (a reconcile restoring many claims, the agent, a large group run)
+// checkpoints less often: once it has committed bulkWrites writes, its write connection
+// checkpoints at walBulkAutocheckpoint pages, SQLite's default. A checkpoint runs inside the
+// commit that crosses the threshold, on the one write connection, so every writer of the process
+// queues behind its two fsyncs and its copy; at 100 pages a 1,000-claim restore spent a third of
+// its time there (BENCHMARKS.md, Restore). A command's few writes stay under bulkWrites and keep
+// the 100-page bound, and a bulk process checkpoints what it wrote before it exits (CloseAtExit),
+// so what the next command reads back stays small either way.
+const (
+	bulkWrites            = 32
+	walBulkAutocheckpoint = 1000
+)
+
 // readConns bounds the read connections: enough for the dashboard and the agent to read
 // concurrently, few enough that an idle process holds little. They are opened as needed.
 const readConns = 4
@@ -62,6 +75,11 @@ type Store struct {
 	// unsynced says the last write committed was progress (synchronous=NORMAL): the WAL holds
 	// commits not yet forced to disk, which CloseAtExit forces there.
 	unsynced atomic.Bool
+	// writes counts the write transactions committed since Open, a reader's writes on the side
+	// (TryUpdateProgress) left out: from bulkWrites on, the process writes in bulk
+	// (walBulkAutocheckpoint). A read command that records the health of many plugins stays
+	// a command, and pays no checkpoint at its exit.
+	writes atomic.Int64
 }
 
 // Stats counts the transactions this Store has committed since Open, by kind. Tests and
@@ -322,9 +340,14 @@ func (s *Store) Close() error {
 // committed after the last durable commit is forced to disk here, one fsync of the WAL, as the
 // close's checkpoint did: what a command reported done must not come undone by a power cut after
 // it exited (a claim reported published found back at admission after a reboot could be rolled
-// back by reconcile). Only a process that exits right after may call it; any other must Close.
+// back by reconcile). A process that wrote in bulk (walBulkAutocheckpoint) checkpoints the WAL
+// first, so the next process does not read back up to a thousand pages. Only a process that
+// exits right after may call it; any other must Close.
 func (s *Store) CloseAtExit() error {
 	s.r.abandon()
+	if s.bulk() {
+		s.checkpointNow()
+	}
 	s.w.abandon()
 	if !s.unsynced.Load() {
 		return nil
@@ -334,6 +357,21 @@ func (s *Store) CloseAtExit() error {
 		return fmt.Errorf("state %s: forcing the last commits to disk: %w (they are committed; a power cut before the next write may undo them, and `volctl reconcile` re-drives what it undoes)", s.path, err)
 	}
 	return nil
+}
+
+// checkpointNow copies what the WAL holds into the database file (a passive checkpoint: it
+// waits for no one, and copies what no reader still needs) if the write connection is free. It
+// is tidying: a checkpoint not made leaves the WAL to the next process, which reads it back.
+func (s *Store) checkpointNow() {
+	c, err := s.w.get(context.Background(), 0)
+	if err != nil {
+		return
+	}
+	defer s.w.put(c)
+	tx := &Tx{ctx: context.Background(), c: c, s: s}
+	if _, err := tx.exec("PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+		s.log.Debug("checkpoint at exit", "path", s.path, "err", err)
+	}
 }
 
 // syncFile fsyncs the file at path; a variable so tests can see it called.
@@ -425,6 +463,9 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn 
 	}
 	done = true
 	s.commits[kind].Add(1)
+	if kind != readOnly && begin != beginNoWait {
+		s.writes.Add(1)
+	}
 	// Still on the write connection: writes update it in commit order. A durable commit
 	// forces the WAL to disk, everything before it included. A reader's write on the side
 	// (TryUpdateProgress: a health reading) leaves it as it was, so a read command pays no fsync.
@@ -468,6 +509,9 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (
 			if err := tx.setDurability(kind); err != nil {
 				return err
 			}
+			if err := tx.setCheckpointing(kind); err != nil {
+				return err
+			}
 			if _, err := tx.exec(begin); err != nil {
 				waited = waited || isBusy(err)
 				return err
@@ -504,6 +548,9 @@ func (tx *Tx) beginNoWait() error {
 	if err := tx.setDurability(relaxed); err != nil {
 		return err
 	}
+	if err := tx.setCheckpointing(relaxed); err != nil {
+		return err
+	}
 	_, err := tx.exec("BEGIN IMMEDIATE")
 	return err
 }
@@ -522,6 +569,23 @@ func (tx *Tx) setDurability(kind txKind) error {
 		return err
 	}
 	tx.c.relaxed = kind == relaxed
+	return nil
+}
+
+// bulk says the process writes in bulk: it has committed bulkWrites writes.
+func (s *Store) bulk() bool { return s.writes.Load() >= bulkWrites }
+
+// setCheckpointing raises the write connection's WAL autocheckpoint to walBulkAutocheckpoint
+// once the process writes in bulk, before the transaction about to begin (a connection opened
+// after a broken one was replaced starts at walAutocheckpoint again, and is raised here too).
+func (tx *Tx) setCheckpointing(kind txKind) error {
+	if kind == readOnly || tx.c.bulk || !tx.s.bulk() {
+		return nil
+	}
+	if _, err := tx.exec("PRAGMA wal_autocheckpoint=" + strconv.Itoa(walBulkAutocheckpoint)); err != nil {
+		return err
+	}
+	tx.c.bulk = true
 	return nil
 }
 
