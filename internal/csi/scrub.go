@@ -24,12 +24,12 @@ const minScrubLen = 3
 // as it is; quoted by Go, by protobuf's text form or by JSON (quotes, backslashes and control
 // characters escaped); percent-encoded, as in a URL the plugin built (any of its parts, digits
 // of either case, '+' for a space); hex (either case); base64 in the standard and URL alphabets,
-// padded or not, on its own or inside a longer base64 text (encodedForms). Where occurrences
+// padded or not, on its own or inside a longer base64 text (appendEncodedForms). Where occurrences
 // overlap (a value that contains another, values that share a stretch, a percent-encoded value
 // around one as it is), the whole stretch they cover becomes one marker, so no part of either
 // is left shown. Not covered: other encodings (base32, HTML entities, double percent-encoding,
 // hex with separators), a value split across lines (MIME's base64), one transformed before
-// it was encoded (compressed, encrypted, hashed), and what encodedForms leaves of base64.
+// it was encoded (compressed, encrypted, hashed), and what appendEncodedForms leaves of base64.
 func scrub(msg string, sensitive []string) string { return Scrubber(sensitive)(msg) }
 
 // Scrubber is scrub with the forms of the values worked out once, for many texts: the engine
