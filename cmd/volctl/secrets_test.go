@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -45,9 +46,9 @@ import (
 // tree, so a new command fails this test until it has a case) in text, --json and --verbose
 // forms, and on error paths where a plugin fails the RPC with a message that echoes the whole
 // request, secrets and all. The in-memory plugin also echoes, in every error of every RPC,
-// every secret and mount flag it has ever been sent (csitest.Faults.Echo): the errors of RPCs
-// that carry none (NodeUnpublishVolume, NodeUnstageVolume) hold them too, and are stored as the
-// claim's last error and in events. It echoes them in the data it returns too (echoInData: a
+// every secret and mount flag it has ever been sent, as they are and re-encoded (base64, hex;
+// csitest.Faults.EchoEncoded): the errors of RPCs that carry none (NodeUnpublishVolume,
+// NodeUnstageVolume) hold them too, and are stored as the claim's last error and in events. It echoes them in the data it returns too (echoInData: a
 // volume's context, publish_context, its version and manifest), and the Nomad API echoes them
 // in its copy of sv3. Nothing any command prints may hold a sentinel; nor may
 // the dashboard's views, the agent's log, the logs of the plugins it supervises, or the -v log
@@ -98,7 +99,7 @@ type leakCase struct {
 type leakEnv struct {
 	t           *testing.T
 	dir, state  string
-	sentinels   []string // the secret, the mount flag's value, the exec env value
+	sentinels   []string // the secret, the mount flag's value, the exec env value, then their encodings
 	secret      string
 	flag        string
 	env         string
@@ -141,7 +142,19 @@ func newLeakEnv(t *testing.T) *leakEnv {
 	for _, id := range []string{"ext-sr", "ext-sr2"} {
 		mem.AddVolume(csi.Volume{ID: id, CapacityBytes: 1 << 20})
 	}
-	e.echo.Echo()
+	// It echoes each value re-encoded too (base64 alone and in basic auth, hex), which no
+	// output may show either.
+	reencode := []func(string) string{
+		func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) },
+		func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte("user:" + s)) },
+		func(s string) string { return hex.EncodeToString([]byte(s)) },
+	}
+	e.echo.EchoEncoded(reencode...)
+	for _, s := range []string{e.secret, e.flag, e.env} {
+		for _, enc := range reencode {
+			e.sentinels = append(e.sentinels, enc(s))
+		}
+	}
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(echoInData(e.echo), e.echo.Interceptor(), e.leaky.interceptor))
 	mem.Register(srv)
 	lis, err := net.Listen("unix", filepath.Join(dir, "mem.sock"))

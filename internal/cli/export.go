@@ -57,7 +57,10 @@ func newCmdExportNomad(f *Factory, runF func(*ExportNomadOptions) error) *cobra.
 
 A group brings the volumes it uses. Secret values and mount flags are written as placeholders
 unless --include-secrets (the files are then 0600); they are never printed. Every volume file
-is checked with volctl's own parser for register before it is written.
+is checked with volctl's own parser for register before it is written. The files write keys in
+Unicode normal form C, so a map with two keys that differ only in normalisation (a parameter
+"é" precomposed and decomposed), or a group with two such volume names, is refused, naming
+both keys, before any file is written.
 
 The task driver defaults to exec; raw_exec, java and mock cannot mount CSI volumes and are
 refused. The plugin job runs under raw_exec, so it needs the clients' data_dir to tell the
@@ -176,12 +179,20 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 			if err := e.RedactValue(ctx, &info.Context); err != nil {
 				return fmt.Errorf("export nomad: volume %q: reading the state to keep secrets out of its context: %w", info.ID, err)
 			}
+			if len(info.Context) < len(raw) {
+				// Keys that differ only in the secret they hold would be written as one key.
+				return fmt.Errorf("export nomad: volume %q: keys of its context hold a secret value (its plugin echoed it there) and, "+
+					"with it written as %s, would be one key, losing values; export it with --include-secrets", info.ID, nomad.SecretPlaceholder)
+			}
 			if !maps.Equal(raw, info.Context) {
 				notes = append(notes, fmt.Sprintf("volume %q: its context holds a secret value (its plugin echoed it there), written as %s; use --include-secrets to write it", info.ID, nomad.SecretPlaceholder))
 			}
 		}
 		infos = append(infos, info)
-		data, n := nomad.VolumeFile(nomad.RegisterSpec(info), opts.IncludeSecrets)
+		data, n, err := nomad.VolumeFile(nomad.RegisterSpec(info), opts.IncludeSecrets)
+		if err != nil {
+			return fmt.Errorf("export nomad: %w", err)
+		}
 		notes = append(notes, n...)
 		name := "volume-" + info.ID + ".hcl"
 		if _, diags := spec.ParseVolume(name, data, spec.VerbRegister); diags.HasErrors() {

@@ -2,16 +2,23 @@ package cli
 
 import (
 	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+	"google.golang.org/grpc"
 
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
@@ -309,5 +316,124 @@ func TestExportNomadGroupJobNamespace(t *testing.T) {
 	vol, _ := os.ReadFile(filepath.Join(dir, "volume-pv.hcl"))
 	if !strings.Contains(string(job), `namespace   = "prod"`) || !strings.Contains(string(vol), `namespace    = "prod"`) {
 		t.Errorf("job and volume should both be in namespace prod:\n%s\n%s", job, vol)
+	}
+}
+
+// A volume with two keys in one map that differ only in Unicode normalisation is refused by
+// export before any file is written, naming the volume, the map and both keys: the exported
+// file writes keys in normal form C, which would make them one and lose a value. A spec keeps
+// such keys apart in a block-form map with bare keys (HCL normalises quoted keys, and JSON's,
+// and refuses them as duplicates); a plugin may return them in a volume's accessible topology.
+// A group spec keeps two such volume block labels apart too.
+func TestExportNomadRefusesKeysEqualInNFC(t *testing.T) {
+	h := newCLIHarness(t)
+	cfg := csitest.DefaultMemConfig()
+	cfg.CreateTopology = &spec.Topology{Segments: map[string]string{"zone\u00e9": "a", "zonee\u0301": "b"}}
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "topo", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	src := "id = \"nfc\"\nname = \"nfc\"\ntype = \"csi\"\nplugin_id = \"mem\"\ncapacity_min = \"1GiB\"\n" +
+		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n" +
+		"parameters {\n  \u00e9 = \"precomposed\"\n  e\u0301 = \"decomposed\"\n}\n"
+	v, diags := spec.ParseVolume("nfc.hcl", []byte(src), spec.VerbCreate)
+	if diags.HasErrors() || len(v.Parameters) != 2 {
+		t.Fatalf("the spec does not keep both keys: %v %v", diags, v)
+	}
+	if _, err := h.e.CreateVolume(h.ctx, *v); err != nil {
+		t.Fatal(err)
+	}
+	tv := spec.Volume{ID: "topo-vol", Name: "topo-vol", Type: "csi", PluginID: "topo", CapacityMin: 1 << 30,
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
+	if _, err := h.e.CreateVolume(h.ctx, tv); err != nil {
+		t.Fatal(err)
+	}
+	exportVolume(t, h) // "db", which alone exports
+	for _, c := range []struct{ vol, what, keys string }{
+		{"nfc", "parameters", `"e\u0301" and "\u00e9"`},
+		{"topo-vol", "topology_request.required[0].segments", `"zonee\u0301" and "zone\u00e9"`},
+	} {
+		var dir string
+		_, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes = []string{"db", c.vol}; dir = o.OutDir })
+		if err == nil {
+			t.Fatalf("%s: exported", c.vol)
+		}
+		for _, want := range []string{`volume "` + c.vol + `"`, c.what, c.keys} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: error %q does not hold %q", c.vol, err, want)
+			}
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: the output directory was made or written to: %v", c.vol, err)
+		}
+	}
+
+	// A group's volume blocks are a map by name in the job: two names that clash so are refused.
+	for _, id := range []string{"shared-a", "shared-b"} {
+		h.createVolume(t, id, spec.MultiNodeMultiWriter)
+	}
+	req := func(name, source string) spec.VolumeRequest {
+		return spec.VolumeRequest{Name: name, Type: "csi", Source: source, AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}
+	}
+	g := spec.Group{Name: "web", Count: 1,
+		Volumes: []spec.VolumeRequest{req("\u00e9", "shared-a"), req("e\u0301", "shared-b")},
+		Mounts: []spec.VolumeMount{{Volume: "\u00e9", Destination: "/a", PropagationMode: spec.PropagationPrivate},
+			{Volume: "e\u0301", Destination: "/b", PropagationMode: spec.PropagationPrivate}}}
+	if _, err := h.e.RunGroup(h.ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	_, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Groups = []string{"web"}; dir = o.OutDir })
+	if err == nil || !strings.Contains(err.Error(), `group "web": volume blocks "e\u0301" and "\u00e9"`) {
+		t.Errorf("group: %v, want the group's volume blocks refused", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("group: the output directory was made or written to: %v", err)
+	}
+}
+
+// A plugin that echoed a secret into its context's keys, in two forms, would have them written
+// as one key once the secret is a placeholder (without --include-secrets): export refuses, as
+// it refuses any map whose keys the file would merge; with --include-secrets both are written.
+func TestExportNomadRefusesContextKeysMergedByRedaction(t *testing.T) {
+	const secret = "ctxkey-s3cret-5d1e"
+	echoKeys := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := handler(ctx, req)
+		if r, ok := resp.(*csipb.CreateVolumeResponse); ok && err == nil {
+			v := req.(*csipb.CreateVolumeRequest).GetSecrets()["token"]
+			r.Volume.VolumeContext = map[string]string{"k-" + v: "1", "k-" + hex.EncodeToString([]byte(v)): "2", "plain": "3"}
+		}
+		return resp, err
+	}
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())), csitest.WithInterceptor(echoKeys))
+	h := &cliHarness{ctx: context.Background(), state: filepath.Join(t.TempDir(), "state")}
+	h.e = openEngine(t, h.state)
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem", Secrets: spec.Secrets{"token": secret},
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	stdout, stderr, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes = []string{"db"}; dir = o.OutDir })
+	if err == nil || !strings.Contains(err.Error(), `volume "db": keys of its context hold a secret value`) {
+		t.Errorf("export = %v, want the context's merged keys refused", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the output directory was made or written to: %v", err)
+	}
+	if strings.Contains(stdout+stderr+fmt.Sprint(err), secret) {
+		t.Errorf("the secret was printed: %s%s%v", stdout, stderr, err)
+	}
+	if _, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes = []string{"db"}; o.IncludeSecrets = true; dir = o.OutDir }); err != nil {
+		t.Fatalf("with --include-secrets: %v", err)
+	}
+	src, err := os.ReadFile(filepath.Join(dir, "volume-db.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, diags := spec.ParseVolume("volume-db.hcl", src, spec.VerbRegister); diags.HasErrors() || len(got.Context) != 3 {
+		t.Errorf("with --include-secrets: context %v, %v, want its three keys\n%s", got, diags, src)
 	}
 }

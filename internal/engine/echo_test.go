@@ -1,8 +1,13 @@
 package engine
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,15 +23,56 @@ import (
 // must not hand back, store or log any of them, on the claim, release, reconcile, restore,
 // plugin health, snapshot, expand, create and delete paths.
 func TestEchoedSecretsScrubbedOnEveryPath(t *testing.T) {
+	echoedSecretsScrubbed(t, echoSentinels{secret: "echo-secret-7f3a", volFlag: "volflag-7f3a",
+		claimFlag: "claimflag-7f3a", other: "other-volume-secret-7f3a"}, nil)
+}
+
+// TestReencodedEchoedSecretsScrubbedOnEveryPath is TestEchoedSecretsScrubbedOnEveryPath with a
+// plugin that echoes every value also re-encoded: percent-encoded as in a URL's user info, query
+// or path, in base64 (both alphabets, padded and raw, and inside basic auth's "user:value" at
+// each of base64's three alignments) and hex. The values hold characters each encoding changes.
+func TestReencodedEchoedSecretsScrubbedOnEveryPath(t *testing.T) {
+	b64 := func(enc *base64.Encoding, prefix string) func(string) string {
+		return func(s string) string { return enc.EncodeToString([]byte(prefix + s)) }
+	}
+	encodings := map[string]func(string) string{
+		"url.QueryEscape": url.QueryEscape,
+		"url.PathEscape":  url.PathEscape,
+		"URL user info":   func(s string) string { return url.UserPassword("u", s).String() },
+		"base64 std":      b64(base64.StdEncoding, ""),
+		"base64 URL":      b64(base64.URLEncoding, ""),
+		"base64 raw std":  b64(base64.RawStdEncoding, ""),
+		"base64 raw URL":  b64(base64.RawURLEncoding, ""),
+		"basic auth u":    b64(base64.StdEncoding, "u:"),
+		"basic auth us":   b64(base64.StdEncoding, "us:"),
+		"basic auth usr":  b64(base64.StdEncoding, "usr:"),
+		"hex":             func(s string) string { return hex.EncodeToString([]byte(s)) },
+	}
+	echoedSecretsScrubbed(t, echoSentinels{secret: "echo-secret@7f3a/x y+z?", volFlag: "volflag:7f3a/p@ss=?",
+		claimFlag: "claimflag 7f3a+q@r", other: "other-volume-secret/7f3a:s@t"}, encodings)
+}
+
+// echoSentinels are the values the hostile plugin is sent and echoes.
+type echoSentinels struct{ secret, volFlag, claimFlag, other string }
+
+// echoedSecretsScrubbed runs the engine's paths with a plugin that echoes every value it was
+// sent, as it is and in each of encodings, and checks that no path shows any of them in any
+// of those forms.
+func echoedSecretsScrubbed(t *testing.T, s echoSentinels, encodings map[string]func(string) string) {
 	h := newHarness(t, nil)
-	h.faults.Echo()
-	const (
-		secret    = "echo-secret-7f3a"
-		volFlag   = "volflag-7f3a"
-		claimFlag = "claimflag-7f3a"
-		other     = "other-volume-secret-7f3a"
-	)
-	sentinels := []string{secret, volFlag, claimFlag, other}
+	encs := slices.Collect(maps.Values(encodings))
+	h.faults.EchoEncoded(encs...)
+	secret, volFlag, claimFlag, other := s.secret, s.volFlag, s.claimFlag, s.other
+	var sentinels []string
+	for _, v := range []string{secret, volFlag, claimFlag, other} {
+		sentinels = append(sentinels, v)
+		for name, enc := range encodings {
+			if e := enc(v); e == v || strings.Contains(e, v) {
+				t.Fatalf("%s leaves %q as it is: the test needs values it changes", name, v)
+			}
+			sentinels = append(sentinels, enc(v))
+		}
+	}
 	check := func(what string, v any) {
 		t.Helper()
 		var text string

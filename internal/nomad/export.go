@@ -5,9 +5,13 @@
 package nomad
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -20,8 +24,12 @@ const SecretPlaceholder = spec.Redacted
 // volctl's own parser reads back with the same values. v is the volume as volctl has it; the
 // caller puts the plugin's accessible topology in TopologyRequest.Required and the capacity in
 // CapacityMin. Without includeSecrets, secret values and mount flags are placeholders, and the
-// returned notes say which.
-func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string) {
+// returned notes say which. A volume with two keys in one map that the file would write as one
+// is refused (checkVolumeKeys).
+func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string, error) {
+	if err := checkVolumeKeys(v); err != nil {
+		return nil, nil, err
+	}
 	b := &hclBody{}
 	var notes []string
 	b.comment(fmt.Sprintf("Volume %q, exported by volctl. Register it with: nomad volume register FILE", v.ID))
@@ -90,7 +98,52 @@ func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string) {
 		b.comment("The plugin's volume context, which NodeStageVolume and NodePublishVolume need.")
 		b.attr("context", hclStringMap(v.Context))
 	}
-	return b.bytesForHCL1(), notes
+	return b.bytesForHCL1(), notes, nil
+}
+
+// checkVolumeKeys refuses a volume with two keys in one of the maps its file holds that the
+// file would write as one (sameInNFC), naming each such map and pair.
+func checkVolumeKeys(v spec.Volume) error {
+	check := func(name string, m map[string]string) error {
+		if a, b, ok := sameInNFC(slices.Collect(maps.Keys(m))); ok {
+			return fmt.Errorf("volume %q: %s has the keys %s", v.ID, name, nfcClash(a, b, "value"))
+		}
+		return nil
+	}
+	errs := []error{check("parameters", v.Parameters), check("secrets", v.Secrets), check("context", v.Context)}
+	if tr := v.TopologyRequest; tr != nil {
+		for i, t := range tr.Required {
+			errs = append(errs, check(fmt.Sprintf("topology_request.required[%d].segments", i), t.Segments))
+		}
+		for i, t := range tr.Preferred {
+			errs = append(errs, check(fmt.Sprintf("topology_request.preferred[%d].segments", i), t.Segments))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sameInNFC returns two of keys, the first such pair in byte order, that differ but are the
+// same in Unicode normal form C. The writer writes every key (and label, and string) in NFC, as
+// hclwrite does and as HCL2 reads a quoted string back, so such keys would become one in the
+// file and one value would be lost; to volctl, CSI and a plugin they are two keys.
+func sameInNFC(keys []string) (a, b string, ok bool) {
+	slices.Sort(keys)
+	seen := make(map[string]string, len(keys))
+	for _, k := range keys {
+		nfc := cty.NormalizeString(k)
+		if first, dup := seen[nfc]; dup && first != k {
+			return first, k, true
+		}
+		seen[nfc] = k
+	}
+	return "", "", false
+}
+
+// nfcClash words a pair sameInNFC found, escaped so that the difference shows, and what of
+// theirs one would lose.
+func nfcClash(a, b, what string) string {
+	return fmt.Sprintf("%+q and %+q, which differ only in Unicode normalisation: the exported file writes both as %+q (NFC), "+
+		"so one %s would be lost; rename one", a, b, cty.NormalizeString(a), what)
 }
 
 // writeMountOptions appends a mount_options block and returns how many mount flags it replaced
@@ -143,7 +196,9 @@ func CheckTaskDriver(driver string) error {
 
 // GroupJob renders a group as a Nomad job of the same name: its group keeps the volume blocks
 // unchanged and gets one task per volume_mount, mounting the volume at the destination inside
-// the task. {index} becomes ${NOMAD_ALLOC_INDEX} and {alloc} the group's alloc name.
+// the task. {index} becomes ${NOMAD_ALLOC_INDEX} and {alloc} the group's alloc name. A group
+// with two volume blocks whose names the file would write as one is refused (sameInNFC): the
+// job's volumes are a map by name in Nomad.
 func GroupJob(g spec.Group, opts JobOptions) ([]byte, []string, error) {
 	driver := opts.Driver
 	if driver == "" {
@@ -151,6 +206,13 @@ func GroupJob(g spec.Group, opts JobOptions) ([]byte, []string, error) {
 	}
 	if err := CheckTaskDriver(driver); err != nil {
 		return nil, nil, err
+	}
+	names := make([]string, len(g.Volumes))
+	for i, r := range g.Volumes {
+		names[i] = r.Name
+	}
+	if a, b, ok := sameInNFC(names); ok {
+		return nil, nil, fmt.Errorf("volume blocks %s", nfcClash(a, b, "block"))
 	}
 	var notes []string
 	root := &hclBody{}

@@ -60,15 +60,15 @@ func goldenCases() map[string]func() []byte {
 	}
 	cases := map[string]func() []byte{
 		"volume-minimal": func() []byte {
-			b, _ := VolumeFile(spec.Volume{ID: "v", PluginID: "p"}, false)
+			b, _, _ := VolumeFile(spec.Volume{ID: "v", PluginID: "p"}, false)
 			return b
 		},
 		"volume-full": func() []byte {
-			b, _ := VolumeFile(full, false)
+			b, _, _ := VolumeFile(full, false)
 			return b
 		},
 		"volume-full-secrets": func() []byte {
-			b, _ := VolumeFile(full, true)
+			b, _, _ := VolumeFile(full, true)
 			return b
 		},
 		"job-group": func() []byte {
@@ -101,7 +101,7 @@ func goldenCases() map[string]func() []byte {
 			Mounts: []spec.VolumeMount{{Volume: s, Destination: s}}}
 		name := string(rune('a' + i))
 		cases["volume-odd-"+name] = func() []byte {
-			b, _ := VolumeFile(v, true)
+			b, _, _ := VolumeFile(v, true)
 			return b
 		}
 		cases["job-odd-"+name] = func() []byte {

@@ -62,7 +62,8 @@ func hclTuple(v ...hclValue) hclValue { return hclValue{kind: hclList, list: v} 
 
 // hclObj is an object value; its entries are written in key order. A non-empty object is
 // written one entry a line, so it cannot be a list's element. Keys are normalised (NFC) as
-// strings are; of keys that become the same, the value of the first in byte order is kept.
+// strings are; of keys that become the same, the value of the first in byte order is kept, as
+// hclwrite keeps one. The exporters refuse such maps before they write (sameInNFC).
 func hclObj(m map[string]hclValue) hclValue {
 	out := make(map[string]hclValue, len(m))
 	for _, k := range slices.Sorted(maps.Keys(m)) {

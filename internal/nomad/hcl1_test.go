@@ -29,7 +29,10 @@ func TestVolumeFileReadsBackThroughHCL1(t *testing.T) {
 		v.Context["key "+s] = s // keys that are not identifiers are quoted, escaped the same way
 		v.MountOptions.MountFlags = append(v.MountOptions.MountFlags, s)
 	}
-	b, _ := VolumeFile(v, true)
+	b, _, err := VolumeFile(v, true)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	var file map[string]any // HCL1 decodes each block and map into a list of maps
 	if err := hcl1.Decode(&file, string(b)); err != nil {

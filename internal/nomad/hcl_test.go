@@ -277,7 +277,10 @@ func TestWriterQuotesForKey(t *testing.T) {
 		Context:         map[string]string{"for": "4", "null": "5"},
 		TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"for": "r1"}}}},
 	}
-	b, _ := VolumeFile(v, true)
+	b, _, err := VolumeFile(v, true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	got, diags := spec.ParseVolume("volume-v.hcl", b, spec.VerbRegister)
 	if diags.HasErrors() {
 		t.Fatalf("the exported file does not parse back: %s\n%s", diags.Error(), b)

@@ -46,7 +46,8 @@ type Faults struct {
 	counts   map[string]Count
 	inFlight int
 	echo     bool
-	seen     []string // with echo: every secret value and mount flag received, in order
+	encode   []func(string) string // with echo: the forms each value is echoed in besides its own
+	seen     []string              // with echo: every secret value and mount flag received, in order
 }
 
 // NewFaults returns an injector with no faults.
@@ -100,10 +101,16 @@ func (f *Faults) Clear(rpcs ...string) {
 // the server's own error, has every secret value and mount flag the injector has ever
 // received, in any RPC, appended to its message. Values are remembered from the first call
 // on, echo or not, and Reset does not forget them.
-func (f *Faults) Echo() {
+func (f *Faults) Echo() { f.EchoEncoded() }
+
+// EchoEncoded is Echo with each value echoed also in each of encodings, after itself: a
+// plugin that builds URLs, tokens or dumps of what it was sent (url.QueryEscape,
+// base64.StdEncoding.EncodeToString...).
+func (f *Faults) EchoEncoded(encodings ...func(string) string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.echo = true
+	f.encode = slices.Clone(encodings)
 }
 
 // Seen returns every secret value and mount flag received so far, each once.
@@ -132,13 +139,20 @@ func (f *Faults) remember(req any) {
 // echoed rewrites err's message as an echoing plugin would.
 func (f *Faults) echoed(err error) error {
 	f.mu.Lock()
-	echo, seen := f.echo, slices.Clone(f.seen)
+	echo, seen, encode := f.echo, slices.Clone(f.seen), f.encode
 	f.mu.Unlock()
 	if err == nil || !echo || len(seen) == 0 {
 		return err
 	}
+	var said []string
+	for _, v := range seen {
+		said = append(said, v)
+		for _, enc := range encode {
+			said = append(said, enc(v))
+		}
+	}
 	st := status.Convert(err)
-	return status.Errorf(st.Code(), "%s (echo: %s)", st.Message(), strings.Join(seen, " "))
+	return status.Errorf(st.Code(), "%s (echo: %s)", st.Message(), strings.Join(said, " "))
 }
 
 // secretsIn collects the values of every `secrets` map and every `mount_flags` list in m, at

@@ -262,4 +262,11 @@ func TestFaultsEcho(t *testing.T) {
 	if got := f.Seen(); len(got) != 2 {
 		t.Errorf("Seen = %q, want the flag and the secret once each", got)
 	}
+	// EchoEncoded: each value, then each of its encodings.
+	f.EchoEncoded(strings.ToUpper, strings.ToTitle)
+	f.FailOnce(csi.RPCNodeUnstageVolume, codes.Internal)
+	err = c.NodeUnstageVolume(ctx, csi.NodeUnstageVolumeRequest{VolumeID: "v", StagingPath: staging})
+	if err == nil || !strings.Contains(err.Error(), "echo-secret ECHO-SECRET ECHO-SECRET") || !strings.Contains(err.Error(), "echo-flag ECHO-FLAG ECHO-FLAG") {
+		t.Errorf("injected fault with EchoEncoded: %v, want the secret and the flag echoed as they are, then encoded", err)
+	}
 }

@@ -1,0 +1,297 @@
+package csi
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// minScrubLen is the shortest value scrubbed. A value of one or two bytes is left alone: a
+// mount flag that short ("ro", "rw") carries no credential, and a secret that short carries
+// no secrecy (a few thousand guesses find it), while replacing every "ro" or "1" in a message
+// would shred it past reading, and the markers' places would spell the value out anyway
+// ("[REDACTED]l-1" for a secret "vo" in "vol-1"). Such a value is not scrubbed in any form:
+// its encodings ("726f", "cm8=") are as short and as common. Spec validation does not refuse
+// such secrets: CSI allows them, and volctl still never prints them from its own records.
+const minScrubLen = 3
+
+// scrub replaces every sensitive value found in msg, in every form a plugin might echo it in:
+// as it is; quoted by Go, by protobuf's text form or by JSON (quotes, backslashes and control
+// characters escaped); percent-encoded, as in a URL the plugin built (any of its parts, digits
+// of either case, '+' for a space); hex (either case); base64 in the standard and URL alphabets,
+// padded or not, on its own or inside a longer base64 text (appendEncodedForms). Where occurrences
+// overlap (a value that contains another, values that share a stretch, a percent-encoded value
+// around one as it is), the whole stretch they cover becomes one marker, so no part of either
+// is left shown. Not covered: other encodings (base32, HTML entities, double percent-encoding,
+// hex with separators), a value split across lines (MIME's base64), one transformed before
+// it was encoded (compressed, encrypted, hashed), and what appendEncodedForms leaves of base64.
+func scrub(msg string, sensitive []string) string { return Scrubber(sensitive)(msg) }
+
+// Scrubber is scrub with the forms of the values worked out once, for many texts: the engine
+// scrubs with it what it prints of data a plugin returned (engine.Redactor).
+func Scrubber(sensitive []string) func(string) string {
+	var sc scrubber
+	seen := make(map[string]bool, len(sensitive))
+	for _, s := range sensitive {
+		if len(s) < minScrubLen || seen[s] {
+			continue
+		}
+		seen[s] = true
+		from := len(sc.forms)
+		sc.forms = append(sc.forms, s)
+		if needsQuoting(s) {
+			for _, q := range []string{strconv.Quote(s), strconv.QuoteToASCII(s), jsonQuote(s), jsonQuoteNoHTML(s)} {
+				sc.forms = append(sc.forms, q[1:len(q)-1])
+			}
+		}
+		sc.forms = appendEncodedForms(sc.forms, s)
+		// The forms of one value that are the same (its quoted forms, when quoting changes only
+		// part of them; base64 and its raw form, when no padding is needed) are looked for once.
+		kept := sc.forms[from:from]
+		for _, f := range sc.forms[from:] {
+			if !slices.Contains(kept, f) {
+				kept = append(kept, f)
+			}
+		}
+		sc.forms = sc.forms[:from+len(kept)]
+		// A query string writes a space as '+': only a value with a space needs that decoding.
+		sc.space = sc.space || strings.IndexByte(s, ' ') >= 0
+	}
+	sc.ends = make([][2]uint16, len(sc.forms))
+	for i, f := range sc.forms {
+		sc.ends[i] = [2]uint16{trigram(f, 0), trigram(f, len(f)-3)}
+	}
+	return sc.scrub
+}
+
+// scrubber holds the forms of the values to find, and the hashes of each one's first and last
+// three bytes (every form has at least three).
+type scrubber struct {
+	forms []string
+	ends  [][2]uint16
+	space bool // a value has a space, which a query string writes as '+'
+}
+
+func (sc *scrubber) scrub(msg string) string {
+	spans := sc.find(nil, msg, nil)
+	// Percent-encoded forms are found by decoding the message, not by listing encodings:
+	// which characters a URL escapes depends on the part and on the library.
+	if strings.IndexByte(msg, '%') >= 0 {
+		if view, at := percentView(msg, false); at != nil {
+			spans = sc.find(spans, view, at)
+		}
+	}
+	if sc.space && strings.IndexByte(msg, '+') >= 0 {
+		if view, at := percentView(msg, true); at != nil {
+			spans = sc.find(spans, view, at)
+		}
+	}
+	if len(spans) == 0 {
+		return msg
+	}
+	return redactSpans(msg, spans)
+}
+
+// find appends every occurrence in text of every form, overlapping ones too. at maps text's
+// offsets to the message's (nil: text is the message). A form whose first or last three bytes
+// text does not hold anywhere is not looked for: most forms, in most messages.
+func (sc *scrubber) find(spans []span, text string, at []int) []span {
+	var held trigrams
+	for i := 0; i+3 <= len(text); i++ {
+		held.add(trigram(text, i))
+	}
+	for k, f := range sc.forms {
+		if !held.has(sc.ends[k][0]) || !held.has(sc.ends[k][1]) {
+			continue
+		}
+		for i := 0; ; {
+			j := strings.Index(text[i:], f)
+			if j < 0 {
+				break
+			}
+			from, to := i+j, i+j+len(f)
+			if at != nil {
+				from, to = at[from], at[to]
+			}
+			spans = append(spans, span{from, to})
+			i += j + 1
+		}
+	}
+	return spans
+}
+
+// trigrams is a set of hashes of three-byte strings, which may hold some not added.
+type trigrams [4096 / 64]uint64
+
+func (t *trigrams) add(h uint16)      { t[h/64] |= 1 << (h % 64) }
+func (t *trigrams) has(h uint16) bool { return t[h/64]&(1<<(h%64)) != 0 }
+
+// trigram hashes s[i:i+3] into 12 bits.
+func trigram(s string, i int) uint16 {
+	x := uint32(s[i]) | uint32(s[i+1])<<8 | uint32(s[i+2])<<16
+	return uint16(x * 0x9e3779b1 >> 20)
+}
+
+// needsQuoting reports whether Go's or JSON's quoting changes s: a control, non-ASCII, quote,
+// backslash or HTML character in it.
+func needsQuoting(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return true
+		}
+	}
+	return false
+}
+
+// span is a stretch of a message to scrub: msg[from:to].
+type span struct{ from, to int }
+
+// redactSpans replaces each stretch of msg that spans cover with the marker: spans that overlap
+// become one marker, spans that only touch one each.
+func redactSpans(msg string, spans []span) string {
+	slices.SortFunc(spans, func(a, b span) int { return a.from - b.from })
+	var b strings.Builder
+	b.Grow(len(msg))
+	done := 0
+	for i := 0; i < len(spans); {
+		from, to := spans[i].from, spans[i].to
+		for i++; i < len(spans) && spans[i].from < to; i++ {
+			to = max(to, spans[i].to)
+		}
+		b.WriteString(msg[done:from])
+		b.WriteString(spec.Redacted)
+		done = to
+	}
+	b.WriteString(msg[done:])
+	return b.String()
+}
+
+// percentView is msg with each %XX (hex digits of either case) decoded to its byte and, with
+// plus, each '+' read as a space, as a URL's query is; at[i] is the offset in msg of what
+// became the view's byte i, and at[len(view)] is len(msg). at is nil when nothing was decoded.
+func percentView(msg string, plus bool) (view string, at []int) {
+	b := make([]byte, 0, len(msg))
+	decoded := false
+	at = make([]int, 0, len(msg)+1)
+	for i := 0; i < len(msg); {
+		at = append(at, i)
+		switch c := msg[i]; {
+		case c == '%' && i+2 < len(msg) && isHex(msg[i+1]) && isHex(msg[i+2]):
+			b = append(b, unhex(msg[i+1])<<4|unhex(msg[i+2]))
+			i += 3
+			decoded = true
+		case c == '+' && plus:
+			b = append(b, ' ')
+			i++
+			decoded = true
+		default:
+			b = append(b, c)
+			i++
+		}
+	}
+	if !decoded {
+		return "", nil
+	}
+	return string(b), append(at, len(msg))
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}
+
+// minBase64Core is the fewest base64 characters scrubbed of a value encoded inside a longer
+// text: four characters carry 24 bits of it, the three bytes of minScrubLen.
+const minBase64Core = 4
+
+// appendEncodedForms appends s hex-encoded (either case) and base64-encoded (standard and URL
+// alphabets, padded and raw), and its base64 cores.
+//
+// base64 encodes 3-byte groups, so s inside a longer text (basic auth's "user:secret") is
+// encoded differently at each of the three offsets it may start at within a group, and the
+// characters at its ends share bits with its neighbours. Its core at an offset is the run of
+// characters all of whose 6 bits are s's: those are found wherever s lands, and at most one
+// character at each end, holding a few of s's bits, is left. A core shorter than
+// minBase64Core (a 3-byte value off the group's start) is not scrubbed. Hex of s inside longer
+// hex is s's own hex, as hex is written byte by byte.
+func appendEncodedForms(out []string, s string) []string {
+	// s after two zero bytes: from shift on, s at each offset within base64's 3-byte groups.
+	shifted := make([]byte, 2+len(s))
+	copy(shifted[2:], s)
+	src := shifted[2:]
+	// Every form is written into buf and sliced out of one string made of it.
+	b64 := base64.StdEncoding.EncodedLen(len(s) + 2)
+	buf := make([]byte, 0, 4*len(s)+8*b64)
+	var forms [16][2]int
+	n := 0
+	add := func(from, to int) {
+		forms[n] = [2]int{from, to}
+		n++
+	}
+	buf = hex.AppendEncode(buf, src)
+	hexLen := len(buf)
+	add(0, hexLen)
+	for i := range hexLen {
+		c := buf[i]
+		if c >= 'a' {
+			c -= 'a' - 'A'
+		}
+		buf = append(buf, c)
+	}
+	add(hexLen, len(buf))
+	for _, enc := range [][2]*base64.Encoding{{base64.StdEncoding, base64.RawStdEncoding}, {base64.URLEncoding, base64.RawURLEncoding}} {
+		padded, raw := enc[0], enc[1]
+		from := len(buf)
+		buf = padded.AppendEncode(buf, src)
+		add(from, len(buf))
+		add(from, from+raw.EncodedLen(len(s)))
+		for shift := range 3 {
+			// Character i holds bits [6i, 6i+6); s's are [8*shift, 8*(shift+len(s))).
+			first, end := (8*shift+5)/6, 8*(shift+len(s))/6
+			if end-first < minBase64Core {
+				continue
+			}
+			from := len(buf)
+			buf = raw.AppendEncode(buf, shifted[2-shift:])
+			add(from+first, from+end)
+		}
+	}
+	all := string(buf)
+	for _, f := range forms[:n] {
+		out = append(out, all[f[0]:f[1]])
+	}
+	return out
+}
+
+// jsonQuote is s as a JSON string, quotes included.
+func jsonQuote(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return strconv.Quote(s)
+	}
+	return string(b)
+}
+
+// jsonQuoteNoHTML is s as JSON without HTML escaping ('<', '>', '&' as they are), as protojson
+// and volctl's own --json write it.
+func jsonQuoteNoHTML(s string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return strconv.Quote(s)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}

@@ -1,0 +1,119 @@
+package csi_test
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+)
+
+// encodedSecret has a character each encoding escapes ('@', '/', ':', ' ', '+', '?', '>'), and
+// its standard and URL-safe base64 differ ('+' against '-'), padded and raw too ("==").
+const encodedSecret = "p@ss/w:rd +1?>>?"
+
+// TestScrubEncodedForms: a plugin echoes a secret re-encoded, in a URL it builds (user info,
+// query, path; upper- or lower-case hex digits), as base64 in each alphabet with and without
+// padding, or hex; each form is scrubbed with the text around it kept.
+func TestScrubEncodedForms(t *testing.T) {
+	s := encodedSecret
+	if base64.StdEncoding.EncodeToString([]byte(s)) == base64.URLEncoding.EncodeToString([]byte(s)) ||
+		!strings.HasSuffix(base64.StdEncoding.EncodeToString([]byte(s)), "==") {
+		t.Fatalf("%q does not tell the base64 forms apart", s)
+	}
+	userinfo := (&url.URL{Scheme: "https", User: url.UserPassword("u", s), Host: "host"}).String()
+	lowerHex := strings.NewReplacer("%40", "%40", "%2F", "%2f", "%3A", "%3a", "%3F", "%3f", "%3E", "%3e", "%2B", "%2b").Replace(url.QueryEscape(s))
+	for _, c := range []struct{ name, msg, want string }{
+		{"URL user info", "GET " + userinfo + "/v1: 401", "GET https://u:[REDACTED]@host/v1: 401"},
+		{"url.QueryEscape", "GET /v1?token=" + url.QueryEscape(s) + "&x=1", "GET /v1?token=[REDACTED]&x=1"},
+		{"url.PathEscape", "GET /v1/" + url.PathEscape(s) + "/stage", "GET /v1/[REDACTED]/stage"},
+		{"percent, lower-case hex", "GET /v1?token=" + lowerHex, "GET /v1?token=[REDACTED]"},
+		{"base64 std", "token " + base64.StdEncoding.EncodeToString([]byte(s)) + " refused", "token [REDACTED] refused"},
+		{"base64 URL", "token " + base64.URLEncoding.EncodeToString([]byte(s)) + " refused", "token [REDACTED] refused"},
+		{"base64 raw std", "token " + base64.RawStdEncoding.EncodeToString([]byte(s)) + " refused", "token [REDACTED] refused"},
+		{"base64 raw URL", "token " + base64.RawURLEncoding.EncodeToString([]byte(s)) + " refused", "token [REDACTED] refused"},
+		{"base64 in a query", "GET /v1?t=" + url.QueryEscape(base64.StdEncoding.EncodeToString([]byte(s))), "GET /v1?t=[REDACTED]"},
+		{"hex", "key=" + hex.EncodeToString([]byte(s)) + ";", "key=[REDACTED];"},
+		{"HEX", "key=" + strings.ToUpper(hex.EncodeToString([]byte(s))) + ";", "key=[REDACTED];"},
+	} {
+		if got := csi.Scrubber([]string{s})(c.msg); got != c.want {
+			t.Errorf("%s: scrubbed %q\n to %q\nwant %q", c.name, c.msg, got, c.want)
+		}
+	}
+}
+
+// TestScrubBase64WithinLongerText: a secret encoded with what surrounds it, as in HTTP basic
+// auth (base64 of "user:secret"), lands on any of the three alignments of base64's 3-byte
+// groups. The characters the secret alone determines are scrubbed whatever the alignment;
+// at most a character at each end, shared with the neighbours, stays.
+func TestScrubBase64WithinLongerText(t *testing.T) {
+	s := encodedSecret
+	for _, user := range []string{"u", "us", "usr"} {
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+			b64 := enc.EncodeToString([]byte(user + ":" + s + "!"))
+			msg := "Authorization: Basic " + b64
+			got := csi.Scrubber([]string{s})(msg)
+			rest, ok := strings.CutPrefix(got, "Authorization: Basic ")
+			if !ok || !strings.Contains(rest, "[REDACTED]") {
+				t.Errorf("user %q: scrubbed %q to %q", user, msg, got)
+				continue
+			}
+			// What is left of the base64 text: the user's part, the "!" and the padding, and at
+			// most two characters holding bits of the secret.
+			left := len(rest) - len("[REDACTED]")
+			if most := len(b64) - (8*len(s))/6 + 2; left > most {
+				t.Errorf("user %q: %d characters of %q left in %q, want at most %d", user, left, b64, got, most)
+			}
+		}
+	}
+}
+
+// TestScrubLeavesOtherTextAlone: messages that hold URLs, percent signs, base64, hex and plus
+// signs, but no secret in any form, come out byte for byte as they went in.
+func TestScrubLeavesOtherTextAlone(t *testing.T) {
+	scrub := csi.Scrubber([]string{encodedSecret, "s3cr3t-SENTINEL-4711", "x y z", "ro", "rw"})
+	for _, msg := range []string{
+		"",
+		"volume vol-1 not found",
+		"disk 100% full; 5%% reserved; %zz; %4",
+		"GET https://user:pa%24%24word@host/v1/vol%2F1?q=a+b&t=c2VjcmV0&x=%E2%82%AC",
+		"Authorization: Basic dXNlcjpwYXNzd29yZA==",
+		"sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+		"mount -o ro,noatime,rw /dev/sdb1 /mnt: exit 32; a+b=c; ab; \"a\\u0020b\"",
+		"ctl \x01 and ü and \xff invalid",
+	} {
+		if got := scrub(msg); got != msg {
+			t.Errorf("scrubbed %q\n      to %q", msg, got)
+		}
+	}
+}
+
+// TestScrubOverlappingSecrets: secrets that overlap in a message, or that contain one another,
+// are scrubbed whole however the message encodes them, with nothing of either left between or
+// after the markers.
+func TestScrubOverlappingSecrets(t *testing.T) {
+	const a, b = "alpha-shared-part", "shared-part-omega"
+	scrub := csi.Scrubber([]string{a, b, "pass", "pass/word"})
+	for _, c := range []struct{ msg, want string }{
+		{"x alpha-shared-part-omega y", "x [REDACTED] y"},
+		{"x " + url.PathEscape("pass/word") + " and pass y", "x [REDACTED] and [REDACTED] y"},
+		{"x " + url.QueryEscape("pass/word") + " y", "x [REDACTED] y"},
+		{"x " + hex.EncodeToString([]byte("alpha-shared-part-omega")) + " y", "x [REDACTED] y"},
+		{"x alpha-shared-partalpha-shared-part y", "x [REDACTED][REDACTED] y"},
+	} {
+		if got := scrub(c.msg); got != c.want {
+			t.Errorf("scrubbed %q\n to %q\nwant %q", c.msg, got, c.want)
+		}
+	}
+}
+
+// TestScrubFloorHoldsForEncodedForms: a value shorter than three bytes is not scrubbed in any
+// form (its encodings, "726f" or "cm8=", are as short and as common).
+func TestScrubFloorHoldsForEncodedForms(t *testing.T) {
+	msg := "flags ro 726f cm8= cm8 r%6F"
+	if got := csi.Scrubber([]string{"ro"})(msg); got != msg {
+		t.Errorf("scrubbed %q to %q", msg, got)
+	}
+}

@@ -1,0 +1,76 @@
+package nomad
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// precomposed and decomposed are "é" as U+00E9 and as e followed by U+0301: different keys to
+// volctl, CSI and a plugin, one key in Unicode normal form C, which the writer writes keys in.
+const precomposed, decomposed = "\u00e9", "e\u0301"
+
+// TestExportRefusesKeysEqualInNFC: every map an exported file holds refuses two keys that
+// differ only in Unicode normalisation, naming the volume, the map and both keys escaped (a
+// group's volume blocks: the blocks and both names; the caller names the group), instead of
+// writing one of them.
+func TestExportRefusesKeysEqualInNFC(t *testing.T) {
+	both := func() map[string]string { return map[string]string{precomposed: "a", decomposed: "b"} }
+	base := func() spec.Volume {
+		return spec.Volume{ID: "vé", PluginID: "p", ExternalID: "x",
+			Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
+	}
+	wantKeys := `"e\u0301" and "\u00e9"` // in byte order
+	for _, c := range []struct {
+		what string
+		set  func(*spec.Volume)
+	}{
+		{"parameters", func(v *spec.Volume) { v.Parameters = both() }},
+		{"secrets", func(v *spec.Volume) { v.Secrets = both() }},
+		{"context", func(v *spec.Volume) { v.Context = both() }},
+		{"topology_request.required[1].segments", func(v *spec.Volume) {
+			v.TopologyRequest = &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"z": "1"}}, {Segments: both()}}}
+		}},
+		{"topology_request.preferred[0].segments", func(v *spec.Volume) {
+			v.TopologyRequest = &spec.TopologyRequest{Preferred: []spec.Topology{{Segments: both()}}}
+		}},
+	} {
+		for _, secrets := range []bool{false, true} {
+			v := base()
+			c.set(&v)
+			b, _, err := VolumeFile(v, secrets)
+			if err == nil {
+				t.Errorf("%s (include secrets %v): no error; wrote\n%s", c.what, secrets, b)
+				continue
+			}
+			for _, want := range []string{`volume "vé"`, c.what, wantKeys, "one value would be lost"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%s: error %q does not hold %q", c.what, err, want)
+				}
+			}
+			if b != nil {
+				t.Errorf("%s: wrote a file as well as the error", c.what)
+			}
+		}
+	}
+	// Keys that are the same only to case, or differ in normal form C too, are kept apart.
+	v := base()
+	v.Parameters = map[string]string{precomposed: "a", "E\u0301": "b", "e": "c"}
+	if _, _, err := VolumeFile(v, true); err != nil {
+		t.Errorf("keys that stay apart in NFC refused: %v", err)
+	}
+
+	g := spec.Group{Name: "web", Count: 1,
+		Volumes: []spec.VolumeRequest{{Name: precomposed, Source: "a"}, {Name: decomposed, Source: "b"}},
+		Mounts:  []spec.VolumeMount{{Volume: precomposed, Destination: "/a"}, {Volume: decomposed, Destination: "/b"}}}
+	b, _, err := GroupJob(g, JobOptions{})
+	if err == nil {
+		t.Fatalf("group: no error; wrote\n%s", b)
+	}
+	for _, want := range []string{"volume blocks", wantKeys, "one block would be lost"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("group: error %q does not hold %q", err, want)
+		}
+	}
+}
