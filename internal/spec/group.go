@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
+	"golang.org/x/text/unicode/norm"
 )
 
 // The placeholders a volume_mount destination may hold; the engine substitutes them per alloc.
@@ -77,16 +78,24 @@ func (d *decoder) group(body hcl.Body) *Group {
 	if len(vblocks) == 0 {
 		d.errorf(b.DefRange, "Missing volume block", `A group needs at least one volume block, e.g. volume "data" { type = "csi" source = "db" ... }.`)
 	}
+	// HCL reads a quoted string in an expression (volume_mount's volume) in Unicode normal form
+	// C, and a block label as written: the group's volumes are named, and found, in NFC, so a
+	// label written decomposed is found, and two labels written differently are one name.
 	for _, vb := range vblocks {
 		r, ok := d.volumeRequest(vb, g.Count)
-		if _, dup := reqs[r.Name]; dup {
-			d.errorf(vb.LabelRanges[0], "Duplicate volume block", "The group already has a volume named %q.", r.Name)
+		key := norm.NFC.String(r.Name)
+		if prev, dup := reqs[key]; dup {
+			if prev.Name == r.Name {
+				d.errorf(vb.LabelRanges[0], "Duplicate volume block", "The group already has a volume named %q.", r.Name)
+			} else {
+				d.errorf(vb.LabelRanges[0], "Duplicate volume block", "The group already has a volume named %+q, which differs from %+q only in Unicode normalisation: a volume_mount cannot tell them apart.", prev.Name, r.Name)
+			}
 			continue
 		}
 		if ok {
 			g.Volumes = append(g.Volumes, *r)
 		}
-		reqs[r.Name] = r
+		reqs[key] = r
 	}
 	dests := map[string]bool{}
 	for _, mb := range blocksOf(gc, "volume_mount") {
@@ -183,7 +192,10 @@ func (d *decoder) volumeMount(b *hcl.Block, count int, reqs map[string]*VolumeRe
 	var req *VolumeRequest
 	if s, sok := d.str(attr("volume")); sok {
 		m.Volume = s
-		req = reqs[s]
+		req = reqs[norm.NFC.String(s)]
+		if req != nil {
+			m.Volume = req.Name // as its block's label is written
+		}
 		if req == nil {
 			detail := fmt.Sprintf("The group has no volume named %q.", s)
 			if sug := suggest(s, slices.Sorted(maps.Keys(reqs))); sug != "" {

@@ -39,3 +39,31 @@ func TestMapKeysEqualInNFC(t *testing.T) {
 		}
 	}
 }
+
+// HCL reads a block label as written and a quoted string in an expression in NFC: a group's
+// volume block labelled in decomposed form is still found by the volume_mount that names it
+// (volume_mount.volume becomes the label as written), and two blocks whose labels differ only
+// in normalisation are one name, refused as a duplicate rather than both mounts silently
+// meaning the precomposed one.
+func TestGroupVolumeNamesCompareInNFC(t *testing.T) {
+	const pre, dec = "\u00e9", "e\u0301"
+	block := func(label, source string) string {
+		return fmt.Sprintf("  volume %q {\n    type = \"csi\"\n    source = %q\n    access_mode = \"single-node-writer\"\n    attachment_mode = \"file-system\"\n  }\n", label, source)
+	}
+	mount := func(volume, dest string) string {
+		return fmt.Sprintf("  volume_mount {\n    volume = %q\n    destination = %q\n  }\n", volume, dest)
+	}
+	// %q keeps the combining accent as written (it is printable), so the file holds both forms.
+	g, diags := NewParser().ParseGroup("decomposed.hcl", []byte("group \"web\" {\n"+block(dec, "a")+mount(dec, "/a")+"}\n"))
+	if diags.HasErrors() {
+		t.Fatalf("a volume block labelled %+q, mounted by that name: %v", dec, diags)
+	}
+	if len(g.Mounts) != 1 || g.Mounts[0].Volume != g.Volumes[0].Name || g.Volumes[0].Name != dec {
+		t.Errorf("volumes %+v, mounts %+v: want the mount to name the block as its label is written (%+q)", g.Volumes, g.Mounts, dec)
+	}
+
+	_, diags = NewParser().ParseGroup("both.hcl", []byte("group \"web\" {\n"+block(pre, "a")+block(dec, "b")+mount(pre, "/a")+mount(dec, "/b")+"}\n"))
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), "Duplicate volume block") || !strings.Contains(diags.Error(), "only in Unicode normalisation") {
+		t.Errorf("two volume blocks labelled %+q and %+q: %v, want them refused as one name", pre, dec, diags)
+	}
+}
