@@ -49,7 +49,8 @@ same driver as here. Registering a volume Nomad has already is an update.
 
 A volume with live local claims is not handed over (exit 4, naming them) unless --force;
 nor is one still recorded attached to a node with no claim (a ControllerUnpublishVolume a
-forced detach could not send: run volctl reconcile first). While a volume is handed over,
+forced detach could not send: run volctl reconcile first), unless it is handed over already.
+While a volume is handed over,
 volctl never sends ControllerUnpublishVolume for it: when the last local claim of a volume
 handed over with --force goes, its attachment stays recorded until volctl nomad release.
 Before registering, the volume is marked as handed over, so volctl refuses to claim it from

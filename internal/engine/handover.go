@@ -71,19 +71,24 @@ func (e *Engine) HandOver(ctx context.Context, volumeID string, to HandoverTarge
 			return conflictf("volume %q has %d live local claim(s): %s; release them first (volctl volume release / group stop), or pass --force to hand it over anyway",
 				v.ID, len(live), describeClaims(live))
 		}
-		st, owed, err := owedUnpublish(tx, v.ID)
-		if err != nil {
-			return err
-		}
-		if owed && !force {
-			return conflictf("volume %q is still recorded as attached to node %q, a ControllerUnpublishVolume a forced detach could not send: run `volctl reconcile` once plugin %q answers, then hand it over; or pass --force to hand it over anyway (volctl then sends that unpublish only after the volume is taken back)",
-				v.ID, attachedNode(st), v.PluginID)
-		}
-		if prev, err := tx.Handovers().Get(v.ID); err == nil && prev.Address != to.Address {
+		prev, err := tx.Handovers().Get(v.ID)
+		marked := err == nil
+		if marked && prev.Address != to.Address {
 			return conflictf("volume %q is already handed over to Nomad at %s: take it back from there first (nomad volume deregister %s there, then volctl nomad release %s)",
 				v.ID, prev.Address, v.ID, v.ID)
 		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
+		}
+		st, owed, err := owedUnpublish(tx, v.ID)
+		if err != nil {
+			return err
+		}
+		// Marked already (a re-registration), an owed unpublish is the attachment kept for
+		// Nomad when the volume's last local claim went (keptForNomad): reconcile sends it only
+		// after the take-back, so it is no reason to refuse.
+		if owed && !force && !marked {
+			return conflictf("volume %q is still recorded as attached to node %q, a ControllerUnpublishVolume a forced detach could not send: run `volctl reconcile` once plugin %q answers, then hand it over; or pass --force to hand it over anyway (volctl then sends that unpublish only after the volume is taken back)",
+				v.ID, attachedNode(st), v.PluginID)
 		}
 		h = store.Handover{VolumeID: v.ID, Address: to.Address, Region: to.Region, Namespace: to.Namespace, Forced: len(live) > 0 || owed}
 		if err := tx.Handovers().Put(&h); err != nil {
@@ -94,7 +99,11 @@ func (e *Engine) HandOver(ctx context.Context, volumeID string, to HandoverTarge
 			msg += fmt.Sprintf(" despite %d live local claim(s) (forced): %s", len(live), describeClaims(live))
 		}
 		if owed {
-			msg += fmt.Sprintf(" while still recorded as attached to node %q (forced; the ControllerUnpublishVolume owed waits for the volume to be taken back)", attachedNode(st))
+			why := "forced"
+			if marked {
+				why = "kept for Nomad since it was handed over"
+			}
+			msg += fmt.Sprintf(" while still recorded as attached to node %q (%s; the ControllerUnpublishVolume owed waits for the volume to be taken back)", attachedNode(st), why)
 		}
 		return tx.Events().Append(&store.Event{Kind: "nomad-handover", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
 	})

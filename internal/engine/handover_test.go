@@ -327,3 +327,29 @@ func TestHandOverRefusesAnOwedUnpublishUnlessForced(t *testing.T) {
 	checkAttachmentKeptForNomad(t, h, "v")
 	checkUnpublishedAfterTakeBack(t, h, "v")
 }
+
+// Marking a volume handed over again (volctl nomad register run again: an update in Nomad)
+// after its forced handover kept the attachment of its last local claim is not refused for that
+// attachment: it is Nomad's to use now, and reconcile does not send its unpublish while the
+// volume is handed over, so "run volctl reconcile first" could never be followed. The mark
+// stays forced, and the attachment waits for the take-back as before.
+func TestHandOverAgainAfterTheAttachmentWasKeptForNomad(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
+	if _, err := h.e.HandOver(h.ctx, "db", to, true); err != nil {
+		t.Fatal(err)
+	}
+	h.release("db", "web-0")
+	h.mem.ResetCalls()
+	info, err := h.e.HandOver(h.ctx, "db", to, false)
+	if err != nil {
+		t.Fatalf("handing over again a volume already handed over: %v", err)
+	}
+	if !info.Forced {
+		t.Errorf("mark after handing over again = %+v, want it still forced: the attachment kept for Nomad is still recorded", info)
+	}
+	checkAttachmentKeptForNomad(t, h, "db")
+	checkUnpublishedAfterTakeBack(t, h, "db")
+}
