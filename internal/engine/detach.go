@@ -139,10 +139,13 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 	attached := hasStaging && st.ControllerPublished
 	if h, handed, err := e.handedOver(ctx, v.ID); err != nil || handed {
 		// A volume handed over anyway (forced) with local claims: the attachment may be
-		// Nomad's allocs' now, and stays recorded when it is known.
-		if err != nil {
+		// Nomad's allocs' now, and stays recorded when it is known (nothing to say when none
+		// is: the plugin attaches nothing, or the claims never got it attached).
+		switch {
+		case !attached:
+		case err != nil:
 			warn("ControllerUnpublishVolume not sent: reading whether the volume is handed over to Nomad: %v (`volctl reconcile` sends it)", err)
-		} else {
+		default:
 			warn("%s", keptForNomad(v, attachedNode(st), h))
 		}
 	} else if c, err := e.connect(ctx, v.PluginID); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -352,4 +353,29 @@ func TestHandOverAgainAfterTheAttachmentWasKeptForNomad(t *testing.T) {
 	}
 	checkAttachmentKeptForNomad(t, h, "db")
 	checkUnpublishedAfterTakeBack(t, h, "db")
+}
+
+// A forced detach of a volume handed over anyway whose plugin attaches nothing (no
+// PUBLISH_UNPUBLISH_VOLUME) has no attachment to keep for Nomad: its warnings do not say
+// that ControllerUnpublishVolume was held back, or that an attachment stays recorded, when
+// none is, and nothing stays recorded.
+func TestForcedDetachOfAHandedOverVolumeWithNoAttachmentKeepsNone(t *testing.T) {
+	h := newHarness(t, func(cfg *csitest.MemConfig) { cfg.Controller.PublishUnpublishVolume = false })
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	if _, err := h.e.HandOver(h.ctx, "db", HandoverTarget{Address: "http://127.0.0.1:4646"}, true); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.e.Detach(h.ctx, "db", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range res.Warnings {
+		if strings.Contains(w, "ControllerUnpublishVolume") || strings.Contains(w, "keeps it recorded") {
+			t.Errorf("warning %q about an attachment the volume does not have", w)
+		}
+	}
+	if st, ok := h.staging("db"); ok {
+		t.Errorf("staging after the forced detach = %+v, want none", st)
+	}
 }
