@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // walPages is the write connection's WAL autocheckpoint threshold, read on it.
@@ -154,4 +155,45 @@ func TestCloseAtExitAfterBulkWritesCheckpoints(t *testing.T) {
 	if n != writes {
 		t.Errorf("after %d writes and CloseAtExit, the database file alone holds %d events, want all %d: the rest is left in the WAL for the next process to read back", writes, n, writes)
 	}
+}
+
+// A bulk process whose write connection is still in a transaction when it exits (another
+// goroutine's write) does not wait for it to checkpoint: CloseAtExit returns, the checkpoint
+// is left to the next process, and the write in flight still commits.
+func TestCloseAtExitSkipsTheCheckpointWhileTheWriteConnectionIsBusy(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range bulkWrites {
+		if err := s.Update(context.Background(), func(tx *Tx) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inTx, release, written := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		written <- s.Update(context.Background(), func(tx *Tx) error {
+			close(inTx)
+			<-release
+			return bigEvent(tx)
+		})
+	}()
+	<-inTx
+	closed := make(chan error, 1)
+	go func() { closed <- s.CloseAtExit() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("CloseAtExit: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("CloseAtExit still waiting for the write connection after 10s")
+	}
+	close(release)
+	if err := <-written; err != nil {
+		t.Errorf("the write in flight at CloseAtExit: %v", err)
+	}
+	closeLeftForExit(s)
 }
