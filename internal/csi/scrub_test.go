@@ -117,3 +117,22 @@ func TestScrubFloorHoldsForEncodedForms(t *testing.T) {
 		t.Errorf("scrubbed %q to %q", msg, got)
 	}
 }
+
+// TestScrubSecretsWithPercentAndPlus: a secret holding '%' or '+' is scrubbed as it is and
+// percent-encoded, a '%XX' in it is not read as an escape of the secret's own, and a message
+// that spells a secret with some of its bytes percent-encoded has the whole stretch scrubbed,
+// escapes included, with a '%' that escapes nothing left alone.
+func TestScrubSecretsWithPercentAndPlus(t *testing.T) {
+	scrub := csi.Scrubber([]string{"100%+up", "k%41y-value", "pass word"})
+	for _, c := range []struct{ msg, want string }{
+		{"raw 100%+up; query " + url.QueryEscape("100%+up") + "; path " + url.PathEscape("100%+up"), "raw [REDACTED]; query [REDACTED]; path [REDACTED]"},
+		{"raw k%41y-value; query " + url.QueryEscape("k%41y-value"), "raw [REDACTED]; query [REDACTED]"},
+		{"kAy-value is another value", "kAy-value is another value"},
+		{"p%61ss%20wor%64 and pass+word and pass%2Bword", "[REDACTED] and [REDACTED] and pass%2Bword"},
+		{"100% done, 5%+ left, %+up", "100% done, 5%+ left, %+up"},
+	} {
+		if got := scrub(c.msg); got != c.want {
+			t.Errorf("scrubbed %q\n to %q\nwant %q", c.msg, got, c.want)
+		}
+	}
+}
