@@ -240,13 +240,26 @@ func GroupJob(g spec.Group, opts JobOptions) ([]byte, []string, error) {
 			}
 		}
 	}
-	used := map[string]int{}
+	// A task is named after the volume it mounts; a volume's later mounts are numbered, past
+	// any number that names a task already or another mounted volume (Nomad refuses two tasks
+	// of one name in a group).
+	taken := map[string]bool{}
+	for _, m := range g.Mounts {
+		taken[m.Volume] = true
+	}
+	first, next := map[string]bool{}, map[string]int{}
 	for _, m := range g.Mounts {
 		gb.blank()
 		name := m.Volume
-		if used[name]++; used[name] > 1 {
-			name = fmt.Sprintf("%s-%d", m.Volume, used[m.Volume])
+		if first[name] {
+			n := max(next[m.Volume], 2)
+			for taken[fmt.Sprintf("%s-%d", m.Volume, n)] {
+				n++
+			}
+			name = fmt.Sprintf("%s-%d", m.Volume, n)
+			next[m.Volume], taken[name] = n+1, true
 		}
+		first[m.Volume] = true
 		tb := gb.block("task", name)
 		tb.attr("driver", hclStr(driver))
 		cb := tb.block("config")
