@@ -83,7 +83,9 @@ func TestLostCapabilitiesDoNotDropStagingsQuietly(t *testing.T) {
 
 // A forced detach of a volume attached through a plugin that has since lost
 // PUBLISH_UNPUBLISH_VOLUME warns that the volume may still be attached, rather than dropping
-// the attachment record as if the plugin had never attached anything.
+// the attachment record as if the plugin had never attached anything, and records the same in
+// a capability-lost event, as a release that drops the record does: the warning goes to whoever
+// ran the command, the event stays in the history.
 func TestForceDetachWarnsOfAnAttachmentItCannotUndo(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("v"))
@@ -97,6 +99,10 @@ func TestForceDetachWarnsOfAnAttachmentItCannotUndo(t *testing.T) {
 	}
 	if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, `recorded as attached to node "node-1"`) || !strings.Contains(w, "PUBLISH_UNPUBLISH_VOLUME") {
 		t.Fatalf("warnings = %q; want one saying the attachment could not be undone", res.Warnings)
+	}
+	lost, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "capability-lost", VolumeID: "v"})
+	if err != nil || len(lost) != 1 || !strings.Contains(lost[0].Message, `recorded as attached to node "node-1"`) {
+		t.Errorf("capability-lost events = %+v (%v); want one recording the attachment dropped", lost, err)
 	}
 }
 

@@ -137,6 +137,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 	// A known attachment that could not be undone stays recorded, with no claim and no staging,
 	// so that reconcile sends ControllerUnpublishVolume once the plugin answers again.
 	attached := hasStaging && st.ControllerPublished
+	capLost := "" // the attachment record dropped because the plugin lost the capability, said so
 	if h, handed, err := e.handedOver(ctx, v.ID); err != nil || handed {
 		// A volume handed over anyway (forced) with local claims: the attachment may be
 		// Nomad's allocs' now, and stays recorded when it is known (nothing to say when none
@@ -173,9 +174,11 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		}
 	} else {
 		if attached {
-			// Recorded only while the plugin had PUBLISH_UNPUBLISH_VOLUME: it lost it since.
-			warn("volume %q was recorded as attached to node %q, but plugin %q no longer has the controller capability PUBLISH_UNPUBLISH_VOLUME, so ControllerUnpublishVolume is not sent and the record is dropped; if the volume is still attached, detach it with the storage provider's tools",
+			// Recorded only while the plugin had PUBLISH_UNPUBLISH_VOLUME: it lost it since. The
+			// record is dropped with an event, as a release drops it (undoUnused).
+			capLost = fmt.Sprintf("volume %q was recorded as attached to node %q, but plugin %q no longer has the controller capability PUBLISH_UNPUBLISH_VOLUME, so ControllerUnpublishVolume is not sent and the record is dropped; if the volume is still attached, detach it with the storage provider's tools",
 				v.ID, st.NodeID, v.PluginID)
+			warn("%s", capLost)
 		}
 		attached = false // the plugin attaches nothing now
 	}
@@ -186,6 +189,11 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 			}
 			if err := tx.Events().Append(&store.Event{Kind: "release", VolumeID: v.ID, Alloc: cl.Alloc, PluginID: v.PluginID,
 				Message: fmt.Sprintf("%s claim dropped by a forced detach (was %s)", cl.Mode, cl.State)}); err != nil {
+				return err
+			}
+		}
+		if capLost != "" {
+			if err := tx.Events().Append(&store.Event{Kind: "capability-lost", VolumeID: v.ID, PluginID: v.PluginID, Message: capLost}); err != nil {
 				return err
 			}
 		}

@@ -30,6 +30,16 @@ func bigEvent(tx *Tx) error {
 	return tx.Events().Append(&Event{Kind: "k", Message: strings.Repeat("x", 3000)})
 }
 
+// tenPages appends ten events of about a page each.
+func tenPages(tx *Tx) error {
+	for range 10 {
+		if err := bigEvent(tx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // A process's first bulkWrites writes checkpoint the WAL every walAutocheckpoint pages, so a
 // command leaves little for the next one to read back; from then on the process writes in bulk
 // and checkpoints every walBulkAutocheckpoint pages: a checkpoint runs inside the commit that
@@ -63,14 +73,7 @@ func TestBulkWriterCheckpointsLessOften(t *testing.T) {
 		if got := walPages(t, s); got != walAutocheckpoint {
 			t.Fatalf("after %d write(s), the write connection checkpoints every %d pages, want %d", i, got, walAutocheckpoint)
 		}
-		if err := s.UpdateProgress(context.Background(), func(tx *Tx) error {
-			for range 10 {
-				if err := bigEvent(tx); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
+		if err := s.UpdateProgress(context.Background(), tenPages); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -78,14 +81,7 @@ func TestBulkWriterCheckpointsLessOften(t *testing.T) {
 		t.Fatalf("after %d writes of about 10 pages each, the WAL held %d pages, want it checkpointed at %d", bulkWrites, n, walAutocheckpoint)
 	}
 	for range 40 {
-		if err := s.UpdateProgress(context.Background(), func(tx *Tx) error {
-			for range 10 {
-				if err := bigEvent(tx); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
+		if err := s.UpdateProgress(context.Background(), tenPages); err != nil {
 			t.Fatal(err)
 		}
 	}
