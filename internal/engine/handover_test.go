@@ -258,6 +258,19 @@ func checkUnpublishedAfterTakeBack(t *testing.T, h *harness, id string) {
 	}
 }
 
+// handOverClaimed registers volume "db", claims it for alloc web-0, and hands it over to Nomad
+// anyway (forced), returning where to.
+func handOverClaimed(t *testing.T, h *harness) HandoverTarget {
+	t.Helper()
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
+	if _, err := h.e.HandOver(h.ctx, "db", to, true); err != nil {
+		t.Fatal(err)
+	}
+	return to
+}
+
 // A volume handed over to Nomad while a local claim held it (forced): when that claim goes,
 // volctl undoes its own node side but not the attachment, which Nomad's allocations on this
 // node may be using by then; it stays recorded, with an event saying why, reconcile leaves it
@@ -266,12 +279,7 @@ func TestForcedHandoverKeepsTheAttachmentWhenTheLastLocalClaimGoes(t *testing.T)
 	for _, how := range []string{"release", "forced detach"} {
 		t.Run(how, func(t *testing.T) {
 			h := newHarness(t, nil)
-			h.create(volume("db", capab(spec.SingleNodeWriter)))
-			h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
-			to := HandoverTarget{Address: "http://127.0.0.1:4646"}
-			if _, err := h.e.HandOver(h.ctx, "db", to, true); err != nil {
-				t.Fatal(err)
-			}
+			handOverClaimed(t, h)
 			h.mem.ResetCalls()
 			if how == "release" {
 				h.release("db", "web-0")
@@ -336,12 +344,7 @@ func TestHandOverRefusesAnOwedUnpublishUnlessForced(t *testing.T) {
 // stays forced, and the attachment waits for the take-back as before.
 func TestHandOverAgainAfterTheAttachmentWasKeptForNomad(t *testing.T) {
 	h := newHarness(t, nil)
-	h.create(volume("db", capab(spec.SingleNodeWriter)))
-	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
-	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
-	if _, err := h.e.HandOver(h.ctx, "db", to, true); err != nil {
-		t.Fatal(err)
-	}
+	to := handOverClaimed(t, h)
 	h.release("db", "web-0")
 	h.mem.ResetCalls()
 	info, err := h.e.HandOver(h.ctx, "db", to, false)
@@ -361,11 +364,7 @@ func TestHandOverAgainAfterTheAttachmentWasKeptForNomad(t *testing.T) {
 // none is, and nothing stays recorded.
 func TestForcedDetachOfAHandedOverVolumeWithNoAttachmentKeepsNone(t *testing.T) {
 	h := newHarness(t, func(cfg *csitest.MemConfig) { cfg.Controller.PublishUnpublishVolume = false })
-	h.create(volume("db", capab(spec.SingleNodeWriter)))
-	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
-	if _, err := h.e.HandOver(h.ctx, "db", HandoverTarget{Address: "http://127.0.0.1:4646"}, true); err != nil {
-		t.Fatal(err)
-	}
+	handOverClaimed(t, h)
 	res, err := h.e.Detach(h.ctx, "db", true)
 	if err != nil {
 		t.Fatal(err)
