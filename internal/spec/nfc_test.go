@@ -67,3 +67,31 @@ func TestGroupVolumeNamesCompareInNFC(t *testing.T) {
 		t.Errorf("two volume blocks labelled %+q and %+q: %v, want them refused as one name", pre, dec, diags)
 	}
 }
+
+// A plugin's ID is its block's label, which HCL keeps as written, while a volume names its
+// plugin in plugin_id, a quoted string HCL reads in NFC: a plugin labelled in decomposed form
+// is read in NFC too, so the volume whose file spells plugin_id the same way names it, and two
+// plugin blocks whose labels differ only in normalisation are one plugin, refused as declared
+// twice.
+func TestPluginIDsAreReadInNFC(t *testing.T) {
+	const pre, dec = "\u00e9", "e\u0301"
+	plugin := func(label string) string {
+		return fmt.Sprintf("plugin %q {\n  type = \"monolith\"\n  socket = \"/run/p.sock\"\n}\n", label)
+	}
+	f, diags := NewParser().Parse("plugin.hcl", []byte(plugin(dec)), VerbRegister)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	v, diags := ParseVolume("volume.hcl", []byte("id = \"v\"\nname = \"v\"\ntype = \"csi\"\nplugin_id = \""+dec+"\"\nexternal_id = \"x\"\n"+
+		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"), VerbRegister)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if len(f.Plugins) != 1 || f.Plugins[0].ID != v.PluginID {
+		t.Errorf("plugin IDs %+v, volume's plugin_id %+q: want the plugin the volume's file names, spelt alike in both files", f.Plugins, v.PluginID)
+	}
+	_, diags = NewParser().Parse("both.hcl", []byte(plugin(pre)+plugin(dec)), VerbRegister)
+	if !strings.Contains(diags.Error(), "Duplicate plugin") {
+		t.Errorf("plugin blocks labelled %+q and %+q: %v, want them refused as one plugin declared twice", pre, dec, diags)
+	}
+}

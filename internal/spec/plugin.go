@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"golang.org/x/text/unicode/norm"
 )
 
 // MaxSocketPath is the longest unix socket path Linux accepts: sun_path holds 108 bytes,
@@ -120,7 +121,9 @@ func firstOf(s ...string) string {
 }
 
 func (d *decoder) plugin(b *hcl.Block) *Plugin {
-	p := &Plugin{ID: b.Labels[0]}
+	// The label is read in NFC, as HCL reads the quoted plugin_id a volume names it by: a file
+	// that spells the ID decomposed names the plugin a volume's file spelling it alike names.
+	p := &Plugin{ID: norm.NFC.String(b.Labels[0])}
 	d.checkID(b.LabelRanges[0], "plugin ID", "Invalid plugin ID", p.ID)
 	c := d.content(b.Body, pluginSchema)
 	attr := func(name string) *hcl.Attribute { return c.Attributes[name] }
