@@ -378,3 +378,17 @@ func TestForcedDetachOfAHandedOverVolumeWithNoAttachmentKeepsNone(t *testing.T) 
 		t.Errorf("staging after the forced detach = %+v, want none", st)
 	}
 }
+
+// Deregistering the plugin of a volume whose attachment is kept for Nomad is refused, as for
+// any owed unpublish, and the refusal says what lets volctl send it: taking the volume back from
+// Nomad (reconcile leaves it alone until then, and volume deregister refuses a handed-over
+// volume), not only "run volctl reconcile".
+func TestPluginDeregisterNamesTheTakeBackForAnAttachmentKeptForNomad(t *testing.T) {
+	h := newHarness(t, nil)
+	handOverClaimed(t, h)
+	h.release("db", "web-0")
+	err := h.e.DeregisterPlugin(h.ctx, "mem", true)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "volctl nomad release db") {
+		t.Errorf("plugin deregister --force = %v; want a conflict saying to take volume db back from Nomad first (volctl nomad release db)", err)
+	}
+}

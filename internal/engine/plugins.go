@@ -427,7 +427,7 @@ func refuseOwedUnpublishes(tx *store.Tx, id string, vols []store.Volume) error {
 		return err
 	}
 	type owed struct{ volume, node string }
-	var all []owed
+	var all, nomad []owed // nomad: handed over, the attachment kept for Nomad's allocations
 	for _, st := range stagings {
 		if !mine[st.VolumeID] {
 			continue
@@ -436,8 +436,14 @@ func refuseOwedUnpublishes(tx *store.Tx, id string, vols []store.Volume) error {
 		if err != nil {
 			return err
 		}
-		if ok {
-			all = append(all, owed{st.VolumeID, attachedNode(st)})
+		if !ok {
+			continue
+		}
+		all = append(all, owed{st.VolumeID, attachedNode(st)})
+		if _, err := tx.Handovers().Get(st.VolumeID); err == nil {
+			nomad = append(nomad, all[len(all)-1])
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
 		}
 	}
 	if len(all) == 0 {
@@ -447,10 +453,17 @@ func refuseOwedUnpublishes(tx *store.Tx, id string, vols []store.Volume) error {
 	if len(all) == 1 {
 		forget = fmt.Sprintf("`volctl volume deregister %s --force`", all[0].volume)
 	}
+	handed := ""
+	if len(nomad) > 0 {
+		// Reconcile leaves those alone and volume deregister refuses them until the take-back.
+		handed = fmt.Sprintf(". Of those, %s handed over to Nomad: take each back first (nomad volume deregister there, then %s)",
+			listSome(nomad, 5, func(o owed) string { return fmt.Sprintf("%q", o.volume) }),
+			listSome(nomad, 5, func(o owed) string { return fmt.Sprintf("`volctl nomad release %s`", o.volume) }))
+	}
 	return conflictf("plugin %q owes ControllerUnpublishVolume for %d volume(s) recorded attached with no claim (a forced detach could not send it): %s; "+
 		"deregistering the plugin, even with --force, would leave nothing to send it through. Run `volctl reconcile` once plugin %q answers (it sends it), then deregister again; "+
-		"or deregister the volume with %s, which sends it too and, if the plugin still cannot take it, forgets the attachment",
-		id, len(all), listSome(all, 5, func(o owed) string { return fmt.Sprintf("volume %q on node %q", o.volume, o.node) }), id, forget)
+		"or deregister the volume with %s, which sends it too and, if the plugin still cannot take it, forgets the attachment%s",
+		id, len(all), listSome(all, 5, func(o owed) string { return fmt.Sprintf("volume %q on node %q", o.volume, o.node) }), id, forget, handed)
 }
 
 func snapshotIDs(snaps []store.Snapshot, max int) string {
