@@ -97,6 +97,8 @@ type Engine struct {
 
 	mu    sync.Mutex
 	conns map[string]*conn // by plugin ID
+
+	scrubbers scrubberCache // Redactor's last scrubber, for the same values
 }
 
 // Open builds an engine on a state dir, opening its database unless cfg.Store is given.
@@ -257,7 +259,29 @@ func (e *Engine) Redactor(ctx context.Context, extra ...string) (func(string) st
 	if err != nil {
 		return nil, err
 	}
-	return csi.Scrubber(append(values, extra...)), nil
+	return e.scrubbers.get(append(values, extra...)), nil
+}
+
+// scrubberCache keeps the last scrubber Redactor built, with the values it was built for:
+// building one works out every encoded form of every value (2.2 ms for 1,000 values on the
+// development machine, against 3.5 µs to find it again: BenchmarkRedactorScrubber), and the
+// engine's log asks for one per record, almost always for the same values. A different list
+// of values builds a new one.
+type scrubberCache struct {
+	mu     sync.Mutex
+	values []string // what scrub was built for
+	scrub  func(string) string
+	builds int // for tests
+}
+
+func (c *scrubberCache) get(values []string) func(string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.scrub == nil || !slices.Equal(values, c.values) {
+		c.values, c.scrub = slices.Clone(values), csi.Scrubber(values)
+		c.builds++
+	}
+	return c.scrub
 }
 
 // pluginTimeouts are the per-RPC timeouts a plugin's client runs with: the engine's, with the

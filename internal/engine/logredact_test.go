@@ -47,3 +47,31 @@ func TestLogRecordsAreScrubbedOfKnownSecrets(t *testing.T) {
 		t.Errorf("only %d [REDACTED] in the log, the records did not all reach it:\n%s", n, out)
 	}
 }
+
+// The engine's log asks for a scrubber per record; one built for the same values is reused
+// (building one for a thousand values takes milliseconds), and a value added to the state
+// meanwhile is never missed: a new list of values builds a new scrubber.
+func TestRedactorReusesItsScrubberUntilTheValuesChange(t *testing.T) {
+	h := newHarness(t, nil)
+	sv := volume("db", capab(spec.SingleNodeWriter))
+	sv.Secrets = spec.Secrets{"token": "first-s3cret"}
+	h.create(sv)
+	var buf bytes.Buffer
+	l := h.e.RedactLogger(slog.New(slog.NewTextHandler(&buf, nil)))
+	for range 5 {
+		l.Info("first-s3cret")
+	}
+	if n := h.e.scrubbers.builds; n != 1 {
+		t.Errorf("5 log records with the same secrets built %d scrubbers, want 1", n)
+	}
+	sv = volume("db2", capab(spec.SingleNodeWriter))
+	sv.Secrets = spec.Secrets{"token": "second-s3cret"}
+	h.create(sv)
+	l.Info("first-s3cret second-s3cret")
+	if out := buf.String(); strings.Contains(out, "s3cret") {
+		t.Errorf("the log holds a secret:\n%s", out)
+	}
+	if n := h.e.scrubbers.builds; n != 2 {
+		t.Errorf("after a secret was added, %d scrubbers built in all, want 2", n)
+	}
+}
