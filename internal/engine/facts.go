@@ -61,9 +61,10 @@ func (p PluginInfo) HealthWhy() string {
 }
 
 // UnpublishOwed says a ControllerUnpublishVolume is owed to the node the volume is recorded
-// attached to (AttachedTo): no claim holds the attachment, which is what a forced detach that
-// could not send it leaves. Reconcile sends it; deregistering the volume or its plugin refuses
-// to forget it meanwhile.
+// attached to (AttachedTo): no claim holds the attachment. A forced detach that could not send
+// it leaves that, and reconcile sends it; so does the last local claim of a volume handed over
+// to Nomad (Handover set), whose attachment is kept until the volume is taken back
+// (keptForNomad). Deregistering the volume or its plugin refuses to forget it meanwhile.
 func (v VolumeInfo) UnpublishOwed() bool { return v.AttachedTo != "" && len(v.Claims) == 0 }
 
 // PluginHealth is the health of the volume's plugin as the volume's read found it.
