@@ -250,7 +250,7 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		fmt.Fprintf(opts.IO.Out, "Wrote %s to %s\n", f.what, path)
 	}
 	for _, n := range notes {
-		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(n))
 	}
 	return nil
 }

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/nomad"
@@ -148,7 +149,7 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		case len(ch) == 0:
 			fmt.Fprintf(opts.IO.Out, "Volume %q is registered in Nomad at %s: nothing would change (secrets are not compared)\n", id, c.Address)
 		default:
-			fmt.Fprintf(opts.IO.Out, "Would update volume %q in Nomad at %s: %s\n", id, c.Address, strings.Join(ch, ", "))
+			fmt.Fprintf(opts.IO.Out, "Would update volume %q in Nomad at %s: %s\n", id, c.Address, display.Escape(strings.Join(ch, ", ")))
 		}
 		if len(info.Claims) > 0 && !opts.Force {
 			fmt.Fprintf(opts.IO.Out, "  but it has %d live local claim(s): it would be refused without --force\n", len(info.Claims))
@@ -178,7 +179,7 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	}
 	fmt.Fprintf(opts.IO.Out, "%s volume %q in Nomad at %s; volctl no longer claims it\n", verb, id, c.Address)
 	if warnings != "" {
-		fmt.Fprintf(opts.IO.ErrOut, "Warning: Nomad: %s\n", warnings)
+		fmt.Fprintf(opts.IO.ErrOut, "Warning: Nomad: %s\n", escapeLines(warnings))
 	}
 	return nil
 }
@@ -371,8 +372,8 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			return err
 		}
 	} else {
-		tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "VOLUME\tLOCAL CLAIMS\tHANDED OVER\tIN NOMAD\tSCHEDULABLE\tPLUGIN\tREAD ALLOCS\tWRITE ALLOCS")
+		// Nomad's answer (its plugin's description, alloc names) is shown as table cells are.
+		tw := newTable(opts.IO.Out, "VOLUME", "LOCAL CLAIMS", "HANDED OVER", "IN NOMAD", "SCHEDULABLE", "PLUGIN", "READ ALLOCS", "WRITE ALLOCS")
 		for _, s := range out {
 			reg, sched, plugin, reads, writes := "no", "-", "-", "-", "-"
 			if s.Error != "" {
@@ -382,9 +383,9 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 				reg, sched, plugin = "yes", yesNo(n.Schedulable), n.Plugin.Describe()
 				reads, writes = allocNames(n, "read"), allocNames(n, "write")
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.LocalClaims, yesNo(s.HandedOver), reg, sched, plugin, reads, writes)
+			tw.row(s.ID, strconv.Itoa(s.LocalClaims), yesNo(s.HandedOver), reg, sched, plugin, reads, writes)
 		}
-		if err := tw.Flush(); err != nil {
+		if err := tw.render(); err != nil {
 			return err
 		}
 	}

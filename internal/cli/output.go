@@ -148,6 +148,17 @@ func afterDone(err error, format string, args ...any) error {
 	return fmt.Errorf("%s; only printing it failed: %w", fmt.Sprintf(format, args...), err)
 }
 
+// escapeLines is s with every control character but the newlines between its lines shown as
+// display.Escape shows it: for messages of more than one line (an error joining several) that
+// word data from outside volctl.
+func escapeLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = display.Escape(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
 // quotedIDs lists IDs quoted, comma-separated: "a", "b".
 func quotedIDs(ids []string) string {
 	q := make([]string, len(ids))
@@ -227,7 +238,9 @@ func writeJSON(w io.Writer, v any) error {
 // none is what an empty table cell shows.
 const none = "<none>"
 
-// table prints aligned columns with <none> in empty cells.
+// table prints aligned columns with <none> in empty cells. Every cell is shown as
+// display.Escape writes it: a control character from a plugin (its version, node ID, a volume's
+// context) is printed as a visible escape, never sent to the terminal, and cannot break a row.
 type table struct {
 	out  io.Writer
 	rows [][]string
@@ -241,6 +254,8 @@ func (t *table) row(cells ...string) {
 	for i, c := range cells {
 		if strings.TrimSpace(c) == "" {
 			cells[i] = none
+		} else {
+			cells[i] = display.Escape(c) // a plugin's strings reach the terminal as text
 		}
 	}
 	t.rows = append(t.rows, cells)
@@ -302,11 +317,12 @@ func (t *table) plain() bool {
 	return true
 }
 
-// keyValues prints "Key  = value" lines aligned, as `nomad volume status ID` does.
+// keyValues prints "Key  = value" lines aligned, as `nomad volume status ID` does, each value
+// as display.Escape writes it (as a table's cells).
 func keyValues(out io.Writer, pairs ...[2]string) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
 	for _, p := range pairs {
-		v := p[1]
+		v := display.Escape(p[1])
 		if strings.TrimSpace(v) == "" {
 			v = none
 		}

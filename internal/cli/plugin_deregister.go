@@ -70,7 +70,7 @@ func deregisterRun(ctx context.Context, opts *DeregisterOptions, action, noun st
 	}
 	warnings, err := deregister(e, ctx, opts.ID, opts.Force)
 	for _, w := range warnings {
-		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
+		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", escapeLines(w))
 	}
 	if err != nil {
 		return err

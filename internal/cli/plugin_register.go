@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
@@ -184,7 +185,7 @@ func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
 		}
 		infos = append(infos, info)
 		if !opts.Exporter.Enabled() {
-			fmt.Fprintln(opts.IO.Out, pluginRegisteredLine(info))
+			fmt.Fprintln(opts.IO.Out, display.Escape(pluginRegisteredLine(info)))
 		}
 	}
 	if opts.Exporter.Enabled() {

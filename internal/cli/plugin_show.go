@@ -52,9 +52,9 @@ func writePluginProblems(out io.Writer, plugins []engine.PluginInfo) {
 			fmt.Fprintf(out, "Plugin %q is %s: its Probe says so; claims on its volumes wait until it is\n", p.ID, h)
 			continue
 		case engine.PluginUnknown:
-			fmt.Fprintf(out, "Plugin %q health is %s: %s\n", p.ID, h, p.HealthWhy())
+			fmt.Fprintf(out, "Plugin %q health is %s: %s\n", p.ID, h, display.Escape(p.HealthWhy()))
 		default:
-			fmt.Fprintf(out, "Plugin %q is %s: %s\n", p.ID, h, p.HealthWhy())
+			fmt.Fprintf(out, "Plugin %q is %s: %s\n", p.ID, h, display.Escape(p.HealthWhy()))
 		}
 		fmt.Fprintf(out, "  volumes using it cannot take claims; once it runs again, volctl plugin status %s probes it\n", p.ID)
 	}

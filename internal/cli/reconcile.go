@@ -77,7 +77,7 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 		return err
 	}
 	for _, p := range rep.Problems {
-		fmt.Fprintf(opts.IO.ErrOut, "Problem: %s\n", p.Message)
+		fmt.Fprintf(opts.IO.ErrOut, "Problem: %s\n", escapeLines(p.Message))
 	}
 	switch {
 	case len(rep.Problems) > 0:

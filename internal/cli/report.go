@@ -6,9 +6,11 @@ import (
 )
 
 // Report prints a command's error to stderr (unless already shown) and returns the exit code.
+// The engine words errors from data a plugin returned (a node ID, a topology): a control
+// character in them is shown as an escape (escapeLines), not sent to the terminal.
 func (f *Factory) Report(err error) int {
 	if err != nil && !isSilent(err) {
-		fmt.Fprintf(f.IO.ErrOut, "Error: %v\n", err)
+		fmt.Fprintf(f.IO.ErrOut, "Error: %s\n", escapeLines(err.Error()))
 	}
 	return ExitCode(err)
 }

@@ -64,7 +64,7 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 	res, err := e.Detach(pctx, opts.VolumeID, opts.Force)
 	done()
 	for _, w := range res.Warnings {
-		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
+		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", escapeLines(w))
 	}
 	if res.Released == nil {
 		res.Released = []engine.ClaimInfo{}

@@ -207,7 +207,7 @@ func snapshotListRun(ctx context.Context, opts *SnapshotListOptions) error {
 		return fmt.Errorf("snapshot list: %w", err)
 	}
 	for _, w := range list.Warnings {
-		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
+		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", escapeLines(w))
 	}
 	if opts.Exporter.Enabled() {
 		return opts.Exporter.Write(opts.IO.Out, list)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
@@ -113,7 +114,7 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 			if len(vols) > 1 {
 				// Say it now, in order with the successes; the summary comes at the end.
 				out.Flush()
-				fmt.Fprintf(opts.IO.ErrOut, "Error: %v\n", err)
+				fmt.Fprintf(opts.IO.ErrOut, "Error: %s\n", escapeLines(err.Error()))
 			}
 			if ctx.Err() != nil {
 				break
@@ -126,7 +127,7 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 			if err := redactOutput(ctx, e, nil, &line); err != nil {
 				return fmt.Errorf("%s: %w", command, err)
 			}
-			fmt.Fprintln(out, line)
+			fmt.Fprintln(out, display.Escape(line))
 		}
 	}
 	if opts.Exporter.Enabled() {

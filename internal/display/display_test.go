@@ -59,3 +59,20 @@ func TestTopology(t *testing.T) {
 		t.Errorf("Bytes(10 GiB) = %q", Bytes(10<<30))
 	}
 }
+
+// TestEscape: control characters (C0 with newline and tab, DEL, C1) and bytes that are not
+// UTF-8 become visible escapes; letters, symbols and backslashes stay as they are.
+func TestEscape(t *testing.T) {
+	for in, want := range map[string]string{
+		"": "",
+		"plain 1.0 Größe ✓ 日本語 C:\\data": "plain 1.0 Größe ✓ 日本語 C:\\data",
+		"\x1b]0;pwned\x07":               `\x1b]0;pwned\a`,
+		"a\nb\tc\rd\x7f":                 `a\nb\tc\rd\x7f`,
+		"c1\u009b2J\u0085":               `c1\u009b2J\u0085`,
+		"bad\xff\x9bbyte":                `bad\xff\x9bbyte`,
+	} {
+		if got := Escape(in); got != want {
+			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
