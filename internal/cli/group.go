@@ -76,7 +76,7 @@ func groupRunRun(ctx context.Context, opts *GroupRunOptions) error {
 	}
 	out := bufio.NewWriter(opts.IO.Out)
 	if opts.Exporter.Enabled() {
-		err = opts.Exporter.Write(out, info)
+		err = afterDone(opts.Exporter.Write(out, info), "group %q run: %s", info.Name, allocsServed(info))
 	} else {
 		err = writeGroupRun(out, info)
 	}
@@ -90,13 +90,7 @@ func groupRunRun(ctx context.Context, opts *GroupRunOptions) error {
 // writeGroupRun prints what each alloc got: one row per claim, a failed alloc's row says so
 // (the error itself follows on stderr).
 func writeGroupRun(out io.Writer, g engine.GroupInfo) error {
-	ok := 0
-	for _, a := range g.Allocs {
-		if a.Error == "" {
-			ok++
-		}
-	}
-	fmt.Fprintf(out, "Group %q: %d of %d allocs have their volumes\n", g.Name, ok, len(g.Allocs))
+	fmt.Fprintf(out, "Group %q: %s\n", g.Name, allocsServed(g))
 	binds := hasBinds(g)
 	t := newTable(out, withBinds(binds, []string{"ALLOC", "VOLUME", "MODE"}, "MOUNTED AT", "TARGET")...)
 	for _, a := range g.Allocs {
@@ -109,6 +103,18 @@ func writeGroupRun(out io.Writer, g engine.GroupInfo) error {
 		}
 	}
 	return t.render()
+}
+
+// allocsServed says how many of the allocs a group run got their volumes: "2 of 3 allocs have
+// their volumes".
+func allocsServed(g engine.GroupInfo) string {
+	ok := 0
+	for _, a := range g.Allocs {
+		if a.Error == "" {
+			ok++
+		}
+	}
+	return fmt.Sprintf("%d of %d allocs have their volumes", ok, len(g.Allocs))
 }
 
 // hasBinds reports whether any claim of the group is bind-mounted somewhere (volume_mount):

@@ -74,7 +74,7 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 	}
 	if opts.Exporter.Enabled() {
 		if werr := opts.Exporter.Write(opts.IO.Out, res); werr != nil && err == nil {
-			err = werr
+			err = afterDone(werr, "volume %q: %d claim(s) released", opts.VolumeID, len(res.Released))
 		}
 		return err
 	}
