@@ -9,10 +9,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dustin/go-humanize"
 
@@ -127,28 +125,6 @@ func Plural(n int, noun string) string {
 // ("\x1b", "\n", "\u009b", "\xff"), the rest (non-ASCII letters, backslashes) as it is. An
 // escape sequence in a plugin's answer then reads as text, not as an order to recolour the
 // screen, retitle the window or move the cursor; a newline cannot start a line of its own.
-// The dashboard blanks such characters instead (tui's clean): it draws cells, not text.
-func Escape(s string) string {
-	if !strings.ContainsFunc(s, needsEscape) && utf8.ValidString(s) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s) + 8)
-	for len(s) > 0 {
-		r, n := utf8.DecodeRuneInString(s)
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[0])
-		case needsEscape(r):
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteString(s[:n])
-		}
-		s = s[n:]
-	}
-	return b.String()
-}
-
-// needsEscape reports a C0 or C1 control character or DEL.
-func needsEscape(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f }
+// The dashboard blanks such characters instead (tui's clean): it draws cells, not text. It is
+// spec.EscapeControl, which the spec diagnostics' source lines go through too.
+func Escape(s string) string { return spec.EscapeControl(s) }

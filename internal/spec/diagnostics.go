@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -129,28 +130,71 @@ func (dw *diagnosticWriter) snippet(b *strings.Builder, d *hcl.Diagnostic) {
 		before, marked, after := line.PartitionAround(highlight)
 		prefix := fmt.Sprintf("%4d: ", line.Start.Line)
 		if marked.Empty() {
-			fmt.Fprintf(b, "%s%s\n", prefix, sc.Bytes())
+			fmt.Fprintf(b, "%s%s\n", prefix, sourceText(sc.Bytes()))
 			continue
 		}
-		pre, mid, post := before.SliceBytes(src), marked.SliceBytes(src), after.SliceBytes(src)
+		// Escaped before the carets are counted, so that they sit under the escaped text.
+		pre, mid, post := sourceText(before.SliceBytes(src)), sourceText(marked.SliceBytes(src)), sourceText(after.SliceBytes(src))
 		if dw.color {
 			fmt.Fprintf(b, "%s%s%s%s%s%s\n", prefix, pre, ansiUnderline, mid, ansiReset, post)
 			continue
 		}
 		fmt.Fprintf(b, "%s%s%s%s\n", prefix, pre, mid, post)
 		b.WriteString(strings.Repeat(" ", len(prefix)))
-		for _, r := range string(pre) {
+		for _, r := range pre {
 			if r == '\t' {
 				b.WriteByte('\t')
 			} else {
 				b.WriteByte(' ')
 			}
 		}
-		b.WriteString(strings.Repeat("^", max(1, utf8.RuneCount(mid))))
+		b.WriteString(strings.Repeat("^", max(1, utf8.RuneCountInString(mid))))
 		b.WriteByte('\n')
 	}
 	b.WriteByte('\n')
 }
+
+// sourceText is a piece of a source line as a diagnostic shows it: its control characters
+// escaped (EscapeControl) but its tabs, which the carets' line repeats to stay aligned. A spec
+// file comes from anywhere, and an escape sequence in a string or a comment must not reach the
+// terminal.
+func sourceText(b []byte) string {
+	parts := strings.Split(string(b), "\t")
+	for i, p := range parts {
+		parts[i] = EscapeControl(p)
+	}
+	return strings.Join(parts, "\t")
+}
+
+// EscapeControl writes each control character in s (C0, newline and tab included, DEL, C1) and
+// each byte that is not UTF-8 as strconv.Quote writes it ("\x1b", "\n", "\u009b", "\xff"), and
+// leaves the rest, non-ASCII letters and backslashes included, as it is: text from outside
+// volctl made fit for a terminal. The command line shows plugins' data through it
+// (display.Escape), and diagnostics the source lines of spec files.
+func EscapeControl(s string) string {
+	if !strings.ContainsFunc(s, isControl) && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for len(s) > 0 {
+		r, n := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[0])
+		case isControl(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[:n])
+		}
+		s = s[n:]
+	}
+	return b.String()
+}
+
+// isControl reports a C0 or C1 control character or DEL.
+func isControl(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f }
 
 // JSONDiagnostic is the JSON form of one diagnostic, as `volctl validate --json` prints it
 // (docs/json.md).

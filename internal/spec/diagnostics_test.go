@@ -2,6 +2,7 @@ package spec
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -92,5 +93,41 @@ func TestJSONDiagnostics(t *testing.T) {
 	}
 	if b, _ := json.Marshal(JSONDiagnostics("x", nil)); string(b) != "[]" {
 		t.Errorf("no diagnostics marshal as %s, want []", b)
+	}
+}
+
+// TestDiagnosticSourceControlCharactersEscaped: a spec file is text from anywhere (a download,
+// a colleague's repo), and its source lines are echoed under each diagnostic. A control
+// character in them (an escape sequence in a string or a comment, a carriage return) must be
+// shown as an escape, not sent to the terminal, and the carets must still sit under the
+// offending value; tabs are kept as they are, for the carets' alignment.
+func TestDiagnosticSourceControlCharactersEscaped(t *testing.T) {
+	src := "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\ncapability {\n" +
+		"\taccess_mode = \"x\x1b]0;pwned\x07\" # \x1b[2J\u009b31m\rgone\n" +
+		"\tattachment_mode = \"file-system\"\n}\n"
+	p := NewParser()
+	_, diags := p.ParseVolume("vol.hcl", []byte(src), VerbAny)
+	if !diags.HasErrors() {
+		t.Fatal("no diagnostics: the test tests nothing")
+	}
+	var plain strings.Builder
+	if err := p.WriteDiagnostics(&plain, diags, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	want := "   5: \taccess_mode = \"x\\x1b]0;pwned\\a\" # \\x1b[2J\\u009b31m\\rgone\n" +
+		"      \t              ^^^^^^^^^^^^^^^^^\n"
+	if !strings.Contains(plain.String(), want) {
+		t.Errorf("plain output lacks\n%q\nin\n%q", want, plain.String())
+	}
+	var colour strings.Builder
+	if err := p.WriteDiagnostics(&colour, diags, 0, true); err != nil {
+		t.Fatal(err)
+	}
+	for what, out := range map[string]string{"plain": plain.String(), "colour": colour.String()} {
+		// volctl's own colours are the only escape sequences: SGR, ESC [ digits ; m.
+		rest := regexp.MustCompile(`\x1b\[[0-9;]*m`).ReplaceAllString(out, "")
+		if i := strings.IndexFunc(rest, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f }); i >= 0 {
+			t.Errorf("%s output prints control character %q from the spec raw:\n%q", what, rest[i], out)
+		}
 	}
 }
