@@ -114,7 +114,7 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 			if evs == nil {
 				evs = []engine.EventInfo{} // [] in JSON, not null
 			}
-			return opts.Exporter.Write(out, evs)
+			return opts.Exporter.Write(ctx, out, evs)
 		case len(evs) == 0 && opts.Since == "" && opts.Filter == (engine.EventFilter{}):
 			fmt.Fprintln(opts.IO.ErrOut, "No events recorded yet: volctl records one per claim, release, registration, health change, ...")
 			return nil
@@ -126,7 +126,7 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 	}
 
 	// Follow: what is there, then each new event as it is recorded, until ctx ends.
-	w := eventWriter{opts: opts, out: out}
+	w := eventWriter{ctx: ctx, opts: opts, out: out}
 	if err := w.write(evs, true); err != nil {
 		return err
 	}
@@ -180,6 +180,7 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 // eventWriter prints followed events: a JSON object per line, the template per event, or
 // table rows (the header once).
 type eventWriter struct {
+	ctx    context.Context // a --jq filter stops when it ends
 	opts   *EventsOptions
 	out    io.Writer
 	header bool
@@ -189,7 +190,7 @@ func (w *eventWriter) write(evs []engine.EventInfo, first bool) error {
 	switch {
 	case w.opts.Exporter.Template != "" || w.opts.Exporter.JQ != "":
 		for _, ev := range evs {
-			if err := w.opts.Exporter.Write(w.out, ev); err != nil {
+			if err := w.opts.Exporter.Write(w.ctx, w.out, ev); err != nil {
 				return err
 			}
 		}

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -11,11 +13,11 @@ import (
 // exportCmd is a command with the export flags that prints v through them.
 func exportCmd(v any, out *bytes.Buffer) *cobra.Command {
 	var e exportFlags
-	cmd := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error {
+	cmd := &cobra.Command{Use: "x", RunE: func(cmd *cobra.Command, _ []string) error {
 		if !e.Enabled() {
 			return nil
 		}
-		return e.Write(out, v)
+		return e.Write(cmd.Context(), out, v)
 	}}
 	addExportFlags(cmd, &e)
 	return cmd
@@ -79,5 +81,44 @@ func TestExportUsageErrors(t *testing.T) {
 	err := runCmd(t, exportCmd(exportSample, &out), "-t", `{{range .}}{{with index . "nope"}}{{.}}{{end}}{{.id}},{{end}}`)
 	if err != nil || out.String() != "db,logs," {
 		t.Fatalf("with index of an absent field: %q, %v", out.String(), err)
+	}
+}
+
+// TestExportJQEndsWithTheContext: a --jq filter that never ends (repeat, range(infinite),
+// a while whose condition stays true) stops when the command's context does. main turns
+// Ctrl-C and SIGTERM into that context's end, not the process's: without this, Ctrl-C and
+// timeout(1) could not stop such a filter (only SIGKILL did). The error is not a usage error
+// (the filter was valid), nothing is printed, and an acting command says what was done.
+func TestExportJQEndsWithTheContext(t *testing.T) {
+	for _, filter := range []string{`last(repeat(1))`, `[range(infinite)] | length`, `[.[] | .id] | until(false; .)`} {
+		t.Run(filter, func(t *testing.T) {
+			code, err := compileJQ(filter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := exportFlags{JQ: filter, jq: code}
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			var out bytes.Buffer
+			done := make(chan error, 1)
+			go func() { done <- e.Write(ctx, &out, exportSample) }()
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("--jq %s still runs 10s after its context ended", filter)
+			}
+			if err == nil || !strings.Contains(err.Error(), "interrupted before it ended") {
+				t.Errorf("--jq %s = %v, want it interrupted", filter, err)
+			}
+			if c := ExitCode(err); c != ExitError {
+				t.Errorf("--jq %s interrupted exits %d, want %d", filter, c, ExitError)
+			}
+			if out.Len() > 0 {
+				t.Errorf("--jq %s interrupted printed %q", filter, out.String())
+			}
+			if err := afterDone(err, "claim %q published", "db"); !strings.HasPrefix(err.Error(), `claim "db" published; only printing it failed: --jq `) {
+				t.Errorf("after an acting command: %v", err)
+			}
+		})
 	}
 }

@@ -76,7 +76,7 @@ func groupRunRun(ctx context.Context, opts *GroupRunOptions) error {
 	}
 	out := bufio.NewWriter(opts.IO.Out)
 	if opts.Exporter.Enabled() {
-		err = afterDone(opts.Exporter.Write(out, info), "group %q run: %s", info.Name, allocsServed(info))
+		err = afterDone(opts.Exporter.Write(ctx, out, info), "group %q run: %s", info.Name, allocsServed(info))
 	} else {
 		err = writeGroupRun(out, info)
 	}
@@ -199,7 +199,7 @@ func groupStatusRun(ctx context.Context, opts *GroupStatusOptions) (err error) {
 	}
 	if opts.Name != "" {
 		if opts.Exporter.Enabled() {
-			return opts.Exporter.Write(out, groups[0])
+			return opts.Exporter.Write(ctx, out, groups[0])
 		}
 		return writeGroupDetail(out, groups[0], opts.Now())
 	}
@@ -207,7 +207,7 @@ func groupStatusRun(ctx context.Context, opts *GroupStatusOptions) (err error) {
 		if groups == nil {
 			groups = []engine.GroupInfo{}
 		}
-		return opts.Exporter.Write(out, groups)
+		return opts.Exporter.Write(ctx, out, groups)
 	}
 	if len(groups) == 0 {
 		fmt.Fprintln(opts.IO.ErrOut, "No groups (volctl group run).")
@@ -301,7 +301,7 @@ func groupStopRun(ctx context.Context, opts *GroupStopOptions) error {
 		if info.Allocs == nil {
 			info.Allocs = []engine.AllocInfo{}
 		}
-		return afterDone(opts.Exporter.Write(opts.IO.Out, info), "group %q stopped", opts.Name)
+		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, info), "group %q stopped", opts.Name)
 	}
 	fmt.Fprintf(opts.IO.Out, "Group %q stopped; its claims are released\n", opts.Name)
 	return nil

@@ -368,7 +368,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		return fmt.Errorf("nomad status: %w", err)
 	}
 	if opts.Exporter.Enabled() {
-		if err := opts.Exporter.Write(opts.IO.Out, out); err != nil {
+		if err := opts.Exporter.Write(ctx, opts.IO.Out, out); err != nil {
 			return err
 		}
 	} else {

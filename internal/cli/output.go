@@ -107,8 +107,10 @@ func parseTemplate(s string) (*template.Template, error) {
 func (e *exportFlags) Enabled() bool { return e.JSON || e.Template != "" || e.JQ != "" }
 
 // Write prints v as indented JSON, or through the jq filter or the template. Both see exactly
-// the JSON form (field names as in --json), so the contracts cannot drift apart.
-func (e *exportFlags) Write(w io.Writer, v any) error {
+// the JSON form (field names as in --json), so the contracts cannot drift apart. A jq filter
+// runs until ctx ends: one that never ends (repeat, range(infinite)) gives way to Ctrl-C or the
+// SIGTERM of timeout(1), which main turns into ctx's end rather than the end of the process.
+func (e *exportFlags) Write(ctx context.Context, w io.Writer, v any) error {
 	if e.Template == "" && e.JQ == "" {
 		return writeJSON(w, v)
 	}
@@ -123,7 +125,7 @@ func (e *exportFlags) Write(w io.Writer, v any) error {
 		return err
 	}
 	if e.JQ != "" {
-		return e.writeJQ(w, data)
+		return e.writeJQ(ctx, w, data)
 	}
 	tmpl := e.tmpl
 	if tmpl == nil { // set without the flag, by a caller in this package
@@ -170,7 +172,7 @@ func quotedIDs(ids []string) string {
 
 // writeJQ prints each result of the --jq filter on its own line: a string as it is, anything
 // else as compact JSON, as gh and jq -r do.
-func (e *exportFlags) writeJQ(w io.Writer, data any) error {
+func (e *exportFlags) writeJQ(ctx context.Context, w io.Writer, data any) error {
 	code := e.jq
 	if code == nil { // set without the flag, by a caller in this package
 		var err error
@@ -179,7 +181,7 @@ func (e *exportFlags) writeJQ(w io.Writer, data any) error {
 		}
 	}
 	var buf bytes.Buffer
-	iter := code.Run(data)
+	iter := code.RunWithContext(ctx, data)
 	for {
 		x, ok := iter.Next()
 		if !ok {
@@ -189,6 +191,9 @@ func (e *exportFlags) writeJQ(w io.Writer, data any) error {
 			var halt *gojq.HaltError
 			if errors.As(err, &halt) && halt.Value() == nil {
 				break
+			}
+			if ctx.Err() != nil { // interrupted: not a usage error, and nothing is printed
+				return fmt.Errorf("--jq %s: interrupted before it ended: %w", e.JQ, ctx.Err())
 			}
 			return usageError("--jq %s: %v", e.JQ, err)
 		}

@@ -161,7 +161,7 @@ func pluginProbeRun(ctx context.Context, opts *PluginProbeOptions) error {
 		res.Error = &msg
 	}
 	if opts.Exporter.Enabled() {
-		err = opts.Exporter.Write(opts.IO.Out, res)
+		err = opts.Exporter.Write(ctx, opts.IO.Out, res)
 	} else {
 		err = writeProbeTable(opts.IO.Out, res, fp, latency)
 	}

@@ -189,7 +189,7 @@ func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
 		}
 	}
 	if opts.Exporter.Enabled() {
-		if err := opts.Exporter.Write(opts.IO.Out, infos); err != nil {
+		if err := opts.Exporter.Write(ctx, opts.IO.Out, infos); err != nil {
 			ids := make([]string, len(infos))
 			for i, info := range infos {
 				ids[i] = info.ID

@@ -63,7 +63,7 @@ func pluginStatusRun(ctx context.Context, opts *PluginStatusOptions) error {
 			plugins = []engine.PluginInfo{} // [] in JSON, not null
 		}
 		if opts.Exporter.Enabled() {
-			err = opts.Exporter.Write(out, plugins)
+			err = opts.Exporter.Write(ctx, out, plugins)
 		} else if len(plugins) == 0 {
 			fmt.Fprintln(opts.IO.ErrOut, "No plugins registered: start a CSI plugin and register it (volctl plugin register --id ID --socket PATH), or try volctl quickstart.")
 		} else if err = writePluginTable(out, plugins); err == nil {
@@ -74,7 +74,7 @@ func pluginStatusRun(ctx context.Context, opts *PluginStatusOptions) error {
 	}
 	p := plugins[0]
 	if opts.Exporter.Enabled() {
-		err = opts.Exporter.Write(out, p)
+		err = opts.Exporter.Write(ctx, out, p)
 	} else {
 		err = writePluginDetail(out, p, opts.Now())
 	}

@@ -60,7 +60,7 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 	}
 	out := bufio.NewWriter(opts.IO.Out)
 	if opts.Exporter.Enabled() {
-		err = afterDone(opts.Exporter.Write(out, rep), "reconcile: %d action(s) done, %d problem(s) left", len(rep.Actions), len(rep.Problems))
+		err = afterDone(opts.Exporter.Write(ctx, out, rep), "reconcile: %d action(s) done, %d problem(s) left", len(rep.Actions), len(rep.Problems))
 	} else if len(rep.Actions) == 0 {
 		if len(rep.Problems) == 0 {
 			fmt.Fprintln(out, "Nothing to do: every claim is at rest and every mount is in place.")

@@ -126,7 +126,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
 	out := bufio.NewWriter(opts.IO.Out)
 	defer flush(out, &err)
 	if opts.Exporter.Enabled() {
-		return opts.Exporter.Write(out, sum)
+		return opts.Exporter.Write(ctx, out, sum)
 	}
 	return writeStatusSummary(out, sum, vols, opts.MaxVolumes, opts.Now())
 }

@@ -111,7 +111,7 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 		}
 	}
 	if opts.Export.Enabled() {
-		if err := opts.Export.Write(ios.Out, all); err != nil {
+		if err := opts.Export.Write(ctx, ios.Out, all); err != nil {
 			return err
 		}
 	}

@@ -125,7 +125,7 @@ func volumeClaimRun(ctx context.Context, opts *VolumeClaimOptions) error {
 		return err
 	}
 	if opts.Exporter.Enabled() {
-		return afterDone(opts.Exporter.Write(opts.IO.Out, cl), "claim %q for alloc %q published at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
+		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, cl), "claim %q for alloc %q published at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
 	}
 	fmt.Fprintln(opts.IO.Out, cl.TargetPath)
 	return nil

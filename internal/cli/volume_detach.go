@@ -73,7 +73,7 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 		return err // nothing was tried (an unknown volume, say): nothing to report on stdout
 	}
 	if opts.Exporter.Enabled() {
-		if werr := opts.Exporter.Write(opts.IO.Out, res); werr != nil && err == nil {
+		if werr := opts.Exporter.Write(ctx, opts.IO.Out, res); werr != nil && err == nil {
 			err = afterDone(werr, "volume %q: %d claim(s) released", opts.VolumeID, len(res.Released))
 		}
 		return err

@@ -91,7 +91,7 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 		if err := redactOutput(ctx, e, nil, &v); err != nil {
 			return fmt.Errorf("volume expand: %w", err)
 		}
-		return afterDone(opts.Exporter.Write(opts.IO.Out, v), "volume %q expanded", v.ID)
+		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, v), "volume %q expanded", v.ID)
 	}
 	switch {
 	case v.CapacityBytes == before.CapacityBytes && v.RequestedMin == before.RequestedMin && before.NodeExpansionOwed > v.NodeExpansionOwed:

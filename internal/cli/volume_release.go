@@ -64,7 +64,7 @@ func volumeReleaseRun(ctx context.Context, opts *VolumeReleaseOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "Alloc %q holds no claim on volume %q: nothing to release\n", opts.Alloc, opts.VolumeID)
 	}
 	if opts.Exporter.Enabled() {
-		err := opts.Exporter.Write(opts.IO.Out, res)
+		err := opts.Exporter.Write(ctx, opts.IO.Out, res)
 		if res.Released {
 			err = afterDone(err, "claim %q for alloc %q released", opts.VolumeID, opts.Alloc)
 		}

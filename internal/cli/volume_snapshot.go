@@ -92,7 +92,7 @@ func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) error {
 		return fmt.Errorf("snapshot create: %w", err)
 	}
 	if opts.Exporter.Enabled() {
-		return afterDone(opts.Exporter.Write(opts.IO.Out, s), "snapshot %q (ID %s) of volume %q created", s.Name, s.ID, s.SourceVolumeID)
+		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, s), "snapshot %q (ID %s) of volume %q created", s.Name, s.ID, s.SourceVolumeID)
 	}
 	fmt.Fprintf(opts.IO.Out, "Snapshot %q of volume %q created (name %q, %s", s.ID, s.SourceVolumeID, s.Name, sizeOrUnknown(s.SizeBytes))
 	if !s.ReadyToUse {
@@ -210,7 +210,7 @@ func snapshotListRun(ctx context.Context, opts *SnapshotListOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", escapeLines(w))
 	}
 	if opts.Exporter.Enabled() {
-		return opts.Exporter.Write(opts.IO.Out, list)
+		return opts.Exporter.Write(ctx, opts.IO.Out, list)
 	}
 	if len(list.Snapshots) == 0 {
 		fmt.Fprintln(opts.IO.ErrOut, "No snapshots (volctl volume snapshot create).")

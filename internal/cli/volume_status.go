@@ -76,7 +76,7 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 				return fmt.Errorf("volume status: %w", err)
 			}
 			if len(t.rows) == 1 {
-				return writeVolumeList(out, opts.IO, &opts.Exporter, nil)
+				return writeVolumeList(ctx, out, opts.IO, &opts.Exporter, nil)
 			}
 			return t.render()
 		}
@@ -84,12 +84,12 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 		if err != nil {
 			return fmt.Errorf("volume status: %w", err)
 		}
-		return writeVolumeList(out, opts.IO, &opts.Exporter, vols)
+		return writeVolumeList(ctx, out, opts.IO, &opts.Exporter, vols)
 	}
 	info, err := e.Volume(ctx, opts.ID)
 	var amb *engine.AmbiguousError
 	if errors.As(err, &amb) {
-		if werr := writeVolumeList(out, opts.IO, &opts.Exporter, amb.Matches); werr != nil {
+		if werr := writeVolumeList(ctx, out, opts.IO, &opts.Exporter, amb.Matches); werr != nil {
 			return werr
 		}
 		return withCode(ExitUsage, fmt.Errorf("volume status: %w; give more of the ID", err))
@@ -101,17 +101,17 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 		return fmt.Errorf("volume status: %w", err)
 	}
 	if opts.Exporter.Enabled() {
-		return opts.Exporter.Write(out, info)
+		return opts.Exporter.Write(ctx, out, info)
 	}
 	return writeVolumeDetail(out, info, opts.Now())
 }
 
-func writeVolumeList(out *bufio.Writer, ios *iostreams.IOStreams, exp *exportFlags, vols []engine.VolumeSummary) error {
+func writeVolumeList(ctx context.Context, out *bufio.Writer, ios *iostreams.IOStreams, exp *exportFlags, vols []engine.VolumeSummary) error {
 	if exp.Enabled() {
 		if vols == nil {
 			vols = []engine.VolumeSummary{}
 		}
-		return exp.Write(out, vols)
+		return exp.Write(ctx, out, vols)
 	}
 	if len(vols) == 0 {
 		fmt.Fprintln(ios.ErrOut, "No volumes registered (volctl volume register or volctl volume create).")

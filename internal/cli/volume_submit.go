@@ -134,7 +134,7 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 		if err := redactOutput(ctx, e, nil, &infos); err != nil {
 			return fmt.Errorf("%s: %w", command, err)
 		}
-		if err := opts.Exporter.Write(out, infos); err != nil {
+		if err := opts.Exporter.Write(ctx, out, infos); err != nil {
 			ids := make([]string, len(infos))
 			for i, info := range infos {
 				ids[i] = info.ID
