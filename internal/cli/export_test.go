@@ -84,39 +84,58 @@ func TestExportUsageErrors(t *testing.T) {
 	}
 }
 
-// TestExportJQEndsWithTheContext: a --jq filter that never ends (repeat, range(infinite),
-// a while whose condition stays true) stops when the command's context does. main turns
-// Ctrl-C and SIGTERM into that context's end, not the process's: without this, Ctrl-C and
-// timeout(1) could not stop such a filter (only SIGKILL did). The error is not a usage error
-// (the filter was valid), nothing is printed, and an acting command says what was done.
-func TestExportJQEndsWithTheContext(t *testing.T) {
-	for _, filter := range []string{`last(repeat(1))`, `[range(infinite)] | length`, `[.[] | .id] | until(false; .)`} {
-		t.Run(filter, func(t *testing.T) {
-			code, err := compileJQ(filter)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e := exportFlags{JQ: filter, jq: code}
+// TestExportFilterEndsWithTheContext: a --jq filter or -t template that never ends (repeat,
+// range(infinite), a while whose condition stays true, a template that calls itself in a
+// range) stops when the command's context does. main turns Ctrl-C and SIGTERM into that
+// context's end, not the process's: without this, Ctrl-C and timeout(1) could not stop such a
+// filter (only SIGKILL did). The error is not a usage error (the filter was valid), nothing is
+// printed, and an acting command says what was done.
+func TestExportFilterEndsWithTheContext(t *testing.T) {
+	jq := func(filter string) exportFlags {
+		code, err := compileJQ(filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return exportFlags{JQ: filter, jq: code}
+	}
+	tmpl := func(text string) exportFlags {
+		tm, err := parseTemplate(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return exportFlags{Template: text, tmpl: tm}
+	}
+	for _, e := range []exportFlags{
+		jq(`last(repeat(1))`), jq(`[range(infinite)] | length`), jq(`[.[] | .id] | until(false; .)`),
+		// Two items, each calling the template again: 2^depth calls, writing as it goes.
+		tmpl(`{{define "x"}}{{range $}}.{{template "x" $}}{{end}}{{end}}{{template "x" .}}`),
+	} {
+		what := "--jq " + e.JQ
+		if e.Template != "" {
+			what = "-t " + e.Template
+		}
+		t.Run(what, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			defer cancel()
 			var out bytes.Buffer
 			done := make(chan error, 1)
 			go func() { done <- e.Write(ctx, &out, exportSample) }()
+			var err error
 			select {
 			case err = <-done:
 			case <-time.After(10 * time.Second):
-				t.Fatalf("--jq %s still runs 10s after its context ended", filter)
+				t.Fatalf("%s still runs 10s after its context ended", what)
 			}
 			if err == nil || !strings.Contains(err.Error(), "interrupted before it ended") {
-				t.Errorf("--jq %s = %v, want it interrupted", filter, err)
+				t.Errorf("%s = %v, want it interrupted", what, err)
 			}
 			if c := ExitCode(err); c != ExitError {
-				t.Errorf("--jq %s interrupted exits %d, want %d", filter, c, ExitError)
+				t.Errorf("%s interrupted exits %d, want %d", what, c, ExitError)
 			}
 			if out.Len() > 0 {
-				t.Errorf("--jq %s interrupted printed %q", filter, out.String())
+				t.Errorf("%s interrupted printed %d bytes", what, out.Len())
 			}
-			if err := afterDone(err, "claim %q published", "db"); !strings.HasPrefix(err.Error(), `claim "db" published; only printing it failed: --jq `) {
+			if err := afterDone(err, "claim %q published", "db"); !strings.HasPrefix(err.Error(), `claim "db" published; only printing it failed: -`) {
 				t.Errorf("after an acting command: %v", err)
 			}
 		})

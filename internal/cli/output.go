@@ -134,11 +134,42 @@ func (e *exportFlags) Write(ctx context.Context, w io.Writer, v any) error {
 		}
 	}
 	var buf bytes.Buffer // nothing is printed from a template that fails half-way
-	if err := tmpl.Execute(&buf, data); err != nil {
+	if err := executeTemplate(ctx, tmpl, &buf, data); err != nil {
+		if ctx.Err() != nil { // interrupted: not a usage error, and nothing is printed
+			return fmt.Errorf("--template: interrupted before it ended: %w", ctx.Err())
+		}
 		return usageError("--template: %v (the fields are those of --json: docs/json.md; for one left out when empty, {{with index . \"FIELD\"}}...{{end}})", err)
 	}
 	_, err = w.Write(buf.Bytes())
 	return err
+}
+
+// executeTemplate runs tmpl until it ends or ctx does. text/template cannot be stopped, and a
+// template can loop for good ({{define "x"}}{{range $}}{{template "x" $}}{{end}}{{end}} over two
+// items): one that writes stops at its next write, which fails once ctx has ended; one that
+// only loops is left running, its output unread, until the process exits, as the command does.
+func executeTemplate(ctx context.Context, tmpl *template.Template, buf *bytes.Buffer, data any) error {
+	done := make(chan error, 1)
+	go func() { done <- tmpl.Execute(ctxWriter{ctx, buf}, data) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ctxWriter writes to w until ctx ends, then fails every write with ctx's error.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
 }
 
 // afterDone wraps the error of printing an acting command's result (a --jq filter or -t
