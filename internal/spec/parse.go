@@ -149,10 +149,16 @@ func (p *Parser) load(filename string, src []byte) (hcl.Body, bool, *offsetMap, 
 		return hcl.EmptyBody(), json, nil, diags
 	}
 	if json {
-		f, diags := hcljson.Parse(src, filename)
-		if f == nil {
-			f = &hcl.File{Body: hcl.EmptyBody(), Bytes: src}
+		// A byte order mark is skipped as hclsyntax skips it: no column, its bytes counted.
+		body, start := src, hcl.InitialPos
+		if bytes.HasPrefix(src, utf8BOM) {
+			body, start.Byte = src[len(utf8BOM):], len(utf8BOM)
 		}
+		f, diags := hcljson.ParseWithStartPos(body, filename, start)
+		if f == nil {
+			f = &hcl.File{Body: hcl.EmptyBody()}
+		}
+		f.Bytes = src // what the ranges' offsets index
 		p.files[filename] = f
 		return f.Body, true, nil, diags
 	}
@@ -204,6 +210,9 @@ func looksHCL1(src []byte) bool {
 	}
 	return false
 }
+
+// utf8BOM is the byte order mark some editors write before the first character.
+var utf8BOM = []byte("\ufeff")
 
 func isJSON(filename string, src []byte) bool {
 	if strings.EqualFold(filepath.Ext(filename), ".json") {

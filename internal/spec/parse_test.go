@@ -531,3 +531,50 @@ func renderFailure(t *testing.T, src string, width uint) (string, hcl.Diagnostic
 func Parse(filename string, src []byte, verb Verb) (*File, hcl.Diagnostics) {
 	return NewParser().Parse(filename, src, verb)
 }
+
+// TestByteOrderMark: an editor that saves UTF-8 with a byte order mark (Notepad does) writes
+// EF BB BF before the first character. HCL's parser skips it; a JSON spec must read the same,
+// not fail with "Invalid start of value" at 1:1 over a character nobody can see. Positions
+// count as HCL's do: the mark takes no column, its three bytes are kept in the offsets.
+func TestByteOrderMark(t *testing.T) {
+	const bom = "\ufeff"
+	good := map[string]string{
+		"v.hcl":  "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\ncapability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n",
+		"v.json": `{"id": "db", "type": "csi", "plugin_id": "ebs", "capability": [{"access_mode": "single-node-writer", "attachment_mode": "file-system"}]}`,
+	}
+	for name, src := range good {
+		if _, diags := NewParser().ParseVolume(name, []byte(bom+src), VerbAny); diags.HasErrors() {
+			t.Errorf("%s with a byte order mark: %v", name, diags)
+		}
+	}
+	bad := map[string]string{
+		"b.hcl":  "id = \"db\"\ntype = 7\n",
+		"b.json": "{\"id\": \"db\",\n \"type\": 7}",
+	}
+	for name, src := range bad {
+		for _, prefix := range []string{"", bom} {
+			p := NewParser()
+			_, diags := p.ParseVolume(name, []byte(prefix+src), VerbAny)
+			var found bool
+			for _, d := range diags {
+				if d.Subject == nil || !strings.Contains(d.Detail, "type") || d.Subject.Start.Line != 2 {
+					continue
+				}
+				found = true
+				if want := len(prefix) + strings.Index(src, "7"); d.Subject.Start.Byte != want {
+					t.Errorf("%s (mark %v): the error starts at byte %d, want %d", name, prefix != "", d.Subject.Start.Byte, want)
+				}
+			}
+			if !found {
+				t.Errorf("%s (mark %v): no diagnostic about type on line 2: %v", name, prefix != "", diags)
+			}
+			var out strings.Builder
+			if err := p.WriteDiagnostics(&out, diags, 0, false); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(out.String(), "Invalid start of value") {
+				t.Errorf("%s (mark %v): %s", name, prefix != "", out.String())
+			}
+		}
+	}
+}
