@@ -87,3 +87,16 @@ func (h *cliHarness) runGroupOn(t *testing.T, source string) {
 		t.Fatal(err)
 	}
 }
+
+// serveMem serves mem (with opts: an interceptor, faults) on a socket, opens an engine on a
+// temp state dir and registers the plugin as "mem" (a monolith); it returns the socket, the
+// engine and what the commands' Engine field takes.
+func serveMem(t *testing.T, mem *csitest.MemPlugin, opts ...csitest.ServeOption) (string, *engine.Engine, func(context.Context) (*engine.Engine, error)) {
+	t.Helper()
+	socket, _ := csitest.Serve(t, append([]csitest.ServeOption{csitest.WithServer(mem)}, opts...)...)
+	e := openEngine(t, filepath.Join(t.TempDir(), "state"))
+	if _, err := e.RegisterPlugin(context.Background(), spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	return socket, e, func(context.Context) (*engine.Engine, error) { return e, nil }
+}
