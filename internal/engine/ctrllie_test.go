@@ -35,3 +35,24 @@ func TestCreateTooSmallAnsweredWithAnotherVolumesStorageDeletesNothing(t *testin
 		t.Errorf("b's create intent is still recorded: %v", err)
 	}
 }
+
+// A plugin that answers CreateSnapshot under a second name with the snapshot it made under the
+// first, of the same volume: the first snapshot's record stays, and the second is refused.
+func TestCreateSnapshotRefusesTheSameSnapshotUnderAnotherName(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	one := h.snapshot("one")
+	h.mem.AnswerSnapshotWith(one.ID)
+	_, err := h.e.CreateSnapshot(h.ctx, "db", "two", nil)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `"one"`) {
+		t.Errorf("snapshot two answered with snapshot one: %v, want a conflict naming \"one\"", err)
+	}
+	list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sn := range list.Snapshots {
+		if sn.ID == one.ID && sn.Name != "one" {
+			t.Errorf("snapshot %q is now recorded under name %q", one.ID, sn.Name)
+		}
+	}
+}
