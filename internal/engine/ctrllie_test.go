@@ -56,3 +56,47 @@ func TestCreateSnapshotRefusesTheSameSnapshotUnderAnotherName(t *testing.T) {
 		}
 	}
 }
+
+// A plugin asked to restore a snapshot that answers with a volume pre-populated from another
+// source: the volume is refused, since its data is not what was asked for.
+func TestCreateRefusesAVolumeFromAnotherSource(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	s := h.snapshot("want")
+	h.mem.AddVolume(csi.Volume{ID: "old", CapacityBytes: 1 << 30, SnapshotID: "other-snap"})
+	h.mem.AnswerCreateWith("old")
+
+	sv := volume("restored")
+	sv.SnapshotID = s.ID
+	_, err := h.e.CreateVolume(h.ctx, sv)
+	if err == nil {
+		v := h.volumeInfo("restored")
+		t.Fatalf("restore of snapshot %q answered with a volume made from \"other-snap\" succeeded: %+v", s.ID, v)
+	}
+	if !strings.Contains(err.Error(), "other-snap") || !strings.Contains(err.Error(), s.ID) {
+		t.Errorf("error = %v, want it to name both sources", err)
+	}
+	if _, ok := h.mem.Volume("old"); !ok {
+		t.Errorf("the plugin's volume \"old\", which this create did not make, was deleted")
+	}
+	if _, err := h.e.Volume(h.ctx, "restored"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the refused create is still recorded: %v", err)
+	}
+}
+
+// A plugin asked for an empty volume that answers with one pre-populated from a snapshot: it is
+// refused too (someone's data, not an empty volume).
+func TestCreateRefusesAPrepopulatedVolumeForAnEmptyOne(t *testing.T) {
+	h := newHarness(t, nil)
+	h.mem.AddVolume(csi.Volume{ID: "old", CapacityBytes: 1 << 30, SnapshotID: "someones-snap"})
+	h.mem.AnswerCreateWith("old")
+	_, err := h.e.CreateVolume(h.ctx, volume("fresh"))
+	if err == nil || !strings.Contains(err.Error(), "someones-snap") || !strings.Contains(err.Error(), "an empty volume was asked") {
+		t.Fatalf("create of an empty volume answered with one from a snapshot: %v", err)
+	}
+	if _, ok := h.mem.Volume("old"); !ok {
+		t.Errorf("the plugin's volume \"old\" was deleted")
+	}
+	if _, err := h.e.Volume(h.ctx, "fresh"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the refused create is still recorded: %v", err)
+	}
+}
