@@ -100,3 +100,48 @@ func TestCreateRefusesAPrepopulatedVolumeForAnEmptyOne(t *testing.T) {
 		t.Errorf("the refused create is still recorded: %v", err)
 	}
 }
+
+// A plugin that answers ControllerExpandVolume OK with less than the size asked: the expand
+// fails, saying so, and the record does not claim the size was reached.
+func TestExpandAnsweredWithLessThanAsked(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("a")) // 1 MiB
+	h.mem.AnswerExpandWith(1 << 21)
+
+	_, err := h.e.ExpandVolume(h.ctx, "a", 1<<30, 0)
+	if err == nil || !strings.Contains(err.Error(), "2MiB") {
+		t.Errorf("expand answered with 2 MiB of the 1 GiB asked: %v, want an error naming 2 MiB", err)
+	}
+	v := h.volumeInfo("a")
+	if v.RequestedMin >= 1<<30 {
+		t.Errorf("capacity_min recorded as %d after the plugin reached only %d", v.RequestedMin, v.CapacityBytes)
+	}
+	// The same spec again asks again.
+	h.mem.AnswerExpandWith(0)
+	sv := volume("a")
+	sv.CapacityMin = 1 << 30
+	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+		t.Fatal(err)
+	}
+	if v := h.volumeInfo("a"); v.CapacityBytes != 1<<30 {
+		t.Errorf("after the same create again, capacity is %d, want %d", v.CapacityBytes, 1<<30)
+	}
+}
+
+// A plugin that answers ControllerExpandVolume with less than the volume had: the record never
+// shrinks.
+func TestExpandAnsweredWithLessThanBefore(t *testing.T) {
+	h := newHarness(t, nil)
+	sv := volume("a")
+	sv.CapacityMin = 1 << 30
+	h.create(sv)
+	h.mem.AnswerExpandWith(1 << 20)
+
+	_, err := h.e.ExpandVolume(h.ctx, "a", 2<<30, 0)
+	if err == nil {
+		t.Errorf("expand answered with 1 MiB for a 1 GiB volume succeeded")
+	}
+	if v := h.volumeInfo("a"); v.CapacityBytes < 1<<30 {
+		t.Errorf("capacity recorded as %d, below the %d it was", v.CapacityBytes, 1<<30)
+	}
+}
