@@ -41,6 +41,13 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 		return Volume{}, fmt.Errorf("%s: the plugin returned no volume ID for %q", RPCCreateVolume, r.Name)
 	}
 	v := volumeFromCSI(resp.GetVolume())
+	// A clone is a new volume: an answer naming the source is the source, which recording as
+	// the clone would let deleting the clone delete, and which is not returned to delete.
+	if r.CloneID != "" && v.ID == r.CloneID {
+		return Volume{}, fmt.Errorf("%s: the plugin answered %q, a clone of volume %q, with volume %q itself: "+
+			"it is not recorded as the clone, and left alone (the plugin does not clone: report it to the plugin's authors)",
+			RPCCreateVolume, r.Name, r.CloneID, v.ID)
+	}
 	// A content source in the answer says what the volume was pre-populated from (the spec
 	// leaves it out as it likes, so only one that is there is compared). Another source than
 	// asked is not this request's volume, however the plugin came to answer with it: its data

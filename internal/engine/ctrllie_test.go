@@ -145,3 +145,29 @@ func TestExpandAnsweredWithLessThanBefore(t *testing.T) {
 		t.Errorf("capacity recorded as %d, below the %d it was", v.CapacityBytes, 1<<30)
 	}
 }
+
+// A plugin asked to clone a volume volctl does not record (clone_id names the provider's ID)
+// that answers with the source volume itself: the clone is refused, and the source, which
+// deleting the clone would delete, is neither recorded as the clone nor deleted.
+func TestCloneAnsweredWithItsSourceIsRefused(t *testing.T) {
+	for _, tooSmall := range []bool{false, true} {
+		h := newHarness(t, nil)
+		h.mem.AddVolume(csi.Volume{ID: "provider-src", CapacityBytes: 1 << 30})
+		h.mem.AnswerCreateWith("provider-src")
+		sv := volume("clone")
+		sv.CloneID = "provider-src"
+		if tooSmall {
+			sv.CapacityMin = 2 << 30
+		}
+		_, err := h.e.CreateVolume(h.ctx, sv)
+		if err == nil || !strings.Contains(err.Error(), "provider-src") {
+			t.Errorf("too small %v: clone answered with its source: %v, want an error naming the source", tooSmall, err)
+		}
+		if _, ok := h.mem.Volume("provider-src"); !ok {
+			t.Fatalf("too small %v: the clone's source was deleted", tooSmall)
+		}
+		if _, err := h.e.Volume(h.ctx, "clone"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("too small %v: the clone is recorded: %v", tooSmall, err)
+		}
+	}
+}
