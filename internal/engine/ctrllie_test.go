@@ -68,19 +68,7 @@ func TestCreateRefusesAVolumeFromAnotherSource(t *testing.T) {
 	sv := volume("restored")
 	sv.SnapshotID = s.ID
 	_, err := h.e.CreateVolume(h.ctx, sv)
-	if err == nil {
-		v := h.volumeInfo("restored")
-		t.Fatalf("restore of snapshot %q answered with a volume made from \"other-snap\" succeeded: %+v", s.ID, v)
-	}
-	if !strings.Contains(err.Error(), "other-snap") || !strings.Contains(err.Error(), s.ID) {
-		t.Errorf("error = %v, want it to name both sources", err)
-	}
-	if _, ok := h.mem.Volume("old"); !ok {
-		t.Errorf("the plugin's volume \"old\", which this create did not make, was deleted")
-	}
-	if _, err := h.e.Volume(h.ctx, "restored"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("the refused create is still recorded: %v", err)
-	}
+	h.refusedCreate(err, "restored", "old", "other-snap", `snapshot "`+s.ID+`"`)
 }
 
 // A plugin asked for an empty volume that answers with one pre-populated from a snapshot: it is
@@ -90,14 +78,26 @@ func TestCreateRefusesAPrepopulatedVolumeForAnEmptyOne(t *testing.T) {
 	h.mem.AddVolume(csi.Volume{ID: "old", CapacityBytes: 1 << 30, SnapshotID: "someones-snap"})
 	h.mem.AnswerCreateWith("old")
 	_, err := h.e.CreateVolume(h.ctx, volume("fresh"))
-	if err == nil || !strings.Contains(err.Error(), "someones-snap") || !strings.Contains(err.Error(), "an empty volume was asked") {
-		t.Fatalf("create of an empty volume answered with one from a snapshot: %v", err)
+	h.refusedCreate(err, "fresh", "old", "someones-snap", "an empty volume was asked")
+}
+
+// refusedCreate checks that the create of volume id failed with an error naming each of want,
+// recorded nothing, and left the plugin's volume ext, which it did not make, in place.
+func (h *harness) refusedCreate(err error, id, ext string, want ...string) {
+	h.t.Helper()
+	if err == nil {
+		h.t.Fatalf("create of %q answered with the plugin's volume %q succeeded: %+v", id, ext, h.volumeInfo(id))
 	}
-	if _, ok := h.mem.Volume("old"); !ok {
-		t.Errorf("the plugin's volume \"old\" was deleted")
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			h.t.Errorf("create of %q: %v; want it to say %s", id, err, w)
+		}
 	}
-	if _, err := h.e.Volume(h.ctx, "fresh"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("the refused create is still recorded: %v", err)
+	if _, ok := h.mem.Volume(ext); !ok {
+		h.t.Errorf("the plugin's volume %q, which the create of %q did not make, was deleted", ext, id)
+	}
+	if _, err := h.e.Volume(h.ctx, id); !errors.Is(err, ErrNotFound) {
+		h.t.Errorf("the refused create of %q is still recorded: %v", id, err)
 	}
 }
 
@@ -160,14 +160,6 @@ func TestCloneAnsweredWithItsSourceIsRefused(t *testing.T) {
 			sv.CapacityMin = 2 << 30
 		}
 		_, err := h.e.CreateVolume(h.ctx, sv)
-		if err == nil || !strings.Contains(err.Error(), "provider-src") {
-			t.Errorf("too small %v: clone answered with its source: %v, want an error naming the source", tooSmall, err)
-		}
-		if _, ok := h.mem.Volume("provider-src"); !ok {
-			t.Fatalf("too small %v: the clone's source was deleted", tooSmall)
-		}
-		if _, err := h.e.Volume(h.ctx, "clone"); !errors.Is(err, ErrNotFound) {
-			t.Errorf("too small %v: the clone is recorded: %v", tooSmall, err)
-		}
+		h.refusedCreate(err, "clone", "provider-src", `volume "provider-src" itself`)
 	}
 }
