@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // The same storage reached through two plugin IDs whose sockets are spelled differently (a
@@ -31,5 +34,31 @@ func TestOneStorageVolumeThroughTwoSpellingsOfOneSocket(t *testing.T) {
 		if _, err := h.e.RegisterVolume(h.ctx, reg); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `"a"`) {
 			t.Errorf("register a's storage again through %s at %s: %v", id, sock, err)
 		}
+	}
+}
+
+// Two volctl volumes recorded on one storage volume (state from a volctl that did not see
+// through a socket's other spelling): deleting one is refused, since DeleteVolume would delete
+// the other's data, and says how to forget it instead.
+func TestDeleteRefusedWhileAnotherVolumeRecordsTheStorage(t *testing.T) {
+	h := newHarness(t, nil)
+	a := h.create(volume("a"))
+	h.update(func(tx *store.Tx) error {
+		dup := store.VolumeFromSpec(volume("b"))
+		dup.ExternalID, dup.State = a.ExternalID, store.VolumeReady
+		return tx.Volumes().Insert(&dup)
+	})
+	err := h.e.DeleteVolume(h.ctx, "b")
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `"a"`) || !strings.Contains(err.Error(), "deregister") {
+		t.Errorf("delete of b, on a's storage: %v; want a conflict naming a and deregister", err)
+	}
+	if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
+		t.Errorf("DeleteVolume sent %d time(s)", n)
+	}
+	if _, ok := h.mem.Volume(a.ExternalID); !ok {
+		t.Fatalf("a's storage %q was deleted through b", a.ExternalID)
+	}
+	if v := h.volumeInfo("b"); v.State != "ready" {
+		t.Errorf("b is %s after the refused delete, want ready", v.State)
 	}
 }

@@ -62,6 +62,9 @@ func (e *Engine) DeleteVolume(ctx context.Context, id string) error {
 		if err := refuseHandedOver(tx, id); err != nil {
 			return err
 		}
+		if err := refuseSharedDelete(tx, v); err != nil {
+			return err
+		}
 		v.State = store.VolumeDeleting
 		return tx.Volumes().Update(&v)
 	})
@@ -73,6 +76,19 @@ func (e *Engine) DeleteVolume(ctx context.Context, id string) error {
 		return fail(err)
 	}
 	return nil
+}
+
+// refuseSharedDelete refuses to delete volume v's storage while another volctl volume records
+// it (sameStorage: state from before a check saw the two were one, such as one plugin reached
+// through two spellings of its socket): DeleteVolume would delete that volume's data too.
+func refuseSharedDelete(tx *store.Tx, v store.Volume) error {
+	same, err := sameStorage(tx, v.PluginID, v.ExternalID, v.ID)
+	if err != nil || len(same) == 0 {
+		return err
+	}
+	o := same[0]
+	return conflictf("volume %q's storage (external ID %q on plugin %q) is also recorded as volume %q: deleting it would delete %q's data; "+
+		"`volctl volume deregister %s` forgets %q and leaves the storage to %q", v.ID, v.ExternalID, v.PluginID, o.ID, o.ID, v.ID, v.ID, o.ID)
 }
 
 // finishDelete sends DeleteVolume for a volume in state deleting and forgets it. An attachment
