@@ -38,8 +38,9 @@ func TestOneStorageVolumeThroughTwoSpellingsOfOneSocket(t *testing.T) {
 }
 
 // Two volctl volumes recorded on one storage volume (state from a volctl that did not see
-// through a socket's other spelling): deleting one is refused, since DeleteVolume would delete
-// the other's data, and says how to forget it instead.
+// through a socket's other spelling): deleting one is refused, by a delete or by reconcile
+// finishing one, since DeleteVolume would delete the other's data, and says how to forget it
+// instead.
 func TestDeleteRefusedWhileAnotherVolumeRecordsTheStorage(t *testing.T) {
 	h := newHarness(t, nil)
 	a := h.create(volume("a"))
@@ -60,5 +61,24 @@ func TestDeleteRefusedWhileAnotherVolumeRecordsTheStorage(t *testing.T) {
 	}
 	if v := h.volumeInfo("b"); v.State != "ready" {
 		t.Errorf("b is %s after the refused delete, want ready", v.State)
+	}
+
+	// A delete of b begun before (marked deleting) is not finished by reconcile either.
+	h.update(func(tx *store.Tx) error {
+		b, err := tx.Volumes().Get("b")
+		if err != nil {
+			return err
+		}
+		b.State = store.VolumeDeleting
+		return tx.Volumes().Update(&b)
+	})
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Logf("reconcile: %v", err)
+	}
+	if _, ok := h.mem.Volume(a.ExternalID); !ok {
+		t.Fatalf("a's storage %q was deleted by reconcile finishing b's delete", a.ExternalID)
+	}
+	if v := h.volumeInfo("b"); v.State != "ready" {
+		t.Errorf("b is %s after reconcile, want ready", v.State)
 	}
 }
