@@ -436,7 +436,7 @@ func interruptedNote(cl store.Claim) string {
 // is not the plugin's verdict on the claim, so the claim should not be rolled back for it.
 func isLocalRetryable(err error) bool {
 	var ce *csi.Error
-	return !errors.As(err, &ce) && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrConflict)
+	return !errors.As(err, &ce) && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrConflict) && !errors.Is(err, errBadAnswer)
 }
 
 func lastRPC(err error) string {
