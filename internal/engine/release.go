@@ -185,10 +185,16 @@ func (e *Engine) checkUnmounted(v store.Volume, rpc, what, path string, c *conn)
 // reading the table, when the path is gone or is an empty directory that is not a mount point
 // (mountFree).
 func (e *Engine) mountsLeft(path string) ([]string, error) {
-	real := e.realPath(path)
-	if mountFree(real) {
+	if mountFree(e.realPath(path)) {
 		return nil, nil
 	}
+	return e.mountsAt(path)
+}
+
+// mountsAt returns what the mount table has at path or below it, sorted, the path compared as
+// recorded and as the table has it (realPath).
+func (e *Engine) mountsAt(path string) ([]string, error) {
+	real := e.realPath(path)
 	mounted, err := e.cfg.Mounts.MountsUnder(e.cfg.StateDir)
 	if err != nil {
 		return nil, err
@@ -206,17 +212,20 @@ func (e *Engine) mountsLeft(path string) ([]string, error) {
 // checkUnstageable decides what to do with a staging no claim uses when the plugin cannot be
 // asked to undo it: it no longer has STAGE_UNSTAGE_VOLUME (a restart with other capabilities),
 // though the staging was recorded while it had. The mount table says whether anything is
-// there. A staging path still mounted is an error: the record stays, so the claim's release (or
-// reconcile's clean-up) is left for reconcile, which reports it on every pass until the mount
-// is gone. One not mounted is forgotten, with an event if it had been staged.
+// there, at the staging path or below it (mountsAt: a plugin may mount below the path it was
+// given, and a path recorded under a symlinked state dir is read as the table has it). A
+// staging path still mounted is an error: the record stays, so the
+// claim's release (or reconcile's clean-up) is left for reconcile, which reports it on every
+// pass until the mount is gone. One not mounted is forgotten, with an event if it had been
+// staged.
 func (e *Engine) checkUnstageable(v store.Volume, st store.Staging, c *conn, p *checkpoint) error {
-	mounted, err := e.cfg.Mounts.MountsUnder(e.cfg.StateDir)
+	left, err := e.mountsAt(st.StagingPath)
 	if err != nil {
 		return fmt.Errorf("checking the mount table for volume %q's staging at %s: %w", v.ID, st.StagingPath, err)
 	}
-	if mounted[st.StagingPath] {
+	if len(left) > 0 {
 		return fmt.Errorf("volume %q's staging at %s is still mounted, but plugin %q no longer has the node capability STAGE_UNSTAGE_VOLUME, so NodeUnstageVolume cannot be sent: "+
-			"start the plugin with that capability again, or unmount %s by hand, then run `volctl reconcile`", v.ID, st.StagingPath, c.plugin.ID, st.StagingPath)
+			"start the plugin with that capability again, or unmount %s by hand, then run `volctl reconcile`", v.ID, st.StagingPath, c.plugin.ID, strings.Join(left, " and "))
 	}
 	if st.Staged {
 		msg := fmt.Sprintf("volume %q was recorded as staged at %s, but plugin %q no longer has the node capability STAGE_UNSTAGE_VOLUME; nothing is mounted there, so the record is dropped without NodeUnstageVolume",
