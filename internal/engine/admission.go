@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -84,10 +85,13 @@ func segmentsWithin(a, b map[string]string) bool {
 	return true
 }
 
+// formatSegments words topology segments, which a plugin reported (NodeGetInfo, CreateVolume),
+// with their control characters escaped: an escape sequence in a segment must not reach the
+// terminal that shows the refusal.
 func formatSegments(s map[string]string) string {
 	parts := make([]string, 0, len(s))
 	for _, k := range slices.Sorted(maps.Keys(s)) {
-		parts = append(parts, k+"="+s[k])
+		parts = append(parts, csi.EscapeControl(k+"="+s[k]))
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }
