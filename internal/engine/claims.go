@@ -203,7 +203,7 @@ func recordIntents(tx *store.Tx, ld *loaded, v store.Volume, stateDir string) er
 	fp, st, changed := ld.plugin.Fingerprint, &ld.staging, false
 	if slices.Contains(fp.ControllerCaps, "PUBLISH_UNPUBLISH_VOLUME") && !st.ControllerPublished {
 		st.PluginID, st.NodeID, st.ControllerPublished = v.PluginID, fp.NodeID, true
-		changed = true
+		changed, ld.attachIntent = true, true
 	}
 	if path := stagingPath(stateDir, v.PluginID, v.ID); slices.Contains(fp.NodeCaps, "STAGE_UNSTAGE_VOLUME") && !st.Staged && st.StagingPath != path {
 		st.PluginID, st.StagingPath = v.PluginID, path

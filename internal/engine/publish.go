@@ -90,6 +90,25 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 		}
 	}
 	if c.controllerPublishes() {
+		if p.st.ControllerPublished && p.st.NodeID != "" && p.st.NodeID != c.fp.NodeID {
+			// The volume is recorded as maybe attached to another node than the one the plugin
+			// reports now: its NodeGetInfo node_id changed (a restart). ControllerPublishVolume
+			// goes to the node it reports now, and the release detaches the node the record
+			// names: left as it is, the new attachment would be forgotten. The intent is
+			// recorded anew for the node the RPC goes to. When the record may stand for an
+			// attachment (an earlier attempt's, or one a forced detach left), it is undone first,
+			// as the release would undo it; admission's intent, taken from the fingerprint
+			// before the restart and sent to no node, is only corrected.
+			if !p.attachIntent {
+				if err := p.flushDurable(ctx, "claim"); err != nil {
+					return err
+				}
+				if err := e.controllerUnpublish(ctx, c, v, p.st.NodeID); err != nil {
+					return err
+				}
+			}
+			p.staging(func(st *store.Staging) { st.NodeID, st.PublishContext = c.fp.NodeID, nil })
+		}
 		if !p.st.ControllerPublished {
 			p.staging(func(st *store.Staging) {
 				st.PluginID, st.NodeID, st.ControllerPublished = v.PluginID, c.fp.NodeID, true

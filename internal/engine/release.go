@@ -138,14 +138,9 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 			if nodeID == "" {
 				nodeID = c.fp.NodeID
 			}
-			err := e.controllerCall(ctx, c, csi.RPCControllerUnpublishVolume, func(ctx context.Context) error {
-				return c.client.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{
-					VolumeID: v.ExternalID, NodeID: nodeID, Secrets: v.Secrets})
-			})
-			if err != nil && !csi.IsIgnorable(err) {
+			if err := e.controllerUnpublish(ctx, c, v, nodeID); err != nil {
 				return err
 			}
-			failpoint("rpc:ControllerUnpublishVolume")
 		} else {
 			// Only a plugin that attached the volume (PUBLISH_UNPUBLISH_VOLUME, when it was
 			// recorded) leaves this record: it has lost the capability since, and cannot be asked
@@ -157,6 +152,21 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 		}
 		p.staging(func(st *store.Staging) { st.ControllerPublished, st.PublishContext = false, nil })
 	}
+	return nil
+}
+
+// controllerUnpublish sends ControllerUnpublishVolume for volume v and node nodeID, with the
+// engine's retries under the plugin's controller lock; NOT_FOUND counts as done. The caller has
+// committed what the RPC depends on.
+func (e *Engine) controllerUnpublish(ctx context.Context, c *conn, v store.Volume, nodeID string) error {
+	err := e.controllerCall(ctx, c, csi.RPCControllerUnpublishVolume, func(ctx context.Context) error {
+		return c.client.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{
+			VolumeID: v.ExternalID, NodeID: nodeID, Secrets: v.Secrets})
+	})
+	if err != nil && !csi.IsIgnorable(err) {
+		return err
+	}
+	failpoint("rpc:ControllerUnpublishVolume")
 	return nil
 }
 

@@ -167,6 +167,14 @@ func (m *MemPlugin) SetReady(ready *bool) {
 	m.cfg.Ready = ready
 }
 
+// SetNodeID changes the node ID NodeGetInfo reports (and the node the plugin's node service
+// acts as), keeping what the plugin holds: a plugin restarted with another node_id.
+func (m *MemPlugin) SetNodeID(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cfg.NodeID = id
+}
+
 // AddVolume makes the plugin know a volume it did not create, as for `volctl volume register`
 // of an existing volume.
 func (m *MemPlugin) AddVolume(v csi.Volume) {
