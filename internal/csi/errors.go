@@ -110,6 +110,9 @@ func IsTimeout(err error) bool {
 // IsUnavailable reports whether err says the plugin could not be reached (UNAVAILABLE).
 func IsUnavailable(err error) bool { return err != nil && CodeOf(err) == codes.Unavailable }
 
+// IsUnimplemented reports whether err is the plugin's UNIMPLEMENTED: it does not do this RPC.
+func IsUnimplemented(err error) bool { return err != nil && CodeOf(err) == codes.Unimplemented }
+
 // IsAlreadyExists reports whether err is the plugin's ALREADY_EXISTS.
 func IsAlreadyExists(err error) bool { return err != nil && CodeOf(err) == codes.AlreadyExists }
 
