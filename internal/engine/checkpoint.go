@@ -33,6 +33,8 @@ type loaded struct {
 	staging    store.Staging
 	hasStaging bool
 	others     *usage // what the volume's other claims use, when the transaction counted them
+	// onNode: admission found the volume on the node already (a live claim or a staging row).
+	onNode bool
 	// attachIntent: admission's transaction recorded the attach intent (recordIntents), from
 	// the plugin's stored fingerprint, and no RPC has been sent for it.
 	attachIntent bool
