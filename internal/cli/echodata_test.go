@@ -275,19 +275,24 @@ func TestPluginDataControlCharactersEscaped(t *testing.T) {
 		return eventsRun(ctx, &EventsOptions{IO: ios, Engine: eng, Now: nowFunc})
 	})
 
-	// An error the engine words from the plugin's data: the topology it gave the volume.
+	// An error worded from the plugin's data: the topology it gave the volume (the engine
+	// escapes it itself), and any error holding such text as it is (Report escapes it).
 	_, claimErr := e.Claim(ctx, engine.ClaimRequest{VolumeID: "elsewhere", Alloc: "a2"})
-	if claimErr == nil || !strings.Contains(claimErr.Error(), hostileText) {
+	if claimErr == nil || !strings.Contains(claimErr.Error(), "zone=b") {
 		t.Fatalf("claim of elsewhere = %v: want a refusal naming the plugin's topology, or this tests nothing", claimErr)
 	}
-	ios, _, _, errOut := iostreams.Test()
-	f := NewFactory(ios)
-	if code, want := f.Report(claimErr), ExitCode(claimErr); code != want {
-		t.Errorf("exit code %d, want %d", code, want)
-	}
-	check("the claim's error", true, errOut)
-	if !strings.Contains(errOut.String(), `\x1b]0;pwned\a\x1b[2J\u009b31m\rX`) {
-		t.Errorf("the claim's error does not show the plugin's topology escaped:\n%s", errOut)
+	for what, err := range map[string]error{
+		"the claim's error":            claimErr,
+		"an error holding plugin text": fmt.Errorf("plugin %q answered %s: %w", "mem", "vol"+hostileText, engine.ErrConflict),
+	} {
+		ios, _, _, errOut := iostreams.Test()
+		if code, want := NewFactory(ios).Report(err), ExitCode(err); code != want {
+			t.Errorf("%s: exit code %d, want %d", what, code, want)
+		}
+		check(what, true, errOut)
+		if !strings.Contains(errOut.String(), `\x1b]0;pwned\a\x1b[2J\u009b31m\rX`) {
+			t.Errorf("%s does not show the plugin's text escaped:\n%s", what, errOut)
+		}
 	}
 
 	// --json is the data, exact: encoding/json escapes C0 itself, and a script gets back what

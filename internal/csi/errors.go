@@ -18,6 +18,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // Class says what a caller should do about a failed RPC.
@@ -361,26 +363,10 @@ func pluginText(msg string, sensitive []string) string {
 // a visible escape, as strconv.Quote would ("\x1b", "\n", "\u009b"), and leaves the rest of
 // the text, non-ASCII letters included, as it is. A plugin's message is shown on terminals
 // (status, the TUI) and stored: an escape sequence in it must not recolour the screen or
-// retitle the window. A byte that is not UTF-8 comes out as U+FFFD, as gRPC delivers it.
-// Callers that word other data a plugin returned (its topology segments) use it too.
-func EscapeControl(s string) string {
-	if !strings.ContainsFunc(s, needsEscape) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if needsEscape(r) {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		} else {
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-// needsEscape reports a C0 or C1 control character or DEL.
-func needsEscape(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f }
+// retitle the window. Callers that word other data a plugin returned (its topology segments)
+// use it too. It is spec.EscapeControl, the one escaping the command line's output and the
+// spec diagnostics use as well (gRPC delivers only UTF-8; a byte that is not is shown "\xff").
+func EscapeControl(s string) string { return spec.EscapeControl(s) }
 
 // hint says what a person can do about code from rpc, following the error tables of the
 // CSI spec for each RPC (rpcTable, codeHints).
