@@ -201,6 +201,8 @@ func newCmdNomadRelease(f *Factory, runF func(*NomadReleaseOptions) error) *cobr
 		Short: "Take volumes back from Nomad after nomad volume deregister",
 		Long: `Take volumes handed over to Nomad back, so volctl may claim them again. Deregister them in
 Nomad first (nomad volume deregister ID): a volume Nomad still has is not taken back (exit 4).
+Nomad is asked at the address, in the namespace and region the volume was handed over to;
+with NOMAD_ADDR naming another cluster, the volume is not taken back.
 --force takes it back without asking Nomad (when the cluster is gone); two orchestrators must
 never claim one volume at once, so be sure Nomad no longer uses it.`,
 		Example: `  nomad volume deregister db && volctl nomad release db`,
@@ -251,7 +253,14 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 		h := hs[0]
 		why := "forced, without asking Nomad"
 		if !opts.Force {
-			have, err := c.Volume(id, h.Namespace)
+			// Only the cluster the volume was handed to can say it has let go of it: any other
+			// answers that it has no such volume.
+			if h.Address != c.Address {
+				errs = append(errs, fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s, which cannot say whether that cluster has let go of it: run NOMAD_ADDR=%s volctl nomad release %s (with that cluster's token), or --force if that cluster is gone and nothing uses the volume",
+					id, h.Address, c.Address, h.Address, id))
+				continue
+			}
+			have, err := c.VolumeIn(id, h.Namespace, h.Region)
 			switch {
 			case err == nil:
 				errs = append(errs, fmt.Errorf("volume %q is still registered in Nomad at %s (%d claim(s)): run `nomad volume deregister %s` first; volctl takes it back only once Nomad has let go of it",

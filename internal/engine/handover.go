@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -73,9 +74,11 @@ func (e *Engine) HandOver(ctx context.Context, volumeID string, to HandoverTarge
 		}
 		prev, err := tx.Handovers().Get(v.ID)
 		marked := err == nil
-		if marked && prev.Address != to.Address {
-			return conflictf("volume %q is already handed over to Nomad at %s: take it back from there first (nomad volume deregister %s there, then volctl nomad release %s)",
-				v.ID, prev.Address, v.ID, v.ID)
+		if marked && !sameCluster(prev, to) {
+			// Another cluster, or another namespace or region of it: Nomad would hold the volume
+			// twice, and the mark, which `volctl nomad release` asks, could name only one.
+			return conflictf("volume %q is already handed over to %s: take it back from there first (nomad volume deregister %s there, then volctl nomad release %s)",
+				v.ID, handoverWhere(prev), v.ID, v.ID)
 		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -111,6 +114,30 @@ func (e *Engine) HandOver(ctx context.Context, volumeID string, to HandoverTarge
 		return fail(err)
 	}
 	return handoverInfo(h), nil
+}
+
+// sameCluster reports whether a handover mark is for the cluster, namespace and region of to.
+// An empty region is the one the agent at the address is in, so it differs only from a region
+// named otherwise on both sides.
+func sameCluster(h store.Handover, to HandoverTarget) bool {
+	return h.Address == to.Address && h.Namespace == to.Namespace &&
+		(h.Region == "" || to.Region == "" || h.Region == to.Region)
+}
+
+// handoverWhere names where a volume was handed over: the address, and the namespace and
+// region when they were set.
+func handoverWhere(h store.Handover) string {
+	var in []string
+	if h.Namespace != "" {
+		in = append(in, "namespace "+h.Namespace)
+	}
+	if h.Region != "" {
+		in = append(in, "region "+h.Region)
+	}
+	if len(in) == 0 {
+		return "Nomad at " + h.Address
+	}
+	return fmt.Sprintf("Nomad at %s (%s)", h.Address, strings.Join(in, ", "))
 }
 
 // TakeBack removes a volume's handover mark, so volctl may claim it again. It reports whether

@@ -159,8 +159,13 @@ func (v VolumeState) Claims() int { return len(v.ReadAllocs) + len(v.WriteAllocs
 // Volume returns a CSI volume from Nomad; an error matching ErrNotFound when Nomad has none by
 // that ID in the namespace.
 func (c *Client) Volume(id, namespace string) (VolumeState, error) {
-	ns := c.namespaceFor(spec.Volume{Namespace: namespace})
-	v, _, err := c.api.CSIVolumes().Info(id, &api.QueryOptions{Namespace: ns, Region: c.Region})
+	return c.VolumeIn(id, c.namespaceFor(spec.Volume{Namespace: namespace}), c.Region)
+}
+
+// VolumeIn is Volume in exactly the namespace and region given (an empty region is the
+// agent's own), whatever NOMAD_NAMESPACE and NOMAD_REGION say: where a volume was handed over.
+func (c *Client) VolumeIn(id, ns, region string) (VolumeState, error) {
+	v, _, err := c.api.CSIVolumes().Info(id, &api.QueryOptions{Namespace: ns, Region: region})
 	if err != nil {
 		if isNotFound(err) {
 			return VolumeState{}, fmt.Errorf("volume %q (namespace %s): %w at %s", id, ns, ErrNotFound, c.Address)
