@@ -10,7 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/nomad"
 )
@@ -26,7 +28,8 @@ type fakeNomad struct {
 	mu   sync.Mutex
 	vols map[string]bool // "namespace/id"
 	// onPut, when set, is called with each registration before it is applied; a non-zero
-	// status answers it with that status (and the body) instead.
+	// status answers it with that status (and the body) instead; a negative one says the hook
+	// answered it itself.
 	onPut func(w http.ResponseWriter, r *http.Request) (status int, body string)
 }
 
@@ -59,7 +62,10 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 	case ok && r.Method == http.MethodPut:
 		io.Copy(io.Discard, r.Body)
 		if n.onPut != nil {
-			if status, body := n.onPut(w, r); status != 0 {
+			switch status, body := n.onPut(w, r); {
+			case status < 0: // answered (or hung up) by the hook
+				return
+			case status != 0:
 				http.Error(w, body, status)
 				return
 			}
@@ -168,5 +174,161 @@ func TestNomadRegisterRefusesASecondNamespace(t *testing.T) {
 	hs, _ := h.e.Handovers(h.ctx, "db")
 	if len(hs) != 1 || hs[0].Namespace != "default" {
 		t.Fatalf("mark after the refusal: %+v", hs)
+	}
+}
+
+// nomad register and nomad release of one volume in two processes: a release that asks Nomad
+// while the registration is on its way, and removes the mark after, would leave Nomad with the
+// volume and volctl free to claim it. The release waits for the registration (the volume's
+// lock), then finds the volume in Nomad and keeps the mark.
+func TestNomadReleaseRacingRegister(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	other := openEngine(t, h.state) // the second process's engine
+	released := make(chan error, 1)
+	a.onPut = func(http.ResponseWriter, *http.Request) (int, string) {
+		// The registration has reached Nomad, not applied yet: release now, from the other
+		// process, and let the registration go on once the release is done or waits its turn.
+		waiting := make(chan struct{}, 1)
+		ctx := engine.WithProgress(context.Background(), func(step string) {
+			if strings.Contains(step, "waiting for the lock") {
+				select {
+				case waiting <- struct{}{}:
+				default:
+				}
+			}
+		})
+		go func() {
+			ios, _, _, _ := iostreams.Test()
+			released <- nomadReleaseRun(ctx, &NomadReleaseOptions{IO: ios, Engine: func(context.Context) (*engine.Engine, error) { return other, nil },
+				Nomad: a.client, Volumes: []string{"db"}})
+		}()
+		select {
+		case <-waiting:
+		case err := <-released:
+			released <- err
+		case <-time.After(10 * time.Second):
+			t.Error("nomad release neither finished nor waited for the lock")
+		}
+		return 0, ""
+	}
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	rerr := <-released
+	if a.has("default", "db") && !handedOver(t, h) {
+		t.Fatalf("Nomad has the volume and volctl no longer marks it (release: %v): both may claim it", rerr)
+	}
+	if ExitCode(rerr) != ExitConflict {
+		t.Fatalf("release racing the registration: %v (exit %d), want exit 4: Nomad has the volume", rerr, ExitCode(rerr))
+	}
+}
+
+// A registration that gets no answer may have been taken: the volume stays marked, and the
+// error says so and how to find out; one Nomad answered with a refusal is taken back.
+func TestNomadRegisterWithoutAnAnswerKeepsTheMark(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer func(n *fakeNomad, w http.ResponseWriter, r *http.Request) (int, string)
+		taken  bool // Nomad took the volume
+		marked bool
+		want   string
+	}{
+		{"connection dropped after Nomad took it", func(n *fakeNomad, w http.ResponseWriter, r *http.Request) (int, string) {
+			n.mu.Lock()
+			n.vols["default/db"] = true
+			n.mu.Unlock()
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return -1, ""
+		}, true, true, "stays marked handed over"},
+		{"gateway timeout after Nomad took it", func(n *fakeNomad, w http.ResponseWriter, r *http.Request) (int, string) {
+			n.mu.Lock()
+			n.vols["default/db"] = true
+			n.mu.Unlock()
+			return http.StatusGatewayTimeout, "upstream timed out"
+		}, true, true, "stays marked handed over"},
+		{"connection dropped before Nomad took it", func(n *fakeNomad, w http.ResponseWriter, r *http.Request) (int, string) {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return -1, ""
+		}, false, false, "did not answer the registration"},
+		{"refused", func(n *fakeNomad, w http.ResponseWriter, r *http.Request) (int, string) {
+			return http.StatusInternalServerError, "no"
+		}, false, false, "refused the registration: 500: no"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := nomadHarness(t)
+			a := newFakeNomad(t)
+			a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) { return tc.answer(a, w, r) }
+			_, _, err := registerIn(h, a)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("register: %v, want it to say %q", err, tc.want)
+			}
+			if a.has("default", "db") != tc.taken {
+				t.Fatalf("fake Nomad has the volume: %v", !tc.taken)
+			}
+			if handedOver(t, h) != tc.marked {
+				t.Fatalf("marked handed over: %v, want %v (Nomad has it: %v): %v", !tc.marked, tc.marked, tc.taken, err)
+			}
+		})
+	}
+}
+
+// A Nomad that takes the request and never answers: the command ends, within the client's
+// timeout or at Ctrl-C, says so, and the volume stays claimable only if Nomad says it does not
+// have it.
+func TestNomadHungIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+		cancel  bool
+		want    string
+	}{
+		{"timeout", 300 * time.Millisecond, false, "no answer within 300ms"},
+		{"ctrl-c", time.Hour, true, "interrupted before Nomad answered"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := nomadHarness(t)
+			a := newFakeNomad(t)
+			release := make(chan struct{})
+			t.Cleanup(func() { close(release) })
+			a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+				select {
+				case <-r.Context().Done():
+				case <-release:
+				}
+				return http.StatusInternalServerError, "too late"
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancel {
+				time.AfterFunc(300*time.Millisecond, cancel)
+			}
+			done := make(chan error, 1)
+			go func() {
+				ios, _, _, _ := iostreams.Test()
+				done <- nomadRegisterRun(ctx, &NomadRegisterOptions{IO: ios, Engine: h.engine, Volumes: []string{"db"},
+					Nomad: func() (*nomad.Client, error) {
+						c, err := a.client()
+						if c != nil {
+							c.Timeout = tc.timeout
+						}
+						return c, err
+					}})
+			}()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("register against a hung Nomad: %v, want it to say %q", err, tc.want)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("nomad register against a Nomad that never answers did not end (20s)")
+			}
+			// Nomad said it has no such volume: the mark is gone.
+			if handedOver(t, h) {
+				t.Error("the volume stays marked though Nomad says it does not have it")
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package nomad
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -24,7 +26,20 @@ type Client struct {
 	Address   string
 	Region    string
 	Namespace string
+	// Timeout bounds each request; DefaultTimeout when zero.
+	Timeout time.Duration
 }
+
+// request returns the context one request to Nomad runs under: ctx (Ctrl-C ends it), bounded
+// by the client's timeout.
+func (c *Client) request(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.timeout())
+}
+
+// DefaultTimeout bounds each request to Nomad, reading the answer included: a Nomad (or a
+// proxy before it) that takes the request and never answers must not hold a command, nor the
+// volume lock it holds while registering, for ever.
+const DefaultTimeout = time.Minute
 
 // NewClient builds a client from the environment, as the nomad CLI does. address, when set,
 // overrides NOMAD_ADDR.
@@ -52,8 +67,14 @@ func isNotFound(err error) bool {
 	return false
 }
 
-// what Nomad said, without the api module's "Unexpected response code" preamble.
-func said(err error) string {
+// ErrRefused matches a registration Nomad answered with an error: it did not take the
+// volume. A registration that got no answer (Nomad unreachable mid-request, the timeout,
+// Ctrl-C, a gateway's 502, 503 or 504) does not match it: Nomad may have taken the volume.
+var ErrRefused = errors.New("refused the registration")
+
+// what Nomad said, without the api module's "Unexpected response code" preamble; ctx is the
+// command's, to tell an interruption from the request's own timeout.
+func (c *Client) said(ctx context.Context, err error) string {
 	var ure api.UnexpectedResponseError
 	if errors.As(err, &ure) && ure.HasStatusCode() {
 		body := strings.TrimSpace(ure.Body())
@@ -62,7 +83,34 @@ func said(err error) string {
 		}
 		return fmt.Sprintf("%d: %s", ure.StatusCode(), body)
 	}
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Sprintf("interrupted before Nomad answered (%v)", context.Cause(ctx))
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("no answer within %s (is Nomad, or a proxy before it, hung? NOMAD_ADDR says where it is)", c.timeout())
+	}
 	return err.Error() + " (is Nomad running there? NOMAD_ADDR says where it is)"
+}
+
+func (c *Client) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return DefaultTimeout
+}
+
+// answered reports whether err is an answer from Nomad itself: an HTTP status, other than a
+// gateway's saying it got none.
+func answered(err error) bool {
+	var ure api.UnexpectedResponseError
+	if !errors.As(err, &ure) || !ure.HasStatusCode() {
+		return false
+	}
+	switch ure.StatusCode() {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return false
+	}
+	return true
 }
 
 // Namespace is the Nomad namespace a volume goes to: its own, unless that is the default and
@@ -106,13 +154,15 @@ func (p PluginHealth) Describe() string {
 
 // Plugin returns a CSI plugin's health in Nomad; an error matching ErrNotFound when Nomad has
 // no such plugin.
-func (c *Client) Plugin(id string) (PluginHealth, error) {
-	p, _, err := c.api.CSIPlugins().Info(id, &api.QueryOptions{Region: c.Region})
+func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
+	rctx, cancel := c.request(ctx)
+	defer cancel()
+	p, _, err := c.api.CSIPlugins().Info(id, (&api.QueryOptions{Region: c.Region}).WithContext(rctx))
 	if err != nil {
 		if isNotFound(err) {
 			return PluginHealth{}, fmt.Errorf("plugin %q: %w at %s", id, ErrNotFound, c.Address)
 		}
-		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s", id, c.Address, said(err))
+		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s", id, c.Address, c.said(ctx, err))
 	}
 	return PluginHealth{ID: p.ID, Provider: p.Provider, Version: p.Version, ControllerRequired: p.ControllerRequired,
 		ControllersHealthy: p.ControllersHealthy, ControllersExpected: p.ControllersExpected,
@@ -158,19 +208,21 @@ func (v VolumeState) Claims() int { return len(v.ReadAllocs) + len(v.WriteAllocs
 
 // Volume returns a CSI volume from Nomad; an error matching ErrNotFound when Nomad has none by
 // that ID in the namespace.
-func (c *Client) Volume(id, namespace string) (VolumeState, error) {
-	return c.VolumeIn(id, c.namespaceFor(spec.Volume{Namespace: namespace}), c.Region)
+func (c *Client) Volume(ctx context.Context, id, namespace string) (VolumeState, error) {
+	return c.VolumeIn(ctx, id, c.namespaceFor(spec.Volume{Namespace: namespace}), c.Region)
 }
 
 // VolumeIn is Volume in exactly the namespace and region given (an empty region is the
 // agent's own), whatever NOMAD_NAMESPACE and NOMAD_REGION say: where a volume was handed over.
-func (c *Client) VolumeIn(id, ns, region string) (VolumeState, error) {
-	v, _, err := c.api.CSIVolumes().Info(id, &api.QueryOptions{Namespace: ns, Region: region})
+func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeState, error) {
+	rctx, cancel := c.request(ctx)
+	defer cancel()
+	v, _, err := c.api.CSIVolumes().Info(id, (&api.QueryOptions{Namespace: ns, Region: region}).WithContext(rctx))
 	if err != nil {
 		if isNotFound(err) {
 			return VolumeState{}, fmt.Errorf("volume %q (namespace %s): %w at %s", id, ns, ErrNotFound, c.Address)
 		}
-		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s", id, c.Address, said(err))
+		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s", id, c.Address, c.said(ctx, err))
 	}
 	out := VolumeState{ID: v.ID, Namespace: v.Namespace, ExternalID: v.ExternalID, PluginID: v.PluginID, Provider: v.Provider,
 		Schedulable: v.Schedulable,
@@ -253,13 +305,19 @@ func (c *Client) APIVolume(v spec.Volume) *api.CSIVolume {
 }
 
 // Register registers (or, when Nomad has it already, updates) a volume. The error names the
-// volume, the address and what Nomad said.
-func (c *Client) Register(v spec.Volume) (warnings string, err error) {
+// volume, the address and what Nomad said; it matches ErrRefused only when Nomad answered it,
+// and so certainly did not take the volume.
+func (c *Client) Register(ctx context.Context, v spec.Volume) (warnings string, err error) {
 	vol := c.APIVolume(v)
+	rctx, cancel := c.request(ctx)
+	defer cancel()
 	resp, _, err := c.api.CSIVolumes().RegisterOpts(&api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{vol}},
-		&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region})
+		(&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region}).WithContext(rctx))
 	if err != nil {
-		return "", fmt.Errorf("volume %q: Nomad at %s refused the registration: %s", v.ID, c.Address, scrub(said(err), v))
+		if answered(err) {
+			return "", fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, scrub(c.said(ctx, err), v))
+		}
+		return "", fmt.Errorf("volume %q: Nomad at %s did not answer the registration, which it may have taken: %s", v.ID, c.Address, scrub(c.said(ctx, err), v))
 	}
 	if resp != nil {
 		warnings = resp.Warnings
