@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -330,5 +331,64 @@ func TestNomadHungIsBounded(t *testing.T) {
 				t.Error("the volume stays marked though Nomad says it does not have it")
 			}
 		})
+	}
+}
+
+// A Nomad address that answers with a redirect to another host: volctl does not follow it.
+// Followed, the ACL token (X-Nomad-Token, which Go's client keeps across hosts) and the
+// registration, secrets and all, went to that host, and its 404 for the volume took the volume
+// back from the Nomad that has it.
+func TestNomadRedirectIsNotFollowed(t *testing.T) {
+	t.Setenv("NOMAD_TOKEN", "acl-token-for-a")
+	h := nomadHarness(t)
+	var mu sync.Mutex
+	var elsewhere []string
+	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		elsewhere = append(elsewhere, fmt.Sprintf("%s %s token=%q body=%.80s", r.Method, r.URL.Path, r.Header.Get("X-Nomad-Token"), body))
+		mu.Unlock()
+		http.Error(w, "volume not found", http.StatusNotFound)
+	}))
+	t.Cleanup(b.Close)
+	a := newFakeNomad(t)
+	var redirect atomic.Bool // A's reads of volumes go to B
+	a.srv.Config.Handler = func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if redirect.Load() && r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/volume/csi/") {
+				http.Redirect(w, r, b.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}(a.srv.Config.Handler)
+	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+		http.Redirect(w, r, b.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+		return -1, ""
+	}
+	_, _, err := registerIn(h, a)
+	if err == nil || !strings.Contains(err.Error(), "redirect to "+b.URL) {
+		t.Errorf("register redirected: %v, want it to name the redirect", err)
+	}
+	if handedOver(t, h) {
+		t.Error("a registration redirected elsewhere left the volume marked")
+	}
+	// Registered in A; then A's API redirects its reads to B, which has no such volume.
+	a.onPut = nil
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	redirect.Store(true)
+	_, err = runNomadRelease(h, a.client, nil)
+	if !handedOver(t, h) {
+		t.Errorf("release took the volume back on the word of the host Nomad redirected to (%v)", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "redirect to "+b.URL) {
+		t.Errorf("release redirected: %v, want it to name the redirect", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(elsewhere) > 0 {
+		t.Errorf("requests reached the host Nomad redirected to:\n%s", strings.Join(elsewhere, "\n"))
 	}
 }

@@ -2,6 +2,7 @@ package nomad
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"maps"
@@ -48,11 +49,48 @@ func NewClient(address string) (*Client, error) {
 	if address != "" {
 		cfg.Address = address
 	}
-	c, err := api.NewClient(cfg)
-	if err != nil {
+	fail := func(err error) (*Client, error) {
 		return nil, fmt.Errorf("Nomad at %s: %w (check NOMAD_ADDR and the NOMAD_CACERT/NOMAD_CLIENT_CERT/NOMAD_CLIENT_KEY files)", cfg.Address, err)
 	}
+	if !strings.HasPrefix(cfg.Address, "unix:") { // a unix socket's client dials only the socket
+		hc, err := httpClient(cfg.TLSConfig)
+		if err != nil {
+			return fail(err)
+		}
+		cfg.HttpClient = hc
+	}
+	c, err := api.NewClient(cfg)
+	if err != nil {
+		return fail(err)
+	}
 	return &Client{api: c, Address: cfg.Address, Region: cfg.Region, Namespace: cfg.Namespace}, nil
+}
+
+// httpClient is the api module's HTTP client (TLS 1.2 at least, HTTP/1, the TLS variables'
+// certificates), except that it follows no redirect. Nomad's API answers where it is asked;
+// a redirect would carry the ACL token (a header Go's client keeps across hosts) and a
+// registration's secrets to another host, and take that host's answer for Nomad's: its 404
+// for a volume would let `volctl nomad release` take back a volume Nomad has.
+func httpClient(tlsConfig *api.TLSConfig) (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSHandshakeTimeout = 10 * time.Second
+	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	tr.ForceAttemptHTTP2 = false
+	hc := &http.Client{Transport: tr, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		return &redirectError{to: req.URL.Redacted()}
+	}}
+	if err := api.ConfigureTLS(hc, tlsConfig); err != nil {
+		return nil, err
+	}
+	return hc, nil
+}
+
+// redirectError is a redirect volctl did not follow; the registration it answered was not
+// taken.
+type redirectError struct{ to string }
+
+func (e *redirectError) Error() string {
+	return fmt.Sprintf("answered with a redirect to %s, which volctl does not follow (the token and the request would go there): set NOMAD_ADDR to the address Nomad's API answers at", e.to)
 }
 
 // ErrNotFound matches a plugin or volume Nomad does not have.
@@ -83,7 +121,10 @@ func (c *Client) said(ctx context.Context, err error) string {
 		}
 		return fmt.Sprintf("%d: %s", ure.StatusCode(), body)
 	}
+	var re *redirectError
 	switch {
+	case errors.As(err, &re):
+		return re.Error()
 	case ctx.Err() != nil:
 		return fmt.Sprintf("interrupted before Nomad answered (%v)", context.Cause(ctx))
 	case errors.Is(err, context.DeadlineExceeded):
@@ -99,10 +140,14 @@ func (c *Client) timeout() time.Duration {
 	return DefaultTimeout
 }
 
-// answered reports whether err is an answer from Nomad itself: an HTTP status, other than a
-// gateway's saying it got none.
+// answered reports whether err is an answer from Nomad itself: an HTTP status (or a redirect
+// not followed), other than a gateway's saying it got none.
 func answered(err error) bool {
 	var ure api.UnexpectedResponseError
+	var re *redirectError
+	if errors.As(err, &re) {
+		return true // the redirect was the answer: the request went no further
+	}
 	if !errors.As(err, &ure) || !ure.HasStatusCode() {
 		return false
 	}
