@@ -1,16 +1,19 @@
 package nomad
 
 import (
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -79,10 +82,96 @@ func httpClient(tlsConfig *api.TLSConfig) (*http.Client, error) {
 	hc := &http.Client{Transport: tr, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
 		return &redirectError{to: req.URL.Redacted()}
 	}}
-	if err := api.ConfigureTLS(hc, tlsConfig); err != nil {
+	if err := api.ConfigureTLS(hc, tlsConfig); err != nil { // on the *http.Transport
 		return nil, err
 	}
+	hc.Transport = boundedAnswers{tr}
 	return hc, nil
+}
+
+// maxAnswer bounds what volctl reads of one answer from Nomad, decompressed: its largest, a
+// volume with thousands of allocs, is a few MiB. The api module reads an error's body whole and
+// inflates gzip itself, so an endless answer (or a gzip bomb) would otherwise be read into
+// memory until the process dies.
+var maxAnswer int64 = 64 << 20
+
+// boundedAnswers inflates a gzip answer itself (the api module then sees a plain one) and
+// ends every answer's body with an error past maxAnswer bytes.
+type boundedAnswers struct{ next http.RoundTripper }
+
+func (b boundedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := b.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	var r io.Reader = resp.Body
+	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+		r = &lazyGzip{src: resp.Body}
+		resp.Header.Del("Content-Encoding")
+		resp.ContentLength, resp.Uncompressed = -1, true
+	}
+	resp.Body = &boundedBody{r: r, c: resp.Body, left: maxAnswer}
+	return resp, nil
+}
+
+// lazyGzip inflates src, reading gzip's header at the first Read (an empty body is just
+// empty).
+type lazyGzip struct {
+	src io.Reader
+	zr  *gzip.Reader
+}
+
+func (g *lazyGzip) Read(p []byte) (int, error) {
+	if g.zr == nil {
+		zr, err := gzip.NewReader(g.src)
+		if err != nil {
+			return 0, err
+		}
+		g.zr = zr
+	}
+	return g.zr.Read(p)
+}
+
+type boundedBody struct {
+	r    io.Reader
+	c    io.Closer
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if b.left == 0 {
+		var one [1]byte
+		if n, err := io.ReadAtLeast(b.r, one[:], 1); n == 0 {
+			return 0, err
+		}
+		return 0, fmt.Errorf("Nomad's answer is larger than %d MiB: volctl reads no more of it", maxAnswer>>20)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.c.Close() }
+
+// maxShown is how much of an error's body volctl shows.
+const maxShown = 4 << 10
+
+// cut shortens what Nomad said to maxShown bytes (on a rune boundary), saying how much is left.
+func cut(s string) string {
+	if len(s) <= maxShown {
+		return s
+	}
+	n := maxShown
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s… (%d bytes more)", s[:n], len(s)-n)
 }
 
 // redirectError is a redirect volctl did not follow; the registration it answered was not
@@ -111,11 +200,17 @@ func isNotFound(err error) bool {
 var ErrRefused = errors.New("refused the registration")
 
 // what Nomad said, without the api module's "Unexpected response code" preamble; ctx is the
-// command's, to tell an interruption from the request's own timeout.
-func (c *Client) said(ctx context.Context, err error) string {
+// command's, to tell an interruption from the request's own timeout. clean, when set, is
+// applied to the body before it is cut short, so that no part of a value it replaces is left
+// at the cut.
+func (c *Client) said(ctx context.Context, err error, clean func(string) string) string {
 	var ure api.UnexpectedResponseError
 	if errors.As(err, &ure) && ure.HasStatusCode() {
 		body := strings.TrimSpace(ure.Body())
+		if clean != nil {
+			body = clean(body)
+		}
+		body = cut(body)
 		if body == "" {
 			body = ure.StatusText()
 		}
@@ -207,7 +302,7 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 		if isNotFound(err) {
 			return PluginHealth{}, fmt.Errorf("plugin %q: %w at %s", id, ErrNotFound, c.Address)
 		}
-		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s", id, c.Address, c.said(ctx, err))
+		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s", id, c.Address, c.said(ctx, err, nil))
 	}
 	return PluginHealth{ID: p.ID, Provider: p.Provider, Version: p.Version, ControllerRequired: p.ControllerRequired,
 		ControllersHealthy: p.ControllersHealthy, ControllersExpected: p.ControllersExpected,
@@ -267,7 +362,7 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 		if isNotFound(err) {
 			return VolumeState{}, fmt.Errorf("volume %q (namespace %s): %w at %s", id, ns, ErrNotFound, c.Address)
 		}
-		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s", id, c.Address, c.said(ctx, err))
+		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s", id, c.Address, c.said(ctx, err, nil))
 	}
 	out := VolumeState{ID: v.ID, Namespace: v.Namespace, ExternalID: v.ExternalID, PluginID: v.PluginID, Provider: v.Provider,
 		Schedulable: v.Schedulable,
@@ -359,10 +454,11 @@ func (c *Client) Register(ctx context.Context, v spec.Volume) (warnings string, 
 	resp, _, err := c.api.CSIVolumes().RegisterOpts(&api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{vol}},
 		(&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region}).WithContext(rctx))
 	if err != nil {
+		said := c.said(ctx, err, func(s string) string { return scrub(s, v) })
 		if answered(err) {
-			return "", fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, scrub(c.said(ctx, err), v))
+			return "", fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, scrub(said, v))
 		}
-		return "", fmt.Errorf("volume %q: Nomad at %s did not answer the registration, which it may have taken: %s", v.ID, c.Address, scrub(c.said(ctx, err), v))
+		return "", fmt.Errorf("volume %q: Nomad at %s did not answer the registration, which it may have taken: %s", v.ID, c.Address, scrub(said, v))
 	}
 	if resp != nil {
 		warnings = resp.Warnings
