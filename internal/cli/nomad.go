@@ -375,7 +375,17 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		} else if len(hs) > 0 {
 			st.HandedOver, st.Handover = true, &hs[0]
 		}
-		have, err := c.Volume(ctx, info.ID, info.Namespace)
+		var have nomad.VolumeState
+		switch h := st.Handover; {
+		case h != nil && h.Address != c.Address:
+			// Another cluster would say it has no such volume: not asked.
+			err = fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s: NOMAD_ADDR=%s volctl nomad status %s asks that cluster",
+				info.ID, h.Address, c.Address, h.Address, info.ID)
+		case h != nil: // where it was registered, whatever NOMAD_NAMESPACE says now
+			have, err = c.VolumeIn(ctx, info.ID, h.Namespace, h.Region)
+		default:
+			have, err = c.Volume(ctx, info.ID, info.Namespace)
+		}
 		switch {
 		case err == nil:
 			st.Registered, st.Nomad = true, &have

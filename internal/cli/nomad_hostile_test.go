@@ -392,3 +392,33 @@ func TestNomadRedirectIsNotFollowed(t *testing.T) {
 		t.Errorf("requests reached the host Nomad redirected to:\n%s", strings.Join(elsewhere, "\n"))
 	}
 }
+
+// nomad status of a handed-over volume asks where it was handed over: not another cluster
+// NOMAD_ADDR names now (which would show it as not in Nomad), and in its namespace, whatever
+// NOMAD_NAMESPACE says.
+func TestNomadStatusAsksWhereTheVolumeWasHandedOver(t *testing.T) {
+	h := nomadHarness(t)
+	a, b := newFakeNomad(t), newFakeNomad(t)
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	status := func(n *fakeNomad) (NomadVolumeStatus, error) {
+		t.Helper()
+		ios, _, out, _ := iostreams.Test()
+		err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: n.client,
+			Volumes: []string{"db"}, Exporter: exportFlags{JSON: true}})
+		var st []NomadVolumeStatus
+		if jerr := json.Unmarshal(out.Bytes(), &st); jerr != nil || len(st) != 1 {
+			t.Fatalf("status output %q: %v (%v)", out, jerr, err)
+		}
+		return st[0], err
+	}
+	st, err := status(b)
+	if st.Registered || err == nil || !strings.Contains(st.Error, "handed over to Nomad at "+a.srv.URL) {
+		t.Errorf("status against another cluster: %+v, %v; want no answer taken from it, and the error naming %s", st, err, a.srv.URL)
+	}
+	t.Setenv("NOMAD_NAMESPACE", "team")
+	if st, err := status(a); err != nil || !st.Registered || st.Nomad.Namespace != "default" {
+		t.Errorf("status with NOMAD_NAMESPACE=team: %+v, %v; want Nomad's copy in namespace default", st, err)
+	}
+}
