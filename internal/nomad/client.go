@@ -4,11 +4,13 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -32,6 +34,9 @@ type Client struct {
 	Namespace string
 	// Timeout bounds each request; DefaultTimeout when zero.
 	Timeout time.Duration
+	// creds are the credentials every request carries (the ACL token, a basic auth password
+	// and its header's encoding), never shown in what Nomad says.
+	creds []string
 }
 
 // request returns the context one request to Nomad runs under: ctx (Ctrl-C ends it), bounded
@@ -52,8 +57,24 @@ func NewClient(address string) (*Client, error) {
 	if address != "" {
 		cfg.Address = address
 	}
+	creds := []string{cfg.SecretID}
+	basic := func(user, password string) {
+		creds = append(creds, password, base64.StdEncoding.EncodeToString([]byte(user+":"+password)))
+	}
+	if a := cfg.HttpAuth; a != nil && a.Password != "" {
+		basic(a.Username, a.Password)
+	}
+	shown := cfg.Address // for messages and the handover mark: without a password in it
+	if u, err := url.Parse(cfg.Address); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			basic(u.User.Username(), pw)
+		}
+		shown = u.Redacted()
+	}
+	// Longest first, so that a credential holding another is replaced whole.
+	sort.Slice(creds, func(i, j int) bool { return len(creds[i]) > len(creds[j]) })
 	fail := func(err error) (*Client, error) {
-		return nil, fmt.Errorf("Nomad at %s: %w (check NOMAD_ADDR and the NOMAD_CACERT/NOMAD_CLIENT_CERT/NOMAD_CLIENT_KEY files)", cfg.Address, err)
+		return nil, fmt.Errorf("Nomad at %s: %w (check NOMAD_ADDR and the NOMAD_CACERT/NOMAD_CLIENT_CERT/NOMAD_CLIENT_KEY files)", shown, err)
 	}
 	if !strings.HasPrefix(cfg.Address, "unix:") { // a unix socket's client dials only the socket
 		hc, err := httpClient(cfg.TLSConfig)
@@ -66,7 +87,7 @@ func NewClient(address string) (*Client, error) {
 	if err != nil {
 		return fail(err)
 	}
-	return &Client{api: c, Address: cfg.Address, Region: cfg.Region, Namespace: cfg.Namespace}, nil
+	return &Client{api: c, Address: shown, Region: cfg.Region, Namespace: cfg.Namespace, creds: creds}, nil
 }
 
 // httpClient is the api module's HTTP client (TLS 1.2 at least, HTTP/1, the TLS variables'
@@ -207,6 +228,11 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 	var ure api.UnexpectedResponseError
 	if errors.As(err, &ure) && ure.HasStatusCode() {
 		body := strings.TrimSpace(ure.Body())
+		for _, cred := range c.creds { // a proxy's error page may echo the request's headers
+			if cred != "" {
+				body = strings.ReplaceAll(body, cred, spec.Redacted)
+			}
+		}
 		if clean != nil {
 			body = clean(body)
 		}
