@@ -176,6 +176,17 @@ func TestNomadRegisterRefusesASecondNamespace(t *testing.T) {
 	if len(hs) != 1 || hs[0].Namespace != "default" {
 		t.Fatalf("mark after the refusal: %+v", hs)
 	}
+	// Nor in a region named now, when none was at the handover (the agent's own, which
+	// volctl cannot tell from it).
+	t.Setenv("NOMAD_NAMESPACE", "")
+	t.Setenv("NOMAD_REGION", "eu")
+	_, _, err = registerIn(h, a)
+	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "region eu") {
+		t.Fatalf("register in a region named now: %v (exit %d), want exit 4 naming region eu", err, ExitCode(err))
+	}
+	if hs, _ := h.e.Handovers(h.ctx, "db"); len(hs) != 1 || hs[0].Region != "" {
+		t.Fatalf("mark after the refusal: %+v", hs)
+	}
 }
 
 // nomad register and nomad release of one volume in two processes: a release that asks Nomad

@@ -94,8 +94,8 @@ func (e *Engine) HandOverThen(ctx context.Context, volumeID string, to HandoverT
 		if marked && !sameCluster(prev, to) {
 			// Another cluster, or another namespace or region of it: Nomad would hold the volume
 			// twice, and the mark, which `volctl nomad release` asks, could name only one.
-			return conflictf("volume %q is already handed over to %s: take it back from there first (nomad volume deregister %s there, then volctl nomad release %s)",
-				v.ID, handoverWhere(prev), v.ID, v.ID)
+			return conflictf("volume %q is already handed over to %s, not to %s: take it back from there first (nomad volume deregister %s there, then volctl nomad release %s), or set NOMAD_ADDR, NOMAD_NAMESPACE and NOMAD_REGION to name it",
+				v.ID, handoverWhere(prev), handoverWhere(store.Handover{Address: to.Address, Namespace: to.Namespace, Region: to.Region}), v.ID, v.ID)
 		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -147,11 +147,10 @@ func (e *Engine) HandOverThen(ctx context.Context, volumeID string, to HandoverT
 }
 
 // sameCluster reports whether a handover mark is for the cluster, namespace and region of to.
-// An empty region is the one the agent at the address is in, so it differs only from a region
-// named otherwise on both sides.
+// An empty region is the one the agent at the address is in, which volctl cannot tell from a
+// region named: it matches only an empty one.
 func sameCluster(h store.Handover, to HandoverTarget) bool {
-	return h.Address == to.Address && h.Namespace == to.Namespace &&
-		(h.Region == "" || to.Region == "" || h.Region == to.Region)
+	return h.Address == to.Address && h.Namespace == to.Namespace && h.Region == to.Region
 }
 
 // handoverWhere names where a volume was handed over: the address, and the namespace and
