@@ -144,6 +144,7 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if herr != nil && !errors.Is(herr, nomad.ErrNotFound) {
 		return fmt.Errorf("volume %q: %w", id, herr)
 	}
+	to := engine.HandoverTarget{Address: c.Address, Region: c.Region, Namespace: c.APIVolume(want).Namespace}
 	if opts.DryRun {
 		switch ch := nomad.Changes(have, want); {
 		case !exists:
@@ -153,6 +154,9 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		default:
 			fmt.Fprintf(opts.IO.Out, "Would update volume %q in Nomad at %s: %s\n", id, c.Address, strings.Join(ch, ", "))
 		}
+		if h := info.Handover; h != nil && !h.To(to) {
+			fmt.Fprintf(opts.IO.Out, "  but it is handed over to Nomad at %s (namespace %s, region %q) already: it would be refused\n", h.Address, h.Namespace, h.Region)
+		}
 		if len(info.Claims) > 0 && !opts.Force {
 			fmt.Fprintf(opts.IO.Out, "  but it has %d live local claim(s): it would be refused without --force\n", len(info.Claims))
 		}
@@ -160,7 +164,6 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	}
 	// Mark first: from here on volctl refuses to claim the volume. The registration runs under
 	// the volume's lock, which nomad release takes to ask Nomad and remove the mark.
-	to := engine.HandoverTarget{Address: c.Address, Region: c.Region, Namespace: c.APIVolume(want).Namespace}
 	var warnings string
 	_, err = e.HandOverThen(ctx, id, to, opts.Force, func(ctx context.Context, first bool) (bool, error) {
 		var err error

@@ -433,3 +433,19 @@ func TestNomadStatusAsksWhereTheVolumeWasHandedOver(t *testing.T) {
 		t.Errorf("status with NOMAD_NAMESPACE=team: %+v, %v; want Nomad's copy in namespace default", st, err)
 	}
 }
+
+// --dry-run says that a volume handed over elsewhere (another namespace here) would be refused,
+// as the registration then is.
+func TestNomadRegisterDryRunSaysAnotherHandoverWouldRefuse(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NOMAD_NAMESPACE", "team")
+	ios, _, out, _ := iostreams.Test()
+	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, DryRun: true})
+	if err != nil || !strings.Contains(out.String(), "it would be refused") || !strings.Contains(out.String(), "namespace default") {
+		t.Fatalf("dry run of a register the mark refuses: %q, %v", out, err)
+	}
+}

@@ -150,6 +150,13 @@ func (e *Engine) HandOverThen(ctx context.Context, volumeID string, to HandoverT
 // An empty region is the one the agent at the address is in, which volctl cannot tell from a
 // region named: it matches only an empty one.
 func sameCluster(h store.Handover, to HandoverTarget) bool {
+	return handoverInfo(h).To(to)
+}
+
+// To reports whether the volume is handed over to the cluster, namespace and region of to,
+// as HandOver requires of a volume handed over already (an empty region matches only an
+// empty one).
+func (h HandoverInfo) To(to HandoverTarget) bool {
 	return h.Address == to.Address && h.Namespace == to.Namespace && h.Region == to.Region
 }
 
