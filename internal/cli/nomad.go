@@ -165,7 +165,7 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	// Mark first: from here on volctl refuses to claim the volume. The registration runs under
 	// the volume's lock, which nomad release takes to ask Nomad and remove the mark.
 	var warnings string
-	_, err = e.HandOverThen(ctx, id, to, opts.Force, func(ctx context.Context, first bool) (bool, error) {
+	_, err = e.HandOver(ctx, id, to, opts.Force, func(ctx context.Context, first bool) (bool, error) {
 		var err error
 		warnings, err = c.Register(ctx, want)
 		if err == nil || errors.Is(err, nomad.ErrRefused) || !first {
@@ -261,7 +261,7 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 		// Nomad is asked under the volume's lock, so a nomad register in progress finishes
 		// (or fails) before the answer is taken as final.
 		var h engine.HandoverInfo
-		had, err := e.TakeBackIf(ctx, id, func(m engine.HandoverInfo) (string, error) {
+		had, err := e.TakeBack(ctx, id, func(m engine.HandoverInfo) (string, error) {
 			h = m
 			if opts.Force {
 				return "forced, without asking Nomad", nil

@@ -369,7 +369,7 @@ func TestNomadReleaseContract(t *testing.T) {
 	// One Nomad, the one the volume is handed over to (release asks only that one), answering
 	// first that it has the volume, then, deregistered, that it has not.
 	r := newReplayNomad(t, append(step(t, "release before Nomad lets go: refused"), step(t, "volctl nomad release")...)...)
-	if _, err := h.e.HandOver(h.ctx, "db", engine.HandoverTarget{Address: r.srv.URL}, false); err != nil {
+	if _, err := h.e.HandOver(h.ctx, "db", engine.HandoverTarget{Address: r.srv.URL}, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	run := func(r *replayNomad) (string, error) {

@@ -37,28 +37,23 @@ func handoverInfo(h store.Handover) HandoverInfo {
 		Forced: h.Forced, HandedAt: h.HandedAt}
 }
 
-// HandOver marks a volume as handed over to the Nomad cluster at to, under the volume's lock and
-// in one transaction with the check of its live claims: a volume that has live local claims is
-// refused (ErrConflict naming them) unless force. From the commit on, local claims of it are
-// refused. Marking an already handed-over volume again updates the mark (a re-registration).
-// The caller marks first and registers in Nomad after (HandOverThen), so there is no moment in
-// which both volctl and Nomad could claim the volume.
-func (e *Engine) HandOver(ctx context.Context, volumeID string, to HandoverTarget, force bool) (HandoverInfo, error) {
-	return e.HandOverThen(ctx, volumeID, to, force, nil)
-}
-
-// Register is the registration in Nomad that HandOverThen runs after the mark, under the
+// Register is the registration in Nomad that HandOver runs after the mark, under the
 // volume's lock; first says the volume was not marked before. When it fails, undo says that
 // Nomad certainly did not take the volume, and the mark, if first, is taken back; otherwise
 // the mark stays, for `volctl nomad release` to take back once Nomad says it has no such volume.
 type Register func(ctx context.Context, first bool) (undo bool, err error)
 
-// HandOverThen is HandOver followed by register (when not nil) under the same hold of the
-// volume's lock. TakeBackIf asks Nomad under that lock too, so a take-back racing a handover
-// sees Nomad either before the mark or after the registration's outcome, never in between:
-// one that asked Nomad before the registration arrived and then removed the mark would leave
-// Nomad with the volume and volctl free to claim it.
-func (e *Engine) HandOverThen(ctx context.Context, volumeID string, to HandoverTarget, force bool, register Register) (HandoverInfo, error) {
+// HandOver marks a volume as handed over to the Nomad cluster at to, under the volume's lock and
+// in one transaction with the check of its live claims: a volume that has live local claims is
+// refused (ErrConflict naming them) unless force. From the commit on, local claims of it are
+// refused. Marking an already handed-over volume again updates the mark (a re-registration).
+// The caller marks first and registers in Nomad after, in register (when not nil), which runs
+// under the same hold of the volume's lock, so there is no moment in which both volctl and Nomad
+// could claim the volume. TakeBack asks Nomad under that lock too, so a take-back racing a
+// handover sees Nomad either before the mark or after the registration's outcome, never in
+// between: one that asked Nomad before the registration arrived and then removed the mark
+// would leave Nomad with the volume and volctl free to claim it.
+func (e *Engine) HandOver(ctx context.Context, volumeID string, to HandoverTarget, force bool, register Register) (HandoverInfo, error) {
 	fail := func(err error) (HandoverInfo, error) {
 		return HandoverInfo{}, fmt.Errorf("hand volume %q over to Nomad at %s: %w", volumeID, to.Address, err)
 	}
@@ -176,19 +171,12 @@ func handoverWhere(h store.Handover) string {
 	return fmt.Sprintf("Nomad at %s (%s)", h.Address, strings.Join(in, ", "))
 }
 
-// TakeBack removes a volume's handover mark, so volctl may claim it again. It reports whether
-// there was a mark. The caller has made sure that Nomad no longer has the volume; TakeBackIf
-// asks under the volume's lock.
-func (e *Engine) TakeBack(ctx context.Context, volumeID, why string) (bool, error) {
-	return e.TakeBackIf(ctx, volumeID, func(HandoverInfo) (string, error) { return why, nil })
-}
-
-// TakeBackIf removes a volume's handover mark when check, called with the mark under the
-// volume's lock, says why it may go (Nomad no longer has the volume); check's error is
-// returned as it is, and the mark stays. It reports whether there was a mark; check is not
-// called when there is none. The lock keeps a handover (HandOverThen) from registering the
-// volume between check's question and the mark's removal.
-func (e *Engine) TakeBackIf(ctx context.Context, volumeID string, check func(HandoverInfo) (why string, err error)) (bool, error) {
+// TakeBack removes a volume's handover mark, so volctl may claim it again, when check, called
+// with the mark under the volume's lock, says why it may go (Nomad no longer has the volume);
+// check's error is returned as it is, and the mark stays. It reports whether there was a mark;
+// check is not called when there is none. The lock keeps a handover (HandOver) from
+// registering the volume between check's question and the mark's removal.
+func (e *Engine) TakeBack(ctx context.Context, volumeID string, check func(HandoverInfo) (why string, err error)) (bool, error) {
 	unlock, err := e.locks.volume(ctx, volumeID)
 	if err != nil {
 		return false, fmt.Errorf("take volume %q back from Nomad: %w", volumeID, err)
