@@ -99,7 +99,7 @@ func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string, error) {
 		b.attr("context", hclStringMap(v.Context))
 	}
 	if changed := rewrittenInNFC(v, includeSecrets); len(changed) > 0 {
-		notes = append(notes, fmt.Sprintf("volume %q: %s not in Unicode normal form C (or not valid UTF-8): the file holds the NFC form, as HCL reads it, and Nomad would pass that to the plugin, which returned or was given the other; `volctl nomad register %s` sends them unchanged",
+		notes = append(notes, fmt.Sprintf("volume %q: %s not in Unicode normal form C (or not valid UTF-8): the file holds the NFC form, as HCL reads it, and Nomad would pass that to the plugin, which returned or was given the other; `volctl nomad register %s` sends text not in NFC unchanged",
 			v.ID, strings.Join(changed, ", "), v.ID))
 	}
 	return b.bytesForHCL1(), notes, nil
