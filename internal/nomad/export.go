@@ -25,7 +25,10 @@ const SecretPlaceholder = spec.Redacted
 // caller puts the plugin's accessible topology in TopologyRequest.Required and the capacity in
 // CapacityMin. Without includeSecrets, secret values and mount flags are placeholders, and the
 // returned notes say which. A volume with two keys in one map that the file would write as one
-// is refused (checkVolumeKeys).
+// is refused (checkVolumeKeys), and so is one with a string the file would hold changed: the
+// writer writes every string in Unicode normal form C, as HCL2 reads strings back, and a value
+// or key not in it (a plugin's ID or context can be anything) would reach Nomad as another
+// string. `volctl nomad register` sends such a volume through Nomad's API unchanged.
 func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string, error) {
 	if err := checkVolumeKeys(v); err != nil {
 		return nil, nil, err
@@ -98,54 +101,10 @@ func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string, error) {
 		b.comment("The plugin's volume context, which NodeStageVolume and NodePublishVolume need.")
 		b.attr("context", hclStringMap(v.Context))
 	}
-	if changed := rewrittenInNFC(v, includeSecrets); len(changed) > 0 {
-		notes = append(notes, fmt.Sprintf("volume %q: %s not in Unicode normal form C (or not valid UTF-8): the file holds the NFC form, as HCL reads it, and Nomad would pass that to the plugin, which returned or was given the other; `volctl nomad register %s` sends text not in NFC unchanged",
-			v.ID, strings.Join(changed, ", "), v.ID))
+	if p := b.changed(); p != "" {
+		return nil, nil, fmt.Errorf("volume %q: %s is not in Unicode normal form C, which an exported file writes every string in: Nomad would get another string; `volctl nomad register` sends the volume through Nomad's API unchanged", v.ID, p)
 	}
 	return b.bytesForHCL1(), notes, nil
-}
-
-// rewrittenInNFC names the strings of v the file writes otherwise than volctl holds them:
-// those not in NFC, or with bytes that are not UTF-8, which the writer writes in NFC (a bad
-// byte as U+FFFD). A value a plugin returned (the external ID, the context) must reach it
-// again byte for byte. Secrets and mount flags count only when written.
-func rewrittenInNFC(v spec.Volume, includeSecrets bool) []string {
-	var out []string
-	changed := func(s string) bool { return cty.NormalizeString(string([]rune(s))) != s }
-	str := func(what, s string) {
-		if changed(s) {
-			out = append(out, what)
-		}
-	}
-	strMap := func(what string, m map[string]string) {
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			if changed(k) {
-				out = append(out, fmt.Sprintf("%s key %+q", what, k))
-			}
-			str(fmt.Sprintf("%s[%+q]", what, k), m[k])
-		}
-	}
-	str("name", v.Name)
-	str("external_id", v.ExternalID)
-	strMap("parameters", v.Parameters)
-	strMap("context", v.Context)
-	if includeSecrets {
-		strMap("secrets", v.Secrets)
-		if mo := v.MountOptions; mo != nil {
-			for i, f := range mo.MountFlags {
-				str(fmt.Sprintf("mount_flags[%d]", i), f)
-			}
-		}
-	}
-	if tr := v.TopologyRequest; tr != nil {
-		for i, t := range tr.Required {
-			strMap(fmt.Sprintf("topology_request.required[%d].segments", i), t.Segments)
-		}
-		for i, t := range tr.Preferred {
-			strMap(fmt.Sprintf("topology_request.preferred[%d].segments", i), t.Segments)
-		}
-	}
-	return out
 }
 
 // checkVolumeKeys refuses a volume with two keys in one of the maps its file holds that the
