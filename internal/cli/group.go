@@ -39,8 +39,9 @@ Running a group again is idempotent: allocs that hold their claims keep them, an
 count releases the allocs past it. Prints each alloc's volumes and target paths, and where each
 is bind-mounted (MOUNTED AT) when the group has volume_mount blocks.
 
-Exit status: 0 when every alloc got its volumes; otherwise the failure's code (1, or 2 for a
-spec or request that can never work), with each failed alloc named.`,
+Exit status: 0 when every alloc got its volumes; otherwise the failure's code, as volume claim
+exits (4 for a claim refused, 2 for a spec or request that can never work, else 1; 4 before 2
+before 1 when allocs fail differently), with each failed alloc named.`,
 		Example: `  volctl group run web.hcl
   volctl group run web.hcl --json`,
 		Args: exactArgs(1),

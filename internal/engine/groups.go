@@ -46,9 +46,11 @@ func (e *Engine) RunGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 	info := GroupInfo{Name: g.Name, State: string(store.GroupRunning), Count: g.Count}
 	var errs []error
 	for i := 0; i < g.Count; i++ {
-		a := e.runAlloc(ctx, g, i)
-		if a.Error != "" {
-			errs = append(errs, fmt.Errorf("alloc %q: %s", a.Name, a.Error))
+		a, err := e.runAlloc(ctx, g, i)
+		if err != nil {
+			// The claim's own error, wrapped: a refusal stays a conflict (exit 4), as volume
+			// claim's is, and an invalid claim ErrInvalid.
+			errs = append(errs, fmt.Errorf("alloc %q: %w", a.Name, err))
 		}
 		info.Allocs = append(info.Allocs, a)
 	}
@@ -61,8 +63,9 @@ func (e *Engine) RunGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 	return info, nil
 }
 
-// runAlloc claims every volume of one alloc, or releases what this run got of them.
-func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) AllocInfo {
+// runAlloc claims every volume of one alloc, or releases what this run got of them. The error
+// is the failed claim's (with any failure to release again in its text); a.Error says the same.
+func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocInfo, error) {
 	alloc := spec.AllocName(g.Name, index)
 	a := AllocInfo{Name: alloc, Index: index, Claims: []ClaimInfo{}} // [] in JSON, never null
 	// taken: the volumes this run claimed for the alloc, not held before it.
@@ -79,7 +82,6 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) AllocInf
 		had := e.holds(ctx, req.VolumeID, alloc)
 		ci, err := e.Claim(ctx, req)
 		if err != nil {
-			a.Error = err.Error()
 			// Only what this run took is undone: a claim the alloc held before the run (a
 			// group run again) may be in use, and only a release or a stop frees it.
 			undo := append(make([]string, 0, len(taken)+1), taken...)
@@ -90,18 +92,19 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) AllocInf
 			}
 			for _, vol := range undo {
 				if _, rerr := e.Release(ctx, vol, alloc); rerr != nil {
-					a.Error += fmt.Sprintf("; releasing %q again also failed: %v", vol, rerr)
+					err = fmt.Errorf("%w; releasing %q again also failed: %v", err, vol, rerr)
 				}
 			}
+			a.Error = err.Error()
 			a.Claims = slices.DeleteFunc(a.Claims, func(c ClaimInfo) bool { return slices.Contains(taken, c.VolumeID) })
-			return a
+			return a, err
 		}
 		a.Claims = append(a.Claims, ci)
 		if !had {
 			taken = append(taken, ci.VolumeID)
 		}
 	}
-	return a
+	return a, nil
 }
 
 // holds reports whether alloc has a live claim on the volume.
