@@ -494,44 +494,23 @@ func (a *Agent) reconcile(ctx context.Context, why string) {
 }
 
 // gc releases past claims: claims whose release was asked for but did not finish, and claims
-// of stopped groups. It contacts plugins only when there is something to release, which keeps
-// it cheap enough to run more often than a full reconcile.
+// of stopped groups (Engine.ReleasePast, which checks each claim again by its ID under its
+// volume lock, so a claim made again meanwhile is never released). It contacts plugins only
+// when there is something to release, which keeps it cheap enough to run more often than a
+// full reconcile.
 func (a *Agent) gc(ctx context.Context) {
-	claims, err := a.e.Claims(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			a.log.Warn("claim GC: listing claims", "err", err)
-		}
+	rep, err := a.e.ReleasePast(ctx)
+	if ctx.Err() != nil {
 		return
 	}
-	var stopped map[string]bool
-	for _, c := range claims {
-		if c.Group == "" || c.Releasing || stopped != nil {
-			continue
-		}
-		stopped = map[string]bool{}
-		groups, err := a.e.Groups(ctx, "")
-		if err != nil {
-			a.log.Warn("claim GC: listing groups", "err", err)
-			break
-		}
-		for _, g := range groups {
-			stopped[g.Name] = g.State == "stopped"
-		}
+	for _, act := range rep.Actions {
+		a.log.Info("claim GC: "+act.Message, "volume", act.VolumeID, "alloc", act.Alloc)
 	}
-	for _, c := range claims {
-		if !c.Releasing && !stopped[c.Group] {
-			continue
-		}
-		res, err := a.e.Release(ctx, c.VolumeID, c.Alloc)
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			a.log.Warn("claim GC", "volume", c.VolumeID, "alloc", c.Alloc, "err", err)
-		case res.Released:
-			a.log.Info("claim GC: released a past claim", "volume", c.VolumeID, "alloc", c.Alloc, "was", c.State)
-		}
+	for _, p := range rep.Problems {
+		a.log.Warn("claim GC: "+p.Message, "volume", p.VolumeID, "alloc", p.Alloc)
+	}
+	if err != nil && len(rep.Problems) == 0 {
+		a.log.Warn("claim GC", "err", err)
 	}
 }
 
