@@ -160,33 +160,98 @@ func (p *process) alive() bool {
 	return err == nil && tick == p.startTick
 }
 
-// stop sends SIGTERM to the plugin's process group, waits up to timeout, then sends SIGKILL.
+// stop sends SIGTERM to the plugin's process group, waits up to timeout for the process and
+// every other member of its group (helpers it forked, a child that kept its socket) to end,
+// then sends SIGKILL to what is left. The process itself may have ended already: what it left
+// in its group is stopped all the same.
 func (p *process) stop(timeout time.Duration) error {
-	if !p.alive() {
+	if !p.alive() && len(p.groupRest()) == 0 {
 		return nil
 	}
 	p.signal(syscall.SIGTERM)
-	if p.wait(timeout) {
+	if p.waitGroup(timeout) {
 		return nil
 	}
 	p.signal(syscall.SIGKILL)
-	if p.wait(5 * time.Second) {
+	if p.waitGroup(5 * time.Second) {
 		return nil
 	}
-	return fmt.Errorf("pid %d still runs after SIGKILL", p.pid)
+	if p.alive() {
+		return fmt.Errorf("pid %d still runs after SIGKILL", p.pid)
+	}
+	return fmt.Errorf("pid %d's process group still runs after SIGKILL: %v", p.pid, p.groupRest())
 }
 
 // signal signals the process group when the process leads one (the agent starts plugins so),
-// else the process alone: never a group that is not the plugin's.
+// else the process alone: never a group that is not the plugin's. Once the process has ended,
+// only what is left of its group is signalled, never its pid alone, which another process may
+// have by now.
 func (p *process) signal(sig syscall.Signal) {
-	if !p.child && !p.alive() {
-		return // its pid may belong to another process by now
+	if !p.alive() {
+		if len(p.groupRest()) > 0 {
+			_ = syscall.Kill(-p.pid, sig)
+		}
+		return
 	}
 	if pgid, err := syscall.Getpgid(p.pid); err == nil && pgid == p.pid {
 		_ = syscall.Kill(-p.pid, sig)
 		return
 	}
 	_ = syscall.Kill(p.pid, sig)
+}
+
+// groupRest lists the live processes in the process group the plugin's process leads, other
+// than that process. Linux does not hand out a pid while a process group of that ID exists, so
+// while any is left the group is still the plugin's; but once it emptied, a new process with
+// the plugin's old pid may lead a group of the same ID: when a process has the pid with
+// another start time, the group is not the plugin's and nothing is listed.
+func (p *process) groupRest() []int {
+	if tick, err := procStartTick(p.pid); err == nil && tick != p.startTick {
+		return nil
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, en := range entries {
+		pid, err := strconv.Atoi(en.Name())
+		if err != nil || pid == p.pid {
+			continue
+		}
+		if pgrp, live := procGroup(pid); live && pgrp == p.pid {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// procGroup reads a process's process group (field 5 of /proc/<pid>/stat) and whether it runs
+// (a zombie does not).
+func procGroup(pid int) (pgrp int, live bool) {
+	f, err := procStat(pid)
+	if err != nil || len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+		return 0, false
+	}
+	pgrp, err = strconv.Atoi(f[2])
+	return pgrp, err == nil
+}
+
+// waitGroup waits up to d for the process and the rest of its group to end.
+func (p *process) waitGroup(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	if !p.wait(d) {
+		return false
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for len(p.groupRest()) > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-tick.C
+	}
+	return true
 }
 
 // wait waits up to d for the process to end.
@@ -216,17 +281,10 @@ func (p *process) wait(d time.Duration) bool {
 // procStartTick reads a process's start time in clock ticks since boot (field 22 of
 // /proc/<pid>/stat). A zombie counts as gone.
 func procStartTick(pid int) (uint64, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	f, err := procStat(pid)
 	if err != nil {
 		return 0, err
 	}
-	// The command name (field 2) is in parentheses and may hold spaces: parse after it.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("pid %d: malformed stat", pid)
-	}
-	f := strings.Fields(s[i+1:])
 	if len(f) < 20 {
 		return 0, fmt.Errorf("pid %d: malformed stat", pid)
 	}
@@ -234,6 +292,21 @@ func procStartTick(pid int) (uint64, error) {
 		return 0, fmt.Errorf("pid %d has exited", pid)
 	}
 	return strconv.ParseUint(f[19], 10, 64) // field 22 overall; f[0] is field 3
+}
+
+// procStat reads /proc/<pid>/stat's fields from the third (the state) on.
+func procStat(pid int) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return nil, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces: parse after it.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("pid %d: malformed stat", pid)
+	}
+	return strings.Fields(s[i+1:]), nil
 }
 
 func pidFilePath(runDir, id string) string { return filepath.Join(runDir, id+".pid") }

@@ -153,6 +153,14 @@ func (r *runner) loop(ctx context.Context) {
 			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
 			r.restarting("exited")
 			a.e.PluginEvent(ctx, id, "plugin-exit", msg)
+			// What it forked is still in its group, maybe serving its socket: the agent's to
+			// stop, or the next start would take it for a plugin no agent started.
+			if rest := r.proc.groupRest(); len(rest) > 0 {
+				a.log.Warn("the plugin's process exited, leaving processes in its group: stopping them", "plugin", id, "pids", rest)
+				if err := r.proc.stop(a.s.StopTimeout); err != nil {
+					a.log.Warn("stopping what an exited plugin left", "plugin", id, "err", err)
+				}
+			}
 			removePidFile(a.runDir, id)
 			r.proc, restarted, restartAt = nil, true, a.now().Add(wait)
 			// Record the plugin's health now rather than at the next start.
