@@ -23,8 +23,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/agent"
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
@@ -559,5 +561,46 @@ func TestSeriesOfDistinctLabelValuesStayApart(t *testing.T) {
 		if m.value != 1 {
 			t.Errorf("series %v counted %v, want 1", m.labels, m.value)
 		}
+	}
+}
+
+// A plugin may answer with any gRPC code number, not only the 17 gRPC defines: the code label
+// takes the defined names only, and any other number counts as Unknown (as grpc-java reads
+// one), so a plugin cannot make the agent keep a series per number it makes up.
+func TestRPCCodeLabelIsBounded(t *testing.T) {
+	ctx := context.Background()
+	m := New()
+	faults := csitest.NewFaults()
+	socket, stop := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())), csitest.WithFaults(faults))
+	t.Cleanup(stop)
+	e, err := engine.Open(ctx, engine.Config{StateDir: t.TempDir(), ObserveRPC: m.ObserveRPC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		faults.FailOnce(csi.RPCProbe, codes.Code(1000+i))
+		_, _ = e.PluginStatus(ctx, "mem")
+	}
+	faults.FailOnce(csi.RPCProbe, codes.NotFound)
+	_, _ = e.PluginStatus(ctx, "mem")
+	fams := gather(t, m)
+	codesSeen := map[string]float64{}
+	for _, s := range fams["volctl_csi_rpcs_total"].GetMetric() {
+		lbl := map[string]string{}
+		for _, l := range s.GetLabel() {
+			lbl[l.GetName()] = l.GetValue()
+		}
+		if lbl["rpc"] == csi.RPCProbe {
+			codesSeen[lbl["code"]] += s.GetCounter().GetValue()
+		}
+	}
+	delete(codesSeen, "OK") // the registration's probe
+	want := map[string]float64{"Unknown": 50, "NotFound": 1}
+	if !maps.Equal(codesSeen, want) {
+		t.Errorf("Probe's series by code = %v, want %v", codesSeen, want)
 	}
 }
