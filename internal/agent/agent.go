@@ -343,6 +343,8 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 	syncT := time.NewTicker(a.s.ProbeInterval)
 	gcT := time.NewTicker(a.s.GCInterval)
 	recT := time.NewTicker(a.s.ReconcileInterval)
+	logT := time.NewTicker(logCheckInterval)
+	defer logT.Stop()
 	defer syncT.Stop()
 	defer gcT.Stop()
 	defer recT.Stop()
@@ -368,6 +370,9 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 			a.sync(ctx, wg)
 		case <-gcT.C:
 			a.gc(ctx)
+		case <-logT.C:
+			a.trimLogs()
+			continue // nothing for a re-drive to count
 		case <-recT.C:
 			if started {
 				a.reconcile(ctx, "timer")
@@ -446,6 +451,23 @@ func (a *Agent) scheduleRedrive(ctx context.Context, r *redrive) {
 	a.log.Log(ctx, level, "reconcile: claims held for a re-drive", "claims", held, "degraded", degraded, "retry_in", wait)
 	r.t = time.NewTimer(wait)
 	r.c = r.t.C
+}
+
+// trimLogs keeps the supervised plugins' logs under maxLogSize while they run (trimLog).
+func (a *Agent) trimLogs() {
+	a.mu.Lock()
+	var ids []string
+	for id, r := range a.runners {
+		if r.supervised() {
+			ids = append(ids, id)
+		}
+	}
+	a.mu.Unlock()
+	for _, id := range ids {
+		if err := trimLog(filepath.Join(a.logDir, id+".log")); err != nil {
+			a.log.Warn("rotating a plugin's log", "plugin", id, "err", err)
+		}
+	}
 }
 
 // tell sends state to the service manager; a failure is logged, never fatal: the agent works

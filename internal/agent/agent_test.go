@@ -64,6 +64,15 @@ func TestMain(m *testing.M) {
 		// hostpath that ignores SIGTERM: only SIGKILL ends it.
 		signal.Ignore(syscall.SIGTERM, os.Interrupt)
 		os.Exit(serveHostpath(context.Background()))
+	case "chatty":
+		// hostpath that first writes 2.5 times maxLogSize to stdout: a plugin logging a flood.
+		line := strings.Repeat("x", 1023) + "\n"
+		for range 5 * maxLogSize / 2 / len(line) {
+			os.Stdout.WriteString(line)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		os.Exit(serveHostpath(ctx))
 	case "forker", "forker-exits":
 		// A plugin whose process forks the server (a stubborn one, in its process group) and
 		// records its pid in child.pid under the root; "forker" then waits for SIGTERM and

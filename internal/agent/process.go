@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -16,8 +17,12 @@ import (
 	"github.com/volctl/volctl/internal/spec"
 )
 
-// maxLogSize is the size past which a plugin's log is rotated (to .log.1) when it is started.
+// maxLogSize is the size past which a plugin's log is rotated (to .log.1): when it is started,
+// and while it runs (trimLog, every logCheckInterval).
 const maxLogSize = 10 << 20
+
+// logCheckInterval is how often the agent checks the size of its plugins' logs.
+const logCheckInterval = time.Second
 
 // process is a plugin process the agent may signal: one it started, or one an earlier agent
 // started and left running (adopted through its pid file).
@@ -110,6 +115,35 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 		fmt.Fprintf(f, "%s volctl agent: %v\n", time.Now().Format(time.RFC3339), err)
 	}
 	return p, nil
+}
+
+// trimLog rotates a running plugin's log that grew past maxLogSize. The plugin holds the file
+// open (its stdout and stderr, which must outlive the agent, so no pipe through it), so the
+// file cannot be renamed away: its content is copied to .log.1 and the file truncated, which
+// its writers, appending, follow. What the plugin writes between the copy and the truncation
+// is lost. Without this a plugin flooding its output filled the file system the store is on.
+func trimLog(path string) error {
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() || st.Size() <= maxLogSize {
+		return nil
+	}
+	src, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(path+".1", os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(dst, io.LimitReader(src, st.Size()))
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return src.Truncate(0)
 }
 
 // pluginEnv is the agent's environment with the exec block's env and CSI_ENDPOINT on top.

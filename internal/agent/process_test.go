@@ -63,3 +63,24 @@ func TestAgentStopsWhatAnExitedPluginLeftInItsGroup(t *testing.T) {
 		t.Errorf("the agent took its own plugin's child for a foreign plugin:\n%s", f.logs)
 	}
 }
+
+// A plugin's output goes to its log file directly, so that it survives the agent. A plugin that
+// floods it, while it runs, must not fill the state dir's file system, where the store is: the
+// log is kept under its size limit while the plugin runs, not only at its next start.
+func TestAgentKeepsARunningPluginsLogBounded(t *testing.T) {
+	f := newFixture(t)
+	f.register(f.execPlugin("chatty", "chatty"))
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("chatty").Healthy })
+	log := filepath.Join(f.dir, "logs", "chatty.log")
+	waitFor(t, "the log to be kept under its limit", func() bool {
+		st, err := os.Stat(log)
+		return err == nil && st.Size() <= maxLogSize
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(log + ".1"); err != nil || st.Size() == 0 {
+		t.Errorf("the rotated log %s.1: %v, want the older output there", log, err)
+	}
+}
