@@ -17,8 +17,6 @@ import (
 	"strconv"
 	"time"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/volctl/volctl/internal/agent"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/store"
@@ -101,22 +99,8 @@ func exponentialBuckets(start, factor float64, n int) []float64 {
 // CollectState counts e's claims and volumes at every scrape. Call it once, before serving.
 func (m *Metrics) CollectState(e *engine.Engine) { m.reg.registerCollector(stateCollector(e)) }
 
-// grpcCodes are the names of the codes gRPC defines, OK to Unauthenticated.
-var grpcCodes = func() map[string]bool {
-	out := map[string]bool{}
-	for c := codes.OK; c <= codes.Unauthenticated; c++ {
-		out[c.String()] = true
-	}
-	return out
-}()
-
-// ObserveRPC counts and times one CSI RPC (engine.Config.ObserveRPC). A plugin may answer with
-// any code number, which gRPC passes on as "Code(N)": any code gRPC does not define counts as
-// Unknown (as grpc-java reads one), so a plugin cannot add a series per number it makes up.
+// ObserveRPC counts and times one CSI RPC (engine.Config.ObserveRPC).
 func (m *Metrics) ObserveRPC(plugin, rpc, code string, d time.Duration) {
-	if !grpcCodes[code] {
-		code = codes.Unknown.String()
-	}
 	m.rpcs.inc(plugin, rpc, code)
 	m.rpcSeconds.observe(d.Seconds(), plugin, rpc, code)
 }
