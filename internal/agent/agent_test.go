@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -64,6 +65,19 @@ func TestMain(m *testing.M) {
 		// hostpath that ignores SIGTERM: only SIGKILL ends it.
 		signal.Ignore(syscall.SIGTERM, os.Interrupt)
 		os.Exit(serveHostpath(context.Background()))
+	case "plainlisten":
+		// An in-memory plugin on a plain net.Listen, as many plugins listen: bind fails while
+		// a socket file is in the way, even a stale one.
+		os.Exit(serveTestPlugin(func(ctx context.Context, socket string) error {
+			lis, err := net.Listen("unix", socket)
+			if err != nil {
+				return err
+			}
+			srv := grpc.NewServer()
+			csitest.NewMemPlugin(csitest.DefaultMemConfig()).Register(srv)
+			go func() { <-ctx.Done(); srv.Stop() }()
+			return srv.Serve(lis)
+		}))
 	case "chatty":
 		// hostpath that first writes 2.5 times maxLogSize to stdout: a plugin logging a flood.
 		line := strings.Repeat("x", 1023) + "\n"

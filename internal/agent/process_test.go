@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -82,5 +83,54 @@ func TestAgentKeepsARunningPluginsLogBounded(t *testing.T) {
 	}
 	if st, err := os.Stat(log + ".1"); err != nil || st.Size() == 0 {
 		t.Errorf("the rotated log %s.1: %v, want the older output there", log, err)
+	}
+}
+
+// A plugin killed with SIGKILL (by the agent, past its stop timeout, or by the OOM killer)
+// leaves its socket file behind, refusing connections. Many plugins bind with a plain listen,
+// which fails while the file is there: the agent removes a stale socket before it starts the
+// plugin, or the plugin never starts again.
+func TestAgentRemovesAStaleSocketBeforeStarting(t *testing.T) {
+	f := newFixture(t)
+	sp := f.execPlugin("plain", "plainlisten")
+	if err := os.MkdirAll(filepath.Dir(sp.Socket), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: sp.Socket, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis.SetUnlinkOnClose(false)
+	lis.Close() // the file stays, refusing connections
+	f.register(sp)
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be started and healthy", func() bool { return f.plugin("plain").Healthy })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A socket path taken by something that is not a socket is not removed: the start fails,
+// naming it.
+func TestAgentLeavesANonSocketAtTheSocketPath(t *testing.T) {
+	f := newFixture(t)
+	sp := f.execPlugin("plain", "plainlisten")
+	if err := os.MkdirAll(filepath.Dir(sp.Socket), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sp.Socket, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.register(sp)
+	stop := f.startAgent(testSettings)
+	waitFor(t, "a failed start", func() bool { return len(f.events("plugin-start")) >= 1 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(sp.Socket); err != nil || string(b) != "data" {
+		t.Errorf("the file at the socket path: %q, %v; want it untouched", b, err)
+	}
+	if ev := f.events("plugin-start")[0]; !strings.Contains(ev, "not a socket") || !strings.Contains(ev, sp.Socket) {
+		t.Errorf("plugin-start event = %q, want it to name the path that is not a socket", ev)
 	}
 }

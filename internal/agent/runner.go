@@ -11,6 +11,7 @@ import (
 
 	"github.com/volctl/volctl/internal/backoff"
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -225,6 +226,11 @@ func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 	for _, s := range sockets {
 		if err := os.MkdirAll(filepath.Dir(s), 0o750); err != nil {
 			return false, fmt.Errorf("socket directory: %w", err)
+		}
+		// A socket file left by a plugin killed with SIGKILL refuses connections, and a plugin
+		// that binds with a plain listen cannot start while it is there.
+		if err := hostpath.RemoveStaleSocket(s); err != nil {
+			return false, err
 		}
 	}
 	p, err := startProcess(r.spec, a.runDir, a.logDir)
