@@ -585,7 +585,9 @@ func (a *Agent) stopIfUnmounted(r *runner) {
 }
 
 // mounts counts a plugin's mounts as the store knows them: publish targets of claims that are
-// published or being unpublished, and stagings in place.
+// published or being unpublished, or node-staged (NodePublishVolume sent or being sent: its
+// mount may be there, for a plugin that does not stage as for one that does), and stagings in
+// place.
 func (a *Agent) mounts(ctx context.Context, pluginID string) (int, error) {
 	vols, err := a.e.Volumes(ctx)
 	if err != nil {
@@ -606,7 +608,7 @@ func (a *Agent) mounts(ctx context.Context, pluginID string) (int, error) {
 	}
 	n := 0
 	for _, c := range claims {
-		if mine[c.VolumeID] && (c.State == "published" || c.State == "unpublishing") {
+		if mine[c.VolumeID] && (c.State == "published" || c.State == "unpublishing" || c.State == "node-staged") {
 			n++
 		}
 	}

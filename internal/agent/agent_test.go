@@ -65,6 +65,23 @@ func TestMain(m *testing.M) {
 		// hostpath that ignores SIGTERM: only SIGKILL ends it.
 		signal.Ignore(syscall.SIGTERM, os.Interrupt)
 		os.Exit(serveHostpath(context.Background()))
+	case "nostage-publish-times-out":
+		// An in-memory plugin without STAGE_UNSTAGE_VOLUME whose NodePublishVolume times out:
+		// the mount may be made, or be in the making, when the claim is left for reconcile.
+		os.Exit(serveTestPlugin(func(ctx context.Context, socket string) error {
+			faults := csitest.NewFaults()
+			faults.FailAlways(csi.RPCNodePublishVolume, codes.DeadlineExceeded)
+			srv := grpc.NewServer(grpc.ChainUnaryInterceptor(faults.Interceptor()))
+			cfg := csitest.DefaultMemConfig()
+			cfg.Node.StageUnstageVolume = false
+			csitest.NewMemPlugin(cfg).Register(srv)
+			lis, err := hostpath.Listen(socket)
+			if err != nil {
+				return err
+			}
+			go func() { <-ctx.Done(); srv.Stop() }()
+			return srv.Serve(lis)
+		}))
 	case "plainlisten":
 		// An in-memory plugin on a plain net.Listen, as many plugins listen: bind fails while
 		// a socket file is in the way, even a stale one.

@@ -9,6 +9,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // childPid waits for a forking test plugin's child and returns its pid, killed when the test
@@ -132,5 +135,32 @@ func TestAgentLeavesANonSocketAtTheSocketPath(t *testing.T) {
 	}
 	if ev := f.events("plugin-start")[0]; !strings.Contains(ev, "not a socket") || !strings.Contains(ev, sp.Socket) {
 		t.Errorf("plugin-start event = %q, want it to name the path that is not a socket", ev)
+	}
+}
+
+// A plugin without STAGE_UNSTAGE_VOLUME has no staging to count: a claim of it that is
+// node-staged had NodePublishVolume sent, or being sent, and may have its mount. The agent
+// leaves such a plugin running when it stops, as it does one with a published claim.
+func TestAgentLeavesAPluginRunningUnderAPublishInDoubt(t *testing.T) {
+	f := newFixture(t)
+	f.register(f.execPlugin("ns", "nostage-publish-times-out"))
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("ns").Healthy })
+	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "ns", Capabilities: caps}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Claim(f.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err == nil {
+		t.Fatal("claim succeeded despite NodePublishVolume timing out")
+	}
+	if c, err := f.e.ClaimInfo(f.ctx, "db", "web-0"); err != nil || c.State != "node-staged" {
+		t.Fatalf("claim = %+v, %v; want it left node-staged", c, err)
+	}
+	pid := f.pid("ns")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !alive(pid) {
+		t.Fatalf("the agent stopped plugin pid %d with a claim whose NodePublishVolume may have mounted", pid)
 	}
 }
