@@ -215,10 +215,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer stopLoops()
 	var wg sync.WaitGroup
 	a.sync(loops, &wg)
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		a.housekeeping(loops, &wg)
+	}()
+	go func() {
+		defer wg.Done()
+		a.keepLogs(loops)
 	}()
 	<-ctx.Done()
 	a.log.Info("agent stopping")
@@ -343,8 +347,6 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 	syncT := time.NewTicker(a.s.ProbeInterval)
 	gcT := time.NewTicker(a.s.GCInterval)
 	recT := time.NewTicker(a.s.ReconcileInterval)
-	logT := time.NewTicker(logCheckInterval)
-	defer logT.Stop()
 	defer syncT.Stop()
 	defer gcT.Stop()
 	defer recT.Stop()
@@ -370,9 +372,6 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 			a.sync(ctx, wg)
 		case <-gcT.C:
 			a.gc(ctx)
-		case <-logT.C:
-			a.trimLogs()
-			continue // nothing for a re-drive to count
 		case <-recT.C:
 			if started {
 				a.reconcile(ctx, "timer")
@@ -453,7 +452,23 @@ func (a *Agent) scheduleRedrive(ctx context.Context, r *redrive) {
 	r.c = r.t.C
 }
 
-// trimLogs keeps the supervised plugins' logs under maxLogSize while they run (trimLog).
+// keepLogs keeps the supervised plugins' logs under maxLogSize while they run, checking every
+// logCheckInterval until ctx ends. It has a loop of its own: a reconcile pass waiting on a
+// plugin that does not answer holds housekeeping's loop for minutes.
+func (a *Agent) keepLogs(ctx context.Context) {
+	t := time.NewTicker(logCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			a.trimLogs()
+		}
+	}
+}
+
+// trimLogs rotates the supervised plugins' logs that grew past maxLogSize (trimLog).
 func (a *Agent) trimLogs() {
 	a.mu.Lock()
 	var ids []string
