@@ -31,7 +31,9 @@ The volume must have no live claims (exit 4, naming them: release or detach them
 its plugin must be able to delete volumes (CREATE_DELETE_VOLUME; otherwise use volctl volume
 deregister). A plugin that answers NOT_FOUND has no such volume any more: that counts as
 deleted; one that refuses with FAILED_PRECONDITION (snapshots left, say) keeps the volume,
-ready. A delete interrupted midway is finished by the same delete or by volctl reconcile.
+ready. A volume whose storage another volctl volume also records is not deleted (exit 4,
+naming it: volctl volume deregister forgets one). A delete interrupted midway is finished by
+the same delete or by volctl reconcile.
 It asks first on a terminal and needs --yes otherwise.`,
 		Example: `  volctl volume delete scratch --yes`,
 		Args:    exactArgs(1),

@@ -33,7 +33,9 @@ node must expand too, or expands only on the node (with the volume's staging pat
 path when the volume is staged but not published). A volume not on this node owes the node
 expansion until a claim next publishes it. One that failed stays owed: run the same expand again,
 or volctl reconcile. The new size becomes the volume's capacity_min. Re-registering or
-re-creating the volume with a larger capacity_min does the same.
+re-creating the volume with a larger capacity_min does the same. A plugin that answers with
+less than --size fails the expand (exit 1): the volume keeps the larger of its old size and the
+one answered, and its capacity_min, so the same expand asks again.
 
 Sizes read like a spec's capacity_min: "10GiB", "500M", "1T". A volume never shrinks (exit 2);
 asking for its current size changes nothing but sending a node expansion still owed. A plugin without EXPAND_VOLUME is refused (exit 2).

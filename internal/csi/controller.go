@@ -41,6 +41,26 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 		return Volume{}, fmt.Errorf("%s: the plugin returned no volume ID for %q", RPCCreateVolume, r.Name)
 	}
 	v := volumeFromCSI(resp.GetVolume())
+	// A clone is a new volume: an answer naming the source is the source, which recording as
+	// the clone would let deleting the clone delete, and which is not returned to delete.
+	if r.CloneID != "" && v.ID == r.CloneID {
+		return Volume{}, fmt.Errorf("%s: the plugin answered %q, a clone of volume %q, with volume %q itself: "+
+			"it is not recorded as the clone, and left alone (the plugin does not clone: report it to the plugin's authors)",
+			RPCCreateVolume, r.Name, r.CloneID, v.ID)
+	}
+	// A content source in the answer says what the volume was pre-populated from (the spec
+	// leaves it out as it likes, so only one that is there is compared). Another source than
+	// asked is not this request's volume, however the plugin came to answer with it: its data
+	// is not what was asked for, and it may be someone's, so it is not returned to delete.
+	if (v.SnapshotID != "" || v.CloneID != "") && (v.SnapshotID != r.SnapshotID || v.CloneID != r.CloneID) {
+		asked := "an empty volume was asked"
+		if r.SnapshotID != "" || r.CloneID != "" {
+			asked = "one from " + describeSource(r.SnapshotID, r.CloneID) + " was asked"
+		}
+		return Volume{}, fmt.Errorf("%s: the plugin answered %q with volume %q, pre-populated from %s, where %s: "+
+			"it is not recorded, and left alone (delete it with the storage provider's tools if nothing uses it)",
+			RPCCreateVolume, r.Name, v.ID, describeSource(v.SnapshotID, v.CloneID), asked)
+	}
 	// Zero capacity means the plugin does not know the size, which the spec allows.
 	if r.CapacityMin > 0 && v.CapacityBytes > 0 && v.CapacityBytes < r.CapacityMin {
 		return v, fmt.Errorf("%s: the plugin created volume %q with %d bytes, below the requested minimum of %d",
@@ -54,6 +74,14 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 			RPCCreateVolume, v.ID, describeTopologies(v.AccessibleTopology), describeTopologies(req.Required))
 	}
 	return v, nil
+}
+
+// describeSource names a volume's content source (one is set), for messages.
+func describeSource(snapshotID, cloneID string) string {
+	if snapshotID != "" {
+		return fmt.Sprintf("snapshot %q", snapshotID)
+	}
+	return fmt.Sprintf("volume %q", cloneID)
 }
 
 // topologiesOverlap reports whether one of got lies in one of want: the segments one of them

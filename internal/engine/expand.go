@@ -82,6 +82,7 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 	}
 
 	newSize, nodeRequired := size, node
+	var short error // the plugin answered OK with less than size
 	if ctrl {
 		resp, _, err := controllerAnswer(ctx, e, c, csi.RPCControllerExpandVolume,
 			func(ctx context.Context) (csi.ControllerExpandVolumeResponse, error) {
@@ -97,16 +98,36 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		// Owed to a node that can expand, or to one not reachable through this registration
 		// yet (a split plugin's node half not registered): the next publish sends it.
 		nodeRequired = resp.NodeExpansionRequired && (node || !c.fp.Node)
+		if newSize < size {
+			// The spec: the plugin reaches required_bytes or fails (OUT_OF_RANGE). It did
+			// neither, so the expand fails; the record keeps the larger of the old size and
+			// the one answered (volumes never shrink), and not the request, so that the same
+			// expand or create asks again.
+			short = fmt.Errorf("plugin %q answered ControllerExpandVolume for volume %q with %s, below the %s asked: the expansion is not done "+
+				"(the volume is recorded at %s; run the expand again, or ask the storage provider)",
+				v.PluginID, v.ID, spec.FormatSize(newSize), spec.FormatSize(size), spec.FormatSize(max(newSize, cur)))
+			if newSize <= cur {
+				e.event(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID,
+					RPC: csi.RPCControllerExpandVolume, Message: "expansion fell short: " + short.Error()})
+				return fail(short)
+			}
+		}
 	}
-	v.CapacityBytes, v.RequestedMin = newSize, max(v.RequestedMin, size)
-	if limit != 0 {
-		v.RequestedMax = limit
+	v.CapacityBytes = newSize
+	if short == nil {
+		v.RequestedMin = max(v.RequestedMin, size)
+		if limit != 0 {
+			v.RequestedMax = limit
+		}
 	}
 	msg := fmt.Sprintf("volume %q expanded to %s", v.ID, spec.FormatSize(newSize))
+	if short != nil {
+		msg = "expansion fell short: " + short.Error()
+	}
 	if nodeRequired {
 		// Owed before it is sent, and in the same commit as the new size: whatever happens to
 		// the node expansion, the record says the filesystem may still be the old size.
-		v.NodeExpandMin, v.NodeExpandMax = size, limit
+		v.NodeExpandMin, v.NodeExpandMax = min(size, newSize), limit
 		msg += "; the node expansion is owed"
 	}
 	if err := e.store.Update(ctx, func(tx *store.Tx) error {
@@ -120,8 +141,11 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 	failpoint("expand:node-owed")
 	if nodeRequired {
 		if _, err := e.expandOnNode(ctx, c, v); err != nil {
-			return fail(err)
+			return fail(errors.Join(short, err))
 		}
+	}
+	if short != nil {
+		return fail(short)
 	}
 	return e.Volume(ctx, v.ID)
 }

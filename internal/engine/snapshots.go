@@ -167,6 +167,12 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %q, which is volume %q's; "+
 				"it stays %q's, and this snapshot is forgotten (the plugin maps two names onto one snapshot: report it to the plugin's authors)",
 				rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, old.SourceVolumeID, old.SourceVolumeID)
+		case err == nil && old.Name != "" && old.Name != rec.Name:
+			// Another request's snapshot: two records of one snapshot would let deleting
+			// either delete both, and one would replace the other's record.
+			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %q, which volctl made under the name %q; "+
+				"it stays %q, and this snapshot is forgotten (the plugin maps two names onto one snapshot: report it to the plugin's authors)",
+				rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, old.Name, old.Name)
 		case snap.SourceVolumeID != "" && snap.SourceVolumeID != rec.SourceExternalID:
 			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %q of another volume (%q); "+
 				"it is not recorded, and this snapshot is forgotten", rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, snap.SourceVolumeID)

@@ -144,7 +144,21 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 	failpoint("rpc:CreateVolume")
 	if err != nil {
 		if created.ID != "" {
-			// The plugin made a volume we cannot use (smaller than asked): remove it again.
+			// The plugin answered with a volume we cannot use (smaller than asked, outside the
+			// requisite topology): remove it again, unless it is another volctl volume's storage,
+			// which a plugin mapping two names onto one volume answers with: deleting it would
+			// destroy that volume's data.
+			var dup error
+			if uerr := e.store.Update(ctx, func(tx *store.Tx) error {
+				var err error
+				dup, err = refuseSharedStorage(tx, v, created.ID)
+				return err
+			}); uerr != nil {
+				return errors.Join(err, uerr)
+			}
+			if dup != nil {
+				return fmt.Errorf("%w (the answer was unusable anyway: %v)", dup, err)
+			}
 			_ = e.withController(ctx, c, func(ctx context.Context) error {
 				if err := e.checkSockets(ctx, c, csi.RPCDeleteVolume); err != nil {
 					return err
@@ -185,28 +199,11 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 	v.State = store.VolumeReady
 	var dup error
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
-		// One storage volume under two volctl IDs would let each one's claims ignore the other's
-		// access mode, and deleting one would pull the storage from under the other. The check
-		// and the record are one write transaction, so of two creates the plugin answers with
-		// one ID, only the first to commit records it.
-		same, err := sameStorage(tx, v.PluginID, v.ExternalID, v.ID)
-		if err != nil {
+		// The check and the record are one write transaction, so of two creates the plugin
+		// answers with one ID, only the first to commit records it.
+		var err error
+		if dup, err = refuseSharedStorage(tx, v, v.ExternalID); err != nil || dup != nil {
 			return err
-		}
-		for _, o := range same {
-			if o.ID == v.ID {
-				continue
-			}
-			// The storage is the other volume's: it is not deleted. This create made nothing
-			// volctl can use, so its intent is forgotten.
-			dup = conflictf("plugin %q answered CreateVolume (name %q) with external ID %q, which is already volume %q; "+
-				"the storage belongs to %q and is left alone, and this create is forgotten (the plugin maps two names onto one volume: report it to the plugin's authors)",
-				v.PluginID, v.CSIName, v.ExternalID, o.ID, o.ID)
-			if err := tx.Volumes().Delete(v.ID); err != nil {
-				return err
-			}
-			return tx.Events().Append(&store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID,
-				RPC: csi.RPCCreateVolume, Message: "create refused: " + dup.Error()})
 		}
 		if err := tx.Volumes().Update(&v); err != nil {
 			return err
@@ -222,6 +219,28 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 	}
 	failpoint("create:ready")
 	return nil
+}
+
+// refuseSharedStorage refuses the plugin's answer to volume v's CreateVolume, external ID id,
+// when another volctl volume records that storage: one storage volume under two volctl IDs
+// would let each one's claims ignore the other's access mode, and deleting one would pull the
+// storage from under the other. The storage is the other volume's and is left alone; this
+// create made nothing volctl can use, so its intent is forgotten, in tx, and the conflict saying
+// so returned (nil when no other volume records id).
+func refuseSharedStorage(tx *store.Tx, v store.Volume, id string) (dup, err error) {
+	same, err := sameStorage(tx, v.PluginID, id, v.ID)
+	if err != nil || len(same) == 0 {
+		return nil, err
+	}
+	o := same[0]
+	dup = conflictf("plugin %q answered CreateVolume (name %q) with external ID %q, which is already volume %q; "+
+		"the storage belongs to %q and is left alone, and this create is forgotten (the plugin maps two names onto one volume: report it to the plugin's authors)",
+		v.PluginID, v.CSIName, id, o.ID, o.ID)
+	if err := tx.Volumes().Delete(v.ID); err != nil {
+		return nil, err
+	}
+	return dup, tx.Events().Append(&store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID,
+		RPC: csi.RPCCreateVolume, Message: "create refused: " + dup.Error()})
 }
 
 // withController runs fn holding the plugin's controller lock (one controller call per plugin at

@@ -75,10 +75,30 @@ func (e *Engine) DeleteVolume(ctx context.Context, id string) error {
 	return nil
 }
 
+// refuseSharedDelete refuses to delete volume v's storage while another volctl volume records
+// it (sameStorage: state from before a check saw the two were one, such as one plugin reached
+// through two spellings of its socket): DeleteVolume would delete that volume's data too. It is
+// checked before DeleteVolume is sent, by a delete and by reconcile finishing one.
+func refuseSharedDelete(tx *store.Tx, v store.Volume) error {
+	same, err := sameStorage(tx, v.PluginID, v.ExternalID, v.ID)
+	if err != nil || len(same) == 0 {
+		return err
+	}
+	o := same[0]
+	return conflictf("volume %q's storage (external ID %q on plugin %q) is also recorded as volume %q: deleting it would delete %q's data; "+
+		"`volctl volume deregister %s` forgets %q and leaves the storage to %q", v.ID, v.ExternalID, v.PluginID, o.ID, o.ID, v.ID, v.ID, o.ID)
+}
+
 // finishDelete sends DeleteVolume for a volume in state deleting and forgets it. An attachment
 // or staging left without a claim is undone first: a plugin may refuse to delete an attached
 // volume, and the record of it would keep the volume's row.
 func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) error {
+	if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseSharedDelete(tx, v) }); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return e.keepRefusedDelete(ctx, v, err)
+		}
+		return err
+	}
 	if err := e.undoLeftStaging(ctx, c, v); err != nil {
 		return fmt.Errorf("undoing %s: %w (the volume is marked deleting; run the delete again or `volctl reconcile` once plugin %q answers)",
 			e.leftBehind(ctx, v), err, v.PluginID)
@@ -122,7 +142,8 @@ func (e *Engine) leftBehind(ctx context.Context, v store.Volume) string {
 	return fmt.Sprintf("its attachment to node %q through plugin %q, left by its last claim", attachedNode(st), v.PluginID)
 }
 
-// keepRefusedDelete puts a volume whose DeleteVolume the plugin refused back to ready.
+// keepRefusedDelete puts a volume whose DeleteVolume the plugin (or refuseSharedDelete) refused
+// back to ready.
 func (e *Engine) keepRefusedDelete(ctx context.Context, v store.Volume, cause error) error {
 	err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		cur, err := tx.Volumes().Get(v.ID)
@@ -133,8 +154,11 @@ func (e *Engine) keepRefusedDelete(ctx context.Context, v store.Volume, cause er
 		if err := tx.Volumes().Update(&cur); err != nil {
 			return err
 		}
-		return tx.Events().Append(&store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
-			Code: csi.CodeOf(cause).String(), Message: "delete refused, volume kept: " + cause.Error()})
+		ev := &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, Message: "delete refused, volume kept: " + cause.Error()}
+		if errors.As(cause, new(*csi.Error)) { // the plugin's refusal, not volctl's own
+			ev.RPC, ev.Code = csi.RPCDeleteVolume, csi.CodeOf(cause).String()
+		}
+		return tx.Events().Append(ev)
 	})
 	if err != nil {
 		return fmt.Errorf("%w (the volume is marked deleting and putting it back failed: %v; run `volctl reconcile`)", cause, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -429,11 +430,34 @@ func sameStorage(tx *store.Tx, pluginID, externalID, exceptID string) ([]store.V
 			return nil, err
 		}
 		for _, s := range pluginSockets(p) {
-			if s != "" && slices.Contains(mine, s) {
+			if slices.ContainsFunc(mine, func(m string) bool { return oneSocket(m, s) }) {
 				out = append(out, o)
 				break
 			}
 		}
 	}
 	return out, nil
+}
+
+// oneSocket reports whether socket paths a and b name one socket however they are spelled: alike
+// once cleaned and their directories' symlinks resolved (/var/run and /run), or, while it is
+// there, one file (a bind mount).
+func oneSocket(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	if a == b || resolvedSocket(a) == resolvedSocket(b) {
+		return true
+	}
+	ids := identify(a, b)
+	return len(ids) == 2 && ids[0].inode != 0 && ids[0].dev == ids[1].dev && ids[0].inode == ids[1].inode
+}
+
+// resolvedSocket is a socket path cleaned, with its directory's symlinks resolved when it exists.
+func resolvedSocket(s string) string {
+	s = filepath.Clean(s)
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(s)); err == nil {
+		return filepath.Join(dir, filepath.Base(s))
+	}
+	return s
 }

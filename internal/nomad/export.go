@@ -25,7 +25,10 @@ const SecretPlaceholder = spec.Redacted
 // caller puts the plugin's accessible topology in TopologyRequest.Required and the capacity in
 // CapacityMin. Without includeSecrets, secret values and mount flags are placeholders, and the
 // returned notes say which. A volume with two keys in one map that the file would write as one
-// is refused (checkVolumeKeys).
+// is refused (checkVolumeKeys), and so is one with a string the file would hold changed: the
+// writer writes every string in Unicode normal form C, as HCL2 reads strings back, and a value
+// or key not in it (a plugin's ID or context can be anything) would reach Nomad as another
+// string. `volctl nomad register` sends such a volume through Nomad's API unchanged.
 func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string, error) {
 	if err := checkVolumeKeys(v); err != nil {
 		return nil, nil, err
@@ -97,6 +100,9 @@ func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string, error) {
 	if len(v.Context) > 0 {
 		b.comment("The plugin's volume context, which NodeStageVolume and NodePublishVolume need.")
 		b.attr("context", hclStringMap(v.Context))
+	}
+	if p := b.changed(); p != "" {
+		return nil, nil, fmt.Errorf("volume %q: %s is not in Unicode normal form C, which an exported file writes every string in: Nomad would get another string; `volctl nomad register` sends the volume through Nomad's API unchanged", v.ID, p)
 	}
 	return b.bytesForHCL1(), notes, nil
 }

@@ -43,6 +43,10 @@ type hclValue struct {
 	bit  bool
 	list []hclValue
 	obj  map[string]hclValue
+	// changed says a string was given other than in NFC, and so is written other than it
+	// was given; changedKeys are the object's keys, as given, for which that is so.
+	changed     bool
+	changedKeys []string
 }
 
 type hclKind uint8
@@ -55,7 +59,11 @@ const (
 	hclObject
 )
 
-func hclStr(s string) hclValue        { return hclValue{kind: hclString, str: cty.NormalizeString(s)} }
+func hclStr(s string) hclValue {
+	n := cty.NormalizeString(s)
+	return hclValue{kind: hclString, str: n, changed: n != s}
+}
+
 func hclInt(n int64) hclValue         { return hclValue{kind: hclNumber, num: n} }
 func hclBoolean(b bool) hclValue      { return hclValue{kind: hclBool, bit: b} }
 func hclTuple(v ...hclValue) hclValue { return hclValue{kind: hclList, list: v} }
@@ -65,14 +73,17 @@ func hclTuple(v ...hclValue) hclValue { return hclValue{kind: hclList, list: v} 
 // strings are; of keys that become the same, the value of the first in byte order is kept, as
 // hclwrite keeps one. The exporters refuse such maps before they write (sameInNFC).
 func hclObj(m map[string]hclValue) hclValue {
-	out := make(map[string]hclValue, len(m))
+	v := hclValue{kind: hclObject, obj: make(map[string]hclValue, len(m))}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		nk := cty.NormalizeString(k)
-		if _, dup := out[nk]; !dup {
-			out[nk] = m[k]
+		if _, dup := v.obj[nk]; !dup {
+			v.obj[nk] = m[k]
+			if nk != k {
+				v.changedKeys = append(v.changedKeys, k)
+			}
 		}
 	}
-	return hclValue{kind: hclObject, obj: out}
+	return v
 }
 
 func hclStrings(s []string) hclValue {
@@ -136,6 +147,52 @@ func (b *hclBody) comment(text string) {
 // blank appends an empty line.
 func (b *hclBody) blank() {
 	b.items = append(b.items, hclItem{kind: hclBlank})
+}
+
+// changed returns where in b the first string (a value, an object key or a block label) is
+// that the writer writes other than it was given, because it was not in Unicode normal form C:
+// its attribute's path, with the key or index ("secrets[\"k\"]", "mount_options.mount_flags[0]").
+// It returns "" when every string is written as given.
+func (b *hclBody) changed() string {
+	for _, it := range b.items {
+		switch it.kind {
+		case hclAttr:
+			if p := it.value.changedAt(it.name); p != "" {
+				return p
+			}
+		case hclBlock:
+			for _, l := range it.labels {
+				if cty.NormalizeString(l) != l {
+					return fmt.Sprintf("%s label %+q", it.name, l)
+				}
+			}
+			if p := it.body.changed(); p != "" {
+				return it.name + "." + p
+			}
+		}
+	}
+	return ""
+}
+
+// changedAt is changed for a value at path.
+func (v hclValue) changedAt(path string) string {
+	switch {
+	case v.changed:
+		return path
+	case len(v.changedKeys) > 0:
+		return fmt.Sprintf("%s[%+q] (the key)", path, v.changedKeys[0])
+	}
+	for i, e := range v.list {
+		if p := e.changedAt(fmt.Sprintf("%s[%d]", path, i)); p != "" {
+			return p
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(v.obj)) {
+		if p := v.obj[k].changedAt(fmt.Sprintf("%s[%+q]", path, k)); p != "" {
+			return p
+		}
+	}
+	return ""
 }
 
 // bytes renders the body as a file.

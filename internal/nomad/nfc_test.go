@@ -54,9 +54,10 @@ func TestExportRefusesKeysEqualInNFC(t *testing.T) {
 			}
 		}
 	}
-	// Keys that are the same only to case, or differ in normal form C too, are kept apart.
+	// Keys that are the same only to case, or differ in normal form C too, are kept apart. (They
+	// are given in NFC: a key that is not is refused on its own, TestExportRefusesStringsNotInNFC.)
 	v := base()
-	v.Parameters = map[string]string{precomposed: "a", "E\u0301": "b", "e": "c"}
+	v.Parameters = map[string]string{precomposed: "a", "\u00c9": "b", "e": "c"}
 	if _, _, err := VolumeFile(v, true); err != nil {
 		t.Errorf("keys that stay apart in NFC refused: %v", err)
 	}
@@ -71,6 +72,63 @@ func TestExportRefusesKeysEqualInNFC(t *testing.T) {
 	for _, want := range []string{"volume blocks", wantKeys, "one block would be lost"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("group: error %q does not hold %q", err, want)
+		}
+	}
+}
+
+// TestExportRefusesStringsNotInNFC: a volume file holds every string in Unicode normal form
+// C, so a string volctl holds in another form (here "é" decomposed) would reach Nomad as
+// another string: an external ID naming another volume, a changed secret. Export refuses it,
+// naming the volume and where the string is, never the value; a secret or mount flag written
+// as a placeholder is no such string.
+func TestExportRefusesStringsNotInNFC(t *testing.T) {
+	const value = "s" + decomposed + "cret-zq"
+	base := func() spec.Volume {
+		return spec.Volume{ID: "v", PluginID: "p", ExternalID: "x",
+			Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
+	}
+	for _, c := range []struct {
+		where       string
+		set         func(*spec.Volume)
+		secretsOnly bool // refused only when secrets are written
+	}{
+		{"external_id", func(v *spec.Volume) { v.ExternalID = value }, false},
+		{`parameters["k"]`, func(v *spec.Volume) { v.Parameters = map[string]string{"k": value} }, false},
+		{`context["k"]`, func(v *spec.Volume) { v.Context = map[string]string{"k": value} }, false},
+		{`context["` + `e\u0301` + `"] (the key)`, func(v *spec.Volume) { v.Context = map[string]string{decomposed: "1"} }, false},
+		{`topology_request.required.topology.segments["zone"]`, func(v *spec.Volume) {
+			v.TopologyRequest = &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"zone": value}}}}
+		}, false},
+		{`secrets["k"]`, func(v *spec.Volume) { v.Secrets = spec.Secrets{"k": value} }, true},
+		{"mount_options.mount_flags[1]", func(v *spec.Volume) {
+			v.MountOptions = &spec.MountOptions{MountFlags: spec.MountFlags{"ro", value}}
+		}, true},
+	} {
+		for _, secrets := range []bool{false, true} {
+			v := base()
+			c.set(&v)
+			b, _, err := VolumeFile(v, secrets)
+			if c.secretsOnly && !secrets {
+				if err != nil {
+					t.Errorf("%s written as a placeholder: %v", c.where, err)
+				}
+				continue
+			}
+			if err == nil {
+				t.Errorf("%s not in NFC (include secrets %v): no error; wrote\n%s", c.where, secrets, b)
+				continue
+			}
+			for _, want := range []string{`volume "v"`, c.where + " is not in Unicode normal form C", "volctl nomad register"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%s: error %q does not hold %q", c.where, err, want)
+				}
+			}
+			if strings.Contains(err.Error(), "cret-zq") {
+				t.Errorf("%s: error %q holds the value", c.where, err)
+			}
+			if b != nil {
+				t.Errorf("%s: wrote a file as well as the error", c.where)
+			}
 		}
 	}
 }

@@ -106,6 +106,9 @@ type MemPlugin struct {
 	// snapshotAs, when set, is the snapshot every CreateSnapshot answers with
 	// (AnswerSnapshotWith).
 	snapshotAs string
+	// expandAs, when positive, is the capacity every ControllerExpandVolume answers with
+	// (AnswerExpandWith).
+	expandAs int64
 }
 
 type memVolume struct {
@@ -187,6 +190,15 @@ func (m *MemPlugin) AnswerSnapshotWith(id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.snapshotAs = id
+}
+
+// AnswerExpandWith makes the plugin lie about expansion: from now on, every
+// ControllerExpandVolume answers OK with capacity bytes, whatever was asked, and changes
+// nothing. Zero ends the lie.
+func (m *MemPlugin) AnswerExpandWith(capacity int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.expandAs = capacity
 }
 
 // Calls returns every request received so far, in order.
@@ -817,6 +829,9 @@ func (s *memServer) ControllerExpandVolume(ctx context.Context, req *csipb.Contr
 	}
 	if len(v.targets) > 0 && !m.cfg.Plugin.VolumeExpansionOnline {
 		return nil, errorf(codes.FailedPrecondition, "volume %q is published and online expansion is off", v.vol.ID)
+	}
+	if m.expandAs > 0 {
+		return &csipb.ControllerExpandVolumeResponse{CapacityBytes: m.expandAs, NodeExpansionRequired: m.cfg.Node.ExpandVolume}, nil
 	}
 	v.vol.CapacityBytes = max(v.vol.CapacityBytes, want)
 	return &csipb.ControllerExpandVolumeResponse{CapacityBytes: v.vol.CapacityBytes, NodeExpansionRequired: m.cfg.Node.ExpandVolume}, nil

@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// The same storage reached through two plugin IDs whose sockets are spelled differently (a
+// symlinked directory, /var/run and /run, or a path not in its clean form): a register of one
+// ID's volume under the other is refused as on one spelling, since deleting either volctl
+// volume would delete the other's data.
+func TestOneStorageVolumeThroughTwoSpellingsOfOneSocket(t *testing.T) {
+	h := newHarness(t, nil)
+	link := filepath.Join(t.TempDir(), "run")
+	if err := os.Symlink(filepath.Dir(h.socket), link); err != nil {
+		t.Fatal(err)
+	}
+	spellings := []string{
+		filepath.Join(link, filepath.Base(h.socket)),
+		filepath.Dir(h.socket) + "/./" + filepath.Base(h.socket),
+	}
+	a := h.create(volume("a"))
+	for i, sock := range spellings {
+		id := []string{"mem2", "mem3"}[i]
+		h.registerPlugin(id, sock)
+		reg := volume("c-" + id)
+		reg.PluginID, reg.ExternalID = id, a.ExternalID
+		if _, err := h.e.RegisterVolume(h.ctx, reg); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `"a"`) {
+			t.Errorf("register a's storage again through %s at %s: %v", id, sock, err)
+		}
+	}
+}
+
+// Two volctl volumes recorded on one storage volume (state from a volctl that did not see
+// through a socket's other spelling): deleting one is refused, by a delete or by reconcile
+// finishing one, since DeleteVolume would delete the other's data, and says how to forget it
+// instead.
+func TestDeleteRefusedWhileAnotherVolumeRecordsTheStorage(t *testing.T) {
+	h := newHarness(t, nil)
+	a := h.create(volume("a"))
+	h.update(func(tx *store.Tx) error {
+		dup := store.VolumeFromSpec(volume("b"))
+		dup.ExternalID, dup.State = a.ExternalID, store.VolumeReady
+		return tx.Volumes().Insert(&dup)
+	})
+	err := h.e.DeleteVolume(h.ctx, "b")
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `"a"`) || !strings.Contains(err.Error(), "deregister") {
+		t.Errorf("delete of b, on a's storage: %v; want a conflict naming a and deregister", err)
+	}
+	if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
+		t.Errorf("DeleteVolume sent %d time(s)", n)
+	}
+	if _, ok := h.mem.Volume(a.ExternalID); !ok {
+		t.Fatalf("a's storage %q was deleted through b", a.ExternalID)
+	}
+	if v := h.volumeInfo("b"); v.State != "ready" {
+		t.Errorf("b is %s after the refused delete, want ready", v.State)
+	}
+
+	// A delete of b begun before (marked deleting) is not finished by reconcile either.
+	h.update(func(tx *store.Tx) error {
+		b, err := tx.Volumes().Get("b")
+		if err != nil {
+			return err
+		}
+		b.State = store.VolumeDeleting
+		return tx.Volumes().Update(&b)
+	})
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Logf("reconcile: %v", err)
+	}
+	if _, ok := h.mem.Volume(a.ExternalID); !ok {
+		t.Fatalf("a's storage %q was deleted by reconcile finishing b's delete", a.ExternalID)
+	}
+	if v := h.volumeInfo("b"); v.State != "ready" {
+		t.Errorf("b is %s after reconcile, want ready", v.State)
+	}
+}
