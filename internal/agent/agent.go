@@ -456,14 +456,21 @@ func (a *Agent) scheduleRedrive(ctx context.Context, r *redrive) {
 // logCheckInterval until ctx ends. It has a loop of its own: a reconcile pass waiting on a
 // plugin that does not answer holds housekeeping's loop for minutes.
 func (a *Agent) keepLogs(ctx context.Context) {
-	t := time.NewTicker(logCheckInterval)
+	every(ctx, logCheckInterval, func() bool { a.trimLogs(); return false })
+}
+
+// every calls fn every d until fn returns true or ctx ends.
+func every(ctx context.Context, d time.Duration, fn func() (done bool)) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			a.trimLogs()
+			if fn() {
+				return
+			}
 		}
 	}
 }

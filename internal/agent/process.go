@@ -379,20 +379,12 @@ func adoptFromPidFile(ctx context.Context, runDir, id string) *process {
 	if !p.alive() {
 		return nil
 	}
-	go func() {
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if !p.alive() {
-					close(p.exited)
-					return
-				}
-			}
+	go every(ctx, 250*time.Millisecond, func() bool {
+		if p.alive() {
+			return false
 		}
-	}()
+		close(p.exited)
+		return true
+	})
 	return p
 }

@@ -28,15 +28,20 @@ func (f *fixture) childPid(id string) int {
 	return pid
 }
 
+// startForker registers plugin fk, a forking test plugin in mode, and starts an agent.
+func (f *fixture) startForker(mode string) (stop func() error) {
+	f.register(f.execPlugin("fk", mode))
+	s := testSettings
+	s.StopTimeout = 300 * time.Millisecond // the child ignores SIGTERM: SIGKILL ends it
+	return f.startAgent(s)
+}
+
 // A plugin's process may fork helpers, which stay in the process group the agent made for it.
 // Stopping the plugin stops the whole group, even when the process the agent started exits at
 // SIGTERM and leaves a helper that ignores it.
 func TestAgentStopsThePluginsWholeProcessGroup(t *testing.T) {
 	f := newFixture(t)
-	f.register(f.execPlugin("fk", "forker"))
-	s := testSettings
-	s.StopTimeout = 300 * time.Millisecond // the child ignores SIGTERM: SIGKILL ends it
-	stop := f.startAgent(s)
+	stop := f.startForker("forker")
 	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fk").Healthy })
 	leader, child := f.pid("fk"), f.childPid("fk")
 	if err := stop(); err != nil {
@@ -54,10 +59,7 @@ func TestAgentStopsThePluginsWholeProcessGroup(t *testing.T) {
 // to stop, before it starts the plugin again.
 func TestAgentStopsWhatAnExitedPluginLeftInItsGroup(t *testing.T) {
 	f := newFixture(t)
-	f.register(f.execPlugin("fk", "forker-exits"))
-	s := testSettings
-	s.StopTimeout = 300 * time.Millisecond // the child ignores SIGTERM: SIGKILL ends it
-	stop := f.startAgent(s)
+	stop := f.startForker("forker-exits")
 	first := f.childPid("fk")
 	waitFor(t, "the child left by the exited plugin to be stopped", func() bool { return !alive(first) })
 	if err := stop(); err != nil {

@@ -38,8 +38,29 @@ import (
 func fixture(t *testing.T) (*Metrics, *engine.Engine) {
 	t.Helper()
 	ctx := context.Background()
+	m, e := observedMem(t, nil)
+	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem", CapacityMin: 1 << 20,
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
+		t.Fatal(err)
+	}
+	m.CollectState(e)
+	return m, e
+}
+
+// observedMem is new metrics observing the RPCs of an engine on a temp state dir, with a mem
+// plugin registered behind faults (nil: none).
+func observedMem(t *testing.T, faults *csitest.Faults) (*Metrics, *engine.Engine) {
+	t.Helper()
+	ctx := context.Background()
 	m := New()
-	socket, stop := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
+	opts := []csitest.ServeOption{csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig()))}
+	if faults != nil {
+		opts = append(opts, csitest.WithFaults(faults))
+	}
+	socket, stop := csitest.Serve(t, opts...)
 	t.Cleanup(stop)
 	e, err := engine.Open(ctx, engine.Config{StateDir: t.TempDir(), ObserveRPC: m.ObserveRPC})
 	if err != nil {
@@ -49,14 +70,6 @@ func fixture(t *testing.T) (*Metrics, *engine.Engine) {
 	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem", CapacityMin: 1 << 20,
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
-		t.Fatal(err)
-	}
-	m.CollectState(e)
 	return m, e
 }
 
@@ -569,18 +582,8 @@ func TestSeriesOfDistinctLabelValuesStayApart(t *testing.T) {
 // one), so a plugin cannot make the agent keep a series per number it makes up.
 func TestRPCCodeLabelIsBounded(t *testing.T) {
 	ctx := context.Background()
-	m := New()
 	faults := csitest.NewFaults()
-	socket, stop := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())), csitest.WithFaults(faults))
-	t.Cleanup(stop)
-	e, err := engine.Open(ctx, engine.Config{StateDir: t.TempDir(), ObserveRPC: m.ObserveRPC})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
+	m, e := observedMem(t, faults)
 	for i := range 50 {
 		faults.FailOnce(csi.RPCProbe, codes.Code(1000+i))
 		_, _ = e.PluginStatus(ctx, "mem")
