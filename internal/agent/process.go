@@ -277,7 +277,8 @@ func (p *process) waitGroup(d time.Duration) bool {
 	if !p.wait(d) {
 		return false
 	}
-	tick := time.NewTicker(20 * time.Millisecond)
+	// Each look reads every process's stat: poll at a gentler pace than the process's own.
+	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for len(p.groupRest()) > 0 {
 		if time.Now().After(deadline) {
