@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -605,5 +607,39 @@ func TestRPCCodeLabelIsBounded(t *testing.T) {
 	want := map[string]float64{"Unknown": 50, "NotFound": 1}
 	if !maps.Equal(codesSeen, want) {
 		t.Errorf("Probe's series by code = %v, want %v", codesSeen, want)
+	}
+}
+
+// A connection a client keeps alive and leaves idle is closed after idleTimeout: the endpoint
+// may listen beyond loopback, and idle connections must not pile up in the agent.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	defer func(d time.Duration) { idleTimeout = d }(idleTimeout)
+	idleTimeout = 100 * time.Millisecond
+	srv, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, New(), func() agent.Status { return agent.Status{} }, nil) }()
+	defer func() { cancel(); <-served }()
+	conn, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	// The deadline only ends a test of a server that keeps the connection forever.
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if n, err := conn.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("idle kept-alive connection: read %d, %v; want it closed by the agent (EOF)", n, err)
 	}
 }
