@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"context"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -164,5 +166,42 @@ func TestAgentLeavesAPluginRunningUnderAPublishInDoubt(t *testing.T) {
 	}
 	if !alive(pid) {
 		t.Fatalf("the agent stopped plugin pid %d with a claim whose NodePublishVolume may have mounted", pid)
+	}
+}
+
+// A pid file whose pid now belongs to another process (a reused pid: another start time) is
+// not adopted, and a process recorded with another start time is never signalled, nor is its
+// process group, although a group of that ID runs.
+func TestReusedPidIsNeitherAdoptedNorSignalled(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // leads a group of its pid, as a plugin would
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	pid := cmd.Process.Pid
+	tick, err := procStartTick(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDir := t.TempDir()
+	stale := &process{pid: pid, startTick: tick + 1}
+	if err := writePidFile(runDir, "p", stale); err != nil {
+		t.Fatal(err)
+	}
+	if p := adoptFromPidFile(context.Background(), runDir, "p"); p != nil {
+		t.Fatalf("adopted pid %d recorded with another start time", pid)
+	}
+	if err := stale.stop(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !alive(pid) {
+		t.Fatalf("stopping a process recorded with another start time signalled pid %d", pid)
+	}
+	if err := writePidFile(runDir, "p", &process{pid: pid, startTick: tick}); err != nil {
+		t.Fatal(err)
+	}
+	if p := adoptFromPidFile(context.Background(), runDir, "p"); p == nil || p.pid != pid {
+		t.Fatalf("the pid file with the right start time was not adopted: %+v", p)
 	}
 }
