@@ -581,8 +581,9 @@ func (f *fixture) claimOnMem(cfg csitest.MemConfig) *csitest.Faults {
 }
 
 // releasingClaim registers an in-memory plugin and leaves a claim on it whose release did not
-// finish (NodeUnpublishVolume failed), for a GC or reconcile pass to release.
-func (f *fixture) releasingClaim() {
+// finish (NodeUnpublishVolume failed), for a GC or reconcile pass to release. It returns the
+// plugin's fault injector, cleared.
+func (f *fixture) releasingClaim() *csitest.Faults {
 	t := f.t
 	t.Helper()
 	faults := f.claimOnMem(csitest.DefaultMemConfig())
@@ -591,6 +592,7 @@ func (f *fixture) releasingClaim() {
 		t.Fatal("release succeeded despite NodeUnpublishVolume failing")
 	}
 	faults.Clear()
+	return faults
 }
 
 // The claim GC pass releases a claim whose release did not finish, without a full reconcile.

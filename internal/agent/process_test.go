@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -203,5 +204,27 @@ func TestReusedPidIsNeitherAdoptedNorSignalled(t *testing.T) {
 	}
 	if p := adoptFromPidFile(context.Background(), runDir, "p"); p == nil || p.pid != pid {
 		t.Fatalf("the pid file with the right start time was not adopted: %+v", p)
+	}
+}
+
+// The log check does not wait behind housekeeping: a claim GC (or reconcile) pass waiting on a
+// plugin that does not answer holds housekeeping for minutes, and a flooding plugin's log is
+// kept under its limit meanwhile.
+func TestAgentKeepsLogsBoundedWhileHousekeepingWaits(t *testing.T) {
+	f := newFixture(t)
+	f.releasingClaim().Hang(csi.RPCNodeUnpublishVolume)
+	f.register(f.execPlugin("chatty", "chatty"))
+	s := testSettings
+	s.GCInterval = 10 * time.Millisecond // GC's first pass hangs in NodeUnpublishVolume before the first log check
+	stop := f.startAgent(s)
+	// It floods its output before it serves: once healthy, its log has grown past the limit.
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("chatty").Healthy })
+	log := filepath.Join(f.dir, "logs", "chatty.log")
+	waitFor(t, "the log to be kept under its limit", func() bool {
+		st, err := os.Stat(log)
+		return err == nil && st.Size() <= maxLogSize
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 }
