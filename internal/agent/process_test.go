@@ -78,17 +78,7 @@ func TestAgentStopsWhatAnExitedPluginLeftInItsGroup(t *testing.T) {
 // log is kept under its size limit while the plugin runs, not only at its next start.
 func TestAgentKeepsARunningPluginsLogBounded(t *testing.T) {
 	f := newFixture(t)
-	f.register(f.execPlugin("chatty", "chatty"))
-	stop := f.startAgent(testSettings)
-	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("chatty").Healthy })
-	log := filepath.Join(f.dir, "logs", "chatty.log")
-	waitFor(t, "the log to be kept under its limit", func() bool {
-		st, err := os.Stat(log)
-		return err == nil && st.Size() <= maxLogSize
-	})
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	log := f.chattyLogBounded(testSettings)
 	if st, err := os.Stat(log + ".1"); err != nil || st.Size() == 0 {
 		t.Errorf("the rotated log %s.1: %v, want the older output there", log, err)
 	}
@@ -213,18 +203,26 @@ func TestReusedPidIsNeitherAdoptedNorSignalled(t *testing.T) {
 func TestAgentKeepsLogsBoundedWhileHousekeepingWaits(t *testing.T) {
 	f := newFixture(t)
 	f.releasingClaim().Hang(csi.RPCNodeUnpublishVolume)
-	f.register(f.execPlugin("chatty", "chatty"))
 	s := testSettings
 	s.GCInterval = 10 * time.Millisecond // GC's first pass hangs in NodeUnpublishVolume before the first log check
+	f.chattyLogBounded(s)
+}
+
+// chattyLogBounded runs an agent with s supervising plugin chatty, which floods its output
+// before it serves, waits for the plugin to be healthy (its log past the limit by then) and
+// for its log to be under the limit, stops the agent and returns the log's path.
+func (f *fixture) chattyLogBounded(s Settings) string {
+	f.t.Helper()
+	f.register(f.execPlugin("chatty", "chatty"))
 	stop := f.startAgent(s)
-	// It floods its output before it serves: once healthy, its log has grown past the limit.
-	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("chatty").Healthy })
+	waitFor(f.t, "the plugin to be healthy", func() bool { return f.plugin("chatty").Healthy })
 	log := filepath.Join(f.dir, "logs", "chatty.log")
-	waitFor(t, "the log to be kept under its limit", func() bool {
+	waitFor(f.t, "the log to be kept under its limit", func() bool {
 		st, err := os.Stat(log)
 		return err == nil && st.Size() <= maxLogSize
 	})
 	if err := stop(); err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
+	return log
 }
