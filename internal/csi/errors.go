@@ -110,6 +110,9 @@ func IsTimeout(err error) bool {
 // IsUnavailable reports whether err says the plugin could not be reached (UNAVAILABLE).
 func IsUnavailable(err error) bool { return err != nil && CodeOf(err) == codes.Unavailable }
 
+// IsUnimplemented reports whether err is the plugin's UNIMPLEMENTED: it does not do this RPC.
+func IsUnimplemented(err error) bool { return err != nil && CodeOf(err) == codes.Unimplemented }
+
 // IsAlreadyExists reports whether err is the plugin's ALREADY_EXISTS.
 func IsAlreadyExists(err error) bool { return err != nil && CodeOf(err) == codes.AlreadyExists }
 
@@ -351,15 +354,16 @@ func socketProblem(socket string) (msg, hint string) {
 // pluginText makes text from a plugin fit to show and store: sensitive values scrubbed out,
 // then control characters escaped.
 func pluginText(msg string, sensitive []string) string {
-	return escapeControl(scrub(msg, sensitive))
+	return EscapeControl(scrub(msg, sensitive))
 }
 
-// escapeControl writes each control character in s (C0 including newline and tab, DEL, C1) as
+// EscapeControl writes each control character in s (C0 including newline and tab, DEL, C1) as
 // a visible escape, as strconv.Quote would ("\x1b", "\n", "\u009b"), and leaves the rest of
 // the text, non-ASCII letters included, as it is. A plugin's message is shown on terminals
 // (status, the TUI) and stored: an escape sequence in it must not recolour the screen or
 // retitle the window. A byte that is not UTF-8 comes out as U+FFFD, as gRPC delivers it.
-func escapeControl(s string) string {
+// Callers that word other data a plugin returned (its topology segments) use it too.
+func EscapeControl(s string) string {
 	if !strings.ContainsFunc(s, needsEscape) {
 		return s
 	}

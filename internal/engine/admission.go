@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -16,13 +17,13 @@ import (
 // volume's accessible topology, which must include the node's. A volume already on the node
 // (a live claim or a staging) passes: it is counted already, and its topology was checked when
 // it came. Refusals are conflicts (exit 4) naming the limit and what it counts, instead of a
-// ControllerPublishVolume that fails later and is retried for good. ld is the volume's plugin
-// and staging rows as admission's transaction read them (load).
-func checkNode(tx *store.Tx, v store.Volume, live []store.Claim, ld *loaded) error {
-	if len(live) > 0 || ld.hasStaging {
+// ControllerPublishVolume that fails later and is retried for good. onNode says the volume is
+// on the node already (a live claim or a staging row), p is its plugin row as admission's
+// transaction read it (load), with the fingerprint whose limits apply.
+func checkNode(tx *store.Tx, v store.Volume, onNode bool, p *store.Plugin) error {
+	if onNode {
 		return nil
 	}
-	p := ld.plugin
 	if p == nil {
 		return nil // the publish path reports the missing plugin
 	}
@@ -84,10 +85,13 @@ func segmentsWithin(a, b map[string]string) bool {
 	return true
 }
 
+// formatSegments words topology segments, which a plugin reported (NodeGetInfo, CreateVolume),
+// with their control characters escaped: an escape sequence in a segment must not reach the
+// terminal that shows the refusal.
 func formatSegments(s map[string]string) string {
 	parts := make([]string, 0, len(s))
 	for _, k := range slices.Sorted(maps.Keys(s)) {
-		parts = append(parts, k+"="+s[k])
+		parts = append(parts, csi.EscapeControl(k+"="+s[k]))
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }

@@ -22,6 +22,8 @@ type checkpoint struct {
 	stDirty bool
 	events  []*store.Event
 	free    store.Outcome // when set, the flush moves the claim to the history
+	// attachIntent: the staging's attach intent is admission's, sent to no node yet (loaded).
+	attachIntent bool
 }
 
 // loaded is what an operation read in its first transaction, under the volume lock, handed to
@@ -31,6 +33,11 @@ type loaded struct {
 	staging    store.Staging
 	hasStaging bool
 	others     *usage // what the volume's other claims use, when the transaction counted them
+	// onNode: admission found the volume on the node already (a live claim or a staging row).
+	onNode bool
+	// attachIntent: admission's transaction recorded the attach intent (recordIntents), from
+	// the plugin's stored fingerprint, and no RPC has been sent for it.
+	attachIntent bool
 }
 
 // usage is what a volume's claims other than the one being driven use: its staging (claims
@@ -103,7 +110,7 @@ func load(tx *store.Tx, v store.Volume) (*loaded, error) {
 // holds the volume lock, so nothing else changes it meanwhile.
 func (e *Engine) newCheckpoint(ctx context.Context, cl *store.Claim, ld *loaded) (*checkpoint, error) {
 	if ld != nil {
-		return &checkpoint{e: e, cl: cl, saved: cl.State, st: ld.staging, hasSt: ld.hasStaging, others: ld.others}, nil
+		return &checkpoint{e: e, cl: cl, saved: cl.State, st: ld.staging, hasSt: ld.hasStaging, others: ld.others, attachIntent: ld.attachIntent}, nil
 	}
 	st, ok, err := e.getStaging(ctx, cl.VolumeID)
 	if err != nil {

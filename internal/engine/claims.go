@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -156,7 +157,8 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 		if err := checkAdmission(v, live, mode, capab); err != nil {
 			return err
 		}
-		if err := checkNode(tx, v, live, ld); err != nil {
+		ld.onNode = len(live) > 0 || ld.hasStaging
+		if err := checkNode(tx, v, ld.onNode, ld.plugin); err != nil {
 			return err
 		}
 		mo := v.MountOptions.Merge(req.MountOptions)
@@ -203,7 +205,7 @@ func recordIntents(tx *store.Tx, ld *loaded, v store.Volume, stateDir string) er
 	fp, st, changed := ld.plugin.Fingerprint, &ld.staging, false
 	if slices.Contains(fp.ControllerCaps, "PUBLISH_UNPUBLISH_VOLUME") && !st.ControllerPublished {
 		st.PluginID, st.NodeID, st.ControllerPublished = v.PluginID, fp.NodeID, true
-		changed = true
+		changed, ld.attachIntent = true, true
 	}
 	if path := stagingPath(stateDir, v.PluginID, v.ID); slices.Contains(fp.NodeCaps, "STAGE_UNSTAGE_VOLUME") && !st.Staged && st.StagingPath != path {
 		st.PluginID, st.StagingPath = v.PluginID, path
@@ -384,13 +386,17 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 	if cl.Releasing {
 		return cl, e.release(ctx, c, v, &cl, store.OutcomeReleased, ld)
 	}
-	if cl.State == store.ClaimTaken && !cl.Degraded && needsControllerHalf(c) {
-		// Admission refuses this too; a plugin re-registered since lands here. Nothing was sent.
-		nerr := noControllerHalf(v)
-		if rerr := e.release(ctx, c, v, &cl, rollbackOutcome, nil); rerr != nil {
-			return cl, fmt.Errorf("%w; rolling the claim back also failed: %v (it is left for `volctl reconcile`)", nerr, rerr)
+	if cl.State == store.ClaimTaken && !cl.Degraded {
+		// Admission refuses these too, from the plugin's registration and stored fingerprint;
+		// a plugin re-registered, or restarted with other node limits, since lands here.
+		// Nothing was sent.
+		nerr := e.recheckAdmission(ctx, c, v, cl, ld)
+		if nerr != nil {
+			if rerr := e.release(ctx, c, v, &cl, rollbackOutcome, nil); rerr != nil {
+				return cl, fmt.Errorf("%w; rolling the claim back also failed: %v (it is left for `volctl reconcile`)", nerr, rerr)
+			}
+			return cl, fmt.Errorf("%w (the claim was rolled back)", nerr)
 		}
-		return cl, fmt.Errorf("%w (the claim was rolled back)", nerr)
 	}
 	perr := e.publish(ctx, c, v, &cl, ld)
 	if perr == nil {
@@ -424,6 +430,35 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 	return cl, fmt.Errorf("%w (the claim was rolled back)", perr)
 }
 
+// recheckAdmission applies again, to a claim admitted a moment ago and sent no RPC yet, what
+// admission checked against the plugin's registration and stored fingerprint, now that the
+// connection has the plugin's live one: a controller half to attach with (needsControllerHalf),
+// and the node's limits (checkNode) when the plugin restarted since the stored fingerprint
+// with another max_volumes_per_node or accessible topology. ld is admission's (nil when the
+// claim was admitted without the volume lock, or by an earlier command: the limits are not
+// checked again then).
+func (e *Engine) recheckAdmission(ctx context.Context, c *conn, v store.Volume, cl store.Claim, ld *loaded) error {
+	if needsControllerHalf(c) {
+		return noControllerHalf(v)
+	}
+	if ld == nil || ld.plugin == nil || !nodeLimitsChanged(ld.plugin.Fingerprint, c.fp) {
+		return nil
+	}
+	p := *ld.plugin
+	p.Fingerprint = fingerprintToStore(c.fp, e.cfg.Now())
+	return e.store.View(ctx, func(tx *store.Tx) error { return checkNode(tx, v, ld.onNode, &p) })
+}
+
+// nodeLimitsChanged reports whether a live fingerprint states other node limits than the
+// stored one: max_volumes_per_node, or the node's accessible topology.
+func nodeLimitsChanged(stored store.Fingerprint, live *csi.Fingerprint) bool {
+	var topology map[string]string
+	if live.AccessibleTopology != nil {
+		topology = live.AccessibleTopology.Segments
+	}
+	return stored.MaxVolumes != live.MaxVolumes || !maps.Equal(stored.Topology, topology)
+}
+
 // interruptedNote says what became of a claim whose publish the caller interrupted: it stays
 // where it got to, and reconcile, which re-drives every claim not at rest that is not being
 // released, finishes publishing it; a release undoes it.
@@ -436,7 +471,7 @@ func interruptedNote(cl store.Claim) string {
 // is not the plugin's verdict on the claim, so the claim should not be rolled back for it.
 func isLocalRetryable(err error) bool {
 	var ce *csi.Error
-	return !errors.As(err, &ce) && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrConflict)
+	return !errors.As(err, &ce) && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrConflict) && !errors.Is(err, errBadAnswer)
 }
 
 func lastRPC(err error) string {

@@ -27,6 +27,16 @@ type kindError struct {
 func (e *kindError) Error() string        { return e.msg }
 func (e *kindError) Is(target error) bool { return target == e.kind }
 
+// errBadAnswer marks a plugin's success that the host contradicts: an RPC answered OK that did
+// not do what the CSI spec says it does (a NodePublishVolume that left no directory at the
+// target, or a symlink). It is the plugin's verdict, final like an error it returned: the claim
+// is rolled back, not left for a reconcile that would get the same answer. Exit code 1.
+var errBadAnswer = errors.New("the plugin's answer is contradicted by the host")
+
+func badAnswerf(format string, args ...any) error {
+	return &kindError{kind: errBadAnswer, msg: fmt.Sprintf(format, args...)}
+}
+
 func notFoundf(format string, args ...any) error {
 	return &kindError{kind: ErrNotFound, msg: fmt.Sprintf(format, args...)}
 }

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -86,6 +90,25 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 		}
 	}
 	if c.controllerPublishes() {
+		if p.st.ControllerPublished && p.st.NodeID != "" && p.st.NodeID != c.fp.NodeID {
+			// The volume is recorded as maybe attached to another node than the one the plugin
+			// reports now: its NodeGetInfo node_id changed (a restart). ControllerPublishVolume
+			// goes to the node it reports now, and the release detaches the node the record
+			// names: left as it is, the new attachment would be forgotten. The intent is
+			// recorded anew for the node the RPC goes to. When the record may stand for an
+			// attachment (an earlier attempt's, or one a forced detach left), it is undone first,
+			// as the release would undo it; admission's intent, taken from the fingerprint
+			// before the restart and sent to no node, is only corrected.
+			if !p.attachIntent {
+				if err := p.flushDurable(ctx, "claim"); err != nil {
+					return err
+				}
+				if err := e.controllerUnpublish(ctx, c, v, p.st.NodeID); err != nil {
+					return err
+				}
+			}
+			p.staging(func(st *store.Staging) { st.NodeID, st.PublishContext = c.fp.NodeID, nil })
+		}
 		if !p.st.ControllerPublished {
 			p.staging(func(st *store.Staging) {
 				st.PluginID, st.NodeID, st.ControllerPublished = v.PluginID, c.fp.NodeID, true
@@ -179,11 +202,55 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 		return err
 	}
 	failpoint("rpc:NodePublishVolume")
+	if err := e.checkTarget(v, cl, c); err != nil {
+		return err
+	}
 	p.setState(store.ClaimPublished)
 	cl.NeedsReconcile, cl.Attempts, cl.Degraded = false, 0, false
 	p.event(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
 		Message: fmt.Sprintf("%s claim published at %s", cl.Mode, cl.TargetPath)})
 	return nil
+}
+
+// checkTarget checks what the plugin left at a claim's target after answering
+// NodePublishVolume with OK, before the claim is recorded published and its path handed out:
+// something must be there (the plugin makes the target, docs/architecture.md, Claim state
+// machine), a directory for a file-system claim, and not a symlink: a plugin that "publishes"
+// by linking the target to another directory (its own mount, or /etc) would have the alloc,
+// and every volume_mount, write wherever the link leads. The target is opened as every path
+// below the state dir is (nofollow.go), without following any component. A failure is final
+// (errBadAnswer): the claim is rolled back, and the release's NodeUnpublishVolume asks the
+// plugin to remove what it made.
+func (e *Engine) checkTarget(v store.Volume, cl *store.Claim, c *conn) error {
+	target := e.realPath(cl.TargetPath)
+	t, err := openNoFollow(e.cfg.StateDir, target, createNothing)
+	var what string
+	var se *symlinkError
+	switch {
+	case errors.As(err, &se) && se.Component == filepath.Clean(target):
+		what = "a symlink"
+		if dest, lerr := os.Readlink(target); lerr == nil {
+			what = fmt.Sprintf("a symlink to %q", dest)
+		}
+	case errors.As(err, &se):
+		what = fmt.Sprintf("reached through a symlink at %s", se.Component)
+	case errors.Is(err, fs.ErrNotExist):
+		what = "missing (the plugin made nothing there)"
+	case err != nil:
+		return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, err)
+	default:
+		dir, derr := t.isDir()
+		t.close()
+		if derr != nil {
+			return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, derr)
+		}
+		if dir || cl.AttachmentMode != spec.FileSystem {
+			return nil
+		}
+		what = "not a directory (a file-system volume is mounted on one)"
+	}
+	return badAnswerf("%s: plugin %q answered OK for volume %q, but the target %s is %s: the plugin did not publish the volume there",
+		csi.RPCNodePublishVolume, c.plugin.ID, v.ID, cl.TargetPath, what)
 }
 
 // stillStaged reports whether a NodeStageVolume failure says the plugin still holds the

@@ -708,7 +708,9 @@ func (e *Engine) undoLeftStaging(ctx context.Context, c *conn, v store.Volume) e
 
 // findOrphans reports mounts under volctl's staging and publish dirs that no claim or staging
 // accounted for when the pass began (the same moment the mount table was read). It only
-// reports: such a mount was not made by this state machine.
+// reports: such a mount was not made by this state machine. A mount below a recorded staging
+// path or target is that volume's: a plugin may mount below the path it was given (the
+// release path checks below it too, mountsAt), and it goes with the staging.
 func findOrphans(rep *ReconcileReport, stateDir string, mounted map[string]bool, claims []store.Claim, stagings []store.Staging) {
 	known := map[string]bool{}
 	for _, c := range claims {
@@ -717,11 +719,20 @@ func findOrphans(rep *ReconcileReport, stateDir string, mounted map[string]bool,
 	for _, st := range stagings {
 		known[st.StagingPath] = true
 	}
+	delete(known, "")
+	accounted := func(m string) bool {
+		for p := m; len(p) > len(stateDir); p = filepath.Dir(p) {
+			if known[p] {
+				return true
+			}
+		}
+		return false
+	}
 	var orphans []string
 	for _, dir := range []string{stagingDir, publishDir} {
 		prefix := filepath.Join(stateDir, dir) + string(filepath.Separator)
 		for m := range mounted {
-			if strings.HasPrefix(m, prefix) && !known[m] {
+			if strings.HasPrefix(m, prefix) && !accounted(m) {
 				orphans = append(orphans, m)
 			}
 		}

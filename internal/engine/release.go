@@ -98,26 +98,8 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 	stagingUsers, holders := u.staging, u.holders
 	st := p.st
 	if st.StagingPath != "" && stagingUsers == 0 {
-		if c.stages() {
-			if err := p.flush(ctx, "release"); err != nil {
-				return err
-			}
-			err := e.retry(ctx, c, csi.RPCNodeUnstageVolume, func(ctx context.Context) error {
-				return c.client.NodeUnstageVolume(ctx, csi.NodeUnstageVolumeRequest{VolumeID: v.ExternalID, StagingPath: st.StagingPath})
-			})
-			if err != nil && !csi.IsIgnorable(err) {
-				return err
-			}
-			failpoint("rpc:NodeUnstageVolume")
-			// The staging directory is kept while the volume is registered (removeStagingDir
-			// removes it when the volume goes): the next staging reuses it.
-			if err := e.checkUnmounted(v, csi.RPCNodeUnstageVolume, "staging", st.StagingPath, c); err != nil {
-				return err
-			}
-		} else if err := e.checkUnstageable(v, st, c, p); err != nil {
+		if err := e.unstage(ctx, c, v, st, p); err != nil {
 			return err
-		} else {
-			e.locks.removeEmptyDirs(ctx, e.realPath(st.StagingPath), filepath.Join(e.cfg.StateDir, stagingDir))
 		}
 		p.staging(func(st *store.Staging) { st.StagingPath, st.Staged = "", false })
 	}
@@ -138,14 +120,9 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 			if nodeID == "" {
 				nodeID = c.fp.NodeID
 			}
-			err := e.controllerCall(ctx, c, csi.RPCControllerUnpublishVolume, func(ctx context.Context) error {
-				return c.client.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{
-					VolumeID: v.ExternalID, NodeID: nodeID, Secrets: v.Secrets})
-			})
-			if err != nil && !csi.IsIgnorable(err) {
+			if err := e.controllerUnpublish(ctx, c, v, nodeID); err != nil {
 				return err
 			}
-			failpoint("rpc:ControllerUnpublishVolume")
 		} else {
 			// Only a plugin that attached the volume (PUBLISH_UNPUBLISH_VOLUME, when it was
 			// recorded) leaves this record: it has lost the capability since, and cannot be asked
@@ -157,6 +134,55 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 		}
 		p.staging(func(st *store.Staging) { st.ControllerPublished, st.PublishContext = false, nil })
 	}
+	return nil
+}
+
+// unstage undoes a staging no claim uses, before undoUnused forgets it: NodeUnstageVolume, its
+// word checked against the mount table (checkUnmounted). A plugin that cannot be asked, having
+// lost STAGE_UNSTAGE_VOLUME, or that answers UNIMPLEMENTED though it advertises it (often one
+// that failed NodeStageVolume the same way, this release being its rollback: no retry would
+// do better), gets the mount table's verdict alone (checkUnstageable). The staging directory is
+// kept while the volume is registered (removeStagingDir removes it when the volume goes): the
+// next staging reuses it; a plugin without the capability has it removed, as before.
+func (e *Engine) unstage(ctx context.Context, c *conn, v store.Volume, st store.Staging, p *checkpoint) error {
+	if !c.stages() {
+		if err := e.checkUnstageable(v, st, c, p, fmt.Sprintf("plugin %q no longer has the node capability STAGE_UNSTAGE_VOLUME, so NodeUnstageVolume cannot be sent", c.plugin.ID),
+			"start the plugin with that capability again"); err != nil {
+			return err
+		}
+		e.locks.removeEmptyDirs(ctx, e.realPath(st.StagingPath), filepath.Join(e.cfg.StateDir, stagingDir))
+		return nil
+	}
+	if err := p.flush(ctx, "release"); err != nil {
+		return err
+	}
+	err := e.retry(ctx, c, csi.RPCNodeUnstageVolume, func(ctx context.Context) error {
+		return c.client.NodeUnstageVolume(ctx, csi.NodeUnstageVolumeRequest{VolumeID: v.ExternalID, StagingPath: st.StagingPath})
+	})
+	if csi.IsUnimplemented(err) {
+		failpoint("rpc:NodeUnstageVolume")
+		return e.checkUnstageable(v, st, c, p, fmt.Sprintf("plugin %q, which advertises the node capability STAGE_UNSTAGE_VOLUME, answered %v", c.plugin.ID, err),
+			"fix or replace the plugin")
+	}
+	if err != nil && !csi.IsIgnorable(err) {
+		return err
+	}
+	failpoint("rpc:NodeUnstageVolume")
+	return e.checkUnmounted(v, csi.RPCNodeUnstageVolume, "staging", st.StagingPath, c)
+}
+
+// controllerUnpublish sends ControllerUnpublishVolume for volume v and node nodeID, with the
+// engine's retries under the plugin's controller lock; NOT_FOUND counts as done. The caller has
+// committed what the RPC depends on.
+func (e *Engine) controllerUnpublish(ctx context.Context, c *conn, v store.Volume, nodeID string) error {
+	err := e.controllerCall(ctx, c, csi.RPCControllerUnpublishVolume, func(ctx context.Context) error {
+		return c.client.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{
+			VolumeID: v.ExternalID, NodeID: nodeID, Secrets: v.Secrets})
+	})
+	if err != nil && !csi.IsIgnorable(err) {
+		return err
+	}
+	failpoint("rpc:ControllerUnpublishVolume")
 	return nil
 }
 
@@ -185,10 +211,16 @@ func (e *Engine) checkUnmounted(v store.Volume, rpc, what, path string, c *conn)
 // reading the table, when the path is gone or is an empty directory that is not a mount point
 // (mountFree).
 func (e *Engine) mountsLeft(path string) ([]string, error) {
-	real := e.realPath(path)
-	if mountFree(real) {
+	if mountFree(e.realPath(path)) {
 		return nil, nil
 	}
+	return e.mountsAt(path)
+}
+
+// mountsAt returns what the mount table has at path or below it, sorted, the path compared as
+// recorded and as the table has it (realPath).
+func (e *Engine) mountsAt(path string) ([]string, error) {
+	real := e.realPath(path)
 	mounted, err := e.cfg.Mounts.MountsUnder(e.cfg.StateDir)
 	if err != nil {
 		return nil, err
@@ -204,23 +236,27 @@ func (e *Engine) mountsLeft(path string) ([]string, error) {
 }
 
 // checkUnstageable decides what to do with a staging no claim uses when the plugin cannot be
-// asked to undo it: it no longer has STAGE_UNSTAGE_VOLUME (a restart with other capabilities),
-// though the staging was recorded while it had. The mount table says whether anything is
-// there. A staging path still mounted is an error: the record stays, so the claim's release (or
-// reconcile's clean-up) is left for reconcile, which reports it on every pass until the mount
-// is gone. One not mounted is forgotten, with an event if it had been staged.
-func (e *Engine) checkUnstageable(v store.Volume, st store.Staging, c *conn, p *checkpoint) error {
-	mounted, err := e.cfg.Mounts.MountsUnder(e.cfg.StateDir)
+// asked to undo it (why says which way: it no longer has STAGE_UNSTAGE_VOLUME, a restart with
+// other capabilities, though the staging was recorded while it had; or it answers
+// NodeUnstageVolume with UNIMPLEMENTED). The mount table says whether anything is there, at the
+// staging path or below it (mountsAt: a plugin may mount below the path it was given, and a
+// path recorded under a symlinked state dir is read as the table has it). A staging path still
+// mounted is an error (remedy says what would let the plugin unstage it): the record stays, so
+// the claim's release (or reconcile's clean-up) is left for reconcile, which reports it on
+// every pass until the mount is gone. One not mounted is forgotten, with an event if it had
+// been staged.
+func (e *Engine) checkUnstageable(v store.Volume, st store.Staging, c *conn, p *checkpoint, why, remedy string) error {
+	left, err := e.mountsAt(st.StagingPath)
 	if err != nil {
 		return fmt.Errorf("checking the mount table for volume %q's staging at %s: %w", v.ID, st.StagingPath, err)
 	}
-	if mounted[st.StagingPath] {
-		return fmt.Errorf("volume %q's staging at %s is still mounted, but plugin %q no longer has the node capability STAGE_UNSTAGE_VOLUME, so NodeUnstageVolume cannot be sent: "+
-			"start the plugin with that capability again, or unmount %s by hand, then run `volctl reconcile`", v.ID, st.StagingPath, c.plugin.ID, st.StagingPath)
+	if len(left) > 0 {
+		return fmt.Errorf("volume %q's staging at %s is still mounted, but %s: %s, or unmount %s by hand, then run `volctl reconcile`",
+			v.ID, st.StagingPath, why, remedy, strings.Join(left, " and "))
 	}
 	if st.Staged {
-		msg := fmt.Sprintf("volume %q was recorded as staged at %s, but plugin %q no longer has the node capability STAGE_UNSTAGE_VOLUME; nothing is mounted there, so the record is dropped without NodeUnstageVolume",
-			v.ID, st.StagingPath, c.plugin.ID)
+		msg := fmt.Sprintf("volume %q was recorded as staged at %s, but %s; nothing is mounted there, so the record is dropped",
+			v.ID, st.StagingPath, why)
 		e.log.Warn(msg)
 		p.event(&store.Event{Kind: "capability-lost", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
 	}

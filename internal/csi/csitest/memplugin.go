@@ -48,6 +48,10 @@ type MemConfig struct {
 	// CreateTopology, when set, is the accessible topology CreateVolume reports whatever was
 	// asked: a plugin that ignores the requisite topology.
 	CreateTopology *spec.Topology
+	// MakeTarget, when set, is what NodePublishVolume does at a new target path instead of
+	// making a directory there (a plugin that makes the target a symlink, or a file, or nothing);
+	// its error fails the call as INTERNAL. NodeUnpublishVolume removes whatever is there.
+	MakeTarget func(target string) error
 }
 
 // DefaultMemConfig returns a monolith with the controller (create/delete, publish, list,
@@ -164,6 +168,14 @@ func (m *MemPlugin) SetReady(ready *bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.cfg.Ready = ready
+}
+
+// SetNodeID changes the node ID NodeGetInfo reports (and the node the plugin's node service
+// acts as), keeping what the plugin holds: a plugin restarted with another node_id.
+func (m *MemPlugin) SetNodeID(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cfg.NodeID = id
 }
 
 // AddVolume makes the plugin know a volume it did not create, as for `volctl volume register`
@@ -961,7 +973,11 @@ func (s *memServer) NodePublishVolume(ctx context.Context, req *csipb.NodePublis
 	if !isDir(filepath.Dir(target)) {
 		return nil, errorf(codes.FailedPrecondition, "the parent of target path %s is not a directory: the CO must create it", target)
 	}
-	if err := os.Mkdir(target, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
+	if m.cfg.MakeTarget != nil {
+		if err := m.cfg.MakeTarget(target); err != nil {
+			return nil, errorf(codes.Internal, "create target: %v", err)
+		}
+	} else if err := os.Mkdir(target, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, errorf(codes.Internal, "create target: %v", err)
 	}
 	if v.targets == nil {
