@@ -53,7 +53,7 @@ func TestVolumeStatusOfAnAttachmentKeptForNomad(t *testing.T) {
 	h := newCLIHarness(t)
 	h.createVolume(t, "db", spec.SingleNodeWriter)
 	h.claim(t, "db", "web-0")
-	if _, err := h.e.HandOver(h.ctx, "db", engine.HandoverTarget{Address: "http://127.0.0.1:4646"}, true); err != nil {
+	if _, err := h.e.HandOver(h.ctx, "db", engine.HandoverTarget{Address: "http://127.0.0.1:4646"}, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.e.Release(h.ctx, "db", "web-0"); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -54,7 +55,9 @@ While a volume is handed over,
 volctl never sends ControllerUnpublishVolume for it: when the last local claim of a volume
 handed over with --force goes, its attachment stays recorded until volctl nomad release.
 Before registering, the volume is marked as handed over, so volctl refuses to claim it from
-then on; if Nomad refuses the registration, the mark is taken back.
+then on; if Nomad refuses the registration, the mark is taken back. A registration that gets
+no answer (the connection lost, no answer within a minute, Ctrl-C) may have been taken: the
+mark stays unless Nomad then says it has no such volume.
 
 --dry-run shows what would be registered or changed, and changes nothing.`,
 		Example: `  NOMAD_ADDR=http://127.0.0.1:4646 volctl nomad register db
@@ -120,7 +123,7 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		return fmt.Errorf("volume %q not found (did you mean %q?)", id, info.ID)
 	}
 	// The plugin must run in Nomad, be healthy, and be the same driver.
-	p, err := c.Plugin(info.PluginID)
+	p, err := c.Plugin(ctx, info.PluginID)
 	if errors.Is(err, nomad.ErrNotFound) {
 		return fmt.Errorf("volume %q: plugin %q does not run in Nomad at %s: run its job first (volctl export nomad writes the hostpath plugin's)", id, info.PluginID, c.Address)
 	}
@@ -136,11 +139,12 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 			id, info.PluginID, c.Address, p.Describe(), info.PluginID)
 	}
 	want := nomad.RegisterSpec(info)
-	have, herr := c.Volume(id, info.Namespace)
+	have, herr := c.Volume(ctx, id, info.Namespace)
 	exists := herr == nil
 	if herr != nil && !errors.Is(herr, nomad.ErrNotFound) {
 		return fmt.Errorf("volume %q: %w", id, herr)
 	}
+	to := engine.HandoverTarget{Address: c.Address, Region: c.Region, Namespace: c.APIVolume(want).Namespace}
 	if opts.DryRun {
 		switch ch := nomad.Changes(have, want); {
 		case !exists:
@@ -150,26 +154,35 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		default:
 			fmt.Fprintf(opts.IO.Out, "Would update volume %q in Nomad at %s: %s\n", id, c.Address, strings.Join(ch, ", "))
 		}
+		if h := info.Handover; h != nil && !h.To(to) {
+			fmt.Fprintf(opts.IO.Out, "  but it is handed over to Nomad at %s (namespace %s, region %q) already: it would be refused\n", h.Address, h.Namespace, h.Region)
+		}
 		if len(info.Claims) > 0 && !opts.Force {
 			fmt.Fprintf(opts.IO.Out, "  but it has %d live local claim(s): it would be refused without --force\n", len(info.Claims))
 		}
 		return nil
 	}
-	prior, err := e.Handovers(ctx, id)
-	if err != nil {
-		return err
-	}
-	// Mark first: from here on volctl refuses to claim the volume.
-	if _, err := e.HandOver(ctx, id, engine.HandoverTarget{Address: c.Address, Region: c.Region, Namespace: c.APIVolume(want).Namespace}, opts.Force); err != nil {
-		return err
-	}
-	warnings, err := c.Register(want)
-	if err != nil {
-		if len(prior) == 0 {
-			if _, terr := e.TakeBack(context.WithoutCancel(ctx), id, "Nomad refused the registration"); terr != nil {
-				return fmt.Errorf("%w; taking the handover mark back also failed: %v (run volctl nomad release %s)", err, terr, id)
-			}
+	// Mark first: from here on volctl refuses to claim the volume. The registration runs under
+	// the volume's lock, which nomad release takes to ask Nomad and remove the mark.
+	var warnings string
+	_, err = e.HandOver(ctx, id, to, opts.Force, func(ctx context.Context, first bool) (bool, error) {
+		var err error
+		warnings, err = c.Register(ctx, want)
+		if err == nil || errors.Is(err, nomad.ErrRefused) || !first {
+			return true, err
 		}
+		// No answer: Nomad may have taken the volume. The mark goes only when Nomad says it has
+		// no such volume, asked even after Ctrl-C (within the client's timeout).
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), askAfterNoAnswer)
+		defer cancel()
+		_, gerr := c.VolumeIn(cctx, id, to.Namespace, to.Region)
+		if errors.Is(gerr, nomad.ErrNotFound) {
+			return true, err
+		}
+		return false, fmt.Errorf("%w; volume %q stays marked handed over, so volctl does not claim it while Nomad may: `volctl nomad status %s` shows whether Nomad has it, and `volctl nomad release %s` takes it back once Nomad says it has not",
+			err, id, id, id)
+	})
+	if err != nil {
 		return err
 	}
 	verb := "Registered"
@@ -182,6 +195,10 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	}
 	return nil
 }
+
+// askAfterNoAnswer bounds the question nomad register asks Nomad after a registration got no
+// answer (even after Ctrl-C): whether it has the volume.
+const askAfterNoAnswer = 10 * time.Second
 
 // NomadReleaseOptions are the inputs of `volctl nomad release`.
 type NomadReleaseOptions struct {
@@ -201,6 +218,8 @@ func newCmdNomadRelease(f *Factory, runF func(*NomadReleaseOptions) error) *cobr
 		Short: "Take volumes back from Nomad after nomad volume deregister",
 		Long: `Take volumes handed over to Nomad back, so volctl may claim them again. Deregister them in
 Nomad first (nomad volume deregister ID): a volume Nomad still has is not taken back (exit 4).
+Nomad is asked at the address, in the namespace and region the volume was handed over to;
+with NOMAD_ADDR naming another cluster, the volume is not taken back.
 --force takes it back without asking Nomad (when the cluster is gone); two orchestrators must
 never claim one volume at once, so be sure Nomad no longer uses it.`,
 		Example: `  nomad volume deregister db && volctl nomad release db`,
@@ -239,33 +258,22 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 	}
 	var errs []error
 	for _, id := range ids {
-		hs, err := e.Handovers(ctx, id)
+		// Nomad is asked under the volume's lock, so a nomad register in progress finishes
+		// (or fails) before the answer is taken as final.
+		var h engine.HandoverInfo
+		had, err := e.TakeBack(ctx, id, func(m engine.HandoverInfo) (string, error) {
+			h = m
+			if opts.Force {
+				return "forced, without asking Nomad", nil
+			}
+			return askedToTakeBack(ctx, c, m)
+		})
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if len(hs) == 0 {
+		if !had {
 			fmt.Fprintf(opts.IO.ErrOut, "Volume %q is not handed over to Nomad: nothing to take back\n", id)
-			continue
-		}
-		h := hs[0]
-		why := "forced, without asking Nomad"
-		if !opts.Force {
-			have, err := c.Volume(id, h.Namespace)
-			switch {
-			case err == nil:
-				errs = append(errs, fmt.Errorf("volume %q is still registered in Nomad at %s (%d claim(s)): run `nomad volume deregister %s` first; volctl takes it back only once Nomad has let go of it",
-					id, c.Address, have.Claims(), id))
-				errs[len(errs)-1] = &exitError{code: ExitConflict, err: errs[len(errs)-1]}
-				continue
-			case !errors.Is(err, nomad.ErrNotFound):
-				errs = append(errs, fmt.Errorf("%w (if the cluster is gone and nothing uses the volume, --force takes it back)", err))
-				continue
-			}
-			why = fmt.Sprintf("deregistered from Nomad at %s", c.Address)
-		}
-		if _, err := e.TakeBack(ctx, id, why); err != nil {
-			errs = append(errs, err)
 			continue
 		}
 		fmt.Fprintf(opts.IO.Out, "Took volume %q back from Nomad at %s; volctl may claim it again\n", id, h.Address)
@@ -277,6 +285,26 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 		return fmt.Errorf("nomad release: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// askedToTakeBack asks the Nomad the volume was handed over to whether it has let go of it:
+// the reason to take it back when it has, else the error to report.
+func askedToTakeBack(ctx context.Context, c *nomad.Client, h engine.HandoverInfo) (string, error) {
+	// Only the cluster the volume was handed to can say it has let go of it: any other
+	// answers that it has no such volume.
+	if h.Address != c.Address {
+		return "", fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s, which cannot say whether that cluster has let go of it: run NOMAD_ADDR=%s volctl nomad release %s (with that cluster's token), or --force if that cluster is gone and nothing uses the volume",
+			h.VolumeID, h.Address, c.Address, h.Address, h.VolumeID)
+	}
+	have, err := c.VolumeIn(ctx, h.VolumeID, h.Namespace, h.Region)
+	switch {
+	case err == nil:
+		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in Nomad at %s (%d claim(s)): run `nomad volume deregister %s` first; volctl takes it back only once Nomad has let go of it",
+			h.VolumeID, c.Address, have.Claims(), h.VolumeID)}
+	case !errors.Is(err, nomad.ErrNotFound):
+		return "", fmt.Errorf("%w (if the cluster is gone and nothing uses the volume, --force takes it back)", err)
+	}
+	return fmt.Sprintf("deregistered from Nomad at %s", c.Address), nil
 }
 
 // NomadStatusOptions are the inputs of `volctl nomad status`.
@@ -350,7 +378,17 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		} else if len(hs) > 0 {
 			st.HandedOver, st.Handover = true, &hs[0]
 		}
-		have, err := c.Volume(info.ID, info.Namespace)
+		var have nomad.VolumeState
+		switch h := st.Handover; {
+		case h != nil && h.Address != c.Address:
+			// Another cluster would say it has no such volume: not asked.
+			err = fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s: NOMAD_ADDR=%s volctl nomad status %s asks that cluster",
+				info.ID, h.Address, c.Address, h.Address, info.ID)
+		case h != nil: // where it was registered, whatever NOMAD_NAMESPACE says now
+			have, err = c.VolumeIn(ctx, info.ID, h.Namespace, h.Region)
+		default:
+			have, err = c.Volume(ctx, info.ID, info.Namespace)
+		}
 		switch {
 		case err == nil:
 			st.Registered, st.Nomad = true, &have

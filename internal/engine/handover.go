@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -36,13 +37,23 @@ func handoverInfo(h store.Handover) HandoverInfo {
 		Forced: h.Forced, HandedAt: h.HandedAt}
 }
 
+// Register is the registration in Nomad that HandOver runs after the mark, under the
+// volume's lock; first says the volume was not marked before. When it fails, undo says that
+// Nomad certainly did not take the volume, and the mark, if first, is taken back; otherwise
+// the mark stays, for `volctl nomad release` to take back once Nomad says it has no such volume.
+type Register func(ctx context.Context, first bool) (undo bool, err error)
+
 // HandOver marks a volume as handed over to the Nomad cluster at to, under the volume's lock and
 // in one transaction with the check of its live claims: a volume that has live local claims is
 // refused (ErrConflict naming them) unless force. From the commit on, local claims of it are
 // refused. Marking an already handed-over volume again updates the mark (a re-registration).
-// The caller marks first and registers in Nomad after, and calls TakeBack if that fails, so
-// there is no moment in which both volctl and Nomad could claim the volume.
-func (e *Engine) HandOver(ctx context.Context, volumeID string, to HandoverTarget, force bool) (HandoverInfo, error) {
+// The caller marks first and registers in Nomad after, in register (when not nil), which runs
+// under the same hold of the volume's lock, so there is no moment in which both volctl and Nomad
+// could claim the volume. TakeBack asks Nomad under that lock too, so a take-back racing a
+// handover sees Nomad either before the mark or after the registration's outcome, never in
+// between: one that asked Nomad before the registration arrived and then removed the mark
+// would leave Nomad with the volume and volctl free to claim it.
+func (e *Engine) HandOver(ctx context.Context, volumeID string, to HandoverTarget, force bool, register Register) (HandoverInfo, error) {
 	fail := func(err error) (HandoverInfo, error) {
 		return HandoverInfo{}, fmt.Errorf("hand volume %q over to Nomad at %s: %w", volumeID, to.Address, err)
 	}
@@ -52,6 +63,7 @@ func (e *Engine) HandOver(ctx context.Context, volumeID string, to HandoverTarge
 	}
 	defer unlock()
 	var h store.Handover
+	first := false
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		v, err := tx.Volumes().Get(volumeID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -73,9 +85,12 @@ func (e *Engine) HandOver(ctx context.Context, volumeID string, to HandoverTarge
 		}
 		prev, err := tx.Handovers().Get(v.ID)
 		marked := err == nil
-		if marked && prev.Address != to.Address {
-			return conflictf("volume %q is already handed over to Nomad at %s: take it back from there first (nomad volume deregister %s there, then volctl nomad release %s)",
-				v.ID, prev.Address, v.ID, v.ID)
+		first = !marked
+		if marked && !sameCluster(prev, to) {
+			// Another cluster, or another namespace or region of it: Nomad would hold the volume
+			// twice, and the mark, which `volctl nomad release` asks, could name only one.
+			return conflictf("volume %q is already handed over to %s, not to %s: take it back from there first (nomad volume deregister %s there, then volctl nomad release %s), or set NOMAD_ADDR, NOMAD_NAMESPACE and NOMAD_REGION to name it",
+				v.ID, handoverWhere(prev), handoverWhere(store.Handover{Address: to.Address, Namespace: to.Namespace, Region: to.Region}), v.ID, v.ID)
 		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -110,19 +125,79 @@ func (e *Engine) HandOver(ctx context.Context, volumeID string, to HandoverTarge
 	if err != nil {
 		return fail(err)
 	}
+	if register == nil {
+		return handoverInfo(h), nil
+	}
+	undo, err := register(ctx, first)
+	if err != nil && undo && first {
+		// The mark goes even when ctx has ended: Nomad did not take the volume.
+		if _, terr := e.removeMark(context.WithoutCancel(ctx), volumeID, "Nomad refused the registration"); terr != nil {
+			return HandoverInfo{}, fmt.Errorf("%w; taking the handover mark back also failed: %v (run volctl nomad release %s)", err, terr, volumeID)
+		}
+	}
+	if err != nil {
+		return HandoverInfo{}, err
+	}
 	return handoverInfo(h), nil
 }
 
-// TakeBack removes a volume's handover mark, so volctl may claim it again. It reports whether
-// there was a mark. The caller checks first that Nomad no longer has the volume.
-func (e *Engine) TakeBack(ctx context.Context, volumeID, why string) (bool, error) {
+// sameCluster reports whether a handover mark is for the cluster, namespace and region of to.
+// An empty region is the one the agent at the address is in, which volctl cannot tell from a
+// region named: it matches only an empty one.
+func sameCluster(h store.Handover, to HandoverTarget) bool {
+	return handoverInfo(h).To(to)
+}
+
+// To reports whether the volume is handed over to the cluster, namespace and region of to,
+// as HandOver requires of a volume handed over already (an empty region matches only an
+// empty one).
+func (h HandoverInfo) To(to HandoverTarget) bool {
+	return h.Address == to.Address && h.Namespace == to.Namespace && h.Region == to.Region
+}
+
+// handoverWhere names where a volume was handed over: the address, and the namespace and
+// region when they were set.
+func handoverWhere(h store.Handover) string {
+	var in []string
+	if h.Namespace != "" {
+		in = append(in, "namespace "+h.Namespace)
+	}
+	if h.Region != "" {
+		in = append(in, "region "+h.Region)
+	}
+	if len(in) == 0 {
+		return "Nomad at " + h.Address
+	}
+	return fmt.Sprintf("Nomad at %s (%s)", h.Address, strings.Join(in, ", "))
+}
+
+// TakeBack removes a volume's handover mark, so volctl may claim it again, when check, called
+// with the mark under the volume's lock, says why it may go (Nomad no longer has the volume);
+// check's error is returned as it is, and the mark stays. It reports whether there was a mark;
+// check is not called when there is none. The lock keeps a handover (HandOver) from
+// registering the volume between check's question and the mark's removal.
+func (e *Engine) TakeBack(ctx context.Context, volumeID string, check func(HandoverInfo) (why string, err error)) (bool, error) {
 	unlock, err := e.locks.volume(ctx, volumeID)
 	if err != nil {
 		return false, fmt.Errorf("take volume %q back from Nomad: %w", volumeID, err)
 	}
 	defer unlock()
+	h, had, err := e.handedOver(ctx, volumeID)
+	if err != nil || !had {
+		return false, err
+	}
+	why, err := check(handoverInfo(h))
+	if err != nil {
+		return true, err
+	}
+	return e.removeMark(ctx, volumeID, why)
+}
+
+// removeMark deletes a volume's handover mark, with a nomad-release event saying why; the
+// caller holds the volume's lock.
+func (e *Engine) removeMark(ctx context.Context, volumeID, why string) (bool, error) {
 	had := true
-	err = e.store.Update(ctx, func(tx *store.Tx) error {
+	err := e.store.Update(ctx, func(tx *store.Tx) error {
 		h, err := tx.Handovers().Get(volumeID)
 		if errors.Is(err, store.ErrNotFound) {
 			had = false

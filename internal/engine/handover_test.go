@@ -18,7 +18,7 @@ func TestHandedOverVolumeRefusesLocalClaims(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	to := HandoverTarget{Address: "http://127.0.0.1:4646", Namespace: "default"}
-	if _, err := h.e.HandOver(h.ctx, "db", to, false); err != nil {
+	if _, err := h.e.HandOver(h.ctx, "db", to, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
@@ -32,11 +32,11 @@ func TestHandedOverVolumeRefusesLocalClaims(t *testing.T) {
 	if n := h.faults.Calls("NodePublishVolume"); n != 0 {
 		t.Fatalf("refused claim sent NodePublishVolume %d time(s)", n)
 	}
-	if had, err := h.e.TakeBack(h.ctx, "db", "deregistered from Nomad"); err != nil || !had {
+	if had, err := h.e.TakeBack(h.ctx, "db", because("deregistered from Nomad")); err != nil || !had {
 		t.Fatalf("take back: had=%v err=%v", had, err)
 	}
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
-	if had, err := h.e.TakeBack(h.ctx, "db", "again"); err != nil || had {
+	if had, err := h.e.TakeBack(h.ctx, "db", because("again")); err != nil || had {
 		t.Fatalf("second take back: had=%v err=%v, want no mark and no error", had, err)
 	}
 }
@@ -47,14 +47,14 @@ func TestHandOverRefusesLiveClaimsUnlessForced(t *testing.T) {
 	h.create(volume("db", capab(spec.MultiNodeMultiWriter)))
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
 	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
-	_, err := h.e.HandOver(h.ctx, "db", to, false)
+	_, err := h.e.HandOver(h.ctx, "db", to, false, nil)
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `alloc "web-0"`) {
 		t.Fatalf("hand over with a live claim: %v, want a conflict naming alloc web-0", err)
 	}
 	if hs, _ := h.e.Handovers(h.ctx, "db"); len(hs) != 0 {
 		t.Fatalf("refused handover left a mark: %+v", hs)
 	}
-	info, err := h.e.HandOver(h.ctx, "db", to, true)
+	info, err := h.e.HandOver(h.ctx, "db", to, true, nil)
 	if err != nil || !info.Forced {
 		t.Fatalf("forced hand over: %+v, %v", info, err)
 	}
@@ -80,7 +80,7 @@ func TestHandOverAndClaimNeverBothWin(t *testing.T) {
 		}()
 		go func() {
 			defer wg.Done()
-			_, handErr = h.e.HandOver(h.ctx, "db", HandoverTarget{Address: "http://127.0.0.1:4646"}, false)
+			_, handErr = h.e.HandOver(h.ctx, "db", HandoverTarget{Address: "http://127.0.0.1:4646"}, false, nil)
 		}()
 		wg.Wait()
 		if (claimErr == nil) == (handErr == nil) {
@@ -94,7 +94,7 @@ func TestHandOverAndClaimNeverBothWin(t *testing.T) {
 func TestHandedOverVolumeIsNotDeregisteredOrDeleted(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
-	if _, err := h.e.HandOver(h.ctx, "db", HandoverTarget{Address: "http://127.0.0.1:4646"}, false); err != nil {
+	if _, err := h.e.HandOver(h.ctx, "db", HandoverTarget{Address: "http://127.0.0.1:4646"}, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	for name, op := range map[string]func() error{
@@ -121,14 +121,14 @@ func TestHandOverToASecondClusterRefused(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	a := HandoverTarget{Address: "http://nomad-a:4646"}
-	if _, err := h.e.HandOver(h.ctx, "db", a, false); err != nil {
+	if _, err := h.e.HandOver(h.ctx, "db", a, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.e.HandOver(h.ctx, "db", a, false); err != nil {
+	if _, err := h.e.HandOver(h.ctx, "db", a, false, nil); err != nil {
 		t.Fatalf("handing over to the same cluster again: %v", err)
 	}
 	for _, force := range []bool{false, true} {
-		_, err := h.e.HandOver(h.ctx, "db", HandoverTarget{Address: "http://nomad-b:4646"}, force)
+		_, err := h.e.HandOver(h.ctx, "db", HandoverTarget{Address: "http://nomad-b:4646"}, force, nil)
 		if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "already handed over to Nomad at http://nomad-a:4646") {
 			t.Fatalf("handing over to a second cluster (force=%v): %v, want a conflict naming the first", force, err)
 		}
@@ -148,7 +148,7 @@ func TestHandedOverVolumeStatusSaysSo(t *testing.T) {
 		t.Fatalf("before the handover: handover %+v, schedulability %v, err %v; want none and schedulable", before.Handover, before.Schedulability(), err)
 	}
 	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
-	if _, err := h.e.HandOver(h.ctx, "db", to, false); err != nil {
+	if _, err := h.e.HandOver(h.ctx, "db", to, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	v := h.volumeInfo("db")
@@ -157,7 +157,7 @@ func TestHandedOverVolumeStatusSaysSo(t *testing.T) {
 		!strings.Contains(s.Sentence(), to.Address) {
 		t.Fatalf("handed over: handover %+v, schedulable %v, %q; want the mark, not schedulable, naming %s", v.Handover, v.Schedulable, s.Sentence(), to.Address)
 	}
-	if _, err := h.e.TakeBack(h.ctx, "db", "test"); err != nil {
+	if _, err := h.e.TakeBack(h.ctx, "db", because("test")); err != nil {
 		t.Fatal(err)
 	}
 	if v, err := h.e.Volume(h.ctx, "db"); err != nil || v.Handover != nil || !v.Schedulability().OK() {
@@ -175,7 +175,7 @@ func TestHandedOverVolumeIsNotExpandedOrDetached(t *testing.T) {
 	sv.CapacityMin = 1 << 20
 	h.create(sv)
 	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
-	if _, err := h.e.HandOver(h.ctx, "db", to, false); err != nil {
+	if _, err := h.e.HandOver(h.ctx, "db", to, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	handedOver := func(what string, err error) {
@@ -240,7 +240,7 @@ func checkAttachmentKeptForNomad(t *testing.T, h *harness, id string) {
 // sends the ControllerUnpublishVolume that waited for it.
 func checkUnpublishedAfterTakeBack(t *testing.T, h *harness, id string) {
 	t.Helper()
-	if _, err := h.e.TakeBack(h.ctx, id, "deregistered from Nomad"); err != nil {
+	if _, err := h.e.TakeBack(h.ctx, id, because("deregistered from Nomad")); err != nil {
 		t.Fatal(err)
 	}
 	h.mem.ResetCalls()
@@ -265,7 +265,7 @@ func handOverClaimed(t *testing.T, h *harness) HandoverTarget {
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
 	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
-	if _, err := h.e.HandOver(h.ctx, "db", to, true); err != nil {
+	if _, err := h.e.HandOver(h.ctx, "db", to, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	return to
@@ -320,12 +320,12 @@ func TestHandOverRefusesAnOwedUnpublishUnlessForced(t *testing.T) {
 	h := newHarness(t, nil)
 	forceDetachFailingControllerUnpublish(t, h)
 	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
-	_, err := h.e.HandOver(h.ctx, "v", to, false)
+	_, err := h.e.HandOver(h.ctx, "v", to, false, nil)
 	checkNamesTheOwedUnpublish(t, err, "--force")
 	if hs, _ := h.e.Handovers(h.ctx, "v"); len(hs) != 0 {
 		t.Fatalf("refused handover left a mark: %+v", hs)
 	}
-	info, err := h.e.HandOver(h.ctx, "v", to, true)
+	info, err := h.e.HandOver(h.ctx, "v", to, true, nil)
 	if err != nil || !info.Forced {
 		t.Fatalf("forced hand over: %+v, %v", info, err)
 	}
@@ -347,7 +347,7 @@ func TestHandOverAgainAfterTheAttachmentWasKeptForNomad(t *testing.T) {
 	to := handOverClaimed(t, h)
 	h.release("db", "web-0")
 	h.mem.ResetCalls()
-	info, err := h.e.HandOver(h.ctx, "db", to, false)
+	info, err := h.e.HandOver(h.ctx, "db", to, false, nil)
 	if err != nil {
 		t.Fatalf("handing over again a volume already handed over: %v", err)
 	}
@@ -391,4 +391,9 @@ func TestPluginDeregisterNamesTheTakeBackForAnAttachmentKeptForNomad(t *testing.
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "volctl nomad release db") {
 		t.Errorf("plugin deregister --force = %v; want a conflict saying to take volume db back from Nomad first (volctl nomad release db)", err)
 	}
+}
+
+// because is a TakeBack check that lets the mark go, for the reason given.
+func because(why string) func(HandoverInfo) (string, error) {
+	return func(HandoverInfo) (string, error) { return why, nil }
 }

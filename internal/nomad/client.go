@@ -1,13 +1,21 @@
 package nomad
 
 import (
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -24,7 +32,23 @@ type Client struct {
 	Address   string
 	Region    string
 	Namespace string
+	// Timeout bounds each request; DefaultTimeout when zero.
+	Timeout time.Duration
+	// creds are the credentials every request carries (the ACL token, a basic auth password
+	// and its header's encoding), never shown in what Nomad says.
+	creds []string
 }
+
+// request returns the context one request to Nomad runs under: ctx (Ctrl-C ends it), bounded
+// by the client's timeout.
+func (c *Client) request(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.timeout())
+}
+
+// DefaultTimeout bounds each request to Nomad, reading the answer included: a Nomad (or a
+// proxy before it) that takes the request and never answers must not hold a command, nor the
+// volume lock it holds while registering, for ever.
+const DefaultTimeout = time.Minute
 
 // NewClient builds a client from the environment, as the nomad CLI does. address, when set,
 // overrides NOMAD_ADDR.
@@ -33,11 +57,150 @@ func NewClient(address string) (*Client, error) {
 	if address != "" {
 		cfg.Address = address
 	}
+	creds := []string{cfg.SecretID}
+	basic := func(user, password string) {
+		creds = append(creds, password, base64.StdEncoding.EncodeToString([]byte(user+":"+password)))
+	}
+	if a := cfg.HttpAuth; a != nil && a.Password != "" {
+		basic(a.Username, a.Password)
+	}
+	shown := cfg.Address // for messages and the handover mark: without a password in it
+	if u, err := url.Parse(cfg.Address); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			basic(u.User.Username(), pw)
+		}
+		shown = u.Redacted()
+	}
+	// Longest first, so that a credential holding another is replaced whole.
+	sort.Slice(creds, func(i, j int) bool { return len(creds[i]) > len(creds[j]) })
+	fail := func(err error) (*Client, error) {
+		return nil, fmt.Errorf("Nomad at %s: %w (check NOMAD_ADDR and the NOMAD_CACERT/NOMAD_CLIENT_CERT/NOMAD_CLIENT_KEY files)", shown, err)
+	}
+	if !strings.HasPrefix(cfg.Address, "unix:") { // a unix socket's client dials only the socket
+		hc, err := httpClient(cfg.TLSConfig)
+		if err != nil {
+			return fail(err)
+		}
+		cfg.HttpClient = hc
+	}
 	c, err := api.NewClient(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("Nomad at %s: %w (check NOMAD_ADDR and the NOMAD_CACERT/NOMAD_CLIENT_CERT/NOMAD_CLIENT_KEY files)", cfg.Address, err)
+		return fail(err)
 	}
-	return &Client{api: c, Address: cfg.Address, Region: cfg.Region, Namespace: cfg.Namespace}, nil
+	return &Client{api: c, Address: shown, Region: cfg.Region, Namespace: cfg.Namespace, creds: creds}, nil
+}
+
+// httpClient is the api module's HTTP client (TLS 1.2 at least, HTTP/1, the TLS variables'
+// certificates), except that it follows no redirect. Nomad's API answers where it is asked;
+// a redirect would carry the ACL token (a header Go's client keeps across hosts) and a
+// registration's secrets to another host, and take that host's answer for Nomad's: its 404
+// for a volume would let `volctl nomad release` take back a volume Nomad has.
+func httpClient(tlsConfig *api.TLSConfig) (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSHandshakeTimeout = 10 * time.Second
+	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	tr.ForceAttemptHTTP2 = false
+	hc := &http.Client{Transport: tr, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		return &redirectError{to: req.URL.Redacted()}
+	}}
+	if err := api.ConfigureTLS(hc, tlsConfig); err != nil { // on the *http.Transport
+		return nil, err
+	}
+	hc.Transport = boundedAnswers{tr}
+	return hc, nil
+}
+
+// maxAnswer bounds what volctl reads of one answer from Nomad, decompressed: its largest, a
+// volume with thousands of allocs, is a few MiB. The api module reads an error's body whole and
+// inflates gzip itself, so an endless answer (or a gzip bomb) would otherwise be read into
+// memory until the process dies.
+var maxAnswer int64 = 64 << 20
+
+// boundedAnswers inflates a gzip answer itself (the api module then sees a plain one) and
+// ends every answer's body with an error past maxAnswer bytes.
+type boundedAnswers struct{ next http.RoundTripper }
+
+func (b boundedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := b.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	var r io.Reader = resp.Body
+	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
+		r = &lazyGzip{src: resp.Body}
+		resp.Header.Del("Content-Encoding")
+		resp.ContentLength, resp.Uncompressed = -1, true
+	}
+	resp.Body = &boundedBody{r: r, c: resp.Body, left: maxAnswer}
+	return resp, nil
+}
+
+// lazyGzip inflates src, reading gzip's header at the first Read (an empty body is just
+// empty).
+type lazyGzip struct {
+	src io.Reader
+	zr  *gzip.Reader
+}
+
+func (g *lazyGzip) Read(p []byte) (int, error) {
+	if g.zr == nil {
+		zr, err := gzip.NewReader(g.src)
+		if err != nil {
+			return 0, err
+		}
+		g.zr = zr
+	}
+	return g.zr.Read(p)
+}
+
+type boundedBody struct {
+	r    io.Reader
+	c    io.Closer
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if b.left == 0 {
+		var one [1]byte
+		if n, err := io.ReadAtLeast(b.r, one[:], 1); n == 0 {
+			return 0, err
+		}
+		return 0, fmt.Errorf("Nomad's answer is larger than %d MiB: volctl reads no more of it", maxAnswer>>20)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.c.Close() }
+
+// maxShown is how much of an error's body volctl shows.
+const maxShown = 4 << 10
+
+// cut shortens what Nomad said to maxShown bytes (on a rune boundary), saying how much is left.
+func cut(s string) string {
+	if len(s) <= maxShown {
+		return s
+	}
+	n := maxShown
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s… (%d bytes more)", s[:n], len(s)-n)
+}
+
+// redirectError is a redirect volctl did not follow; the registration it answered was not
+// taken.
+type redirectError struct{ to string }
+
+func (e *redirectError) Error() string {
+	return fmt.Sprintf("answered with a redirect to %s, which volctl does not follow (the token and the request would go there): set NOMAD_ADDR to the address Nomad's API answers at", e.to)
 }
 
 // ErrNotFound matches a plugin or volume Nomad does not have.
@@ -52,17 +215,68 @@ func isNotFound(err error) bool {
 	return false
 }
 
-// what Nomad said, without the api module's "Unexpected response code" preamble.
-func said(err error) string {
+// ErrRefused matches a registration Nomad answered with an error: it did not take the
+// volume. A registration that got no answer (Nomad unreachable mid-request, the timeout,
+// Ctrl-C, a gateway's 502, 503 or 504) does not match it: Nomad may have taken the volume.
+var ErrRefused = errors.New("refused the registration")
+
+// what Nomad said, without the api module's "Unexpected response code" preamble; ctx is the
+// command's, to tell an interruption from the request's own timeout. clean, when set, is
+// applied to the body before it is cut short, so that no part of a value it replaces is left
+// at the cut.
+func (c *Client) said(ctx context.Context, err error, clean func(string) string) string {
 	var ure api.UnexpectedResponseError
 	if errors.As(err, &ure) && ure.HasStatusCode() {
 		body := strings.TrimSpace(ure.Body())
+		for _, cred := range c.creds { // a proxy's error page may echo the request's headers
+			if cred != "" {
+				body = strings.ReplaceAll(body, cred, spec.Redacted)
+			}
+		}
+		if clean != nil {
+			body = clean(body)
+		}
+		body = cut(body)
 		if body == "" {
 			body = ure.StatusText()
 		}
 		return fmt.Sprintf("%d: %s", ure.StatusCode(), body)
 	}
+	var re *redirectError
+	switch {
+	case errors.As(err, &re):
+		return re.Error()
+	case ctx.Err() != nil:
+		return fmt.Sprintf("interrupted before Nomad answered (%v)", context.Cause(ctx))
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("no answer within %s (is Nomad, or a proxy before it, hung? NOMAD_ADDR says where it is)", c.timeout())
+	}
 	return err.Error() + " (is Nomad running there? NOMAD_ADDR says where it is)"
+}
+
+func (c *Client) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return DefaultTimeout
+}
+
+// answered reports whether err is an answer from Nomad itself: an HTTP status (or a redirect
+// not followed), other than a gateway's saying it got none.
+func answered(err error) bool {
+	var ure api.UnexpectedResponseError
+	var re *redirectError
+	if errors.As(err, &re) {
+		return true // the redirect was the answer: the request went no further
+	}
+	if !errors.As(err, &ure) || !ure.HasStatusCode() {
+		return false
+	}
+	switch ure.StatusCode() {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return false
+	}
+	return true
 }
 
 // Namespace is the Nomad namespace a volume goes to: its own, unless that is the default and
@@ -106,13 +320,15 @@ func (p PluginHealth) Describe() string {
 
 // Plugin returns a CSI plugin's health in Nomad; an error matching ErrNotFound when Nomad has
 // no such plugin.
-func (c *Client) Plugin(id string) (PluginHealth, error) {
-	p, _, err := c.api.CSIPlugins().Info(id, &api.QueryOptions{Region: c.Region})
+func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
+	rctx, cancel := c.request(ctx)
+	defer cancel()
+	p, _, err := c.api.CSIPlugins().Info(id, (&api.QueryOptions{Region: c.Region}).WithContext(rctx))
 	if err != nil {
 		if isNotFound(err) {
 			return PluginHealth{}, fmt.Errorf("plugin %q: %w at %s", id, ErrNotFound, c.Address)
 		}
-		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s", id, c.Address, said(err))
+		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s", id, c.Address, c.said(ctx, err, nil))
 	}
 	return PluginHealth{ID: p.ID, Provider: p.Provider, Version: p.Version, ControllerRequired: p.ControllerRequired,
 		ControllersHealthy: p.ControllersHealthy, ControllersExpected: p.ControllersExpected,
@@ -158,14 +374,21 @@ func (v VolumeState) Claims() int { return len(v.ReadAllocs) + len(v.WriteAllocs
 
 // Volume returns a CSI volume from Nomad; an error matching ErrNotFound when Nomad has none by
 // that ID in the namespace.
-func (c *Client) Volume(id, namespace string) (VolumeState, error) {
-	ns := c.namespaceFor(spec.Volume{Namespace: namespace})
-	v, _, err := c.api.CSIVolumes().Info(id, &api.QueryOptions{Namespace: ns, Region: c.Region})
+func (c *Client) Volume(ctx context.Context, id, namespace string) (VolumeState, error) {
+	return c.VolumeIn(ctx, id, c.namespaceFor(spec.Volume{Namespace: namespace}), c.Region)
+}
+
+// VolumeIn is Volume in exactly the namespace and region given (an empty region is the
+// agent's own), whatever NOMAD_NAMESPACE and NOMAD_REGION say: where a volume was handed over.
+func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeState, error) {
+	rctx, cancel := c.request(ctx)
+	defer cancel()
+	v, _, err := c.api.CSIVolumes().Info(id, (&api.QueryOptions{Namespace: ns, Region: region}).WithContext(rctx))
 	if err != nil {
 		if isNotFound(err) {
 			return VolumeState{}, fmt.Errorf("volume %q (namespace %s): %w at %s", id, ns, ErrNotFound, c.Address)
 		}
-		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s", id, c.Address, said(err))
+		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s", id, c.Address, c.said(ctx, err, nil))
 	}
 	out := VolumeState{ID: v.ID, Namespace: v.Namespace, ExternalID: v.ExternalID, PluginID: v.PluginID, Provider: v.Provider,
 		Schedulable: v.Schedulable,
@@ -248,13 +471,20 @@ func (c *Client) APIVolume(v spec.Volume) *api.CSIVolume {
 }
 
 // Register registers (or, when Nomad has it already, updates) a volume. The error names the
-// volume, the address and what Nomad said.
-func (c *Client) Register(v spec.Volume) (warnings string, err error) {
+// volume, the address and what Nomad said; it matches ErrRefused only when Nomad answered it,
+// and so certainly did not take the volume.
+func (c *Client) Register(ctx context.Context, v spec.Volume) (warnings string, err error) {
 	vol := c.APIVolume(v)
+	rctx, cancel := c.request(ctx)
+	defer cancel()
 	resp, _, err := c.api.CSIVolumes().RegisterOpts(&api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{vol}},
-		&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region})
+		(&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region}).WithContext(rctx))
 	if err != nil {
-		return "", fmt.Errorf("volume %q: Nomad at %s refused the registration: %s", v.ID, c.Address, scrub(said(err), v))
+		said := c.said(ctx, err, func(s string) string { return scrub(s, v) })
+		if answered(err) {
+			return "", fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, scrub(said, v))
+		}
+		return "", fmt.Errorf("volume %q: Nomad at %s did not answer the registration, which it may have taken: %s", v.ID, c.Address, scrub(said, v))
 	}
 	if resp != nil {
 		warnings = resp.Warnings

@@ -1,0 +1,451 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/nomad"
+)
+
+// A Nomad that is not the polite one of the captures: a small fake of the API the nomad
+// commands use, which keeps the volumes registered in it per namespace, and lets a test hold a
+// registration or answer it otherwise.
+
+type fakeNomad struct {
+	t   *testing.T
+	srv *httptest.Server
+
+	mu   sync.Mutex
+	vols map[string]bool // "namespace/id"
+	// onPut, when set, is called with each registration before it is applied; a non-zero
+	// status answers it with that status (and the body) instead; a negative one says the hook
+	// answered it itself.
+	onPut func(w http.ResponseWriter, r *http.Request) (status int, body string)
+}
+
+func newFakeNomad(t *testing.T) *fakeNomad {
+	n := &fakeNomad{t: t, vols: map[string]bool{}}
+	n.srv = httptest.NewServer(http.HandlerFunc(n.serve))
+	t.Cleanup(n.srv.Close)
+	return n
+}
+
+func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
+	ns := r.URL.Query().Get("namespace")
+	if ns == "" {
+		ns = "default"
+	}
+	w.Header().Set("X-Nomad-Index", "1")
+	switch id, ok := strings.CutPrefix(r.URL.Path, "/v1/volume/csi/"); {
+	case strings.HasPrefix(r.URL.Path, "/v1/plugin/csi/"):
+		fmt.Fprintf(w, `{"ID":%q,"Provider":"hostpath.csi.volctl.dev","NodesHealthy":1,"NodesExpected":1}`,
+			strings.TrimPrefix(r.URL.Path, "/v1/plugin/csi/"))
+	case ok && r.Method == http.MethodGet:
+		n.mu.Lock()
+		has := n.vols[ns+"/"+id]
+		n.mu.Unlock()
+		if !has {
+			http.Error(w, "volume not found", http.StatusNotFound)
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"ID": id, "Namespace": ns, "PluginID": "hp"})
+	case ok && r.Method == http.MethodPut:
+		io.Copy(io.Discard, r.Body)
+		if n.onPut != nil {
+			switch status, body := n.onPut(w, r); {
+			case status < 0: // answered (or hung up) by the hook
+				return
+			case status != 0:
+				http.Error(w, body, status)
+				return
+			}
+		}
+		n.mu.Lock()
+		n.vols[ns+"/"+id] = true
+		n.mu.Unlock()
+		io.WriteString(w, `{}`)
+	default:
+		n.t.Errorf("unexpected Nomad request %s %s", r.Method, r.URL)
+		http.Error(w, "unexpected", http.StatusTeapot)
+	}
+}
+
+func (n *fakeNomad) client() (*nomad.Client, error) { return nomad.NewClient(n.srv.URL) }
+
+// has reports whether Nomad has the volume in the namespace.
+func (n *fakeNomad) has(namespace, id string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.vols[namespace+"/"+id]
+}
+
+// registerIn runs volctl nomad register db against n.
+func registerIn(h *cliHarness, n *fakeNomad) (string, string, error) {
+	ios, _, out, errOut := iostreams.Test()
+	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}})
+	return out.String(), errOut.String(), err
+}
+
+func runNomadRelease(h *cliHarness, c func() (*nomad.Client, error), mutate func(*NomadReleaseOptions)) (string, error) {
+	ios, _, out, _ := iostreams.Test()
+	opts := &NomadReleaseOptions{IO: ios, Engine: h.engine, Nomad: c, Volumes: []string{"db"}}
+	if mutate != nil {
+		mutate(opts)
+	}
+	err := nomadReleaseRun(context.Background(), opts)
+	return out.String(), err
+}
+
+// nomad release asks the cluster the volume was handed over to, and nothing else: with
+// NOMAD_ADDR pointing at another cluster, which of course has no such volume, the volume is not
+// taken back while the first one still has it (two orchestrators on one volume), and the error
+// says which cluster to ask.
+func TestNomadReleaseAsksTheClusterItWasHandedTo(t *testing.T) {
+	h := nomadHarness(t)
+	a, b := newFakeNomad(t), newFakeNomad(t)
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	if !a.has("default", "db") {
+		t.Fatal("Nomad A does not have the volume after register")
+	}
+	out, err := runNomadRelease(h, b.client, nil)
+	if !handedOver(t, h) {
+		t.Fatalf("nomad release against Nomad at %s took the volume back while Nomad at %s has it: %q, %v", b.srv.URL, a.srv.URL, out, err)
+	}
+	for _, want := range []string{`volume "db"`, "handed over to Nomad at " + a.srv.URL, b.srv.URL, "NOMAD_ADDR=" + a.srv.URL} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("release against another cluster: %v, want it to say %q", err, want)
+		}
+	}
+	// Asked where it was handed over, and gone from there: taken back.
+	a.mu.Lock()
+	delete(a.vols, "default/db")
+	a.mu.Unlock()
+	if _, err := runNomadRelease(h, a.client, nil); err != nil || handedOver(t, h) {
+		t.Fatalf("release from the cluster it was handed to, after deregister: %v (still marked: %v)", err, handedOver(t, h))
+	}
+}
+
+// nomad release looks in the namespace the volume was registered in, whatever NOMAD_NAMESPACE
+// says now.
+func TestNomadReleaseAsksTheNamespaceItWasRegisteredIn(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NOMAD_NAMESPACE", "team")
+	_, err := runNomadRelease(h, a.client, nil)
+	if !handedOver(t, h) {
+		t.Fatalf("with NOMAD_NAMESPACE=team, nomad release took back a volume Nomad has in namespace default: %v", err)
+	}
+	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "still registered in Nomad") {
+		t.Fatalf("release while Nomad has it in its namespace: %v (exit %d), want exit 4", err, ExitCode(err))
+	}
+}
+
+// A volume handed over in one namespace is not registered in a second one of the same cluster:
+// Nomad would then hold it twice, and the mark could name only one.
+func TestNomadRegisterRefusesASecondNamespace(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NOMAD_NAMESPACE", "team")
+	_, _, err := registerIn(h, a)
+	if a.has("team", "db") {
+		t.Fatalf("registered in namespace team too (err %v)", err)
+	}
+	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "namespace default") {
+		t.Fatalf("register in a second namespace: %v (exit %d), want exit 4 naming namespace default", err, ExitCode(err))
+	}
+	hs, _ := h.e.Handovers(h.ctx, "db")
+	if len(hs) != 1 || hs[0].Namespace != "default" {
+		t.Fatalf("mark after the refusal: %+v", hs)
+	}
+	// Nor in a region named now, when none was at the handover (the agent's own, which
+	// volctl cannot tell from it).
+	t.Setenv("NOMAD_NAMESPACE", "")
+	t.Setenv("NOMAD_REGION", "eu")
+	_, _, err = registerIn(h, a)
+	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "region eu") {
+		t.Fatalf("register in a region named now: %v (exit %d), want exit 4 naming region eu", err, ExitCode(err))
+	}
+	if hs, _ := h.e.Handovers(h.ctx, "db"); len(hs) != 1 || hs[0].Region != "" {
+		t.Fatalf("mark after the refusal: %+v", hs)
+	}
+}
+
+// nomad register and nomad release of one volume in two processes: a release that asks Nomad
+// while the registration is on its way, and removes the mark after, would leave Nomad with the
+// volume and volctl free to claim it. The release waits for the registration (the volume's
+// lock), then finds the volume in Nomad and keeps the mark.
+func TestNomadReleaseRacingRegister(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	other := openEngine(t, h.state) // the second process's engine
+	released := make(chan error, 1)
+	a.onPut = func(http.ResponseWriter, *http.Request) (int, string) {
+		// The registration has reached Nomad, not applied yet: release now, from the other
+		// process, and let the registration go on once the release is done or waits its turn.
+		waiting := make(chan struct{}, 1)
+		ctx := engine.WithProgress(context.Background(), func(step string) {
+			if strings.Contains(step, "waiting for the lock") {
+				select {
+				case waiting <- struct{}{}:
+				default:
+				}
+			}
+		})
+		go func() {
+			ios, _, _, _ := iostreams.Test()
+			released <- nomadReleaseRun(ctx, &NomadReleaseOptions{IO: ios, Engine: func(context.Context) (*engine.Engine, error) { return other, nil },
+				Nomad: a.client, Volumes: []string{"db"}})
+		}()
+		select {
+		case <-waiting:
+		case err := <-released:
+			released <- err
+		case <-time.After(10 * time.Second):
+			t.Error("nomad release neither finished nor waited for the lock")
+		}
+		return 0, ""
+	}
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	rerr := <-released
+	if a.has("default", "db") && !handedOver(t, h) {
+		t.Fatalf("Nomad has the volume and volctl no longer marks it (release: %v): both may claim it", rerr)
+	}
+	if ExitCode(rerr) != ExitConflict {
+		t.Fatalf("release racing the registration: %v (exit %d), want exit 4: Nomad has the volume", rerr, ExitCode(rerr))
+	}
+}
+
+// A registration that gets no answer may have been taken: the volume stays marked, and the
+// error says so and how to find out; one Nomad answered with a refusal is taken back.
+func TestNomadRegisterWithoutAnAnswerKeepsTheMark(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer func(n *fakeNomad, w http.ResponseWriter, r *http.Request) (int, string)
+		taken  bool // Nomad took the volume
+		marked bool
+		want   string
+	}{
+		{"connection dropped after Nomad took it", func(n *fakeNomad, w http.ResponseWriter, r *http.Request) (int, string) {
+			n.mu.Lock()
+			n.vols["default/db"] = true
+			n.mu.Unlock()
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return -1, ""
+		}, true, true, "stays marked handed over"},
+		{"gateway timeout after Nomad took it", func(n *fakeNomad, w http.ResponseWriter, r *http.Request) (int, string) {
+			n.mu.Lock()
+			n.vols["default/db"] = true
+			n.mu.Unlock()
+			return http.StatusGatewayTimeout, "upstream timed out"
+		}, true, true, "stays marked handed over"},
+		{"connection dropped before Nomad took it", func(n *fakeNomad, w http.ResponseWriter, r *http.Request) (int, string) {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return -1, ""
+		}, false, false, "did not answer the registration"},
+		{"refused", func(n *fakeNomad, w http.ResponseWriter, r *http.Request) (int, string) {
+			return http.StatusInternalServerError, "no"
+		}, false, false, "refused the registration: 500: no"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := nomadHarness(t)
+			a := newFakeNomad(t)
+			a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) { return tc.answer(a, w, r) }
+			_, _, err := registerIn(h, a)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("register: %v, want it to say %q", err, tc.want)
+			}
+			if a.has("default", "db") != tc.taken {
+				t.Fatalf("fake Nomad has the volume: %v", !tc.taken)
+			}
+			if handedOver(t, h) != tc.marked {
+				t.Fatalf("marked handed over: %v, want %v (Nomad has it: %v): %v", !tc.marked, tc.marked, tc.taken, err)
+			}
+		})
+	}
+}
+
+// A Nomad that takes the request and never answers: the command ends, within the client's
+// timeout or at Ctrl-C, says so, and the volume stays claimable only if Nomad says it does not
+// have it.
+func TestNomadHungIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+		cancel  bool
+		want    string
+	}{
+		{"timeout", 300 * time.Millisecond, false, "no answer within 300ms"},
+		{"ctrl-c", time.Hour, true, "interrupted before Nomad answered"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := nomadHarness(t)
+			a := newFakeNomad(t)
+			release := make(chan struct{})
+			t.Cleanup(func() { close(release) })
+			a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+				select {
+				case <-r.Context().Done():
+				case <-release:
+				}
+				return http.StatusInternalServerError, "too late"
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancel {
+				time.AfterFunc(300*time.Millisecond, cancel)
+			}
+			done := make(chan error, 1)
+			go func() {
+				ios, _, _, _ := iostreams.Test()
+				done <- nomadRegisterRun(ctx, &NomadRegisterOptions{IO: ios, Engine: h.engine, Volumes: []string{"db"},
+					Nomad: func() (*nomad.Client, error) {
+						c, err := a.client()
+						if c != nil {
+							c.Timeout = tc.timeout
+						}
+						return c, err
+					}})
+			}()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("register against a hung Nomad: %v, want it to say %q", err, tc.want)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("nomad register against a Nomad that never answers did not end (20s)")
+			}
+			// Nomad said it has no such volume: the mark is gone.
+			if handedOver(t, h) {
+				t.Error("the volume stays marked though Nomad says it does not have it")
+			}
+		})
+	}
+}
+
+// A Nomad address that answers with a redirect to another host: volctl does not follow it.
+// Followed, the ACL token (X-Nomad-Token, which Go's client keeps across hosts) and the
+// registration, secrets and all, went to that host, and its 404 for the volume took the volume
+// back from the Nomad that has it.
+func TestNomadRedirectIsNotFollowed(t *testing.T) {
+	t.Setenv("NOMAD_TOKEN", "acl-token-for-a")
+	h := nomadHarness(t)
+	var mu sync.Mutex
+	var elsewhere []string
+	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		elsewhere = append(elsewhere, fmt.Sprintf("%s %s token=%q body=%.80s", r.Method, r.URL.Path, r.Header.Get("X-Nomad-Token"), body))
+		mu.Unlock()
+		http.Error(w, "volume not found", http.StatusNotFound)
+	}))
+	t.Cleanup(b.Close)
+	a := newFakeNomad(t)
+	var redirect atomic.Bool // A's reads of volumes go to B
+	a.srv.Config.Handler = func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if redirect.Load() && r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/volume/csi/") {
+				http.Redirect(w, r, b.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}(a.srv.Config.Handler)
+	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+		http.Redirect(w, r, b.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+		return -1, ""
+	}
+	_, _, err := registerIn(h, a)
+	if err == nil || !strings.Contains(err.Error(), "redirect to "+b.URL) {
+		t.Errorf("register redirected: %v, want it to name the redirect", err)
+	}
+	if handedOver(t, h) {
+		t.Error("a registration redirected elsewhere left the volume marked")
+	}
+	// Registered in A; then A's API redirects its reads to B, which has no such volume.
+	a.onPut = nil
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	redirect.Store(true)
+	_, err = runNomadRelease(h, a.client, nil)
+	if !handedOver(t, h) {
+		t.Errorf("release took the volume back on the word of the host Nomad redirected to (%v)", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "redirect to "+b.URL) {
+		t.Errorf("release redirected: %v, want it to name the redirect", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(elsewhere) > 0 {
+		t.Errorf("requests reached the host Nomad redirected to:\n%s", strings.Join(elsewhere, "\n"))
+	}
+}
+
+// nomad status of a handed-over volume asks where it was handed over: not another cluster
+// NOMAD_ADDR names now (which would show it as not in Nomad), and in its namespace, whatever
+// NOMAD_NAMESPACE says.
+func TestNomadStatusAsksWhereTheVolumeWasHandedOver(t *testing.T) {
+	h := nomadHarness(t)
+	a, b := newFakeNomad(t), newFakeNomad(t)
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	status := func(n *fakeNomad) (NomadVolumeStatus, error) {
+		t.Helper()
+		ios, _, out, _ := iostreams.Test()
+		err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: n.client,
+			Volumes: []string{"db"}, Exporter: exportFlags{JSON: true}})
+		var st []NomadVolumeStatus
+		if jerr := json.Unmarshal(out.Bytes(), &st); jerr != nil || len(st) != 1 {
+			t.Fatalf("status output %q: %v (%v)", out, jerr, err)
+		}
+		return st[0], err
+	}
+	st, err := status(b)
+	if st.Registered || err == nil || !strings.Contains(st.Error, "handed over to Nomad at "+a.srv.URL) {
+		t.Errorf("status against another cluster: %+v, %v; want no answer taken from it, and the error naming %s", st, err, a.srv.URL)
+	}
+	t.Setenv("NOMAD_NAMESPACE", "team")
+	if st, err := status(a); err != nil || !st.Registered || st.Nomad.Namespace != "default" {
+		t.Errorf("status with NOMAD_NAMESPACE=team: %+v, %v; want Nomad's copy in namespace default", st, err)
+	}
+}
+
+// --dry-run says that a volume handed over elsewhere (another namespace here) would be refused,
+// as the registration then is.
+func TestNomadRegisterDryRunSaysAnotherHandoverWouldRefuse(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NOMAD_NAMESPACE", "team")
+	ios, _, out, _ := iostreams.Test()
+	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, DryRun: true})
+	if err != nil || !strings.Contains(out.String(), "it would be refused") || !strings.Contains(out.String(), "namespace default") {
+		t.Fatalf("dry run of a register the mark refuses: %q, %v", out, err)
+	}
+}

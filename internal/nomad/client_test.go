@@ -1,0 +1,117 @@
+package nomad
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// A Nomad (or whatever answers at NOMAD_ADDR) sending an endless answer: volctl reads at most
+// maxAnswer bytes of it, decompressed, and an error body it shows is cut short.
+func TestNomadAnswerIsBounded(t *testing.T) {
+	defer func(n int64) { maxAnswer = n }(maxAnswer)
+	maxAnswer = 1 << 20
+	big := strings.Repeat("a", 4<<20)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(`{"ID":"` + big + `"}`))
+	zw.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/plugin/csi/gzip": // 4 MiB of JSON in 4 KiB of gzip
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Write(gz.Bytes())
+		case "/v1/plugin/csi/plain":
+			w.Write([]byte(`{"ID":"` + big + `"}`))
+		default: // an error with a 4 MiB body
+			http.Error(w, "error: "+big, http.StatusInternalServerError)
+		}
+	}))
+	defer srv.Close()
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"gzip", "plain"} {
+		p, err := c.Plugin(context.Background(), id)
+		if err == nil || !strings.Contains(err.Error(), "larger than 1 MiB") {
+			t.Errorf("plugin %s: read an answer of %d bytes, err %.200v; want it refused past 1 MiB", id, len(p.ID), err)
+		}
+	}
+	_, err = c.Plugin(context.Background(), "error")
+	if err == nil || len(err.Error()) > 8<<10 || !strings.Contains(err.Error(), "500: error: aaa") {
+		t.Errorf("error with a 4 MiB body: %d bytes of error, want at most 8 KiB beginning with what Nomad said: %.200v", len(err.Error()), err)
+	}
+}
+
+// A refusal that echoes the registration past the length volctl shows: the secret is replaced
+// before the body is cut, so no part of it is left at the cut.
+func TestNomadRefusalCutAfterScrubbing(t *testing.T) {
+	const secret = "hunter2-very-secret-value"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, strings.Repeat("x", maxShown-7)+" "+secret+" and more", http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Register(context.Background(), spec.Volume{ID: "db", PluginID: "p", Secrets: spec.Secrets{"k": secret}})
+	if err == nil || strings.Contains(err.Error(), secret[:6]) || !strings.Contains(err.Error(), "bytes more") {
+		t.Fatalf("refusal echoing the secret at the cut: %.120v…%s", err, err.Error()[max(0, len(err.Error())-80):])
+	}
+}
+
+// Whatever answers at NOMAD_ADDR may echo the request's headers in an error (a proxy's error
+// page, a debugging endpoint): the ACL token and the HTTP basic auth password volctl sent are
+// not shown.
+func TestNomadErrorEchoingTheTokenIsRedacted(t *testing.T) {
+	const token, password = "3f9c1a7e-acl-secret-id", "basic-auth-pw"
+	t.Setenv("NOMAD_TOKEN", token)
+	t.Setenv("NOMAD_HTTP_AUTH", "user:"+password)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, fmt.Sprintf("Permission denied: X-Nomad-Token: %s, Authorization: %s (%s)",
+			r.Header.Get("X-Nomad-Token"), r.Header.Get("Authorization"), password), http.StatusForbidden)
+	}))
+	defer srv.Close()
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, perr := c.Plugin(context.Background(), "p")
+	_, verr := c.Volume(context.Background(), "v", "")
+	_, rerr := c.Register(context.Background(), spec.Volume{ID: "v", PluginID: "p"})
+	for _, err := range []error{perr, verr, rerr} {
+		if err == nil || strings.Contains(err.Error(), token) || strings.Contains(err.Error(), password) ||
+			strings.Contains(err.Error(), "dXNlcjpi") || !strings.Contains(err.Error(), "403: Permission denied") {
+			t.Errorf("error echoing the credentials: %v", err)
+		}
+	}
+}
+
+// A password in NOMAD_ADDR is not in the address volctl shows (and records in a handover
+// mark), nor in what Nomad says.
+func TestNomadAddressPasswordIsNotShown(t *testing.T) {
+	t.Setenv("NOMAD_TOKEN", "")
+	t.Setenv("NOMAD_HTTP_AUTH", "")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "denied: "+r.Header.Get("Authorization"), http.StatusForbidden)
+	}))
+	defer srv.Close()
+	c, err := NewClient(strings.Replace(srv.URL, "http://", "http://admin:addr-pw-42@", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Plugin(context.Background(), "p")
+	if strings.Contains(c.Address, "addr-pw-42") || err == nil || strings.Contains(err.Error(), "addr-pw-42") ||
+		strings.Contains(err.Error(), "YWRtaW46") || !strings.Contains(err.Error(), "403: denied") {
+		t.Errorf("address %q, error %v", c.Address, err)
+	}
+}
