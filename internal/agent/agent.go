@@ -215,10 +215,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer stopLoops()
 	var wg sync.WaitGroup
 	a.sync(loops, &wg)
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		a.housekeeping(loops, &wg)
+	}()
+	go func() {
+		defer wg.Done()
+		a.keepLogs(loops)
 	}()
 	<-ctx.Done()
 	a.log.Info("agent stopping")
@@ -448,6 +452,46 @@ func (a *Agent) scheduleRedrive(ctx context.Context, r *redrive) {
 	r.c = r.t.C
 }
 
+// keepLogs keeps the supervised plugins' logs under maxLogSize while they run, checking every
+// logCheckInterval until ctx ends. It has a loop of its own: a reconcile pass waiting on a
+// plugin that does not answer holds housekeeping's loop for minutes.
+func (a *Agent) keepLogs(ctx context.Context) {
+	every(ctx, logCheckInterval, func() bool { a.trimLogs(); return false })
+}
+
+// every calls fn every d until fn returns true or ctx ends.
+func every(ctx context.Context, d time.Duration, fn func() (done bool)) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if fn() {
+				return
+			}
+		}
+	}
+}
+
+// trimLogs rotates the supervised plugins' logs that grew past maxLogSize (trimLog).
+func (a *Agent) trimLogs() {
+	a.mu.Lock()
+	var ids []string
+	for id, r := range a.runners {
+		if r.supervised() {
+			ids = append(ids, id)
+		}
+	}
+	a.mu.Unlock()
+	for _, id := range ids {
+		if err := trimLog(filepath.Join(a.logDir, id+".log")); err != nil {
+			a.log.Warn("rotating a plugin's log", "plugin", id, "err", err)
+		}
+	}
+}
+
 // tell sends state to the service manager; a failure is logged, never fatal: the agent works
 // without one.
 func (a *Agent) tell(state string) {
@@ -494,44 +538,23 @@ func (a *Agent) reconcile(ctx context.Context, why string) {
 }
 
 // gc releases past claims: claims whose release was asked for but did not finish, and claims
-// of stopped groups. It contacts plugins only when there is something to release, which keeps
-// it cheap enough to run more often than a full reconcile.
+// of stopped groups (Engine.ReleasePast, which checks each claim again by its ID under its
+// volume lock, so a claim made again meanwhile is never released). It contacts plugins only
+// when there is something to release, which keeps it cheap enough to run more often than a
+// full reconcile.
 func (a *Agent) gc(ctx context.Context) {
-	claims, err := a.e.Claims(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			a.log.Warn("claim GC: listing claims", "err", err)
-		}
+	rep, err := a.e.ReleasePast(ctx)
+	if ctx.Err() != nil {
 		return
 	}
-	var stopped map[string]bool
-	for _, c := range claims {
-		if c.Group == "" || c.Releasing || stopped != nil {
-			continue
-		}
-		stopped = map[string]bool{}
-		groups, err := a.e.Groups(ctx, "")
-		if err != nil {
-			a.log.Warn("claim GC: listing groups", "err", err)
-			break
-		}
-		for _, g := range groups {
-			stopped[g.Name] = g.State == "stopped"
-		}
+	for _, act := range rep.Actions {
+		a.log.Info("claim GC: "+act.Message, "volume", act.VolumeID, "alloc", act.Alloc)
 	}
-	for _, c := range claims {
-		if !c.Releasing && !stopped[c.Group] {
-			continue
-		}
-		res, err := a.e.Release(ctx, c.VolumeID, c.Alloc)
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			a.log.Warn("claim GC", "volume", c.VolumeID, "alloc", c.Alloc, "err", err)
-		case res.Released:
-			a.log.Info("claim GC: released a past claim", "volume", c.VolumeID, "alloc", c.Alloc, "was", c.State)
-		}
+	for _, p := range rep.Problems {
+		a.log.Warn("claim GC: "+p.Message, "volume", p.VolumeID, "alloc", p.Alloc)
+	}
+	if err != nil && len(rep.Problems) == 0 {
+		a.log.Warn("claim GC", "err", err)
 	}
 }
 
@@ -584,7 +607,9 @@ func (a *Agent) stopIfUnmounted(r *runner) {
 }
 
 // mounts counts a plugin's mounts as the store knows them: publish targets of claims that are
-// published or being unpublished, and stagings in place.
+// published or being unpublished, or node-staged (NodePublishVolume sent or being sent: its
+// mount may be there, for a plugin that does not stage as for one that does), and stagings in
+// place.
 func (a *Agent) mounts(ctx context.Context, pluginID string) (int, error) {
 	vols, err := a.e.Volumes(ctx)
 	if err != nil {
@@ -605,7 +630,7 @@ func (a *Agent) mounts(ctx context.Context, pluginID string) (int, error) {
 	}
 	n := 0
 	for _, c := range claims {
-		if mine[c.VolumeID] && (c.State == "published" || c.State == "unpublishing") {
+		if mine[c.VolumeID] && (c.State == "published" || c.State == "unpublishing" || c.State == "node-staged") {
 			n++
 		}
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -42,17 +44,9 @@ func TestMain(m *testing.M) {
 	case "":
 		os.Exit(m.Run())
 	case "hostpath":
-		os.Exit(serveTestPlugin(func(ctx context.Context, socket string) error {
-			lis, err := hostpath.Listen(socket)
-			if err != nil {
-				return err
-			}
-			p, err := hostpath.New(hostpath.Config{Root: os.Getenv(pluginRootEnv), NodeID: "n1"})
-			if err != nil {
-				return err
-			}
-			return p.Serve(ctx, lis)
-		}))
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		os.Exit(serveHostpath(ctx))
 	case "unhealthy":
 		// Answers everything but Probe, which fails: alive, never healthy.
 		os.Exit(serveTestPlugin(func(ctx context.Context, socket string) error {
@@ -67,15 +61,117 @@ func TestMain(m *testing.M) {
 			go func() { <-ctx.Done(); srv.Stop() }()
 			return srv.Serve(lis)
 		}))
+	case "stubborn":
+		// hostpath that ignores SIGTERM: only SIGKILL ends it.
+		signal.Ignore(syscall.SIGTERM, os.Interrupt)
+		os.Exit(serveHostpath(context.Background()))
+	case "nostage-publish-times-out":
+		// An in-memory plugin without STAGE_UNSTAGE_VOLUME whose NodePublishVolume times out:
+		// the mount may be made, or be in the making, when the claim is left for reconcile.
+		os.Exit(serveTestPlugin(func(ctx context.Context, socket string) error {
+			faults := csitest.NewFaults()
+			faults.FailAlways(csi.RPCNodePublishVolume, codes.DeadlineExceeded)
+			srv := grpc.NewServer(grpc.ChainUnaryInterceptor(faults.Interceptor()))
+			cfg := csitest.DefaultMemConfig()
+			cfg.Node.StageUnstageVolume = false
+			csitest.NewMemPlugin(cfg).Register(srv)
+			lis, err := hostpath.Listen(socket)
+			if err != nil {
+				return err
+			}
+			go func() { <-ctx.Done(); srv.Stop() }()
+			return srv.Serve(lis)
+		}))
+	case "plainlisten":
+		// An in-memory plugin on a plain net.Listen, as many plugins listen: bind fails while
+		// a socket file is in the way, even a stale one.
+		os.Exit(serveTestPlugin(func(ctx context.Context, socket string) error {
+			lis, err := net.Listen("unix", socket)
+			if err != nil {
+				return err
+			}
+			srv := grpc.NewServer()
+			csitest.NewMemPlugin(csitest.DefaultMemConfig()).Register(srv)
+			go func() { <-ctx.Done(); srv.Stop() }()
+			return srv.Serve(lis)
+		}))
+	case "chatty":
+		// hostpath that first writes 2.5 times maxLogSize to stdout: a plugin logging a flood.
+		line := strings.Repeat("x", 1023) + "\n"
+		for range 5 * maxLogSize / 2 / len(line) {
+			os.Stdout.WriteString(line)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		os.Exit(serveHostpath(ctx))
+	case "forker", "forker-exits":
+		// A plugin whose process forks the server (a stubborn one, in its process group) and
+		// records its pid in child.pid under the root; "forker" then waits for SIGTERM and
+		// exits, "forker-exits" exits once the child serves (a plugin that daemonizes).
+		os.Exit(forkServer(os.Getenv(pluginModeEnv) == "forker-exits"))
 	default:
 		fmt.Fprintf(os.Stderr, "unknown %s\n", pluginModeEnv)
 		os.Exit(2)
 	}
 }
 
+// serveHostpath serves the hostpath plugin on $CSI_ENDPOINT until ctx ends.
+func serveHostpath(ctx context.Context) int {
+	return serveTestPluginCtx(ctx, func(ctx context.Context, socket string) error {
+		lis, err := hostpath.Listen(socket)
+		if err != nil {
+			return err
+		}
+		p, err := hostpath.New(hostpath.Config{Root: os.Getenv(pluginRootEnv), NodeID: "n1"})
+		if err != nil {
+			return err
+		}
+		return p.Serve(ctx, lis)
+	})
+}
+
+// forkServer runs the test binary again as a stubborn hostpath plugin, in this process's group,
+// records its pid, and waits for its socket; then it exits at once (exits) or on SIGTERM,
+// leaving the child running either way.
+func forkServer(exits bool) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	socket, err := hostpath.ParseEndpoint(os.Getenv(spec.EndpointEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cmd := exec.Command(os.Args[0], os.Args[1:]...)
+	cmd.Env = append(os.Environ(), pluginModeEnv+"=stubborn")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	root := os.Getenv(pluginRootEnv)
+	if err := os.MkdirAll(root, 0o700); err == nil {
+		err = os.WriteFile(filepath.Join(root, "child.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for !socketsLive([]string{socket}) && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !exits {
+		<-ctx.Done()
+	}
+	return 0
+}
+
 func serveTestPlugin(serve func(ctx context.Context, socket string) error) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	return serveTestPluginCtx(ctx, serve)
+}
+
+func serveTestPluginCtx(ctx context.Context, serve func(ctx context.Context, socket string) error) int {
 	socket, err := hostpath.ParseEndpoint(os.Getenv(spec.EndpointEnv))
 	if err == nil {
 		fmt.Println("test plugin serving on", socket) // lands in the agent's plugin log
@@ -485,8 +581,9 @@ func (f *fixture) claimOnMem(cfg csitest.MemConfig) *csitest.Faults {
 }
 
 // releasingClaim registers an in-memory plugin and leaves a claim on it whose release did not
-// finish (NodeUnpublishVolume failed), for a GC or reconcile pass to release.
-func (f *fixture) releasingClaim() {
+// finish (NodeUnpublishVolume failed), for a GC or reconcile pass to release. It returns the
+// plugin's fault injector, cleared.
+func (f *fixture) releasingClaim() *csitest.Faults {
 	t := f.t
 	t.Helper()
 	faults := f.claimOnMem(csitest.DefaultMemConfig())
@@ -495,6 +592,7 @@ func (f *fixture) releasingClaim() {
 		t.Fatal("release succeeded despite NodeUnpublishVolume failing")
 	}
 	faults.Clear()
+	return faults
 }
 
 // The claim GC pass releases a claim whose release did not finish, without a full reconcile.

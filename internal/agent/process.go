@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -16,8 +17,12 @@ import (
 	"github.com/volctl/volctl/internal/spec"
 )
 
-// maxLogSize is the size past which a plugin's log is rotated (to .log.1) when it is started.
+// maxLogSize is the size past which a plugin's log is rotated (to .log.1): when it is started,
+// and while it runs (trimLog, every logCheckInterval).
 const maxLogSize = 10 << 20
+
+// logCheckInterval is how often the agent checks the size of its plugins' logs.
+const logCheckInterval = time.Second
 
 // process is a plugin process the agent may signal: one it started, or one an earlier agent
 // started and left running (adopted through its pid file).
@@ -112,6 +117,35 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 	return p, nil
 }
 
+// trimLog rotates a running plugin's log that grew past maxLogSize. The plugin holds the file
+// open (its stdout and stderr, which must outlive the agent, so no pipe through it), so the
+// file cannot be renamed away: its content is copied to .log.1 and the file truncated, which
+// its writers, appending, follow. What the plugin writes between the copy and the truncation
+// is lost. Without this a plugin flooding its output filled the file system the store is on.
+func trimLog(path string) error {
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() || st.Size() <= maxLogSize {
+		return nil
+	}
+	src, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(path+".1", os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(dst, io.LimitReader(src, st.Size()))
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return src.Truncate(0)
+}
+
 // pluginEnv is the agent's environment with the exec block's env and CSI_ENDPOINT on top.
 func pluginEnv(base []string, sp spec.Plugin) []string {
 	over := map[string]string{}
@@ -160,33 +194,99 @@ func (p *process) alive() bool {
 	return err == nil && tick == p.startTick
 }
 
-// stop sends SIGTERM to the plugin's process group, waits up to timeout, then sends SIGKILL.
+// stop sends SIGTERM to the plugin's process group, waits up to timeout for the process and
+// every other member of its group (helpers it forked, a child that kept its socket) to end,
+// then sends SIGKILL to what is left. The process itself may have ended already: what it left
+// in its group is stopped all the same.
 func (p *process) stop(timeout time.Duration) error {
-	if !p.alive() {
+	if !p.alive() && len(p.groupRest()) == 0 {
 		return nil
 	}
 	p.signal(syscall.SIGTERM)
-	if p.wait(timeout) {
+	if p.waitGroup(timeout) {
 		return nil
 	}
 	p.signal(syscall.SIGKILL)
-	if p.wait(5 * time.Second) {
+	if p.waitGroup(5 * time.Second) {
 		return nil
 	}
-	return fmt.Errorf("pid %d still runs after SIGKILL", p.pid)
+	if p.alive() {
+		return fmt.Errorf("pid %d still runs after SIGKILL", p.pid)
+	}
+	return fmt.Errorf("pid %d's process group still runs after SIGKILL: %v", p.pid, p.groupRest())
 }
 
 // signal signals the process group when the process leads one (the agent starts plugins so),
-// else the process alone: never a group that is not the plugin's.
+// else the process alone: never a group that is not the plugin's. Once the process has ended,
+// only what is left of its group is signalled, never its pid alone, which another process may
+// have by now.
 func (p *process) signal(sig syscall.Signal) {
-	if !p.child && !p.alive() {
-		return // its pid may belong to another process by now
+	if !p.alive() {
+		if len(p.groupRest()) > 0 {
+			_ = syscall.Kill(-p.pid, sig)
+		}
+		return
 	}
 	if pgid, err := syscall.Getpgid(p.pid); err == nil && pgid == p.pid {
 		_ = syscall.Kill(-p.pid, sig)
 		return
 	}
 	_ = syscall.Kill(p.pid, sig)
+}
+
+// groupRest lists the live processes in the process group the plugin's process leads, other
+// than that process. Linux does not hand out a pid while a process group of that ID exists, so
+// while any is left the group is still the plugin's; but once it emptied, a new process with
+// the plugin's old pid may lead a group of the same ID: when a process has the pid with
+// another start time, the group is not the plugin's and nothing is listed.
+func (p *process) groupRest() []int {
+	if tick, err := procStartTick(p.pid); err == nil && tick != p.startTick {
+		return nil
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, en := range entries {
+		pid, err := strconv.Atoi(en.Name())
+		if err != nil || pid == p.pid {
+			continue
+		}
+		if pgrp, live := procGroup(pid); live && pgrp == p.pid {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// procGroup reads a process's process group (field 5 of /proc/<pid>/stat) and whether it runs
+// (a zombie does not).
+func procGroup(pid int) (pgrp int, live bool) {
+	f, err := procStat(pid)
+	if err != nil || len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+		return 0, false
+	}
+	pgrp, err = strconv.Atoi(f[2])
+	return pgrp, err == nil
+}
+
+// waitGroup waits up to d for the process and the rest of its group to end.
+func (p *process) waitGroup(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	if !p.wait(d) {
+		return false
+	}
+	// Each look reads every process's stat: poll at a gentler pace than the process's own.
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for len(p.groupRest()) > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-tick.C
+	}
+	return true
 }
 
 // wait waits up to d for the process to end.
@@ -216,17 +316,10 @@ func (p *process) wait(d time.Duration) bool {
 // procStartTick reads a process's start time in clock ticks since boot (field 22 of
 // /proc/<pid>/stat). A zombie counts as gone.
 func procStartTick(pid int) (uint64, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	f, err := procStat(pid)
 	if err != nil {
 		return 0, err
 	}
-	// The command name (field 2) is in parentheses and may hold spaces: parse after it.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("pid %d: malformed stat", pid)
-	}
-	f := strings.Fields(s[i+1:])
 	if len(f) < 20 {
 		return 0, fmt.Errorf("pid %d: malformed stat", pid)
 	}
@@ -234,6 +327,21 @@ func procStartTick(pid int) (uint64, error) {
 		return 0, fmt.Errorf("pid %d has exited", pid)
 	}
 	return strconv.ParseUint(f[19], 10, 64) // field 22 overall; f[0] is field 3
+}
+
+// procStat reads /proc/<pid>/stat's fields from the third (the state) on.
+func procStat(pid int) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return nil, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces: parse after it.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("pid %d: malformed stat", pid)
+	}
+	return strings.Fields(s[i+1:]), nil
 }
 
 func pidFilePath(runDir, id string) string { return filepath.Join(runDir, id+".pid") }
@@ -272,20 +380,12 @@ func adoptFromPidFile(ctx context.Context, runDir, id string) *process {
 	if !p.alive() {
 		return nil
 	}
-	go func() {
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if !p.alive() {
-					close(p.exited)
-					return
-				}
-			}
+	go every(ctx, 250*time.Millisecond, func() bool {
+		if p.alive() {
+			return false
 		}
-	}()
+		close(p.exited)
+		return true
+	})
 	return p
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/volctl/volctl/internal/backoff"
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -153,6 +154,14 @@ func (r *runner) loop(ctx context.Context) {
 			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
 			r.restarting("exited")
 			a.e.PluginEvent(ctx, id, "plugin-exit", msg)
+			// What it forked is still in its group, maybe serving its socket: the agent's to
+			// stop, or the next start would take it for a plugin no agent started.
+			if rest := r.proc.groupRest(); len(rest) > 0 {
+				a.log.Warn("the plugin's process exited, leaving processes in its group: stopping them", "plugin", id, "pids", rest)
+				if err := r.proc.stop(a.s.StopTimeout); err != nil {
+					a.log.Warn("stopping what an exited plugin left", "plugin", id, "err", err)
+				}
+			}
 			removePidFile(a.runDir, id)
 			r.proc, restarted, restartAt = nil, true, a.now().Add(wait)
 			// Record the plugin's health now rather than at the next start.
@@ -217,6 +226,11 @@ func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 	for _, s := range sockets {
 		if err := os.MkdirAll(filepath.Dir(s), 0o750); err != nil {
 			return false, fmt.Errorf("socket directory: %w", err)
+		}
+		// A socket file left by a plugin killed with SIGKILL refuses connections, and a plugin
+		// that binds with a plain listen cannot start while it is there.
+		if err := hostpath.RemoveStaleSocket(s); err != nil {
+			return false, err
 		}
 	}
 	p, err := startProcess(r.spec, a.runDir, a.logDir)

@@ -35,7 +35,8 @@ type Config struct {
 	Redact func(ctx context.Context) ([]string, error)
 	// Observe, when set, is called after every RPC the client sends, whatever its outcome, with
 	// the RPC's name ("NodeStageVolume"), its gRPC code ("OK", "Unavailable", "DeadlineExceeded"
-	// for volctl's own timeout) and how long it took. The agent's metrics count and time RPCs with
+	// for volctl's own timeout; a number gRPC does not define is "Unknown", so the code takes
+	// one of 17 values whatever a plugin answers) and how long it took. The agent's metrics count and time RPCs with
 	// it. It must be quick and safe for concurrent use; it never sees a request or a message.
 	Observe func(rpc, code string, d time.Duration)
 }

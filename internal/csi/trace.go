@@ -10,6 +10,7 @@ import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/kubernetes-csi/csi-lib-utils/protosanitizer"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -35,7 +36,7 @@ func traceInterceptor(log *slog.Logger, socket string, text func(context.Context
 		err := invoker(ctx, method, req, reply, cc, opts...)
 		took := time.Since(start)
 		if observe != nil {
-			observe(path.Base(method), status.Code(err).String(), took)
+			observe(path.Base(method), observedCode(err), took)
 		}
 		if !debug {
 			return err
@@ -71,6 +72,17 @@ func traceInterceptor(log *slog.Logger, socket string, text func(context.Context
 		log.LogAttrs(ctx, slog.LevelDebug, "csi rpc", attrs...)
 		return err
 	}
+}
+
+// observedCode names err's gRPC code for Config.Observe. gRPC hands on any number a plugin
+// answers with ("Code(1234)"): a code gRPC does not define counts as Unknown (as grpc-java
+// reads one), so an observer's label takes one of 17 values, whatever the plugin sends.
+func observedCode(err error) string {
+	c := status.Code(err)
+	if c > codes.Unauthenticated {
+		c = codes.Unknown
+	}
+	return c.String()
 }
 
 // sanitize renders a message as one-line JSON with csi_secret fields stripped (protosanitizer)

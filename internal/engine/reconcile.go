@@ -290,22 +290,15 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 			// Persist the wish first (a stopped group's claim) so a failure is retried as a release.
 			// The group was read at the start of the pass: it may have been run again since.
 			if err := e.store.Update(ctx, func(tx *store.Tx) error {
-				cur, err := tx.Claims().Get(cl.ID)
-				if err != nil || cur.Releasing {
+				cur, past, err := pastClaim(tx, cl.ID)
+				if err != nil || past {
 					return err
 				}
-				if g, err := tx.Groups().Get(cur.Group); err != nil || g.State != store.GroupStopped {
-					cl.Releasing = false
-					switch {
-					case err != nil && !errors.Is(err, store.ErrNotFound):
-						return err
-					case cur.AtRest():
-						return errGroupRunAgain
-					}
-					return nil
+				cl.Releasing = false
+				if cur.AtRest() {
+					return errGroupRunAgain
 				}
-				cur.Releasing = true
-				return tx.Claims().Update(&cur)
+				return nil
 			}); err != nil {
 				return err
 			}
@@ -328,6 +321,105 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 	default:
 		rep.did("published", cl.VolumeID, cl.Alloc, "published claim %q for alloc %q (was %s)", cl.VolumeID, cl.Alloc, cl.State)
 	}
+}
+
+// pastClaim reads claim id as it is now and reports whether it is still a past claim: being
+// released, or held for a group that is stopped, which it marks releasing (the wish persisted,
+// so a failure is retried as a release). A claim freed meanwhile is store.ErrNotFound; one
+// whose group was run again since is not past, and cur says where it is.
+func pastClaim(tx *store.Tx, id int64) (cur store.Claim, past bool, err error) {
+	if cur, err = tx.Claims().Get(id); err != nil || cur.Releasing {
+		return cur, err == nil, err
+	}
+	g, err := tx.Groups().Get(cur.Group)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return cur, false, nil
+	case err != nil:
+		return cur, false, err
+	case g.State != store.GroupStopped:
+		return cur, false, nil
+	}
+	cur.Releasing = true
+	return cur, true, tx.Claims().Update(&cur)
+}
+
+// errNotPast ends claim GC's release of a claim that is no longer a past claim.
+var errNotPast = errors.New("no longer a past claim")
+
+// ReleasePast is claim GC, the part of a reconcile pass that releases past claims (those whose
+// release was asked for and did not finish, and those of stopped groups) without the rest of
+// the pass; it contacts plugins only when there is something to release. The claims are listed
+// once, and each is checked again by its ID under its volume lock before anything is sent: a
+// claim that was freed meanwhile, even if its alloc has claimed the volume again since, or
+// whose group was run again, is left alone. Each release is an action, each failure a problem.
+func (e *Engine) ReleasePast(ctx context.Context) (ReconcileReport, error) {
+	var (
+		rep    ReconcileReport
+		claims []store.Claim
+	)
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		all, err := tx.Claims().ListAll()
+		if err != nil {
+			return err
+		}
+		groups, err := tx.Groups().List()
+		if err != nil {
+			return err
+		}
+		stopped := map[string]bool{}
+		for _, g := range groups {
+			stopped[g.Name] = g.State == store.GroupStopped
+		}
+		for _, cl := range all {
+			if cl.Releasing || (cl.Group != "" && stopped[cl.Group]) {
+				claims = append(claims, cl)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, fmt.Errorf("claim GC: %w", err)
+	}
+	for _, cl := range claims {
+		if ctx.Err() != nil {
+			return rep, ctx.Err()
+		}
+		err := e.releasePast(ctx, cl.ID, cl.VolumeID)
+		switch {
+		case errors.Is(err, errNotPast), errors.Is(err, ErrNotFound):
+			// Freed by another volctl meanwhile (and maybe claimed again), or its group run again.
+		case err != nil:
+			rep.problem(cl.VolumeID, cl.Alloc, fmt.Errorf("claim %q for alloc %q: %w", cl.VolumeID, cl.Alloc, err))
+		default:
+			rep.did("released", cl.VolumeID, cl.Alloc, "released claim %q for alloc %q (was %s)", cl.VolumeID, cl.Alloc, cl.State)
+		}
+	}
+	if !rep.OK() {
+		return rep, fmt.Errorf("claim GC: %d problem(s) remain", len(rep.Problems))
+	}
+	return rep, nil
+}
+
+// releasePast releases claim id, on volumeID, if it is still a past claim once its volume is
+// locked, and returns errNotPast if it is not.
+func (e *Engine) releasePast(ctx context.Context, id int64, volumeID string) error {
+	unlock, err := e.locks.volume(ctx, volumeID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := e.store.Update(ctx, func(tx *store.Tx) error {
+		_, past, err := pastClaim(tx, id)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && !past) {
+			return errNotPast
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	_, err = e.drive(ctx, id, store.OutcomeReleased)
+	return err
 }
 
 // pluginOf is the plugin ID of a volume, "" when it cannot be read (for an event's field).

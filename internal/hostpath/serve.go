@@ -103,6 +103,23 @@ func Listen(path string) (net.Listener, error) {
 	return &socketListener{UnixListener: ul, path: path, info: fi}, nil
 }
 
+// RemoveStaleSocket removes the socket file at path if nothing listens on it (connecting is
+// refused), under the lock Listen takes on its directory. A path that is not a socket, or a
+// socket something answers on (ErrSocketInUse), is left and named in the error. The agent
+// calls it before starting a plugin: a plugin killed with SIGKILL leaves its socket file, and
+// a plugin that binds with a plain listen cannot start again while the file is there.
+func RemoveStaleSocket(path string) error {
+	unlock, err := lockDir(filepath.Dir(path))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("socket %q: %w", path, err)
+	}
+	defer unlock()
+	return removeStale(path)
+}
+
 // removeStale removes the socket at path if nothing is listening on it.
 func removeStale(path string) error {
 	fi, err := os.Lstat(path)

@@ -252,7 +252,8 @@ func (s *Server) Serve(ctx context.Context, m *Metrics, status func() agent.Stat
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(st)
 	})
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		WriteTimeout: scrapeTimeout + 20*time.Second, IdleTimeout: idleTimeout}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -268,6 +269,12 @@ func (s *Server) Serve(ctx context.Context, m *Metrics, status func() agent.Stat
 	}
 	return fmt.Errorf("metrics endpoint %s: %w", s.Addr(), err)
 }
+
+// idleTimeout closes a kept-alive connection with no request for this long. Without one, every
+// connection a client opened and left idle held a descriptor and a goroutine of the agent's for
+// good: the endpoint may listen beyond loopback, for Prometheus on another host, and anyone who
+// reaches it could pile them up. Prometheus scrapes far more often than this.
+var idleTimeout = 2 * time.Minute
 
 // scrapeTimeout bounds a scrape's reads of the state, as Prometheus's own scrape_timeout
 // (10s by default) bounds its wait.

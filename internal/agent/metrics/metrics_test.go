@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,8 +25,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/agent"
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
@@ -36,8 +40,29 @@ import (
 func fixture(t *testing.T) (*Metrics, *engine.Engine) {
 	t.Helper()
 	ctx := context.Background()
+	m, e := observedMem(t, nil)
+	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem", CapacityMin: 1 << 20,
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
+		t.Fatal(err)
+	}
+	m.CollectState(e)
+	return m, e
+}
+
+// observedMem is new metrics observing the RPCs of an engine on a temp state dir, with a mem
+// plugin registered behind faults (nil: none).
+func observedMem(t *testing.T, faults *csitest.Faults) (*Metrics, *engine.Engine) {
+	t.Helper()
+	ctx := context.Background()
 	m := New()
-	socket, stop := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
+	opts := []csitest.ServeOption{csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig()))}
+	if faults != nil {
+		opts = append(opts, csitest.WithFaults(faults))
+	}
+	socket, stop := csitest.Serve(t, opts...)
 	t.Cleanup(stop)
 	e, err := engine.Open(ctx, engine.Config{StateDir: t.TempDir(), ObserveRPC: m.ObserveRPC})
 	if err != nil {
@@ -47,14 +72,6 @@ func fixture(t *testing.T) (*Metrics, *engine.Engine) {
 	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem", CapacityMin: 1 << 20,
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
-		t.Fatal(err)
-	}
-	m.CollectState(e)
 	return m, e
 }
 
@@ -559,5 +576,70 @@ func TestSeriesOfDistinctLabelValuesStayApart(t *testing.T) {
 		if m.value != 1 {
 			t.Errorf("series %v counted %v, want 1", m.labels, m.value)
 		}
+	}
+}
+
+// A plugin may answer with any gRPC code number, not only the 17 gRPC defines: the code label
+// takes the defined names only, and any other number counts as Unknown (as grpc-java reads
+// one), so a plugin cannot make the agent keep a series per number it makes up.
+func TestRPCCodeLabelIsBounded(t *testing.T) {
+	ctx := context.Background()
+	faults := csitest.NewFaults()
+	m, e := observedMem(t, faults)
+	for i := range 50 {
+		faults.FailOnce(csi.RPCProbe, codes.Code(1000+i))
+		_, _ = e.PluginStatus(ctx, "mem")
+	}
+	faults.FailOnce(csi.RPCProbe, codes.NotFound)
+	_, _ = e.PluginStatus(ctx, "mem")
+	fams := gather(t, m)
+	codesSeen := map[string]float64{}
+	for _, s := range fams["volctl_csi_rpcs_total"].GetMetric() {
+		lbl := map[string]string{}
+		for _, l := range s.GetLabel() {
+			lbl[l.GetName()] = l.GetValue()
+		}
+		if lbl["rpc"] == csi.RPCProbe {
+			codesSeen[lbl["code"]] += s.GetCounter().GetValue()
+		}
+	}
+	delete(codesSeen, "OK") // the registration's probe
+	want := map[string]float64{"Unknown": 50, "NotFound": 1}
+	if !maps.Equal(codesSeen, want) {
+		t.Errorf("Probe's series by code = %v, want %v", codesSeen, want)
+	}
+}
+
+// A connection a client keeps alive and leaves idle is closed after idleTimeout: the endpoint
+// may listen beyond loopback, and idle connections must not pile up in the agent.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	defer func(d time.Duration) { idleTimeout = d }(idleTimeout)
+	idleTimeout = 100 * time.Millisecond
+	srv, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, New(), func() agent.Status { return agent.Status{} }, nil) }()
+	defer func() { cancel(); <-served }()
+	conn, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	// The deadline only ends a test of a server that keeps the connection forever.
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if n, err := conn.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("idle kept-alive connection: read %d, %v; want it closed by the agent (EOF)", n, err)
 	}
 }

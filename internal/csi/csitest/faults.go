@@ -22,13 +22,17 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// Fault is one thing to do to calls of an RPC, in this order: hang, delay, fail.
+// Fault is one thing to do to calls of an RPC, in this order: hang, gate, delay, fail.
 type Fault struct {
 	Code    codes.Code    // the error to return; OK returns none (a Delay alone)
 	Message string        // the error's message; default "injected <Code>"
 	Delay   time.Duration // wait this long first, cut short if the call's context ends
 	Hang    bool          // block until the call's context ends (the client's timeout fires)
-	Times   int           // how many calls it applies to; 0 means every call from now on
+	// Gate, when set, blocks the call until the channel is closed (or the call's context
+	// ends): a test holds a caller mid-RPC (InFlight says when it got there), acts meanwhile,
+	// then lets it go on.
+	Gate  <-chan struct{}
+	Times int // how many calls it applies to; 0 means every call from now on
 }
 
 // Count is how often an RPC was called and how many of those calls failed, whether by an
@@ -304,6 +308,13 @@ func (f *Faults) apply(ctx context.Context, rpc string, req any, handler grpc.Un
 	if fault.Hang {
 		<-ctx.Done()
 		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	if fault.Gate != nil {
+		select {
+		case <-fault.Gate:
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
 	}
 	if fault.Delay > 0 {
 		timer := time.NewTimer(fault.Delay)

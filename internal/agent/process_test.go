@@ -1,0 +1,228 @@
+package agent
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// childPid waits for a forking test plugin's child and returns its pid, killed when the test
+// ends whatever the agent did.
+func (f *fixture) childPid(id string) int {
+	f.t.Helper()
+	var pid int
+	waitFor(f.t, "the plugin's child", func() bool {
+		b, err := os.ReadFile(filepath.Join(f.dir, "hostpath-"+id, "child.pid"))
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && alive(pid)
+	})
+	f.t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	return pid
+}
+
+// startForker registers plugin fk, a forking test plugin in mode, and starts an agent.
+func (f *fixture) startForker(mode string) (stop func() error) {
+	f.register(f.execPlugin("fk", mode))
+	s := testSettings
+	s.StopTimeout = 300 * time.Millisecond // the child ignores SIGTERM: SIGKILL ends it
+	return f.startAgent(s)
+}
+
+// A plugin's process may fork helpers, which stay in the process group the agent made for it.
+// Stopping the plugin stops the whole group, even when the process the agent started exits at
+// SIGTERM and leaves a helper that ignores it.
+func TestAgentStopsThePluginsWholeProcessGroup(t *testing.T) {
+	f := newFixture(t)
+	stop := f.startForker("forker")
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fk").Healthy })
+	leader, child := f.pid("fk"), f.childPid("fk")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if alive(leader) || alive(child) {
+		t.Fatalf("after the agent stopped the plugin (no mounts): process %d alive %v, its child %d alive %v",
+			leader, alive(leader), child, alive(child))
+	}
+}
+
+// A plugin whose process exits while a child it forked keeps serving the socket (it
+// daemonized) left that child behind: the agent took it for a plugin no agent started, probed
+// it only and never stopped it. The rest of the group of a process that exited is the agent's
+// to stop, before it starts the plugin again.
+func TestAgentStopsWhatAnExitedPluginLeftInItsGroup(t *testing.T) {
+	f := newFixture(t)
+	stop := f.startForker("forker-exits")
+	first := f.childPid("fk")
+	waitFor(t, "the child left by the exited plugin to be stopped", func() bool { return !alive(first) })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(f.logs.String(), "no volctl agent started it") {
+		t.Errorf("the agent took its own plugin's child for a foreign plugin:\n%s", f.logs)
+	}
+}
+
+// A plugin's output goes to its log file directly, so that it survives the agent. A plugin that
+// floods it, while it runs, must not fill the state dir's file system, where the store is: the
+// log is kept under its size limit while the plugin runs, not only at its next start.
+func TestAgentKeepsARunningPluginsLogBounded(t *testing.T) {
+	f := newFixture(t)
+	log := f.chattyLogBounded(testSettings)
+	if st, err := os.Stat(log + ".1"); err != nil || st.Size() == 0 {
+		t.Errorf("the rotated log %s.1: %v, want the older output there", log, err)
+	}
+}
+
+// A plugin killed with SIGKILL (by the agent, past its stop timeout, or by the OOM killer)
+// leaves its socket file behind, refusing connections. Many plugins bind with a plain listen,
+// which fails while the file is there: the agent removes a stale socket before it starts the
+// plugin, or the plugin never starts again.
+func TestAgentRemovesAStaleSocketBeforeStarting(t *testing.T) {
+	f := newFixture(t)
+	sp := f.execPlugin("plain", "plainlisten")
+	if err := os.MkdirAll(filepath.Dir(sp.Socket), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: sp.Socket, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis.SetUnlinkOnClose(false)
+	lis.Close() // the file stays, refusing connections
+	f.register(sp)
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be started and healthy", func() bool { return f.plugin("plain").Healthy })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A socket path taken by something that is not a socket is not removed: the start fails,
+// naming it.
+func TestAgentLeavesANonSocketAtTheSocketPath(t *testing.T) {
+	f := newFixture(t)
+	sp := f.execPlugin("plain", "plainlisten")
+	if err := os.MkdirAll(filepath.Dir(sp.Socket), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sp.Socket, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.register(sp)
+	stop := f.startAgent(testSettings)
+	waitFor(t, "a failed start", func() bool { return len(f.events("plugin-start")) >= 1 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(sp.Socket); err != nil || string(b) != "data" {
+		t.Errorf("the file at the socket path: %q, %v; want it untouched", b, err)
+	}
+	if ev := f.events("plugin-start")[0]; !strings.Contains(ev, "not a socket") || !strings.Contains(ev, sp.Socket) {
+		t.Errorf("plugin-start event = %q, want it to name the path that is not a socket", ev)
+	}
+}
+
+// A plugin without STAGE_UNSTAGE_VOLUME has no staging to count: a claim of it that is
+// node-staged had NodePublishVolume sent, or being sent, and may have its mount. The agent
+// leaves such a plugin running when it stops, as it does one with a published claim.
+func TestAgentLeavesAPluginRunningUnderAPublishInDoubt(t *testing.T) {
+	f := newFixture(t)
+	f.register(f.execPlugin("ns", "nostage-publish-times-out"))
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("ns").Healthy })
+	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "ns", Capabilities: caps}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Claim(f.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err == nil {
+		t.Fatal("claim succeeded despite NodePublishVolume timing out")
+	}
+	if c, err := f.e.ClaimInfo(f.ctx, "db", "web-0"); err != nil || c.State != "node-staged" {
+		t.Fatalf("claim = %+v, %v; want it left node-staged", c, err)
+	}
+	pid := f.pid("ns")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !alive(pid) {
+		t.Fatalf("the agent stopped plugin pid %d with a claim whose NodePublishVolume may have mounted", pid)
+	}
+}
+
+// A pid file whose pid now belongs to another process (a reused pid: another start time) is
+// not adopted, and a process recorded with another start time is never signalled, nor is its
+// process group, although a group of that ID runs.
+func TestReusedPidIsNeitherAdoptedNorSignalled(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // leads a group of its pid, as a plugin would
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	pid := cmd.Process.Pid
+	tick, err := procStartTick(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDir := t.TempDir()
+	stale := &process{pid: pid, startTick: tick + 1}
+	if err := writePidFile(runDir, "p", stale); err != nil {
+		t.Fatal(err)
+	}
+	if p := adoptFromPidFile(context.Background(), runDir, "p"); p != nil {
+		t.Fatalf("adopted pid %d recorded with another start time", pid)
+	}
+	if err := stale.stop(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !alive(pid) {
+		t.Fatalf("stopping a process recorded with another start time signalled pid %d", pid)
+	}
+	if err := writePidFile(runDir, "p", &process{pid: pid, startTick: tick}); err != nil {
+		t.Fatal(err)
+	}
+	if p := adoptFromPidFile(context.Background(), runDir, "p"); p == nil || p.pid != pid {
+		t.Fatalf("the pid file with the right start time was not adopted: %+v", p)
+	}
+}
+
+// The log check does not wait behind housekeeping: a claim GC (or reconcile) pass waiting on a
+// plugin that does not answer holds housekeeping for minutes, and a flooding plugin's log is
+// kept under its limit meanwhile.
+func TestAgentKeepsLogsBoundedWhileHousekeepingWaits(t *testing.T) {
+	f := newFixture(t)
+	f.releasingClaim().Hang(csi.RPCNodeUnpublishVolume)
+	s := testSettings
+	s.GCInterval = 10 * time.Millisecond // GC's first pass hangs in NodeUnpublishVolume before the first log check
+	f.chattyLogBounded(s)
+}
+
+// chattyLogBounded runs an agent with s supervising plugin chatty, which floods its output
+// before it serves, waits for the plugin to be healthy (its log past the limit by then) and
+// for its log to be under the limit, stops the agent and returns the log's path.
+func (f *fixture) chattyLogBounded(s Settings) string {
+	f.t.Helper()
+	f.register(f.execPlugin("chatty", "chatty"))
+	stop := f.startAgent(s)
+	waitFor(f.t, "the plugin to be healthy", func() bool { return f.plugin("chatty").Healthy })
+	log := filepath.Join(f.dir, "logs", "chatty.log")
+	waitFor(f.t, "the log to be kept under its limit", func() bool {
+		st, err := os.Stat(log)
+		return err == nil && st.Size() <= maxLogSize
+	})
+	if err := stop(); err != nil {
+		f.t.Fatal(err)
+	}
+	return log
+}
