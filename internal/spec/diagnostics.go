@@ -172,7 +172,13 @@ func sourceText(b []byte) string {
 // volctl made fit for a terminal. The command line shows plugins' data through it
 // (display.Escape), and diagnostics the source lines of spec files.
 func EscapeControl(s string) string {
-	if !strings.ContainsFunc(s, isControl) && utf8.ValidString(s) {
+	// Most text is printable ASCII: skip it a byte at a time (a table of 10,000 volumes passes
+	// every cell through here), and look at runes only from the first byte that is not.
+	i := 0
+	for i < len(s) && s[i] >= 0x20 && s[i] < 0x7f {
+		i++
+	}
+	if i == len(s) || !strings.ContainsFunc(s[i:], isControl) && utf8.ValidString(s[i:]) {
 		return s
 	}
 	var b strings.Builder
