@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -86,5 +87,54 @@ func TestRedriveAfterNodeIDChangeDetachesTheRecordedNode(t *testing.T) {
 	h.release("v", "a")
 	if nodes := h.mem.PublishedNodes(h.externalID("v")); len(nodes) != 0 {
 		t.Fatalf("still attached to %v after the release", nodes)
+	}
+}
+
+// The same re-drive of a volume handed over to Nomad meanwhile (forced, the claim still there):
+// the attachment recorded to the old node may be Nomad's allocations' now, and volctl never
+// sends ControllerUnpublishVolume for a handed-over volume. The claim goes no further, the
+// attachment stays recorded, and it is undone once the volume is taken back.
+func TestRedriveAfterNodeIDChangeOfAHandedOverVolumeKeepsTheAttachment(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	var lost atomic.Bool
+	h.stopServe()
+	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults),
+		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			resp, err := handler(ctx, req)
+			if filepath.Base(info.FullMethod) == csi.RPCControllerPublishVolume && err == nil && lost.CompareAndSwap(false, true) {
+				return nil, status.Error(codes.Unavailable, "connection lost")
+			}
+			return resp, err
+		}))
+	h.open(Config{Retry: RetryPolicy{Attempts: 1}})
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil {
+		t.Fatal("claim with the ControllerPublishVolume answer lost succeeded")
+	}
+	if _, err := h.e.HandOver(h.ctx, "v", HandoverTarget{Address: "http://127.0.0.1:4646"}, true, nil); err != nil {
+		t.Fatalf("forced handover: %v", err)
+	}
+
+	h.stopServe()
+	h.mem.SetNodeID("node-2")
+	h.serveAgain(t)
+	h.mem.ResetCalls()
+	rep, _ := h.e.Reconcile(h.ctx)
+	if n := h.mem.CallCount(csi.RPCControllerUnpublishVolume); n != 0 {
+		t.Fatalf("ControllerUnpublishVolume sent %d time(s) for a volume handed over to Nomad (reconcile: %+v)", n, rep)
+	}
+	if nodes := h.mem.PublishedNodes(h.externalID("v")); !slices.Contains(nodes, "node-1") {
+		t.Fatalf("attached to %v, want node-1's attachment kept for Nomad", nodes)
+	}
+	if st, _ := h.staging("v"); !st.ControllerPublished || st.NodeID != "node-1" {
+		t.Errorf("the staging records %+v, want the attachment to node-1 kept", st)
+	}
+	// The claim waits, reported on each pass, naming the handover and the take-back.
+	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, "handed over to Nomad at http://127.0.0.1:4646") ||
+		!strings.Contains(rep.Problems[0].Message, "volctl nomad release v") {
+		t.Errorf("reconcile problems = %+v, want one naming the handover and `volctl nomad release v`", rep.Problems)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 {
+		t.Errorf("live claims = %+v, want the claim kept for a later pass", live)
 	}
 }

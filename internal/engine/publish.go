@@ -100,6 +100,17 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 			// as the release would undo it; admission's intent, taken from the fingerprint
 			// before the restart and sent to no node, is only corrected.
 			if !p.attachIntent {
+				// Not while the volume is handed over to Nomad (forced, this claim already
+				// there): the attachment may be Nomad's allocations' now, and volctl never
+				// pulls it (keptForNomad). The claim goes no further.
+				u, err := p.usage(ctx)
+				if err != nil {
+					return err
+				}
+				if h := u.handover; h != nil {
+					return fmt.Errorf("plugin %q now reports node %q, and volume %q is recorded attached to node %q: %s",
+						c.plugin.ID, c.fp.NodeID, v.ID, p.st.NodeID, keptForNomad(v, p.st.NodeID, *h))
+				}
 				if err := p.flushDurable(ctx, "claim"); err != nil {
 					return err
 				}
