@@ -51,23 +51,7 @@ func TestClaimAfterNodeIDChangeRecordsTheNodeItAttached(t *testing.T) {
 // release would, then attaches the node the plugin reports now and records it. Nothing is
 // left attached once the claim is released.
 func TestRedriveAfterNodeIDChangeDetachesTheRecordedNode(t *testing.T) {
-	h := newHarness(t, nil)
-	h.create(volume("v"))
-	// The first ControllerPublishVolume attaches, but its answer is lost.
-	var lost atomic.Bool
-	h.stopServe()
-	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults),
-		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-			resp, err := handler(ctx, req)
-			if filepath.Base(info.FullMethod) == csi.RPCControllerPublishVolume && err == nil && lost.CompareAndSwap(false, true) {
-				return nil, status.Error(codes.Unavailable, "connection lost")
-			}
-			return resp, err
-		}))
-	h.open(Config{Retry: RetryPolicy{Attempts: 1}})
-	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil {
-		t.Fatal("claim with the ControllerPublishVolume answer lost succeeded")
-	}
+	h := claimWithThePublishAnswerLost(t)
 	if nodes := h.mem.PublishedNodes(h.externalID("v")); !slices.Equal(nodes, []string{"node-1"}) {
 		t.Fatalf("attached to %v after the lost answer, want node-1", nodes)
 	}
@@ -95,22 +79,7 @@ func TestRedriveAfterNodeIDChangeDetachesTheRecordedNode(t *testing.T) {
 // sends ControllerUnpublishVolume for a handed-over volume. The claim goes no further, the
 // attachment stays recorded, and it is undone once the volume is taken back.
 func TestRedriveAfterNodeIDChangeOfAHandedOverVolumeKeepsTheAttachment(t *testing.T) {
-	h := newHarness(t, nil)
-	h.create(volume("v"))
-	var lost atomic.Bool
-	h.stopServe()
-	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults),
-		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-			resp, err := handler(ctx, req)
-			if filepath.Base(info.FullMethod) == csi.RPCControllerPublishVolume && err == nil && lost.CompareAndSwap(false, true) {
-				return nil, status.Error(codes.Unavailable, "connection lost")
-			}
-			return resp, err
-		}))
-	h.open(Config{Retry: RetryPolicy{Attempts: 1}})
-	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil {
-		t.Fatal("claim with the ControllerPublishVolume answer lost succeeded")
-	}
+	h := claimWithThePublishAnswerLost(t)
 	if _, err := h.e.HandOver(h.ctx, "v", HandoverTarget{Address: "http://127.0.0.1:4646"}, true, nil); err != nil {
 		t.Fatalf("forced handover: %v", err)
 	}
@@ -137,4 +106,28 @@ func TestRedriveAfterNodeIDChangeOfAHandedOverVolumeKeepsTheAttachment(t *testin
 	if live := h.liveClaims("v"); len(live) != 1 {
 		t.Errorf("live claims = %+v, want the claim kept for a later pass", live)
 	}
+}
+
+// claimWithThePublishAnswerLost claims volume "v" for alloc "a" through a plugin whose first
+// ControllerPublishVolume attaches the volume (to node-1) but whose answer is lost: the claim
+// fails and is left for reconcile, its attachment recorded.
+func claimWithThePublishAnswerLost(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	var lost atomic.Bool
+	h.stopServe()
+	h.stopServe = csitest.ServeAt(t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults),
+		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			resp, err := handler(ctx, req)
+			if filepath.Base(info.FullMethod) == csi.RPCControllerPublishVolume && err == nil && lost.CompareAndSwap(false, true) {
+				return nil, status.Error(codes.Unavailable, "connection lost")
+			}
+			return resp, err
+		}))
+	h.open(Config{Retry: RetryPolicy{Attempts: 1}})
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil {
+		t.Fatal("claim with the ControllerPublishVolume answer lost succeeded")
+	}
+	return h
 }
