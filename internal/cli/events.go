@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -196,10 +195,12 @@ func (w *eventWriter) write(evs []engine.EventInfo, first bool) error {
 		}
 		return nil
 	case w.opts.Exporter.JSON:
-		enc := json.NewEncoder(w.out)
-		enc.SetEscapeHTML(false)
 		for _, ev := range evs {
-			if err := enc.Encode(ev); err != nil {
+			b, err := marshalJSON(ev, false)
+			if err != nil {
+				return err
+			}
+			if _, err := w.out.Write(b); err != nil {
 				return err
 			}
 		}
