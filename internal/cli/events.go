@@ -58,9 +58,9 @@ each event is then one JSON object per line, else the list is one JSON array (do
 	fl.IntVarP(&opts.Limit, "limit", "n", 0, "only the newest `N` events (0: every event kept)")
 	fl.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new events until interrupted")
 	fl.StringVar(&opts.Filter.Kind, "kind", "", "only events of this kind (claim, release, plugin-health, volume-create, ...)")
-	fl.StringVar(&opts.Filter.VolumeID, "volume", "", "only events of this volume")
-	fl.StringVar(&opts.Filter.Alloc, "alloc", "", "only events of this alloc")
-	fl.StringVar(&opts.Filter.PluginID, "plugin", "", "only events of this plugin")
+	idVar(fl, &opts.Filter.VolumeID, "volume", "only events of this volume")
+	idVar(fl, &opts.Filter.Alloc, "alloc", "only events of this alloc")
+	idVar(fl, &opts.Filter.PluginID, "plugin", "only events of this plugin")
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd
 }

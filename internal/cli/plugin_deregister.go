@@ -43,7 +43,7 @@ the attachment, saying so.`,
 		Example: `  volctl plugin deregister hostpath
   volctl plugin deregister hostpath --force --yes`,
 		Args: exactArgs(1),
-		RunE: runOpts(opts, firstArg(&opts.ID), runF, pluginDeregisterRun),
+		RunE: runOpts(opts, idArg(&opts.ID), runF, pluginDeregisterRun),
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "deregister even while volumes use the plugin or snapshots made through it are recorded")
 	addYesFlag(cmd, &opts.Yes, "for --force off a terminal")

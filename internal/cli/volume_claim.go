@@ -53,10 +53,10 @@ claim is in. Mounting needs root.`,
   volctl volume claim db --alloc report-1 --read-only --access-mode multi-node-single-writer
   TARGET=$(volctl volume claim db --alloc web-0 -t '{{.target_path}}')`,
 		Args: exactArgs(1),
-		RunE: runOpts(opts, firstArg(&opts.VolumeID), runF, volumeClaimRun),
+		RunE: runOpts(opts, idArg(&opts.VolumeID), runF, volumeClaimRun),
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Alloc, "alloc", "", "the alloc claiming the volume (required)")
+	idVar(fl, &opts.Alloc, "alloc", "the alloc claiming the volume (required)")
 	fl.BoolVar(&opts.ReadOnly, "read-only", false, "claim for reading only")
 	fl.StringVar(&opts.AccessMode, "access-mode", "", "access mode: "+joinModes(spec.AccessModes))
 	fl.StringVar(&opts.AttachmentMode, "attachment-mode", "", "attachment mode: "+joinModes(spec.AttachmentModes))

@@ -37,7 +37,7 @@ the same delete or by volctl reconcile.
 It asks first on a terminal and needs --yes otherwise.`,
 		Example: `  volctl volume delete scratch --yes`,
 		Args:    exactArgs(1),
-		RunE:    runOpts(opts, firstArg(&opts.ID), runF, volumeDeleteRun),
+		RunE:    runOpts(opts, idArg(&opts.ID), runF, volumeDeleteRun),
 	}
 	addYesFlag(cmd, &opts.Yes, "off a terminal")
 	return cmd

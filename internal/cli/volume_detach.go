@@ -43,7 +43,7 @@ be released (it is left for volctl reconcile).`,
 		Example: `  volctl volume detach db --yes
   volctl volume detach db --force --yes`,
 		Args: exactArgs(1),
-		RunE: runOpts(opts, firstArg(&opts.VolumeID), runF, volumeDetachRun),
+		RunE: runOpts(opts, idArg(&opts.VolumeID), runF, volumeDetachRun),
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "skip the node RPCs (the plugin is gone) and free the claims anyway")
 	addYesFlag(cmd, &opts.Yes, "off a terminal")

@@ -45,7 +45,7 @@ is refused (exit 2).`,
 		Example: `  volctl volume expand db --size 20GiB
   volctl volume expand db --size 20GiB --limit 40GiB --json`,
 		Args: exactArgs(1),
-		RunE: runOpts(opts, firstArg(&opts.ID), runF, volumeExpandRun),
+		RunE: runOpts(opts, idArg(&opts.ID), runF, volumeExpandRun),
 	}
 	cmd.Flags().StringVar(&opts.Size, "size", "", `the size to grow to, e.g. "20GiB" (required)`)
 	cmd.Flags().StringVar(&opts.Limit, "limit", "", "a new upper bound (capacity_max) for the plugin")
