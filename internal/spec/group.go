@@ -245,7 +245,7 @@ func (d *decoder) volumeMount(b *hcl.Block, count int, reqs map[string]*VolumeRe
 			valid = valid || s == p
 		}
 		if !valid {
-			detail := fmt.Sprintf("%q is not a propagation mode.", s)
+			detail := fmt.Sprintf("%q is not a propagation mode.", shown(s))
 			if sug := suggest(s, propagationModes); sug != "" {
 				detail += fmt.Sprintf(" Did you mean %q?", sug)
 			}
