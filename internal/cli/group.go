@@ -303,8 +303,7 @@ func groupStopRun(ctx context.Context, opts *GroupStopOptions) error {
 		}
 		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, info), "group %q stopped", opts.Name)
 	}
-	fmt.Fprintf(opts.IO.Out, "Group %q stopped; its claims are released\n", opts.Name)
-	return nil
+	return printDone(opts.IO.Out, fmt.Sprintf("Group %q stopped; its claims are released\n", opts.Name), "group %q stopped", opts.Name)
 }
 
 func newCmdGroup(f *Factory) *cobra.Command {

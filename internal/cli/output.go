@@ -181,6 +181,15 @@ func afterDone(err error, format string, args ...any) error {
 	return fmt.Errorf("%s; only printing it failed: %w", fmt.Sprintf(format, args...), err)
 }
 
+// printDone prints line, an acting command's result, to w. The work is done by then; when the
+// line cannot be written (stdout closed, a file on a full disk), the command fails all the
+// same (exit 1), with afterDone's error saying what was done, so that a script reading the
+// line (TARGET=$(volctl volume claim ...)) never takes an empty answer for success.
+func printDone(w io.Writer, line, format string, args ...any) error {
+	_, err := io.WriteString(w, line)
+	return afterDone(err, format, args...)
+}
+
 // escapeLines is s with every control character but the newlines between its lines shown as
 // display.Escape shows it: for messages of more than one line (an error joining several) that
 // word data from outside volctl.

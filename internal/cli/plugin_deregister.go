@@ -75,6 +75,5 @@ func deregisterRun(ctx context.Context, opts *DeregisterOptions, action, noun st
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.IO.Out, "%s %q deregistered\n", noun, opts.ID)
-	return nil
+	return printDone(opts.IO.Out, fmt.Sprintf("%s %q deregistered\n", noun, opts.ID), "%s %q deregistered", noun, opts.ID)
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -127,6 +126,5 @@ func volumeClaimRun(ctx context.Context, opts *VolumeClaimOptions) error {
 	if opts.Exporter.Enabled() {
 		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, cl), "claim %q for alloc %q published at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
 	}
-	fmt.Fprintln(opts.IO.Out, cl.TargetPath)
-	return nil
+	return printDone(opts.IO.Out, cl.TargetPath+"\n", "claim %q for alloc %q published at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
 }

@@ -54,6 +54,5 @@ func volumeDeleteRun(ctx context.Context, opts *VolumeDeleteOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.IO.Out, "Volume %q deleted\n", opts.ID)
-	return nil
+	return printDone(opts.IO.Out, fmt.Sprintf("Volume %q deleted\n", opts.ID), "volume %q deleted", opts.ID)
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -95,17 +96,18 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 		}
 		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, v), "volume %q expanded", v.ID)
 	}
+	var out strings.Builder
 	switch {
 	case v.CapacityBytes == before.CapacityBytes && v.RequestedMin == before.RequestedMin && before.NodeExpansionOwed > v.NodeExpansionOwed:
-		fmt.Fprintf(opts.IO.Out, "Volume %q expanded on the node to %s\n", v.ID, bytesIEC(before.NodeExpansionOwed))
+		fmt.Fprintf(&out, "Volume %q expanded on the node to %s\n", v.ID, bytesIEC(before.NodeExpansionOwed))
 	case v.CapacityBytes == before.CapacityBytes && v.RequestedMin == before.RequestedMin:
-		fmt.Fprintf(opts.IO.Out, "Volume %q is already %s\n", v.ID, bytesIEC(max(v.CapacityBytes, v.RequestedMin)))
+		fmt.Fprintf(&out, "Volume %q is already %s\n", v.ID, bytesIEC(max(v.CapacityBytes, v.RequestedMin)))
 	default:
-		fmt.Fprintf(opts.IO.Out, "Volume %q expanded to %s\n", v.ID, bytesIEC(v.CapacityBytes))
+		fmt.Fprintf(&out, "Volume %q expanded to %s\n", v.ID, bytesIEC(v.CapacityBytes))
 	}
 	if v.NodeExpansionOwed > 0 {
-		fmt.Fprintf(opts.IO.Out, "The node expansion to %s is owed: it is sent when a claim next publishes the volume on this node\n",
+		fmt.Fprintf(&out, "The node expansion to %s is owed: it is sent when a claim next publishes the volume on this node\n",
 			bytesIEC(v.NodeExpansionOwed))
 	}
-	return nil
+	return printDone(opts.IO.Out, out.String(), "volume %q: expand done", v.ID)
 }

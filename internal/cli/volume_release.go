@@ -71,7 +71,8 @@ func volumeReleaseRun(ctx context.Context, opts *VolumeReleaseOptions) error {
 		return err
 	}
 	if res.Released {
-		fmt.Fprintf(opts.IO.Out, "Released %s claim of alloc %q on volume %q\n", res.Claim.Mode, opts.Alloc, opts.VolumeID)
+		return printDone(opts.IO.Out, fmt.Sprintf("Released %s claim of alloc %q on volume %q\n", res.Claim.Mode, opts.Alloc, opts.VolumeID),
+			"claim %q for alloc %q released", opts.VolumeID, opts.Alloc)
 	}
 	return nil
 }
