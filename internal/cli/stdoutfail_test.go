@@ -13,7 +13,9 @@ import (
 // descriptor.
 type fullWriter struct{}
 
-func (fullWriter) Write([]byte) (int, error) { return 0, errors.New("write /dev/stdout: no space left on device") }
+func (fullWriter) Write([]byte) (int, error) {
+	return 0, errors.New("write /dev/stdout: no space left on device")
+}
 
 // TestResultUnprintedFailsTheCommand: `TARGET=$(volctl volume claim db --alloc a)` or
 // `volctl volume claim ... > target` on a full disk. The claim is made, but the path it
