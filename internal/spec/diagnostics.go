@@ -130,15 +130,19 @@ func (dw *diagnosticWriter) snippet(b *strings.Builder, d *hcl.Diagnostic) {
 		before, marked, after := line.PartitionAround(highlight)
 		prefix := fmt.Sprintf("%4d: ", line.Start.Line)
 		if marked.Empty() {
-			text, cut := head(sc.Bytes(), 2*snippetAround+snippetMarked)
+			text, cut := head(sc.Bytes(), snippetMaxLine)
 			fmt.Fprintf(b, "%s%s%s\n", prefix, sourceText(text), cut)
 			continue
 		}
-		// Cut around the marked text (a one-line JSON spec may be a megabyte long), and
-		// escaped before the carets are counted, so that they sit under the escaped text.
-		preText, preCut := tail(before.SliceBytes(src), snippetAround)
-		midText, midCut := head(marked.SliceBytes(src), snippetMarked)
-		postText, postCut := head(after.SliceBytes(src), snippetAround)
+		// A line over snippetMaxLine is cut around the marked text (a one-line JSON spec may
+		// be a megabyte long). Escaped before the carets are counted, so that they sit under
+		// the escaped text.
+		preText, preCut, midText, midCut, postText, postCut := before.SliceBytes(src), "", marked.SliceBytes(src), "", after.SliceBytes(src), ""
+		if utf8.RuneCount(sc.Bytes()) > snippetMaxLine {
+			preText, preCut = tail(preText, snippetAround)
+			midText, midCut = head(midText, snippetMarked)
+			postText, postCut = head(postText, snippetAround)
+		}
 		pre, mid, post := preCut+sourceText(preText), sourceText(midText)+midCut, sourceText(postText)+postCut
 		if dw.color {
 			fmt.Fprintf(b, "%s%s%s%s%s%s\n", prefix, pre, ansiUnderline, mid, ansiReset, post)
@@ -159,12 +163,15 @@ func (dw *diagnosticWriter) snippet(b *strings.Builder, d *hcl.Diagnostic) {
 	b.WriteByte('\n')
 }
 
-// How much of a source line a diagnostic quotes: the marked text's first snippetMarked
-// characters, and snippetAround on either side of it; cutMark stands for what is left out.
+// How much of a source line a diagnostic quotes: a line of up to snippetMaxLine characters
+// whole; of a longer one, the marked text's first snippetMarked characters and snippetAround
+// on either side of it (a line without marked text, its first snippetMaxLine). cutMark stands
+// for what is left out.
 const (
-	snippetAround = 100
-	snippetMarked = 200
-	cutMark       = "..."
+	snippetMaxLine = 512
+	snippetAround  = 100
+	snippetMarked  = 200
+	cutMark        = "..."
 )
 
 // head is b's first n characters, and cutMark when it left some out.
