@@ -14,8 +14,9 @@ import (
 )
 
 // CreateVolume provisions a volume. A plugin that answers with a capacity below the requested
-// minimum has created a volume too small to use: the volume is returned with an error so the
-// caller can delete it.
+// minimum, or above the requested maximum (limit_bytes, which the spec says the volume MUST NOT
+// exceed), has created a volume outside the request: the volume is returned with an error so
+// the caller can delete it.
 func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volume, error) {
 	capacity, capacityErr := capacityRange(r.CapacityMin, r.CapacityMax)
 	caps, capsErr := capabilitiesToCSI(r.Capabilities)
@@ -65,6 +66,10 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 	if r.CapacityMin > 0 && v.CapacityBytes > 0 && v.CapacityBytes < r.CapacityMin {
 		return v, fmt.Errorf("%s: the plugin created volume %q with %d bytes, below the requested minimum of %d",
 			RPCCreateVolume, v.ID, v.CapacityBytes, r.CapacityMin)
+	}
+	if r.CapacityMax > 0 && v.CapacityBytes > r.CapacityMax {
+		return v, fmt.Errorf("%s: the plugin created volume %q with %d bytes, above the requested maximum (limit_bytes) of %d",
+			RPCCreateVolume, v.ID, v.CapacityBytes, r.CapacityMax)
 	}
 	// The spec: with requisite topologies, the volume MUST be accessible from at least one of
 	// them. A volume the plugin placed elsewhere is as unusable as one too small.

@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// A plugin that ignores limit_bytes (it allocates in 1 GiB units) answers a create asked for
+// 1 to 2 MiB with a 1 GiB volume: that is outside the request as a too-small answer is, so it
+// is refused the same way: the volume it made is deleted and the create forgotten.
+func TestCreateAnsweredAboveTheLimitIsRefused(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Granularity = 1 << 30 })
+	sv := volume("v")
+	sv.CapacityMax = 2 << 20
+	_, err := h.e.CreateVolume(h.ctx, sv)
+	if err == nil || !strings.Contains(err.Error(), "above the requested maximum") {
+		t.Fatalf("create answered with 1 GiB for at most 2 MiB: %v, want it refused as above the maximum", err)
+	}
+	if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the refused create is still recorded: %v", err)
+	}
+	if vols := h.mem.Volumes(); len(vols) != 0 {
+		t.Errorf("the plugin still holds %+v: the volume made above the limit was not deleted", vols)
+	}
+}
+
+// The same answer with another volctl volume's storage: refused, and that storage left alone
+// (refuseSharedStorage), as for a too-small answer.
+func TestCreateAboveTheLimitAnsweredWithAnotherVolumesStorageDeletesNothing(t *testing.T) {
+	h := newHarness(t, nil)
+	a := h.create(volume("a")) // 1 MiB
+	h.mem.AnswerCreateWith(a.ExternalID)
+	sv := volume("b")
+	sv.CapacityMin, sv.CapacityMax = 1<<10, 1<<15
+	_, err := h.e.CreateVolume(h.ctx, sv)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `already volume "a"`) {
+		t.Errorf("create of b: %v, want a conflict naming volume a", err)
+	}
+	if n := h.mem.CallCount(csi.RPCDeleteVolume); n != 0 {
+		t.Errorf("DeleteVolume sent %d time(s): the storage is a's", n)
+	}
+	if _, ok := h.mem.Volume(a.ExternalID); !ok {
+		t.Fatalf("a's storage %q was deleted by b's failed create", a.ExternalID)
+	}
+}
+
+// A volume made outside the request whose DeleteVolume fails: the plugin still has it, so the
+// create is not forgotten (that would leak the storage with no record of it): it stays
+// recorded, and the same create or reconcile deletes it again.
+func TestCreateRefusedAnswerWhoseCleanupFailsIsKept(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Granularity = 1 << 30 })
+	h.faults.FailAlways(csi.RPCDeleteVolume, codes.Unavailable)
+	sv := volume("v")
+	sv.CapacityMax = 2 << 20
+	_, err := h.e.CreateVolume(h.ctx, sv)
+	if err == nil || !strings.Contains(err.Error(), "above the requested maximum") {
+		t.Fatalf("create: %v, want it refused as above the maximum", err)
+	}
+	if len(h.mem.Volumes()) != 1 {
+		t.Fatalf("the plugin holds %d volumes, want the one it made", len(h.mem.Volumes()))
+	}
+	v, verr := h.e.Volume(h.ctx, "v")
+	if verr != nil || v.State != string(store.VolumeCreating) {
+		t.Fatalf("volume v after a failed cleanup: %+v, %v; want it kept, creating (the plugin still has it)", v, verr)
+	}
+	if !strings.Contains(err.Error(), "reconcile") {
+		t.Errorf("error does not say what finishes it: %v", err)
+	}
+	h.faults.Clear(csi.RPCDeleteVolume)
+	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil {
+		t.Fatal("the same create succeeded against a plugin still answering above the limit")
+	}
+	if vols := h.mem.Volumes(); len(vols) != 0 {
+		t.Errorf("the plugin still holds %+v after the create was re-run", vols)
+	}
+}
+
+// A plugin whose CreateVolume answer is over gRPC's 4 MiB limit (a huge volume_context) did
+// create the volume; volctl cannot read the answer. The outcome is unknown, not "nothing was
+// made": the create stays recorded, and the error names the plugin-side name to look for.
+func TestCreateAnswerOverGRPCLimitKeepsTheIntent(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) {
+		c.CreateContext = map[string]string{"pad": strings.Repeat("x", 5<<20)}
+	})
+	_, err := h.e.CreateVolume(h.ctx, volume("v"))
+	if err == nil {
+		t.Fatal("create succeeded with an answer over gRPC's limit")
+	}
+	if len(h.mem.Volumes()) != 1 {
+		t.Fatalf("the plugin holds %d volumes, want the one it made", len(h.mem.Volumes()))
+	}
+	v, verr := h.e.Volume(h.ctx, "v")
+	if verr != nil || v.State != string(store.VolumeCreating) {
+		t.Fatalf("volume v: %+v, %v; want the create kept (the plugin made the volume)", v, verr)
+	}
+	name := v.CSIName
+	if !strings.Contains(err.Error(), name) {
+		t.Errorf("error does not name the plugin-side volume %q: %v", name, err)
+	}
+}
+
+// Two processes create volumes that the plugin answers with one storage volume: usable for b,
+// above a's limit. b's answer is in, and a's create runs before b records it: a must not
+// delete the storage (its cleanup of an unusable answer) that b is about to record. The
+// controller lock covers each create from its CreateVolume to its record or cleanup, so a
+// waits, then sees b's record and leaves the storage alone.
+func TestCreateCleanupNeverDeletesStorageAConcurrentCreateRecords(t *testing.T) {
+	h := newHarness(t, nil)
+	h.mem.AddVolume(csi.Volume{ID: "shared", CapacityBytes: 1 << 30})
+	h.mem.AnswerCreateWith("shared")
+	other, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+
+	aDone := make(chan error, 1)
+	old := testHookCreateAnswered
+	t.Cleanup(func() { testHookCreateAnswered = old })
+	testHookCreateAnswered = func(id string) {
+		if id != "b" {
+			return
+		}
+		go func() {
+			sv := volume("a")
+			sv.CapacityMax = 2 << 20
+			_, err := other.CreateVolume(h.ctx, sv)
+			aDone <- err
+		}()
+		select { // a runs to its end here unless something holds it back
+		case err := <-aDone:
+			aDone <- err
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	if _, err := h.e.CreateVolume(h.ctx, volume("b")); err != nil {
+		t.Fatalf("create b: %v", err)
+	}
+	if err := <-aDone; err == nil {
+		t.Error("create a, answered above its limit, succeeded")
+	}
+	if _, ok := h.mem.Volume("shared"); !ok {
+		t.Fatalf("the storage volume b records was deleted by a's cleanup (DeleteVolume sent %d times)", h.mem.CallCount(csi.RPCDeleteVolume))
+	}
+	if b := h.volumeInfo("b"); b.ExternalID != "shared" || b.State != string(store.VolumeReady) {
+		t.Errorf("b: external ID %q, state %s; want shared, ready", b.ExternalID, b.State)
+	}
+}
