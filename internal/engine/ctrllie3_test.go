@@ -154,3 +154,50 @@ func TestCreateCleanupNeverDeletesStorageAConcurrentCreateRecords(t *testing.T) 
 		t.Errorf("b: external ID %q, state %s; want shared, ready", b.ExternalID, b.State)
 	}
 }
+
+// A CreateSnapshot answer over gRPC's limit: the plugin took the snapshot, volctl cannot read
+// its ID. As with a volume, the intent stays (pending), and the error names the snapshot's
+// name on the plugin's side, rather than forgetting a snapshot the plugin has.
+func TestCreateSnapshotAnswerOverGRPCLimitKeepsTheIntent(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	h.faults.Pad(csi.RPCCreateSnapshot, 5<<20)
+	_, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
+	if err == nil {
+		t.Fatal("snapshot succeeded with an answer over gRPC's limit")
+	}
+	if n := len(h.mem.Snapshots()); n != 1 {
+		t.Fatalf("the plugin holds %d snapshots, want the one it took", n)
+	}
+	list, lerr := h.e.ListSnapshots(h.ctx, "mem", nil)
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	pending := false
+	for _, s := range list.Snapshots {
+		pending = pending || s.Name == "s1" && s.Pending
+	}
+	if !pending {
+		t.Errorf("snapshot s1 is not recorded as pending after the plugin took it: %+v (error: %v)", list.Snapshots, err)
+	}
+	if !strings.Contains(err.Error(), `"s1"`) {
+		t.Errorf("error does not name the snapshot: %v", err)
+	}
+}
+
+// Deleting that pending snapshot cannot learn its ID (CreateSnapshot under its name gets the
+// same answer): the intent is forgotten, as asked, but the command fails saying the snapshot
+// was not deleted and the plugin still has it.
+func TestDeletePendingSnapshotWithAnUnreadableAnswerSaysItWasNotDeleted(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	h.faults.Pad(csi.RPCCreateSnapshot, 5<<20)
+	if _, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil); err == nil {
+		t.Fatal("snapshot succeeded with an answer over gRPC's limit")
+	}
+	err := h.e.DeleteSnapshot(h.ctx, "mem", "s1", nil)
+	if err == nil || !strings.Contains(err.Error(), "not deleted") || strings.Contains(err.Error(), "stays recorded") {
+		t.Errorf("delete of a snapshot whose ID cannot be read: %v; want it to say the snapshot was not deleted", err)
+	}
+	if n := len(h.mem.Snapshots()); n != 1 {
+		t.Errorf("the plugin holds %d snapshots, want 1", n)
+	}
+}
