@@ -39,7 +39,7 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 		return Volume{}, err
 	}
 	if resp.GetVolume().GetVolumeId() == "" {
-		return Volume{}, fmt.Errorf("%s: the plugin returned no volume ID for %q", RPCCreateVolume, r.Name)
+		return Volume{}, unreadError{fmt.Errorf("%s: the plugin returned no volume ID for %q", RPCCreateVolume, r.Name)}
 	}
 	v := volumeFromCSI(resp.GetVolume())
 	// A clone is a new volume: an answer naming the source is the source, which recording as
@@ -239,7 +239,7 @@ func (c *Client) CreateSnapshot(ctx context.Context, r CreateSnapshotRequest) (S
 		return Snapshot{}, err
 	}
 	if resp.GetSnapshot().GetSnapshotId() == "" {
-		return Snapshot{}, fmt.Errorf("%s: the plugin returned no snapshot ID for %q", RPCCreateSnapshot, r.Name)
+		return Snapshot{}, unreadError{fmt.Errorf("%s: the plugin returned no snapshot ID for %q", RPCCreateSnapshot, r.Name)}
 	}
 	return snapshotFromCSI(resp.GetSnapshot()), nil
 }

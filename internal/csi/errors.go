@@ -60,7 +60,7 @@ type Error struct {
 	// plugin returned itself, before that, is not).
 	TimedOut bool
 	// AnswerTooLarge: the plugin did the call and answered, but its answer was over gRPC's size
-	// limit and dropped unread: whatever the RPC does, the plugin did (IsAnswerTooLarge).
+	// limit and dropped unread: whatever the RPC does, the plugin did (IsAnswerUnread).
 	AnswerTooLarge bool
 }
 
@@ -112,14 +112,20 @@ func IsTimeout(err error) bool {
 	return errors.As(err, &e) && e.TimedOut
 }
 
-// IsAnswerTooLarge reports whether err is a plugin's answer dropped for its size: the plugin
-// did what was asked (created the volume, took the snapshot) and volctl cannot read what it
-// made. Such an error is final (the same call gets the same answer) but, unlike other final
+// IsAnswerUnread reports whether err is a plugin's answer to a call it did, which volctl could
+// not use: dropped for its size (Error.AnswerTooLarge), or without the ID of what it made. The
+// plugin did what was asked (created the volume, took the snapshot) and volctl cannot see what
+// it made. Such an error is final (the same call gets the same answer) but, unlike other final
 // errors, does not say that nothing happened.
-func IsAnswerTooLarge(err error) bool {
+func IsAnswerUnread(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && e.AnswerTooLarge
+	return errors.As(err, &e) && e.AnswerTooLarge || errors.As(err, new(unreadError))
 }
+
+// unreadError is an answer the plugin gave with OK that says nothing volctl can use (no ID).
+type unreadError struct{ error }
+
+func (e unreadError) Unwrap() error { return e.error }
 
 // IsUnavailable reports whether err says the plugin could not be reached (UNAVAILABLE).
 func IsUnavailable(err error) bool { return err != nil && CodeOf(err) == codes.Unavailable }

@@ -201,3 +201,45 @@ func TestDeletePendingSnapshotWithAnUnreadableAnswerSaysItWasNotDeleted(t *testi
 		t.Errorf("the plugin holds %d snapshots, want 1", n)
 	}
 }
+
+// A plugin that creates the volume and answers without its ID: volctl cannot record it, but
+// the plugin has it under the CSI name. As with an unreadable answer, the create is kept and
+// the error names that name, rather than forgetting a volume the plugin made.
+func TestCreateAnsweredWithoutAnIDKeepsTheIntent(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.AnswerWithoutID = true })
+	_, err := h.e.CreateVolume(h.ctx, volume("v"))
+	if err == nil {
+		t.Fatal("create succeeded with an answer without a volume ID")
+	}
+	if len(h.mem.Volumes()) != 1 {
+		t.Fatalf("the plugin holds %d volumes, want the one it made", len(h.mem.Volumes()))
+	}
+	v, verr := h.e.Volume(h.ctx, "v")
+	if verr != nil || v.State != string(store.VolumeCreating) {
+		t.Fatalf("volume v: %v; want the create kept (the plugin made the volume); create error: %v", verr, err)
+	}
+	if !strings.Contains(err.Error(), v.CSIName) {
+		t.Errorf("error does not name the plugin-side volume %q: %v", v.CSIName, err)
+	}
+}
+
+// The same for a snapshot: the intent stays pending.
+func TestCreateSnapshotAnsweredWithoutAnIDKeepsTheIntent(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	h.mem.SetAnswerWithoutID(true)
+	_, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
+	if err == nil {
+		t.Fatal("snapshot succeeded with an answer without a snapshot ID")
+	}
+	list, lerr := h.e.ListSnapshots(h.ctx, "mem", nil)
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	pending := false
+	for _, s := range list.Snapshots {
+		pending = pending || s.Name == "s1" && s.Pending
+	}
+	if !pending {
+		t.Errorf("snapshot s1 is not recorded as pending after the plugin took it: %+v (error: %v)", list.Snapshots, err)
+	}
+}

@@ -204,12 +204,12 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 			Code: csi.CodeOf(err).String(), Message: "create left for reconcile: " + err.Error()})
 		return fmt.Errorf("%w (the create is recorded and `volctl reconcile` or the same create will finish it)", err)
 	}
-	if csi.IsAnswerTooLarge(err) {
+	if csi.IsAnswerUnread(err) {
 		// The plugin made the volume and answered; volctl cannot read the answer, and asking
 		// again gets the same one. Its name is what finds the volume on the plugin's side.
 		e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
 			Code: csi.CodeOf(err).String(), Message: fmt.Sprintf("create answered unreadably, kept: the plugin made volume name %q: %v", v.CSIName, err)})
-		return fmt.Errorf("%w (plugin %q created the volume named %q but its answer cannot be read: the create stays recorded; "+
+		return fmt.Errorf("%w (plugin %q created the volume named %q but its answer cannot be used: the create stays recorded; "+
 			"delete that volume with the storage provider's tools, then `volctl volume delete %s` forgets it)", err, v.PluginID, v.CSIName, v.ID)
 	}
 	if sentBefore {

@@ -54,6 +54,9 @@ type MemConfig struct {
 	// CreateContext, when set, is added to every new volume's volume_context (a plugin whose
 	// answer is as large as a test makes it).
 	CreateContext map[string]string
+	// AnswerWithoutID makes CreateVolume and CreateSnapshot create what was asked and answer
+	// without its ID (a plugin that provisions and forgets to say what).
+	AnswerWithoutID bool
 	// MakeTarget, when set, is what NodePublishVolume does at a new target path instead of
 	// making a directory there (a plugin that makes the target a symlink, or a file, or nothing);
 	// its error fails the call as INTERNAL. NodeUnpublishVolume removes whatever is there.
@@ -182,6 +185,13 @@ func (m *MemPlugin) SetNodeID(id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.cfg.NodeID = id
+}
+
+// SetAnswerWithoutID turns MemConfig.AnswerWithoutID on or off.
+func (m *MemPlugin) SetAnswerWithoutID(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cfg.AnswerWithoutID = on
 }
 
 // AddVolume makes the plugin know a volume it did not create, as for `volctl volume register`
@@ -496,6 +506,11 @@ func (s *memServer) CreateVolume(ctx context.Context, req *csipb.CreateVolumeReq
 	m := s.m
 	i := m.begin(csi.RPCCreateVolume, decodeCreateVolume(req))
 	defer func() { m.end(i, err) }()
+	defer func() {
+		if m.cfg.AnswerWithoutID && resp != nil {
+			resp.Volume.VolumeId = ""
+		}
+	}()
 	if !m.cfg.Controller.CreateDeleteVolume {
 		return nil, errorf(codes.Unimplemented, "CreateVolume: CREATE_DELETE_VOLUME is off")
 	}
@@ -758,6 +773,11 @@ func (s *memServer) CreateSnapshot(ctx context.Context, req *csipb.CreateSnapsho
 	i := m.begin(csi.RPCCreateSnapshot, csi.CreateSnapshotRequest{
 		SourceVolumeID: req.GetSourceVolumeId(), Name: req.GetName(), Secrets: secrets(req.GetSecrets()), Parameters: req.GetParameters()})
 	defer func() { m.end(i, err) }()
+	defer func() {
+		if m.cfg.AnswerWithoutID && resp != nil {
+			resp.Snapshot.SnapshotId = ""
+		}
+	}()
 	if !m.cfg.Controller.CreateDeleteSnapshot {
 		return nil, errorf(codes.Unimplemented, "CreateSnapshot: CREATE_DELETE_SNAPSHOT is off")
 	}
