@@ -243,3 +243,69 @@ func TestCreateSnapshotAnsweredWithoutAnIDKeepsTheIntent(t *testing.T) {
 		t.Errorf("snapshot s1 is not recorded as pending after the plugin took it: %+v (error: %v)", list.Snapshots, err)
 	}
 }
+
+// A DeleteVolume answer over gRPC's limit: the plugin deleted the storage and answered; every
+// delete gets the same answer, so the error must not advise running it again, but name what
+// forgets the volume, which then works.
+func TestDeleteAnswerOverGRPCLimitAdvisesWhatWorks(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.faults.Pad(csi.RPCDeleteVolume, 5<<20)
+	err := h.e.DeleteVolume(h.ctx, "v")
+	if err == nil || strings.Contains(err.Error(), "run the delete again") || !strings.Contains(err.Error(), "volctl volume deregister v") {
+		t.Fatalf("delete answered over gRPC's limit: %v; want it to name `volctl volume deregister v`, not a retry", err)
+	}
+	if err := h.e.DeleteVolume(h.ctx, "v"); err == nil {
+		t.Fatal("the delete again succeeded against the same answer")
+	}
+	if _, err := h.e.DeregisterVolume(h.ctx, "v", false); err != nil {
+		t.Fatalf("the advised deregister: %v", err)
+	}
+}
+
+// An answer over gRPC's limit to a claim's or a release's node and controller RPCs (the plugin
+// did the call): a claim is rolled back, undoing what the plugin did, and a release is left for
+// reconcile, which finishes it once the plugin answers sanely. Nothing stays attached, staged
+// or published behind volctl's back. (ControllerPublishVolume's claim side is
+// TestPublishContextOverGRPCLimit.)
+func TestClaimAndReleaseAnswersOverGRPCLimitLeaveNothingBehind(t *testing.T) {
+	for _, rpc := range []string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
+		t.Run("claim "+rpc, func(t *testing.T) {
+			h := newHarness(t, nil)
+			v := h.create(volume("v"))
+			h.faults.Pad(rpc, 5<<20)
+			if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil || !strings.Contains(err.Error(), "rolled back") {
+				t.Fatalf("claim: %v, want it rolled back", err)
+			}
+			h.nothingLeft(v.ExternalID)
+		})
+	}
+	for _, rpc := range []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume} {
+		t.Run("release "+rpc, func(t *testing.T) {
+			h := newHarness(t, nil)
+			v := h.create(volume("v"))
+			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+			h.faults.Pad(rpc, 5<<20)
+			if _, err := h.e.Release(h.ctx, "v", "a"); err == nil || !strings.Contains(err.Error(), "reconcile") {
+				t.Fatalf("release: %v, want it left for reconcile", err)
+			}
+			if len(h.liveClaims("v")) != 1 {
+				t.Fatal("the claim went although its release did not finish")
+			}
+			h.faults.Clear()
+			if _, err := h.e.Reconcile(h.ctx); err != nil {
+				t.Fatal(err)
+			}
+			h.nothingLeft(v.ExternalID)
+		})
+	}
+}
+
+// nothingLeft checks that volume v has no live claim and the plugin holds it nowhere.
+func (h *harness) nothingLeft(ext string) {
+	h.t.Helper()
+	_, staged := h.mem.StagingPath(ext)
+	if live, pub, tg := h.liveClaims("v"), h.mem.PublishedNodes(ext), h.mem.Targets(ext); len(live) > 0 || len(pub) > 0 || staged || len(tg) > 0 {
+		h.t.Errorf("left behind: claims %+v, attached to %v, staged %v, targets %v", live, pub, staged, tg)
+	}
+}
