@@ -53,8 +53,8 @@ func TestCreateAboveTheLimitAnsweredWithAnotherVolumesStorageDeletesNothing(t *t
 }
 
 // A volume made outside the request whose DeleteVolume fails: the plugin still has it, so the
-// create is not forgotten (that would leak the storage with no record of it): it stays
-// recorded, and the same create or reconcile deletes it again.
+// create is not forgotten (that would leak the storage with no record of it): the volume stays
+// recorded, marked deleting with the plugin's ID, and reconcile deletes it like any delete.
 func TestCreateRefusedAnswerWhoseCleanupFailsIsKept(t *testing.T) {
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Granularity = 1 << 30 })
 	h.faults.FailAlways(csi.RPCDeleteVolume, codes.Unavailable)
@@ -64,22 +64,26 @@ func TestCreateRefusedAnswerWhoseCleanupFailsIsKept(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "above the requested maximum") {
 		t.Fatalf("create: %v, want it refused as above the maximum", err)
 	}
-	if len(h.mem.Volumes()) != 1 {
-		t.Fatalf("the plugin holds %d volumes, want the one it made", len(h.mem.Volumes()))
+	vols := h.mem.Volumes()
+	if len(vols) != 1 {
+		t.Fatalf("the plugin holds %d volumes, want the one it made", len(vols))
 	}
 	v, verr := h.e.Volume(h.ctx, "v")
-	if verr != nil || v.State != string(store.VolumeCreating) {
-		t.Fatalf("volume v after a failed cleanup: %+v, %v; want it kept, creating (the plugin still has it)", v, verr)
+	if verr != nil || v.State != string(store.VolumeDeleting) || v.ExternalID != vols[0].ID {
+		t.Fatalf("volume v after a failed cleanup: %+v, %v; want it kept, deleting %q (the plugin still has it)", v, verr, vols[0].ID)
 	}
 	if !strings.Contains(err.Error(), "reconcile") {
 		t.Errorf("error does not say what finishes it: %v", err)
 	}
 	h.faults.Clear(csi.RPCDeleteVolume)
-	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil {
-		t.Fatal("the same create succeeded against a plugin still answering above the limit")
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatal(err)
 	}
 	if vols := h.mem.Volumes(); len(vols) != 0 {
-		t.Errorf("the plugin still holds %+v after the create was re-run", vols)
+		t.Errorf("the plugin still holds %+v after reconcile", vols)
+	}
+	if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("volume v still recorded after reconcile deleted it: %v", err)
 	}
 }
 
@@ -307,5 +311,50 @@ func (h *harness) nothingLeft(ext string) {
 	_, staged := h.mem.StagingPath(ext)
 	if live, pub, tg := h.liveClaims("v"), h.mem.PublishedNodes(ext), h.mem.Targets(ext); len(live) > 0 || len(pub) > 0 || staged || len(tg) > 0 {
 		h.t.Errorf("left behind: claims %+v, attached to %v, staged %v, targets %v", live, pub, staged, tg)
+	}
+}
+
+// A create's cleanup of an unusable answer (above its limit) while, from another process, the
+// same storage is registered as another volume: the cleanup's DeleteVolume, held at the plugin,
+// must not delete storage that a volume records by the time it runs. The storage being
+// deleted is recorded (the intent marked deleting with its external ID) before DeleteVolume is
+// sent, so the register sees it and is refused, and the cleanup deletes only what nobody has.
+func TestCreateCleanupRacingARegisterOfTheSameStorage(t *testing.T) {
+	h := newHarness(t, nil)
+	h.mem.AddVolume(csi.Volume{ID: "shared", CapacityBytes: 1 << 30})
+	h.mem.AnswerCreateWith("shared")
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCDeleteVolume, csitest.Fault{Gate: gate, Times: 1})
+	other, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+
+	done := make(chan error, 1)
+	go func() {
+		sv := volume("a")
+		sv.CapacityMax = 2 << 20
+		_, err := h.e.CreateVolume(h.ctx, sv)
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.faults.Calls(csi.RPCDeleteVolume) == 0 {
+		if time.Now().After(deadline) {
+			close(gate)
+			t.Fatalf("the cleanup's DeleteVolume never came: %v", <-done)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	reg := volume("r")
+	reg.ExternalID = "shared"
+	_, rerr := other.RegisterVolume(h.ctx, reg)
+	close(gate)
+	if err := <-done; err == nil {
+		t.Error("create a, answered above its limit, succeeded")
+	}
+	_, stillThere := h.mem.Volume("shared")
+	if _, err := h.e.Volume(h.ctx, "r"); err == nil && !stillThere {
+		t.Fatalf("volume r was registered on storage %q during a's cleanup (register: %v), which then deleted it", "shared", rerr)
 	}
 }

@@ -173,12 +173,19 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		// The plugin answered with a volume we cannot use (smaller or larger than asked, outside
 		// the requisite topology): remove it again, unless it is another volctl volume's storage,
 		// which a plugin mapping two names onto one volume answers with: deleting it would
-		// destroy that volume's data.
+		// destroy that volume's data. The volume to delete is recorded, as this intent marked
+		// deleting with its external ID, before DeleteVolume is sent (Checkpoints): a register
+		// or create of that storage meanwhile (another process) sees it recorded and is refused,
+		// and a cleanup cut short is finished by reconcile like any delete.
 		var dup error
+		doomed := v
+		doomed.ExternalID, doomed.State = created.ID, store.VolumeDeleting
 		if uerr := e.store.Update(ctx, func(tx *store.Tx) error {
 			var err error
-			dup, err = refuseSharedStorage(tx, v, created.ID)
-			return err
+			if dup, err = refuseSharedStorage(tx, v, created.ID); err != nil || dup != nil {
+				return err
+			}
+			return tx.Volumes().Update(&doomed)
 		}); uerr != nil {
 			return errors.Join(err, uerr)
 		}
@@ -190,13 +197,15 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 			derr = c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
 		}
 		if derr != nil && !csi.IsIgnorable(derr) {
-			// The plugin still has the volume: forgetting the create would leak it with no
-			// record. The intent stays; its name finds the volume again, and the same create
-			// or reconcile gets the same answer and deletes it.
+			// The plugin still has the volume: it stays recorded, deleting, rather than leak.
 			e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
-				Code: csi.CodeOf(derr).String(), Message: fmt.Sprintf("create refused, deleting volume %q failed, kept for reconcile: %v; %v", created.ID, err, derr)})
-			return fmt.Errorf("%w; deleting the unusable volume %q failed: %v (the create stays recorded, and `volctl reconcile` or the same create deletes it again)",
-				err, created.ID, derr)
+				Code: csi.CodeOf(derr).String(), Message: fmt.Sprintf("create refused; deleting volume %q failed, left for reconcile: %v; %v", created.ID, err, derr)})
+			return fmt.Errorf("%w; deleting the unusable volume %q failed: %v (volume %q stays marked deleting with it: `volctl reconcile` or `volctl volume delete %s` deletes it)",
+				err, created.ID, derr, v.ID, v.ID)
+		}
+		// Deleted: back to the bare intent, which what follows keeps or forgets.
+		if uerr := e.store.Update(ctx, func(tx *store.Tx) error { return tx.Volumes().Update(&v) }); uerr != nil {
+			return errors.Join(err, uerr)
 		}
 	}
 	if csi.IsRetryable(err) || ctx.Err() != nil {
