@@ -87,30 +87,6 @@ func TestCreateRefusedAnswerWhoseCleanupFailsIsKept(t *testing.T) {
 	}
 }
 
-// A plugin whose CreateVolume answer is over gRPC's 4 MiB limit (a huge volume_context) did
-// create the volume; volctl cannot read the answer. The outcome is unknown, not "nothing was
-// made": the create stays recorded, and the error names the plugin-side name to look for.
-func TestCreateAnswerOverGRPCLimitKeepsTheIntent(t *testing.T) {
-	h := newHarness(t, func(c *csitest.MemConfig) {
-		c.CreateContext = map[string]string{"pad": strings.Repeat("x", 5<<20)}
-	})
-	_, err := h.e.CreateVolume(h.ctx, volume("v"))
-	if err == nil {
-		t.Fatal("create succeeded with an answer over gRPC's limit")
-	}
-	if len(h.mem.Volumes()) != 1 {
-		t.Fatalf("the plugin holds %d volumes, want the one it made", len(h.mem.Volumes()))
-	}
-	v, verr := h.e.Volume(h.ctx, "v")
-	if verr != nil || v.State != string(store.VolumeCreating) {
-		t.Fatalf("volume v: %+v, %v; want the create kept (the plugin made the volume)", v, verr)
-	}
-	name := v.CSIName
-	if !strings.Contains(err.Error(), name) {
-		t.Errorf("error does not name the plugin-side volume %q: %v", name, err)
-	}
-}
-
 // Two processes create volumes that the plugin answers with one storage volume: usable for b,
 // above a's limit. b's answer is in, and a's create runs before b records it: a must not
 // delete the storage (its cleanup of an unusable answer) that b is about to record. The
@@ -159,35 +135,6 @@ func TestCreateCleanupNeverDeletesStorageAConcurrentCreateRecords(t *testing.T) 
 	}
 }
 
-// A CreateSnapshot answer over gRPC's limit: the plugin took the snapshot, volctl cannot read
-// its ID. As with a volume, the intent stays (pending), and the error names the snapshot's
-// name on the plugin's side, rather than forgetting a snapshot the plugin has.
-func TestCreateSnapshotAnswerOverGRPCLimitKeepsTheIntent(t *testing.T) {
-	h, _ := snapshotHarness(t, nil)
-	h.faults.Pad(csi.RPCCreateSnapshot, 5<<20)
-	_, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
-	if err == nil {
-		t.Fatal("snapshot succeeded with an answer over gRPC's limit")
-	}
-	if n := len(h.mem.Snapshots()); n != 1 {
-		t.Fatalf("the plugin holds %d snapshots, want the one it took", n)
-	}
-	list, lerr := h.e.ListSnapshots(h.ctx, "mem", nil)
-	if lerr != nil {
-		t.Fatal(lerr)
-	}
-	pending := false
-	for _, s := range list.Snapshots {
-		pending = pending || s.Name == "s1" && s.Pending
-	}
-	if !pending {
-		t.Errorf("snapshot s1 is not recorded as pending after the plugin took it: %+v (error: %v)", list.Snapshots, err)
-	}
-	if !strings.Contains(err.Error(), `"s1"`) {
-		t.Errorf("error does not name the snapshot: %v", err)
-	}
-}
-
 // Deleting that pending snapshot cannot learn its ID (CreateSnapshot under its name gets the
 // same answer): the intent is forgotten, as asked, but the command fails saying the snapshot
 // was not deleted and the plugin still has it.
@@ -203,48 +150,6 @@ func TestDeletePendingSnapshotWithAnUnreadableAnswerSaysItWasNotDeleted(t *testi
 	}
 	if n := len(h.mem.Snapshots()); n != 1 {
 		t.Errorf("the plugin holds %d snapshots, want 1", n)
-	}
-}
-
-// A plugin that creates the volume and answers without its ID: volctl cannot record it, but
-// the plugin has it under the CSI name. As with an unreadable answer, the create is kept and
-// the error names that name, rather than forgetting a volume the plugin made.
-func TestCreateAnsweredWithoutAnIDKeepsTheIntent(t *testing.T) {
-	h := newHarness(t, func(c *csitest.MemConfig) { c.AnswerWithoutID = true })
-	_, err := h.e.CreateVolume(h.ctx, volume("v"))
-	if err == nil {
-		t.Fatal("create succeeded with an answer without a volume ID")
-	}
-	if len(h.mem.Volumes()) != 1 {
-		t.Fatalf("the plugin holds %d volumes, want the one it made", len(h.mem.Volumes()))
-	}
-	v, verr := h.e.Volume(h.ctx, "v")
-	if verr != nil || v.State != string(store.VolumeCreating) {
-		t.Fatalf("volume v: %v; want the create kept (the plugin made the volume); create error: %v", verr, err)
-	}
-	if !strings.Contains(err.Error(), v.CSIName) {
-		t.Errorf("error does not name the plugin-side volume %q: %v", v.CSIName, err)
-	}
-}
-
-// The same for a snapshot: the intent stays pending.
-func TestCreateSnapshotAnsweredWithoutAnIDKeepsTheIntent(t *testing.T) {
-	h, _ := snapshotHarness(t, nil)
-	h.mem.SetAnswerWithoutID(true)
-	_, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
-	if err == nil {
-		t.Fatal("snapshot succeeded with an answer without a snapshot ID")
-	}
-	list, lerr := h.e.ListSnapshots(h.ctx, "mem", nil)
-	if lerr != nil {
-		t.Fatal(lerr)
-	}
-	pending := false
-	for _, s := range list.Snapshots {
-		pending = pending || s.Name == "s1" && s.Pending
-	}
-	if !pending {
-		t.Errorf("snapshot s1 is not recorded as pending after the plugin took it: %+v (error: %v)", list.Snapshots, err)
 	}
 }
 
@@ -356,5 +261,69 @@ func TestCreateCleanupRacingARegisterOfTheSameStorage(t *testing.T) {
 	_, stillThere := h.mem.Volume("shared")
 	if _, err := h.e.Volume(h.ctx, "r"); err == nil && !stillThere {
 		t.Fatalf("volume r was registered on storage %q during a's cleanup (register: %v), which then deleted it", "shared", rerr)
+	}
+}
+
+// A plugin that creates the volume and answers so that volctl cannot use the answer: over
+// gRPC's 4 MiB limit (a huge volume_context), or without the volume's ID. The outcome is not
+// "nothing was made": the create stays recorded, and the error names the plugin-side name (the
+// CSI name) to look for, rather than forgetting a volume the plugin has.
+func TestCreateWhoseAnswerCannotBeUsedKeepsTheIntent(t *testing.T) {
+	for name, mutate := range map[string]func(*csitest.MemConfig){
+		"over gRPC's limit": func(c *csitest.MemConfig) { c.CreateContext = map[string]string{"pad": strings.Repeat("x", 5<<20)} },
+		"without an ID":     func(c *csitest.MemConfig) { c.AnswerWithoutID = true },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, mutate)
+			_, err := h.e.CreateVolume(h.ctx, volume("v"))
+			if err == nil {
+				t.Fatal("create succeeded with an answer it cannot use")
+			}
+			if n := len(h.mem.Volumes()); n != 1 {
+				t.Fatalf("the plugin holds %d volumes, want the one it made", n)
+			}
+			v, verr := h.e.Volume(h.ctx, "v")
+			if verr != nil || v.State != string(store.VolumeCreating) {
+				t.Fatalf("volume v: %v; want the create kept (the plugin made the volume); create error: %v", verr, err)
+			}
+			if !strings.Contains(err.Error(), v.CSIName) {
+				t.Errorf("error does not name the plugin-side volume %q: %v", v.CSIName, err)
+			}
+		})
+	}
+}
+
+// The same for CreateSnapshot: the plugin took the snapshot, and its intent stays (pending),
+// the error naming the snapshot's name on the plugin's side.
+func TestCreateSnapshotWhoseAnswerCannotBeUsedKeepsTheIntent(t *testing.T) {
+	for name, lie := range map[string]func(*harness){
+		"over gRPC's limit": func(h *harness) { h.faults.Pad(csi.RPCCreateSnapshot, 5<<20) },
+		"without an ID":     func(h *harness) { h.mem.SetAnswerWithoutID(true) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h, _ := snapshotHarness(t, nil)
+			lie(h)
+			_, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
+			if err == nil {
+				t.Fatal("snapshot succeeded with an answer it cannot use")
+			}
+			if n := len(h.mem.Snapshots()); n != 1 {
+				t.Fatalf("the plugin holds %d snapshots, want the one it took", n)
+			}
+			list, lerr := h.e.ListSnapshots(h.ctx, "mem", nil)
+			if lerr != nil {
+				t.Fatal(lerr)
+			}
+			pending := false
+			for _, s := range list.Snapshots {
+				pending = pending || s.Name == "s1" && s.Pending
+			}
+			if !pending {
+				t.Errorf("snapshot s1 is not recorded as pending after the plugin took it: %+v (error: %v)", list.Snapshots, err)
+			}
+			if !strings.Contains(err.Error(), `"s1"`) {
+				t.Errorf("error does not name the snapshot: %v", err)
+			}
+		})
 	}
 }
