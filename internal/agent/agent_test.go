@@ -82,6 +82,30 @@ func TestMain(m *testing.M) {
 			go func() { <-ctx.Done(); srv.Stop() }()
 			return srv.Serve(lis)
 		}))
+	case "stage-hangs":
+		// An in-memory plugin whose NodeStageVolume, once called, writes stage-called under its
+		// root and blocks until the call's context ends: a NodeStageVolume in flight.
+		os.Exit(serveTestPlugin(func(ctx context.Context, socket string) error {
+			marker := filepath.Join(os.Getenv(pluginRootEnv), "stage-called")
+			hang := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				if strings.HasSuffix(info.FullMethod, "/"+csi.RPCNodeStageVolume) {
+					if err := os.MkdirAll(filepath.Dir(marker), 0o700); err == nil {
+						_ = os.WriteFile(marker, nil, 0o600)
+					}
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return h(ctx, req)
+			}
+			srv := grpc.NewServer(grpc.ChainUnaryInterceptor(hang))
+			csitest.NewMemPlugin(csitest.DefaultMemConfig()).Register(srv)
+			lis, err := hostpath.Listen(socket)
+			if err != nil {
+				return err
+			}
+			go func() { <-ctx.Done(); srv.Stop() }()
+			return srv.Serve(lis)
+		}))
 	case "plainlisten":
 		// An in-memory plugin on a plain net.Listen, as many plugins listen: bind fails while
 		// a socket file is in the way, even a stale one.

@@ -160,6 +160,45 @@ func TestAgentLeavesAPluginRunningUnderAPublishInDoubt(t *testing.T) {
 	}
 }
 
+// A claim command in another process that has sent NodeStageVolume, which has not answered
+// yet, has a mount in the making: the staging intent it committed before the RPC is all the
+// store shows of it. The agent stopping meanwhile leaves the plugin running, as under a
+// staging in place; stopped, the plugin would leave the mount, if it makes one, with nothing
+// to unstage it.
+func TestAgentLeavesAPluginRunningUnderAStageInFlight(t *testing.T) {
+	f := newFixture(t)
+	sp := f.execPlugin("sh", "stage-hangs")
+	f.register(sp)
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("sh").Healthy })
+	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "sh", Capabilities: caps}); err != nil {
+		t.Fatal(err)
+	}
+	other := f.openEngine() // the claim command, another process
+	ctx, cancel := context.WithCancel(f.ctx)
+	claimed := make(chan error, 1)
+	go func() {
+		_, err := other.Claim(ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+		claimed <- err
+	}()
+	defer func() { cancel(); <-claimed }()
+	waitFor(t, "NodeStageVolume to be in flight", func() bool {
+		_, err := os.Stat(filepath.Join(f.dir, "hostpath-sh", "stage-called"))
+		return err == nil
+	})
+	pid := f.pid("sh")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !alive(pid) {
+		t.Fatalf("the agent stopped plugin pid %d while its NodeStageVolume was in flight", pid)
+	}
+	if !strings.Contains(f.logs.String(), "leaving plugin running") {
+		t.Errorf("agent log does not say why the plugin is left running:\n%s", f.logs)
+	}
+}
+
 // A pid file whose pid now belongs to another process (a reused pid: another start time) is
 // not adopted, and a process recorded with another start time is never signalled, nor is its
 // process group, although a group of that ID runs.
