@@ -106,6 +106,14 @@ func TestMain(m *testing.M) {
 			go func() { <-ctx.Done(); srv.Stop() }()
 			return srv.Serve(lis)
 		}))
+	case "agent-killed-after-start":
+		// An agent on the state dir in $VOLCTL_AGENT_TEST_ROOT that kills itself with SIGKILL
+		// right after it starts a plugin's process, before anything records it.
+		afterStart = func() {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+		os.Exit(runAgent(os.Getenv(pluginRootEnv)))
 	case "plainlisten":
 		// An in-memory plugin on a plain net.Listen, as many plugins listen: bind fails while
 		// a socket file is in the way, even a stale one.
@@ -137,6 +145,24 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "unknown %s\n", pluginModeEnv)
 		os.Exit(2)
 	}
+}
+
+// runAgent runs an agent with testSettings on the state dir until SIGTERM.
+func runAgent(dir string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	e, err := engine.Open(ctx, engine.Config{StateDir: dir})
+	if err == nil {
+		var a *Agent
+		if a, err = New(Config{Engine: e, Settings: testSettings}); err == nil {
+			err = a.Run(ctx)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
 
 // serveHostpath serves the hostpath plugin on $CSI_ENDPOINT until ctx ends.

@@ -74,9 +74,15 @@ func socketsExist(paths []string) bool {
 	return true
 }
 
+// afterStart runs right after a plugin's process is started, before anything records it: the
+// crash test kills the agent there.
+var afterStart = func() {}
+
 // startProcess starts a plugin from its exec block: in its own process group (a terminal's
 // ^C or the agent's death does not reach it), with CSI_ENDPOINT set to its socket, and its
-// output appended to <state>/logs/<id>.log. Its pid goes to <state>/run/<id>.pid.
+// output appended to <state>/logs/<id>.log. Its pid goes to <state>/run/<id>.pid before the
+// plugin's command runs (starthelper.go): a plugin whose process cannot be recorded is not
+// started.
 func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 	logPath := filepath.Join(logDir, sp.ID+".log")
 	if st, err := os.Stat(logPath); err == nil && st.Size() > maxLogSize {
@@ -87,21 +93,40 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 		return nil, fmt.Errorf("plugin log: %w", err)
 	}
 	defer f.Close() // the child has its own descriptor
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(f, "%s volctl agent: "+format+"\n", append([]any{time.Now().Format(time.RFC3339)}, args...)...)
+	}
 	// The exec block's env is secret; its command and args are not (they are printed in plain
 	// by `plugin status` too), and they are what an operator needs to read this log.
-	fmt.Fprintf(f, "%s volctl agent: starting %s %s\n", time.Now().Format(time.RFC3339),
-		sp.Exec.Command, strings.Join(sp.Exec.Args, " "))
+	logf("starting %s %s", sp.Exec.Command, strings.Join(sp.Exec.Args, " "))
 
-	cmd := exec.Command(sp.Exec.Command, sp.Exec.Args...)
-	cmd.Env = pluginEnv(os.Environ(), sp)
+	// The command is looked up here, so that one that cannot run fails the start, as it did
+	// when the agent executed it directly.
+	path, err := exec.LookPath(sp.Exec.Command)
+	if err != nil {
+		logf("%v", err)
+		return nil, err
+	}
+	goAhead, send, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("starting plugin: %w", err)
+	}
+	defer send.Close() // unless sent the go-ahead, the process exits without running the plugin
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args = append([]string{startHelperArg0, path, sp.Exec.Command}, sp.Exec.Args...)
+	cmd.Env = append(pluginEnv(os.Environ(), sp), startHelperEnv+"=1")
+	cmd.ExtraFiles = []*os.File{goAhead} // fd 3: goAheadFD
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(f, "%s volctl agent: %v\n", time.Now().Format(time.RFC3339), err)
+	err = cmd.Start()
+	goAhead.Close()
+	if err != nil {
+		logf("%v", err)
 		return nil, err
 	}
 	p := &process{pid: cmd.Process.Pid, started: time.Now(), child: true, exited: make(chan struct{})}
 	p.startTick, _ = procStartTick(p.pid)
+	afterStart()
 	go func() {
 		err := cmd.Wait()
 		p.mu.Lock()
@@ -109,10 +134,20 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 		p.mu.Unlock()
 		close(p.exited)
 	}()
+	// Without its pid file a later agent could neither stop nor adopt the plugin: it would take
+	// it for one no agent started, or start a second one on its socket. Such a plugin is not
+	// started (the process exits at the end of the pipe) and the start is retried.
 	if err := writePidFile(runDir, sp.ID, p); err != nil {
-		// Without its pid file a later agent cannot stop it; that is worth a warning, not a
-		// plugin that does not run.
-		fmt.Fprintf(f, "%s volctl agent: %v\n", time.Now().Format(time.RFC3339), err)
+		logf("%v: not starting the plugin", err)
+		send.Close()
+		p.wait(5 * time.Second)
+		return nil, err
+	}
+	if _, err := send.Write([]byte{'y'}); err != nil {
+		logf("starting the plugin: %v", err)
+		p.wait(5 * time.Second)
+		removePidFile(runDir, sp.ID)
+		return nil, fmt.Errorf("starting plugin: %w", err)
 	}
 	return p, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -196,6 +197,107 @@ func TestAgentLeavesAPluginRunningUnderAStageInFlight(t *testing.T) {
 	}
 	if !strings.Contains(f.logs.String(), "leaving plugin running") {
 		t.Errorf("agent log does not say why the plugin is left running:\n%s", f.logs)
+	}
+}
+
+// An agent killed (SIGKILL, the OOM killer) right after it started a plugin's process, before
+// it recorded its pid, must not leave a plugin that no record names: the next agent would take
+// it for a plugin no agent started, and never stop it, or start a second one on its socket.
+// The record precedes the plugin: killed there, the agent leaves no plugin running, and the
+// next agent starts one, its own, and stops it.
+func TestAgentKilledBeforeRecordingAPluginLeavesNoStrayPlugin(t *testing.T) {
+	f := newFixture(t)
+	sp := f.execPlugin("hp", "hostpath")
+	f.register(sp)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), pluginModeEnv+"=agent-killed-after-start", pluginRootEnv+"="+f.dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.CombinedOutput()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("the agent was not killed at its failpoint: %v\n%s", err, out)
+	}
+	// Whatever it started either serves the socket soon or is gone.
+	root := filepath.Join(f.dir, "hostpath-hp")
+	t.Cleanup(func() { killWithEnv(pluginRootEnv + "=" + root) })
+	waitFor(t, "the plugin to serve or be gone", func() bool {
+		return socketsLive([]string{sp.Socket}) || len(pidsWithEnv(pluginRootEnv+"="+root)) == 0
+	})
+
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("hp").Healthy })
+	if strings.Contains(f.logs.String(), "no volctl agent started it") {
+		t.Errorf("the next agent took the plugin the killed agent started for a foreign one:\n%s", f.logs)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if left := pidsWithEnv(pluginRootEnv + "=" + root); len(left) != 0 {
+		t.Errorf("plugin processes %v still run after the agent stopped with no mounts", left)
+	}
+}
+
+// A plugin an agent recorded and left running (under mounts, or the agent was killed) may not
+// answer on its socket yet when the next agent starts: still starting, or too busy to accept.
+// It is the agent's plugin all the same, to adopt: starting a second one would have two
+// plugins on one socket, the new one removing the first one's socket file as stale.
+func TestAgentAdoptsARecordedPluginNotAnsweringYet(t *testing.T) {
+	f := newFixture(t)
+	sp := f.execPlugin("hp", "hostpath")
+	f.register(sp)
+	cmd := exec.Command("sleep", "60") // the recorded plugin, not serving its socket yet
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	tick, err := procStartTick(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(f.dir, "run"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := writePidFile(filepath.Join(f.dir, "run"), "hp", &process{pid: cmd.Process.Pid, startTick: tick}); err != nil {
+		t.Fatal(err)
+	}
+	s := testSettings
+	s.HealthTimeout = time.Hour
+	stop := f.startAgent(s)
+	waitFor(t, "the agent to adopt or start the plugin", func() bool {
+		return strings.Contains(f.logs.String(), "adopted the running plugin") || strings.Contains(f.logs.String(), "started plugin")
+	})
+	if n := f.pid("hp"); n != cmd.Process.Pid || strings.Contains(f.logs.String(), "started plugin") {
+		t.Errorf("the agent started a second plugin (pid file %d) beside the recorded one, pid %d:\n%s", n, cmd.Process.Pid, f.logs)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pidsWithEnv lists the live processes whose environment holds kv.
+func pidsWithEnv(kv string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, en := range entries {
+		pid, err := strconv.Atoi(en.Name())
+		if err != nil || !alive(pid) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", en.Name(), "environ"))
+		if err == nil && slices.Contains(strings.Split(string(b), "\x00"), kv) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func killWithEnv(kv string) {
+	for _, pid := range pidsWithEnv(kv) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 

@@ -207,17 +207,19 @@ func (r *runner) probe(ctx context.Context) (healthy, ready bool, reason string)
 	return healthy, ready, reason
 }
 
-// startOrAdopt starts the plugin's process, or adopts one already serving its socket (left
-// running by an earlier agent because it had mounts). started is true when it started one.
+// startOrAdopt starts the plugin's process, or adopts the one an earlier agent started and left
+// running (because it had mounts, or the agent was killed), whether or not it answers on its
+// socket yet: it may be starting, or busy, and a second copy beside it would fight it for the
+// socket. started is true when it started one.
 func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 	a, id := r.a, r.spec.ID
 	sockets := execSockets(r.spec)
+	if p := adoptFromPidFile(ctx, a.runDir, id); p != nil {
+		r.proc = p
+		a.log.Info("adopted the running plugin", "plugin", id, "pid", p.pid)
+		return false, nil
+	}
 	if socketsLive(sockets) {
-		if p := adoptFromPidFile(ctx, a.runDir, id); p != nil {
-			r.proc = p
-			a.log.Info("adopted the running plugin", "plugin", id, "pid", p.pid)
-			return false, nil
-		}
 		r.foreign = true
 		a.log.Warn("plugin socket is live but no volctl agent started it: probing it only, never stopping it",
 			"plugin", id, "socket", sockets[0])
