@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -53,6 +54,26 @@ func TestMain(m *testing.M) {
 			faults := csitest.NewFaults()
 			faults.FailAlways(csi.RPCProbe, codes.Internal)
 			srv := grpc.NewServer(grpc.ChainUnaryInterceptor(faults.Interceptor()))
+			csitest.NewMemPlugin(csitest.DefaultMemConfig()).Register(srv)
+			lis, err := hostpath.Listen(socket)
+			if err != nil {
+				return err
+			}
+			go func() { <-ctx.Done(); srv.Stop() }()
+			return srv.Serve(lis)
+		}))
+	case "sickens":
+		// An in-memory plugin whose Probe fails from the moment a file named sick exists under
+		// its root: healthy, then unhealthy, when the test says.
+		os.Exit(serveTestPlugin(func(ctx context.Context, socket string) error {
+			sick := filepath.Join(os.Getenv(pluginRootEnv), "sick")
+			probe := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				if _, err := os.Stat(sick); err == nil && strings.HasSuffix(info.FullMethod, "/"+csi.RPCProbe) {
+					return nil, status.Error(codes.Internal, "sick")
+				}
+				return h(ctx, req)
+			}
+			srv := grpc.NewServer(grpc.ChainUnaryInterceptor(probe))
 			csitest.NewMemPlugin(csitest.DefaultMemConfig()).Register(srv)
 			lis, err := hostpath.Listen(socket)
 			if err != nil {
@@ -551,6 +572,65 @@ func TestAgentRestartsPluginUnhealthyPastTimeout(t *testing.T) {
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A supervised plugin that stops answering its probes while it holds mounts is not restarted
+// past the health timeout: for a plugin that serves its mounts (FUSE), stopping it takes them
+// from the allocs that use them, which the rule never to stop a plugin under mounts forbids at
+// shutdown and everywhere else. It is reported unhealthy, and the withheld restart is logged
+// and recorded as an event naming the mounts and what the operator can do. Once it has no
+// mounts, it is restarted as any unhealthy plugin is.
+func TestAgentDoesNotRestartAnUnhealthyPluginUnderMounts(t *testing.T) {
+	f := newFixture(t)
+	clock := &fakeClock{t: time.Now()}
+	f.now = clock.Now
+	f.register(f.execPlugin("fuse", "sickens"))
+	s := testSettings
+	s.HealthTimeout = 300 * time.Millisecond
+	stop := f.startAgent(s)
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
+	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "fuse", Capabilities: caps}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Claim(f.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
+		t.Fatal(err)
+	}
+	pid := f.pid("fuse")
+	if err := os.MkdirAll(filepath.Join(f.dir, "hostpath-fuse"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "hostpath-fuse", "sick"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the agent to probe the plugin unhealthy", func() bool {
+		return strings.Contains(f.plugin("fuse").LastError, "Probe: Internal")
+	})
+	clock.Advance(301 * time.Millisecond)
+	waitFor(t, "the agent to restart the plugin or withhold the restart", func() bool {
+		return len(f.events("plugin-restart")) > 0 || len(f.events("plugin-restart-withheld")) > 0
+	})
+	if n := f.pid("fuse"); n != pid || !alive(pid) || len(f.events("plugin-restart")) != 0 {
+		t.Fatalf("the unhealthy plugin pid %d was restarted under its mounts (pid file %d, alive %v, events %q)",
+			pid, n, alive(pid), f.events("plugin-restart"))
+	}
+	withheld := f.events("plugin-restart-withheld")
+	if len(withheld) != 1 || !strings.Contains(withheld[0], `plugin "fuse" unhealthy for 301ms (health timeout 300ms): Probe: Internal`) ||
+		!strings.Contains(withheld[0], "2 mounts") || !strings.Contains(withheld[0], fmt.Sprintf("pid %d", pid)) {
+		t.Errorf("plugin-restart-withheld events = %q", withheld)
+	}
+	// Released, it has no mounts left: the next look past the health timeout restarts it.
+	if _, err := f.e.Release(f.ctx, "db", "web-0"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	waitFor(t, "the unhealthy plugin without mounts to be restarted", func() bool { return len(f.events("plugin-restart")) == 1 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.events("plugin-restart-withheld")); n != 1 {
+		t.Errorf("%d plugin-restart-withheld events, want one for the whole time it was unhealthy under mounts", n)
 	}
 }
 

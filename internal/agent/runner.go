@@ -65,6 +65,7 @@ func (r *runner) loop(ctx context.Context) {
 		restartAt time.Time // when the next start may happen
 		restarted bool      // the running process replaced one that failed
 		warnedFor bool      // the foreign plugin's unhealthiness was logged
+		withheld  bool      // a restart withheld under mounts was logged, this unhealthy spell
 	)
 	for ctx.Err() == nil {
 		if r.supervised() && r.proc == nil && !r.foreign {
@@ -91,7 +92,7 @@ func (r *runner) loop(ctx context.Context) {
 		now := a.now()
 		switch {
 		case healthy:
-			lastGood, warnedFor = now, false
+			lastGood, warnedFor, withheld = now, false, false
 			r.settle()
 			if r.proc != nil && now.Sub(r.proc.started) >= a.s.BackoffMax {
 				bo.Reset()
@@ -119,9 +120,21 @@ func (r *runner) loop(ctx context.Context) {
 			if r.proc == nil {
 				break
 			}
+			unhealthyFor := fmt.Sprintf("plugin %q unhealthy for %s (health timeout %s): %s", id,
+				now.Sub(lastGood).Round(time.Millisecond), a.s.HealthTimeout, reason)
+			if why := r.mountsHeld(ctx); why != "" {
+				if !withheld && ctx.Err() == nil {
+					msg := fmt.Sprintf("%s: not restarting it: %s, and stopping a plugin under mounts takes them from the allocs using them; "+
+						"it is restarted once it has none, or when its process (pid %d) exits, for example stopped by hand", unhealthyFor, why, r.proc.pid)
+					a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
+					a.e.PluginEvent(ctx, id, "plugin-restart-withheld", msg)
+					withheld = true
+				}
+				break
+			}
+			withheld = false
 			wait := bo.Next()
-			msg := fmt.Sprintf("plugin %q unhealthy for %s (health timeout %s): %s: restarting it in %s", id,
-				now.Sub(lastGood).Round(time.Millisecond), a.s.HealthTimeout, reason, wait)
+			msg := fmt.Sprintf("%s: restarting it in %s", unhealthyFor, wait)
 			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
 			r.restarting("unhealthy")
 			a.e.PluginEvent(ctx, id, "plugin-restart", msg)
@@ -168,6 +181,19 @@ func (r *runner) loop(ctx context.Context) {
 			r.probe(ctx)
 		}
 	}
+}
+
+// mountsHeld says why the plugin may hold mounts ("it has 2 mounts and 1 in doubt"), or ""
+// when it holds none: the store says so. A count that cannot be made counts as mounts.
+func (r *runner) mountsHeld(ctx context.Context) string {
+	m, err := r.a.e.PluginMounts(ctx, r.spec.ID)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("its mounts could not be counted (%v)", err)
+	case m.Any():
+		return fmt.Sprintf("it has %d mounts and %d in doubt", m.Mounts, m.InDoubt)
+	}
+	return ""
 }
 
 // probe asks the engine to probe the plugin (reconnecting and fingerprinting again when it
