@@ -154,9 +154,11 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 
 // trimLog rotates a running plugin's log that grew past maxLogSize. The plugin holds the file
 // open (its stdout and stderr, which must outlive the agent, so no pipe through it), so the
-// file cannot be renamed away: its content is copied to .log.1 and the file truncated, which
-// its writers, appending, follow. What the plugin writes between the copy and the truncation
-// is lost. Without this a plugin flooding its output filled the file system the store is on.
+// file cannot be renamed away: its newest maxLogSize bytes are copied to .log.1, after a line
+// saying how much older output was dropped, and the file truncated, which its writers,
+// appending, follow. What the plugin writes between the copy and the truncation is lost.
+// Without this a plugin flooding its output filled the file system the store is on; copying
+// all of it, a flood faster than the checks left .log.1 as large as the flood.
 func trimLog(path string) error {
 	st, err := os.Lstat(path)
 	if err != nil || !st.Mode().IsRegular() || st.Size() <= maxLogSize {
@@ -171,7 +173,14 @@ func trimLog(path string) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(dst, io.LimitReader(src, st.Size()))
+	if drop := st.Size() - maxLogSize; drop > 0 {
+		fmt.Fprintf(dst, "%s volctl agent: %d bytes of earlier output dropped: the log grew past %d bytes between two checks\n",
+			time.Now().Format(time.RFC3339), drop, maxLogSize)
+		_, err = src.Seek(drop, io.SeekStart)
+	}
+	if err == nil {
+		_, err = io.Copy(dst, io.LimitReader(src, min(st.Size(), maxLogSize)))
+	}
 	if cerr := dst.Close(); err == nil {
 		err = cerr
 	}

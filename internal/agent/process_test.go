@@ -367,3 +367,36 @@ func (f *fixture) chattyLogBounded(s Settings) string {
 	}
 	return log
 }
+
+// A plugin flooding its output faster than the log check runs leaves a log far past the limit
+// at the check: the rotated log keeps the newest maxLogSize of it, not all of it, or a flood of
+// a gigabyte a second left a gigabyte in .log.1 at every check, the file system the store is
+// on filling all the same.
+func TestTrimLogKeepsTheRotatedLogBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.log")
+	line := strings.Repeat("x", 1023) + "\n"
+	var b strings.Builder
+	for range 3 * maxLogSize / len(line) {
+		b.WriteString(line)
+	}
+	b.WriteString("the newest line\n")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := trimLog(path); err != nil {
+		t.Fatal(err)
+	}
+	rotated, err := os.ReadFile(path + ".1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rotated) > maxLogSize+200 || !strings.HasSuffix(string(rotated), "x\nthe newest line\n") {
+		t.Errorf("the rotated log holds %d bytes ending %q, want at most about %d, the newest output", len(rotated), rotated[max(0, len(rotated)-20):], maxLogSize)
+	}
+	if !strings.Contains(string(rotated[:200]), "bytes of earlier output dropped") {
+		t.Errorf("the rotated log does not say output was dropped: starts %q", rotated[:200])
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() != 0 {
+		t.Errorf("the log after the rotation: %v, %v; want it emptied", st, err)
+	}
+}
