@@ -112,14 +112,21 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 		return nil, fmt.Errorf("starting plugin: %w", err)
 	}
 	defer send.Close() // unless sent the go-ahead, the process exits without running the plugin
+	execErr, execErrW, err := os.Pipe()
+	if err != nil {
+		goAhead.Close()
+		return nil, fmt.Errorf("starting plugin: %w", err)
+	}
+	defer execErr.Close()
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = append([]string{startHelperArg0, path, sp.Exec.Command}, sp.Exec.Args...)
 	cmd.Env = append(pluginEnv(os.Environ(), sp), startHelperEnv+"=1")
-	cmd.ExtraFiles = []*os.File{goAhead} // fd 3: goAheadFD
+	cmd.ExtraFiles = []*os.File{goAhead, execErrW} // fds 3 and 4: goAheadFD, execErrFD
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()
 	goAhead.Close()
+	execErrW.Close()
 	if err != nil {
 		logf("%v", err)
 		return nil, err
@@ -143,13 +150,31 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 		p.wait(5 * time.Second)
 		return nil, err
 	}
-	if _, err := send.Write([]byte{'y'}); err != nil {
-		logf("starting the plugin: %v", err)
-		p.wait(5 * time.Second)
+	_, err = send.Write([]byte{'y'})
+	if err == nil {
+		err = readExecErr(execErr, path)
+	}
+	if err != nil {
+		logf("%v", err)
+		p.stop(5 * time.Second)
 		removePidFile(runDir, sp.ID)
-		return nil, fmt.Errorf("starting plugin: %w", err)
+		return nil, err
 	}
 	return p, nil
+}
+
+// readExecErr reads what the start helper says of its exec of path: nothing (its end closed
+// on exec) when the plugin's command runs, else why it could not run it.
+func readExecErr(r *os.File, path string) error {
+	_ = r.SetReadDeadline(time.Now().Add(30 * time.Second))
+	b, err := io.ReadAll(io.LimitReader(r, 4096))
+	switch {
+	case err != nil:
+		return fmt.Errorf("starting plugin: %s: %w", path, err)
+	case len(b) > 0:
+		return fmt.Errorf("exec %s: %s", path, b)
+	}
+	return nil
 }
 
 // trimLog rotates a running plugin's log that grew past maxLogSize. The plugin holds the file

@@ -400,3 +400,26 @@ func TestTrimLogKeepsTheRotatedLogBounded(t *testing.T) {
 		t.Errorf("the log after the rotation: %v, %v; want it emptied", st, err)
 	}
 }
+
+// A command the kernel refuses to execute (no #! line, another architecture) fails the start,
+// naming the reason, as one that does not exist does: not a process that exits at once.
+func TestAgentReportsACommandThatCannotExecute(t *testing.T) {
+	f := newFixture(t)
+	bad := filepath.Join(f.dir, "not-a-program")
+	if err := os.WriteFile(bad, []byte("not a program\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f.register(spec.Plugin{ID: "bad", Type: spec.PluginMonolith, Socket: filepath.Join(f.dir, "bad.sock"),
+		Exec: &spec.Exec{Command: bad}})
+	stop := f.startAgent(testSettings)
+	waitFor(t, "a start attempt", func() bool { return len(f.events("plugin-start")) >= 1 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if ev := f.events("plugin-start")[0]; !strings.Contains(ev, `plugin "bad" did not start: `) || !strings.Contains(ev, "exec format error") {
+		t.Errorf("plugin-start events = %q, want the start to fail naming the reason", f.events("plugin-start"))
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "run", "bad.pid")); err == nil {
+		t.Error("the pid file of a plugin that did not start is left")
+	}
+}

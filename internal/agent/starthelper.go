@@ -21,8 +21,13 @@ const startHelperEnv = "VOLCTL_AGENT_START_HELPER"
 // startHelperArg0 is the process's name until it execs the plugin.
 const startHelperArg0 = "volctl-agent-start"
 
-// goAheadFD is the pipe's end the process reads the go-ahead from.
-const goAheadFD = 3
+// goAheadFD is the pipe's end the process reads the go-ahead from; execErrFD the one it writes
+// why it could not exec the plugin's command to. execErrFD is closed on exec: the agent reading
+// its end to the end, with nothing, knows the plugin's command runs.
+const (
+	goAheadFD = 3
+	execErrFD = 4
+)
 
 // init runs the start helper in any binary that links the agent: volctl, and the tests'
 // binaries. It never returns when the variable is set.
@@ -57,8 +62,10 @@ func startHelper(args, env []string) int {
 			kept = append(kept, kv)
 		}
 	}
+	syscall.CloseOnExec(execErrFD)
 	err = syscall.Exec(args[1], args[2:], kept)
 	helperLog(fmt.Sprintf("starting %s: %v", args[1], err))
+	_, _ = syscall.Write(execErrFD, []byte(err.Error()))
 	return 127
 }
 
