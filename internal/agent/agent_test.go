@@ -50,37 +50,18 @@ func TestMain(m *testing.M) {
 		os.Exit(serveHostpath(ctx))
 	case "unhealthy":
 		// Answers everything but Probe, which fails: alive, never healthy.
-		os.Exit(serveTestPlugin(func(ctx context.Context, socket string) error {
-			faults := csitest.NewFaults()
-			faults.FailAlways(csi.RPCProbe, codes.Internal)
-			srv := grpc.NewServer(grpc.ChainUnaryInterceptor(faults.Interceptor()))
-			csitest.NewMemPlugin(csitest.DefaultMemConfig()).Register(srv)
-			lis, err := hostpath.Listen(socket)
-			if err != nil {
-				return err
-			}
-			go func() { <-ctx.Done(); srv.Stop() }()
-			return srv.Serve(lis)
-		}))
+		faults := csitest.NewFaults()
+		faults.FailAlways(csi.RPCProbe, codes.Internal)
+		os.Exit(serveMem(csitest.DefaultMemConfig(), faults.Interceptor()))
 	case "sickens":
 		// An in-memory plugin whose Probe fails from the moment a file named sick exists under
 		// its root: healthy, then unhealthy, when the test says.
-		os.Exit(serveTestPlugin(func(ctx context.Context, socket string) error {
-			sick := filepath.Join(os.Getenv(pluginRootEnv), "sick")
-			probe := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-				if _, err := os.Stat(sick); err == nil && strings.HasSuffix(info.FullMethod, "/"+csi.RPCProbe) {
-					return nil, status.Error(codes.Internal, "sick")
-				}
-				return h(ctx, req)
+		sick := filepath.Join(os.Getenv(pluginRootEnv), "sick")
+		os.Exit(serveMem(csitest.DefaultMemConfig(), func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if _, err := os.Stat(sick); err == nil && strings.HasSuffix(info.FullMethod, "/"+csi.RPCProbe) {
+				return nil, status.Error(codes.Internal, "sick")
 			}
-			srv := grpc.NewServer(grpc.ChainUnaryInterceptor(probe))
-			csitest.NewMemPlugin(csitest.DefaultMemConfig()).Register(srv)
-			lis, err := hostpath.Listen(socket)
-			if err != nil {
-				return err
-			}
-			go func() { <-ctx.Done(); srv.Stop() }()
-			return srv.Serve(lis)
+			return h(ctx, req)
 		}))
 	case "stubborn":
 		// hostpath that ignores SIGTERM: only SIGKILL ends it.
@@ -89,43 +70,24 @@ func TestMain(m *testing.M) {
 	case "nostage-publish-times-out":
 		// An in-memory plugin without STAGE_UNSTAGE_VOLUME whose NodePublishVolume times out:
 		// the mount may be made, or be in the making, when the claim is left for reconcile.
-		os.Exit(serveTestPlugin(func(ctx context.Context, socket string) error {
-			faults := csitest.NewFaults()
-			faults.FailAlways(csi.RPCNodePublishVolume, codes.DeadlineExceeded)
-			srv := grpc.NewServer(grpc.ChainUnaryInterceptor(faults.Interceptor()))
-			cfg := csitest.DefaultMemConfig()
-			cfg.Node.StageUnstageVolume = false
-			csitest.NewMemPlugin(cfg).Register(srv)
-			lis, err := hostpath.Listen(socket)
-			if err != nil {
-				return err
-			}
-			go func() { <-ctx.Done(); srv.Stop() }()
-			return srv.Serve(lis)
-		}))
+		faults := csitest.NewFaults()
+		faults.FailAlways(csi.RPCNodePublishVolume, codes.DeadlineExceeded)
+		cfg := csitest.DefaultMemConfig()
+		cfg.Node.StageUnstageVolume = false
+		os.Exit(serveMem(cfg, faults.Interceptor()))
 	case "stage-hangs":
 		// An in-memory plugin whose NodeStageVolume, once called, writes stage-called under its
 		// root and blocks until the call's context ends: a NodeStageVolume in flight.
-		os.Exit(serveTestPlugin(func(ctx context.Context, socket string) error {
-			marker := filepath.Join(os.Getenv(pluginRootEnv), "stage-called")
-			hang := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-				if strings.HasSuffix(info.FullMethod, "/"+csi.RPCNodeStageVolume) {
-					if err := os.MkdirAll(filepath.Dir(marker), 0o700); err == nil {
-						_ = os.WriteFile(marker, nil, 0o600)
-					}
-					<-ctx.Done()
-					return nil, ctx.Err()
+		marker := filepath.Join(os.Getenv(pluginRootEnv), "stage-called")
+		os.Exit(serveMem(csitest.DefaultMemConfig(), func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if strings.HasSuffix(info.FullMethod, "/"+csi.RPCNodeStageVolume) {
+				if err := os.MkdirAll(filepath.Dir(marker), 0o700); err == nil {
+					_ = os.WriteFile(marker, nil, 0o600)
 				}
-				return h(ctx, req)
+				<-ctx.Done()
+				return nil, ctx.Err()
 			}
-			srv := grpc.NewServer(grpc.ChainUnaryInterceptor(hang))
-			csitest.NewMemPlugin(csitest.DefaultMemConfig()).Register(srv)
-			lis, err := hostpath.Listen(socket)
-			if err != nil {
-				return err
-			}
-			go func() { <-ctx.Done(); srv.Stop() }()
-			return srv.Serve(lis)
+			return h(ctx, req)
 		}))
 	case "agent-killed-after-start":
 		// An agent on the state dir in $VOLCTL_AGENT_TEST_ROOT that kills itself with SIGKILL
@@ -234,6 +196,21 @@ func forkServer(exits bool) int {
 		<-ctx.Done()
 	}
 	return 0
+}
+
+// serveMem serves an in-memory plugin with cfg, behind intercept, on $CSI_ENDPOINT until
+// SIGTERM.
+func serveMem(cfg csitest.MemConfig, intercept grpc.UnaryServerInterceptor) int {
+	return serveTestPlugin(func(ctx context.Context, socket string) error {
+		srv := grpc.NewServer(grpc.ChainUnaryInterceptor(intercept))
+		csitest.NewMemPlugin(cfg).Register(srv)
+		lis, err := hostpath.Listen(socket)
+		if err != nil {
+			return err
+		}
+		go func() { <-ctx.Done(); srv.Stop() }()
+		return srv.Serve(lis)
+	})
 }
 
 func serveTestPlugin(serve func(ctx context.Context, socket string) error) int {
@@ -541,17 +518,23 @@ func TestSecondAgentOnStateDirRefuses(t *testing.T) {
 	}
 }
 
+// startWithHealthTimeoutOnAFakeClock registers sp and starts an agent whose health timeout,
+// 300ms, runs on a clock the test moves.
+func (f *fixture) startWithHealthTimeoutOnAFakeClock(sp spec.Plugin) (*fakeClock, func() error) {
+	clock := &fakeClock{t: time.Now()}
+	f.now = clock.Now
+	f.register(sp)
+	s := testSettings
+	s.HealthTimeout = 300 * time.Millisecond
+	return clock, f.startAgent(s)
+}
+
 func TestAgentRestartsPluginUnhealthyPastTimeout(t *testing.T) {
 	f := newFixture(t)
 	// The health timeout runs on a clock the test moves, so however slow the machine, the
 	// plugin is unhealthy past it exactly when the test says, and for the reason it says: not
 	// while it is still starting (a dial error), which a real 300ms could run out in.
-	clock := &fakeClock{t: time.Now()}
-	f.now = clock.Now
-	f.register(f.execPlugin("sick", "unhealthy"))
-	s := testSettings
-	s.HealthTimeout = 300 * time.Millisecond
-	stop := f.startAgent(s)
+	clock, stop := f.startWithHealthTimeoutOnAFakeClock(f.execPlugin("sick", "unhealthy"))
 
 	waitFor(t, "the plugin to be started", func() bool { return alive(f.pid("sick")) })
 	first := f.pid("sick")
@@ -583,12 +566,7 @@ func TestAgentRestartsPluginUnhealthyPastTimeout(t *testing.T) {
 // mounts, it is restarted as any unhealthy plugin is.
 func TestAgentDoesNotRestartAnUnhealthyPluginUnderMounts(t *testing.T) {
 	f := newFixture(t)
-	clock := &fakeClock{t: time.Now()}
-	f.now = clock.Now
-	f.register(f.execPlugin("fuse", "sickens"))
-	s := testSettings
-	s.HealthTimeout = 300 * time.Millisecond
-	stop := f.startAgent(s)
+	clock, stop := f.startWithHealthTimeoutOnAFakeClock(f.execPlugin("fuse", "sickens"))
 	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
 	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
 	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "fuse", Capabilities: caps}); err != nil {
