@@ -643,3 +643,34 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 		t.Fatalf("idle kept-alive connection: read %d, %v; want it closed by the agent (EOF)", n, err)
 	}
 }
+
+// A client that sends a request's headers, announces a small body and then sends it a byte at a
+// time, or never, held a connection, a descriptor and a goroutine of the agent's for good: the
+// server reads such a body after the handler (to reuse the connection) with no deadline but
+// the request's read timeout, which was unset. Many of them exhaust the agent's descriptors,
+// which it needs for its plugins' sockets and its store.
+func TestASlowRequestBodyIsCutOff(t *testing.T) {
+	defer func(d time.Duration) { readTimeout = d }(readTimeout)
+	readTimeout = 200 * time.Millisecond
+	srv, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, New(), func() agent.Status { return agent.Status{} }, nil) }()
+	defer func() { cancel(); <-served }()
+	conn, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nx"); err != nil {
+		t.Fatal(err)
+	}
+	// The deadline only ends a test of a server that keeps the connection forever.
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.Copy(io.Discard, conn); err != nil {
+		t.Fatalf("a request whose body never comes: %v; want the connection closed by the agent", err)
+	}
+}
