@@ -30,9 +30,11 @@ const (
 )
 
 // init runs the start helper in any binary that links the agent: volctl, and the tests'
-// binaries. It never returns when the variable is set.
+// binaries. It never returns in a process the agent started so: the variable set and its name
+// startHelperArg0 (the variable alone, left in a user's environment, does not make a volctl
+// command a helper).
 func init() {
-	if os.Getenv(startHelperEnv) == "" {
+	if os.Getenv(startHelperEnv) == "" || len(os.Args) == 0 || os.Args[0] != startHelperArg0 {
 		return
 	}
 	os.Exit(startHelper(os.Args, os.Environ()))
