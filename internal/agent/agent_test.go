@@ -63,6 +63,9 @@ func TestMain(m *testing.M) {
 			}
 			return h(ctx, req)
 		}))
+	case "exits":
+		// A plugin that exits 0 at once, every time.
+		os.Exit(0)
 	case "stubborn":
 		// hostpath that ignores SIGTERM: only SIGKILL ends it.
 		signal.Ignore(syscall.SIGTERM, os.Interrupt)

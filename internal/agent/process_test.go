@@ -423,3 +423,26 @@ func TestAgentReportsACommandThatCannotExecute(t *testing.T) {
 		t.Error("the pid file of a plugin that did not start is left")
 	}
 }
+
+// A plugin that exits 0 at once, every time, is restarted after growing waits: its starts,
+// and the events and log lines each one makes, stay few, not one per few milliseconds.
+func TestAgentBacksOffAPluginThatExitsAtOnce(t *testing.T) {
+	f := newFixture(t)
+	f.register(f.execPlugin("ex", "exits"))
+	s := testSettings
+	s.BackoffMin, s.BackoffMax = 20*time.Millisecond, 400*time.Millisecond
+	stop := f.startAgent(s)
+	waitFor(t, "the backoff to reach its cap", func() bool { return len(f.events("plugin-exit")) >= 6 })
+	began := len(f.events("plugin-start"))
+	time.Sleep(time.Second)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	// 20ms doubling reaches 400ms by the sixth exit: a second then holds three starts at most.
+	if n := len(f.events("plugin-start")) - began; n > 3 {
+		t.Errorf("%d starts in a second once the backoff reached its cap of 400ms", n)
+	}
+	if exits := f.events("plugin-exit"); !strings.Contains(exits[len(exits)-1], "restarting it in 400ms") {
+		t.Errorf("the last plugin-exit event = %q, want the wait at its cap", exits[len(exits)-1])
+	}
+}
