@@ -575,7 +575,10 @@ func TestAgentDoesNotRestartAnUnhealthyPluginUnderMounts(t *testing.T) {
 	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "fuse", Capabilities: caps}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.e.Claim(f.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
+	// The claim and the release are commands: processes of their own, whose connection to the
+	// plugin the agent's probes do not share.
+	cmd := f.openEngine()
+	if _, err := cmd.Claim(f.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
 		t.Fatal(err)
 	}
 	pid := f.pid("fuse")
@@ -602,7 +605,7 @@ func TestAgentDoesNotRestartAnUnhealthyPluginUnderMounts(t *testing.T) {
 		t.Errorf("plugin-restart-withheld events = %q", withheld)
 	}
 	// Released, it has no mounts left: the next look past the health timeout restarts it.
-	if _, err := f.e.Release(f.ctx, "db", "web-0"); err != nil {
+	if _, err := cmd.Release(f.ctx, "db", "web-0"); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Second)
