@@ -348,13 +348,14 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 		r.health = store.Health{LastError: err.Error(), ProbedAt: e.cfg.Now()}
 		e.forget(p.ID)
 	} else {
+		// The connection is kept whatever Probe answers: other goroutines of this process (the
+		// agent's reconcile and claim GC) may have RPCs in flight on it, which closing it would
+		// cut short (Canceled); a plugin that restarted makes new socket files, on which
+		// connectPlugin (and checkSockets, mid-operation) connects and fingerprints afresh.
 		r.health = e.probe(ctx, c)
 		if !c.fpRecorded.Load() {
 			fp := c.storedFingerprint(e.cfg.Now())
 			r.fp = &fp
-		}
-		if !r.health.Healthy {
-			e.forget(p.ID)
 		}
 	}
 	// Health is a reading of now, retaken every probe: it need not be forced to disk. The
