@@ -610,11 +610,10 @@ func TestRPCCodeLabelIsBounded(t *testing.T) {
 	}
 }
 
-// A connection a client keeps alive and leaves idle is closed after idleTimeout: the endpoint
-// may listen beyond loopback, and idle connections must not pile up in the agent.
-func TestIdleConnectionsAreClosed(t *testing.T) {
-	defer func(d time.Duration) { idleTimeout = d }(idleTimeout)
-	idleTimeout = 100 * time.Millisecond
+// dialServed serves empty metrics on a loopback port until the test ends and returns a
+// connection to it.
+func dialServed(t *testing.T) net.Conn {
+	t.Helper()
 	srv, err := Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -622,12 +621,21 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, New(), func() agent.Status { return agent.Status{} }, nil) }()
-	defer func() { cancel(); <-served }()
+	t.Cleanup(func() { cancel(); <-served })
 	conn, err := net.Dial("tcp", srv.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// A connection a client keeps alive and leaves idle is closed after idleTimeout: the endpoint
+// may listen beyond loopback, and idle connections must not pile up in the agent.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	defer func(d time.Duration) { idleTimeout = d }(idleTimeout)
+	idleTimeout = 100 * time.Millisecond
+	conn := dialServed(t)
 	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -652,19 +660,7 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 func TestASlowRequestBodyIsCutOff(t *testing.T) {
 	defer func(d time.Duration) { readTimeout = d }(readTimeout)
 	readTimeout = 200 * time.Millisecond
-	srv, err := Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, New(), func() agent.Status { return agent.Status{} }, nil) }()
-	defer func() { cancel(); <-served }()
-	conn, err := net.Dial("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialServed(t)
 	if _, err := io.WriteString(conn, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nx"); err != nil {
 		t.Fatal(err)
 	}
