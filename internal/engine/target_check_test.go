@@ -56,3 +56,47 @@ func TestNodePublishTargetIsChecked(t *testing.T) {
 		})
 	}
 }
+
+// A plugin that answers NodePublishVolume with OK, makes the target (a directory, or a file for
+// a block volume) and mounts nothing on it, or mounts the volume at another path, would have the
+// claim recorded published and the alloc write into the state dir on the host's disk, not the
+// volume. "Published" means mounted at the target (reconcile restores a published claim whose
+// target is not mounted): the claim fails with an error naming the plugin, the volume and the
+// target, and is rolled back as for the other wrong targets.
+func TestNodePublishTargetMustBeAMountPoint(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func(target string) error
+		att  spec.AttachmentMode
+	}{
+		{"directory", func(target string) error { return os.Mkdir(target, 0o750) }, spec.FileSystem},
+		{"block", func(target string) error { return os.WriteFile(target, nil, 0o600) }, spec.BlockDevice},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *csitest.MemConfig) { c.MakeTarget = tc.make })
+			h.mounts.notMounted(true)
+			h.create(volume("v", spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: tc.att}))
+			_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+			target := publishPath(h.dir, "a", "v", false, tc.att, spec.SingleNodeWriter)
+			want := `plugin "mem" answered OK for volume "v", but the target ` + target + " is not a mount point"
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "rolled back") {
+				t.Fatalf("claim with nothing mounted at the target = %v\nwant an error saying %s, and the claim rolled back", err, want)
+			}
+			if errors.Is(err, ErrConflict) || errors.Is(err, ErrInvalid) {
+				t.Errorf("error kind: %v is a conflict or invalid request (exit 4 or 2), want a runtime error", err)
+			}
+			if live := h.liveClaims("v"); len(live) != 0 {
+				t.Fatalf("claims after the unmounted target = %+v, want none (rolled back)", live)
+			}
+			if got := h.mem.CallCount(csi.RPCNodeUnpublishVolume); got != 1 {
+				t.Errorf("NodeUnpublishVolume sent %d times, want once", got)
+			}
+			if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("target after the rollback: %v, want it gone", err)
+			}
+			// A plugin that mounts again is published at once.
+			h.mounts.notMounted(false)
+			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+		})
+	}
+}

@@ -547,12 +547,15 @@ func TestForceDetachWarnsOfAMountLeftBelowTheStaging(t *testing.T) {
 }
 
 // claimedOnKernelMounts is a harness reading the kernel's mount table, with volume "v" of the
-// in-memory plugin claimed by alloc "a" under a state dir where mounts are allowed (root), and
+// in-memory plugin (mounting for real) claimed by alloc "a" under a state dir where mounts are allowed (root), and
 // its staging path and a directory below it where a misbehaving plugin leaves a mount.
 func claimedOnKernelMounts(t *testing.T) (h *harness, staging, sub string) {
 	t.Helper()
 	hostpathtest.RequireMount(t)
-	h = newHarness(t, nil)
+	// The plugin mounts its targets for real (the kernel's table is asked whether a target is
+	// mounted), not its staging path: it mounts below it.
+	root := t.TempDir()
+	h = newHarness(t, func(c *csitest.MemConfig) { c.MountRoot, c.MountTargetsOnly = root, true })
 	h.dir = hostpathtest.MountDir(t)
 	h.e = nil
 	h.open(Config{Mounts: kernelMounts{}})
