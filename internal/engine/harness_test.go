@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -264,6 +265,9 @@ func (f *fakeMounts) MountsUnder(dir string) (map[string]bool, error) {
 		for _, p := range matches {
 			if f.gone[p] {
 				continue
+			}
+			if fi, err := os.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				continue // never a mount point: mount follows a link
 			}
 			if strings.HasPrefix(p, filepath.Join(dir, stagingDir)+"/") && !staged[p] {
 				if entries, err := os.ReadDir(p); err != nil || len(entries) == 0 {

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -98,5 +100,66 @@ func TestNodePublishTargetMustBeAMountPoint(t *testing.T) {
 			h.mounts.notMounted(false)
 			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 		})
+	}
+}
+
+// A plugin that answers NodeUnpublishVolume OK and leaves a symlink at the target (the link
+// it "published" by, say) does not leave it there to refuse the next claim at that target with
+// advice about symlinks in mount paths: volctl removes the link itself, never what it points
+// to, and says so in an event.
+func TestNodeUnpublishLeavingASymlinkAtTheTarget(t *testing.T) {
+	elsewhere := t.TempDir() // stands for the plugin's own mount, or /etc
+	if err := os.WriteFile(filepath.Join(elsewhere, "keep"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter)))
+	target := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"}).TargetPath
+	h.afterFirst(csi.RPCNodeUnpublishVolume, func() {
+		if err := os.Symlink(elsewhere, target); err != nil {
+			t.Error(err)
+		}
+	})
+	if _, err := h.e.Release(h.ctx, "v", "a"); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if fi, err := os.Lstat(target); err == nil {
+		t.Fatalf("target after the release is there (%v), want the link the plugin left removed", fi.Mode())
+	} else if !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "keep")); err != nil {
+		t.Fatalf("what the link pointed to: %v, want it untouched", err)
+	}
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "target-link-removed", VolumeID: "v"})
+	want := `plugin "mem" answered NodeUnpublishVolume OK and left a symlink to "` + elsewhere + `" at the target ` + target
+	if err != nil || len(evs) != 1 || !strings.Contains(evs[0].Message, want) {
+		t.Errorf("target-link-removed events = %+v, %v; want one saying %s", evs, err, want)
+	}
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+}
+
+// A symlink at a new claim's target (left by a plugin under an older volctl, or by hand) is
+// refused, never followed, with an error that says what it is and the remedy that works for
+// volctl's own path: remove the link, not "use the path it points to".
+func TestClaimOnASymlinkLeftAtTheTargetSaysWhatToDo(t *testing.T) {
+	elsewhere := t.TempDir()
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter)))
+	target := publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.SingleNodeWriter)
+	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, target); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	want := fmt.Sprintf("claim target: %s is a symlink, and volctl does not follow symlinks in mount paths (it points to %q, left there by a plugin or by hand: remove the link with `rm %s`, which leaves what it points to, and claim again)",
+		target, elsewhere, target)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("claim on a symlinked target = %v\nwant it to say %s", err, want)
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Errorf("something was made where the link points: %v", entries)
 	}
 }

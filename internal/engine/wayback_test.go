@@ -570,12 +570,19 @@ func claimedOnKernelMounts(t *testing.T) (h *harness, staging, sub string) {
 // NodeUnstageVolume it answers with success: a plugin that says it unstaged and leaves a mount.
 func (h *harness) afterFirstUnstage(leave func()) {
 	h.t.Helper()
+	h.afterFirst(csi.RPCNodeUnstageVolume, leave)
+}
+
+// afterFirst serves the harness's plugin again, running leave after the first rpc it answers
+// with success: a plugin that says it did the work and leaves something behind.
+func (h *harness) afterFirst(rpc string, leave func()) {
+	h.t.Helper()
 	var first atomic.Bool
 	h.stopServe()
 	h.stopServe = csitest.ServeAt(h.t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults),
 		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 			resp, err := handler(ctx, req)
-			if filepath.Base(info.FullMethod) == csi.RPCNodeUnstageVolume && err == nil && first.CompareAndSwap(false, true) {
+			if filepath.Base(info.FullMethod) == rpc && err == nil && first.CompareAndSwap(false, true) {
 				leave()
 			}
 			return resp, err
