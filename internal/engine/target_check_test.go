@@ -11,6 +11,7 @@ import (
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // A plugin that answers NodePublishVolume with OK but makes the target a symlink (to another
@@ -161,5 +162,43 @@ func TestClaimOnASymlinkLeftAtTheTargetSaysWhatToDo(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
 		t.Errorf("something was made where the link points: %v", entries)
+	}
+}
+
+// A NodeGetInfo max_volumes_per_node below zero is a bad answer (the CSI spec: 0 is no limit,
+// else a positive count), not "no limit": read as one, volctl would publish past whatever the
+// node allows. Registering, or connecting to, such a plugin fails naming it and the value.
+func TestNegativeMaxVolumesPerNodeIsRefused(t *testing.T) {
+	h := newHarness(t, nil)
+	cfg := csitest.DefaultMemConfig()
+	cfg.MaxVolumes = -1
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+	_, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "neg", Type: spec.PluginMonolith, Socket: socket})
+	want := `plugin "` + cfg.Name + `" reported max_volumes_per_node -1`
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `"neg"`) {
+		t.Fatalf("register a plugin reporting max_volumes_per_node -1 = %v\nwant an error naming the plugin \"neg\" and saying %s", err, want)
+	}
+}
+
+// A negative limit recorded before volctl refused it (an older volctl's fingerprint) is not
+// read as "no limit" either: the claim is refused naming the plugin and the value.
+func TestNegativeMaxVolumesPerNodeRecordedIsNotNoLimit(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter)))
+	h.update(func(tx *store.Tx) error {
+		p, err := tx.Plugins().Get("mem")
+		if err != nil {
+			return err
+		}
+		p.Fingerprint.MaxVolumes = -1
+		return tx.Plugins().SetFingerprint("mem", p.Fingerprint)
+	})
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	want := `plugin "mem" reported max_volumes_per_node -1`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("claim with max_volumes_per_node -1 recorded = %v\nwant an error saying %s", err, want)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claims = %+v, want none", live)
 	}
 }
