@@ -16,10 +16,13 @@ import (
 
 // A plugin that answers NodePublishVolume with OK but makes the target a symlink (to another
 // directory: /etc, or its own mount elsewhere), a file for a file-system volume, or nothing at
-// all, does not get the claim recorded published nor its path handed out: the claim fails with
-// an error naming the target and what is there, and is rolled back, the release's
-// NodeUnpublishVolume asking the plugin to remove what it made. Nothing is written where a
-// link points.
+// all, or a directory (a file for a block volume) with nothing mounted on it (or the volume
+// mounted at another path: "published" means mounted at the target, as reconcile's restore of a
+// published claim whose target is not mounted has it), does not get the claim recorded
+// published nor its path handed out: the alloc would write wherever the link leads, or into the
+// state dir on the host's disk. The claim fails with an error naming the plugin, the volume, the
+// target and what is there, and is rolled back, the release's NodeUnpublishVolume asking the
+// plugin to remove what it made. Nothing is written where a link points.
 func TestNodePublishTargetIsChecked(t *testing.T) {
 	elsewhere := t.TempDir() // stands for /etc
 	for _, tc := range []struct {
@@ -27,19 +30,25 @@ func TestNodePublishTargetIsChecked(t *testing.T) {
 		make func(target string) error
 		att  spec.AttachmentMode
 		want string
+		// unmounted: the mount table says nothing is mounted at the target.
+		unmounted bool
 	}{
-		{"symlink", func(target string) error { return os.Symlink(elsewhere, target) }, spec.FileSystem, "is a symlink to \"" + elsewhere + "\""},
-		{"symlink/block", func(target string) error { return os.Symlink(elsewhere, target) }, spec.BlockDevice, "is a symlink to \"" + elsewhere + "\""},
-		{"nothing", func(string) error { return nil }, spec.FileSystem, "is missing"},
-		{"file", func(target string) error { return os.WriteFile(target, nil, 0o600) }, spec.FileSystem, "is not a directory"},
+		{"symlink", func(target string) error { return os.Symlink(elsewhere, target) }, spec.FileSystem, "is a symlink to \"" + elsewhere + "\"", false},
+		{"symlink/block", func(target string) error { return os.Symlink(elsewhere, target) }, spec.BlockDevice, "is a symlink to \"" + elsewhere + "\"", false},
+		{"nothing", func(string) error { return nil }, spec.FileSystem, "is missing", false},
+		{"file", func(target string) error { return os.WriteFile(target, nil, 0o600) }, spec.FileSystem, "is not a directory", false},
+		{"unmounted", func(target string) error { return os.Mkdir(target, 0o750) }, spec.FileSystem, "is not a mount point", true},
+		{"unmounted/block", func(target string) error { return os.WriteFile(target, nil, 0o600) }, spec.BlockDevice, "is not a mount point", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, func(c *csitest.MemConfig) { c.MakeTarget = tc.make })
+			h.mounts.notMounted(tc.unmounted)
 			h.create(volume("v", spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: tc.att}))
 			_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
 			target := publishPath(h.dir, "a", "v", false, tc.att, spec.SingleNodeWriter)
-			if err == nil || !strings.Contains(err.Error(), target+" "+tc.want) || !strings.Contains(err.Error(), "rolled back") {
-				t.Fatalf("claim with the target made %s = %v\nwant an error saying %s %s, and the claim rolled back", tc.name, err, target, tc.want)
+			if err == nil || !strings.Contains(err.Error(), target+" "+tc.want) || !strings.Contains(err.Error(), "rolled back") ||
+				!strings.Contains(err.Error(), `plugin "mem" answered OK for volume "v", but the target `+target) {
+				t.Fatalf("claim with the target made %s = %v\nwant an error naming plugin mem and volume v, saying %s %s, and the claim rolled back", tc.name, err, target, tc.want)
 			}
 			if errors.Is(err, ErrConflict) || errors.Is(err, ErrInvalid) {
 				t.Errorf("error kind: %v is a conflict or invalid request (exit 4 or 2), want a runtime error", err)
@@ -56,50 +65,10 @@ func TestNodePublishTargetIsChecked(t *testing.T) {
 			if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
 				t.Errorf("something was made where the link points: %v", entries)
 			}
-		})
-	}
-}
-
-// A plugin that answers NodePublishVolume with OK, makes the target (a directory, or a file for
-// a block volume) and mounts nothing on it, or mounts the volume at another path, would have the
-// claim recorded published and the alloc write into the state dir on the host's disk, not the
-// volume. "Published" means mounted at the target (reconcile restores a published claim whose
-// target is not mounted): the claim fails with an error naming the plugin, the volume and the
-// target, and is rolled back as for the other wrong targets.
-func TestNodePublishTargetMustBeAMountPoint(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		make func(target string) error
-		att  spec.AttachmentMode
-	}{
-		{"directory", func(target string) error { return os.Mkdir(target, 0o750) }, spec.FileSystem},
-		{"block", func(target string) error { return os.WriteFile(target, nil, 0o600) }, spec.BlockDevice},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, func(c *csitest.MemConfig) { c.MakeTarget = tc.make })
-			h.mounts.notMounted(true)
-			h.create(volume("v", spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: tc.att}))
-			_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
-			target := publishPath(h.dir, "a", "v", false, tc.att, spec.SingleNodeWriter)
-			want := `plugin "mem" answered OK for volume "v", but the target ` + target + " is not a mount point"
-			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "rolled back") {
-				t.Fatalf("claim with nothing mounted at the target = %v\nwant an error saying %s, and the claim rolled back", err, want)
+			if tc.unmounted { // a plugin that mounts again is published at once
+				h.mounts.notMounted(false)
+				h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 			}
-			if errors.Is(err, ErrConflict) || errors.Is(err, ErrInvalid) {
-				t.Errorf("error kind: %v is a conflict or invalid request (exit 4 or 2), want a runtime error", err)
-			}
-			if live := h.liveClaims("v"); len(live) != 0 {
-				t.Fatalf("claims after the unmounted target = %+v, want none (rolled back)", live)
-			}
-			if got := h.mem.CallCount(csi.RPCNodeUnpublishVolume); got != 1 {
-				t.Errorf("NodeUnpublishVolume sent %d times, want once", got)
-			}
-			if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("target after the rollback: %v, want it gone", err)
-			}
-			// A plugin that mounts again is published at once.
-			h.mounts.notMounted(false)
-			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 		})
 	}
 }
