@@ -114,6 +114,9 @@ func (l *locker) makeTargetParent(ctx context.Context, target string) error {
 // missing or not a symlink, or its parent is missing or reached through a symlink (which the
 // publish path refuses, naming it).
 func (l *locker) removeTargetLink(ctx context.Context, target string) (string, bool, error) {
+	if fi, err := os.Lstat(target); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return "", false, nil // the usual case, gone, costs no lock (the walk below decides)
+	}
 	unlock, err := l.dirs(ctx, true)
 	if err != nil {
 		return "", false, err

@@ -232,8 +232,9 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 // write wherever the link leads; one that makes the directory and mounts nothing on it (or
 // mounts elsewhere) would have them write into the state dir on the host's disk, and
 // reconcile would find the claim lost (restoreIfUnmounted). Whether it is a mount point is
-// asked of the mount table for this one path (MountTable.Mounted), which reads no table. The target is opened as every path
-// below the state dir is (nofollow.go), without following any component. A failure is final
+// asked of the mount table for this one path (MountTable.Mounted), which reads no table. The
+// target is opened as every path below the state dir is (nofollow.go), without following any
+// component. A failure is final
 // (errBadAnswer): the claim is rolled back, and the release's NodeUnpublishVolume asks the
 // plugin to remove what it made.
 func (e *Engine) checkTarget(v store.Volume, cl *store.Claim, c *conn) error {
