@@ -681,7 +681,7 @@ func (f *fixture) claimOnMem(cfg csitest.MemConfig) *csitest.Faults {
 	t := f.t
 	t.Helper()
 	faults := csitest.NewFaults()
-	f.mem = csitest.NewMemPlugin(cfg)
+	f.mem = csitest.NewMountingMemPlugin(t, cfg)
 	socket, _ := csitest.Serve(t, csitest.WithServer(f.mem), csitest.WithFaults(faults))
 	f.register(spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket})
 	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}

@@ -58,7 +58,7 @@ func observedMem(t *testing.T, faults *csitest.Faults) (*Metrics, *engine.Engine
 	t.Helper()
 	ctx := context.Background()
 	m := New()
-	opts := []csitest.ServeOption{csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig()))}
+	opts := []csitest.ServeOption{csitest.WithServer(csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig()))}
 	if faults != nil {
 		opts = append(opts, csitest.WithFaults(faults))
 	}
