@@ -27,7 +27,7 @@ const terminalText = "\u009b31m\u007f\u0085\u2028\u2029end"
 // escapes, and still decode to exactly what the plugin said.
 func TestJSONOutputEscapesC1(t *testing.T) {
 	ctx := context.Background()
-	mem := csitest.NewMemPlugin(echoingMemConfig(terminalText))
+	mem := csitest.NewMountingMemPlugin(t, echoingMemConfig(terminalText))
 	answer := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		resp, err := handler(ctx, req)
 		if r, ok := resp.(*csipb.CreateVolumeResponse); ok && err == nil {
