@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -59,9 +58,9 @@ each event is then one JSON object per line, else the list is one JSON array (do
 	fl.IntVarP(&opts.Limit, "limit", "n", 0, "only the newest `N` events (0: every event kept)")
 	fl.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new events until interrupted")
 	fl.StringVar(&opts.Filter.Kind, "kind", "", "only events of this kind (claim, release, plugin-health, volume-create, ...)")
-	fl.StringVar(&opts.Filter.VolumeID, "volume", "", "only events of this volume")
-	fl.StringVar(&opts.Filter.Alloc, "alloc", "", "only events of this alloc")
-	fl.StringVar(&opts.Filter.PluginID, "plugin", "", "only events of this plugin")
+	idVar(fl, &opts.Filter.VolumeID, "volume", "only events of this volume")
+	idVar(fl, &opts.Filter.Alloc, "alloc", "only events of this alloc")
+	idVar(fl, &opts.Filter.PluginID, "plugin", "only events of this plugin")
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd
 }
@@ -196,10 +195,12 @@ func (w *eventWriter) write(evs []engine.EventInfo, first bool) error {
 		}
 		return nil
 	case w.opts.Exporter.JSON:
-		enc := json.NewEncoder(w.out)
-		enc.SetEscapeHTML(false)
 		for _, ev := range evs {
-			if err := enc.Encode(ev); err != nil {
+			b, err := marshalJSON(ev, false)
+			if err != nil {
+				return err
+			}
+			if _, err := w.out.Write(b); err != nil {
 				return err
 			}
 		}

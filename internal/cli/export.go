@@ -70,7 +70,9 @@ Register the volumes with volctl nomad register (which also stops volctl from cl
 		Example: `  volctl export nomad db
   volctl export nomad --group web --out ./cluster
   volctl export nomad --all --driver exec --command /bin/sh --arg -c --arg 'echo hi > /data/x; sleep 3600'`,
-		RunE: runOpts(opts, func(args []string) { opts.Volumes = args }, runF, exportNomadRun),
+		RunE: runOpts(opts, func(args []string) {
+			opts.Volumes, opts.Groups = typedIDs(args), typedIDs(opts.Groups)
+		}, runF, exportNomadRun),
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVar(&opts.Groups, "group", nil, "export a group (a job) and the volumes it uses; repeatable")

@@ -172,7 +172,7 @@ each is bind-mounted when the group has volume_mount blocks.`,
   volctl group status web
   volctl group status web -t '{{range .allocs}}{{.name}}{{"\n"}}{{end}}'`,
 		Args: maximumArgs(1),
-		RunE: runOpts(opts, firstArg(&opts.Name), runF, groupStatusRun),
+		RunE: runOpts(opts, idArg(&opts.Name), runF, groupStatusRun),
 	}
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd
@@ -280,7 +280,7 @@ func newCmdGroupStop(f *Factory, runF func(*GroupStopOptions) error) *cobra.Comm
 for volctl reconcile, which releases the claims of stopped groups (exit 1 meanwhile).`,
 		Example: `  volctl group stop web`,
 		Args:    exactArgs(1),
-		RunE:    runOpts(opts, firstArg(&opts.Name), runF, groupStopRun),
+		RunE:    runOpts(opts, idArg(&opts.Name), runF, groupStopRun),
 	}
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd
@@ -303,8 +303,7 @@ func groupStopRun(ctx context.Context, opts *GroupStopOptions) error {
 		}
 		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, info), "group %q stopped", opts.Name)
 	}
-	fmt.Fprintf(opts.IO.Out, "Group %q stopped; its claims are released\n", opts.Name)
-	return nil
+	return printDone(opts.IO.Out, fmt.Sprintf("Group %q stopped; its claims are released\n", opts.Name), "group %q stopped", opts.Name)
 }
 
 func newCmdGroup(f *Factory) *cobra.Command {

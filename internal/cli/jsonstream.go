@@ -3,9 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/volctl/volctl/internal/engine"
 )
@@ -83,13 +81,13 @@ func appendVolumeSummaryJSON(b []byte, v *engine.VolumeSummary) []byte {
 	return append(b, "\n  }"...)
 }
 
-// appendJSONString appends s quoted as encoding/json quotes it with HTML escaping off. IDs,
-// names and modes are printable ASCII nearly always, and are copied between quotes as they
-// are; anything else (a quote, a backslash, a control character, non-ASCII, invalid UTF-8)
-// goes through encoding/json itself, so the two can never differ.
+// appendJSONString appends s quoted as marshalJSON quotes it. IDs, names and modes are
+// printable ASCII nearly always, and are copied between quotes as they are; anything else (a
+// quote, a backslash, a control character or DEL, non-ASCII, invalid UTF-8) goes through
+// marshalJSON itself, so the two can never differ.
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
 			return appendJSONStringSlow(b, s)
 		}
 	}
@@ -99,15 +97,9 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 func appendJSONStringSlow(b []byte, s string) []byte {
-	var w sliceWriter
-	enc := json.NewEncoder(&w)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s); err != nil { // a string always encodes
+	q, err := marshalJSON(s, false)
+	if err != nil { // a string always encodes
 		panic(err)
 	}
-	return append(b, w[:len(w)-1]...) // Encode ends with a newline
+	return append(b, q[:len(q)-1]...) // it ends with a newline
 }
-
-type sliceWriter []byte
-
-func (w *sliceWriter) Write(p []byte) (int, error) { *w = append(*w, p...); return len(p), nil }

@@ -63,7 +63,7 @@ mark stays unless Nomad then says it has no such volume.
 --dry-run shows what would be registered or changed, and changes nothing.`,
 		Example: `  NOMAD_ADDR=http://127.0.0.1:4646 volctl nomad register db
   volctl nomad register --all --dry-run`,
-		RunE: runOpts(opts, func(args []string) { opts.Volumes = args }, runF, nomadRegisterRun),
+		RunE: runOpts(opts, idArgs(&opts.Volumes), runF, nomadRegisterRun),
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "register every volume")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would change; change nothing")
@@ -225,7 +225,7 @@ with NOMAD_ADDR naming another cluster, the volume is not taken back.
 --force takes it back without asking Nomad (when the cluster is gone); two orchestrators must
 never claim one volume at once, so be sure Nomad no longer uses it.`,
 		Example: `  nomad volume deregister db && volctl nomad release db`,
-		RunE:    runOpts(opts, func(args []string) { opts.Volumes = args }, runF, nomadReleaseRun),
+		RunE:    runOpts(opts, idArgs(&opts.Volumes), runF, nomadReleaseRun),
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "take back every handed-over volume")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "take volumes back without checking that Nomad no longer has them")
@@ -342,7 +342,7 @@ in Nomad or not, schedulable, the plugin's health there, and the allocs that cla
 reading and for writing.`,
 		Example: `  volctl nomad status
   volctl nomad status db --json`,
-		RunE: runOpts(opts, func(args []string) { opts.Volumes = args }, runF, nomadStatusRun),
+		RunE: runOpts(opts, idArgs(&opts.Volumes), runF, nomadStatusRun),
 	}
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd

@@ -181,6 +181,15 @@ func afterDone(err error, format string, args ...any) error {
 	return fmt.Errorf("%s; only printing it failed: %w", fmt.Sprintf(format, args...), err)
 }
 
+// printDone prints line, an acting command's result, to w. The work is done by then; when the
+// line cannot be written (stdout closed, a file on a full disk), the command fails all the
+// same (exit 1), with afterDone's error saying what was done, so that a script reading the
+// line (TARGET=$(volctl volume claim ...)) never takes an empty answer for success.
+func printDone(w io.Writer, line, format string, args ...any) error {
+	_, err := io.WriteString(w, line)
+	return afterDone(err, format, args...)
+}
+
 // escapeLines is s with every control character but the newlines between its lines shown as
 // display.Escape shows it: for messages of more than one line (an error joining several) that
 // word data from outside volctl.
@@ -235,7 +244,7 @@ func (e *exportFlags) writeJQ(ctx context.Context, w io.Writer, data any) error 
 			if err != nil {
 				return usageError("--jq %s: %v", e.JQ, err)
 			}
-			buf.Write(b)
+			buf.Write(escapeJSONControls(b))
 		}
 		buf.WriteByte('\n')
 	}
@@ -245,11 +254,8 @@ func (e *exportFlags) writeJQ(ctx context.Context, w io.Writer, data any) error 
 
 var templateFuncs = template.FuncMap{
 	"json": func(v any) (string, error) {
-		var b strings.Builder
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		err := enc.Encode(v)
-		return strings.TrimSuffix(b.String(), "\n"), err
+		b, err := marshalJSON(v, false)
+		return strings.TrimSuffix(string(b), "\n"), err
 	},
 	"join": func(sep string, v []any) string {
 		parts := make([]string, len(v))
@@ -262,13 +268,68 @@ var templateFuncs = template.FuncMap{
 	"lower": strings.ToLower,
 }
 
-// writeJSON prints v indented, with <, > and & as they are: the output is read by programs
-// and people, never embedded in HTML.
+// writeJSON prints v indented, as marshalJSON makes it.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	b, err := marshalJSON(v, true)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// marshalJSON is the one place volctl makes the JSON text it prints (--json, -t's json, and,
+// through escapeJSONControls, --jq's results): v encoded, a newline after it, indented by two
+// spaces when indent is set, with <, > and & as they are (the output is read by programs and
+// people, never embedded in HTML), and with every character a terminal could act on escaped
+// (escapeJSONControls).
+func marshalJSON(v any, indent bool) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if indent {
+		enc.SetIndent("", "  ")
+	}
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return escapeJSONControls(b.Bytes()), nil
+}
+
+// escapeJSONControls rewrites, in the JSON text b, each DEL, C1 control (U+0080–U+009F),
+// U+2028 and U+2029 as a \u escape. encoding/json escapes C0 only (and U+2028/2029), gojq C0
+// and DEL: the rest would reach a terminal raw, and C1's U+009B is an escape sequence's CSI
+// (a plugin's node ID, version or context could recolour the screen or worse). Escaped, the
+// text is still JSON and decodes to the same strings. In JSON these characters can stand only
+// inside strings, and b is valid UTF-8 (both encoders write nothing else), so a byte scan is
+// exact: 0x7f is DEL, 0xc2 0x80–0x9f a C1 control, 0xe2 0x80 0xa8/0xa9 U+2028/2029.
+func escapeJSONControls(b []byte) []byte {
+	var out []byte
+	done := 0 // b[:done] is in out
+	for i := 0; i < len(b); i++ {
+		var r rune
+		n := 0
+		switch c := b[i]; {
+		case c < 0x7f:
+			continue
+		case c == 0x7f:
+			r, n = 0x7f, 1
+		case c == 0xc2 && i+1 < len(b) && b[i+1] >= 0x80 && b[i+1] <= 0x9f:
+			r, n = rune(b[i+1]), 2
+		case c == 0xe2 && i+2 < len(b) && b[i+1] == 0x80 && (b[i+2] == 0xa8 || b[i+2] == 0xa9):
+			r, n = 0x2000|rune(b[i+2]-0x80), 3
+		default:
+			continue
+		}
+		out = append(out, b[done:i]...)
+		out = fmt.Appendf(out, `\u%04x`, r)
+		done = i + n
+		i += n - 1
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[done:]...)
 }
 
 // none is what an empty table cell shows.

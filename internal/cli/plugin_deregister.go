@@ -43,7 +43,7 @@ the attachment, saying so.`,
 		Example: `  volctl plugin deregister hostpath
   volctl plugin deregister hostpath --force --yes`,
 		Args: exactArgs(1),
-		RunE: runOpts(opts, firstArg(&opts.ID), runF, pluginDeregisterRun),
+		RunE: runOpts(opts, idArg(&opts.ID), runF, pluginDeregisterRun),
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "deregister even while volumes use the plugin or snapshots made through it are recorded")
 	addYesFlag(cmd, &opts.Yes, "for --force off a terminal")
@@ -75,6 +75,5 @@ func deregisterRun(ctx context.Context, opts *DeregisterOptions, action, noun st
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.IO.Out, "%s %q deregistered\n", noun, opts.ID)
-	return nil
+	return printDone(opts.IO.Out, fmt.Sprintf("%s %q deregistered\n", noun, opts.ID), "%s %q deregistered", noun, opts.ID)
 }

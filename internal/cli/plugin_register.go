@@ -79,7 +79,7 @@ be reached or fingerprinted.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.ID, "id", "", "the plugin's ID (what volume specs name in plugin_id)")
+	idVar(fl, &opts.ID, "id", "the plugin's ID (what volume specs name in plugin_id)")
 	fl.StringVar(&opts.Type, "type", string(spec.PluginMonolith), "monolith, controller or node")
 	fl.StringVar(&opts.Socket, "socket", "", "the plugin's socket (PATH or unix://PATH): a monolith's one socket, or a controller's or node plugin's")
 	fl.StringVar(&opts.ControllerSocket, "controller-socket", "", "a split monolith's controller socket")

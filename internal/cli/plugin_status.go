@@ -39,7 +39,7 @@ not ready yet exits 0).`,
   volctl plugin status hostpath
   volctl plugin status hostpath -t '{{.healthy}} {{.probe_latency_ms}}'`,
 		Args: maximumArgs(1),
-		RunE: runOpts(opts, firstArg(&opts.ID), runF, pluginStatusRun),
+		RunE: runOpts(opts, idArg(&opts.ID), runF, pluginStatusRun),
 	}
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd

@@ -43,7 +43,7 @@ With a volume ID or prefix it is volctl volume status ID.`,
   volctl status db
   volctl status --json`,
 		Args: maximumArgs(1),
-		RunE: runOpts(opts, firstArg(&opts.ID), runF, statusRun),
+		RunE: runOpts(opts, idArg(&opts.ID), runF, statusRun),
 	}
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -53,10 +52,10 @@ claim is in. Mounting needs root.`,
   volctl volume claim db --alloc report-1 --read-only --access-mode multi-node-single-writer
   TARGET=$(volctl volume claim db --alloc web-0 -t '{{.target_path}}')`,
 		Args: exactArgs(1),
-		RunE: runOpts(opts, firstArg(&opts.VolumeID), runF, volumeClaimRun),
+		RunE: runOpts(opts, idArg(&opts.VolumeID), runF, volumeClaimRun),
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Alloc, "alloc", "", "the alloc claiming the volume (required)")
+	idVar(fl, &opts.Alloc, "alloc", "the alloc claiming the volume (required)")
 	fl.BoolVar(&opts.ReadOnly, "read-only", false, "claim for reading only")
 	fl.StringVar(&opts.AccessMode, "access-mode", "", "access mode: "+joinModes(spec.AccessModes))
 	fl.StringVar(&opts.AttachmentMode, "attachment-mode", "", "attachment mode: "+joinModes(spec.AttachmentModes))
@@ -127,6 +126,5 @@ func volumeClaimRun(ctx context.Context, opts *VolumeClaimOptions) error {
 	if opts.Exporter.Enabled() {
 		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, cl), "claim %q for alloc %q published at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
 	}
-	fmt.Fprintln(opts.IO.Out, cl.TargetPath)
-	return nil
+	return printDone(opts.IO.Out, cl.TargetPath+"\n", "claim %q for alloc %q published at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
 }

@@ -37,7 +37,7 @@ the same delete or by volctl reconcile.
 It asks first on a terminal and needs --yes otherwise.`,
 		Example: `  volctl volume delete scratch --yes`,
 		Args:    exactArgs(1),
-		RunE:    runOpts(opts, firstArg(&opts.ID), runF, volumeDeleteRun),
+		RunE:    runOpts(opts, idArg(&opts.ID), runF, volumeDeleteRun),
 	}
 	addYesFlag(cmd, &opts.Yes, "off a terminal")
 	return cmd
@@ -54,6 +54,5 @@ func volumeDeleteRun(ctx context.Context, opts *VolumeDeleteOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.IO.Out, "Volume %q deleted\n", opts.ID)
-	return nil
+	return printDone(opts.IO.Out, fmt.Sprintf("Volume %q deleted\n", opts.ID), "volume %q deleted", opts.ID)
 }

@@ -31,7 +31,7 @@ It asks first on a terminal and needs --yes otherwise.`,
 		Example: `  volctl volume deregister db --yes
   volctl volume deregister db --force --yes`,
 		Args: exactArgs(1),
-		RunE: runOpts(opts, firstArg(&opts.ID), runF, volumeDeregisterRun),
+		RunE: runOpts(opts, idArg(&opts.ID), runF, volumeDeregisterRun),
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "release the volume's claims first, and send an owed ControllerUnpublishVolume or else forget the attachment")
 	addYesFlag(cmd, &opts.Yes, "off a terminal")

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -43,7 +44,7 @@ be released (it is left for volctl reconcile).`,
 		Example: `  volctl volume detach db --yes
   volctl volume detach db --force --yes`,
 		Args: exactArgs(1),
-		RunE: runOpts(opts, firstArg(&opts.VolumeID), runF, volumeDetachRun),
+		RunE: runOpts(opts, idArg(&opts.VolumeID), runF, volumeDetachRun),
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "skip the node RPCs (the plugin is gone) and free the claims anyway")
 	addYesFlag(cmd, &opts.Yes, "off a terminal")
@@ -78,8 +79,14 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 		}
 		return err
 	}
+	var lines strings.Builder
 	for _, c := range res.Released {
-		fmt.Fprintf(opts.IO.Out, "Released %s claim of alloc %q\n", c.Mode, c.Alloc)
+		fmt.Fprintf(&lines, "Released %s claim of alloc %q\n", c.Mode, c.Alloc)
+	}
+	if lines.Len() > 0 {
+		if werr := printDone(opts.IO.Out, lines.String(), "volume %q: %d claim(s) released", opts.VolumeID, len(res.Released)); werr != nil && err == nil {
+			err = werr
+		}
 	}
 	if len(res.Released) == 0 && len(res.Failed) == 0 && err == nil {
 		fmt.Fprintf(opts.IO.ErrOut, "Volume %q has no claims: nothing to detach\n", opts.VolumeID)

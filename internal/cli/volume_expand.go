@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -45,7 +46,7 @@ is refused (exit 2).`,
 		Example: `  volctl volume expand db --size 20GiB
   volctl volume expand db --size 20GiB --limit 40GiB --json`,
 		Args: exactArgs(1),
-		RunE: runOpts(opts, firstArg(&opts.ID), runF, volumeExpandRun),
+		RunE: runOpts(opts, idArg(&opts.ID), runF, volumeExpandRun),
 	}
 	cmd.Flags().StringVar(&opts.Size, "size", "", `the size to grow to, e.g. "20GiB" (required)`)
 	cmd.Flags().StringVar(&opts.Limit, "limit", "", "a new upper bound (capacity_max) for the plugin")
@@ -95,17 +96,18 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 		}
 		return afterDone(opts.Exporter.Write(ctx, opts.IO.Out, v), "volume %q expanded", v.ID)
 	}
+	var out strings.Builder
 	switch {
 	case v.CapacityBytes == before.CapacityBytes && v.RequestedMin == before.RequestedMin && before.NodeExpansionOwed > v.NodeExpansionOwed:
-		fmt.Fprintf(opts.IO.Out, "Volume %q expanded on the node to %s\n", v.ID, bytesIEC(before.NodeExpansionOwed))
+		fmt.Fprintf(&out, "Volume %q expanded on the node to %s\n", v.ID, bytesIEC(before.NodeExpansionOwed))
 	case v.CapacityBytes == before.CapacityBytes && v.RequestedMin == before.RequestedMin:
-		fmt.Fprintf(opts.IO.Out, "Volume %q is already %s\n", v.ID, bytesIEC(max(v.CapacityBytes, v.RequestedMin)))
+		fmt.Fprintf(&out, "Volume %q is already %s\n", v.ID, bytesIEC(max(v.CapacityBytes, v.RequestedMin)))
 	default:
-		fmt.Fprintf(opts.IO.Out, "Volume %q expanded to %s\n", v.ID, bytesIEC(v.CapacityBytes))
+		fmt.Fprintf(&out, "Volume %q expanded to %s\n", v.ID, bytesIEC(v.CapacityBytes))
 	}
 	if v.NodeExpansionOwed > 0 {
-		fmt.Fprintf(opts.IO.Out, "The node expansion to %s is owed: it is sent when a claim next publishes the volume on this node\n",
+		fmt.Fprintf(&out, "The node expansion to %s is owed: it is sent when a claim next publishes the volume on this node\n",
 			bytesIEC(v.NodeExpansionOwed))
 	}
-	return nil
+	return printDone(opts.IO.Out, out.String(), "volume %q: expand done", v.ID)
 }

@@ -35,9 +35,9 @@ Releasing a claim that does not exist is a no-op: it says so on stderr and exits
 		Example: `  volctl volume release db --alloc web-0
   volctl volume release db --alloc web-0 --json`,
 		Args: exactArgs(1),
-		RunE: runOpts(opts, firstArg(&opts.VolumeID), runF, volumeReleaseRun),
+		RunE: runOpts(opts, idArg(&opts.VolumeID), runF, volumeReleaseRun),
 	}
-	cmd.Flags().StringVar(&opts.Alloc, "alloc", "", "the alloc whose claim to release (required)")
+	idVar(cmd.Flags(), &opts.Alloc, "alloc", "the alloc whose claim to release (required)")
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd
 }
@@ -71,7 +71,8 @@ func volumeReleaseRun(ctx context.Context, opts *VolumeReleaseOptions) error {
 		return err
 	}
 	if res.Released {
-		fmt.Fprintf(opts.IO.Out, "Released %s claim of alloc %q on volume %q\n", res.Claim.Mode, opts.Alloc, opts.VolumeID)
+		return printDone(opts.IO.Out, fmt.Sprintf("Released %s claim of alloc %q on volume %q\n", res.Claim.Mode, opts.Alloc, opts.VolumeID),
+			"claim %q for alloc %q released", opts.VolumeID, opts.Alloc)
 	}
 	return nil
 }

@@ -59,7 +59,7 @@ take. Exits 2 when the plugin cannot snapshot (no CREATE_DELETE_SNAPSHOT).`,
   volctl volume snapshot create db db-before-upgrade --parameter type=full --json`,
 		Args: rangeArgs(1, 2),
 		RunE: runOpts(opts, func(args []string) {
-			opts.VolumeID = args[0]
+			opts.VolumeID = typedID(args[0])
 			if len(args) == 2 {
 				opts.Name = args[1]
 			}
@@ -183,7 +183,7 @@ created with, when they all carry the same ones; when they differ, it sends none
 		Args: exactArgs(0),
 		RunE: runOpts(opts, nil, runF, snapshotListRun),
 	}
-	cmd.Flags().StringVar(&opts.PluginID, "plugin", "", "list only this plugin's snapshots")
+	idVar(cmd.Flags(), &opts.PluginID, "plugin", "list only this plugin's snapshots")
 	cmd.Flags().StringArrayVar(&opts.Secrets, "secret", nil, "a secret for the plugin, KEY=VALUE (repeatable)")
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd
@@ -271,7 +271,10 @@ terminal and needs --yes otherwise.`,
 		Example: `  volctl volume snapshot delete hostpath snap-5f2c0e9a1b7d4c3e8f6a2b1c --yes
   volctl volume snapshot delete ebs snap-0a1b2c --secret token=abc --yes`,
 		Args: exactArgs(2),
-		RunE: runOpts(opts, func(args []string) { opts.PluginID, opts.SnapshotID = args[0], args[1] }, runF, snapshotDeleteRun),
+		RunE: runOpts(opts, func(args []string) {
+			// The snapshot ID is the plugin's, compared as bytes: only the plugin ID is volctl's.
+			opts.PluginID, opts.SnapshotID = typedID(args[0]), args[1]
+		}, runF, snapshotDeleteRun),
 	}
 	addYesFlag(cmd, &opts.Yes, "off a terminal")
 	cmd.Flags().StringArrayVar(&opts.Secrets, "secret", nil, "a secret for the plugin, KEY=VALUE (repeatable)")

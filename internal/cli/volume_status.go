@@ -43,7 +43,7 @@ plugin health is as last recorded (volctl plugin status probes live).`,
   volctl volume status --json
   volctl volume status db -t '{{range .claims}}{{.alloc}} {{.state}}{{"\n"}}{{end}}'`,
 		Args: maximumArgs(1),
-		RunE: runOpts(opts, firstArg(&opts.ID), runF, volumeStatusRun),
+		RunE: runOpts(opts, idArg(&opts.ID), runF, volumeStatusRun),
 	}
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd

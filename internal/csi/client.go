@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -213,12 +214,15 @@ func invoke[Req proto.Message, Resp any](ctx context.Context, c *Client, ep *end
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ReportProgress(ctx, rpc)
-	resp, err := call(cctx, req)
+	// gRPC fills p only when the call got a stream on a connection, handshake done: with p
+	// empty the call never reached whatever listens on the socket (translate, reached).
+	var p peer.Peer
+	resp, err := call(cctx, req, grpc.Peer(&p))
 	if err != nil {
 		var zero Resp
 		text := func(msg string) string { return c.pluginText(ctx, req, msg) }
 		deadline, _ := cctx.Deadline()
-		return zero, translate(ctx, rpc, ep.socket, timeout, deadline, err, text, proto.Size(req))
+		return zero, translate(ctx, rpc, ep.socket, timeout, deadline, err, text, proto.Size(req), p.Addr != nil)
 	}
 	return resp, nil
 }

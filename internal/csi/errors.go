@@ -181,7 +181,10 @@ func classify(rpc string, code codes.Code) Class {
 // when it was the caller who gave up. text makes the plugin's message fit to show: it scrubs
 // the secret values and mount flags a careless or hostile plugin might echo in it. reqSize is
 // the size of the request sent, in bytes; deadline is the one its timeout set on the call.
-func translate(ctx context.Context, rpc, socket string, timeout time.Duration, deadline time.Time, err error, text func(string) string, reqSize int) error {
+// reached says the call got a stream on a connection whose gRPC handshake was done (gRPC's
+// Peer call option was filled): its error is then the plugin's answer or a connection lost
+// mid-call, never a handshake that failed, whatever its message says.
+func translate(ctx context.Context, rpc, socket string, timeout time.Duration, deadline time.Time, err error, text func(string) string, reqSize int, reached bool) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%s: %w", rpc, ctxErr)
 	}
@@ -202,16 +205,22 @@ func translate(ctx context.Context, rpc, socket string, timeout time.Duration, d
 	case e.Code == codes.Unavailable:
 		if msg, h := socketProblem(socket); msg != "" {
 			e.Message, e.Hint = msg, h
-		} else if msg, h := handshakeProblem(socket, st.Message()); msg != "" {
-			e.Message, e.Hint = msg, h
+		} else if !reached {
+			// gRPC gives no typed account of a failed handshake: its transport's words are
+			// all there is (handshakeProblem), read only for a call that never got a stream.
+			if msg, h := handshakeProblem(socket, st.Message()); msg != "" {
+				e.Message, e.Hint = msg, h
+			}
 		}
 	case e.Code == codes.ResourceExhausted && grpcTooLarge().MatchString(st.Message()):
 		// Not the plugin out of a resource: a message over gRPC's size limit, which the same
 		// call would send or get again. Final, whatever RESOURCE_EXHAUSTED usually means.
 		e.Class = Final
 		e.Message, e.Hint, e.AnswerTooLarge = tooLarge(rpc, st.Message(), reqSize)
-	case e.Code == codes.DeadlineExceeded && strings.Contains(st.Message(), grpcNoReadyConnection):
-		// The call never reached a plugin: the timeout ran out while gRPC was still connecting.
+	case e.Code == codes.DeadlineExceeded && !reached:
+		// The call never reached a plugin: the timeout ran out while gRPC was still connecting
+		// (its message says "while waiting for connections to become ready"; a plugin may
+		// say the same, which reached tells apart).
 		if msg, h := socketProblem(socket); msg != "" {
 			e.Message, e.Hint = msg, h
 		} else {
@@ -265,8 +274,6 @@ func tooLarge(rpc, detail string, reqSize int) (msg, hint string, answer bool) {
 // but the HTTP/2 handshake on it failed. A socket that does not exist or that nobody listens
 // on never gets this far.
 const (
-	// The deadline ran out while the channel was still connecting.
-	grpcNoReadyConnection = "while waiting for connections to become ready"
 	// The handshake: the client's preface and SETTINGS frame out, the server's SETTINGS back.
 	grpcWritePreface  = "failed to write client preface"
 	grpcWriteSettings = "failed to write initial settings frame"

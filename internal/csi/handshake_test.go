@@ -216,3 +216,26 @@ func TestSocketThatHangsUpAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginErrorsWordedAsGRPCsAreThePlugins: a plugin answers in gRPC's own words for a
+// transport failure — DEADLINE_EXCEEDED "... while waiting for connections to become ready"
+// (a channel that never connected), UNAVAILABLE "... error reading server preface" (a failed
+// handshake); a plugin proxying another service may pass them on. The call did reach a plugin,
+// which answered: the error is the plugin's, its message kept, not a handshake that never
+// happened on a socket that works.
+func TestPluginErrorsWordedAsGRPCsAreThePlugins(t *testing.T) {
+	for code, msg := range map[codes.Code]string{
+		codes.DeadlineExceeded: "context deadline exceeded while waiting for connections to become ready",
+		codes.Unavailable:      "connection error: desc = \"error reading server preface: EOF\"",
+	} {
+		h := newHarness(t, csitest.DefaultMemConfig())
+		h.faults.Inject(csi.RPCNodeGetInfo, csitest.Fault{Code: code, Message: msg})
+		_, err := h.client.NodeGetInfo(context.Background())
+		if csi.CodeOf(err) != code {
+			t.Fatalf("NodeGetInfo = %v, want the plugin's %v", err, code)
+		}
+		if strings.Contains(err.Error(), "handshake") || !strings.Contains(err.Error(), msg) {
+			t.Errorf("NodeGetInfo error %q: want the plugin's message, not a handshake that never failed", err)
+		}
+	}
+}

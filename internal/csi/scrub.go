@@ -17,8 +17,9 @@ import (
 // would shred it past reading, and the markers' places would spell the value out anyway
 // ("[REDACTED]l-1" for a secret "vo" in "vol-1"). Such a value is not scrubbed in any form:
 // its encodings ("726f", "cm8=") are as short and as common. Spec validation does not refuse
-// such secrets: CSI allows them, and volctl still never prints them from its own records.
-const minScrubLen = 3
+// such secrets (CSI allows them, and volctl still never prints them from its own records); it
+// warns of them.
+const minScrubLen = spec.MinScrubLen
 
 // scrub replaces every sensitive value found in msg, in every form a plugin might echo it in:
 // as it is; quoted by Go, by protobuf's text form or by JSON (quotes, backslashes and control

@@ -91,7 +91,7 @@ func (d *decoder) agentSettings(b *hcl.Block, settings map[string]time.Duration)
 		dur, err := time.ParseDuration(v.AsString())
 		switch {
 		case err != nil:
-			bad(fmt.Sprintf("%q is not a duration; write %s like \"5s\" or \"1m\".", v.AsString(), name))
+			bad(fmt.Sprintf("%q is not a duration; write %s like \"5s\" or \"1m\".", shown(v.AsString()), name))
 		case dur <= 0:
 			bad(fmt.Sprintf("%s must be more than zero.", name))
 		default:

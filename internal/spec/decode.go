@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -106,12 +107,54 @@ type decoder struct {
 	diags hcl.Diagnostics
 }
 
+// errorf and warnf report a diagnostic whose detail is format with args. A string argument
+// quoted with %q is a value from the spec, by this package's habit: it is shown as shown
+// shows it; one formatted otherwise (%s: a detail built before, a list of valid names) whole.
 func (d *decoder) errorf(rng hcl.Range, summary, format string, args ...any) {
-	d.add(hcl.DiagError, rng, summary, fmt.Sprintf(format, args...))
+	d.add(hcl.DiagError, rng, summary, fmt.Sprintf(format, shownArgs(args)...))
 }
 
 func (d *decoder) warnf(rng hcl.Range, summary, format string, args ...any) {
-	d.add(hcl.DiagWarning, rng, summary, fmt.Sprintf(format, args...))
+	d.add(hcl.DiagWarning, rng, summary, fmt.Sprintf(format, shownArgs(args)...))
+}
+
+func shownArgs(args []any) []any {
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = shown(s)
+		}
+	}
+	return args
+}
+
+// detailValueMax is how many characters of a value from the spec a diagnostic's detail
+// quotes: the source line under it is cut around the value (diagnostics.go, snippet), and a
+// detail must not carry a megabyte value in full either.
+const detailValueMax = 200
+
+// shown is s as a diagnostic's detail quotes it: with %q, past detailValueMax characters, its
+// start quoted, cutMark and its size ("LLL"... (524288 bytes)), the mark outside the quotes
+// so that it does not read as part of the value; with any other verb, s whole.
+func shown(s string) any {
+	if _, cut := head([]byte(s), detailValueMax); cut != "" {
+		return longValue(s)
+	}
+	return s
+}
+
+type longValue string
+
+func (v longValue) Format(f fmt.State, verb rune) {
+	if verb != 'q' {
+		fmt.Fprintf(f, fmt.FormatString(f, verb), string(v))
+		return
+	}
+	h, _ := head([]byte(v), detailValueMax)
+	q := strconv.Quote(string(h))
+	if f.Flag('+') {
+		q = strconv.QuoteToASCII(string(h))
+	}
+	fmt.Fprintf(f, "%s%s (%d bytes)", q, cutMark, len(v))
 }
 
 // checkID reports s, an identifier of the kind what, as an error summary at rng when

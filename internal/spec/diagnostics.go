@@ -130,11 +130,20 @@ func (dw *diagnosticWriter) snippet(b *strings.Builder, d *hcl.Diagnostic) {
 		before, marked, after := line.PartitionAround(highlight)
 		prefix := fmt.Sprintf("%4d: ", line.Start.Line)
 		if marked.Empty() {
-			fmt.Fprintf(b, "%s%s\n", prefix, sourceText(sc.Bytes()))
+			text, cut := head(sc.Bytes(), snippetMaxLine)
+			fmt.Fprintf(b, "%s%s%s\n", prefix, sourceText(text), cut)
 			continue
 		}
-		// Escaped before the carets are counted, so that they sit under the escaped text.
-		pre, mid, post := sourceText(before.SliceBytes(src)), sourceText(marked.SliceBytes(src)), sourceText(after.SliceBytes(src))
+		// A line over snippetMaxLine is cut around the marked text (a one-line JSON spec may
+		// be a megabyte long). Escaped before the carets are counted, so that they sit under
+		// the escaped text.
+		preText, preCut, midText, midCut, postText, postCut := before.SliceBytes(src), "", marked.SliceBytes(src), "", after.SliceBytes(src), ""
+		if utf8.RuneCount(sc.Bytes()) > snippetMaxLine {
+			preText, preCut = tail(preText, snippetAround)
+			midText, midCut = head(midText, snippetMarked)
+			postText, postCut = head(postText, snippetAround)
+		}
+		pre, mid, post := preCut+sourceText(preText), sourceText(midText)+midCut, sourceText(postText)+postCut
 		if dw.color {
 			fmt.Fprintf(b, "%s%s%s%s%s%s\n", prefix, pre, ansiUnderline, mid, ansiReset, post)
 			continue
@@ -152,6 +161,43 @@ func (dw *diagnosticWriter) snippet(b *strings.Builder, d *hcl.Diagnostic) {
 		b.WriteByte('\n')
 	}
 	b.WriteByte('\n')
+}
+
+// How much of a source line a diagnostic quotes: a line of up to snippetMaxLine characters
+// whole; of a longer one, the marked text's first snippetMarked characters and snippetAround
+// on either side of it (a line without marked text, its first snippetMaxLine). cutMark stands
+// for what is left out.
+const (
+	snippetMaxLine = 512
+	snippetAround  = 100
+	snippetMarked  = 200
+	cutMark        = "..."
+)
+
+// head is b's first n characters, and cutMark when it left some out.
+func head(b []byte, n int) ([]byte, string) {
+	i := 0
+	for ; n > 0 && i < len(b); n-- {
+		_, size := utf8.DecodeRune(b[i:])
+		i += size
+	}
+	if i == len(b) {
+		return b, ""
+	}
+	return b[:i], cutMark
+}
+
+// tail is b's last n characters, and cutMark when it left some out.
+func tail(b []byte, n int) ([]byte, string) {
+	i := len(b)
+	for ; n > 0 && i > 0; n-- {
+		_, size := utf8.DecodeLastRune(b[:i])
+		i -= size
+	}
+	if i == 0 {
+		return b, ""
+	}
+	return b[i:], cutMark
 }
 
 // sourceText is a piece of a source line as a diagnostic shows it: its control characters

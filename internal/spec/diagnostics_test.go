@@ -131,3 +131,50 @@ func TestDiagnosticSourceControlCharactersEscaped(t *testing.T) {
 		}
 	}
 }
+
+// TestDiagnosticLongLineCut: a JSON spec is often one line (a generator's output, `jq -c`), and
+// a large one — a long context value, many parameters — is a line of a megabyte. Each
+// diagnostic quotes its source line: whole, that is a megabyte per diagnostic on the user's
+// terminal. The line is cut around the error with a visible marker, the carets still under
+// the offending value; a long value is cut too, its start kept.
+func TestDiagnosticLongLineCut(t *testing.T) {
+	pad := strings.Repeat("p", 1<<19)
+	long := strings.Repeat("L", 1<<19)
+	src := `{"id":"v","name":"v","type":"csi","plugin_id":"p","parameters":{"a":"` + pad + `"},` +
+		`"capability":[{"access_mode":"single-node-writter","attachment_mode":"file-system"},` +
+		`{"access_mode":"` + long + `","attachment_mode":"file-system"}],"context":{"b":"` + pad + `"}}`
+	p := NewParser()
+	_, diags := p.ParseVolume("vol.json", []byte(src), VerbAny)
+	if len(diags) < 2 {
+		t.Fatalf("want diagnostics for the typo and the long access mode at least, got %v", diags)
+	}
+	for _, colour := range []bool{false, true} {
+		var out strings.Builder
+		if err := p.WriteDiagnostics(&out, diags, 0, colour); err != nil {
+			t.Fatal(err)
+		}
+		if n := out.Len(); n > 1500*len(diags) {
+			t.Fatalf("colour %v: %d bytes for %d diagnostics on a %d-byte line, want the line cut around each:\n%.600s...", colour, n, len(diags), len(src), out.String())
+		}
+		if colour {
+			continue
+		}
+		lines := strings.Split(out.String(), "\n")
+		for i, l := range lines {
+			if !strings.HasPrefix(l, "   1: ") {
+				continue
+			}
+			if !strings.Contains(l, "...") {
+				t.Errorf("the cut line has no marker:\n%s", l)
+			}
+			carets := lines[i+1]
+			at := strings.Index(carets, "^")
+			if at < 0 || !strings.HasPrefix(l[at:], `"`) {
+				t.Errorf("the carets are not under the value:\n%s\n%s", l, carets)
+			}
+			if strings.Contains(l[at:], "single-node-writter") && !strings.HasPrefix(l[at:], `"single-node-writter"`) {
+				t.Errorf("the carets are not under the typo:\n%s\n%s", l, carets)
+			}
+		}
+	}
+}

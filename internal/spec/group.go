@@ -57,7 +57,10 @@ func (d *decoder) group(body hcl.Body) *Group {
 		d.errorf(b.DefRange, "Duplicate group block", "A group spec holds exactly one group block; put each group in its own file.")
 	}
 	b := blocks[0]
-	g := &Group{Name: b.Labels[0], Count: 1}
+	// The name is read in NFC, as the plugin's label is (plugin.go) and as the command line
+	// reads a typed group name: the label is kept as written by HCL, and a name stored
+	// decomposed would be found by no command.
+	g := &Group{Name: norm.NFC.String(b.Labels[0]), Count: 1}
 	nameOK := d.checkID(b.LabelRanges[0], "group name", "Invalid group name", g.Name)
 	gc := d.content(b.Body, groupSchema)
 	if a := gc.Attributes["count"]; a != nil {
@@ -242,7 +245,7 @@ func (d *decoder) volumeMount(b *hcl.Block, count int, reqs map[string]*VolumeRe
 			valid = valid || s == p
 		}
 		if !valid {
-			detail := fmt.Sprintf("%q is not a propagation mode.", s)
+			detail := fmt.Sprintf("%q is not a propagation mode.", shown(s))
 			if sug := suggest(s, propagationModes); sug != "" {
 				detail += fmt.Sprintf(" Did you mean %q?", sug)
 			}

@@ -67,7 +67,12 @@ func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
-// checkSecrets validates secret keys. Values are never printed.
+// MinScrubLen is the shortest secret value or mount flag volctl scrubs from a plugin's
+// messages (csi's scrub, which says why); a spec's shorter secret gets a warning.
+const MinScrubLen = 3
+
+// checkSecrets validates secret keys and warns of values too short to scrub. Values are
+// never printed.
 func (d *decoder) checkSecrets(m *stringMap) {
 	if m == nil {
 		return
@@ -75,6 +80,11 @@ func (d *decoder) checkSecrets(m *stringMap) {
 	for _, e := range m.entries {
 		if !validSecretKey(e.key) {
 			d.errorf(e.keyRange, "Invalid secret key", "Secret key %q is not valid: the CSI spec allows only letters, digits, \"-\", \"_\" and \".\" in secret keys.", e.key)
+		}
+		if n := len(e.value); n > 0 && n < MinScrubLen {
+			d.warnf(e.valueRange, "Secret too short to scrub", "The value of secret %q is %d bytes long. volctl never prints it from its own records, but "+
+				"it cannot scrub a value under %d bytes from a plugin's messages (it would mask ordinary text), so a plugin that echoes it in an error shows it. "+
+				"A value this short keeps nothing secret: use a longer one.", e.key, n, MinScrubLen)
 		}
 	}
 	d.checkCSIMap(m)

@@ -95,3 +95,18 @@ func TestPluginIDsAreReadInNFC(t *testing.T) {
 		t.Errorf("plugin blocks labelled %+q and %+q: %v, want them refused as one plugin declared twice", pre, dec, diags)
 	}
 }
+
+// A group's name is its block's label, which HCL keeps as written: it is read in NFC, as a
+// plugin's label is and as the command line reads a typed group name, so `group status` finds
+// the group whichever way the file or the terminal spelt it.
+func TestGroupNameIsReadInNFC(t *testing.T) {
+	const pre, dec = "caf\u00e9", "cafe\u0301"
+	g, diags := NewParser().ParseGroup("g.hcl", []byte("group \""+dec+"\" {\n  volume \"d\" {\n    type = \"csi\"\n    source = \"v\"\n"+
+		"    access_mode = \"single-node-writer\"\n    attachment_mode = \"file-system\"\n  }\n}\n"))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if g.Name != pre {
+		t.Errorf("group labelled %+q is named %+q, want %+q (NFC)", dec, g.Name, pre)
+	}
+}

@@ -135,7 +135,7 @@ func (d *decoder) plugin(b *hcl.Block) *Plugin {
 			valid = valid || p.Type == t
 		}
 		if !valid {
-			detail := fmt.Sprintf("%q is not a plugin type.", s)
+			detail := fmt.Sprintf("%q is not a plugin type.", shown(s))
 			if sug := suggest(s, joinable(pluginTypes)); sug != "" {
 				detail += fmt.Sprintf(" Did you mean %q?", sug)
 			}

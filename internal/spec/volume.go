@@ -305,7 +305,7 @@ func (d *decoder) attachmentMode(attr *hcl.Attribute) (AttachmentMode, bool) {
 // invalidMode reports s, which is not a mode (what: "an access mode"), with the nearest valid
 // one as a suggestion and every valid one listed.
 func invalidMode[M ~string](d *decoder, rng hcl.Range, summary, what, s string, modes []M) {
-	detail := fmt.Sprintf("%q is not %s.", s, what)
+	detail := fmt.Sprintf("%q is not %s.", shown(s), what)
 	if sug := suggest(s, joinable(modes)); sug != "" {
 		detail += fmt.Sprintf(" Did you mean %q?", sug)
 	}

@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"github.com/spf13/pflag"
+	"golang.org/x/text/unicode/norm"
+)
+
+// typedID is an ID typed on the command line (a volume, plugin or group ID, an alloc) as volctl
+// stores IDs: in Unicode normal form C. A spec's IDs are read in NFC (HCL normalises every
+// string; plugin and group labels are normalised as they are read), and a terminal may send
+// "é" decomposed (e U+0301): read as typed, it would name no volume, or register a plugin no
+// volume's plugin_id names. Two IDs that differ only in normalisation cannot both be stored,
+// since every way in goes through NFC; the plugin's own IDs (snapshot and external IDs) are
+// bytes to the plugin and never pass through here.
+func typedID(s string) string { return norm.NFC.String(s) }
+
+// idArg is a bind for runOpts that stores the first argument, an ID, in dst (typedID).
+func idArg(dst *string) func([]string) {
+	return func(args []string) {
+		if len(args) > 0 {
+			*dst = typedID(args[0])
+		}
+	}
+}
+
+// idArgs is a bind for runOpts that stores the arguments, IDs, in dst (typedID).
+func idArgs(dst *[]string) func([]string) {
+	return func(args []string) {
+		*dst = typedIDs(args)
+	}
+}
+
+func typedIDs(args []string) []string {
+	ids := make([]string, len(args))
+	for i, a := range args {
+		ids[i] = typedID(a)
+	}
+	return ids
+}
+
+// idFlag is a string flag holding an ID, stored as typedID makes it. Its type reads "string",
+// as a StringVar's does.
+type idFlag struct{ p *string }
+
+func (f idFlag) String() string     { return *f.p }
+func (f idFlag) Type() string       { return "string" }
+func (f idFlag) Set(s string) error { *f.p = typedID(s); return nil }
+
+// idVar defines an ID flag (idFlag) on fs.
+func idVar(fs *pflag.FlagSet, p *string, name, usage string) {
+	fs.Var(idFlag{p}, name, usage)
+}

@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// fullWriter is a stdout that takes nothing: a file on a full disk (/dev/full), a closed
+// descriptor.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) {
+	return 0, errors.New("write /dev/stdout: no space left on device")
+}
+
+// TestResultUnprintedFailsTheCommand: `TARGET=$(volctl volume claim db --alloc a)` or
+// `volctl volume claim ... > target` on a full disk. The claim is made, but the path it
+// prints is the command's product: when it cannot be written the command must fail (exit 1),
+// saying what was done and the path (on stderr, with the error), never exit 0 with nothing
+// printed. The same for the line of every acting command.
+func TestResultUnprintedFailsTheCommand(t *testing.T) {
+	h := newCLIHarness(t)
+	h.createVolume(t, "db", spec.SingleNodeWriter)
+	h.createVolume(t, "old", spec.SingleNodeWriter)
+	for _, c := range []struct {
+		what string
+		run  func(ios *iostreams.IOStreams) error
+		want string
+	}{
+		{"volume claim", func(ios *iostreams.IOStreams) error {
+			return volumeClaimRun(h.ctx, &VolumeClaimOptions{IO: ios, Engine: h.engine, VolumeID: "db", Alloc: "a1"})
+		}, `claim "db" for alloc "a1" published at ` + h.state},
+		{"volume release", func(ios *iostreams.IOStreams) error {
+			return volumeReleaseRun(h.ctx, &VolumeReleaseOptions{IO: ios, Engine: h.engine, VolumeID: "db", Alloc: "a1"})
+		}, `claim "db" for alloc "a1" released`},
+		{"volume delete", func(ios *iostreams.IOStreams) error {
+			return volumeDeleteRun(h.ctx, &VolumeDeleteOptions{IO: ios, Engine: h.engine, ID: "old", Yes: true,
+				Confirm: func(bool, string) error { return nil }})
+		}, `volume "old" deleted`},
+	} {
+		ios, _, _, _ := iostreams.Test()
+		ios.Out = fullWriter{}
+		err := c.run(ios)
+		if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "no space left") {
+			t.Errorf("%s with stdout full: %v (exit %d), want exit 1 saying %q was done and that printing failed", c.what, err, ExitCode(err), c.want)
+		}
+	}
+}
