@@ -19,7 +19,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -255,10 +257,51 @@ func prepareDir(dir string, log *slog.Logger) error {
 	if err := checkOwner(fi, "state dir", shown, "redirect volctl's mounts"); err != nil {
 		return fmt.Errorf("open state: %w", err)
 	}
+	if fi.Mode().Perm() != 0o700 {
+		if err := checkAdoptable(dir, shown, fi.Mode().Perm()); err != nil {
+			return err
+		}
+	}
 	if err := tighten(dir, 0o700, log); err != nil {
 		return fmt.Errorf("open state: state directory: %w", err)
 	}
 	return nil
+}
+
+// checkAdoptable refuses to make private (0700) a directory that is not a state dir: one that
+// holds other files and no database. A mistyped --state-dir (/var/lib, /usr, a home directory)
+// or a symlink another user planted at the path would otherwise have its mode changed under
+// everyone who uses it, as root /var/lib's. A state dir (its database there) or an empty
+// directory is volctl's to tighten.
+func checkAdoptable(dir, shown string, mode fs.FileMode) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open state: %w", err)
+	}
+	defer d.Close()
+	var others []string
+	for {
+		names, err := d.Readdirnames(64)
+		for _, name := range names {
+			if name == FileName {
+				return nil
+			}
+			others = append(others, name)
+		}
+		if err != nil || len(names) == 0 {
+			break
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	slices.Sort(others)
+	list := strings.Join(others[:min(len(others), shownNames)], ", ")
+	if len(others) > shownNames {
+		list += ", ..."
+	}
+	return fmt.Errorf("open state: %s is not a volctl state dir (no %s, and it holds other files: %s), and its mode %#o would have to become 0700 (it holds secrets): use a new or empty directory as the state dir, or chmod 700 this one to make it one",
+		shown, FileName, list, uint32(mode))
 }
 
 // prepareFile creates the database file 0600 before SQLite sees it, so its mode never depends on
