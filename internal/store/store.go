@@ -269,7 +269,7 @@ func prepareDir(dir string, log *slog.Logger) error {
 }
 
 // checkAdoptable refuses to make private (0700) a directory that is not a state dir: one that
-// holds other files and no database. A mistyped --state-dir (/var/lib, /usr, a home directory)
+// holds other files and no database (nor its -wal or -shm: prepareFile says what a WAL alone means). A mistyped --state-dir (/var/lib, /usr, a home directory)
 // or a symlink another user planted at the path would otherwise have its mode changed under
 // everyone who uses it, as root /var/lib's. A state dir (its database there) or an empty
 // directory is volctl's to tighten.
@@ -283,7 +283,7 @@ func checkAdoptable(dir, shown string, mode fs.FileMode) error {
 	for {
 		names, err := d.Readdirnames(64)
 		for _, name := range names {
-			if name == FileName {
+			if name == FileName || strings.HasPrefix(name, FileName+"-") { // its -wal, -shm
 				return nil
 			}
 			others = append(others, name)
@@ -306,8 +306,39 @@ func checkAdoptable(dir, shown string, mode fs.FileMode) error {
 
 // prepareFile creates the database file 0600 before SQLite sees it, so its mode never depends on
 // the umask, and tightens an existing one that is looser. It refuses a database, or a -wal or
-// -shm beside it, that another user owns before SQLite reads or writes any of them.
+// -shm beside it, that another user owns or that is not a regular file (SQLite answers a named
+// pipe with "disk I/O error") before SQLite reads or writes any of them, and a write-ahead log
+// left without its database.
 func prepareFile(path string, log *slog.Logger) error {
+	sizes := map[string]int64{} // of the files that exist
+	// The WAL before the database: a WAL seen with frames had its database's first page
+	// written before them, so a volctl creating the database at this moment is not mistaken
+	// for one that lost it (below).
+	for _, p := range []string{path + "-wal", path + "-shm", path} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err == nil && !fi.Mode().IsRegular() {
+			err = fmt.Errorf("state database %s is %s, not a regular file: SQLite cannot use it; move it out of the state dir", p, FileKind(fi.Mode()))
+		}
+		if err == nil && p != path {
+			err = checkOwner(fi, "state database", p, "rewrite volctl's state")
+		}
+		if err != nil {
+			return fmt.Errorf("open state: %w", err)
+		}
+		sizes[p] = fi.Size()
+	}
+	// SQLite writes the database's first page before the first frame of its WAL, so a WAL with
+	// frames beside a missing or empty database lost it (removed, truncated, not restored with
+	// it). SQLite would start an empty database over it and reset it, discarding every commit it
+	// holds, which with CloseAtExit is most recent ones.
+	if wal := sizes[path+"-wal"]; wal > walHeaderSize && sizes[path] == 0 {
+		return fmt.Errorf("open state: state database %s is missing or empty, but its write-ahead log %s holds %d bytes of commits: "+
+			"opening it would discard them; restore %s beside it, or move %s away to start with an empty state",
+			path, path+"-wal", wal, FileName, path+"-wal")
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("open state: %w", err)
@@ -319,23 +350,14 @@ func prepareFile(path string, log *slog.Logger) error {
 	if err := errors.Join(err, f.Close()); err != nil {
 		return fmt.Errorf("open state: %w", err)
 	}
-	for _, suffix := range []string{"-wal", "-shm"} {
-		fi, err := os.Stat(path + suffix)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err == nil {
-			err = checkOwner(fi, "state database", path+suffix, "rewrite volctl's state")
-		}
-		if err != nil {
-			return fmt.Errorf("open state: %w", err)
-		}
-	}
 	if err := tighten(path, 0o600, log); err != nil {
 		return fmt.Errorf("open state: %w", err)
 	}
 	return nil
 }
+
+// walHeaderSize is the size of a WAL file's header; a WAL no larger holds no commit.
+const walHeaderSize = 32
 
 // checkOwner refuses a state file or directory that another user owns: that user could swap in
 // symlinks or rows that make volctl, often running as root, mount or unmount where they choose.
