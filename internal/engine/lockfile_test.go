@@ -18,49 +18,24 @@ func TestLockFileThatIsNotARegularFileIsRefused(t *testing.T) {
 	tests := []struct {
 		name string
 		lock string // the lock file's name under locks/
-		take func(l *locker) error
+		take func(ctx context.Context, l *locker) (release func(), err error)
 		make func(t *testing.T, path string)
 		want string
 	}{
 		{"named pipe, volume lock", "volume-db.lock",
-			func(l *locker) error {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-				defer cancel()
-				release, err := l.volume(ctx, "db")
-				if err == nil {
-					release()
-				}
-				return err
-			},
+			func(ctx context.Context, l *locker) (func(), error) { return l.volume(ctx, "db") },
 			mkfifo, "is a named pipe, not a regular file"},
 		{"named pipe, directory lock", "dirs.lock",
-			func(l *locker) error {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-				defer cancel()
-				release, err := l.dirs(ctx, false)
-				if err == nil {
-					release()
-				}
-				return err
-			},
+			func(ctx context.Context, l *locker) (func(), error) { return l.dirs(ctx, false) },
 			mkfifo, "is a named pipe, not a regular file"},
 		{"named pipe, agent lock", "agent.lock",
-			func(l *locker) error {
+			func(_ context.Context, l *locker) (func(), error) {
 				release, _, err := l.exclusive("agent")
-				if err == nil && release != nil {
-					release()
-				}
-				return err
+				return release, err
 			},
 			mkfifo, "is a named pipe, not a regular file"},
 		{"symlink, volume lock", "volume-db.lock",
-			func(l *locker) error {
-				release, err := l.volume(context.Background(), "db")
-				if err == nil {
-					release()
-				}
-				return err
-			},
+			func(ctx context.Context, l *locker) (func(), error) { return l.volume(ctx, "db") },
 			func(t *testing.T, path string) {
 				if err := os.Symlink(filepath.Join(t.TempDir(), "elsewhere"), path); err != nil {
 					t.Fatal(err)
@@ -76,7 +51,15 @@ func TestLockFileThatIsNotARegularFileIsRefused(t *testing.T) {
 			path := filepath.Join(l.dir, tt.lock)
 			tt.make(t, path)
 			done := make(chan error, 1)
-			go func() { done <- tt.take(l) }()
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				release, err := tt.take(ctx, l)
+				if release != nil {
+					release()
+				}
+				done <- err
+			}()
 			select {
 			case err = <-done:
 			case <-time.After(10 * time.Second):

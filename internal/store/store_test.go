@@ -800,10 +800,7 @@ func TestOpenRefusesToMakeAForeignDirectoryPrivate(t *testing.T) {
 	})
 	t.Run("empty directory", func(t *testing.T) {
 		t.Parallel()
-		dir := filepath.Join(t.TempDir(), "state")
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		dir := t.TempDir()
 		if err := os.Chmod(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
