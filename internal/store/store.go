@@ -373,7 +373,9 @@ func checkOwner(fi fs.FileInfo, what, path, risk string) error {
 	return nil
 }
 
-// tighten sets path's permission bits to want when they differ.
+// tighten sets path's permission bits to want when they differ. Taking access away from other
+// users is a warning, shown by default: the state dir and database hold secrets, and whoever
+// runs volctl should learn that others could read (or change) them until now.
 func tighten(path string, want fs.FileMode, log *slog.Logger) error {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -383,7 +385,11 @@ func tighten(path string, want fs.FileMode, log *slog.Logger) error {
 		if err := os.Chmod(path, want); err != nil {
 			return err
 		}
-		log.Info("tightened permissions", "path", path, "was", got.String(), "now", want.String())
+		if others := got &^ want & 0o077; others != 0 {
+			log.Warn("tightened permissions: other users had access to it until now", "path", path, "was", got.String(), "now", want.String())
+		} else {
+			log.Info("tightened permissions", "path", path, "was", got.String(), "now", want.String())
+		}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,7 +133,10 @@ func TestOpenTightensLoosePermissions(t *testing.T) {
 	if err := os.Chmod(db, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(context.Background(), dir)
+	// What volctl shows by default (cli's Logger): warnings and errors.
+	var logged strings.Builder
+	log := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, err := Open(context.Background(), dir, WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +146,13 @@ func TestOpenTightensLoosePermissions(t *testing.T) {
 	}
 	if got := perm(t, db); got != 0o600 {
 		t.Errorf("db mode = %v, want 0600", got)
+	}
+	// Others could read the secrets in it until now: whoever runs volctl is told, by default.
+	for _, path := range []string{dir, db} {
+		want := fmt.Sprintf(`level=WARN msg="tightened permissions: other users had access to it until now" path=%s was=`, path)
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("log = %q, want a warning naming %s", logged.String(), path)
+		}
 	}
 }
 
