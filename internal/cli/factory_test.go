@@ -134,14 +134,14 @@ func TestEngineStateDirErrors(t *testing.T) {
 		{"database is a directory", func(t *testing.T, tmp string) (string, string) {
 			dir := filepath.Join(tmp, "state")
 			mkdir(t, filepath.Join(dir, store.FileName))
-			return dir, "open state: open " + filepath.Join(dir, store.FileName) + ": is a directory"
+			return dir, "open state: state database " + filepath.Join(dir, store.FileName) + " is a directory, not a regular file: SQLite cannot use it; move it out of the state dir"
 		}},
 		{"database unreadable (symlink loop)", func(t *testing.T, tmp string) (string, string) {
 			dir := filepath.Join(tmp, "state")
 			mkdir(t, dir)
 			db := filepath.Join(dir, store.FileName)
 			symlink(t, store.FileName, db)
-			return dir, "open state: open " + db + ": too many levels of symbolic links"
+			return dir, "open state: stat " + db + ": too many levels of symbolic links"
 		}},
 		{"not a database", func(t *testing.T, tmp string) (string, string) {
 			dir := filepath.Join(tmp, "state")
