@@ -30,6 +30,10 @@ func TestStateDirResolution(t *testing.T) {
 		{"env", "", map[string]string{"VOLCTL_STATE_DIR": "/srv/env"}, 0, "/srv/env"},
 		{"root", "", nil, 0, "/var/lib/volctl"},
 		{"user with XDG", "", map[string]string{"XDG_STATE_HOME": "/home/u/.state"}, 1000, "/home/u/.state/volctl"},
+		// The XDG spec says a relative path there is invalid, to be ignored: taken relative to
+		// the working directory, each directory volctl ran in had a state of its own, and a
+		// volume claimed in one was free in the next.
+		{"user with a relative XDG", "", map[string]string{"XDG_STATE_HOME": "state", "HOME": "/home/u"}, 1000, "/home/u/.local/state/volctl"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
