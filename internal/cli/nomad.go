@@ -164,11 +164,12 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		return nil
 	}
 	// Mark first: from here on volctl refuses to claim the volume. The registration runs under
-	// the volume's lock, which nomad release takes to ask Nomad and remove the mark.
+	// the volume's lock, which nomad release takes to ask Nomad and remove the mark, and sends
+	// the volume as read under it (an expand or update may have finished since info was read).
 	var warnings string
-	_, err = e.HandOver(ctx, id, to, opts.Force, func(ctx context.Context, first bool) (bool, error) {
+	_, err = e.HandOver(ctx, id, to, opts.Force, func(ctx context.Context, first bool, v engine.VolumeInfo) (bool, error) {
 		var err error
-		warnings, err = c.Register(ctx, want)
+		warnings, err = c.Register(ctx, nomad.RegisterSpec(v))
 		if err == nil || errors.Is(err, nomad.ErrRefused) || !first {
 			return true, err
 		}

@@ -32,6 +32,10 @@ type fakeNomad struct {
 	// status answers it with that status (and the body) instead; a negative one says the hook
 	// answered it itself.
 	onPut func(w http.ResponseWriter, r *http.Request) (status int, body string)
+	// onPlugin, when set, is called as each plugin lookup arrives, before it is answered.
+	onPlugin func()
+	// puts are the bodies of the registrations received, in order.
+	puts []string
 }
 
 func newFakeNomad(t *testing.T) *fakeNomad {
@@ -49,6 +53,9 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Nomad-Index", "1")
 	switch id, ok := strings.CutPrefix(r.URL.Path, "/v1/volume/csi/"); {
 	case strings.HasPrefix(r.URL.Path, "/v1/plugin/csi/"):
+		if n.onPlugin != nil {
+			n.onPlugin()
+		}
 		fmt.Fprintf(w, `{"ID":%q,"Provider":"hostpath.csi.volctl.dev","NodesHealthy":1,"NodesExpected":1}`,
 			strings.TrimPrefix(r.URL.Path, "/v1/plugin/csi/"))
 	case ok && r.Method == http.MethodGet:
@@ -61,7 +68,10 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		json.NewEncoder(w).Encode(map[string]any{"ID": id, "Namespace": ns, "PluginID": "hp"})
 	case ok && r.Method == http.MethodPut:
-		io.Copy(io.Discard, r.Body)
+		body, _ := io.ReadAll(r.Body)
+		n.mu.Lock()
+		n.puts = append(n.puts, string(body))
+		n.mu.Unlock()
 		if n.onPut != nil {
 			switch status, body := n.onPut(w, r); {
 			case status < 0: // answered (or hung up) by the hook
@@ -447,5 +457,40 @@ func TestNomadRegisterDryRunSaysAnotherHandoverWouldRefuse(t *testing.T) {
 	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, DryRun: true})
 	if err != nil || !strings.Contains(out.String(), "it would be refused") || !strings.Contains(out.String(), "namespace default") {
 		t.Fatalf("dry run of a register the mark refuses: %q, %v", out, err)
+	}
+}
+
+// A volume expanded (another process) while nomad register looks at the plugin in Nomad:
+// Nomad is sent the volume as it is when registered, read under the volume's lock, not as it
+// was before the expand: else Nomad would schedule with the old size until the next register.
+func TestNomadRegisterSendsTheVolumeAsItIsUnderTheLock(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	other := openEngine(t, h.state) // the second process's engine
+	var once sync.Once
+	a.onPlugin = func() {
+		once.Do(func() {
+			if _, err := other.ExpandVolume(context.Background(), "db", 20<<20, 0); err != nil {
+				t.Errorf("expand from the other process: %v", err)
+			}
+		})
+	}
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	a.mu.Lock()
+	puts := a.puts
+	a.mu.Unlock()
+	if len(puts) != 1 {
+		t.Fatalf("%d registrations sent, want 1", len(puts))
+	}
+	var req struct {
+		Volumes []struct{ RequestedCapacityMin int64 }
+	}
+	if err := json.Unmarshal([]byte(puts[0]), &req); err != nil || len(req.Volumes) != 1 {
+		t.Fatalf("registration %q: %v", puts[0], err)
+	}
+	if got := req.Volumes[0].RequestedCapacityMin; got != 20<<20 {
+		t.Errorf("Nomad was sent capacity_min %d, want %d: the volume as it was before the expand", got, 20<<20)
 	}
 }

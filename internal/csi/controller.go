@@ -14,8 +14,9 @@ import (
 )
 
 // CreateVolume provisions a volume. A plugin that answers with a capacity below the requested
-// minimum has created a volume too small to use: the volume is returned with an error so the
-// caller can delete it.
+// minimum, or above the requested maximum (limit_bytes, which the spec says the volume MUST NOT
+// exceed), has created a volume outside the request: the volume is returned with an error so
+// the caller can delete it.
 func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volume, error) {
 	capacity, capacityErr := capacityRange(r.CapacityMin, r.CapacityMax)
 	caps, capsErr := capabilitiesToCSI(r.Capabilities)
@@ -38,7 +39,7 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 		return Volume{}, err
 	}
 	if resp.GetVolume().GetVolumeId() == "" {
-		return Volume{}, fmt.Errorf("%s: the plugin returned no volume ID for %q", RPCCreateVolume, r.Name)
+		return Volume{}, unreadError{fmt.Errorf("%s: the plugin returned no volume ID for %q", RPCCreateVolume, r.Name)}
 	}
 	v := volumeFromCSI(resp.GetVolume())
 	// A clone is a new volume: an answer naming the source is the source, which recording as
@@ -65,6 +66,10 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 	if r.CapacityMin > 0 && v.CapacityBytes > 0 && v.CapacityBytes < r.CapacityMin {
 		return v, fmt.Errorf("%s: the plugin created volume %q with %d bytes, below the requested minimum of %d",
 			RPCCreateVolume, v.ID, v.CapacityBytes, r.CapacityMin)
+	}
+	if r.CapacityMax > 0 && v.CapacityBytes > r.CapacityMax {
+		return v, fmt.Errorf("%s: the plugin created volume %q with %d bytes, above the requested maximum (limit_bytes) of %d",
+			RPCCreateVolume, v.ID, v.CapacityBytes, r.CapacityMax)
 	}
 	// The spec: with requisite topologies, the volume MUST be accessible from at least one of
 	// them. A volume the plugin placed elsewhere is as unusable as one too small.
@@ -234,7 +239,7 @@ func (c *Client) CreateSnapshot(ctx context.Context, r CreateSnapshotRequest) (S
 		return Snapshot{}, err
 	}
 	if resp.GetSnapshot().GetSnapshotId() == "" {
-		return Snapshot{}, fmt.Errorf("%s: the plugin returned no snapshot ID for %q", RPCCreateSnapshot, r.Name)
+		return Snapshot{}, unreadError{fmt.Errorf("%s: the plugin returned no snapshot ID for %q", RPCCreateSnapshot, r.Name)}
 	}
 	return snapshotFromCSI(resp.GetSnapshot()), nil
 }

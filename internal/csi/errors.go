@@ -59,6 +59,9 @@ type Error struct {
 	// TimedOut: the call was cut off by volctl's own per-RPC timeout (a DEADLINE_EXCEEDED the
 	// plugin returned itself, before that, is not).
 	TimedOut bool
+	// AnswerTooLarge: the plugin did the call and answered, but its answer was over gRPC's size
+	// limit and dropped unread: whatever the RPC does, the plugin did (IsAnswerUnread).
+	AnswerTooLarge bool
 }
 
 // Error reads "NodePublishVolume: FailedPrecondition: <plugin message> (<hint>)".
@@ -108,6 +111,21 @@ func IsTimeout(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.TimedOut
 }
+
+// IsAnswerUnread reports whether err is a plugin's answer to a call it did, which volctl could
+// not use: dropped for its size (Error.AnswerTooLarge), or without the ID of what it made. The
+// plugin did what was asked (created the volume, took the snapshot) and volctl cannot see what
+// it made. Such an error is final (the same call gets the same answer) but, unlike other final
+// errors, does not say that nothing happened.
+func IsAnswerUnread(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.AnswerTooLarge || errors.As(err, new(unreadError))
+}
+
+// unreadError is an answer the plugin gave with OK that says nothing volctl can use (no ID).
+type unreadError struct{ error }
+
+func (e unreadError) Unwrap() error { return e.error }
 
 // IsUnavailable reports whether err says the plugin could not be reached (UNAVAILABLE).
 func IsUnavailable(err error) bool { return err != nil && CodeOf(err) == codes.Unavailable }
@@ -191,7 +209,7 @@ func translate(ctx context.Context, rpc, socket string, timeout time.Duration, d
 		// Not the plugin out of a resource: a message over gRPC's size limit, which the same
 		// call would send or get again. Final, whatever RESOURCE_EXHAUSTED usually means.
 		e.Class = Final
-		e.Message, e.Hint = tooLarge(rpc, st.Message(), reqSize)
+		e.Message, e.Hint, e.AnswerTooLarge = tooLarge(rpc, st.Message(), reqSize)
 	case e.Code == codes.DeadlineExceeded && strings.Contains(st.Message(), grpcNoReadyConnection):
 		// The call never reached a plugin: the timeout ran out while gRPC was still connecting.
 		if msg, h := socketProblem(socket); msg != "" {
@@ -216,7 +234,8 @@ var grpcTooLarge = sync.OnceValue(func() *regexp.Regexp {
 
 // tooLarge explains a message over gRPC's size limit: the plugin's answer, unless volctl's
 // request was itself over the limit (gRPC's limit is the same 4 MiB on both sides by default).
-func tooLarge(rpc, detail string, reqSize int) (msg, hint string) {
+// answer says it was the plugin's answer: the call reached the plugin, which did it.
+func tooLarge(rpc, detail string, reqSize int) (msg, hint string, answer bool) {
 	m := grpcTooLarge().FindStringSubmatch(detail)
 	size, limit := m[1], m[2]
 	if limit == "" {
@@ -229,7 +248,7 @@ func tooLarge(rpc, detail string, reqSize int) (msg, hint string) {
 	n, err := strconv.Atoi(limit)
 	if strings.HasPrefix(detail, "trying to send") || err == nil && reqSize > n {
 		return fmt.Sprintf("volctl's request is %d bytes, over %s", reqSize, limitText),
-			"the request carries too much (the volume's parameters, context or secrets); make them smaller"
+			"the request carries too much (the volume's parameters, context or secrets); make them smaller", false
 	}
 	what := fmt.Sprintf("the plugin answered with a message over %s", limitText)
 	if size != "" {
@@ -239,7 +258,7 @@ func tooLarge(rpc, detail string, reqSize int) (msg, hint string) {
 	if field == "" {
 		field = "its response"
 	}
-	return what, fmt.Sprintf("%s is far beyond CSI's size limits and a retry gets the same answer; report it to the plugin's authors", field)
+	return what, fmt.Sprintf("%s is far beyond CSI's size limits and a retry gets the same answer; report it to the plugin's authors", field), true
 }
 
 // What gRPC's transport says, in its error messages, when a connection to a socket was made

@@ -38,10 +38,12 @@ func handoverInfo(h store.Handover) HandoverInfo {
 }
 
 // Register is the registration in Nomad that HandOver runs after the mark, under the
-// volume's lock; first says the volume was not marked before. When it fails, undo says that
-// Nomad certainly did not take the volume, and the mark, if first, is taken back; otherwise
-// the mark stays, for `volctl nomad release` to take back once Nomad says it has no such volume.
-type Register func(ctx context.Context, first bool) (undo bool, err error)
+// volume's lock; first says the volume was not marked before, and v is the volume as it is
+// then, read under the lock (what to register: a volume read before the lock may have been
+// expanded or updated since). When it fails, undo says that Nomad certainly did not take the
+// volume, and the mark, if first, is taken back; otherwise the mark stays, for
+// `volctl nomad release` to take back once Nomad says it has no such volume.
+type Register func(ctx context.Context, first bool, v VolumeInfo) (undo bool, err error)
 
 // HandOver marks a volume as handed over to the Nomad cluster at to, under the volume's lock and
 // in one transaction with the check of its live claims: a volume that has live local claims is
@@ -128,7 +130,11 @@ func (e *Engine) HandOver(ctx context.Context, volumeID string, to HandoverTarge
 	if register == nil {
 		return handoverInfo(h), nil
 	}
-	undo, err := register(ctx, first)
+	undo := true // a volume that cannot be read was not registered
+	v, err := e.Volume(ctx, volumeID)
+	if err == nil {
+		undo, err = register(ctx, first, v)
+	}
 	if err != nil && undo && first {
 		// The mark goes even when ctx has ended: Nomad did not take the volume.
 		if _, terr := e.removeMark(context.WithoutCancel(ctx), volumeID, "Nomad refused the registration"); terr != nil {

@@ -135,6 +135,15 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 	if err != nil {
 		ev := &store.Event{Kind: "snapshot-create", VolumeID: intent.SourceVolumeID, PluginID: intent.PluginID,
 			RPC: csi.RPCCreateSnapshot, Code: csi.CodeOf(err).String()}
+		if csi.IsAnswerUnread(err) {
+			// The plugin took the snapshot and answered; volctl cannot read the answer (its ID),
+			// and asking again gets the same one. Its name is what finds it on the plugin's side.
+			ev.Message = fmt.Sprintf("snapshot %q answered unreadably, kept: the plugin took it: %v", intent.Name, err)
+			e.event(ctx, ev)
+			return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w", intent.Name, &unreadKept{cause: err, kept: fmt.Sprintf(
+				"plugin %q took the snapshot but its answer cannot be used: it stays recorded as being created; delete the plugin's snapshot named %q with the storage provider's tools, then `volctl volume snapshot delete %s %s` forgets it",
+				intent.PluginID, intent.Name, intent.PluginID, intent.Name)})
+		}
 		if csi.IsRetryable(err) || ctx.Err() != nil || replay || sent > 1 {
 			ev.Message = fmt.Sprintf("snapshot %q left for reconcile: %v", intent.Name, err)
 			e.event(ctx, ev)
@@ -323,6 +332,16 @@ func (e *Engine) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string
 	return nil
 }
 
+// unreadKept is a create's error when the plugin made what was asked but its answer cannot be
+// used (csi.IsAnswerUnread): cause is the call's own error, kept what became of the intent.
+type unreadKept struct {
+	cause error
+	kept  string
+}
+
+func (u *unreadKept) Error() string { return fmt.Sprintf("%v (%s)", u.cause, u.kept) }
+func (u *unreadKept) Unwrap() error { return u.cause }
+
 // finishPendingForDelete finishes a snapshot still being created so that it can be deleted: the
 // only way to learn a snapshot's ID from its name is CreateSnapshot under that name. A plugin
 // that refuses for good (its source volume is gone, say) made nothing volctl can find: the
@@ -345,6 +364,23 @@ func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.Snapsh
 	rec, _, err := e.finishSnapshot(ctx, c, intent, true)
 	if err == nil {
 		return rec, nil
+	}
+	if csi.IsAnswerUnread(err) {
+		// The plugin has the snapshot, but its ID cannot be learned to delete it: forget the
+		// intent, as asked, and say it was not deleted.
+		var u *unreadKept
+		if errors.As(err, &u) {
+			err = u.cause // the RPC's error alone: finishSnapshot's words say the intent stays
+		}
+		ferr := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+			if err := tx.Snapshots().DeleteCreate(intent.PluginID, intent.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			return tx.Events().Append(&store.Event{Kind: "snapshot-delete", VolumeID: intent.SourceVolumeID, PluginID: intent.PluginID,
+				RPC: csi.RPCCreateSnapshot, Message: fmt.Sprintf("snapshot %q forgotten, not deleted: its ID cannot be learned from the plugin (%v)", intent.Name, err)})
+		})
+		return store.Snapshot{}, errors.Join(fmt.Errorf("snapshot %q forgotten but not deleted: plugin %q has it, and its answer naming it cannot be used (%w); delete it with the storage provider's tools",
+			intent.Name, intent.PluginID, err), ferr)
 	}
 	if csi.IsRetryable(err) || ctx.Err() != nil || !errors.As(err, new(*csi.Error)) {
 		return store.Snapshot{}, err

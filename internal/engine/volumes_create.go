@@ -132,64 +132,118 @@ func checkCreateCapabilities(c *conn, sv spec.Volume) error {
 
 // finishCreate sends CreateVolume for a volume in state creating and records the result. replay
 // says an earlier call sent it already, its answer lost.
+//
+// The plugin's controller lock is held from CreateVolume until its answer is recorded or the
+// volume it made is deleted: a concurrent create (another process) answered with the same
+// storage either recorded it before this one looks (refuseSharedStorage then leaves it alone),
+// or sees this one's record; a cleanup never deletes storage another create has just recorded.
 func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, replay bool) error {
 	req := csi.CreateVolumeRequest{
 		Name: v.CSIName, CapacityMin: v.RequestedMin, CapacityMax: v.RequestedMax,
 		Capabilities: volumeCapabilities(v.Spec()), Parameters: v.Parameters, Secrets: v.Secrets,
 		SnapshotID: v.SnapshotID, CloneID: v.CloneID, TopologyRequest: v.TopologyRequest,
 	}
-	created, sent, err := controllerAnswer(ctx, e, c, csi.RPCCreateVolume, func(ctx context.Context) (csi.Volume, error) {
-		return c.client.CreateVolume(ctx, req)
+	return e.withController(ctx, c, func(ctx context.Context) error {
+		var created csi.Volume
+		sent := 0
+		err := e.retry(ctx, c, csi.RPCCreateVolume, func(ctx context.Context) error {
+			var err error
+			sent++
+			created, err = c.client.CreateVolume(ctx, req)
+			return err
+		})
+		failpoint("rpc:CreateVolume")
+		testHookCreateAnswered(v.ID)
+		if err != nil {
+			return e.createFailed(ctx, c, v, replay || sent > 1, created, err)
+		}
+		return e.recordCreated(ctx, v, created)
 	})
-	failpoint("rpc:CreateVolume")
-	if err != nil {
-		if created.ID != "" {
-			// The plugin answered with a volume we cannot use (smaller than asked, outside the
-			// requisite topology): remove it again, unless it is another volctl volume's storage,
-			// which a plugin mapping two names onto one volume answers with: deleting it would
-			// destroy that volume's data.
-			var dup error
-			if uerr := e.store.Update(ctx, func(tx *store.Tx) error {
-				var err error
-				dup, err = refuseSharedStorage(tx, v, created.ID)
-				return err
-			}); uerr != nil {
-				return errors.Join(err, uerr)
-			}
-			if dup != nil {
-				return fmt.Errorf("%w (the answer was unusable anyway: %v)", dup, err)
-			}
-			_ = e.withController(ctx, c, func(ctx context.Context) error {
-				if err := e.checkSockets(ctx, c, csi.RPCDeleteVolume); err != nil {
-					return err
-				}
-				return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
-			})
-		}
-		if csi.IsRetryable(err) || ctx.Err() != nil {
-			e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
-				Code: csi.CodeOf(err).String(), Message: "create left for reconcile: " + err.Error()})
-			return fmt.Errorf("%w (the create is recorded and `volctl reconcile` or the same create will finish it)", err)
-		}
-		if replay || sent > 1 {
-			// A final error says this call created nothing, not that an earlier one whose
-			// answer was lost did not: keep the intent, and the name that finds the volume.
-			e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
-				Code: csi.CodeOf(err).String(), Message: "create failed, kept for reconcile: " + err.Error()})
-			return fmt.Errorf("%w (an earlier CreateVolume's answer was lost, so the plugin may have the volume: the create stays recorded for `volctl reconcile` or the same create; `volctl volume delete %s` forgets it)", err, v.ID)
-		}
-		// A final error to the only CreateVolume sent: nothing was created, so forget the intent.
-		if derr := e.store.Update(ctx, func(tx *store.Tx) error {
-			if err := tx.Volumes().Delete(v.ID); err != nil {
+}
+
+// testHookCreateAnswered runs, in tests, after a CreateVolume answer is in and before it is
+// recorded or cleaned up.
+var testHookCreateAnswered = func(volumeID string) {}
+
+// createFailed handles a CreateVolume that failed, or answered with a volume (created) volctl
+// cannot use, for volume v's intent; the caller holds the plugin's controller lock. sentBefore
+// says a CreateVolume whose answer was lost may have been sent before the last one.
+func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sentBefore bool, created csi.Volume, err error) error {
+	if created.ID != "" {
+		// The plugin answered with a volume we cannot use (smaller or larger than asked, outside
+		// the requisite topology): remove it again, unless it is another volctl volume's storage,
+		// which a plugin mapping two names onto one volume answers with: deleting it would
+		// destroy that volume's data. The volume to delete is recorded, as this intent marked
+		// deleting with its external ID, before DeleteVolume is sent (Checkpoints): a register
+		// or create of that storage meanwhile (another process) sees it recorded and is refused,
+		// and a cleanup cut short is finished by reconcile like any delete.
+		var dup error
+		doomed := v
+		doomed.ExternalID, doomed.State = created.ID, store.VolumeDeleting
+		if uerr := e.store.Update(ctx, func(tx *store.Tx) error {
+			var err error
+			if dup, err = refuseSharedStorage(tx, v, created.ID); err != nil || dup != nil {
 				return err
 			}
-			return tx.Events().Append(&store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID,
-				RPC: csi.RPCCreateVolume, Code: csi.CodeOf(err).String(), Message: "create failed: " + err.Error()})
-		}); derr != nil {
-			e.log.Warn("forgetting a failed create", "volume", v.ID, "err", derr)
+			return tx.Volumes().Update(&doomed)
+		}); uerr != nil {
+			return errors.Join(err, uerr)
 		}
-		return err
+		if dup != nil {
+			return fmt.Errorf("%w (the answer was unusable anyway: %v)", dup, err)
+		}
+		derr := e.checkSockets(ctx, c, csi.RPCDeleteVolume)
+		if derr == nil {
+			derr = c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
+		}
+		if derr != nil && !csi.IsIgnorable(derr) {
+			// The plugin still has the volume: it stays recorded, deleting, rather than leak.
+			e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
+				Code: csi.CodeOf(derr).String(), Message: fmt.Sprintf("create refused; deleting volume %q failed, left for reconcile: %v; %v", created.ID, err, derr)})
+			return fmt.Errorf("%w; deleting the unusable volume %q failed: %v (volume %q stays marked deleting with it: `volctl reconcile` or `volctl volume delete %s` deletes it)",
+				err, created.ID, derr, v.ID, v.ID)
+		}
+		// Deleted: back to the bare intent, which what follows keeps or forgets.
+		if uerr := e.store.Update(ctx, func(tx *store.Tx) error { return tx.Volumes().Update(&v) }); uerr != nil {
+			return errors.Join(err, uerr)
+		}
 	}
+	if csi.IsRetryable(err) || ctx.Err() != nil {
+		e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
+			Code: csi.CodeOf(err).String(), Message: "create left for reconcile: " + err.Error()})
+		return fmt.Errorf("%w (the create is recorded and `volctl reconcile` or the same create will finish it)", err)
+	}
+	if csi.IsAnswerUnread(err) {
+		// The plugin made the volume and answered; volctl cannot read the answer, and asking
+		// again gets the same one. Its name is what finds the volume on the plugin's side.
+		e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
+			Code: csi.CodeOf(err).String(), Message: fmt.Sprintf("create answered unreadably, kept: the plugin made volume name %q: %v", v.CSIName, err)})
+		return fmt.Errorf("%w (plugin %q created the volume named %q but its answer cannot be used: the create stays recorded; "+
+			"delete that volume with the storage provider's tools, then `volctl volume delete %s` forgets it)", err, v.PluginID, v.CSIName, v.ID)
+	}
+	if sentBefore {
+		// A final error says this call created nothing, not that an earlier one whose
+		// answer was lost did not: keep the intent, and the name that finds the volume.
+		e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
+			Code: csi.CodeOf(err).String(), Message: "create failed, kept for reconcile: " + err.Error()})
+		return fmt.Errorf("%w (an earlier CreateVolume's answer was lost, so the plugin may have the volume: the create stays recorded for `volctl reconcile` or the same create; `volctl volume delete %s` forgets it)", err, v.ID)
+	}
+	// A final error to the only CreateVolume sent: nothing was created, so forget the intent.
+	if derr := e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := tx.Volumes().Delete(v.ID); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID,
+			RPC: csi.RPCCreateVolume, Code: csi.CodeOf(err).String(), Message: "create failed: " + err.Error()})
+	}); derr != nil {
+		e.log.Warn("forgetting a failed create", "volume", v.ID, "err", derr)
+	}
+	return err
+}
+
+// recordCreated records volume v as created by the plugin's answer; the caller holds the
+// plugin's controller lock.
+func (e *Engine) recordCreated(ctx context.Context, v store.Volume, created csi.Volume) error {
 	v.ExternalID = created.ID
 	v.CapacityBytes = created.CapacityBytes
 	if len(created.Context) > 0 {
@@ -198,7 +252,7 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 	v.AccessibleTopology = created.AccessibleTopology
 	v.State = store.VolumeReady
 	var dup error
-	err = e.store.Update(ctx, func(tx *store.Tx) error {
+	err := e.store.Update(ctx, func(tx *store.Tx) error {
 		// The check and the record are one write transaction, so of two creates the plugin
 		// answers with one ID, only the first to commit records it.
 		var err error

@@ -115,6 +115,11 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 			}
 			e.event(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
 				Code: csi.CodeOf(err).String(), Message: "delete failed: " + err.Error()})
+			if csi.IsAnswerUnread(err) {
+				// The plugin answered, so it did delete; but every DeleteVolume gets the same
+				// answer, so running the delete again cannot finish it.
+				return fmt.Errorf("%w (the plugin answered, so it deleted the storage, but another delete gets the same answer: the volume stays marked deleting; `volctl volume deregister %s` forgets it)", err, v.ID)
+			}
 			return fmt.Errorf("%w (the volume is marked deleting; run the delete again or `volctl reconcile`)", err)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -31,7 +32,11 @@ type Fault struct {
 	// Gate, when set, blocks the call until the channel is closed (or the call's context
 	// ends): a test holds a caller mid-RPC (InFlight says when it got there), acts meanwhile,
 	// then lets it go on.
-	Gate  <-chan struct{}
+	Gate <-chan struct{}
+	// Pad, when positive, lets the call through and pads its answer with that many bytes of a
+	// field the client does not know: a plugin that did what was asked and answered with a
+	// message as large as a test makes it (over gRPC's 4 MiB limit, which the client refuses).
+	Pad   int
 	Times int // how many calls it applies to; 0 means every call from now on
 }
 
@@ -84,6 +89,9 @@ func (f *Faults) FailAlways(rpc string, code codes.Code) { f.Inject(rpc, Fault{C
 
 // Delay slows every call of rpc by d until cleared.
 func (f *Faults) Delay(rpc string, d time.Duration) { f.Inject(rpc, Fault{Delay: d}) }
+
+// Pad pads the answer of every call of rpc that succeeds with n bytes (Fault.Pad), until cleared.
+func (f *Faults) Pad(rpc string, n int) { f.Inject(rpc, Fault{Pad: n}) }
 
 // Hang makes every call of rpc block until its context ends, until cleared.
 func (f *Faults) Hang(rpc string) { f.Inject(rpc, Fault{Hang: true}) }
@@ -332,5 +340,12 @@ func (f *Faults) apply(ctx context.Context, rpc string, req any, handler grpc.Un
 		}
 		return nil, status.Error(fault.Code, msg)
 	}
-	return handler(ctx, req)
+	resp, err := handler(ctx, req)
+	if m, ok := resp.(proto.Message); ok && err == nil && fault.Pad > 0 {
+		r := m.ProtoReflect()
+		pad := protowire.AppendTag(nil, 9999, protowire.BytesType)
+		pad = protowire.AppendBytes(pad, make([]byte, fault.Pad))
+		r.SetUnknown(append(r.GetUnknown(), pad...))
+	}
+	return resp, err
 }

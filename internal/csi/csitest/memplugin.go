@@ -48,6 +48,15 @@ type MemConfig struct {
 	// CreateTopology, when set, is the accessible topology CreateVolume reports whatever was
 	// asked: a plugin that ignores the requisite topology.
 	CreateTopology *spec.Topology
+	// Granularity, when set, rounds every new volume's size up to a multiple of it, whatever
+	// limit_bytes asked: a plugin that allocates in large units and ignores the limit.
+	Granularity int64
+	// CreateContext, when set, is added to every new volume's volume_context (a plugin whose
+	// answer is as large as a test makes it).
+	CreateContext map[string]string
+	// AnswerWithoutID makes CreateVolume and CreateSnapshot create what was asked and answer
+	// without its ID (a plugin that provisions and forgets to say what).
+	AnswerWithoutID bool
 	// MakeTarget, when set, is what NodePublishVolume does at a new target path instead of
 	// making a directory there (a plugin that makes the target a symlink, or a file, or nothing);
 	// its error fails the call as INTERNAL. NodeUnpublishVolume removes whatever is there.
@@ -176,6 +185,13 @@ func (m *MemPlugin) SetNodeID(id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.cfg.NodeID = id
+}
+
+// SetAnswerWithoutID turns MemConfig.AnswerWithoutID on or off.
+func (m *MemPlugin) SetAnswerWithoutID(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cfg.AnswerWithoutID = on
 }
 
 // AddVolume makes the plugin know a volume it did not create, as for `volctl volume register`
@@ -490,6 +506,11 @@ func (s *memServer) CreateVolume(ctx context.Context, req *csipb.CreateVolumeReq
 	m := s.m
 	i := m.begin(csi.RPCCreateVolume, decodeCreateVolume(req))
 	defer func() { m.end(i, err) }()
+	defer func() {
+		if m.cfg.AnswerWithoutID && resp != nil {
+			resp.Volume.VolumeId = ""
+		}
+	}()
 	if !m.cfg.Controller.CreateDeleteVolume {
 		return nil, errorf(codes.Unimplemented, "CreateVolume: CREATE_DELETE_VOLUME is off")
 	}
@@ -518,6 +539,9 @@ func (s *memServer) CreateVolume(ctx context.Context, req *csipb.CreateVolumeReq
 			size = max
 		}
 	}
+	if g := m.cfg.Granularity; g > 0 && size%g != 0 {
+		size += g - size%g
+	}
 	if m.cfg.MaxVolumeSize > 0 && size > m.cfg.MaxVolumeSize {
 		return nil, errorf(codes.OutOfRange, "%d bytes is above the maximum volume size %d", size, m.cfg.MaxVolumeSize)
 	}
@@ -531,7 +555,7 @@ func (s *memServer) CreateVolume(ctx context.Context, req *csipb.CreateVolumeReq
 			continue
 		}
 		// Same name: idempotent when compatible, ALREADY_EXISTS otherwise.
-		if v.vol.CapacityBytes < min || (max > 0 && v.vol.CapacityBytes > max) ||
+		if v.vol.CapacityBytes < min || (max > 0 && v.vol.CapacityBytes > max && m.cfg.Granularity == 0) ||
 			v.vol.SnapshotID != snapID || v.vol.CloneID != cloneID {
 			return nil, errorf(codes.AlreadyExists, "volume %q exists with %d bytes and another source", req.GetName(), v.vol.CapacityBytes)
 		}
@@ -578,6 +602,7 @@ func (s *memServer) CreateVolume(ctx context.Context, req *csipb.CreateVolumeReq
 	if m.cfg.CreateTopology != nil {
 		v.AccessibleTopology = []spec.Topology{*m.cfg.CreateTopology}
 	}
+	maps.Copy(v.Context, m.cfg.CreateContext)
 	m.volumes[v.ID] = &memVolume{vol: v, name: req.GetName()}
 	return &csipb.CreateVolumeResponse{Volume: volumeToCSI(v)}, nil
 }
@@ -748,6 +773,11 @@ func (s *memServer) CreateSnapshot(ctx context.Context, req *csipb.CreateSnapsho
 	i := m.begin(csi.RPCCreateSnapshot, csi.CreateSnapshotRequest{
 		SourceVolumeID: req.GetSourceVolumeId(), Name: req.GetName(), Secrets: secrets(req.GetSecrets()), Parameters: req.GetParameters()})
 	defer func() { m.end(i, err) }()
+	defer func() {
+		if m.cfg.AnswerWithoutID && resp != nil {
+			resp.Snapshot.SnapshotId = ""
+		}
+	}()
 	if !m.cfg.Controller.CreateDeleteSnapshot {
 		return nil, errorf(codes.Unimplemented, "CreateSnapshot: CREATE_DELETE_SNAPSHOT is off")
 	}
