@@ -180,7 +180,7 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	// SQLite creates -wal and -shm with the database's mode, but only while that mode survives
 	// the umask intact; make sure neither is readable by others whatever the umask was.
 	for _, suffix := range []string{"-wal", "-shm"} {
-		if err := tighten(path+suffix, 0o600, o.log); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := tighten(path+suffix, 0o600, true, o.log); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.w.close()
 			return nil, inDir(abs, fmt.Errorf("open state %s: %w", path, err))
 		}
@@ -257,12 +257,14 @@ func prepareDir(dir string, log *slog.Logger) error {
 	if err := checkOwner(fi, "state dir", shown, "redirect volctl's mounts"); err != nil {
 		return fmt.Errorf("open state: %w", err)
 	}
+	held := true // the dir held state: tightening it takes access to secrets away
 	if fi.Mode().Perm() != 0o700 {
-		if err := checkAdoptable(dir, shown, fi.Mode().Perm()); err != nil {
+		var err error
+		if held, err = checkAdoptable(dir, shown, fi.Mode().Perm()); err != nil {
 			return err
 		}
 	}
-	if err := tighten(dir, 0o700, log); err != nil {
+	if err := tighten(dir, 0o700, held, log); err != nil {
 		return fmt.Errorf("open state: state directory: %w", err)
 	}
 	return nil
@@ -271,12 +273,12 @@ func prepareDir(dir string, log *slog.Logger) error {
 // checkAdoptable refuses to make private (0700) a directory that is not a state dir: one that
 // holds other files and no database (nor its -wal or -shm: prepareFile says what a WAL alone means). A mistyped --state-dir (/var/lib, /usr, a home directory)
 // or a symlink another user planted at the path would otherwise have its mode changed under
-// everyone who uses it, as root /var/lib's. A state dir (its database there) or an empty
+// everyone who uses it, as root /var/lib's. A state dir (its database there: held) or an empty
 // directory is volctl's to tighten.
-func checkAdoptable(dir, shown string, mode fs.FileMode) error {
+func checkAdoptable(dir, shown string, mode fs.FileMode) (held bool, err error) {
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("open state: %w", err)
+		return false, fmt.Errorf("open state: %w", err)
 	}
 	defer d.Close()
 	var others []string
@@ -284,7 +286,7 @@ func checkAdoptable(dir, shown string, mode fs.FileMode) error {
 		names, err := d.Readdirnames(64)
 		for _, name := range names {
 			if name == FileName || strings.HasPrefix(name, FileName+"-") { // its -wal, -shm
-				return nil
+				return true, nil
 			}
 			others = append(others, name)
 		}
@@ -293,14 +295,14 @@ func checkAdoptable(dir, shown string, mode fs.FileMode) error {
 		}
 	}
 	if len(others) == 0 {
-		return nil
+		return false, nil
 	}
 	slices.Sort(others)
 	list := strings.Join(others[:min(len(others), shownNames)], ", ")
 	if len(others) > shownNames {
 		list += ", ..."
 	}
-	return fmt.Errorf("open state: %s is not a volctl state dir (no %s, and it holds other files: %s), and its mode %#o would have to become 0700 (it holds secrets): use a new or empty directory as the state dir, or chmod 700 this one to make it one",
+	return false, fmt.Errorf("open state: %s is not a volctl state dir (no %s, and it holds other files: %s), and its mode %#o would have to become 0700 (it holds secrets): use a new or empty directory as the state dir, or chmod 700 this one to make it one",
 		shown, FileName, list, uint32(mode))
 }
 
@@ -350,7 +352,7 @@ func prepareFile(path string, log *slog.Logger) error {
 	if err := errors.Join(err, f.Close()); err != nil {
 		return fmt.Errorf("open state: %w", err)
 	}
-	if err := tighten(path, 0o600, log); err != nil {
+	if err := tighten(path, 0o600, true, log); err != nil {
 		return fmt.Errorf("open state: %w", err)
 	}
 	return nil
@@ -373,10 +375,11 @@ func checkOwner(fi fs.FileInfo, what, path, risk string) error {
 	return nil
 }
 
-// tighten sets path's permission bits to want when they differ. Taking access away from other
-// users is a warning, shown by default: the state dir and database hold secrets, and whoever
-// runs volctl should learn that others could read (or change) them until now.
-func tighten(path string, want fs.FileMode, log *slog.Logger) error {
+// tighten sets path's permission bits to want when they differ. Taking other users' access to
+// state (held: a state dir, not an empty directory being made one) is a warning, shown by
+// default: it holds secrets, and whoever runs volctl should learn that others could read (or
+// change) them until now.
+func tighten(path string, want fs.FileMode, held bool, log *slog.Logger) error {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return err
@@ -385,7 +388,7 @@ func tighten(path string, want fs.FileMode, log *slog.Logger) error {
 		if err := os.Chmod(path, want); err != nil {
 			return err
 		}
-		if others := got &^ want & 0o077; others != 0 {
+		if others := got &^ want & 0o077; held && others != 0 {
 			log.Warn("tightened permissions: other users had access to it until now", "path", path, "was", got.String(), "now", want.String())
 		} else {
 			log.Info("tightened permissions", "path", path, "was", got.String(), "now", want.String())

@@ -815,13 +815,18 @@ func TestOpenRefusesToMakeAForeignDirectoryPrivate(t *testing.T) {
 		if err := os.Chmod(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		s, err := Open(context.Background(), dir)
+		var logged strings.Builder
+		s, err := Open(context.Background(), dir, WithLogger(slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 		if err != nil {
 			t.Fatal(err)
 		}
 		s.Close()
 		if got := perm(t, dir); got != 0o700 {
 			t.Errorf("empty directory's mode = %v, want 0700", got)
+		}
+		// Nothing was exposed in it: no warning (TestOpenTightensLoosePermissions has one).
+		if logged.Len() != 0 {
+			t.Errorf("making an empty directory the state dir logged %q", logged.String())
 		}
 	})
 }
