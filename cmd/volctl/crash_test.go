@@ -248,7 +248,7 @@ func TestClaimRace(t *testing.T) {
 // release, a create and a delete pass is armed; each command completes and exits 0.
 func TestDefaultBuildIgnoresFailpoints(t *testing.T) {
 	bin := buildVolctl(t) // no tags: the release build
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())))
 	env := &hostEnv{t: t, state: t.TempDir(), socket: socket}
 	armed := []string{engine.FailpointEnv + "=" + strings.Join([]string{
 		"claim:taken", "rpc:ControllerPublishVolume", "claim:controller-published", "rpc:NodeStageVolume",
@@ -279,13 +279,14 @@ func TestDefaultBuildIgnoresFailpoints(t *testing.T) {
 // TestCrashExpandNodeOwed kills `volume expand` once the new size and the node expansion it
 // owes are committed, before NodeExpandVolume, and right after NodeExpandVolume returned before
 // the debt was cleared: the debt is recorded, and `volctl reconcile` (the first case) or the
-// same expand again (the second) sends it. The in-memory plugin mounts nothing, so this runs
-// without mount privileges.
+// same expand again (the second) sends it. The in-memory plugin bind-mounts what it publishes
+// (volctl insists on a mount point at the target), so this needs mount privileges.
 func TestCrashExpandNodeOwed(t *testing.T) {
 	bin := buildVolctl(t, failpointsTag)
-	mem := csitest.NewMemPlugin(csitest.DefaultMemConfig())
+	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
 	socket, _ := csitest.Serve(t, csitest.WithServer(mem))
-	env := &hostEnv{t: t, state: hostpathtest.ShortDir(t), socket: socket}
+	// MountDir: whatever is mounted under the state dir is unmounted before it is removed.
+	env := &hostEnv{t: t, state: hostpathtest.MountDir(t), socket: socket}
 	env.ok("plugin", "register", "--id", "hp", "--socket", socket)
 	env.createVolume("vol", spec.SingleNodeWriter)
 	target := strings.TrimSpace(env.ok("volume", "claim", "vol", "--alloc", "a"))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -22,18 +23,21 @@ import (
 // for the rest of the script, so scripts can run volctl against a plugin that lacks
 // capabilities, fails or hangs:
 //
-//	memplugin SOCKET [node=ID] [name=NAME] [max=N] [zone=Z] [split=NODESOCKET] [-cap=CAPABILITY]... [+cap=CAPABILITY]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...
+//	memplugin SOCKET [node=ID] [name=NAME] [max=N] [zone=Z] [split=NODESOCKET] [nomount] [-cap=CAPABILITY]... [+cap=CAPABILITY]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...
 //
 // max=N is NodeGetInfo's max_volumes_per_node; zone=Z gives the node the accessible topology
-// {zone: Z}. split=NODESOCKET serves the plugin split in two, as two processes of one driver would: the
+// {zone: Z}. nomount makes a plugin that answers NodePublishVolume OK and mounts nothing at the
+// target (it only makes the directory). split=NODESOCKET serves the plugin split in two, as two processes of one driver would: the
 // identity and controller services on SOCKET, the identity and node services on NODESOCKET.
 //
 // -cap turns off a plugin, controller or node capability by its CSI name (e.g.
 // -cap=CREATE_DELETE_SNAPSHOT); +cap turns one on (e.g. +cap=VOLUME_EXPANSION_OFFLINE). fail=NodeStageVolume:Internal fails every call, with :N only
-// the next N. The plugin stops when the script ends.
+// the next N. The plugin stops when the script ends. Where bind mounts are allowed, it mounts
+// for real (csitest.MemConfig.MountRoot, below $WORK/.memplugin), and whatever it still has
+// mounted is unmounted when the script ends.
 func cmdMemPlugin(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 1 {
-		ts.Fatalf("usage: memplugin SOCKET [node=ID] [name=NAME] [max=N] [zone=Z] [split=NODESOCKET] [-cap=NAME]... [+cap=NAME]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...")
+		ts.Fatalf("usage: memplugin SOCKET [node=ID] [name=NAME] [max=N] [zone=Z] [split=NODESOCKET] [nomount] [-cap=NAME]... [+cap=NAME]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...")
 	}
 	socket := ts.MkAbs(args[0])
 	cfg := csitest.DefaultMemConfig()
@@ -41,9 +45,12 @@ func cmdMemPlugin(ts *testscript.TestScript, neg bool, args []string) {
 	faults := csitest.NewFaults()
 	var off, on []string
 	nodeSocket := ""
+	mount := hostpathtest.CanMount() == nil
 	for _, a := range args[1:] {
 		key, val, _ := strings.Cut(a, "=")
 		switch key {
+		case "nomount":
+			mount = false
 		case "node":
 			cfg.NodeID = val
 		case "split":
@@ -102,7 +109,18 @@ func cmdMemPlugin(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("memplugin: +cap=%s is not a CSI plugin, controller or node capability", name)
 		}
 	}
+	// The plugin mounts for real where bind mounts are allowed, as volctl insists that a
+	// published target is a mount point; scripts that claim where they are not skip ([!mount]).
+	if mount {
+		cfg.MountRoot = ts.MkAbs(filepath.Join(".memplugin", filepath.Base(socket)))
+		ts.Check(os.MkdirAll(cfg.MountRoot, 0o750))
+	}
 	mem := csitest.NewMemPlugin(cfg)
+	ts.Defer(func() {
+		if err := mem.UnmountAll(); err != nil {
+			ts.Logf("memplugin: %v", err)
+		}
+	})
 	if nodeSocket == "" {
 		serveMem(ts, socket, faults, mem.Register)
 		return

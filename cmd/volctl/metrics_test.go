@@ -46,7 +46,7 @@ func TestAgentMetricsEndToEnd(t *testing.T) {
 	}
 
 	faults := csitest.NewFaults()
-	memSock, stopMem := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())), csitest.WithFaults(faults))
+	memSock, stopMem := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())), csitest.WithFaults(faults))
 	defer stopMem()
 	must("plugin", "register", "--id", "mem", "--socket", memSock)
 	writeFile(t, filepath.Join(dir, "db.hcl"), "id = \"db\"\nname = \"db\"\ntype = \"csi\"\nplugin_id = \"mem\"\n"+

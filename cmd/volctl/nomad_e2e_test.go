@@ -633,7 +633,7 @@ func TestNomadCLIReadsExportedVolume(t *testing.T) {
 	dir := hostpathtest.ShortDir(t)
 	cfg := csitest.DefaultMemConfig()
 	cfg.Topology = &spec.Topology{Segments: map[string]string{"zone": "z1", "rack.example.com/row": "r7"}}
-	mem := csitest.NewMemPlugin(cfg)
+	mem := csitest.NewMountingMemPlugin(t, cfg)
 	socket, _ := csitest.Serve(t, csitest.WithServer(mem))
 	w := &nomadWorld{t: t, ctx: context.Background(), dir: dir, state: filepath.Join(dir, "state")}
 	w.writeFile("rich.hcl", `id = "rich"

@@ -138,7 +138,7 @@ func newLeakEnv(t *testing.T) *leakEnv {
 	// echo.
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "mem-node"
-	mem := csitest.NewMemPlugin(cfg)
+	mem := csitest.NewMountingMemPlugin(t, cfg)
 	for _, id := range []string{"ext-sr", "ext-sr2"} {
 		mem.AddVolume(csi.Volume{ID: id, CapacityBytes: 1 << 20})
 	}

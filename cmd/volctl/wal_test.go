@@ -21,7 +21,7 @@ import (
 // lost.
 func TestCommandsLeaveTheWALToTheNext(t *testing.T) {
 	bin := buildVolctl(t)
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())))
 	env := &hostEnv{t: t, state: t.TempDir(), socket: socket}
 	run := func(args ...string) {
 		t.Helper()
@@ -86,7 +86,7 @@ func sizeOf(fi os.FileInfo) int64 {
 // -shm files the exit left stay 0600.
 func TestReadCommandsFirstToOpenAfterAWriterExited(t *testing.T) {
 	bin := buildVolctl(t)
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())))
 	env := &hostEnv{t: t, state: t.TempDir(), socket: socket}
 	run := func(args ...string) (string, error) {
 		return env.runBinary(bin, nil, args...)

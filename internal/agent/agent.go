@@ -587,14 +587,14 @@ func (a *Agent) stopIfUnmounted(r *runner) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, err := a.mounts(ctx, r.spec.ID)
+	m, err := a.e.PluginMounts(ctx, r.spec.ID)
 	switch {
 	case err != nil:
 		a.log.Warn("leaving plugin running: could not count its mounts", "plugin", r.spec.ID, "pid", p.pid, "err", err)
 		return
-	case n > 0:
-		a.log.Warn("leaving plugin running: it has mounts, and stopping a plugin under mounted volumes is never right",
-			"plugin", r.spec.ID, "pid", p.pid, "mounts", n)
+	case m.Any():
+		a.log.Warn("leaving plugin running: it has mounts, or mounts in doubt, and stopping a plugin under mounted volumes is never right",
+			"plugin", r.spec.ID, "pid", p.pid, "mounts", m.Mounts, "in_doubt", m.InDoubt)
 		return
 	}
 	a.log.Info("stopping plugin", "plugin", r.spec.ID, "pid", p.pid)
@@ -604,47 +604,4 @@ func (a *Agent) stopIfUnmounted(r *runner) {
 	}
 	removePidFile(a.runDir, r.spec.ID)
 	a.e.PluginEvent(ctx, r.spec.ID, "plugin-stop", fmt.Sprintf("plugin %q stopped by the agent (pid %d)", r.spec.ID, p.pid))
-}
-
-// mounts counts a plugin's mounts as the store knows them: publish targets of claims that are
-// published or being unpublished, or node-staged (NodePublishVolume sent or being sent: its
-// mount may be there, for a plugin that does not stage as for one that does), and stagings in
-// place.
-func (a *Agent) mounts(ctx context.Context, pluginID string) (int, error) {
-	vols, err := a.e.Volumes(ctx)
-	if err != nil {
-		return 0, err
-	}
-	mine := map[string]bool{}
-	for _, v := range vols {
-		if v.PluginID == pluginID {
-			mine[v.ID] = true
-		}
-	}
-	if len(mine) == 0 {
-		return 0, nil
-	}
-	claims, err := a.e.Claims(ctx)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, c := range claims {
-		if mine[c.VolumeID] && (c.State == "published" || c.State == "unpublishing" || c.State == "node-staged") {
-			n++
-		}
-	}
-	for id := range mine {
-		v, err := a.e.Volume(ctx, id)
-		if errors.Is(err, engine.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		if v.Staged {
-			n++
-		}
-	}
-	return n, nil
 }

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -49,18 +50,22 @@ func TestMain(m *testing.M) {
 		os.Exit(serveHostpath(ctx))
 	case "unhealthy":
 		// Answers everything but Probe, which fails: alive, never healthy.
-		os.Exit(serveTestPlugin(func(ctx context.Context, socket string) error {
-			faults := csitest.NewFaults()
-			faults.FailAlways(csi.RPCProbe, codes.Internal)
-			srv := grpc.NewServer(grpc.ChainUnaryInterceptor(faults.Interceptor()))
-			csitest.NewMemPlugin(csitest.DefaultMemConfig()).Register(srv)
-			lis, err := hostpath.Listen(socket)
-			if err != nil {
-				return err
+		faults := csitest.NewFaults()
+		faults.FailAlways(csi.RPCProbe, codes.Internal)
+		os.Exit(serveMem(csitest.DefaultMemConfig(), faults.Interceptor()))
+	case "sickens":
+		// An in-memory plugin whose Probe fails from the moment a file named sick exists under
+		// its root: healthy, then unhealthy, when the test says.
+		sick := filepath.Join(os.Getenv(pluginRootEnv), "sick")
+		os.Exit(serveMem(csitest.DefaultMemConfig(), func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if _, err := os.Stat(sick); err == nil && strings.HasSuffix(info.FullMethod, "/"+csi.RPCProbe) {
+				return nil, status.Error(codes.Internal, "sick")
 			}
-			go func() { <-ctx.Done(); srv.Stop() }()
-			return srv.Serve(lis)
+			return h(ctx, req)
 		}))
+	case "exits":
+		// A plugin that exits 0 at once, every time.
+		os.Exit(0)
 	case "stubborn":
 		// hostpath that ignores SIGTERM: only SIGKILL ends it.
 		signal.Ignore(syscall.SIGTERM, os.Interrupt)
@@ -68,20 +73,33 @@ func TestMain(m *testing.M) {
 	case "nostage-publish-times-out":
 		// An in-memory plugin without STAGE_UNSTAGE_VOLUME whose NodePublishVolume times out:
 		// the mount may be made, or be in the making, when the claim is left for reconcile.
-		os.Exit(serveTestPlugin(func(ctx context.Context, socket string) error {
-			faults := csitest.NewFaults()
-			faults.FailAlways(csi.RPCNodePublishVolume, codes.DeadlineExceeded)
-			srv := grpc.NewServer(grpc.ChainUnaryInterceptor(faults.Interceptor()))
-			cfg := csitest.DefaultMemConfig()
-			cfg.Node.StageUnstageVolume = false
-			csitest.NewMemPlugin(cfg).Register(srv)
-			lis, err := hostpath.Listen(socket)
-			if err != nil {
-				return err
+		faults := csitest.NewFaults()
+		faults.FailAlways(csi.RPCNodePublishVolume, codes.DeadlineExceeded)
+		cfg := csitest.DefaultMemConfig()
+		cfg.Node.StageUnstageVolume = false
+		os.Exit(serveMem(cfg, faults.Interceptor()))
+	case "stage-hangs":
+		// An in-memory plugin whose NodeStageVolume, once called, writes stage-called under its
+		// root and blocks until the call's context ends: a NodeStageVolume in flight.
+		marker := filepath.Join(os.Getenv(pluginRootEnv), "stage-called")
+		os.Exit(serveMem(csitest.DefaultMemConfig(), func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if strings.HasSuffix(info.FullMethod, "/"+csi.RPCNodeStageVolume) {
+				if err := os.MkdirAll(filepath.Dir(marker), 0o700); err == nil {
+					_ = os.WriteFile(marker, nil, 0o600)
+				}
+				<-ctx.Done()
+				return nil, ctx.Err()
 			}
-			go func() { <-ctx.Done(); srv.Stop() }()
-			return srv.Serve(lis)
+			return h(ctx, req)
 		}))
+	case "agent-killed-after-start":
+		// An agent on the state dir in $VOLCTL_AGENT_TEST_ROOT that kills itself with SIGKILL
+		// right after it starts a plugin's process, before anything records it.
+		afterStart = func() {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+		os.Exit(runAgent(os.Getenv(pluginRootEnv)))
 	case "plainlisten":
 		// An in-memory plugin on a plain net.Listen, as many plugins listen: bind fails while
 		// a socket file is in the way, even a stale one.
@@ -113,6 +131,24 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "unknown %s\n", pluginModeEnv)
 		os.Exit(2)
 	}
+}
+
+// runAgent runs an agent with testSettings on the state dir until SIGTERM.
+func runAgent(dir string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	e, err := engine.Open(ctx, engine.Config{StateDir: dir})
+	if err == nil {
+		var a *Agent
+		if a, err = New(Config{Engine: e, Settings: testSettings}); err == nil {
+			err = a.Run(ctx)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
 
 // serveHostpath serves the hostpath plugin on $CSI_ENDPOINT until ctx ends.
@@ -163,6 +199,21 @@ func forkServer(exits bool) int {
 		<-ctx.Done()
 	}
 	return 0
+}
+
+// serveMem serves an in-memory plugin with cfg, behind intercept, on $CSI_ENDPOINT until
+// SIGTERM.
+func serveMem(cfg csitest.MemConfig, intercept grpc.UnaryServerInterceptor) int {
+	return serveTestPlugin(func(ctx context.Context, socket string) error {
+		srv := grpc.NewServer(grpc.ChainUnaryInterceptor(intercept))
+		csitest.NewMemPlugin(cfg).Register(srv)
+		lis, err := hostpath.Listen(socket)
+		if err != nil {
+			return err
+		}
+		go func() { <-ctx.Done(); srv.Stop() }()
+		return srv.Serve(lis)
+	})
 }
 
 func serveTestPlugin(serve func(ctx context.Context, socket string) error) int {
@@ -470,17 +521,23 @@ func TestSecondAgentOnStateDirRefuses(t *testing.T) {
 	}
 }
 
+// startWithHealthTimeoutOnAFakeClock registers sp and starts an agent whose health timeout,
+// 300ms, runs on a clock the test moves.
+func (f *fixture) startWithHealthTimeoutOnAFakeClock(sp spec.Plugin) (*fakeClock, func() error) {
+	clock := &fakeClock{t: time.Now()}
+	f.now = clock.Now
+	f.register(sp)
+	s := testSettings
+	s.HealthTimeout = 300 * time.Millisecond
+	return clock, f.startAgent(s)
+}
+
 func TestAgentRestartsPluginUnhealthyPastTimeout(t *testing.T) {
 	f := newFixture(t)
 	// The health timeout runs on a clock the test moves, so however slow the machine, the
 	// plugin is unhealthy past it exactly when the test says, and for the reason it says: not
 	// while it is still starting (a dial error), which a real 300ms could run out in.
-	clock := &fakeClock{t: time.Now()}
-	f.now = clock.Now
-	f.register(f.execPlugin("sick", "unhealthy"))
-	s := testSettings
-	s.HealthTimeout = 300 * time.Millisecond
-	stop := f.startAgent(s)
+	clock, stop := f.startWithHealthTimeoutOnAFakeClock(f.execPlugin("sick", "unhealthy"))
 
 	waitFor(t, "the plugin to be started", func() bool { return alive(f.pid("sick")) })
 	first := f.pid("sick")
@@ -501,6 +558,63 @@ func TestAgentRestartsPluginUnhealthyPastTimeout(t *testing.T) {
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A supervised plugin that stops answering its probes while it holds mounts is not restarted
+// past the health timeout: for a plugin that serves its mounts (FUSE), stopping it takes them
+// from the allocs that use them, which the rule never to stop a plugin under mounts forbids at
+// shutdown and everywhere else. It is reported unhealthy, and the withheld restart is logged
+// and recorded as an event naming the mounts and what the operator can do. Once it has no
+// mounts, it is restarted as any unhealthy plugin is.
+func TestAgentDoesNotRestartAnUnhealthyPluginUnderMounts(t *testing.T) {
+	f := newFixture(t)
+	clock, stop := f.startWithHealthTimeoutOnAFakeClock(f.execPlugin("fuse", "sickens"))
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
+	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "fuse", Capabilities: caps}); err != nil {
+		t.Fatal(err)
+	}
+	// The claim and the release are commands: processes of their own, whose connection to the
+	// plugin the agent's probes do not share.
+	cmd := f.openEngine()
+	if _, err := cmd.Claim(f.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
+		t.Fatal(err)
+	}
+	pid := f.pid("fuse")
+	if err := os.MkdirAll(filepath.Join(f.dir, "hostpath-fuse"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "hostpath-fuse", "sick"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the agent to probe the plugin unhealthy", func() bool {
+		return strings.Contains(f.plugin("fuse").LastError, "Probe: Internal")
+	})
+	clock.Advance(301 * time.Millisecond)
+	waitFor(t, "the agent to restart the plugin or withhold the restart", func() bool {
+		return len(f.events("plugin-restart")) > 0 || len(f.events("plugin-restart-withheld")) > 0
+	})
+	if n := f.pid("fuse"); n != pid || !alive(pid) || len(f.events("plugin-restart")) != 0 {
+		t.Fatalf("the unhealthy plugin pid %d was restarted under its mounts (pid file %d, alive %v, events %q)",
+			pid, n, alive(pid), f.events("plugin-restart"))
+	}
+	withheld := f.events("plugin-restart-withheld")
+	if len(withheld) != 1 || !strings.Contains(withheld[0], `plugin "fuse" unhealthy for 301ms (health timeout 300ms): Probe: Internal`) ||
+		!strings.Contains(withheld[0], "2 mounts") || !strings.Contains(withheld[0], fmt.Sprintf("pid %d", pid)) {
+		t.Errorf("plugin-restart-withheld events = %q", withheld)
+	}
+	// Released, it has no mounts left: the next look past the health timeout restarts it.
+	if _, err := cmd.Release(f.ctx, "db", "web-0"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	waitFor(t, "the unhealthy plugin without mounts to be restarted", func() bool { return len(f.events("plugin-restart")) == 1 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.events("plugin-restart-withheld")); n != 1 {
+		t.Errorf("%d plugin-restart-withheld events, want one for the whole time it was unhealthy under mounts", n)
 	}
 }
 
@@ -567,7 +681,7 @@ func (f *fixture) claimOnMem(cfg csitest.MemConfig) *csitest.Faults {
 	t := f.t
 	t.Helper()
 	faults := csitest.NewFaults()
-	f.mem = csitest.NewMemPlugin(cfg)
+	f.mem = csitest.NewMountingMemPlugin(t, cfg)
 	socket, _ := csitest.Serve(t, csitest.WithServer(f.mem), csitest.WithFaults(faults))
 	f.register(spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket})
 	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}

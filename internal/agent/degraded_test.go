@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -50,6 +51,13 @@ func (m *lostMounts) MountsUnder(dir string) (map[string]bool, error) {
 		}
 	}
 	return out, nil
+}
+
+// Mounted, asked right after NodePublishVolume: a target that exists (the plugin made it) is
+// mounted.
+func (m *lostMounts) Mounted(root, path string) (bool, error) {
+	_, err := os.Lstat(path)
+	return err == nil, err
 }
 
 func (m *lostMounts) set(lost bool) {

@@ -74,9 +74,15 @@ func socketsExist(paths []string) bool {
 	return true
 }
 
+// afterStart runs right after a plugin's process is started, before anything records it: the
+// crash test kills the agent there.
+var afterStart = func() {}
+
 // startProcess starts a plugin from its exec block: in its own process group (a terminal's
 // ^C or the agent's death does not reach it), with CSI_ENDPOINT set to its socket, and its
-// output appended to <state>/logs/<id>.log. Its pid goes to <state>/run/<id>.pid.
+// output appended to <state>/logs/<id>.log. Its pid goes to <state>/run/<id>.pid before the
+// plugin's command runs (starthelper.go): a plugin whose process cannot be recorded is not
+// started.
 func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 	logPath := filepath.Join(logDir, sp.ID+".log")
 	if st, err := os.Stat(logPath); err == nil && st.Size() > maxLogSize {
@@ -87,21 +93,47 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 		return nil, fmt.Errorf("plugin log: %w", err)
 	}
 	defer f.Close() // the child has its own descriptor
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(f, "%s volctl agent: "+format+"\n", append([]any{time.Now().Format(time.RFC3339)}, args...)...)
+	}
 	// The exec block's env is secret; its command and args are not (they are printed in plain
 	// by `plugin status` too), and they are what an operator needs to read this log.
-	fmt.Fprintf(f, "%s volctl agent: starting %s %s\n", time.Now().Format(time.RFC3339),
-		sp.Exec.Command, strings.Join(sp.Exec.Args, " "))
+	logf("starting %s %s", sp.Exec.Command, strings.Join(sp.Exec.Args, " "))
 
-	cmd := exec.Command(sp.Exec.Command, sp.Exec.Args...)
-	cmd.Env = pluginEnv(os.Environ(), sp)
+	// The command is looked up here, so that one that cannot run fails the start, as it did
+	// when the agent executed it directly.
+	path, err := exec.LookPath(sp.Exec.Command)
+	if err != nil {
+		logf("%v", err)
+		return nil, err
+	}
+	goAhead, send, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("starting plugin: %w", err)
+	}
+	defer send.Close() // unless sent the go-ahead, the process exits without running the plugin
+	execErr, execErrW, err := os.Pipe()
+	if err != nil {
+		goAhead.Close()
+		return nil, fmt.Errorf("starting plugin: %w", err)
+	}
+	defer execErr.Close()
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args = append([]string{startHelperArg0, path, sp.Exec.Command}, sp.Exec.Args...)
+	cmd.Env = append(pluginEnv(os.Environ(), sp), startHelperEnv+"=1")
+	cmd.ExtraFiles = []*os.File{goAhead, execErrW} // fds 3 and 4: goAheadFD, execErrFD
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(f, "%s volctl agent: %v\n", time.Now().Format(time.RFC3339), err)
+	err = cmd.Start()
+	goAhead.Close()
+	execErrW.Close()
+	if err != nil {
+		logf("%v", err)
 		return nil, err
 	}
 	p := &process{pid: cmd.Process.Pid, started: time.Now(), child: true, exited: make(chan struct{})}
 	p.startTick, _ = procStartTick(p.pid)
+	afterStart()
 	go func() {
 		err := cmd.Wait()
 		p.mu.Lock()
@@ -109,19 +141,49 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 		p.mu.Unlock()
 		close(p.exited)
 	}()
+	// Without its pid file a later agent could neither stop nor adopt the plugin: it would take
+	// it for one no agent started, or start a second one on its socket. Such a plugin is not
+	// started (the process exits at the end of the pipe) and the start is retried.
 	if err := writePidFile(runDir, sp.ID, p); err != nil {
-		// Without its pid file a later agent cannot stop it; that is worth a warning, not a
-		// plugin that does not run.
-		fmt.Fprintf(f, "%s volctl agent: %v\n", time.Now().Format(time.RFC3339), err)
+		logf("%v: not starting the plugin", err)
+		send.Close()
+		p.wait(5 * time.Second)
+		return nil, err
+	}
+	_, err = send.Write([]byte{'y'})
+	if err == nil {
+		err = readExecErr(execErr, path)
+	}
+	if err != nil {
+		logf("%v", err)
+		p.stop(5 * time.Second)
+		removePidFile(runDir, sp.ID)
+		return nil, err
 	}
 	return p, nil
 }
 
+// readExecErr reads what the start helper says of its exec of path: nothing (its end closed
+// on exec) when the plugin's command runs, else why it could not run it.
+func readExecErr(r *os.File, path string) error {
+	_ = r.SetReadDeadline(time.Now().Add(30 * time.Second))
+	b, err := io.ReadAll(io.LimitReader(r, 4096))
+	switch {
+	case err != nil:
+		return fmt.Errorf("starting plugin: %s: %w", path, err)
+	case len(b) > 0:
+		return fmt.Errorf("exec %s: %s", path, b)
+	}
+	return nil
+}
+
 // trimLog rotates a running plugin's log that grew past maxLogSize. The plugin holds the file
 // open (its stdout and stderr, which must outlive the agent, so no pipe through it), so the
-// file cannot be renamed away: its content is copied to .log.1 and the file truncated, which
-// its writers, appending, follow. What the plugin writes between the copy and the truncation
-// is lost. Without this a plugin flooding its output filled the file system the store is on.
+// file cannot be renamed away: its newest maxLogSize bytes are copied to .log.1, after a line
+// saying how much older output was dropped, and the file truncated, which its writers,
+// appending, follow. What the plugin writes between the copy and the truncation is lost.
+// Without this a plugin flooding its output filled the file system the store is on; copying
+// all of it, a flood faster than the checks left .log.1 as large as the flood.
 func trimLog(path string) error {
 	st, err := os.Lstat(path)
 	if err != nil || !st.Mode().IsRegular() || st.Size() <= maxLogSize {
@@ -136,7 +198,14 @@ func trimLog(path string) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(dst, io.LimitReader(src, st.Size()))
+	if drop := st.Size() - maxLogSize; drop > 0 {
+		fmt.Fprintf(dst, "%s volctl agent: %d bytes of earlier output dropped: the log grew past %d bytes between two checks\n",
+			time.Now().Format(time.RFC3339), drop, maxLogSize)
+		_, err = src.Seek(drop, io.SeekStart)
+	}
+	if err == nil {
+		_, err = io.Copy(dst, io.LimitReader(src, min(st.Size(), maxLogSize)))
+	}
 	if cerr := dst.Close(); err == nil {
 		err = cerr
 	}

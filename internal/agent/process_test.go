@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -160,6 +161,146 @@ func TestAgentLeavesAPluginRunningUnderAPublishInDoubt(t *testing.T) {
 	}
 }
 
+// A claim command in another process that has sent NodeStageVolume, which has not answered
+// yet, has a mount in the making: the staging intent it committed before the RPC is all the
+// store shows of it. The agent stopping meanwhile leaves the plugin running, as under a
+// staging in place; stopped, the plugin would leave the mount, if it makes one, with nothing
+// to unstage it.
+func TestAgentLeavesAPluginRunningUnderAStageInFlight(t *testing.T) {
+	f := newFixture(t)
+	sp := f.execPlugin("sh", "stage-hangs")
+	f.register(sp)
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("sh").Healthy })
+	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "sh", Capabilities: caps}); err != nil {
+		t.Fatal(err)
+	}
+	other := f.openEngine() // the claim command, another process
+	ctx, cancel := context.WithCancel(f.ctx)
+	claimed := make(chan error, 1)
+	go func() {
+		_, err := other.Claim(ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+		claimed <- err
+	}()
+	defer func() { cancel(); <-claimed }()
+	waitFor(t, "NodeStageVolume to be in flight", func() bool {
+		_, err := os.Stat(filepath.Join(f.dir, "hostpath-sh", "stage-called"))
+		return err == nil
+	})
+	pid := f.pid("sh")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !alive(pid) {
+		t.Fatalf("the agent stopped plugin pid %d while its NodeStageVolume was in flight", pid)
+	}
+	if !strings.Contains(f.logs.String(), "leaving plugin running") {
+		t.Errorf("agent log does not say why the plugin is left running:\n%s", f.logs)
+	}
+}
+
+// An agent killed (SIGKILL, the OOM killer) right after it started a plugin's process, before
+// it recorded its pid, must not leave a plugin that no record names: the next agent would take
+// it for a plugin no agent started, and never stop it, or start a second one on its socket.
+// The record precedes the plugin: killed there, the agent leaves no plugin running, and the
+// next agent starts one, its own, and stops it.
+func TestAgentKilledBeforeRecordingAPluginLeavesNoStrayPlugin(t *testing.T) {
+	f := newFixture(t)
+	sp := f.execPlugin("hp", "hostpath")
+	f.register(sp)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), pluginModeEnv+"=agent-killed-after-start", pluginRootEnv+"="+f.dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.CombinedOutput()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("the agent was not killed at its failpoint: %v\n%s", err, out)
+	}
+	// Whatever it started either serves the socket soon or is gone.
+	root := filepath.Join(f.dir, "hostpath-hp")
+	t.Cleanup(func() { killWithEnv(pluginRootEnv + "=" + root) })
+	waitFor(t, "the plugin to serve or be gone", func() bool {
+		return socketsLive([]string{sp.Socket}) || len(pidsWithEnv(pluginRootEnv+"="+root)) == 0
+	})
+
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("hp").Healthy })
+	if strings.Contains(f.logs.String(), "no volctl agent started it") {
+		t.Errorf("the next agent took the plugin the killed agent started for a foreign one:\n%s", f.logs)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if left := pidsWithEnv(pluginRootEnv + "=" + root); len(left) != 0 {
+		t.Errorf("plugin processes %v still run after the agent stopped with no mounts", left)
+	}
+}
+
+// A plugin an agent recorded and left running (under mounts, or the agent was killed) may not
+// answer on its socket yet when the next agent starts: still starting, or too busy to accept.
+// It is the agent's plugin all the same, to adopt: starting a second one would have two
+// plugins on one socket, the new one removing the first one's socket file as stale.
+func TestAgentAdoptsARecordedPluginNotAnsweringYet(t *testing.T) {
+	f := newFixture(t)
+	sp := f.execPlugin("hp", "hostpath")
+	f.register(sp)
+	cmd := exec.Command("sleep", "60") // the recorded plugin, not serving its socket yet
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	tick, err := procStartTick(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(f.dir, "run"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := writePidFile(filepath.Join(f.dir, "run"), "hp", &process{pid: cmd.Process.Pid, startTick: tick}); err != nil {
+		t.Fatal(err)
+	}
+	s := testSettings
+	s.HealthTimeout = time.Hour
+	stop := f.startAgent(s)
+	waitFor(t, "the agent to adopt or start the plugin", func() bool {
+		return strings.Contains(f.logs.String(), "adopted the running plugin") || strings.Contains(f.logs.String(), "started plugin")
+	})
+	if n := f.pid("hp"); n != cmd.Process.Pid || strings.Contains(f.logs.String(), "started plugin") {
+		t.Errorf("the agent started a second plugin (pid file %d) beside the recorded one, pid %d:\n%s", n, cmd.Process.Pid, f.logs)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pidsWithEnv lists the live processes whose environment holds kv.
+func pidsWithEnv(kv string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, en := range entries {
+		pid, err := strconv.Atoi(en.Name())
+		if err != nil || !alive(pid) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", en.Name(), "environ"))
+		if err == nil && slices.Contains(strings.Split(string(b), "\x00"), kv) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func killWithEnv(kv string) {
+	for _, pid := range pidsWithEnv(kv) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
 // A pid file whose pid now belongs to another process (a reused pid: another start time) is
 // not adopted, and a process recorded with another start time is never signalled, nor is its
 // process group, although a group of that ID runs.
@@ -225,4 +366,83 @@ func (f *fixture) chattyLogBounded(s Settings) string {
 		f.t.Fatal(err)
 	}
 	return log
+}
+
+// A plugin flooding its output faster than the log check runs leaves a log far past the limit
+// at the check: the rotated log keeps the newest maxLogSize of it, not all of it, or a flood of
+// a gigabyte a second left a gigabyte in .log.1 at every check, the file system the store is
+// on filling all the same.
+func TestTrimLogKeepsTheRotatedLogBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.log")
+	line := strings.Repeat("x", 1023) + "\n"
+	var b strings.Builder
+	for range 3 * maxLogSize / len(line) {
+		b.WriteString(line)
+	}
+	b.WriteString("the newest line\n")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := trimLog(path); err != nil {
+		t.Fatal(err)
+	}
+	rotated, err := os.ReadFile(path + ".1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rotated) > maxLogSize+200 || !strings.HasSuffix(string(rotated), "x\nthe newest line\n") {
+		t.Errorf("the rotated log holds %d bytes ending %q, want at most about %d, the newest output", len(rotated), rotated[max(0, len(rotated)-20):], maxLogSize)
+	}
+	if !strings.Contains(string(rotated[:200]), "bytes of earlier output dropped") {
+		t.Errorf("the rotated log does not say output was dropped: starts %q", rotated[:200])
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() != 0 {
+		t.Errorf("the log after the rotation: %v, %v; want it emptied", st, err)
+	}
+}
+
+// A command the kernel refuses to execute (no #! line, another architecture) fails the start,
+// naming the reason, as one that does not exist does: not a process that exits at once.
+func TestAgentReportsACommandThatCannotExecute(t *testing.T) {
+	f := newFixture(t)
+	bad := filepath.Join(f.dir, "not-a-program")
+	if err := os.WriteFile(bad, []byte("not a program\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f.register(spec.Plugin{ID: "bad", Type: spec.PluginMonolith, Socket: filepath.Join(f.dir, "bad.sock"),
+		Exec: &spec.Exec{Command: bad}})
+	stop := f.startAgent(testSettings)
+	waitFor(t, "a start attempt", func() bool { return len(f.events("plugin-start")) >= 1 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if ev := f.events("plugin-start")[0]; !strings.Contains(ev, `plugin "bad" did not start: `) || !strings.Contains(ev, "exec format error") {
+		t.Errorf("plugin-start events = %q, want the start to fail naming the reason", f.events("plugin-start"))
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "run", "bad.pid")); err == nil {
+		t.Error("the pid file of a plugin that did not start is left")
+	}
+}
+
+// A plugin that exits 0 at once, every time, is restarted after growing waits: its starts,
+// and the events and log lines each one makes, stay few, not one per few milliseconds.
+func TestAgentBacksOffAPluginThatExitsAtOnce(t *testing.T) {
+	f := newFixture(t)
+	f.register(f.execPlugin("ex", "exits"))
+	s := testSettings
+	s.BackoffMin, s.BackoffMax = 20*time.Millisecond, 400*time.Millisecond
+	stop := f.startAgent(s)
+	waitFor(t, "the backoff to reach its cap", func() bool { return len(f.events("plugin-exit")) >= 6 })
+	began := len(f.events("plugin-start"))
+	time.Sleep(time.Second)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	// 20ms doubling reaches 400ms by the sixth exit: a second then holds three starts at most.
+	if n := len(f.events("plugin-start")) - began; n > 3 {
+		t.Errorf("%d starts in a second once the backoff reached its cap of 400ms", n)
+	}
+	if exits := f.events("plugin-exit"); !strings.Contains(exits[len(exits)-1], "restarting it in 400ms") {
+		t.Errorf("the last plugin-exit event = %q, want the wait at its cap", exits[len(exits)-1])
+	}
 }

@@ -65,6 +65,7 @@ func (r *runner) loop(ctx context.Context) {
 		restartAt time.Time // when the next start may happen
 		restarted bool      // the running process replaced one that failed
 		warnedFor bool      // the foreign plugin's unhealthiness was logged
+		withheld  bool      // a restart withheld under mounts was logged, this unhealthy spell
 	)
 	for ctx.Err() == nil {
 		if r.supervised() && r.proc == nil && !r.foreign {
@@ -91,7 +92,7 @@ func (r *runner) loop(ctx context.Context) {
 		now := a.now()
 		switch {
 		case healthy:
-			lastGood, warnedFor = now, false
+			lastGood, warnedFor, withheld = now, false, false
 			r.settle()
 			if r.proc != nil && now.Sub(r.proc.started) >= a.s.BackoffMax {
 				bo.Reset()
@@ -119,9 +120,21 @@ func (r *runner) loop(ctx context.Context) {
 			if r.proc == nil {
 				break
 			}
+			unhealthyFor := fmt.Sprintf("plugin %q unhealthy for %s (health timeout %s): %s", id,
+				now.Sub(lastGood).Round(time.Millisecond), a.s.HealthTimeout, reason)
+			if why := r.mountsHeld(ctx); why != "" {
+				if !withheld && ctx.Err() == nil {
+					msg := fmt.Sprintf("%s: not restarting it: %s, and stopping a plugin under mounts takes them from the allocs using them; "+
+						"it is restarted once it has none, or when its process (pid %d) exits, for example stopped by hand", unhealthyFor, why, r.proc.pid)
+					a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
+					a.e.PluginEvent(ctx, id, "plugin-restart-withheld", msg)
+					withheld = true
+				}
+				break
+			}
+			withheld = false
 			wait := bo.Next()
-			msg := fmt.Sprintf("plugin %q unhealthy for %s (health timeout %s): %s: restarting it in %s", id,
-				now.Sub(lastGood).Round(time.Millisecond), a.s.HealthTimeout, reason, wait)
+			msg := fmt.Sprintf("%s: restarting it in %s", unhealthyFor, wait)
 			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
 			r.restarting("unhealthy")
 			a.e.PluginEvent(ctx, id, "plugin-restart", msg)
@@ -170,6 +183,19 @@ func (r *runner) loop(ctx context.Context) {
 	}
 }
 
+// mountsHeld says why the plugin may hold mounts ("it has 2 mounts and 1 in doubt"), or ""
+// when it holds none: the store says so. A count that cannot be made counts as mounts.
+func (r *runner) mountsHeld(ctx context.Context) string {
+	m, err := r.a.e.PluginMounts(ctx, r.spec.ID)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("its mounts could not be counted (%v)", err)
+	case m.Any():
+		return fmt.Sprintf("it has %d mounts and %d in doubt", m.Mounts, m.InDoubt)
+	}
+	return ""
+}
+
 // probe asks the engine to probe the plugin (reconnecting and fingerprinting again when it
 // restarted) and record the result and any change of health as an event; it logs changes.
 func (r *runner) probe(ctx context.Context) (healthy, ready bool, reason string) {
@@ -207,17 +233,19 @@ func (r *runner) probe(ctx context.Context) (healthy, ready bool, reason string)
 	return healthy, ready, reason
 }
 
-// startOrAdopt starts the plugin's process, or adopts one already serving its socket (left
-// running by an earlier agent because it had mounts). started is true when it started one.
+// startOrAdopt starts the plugin's process, or adopts the one an earlier agent started and left
+// running (because it had mounts, or the agent was killed), whether or not it answers on its
+// socket yet: it may be starting, or busy, and a second copy beside it would fight it for the
+// socket. started is true when it started one.
 func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 	a, id := r.a, r.spec.ID
 	sockets := execSockets(r.spec)
+	if p := adoptFromPidFile(ctx, a.runDir, id); p != nil {
+		r.proc = p
+		a.log.Info("adopted the running plugin", "plugin", id, "pid", p.pid)
+		return false, nil
+	}
 	if socketsLive(sockets) {
-		if p := adoptFromPidFile(ctx, a.runDir, id); p != nil {
-			r.proc = p
-			a.log.Info("adopted the running plugin", "plugin", id, "pid", p.pid)
-			return false, nil
-		}
 		r.foreign = true
 		a.log.Warn("plugin socket is live but no volctl agent started it: probing it only, never stopping it",
 			"plugin", id, "socket", sockets[0])

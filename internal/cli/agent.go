@@ -82,7 +82,7 @@ a systemd unit and containerized plugins.`,
 	}{
 		{&s.ProbeInterval, "probe-interval", agent.DefaultProbeInterval, "time between probes of a plugin until it is ready"},
 		{&s.ProbeIntervalReady, "probe-interval-ready", agent.DefaultProbeIntervalReady, "time between probes of a ready plugin"},
-		{&s.HealthTimeout, "health-timeout", agent.DefaultHealthTimeout, "how long a supervised plugin may stay unhealthy before it is restarted"},
+		{&s.HealthTimeout, "health-timeout", agent.DefaultHealthTimeout, "how long a supervised plugin may stay unhealthy before it is restarted (never while it has mounts)"},
 		{&s.GCInterval, "gc-interval", agent.DefaultGCInterval, "time between claim GC passes (releasing past claims)"},
 		{&s.ReconcileInterval, "reconcile-interval", agent.DefaultReconcileInterval, "time between reconcile passes (re-drive claims, restore mounts)"},
 		{&s.StopTimeout, "stop-timeout", agent.DefaultStopTimeout, "time a plugin gets to stop after SIGTERM before SIGKILL"},

@@ -11,7 +11,9 @@ import (
 )
 
 // cliHarness is a real engine on a temp state dir with an in-memory CSI plugin ("mem", which
-// mounts nothing) registered on a real socket, for run functions called directly.
+// bind-mounts a directory of its own at each target: NewMountingMemPlugin; tests are skipped
+// where bind mounts are not allowed) registered on a real socket, for run functions called
+// directly.
 type cliHarness struct {
 	ctx   context.Context
 	state string
@@ -26,7 +28,7 @@ func newCLIHarness(t *testing.T) *cliHarness {
 	ctx := context.Background()
 	h := &cliHarness{ctx: ctx, state: filepath.Join(t.TempDir(), "state")}
 	cfg := csitest.DefaultMemConfig()
-	h.mem = csitest.NewMemPlugin(cfg)
+	h.mem = csitest.NewMountingMemPlugin(t, cfg)
 	var socket string
 	socket, h.stop = csitest.Serve(t, csitest.WithServer(h.mem))
 	h.e = openEngine(t, h.state)

@@ -40,7 +40,7 @@ func TestPluginDataEchoingSecretsRedacted(t *testing.T) {
 	const secret = "echodata-s3cret-91c2"
 	const listSecret = "listsecret-91c2"
 	ctx := context.Background()
-	mem := csitest.NewMemPlugin(echoingMemConfig(secret))
+	mem := csitest.NewMountingMemPlugin(t, echoingMemConfig(secret))
 	echoCtx := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		resp, err := handler(ctx, req)
 		if r, ok := resp.(*csipb.CreateVolumeResponse); ok && err == nil {
@@ -206,7 +206,7 @@ func TestPluginDataControlCharactersEscaped(t *testing.T) {
 	ctx := context.Background()
 	cfg := echoingMemConfig(hostileText)
 	cfg.Topology = &spec.Topology{Segments: map[string]string{"zone": "a" + hostileText}}
-	mem := csitest.NewMemPlugin(cfg)
+	mem := csitest.NewMountingMemPlugin(t, cfg)
 	answer := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		resp, err := handler(ctx, req)
 		if r, ok := resp.(*csipb.CreateVolumeResponse); ok && err == nil {

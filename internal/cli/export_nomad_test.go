@@ -329,7 +329,7 @@ func TestExportNomadRefusesKeysEqualInNFC(t *testing.T) {
 	h := newCLIHarness(t)
 	cfg := csitest.DefaultMemConfig()
 	cfg.CreateTopology = &spec.Topology{Segments: map[string]string{"zone\u00e9": "a", "zonee\u0301": "b"}}
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, cfg)))
 	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "topo", Type: spec.PluginMonolith, Socket: socket}); err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func TestExportNomadRefusesContextKeysMergedByRedaction(t *testing.T) {
 		}
 		return resp, err
 	}
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())), csitest.WithInterceptor(echoKeys))
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())), csitest.WithInterceptor(echoKeys))
 	h := &cliHarness{ctx: context.Background(), state: filepath.Join(t.TempDir(), "state")}
 	h.e = openEngine(t, h.state)
 	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {

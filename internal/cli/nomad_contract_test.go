@@ -138,11 +138,17 @@ func edit(t *testing.T, ex []nomadExchange, method, path string, fn func(map[str
 }
 
 // nomadHarness is the volume of the end-to-end run, "db" on hostpath plugin "hp" (node n1),
-// in a fresh state dir.
+// in a fresh state dir. The plugin mounts for real (volctl insists a published target is a
+// mount point), and whatever is mounted under the state dir at the end is unmounted.
 func nomadHarness(t *testing.T) *cliHarness {
 	t.Helper()
 	h := newCLIHarness(t)
-	srv := hostpathtest.Start(t, hostpath.Config{NodeID: "n1", Mounter: &hostpathtest.FakeMounter{}})
+	t.Cleanup(func() {
+		if err := hostpath.UnmountAll(h.state); err != nil {
+			t.Errorf("cleaning up mounts: %v", err)
+		}
+	})
+	srv := hostpathtest.Start(t, hostpath.Config{NodeID: "n1"})
 	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: strings.TrimPrefix(srv.Endpoint, "unix://")}); err != nil {
 		t.Fatal(err)
 	}

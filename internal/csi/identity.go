@@ -106,6 +106,11 @@ func (c *Client) fingerprint(ctx context.Context) (*Fingerprint, error) {
 		if ni.NodeID == "" {
 			return nil, errors.New("NodeGetInfo: the plugin reported an empty node ID")
 		}
+		if ni.MaxVolumes < 0 {
+			// Read as "no limit", it would let volctl publish past whatever the node allows.
+			return nil, fmt.Errorf("NodeGetInfo: plugin %q reported max_volumes_per_node %d, which the CSI spec does not allow (0 is no limit, else a positive count): fix the plugin's configuration and restart it",
+				info.Name, ni.MaxVolumes)
+		}
 		fp.NodeID, fp.MaxVolumes, fp.AccessibleTopology = ni.NodeID, ni.MaxVolumes, ni.AccessibleTopology
 		fp.Node = true
 	}

@@ -36,6 +36,11 @@ func checkNode(tx *store.Tx, v store.Volume, onNode bool, p *store.Plugin) error
 		return conflictf("volume %q is accessible only from topology %s, and plugin %q's node %q %s (NodeGetInfo accessible_topology): the volume cannot be used on this node",
 			v.ID, formatTopologies(topos), p.ID, fp.NodeID, node)
 	}
+	if fp.MaxVolumes < 0 {
+		// Recorded before fingerprinting refused it (csi.Client.Fingerprint): not "no limit".
+		return badAnswerf("plugin %q reported max_volumes_per_node %d (NodeGetInfo), which the CSI spec does not allow (0 is no limit, else a positive count), so its limit cannot be enforced: fix the plugin's configuration and restart it",
+			p.ID, fp.MaxVolumes)
+	}
 	if fp.MaxVolumes > 0 {
 		on, err := tx.Volumes().OnNode(p.ID)
 		if err != nil {

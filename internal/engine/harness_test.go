@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -228,10 +229,11 @@ func volumeRPCs(p *csitest.MemPlugin) []string {
 // anything (a plugin that left its mount behind: serveLeavingMounts). The staging directory
 // itself is kept while its volume is registered, so its existence says nothing.
 type fakeMounts struct {
-	mu      sync.Mutex
-	gone    map[string]bool
-	reads   int
-	plugins []*csitest.MemPlugin
+	mu        sync.Mutex
+	gone      map[string]bool
+	unmounted bool
+	reads     int
+	plugins   []*csitest.MemPlugin
 }
 
 func newFakeMounts(plugins ...*csitest.MemPlugin) *fakeMounts {
@@ -264,6 +266,9 @@ func (f *fakeMounts) MountsUnder(dir string) (map[string]bool, error) {
 			if f.gone[p] {
 				continue
 			}
+			if fi, err := os.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				continue // never a mount point: mount follows a link
+			}
 			if strings.HasPrefix(p, filepath.Join(dir, stagingDir)+"/") && !staged[p] {
 				if entries, err := os.ReadDir(p); err != nil || len(entries) == 0 {
 					continue
@@ -273,6 +278,26 @@ func (f *fakeMounts) MountsUnder(dir string) (map[string]bool, error) {
 		}
 	}
 	return out, nil
+}
+
+// Mounted, asked right after NodePublishVolume: a target that exists (the plugin made it) is
+// mounted, whatever markGone said of an earlier mount there, unless notMounted was set (a
+// plugin that answers OK and mounts nothing there).
+func (f *fakeMounts) Mounted(root, path string) (bool, error) {
+	if _, err := os.Lstat(path); err != nil {
+		return false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.unmounted, nil
+}
+
+// notMounted makes every target count as not mounted at NodePublishVolume: the plugin answers
+// OK and mounts nothing.
+func (f *fakeMounts) notMounted(yes bool) {
+	f.mu.Lock()
+	f.unmounted = yes
+	f.mu.Unlock()
 }
 
 func (f *fakeMounts) markGone(p string) {

@@ -8,10 +8,15 @@ import (
 )
 
 // MountTable answers which paths under the state dir are mount points. Reconcile reads it once
-// per pass, not once per claim, so restoring 1,000 claims costs one read of the kernel's table.
+// per pass, not once per claim, so restoring 1,000 claims costs one read of the kernel's table;
+// the publish path asks about its one target (Mounted), which reads no table at all.
 type MountTable interface {
 	// MountsUnder returns every mount point at or below dir.
 	MountsUnder(dir string) (map[string]bool, error)
+	// Mounted reports whether path, below root (the state dir), is a mount point: the root of
+	// another mount than its parent directory's. path is opened without following a symlink
+	// in any component below root (nofollow.go).
+	Mounted(root, path string) (bool, error)
 }
 
 // kernelMounts reads the kernel's mount table (/proc/self/mountinfo).
@@ -27,4 +32,15 @@ func (kernelMounts) MountsUnder(dir string) (map[string]bool, error) {
 		out[m.Mountpoint] = true
 	}
 	return out, nil
+}
+
+// Mounted compares the mount ID of path with its parent's (statx STATX_MNT_ID), both opened
+// without following symlinks: one path, two system calls, no read of the table.
+func (kernelMounts) Mounted(root, path string) (bool, error) {
+	t, err := openNoFollow(root, path, createNothing)
+	if err != nil {
+		return false, err
+	}
+	defer t.close()
+	return t.mounted()
 }

@@ -28,6 +28,9 @@ type symlinkError struct {
 	Component string // the leading part of Path that is a symlink
 	// Context, when set, is said instead of Path ("volume_mount /srv/data").
 	Context string
+	// Advice, when set, replaces the general advice (a path of volctl's own, which no one can
+	// "use instead").
+	Advice string
 }
 
 func (e *symlinkError) Error() string {
@@ -35,8 +38,11 @@ func (e *symlinkError) Error() string {
 	if what == "" {
 		what = e.Path
 	}
-	return fmt.Sprintf("%s: %s is a symlink, and volctl does not follow symlinks in mount paths "+
-		"(replace it with a real directory, or use the path it points to)", what, e.Component)
+	advice := e.Advice
+	if advice == "" {
+		advice = "replace it with a real directory, or use the path it points to"
+	}
+	return fmt.Sprintf("%s: %s is a symlink, and volctl does not follow symlinks in mount paths (%s)", what, e.Component, advice)
 }
 
 // create says what a walk makes of the components that do not exist yet.

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,11 +91,61 @@ func (l *locker) makeTargetParent(ctx context.Context, target string) error {
 	case errors.Is(err, unix.ENOENT):
 		return nil // the plugin makes it
 	case errors.Is(err, unix.ELOOP):
-		return &symlinkError{Path: target, Component: target}
+		// The target is volctl's own path, no one's to choose: say what the link is and that
+		// removing it (not what it points to) is the remedy.
+		what := "it was left there by a plugin or by hand"
+		buf := make([]byte, unix.PathMax)
+		if n, err := unix.Readlinkat(p.fd, filepath.Base(target), buf); err == nil {
+			what = fmt.Sprintf("it points to %q, left there by a plugin or by hand", buf[:n])
+		}
+		return &symlinkError{Path: target, Component: target, Context: "claim target",
+			Advice: fmt.Sprintf("%s: remove the link with `rm %s`, which leaves what it points to, and claim again", what, target)}
 	case err != nil:
 		return &os.PathError{Op: "open", Path: target, Err: err}
 	}
 	return unix.Close(fd)
+}
+
+// removeTargetLink removes a symlink at a claim's target, never following it: the link alone is
+// unlinked, through its parent's descriptor, the parent opened without following any component
+// below the state dir. It is for a plugin that answered NodeUnpublishVolume OK and left a link
+// there: left, it would refuse every later claim at that target (makeTargetParent). It returns
+// where the link pointed and true when it removed one; nothing is done when the target is
+// missing or not a symlink, or its parent is missing or reached through a symlink (which the
+// publish path refuses, naming it).
+func (l *locker) removeTargetLink(ctx context.Context, target string) (string, bool, error) {
+	if fi, err := os.Lstat(target); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return "", false, nil // the usual case, gone, costs no lock (the walk below decides)
+	}
+	unlock, err := l.dirs(ctx, true)
+	if err != nil {
+		return "", false, err
+	}
+	defer unlock()
+	target = filepath.Clean(target)
+	p, err := openNoFollow(filepath.Dir(l.dir), filepath.Dir(target), createNothing)
+	var se *symlinkError
+	if errors.Is(err, fs.ErrNotExist) || errors.As(err, &se) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	defer p.close()
+	name := filepath.Base(target)
+	var st unix.Stat_t
+	if err := unix.Fstatat(p.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		return "", false, nil
+	}
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(p.fd, name, buf)
+	if err != nil {
+		n = 0
+	}
+	if err := unix.Unlinkat(p.fd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return "", false, &os.PathError{Op: "remove the symlink", Path: target, Err: err}
+	}
+	return string(buf[:n]), true, nil
 }
 
 // removeEmptyDirs removes path and then its parents while they are empty, stopping at root,

@@ -228,6 +228,64 @@ func (e *Engine) PluginSpecs(ctx context.Context) ([]spec.Plugin, error) {
 	return out, err
 }
 
+// PluginMounts is what a plugin may hold mounted on this host, as the store records it.
+type PluginMounts struct {
+	// Mounts are publish targets of claims node-staged (NodePublishVolume sent or being sent:
+	// a plugin that does not stage may have mounted), published or unpublishing, and stagings
+	// in place.
+	Mounts int
+	// InDoubt are stagings whose intent is committed but not the stage: a NodeStageVolume
+	// being sent (by any process: the intent is committed before the RPC, at admission or in
+	// nodeStage), or one whose answer was lost, may have mounted; a NodeUnstageVolume not yet
+	// confirmed may not have unmounted. The release path unstages each of them.
+	InDoubt int
+}
+
+// Any reports whether the plugin may hold a mount.
+func (m PluginMounts) Any() bool { return m.Mounts+m.InDoubt > 0 }
+
+// PluginMounts counts a plugin's mounts and mounts in doubt in one read of the store: the
+// agent never stops a plugin that may hold one.
+func (e *Engine) PluginMounts(ctx context.Context, pluginID string) (PluginMounts, error) {
+	var m PluginMounts
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: pluginID})
+		if err != nil {
+			return err
+		}
+		mine := map[string]bool{}
+		for _, v := range vols {
+			mine[v.ID] = true
+		}
+		claims, err := tx.Claims().ListAll()
+		if err != nil {
+			return err
+		}
+		for _, c := range claims {
+			switch {
+			case !mine[c.VolumeID]:
+			case c.State == store.ClaimNodeStaged, c.State == store.ClaimPublished, c.State == store.ClaimUnpublishing:
+				m.Mounts++
+			}
+		}
+		stagings, err := tx.Stagings().List()
+		if err != nil {
+			return err
+		}
+		for _, st := range stagings {
+			switch {
+			case !mine[st.VolumeID] && st.PluginID != pluginID:
+			case st.Staged:
+				m.Mounts++
+			case st.StagingPath != "":
+				m.InDoubt++
+			}
+		}
+		return nil
+	})
+	return m, err
+}
+
 // PluginEvent appends an event about a plugin to the event log, e.g. the agent starting,
 // losing or restarting a plugin process. A failure to record it is logged, not returned.
 func (e *Engine) PluginEvent(ctx context.Context, pluginID, kind, message string) {
@@ -290,13 +348,14 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 		r.health = store.Health{LastError: err.Error(), ProbedAt: e.cfg.Now()}
 		e.forget(p.ID)
 	} else {
+		// The connection is kept whatever Probe answers: other goroutines of this process (the
+		// agent's reconcile and claim GC) may have RPCs in flight on it, which closing it would
+		// cut short (Canceled); a plugin that restarted makes new socket files, on which
+		// connectPlugin (and checkSockets, mid-operation) connects and fingerprints afresh.
 		r.health = e.probe(ctx, c)
 		if !c.fpRecorded.Load() {
 			fp := c.storedFingerprint(e.cfg.Now())
 			r.fp = &fp
-		}
-		if !r.health.Healthy {
-			e.forget(p.ID)
 		}
 	}
 	// Health is a reading of now, retaken every probe: it need not be forced to disk. The

@@ -226,10 +226,15 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 // checkTarget checks what the plugin left at a claim's target after answering
 // NodePublishVolume with OK, before the claim is recorded published and its path handed out:
 // something must be there (the plugin makes the target, docs/architecture.md, Claim state
-// machine), a directory for a file-system claim, and not a symlink: a plugin that "publishes"
-// by linking the target to another directory (its own mount, or /etc) would have the alloc,
-// and every volume_mount, write wherever the link leads. The target is opened as every path
-// below the state dir is (nofollow.go), without following any component. A failure is final
+// machine), a directory for a file-system claim, not a symlink, and a mount point (for a block
+// claim, the device file bind-mounted there). A plugin that "publishes" by linking the target
+// to another directory (its own mount, or /etc) would have the alloc, and every volume_mount,
+// write wherever the link leads; one that makes the directory and mounts nothing on it (or
+// mounts elsewhere) would have them write into the state dir on the host's disk, and
+// reconcile would find the claim lost (restoreIfUnmounted). Whether it is a mount point is
+// asked of the mount table for this one path (MountTable.Mounted), which reads no table. The
+// target is opened as every path below the state dir is (nofollow.go), without following any
+// component. A failure is final
 // (errBadAnswer): the claim is rolled back, and the release's NodeUnpublishVolume asks the
 // plugin to remove what it made.
 func (e *Engine) checkTarget(v store.Volume, cl *store.Claim, c *conn) error {
@@ -255,10 +260,18 @@ func (e *Engine) checkTarget(v store.Volume, cl *store.Claim, c *conn) error {
 		if derr != nil {
 			return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, derr)
 		}
-		if dir || cl.AttachmentMode != spec.FileSystem {
+		if !dir && cl.AttachmentMode == spec.FileSystem {
+			what = "not a directory (a file-system volume is mounted on one)"
+			break
+		}
+		mounted, merr := e.cfg.Mounts.Mounted(e.cfg.StateDir, target)
+		if merr != nil {
+			return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, merr)
+		}
+		if mounted {
 			return nil
 		}
-		what = "not a directory (a file-system volume is mounted on one)"
+		what = "not a mount point (nothing is mounted on it, so the claim would write to the host's disk)"
 	}
 	return badAnswerf("%s: plugin %q answered OK for volume %q, but the target %s is %s: the plugin did not publish the volume there",
 		csi.RPCNodePublishVolume, c.plugin.ID, v.ID, cl.TargetPath, what)

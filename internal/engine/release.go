@@ -76,6 +76,16 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 		return err
 	}
 	failpoint("rpc:NodeUnpublishVolume")
+	// A symlink the plugin left at the target is no mount (checkUnmounted passes it), but it
+	// would refuse every later claim at the target: removed, not followed, and said.
+	if dest, removed, err := e.locks.removeTargetLink(ctx, e.realPath(cl.TargetPath)); err != nil {
+		return fmt.Errorf("after %s of volume %q: %w", csi.RPCNodeUnpublishVolume, v.ID, err)
+	} else if removed {
+		msg := fmt.Sprintf("plugin %q answered %s OK and left a symlink to %q at the target %s: volctl removed the link (not what it points to)",
+			c.plugin.ID, csi.RPCNodeUnpublishVolume, dest, cl.TargetPath)
+		e.log.Warn(msg)
+		p.event(&store.Event{Kind: "target-link-removed", VolumeID: v.ID, Alloc: cl.Alloc, PluginID: v.PluginID, Message: msg})
+	}
 	e.locks.removeEmptyDirs(ctx, e.realPath(cl.TargetPath), filepath.Join(e.cfg.StateDir, publishDir))
 	if err := e.checkUnmounted(v, csi.RPCNodeUnpublishVolume, "target", cl.TargetPath, c); err != nil {
 		return err

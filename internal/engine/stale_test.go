@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +106,12 @@ func TestCancelledLockWaitRecordsTheFailure(t *testing.T) {
 type mountsFunc func(dir string) (map[string]bool, error)
 
 func (f mountsFunc) MountsUnder(dir string) (map[string]bool, error) { return f(dir) }
+
+// Mounted, as fakeMounts: a target that exists is mounted.
+func (f mountsFunc) Mounted(root, path string) (bool, error) {
+	_, err := os.Lstat(path)
+	return err == nil, err
+}
 
 // Reconcile lists the claims and reads the mount table before it settles published claims. A
 // release begun after the list (and left for reconcile, NodeUnstageVolume being unavailable)

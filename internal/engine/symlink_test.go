@@ -22,6 +22,10 @@ import (
 // given (mountinfo's prefix filter) are returned. What is mounted is fakeMounts' answer.
 type kernelLikeMounts struct{ inner *fakeMounts }
 
+func (m kernelLikeMounts) Mounted(root, path string) (bool, error) {
+	return m.inner.Mounted(root, path)
+}
+
 func (m kernelLikeMounts) MountsUnder(dir string) (map[string]bool, error) {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {

@@ -547,12 +547,15 @@ func TestForceDetachWarnsOfAMountLeftBelowTheStaging(t *testing.T) {
 }
 
 // claimedOnKernelMounts is a harness reading the kernel's mount table, with volume "v" of the
-// in-memory plugin claimed by alloc "a" under a state dir where mounts are allowed (root), and
+// in-memory plugin (mounting for real) claimed by alloc "a" under a state dir where mounts are allowed (root), and
 // its staging path and a directory below it where a misbehaving plugin leaves a mount.
 func claimedOnKernelMounts(t *testing.T) (h *harness, staging, sub string) {
 	t.Helper()
 	hostpathtest.RequireMount(t)
-	h = newHarness(t, nil)
+	// The plugin mounts its targets for real (the kernel's table is asked whether a target is
+	// mounted), not its staging path: it mounts below it.
+	root := t.TempDir()
+	h = newHarness(t, func(c *csitest.MemConfig) { c.MountRoot, c.MountTargetsOnly = root, true })
 	h.dir = hostpathtest.MountDir(t)
 	h.e = nil
 	h.open(Config{Mounts: kernelMounts{}})
@@ -567,12 +570,19 @@ func claimedOnKernelMounts(t *testing.T) (h *harness, staging, sub string) {
 // NodeUnstageVolume it answers with success: a plugin that says it unstaged and leaves a mount.
 func (h *harness) afterFirstUnstage(leave func()) {
 	h.t.Helper()
+	h.afterFirst(csi.RPCNodeUnstageVolume, leave)
+}
+
+// afterFirst serves the harness's plugin again, running leave after the first rpc it answers
+// with success: a plugin that says it did the work and leaves something behind.
+func (h *harness) afterFirst(rpc string, leave func()) {
+	h.t.Helper()
 	var first atomic.Bool
 	h.stopServe()
 	h.stopServe = csitest.ServeAt(h.t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults),
 		csitest.WithInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 			resp, err := handler(ctx, req)
-			if filepath.Base(info.FullMethod) == csi.RPCNodeUnstageVolume && err == nil && first.CompareAndSwap(false, true) {
+			if filepath.Base(info.FullMethod) == rpc && err == nil && first.CompareAndSwap(false, true) {
 				leave()
 			}
 			return resp, err

@@ -200,3 +200,37 @@ func TestSignalStopsAndRemovesSocket(t *testing.T) {
 		})
 	}
 }
+
+// A plugin alive but too busy to accept (its listen backlog full) makes a connect fail with
+// EAGAIN, not ECONNREFUSED: RemoveStaleSocket must not take that socket for a stale one and
+// remove it from under the plugin.
+func TestRemoveStaleSocketLeavesABusyPluginsSocket(t *testing.T) {
+	socket := filepath.Join(shortDir(t), "busy.sock")
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	mustOK(t, err)
+	t.Cleanup(func() { syscall.Close(fd) })
+	mustOK(t, syscall.Bind(fd, &syscall.SockaddrUnix{Name: socket}))
+	mustOK(t, syscall.Listen(fd, 0)) // never accepts: the backlog fills at once
+	var held []net.Conn
+	t.Cleanup(func() {
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	for {
+		c, err := net.DialTimeout("unix", socket, 100*time.Millisecond)
+		if err != nil {
+			break // the backlog is full
+		}
+		if held = append(held, c); len(held) > 64 {
+			t.Fatal("the listen backlog never filled")
+		}
+	}
+	err = hostpath.RemoveStaleSocket(socket)
+	if err == nil || !strings.Contains(err.Error(), "checking for a live plugin") {
+		t.Fatalf("RemoveStaleSocket on a busy plugin's socket: %v, want it to say it could not tell", err)
+	}
+	if _, serr := os.Lstat(socket); serr != nil {
+		t.Fatalf("the busy plugin's socket was removed (RemoveStaleSocket: %v): %v", err, serr)
+	}
+}

@@ -33,7 +33,7 @@ func TestPluginDataEchoingSecretsNotShown(t *testing.T) {
 		}
 		return resp, err
 	}
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)), csitest.WithInterceptor(echo))
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, cfg)), csitest.WithInterceptor(echo))
 	e, err := engine.Open(ctx, engine.Config{StateDir: t.TempDir(),
 		Retry:    engine.RetryPolicy{Attempts: 1, Base: time.Millisecond, Max: time.Millisecond},
 		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})

@@ -20,7 +20,7 @@ func TestAgainstRealEngine(t *testing.T) {
 	ctx := context.Background()
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "node-1"
-	socket, stop := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+	socket, stop := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, cfg)))
 	e, err := engine.Open(ctx, engine.Config{
 		StateDir: t.TempDir(),
 		Retry:    engine.RetryPolicy{Attempts: 1, Base: time.Millisecond, Max: time.Millisecond},

@@ -252,7 +252,7 @@ func (s *Server) Serve(ctx context.Context, m *Metrics, status func() agent.Stat
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(st)
 	})
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout,
 		WriteTimeout: scrapeTimeout + 20*time.Second, IdleTimeout: idleTimeout}
 	done := make(chan struct{})
 	go func() {
@@ -275,6 +275,11 @@ func (s *Server) Serve(ctx context.Context, m *Metrics, status func() agent.Stat
 // good: the endpoint may listen beyond loopback, for Prometheus on another host, and anyone who
 // reaches it could pile them up. Prometheus scrapes far more often than this.
 var idleTimeout = 2 * time.Minute
+
+// readTimeout bounds the reading of a whole request, body included. A scrape has no body, but
+// the server reads one that a client announces, after the handler, to reuse the connection;
+// without a bound, a client that never sends it held a connection of the agent's for good.
+var readTimeout = 30 * time.Second
 
 // scrapeTimeout bounds a scrape's reads of the state, as Prometheus's own scrape_timeout
 // (10s by default) bounds its wait.

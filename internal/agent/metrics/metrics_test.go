@@ -58,7 +58,7 @@ func observedMem(t *testing.T, faults *csitest.Faults) (*Metrics, *engine.Engine
 	t.Helper()
 	ctx := context.Background()
 	m := New()
-	opts := []csitest.ServeOption{csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig()))}
+	opts := []csitest.ServeOption{csitest.WithServer(csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig()))}
 	if faults != nil {
 		opts = append(opts, csitest.WithFaults(faults))
 	}
@@ -610,11 +610,10 @@ func TestRPCCodeLabelIsBounded(t *testing.T) {
 	}
 }
 
-// A connection a client keeps alive and leaves idle is closed after idleTimeout: the endpoint
-// may listen beyond loopback, and idle connections must not pile up in the agent.
-func TestIdleConnectionsAreClosed(t *testing.T) {
-	defer func(d time.Duration) { idleTimeout = d }(idleTimeout)
-	idleTimeout = 100 * time.Millisecond
+// dialServed serves empty metrics on a loopback port until the test ends and returns a
+// connection to it.
+func dialServed(t *testing.T) net.Conn {
+	t.Helper()
 	srv, err := Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -622,12 +621,21 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, New(), func() agent.Status { return agent.Status{} }, nil) }()
-	defer func() { cancel(); <-served }()
+	t.Cleanup(func() { cancel(); <-served })
 	conn, err := net.Dial("tcp", srv.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// A connection a client keeps alive and leaves idle is closed after idleTimeout: the endpoint
+// may listen beyond loopback, and idle connections must not pile up in the agent.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	defer func(d time.Duration) { idleTimeout = d }(idleTimeout)
+	idleTimeout = 100 * time.Millisecond
+	conn := dialServed(t)
 	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -641,5 +649,24 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
 	if n, err := conn.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("idle kept-alive connection: read %d, %v; want it closed by the agent (EOF)", n, err)
+	}
+}
+
+// A client that sends a request's headers, announces a small body and then sends it a byte at a
+// time, or never, held a connection, a descriptor and a goroutine of the agent's for good: the
+// server reads such a body after the handler (to reuse the connection) with no deadline but
+// the request's read timeout, which was unset. Many of them exhaust the agent's descriptors,
+// which it needs for its plugins' sockets and its store.
+func TestASlowRequestBodyIsCutOff(t *testing.T) {
+	defer func(d time.Duration) { readTimeout = d }(readTimeout)
+	readTimeout = 200 * time.Millisecond
+	conn := dialServed(t)
+	if _, err := io.WriteString(conn, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nx"); err != nil {
+		t.Fatal(err)
+	}
+	// The deadline only ends a test of a server that keeps the connection forever.
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.Copy(io.Discard, conn); err != nil {
+		t.Fatalf("a request whose body never comes: %v; want the connection closed by the agent", err)
 	}
 }

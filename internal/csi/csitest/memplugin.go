@@ -61,6 +61,18 @@ type MemConfig struct {
 	// making a directory there (a plugin that makes the target a symlink, or a file, or nothing);
 	// its error fails the call as INTERNAL. NodeUnpublishVolume removes whatever is there.
 	MakeTarget func(target string) error
+	// MountRoot, when set, makes the plugin mount as a real one does (root, bind mounts
+	// allowed): each volume has a backing directory below MountRoot, which NodeStageVolume
+	// bind-mounts at the staging path and NodePublishVolume at the target (from the staging
+	// path when the plugin stages; read-only when asked), and NodeUnpublishVolume and
+	// NodeUnstageVolume unmount. Unset, the plugin mounts nothing (engine tests, whose mount
+	// table is a fake). A MakeTarget replaces the target's mount too. NewMountingMemPlugin sets
+	// it for a test.
+	MountRoot string
+	// MountTargetsOnly, with MountRoot, leaves the staging path unmounted (a plugin that
+	// keeps its staging elsewhere, or mounts below the staging path) and bind-mounts the
+	// backing directory itself at each target.
+	MountTargetsOnly bool
 }
 
 // DefaultMemConfig returns a monolith with the controller (create/delete, publish, list,
@@ -104,8 +116,9 @@ const (
 
 // MemPlugin is an in-memory CSI plugin: it keeps volumes, snapshots, controller publications,
 // stagings and node publications with the semantics the CSI spec asks of a real plugin, and
-// records every request. It mounts nothing; NodePublishVolume creates the target directory and
-// NodeUnpublishVolume removes it, as a real plugin would, so tests can observe paths.
+// records every request. It mounts nothing unless MemConfig.MountRoot is set;
+// NodePublishVolume creates the target directory and NodeUnpublishVolume removes it, as a real
+// plugin would, so tests can observe paths.
 type MemPlugin struct {
 	mu        sync.Mutex
 	cfg       MemConfig
@@ -122,6 +135,8 @@ type MemPlugin struct {
 	// expandAs, when positive, is the capacity every ControllerExpandVolume answers with
 	// (AnswerExpandWith).
 	expandAs int64
+	// mounted are the paths the plugin bind-mounted (MountRoot) and has not unmounted yet.
+	mounted map[string]bool
 }
 
 type memVolume struct {
@@ -927,6 +942,9 @@ func (s *memServer) NodeStageVolume(ctx context.Context, req *csipb.NodeStageVol
 	case v.staging != "":
 		return nil, errorf(codes.FailedPrecondition, "volume %q is already staged at %s", v.vol.ID, v.staging)
 	default:
+		if err := m.mountVolume(v, "", m.stagingMount(req.GetStagingTargetPath()), false); err != nil {
+			return nil, err
+		}
 		v.staging, v.stagingCap = req.GetStagingTargetPath(), c
 	}
 	return &csipb.NodeStageVolumeResponse{}, nil
@@ -964,6 +982,9 @@ func (s *memServer) NodeUnstageVolume(ctx context.Context, req *csipb.NodeUnstag
 	}
 	if len(v.targets) > 0 {
 		return nil, errorf(codes.FailedPrecondition, "volume %q is still published at %v", v.vol.ID, slices.Sorted(maps.Keys(v.targets)))
+	}
+	if err := m.unmount(v.staging); err != nil {
+		return nil, err
 	}
 	v.staging, v.stagingCap = "", csi.VolumeCapability{}
 	return &csipb.NodeUnstageVolumeResponse{}, nil
@@ -1009,6 +1030,9 @@ func (s *memServer) NodePublishVolume(ctx context.Context, req *csipb.NodePublis
 		}
 	} else if err := os.Mkdir(target, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, errorf(codes.Internal, "create target: %v", err)
+	} else if err := m.mountVolume(v, m.stagingMount(req.GetStagingTargetPath()), target, want.readOnly); err != nil {
+		_ = os.Remove(target)
+		return nil, err
 	}
 	if v.targets == nil {
 		v.targets = map[string]memTarget{}
@@ -1027,6 +1051,9 @@ func (s *memServer) NodeUnpublishVolume(ctx context.Context, req *csipb.NodeUnpu
 	}
 	if _, ok := v.targets[req.GetTargetPath()]; !ok {
 		return &csipb.NodeUnpublishVolumeResponse{}, nil
+	}
+	if err := m.unmount(req.GetTargetPath()); err != nil {
+		return nil, err
 	}
 	if err := os.Remove(req.GetTargetPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, errorf(codes.Internal, "remove target: %v", err)

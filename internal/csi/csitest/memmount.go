@@ -1,0 +1,106 @@
+package csitest
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+)
+
+// NewMountingMemPlugin returns a MemPlugin configured as cfg says that mounts for real
+// (MemConfig.MountRoot, a fresh directory), for a test whose engine reads the kernel's mount
+// table and so insists that a published target is a mount point. Whatever the plugin still
+// has mounted when the test ends is unmounted then, even when the test failed. Where bind
+// mounts are not allowed (not root, no CAP_SYS_ADMIN), the test is skipped, saying why.
+func NewMountingMemPlugin(t testing.TB, cfg MemConfig) *MemPlugin {
+	t.Helper()
+	hostpathtest.RequireMount(t)
+	// t.TempDir registers the removal of the test's temp dirs at its first call, so the
+	// cleanup registered below runs before it: no temp dir is removed through a mount.
+	cfg.MountRoot = t.TempDir()
+	m := NewMemPlugin(cfg)
+	t.Cleanup(func() {
+		if err := m.UnmountAll(); err != nil {
+			t.Errorf("memplugin: %v", err)
+		}
+	})
+	return m
+}
+
+// UnmountAll unmounts every path the plugin mounted and has not unmounted yet.
+func (m *MemPlugin) UnmountAll() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for _, p := range slices.Sorted(maps.Keys(m.mounted)) {
+		if err := m.unmount(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stagingMount is the staging path as the plugin mounts it: none with MountTargetsOnly.
+func (m *MemPlugin) stagingMount(path string) string {
+	if m.cfg.MountTargetsOnly {
+		return ""
+	}
+	return path
+}
+
+// mountVolume bind-mounts the volume at dst when the plugin mounts (MountRoot): from src (its
+// staging path) when set, else from the volume's backing directory, read-only when asked. The
+// caller holds m.mu.
+func (m *MemPlugin) mountVolume(v *memVolume, src, dst string, readOnly bool) error {
+	if m.cfg.MountRoot == "" || dst == "" {
+		return nil
+	}
+	if src == "" {
+		src = filepath.Join(m.cfg.MountRoot, url.PathEscape(v.vol.ID))
+		if err := os.MkdirAll(src, 0o750); err != nil {
+			return errorf(codes.Internal, "backing directory: %v", err)
+		}
+	}
+	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+		return errorf(codes.Internal, "bind-mount %s at %s: %v", src, dst, err)
+	}
+	if m.mounted == nil {
+		m.mounted = map[string]bool{}
+	}
+	m.mounted[dst] = true
+	if readOnly {
+		if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+			_ = m.unmount(dst)
+			return errorf(codes.Internal, "remount %s read-only: %v", dst, err)
+		}
+	}
+	return nil
+}
+
+// unmount takes away every mount the plugin stacked at path (none when it mounts nothing). The
+// caller holds m.mu.
+func (m *MemPlugin) unmount(path string) error {
+	if !m.mounted[path] {
+		return nil
+	}
+	for {
+		err := unix.Unmount(path, 0)
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+			break // no longer a mount point
+		}
+		if err != nil {
+			return errorf(codes.Internal, "%v", fmt.Errorf("unmount %s: %w", path, err))
+		}
+	}
+	delete(m.mounted, path)
+	return nil
+}
