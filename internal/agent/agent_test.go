@@ -55,9 +55,13 @@ func TestMain(m *testing.M) {
 		os.Exit(serveMem(csitest.DefaultMemConfig(), faults.Interceptor()))
 	case "sickens":
 		// An in-memory plugin whose Probe fails from the moment a file named sick exists under
-		// its root: healthy, then unhealthy, when the test says.
+		// its root: healthy, then unhealthy, when the test says. It mounts for real (the
+		// engine insists that a published target is a mount point), its volumes' backing
+		// directories under its root.
 		sick := filepath.Join(os.Getenv(pluginRootEnv), "sick")
-		os.Exit(serveMem(csitest.DefaultMemConfig(), func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		cfg := csitest.DefaultMemConfig()
+		cfg.MountRoot = filepath.Join(os.Getenv(pluginRootEnv), "backing")
+		os.Exit(serveMem(cfg, func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			if _, err := os.Stat(sick); err == nil && strings.HasSuffix(info.FullMethod, "/"+csi.RPCProbe) {
 				return nil, status.Error(codes.Internal, "sick")
 			}
@@ -568,7 +572,15 @@ func TestAgentRestartsPluginUnhealthyPastTimeout(t *testing.T) {
 // and recorded as an event naming the mounts and what the operator can do. Once it has no
 // mounts, it is restarted as any unhealthy plugin is.
 func TestAgentDoesNotRestartAnUnhealthyPluginUnderMounts(t *testing.T) {
+	hostpathtest.RequireMount(t)
 	f := newFixture(t)
+	// Whatever the plugin process still has mounted when the test ends (it fails half-way) is
+	// unmounted before the plugin is killed and the dir removed.
+	t.Cleanup(func() {
+		if err := hostpath.UnmountAll(f.dir); err != nil {
+			t.Errorf("cleaning up mounts: %v", err)
+		}
+	})
 	clock, stop := f.startWithHealthTimeoutOnAFakeClock(f.execPlugin("fuse", "sickens"))
 	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
 	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
