@@ -194,7 +194,7 @@ func trimLog(path string) error {
 		return err
 	}
 	defer src.Close()
-	dst, err := os.OpenFile(path+".1", os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	dst, err := openStateFile(path+".1", os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,8 @@ import (
 
 // A named pipe in place of one of the agent's files in the state dir is refused, naming it, not
 // waited on in open(2), where neither a signal nor the agent's context reaches: the agent's pid
-// file (read by a second agent, written by the first), a plugin's pid file and its log.
+// file (read by a second agent, written by the first), a plugin's pid file, its log and the log's
+// rotation (trimLog's .log.1).
 func TestAgentStateFileThatIsANamedPipeIsRefused(t *testing.T) {
 	tests := []struct {
 		name string
@@ -29,6 +30,16 @@ func TestAgentStateFileThatIsANamedPipeIsRefused(t *testing.T) {
 		}},
 		{"plugin pid, written", "p.pid.tmp", func(dir string) error {
 			return writePidFile(dir, "p", &process{pid: 1, startTick: 1})
+		}},
+		{"plugin log's rotation", "p.log.1", func(dir string) error {
+			log := filepath.Join(dir, "p.log")
+			if err := os.WriteFile(log, nil, 0o600); err != nil {
+				return err
+			}
+			if err := os.Truncate(log, maxLogSize+1); err != nil { // sparse
+				return err
+			}
+			return trimLog(log)
 		}},
 		{"plugin log", "p.log", func(dir string) error {
 			p, err := startProcess(spec.Plugin{ID: "p", Socket: filepath.Join(dir, "p.sock"),
