@@ -199,7 +199,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	agentPid := filepath.Join(a.runDir, "agent.pid")
-	if err := os.WriteFile(agentPid, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+	if err := writeStateFile(agentPid, []byte(strconv.Itoa(os.Getpid())+"\n")); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
 	defer os.Remove(agentPid)
@@ -253,7 +253,7 @@ func (a *Agent) registerDeclared(ctx context.Context) error {
 }
 
 func readAgentPid(runDir string) string {
-	b, err := os.ReadFile(filepath.Join(runDir, "agent.pid"))
+	b, err := readStateFile(filepath.Join(runDir, "agent.pid"))
 	if err != nil {
 		return ""
 	}

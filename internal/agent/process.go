@@ -88,7 +88,7 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 	if st, err := os.Stat(logPath); err == nil && st.Size() > maxLogSize {
 		_ = os.Rename(logPath, logPath+".1")
 	}
-	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := openStateFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
 	if err != nil {
 		return nil, fmt.Errorf("plugin log: %w", err)
 	}
@@ -194,7 +194,7 @@ func trimLog(path string) error {
 		return err
 	}
 	defer src.Close()
-	dst, err := os.OpenFile(path+".1", os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	dst, err := openStateFile(path+".1", os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
 		return err
 	}
@@ -419,7 +419,7 @@ func pidFilePath(runDir, id string) string { return filepath.Join(runDir, id+".p
 // the one an agent started and not another that reused the pid.
 func writePidFile(runDir, id string, p *process) error {
 	tmp := pidFilePath(runDir, id) + ".tmp"
-	if err := os.WriteFile(tmp, fmt.Appendf(nil, "%d %d\n", p.pid, p.startTick), 0o600); err != nil {
+	if err := writeStateFile(tmp, fmt.Appendf(nil, "%d %d\n", p.pid, p.startTick)); err != nil {
 		return fmt.Errorf("pid file: %w", err)
 	}
 	if err := os.Rename(tmp, pidFilePath(runDir, id)); err != nil {
@@ -436,7 +436,7 @@ func removePidFile(runDir, id string) { _ = os.Remove(pidFilePath(runDir, id)) }
 // file names a process that still runs with the recorded start time. A watcher closes exited
 // when it ends (polled: it is not this process's child), until ctx ends.
 func adoptFromPidFile(ctx context.Context, runDir, id string) *process {
-	b, err := os.ReadFile(pidFilePath(runDir, id))
+	b, err := readStateFile(pidFilePath(runDir, id))
 	if err != nil {
 		return nil
 	}

@@ -46,10 +46,12 @@ func (f *Factory) StateDir() (string, error) {
 	}
 	if dir == "" {
 		base := f.getenv("XDG_STATE_HOME")
-		if base == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return "", fmt.Errorf("state dir: set --state-dir or VOLCTL_STATE_DIR: %w", err)
+		// A relative one is invalid (the XDG spec: ignore it), not taken from the working
+		// directory: that would give each directory volctl runs in a state of its own.
+		if !filepath.IsAbs(base) {
+			home := f.getenv("HOME")
+			if home == "" {
+				return "", errors.New("state dir: set --state-dir or VOLCTL_STATE_DIR: $HOME is not defined")
 			}
 			base = filepath.Join(home, ".local", "state")
 		}

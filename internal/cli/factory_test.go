@@ -30,6 +30,10 @@ func TestStateDirResolution(t *testing.T) {
 		{"env", "", map[string]string{"VOLCTL_STATE_DIR": "/srv/env"}, 0, "/srv/env"},
 		{"root", "", nil, 0, "/var/lib/volctl"},
 		{"user with XDG", "", map[string]string{"XDG_STATE_HOME": "/home/u/.state"}, 1000, "/home/u/.state/volctl"},
+		// The XDG spec says a relative path there is invalid, to be ignored: taken relative to
+		// the working directory, each directory volctl ran in had a state of its own, and a
+		// volume claimed in one was free in the next.
+		{"user with a relative XDG", "", map[string]string{"XDG_STATE_HOME": "state", "HOME": "/home/u"}, 1000, "/home/u/.local/state/volctl"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,14 +138,14 @@ func TestEngineStateDirErrors(t *testing.T) {
 		{"database is a directory", func(t *testing.T, tmp string) (string, string) {
 			dir := filepath.Join(tmp, "state")
 			mkdir(t, filepath.Join(dir, store.FileName))
-			return dir, "open state: open " + filepath.Join(dir, store.FileName) + ": is a directory"
+			return dir, "open state: state database " + filepath.Join(dir, store.FileName) + " is a directory, not a regular file: SQLite cannot use it; move it out of the state dir"
 		}},
 		{"database unreadable (symlink loop)", func(t *testing.T, tmp string) (string, string) {
 			dir := filepath.Join(tmp, "state")
 			mkdir(t, dir)
 			db := filepath.Join(dir, store.FileName)
 			symlink(t, store.FileName, db)
-			return dir, "open state: open " + db + ": too many levels of symbolic links"
+			return dir, "open state: stat " + db + ": too many levels of symbolic links"
 		}},
 		{"not a database", func(t *testing.T, tmp string) (string, string) {
 			dir := filepath.Join(tmp, "state")

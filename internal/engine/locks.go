@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // lockDir holds the flock files that serialize work across volctl processes. The kernel drops
@@ -34,6 +36,21 @@ func newLocker(stateDir string) (*locker, error) {
 		return nil, fmt.Errorf("lock dir: %w", err)
 	}
 	return &locker{dir: dir}, nil
+}
+
+// lockOpen is how a lock file is opened: created 0600 if missing, never through a symlink, and
+// without blocking, so a named pipe put in its place cannot hold a command in open(2), where
+// neither its context nor a signal reaches it (file checks the type too, to say so).
+const lockOpen = os.O_CREATE | os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+
+// file is the flock on locks/<name>.lock. A lock path that is not a regular file (a symlink, a
+// named pipe, a directory: nothing volctl makes) is refused, naming it and what to do.
+func (l *locker) file(name string) (*flock.Flock, error) {
+	path := filepath.Join(l.dir, name+".lock")
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("lock file %s is %s, not a regular file as volctl makes them: remove it, and volctl makes it again", path, store.FileKind(fi.Mode()))
+	}
+	return flock.New(path, flock.SetFlag(lockOpen), flock.SetPermissions(0o600)), nil
 }
 
 // volume locks one volume for one operation (claim, release, delete, expand, ...). The ID names
@@ -62,7 +79,10 @@ func (l *locker) controller(ctx context.Context, pluginID string) (func(), error
 // dirs takes the lock on the shared directories under the state dir: shared to make them,
 // exclusive to remove them (makeDirs, removeEmptyDirs).
 func (l *locker) dirs(ctx context.Context, exclusive bool) (func(), error) {
-	fl := flock.New(filepath.Join(l.dir, "dirs.lock"), flock.SetPermissions(0o600))
+	fl, err := l.file("dirs")
+	if err != nil {
+		return nil, fmt.Errorf("lock the state dir's directories: %w", err)
+	}
 	lock, try := fl.TryRLock, fl.TryRLockContext
 	if exclusive {
 		lock, try = fl.TryLock, fl.TryLockContext
@@ -84,7 +104,10 @@ func (l *locker) dirs(ctx context.Context, exclusive bool) (func(), error) {
 // exclusive takes a named lock without waiting (e.g. one agent per state dir); ok is false when
 // another process holds it.
 func (l *locker) exclusive(name string) (release func(), ok bool, err error) {
-	fl := flock.New(filepath.Join(l.dir, name+".lock"), flock.SetPermissions(0o600))
+	fl, err := l.file(name)
+	if err != nil {
+		return nil, false, err
+	}
 	ok, err = fl.TryLock()
 	if err != nil || !ok {
 		_ = fl.Close()
@@ -107,7 +130,10 @@ func (e *Engine) LockAgent() (release func(), err error) {
 }
 
 func (l *locker) take(ctx context.Context, name, what string) (func(), error) {
-	fl := flock.New(filepath.Join(l.dir, name+".lock"), flock.SetPermissions(0o600))
+	fl, err := l.file(name)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", what, err)
+	}
 	ok, err := fl.TryLock()
 	if err == nil && !ok {
 		csi.ReportProgress(ctx, fmt.Sprintf("waiting for the lock on %s (another volctl is working on it)", what))

@@ -19,7 +19,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -178,7 +180,7 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	// SQLite creates -wal and -shm with the database's mode, but only while that mode survives
 	// the umask intact; make sure neither is readable by others whatever the umask was.
 	for _, suffix := range []string{"-wal", "-shm"} {
-		if err := tighten(path+suffix, 0o600, o.log); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := tighten(path+suffix, 0o600, true, o.log); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.w.close()
 			return nil, inDir(abs, fmt.Errorf("open state %s: %w", path, err))
 		}
@@ -255,16 +257,90 @@ func prepareDir(dir string, log *slog.Logger) error {
 	if err := checkOwner(fi, "state dir", shown, "redirect volctl's mounts"); err != nil {
 		return fmt.Errorf("open state: %w", err)
 	}
-	if err := tighten(dir, 0o700, log); err != nil {
+	held := true // the dir held state: tightening it takes access to secrets away
+	if fi.Mode().Perm() != 0o700 {
+		var err error
+		if held, err = checkAdoptable(dir, shown, fi.Mode().Perm()); err != nil {
+			return err
+		}
+	}
+	if err := tighten(dir, 0o700, held, log); err != nil {
 		return fmt.Errorf("open state: state directory: %w", err)
 	}
 	return nil
 }
 
+// checkAdoptable refuses to make private (0700) a directory that is not a state dir: one that
+// holds other files and no database (nor its -wal or -shm: prepareFile says what a WAL alone means). A mistyped --state-dir (/var/lib, /usr, a home directory)
+// or a symlink another user planted at the path would otherwise have its mode changed under
+// everyone who uses it, as root /var/lib's. A state dir (its database there: held) or an empty
+// directory is volctl's to tighten.
+func checkAdoptable(dir, shown string, mode fs.FileMode) (held bool, err error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return false, fmt.Errorf("open state: %w", err)
+	}
+	defer d.Close()
+	var others []string
+	for {
+		names, err := d.Readdirnames(64)
+		for _, name := range names {
+			if name == FileName || strings.HasPrefix(name, FileName+"-") { // its -wal, -shm
+				return true, nil
+			}
+			others = append(others, name)
+		}
+		if err != nil || len(names) == 0 {
+			break
+		}
+	}
+	if len(others) == 0 {
+		return false, nil
+	}
+	slices.Sort(others)
+	list := strings.Join(others[:min(len(others), shownNames)], ", ")
+	if len(others) > shownNames {
+		list += ", ..."
+	}
+	return false, fmt.Errorf("open state: %s is not a volctl state dir (no %s, and it holds other files: %s), and its mode %#o would have to become 0700 (it holds secrets): use a new or empty directory as the state dir, or chmod 700 this one to make it one",
+		shown, FileName, list, uint32(mode))
+}
+
 // prepareFile creates the database file 0600 before SQLite sees it, so its mode never depends on
 // the umask, and tightens an existing one that is looser. It refuses a database, or a -wal or
-// -shm beside it, that another user owns before SQLite reads or writes any of them.
+// -shm beside it, that another user owns or that is not a regular file (SQLite answers a named
+// pipe with "disk I/O error") before SQLite reads or writes any of them, and a write-ahead log
+// left without its database.
 func prepareFile(path string, log *slog.Logger) error {
+	sizes := map[string]int64{} // of the files that exist
+	// The WAL before the database: a WAL seen with frames had its database's first page
+	// written before them, so a volctl creating the database at this moment is not mistaken
+	// for one that lost it (below).
+	for _, p := range []string{path + "-wal", path + "-shm", path} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err == nil && !fi.Mode().IsRegular() {
+			err = fmt.Errorf("state database %s is %s, not a regular file: SQLite cannot use it; move it out of the state dir", p, FileKind(fi.Mode()))
+		}
+		if err == nil && p != path {
+			err = checkOwner(fi, "state database", p, "rewrite volctl's state")
+		}
+		if err != nil {
+			return fmt.Errorf("open state: %w", err)
+		}
+		sizes[p] = fi.Size()
+	}
+	// SQLite writes the database's first page before the first frame of its WAL, so a WAL with
+	// frames beside a missing or empty database lost it (removed, truncated, not restored with
+	// it). SQLite would start an empty database over it and reset it, discarding every commit it
+	// holds, which with CloseAtExit is most recent ones.
+	if wal := sizes[path+"-wal"]; wal > walHeaderSize && sizes[path] == 0 {
+		return fmt.Errorf("open state: state database %s is missing or empty, but its write-ahead log %s holds %d bytes of commits: "+
+			"opening it would discard them; restore %s beside it, or move %s away to start with an empty state",
+			path, path+"-wal", wal, FileName, path+"-wal")
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("open state: %w", err)
@@ -276,23 +352,14 @@ func prepareFile(path string, log *slog.Logger) error {
 	if err := errors.Join(err, f.Close()); err != nil {
 		return fmt.Errorf("open state: %w", err)
 	}
-	for _, suffix := range []string{"-wal", "-shm"} {
-		fi, err := os.Stat(path + suffix)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err == nil {
-			err = checkOwner(fi, "state database", path+suffix, "rewrite volctl's state")
-		}
-		if err != nil {
-			return fmt.Errorf("open state: %w", err)
-		}
-	}
-	if err := tighten(path, 0o600, log); err != nil {
+	if err := tighten(path, 0o600, true, log); err != nil {
 		return fmt.Errorf("open state: %w", err)
 	}
 	return nil
 }
+
+// walHeaderSize is the size of a WAL file's header; a WAL no larger holds no commit.
+const walHeaderSize = 32
 
 // checkOwner refuses a state file or directory that another user owns: that user could swap in
 // symlinks or rows that make volctl, often running as root, mount or unmount where they choose.
@@ -308,8 +375,11 @@ func checkOwner(fi fs.FileInfo, what, path, risk string) error {
 	return nil
 }
 
-// tighten sets path's permission bits to want when they differ.
-func tighten(path string, want fs.FileMode, log *slog.Logger) error {
+// tighten sets path's permission bits to want when they differ. Taking other users' access to
+// state (held: a state dir, not an empty directory being made one) is a warning, shown by
+// default: it holds secrets, and whoever runs volctl should learn that others could read (or
+// change) them until now.
+func tighten(path string, want fs.FileMode, held bool, log *slog.Logger) error {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return err
@@ -318,7 +388,11 @@ func tighten(path string, want fs.FileMode, log *slog.Logger) error {
 		if err := os.Chmod(path, want); err != nil {
 			return err
 		}
-		log.Info("tightened permissions", "path", path, "was", got.String(), "now", want.String())
+		if others := got &^ want & 0o077; held && others != 0 {
+			log.Warn("tightened permissions: other users had access to it until now", "path", path, "was", got.String(), "now", want.String())
+		} else {
+			log.Info("tightened permissions", "path", path, "was", got.String(), "now", want.String())
+		}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,7 +133,10 @@ func TestOpenTightensLoosePermissions(t *testing.T) {
 	if err := os.Chmod(db, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(context.Background(), dir)
+	// What volctl shows by default (cli's Logger): warnings and errors.
+	var logged strings.Builder
+	log := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, err := Open(context.Background(), dir, WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +146,13 @@ func TestOpenTightensLoosePermissions(t *testing.T) {
 	}
 	if got := perm(t, db); got != 0o600 {
 		t.Errorf("db mode = %v, want 0600", got)
+	}
+	// Others could read the secrets in it until now: whoever runs volctl is told, by default.
+	for _, path := range []string{dir, db} {
+		want := fmt.Sprintf(`level=WARN msg="tightened permissions: other users had access to it until now" path=%s was=`, path)
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("log = %q, want a warning naming %s", logged.String(), path)
+		}
 	}
 }
 
@@ -747,4 +758,75 @@ func TestWriterBehindAnotherProcessWaitsTheBusyTimeout(t *testing.T) {
 			t.Errorf("%s gave up after %v, before the busy timeout (%v)", name, elapsed, wait)
 		}
 	}
+}
+
+// A directory that holds other files and no database is not a state dir: Open refuses to make it
+// private (0700) rather than change the mode of, say, /var/lib under everyone else who uses it
+// (a mistyped --state-dir, or a symlink another user planted where the state dir was to be).
+// It is left as it was, without a database in it. An empty directory is made a state dir.
+func TestOpenRefusesToMakeAForeignDirectoryPrivate(t *testing.T) {
+	t.Parallel()
+	foreign := func(t *testing.T) string {
+		dir := filepath.Join(t.TempDir(), "shared")
+		if err := os.MkdirAll(filepath.Join(dir, "postgresql"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "README"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	t.Run("directory", func(t *testing.T) {
+		t.Parallel()
+		dir := foreign(t)
+		_, err := Open(context.Background(), dir)
+		want := "open state: " + dir + " is not a volctl state dir (no volctl.db, and it holds other files: README, postgresql), and its mode 0755 would have to become 0700"
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Fatalf("Open of a foreign directory: err = %v, want it to start %q", err, want)
+		}
+		if got := perm(t, dir); got != 0o755 {
+			t.Errorf("foreign directory's mode changed to %v", got)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, FileName)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("a database was made in the foreign directory: %v", err)
+		}
+	})
+	t.Run("symlink to it", func(t *testing.T) {
+		t.Parallel()
+		dir := foreign(t)
+		link := filepath.Join(t.TempDir(), "state")
+		if err := os.Symlink(dir, link); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(context.Background(), link)
+		if err == nil || !strings.Contains(err.Error(), link+" (-> "+dir+") is not a volctl state dir") {
+			t.Fatalf("Open through a symlink to a foreign directory: err = %v, want it to name both", err)
+		}
+		if got := perm(t, dir); got != 0o755 {
+			t.Errorf("foreign directory's mode changed to %v", got)
+		}
+	})
+	t.Run("empty directory", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var logged strings.Builder
+		s, err := Open(context.Background(), dir, WithLogger(slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if got := perm(t, dir); got != 0o700 {
+			t.Errorf("empty directory's mode = %v, want 0700", got)
+		}
+		// Nothing was exposed in it: no warning (TestOpenTightensLoosePermissions has one).
+		if logged.Len() != 0 {
+			t.Errorf("making an empty directory the state dir logged %q", logged.String())
+		}
+	})
 }

@@ -1,0 +1,63 @@
+package agent
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/volctl/volctl/internal/store"
+)
+
+// The agent's files in the state dir (run/*.pid, logs/*.log) are opened without following a
+// symlink and without blocking: a named pipe put in one's place would hold the agent in open(2)
+// (a writer waits there for a reader, a reader for a writer), where neither a signal nor its
+// context reaches it. One that is not a regular file is refused, naming it.
+const stateFileFlags = syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+
+// openStateFile opens path with flag and stateFileFlags and makes sure it is a regular file.
+func openStateFile(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|stateFileFlags, 0o600)
+	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
+			return nil, notRegular(path, fi)
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = notRegular(path, fi)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func notRegular(path string, fi os.FileInfo) error {
+	return fmt.Errorf("%s is %s, not a regular file as the agent makes them: remove it", path, store.FileKind(fi.Mode()))
+}
+
+// readStateFile is os.ReadFile through openStateFile.
+func readStateFile(path string) ([]byte, error) {
+	f, err := openStateFile(path, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// writeStateFile is os.WriteFile (mode 0600) through openStateFile.
+func writeStateFile(path string, data []byte) error {
+	f, err := openStateFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,77 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// A named pipe in place of one of the agent's files in the state dir is refused, naming it, not
+// waited on in open(2), where neither a signal nor the agent's context reaches: the agent's pid
+// file (read by a second agent, written by the first), a plugin's pid file, its log and the log's
+// rotation (trimLog's .log.1).
+func TestAgentStateFileThatIsANamedPipeIsRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		file string // under the dir
+		use  func(dir string) error
+	}{
+		{"agent pid, read", "agent.pid", func(dir string) error {
+			if pid := readAgentPid(dir); pid != "" {
+				return nil
+			}
+			_, err := readStateFile(filepath.Join(dir, "agent.pid"))
+			return err
+		}},
+		{"plugin pid, written", "p.pid.tmp", func(dir string) error {
+			return writePidFile(dir, "p", &process{pid: 1, startTick: 1})
+		}},
+		{"plugin log's rotation", "p.log.1", func(dir string) error {
+			log := filepath.Join(dir, "p.log")
+			if err := os.WriteFile(log, nil, 0o600); err != nil {
+				return err
+			}
+			if err := os.Truncate(log, maxLogSize+1); err != nil { // sparse
+				return err
+			}
+			return trimLog(log)
+		}},
+		{"plugin log", "p.log", func(dir string) error {
+			p, err := startProcess(spec.Plugin{ID: "p", Socket: filepath.Join(dir, "p.sock"),
+				Exec: &spec.Exec{Command: "/bin/true"}}, dir, dir)
+			if err == nil {
+				_ = p.stop(time.Second)
+			}
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, tt.file)
+			if err := syscall.Mkfifo(path, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- tt.use(dir) }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				// Let the stuck open return, so the test can end: open the other end.
+				if f, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
+					f.Close()
+				}
+				t.Fatalf("using %s hung", path)
+			}
+			if want := path + " is a named pipe, not a regular file"; err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("err = %v, want it to say %q", err, want)
+			}
+		})
+	}
+}
