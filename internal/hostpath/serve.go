@@ -60,8 +60,11 @@ func Listen(path string) (net.Listener, error) {
 	if problem := spec.SocketPathProblem("socket "+path, path); problem != "" {
 		return nil, errors.New(strings.TrimSuffix(problem, "."))
 	}
+	// A directory Listen makes is private (0700), as the socket is: the README's tour serves
+	// the plugin in the directory it then uses as volctl's state dir, which volctl makes
+	// private and would refuse to take over from others (store.prepareDir).
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("socket %q: %w", path, err)
 	}
 	// Two plugins starting together could each find the socket stale, and the second would
