@@ -244,17 +244,20 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return fmt.Errorf("export nomad: output directory: %w", err)
 	}
+	var printErr error
 	for _, f := range files {
 		path := filepath.Join(opts.OutDir, f.name)
 		if err := writeFileAtomic(path, f.data, f.mode); err != nil {
 			return fmt.Errorf("export nomad: %s: %w", f.what, err)
 		}
-		fmt.Fprintf(opts.IO.Out, "Wrote %s to %s\n", f.what, path)
+		if printErr == nil {
+			printErr = printDone(opts.IO.Out, fmt.Sprintf("Wrote %s to %s\n", f.what, path), "export nomad: wrote %d file(s) to %s", len(files), opts.OutDir)
+		}
 	}
 	for _, n := range notes {
 		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(n))
 	}
-	return nil
+	return printErr
 }
 
 // exportPluginJobs writes the system job of each hostpath plugin the volumes use.

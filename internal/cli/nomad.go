@@ -191,11 +191,11 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if exists {
 		verb = "Updated"
 	}
-	fmt.Fprintf(opts.IO.Out, "%s volume %q in Nomad at %s; volctl no longer claims it\n", verb, id, c.Address)
 	if warnings != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: Nomad: %s\n", escapeLines(warnings))
 	}
-	return nil
+	return printDone(opts.IO.Out, fmt.Sprintf("%s volume %q in Nomad at %s; volctl no longer claims it\n", verb, id, c.Address),
+		"volume %q %s in Nomad at %s", id, strings.ToLower(verb), c.Address)
 }
 
 // askAfterNoAnswer bounds the question nomad register asks Nomad after a registration got no
@@ -278,7 +278,10 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 			fmt.Fprintf(opts.IO.ErrOut, "Volume %q is not handed over to Nomad: nothing to take back\n", id)
 			continue
 		}
-		fmt.Fprintf(opts.IO.Out, "Took volume %q back from Nomad at %s; volctl may claim it again\n", id, h.Address)
+		if err := printDone(opts.IO.Out, fmt.Sprintf("Took volume %q back from Nomad at %s; volctl may claim it again\n", id, h.Address),
+			"volume %q taken back from Nomad at %s", id, h.Address); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if len(errs) == 1 {
 		return fmt.Errorf("nomad release: %w", errs[0])

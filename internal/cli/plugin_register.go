@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -173,7 +174,7 @@ func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
 		return err
 	}
 	infos := make([]engine.PluginInfo, 0, len(plugins))
-	var regErr error
+	var regErr, printErr error
 	for _, p := range plugins {
 		info, err := e.RegisterPlugin(ctx, p)
 		if err != nil {
@@ -184,18 +185,19 @@ func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
 			return fmt.Errorf("plugin register: %w", err)
 		}
 		infos = append(infos, info)
-		if !opts.Exporter.Enabled() {
-			fmt.Fprintln(opts.IO.Out, display.Escape(pluginRegisteredLine(info)))
+		if !opts.Exporter.Enabled() && printErr == nil {
+			_, printErr = fmt.Fprintln(opts.IO.Out, display.Escape(pluginRegisteredLine(info)))
 		}
 	}
 	if opts.Exporter.Enabled() {
-		if err := opts.Exporter.Write(ctx, opts.IO.Out, infos); err != nil {
-			ids := make([]string, len(infos))
-			for i, info := range infos {
-				ids[i] = info.ID
-			}
-			return afterDone(err, "plugin %s registered", quotedIDs(ids))
+		printErr = opts.Exporter.Write(ctx, opts.IO.Out, infos)
+	}
+	if printErr != nil && len(infos) > 0 {
+		ids := make([]string, len(infos))
+		for i, info := range infos {
+			ids[i] = info.ID
 		}
+		return errors.Join(afterDone(printErr, "plugin %s registered", quotedIDs(ids)), regErr)
 	}
 	return regErr
 }

@@ -50,3 +50,49 @@ func TestResultUnprintedFailsTheCommand(t *testing.T) {
 		}
 	}
 }
+
+// The same for the commands whose work is a registration or files: plugin register, export
+// nomad, nomad register and nomad release. Each line they print says what was done; a script
+// reading it (or a log on a full disk) must not get exit 0 and nothing.
+func TestRegistrationUnprintedFailsTheCommand(t *testing.T) {
+	h := nomadHarness(t)
+	n := newFakeNomad(t)
+	ps, err := h.e.Plugins(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var socket string
+	for _, p := range ps {
+		if p.ID == "mem" {
+			socket = p.NodeSocket
+		}
+	}
+	for _, c := range []struct {
+		what string
+		run  func(ios *iostreams.IOStreams) error
+		want string
+	}{
+		{"plugin register", func(ios *iostreams.IOStreams) error {
+			return pluginRegisterRun(h.ctx, &PluginRegisterOptions{IO: ios, Engine: h.engine, ID: "mem2", Type: "monolith", Socket: socket})
+		}, `plugin "mem2" registered`},
+		{"export nomad", func(ios *iostreams.IOStreams) error {
+			return exportNomadRun(h.ctx, &ExportNomadOptions{IO: ios, Engine: h.engine, Volumes: []string{"db"}, OutDir: t.TempDir(), NoPluginJob: true})
+		}, `export nomad: wrote 1 file(s) to `},
+		{"nomad register", func(ios *iostreams.IOStreams) error {
+			return nomadRegisterRun(h.ctx, &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}})
+		}, `volume "db" registered in Nomad at ` + n.srv.URL},
+		{"nomad release", func(ios *iostreams.IOStreams) error {
+			n.mu.Lock()
+			delete(n.vols, "default/db") // deregistered from Nomad: volctl may take it back
+			n.mu.Unlock()
+			return nomadReleaseRun(h.ctx, &NomadReleaseOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}})
+		}, `volume "db" taken back from Nomad at ` + n.srv.URL},
+	} {
+		ios, _, _, _ := iostreams.Test()
+		ios.Out = fullWriter{}
+		err := c.run(ios)
+		if err == nil || ExitCode(err) != 1 || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "no space left") {
+			t.Errorf("%s with stdout full: %v (exit %d), want exit 1 saying %q was done and that printing failed", c.what, err, ExitCode(err), c.want)
+		}
+	}
+}
