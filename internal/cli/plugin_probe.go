@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"strings"
 	"time"
 
@@ -177,10 +176,7 @@ func pluginProbeRun(ctx context.Context, opts *PluginProbeOptions) error {
 func writeProbeTable(out io.Writer, res pluginProbeResult, fp *csi.Fingerprint, latency time.Duration) error {
 	maxVolumes := ""
 	if fp.Node {
-		maxVolumes = "unlimited"
-		if fp.MaxVolumes > 0 {
-			maxVolumes = strconv.FormatInt(fp.MaxVolumes, 10)
-		}
+		maxVolumes = display.MaxVolumes(fp.MaxVolumes)
 	}
 	pairs := [][2]string{
 		{"Provider", res.Provider},

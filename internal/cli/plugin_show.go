@@ -65,10 +65,7 @@ func writePluginProblems(out io.Writer, plugins []engine.PluginInfo) {
 func writePluginDetail(out io.Writer, p engine.PluginInfo, now time.Time) error {
 	maxVolumes := ""
 	if p.NodeSocket != "" {
-		maxVolumes = "unlimited"
-		if p.MaxVolumes > 0 {
-			maxVolumes = strconv.FormatInt(p.MaxVolumes, 10)
-		}
+		maxVolumes = display.MaxVolumes(p.MaxVolumes)
 	}
 	pairs := [][2]string{
 		{"ID", p.ID},

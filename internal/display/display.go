@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -109,6 +110,19 @@ func YesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// MaxVolumes is a node plugin's max_volumes_per_node as shown: 0 (the field unset) is
+// "unlimited"; a negative one, which CSI does not allow and volctl refuses when it
+// fingerprints (one an older volctl recorded), is shown as what it is, never as no limit.
+func MaxVolumes(n int64) string {
+	switch {
+	case n == 0:
+		return "unlimited"
+	case n < 0:
+		return fmt.Sprintf("%d (invalid: CSI requires 0 or more)", n)
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // Plural is "1 claim", "2 claims".

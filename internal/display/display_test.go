@@ -76,3 +76,14 @@ func TestEscape(t *testing.T) {
 		}
 	}
 }
+
+// A node's max_volumes_per_node: unset (0) is no limit, a positive one the limit, and a
+// negative one, which CSI forbids and an older volctl recorded as "no limit", is shown as the
+// invalid value it is, never as "unlimited".
+func TestMaxVolumes(t *testing.T) {
+	for n, want := range map[int64]string{0: "unlimited", 7: "7", -1: "-1 (invalid: CSI requires 0 or more)"} {
+		if got := MaxVolumes(n); got != want {
+			t.Errorf("MaxVolumes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

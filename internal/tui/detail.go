@@ -417,12 +417,7 @@ func fitLine(l string, w int) string {
 
 func yesNo(b bool) string { return display.YesNo(b) }
 
-func maxVolumes(n int64) string {
-	if n <= 0 {
-		return "unlimited"
-	}
-	return strconv.FormatInt(n, 10)
-}
+func maxVolumes(n int64) string { return display.MaxVolumes(n) }
 
 func topologyReq(r *spec.TopologyRequest, required bool) []spec.Topology {
 	switch {
