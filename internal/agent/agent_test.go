@@ -846,3 +846,51 @@ func unmount(t *testing.T, paths ...string) {
 		}
 	}
 }
+
+// A plugin past its health timeout that cannot be stopped (a process stuck in the kernel
+// survives SIGKILL) keeps its pid file, and no second plugin is started beside it on its
+// socket: forgotten, the next agent would take it for a foreign plugin, and a second copy
+// would fight it for the socket. The failure is logged and recorded as an event, and the stop
+// is tried again at the next probe past the timeout.
+func TestAgentKeepsAnUnhealthyPluginItCannotStop(t *testing.T) {
+	stuck, tries := true, 0
+	var mu sync.Mutex
+	stopProcess = func(p *process, timeout time.Duration) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if stuck {
+			tries++
+			return fmt.Errorf("pid %d still runs after SIGKILL", p.pid)
+		}
+		return p.stop(timeout)
+	}
+	triedTwice := func() bool { mu.Lock(); defer mu.Unlock(); return tries > 1 }
+	t.Cleanup(func() { stopProcess = (*process).stop })
+	f := newFixture(t)
+	clock, stop := f.startWithHealthTimeoutOnAFakeClock(f.execPlugin("sick", "unhealthy"))
+	waitFor(t, "the plugin to be started", func() bool { return alive(f.pid("sick")) })
+	first := f.pid("sick")
+	waitFor(t, "the agent to probe the plugin unhealthy", func() bool {
+		return strings.Contains(f.plugin("sick").LastError, "Probe: Internal")
+	})
+	clock.Advance(301 * time.Millisecond)
+	waitFor(t, "the agent to try to stop the plugin, and try again", triedTwice)
+	if n := len(f.events("plugin-stop-failed")); n != 1 {
+		t.Errorf("%d plugin-stop-failed events, want one for the whole unhealthy spell", n)
+	}
+	if n := f.pid("sick"); n != first || len(f.events("plugin-restart")) != 0 || len(f.events("plugin-start")) != 1 {
+		t.Fatalf("the plugin it could not stop was forgotten or doubled: pid file %d (was %d), restarts %q, starts %q",
+			n, first, f.events("plugin-restart"), f.events("plugin-start"))
+	}
+	if ev := f.events("plugin-stop-failed")[0]; !strings.Contains(ev, "still runs after SIGKILL") || !strings.Contains(ev, "not starting another") {
+		t.Errorf("plugin-stop-failed event = %q", ev)
+	}
+	// Once it can be stopped, it is restarted as any unhealthy plugin is.
+	mu.Lock()
+	stuck = false
+	mu.Unlock()
+	waitFor(t, "the unhealthy plugin to be replaced", func() bool { n := f.pid("sick"); return n != 0 && n != first && alive(n) })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -267,6 +267,10 @@ func (p *process) alive() bool {
 // every other member of its group (helpers it forked, a child that kept its socket) to end,
 // then sends SIGKILL to what is left. The process itself may have ended already: what it left
 // in its group is stopped all the same.
+// stopProcess is how the runner stops an unhealthy plugin: process.stop, or in tests one that
+// fails as a process stuck past SIGKILL would.
+var stopProcess = (*process).stop
+
 func (p *process) stop(timeout time.Duration) error {
 	if !p.alive() && len(p.groupRest()) == 0 {
 		return nil

@@ -66,6 +66,7 @@ func (r *runner) loop(ctx context.Context) {
 		restarted bool      // the running process replaced one that failed
 		warnedFor bool      // the foreign plugin's unhealthiness was logged
 		withheld  bool      // a restart withheld under mounts was logged, this unhealthy spell
+		stuck     bool      // a failed stop was logged, this unhealthy spell
 	)
 	for ctx.Err() == nil {
 		if r.supervised() && r.proc == nil && !r.foreign {
@@ -92,7 +93,7 @@ func (r *runner) loop(ctx context.Context) {
 		now := a.now()
 		switch {
 		case healthy:
-			lastGood, warnedFor, withheld = now, false, false
+			lastGood, warnedFor, withheld, stuck = now, false, false, false
 			r.settle()
 			if r.proc != nil && now.Sub(r.proc.started) >= a.s.BackoffMax {
 				bo.Reset()
@@ -133,14 +134,23 @@ func (r *runner) loop(ctx context.Context) {
 				break
 			}
 			withheld = false
+			if err := stopProcess(r.proc, a.s.StopTimeout); err != nil {
+				// It still runs (stuck in the kernel, say): its pid file stays, so that this
+				// agent and the next still know it for the agent's, and no second plugin is
+				// started beside it on its socket. The next probe past the timeout tries again.
+				if !stuck && ctx.Err() == nil {
+					msg := fmt.Sprintf("%s: stopping it failed: %v; not starting another beside it, trying again at each probe", unhealthyFor, err)
+					a.log.Error(msg, "plugin", id, "pid", r.proc.pid)
+					a.e.PluginEvent(ctx, id, "plugin-stop-failed", msg)
+					stuck = true
+				}
+				break
+			}
 			wait := bo.Next()
-			msg := fmt.Sprintf("%s: restarting it in %s", unhealthyFor, wait)
+			msg := fmt.Sprintf("%s: stopped it, restarting it in %s", unhealthyFor, wait)
 			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
 			r.restarting("unhealthy")
 			a.e.PluginEvent(ctx, id, "plugin-restart", msg)
-			if err := r.proc.stop(a.s.StopTimeout); err != nil {
-				a.log.Warn("stopping an unhealthy plugin", "plugin", id, "pid", r.proc.pid, "err", err)
-			}
 			removePidFile(a.runDir, id)
 			r.proc, restarted, restartAt = nil, true, a.now().Add(wait)
 			continue
