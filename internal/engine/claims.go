@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -130,7 +132,7 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 			return err
 		}
 		for _, c := range live {
-			if c.Alloc != req.Alloc {
+			if !sameAlloc(c.Alloc, req.Alloc) {
 				continue
 			}
 			if c.Releasing {
@@ -579,4 +581,13 @@ func (e *Engine) Claims(ctx context.Context) ([]ClaimInfo, error) {
 		return err
 	})
 	return out, err
+}
+
+// sameAlloc reports whether a claim's alloc, as stored, is the alloc name given: the same
+// string in Unicode normal form C. The command line reads typed IDs in NFC (cli/ids.go), and
+// an older volctl stored an alloc as typed, decomposed perhaps ("e" U+0301 for "é"): compared
+// byte for byte, such a claim could never again be released by name, nor met by a claim of
+// the same alloc, which would mount the volume a second time for it.
+func sameAlloc(stored, given string) bool {
+	return stored == given || norm.NFC.String(stored) == norm.NFC.String(given)
 }

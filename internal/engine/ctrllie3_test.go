@@ -327,3 +327,73 @@ func TestCreateSnapshotWhoseAnswerCannotBeUsedKeepsTheIntent(t *testing.T) {
 		})
 	}
 }
+
+// The advice a create answered unreadably gives (the plugin made the volume or took the
+// snapshot, volctl has no ID for it): forget it with volctl, delete it with the storage
+// provider's tools. Followed in the order it is given, with a reconcile pass between the steps
+// (the agent runs one every minute, and reconcile replays a create still recorded), it must
+// leave nothing on the plugin's side: a create replayed after the hand delete makes the
+// storage again, and a forget after that leaves it with no record anywhere.
+func TestUnreadableCreateAdviceFollowedInOrderLeavesNothing(t *testing.T) {
+	type step struct {
+		at  int
+		run func(h *harness) error
+	}
+	follow := func(t *testing.T, h *harness, msg, forget, tools string, steps map[string]func(*harness) error, left func() int) {
+		t.Helper()
+		i, j := strings.Index(msg, forget), strings.Index(msg, tools)
+		if i < 0 || j < 0 {
+			t.Fatalf("the advice does not name %q and %q: %s", forget, tools, msg)
+		}
+		order := []step{{i, steps[forget]}, {j, steps[tools]}}
+		if j < i {
+			order[0], order[1] = order[1], order[0]
+		}
+		for _, s := range order {
+			_, _ = h.e.Reconcile(h.ctx) // its problems (the unreadable create) are not this test's
+			if err := s.run(h); err != nil {
+				t.Logf("step: %v", err) // the forget may say what it did not delete
+			}
+		}
+		_, _ = h.e.Reconcile(h.ctx)
+		if n := left(); n != 0 {
+			t.Errorf("after following the advice in its order (reconcile between the steps), the plugin holds %d, want none: %s", n, msg)
+		}
+	}
+	t.Run("volume", func(t *testing.T) {
+		h := newHarness(t, func(c *csitest.MemConfig) { c.AnswerWithoutID = true })
+		_, err := h.e.CreateVolume(h.ctx, volume("v"))
+		if err == nil {
+			t.Fatal("create succeeded with an answer it cannot use")
+		}
+		follow(t, h, err.Error(), "volctl volume delete v", "storage provider's tools", map[string]func(*harness) error{
+			"volctl volume delete v": func(h *harness) error { return h.e.DeleteVolume(h.ctx, "v") },
+			"storage provider's tools": func(h *harness) error {
+				for _, v := range h.mem.Volumes() {
+					h.mem.DropVolume(v.ID)
+				}
+				return nil
+			},
+		}, func() int { return len(h.mem.Volumes()) })
+		if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("volume v after the advice: %v, want it forgotten", err)
+		}
+	})
+	t.Run("snapshot", func(t *testing.T) {
+		h, _ := snapshotHarness(t, nil)
+		h.mem.SetAnswerWithoutID(true)
+		_, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
+		if err == nil {
+			t.Fatal("snapshot succeeded with an answer it cannot use")
+		}
+		follow(t, h, err.Error(), "volctl volume snapshot delete mem s1", "storage provider's tools", map[string]func(*harness) error{
+			"volctl volume snapshot delete mem s1": func(h *harness) error { return h.e.DeleteSnapshot(h.ctx, "mem", "s1", nil) },
+			"storage provider's tools": func(h *harness) error {
+				for _, s := range h.mem.Snapshots() {
+					h.mem.DropSnapshot(s.ID)
+				}
+				return nil
+			},
+		}, func() int { return len(h.mem.Snapshots()) })
+	})
+}

@@ -312,7 +312,11 @@ func (e *Engine) Release(ctx context.Context, volumeID, alloc string) (ReleaseRe
 		if err != nil {
 			return err
 		}
+		// The alloc's claim as stored, else one stored in another normal form (sameAlloc).
 		i := slices.IndexFunc(claims, func(c store.Claim) bool { return c.Alloc == alloc })
+		if i < 0 {
+			i = slices.IndexFunc(claims, func(c store.Claim) bool { return sameAlloc(c.Alloc, alloc) })
+		}
 		if i < 0 {
 			return nil
 		}

@@ -141,8 +141,10 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 			ev.Message = fmt.Sprintf("snapshot %q answered unreadably, kept: the plugin took it: %v", intent.Name, err)
 			e.event(ctx, ev)
 			return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w", intent.Name, &unreadKept{cause: err, kept: fmt.Sprintf(
-				"plugin %q took the snapshot but its answer cannot be used: it stays recorded as being created; delete the plugin's snapshot named %q with the storage provider's tools, then `volctl volume snapshot delete %s %s` forgets it",
-				intent.PluginID, intent.Name, intent.PluginID, intent.Name)})
+				"plugin %q took the snapshot but its answer cannot be used: it stays recorded as being created; `volctl volume snapshot delete %s %s` forgets it, "+
+					"then delete the plugin's snapshot named %q with the storage provider's tools: in this order, since reconcile and that delete send CreateSnapshot "+
+					"again while it is recorded, which would take it again",
+				intent.PluginID, intent.PluginID, intent.Name, intent.Name)})
 		}
 		if csi.IsRetryable(err) || ctx.Err() != nil || replay || sent > 1 {
 			ev.Message = fmt.Sprintf("snapshot %q left for reconcile: %v", intent.Name, err)

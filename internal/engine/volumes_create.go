@@ -218,8 +218,11 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		// again gets the same one. Its name is what finds the volume on the plugin's side.
 		e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
 			Code: csi.CodeOf(err).String(), Message: fmt.Sprintf("create answered unreadably, kept: the plugin made volume name %q: %v", v.CSIName, err)})
+		// The advice's order matters: while the create is recorded, reconcile (the agent's,
+		// every minute) sends CreateVolume again, which makes a volume deleted by hand again.
 		return fmt.Errorf("%w (plugin %q created the volume named %q but its answer cannot be used: the create stays recorded; "+
-			"delete that volume with the storage provider's tools, then `volctl volume delete %s` forgets it)", err, v.PluginID, v.CSIName, v.ID)
+			"`volctl volume delete %s` forgets it (it has no ID to delete it by), then delete that volume with the storage provider's tools: "+
+			"in this order, since reconcile sends CreateVolume again while the create is recorded, which would make it again)", err, v.PluginID, v.CSIName, v.ID)
 	}
 	if sentBefore {
 		// A final error says this call created nothing, not that an earlier one whose

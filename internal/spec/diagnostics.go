@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
@@ -291,4 +292,41 @@ func JSONDiagnostics(file string, diags hcl.Diagnostics) []JSONDiagnostic {
 		out = append(out, j)
 	}
 	return out
+}
+
+// detailWordMax is the longest word (run of characters without white space) a diagnostic's
+// summary or detail keeps whole: more than any value this package quotes (shown: at most
+// detailValueMax characters, each escaped in at most 10). HCL's own diagnostics quote what
+// they refuse in full ("An argument named "…" is not expected here."), and an argument name
+// can be as long as the file.
+const detailWordMax = 2500
+
+// cutWords is s with each word over detailWordMax characters cut to its first detailValueMax,
+// cutMark and how many bytes were left out.
+func cutWords(s string) string {
+	if utf8.RuneCountInString(s) <= detailWordMax {
+		return s
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		i := strings.IndexFunc(s, unicode.IsSpace)
+		if i < 0 {
+			i = len(s)
+		}
+		word := s[:i]
+		if utf8.RuneCountInString(word) > detailWordMax {
+			h, _ := head([]byte(word), detailValueMax)
+			fmt.Fprintf(&b, "%s%s (%d more bytes)", h, cutMark, len(word)-len(h))
+		} else {
+			b.WriteString(word)
+		}
+		s = s[i:]
+		j := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsSpace(r) })
+		if j < 0 {
+			j = len(s)
+		}
+		b.WriteString(s[:j])
+		s = s[j:]
+	}
+	return b.String()
 }

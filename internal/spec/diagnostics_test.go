@@ -178,3 +178,37 @@ func TestDiagnosticLongLineCut(t *testing.T) {
 		}
 	}
 }
+
+// TestDiagnosticLongNameCut: HCL's own diagnostics quote what they refuse in their detail
+// ("An argument named "…" is not expected here."), and a name can be as long as the file. A
+// 512 KiB argument name, in JSON or HCL, must not put half a megabyte on the terminal (or in
+// --json's detail) for one typo: the detail is cut as a long value is, its start kept.
+func TestDiagnosticLongNameCut(t *testing.T) {
+	long := strings.Repeat("k", 1<<19)
+	for name, src := range map[string]string{
+		"vol.json": `{"id":"v","name":"v","type":"csi","plugin_id":"p","` + long + `":"x",` +
+			`"capability":[{"access_mode":"single-node-writer","attachment_mode":"file-system"}]}`,
+		"vol.hcl": "id = \"v\"\nname = \"v\"\ntype = \"csi\"\nplugin_id = \"p\"\n" + long + " = \"x\"\n" +
+			"capability {\naccess_mode = \"single-node-writer\"\nattachment_mode = \"file-system\"\n}\n",
+	} {
+		p := NewParser()
+		_, diags := p.ParseVolume(name, []byte(src), VerbAny)
+		if len(diags) == 0 {
+			t.Fatalf("%s: want a diagnostic for the unknown argument", name)
+		}
+		for _, d := range diags {
+			if len(d.Detail) > 4*detailWordMax {
+				t.Errorf("%s: a %d-byte detail for a %d-byte name, want it cut: %.300s...", name, len(d.Detail), len(long), d.Detail)
+			} else if !strings.Contains(d.Detail, `"kkkk`) || !strings.Contains(d.Detail, cutMark) {
+				t.Errorf("%s: the cut detail lost the name's start or the mark: %s", name, d.Detail)
+			}
+		}
+		var out strings.Builder
+		if err := p.WriteDiagnostics(&out, diags, 80, false); err != nil {
+			t.Fatal(err)
+		}
+		if n := out.Len(); n > 6*detailWordMax*len(diags) {
+			t.Errorf("%s: %d bytes printed for %d diagnostics, want the name cut: %.300s...", name, n, len(diags), out.String())
+		}
+	}
+}

@@ -100,7 +100,7 @@ func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File
 	body, json, m, diags := p.load(filename, src)
 	if diags.HasErrors() {
 		// A body the parser gave up on would only add noise (missing arguments it never reached).
-		return nil, sortDiagnostics(fixRanges(diags, src, json))
+		return nil, finishDiagnostics(diags, src, json)
 	}
 	names := topLevel(body)
 	validate := kind == ""
@@ -130,7 +130,7 @@ func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File
 	if m != nil {
 		m.mapDiagnostics(d.diags)
 	}
-	diags = sortDiagnostics(fixRanges(append(diags, d.diags...), src, json))
+	diags = finishDiagnostics(append(diags, d.diags...), src, json)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -219,6 +219,15 @@ func isJSON(filename string, src []byte) bool {
 		return true
 	}
 	return bytes.HasPrefix(bytes.TrimLeft(src, " \t\r\n\ufeff"), []byte("{"))
+}
+
+// finishDiagnostics is how every diagnostic of a file leaves the parser: ranges fixed
+// (fixRanges), words cut (cutWords), sorted.
+func finishDiagnostics(diags hcl.Diagnostics, src []byte, json bool) hcl.Diagnostics {
+	for _, d := range diags {
+		d.Summary, d.Detail = cutWords(d.Summary), cutWords(d.Detail)
+	}
+	return sortDiagnostics(fixRanges(diags, src, json))
 }
 
 // sortDiagnostics orders diagnostics by position, so output is stable and reads top to

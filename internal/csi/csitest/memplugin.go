@@ -217,6 +217,20 @@ func (m *MemPlugin) AddVolume(v csi.Volume) {
 	m.volumes[v.ID] = &memVolume{vol: v, name: v.ID}
 }
 
+// DropVolume and DropSnapshot remove what the plugin holds as the storage provider's own tools
+// would, behind volctl's back (no RPC).
+func (m *MemPlugin) DropVolume(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.volumes, id)
+}
+
+func (m *MemPlugin) DropSnapshot(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.snapshots, id)
+}
+
 // AnswerCreateWith makes the plugin lie about IDs: from now on, every CreateVolume (whatever
 // its name) answers with the volume id it already holds, as a buggy plugin that maps two names
 // onto one storage volume would, and creates nothing. An empty id ends the lie.
