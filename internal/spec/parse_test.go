@@ -494,6 +494,15 @@ func TestSecretsNeverRendered(t *testing.T) {
 		{"json secret", `{"id": "db", "type": "csi", "plugin_id": "x", "secrets": {"bad key": "TOPSECRET"}}`},
 		{"json mount flags", `{"id": "db", "type": "csi", "plugin_id": "x", "mount_options": {"mount_flags": "TOPSECRET"}}`},
 		{"json syntax error", `{"secrets": {"k": "TOPSECRET" "x": 1}}`},
+		// A sensitive block misspelt or re-cased is what a diagnostic points at: its line is
+		// the snippet shown, so its values are masked too; so are names that say "secret".
+		{"misspelt secrets block", baseVolume + "secret { k = \"TOPSECRET\" }"},
+		{"typo in secrets", baseVolume + "secrest { k = \"TOPSECRET\" }"},
+		{"re-cased secrets", baseVolume + "Secrets = { k = \"TOPSECRET\" }"},
+		{"mount flags without underscore", baseVolume + "mountflags = [\"TOPSECRET\"]"},
+		{"password argument", baseVolume + "db_password = \"TOPSECRET\""},
+		{"HCL1 quoted secrets name", baseVolume + "\"secrets\" { k = \"TOPSECRET\" }"},
+		{"json re-cased secrets", `{"id": "db", "type": "csi", "plugin_id": "x", "Secrets": {"k": "TOPSECRET"}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
