@@ -160,6 +160,25 @@ constraint {
 	}
 }
 
+// TestNomadAPIFormIsOneError: a volume in Nomad's HTTP API form (the {"Volumes": [...]} body,
+// or "nomad volume status -json" output) is not a spec; it gets one error saying so at its
+// first API field, not one per CamelCase field plus every spec field "missing".
+func TestNomadAPIFormIsOneError(t *testing.T) {
+	for _, src := range []string{
+		`{"Volumes": [{"ID": "db", "Type": "csi", "PluginID": "x", "RequestedCapabilities": [{"AccessMode": "single-node-writer", "AttachmentMode": "file-system"}]}]}`,
+		`{"Volume": {"ID": "db", "PluginID": "x"}}`,
+		`{"ID": "db", "Namespace": "default", "PluginID": "x", "ExternalID": "vol-1"}`,
+	} {
+		v, diags := ParseVolume("api.json", []byte(src), VerbAny)
+		if v != nil || len(diags) != 1 || diags[0].Summary != "Nomad API form, not a volume spec" {
+			t.Fatalf("%s: %v", src, diags)
+		}
+		if d := diags[0].Detail; !strings.Contains(d, "snake_case") || !strings.Contains(d, "volctl init volume") {
+			t.Errorf("detail: %s", d)
+		}
+	}
+}
+
 func TestVolumeValues(t *testing.T) {
 	src := `id = "db"
 type = "csi"
@@ -503,6 +522,7 @@ func TestSecretsNeverRendered(t *testing.T) {
 		{"password argument", baseVolume + "db_password = \"TOPSECRET\""},
 		{"HCL1 quoted secrets name", baseVolume + "\"secrets\" { k = \"TOPSECRET\" }"},
 		{"json re-cased secrets", `{"id": "db", "type": "csi", "plugin_id": "x", "Secrets": {"k": "TOPSECRET"}}`},
+		{"json API form", `{"Volumes": [{"ID": "db", "PluginID": "x", "Secrets": {"k": "TOPSECRET"}}]}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
