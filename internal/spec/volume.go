@@ -255,9 +255,11 @@ func (d *decoder) ok(attr *hcl.Attribute) bool {
 	return !diags.HasErrors()
 }
 
+// size reads capacity_min or capacity_max. An empty string is unset, as Nomad reads it (a
+// template whose size variable is empty writes capacity_max = ""); blanks are not.
 func (d *decoder) size(attr *hcl.Attribute) int64 {
 	s, ok := d.str(attr)
-	if !ok {
+	if !ok || s == "" {
 		return 0
 	}
 	n, err := ParseSize(s)
