@@ -251,7 +251,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 // ok reports whether attr evaluates without error, so that a missing-value message is not
 // added on top of an evaluation error.
 func (d *decoder) ok(attr *hcl.Attribute) bool {
-	_, diags := attr.Expr.Value(nil)
+	_, diags := eval(attr.Expr)
 	return !diags.HasErrors()
 }
 
