@@ -7,13 +7,23 @@ import (
 
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
 )
 
-// cliHarness is a real engine on a temp state dir with an in-memory CSI plugin ("mem", which
-// bind-mounts a directory of its own at each target: NewMountingMemPlugin; tests are skipped
-// where bind mounts are not allowed) registered on a real socket, for run functions called
-// directly.
+// requireMount skips a test that claims where bind mounts are not allowed: the harness's
+// plugin cannot mount there, and the engine refuses a published target that is not a mount
+// point.
+func requireMount(t *testing.T) {
+	t.Helper()
+	hostpathtest.RequireMount(t)
+}
+
+// cliHarness is a real engine on a temp state dir with an in-memory CSI plugin ("mem")
+// registered on a real socket, for run functions called directly. Where bind mounts are
+// allowed the plugin mounts a directory of its own at each target (NewMountingMemPlugin), as
+// the engine, which reads the kernel's mount table, insists; elsewhere it mounts nothing, and a
+// test that claims calls requireMount first, which skips it saying why.
 type cliHarness struct {
 	ctx   context.Context
 	state string
@@ -28,7 +38,11 @@ func newCLIHarness(t *testing.T) *cliHarness {
 	ctx := context.Background()
 	h := &cliHarness{ctx: ctx, state: filepath.Join(t.TempDir(), "state")}
 	cfg := csitest.DefaultMemConfig()
-	h.mem = csitest.NewMountingMemPlugin(t, cfg)
+	if hostpathtest.CanMount() == nil {
+		h.mem = csitest.NewMountingMemPlugin(t, cfg)
+	} else {
+		h.mem = csitest.NewMemPlugin(cfg)
+	}
 	var socket string
 	socket, h.stop = csitest.Serve(t, csitest.WithServer(h.mem))
 	h.e = openEngine(t, h.state)

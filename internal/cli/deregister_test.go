@@ -14,6 +14,7 @@ import (
 // --force (exit 4, naming the node, the plugin and what to run); with --force it is, and the
 // forgotten attachment is a warning on stderr, never silent.
 func TestVolumeDeregisterOfAVolumeLeftAttached(t *testing.T) {
+	requireMount(t) // it claims
 	h := newCLIHarness(t)
 	h.createVolume(t, "db", spec.SingleNodeWriter)
 	h.claim(t, "db", "web-0")
@@ -50,6 +51,7 @@ func TestVolumeDeregisterOfAVolumeLeftAttached(t *testing.T) {
 // that claim is released: the attachment is kept for Nomad's allocations, and the status says
 // what sends the unpublish owed (the take-back), not that a forced detach failed.
 func TestVolumeStatusOfAnAttachmentKeptForNomad(t *testing.T) {
+	requireMount(t) // it claims
 	h := newCLIHarness(t)
 	h.createVolume(t, "db", spec.SingleNodeWriter)
 	h.claim(t, "db", "web-0")

@@ -125,6 +125,7 @@ func TestExportNomadVolumeRoundTrips(t *testing.T) {
 // A group becomes a job whose group keeps its volume blocks unchanged and has one task per
 // volume_mount, with {index} as ${NOMAD_ALLOC_INDEX}; the volumes it uses are exported too.
 func TestExportNomadGroupJob(t *testing.T) {
+	requireMount(t) // it claims
 	h := newCLIHarness(t)
 	for _, id := range []string{"data[0]", "data[1]"} {
 		h.createVolume(t, id, spec.SingleNodeWriter)
@@ -298,6 +299,7 @@ func TestExportNomadPluginJob(t *testing.T) {
 // A Nomad job claims volumes of its own namespace only: a group whose volumes live in one
 // namespace gets a job in it.
 func TestExportNomadGroupJobNamespace(t *testing.T) {
+	requireMount(t) // it claims
 	h := newCLIHarness(t)
 	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "pv", Name: "pv", Namespace: "prod", Type: "csi", PluginID: "mem",
 		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {

@@ -74,6 +74,7 @@ func TestGroupOutputShowsBindDestinations(t *testing.T) {
 // conflict, claim refused); a volume that does not exist stays a runtime error (1). The
 // failures of several allocs are one error, each alloc's kept: the conflict wins.
 func TestGroupRunExitCodeKeepsTheClaimsKind(t *testing.T) {
+	requireMount(t) // it claims
 	h := newCLIHarness(t)
 	h.createVolume(t, "held", spec.SingleNodeWriter)
 	h.claim(t, "held", "other")

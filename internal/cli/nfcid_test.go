@@ -14,6 +14,7 @@ import (
 // events' filters — it must name the same volume and claim, not answer "not found"; typed when
 // registering a plugin it must be stored as a volume's plugin_id names it.
 func TestTypedIDsMatchInNFC(t *testing.T) {
+	requireMount(t) // it claims
 	const pre, dec = "caf\u00e9", "cafe\u0301"
 	h := newCLIHarness(t)
 	h.createVolume(t, pre, spec.SingleNodeWriter)

@@ -142,6 +142,7 @@ func edit(t *testing.T, ex []nomadExchange, method, path string, fn func(map[str
 // mount point), and whatever is mounted under the state dir at the end is unmounted.
 func nomadHarness(t *testing.T) *cliHarness {
 	t.Helper()
+	requireMount(t) // its hostpath plugin mounts what the tests claim
 	h := newCLIHarness(t)
 	t.Cleanup(func() {
 		if err := hostpath.UnmountAll(h.state); err != nil {

@@ -14,6 +14,7 @@ import (
 // redrawn line, erased at the end; stdout carries only the target path. Off a terminal, and
 // with --json on one, stderr stays empty.
 func TestClaimProgressOnATerminalOnly(t *testing.T) {
+	requireMount(t) // it claims
 	h := newCLIHarness(t)
 	h.createVolume(t, "db", spec.MultiNodeMultiWriter)
 	for _, tt := range []struct {

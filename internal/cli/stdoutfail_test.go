@@ -23,6 +23,7 @@ func (fullWriter) Write([]byte) (int, error) {
 // saying what was done and the path (on stderr, with the error), never exit 0 with nothing
 // printed. The same for the line of every acting command.
 func TestResultUnprintedFailsTheCommand(t *testing.T) {
+	requireMount(t) // it claims
 	h := newCLIHarness(t)
 	h.createVolume(t, "db", spec.SingleNodeWriter)
 	h.createVolume(t, "old", spec.SingleNodeWriter)

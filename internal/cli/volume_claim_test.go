@@ -41,6 +41,7 @@ func TestVolumeClaimRequest(t *testing.T) {
 // A claim's --json output and a template see the same fields; without them only the target
 // path is printed, so `TARGET=$(volctl volume claim ...)` works.
 func TestVolumeClaimOutput(t *testing.T) {
+	requireMount(t) // it claims
 	h := newCLIHarness(t)
 	h.createVolume(t, "db", spec.MultiNodeMultiWriter)
 	for _, tt := range []struct {
