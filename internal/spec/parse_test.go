@@ -533,6 +533,8 @@ func TestSecretsNeverRendered(t *testing.T) {
 		{"password argument", baseVolume + "db_password = \"TOPSECRET\""},
 		{"HCL1 quoted secrets name", baseVolume + "\"secrets\" { k = \"TOPSECRET\" }"},
 		{"json re-cased secrets", `{"id": "db", "type": "csi", "plugin_id": "x", "Secrets": {"k": "TOPSECRET"}}`},
+		{"json escaped secrets key", `{"id": "db", "type": "csi", "plugin_id": "x", "secr\u0065ts": {"bad key": "TOPSECRET"}}`},
+		{"HCL1 quoted escaped secrets name", baseVolume + "\"secr\\u0065ts\" { k = \"TOPSECRET\" }"},
 		{"json API form", `{"Volumes": [{"ID": "db", "PluginID": "x", "Secrets": {"k": "TOPSECRET"}}]}`},
 	}
 	for _, tt := range tests {

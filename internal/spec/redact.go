@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -105,10 +106,22 @@ func sensitiveToken(toks hclsyntax.Tokens, i int) (string, int) {
 		toks[i+2].Type == hclsyntax.TokenCQuote:
 		switch toks[i+3].Type {
 		case hclsyntax.TokenEqual, hclsyntax.TokenColon, hclsyntax.TokenOBrace:
-			return string(toks[i+1].Bytes), i + 2
+			return unescape(string(toks[i+1].Bytes)), i + 2
 		}
 	}
 	return "", i
+}
+
+// unescape returns a quoted name's text with its escapes (\u0065) read, as the parser reads
+// them; a name it cannot read is returned as written.
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	if u, err := strconv.Unquote(`"` + s + `"`); err == nil {
+		return u
+	}
+	return s
 }
 
 // closingToken returns the index of the token that closes the string or heredoc opened at
@@ -154,14 +167,14 @@ func maskRange(out []byte, from, to int) {
 
 // jsonSensitiveKey finds the sensitive keys of JSON source; compiled on first use.
 var jsonSensitiveKey = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`"([^"\\\n]*)"\s*:\s*`)
+	return regexp.MustCompile(`"((?:[^"\\\n]|\\.)*)"\s*:\s*`)
 })
 
 // redactJSON masks, in place, the strings and numbers of the values of sensitive keys in JSON
 // source (the parser takes a number where a string is due).
 func redactJSON(b []byte) {
 	for _, loc := range jsonSensitiveKey().FindAllSubmatchIndex(b, -1) {
-		if !sensitiveName(string(b[loc[2]:loc[3]])) {
+		if !sensitiveName(unescape(string(b[loc[2]:loc[3]]))) {
 			continue
 		}
 		i := loc[1]
