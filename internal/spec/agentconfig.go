@@ -78,7 +78,7 @@ func (d *decoder) agentSettings(b *hcl.Block, settings map[string]time.Duration)
 		if attr == nil {
 			continue
 		}
-		v, diags := attr.Expr.Value(nil)
+		v, diags := eval(attr.Expr)
 		d.diags = append(d.diags, diags...)
 		if diags.HasErrors() {
 			continue

@@ -257,12 +257,77 @@ func suggest(given string, candidates []string) string {
 // value evaluates an attribute. No variables or functions exist in specs: HCL reports any use
 // of them. A null value counts as unset.
 func (d *decoder) value(attr *hcl.Attribute) (cty.Value, bool) {
-	v, diags := attr.Expr.Value(nil)
+	v, diags := eval(attr.Expr)
 	d.diags = append(d.diags, diags...)
 	if diags.HasErrors() || v.IsNull() || !v.IsWhollyKnown() {
 		return cty.NilVal, false
 	}
 	return v, true
+}
+
+// literalHint says how to write template text as Nomad passes it: its HCL1 parser reads
+// "${...}" and "%{...}" in a string as plain text (a plugin parameter such as csi-driver-nfs's
+// subDir = "${pvc.metadata.name}" reaches the plugin as written).
+const literalHint = `Specs are not templates: Nomad reads "${...}" and "%{...}" in a string as plain text, ` +
+	`and so does volctl when they are escaped: write "$${" for "${" and "%%{" for "%{".`
+
+// eval evaluates expr with no variables or functions. A native-syntax string that interpolates
+// or has a directive is refused even when it needs no variable ("${1+1}", "%{if true}a%{endif}"):
+// evaluated, it would send a plugin other text than Nomad sends for the same spec. JSON
+// strings are literal already (evaluated without a context, HCL does not read them as templates).
+func eval(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
+	v, diags := expr.Value(nil)
+	rng, ok := templateIn(expr)
+	if !ok {
+		return v, diags
+	}
+	if diags.HasErrors() {
+		for _, diag := range diags {
+			if diag.Summary == "Variables not allowed" || diag.Summary == "Function calls not allowed" {
+				diag.Detail += " " + literalHint
+			}
+		}
+		return v, diags
+	}
+	return cty.NilVal, append(diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Interpolation not allowed",
+		Detail:   "volctl does not evaluate a template in a spec. " + literalHint,
+		Subject:  rng.Ptr(),
+	})
+}
+
+// templateIn returns the first interpolation or directive in a native-syntax expression's
+// strings and heredocs.
+func templateIn(expr hcl.Expression) (hcl.Range, bool) {
+	e, ok := expr.(hclsyntax.Expression)
+	if !ok {
+		return hcl.Range{}, false
+	}
+	var found *hcl.Range
+	hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
+		if found != nil {
+			return nil
+		}
+		switch t := n.(type) {
+		case *hclsyntax.TemplateWrapExpr, *hclsyntax.TemplateJoinExpr:
+			r := n.Range()
+			found = &r
+		case *hclsyntax.TemplateExpr:
+			for _, p := range t.Parts {
+				if _, lit := p.(*hclsyntax.LiteralValueExpr); !lit {
+					r := p.Range()
+					found = &r
+					break
+				}
+			}
+		}
+		return nil
+	})
+	if found == nil {
+		return hcl.Range{}, false
+	}
+	return *found, true
 }
 
 // str decodes a string attribute. Numbers and bools are accepted and converted, as Nomad's
@@ -434,7 +499,7 @@ func (d *decoder) mapValue(m *stringMap, key string, keyRange hcl.Range, expr hc
 			return
 		}
 	}
-	v, diags := expr.Value(nil)
+	v, diags := eval(expr)
 	d.diags = append(d.diags, diags...)
 	if diags.HasErrors() {
 		return

@@ -107,6 +107,17 @@ func TestVolumeRules(t *testing.T) {
 		{name: "capacity min over max", src: baseVolume + "capacity_min = \"2GiB\"\ncapacity_max = \"1GiB\"", summary: "Invalid capacity range", detail: "capacity_min (2GiB) is larger than capacity_max (1GiB)"},
 		{name: "capacity min equals max", src: baseVolume + "capacity_min = \"1GiB\"\ncapacity_max = \"1024MiB\""},
 		{name: "capacity as a number", src: baseVolume + "capacity_min = 1073741824"},
+		// Nomad's HCL1 reads "${...}" and "%{...}" as plain text: volctl refuses to evaluate
+		// them (the plugin would get other text), and says how to write them literally.
+		{name: "variable in a parameter says how to escape", src: baseVolume + "parameters {\n subDir = \"${pvc.metadata.name}\"\n}", summary: "Variables not allowed", detail: `write "$${" for "${"`},
+		{name: "constant interpolation refused", src: baseVolume + `capacity_min = "${10*1024}MiB"`, summary: "Interpolation not allowed", detail: `write "$${" for "${"`},
+		{name: "template directive refused", src: baseVolume + "parameters {\n x = \"%{if true}a%{endif}\"\n}", summary: "Interpolation not allowed", detail: `"%%{" for "%{"`},
+		{name: "interpolation in a heredoc refused", src: baseVolume + "name = <<EOT\n${\"db\"}\nEOT\n", summary: "Interpolation not allowed"},
+		{name: "escaped template is literal", src: baseVolume + "parameters {\n subDir = \"$${pvc.metadata.name}\"\n x = \"%%{if}\"\n}"},
+		{name: "capacity empty is unset, as Nomad reads it", src: baseVolume + "capacity_min = \"\"\ncapacity_max = \"\""},
+		{name: "capacity blank", src: baseVolume + `capacity_min = " "`, summary: "Invalid capacity", detail: "empty size"},
+		{name: "capacity with thousands separators, as Nomad reads it", src: baseVolume + "capacity_min = \"1,000GiB\"\ncapacity_max = \"1,024GiB\""},
+		{name: "capacity with a decimal comma", src: baseVolume + `capacity_max = "1,5GiB"`, summary: "Invalid capacity", detail: "not a thousands separator"},
 		{name: "secret key rule", src: baseVolume + "secrets = { \"a b\" = \"x\" }", summary: "Invalid secret key", detail: `"a b"`},
 		{name: "secret keys allowed", src: baseVolume + "secrets = { \"a.b-c_D9\" = \"x\" }"},
 		{name: "string field limit", src: baseVolume + `external_id = "` + strings.Repeat("x", 129) + `"`, summary: "Value too long", detail: "128 bytes"},
@@ -156,6 +167,25 @@ constraint {
 		}
 		if line := diags[0].Subject.Start.Line; line != 1 {
 			t.Errorf("points at line %d, want the type on line 1", line)
+		}
+	}
+}
+
+// TestNomadAPIFormIsOneError: a volume in Nomad's HTTP API form (the {"Volumes": [...]} body,
+// or "nomad volume status -json" output) is not a spec; it gets one error saying so at its
+// first API field, not one per CamelCase field plus every spec field "missing".
+func TestNomadAPIFormIsOneError(t *testing.T) {
+	for _, src := range []string{
+		`{"Volumes": [{"ID": "db", "Type": "csi", "PluginID": "x", "RequestedCapabilities": [{"AccessMode": "single-node-writer", "AttachmentMode": "file-system"}]}]}`,
+		`{"Volume": {"ID": "db", "PluginID": "x"}}`,
+		`{"ID": "db", "Namespace": "default", "PluginID": "x", "ExternalID": "vol-1"}`,
+	} {
+		v, diags := ParseVolume("api.json", []byte(src), VerbAny)
+		if v != nil || len(diags) != 1 || diags[0].Summary != "Nomad API form, not a volume spec" {
+			t.Fatalf("%s: %v", src, diags)
+		}
+		if d := diags[0].Detail; !strings.Contains(d, "snake_case") || !strings.Contains(d, "volctl init volume") {
+			t.Errorf("detail: %s", d)
 		}
 	}
 }
@@ -494,6 +524,18 @@ func TestSecretsNeverRendered(t *testing.T) {
 		{"json secret", `{"id": "db", "type": "csi", "plugin_id": "x", "secrets": {"bad key": "TOPSECRET"}}`},
 		{"json mount flags", `{"id": "db", "type": "csi", "plugin_id": "x", "mount_options": {"mount_flags": "TOPSECRET"}}`},
 		{"json syntax error", `{"secrets": {"k": "TOPSECRET" "x": 1}}`},
+		// A sensitive block misspelt or re-cased is what a diagnostic points at: its line is
+		// the snippet shown, so its values are masked too; so are names that say "secret".
+		{"misspelt secrets block", baseVolume + "secret { k = \"TOPSECRET\" }"},
+		{"typo in secrets", baseVolume + "secrest { k = \"TOPSECRET\" }"},
+		{"re-cased secrets", baseVolume + "Secrets = { k = \"TOPSECRET\" }"},
+		{"mount flags without underscore", baseVolume + "mountflags = [\"TOPSECRET\"]"},
+		{"password argument", baseVolume + "db_password = \"TOPSECRET\""},
+		{"HCL1 quoted secrets name", baseVolume + "\"secrets\" { k = \"TOPSECRET\" }"},
+		{"json re-cased secrets", `{"id": "db", "type": "csi", "plugin_id": "x", "Secrets": {"k": "TOPSECRET"}}`},
+		{"json escaped secrets key", `{"id": "db", "type": "csi", "plugin_id": "x", "secr\u0065ts": {"bad key": "TOPSECRET"}}`},
+		{"HCL1 quoted escaped secrets name", baseVolume + "\"secr\\u0065ts\" { k = \"TOPSECRET\" }"},
+		{"json API form", `{"Volumes": [{"ID": "db", "PluginID": "x", "Secrets": {"k": "TOPSECRET"}}]}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -21,6 +22,23 @@ import (
 // sensitiveNames are the arguments (or map blocks) whose strings never appear in output.
 var sensitiveNames = map[string]bool{"secrets": true, "env": true, "mount_flags": true}
 
+// sensitiveName reports whether a name in a spec holds values never shown: one of
+// sensitiveNames, and also one written otherwise. A misspelt or re-cased one ("secret",
+// "Secrets", "secrest", "MountFlags") is exactly what gets a diagnostic pointing at its line,
+// and a name that says it holds a secret ("password", "db_token") is masked wherever it is.
+func sensitiveName(name string) bool {
+	if sensitiveNames[name] {
+		return true
+	}
+	n := strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(name))
+	for _, s := range []string{"secret", "mountflag", "password", "passwd", "token", "credential"} {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return n == "env" || n == "environment" || suggest(n, []string{"secrets", "mountflags", "environment"}) != ""
+}
+
 // redactSource returns a copy of src with sensitive strings masked.
 func redactSource(src []byte, json bool) []byte {
 	out := bytes.Clone(src)
@@ -31,10 +49,11 @@ func redactSource(src []byte, json bool) []byte {
 	toks, _ := hclsyntax.LexConfig(src, "", hcl.InitialPos)
 	mask := func(t hclsyntax.Token) { maskRange(out, t.Range.Start.Byte, t.Range.End.Byte) }
 	for i := 0; i < len(toks); i++ {
-		if toks[i].Type != hclsyntax.TokenIdent || !sensitiveNames[string(toks[i].Bytes)] {
+		name, last := sensitiveToken(toks, i)
+		if !sensitiveName(name) {
 			continue
 		}
-		j := i + 1
+		j := last + 1
 		if j < len(toks) && toks[j].Type == hclsyntax.TokenEqual {
 			j++
 		}
@@ -75,6 +94,34 @@ func redactSource(src []byte, json bool) []byte {
 		i = k
 	}
 	return out
+}
+
+// sensitiveToken returns the name that toks[i] starts, if any, and the index of its last
+// token: a bare name, or a quoted one (HCL1's "secrets" = {...}) that '=', ':' or '{' follows.
+func sensitiveToken(toks hclsyntax.Tokens, i int) (string, int) {
+	switch {
+	case toks[i].Type == hclsyntax.TokenIdent:
+		return string(toks[i].Bytes), i
+	case toks[i].Type == hclsyntax.TokenOQuote && i+3 < len(toks) && toks[i+1].Type == hclsyntax.TokenQuotedLit &&
+		toks[i+2].Type == hclsyntax.TokenCQuote:
+		switch toks[i+3].Type {
+		case hclsyntax.TokenEqual, hclsyntax.TokenColon, hclsyntax.TokenOBrace:
+			return unescape(string(toks[i+1].Bytes)), i + 2
+		}
+	}
+	return "", i
+}
+
+// unescape returns a quoted name's text with its escapes (\u0065) read, as the parser reads
+// them; a name it cannot read is returned as written.
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	if u, err := strconv.Unquote(`"` + s + `"`); err == nil {
+		return u
+	}
+	return s
 }
 
 // closingToken returns the index of the token that closes the string or heredoc opened at
@@ -120,13 +167,16 @@ func maskRange(out []byte, from, to int) {
 
 // jsonSensitiveKey finds the sensitive keys of JSON source; compiled on first use.
 var jsonSensitiveKey = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`"(secrets|env|mount_flags)"\s*:\s*`)
+	return regexp.MustCompile(`"((?:[^"\\\n]|\\.)*)"\s*:\s*`)
 })
 
 // redactJSON masks, in place, the strings and numbers of the values of sensitive keys in JSON
 // source (the parser takes a number where a string is due).
 func redactJSON(b []byte) {
-	for _, loc := range jsonSensitiveKey().FindAllIndex(b, -1) {
+	for _, loc := range jsonSensitiveKey().FindAllSubmatchIndex(b, -1) {
+		if !sensitiveName(unescape(string(b[loc[2]:loc[3]]))) {
+			continue
+		}
 		i := loc[1]
 		depth := 0
 		for i < len(b) {

@@ -23,8 +23,8 @@ var sizeUnits = map[string]uint64{
 	"e": 1e18, "eb": 1e18, "ei": 1 << 60, "eib": 1 << 60,
 }
 
-// ParseSize parses a capacity as people write it: "10GiB", "100G", "1.5TiB", "500 MiB", or a bare
-// number of bytes. Fractions of a byte are dropped. Negative sizes, unknown units and sizes above
+// ParseSize parses a capacity as people write it: "10GiB", "100G", "1.5TiB", "500 MiB", "1,000GiB",
+// or a bare number of bytes. Fractions of a byte are dropped. Negative sizes, unknown units and sizes above
 // math.MaxInt64 bytes (what CSI's int64 capacity fields hold) are errors.
 func ParseSize(s string) (int64, error) {
 	in := strings.TrimSpace(s)
@@ -35,10 +35,20 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("size %q is negative", s)
 	}
 	end := 0
-	for end < len(in) && (in[end] >= '0' && in[end] <= '9' || in[end] == '.') {
+	for end < len(in) && (in[end] >= '0' && in[end] <= '9' || in[end] == '.' || in[end] == ',') {
 		end++
 	}
 	num, unit := in[:end], strings.ToLower(strings.TrimSpace(in[end:]))
+	if strings.Contains(num, ",") {
+		// Nomad (go-humanize) drops every comma: "1,000GiB" is 1000GiB, but "1,5GiB" is 15GiB
+		// too. Commas are read only where they cannot mean a decimal point: thousands
+		// separators before any fraction.
+		whole, _, _ := strings.Cut(num, ".")
+		if !thousands(whole) || strings.Contains(num[len(whole):], ",") {
+			return 0, fmt.Errorf("size %q has a comma that is not a thousands separator (write \"1.5GiB\" for a fraction, \"1500GiB\" or \"1,500GiB\" for a thousand and a half)", s)
+		}
+		num = strings.ReplaceAll(num, ",", "")
+	}
 	if num == "" || num == "." || strings.Count(num, ".") > 1 {
 		return 0, fmt.Errorf("size %q does not start with a number", s)
 	}
@@ -66,6 +76,20 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("size %q is too large (the maximum is %d bytes)", s, int64(math.MaxInt64))
 	}
 	return bytes.Int64(), nil
+}
+
+// thousands reports whether s, digits with commas, groups them by three: "1,000", "10,000,000".
+func thousands(s string) bool {
+	groups := strings.Split(s, ",")
+	if n := len(groups[0]); n < 1 || n > 3 {
+		return false
+	}
+	for _, g := range groups[1:] {
+		if len(g) != 3 {
+			return false
+		}
+	}
+	return true
 }
 
 // FormatSize renders n bytes in the shortest form ParseSize reads back exactly: the largest

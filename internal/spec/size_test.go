@@ -55,6 +55,16 @@ func TestParseSize(t *testing.T) {
 		{"99999999999999999999999", 0, "too large"},
 		{"10000PB", 0, "too large"},
 		{"9.3EB", 0, "too large"},
+		// Nomad drops commas; volctl reads them only as thousands separators, never as a
+		// decimal comma that Nomad would turn into ten times the size.
+		{"1,000GiB", 1000 << 30, ""},
+		{"10,000,000", 10e6, ""},
+		{"1,500.5MB", 1500500000, ""},
+		{"1,5GiB", 0, "not a thousands separator"},
+		{"1000,000", 0, "not a thousands separator"},
+		{",5G", 0, "not a thousands separator"},
+		{"1,000.5,0G", 0, "not a thousands separator"},
+		{"1,,000G", 0, "not a thousands separator"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

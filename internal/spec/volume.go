@@ -72,10 +72,43 @@ func hostVolume(body hcl.Body) (hcl.Range, bool) {
 	return attr.Expr.Range(), ok && s == "host"
 }
 
+// apiNames are top-level keys only Nomad's HTTP API form of a volume has: the request body of
+// PUT /v1/volume/csi/:id ({"Volumes": [...]}), a snapshot's ({"Volume": ...}), or what
+// "nomad volume status -json" prints (CamelCase fields). None is a spec field or a near
+// spelling of one.
+var apiNames = []string{"Volumes", "Volume", "PluginID", "RequestedCapabilities", "ExternalID", "RequestedCapacityMin", "RequestedCapacityMax"}
+
+// apiVolume reports whether body is a volume in Nomad's API form rather than its spec form,
+// and where the first API key is. Decoded as a spec it would get one error per API key and
+// one per spec field "missing", none saying what is wrong with the file.
+func apiVolume(body hcl.Body) (hcl.Range, string, bool) {
+	s := &hcl.BodySchema{}
+	for _, n := range apiNames {
+		s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: n})
+	}
+	c, _, _ := body.PartialContent(s)
+	var first *hcl.Attribute
+	for _, a := range c.Attributes {
+		if first == nil || a.NameRange.Start.Byte < first.NameRange.Start.Byte {
+			first = a
+		}
+	}
+	if first == nil {
+		return hcl.Range{}, "", false
+	}
+	return first.NameRange, first.Name, true
+}
+
 func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 	if rng, ok := hostVolume(body); ok {
 		d.errorf(rng, "Host volumes are not supported",
 			`This is a Nomad host volume spec (type = "host"). volctl handles CSI volumes only (type = "csi"); host volumes are Nomad's own: use "nomad volume create" (or "nomad volume init -type host" for a template).`)
+		return nil
+	}
+	if rng, name, ok := apiVolume(body); ok {
+		d.errorf(rng, "Nomad API form, not a volume spec",
+			`%s is a field of Nomad's HTTP API form of a volume (the {"Volumes": [...]} body the API takes, or "nomad volume status -json" output, with CamelCase fields), which neither "nomad volume register" nor volctl reads as a spec. `+
+				`Write the volume spec form instead: snake_case fields (id, plugin_id, external_id, capacity_min) and capability blocks; "volctl init volume" writes an example.`, name)
 		return nil
 	}
 	c := d.content(body, volumeSchema)
@@ -218,13 +251,15 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 // ok reports whether attr evaluates without error, so that a missing-value message is not
 // added on top of an evaluation error.
 func (d *decoder) ok(attr *hcl.Attribute) bool {
-	_, diags := attr.Expr.Value(nil)
+	_, diags := eval(attr.Expr)
 	return !diags.HasErrors()
 }
 
+// size reads capacity_min or capacity_max. An empty string is unset, as Nomad reads it (a
+// template whose size variable is empty writes capacity_max = ""); blanks are not.
 func (d *decoder) size(attr *hcl.Attribute) int64 {
 	s, ok := d.str(attr)
-	if !ok {
+	if !ok || s == "" {
 		return 0
 	}
 	n, err := ParseSize(s)
