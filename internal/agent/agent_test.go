@@ -536,18 +536,26 @@ func (f *fixture) startWithHealthTimeoutOnAFakeClock(sp spec.Plugin) (*fakeClock
 	return clock, f.startAgent(s)
 }
 
+// startSickPlugin starts an agent supervising a plugin "sick" whose probes fail, on a fake
+// clock with a 300ms health timeout, and returns once the agent has probed it unhealthy: the
+// clock, the agent's stop, and the plugin's pid.
+func (f *fixture) startSickPlugin() (*fakeClock, func() error, int) {
+	f.t.Helper()
+	clock, stop := f.startWithHealthTimeoutOnAFakeClock(f.execPlugin("sick", "unhealthy"))
+	waitFor(f.t, "the plugin to be started", func() bool { return alive(f.pid("sick")) })
+	first := f.pid("sick")
+	waitFor(f.t, "the agent to probe the plugin unhealthy", func() bool {
+		return strings.Contains(f.plugin("sick").LastError, "Probe: Internal")
+	})
+	return clock, stop, first
+}
+
 func TestAgentRestartsPluginUnhealthyPastTimeout(t *testing.T) {
 	f := newFixture(t)
 	// The health timeout runs on a clock the test moves, so however slow the machine, the
 	// plugin is unhealthy past it exactly when the test says, and for the reason it says: not
 	// while it is still starting (a dial error), which a real 300ms could run out in.
-	clock, stop := f.startWithHealthTimeoutOnAFakeClock(f.execPlugin("sick", "unhealthy"))
-
-	waitFor(t, "the plugin to be started", func() bool { return alive(f.pid("sick")) })
-	first := f.pid("sick")
-	waitFor(t, "the agent to probe the plugin unhealthy", func() bool {
-		return strings.Contains(f.plugin("sick").LastError, "Probe: Internal")
-	})
+	clock, stop, first := f.startSickPlugin()
 	if n := f.pid("sick"); n != first || len(f.events("plugin-restart")) != 0 {
 		t.Fatalf("the plugin was restarted (pid %d -> %d) before its health timeout passed", first, n)
 	}
@@ -867,12 +875,7 @@ func TestAgentKeepsAnUnhealthyPluginItCannotStop(t *testing.T) {
 	triedTwice := func() bool { mu.Lock(); defer mu.Unlock(); return tries > 1 }
 	t.Cleanup(func() { stopProcess = (*process).stop })
 	f := newFixture(t)
-	clock, stop := f.startWithHealthTimeoutOnAFakeClock(f.execPlugin("sick", "unhealthy"))
-	waitFor(t, "the plugin to be started", func() bool { return alive(f.pid("sick")) })
-	first := f.pid("sick")
-	waitFor(t, "the agent to probe the plugin unhealthy", func() bool {
-		return strings.Contains(f.plugin("sick").LastError, "Probe: Internal")
-	})
+	clock, stop, first := f.startSickPlugin()
 	clock.Advance(301 * time.Millisecond)
 	waitFor(t, "the agent to try to stop the plugin, and try again", triedTwice)
 	if n := len(f.events("plugin-stop-failed")); n != 1 {
