@@ -614,15 +614,7 @@ func TestRPCCodeLabelIsBounded(t *testing.T) {
 // connection to it.
 func dialServed(t *testing.T) net.Conn {
 	t.Helper()
-	srv, err := Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, New(), func() agent.Status { return agent.Status{} }, nil) }()
-	t.Cleanup(func() { cancel(); <-served })
-	conn, err := net.Dial("tcp", srv.Addr())
+	conn, err := net.Dial("tcp", serve(t, New(), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
