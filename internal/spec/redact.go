@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -27,17 +28,33 @@ var sensitiveNames = map[string]bool{"secrets": true, "env": true, "mount_flags"
 // "Secrets", "secrest", "MountFlags") is exactly what gets a diagnostic pointing at its line,
 // and a name that says it holds a secret ("password", "db_token") is masked wherever it is.
 func sensitiveName(name string) bool {
+	if name == "" {
+		return false
+	}
 	if sensitiveNames[name] {
 		return true
 	}
-	n := strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(name))
+	n := strings.ToLower(nameFolder.Replace(name))
 	for _, s := range []string{"secret", "mountflag", "password", "passwd", "token", "credential"} {
 		if strings.Contains(n, s) {
 			return true
 		}
 	}
-	return n == "env" || n == "environment" || suggest(n, []string{"secrets", "mountflags", "environment"}) != ""
+	if n == "env" || n == "environment" {
+		return true
+	}
+	// A near miss is within suggest's edit distance, max(2, len/3), of "secrets" (7 runes),
+	// "mountflags" (10) or "environment" (11), and an edit distance is at least the difference
+	// in length: only names of 5 to 16 runes can be one. This runs for every name in a spec,
+	// once per diagnostic shown.
+	if l := utf8.RuneCountInString(n); l < 5 || l > 16 {
+		return false
+	}
+	return suggest(n, []string{"secrets", "mountflags", "environment"}) != ""
 }
+
+// nameFolder folds the separators out of a name for sensitiveName.
+var nameFolder = strings.NewReplacer("_", "", "-", "")
 
 // redactSource returns a copy of src with sensitive strings masked.
 func redactSource(src []byte, json bool) []byte {
