@@ -89,6 +89,11 @@ func newReplayNomad(t *testing.T, exchanges ...nomadExchange) *replayNomad {
 				if e.Status == http.StatusOK {
 					w.Header().Set("Content-Type", "application/json")
 				}
+				if e.Status == http.StatusOK || e.Status == http.StatusNotFound {
+					// Nomad sets it on every answer to a query it ran, its 404 for a volume or
+					// plugin it does not have included (the captures hold no headers).
+					w.Header().Set("X-Nomad-Index", "1")
+				}
 				w.WriteHeader(e.Status)
 				io.WriteString(w, e.Body)
 				return
