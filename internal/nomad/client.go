@@ -245,9 +245,11 @@ func isNotFound(err error) bool {
 // notNomads is what volctl adds to a 404 that is not Nomad's (answer.fromNomad).
 const notNomads = "a 404 without Nomad's X-Nomad-Index header, so not Nomad's word that it has none: a proxy's or another server's page (NOMAD_ADDR must name Nomad's API, and Nomad must be up behind it)"
 
-// ErrRefused matches a registration Nomad answered with an error: it did not take the
-// volume. A registration that got no answer (Nomad unreachable mid-request, the timeout,
-// Ctrl-C, a gateway's 502, 503 or 504) does not match it: Nomad may have taken the volume.
+// ErrRefused matches a registration Nomad answered with an error. A 5xx may come after Nomad
+// took the volume (a raft apply that timed out and committed after), so only a 4xx says
+// certainly that it did not (HandOver asks). A registration that got no answer (Nomad
+// unreachable mid-request, the timeout, Ctrl-C, a gateway's 502, 503 or 504) does not match
+// it.
 var ErrRefused = errors.New("refused the registration")
 
 // what Nomad said, without the api module's "Unexpected response code" preamble; ctx is the
@@ -513,8 +515,8 @@ func (c *Client) APIVolume(v spec.Volume) *api.CSIVolume {
 }
 
 // Register registers (or, when Nomad has it already, updates) a volume. The error names the
-// volume, the address and what Nomad said; it matches ErrRefused only when Nomad answered it,
-// and so certainly did not take the volume.
+// volume, the address and what Nomad said; it matches ErrRefused when Nomad answered it.
+// HandOver is the registration of a handover, with its checks.
 func (c *Client) Register(ctx context.Context, v spec.Volume) (warnings string, err error) {
 	vol := c.APIVolume(v)
 	rctx, _, cancel := c.request(ctx)

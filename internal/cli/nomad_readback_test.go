@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/iostreams"
+)
+
+// Nomad takes the registration and then answers 500 (a raft apply that timed out and
+// committed after, a proxy failing on the way back): the volume is Nomad's, so it stays marked,
+// the error says so and what to run, and the same command again succeeds.
+func TestNomadRegisterRefusedAfterTakingKeepsTheMark(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+		a.mu.Lock()
+		a.vols["default/db"] = true
+		a.mu.Unlock()
+		return http.StatusInternalServerError, "rpc error: timed out enqueuing operation"
+	}
+	_, _, err := registerIn(h, a)
+	if !handedOver(t, h) {
+		t.Fatalf("Nomad has the volume, and volctl took its mark back on Nomad's 500 (%v): both may claim it", err)
+	}
+	for _, want := range []string{"500: rpc error", "Nomad has volume \"db\"", "stays marked handed over", "volctl nomad register db"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("register answered 500 after Nomad took it: %v, want it to say %q", err, want)
+		}
+	}
+	a.onPut = nil
+	if out, _, err := registerIn(h, a); err != nil || !strings.Contains(out, "Updated volume") || !handedOver(t, h) {
+		t.Fatalf("the same command again: %q, %v (marked: %v)", out, err, handedOver(t, h))
+	}
+}
+
+// Nomad has a volume by the same ID in the namespace that is not this one (another external ID
+// or plugin): someone else's. volctl does not overwrite it (Nomad of some versions, or a proxy
+// for it, would), marks nothing, and says whose it is; exit 4.
+func TestNomadRegisterDoesNotOverwriteAnotherVolume(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		other map[string]any
+		want  string
+	}{
+		{"external ID", map[string]any{"ExternalID": "someone-elses-disk", "PluginID": "hp"}, `external_id "someone-elses-disk"`},
+		{"plugin", map[string]any{"PluginID": "ebs"}, `plugin_id "ebs"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := nomadHarness(t)
+			a := newFakeNomad(t)
+			a.vols["default/db"] = true
+			a.sent["default/db"] = tc.other
+			_, _, err := registerIn(h, a)
+			if len(a.puts) > 0 {
+				t.Errorf("sent a registration over another volume of the ID: %s", a.puts[0])
+			}
+			if handedOver(t, h) {
+				t.Error("marked handed over, though Nomad's volume of the ID is another")
+			}
+			if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("register over another volume: %v (exit %d), want exit 4 naming %s", err, ExitCode(err), tc.want)
+			}
+			// --dry-run says it would be refused.
+			ios, _, out, _ := iostreams.Test()
+			if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, DryRun: true}); err != nil ||
+				!strings.Contains(out.String(), "it would be refused") {
+				t.Errorf("dry run over another volume: %q, %v", out, err)
+			}
+		})
+	}
+}
+
+// Nomad answers the registration OK and has something else: the read-back says what differs,
+// and the volume stays marked (Nomad said it took it); a volume missing on read-back was not
+// registered, and the mark goes.
+func TestNomadRegisterReadsBack(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		edit   func(map[string]any)
+		marked bool
+		want   string
+	}{
+		{"another ID", func(v map[string]any) { v["ID"] = "db2" }, true, `ID "db2"`},
+		{"another namespace", func(v map[string]any) { v["Namespace"] = "team" }, true, `namespace "team"`},
+		{"another plugin", func(v map[string]any) { v["PluginID"] = "ebs" }, true, `plugin_id "ebs"`},
+		{"another capacity", func(v map[string]any) { v["RequestedCapacityMin"] = 1 }, true, "capacity"},
+		{"another access mode", func(v map[string]any) {
+			v["RequestedCapabilities"] = []map[string]any{{"AccessMode": "multi-node-multi-writer", "AttachmentMode": "file-system"}}
+		}, true, "capabilities"},
+		{"missing", nil, false, "says it has no volume \"db\""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := nomadHarness(t)
+			a := newFakeNomad(t)
+			a.readBack = tc.edit
+			if tc.edit == nil {
+				a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+					w.Header().Set("X-Nomad-Index", "2")
+					w.Write([]byte(`{}`))
+					return -1, "" // OK, and not taken
+				}
+			}
+			out, _, err := registerIn(h, a)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "answered the registration OK") {
+				t.Errorf("register read back as %s: %q, %v; want an error naming %s", tc.name, out, err, tc.want)
+			}
+			if handedOver(t, h) != tc.marked {
+				t.Errorf("marked handed over: %v, want %v", !tc.marked, tc.marked)
+			}
+		})
+	}
+}
