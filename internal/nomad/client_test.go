@@ -115,3 +115,40 @@ func TestNomadAddressPasswordIsNotShown(t *testing.T) {
 		t.Errorf("address %q, error %v", c.Address, err)
 	}
 }
+
+// Nomad's warnings on a registration it took may quote the request (a policy naming what it
+// checked): the volume's secrets, mount flags and the ACL token are not in what HandOver
+// returns to be shown.
+func TestNomadWarningsAreScrubbed(t *testing.T) {
+	const token, secret, flag = "acl-5e1f-token", "s3cr3t-value-9", "password=flag-77"
+	t.Setenv("NOMAD_TOKEN", token)
+	v := spec.Volume{ID: "db", PluginID: "p", ExternalID: "x", Namespace: "default", Secrets: spec.Secrets{"k": secret},
+		MountOptions: &spec.MountOptions{MountFlags: spec.MountFlags{flag}}}
+	registered := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Nomad-Index", "1")
+		switch {
+		case r.Method == http.MethodPut:
+			registered = true
+			fmt.Fprintf(w, `{"Warnings":"policy saw token %s, secret %s, flag %s"}`, r.Header.Get("X-Nomad-Token"), secret, flag)
+		case registered:
+			fmt.Fprint(w, `{"ID":"db","Namespace":"default","PluginID":"p","ExternalID":"x"}`)
+		default:
+			http.Error(w, "volume not found", http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := c.HandOver(context.Background(), v, true)
+	if err != nil || !strings.Contains(done.Warnings, "policy saw token") {
+		t.Fatalf("HandOver: %+v, %v", done, err)
+	}
+	for _, s := range []string{token, secret, flag} {
+		if strings.Contains(done.Warnings, s) {
+			t.Errorf("warnings show %q: %s", s, done.Warnings)
+		}
+	}
+}

@@ -71,7 +71,7 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 		out.Undo, err = c.hasNot(ctx, v, ns, err)
 		return out, err
 	}
-	out.Warnings = warnings
+	out.Warnings = c.shown(warnings, v)
 	got, gerr := c.VolumeIn(ctx, v.ID, ns, c.Region)
 	switch {
 	case errors.Is(gerr, ErrNotFound):

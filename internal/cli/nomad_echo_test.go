@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// What Nomad says besides an error — the warnings of a registration, where a redirect points —
+// may echo the ACL token or the volume's secrets (a proxy echoing headers, a policy quoting the
+// request): neither is shown.
+func TestNomadWarningsAndRedirectsDoNotShowSecrets(t *testing.T) {
+	const token = "7c1e-acl-token-secret"
+	t.Setenv("NOMAD_TOKEN", token)
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+		a.mu.Lock()
+		a.vols["default/db"] = true
+		a.mu.Unlock()
+		w.Header().Set("X-Nomad-Index", "2")
+		w.Write([]byte(`{"Warnings":"policy: request by ` + r.Header.Get("X-Nomad-Token") + `"}`))
+		return -1, ""
+	}
+	out, errOut, err := registerIn(h, a)
+	if err != nil || !strings.Contains(errOut, "Warning: Nomad: policy: request by") {
+		t.Fatalf("register with warnings: %q %q %v", out, errOut, err)
+	}
+	if strings.Contains(out+errOut, token) {
+		t.Errorf("the ACL token in Nomad's warnings is shown: %q", errOut)
+	}
+	// A redirect to a place that names the token.
+	b := newFakeNomad(t)
+	b.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://elsewhere.invalid/login?token="+r.Header.Get("X-Nomad-Token"), http.StatusFound)
+	})
+	c, err := b.client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, perr := c.Plugin(context.Background(), "hp")
+	if perr == nil || strings.Contains(perr.Error(), token) || !strings.Contains(perr.Error(), "redirect to http://elsewhere.invalid") {
+		t.Errorf("redirect naming the token: %v", perr)
+	}
+}
