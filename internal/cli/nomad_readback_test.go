@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/volctl/volctl/internal/iostreams"
@@ -111,5 +112,41 @@ func TestNomadRegisterReadsBack(t *testing.T) {
 				t.Errorf("marked handed over: %v, want %v", !tc.marked, tc.marked)
 			}
 		})
+	}
+}
+
+// Nomad answers the registration OK, and the read-back gets no answer (the connection drops):
+// the volume stays marked, as Nomad said it took it, the error says so and what to run, and
+// the same command again registers and checks it.
+func TestNomadRegisterReadBackLost(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	var registered atomic.Bool // the first registration's read-back is lost
+	var puts atomic.Int32
+	a.srv.Config.Handler = func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if registered.Load() && r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/volume/csi/") {
+				conn, _, _ := w.(http.Hijacker).Hijack()
+				conn.Close()
+				return
+			}
+			next.ServeHTTP(w, r)
+			if r.Method == http.MethodPut && puts.Add(1) == 1 {
+				registered.Store(true)
+			}
+		})
+	}(a.srv.Config.Handler)
+	_, _, err := registerIn(h, a)
+	if !handedOver(t, h) {
+		t.Fatalf("Nomad took the registration, and the mark went when reading it back failed: %v", err)
+	}
+	for _, want := range []string{"answered the registration OK, but reading it back failed", "stays marked handed over", "volctl nomad register db"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("read-back lost: %v, want it to say %q", err, want)
+		}
+	}
+	registered.Store(false)
+	if out, _, err := registerIn(h, a); err != nil || !strings.Contains(out, "Updated volume") {
+		t.Fatalf("the same command again: %q, %v", out, err)
 	}
 }
