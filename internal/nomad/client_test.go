@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -150,5 +151,43 @@ func TestNomadWarningsAreScrubbed(t *testing.T) {
 		if strings.Contains(done.Warnings, s) {
 			t.Errorf("warnings show %q: %s", s, done.Warnings)
 		}
+	}
+}
+
+// A Nomad (or a proxy) that sends the headers and then drips the body a byte at a time, never
+// ending it: the request's timeout bounds the whole answer, not just its headers.
+func TestNomadDrippingAnswerIsBounded(t *testing.T) {
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Nomad-Index", "1")
+		w.Write([]byte(`{"ID":"`))
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				w.Write([]byte("a"))
+				w.(http.Flusher).Flush()
+			}
+		}
+	}))
+	defer srv.Close()
+	defer close(stop)
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Timeout = 300 * time.Millisecond
+	done := make(chan error, 1)
+	go func() { _, err := c.VolumeIn(context.Background(), "db", "default", ""); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "no answer within 300ms") {
+			t.Errorf("dripping answer: %v, want it to say no answer within 300ms", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading a dripping answer did not end (10s)")
 	}
 }
