@@ -16,12 +16,8 @@ func TestNomadWarningsAndRedirectsDoNotShowSecrets(t *testing.T) {
 	h := nomadHarness(t)
 	a := newFakeNomad(t)
 	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
-		a.mu.Lock()
-		a.vols["default/db"] = true
-		a.mu.Unlock()
-		w.Header().Set("X-Nomad-Index", "2")
-		w.Write([]byte(`{"Warnings":"policy: request by ` + r.Header.Get("X-Nomad-Token") + `"}`))
-		return -1, ""
+		a.take("default", "db")
+		return answerOK(w, `{"Warnings":"policy: request by `+r.Header.Get("X-Nomad-Token")+`"}`)
 	}
 	out, errOut, err := registerIn(h, a)
 	if err != nil || !strings.Contains(errOut, "Warning: Nomad: policy: request by") {

@@ -120,6 +120,20 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 
 func (n *fakeNomad) client() (*nomad.Client, error) { return nomad.NewClient(n.srv.URL) }
 
+// take registers the volume in the namespace, as a hook does that then answers otherwise.
+func (n *fakeNomad) take(namespace, id string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.vols[namespace+"/"+id] = true
+}
+
+// answerOK answers a request OK with body, for a hook (which then returns -1).
+func answerOK(w http.ResponseWriter, body string) (int, string) {
+	w.Header().Set("X-Nomad-Index", "2")
+	io.WriteString(w, body)
+	return -1, ""
+}
+
 // has reports whether Nomad has the volume in the namespace.
 func (n *fakeNomad) has(namespace, id string) bool {
 	n.mu.Lock()
