@@ -399,8 +399,9 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		out = append(out, st)
 	}
 	// Nomad's copy holds what the plugin told Nomad (its version, the volume's context), and
-	// Nomad's errors what it was sent: no secret volctl knows is shown from either.
-	if err := redactOutput(ctx, e, nil, &out); err != nil {
+	// Nomad's errors what it was sent: no secret volctl knows is shown from either, nor the
+	// credentials sent to Nomad, which what answers for it may echo anywhere.
+	if err := redactOutput(ctx, e, c.Credentials(), &out); err != nil {
 		return fmt.Errorf("nomad status: %w", err)
 	}
 	if opts.Exporter.Enabled() {

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
 // What Nomad says besides an error — the warnings of a registration, where a redirect points —
@@ -38,5 +40,34 @@ func TestNomadWarningsAndRedirectsDoNotShowSecrets(t *testing.T) {
 	_, perr := c.Plugin(context.Background(), "hp")
 	if perr == nil || strings.Contains(perr.Error(), token) || !strings.Contains(perr.Error(), "redirect to http://elsewhere.invalid") {
 		t.Errorf("redirect naming the token: %v", perr)
+	}
+}
+
+// Nomad's copy of a volume, which nomad status shows, is what Nomad (or what answers for it)
+// says: one that echoes the ACL token into it (a plugin's description, an alloc's name) does
+// not get it printed.
+func TestNomadStatusDoesNotShowTheToken(t *testing.T) {
+	const token = "9d2b-acl-token-secret"
+	t.Setenv("NOMAD_TOKEN", token)
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	a.readBack = func(v map[string]any) {
+		v["Provider"] = "hostpath " + token
+		v["Allocations"] = []map[string]any{{"ID": "a1", "Name": "web[" + token + "]"}}
+		v["WriteAllocs"] = map[string]any{"a1": nil}
+	}
+	for _, json := range []bool{true, false} {
+		ios, _, out, _ := iostreams.Test()
+		err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: a.client,
+			Volumes: []string{"db"}, Exporter: exportFlags{JSON: json}})
+		if err != nil || !strings.Contains(out.String(), "web[") {
+			t.Fatalf("nomad status: %q, %v", out, err)
+		}
+		if strings.Contains(out.String(), token) {
+			t.Errorf("nomad status (json %v) shows the ACL token Nomad echoed:\n%s", json, out)
+		}
 	}
 }

@@ -292,6 +292,10 @@ func (c *Client) hideCreds(s string) string {
 	return s
 }
 
+// Credentials are the values hideCreds replaces (the ACL token, a basic auth password and its
+// header's encoding), for a command to replace in Nomad's answers it prints.
+func (c *Client) Credentials() []string { return slices.Clone(c.creds) }
+
 func (c *Client) timeout() time.Duration {
 	if c.Timeout > 0 {
 		return c.Timeout
