@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -213,7 +214,8 @@ func newCmdNomadRelease(f *Factory, runF func(*NomadReleaseOptions) error) *cobr
 		Use:   "release VOLUME... | --all",
 		Short: "Take volumes back from Nomad after nomad volume deregister",
 		Long: `Take volumes handed over to Nomad back, so volctl may claim them again. Deregister them in
-Nomad first (nomad volume deregister ID): a volume Nomad still has is not taken back (exit 4).
+Nomad first (nomad volume deregister ID, after stopping the jobs whose allocs claim them): a
+volume Nomad still has is not taken back (exit 4), and the error says what to run there.
 Nomad is asked at the address, in the namespace and region the volume was handed over to;
 with NOMAD_ADDR naming another cluster, the volume is not taken back.
 --force takes it back without asking Nomad (when the cluster is gone); two orchestrators must
@@ -298,12 +300,38 @@ func askedToTakeBack(ctx context.Context, c *nomad.Client, h engine.HandoverInfo
 	have, err := c.VolumeIn(ctx, h.VolumeID, h.Namespace, h.Region)
 	switch {
 	case err == nil:
-		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in Nomad at %s (%d claim(s)): run `nomad volume deregister %s` first; volctl takes it back only once Nomad has let go of it",
-			h.VolumeID, c.Address, have.Claims(), h.VolumeID)}
+		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in Nomad at %s (%d claim(s)): %s; volctl takes it back only once Nomad has let go of it",
+			h.VolumeID, c.Address, have.Claims(), howToDeregister(h, have))}
 	case !errors.Is(err, nomad.ErrNotFound):
 		return "", fmt.Errorf("%w (if the cluster is gone and nothing uses the volume, --force takes it back)", err)
 	}
 	return fmt.Sprintf("deregistered from Nomad at %s", c.Address), nil
+}
+
+// howToDeregister says what to run so that Nomad lets go of a volume it has, in the namespace
+// and region it was handed over to: Nomad refuses to deregister a volume its allocs claim,
+// so those (and their jobs) come first.
+func howToDeregister(h engine.HandoverInfo, have nomad.VolumeState) string {
+	nomadCmd := func(cmd, arg string) string { // the flags only when there are any
+		return "`" + strings.Join(slices.DeleteFunc([]string{"nomad", cmd, h.NomadFlags(), arg}, func(s string) bool { return s == "" }), " ") + "`"
+	}
+	deregister := "run " + nomadCmd("volume deregister", h.VolumeID)
+	var allocs, jobs []string
+	for _, a := range have.Allocs {
+		allocs = append(allocs, fmt.Sprintf("%s (%.8s) of job %s", display.Escape(a.Name), display.Escape(a.ID), display.Escape(a.JobID)))
+		if !slices.Contains(jobs, a.JobID) {
+			jobs = append(jobs, a.JobID)
+		}
+	}
+	if len(allocs) == 0 {
+		return deregister + " first"
+	}
+	stops := make([]string, len(jobs))
+	for i, j := range jobs {
+		stops[i] = nomadCmd("job stop", display.Escape(j))
+	}
+	return fmt.Sprintf("Nomad's allocs claim it: %s; Nomad deregisters no volume in use, so stop them first (%s), then %s",
+		strings.Join(allocs, ", "), strings.Join(stops, ", "), deregister)
 }
 
 // NomadStatusOptions are the inputs of `volctl nomad status`.

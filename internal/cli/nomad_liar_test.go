@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 )
 
@@ -183,5 +184,37 @@ func TestNomadRegisterReadBackLost(t *testing.T) {
 	registered.Store(false)
 	if out, _, err := registerIn(h, a); err != nil || !strings.Contains(out, "Updated volume") {
 		t.Fatalf("the same command again: %q, %v", out, err)
+	}
+}
+
+// nomad release of a volume Nomad's allocs still claim, in a namespace other than the one the
+// shell names now: the refusal's remedy must work as typed. `nomad volume deregister db`
+// alone would look in NOMAD_NAMESPACE's namespace (not found there), and Nomad refuses to
+// deregister a volume its running allocs claim, so they are named, with their jobs, first.
+func TestNomadReleaseRefusalSaysWhatWorks(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	t.Setenv("NOMAD_NAMESPACE", "team")
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NOMAD_NAMESPACE", "")
+	a.readBack = func(v map[string]any) {
+		v["Allocations"] = []map[string]any{{"ID": "1b80f67e-0000", "Name": "web.web[0]", "JobID": "web", "ClientStatus": "running"}}
+		v["WriteAllocs"] = map[string]any{"1b80f67e-0000": nil}
+	}
+	_, err := runNomadRelease(h, a.client, nil)
+	if ExitCode(err) != ExitConflict {
+		t.Fatalf("release while Nomad's alloc claims it: %v (exit %d), want exit 4", err, ExitCode(err))
+	}
+	for _, want := range []string{"web.web[0] (1b80f67e) of job web", "nomad job stop -namespace team web", "nomad volume deregister -namespace team db"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("release refused: %v\nwant it to say %q", err, want)
+		}
+	}
+	// A local claim's refusal says the same.
+	_, err = h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "local-0"})
+	if err == nil || !strings.Contains(err.Error(), "nomad volume deregister -namespace team db") {
+		t.Errorf("local claim of the handed-over volume: %v, want it to name the namespace in the deregister", err)
 	}
 }
