@@ -122,17 +122,22 @@ type Config struct {
 	// Now is the clock the health timeout and restart backoff are measured on (time.Now when
 	// nil); tests move it by hand.
 	Now func() time.Time
+
+	// afterCount, for tests, runs when the agent has counted a plugin's mounts to stop it and
+	// found none, before it signals the plugin.
+	afterCount func(pluginID string)
 }
 
 // Agent is one running `volctl agent`.
 type Agent struct {
-	e      *engine.Engine
-	log    *slog.Logger
-	s      Settings
-	decl   []spec.Plugin
-	now    func() time.Time
-	runDir string // pid files
-	logDir string // plugin output
+	e          *engine.Engine
+	log        *slog.Logger
+	s          Settings
+	decl       []spec.Plugin
+	now        func() time.Time
+	runDir     string // pid files
+	afterCount func(pluginID string)
+	logDir     string // plugin output
 
 	kick chan struct{} // asks for a reconcile pass soon (a restarted plugin may have lost mounts)
 
@@ -175,7 +180,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	return &Agent{
 		obs: obs, notify: notify,
-		e: cfg.Engine, log: log, s: s, decl: cfg.Plugins, now: now,
+		e: cfg.Engine, log: log, s: s, decl: cfg.Plugins, now: now, afterCount: cfg.afterCount,
 		runDir: filepath.Join(dir, "run"), logDir: filepath.Join(dir, "logs"),
 		kick: make(chan struct{}, 1), runners: map[string]*runner{}, problems: map[string]bool{},
 	}, nil
@@ -587,15 +592,21 @@ func (a *Agent) stopIfUnmounted(r *runner) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	m, err := a.e.PluginMounts(ctx, r.spec.ID)
+	// Counted and stopped under the plugin's publish lock: a claim admitted meanwhile, by any
+	// process, waits to publish until the plugin is stopped, and finds it gone.
+	m, release, err := a.e.HoldPluginMounts(ctx, r.spec.ID)
+	defer release()
 	switch {
 	case err != nil:
 		a.log.Warn("leaving plugin running: could not count its mounts", "plugin", r.spec.ID, "pid", p.pid, "err", err)
 		return
 	case m.Any():
 		a.log.Warn("leaving plugin running: it has mounts, or mounts in doubt, and stopping a plugin under mounted volumes is never right",
-			"plugin", r.spec.ID, "pid", p.pid, "mounts", m.Mounts, "in_doubt", m.InDoubt)
+			"plugin", r.spec.ID, "pid", p.pid, "mounts", m.Mounts, "in_doubt", m.InDoubt, "publishing", m.Publishing)
 		return
+	}
+	if a.afterCount != nil {
+		a.afterCount(r.spec.ID)
 	}
 	a.log.Info("stopping plugin", "plugin", r.spec.ID, "pid", p.pid)
 	if err := p.stop(a.s.StopTimeout); err != nil {
