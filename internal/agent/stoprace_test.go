@@ -2,15 +2,11 @@ package agent
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/volctl/volctl/internal/engine"
-	"github.com/volctl/volctl/internal/hostpath"
-	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -85,19 +81,8 @@ func claimAsAnotherProcess(t *testing.T, other *engine.Engine) (result chan erro
 // does: a claim admitted by another process between the count and the stop is not published
 // through the plugin being stopped.
 func TestAgentRestartDoesNotRaceAClaimAdmittedMeanwhile(t *testing.T) {
-	hostpathtest.RequireMount(t)
 	f := newFixture(t)
-	t.Cleanup(func() {
-		if err := hostpath.UnmountAll(f.dir); err != nil {
-			t.Errorf("cleaning up mounts: %v", err)
-		}
-	})
-	clock, stop := f.startWithHealthTimeoutOnAFakeClock(f.execPlugin("fuse", "sickens"))
-	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
-	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
-	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "fuse", Capabilities: caps}); err != nil {
-		t.Fatal(err)
-	}
+	clock, stop := f.startSickeningPlugin()
 	other := f.openEngine() // the claim command, another process
 	var claimed chan error
 	orig := stopProcess
@@ -115,15 +100,7 @@ func TestAgentRestartDoesNotRaceAClaimAdmittedMeanwhile(t *testing.T) {
 		return orig(p, timeout)
 	}
 	pid := f.pid("fuse")
-	if err := os.MkdirAll(filepath.Join(f.dir, "hostpath-fuse"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(f.dir, "hostpath-fuse", "sick"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the agent to probe the plugin unhealthy", func() bool {
-		return strings.Contains(f.plugin("fuse").LastError, "Probe: Internal")
-	})
+	f.sicken()
 	clock.Advance(301 * time.Millisecond)
 	waitFor(t, "the agent to restart the plugin", func() bool { return len(f.events("plugin-restart")) > 0 })
 	if alive(pid) {
