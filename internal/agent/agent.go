@@ -137,8 +137,8 @@ type Agent struct {
 	decl       []spec.Plugin
 	now        func() time.Time
 	runDir     string // pid files
-	afterCount func(pluginID string)
 	logDir     string // plugin output
+	afterCount func(pluginID string)
 
 	kick chan struct{} // asks for a reconcile pass soon (a restarted plugin may have lost mounts)
 

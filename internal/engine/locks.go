@@ -134,8 +134,11 @@ func (e *Engine) LockAgent() (release func(), err error) {
 // mounts and stop it (HoldPluginMounts), never stops the plugin between a count that missed a
 // claim and that claim's NodeStageVolume or NodePublishVolume.
 func (l *locker) publishing(ctx context.Context, pluginID string) (func(), error) {
-	return l.lock(ctx, "plugin-"+pluginID+".publish", fmt.Sprintf("plugin %q (the agent is stopping it)", pluginID), true)
+	return l.lock(ctx, publishLock(pluginID), fmt.Sprintf("plugin %q's publishes (the agent stops it under it)", pluginID), true)
 }
+
+// publishLock names a plugin's publish lock.
+func publishLock(pluginID string) string { return "plugin-" + pluginID + ".publish" }
 
 func (l *locker) take(ctx context.Context, name, what string) (func(), error) {
 	return l.lock(ctx, name, what, false)

@@ -257,7 +257,7 @@ func (m PluginMounts) Any() bool { return m.Mounts+m.InDoubt > 0 || m.Publishing
 // held. release is never nil.
 func (e *Engine) HoldPluginMounts(ctx context.Context, pluginID string) (m PluginMounts, release func(), err error) {
 	release = func() {}
-	unlock, ok, err := e.locks.exclusive("plugin-" + pluginID + ".publish")
+	unlock, ok, err := e.locks.exclusive(publishLock(pluginID))
 	switch {
 	case err != nil:
 		return m, release, fmt.Errorf("plugin %q publish lock: %w", pluginID, err)
