@@ -147,6 +147,21 @@ func (e *Engine) HandOver(ctx context.Context, volumeID string, to HandoverTarge
 	return handoverInfo(h), nil
 }
 
+// NomadFlags are the nomad CLI's flags that name where the volume was handed over (its
+// namespace, and region when one was named), for the commands volctl tells people to run
+// there: without them, the nomad CLI looks in NOMAD_NAMESPACE's namespace, which may be
+// another.
+func (h HandoverInfo) NomadFlags() string {
+	var f []string
+	if h.Namespace != "" {
+		f = append(f, "-namespace "+h.Namespace)
+	}
+	if h.Region != "" {
+		f = append(f, "-region "+h.Region)
+	}
+	return strings.Join(f, " ")
+}
+
 // sameCluster reports whether a handover mark is for the cluster, namespace and region of to.
 // An empty region is the one the agent at the address is in, which volctl cannot tell from a
 // region named: it matches only an empty one.
@@ -280,7 +295,7 @@ func refuseHandedOver(tx *store.Tx, volumeID string) error {
 		return err
 	}
 	return conflictf("volume %q is handed over to Nomad at %s (since %s): Nomad claims it, not volctl; after `nomad volume deregister %s`, take it back with `volctl nomad release %s`",
-		volumeID, h.Address, h.HandedAt.UTC().Format(time.RFC3339), volumeID, volumeID)
+		volumeID, h.Address, h.HandedAt.UTC().Format(time.RFC3339), strings.TrimSpace(handoverInfo(h).NomadFlags()+" "+volumeID), volumeID)
 }
 
 // GroupSpecs returns the recorded specs of the named groups, or of every group when names is
