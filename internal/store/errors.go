@@ -22,6 +22,10 @@ var ErrConflict = errors.New("conflict")
 // ErrNewerSchema is matched by the error Open returns for a database written by a newer volctl.
 var ErrNewerSchema = errors.New("database schema is newer than this volctl")
 
+// ErrInUse is matched by the error Open returns when it would migrate the database while other
+// volctl processes have it open.
+var ErrInUse = errors.New("state database is in use by other volctl processes")
+
 // ErrBusy is matched by the error a transaction returns when another process held the write lock
 // for longer than the busy timeout.
 var ErrBusy = errors.New("state database is busy")

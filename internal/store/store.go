@@ -66,8 +66,9 @@ const readConns = 4
 // processes may have the same database open at once.
 type Store struct {
 	path         string
-	w            *pool // one connection: in-process writers queue here, not in SQLite's busy loop
-	r            *pool // query_only connections for View
+	lock         *os.File // the open lock (openlock.go), held shared until Close or the exit
+	w            *pool    // one connection: in-process writers queue here, not in SQLite's busy loop
+	r            *pool    // query_only connections for View
 	busyTimeout  time.Duration
 	eventLimit   int
 	historyLimit int
@@ -82,6 +83,7 @@ type Store struct {
 	// (walBulkAutocheckpoint). A read command that records the health of many plugins stays
 	// a command, and pays no checkpoint at its exit.
 	writes atomic.Int64
+	closed atomic.Bool // Close closed the lock file
 }
 
 // Stats counts the transactions this Store has committed since Open, by kind. Tests and
@@ -158,8 +160,13 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 		return nil, inDir(abs, err)
 	}
 
+	lock, err := openLockFile(path)
+	if err != nil {
+		return nil, inDir(abs, err)
+	}
 	s := &Store{
 		path:         path,
+		lock:         lock,
 		busyTimeout:  o.busyTimeout,
 		eventLimit:   o.eventLimit,
 		historyLimit: o.historyLimit,
@@ -170,11 +177,13 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	}
 	wdb, err := openDB(dsn(path, o.busyTimeout, false))
 	if err != nil {
+		lock.Close()
 		return nil, inDir(abs, fmt.Errorf("open state %s: %w", path, err))
 	}
 	s.w = newPool(wdb, 1)
 	if err := s.migrateTo(ctx, target); err != nil {
 		s.w.close()
+		lock.Close()
 		return nil, inDir(abs, err)
 	}
 	// SQLite creates -wal and -shm with the database's mode, but only while that mode survives
@@ -182,12 +191,14 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	for _, suffix := range []string{"-wal", "-shm"} {
 		if err := tighten(path+suffix, 0o600, true, o.log); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.w.close()
+			lock.Close()
 			return nil, inDir(abs, fmt.Errorf("open state %s: %w", path, err))
 		}
 	}
 	rdb, err := openDB(dsn(path, o.busyTimeout, true))
 	if err != nil {
 		s.w.close()
+		lock.Close()
 		return nil, inDir(abs, fmt.Errorf("open state %s: %w", path, err))
 	}
 	s.r = newPool(rdb, readConns)
@@ -400,7 +411,12 @@ func tighten(path string, want fs.FileMode, held bool, log *slog.Logger) error {
 // Close closes the database: its prepared statements, then its connections. A transaction that
 // starts afterwards fails; one still running has its connection closed when it ends.
 func (s *Store) Close() error {
-	return errors.Join(s.r.close(), s.w.close())
+	err := errors.Join(s.r.close(), s.w.close())
+	if s.closed.CompareAndSwap(false, true) {
+		// After the connections: the lock says this store no longer writes.
+		err = errors.Join(err, s.lock.Close())
+	}
+	return err
 }
 
 // CloseAtExit is Close for a process about to exit: transactions that start afterwards fail as
