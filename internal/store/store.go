@@ -84,6 +84,8 @@ type Store struct {
 	// a command, and pays no checkpoint at its exit.
 	writes atomic.Int64
 	closed atomic.Bool // Close closed the lock file
+	// file is the database file opened (replaced.go): a write checks the path still leads to it.
+	file fileID
 	// roErr is every write's error when the state dir is on a read-only file system
 	// (readonly.go), which leaves w nil.
 	roErr error
@@ -166,12 +168,17 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 		return nil, inDir(abs, err)
 	}
 
+	file, err := idAt(path)
+	if err != nil {
+		return nil, inDir(abs, fmt.Errorf("open state: %w", err))
+	}
 	lock, err := openLockFile(path)
 	if err != nil {
 		return nil, inDir(abs, err)
 	}
 	s := &Store{
 		path:         path,
+		file:         file,
 		lock:         lock,
 		busyTimeout:  o.busyTimeout,
 		eventLimit:   o.eventLimit,
@@ -570,6 +577,11 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn 
 		// fn failed or panicked: the transaction must not stay open on a kept connection.
 		s.rollback(tx.c)
 	}()
+	if kind != readOnly {
+		if err := s.checkFile(); err != nil {
+			return err
+		}
+	}
 	if err := fn(tx); err != nil {
 		return err
 	}
