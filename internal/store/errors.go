@@ -153,8 +153,12 @@ func wrap(err error, what, onForeignKey string) error {
 			reason = onForeignKey
 		case sqlite3.SQLITE_CONSTRAINT_TRIGGER:
 			// ON DELETE RESTRICT is enforced by a trigger SQLite makes, whose RAISE reports
-			// this code: the schema has no trigger of its own to raise it
-			// (TestSchemaHasNoTriggers), so it is always a foreign key.
+			// this code and says "FOREIGN KEY constraint failed". volctl's schema has no trigger
+			// of its own (TestSchemaHasNoTriggers), so any other is one added by hand, whose
+			// refusal is its own, not a conflict with volctl's rows.
+			if msg := detail(err); !strings.Contains(msg, "FOREIGN KEY constraint failed") {
+				return fmt.Errorf("%s: refused by a trigger that volctl did not make (one added to the state database by hand): %s", what, msg)
+			}
 			reason = onForeignKey
 		default:
 			reason = "invalid: " + detail(err)
