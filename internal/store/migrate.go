@@ -117,10 +117,17 @@ func inspect(ctx context.Context, q querier) (version, appID int, names []string
 func (s *Store) migrateTo(ctx context.Context, target int) error {
 	deadline := time.Now().Add(s.busyTimeout)
 	waits := backoff.New(time.Millisecond, 100*time.Millisecond)
+	probed := false // checkLockHolds ran
 	for {
 		locked, err := s.lockShared(ctx, deadline)
 		if err != nil {
 			return err
+		}
+		if locked && !probed {
+			if err := s.checkLockHolds(); err != nil {
+				return err
+			}
+			probed = true
 		}
 		version, appID, err := s.readVersion(ctx)
 		if err != nil {

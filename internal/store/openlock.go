@@ -152,3 +152,21 @@ func holders(f *os.File) string {
 	}
 	return " (" + strings.Join(pids, ", ") + ")"
 }
+
+// checkLockHolds refuses a file system whose flock is a no-op (some 9p and FUSE servers answer
+// every lock request yes): with the open lock held shared, a second open of its file must not
+// get it exclusive. volctl's locks between processes (the engine's volume and controller locks
+// are flocks too) would not hold there, and two commands could act on one volume at once. It
+// costs an open, a flock and a close per Open.
+func (s *Store) checkLockHolds() error {
+	f, err := os.OpenFile(s.lock.Name(), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open state %s: lock %s: %w", s.path, s.lock.Name(), err)
+	}
+	defer f.Close()
+	if ok, err := flockFile(f, unix.LOCK_EX); err != nil || !ok {
+		return nil
+	}
+	return fmt.Errorf("open state %s: flock does not lock on this file system: a second open of %s took it exclusive while this one held it shared, so volctl's locks between processes would not hold and two commands could act on one volume at once; put the state dir on a local file system",
+		s.path, s.lock.Name())
+}

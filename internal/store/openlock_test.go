@@ -127,3 +127,21 @@ func TestStoresOfOneVersionShareTheOpenLock(t *testing.T) {
 	update(t, b, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "b"}) })
 	b.Close()
 }
+
+// On a file system whose flock is a no-op (stood in for by flockFile answering every request
+// yes), Open refuses, naming the state database and why: volctl's locks between processes would
+// not hold there. Not parallel: it swaps flockFile.
+func TestOpenRefusesAFileSystemWhoseFlockDoesNotLock(t *testing.T) {
+	dir := t.TempDir()
+	orig := flockFile
+	defer func() { flockFile = orig }()
+	flockFile = func(*os.File, int) (bool, error) { return true, nil }
+	s, err := Open(context.Background(), dir)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open succeeded on a file system whose flock does not lock")
+	}
+	if !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "flock does not lock") {
+		t.Errorf("Open where flock does not lock: %v, want it to name the state database and why", err)
+	}
+}
