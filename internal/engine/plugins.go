@@ -418,6 +418,8 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 		}
 	case errors.Is(err, store.ErrBusy):
 		e.log.Debug("plugin health not recorded: another volctl holds the state's write lock", "plugin", p.ID)
+	case errors.Is(err, store.ErrReadOnlyFS):
+		e.log.Debug("plugin health not recorded: the state dir is on a read-only file system", "plugin", p.ID)
 	case !errors.Is(err, store.ErrNotFound):
 		e.log.Warn("recording plugin health", "plugin", p.ID, "err", err)
 	}
