@@ -275,6 +275,11 @@ func (e *Engine) lockSpecVolume(ctx context.Context, sv *spec.Volume) (c *conn, 
 // plugin still cannot take it the attachment is forgotten, which the returned warnings and the
 // event say.
 func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) (warnings []string, err error) {
+	return byStoredID(ctx, e, store.VolumeIDs, id, func(id string) ([]string, error) { return e.deregisterVolumeStored(ctx, id, force) })
+}
+
+// deregisterVolumeStored is DeregisterVolume of the ID as stored (byStoredID).
+func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bool) (warnings []string, err error) {
 	fail := func(err error) ([]string, error) {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, notFoundf("deregister volume %q: not found", id)
