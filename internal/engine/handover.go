@@ -56,6 +56,11 @@ type Register func(ctx context.Context, first bool, v VolumeInfo) (undo bool, er
 // between: one that asked Nomad before the registration arrived and then removed the mark
 // would leave Nomad with the volume and volctl free to claim it.
 func (e *Engine) HandOver(ctx context.Context, volumeID string, to HandoverTarget, force bool, register Register) (HandoverInfo, error) {
+	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (HandoverInfo, error) { return e.handOverStored(ctx, id, to, force, register) })
+}
+
+// handOverStored is HandOver of the ID as stored (byStoredID).
+func (e *Engine) handOverStored(ctx context.Context, volumeID string, to HandoverTarget, force bool, register Register) (HandoverInfo, error) {
 	fail := func(err error) (HandoverInfo, error) {
 		return HandoverInfo{}, fmt.Errorf("hand volume %q over to Nomad at %s: %w", volumeID, to.Address, err)
 	}
@@ -198,6 +203,11 @@ func handoverWhere(h store.Handover) string {
 // check is not called when there is none. The lock keeps a handover (HandOver) from
 // registering the volume between check's question and the mark's removal.
 func (e *Engine) TakeBack(ctx context.Context, volumeID string, check func(HandoverInfo) (why string, err error)) (bool, error) {
+	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (bool, error) { return e.takeBackStored(ctx, id, check) })
+}
+
+// takeBackStored is TakeBack of the ID as stored (byStoredID).
+func (e *Engine) takeBackStored(ctx context.Context, volumeID string, check func(HandoverInfo) (why string, err error)) (bool, error) {
 	unlock, err := e.locks.volume(ctx, volumeID)
 	if err != nil {
 		return false, fmt.Errorf("take volume %q back from Nomad: %w", volumeID, err)
@@ -313,7 +323,15 @@ func (e *Engine) GroupSpecs(ctx context.Context, names ...string) ([]spec.Group,
 		for _, n := range names {
 			g, err := tx.Groups().Get(n)
 			if errors.Is(err, store.ErrNotFound) {
-				return notFoundf("group %q not found (volctl group status lists the groups)", n)
+				// A group an older volctl stored in another normal form (byStoredID).
+				stored, ferr := storedForm(tx, store.GroupNames, n)
+				if ferr != nil {
+					return ferr
+				}
+				if stored == "" {
+					return notFoundf("group %q not found (volctl group status lists the groups)", n)
+				}
+				g, err = tx.Groups().Get(stored)
 			}
 			if err != nil {
 				return err

@@ -275,6 +275,11 @@ func (e *Engine) HoldPluginMounts(ctx context.Context, pluginID string) (m Plugi
 // PluginMounts counts a plugin's mounts and mounts in doubt in one read of the store: the
 // agent never stops a plugin that may hold one.
 func (e *Engine) PluginMounts(ctx context.Context, pluginID string) (PluginMounts, error) {
+	return byStoredID(ctx, e, store.PluginIDs, pluginID, func(id string) (PluginMounts, error) { return e.pluginMountsStored(ctx, id) })
+}
+
+// pluginMountsStored is PluginMounts of the ID as stored (byStoredID).
+func (e *Engine) pluginMountsStored(ctx context.Context, pluginID string) (PluginMounts, error) {
 	var m PluginMounts
 	err := e.store.View(ctx, func(tx *store.Tx) error {
 		vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: pluginID})
@@ -325,6 +330,11 @@ func (e *Engine) PluginEvent(ctx context.Context, pluginID, kind, message string
 // It is a read: recording never waits for another process's write lock (see checkHealth), and
 // what it returns is what the probes found, recorded or not.
 func (e *Engine) PluginStatus(ctx context.Context, id string) ([]PluginInfo, error) {
+	return byStoredID(ctx, e, store.PluginIDs, id, func(id string) ([]PluginInfo, error) { return e.pluginStatusStored(ctx, id) })
+}
+
+// pluginStatusStored is PluginStatus of the ID as stored (byStoredID).
+func (e *Engine) pluginStatusStored(ctx context.Context, id string) ([]PluginInfo, error) {
 	var plugins []store.Plugin
 	err := e.store.View(ctx, func(tx *store.Tx) error {
 		var err error
@@ -453,6 +463,12 @@ func healthEvent(id string, before, after store.Health) *store.Event {
 // attached with no claim: a forced detach could not send it), since nothing would be left to
 // send it through.
 func (e *Engine) DeregisterPlugin(ctx context.Context, id string, force bool) error {
+	_, err := byStoredID(ctx, e, store.PluginIDs, id, func(id string) (struct{}, error) { return struct{}{}, e.deregisterPluginStored(ctx, id, force) })
+	return err
+}
+
+// deregisterPluginStored is DeregisterPlugin of the ID as stored (byStoredID).
+func (e *Engine) deregisterPluginStored(ctx context.Context, id string, force bool) error {
 	err := e.store.Update(ctx, func(tx *store.Tx) error {
 		if _, err := tx.Plugins().Get(id); err != nil {
 			return err
