@@ -85,3 +85,53 @@ func TestClaimWaitingForThePublishLockIsInterruptible(t *testing.T) {
 		t.Errorf("RPCs sent by a claim interrupted before publishing: %v", rpcs)
 	}
 }
+
+// A second plugin ID registered on the socket of the plugin the agent supervises is served by
+// the same process: stopping that process, to restart it or at shutdown, takes what it serves
+// under either ID. The agent's count before a stop (HoldPluginMounts) covers the other ID's
+// mounts, and its publishes: a claim through the other ID publishing at the time of the count
+// makes the plugin count as publishing, and one admitted after waits for the stop.
+func TestHoldPluginMountsCoversAnotherIDOnTheSameSocket(t *testing.T) {
+	h := newHarness(t, nil)
+	h.registerPlugin("mem2", h.socket)
+	sv := volume("db")
+	sv.PluginID = "mem2"
+	h.create(sv)
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	m, release, err := h.e.HoldPluginMounts(h.ctx, "mem")
+	release()
+	if err != nil || !m.Any() {
+		t.Fatalf("plugin mem, whose socket serves a claim published through plugin mem2: %+v, %v; want it counted as having mounts", m, err)
+	}
+	h.release("db", "web-0")
+
+	// A publish through mem2 under way: its lock is held shared.
+	unlock, err := h.e.locks.publishing(h.ctx, "mem2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, release, err = h.e.HoldPluginMounts(h.ctx, "mem")
+	release()
+	unlock()
+	if err != nil || !m.Publishing {
+		t.Fatalf("plugin mem while a publish through plugin mem2 on its socket is under way: %+v, %v; want publishing", m, err)
+	}
+
+	// Held for a stop: a publish through mem2 waits.
+	m, release, err = h.e.HoldPluginMounts(h.ctx, "mem")
+	if err != nil || m.Any() {
+		t.Fatalf("hold: %+v, %v", m, err)
+	}
+	ok, err := func() (bool, error) {
+		fl, err := h.e.locks.file(publishLock("mem2"))
+		if err != nil {
+			return false, err
+		}
+		defer fl.Close()
+		return fl.TryRLock()
+	}()
+	release()
+	if err != nil || ok {
+		t.Fatalf("a publish through mem2 could take its lock while the agent holds mem's for a stop: ok=%v, %v", ok, err)
+	}
+}

@@ -442,14 +442,21 @@ func sameStorage(tx *store.Tx, pluginID, externalID, exceptID string) ([]store.V
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range pluginSockets(p) {
-			if slices.ContainsFunc(mine, func(m string) bool { return oneSocket(m, s) }) {
-				out = append(out, o)
-				break
-			}
+		if onSockets(p, mine) {
+			out = append(out, o)
 		}
 	}
 	return out, nil
+}
+
+// onSockets reports whether plugin p is reached on one of the sockets (oneSocket).
+func onSockets(p store.Plugin, sockets []string) bool {
+	for _, s := range pluginSockets(p) {
+		if slices.ContainsFunc(sockets, func(m string) bool { return oneSocket(m, s) }) {
+			return true
+		}
+	}
+	return false
 }
 
 // oneSocket reports whether socket paths a and b name one socket however they are spelled: alike
