@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+)
+
+// Plugin IDs registered on one socket are one plugin process, so one controller: the
+// controller lock is the socket's, however it is spelled (another ID on the same path, the path
+// not in its clean form, a symlinked directory, another name for the same file as a bind mount
+// or a hard link gives it). While a create through "mem" holds the controller, a create through
+// any other ID on that socket waits for it and sends nothing; otherwise two commands would run
+// controller RPCs on one controller at once through two IDs.
+func TestControllerLockIsTheSocketsWhateverIDOrSpelling(t *testing.T) {
+	h := newHarness(t, nil)
+	dir, base := filepath.Dir(h.socket), filepath.Base(h.socket)
+	link := filepath.Join(t.TempDir(), "run")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	hard := filepath.Join(t.TempDir(), "x.sock")
+	if err := os.Link(h.socket, hard); err != nil {
+		t.Fatal(err)
+	}
+	spellings := []struct{ id, socket string }{
+		{"same", h.socket},
+		{"unclean", dir + "//./" + base},
+		{"symlinked", filepath.Join(link, base)},
+		{"hardlinked", hard},
+	}
+	for _, s := range spellings {
+		h.registerPlugin(s.id, s.socket)
+	}
+
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Gate: gate, Times: 1})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.e.CreateVolume(h.ctx, volume("a"))
+		done <- err
+	}()
+	for h.faults.InFlight() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	for _, s := range spellings {
+		ctx, cancel := context.WithTimeout(h.ctx, 300*time.Millisecond)
+		sv := volume("b-" + s.id)
+		sv.PluginID = s.id
+		_, err := h.e.CreateVolume(ctx, sv)
+		cancel()
+		if n := h.faults.Calls(csi.RPCCreateVolume); n != 1 {
+			t.Errorf("CreateVolume sent %d times: through plugin %q (socket %s) while a create through \"mem\" held the controller", n, s.id, s.socket)
+		}
+		if err == nil || !strings.Contains(err.Error(), "waiting for the lock") {
+			t.Errorf("create through %q while the controller is busy: %v; want it to wait for the controller lock", s.id, err)
+		}
+	}
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatalf("create through mem: %v", err)
+	}
+}
