@@ -135,6 +135,9 @@ type MemPlugin struct {
 	// expandAs, when positive, is the capacity every ControllerExpandVolume answers with
 	// (AnswerExpandWith).
 	expandAs int64
+	// nodeExpandAs, when positive, is the capacity every NodeExpandVolume answers with
+	// (AnswerNodeExpandWith).
+	nodeExpandAs int64
 	// mounted are the paths the plugin bind-mounted (MountRoot) and has not unmounted yet.
 	mounted map[string]bool
 }
@@ -256,6 +259,14 @@ func (m *MemPlugin) AnswerExpandWith(capacity int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.expandAs = capacity
+}
+
+// AnswerNodeExpandWith makes the node lie about expansion: from now on, every NodeExpandVolume
+// answers OK with capacity bytes, whatever was asked, and changes nothing. Zero ends the lie.
+func (m *MemPlugin) AnswerNodeExpandWith(capacity int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.nodeExpandAs = capacity
 }
 
 // Calls returns every request received so far, in order.
@@ -1123,6 +1134,9 @@ func (s *memServer) NodeExpandVolume(ctx context.Context, req *csipb.NodeExpandV
 	want := req.GetCapacityRange().GetRequiredBytes()
 	if m.cfg.MaxVolumeSize > 0 && want > m.cfg.MaxVolumeSize {
 		return nil, errorf(codes.OutOfRange, "%d bytes is above the maximum volume size", want)
+	}
+	if m.nodeExpandAs > 0 {
+		return &csipb.NodeExpandVolumeResponse{CapacityBytes: m.nodeExpandAs}, nil
 	}
 	if !m.cfg.Controller.ExpandVolume {
 		// A node-only expansion: the node grows the volume itself.
