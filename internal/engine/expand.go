@@ -93,6 +93,14 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 					VolumeID: v.ExternalID, CapacityMin: size, CapacityMax: limit, Secrets: v.Secrets})
 			})
 		if err != nil {
+			if csi.IsRetryable(err) || csi.IsTimeout(err) || csi.IsAnswerUnread(err) {
+				// The plugin may have expanded the storage without volctl reading the answer:
+				// nothing records that, so say how to learn it (the RPC is idempotent).
+				err = fmt.Errorf("%w (the plugin may have expanded volume %q without volctl reading its answer; it stays recorded at %s: "+
+					"run the same `volctl volume expand %s` again, which the plugin answers with the size it has)", err, v.ID, spec.FormatSize(cur), v.ID)
+				e.event(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
+					Code: csi.CodeOf(err).String(), Message: "expansion answer not read: " + err.Error()})
+			}
 			return fail(err)
 		}
 		if resp.CapacityBytes > 0 {

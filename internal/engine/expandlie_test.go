@@ -94,14 +94,19 @@ func TestNodeOnlyExpandAnsweredAboveTheLimit(t *testing.T) {
 }
 
 // A ControllerExpandVolume whose answer is lost every time (the plugin grew the storage, volctl
-// saw UNAVAILABLE): the expand fails and records nothing new; the same expand run again is
-// answered (the RPC is idempotent) and records the size.
+// saw UNAVAILABLE): the expand fails, saying the storage may have grown and to run it again, and
+// records nothing new; the same expand run again is answered (the RPC is idempotent) and records
+// the size.
 func TestExpandWhoseAnswerIsLostIsRetried(t *testing.T) {
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume = false })
 	h.create(volume("v"))
 	h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
+	_, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
+	if err == nil {
 		t.Fatal("expand whose answers were all lost succeeded")
+	}
+	if !strings.Contains(err.Error(), "may have expanded") || !strings.Contains(err.Error(), "run the same `volctl volume expand v` again") {
+		t.Errorf("expand whose answers were lost: %v; want it to say the plugin may have expanded it and to run the same expand again", err)
 	}
 	if n := h.faults.Calls(csi.RPCControllerExpandVolume); n != fastRetry.Attempts {
 		t.Errorf("ControllerExpandVolume sent %d times, want %d", n, fastRetry.Attempts)
