@@ -205,6 +205,15 @@ func (m *MemPlugin) SetNodeID(id string) {
 	m.cfg.NodeID = id
 }
 
+// Reconfigure edits the plugin's config (its capabilities, say), keeping what the plugin holds:
+// a plugin restarted with another configuration over the same storage and mounts. Serve it
+// again for a client to see the change (a new socket file, so a new fingerprint).
+func (m *MemPlugin) Reconfigure(edit func(*MemConfig)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	edit(&m.cfg)
+}
+
 // SetAnswerWithoutID turns MemConfig.AnswerWithoutID on or off.
 func (m *MemPlugin) SetAnswerWithoutID(on bool) {
 	m.mu.Lock()
