@@ -67,3 +67,30 @@ func TestControllerLockIsTheSocketsWhateverIDOrSpelling(t *testing.T) {
 		t.Fatalf("create through mem: %v", err)
 	}
 }
+
+// The agent never stops a plugin that may hold a mount (PluginMounts). A mount made through
+// another plugin ID registered on the same socket is the same process's: it counts for every ID
+// on that socket, however it is spelled, or the agent would restart the process under it.
+func TestPluginMountsCountEveryIDOnTheSocket(t *testing.T) {
+	h := newHarness(t, nil)
+	h.registerPlugin("mem2", filepath.Dir(h.socket)+"//"+filepath.Base(h.socket))
+	sv := volume("v")
+	sv.PluginID = "mem2"
+	h.create(sv)
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+
+	for _, id := range []string{"mem", "mem2"} {
+		m, err := h.e.PluginMounts(h.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !m.Any() {
+			t.Errorf("PluginMounts(%q) = %+v with volume v staged and published through mem2 on the same socket", id, m)
+		}
+	}
+	otherSocket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
+	h.registerPlugin("other", otherSocket)
+	if m, err := h.e.PluginMounts(h.ctx, "other"); err != nil || m.Any() {
+		t.Errorf("PluginMounts of a plugin on another socket = %+v, %v; want none", m, err)
+	}
+}

@@ -245,17 +245,24 @@ type PluginMounts struct {
 func (m PluginMounts) Any() bool { return m.Mounts+m.InDoubt > 0 }
 
 // PluginMounts counts a plugin's mounts and mounts in doubt in one read of the store: the
-// agent never stops a plugin that may hold one.
+// agent never stops a plugin that may hold one. They are the plugin process's: those made
+// through any plugin ID registered on one of its sockets count (socketMates).
 func (e *Engine) PluginMounts(ctx context.Context, pluginID string) (PluginMounts, error) {
 	var m PluginMounts
 	err := e.store.View(ctx, func(tx *store.Tx) error {
-		vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: pluginID})
+		ids, err := socketMates(tx, pluginID)
 		if err != nil {
 			return err
 		}
 		mine := map[string]bool{}
-		for _, v := range vols {
-			mine[v.ID] = true
+		for id := range ids {
+			vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: id})
+			if err != nil {
+				return err
+			}
+			for _, v := range vols {
+				mine[v.ID] = true
+			}
 		}
 		claims, err := tx.Claims().ListAll()
 		if err != nil {
@@ -274,7 +281,7 @@ func (e *Engine) PluginMounts(ctx context.Context, pluginID string) (PluginMount
 		}
 		for _, st := range stagings {
 			switch {
-			case !mine[st.VolumeID] && st.PluginID != pluginID:
+			case !mine[st.VolumeID] && !ids[st.PluginID]:
 			case st.Staged:
 				m.Mounts++
 			case st.StagingPath != "":
