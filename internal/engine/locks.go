@@ -74,38 +74,16 @@ func (l *locker) tryVolume(id string) (release func(), ok bool, err error) {
 }
 
 // controller serializes controller RPCs to one controller: the plugin process on socket, which
-// any number of plugin IDs may be registered on (docs/architecture.md, Lock order). It is two
-// flocks, taken in this order: one named by the socket's path, cleaned and its symlinks resolved
-// (held whether or not the socket is there), then, while the socket file is there, one named by
-// its device and inode, which another name for the same file (a bind-mounted directory, a hard
-// link) shares. pluginID only names the lock in messages.
+// any number of plugin IDs may be registered on (docs/architecture.md, Lock order). socket is
+// the one name its caller chose for it (controllerSocket), so the lock file is named by a
+// hash of it: one file per socket, not per plugin ID. pluginID only names the lock in messages.
 func (l *locker) controller(ctx context.Context, pluginID, socket string) (func(), error) {
 	what := fmt.Sprintf("plugin %q controller", pluginID)
 	if socket == "" { // no controller socket: nothing to send a controller RPC to, but keep one lock
 		return l.take(ctx, "plugin-"+pluginID+".controller", what)
 	}
-	what += " (socket " + socket + ")"
-	path := socket
-	if r, err := filepath.EvalSymlinks(socket); err == nil {
-		path = r
-	} else {
-		path = resolvedSocket(socket)
-	}
-	sum := sha256.Sum256([]byte(path))
-	unlockPath, err := l.take(ctx, "controller-"+hex.EncodeToString(sum[:12]), what)
-	if err != nil {
-		return nil, err
-	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(socket, &st); err != nil {
-		return unlockPath, nil
-	}
-	unlockFile, err := l.take(ctx, fmt.Sprintf("controller-%x-%x", st.Dev, st.Ino), what)
-	if err != nil {
-		unlockPath()
-		return nil, err
-	}
-	return func() { unlockFile(); unlockPath() }, nil
+	sum := sha256.Sum256([]byte(socket))
+	return l.take(ctx, "controller-"+hex.EncodeToString(sum[:12]), what+" (socket "+socket+")")
 }
 
 // dirs takes the lock on the shared directories under the state dir: shared to make them,

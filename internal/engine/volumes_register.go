@@ -465,6 +465,15 @@ func oneSocket(a, b string) bool {
 	return len(ids) == 2 && ids[0].inode != 0 && ids[0].dev == ids[1].dev && ids[0].inode == ids[1].inode
 }
 
+// socketName is a socket path with every symlink resolved, the socket's own included, when it
+// is there; else resolvedSocket.
+func socketName(s string) string {
+	if r, err := filepath.EvalSymlinks(s); err == nil {
+		return r
+	}
+	return resolvedSocket(s)
+}
+
 // resolvedSocket is a socket path cleaned, with its directory's symlinks resolved when it exists.
 func resolvedSocket(s string) string {
 	s = filepath.Clean(s)
