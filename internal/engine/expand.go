@@ -106,9 +106,11 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		if resp.CapacityBytes > 0 {
 			newSize = resp.CapacityBytes
 		}
-		// Owed to a node that can expand, or to one not reachable through this registration
-		// yet (a split plugin's node half not registered): the next publish sends it.
-		nodeRequired = resp.NodeExpansionRequired && (node || !c.fp.Node)
+		// Owed whenever the plugin says so: to a node that can expand, to one not reachable
+		// through this registration yet (a split plugin's node half not registered: the next
+		// publish sends it), and to a node service without EXPAND_VOLUME (its halves disagree):
+		// the file system is not grown, and expandOnNode says so until it can be.
+		nodeRequired = resp.NodeExpansionRequired
 		if newSize < size {
 			// The spec: the plugin reaches required_bytes or fails (OUT_OF_RANGE). It did
 			// neither, so the expand fails; the record keeps the larger of the old size and
@@ -188,8 +190,14 @@ func aboveLimit(v store.Volume, rpc string, answered, limit int64) error {
 // (sent reports whether anything was sent). A failure leaves it owed, and says how to go on.
 // The caller holds the volume lock; v is the volume as last read or written under it.
 func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume) (sent bool, err error) {
-	if v.NodeExpandMin <= 0 || !c.fp.Node || !c.fp.Capabilities.Node.ExpandVolume {
+	if v.NodeExpandMin <= 0 || !c.fp.Node {
 		return false, nil
+	}
+	if !c.fp.Capabilities.Node.ExpandVolume {
+		return false, fmt.Errorf("volume %q is owed a node expansion to %s (its controller answered node_expansion_required), but plugin %q's node service "+
+			"does not have the capability EXPAND_VOLUME, so NodeExpandVolume cannot be sent: the file system is not expanded; "+
+			"start the plugin with that capability, then run `volctl volume expand %s` again or `volctl reconcile`",
+			v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, v.ID)
 	}
 	var (
 		claims []store.Claim

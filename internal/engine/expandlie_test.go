@@ -118,3 +118,29 @@ func TestExpandWhoseAnswerIsLostIsRetried(t *testing.T) {
 		t.Errorf("capacity %d after the expand again, want %d", v.CapacityBytes, 4*mib)
 	}
 }
+
+// A controller that answers node_expansion_required for a plugin whose node service lacks
+// EXPAND_VOLUME (its halves disagree): the storage grew, the file system cannot be grown here.
+// The expand fails saying so rather than report a size the file system does not have, the node
+// expansion is recorded as owed (paid once the node can expand), and the same expand again, or
+// reconcile, says it is still owed rather than succeed.
+func TestNodeExpansionRequiredOfANodeThatCannotExpand(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume = false })
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
+	h.mem.AnswerNodeExpansionRequired(true)
+
+	_, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
+	if err == nil || !strings.Contains(err.Error(), `plugin "mem"`) || !strings.Contains(err.Error(), "EXPAND_VOLUME") {
+		t.Errorf("expand answered node_expansion_required by a node without EXPAND_VOLUME: %v; want it failed naming the plugin and the capability", err)
+	}
+	if v := h.volumeInfo("v"); v.CapacityBytes != 4*mib || v.NodeExpansionOwed != 4*mib {
+		t.Errorf("capacity %d, node expansion owed %d; want %d and %d", v.CapacityBytes, v.NodeExpansionOwed, 4*mib, 4*mib)
+	}
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
+		t.Error("the same expand again succeeded with the node expansion still owed")
+	}
+	if _, err := h.e.Reconcile(h.ctx); err == nil {
+		t.Error("reconcile reported no problem with a node expansion owed that the node cannot do")
+	}
+}

@@ -135,6 +135,9 @@ type MemPlugin struct {
 	// expandAs, when positive, is the capacity every ControllerExpandVolume answers with
 	// (AnswerExpandWith).
 	expandAs int64
+	// nodeRequired makes every ControllerExpandVolume answer node_expansion_required, whatever
+	// the node's capabilities (AnswerNodeExpansionRequired).
+	nodeRequired bool
 	// nodeExpandAs, when positive, is the capacity every NodeExpandVolume answers with
 	// (AnswerNodeExpandWith).
 	nodeExpandAs int64
@@ -268,6 +271,15 @@ func (m *MemPlugin) AnswerExpandWith(capacity int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.expandAs = capacity
+}
+
+// AnswerNodeExpansionRequired makes the controller answer every ControllerExpandVolume with
+// node_expansion_required, even when the node service lacks EXPAND_VOLUME (a plugin whose
+// halves disagree). False ends it.
+func (m *MemPlugin) AnswerNodeExpansionRequired(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.nodeRequired = on
 }
 
 // AnswerNodeExpandWith makes the node lie about expansion: from now on, every NodeExpandVolume
@@ -921,11 +933,12 @@ func (s *memServer) ControllerExpandVolume(ctx context.Context, req *csipb.Contr
 	if len(v.targets) > 0 && !m.cfg.Plugin.VolumeExpansionOnline {
 		return nil, errorf(codes.FailedPrecondition, "volume %q is published and online expansion is off", v.vol.ID)
 	}
+	nodeRequired := m.cfg.Node.ExpandVolume || m.nodeRequired
 	if m.expandAs > 0 {
-		return &csipb.ControllerExpandVolumeResponse{CapacityBytes: m.expandAs, NodeExpansionRequired: m.cfg.Node.ExpandVolume}, nil
+		return &csipb.ControllerExpandVolumeResponse{CapacityBytes: m.expandAs, NodeExpansionRequired: nodeRequired}, nil
 	}
 	v.vol.CapacityBytes = max(v.vol.CapacityBytes, want)
-	return &csipb.ControllerExpandVolumeResponse{CapacityBytes: v.vol.CapacityBytes, NodeExpansionRequired: m.cfg.Node.ExpandVolume}, nil
+	return &csipb.ControllerExpandVolumeResponse{CapacityBytes: v.vol.CapacityBytes, NodeExpansionRequired: nodeRequired}, nil
 }
 
 // Node service.
