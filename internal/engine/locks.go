@@ -74,15 +74,23 @@ func (l *locker) tryVolume(id string) (release func(), ok bool, err error) {
 }
 
 // controller serializes controller RPCs to one controller: the plugin process on socket, which
-// any number of plugin IDs may be registered on (docs/architecture.md, Lock order). socket is
-// the one name its caller chose for it (controllerSocket), so the lock file is named by a
-// hash of it: one file per socket, not per plugin ID. pluginID only names the lock in messages.
+// any number of plugin IDs may be registered on, each spelling the path its own way
+// (docs/architecture.md, Locks). The lock file is named by the socket's directory, as a file
+// (its device and inode: one directory however reached, through a symlink or a bind mount),
+// and the socket's name in it, once every symlink is resolved; by the resolved path when the
+// directory is not there (nothing to send an RPC to then). A plugin restarted in its directory
+// keeps its lock file. pluginID only names the lock in messages.
 func (l *locker) controller(ctx context.Context, pluginID, socket string) (func(), error) {
 	what := fmt.Sprintf("plugin %q controller", pluginID)
 	if socket == "" { // no controller socket: nothing to send a controller RPC to, but keep one lock
 		return l.take(ctx, "plugin-"+pluginID+".controller", what)
 	}
-	sum := sha256.Sum256([]byte(socket))
+	key := socketName(socket)
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Dir(key), &st); err == nil {
+		key = fmt.Sprintf("%d:%d/%s", st.Dev, st.Ino, filepath.Base(key))
+	}
+	sum := sha256.Sum256([]byte(key))
 	return l.take(ctx, "controller-"+hex.EncodeToString(sum[:12]), what+" (socket "+socket+")")
 }
 

@@ -303,40 +303,13 @@ func refuseSharedStorage(tx *store.Tx, v store.Volume, id string) (dup, err erro
 // withController runs fn holding the plugin's controller lock (one controller call per
 // controller at a time, across processes and across the plugin IDs registered on its socket).
 func (e *Engine) withController(ctx context.Context, c *conn, fn func(context.Context) error) error {
-	unlock, err := e.locks.controller(ctx, c.plugin.ID, e.controllerSocket(ctx, c.plugin))
+	sp := c.plugin.Spec()
+	unlock, err := e.locks.controller(ctx, c.plugin.ID, csi.ConfigFromSpec(&sp).ControllerSocket)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	return fn(ctx)
-}
-
-// controllerSocket is the one name of p's controller socket that every plugin ID registered on
-// it agrees on, however each spelled it (oneSocket: cleaned, symlinks resolved, or, while the
-// file is there, one file reached through a bind mount or a hard link): the least of their
-// resolved spellings. Keyed by it, the controller lock is the process's, not the plugin ID's.
-func (e *Engine) controllerSocket(ctx context.Context, p store.Plugin) string {
-	sp := p.Spec()
-	socket := csi.ConfigFromSpec(&sp).ControllerSocket
-	if socket == "" {
-		return ""
-	}
-	name := socketName(socket)
-	others, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Plugin, error) { return tx.Plugins().List() })
-	if err != nil {
-		return name // the lock is still the socket's, for this spelling
-	}
-	for _, o := range others {
-		if o.ID == p.ID {
-			continue
-		}
-		for _, s := range pluginSockets(o) {
-			if oneSocket(socket, s) {
-				name = min(name, socketName(s))
-			}
-		}
-	}
-	return name
 }
 
 // controllerCall sends a controller RPC, with retries (retry), holding the plugin's controller
