@@ -75,7 +75,7 @@ func (l *locker) tryVolume(id string) (release func(), ok bool, err error) {
 
 // controller serializes controller RPCs to one controller: the plugin process on socket, which
 // any number of plugin IDs may be registered on, each spelling the path its own way
-// (docs/architecture.md, Locks). The lock file is named by the socket's directory, as a file
+// (docs/architecture.md, Lock order). The lock file is named by the socket's directory, as a file
 // (its device and inode: one directory however reached, through a symlink or a bind mount),
 // and the socket's name in it, once every symlink is resolved; by the resolved path when the
 // directory is not there (nothing to send an RPC to then). A plugin restarted in its directory
