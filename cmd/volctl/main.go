@@ -17,7 +17,7 @@ func main() { os.Exit(run()) }
 // run builds the root command, runs it, and maps its error to the exit code.
 func run() int {
 	noquery.Restore() // os.Stdout was hidden while bubbletea's init ran (internal/noquery)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 	defer stop()
 	f := cli.NewFactory(iostreams.System())
 	err := cli.NewRootCmd(f).ExecuteContext(ctx)
@@ -27,4 +27,16 @@ func run() int {
 		err = cerr
 	}
 	return f.Report(err)
+}
+
+// stopSignals end the command's context, to stop cleanly, rather than the process: SIGINT,
+// SIGTERM, and SIGHUP, which the terminal running a command (`volctl agent`, `plugin serve`, a
+// claim) sends when it closes, unless SIGHUP was ignored when volctl started (nohup): asking
+// for it would take that back.
+func stopSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
 }

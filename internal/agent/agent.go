@@ -22,6 +22,7 @@ import (
 	"github.com/volctl/volctl/internal/backoff"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // The defaults of the agent's intervals (docs/architecture.md, Plugins).
@@ -122,17 +123,22 @@ type Config struct {
 	// Now is the clock the health timeout and restart backoff are measured on (time.Now when
 	// nil); tests move it by hand.
 	Now func() time.Time
+
+	// afterCount, for tests, runs when the agent has counted a plugin's mounts to stop it and
+	// found none, before it signals the plugin.
+	afterCount func(pluginID string)
 }
 
 // Agent is one running `volctl agent`.
 type Agent struct {
-	e      *engine.Engine
-	log    *slog.Logger
-	s      Settings
-	decl   []spec.Plugin
-	now    func() time.Time
-	runDir string // pid files
-	logDir string // plugin output
+	e          *engine.Engine
+	log        *slog.Logger
+	s          Settings
+	decl       []spec.Plugin
+	now        func() time.Time
+	runDir     string // pid files
+	logDir     string // plugin output
+	afterCount func(pluginID string)
 
 	kick chan struct{} // asks for a reconcile pass soon (a restarted plugin may have lost mounts)
 
@@ -143,6 +149,8 @@ type Agent struct {
 	mu       sync.Mutex
 	runners  map[string]*runner
 	problems map[string]bool // reconcile problems already logged, to log each once
+	// logWarned are the plugins whose log was found replaced (trimOrphanedLog), warned once.
+	logWarned map[string]bool
 }
 
 // New builds an agent; Run runs it.
@@ -175,9 +183,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	return &Agent{
 		obs: obs, notify: notify,
-		e: cfg.Engine, log: log, s: s, decl: cfg.Plugins, now: now,
+		e: cfg.Engine, log: log, s: s, decl: cfg.Plugins, now: now, afterCount: cfg.afterCount,
 		runDir: filepath.Join(dir, "run"), logDir: filepath.Join(dir, "logs"),
-		kick: make(chan struct{}, 1), runners: map[string]*runner{}, problems: map[string]bool{},
+		kick: make(chan struct{}, 1), runners: map[string]*runner{}, problems: map[string]bool{}, logWarned: map[string]bool{},
 	}, nil
 }
 
@@ -475,20 +483,61 @@ func every(ctx context.Context, d time.Duration, fn func() (done bool)) {
 	}
 }
 
-// trimLogs rotates the supervised plugins' logs that grew past maxLogSize (trimLog).
+// trimLogs rotates the supervised plugins' logs that grew past maxLogSize (trimLog), and the
+// file a running plugin writes to when its log's path no longer names it (orphanedLog).
 func (a *Agent) trimLogs() {
 	a.mu.Lock()
-	var ids []string
+	pids := map[string]int{}
 	for id, r := range a.runners {
 		if r.supervised() {
-			ids = append(ids, id)
+			r.smu.Lock()
+			pids[id] = r.sPid
+			r.smu.Unlock()
 		}
 	}
 	a.mu.Unlock()
-	for _, id := range ids {
-		if err := trimLog(filepath.Join(a.logDir, id+".log")); err != nil {
+	for id, pid := range pids {
+		path := filepath.Join(a.logDir, id+".log")
+		if err := trimLog(path); err != nil {
 			a.log.Warn("rotating a plugin's log", "plugin", id, "err", err)
 		}
+		if pid > 0 {
+			a.trimOrphanedLog(id, pid, path)
+		}
+	}
+}
+
+// trimOrphanedLog keeps under maxLogSize the file a running plugin writes its output to when
+// its log's path was replaced while no agent ran (orphanedLog): left, it grew for as long as
+// the plugin ran, out of sight, on the file system the store is on. What is at the path now is
+// not followed; it is named in a warning once.
+func (a *Agent) trimOrphanedLog(id string, pid int, path string) {
+	f, err := orphanedLog(pid, path)
+	if f == nil && err == nil {
+		return
+	}
+	if f != nil {
+		defer f.Close()
+		err = trimOpen(f, path+".1")
+	}
+	a.mu.Lock()
+	warned := a.logWarned[id]
+	a.logWarned[id] = true
+	a.mu.Unlock()
+	if !warned {
+		msg, what := "the plugin writes its output to a log file removed from its path: trimming it through the plugin's descriptor; its next start makes a new log", "nothing"
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode().IsRegular() {
+			what = "another regular file"
+			msg = "the plugin writes its output to a log file replaced at its path by another file: trimming both; its next start appends to the new one"
+		} else if lerr == nil {
+			what = store.FileKind(fi.Mode())
+			msg = "the plugin writes its output to a log file no longer at its path: trimming it through the plugin's descriptor, not following what is at the path; " +
+				"remove that: the plugin's next start refuses a log path that is not a regular file as the agent makes them"
+		}
+		a.log.Warn(msg, "plugin", id, "pid", pid, "log", path, "now_at_path", what)
+	}
+	if err != nil {
+		a.log.Warn("rotating a plugin's log", "plugin", id, "err", err)
 	}
 }
 
@@ -587,15 +636,21 @@ func (a *Agent) stopIfUnmounted(r *runner) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	m, err := a.e.PluginMounts(ctx, r.spec.ID)
+	// Counted and stopped under the plugin's publish lock: a claim admitted meanwhile, by any
+	// process, waits to publish until the plugin is stopped, and finds it gone.
+	m, release, err := a.e.HoldPluginMounts(ctx, r.spec.ID)
+	defer release()
 	switch {
 	case err != nil:
 		a.log.Warn("leaving plugin running: could not count its mounts", "plugin", r.spec.ID, "pid", p.pid, "err", err)
 		return
 	case m.Any():
 		a.log.Warn("leaving plugin running: it has mounts, or mounts in doubt, and stopping a plugin under mounted volumes is never right",
-			"plugin", r.spec.ID, "pid", p.pid, "mounts", m.Mounts, "in_doubt", m.InDoubt)
+			"plugin", r.spec.ID, "pid", p.pid, "mounts", m.Mounts, "in_doubt", m.InDoubt, "publishing", m.Publishing)
 		return
+	}
+	if a.afterCount != nil {
+		a.afterCount(r.spec.ID)
 	}
 	a.log.Info("stopping plugin", "plugin", r.spec.ID, "pid", p.pid)
 	if err := p.stop(a.s.StopTimeout); err != nil {

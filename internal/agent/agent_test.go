@@ -573,15 +573,13 @@ func TestAgentRestartsPluginUnhealthyPastTimeout(t *testing.T) {
 	}
 }
 
-// A supervised plugin that stops answering its probes while it holds mounts is not restarted
-// past the health timeout: for a plugin that serves its mounts (FUSE), stopping it takes them
-// from the allocs that use them, which the rule never to stop a plugin under mounts forbids at
-// shutdown and everywhere else. It is reported unhealthy, and the withheld restart is logged
-// and recorded as an event naming the mounts and what the operator can do. Once it has no
-// mounts, it is restarted as any unhealthy plugin is.
-func TestAgentDoesNotRestartAnUnhealthyPluginUnderMounts(t *testing.T) {
+// startSickeningPlugin starts an agent supervising plugin "fuse", which mounts for real and
+// falls sick when the test says (sicken), on a fake clock with a 300ms health timeout; once it
+// is healthy, it creates volume db on it. It returns the clock and the agent's stop.
+func (f *fixture) startSickeningPlugin() (*fakeClock, func() error) {
+	t := f.t
+	t.Helper()
 	hostpathtest.RequireMount(t)
-	f := newFixture(t)
 	// Whatever the plugin process still has mounted when the test ends (it fails half-way) is
 	// unmounted before the plugin is killed and the dir removed.
 	t.Cleanup(func() {
@@ -595,6 +593,32 @@ func TestAgentDoesNotRestartAnUnhealthyPluginUnderMounts(t *testing.T) {
 	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "fuse", Capabilities: caps}); err != nil {
 		t.Fatal(err)
 	}
+	return clock, stop
+}
+
+// sicken makes plugin "fuse" fail its probes and waits for the agent to probe it unhealthy.
+func (f *fixture) sicken() {
+	f.t.Helper()
+	if err := os.MkdirAll(filepath.Join(f.dir, "hostpath-fuse"), 0o700); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "hostpath-fuse", "sick"), nil, 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+	waitFor(f.t, "the agent to probe the plugin unhealthy", func() bool {
+		return strings.Contains(f.plugin("fuse").LastError, "Probe: Internal")
+	})
+}
+
+// A supervised plugin that stops answering its probes while it holds mounts is not restarted
+// past the health timeout: for a plugin that serves its mounts (FUSE), stopping it takes them
+// from the allocs that use them, which the rule never to stop a plugin under mounts forbids at
+// shutdown and everywhere else. It is reported unhealthy, and the withheld restart is logged
+// and recorded as an event naming the mounts and what the operator can do. Once it has no
+// mounts, it is restarted as any unhealthy plugin is.
+func TestAgentDoesNotRestartAnUnhealthyPluginUnderMounts(t *testing.T) {
+	f := newFixture(t)
+	clock, stop := f.startSickeningPlugin()
 	// The claim and the release are commands: processes of their own, whose connection to the
 	// plugin the agent's probes do not share.
 	cmd := f.openEngine()
@@ -602,15 +626,7 @@ func TestAgentDoesNotRestartAnUnhealthyPluginUnderMounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := f.pid("fuse")
-	if err := os.MkdirAll(filepath.Join(f.dir, "hostpath-fuse"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(f.dir, "hostpath-fuse", "sick"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the agent to probe the plugin unhealthy", func() bool {
-		return strings.Contains(f.plugin("fuse").LastError, "Probe: Internal")
-	})
+	f.sicken()
 	clock.Advance(301 * time.Millisecond)
 	waitFor(t, "the agent to restart the plugin or withhold the restart", func() bool {
 		return len(f.events("plugin-restart")) > 0 || len(f.events("plugin-restart-withheld")) > 0

@@ -189,12 +189,21 @@ func trimLog(path string) error {
 	if err != nil || !st.Mode().IsRegular() || st.Size() <= maxLogSize {
 		return nil
 	}
-	src, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+	src, err := openStateFile(path, os.O_RDWR)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	dst, err := openStateFile(path+".1", os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	return trimOpen(src, path+".1")
+}
+
+// trimOpen is trimLog for the log open as src, rotated to the path rotated.
+func trimOpen(src *os.File, rotated string) error {
+	st, err := src.Stat()
+	if err != nil || st.Size() <= maxLogSize {
+		return err
+	}
+	dst, err := openStateFile(rotated, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
 		return err
 	}
@@ -213,6 +222,32 @@ func trimLog(path string) error {
 		return err
 	}
 	return src.Truncate(0)
+}
+
+// orphanedLog opens the file a running plugin writes its output to when the log's path no
+// longer names it: the log was removed, or replaced by a symlink, a named pipe or another file,
+// while no agent ran, and the plugin, adopted, writes on to the file it was started with, which
+// the kernel names "<path> (deleted)". Nothing at the path is followed: the file is reached
+// through the plugin's own descriptor (/proc/<pid>/fd/1, else 2), and only a regular file with
+// no name left is returned. nil when the plugin writes to no such file.
+func orphanedLog(pid int, path string) (*os.File, error) {
+	for _, fd := range []int{1, 2} {
+		link := fmt.Sprintf("/proc/%d/fd/%d", pid, fd)
+		if target, err := os.Readlink(link); err != nil || target != path+" (deleted)" {
+			continue
+		}
+		f, err := os.OpenFile(link, os.O_RDWR|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, err
+		}
+		var st syscall.Stat_t
+		if err := syscall.Fstat(int(f.Fd()), &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Nlink != 0 {
+			f.Close()
+			continue
+		}
+		return f, nil
+	}
+	return nil, nil
 }
 
 // pluginEnv is the agent's environment with the exec block's env and CSI_ENDPOINT on top.

@@ -123,7 +123,8 @@ func (r *runner) loop(ctx context.Context) {
 			}
 			unhealthyFor := fmt.Sprintf("plugin %q unhealthy for %s (health timeout %s): %s", id,
 				now.Sub(lastGood).Round(time.Millisecond), a.s.HealthTimeout, reason)
-			if why := r.mountsHeld(ctx); why != "" {
+			why, release := r.mountsHeld(ctx)
+			if why != "" {
 				if !withheld && ctx.Err() == nil {
 					msg := fmt.Sprintf("%s: not restarting it: %s, and stopping a plugin under mounts takes them from the allocs using them; "+
 						"it is restarted once it has none, or when its process (pid %d) exits, for example stopped by hand", unhealthyFor, why, r.proc.pid)
@@ -134,7 +135,9 @@ func (r *runner) loop(ctx context.Context) {
 				break
 			}
 			withheld = false
-			if err := stopProcess(r.proc, a.s.StopTimeout); err != nil {
+			err := stopProcess(r.proc, a.s.StopTimeout)
+			release()
+			if err != nil {
 				// It still runs (stuck in the kernel, say): its pid file stays, so that this
 				// agent and the next still know it for the agent's, and no second plugin is
 				// started beside it on its socket. The next probe past the timeout tries again.
@@ -194,16 +197,24 @@ func (r *runner) loop(ctx context.Context) {
 }
 
 // mountsHeld says why the plugin may hold mounts ("it has 2 mounts and 1 in doubt"), or ""
-// when it holds none: the store says so. A count that cannot be made counts as mounts.
-func (r *runner) mountsHeld(ctx context.Context) string {
-	m, err := r.a.e.PluginMounts(ctx, r.spec.ID)
+// when it holds none: the store says so, and no publish through it is under way. A count that
+// cannot be made counts as mounts. With "", the plugin's publish lock is held until release
+// (Engine.HoldPluginMounts), for the stop; release is always to be called.
+func (r *runner) mountsHeld(ctx context.Context) (why string, release func()) {
+	m, release, err := r.a.e.HoldPluginMounts(ctx, r.spec.ID)
 	switch {
 	case err != nil:
-		return fmt.Sprintf("its mounts could not be counted (%v)", err)
+		why = fmt.Sprintf("its mounts could not be counted (%v)", err)
+	case m.Publishing:
+		why = "a volume is being published through it"
 	case m.Any():
-		return fmt.Sprintf("it has %d mounts and %d in doubt", m.Mounts, m.InDoubt)
+		why = fmt.Sprintf("it has %d mounts and %d in doubt", m.Mounts, m.InDoubt)
 	}
-	return ""
+	if why != "" {
+		release()
+		release = func() {}
+	}
+	return why, release
 }
 
 // probe asks the engine to probe the plugin (reconnecting and fingerprinting again when it

@@ -33,7 +33,7 @@ func newCmdAgent(f *Factory, runF func(*AgentOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent [--config FILE]",
 		Short: "Supervise plugins, probe health, restore and GC claims",
-		Long: `Run in the foreground until SIGTERM or SIGINT, as a service manager runs a daemon, logging
+		Long: `Run in the foreground until SIGTERM, SIGINT or SIGHUP, as a service manager runs a daemon, logging
 to stderr (--verbose adds debug lines and RPC traces).
 
 The agent starts every registered plugin that has an exec block, with CSI_ENDPOINT=unix://SOCKET
@@ -46,9 +46,13 @@ reconnected and fingerprinted again.
 
 At start it runs a reconcile pass (restoring mounts lost to a reboot); then it releases past
 claims every --gc-interval and reconciles every --reconcile-interval (and soon after a plugin
-restart). On SIGTERM it stops its loops, then its plugins, last, and only those without mounts: a
-plugin with mounts is left running, and the next agent adopts it. One agent runs per state dir;
-a second one exits 4.
+restart). On SIGTERM, SIGINT or SIGHUP (the terminal it runs in closed) it stops its loops, then
+its plugins, last, and only those without mounts: a plugin with mounts is left running, and the
+next agent adopts it; it exits 0. Started with SIGHUP ignored (nohup), it keeps ignoring it. A
+second signal during the stop is ignored: the stop takes at most --stop-timeout and 5 s more.
+SIGQUIT dumps its goroutines and exits 2 without stopping anything, as SIGKILL would: its
+plugins keep running and the next agent adopts them. One agent runs per state dir; a second one
+exits 4.
 
 --log-format json writes one JSON object per line (slog's JSON form) instead of key=value text;
 records carry the volume, alloc, plugin and rpc they are about as fields, and never a secret.

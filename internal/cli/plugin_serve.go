@@ -47,7 +47,7 @@ FAILED_PRECONDITION. State lives under --root and survives a restart.
 
 --socket takes a path or unix://PATH; without it, $CSI_ENDPOINT is used. A stale socket (one
 nothing listens on) is replaced; if another plugin is listening, serve refuses to start.
-SIGINT or SIGTERM stops it and removes the socket.`,
+SIGINT, SIGTERM or SIGHUP (unless ignored, as under nohup) stops it and removes the socket.`,
 		Example: `  volctl plugin serve hostpath --socket /run/volctl/hostpath.sock --root /var/lib/volctl-hostpath --node-id $(hostname)
   CSI_ENDPOINT=unix:///run/csi/hp.sock volctl plugin serve hostpath --root /srv/volumes --node-id n1 --enable-attach`,
 		Args: exactArgs(0),
@@ -108,7 +108,7 @@ func pluginServeHostpathRun(ctx context.Context, opts *PluginServeHostpathOption
 	}
 	if opts.IO != nil {
 		// On stderr, so that a supervisor's log (the agent's, systemd's) shows the start too.
-		fmt.Fprintf(opts.IO.ErrOut, "Serving %s on %s (root %s, node %s); SIGINT or SIGTERM stops it\n",
+		fmt.Fprintf(opts.IO.ErrOut, "Serving %s on %s (root %s, node %s); SIGINT, SIGTERM or SIGHUP stops it\n",
 			hostpath.PluginName, socket, opts.Root, opts.NodeID)
 	}
 	if os.Geteuid() != 0 {

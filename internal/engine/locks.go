@@ -26,7 +26,7 @@ const lockDir = "locks"
 const lockRetry = 5 * time.Millisecond
 
 // locker takes the per-volume and per-plugin locks of the lock order (docs/architecture.md, Lock order): volume, then the
-// plugin's controller lock, then short SQLite transactions. The directory lock (dirs) is a leaf
+// plugin's publish lock (shared), then its controller lock, then short SQLite transactions. The directory lock (dirs) is a leaf
 // held only around mkdir and rmdir calls, never while taking another lock or sending an RPC.
 type locker struct {
 	dir string
@@ -147,15 +147,36 @@ func (e *Engine) LockAgent() (release func(), err error) {
 	return release, nil
 }
 
+// publishing takes a plugin's publish lock shared, waiting for it: every publish holds it for
+// its RPCs (publish.go), so that the agent, which takes it exclusively to count the plugin's
+// mounts and stop it (HoldPluginMounts), never stops the plugin between a count that missed a
+// claim and that claim's NodeStageVolume or NodePublishVolume.
+func (l *locker) publishing(ctx context.Context, pluginID string) (func(), error) {
+	return l.lock(ctx, publishLock(pluginID), fmt.Sprintf("plugin %q's publishes (the agent stops it under it)", pluginID), true)
+}
+
+// publishLock names a plugin's publish lock.
+func publishLock(pluginID string) string { return "plugin-" + pluginID + ".publish" }
+
 func (l *locker) take(ctx context.Context, name, what string) (func(), error) {
+	return l.lock(ctx, name, what, false)
+}
+
+// lock takes a named lock, exclusive or shared, waiting for it while ctx lasts and saying so
+// as progress.
+func (l *locker) lock(ctx context.Context, name, what string, shared bool) (func(), error) {
 	fl, err := l.file(name)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", what, err)
 	}
-	ok, err := fl.TryLock()
+	lock, try := fl.TryLock, fl.TryLockContext
+	if shared {
+		lock, try = fl.TryRLock, fl.TryRLockContext
+	}
+	ok, err := lock()
 	if err == nil && !ok {
 		csi.ReportProgress(ctx, fmt.Sprintf("waiting for the lock on %s (another volctl is working on it)", what))
-		ok, err = fl.TryLockContext(ctx, lockRetry)
+		ok, err = try(ctx, lockRetry)
 	}
 	if err != nil {
 		_ = fl.Close()

@@ -239,10 +239,38 @@ type PluginMounts struct {
 	// nodeStage), or one whose answer was lost, may have mounted; a NodeUnstageVolume not yet
 	// confirmed may not have unmounted. The release path unstages each of them.
 	InDoubt int
+	// Publishing says a publish through the plugin (a claim's or a restore's, by any process)
+	// holds its publish lock: it may be about to send NodeStageVolume or NodePublishVolume, or
+	// be sending one, before the store shows it (HoldPluginMounts).
+	Publishing bool
 }
 
 // Any reports whether the plugin may hold a mount.
-func (m PluginMounts) Any() bool { return m.Mounts+m.InDoubt > 0 }
+func (m PluginMounts) Any() bool { return m.Mounts+m.InDoubt > 0 || m.Publishing }
+
+// HoldPluginMounts counts a plugin's mounts as PluginMounts does, under the plugin's publish
+// lock taken exclusively without waiting, and returns with the lock held: until release, no
+// process starts a publish through the plugin (publish waits for the lock), so a plugin the
+// count finds without mounts can be stopped before release without a claim admitted after the
+// count getting its NodeStageVolume or NodePublishVolume sent to the plugin being stopped.
+// When a publish holds the lock, m.Publishing is set, the store is not read, and nothing is
+// held. release is never nil.
+func (e *Engine) HoldPluginMounts(ctx context.Context, pluginID string) (m PluginMounts, release func(), err error) {
+	release = func() {}
+	unlock, ok, err := e.locks.exclusive(publishLock(pluginID))
+	switch {
+	case err != nil:
+		return m, release, fmt.Errorf("plugin %q publish lock: %w", pluginID, err)
+	case !ok:
+		m.Publishing = true
+		return m, release, nil
+	}
+	if m, err = e.PluginMounts(ctx, pluginID); err != nil {
+		unlock()
+		return m, release, err
+	}
+	return m, unlock, nil
+}
 
 // PluginMounts counts a plugin's mounts and mounts in doubt in one read of the store: the
 // agent never stops a plugin that may hold one. They are the plugin process's: those made

@@ -22,6 +22,15 @@ import (
 // are events to record in the commit that records the claim published (a restore's), not in one
 // of their own.
 func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store.Claim, ld *loaded, onPublished ...*store.Event) error {
+	// The agent stops a plugin only under this lock, taken exclusively around its count of the
+	// plugin's mounts and the stop (HoldPluginMounts): a publish either holds it first, and the
+	// agent leaves the plugin running, or waits for the stop, and its RPCs find the plugin gone
+	// rather than reaching one being stopped.
+	unlock, err := e.locks.publishing(ctx, v.PluginID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	p, err := e.newCheckpoint(ctx, cl, ld)
 	if err != nil {
 		return err
