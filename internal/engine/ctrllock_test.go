@@ -99,3 +99,29 @@ func TestPluginMountsCountEveryIDOnTheSocket(t *testing.T) {
 		t.Errorf("PluginMounts of a plugin on another socket = %+v, %v; want none", m, err)
 	}
 }
+
+// The agent counts a plugin's mounts and stops it holding the plugin's publish lock
+// (HoldPluginMounts), so that no publish starts meanwhile. A publish through another plugin ID
+// registered on the same socket reaches the same process: it waits for that lock too, rather
+// than sending NodeStageVolume or NodePublishVolume to a plugin being stopped.
+func TestPublishLockIsTheSocketsWhateverID(t *testing.T) {
+	h := newHarness(t, nil)
+	h.registerPlugin("mem2", filepath.Dir(h.socket)+"//"+filepath.Base(h.socket))
+	sv := volume("v")
+	sv.PluginID = "mem2"
+	h.create(sv)
+
+	m, release, err := h.e.HoldPluginMounts(h.ctx, "mem")
+	if err != nil || m.Any() {
+		t.Fatalf("HoldPluginMounts(mem) = %+v, %v; want no mounts", m, err)
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 300*time.Millisecond)
+	_, err = h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	cancel()
+	release()
+	for _, rpc := range []string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
+		if n := h.faults.Calls(rpc); n != 0 {
+			t.Errorf("%s sent %d times through mem2 while the agent held mem's publish lock (same socket): %v", rpc, n, err)
+		}
+	}
+}

@@ -257,7 +257,14 @@ func (m PluginMounts) Any() bool { return m.Mounts+m.InDoubt > 0 || m.Publishing
 // held. release is never nil.
 func (e *Engine) HoldPluginMounts(ctx context.Context, pluginID string) (m PluginMounts, release func(), err error) {
 	release = func() {}
-	unlock, ok, err := e.locks.exclusive(publishLock(pluginID))
+	p, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get(pluginID) })
+	if errors.Is(err, store.ErrNotFound) {
+		p, err = store.Plugin{ID: pluginID}, nil // no socket known: the plugin ID's lock
+	}
+	if err != nil {
+		return m, release, err
+	}
+	unlock, ok, err := e.locks.exclusive(publishLock(p))
 	switch {
 	case err != nil:
 		return m, release, fmt.Errorf("plugin %q publish lock: %w", pluginID, err)
