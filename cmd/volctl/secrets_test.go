@@ -817,6 +817,7 @@ func (e *leakEnv) groupSpec(name string, count int, extra string) string {
 // no volume registered, and a registration refused with the whole request echoed back.
 func leakyNomad(t *testing.T, sentinels []string) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Nomad-Index", "1") // as Nomad sets it, on its 404s too
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/v1/plugin/csi/"):
 			id := strings.TrimPrefix(r.URL.Path, "/v1/plugin/csi/")

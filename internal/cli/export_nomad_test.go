@@ -439,3 +439,40 @@ func TestExportNomadRefusesContextKeysMergedByRedaction(t *testing.T) {
 		t.Errorf("with --include-secrets: context %v, %v, want its three keys\n%s", got, diags, src)
 	}
 }
+
+// What is at the destination already is replaced, never written through: a symlink there (to
+// a file another user can read, say) is replaced by the file, the file it points to left as
+// it was, and a file there that was 0644 becomes the 0600 one --include-secrets writes.
+func TestExportNomadReplacesWhatIsAtTheDestination(t *testing.T) {
+	h := newCLIHarness(t)
+	exportVolume(t, h)
+	dir := filepath.Join(t.TempDir(), "out")
+	victim := filepath.Join(t.TempDir(), "readable-by-all")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(victim, []byte("theirs\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(dir, "volume-db.hcl")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) {
+		o.Volumes, o.OutDir, o.IncludeSecrets = []string{"db"}, dir, true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "theirs\n" {
+		t.Errorf("export wrote through the symlink at the destination: %q", b)
+	}
+	st, err := os.Lstat(filepath.Join(dir, "volume-db.hcl"))
+	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 {
+		t.Errorf("destination after export: %v %v, want a regular file, 0600", st.Mode(), err)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".volctl-export-") {
+			t.Errorf("temporary file left: %s", e.Name())
+		}
+	}
+}

@@ -9,9 +9,9 @@ import (
 // stores IDs: in Unicode normal form C. A spec's IDs are read in NFC (HCL normalises every
 // string; plugin and group labels are normalised as they are read), and a terminal may send
 // "é" decomposed (e U+0301): read as typed, it would name no volume, or register a plugin no
-// volume's plugin_id names. Two IDs that differ only in normalisation cannot both be stored,
-// since every way in goes through NFC; the plugin's own IDs (snapshot and external IDs) are
-// bytes to the plugin and never pass through here.
+// volume's plugin_id names. An ID an older volctl stored as typed, decomposed, is still found by
+// its NFC form (engine byStoredID); the plugin's own IDs (snapshot and external IDs) are bytes
+// to the plugin and never pass through here.
 func typedID(s string) string { return norm.NFC.String(s) }
 
 // idArg is a bind for runOpts that stores the first argument, an ID, in dst (typedID).

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -56,9 +56,13 @@ While a volume is handed over,
 volctl never sends ControllerUnpublishVolume for it: when the last local claim of a volume
 handed over with --force goes, its attachment stays recorded until volctl nomad release.
 Before registering, the volume is marked as handed over, so volctl refuses to claim it from
-then on; if Nomad refuses the registration, the mark is taken back. A registration that gets
-no answer (the connection lost, no answer within a minute, Ctrl-C) may have been taken: the
-mark stays unless Nomad then says it has no such volume.
+then on. A volume Nomad has by the same ID with another plugin or external ID is someone
+else's: it is not overwritten (exit 4). After Nomad answers OK, the volume is read back and
+must be what was sent, or the command fails naming what differs. A registration that fails
+may have been taken all the same (a 500 can come after Nomad took it; so can the connection
+lost, no answer within a minute, Ctrl-C): Nomad is then asked whether it has the volume, and
+the mark is taken back only when it has not (or refused for certain, with a 4xx); else the
+error says what to run. Running the same command again is an update.
 
 --dry-run shows what would be registered or changed, and changes nothing.`,
 		Example: `  NOMAD_ADDR=http://127.0.0.1:4646 volctl nomad register db
@@ -140,13 +144,13 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 			id, info.PluginID, c.Address, p.Describe(), info.PluginID)
 	}
 	want := nomad.RegisterSpec(info)
-	have, herr := c.Volume(ctx, id, info.Namespace)
-	exists := herr == nil
-	if herr != nil && !errors.Is(herr, nomad.ErrNotFound) {
-		return fmt.Errorf("volume %q: %w", id, herr)
-	}
 	to := engine.HandoverTarget{Address: c.Address, Region: c.Region, Namespace: c.APIVolume(want).Namespace}
 	if opts.DryRun {
+		have, herr := c.Volume(ctx, id, info.Namespace)
+		exists := herr == nil
+		if herr != nil && !errors.Is(herr, nomad.ErrNotFound) {
+			return fmt.Errorf("volume %q: %w", id, herr)
+		}
 		switch ch := nomad.Changes(have, want); {
 		case !exists:
 			fmt.Fprintf(opts.IO.Out, "Would register volume %q in Nomad at %s (plugin %q, external ID %q)\n", id, c.Address, info.PluginID, info.ExternalID)
@@ -154,6 +158,9 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 			fmt.Fprintf(opts.IO.Out, "Volume %q is registered in Nomad at %s: nothing would change (secrets are not compared)\n", id, c.Address)
 		default:
 			fmt.Fprintf(opts.IO.Out, "Would update volume %q in Nomad at %s: %s\n", id, c.Address, display.Escape(strings.Join(ch, ", ")))
+		}
+		if d := c.Identity(have, want); exists && len(d) > 0 {
+			fmt.Fprintf(opts.IO.Out, "  but Nomad's volume %q is another one (%s): it would be refused\n", id, display.Escape(strings.Join(d, ", ")))
 		}
 		if h := info.Handover; h != nil && !h.To(to) {
 			fmt.Fprintf(opts.IO.Out, "  but it is handed over to Nomad at %s (namespace %s, region %q) already: it would be refused\n", h.Address, h.Namespace, h.Region)
@@ -165,42 +172,30 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	}
 	// Mark first: from here on volctl refuses to claim the volume. The registration runs under
 	// the volume's lock, which nomad release takes to ask Nomad and remove the mark, and sends
-	// the volume as read under it (an expand or update may have finished since info was read).
-	var warnings string
+	// the volume as read under it (an expand or update may have finished since info was read);
+	// nomad.Client.HandOver checks Nomad's copy before and after, and says when the mark goes.
+	var done nomad.Handed
 	_, err = e.HandOver(ctx, id, to, opts.Force, func(ctx context.Context, first bool, v engine.VolumeInfo) (bool, error) {
 		var err error
-		warnings, err = c.Register(ctx, nomad.RegisterSpec(v))
-		if err == nil || errors.Is(err, nomad.ErrRefused) || !first {
-			return true, err
+		done, err = c.HandOver(ctx, nomad.RegisterSpec(v), first)
+		if errors.Is(err, nomad.ErrOtherVolume) {
+			err = withCode(ExitConflict, err)
 		}
-		// No answer: Nomad may have taken the volume. The mark goes only when Nomad says it has
-		// no such volume, asked even after Ctrl-C (within the client's timeout).
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), askAfterNoAnswer)
-		defer cancel()
-		_, gerr := c.VolumeIn(cctx, id, to.Namespace, to.Region)
-		if errors.Is(gerr, nomad.ErrNotFound) {
-			return true, err
-		}
-		return false, fmt.Errorf("%w; volume %q stays marked handed over, so volctl does not claim it while Nomad may: `volctl nomad status %s` shows whether Nomad has it, and `volctl nomad release %s` takes it back once Nomad says it has not",
-			err, id, id, id)
+		return done.Undo, err
 	})
 	if err != nil {
 		return err
 	}
 	verb := "Registered"
-	if exists {
+	if done.Updated {
 		verb = "Updated"
 	}
-	if warnings != "" {
-		fmt.Fprintf(opts.IO.ErrOut, "Warning: Nomad: %s\n", escapeLines(warnings))
+	if done.Warnings != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "Warning: Nomad: %s\n", escapeLines(done.Warnings))
 	}
 	return printDone(opts.IO.Out, fmt.Sprintf("%s volume %q in Nomad at %s; volctl no longer claims it\n", verb, id, c.Address),
 		"volume %q %s in Nomad at %s", id, strings.ToLower(verb), c.Address)
 }
-
-// askAfterNoAnswer bounds the question nomad register asks Nomad after a registration got no
-// answer (even after Ctrl-C): whether it has the volume.
-const askAfterNoAnswer = 10 * time.Second
 
 // NomadReleaseOptions are the inputs of `volctl nomad release`.
 type NomadReleaseOptions struct {
@@ -219,7 +214,8 @@ func newCmdNomadRelease(f *Factory, runF func(*NomadReleaseOptions) error) *cobr
 		Use:   "release VOLUME... | --all",
 		Short: "Take volumes back from Nomad after nomad volume deregister",
 		Long: `Take volumes handed over to Nomad back, so volctl may claim them again. Deregister them in
-Nomad first (nomad volume deregister ID): a volume Nomad still has is not taken back (exit 4).
+Nomad first (nomad volume deregister ID, after stopping the jobs whose allocs claim them): a
+volume Nomad still has is not taken back (exit 4), and the error says what to run there.
 Nomad is asked at the address, in the namespace and region the volume was handed over to;
 with NOMAD_ADDR naming another cluster, the volume is not taken back.
 --force takes it back without asking Nomad (when the cluster is gone); two orchestrators must
@@ -304,12 +300,38 @@ func askedToTakeBack(ctx context.Context, c *nomad.Client, h engine.HandoverInfo
 	have, err := c.VolumeIn(ctx, h.VolumeID, h.Namespace, h.Region)
 	switch {
 	case err == nil:
-		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in Nomad at %s (%d claim(s)): run `nomad volume deregister %s` first; volctl takes it back only once Nomad has let go of it",
-			h.VolumeID, c.Address, have.Claims(), h.VolumeID)}
+		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in Nomad at %s (%d claim(s)): %s; volctl takes it back only once Nomad has let go of it",
+			h.VolumeID, c.Address, have.Claims(), howToDeregister(h, have))}
 	case !errors.Is(err, nomad.ErrNotFound):
 		return "", fmt.Errorf("%w (if the cluster is gone and nothing uses the volume, --force takes it back)", err)
 	}
 	return fmt.Sprintf("deregistered from Nomad at %s", c.Address), nil
+}
+
+// howToDeregister says what to run so that Nomad lets go of a volume it has, in the namespace
+// and region it was handed over to: Nomad refuses to deregister a volume its allocs claim,
+// so those (and their jobs) come first.
+func howToDeregister(h engine.HandoverInfo, have nomad.VolumeState) string {
+	nomadCmd := func(cmd, arg string) string { // the flags only when there are any
+		return "`" + strings.Join(slices.DeleteFunc([]string{"nomad", cmd, h.NomadFlags(), arg}, func(s string) bool { return s == "" }), " ") + "`"
+	}
+	deregister := "run " + nomadCmd("volume deregister", h.VolumeID)
+	var allocs, jobs []string
+	for _, a := range have.Allocs {
+		allocs = append(allocs, fmt.Sprintf("%s (%.8s) of job %s", display.Escape(a.Name), display.Escape(a.ID), display.Escape(a.JobID)))
+		if !slices.Contains(jobs, a.JobID) {
+			jobs = append(jobs, a.JobID)
+		}
+	}
+	if len(allocs) == 0 {
+		return deregister + " first"
+	}
+	stops := make([]string, len(jobs))
+	for i, j := range jobs {
+		stops[i] = nomadCmd("job stop", display.Escape(j))
+	}
+	return fmt.Sprintf("Nomad's allocs claim it: %s; Nomad deregisters no volume in use, so stop them first (%s), then %s",
+		strings.Join(allocs, ", "), strings.Join(stops, ", "), deregister)
 }
 
 // NomadStatusOptions are the inputs of `volctl nomad status`.
@@ -405,8 +427,9 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		out = append(out, st)
 	}
 	// Nomad's copy holds what the plugin told Nomad (its version, the volume's context), and
-	// Nomad's errors what it was sent: no secret volctl knows is shown from either.
-	if err := redactOutput(ctx, e, nil, &out); err != nil {
+	// Nomad's errors what it was sent: no secret volctl knows is shown from either, nor the
+	// credentials sent to Nomad, which what answers for it may echo anywhere.
+	if err := redactOutput(ctx, e, c.Credentials(), &out); err != nil {
 		return fmt.Errorf("nomad status: %w", err)
 	}
 	if opts.Exporter.Enabled() {

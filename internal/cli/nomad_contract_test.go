@@ -89,6 +89,11 @@ func newReplayNomad(t *testing.T, exchanges ...nomadExchange) *replayNomad {
 				if e.Status == http.StatusOK {
 					w.Header().Set("Content-Type", "application/json")
 				}
+				if e.Status == http.StatusOK || e.Status == http.StatusNotFound {
+					// Nomad sets it on every answer to a query it ran, its 404 for a volume or
+					// plugin it does not have included (the captures hold no headers).
+					w.Header().Set("X-Nomad-Index", "1")
+				}
 				w.WriteHeader(e.Status)
 				io.WriteString(w, e.Body)
 				return
@@ -135,6 +140,32 @@ func edit(t *testing.T, ex []nomadExchange, method, path string, fn func(map[str
 	}
 	t.Fatalf("no exchange %s %s to edit", method, path)
 	return nil
+}
+
+// asHarnessVolume returns the exchanges with each 200 answer to a read of volume db carrying the
+// harness volume's external ID: the captures are of the end-to-end run's volume, and volctl
+// does not register over a volume of the ID with another one.
+func asHarnessVolume(t *testing.T, h *cliHarness, ex []nomadExchange) []nomadExchange {
+	t.Helper()
+	info, err := h.e.Volume(h.ctx, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := append([]nomadExchange(nil), ex...)
+	for i := range out {
+		if e := out[i]; e.Method == http.MethodGet && e.Path == "/v1/volume/csi/db" && e.Status == http.StatusOK {
+			out[i] = edit(t, []nomadExchange{e}, e.Method, e.Path, func(m map[string]any) { m["ExternalID"] = info.ExternalID })[0]
+		}
+	}
+	return out
+}
+
+// registerStep is the exchanges of a registration: the captured step, and Nomad's answer to
+// reading the volume back after it, its copy as the next step of the run read it.
+func registerStep(t *testing.T, h *cliHarness, name string) []nomadExchange {
+	t.Helper()
+	back := step(t, "volctl nomad status shows the write claim")[0]
+	return asHarnessVolume(t, h, append(step(t, name), back))
 }
 
 // nomadHarness is the volume of the end-to-end run, "db" on hostpath plugin "hp" (node n1),
@@ -185,7 +216,7 @@ func handedOver(t *testing.T, h *cliHarness) bool {
 func TestNomadRegisterContract(t *testing.T) {
 	h := nomadHarness(t)
 	info, _ := h.e.Volume(h.ctx, "db")
-	r := newReplayNomad(t, step(t, "volctl nomad register")...)
+	r := newReplayNomad(t, registerStep(t, h, "volctl nomad register")...)
 	out, _, err := runNomadRegister(h, r, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +275,7 @@ func TestNomadRegisterDryRunContract(t *testing.T) {
 // in use ("can not update mount options while volume is in use", in nomad-refusals.json).
 func TestNomadRegisterUpdateInUseContract(t *testing.T) {
 	h := nomadHarness(t)
-	ex := step(t, "registering again while Nomad uses it is an update")
+	ex := registerStep(t, h, "registering again while Nomad uses it is an update")
 	refusal := step(t, "update in use with nil mount options")[0]
 	var r *replayNomad
 	r = newReplayNomad(t, ex...)
@@ -296,7 +327,8 @@ func TestNomadRegisterRefusedContract(t *testing.T) {
 			return edit(t, registered, "GET", "/v1/plugin/csi/hp", func(m map[string]any) { m["Provider"] = "ebs.csi.aws.com" })
 		}, []string{`volume "db"`, `is driver "ebs.csi.aws.com", but here it is "hostpath.csi.volctl.dev"`}},
 		{"Nomad refuses", func(t *testing.T) []nomadExchange {
-			return append(registered[:2:2], step(t, "register refused")...)
+			// Then Nomad, asked whether it took the volume after all, says it has none.
+			return append(append(registered[:2:2], step(t, "register refused")...), step(t, "volctl nomad release")...)
 		}, []string{`volume "db"`, "refused the registration: 500: unable to update volume", "volume external ID cannot be updated"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -327,7 +359,7 @@ func TestNomadRegisterLiveClaimsContract(t *testing.T) {
 	if _, err := h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "local-0"}); err != nil {
 		t.Fatal(err)
 	}
-	r := newReplayNomad(t, step(t, "volctl nomad register")...)
+	r := newReplayNomad(t, registerStep(t, h, "volctl nomad register")...)
 	_, _, err := runNomadRegister(h, r, nil)
 	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), `alloc "local-0"`) {
 		t.Fatalf("register with a live claim: %v (exit %d), want exit 4 naming the claim", err, ExitCode(err))
@@ -335,7 +367,7 @@ func TestNomadRegisterLiveClaimsContract(t *testing.T) {
 	if n := len(r.sent(http.MethodPut)); n != 0 || handedOver(t, h) {
 		t.Fatalf("refused handover sent %d registrations, marked=%v", n, handedOver(t, h))
 	}
-	r = newReplayNomad(t, step(t, "volctl nomad register")...)
+	r = newReplayNomad(t, registerStep(t, h, "volctl nomad register")...)
 	if _, _, err := runNomadRegister(h, r, func(o *NomadRegisterOptions) { o.Force = true }); err != nil {
 		t.Fatalf("--force: %v", err)
 	}

@@ -36,10 +36,18 @@ type fakeNomad struct {
 	onPlugin func()
 	// puts are the bodies of the registrations received, in order.
 	puts []string
+	// sent is the last volume sent for each "namespace/id" (whether or not it was taken): a
+	// read answers with it, as Nomad answers with what it stored; readBack, when set, edits
+	// that answer first (a Nomad that stored something else).
+	sent     map[string]map[string]any
+	readBack func(map[string]any)
+	// notNomad404, when set, answers every read of a volume with a 404 that is not Nomad's (no
+	// X-Nomad-Index header: a proxy's page).
+	notNomad404 atomic.Bool
 }
 
 func newFakeNomad(t *testing.T) *fakeNomad {
-	n := &fakeNomad{t: t, vols: map[string]bool{}}
+	n := &fakeNomad{t: t, vols: map[string]bool{}, sent: map[string]map[string]any{}}
 	n.srv = httptest.NewServer(http.HandlerFunc(n.serve))
 	t.Cleanup(n.srv.Close)
 	return n
@@ -49,6 +57,10 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 	ns := r.URL.Query().Get("namespace")
 	if ns == "" {
 		ns = "default"
+	}
+	if n.notNomad404.Load() && r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/volume/csi/") {
+		http.Error(w, "404 page not found", http.StatusNotFound)
+		return
 	}
 	w.Header().Set("X-Nomad-Index", "1")
 	switch id, ok := strings.CutPrefix(r.URL.Path, "/v1/volume/csi/"); {
@@ -66,11 +78,26 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "volume not found", http.StatusNotFound)
 			return
 		}
-		json.NewEncoder(w).Encode(map[string]any{"ID": id, "Namespace": ns, "PluginID": "hp"})
+		n.mu.Lock()
+		v := map[string]any{"ID": id, "Namespace": ns, "PluginID": "hp"}
+		for k, x := range n.sent[ns+"/"+id] {
+			v[k] = x
+		}
+		if n.readBack != nil {
+			n.readBack(v)
+		}
+		n.mu.Unlock()
+		json.NewEncoder(w).Encode(v)
 	case ok && r.Method == http.MethodPut:
 		body, _ := io.ReadAll(r.Body)
+		var req struct{ Volumes []map[string]any }
+		json.Unmarshal(body, &req)
 		n.mu.Lock()
 		n.puts = append(n.puts, string(body))
+		if len(req.Volumes) == 1 {
+			delete(req.Volumes[0], "Secrets") // Nomad does not return them
+			n.sent[ns+"/"+id] = req.Volumes[0]
+		}
 		n.mu.Unlock()
 		if n.onPut != nil {
 			switch status, body := n.onPut(w, r); {
@@ -92,6 +119,20 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (n *fakeNomad) client() (*nomad.Client, error) { return nomad.NewClient(n.srv.URL) }
+
+// take registers the volume in the namespace, as a hook does that then answers otherwise.
+func (n *fakeNomad) take(namespace, id string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.vols[namespace+"/"+id] = true
+}
+
+// answerOK answers a request OK with body, for a hook (which then returns -1).
+func answerOK(w http.ResponseWriter, body string) (int, string) {
+	w.Header().Set("X-Nomad-Index", "2")
+	io.WriteString(w, body)
+	return -1, ""
+}
 
 // has reports whether Nomad has the volume in the namespace.
 func (n *fakeNomad) has(namespace, id string) bool {

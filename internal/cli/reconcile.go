@@ -62,7 +62,8 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 	if opts.Exporter.Enabled() {
 		err = afterDone(opts.Exporter.Write(ctx, out, rep), "reconcile: %d action(s) done, %d problem(s) left", len(rep.Actions), len(rep.Problems))
 	} else if len(rep.Actions) == 0 {
-		if len(rep.Problems) == 0 {
+		// A pass that failed (recErr) did not find everything in place: it may not have looked.
+		if len(rep.Problems) == 0 && recErr == nil {
 			fmt.Fprintln(out, "Nothing to do: every claim is at rest and every mount is in place.")
 		}
 	} else {

@@ -36,6 +36,11 @@ type ClaimRequest struct {
 // claim refused because another alloc holds the volume is an ErrConflict naming the holder.
 // Claiming again for an alloc that already holds an equal claim returns the same claim.
 func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimInfo, error) {
+	return byStoredID(ctx, e, store.VolumeIDs, req.VolumeID, func(id string) (ClaimInfo, error) { req.VolumeID = id; return e.claimStored(ctx, req) })
+}
+
+// claimStored is Claim of the ID as stored (byStoredID).
+func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, error) {
 	fail := func(err error) (ClaimInfo, error) {
 		return ClaimInfo{}, fmt.Errorf("claim %q for alloc %q: %w", req.VolumeID, req.Alloc, err)
 	}
@@ -563,6 +568,11 @@ func capability(cl *store.Claim) csi.VolumeCapability {
 
 // ClaimInfo returns an alloc's live claim on a volume.
 func (e *Engine) ClaimInfo(ctx context.Context, volumeID, alloc string) (ClaimInfo, error) {
+	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (ClaimInfo, error) { return e.claimInfoStored(ctx, id, alloc) })
+}
+
+// claimInfoStored is ClaimInfo of the ID as stored (byStoredID).
+func (e *Engine) claimInfoStored(ctx context.Context, volumeID, alloc string) (ClaimInfo, error) {
 	cl, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Find(volumeID, alloc) })
 	if errors.Is(err, store.ErrNotFound) {
 		return ClaimInfo{}, notFoundf("alloc %q has no claim on volume %q", alloc, volumeID)

@@ -24,6 +24,11 @@ type DetachResult struct {
 // the node RPCs are skipped, volctl unmounts its own target and staging paths itself, the
 // controller unpublish is still tried, and the claims are freed whatever happens, with warnings.
 func (e *Engine) Detach(ctx context.Context, volumeID string, force bool) (DetachResult, error) {
+	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (DetachResult, error) { return e.detachStored(ctx, id, force) })
+}
+
+// detachStored is Detach of the ID as stored (byStoredID).
+func (e *Engine) detachStored(ctx context.Context, volumeID string, force bool) (DetachResult, error) {
 	var res DetachResult
 	fail := func(err error) (DetachResult, error) {
 		return res, fmt.Errorf("detach %q: %w", volumeID, err)

@@ -133,6 +133,11 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, &store.DirError{Dir: cfg.StateDir, Err: err}
 	}
 	locks, err := newLocker(cfg.StateDir)
+	if err != nil && st.CheckWritable() != nil && errors.Is(err, syscall.EROFS) {
+		// A read-only state dir without its lock dir can still be read; what would take a lock
+		// writes, and the store refuses that first.
+		locks, err = &locker{dir: filepath.Join(cfg.StateDir, lockDir)}, nil
+	}
 	if err != nil {
 		if owns {
 			st.Close()

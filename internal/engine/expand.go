@@ -18,6 +18,11 @@ import (
 // the volume is staged or published here, at the next publish where it is not, and one that
 // failed or was cut short is sent again by the same expand run again or by reconcile.
 func (e *Engine) ExpandVolume(ctx context.Context, volumeID string, size, limit int64) (VolumeInfo, error) {
+	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (VolumeInfo, error) { return e.expandVolumeStored(ctx, id, size, limit) })
+}
+
+// expandVolumeStored is ExpandVolume of the ID as stored (byStoredID).
+func (e *Engine) expandVolumeStored(ctx context.Context, volumeID string, size, limit int64) (VolumeInfo, error) {
 	fail := failVolume("expand", volumeID)
 	v, c, unlock, err := e.lockedVolume(ctx, volumeID)
 	if err != nil {

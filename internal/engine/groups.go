@@ -144,6 +144,11 @@ func allocIndex(group, alloc string) int {
 
 // StopGroup marks a group stopped and releases every claim its allocs hold.
 func (e *Engine) StopGroup(ctx context.Context, name string) (GroupInfo, error) {
+	return byStoredID(ctx, e, store.GroupNames, name, func(id string) (GroupInfo, error) { return e.stopGroupStored(ctx, id) })
+}
+
+// stopGroupStored is StopGroup of the ID as stored (byStoredID).
+func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, error) {
 	err := e.store.Update(ctx, func(tx *store.Tx) error {
 		g, err := tx.Groups().Get(name)
 		if err != nil {
@@ -193,6 +198,11 @@ func (e *Engine) releaseGroupClaims(ctx context.Context, group string, match fun
 
 // Groups returns one group (or all, when name is empty) with each alloc's live claims.
 func (e *Engine) Groups(ctx context.Context, name string) ([]GroupInfo, error) {
+	return byStoredID(ctx, e, store.GroupNames, name, func(id string) ([]GroupInfo, error) { return e.groupsStored(ctx, id) })
+}
+
+// groupsStored is Groups of the ID as stored (byStoredID).
+func (e *Engine) groupsStored(ctx context.Context, name string) ([]GroupInfo, error) {
 	var out []GroupInfo
 	err := e.store.View(ctx, func(tx *store.Tx) error {
 		groups, err := oneOrAll(name, tx.Groups().Get, tx.Groups().List)

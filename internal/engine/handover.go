@@ -56,6 +56,11 @@ type Register func(ctx context.Context, first bool, v VolumeInfo) (undo bool, er
 // between: one that asked Nomad before the registration arrived and then removed the mark
 // would leave Nomad with the volume and volctl free to claim it.
 func (e *Engine) HandOver(ctx context.Context, volumeID string, to HandoverTarget, force bool, register Register) (HandoverInfo, error) {
+	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (HandoverInfo, error) { return e.handOverStored(ctx, id, to, force, register) })
+}
+
+// handOverStored is HandOver of the ID as stored (byStoredID).
+func (e *Engine) handOverStored(ctx context.Context, volumeID string, to HandoverTarget, force bool, register Register) (HandoverInfo, error) {
 	fail := func(err error) (HandoverInfo, error) {
 		return HandoverInfo{}, fmt.Errorf("hand volume %q over to Nomad at %s: %w", volumeID, to.Address, err)
 	}
@@ -147,6 +152,21 @@ func (e *Engine) HandOver(ctx context.Context, volumeID string, to HandoverTarge
 	return handoverInfo(h), nil
 }
 
+// NomadFlags are the nomad CLI's flags that name where the volume was handed over (its
+// namespace, and region when one was named), for the commands volctl tells people to run
+// there: without them, the nomad CLI looks in NOMAD_NAMESPACE's namespace, which may be
+// another.
+func (h HandoverInfo) NomadFlags() string {
+	var f []string
+	if h.Namespace != "" {
+		f = append(f, "-namespace "+h.Namespace)
+	}
+	if h.Region != "" {
+		f = append(f, "-region "+h.Region)
+	}
+	return strings.Join(f, " ")
+}
+
 // sameCluster reports whether a handover mark is for the cluster, namespace and region of to.
 // An empty region is the one the agent at the address is in, which volctl cannot tell from a
 // region named: it matches only an empty one.
@@ -183,6 +203,11 @@ func handoverWhere(h store.Handover) string {
 // check is not called when there is none. The lock keeps a handover (HandOver) from
 // registering the volume between check's question and the mark's removal.
 func (e *Engine) TakeBack(ctx context.Context, volumeID string, check func(HandoverInfo) (why string, err error)) (bool, error) {
+	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (bool, error) { return e.takeBackStored(ctx, id, check) })
+}
+
+// takeBackStored is TakeBack of the ID as stored (byStoredID).
+func (e *Engine) takeBackStored(ctx context.Context, volumeID string, check func(HandoverInfo) (why string, err error)) (bool, error) {
 	unlock, err := e.locks.volume(ctx, volumeID)
 	if err != nil {
 		return false, fmt.Errorf("take volume %q back from Nomad: %w", volumeID, err)
@@ -280,7 +305,7 @@ func refuseHandedOver(tx *store.Tx, volumeID string) error {
 		return err
 	}
 	return conflictf("volume %q is handed over to Nomad at %s (since %s): Nomad claims it, not volctl; after `nomad volume deregister %s`, take it back with `volctl nomad release %s`",
-		volumeID, h.Address, h.HandedAt.UTC().Format(time.RFC3339), volumeID, volumeID)
+		volumeID, h.Address, h.HandedAt.UTC().Format(time.RFC3339), strings.TrimSpace(handoverInfo(h).NomadFlags()+" "+volumeID), volumeID)
 }
 
 // GroupSpecs returns the recorded specs of the named groups, or of every group when names is
@@ -298,7 +323,15 @@ func (e *Engine) GroupSpecs(ctx context.Context, names ...string) ([]spec.Group,
 		for _, n := range names {
 			g, err := tx.Groups().Get(n)
 			if errors.Is(err, store.ErrNotFound) {
-				return notFoundf("group %q not found (volctl group status lists the groups)", n)
+				// A group an older volctl stored in another normal form (byStoredID).
+				stored, ferr := storedForm(tx, store.GroupNames, n)
+				if ferr != nil {
+					return ferr
+				}
+				if stored == "" {
+					return notFoundf("group %q not found (volctl group status lists the groups)", n)
+				}
+				g, err = tx.Groups().Get(stored)
 			}
 			if err != nil {
 				return err

@@ -283,6 +283,11 @@ func (e *Engine) HoldPluginMounts(ctx context.Context, pluginID string) (m Plugi
 // agent never stops a plugin that may hold one. They are the plugin process's: those made
 // through any plugin ID registered on one of its sockets count (socketMates).
 func (e *Engine) PluginMounts(ctx context.Context, pluginID string) (PluginMounts, error) {
+	return byStoredID(ctx, e, store.PluginIDs, pluginID, func(id string) (PluginMounts, error) { return e.pluginMountsStored(ctx, id) })
+}
+
+// pluginMountsStored is PluginMounts of the ID as stored (byStoredID).
+func (e *Engine) pluginMountsStored(ctx context.Context, pluginID string) (PluginMounts, error) {
 	var m PluginMounts
 	err := e.store.View(ctx, func(tx *store.Tx) error {
 		ids, err := socketMates(tx, pluginID)
@@ -339,6 +344,11 @@ func (e *Engine) PluginEvent(ctx context.Context, pluginID, kind, message string
 // It is a read: recording never waits for another process's write lock (see checkHealth), and
 // what it returns is what the probes found, recorded or not.
 func (e *Engine) PluginStatus(ctx context.Context, id string) ([]PluginInfo, error) {
+	return byStoredID(ctx, e, store.PluginIDs, id, func(id string) ([]PluginInfo, error) { return e.pluginStatusStored(ctx, id) })
+}
+
+// pluginStatusStored is PluginStatus of the ID as stored (byStoredID).
+func (e *Engine) pluginStatusStored(ctx context.Context, id string) ([]PluginInfo, error) {
 	var plugins []store.Plugin
 	err := e.store.View(ctx, func(tx *store.Tx) error {
 		var err error
@@ -432,6 +442,8 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 		}
 	case errors.Is(err, store.ErrBusy):
 		e.log.Debug("plugin health not recorded: another volctl holds the state's write lock", "plugin", p.ID)
+	case errors.Is(err, store.ErrReadOnlyFS):
+		e.log.Debug("plugin health not recorded: the state dir is on a read-only file system", "plugin", p.ID)
 	case !errors.Is(err, store.ErrNotFound):
 		e.log.Warn("recording plugin health", "plugin", p.ID, "err", err)
 	}
@@ -465,6 +477,12 @@ func healthEvent(id string, before, after store.Health) *store.Event {
 // attached with no claim: a forced detach could not send it), since nothing would be left to
 // send it through.
 func (e *Engine) DeregisterPlugin(ctx context.Context, id string, force bool) error {
+	_, err := byStoredID(ctx, e, store.PluginIDs, id, func(id string) (struct{}, error) { return struct{}{}, e.deregisterPluginStored(ctx, id, force) })
+	return err
+}
+
+// deregisterPluginStored is DeregisterPlugin of the ID as stored (byStoredID).
+func (e *Engine) deregisterPluginStored(ctx context.Context, id string, force bool) error {
 	err := e.store.Update(ctx, func(tx *store.Tx) error {
 		if _, err := tx.Plugins().Get(id); err != nil {
 			return err

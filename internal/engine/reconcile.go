@@ -44,6 +44,9 @@ func (r *ReconcileReport) problem(vol, alloc string, err error) {
 // ControllerPublishVolume, and undoes stagings no claim uses. The mount table is read once.
 func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	var rep ReconcileReport
+	if err := e.store.CheckWritable(); err != nil {
+		return rep, err
+	}
 	var (
 		vols     []store.Volume
 		claims   []store.Claim

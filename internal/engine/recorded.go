@@ -10,6 +10,11 @@ import (
 // plugin), from the store alone: no plugin is asked, so it is quick and works with the plugin
 // down (shell completion reads it). ListSnapshots is the full view.
 func (e *Engine) RecordedSnapshots(ctx context.Context, pluginID string) ([]SnapshotInfo, error) {
+	return byStoredID(ctx, e, store.PluginIDs, pluginID, func(id string) ([]SnapshotInfo, error) { return e.recordedSnapshotsStored(ctx, id) })
+}
+
+// recordedSnapshotsStored is RecordedSnapshots of the ID as stored (byStoredID).
+func (e *Engine) recordedSnapshotsStored(ctx context.Context, pluginID string) ([]SnapshotInfo, error) {
 	var out []SnapshotInfo
 	err := e.store.View(ctx, func(tx *store.Tx) error {
 		recs, err := tx.Snapshots().List(pluginID)

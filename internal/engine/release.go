@@ -282,6 +282,11 @@ type ReleaseResult struct {
 // Release frees an alloc's claim on a volume through the release path. Releasing a claim that
 // does not exist is a no-op (Released is false).
 func (e *Engine) Release(ctx context.Context, volumeID, alloc string) (ReleaseResult, error) {
+	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (ReleaseResult, error) { return e.releaseStored(ctx, id, alloc) })
+}
+
+// releaseStored is Release of the ID as stored (byStoredID).
+func (e *Engine) releaseStored(ctx context.Context, volumeID, alloc string) (ReleaseResult, error) {
 	fail := func(err error) (ReleaseResult, error) {
 		return ReleaseResult{}, fmt.Errorf("release %q for alloc %q: %w", volumeID, alloc, err)
 	}

@@ -69,6 +69,11 @@ func reachOf(c *conn) store.PluginReach {
 // crash leaves a snapshot volctl tracks: reconcile sends CreateSnapshot again under the name
 // and records it, or `snapshot delete PLUGIN NAME` does and deletes it.
 func (e *Engine) CreateSnapshot(ctx context.Context, volumeID, name string, params map[string]string) (SnapshotInfo, error) {
+	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (SnapshotInfo, error) { return e.createSnapshotStored(ctx, id, name, params) })
+}
+
+// createSnapshotStored is CreateSnapshot of the ID as stored (byStoredID).
+func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string, params map[string]string) (SnapshotInfo, error) {
 	fail := func(err error) (SnapshotInfo, error) {
 		return SnapshotInfo{}, fmt.Errorf("snapshot volume %q: %w", volumeID, err)
 	}
@@ -253,6 +258,14 @@ func (e *Engine) snapshotConn(ctx context.Context, pluginID string, reach store.
 // secrets the snapshot was made with. A snapshot whose plugin was deregistered is deleted
 // through the plugin's sockets as they were when it was made.
 func (e *Engine) DeleteSnapshot(ctx context.Context, pluginID, snapshotID string, secrets spec.Secrets) error {
+	_, err := byStoredID(ctx, e, store.PluginIDs, pluginID, func(id string) (struct{}, error) {
+		return struct{}{}, e.deleteSnapshotStored(ctx, id, snapshotID, secrets)
+	})
+	return err
+}
+
+// deleteSnapshotStored is DeleteSnapshot of the ID as stored (byStoredID).
+func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID string, secrets spec.Secrets) error {
 	fail := func(err error) error {
 		return fmt.Errorf("delete snapshot %q of plugin %q: %w", snapshotID, pluginID, err)
 	}
@@ -454,6 +467,11 @@ func (e *Engine) reconcileSnapshots(ctx context.Context, rep *ReconcileReport) {
 // parameters); for a plugin without it, or one that cannot be reached, volctl's records are
 // shown and a warning says so. Snapshots still being created are listed as pending.
 func (e *Engine) ListSnapshots(ctx context.Context, pluginID string, secrets spec.Secrets) (SnapshotList, error) {
+	return byStoredID(ctx, e, store.PluginIDs, pluginID, func(id string) (SnapshotList, error) { return e.listSnapshotsStored(ctx, id, secrets) })
+}
+
+// listSnapshotsStored is ListSnapshots of the ID as stored (byStoredID).
+func (e *Engine) listSnapshotsStored(ctx context.Context, pluginID string, secrets spec.Secrets) (SnapshotList, error) {
 	out := SnapshotList{Snapshots: []SnapshotInfo{}, Warnings: []string{}}
 	var (
 		plugins []store.Plugin

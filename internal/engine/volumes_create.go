@@ -42,6 +42,11 @@ func csiName(namespace, id string) string {
 // between is healed by sending CreateVolume again with the same name — by the next create of
 // the same spec or by reconcile — never by creating a second volume.
 func (e *Engine) CreateVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, error) {
+	return bySpecID(sv.ID, func(id string) (VolumeInfo, error) { sv.ID = id; return e.createVolume(ctx, sv) })
+}
+
+// createVolume is CreateVolume of the ID as stored (bySpecID).
+func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, error) {
 	fail := failVolume("create", sv.ID)
 	c, unlock, err := e.lockSpecVolume(ctx, &sv)
 	if err != nil {
@@ -59,6 +64,9 @@ func (e *Engine) CreateVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 		old, err := tx.Volumes().Get(sv.ID)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
+			if err := notStoredOtherwise(tx, store.VolumeIDs, sv.ID); err != nil {
+				return err
+			}
 			v = store.VolumeFromSpec(sv)
 			v.ExternalID = ""
 			v.State = store.VolumeCreating

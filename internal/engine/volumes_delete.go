@@ -27,6 +27,12 @@ func describeClaims(claims []store.Claim) string {
 // before DeleteVolume is sent; NOT_FOUND from the plugin counts as deleted. The volume is marked
 // deleting before the RPC, so an interrupted delete is finished by reconcile.
 func (e *Engine) DeleteVolume(ctx context.Context, id string) error {
+	_, err := byStoredID(ctx, e, store.VolumeIDs, id, func(id string) (struct{}, error) { return struct{}{}, e.deleteVolumeStored(ctx, id) })
+	return err
+}
+
+// deleteVolumeStored is DeleteVolume of the ID as stored (byStoredID).
+func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 	fail := func(err error) error { return fmt.Errorf("delete volume %q: %w", id, err) }
 	unlock, err := e.locks.volume(ctx, id)
 	if err != nil {

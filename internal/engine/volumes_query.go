@@ -90,6 +90,11 @@ func (e *AmbiguousError) Is(target error) bool { return target == ErrInvalid }
 
 // Volume returns everything about one volume, found by its ID or an unambiguous ID prefix.
 func (e *Engine) Volume(ctx context.Context, idOrPrefix string) (VolumeInfo, error) {
+	return byStoredID(ctx, e, store.VolumeIDs, idOrPrefix, func(id string) (VolumeInfo, error) { return e.volumeStored(ctx, id) })
+}
+
+// volumeStored is Volume of the ID as stored (byStoredID).
+func (e *Engine) volumeStored(ctx context.Context, idOrPrefix string) (VolumeInfo, error) {
 	var info VolumeInfo
 	err := e.store.View(ctx, func(tx *store.Tx) error {
 		v, err := e.resolveVolume(tx, idOrPrefix)

@@ -20,6 +20,11 @@ import (
 // updates it by Nomad's rules: name, external_id, plugin_id, parameters and topology cannot
 // change, capacity can only grow, and an empty context keeps the stored one.
 func (e *Engine) RegisterVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, error) {
+	return bySpecID(sv.ID, func(id string) (VolumeInfo, error) { sv.ID = id; return e.registerVolume(ctx, sv) })
+}
+
+// registerVolume is RegisterVolume of the ID as stored (bySpecID).
+func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, error) {
 	fail := failVolume("register", sv.ID)
 	c, unlock, err := e.lockSpecVolume(ctx, &sv)
 	if err != nil {
@@ -49,6 +54,9 @@ func (e *Engine) RegisterVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 		old, err := tx.Volumes().Get(sv.ID)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
+			if err := notStoredOtherwise(tx, store.VolumeIDs, sv.ID); err != nil {
+				return err
+			}
 			// One plugin volume under two IDs would let each one's claims ignore the other's
 			// access mode: two writers on a single-node-writer volume.
 			same, err := sameStorage(tx, sv.PluginID, sv.ExternalID, sv.ID)
@@ -275,6 +283,11 @@ func (e *Engine) lockSpecVolume(ctx context.Context, sv *spec.Volume) (c *conn, 
 // plugin still cannot take it the attachment is forgotten, which the returned warnings and the
 // event say.
 func (e *Engine) DeregisterVolume(ctx context.Context, id string, force bool) (warnings []string, err error) {
+	return byStoredID(ctx, e, store.VolumeIDs, id, func(id string) ([]string, error) { return e.deregisterVolumeStored(ctx, id, force) })
+}
+
+// deregisterVolumeStored is DeregisterVolume of the ID as stored (byStoredID).
+func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bool) (warnings []string, err error) {
 	fail := func(err error) ([]string, error) {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, notFoundf("deregister volume %q: not found", id)

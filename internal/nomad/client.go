@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -41,8 +42,11 @@ type Client struct {
 
 // request returns the context one request to Nomad runs under: ctx (Ctrl-C ends it), bounded
 // by the client's timeout.
-func (c *Client) request(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, c.timeout())
+// The answer is what the transport noted of its answer.
+func (c *Client) request(ctx context.Context) (context.Context, *answer, context.CancelFunc) {
+	a := &answer{}
+	rctx, cancel := context.WithTimeout(context.WithValue(ctx, answerKey{}, a), c.timeout())
+	return rctx, a, cancel
 }
 
 // DefaultTimeout bounds each request to Nomad, reading the answer included: a Nomad (or a
@@ -76,13 +80,11 @@ func NewClient(address string) (*Client, error) {
 	fail := func(err error) (*Client, error) {
 		return nil, fmt.Errorf("Nomad at %s: %w (check NOMAD_ADDR and the NOMAD_CACERT/NOMAD_CLIENT_CERT/NOMAD_CLIENT_KEY files)", shown, err)
 	}
-	if !strings.HasPrefix(cfg.Address, "unix:") { // a unix socket's client dials only the socket
-		hc, err := httpClient(cfg.TLSConfig)
-		if err != nil {
-			return fail(err)
-		}
-		cfg.HttpClient = hc
+	hc, err := httpClient(cfg.TLSConfig, cfg.Address)
+	if err != nil {
+		return fail(err)
 	}
+	cfg.HttpClient = hc
 	c, err := api.NewClient(cfg)
 	if err != nil {
 		return fail(err)
@@ -95,8 +97,18 @@ func NewClient(address string) (*Client, error) {
 // a redirect would carry the ACL token (a header Go's client keeps across hosts) and a
 // registration's secrets to another host, and take that host's answer for Nomad's: its 404
 // for a volume would let `volctl nomad release` take back a volume Nomad has.
-func httpClient(tlsConfig *api.TLSConfig) (*http.Client, error) {
+//
+// An address unix:///PATH dials only the socket (the api module's own client for it would
+// bound nothing, nor tell Nomad's answers from others').
+func httpClient(tlsConfig *api.TLSConfig, address string) (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if u, err := url.Parse(address); err == nil && u.Scheme == "unix" {
+		tr.Proxy = nil
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", u.Path)
+		}
+	}
 	tr.TLSHandshakeTimeout = 10 * time.Second
 	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	tr.ForceAttemptHTTP2 = false
@@ -125,6 +137,9 @@ func (b boundedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a, ok := req.Context().Value(answerKey{}).(*answer); ok {
+		a.fromNomad = resp.Header.Get("X-Nomad-Index") != ""
+	}
 	var r io.Reader = resp.Body
 	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
 		r = &lazyGzip{src: resp.Body}
@@ -134,6 +149,18 @@ func (b boundedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp.Body = &boundedBody{r: r, c: resp.Body, left: maxAnswer}
 	return resp, nil
 }
+
+// answer is what the transport noted of the answer to a request whose context carries it
+// (under answerKey).
+type answer struct {
+	// fromNomad: the answer has the X-Nomad-Index header, which Nomad's HTTP API sets on every
+	// answer to a query it ran, its 404 for a volume or plugin it does not have included. A 404
+	// without it is not Nomad's: a proxy before it (an ingress with no route to Nomad answers
+	// "404 page not found"), or something else at NOMAD_ADDR.
+	fromNomad bool
+}
+
+type answerKey struct{}
 
 // lazyGzip inflates src, reading gzip's header at the first Read (an empty body is just
 // empty).
@@ -206,7 +233,7 @@ func (e *redirectError) Error() string {
 // ErrNotFound matches a plugin or volume Nomad does not have.
 var ErrNotFound = errors.New("not found in Nomad")
 
-// IsNotFound reports whether err is Nomad's 404.
+// isNotFound reports whether err is a 404, Nomad's or not.
 func isNotFound(err error) bool {
 	var ure api.UnexpectedResponseError
 	if errors.As(err, &ure) && ure.HasStatusCode() {
@@ -215,9 +242,14 @@ func isNotFound(err error) bool {
 	return false
 }
 
-// ErrRefused matches a registration Nomad answered with an error: it did not take the
-// volume. A registration that got no answer (Nomad unreachable mid-request, the timeout,
-// Ctrl-C, a gateway's 502, 503 or 504) does not match it: Nomad may have taken the volume.
+// notNomads is what volctl adds to a 404 that is not Nomad's (answer.fromNomad).
+const notNomads = "a 404 without Nomad's X-Nomad-Index header, so not Nomad's word that it has none: a proxy's or another server's page (NOMAD_ADDR must name Nomad's API, and Nomad must be up behind it)"
+
+// ErrRefused matches a registration Nomad answered with an error. A 5xx may come after Nomad
+// took the volume (a raft apply that timed out and committed after), so only a 4xx says
+// certainly that it did not (HandOver asks). A registration that got no answer (Nomad
+// unreachable mid-request, the timeout, Ctrl-C, a gateway's 502, 503 or 504) does not match
+// it.
 var ErrRefused = errors.New("refused the registration")
 
 // what Nomad said, without the api module's "Unexpected response code" preamble; ctx is the
@@ -227,12 +259,7 @@ var ErrRefused = errors.New("refused the registration")
 func (c *Client) said(ctx context.Context, err error, clean func(string) string) string {
 	var ure api.UnexpectedResponseError
 	if errors.As(err, &ure) && ure.HasStatusCode() {
-		body := strings.TrimSpace(ure.Body())
-		for _, cred := range c.creds { // a proxy's error page may echo the request's headers
-			if cred != "" {
-				body = strings.ReplaceAll(body, cred, spec.Redacted)
-			}
-		}
+		body := c.hideCreds(strings.TrimSpace(ure.Body())) // a proxy's error page may echo the request's headers
 		if clean != nil {
 			body = clean(body)
 		}
@@ -244,8 +271,8 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 	}
 	var re *redirectError
 	switch {
-	case errors.As(err, &re):
-		return re.Error()
+	case errors.As(err, &re): // where it points may hold what the request carried
+		return c.hideCreds(re.Error())
 	case ctx.Err() != nil:
 		return fmt.Sprintf("interrupted before Nomad answered (%v)", context.Cause(ctx))
 	case errors.Is(err, context.DeadlineExceeded):
@@ -253,6 +280,21 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 	}
 	return err.Error() + " (is Nomad running there? NOMAD_ADDR says where it is)"
 }
+
+// hideCreds replaces the credentials every request carries in s, something Nomad (or what
+// answers for it) said.
+func (c *Client) hideCreds(s string) string {
+	for _, cred := range c.creds {
+		if cred != "" {
+			s = strings.ReplaceAll(s, cred, spec.Redacted)
+		}
+	}
+	return s
+}
+
+// Credentials are the values hideCreds replaces (the ACL token, a basic auth password and its
+// header's encoding), for a command to replace in Nomad's answers it prints.
+func (c *Client) Credentials() []string { return slices.Clone(c.creds) }
 
 func (c *Client) timeout() time.Duration {
 	if c.Timeout > 0 {
@@ -321,12 +363,15 @@ func (p PluginHealth) Describe() string {
 // Plugin returns a CSI plugin's health in Nomad; an error matching ErrNotFound when Nomad has
 // no such plugin.
 func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
-	rctx, cancel := c.request(ctx)
+	rctx, a, cancel := c.request(ctx)
 	defer cancel()
 	p, _, err := c.api.CSIPlugins().Info(id, (&api.QueryOptions{Region: c.Region}).WithContext(rctx))
 	if err != nil {
-		if isNotFound(err) {
+		switch {
+		case isNotFound(err) && a.fromNomad:
 			return PluginHealth{}, fmt.Errorf("plugin %q: %w at %s", id, ErrNotFound, c.Address)
+		case isNotFound(err):
+			return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
 		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s", id, c.Address, c.said(ctx, err, nil))
 	}
@@ -381,12 +426,15 @@ func (c *Client) Volume(ctx context.Context, id, namespace string) (VolumeState,
 // VolumeIn is Volume in exactly the namespace and region given (an empty region is the
 // agent's own), whatever NOMAD_NAMESPACE and NOMAD_REGION say: where a volume was handed over.
 func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeState, error) {
-	rctx, cancel := c.request(ctx)
+	rctx, a, cancel := c.request(ctx)
 	defer cancel()
 	v, _, err := c.api.CSIVolumes().Info(id, (&api.QueryOptions{Namespace: ns, Region: region}).WithContext(rctx))
 	if err != nil {
-		if isNotFound(err) {
+		switch {
+		case isNotFound(err) && a.fromNomad:
 			return VolumeState{}, fmt.Errorf("volume %q (namespace %s): %w at %s", id, ns, ErrNotFound, c.Address)
+		case isNotFound(err):
+			return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
 		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s", id, c.Address, c.said(ctx, err, nil))
 	}
@@ -471,11 +519,11 @@ func (c *Client) APIVolume(v spec.Volume) *api.CSIVolume {
 }
 
 // Register registers (or, when Nomad has it already, updates) a volume. The error names the
-// volume, the address and what Nomad said; it matches ErrRefused only when Nomad answered it,
-// and so certainly did not take the volume.
+// volume, the address and what Nomad said; it matches ErrRefused when Nomad answered it.
+// HandOver is the registration of a handover, with its checks.
 func (c *Client) Register(ctx context.Context, v spec.Volume) (warnings string, err error) {
 	vol := c.APIVolume(v)
-	rctx, cancel := c.request(ctx)
+	rctx, _, cancel := c.request(ctx)
 	defer cancel()
 	resp, _, err := c.api.CSIVolumes().RegisterOpts(&api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{vol}},
 		(&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region}).WithContext(rctx))

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -113,5 +114,80 @@ func TestNomadAddressPasswordIsNotShown(t *testing.T) {
 	if strings.Contains(c.Address, "addr-pw-42") || err == nil || strings.Contains(err.Error(), "addr-pw-42") ||
 		strings.Contains(err.Error(), "YWRtaW46") || !strings.Contains(err.Error(), "403: denied") {
 		t.Errorf("address %q, error %v", c.Address, err)
+	}
+}
+
+// Nomad's warnings on a registration it took may quote the request (a policy naming what it
+// checked): the volume's secrets, mount flags and the ACL token are not in what HandOver
+// returns to be shown.
+func TestNomadWarningsAreScrubbed(t *testing.T) {
+	const token, secret, flag = "acl-5e1f-token", "s3cr3t-value-9", "password=flag-77"
+	t.Setenv("NOMAD_TOKEN", token)
+	v := spec.Volume{ID: "db", PluginID: "p", ExternalID: "x", Namespace: "default", Secrets: spec.Secrets{"k": secret},
+		MountOptions: &spec.MountOptions{MountFlags: spec.MountFlags{flag}}}
+	registered := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Nomad-Index", "1")
+		switch {
+		case r.Method == http.MethodPut:
+			registered = true
+			fmt.Fprintf(w, `{"Warnings":"policy saw token %s, secret %s, flag %s"}`, r.Header.Get("X-Nomad-Token"), secret, flag)
+		case registered:
+			fmt.Fprint(w, `{"ID":"db","Namespace":"default","PluginID":"p","ExternalID":"x"}`)
+		default:
+			http.Error(w, "volume not found", http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := c.HandOver(context.Background(), v, true)
+	if err != nil || !strings.Contains(done.Warnings, "policy saw token") {
+		t.Fatalf("HandOver: %+v, %v", done, err)
+	}
+	for _, s := range []string{token, secret, flag} {
+		if strings.Contains(done.Warnings, s) {
+			t.Errorf("warnings show %q: %s", s, done.Warnings)
+		}
+	}
+}
+
+// A Nomad (or a proxy) that sends the headers and then drips the body a byte at a time, never
+// ending it: the request's timeout bounds the whole answer, not just its headers.
+func TestNomadDrippingAnswerIsBounded(t *testing.T) {
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Nomad-Index", "1")
+		w.Write([]byte(`{"ID":"`))
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				w.Write([]byte("a"))
+				w.(http.Flusher).Flush()
+			}
+		}
+	}))
+	defer srv.Close()
+	defer close(stop)
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Timeout = 300 * time.Millisecond
+	done := make(chan error, 1)
+	go func() { _, err := c.VolumeIn(context.Background(), "db", "default", ""); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "no answer within 300ms") {
+			t.Errorf("dripping answer: %v, want it to say no answer within 300ms", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading a dripping answer did not end (10s)")
 	}
 }

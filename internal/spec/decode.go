@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -105,6 +106,9 @@ func (s *schema) names() []string {
 type decoder struct {
 	json  bool
 	diags hcl.Diagnostics
+	// src is what the body's ranges index (the file, or its HCL1 rewrite): number literals
+	// are read as written from it (nomadscalar.go). Nil: values only.
+	src []byte
 }
 
 // errorf and warnf report a diagnostic whose detail is format with args. A string argument
@@ -333,6 +337,15 @@ func templateIn(expr hcl.Expression) (hcl.Range, bool) {
 // str decodes a string attribute. Numbers and bools are accepted and converted, as Nomad's
 // HCL1 decoding did (`uid = 1000` is "1000").
 func (d *decoder) str(attr *hcl.Attribute) (string, bool) {
+	return d.strOf(attr, func(_ hcl.Expression, v cty.Value) (string, bool) { return toString(v) })
+}
+
+// literalStr is str with a number kept as written (literalString).
+func (d *decoder) literalStr(attr *hcl.Attribute) (string, bool) {
+	return d.strOf(attr, d.literalString)
+}
+
+func (d *decoder) strOf(attr *hcl.Attribute, conv func(hcl.Expression, cty.Value) (string, bool)) (string, bool) {
 	if attr == nil {
 		return "", false
 	}
@@ -340,7 +353,7 @@ func (d *decoder) str(attr *hcl.Attribute) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	s, ok := toString(v)
+	s, ok := conv(attr.Expr, v)
 	if !ok {
 		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a string, not %s.", attr.Name, v.Type().FriendlyName())
 		return "", false
@@ -447,6 +460,22 @@ func (m *stringMap) values() map[string]string {
 // stringMap decodes the map argument name from c, whether written as `name { k = "v" }`
 // or `name = { k = "v" }`. It returns nil when the map is absent.
 func (d *decoder) stringMap(c *hcl.BodyContent, name string) *stringMap {
+	return d.stringMapOf(c, name, func(_ hcl.Expression, v cty.Value) (string, error) {
+		if s, ok := toString(v); ok {
+			return s, nil
+		}
+		return "", errNotString
+	})
+}
+
+// nomadMap is stringMap for parameters, secrets and context, whose numbers and bools become
+// the strings Nomad makes of them (weakString).
+func (d *decoder) nomadMap(c *hcl.BodyContent, name string) *stringMap {
+	return d.stringMapOf(c, name, d.weakString)
+}
+
+// stringMapOf is stringMap with each value made a string by conv.
+func (d *decoder) stringMapOf(c *hcl.BodyContent, name string, conv func(hcl.Expression, cty.Value) (string, error)) *stringMap {
 	var out *stringMap
 	if attr := c.Attributes[name]; attr != nil {
 		out = &stringMap{name: name, nameRange: attr.NameRange}
@@ -466,7 +495,7 @@ func (d *decoder) stringMap(c *hcl.BodyContent, name string) *stringMap {
 				d.errorf(p.Key.Range(), "Invalid map key", "Keys of %s must be strings.", name)
 				continue
 			}
-			d.mapValue(out, key, p.Key.Range(), p.Value)
+			d.mapValue(out, key, p.Key.Range(), p.Value, conv)
 		}
 	}
 	for _, b := range c.Blocks {
@@ -486,13 +515,13 @@ func (d *decoder) stringMap(c *hcl.BodyContent, name string) *stringMap {
 		}
 		sort.Slice(sorted, func(i, j int) bool { return sorted[i].NameRange.Start.Byte < sorted[j].NameRange.Start.Byte })
 		for _, a := range sorted {
-			d.mapValue(out, a.Name, a.NameRange, a.Expr)
+			d.mapValue(out, a.Name, a.NameRange, a.Expr, conv)
 		}
 	}
 	return out
 }
 
-func (d *decoder) mapValue(m *stringMap, key string, keyRange hcl.Range, expr hcl.Expression) {
+func (d *decoder) mapValue(m *stringMap, key string, keyRange hcl.Range, expr hcl.Expression, conv func(hcl.Expression, cty.Value) (string, error)) {
 	for _, e := range m.entries {
 		if e.key == key {
 			d.errorf(keyRange, "Duplicate map key", "%s has the key %q more than once.", m.name, key)
@@ -504,9 +533,13 @@ func (d *decoder) mapValue(m *stringMap, key string, keyRange hcl.Range, expr hc
 	if diags.HasErrors() {
 		return
 	}
-	s, ok := toString(v)
-	if !ok {
+	s, err := conv(expr, v)
+	if errors.Is(err, errNotString) {
 		d.errorf(expr.Range(), "Incorrect value type", "The value of %s.%s must be a string, not %s.", m.name, key, v.Type().FriendlyName())
+		return
+	}
+	if err != nil {
+		d.errorf(expr.Range(), "Invalid value", "The value of %s.%s: %s.", m.name, key, err.Error())
 		return
 	}
 	m.entries = append(m.entries, mapEntry{key: key, value: s, keyRange: keyRange, valueRange: expr.Range()})

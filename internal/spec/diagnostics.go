@@ -213,8 +213,11 @@ func sourceText(b []byte) string {
 	return strings.Join(parts, "\t")
 }
 
-// EscapeControl writes each control character in s (C0, newline and tab included, DEL, C1) and
-// each byte that is not UTF-8 as strconv.Quote writes it ("\x1b", "\n", "\u009b", "\xff"), and
+// EscapeControl writes each control character in s (C0, newline and tab included, DEL, C1),
+// each bidi embedding, override and isolate (U+202A..U+202E, U+2066..U+2069: raw, a terminal
+// that does bidi lays out the rest of the line reordered, so text could make the words after
+// it read as others) and each byte that is not UTF-8 as strconv.Quote writes it ("\x1b", "\n",
+// "\u009b", "\u202e", "\xff"), and
 // leaves the rest, non-ASCII letters and backslashes included, as it is: text from outside
 // volctl made fit for a terminal. The command line shows plugins' data through it
 // (display.Escape), and diagnostics the source lines of spec files.
@@ -246,8 +249,15 @@ func EscapeControl(s string) string {
 	return b.String()
 }
 
-// isControl reports a C0 or C1 control character or DEL.
-func isControl(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f }
+// isControl reports a C0 or C1 control character, DEL, or a bidi embedding, override or
+// isolate (IsBidiControl).
+func isControl(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f || IsBidiControl(r) }
+
+// IsBidiControl reports Unicode's explicit bidi formatting characters that reorder the text
+// after them: LRE, RLE, PDF, LRO, RLO (U+202A..U+202E) and LRI, RLI, FSI, PDI
+// (U+2066..U+2069). The marks (LRM, RLM, ALM) only act on the characters beside them and are
+// left alone.
+func IsBidiControl(r rune) bool { return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 }
 
 // JSONDiagnostic is the JSON form of one diagnostic, as `volctl validate --json` prints it
 // (docs/json.md).

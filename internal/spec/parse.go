@@ -97,7 +97,7 @@ func (p *Parser) Parse(filename string, src []byte, verb Verb) (*File, hcl.Diagn
 // and which command takes it, instead of every name that is wrong for kind. The File is nil
 // when any diagnostic is an error.
 func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File, hcl.Diagnostics) {
-	body, json, m, diags := p.load(filename, src)
+	body, json, m, parsed, diags := p.load(filename, src)
 	if diags.HasErrors() {
 		// A body the parser gave up on would only add noise (missing arguments it never reached).
 		return nil, finishDiagnostics(diags, src, json)
@@ -107,7 +107,7 @@ func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File
 	if validate {
 		kind = detectKind(names)
 	}
-	d := &decoder{json: json}
+	d := &decoder{json: json, src: parsed}
 	f := &File{Kind: kind}
 	if kind == kindAgent {
 		// An agent config may hold plugin blocks alone: it is never taken for another kind.
@@ -141,12 +141,12 @@ func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File
 // checkNesting has found it shallow enough for their parsers. HCL that the HCL2 parser
 // rejects is retried through the HCL1 rewrite; then the returned offsetMap maps the body's
 // ranges back to src, and the returned diagnostics are already mapped.
-func (p *Parser) load(filename string, src []byte) (hcl.Body, bool, *offsetMap, hcl.Diagnostics) {
+func (p *Parser) load(filename string, src []byte) (hcl.Body, bool, *offsetMap, []byte, hcl.Diagnostics) {
 	json := isJSON(filename, src)
 	if diags := checkNesting(filename, src, json); diags.HasErrors() {
 		// Too deep for HCL's recursive parsers (nesting.go): no parser sees the bytes.
 		p.files[filename] = &hcl.File{Body: hcl.EmptyBody(), Bytes: src}
-		return hcl.EmptyBody(), json, nil, diags
+		return hcl.EmptyBody(), json, nil, nil, diags
 	}
 	if json {
 		// A byte order mark is skipped as hclsyntax skips it: no column, its bytes counted.
@@ -160,7 +160,7 @@ func (p *Parser) load(filename string, src []byte) (hcl.Body, bool, *offsetMap, 
 		}
 		f.Bytes = src // what the ranges' offsets index
 		p.files[filename] = f
-		return f.Body, true, nil, diags
+		return f.Body, true, nil, src, diags
 	}
 	// A file that looks like HCL1 goes straight to the rewrite, saving a parse that would
 	// fail; any other file is parsed as it is and rewritten only if that fails. The guess
@@ -169,19 +169,19 @@ func (p *Parser) load(filename string, src []byte) (hcl.Body, bool, *offsetMap, 
 		f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 		if !diags.HasErrors() {
 			p.files[filename] = f
-			return f.Body, false, nil, diags
+			return f.Body, false, nil, src, diags
 		}
 	}
 	rw, m, ok := rewriteHCL1(src, filename)
 	if !ok {
 		f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 		p.files[filename] = f
-		return f.Body, false, nil, diags
+		return f.Body, false, nil, src, diags
 	}
 	rf, diags := hclsyntax.ParseConfig(rw, filename, hcl.InitialPos)
 	m.mapDiagnostics(diags)
 	p.files[filename] = &hcl.File{Body: rf.Body, Bytes: src, Nav: mappedNav{inner: rf.Nav, m: m}}
-	return rf.Body, false, m, diags
+	return rf.Body, false, m, rw, diags
 }
 
 // looksHCL1 guesses, from bytes alone, whether src uses HCL1-only syntax: a line that opens

@@ -218,7 +218,8 @@ mount_options {
 		Capabilities: []Capability{{SingleNodeReaderOnly, FileSystem}},
 		MountOptions: &MountOptions{MountFlags: MountFlags{"ro", "noatime"}},
 		Secrets:      Secrets{"password": "xyz"},
-		Parameters:   map[string]string{"uid": "1000", "on": "true"},
+		// true is sent as "1", as Nomad sends it (TestScalarsAsNomadSendsThem).
+		Parameters: map[string]string{"uid": "1000", "on": "1"},
 	}
 	if !reflect.DeepEqual(v, want) {
 		t.Errorf("got  %+v\nwant %+v", v, want)

@@ -229,15 +229,15 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 	}
 
 	// Maps.
-	if m := d.stringMap(c, "secrets"); m != nil {
+	if m := d.nomadMap(c, "secrets"); m != nil {
 		d.checkSecrets(m)
 		v.Secrets = Secrets(m.values())
 	}
-	if m := d.stringMap(c, "parameters"); m != nil {
+	if m := d.nomadMap(c, "parameters"); m != nil {
 		d.checkCSIMap(m)
 		v.Parameters = m.values()
 	}
-	if m := d.stringMap(c, "context"); m != nil {
+	if m := d.nomadMap(c, "context"); m != nil {
 		d.checkCSIMap(m)
 		v.Context = m.values()
 		if verb == VerbCreate {
@@ -350,11 +350,12 @@ func invalidMode[M ~string](d *decoder, rng hcl.Range, summary, what, s string, 
 func (d *decoder) mountOptions(b *hcl.Block) *MountOptions {
 	c := d.content(b.Body, mountOptionsSchema)
 	out := &MountOptions{}
-	if s, ok := d.str(c.Attributes["fs_type"]); ok {
+	if s, ok := d.literalStr(c.Attributes["fs_type"]); ok {
 		d.checkCSIString("fs_type", s, c.Attributes["fs_type"].Expr.Range())
 		out.FSType = s
 	}
 	if flags, ok := d.strList(c.Attributes["mount_flags"]); ok {
+		d.literalStrings(c.Attributes["mount_flags"].Expr, flags) // numbers as written, as Nomad reads them
 		// Mount flags may carry credentials: report sizes, never the flags themselves.
 		total := 0
 		for _, f := range flags {

@@ -22,6 +22,10 @@ var ErrConflict = errors.New("conflict")
 // ErrNewerSchema is matched by the error Open returns for a database written by a newer volctl.
 var ErrNewerSchema = errors.New("database schema is newer than this volctl")
 
+// ErrInUse is matched by the error Open returns when it would migrate the database while other
+// volctl processes have it open.
+var ErrInUse = errors.New("state database is in use by other volctl processes")
+
 // ErrBusy is matched by the error a transaction returns when another process held the write lock
 // for longer than the busy timeout.
 var ErrBusy = errors.New("state database is busy")
@@ -149,8 +153,12 @@ func wrap(err error, what, onForeignKey string) error {
 			reason = onForeignKey
 		case sqlite3.SQLITE_CONSTRAINT_TRIGGER:
 			// ON DELETE RESTRICT is enforced by a trigger SQLite makes, whose RAISE reports
-			// this code: the schema has no trigger of its own to raise it
-			// (TestSchemaHasNoTriggers), so it is always a foreign key.
+			// this code and says "FOREIGN KEY constraint failed". volctl's schema has no trigger
+			// of its own (TestSchemaHasNoTriggers), so any other is one added by hand, whose
+			// refusal is its own, not a conflict with volctl's rows.
+			if msg := detail(err); !strings.Contains(msg, "FOREIGN KEY constraint failed") {
+				return fmt.Errorf("%s: refused by a trigger that volctl did not make (one added to the state database by hand): %s", what, msg)
+			}
 			reason = onForeignKey
 		default:
 			reason = "invalid: " + detail(err)

@@ -51,10 +51,10 @@ func TestHandovers(t *testing.T) {
 }
 
 // TestSchemaHasNoTriggers holds the schema to what errors.go's wrap assumes: a constraint
-// error with SQLITE_CONSTRAINT_TRIGGER can only come from the triggers SQLite makes for ON
-// DELETE RESTRICT, so it is a foreign key, read by its code rather than by its message. A
-// trigger of volctl's own (a RAISE) would be reported as a foreign key: word its error there
-// before adding one.
+// error with SQLITE_CONSTRAINT_TRIGGER saying "FOREIGN KEY constraint failed" comes from the
+// triggers SQLite makes for ON DELETE RESTRICT; any other is a trigger added by hand
+// (TestTriggerAddedByHandIsNotReportedAsAForeignKey). A trigger of volctl's own (a RAISE) would
+// be reported as one added by hand: word its error there before adding one.
 func TestSchemaHasNoTriggers(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)

@@ -9,6 +9,11 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/volctl/volctl/internal/backoff"
 )
 
 //go:embed migrations/*.sql
@@ -107,27 +112,75 @@ func inspect(ctx context.Context, q querier) (version, appID int, names []string
 
 // migrateTo applies migrations up to target in one write transaction, so a database is either at
 // its old version or at the new one, never in between; a crash or an error mid-way loses nothing.
+// It takes the open lock shared, which the store holds until it closes, and a migration takes it
+// exclusive: a database is not migrated under another volctl that has it open (openlock.go).
 func (s *Store) migrateTo(ctx context.Context, target int) error {
+	deadline := time.Now().Add(s.busyTimeout)
+	waits := backoff.New(time.Millisecond, 100*time.Millisecond)
+	probed := false // checkLockHolds ran
+	for {
+		locked, err := s.lockShared(ctx, deadline)
+		if err != nil {
+			return err
+		}
+		if locked && !probed {
+			if err := s.checkLockHolds(); err != nil {
+				return err
+			}
+			probed = true
+		}
+		version, appID, err := s.readVersion(ctx)
+		if err != nil {
+			return err
+		}
+		if err := s.checkVersion(version, appID, nil); err != nil || version >= target {
+			return err
+		}
+		if locked {
+			// Converting to exclusive drops the shared lock first (flock(2)). Read the version
+			// again once it is back: another volctl may have migrated in between.
+			ok, err := flockFile(s.lock, unix.LOCK_EX)
+			if err != nil {
+				return fmt.Errorf("open state %s: lock %s: %w", s.path, s.lock.Name(), err)
+			}
+			if !ok {
+				if time.Now().After(deadline) {
+					return fmt.Errorf("open state %s: %w%s: the database is at schema version %d and this volctl would migrate it to %d, under which an older volctl would go on writing as its own schema says: stop them (an agent, a dashboard) and run this again",
+						s.path, ErrInUse, holders(s.lock), version, target)
+				}
+				if err := sleepCtx(ctx, backoff.Jitter(waits.Next())); err != nil {
+					return fmt.Errorf("open state %s: interrupted while waiting for other volctl processes to close the state database to migrate it: %w", s.path, err)
+				}
+				continue
+			}
+		}
+		if err := s.migrate(ctx, target); err != nil {
+			return err
+		}
+		if !locked {
+			return nil
+		}
+	}
+}
+
+// readVersion is schemaVersion on the write connection, outside a transaction.
+func (s *Store) readVersion(ctx context.Context) (version, appID int, err error) {
 	c, err := s.w.get(ctx, s.busyTimeout)
 	if err != nil {
-		return fmt.Errorf("open state %s: %w", s.path, mapBusy(err))
+		return 0, 0, fmt.Errorf("open state %s: %w", s.path, mapBusy(err))
 	}
 	// The version alone here: outside a transaction, a schema read after it may already see
 	// the tables of another volctl migrating the new file at this moment, whose version this
 	// read did not. Whether an unmarked file is foreign is decided in migrate, under the lock.
-	var version, appID int
 	err = s.retry(ctx, func() (err error) {
 		version, appID, err = schemaVersion(ctx, c.sc)
 		return err
 	})
 	s.w.put(c)
 	if err != nil {
-		return fmt.Errorf("open state %s: read schema version: %w", s.path, mapBusy(err))
+		return 0, 0, fmt.Errorf("open state %s: read schema version: %w", s.path, mapBusy(err))
 	}
-	if err := s.checkVersion(version, appID, nil); err != nil || version >= target {
-		return err
-	}
-	return s.migrate(ctx, target)
+	return version, appID, nil
 }
 
 // migrate is migrateTo's write transaction, which checks the database again under the lock.

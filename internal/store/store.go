@@ -66,8 +66,9 @@ const readConns = 4
 // processes may have the same database open at once.
 type Store struct {
 	path         string
-	w            *pool // one connection: in-process writers queue here, not in SQLite's busy loop
-	r            *pool // query_only connections for View
+	lock         *os.File // the open lock (openlock.go), held shared until Close or the exit
+	w            *pool    // one connection: in-process writers queue here, not in SQLite's busy loop
+	r            *pool    // query_only connections for View
 	busyTimeout  time.Duration
 	eventLimit   int
 	historyLimit int
@@ -82,6 +83,12 @@ type Store struct {
 	// (walBulkAutocheckpoint). A read command that records the health of many plugins stays
 	// a command, and pays no checkpoint at its exit.
 	writes atomic.Int64
+	closed atomic.Bool // Close closed the lock file
+	// file is the database file opened (replaced.go): a write checks the path still leads to it.
+	file fileID
+	// roErr is every write's error when the state dir is on a read-only file system
+	// (readonly.go), which leaves w nil.
+	roErr error
 }
 
 // Stats counts the transactions this Store has committed since Open, by kind. Tests and
@@ -149,6 +156,9 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	if err != nil {
 		return nil, &DirError{Dir: dir, Err: fmt.Errorf("open state %s: %w", dir, err), Named: true}
 	}
+	if readOnlyFS(abs) {
+		return openReadOnly(ctx, abs, target, o)
+	}
 	// From here every error is about the state dir or a file in it, and names that path.
 	if err := prepareDir(abs, o.log); err != nil {
 		return nil, inDir(abs, err)
@@ -158,8 +168,18 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 		return nil, inDir(abs, err)
 	}
 
+	file, err := idAt(path)
+	if err != nil {
+		return nil, inDir(abs, fmt.Errorf("open state: %w", err))
+	}
+	lock, err := openLockFile(path)
+	if err != nil {
+		return nil, inDir(abs, err)
+	}
 	s := &Store{
 		path:         path,
+		file:         file,
+		lock:         lock,
 		busyTimeout:  o.busyTimeout,
 		eventLimit:   o.eventLimit,
 		historyLimit: o.historyLimit,
@@ -170,11 +190,13 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	}
 	wdb, err := openDB(dsn(path, o.busyTimeout, false))
 	if err != nil {
+		lock.Close()
 		return nil, inDir(abs, fmt.Errorf("open state %s: %w", path, err))
 	}
 	s.w = newPool(wdb, 1)
 	if err := s.migrateTo(ctx, target); err != nil {
 		s.w.close()
+		lock.Close()
 		return nil, inDir(abs, err)
 	}
 	// SQLite creates -wal and -shm with the database's mode, but only while that mode survives
@@ -182,12 +204,14 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	for _, suffix := range []string{"-wal", "-shm"} {
 		if err := tighten(path+suffix, 0o600, true, o.log); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.w.close()
+			lock.Close()
 			return nil, inDir(abs, fmt.Errorf("open state %s: %w", path, err))
 		}
 	}
 	rdb, err := openDB(dsn(path, o.busyTimeout, true))
 	if err != nil {
 		s.w.close()
+		lock.Close()
 		return nil, inDir(abs, fmt.Errorf("open state %s: %w", path, err))
 	}
 	s.r = newPool(rdb, readConns)
@@ -307,39 +331,11 @@ func checkAdoptable(dir, shown string, mode fs.FileMode) (held bool, err error) 
 }
 
 // prepareFile creates the database file 0600 before SQLite sees it, so its mode never depends on
-// the umask, and tightens an existing one that is looser. It refuses a database, or a -wal or
-// -shm beside it, that another user owns or that is not a regular file (SQLite answers a named
-// pipe with "disk I/O error") before SQLite reads or writes any of them, and a write-ahead log
-// left without its database.
+// the umask, and tightens an existing one that is looser. It refuses what checkFiles refuses
+// before SQLite reads or writes any of the files.
 func prepareFile(path string, log *slog.Logger) error {
-	sizes := map[string]int64{} // of the files that exist
-	// The WAL before the database: a WAL seen with frames had its database's first page
-	// written before them, so a volctl creating the database at this moment is not mistaken
-	// for one that lost it (below).
-	for _, p := range []string{path + "-wal", path + "-shm", path} {
-		fi, err := os.Stat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err == nil && !fi.Mode().IsRegular() {
-			err = fmt.Errorf("state database %s is %s, not a regular file: SQLite cannot use it; move it out of the state dir", p, FileKind(fi.Mode()))
-		}
-		if err == nil && p != path {
-			err = checkOwner(fi, "state database", p, "rewrite volctl's state")
-		}
-		if err != nil {
-			return fmt.Errorf("open state: %w", err)
-		}
-		sizes[p] = fi.Size()
-	}
-	// SQLite writes the database's first page before the first frame of its WAL, so a WAL with
-	// frames beside a missing or empty database lost it (removed, truncated, not restored with
-	// it). SQLite would start an empty database over it and reset it, discarding every commit it
-	// holds, which with CloseAtExit is most recent ones.
-	if wal := sizes[path+"-wal"]; wal > walHeaderSize && sizes[path] == 0 {
-		return fmt.Errorf("open state: state database %s is missing or empty, but its write-ahead log %s holds %d bytes of commits: "+
-			"opening it would discard them; restore %s beside it, or move %s away to start with an empty state",
-			path, path+"-wal", wal, FileName, path+"-wal")
+	if _, err := checkFiles(path); err != nil {
+		return err
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -356,6 +352,42 @@ func prepareFile(path string, log *slog.Logger) error {
 		return fmt.Errorf("open state: %w", err)
 	}
 	return nil
+}
+
+// checkFiles refuses a database, or a -wal or -shm beside it, that another user owns or that is
+// not a regular file (SQLite answers a named pipe with "disk I/O error"), and a write-ahead log
+// left without its database. It returns the sizes of those that exist.
+func checkFiles(path string) (sizes map[string]int64, err error) {
+	sizes = map[string]int64{}
+	// The WAL before the database: a WAL seen with frames had its database's first page
+	// written before them, so a volctl creating the database at this moment is not mistaken
+	// for one that lost it (below).
+	for _, p := range []string{path + "-wal", path + "-shm", path} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err == nil && !fi.Mode().IsRegular() {
+			err = fmt.Errorf("state database %s is %s, not a regular file: SQLite cannot use it; move it out of the state dir", p, FileKind(fi.Mode()))
+		}
+		if err == nil {
+			err = checkOwner(fi, "state database", p, "rewrite volctl's state")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("open state: %w", err)
+		}
+		sizes[p] = fi.Size()
+	}
+	// SQLite writes the database's first page before the first frame of its WAL, so a WAL with
+	// frames beside a missing or empty database lost it (removed, truncated, not restored with
+	// it). SQLite would start an empty database over it and reset it, discarding every commit it
+	// holds, which with CloseAtExit is most recent ones.
+	if wal := sizes[path+"-wal"]; wal > walHeaderSize && sizes[path] == 0 {
+		return nil, fmt.Errorf("open state: state database %s is missing or empty, but its write-ahead log %s holds %d bytes of commits: "+
+			"opening it would discard them; restore %s beside it, or move %s away to start with an empty state",
+			path, path+"-wal", wal, FileName, path+"-wal")
+	}
+	return sizes, nil
 }
 
 // walHeaderSize is the size of a WAL file's header; a WAL no larger holds no commit.
@@ -400,7 +432,20 @@ func tighten(path string, want fs.FileMode, held bool, log *slog.Logger) error {
 // Close closes the database: its prepared statements, then its connections. A transaction that
 // starts afterwards fails; one still running has its connection closed when it ends.
 func (s *Store) Close() error {
-	return errors.Join(s.r.close(), s.w.close())
+	err := s.r.close()
+	if s.w != nil {
+		err = errors.Join(err, s.w.close())
+	}
+	// After the connections: the lock says this store no longer writes.
+	return errors.Join(err, s.closeLock())
+}
+
+// closeLock closes the open lock's file, once.
+func (s *Store) closeLock() error {
+	if s.lock == nil || !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	return s.lock.Close()
 }
 
 // CloseAtExit is Close for a process about to exit: transactions that start afterwards fail as
@@ -419,6 +464,9 @@ func (s *Store) Close() error {
 // exits right after may call it; any other must Close.
 func (s *Store) CloseAtExit() error {
 	s.r.abandon()
+	if s.w == nil {
+		return nil // read-only: nothing written
+	}
 	if s.bulk() {
 		s.checkpointNow()
 	}
@@ -512,6 +560,9 @@ const snapshotQuery = "SELECT count(*) FROM sqlite_schema"
 // sql.Tx, so a COMMIT answered with SQLITE_BUSY can be retried in place instead of being rolled
 // back (which is what the driver does) and fn run again.
 func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn func(tx *Tx) error) (err error) {
+	if kind != readOnly && s.roErr != nil {
+		return s.roErr
+	}
 	tx, err := s.begin(ctx, p, begin, kind)
 	if err != nil {
 		return err
@@ -526,6 +577,11 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn 
 		// fn failed or panicked: the transaction must not stay open on a kept connection.
 		s.rollback(tx.c)
 	}()
+	if kind != readOnly {
+		if err := s.checkFile(); err != nil {
+			return err
+		}
+	}
 	if err := fn(tx); err != nil {
 		return err
 	}

@@ -150,13 +150,16 @@ func newRow(key string, ref int, cells []string) row {
 		search: strings.ToLower(strings.Join(cells, "\x00"))}
 }
 
-// clean replaces control characters, escape sequences' ESC included, with spaces.
+// clean replaces control characters, escape sequences' ESC included, and bidi embeddings,
+// overrides and isolates (which would reorder the rest of the row) with spaces.
 func clean(s string) string {
 	for i := 0; i < len(s); i++ {
-		// C1 controls (U+0080..U+009F, UTF-8 0xC2 0x80..0x9F) can start sequences too.
-		if s[i] < 0x20 || s[i] == 0x7f || (s[i] == 0xc2 && i+1 < len(s) && s[i+1] < 0xa0) {
+		// C1 controls (U+0080..U+009F, UTF-8 0xC2 0x80..0x9F) can start sequences too; the
+		// bidi controls are U+202A..U+202E and U+2066..U+2069 (UTF-8 0xE2 0x80|0x81 ...).
+		if s[i] < 0x20 || s[i] == 0x7f || (s[i] == 0xc2 && i+1 < len(s) && s[i+1] < 0xa0) ||
+			s[i] == 0xe2 && i+1 < len(s) && (s[i+1] == 0x80 || s[i+1] == 0x81) {
 			return strings.Map(func(r rune) rune {
-				if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+				if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || spec.IsBidiControl(r) {
 					return ' '
 				}
 				return r

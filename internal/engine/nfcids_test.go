@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// renameStored changes a volume's ID in the database behind volctl's back, as an older volctl
+// would have stored it (the volume has no claim, staging or snapshot referring to it).
+func renameStored(t *testing.T, dir, from, to string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE volumes SET id = ? WHERE id = ?`, to, from); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two IDs an older volctl stored that differ only in normalisation (combining marks in either
+// order, neither in NFC) both read as the NFC one typed: a command naming it must refuse, naming
+// both as stored, rather than act on whichever the table lists first; so must a create of it.
+// An ID stored exactly as typed is still the one meant, whatever else normalises alike.
+func TestStoredIDsNormalisingAlikeAreRefused(t *testing.T) {
+	const nfc, one, two = "v\u1ead", "va\u0323\u0302", "va\u0302\u0323"
+	h := newHarness(t, nil)
+	h.create(volume("seed-1"))
+	h.create(volume("seed-2"))
+	renameStored(t, h.dir, "seed-1", one)
+	renameStored(t, h.dir, "seed-2", two)
+	_, err := h.e.Volume(h.ctx, nfc)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(fmt.Sprint(err), fmt.Sprintf("%+q", one)) ||
+		!strings.Contains(fmt.Sprint(err), fmt.Sprintf("%+q", two)) {
+		t.Errorf("volume %+q with %+q and %+q stored: %v, want a refusal naming both", nfc, one, two, err)
+	}
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: nfc, Alloc: "a"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("claim of %+q with %+q and %+q stored: %v, want a refusal", nfc, one, two, err)
+	}
+	if live := append(h.liveClaims(one), h.liveClaims(two)...); len(live) != 0 {
+		t.Errorf("after the refused claim, live claims: %+v", live)
+	}
+	if _, err := h.e.CreateVolume(h.ctx, volume(nfc)); !errors.Is(err, ErrInvalid) {
+		t.Errorf("create of %+q with %+q and %+q stored: %v, want a refusal", nfc, one, two, err)
+	}
+	h.create(volume("seed-3"))
+	renameStored(t, h.dir, "seed-3", nfc)
+	if v, err := h.e.Volume(h.ctx, nfc); err != nil || v.ID != nfc {
+		t.Errorf("volume %+q, stored as typed beside %+q and %+q: %+q, %v", nfc, one, two, v.ID, err)
+	}
+}
+
+// A spec names its volume in NFC. Created or registered again while an older volctl's volume
+// of that name is stored decomposed, it must meet that volume, not add a second one that
+// differs from it only in normalisation (for a create, a second volume on the storage).
+func TestSpecNamingAVolumeStoredDecomposedMeetsIt(t *testing.T) {
+	const pre, dec = "caf\u00e9", "cafe\u0301"
+	h := newHarness(t, nil)
+	named := func(id string) spec.Volume { v := volume(id); v.Name = "cafe"; return v }
+	h.create(named(dec))
+	onStorage := func() int {
+		t.Helper()
+		ids, err := csitest.VolumeIDs(h.ctx, h.socket, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ids)
+	}
+	before := onStorage()
+	v, err := h.e.CreateVolume(h.ctx, named(pre))
+	if err != nil || v.ID != dec {
+		t.Errorf("create of %+q with %+q stored: %+q, %v; want the stored volume", pre, dec, v.ID, err)
+	}
+	if n := onStorage(); n != before {
+		t.Errorf("create of %+q with %+q stored made a volume on the storage: %d, was %d", pre, dec, n, before)
+	}
+	reg := named(pre)
+	reg.ExternalID = v.ExternalID
+	reg.Context = v.Context
+	if v, err := h.e.RegisterVolume(h.ctx, reg); err != nil || v.ID != dec {
+		t.Errorf("register of %+q with %+q stored: %+q, %v; want the stored volume", pre, dec, v.ID, err)
+	}
+	if all, err := h.e.Volumes(h.ctx); err != nil || len(all) != 1 {
+		t.Errorf("volumes after create and register of %+q: %+v, %v; want only %+q", pre, all, err, dec)
+	}
+}
+
+// mayHaveOtherForm skips the read of every key for ASCII IDs without "K", ";" and "`": that
+// holds only if no other rune normalises (NFC) into ASCII but the three it names.
+func TestOnlyThreeRunesNormaliseToASCII(t *testing.T) {
+	for r := rune(0x80); r <= unicode.MaxRune; r++ {
+		if r >= 0xd800 && r <= 0xdfff {
+			continue
+		}
+		s := norm.NFC.String(string(r))
+		if !mayHaveOtherForm(s) {
+			t.Errorf("%U normalises to %q, which mayHaveOtherForm says no other string can", r, s)
+		}
+	}
+}

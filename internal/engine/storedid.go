@@ -1,0 +1,108 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/volctl/volctl/internal/store"
+)
+
+// idWhat names each table's keys in errors.
+var idWhat = map[store.IDTable]string{store.VolumeIDs: "volume", store.PluginIDs: "plugin", store.GroupNames: "group"}
+
+// byStoredID runs op with an ID as given (the command line reads typed IDs in NFC, cli.typedID)
+// and, only when that finds nothing, with the ID as an older volctl stored it in another
+// normal form (it stored IDs as typed: "cafe\u0301" for "café"), so that such a volume, plugin
+// or group is still named by what anyone types. The stored ID is used as it is, never renamed:
+// its lock file, staging and target paths derive from it. The common path, an ID found as
+// given, costs nothing more; a miss costs one read of the table's keys (storedForm).
+func byStoredID[T any](ctx context.Context, e *Engine, t store.IDTable, id string, op func(id string) (T, error)) (T, error) {
+	r, err := op(id)
+	if err == nil || !errors.Is(err, ErrNotFound) && !errors.Is(err, store.ErrNotFound) {
+		return r, err
+	}
+	stored, ferr := viewOne(ctx, e.store, func(tx *store.Tx) (string, error) { return storedForm(tx, t, id) })
+	if ferr != nil {
+		var zero T
+		return zero, ferr
+	}
+	if stored == "" {
+		return r, err
+	}
+	return op(stored)
+}
+
+// storedForm returns the one stored key of a table that is id in another normal form, or ""
+// when there is none or id itself is stored (what was not found is something else). Two such
+// keys are an error naming both: volctl cannot tell which one is meant.
+func storedForm(tx *store.Tx, t store.IDTable, id string) (string, error) {
+	if !mayHaveOtherForm(id) {
+		return "", nil
+	}
+	same, err := tx.SameInNFC(t, id)
+	if err != nil {
+		return "", err
+	}
+	for _, s := range same {
+		if s == id {
+			return "", nil
+		}
+	}
+	switch len(same) {
+	case 0:
+		return "", nil
+	case 1:
+		return same[0], nil
+	}
+	quoted := make([]string, len(same))
+	for i, s := range same {
+		quoted[i] = fmt.Sprintf("%+q", s)
+	}
+	return "", invalidf("%s %q names %d stored %ss that differ only in Unicode normalisation (%s): volctl cannot tell which one is meant",
+		idWhat[t], id, len(same), idWhat[t], strings.Join(quoted, " and "))
+}
+
+// mayHaveOtherForm reports whether another string can have id's NFC form: not so for ASCII
+// without the three characters a non-ASCII one normalises to (U+212A KELVIN SIGN to "K", U+037E
+// GREEK QUESTION MARK to ";", U+1FEF GREEK VARIA to "`"; TestOnlyThreeRunesNormaliseToASCII),
+// which spares the usual ID the read of every key.
+func mayHaveOtherForm(id string) bool {
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c >= 0x80 || c == 'K' || c == ';' || c == '`' {
+			return true
+		}
+	}
+	return false
+}
+
+// storedAsError is what a registration or create finds when the ID it is about to insert is
+// stored in another normal form (storedForm): bySpecID runs it again on the stored ID, so that
+// a spec (read in NFC) names the volume an older volctl stored decomposed, rather than add a
+// second volume that differs from it only in normalisation (for a create, a second one on the
+// storage).
+type storedAsError struct{ stored string }
+
+func (e *storedAsError) Error() string { return fmt.Sprintf("stored as %+q", e.stored) }
+
+// notStoredOtherwise is nil when id may be inserted: no other normal form of it is stored. It
+// is called only on the insert path, after a lookup of id found nothing.
+func notStoredOtherwise(tx *store.Tx, t store.IDTable, id string) error {
+	stored, err := storedForm(tx, t, id)
+	if err != nil || stored == "" {
+		return err
+	}
+	return &storedAsError{stored: stored}
+}
+
+// bySpecID runs op with a spec's ID and, when op found it stored in another normal form
+// (storedAsError), again with the ID as stored.
+func bySpecID[T any](id string, op func(id string) (T, error)) (T, error) {
+	r, err := op(id)
+	var sa *storedAsError
+	if errors.As(err, &sa) {
+		return op(sa.stored)
+	}
+	return r, err
+}

@@ -1,0 +1,168 @@
+package nomad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// ErrOtherVolume matches a registration not sent because Nomad has a volume by that ID, in that
+// namespace, that is another one (another plugin or external ID): someone else's.
+var ErrOtherVolume = errors.New("has another volume by that ID")
+
+// AskAfterFailure bounds the question HandOver asks Nomad after a registration failed (even
+// after Ctrl-C): whether it has the volume.
+const AskAfterFailure = 10 * time.Second
+
+// Handed is what HandOver did.
+type Handed struct {
+	// Warnings are Nomad's, credentials and secrets replaced.
+	Warnings string
+	// Updated: Nomad had the volume before (an update).
+	Updated bool
+	// Undo: Nomad certainly does not have the volume, so a mark made for this registration
+	// goes.
+	Undo bool
+}
+
+// HandOver registers v in Nomad for a handover (engine.HandOver's Register): first says the
+// volume was not marked handed over before. The error names the volume, the address, and
+// what to run.
+//
+//   - Nomad's copy is read first: one that is another volume (Identity) is not overwritten;
+//     nothing is sent, and the error matches ErrOtherVolume.
+//   - A registration Nomad answered OK is read back, and must be what was sent (ID,
+//     namespace, plugin and external ID, capabilities, capacity): one that is not stays
+//     marked (Nomad said it took it), with an error saying what differs; one Nomad then says
+//     it has no such volume goes.
+//   - A registration that failed, answered or not (a 500 may come after Nomad took it), of a
+//     volume not marked before: Nomad is asked whether it has the volume. The mark goes when
+//     Nomad says it has none (its own 404) or has another volume by the ID, or, when the
+//     question gets no answer, when the registration was refused for certain (a 4xx or a
+//     redirect: the request was not applied); else it stays, and the error says why.
+func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Handed, error) {
+	ns := c.namespaceFor(v)
+	have, err := c.VolumeIn(ctx, v.ID, ns, c.Region)
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return Handed{Undo: true}, fmt.Errorf("volume %q: %w", v.ID, err) // nothing sent
+	default:
+		if d := c.Identity(have, v); len(d) > 0 {
+			return Handed{Undo: true}, fmt.Errorf("volume %q: Nomad at %s %w in namespace %s, with %s: not volctl's to update (volctl registers it with its own); deregister that one there first (nomad volume deregister -namespace %s %s) if it is no one's, or leave this volume to volctl",
+				v.ID, c.Address, ErrOtherVolume, ns, c.shown(strings.Join(d, ", "), v), ns, v.ID)
+		}
+	}
+	out := Handed{Updated: err == nil}
+	warnings, err := c.Register(ctx, v)
+	if err != nil {
+		if !first {
+			out.Undo = true // marked from before: the mark stays whatever happened
+			return out, err
+		}
+		out.Undo, err = c.hasNot(ctx, v, ns, err)
+		return out, err
+	}
+	out.Warnings = c.shown(warnings, v)
+	got, gerr := c.VolumeIn(ctx, v.ID, ns, c.Region)
+	switch {
+	case errors.Is(gerr, ErrNotFound):
+		mark := "volctl took its handover mark back"
+		if !first {
+			mark = fmt.Sprintf("it stays marked handed over from before: `volctl nomad release %s` takes it back", v.ID)
+		}
+		out.Undo = true
+		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK, then says it has no volume %q in namespace %s: it did not register it (%s); check Nomad (or what answers at NOMAD_ADDR) and run `volctl nomad register %s` again",
+			v.ID, c.Address, v.ID, ns, mark, v.ID)
+	case gerr != nil:
+		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK, but reading it back failed: %v; it stays marked handed over, as Nomad said it took it: `volctl nomad status %s` shows Nomad's copy, and `volctl nomad register %s` again registers and checks it anew",
+			v.ID, c.Address, gerr, v.ID, v.ID)
+	}
+	if d := c.differs(got, v); len(d) > 0 {
+		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK, but has it with %s; it stays marked handed over, as Nomad said it took it, so volctl does not claim it: see `nomad volume status -namespace %s %s`; `volctl nomad register %s` again sends it anew, and once Nomad has let go of it (nomad volume deregister), `volctl nomad release %s` takes it back",
+			v.ID, c.Address, c.shown(strings.Join(d, ", "), v), ns, v.ID, v.ID, v.ID)
+	}
+	return out, nil
+}
+
+// hasNot asks Nomad, after the registration of a volume not marked before failed with err,
+// whether it has the volume: undo when it certainly does not, and the error to report.
+func (c *Client) hasNot(ctx context.Context, v spec.Volume, ns string, err error) (undo bool, _ error) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AskAfterFailure)
+	defer cancel()
+	have, gerr := c.VolumeIn(cctx, v.ID, ns, c.Region)
+	switch {
+	case errors.Is(gerr, ErrNotFound):
+		return true, err
+	case gerr == nil && len(c.Identity(have, v)) > 0:
+		return true, err // another volume by the ID: not this one
+	case gerr == nil:
+		return false, fmt.Errorf("%w; Nomad has volume %q (namespace %s) nonetheless, so it stays marked handed over and volctl does not claim it: `volctl nomad register %s` again updates it; to take it back, `nomad volume deregister -namespace %s %s`, then `volctl nomad release %s`",
+			err, v.ID, ns, v.ID, ns, v.ID, v.ID)
+	case refusedForCertain(err):
+		return true, err
+	}
+	return false, fmt.Errorf("%w; volume %q stays marked handed over, so volctl does not claim it while Nomad may have it (asking it failed too: %v): `volctl nomad status %s` shows whether Nomad has it, and `volctl nomad release %s` takes it back once Nomad says it has not",
+		err, v.ID, gerr, v.ID, v.ID)
+}
+
+// refusedForCertain reports whether a registration's error says Nomad did not apply it: a
+// 4xx (Nomad's HTTP layer refuses a request it cannot decode or a token may not make before
+// anything is applied) or a redirect not followed. A 5xx may come after Nomad took the volume.
+func refusedForCertain(err error) bool {
+	var re *redirectError
+	if errors.As(err, &re) {
+		return true
+	}
+	var ure api.UnexpectedResponseError
+	return errors.As(err, &ure) && ure.HasStatusCode() && ure.StatusCode() >= 400 && ure.StatusCode() < http.StatusInternalServerError
+}
+
+// Identity lists how Nomad's copy of a volume differs from v where it says which volume it
+// is: ID, namespace, plugin ID, external ID. A copy that differs so is another volume.
+func (c *Client) Identity(have VolumeState, v spec.Volume) []string {
+	var out []string
+	add := func(field, h, w string) {
+		if h != w {
+			out = append(out, fmt.Sprintf("%s %q (volctl's: %q)", field, h, w))
+		}
+	}
+	add("ID", have.ID, v.ID)
+	add("namespace", have.Namespace, c.namespaceFor(v))
+	add("plugin_id", have.PluginID, v.PluginID)
+	add("external_id", have.ExternalID, v.ExternalID)
+	return out
+}
+
+// differs is Identity, and the capabilities and capacity (when volctl sends one) besides:
+// what a registration Nomad took must read back as.
+func (c *Client) differs(have VolumeState, v spec.Volume) []string {
+	out := c.Identity(have, v)
+	if !slices.Equal(have.Capabilities, v.Capabilities) {
+		out = append(out, fmt.Sprintf("capabilities %s (volctl's: %s)", capabilities(have.Capabilities), capabilities(v.Capabilities)))
+	}
+	if (v.CapacityMin != 0 || v.CapacityMax != 0) && (have.CapacityMin != v.CapacityMin || have.CapacityMax != v.CapacityMax) {
+		out = append(out, fmt.Sprintf("capacity min %d, max %d (volctl's: %d, %d)", have.CapacityMin, have.CapacityMax, v.CapacityMin, v.CapacityMax))
+	}
+	return out
+}
+
+func capabilities(cs []spec.Capability) string {
+	parts := make([]string, len(cs))
+	for i, cp := range cs {
+		parts[i] = fmt.Sprintf("%q/%q", cp.AccessMode, cp.AttachmentMode)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// shown is s, something Nomad said, with the credentials and the volume's secrets and mount
+// flags replaced.
+func (c *Client) shown(s string, v spec.Volume) string { return scrub(c.hideCreds(s), v) }

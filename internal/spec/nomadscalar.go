@@ -1,0 +1,126 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// A number or bool written where a spec wants a string is sent as Nomad sends it, so that a
+// volume registered through volctl and through Nomad reaches the plugin with the same strings
+// (`nomad volume register` and `volume create`, command/volume_register_csi.go, read the file
+// with HCL1):
+//
+//   - parameters, secrets and context are decoded into untyped values and then weakly into
+//     strings (mapstructure.WeakDecode): true and false become "1" and "0", a whole number its
+//     decimal digits (one beyond int64 is an error there: the file is refused), any other
+//     number the shortest decimal of its float64, never in exponent form (1.50 -> "1.5",
+//     1e3 -> "1000", 1e21 -> "1000000000000000000000");
+//   - mount_options' fs_type and mount_flags are decoded straight into strings, which keeps a
+//     number's text as written (1.50 -> "1.50") and a bool's ("true").
+//
+// A number computed rather than written (an HCL2 expression, which HCL1 has not) is taken as
+// the number it is.
+
+// numberText matches a number literal as HCL and JSON write it, with its sign.
+var numberText = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+})
+
+// numberLiteral returns the text of expr when it is a number written as a literal.
+func (d *decoder) numberLiteral(expr hcl.Expression) (string, bool) {
+	r := expr.Range()
+	if d.src == nil || r.Start.Byte < 0 || r.End.Byte > len(d.src) || r.Start.Byte >= r.End.Byte {
+		return "", false
+	}
+	t := strings.TrimSpace(string(d.src[r.Start.Byte:r.End.Byte]))
+	if !numberText().MatchString(t) {
+		return "", false
+	}
+	return t, true
+}
+
+var errNotString = errors.New("not a string")
+
+// weakString is a map value as Nomad's weak decoding makes it (see above).
+func (d *decoder) weakString(expr hcl.Expression, v cty.Value) (string, error) {
+	if v.IsKnown() && !v.IsNull() {
+		switch v.Type() {
+		case cty.Bool:
+			if v.True() {
+				return "1", nil
+			}
+			return "0", nil
+		case cty.Number:
+			if t, ok := d.numberLiteral(expr); ok {
+				return nomadNumber(t)
+			}
+			bf := v.AsBigFloat()
+			if i, acc := bf.Int64(); bf.IsInt() && acc == big.Exact {
+				return strconv.FormatInt(i, 10), nil
+			}
+			f, _ := bf.Float64()
+			return formatFloat(f)
+		}
+	}
+	if s, ok := toString(v); ok {
+		return s, nil
+	}
+	return "", errNotString
+}
+
+// nomadNumber is what Nomad makes of a number literal: a whole number written without a point
+// or exponent is an int64, any other a float64.
+func nomadNumber(t string) (string, error) {
+	if !strings.ContainsAny(t, ".eE") {
+		i, err := strconv.ParseInt(t, 10, 64)
+		if err != nil {
+			return "", fmt.Errorf("%s is beyond the whole numbers Nomad reads here (64-bit); write it as a string, in quotes", t)
+		}
+		return strconv.FormatInt(i, 10), nil
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil {
+		return "", fmt.Errorf("%s is beyond the numbers Nomad reads here (64-bit floating point); write it as a string, in quotes", t)
+	}
+	return formatFloat(f)
+}
+
+func formatFloat(f float64) (string, error) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return "", fmt.Errorf("the number is beyond 64-bit floating point; write it as a string, in quotes")
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64), nil
+}
+
+// literalString is a mount option's string as Nomad decodes it: a number as written.
+func (d *decoder) literalString(expr hcl.Expression, v cty.Value) (string, bool) {
+	if v.Type() == cty.Number {
+		if t, ok := d.numberLiteral(expr); ok {
+			return t, true
+		}
+	}
+	return toString(v)
+}
+
+// literalStrings puts the text of each number literal of a list expression into out, the
+// list strList decoded from it.
+func (d *decoder) literalStrings(expr hcl.Expression, out []string) {
+	exprs, diags := hcl.ExprList(expr)
+	if diags.HasErrors() || len(exprs) != len(out) {
+		return
+	}
+	for i, e := range exprs {
+		if t, ok := d.numberLiteral(e); ok {
+			out[i] = t
+		}
+	}
+}

@@ -1,0 +1,43 @@
+package store
+
+import (
+	"fmt"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// IDTable names a table whose keys people type: volume and plugin IDs, group names.
+type IDTable int
+
+const (
+	VolumeIDs IDTable = iota
+	PluginIDs
+	GroupNames
+)
+
+// SameInNFC lists, ordered, the stored keys of a table whose Unicode NFC form is id's: id itself
+// when it is stored, and any key an older volctl stored in another normal form (it stored IDs
+// as typed, and a terminal may send "é" decomposed). It reads every key, so it is for the path
+// where a lookup by the key as given found nothing, never the common one.
+func (tx *Tx) SameInNFC(t IDTable, id string) ([]string, error) {
+	q := map[IDTable]string{
+		VolumeIDs:  `SELECT id FROM volumes ORDER BY id`,
+		PluginIDs:  `SELECT id FROM plugins ORDER BY id`,
+		GroupNames: `SELECT name FROM groups ORDER BY name`,
+	}[t]
+	keys, err := listAll(tx, fmt.Sprintf("keys like %q", id), func(sc scanner) (string, error) {
+		var k string
+		return k, sc.Scan(&k)
+	}, q)
+	if err != nil {
+		return nil, err
+	}
+	want := norm.NFC.String(id)
+	var out []string
+	for _, k := range keys {
+		if k == id || norm.NFC.String(k) == want {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,172 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/volctl/volctl/internal/backoff"
+)
+
+// A process that has the store open holds a shared flock on <state>/volctl.db-lock for as long
+// as it has it open (the kernel drops it when the process dies); a migration needs it exclusive.
+// An older volctl still running (an agent, a dashboard) keeps the statements of its schema, which
+// SQLite re-prepares against the new one and runs: rows written without what the new schema
+// adds, read back by the new volctl as if they had it. So a database is never migrated under a
+// running volctl: the migrating open waits for them, up to the busy timeout, then refuses,
+// naming their pids. It costs an open and a flock per Open and nothing per transaction.
+// Processes of volctl versions before this lock hold none: they are not waited for.
+
+// lockSuffix names the open lock beside the database: volctl.db-lock.
+const lockSuffix = "-lock"
+
+// openLockFile opens (creating it 0600) the lock file of the database at path: never through a
+// symlink, and without blocking, so a named pipe put in its place cannot hold Open in open(2).
+func openLockFile(path string) (*os.File, error) {
+	p := path + lockSuffix
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("open state: lock file %s is a symlink, not a regular file as volctl makes it: remove it, and volctl makes it again", p)
+		}
+		return nil, fmt.Errorf("open state: lock file: %w", err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("lock file %s is %s, not a regular file as volctl makes it: remove it, and volctl makes it again", p, FileKind(fi.Mode()))
+	}
+	if err == nil {
+		err = checkOwner(fi, "state lock file", p, "keep volctl from upgrading its state")
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open state: %w", err)
+	}
+	return f, nil
+}
+
+// flockFile takes or converts the flock on f without waiting (how is unix.LOCK_SH or
+// unix.LOCK_EX); ok is false when another open file holds a conflicting one. A variable so tests
+// can stand in a file system whose flock fails. Converting is not atomic (flock(2)): a failed
+// conversion to exclusive leaves no lock held.
+var flockFile = func(f *os.File, how int) (ok bool, err error) {
+	for {
+		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, unix.EWOULDBLOCK):
+			return false, nil
+		case errors.Is(err, unix.EINTR):
+			continue
+		}
+		return false, err
+	}
+}
+
+// unsupportedLock says a flock error means the file system has no flock (some network and FUSE
+// file systems): the store opens without its open lock there, as volctl did before it had one.
+func unsupportedLock(err error) bool {
+	return errors.Is(err, unix.ENOLCK) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS)
+}
+
+// lockShared takes the open lock shared, waiting while another volctl migrates the database
+// (holds it exclusive), until deadline or the context ends. held is false on a file system
+// without flock.
+func (s *Store) lockShared(ctx context.Context, deadline time.Time) (held bool, err error) {
+	waits := backoff.New(time.Millisecond, 100*time.Millisecond)
+	for {
+		ok, err := flockFile(s.lock, unix.LOCK_SH)
+		if err != nil {
+			if unsupportedLock(err) {
+				return false, nil
+			}
+			return false, fmt.Errorf("open state %s: lock %s: %w", s.path, s.lock.Name(), err)
+		}
+		if ok {
+			return true, nil
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("open state %s: %w", s.path, &busyError{why: "another volctl" + holders(s.lock) + " has been migrating its schema for " + s.busyTimeout.String()})
+		}
+		if err := sleepCtx(ctx, backoff.Jitter(waits.Next())); err != nil {
+			return false, fmt.Errorf("open state %s: interrupted while waiting for another volctl to migrate the state database: %w", s.path, err)
+		}
+	}
+}
+
+// sleepCtx sleeps for d or until ctx ends, and returns ctx's error then.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// holders is " (pid 12, pid 34)": the processes other than this one that hold a flock on f, as
+// /proc/locks lists them, or "" when none can be named.
+func holders(f *os.File) string {
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	locks, err := os.Open("/proc/locks")
+	if err != nil {
+		return ""
+	}
+	defer locks.Close()
+	// A line: "1: FLOCK  ADVISORY  READ  1234 08:01:5678 0 EOF"; a waiter's has "->" after
+	// the number. The device is the major and minor number in hex.
+	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	self := strconv.Itoa(os.Getpid())
+	var pids []string
+	sc := bufio.NewScanner(locks)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 || fields[1] != "FLOCK" || fields[5] != id || fields[4] == self {
+			continue
+		}
+		if pid := "pid " + fields[4]; len(pids) < shownNames && !slices.Contains(pids, pid) {
+			pids = append(pids, pid)
+		}
+	}
+	if len(pids) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(pids, ", ") + ")"
+}
+
+// checkLockHolds refuses a file system whose flock is a no-op (some 9p and FUSE servers answer
+// every lock request yes): with the open lock held shared, a second open of its file must not
+// get it exclusive. volctl's locks between processes (the engine's volume and controller locks
+// are flocks too) would not hold there, and two commands could act on one volume at once. It
+// costs an open, a flock and a close per Open.
+func (s *Store) checkLockHolds() error {
+	f, err := os.OpenFile(s.lock.Name(), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open state %s: lock %s: %w", s.path, s.lock.Name(), err)
+	}
+	defer f.Close()
+	if ok, err := flockFile(f, unix.LOCK_EX); err != nil || !ok {
+		return nil
+	}
+	return fmt.Errorf("open state %s: flock does not lock on this file system: a second open of %s took it exclusive while this one held it shared, so volctl's locks between processes would not hold and two commands could act on one volume at once; put the state dir on a local file system",
+		s.path, s.lock.Name())
+}

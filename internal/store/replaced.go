@@ -1,0 +1,49 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// A process keeps the database file it opened, by inode, for as long as it runs. When that file
+// is replaced under it (a backup moved over volctl.db, the state dir moved aside and another put
+// in its place), SQLite goes on without a word: its commits land in the WAL, which it reaches by
+// name and so shares with the new file's readers, and its checkpoints copy them into the old file
+// (unlinked, or under the old name) and restart the WAL. Every commit it checkpointed is then
+// gone from the state every other volctl reads, though each was reported done. So a write
+// transaction first checks that the file at the path is still the one opened: one stat, no
+// statement; a reader is left to read its snapshot.
+
+// ErrReplaced is matched by the error of a write after the state database file was replaced or
+// removed under the process.
+var ErrReplaced = errors.New("state database file was replaced while this volctl had it open")
+
+// fileID is a file's device and inode.
+type fileID struct{ dev, ino uint64 }
+
+// idAt is the device and inode of the file at path (a stat(2), without os.Stat's allocations:
+// it runs before every write transaction).
+func idAt(path string) (fileID, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return fileID{}, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	return fileID{dev: st.Dev, ino: st.Ino}, nil
+}
+
+// checkFile returns ErrReplaced, saying what to do, when the database file at s.path is not the
+// one s opened.
+func (s *Store) checkFile() error {
+	id, err := idAt(s.path)
+	if err == nil && id == s.file {
+		return nil
+	}
+	what := "another file is at its path now"
+	if err != nil {
+		what = err.Error()
+	}
+	return fmt.Errorf("state %s: %w (%s; a backup restored over it, or the state dir moved): nothing written, since this volctl's writes would go to the old file and be lost; restart this volctl",
+		s.path, ErrReplaced, what)
+}
