@@ -73,15 +73,22 @@ func TestControllerLockIsTheSocketsWhateverIDOrSpelling(t *testing.T) {
 	}
 }
 
-// The agent never stops a plugin that may hold a mount (PluginMounts). A mount made through
-// another plugin ID registered on the same socket is the same process's: it counts for every ID
-// on that socket, however it is spelled, or the agent would restart the process under it.
-func TestPluginMountsCountEveryIDOnTheSocket(t *testing.T) {
+// harnessWithVolumeThroughMem2 is a harness with a second plugin ID, "mem2", registered on the
+// plugin's socket spelled another way, and volume "v" created through it.
+func harnessWithVolumeThroughMem2(t *testing.T) *harness {
 	h := newHarness(t, nil)
 	h.registerPlugin("mem2", filepath.Dir(h.socket)+"//"+filepath.Base(h.socket))
 	sv := volume("v")
 	sv.PluginID = "mem2"
 	h.create(sv)
+	return h
+}
+
+// The agent never stops a plugin that may hold a mount (PluginMounts). A mount made through
+// another plugin ID registered on the same socket is the same process's: it counts for every ID
+// on that socket, however it is spelled, or the agent would restart the process under it.
+func TestPluginMountsCountEveryIDOnTheSocket(t *testing.T) {
+	h := harnessWithVolumeThroughMem2(t)
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 
 	for _, id := range []string{"mem", "mem2"} {
@@ -105,11 +112,7 @@ func TestPluginMountsCountEveryIDOnTheSocket(t *testing.T) {
 // registered on the same socket reaches the same process: it waits for that lock too, rather
 // than sending NodeStageVolume or NodePublishVolume to a plugin being stopped.
 func TestPublishLockIsTheSocketsWhateverID(t *testing.T) {
-	h := newHarness(t, nil)
-	h.registerPlugin("mem2", filepath.Dir(h.socket)+"//"+filepath.Base(h.socket))
-	sv := volume("v")
-	sv.PluginID = "mem2"
-	h.create(sv)
+	h := harnessWithVolumeThroughMem2(t)
 
 	m, release, err := h.e.HoldPluginMounts(h.ctx, "mem")
 	if err != nil || m.Any() {
