@@ -257,7 +257,14 @@ func (m PluginMounts) Any() bool { return m.Mounts+m.InDoubt > 0 || m.Publishing
 // held. release is never nil.
 func (e *Engine) HoldPluginMounts(ctx context.Context, pluginID string) (m PluginMounts, release func(), err error) {
 	release = func() {}
-	unlock, ok, err := e.locks.exclusive(publishLock(pluginID))
+	p, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get(pluginID) })
+	if errors.Is(err, store.ErrNotFound) {
+		p, err = store.Plugin{ID: pluginID}, nil // no socket known: the plugin ID's lock
+	}
+	if err != nil {
+		return m, release, err
+	}
+	unlock, ok, err := e.locks.exclusive(publishLock(p))
 	switch {
 	case err != nil:
 		return m, release, fmt.Errorf("plugin %q publish lock: %w", pluginID, err)
@@ -273,7 +280,8 @@ func (e *Engine) HoldPluginMounts(ctx context.Context, pluginID string) (m Plugi
 }
 
 // PluginMounts counts a plugin's mounts and mounts in doubt in one read of the store: the
-// agent never stops a plugin that may hold one.
+// agent never stops a plugin that may hold one. They are the plugin process's: those made
+// through any plugin ID registered on one of its sockets count (socketMates).
 func (e *Engine) PluginMounts(ctx context.Context, pluginID string) (PluginMounts, error) {
 	return byStoredID(ctx, e, store.PluginIDs, pluginID, func(id string) (PluginMounts, error) { return e.pluginMountsStored(ctx, id) })
 }
@@ -282,13 +290,19 @@ func (e *Engine) PluginMounts(ctx context.Context, pluginID string) (PluginMount
 func (e *Engine) pluginMountsStored(ctx context.Context, pluginID string) (PluginMounts, error) {
 	var m PluginMounts
 	err := e.store.View(ctx, func(tx *store.Tx) error {
-		vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: pluginID})
+		ids, err := socketMates(tx, pluginID)
 		if err != nil {
 			return err
 		}
 		mine := map[string]bool{}
-		for _, v := range vols {
-			mine[v.ID] = true
+		for id := range ids {
+			vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: id})
+			if err != nil {
+				return err
+			}
+			for _, v := range vols {
+				mine[v.ID] = true
+			}
 		}
 		claims, err := tx.Claims().ListAll()
 		if err != nil {
@@ -307,7 +321,7 @@ func (e *Engine) pluginMountsStored(ctx context.Context, pluginID string) (Plugi
 		}
 		for _, st := range stagings {
 			switch {
-			case !mine[st.VolumeID] && st.PluginID != pluginID:
+			case !mine[st.VolumeID] && !ids[st.PluginID]:
 			case st.Staged:
 				m.Mounts++
 			case st.StagingPath != "":
