@@ -36,7 +36,11 @@ expansion until a claim next publishes it. One that failed stays owed: run the s
 or volctl reconcile. The new size becomes the volume's capacity_min. Re-registering or
 re-creating the volume with a larger capacity_min does the same. A plugin that answers with
 less than --size fails the expand (exit 1): the volume keeps the larger of its old size and the
-one answered, and its capacity_min, so the same expand asks again.
+one answered, and its capacity_min, so the same expand asks again. One that answers with more
+than the limit (capacity_max) expanded it, and that cannot be undone: the volume is recorded at
+the size answered and the expand fails (exit 1), naming the plugin and both sizes. A plugin that
+says the node must expand but whose node service cannot (no EXPAND_VOLUME) fails the expand
+(exit 1) with the node expansion left owed.
 
 Sizes read like a spec's capacity_min: "10GiB", "500M", "1T". A volume never shrinks (exit 2);
 asking for its current size changes nothing but sending a node expansion still owed. A plugin without EXPAND_VOLUME is refused (exit 2).

@@ -87,7 +87,10 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 	}
 
 	newSize, nodeRequired := size, node
-	var short error // the plugin answered OK with less than size
+	var (
+		short error // the plugin answered OK with less than size
+		over  error // the plugin answered OK with more than limit: done, but not as asked
+	)
 	if ctrl {
 		resp, _, err := controllerAnswer(ctx, e, c, csi.RPCControllerExpandVolume,
 			func(ctx context.Context) (csi.ControllerExpandVolumeResponse, error) {
@@ -95,14 +98,24 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 					VolumeID: v.ExternalID, CapacityMin: size, CapacityMax: limit, Secrets: v.Secrets})
 			})
 		if err != nil {
+			if csi.IsRetryable(err) || csi.IsTimeout(err) || csi.IsAnswerUnread(err) {
+				// The plugin may have expanded the storage without volctl reading the answer:
+				// nothing records that, so say how to learn it (the RPC is idempotent).
+				err = fmt.Errorf("%w (the plugin may have expanded volume %q without volctl reading its answer; it stays recorded at %s: "+
+					"run the same `volctl volume expand %s` again, which the plugin answers with the size it has)", err, v.ID, spec.FormatSize(cur), v.ID)
+				e.event(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
+					Code: csi.CodeOf(err).String(), Message: "expansion answer not read: " + err.Error()})
+			}
 			return fail(err)
 		}
 		if resp.CapacityBytes > 0 {
 			newSize = resp.CapacityBytes
 		}
-		// Owed to a node that can expand, or to one not reachable through this registration
-		// yet (a split plugin's node half not registered): the next publish sends it.
-		nodeRequired = resp.NodeExpansionRequired && (node || !c.fp.Node)
+		// Owed whenever the plugin says so: to a node that can expand, to one not reachable
+		// through this registration yet (a split plugin's node half not registered: the next
+		// publish sends it), and to a node service without EXPAND_VOLUME (its halves disagree):
+		// the file system is not grown, and expandOnNode says so until it can be.
+		nodeRequired = resp.NodeExpansionRequired
 		if newSize < size {
 			// The spec: the plugin reaches required_bytes or fails (OUT_OF_RANGE). It did
 			// neither, so the expand fails; the record keeps the larger of the old size and
@@ -117,6 +130,9 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 				return fail(short)
 			}
 		}
+		// Above the limit: the storage is that size, and an expansion cannot be undone. The
+		// record says what the storage is, and the expand fails, saying so.
+		over = aboveLimit(v, csi.RPCControllerExpandVolume, newSize, limit)
 	}
 	v.CapacityBytes = newSize
 	if short == nil {
@@ -126,13 +142,19 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		}
 	}
 	msg := fmt.Sprintf("volume %q expanded to %s", v.ID, spec.FormatSize(newSize))
-	if short != nil {
+	switch {
+	case short != nil:
 		msg = "expansion fell short: " + short.Error()
+	case over != nil:
+		msg = "expansion went above the limit: " + over.Error()
 	}
 	if nodeRequired {
 		// Owed before it is sent, and in the same commit as the new size: whatever happens to
 		// the node expansion, the record says the filesystem may still be the old size.
 		v.NodeExpandMin, v.NodeExpandMax = min(size, newSize), limit
+		if over != nil {
+			v.NodeExpandMax = 0 // the storage is past the limit already: the node follows it
+		}
 		msg += "; the node expansion is owed"
 	}
 	if err := e.store.Update(ctx, func(tx *store.Tx) error {
@@ -146,13 +168,25 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 	failpoint("expand:node-owed")
 	if nodeRequired {
 		if _, err := e.expandOnNode(ctx, c, v); err != nil {
-			return fail(errors.Join(short, err))
+			return fail(errors.Join(short, over, err))
 		}
 	}
-	if short != nil {
-		return fail(short)
+	if err := errors.Join(short, over); err != nil {
+		return fail(err)
 	}
 	return e.Volume(ctx, v.ID)
+}
+
+// aboveLimit is the error for a plugin that answered an expansion (rpc) of v OK with answered
+// bytes, above the limit asked (none when limit is 0): the storage is that size now, and
+// cannot be shrunk back.
+func aboveLimit(v store.Volume, rpc string, answered, limit int64) error {
+	if limit == 0 || answered <= limit {
+		return nil
+	}
+	return fmt.Errorf("plugin %q answered %s for volume %q with %s, above the limit %s asked: the storage is that size now "+
+		"and volumes cannot shrink (it is recorded at %s; check the plugin's allocation unit or ask the storage provider)",
+		v.PluginID, rpc, v.ID, spec.FormatSize(answered), spec.FormatSize(limit), spec.FormatSize(answered))
 }
 
 // expandOnNode sends the NodeExpandVolume a volume is owed where it is on this node: for each
@@ -161,8 +195,14 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 // (sent reports whether anything was sent). A failure leaves it owed, and says how to go on.
 // The caller holds the volume lock; v is the volume as last read or written under it.
 func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume) (sent bool, err error) {
-	if v.NodeExpandMin <= 0 || !c.fp.Node || !c.fp.Capabilities.Node.ExpandVolume {
+	if v.NodeExpandMin <= 0 || !c.fp.Node {
 		return false, nil
+	}
+	if !c.fp.Capabilities.Node.ExpandVolume {
+		return false, fmt.Errorf("volume %q is owed a node expansion to %s (its controller answered node_expansion_required), but plugin %q's node service "+
+			"does not have the capability EXPAND_VOLUME, so NodeExpandVolume cannot be sent: the file system is not expanded; "+
+			"start the plugin with that capability, then run `volctl volume expand %s` again or `volctl reconcile`",
+			v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, v.ID)
 	}
 	var (
 		claims []store.Claim
@@ -202,12 +242,15 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume) (sen
 	if len(reqs) == 0 {
 		return false, nil // sent at the volume's next publish
 	}
+	var answered int64
 	for i, req := range reqs {
-		if err := e.sendNodeExpand(ctx, c, v, req, whom[i]); err != nil {
+		got, err := e.sendNodeExpand(ctx, c, v, req, whom[i])
+		if err != nil {
 			return true, err
 		}
+		answered = max(answered, got)
 	}
-	return true, e.nodeExpanded(ctx, v)
+	return true, e.nodeExpanded(ctx, v, answered)
 }
 
 // nodeExpandRequest is the NodeExpandVolume a volume is owed, at path (a claim's target, with
@@ -225,32 +268,60 @@ func (e *Engine) nodeExpandRequest(c *conn, v store.Volume, cl *store.Claim, pat
 	return req
 }
 
-// sendNodeExpand sends one owed NodeExpandVolume, for whom (a claim, or the staging); a failure
+// sendNodeExpand sends one owed NodeExpandVolume, for whom (a claim, or the staging), and
+// returns the capacity the plugin answered (0 when it does not say). A failure, and an answer
+// OK below the size asked (the spec: the plugin reaches required_bytes or fails, OUT_OF_RANGE),
 // is logged as an event and returned saying the expansion stays owed.
-func (e *Engine) sendNodeExpand(ctx context.Context, c *conn, v store.Volume, req csi.NodeExpandVolumeRequest, whom string) error {
+func (e *Engine) sendNodeExpand(ctx context.Context, c *conn, v store.Volume, req csi.NodeExpandVolumeRequest, whom string) (int64, error) {
+	var answered int64
 	err := e.retry(ctx, c, csi.RPCNodeExpandVolume, func(ctx context.Context) error {
-		_, err := c.client.NodeExpandVolume(ctx, req)
+		var err error
+		answered, err = c.client.NodeExpandVolume(ctx, req)
 		return err
 	})
 	if err == nil {
 		failpoint("rpc:NodeExpandVolume")
-		return nil
+		if answered == 0 || answered >= req.CapacityMin {
+			return answered, nil
+		}
+		err = fmt.Errorf("plugin %q answered OK with %s, below the %s asked: the file system is not expanded", v.PluginID, spec.FormatSize(answered), spec.FormatSize(req.CapacityMin))
 	}
 	e.event(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCNodeExpandVolume,
 		Code: csi.CodeOf(err).String(), Message: fmt.Sprintf("node expansion at %s failed, still owed: %v", req.VolumePath, err)})
-	return fmt.Errorf("the node expansion of volume %q to %s for %s (at %s) failed: %w (it stays owed: run `volctl volume expand %s` again or `volctl reconcile`)",
+	return 0, fmt.Errorf("the node expansion of volume %q to %s for %s (at %s) failed: %w (it stays owed: run `volctl volume expand %s` again or `volctl reconcile`)",
 		v.ID, spec.FormatSize(v.NodeExpandMin), whom, req.VolumePath, err, v.ID)
 }
 
-// nodeExpanded clears a volume's owed node expansion.
-func (e *Engine) nodeExpanded(ctx context.Context, v store.Volume) error {
-	return e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+// nodeExpanded clears a volume's owed node expansion. answered is the largest capacity the
+// node answered (0 when it did not say): above the recorded size (a plugin that expands only
+// on the node, or one that rounded up), it is recorded, since it is what the storage is; above
+// the limit asked, the debt is cleared (the node did expand) and the error says so.
+func (e *Engine) nodeExpanded(ctx context.Context, v store.Volume, answered int64) error {
+	over := aboveLimit(v, csi.RPCNodeExpandVolume, answered, v.NodeExpandMax)
+	msg := fmt.Sprintf("volume %q expanded on the node to %s", v.ID, spec.FormatSize(max(v.NodeExpandMin, answered)))
+	if over != nil {
+		msg = "node expansion went above the limit: " + over.Error()
+	}
+	err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		if answered > currentSize(v) {
+			cur, err := tx.Volumes().Get(v.ID)
+			if err != nil {
+				return err
+			}
+			if answered > cur.CapacityBytes {
+				cur.CapacityBytes = answered
+				if err := tx.Volumes().Update(&cur); err != nil {
+					return err
+				}
+			}
+		}
 		if err := tx.Volumes().SetNodeExpansion(v.ID, 0, 0); err != nil {
 			return err
 		}
 		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCNodeExpandVolume,
-			Message: fmt.Sprintf("volume %q expanded on the node to %s", v.ID, spec.FormatSize(v.NodeExpandMin))})
+			Message: msg})
 	})
+	return errors.Join(err, over)
 }
 
 // expandOnPublish sends a volume's owed node expansion once a claim has published it (the
@@ -261,9 +332,9 @@ func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, c
 	if v.NodeExpandMin <= 0 || !c.fp.Node || !c.fp.Capabilities.Node.ExpandVolume {
 		return
 	}
-	err := e.sendNodeExpand(ctx, c, v, e.nodeExpandRequest(c, v, cl, cl.TargetPath), fmt.Sprintf("alloc %q", cl.Alloc))
+	answered, err := e.sendNodeExpand(ctx, c, v, e.nodeExpandRequest(c, v, cl, cl.TargetPath), fmt.Sprintf("alloc %q", cl.Alloc))
 	if err == nil {
-		err = e.nodeExpanded(ctx, v)
+		err = e.nodeExpanded(ctx, v, answered)
 	}
 	if err != nil {
 		e.log.Warn("owed node expansion", "volume", v.ID, "alloc", cl.Alloc, "err", err)

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,9 +73,35 @@ func (l *locker) tryVolume(id string) (release func(), ok bool, err error) {
 	return l.exclusive("volume-" + id)
 }
 
-// controller serializes controller RPCs to one plugin.
-func (l *locker) controller(ctx context.Context, pluginID string) (func(), error) {
-	return l.take(ctx, "plugin-"+pluginID+".controller", fmt.Sprintf("plugin %q controller", pluginID))
+// controller serializes controller RPCs to one controller: the plugin process on socket, which
+// any number of plugin IDs may be registered on, each spelling the path its own way
+// (docs/architecture.md, Lock order). pluginID only names the lock in messages.
+func (l *locker) controller(ctx context.Context, pluginID, socket string) (func(), error) {
+	what := fmt.Sprintf("plugin %q controller", pluginID)
+	if socket != "" {
+		what += " (socket " + socket + ")"
+	}
+	return l.take(ctx, socketLock("controller", pluginID, socket), what)
+}
+
+// socketLock names a lock of the plugin process serving socket (kind: "controller",
+// "publish"), which any number of plugin IDs may be registered on, each spelling the path its
+// own way: by the socket's directory, as a file (its device and inode: one directory however
+// reached, through a symlink or a bind mount), and the socket's name in it, once every symlink
+// is resolved; by the resolved path when the directory is not there (nothing to send an RPC to
+// then). A plugin restarted in its directory keeps its lock file. Without a socket, the lock is
+// the plugin ID's.
+func socketLock(kind, pluginID, socket string) string {
+	if socket == "" {
+		return "plugin-" + pluginID + "." + kind
+	}
+	key := socketName(socket)
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Dir(key), &st); err == nil {
+		key = fmt.Sprintf("%d:%d/%s", st.Dev, st.Ino, filepath.Base(key))
+	}
+	sum := sha256.Sum256([]byte(key))
+	return kind + "-" + hex.EncodeToString(sum[:12])
 }
 
 // dirs takes the lock on the shared directories under the state dir: shared to make them,
@@ -132,13 +160,17 @@ func (e *Engine) LockAgent() (release func(), err error) {
 // publishing takes a plugin's publish lock shared, waiting for it: every publish holds it for
 // its RPCs (publish.go), so that the agent, which takes it exclusively to count the plugin's
 // mounts and stop it (HoldPluginMounts), never stops the plugin between a count that missed a
-// claim and that claim's NodeStageVolume or NodePublishVolume.
-func (l *locker) publishing(ctx context.Context, pluginID string) (func(), error) {
-	return l.lock(ctx, publishLock(pluginID), fmt.Sprintf("plugin %q's publishes (the agent stops it under it)", pluginID), true)
+// claim and that claim's NodeStageVolume or NodePublishVolume. It is the node socket's (the
+// process the mounts go through, whichever plugin ID they are sent through): publishLock.
+func (l *locker) publishing(ctx context.Context, p store.Plugin) (func(), error) {
+	return l.lock(ctx, publishLock(p), fmt.Sprintf("plugin %q's publishes (the agent stops it under it)", p.ID), true)
 }
 
-// publishLock names a plugin's publish lock.
-func publishLock(pluginID string) string { return "plugin-" + pluginID + ".publish" }
+// publishLock names a plugin's publish lock: its node socket's (socketLock).
+func publishLock(p store.Plugin) string {
+	sp := p.Spec()
+	return socketLock("publish", p.ID, csi.ConfigFromSpec(&sp).NodeSocket)
+}
 
 func (l *locker) take(ctx context.Context, name, what string) (func(), error) {
 	return l.lock(ctx, name, what, false)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -254,74 +253,35 @@ func (m PluginMounts) Any() bool { return m.Mounts+m.InDoubt > 0 || m.Publishing
 // process starts a publish through the plugin (publish waits for the lock), so a plugin the
 // count finds without mounts can be stopped before release without a claim admitted after the
 // count getting its NodeStageVolume or NodePublishVolume sent to the plugin being stopped.
-// The process on the plugin's sockets serves every plugin ID registered on one of them
-// (sharingSockets): their publish locks are held and their mounts counted too.
-// When a publish holds one of the locks, m.Publishing is set, the store is not read, and
-// nothing is held. release is never nil.
+// When a publish holds the lock, m.Publishing is set, the store is not read, and nothing is
+// held. release is never nil.
 func (e *Engine) HoldPluginMounts(ctx context.Context, pluginID string) (m PluginMounts, release func(), err error) {
 	release = func() {}
-	ids, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]string, error) { return sharingSockets(tx, pluginID) })
+	p, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get(pluginID) })
+	if errors.Is(err, store.ErrNotFound) {
+		p, err = store.Plugin{ID: pluginID}, nil // no socket known: the plugin ID's lock
+	}
 	if err != nil {
 		return m, release, err
 	}
-	var unlocks []func()
-	unlockAll := func() {
-		for _, u := range unlocks {
-			u()
-		}
+	unlock, ok, err := e.locks.exclusive(publishLock(p))
+	switch {
+	case err != nil:
+		return m, release, fmt.Errorf("plugin %q publish lock: %w", pluginID, err)
+	case !ok:
+		m.Publishing = true
+		return m, release, nil
 	}
-	for _, id := range ids { // sorted, taken without waiting: no order to deadlock on
-		unlock, ok, err := e.locks.exclusive(publishLock(id))
-		switch {
-		case err != nil:
-			unlockAll()
-			return m, release, fmt.Errorf("plugin %q publish lock: %w", id, err)
-		case !ok:
-			unlockAll()
-			m.Publishing = true
-			return m, release, nil
-		}
-		unlocks = append(unlocks, unlock)
+	if m, err = e.PluginMounts(ctx, pluginID); err != nil {
+		unlock()
+		return m, release, err
 	}
-	for _, id := range ids {
-		one, err := e.PluginMounts(ctx, id)
-		if err != nil {
-			unlockAll()
-			return PluginMounts{}, release, err
-		}
-		m.Mounts, m.InDoubt = m.Mounts+one.Mounts, m.InDoubt+one.InDoubt
-	}
-	return m, unlockAll, nil
-}
-
-// sharingSockets lists, sorted, pluginID and the other registered plugin IDs on one of its
-// sockets however spelled (oneSocket): one process serves them all. Just pluginID when it is
-// not registered.
-func sharingSockets(tx *store.Tx, pluginID string) ([]string, error) {
-	p, err := tx.Plugins().Get(pluginID)
-	if errors.Is(err, store.ErrNotFound) {
-		return []string{pluginID}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	all, err := tx.Plugins().List()
-	if err != nil {
-		return nil, err
-	}
-	mine := pluginSockets(p)
-	ids := []string{pluginID}
-	for _, o := range all {
-		if o.ID != pluginID && onSockets(o, mine) {
-			ids = append(ids, o.ID)
-		}
-	}
-	slices.Sort(ids)
-	return ids, nil
+	return m, unlock, nil
 }
 
 // PluginMounts counts a plugin's mounts and mounts in doubt in one read of the store: the
-// agent never stops a plugin that may hold one.
+// agent never stops a plugin that may hold one. They are the plugin process's: those made
+// through any plugin ID registered on one of its sockets count (socketMates).
 func (e *Engine) PluginMounts(ctx context.Context, pluginID string) (PluginMounts, error) {
 	return byStoredID(ctx, e, store.PluginIDs, pluginID, func(id string) (PluginMounts, error) { return e.pluginMountsStored(ctx, id) })
 }
@@ -330,13 +290,19 @@ func (e *Engine) PluginMounts(ctx context.Context, pluginID string) (PluginMount
 func (e *Engine) pluginMountsStored(ctx context.Context, pluginID string) (PluginMounts, error) {
 	var m PluginMounts
 	err := e.store.View(ctx, func(tx *store.Tx) error {
-		vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: pluginID})
+		ids, err := socketMates(tx, pluginID)
 		if err != nil {
 			return err
 		}
 		mine := map[string]bool{}
-		for _, v := range vols {
-			mine[v.ID] = true
+		for id := range ids {
+			vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: id})
+			if err != nil {
+				return err
+			}
+			for _, v := range vols {
+				mine[v.ID] = true
+			}
 		}
 		claims, err := tx.Claims().ListAll()
 		if err != nil {
@@ -355,7 +321,7 @@ func (e *Engine) pluginMountsStored(ctx context.Context, pluginID string) (Plugi
 		}
 		for _, st := range stagings {
 			switch {
-			case !mine[st.VolumeID] && st.PluginID != pluginID:
+			case !mine[st.VolumeID] && !ids[st.PluginID]:
 			case st.Staged:
 				m.Mounts++
 			case st.StagingPath != "":

@@ -26,7 +26,7 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 	// plugin's mounts and the stop (HoldPluginMounts): a publish either holds it first, and the
 	// agent leaves the plugin running, or waits for the stop, and its RPCs find the plugin gone
 	// rather than reaching one being stopped.
-	unlock, err := e.locks.publishing(ctx, v.PluginID)
+	unlock, err := e.locks.publishing(ctx, c.plugin)
 	if err != nil {
 		return err
 	}

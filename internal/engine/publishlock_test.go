@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/volctl/volctl/internal/store"
 )
 
 // A named pipe planted at a plugin's publish lock path: a claim through the plugin fails at
@@ -18,11 +20,15 @@ func TestClaimWithAPublishLockThatIsNotAFile(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("db"))
 	before := len(h.rpcs())
-	path := filepath.Join(h.dir, lockDir, publishLock("mem")+".lock")
+	p, err := viewOne(h.ctx, h.e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get("mem") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(h.dir, lockDir, publishLock(p)+".lock")
 	mkfifo(t, path)
 	ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
 	defer cancel()
-	_, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	_, err = h.e.Claim(ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
 	if err == nil || !strings.Contains(err.Error(), path+" is a named pipe") || !strings.Contains(err.Error(), "remove it") ||
 		!strings.Contains(err.Error(), "left taken for `volctl reconcile`") {
 		t.Fatalf("claim with a named pipe at the publish lock: %v", err)
@@ -83,55 +89,5 @@ func TestClaimWaitingForThePublishLockIsInterruptible(t *testing.T) {
 	}
 	if rpcs := h.rpcs()[before:]; len(rpcs) != 0 {
 		t.Errorf("RPCs sent by a claim interrupted before publishing: %v", rpcs)
-	}
-}
-
-// A second plugin ID registered on the socket of the plugin the agent supervises is served by
-// the same process: stopping that process, to restart it or at shutdown, takes what it serves
-// under either ID. The agent's count before a stop (HoldPluginMounts) covers the other ID's
-// mounts, and its publishes: a claim through the other ID publishing at the time of the count
-// makes the plugin count as publishing, and one admitted after waits for the stop.
-func TestHoldPluginMountsCoversAnotherIDOnTheSameSocket(t *testing.T) {
-	h := newHarness(t, nil)
-	h.registerPlugin("mem2", h.socket)
-	sv := volume("db")
-	sv.PluginID = "mem2"
-	h.create(sv)
-	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
-	m, release, err := h.e.HoldPluginMounts(h.ctx, "mem")
-	release()
-	if err != nil || !m.Any() {
-		t.Fatalf("plugin mem, whose socket serves a claim published through plugin mem2: %+v, %v; want it counted as having mounts", m, err)
-	}
-	h.release("db", "web-0")
-
-	// A publish through mem2 under way: its lock is held shared.
-	unlock, err := h.e.locks.publishing(h.ctx, "mem2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, release, err = h.e.HoldPluginMounts(h.ctx, "mem")
-	release()
-	unlock()
-	if err != nil || !m.Publishing {
-		t.Fatalf("plugin mem while a publish through plugin mem2 on its socket is under way: %+v, %v; want publishing", m, err)
-	}
-
-	// Held for a stop: a publish through mem2 waits.
-	m, release, err = h.e.HoldPluginMounts(h.ctx, "mem")
-	if err != nil || m.Any() {
-		t.Fatalf("hold: %+v, %v", m, err)
-	}
-	ok, err := func() (bool, error) {
-		fl, err := h.e.locks.file(publishLock("mem2"))
-		if err != nil {
-			return false, err
-		}
-		defer fl.Close()
-		return fl.TryRLock()
-	}()
-	release()
-	if err != nil || ok {
-		t.Fatalf("a publish through mem2 could take its lock while the agent holds mem's for a stop: ok=%v, %v", ok, err)
 	}
 }

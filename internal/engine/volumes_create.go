@@ -308,10 +308,11 @@ func refuseSharedStorage(tx *store.Tx, v store.Volume, id string) (dup, err erro
 		RPC: csi.RPCCreateVolume, Message: "create refused: " + dup.Error()})
 }
 
-// withController runs fn holding the plugin's controller lock (one controller call per plugin at
-// a time, across processes).
+// withController runs fn holding the plugin's controller lock (one controller call per
+// controller at a time, across processes and across the plugin IDs registered on its socket).
 func (e *Engine) withController(ctx context.Context, c *conn, fn func(context.Context) error) error {
-	unlock, err := e.locks.controller(ctx, c.plugin.ID)
+	sp := c.plugin.Spec()
+	unlock, err := e.locks.controller(ctx, c.plugin.ID, csi.ConfigFromSpec(&sp).ControllerSocket)
 	if err != nil {
 		return err
 	}

@@ -420,43 +420,48 @@ func sameStorage(tx *store.Tx, pluginID, externalID, exceptID string) ([]store.V
 	if err != nil || len(all) == 0 {
 		return nil, err
 	}
-	var mine []string
-	if p, err := tx.Plugins().Get(pluginID); err == nil {
-		mine = pluginSockets(p)
-	} else if !errors.Is(err, store.ErrNotFound) {
+	mates, err := socketMates(tx, pluginID)
+	if err != nil {
 		return nil, err
 	}
 	var out []store.Volume
 	for _, o := range all {
-		switch {
-		case o.ID == exceptID:
-			continue
-		case o.PluginID == pluginID:
-			out = append(out, o)
-			continue
-		}
-		p, err := tx.Plugins().Get(o.PluginID)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if onSockets(p, mine) {
+		if o.ID != exceptID && mates[o.PluginID] {
 			out = append(out, o)
 		}
 	}
 	return out, nil
 }
 
-// onSockets reports whether plugin p is reached on one of the sockets (oneSocket).
-func onSockets(p store.Plugin, sockets []string) bool {
-	for _, s := range pluginSockets(p) {
-		if slices.ContainsFunc(sockets, func(m string) bool { return oneSocket(m, s) }) {
-			return true
+// socketMates returns pluginID and the other plugin IDs registered on one of its sockets,
+// however spelled (oneSocket): one process, so one storage, one controller and one set of
+// mounts. A plugin not registered is only itself.
+func socketMates(tx *store.Tx, pluginID string) (map[string]bool, error) {
+	mates := map[string]bool{pluginID: true}
+	p, err := tx.Plugins().Get(pluginID)
+	if errors.Is(err, store.ErrNotFound) {
+		return mates, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	mine := pluginSockets(p)
+	all, err := tx.Plugins().List()
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range all {
+		if mates[o.ID] {
+			continue
+		}
+		for _, s := range pluginSockets(o) {
+			if slices.ContainsFunc(mine, func(m string) bool { return oneSocket(m, s) }) {
+				mates[o.ID] = true
+				break
+			}
 		}
 	}
-	return false
+	return mates, nil
 }
 
 // oneSocket reports whether socket paths a and b name one socket however they are spelled: alike
@@ -471,6 +476,15 @@ func oneSocket(a, b string) bool {
 	}
 	ids := identify(a, b)
 	return len(ids) == 2 && ids[0].inode != 0 && ids[0].dev == ids[1].dev && ids[0].inode == ids[1].inode
+}
+
+// socketName is a socket path with every symlink resolved, the socket's own included, when it
+// is there; else resolvedSocket.
+func socketName(s string) string {
+	if r, err := filepath.EvalSymlinks(s); err == nil {
+		return r
+	}
+	return resolvedSocket(s)
 }
 
 // resolvedSocket is a socket path cleaned, with its directory's symlinks resolved when it exists.

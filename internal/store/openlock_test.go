@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -35,14 +36,20 @@ func startOlderProcess(t *testing.T, dir string) (*exec.Cmd, func()) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	// The process is waited for once: by finish, or at cleanup when the test ended without it.
+	var wait sync.Once
+	var waitErr error
+	waitOnce := func() error {
+		wait.Do(func() { stdin.Close(); waitErr = cmd.Wait() })
+		return waitErr
+	}
+	t.Cleanup(func() { waitOnce() })
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if line != "OPEN\n" {
 		t.Fatalf("older process: %q, %v", line, err)
 	}
 	return cmd, func() {
-		stdin.Close()
-		if err := cmd.Wait(); err != nil {
+		if err := waitOnce(); err != nil {
 			t.Errorf("older process: %v", err)
 		}
 	}

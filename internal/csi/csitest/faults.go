@@ -23,7 +23,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// Fault is one thing to do to calls of an RPC, in this order: hang, gate, delay, fail.
+// Fault is one thing to do to calls of an RPC, in this order: hang, gate, delay, (lost: the
+// call itself,) fail.
 type Fault struct {
 	Code    codes.Code    // the error to return; OK returns none (a Delay alone)
 	Message string        // the error's message; default "injected <Code>"
@@ -36,7 +37,11 @@ type Fault struct {
 	// Pad, when positive, lets the call through and pads its answer with that many bytes of a
 	// field the client does not know: a plugin that did what was asked and answered with a
 	// message as large as a test makes it (over gRPC's 4 MiB limit, which the client refuses).
-	Pad   int
+	Pad int
+	// Lost, when set, lets the call through and then answers with Code (UNAVAILABLE if
+	// unset) instead of the plugin's answer: the plugin did what was asked, and its answer was
+	// lost on the way (a connection reset, a client timeout).
+	Lost  bool
 	Times int // how many calls it applies to; 0 means every call from now on
 }
 
@@ -331,6 +336,14 @@ func (f *Faults) apply(ctx context.Context, rpc string, req any, handler grpc.Un
 		case <-ctx.Done():
 			timer.Stop()
 			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+	}
+	if fault.Lost {
+		if _, err := handler(ctx, req); err != nil {
+			return nil, err
+		}
+		if fault.Code == codes.OK {
+			fault.Code = codes.Unavailable
 		}
 	}
 	if fault.Code != codes.OK {

@@ -135,6 +135,12 @@ type MemPlugin struct {
 	// expandAs, when positive, is the capacity every ControllerExpandVolume answers with
 	// (AnswerExpandWith).
 	expandAs int64
+	// nodeRequired makes every ControllerExpandVolume answer node_expansion_required, whatever
+	// the node's capabilities (AnswerNodeExpansionRequired).
+	nodeRequired bool
+	// nodeExpandAs, when positive, is the capacity every NodeExpandVolume answers with
+	// (AnswerNodeExpandWith).
+	nodeExpandAs int64
 	// mounted are the paths the plugin bind-mounted (MountRoot) and has not unmounted yet.
 	mounted map[string]bool
 }
@@ -202,6 +208,15 @@ func (m *MemPlugin) SetNodeID(id string) {
 	m.cfg.NodeID = id
 }
 
+// Reconfigure edits the plugin's config (its capabilities, say), keeping what the plugin holds:
+// a plugin restarted with another configuration over the same storage and mounts. Serve it
+// again for a client to see the change (a new socket file, so a new fingerprint).
+func (m *MemPlugin) Reconfigure(edit func(*MemConfig)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	edit(&m.cfg)
+}
+
 // SetAnswerWithoutID turns MemConfig.AnswerWithoutID on or off.
 func (m *MemPlugin) SetAnswerWithoutID(on bool) {
 	m.mu.Lock()
@@ -256,6 +271,23 @@ func (m *MemPlugin) AnswerExpandWith(capacity int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.expandAs = capacity
+}
+
+// AnswerNodeExpansionRequired makes the controller answer every ControllerExpandVolume with
+// node_expansion_required, even when the node service lacks EXPAND_VOLUME (a plugin whose
+// halves disagree). False ends it.
+func (m *MemPlugin) AnswerNodeExpansionRequired(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.nodeRequired = on
+}
+
+// AnswerNodeExpandWith makes the node lie about expansion: from now on, every NodeExpandVolume
+// answers OK with capacity bytes, whatever was asked, and changes nothing. Zero ends the lie.
+func (m *MemPlugin) AnswerNodeExpandWith(capacity int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.nodeExpandAs = capacity
 }
 
 // Calls returns every request received so far, in order.
@@ -901,11 +933,12 @@ func (s *memServer) ControllerExpandVolume(ctx context.Context, req *csipb.Contr
 	if len(v.targets) > 0 && !m.cfg.Plugin.VolumeExpansionOnline {
 		return nil, errorf(codes.FailedPrecondition, "volume %q is published and online expansion is off", v.vol.ID)
 	}
+	nodeRequired := m.cfg.Node.ExpandVolume || m.nodeRequired
 	if m.expandAs > 0 {
-		return &csipb.ControllerExpandVolumeResponse{CapacityBytes: m.expandAs, NodeExpansionRequired: m.cfg.Node.ExpandVolume}, nil
+		return &csipb.ControllerExpandVolumeResponse{CapacityBytes: m.expandAs, NodeExpansionRequired: nodeRequired}, nil
 	}
 	v.vol.CapacityBytes = max(v.vol.CapacityBytes, want)
-	return &csipb.ControllerExpandVolumeResponse{CapacityBytes: v.vol.CapacityBytes, NodeExpansionRequired: m.cfg.Node.ExpandVolume}, nil
+	return &csipb.ControllerExpandVolumeResponse{CapacityBytes: v.vol.CapacityBytes, NodeExpansionRequired: nodeRequired}, nil
 }
 
 // Node service.
@@ -1123,6 +1156,9 @@ func (s *memServer) NodeExpandVolume(ctx context.Context, req *csipb.NodeExpandV
 	want := req.GetCapacityRange().GetRequiredBytes()
 	if m.cfg.MaxVolumeSize > 0 && want > m.cfg.MaxVolumeSize {
 		return nil, errorf(codes.OutOfRange, "%d bytes is above the maximum volume size", want)
+	}
+	if m.nodeExpandAs > 0 {
+		return &csipb.NodeExpandVolumeResponse{CapacityBytes: m.nodeExpandAs}, nil
 	}
 	if !m.cfg.Controller.ExpandVolume {
 		// A node-only expansion: the node grows the volume itself.

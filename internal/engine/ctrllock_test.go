@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+)
+
+// Plugin IDs registered on one socket are one plugin process, so one controller: the
+// controller lock is the socket's, however it is spelled (another ID on the same path, the path
+// not in its clean form, a symlinked directory, a bind-mounted directory). While a create through "mem" holds the controller, a create through
+// any other ID on that socket waits for it and sends nothing; otherwise two commands would run
+// controller RPCs on one controller at once through two IDs.
+func TestControllerLockIsTheSocketsWhateverIDOrSpelling(t *testing.T) {
+	h := newHarness(t, nil)
+	dir, base := filepath.Dir(h.socket), filepath.Base(h.socket)
+	link := filepath.Join(t.TempDir(), "run")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	spellings := []struct{ id, socket string }{
+		{"same", h.socket},
+		{"unclean", dir + "//./" + base},
+		{"symlinked", filepath.Join(link, base)},
+	}
+	if os.Geteuid() == 0 {
+		bound := t.TempDir()
+		if err := syscall.Mount(dir, bound, "", syscall.MS_BIND, ""); err != nil {
+			t.Fatalf("bind-mount %s: %v", dir, err)
+		}
+		t.Cleanup(func() { _ = syscall.Unmount(bound, syscall.MNT_DETACH) })
+		spellings = append(spellings, struct{ id, socket string }{"bindmounted", filepath.Join(bound, base)})
+	} else {
+		t.Log("not root: the spelling through a bind-mounted directory is not tried (a bind mount needs root)")
+	}
+	for _, s := range spellings {
+		h.registerPlugin(s.id, s.socket)
+	}
+
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Gate: gate, Times: 1})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.e.CreateVolume(h.ctx, volume("a"))
+		done <- err
+	}()
+	for h.faults.InFlight() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	for _, s := range spellings {
+		ctx, cancel := context.WithTimeout(h.ctx, 300*time.Millisecond)
+		sv := volume("b-" + s.id)
+		sv.PluginID = s.id
+		_, err := h.e.CreateVolume(ctx, sv)
+		cancel()
+		if n := h.faults.Calls(csi.RPCCreateVolume); n != 1 {
+			t.Errorf("CreateVolume sent %d times: through plugin %q (socket %s) while a create through \"mem\" held the controller", n, s.id, s.socket)
+		}
+		if err == nil || !strings.Contains(err.Error(), "waiting for the lock") {
+			t.Errorf("create through %q while the controller is busy: %v; want it to wait for the controller lock", s.id, err)
+		}
+	}
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatalf("create through mem: %v", err)
+	}
+}
+
+// harnessWithVolumeThroughMem2 is a harness with a second plugin ID, "mem2", registered on the
+// plugin's socket spelled another way, and volume "v" created through it.
+func harnessWithVolumeThroughMem2(t *testing.T) *harness {
+	h := newHarness(t, nil)
+	h.registerPlugin("mem2", filepath.Dir(h.socket)+"//"+filepath.Base(h.socket))
+	sv := volume("v")
+	sv.PluginID = "mem2"
+	h.create(sv)
+	return h
+}
+
+// The agent never stops a plugin that may hold a mount (PluginMounts). A mount made through
+// another plugin ID registered on the same socket is the same process's: it counts for every ID
+// on that socket, however it is spelled, or the agent would restart the process under it.
+func TestPluginMountsCountEveryIDOnTheSocket(t *testing.T) {
+	h := harnessWithVolumeThroughMem2(t)
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+
+	for _, id := range []string{"mem", "mem2"} {
+		m, err := h.e.PluginMounts(h.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !m.Any() {
+			t.Errorf("PluginMounts(%q) = %+v with volume v staged and published through mem2 on the same socket", id, m)
+		}
+	}
+	otherSocket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
+	h.registerPlugin("other", otherSocket)
+	if m, err := h.e.PluginMounts(h.ctx, "other"); err != nil || m.Any() {
+		t.Errorf("PluginMounts of a plugin on another socket = %+v, %v; want none", m, err)
+	}
+}
+
+// The agent counts a plugin's mounts and stops it holding the plugin's publish lock
+// (HoldPluginMounts), so that no publish starts meanwhile. A publish through another plugin ID
+// registered on the same socket reaches the same process: it waits for that lock too, rather
+// than sending NodeStageVolume or NodePublishVolume to a plugin being stopped.
+func TestPublishLockIsTheSocketsWhateverID(t *testing.T) {
+	h := harnessWithVolumeThroughMem2(t)
+
+	m, release, err := h.e.HoldPluginMounts(h.ctx, "mem")
+	if err != nil || m.Any() {
+		t.Fatalf("HoldPluginMounts(mem) = %+v, %v; want no mounts", m, err)
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 300*time.Millisecond)
+	_, err = h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	cancel()
+	release()
+	for _, rpc := range []string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
+		if n := h.faults.Calls(rpc); n != 0 {
+			t.Errorf("%s sent %d times through mem2 while the agent held mem's publish lock (same socket): %v", rpc, n, err)
+		}
+	}
+}

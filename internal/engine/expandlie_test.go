@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+)
+
+// expandEvents returns the messages of the volume's volume-expand events.
+func (h *harness) expandEvents(vol string) string {
+	h.t.Helper()
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "volume-expand", VolumeID: vol})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var msgs []string
+	for _, ev := range evs {
+		msgs = append(msgs, ev.Message)
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// A plugin that answers ControllerExpandVolume with more than the limit asked (it allocates in
+// large units): the storage grew and cannot be shrunk back, so the record says the size it is,
+// and the expand fails naming the plugin, the size answered and the limit, with an event; the
+// same expand again changes nothing (the size asked is reached).
+func TestExpandAnsweredAboveTheLimit(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("a")) // 1 MiB
+	h.mem.AnswerExpandWith(8 * mib)
+
+	_, err := h.e.ExpandVolume(h.ctx, "a", 2*mib, 4*mib)
+	if err == nil || !strings.Contains(err.Error(), `plugin "mem"`) || !strings.Contains(err.Error(), "8MiB") || !strings.Contains(err.Error(), "4MiB") {
+		t.Errorf("expand to 2-4 MiB answered with 8 MiB: %v; want it failed naming the plugin, 8MiB and the 4MiB limit", err)
+	}
+	if v := h.volumeInfo("a"); v.CapacityBytes != 8*mib {
+		t.Errorf("capacity recorded as %d after the plugin answered %d", v.CapacityBytes, 8*mib)
+	}
+	if msgs := h.expandEvents("a"); !strings.Contains(msgs, "8MiB") || !strings.Contains(msgs, "above") {
+		t.Errorf("volume-expand events %q, want one saying the answer was above the limit", msgs)
+	}
+	h.mem.AnswerExpandWith(0)
+	h.faults.ResetCounts()
+	if _, err := h.e.ExpandVolume(h.ctx, "a", 2*mib, 4*mib); err == nil {
+		t.Errorf("expand to 2 MiB of an 8 MiB volume: no error, want a refusal to shrink")
+	}
+	if n := h.faults.Calls(csi.RPCControllerExpandVolume); n != 0 {
+		t.Errorf("ControllerExpandVolume sent %d times to expand an 8 MiB volume to 2 MiB", n)
+	}
+}
+
+// A node that answers NodeExpandVolume OK with less than the size asked did not expand the
+// file system: the expansion stays owed and the expand fails naming the plugin and both sizes.
+func TestNodeExpandAnsweredWithLessThanAsked(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
+	h.mem.AnswerNodeExpandWith(2 * mib)
+
+	_, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
+	if err == nil || !strings.Contains(err.Error(), `plugin "mem"`) || !strings.Contains(err.Error(), "2MiB") || !strings.Contains(err.Error(), "4MiB") {
+		t.Errorf("node expansion to 4 MiB answered with 2 MiB: %v; want it failed naming the plugin, 2MiB and 4MiB", err)
+	}
+	if got := h.owed("v"); got != 4*mib {
+		t.Errorf("node expansion owed = %d after the node answered 2 MiB of 4, want %d", got, 4*mib)
+	}
+	h.mem.AnswerNodeExpandWith(0)
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
+		t.Fatalf("expand again: %v", err)
+	}
+	if got := h.owed("v"); got != 0 {
+		t.Errorf("node expansion still owed after the node did it: %d", got)
+	}
+}
+
+// A plugin that expands only on the node answers NodeExpandVolume with the size the volume now
+// is: more than asked is recorded (the storage is that size), and above the limit the expand
+// fails, naming the plugin and both sizes, as a controller's answer does.
+func TestNodeOnlyExpandAnsweredAboveTheLimit(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ExpandVolume = false })
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
+	h.mem.AnswerNodeExpandWith(8 * mib)
+
+	_, err := h.e.ExpandVolume(h.ctx, "v", 2*mib, 4*mib)
+	if err == nil || !strings.Contains(err.Error(), `plugin "mem"`) || !strings.Contains(err.Error(), "8MiB") || !strings.Contains(err.Error(), "4MiB") {
+		t.Errorf("node-only expand to 2-4 MiB answered with 8 MiB: %v; want it failed naming the plugin, 8MiB and 4MiB", err)
+	}
+	if v := h.volumeInfo("v"); v.CapacityBytes != 8*mib || v.NodeExpansionOwed != 0 {
+		t.Errorf("recorded capacity %d, owed %d; want %d (what the node answered), nothing owed", v.CapacityBytes, v.NodeExpansionOwed, 8*mib)
+	}
+}
+
+// A ControllerExpandVolume whose answer is lost every time (the plugin grew the storage, volctl
+// saw UNAVAILABLE): the expand fails, saying the storage may have grown and to run it again, and
+// records nothing new; the same expand run again is answered (the RPC is idempotent) and records
+// the size.
+func TestExpandWhoseAnswerIsLostIsRetried(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume = false })
+	h.create(volume("v"))
+	h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
+	_, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
+	if err == nil {
+		t.Fatal("expand whose answers were all lost succeeded")
+	}
+	if !strings.Contains(err.Error(), "may have expanded") || !strings.Contains(err.Error(), "run the same `volctl volume expand v` again") {
+		t.Errorf("expand whose answers were lost: %v; want it to say the plugin may have expanded it and to run the same expand again", err)
+	}
+	if n := h.faults.Calls(csi.RPCControllerExpandVolume); n != fastRetry.Attempts {
+		t.Errorf("ControllerExpandVolume sent %d times, want %d", n, fastRetry.Attempts)
+	}
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
+		t.Fatalf("the same expand again: %v", err)
+	}
+	if v := h.volumeInfo("v"); v.CapacityBytes != 4*mib {
+		t.Errorf("capacity %d after the expand again, want %d", v.CapacityBytes, 4*mib)
+	}
+}
+
+// A controller that answers node_expansion_required for a plugin whose node service lacks
+// EXPAND_VOLUME (its halves disagree): the storage grew, the file system cannot be grown here.
+// The expand fails saying so rather than report a size the file system does not have, the node
+// expansion is recorded as owed (paid once the node can expand), and the same expand again, or
+// reconcile, says it is still owed rather than succeed.
+func TestNodeExpansionRequiredOfANodeThatCannotExpand(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume = false })
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
+	h.mem.AnswerNodeExpansionRequired(true)
+
+	_, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
+	if err == nil || !strings.Contains(err.Error(), `plugin "mem"`) || !strings.Contains(err.Error(), "EXPAND_VOLUME") {
+		t.Errorf("expand answered node_expansion_required by a node without EXPAND_VOLUME: %v; want it failed naming the plugin and the capability", err)
+	}
+	if v := h.volumeInfo("v"); v.CapacityBytes != 4*mib || v.NodeExpansionOwed != 4*mib {
+		t.Errorf("capacity %d, node expansion owed %d; want %d and %d", v.CapacityBytes, v.NodeExpansionOwed, 4*mib, 4*mib)
+	}
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
+		t.Error("the same expand again succeeded with the node expansion still owed")
+	}
+	if _, err := h.e.Reconcile(h.ctx); err == nil {
+		t.Error("reconcile reported no problem with a node expansion owed that the node cannot do")
+	}
+}
