@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,7 +18,7 @@ func main() { os.Exit(run()) }
 // run builds the root command, runs it, and maps its error to the exit code.
 func run() int {
 	noquery.Restore() // os.Stdout was hidden while bubbletea's init ran (internal/noquery)
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
+	ctx, stop := stopContext(context.Background())
 	defer stop()
 	f := cli.NewFactory(iostreams.System())
 	err := cli.NewRootCmd(f).ExecuteContext(ctx)
@@ -27,6 +28,30 @@ func run() int {
 		err = cerr
 	}
 	return f.Report(err)
+}
+
+// stopContext is ctx ended by the first of stopSignals, as signal.NotifyContext's is (a second
+// one is ignored until stop). From that signal on, SIGPIPE no longer kills volctl: a write to
+// a stdout or stderr nobody reads fails instead. The terminal whose closing sent SIGHUP ended
+// what read volctl's output with it (`volctl agent 2>&1 | tee log`), and the clean stop the
+// signal asked for, which logs each step, would otherwise die of SIGPIPE at its first line,
+// leaving the plugins and pid files a stop removes.
+func stopContext(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, stopSignals()...)
+	go func() {
+		select {
+		case sig := <-ch:
+			signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+			cancel(errors.New(sig.String() + " signal received"))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		cancel(nil)
+		signal.Stop(ch)
+	}
 }
 
 // stopSignals end the command's context, to stop cleanly, rather than the process: SIGINT,

@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/store"
+)
+
+// A named pipe planted at a plugin's publish lock path: a claim through the plugin fails at
+// once, naming the path and what to do, with nothing sent; like any local failure
+// (isLocalRetryable) it is left taken for reconcile, saying so, and once the
+// pipe is removed, reconcile publishes it.
+func TestClaimWithAPublishLockThatIsNotAFile(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db"))
+	before := len(h.rpcs())
+	p, err := viewOne(h.ctx, h.e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get("mem") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(h.dir, lockDir, publishLock(p)+".lock")
+	mkfifo(t, path)
+	ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
+	defer cancel()
+	_, err = h.e.Claim(ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	if err == nil || !strings.Contains(err.Error(), path+" is a named pipe") || !strings.Contains(err.Error(), "remove it") ||
+		!strings.Contains(err.Error(), "left taken for `volctl reconcile`") {
+		t.Fatalf("claim with a named pipe at the publish lock: %v", err)
+	}
+	if rpcs := h.rpcs()[before:]; len(rpcs) != 0 {
+		t.Errorf("RPCs sent for a claim that could not take the publish lock: %v", rpcs)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if live := h.liveClaims("db"); len(live) != 1 || live[0].State != "published" {
+		t.Fatalf("after the pipe was removed, reconcile left: %+v", live)
+	}
+}
+
+// While the agent holds the plugin's publish lock (counting its mounts to stop it), a claim
+// waits for it, says what it waits for, and Ctrl-C ends the wait: the claim is left for
+// reconcile, saying so, with nothing sent.
+func TestClaimWaitingForThePublishLockIsInterruptible(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db"))
+	before := len(h.rpcs())
+	other, err := newLocker(h.dir) // the agent, another process
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, release, err := (&Engine{locks: other, store: h.e.store}).HoldPluginMounts(h.ctx, "mem")
+	if err != nil || m.Any() {
+		t.Fatalf("hold: %+v, %v", m, err)
+	}
+	defer release()
+	ctx, cancel := context.WithCancel(h.ctx)
+	var said string
+	ctx = WithProgress(ctx, func(step string) {
+		if strings.HasPrefix(step, "waiting for the lock") {
+			said = step
+			cancel()
+		}
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the claim waiting for the publish lock did not end on Ctrl-C")
+	}
+	if !strings.Contains(said, `plugin "mem"`) || !strings.Contains(said, "agent") {
+		t.Errorf("the wait says %q; want it to name the plugin and the agent", said)
+	}
+	if err == nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted claim: %v", err)
+	}
+	if rpcs := h.rpcs()[before:]; len(rpcs) != 0 {
+		t.Errorf("RPCs sent by a claim interrupted before publishing: %v", rpcs)
+	}
+}
