@@ -128,3 +128,56 @@ func TestPublishLockIsTheSocketsWhateverID(t *testing.T) {
 		}
 	}
 }
+
+// A socket's directory removed and made again while a command holds the controller lock (a
+// service manager's runtime directory is removed when the plugin stops and made again when it
+// starts: a new inode, the same path): a command started afterwards names the same socket, so it
+// must wait for the lock the first one holds, not take a lock of its own and run controller RPCs
+// beside it on the one controller.
+func TestControllerLockHoldsAcrossTheSocketDirRecreated(t *testing.T) {
+	h := newHarness(t, nil)
+	dir, base := filepath.Dir(h.socket), filepath.Base(h.socket)
+
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Gate: gate, Times: 1})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.e.CreateVolume(h.ctx, volume("a"))
+		done <- err
+	}()
+	for h.faults.InFlight() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	// The directory made again: a new inode at the same path, the listening socket moved into it
+	// (a bound socket keeps serving when renamed).
+	old := dir + ".old"
+	if err := os.Rename(dir, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(old, base), h.socket); err != nil {
+		t.Fatal(err)
+	}
+	// Another volctl process: its own connections, the same state dir.
+	other, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts,
+		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ctx, cancel := context.WithTimeout(h.ctx, 300*time.Millisecond)
+	_, err = other.CreateVolume(ctx, volume("b"))
+	cancel()
+	if n := h.faults.Calls(csi.RPCCreateVolume); n != 1 {
+		t.Errorf("CreateVolume sent %d times: a create started after the socket's directory was made again did not wait for the controller lock another process's create held (%v)", n, err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "waiting for the lock") {
+		t.Errorf("create while the controller is busy: %v; want it to wait for the controller lock", err)
+	}
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatalf("first create: %v", err)
+	}
+}

@@ -264,7 +264,7 @@ func (e *Engine) HoldPluginMounts(ctx context.Context, pluginID string) (m Plugi
 	if err != nil {
 		return m, release, err
 	}
-	unlock, ok, err := e.locks.exclusive(publishLock(p))
+	unlock, ok, err := e.locks.exclusiveAll(publishLocks(p))
 	switch {
 	case err != nil:
 		return m, release, fmt.Errorf("plugin %q publish lock: %w", pluginID, err)

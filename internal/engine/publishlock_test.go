@@ -24,7 +24,7 @@ func TestClaimWithAPublishLockThatIsNotAFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(h.dir, lockDir, publishLock(p)+".lock")
+	path := filepath.Join(h.dir, lockDir, publishLocks(p)[0]+".lock")
 	mkfifo(t, path)
 	ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
 	defer cancel()
