@@ -85,7 +85,8 @@ func (d *decoder) weakString(expr hcl.Expression, v cty.Value) (string, error) {
 
 // nomadNumber is what Nomad makes of a number literal: a whole number written without a point
 // or exponent is an int64, octal when it has a leading 0 (HCL1 parses it with base 0), any
-// other a float64.
+// other a float64. Its errors do not show the number: it may be a secret (the diagnostic's
+// snippet shows where it is, masked when it is).
 func nomadNumber(t string) (string, error) {
 	if !strings.ContainsAny(t, ".eE") {
 		i, err := strconv.ParseInt(t, 0, 64)
@@ -93,13 +94,13 @@ func nomadNumber(t string) (string, error) {
 			return "", fmt.Errorf("not a number Nomad reads: a whole number with a leading 0 is octal there, whose digits are 0 to 7; write it as a string, in quotes, or without the leading 0")
 		}
 		if err != nil {
-			return "", fmt.Errorf("%s is beyond the whole numbers Nomad reads here (64-bit); write it as a string, in quotes", t)
+			return "", fmt.Errorf("the number is beyond the whole numbers Nomad reads here (64-bit); write it as a string, in quotes")
 		}
 		return strconv.FormatInt(i, 10), nil
 	}
 	f, err := strconv.ParseFloat(t, 64)
 	if err != nil {
-		return "", fmt.Errorf("%s is beyond the numbers Nomad reads here (64-bit floating point); write it as a string, in quotes", t)
+		return "", fmt.Errorf("the number is beyond the numbers Nomad reads here (64-bit floating point); write it as a string, in quotes")
 	}
 	return formatFloat(f)
 }

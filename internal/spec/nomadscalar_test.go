@@ -128,3 +128,24 @@ func TestLeadingZeroIsOctalAsNomadReadsIt(t *testing.T) {
 		}
 	}
 }
+
+// A number in secrets that Nomad would refuse (beyond int64, beyond float64) is refused naming
+// the key, never showing the value: the source snippet masks it, and the detail must not print
+// it beside the mask.
+func TestRefusedSecretNumberIsNotShown(t *testing.T) {
+	head := "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\n" +
+		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+	for _, val := range []string{"98765432109876543210", "-98765432109876543210", "7e400"} {
+		_, diags := ParseVolume("v.hcl", []byte(head+"secrets {\n  token = "+val+"\n}\n"), VerbAny)
+		refused := false
+		for _, d := range diags {
+			refused = refused || d.Severity == hcl.DiagError && strings.Contains(d.Detail, "secrets.token") && strings.Contains(d.Detail, "in quotes")
+			if strings.Contains(d.Detail, strings.TrimPrefix(val, "-")) || strings.Contains(d.Summary, strings.TrimPrefix(val, "-")) {
+				t.Errorf("secret %s shown in a diagnostic: %s: %s", val, d.Summary, d.Detail)
+			}
+		}
+		if !refused {
+			t.Errorf("secret %s: %v; want it refused naming secrets.token and saying to quote it", val, diags)
+		}
+	}
+}
