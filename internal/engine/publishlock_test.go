@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -89,5 +90,32 @@ func TestClaimWaitingForThePublishLockIsInterruptible(t *testing.T) {
 	}
 	if rpcs := h.rpcs()[before:]; len(rpcs) != 0 {
 		t.Errorf("RPCs sent by a claim interrupted before publishing: %v", rpcs)
+	}
+}
+
+// A plugin an older volctl stored decomposed ("cafe\u0301") is named in NFC by the agent's
+// configuration, which is read so. HoldPluginMounts finds it by that name as PluginMounts does
+// (byStoredID), and holds its socket's publish lock: a claim through it waits rather than
+// having NodeStageVolume or NodePublishVolume sent to a plugin the agent is stopping.
+func TestHoldPluginMountsOfAPluginStoredDecomposed(t *testing.T) {
+	const stored, typed = "cafe\u0301", "caf\u00e9"
+	h := newHarness(t, nil)
+	h.registerPlugin(stored, h.socket)
+	v := volume("v")
+	v.PluginID = stored
+	h.create(v)
+
+	m, release, err := h.e.HoldPluginMounts(h.ctx, typed)
+	if err != nil || m.Any() {
+		t.Fatalf("HoldPluginMounts(%+q) = %+v, %v; want no mounts", typed, m, err)
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 300*time.Millisecond)
+	_, err = h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	cancel()
+	release()
+	for _, rpc := range []string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
+		if n := h.faults.Calls(rpc); n != 0 {
+			t.Errorf("%s sent %d times through %+q while the agent held its publish lock, named %+q: %v", rpc, n, stored, typed, err)
+		}
 	}
 }
