@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -105,17 +104,5 @@ func TestHoldPluginMountsOfAPluginStoredDecomposed(t *testing.T) {
 	v.PluginID = stored
 	h.create(v)
 
-	m, release, err := h.e.HoldPluginMounts(h.ctx, typed)
-	if err != nil || m.Any() {
-		t.Fatalf("HoldPluginMounts(%+q) = %+v, %v; want no mounts", typed, m, err)
-	}
-	ctx, cancel := context.WithTimeout(h.ctx, 300*time.Millisecond)
-	_, err = h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
-	cancel()
-	release()
-	for _, rpc := range []string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
-		if n := h.faults.Calls(rpc); n != 0 {
-			t.Errorf("%s sent %d times through %+q while the agent held its publish lock, named %+q: %v", rpc, n, stored, typed, err)
-		}
-	}
+	claimWhileHoldingMounts(t, h, typed, "v", stored)
 }

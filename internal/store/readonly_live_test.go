@@ -13,12 +13,7 @@ import (
 func TestReadOnlyViewOpenedWithoutWALReadsLaterWrites(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	w, err := Open(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	update(t, w, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "first"}) })
-	w.Close()
+	openAndAppend(t, dir, "first").Close()
 	s, err := Open(context.Background(), readOnlyView(t, dir))
 	if err != nil {
 		t.Fatal(err)
@@ -28,11 +23,7 @@ func TestReadOnlyViewOpenedWithoutWALReadsLaterWrites(t *testing.T) {
 		t.Fatalf("events = %q, want the one committed", got)
 	}
 
-	w2, err := Open(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	update(t, w2, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "second"}) })
+	w2 := openAndAppend(t, dir, "second")
 	if got := eventKinds(t, s); len(got) != 2 || got[0] != "second" {
 		t.Errorf("events read on the read-only view while a writer has the database open = %q, want second and first", got)
 	}
@@ -40,12 +31,7 @@ func TestReadOnlyViewOpenedWithoutWALReadsLaterWrites(t *testing.T) {
 	if got := eventKinds(t, s); len(got) != 2 || got[0] != "second" {
 		t.Errorf("events read on the read-only view after the writer closed = %q, want second and first", got)
 	}
-	w3, err := Open(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	update(t, w3, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "third"}) })
-	w3.Close()
+	openAndAppend(t, dir, "third").Close()
 	if got := eventKinds(t, s); len(got) != 3 || got[0] != "third" {
 		t.Errorf("events read on the read-only view after a second writer = %q, want third, second and first", got)
 	}
@@ -60,13 +46,19 @@ func TestReadOnlyViewOpenedWithoutWALReadsLaterWrites(t *testing.T) {
 	if got := eventKinds(t, s2); len(got) != 3 {
 		t.Fatalf("events = %q, want the three committed", got)
 	}
-	w4, err := Open(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	update(t, w4, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "fourth"}) })
-	w4.Close()
+	openAndAppend(t, dir, "fourth").Close()
 	if got := eventKinds(t, s2); len(got) != 4 || got[0] != "fourth" {
 		t.Errorf("events read on a read-only view after a command wrote and closed = %q, want four, fourth first", got)
 	}
+}
+
+// openAndAppend opens the store in dir, appends an event of kind, and returns the store open.
+func openAndAppend(t *testing.T, dir, kind string) *Store {
+	t.Helper()
+	w, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update(t, w, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: kind}) })
+	return w
 }
