@@ -44,16 +44,7 @@ func TestControllerLockIsTheSocketsWhateverIDOrSpelling(t *testing.T) {
 		h.registerPlugin(s.id, s.socket)
 	}
 
-	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Gate: gate, Times: 1})
-	done := make(chan error, 1)
-	go func() {
-		_, err := h.e.CreateVolume(h.ctx, volume("a"))
-		done <- err
-	}()
-	for h.faults.InFlight() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	gate, done := createHoldingTheController(h)
 	for _, s := range spellings {
 		ctx, cancel := context.WithTimeout(h.ctx, 300*time.Millisecond)
 		sv := volume("b-" + s.id)
@@ -71,6 +62,23 @@ func TestControllerLockIsTheSocketsWhateverIDOrSpelling(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("create through mem: %v", err)
 	}
+}
+
+// createHoldingTheController starts a create of volume "a" through "mem" and returns once its
+// CreateVolume is in flight, holding the controller lock until gate is closed; done has the
+// create's error.
+func createHoldingTheController(h *harness) (gate chan struct{}, done chan error) {
+	gate = make(chan struct{})
+	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Gate: gate, Times: 1})
+	done = make(chan error, 1)
+	go func() {
+		_, err := h.e.CreateVolume(h.ctx, volume("a"))
+		done <- err
+	}()
+	for h.faults.InFlight() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	return gate, done
 }
 
 // harnessWithVolumeThroughMem2 is a harness with a second plugin ID, "mem2", registered on the
@@ -114,17 +122,69 @@ func TestPluginMountsCountEveryIDOnTheSocket(t *testing.T) {
 func TestPublishLockIsTheSocketsWhateverID(t *testing.T) {
 	h := harnessWithVolumeThroughMem2(t)
 
-	m, release, err := h.e.HoldPluginMounts(h.ctx, "mem")
+	claimWhileHoldingMounts(t, h, "mem", "v", "mem2")
+}
+
+// claimWhileHoldingMounts holds the plugin's mounts as the agent does (HoldPluginMounts of
+// held), claims volume meanwhile, and fails the test if NodeStageVolume or NodePublishVolume
+// was sent through the plugin ID through, as it would be to a plugin being stopped.
+func claimWhileHoldingMounts(t *testing.T, h *harness, held, volume, through string) {
+	t.Helper()
+	m, release, err := h.e.HoldPluginMounts(h.ctx, held)
 	if err != nil || m.Any() {
-		t.Fatalf("HoldPluginMounts(mem) = %+v, %v; want no mounts", m, err)
+		t.Fatalf("HoldPluginMounts(%+q) = %+v, %v; want no mounts", held, m, err)
 	}
 	ctx, cancel := context.WithTimeout(h.ctx, 300*time.Millisecond)
-	_, err = h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	_, err = h.e.Claim(ctx, ClaimRequest{VolumeID: volume, Alloc: "a"})
 	cancel()
 	release()
 	for _, rpc := range []string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
 		if n := h.faults.Calls(rpc); n != 0 {
-			t.Errorf("%s sent %d times through mem2 while the agent held mem's publish lock (same socket): %v", rpc, n, err)
+			t.Errorf("%s sent %d times through %+q while the agent held %+q's publish lock (same socket): %v", rpc, n, through, held, err)
 		}
+	}
+}
+
+// A socket's directory removed and made again while a command holds the controller lock (a
+// service manager's runtime directory is removed when the plugin stops and made again when it
+// starts: a new inode, the same path): a command started afterwards names the same socket, so it
+// must wait for the lock the first one holds, not take a lock of its own and run controller RPCs
+// beside it on the one controller.
+func TestControllerLockHoldsAcrossTheSocketDirRecreated(t *testing.T) {
+	h := newHarness(t, nil)
+	dir, base := filepath.Dir(h.socket), filepath.Base(h.socket)
+
+	gate, done := createHoldingTheController(h)
+	// The directory made again: a new inode at the same path, the listening socket moved into it
+	// (a bound socket keeps serving when renamed).
+	old := dir + ".old"
+	if err := os.Rename(dir, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(old, base), h.socket); err != nil {
+		t.Fatal(err)
+	}
+	// Another volctl process: its own connections, the same state dir.
+	other, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts,
+		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ctx, cancel := context.WithTimeout(h.ctx, 300*time.Millisecond)
+	_, err = other.CreateVolume(ctx, volume("b"))
+	cancel()
+	if n := h.faults.Calls(csi.RPCCreateVolume); n != 1 {
+		t.Errorf("CreateVolume sent %d times: a create started after the socket's directory was made again did not wait for the controller lock another process's create held (%v)", n, err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "waiting for the lock") {
+		t.Errorf("create while the controller is busy: %v; want it to wait for the controller lock", err)
+	}
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatalf("first create: %v", err)
 	}
 }

@@ -81,27 +81,37 @@ func (l *locker) controller(ctx context.Context, pluginID, socket string) (func(
 	if socket != "" {
 		what += " (socket " + socket + ")"
 	}
-	return l.take(ctx, socketLock("controller", pluginID, socket), what)
+	return l.all(ctx, socketLocks("controller", pluginID, socket), what, false)
 }
 
-// socketLock names a lock of the plugin process serving socket (kind: "controller",
+// socketLocks names the locks of the plugin process serving socket (kind: "controller",
 // "publish"), which any number of plugin IDs may be registered on, each spelling the path its
-// own way: by the socket's directory, as a file (its device and inode: one directory however
-// reached, through a symlink or a bind mount), and the socket's name in it, once every symlink
-// is resolved; by the resolved path when the directory is not there (nothing to send an RPC to
-// then). A plugin restarted in its directory keeps its lock file. Without a socket, the lock is
-// the plugin ID's.
-func socketLock(kind, pluginID, socket string) string {
+// own way; a process takes all of them, in this order. The first is the socket's path once
+// every symlink is resolved; the second, when the socket's directory is there, is that
+// directory as a file (its device and inode: one directory however reached, through a bind
+// mount too) and the socket's name in it. Neither alone is enough: a bind mount is another
+// path to the same directory, and a directory removed and made again at its path (a service
+// manager's runtime directory, at each start of the plugin) is another inode for the same
+// socket, under which a second command would otherwise run beside one holding the lock of the
+// old inode. A plugin restarted in its directory keeps its lock files. Without a socket, the
+// lock is the plugin ID's.
+func socketLocks(kind, pluginID, socket string) []string {
 	if socket == "" {
-		return "plugin-" + pluginID + "." + kind
+		return []string{"plugin-" + pluginID + "." + kind}
 	}
-	key := socketName(socket)
+	name := socketName(socket)
+	names := []string{kind + ".path-" + lockHash(name)}
 	var st syscall.Stat_t
-	if err := syscall.Stat(filepath.Dir(key), &st); err == nil {
-		key = fmt.Sprintf("%d:%d/%s", st.Dev, st.Ino, filepath.Base(key))
+	if err := syscall.Stat(filepath.Dir(name), &st); err == nil {
+		names = append(names, kind+"-"+lockHash(fmt.Sprintf("%d:%d/%s", st.Dev, st.Ino, filepath.Base(name))))
 	}
+	return names
+}
+
+// lockHash is a lock file's name for key, which may be a path of any length.
+func lockHash(key string) string {
 	sum := sha256.Sum256([]byte(key))
-	return kind + "-" + hex.EncodeToString(sum[:12])
+	return hex.EncodeToString(sum[:12])
 }
 
 // dirs takes the lock on the shared directories under the state dir: shared to make them,
@@ -144,6 +154,26 @@ func (l *locker) exclusive(name string) (release func(), ok bool, err error) {
 	return func() { _ = fl.Unlock() }, true, nil
 }
 
+// exclusiveAll takes the named locks, in order, without waiting: all of them, or none when
+// another process holds one (ok false).
+func (l *locker) exclusiveAll(names []string) (release func(), ok bool, err error) {
+	var held []func()
+	release = func() {
+		for i := len(held) - 1; i >= 0; i-- {
+			held[i]()
+		}
+	}
+	for _, name := range names {
+		unlock, ok, err := l.exclusive(name)
+		if err != nil || !ok {
+			release()
+			return nil, ok, err
+		}
+		held = append(held, unlock)
+	}
+	return release, true, nil
+}
+
 // LockAgent takes the state dir's agent lock without waiting, so that one agent runs per state
 // dir. It is an ErrConflict when another process holds it; the kernel drops it when the holder dies.
 func (e *Engine) LockAgent() (release func(), err error) {
@@ -163,13 +193,32 @@ func (e *Engine) LockAgent() (release func(), err error) {
 // claim and that claim's NodeStageVolume or NodePublishVolume. It is the node socket's (the
 // process the mounts go through, whichever plugin ID they are sent through): publishLock.
 func (l *locker) publishing(ctx context.Context, p store.Plugin) (func(), error) {
-	return l.lock(ctx, publishLock(p), fmt.Sprintf("plugin %q's publishes (the agent stops it under it)", p.ID), true)
+	return l.all(ctx, publishLocks(p), fmt.Sprintf("plugin %q's publishes (the agent stops it under it)", p.ID), true)
 }
 
-// publishLock names a plugin's publish lock: its node socket's (socketLock).
-func publishLock(p store.Plugin) string {
+// publishLocks names a plugin's publish locks: its node socket's (socketLocks).
+func publishLocks(p store.Plugin) []string {
 	sp := p.Spec()
-	return socketLock("publish", p.ID, csi.ConfigFromSpec(&sp).NodeSocket)
+	return socketLocks("publish", p.ID, csi.ConfigFromSpec(&sp).NodeSocket)
+}
+
+// all takes the named locks in order, each as lock does, and releases them in reverse.
+func (l *locker) all(ctx context.Context, names []string, what string, shared bool) (func(), error) {
+	var held []func()
+	release := func() {
+		for i := len(held) - 1; i >= 0; i-- {
+			held[i]()
+		}
+	}
+	for _, name := range names {
+		unlock, err := l.lock(ctx, name, what, shared)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		held = append(held, unlock)
+	}
+	return release, nil
 }
 
 func (l *locker) take(ctx context.Context, name, what string) (func(), error) {

@@ -257,14 +257,19 @@ func (m PluginMounts) Any() bool { return m.Mounts+m.InDoubt > 0 || m.Publishing
 // held. release is never nil.
 func (e *Engine) HoldPluginMounts(ctx context.Context, pluginID string) (m PluginMounts, release func(), err error) {
 	release = func() {}
-	p, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get(pluginID) })
+	// By the ID as stored (byStoredID), as PluginMounts counts: a plugin an older volctl stored
+	// decomposed, named in NFC by the agent's configuration, is on its socket's lock, which
+	// publishes through it take, not on a lock of the name alone.
+	p, err := byStoredID(ctx, e, store.PluginIDs, pluginID, func(id string) (store.Plugin, error) {
+		return viewOne(ctx, e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get(id) })
+	})
 	if errors.Is(err, store.ErrNotFound) {
 		p, err = store.Plugin{ID: pluginID}, nil // no socket known: the plugin ID's lock
 	}
 	if err != nil {
 		return m, release, err
 	}
-	unlock, ok, err := e.locks.exclusive(publishLock(p))
+	unlock, ok, err := e.locks.exclusiveAll(publishLocks(p))
 	switch {
 	case err != nil:
 		return m, release, fmt.Errorf("plugin %q publish lock: %w", pluginID, err)
@@ -272,7 +277,7 @@ func (e *Engine) HoldPluginMounts(ctx context.Context, pluginID string) (m Plugi
 		m.Publishing = true
 		return m, release, nil
 	}
-	if m, err = e.PluginMounts(ctx, pluginID); err != nil {
+	if m, err = e.PluginMounts(ctx, p.ID); err != nil {
 		unlock()
 		return m, release, err
 	}

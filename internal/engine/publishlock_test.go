@@ -24,7 +24,7 @@ func TestClaimWithAPublishLockThatIsNotAFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(h.dir, lockDir, publishLock(p)+".lock")
+	path := filepath.Join(h.dir, lockDir, publishLocks(p)[0]+".lock")
 	mkfifo(t, path)
 	ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
 	defer cancel()
@@ -90,4 +90,19 @@ func TestClaimWaitingForThePublishLockIsInterruptible(t *testing.T) {
 	if rpcs := h.rpcs()[before:]; len(rpcs) != 0 {
 		t.Errorf("RPCs sent by a claim interrupted before publishing: %v", rpcs)
 	}
+}
+
+// A plugin an older volctl stored decomposed ("cafe\u0301") is named in NFC by the agent's
+// configuration, which is read so. HoldPluginMounts finds it by that name as PluginMounts does
+// (byStoredID), and holds its socket's publish lock: a claim through it waits rather than
+// having NodeStageVolume or NodePublishVolume sent to a plugin the agent is stopping.
+func TestHoldPluginMountsOfAPluginStoredDecomposed(t *testing.T) {
+	const stored, typed = "cafe\u0301", "caf\u00e9"
+	h := newHarness(t, nil)
+	h.registerPlugin(stored, h.socket)
+	v := volume("v")
+	v.PluginID = stored
+	h.create(v)
+
+	claimWhileHoldingMounts(t, h, typed, "v", stored)
 }

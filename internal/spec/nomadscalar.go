@@ -21,8 +21,9 @@ import (
 //
 //   - parameters, secrets and context are decoded into untyped values and then weakly into
 //     strings (mapstructure.WeakDecode): true and false become "1" and "0", a whole number its
-//     decimal digits (one beyond int64 is an error there: the file is refused), any other
-//     number the shortest decimal of its float64, never in exponent form (1.50 -> "1.5",
+//     decimal digits (one beyond int64 is an error there: the file is refused; one written with
+//     a leading 0 is octal, 0755 -> "493" with a warning, and one with an 8 or 9 is refused),
+//     any other number the shortest decimal of its float64, never in exponent form (1.50 -> "1.5",
 //     1e3 -> "1000", 1e21 -> "1000000000000000000000");
 //   - mount_options' fs_type and mount_flags are decoded straight into strings, which keeps a
 //     number's text as written (1.50 -> "1.50") and a bool's ("true").
@@ -61,7 +62,12 @@ func (d *decoder) weakString(expr hcl.Expression, v cty.Value) (string, error) {
 			return "0", nil
 		case cty.Number:
 			if t, ok := d.numberLiteral(expr); ok {
-				return nomadNumber(t)
+				n, err := nomadNumber(t)
+				if err == nil && octal(t) {
+					// Neither the value nor what it becomes: it may be a secret's.
+					d.warnf(expr.Range(), "Octal number", "Nomad reads a whole number written with a leading 0 as octal, and volctl sends it as Nomad does (one written 0755 is sent as \"493\"); to send the digits as written, put them in quotes.")
+				}
+				return n, err
 			}
 			bf := v.AsBigFloat()
 			if i, acc := bf.Int64(); bf.IsInt() && acc == big.Exact {
@@ -78,20 +84,31 @@ func (d *decoder) weakString(expr hcl.Expression, v cty.Value) (string, error) {
 }
 
 // nomadNumber is what Nomad makes of a number literal: a whole number written without a point
-// or exponent is an int64, any other a float64.
+// or exponent is an int64, octal when it has a leading 0 (HCL1 parses it with base 0), any
+// other a float64. Its errors do not show the number: it may be a secret (the diagnostic's
+// snippet shows where it is, masked when it is).
 func nomadNumber(t string) (string, error) {
 	if !strings.ContainsAny(t, ".eE") {
-		i, err := strconv.ParseInt(t, 10, 64)
+		i, err := strconv.ParseInt(t, 0, 64)
+		if errors.Is(err, strconv.ErrSyntax) {
+			return "", fmt.Errorf("not a number Nomad reads: a whole number with a leading 0 is octal there, whose digits are 0 to 7; write it as a string, in quotes, or without the leading 0")
+		}
 		if err != nil {
-			return "", fmt.Errorf("%s is beyond the whole numbers Nomad reads here (64-bit); write it as a string, in quotes", t)
+			return "", fmt.Errorf("the number is beyond the whole numbers Nomad reads here (64-bit); write it as a string, in quotes")
 		}
 		return strconv.FormatInt(i, 10), nil
 	}
 	f, err := strconv.ParseFloat(t, 64)
 	if err != nil {
-		return "", fmt.Errorf("%s is beyond the numbers Nomad reads here (64-bit floating point); write it as a string, in quotes", t)
+		return "", fmt.Errorf("the number is beyond the numbers Nomad reads here (64-bit floating point); write it as a string, in quotes")
 	}
 	return formatFloat(f)
+}
+
+// octal reports whether a whole number literal is octal to Nomad: a leading 0 and more digits.
+func octal(t string) bool {
+	t = strings.TrimPrefix(t, "-")
+	return len(t) > 1 && t[0] == '0' && !strings.ContainsAny(t, ".eE")
 }
 
 func formatFloat(f float64) (string, error) {

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/hcl/v2"
 )
 
 // TestScalarsAsNomadSendsThem: a bool or number written in parameters, secrets, context or
@@ -82,6 +84,68 @@ func TestWholeNumberBeyondInt64IsRefused(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("%s: %v, want an error saying to quote it", src, diags)
+		}
+	}
+}
+
+// Nomad reads a whole number written with a leading 0 as octal (HCL1 parses it with
+// strconv.ParseInt base 0): `mode = 0755` reaches the plugin as "493" through Nomad, and `08`
+// makes Nomad refuse the file. volctl sends what Nomad sends, warning that the digits are not
+// sent as written and how to send them, and refuses what Nomad refuses, rather than send "755"
+// or "8", which no Nomad would. Neither message shows the value: it may be a secret's.
+func TestLeadingZeroIsOctalAsNomadReadsIt(t *testing.T) {
+	head := "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\n" +
+		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+	for _, form := range []struct{ name, extra string }{{"hcl2", ""}, {"hcl1", "\"name\" = \"n\"\n"}} {
+		src := head + form.extra + "parameters {\n  mode = 0644\n  neg = -010\n  zero = 00\n  dec = 10\n}\n"
+		v, diags := ParseVolume("v.hcl", []byte(src), VerbAny)
+		if diags.HasErrors() || v == nil {
+			t.Fatalf("%s: %v", form.name, diags)
+		}
+		want := map[string]string{"mode": "420", "neg": "-8", "zero": "0", "dec": "10"}
+		if !reflect.DeepEqual(v.Parameters, want) {
+			t.Errorf("%s: parameters %q, want %q (as Nomad sends them)", form.name, v.Parameters, want)
+		}
+		warned := false
+		for _, d := range diags {
+			warned = warned || d.Severity == hcl.DiagWarning && strings.Contains(d.Detail, "octal") && strings.Contains(d.Detail, "in quotes")
+			if strings.Contains(d.Detail, "0644") || strings.Contains(d.Detail, "420") {
+				t.Errorf("%s: a diagnostic shows the value: %s", form.name, d.Detail)
+			}
+		}
+		if !warned {
+			t.Errorf("%s: no warning that 0644 is sent as 420 and how to send the digits: %v", form.name, diags)
+		}
+
+		src = head + form.extra + "parameters {\n  mode = 0789\n}\n"
+		_, diags = ParseVolume("v.hcl", []byte(src), VerbAny)
+		refused := false
+		for _, d := range diags {
+			refused = refused || d.Severity == hcl.DiagError && strings.Contains(d.Detail, "octal") && strings.Contains(d.Detail, "in quotes")
+		}
+		if !refused {
+			t.Errorf("%s: 0789 (not octal: Nomad refuses the file): %v; want it refused, saying why and how to write it", form.name, diags)
+		}
+	}
+}
+
+// A number in secrets that Nomad would refuse (beyond int64, beyond float64) is refused naming
+// the key, never showing the value: the source snippet masks it, and the detail must not print
+// it beside the mask.
+func TestRefusedSecretNumberIsNotShown(t *testing.T) {
+	head := "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\n" +
+		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+	for _, val := range []string{"98765432109876543210", "-98765432109876543210", "7e400"} {
+		_, diags := ParseVolume("v.hcl", []byte(head+"secrets {\n  token = "+val+"\n}\n"), VerbAny)
+		refused := false
+		for _, d := range diags {
+			refused = refused || d.Severity == hcl.DiagError && strings.Contains(d.Detail, "secrets.token") && strings.Contains(d.Detail, "in quotes")
+			if strings.Contains(d.Detail, strings.TrimPrefix(val, "-")) || strings.Contains(d.Summary, strings.TrimPrefix(val, "-")) {
+				t.Errorf("secret %s shown in a diagnostic: %s: %s", val, d.Summary, d.Detail)
+			}
+		}
+		if !refused {
+			t.Errorf("secret %s: %v; want it refused naming secrets.token and saying to quote it", val, diags)
 		}
 	}
 }

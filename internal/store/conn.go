@@ -127,6 +127,13 @@ func (p *pool) close() error {
 	return errors.Join(append(errs, p.db.Close())...)
 }
 
+// isClosed reports whether close or abandon ran.
+func (p *pool) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
 // abandon marks the pool closed, as close does, but leaves its connections open for the
 // process's exit to close (Store.CloseAtExit).
 func (p *pool) abandon() {

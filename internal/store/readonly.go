@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,8 +27,11 @@ import (
 // reaches the same files another way (the read-write path under a read-only bind mount) is
 // coordinated with. Only when there is no -wal is the database opened immutable (no locks, no
 // WAL): then the file holds every commit. That is safe only while nothing writes it, and a
-// read-only bind of a live state dir is not that; a volctl writing there makes a WAL first,
-// though, which the next read-only open finds.
+// read-only bind of a live state dir is not that: a volctl writing there makes a WAL first, and
+// checkpoints it into the database file later. An immutable store kept open (a dashboard) would
+// read neither, and show the state as it was when it opened; so each View of an immutable store
+// first looks whether a WAL is there or the database file changed (two stats), and reopens its
+// connections if so, with mode=ro and the WAL once there is one (readPool).
 
 // ErrReadOnlyFS is matched by the error of a write to a state dir on a read-only file system,
 // and of opening one that cannot be read there.
@@ -107,6 +111,11 @@ func openReadOnly(ctx context.Context, dir string, target int, o options) (*Stor
 			return nil, inDir(dir, err)
 		}
 	}
+	s.ro = &readOnlyState{immutable: !hasWAL}
+	if !hasWAL {
+		// Stamped before the open: a change from here on is seen at the next View.
+		s.ro.file, _ = stampAt(path)
+	}
 	rdb, err := openDB(readOnlyDSN(path, o.busyTimeout, !hasWAL))
 	if err != nil {
 		s.closeLock()
@@ -144,4 +153,73 @@ func readOnlyDSN(path string, busy time.Duration, immutable bool) string {
 	}
 	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
 	return u.String()
+}
+
+// readOnlyState is how a store on a read-only file system reads: whether its read pool has the
+// database open immutable, and the file as it was when it did.
+type readOnlyState struct {
+	mu        sync.Mutex // held to check and replace s.r
+	immutable bool
+	file      fileStamp
+}
+
+// fileStamp is what changes when a file is written or replaced.
+type fileStamp struct {
+	id           fileID
+	size         int64
+	mtime, ctime syscall.Timespec
+}
+
+// stampAt is the stamp of the file at path.
+func stampAt(path string) (fileStamp, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return fileStamp{}, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	return fileStamp{id: fileID{dev: st.Dev, ino: st.Ino}, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}, nil
+}
+
+// reader is the read pool, as readPool last left it.
+func (s *Store) reader() *pool {
+	if s.ro == nil {
+		return s.r
+	}
+	s.ro.mu.Lock()
+	defer s.ro.mu.Unlock()
+	return s.r
+}
+
+// readPool is the pool a View reads through. For a store opened immutable on a read-only file
+// system, it is opened again first when a WAL has appeared beside the database (mode=ro, which
+// reads it and takes SQLite's locks) or the database file changed (immutable again): see the
+// top of this file. A WAL without its -shm cannot be read there; the pool is kept, and reads
+// what it read.
+func (s *Store) readPool() (*pool, error) {
+	if s.ro == nil {
+		return s.r, nil
+	}
+	s.ro.mu.Lock()
+	defer s.ro.mu.Unlock()
+	if !s.ro.immutable || s.r.isClosed() {
+		return s.r, nil
+	}
+	_, werr := os.Lstat(s.path + "-wal")
+	_, serr := os.Lstat(s.path + "-shm")
+	hasWAL := werr == nil
+	stamp, err := stampAt(s.path)
+	if err != nil {
+		return nil, &DirError{Dir: filepath.Dir(s.path), Err: fmt.Errorf("read state: %w", err)}
+	}
+	if hasWAL && serr != nil || !hasWAL && stamp == s.ro.file {
+		return s.r, nil
+	}
+	rdb, err := openDB(readOnlyDSN(s.path, s.busyTimeout, !hasWAL))
+	if err != nil {
+		return nil, &DirError{Dir: filepath.Dir(s.path), Err: fmt.Errorf("read state %s again: %w", s.path, err)}
+	}
+	old := s.r
+	s.r = newPool(rdb, readConns)
+	s.ro.immutable, s.ro.file = !hasWAL, stamp
+	_ = old.close() // a View still on it has its connection closed when it ends
+	return s.r, nil
 }

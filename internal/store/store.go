@@ -89,6 +89,8 @@ type Store struct {
 	// roErr is every write's error when the state dir is on a read-only file system
 	// (readonly.go), which leaves w nil.
 	roErr error
+	// ro is how a store on a read-only file system reads (readonly.go); nil otherwise.
+	ro *readOnlyState
 }
 
 // Stats counts the transactions this Store has committed since Open, by kind. Tests and
@@ -432,7 +434,7 @@ func tighten(path string, want fs.FileMode, held bool, log *slog.Logger) error {
 // Close closes the database: its prepared statements, then its connections. A transaction that
 // starts afterwards fails; one still running has its connection closed when it ends.
 func (s *Store) Close() error {
-	err := s.r.close()
+	err := s.reader().close()
 	if s.w != nil {
 		err = errors.Join(err, s.w.close())
 	}
@@ -463,7 +465,7 @@ func (s *Store) closeLock() error {
 // first, so the next process does not read back up to a thousand pages. Only a process that
 // exits right after may call it; any other must Close.
 func (s *Store) CloseAtExit() error {
-	s.r.abandon()
+	s.reader().abandon()
 	if s.w == nil {
 		return nil // read-only: nothing written
 	}
@@ -541,7 +543,11 @@ const beginNoWait = "BEGIN IMMEDIATE -- no wait"
 // View runs fn in a read-only transaction: a consistent snapshot that never blocks writers and is
 // never blocked by them.
 func (s *Store) View(ctx context.Context, fn func(tx *Tx) error) error {
-	return s.run(ctx, s.r, "BEGIN", readOnly, fn)
+	r, err := s.readPool()
+	if err != nil {
+		return err
+	}
+	return s.run(ctx, r, "BEGIN", readOnly, fn)
 }
 
 // txKind is what a transaction does and, for a write, how durable its commit is.
