@@ -69,13 +69,23 @@ capability {
 	run("volume", "create", spec)
 	run("volume", "snapshot", "create", "v", "before")
 	for path, mode := range map[string]fs.FileMode{
-		state:                             0o700,
-		filepath.Join(state, "volctl.db"): 0o600,
-		filepath.Join(state, "locks"):     0o700,
-		lockFile(state, "volume-v"):       0o600,
-		controllerLockFile(t, state):      0o600,
+		state:                                      0o700,
+		filepath.Join(state, "volctl.db"):          0o600,
+		filepath.Join(state, "locks"):              0o700,
+		lockFile(state, "volume-v"):                0o600,
+		oneLockFile(t, state, "controller-*"):      0o600,
+		oneLockFile(t, state, "controller.path-*"): 0o600,
+		filepath.Join(state, "volctl.db-lock"):     0o600,
 	} {
 		want[path] = mode
+	}
+	// And every other lock volctl made on the way (the publish locks, the directory lock).
+	locks, err := filepath.Glob(lockFile(state, "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range locks {
+		want[path] = 0o600
 	}
 
 	// The agent, which keeps the database open (so its -wal and -shm exist) and starts a plugin
@@ -114,7 +124,7 @@ capability {
 		}
 	}
 	// Whatever else is in the state dir, others cannot write it.
-	err := filepath.WalkDir(state, func(path string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(state, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -140,13 +150,13 @@ capability {
 
 func lockFile(state, name string) string { return filepath.Join(state, "locks", name+".lock") }
 
-// controllerLockFile is the one plugin controller lock under state: named by the controller's
-// socket (engine locker.controller), so found by its prefix.
-func controllerLockFile(t *testing.T, state string) string {
+// oneLockFile is the one lock under state whose name matches pattern: the controller's locks
+// are named by its socket (engine socketLocks), so found by their prefix.
+func oneLockFile(t *testing.T, state, pattern string) string {
 	t.Helper()
-	found, err := filepath.Glob(lockFile(state, "controller-*"))
+	found, err := filepath.Glob(lockFile(state, pattern))
 	if err != nil || len(found) != 1 {
-		t.Fatalf("controller lock files %v (%v), want one", found, err)
+		t.Fatalf("lock files %s: %v (%v), want one", pattern, found, err)
 	}
 	return found[0]
 }
