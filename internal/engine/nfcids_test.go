@@ -110,3 +110,37 @@ func TestOnlyThreeRunesNormaliseToASCII(t *testing.T) {
 		}
 	}
 }
+
+// A plugin registration (volctl plugin register --id, the agent's declared plugins) and a group
+// run name their plugin and group in NFC. With an older volctl's plugin and group of that name
+// stored decomposed, they must act on the stored ones, not add a second plugin row and a second
+// group whose alloc claims the volume again beside the stored group's claim.
+func TestPluginAndGroupStoredDecomposedAreNotAddedTwice(t *testing.T) {
+	const pre, dec = "caf\u00e9", "cafe\u0301"
+	h := newHarness(t, nil)
+	h.registerPlugin(dec, h.socket)
+	if p := h.registerPlugin(pre, h.socket); p.ID != dec {
+		t.Errorf("register of plugin %+q with %+q stored: %+q, want the stored plugin", pre, dec, p.ID)
+	}
+	if ps, err := h.e.Plugins(h.ctx); err != nil || len(ps) != 2 {
+		t.Errorf("plugins after registering %+q with %+q stored: %+v, %v; want mem and %+q", pre, dec, ps, err, dec)
+	}
+
+	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+	group := func(name string) spec.Group {
+		return spec.Group{Name: name, Count: 1, Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: "v",
+			AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}}}
+	}
+	if _, err := h.e.RunGroup(h.ctx, group(dec)); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := h.e.RunGroup(h.ctx, group(pre)); err != nil || g.Name != dec {
+		t.Errorf("run of group %+q with %+q stored: %+q, %v; want the stored group", pre, dec, g.Name, err)
+	}
+	if gs, err := h.e.Groups(h.ctx, ""); err != nil || len(gs) != 1 {
+		t.Errorf("groups after running %+q with %+q stored: %+v, %v; want only %+q", pre, dec, gs, err, dec)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 {
+		t.Errorf("claims of v after running %+q with %+q stored: %+v; want only the stored group's", pre, dec, live)
+	}
+}
