@@ -144,3 +144,46 @@ func TestPluginAndGroupStoredDecomposedAreNotAddedTwice(t *testing.T) {
 		t.Errorf("claims of v after running %+q with %+q stored: %+v; want only the stored group's", pre, dec, live)
 	}
 }
+
+// A spec reads its strings in NFC. Its name, namespace and plugin_id, which cannot change, are
+// the stored volume's when an older volctl stored them decomposed: created or registered again,
+// the volume must be met, not refused as a change of name, nor its plugin as unregistered; and
+// the stored spelling is kept.
+func TestSpecNamesStoredDecomposedAreNoChange(t *testing.T) {
+	const pre, dec = "caf\u00e9", "cafe\u0301"
+	h := newHarness(t, nil)
+	h.registerPlugin(dec, h.socket)
+	named := func(id, text string) spec.Volume {
+		v := volume(id)
+		v.Name, v.Namespace, v.PluginID = text, text, text
+		return v
+	}
+	h.create(named("v", dec))
+	v, err := h.e.CreateVolume(h.ctx, named("v", pre))
+	if err != nil {
+		t.Fatalf("create of v naming %+q, stored as %+q: %v", pre, dec, err)
+	}
+	reg := named("v", pre)
+	reg.ExternalID = v.ExternalID
+	reg.Context = v.Context
+	if _, err := h.e.RegisterVolume(h.ctx, reg); err != nil {
+		t.Errorf("register of v naming %+q, stored as %+q: %v", pre, dec, err)
+	}
+	var got []string
+	h.update(func(tx *store.Tx) error {
+		old, err := tx.Volumes().Get("v")
+		got = []string{old.Name, old.Namespace, old.PluginID}
+		return err
+	})
+	for _, s := range got {
+		if s != dec {
+			t.Errorf("stored name, namespace, plugin_id: %+q; want each kept as %+q", got, dec)
+			break
+		}
+	}
+	other := named("v", pre)
+	other.Name = "cafe"
+	if _, err := h.e.CreateVolume(h.ctx, other); !errors.Is(err, ErrConflict) {
+		t.Errorf("create of v named %q, stored as %+q: %v; want a refused change", other.Name, dec, err)
+	}
+}

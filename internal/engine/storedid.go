@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -105,4 +107,10 @@ func bySpecID[T any](id string, op func(id string) (T, error)) (T, error) {
 		return op(sa.stored)
 	}
 	return r, err
+}
+
+// sameInNFC reports whether a string as stored is the text given: the same string, or the same
+// in Unicode normal form C, as an older volctl stored what was typed ("e" U+0301 for "é").
+func sameInNFC(stored, given string) bool {
+	return stored == given || norm.NFC.String(stored) == norm.NFC.String(given)
 }
