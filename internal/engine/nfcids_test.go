@@ -187,3 +187,31 @@ func TestSpecNamesStoredDecomposedAreNoChange(t *testing.T) {
 		t.Errorf("create of v named %q, stored as %+q: %v; want a refused change", other.Name, dec, err)
 	}
 }
+
+// The event log keeps what an older volctl stored decomposed after the volume is gone, and an
+// alloc is in no table of its own: events --volume and --alloc, typed (NFC), must still find
+// them, and must not answer with nothing, as for a volume and alloc that never existed.
+func TestEventsStoredDecomposedAreFoundInNFC(t *testing.T) {
+	const pre, dec = "caf\u00e9", "cafe\u0301"
+	h := newHarness(t, nil)
+	h.create(volume(dec))
+	h.claim(ClaimRequest{VolumeID: dec, Alloc: "web-" + dec})
+	h.release(dec, "web-"+dec)
+	if err := h.e.DeleteVolume(h.ctx, dec); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []EventFilter{{VolumeID: pre}, {Alloc: "web-" + pre}, {VolumeID: pre, Alloc: "web-" + pre, Kind: "release"}} {
+		evs, err := h.e.Events(h.ctx, 0, f)
+		if err != nil || len(evs) == 0 {
+			t.Errorf("events %+v, with the volume and alloc stored as %+q: %d, %v; want theirs", f, dec, len(evs), err)
+		}
+		for _, ev := range evs {
+			if f.VolumeID != "" && ev.VolumeID != dec || f.Alloc != "" && ev.Alloc != "web-"+dec {
+				t.Errorf("events %+v: %+v, not the stored volume's or alloc's", f, ev)
+			}
+		}
+	}
+	if evs, err := h.e.Events(h.ctx, 0, EventFilter{VolumeID: "caf\u00e8"}); err != nil || len(evs) != 0 {
+		t.Errorf("events of a volume that never was: %+v, %v; want none", evs, err)
+	}
+}

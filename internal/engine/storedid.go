@@ -12,7 +12,8 @@ import (
 )
 
 // idWhat names each table's keys in errors.
-var idWhat = map[store.IDTable]string{store.VolumeIDs: "volume", store.PluginIDs: "plugin", store.GroupNames: "group"}
+var idWhat = map[store.IDTable]string{store.VolumeIDs: "volume", store.PluginIDs: "plugin", store.GroupNames: "group",
+	store.EventVolumeIDs: "volume", store.EventAllocs: "alloc", store.EventPluginIDs: "plugin"}
 
 // byStoredID runs op with an ID as given (the command line reads typed IDs in NFC, cli.typedID)
 // and, only when that finds nothing, with the ID as an older volctl stored it in another
