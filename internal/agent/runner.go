@@ -65,7 +65,7 @@ func (r *runner) loop(ctx context.Context) {
 		restartAt time.Time // when the next start may happen
 		restarted bool      // the running process replaced one that failed
 		warnedFor bool      // the foreign plugin's unhealthiness was logged
-		withheld  bool      // a restart withheld under mounts was logged, this unhealthy spell
+		withheld  string    // why a restart was withheld under mounts, as logged this unhealthy spell
 		stuck     bool      // a failed stop was logged, this unhealthy spell
 	)
 	for ctx.Err() == nil {
@@ -93,7 +93,7 @@ func (r *runner) loop(ctx context.Context) {
 		now := a.now()
 		switch {
 		case healthy:
-			lastGood, warnedFor, withheld, stuck = now, false, false, false
+			lastGood, warnedFor, withheld, stuck = now, false, "", false
 			r.settle()
 			if r.proc != nil && now.Sub(r.proc.started) >= a.s.BackoffMax {
 				bo.Reset()
@@ -125,16 +125,19 @@ func (r *runner) loop(ctx context.Context) {
 				now.Sub(lastGood).Round(time.Millisecond), a.s.HealthTimeout, reason)
 			why, release := r.mountsHeld(ctx)
 			if why != "" {
-				if !withheld && ctx.Err() == nil {
+				if why != withheld && ctx.Err() == nil {
 					msg := fmt.Sprintf("%s: not restarting it: %s, and stopping a plugin under mounts takes them from the allocs using them; "+
 						"it is restarted once it has none, or when its process (pid %d) exits, for example stopped by hand", unhealthyFor, why, r.proc.pid)
+					if why == publishingNow {
+						msg = fmt.Sprintf("%s: not restarting it yet: %s, whose mount stopping it would take; it is restarted at the next probe that finds none under way", unhealthyFor, why)
+					}
 					a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
 					a.e.PluginEvent(ctx, id, "plugin-restart-withheld", msg)
-					withheld = true
+					withheld = why
 				}
 				break
 			}
-			withheld = false
+			withheld = ""
 			err := stopProcess(r.proc, a.s.StopTimeout)
 			release()
 			if err != nil {
@@ -196,6 +199,9 @@ func (r *runner) loop(ctx context.Context) {
 	}
 }
 
+// publishingNow is mountsHeld's reason while a publish through the plugin is under way.
+const publishingNow = "a volume is being published through it"
+
 // mountsHeld says why the plugin may hold mounts ("it has 2 mounts and 1 in doubt"), or ""
 // when it holds none: the store says so, and no publish through it is under way. A count that
 // cannot be made counts as mounts. With "", the plugin's publish lock is held until release
@@ -206,7 +212,7 @@ func (r *runner) mountsHeld(ctx context.Context) (why string, release func()) {
 	case err != nil:
 		why = fmt.Sprintf("its mounts could not be counted (%v)", err)
 	case m.Publishing:
-		why = "a volume is being published through it"
+		why = publishingNow
 	case m.Any():
 		why = fmt.Sprintf("it has %d mounts and %d in doubt", m.Mounts, m.InDoubt)
 	}

@@ -50,6 +50,8 @@ restart). On SIGTERM, SIGINT or SIGHUP (the terminal it runs in closed) it stops
 its plugins, last, and only those without mounts: a plugin with mounts is left running, and the
 next agent adopts it; it exits 0. Started with SIGHUP ignored (nohup), it keeps ignoring it. A
 second signal during the stop is ignored: the stop takes at most --stop-timeout and 5 s more.
+What reads its log dying (a killed tee, a restarted journald) does not stop it: the lines nobody
+reads are dropped.
 SIGQUIT dumps its goroutines and exits 2 without stopping anything, as SIGKILL would: its
 plugins keep running and the next agent adopts them. One agent runs per state dir; a second one
 exits 4.
@@ -149,6 +151,7 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 		h = slog.NewJSONHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: level})
 	}
 	log := slog.New(h)
+	defer outliveLogReader()()
 	dir, err := opts.StateDir()
 	if err != nil {
 		return err

@@ -108,11 +108,12 @@ func pluginServeHostpathRun(ctx context.Context, opts *PluginServeHostpathOption
 	}
 	if opts.IO != nil {
 		// On stderr, so that a supervisor's log (the agent's, systemd's) shows the start too.
-		fmt.Fprintf(opts.IO.ErrOut, "Serving %s on %s (root %s, node %s); SIGINT, SIGTERM or SIGHUP stops it\n",
-			hostpath.PluginName, socket, opts.Root, opts.NodeID)
+		fmt.Fprintf(opts.IO.ErrOut, "Serving %s on %s (root %s, node %s); %s stops it\n",
+			hostpath.PluginName, socket, opts.Root, opts.NodeID, stopSignalWords())
 	}
 	if os.Geteuid() != 0 {
 		log.Warn("not running as root: bind mounts need CAP_SYS_ADMIN, and without it NodeStageVolume and NodePublishVolume answer FAILED_PRECONDITION")
 	}
+	defer outliveLogReader()()
 	return p.Serve(ctx, lis)
 }
