@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/text/unicode/norm"
-
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -598,6 +596,4 @@ func (e *Engine) Claims(ctx context.Context) ([]ClaimInfo, error) {
 // an older volctl stored an alloc as typed, decomposed perhaps ("e" U+0301 for "é"): compared
 // byte for byte, such a claim could never again be released by name, nor met by a claim of
 // the same alloc, which would mount the volume a second time for it.
-func sameAlloc(stored, given string) bool {
-	return stored == given || norm.NFC.String(stored) == norm.NFC.String(given)
-}
+func sameAlloc(stored, given string) bool { return sameInNFC(stored, given) }

@@ -16,8 +16,8 @@ func (e *Engine) Events(ctx context.Context, limit int, f EventFilter) ([]EventI
 	err := e.store.View(ctx, func(tx *store.Tx) error {
 		evs, err := tx.Events().Recent(limit, f)
 		if err == nil && len(evs) == 0 {
-			// None: the volume or plugin may be one an older volctl stored in another normal
-			// form (byStoredID); its events name it so.
+			// None: the volume, alloc or plugin may be one an older volctl stored in another
+			// normal form (byStoredID); its events name it so, whether or not it still exists.
 			var again bool
 			if f, again, err = storedFilter(tx, f); err == nil && again {
 				evs, err = tx.Events().Recent(limit, f)
@@ -31,13 +31,15 @@ func (e *Engine) Events(ctx context.Context, limit int, f EventFilter) ([]EventI
 	return out, err
 }
 
-// storedFilter turns a filter's volume and plugin IDs into the forms they are stored in
-// (storedForm); changed says whether one differs.
+// storedFilter turns a filter's volume ID, alloc and plugin ID into the forms the event log
+// holds them in (storedForm of its columns: a deleted volume's events still name it, and an
+// alloc is in no table but claims'); changed says whether one differs. It runs only when the
+// filter as given matched nothing, and reads nothing for an ID that no other form can have.
 func storedFilter(tx *store.Tx, f EventFilter) (_ EventFilter, changed bool, err error) {
 	for _, x := range []struct {
 		t  store.IDTable
 		id *string
-	}{{store.VolumeIDs, &f.VolumeID}, {store.PluginIDs, &f.PluginID}} {
+	}{{store.EventVolumeIDs, &f.VolumeID}, {store.EventAllocs, &f.Alloc}, {store.EventPluginIDs, &f.PluginID}} {
 		if *x.id == "" {
 			continue
 		}

@@ -34,11 +34,20 @@ type AllocInfo struct {
 // those it held before the run). Running a group again
 // is idempotent; a smaller count releases the allocs past it.
 func (e *Engine) RunGroup(ctx context.Context, g spec.Group) (GroupInfo, error) {
+	return bySpecID(g.Name, func(name string) (GroupInfo, error) { g.Name = name; return e.runGroup(ctx, g) })
+}
+
+// runGroup is RunGroup of the name as stored (bySpecID): the allocs' names derive from it, as
+// they did when the stored group's claims were made.
+func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) {
 	fail := func(err error) (GroupInfo, error) { return GroupInfo{}, fmt.Errorf("run group %q: %w", g.Name, err) }
 	if g.Count < 1 {
 		g.Count = 1
 	}
 	if err := e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := notStoredOtherwise(tx, store.GroupNames, g.Name); err != nil {
+			return err
+		}
 		return tx.Groups().Put(&store.Group{Name: g.Name, Spec: g, Count: g.Count, State: store.GroupRunning})
 	}); err != nil {
 		return fail(err)

@@ -110,3 +110,108 @@ func TestOnlyThreeRunesNormaliseToASCII(t *testing.T) {
 		}
 	}
 }
+
+// A plugin registration (volctl plugin register --id, the agent's declared plugins) and a group
+// run name their plugin and group in NFC. With an older volctl's plugin and group of that name
+// stored decomposed, they must act on the stored ones, not add a second plugin row and a second
+// group whose alloc claims the volume again beside the stored group's claim.
+func TestPluginAndGroupStoredDecomposedAreNotAddedTwice(t *testing.T) {
+	const pre, dec = "caf\u00e9", "cafe\u0301"
+	h := newHarness(t, nil)
+	h.registerPlugin(dec, h.socket)
+	if p := h.registerPlugin(pre, h.socket); p.ID != dec {
+		t.Errorf("register of plugin %+q with %+q stored: %+q, want the stored plugin", pre, dec, p.ID)
+	}
+	if ps, err := h.e.Plugins(h.ctx); err != nil || len(ps) != 2 {
+		t.Errorf("plugins after registering %+q with %+q stored: %+v, %v; want mem and %+q", pre, dec, ps, err, dec)
+	}
+
+	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+	group := func(name string) spec.Group {
+		return spec.Group{Name: name, Count: 1, Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: "v",
+			AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}}}
+	}
+	if _, err := h.e.RunGroup(h.ctx, group(dec)); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := h.e.RunGroup(h.ctx, group(pre)); err != nil || g.Name != dec {
+		t.Errorf("run of group %+q with %+q stored: %+q, %v; want the stored group", pre, dec, g.Name, err)
+	}
+	if gs, err := h.e.Groups(h.ctx, ""); err != nil || len(gs) != 1 {
+		t.Errorf("groups after running %+q with %+q stored: %+v, %v; want only %+q", pre, dec, gs, err, dec)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 {
+		t.Errorf("claims of v after running %+q with %+q stored: %+v; want only the stored group's", pre, dec, live)
+	}
+}
+
+// A spec reads its strings in NFC. Its name, namespace and plugin_id, which cannot change, are
+// the stored volume's when an older volctl stored them decomposed: created or registered again,
+// the volume must be met, not refused as a change of name, nor its plugin as unregistered; and
+// the stored spelling is kept.
+func TestSpecNamesStoredDecomposedAreNoChange(t *testing.T) {
+	const pre, dec = "caf\u00e9", "cafe\u0301"
+	h := newHarness(t, nil)
+	h.registerPlugin(dec, h.socket)
+	named := func(id, text string) spec.Volume {
+		v := volume(id)
+		v.Name, v.Namespace, v.PluginID = text, text, text
+		return v
+	}
+	h.create(named("v", dec))
+	v, err := h.e.CreateVolume(h.ctx, named("v", pre))
+	if err != nil {
+		t.Fatalf("create of v naming %+q, stored as %+q: %v", pre, dec, err)
+	}
+	reg := named("v", pre)
+	reg.ExternalID = v.ExternalID
+	reg.Context = v.Context
+	if _, err := h.e.RegisterVolume(h.ctx, reg); err != nil {
+		t.Errorf("register of v naming %+q, stored as %+q: %v", pre, dec, err)
+	}
+	var got []string
+	h.update(func(tx *store.Tx) error {
+		old, err := tx.Volumes().Get("v")
+		got = []string{old.Name, old.Namespace, old.PluginID}
+		return err
+	})
+	for _, s := range got {
+		if s != dec {
+			t.Errorf("stored name, namespace, plugin_id: %+q; want each kept as %+q", got, dec)
+			break
+		}
+	}
+	other := named("v", pre)
+	other.Name = "cafe"
+	if _, err := h.e.CreateVolume(h.ctx, other); !errors.Is(err, ErrConflict) {
+		t.Errorf("create of v named %q, stored as %+q: %v; want a refused change", other.Name, dec, err)
+	}
+}
+
+// The event log keeps what an older volctl stored decomposed after the volume is gone, and an
+// alloc is in no table of its own: events --volume and --alloc, typed (NFC), must still find
+// them, and must not answer with nothing, as for a volume and alloc that never existed.
+func TestEventsStoredDecomposedAreFoundInNFC(t *testing.T) {
+	const pre, dec = "caf\u00e9", "cafe\u0301"
+	h := newHarness(t, nil)
+	h.create(volume(dec))
+	h.claim(ClaimRequest{VolumeID: dec, Alloc: "web-" + dec})
+	h.release(dec, "web-"+dec)
+	if err := h.e.DeleteVolume(h.ctx, dec); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []EventFilter{{VolumeID: pre}, {Alloc: "web-" + pre}, {VolumeID: pre, Alloc: "web-" + pre, Kind: "release"}} {
+		evs, err := h.e.Events(h.ctx, 0, f)
+		if err != nil || len(evs) == 0 {
+			t.Errorf("events %+v, with the volume and alloc stored as %+q: %d, %v; want theirs", f, dec, len(evs), err)
+		}
+		for _, ev := range evs {
+			if f.VolumeID != "" && ev.VolumeID != dec || f.Alloc != "" && ev.Alloc != "web-"+dec {
+				t.Errorf("events %+v: %+v, not the stored volume's or alloc's", f, ev)
+			}
+		}
+	}
+	if evs, err := h.e.Events(h.ctx, 0, EventFilter{VolumeID: "caf\u00e8"}); err != nil || len(evs) != 0 {
+		t.Errorf("events of a volume that never was: %+v, %v; want none", evs, err)
+	}
+}

@@ -21,6 +21,11 @@ func (e *Engine) RegisterPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo
 	if err := spec.ValidateID("plugin ID", sp.ID); err != nil {
 		return PluginInfo{}, invalidf("register plugin: %v", err)
 	}
+	return bySpecID(sp.ID, func(id string) (PluginInfo, error) { sp.ID = id; return e.registerPlugin(ctx, sp) })
+}
+
+// registerPlugin is RegisterPlugin of the ID as stored (bySpecID).
+func (e *Engine) registerPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo, error) {
 	sp, joined, err := e.joinRegisteredHalf(ctx, sp)
 	if err != nil {
 		return PluginInfo{}, fmt.Errorf("register plugin %q: %w", sp.ID, err)
@@ -46,6 +51,9 @@ func (e *Engine) RegisterPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo
 	}
 	now := e.cfg.Now()
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := notStoredOtherwise(tx, store.PluginIDs, p.ID); err != nil {
+			return err
+		}
 		if err := checkReregistration(tx, p.ID, fp); err != nil {
 			return err
 		}
@@ -72,6 +80,10 @@ func (e *Engine) RegisterPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo
 		}
 		return tx.Events().Append(&store.Event{Kind: "plugin-register", PluginID: p.ID, Message: msg})
 	})
+	if sa := (*storedAsError)(nil); errors.As(err, &sa) {
+		e.forget(p.ID) // connected under the ID as given; bySpecID registers the stored one
+		return PluginInfo{}, err
+	}
 	if err != nil {
 		return PluginInfo{}, fmt.Errorf("register plugin %q: %w", sp.ID, err)
 	}

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"strings"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/volctl/volctl/internal/store"
 )
 
 // idWhat names each table's keys in errors.
-var idWhat = map[store.IDTable]string{store.VolumeIDs: "volume", store.PluginIDs: "plugin", store.GroupNames: "group"}
+var idWhat = map[store.IDTable]string{store.VolumeIDs: "volume", store.PluginIDs: "plugin", store.GroupNames: "group",
+	store.EventVolumeIDs: "volume", store.EventAllocs: "alloc", store.EventPluginIDs: "plugin"}
 
 // byStoredID runs op with an ID as given (the command line reads typed IDs in NFC, cli.typedID)
 // and, only when that finds nothing, with the ID as an older volctl stored it in another
@@ -105,4 +108,10 @@ func bySpecID[T any](id string, op func(id string) (T, error)) (T, error) {
 		return op(sa.stored)
 	}
 	return r, err
+}
+
+// sameInNFC reports whether a string as stored is the text given: the same string, or the same
+// in Unicode normal form C, as an older volctl stored what was typed ("e" U+0301 for "é").
+func sameInNFC(stored, given string) bool {
+	return stored == given || norm.NFC.String(stored) == norm.NFC.String(given)
 }

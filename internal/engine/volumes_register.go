@@ -127,27 +127,31 @@ func checkImmutable(old store.Volume, sv spec.Volume, register bool) error {
 	type field struct {
 		name     string
 		was, now any
+		// text: volctl's own names, compared in NFC (sameInNFC), so that what an older volctl
+		// stored decomposed is not a change; the stored spelling is kept. The plugin's strings
+		// (external and snapshot IDs, parameters, topology) are sent to it and compare as bytes.
+		text bool
 	}
 	fields := []field{
-		{"name", old.Name, sv.Name},
-		{"namespace", old.Namespace, sv.Namespace},
-		{"plugin_id", old.PluginID, sv.PluginID},
-		{"parameters", nilIfEmpty(old.Parameters), nilIfEmpty(sv.Parameters)},
-		{"topology_request", topologyOrNil(old.TopologyRequest), topologyOrNil(sv.TopologyRequest)},
+		{"name", old.Name, sv.Name, true},
+		{"namespace", old.Namespace, sv.Namespace, true},
+		{"plugin_id", old.PluginID, sv.PluginID, true},
+		{"parameters", nilIfEmpty(old.Parameters), nilIfEmpty(sv.Parameters), false},
+		{"topology_request", topologyOrNil(old.TopologyRequest), topologyOrNil(sv.TopologyRequest), false},
 	}
 	if register {
-		fields = append(fields, field{"external_id", old.ExternalID, sv.ExternalID})
+		fields = append(fields, field{"external_id", old.ExternalID, sv.ExternalID, false})
 	} else {
 		fields = append(fields,
-			field{"snapshot_id", old.SnapshotID, sv.SnapshotID},
-			field{"clone_id", old.CloneID, sv.CloneID})
+			field{"snapshot_id", old.SnapshotID, sv.SnapshotID, false},
+			field{"clone_id", old.CloneID, sv.CloneID, false})
 	}
 	advice := "deregister and register it again to change it"
 	if !register {
 		advice = "a created volume keeps it: delete the volume and create it again to change it"
 	}
 	for _, f := range fields {
-		if reflect.DeepEqual(f.was, f.now) {
+		if reflect.DeepEqual(f.was, f.now) || f.text && sameInNFC(f.was.(string), f.now.(string)) {
 			continue
 		}
 		change := fmt.Sprintf("it is %s, the spec says %s", describe(f.was), describe(f.now))
@@ -260,7 +264,7 @@ func failVolume(doing, id string) func(error) (VolumeInfo, error) {
 }
 
 // lockSpecVolume begins RegisterVolume and CreateVolume: it fills in sv's default namespace,
-// takes the volume's lock and connects to its plugin. The caller runs unlock when done.
+// takes the volume's lock and connects to its plugin, setting sv's plugin ID as stored. The caller runs unlock when done.
 func (e *Engine) lockSpecVolume(ctx context.Context, sv *spec.Volume) (c *conn, unlock func(), err error) {
 	if sv.Namespace == "" {
 		sv.Namespace = spec.DefaultNamespace
@@ -268,10 +272,14 @@ func (e *Engine) lockSpecVolume(ctx context.Context, sv *spec.Volume) (c *conn, 
 	if unlock, err = e.locks.volume(ctx, sv.ID); err != nil {
 		return nil, nil, err
 	}
-	if c, err = e.connect(ctx, sv.PluginID); err != nil {
+	// The spec's plugin_id (NFC) names a plugin an older volctl stored decomposed too
+	// (byStoredID): the volume is recorded with the plugin's ID as stored.
+	c, err = byStoredID(ctx, e, store.PluginIDs, sv.PluginID, func(id string) (*conn, error) { return e.connect(ctx, id) })
+	if err != nil {
 		unlock()
 		return nil, nil, err
 	}
+	sv.PluginID = c.plugin.ID
 	return c, unlock, nil
 }
 

@@ -6,13 +6,18 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// IDTable names a table whose keys people type: volume and plugin IDs, group names.
+// IDTable names a table whose keys people type: volume and plugin IDs, group names; or a
+// column of the event log that records such a key as it was stored when the event was
+// appended (an event outlives its volume, and names an alloc no table may hold any more).
 type IDTable int
 
 const (
 	VolumeIDs IDTable = iota
 	PluginIDs
 	GroupNames
+	EventVolumeIDs
+	EventAllocs
+	EventPluginIDs
 )
 
 // SameInNFC lists, ordered, the stored keys of a table whose Unicode NFC form is id's: id itself
@@ -24,6 +29,10 @@ func (tx *Tx) SameInNFC(t IDTable, id string) ([]string, error) {
 		VolumeIDs:  `SELECT id FROM volumes ORDER BY id`,
 		PluginIDs:  `SELECT id FROM plugins ORDER BY id`,
 		GroupNames: `SELECT name FROM groups ORDER BY name`,
+		// The log is bounded (DefaultEventLimit rows); events_volume indexes volume_id.
+		EventVolumeIDs: `SELECT DISTINCT volume_id FROM events ORDER BY volume_id`,
+		EventAllocs:    `SELECT DISTINCT alloc FROM events ORDER BY alloc`,
+		EventPluginIDs: `SELECT DISTINCT plugin_id FROM events ORDER BY plugin_id`,
 	}[t]
 	keys, err := listAll(tx, fmt.Sprintf("keys like %q", id), func(sc scanner) (string, error) {
 		var k string
