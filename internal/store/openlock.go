@@ -29,11 +29,15 @@ import (
 // lockSuffix names the open lock beside the database: volctl.db-lock.
 const lockSuffix = "-lock"
 
+// lockFileFlags open the lock file read-only, never through a symlink, and without blocking
+// (a named pipe put in its place cannot hold Open in open(2)).
+const lockFileFlags = os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+
 // openLockFile opens (creating it 0600) the lock file of the database at path: never through a
 // symlink, and without blocking, so a named pipe put in its place cannot hold Open in open(2).
 func openLockFile(path string) (*os.File, error) {
 	p := path + lockSuffix
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
+	f, err := os.OpenFile(p, os.O_CREATE|lockFileFlags, 0o600)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
 			return nil, fmt.Errorf("open state: lock file %s is a symlink, not a regular file as volctl makes it: remove it, and volctl makes it again", p)
@@ -104,18 +108,6 @@ func (s *Store) lockShared(ctx context.Context, deadline time.Time) (held bool, 
 	}
 }
 
-// sleepCtx sleeps for d or until ctx ends, and returns ctx's error then.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // holders is " (pid 12, pid 34)": the processes other than this one that hold a flock on f, as
 // /proc/locks lists them, or "" when none can be named.
 func holders(f *os.File) string {
@@ -159,7 +151,7 @@ func holders(f *os.File) string {
 // are flocks too) would not hold there, and two commands could act on one volume at once. It
 // costs an open, a flock and a close per Open.
 func (s *Store) checkLockHolds() error {
-	f, err := os.OpenFile(s.lock.Name(), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, err := os.OpenFile(s.lock.Name(), lockFileFlags, 0)
 	if err != nil {
 		return fmt.Errorf("open state %s: lock %s: %w", s.path, s.lock.Name(), err)
 	}

@@ -94,7 +94,7 @@ func openReadOnly(ctx context.Context, dir string, target int, o options) (*Stor
 	}
 	// A volctl migrating the database through a writable path to the same files is waited
 	// for, as Open waits; there is no lock file to hold where none was made.
-	s.lock, err = os.OpenFile(path+lockSuffix, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	s.lock, err = os.OpenFile(path+lockSuffix, lockFileFlags, 0)
 	if err == nil {
 		if fi, err := s.lock.Stat(); err != nil || !fi.Mode().IsRegular() {
 			s.lock.Close()

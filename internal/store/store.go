@@ -754,13 +754,21 @@ func retryBusy(ctx context.Context, timeout time.Duration, op func() error) erro
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return err
 		}
-		t := time.NewTimer(backoff.Jitter(waits.Next()))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return errors.Join(err, ctx.Err())
-		case <-t.C:
+		if serr := sleepCtx(ctx, backoff.Jitter(waits.Next())); serr != nil {
+			return errors.Join(err, serr)
 		}
+	}
+}
+
+// sleepCtx sleeps for d or until ctx ends, and returns ctx's error then.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
