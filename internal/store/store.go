@@ -628,6 +628,7 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (
 		tx := &Tx{ctx: ctx, c: c, s: s}
 		if begin == beginNoWait {
 			if err := tx.beginNoWait(); err != nil {
+				s.endTx(c)
 				broken := c.broken.Load()
 				p.put(c)
 				if isBusy(err) {
@@ -667,6 +668,7 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (
 		if err == nil {
 			return tx, nil
 		}
+		s.endTx(c)
 		broken := c.broken.Load()
 		p.put(c)
 		if waited && ctx.Err() != nil {
@@ -730,6 +732,19 @@ func (tx *Tx) setCheckpointing(kind txKind) error {
 func (s *Store) rollback(c *conn) {
 	tx := &Tx{ctx: context.Background(), c: c, s: s}
 	if _, err := tx.exec("ROLLBACK"); err != nil {
+		c.broken.Store(true)
+	}
+}
+
+// endTx makes sure the connection is in no transaction after a begin that failed: a BEGIN
+// that ran but whose context ended before the driver returned (it then reports the context's
+// error) leaves its transaction open, and the connection, kept, would refuse every later BEGIN
+// ("cannot start a transaction within a transaction"). Rolling back outside a transaction is
+// SQLite's "no transaction is active", which is no fault; any other failure marks the
+// connection broken, so it is replaced.
+func (s *Store) endTx(c *conn) {
+	tx := &Tx{ctx: context.Background(), c: c, s: s}
+	if _, err := tx.exec("ROLLBACK"); err != nil && !strings.Contains(err.Error(), "no transaction is active") {
 		c.broken.Store(true)
 	}
 }
