@@ -212,6 +212,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	defer os.Remove(agentPid)
 
+	// A plugin that daemonises is re-parented to the agent, which finds it and supervises it
+	// (daemon.go).
+	if err := becomeSubreaper(); err != nil {
+		a.log.Warn("the agent cannot make itself a child subreaper: a plugin that daemonises (leaves its process group) is not supervised", "err", err)
+	}
 	a.log.Info("agent starting", "state_dir", a.e.StateDir(), "probe_interval", a.s.ProbeInterval,
 		"probe_interval_ready", a.s.ProbeIntervalReady, "health_timeout", a.s.HealthTimeout,
 		"gc_interval", a.s.GCInterval, "reconcile_interval", a.s.ReconcileInterval)
@@ -461,10 +466,10 @@ func (a *Agent) scheduleRedrive(ctx context.Context, r *redrive) {
 }
 
 // keepLogs keeps the supervised plugins' logs under maxLogSize while they run, checking every
-// logCheckInterval until ctx ends. It has a loop of its own: a reconcile pass waiting on a
+// logCheckInterval until ctx ends; it reaps what was re-parented to the agent and exited too. It has a loop of its own: a reconcile pass waiting on a
 // plugin that does not answer holds housekeeping's loop for minutes.
 func (a *Agent) keepLogs(ctx context.Context) {
-	every(ctx, logCheckInterval, func() bool { a.trimLogs(); return false })
+	every(ctx, logCheckInterval, func() bool { a.trimLogs(); reapOrphans(); return false })
 }
 
 // every calls fn every d until fn returns true or ctx ends.

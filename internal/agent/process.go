@@ -31,6 +31,8 @@ type process struct {
 	startTick uint64    // /proc/<pid>/stat starttime, which tells a reused pid from ours
 	started   time.Time // when this agent started or adopted it
 	child     bool      // started by this agent: Wait reaps it
+	daemon    bool      // the daemon a plugin's process left serving its socket (daemonOf)
+	pgid      int       // its process group when it does not lead one (a daemon's), else 0: pid's
 	exited    chan struct{}
 
 	mu  sync.Mutex
@@ -124,7 +126,12 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 	cmd.ExtraFiles = []*os.File{goAhead, execErrW} // fds 3 and 4: goAheadFD, execErrFD
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	childMu.Lock() // reapOrphans leaves it to cmd.Wait, even if it exits at once
 	err = cmd.Start()
+	if err == nil {
+		ownedChildren[cmd.Process.Pid] = true
+	}
+	childMu.Unlock()
 	goAhead.Close()
 	execErrW.Close()
 	if err != nil {
@@ -136,6 +143,9 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 	afterStart()
 	go func() {
 		err := cmd.Wait()
+		childMu.Lock()
+		delete(ownedChildren, p.pid)
+		childMu.Unlock()
 		p.mu.Lock()
 		p.err = err
 		p.mu.Unlock()
@@ -281,6 +291,9 @@ func (p *process) exitStatus() string {
 	if p.child {
 		return "exit status 0"
 	}
+	if p.daemon {
+		return "status unknown: the daemon the plugin's process left"
+	}
 	return "status unknown: adopted from an earlier agent"
 }
 
@@ -331,19 +344,28 @@ func (p *process) stop(timeout time.Duration) error {
 func (p *process) signal(sig syscall.Signal) {
 	if !p.alive() {
 		if len(p.groupRest()) > 0 {
-			_ = syscall.Kill(-p.pid, sig)
+			_ = syscall.Kill(-p.group(), sig)
 		}
 		return
 	}
-	if pgid, err := syscall.Getpgid(p.pid); err == nil && pgid == p.pid {
-		_ = syscall.Kill(-p.pid, sig)
+	if pgid, err := syscall.Getpgid(p.pid); err == nil && pgid == p.group() {
+		_ = syscall.Kill(-pgid, sig)
 		return
 	}
 	_ = syscall.Kill(p.pid, sig)
 }
 
-// groupRest lists the live processes in the process group the plugin's process leads, other
-// than that process. Linux does not hand out a pid while a process group of that ID exists, so
+// group is the process group the plugin's process leads, or for a daemon, the one it was
+// found in (the session its parent made before exiting).
+func (p *process) group() int {
+	if p.pgid != 0 {
+		return p.pgid
+	}
+	return p.pid
+}
+
+// groupRest lists the live processes in the process group the plugin's process leads (a
+// daemon's: the one it is in, p.group), other than that process. Linux does not hand out a pid while a process group of that ID exists, so
 // while any is left the group is still the plugin's; but once it emptied, a new process with
 // the plugin's old pid may lead a group of the same ID: when a process has the pid with
 // another start time, the group is not the plugin's and nothing is listed.
@@ -351,17 +373,19 @@ func (p *process) groupRest() []int {
 	if tick, err := procStartTick(p.pid); err == nil && tick != p.startTick {
 		return nil
 	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
+	if g := p.group(); g != p.pid {
+		// A daemon's group was led by a process that had exited when the daemon was found:
+		// a process with that pid now leads another group.
+		if _, err := procStat(g); err == nil {
+			return nil
+		}
 	}
 	var out []int
-	for _, en := range entries {
-		pid, err := strconv.Atoi(en.Name())
-		if err != nil || pid == p.pid {
+	for _, pid := range procPids() {
+		if pid == p.pid {
 			continue
 		}
-		if pgrp, live := procGroup(pid); live && pgrp == p.pid {
+		if pgrp, live := procGroup(pid); live && pgrp == p.group() {
 			out = append(out, pid)
 		}
 	}
@@ -488,12 +512,6 @@ func adoptFromPidFile(ctx context.Context, runDir, id string) *process {
 	if !p.alive() {
 		return nil
 	}
-	go every(ctx, 250*time.Millisecond, func() bool {
-		if p.alive() {
-			return false
-		}
-		close(p.exited)
-		return true
-	})
+	p.watch(ctx)
 	return p
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -444,5 +445,43 @@ func TestAgentBacksOffAPluginThatExitsAtOnce(t *testing.T) {
 	}
 	if exits := f.events("plugin-exit"); !strings.Contains(exits[len(exits)-1], "restarting it in 400ms") {
 		t.Errorf("the last plugin-exit event = %q, want the wait at its cap", exits[len(exits)-1])
+	}
+}
+
+// A plugin that daemonises (a double fork with setsid, its process exiting 0) leaves the
+// process group the agent made for it. The agent took the daemon for a plugin no agent started:
+// it neither restarted it when it died nor stopped it at a clean stop. The agent, a child
+// subreaper, finds the daemon serving the socket, records it and supervises it as the plugin.
+func TestAgentSupervisesAPluginThatDaemonises(t *testing.T) {
+	f := newFixture(t)
+	f.register(f.execPlugin("dm", "daemonizes"))
+	stop := f.startAgent(testSettings)
+	first := f.childPid("dm")
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("dm").Healthy })
+	waitFor(t, "the pid file to name the daemon", func() bool { return f.pid("dm") == first })
+	if evs := f.events("plugin-daemon"); len(evs) != 1 || !strings.Contains(evs[0], fmt.Sprintf("supervising pid %d as the plugin", first)) {
+		t.Errorf("plugin-daemon events = %q, want one naming pid %d", evs, first)
+	}
+	// Killed, it is the plugin's exit: the agent starts the plugin again, which daemonises again.
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var second int
+	waitFor(t, "the daemon to be started again", func() bool {
+		second = f.pid("dm")
+		return second != 0 && second != first && alive(second) && f.plugin("dm").Healthy
+	})
+	t.Cleanup(func() { _ = syscall.Kill(second, syscall.SIGKILL) })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if alive(second) {
+		t.Errorf("the plugin's daemon (pid %d) still runs after a clean stop of the agent (no mounts)", second)
+	}
+	if logs := f.logs.String(); strings.Contains(logs, "no volctl agent started it") {
+		t.Errorf("the agent took its own plugin's daemon for a foreign plugin:\n%s", logs)
+	}
+	if n := len(f.events("plugin-exit")); n != 1 {
+		t.Errorf("%d plugin-exit events, want 1 (the daemon killed): %q", n, f.events("plugin-exit"))
 	}
 }

@@ -178,11 +178,6 @@ func (r *runner) loop(ctx context.Context) {
 		case <-timer.C:
 		case <-exited:
 			timer.Stop()
-			wait := bo.Next()
-			msg := fmt.Sprintf("plugin %q exited (%s): restarting it in %s", id, r.proc.exitStatus(), wait)
-			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
-			r.restarting("exited")
-			a.e.PluginEvent(ctx, id, "plugin-exit", msg)
 			// What it forked is still in its group, maybe serving its socket: the agent's to
 			// stop, or the next start would take it for a plugin no agent started.
 			if rest := r.proc.groupRest(); len(rest) > 0 {
@@ -191,12 +186,55 @@ func (r *runner) loop(ctx context.Context) {
 					a.log.Warn("stopping what an exited plugin left", "plugin", id, "err", err)
 				}
 			}
+			// A plugin that daemonised left its group: its daemon, serving the socket, is the
+			// plugin from now on.
+			if r.followDaemon(ctx) {
+				lastGood = a.now()
+				continue
+			}
+			wait := bo.Next()
+			msg := fmt.Sprintf("plugin %q exited (%s): restarting it in %s", id, r.proc.exitStatus(), wait)
+			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
+			r.restarting("exited")
+			a.e.PluginEvent(ctx, id, "plugin-exit", msg)
 			removePidFile(a.runDir, id)
 			r.proc, restarted, restartAt = nil, true, a.now().Add(wait)
 			// Record the plugin's health now rather than at the next start.
 			r.probe(ctx)
 		}
 	}
+}
+
+// followDaemon, once the plugin's process exited, looks for the daemon it left serving its
+// socket outside its process group (daemonOf) and, when there is one, records it in the pid
+// file and supervises it as the plugin, saying so. It reports whether it did. A process serving
+// the socket that the agent may not take for the plugin's is named in a warning: the start that
+// follows finds the socket live and probes it only.
+func (r *runner) followDaemon(ctx context.Context) bool {
+	a, id, socket := r.a, r.spec.ID, execEndpoint(r.spec)
+	d, err := daemonOf(ctx, r.proc, socket, a.s.ProbeInterval)
+	if err != nil {
+		if !errors.Is(err, errNoDaemon) {
+			a.log.Warn(fmt.Sprintf("plugin %q exited (%s): %v", id, r.proc.exitStatus(), err), "plugin", id, "pid", r.proc.pid)
+		}
+		return false
+	}
+	if err := writePidFile(a.runDir, id, d); err != nil {
+		// Unrecorded, a later agent would take it for a plugin no agent started: stopped, and
+		// the plugin started again, as for a start whose pid file cannot be written.
+		a.log.Error(fmt.Sprintf("plugin %q daemonised as pid %d, which cannot be recorded: stopping it", id, d.pid), "plugin", id, "err", err)
+		if err := d.stop(a.s.StopTimeout); err != nil {
+			a.log.Warn("stopping the plugin's daemon", "plugin", id, "pid", d.pid, "err", err)
+		}
+		return false
+	}
+	msg := fmt.Sprintf("plugin %q daemonised: its process (pid %d) exited (%s), leaving pid %d serving %s outside its process group; supervising pid %d as the plugin",
+		id, r.proc.pid, r.proc.exitStatus(), d.pid, socket, d.pid)
+	a.log.Info(msg, "plugin", id, "pid", d.pid)
+	a.e.PluginEvent(ctx, id, "plugin-daemon", msg)
+	r.proc = d
+	r.publish()
+	return true
 }
 
 // publishingNow is mountsHeld's reason while a publish through the plugin is under way.
@@ -275,7 +313,7 @@ func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 	if socketsLive(sockets) {
 		r.foreign = true
 		a.log.Warn("plugin socket is live but no volctl agent started it: probing it only, never stopping it",
-			"plugin", id, "socket", sockets[0])
+			"plugin", id, "socket", sockets[0], "served_by_pid", socketServer(sockets[0]))
 		return false, nil
 	}
 	for _, s := range sockets {
