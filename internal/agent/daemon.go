@@ -140,8 +140,10 @@ func socketServer(path string) int {
 	return int(cred.Pid)
 }
 
-// descendsFromAgent reports whether pid is a live descendant of this process.
-func descendsFromAgent(pid int) bool {
+// orphanOfAgent reports whether pid is a live descendant of this process through an orphan
+// re-parented to it: not through a child an exec.Cmd owns (another plugin's process, whose
+// descendants are that plugin's).
+func orphanOfAgent(pid int) bool {
 	self := os.Getpid()
 	for range 64 { // a chain of parents longer than that is no daemon of ours
 		f, err := procStat(pid)
@@ -153,7 +155,10 @@ func descendsFromAgent(pid int) bool {
 		case err != nil || ppid <= 1:
 			return false
 		case ppid == self:
-			return true
+			childMu.Lock()
+			owned := ownedChildren[pid]
+			childMu.Unlock()
+			return !owned
 		}
 		pid = ppid
 	}
@@ -164,13 +169,15 @@ func descendsFromAgent(pid int) bool {
 var errNoDaemon = errors.New("no daemon")
 
 // daemonOf looks, once the plugin's process p exited, for the daemon it left serving the
-// socket: a live process outside p's group that descends from the agent (re-parented to it, a
-// subreaper). A process that exited 0 gets up to wait for its daemon to serve the socket (a
+// socket: a live process outside p's group that descends from an orphan re-parented to the
+// agent (a subreaper), and is no other plugin's process. A process that exited 0 gets up to wait for its daemon to serve the socket (a
 // daemon binds after its parent exits); one that failed is looked at once. It returns the
 // daemon, watched until ctx ends, or errNoDaemon; what serves the socket but may not be
 // supervised (not the agent's descendant: the agent is no subreaper, or it is another
 // program) is an error naming its pid.
-func daemonOf(ctx context.Context, p *process, socket string, wait time.Duration) (*process, error) {
+//
+// others reports whether a pid, or its process group, is another plugin's the agent supervises.
+func daemonOf(ctx context.Context, p *process, socket string, wait time.Duration, others func(pid, pgrp int) bool) (*process, error) {
 	deadline := time.Now().Add(wait)
 	if p.exitStatus() != "exit status 0" {
 		deadline = time.Now()
@@ -183,8 +190,10 @@ func daemonOf(ctx context.Context, p *process, socket string, wait time.Duration
 			case !live:
 			case pgrp == p.group() || pgrp == syscall.Getpgrp():
 				return nil, errNoDaemon // in the plugin's group: stopped with it (groupRest)
-			case !descendsFromAgent(pid):
-				why := "it does not descend from the agent"
+			case others(pid, pgrp):
+				return nil, fmt.Errorf("socket %s is served by pid %d, which the agent supervises as another plugin", socket, pid)
+			case !orphanOfAgent(pid):
+				why := "it is not an orphan re-parented to the agent"
 				if !subreaper {
 					why = fmt.Sprintf("the agent could not make itself a child subreaper (%v), so a daemon is not re-parented to it", subreaperErr)
 				}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -483,5 +484,52 @@ func TestAgentSupervisesAPluginThatDaemonises(t *testing.T) {
 	}
 	if n := len(f.events("plugin-exit")); n != 1 {
 		t.Errorf("%d plugin-exit events, want 1 (the daemon killed): %q", n, f.events("plugin-exit"))
+	}
+}
+
+// Plugin IDs registered on one socket are one process (docs/architecture.md, Lock order). Two
+// of them with exec blocks made the agent start two processes for the socket, both binding
+// it: one process runs for the socket, under the first ID, and serves both.
+func TestAgentRunsOneProcessForPluginIDsOnOneSocket(t *testing.T) {
+	f := newFixture(t)
+	a := f.execPlugin("a", "hostpath")
+	b := a
+	b.ID = "b"
+	f.register(a)
+	f.register(b)
+	stop := f.startAgent(testSettings)
+	waitFor(t, "both plugin IDs to be healthy", func() bool { return f.plugin("a").Healthy && f.plugin("b").Healthy })
+	time.Sleep(500 * time.Millisecond) // time for a second start, or a restart, to show
+	pid := f.pid("a")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if starts := f.events("plugin-start"); len(starts) != 1 {
+		t.Errorf("plugin-start events = %q, want one process started for the socket", starts)
+	}
+	if f.pid("b") != 0 {
+		t.Errorf("a pid file for plugin b, whose socket plugin a's process serves")
+	}
+	if alive(pid) {
+		t.Errorf("the plugins' process (pid %d) still runs after a clean stop", pid)
+	}
+	if logs := f.logs.String(); !strings.Contains(logs, "one process serves both") {
+		t.Errorf("the log does not say that one process serves both IDs:\n%s", logs)
+	}
+}
+
+// Two plugins declared on one socket with different exec blocks cannot both run: one process
+// serves a socket. The agent refuses such a config, naming both, rather than run one of the
+// commands of its own choosing.
+func TestAgentRefusesADeclaredSocketWithTwoCommands(t *testing.T) {
+	f := newFixture(t)
+	a := f.execPlugin("a", "hostpath")
+	b := f.execPlugin("b", "hostpath") // another root in its env: another exec block
+	b.Socket = a.Socket
+	stop := f.startAgent(testSettings, a, b)
+	time.Sleep(200 * time.Millisecond)
+	err := stop()
+	if !errors.Is(err, engine.ErrInvalid) || !strings.Contains(fmt.Sprint(err), `plugins "a" and "b" are declared on one socket with different exec blocks`) {
+		t.Errorf("Run = %v, want the config refused naming both plugins", err)
 	}
 }

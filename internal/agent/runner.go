@@ -212,7 +212,7 @@ func (r *runner) loop(ctx context.Context) {
 // follows finds the socket live and probes it only.
 func (r *runner) followDaemon(ctx context.Context) bool {
 	a, id, socket := r.a, r.spec.ID, execEndpoint(r.spec)
-	d, err := daemonOf(ctx, r.proc, socket, a.s.ProbeInterval)
+	d, err := daemonOf(ctx, r.proc, socket, a.s.ProbeInterval, a.supervisedElsewhere(r))
 	if err != nil {
 		if !errors.Is(err, errNoDaemon) {
 			a.log.Warn(fmt.Sprintf("plugin %q exited (%s): %v", id, r.proc.exitStatus(), err), "plugin", id, "pid", r.proc.pid)
@@ -235,6 +235,27 @@ func (r *runner) followDaemon(ctx context.Context) bool {
 	r.proc = d
 	r.publish()
 	return true
+}
+
+// supervisedElsewhere returns whether a pid, or its process group, is the process another
+// runner than r supervises.
+func (a *Agent) supervisedElsewhere(r *runner) func(pid, pgrp int) bool {
+	return func(pid, pgrp int) bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		for _, o := range a.runners {
+			if o == r {
+				continue
+			}
+			o.smu.Lock()
+			p := o.sPid
+			o.smu.Unlock()
+			if p > 0 && (p == pid || p == pgrp) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // publishingNow is mountsHeld's reason while a publish through the plugin is under way.

@@ -472,6 +472,10 @@ func socketMates(tx *store.Tx, pluginID string) (map[string]bool, error) {
 	return mates, nil
 }
 
+// OneSocket reports whether socket paths a and b name one socket however they are spelled
+// (oneSocket): the agent runs one process for the plugin IDs declared on one socket.
+func OneSocket(a, b string) bool { return oneSocket(a, b) }
+
 // oneSocket reports whether socket paths a and b name one socket however they are spelled: alike
 // once cleaned and their directories' symlinks resolved (/var/run and /run), or, while it is
 // there, one file (a bind mount).
