@@ -280,7 +280,8 @@ func (e *Engine) lockSpecVolume(ctx context.Context, sv *spec.Volume) (c *conn, 
 		return nil, nil, err
 	}
 	sv.PluginID = c.plugin.ID
-	return c, unlock, nil
+	unlockVolume := unlock
+	return c, func() { e.done(c); unlockVolume() }, nil
 }
 
 // DeregisterVolume forgets a volume without touching its storage. It is refused while the volume
@@ -395,6 +396,7 @@ func (e *Engine) sendOwedUnpublish(ctx context.Context, id string) (unsent, err 
 	if err != nil {
 		return err, nil
 	}
+	defer e.done(c)
 	return e.undoLeftStaging(ctx, c, v), nil
 }
 
