@@ -131,6 +131,12 @@ func TestMain(m *testing.M) {
 		// records its pid in child.pid under the root; "forker" then waits for SIGTERM and
 		// exits, "forker-exits" exits once the child serves (a plugin that daemonizes).
 		os.Exit(forkServer(os.Getenv(pluginModeEnv) == "forker-exits"))
+	case "nosocket":
+		// A plugin that runs but never makes its socket.
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		<-ctx.Done()
+		os.Exit(0)
 	case "daemonizes":
 		// A plugin that daemonises as a C daemon does: it forks a child that calls setsid,
 		// which forks the server (hostpath) and exits; this process exits 0 once the first

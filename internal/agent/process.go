@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -67,13 +69,17 @@ func socketsLive(paths []string) bool {
 	return len(paths) > 0
 }
 
-func socketsExist(paths []string) bool {
+func socketsExist(paths []string) bool { return len(missingSockets(paths)) == 0 }
+
+// missingSockets are the paths of paths where no file is.
+func missingSockets(paths []string) []string {
+	var out []string
 	for _, p := range paths {
-		if _, err := os.Stat(p); err != nil {
-			return false
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			out = append(out, p)
 		}
 	}
-	return true
+	return out
 }
 
 // afterStart runs right after a plugin's process is started, before anything records it: the

@@ -533,3 +533,28 @@ func TestAgentRefusesADeclaredSocketWithTwoCommands(t *testing.T) {
 		t.Errorf("Run = %v, want the config refused naming both plugins", err)
 	}
 }
+
+// A plugin whose process runs but never makes its socket is restarted past the health timeout,
+// and the restart says so: not the engine's "is the plugin running?", which the agent, having
+// its process, can answer.
+func TestAgentSaysAPluginRunsWithoutItsSocket(t *testing.T) {
+	f := newFixture(t)
+	clock := &fakeClock{t: time.Now()}
+	f.now = clock.Now
+	sp := f.execPlugin("ns", "nosocket")
+	f.register(sp)
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be started", func() bool { return alive(f.pid("ns")) })
+	pid := f.pid("ns")
+	waitFor(t, "the restart past the health timeout", func() bool {
+		clock.Advance(time.Second)
+		return len(f.events("plugin-restart")) > 0
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("its process (pid %d) runs but has not made its socket %s", pid, sp.Socket)
+	if ev := f.events("plugin-restart")[0]; !strings.Contains(ev, want) || strings.Contains(ev, "is the plugin running?") {
+		t.Errorf("plugin-restart event = %q, want it to say %q", ev, want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -120,6 +121,10 @@ func (r *runner) loop(ctx context.Context) {
 			}
 			if r.proc == nil {
 				break
+			}
+			if missing := missingSockets(execSockets(r.spec)); len(missing) > 0 && r.proc.alive() {
+				// The engine's "is the plugin running?" is the wrong question: it runs.
+				reason = fmt.Sprintf("its process (pid %d) runs but has not made its socket %s", r.proc.pid, strings.Join(missing, ", "))
 			}
 			unhealthyFor := fmt.Sprintf("plugin %q unhealthy for %s (health timeout %s): %s", id,
 				now.Sub(lastGood).Round(time.Millisecond), a.s.HealthTimeout, reason)
