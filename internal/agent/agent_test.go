@@ -137,6 +137,26 @@ func TestMain(m *testing.M) {
 		defer stop()
 		<-ctx.Done()
 		os.Exit(0)
+	case "mute":
+		// A plugin that listens on its socket and accepts connections but never answers.
+		os.Exit(serveTestPlugin(func(ctx context.Context, socket string) error {
+			lis, err := net.Listen("unix", socket)
+			if err != nil {
+				return err
+			}
+			go func() {
+				var held []net.Conn
+				for {
+					c, err := lis.Accept()
+					if err != nil {
+						return
+					}
+					held = append(held, c)
+				}
+			}()
+			<-ctx.Done()
+			return lis.Close()
+		}))
 	case "daemonizes":
 		// A plugin that daemonises as a C daemon does: it forks a child that calls setsid,
 		// which forks the server (hostpath) and exits; this process exits 0 once the first

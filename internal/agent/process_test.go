@@ -558,3 +558,38 @@ func TestAgentSaysAPluginRunsWithoutItsSocket(t *testing.T) {
 		t.Errorf("plugin-restart event = %q, want it to say %q", ev, want)
 	}
 }
+
+// A plugin whose socket accepts connections but never answers is probed within the probe's
+// timeout, restarted past the health timeout, and stopped at a clean stop: no step of the
+// agent waits on it without a bound.
+func TestAgentRestartsAPluginThatNeverAnswers(t *testing.T) {
+	f := newFixture(t)
+	clock := &fakeClock{t: time.Now()}
+	f.now = clock.Now
+	f.register(f.execPlugin("mute", "mute"))
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be started", func() bool { return alive(f.pid("mute")) })
+	first := f.pid("mute")
+	waitFor(t, "the restart past the health timeout", func() bool {
+		clock.Advance(time.Second)
+		return len(f.events("plugin-restart")) > 0
+	})
+	waitFor(t, "the plugin to be started again", func() bool { p := f.pid("mute"); return p != first && alive(p) })
+	second := f.pid("mute")
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the agent's stop waited 20s on a plugin that never answers")
+	}
+	if alive(first) || alive(second) {
+		t.Errorf("after a clean stop: the first process %d alive %v, the second %d alive %v", first, alive(first), second, alive(second))
+	}
+	if ev := f.events("plugin-restart")[0]; !strings.Contains(ev, "did not complete the gRPC handshake") {
+		t.Errorf("plugin-restart event = %q, want it to say the socket accepted but did not answer", ev)
+	}
+}
