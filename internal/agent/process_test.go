@@ -593,3 +593,57 @@ func TestAgentRestartsAPluginThatNeverAnswers(t *testing.T) {
 		t.Errorf("plugin-restart event = %q, want it to say the socket accepted but did not answer", ev)
 	}
 }
+
+// A pid file that cannot be written (the file system is full) fails the plugin's start: the
+// plugin does not run unrecorded, the start is retried and says why, and once there is room
+// the plugin starts, recorded, and is stopped at a clean stop.
+func TestAgentStartsNoPluginItCannotRecordOnAFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs as the run directory needs root")
+	}
+	f := newFixture(t)
+	run := filepath.Join(f.dir, "run")
+	if err := os.MkdirAll(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", run, "tmpfs", 0, "size=64k,mode=0700"); err != nil {
+		t.Skipf("mounting a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(run, syscall.MNT_DETACH) })
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the agent's pid file", func() bool { _, err := os.Stat(filepath.Join(run, "agent.pid")); return err == nil })
+	filler := filepath.Join(run, "filler")
+	fl, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for err == nil {
+		_, err = fl.Write(make([]byte, 4096))
+	}
+	fl.Close()
+	sp := f.execPlugin("full", "hostpath")
+	f.register(sp)
+	waitFor(t, "a start that fails for want of room", func() bool {
+		for _, ev := range f.events("plugin-start") {
+			if strings.Contains(ev, "did not start") && strings.Contains(ev, "no space left on device") {
+				return true
+			}
+		}
+		return false
+	})
+	time.Sleep(300 * time.Millisecond) // a plugin started unrecorded would serve by now
+	if socketsLive([]string{sp.Socket}) {
+		t.Fatalf("a plugin serves on %s though its pid file could not be written", sp.Socket)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the plugin to start once there is room", func() bool { return alive(f.pid("full")) && f.plugin("full").Healthy })
+	pid := f.pid("full")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if alive(pid) {
+		t.Errorf("the plugin (pid %d) still runs after a clean stop", pid)
+	}
+}
