@@ -534,22 +534,32 @@ func TestAgentRefusesADeclaredSocketWithTwoCommands(t *testing.T) {
 	}
 }
 
+// runUntilRestarted registers plugin id, the test plugin in mode, which never becomes healthy,
+// starts an agent on a clock the test moves, and moves it until the agent restarts the plugin
+// past its health timeout. It returns the plugin, the agent's stop, and the pid of its first
+// process.
+func (f *fixture) runUntilRestarted(id, mode string) (sp spec.Plugin, stop func() error, first int) {
+	f.t.Helper()
+	clock := &fakeClock{t: time.Now()}
+	f.now = clock.Now
+	sp = f.execPlugin(id, mode)
+	f.register(sp)
+	stop = f.startAgent(testSettings)
+	waitFor(f.t, "the plugin to be started", func() bool { return alive(f.pid(id)) })
+	first = f.pid(id)
+	waitFor(f.t, "the restart past the health timeout", func() bool {
+		clock.Advance(time.Second)
+		return len(f.events("plugin-restart")) > 0
+	})
+	return sp, stop, first
+}
+
 // A plugin whose process runs but never makes its socket is restarted past the health timeout,
 // and the restart says so: not the engine's "is the plugin running?", which the agent, having
 // its process, can answer.
 func TestAgentSaysAPluginRunsWithoutItsSocket(t *testing.T) {
 	f := newFixture(t)
-	clock := &fakeClock{t: time.Now()}
-	f.now = clock.Now
-	sp := f.execPlugin("ns", "nosocket")
-	f.register(sp)
-	stop := f.startAgent(testSettings)
-	waitFor(t, "the plugin to be started", func() bool { return alive(f.pid("ns")) })
-	pid := f.pid("ns")
-	waitFor(t, "the restart past the health timeout", func() bool {
-		clock.Advance(time.Second)
-		return len(f.events("plugin-restart")) > 0
-	})
+	sp, stop, pid := f.runUntilRestarted("ns", "nosocket")
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -564,16 +574,7 @@ func TestAgentSaysAPluginRunsWithoutItsSocket(t *testing.T) {
 // agent waits on it without a bound.
 func TestAgentRestartsAPluginThatNeverAnswers(t *testing.T) {
 	f := newFixture(t)
-	clock := &fakeClock{t: time.Now()}
-	f.now = clock.Now
-	f.register(f.execPlugin("mute", "mute"))
-	stop := f.startAgent(testSettings)
-	waitFor(t, "the plugin to be started", func() bool { return alive(f.pid("mute")) })
-	first := f.pid("mute")
-	waitFor(t, "the restart past the health timeout", func() bool {
-		clock.Advance(time.Second)
-		return len(f.events("plugin-restart")) > 0
-	})
+	_, stop, first := f.runUntilRestarted("mute", "mute")
 	waitFor(t, "the plugin to be started again", func() bool { p := f.pid("mute"); return p != first && alive(p) })
 	second := f.pid("mute")
 	stopped := make(chan error, 1)
