@@ -104,6 +104,18 @@ func TestMain(m *testing.M) {
 			select {}
 		}
 		os.Exit(runAgent(os.Getenv(pluginRootEnv)))
+	case "agent-killed-while-daemonising":
+		// An agent on the state dir in $VOLCTL_AGENT_TEST_ROOT that kills itself with SIGKILL
+		// once a plugin's process has exited leaving its daemon serving the socket, before it
+		// records the daemon.
+		beforeFollowDaemon = func(socket string) {
+			for !socketsLive([]string{socket}) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+		os.Exit(runAgent(os.Getenv(pluginRootEnv)))
 	case "plainlisten":
 		// An in-memory plugin on a plain net.Listen, as many plugins listen: bind fails while
 		// a socket file is in the way, even a stale one.

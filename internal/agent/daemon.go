@@ -2,11 +2,15 @@ package agent
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -192,25 +196,16 @@ func daemonOf(ctx context.Context, p *process, socket string, wait time.Duration
 				return nil, errNoDaemon // in the plugin's group: stopped with it (groupRest)
 			case others(pid, pgrp):
 				return nil, fmt.Errorf("socket %s is served by pid %d, which the agent supervises as another plugin", socket, pid)
-			case !orphanOfAgent(pid):
-				why := "it is not an orphan re-parented to the agent"
+			case !orphanOfAgent(pid) && !hasInstance(pid, p.instance):
+				why := "it is not an orphan re-parented to the agent, nor has the plugin's instance in its environment"
 				if !subreaper {
 					why = fmt.Sprintf("the agent could not make itself a child subreaper (%v), so a daemon is not re-parented to it", subreaperErr)
 				}
 				return nil, fmt.Errorf("socket %s is served by pid %d, outside the plugin's process group, which the agent cannot tell for the plugin's: %s", socket, pid, why)
 			default:
-				tick, err := procStartTick(pid)
-				if err != nil {
-					break
+				if d := daemonProcess(ctx, pid, pgrp, p.instance); d != nil {
+					return d, nil
 				}
-				d := &process{pid: pid, startTick: tick, started: time.Now(), daemon: true, exited: make(chan struct{})}
-				if pgrp != pid {
-					if _, err := procStat(pgrp); err != nil { // its leader gone: the group is the daemon's
-						d.pgid = pgrp
-					}
-				}
-				d.watch(ctx)
-				return d, nil
 			}
 		}
 		if !time.Now().Before(deadline) || !hasStrayChild() {
@@ -224,6 +219,69 @@ func daemonOf(ctx context.Context, p *process, socket string, wait time.Duration
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// daemonProcess is the process to supervise for a plugin's daemon, pid in group pgrp, watched
+// until ctx ends; nil when it has exited.
+func daemonProcess(ctx context.Context, pid, pgrp int, instance string) *process {
+	tick, err := procStartTick(pid)
+	if err != nil {
+		return nil
+	}
+	d := &process{pid: pid, startTick: tick, started: time.Now(), daemon: true, instance: instance, exited: make(chan struct{})}
+	if pgrp != pid {
+		if _, err := procStat(pgrp); err != nil { // its leader gone: the group is the daemon's
+			d.pgid = pgrp
+		}
+	}
+	d.watch(ctx)
+	return d
+}
+
+// instanceEnv names a token, new at each start of a plugin, put in its environment and in its
+// pid file: a daemon it leaves inherits it, which tells the plugin's daemon from another
+// program on its socket when the agent cannot (it was killed before it recorded the daemon,
+// or it is no subreaper).
+const instanceEnv = "VOLCTL_AGENT_PLUGIN_INSTANCE"
+
+// newInstance makes an instance token.
+func newInstance() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// hasInstance reports whether the environment pid was started with holds the plugin instance.
+func hasInstance(pid int, instance string) bool {
+	if instance == "" {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return false
+	}
+	return slices.Contains(strings.Split(string(b), "\x00"), instanceEnv+"="+instance)
+}
+
+// adoptDaemon, when the plugin's pid file names a process that has exited, adopts the daemon
+// it left serving the socket: the process serving it with the recorded instance in its
+// environment (an agent killed after the plugin's process exited, before it recorded the
+// daemon, left the pid file so). The pid file is rewritten for it. nil when there is none.
+func adoptDaemon(ctx context.Context, runDir, id, socket string) (*process, error) {
+	rec := readPidFile(runDir, id)
+	if rec == nil || rec.instance == "" || rec.alive() {
+		return nil, nil
+	}
+	pid := socketServer(socket)
+	pgrp, live := procGroup(pid)
+	if pid <= 0 || !live || !hasInstance(pid, rec.instance) {
+		return nil, nil
+	}
+	d := daemonProcess(ctx, pid, pgrp, rec.instance)
+	if d == nil {
+		return nil, nil
+	}
+	return d, writePidFile(runDir, id, d)
 }
 
 // watch closes p.exited when p, a process that is not the agent's exec.Cmd child, ends

@@ -35,6 +35,7 @@ type process struct {
 	child     bool      // started by this agent: Wait reaps it
 	daemon    bool      // the daemon a plugin's process left serving its socket (daemonOf)
 	pgid      int       // its process group when it does not lead one (a daemon's), else 0: pid's
+	instance  string    // the token in the plugin's environment (instanceEnv), which its daemon inherits
 	exited    chan struct{}
 
 	mu  sync.Mutex
@@ -86,6 +87,10 @@ func missingSockets(paths []string) []string {
 // crash test kills the agent there.
 var afterStart = func() {}
 
+// beforeFollowDaemon runs when a plugin's process has exited, before the agent looks for the
+// daemon it left: the crash test kills the agent there.
+var beforeFollowDaemon = func(socket string) {}
+
 // startProcess starts a plugin from its exec block: in its own process group (a terminal's
 // ^C or the agent's death does not reach it), with CSI_ENDPOINT set to its socket, and its
 // output appended to <state>/logs/<id>.log. Its pid goes to <state>/run/<id>.pid before the
@@ -128,7 +133,8 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 	defer execErr.Close()
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = append([]string{startHelperArg0, path, sp.Exec.Command}, sp.Exec.Args...)
-	cmd.Env = append(pluginEnv(os.Environ(), sp), startHelperEnv+"=1")
+	instance := newInstance()
+	cmd.Env = append(pluginEnv(os.Environ(), sp), startHelperEnv+"=1", instanceEnv+"="+instance)
 	cmd.ExtraFiles = []*os.File{goAhead, execErrW} // fds 3 and 4: goAheadFD, execErrFD
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -144,7 +150,7 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 		logf("%v", err)
 		return nil, err
 	}
-	p := &process{pid: cmd.Process.Pid, started: time.Now(), child: true, exited: make(chan struct{})}
+	p := &process{pid: cmd.Process.Pid, started: time.Now(), child: true, instance: instance, exited: make(chan struct{})}
 	p.startTick, _ = procStartTick(p.pid)
 	afterStart()
 	go func() {
@@ -484,11 +490,12 @@ func procStat(pid int) ([]string, error) {
 
 func pidFilePath(runDir, id string) string { return filepath.Join(runDir, id+".pid") }
 
-// writePidFile records "<pid> <starttime>", so a later agent can tell the process it finds is
-// the one an agent started and not another that reused the pid.
+// writePidFile records "<pid> <starttime> <instance>", so a later agent can tell the process it
+// finds is the one an agent started and not another that reused the pid, and find the daemon
+// it left by its instance (adoptDaemon).
 func writePidFile(runDir, id string, p *process) error {
 	tmp := pidFilePath(runDir, id) + ".tmp"
-	if err := writeStateFile(tmp, fmt.Appendf(nil, "%d %d\n", p.pid, p.startTick)); err != nil {
+	if err := writeStateFile(tmp, fmt.Appendf(nil, "%d %d %s\n", p.pid, p.startTick, p.instance)); err != nil {
 		return fmt.Errorf("pid file: %w", err)
 	}
 	if err := os.Rename(tmp, pidFilePath(runDir, id)); err != nil {
@@ -505,19 +512,35 @@ func removePidFile(runDir, id string) { _ = os.Remove(pidFilePath(runDir, id)) }
 // file names a process that still runs with the recorded start time. A watcher closes exited
 // when it ends (polled: it is not this process's child), until ctx ends.
 func adoptFromPidFile(ctx context.Context, runDir, id string) *process {
+	p := readPidFile(runDir, id)
+	if p == nil || !p.alive() {
+		return nil
+	}
+	p.watch(ctx)
+	return p
+}
+
+// readPidFile reads a plugin's pid file (writePidFile; one by an older agent has no instance),
+// nil when there is none that reads.
+func readPidFile(runDir, id string) *process {
 	b, err := readStateFile(pidFilePath(runDir, id))
 	if err != nil {
 		return nil
 	}
-	var pid int
-	var tick uint64
-	if _, err := fmt.Sscanf(string(b), "%d %d", &pid, &tick); err != nil || pid <= 0 {
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
 		return nil
 	}
-	p := &process{pid: pid, startTick: tick, started: time.Now(), exited: make(chan struct{})}
-	if !p.alive() {
+	pid, err := strconv.Atoi(f[0])
+	if err != nil || pid <= 0 {
 		return nil
 	}
-	p.watch(ctx)
+	p := &process{pid: pid, started: time.Now(), exited: make(chan struct{})}
+	if p.startTick, err = strconv.ParseUint(f[1], 10, 64); err != nil {
+		return nil
+	}
+	if len(f) > 2 {
+		p.instance = f[2]
+	}
 	return p
 }

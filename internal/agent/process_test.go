@@ -211,17 +211,7 @@ func TestAgentKilledBeforeRecordingAPluginLeavesNoStrayPlugin(t *testing.T) {
 	f := newFixture(t)
 	sp := f.execPlugin("hp", "hostpath")
 	f.register(sp)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(self, "-test.run=^$")
-	cmd.Env = append(os.Environ(), pluginModeEnv+"=agent-killed-after-start", pluginRootEnv+"="+f.dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.CombinedOutput()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("the agent was not killed at its failpoint: %v\n%s", err, out)
-	}
+	f.runAgentKilledAt("agent-killed-after-start")
 	// Whatever it started either serves the socket soon or is gone.
 	root := filepath.Join(f.dir, "hostpath-hp")
 	t.Cleanup(func() { killWithEnv(pluginRootEnv + "=" + root) })
@@ -646,5 +636,45 @@ func TestAgentStartsNoPluginItCannotRecordOnAFullDisk(t *testing.T) {
 	}
 	if alive(pid) {
 		t.Errorf("the plugin (pid %d) still runs after a clean stop", pid)
+	}
+}
+
+// An agent killed after a plugin's process exited, leaving its daemon serving the socket, and
+// before it recorded the daemon, left a pid file naming the exited process: the next agent took
+// the daemon for a plugin no agent started, and never stopped it. The daemon carries the
+// plugin's instance in its environment, which the pid file records: the next agent adopts it.
+func TestAgentKilledBeforeRecordingADaemonLeavesItAdoptable(t *testing.T) {
+	f := newFixture(t)
+	sp := f.execPlugin("dm", "daemonizes")
+	f.register(sp)
+	f.runAgentKilledAt("agent-killed-while-daemonising")
+	daemon := f.childPid("dm")
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("dm").Healthy })
+	if logs := f.logs.String(); strings.Contains(logs, "no volctl agent started it") {
+		t.Errorf("the next agent took the plugin's daemon for a foreign plugin:\n%s", logs)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if alive(daemon) {
+		t.Errorf("the plugin's daemon (pid %d) still runs after a clean stop of the next agent (no mounts)", daemon)
+	}
+}
+
+// runAgentKilledAt runs an agent on the fixture's state dir in another process, the test
+// binary in mode, which kills itself with SIGKILL at its failpoint.
+func (f *fixture) runAgentKilledAt(mode string) {
+	f.t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), pluginModeEnv+"="+mode, pluginRootEnv+"="+f.dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.CombinedOutput()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		f.t.Fatalf("the agent was not killed at its failpoint: %v\n%s", err, out)
 	}
 }

@@ -217,6 +217,7 @@ func (r *runner) loop(ctx context.Context) {
 // follows finds the socket live and probes it only.
 func (r *runner) followDaemon(ctx context.Context) bool {
 	a, id, socket := r.a, r.spec.ID, execEndpoint(r.spec)
+	beforeFollowDaemon(socket)
 	d, err := daemonOf(ctx, r.proc, socket, a.s.ProbeInterval, a.supervisedElsewhere(r))
 	if err != nil {
 		if !errors.Is(err, errNoDaemon) {
@@ -334,6 +335,21 @@ func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 	if p := adoptFromPidFile(ctx, a.runDir, id); p != nil {
 		r.proc = p
 		a.log.Info("adopted the running plugin", "plugin", id, "pid", p.pid)
+		return false, nil
+	}
+	d, err := adoptDaemon(ctx, a.runDir, id, execEndpoint(r.spec))
+	if d != nil {
+		if err != nil {
+			// Unrecorded, the next agent could not tell it for the plugin's: stopped, and the
+			// plugin started again, as for a start whose pid file cannot be written.
+			if serr := d.stop(a.s.StopTimeout); serr != nil {
+				err = fmt.Errorf("%w; stopping it: %v", err, serr)
+			}
+			return false, fmt.Errorf("recording the daemon the plugin left (pid %d): %w", d.pid, err)
+		}
+		r.proc = d
+		a.log.Info("adopted the plugin's daemon, left by an agent that ended before recording it", "plugin", id, "pid", d.pid)
+		a.e.PluginEvent(ctx, id, "plugin-daemon", fmt.Sprintf("plugin %q: adopted pid %d, the daemon its process left serving %s (found by the instance in its environment)", id, d.pid, execEndpoint(r.spec)))
 		return false, nil
 	}
 	if socketsLive(sockets) {
