@@ -207,6 +207,16 @@ func (p *pathFD) mounted() (bool, error) {
 	return mine != theirs, nil
 }
 
+// readOnly reports whether the mount the opened path is on refuses writes (statfs's
+// ST_RDONLY, which a read-only bind mount sets as its file system's read-only flag does).
+func (p *pathFD) readOnly() (bool, error) {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(p.fd, &st); err != nil {
+		return false, &os.PathError{Op: "statfs", Path: p.path, Err: err}
+	}
+	return st.Flags&unix.ST_RDONLY != 0, nil
+}
+
 // mountID is the ID of the mount an open file is on: statx's STATX_MNT_ID (Linux 5.8), else
 // the mnt_id line of /proc/self/fdinfo.
 func mountID(fd int) (uint64, error) {

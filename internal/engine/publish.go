@@ -240,8 +240,12 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 // to another directory (its own mount, or /etc) would have the alloc, and every volume_mount,
 // write wherever the link leads; one that makes the directory and mounts nothing on it (or
 // mounts elsewhere) would have them write into the state dir on the host's disk, and
-// reconcile would find the claim lost (restoreIfUnmounted). Whether it is a mount point is
-// asked of the mount table for this one path (MountTable.Mounted), which reads no table. The
+// reconcile would find the claim lost (restoreIfUnmounted). A read claim's file-system target
+// must be a read-only mount: a plugin that ignores readonly would let an alloc that holds the
+// volume for reading write it, beside its one writer. (A block claim's is not asked: a
+// read-only mount does not stop writes to the device file on it; readonly is the plugin's to
+// keep there.) Whether it is a mount point, and read-only, is asked of the mount table for this
+// one path (MountTable.Mounted), which reads no table. The
 // target is opened as every path below the state dir is (nofollow.go), without following any
 // component. A failure is final
 // (errBadAnswer): the claim is rolled back, and the release's NodeUnpublishVolume asks the
@@ -273,14 +277,18 @@ func (e *Engine) checkTarget(v store.Volume, cl *store.Claim, c *conn) error {
 			what = "not a directory (a file-system volume is mounted on one)"
 			break
 		}
-		mounted, merr := e.cfg.Mounts.Mounted(e.cfg.StateDir, target)
+		mp, merr := e.cfg.Mounts.Mounted(e.cfg.StateDir, target)
 		if merr != nil {
 			return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, merr)
 		}
-		if mounted {
+		switch {
+		case !mp.Mounted:
+			what = "not a mount point (nothing is mounted on it, so the claim would write to the host's disk)"
+		case cl.Mode == store.ClaimRead && cl.AttachmentMode == spec.FileSystem && !mp.ReadOnly:
+			what = "mounted read-write (NodePublishVolume asked for read-only: the alloc, which holds the volume for reading, could write it)"
+		default:
 			return nil
 		}
-		what = "not a mount point (nothing is mounted on it, so the claim would write to the host's disk)"
 	}
 	return badAnswerf("%s: plugin %q answered OK for volume %q, but the target %s is %s: the plugin did not publish the volume there",
 		csi.RPCNodePublishVolume, c.plugin.ID, v.ID, cl.TargetPath, what)

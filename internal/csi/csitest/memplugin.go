@@ -73,6 +73,9 @@ type MemConfig struct {
 	// keeps its staging elsewhere, or mounts below the staging path) and bind-mounts the
 	// backing directory itself at each target.
 	MountTargetsOnly bool
+	// IgnoreReadOnly, with MountRoot, mounts every target read-write, whatever
+	// NodePublishVolume's readonly asks: a plugin that ignores the field (and answers OK).
+	IgnoreReadOnly bool
 }
 
 // DefaultMemConfig returns a monolith with the controller (create/delete, publish, list,
@@ -1077,7 +1080,7 @@ func (s *memServer) NodePublishVolume(ctx context.Context, req *csipb.NodePublis
 		}
 	} else if err := os.Mkdir(target, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, errorf(codes.Internal, "create target: %v", err)
-	} else if err := m.mountVolume(v, m.stagingMount(req.GetStagingTargetPath()), target, want.readOnly); err != nil {
+	} else if err := m.mountVolume(v, m.stagingMount(req.GetStagingTargetPath()), target, want.readOnly && !m.cfg.IgnoreReadOnly); err != nil {
 		_ = os.Remove(target)
 		return nil, err
 	}
