@@ -73,6 +73,9 @@ type MemConfig struct {
 	// keeps its staging elsewhere, or mounts below the staging path) and bind-mounts the
 	// backing directory itself at each target.
 	MountTargetsOnly bool
+	// PageSize, when positive, is how many entries ListVolumes and ListSnapshots answer with
+	// when max_entries leaves it to the plugin (0), the rest on later pages.
+	PageSize int32
 	// IgnoreReadOnly, with MountRoot, mounts every target read-write, whatever
 	// NodePublishVolume's readonly asks: a plugin that ignores the field (and answers OK).
 	IgnoreReadOnly bool
@@ -512,6 +515,15 @@ func snapshotToCSI(s *csi.Snapshot) *csipb.Snapshot {
 }
 
 // page applies max_entries and starting_token (an index) to n sorted entries.
+// pageSize is the page size of a list call that asked for maxEntries: MemConfig.PageSize
+// when the call leaves it to the plugin. The caller holds m.mu.
+func (m *MemPlugin) pageSize(maxEntries int32) int32 {
+	if maxEntries == 0 && m.cfg.PageSize > 0 {
+		return m.cfg.PageSize
+	}
+	return maxEntries
+}
+
 func page(n int, maxEntries int32, token string) (from, to int, next string, err error) {
 	if maxEntries < 0 {
 		return 0, 0, "", errorf(codes.InvalidArgument, "max_entries cannot be negative")
@@ -798,7 +810,7 @@ func (s *memServer) ListVolumes(ctx context.Context, req *csipb.ListVolumesReque
 		return nil, errorf(codes.Unimplemented, "ListVolumes: LIST_VOLUMES is off")
 	}
 	ids := slices.Sorted(maps.Keys(m.volumes))
-	from, to, next, err := page(len(ids), req.GetMaxEntries(), req.GetStartingToken())
+	from, to, next, err := page(len(ids), m.pageSize(req.GetMaxEntries()), req.GetStartingToken())
 	if err != nil {
 		return nil, err
 	}
@@ -904,7 +916,7 @@ func (s *memServer) ListSnapshots(ctx context.Context, req *csipb.ListSnapshotsR
 			ids = append(ids, id)
 		}
 	}
-	from, to, next, err := page(len(ids), req.GetMaxEntries(), req.GetStartingToken())
+	from, to, next, err := page(len(ids), m.pageSize(req.GetMaxEntries()), req.GetStartingToken())
 	if err != nil {
 		return nil, err
 	}
