@@ -235,8 +235,8 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 // checkTarget checks what the plugin left at a claim's target after answering
 // NodePublishVolume with OK, before the claim is recorded published and its path handed out:
 // something must be there (the plugin makes the target, docs/architecture.md, Claim state
-// machine), a directory for a file-system claim, not a symlink, and a mount point (for a block
-// claim, the device file bind-mounted there). A plugin that "publishes" by linking the target
+// machine), a directory for a file-system claim and not one for a block claim, not a symlink,
+// and a mount point (for a block claim, the device file bind-mounted there). A plugin that "publishes" by linking the target
 // to another directory (its own mount, or /etc) would have the alloc, and every volume_mount,
 // write wherever the link leads; one that makes the directory and mounts nothing on it (or
 // mounts elsewhere) would have them write into the state dir on the host's disk, and
@@ -275,6 +275,10 @@ func (e *Engine) checkTarget(v store.Volume, cl *store.Claim, c *conn) error {
 		}
 		if !dir && cl.AttachmentMode == spec.FileSystem {
 			what = "not a directory (a file-system volume is mounted on one)"
+			break
+		}
+		if dir && cl.AttachmentMode == spec.BlockDevice {
+			what = "a directory (a block volume is published as its device file, not as a file system mounted on a directory)"
 			break
 		}
 		mp, merr := e.cfg.Mounts.Mounted(e.cfg.StateDir, target)

@@ -58,13 +58,15 @@ type MemConfig struct {
 	// without its ID (a plugin that provisions and forgets to say what).
 	AnswerWithoutID bool
 	// MakeTarget, when set, is what NodePublishVolume does at a new target path instead of
-	// making a directory there (a plugin that makes the target a symlink, or a file, or nothing);
+	// making a directory there, or a file for a block volume (a plugin that makes the target a
+	// symlink, or a file, or nothing);
 	// its error fails the call as INTERNAL. NodeUnpublishVolume removes whatever is there.
 	MakeTarget func(target string) error
 	// MountRoot, when set, makes the plugin mount as a real one does (root, bind mounts
 	// allowed): each volume has a backing directory below MountRoot, which NodeStageVolume
 	// bind-mounts at the staging path and NodePublishVolume at the target (from the staging
-	// path when the plugin stages; read-only when asked), and NodeUnpublishVolume and
+	// path when the plugin stages; read-only when asked; a block volume's target from a backing
+	// file, its device), and NodeUnpublishVolume and
 	// NodeUnstageVolume unmount. Unset, the plugin mounts nothing (engine tests, whose mount
 	// table is a fake). A MakeTarget replaces the target's mount too. NewMountingMemPlugin sets
 	// it for a test.
@@ -1089,6 +1091,16 @@ func (s *memServer) NodePublishVolume(ctx context.Context, req *csipb.NodePublis
 	if m.cfg.MakeTarget != nil {
 		if err := m.cfg.MakeTarget(target); err != nil {
 			return nil, errorf(codes.Internal, "create target: %v", err)
+		}
+	} else if want.cap.AttachmentMode == spec.BlockDevice {
+		// A block volume is published as its device file: a file at the target, and, when
+		// the plugin mounts, the volume's backing file bind-mounted on it.
+		if err := makeFile(target); err != nil {
+			return nil, errorf(codes.Internal, "create target: %v", err)
+		}
+		if err := m.mountBlock(v, target, want.readOnly && !m.cfg.IgnoreReadOnly); err != nil {
+			_ = os.Remove(target)
+			return nil, err
 		}
 	} else if err := os.Mkdir(target, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, errorf(codes.Internal, "create target: %v", err)

@@ -92,3 +92,19 @@ func TestReadClaimPublishedReadOnlyIsKept(t *testing.T) {
 	h.release("v", "r")
 	h.release("v", "w")
 }
+
+// A block claim whose plugin publishes the device file (a file bind-mounted at the target) is
+// published, and released leaving nothing mounted: the checks of a block target against the
+// kernel (a file, not a directory; a mount point) pass what they should. Real mounts, as root.
+func TestBlockClaimPublishedAsAFileOnKernelMounts(t *testing.T) {
+	h := kernelHarness(t, nil)
+	h.create(volume("v", spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.BlockDevice}))
+	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a", AttachmentMode: spec.BlockDevice})
+	if fi, err := os.Lstat(cl.TargetPath); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("block target %s: %v, %v; want the device file", cl.TargetPath, fi, err)
+	}
+	h.release("v", "a")
+	if _, err := os.Lstat(cl.TargetPath); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("block target after the release: %v, want it gone", err)
+	}
+}
