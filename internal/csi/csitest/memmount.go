@@ -49,9 +49,10 @@ func (m *MemPlugin) UnmountAll() error {
 	return errors.Join(errs...)
 }
 
-// stagingMount is the staging path as the plugin mounts it: none with MountTargetsOnly.
+// stagingMount is the staging path as the plugin mounts it, and a target from: none with
+// MountTargetsOnly (unless StageNothing, which publishes from the staging path, mounted or not).
 func (m *MemPlugin) stagingMount(path string) string {
-	if m.cfg.MountTargetsOnly {
+	if m.cfg.MountTargetsOnly && !m.cfg.StageNothing {
 		return ""
 	}
 	return path

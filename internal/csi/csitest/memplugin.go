@@ -78,6 +78,10 @@ type MemConfig struct {
 	// PageSize, when positive, is how many entries ListVolumes and ListSnapshots answer with
 	// when max_entries leaves it to the plugin (0), the rest on later pages.
 	PageSize int32
+	// StageNothing, with MountRoot, makes NodeStageVolume answer OK and mount nothing at the
+	// staging path, while NodePublishVolume still bind-mounts the staging path at the target:
+	// a plugin whose staging silently did nothing, publishing the bare staging directory.
+	StageNothing bool
 	// IgnoreReadOnly, with MountRoot, mounts every target read-write, whatever
 	// NodePublishVolume's readonly asks: a plugin that ignores the field (and answers OK).
 	IgnoreReadOnly bool
@@ -1006,8 +1010,10 @@ func (s *memServer) NodeStageVolume(ctx context.Context, req *csipb.NodeStageVol
 	case v.staging != "":
 		return nil, errorf(codes.FailedPrecondition, "volume %q is already staged at %s", v.vol.ID, v.staging)
 	default:
-		if err := m.mountVolume(v, "", m.stagingMount(req.GetStagingTargetPath()), false); err != nil {
-			return nil, err
+		if !m.cfg.StageNothing { // which mounts nothing, and records the staging all the same
+			if err := m.mountVolume(v, "", m.stagingMount(req.GetStagingTargetPath()), false); err != nil {
+				return nil, err
+			}
 		}
 		v.staging, v.stagingCap = req.GetStagingTargetPath(), c
 	}
