@@ -270,6 +270,7 @@ func (e *Engine) reconcileVolume(ctx context.Context, rep *ReconcileReport, v st
 		if err != nil {
 			return err
 		}
+		defer e.done(c)
 		return finish(c, v)
 	}()
 	if err != nil {
@@ -662,6 +663,7 @@ func (e *Engine) restoreLocked(ctx context.Context, claimID int64, stagingLost b
 		}
 		return false, err
 	}
+	defer e.done(c)
 	// The restore's event rides in the commit that records the claim published.
 	restored := &store.Event{Kind: "restore", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
 		Message: fmt.Sprintf("restored the mount at %s", cl.TargetPath)}
@@ -741,6 +743,7 @@ func (e *Engine) cleanStaging(ctx context.Context, volumeID string) (unused bool
 	if err != nil {
 		return true, err
 	}
+	defer e.done(c)
 	return true, e.undoLeftStaging(ctx, c, v)
 }
 

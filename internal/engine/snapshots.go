@@ -231,10 +231,12 @@ func canSnapshot(c *conn, what string) error {
 
 // snapshotConn connects to the plugin of a snapshot: the registered plugin, or, when its record
 // is gone (deregistered), the plugin as it was reached when the snapshot was made, which must
-// still be the same driver (its name pinned as for a registered plugin).
+// still be the same driver (its name pinned as for a registered plugin). The caller gives the
+// connection back with done.
 func (e *Engine) snapshotConn(ctx context.Context, pluginID string, reach store.PluginReach) (*conn, error) {
 	c, err := e.connect(ctx, pluginID)
 	if err == nil && reach.Provider != "" && c.fp.Provider != reach.Provider {
+		e.done(c)
 		// The ID was registered again for another driver (its volumes gone, the snapshot
 		// kept): that driver's NOT_FOUND would make volctl forget a snapshot that still exists.
 		return nil, conflictf("plugin %q is now driver %q, but the snapshot was made by %q: no snapshot RPC goes to another driver "+
@@ -312,6 +314,7 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	if err != nil {
 		return fail(err)
 	}
+	defer e.done(c)
 	if err := canSnapshot(c, "delete snapshots"); err != nil {
 		return fail(err)
 	}
@@ -374,6 +377,7 @@ func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.Snapsh
 	if err != nil {
 		return store.Snapshot{}, err
 	}
+	defer e.done(c)
 	if err := canSnapshot(c, "delete snapshots"); err != nil {
 		return store.Snapshot{}, err
 	}
@@ -444,6 +448,7 @@ func (e *Engine) reconcileSnapshots(ctx context.Context, rep *ReconcileReport) {
 			if err != nil {
 				return err
 			}
+			defer e.done(c)
 			if err := canSnapshot(c, "create snapshots"); err != nil {
 				return err
 			}
@@ -585,6 +590,7 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 	if err != nil {
 		return nil, err.Error()
 	}
+	defer e.done(c)
 	switch {
 	case !c.fp.Controller && !cares:
 		return nil, ""
