@@ -61,8 +61,13 @@ else's: it is not overwritten (exit 4). After Nomad answers OK, the volume is re
 must be what was sent, or the command fails naming what differs. A registration that fails
 may have been taken all the same (a 500 can come after Nomad took it; so can the connection
 lost, no answer within a minute, Ctrl-C): Nomad is then asked whether it has the volume, and
-the mark is taken back only when it has not (or refused for certain, with a 4xx); else the
-error says what to run. Running the same command again is an update.
+the mark is taken back only when it has not and the registration was settled: refused for
+certain (a 4xx, or never sent), or answered by Nomad with an error after which it cannot
+apply it. A registration Nomad did not answer (or answered with a Raft or RPC failure) keeps
+the mark even when Nomad says it has no such volume right after, since Nomad may still apply
+it; the error says what to run: the same command again finishes the handover (an update
+if Nomad took it), and volctl nomad release takes the volume back once Nomad is done with
+the request and has no such volume.
 
 --dry-run shows what would be registered or changed, and changes nothing.`,
 		Example: `  NOMAD_ADDR=http://127.0.0.1:4646 volctl nomad register db

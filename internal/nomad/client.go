@@ -11,10 +11,12 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -46,6 +48,7 @@ type Client struct {
 func (c *Client) request(ctx context.Context) (context.Context, *answer, context.CancelFunc) {
 	a := &answer{}
 	rctx, cancel := context.WithTimeout(context.WithValue(ctx, answerKey{}, a), c.timeout())
+	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { a.connected.Store(true) }})
 	return rctx, a, cancel
 }
 
@@ -158,6 +161,10 @@ type answer struct {
 	// without it is not Nomad's: a proxy before it (an ingress with no route to Nomad answers
 	// "404 page not found"), or something else at NOMAD_ADDR.
 	fromNomad bool
+	// connected: the request got a connection to write on (the transport calls GotConn before
+	// it writes a byte), so it may have reached Nomad whole. A request that never got one (the
+	// dial or the TLS handshake failed, or Ctrl-C came first) did not.
+	connected atomic.Bool
 }
 
 type answerKey struct{}
@@ -251,6 +258,10 @@ const notNomads = "a 404 without Nomad's X-Nomad-Index header, so not Nomad's wo
 // unreachable mid-request, the timeout, Ctrl-C, a gateway's 502, 503 or 504) does not match
 // it.
 var ErrRefused = errors.New("refused the registration")
+
+// errNotSent matches a registration that never got a connection to Nomad (answer.connected):
+// nothing of it reached Nomad, which cannot have taken it.
+var errNotSent = errors.New("did not receive the registration")
 
 // what Nomad said, without the api module's "Unexpected response code" preamble; ctx is the
 // command's, to tell an interruption from the request's own timeout. clean, when set, is
@@ -523,22 +534,33 @@ func (c *Client) APIVolume(v spec.Volume) *api.CSIVolume {
 // HandOver is the registration of a handover, with its checks.
 func (c *Client) Register(ctx context.Context, v spec.Volume) (warnings string, err error) {
 	vol := c.APIVolume(v)
-	rctx, _, cancel := c.request(ctx)
+	rctx, a, cancel := c.request(ctx)
 	defer cancel()
 	resp, _, err := c.api.CSIVolumes().RegisterOpts(&api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{vol}},
 		(&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region}).WithContext(rctx))
 	if err != nil {
-		said := c.said(ctx, err, func(s string) string { return scrub(s, v) })
-		if answered(err) {
-			return "", fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, scrub(said, v))
+		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v)
+		switch {
+		case answered(err):
+			return "", &registerError{fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, said), err}
+		case !a.connected.Load():
+			return "", &registerError{fmt.Errorf("volume %q: Nomad at %s %w (no connection to it): %s", v.ID, c.Address, errNotSent, said), err}
 		}
-		return "", fmt.Errorf("volume %q: Nomad at %s did not answer the registration, which it may have taken: %s", v.ID, c.Address, scrub(said, v))
+		return "", &registerError{fmt.Errorf("volume %q: Nomad at %s did not answer the registration, which it may have taken: %s", v.ID, c.Address, said), err}
 	}
 	if resp != nil {
 		warnings = resp.Warnings
 	}
 	return warnings, nil
 }
+
+// registerError is a failed registration: what volctl says (shown, secrets and credentials
+// replaced), and the api module's error (cause, which may hold them), kept for HandOver to
+// tell how the registration ended (refusedForCertain, settled).
+type registerError struct{ shown, cause error }
+
+func (e *registerError) Error() string   { return e.shown.Error() }
+func (e *registerError) Unwrap() []error { return []error{e.shown, e.cause} }
 
 // Changes lists what registering v would change in Nomad's copy: field names, sorted. Secrets
 // are not compared (Nomad does not return them).
