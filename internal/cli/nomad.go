@@ -298,7 +298,7 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 func askedToTakeBack(ctx context.Context, c *nomad.Client, h engine.HandoverInfo) (string, error) {
 	// Only the cluster the volume was handed to can say it has let go of it: any other
 	// answers that it has no such volume.
-	if h.Address != c.Address {
+	if !engine.SameNomadAddress(h.Address, c.Address) {
 		return "", fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s, which cannot say whether that cluster has let go of it: run NOMAD_ADDR=%s volctl nomad release %s (with that cluster's token), or --force if that cluster is gone and nothing uses the volume",
 			h.VolumeID, h.Address, c.Address, h.Address, h.VolumeID)
 	}
@@ -412,7 +412,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		}
 		var have nomad.VolumeState
 		switch h := st.Handover; {
-		case h != nil && h.Address != c.Address:
+		case h != nil && !engine.SameNomadAddress(h.Address, c.Address):
 			// Another cluster would say it has no such volume: not asked.
 			err = fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s: NOMAD_ADDR=%s volctl nomad status %s asks that cluster",
 				info.ID, h.Address, c.Address, h.Address, info.ID)

@@ -538,3 +538,29 @@ func TestNomadRegisterSendsTheVolumeAsItIsUnderTheLock(t *testing.T) {
 		t.Errorf("Nomad was sent capacity_min %d, want %d: the volume as it was before the expand", got, 20<<20)
 	}
 }
+
+// nomad release and nomad status with NOMAD_ADDR naming the cluster the volume was handed
+// over to, spelled otherwise (another case, a trailing slash): the same cluster, asked; not a
+// refusal telling the user to set NOMAD_ADDR to what it already names.
+func TestNomadReleaseAsksTheSameClusterSpelledOtherwise(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	spelled := func() (*nomad.Client, error) { return nomad.NewClient(strings.ToUpper(a.srv.URL) + "/") }
+	ios, _, _, _ := iostreams.Test()
+	if err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: spelled, Volumes: []string{"db"}}); err != nil {
+		t.Errorf("nomad status at %s/ of a volume handed over to %s: %v", strings.ToUpper(a.srv.URL), a.srv.URL, err)
+	}
+	_, err := runNomadRelease(h, spelled, nil)
+	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "still registered in Nomad") {
+		t.Fatalf("release while Nomad has it, NOMAD_ADDR spelled otherwise: %v (exit %d), want exit 4 from Nomad's answer", err, ExitCode(err))
+	}
+	a.mu.Lock()
+	delete(a.vols, "default/db")
+	a.mu.Unlock()
+	if _, err := runNomadRelease(h, spelled, nil); err != nil || handedOver(t, h) {
+		t.Fatalf("release after deregister, NOMAD_ADDR spelled otherwise: %v (still marked: %v)", err, handedOver(t, h))
+	}
+}
