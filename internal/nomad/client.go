@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -278,7 +279,14 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 		if body == "" {
 			body = ure.StatusText()
 		}
+		if ure.StatusCode() == http.StatusBadRequest && strings.Contains(ure.Body(), "HTTP request to an HTTPS server") {
+			// Go's TLS server (Nomad's) answers a plain request so.
+			return fmt.Sprintf("%d: %s (Nomad there speaks HTTPS: NOMAD_ADDR must say https://, and NOMAD_CACERT name the CA that signed its certificate)", ure.StatusCode(), body)
+		}
 		return fmt.Sprintf("%d: %s", ure.StatusCode(), body)
+	}
+	if fix := tlsFix(err); fix != "" {
+		return err.Error() + " (" + fix + ")"
 	}
 	var re *redirectError
 	switch {
@@ -290,6 +298,33 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 		return fmt.Sprintf("no answer within %s (is Nomad, or a proxy before it, hung? NOMAD_ADDR says where it is)", c.timeout())
 	}
 	return err.Error() + " (is Nomad running there? NOMAD_ADDR says where it is)"
+}
+
+// tlsFix says what to set or change when err is a TLS mismatch between volctl and what
+// answers at NOMAD_ADDR, which is running and answered: "" when it is not one.
+func tlsFix(err error) string {
+	var (
+		unknownCA x509.UnknownAuthorityError
+		host      x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		record    tls.RecordHeaderError
+	)
+	msg := err.Error()
+	switch {
+	case errors.As(err, &unknownCA):
+		return "Nomad's certificate is signed by a CA volctl does not trust: set NOMAD_CACERT (or NOMAD_CAPATH) to the CA certificate that signed it; NOMAD_SKIP_VERIFY=true skips the check, and with it any proof that this is your Nomad"
+	case errors.As(err, &host):
+		return fmt.Sprintf("Nomad's certificate is not for %s: name one of the hosts it is for in NOMAD_ADDR, or set NOMAD_TLS_SERVER_NAME to one; Nomad's own certificates are for server.REGION.nomad and client.REGION.nomad", host.Host)
+	case errors.As(err, &invalid):
+		return "Nomad's certificate is not valid (" + invalid.Error() + "): it is renewed or fixed on Nomad's side"
+	case strings.Contains(msg, "server gave HTTP response to HTTPS client"), errors.As(err, &record):
+		return "NOMAD_ADDR says https://, but what answers there speaks plain HTTP: say http:// in NOMAD_ADDR, or enable TLS in Nomad's tls block"
+	case strings.Contains(msg, "remote error: tls: certificate required"), strings.Contains(msg, "remote error: tls: bad certificate"),
+		strings.Contains(msg, "remote error: tls: unknown certificate authority"), strings.Contains(msg, "remote error: tls: certificate expired"):
+		// Nomad's alert, refusing volctl's certificate (or its lack of one).
+		return "Nomad requires a client certificate it trusts, as verify_https_client does: set NOMAD_CLIENT_CERT and NOMAD_CLIENT_KEY to one signed by the CA Nomad's tls block names"
+	}
+	return ""
 }
 
 // hideCreds replaces the credentials every request carries in s, something Nomad (or what
