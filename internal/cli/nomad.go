@@ -269,7 +269,7 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 			if opts.Force {
 				return "forced, without asking Nomad", nil
 			}
-			return askedToTakeBack(ctx, c, m)
+			return askedToTakeBack(ctx, e, c, m)
 		})
 		if err != nil {
 			errs = append(errs, err)
@@ -295,7 +295,7 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 
 // askedToTakeBack asks the Nomad the volume was handed over to whether it has let go of it:
 // the reason to take it back when it has, else the error to report.
-func askedToTakeBack(ctx context.Context, c *nomad.Client, h engine.HandoverInfo) (string, error) {
+func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h engine.HandoverInfo) (string, error) {
 	// Only the cluster the volume was handed to can say it has let go of it: any other
 	// answers that it has no such volume.
 	if !engine.SameNomadAddress(h.Address, c.Address) {
@@ -305,6 +305,18 @@ func askedToTakeBack(ctx context.Context, c *nomad.Client, h engine.HandoverInfo
 	have, err := c.VolumeIn(ctx, h.VolumeID, h.Namespace, h.Region)
 	switch {
 	case err == nil:
+		if info, verr := e.Volume(ctx, h.VolumeID); verr == nil {
+			ns := h.Namespace
+			if ns == "" { // a mark without one: asked in the namespace Nomad then used
+				ns = have.Namespace
+			}
+			if d := nomad.IdentityIn(have, nomad.RegisterSpec(info), ns); len(d) > 0 {
+				// Someone else's, registered under the ID since: deregistering it would take
+				// their volume out of Nomad, and would not make this one any more free.
+				return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s has a volume by that ID in namespace %s that is another volume (%s): not this one, which Nomad does not hold under that ID any more (it refuses to change a volume's plugin or external ID); do not `nomad volume deregister` that one, which is someone else's. volctl takes a volume back only on Nomad's word that it has none by the ID: if nothing in Nomad uses this volume's storage, `volctl nomad release --force %s` takes it back",
+					h.VolumeID, c.Address, ns, display.Escape(strings.Join(d, ", ")), h.VolumeID)}
+			}
+		}
 		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in Nomad at %s (%d claim(s)): %s; volctl takes it back only once Nomad has let go of it",
 			h.VolumeID, c.Address, have.Claims(), howToDeregister(h, have))}
 	case !errors.Is(err, nomad.ErrNotFound):

@@ -178,6 +178,12 @@ func mayApplyAfter(body string) bool {
 // Identity lists how Nomad's copy of a volume differs from v where it says which volume it
 // is: ID, namespace, plugin ID, external ID. A copy that differs so is another volume.
 func (c *Client) Identity(have VolumeState, v spec.Volume) []string {
+	return IdentityIn(have, v, c.namespaceFor(v))
+}
+
+// IdentityIn is Identity with the namespace volctl's volume is in (or was handed over to)
+// given.
+func IdentityIn(have VolumeState, v spec.Volume, ns string) []string {
 	var out []string
 	add := func(field, h, w string) {
 		if h != w {
@@ -185,7 +191,7 @@ func (c *Client) Identity(have VolumeState, v spec.Volume) []string {
 		}
 	}
 	add("ID", have.ID, v.ID)
-	add("namespace", have.Namespace, c.namespaceFor(v))
+	add("namespace", have.Namespace, ns)
 	add("plugin_id", have.PluginID, v.PluginID)
 	add("external_id", have.ExternalID, v.ExternalID)
 	return out
