@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -288,6 +289,11 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 	if fix := tlsFix(err); fix != "" {
 		return err.Error() + " (" + fix + ")"
 	}
+	var syntax *json.SyntaxError
+	var shape *json.UnmarshalTypeError
+	if errors.As(err, &syntax) || errors.As(err, &shape) {
+		return fmt.Sprintf("answered with what is not Nomad's JSON (%v): NOMAD_ADDR must name Nomad's API, not a web page or a proxy's", err)
+	}
 	var re *redirectError
 	switch {
 	case errors.As(err, &re): // where it points may hold what the request carried
@@ -323,6 +329,16 @@ func tlsFix(err error) string {
 		strings.Contains(msg, "remote error: tls: unknown certificate authority"), strings.Contains(msg, "remote error: tls: certificate expired"):
 		// Nomad's alert, refusing volctl's certificate (or its lack of one).
 		return "Nomad requires a client certificate it trusts, as verify_https_client does: set NOMAD_CLIENT_CERT and NOMAD_CLIENT_KEY to one signed by the CA Nomad's tls block names"
+	}
+	return ""
+}
+
+// denied is what volctl adds to err when it is Nomad's 403: the ACL capability (need) the
+// request needs of the token.
+func denied(err error, need string) string {
+	var ure api.UnexpectedResponseError
+	if errors.As(err, &ure) && ure.HasStatusCode() && ure.StatusCode() == http.StatusForbidden {
+		return " (NOMAD_TOKEN's ACL policy must grant " + need + ")"
 	}
 	return ""
 }
@@ -379,6 +395,9 @@ func (c *Client) namespaceFor(v spec.Volume) string {
 	return v.Namespace
 }
 
+// pluginRead is the ACL rule reading a CSI plugin needs (registering a volume too).
+const pluginRead = `the "plugin" policy "read"`
+
 // PluginHealth is a CSI plugin as Nomad sees it.
 type PluginHealth struct {
 	ID                  string `json:"id"`
@@ -419,7 +438,7 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 		case isNotFound(err):
 			return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
-		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s", id, c.Address, c.said(ctx, err, nil))
+		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), denied(err, pluginRead))
 	}
 	return PluginHealth{ID: p.ID, Provider: p.Provider, Version: p.Version, ControllerRequired: p.ControllerRequired,
 		ControllersHealthy: p.ControllersHealthy, ControllersExpected: p.ControllersExpected,
@@ -482,7 +501,7 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 		case isNotFound(err):
 			return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
-		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s", id, c.Address, c.said(ctx, err, nil))
+		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), denied(err, "csi-read-volume in namespace "+ns))
 	}
 	out := VolumeState{ID: v.ID, Namespace: v.Namespace, ExternalID: v.ExternalID, PluginID: v.PluginID, Provider: v.Provider,
 		Schedulable: v.Schedulable,
@@ -574,7 +593,7 @@ func (c *Client) Register(ctx context.Context, v spec.Volume) (warnings string, 
 	resp, _, err := c.api.CSIVolumes().RegisterOpts(&api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{vol}},
 		(&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region}).WithContext(rctx))
 	if err != nil {
-		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v)
+		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + denied(err, "csi-write-volume in namespace "+vol.Namespace+", and "+pluginRead)
 		switch {
 		case answered(err):
 			return "", &registerError{fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, said), err}
