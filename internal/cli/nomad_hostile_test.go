@@ -127,6 +127,18 @@ func (n *fakeNomad) take(namespace, id string) {
 	n.vols[namespace+"/"+id] = true
 }
 
+// deregisteredThenReleased deregisters volume db from n (namespace default), as `nomad volume
+// deregister` would, then runs nomad release with the client c: the volume must be taken back.
+func deregisteredThenReleased(t *testing.T, h *cliHarness, n *fakeNomad, c func() (*nomad.Client, error)) {
+	t.Helper()
+	n.mu.Lock()
+	delete(n.vols, "default/db")
+	n.mu.Unlock()
+	if _, err := runNomadRelease(h, c, nil); err != nil || handedOver(t, h) {
+		t.Fatalf("release once Nomad has no such volume: %v (still marked: %v)", err, handedOver(t, h))
+	}
+}
+
 // answerOK answers a request OK with body, for a hook (which then returns -1).
 func answerOK(w http.ResponseWriter, body string) (int, string) {
 	w.Header().Set("X-Nomad-Index", "2")
@@ -181,12 +193,7 @@ func TestNomadReleaseAsksTheClusterItWasHandedTo(t *testing.T) {
 		}
 	}
 	// Asked where it was handed over, and gone from there: taken back.
-	a.mu.Lock()
-	delete(a.vols, "default/db")
-	a.mu.Unlock()
-	if _, err := runNomadRelease(h, a.client, nil); err != nil || handedOver(t, h) {
-		t.Fatalf("release from the cluster it was handed to, after deregister: %v (still marked: %v)", err, handedOver(t, h))
-	}
+	deregisteredThenReleased(t, h, a, a.client)
 }
 
 // nomad release looks in the namespace the volume was registered in, whatever NOMAD_NAMESPACE
@@ -557,10 +564,5 @@ func TestNomadReleaseAsksTheSameClusterSpelledOtherwise(t *testing.T) {
 	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "still registered in Nomad") {
 		t.Fatalf("release while Nomad has it, NOMAD_ADDR spelled otherwise: %v (exit %d), want exit 4 from Nomad's answer", err, ExitCode(err))
 	}
-	a.mu.Lock()
-	delete(a.vols, "default/db")
-	a.mu.Unlock()
-	if _, err := runNomadRelease(h, spelled, nil); err != nil || handedOver(t, h) {
-		t.Fatalf("release after deregister, NOMAD_ADDR spelled otherwise: %v (still marked: %v)", err, handedOver(t, h))
-	}
+	deregisteredThenReleased(t, h, a, spelled)
 }

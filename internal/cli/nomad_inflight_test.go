@@ -78,12 +78,7 @@ func TestNomadRegisterInFlightKeepsTheMarkOnA404(t *testing.T) {
 				t.Fatalf("the same command again: %q, %v (marked: %v)", out, err, handedOver(t, h))
 			}
 			// Or it never did (deregistered here): release takes it back.
-			a.mu.Lock()
-			delete(a.vols, "default/db")
-			a.mu.Unlock()
-			if _, err := runNomadRelease(h, a.client, nil); err != nil || handedOver(t, h) {
-				t.Fatalf("release once Nomad has no such volume: %v (marked: %v)", err, handedOver(t, h))
-			}
+			deregisteredThenReleased(t, h, a, a.client)
 		})
 	}
 }
