@@ -366,6 +366,12 @@ func pluginSockets(p store.Plugin) []string {
 // while the plugin has not restarted. The new fingerprint is recorded in the store.
 func (e *Engine) connect(ctx context.Context, pluginID string) (*conn, error) {
 	p, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get(pluginID) })
+	return e.connectRead(ctx, pluginID, p, err)
+}
+
+// connectRead is connect for a caller that read the plugin's row itself, in a transaction of
+// its own (p, and err from reading it).
+func (e *Engine) connectRead(ctx context.Context, pluginID string, p store.Plugin, err error) (*conn, error) {
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, notFoundf("plugin %q is not registered (volctl plugin register)", pluginID)
