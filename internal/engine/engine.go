@@ -234,6 +234,7 @@ func dialCSI(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger, redact fun
 	cfg := csi.ConfigFromSpec(&sp)
 	cfg.Timeouts = pluginTimeouts(p, timeouts)
 	cfg.Logger = log.With("plugin", p.ID) // the RPC trace names the plugin beside the rpc
+	cfg.Name = p.ID                       // and so do its errors' hints
 	cfg.Redact = redact
 	if observe != nil {
 		id := p.ID
