@@ -219,7 +219,9 @@ func send[Stub any, Req proto.Message, Resp any](ctx context.Context, c *Client,
 func invoke[Req proto.Message, Resp any](ctx context.Context, c *Client, ep *endpoint, rpc string, req Req,
 	call func(context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
 	timeout := c.timeouts.For(rpc)
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+	// The RPC's clock starts before its deadline is set, so an RPC volctl's timeout ended is
+	// observed taking at least that timeout (traceInterceptor).
+	cctx, cancel := context.WithTimeout(context.WithValue(ctx, rpcStartKey{}, time.Now()), timeout)
 	defer cancel()
 	ReportProgress(ctx, rpc)
 	// gRPC fills p only when the call got a stream on a connection, handshake done: with p
