@@ -38,6 +38,7 @@ import (
 const (
 	pluginModeEnv = "VOLCTL_AGENT_TEST_PLUGIN"
 	pluginRootEnv = "VOLCTL_AGENT_TEST_ROOT"
+	startedPidEnv = "VOLCTL_AGENT_TEST_STARTED_PID" // the pid of the process the agent started
 )
 
 func TestMain(m *testing.M) {
@@ -177,6 +178,25 @@ func TestMain(m *testing.M) {
 		os.Exit(daemonize("daemonizes-mid", true))
 	case "daemonizes-mid":
 		os.Exit(daemonize("hostpath", false))
+	case "daemonizes-late":
+		// As daemonizes, but the server binds its socket a second after the process the agent
+		// started has exited and been reaped: well past the probe interval the agent first
+		// waits for a daemon.
+		if err := os.Setenv(startedPidEnv, strconv.Itoa(os.Getpid())); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(daemonize("daemonizes-late-mid", true))
+	case "daemonizes-late-mid":
+		os.Exit(daemonize("hostpath-late", false))
+	case "hostpath-late":
+		started, _ := strconv.Atoi(os.Getenv(startedPidEnv))
+		for started > 0 && syscall.Kill(started, 0) == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(time.Second)
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		os.Exit(serveHostpath(ctx))
 	default:
 		fmt.Fprintf(os.Stderr, "unknown %s\n", pluginModeEnv)
 		os.Exit(2)
