@@ -260,3 +260,28 @@ func TestNumbersHCL1RefusesAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestMountOptionNumbersNomadRefusesAreRefused: Nomad decodes the whole file into untyped
+// values first (ParseInt base 0 for a whole number), so a mount option number it cannot read
+// makes it refuse the file ("value out of range", "invalid syntax"), though it then sends
+// mount options as written; and it reads capacity_min's text as a size, which has no 0x
+// ("unhandled size name: x10"). The real CLI refused each of these files; volctl must too.
+func TestMountOptionNumbersNomadRefusesAreRefused(t *testing.T) {
+	head := "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\n" +
+		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+	for _, c := range []struct{ extra, want string }{
+		{"mount_options {\n  mount_flags = [99999999999999999999]\n}\n", "write it as a string"},
+		{"mount_options {\n  fs_type = 0x8000000000000000\n}\n", "write it as a string"},
+		{"mount_options {\n  fs_type = 08\n}\n", "write it as a string"},
+		{"capacity_min = 0x10\n", `write 16 (bytes)`},
+	} {
+		_, diags := ParseVolume("v.hcl", []byte(head+c.extra), VerbAny)
+		found := false
+		for _, d := range diags {
+			found = found || d.Severity == hcl.DiagError && strings.Contains(d.Detail, c.want)
+		}
+		if !found {
+			t.Errorf("%q: %v, want an error saying %q", c.extra, diags, c.want)
+		}
+	}
+}
