@@ -358,6 +358,9 @@ type offsetMap struct {
 	segs       []segment
 	lineStarts []int
 	lits       map[int]numberLit // by offset in rw: the number literals rewritten, as written
+	// at is the last grapheme cluster boundary pos counted to, and its column.
+	at      struct{ line, byte, col int }
+	scanned int // bytes pos has segmented, for tests
 }
 
 func applyEdits(src []byte, edits []edit) ([]byte, *offsetMap) {
@@ -454,12 +457,21 @@ func (m *offsetMap) line(off int) int {
 func (m *offsetMap) pos(off int) hcl.Pos {
 	line := m.line(off)
 	start := m.lineStarts[line-1]
-	col := 1
-	rest := m.src[start:off]
+	from, col := start, 1
+	if m.at.line == line && m.at.byte >= start && m.at.byte <= off {
+		// Go on from the last cluster boundary counted on this line: diagnostics come in
+		// order, and a one-line JSON spec of 1 MiB may have 90,000 of them.
+		from, col = m.at.byte, m.at.col
+	}
+	rest := m.src[from:off]
+	m.scanned += len(rest)
 	for len(rest) > 0 {
 		adv, _, err := textseg.ScanGraphemeClusters(rest, true)
 		if err != nil || adv == 0 {
 			break
+		}
+		if adv < len(rest) { // a whole cluster, with text after it: a boundary to go on from
+			m.at.line, m.at.byte, m.at.col = line, off-len(rest)+adv, col+1
 		}
 		rest = rest[adv:]
 		col++
