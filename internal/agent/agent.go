@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -151,6 +152,8 @@ type Agent struct {
 	problems map[string]bool // reconcile problems already logged, to log each once
 	// logWarned are the plugins whose log was found replaced (trimOrphanedLog), warned once.
 	logWarned map[string]bool
+	// mateWarned are the pairs of exec plugins on one socket (oneProcessPerSocket), told once.
+	mateWarned map[string]bool
 }
 
 // New builds an agent; Run runs it.
@@ -186,6 +189,7 @@ func New(cfg Config) (*Agent, error) {
 		e: cfg.Engine, log: log, s: s, decl: cfg.Plugins, now: now, afterCount: cfg.afterCount,
 		runDir: filepath.Join(dir, "run"), logDir: filepath.Join(dir, "logs"),
 		kick: make(chan struct{}, 1), runners: map[string]*runner{}, problems: map[string]bool{}, logWarned: map[string]bool{},
+		mateWarned: map[string]bool{},
 	}, nil
 }
 
@@ -212,6 +216,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	defer os.Remove(agentPid)
 
+	// A plugin that daemonises is re-parented to the agent, which finds it and supervises it
+	// (daemon.go).
+	if err := becomeSubreaper(); err != nil {
+		a.log.Warn("the agent cannot make itself a child subreaper: a plugin that daemonises (leaves its process group) is not supervised", "err", err)
+	}
 	a.log.Info("agent starting", "state_dir", a.e.StateDir(), "probe_interval", a.s.ProbeInterval,
 		"probe_interval_ready", a.s.ProbeIntervalReady, "health_timeout", a.s.HealthTimeout,
 		"gc_interval", a.s.GCInterval, "reconcile_interval", a.s.ReconcileInterval)
@@ -246,6 +255,9 @@ func (a *Agent) Run(ctx context.Context) error {
 // one that cannot be reached now is logged and skipped, since the service manager restarting the
 // agent would not make it reachable (an exec plugin is recorded even when not running).
 func (a *Agent) registerDeclared(ctx context.Context) error {
+	if err := checkDeclaredSockets(a.decl); err != nil {
+		return err
+	}
 	for _, sp := range a.decl {
 		info, err := a.e.RegisterPlugin(ctx, sp)
 		switch {
@@ -259,6 +271,28 @@ func (a *Agent) registerDeclared(ctx context.Context) error {
 	}
 	return nil
 }
+
+// checkDeclaredSockets refuses a config declaring plugins on one socket with different exec
+// blocks: one process serves a socket (oneProcessPerSocket), so one of the two commands would
+// never run, and which one is the user's to say.
+func checkDeclaredSockets(decl []spec.Plugin) error {
+	for i, x := range decl {
+		for _, y := range decl[i+1:] {
+			if x.Exec != nil && y.Exec != nil && !reflect.DeepEqual(x.Exec, y.Exec) && shareSocket(x, y) {
+				return configError(fmt.Sprintf("plugins %q and %q are declared on one socket with different exec blocks: "+
+					"one process serves a socket, and it would run only one of the two commands; give them one exec block, or give each its own socket", x.ID, y.ID))
+			}
+		}
+	}
+	return nil
+}
+
+// configError is an agent config that can never run as written: an engine.ErrInvalid, as the
+// engine's own refusals of a plugin block are (exit code 2).
+type configError string
+
+func (e configError) Error() string        { return string(e) }
+func (e configError) Is(target error) bool { return target == engine.ErrInvalid }
 
 func readAgentPid(runDir string) string {
 	b, err := readStateFile(filepath.Join(runDir, "agent.pid"))
@@ -280,7 +314,7 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 		return
 	}
 	want := map[string]spec.Plugin{}
-	for _, sp := range specs {
+	for _, sp := range a.oneProcessPerSocket(specs) {
 		want[sp.ID] = sp
 	}
 	a.mu.Lock()
@@ -319,6 +353,58 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 			r.loop(rctx)
 		}()
 	}
+}
+
+// oneProcessPerSocket returns specs with one exec block per socket: the plugin IDs registered
+// on one socket are one process (docs/architecture.md, Lock order), and two processes started
+// for it would both bind it, one of them left serving a socket file nobody reaches, or each
+// taking the other's socket at its restart. The first ID in sorted order with an exec block
+// runs the process; the others on its sockets are probed only, as plugins without one. When
+// their exec blocks differ, which command runs is the agent's choice, not the user's: a
+// warning names both IDs, once per pair.
+func (a *Agent) oneProcessPerSocket(specs []spec.Plugin) []spec.Plugin {
+	out := slices.Clone(specs)
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	var runs []spec.Plugin // the exec plugins kept, each running a process
+	for i, sp := range out {
+		if sp.Exec == nil {
+			continue
+		}
+		j := slices.IndexFunc(runs, func(o spec.Plugin) bool { return shareSocket(o, sp) })
+		if j < 0 {
+			runs = append(runs, sp)
+			continue
+		}
+		owner := runs[j]
+		out[i].Exec = nil
+		key := owner.ID + "\x00" + sp.ID
+		a.mu.Lock()
+		warned := a.mateWarned[key]
+		a.mateWarned[key] = true
+		a.mu.Unlock()
+		if warned {
+			continue
+		}
+		if reflect.DeepEqual(owner.Exec, sp.Exec) {
+			a.log.Info("plugin declared on the socket of another: one process serves both, started as the other's", "plugin", sp.ID, "served_by", owner.ID)
+		} else {
+			a.log.Warn(fmt.Sprintf("plugins %q and %q are declared on one socket with different exec blocks: one process serves a socket, so only %q's command runs; "+
+				"give them one exec block, or give each its own socket", owner.ID, sp.ID, owner.ID), "plugin", sp.ID, "served_by", owner.ID)
+		}
+	}
+	return out
+}
+
+// shareSocket reports whether two plugins have a socket in common, however spelled.
+func shareSocket(a, b spec.Plugin) bool {
+	for _, x := range execSockets(a) {
+		for _, y := range execSockets(b) {
+			if engine.OneSocket(x, y) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func sortedIDs(m map[string]spec.Plugin) []string {
@@ -461,10 +547,10 @@ func (a *Agent) scheduleRedrive(ctx context.Context, r *redrive) {
 }
 
 // keepLogs keeps the supervised plugins' logs under maxLogSize while they run, checking every
-// logCheckInterval until ctx ends. It has a loop of its own: a reconcile pass waiting on a
+// logCheckInterval until ctx ends; it reaps what was re-parented to the agent and exited too. It has a loop of its own: a reconcile pass waiting on a
 // plugin that does not answer holds housekeeping's loop for minutes.
 func (a *Agent) keepLogs(ctx context.Context) {
-	every(ctx, logCheckInterval, func() bool { a.trimLogs(); return false })
+	every(ctx, logCheckInterval, func() bool { a.trimLogs(); reapOrphans(); return false })
 }
 
 // every calls fn every d until fn returns true or ctx ends.

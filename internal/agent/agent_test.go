@@ -104,6 +104,18 @@ func TestMain(m *testing.M) {
 			select {}
 		}
 		os.Exit(runAgent(os.Getenv(pluginRootEnv)))
+	case "agent-killed-while-daemonising":
+		// An agent on the state dir in $VOLCTL_AGENT_TEST_ROOT that kills itself with SIGKILL
+		// once a plugin's process has exited leaving its daemon serving the socket, before it
+		// records the daemon.
+		beforeFollowDaemon = func(socket string) {
+			for !socketsLive([]string{socket}) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+		os.Exit(runAgent(os.Getenv(pluginRootEnv)))
 	case "plainlisten":
 		// An in-memory plugin on a plain net.Listen, as many plugins listen: bind fails while
 		// a socket file is in the way, even a stale one.
@@ -131,6 +143,40 @@ func TestMain(m *testing.M) {
 		// records its pid in child.pid under the root; "forker" then waits for SIGTERM and
 		// exits, "forker-exits" exits once the child serves (a plugin that daemonizes).
 		os.Exit(forkServer(os.Getenv(pluginModeEnv) == "forker-exits"))
+	case "nosocket":
+		// A plugin that runs but never makes its socket.
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		<-ctx.Done()
+		os.Exit(0)
+	case "mute":
+		// A plugin that listens on its socket and accepts connections but never answers.
+		os.Exit(serveTestPlugin(func(ctx context.Context, socket string) error {
+			lis, err := net.Listen("unix", socket)
+			if err != nil {
+				return err
+			}
+			go func() {
+				var held []net.Conn
+				for {
+					c, err := lis.Accept()
+					if err != nil {
+						return
+					}
+					held = append(held, c)
+				}
+			}()
+			<-ctx.Done()
+			return lis.Close()
+		}))
+	case "daemonizes":
+		// A plugin that daemonises as a C daemon does: it forks a child that calls setsid,
+		// which forks the server (hostpath) and exits; this process exits 0 once the first
+		// child has exited, before the server has made its socket. The server's pid goes to
+		// child.pid under the root.
+		os.Exit(daemonize("daemonizes-mid", true))
+	case "daemonizes-mid":
+		os.Exit(daemonize("hostpath", false))
 	default:
 		fmt.Fprintf(os.Stderr, "unknown %s\n", pluginModeEnv)
 		os.Exit(2)
@@ -201,6 +247,37 @@ func forkServer(exits bool) int {
 	}
 	if !exits {
 		<-ctx.Done()
+	}
+	return 0
+}
+
+// daemonize runs the test binary again in mode, in a session of its own when setsid, and
+// waits for it to exit (the first fork of a double fork), or, as that first child, records the
+// pid of the server it starts and exits at once.
+func daemonize(mode string, setsid bool) int {
+	cmd := exec.Command(os.Args[0], os.Args[1:]...)
+	cmd.Env = append(os.Environ(), pluginModeEnv+"="+mode)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: setsid}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if setsid {
+		if err := cmd.Wait(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	}
+	root := os.Getenv(pluginRootEnv)
+	err := os.MkdirAll(root, 0o700)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(root, "child.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	return 0
 }

@@ -54,10 +54,13 @@ func (m *lostMounts) MountsUnder(dir string) (map[string]bool, error) {
 }
 
 // Mounted, asked right after NodePublishVolume: a target that exists (the plugin made it) is
-// mounted.
-func (m *lostMounts) Mounted(root, path string) (bool, error) {
-	_, err := os.Lstat(path)
-	return err == nil, err
+// mounted, read-only when it is a read claim's ("ro-..."), as a plugin that honours readonly
+// mounts it.
+func (m *lostMounts) Mounted(root, path string) (engine.MountPoint, error) {
+	if _, err := os.Lstat(path); err != nil {
+		return engine.MountPoint{}, err
+	}
+	return engine.MountPoint{Mounted: true, ReadOnly: strings.HasPrefix(filepath.Base(path), "ro-")}, nil
 }
 
 func (m *lostMounts) set(lost bool) {

@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -31,6 +33,9 @@ type process struct {
 	startTick uint64    // /proc/<pid>/stat starttime, which tells a reused pid from ours
 	started   time.Time // when this agent started or adopted it
 	child     bool      // started by this agent: Wait reaps it
+	daemon    bool      // the daemon a plugin's process left serving its socket (daemonOf)
+	pgid      int       // its process group when it does not lead one (a daemon's), else 0: pid's
+	instance  string    // the token in the plugin's environment (instanceEnv), which its daemon inherits
 	exited    chan struct{}
 
 	mu  sync.Mutex
@@ -65,18 +70,26 @@ func socketsLive(paths []string) bool {
 	return len(paths) > 0
 }
 
-func socketsExist(paths []string) bool {
+func socketsExist(paths []string) bool { return len(missingSockets(paths)) == 0 }
+
+// missingSockets are the paths of paths where no file is.
+func missingSockets(paths []string) []string {
+	var out []string
 	for _, p := range paths {
-		if _, err := os.Stat(p); err != nil {
-			return false
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			out = append(out, p)
 		}
 	}
-	return true
+	return out
 }
 
 // afterStart runs right after a plugin's process is started, before anything records it: the
 // crash test kills the agent there.
 var afterStart = func() {}
+
+// beforeFollowDaemon runs when a plugin's process has exited, before the agent looks for the
+// daemon it left: the crash test kills the agent there.
+var beforeFollowDaemon = func(socket string) {}
 
 // startProcess starts a plugin from its exec block: in its own process group (a terminal's
 // ^C or the agent's death does not reach it), with CSI_ENDPOINT set to its socket, and its
@@ -120,22 +133,31 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 	defer execErr.Close()
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = append([]string{startHelperArg0, path, sp.Exec.Command}, sp.Exec.Args...)
-	cmd.Env = append(pluginEnv(os.Environ(), sp), startHelperEnv+"=1")
+	instance := newInstance()
+	cmd.Env = append(pluginEnv(os.Environ(), sp), startHelperEnv+"=1", instanceEnv+"="+instance)
 	cmd.ExtraFiles = []*os.File{goAhead, execErrW} // fds 3 and 4: goAheadFD, execErrFD
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	childMu.Lock() // reapOrphans leaves it to cmd.Wait, even if it exits at once
 	err = cmd.Start()
+	if err == nil {
+		ownedChildren[cmd.Process.Pid] = true
+	}
+	childMu.Unlock()
 	goAhead.Close()
 	execErrW.Close()
 	if err != nil {
 		logf("%v", err)
 		return nil, err
 	}
-	p := &process{pid: cmd.Process.Pid, started: time.Now(), child: true, exited: make(chan struct{})}
+	p := &process{pid: cmd.Process.Pid, started: time.Now(), child: true, instance: instance, exited: make(chan struct{})}
 	p.startTick, _ = procStartTick(p.pid)
 	afterStart()
 	go func() {
 		err := cmd.Wait()
+		childMu.Lock()
+		delete(ownedChildren, p.pid)
+		childMu.Unlock()
 		p.mu.Lock()
 		p.err = err
 		p.mu.Unlock()
@@ -281,6 +303,9 @@ func (p *process) exitStatus() string {
 	if p.child {
 		return "exit status 0"
 	}
+	if p.daemon {
+		return "status unknown: the daemon the plugin's process left"
+	}
 	return "status unknown: adopted from an earlier agent"
 }
 
@@ -331,19 +356,28 @@ func (p *process) stop(timeout time.Duration) error {
 func (p *process) signal(sig syscall.Signal) {
 	if !p.alive() {
 		if len(p.groupRest()) > 0 {
-			_ = syscall.Kill(-p.pid, sig)
+			_ = syscall.Kill(-p.group(), sig)
 		}
 		return
 	}
-	if pgid, err := syscall.Getpgid(p.pid); err == nil && pgid == p.pid {
-		_ = syscall.Kill(-p.pid, sig)
+	if pgid, err := syscall.Getpgid(p.pid); err == nil && pgid == p.group() {
+		_ = syscall.Kill(-pgid, sig)
 		return
 	}
 	_ = syscall.Kill(p.pid, sig)
 }
 
-// groupRest lists the live processes in the process group the plugin's process leads, other
-// than that process. Linux does not hand out a pid while a process group of that ID exists, so
+// group is the process group the plugin's process leads, or for a daemon, the one it was
+// found in (the session its parent made before exiting).
+func (p *process) group() int {
+	if p.pgid != 0 {
+		return p.pgid
+	}
+	return p.pid
+}
+
+// groupRest lists the live processes in the process group the plugin's process leads (a
+// daemon's: the one it is in, p.group), other than that process. Linux does not hand out a pid while a process group of that ID exists, so
 // while any is left the group is still the plugin's; but once it emptied, a new process with
 // the plugin's old pid may lead a group of the same ID: when a process has the pid with
 // another start time, the group is not the plugin's and nothing is listed.
@@ -351,17 +385,19 @@ func (p *process) groupRest() []int {
 	if tick, err := procStartTick(p.pid); err == nil && tick != p.startTick {
 		return nil
 	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
+	if g := p.group(); g != p.pid {
+		// A daemon's group was led by a process that had exited when the daemon was found:
+		// a process with that pid now leads another group.
+		if _, err := procStat(g); err == nil {
+			return nil
+		}
 	}
 	var out []int
-	for _, en := range entries {
-		pid, err := strconv.Atoi(en.Name())
-		if err != nil || pid == p.pid {
+	for _, pid := range procPids() {
+		if pid == p.pid {
 			continue
 		}
-		if pgrp, live := procGroup(pid); live && pgrp == p.pid {
+		if pgrp, live := procGroup(pid); live && pgrp == p.group() {
 			out = append(out, pid)
 		}
 	}
@@ -454,11 +490,12 @@ func procStat(pid int) ([]string, error) {
 
 func pidFilePath(runDir, id string) string { return filepath.Join(runDir, id+".pid") }
 
-// writePidFile records "<pid> <starttime>", so a later agent can tell the process it finds is
-// the one an agent started and not another that reused the pid.
+// writePidFile records "<pid> <starttime> <instance>", so a later agent can tell the process it
+// finds is the one an agent started and not another that reused the pid, and find the daemon
+// it left by its instance (adoptDaemon).
 func writePidFile(runDir, id string, p *process) error {
 	tmp := pidFilePath(runDir, id) + ".tmp"
-	if err := writeStateFile(tmp, fmt.Appendf(nil, "%d %d\n", p.pid, p.startTick)); err != nil {
+	if err := writeStateFile(tmp, fmt.Appendf(nil, "%d %d %s\n", p.pid, p.startTick, p.instance)); err != nil {
 		return fmt.Errorf("pid file: %w", err)
 	}
 	if err := os.Rename(tmp, pidFilePath(runDir, id)); err != nil {
@@ -475,25 +512,35 @@ func removePidFile(runDir, id string) { _ = os.Remove(pidFilePath(runDir, id)) }
 // file names a process that still runs with the recorded start time. A watcher closes exited
 // when it ends (polled: it is not this process's child), until ctx ends.
 func adoptFromPidFile(ctx context.Context, runDir, id string) *process {
+	p := readPidFile(runDir, id)
+	if p == nil || !p.alive() {
+		return nil
+	}
+	p.watch(ctx)
+	return p
+}
+
+// readPidFile reads a plugin's pid file (writePidFile; one by an older agent has no instance),
+// nil when there is none that reads.
+func readPidFile(runDir, id string) *process {
 	b, err := readStateFile(pidFilePath(runDir, id))
 	if err != nil {
 		return nil
 	}
-	var pid int
-	var tick uint64
-	if _, err := fmt.Sscanf(string(b), "%d %d", &pid, &tick); err != nil || pid <= 0 {
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
 		return nil
 	}
-	p := &process{pid: pid, startTick: tick, started: time.Now(), exited: make(chan struct{})}
-	if !p.alive() {
+	pid, err := strconv.Atoi(f[0])
+	if err != nil || pid <= 0 {
 		return nil
 	}
-	go every(ctx, 250*time.Millisecond, func() bool {
-		if p.alive() {
-			return false
-		}
-		close(p.exited)
-		return true
-	})
+	p := &process{pid: pid, started: time.Now(), exited: make(chan struct{})}
+	if p.startTick, err = strconv.ParseUint(f[1], 10, 64); err != nil {
+		return nil
+	}
+	if len(f) > 2 {
+		p.instance = f[2]
+	}
 	return p
 }

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -209,17 +211,7 @@ func TestAgentKilledBeforeRecordingAPluginLeavesNoStrayPlugin(t *testing.T) {
 	f := newFixture(t)
 	sp := f.execPlugin("hp", "hostpath")
 	f.register(sp)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(self, "-test.run=^$")
-	cmd.Env = append(os.Environ(), pluginModeEnv+"=agent-killed-after-start", pluginRootEnv+"="+f.dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.CombinedOutput()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("the agent was not killed at its failpoint: %v\n%s", err, out)
-	}
+	f.runAgentKilledAt("agent-killed-after-start")
 	// Whatever it started either serves the socket soon or is gone.
 	root := filepath.Join(f.dir, "hostpath-hp")
 	t.Cleanup(func() { killWithEnv(pluginRootEnv + "=" + root) })
@@ -444,5 +436,245 @@ func TestAgentBacksOffAPluginThatExitsAtOnce(t *testing.T) {
 	}
 	if exits := f.events("plugin-exit"); !strings.Contains(exits[len(exits)-1], "restarting it in 400ms") {
 		t.Errorf("the last plugin-exit event = %q, want the wait at its cap", exits[len(exits)-1])
+	}
+}
+
+// A plugin that daemonises (a double fork with setsid, its process exiting 0) leaves the
+// process group the agent made for it. The agent took the daemon for a plugin no agent started:
+// it neither restarted it when it died nor stopped it at a clean stop. The agent, a child
+// subreaper, finds the daemon serving the socket, records it and supervises it as the plugin.
+func TestAgentSupervisesAPluginThatDaemonises(t *testing.T) {
+	f := newFixture(t)
+	f.register(f.execPlugin("dm", "daemonizes"))
+	stop := f.startAgent(testSettings)
+	first := f.childPid("dm")
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("dm").Healthy })
+	waitFor(t, "the pid file to name the daemon", func() bool { return f.pid("dm") == first })
+	if evs := f.events("plugin-daemon"); len(evs) != 1 || !strings.Contains(evs[0], fmt.Sprintf("supervising pid %d as the plugin", first)) {
+		t.Errorf("plugin-daemon events = %q, want one naming pid %d", evs, first)
+	}
+	// Killed, it is the plugin's exit: the agent starts the plugin again, which daemonises again.
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var second int
+	waitFor(t, "the daemon to be started again", func() bool {
+		second = f.pid("dm")
+		return second != 0 && second != first && alive(second) && f.plugin("dm").Healthy
+	})
+	t.Cleanup(func() { _ = syscall.Kill(second, syscall.SIGKILL) })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if alive(second) {
+		t.Errorf("the plugin's daemon (pid %d) still runs after a clean stop of the agent (no mounts)", second)
+	}
+	if logs := f.logs.String(); strings.Contains(logs, "no volctl agent started it") {
+		t.Errorf("the agent took its own plugin's daemon for a foreign plugin:\n%s", logs)
+	}
+	if n := len(f.events("plugin-exit")); n != 1 {
+		t.Errorf("%d plugin-exit events, want 1 (the daemon killed): %q", n, f.events("plugin-exit"))
+	}
+}
+
+// Plugin IDs registered on one socket are one process (docs/architecture.md, Lock order). Two
+// of them with exec blocks made the agent start two processes for the socket, both binding
+// it: one process runs for the socket, under the first ID, and serves both.
+func TestAgentRunsOneProcessForPluginIDsOnOneSocket(t *testing.T) {
+	f := newFixture(t)
+	a := f.execPlugin("a", "hostpath")
+	b := a
+	b.ID = "b"
+	f.register(a)
+	f.register(b)
+	stop := f.startAgent(testSettings)
+	waitFor(t, "both plugin IDs to be healthy", func() bool { return f.plugin("a").Healthy && f.plugin("b").Healthy })
+	time.Sleep(500 * time.Millisecond) // time for a second start, or a restart, to show
+	pid := f.pid("a")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if starts := f.events("plugin-start"); len(starts) != 1 {
+		t.Errorf("plugin-start events = %q, want one process started for the socket", starts)
+	}
+	if f.pid("b") != 0 {
+		t.Errorf("a pid file for plugin b, whose socket plugin a's process serves")
+	}
+	if alive(pid) {
+		t.Errorf("the plugins' process (pid %d) still runs after a clean stop", pid)
+	}
+	if logs := f.logs.String(); !strings.Contains(logs, "one process serves both") {
+		t.Errorf("the log does not say that one process serves both IDs:\n%s", logs)
+	}
+}
+
+// Two plugins declared on one socket with different exec blocks cannot both run: one process
+// serves a socket. The agent refuses such a config, naming both, rather than run one of the
+// commands of its own choosing.
+func TestAgentRefusesADeclaredSocketWithTwoCommands(t *testing.T) {
+	f := newFixture(t)
+	a := f.execPlugin("a", "hostpath")
+	b := f.execPlugin("b", "hostpath") // another root in its env: another exec block
+	b.Socket = a.Socket
+	stop := f.startAgent(testSettings, a, b)
+	time.Sleep(200 * time.Millisecond)
+	err := stop()
+	if !errors.Is(err, engine.ErrInvalid) || !strings.Contains(fmt.Sprint(err), `plugins "a" and "b" are declared on one socket with different exec blocks`) {
+		t.Errorf("Run = %v, want the config refused naming both plugins", err)
+	}
+}
+
+// runUntilRestarted registers plugin id, the test plugin in mode, which never becomes healthy,
+// starts an agent on a clock the test moves, and moves it until the agent restarts the plugin
+// past its health timeout. It returns the plugin, the agent's stop, and the pid of its first
+// process.
+func (f *fixture) runUntilRestarted(id, mode string) (sp spec.Plugin, stop func() error, first int) {
+	f.t.Helper()
+	clock := &fakeClock{t: time.Now()}
+	f.now = clock.Now
+	sp = f.execPlugin(id, mode)
+	f.register(sp)
+	stop = f.startAgent(testSettings)
+	waitFor(f.t, "the plugin to be started", func() bool { return alive(f.pid(id)) })
+	first = f.pid(id)
+	waitFor(f.t, "the restart past the health timeout", func() bool {
+		clock.Advance(time.Second)
+		return len(f.events("plugin-restart")) > 0
+	})
+	return sp, stop, first
+}
+
+// A plugin whose process runs but never makes its socket is restarted past the health timeout,
+// and the restart says so: not the engine's "is the plugin running?", which the agent, having
+// its process, can answer.
+func TestAgentSaysAPluginRunsWithoutItsSocket(t *testing.T) {
+	f := newFixture(t)
+	sp, stop, pid := f.runUntilRestarted("ns", "nosocket")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("its process (pid %d) runs but has not made its socket %s", pid, sp.Socket)
+	if ev := f.events("plugin-restart")[0]; !strings.Contains(ev, want) || strings.Contains(ev, "is the plugin running?") {
+		t.Errorf("plugin-restart event = %q, want it to say %q", ev, want)
+	}
+}
+
+// A plugin whose socket accepts connections but never answers is probed within the probe's
+// timeout, restarted past the health timeout, and stopped at a clean stop: no step of the
+// agent waits on it without a bound.
+func TestAgentRestartsAPluginThatNeverAnswers(t *testing.T) {
+	f := newFixture(t)
+	_, stop, first := f.runUntilRestarted("mute", "mute")
+	waitFor(t, "the plugin to be started again", func() bool { p := f.pid("mute"); return p != first && alive(p) })
+	second := f.pid("mute")
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the agent's stop waited 20s on a plugin that never answers")
+	}
+	if alive(first) || alive(second) {
+		t.Errorf("after a clean stop: the first process %d alive %v, the second %d alive %v", first, alive(first), second, alive(second))
+	}
+	if ev := f.events("plugin-restart")[0]; !strings.Contains(ev, "did not complete the gRPC handshake") {
+		t.Errorf("plugin-restart event = %q, want it to say the socket accepted but did not answer", ev)
+	}
+}
+
+// A pid file that cannot be written (the file system is full) fails the plugin's start: the
+// plugin does not run unrecorded, the start is retried and says why, and once there is room
+// the plugin starts, recorded, and is stopped at a clean stop.
+func TestAgentStartsNoPluginItCannotRecordOnAFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs as the run directory needs root")
+	}
+	f := newFixture(t)
+	run := filepath.Join(f.dir, "run")
+	if err := os.MkdirAll(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", run, "tmpfs", 0, "size=64k,mode=0700"); err != nil {
+		t.Skipf("mounting a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(run, syscall.MNT_DETACH) })
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the agent's pid file", func() bool { _, err := os.Stat(filepath.Join(run, "agent.pid")); return err == nil })
+	filler := filepath.Join(run, "filler")
+	fl, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for err == nil {
+		_, err = fl.Write(make([]byte, 4096))
+	}
+	fl.Close()
+	sp := f.execPlugin("full", "hostpath")
+	f.register(sp)
+	waitFor(t, "a start that fails for want of room", func() bool {
+		for _, ev := range f.events("plugin-start") {
+			if strings.Contains(ev, "did not start") && strings.Contains(ev, "no space left on device") {
+				return true
+			}
+		}
+		return false
+	})
+	time.Sleep(300 * time.Millisecond) // a plugin started unrecorded would serve by now
+	if socketsLive([]string{sp.Socket}) {
+		t.Fatalf("a plugin serves on %s though its pid file could not be written", sp.Socket)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the plugin to start once there is room", func() bool { return alive(f.pid("full")) && f.plugin("full").Healthy })
+	pid := f.pid("full")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if alive(pid) {
+		t.Errorf("the plugin (pid %d) still runs after a clean stop", pid)
+	}
+}
+
+// An agent killed after a plugin's process exited, leaving its daemon serving the socket, and
+// before it recorded the daemon, left a pid file naming the exited process: the next agent took
+// the daemon for a plugin no agent started, and never stopped it. The daemon carries the
+// plugin's instance in its environment, which the pid file records: the next agent adopts it.
+func TestAgentKilledBeforeRecordingADaemonLeavesItAdoptable(t *testing.T) {
+	f := newFixture(t)
+	sp := f.execPlugin("dm", "daemonizes")
+	f.register(sp)
+	f.runAgentKilledAt("agent-killed-while-daemonising")
+	daemon := f.childPid("dm")
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("dm").Healthy })
+	if logs := f.logs.String(); strings.Contains(logs, "no volctl agent started it") {
+		t.Errorf("the next agent took the plugin's daemon for a foreign plugin:\n%s", logs)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if alive(daemon) {
+		t.Errorf("the plugin's daemon (pid %d) still runs after a clean stop of the next agent (no mounts)", daemon)
+	}
+}
+
+// runAgentKilledAt runs an agent on the fixture's state dir in another process, the test
+// binary in mode, which kills itself with SIGKILL at its failpoint.
+func (f *fixture) runAgentKilledAt(mode string) {
+	f.t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), pluginModeEnv+"="+mode, pluginRootEnv+"="+f.dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.CombinedOutput()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		f.t.Fatalf("the agent was not killed at its failpoint: %v\n%s", err, out)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -121,6 +122,10 @@ func (r *runner) loop(ctx context.Context) {
 			if r.proc == nil {
 				break
 			}
+			if missing := missingSockets(execSockets(r.spec)); len(missing) > 0 && r.proc.alive() {
+				// The engine's "is the plugin running?" is the wrong question: it runs.
+				reason = fmt.Sprintf("its process (pid %d) runs but has not made its socket %s", r.proc.pid, strings.Join(missing, ", "))
+			}
 			unhealthyFor := fmt.Sprintf("plugin %q unhealthy for %s (health timeout %s): %s", id,
 				now.Sub(lastGood).Round(time.Millisecond), a.s.HealthTimeout, reason)
 			why, release := r.mountsHeld(ctx)
@@ -178,11 +183,6 @@ func (r *runner) loop(ctx context.Context) {
 		case <-timer.C:
 		case <-exited:
 			timer.Stop()
-			wait := bo.Next()
-			msg := fmt.Sprintf("plugin %q exited (%s): restarting it in %s", id, r.proc.exitStatus(), wait)
-			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
-			r.restarting("exited")
-			a.e.PluginEvent(ctx, id, "plugin-exit", msg)
 			// What it forked is still in its group, maybe serving its socket: the agent's to
 			// stop, or the next start would take it for a plugin no agent started.
 			if rest := r.proc.groupRest(); len(rest) > 0 {
@@ -191,11 +191,76 @@ func (r *runner) loop(ctx context.Context) {
 					a.log.Warn("stopping what an exited plugin left", "plugin", id, "err", err)
 				}
 			}
+			// A plugin that daemonised left its group: its daemon, serving the socket, is the
+			// plugin from now on.
+			if r.followDaemon(ctx) {
+				lastGood = a.now()
+				continue
+			}
+			wait := bo.Next()
+			msg := fmt.Sprintf("plugin %q exited (%s): restarting it in %s", id, r.proc.exitStatus(), wait)
+			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
+			r.restarting("exited")
+			a.e.PluginEvent(ctx, id, "plugin-exit", msg)
 			removePidFile(a.runDir, id)
 			r.proc, restarted, restartAt = nil, true, a.now().Add(wait)
 			// Record the plugin's health now rather than at the next start.
 			r.probe(ctx)
 		}
+	}
+}
+
+// followDaemon, once the plugin's process exited, looks for the daemon it left serving its
+// socket outside its process group (daemonOf) and, when there is one, records it in the pid
+// file and supervises it as the plugin, saying so. It reports whether it did. A process serving
+// the socket that the agent may not take for the plugin's is named in a warning: the start that
+// follows finds the socket live and probes it only.
+func (r *runner) followDaemon(ctx context.Context) bool {
+	a, id, socket := r.a, r.spec.ID, execEndpoint(r.spec)
+	beforeFollowDaemon(socket)
+	d, err := daemonOf(ctx, r.proc, socket, a.s.ProbeInterval, a.supervisedElsewhere(r))
+	if err != nil {
+		if !errors.Is(err, errNoDaemon) {
+			a.log.Warn(fmt.Sprintf("plugin %q exited (%s): %v", id, r.proc.exitStatus(), err), "plugin", id, "pid", r.proc.pid)
+		}
+		return false
+	}
+	if err := writePidFile(a.runDir, id, d); err != nil {
+		// Unrecorded, a later agent would take it for a plugin no agent started: stopped, and
+		// the plugin started again, as for a start whose pid file cannot be written.
+		a.log.Error(fmt.Sprintf("plugin %q daemonised as pid %d, which cannot be recorded: stopping it", id, d.pid), "plugin", id, "err", err)
+		if err := d.stop(a.s.StopTimeout); err != nil {
+			a.log.Warn("stopping the plugin's daemon", "plugin", id, "pid", d.pid, "err", err)
+		}
+		return false
+	}
+	msg := fmt.Sprintf("plugin %q daemonised: its process (pid %d) exited (%s), leaving pid %d serving %s outside its process group; supervising pid %d as the plugin",
+		id, r.proc.pid, r.proc.exitStatus(), d.pid, socket, d.pid)
+	a.log.Info(msg, "plugin", id, "pid", d.pid)
+	a.e.PluginEvent(ctx, id, "plugin-daemon", msg)
+	r.proc = d
+	r.publish()
+	return true
+}
+
+// supervisedElsewhere returns whether a pid, or its process group, is the process another
+// runner than r supervises.
+func (a *Agent) supervisedElsewhere(r *runner) func(pid, pgrp int) bool {
+	return func(pid, pgrp int) bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		for _, o := range a.runners {
+			if o == r {
+				continue
+			}
+			o.smu.Lock()
+			p := o.sPid
+			o.smu.Unlock()
+			if p > 0 && (p == pid || p == pgrp) {
+				return true
+			}
+		}
+		return false
 	}
 }
 
@@ -272,10 +337,25 @@ func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 		a.log.Info("adopted the running plugin", "plugin", id, "pid", p.pid)
 		return false, nil
 	}
+	d, err := adoptDaemon(ctx, a.runDir, id, execEndpoint(r.spec))
+	if d != nil {
+		if err != nil {
+			// Unrecorded, the next agent could not tell it for the plugin's: stopped, and the
+			// plugin started again, as for a start whose pid file cannot be written.
+			if serr := d.stop(a.s.StopTimeout); serr != nil {
+				err = fmt.Errorf("%w; stopping it: %v", err, serr)
+			}
+			return false, fmt.Errorf("recording the daemon the plugin left (pid %d): %w", d.pid, err)
+		}
+		r.proc = d
+		a.log.Info("adopted the plugin's daemon, left by an agent that ended before recording it", "plugin", id, "pid", d.pid)
+		a.e.PluginEvent(ctx, id, "plugin-daemon", fmt.Sprintf("plugin %q: adopted pid %d, the daemon its process left serving %s (found by the instance in its environment)", id, d.pid, execEndpoint(r.spec)))
+		return false, nil
+	}
 	if socketsLive(sockets) {
 		r.foreign = true
 		a.log.Warn("plugin socket is live but no volctl agent started it: probing it only, never stopping it",
-			"plugin", id, "socket", sockets[0])
+			"plugin", id, "socket", sockets[0], "served_by_pid", socketServer(sockets[0]))
 		return false, nil
 	}
 	for _, s := range sockets {

@@ -61,8 +61,13 @@ else's: it is not overwritten (exit 4). After Nomad answers OK, the volume is re
 must be what was sent, or the command fails naming what differs. A registration that fails
 may have been taken all the same (a 500 can come after Nomad took it; so can the connection
 lost, no answer within a minute, Ctrl-C): Nomad is then asked whether it has the volume, and
-the mark is taken back only when it has not (or refused for certain, with a 4xx); else the
-error says what to run. Running the same command again is an update.
+the mark is taken back only when it has not and the registration was settled: refused for
+certain (a 4xx, or never sent), or answered by Nomad with an error after which it cannot
+apply it. A registration Nomad did not answer (or answered with a Raft or RPC failure) keeps
+the mark even when Nomad says it has no such volume right after, since Nomad may still apply
+it; the error says what to run: the same command again finishes the handover (an update
+if Nomad took it), and volctl nomad release takes the volume back once Nomad is done with
+the request and has no such volume.
 
 --dry-run shows what would be registered or changed, and changes nothing.`,
 		Example: `  NOMAD_ADDR=http://127.0.0.1:4646 volctl nomad register db
@@ -264,7 +269,7 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 			if opts.Force {
 				return "forced, without asking Nomad", nil
 			}
-			return askedToTakeBack(ctx, c, m)
+			return askedToTakeBack(ctx, e, c, m)
 		})
 		if err != nil {
 			errs = append(errs, err)
@@ -290,16 +295,28 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 
 // askedToTakeBack asks the Nomad the volume was handed over to whether it has let go of it:
 // the reason to take it back when it has, else the error to report.
-func askedToTakeBack(ctx context.Context, c *nomad.Client, h engine.HandoverInfo) (string, error) {
+func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h engine.HandoverInfo) (string, error) {
 	// Only the cluster the volume was handed to can say it has let go of it: any other
 	// answers that it has no such volume.
-	if h.Address != c.Address {
+	if !engine.SameNomadAddress(h.Address, c.Address) {
 		return "", fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s, which cannot say whether that cluster has let go of it: run NOMAD_ADDR=%s volctl nomad release %s (with that cluster's token), or --force if that cluster is gone and nothing uses the volume",
 			h.VolumeID, h.Address, c.Address, h.Address, h.VolumeID)
 	}
 	have, err := c.VolumeIn(ctx, h.VolumeID, h.Namespace, h.Region)
 	switch {
 	case err == nil:
+		if info, verr := e.Volume(ctx, h.VolumeID); verr == nil {
+			ns := h.Namespace
+			if ns == "" { // a mark without one: asked in the namespace Nomad then used
+				ns = have.Namespace
+			}
+			if d := nomad.IdentityIn(have, nomad.RegisterSpec(info), ns); len(d) > 0 {
+				// Someone else's, registered under the ID since: deregistering it would take
+				// their volume out of Nomad, and would not make this one any more free.
+				return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s has a volume by that ID in namespace %s that is another volume (%s): not this one, which Nomad does not hold under that ID any more (it refuses to change a volume's plugin or external ID); do not `nomad volume deregister` that one, which is someone else's. volctl takes a volume back only on Nomad's word that it has none by the ID: if nothing in Nomad uses this volume's storage, `volctl nomad release --force %s` takes it back",
+					h.VolumeID, c.Address, ns, display.Escape(strings.Join(d, ", ")), h.VolumeID)}
+			}
+		}
 		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in Nomad at %s (%d claim(s)): %s; volctl takes it back only once Nomad has let go of it",
 			h.VolumeID, c.Address, have.Claims(), howToDeregister(h, have))}
 	case !errors.Is(err, nomad.ErrNotFound):
@@ -407,7 +424,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		}
 		var have nomad.VolumeState
 		switch h := st.Handover; {
-		case h != nil && h.Address != c.Address:
+		case h != nil && !engine.SameNomadAddress(h.Address, c.Address):
 			// Another cluster would say it has no such volume: not asked.
 			err = fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s: NOMAD_ADDR=%s volctl nomad status %s asks that cluster",
 				info.ID, h.Address, c.Address, h.Address, info.ID)

@@ -407,7 +407,7 @@ func TestNomadReleaseContract(t *testing.T) {
 	h := nomadHarness(t)
 	// One Nomad, the one the volume is handed over to (release asks only that one), answering
 	// first that it has the volume, then, deregistered, that it has not.
-	r := newReplayNomad(t, append(step(t, "release before Nomad lets go: refused"), step(t, "volctl nomad release")...)...)
+	r := newReplayNomad(t, asHarnessVolume(t, h, append(step(t, "release before Nomad lets go: refused"), step(t, "volctl nomad release")...))...)
 	if _, err := h.e.HandOver(h.ctx, "db", engine.HandoverTarget{Address: r.srv.URL}, false, nil); err != nil {
 		t.Fatal(err)
 	}

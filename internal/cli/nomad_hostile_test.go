@@ -127,6 +127,18 @@ func (n *fakeNomad) take(namespace, id string) {
 	n.vols[namespace+"/"+id] = true
 }
 
+// deregisteredThenReleased deregisters volume db from n (namespace default), as `nomad volume
+// deregister` would, then runs nomad release with the client c: the volume must be taken back.
+func deregisteredThenReleased(t *testing.T, h *cliHarness, n *fakeNomad, c func() (*nomad.Client, error)) {
+	t.Helper()
+	n.mu.Lock()
+	delete(n.vols, "default/db")
+	n.mu.Unlock()
+	if _, err := runNomadRelease(h, c, nil); err != nil || handedOver(t, h) {
+		t.Fatalf("release once Nomad has no such volume: %v (still marked: %v)", err, handedOver(t, h))
+	}
+}
+
 // answerOK answers a request OK with body, for a hook (which then returns -1).
 func answerOK(w http.ResponseWriter, body string) (int, string) {
 	w.Header().Set("X-Nomad-Index", "2")
@@ -181,12 +193,7 @@ func TestNomadReleaseAsksTheClusterItWasHandedTo(t *testing.T) {
 		}
 	}
 	// Asked where it was handed over, and gone from there: taken back.
-	a.mu.Lock()
-	delete(a.vols, "default/db")
-	a.mu.Unlock()
-	if _, err := runNomadRelease(h, a.client, nil); err != nil || handedOver(t, h) {
-		t.Fatalf("release from the cluster it was handed to, after deregister: %v (still marked: %v)", err, handedOver(t, h))
-	}
+	deregisteredThenReleased(t, h, a, a.client)
 }
 
 // nomad release looks in the namespace the volume was registered in, whatever NOMAD_NAMESPACE
@@ -311,11 +318,13 @@ func TestNomadRegisterWithoutAnAnswerKeepsTheMark(t *testing.T) {
 			n.mu.Unlock()
 			return http.StatusGatewayTimeout, "upstream timed out"
 		}, true, true, "stays marked handed over"},
+		// Nomad has not taken it when asked right after, but may still apply it (Raft): the
+		// 404 does not settle a registration it did not answer (TestNomadRegisterInFlightKeepsTheMarkOnA404).
 		{"connection dropped before Nomad took it", func(n *fakeNomad, w http.ResponseWriter, r *http.Request) (int, string) {
 			conn, _, _ := w.(http.Hijacker).Hijack()
 			conn.Close()
 			return -1, ""
-		}, false, false, "did not answer the registration"},
+		}, false, true, "may yet apply"},
 		{"refused", func(n *fakeNomad, w http.ResponseWriter, r *http.Request) (int, string) {
 			return http.StatusInternalServerError, "no"
 		}, false, false, "refused the registration: 500: no"},
@@ -339,8 +348,8 @@ func TestNomadRegisterWithoutAnAnswerKeepsTheMark(t *testing.T) {
 }
 
 // A Nomad that takes the request and never answers: the command ends, within the client's
-// timeout or at Ctrl-C, says so, and the volume stays claimable only if Nomad says it does not
-// have it.
+// timeout or at Ctrl-C, says so, and the volume stays marked: Nomad's 404 right after does not
+// say it will not apply a registration it did not answer.
 func TestNomadHungIsBounded(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -388,9 +397,10 @@ func TestNomadHungIsBounded(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("nomad register against a Nomad that never answers did not end (20s)")
 			}
-			// Nomad said it has no such volume: the mark is gone.
-			if handedOver(t, h) {
-				t.Error("the volume stays marked though Nomad says it does not have it")
+			// Nomad says it has no such volume, but has not said what became of the
+			// registration: the mark stays.
+			if !handedOver(t, h) {
+				t.Error("the mark went on Nomad's 404, though Nomad may yet apply the registration it did not answer")
 			}
 		})
 	}
@@ -534,4 +544,25 @@ func TestNomadRegisterSendsTheVolumeAsItIsUnderTheLock(t *testing.T) {
 	if got := req.Volumes[0].RequestedCapacityMin; got != 20<<20 {
 		t.Errorf("Nomad was sent capacity_min %d, want %d: the volume as it was before the expand", got, 20<<20)
 	}
+}
+
+// nomad release and nomad status with NOMAD_ADDR naming the cluster the volume was handed
+// over to, spelled otherwise (another case, a trailing slash): the same cluster, asked; not a
+// refusal telling the user to set NOMAD_ADDR to what it already names.
+func TestNomadReleaseAsksTheSameClusterSpelledOtherwise(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	spelled := func() (*nomad.Client, error) { return nomad.NewClient(strings.ToUpper(a.srv.URL) + "/") }
+	ios, _, _, _ := iostreams.Test()
+	if err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: spelled, Volumes: []string{"db"}}); err != nil {
+		t.Errorf("nomad status at %s/ of a volume handed over to %s: %v", strings.ToUpper(a.srv.URL), a.srv.URL, err)
+	}
+	_, err := runNomadRelease(h, spelled, nil)
+	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "still registered in Nomad") {
+		t.Fatalf("release while Nomad has it, NOMAD_ADDR spelled otherwise: %v (exit %d), want exit 4 from Nomad's answer", err, ExitCode(err))
+	}
+	deregisteredThenReleased(t, h, a, spelled)
 }

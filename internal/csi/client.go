@@ -40,6 +40,9 @@ type Config struct {
 	// one of 17 values whatever a plugin answers) and how long it took. The agent's metrics count and time RPCs with
 	// it. It must be quick and safe for concurrent use; it never sees a request or a message.
 	Observe func(rpc, code string, d time.Duration)
+	// Name is the plugin's name in the client's errors (volctl's plugin ID): a timeout's says
+	// `plugin "mem" did not answer within 2m0s`. Empty says "the plugin".
+	Name string
 }
 
 // ConfigFromSpec derives a Config from a plugin spec: a monolith's socket serves both
@@ -58,6 +61,8 @@ type Client struct {
 	redact func(context.Context) ([]string, error)
 	// observe is Config.Observe; nil observes nothing.
 	observe func(rpc, code string, d time.Duration)
+	// named is how errors name the plugin (Config.Name).
+	named string
 }
 
 // endpoint is one socket and the CSI service clients on it.
@@ -75,7 +80,10 @@ func New(cfg Config) (*Client, error) {
 	if cfg.ControllerSocket == "" && cfg.NodeSocket == "" {
 		return nil, errors.New("csi client: no controller or node socket given")
 	}
-	c := &Client{timeouts: cfg.Timeouts.withDefaults(), log: cfg.Logger, redact: cfg.Redact, observe: cfg.Observe}
+	c := &Client{timeouts: cfg.Timeouts.withDefaults(), log: cfg.Logger, redact: cfg.Redact, observe: cfg.Observe, named: "the plugin"}
+	if cfg.Name != "" {
+		c.named = fmt.Sprintf("plugin %q", EscapeControl(cfg.Name))
+	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -211,7 +219,9 @@ func send[Stub any, Req proto.Message, Resp any](ctx context.Context, c *Client,
 func invoke[Req proto.Message, Resp any](ctx context.Context, c *Client, ep *endpoint, rpc string, req Req,
 	call func(context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
 	timeout := c.timeouts.For(rpc)
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+	// The RPC's clock starts before its deadline is set, so an RPC volctl's timeout ended is
+	// observed taking at least that timeout (traceInterceptor).
+	cctx, cancel := context.WithTimeout(context.WithValue(ctx, rpcStartKey{}, time.Now()), timeout)
 	defer cancel()
 	ReportProgress(ctx, rpc)
 	// gRPC fills p only when the call got a stream on a connection, handshake done: with p
@@ -222,7 +232,7 @@ func invoke[Req proto.Message, Resp any](ctx context.Context, c *Client, ep *end
 		var zero Resp
 		text := func(msg string) string { return c.pluginText(ctx, req, msg) }
 		deadline, _ := cctx.Deadline()
-		return zero, translate(ctx, rpc, ep.socket, timeout, deadline, err, text, proto.Size(req), p.Addr != nil)
+		return zero, translate(ctx, rpc, c.named, ep.socket, timeout, deadline, err, text, proto.Size(req), p.Addr != nil)
 	}
 	return resp, nil
 }

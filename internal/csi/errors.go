@@ -184,8 +184,9 @@ func classify(rpc string, code codes.Code) Class {
 // the size of the request sent, in bytes; deadline is the one its timeout set on the call.
 // reached says the call got a stream on a connection whose gRPC handshake was done (gRPC's
 // Peer call option was filled): its error is then the plugin's answer or a connection lost
-// mid-call, never a handshake that failed, whatever its message says.
-func translate(ctx context.Context, rpc, socket string, timeout time.Duration, deadline time.Time, err error, text func(string) string, reqSize int, reached bool) error {
+// mid-call, never a handshake that failed, whatever its message says. plugin names the plugin
+// in the hint (`plugin "mem"`, or "the plugin").
+func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Duration, deadline time.Time, err error, text func(string) string, reqSize int, reached bool) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%s: %w", rpc, ctxErr)
 	}
@@ -198,7 +199,7 @@ func translate(ctx context.Context, rpc, socket string, timeout time.Duration, d
 	e := &Error{RPC: rpc, Code: st.Code(), Message: text(st.Message())}
 	e.Class = classify(rpc, e.Code)
 	e.TimedOut = e.Code == codes.DeadlineExceeded && !deadline.IsZero() && !time.Now().Before(deadline)
-	e.Hint = hint(rpc, e.Code, socket, timeout)
+	e.Hint = hint(rpc, e.Code, plugin, socket, timeout)
 	// gRPC's dial and handshake errors are a transport dump; say what is wrong with the socket
 	// instead. The dump itself stays in the RPC trace (--verbose). The code, and so the class,
 	// stay what gRPC said.
@@ -398,7 +399,7 @@ func EscapeControl(s string) string { return spec.EscapeControl(s) }
 
 // hint says what a person can do about code from rpc, following the error tables of the
 // CSI spec for each RPC (rpcTable, codeHints).
-func hint(rpc string, code codes.Code, socket string, timeout time.Duration) string {
+func hint(rpc string, code codes.Code, plugin, socket string, timeout time.Duration) string {
 	h, ok := rpcTable[rpc].hints[code]
 	switch {
 	case ok:
@@ -407,5 +408,5 @@ func hint(rpc string, code codes.Code, socket string, timeout time.Duration) str
 	default:
 		h = codeHints[code]
 	}
-	return strings.NewReplacer("{rpc}", rpc, "{socket}", socket, "{timeout}", timeout.String()).Replace(h)
+	return strings.NewReplacer("{rpc}", rpc, "{plugin}", plugin, "{socket}", socket, "{timeout}", timeout.String()).Replace(h)
 }

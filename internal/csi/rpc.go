@@ -188,11 +188,12 @@ var rpcTable = map[string]rpcFacts{
 	}},
 }
 
-// codeHints is the hint for a code when the RPC's own facts have none. {rpc}, {socket} and
-// {timeout} stand for the RPC, the plugin's socket and the RPC's timeout.
+// codeHints is the hint for a code when the RPC's own facts have none. {rpc}, {plugin},
+// {socket} and {timeout} stand for the RPC, the plugin (`plugin "mem"`: Config.Name), its
+// socket and the RPC's timeout.
 var codeHints = map[codes.Code]string{
 	codes.Unavailable:        "is the plugin running and listening on {socket}?",
-	codes.DeadlineExceeded:   "the plugin did not answer within {timeout}; is it overloaded or stuck? check its logs",
+	codes.DeadlineExceeded:   "{plugin} did not answer within {timeout}; is it overloaded or stuck? check its logs",
 	codes.Canceled:           "the plugin cancelled the call; it can be retried",
 	codes.Unimplemented:      "the plugin does not implement {rpc}; check its capabilities",
 	codes.Unauthenticated:    "the plugin rejected the credentials; check the volume's secrets",
@@ -211,7 +212,7 @@ var codeHints = map[codes.Code]string{
 
 // longTimeoutHint replaces codeHints' DEADLINE_EXCEEDED for a long RPC: the plugin may still
 // be working on it.
-const longTimeoutHint = "the plugin did not answer within {timeout}; it may still be working: run `volctl reconcile` later"
+const longTimeoutHint = "{plugin} did not answer within {timeout}; it may still be working: run `volctl reconcile` later"
 
 // serviceOf is the service rpc belongs to; zero for an RPC not in rpcTable.
 func serviceOf(rpc string) Service { return rpcTable[rpc].service }

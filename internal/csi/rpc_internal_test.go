@@ -26,13 +26,13 @@ func TestRPCTable(t *testing.T) {
 			t.Errorf("%s: a teardown RPC (NOT_FOUND is done) with the short timeout", rpc)
 		}
 		for code := range f.hints {
-			if h := hint(rpc, code, "/s", 1); strings.Contains(h, "{") {
+			if h := hint(rpc, code, "the plugin", "/s", 1); strings.Contains(h, "{") {
 				t.Errorf("%s %v: hint %q keeps a placeholder", rpc, code, h)
 			}
 		}
 	}
 	for code := range codeHints {
-		if h := hint("X", code, "/s", 1); strings.Contains(h, "{") {
+		if h := hint("X", code, "the plugin", "/s", 1); strings.Contains(h, "{") {
 			t.Errorf("%v: hint %q keeps a placeholder", code, h)
 		}
 	}

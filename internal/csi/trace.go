@@ -25,6 +25,10 @@ const mountFlagsField protoreflect.FullName = "csi.v1.VolumeCapability.MountVolu
 // traceInterceptor logs each RPC at Debug: method, request and response with secrets and
 // mount flags redacted, code, duration, and the (scrubbed) error message. It hands every RPC's
 // name, code and duration to observe, when set (Config.Observe).
+// rpcStartKey is a context key: the time invoke started an RPC, before it set the RPC's
+// deadline, which the interceptor measures the RPC from.
+type rpcStartKey struct{}
+
 func traceInterceptor(log *slog.Logger, socket string, text func(context.Context, proto.Message, string) string,
 	observe func(rpc, code string, d time.Duration)) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
@@ -32,7 +36,10 @@ func traceInterceptor(log *slog.Logger, socket string, text func(context.Context
 		if !debug && observe == nil {
 			return invoker(ctx, method, req, reply, cc, opts...)
 		}
-		start := time.Now()
+		start, ok := ctx.Value(rpcStartKey{}).(time.Time)
+		if !ok {
+			start = time.Now()
+		}
 		err := invoker(ctx, method, req, reply, cc, opts...)
 		took := time.Since(start)
 		if observe != nil {

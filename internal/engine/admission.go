@@ -13,7 +13,8 @@ import (
 
 // checkNode applies, at admission, the limits Nomad's scheduler applies before placing a claim
 // on a node, from what the plugin's NodeGetInfo said (its stored fingerprint):
-// max_volumes_per_node, counted over the plugin's volumes already on this node, and the
+// max_volumes_per_node, counted over the plugin's volumes already on this node (those of every
+// plugin ID registered on its sockets: one process), and the
 // volume's accessible topology, which must include the node's. A volume already on the node
 // (a live claim or a staging) passes: it is counted already, and its topology was checked when
 // it came. Refusals are conflicts (exit 4) naming the limit and what it counts, instead of a
@@ -42,10 +43,21 @@ func checkNode(tx *store.Tx, v store.Volume, onNode bool, p *store.Plugin) error
 			p.ID, fp.MaxVolumes)
 	}
 	if fp.MaxVolumes > 0 {
-		on, err := tx.Volumes().OnNode(p.ID)
+		// The limit is the node plugin's, a process: the volumes of every plugin ID registered
+		// on its sockets count (socketMates), as they share its storage and its mounts.
+		mates, err := socketMates(tx, p.ID)
 		if err != nil {
 			return err
 		}
+		var on []string
+		for _, id := range slices.Sorted(maps.Keys(mates)) {
+			ids, err := tx.Volumes().OnNode(id)
+			if err != nil {
+				return err
+			}
+			on = append(on, ids...)
+		}
+		slices.Sort(on)
 		on = slices.DeleteFunc(on, func(id string) bool { return id == v.ID })
 		if int64(len(on)) >= fp.MaxVolumes {
 			return conflictf("plugin %q allows %d volume(s) per node (NodeGetInfo max_volumes_per_node) and node %q has %d: %s; release one of them first",

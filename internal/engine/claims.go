@@ -376,6 +376,7 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 		}
 		return cl, err
 	}
+	defer e.done(c)
 	if !c.fp.Node {
 		// Admission refuses this from the registration; a plugin that changed since lands here.
 		// A claim no RPC was sent for yet is rolled back rather than left taken.

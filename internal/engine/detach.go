@@ -158,34 +158,37 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		if attached {
 			warn("ControllerUnpublishVolume not sent, so the volume may still be attached to this node (`volctl reconcile` sends it once the plugin answers): %v", err)
 		}
-	} else if c.controllerPublishes() {
-		nodeID := st.NodeID
-		if nodeID == "" {
-			nodeID = c.fp.NodeID
-		}
-		err := e.withController(ctx, c, func(ctx context.Context) error {
-			if err := e.checkSockets(ctx, c, csi.RPCControllerUnpublishVolume); err != nil {
-				return err
-			}
-			return c.client.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{VolumeID: v.ExternalID, NodeID: nodeID, Secrets: v.Secrets})
-		})
-		switch {
-		case err != nil && !csi.IsIgnorable(err) && attached:
-			warn("%v (`volctl reconcile` sends it again)", err)
-		case err != nil && !csi.IsIgnorable(err):
-			warn("%v", err)
-		default:
-			attached = false
-		}
 	} else {
-		if attached {
-			// Recorded only while the plugin had PUBLISH_UNPUBLISH_VOLUME: it lost it since. The
-			// record is dropped with an event, as a release drops it (undoUnused).
-			capLost = fmt.Sprintf("volume %q was recorded as attached to node %q, but plugin %q no longer has the controller capability PUBLISH_UNPUBLISH_VOLUME, so ControllerUnpublishVolume is not sent and the record is dropped; if the volume is still attached, detach it with the storage provider's tools",
-				v.ID, st.NodeID, v.PluginID)
-			warn("%s", capLost)
+		defer e.done(c)
+		if c.controllerPublishes() {
+			nodeID := st.NodeID
+			if nodeID == "" {
+				nodeID = c.fp.NodeID
+			}
+			err := e.withController(ctx, c, func(ctx context.Context) error {
+				if err := e.checkSockets(ctx, c, csi.RPCControllerUnpublishVolume); err != nil {
+					return err
+				}
+				return c.client.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{VolumeID: v.ExternalID, NodeID: nodeID, Secrets: v.Secrets})
+			})
+			switch {
+			case err != nil && !csi.IsIgnorable(err) && attached:
+				warn("%v (`volctl reconcile` sends it again)", err)
+			case err != nil && !csi.IsIgnorable(err):
+				warn("%v", err)
+			default:
+				attached = false
+			}
+		} else {
+			if attached {
+				// Recorded only while the plugin had PUBLISH_UNPUBLISH_VOLUME: it lost it since. The
+				// record is dropped with an event, as a release drops it (undoUnused).
+				capLost = fmt.Sprintf("volume %q was recorded as attached to node %q, but plugin %q no longer has the controller capability PUBLISH_UNPUBLISH_VOLUME, so ControllerUnpublishVolume is not sent and the record is dropped; if the volume is still attached, detach it with the storage provider's tools",
+					v.ID, st.NodeID, v.PluginID)
+				warn("%s", capLost)
+			}
+			attached = false // the plugin attaches nothing now
 		}
-		attached = false // the plugin attaches nothing now
 	}
 	err = e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		for _, cl := range claims {

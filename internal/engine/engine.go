@@ -95,8 +95,9 @@ type Engine struct {
 	// symlink): paths recorded under it by an older volctl are read as under the real dir.
 	linkDir string
 
-	mu    sync.Mutex
-	conns map[string]*conn // by plugin ID
+	mu      sync.Mutex
+	conns   map[string]*conn // by plugin ID
+	retired map[*conn]bool   // replaced connections still in use, closed by their last user
 
 	scrubbers scrubberCache // Redactor's last scrubber, for the same values
 }
@@ -146,7 +147,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		// resolving changed it (a symlink).
 		return nil, &store.DirError{Dir: given, Err: err, Named: cfg.StateDir == given}
 	}
-	e := &Engine{cfg: cfg, store: st, ownsStore: owns, locks: locks, log: cfg.Logger, linkDir: linkDir, conns: map[string]*conn{}}
+	e := &Engine{cfg: cfg, store: st, ownsStore: owns, locks: locks, log: cfg.Logger, linkDir: linkDir, conns: map[string]*conn{}, retired: map[*conn]bool{}}
 	e.log = e.RedactLogger(cfg.Logger) // what the engine words from plugin data may hold an echoed secret
 	return e, nil
 }
@@ -200,6 +201,10 @@ func (e *Engine) closePlugins() (ownsStore bool) {
 		_ = c.client.Close()
 		delete(e.conns, id)
 	}
+	for c := range e.retired {
+		_ = c.client.Close()
+		delete(e.retired, c)
+	}
 	e.mu.Unlock()
 	return e.ownsStore
 }
@@ -234,6 +239,7 @@ func dialCSI(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger, redact fun
 	cfg := csi.ConfigFromSpec(&sp)
 	cfg.Timeouts = pluginTimeouts(p, timeouts)
 	cfg.Logger = log.With("plugin", p.ID) // the RPC trace names the plugin beside the rpc
+	cfg.Name = p.ID                       // and so do its errors' hints
 	cfg.Redact = redact
 	if observe != nil {
 		id := p.ID
@@ -317,6 +323,45 @@ type conn struct {
 	// fpRecorded says fp is in the store: connectPlugin with record wrote it, or checkHealth
 	// did with its health reading.
 	fpRecorded atomic.Bool
+
+	// users counts the operations using the connection (connectPlugin hands it out, done
+	// gives it back); retired says it is no longer the engine's connection to the plugin (the
+	// plugin restarted, or stopped answering). A retired connection is closed when its last
+	// user is done, not under an RPC another goroutine has in flight on it. Both under e.mu.
+	users   int
+	retired bool
+}
+
+// done gives back a connection connectPlugin handed out: the operation is finished with it.
+// A connection retired meanwhile is closed by its last user.
+func (e *Engine) done(c *conn) {
+	if c == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c.users--
+	if c.retired && c.users <= 0 {
+		_ = c.client.Close()
+		delete(e.retired, c)
+	}
+}
+
+// retire takes c out of use for new operations, closing it now when nobody uses it, else when
+// its last user is done. The caller holds e.mu.
+func (e *Engine) retire(c *conn) {
+	if e.conns[c.plugin.ID] == c {
+		delete(e.conns, c.plugin.ID)
+	}
+	if c.retired {
+		return
+	}
+	c.retired = true
+	if c.users <= 0 {
+		_ = c.client.Close()
+		return
+	}
+	e.retired[c] = true
 }
 
 type socketID struct {
@@ -366,6 +411,12 @@ func pluginSockets(p store.Plugin) []string {
 // while the plugin has not restarted. The new fingerprint is recorded in the store.
 func (e *Engine) connect(ctx context.Context, pluginID string) (*conn, error) {
 	p, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get(pluginID) })
+	return e.connectRead(ctx, pluginID, p, err)
+}
+
+// connectRead is connect for a caller that read the plugin's row itself, in a transaction of
+// its own (p, and err from reading it).
+func (e *Engine) connectRead(ctx context.Context, pluginID string, p store.Plugin, err error) (*conn, error) {
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, notFoundf("plugin %q is not registered (volctl plugin register)", pluginID)
@@ -380,18 +431,19 @@ func (e *Engine) connect(ctx context.Context, pluginID string) (*conn, error) {
 }
 
 // connectPlugin is connect for a plugin row already read. Its errors do not name the plugin:
-// callers say which plugin and what they were doing.
+// callers say which plugin and what they were doing. The caller gives the connection back with
+// done when it is finished with it.
 func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool) (*conn, error) {
 	ids := identify(pluginSockets(p)...)
 	e.mu.Lock()
 	c := e.conns[p.ID]
 	if c != nil && sameSockets(c.sockets, ids) && c.plugin.UpdatedAt.Equal(p.UpdatedAt) {
+		c.users++
 		e.mu.Unlock()
 		return c, nil
 	}
 	if c != nil {
-		_ = c.client.Close()
-		delete(e.conns, p.ID)
+		e.retire(c) // another goroutine may have an RPC in flight on it
 	}
 	e.mu.Unlock()
 
@@ -443,20 +495,22 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 	return e.cache(c), nil
 }
 
-// cache keeps c as the plugin's connection and returns the one to use: another goroutine's,
-// made meanwhile to the same plugin instance and maybe in use already (reconcile restores
-// volumes in parallel), wins, and c is closed instead of it.
+// cache keeps c as the plugin's connection and returns the one to use, counted as used (done):
+// another goroutine's, made meanwhile to the same plugin instance and maybe in use already
+// (reconcile restores volumes in parallel), wins, and c is closed instead of it.
 func (e *Engine) cache(c *conn) *conn {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if old := e.conns[c.plugin.ID]; old != nil {
 		if sameSockets(old.sockets, c.sockets) && old.plugin.UpdatedAt.Equal(c.plugin.UpdatedAt) {
-			_ = c.client.Close()
+			_ = c.client.Close() // nobody has used it
+			old.users++
 			return old
 		}
-		_ = old.client.Close()
+		e.retire(old)
 	}
 	e.conns[c.plugin.ID] = c
+	c.users++
 	return c
 }
 
@@ -581,12 +635,12 @@ func missingFrom(a, b []string) []string {
 	return out
 }
 
-// forget drops a cached connection, e.g. after the plugin stopped answering.
+// forget drops a cached connection, e.g. after the plugin stopped answering; it is closed once
+// the operations using it are done.
 func (e *Engine) forget(pluginID string) {
 	e.mu.Lock()
 	if c := e.conns[pluginID]; c != nil {
-		_ = c.client.Close()
-		delete(e.conns, pluginID)
+		e.retire(c)
 	}
 	e.mu.Unlock()
 }

@@ -377,7 +377,8 @@ func (e *Engine) reconcileExpansions(ctx context.Context, rep *ReconcileReport, 
 }
 
 // lockedVolume starts an operation on one existing volume: it takes the volume's lock, reads the
-// volume and connects to its plugin. The caller must call unlock when err is nil.
+// volume and connects to its plugin. The caller must call unlock when err is nil, which gives
+// the connection back too.
 func (e *Engine) lockedVolume(ctx context.Context, id string) (v store.Volume, c *conn, unlock func(), err error) {
 	if unlock, err = e.locks.volume(ctx, id); err != nil {
 		return v, nil, nil, err
@@ -396,5 +397,6 @@ func (e *Engine) lockedVolume(ctx context.Context, id string) (v store.Volume, c
 		unlock()
 		return v, nil, nil, err
 	}
-	return v, c, unlock, nil
+	unlockVolume := unlock
+	return v, c, func() { e.done(c); unlockVolume() }, nil
 }

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -178,7 +182,40 @@ func sameCluster(h store.Handover, to HandoverTarget) bool {
 // as HandOver requires of a volume handed over already (an empty region matches only an
 // empty one).
 func (h HandoverInfo) To(to HandoverTarget) bool {
-	return h.Address == to.Address && h.Namespace == to.Namespace && h.Region == to.Region
+	return SameNomadAddress(h.Address, to.Address) && h.Namespace == to.Namespace && h.Region == to.Region
+}
+
+// SameNomadAddress reports whether two Nomad addresses (NOMAD_ADDR's, a handover's) reach the
+// same agent, as Nomad's API client reaches them: it uses an address's scheme, host and port
+// only (the path is dropped, a user and password are credentials, not a place), a scheme and
+// host name compare case-insensitively, an IP address in its canonical form, and no port is
+// the scheme's default (80 for http, 443 for https). A unix:// address is its socket's path.
+// Addresses that name another scheme, host or port are other agents (volctl resolves no
+// name: localhost and 127.0.0.1 are two); one that does not parse matches only itself.
+func SameNomadAddress(a, b string) bool { return nomadAddressKey(a) == nomadAddressKey(b) }
+
+func nomadAddressKey(addr string) string {
+	u, err := url.Parse(addr)
+	if err != nil || u.Scheme == "" || u.Opaque != "" {
+		return addr
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme == "unix" {
+		return "unix://" + u.Host + path.Clean("/"+u.Path)
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if ip, err := netip.ParseAddr(host); err == nil {
+		host = ip.String()
+	}
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
 }
 
 // handoverWhere names where a volume was handed over: the address, and the namespace and

@@ -397,3 +397,49 @@ func TestPluginDeregisterNamesTheTakeBackForAnAttachmentKeptForNomad(t *testing.
 func because(why string) func(HandoverInfo) (string, error) {
 	return func(HandoverInfo) (string, error) { return why, nil }
 }
+
+// The cluster a volume was handed over to, named again as Nomad's client reaches it but
+// spelled otherwise (a trailing slash or path, another case, the default port written out):
+// the same cluster, so handing over again is an update, not a refusal naming "the one to use",
+// which is the same one. Another scheme, host or port is another cluster, still refused.
+func TestHandOverToTheSameClusterSpelledOtherwise(t *testing.T) {
+	for _, tc := range []struct {
+		marked string
+		same   []string
+		other  []string
+	}{
+		{"http://nomad-a:4646",
+			[]string{"http://nomad-a:4646/", "HTTP://NOMAD-A:4646", "http://nomad-a:4646/v1/", "http://user:xxxxx@nomad-a:4646"},
+			[]string{"https://nomad-a:4646", "http://nomad-a:4647", "http://nomad-b:4646", "http://nomad-a", "unix:///run/nomad.sock"}},
+		{"http://10.0.0.1", []string{"http://10.0.0.1:80/"}, []string{"https://10.0.0.1", "http://10.0.0.2"}},
+		{"https://[2001:db8::1]:4646", []string{"https://[2001:DB8:0::1]:4646/"}, []string{"https://[2001:db8::2]:4646"}},
+		{"https://nomad.example", []string{"https://Nomad.Example:443"}, []string{"http://nomad.example"}},
+		{"unix:///run/nomad/api.sock", []string{"unix:///run/nomad//api.sock"}, []string{"unix:///run/nomad/other.sock"}},
+	} {
+		h := newHarness(t, nil)
+		h.create(volume("db", capab(spec.SingleNodeWriter)))
+		if _, err := h.e.HandOver(h.ctx, "db", HandoverTarget{Address: tc.marked}, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, addr := range tc.same {
+			if !SameNomadAddress(tc.marked, addr) {
+				t.Errorf("SameNomadAddress(%q, %q) = false, want true", tc.marked, addr)
+			}
+			if _, err := h.e.HandOver(h.ctx, "db", HandoverTarget{Address: addr}, false, nil); err != nil {
+				t.Errorf("handed over to %s, again to %s: %v, want the same cluster", tc.marked, addr, err)
+			}
+			// Back to the first spelling, for the next.
+			if _, err := h.e.HandOver(h.ctx, "db", HandoverTarget{Address: tc.marked}, false, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, addr := range tc.other {
+			if SameNomadAddress(tc.marked, addr) {
+				t.Errorf("SameNomadAddress(%q, %q) = true, want false", tc.marked, addr)
+			}
+			if _, err := h.e.HandOver(h.ctx, "db", HandoverTarget{Address: addr}, true, nil); !errors.Is(err, ErrConflict) {
+				t.Errorf("handed over to %s, then to %s: %v, want a conflict", tc.marked, addr, err)
+			}
+		}
+	}
+}

@@ -282,14 +282,26 @@ func (f *fakeMounts) MountsUnder(dir string) (map[string]bool, error) {
 
 // Mounted, asked right after NodePublishVolume: a target that exists (the plugin made it) is
 // mounted, whatever markGone said of an earlier mount there, unless notMounted was set (a
-// plugin that answers OK and mounts nothing there).
-func (f *fakeMounts) Mounted(root, path string) (bool, error) {
+// plugin that answers OK and mounts nothing there); read-only when it is a read claim's, as a
+// plugin that honours readonly mounts it.
+func (f *fakeMounts) Mounted(root, path string) (MountPoint, error) {
+	return fakeMountPoint(path, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return !f.unmounted
+	})
+}
+
+// fakeMountPoint is a fake table's answer for a target: an error when nothing is at path, else
+// mounted as mounted says, read-only when it is a read claim's target (usageName "ro-...").
+func fakeMountPoint(path string, mounted func() bool) (MountPoint, error) {
 	if _, err := os.Lstat(path); err != nil {
-		return false, err
+		return MountPoint{}, err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return !f.unmounted, nil
+	if !mounted() {
+		return MountPoint{}, nil
+	}
+	return MountPoint{Mounted: true, ReadOnly: strings.HasPrefix(filepath.Base(path), "ro-")}, nil
 }
 
 // notMounted makes every target count as not mounted at NodePublishVolume: the plugin answers

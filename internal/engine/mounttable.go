@@ -14,9 +14,19 @@ type MountTable interface {
 	// MountsUnder returns every mount point at or below dir.
 	MountsUnder(dir string) (map[string]bool, error)
 	// Mounted reports whether path, below root (the state dir), is a mount point: the root of
-	// another mount than its parent directory's. path is opened without following a symlink
-	// in any component below root (nofollow.go).
-	Mounted(root, path string) (bool, error)
+	// another mount than its parent directory's; and, when it is, whether that mount is
+	// read-only. path is opened without following a symlink in any component below root
+	// (nofollow.go).
+	Mounted(root, path string) (MountPoint, error)
+}
+
+// MountPoint is what MountTable.Mounted finds at a path.
+type MountPoint struct {
+	// Mounted: the path is the root of another mount than its parent directory's.
+	Mounted bool
+	// ReadOnly: that mount refuses writes to the files and directories on it (statfs's
+	// ST_RDONLY: the mount's flag or its file system's). False when not Mounted.
+	ReadOnly bool
 }
 
 // kernelMounts reads the kernel's mount table (/proc/self/mountinfo).
@@ -35,12 +45,18 @@ func (kernelMounts) MountsUnder(dir string) (map[string]bool, error) {
 }
 
 // Mounted compares the mount ID of path with its parent's (statx STATX_MNT_ID), both opened
-// without following symlinks: one path, two system calls, no read of the table.
-func (kernelMounts) Mounted(root, path string) (bool, error) {
+// without following symlinks, and asks statfs of a mount point whether it is read-only: one
+// path, three system calls, no read of the table.
+func (kernelMounts) Mounted(root, path string) (MountPoint, error) {
 	t, err := openNoFollow(root, path, createNothing)
 	if err != nil {
-		return false, err
+		return MountPoint{}, err
 	}
 	defer t.close()
-	return t.mounted()
+	mounted, err := t.mounted()
+	if err != nil || !mounted {
+		return MountPoint{}, err
+	}
+	ro, err := t.readOnly()
+	return MountPoint{Mounted: true, ReadOnly: ro}, err
 }

@@ -207,6 +207,29 @@ func (p *pathFD) mounted() (bool, error) {
 	return mine != theirs, nil
 }
 
+// sameFile reports whether the opened paths are one file (device and inode): a bind mount's
+// root is the file it was made of.
+func (p *pathFD) sameFile(q *pathFD) (bool, error) {
+	var a, b unix.Stat_t
+	if err := unix.Fstat(p.fd, &a); err != nil {
+		return false, &os.PathError{Op: "stat", Path: p.path, Err: err}
+	}
+	if err := unix.Fstat(q.fd, &b); err != nil {
+		return false, &os.PathError{Op: "stat", Path: q.path, Err: err}
+	}
+	return a.Dev == b.Dev && a.Ino == b.Ino, nil
+}
+
+// readOnly reports whether the mount the opened path is on refuses writes (statfs's
+// ST_RDONLY, which a read-only bind mount sets as its file system's read-only flag does).
+func (p *pathFD) readOnly() (bool, error) {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(p.fd, &st); err != nil {
+		return false, &os.PathError{Op: "statfs", Path: p.path, Err: err}
+	}
+	return st.Flags&unix.ST_RDONLY != 0, nil
+}
+
 // mountID is the ID of the mount an open file is on: statx's STATX_MNT_ID (Linux 5.8), else
 // the mnt_id line of /proc/self/fdinfo.
 func mountID(fd int) (uint64, error) {

@@ -36,6 +36,7 @@ func (e *Engine) registerPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo
 		health store.Health
 	)
 	c, err := e.connectPlugin(ctx, p, false)
+	defer e.done(c)
 	switch {
 	case err == nil:
 		fp = c.fp
@@ -413,6 +414,7 @@ type reading struct {
 func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 	var r reading
 	c, err := e.connectPlugin(ctx, p, false)
+	defer e.done(c)
 	if err != nil {
 		r.health = store.Health{LastError: err.Error(), ProbedAt: e.cfg.Now()}
 		e.forget(p.ID)

@@ -222,7 +222,7 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 		return err
 	}
 	failpoint("rpc:NodePublishVolume")
-	if err := e.checkTarget(v, cl, c); err != nil {
+	if err := e.checkTarget(v, cl, c, req.StagingPath); err != nil {
 		return err
 	}
 	p.setState(store.ClaimPublished)
@@ -235,18 +235,23 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 // checkTarget checks what the plugin left at a claim's target after answering
 // NodePublishVolume with OK, before the claim is recorded published and its path handed out:
 // something must be there (the plugin makes the target, docs/architecture.md, Claim state
-// machine), a directory for a file-system claim, not a symlink, and a mount point (for a block
-// claim, the device file bind-mounted there). A plugin that "publishes" by linking the target
-// to another directory (its own mount, or /etc) would have the alloc, and every volume_mount,
-// write wherever the link leads; one that makes the directory and mounts nothing on it (or
-// mounts elsewhere) would have them write into the state dir on the host's disk, and
-// reconcile would find the claim lost (restoreIfUnmounted). Whether it is a mount point is
+// machine), a directory for a file-system claim and not one for a block claim, not a symlink,
+// and a mount point (for a block claim, the device file bind-mounted there). A plugin that
+// "publishes" by linking the target to another directory (its own mount, or /etc) would have
+// the alloc, and every volume_mount, write wherever the link leads; one that makes the
+// directory and mounts nothing on it (or mounts elsewhere), or bind-mounts the staging path
+// where its NodeStageVolume mounted nothing (bareStaging; staging is the path NodeStageVolume
+// was given, empty for a plugin that does not stage), would have them write into the state
+// dir on the host's disk, and reconcile would find the claim lost (restoreIfUnmounted). A read
+// claim's file-system target must be a read-only mount: a plugin that ignores readonly would
+// let an alloc that holds the volume for reading write it, beside its one writer. (A block
+// claim's is not asked: a read-only mount does not stop writes to the device file on it;
+// readonly is the plugin's to keep there.) Whether it is a mount point, and read-only, is
 // asked of the mount table for this one path (MountTable.Mounted), which reads no table. The
 // target is opened as every path below the state dir is (nofollow.go), without following any
-// component. A failure is final
-// (errBadAnswer): the claim is rolled back, and the release's NodeUnpublishVolume asks the
-// plugin to remove what it made.
-func (e *Engine) checkTarget(v store.Volume, cl *store.Claim, c *conn) error {
+// component. A failure is final (errBadAnswer): the claim is rolled back, and the release's
+// NodeUnpublishVolume asks the plugin to remove what it made.
+func (e *Engine) checkTarget(v store.Volume, cl *store.Claim, c *conn, staging string) error {
 	target := e.realPath(cl.TargetPath)
 	t, err := openNoFollow(e.cfg.StateDir, target, createNothing)
 	var what string
@@ -264,8 +269,8 @@ func (e *Engine) checkTarget(v store.Volume, cl *store.Claim, c *conn) error {
 	case err != nil:
 		return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, err)
 	default:
+		defer t.close()
 		dir, derr := t.isDir()
-		t.close()
 		if derr != nil {
 			return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, derr)
 		}
@@ -273,17 +278,52 @@ func (e *Engine) checkTarget(v store.Volume, cl *store.Claim, c *conn) error {
 			what = "not a directory (a file-system volume is mounted on one)"
 			break
 		}
-		mounted, merr := e.cfg.Mounts.Mounted(e.cfg.StateDir, target)
+		if dir && cl.AttachmentMode == spec.BlockDevice {
+			what = "a directory (a block volume is published as its device file, not as a file system mounted on a directory)"
+			break
+		}
+		mp, merr := e.cfg.Mounts.Mounted(e.cfg.StateDir, target)
 		if merr != nil {
 			return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, merr)
 		}
-		if mounted {
+		bare, serr := e.bareStaging(t, staging, mp)
+		if serr != nil {
+			return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, serr)
+		}
+		switch {
+		case !mp.Mounted:
+			what = "not a mount point (nothing is mounted on it, so the claim would write to the host's disk)"
+		case bare:
+			what = fmt.Sprintf("the staging path %s, where nothing is mounted, bind-mounted (NodeStageVolume staged nothing there, so the claim would write to the host's disk)", staging)
+		case cl.Mode == store.ClaimRead && cl.AttachmentMode == spec.FileSystem && !mp.ReadOnly:
+			what = "mounted read-write (NodePublishVolume asked for read-only: the alloc, which holds the volume for reading, could write it)"
+		default:
 			return nil
 		}
-		what = "not a mount point (nothing is mounted on it, so the claim would write to the host's disk)"
 	}
 	return badAnswerf("%s: plugin %q answered OK for volume %q, but the target %s is %s: the plugin did not publish the volume there",
 		csi.RPCNodePublishVolume, c.plugin.ID, v.ID, cl.TargetPath, what)
+}
+
+// bareStaging reports whether the mounted target t is the staging path itself (one file: a bind
+// mount of it) while nothing is mounted at the staging path: the plugin published the bare
+// staging directory, on the state dir's disk. staging is empty for a plugin that does not stage.
+func (e *Engine) bareStaging(t *pathFD, staging string, mp MountPoint) (bool, error) {
+	if staging == "" || !mp.Mounted {
+		return false, nil
+	}
+	real := e.realPath(staging)
+	s, err := openNoFollow(e.cfg.StateDir, real, createNothing)
+	if err != nil {
+		return false, nil // not there, or not reachable without a symlink: not what t is
+	}
+	same, err := t.sameFile(s)
+	s.close()
+	if err != nil || !same {
+		return false, err
+	}
+	sp, err := e.cfg.Mounts.Mounted(e.cfg.StateDir, real)
+	return !sp.Mounted, err
 }
 
 // stillStaged reports whether a NodeStageVolume failure says the plugin still holds the

@@ -119,9 +119,9 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		}
 		e.reconcileClaim(ctx, &rep, cl, pass)
 	}
-	e.restore(ctx, &rep, published, pass)
+	inUse := e.restore(ctx, &rep, published, pass)
 	e.reconcileExpansions(ctx, &rep, vols, claims, stagings)
-	e.cleanStagings(ctx, &rep, stagings)
+	e.cleanStagings(ctx, &rep, stagings, inUse)
 	findOrphans(&rep, e.cfg.StateDir, mounted, claims, stagings)
 	e.tidyDirs(ctx, vols, claims)
 	if !rep.OK() {
@@ -154,10 +154,15 @@ func (p *reconcilePass) stagingLost(volumeID string) bool {
 // capability, which a plugin may refuse).
 func (e *Engine) noteRestaged(ctx context.Context, p *reconcilePass, volumeID string) {
 	if st, ok, err := e.getStaging(ctx, volumeID); err == nil && ok && st.Staged {
-		p.mu.Lock()
-		p.restaged[volumeID] = true
-		p.mu.Unlock()
+		p.markRestaged(volumeID)
 	}
+}
+
+// markRestaged records a volume as staged again in this pass.
+func (p *reconcilePass) markRestaged(volumeID string) {
+	p.mu.Lock()
+	p.restaged[volumeID] = true
+	p.mu.Unlock()
 }
 
 // unstageLost marks a volume's staging unstaged when its row says staged but its path is not in
@@ -236,7 +241,7 @@ func (e *Engine) restoreIfUnmounted(ctx context.Context, cl store.Claim, locked 
 		return cl, err
 	}
 	lost := ok && st.Staged && st.StagingPath != "" && !mounted[e.realPath(st.StagingPath)]
-	rerr := e.restoreLocked(ctx, cl.ID, lost, mounted)
+	_, rerr := e.restoreLocked(ctx, cl.ID, lost, mounted)
 	if errors.Is(rerr, ErrNotFound) {
 		// Released or changed by another volctl meanwhile: what it is now is the answer.
 		rerr = nil
@@ -265,6 +270,7 @@ func (e *Engine) reconcileVolume(ctx context.Context, rep *ReconcileReport, v st
 		if err != nil {
 			return err
 		}
+		defer e.done(c)
 		return finish(c, v)
 	}()
 	if err != nil {
@@ -448,11 +454,12 @@ const restoreWorkers = 8
 // its own lock, staging and claims), so up to restoreWorkers of them are restored at once; a
 // volume's claims are restored one after the other, in the listed order, by one worker, so the
 // lost-staging rule (one re-stage per volume per pass) sees them as a sequential pass did. The
-// report lists the results in the listed order whatever order they finished in.
-func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []store.Claim, pass *reconcilePass) {
+// report lists the results in the listed order whatever order they finished in. inUse are the
+// volumes a claim was restored or found mounted on, which cleanStagings need not look at.
+func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []store.Claim, pass *reconcilePass) (inUse map[string]bool) {
 	type result struct {
-		err      error
-		restored bool
+		err            error
+		restored, held bool // held: restored, or found mounted and settled
 	}
 	results := make([]result, len(published))
 	var volumes []string
@@ -467,14 +474,19 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 		for _, i := range idx {
 			cl := published[i]
 			if pass.mounted[cl.TargetPath] {
-				if err := e.settleMounted(ctx, cl); err != nil && !errors.Is(err, ErrNotFound) {
+				err := e.settleMounted(ctx, cl)
+				if err != nil && !errors.Is(err, ErrNotFound) {
 					results[i].err = err
 				}
+				results[i].held = err == nil
 				continue
 			}
 			lost := pass.stagingLost(cl.VolumeID)
-			err := e.restoreClaim(ctx, cl, lost, pass.mounted)
-			if lost {
+			staged, err := e.restoreClaim(ctx, cl, lost, pass.mounted)
+			switch {
+			case lost && staged:
+				pass.markRestaged(cl.VolumeID)
+			case lost && err != nil:
 				e.noteRestaged(ctx, pass, cl.VolumeID)
 			}
 			switch {
@@ -482,7 +494,7 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 			case err != nil:
 				results[i].err = fmt.Errorf("restore claim %q for alloc %q: %w (the claim stays held; the next reconcile restores it)", cl.VolumeID, cl.Alloc, err)
 			default:
-				results[i].restored = true
+				results[i].restored, results[i].held = true, true
 			}
 		}
 	}
@@ -502,8 +514,12 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 	}
 	close(next)
 	wg.Wait()
+	inUse = map[string]bool{}
 	for i, r := range results {
 		cl := published[i]
+		if r.held {
+			inUse[cl.VolumeID] = true
+		}
 		switch {
 		case r.err != nil:
 			rep.problem(cl.VolumeID, cl.Alloc, r.err)
@@ -511,6 +527,7 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 			rep.did("restored", cl.VolumeID, cl.Alloc, "restored claim %q for alloc %q at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
 		}
 	}
+	return inUse
 }
 
 // settleMounted makes sure a published claim whose target is mounted has its volume_mounts
@@ -541,13 +558,7 @@ func (e *Engine) settleMounted(ctx context.Context, listed store.Claim) error {
 // volume lock the caller holds. A claim released or changed since is ErrNotFound.
 func (e *Engine) stillPublished(ctx context.Context, id int64) (cl store.Claim, v store.Volume, err error) {
 	err = e.store.View(ctx, func(tx *store.Tx) error {
-		if cl, err = tx.Claims().Get(id); err != nil {
-			return err
-		}
-		if cl.State != store.ClaimPublished || cl.Releasing {
-			return notFoundf("claim changed meanwhile")
-		}
-		v, err = tx.Volumes().Get(cl.VolumeID)
+		cl, v, err = publishedNow(tx, id)
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
@@ -556,24 +567,33 @@ func (e *Engine) stillPublished(ctx context.Context, id int64) (cl store.Claim, 
 	return cl, v, err
 }
 
+// publishedNow is stillPublished's reads, in the caller's transaction.
+func publishedNow(tx *store.Tx, id int64) (cl store.Claim, v store.Volume, err error) {
+	if cl, err = tx.Claims().Get(id); err != nil {
+		return cl, v, err
+	}
+	if cl.State != store.ClaimPublished || cl.Releasing {
+		return cl, v, notFoundf("claim changed meanwhile")
+	}
+	v, err = tx.Volumes().Get(cl.VolumeID)
+	return cl, v, err
+}
+
 // restoreClaim publishes a published claim again, staging first when the staging is gone too.
 // The claim keeps its ID and state, and ControllerPublishVolume is not sent: the controller
 // publication outlives the node's mounts.
-func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingLost bool, mounted map[string]bool) error {
+func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingLost bool, mounted map[string]bool) (staged bool, err error) {
 	unlock, err := e.locks.volume(ctx, cl.VolumeID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer unlock()
 	return e.restoreLocked(ctx, cl.ID, stagingLost, mounted)
 }
 
-// restoreLocked is restoreClaim for a caller that holds the volume lock.
-func (e *Engine) restoreLocked(ctx context.Context, claimID int64, stagingLost bool, mounted map[string]bool) error {
-	cl, v, err := e.stillPublished(ctx, claimID)
-	if err != nil {
-		return err
-	}
+// restoreLocked is restoreClaim for a caller that holds the volume lock. staged says the
+// volume's staging is staged now (the claim was restored through a plugin that stages).
+func (e *Engine) restoreLocked(ctx context.Context, claimID int64, stagingLost bool, mounted map[string]bool) (staged bool, err error) {
 	// Step the claim back to node-staged and publish it again from there, staging first when the
 	// staging is gone too (its row says not staged). Never further back: the plugin may still
 	// hold the publication from before, and a restore cut short must leave a claim whose release
@@ -589,9 +609,22 @@ func (e *Engine) restoreLocked(ctx context.Context, claimID int64, stagingLost b
 	// commits after it: they reach the disk in order) leaves the claim published with its
 	// target unmounted, or node-staged and degraded, and its staging as listed or marked
 	// unstaged: states a crash of volctl leaves too, which the next pass restores or re-drives.
-	// Its transaction also reads the staging row for publish.
-	ld := &loaded{staging: store.Staging{VolumeID: v.ID}}
+	// Its transaction also reads, under the volume lock, everything the restore works from: the
+	// claim as it is now (a claim released or changed since the pass listed it is ErrNotFound,
+	// as stillPublished says, and nothing is written), its volume, the staging row for publish
+	// and the plugin's row for connecting, so a restore reads in no transaction of its own.
+	var (
+		cl        store.Claim
+		v         store.Volume
+		plugin    store.Plugin
+		pluginErr error
+	)
+	ld := &loaded{}
 	err = e.store.UpdateProgress(ctx, func(tx *store.Tx) error {
+		var err error
+		if cl, v, err = publishedNow(tx, claimID); err != nil {
+			return err
+		}
 		cl.State, cl.Degraded = store.ClaimNodeStaged, true
 		if stagingLost {
 			if err := unstageLost(tx, v.ID, mounted); err != nil {
@@ -601,6 +634,7 @@ func (e *Engine) restoreLocked(ctx context.Context, claimID int64, stagingLost b
 		if err := tx.Claims().Update(&cl); err != nil {
 			return err
 		}
+		ld.staging = store.Staging{VolumeID: v.ID}
 		st, err := tx.Stagings().Get(v.ID)
 		switch {
 		case err == nil:
@@ -608,35 +642,52 @@ func (e *Engine) restoreLocked(ctx context.Context, claimID int64, stagingLost b
 		case !errors.Is(err, store.ErrNotFound):
 			return err
 		}
+		plugin, pluginErr = tx.Plugins().Get(v.PluginID)
+		if pluginErr != nil && !errors.Is(pluginErr, store.ErrNotFound) {
+			return pluginErr
+		}
 		return nil
 	})
-	if err != nil {
-		return err
+	if errors.Is(err, store.ErrNotFound) {
+		err = notFoundf("claim released meanwhile")
 	}
-	c, err := e.connect(ctx, v.PluginID)
+	if err != nil {
+		return false, err
+	}
+	c, err := e.connectRead(ctx, v.PluginID, plugin, pluginErr)
 	if err != nil {
 		e.markForReconcile(ctx, &cl, "", err)
 		if errors.Is(err, ErrNotFound) {
 			// The plugin is not registered: a problem to report, not a claim gone meanwhile.
 			err = conflictf("%v", err)
 		}
-		return err
+		return false, err
 	}
+	defer e.done(c)
 	// The restore's event rides in the commit that records the claim published.
 	restored := &store.Event{Kind: "restore", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
 		Message: fmt.Sprintf("restored the mount at %s", cl.TargetPath)}
 	if err := e.publish(ctx, c, v, &cl, ld, restored); err != nil {
 		e.markForReconcile(ctx, &cl, lastRPC(err), err)
-		return err
+		return false, err
 	}
-	return nil
+	// Published through a plugin that stages: publish staged the volume first (or found it
+	// staged), and recorded it so.
+	return c.stages(), nil
 }
 
 // cleanStagings undoes stagings and controller publications that no live claim uses any more.
 // The release path already does this; a staging left over here means a release was cut short in
-// a way the state machine did not foresee, and it is cleaned rather than leaked.
-func (e *Engine) cleanStagings(ctx context.Context, rep *ReconcileReport, stagings []store.Staging) {
+// a way the state machine did not foresee, and it is cleaned rather than leaked. A volume in
+// inUse had a claim published by this pass, or found mounted, under its lock: its staging is
+// that claim's, and is not looked at again (1,000 restored claims would be 1,000 more locks and
+// reads). Should another volctl release that claim meanwhile, its release undoes the staging;
+// one cut short is the next pass's to clean.
+func (e *Engine) cleanStagings(ctx context.Context, rep *ReconcileReport, stagings []store.Staging, inUse map[string]bool) {
 	for _, st := range stagings {
+		if inUse[st.VolumeID] {
+			continue
+		}
 		unused, err := e.cleanStaging(ctx, st.VolumeID)
 		switch {
 		case errors.Is(err, store.ErrNotFound) || (err == nil && !unused):
@@ -692,6 +743,7 @@ func (e *Engine) cleanStaging(ctx context.Context, volumeID string) (unused bool
 	if err != nil {
 		return true, err
 	}
+	defer e.done(c)
 	return true, e.undoLeftStaging(ctx, c, v)
 }
 

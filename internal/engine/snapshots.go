@@ -43,7 +43,8 @@ type SnapshotList struct {
 	Warnings  []string       `json:"warnings"`
 }
 
-// maxSnapshotPages bounds paging through ListSnapshots, against a plugin whose tokens never end.
+// maxSnapshotPages bounds paging through ListSnapshots, against a plugin whose tokens never end
+// (each new: one that repeats a token is stopped at the repeat).
 const maxSnapshotPages = 10000
 
 // snapshotName is the CSI name of a snapshot created without one: the volume's CSI name and the
@@ -230,10 +231,12 @@ func canSnapshot(c *conn, what string) error {
 
 // snapshotConn connects to the plugin of a snapshot: the registered plugin, or, when its record
 // is gone (deregistered), the plugin as it was reached when the snapshot was made, which must
-// still be the same driver (its name pinned as for a registered plugin).
+// still be the same driver (its name pinned as for a registered plugin). The caller gives the
+// connection back with done.
 func (e *Engine) snapshotConn(ctx context.Context, pluginID string, reach store.PluginReach) (*conn, error) {
 	c, err := e.connect(ctx, pluginID)
 	if err == nil && reach.Provider != "" && c.fp.Provider != reach.Provider {
+		e.done(c)
 		// The ID was registered again for another driver (its volumes gone, the snapshot
 		// kept): that driver's NOT_FOUND would make volctl forget a snapshot that still exists.
 		return nil, conflictf("plugin %q is now driver %q, but the snapshot was made by %q: no snapshot RPC goes to another driver "+
@@ -311,6 +314,7 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	if err != nil {
 		return fail(err)
 	}
+	defer e.done(c)
 	if err := canSnapshot(c, "delete snapshots"); err != nil {
 		return fail(err)
 	}
@@ -373,6 +377,7 @@ func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.Snapsh
 	if err != nil {
 		return store.Snapshot{}, err
 	}
+	defer e.done(c)
 	if err := canSnapshot(c, "delete snapshots"); err != nil {
 		return store.Snapshot{}, err
 	}
@@ -443,6 +448,7 @@ func (e *Engine) reconcileSnapshots(ctx context.Context, rep *ReconcileReport) {
 			if err != nil {
 				return err
 			}
+			defer e.done(c)
 			if err := canSnapshot(c, "create snapshots"); err != nil {
 				return err
 			}
@@ -584,6 +590,7 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 	if err != nil {
 		return nil, err.Error()
 	}
+	defer e.done(c)
 	switch {
 	case !c.fp.Controller && !cares:
 		return nil, ""
@@ -591,7 +598,7 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 		return nil, "cannot list snapshots (no LIST_SNAPSHOTS controller capability)"
 	}
 	err = e.withController(ctx, c, func(ctx context.Context) error {
-		token := ""
+		token, given := "", map[string]bool{}
 		for range maxSnapshotPages {
 			var page csi.ListSnapshotsResponse
 			err := e.retry(ctx, c, csi.RPCListSnapshots, func(ctx context.Context) error {
@@ -603,9 +610,17 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 				return err
 			}
 			snaps = append(snaps, page.Snapshots...)
-			if page.NextToken == "" || page.NextToken == token {
+			if page.NextToken == "" {
 				return nil
 			}
+			// A token given before leads back to a page already listed: paging on would
+			// never end, and stopping there is no end either (the pages after it were never
+			// listed, and what they hold would show missing).
+			if given[page.NextToken] {
+				return fmt.Errorf("%s: the plugin answered next_token %q a second time (after %d pages): its listing would never end",
+					csi.RPCListSnapshots, page.NextToken, len(given)+1)
+			}
+			given[page.NextToken] = true
 			token = page.NextToken
 		}
 		return fmt.Errorf("%s: more than %d pages", csi.RPCListSnapshots, maxSnapshotPages)

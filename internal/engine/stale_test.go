@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -108,9 +107,8 @@ type mountsFunc func(dir string) (map[string]bool, error)
 func (f mountsFunc) MountsUnder(dir string) (map[string]bool, error) { return f(dir) }
 
 // Mounted, as fakeMounts: a target that exists is mounted.
-func (f mountsFunc) Mounted(root, path string) (bool, error) {
-	_, err := os.Lstat(path)
-	return err == nil, err
+func (f mountsFunc) Mounted(root, path string) (MountPoint, error) {
+	return fakeMountPoint(path, func() bool { return true })
 }
 
 // Reconcile lists the claims and reads the mount table before it settles published claims. A

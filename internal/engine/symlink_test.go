@@ -22,7 +22,7 @@ import (
 // given (mountinfo's prefix filter) are returned. What is mounted is fakeMounts' answer.
 type kernelLikeMounts struct{ inner *fakeMounts }
 
-func (m kernelLikeMounts) Mounted(root, path string) (bool, error) {
+func (m kernelLikeMounts) Mounted(root, path string) (MountPoint, error) {
 	return m.inner.Mounted(root, path)
 }
 

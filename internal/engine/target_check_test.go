@@ -15,8 +15,8 @@ import (
 )
 
 // A plugin that answers NodePublishVolume with OK but makes the target a symlink (to another
-// directory: /etc, or its own mount elsewhere), a file for a file-system volume, or nothing at
-// all, or a directory (a file for a block volume) with nothing mounted on it (or the volume
+// directory: /etc, or its own mount elsewhere), a file for a file-system volume, a directory for
+// a block volume (published as a file system), or nothing at all, or a directory (a file for a block volume) with nothing mounted on it (or the volume
 // mounted at another path: "published" means mounted at the target, as reconcile's restore of a
 // published claim whose target is not mounted has it), does not get the claim recorded
 // published nor its path handed out: the alloc would write wherever the link leads, or into the
@@ -39,6 +39,9 @@ func TestNodePublishTargetIsChecked(t *testing.T) {
 		{"file", func(target string) error { return os.WriteFile(target, nil, 0o600) }, spec.FileSystem, "is not a directory", false},
 		{"unmounted", func(target string) error { return os.Mkdir(target, 0o750) }, spec.FileSystem, "is not a mount point", true},
 		{"unmounted/block", func(target string) error { return os.WriteFile(target, nil, 0o600) }, spec.BlockDevice, "is not a mount point", true},
+		// A block claim published as a file system: a directory, mounted, where the alloc
+		// expects the device.
+		{"directory/block", func(target string) error { return os.Mkdir(target, 0o750) }, spec.BlockDevice, "is a directory", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, func(c *csitest.MemConfig) { c.MakeTarget = tc.make })

@@ -58,6 +58,7 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 	if err != nil {
 		return fail(err)
 	}
+	defer e.done(c)
 	if !c.fp.Controller || !c.fp.Capabilities.Controller.CreateDeleteVolume {
 		return fail(invalidf("plugin %q cannot delete volumes (no CREATE_DELETE_VOLUME controller capability); use `volctl volume deregister` to forget the volume", v.PluginID))
 	}

@@ -280,7 +280,8 @@ func (e *Engine) lockSpecVolume(ctx context.Context, sv *spec.Volume) (c *conn, 
 		return nil, nil, err
 	}
 	sv.PluginID = c.plugin.ID
-	return c, unlock, nil
+	unlockVolume := unlock
+	return c, func() { e.done(c); unlockVolume() }, nil
 }
 
 // DeregisterVolume forgets a volume without touching its storage. It is refused while the volume
@@ -395,6 +396,7 @@ func (e *Engine) sendOwedUnpublish(ctx context.Context, id string) (unsent, err 
 	if err != nil {
 		return err, nil
 	}
+	defer e.done(c)
 	return e.undoLeftStaging(ctx, c, v), nil
 }
 
@@ -471,6 +473,10 @@ func socketMates(tx *store.Tx, pluginID string) (map[string]bool, error) {
 	}
 	return mates, nil
 }
+
+// OneSocket reports whether socket paths a and b name one socket however they are spelled
+// (oneSocket): the agent runs one process for the plugin IDs declared on one socket.
+func OneSocket(a, b string) bool { return oneSocket(a, b) }
 
 // oneSocket reports whether socket paths a and b name one socket however they are spelled: alike
 // once cleaned and their directories' symlinks resolved (/var/run and /run), or, while it is

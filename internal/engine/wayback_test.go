@@ -23,7 +23,6 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -551,15 +550,9 @@ func TestForceDetachWarnsOfAMountLeftBelowTheStaging(t *testing.T) {
 // its staging path and a directory below it where a misbehaving plugin leaves a mount.
 func claimedOnKernelMounts(t *testing.T) (h *harness, staging, sub string) {
 	t.Helper()
-	hostpathtest.RequireMount(t)
 	// The plugin mounts its targets for real (the kernel's table is asked whether a target is
 	// mounted), not its staging path: it mounts below it.
-	root := t.TempDir()
-	h = newHarness(t, func(c *csitest.MemConfig) { c.MountRoot, c.MountTargetsOnly = root, true })
-	h.dir = hostpathtest.MountDir(t)
-	h.e = nil
-	h.open(Config{Mounts: kernelMounts{}})
-	h.registerPlugin("mem", h.socket)
+	h = kernelHarness(t, func(c *csitest.MemConfig) { c.MountTargetsOnly = true })
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 	st, _ := h.staging("v")

@@ -4,17 +4,21 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -46,6 +50,7 @@ type Client struct {
 func (c *Client) request(ctx context.Context) (context.Context, *answer, context.CancelFunc) {
 	a := &answer{}
 	rctx, cancel := context.WithTimeout(context.WithValue(ctx, answerKey{}, a), c.timeout())
+	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { a.connected.Store(true) }})
 	return rctx, a, cancel
 }
 
@@ -158,6 +163,10 @@ type answer struct {
 	// without it is not Nomad's: a proxy before it (an ingress with no route to Nomad answers
 	// "404 page not found"), or something else at NOMAD_ADDR.
 	fromNomad bool
+	// connected: the request got a connection to write on (the transport calls GotConn before
+	// it writes a byte), so it may have reached Nomad whole. A request that never got one (the
+	// dial or the TLS handshake failed, or Ctrl-C came first) did not.
+	connected atomic.Bool
 }
 
 type answerKey struct{}
@@ -252,6 +261,10 @@ const notNomads = "a 404 without Nomad's X-Nomad-Index header, so not Nomad's wo
 // it.
 var ErrRefused = errors.New("refused the registration")
 
+// errNotSent matches a registration that never got a connection to Nomad (answer.connected):
+// nothing of it reached Nomad, which cannot have taken it.
+var errNotSent = errors.New("did not receive the registration")
+
 // what Nomad said, without the api module's "Unexpected response code" preamble; ctx is the
 // command's, to tell an interruption from the request's own timeout. clean, when set, is
 // applied to the body before it is cut short, so that no part of a value it replaces is left
@@ -267,7 +280,19 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 		if body == "" {
 			body = ure.StatusText()
 		}
+		if ure.StatusCode() == http.StatusBadRequest && strings.Contains(ure.Body(), "HTTP request to an HTTPS server") {
+			// Go's TLS server (Nomad's) answers a plain request so.
+			return fmt.Sprintf("%d: %s (Nomad there speaks HTTPS: NOMAD_ADDR must say https://, and NOMAD_CACERT name the CA that signed its certificate)", ure.StatusCode(), body)
+		}
 		return fmt.Sprintf("%d: %s", ure.StatusCode(), body)
+	}
+	if fix := tlsFix(err); fix != "" {
+		return err.Error() + " (" + fix + ")"
+	}
+	var syntax *json.SyntaxError
+	var shape *json.UnmarshalTypeError
+	if errors.As(err, &syntax) || errors.As(err, &shape) {
+		return fmt.Sprintf("answered with what is not Nomad's JSON (%v): NOMAD_ADDR must name Nomad's API, not a web page or a proxy's", err)
 	}
 	var re *redirectError
 	switch {
@@ -279,6 +304,43 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 		return fmt.Sprintf("no answer within %s (is Nomad, or a proxy before it, hung? NOMAD_ADDR says where it is)", c.timeout())
 	}
 	return err.Error() + " (is Nomad running there? NOMAD_ADDR says where it is)"
+}
+
+// tlsFix says what to set or change when err is a TLS mismatch between volctl and what
+// answers at NOMAD_ADDR, which is running and answered: "" when it is not one.
+func tlsFix(err error) string {
+	var (
+		unknownCA x509.UnknownAuthorityError
+		host      x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		record    tls.RecordHeaderError
+	)
+	msg := err.Error()
+	switch {
+	case errors.As(err, &unknownCA):
+		return "Nomad's certificate is signed by a CA volctl does not trust: set NOMAD_CACERT (or NOMAD_CAPATH) to the CA certificate that signed it; NOMAD_SKIP_VERIFY=true skips the check, and with it any proof that this is your Nomad"
+	case errors.As(err, &host):
+		return fmt.Sprintf("Nomad's certificate is not for %s: name one of the hosts it is for in NOMAD_ADDR, or set NOMAD_TLS_SERVER_NAME to one; Nomad's own certificates are for server.REGION.nomad and client.REGION.nomad", host.Host)
+	case errors.As(err, &invalid):
+		return "Nomad's certificate is not valid (" + invalid.Error() + "): it is renewed or fixed on Nomad's side"
+	case strings.Contains(msg, "server gave HTTP response to HTTPS client"), errors.As(err, &record):
+		return "NOMAD_ADDR says https://, but what answers there speaks plain HTTP: say http:// in NOMAD_ADDR, or enable TLS in Nomad's tls block"
+	case strings.Contains(msg, "remote error: tls: certificate required"), strings.Contains(msg, "remote error: tls: bad certificate"),
+		strings.Contains(msg, "remote error: tls: unknown certificate authority"), strings.Contains(msg, "remote error: tls: certificate expired"):
+		// Nomad's alert, refusing volctl's certificate (or its lack of one).
+		return "Nomad requires a client certificate it trusts, as verify_https_client does: set NOMAD_CLIENT_CERT and NOMAD_CLIENT_KEY to one signed by the CA Nomad's tls block names"
+	}
+	return ""
+}
+
+// denied is what volctl adds to err when it is Nomad's 403: the ACL capability (need) the
+// request needs of the token.
+func denied(err error, need string) string {
+	var ure api.UnexpectedResponseError
+	if errors.As(err, &ure) && ure.HasStatusCode() && ure.StatusCode() == http.StatusForbidden {
+		return " (NOMAD_TOKEN's ACL policy must grant " + need + ")"
+	}
+	return ""
 }
 
 // hideCreds replaces the credentials every request carries in s, something Nomad (or what
@@ -333,6 +395,9 @@ func (c *Client) namespaceFor(v spec.Volume) string {
 	return v.Namespace
 }
 
+// pluginRead is the ACL rule reading a CSI plugin needs (registering a volume too).
+const pluginRead = `the "plugin" policy "read"`
+
 // PluginHealth is a CSI plugin as Nomad sees it.
 type PluginHealth struct {
 	ID                  string `json:"id"`
@@ -373,7 +438,7 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 		case isNotFound(err):
 			return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
-		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s", id, c.Address, c.said(ctx, err, nil))
+		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), denied(err, pluginRead))
 	}
 	return PluginHealth{ID: p.ID, Provider: p.Provider, Version: p.Version, ControllerRequired: p.ControllerRequired,
 		ControllersHealthy: p.ControllersHealthy, ControllersExpected: p.ControllersExpected,
@@ -436,7 +501,7 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 		case isNotFound(err):
 			return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
-		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s", id, c.Address, c.said(ctx, err, nil))
+		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), denied(err, "csi-read-volume in namespace "+ns))
 	}
 	out := VolumeState{ID: v.ID, Namespace: v.Namespace, ExternalID: v.ExternalID, PluginID: v.PluginID, Provider: v.Provider,
 		Schedulable: v.Schedulable,
@@ -523,22 +588,33 @@ func (c *Client) APIVolume(v spec.Volume) *api.CSIVolume {
 // HandOver is the registration of a handover, with its checks.
 func (c *Client) Register(ctx context.Context, v spec.Volume) (warnings string, err error) {
 	vol := c.APIVolume(v)
-	rctx, _, cancel := c.request(ctx)
+	rctx, a, cancel := c.request(ctx)
 	defer cancel()
 	resp, _, err := c.api.CSIVolumes().RegisterOpts(&api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{vol}},
 		(&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region}).WithContext(rctx))
 	if err != nil {
-		said := c.said(ctx, err, func(s string) string { return scrub(s, v) })
-		if answered(err) {
-			return "", fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, scrub(said, v))
+		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + denied(err, "csi-write-volume in namespace "+vol.Namespace+", and "+pluginRead)
+		switch {
+		case answered(err):
+			return "", &registerError{fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, said), err}
+		case !a.connected.Load():
+			return "", &registerError{fmt.Errorf("volume %q: Nomad at %s %w (no connection to it): %s", v.ID, c.Address, errNotSent, said), err}
 		}
-		return "", fmt.Errorf("volume %q: Nomad at %s did not answer the registration, which it may have taken: %s", v.ID, c.Address, scrub(said, v))
+		return "", &registerError{fmt.Errorf("volume %q: Nomad at %s did not answer the registration, which it may have taken: %s", v.ID, c.Address, said), err}
 	}
 	if resp != nil {
 		warnings = resp.Warnings
 	}
 	return warnings, nil
 }
+
+// registerError is a failed registration: what volctl says (shown, secrets and credentials
+// replaced), and the api module's error (cause, which may hold them), kept for HandOver to
+// tell how the registration ended (refusedForCertain, settled).
+type registerError struct{ shown, cause error }
+
+func (e *registerError) Error() string   { return e.shown.Error() }
+func (e *registerError) Unwrap() []error { return []error{e.shown, e.cause} }
 
 // Changes lists what registering v would change in Nomad's copy: field names, sorted. Secrets
 // are not compared (Nomad does not return them).

@@ -45,9 +45,13 @@ type Handed struct {
 //     it has no such volume goes.
 //   - A registration that failed, answered or not (a 500 may come after Nomad took it), of a
 //     volume not marked before: Nomad is asked whether it has the volume. The mark goes when
-//     Nomad says it has none (its own 404) or has another volume by the ID, or, when the
-//     question gets no answer, when the registration was refused for certain (a 4xx or a
-//     redirect: the request was not applied); else it stays, and the error says why.
+//     Nomad has another volume by the ID, or the registration was refused for certain (a 4xx,
+//     a redirect, or never sent: nothing applied) and Nomad does not have it, or when Nomad
+//     says it has none (its own 404) after answering the registration with an error that does
+//     not leave the write in flight (settled). A registration Nomad did not answer (the
+//     connection lost after it was sent, the timeout, Ctrl-C, a gateway's 502/503/504), or
+//     answered with an error after which Raft may still apply it, keeps the mark whatever Nomad
+//     says it has now, and the error says what to run to finish or take it back (hasNot).
 func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Handed, error) {
 	ns := c.namespaceFor(v)
 	have, err := c.VolumeIn(ctx, v.ID, ns, c.Region)
@@ -95,40 +99,91 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 
 // hasNot asks Nomad, after the registration of a volume not marked before failed with err,
 // whether it has the volume: undo when it certainly does not, and the error to report.
+//
+// Nomad's 404 settles it only for a registration whose outcome Nomad said (settled): one it
+// did not answer, or answered with an error that may come before the write is applied, may
+// still be applied after that 404. Nomad applies a write through its Raft log, and answers a
+// read from its state as applied so far, without waiting for a write in flight (the request
+// still on its way to the leader, its entry appended but not committed, or committed by a
+// leader elected after the one that took it).
 func (c *Client) hasNot(ctx context.Context, v spec.Volume, ns string, err error) (undo bool, _ error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AskAfterFailure)
 	defer cancel()
 	have, gerr := c.VolumeIn(cctx, v.ID, ns, c.Region)
 	switch {
-	case errors.Is(gerr, ErrNotFound):
-		return true, err
 	case gerr == nil && len(c.Identity(have, v)) > 0:
-		return true, err // another volume by the ID: not this one
+		// Another volume by the ID: not this one, and Nomad's state store refuses to apply a
+		// registration that would change its plugin or external ID.
+		return true, err
 	case gerr == nil:
-		return false, fmt.Errorf("%w; Nomad has volume %q (namespace %s) nonetheless, so it stays marked handed over and volctl does not claim it: `volctl nomad register %s` again updates it; to take it back, `nomad volume deregister -namespace %s %s`, then `volctl nomad release %s`",
-			err, v.ID, ns, v.ID, ns, v.ID, v.ID)
+		return false, fmt.Errorf("%w; Nomad has volume %q (namespace %s) nonetheless, so it stays marked handed over and volctl does not claim it: `volctl nomad register %s` again updates it; to take it back, `nomad volume deregister %s %s`, then `volctl nomad release %s`",
+			err, v.ID, ns, v.ID, c.nomadFlags(ns), v.ID, v.ID)
 	case refusedForCertain(err):
 		return true, err
+	case errors.Is(gerr, ErrNotFound) && settled(err):
+		return true, err
+	case errors.Is(gerr, ErrNotFound):
+		return false, fmt.Errorf("%w; Nomad says it has no volume %q (namespace %s) now, but it may yet apply a registration whose outcome it did not say (it applies writes through its Raft log, and answers a read without waiting for one in flight), so the volume stays marked handed over and volctl does not claim it: `volctl nomad register %s` again finishes the handover; to take it back instead, once Nomad is done with that request (`nomad volume status %s %s` then says whether it took it), `volctl nomad release %s`",
+			err, v.ID, ns, v.ID, c.nomadFlags(ns), v.ID, v.ID)
 	}
 	return false, fmt.Errorf("%w; volume %q stays marked handed over, so volctl does not claim it while Nomad may have it (asking it failed too: %v): `volctl nomad status %s` shows whether Nomad has it, and `volctl nomad release %s` takes it back once Nomad says it has not",
 		err, v.ID, gerr, v.ID, v.ID)
 }
 
+// nomadFlags are the nomad CLI's flags naming the namespace ns and the client's region, for a
+// command volctl tells people to run there.
+func (c *Client) nomadFlags(ns string) string {
+	f := "-namespace " + ns
+	if c.Region != "" {
+		f += " -region " + c.Region
+	}
+	return f
+}
+
 // refusedForCertain reports whether a registration's error says Nomad did not apply it: a
 // 4xx (Nomad's HTTP layer refuses a request it cannot decode or a token may not make before
-// anything is applied) or a redirect not followed. A 5xx may come after Nomad took the volume.
+// anything is applied), a redirect not followed, or a request that never reached Nomad.
 func refusedForCertain(err error) bool {
 	var re *redirectError
-	if errors.As(err, &re) {
+	if errors.As(err, &re) || errors.Is(err, errNotSent) {
 		return true
 	}
 	var ure api.UnexpectedResponseError
 	return errors.As(err, &ure) && ure.HasStatusCode() && ure.StatusCode() >= 400 && ure.StatusCode() < http.StatusInternalServerError
 }
 
+// settled reports whether Nomad said how a failed registration ended: it answered it itself
+// (not a gateway's 502, 503 or 504, not the connection lost or the timeout), with an error
+// that is not one of those after which the write may still be applied (mayApplyAfter).
+func settled(err error) bool {
+	var ure api.UnexpectedResponseError
+	return answered(err) && !(errors.As(err, &ure) && ure.HasStatusCode() && mayApplyAfter(ure.Body()))
+}
+
+// mayApplyAfter reports whether Nomad's error for a write says the write may still be applied:
+// Raft lost the leadership or shut down while committing its entry (a leader elected after
+// may commit it), or the RPC that carried it to the leader broke after it was sent, which
+// Nomad's own client does not retry for a write for that reason (EOF and yamux's stream and
+// session errors, as Nomad's helper.IsErrEOF tells them, a reset or a deadline).
+func mayApplyAfter(body string) bool {
+	for _, s := range []string{"leadership lost while committing log", "raft is already shutdown", "raft is shutdown",
+		"EOF", "stream closed", "session shutdown", "connection reset", "broken pipe", "i/o deadline reached", "i/o timeout"} {
+		if strings.Contains(body, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // Identity lists how Nomad's copy of a volume differs from v where it says which volume it
 // is: ID, namespace, plugin ID, external ID. A copy that differs so is another volume.
 func (c *Client) Identity(have VolumeState, v spec.Volume) []string {
+	return IdentityIn(have, v, c.namespaceFor(v))
+}
+
+// IdentityIn is Identity with the namespace volctl's volume is in (or was handed over to)
+// given.
+func IdentityIn(have VolumeState, v spec.Volume, ns string) []string {
 	var out []string
 	add := func(field, h, w string) {
 		if h != w {
@@ -136,7 +191,7 @@ func (c *Client) Identity(have VolumeState, v spec.Volume) []string {
 		}
 	}
 	add("ID", have.ID, v.ID)
-	add("namespace", have.Namespace, c.namespaceFor(v))
+	add("namespace", have.Namespace, ns)
 	add("plugin_id", have.PluginID, v.PluginID)
 	add("external_id", have.ExternalID, v.ExternalID)
 	return out

@@ -41,8 +41,12 @@ type Fault struct {
 	// Lost, when set, lets the call through and then answers with Code (UNAVAILABLE if
 	// unset) instead of the plugin's answer: the plugin did what was asked, and its answer was
 	// lost on the way (a connection reset, a client timeout).
-	Lost  bool
-	Times int // how many calls it applies to; 0 means every call from now on
+	Lost bool
+	// NextToken, when set, lets a paged call (ListSnapshots, ListVolumes) through and answers
+	// with next_token NextToken(the starting_token it was asked for) instead of the plugin's:
+	// a plugin whose paging repeats or never ends.
+	NextToken func(startingToken string) string
+	Times     int // how many calls it applies to; 0 means every call from now on
 }
 
 // Count is how often an RPC was called and how many of those calls failed, whether by an
@@ -354,6 +358,9 @@ func (f *Faults) apply(ctx context.Context, rpc string, req any, handler grpc.Un
 		return nil, status.Error(fault.Code, msg)
 	}
 	resp, err := handler(ctx, req)
+	if m, ok := resp.(proto.Message); ok && err == nil && fault.NextToken != nil {
+		setNextToken(req, m, fault.NextToken)
+	}
 	if m, ok := resp.(proto.Message); ok && err == nil && fault.Pad > 0 {
 		r := m.ProtoReflect()
 		pad := protowire.AppendTag(nil, 9999, protowire.BytesType)
@@ -361,4 +368,20 @@ func (f *Faults) apply(ctx context.Context, rpc string, req any, handler grpc.Un
 		r.SetUnknown(append(r.GetUnknown(), pad...))
 	}
 	return resp, err
+}
+
+// setNextToken sets resp's next_token to next(req's starting_token), by field name; a message
+// without those fields is left as it is.
+func setNextToken(req any, resp proto.Message, next func(string) string) {
+	in, ok := req.(proto.Message)
+	if !ok {
+		return
+	}
+	from := in.ProtoReflect().Descriptor().Fields().ByName("starting_token")
+	to := resp.ProtoReflect().Descriptor().Fields().ByName("next_token")
+	if from == nil || to == nil {
+		return
+	}
+	start := in.ProtoReflect().Get(from).String()
+	resp.ProtoReflect().Set(to, protoreflect.ValueOfString(next(start)))
 }

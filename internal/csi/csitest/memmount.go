@@ -49,9 +49,10 @@ func (m *MemPlugin) UnmountAll() error {
 	return errors.Join(errs...)
 }
 
-// stagingMount is the staging path as the plugin mounts it: none with MountTargetsOnly.
+// stagingMount is the staging path as the plugin mounts it, and a target from: none with
+// MountTargetsOnly (unless StageNothing, which publishes from the staging path, mounted or not).
 func (m *MemPlugin) stagingMount(path string) string {
-	if m.cfg.MountTargetsOnly {
+	if m.cfg.MountTargetsOnly && !m.cfg.StageNothing {
 		return ""
 	}
 	return path
@@ -84,6 +85,29 @@ func (m *MemPlugin) mountVolume(v *memVolume, src, dst string, readOnly bool) er
 		}
 	}
 	return nil
+}
+
+// mountBlock bind-mounts the volume's backing file (a block volume's device, as far as a test
+// can tell) at dst when the plugin mounts (MountRoot), read-only when asked. The caller holds
+// m.mu.
+func (m *MemPlugin) mountBlock(v *memVolume, dst string, readOnly bool) error {
+	if m.cfg.MountRoot == "" {
+		return nil
+	}
+	src := filepath.Join(m.cfg.MountRoot, url.PathEscape(v.vol.ID)+".block")
+	if err := makeFile(src); err != nil {
+		return errorf(codes.Internal, "backing file: %v", err)
+	}
+	return m.mountVolume(v, src, dst, readOnly)
+}
+
+// makeFile makes an empty file at path, unless there is one.
+func makeFile(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // unmount takes away every mount the plugin stacked at path (none when it mounts nothing). The

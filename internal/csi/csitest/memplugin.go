@@ -58,13 +58,15 @@ type MemConfig struct {
 	// without its ID (a plugin that provisions and forgets to say what).
 	AnswerWithoutID bool
 	// MakeTarget, when set, is what NodePublishVolume does at a new target path instead of
-	// making a directory there (a plugin that makes the target a symlink, or a file, or nothing);
+	// making a directory there, or a file for a block volume (a plugin that makes the target a
+	// symlink, or a file, or nothing);
 	// its error fails the call as INTERNAL. NodeUnpublishVolume removes whatever is there.
 	MakeTarget func(target string) error
 	// MountRoot, when set, makes the plugin mount as a real one does (root, bind mounts
 	// allowed): each volume has a backing directory below MountRoot, which NodeStageVolume
 	// bind-mounts at the staging path and NodePublishVolume at the target (from the staging
-	// path when the plugin stages; read-only when asked), and NodeUnpublishVolume and
+	// path when the plugin stages; read-only when asked; a block volume's target from a backing
+	// file, its device), and NodeUnpublishVolume and
 	// NodeUnstageVolume unmount. Unset, the plugin mounts nothing (engine tests, whose mount
 	// table is a fake). A MakeTarget replaces the target's mount too. NewMountingMemPlugin sets
 	// it for a test.
@@ -73,6 +75,16 @@ type MemConfig struct {
 	// keeps its staging elsewhere, or mounts below the staging path) and bind-mounts the
 	// backing directory itself at each target.
 	MountTargetsOnly bool
+	// PageSize, when positive, is how many entries ListVolumes and ListSnapshots answer with
+	// when max_entries leaves it to the plugin (0), the rest on later pages.
+	PageSize int32
+	// StageNothing, with MountRoot, makes NodeStageVolume answer OK and mount nothing at the
+	// staging path, while NodePublishVolume still bind-mounts the staging path at the target:
+	// a plugin whose staging silently did nothing, publishing the bare staging directory.
+	StageNothing bool
+	// IgnoreReadOnly, with MountRoot, mounts every target read-write, whatever
+	// NodePublishVolume's readonly asks: a plugin that ignores the field (and answers OK).
+	IgnoreReadOnly bool
 }
 
 // DefaultMemConfig returns a monolith with the controller (create/delete, publish, list,
@@ -509,6 +521,15 @@ func snapshotToCSI(s *csi.Snapshot) *csipb.Snapshot {
 }
 
 // page applies max_entries and starting_token (an index) to n sorted entries.
+// pageSize is the page size of a list call that asked for maxEntries: MemConfig.PageSize
+// when the call leaves it to the plugin. The caller holds m.mu.
+func (m *MemPlugin) pageSize(maxEntries int32) int32 {
+	if maxEntries == 0 && m.cfg.PageSize > 0 {
+		return m.cfg.PageSize
+	}
+	return maxEntries
+}
+
 func page(n int, maxEntries int32, token string) (from, to int, next string, err error) {
 	if maxEntries < 0 {
 		return 0, 0, "", errorf(codes.InvalidArgument, "max_entries cannot be negative")
@@ -795,7 +816,7 @@ func (s *memServer) ListVolumes(ctx context.Context, req *csipb.ListVolumesReque
 		return nil, errorf(codes.Unimplemented, "ListVolumes: LIST_VOLUMES is off")
 	}
 	ids := slices.Sorted(maps.Keys(m.volumes))
-	from, to, next, err := page(len(ids), req.GetMaxEntries(), req.GetStartingToken())
+	from, to, next, err := page(len(ids), m.pageSize(req.GetMaxEntries()), req.GetStartingToken())
 	if err != nil {
 		return nil, err
 	}
@@ -901,7 +922,7 @@ func (s *memServer) ListSnapshots(ctx context.Context, req *csipb.ListSnapshotsR
 			ids = append(ids, id)
 		}
 	}
-	from, to, next, err := page(len(ids), req.GetMaxEntries(), req.GetStartingToken())
+	from, to, next, err := page(len(ids), m.pageSize(req.GetMaxEntries()), req.GetStartingToken())
 	if err != nil {
 		return nil, err
 	}
@@ -989,8 +1010,10 @@ func (s *memServer) NodeStageVolume(ctx context.Context, req *csipb.NodeStageVol
 	case v.staging != "":
 		return nil, errorf(codes.FailedPrecondition, "volume %q is already staged at %s", v.vol.ID, v.staging)
 	default:
-		if err := m.mountVolume(v, "", m.stagingMount(req.GetStagingTargetPath()), false); err != nil {
-			return nil, err
+		if !m.cfg.StageNothing { // which mounts nothing, and records the staging all the same
+			if err := m.mountVolume(v, "", m.stagingMount(req.GetStagingTargetPath()), false); err != nil {
+				return nil, err
+			}
 		}
 		v.staging, v.stagingCap = req.GetStagingTargetPath(), c
 	}
@@ -1075,9 +1098,19 @@ func (s *memServer) NodePublishVolume(ctx context.Context, req *csipb.NodePublis
 		if err := m.cfg.MakeTarget(target); err != nil {
 			return nil, errorf(codes.Internal, "create target: %v", err)
 		}
+	} else if want.cap.AttachmentMode == spec.BlockDevice {
+		// A block volume is published as its device file: a file at the target, and, when
+		// the plugin mounts, the volume's backing file bind-mounted on it.
+		if err := makeFile(target); err != nil {
+			return nil, errorf(codes.Internal, "create target: %v", err)
+		}
+		if err := m.mountBlock(v, target, want.readOnly && !m.cfg.IgnoreReadOnly); err != nil {
+			_ = os.Remove(target)
+			return nil, err
+		}
 	} else if err := os.Mkdir(target, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, errorf(codes.Internal, "create target: %v", err)
-	} else if err := m.mountVolume(v, m.stagingMount(req.GetStagingTargetPath()), target, want.readOnly); err != nil {
+	} else if err := m.mountVolume(v, m.stagingMount(req.GetStagingTargetPath()), target, want.readOnly && !m.cfg.IgnoreReadOnly); err != nil {
 		_ = os.Remove(target)
 		return nil, err
 	}

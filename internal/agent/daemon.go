@@ -1,0 +1,298 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A plugin that daemonises (forks, the child calls setsid and maybe forks again, the process the
+// agent started exits 0) leaves the process group the agent made for it: the daemon that keeps
+// its socket is in a session of its own. The agent makes itself a child subreaper
+// (PR_SET_CHILD_SUBREAPER), so such a daemon is re-parented to the agent rather than to init,
+// and when the started process exits the agent asks the socket who serves it (SO_PEERCRED of a
+// connection: the listener's pid). A process outside the plugin's group that descends from the
+// agent is the plugin's daemon: the agent records it in the pid file (with its start time, which
+// tells it from a later process with its pid) and supervises it as the plugin (daemonOf).
+//
+// Being a subreaper, the agent must reap what is re-parented to it and exits (the first fork of
+// a double fork, the daemon itself): reapOrphans reaps a zombie child only when no exec.Cmd owns
+// it (the plugins' start helpers, recorded in ownedChildren while they start and run) and it is
+// not in the agent's own process group (where an exec.Cmd of other code, without Setpgid, puts
+// its child): exec.Cmd.Wait would otherwise lose its child's status.
+
+// subreaper is whether the agent made itself a child subreaper (it tries once, at Run).
+var (
+	subreaperOnce sync.Once
+	subreaper     bool
+	subreaperErr  error
+)
+
+// becomeSubreaper makes this process a child subreaper. It stays one for its life: several
+// agents run in one test binary, and a process has no use for undoing it.
+func becomeSubreaper() error {
+	subreaperOnce.Do(func() {
+		subreaperErr = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+		subreaper = subreaperErr == nil
+	})
+	return subreaperErr
+}
+
+// ownedChildren are the pids of children an exec.Cmd of the agent owns (startProcess), which
+// reapOrphans leaves to their Wait. childMu is held across cmd.Start and the recording, and by
+// reapOrphans, so a child that exits at once is never taken for an orphan.
+var (
+	childMu       sync.Mutex
+	ownedChildren = map[int]bool{}
+)
+
+// reapOrphans reaps the zombies re-parented to the agent (see above) and returns how many.
+func reapOrphans() int {
+	if !subreaper {
+		return 0
+	}
+	childMu.Lock()
+	defer childMu.Unlock()
+	self, ownGroup := os.Getpid(), syscall.Getpgrp()
+	n := 0
+	for _, pid := range procPids() {
+		if ownedChildren[pid] {
+			continue
+		}
+		f, err := procStat(pid)
+		if err != nil || len(f) < 3 || f[0] != "Z" {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		pgrp, _ := strconv.Atoi(f[2])
+		if ppid != self || pgrp == ownGroup {
+			continue
+		}
+		var ws syscall.WaitStatus
+		if got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); err == nil && got == pid {
+			n++
+		}
+	}
+	return n
+}
+
+// hasStrayChild reports whether a live child of the agent is not one an exec.Cmd owns: an
+// orphan re-parented to it, such as a plugin's daemon or the fork that makes it. Without
+// subreaper nothing is re-parented to the agent, and it reports true (daemonOf waits its time).
+func hasStrayChild() bool {
+	if !subreaper {
+		return true
+	}
+	childMu.Lock()
+	defer childMu.Unlock()
+	self := os.Getpid()
+	for _, pid := range procPids() {
+		if ownedChildren[pid] {
+			continue
+		}
+		if f, err := procStat(pid); err == nil && len(f) >= 2 && f[0] != "Z" && f[0] != "X" && f[1] == strconv.Itoa(self) {
+			return true
+		}
+	}
+	return false
+}
+
+// procPids lists the pids in /proc.
+func procPids() []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	out := make([]int, 0, len(entries))
+	for _, en := range entries {
+		if pid, err := strconv.Atoi(en.Name()); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// socketServer returns the pid of the process that serves a unix socket (its listener's, as
+// SO_PEERCRED reports it), 0 when nothing answers there.
+func socketServer(path string) int {
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return 0
+	}
+	defer c.Close()
+	raw, err := c.(*net.UnixConn).SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var cred *unix.Ucred
+	_ = raw.Control(func(fd uintptr) { cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
+	if err != nil || cred == nil {
+		return 0
+	}
+	return int(cred.Pid)
+}
+
+// orphanOfAgent reports whether pid is a live descendant of this process through an orphan
+// re-parented to it: not through a child an exec.Cmd owns (another plugin's process, whose
+// descendants are that plugin's).
+func orphanOfAgent(pid int) bool {
+	self := os.Getpid()
+	for range 64 { // a chain of parents longer than that is no daemon of ours
+		f, err := procStat(pid)
+		if err != nil || len(f) < 2 || f[0] == "Z" || f[0] == "X" {
+			return false
+		}
+		ppid, err := strconv.Atoi(f[1])
+		switch {
+		case err != nil || ppid <= 1:
+			return false
+		case ppid == self:
+			childMu.Lock()
+			owned := ownedChildren[pid]
+			childMu.Unlock()
+			return !owned
+		}
+		pid = ppid
+	}
+	return false
+}
+
+// errNoDaemon is daemonOf's answer when nothing it may supervise serves the socket.
+var errNoDaemon = errors.New("no daemon")
+
+// daemonOf looks, once the plugin's process p exited, for the daemon it left serving the
+// socket: a live process outside p's group that descends from an orphan re-parented to the
+// agent (a subreaper), and is no other plugin's process. A process that exited 0 gets up to wait for its daemon to serve the socket (a
+// daemon binds after its parent exits); one that failed is looked at once. It returns the
+// daemon, watched until ctx ends, or errNoDaemon; what serves the socket but may not be
+// supervised (not the agent's descendant: the agent is no subreaper, or it is another
+// program) is an error naming its pid.
+//
+// others reports whether a pid, or its process group, is another plugin's the agent supervises.
+func daemonOf(ctx context.Context, p *process, socket string, wait time.Duration, others func(pid, pgrp int) bool) (*process, error) {
+	deadline := time.Now().Add(wait)
+	if p.exitStatus() != "exit status 0" {
+		deadline = time.Now()
+	}
+	for {
+		reapOrphans()
+		if pid := socketServer(socket); pid > 0 && pid != p.pid {
+			pgrp, live := procGroup(pid)
+			switch {
+			case !live:
+			case pgrp == p.group() || pgrp == syscall.Getpgrp():
+				return nil, errNoDaemon // in the plugin's group: stopped with it (groupRest)
+			case others(pid, pgrp):
+				return nil, fmt.Errorf("socket %s is served by pid %d, which the agent supervises as another plugin", socket, pid)
+			case !orphanOfAgent(pid) && !hasInstance(pid, p.instance):
+				why := "it is not an orphan re-parented to the agent, nor has the plugin's instance in its environment"
+				if !subreaper {
+					why = fmt.Sprintf("the agent could not make itself a child subreaper (%v), so a daemon is not re-parented to it", subreaperErr)
+				}
+				return nil, fmt.Errorf("socket %s is served by pid %d, outside the plugin's process group, which the agent cannot tell for the plugin's: %s", socket, pid, why)
+			default:
+				if d := daemonProcess(ctx, pid, pgrp, p.instance); d != nil {
+					return d, nil
+				}
+			}
+		}
+		if !time.Now().Before(deadline) || !hasStrayChild() {
+			// Nothing the plugin left runs (its orphans are re-parented to the agent the
+			// moment it exits): no daemon will come.
+			return nil, errNoDaemon
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errNoDaemon
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// daemonProcess is the process to supervise for a plugin's daemon, pid in group pgrp, watched
+// until ctx ends; nil when it has exited.
+func daemonProcess(ctx context.Context, pid, pgrp int, instance string) *process {
+	tick, err := procStartTick(pid)
+	if err != nil {
+		return nil
+	}
+	d := &process{pid: pid, startTick: tick, started: time.Now(), daemon: true, instance: instance, exited: make(chan struct{})}
+	if pgrp != pid {
+		if _, err := procStat(pgrp); err != nil { // its leader gone: the group is the daemon's
+			d.pgid = pgrp
+		}
+	}
+	d.watch(ctx)
+	return d
+}
+
+// instanceEnv names a token, new at each start of a plugin, put in its environment and in its
+// pid file: a daemon it leaves inherits it, which tells the plugin's daemon from another
+// program on its socket when the agent cannot (it was killed before it recorded the daemon,
+// or it is no subreaper).
+const instanceEnv = "VOLCTL_AGENT_PLUGIN_INSTANCE"
+
+// newInstance makes an instance token.
+func newInstance() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// hasInstance reports whether the environment pid was started with holds the plugin instance.
+func hasInstance(pid int, instance string) bool {
+	if instance == "" {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return false
+	}
+	return slices.Contains(strings.Split(string(b), "\x00"), instanceEnv+"="+instance)
+}
+
+// adoptDaemon, when the plugin's pid file names a process that has exited, adopts the daemon
+// it left serving the socket: the process serving it with the recorded instance in its
+// environment (an agent killed after the plugin's process exited, before it recorded the
+// daemon, left the pid file so). The pid file is rewritten for it. nil when there is none.
+func adoptDaemon(ctx context.Context, runDir, id, socket string) (*process, error) {
+	rec := readPidFile(runDir, id)
+	if rec == nil || rec.instance == "" || rec.alive() {
+		return nil, nil
+	}
+	pid := socketServer(socket)
+	pgrp, live := procGroup(pid)
+	if pid <= 0 || !live || !hasInstance(pid, rec.instance) {
+		return nil, nil
+	}
+	d := daemonProcess(ctx, pid, pgrp, rec.instance)
+	if d == nil {
+		return nil, nil
+	}
+	return d, writePidFile(runDir, id, d)
+}
+
+// watch closes p.exited when p, a process that is not the agent's exec.Cmd child, ends
+// (polled), until ctx ends; a daemon re-parented to the agent is reaped then.
+func (p *process) watch(ctx context.Context) {
+	go every(ctx, 250*time.Millisecond, func() bool {
+		if p.alive() {
+			return false
+		}
+		reapOrphans()
+		close(p.exited)
+		return true
+	})
+}

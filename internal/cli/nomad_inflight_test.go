@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/nomad"
+)
+
+// A registration whose outcome Nomad did not say, followed by Nomad's own 404 for the volume:
+// the 404 does not prove Nomad will not apply the registration (it applies writes through
+// Raft, and answers a read without waiting for a write in flight: the request on its way to
+// the leader, its entry appended but not committed, or committed by the next leader). The
+// volume stays marked handed over, the error says what to run to finish or take it back, and
+// both work.
+func TestNomadRegisterInFlightKeepsTheMarkOnA404(t *testing.T) {
+	hangUp := func(w http.ResponseWriter, r *http.Request) (int, string) {
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.Close()
+		return -1, ""
+	}
+	for _, tc := range []struct {
+		name    string
+		answer  func(w http.ResponseWriter, r *http.Request) (int, string)
+		timeout time.Duration
+		want    string
+	}{
+		{"connection reset after the request was sent", hangUp, 0, "did not answer the registration"},
+		{"no answer within the timeout", func(w http.ResponseWriter, r *http.Request) (int, string) {
+			<-r.Context().Done()
+			return -1, ""
+		}, 300 * time.Millisecond, "no answer within 300ms"},
+		{"a gateway's 504", func(w http.ResponseWriter, r *http.Request) (int, string) {
+			return http.StatusGatewayTimeout, "upstream timed out"
+		}, 0, "504: upstream timed out"},
+		{"Raft lost the leadership while committing it", func(w http.ResponseWriter, r *http.Request) (int, string) {
+			return http.StatusInternalServerError, "rpc error: leadership lost while committing log"
+		}, 0, "500: rpc error: leadership lost while committing log"},
+		{"the RPC to the leader broke", func(w http.ResponseWriter, r *http.Request) (int, string) {
+			return http.StatusInternalServerError, "rpc error: EOF"
+		}, 0, "500: rpc error: EOF"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := nomadHarness(t)
+			a := newFakeNomad(t)
+			a.onPut = tc.answer // and Nomad does not have the volume when asked right after
+			client := func() (*nomad.Client, error) {
+				c, err := a.client()
+				if c != nil && tc.timeout > 0 {
+					c.Timeout = tc.timeout
+				}
+				return c, err
+			}
+			ios, _, _, _ := iostreams.Test()
+			err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: client, Volumes: []string{"db"}})
+			if !handedOver(t, h) {
+				t.Fatalf("a registration Nomad did not settle lost its mark on Nomad's 404 right after, though Nomad may still apply it: %v", err)
+			}
+			for _, want := range []string{tc.want, `no volume "db" (namespace default) now`, "may yet apply", "stays marked handed over",
+				"`volctl nomad register db` again finishes", "`nomad volume status -namespace default db`", "`volctl nomad release db`"} {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("register: %v\nwant it to say %q", err, want)
+				}
+			}
+			if _, cerr := h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "local-0"}); cerr == nil {
+				t.Error("volctl claimed the volume while Nomad may yet register it")
+			}
+			// Nomad applies the registration after all: the same command finishes the handover.
+			a.take("default", "db")
+			a.onPut = nil
+			if out, _, err := registerIn(h, a); err != nil || !strings.Contains(out, "Updated volume") || !handedOver(t, h) {
+				t.Fatalf("the same command again: %q, %v (marked: %v)", out, err, handedOver(t, h))
+			}
+			// Or it never did (deregistered here): release takes it back.
+			deregisteredThenReleased(t, h, a, a.client)
+		})
+	}
+}
+
+// A registration that never got a connection to Nomad (Nomad went away after volctl read its
+// copy of the volume) cannot have been taken: the mark goes, and the error says the
+// registration did not reach Nomad. A registration Nomad settled with an error of its own (a
+// 500 from its validation) and a 404 after still loses the mark.
+func TestNomadRegisterNeverSentLosesTheMark(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	var gone atomic.Bool
+	a.srv.Config.Handler = func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/volume/csi/") && !gone.Swap(true) {
+				// The read before the registration: answered, and then nothing listens.
+				w.Header().Set("Connection", "close")
+				next.ServeHTTP(w, r)
+				a.srv.Listener.Close()
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}(a.srv.Config.Handler)
+	_, _, err := registerIn(h, a)
+	if len(a.puts) != 0 {
+		t.Fatalf("the registration reached Nomad: %q", a.puts)
+	}
+	if handedOver(t, h) {
+		t.Errorf("a registration that never reached Nomad left the volume marked: %v", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "did not receive the registration (no connection to it)") {
+		t.Errorf("register with Nomad gone: %v, want it to say Nomad did not receive the registration", err)
+	}
+
+	h2 := nomadHarness(t)
+	b := newFakeNomad(t)
+	b.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+		return http.StatusInternalServerError, "no CSI plugin named: hp could be found"
+	}
+	if _, _, err := registerIn(h2, b); err == nil || handedOver(t, h2) {
+		t.Errorf("a registration Nomad refused with its 500, then a 404: %v (marked: %v), want the mark gone", err, handedOver(t, h2))
+	}
+}

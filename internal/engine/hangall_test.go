@@ -1,0 +1,57 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+)
+
+// A plugin that never answers an RPC of the create/delete, expand or snapshot paths costs a
+// command one timeout, not one per retry attempt, and the error names the RPC, the plugin and
+// the timeout, as on the claim and release paths (TestHungPublishRPCIsSentOnce).
+func TestHungRPCOfEveryPathIsBoundedAndNamed(t *testing.T) {
+	for _, tc := range []struct {
+		rpc string
+		// setup runs before the hang; act is the command that meets it.
+		setup func(h *harness)
+		act   func(h *harness) error
+	}{
+		{csi.RPCDeleteVolume, func(h *harness) { h.create(volume("v")) },
+			func(h *harness) error { return h.e.DeleteVolume(h.ctx, "v") }},
+		{csi.RPCControllerExpandVolume, func(h *harness) { h.create(volume("v")) },
+			func(h *harness) error { _, err := h.e.ExpandVolume(h.ctx, "v", 2<<30, 0); return err }},
+		{csi.RPCNodeExpandVolume, func(h *harness) {
+			h.create(volume("v"))
+			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+		}, func(h *harness) error { _, err := h.e.ExpandVolume(h.ctx, "v", 2<<30, 0); return err }},
+		{csi.RPCCreateSnapshot, func(h *harness) { h.create(volume("v")) },
+			func(h *harness) error { _, err := h.e.CreateSnapshot(h.ctx, "v", "s", nil); return err }},
+		{csi.RPCDeleteSnapshot, func(h *harness) {
+			h.create(volume("v"))
+			if _, err := h.e.CreateSnapshot(h.ctx, "v", "s", nil); err != nil {
+				h.t.Fatal(err)
+			}
+		}, func(h *harness) error { return h.e.DeleteSnapshot(h.ctx, "mem", "s", nil) }},
+	} {
+		t.Run(tc.rpc, func(t *testing.T) {
+			h := newHarness(t, nil)
+			tc.setup(h)
+			h.open(hungConfig())
+			h.faults.ResetCounts()
+			h.faults.Hang(tc.rpc)
+			err := tc.act(h)
+			if err == nil {
+				t.Fatalf("%s hung, and the command succeeded", tc.rpc)
+			}
+			if n := h.callsAfterIdle(t, tc.rpc); n != 1 {
+				t.Errorf("%s sent %d times by one command against a hung plugin, want once", tc.rpc, n)
+			}
+			for _, want := range []string{tc.rpc, `"mem"`, hungTimeout.String()} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %s (the RPC, the plugin and the timeout)", err, want)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,64 @@
+package nomad
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// A token Nomad refuses (403 Permission denied): the error names the ACL capability the
+// request needs, in the namespace it was made in, and NOMAD_TOKEN, not just "Permission
+// denied".
+func TestNomadPermissionDeniedNamesTheCapability(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Permission denied", http.StatusForbidden)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, err = c.Plugin(ctx, "hp")
+	check := func(what string, err error, want ...string) {
+		t.Helper()
+		for _, w := range append(want, "403: Permission denied", "NOMAD_TOKEN") {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s refused: %v\nwant it to say %q", what, err, w)
+			}
+		}
+	}
+	check("plugin read", err, `"plugin" policy "read"`)
+	_, err = c.VolumeIn(ctx, "db", "team", "")
+	check("volume read", err, "csi-read-volume", "namespace team")
+	_, err = c.Register(ctx, spec.Volume{ID: "db", Namespace: "team", PluginID: "hp"})
+	check("registration", err, "csi-write-volume", "namespace team", `"plugin" policy "read"`)
+}
+
+// Something at NOMAD_ADDR that answers 200 with what is not Nomad's JSON (a web page, a
+// proxy's login form): the error says so and names NOMAD_ADDR, not "is Nomad running there?"
+// about something that answered.
+func TestNomadAnswerNotJSONIsNamed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "<html><body>Please log in</body></html>")
+	}))
+	t.Cleanup(srv.Close)
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Plugin(context.Background(), "hp")
+	for _, w := range []string{"not Nomad's JSON", "NOMAD_ADDR"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("plugin read answered with a web page: %v\nwant it to say %q", err, w)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "is Nomad running there?") {
+		t.Errorf("plugin read answered with a web page: %v\nasks whether Nomad runs, about something that answered", err)
+	}
+}
