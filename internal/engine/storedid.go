@@ -45,12 +45,12 @@ func storedForm(tx *store.Tx, t store.IDTable, id string) (string, error) {
 }
 
 // storedFormAfter is storedForm among the events after afterID, for an event log column
-// (store.SameInNFCAfter).
+// (store.Tx.SameInNFC).
 func storedFormAfter(tx *store.Tx, t store.IDTable, id string, afterID int64) (string, error) {
 	if !mayHaveOtherForm(id) {
 		return "", nil
 	}
-	same, err := tx.SameInNFCAfter(t, id, afterID)
+	same, err := tx.SameInNFC(t, id, afterID)
 	if err != nil {
 		return "", err
 	}

@@ -23,15 +23,11 @@ const (
 // SameInNFC lists, ordered, the stored keys of a table whose Unicode NFC form is id's: id itself
 // when it is stored, and any key an older volctl stored in another normal form (it stored IDs
 // as typed, and a terminal may send "é" decomposed). It reads every key, so it is for the path
-// where a lookup by the key as given found nothing, never the common one.
-func (tx *Tx) SameInNFC(t IDTable, id string) ([]string, error) {
-	return tx.SameInNFCAfter(t, id, 0)
-}
-
-// SameInNFCAfter is SameInNFC over the events after afterID only, for an event log column
-// (EventVolumeIDs, EventAllocs, EventPluginIDs; other tables ignore afterID): a follower that
-// asks again for what is new reads the new rows, not the log (events --follow polls so).
-func (tx *Tx) SameInNFCAfter(t IDTable, id string, afterID int64) ([]string, error) {
+// where a lookup by the key as given found nothing, never the common one. For an event log
+// column (EventVolumeIDs, EventAllocs, EventPluginIDs) it reads the events after afterID only
+// (0: all), so a follower asking again for what is new reads the new rows, not the log (events
+// --follow polls so); other tables ignore afterID.
+func (tx *Tx) SameInNFC(t IDTable, id string, afterID int64) ([]string, error) {
 	q := map[IDTable]string{
 		VolumeIDs:  `SELECT id FROM volumes ORDER BY id`,
 		PluginIDs:  `SELECT id FROM plugins ORDER BY id`,
