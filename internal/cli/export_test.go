@@ -141,3 +141,30 @@ func TestExportFilterEndsWithTheContext(t *testing.T) {
 		})
 	}
 }
+
+// TestExportFilterOutputIsBounded: a --jq filter or -t template that writes for good is held
+// (nothing is printed from one that fails half-way) only up to maxFilterOutput: past it, it
+// fails as a usage error, printing nothing, rather than hold more until the machine runs out
+// of memory (the context never ends here: nobody pressed Ctrl-C).
+func TestExportFilterOutputIsBounded(t *testing.T) {
+	jq, err := compileJQ(`"x" * 1048576 | repeat(.)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := parseTemplate(`{{define "x"}}{{range $}}{{printf "%1048576d" 1}}{{template "x" $}}{{end}}{{end}}{{template "x" .}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []exportFlags{{JQ: "repeat", jq: jq}, {Template: "recursive", tmpl: tm}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		var out bytes.Buffer
+		err := e.Write(ctx, &out, exportSample)
+		cancel()
+		if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "its output passed 64 MiB") {
+			t.Errorf("%s%s: %v (exit %d), want a usage error saying its output passed 64 MiB", e.JQ, e.Template, err, ExitCode(err))
+		}
+		if out.Len() > 0 {
+			t.Errorf("%s%s printed %d bytes", e.JQ, e.Template, out.Len())
+		}
+	}
+}

@@ -138,6 +138,9 @@ func (e *exportFlags) Write(ctx context.Context, w io.Writer, v any) error {
 		if ctx.Err() != nil { // interrupted: not a usage error, and nothing is printed
 			return fmt.Errorf("--template: interrupted before it ended: %w", ctx.Err())
 		}
+		if errors.Is(err, errFilterOutput) {
+			return usageError("--template: %v", err)
+		}
 		return usageError("--template: %v (the fields are those of --json: docs/json.md; for one left out when empty, {{with index . \"FIELD\"}}...{{end}})", err)
 	}
 	_, err = w.Write(buf.Bytes())
@@ -159,18 +162,31 @@ func executeTemplate(ctx context.Context, tmpl *template.Template, buf *bytes.Bu
 	}
 }
 
-// ctxWriter writes to w until ctx ends, then fails every write with ctx's error.
+// ctxWriter writes to buf until ctx ends, then fails every write with ctx's error; past
+// maxFilterOutput, it fails with errFilterOutput.
 type ctxWriter struct {
 	ctx context.Context
-	w   io.Writer
+	w   *bytes.Buffer
 }
 
 func (c ctxWriter) Write(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {
 		return 0, err
 	}
+	if c.w.Len()+len(p) > maxFilterOutput {
+		return 0, errFilterOutput
+	}
 	return c.w.Write(p)
 }
+
+// maxFilterOutput bounds what a --jq filter or -t template may print. Their output is held
+// until they end, so that one failing half-way prints nothing: one that never ends but writes
+// (`repeat(1)`, a template calling itself) would hold more and more until the machine ran out
+// of memory, the plugins and the agent beside it too, while `| head` waited for a first line.
+// No volctl object comes near it (the event log's 10,000 events are a few MiB of JSON).
+const maxFilterOutput = 64 << 20
+
+var errFilterOutput = fmt.Errorf("its output passed %d MiB, more than any volctl object makes (a filter or template that repeats for good?); nothing is printed", maxFilterOutput>>20)
 
 // afterDone wraps the error of printing an acting command's result (a --jq filter or -t
 // template that fails on it): the work is done by then, and the error says what was done.
@@ -247,6 +263,9 @@ func (e *exportFlags) writeJQ(ctx context.Context, w io.Writer, data any) error 
 			buf.Write(escapeJSONControls(b))
 		}
 		buf.WriteByte('\n')
+		if buf.Len() > maxFilterOutput {
+			return usageError("--jq %s: %v", e.JQ, errFilterOutput)
+		}
 	}
 	_, err := w.Write(buf.Bytes())
 	return err

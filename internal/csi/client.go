@@ -256,5 +256,5 @@ func (c *Client) pluginText(ctx context.Context, req proto.Message, msg string) 
 		}
 		sensitive = append(sensitive, more...)
 	}
-	return pluginText(msg, sensitive)
+	return pluginText(msg, req, sensitive)
 }

@@ -189,7 +189,7 @@ func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolum
 	if conf == nil {
 		err := fmt.Errorf("%s: volume %q: the plugin did not confirm the capabilities %s: %w", RPCValidateVolumeCapabilities,
 			r.VolumeID, describeCapabilities(r.Capabilities), ErrNotConfirmed)
-		if msg := pluginText(resp.GetMessage(), sensitiveValues(req)); msg != "" {
+		if msg := pluginText(resp.GetMessage(), req, sensitiveValues(req)); msg != "" {
 			err = fmt.Errorf("%w: %s", err, msg)
 		} else {
 			err = fmt.Errorf("%w (it gave no reason)", err)
@@ -283,7 +283,25 @@ func (c *Client) ControllerExpandVolume(ctx context.Context, r ControllerExpandV
 	if err != nil {
 		return ControllerExpandVolumeResponse{}, err
 	}
+	if err := negativeCapacity(RPCControllerExpandVolume, r.VolumeID, resp.GetCapacityBytes()); err != nil {
+		return ControllerExpandVolumeResponse{}, err
+	}
 	return ControllerExpandVolumeResponse{CapacityBytes: resp.GetCapacityBytes(), NodeExpansionRequired: resp.GetNodeExpansionRequired()}, nil
+}
+
+// negativeCapacity refuses an expansion's answer OK with a negative capacity_bytes: a size is
+// never negative (the CSI spec says so of every capacity it defines). The plugin said it did
+// the expansion, but the answer says nothing volctl can record, so it is an answer unread
+// (IsAnswerUnread), the same for ControllerExpandVolume and NodeExpandVolume: the caller keeps
+// the recorded size and the node expansion owed, and says the expansion may be done, to be
+// asked again (both RPCs are idempotent). Reading it as "not stated", as 0 is, would record
+// the size asked as reached on an answer that is wrong.
+func negativeCapacity(rpc, volumeID string, n int64) error {
+	if n >= 0 {
+		return nil
+	}
+	return unreadError{fmt.Errorf("%s: the plugin answered OK for volume %q with capacity_bytes %d, a negative size, which the CSI spec does not allow: its answer is not used",
+		rpc, volumeID, n)}
 }
 
 // describeCapabilities names capabilities as access/attachment pairs, for messages.

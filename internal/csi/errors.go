@@ -18,6 +18,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -380,10 +381,11 @@ func socketProblem(socket string) (msg, hint string) {
 	return "", ""
 }
 
-// pluginText makes text from a plugin fit to show and store: sensitive values scrubbed out,
-// then control characters escaped.
-func pluginText(msg string, sensitive []string) string {
-	return EscapeControl(scrub(msg, sensitive))
+// pluginText makes text from a plugin, answering req, fit to show and store: sensitive values
+// scrubbed out, and the request's own secret values too short for that wherever they stand
+// as a word (scrubWords), then control characters escaped.
+func pluginText(msg string, req proto.Message, sensitive []string) string {
+	return EscapeControl(scrubWords(scrub(msg, sensitive), shortSecrets(req)))
 }
 
 // EscapeControl writes each control character in s (C0 including newline and tab, DEL, C1) as

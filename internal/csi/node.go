@@ -104,5 +104,8 @@ func (c *Client) NodeExpandVolume(ctx context.Context, r NodeExpandVolumeRequest
 	if err != nil {
 		return 0, err
 	}
+	if err := negativeCapacity(RPCNodeExpandVolume, r.VolumeID, resp.GetCapacityBytes()); err != nil {
+		return 0, err
+	}
 	return resp.GetCapacityBytes(), nil
 }

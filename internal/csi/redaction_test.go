@@ -290,3 +290,35 @@ func TestScrubJSONWithoutHTMLEscaping(t *testing.T) {
 		}
 	}
 }
+
+// TestShortSecretScrubbedAsAWord: a secret under three bytes, sent in a request, is scrubbed
+// from the plugin's answer to it where it stands as a word of its own (how a plugin echoes a
+// value), in the error and the trace alike; inside a longer word it is left, and so is a
+// short mount flag ("ro"), which carries no credential.
+func TestShortSecretScrubbedAsAWord(t *testing.T) {
+	var trace iostreams.SyncBuffer
+	logger := slog.New(slog.NewTextHandler(&trace, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h := newHarness(t, csitest.DefaultMemConfig(), withClientConfig(csi.Config{Logger: logger}))
+	h.mem.AddVolume(csi.Volume{ID: "vol-1", CapacityBytes: 1 << 30})
+	staging := filepath.Join(t.TempDir(), "staging")
+	if err := os.Mkdir(staging, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	vc := csi.VolumeCapability{
+		Capability:   spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem},
+		MountOptions: &spec.MountOptions{FSType: "ext4", MountFlags: spec.MountFlags{"ro"}},
+	}
+	h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Code: codes.PermissionDenied, Times: 1,
+		Message: `pin "Q7" rejected (key=Q7, retry Q7); vol-Q7x stays; mounted ro`})
+	err := h.client.NodeStageVolume(context.Background(), csi.NodeStageVolumeRequest{VolumeID: "vol-1", StagingPath: staging, Capability: vc,
+		Secrets: spec.Secrets{"pin": "Q7", "password": sentinelSecret}})
+	want := `pin "[REDACTED]" rejected (key=[REDACTED], retry [REDACTED]); vol-Q7x stays; mounted ro`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error = %v\nwant it to hold %q", err, want)
+	}
+	for _, leak := range []string{`"Q7"`, "=Q7", "retry Q7"} {
+		if strings.Contains(trace.String(), leak) {
+			t.Errorf("the trace holds %s:\n%s", leak, trace.String())
+		}
+	}
+}

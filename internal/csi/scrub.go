@@ -8,18 +8,61 @@ import (
 	"strconv"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/volctl/volctl/internal/spec"
 )
 
-// minScrubLen is the shortest value scrubbed. A value of one or two bytes is left alone: a
-// mount flag that short ("ro", "rw") carries no credential, and a secret that short carries
-// no secrecy (a few thousand guesses find it), while replacing every "ro" or "1" in a message
-// would shred it past reading, and the markers' places would spell the value out anyway
-// ("[REDACTED]l-1" for a secret "vo" in "vol-1"). Such a value is not scrubbed in any form:
-// its encodings ("726f", "cm8=") are as short and as common. Spec validation does not refuse
-// such secrets (CSI allows them, and volctl still never prints them from its own records); it
-// warns of them.
+// minScrubLen is the shortest value scrubbed wherever it is. A value of one or two bytes is
+// not: a mount flag that short ("ro", "rw") carries no credential, and replacing every "ro" or
+// "1" in a message would shred it past reading, while the markers' places would spell the
+// value out anyway ("[REDACTED]l-1" for a secret "vo" in "vol-1"); its encodings ("726f",
+// "cm8=") are as short and as common. A secret that short, sent in a request, is scrubbed
+// from the plugin's answer to that request where it stands as a word of its own (scrubWords):
+// how a plugin echoes a value (`secret "ab" rejected`, `key=ab`), and rare enough in other
+// text to cost the message little. Spec validation does not refuse such secrets (CSI allows
+// them, Nomad reads them, and real plugins take short flags in their secrets); it warns that
+// they are scrubbed only so.
 const minScrubLen = spec.MinScrubLen
+
+// shortSecrets are the secret values of req (not its mount flags) too short for scrub.
+func shortSecrets(req proto.Message) []string {
+	if req == nil {
+		return nil
+	}
+	var out []string
+	for _, v := range requestValues(req, false) {
+		if v != "" && len(v) < minScrubLen && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// scrubWords replaces each occurrence of a value in msg that is a word of its own: neither
+// byte beside it a letter, a digit, '_' or part of a non-ASCII character.
+func scrubWords(msg string, values []string) string {
+	for _, v := range values {
+		for i := 0; i+len(v) <= len(msg); {
+			j := strings.Index(msg[i:], v)
+			if j < 0 {
+				break
+			}
+			from, to := i+j, i+j+len(v)
+			if (from == 0 || !wordByte(msg[from-1])) && (to == len(msg) || !wordByte(msg[to])) {
+				msg = msg[:from] + spec.Redacted + msg[to:]
+				i = from + len(spec.Redacted)
+				continue
+			}
+			i = from + 1
+		}
+	}
+	return msg
+}
+
+func wordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80
+}
 
 // scrub replaces every sensitive value found in msg, in every form a plugin might echo it in:
 // as it is; quoted by Go, by protobuf's text form or by JSON (quotes, backslashes and control

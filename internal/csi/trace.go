@@ -142,7 +142,10 @@ func redactMountFlags(m protoreflect.Message) {
 
 // sensitiveValues collects every secret value and mount flag in m, so they can be scrubbed
 // from a plugin's error message should the plugin echo them.
-func sensitiveValues(m proto.Message) []string {
+func sensitiveValues(m proto.Message) []string { return requestValues(m, true) }
+
+// requestValues collects every secret value in m, and every mount flag with flags.
+func requestValues(m proto.Message, flags bool) []string {
 	var out []string
 	var walk func(protoreflect.Message)
 	walk = func(m protoreflect.Message) {
@@ -150,7 +153,9 @@ func sensitiveValues(m proto.Message) []string {
 			switch {
 			case fd.FullName() == mountFlagsField:
 				for i := range v.List().Len() {
-					out = append(out, v.List().Get(i).String())
+					if flags {
+						out = append(out, v.List().Get(i).String())
+					}
 				}
 			case isSecret(fd):
 				if fd.IsMap() {

@@ -35,6 +35,9 @@ func (e *Engine) Events(ctx context.Context, limit int, f EventFilter) ([]EventI
 // holds them in (storedForm of its columns: a deleted volume's events still name it, and an
 // alloc is in no table but claims'); changed says whether one differs. It runs only when the
 // filter as given matched nothing, and reads nothing for an ID that no other form can have.
+// With AfterID (events --follow asking what is new, every poll) it reads the events after it
+// only, as the filter's own query does: a poll's cost is the new rows', not the log's
+// (TestFollowedEventsFilterReadsOnlyNewRows).
 func storedFilter(tx *store.Tx, f EventFilter) (_ EventFilter, changed bool, err error) {
 	for _, x := range []struct {
 		t  store.IDTable
@@ -43,7 +46,7 @@ func storedFilter(tx *store.Tx, f EventFilter) (_ EventFilter, changed bool, err
 		if *x.id == "" {
 			continue
 		}
-		stored, err := storedForm(tx, x.t, *x.id)
+		stored, err := storedFormAfter(tx, x.t, *x.id, f.AfterID)
 		if err != nil {
 			return f, false, err
 		}

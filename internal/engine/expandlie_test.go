@@ -144,3 +144,59 @@ func TestNodeExpansionRequiredOfANodeThatCannotExpand(t *testing.T) {
 		t.Error("reconcile reported no problem with a node expansion owed that the node cannot do")
 	}
 }
+
+// A controller that answers ControllerExpandVolume OK with a negative capacity_bytes (a size the
+// CSI spec never allows) gave an answer volctl cannot use: the expand fails saying the plugin
+// may have expanded the volume and to run it again, with an event, and the record keeps the old
+// size rather than the size asked, as for an answer not read; the same expand, answered
+// properly, records the size.
+func TestExpandAnsweredWithANegativeCapacity(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume = false })
+	h.create(volume("v")) // 1 MiB
+	h.mem.AnswerExpandWith(-5)
+
+	_, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
+	if err == nil || !strings.Contains(err.Error(), "capacity_bytes -5") || !strings.Contains(err.Error(), "may have expanded") ||
+		!strings.Contains(err.Error(), "run the same `volctl volume expand v` again") {
+		t.Errorf("expand answered with capacity -5: %v; want it failed naming the answer, saying the plugin may have expanded it and to run it again", err)
+	}
+	if v := h.volumeInfo("v"); v.CapacityBytes != 1*mib {
+		t.Errorf("capacity recorded as %d after an answer of -5, want the old %d", v.CapacityBytes, 1*mib)
+	}
+	if msgs := h.expandEvents("v"); !strings.Contains(msgs, "capacity_bytes -5") {
+		t.Errorf("volume-expand events %q, want one naming the answer", msgs)
+	}
+	h.mem.AnswerExpandWith(0)
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
+		t.Fatalf("the same expand again: %v", err)
+	}
+	if v := h.volumeInfo("v"); v.CapacityBytes != 4*mib {
+		t.Errorf("capacity %d after the expand again, want %d", v.CapacityBytes, 4*mib)
+	}
+}
+
+// A node that answers NodeExpandVolume OK with a negative capacity_bytes is treated as the
+// controller's answer is (TestExpandAnsweredWithANegativeCapacity): not used, the node
+// expansion stays owed and the expand fails naming the answer and saying so; answered properly,
+// the debt is paid.
+func TestNodeExpandAnsweredWithANegativeCapacity(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
+	h.mem.AnswerNodeExpandWith(-5)
+
+	_, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
+	if err == nil || !strings.Contains(err.Error(), "capacity_bytes -5") || !strings.Contains(err.Error(), "stays owed") {
+		t.Errorf("node expansion answered with capacity -5: %v; want it failed naming the answer and saying it stays owed", err)
+	}
+	if got := h.owed("v"); got != 4*mib {
+		t.Errorf("node expansion owed = %d after the node answered -5, want %d", got, 4*mib)
+	}
+	h.mem.AnswerNodeExpandWith(0)
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
+		t.Fatalf("expand again: %v", err)
+	}
+	if got := h.owed("v"); got != 0 {
+		t.Errorf("node expansion still owed after the node did it: %d", got)
+	}
+}

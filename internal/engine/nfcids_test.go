@@ -215,3 +215,41 @@ func TestEventsStoredDecomposedAreFoundInNFC(t *testing.T) {
 		t.Errorf("events of a volume that never was: %+v, %v; want none", evs, err)
 	}
 }
+
+// TestFollowedEventsFilterReadsOnlyNewRows: `events --follow --alloc wéb-0` polls Events with
+// AfterID every 500 ms; when nothing new matches, the filter's other stored forms are looked
+// for. That look reads the events after AfterID only, not the log's column (3,000 allocs
+// here: one row each, every poll), and still finds a new event naming the alloc decomposed.
+func TestFollowedEventsFilterReadsOnlyNewRows(t *testing.T) {
+	const pre, dec = "w\u00e9b-0", "we\u0301b-0"
+	h := newHarness(t, nil)
+	h.update(func(tx *store.Tx) error {
+		for i := range 3000 {
+			if err := tx.Events().Append(&store.Event{Kind: "claim", VolumeID: "v", Alloc: fmt.Sprintf("job-%d", i), Message: "x"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	newest, err := h.e.Events(h.ctx, 1, EventFilter{})
+	if err != nil || len(newest) != 1 {
+		t.Fatal(newest, err)
+	}
+	last := newest[0].ID
+	before := h.e.store.RowsRead()
+	for range 3 { // three polls finding nothing
+		if evs, err := h.e.Events(h.ctx, 0, EventFilter{Alloc: pre, AfterID: last}); err != nil || len(evs) != 0 {
+			t.Fatalf("poll: %v, %v; want nothing", evs, err)
+		}
+	}
+	if rows := h.e.store.RowsRead() - before; rows > 3 {
+		t.Errorf("three polls of an alloc filter finding nothing read %d rows; want none but the new events' (the log holds 3,000 allocs)", rows)
+	}
+	h.update(func(tx *store.Tx) error {
+		return tx.Events().Append(&store.Event{Kind: "claim", VolumeID: "v", Alloc: dec, Message: "new"})
+	})
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{Alloc: pre, AfterID: last})
+	if err != nil || len(evs) != 1 || evs[0].Alloc != dec {
+		t.Errorf("poll after an event naming %+q: %+v, %v; want that event", dec, evs, err)
+	}
+}

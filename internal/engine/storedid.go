@@ -41,10 +41,16 @@ func byStoredID[T any](ctx context.Context, e *Engine, t store.IDTable, id strin
 // when there is none or id itself is stored (what was not found is something else). Two such
 // keys are an error naming both: volctl cannot tell which one is meant.
 func storedForm(tx *store.Tx, t store.IDTable, id string) (string, error) {
+	return storedFormAfter(tx, t, id, 0)
+}
+
+// storedFormAfter is storedForm among the events after afterID, for an event log column
+// (store.Tx.SameInNFC).
+func storedFormAfter(tx *store.Tx, t store.IDTable, id string, afterID int64) (string, error) {
 	if !mayHaveOtherForm(id) {
 		return "", nil
 	}
-	same, err := tx.SameInNFC(t, id)
+	same, err := tx.SameInNFC(t, id, afterID)
 	if err != nil {
 		return "", err
 	}

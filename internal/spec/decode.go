@@ -109,6 +109,8 @@ type decoder struct {
 	// src is what the body's ranges index (the file, or its HCL1 rewrite): number literals
 	// are read as written from it (nomadscalar.go). Nil: values only.
 	src []byte
+	// lits are the number literals the HCL1 rewrite changed, by offset in src, as written.
+	lits map[int]numberLit
 }
 
 // errorf and warnf report a diagnostic whose detail is format with args. A string argument

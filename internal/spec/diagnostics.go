@@ -1,7 +1,7 @@
 package spec
 
 import (
-	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -35,6 +35,8 @@ type diagnosticWriter struct {
 	color bool
 
 	redacted map[string][]byte // each file's source with secrets masked
+	starts   map[string][]int  // each file's line starts
+	visited  int               // bytes of the source lines looked at, for tests
 }
 
 // source returns the file's bytes with sensitive values masked (see redactSource).
@@ -122,16 +124,45 @@ func (dw *diagnosticWriter) snippet(b *strings.Builder, d *hcl.Diagnostic) {
 		show.End.Column++
 	}
 	src := dw.source(subject.Filename, file)
-	sc := hcl.NewRangeScanner(src, subject.Filename, bufio.ScanLines)
-	for sc.Scan() {
-		line := sc.Range()
+	// The lines from the first shown to the last, not the whole file, and by bytes, without
+	// the columns hcl.RangeScanner counts: a file of many diagnostics (140,000 unknown
+	// arguments fit in the 1 MiB read limit, or 90,000 on one line of JSON) would cost a
+	// pass over the file, or the line, each (TestManyDiagnosticsRenderInLinearTime). The
+	// ranges' lines agree with their bytes (fixRanges).
+	starts := dw.lineStarts(subject.Filename, src)
+	lineNo := min(max(show.Start.Line, 1), len(starts))
+	from := starts[lineNo-1]
+	sure := from <= show.Start.Byte && (lineNo == len(starts) || starts[lineNo] > show.Start.Byte)
+	if !sure { // a line that disagrees with its byte: from the start
+		lineNo, from = 1, 0
+	}
+	for ; from <= len(src) && from <= show.End.Byte; lineNo++ {
+		// A line is looked at from what is shown to a few KiB past it: a longer one is cut
+		// there anyway (snippetMaxLine), and a one-line JSON spec of 1 MiB may have 90,000
+		// diagnostics.
+		scan := from
+		if sure && lineNo == show.Start.Line {
+			scan = max(from, min(show.Start.Byte, len(src)))
+		}
+		limit := min(len(src), max(show.End.Byte, scan)+4*snippetMaxLine+4)
+		end, next := limit, limit+1
+		if i := bytes.IndexByte(src[scan:limit], '\n'); i >= 0 {
+			end, next = scan+i, scan+i+1
+		} else if limit < len(src) {
+			next = limit // past show.End: the loop ends at the next line
+		}
+		dw.visited += end - scan
+		text := bytes.TrimSuffix(src[from:end], []byte("\r")) // as bufio.ScanLines
+		line := hcl.Range{Filename: subject.Filename,
+			Start: hcl.Pos{Line: lineNo, Byte: from}, End: hcl.Pos{Line: lineNo, Byte: from + len(text)}}
+		from = next
 		if !line.Overlaps(show) {
 			continue
 		}
 		before, marked, after := line.PartitionAround(highlight)
 		prefix := fmt.Sprintf("%4d: ", line.Start.Line)
 		if marked.Empty() {
-			text, cut := head(sc.Bytes(), snippetMaxLine)
+			text, cut := head(text, snippetMaxLine)
 			fmt.Fprintf(b, "%s%s%s\n", prefix, sourceText(text), cut)
 			continue
 		}
@@ -139,7 +170,7 @@ func (dw *diagnosticWriter) snippet(b *strings.Builder, d *hcl.Diagnostic) {
 		// be a megabyte long). Escaped before the carets are counted, so that they sit under
 		// the escaped text.
 		preText, preCut, midText, midCut, postText, postCut := before.SliceBytes(src), "", marked.SliceBytes(src), "", after.SliceBytes(src), ""
-		if utf8.RuneCount(sc.Bytes()) > snippetMaxLine {
+		if longerThan(text, snippetMaxLine) {
 			preText, preCut = tail(preText, snippetAround)
 			midText, midCut = head(midText, snippetMarked)
 			postText, postCut = head(postText, snippetAround)
@@ -186,6 +217,24 @@ func head(b []byte, n int) ([]byte, string) {
 		return b, ""
 	}
 	return b[:i], cutMark
+}
+
+// longerThan reports whether b holds more than n characters, looking at 4n bytes at most.
+func longerThan(b []byte, n int) bool {
+	return len(b) > 4*n || len(b) > n && utf8.RuneCount(b) > n
+}
+
+// lineStarts returns where each line of a file's source starts, worked out once per file.
+func (dw *diagnosticWriter) lineStarts(name string, src []byte) []int {
+	if s, ok := dw.starts[name]; ok {
+		return s
+	}
+	if dw.starts == nil {
+		dw.starts = map[string][]int{}
+	}
+	s := lineStarts(src)
+	dw.starts[name] = s
+	return s
 }
 
 // tail is b's last n characters, and cutMark when it left some out.

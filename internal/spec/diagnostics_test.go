@@ -2,6 +2,8 @@ package spec
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -210,5 +212,46 @@ func TestDiagnosticLongNameCut(t *testing.T) {
 		if n := out.Len(); n > 6*detailWordMax*len(diags) {
 			t.Errorf("%s: %d bytes printed for %d diagnostics, want the name cut: %.300s...", name, n, len(diags), out.String())
 		}
+	}
+}
+
+// TestManyDiagnosticsRenderInLinearTime: a spec within the 1 MiB read limit may hold a
+// diagnostic per line (140,000 unknown arguments) or 90,000 on one line of JSON. Rendering
+// each must not look at the whole file, nor columns be counted from the line's start each
+// time: that made `volctl validate` of a 14 KB file take a minute and of a 1 MiB one hours.
+// The work is counted (bytes looked at), not timed.
+func TestManyDiagnosticsRenderInLinearTime(t *testing.T) {
+	var hclSrc, jsonSrc strings.Builder
+	hclSrc.WriteString("id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\n")
+	jsonSrc.WriteString(`{"id": "db", "type": "csi", "plugin_id": "ebs"`)
+	for i := range 3000 {
+		fmt.Fprintf(&hclSrc, "a%d = 1\n", i)
+		fmt.Fprintf(&jsonSrc, `, "a%d": 1`, i)
+	}
+	jsonSrc.WriteString("}")
+	for _, c := range []struct{ name, src string }{{"v.hcl", hclSrc.String()}, {"v.json", jsonSrc.String()}} {
+		p := NewParser()
+		_, diags := p.ParseVolume(c.name, []byte(c.src), VerbAny)
+		if len(diags) < 3000 {
+			t.Fatalf("%s: %d diagnostics, want one per unknown argument", c.name, len(diags))
+		}
+		dw := NewDiagnosticWriter(io.Discard, p.files, 0, false).(*diagnosticWriter)
+		if err := dw.WriteDiagnostics(diags); err != nil {
+			t.Fatal(err)
+		}
+		// Each looks at its own stretch and a few KiB past it at most, not the file (24 KB of
+		// HCL here) nor the line (39 KB of JSON).
+		if bound := len(diags) * (4*snippetMaxLine + 64); dw.visited > bound {
+			t.Errorf("%s: rendering %d diagnostics looked at %d bytes of a %d-byte file, want at most %d", c.name, len(diags), dw.visited, len(c.src), bound)
+		}
+	}
+	// Columns on one long line, asked for in order, are counted on from the last one.
+	src := []byte(jsonSrc.String())
+	m := &offsetMap{src: src, lineStarts: lineStarts(src)}
+	for off := 0; off < len(src); off += 7 {
+		m.pos(off)
+	}
+	if m.scanned > 2*len(src) {
+		t.Errorf("columns of %d positions on a %d-byte line segmented %d bytes", len(src)/7, len(src), m.scanned)
 	}
 }

@@ -31,6 +31,7 @@ var mapBlockNames = map[string]bool{
 type edit struct {
 	off, del int
 	ins      string
+	lit      bool // a number literal HCL1 reads and HCL2 does not, rewritten (hcl1number.go)
 }
 
 type frameKind uint8
@@ -70,23 +71,34 @@ type rewriter struct {
 	// valid HCL2 that the decoder reports itself, but two attributes would not parse.
 	counting bool
 	counts   map[int]map[string]int
+
+	src       []byte
+	diags     hcl.Diagnostics // numbers HCL1 refuses (hcl1number.go)
+	numberEnd int             // the last token of the number rewritten last
 }
 
 // rewriteHCL1 returns src rewritten into HCL2 and the map back to src, or ok=false when it
 // found nothing to change.
 func rewriteHCL1(src []byte, filename string) (out []byte, m *offsetMap, ok bool) {
+	out, m, ok, _ = rewriteHCL1Numbers(src, filename)
+	return out, m, ok
+}
+
+// rewriteHCL1Numbers is rewriteHCL1 that also returns the errors for the numbers HCL1 refuses
+// (hcl1number.go); their words are rewritten to 0, so the parse goes on to find other errors.
+func rewriteHCL1Numbers(src []byte, filename string) (out []byte, m *offsetMap, ok bool, diags hcl.Diagnostics) {
 	toks, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos)
-	r := &rewriter{toks: toks, counting: true, counts: map[int]map[string]int{}}
+	r := &rewriter{toks: toks, counting: true, counts: map[int]map[string]int{}, src: src}
 	r.run()
 	r.counting = false
 	r.edits = r.edits[:0]
 	r.run()
 	if len(r.edits) == 0 {
-		return nil, nil, false
+		return nil, nil, false, nil
 	}
 	out, m = applyEdits(src, r.edits)
 	m.rw = out
-	return out, m, true
+	return out, m, true, r.diags
 }
 
 func (r *rewriter) top() *frame { return &r.stack[len(r.stack)-1] }
@@ -131,8 +143,13 @@ func (r *rewriter) nested(t hclsyntax.Token, i int) bool {
 
 func (r *rewriter) run() {
 	r.stack = append(r.stack[:0], frame{kind: frameBody, open: -1})
+	r.numberEnd = -1
 	for i := 0; i < len(r.toks); i++ {
 		t := r.toks[i]
+		if i <= r.numberEnd {
+			continue // a rewritten number's other tokens: nothing but a value
+		}
+		r.numberEnd = r.number(i)
 		if r.top().kind != frameBody {
 			if f := r.top(); f.isMap {
 				r.mapItem(f, i)
@@ -329,6 +346,7 @@ func (r *rewriter) header(i int) int {
 type segment struct {
 	rw, orig, n int
 	inserted    bool
+	del         int // for a number rewritten (edit.lit): the length of the number as written
 }
 
 // offsetMap maps byte offsets in a rewritten source back to the original, and computes
@@ -339,6 +357,10 @@ type offsetMap struct {
 	rwLen      int
 	segs       []segment
 	lineStarts []int
+	lits       map[int]numberLit // by offset in rw: the number literals rewritten, as written
+	// at is the last grapheme cluster boundary pos counted to, and its column.
+	at      struct{ line, byte, col int }
+	scanned int // bytes pos has segmented, for tests
 }
 
 func applyEdits(src []byte, edits []edit) ([]byte, *offsetMap) {
@@ -357,7 +379,15 @@ func applyEdits(src []byte, edits []edit) ([]byte, *offsetMap) {
 	for _, e := range edits {
 		copyTo(e.off)
 		if e.ins != "" {
-			m.segs = append(m.segs, segment{rw: out.Len(), orig: e.off, n: len(e.ins), inserted: true})
+			seg := segment{rw: out.Len(), orig: e.off, n: len(e.ins), inserted: true}
+			if e.lit {
+				if m.lits == nil {
+					m.lits = map[int]numberLit{}
+				}
+				m.lits[out.Len()] = numberLit{n: len(e.ins), text: string(src[e.off : e.off+e.del])}
+				seg.del = e.del // a range ending with the number ends where the number as written does
+			}
+			m.segs = append(m.segs, seg)
 			out.WriteString(e.ins)
 		}
 		pos = e.off + e.del
@@ -400,6 +430,9 @@ func (m *offsetMap) origByte(off int, end bool) int {
 	}
 	s := m.segs[i]
 	if s.inserted {
+		if end && s.del > 0 && off == s.rw+s.n {
+			return s.orig + s.del
+		}
 		return s.orig
 	}
 	return s.orig + off - s.rw
@@ -424,12 +457,21 @@ func (m *offsetMap) line(off int) int {
 func (m *offsetMap) pos(off int) hcl.Pos {
 	line := m.line(off)
 	start := m.lineStarts[line-1]
-	col := 1
-	rest := m.src[start:off]
+	from, col := start, 1
+	if m.at.line == line && m.at.byte >= start && m.at.byte <= off {
+		// Go on from the last cluster boundary counted on this line: diagnostics come in
+		// order, and a one-line JSON spec of 1 MiB may have 90,000 of them.
+		from, col = m.at.byte, m.at.col
+	}
+	rest := m.src[from:off]
+	m.scanned += len(rest)
 	for len(rest) > 0 {
 		adv, _, err := textseg.ScanGraphemeClusters(rest, true)
 		if err != nil || adv == 0 {
 			break
+		}
+		if adv < len(rest) { // a whole cluster, with text after it: a boundary to go on from
+			m.at.line, m.at.byte, m.at.col = line, off-len(rest)+adv, col+1
 		}
 		rest = rest[adv:]
 		col++

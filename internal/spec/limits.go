@@ -68,7 +68,8 @@ func isAlnum(c byte) bool {
 }
 
 // MinScrubLen is the shortest secret value or mount flag volctl scrubs from a plugin's
-// messages (csi's scrub, which says why); a spec's shorter secret gets a warning.
+// messages wherever it is (csi's scrub, which says why; a shorter secret only where it stands
+// as a word); a spec's shorter secret gets a warning.
 const MinScrubLen = 3
 
 // checkSecrets validates secret keys and warns of values too short to scrub. Values are
@@ -82,8 +83,9 @@ func (d *decoder) checkSecrets(m *stringMap) {
 			d.errorf(e.keyRange, "Invalid secret key", "Secret key %q is not valid: the CSI spec allows only letters, digits, \"-\", \"_\" and \".\" in secret keys.", e.key)
 		}
 		if n := len(e.value); n > 0 && n < MinScrubLen {
-			d.warnf(e.valueRange, "Secret too short to scrub", "The value of secret %q is %d bytes long. volctl never prints it from its own records, but "+
-				"it cannot scrub a value under %d bytes from a plugin's messages (it would mask ordinary text), so a plugin that echoes it in an error shows it. "+
+			d.warnf(e.valueRange, "Secret too short to scrub", "The value of secret %q is %d bytes long. volctl never prints it from its own records, and "+
+				"scrubs it from a plugin's answer to a request carrying it where it stands as a word of its own, but a value under %d bytes is too common to "+
+				"scrub everywhere (it would mask ordinary text): inside other text, in an encoded form or in data a plugin returns, it is shown. "+
 				"A value this short keeps nothing secret: use a longer one.", e.key, n, MinScrubLen)
 		}
 	}

@@ -33,7 +33,7 @@ import (
 
 // numberText matches a number literal as HCL and JSON write it, with its sign.
 var numberText = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+	return regexp.MustCompile(`^-?(0[xX][0-9a-fA-F]+|([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?)$`)
 })
 
 // numberLiteral returns the text of expr when it is a number written as a literal.
@@ -42,7 +42,14 @@ func (d *decoder) numberLiteral(expr hcl.Expression) (string, bool) {
 	if d.src == nil || r.Start.Byte < 0 || r.End.Byte > len(d.src) || r.Start.Byte >= r.End.Byte {
 		return "", false
 	}
-	t := strings.TrimSpace(string(d.src[r.Start.Byte:r.End.Byte]))
+	t := string(d.src[r.Start.Byte:r.End.Byte])
+	for off := r.End.Byte - 1; off >= r.Start.Byte && len(d.lits) > 0; off-- {
+		if l, ok := d.lits[off]; ok && off+l.n <= r.End.Byte {
+			k := off - r.Start.Byte
+			t = t[:k] + l.text + t[k+l.n:] // as written: 0x1F, not the 31 of the rewrite
+		}
+	}
+	t = strings.TrimSpace(t)
 	if !numberText().MatchString(t) {
 		return "", false
 	}
@@ -88,7 +95,7 @@ func (d *decoder) weakString(expr hcl.Expression, v cty.Value) (string, error) {
 // other a float64. Its errors do not show the number: it may be a secret (the diagnostic's
 // snippet shows where it is, masked when it is).
 func nomadNumber(t string) (string, error) {
-	if !strings.ContainsAny(t, ".eE") {
+	if !strings.ContainsAny(t, ".eE") || hexNumber(t) {
 		i, err := strconv.ParseInt(t, 0, 64)
 		if errors.Is(err, strconv.ErrSyntax) {
 			return "", fmt.Errorf("not a number Nomad reads: a whole number with a leading 0 is octal there, whose digits are 0 to 7; write it as a string, in quotes, or without the leading 0")
@@ -108,7 +115,13 @@ func nomadNumber(t string) (string, error) {
 // octal reports whether a whole number literal is octal to Nomad: a leading 0 and more digits.
 func octal(t string) bool {
 	t = strings.TrimPrefix(t, "-")
-	return len(t) > 1 && t[0] == '0' && !strings.ContainsAny(t, ".eE")
+	return len(t) > 1 && t[0] == '0' && !strings.ContainsAny(t, ".eE") && !hexNumber(t)
+}
+
+// hexNumber reports whether a number literal is hexadecimal (0x1F, -0X1f): HCL1 reads it.
+func hexNumber(t string) bool {
+	t = strings.TrimPrefix(t, "-")
+	return len(t) > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')
 }
 
 func formatFloat(f float64) (string, error) {
@@ -122,10 +135,21 @@ func formatFloat(f float64) (string, error) {
 func (d *decoder) literalString(expr hcl.Expression, v cty.Value) (string, bool) {
 	if v.Type() == cty.Number {
 		if t, ok := d.numberLiteral(expr); ok {
+			d.readable(expr, t)
 			return t, true
 		}
 	}
 	return toString(v)
+}
+
+// readable refuses a number literal Nomad cannot read, kept as written: Nomad decodes the whole
+// file into untyped values before it reads mount_options as strings, so a whole number beyond
+// int64 there, or 08, makes it refuse the file, as in parameters
+// (TestMountOptionNumbersNomadRefusesAreRefused).
+func (d *decoder) readable(expr hcl.Expression, t string) {
+	if _, err := nomadNumber(t); err != nil {
+		d.errorf(expr.Range(), "Invalid value", "In mount_options, %s.", err.Error())
+	}
 }
 
 // literalStrings puts the text of each number literal of a list expression into out, the
@@ -137,6 +161,7 @@ func (d *decoder) literalStrings(expr hcl.Expression, out []string) {
 	}
 	for i, e := range exprs {
 		if t, ok := d.numberLiteral(e); ok {
+			d.readable(e, t)
 			out[i] = t
 		}
 	}

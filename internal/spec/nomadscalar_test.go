@@ -149,3 +149,139 @@ func TestRefusedSecretNumberIsNotShown(t *testing.T) {
 		}
 	}
 }
+
+// TestNumbersAsHCL1ReadsThem: numbers HCL1 reads as one word and HCL2 does not (0x1F, 0XaB,
+// -0x10, 1., .5, 1.e+3) are read, and sent as `nomad volume register` (v2.0.6-dev, HCL1 and
+// mapstructure.WeakDecode) sent them for this very file: weakly decoded fields get the number's
+// decimal, mount_options the text as written.
+func TestNumbersAsHCL1ReadsThem(t *testing.T) {
+	src := `id = "db"
+type = "csi"
+plugin_id = "ebs"
+name = 0x1F
+capability {
+  access_mode = "single-node-writer"
+  attachment_mode = "file-system"
+}
+mount_options {
+  fs_type = 0XaB
+  mount_flags = [0x1F, -0x10, 1., .5, 1.e+3, 0xE]
+}
+parameters {
+  h = 0x1F
+  H = 0XaB
+  n = -0x10
+  e = 0xE
+  big = 0x7FFFFFFFFFFFFFFF
+  min = -0x8000000000000000
+  p = 1.
+  q = .5
+  r = 1.e+3
+}
+secrets {
+  h = 0x1F
+  q = .5
+}
+context {
+  h = 0xff
+}
+`
+	v, diags := ParseVolume("v.hcl", []byte(src), VerbAny)
+	if diags.HasErrors() || v == nil {
+		t.Fatalf("%v", diags)
+	}
+	for _, d := range diags {
+		if strings.Contains(d.Detail, "octal") {
+			t.Errorf("a hexadecimal number taken for octal: %s", d.Detail)
+		}
+	}
+	if v.Name != "31" {
+		t.Errorf("name %q, want \"31\"", v.Name)
+	}
+	if got, want := v.MountOptions.FSType, "0XaB"; got != want {
+		t.Errorf("fs_type %q, want %q", got, want)
+	}
+	if got, want := []string(v.MountOptions.MountFlags.Plain()), []string{"0x1F", "-0x10", "1.", ".5", "1.e+3", "0xE"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("mount_flags %q, want %q", got, want)
+	}
+	wantParams := map[string]string{"H": "171", "big": "9223372036854775807", "e": "14", "h": "31",
+		"min": "-9223372036854775808", "n": "-16", "p": "1", "q": "0.5", "r": "1000"}
+	if !reflect.DeepEqual(v.Parameters, wantParams) {
+		t.Errorf("parameters %q, want %q", v.Parameters, wantParams)
+	}
+	if got, want := v.Secrets.Plain(), map[string]string{"h": "31", "q": "0.5"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("secrets %q, want %q", got, want)
+	}
+	if got, want := v.Context, map[string]string{"h": "255"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("context %q, want %q", got, want)
+	}
+
+	// Beyond int64, Nomad refuses it ("value out of range"); the error points at the number
+	// as written, whole.
+	_, diags = ParseVolume("v.hcl", []byte("id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\nparameters {\n  p = 0x8000000000000000\n}\n"+
+		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"), VerbAny)
+	if !diags.HasErrors() || diags[0].Subject == nil || diags[0].Subject.Start.Column != 7 || diags[0].Subject.End.Column != 25 ||
+		!strings.Contains(diags[0].Detail, "write it as a string") {
+		t.Errorf("0x8000000000000000: %v, want an error at 5:7-25 saying to quote it", diags)
+	}
+}
+
+// TestNumbersHCL1RefusesAreRefused: what Nomad's HCL1 does not read as a number (it refused
+// each of these files) is refused with an error at the value, naming it and saying what to
+// write, not HCL2's "Missing newline after argument"; a secret's value is not shown.
+func TestNumbersHCL1RefusesAreRefused(t *testing.T) {
+	head := "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\nparameters {\n  p = "
+	for _, c := range []struct{ word, want string }{
+		{"1_000", "(1000)"},
+		{"0x", "hexadecimal digits"},
+		{"0x1g", "hexadecimal digits"},
+		{"0X_1", "digit separators"},
+		{"0b101", "no binary"},
+		{"0o17", "0o octal"},
+		{"1e", "exponent needs digits"},
+		{"1.5e", "exponent needs digits"},
+		{"-.5", "(-0.5)"},
+	} {
+		_, diags := ParseVolume("v.hcl", []byte(head+c.word+"\n}\n"), VerbAny)
+		if len(diags) != 1 || diags[0].Summary != "Invalid number" {
+			t.Errorf("%s: %v, want one \"Invalid number\" error", c.word, diags)
+			continue
+		}
+		d := diags[0]
+		if r := d.Subject; r == nil || r.Start.Line != 5 || r.Start.Column != 7 || r.End.Column != 7+len(c.word) {
+			t.Errorf("%s: at %v, want 5:7 to 5:%d", c.word, d.Subject, 7+len(c.word))
+		}
+		if !strings.Contains(d.Detail, `"`+c.word+`"`) || !strings.Contains(d.Detail, c.want) || !strings.Contains(d.Detail, "in quotes") {
+			t.Errorf("%s: %q, want the value, %q and how to quote it", c.word, d.Detail, c.want)
+		}
+		_, diags = ParseVolume("v.hcl", []byte(strings.Replace(head, "parameters", "secrets", 1)+c.word+"\n}\n"), VerbAny)
+		if len(diags) == 0 || strings.Contains(diags[0].Detail, `"`+c.word+`"`) || strings.Contains(diags[0].Detail, "(1000)") || strings.Contains(diags[0].Detail, "0.5") {
+			t.Errorf("secrets %s: %v, want an error not showing the value", c.word, diags)
+		}
+	}
+}
+
+// TestMountOptionNumbersNomadRefusesAreRefused: Nomad decodes the whole file into untyped
+// values first (ParseInt base 0 for a whole number), so a mount option number it cannot read
+// makes it refuse the file ("value out of range", "invalid syntax"), though it then sends
+// mount options as written; and it reads capacity_min's text as a size, which has no 0x
+// ("unhandled size name: x10"). The real CLI refused each of these files; volctl must too.
+func TestMountOptionNumbersNomadRefusesAreRefused(t *testing.T) {
+	head := "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\n" +
+		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+	for _, c := range []struct{ extra, want string }{
+		{"mount_options {\n  mount_flags = [99999999999999999999]\n}\n", "write it as a string"},
+		{"mount_options {\n  fs_type = 0x8000000000000000\n}\n", "write it as a string"},
+		{"mount_options {\n  fs_type = 08\n}\n", "write it as a string"},
+		{"capacity_min = 0x10\n", `write 16 (bytes)`},
+	} {
+		_, diags := ParseVolume("v.hcl", []byte(head+c.extra), VerbAny)
+		found := false
+		for _, d := range diags {
+			found = found || d.Severity == hcl.DiagError && strings.Contains(d.Detail, c.want)
+		}
+		if !found {
+			t.Errorf("%q: %v, want an error saying %q", c.extra, diags, c.want)
+		}
+	}
+}

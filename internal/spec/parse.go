@@ -108,6 +108,9 @@ func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File
 		kind = detectKind(names)
 	}
 	d := &decoder{json: json, src: parsed}
+	if m != nil {
+		d.lits = m.lits
+	}
 	f := &File{Kind: kind}
 	if kind == kindAgent {
 		// An agent config may hold plugin blocks alone: it is never taken for another kind.
@@ -172,7 +175,7 @@ func (p *Parser) load(filename string, src []byte) (hcl.Body, bool, *offsetMap, 
 			return f.Body, false, nil, src, diags
 		}
 	}
-	rw, m, ok := rewriteHCL1(src, filename)
+	rw, m, ok, numDiags := rewriteHCL1Numbers(src, filename)
 	if !ok {
 		f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 		p.files[filename] = f
@@ -180,6 +183,7 @@ func (p *Parser) load(filename string, src []byte) (hcl.Body, bool, *offsetMap, 
 	}
 	rf, diags := hclsyntax.ParseConfig(rw, filename, hcl.InitialPos)
 	m.mapDiagnostics(diags)
+	diags = append(numDiags, diags...) // already in the file's positions
 	p.files[filename] = &hcl.File{Body: rf.Body, Bytes: src, Nav: mappedNav{inner: rf.Nav, m: m}}
 	return rf.Body, false, m, rw, diags
 }

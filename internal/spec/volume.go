@@ -262,6 +262,11 @@ func (d *decoder) size(attr *hcl.Attribute) int64 {
 	if !ok || s == "" {
 		return 0
 	}
+	if t, ok := d.numberLiteral(attr.Expr); ok && hexNumber(t) {
+		// Nomad reads a capacity's text as a size (humanize.ParseBytes), which has no 0x.
+		d.errorf(attr.Expr.Range(), "Invalid capacity", "%s: Nomad reads a capacity as a size, in decimal, and refuses %q; write %s (bytes) or a size such as \"10GiB\".", attr.Name, t, s)
+		return 0
+	}
 	n, err := ParseSize(s)
 	if err != nil {
 		d.errorf(attr.Expr.Range(), "Invalid capacity", "%s: %s.", attr.Name, err)

@@ -250,6 +250,7 @@ type cursor struct {
 	rows *sql.Rows
 	c    *conn
 	st   *stmt
+	s    *Store // counts the rows read (RowsRead)
 }
 
 func (cu *cursor) close() error {

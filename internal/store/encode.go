@@ -189,6 +189,9 @@ func collect[T any](rows *cursor, err error, scan func(scanner) (T, error)) (_ [
 		}
 		out = append(out, v)
 	}
+	if rows.s != nil {
+		rows.s.rows.Add(int64(len(out)))
+	}
 	return out, rows.c.check(rows.rows.Err())
 }
 

@@ -23,21 +23,29 @@ const (
 // SameInNFC lists, ordered, the stored keys of a table whose Unicode NFC form is id's: id itself
 // when it is stored, and any key an older volctl stored in another normal form (it stored IDs
 // as typed, and a terminal may send "é" decomposed). It reads every key, so it is for the path
-// where a lookup by the key as given found nothing, never the common one.
-func (tx *Tx) SameInNFC(t IDTable, id string) ([]string, error) {
+// where a lookup by the key as given found nothing, never the common one. For an event log
+// column (EventVolumeIDs, EventAllocs, EventPluginIDs) it reads the events after afterID only
+// (0: all), so a follower asking again for what is new reads the new rows, not the log (events
+// --follow polls so); other tables ignore afterID.
+func (tx *Tx) SameInNFC(t IDTable, id string, afterID int64) ([]string, error) {
 	q := map[IDTable]string{
 		VolumeIDs:  `SELECT id FROM volumes ORDER BY id`,
 		PluginIDs:  `SELECT id FROM plugins ORDER BY id`,
 		GroupNames: `SELECT name FROM groups ORDER BY name`,
-		// The log is bounded (DefaultEventLimit rows); events_volume indexes volume_id.
-		EventVolumeIDs: `SELECT DISTINCT volume_id FROM events ORDER BY volume_id`,
-		EventAllocs:    `SELECT DISTINCT alloc FROM events ORDER BY alloc`,
-		EventPluginIDs: `SELECT DISTINCT plugin_id FROM events ORDER BY plugin_id`,
+		// The log is bounded (DefaultEventLimit rows); events_volume indexes volume_id; id is
+		// the rowid, so "id > ?" reads only the rows after it.
+		EventVolumeIDs: `SELECT DISTINCT volume_id FROM events WHERE id > ? ORDER BY volume_id`,
+		EventAllocs:    `SELECT DISTINCT alloc FROM events WHERE id > ? ORDER BY alloc`,
+		EventPluginIDs: `SELECT DISTINCT plugin_id FROM events WHERE id > ? ORDER BY plugin_id`,
 	}[t]
+	var args []any
+	if t == EventVolumeIDs || t == EventAllocs || t == EventPluginIDs {
+		args = append(args, afterID)
+	}
 	keys, err := listAll(tx, fmt.Sprintf("keys like %q", id), func(sc scanner) (string, error) {
 		var k string
 		return k, sc.Scan(&k)
-	}, q)
+	}, q, args...)
 	if err != nil {
 		return nil, err
 	}

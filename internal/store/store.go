@@ -83,7 +83,8 @@ type Store struct {
 	// (walBulkAutocheckpoint). A read command that records the health of many plugins stays
 	// a command, and pays no checkpoint at its exit.
 	writes atomic.Int64
-	closed atomic.Bool // Close closed the lock file
+	closed atomic.Bool  // Close closed the lock file
+	rows   atomic.Int64 // rows read by collect (RowsRead)
 	// file is the database file opened (replaced.go): a write checks the path still leads to it.
 	file fileID
 	// roErr is every write's error when the state dir is on a read-only file system
@@ -109,6 +110,10 @@ func (s *Store) Stats() Stats {
 		ProgressWrites: s.commits[relaxed].Load(),
 	}
 }
+
+// RowsRead counts the rows the queries that list (collect) have read since Open: tests pin
+// with it what a read that must not grow with a table costs.
+func (s *Store) RowsRead() int64 { return s.rows.Load() }
 
 // Option configures Open.
 type Option func(*options)
@@ -834,7 +839,7 @@ func (tx *Tx) query(query string, args ...any) (*cursor, error) {
 		tx.c.release(st)
 		return nil, tx.c.check(err)
 	}
-	return &cursor{rows: rows, c: tx.c, st: st}, nil
+	return &cursor{rows: rows, c: tx.c, st: st, s: tx.s}, nil
 }
 
 // queryRow runs a statement that returns at most one row, prepared once per connection.

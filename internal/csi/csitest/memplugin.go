@@ -144,13 +144,13 @@ type MemPlugin struct {
 	// snapshotAs, when set, is the snapshot every CreateSnapshot answers with
 	// (AnswerSnapshotWith).
 	snapshotAs string
-	// expandAs, when positive, is the capacity every ControllerExpandVolume answers with
+	// expandAs, when not 0, is the capacity every ControllerExpandVolume answers with
 	// (AnswerExpandWith).
 	expandAs int64
 	// nodeRequired makes every ControllerExpandVolume answer node_expansion_required, whatever
 	// the node's capabilities (AnswerNodeExpansionRequired).
 	nodeRequired bool
-	// nodeExpandAs, when positive, is the capacity every NodeExpandVolume answers with
+	// nodeExpandAs, when not 0, is the capacity every NodeExpandVolume answers with
 	// (AnswerNodeExpandWith).
 	nodeExpandAs int64
 	// mounted are the paths the plugin bind-mounted (MountRoot) and has not unmounted yet.
@@ -955,7 +955,7 @@ func (s *memServer) ControllerExpandVolume(ctx context.Context, req *csipb.Contr
 		return nil, errorf(codes.FailedPrecondition, "volume %q is published and online expansion is off", v.vol.ID)
 	}
 	nodeRequired := m.cfg.Node.ExpandVolume || m.nodeRequired
-	if m.expandAs > 0 {
+	if m.expandAs != 0 {
 		return &csipb.ControllerExpandVolumeResponse{CapacityBytes: m.expandAs, NodeExpansionRequired: nodeRequired}, nil
 	}
 	v.vol.CapacityBytes = max(v.vol.CapacityBytes, want)
@@ -1190,7 +1190,7 @@ func (s *memServer) NodeExpandVolume(ctx context.Context, req *csipb.NodeExpandV
 	if m.cfg.MaxVolumeSize > 0 && want > m.cfg.MaxVolumeSize {
 		return nil, errorf(codes.OutOfRange, "%d bytes is above the maximum volume size", want)
 	}
-	if m.nodeExpandAs > 0 {
+	if m.nodeExpandAs != 0 {
 		return &csipb.NodeExpandVolumeResponse{CapacityBytes: m.nodeExpandAs}, nil
 	}
 	if !m.cfg.Controller.ExpandVolume {
