@@ -38,6 +38,7 @@ import (
 const (
 	pluginModeEnv = "VOLCTL_AGENT_TEST_PLUGIN"
 	pluginRootEnv = "VOLCTL_AGENT_TEST_ROOT"
+	startedPidEnv = "VOLCTL_AGENT_TEST_STARTED_PID" // the pid of the process the agent started
 )
 
 func TestMain(m *testing.M) {
@@ -177,6 +178,25 @@ func TestMain(m *testing.M) {
 		os.Exit(daemonize("daemonizes-mid", true))
 	case "daemonizes-mid":
 		os.Exit(daemonize("hostpath", false))
+	case "daemonizes-late":
+		// As daemonizes, but the server binds its socket a second after the process the agent
+		// started has exited and been reaped: well past the probe interval the agent first
+		// waits for a daemon.
+		if err := os.Setenv(startedPidEnv, strconv.Itoa(os.Getpid())); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(daemonize("daemonizes-late-mid", true))
+	case "daemonizes-late-mid":
+		os.Exit(daemonize("hostpath-late", false))
+	case "hostpath-late":
+		started, _ := strconv.Atoi(os.Getenv(startedPidEnv))
+		for started > 0 && syscall.Kill(started, 0) == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(time.Second)
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		os.Exit(serveHostpath(ctx))
 	default:
 		fmt.Fprintf(os.Stderr, "unknown %s\n", pluginModeEnv)
 		os.Exit(2)
@@ -325,6 +345,7 @@ type fixture struct {
 	logs *iostreams.SyncBuffer
 	now  func() time.Time   // the agent's clock; nil is time.Now
 	mem  *csitest.MemPlugin // the plugin claimOnMem serves, once it has
+	obs  Observer           // what startAgent's agent reports to; nil for none
 }
 
 // fakeClock is a clock that moves only when a test advances it.
@@ -350,6 +371,16 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{t: t, ctx: context.Background(), dir: hostpathtest.ShortDir(t), logs: &iostreams.SyncBuffer{}}
 	f.e = f.openEngine()
 	t.Cleanup(f.killPlugins)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the agent's log:\n%s", f.logs.String())
+			if evs, err := f.e.Events(f.ctx, 0, engine.EventFilter{}); err == nil {
+				for i := len(evs) - 1; i >= 0; i-- {
+					t.Logf("event %s %s %s: %s", evs[i].At.Format("15:04:05.000"), evs[i].Kind, evs[i].PluginID, evs[i].Message)
+				}
+			}
+		}
+	})
 	return f
 }
 
@@ -393,7 +424,7 @@ func (f *fixture) register(sp spec.Plugin) {
 // startAgent runs an agent in the background; stop ends it like SIGTERM and returns Run's error.
 func (f *fixture) startAgent(s Settings, declared ...spec.Plugin) (stop func() error) {
 	f.t.Helper()
-	_, stop = f.startAgentWith(func(c *Config) { c.Settings, c.Plugins, c.Now = s, declared, f.now })
+	_, stop = f.startAgentWith(func(c *Config) { c.Settings, c.Plugins, c.Now, c.Observer = s, declared, f.now, f.obs })
 	return stop
 }
 
@@ -728,6 +759,57 @@ func TestAgentDoesNotRestartAnUnhealthyPluginUnderMounts(t *testing.T) {
 	}
 	if n := len(f.events("plugin-restart-withheld")); n != 1 {
 		t.Errorf("%d plugin-restart-withheld events, want one for the whole time it was unhealthy under mounts", n)
+	}
+}
+
+// A restart withheld under mounts is logged once for the unhealthy spell, whatever the count of
+// mounts does meanwhile: the reason was compared as text, which holds the count, so a release
+// under way between two probes ("2 mounts", then "1 mounts") logged and recorded it again.
+func TestAgentWithholdsARestartOnceWhileItsMountsChange(t *testing.T) {
+	f := newFixture(t)
+	rec := &recorder{}
+	f.obs = rec
+	clock, stop := f.startSickeningPlugin()
+	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "logs", Name: "logs", PluginID: "fuse", Capabilities: caps}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := f.openEngine()
+	for _, c := range []engine.ClaimRequest{{VolumeID: "db", Alloc: "web-0"}, {VolumeID: "logs", Alloc: "web-1"}} {
+		if _, err := cmd.Claim(f.ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.sicken()
+	clock.Advance(301 * time.Millisecond)
+	waitFor(t, "the agent to withhold the restart", func() bool { return len(f.events("plugin-restart-withheld")) > 0 })
+	if ev := f.events("plugin-restart-withheld"); !strings.Contains(ev[0], "it has 4 mounts and 0 in doubt") {
+		t.Fatalf("plugin-restart-withheld events = %q, want the first to name 4 mounts", ev)
+	}
+	// One claim released, the plugin still has mounts: the runner looks again at each probe.
+	if _, err := cmd.Release(f.ctx, "logs", "web-1"); err != nil {
+		t.Fatal(err)
+	}
+	probed := len(rec.list())
+	// Two probes recorded after the release: the look that followed the first saw 2 mounts.
+	waitFor(t, "two more probes", func() bool {
+		n := 0
+		for _, e := range rec.list()[probed:] {
+			if strings.HasPrefix(e, "probed fuse ") {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	if ev := f.events("plugin-restart-withheld"); len(ev) != 1 {
+		t.Errorf("%d plugin-restart-withheld events while the mounts went from 4 to 2, want one: %q", len(ev), ev)
+	}
+	if _, err := cmd.Release(f.ctx, "db", "web-0"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the unhealthy plugin without mounts to be restarted", func() bool { return len(f.events("plugin-restart")) == 1 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -109,6 +109,31 @@ func hasStrayChild() bool {
 	return false
 }
 
+// pluginLeft reports whether a live process with the plugin's instance in its environment runs
+// outside the agent's own process group: one its process left (the fork that makes a daemon,
+// the daemon before it binds). As a subreaper the agent looks at the orphans re-parented to it
+// only (a daemon's parent, the first fork, has exited or is about to); otherwise at every
+// process it may read.
+func pluginLeft(instance string) bool {
+	if instance == "" {
+		return false
+	}
+	self, ownGroup := strconv.Itoa(os.Getpid()), strconv.Itoa(syscall.Getpgrp())
+	for _, pid := range procPids() {
+		f, err := procStat(pid)
+		if err != nil || len(f) < 3 || f[0] == "Z" || f[0] == "X" || f[2] == ownGroup || (subreaper && f[1] != self) {
+			continue
+		}
+		childMu.Lock()
+		owned := ownedChildren[pid]
+		childMu.Unlock()
+		if !owned && hasInstance(pid, instance) {
+			return true
+		}
+	}
+	return false
+}
+
 // procPids lists the pids in /proc.
 func procPids() []int {
 	entries, err := os.ReadDir("/proc")
@@ -174,17 +199,19 @@ var errNoDaemon = errors.New("no daemon")
 
 // daemonOf looks, once the plugin's process p exited, for the daemon it left serving the
 // socket: a live process outside p's group that descends from an orphan re-parented to the
-// agent (a subreaper), and is no other plugin's process. A process that exited 0 gets up to wait for its daemon to serve the socket (a
-// daemon binds after its parent exits); one that failed is looked at once. It returns the
-// daemon, watched until ctx ends, or errNoDaemon; what serves the socket but may not be
-// supervised (not the agent's descendant: the agent is no subreaper, or it is another
+// agent (a subreaper), and is no other plugin's process. A process that exited 0 gets up to wait
+// for its daemon to serve the socket (a daemon binds after its parent exits), and longer, up to
+// patience, while a process it left with its instance in the environment runs (pluginLeft: a
+// daemon still starting, on a slow or loaded machine); one that failed is looked at once. It
+// returns the daemon, watched until ctx ends, or errNoDaemon; what serves the socket but may not
+// be supervised (not the agent's descendant: the agent is no subreaper, or it is another
 // program) is an error naming its pid.
 //
 // others reports whether a pid, or its process group, is another plugin's the agent supervises.
-func daemonOf(ctx context.Context, p *process, socket string, wait time.Duration, others func(pid, pgrp int) bool) (*process, error) {
-	deadline := time.Now().Add(wait)
+func daemonOf(ctx context.Context, p *process, socket string, wait, patience time.Duration, others func(pid, pgrp int) bool) (*process, error) {
+	deadline, last := time.Now().Add(wait), time.Now().Add(max(wait, patience))
 	if p.exitStatus() != "exit status 0" {
-		deadline = time.Now()
+		deadline, last = time.Now(), time.Now()
 	}
 	for {
 		reapOrphans()
@@ -208,15 +235,21 @@ func daemonOf(ctx context.Context, p *process, socket string, wait time.Duration
 				}
 			}
 		}
-		if !time.Now().Before(deadline) || !hasStrayChild() {
+		now := time.Now()
+		if !hasStrayChild() || !now.Before(last) || (!now.Before(deadline) && !pluginLeft(p.instance)) {
 			// Nothing the plugin left runs (its orphans are re-parented to the agent the
-			// moment it exits): no daemon will come.
+			// moment it exits), or past the probe interval nothing with its instance does, or
+			// its patience ran out: no daemon will come.
 			return nil, errNoDaemon
+		}
+		pace := 20 * time.Millisecond
+		if !now.Before(deadline) {
+			pace = 50 * time.Millisecond // pluginLeft reads environments: a gentler pace
 		}
 		select {
 		case <-ctx.Done():
 			return nil, errNoDaemon
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(pace):
 		}
 	}
 }

@@ -449,7 +449,10 @@ func TestAgentSupervisesAPluginThatDaemonises(t *testing.T) {
 	stop := f.startAgent(testSettings)
 	first := f.childPid("dm")
 	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("dm").Healthy })
-	waitFor(t, "the pid file to name the daemon", func() bool { return f.pid("dm") == first })
+	// The agent records the daemon in the pid file, then the event: wait for both.
+	waitFor(t, "the pid file to name the daemon, and its event", func() bool {
+		return f.pid("dm") == first && len(f.events("plugin-daemon")) > 0
+	})
 	if evs := f.events("plugin-daemon"); len(evs) != 1 || !strings.Contains(evs[0], fmt.Sprintf("supervising pid %d as the plugin", first)) {
 		t.Errorf("plugin-daemon events = %q, want one naming pid %d", evs, first)
 	}
@@ -474,6 +477,42 @@ func TestAgentSupervisesAPluginThatDaemonises(t *testing.T) {
 	}
 	if n := len(f.events("plugin-exit")); n != 1 {
 		t.Errorf("%d plugin-exit events, want 1 (the daemon killed): %q", n, f.events("plugin-exit"))
+	}
+}
+
+// A daemon that binds its socket later than the probe interval after the plugin's process
+// exited (a slow start, a loaded machine) is still the plugin's: the agent took the exit for
+// the plugin's end, started the plugin again beside the daemon, and took the daemon, once it
+// served the socket, for a plugin no agent started, which a clean stop left running. While a
+// process carrying the plugin's instance runs, the agent waits for it to serve the socket.
+func TestAgentFollowsADaemonThatBindsLate(t *testing.T) {
+	f := newFixture(t)
+	sp := f.execPlugin("dm", "daemonizes-late")
+	// Without the fix each start left a daemon: kill whatever the test's plugins left.
+	t.Cleanup(func() { killWithEnv(pluginRootEnv + "=" + sp.Exec.Env.Plain()[pluginRootEnv]) })
+	f.register(sp)
+	stop := f.startAgent(testSettings)
+	daemon := f.childPid("dm")
+	waitFor(t, "the agent to record the daemon", func() bool {
+		return f.pid("dm") == daemon && len(f.events("plugin-daemon")) > 0
+	})
+	if evs := f.events("plugin-daemon"); len(evs) != 1 || !strings.Contains(evs[0], fmt.Sprintf("supervising pid %d as the plugin", daemon)) {
+		t.Errorf("plugin-daemon events = %q, want one naming pid %d", evs, daemon)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if alive(daemon) {
+		t.Errorf("the plugin's daemon (pid %d) still runs after a clean stop of the agent (no mounts)", daemon)
+	}
+	if n := len(f.events("plugin-start")); n != 1 {
+		t.Errorf("%d plugin-start events, want 1: %q", n, f.events("plugin-start"))
+	}
+	if evs := f.events("plugin-exit"); len(evs) != 0 {
+		t.Errorf("plugin-exit events = %q, want none: the daemon is the plugin", evs)
+	}
+	if logs := f.logs.String(); strings.Contains(logs, "no volctl agent started it") {
+		t.Errorf("the agent took its own plugin's daemon for a foreign plugin:\n%s", logs)
 	}
 }
 
@@ -650,6 +689,12 @@ func TestAgentKilledBeforeRecordingADaemonLeavesItAdoptable(t *testing.T) {
 	f.runAgentKilledAt("agent-killed-while-daemonising")
 	daemon := f.childPid("dm")
 	stop := f.startAgent(testSettings)
+	// The killed agent may have probed the plugin healthy already: its stored health says
+	// nothing of the next agent, whose adoption is what to wait for.
+	adopted := fmt.Sprintf("adopted pid %d, the daemon its process left", daemon)
+	waitFor(t, "the next agent to adopt the daemon", func() bool {
+		return slices.ContainsFunc(f.events("plugin-daemon"), func(ev string) bool { return strings.Contains(ev, adopted) })
+	})
 	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("dm").Healthy })
 	if logs := f.logs.String(); strings.Contains(logs, "no volctl agent started it") {
 		t.Errorf("the next agent took the plugin's daemon for a foreign plugin:\n%s", logs)

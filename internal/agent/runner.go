@@ -66,7 +66,7 @@ func (r *runner) loop(ctx context.Context) {
 		restartAt time.Time // when the next start may happen
 		restarted bool      // the running process replaced one that failed
 		warnedFor bool      // the foreign plugin's unhealthiness was logged
-		withheld  string    // why a restart was withheld under mounts, as logged this unhealthy spell
+		withheld  holdKind  // the kind of reason a restart was withheld under mounts, as logged this unhealthy spell
 		stuck     bool      // a failed stop was logged, this unhealthy spell
 	)
 	for ctx.Err() == nil {
@@ -94,7 +94,7 @@ func (r *runner) loop(ctx context.Context) {
 		now := a.now()
 		switch {
 		case healthy:
-			lastGood, warnedFor, withheld, stuck = now, false, "", false
+			lastGood, warnedFor, withheld, stuck = now, false, holdNone, false
 			r.settle()
 			if r.proc != nil && now.Sub(r.proc.started) >= a.s.BackoffMax {
 				bo.Reset()
@@ -128,21 +128,21 @@ func (r *runner) loop(ctx context.Context) {
 			}
 			unhealthyFor := fmt.Sprintf("plugin %q unhealthy for %s (health timeout %s): %s", id,
 				now.Sub(lastGood).Round(time.Millisecond), a.s.HealthTimeout, reason)
-			why, release := r.mountsHeld(ctx)
+			why, kind, release := r.mountsHeld(ctx)
 			if why != "" {
-				if why != withheld && ctx.Err() == nil {
+				if kind != withheld && ctx.Err() == nil {
 					msg := fmt.Sprintf("%s: not restarting it: %s, and stopping a plugin under mounts takes them from the allocs using them; "+
 						"it is restarted once it has none, or when its process (pid %d) exits, for example stopped by hand", unhealthyFor, why, r.proc.pid)
-					if why == publishingNow {
+					if kind == holdPublishing {
 						msg = fmt.Sprintf("%s: not restarting it yet: %s, whose mount stopping it would take; it is restarted at the next probe that finds none under way", unhealthyFor, why)
 					}
 					a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
 					a.e.PluginEvent(ctx, id, "plugin-restart-withheld", msg)
-					withheld = why
+					withheld = kind
 				}
 				break
 			}
-			withheld = ""
+			withheld = holdNone
 			err := stopProcess(r.proc, a.s.StopTimeout)
 			release()
 			if err != nil {
@@ -218,7 +218,7 @@ func (r *runner) loop(ctx context.Context) {
 func (r *runner) followDaemon(ctx context.Context) bool {
 	a, id, socket := r.a, r.spec.ID, execEndpoint(r.spec)
 	beforeFollowDaemon(socket)
-	d, err := daemonOf(ctx, r.proc, socket, a.s.ProbeInterval, a.supervisedElsewhere(r))
+	d, err := daemonOf(ctx, r.proc, socket, a.s.ProbeInterval, a.s.HealthTimeout, a.supervisedElsewhere(r))
 	if err != nil {
 		if !errors.Is(err, errNoDaemon) {
 			a.log.Warn(fmt.Sprintf("plugin %q exited (%s): %v", id, r.proc.exitStatus(), err), "plugin", id, "pid", r.proc.pid)
@@ -264,28 +264,39 @@ func (a *Agent) supervisedElsewhere(r *runner) func(pid, pgrp int) bool {
 	}
 }
 
-// publishingNow is mountsHeld's reason while a publish through the plugin is under way.
-const publishingNow = "a volume is being published through it"
+// holdKind is the kind of reason mountsHeld gives. A restart withheld is logged once per kind
+// in an unhealthy spell: again when the kind changes (a publish under way, whose message says the
+// plugin is restarted once it ends, then mounts, which keep it running), not when only the count
+// in the text does (a release under way takes "2 mounts" to "1 mounts" between two probes).
+type holdKind int
 
-// mountsHeld says why the plugin may hold mounts ("it has 2 mounts and 1 in doubt"), or ""
-// when it holds none: the store says so, and no publish through it is under way. A count that
-// cannot be made counts as mounts. With "", the plugin's publish lock is held until release
-// (Engine.HoldPluginMounts), for the stop; release is always to be called.
-func (r *runner) mountsHeld(ctx context.Context) (why string, release func()) {
+const (
+	holdNone       holdKind = iota
+	holdMounts              // the store records mounts or mounts in doubt
+	holdPublishing          // a publish through the plugin holds its publish lock
+	holdUncounted           // the count failed, which counts as mounts
+)
+
+// mountsHeld says why the plugin may hold mounts ("it has 2 mounts and 1 in doubt"), and the
+// kind of that reason, or "" and holdNone when it holds none: the store says so, and no publish
+// through it is under way. A count that cannot be made counts as mounts. With "", the plugin's
+// publish lock is held until release (Engine.HoldPluginMounts), for the stop; release is
+// always to be called.
+func (r *runner) mountsHeld(ctx context.Context) (why string, kind holdKind, release func()) {
 	m, release, err := r.a.e.HoldPluginMounts(ctx, r.spec.ID)
 	switch {
 	case err != nil:
-		why = fmt.Sprintf("its mounts could not be counted (%v)", err)
+		why, kind = fmt.Sprintf("its mounts could not be counted (%v)", err), holdUncounted
 	case m.Publishing:
-		why = publishingNow
+		why, kind = "a volume is being published through it", holdPublishing
 	case m.Any():
-		why = fmt.Sprintf("it has %d mounts and %d in doubt", m.Mounts, m.InDoubt)
+		why, kind = fmt.Sprintf("it has %d mounts and %d in doubt", m.Mounts, m.InDoubt), holdMounts
 	}
 	if why != "" {
 		release()
 		release = func() {}
 	}
-	return why, release
+	return why, kind, release
 }
 
 // probe asks the engine to probe the plugin (reconnecting and fingerprinting again when it
