@@ -743,6 +743,10 @@ func (a *Agent) stopIfUnmounted(r *runner) {
 		a.log.Warn("stopping plugin", "plugin", r.spec.ID, "pid", p.pid, "err", err)
 		return
 	}
+	if left := stopLeft(p.instance, a.s.StopTimeout); len(left) > 0 {
+		// A daemon the plugin's process started in a session of its own, not recorded yet.
+		a.log.Info("stopped what the plugin left outside its process group", "plugin", r.spec.ID, "pids", left)
+	}
 	removePidFile(a.runDir, r.spec.ID)
 	a.e.PluginEvent(ctx, r.spec.ID, "plugin-stop", fmt.Sprintf("plugin %q stopped by the agent (pid %d)", r.spec.ID, p.pid))
 }

@@ -176,6 +176,16 @@ func TestMain(m *testing.M) {
 		// child has exited, before the server has made its socket. The server's pid goes to
 		// child.pid under the root.
 		os.Exit(daemonize("daemonizes-mid", true))
+	case "daemonizes-stays":
+		// As daemonizes, but this process stays, until SIGTERM, once the first child has
+		// exited: a launcher that lingers beside the daemon it started in a session of its own.
+		if rc := daemonize("daemonizes-mid", true); rc != 0 {
+			os.Exit(rc)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		<-ctx.Done()
+		os.Exit(0)
 	case "daemonizes-mid":
 		os.Exit(daemonize("hostpath", false))
 	case "daemonizes-late":

@@ -114,24 +114,76 @@ func hasStrayChild() bool {
 // the daemon before it binds). As a subreaper the agent looks at the orphans re-parented to it
 // only (a daemon's parent, the first fork, has exited or is about to); otherwise at every
 // process it may read.
-func pluginLeft(instance string) bool {
+func pluginLeft(instance string) bool { return len(leftBy(instance, true)) > 0 }
+
+// leftBy lists the live processes with the plugin's instance in their environment outside the
+// agent's own process group that no exec.Cmd of the agent owns; with orphansOnly and the agent
+// a subreaper, only those re-parented to it (pluginLeft).
+func leftBy(instance string, orphansOnly bool) []int {
 	if instance == "" {
-		return false
+		return nil
 	}
 	self, ownGroup := strconv.Itoa(os.Getpid()), strconv.Itoa(syscall.Getpgrp())
+	var out []int
 	for _, pid := range procPids() {
 		f, err := procStat(pid)
-		if err != nil || len(f) < 3 || f[0] == "Z" || f[0] == "X" || f[2] == ownGroup || (subreaper && f[1] != self) {
+		if err != nil || len(f) < 3 || f[0] == "Z" || f[0] == "X" || f[2] == ownGroup || (orphansOnly && subreaper && f[1] != self) {
 			continue
 		}
 		childMu.Lock()
 		owned := ownedChildren[pid]
 		childMu.Unlock()
 		if !owned && hasInstance(pid, instance) {
-			return true
+			out = append(out, pid)
 		}
 	}
-	return false
+	return out
+}
+
+// stopLeft stops, at a clean stop of a plugin that has no mounts, what its process left
+// running outside its process group: a daemon in a session of its own that the agent has not
+// recorded yet (the plugin's process still ran, or the agent stopped while it looked for the
+// daemon), found by the plugin's instance in its environment, which nothing but the plugin's
+// own processes carries. Each gets SIGTERM (its group, when it leads one), up to timeout to
+// end, then SIGKILL. It returns the pids it found.
+func stopLeft(instance string, timeout time.Duration) []int {
+	pids := leftBy(instance, false)
+	left := make([]*process, 0, len(pids))
+	for _, pid := range pids {
+		if tick, err := procStartTick(pid); err == nil {
+			left = append(left, &process{pid: pid, startTick: tick})
+		}
+	}
+	// Only a process still the one found (its start time) is signalled, never a later one
+	// that got its pid.
+	signal := func(sig syscall.Signal) {
+		for _, p := range left {
+			if pgrp, live := procGroup(p.pid); live && p.alive() {
+				target := p.pid
+				if pgrp == p.pid {
+					target = -p.pid
+				}
+				_ = syscall.Kill(target, sig)
+			}
+		}
+	}
+	gone := func() bool {
+		reapOrphans()
+		for _, p := range left {
+			if _, live := procGroup(p.pid); live && p.alive() {
+				return false
+			}
+		}
+		return true
+	}
+	signal(syscall.SIGTERM)
+	for deadline := time.Now().Add(timeout); !gone(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			signal(syscall.SIGKILL)
+			break
+		}
+	}
+	return pids
 }
 
 // procPids lists the pids in /proc.

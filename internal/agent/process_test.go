@@ -480,6 +480,26 @@ func TestAgentSupervisesAPluginThatDaemonises(t *testing.T) {
 	}
 }
 
+// A plugin whose process starts its server in a session of its own and stays running beside
+// it: the agent supervises the process it started, and the server, outside that process's
+// group, is not recorded. A clean stop of the agent with no mounts stops the server too (it
+// carries the plugin's instance), not only the started process's group.
+func TestAgentCleanStopStopsWhatThePluginLeftOutsideItsGroup(t *testing.T) {
+	f := newFixture(t)
+	sp := f.execPlugin("dm", "daemonizes-stays")
+	t.Cleanup(func() { killWithEnv(pluginRootEnv + "=" + sp.Exec.Env.Plain()[pluginRootEnv]) })
+	f.register(sp)
+	stop := f.startAgent(testSettings)
+	server := f.childPid("dm")
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("dm").Healthy })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if alive(server) {
+		t.Errorf("the plugin's server (pid %d, in a session of its own) still runs after a clean stop of the agent (no mounts)", server)
+	}
+}
+
 // A daemon that binds its socket later than the probe interval after the plugin's process
 // exited (a slow start, a loaded machine) is still the plugin's: the agent took the exit for
 // the plugin's end, started the plugin again beside the daemon, and took the daemon, once it
