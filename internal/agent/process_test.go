@@ -492,11 +492,18 @@ func TestAgentCleanStopStopsWhatThePluginLeftOutsideItsGroup(t *testing.T) {
 	stop := f.startAgent(testSettings)
 	server := f.childPid("dm")
 	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("dm").Healthy })
+	stopThenGone(t, stop, server, "the plugin's server, in a session of its own,")
+}
+
+// stopThenGone stops the agent cleanly (no mounts) and checks that pid, what it names, no
+// longer runs.
+func stopThenGone(t *testing.T, stop func() error, pid int, what string) {
+	t.Helper()
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	if alive(server) {
-		t.Errorf("the plugin's server (pid %d, in a session of its own) still runs after a clean stop of the agent (no mounts)", server)
+	if alive(pid) {
+		t.Errorf("%s (pid %d) still runs after a clean stop of the agent (no mounts)", what, pid)
 	}
 }
 
@@ -689,13 +696,7 @@ func TestAgentStartsNoPluginItCannotRecordOnAFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the plugin to start once there is room", func() bool { return alive(f.pid("full")) && f.plugin("full").Healthy })
-	pid := f.pid("full")
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	if alive(pid) {
-		t.Errorf("the plugin (pid %d) still runs after a clean stop", pid)
-	}
+	stopThenGone(t, stop, f.pid("full"), "the plugin")
 }
 
 // An agent killed after a plugin's process exited, leaving its daemon serving the socket, and
