@@ -486,13 +486,20 @@ func TestAgentSupervisesAPluginThatDaemonises(t *testing.T) {
 // carries the plugin's instance), not only the started process's group.
 func TestAgentCleanStopStopsWhatThePluginLeftOutsideItsGroup(t *testing.T) {
 	f := newFixture(t)
-	sp := f.execPlugin("dm", "daemonizes-stays")
-	t.Cleanup(func() { killWithEnv(pluginRootEnv + "=" + sp.Exec.Env.Plain()[pluginRootEnv]) })
-	f.register(sp)
-	stop := f.startAgent(testSettings)
-	server := f.childPid("dm")
+	stop, server := f.startDaemonising("daemonizes-stays")
 	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("dm").Healthy })
 	stopThenGone(t, stop, server, "the plugin's server, in a session of its own,")
+}
+
+// startDaemonising registers plugin dm, a test plugin in a daemonising mode, starts an agent,
+// and returns its stop and the pid of the server the plugin started. Whatever the plugin's
+// processes left is killed when the test ends (a defect the test finds could leave daemons).
+func (f *fixture) startDaemonising(mode string) (stop func() error, server int) {
+	sp := f.execPlugin("dm", mode)
+	f.t.Cleanup(func() { killWithEnv(pluginRootEnv + "=" + sp.Exec.Env.Plain()[pluginRootEnv]) })
+	f.register(sp)
+	stop = f.startAgent(testSettings)
+	return stop, f.childPid("dm")
 }
 
 // stopThenGone stops the agent cleanly (no mounts) and checks that pid, what it names, no
@@ -514,12 +521,7 @@ func stopThenGone(t *testing.T, stop func() error, pid int, what string) {
 // process carrying the plugin's instance runs, the agent waits for it to serve the socket.
 func TestAgentFollowsADaemonThatBindsLate(t *testing.T) {
 	f := newFixture(t)
-	sp := f.execPlugin("dm", "daemonizes-late")
-	// Without the fix each start left a daemon: kill whatever the test's plugins left.
-	t.Cleanup(func() { killWithEnv(pluginRootEnv + "=" + sp.Exec.Env.Plain()[pluginRootEnv]) })
-	f.register(sp)
-	stop := f.startAgent(testSettings)
-	daemon := f.childPid("dm")
+	stop, daemon := f.startDaemonising("daemonizes-late")
 	waitFor(t, "the agent to record the daemon", func() bool {
 		return f.pid("dm") == daemon && len(f.events("plugin-daemon")) > 0
 	})
