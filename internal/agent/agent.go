@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/volctl/volctl/internal/backoff"
@@ -232,7 +234,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer stopLoops()
 	var wg sync.WaitGroup
 	a.sync(loops, &wg)
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		a.housekeeping(loops, &wg)
@@ -240,6 +242,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		a.keepLogs(loops)
+	}()
+	go func() {
+		defer wg.Done()
+		reapOnSIGCHLD(loops)
 	}()
 	<-ctx.Done()
 	a.log.Info("agent stopping")
@@ -547,10 +553,35 @@ func (a *Agent) scheduleRedrive(ctx context.Context, r *redrive) {
 }
 
 // keepLogs keeps the supervised plugins' logs under maxLogSize while they run, checking every
-// logCheckInterval until ctx ends; it reaps what was re-parented to the agent and exited too. It has a loop of its own: a reconcile pass waiting on a
+// logCheckInterval until ctx ends. It has a loop of its own: a reconcile pass waiting on a
 // plugin that does not answer holds housekeeping's loop for minutes.
 func (a *Agent) keepLogs(ctx context.Context) {
-	every(ctx, logCheckInterval, func() bool { a.trimLogs(); reapOrphans(); return false })
+	every(ctx, logCheckInterval, func() bool { a.trimLogs(); return false })
+}
+
+// reapInterval is how often the agent reaps orphans with no SIGCHLD to say one exited: a scan
+// reads every process's stat (reapOrphans), thousands on a busy host, so an idle agent does
+// not scan every second; this bound only covers a signal missed.
+const reapInterval = 30 * time.Second
+
+// reapOnSIGCHLD reaps what was re-parented to the agent and exited (reapOrphans) at each
+// SIGCHLD, and every reapInterval, until ctx ends. A SIGCHLD during a scan is kept (the
+// channel holds one) and brings another scan: signals that coalesce lose no exit.
+func reapOnSIGCHLD(ctx context.Context) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGCHLD)
+	defer signal.Stop(ch)
+	t := time.NewTicker(reapInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ch:
+		case <-t.C:
+		}
+		reapOrphans()
+	}
 }
 
 // every calls fn every d until fn returns true or ctx ends.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -58,11 +59,15 @@ var (
 	ownedChildren = map[int]bool{}
 )
 
+// reapScans counts reapOrphans's scans of /proc, for a test.
+var reapScans atomic.Int64
+
 // reapOrphans reaps the zombies re-parented to the agent (see above) and returns how many.
 func reapOrphans() int {
 	if !subreaper {
 		return 0
 	}
+	reapScans.Add(1)
 	childMu.Lock()
 	defer childMu.Unlock()
 	self, ownGroup := os.Getpid(), syscall.Getpgrp()

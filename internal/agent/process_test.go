@@ -746,3 +746,46 @@ func (f *fixture) runAgentKilledAt(mode string) {
 		f.t.Fatalf("the agent was not killed at its failpoint: %v\n%s", err, out)
 	}
 }
+
+// An idle agent does not scan /proc for orphans to reap every second (reapOrphans reads every
+// process's stat, thousands on a busy host): it reaps when a SIGCHLD says a child exited, and
+// every reapInterval. An orphan that exits is still reaped at once.
+func TestIdleAgentDoesNotScanForOrphans(t *testing.T) {
+	f := newFixture(t)
+	f.register(f.execPlugin("hp", "hostpath"))
+	stop := f.startAgent(testSettings)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("hp").Healthy })
+	if !subreaper {
+		t.Skipf("the agent could not make itself a child subreaper (%v): it reaps nothing", subreaperErr)
+	}
+	before := reapScans.Load()
+	time.Sleep(3 * logCheckInterval)
+	if n := reapScans.Load() - before; n > 1 {
+		t.Errorf("an idle agent scanned for orphans %d times in %s, want at most once", n, 3*logCheckInterval)
+	}
+	// An orphan re-parented to the agent (outside its group, as a plugin's daemon is) that
+	// exits is reaped on its SIGCHLD, long before reapInterval.
+	cmd := exec.Command("sh", "-c", "sleep 0.3 & echo $!")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := procStat(orphan); err != nil {
+			break // exited and reaped: gone from /proc
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the orphan (pid %d) was not reaped within 5 s of its exit", orphan)
+		}
+	}
+}
