@@ -571,21 +571,14 @@ func reapOnSIGCHLD(ctx context.Context) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGCHLD)
 	defer signal.Stop(ch)
-	t := time.NewTicker(reapInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ch:
-		case <-t.C:
-		}
-		reapOrphans()
-	}
+	everyOr(ctx, reapInterval, ch, func() bool { reapOrphans(); return false })
 }
 
 // every calls fn every d until fn returns true or ctx ends.
-func every(ctx context.Context, d time.Duration, fn func() (done bool)) {
+func every(ctx context.Context, d time.Duration, fn func() (done bool)) { everyOr(ctx, d, nil, fn) }
+
+// everyOr is every, also calling fn whenever wake delivers (a nil wake never does).
+func everyOr(ctx context.Context, d time.Duration, wake <-chan os.Signal, fn func() (done bool)) {
 	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
@@ -593,9 +586,10 @@ func every(ctx context.Context, d time.Duration, fn func() (done bool)) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if fn() {
-				return
-			}
+		case <-wake:
+		}
+		if fn() {
+			return
 		}
 	}
 }

@@ -51,27 +51,42 @@ func TestExpandAnsweredAboveTheLimit(t *testing.T) {
 	}
 }
 
-// A node that answers NodeExpandVolume OK with less than the size asked did not expand the
-// file system: the expansion stays owed and the expand fails naming the plugin and both sizes.
-func TestNodeExpandAnsweredWithLessThanAsked(t *testing.T) {
-	h := newHarness(t, nil)
-	h.create(volume("v"))
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
-	h.mem.AnswerNodeExpandWith(2 * mib)
+// A node that answers NodeExpandVolume OK with an answer volctl cannot take did not expand the
+// file system as asked: less than the size asked, or a negative capacity_bytes (treated as the
+// controller's answer is, TestExpandAnsweredWithANegativeCapacity). The node expansion stays
+// owed and the expand fails naming what was answered; answered properly, the debt is paid.
+func TestNodeExpandAnswerNotTakenStaysOwed(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		answer int64
+		want   []string // in the error
+	}{
+		{"less than asked", 2 * mib, []string{`plugin "mem"`, "2MiB", "4MiB"}},
+		{"negative capacity", -5, []string{"capacity_bytes -5", "stays owed"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.create(volume("v"))
+			h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
+			h.mem.AnswerNodeExpandWith(tt.answer)
 
-	_, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
-	if err == nil || !strings.Contains(err.Error(), `plugin "mem"`) || !strings.Contains(err.Error(), "2MiB") || !strings.Contains(err.Error(), "4MiB") {
-		t.Errorf("node expansion to 4 MiB answered with 2 MiB: %v; want it failed naming the plugin, 2MiB and 4MiB", err)
-	}
-	if got := h.owed("v"); got != 4*mib {
-		t.Errorf("node expansion owed = %d after the node answered 2 MiB of 4, want %d", got, 4*mib)
-	}
-	h.mem.AnswerNodeExpandWith(0)
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
-		t.Fatalf("expand again: %v", err)
-	}
-	if got := h.owed("v"); got != 0 {
-		t.Errorf("node expansion still owed after the node did it: %d", got)
+			_, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
+			for _, w := range tt.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("node expansion to 4 MiB answered with %d: %v; want it failed, saying %q", tt.answer, err, w)
+				}
+			}
+			if got := h.owed("v"); got != 4*mib {
+				t.Errorf("node expansion owed = %d after the node answered %d, want %d", got, tt.answer, 4*mib)
+			}
+			h.mem.AnswerNodeExpandWith(0)
+			if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
+				t.Fatalf("expand again: %v", err)
+			}
+			if got := h.owed("v"); got != 0 {
+				t.Errorf("node expansion still owed after the node did it: %d", got)
+			}
+		})
 	}
 }
 
@@ -172,31 +187,5 @@ func TestExpandAnsweredWithANegativeCapacity(t *testing.T) {
 	}
 	if v := h.volumeInfo("v"); v.CapacityBytes != 4*mib {
 		t.Errorf("capacity %d after the expand again, want %d", v.CapacityBytes, 4*mib)
-	}
-}
-
-// A node that answers NodeExpandVolume OK with a negative capacity_bytes is treated as the
-// controller's answer is (TestExpandAnsweredWithANegativeCapacity): not used, the node
-// expansion stays owed and the expand fails naming the answer and saying so; answered properly,
-// the debt is paid.
-func TestNodeExpandAnsweredWithANegativeCapacity(t *testing.T) {
-	h := newHarness(t, nil)
-	h.create(volume("v"))
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
-	h.mem.AnswerNodeExpandWith(-5)
-
-	_, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
-	if err == nil || !strings.Contains(err.Error(), "capacity_bytes -5") || !strings.Contains(err.Error(), "stays owed") {
-		t.Errorf("node expansion answered with capacity -5: %v; want it failed naming the answer and saying it stays owed", err)
-	}
-	if got := h.owed("v"); got != 4*mib {
-		t.Errorf("node expansion owed = %d after the node answered -5, want %d", got, 4*mib)
-	}
-	h.mem.AnswerNodeExpandWith(0)
-	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
-		t.Fatalf("expand again: %v", err)
-	}
-	if got := h.owed("v"); got != 0 {
-		t.Errorf("node expansion still owed after the node did it: %d", got)
 	}
 }
