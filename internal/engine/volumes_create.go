@@ -204,6 +204,14 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		if derr == nil {
 			derr = c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
 		}
+		if derr == nil {
+			if listed, unchecked := e.listsVolume(ctx, c, created.ID); listed {
+				derr = stillListed(v.PluginID, created.ID)
+			} else if unchecked != nil {
+				e.log.Warn(fmt.Sprintf("plugin %q answered DeleteVolume OK for the unusable volume %q, but whether it still lists it could not be checked", v.PluginID, created.ID),
+					"err", unchecked)
+			}
+		}
 		if derr != nil && !csi.IsIgnorable(derr) {
 			// The plugin still has the volume: it stays recorded, deleting, rather than leak.
 			e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,

@@ -110,9 +110,17 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		return fmt.Errorf("undoing %s: %w (the volume is marked deleting; run the delete again or `volctl reconcile` once plugin %q answers)",
 			e.leftBehind(ctx, v), err, v.PluginID)
 	}
+	var unchecked error // why whether the plugin still lists the volume could not be checked
 	if v.ExternalID != "" {
-		err := e.controllerCall(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
-			return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: v.ExternalID, Secrets: v.Secrets})
+		listed := false
+		err := e.withController(ctx, c, func(ctx context.Context) error {
+			err := e.retry(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
+				return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: v.ExternalID, Secrets: v.Secrets})
+			})
+			if err == nil { // OK, not NOT_FOUND: see that the plugin no longer lists it
+				listed, unchecked = e.listsVolume(ctx, c, v.ExternalID)
+			}
+			return err
 		})
 		if err != nil && !csi.IsIgnorable(err) {
 			if csi.IsFailedPrecondition(err) {
@@ -129,17 +137,34 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 			}
 			return fmt.Errorf("%w (the volume is marked deleting; run the delete again or `volctl reconcile`)", err)
 		}
+		if listed {
+			// The storage (someone's data) is still there: forgetting it would leak it while
+			// saying it was deleted. The plugin may be deleting it in the background.
+			err := stillListed(v.PluginID, v.ExternalID)
+			e.event(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCListVolumes,
+				Message: "delete not finished, volume kept deleting: " + err.Error()})
+			return fmt.Errorf("%w (volume %q stays marked deleting: running the delete again or `volctl reconcile` sends DeleteVolume again and forgets the volume once the plugin answers NOT_FOUND or no longer lists it; "+
+				"if the plugin keeps listing it, `volctl volume deregister %s` forgets the volume and leaves the storage)", err, v.ID, v.ID)
+		}
 	}
 	failpoint("rpc:DeleteVolume")
 	err := e.store.Update(ctx, func(tx *store.Tx) error {
 		if err := tx.Volumes().Delete(v.ID); err != nil {
 			return err
 		}
+		msg := fmt.Sprintf("volume %q deleted", v.ID)
+		if unchecked != nil {
+			msg += fmt.Sprintf(" (not checked that the plugin no longer lists it: %v)", unchecked)
+		}
 		return tx.Events().Append(&store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID,
-			RPC: csi.RPCDeleteVolume, Message: fmt.Sprintf("volume %q deleted", v.ID)})
+			RPC: csi.RPCDeleteVolume, Message: msg})
 	})
 	if err == nil {
 		e.removeStagingDir(ctx, v.PluginID, v.ID)
+		if unchecked != nil {
+			e.log.Warn(fmt.Sprintf("volume %q deleted: plugin %q answered DeleteVolume OK, but whether it still lists the volume (external ID %q) could not be checked", v.ID, v.PluginID, v.ExternalID),
+				"err", unchecked)
+		}
 	}
 	return err
 }

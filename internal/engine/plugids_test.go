@@ -1,0 +1,157 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// eventMessages returns the messages of the events of one kind about a volume.
+func (h *harness) eventMessages(kind, vol string) string {
+	h.t.Helper()
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: kind, VolumeID: vol})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var msgs []string
+	for _, ev := range evs {
+		msgs = append(msgs, ev.Message)
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// A plugin with LIST_VOLUMES answers DeleteVolume OK and still lists the volume (it deletes
+// in the background, or lies): volctl must not forget a volume whose storage is still there
+// and say it was deleted. The volume stays deleting, the error says so and what finishes it;
+// once the plugin no longer has it, the delete again (or reconcile) forgets it.
+func TestDeleteAnsweredOKWhileStillListedKeepsTheVolumeDeleting(t *testing.T) {
+	for _, finish := range []string{"delete", "reconcile"} {
+		t.Run(finish, func(t *testing.T) {
+			h := newHarness(t, func(c *csitest.MemConfig) { c.DeleteLater = true })
+			ext := h.create(volume("v")).ExternalID
+			err := h.e.DeleteVolume(h.ctx, "v")
+			if err == nil || !strings.Contains(err.Error(), "still lists volume") || !strings.Contains(err.Error(), "stays marked deleting") {
+				t.Fatalf("delete of a volume the plugin still lists: %v; want an error saying it is still listed and kept deleting", err)
+			}
+			if v, verr := h.e.Volume(h.ctx, "v"); verr != nil || v.State != string(store.VolumeDeleting) || v.ExternalID != ext {
+				t.Fatalf("volume v after the delete: %+v, %v; want it kept, deleting %q (the plugin still has it)", v, verr, ext)
+			}
+			if msgs := h.eventMessages("volume-delete", "v"); !strings.Contains(msgs, "still lists") || strings.Contains(msgs, `volume "v" deleted`) {
+				t.Errorf("events say %q; want the delete not finished, not deleted", msgs)
+			}
+			// Asked again while the plugin still has it: still kept.
+			if err := h.e.DeleteVolume(h.ctx, "v"); err == nil {
+				t.Fatal("second delete while the plugin still lists the volume succeeded")
+			}
+			h.mem.Reconfigure(func(c *csitest.MemConfig) { c.DeleteLater = false })
+			if finish == "delete" {
+				if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {
+					t.Fatalf("delete once the plugin deletes: %v", err)
+				}
+			} else if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
+				t.Fatalf("reconcile once the plugin deletes: %+v, %v", rep, err)
+			}
+			if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("volume v still recorded after the plugin deleted it: %v", err)
+			}
+			if _, ok := h.mem.Volume(ext); ok {
+				t.Errorf("the plugin still has %q", ext)
+			}
+		})
+	}
+}
+
+// Whether the plugin still lists a deleted volume is checked only when it can be: a ListVolumes
+// that fails, runs into its timeout or pages without end does not turn a delete the plugin
+// answered OK into a failure; the volume is forgotten, and the event and a warning say it was
+// not checked. A plugin without LIST_VOLUMES is not asked.
+func TestDeleteWhoseListingCannotBeCheckedStillDeletes(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		fault  func(f *csitest.Faults)
+		noList bool
+	}{
+		{name: "error", fault: func(f *csitest.Faults) { f.FailAlways(csi.RPCListVolumes, codes.Internal) }},
+		{name: "timeout", fault: func(f *csitest.Faults) { f.Hang(csi.RPCListVolumes) }},
+		{name: "repeated token", fault: func(f *csitest.Faults) {
+			f.Inject(csi.RPCListVolumes, csitest.Fault{NextToken: func(string) string { return "again" }})
+		}},
+		{name: "no LIST_VOLUMES", noList: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ListVolumes = !tc.noList })
+			var logs bytes.Buffer
+			h.open(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+				Timeouts: csi.Timeouts{Short: 200 * time.Millisecond, Long: 5 * time.Second}})
+			ext := h.create(volume("v")).ExternalID
+			if tc.fault != nil {
+				tc.fault(h.faults)
+			}
+			if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {
+				t.Fatalf("delete: %v; want it to succeed (the plugin answered OK)", err)
+			}
+			if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("volume v still recorded: %v", err)
+			}
+			if _, ok := h.mem.Volume(ext); ok {
+				t.Errorf("the plugin still has %q", ext)
+			}
+			msgs := h.eventMessages("volume-delete", "v")
+			if tc.noList {
+				if n := h.faults.Calls(csi.RPCListVolumes); n != 0 {
+					t.Errorf("ListVolumes sent %d time(s) to a plugin without LIST_VOLUMES", n)
+				}
+				if strings.Contains(msgs, "not checked") || logs.Len() != 0 {
+					t.Errorf("a plugin that cannot list was reported unchecked: events %q, log %q", msgs, logs.String())
+				}
+				return
+			}
+			if !strings.Contains(msgs, "not checked that the plugin no longer lists it") {
+				t.Errorf("the delete event does not say it was not checked: %q", msgs)
+			}
+			if !strings.Contains(logs.String(), "could not be checked") {
+				t.Errorf("no warning that the listing could not be checked; log: %q", logs.String())
+			}
+		})
+	}
+}
+
+// The cleanup of a volume the plugin made unusable (above the maximum asked): DeleteVolume
+// answered OK while the plugin still lists it leaves the storage there, so the create is not
+// forgotten, as when the cleanup fails: the volume stays deleting with the plugin's ID.
+func TestCreateCleanupAnsweredOKWhileStillListedIsKept(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Granularity = 1 << 30; c.DeleteLater = true })
+	sv := volume("v")
+	sv.CapacityMax = 2 << 20
+	_, err := h.e.CreateVolume(h.ctx, sv)
+	if err == nil || !strings.Contains(err.Error(), "still lists volume") {
+		t.Fatalf("create: %v, want it refused, its cleanup not finished", err)
+	}
+	vols := h.mem.Volumes()
+	if len(vols) != 1 {
+		t.Fatalf("the plugin holds %d volumes, want the one it made", len(vols))
+	}
+	v, verr := h.e.Volume(h.ctx, "v")
+	if verr != nil || v.State != string(store.VolumeDeleting) || v.ExternalID != vols[0].ID {
+		t.Fatalf("volume v after a cleanup the plugin did not do: %+v, %v; want it kept, deleting %q", v, verr, vols[0].ID)
+	}
+	h.mem.Reconfigure(func(c *csitest.MemConfig) { c.DeleteLater = false })
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if vols := h.mem.Volumes(); len(vols) != 0 {
+		t.Errorf("the plugin still holds %+v after reconcile", vols)
+	}
+	if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("volume v still recorded after reconcile deleted it: %v", err)
+	}
+}
