@@ -155,3 +155,94 @@ func TestCreateCleanupAnsweredOKWhileStillListedIsKept(t *testing.T) {
 		t.Errorf("volume v still recorded after reconcile deleted it: %v", err)
 	}
 }
+
+// recordedSnapshot says whether volctl records snapshot id of plugin mem.
+func (h *harness) recordedSnapshot(id string) bool {
+	h.t.Helper()
+	var found bool
+	h.update(func(tx *store.Tx) error {
+		_, err := tx.Snapshots().Get("mem", id)
+		found = err == nil
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		return err
+	})
+	return found
+}
+
+// A plugin answers DeleteSnapshot OK and still lists the snapshot (ListSnapshots, which volctl
+// sends anyway): its record is kept, not forgotten while the snapshot is there, and the delete
+// fails saying so; once the plugin deletes it, the delete again forgets it. A listing that
+// fails leaves the OK as it is, saying it was not checked.
+func TestDeleteSnapshotAnsweredOKWhileStillListedKeepsItsRecord(t *testing.T) {
+	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.DeleteLater = true })
+	s := h.snapshot("keep")
+	err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil)
+	if err == nil || !strings.Contains(err.Error(), "still lists snapshot") || !strings.Contains(err.Error(), "stays recorded") {
+		t.Fatalf("delete of a snapshot the plugin still lists: %v; want an error saying it is still listed and kept", err)
+	}
+	if !h.recordedSnapshot(s.ID) {
+		t.Fatalf("snapshot %s forgotten while the plugin still has it", s.ID)
+	}
+	if msgs := h.eventMessages("snapshot-delete", "db"); !strings.Contains(msgs, "not finished") || strings.Contains(msgs, "deleted\"") {
+		t.Errorf("events say %q; want the delete not finished", msgs)
+	}
+	h.mem.Reconfigure(func(c *csitest.MemConfig) { c.DeleteLater = false })
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err != nil {
+		t.Fatalf("delete once the plugin deletes: %v", err)
+	}
+	if h.recordedSnapshot(s.ID) || len(h.mem.Snapshots()) != 0 {
+		t.Errorf("after the delete: recorded %v, plugin holds %+v", h.recordedSnapshot(s.ID), h.mem.Snapshots())
+	}
+
+	// The listing fails: the plugin's OK stands, and the event says it was not checked.
+	s = h.snapshot("unchecked")
+	h.faults.FailAlways(csi.RPCListSnapshots, codes.Internal)
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err != nil {
+		t.Fatalf("delete whose listing fails: %v; want it to succeed (the plugin answered OK)", err)
+	}
+	if h.recordedSnapshot(s.ID) {
+		t.Errorf("snapshot %s still recorded", s.ID)
+	}
+	if msgs := h.eventMessages("snapshot-delete", "db"); !strings.Contains(msgs, "not checked that the plugin no longer lists it") {
+		t.Errorf("the delete event does not say it was not checked: %q", msgs)
+	}
+}
+
+// A plugin answers ListSnapshots filtered by snapshot_id with NOT_FOUND for a snapshot it no
+// longer has, as some do: that is not listed, and the delete finishes.
+func TestDeleteSnapshotListedNotFoundFinishes(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	s := h.snapshot("gone")
+	h.faults.FailAlways(csi.RPCListSnapshots, codes.NotFound)
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if msgs := h.eventMessages("snapshot-delete", "db"); strings.Contains(msgs, "not checked") {
+		t.Errorf("a NOT_FOUND listing reads as unchecked: %q", msgs)
+	}
+}
+
+// A plugin answers CreateSnapshot of volume db with a new snapshot of another volume (its
+// source_volume_id another's): it is not recorded as db's, and nothing is deleted (it is not
+// this request's snapshot, and perhaps someone's).
+func TestCreateSnapshotAnsweredWithAnotherSourceIsNotRecorded(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	other := h.create(volume("other"))
+	theirs, err := h.pluginClient().CreateSnapshot(h.ctx, csi.CreateSnapshotRequest{SourceVolumeID: other.ExternalID, Name: "theirs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mem.AnswerSnapshotWith(theirs.ID)
+	_, err = h.e.CreateSnapshot(h.ctx, "db", "mine", nil)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "of another volume") || !strings.Contains(err.Error(), other.ExternalID) {
+		t.Fatalf("snapshot answered with another volume's: %v; want a conflict naming its source", err)
+	}
+	if h.recordedSnapshot(theirs.ID) {
+		t.Errorf("snapshot %s of another volume recorded as db's", theirs.ID)
+	}
+	if n := h.mem.CallCount(csi.RPCDeleteSnapshot); n != 0 {
+		t.Errorf("DeleteSnapshot sent %d time(s) for a snapshot that is not this request's", n)
+	}
+}

@@ -326,12 +326,21 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 			}
 		}
 	}
-	err = e.controllerCall(ctx, c, csi.RPCDeleteSnapshot, func(ctx context.Context) error {
+	listed, unchecked, err := e.deleteChecked(ctx, c, csi.RPCDeleteSnapshot, func(ctx context.Context) error {
 		return c.client.DeleteSnapshot(ctx, csi.DeleteSnapshotRequest{SnapshotID: snapshotID, Secrets: secrets})
-	})
+	}, func(ctx context.Context) (bool, error) { return e.listsSnapshot(ctx, c, snapshotID, secrets) })
 	if err != nil && !csi.IsIgnorable(err) {
 		return fail(err)
 	}
+	if listed {
+		// The snapshot (someone's data) is still there: forgetting its record would leave it
+		// unaccounted for while saying it was deleted.
+		err := stillListed(pluginID, csi.RPCDeleteSnapshot, "snapshot", snapshotID)
+		e.event(ctx, &store.Event{Kind: "snapshot-delete", VolumeID: rec.SourceVolumeID, PluginID: pluginID, RPC: csi.RPCListSnapshots,
+			Message: "delete not finished, snapshot kept: " + err.Error()})
+		return fail(fmt.Errorf("%w (the snapshot stays recorded: running the delete again sends DeleteSnapshot again and forgets it once the plugin answers NOT_FOUND or no longer lists it)", err))
+	}
+	note := e.uncheckedNote(unchecked, pluginID, csi.RPCDeleteSnapshot, "snapshot", snapshotID)
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		if recorded {
 			if err := tx.Snapshots().Delete(pluginID, snapshotID); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -339,7 +348,7 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 			}
 		}
 		return tx.Events().Append(&store.Event{Kind: "snapshot-delete", VolumeID: rec.SourceVolumeID, PluginID: pluginID,
-			RPC: csi.RPCDeleteSnapshot, Message: fmt.Sprintf("snapshot %q deleted", snapshotID)})
+			RPC: csi.RPCDeleteSnapshot, Message: fmt.Sprintf("snapshot %q deleted", snapshotID) + note})
 	})
 	if err != nil {
 		return fail(err)

@@ -206,10 +206,9 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		}
 		if derr == nil {
 			if listed, unchecked := e.listsVolume(ctx, c, created.ID); listed {
-				derr = stillListed(v.PluginID, created.ID)
-			} else if unchecked != nil {
-				e.log.Warn(fmt.Sprintf("plugin %q answered DeleteVolume OK for the unusable volume %q, but whether it still lists it could not be checked", v.PluginID, created.ID),
-					"err", unchecked)
+				derr = stillListed(v.PluginID, csi.RPCDeleteVolume, "volume", created.ID)
+			} else {
+				e.uncheckedNote(unchecked, v.PluginID, csi.RPCDeleteVolume, "volume", created.ID)
 			}
 		}
 		if derr != nil && !csi.IsIgnorable(derr) {

@@ -112,16 +112,13 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 	}
 	var unchecked error // why whether the plugin still lists the volume could not be checked
 	if v.ExternalID != "" {
-		listed := false
-		err := e.withController(ctx, c, func(ctx context.Context) error {
-			err := e.retry(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
-				return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: v.ExternalID, Secrets: v.Secrets})
-			})
-			if err == nil { // OK, not NOT_FOUND: see that the plugin no longer lists it
-				listed, unchecked = e.listsVolume(ctx, c, v.ExternalID)
-			}
-			return err
-		})
+		var (
+			listed bool
+			err    error
+		)
+		listed, unchecked, err = e.deleteChecked(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
+			return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: v.ExternalID, Secrets: v.Secrets})
+		}, func(ctx context.Context) (bool, error) { return e.listsVolume(ctx, c, v.ExternalID) })
 		if err != nil && !csi.IsIgnorable(err) {
 			if csi.IsFailedPrecondition(err) {
 				// The plugin refuses for the volume's own state (snapshots, in use elsewhere): it
@@ -140,7 +137,7 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		if listed {
 			// The storage (someone's data) is still there: forgetting it would leak it while
 			// saying it was deleted. The plugin may be deleting it in the background.
-			err := stillListed(v.PluginID, v.ExternalID)
+			err := stillListed(v.PluginID, csi.RPCDeleteVolume, "volume", v.ExternalID)
 			e.event(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCListVolumes,
 				Message: "delete not finished, volume kept deleting: " + err.Error()})
 			return fmt.Errorf("%w (volume %q stays marked deleting: running the delete again or `volctl reconcile` sends DeleteVolume again and forgets the volume once the plugin answers NOT_FOUND or no longer lists it; "+
@@ -148,23 +145,16 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		}
 	}
 	failpoint("rpc:DeleteVolume")
+	note := e.uncheckedNote(unchecked, v.PluginID, csi.RPCDeleteVolume, "volume", v.ExternalID)
 	err := e.store.Update(ctx, func(tx *store.Tx) error {
 		if err := tx.Volumes().Delete(v.ID); err != nil {
 			return err
 		}
-		msg := fmt.Sprintf("volume %q deleted", v.ID)
-		if unchecked != nil {
-			msg += fmt.Sprintf(" (not checked that the plugin no longer lists it: %v)", unchecked)
-		}
 		return tx.Events().Append(&store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID,
-			RPC: csi.RPCDeleteVolume, Message: msg})
+			RPC: csi.RPCDeleteVolume, Message: fmt.Sprintf("volume %q deleted", v.ID) + note})
 	})
 	if err == nil {
 		e.removeStagingDir(ctx, v.PluginID, v.ID)
-		if unchecked != nil {
-			e.log.Warn(fmt.Sprintf("volume %q deleted: plugin %q answered DeleteVolume OK, but whether it still lists the volume (external ID %q) could not be checked", v.ID, v.PluginID, v.ExternalID),
-				"err", unchecked)
-		}
 	}
 	return err
 }
