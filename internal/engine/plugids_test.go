@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -245,4 +249,62 @@ func TestCreateSnapshotAnsweredWithAnotherSourceIsNotRecorded(t *testing.T) {
 	if n := h.mem.CallCount(csi.RPCDeleteSnapshot); n != 0 {
 		t.Errorf("DeleteSnapshot sent %d time(s) for a snapshot that is not this request's", n)
 	}
+}
+
+// A read claim published read-write (by a volctl from before a read claim's target had to be
+// a read-only mount) and still mounted: reconcile finds it by the target's statfs and reports
+// it, naming the claim, the target and the way out, every pass until the claim is released; it
+// neither unpublishes nor re-publishes it (that would pull the mount from under a running
+// alloc), and the claim stays held. A writer's read-write target is no problem.
+func TestReconcileReportsAReadClaimMountedReadWrite(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.MultiNodeSingleWriter)))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "w"})
+	r := h.claim(ClaimRequest{VolumeID: "v", Alloc: "r", ReadOnly: true})
+	h.mounts.mountReadWrite(r.TargetPath)
+	h.mem.ResetCalls()
+	for pass := 1; pass <= 2; pass++ {
+		rep, _ := h.e.Reconcile(h.ctx) // its error says problems remain
+		if len(rep.Problems) != 1 || rep.Problems[0].Alloc != "r" ||
+			!strings.Contains(rep.Problems[0].Message, "mounted read-write at "+r.TargetPath) ||
+			!strings.Contains(rep.Problems[0].Message, "`volctl volume release v --alloc r`") {
+			t.Fatalf("reconcile pass %d problems = %+v; want read claim r reported mounted read-write, with the way out", pass, rep.Problems)
+		}
+	}
+	if rpcs := h.rpcs(); len(rpcs) != 0 {
+		t.Errorf("reconcile sent %v: the mount is under a running alloc, and must be left", rpcs)
+	}
+	if live := h.liveClaims("v"); len(live) != 2 {
+		t.Fatalf("claims after reconcile = %+v, want both held", live)
+	}
+	h.release("v", "r")
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
+		t.Errorf("reconcile after the release: %+v, %v; want no problem", rep.Problems, err)
+	}
+}
+
+// The same with the kernel's mounts: a read claim's target remounted read-write, as an older
+// volctl over a plugin that ignores readonly left it, is reported by reconcile and left
+// mounted, writable, for the alloc. Real mounts, as root.
+func TestReconcileReportsAReadClaimMountedReadWriteOnKernelMounts(t *testing.T) {
+	h := kernelHarness(t, nil)
+	h.create(volume("v", capab(spec.MultiNodeSingleWriter)))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "w"})
+	r := h.claim(ClaimRequest{VolumeID: "v", Alloc: "r", ReadOnly: true})
+	if err := unix.Mount("", r.TargetPath, "", unix.MS_REMOUNT|unix.MS_BIND, ""); err != nil {
+		t.Fatalf("remount %s read-write: %v", r.TargetPath, err)
+	}
+	h.mem.ResetCalls()
+	rep, _ := h.e.Reconcile(h.ctx) // its error says problems remain
+	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, "mounted read-write at "+r.TargetPath) {
+		t.Fatalf("reconcile problems = %+v; want read claim r reported mounted read-write", rep.Problems)
+	}
+	if rpcs := h.rpcs(); len(rpcs) != 0 {
+		t.Errorf("reconcile sent %v", rpcs)
+	}
+	if err := os.WriteFile(filepath.Join(r.TargetPath, "x"), []byte("x"), 0o600); err != nil {
+		t.Errorf("the alloc's mount was changed under it: %v", err)
+	}
+	h.release("v", "r")
+	h.release("v", "w")
 }
