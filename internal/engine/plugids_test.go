@@ -308,3 +308,27 @@ func TestReconcileReportsAReadClaimMountedReadWriteOnKernelMounts(t *testing.T) 
 	h.release("v", "r")
 	h.release("v", "w")
 }
+
+// A create whose first CreateVolume answer is lost (the plugin made the volume; UNAVAILABLE
+// came back) is retried under the same CSI name and records the plugin's answer to the retry.
+// volctl cannot see whether a plugin that broke CSI's idempotency made a second volume under
+// the name (ListVolumes names none); the created event says the answer was resent for and
+// names the CSI name, by which the provider's tools find every volume made under it.
+func TestCreateWhoseAnswerWasLostSaysWhatItCannotKnow(t *testing.T) {
+	h := newHarness(t, nil)
+	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Lost: true, Times: 1})
+	v := h.create(volume("v"))
+	if n := h.faults.Calls(csi.RPCCreateVolume); n != 2 {
+		t.Fatalf("CreateVolume sent %d time(s), want 2 (the first answer lost)", n)
+	}
+	name := csiName(v.Namespace, "v")
+	msgs := h.eventMessages("volume-create", "v")
+	if !strings.Contains(msgs, "answer was lost") || !strings.Contains(msgs, `"`+name+`"`) || !strings.Contains(msgs, "cannot see whether") {
+		t.Errorf("created event = %q; want it to say an answer was lost, name %q, and what volctl cannot see", msgs, name)
+	}
+	// A create answered at once says nothing of the kind.
+	h.create(volume("w"))
+	if msgs := h.eventMessages("volume-create", "w"); strings.Contains(msgs, "answer was lost") {
+		t.Errorf("created event of a first-time answer = %q", msgs)
+	}
+}
