@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -330,5 +331,58 @@ func TestCreateWhoseAnswerWasLostSaysWhatItCannotKnow(t *testing.T) {
 	h.create(volume("w"))
 	if msgs := h.eventMessages("volume-create", "w"); strings.Contains(msgs, "answer was lost") {
 		t.Errorf("created event of a first-time answer = %q", msgs)
+	}
+}
+
+// storedControllerCaps is the controller capabilities of plugin mem's stored fingerprint.
+func (h *harness) storedControllerCaps() []string {
+	h.t.Helper()
+	var caps []string
+	h.update(func(tx *store.Tx) error {
+		p, err := tx.Plugins().Get("mem")
+		caps = p.Fingerprint.ControllerCaps
+		return err
+	})
+	return caps
+}
+
+// A plugin restarted behind a socket something else holds (systemd socket activation) with
+// other capabilities keeps its socket file, whose identity (device, inode, change time) is
+// what tells volctl to fingerprint again: the stored fingerprint is reused, the documented
+// limit (docs/architecture.md, "Plugins behind a held socket"). No RPC tells an instance from
+// another. The documented remedies hold: touching the socket file (its change time) after such
+// a restart makes the next process fingerprint the plugin again and see what it now has, and
+// so does registering the plugin again.
+func TestPluginRestartedBehindAHeldSocketIsFingerprintedAgainOnceTouched(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db"))
+	if !slices.Contains(h.storedControllerCaps(), "LIST_SNAPSHOTS") {
+		t.Fatalf("stored capabilities %v lack LIST_SNAPSHOTS to begin with", h.storedControllerCaps())
+	}
+	h.mem.Reconfigure(func(c *csitest.MemConfig) { c.Controller.ListSnapshots = false }) // the same socket file
+
+	h.open(Config{})
+	before := identityRPCs(h.mem)
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	if n := identityRPCs(h.mem) - before; n != 0 {
+		t.Fatalf("%d identity RPCs with the socket file unchanged: the documented limit no longer holds, update docs/architecture.md", n)
+	}
+
+	now := time.Now()
+	if err := os.Chtimes(h.socket, now, now); err != nil { // touch(1): a new change time
+		t.Fatal(err)
+	}
+	h.open(Config{})
+	h.release("db", "web-0")
+	if caps := h.storedControllerCaps(); slices.Contains(caps, "LIST_SNAPSHOTS") {
+		t.Errorf("stored capabilities after the socket was touched = %v; want the plugin fingerprinted again, without LIST_SNAPSHOTS", caps)
+	}
+
+	// The other remedy: registering the plugin again, the socket file untouched.
+	h.mem.Reconfigure(func(c *csitest.MemConfig) { c.Controller.ListSnapshots = true })
+	h.open(Config{})
+	h.registerPlugin("mem", h.socket)
+	if caps := h.storedControllerCaps(); !slices.Contains(caps, "LIST_SNAPSHOTS") {
+		t.Errorf("stored capabilities after registering again = %v; want LIST_SNAPSHOTS back", caps)
 	}
 }
