@@ -20,20 +20,6 @@ import (
 	"github.com/volctl/volctl/internal/store"
 )
 
-// eventMessages returns the messages of the events of one kind about a volume.
-func (h *harness) eventMessages(kind, vol string) string {
-	h.t.Helper()
-	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: kind, VolumeID: vol})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	var msgs []string
-	for _, ev := range evs {
-		msgs = append(msgs, ev.Message)
-	}
-	return strings.Join(msgs, "\n")
-}
-
 // A plugin with LIST_VOLUMES answers DeleteVolume OK and still lists the volume (it deletes
 // in the background, or lies): volctl must not forget a volume whose storage is still there
 // and say it was deleted. The volume stays deleting, the error says so and what finishes it;
@@ -127,37 +113,6 @@ func TestDeleteWhoseListingCannotBeCheckedStillDeletes(t *testing.T) {
 				t.Errorf("no warning that the listing could not be checked; log: %q", logs.String())
 			}
 		})
-	}
-}
-
-// The cleanup of a volume the plugin made unusable (above the maximum asked): DeleteVolume
-// answered OK while the plugin still lists it leaves the storage there, so the create is not
-// forgotten, as when the cleanup fails: the volume stays deleting with the plugin's ID.
-func TestCreateCleanupAnsweredOKWhileStillListedIsKept(t *testing.T) {
-	h := newHarness(t, func(c *csitest.MemConfig) { c.Granularity = 1 << 30; c.DeleteLater = true })
-	sv := volume("v")
-	sv.CapacityMax = 2 << 20
-	_, err := h.e.CreateVolume(h.ctx, sv)
-	if err == nil || !strings.Contains(err.Error(), "still lists volume") {
-		t.Fatalf("create: %v, want it refused, its cleanup not finished", err)
-	}
-	vols := h.mem.Volumes()
-	if len(vols) != 1 {
-		t.Fatalf("the plugin holds %d volumes, want the one it made", len(vols))
-	}
-	v, verr := h.e.Volume(h.ctx, "v")
-	if verr != nil || v.State != string(store.VolumeDeleting) || v.ExternalID != vols[0].ID {
-		t.Fatalf("volume v after a cleanup the plugin did not do: %+v, %v; want it kept, deleting %q", v, verr, vols[0].ID)
-	}
-	h.mem.Reconfigure(func(c *csitest.MemConfig) { c.DeleteLater = false })
-	if _, err := h.e.Reconcile(h.ctx); err != nil {
-		t.Fatal(err)
-	}
-	if vols := h.mem.Volumes(); len(vols) != 0 {
-		t.Errorf("the plugin still holds %+v after reconcile", vols)
-	}
-	if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("volume v still recorded after reconcile deleted it: %v", err)
 	}
 }
 
