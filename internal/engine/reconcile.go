@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -478,7 +479,7 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 				if err != nil && !errors.Is(err, ErrNotFound) {
 					results[i].err = err
 				}
-				results[i].held = err == nil
+				results[i].held = err == nil || errors.As(err, new(*writableRead))
 				continue
 			}
 			lost := pass.stagingLost(cl.VolumeID)
@@ -547,11 +548,45 @@ func (e *Engine) settleMounted(ctx context.Context, listed store.Claim) error {
 	if err := e.bind(&cl); err != nil {
 		return err
 	}
-	if !cl.NeedsReconcile {
+	if cl.NeedsReconcile {
+		cl.NeedsReconcile = false
+		if err := e.save(ctx, &cl, nil); err != nil {
+			return err
+		}
+	}
+	return e.readClaimWritable(cl)
+}
+
+// writableRead is a published read claim whose file-system target is mounted read-write
+// (readClaimWritable): reconcile reports it every pass, the claim held and its mount left.
+type writableRead struct{ cl store.Claim }
+
+func (w *writableRead) Error() string {
+	return fmt.Sprintf("read claim %q for alloc %q is mounted read-write at %s: the alloc, which holds the volume for reading, can write it "+
+		"(a volctl from before read claims' targets were checked read-only published it so, or it was remounted since). "+
+		"It is left mounted, since unmounting it would pull the volume from under the alloc: once the alloc stops, "+
+		"`volctl volume release %s --alloc %s` and claim it again, which publishes it read-only and checks it",
+		w.cl.VolumeID, w.cl.Alloc, w.cl.TargetPath, w.cl.VolumeID, w.cl.Alloc)
+}
+
+// readClaimWritable applies the rule that a read claim's file system target is a read-only
+// mount (checkTarget's, at publish) to a claim published and still mounted, which a volctl
+// from before that rule may have published read-write: statfs of the target, as checkTarget
+// asks it (MountTable.Mounted). Such a claim is not re-published nor remounted: either would
+// pull or change the mount under an alloc that may be running. It is a *writableRead, which
+// reconcile reports as a problem each pass until the claim is released.
+func (e *Engine) readClaimWritable(cl store.Claim) error {
+	if cl.Mode != store.ClaimRead || cl.AttachmentMode != spec.FileSystem {
 		return nil
 	}
-	cl.NeedsReconcile = false
-	return e.save(ctx, &cl, nil)
+	mp, err := e.cfg.Mounts.Mounted(e.cfg.StateDir, e.realPath(cl.TargetPath))
+	switch {
+	case err != nil:
+		return fmt.Errorf("checking that read claim %q for alloc %q is mounted read-only at %s: %w", cl.VolumeID, cl.Alloc, cl.TargetPath, err)
+	case mp.Mounted && !mp.ReadOnly:
+		return &writableRead{cl: cl}
+	}
+	return nil
 }
 
 // stillPublished reads a claim the pass listed as published again, with its volume, under the
