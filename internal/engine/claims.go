@@ -116,6 +116,9 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 		mode = store.ClaimRead
 	}
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := groupStillRunning(tx, req.Group); err != nil {
+			return err
+		}
 		var err error
 		v, err = tx.Volumes().Get(req.VolumeID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -195,6 +198,27 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 		ld = nil // read without the volume lock: the publish path reads it again under the lock
 	}
 	return cl, v, ld, fresh, err
+}
+
+// groupStillRunning refuses, in admission's transaction, a claim for a group's alloc once the
+// group is stopped: a `group run` marks its group running before it claims, and a `group stop`
+// from another process may have marked it stopped since, then listed the claims it releases.
+// A claim admitted after that would be left for claim GC to pull from an alloc the run reported
+// as holding it. "" is no group (a plain claim).
+func groupStillRunning(tx *store.Tx, name string) error {
+	if name == "" {
+		return nil
+	}
+	g, err := tx.Groups().Get(name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return conflictf("group %q is no longer recorded (another volctl removed it meanwhile)", name)
+	case err != nil:
+		return err
+	case g.State != store.GroupRunning:
+		return conflictf("group %q was stopped by another volctl meanwhile (`volctl group run` runs it again)", name)
+	}
+	return nil
 }
 
 // recordIntents writes, in admission's transaction (held under the volume lock), the intents

@@ -172,8 +172,10 @@ func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, e
 	if err != nil {
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w", name, err)
 	}
-	if err := e.releaseGroupClaims(ctx, name, func(store.Claim) bool { return true }); err != nil {
+	if overtaken, err := e.releaseStopped(ctx, name); err != nil {
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w (the group is stopped; `volctl reconcile` finishes the release)", name, err)
+	} else if overtaken != nil {
+		return GroupInfo{}, fmt.Errorf("stop group %q: %w", name, overtaken)
 	}
 	infos, err := e.Groups(ctx, name)
 	if err != nil {
@@ -182,10 +184,57 @@ func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, e
 	return infos[0], nil
 }
 
-// releaseGroupClaims releases the group's claims that match.
-func (e *Engine) releaseGroupClaims(ctx context.Context, group string, match func(store.Claim) bool) error {
-	var claims []store.Claim
+// releaseStopped releases the claims of a group that stop marked stopped, as claim GC does
+// (releasePast): each one checked again by its ID under its volume's lock, and released only
+// while it is still a past claim. A claim freed meanwhile is left alone (its alloc may hold a
+// new one since), and so are the claims of a group another volctl ran again after the stop
+// marked it: that run has handed them out. The stop is then overtaken: a conflict naming them.
+func (e *Engine) releaseStopped(ctx context.Context, group string) (overtaken, err error) {
+	claims, err := e.groupClaims(ctx, group, func(store.Claim) bool { return true })
+	if err != nil {
+		return nil, err
+	}
+	var (
+		errs []error
+		kept []store.Claim
+	)
+	for _, c := range claims {
+		switch err := e.releasePast(ctx, c.ID, c.VolumeID); {
+		case errors.Is(err, errNotPast):
+			kept = append(kept, c)
+		case err != nil:
+			errs = append(errs, fmt.Errorf("release %q for alloc %q: %w", c.VolumeID, c.Alloc, err))
+		}
+	}
+	if len(errs) > 0 || len(kept) == 0 {
+		return nil, errors.Join(errs...)
+	}
+	// Not past: freed meanwhile, or its group running again. Only the second overtakes the stop.
+	var held []store.Claim
 	if err := e.store.View(ctx, func(tx *store.Tx) error {
+		g, err := tx.Groups().Get(group)
+		if err != nil || g.State != store.GroupRunning {
+			return err
+		}
+		for _, c := range kept {
+			if _, err := tx.Claims().Get(c.ID); err == nil {
+				held = append(held, c)
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		return nil
+	}); err != nil || len(held) == 0 {
+		return nil, err
+	}
+	return conflictf("group %q was run again by another volctl meanwhile: the run holds its claims %s, which are kept",
+		group, listSome(held, 5, func(c store.Claim) string { return fmt.Sprintf("%q for alloc %q", c.VolumeID, c.Alloc) })), nil
+}
+
+// groupClaims lists the group's live claims that match.
+func (e *Engine) groupClaims(ctx context.Context, group string, match func(store.Claim) bool) ([]store.Claim, error) {
+	var claims []store.Claim
+	err := e.store.View(ctx, func(tx *store.Tx) error {
 		all, err := tx.Claims().ListAll()
 		for _, c := range all {
 			if c.Group == group && match(c) {
@@ -193,7 +242,14 @@ func (e *Engine) releaseGroupClaims(ctx context.Context, group string, match fun
 			}
 		}
 		return err
-	}); err != nil {
+	})
+	return claims, err
+}
+
+// releaseGroupClaims releases the group's claims that match.
+func (e *Engine) releaseGroupClaims(ctx context.Context, group string, match func(store.Claim) bool) error {
+	claims, err := e.groupClaims(ctx, group, match)
+	if err != nil {
 		return err
 	}
 	var errs []error

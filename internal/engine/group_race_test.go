@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// otherProcess opens a second engine on the harness's state dir: another volctl process, with
+// its own lock files open, its own connections and its own store handle.
+func (h *harness) otherProcess() *Engine {
+	h.t.Helper()
+	other, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts,
+		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { other.Close() })
+	return other
+}
+
+// waitInFlight waits until an RPC is held at the plugin (a Fault's Gate), failing the test if
+// none arrives in time; done is the operation's result, read to report why it never came.
+func (h *harness) waitInFlight(gate chan struct{}, done <-chan error) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.faults.InFlight() == 0 {
+		select {
+		case err := <-done:
+			close(gate)
+			h.t.Fatalf("the operation returned before its RPC was held: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			close(gate)
+			h.t.Fatal("no RPC was held at the plugin")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitFor waits for ch to close, failing the test after a bound.
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// groupLiveClaims returns the live claims of a group, on any volume.
+func (h *harness) groupLiveClaims(group string) []store.Claim {
+	h.t.Helper()
+	var out []store.Claim
+	if err := h.e.store.View(h.ctx, func(tx *store.Tx) error {
+		all, err := tx.Claims().ListAll()
+		for _, c := range all {
+			if c.Group == group {
+				out = append(out, c)
+			}
+		}
+		return err
+	}); err != nil {
+		h.t.Fatal(err)
+	}
+	return out
+}
+
+// A `group stop` from another process lands while `group run` is publishing the alloc's first
+// volume: the stop has marked the group stopped and listed its claims (the first one only) and
+// waits for that volume's lock. The run must not go on to claim the alloc's other volume for a
+// group that is now stopped: nothing would release that claim (the stop listed its claims
+// already) but claim GC, which would pull the mount from under an alloc the run reported as
+// having it. The run loses, a conflict naming the stopped group, and leaves nothing claimed.
+func TestGroupStoppedWhileRunningLeavesNoClaim(t *testing.T) {
+	h := newHarness(t, nil)
+	h.createDBVolumes(1)
+	other := h.otherProcess()
+
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Gate: gate, Times: 1}) // data[0]'s publish
+	runDone := make(chan error, 1)
+	go func() { _, err := h.e.RunGroup(h.ctx, dbGroup(1)); runDone <- err }()
+	h.waitInFlight(gate, runDone)
+
+	stopCtx, waiting := whenWaitingForLock(h.ctx, "data[0]")
+	stopDone := make(chan error, 1)
+	go func() { _, err := other.StopGroup(stopCtx, "db"); stopDone <- err }()
+	waitFor(t, waiting, "the stop to wait for data[0]'s lock")
+	close(gate)
+
+	runErr, stopErr := <-runDone, <-stopDone
+	if stopErr != nil {
+		t.Errorf("stop: %v", stopErr)
+	}
+	if !errors.Is(runErr, ErrConflict) || !strings.Contains(runErr.Error(), `group "db" was stopped`) {
+		t.Errorf("run = %v, want a conflict saying group \"db\" was stopped meanwhile", runErr)
+	}
+	if live := h.groupLiveClaims("db"); len(live) != 0 {
+		t.Errorf("group db is stopped and still holds %d claim(s): %+v", len(live), live)
+	}
+	for _, v := range []string{"data[0]", "shared"} {
+		ext := h.externalID(v)
+		if tg := h.mem.Targets(ext); len(tg) > 0 {
+			t.Errorf("volume %s still published at %v", v, tg)
+		}
+	}
+}
+
+// A `group stop` that has marked the group stopped and listed its claims, then waits for a
+// volume's lock, is overtaken by a `group run` of the group from another process, which marks it
+// running again and gets the alloc's claims (held already, so returned at once). The stop must
+// not then release claims of a group that is running: the run told its caller the alloc has
+// them. The stop loses, a conflict saying the group was run again, and the claims stay.
+func TestGroupStopOvertakenByRunKeepsTheRunsClaims(t *testing.T) {
+	h := newHarness(t, nil)
+	h.createDBVolumes(1)
+	if _, err := h.e.RunGroup(h.ctx, dbGroup(1)); err != nil {
+		t.Fatal(err)
+	}
+	other := h.otherProcess()
+
+	unlock := h.lockVolume("data[0]") // a third process's operation on data[0]
+	stopCtx, waiting := whenWaitingForLock(h.ctx, "data[0]")
+	stopDone := make(chan error, 1)
+	go func() { _, err := h.e.StopGroup(stopCtx, "db"); stopDone <- err }()
+	waitFor(t, waiting, "the stop to wait for data[0]'s lock")
+
+	info, runErr := other.RunGroup(h.ctx, dbGroup(1))
+	unlock()
+	stopErr := <-stopDone
+	if runErr != nil {
+		t.Fatalf("run: %v", runErr)
+	}
+	if len(info.Allocs) != 1 || len(info.Allocs[0].Claims) != 2 {
+		t.Fatalf("run = %+v, want alloc db[0] with its two claims", info)
+	}
+	if !errors.Is(stopErr, ErrConflict) || !strings.Contains(stopErr.Error(), `group "db" was run again`) {
+		t.Errorf("stop = %v, want a conflict saying group \"db\" was run again meanwhile", stopErr)
+	}
+	if live := h.groupLiveClaims("db"); len(live) != 2 {
+		t.Errorf("group db, run again, holds %d claim(s), want the run's 2: %+v", len(live), live)
+	}
+	for _, c := range info.Allocs[0].Claims {
+		if tg := h.mem.Targets(h.externalID(c.VolumeID)); len(tg) != 1 {
+			t.Errorf("volume %s, which the run handed out, is published at %v", c.VolumeID, tg)
+		}
+	}
+	gs, err := h.e.Groups(h.ctx, "db")
+	if err != nil || gs[0].State != string(store.GroupRunning) {
+		t.Errorf("group db = %+v %v, want running", gs, err)
+	}
+}
