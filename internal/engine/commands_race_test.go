@@ -157,3 +157,32 @@ func TestGroupStopOvertakenByRunKeepsTheRunsClaims(t *testing.T) {
 		t.Errorf("group db = %+v %v, want running", gs, err)
 	}
 }
+
+// `plugin deregister` from another process lands while `volume register` waits for the plugin's
+// ValidateVolumeCapabilities: the deregistration finds no volume using the plugin and goes
+// through. The register must not then record a volume on a plugin that is no longer registered
+// (which the deregistration refuses to leave behind without --force): it loses, a conflict
+// naming the plugin, and records nothing.
+func TestVolumeRegisterOvertakenByPluginDeregister(t *testing.T) {
+	h := newHarness(t, nil)
+	h.mem.AddVolume(csi.Volume{ID: "ext-1", CapacityBytes: 1 << 30})
+	other := h.otherProcess()
+
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCValidateVolumeCapabilities, csitest.Fault{Gate: gate, Times: 1})
+	done := make(chan error, 1)
+	go func() { _, err := h.e.RegisterVolume(h.ctx, registered("v", "ext-1")); done <- err }()
+	h.waitInFlight(gate, done)
+	derr := other.DeregisterPlugin(h.ctx, "mem", false)
+	close(gate)
+	err := <-done
+	if derr != nil {
+		t.Fatalf("deregister, with no volume recorded yet: %v", derr)
+	}
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `plugin "mem" was deregistered by another volctl meanwhile`) {
+		t.Errorf("register = %v, want a conflict saying plugin \"mem\" was deregistered meanwhile", err)
+	}
+	if v, verr := h.e.Volume(h.ctx, "v"); verr == nil {
+		t.Errorf("volume v is recorded on plugin %q, which is not registered: %+v", v.PluginID, v)
+	}
+}
