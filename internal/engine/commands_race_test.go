@@ -186,3 +186,81 @@ func TestVolumeRegisterOvertakenByPluginDeregister(t *testing.T) {
 		t.Errorf("volume v is recorded on plugin %q, which is not registered: %+v", v.PluginID, v)
 	}
 }
+
+// Two processes register one storage volume (one external ID) under two volume IDs at once,
+// both past ValidateVolumeCapabilities before either records: exactly one records it, and the
+// other is a conflict naming the one that did (the check and the record are one write
+// transaction), never two volumes on one storage.
+func TestConcurrentRegistersOfOneExternalIDUnderTwoIDs(t *testing.T) {
+	h := newHarness(t, nil)
+	h.mem.AddVolume(csi.Volume{ID: "ext-1", CapacityBytes: 1 << 30})
+	other := h.otherProcess()
+
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCValidateVolumeCapabilities, csitest.Fault{Gate: gate, Times: 2})
+	done := make(chan error, 2)
+	go func() { _, err := h.e.RegisterVolume(h.ctx, registered("a", "ext-1")); done <- err }()
+	go func() { _, err := other.RegisterVolume(h.ctx, registered("b", "ext-1")); done <- err }()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.faults.InFlight() < 2 {
+		if time.Now().After(deadline) {
+			close(gate)
+			t.Fatal("the two registers' ValidateVolumeCapabilities were never both held")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(gate)
+	var errs []error
+	for range 2 {
+		if err := <-done; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], ErrConflict) || !strings.Contains(errs[0].Error(), `external ID "ext-1" on plugin "mem" is already registered as volume`) {
+		t.Fatalf("errors = %v, want exactly one register refused as a conflict naming the other", errs)
+	}
+	vols, err := h.e.Volumes(h.ctx)
+	if err != nil || len(vols) != 1 {
+		t.Fatalf("volumes = %+v %v, want one", vols, err)
+	}
+}
+
+// A `group run` with a smaller count scales the group down: it has recorded the new count and
+// listed the allocs past it, and waits for one of their volumes' lock, when a `group run` from
+// another process records the larger count again and gets those allocs' claims (held already,
+// so returned at once). The scale-down must not then release claims that the later run handed
+// out for a count the group now has: it loses, a conflict saying the group was run again, and
+// the claims stay.
+func TestGroupScaleDownOvertakenByRunKeepsTheRunsClaims(t *testing.T) {
+	h := newHarness(t, nil)
+	h.createDBVolumes(2)
+	if _, err := h.e.RunGroup(h.ctx, dbGroup(2)); err != nil {
+		t.Fatal(err)
+	}
+	other := h.otherProcess()
+
+	unlock := h.lockVolume("data[1]") // a third process's operation on data[1]
+	downCtx, waiting := whenWaitingForLock(h.ctx, "data[1]")
+	downDone := make(chan error, 1)
+	go func() { _, err := h.e.RunGroup(downCtx, dbGroup(1)); downDone <- err }()
+	waitFor(t, waiting, "the scale-down to wait for data[1]'s lock")
+
+	info, upErr := other.RunGroup(h.ctx, dbGroup(2))
+	unlock()
+	downErr := <-downDone
+	if upErr != nil {
+		t.Fatalf("run with count 2: %v", upErr)
+	}
+	if len(info.Allocs) != 2 || len(info.Allocs[1].Claims) != 2 {
+		t.Fatalf("run = %+v, want alloc db[1] with its two claims", info)
+	}
+	if !errors.Is(downErr, ErrConflict) || !strings.Contains(downErr.Error(), `group "db" was run again`) {
+		t.Errorf("scale-down = %v, want a conflict saying group \"db\" was run again meanwhile", downErr)
+	}
+	if live := h.groupLiveClaims("db"); len(live) != 4 {
+		t.Errorf("group db, run again with count 2, holds %d claim(s), want 4: %+v", len(live), live)
+	}
+	if tg := h.mem.Targets(h.externalID("data[1]")); len(tg) != 1 {
+		t.Errorf("data[1], which the run handed out to db[1], is published at %v", tg)
+	}
+}

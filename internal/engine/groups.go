@@ -63,7 +63,13 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 		}
 		info.Allocs = append(info.Allocs, a)
 	}
-	if err := e.releaseGroupClaims(ctx, g.Name, func(c store.Claim) bool { return allocIndex(g.Name, c.Alloc) >= g.Count }); err != nil {
+	// Released as claim GC releases, each checked again under its volume's lock: another
+	// volctl may have run the group again since with a count that covers it.
+	overtaken, err := e.releaseGroupPast(ctx, g.Name, func(c store.Claim) bool { return allocIndex(g.Name, c.Alloc) >= g.Count }, true)
+	if err == nil {
+		err = overtaken
+	}
+	if err != nil {
 		errs = append(errs, fmt.Errorf("scaling down: %w", err))
 	}
 	if len(errs) > 0 {
@@ -172,7 +178,7 @@ func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, e
 	if err != nil {
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w", name, err)
 	}
-	if overtaken, err := e.releaseStopped(ctx, name); err != nil {
+	if overtaken, err := e.releaseGroupPast(ctx, name, func(store.Claim) bool { return true }, false); err != nil {
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w (the group is stopped; `volctl reconcile` finishes the release)", name, err)
 	} else if overtaken != nil {
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w", name, overtaken)
@@ -184,14 +190,23 @@ func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, e
 	return infos[0], nil
 }
 
-// releaseStopped releases the claims of a group that stop marked stopped, as claim GC does
-// (releasePast): each one checked again by its ID under its volume's lock, and released only
-// while it is still a past claim. A claim freed meanwhile is left alone (its alloc may hold a
-// new one since), and so are the claims of a group another volctl ran again after the stop
-// marked it: that run has handed them out. The stop is then overtaken: a conflict naming them.
-func (e *Engine) releaseStopped(ctx context.Context, group string) (overtaken, err error) {
-	claims, err := e.groupClaims(ctx, group, func(store.Claim) bool { return true })
-	if err != nil {
+// releaseGroupPast releases the group's claims that match as claim GC does (releasePast, with
+// beyondCount for a scale-down): each one checked again by its ID under its volume's lock, and
+// released only while it is still a past claim. A claim freed meanwhile is left alone (its
+// alloc may hold a new one since), and so are the claims of a group another volctl ran again
+// since this stop or scale-down recorded the group: that run has handed them out. This one is
+// then overtaken: a conflict naming them.
+func (e *Engine) releaseGroupPast(ctx context.Context, group string, match func(store.Claim) bool, beyondCount bool) (overtaken, err error) {
+	var claims []store.Claim
+	if err := e.store.View(ctx, func(tx *store.Tx) error {
+		all, err := tx.Claims().ListAll()
+		for _, c := range all {
+			if c.Group == group && match(c) {
+				claims = append(claims, c)
+			}
+		}
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	var (
@@ -199,7 +214,7 @@ func (e *Engine) releaseStopped(ctx context.Context, group string) (overtaken, e
 		kept []store.Claim
 	)
 	for _, c := range claims {
-		switch err := e.releasePast(ctx, c.ID, c.VolumeID); {
+		switch err := e.releasePast(ctx, c.ID, c.VolumeID, beyondCount); {
 		case errors.Is(err, errNotPast):
 			kept = append(kept, c)
 		case err != nil:
@@ -209,13 +224,9 @@ func (e *Engine) releaseStopped(ctx context.Context, group string) (overtaken, e
 	if len(errs) > 0 || len(kept) == 0 {
 		return nil, errors.Join(errs...)
 	}
-	// Not past: freed meanwhile, or its group running again. Only the second overtakes the stop.
+	// Not past: freed meanwhile, or its group run again. Only the second overtakes this one.
 	var held []store.Claim
 	if err := e.store.View(ctx, func(tx *store.Tx) error {
-		g, err := tx.Groups().Get(group)
-		if err != nil || g.State != store.GroupRunning {
-			return err
-		}
 		for _, c := range kept {
 			if _, err := tx.Claims().Get(c.ID); err == nil {
 				held = append(held, c)
@@ -229,36 +240,6 @@ func (e *Engine) releaseStopped(ctx context.Context, group string) (overtaken, e
 	}
 	return conflictf("group %q was run again by another volctl meanwhile: the run holds its claims %s, which are kept",
 		group, listSome(held, 5, func(c store.Claim) string { return fmt.Sprintf("%q for alloc %q", c.VolumeID, c.Alloc) })), nil
-}
-
-// groupClaims lists the group's live claims that match.
-func (e *Engine) groupClaims(ctx context.Context, group string, match func(store.Claim) bool) ([]store.Claim, error) {
-	var claims []store.Claim
-	err := e.store.View(ctx, func(tx *store.Tx) error {
-		all, err := tx.Claims().ListAll()
-		for _, c := range all {
-			if c.Group == group && match(c) {
-				claims = append(claims, c)
-			}
-		}
-		return err
-	})
-	return claims, err
-}
-
-// releaseGroupClaims releases the group's claims that match.
-func (e *Engine) releaseGroupClaims(ctx context.Context, group string, match func(store.Claim) bool) error {
-	claims, err := e.groupClaims(ctx, group, match)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, c := range claims {
-		if _, err := e.Release(ctx, c.VolumeID, c.Alloc); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // Groups returns one group (or all, when name is empty) with each alloc's live claims.

@@ -299,7 +299,7 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 			// Persist the wish first (a stopped group's claim) so a failure is retried as a release.
 			// The group was read at the start of the pass: it may have been run again since.
 			if err := e.store.Update(ctx, func(tx *store.Tx) error {
-				cur, past, err := pastClaim(tx, cl.ID)
+				cur, past, err := pastClaim(tx, cl.ID, false)
 				if err != nil || past {
 					return err
 				}
@@ -333,10 +333,11 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 }
 
 // pastClaim reads claim id as it is now and reports whether it is still a past claim: being
-// released, or held for a group that is stopped, which it marks releasing (the wish persisted,
-// so a failure is retried as a release). A claim freed meanwhile is store.ErrNotFound; one
-// whose group was run again since is not past, and cur says where it is.
-func pastClaim(tx *store.Tx, id int64) (cur store.Claim, past bool, err error) {
+// released, or held for a group that is stopped, or, with beyondCount (a group run's
+// scale-down), for an alloc past the group's count; it marks such a claim releasing (the wish
+// persisted, so a failure is retried as a release). A claim freed meanwhile is
+// store.ErrNotFound; one whose group was run again since is not past, and cur says where it is.
+func pastClaim(tx *store.Tx, id int64, beyondCount bool) (cur store.Claim, past bool, err error) {
 	if cur, err = tx.Claims().Get(id); err != nil || cur.Releasing {
 		return cur, err == nil, err
 	}
@@ -346,7 +347,7 @@ func pastClaim(tx *store.Tx, id int64) (cur store.Claim, past bool, err error) {
 		return cur, false, nil
 	case err != nil:
 		return cur, false, err
-	case g.State != store.GroupStopped:
+	case g.State != store.GroupStopped && !(beyondCount && allocIndex(g.Name, cur.Alloc) >= g.Count):
 		return cur, false, nil
 	}
 	cur.Releasing = true
@@ -394,7 +395,7 @@ func (e *Engine) ReleasePast(ctx context.Context) (ReconcileReport, error) {
 		if ctx.Err() != nil {
 			return rep, ctx.Err()
 		}
-		err := e.releasePast(ctx, cl.ID, cl.VolumeID)
+		err := e.releasePast(ctx, cl.ID, cl.VolumeID, false)
 		switch {
 		case errors.Is(err, errNotPast), errors.Is(err, ErrNotFound):
 			// Freed by another volctl meanwhile (and maybe claimed again), or its group run again.
@@ -410,16 +411,16 @@ func (e *Engine) ReleasePast(ctx context.Context) (ReconcileReport, error) {
 	return rep, nil
 }
 
-// releasePast releases claim id, on volumeID, if it is still a past claim once its volume is
-// locked, and returns errNotPast if it is not.
-func (e *Engine) releasePast(ctx context.Context, id int64, volumeID string) error {
+// releasePast releases claim id, on volumeID, if it is still a past claim (pastClaim, with
+// beyondCount) once its volume is locked, and returns errNotPast if it is not.
+func (e *Engine) releasePast(ctx context.Context, id int64, volumeID string, beyondCount bool) error {
 	unlock, err := e.locks.volume(ctx, volumeID)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	if err := e.store.Update(ctx, func(tx *store.Tx) error {
-		_, past, err := pastClaim(tx, id)
+		_, past, err := pastClaim(tx, id, beyondCount)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && !past) {
 			return errNotPast
 		}
