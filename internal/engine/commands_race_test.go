@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/store"
@@ -262,5 +264,47 @@ func TestGroupScaleDownOvertakenByRunKeepsTheRunsClaims(t *testing.T) {
 	}
 	if tg := h.mem.Targets(h.externalID("data[1]")); len(tg) != 1 {
 		t.Errorf("data[1], which the run handed out to db[1], is published at %v", tg)
+	}
+}
+
+// An alloc claims again a claim a failed publish left for reconcile, while the agent's reconcile
+// is re-driving it: the claim waits for the volume's lock, and the reconcile's NodeStageVolume
+// fails for good, which rolls the claim back. The claim command must say that its publish
+// failed, with the plugin's error, as a runtime error (exit 1): not that another volctl
+// released the claim (a conflict, exit 4, which would send the user looking for a release
+// nobody ran).
+func TestClaimRolledBackByReconcileMeanwhileSaysWhy(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.faults.FailNext(csi.RPCNodeStageVolume, codes.Unavailable, fastRetry.Attempts)
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "web-0"}); err == nil {
+		t.Fatal("claim succeeded through a NodeStageVolume failing UNAVAILABLE")
+	}
+	if live := h.liveClaims("v"); len(live) != 1 {
+		t.Fatalf("live claims = %+v, want the one left for reconcile", live)
+	}
+	other := h.otherProcess()
+
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Gate: gate, Code: codes.InvalidArgument, Message: "bad fs_type", Times: 1})
+	recDone := make(chan error, 1)
+	go func() { _, err := other.Reconcile(h.ctx); recDone <- err }()
+	h.waitInFlight(gate, recDone)
+
+	ctx, waiting := whenWaitingForLock(h.ctx, "v")
+	claimDone := make(chan error, 1)
+	go func() { _, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "web-0"}); claimDone <- err }()
+	waitFor(t, waiting, "the claim to wait for v's lock")
+	close(gate)
+	<-recDone
+	err := <-claimDone
+	if err == nil {
+		t.Fatal("the claim succeeded, its publish rolled back")
+	}
+	if errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "bad fs_type") {
+		t.Errorf("claim = %v, want a runtime error carrying the plugin's NodeStageVolume error", err)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Errorf("live claims = %+v, want none (rolled back)", live)
 	}
 }
