@@ -10,6 +10,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -306,5 +307,44 @@ func TestClaimRolledBackByReconcileMeanwhileSaysWhy(t *testing.T) {
 	}
 	if live := h.liveClaims("v"); len(live) != 0 {
 		t.Errorf("live claims = %+v, want none (rolled back)", live)
+	}
+}
+
+// A claim admitted while `volume expand` holds the volume (admitted without its lock, so that a
+// refusal is immediate) fixes the volume's access mode as the first live claim; the expand,
+// answered after that, must not write back the modes it read before its
+// ControllerExpandVolume: a volume whose claim holds it single-node-writer but whose record says
+// no mode would admit a second writer asking for another mode.
+func TestExpandKeepsTheModesOfAClaimAdmittedMeanwhile(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter), capab(spec.MultiNodeMultiWriter)))
+	other := h.otherProcess()
+
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Gate: gate, Times: 1})
+	expDone := make(chan error, 1)
+	go func() { _, err := h.e.ExpandVolume(h.ctx, "v", 2<<20, 0); expDone <- err }()
+	h.waitInFlight(gate, expDone)
+
+	ctx, waiting := whenWaitingForLock(h.ctx, "v")
+	claimDone := make(chan error, 1)
+	go func() {
+		_, err := other.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "web-0", AccessMode: spec.SingleNodeWriter})
+		claimDone <- err
+	}()
+	waitFor(t, waiting, "the claim to wait for v's lock")
+	close(gate)
+	if err := <-expDone; err != nil {
+		t.Fatalf("expand: %v", err)
+	}
+	if err := <-claimDone; err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	if v := h.volumeInfo("v"); v.AccessMode != spec.SingleNodeWriter {
+		t.Errorf("volume v, claimed single-node-writer by web-0, records access mode %q", v.AccessMode)
+	}
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "web-1", AccessMode: spec.MultiNodeMultiWriter})
+	if !errors.Is(err, ErrConflict) {
+		t.Errorf("a second writer (multi-node-multi-writer) on v, held single-node-writer by web-0: %v, want a conflict", err)
 	}
 }
