@@ -348,3 +348,77 @@ func TestExpandKeepsTheModesOfAClaimAdmittedMeanwhile(t *testing.T) {
 		t.Errorf("a second writer (multi-node-multi-writer) on v, held single-node-writer by web-0: %v, want a conflict", err)
 	}
 }
+
+// A reconcile (the agent's, every minute) lists a volume while a `volume delete` has it marked
+// deleting, and waits for its lock; the plugin refuses the delete (FAILED_PRECONDITION: it has
+// snapshots, say), and the delete puts the volume back to ready, telling the user it is kept.
+// The reconcile must not then finish a delete from its stale list: it would send DeleteVolume
+// for a volume nobody is deleting any more, and forget it.
+func TestReconcileDoesNotFinishADeleteThatWasRefusedMeanwhile(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	ext := h.externalID("v")
+	other := h.otherProcess()
+
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCDeleteVolume, csitest.Fault{Gate: gate, Code: codes.FailedPrecondition, Message: "volume has snapshots", Times: 1})
+	delDone := make(chan error, 1)
+	go func() { delDone <- h.e.DeleteVolume(h.ctx, "v") }()
+	h.waitInFlight(gate, delDone)
+
+	ctx, waiting := whenWaitingForLock(h.ctx, "v")
+	recDone := make(chan error, 1)
+	go func() { _, err := other.Reconcile(ctx); recDone <- err }()
+	waitFor(t, waiting, "the reconcile to wait for v's lock")
+	close(gate)
+	if err := <-delDone; err == nil || !strings.Contains(err.Error(), "the volume is kept, ready") {
+		t.Fatalf("delete = %v, want it refused with the volume kept", err)
+	}
+	if err := <-recDone; err != nil {
+		t.Errorf("reconcile: %v", err)
+	}
+	if n := h.faults.Calls(csi.RPCDeleteVolume); n != 1 {
+		t.Errorf("DeleteVolume sent %d times, want once (the refused delete's)", n)
+	}
+	if _, ok := h.mem.Volume(ext); !ok {
+		t.Error("the plugin no longer has the volume the refused delete kept")
+	}
+	if v, err := h.e.Volume(h.ctx, "v"); err != nil || v.State != string(store.VolumeReady) {
+		t.Errorf("volume v = %+v, %v; want it kept, ready", v, err)
+	}
+}
+
+// The same for a create: a reconcile lists the volume while a `volume create` has it creating,
+// and waits for its lock while the create's CreateVolume is held; the create records it ready.
+// The reconcile must not send CreateVolume again from its stale list, nor write back the stale
+// record over what the create recorded.
+func TestReconcileDoesNotFinishACreateFinishedMeanwhile(t *testing.T) {
+	h := newHarness(t, nil)
+	other := h.otherProcess()
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Gate: gate, Times: 1})
+	createDone := make(chan error, 1)
+	go func() { _, err := h.e.CreateVolume(h.ctx, volume("v")); createDone <- err }()
+	h.waitInFlight(gate, createDone)
+
+	ctx, waiting := whenWaitingForLock(h.ctx, "v")
+	recDone := make(chan error, 1)
+	var rep ReconcileReport
+	go func() { var err error; rep, err = other.Reconcile(ctx); recDone <- err }()
+	waitFor(t, waiting, "the reconcile to wait for v's lock")
+	close(gate)
+	if err := <-createDone; err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if err := <-recDone; err != nil {
+		t.Errorf("reconcile: %v", err)
+	}
+	if n := h.faults.Calls(csi.RPCCreateVolume); n != 1 {
+		t.Errorf("CreateVolume sent %d times, want once (the create's)", n)
+	}
+	for _, a := range rep.Actions {
+		if a.VolumeID == "v" {
+			t.Errorf("reconcile reports %q for a create it did not finish", a.Message)
+		}
+	}
+}

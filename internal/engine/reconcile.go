@@ -259,13 +259,28 @@ func (e *Engine) restoreIfUnmounted(ctx context.Context, cl store.Claim, locked 
 	return cl, err
 }
 
+// reconcileVolume finishes an interrupted create or delete of volume v, as listed at the start
+// of the pass, with finish. The volume is read again under its lock, and left alone unless it
+// is still in the listed state: another volctl may have finished the operation meanwhile, or
+// put the volume back to ready (a delete the plugin refused), and finishing from the list
+// would send CreateVolume or DeleteVolume for a volume nobody is creating or deleting.
 func (e *Engine) reconcileVolume(ctx context.Context, rep *ReconcileReport, v store.Volume, kind string, finish func(*conn, store.Volume) error) {
+	moved := false
 	err := func() error {
 		unlock, err := e.locks.volume(ctx, v.ID)
 		if err != nil {
 			return err
 		}
 		defer unlock()
+		cur, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(v.ID) })
+		if errors.Is(err, store.ErrNotFound) || (err == nil && cur.State != v.State) {
+			moved = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		v = cur
 		c, err := e.connect(ctx, v.PluginID)
 		if err != nil {
 			return err
@@ -273,11 +288,12 @@ func (e *Engine) reconcileVolume(ctx context.Context, rep *ReconcileReport, v st
 		defer e.done(c)
 		return finish(c, v)
 	}()
-	if err != nil {
+	switch {
+	case err != nil:
 		rep.problem(v.ID, "", fmt.Errorf("volume %q (%s): %w", v.ID, v.State, err))
-		return
+	case !moved:
+		rep.did(kind, v.ID, "", "volume %q %s (interrupted earlier)", v.ID, kind)
 	}
-	rep.did(kind, v.ID, "", "volume %q %s (interrupted earlier)", v.ID, kind)
 }
 
 // reconcileClaim re-drives one claim that is not at rest. A lost staging of its volume (see
