@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -116,6 +117,27 @@ func TestGroupStoppedWhileRunningLeavesNoClaim(t *testing.T) {
 	}
 }
 
+// runOvertaking runs group db with count allocs, then starts op (a stop or a scale-down of the
+// group) and, once op waits for vol's lock (held meanwhile by a third process's operation), runs
+// the group again with count from another process. It returns that run's result and error, and
+// op's error.
+func (h *harness) runOvertaking(count int, vol string, op func(ctx context.Context) error) (GroupInfo, error, error) {
+	h.t.Helper()
+	h.createDBVolumes(count)
+	if _, err := h.e.RunGroup(h.ctx, dbGroup(count)); err != nil {
+		h.t.Fatal(err)
+	}
+	other := h.otherProcess()
+	unlock := h.lockVolume(vol)
+	ctx, waiting := whenWaitingForLock(h.ctx, vol)
+	opDone := make(chan error, 1)
+	go func() { opDone <- op(ctx) }()
+	waitFor(h.t, waiting, "the operation to wait for "+vol+"'s lock")
+	info, runErr := other.RunGroup(h.ctx, dbGroup(count))
+	unlock()
+	return info, runErr, <-opDone
+}
+
 // A `group stop` that has marked the group stopped and listed its claims, then waits for a
 // volume's lock, is overtaken by a `group run` of the group from another process, which marks it
 // running again and gets the alloc's claims (held already, so returned at once). The stop must
@@ -123,21 +145,10 @@ func TestGroupStoppedWhileRunningLeavesNoClaim(t *testing.T) {
 // them. The stop loses, a conflict saying the group was run again, and the claims stay.
 func TestGroupStopOvertakenByRunKeepsTheRunsClaims(t *testing.T) {
 	h := newHarness(t, nil)
-	h.createDBVolumes(1)
-	if _, err := h.e.RunGroup(h.ctx, dbGroup(1)); err != nil {
-		t.Fatal(err)
-	}
-	other := h.otherProcess()
-
-	unlock := h.lockVolume("data[0]") // a third process's operation on data[0]
-	stopCtx, waiting := whenWaitingForLock(h.ctx, "data[0]")
-	stopDone := make(chan error, 1)
-	go func() { _, err := h.e.StopGroup(stopCtx, "db"); stopDone <- err }()
-	waitFor(t, waiting, "the stop to wait for data[0]'s lock")
-
-	info, runErr := other.RunGroup(h.ctx, dbGroup(1))
-	unlock()
-	stopErr := <-stopDone
+	info, runErr, stopErr := h.runOvertaking(1, "data[0]", func(ctx context.Context) error {
+		_, err := h.e.StopGroup(ctx, "db")
+		return err
+	})
 	if runErr != nil {
 		t.Fatalf("run: %v", runErr)
 	}
@@ -236,21 +247,10 @@ func TestConcurrentRegistersOfOneExternalIDUnderTwoIDs(t *testing.T) {
 // the claims stay.
 func TestGroupScaleDownOvertakenByRunKeepsTheRunsClaims(t *testing.T) {
 	h := newHarness(t, nil)
-	h.createDBVolumes(2)
-	if _, err := h.e.RunGroup(h.ctx, dbGroup(2)); err != nil {
-		t.Fatal(err)
-	}
-	other := h.otherProcess()
-
-	unlock := h.lockVolume("data[1]") // a third process's operation on data[1]
-	downCtx, waiting := whenWaitingForLock(h.ctx, "data[1]")
-	downDone := make(chan error, 1)
-	go func() { _, err := h.e.RunGroup(downCtx, dbGroup(1)); downDone <- err }()
-	waitFor(t, waiting, "the scale-down to wait for data[1]'s lock")
-
-	info, upErr := other.RunGroup(h.ctx, dbGroup(2))
-	unlock()
-	downErr := <-downDone
+	info, upErr, downErr := h.runOvertaking(2, "data[1]", func(ctx context.Context) error {
+		_, err := h.e.RunGroup(ctx, dbGroup(1))
+		return err
+	})
 	if upErr != nil {
 		t.Fatalf("run with count 2: %v", upErr)
 	}
