@@ -138,37 +138,48 @@ func (h *harness) runOvertaking(count int, vol string, op func(ctx context.Conte
 	return info, runErr, <-opDone
 }
 
-// A `group stop` that has marked the group stopped and listed its claims, then waits for a
-// volume's lock, is overtaken by a `group run` of the group from another process, which marks it
-// running again and gets the alloc's claims (held already, so returned at once). The stop must
-// not then release claims of a group that is running: the run told its caller the alloc has
-// them. The stop loses, a conflict saying the group was run again, and the claims stay.
-func TestGroupStopOvertakenByRunKeepsTheRunsClaims(t *testing.T) {
-	h := newHarness(t, nil)
-	info, runErr, stopErr := h.runOvertaking(1, "data[0]", func(ctx context.Context) error {
-		_, err := h.e.StopGroup(ctx, "db")
-		return err
-	})
-	if runErr != nil {
-		t.Fatalf("run: %v", runErr)
-	}
-	if len(info.Allocs) != 1 || len(info.Allocs[0].Claims) != 2 {
-		t.Fatalf("run = %+v, want alloc db[0] with its two claims", info)
-	}
-	if !errors.Is(stopErr, ErrConflict) || !strings.Contains(stopErr.Error(), `group "db" was run again`) {
-		t.Errorf("stop = %v, want a conflict saying group \"db\" was run again meanwhile", stopErr)
-	}
-	if live := h.groupLiveClaims("db"); len(live) != 2 {
-		t.Errorf("group db, run again, holds %d claim(s), want the run's 2: %+v", len(live), live)
-	}
-	for _, c := range info.Allocs[0].Claims {
-		if tg := h.mem.Targets(h.externalID(c.VolumeID)); len(tg) != 1 {
-			t.Errorf("volume %s, which the run handed out, is published at %v", c.VolumeID, tg)
-		}
-	}
-	gs, err := h.e.Groups(h.ctx, "db")
-	if err != nil || gs[0].State != string(store.GroupRunning) {
-		t.Errorf("group db = %+v %v, want running", gs, err)
+// A `group stop`, or a `group run` with a smaller count scaling the group down, has recorded
+// the group (stopped, or the new count) and listed the claims it releases, and waits for one of
+// their volumes' lock, when a `group run` from another process records the group running with
+// the larger count again and gets those allocs' claims (held already, so returned at once). The
+// stop or scale-down must not then release claims that the later run handed out: it loses, a
+// conflict saying the group was run again, and the claims stay.
+func TestGroupStopOrScaleDownOvertakenByRunKeepsTheRunsClaims(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		count int    // the group's count, and the overtaking run's
+		vol   string // the volume whose lock the stop or scale-down waits for: alloc count-1's
+		op    func(e *Engine, ctx context.Context) error
+	}{
+		{"stop", 1, "data[0]", func(e *Engine, ctx context.Context) error { _, err := e.StopGroup(ctx, "db"); return err }},
+		{"scale-down", 2, "data[1]", func(e *Engine, ctx context.Context) error { _, err := e.RunGroup(ctx, dbGroup(1)); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			info, runErr, opErr := h.runOvertaking(tc.count, tc.vol, func(ctx context.Context) error { return tc.op(h.e, ctx) })
+			if runErr != nil {
+				t.Fatalf("run: %v", runErr)
+			}
+			last := tc.count - 1
+			if len(info.Allocs) != tc.count || len(info.Allocs[last].Claims) != 2 {
+				t.Fatalf("run = %+v, want alloc db[%d] with its two claims", info, last)
+			}
+			if !errors.Is(opErr, ErrConflict) || !strings.Contains(opErr.Error(), `group "db" was run again`) {
+				t.Errorf("%s = %v, want a conflict saying group \"db\" was run again meanwhile", tc.name, opErr)
+			}
+			if live := h.groupLiveClaims("db"); len(live) != 2*tc.count {
+				t.Errorf("group db, run again, holds %d claim(s), want %d: %+v", len(live), 2*tc.count, live)
+			}
+			for _, c := range info.Allocs[last].Claims {
+				if tg := h.mem.Targets(h.externalID(c.VolumeID)); len(tg) == 0 {
+					t.Errorf("volume %s, which the run handed out, is not published", c.VolumeID)
+				}
+			}
+			gs, err := h.e.Groups(h.ctx, "db")
+			if err != nil || gs[0].State != string(store.GroupRunning) || gs[0].Count != tc.count {
+				t.Errorf("group db = %+v %v, want running with count %d", gs, err, tc.count)
+			}
+		})
 	}
 }
 
@@ -236,35 +247,6 @@ func TestConcurrentRegistersOfOneExternalIDUnderTwoIDs(t *testing.T) {
 	vols, err := h.e.Volumes(h.ctx)
 	if err != nil || len(vols) != 1 {
 		t.Fatalf("volumes = %+v %v, want one", vols, err)
-	}
-}
-
-// A `group run` with a smaller count scales the group down: it has recorded the new count and
-// listed the allocs past it, and waits for one of their volumes' lock, when a `group run` from
-// another process records the larger count again and gets those allocs' claims (held already,
-// so returned at once). The scale-down must not then release claims that the later run handed
-// out for a count the group now has: it loses, a conflict saying the group was run again, and
-// the claims stay.
-func TestGroupScaleDownOvertakenByRunKeepsTheRunsClaims(t *testing.T) {
-	h := newHarness(t, nil)
-	info, upErr, downErr := h.runOvertaking(2, "data[1]", func(ctx context.Context) error {
-		_, err := h.e.RunGroup(ctx, dbGroup(1))
-		return err
-	})
-	if upErr != nil {
-		t.Fatalf("run with count 2: %v", upErr)
-	}
-	if len(info.Allocs) != 2 || len(info.Allocs[1].Claims) != 2 {
-		t.Fatalf("run = %+v, want alloc db[1] with its two claims", info)
-	}
-	if !errors.Is(downErr, ErrConflict) || !strings.Contains(downErr.Error(), `group "db" was run again`) {
-		t.Errorf("scale-down = %v, want a conflict saying group \"db\" was run again meanwhile", downErr)
-	}
-	if live := h.groupLiveClaims("db"); len(live) != 4 {
-		t.Errorf("group db, run again with count 2, holds %d claim(s), want 4: %+v", len(live), live)
-	}
-	if tg := h.mem.Targets(h.externalID("data[1]")); len(tg) != 1 {
-		t.Errorf("data[1], which the run handed out to db[1], is published at %v", tg)
 	}
 }
 
