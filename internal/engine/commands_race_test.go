@@ -32,8 +32,14 @@ func (h *harness) otherProcess() *Engine {
 // none arrives in time; done is the operation's result, read to report why it never came.
 func (h *harness) waitInFlight(gate chan struct{}, done <-chan error) {
 	h.t.Helper()
+	h.waitHeld(1, gate, done)
+}
+
+// waitHeld is waitInFlight for n RPCs held at once, of n operations reporting to done.
+func (h *harness) waitHeld(n int, gate chan struct{}, done <-chan error) {
+	h.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for h.faults.InFlight() == 0 {
+	for h.faults.InFlight() < n {
 		select {
 		case err := <-done:
 			close(gate)
@@ -42,7 +48,7 @@ func (h *harness) waitInFlight(gate chan struct{}, done <-chan error) {
 		}
 		if time.Now().After(deadline) {
 			close(gate)
-			h.t.Fatal("no RPC was held at the plugin")
+			h.t.Fatalf("fewer than %d RPCs were held at the plugin at once", n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -183,6 +189,17 @@ func TestGroupStopOrScaleDownOvertakenByRunKeepsTheRunsClaims(t *testing.T) {
 	}
 }
 
+// registersHeld readies n registers of the plugin's volume "ext-1" to be held at their
+// ValidateVolumeCapabilities until gate is closed, their errors sent to done; other is a second
+// process to run one of them, or what races them, in.
+func (h *harness) registersHeld(n int) (other *Engine, gate chan struct{}, done chan error) {
+	h.t.Helper()
+	h.mem.AddVolume(csi.Volume{ID: "ext-1", CapacityBytes: 1 << 30})
+	gate = make(chan struct{})
+	h.faults.Inject(csi.RPCValidateVolumeCapabilities, csitest.Fault{Gate: gate, Times: n})
+	return h.otherProcess(), gate, make(chan error, n)
+}
+
 // `plugin deregister` from another process lands while `volume register` waits for the plugin's
 // ValidateVolumeCapabilities: the deregistration finds no volume using the plugin and goes
 // through. The register must not then record a volume on a plugin that is no longer registered
@@ -190,12 +207,7 @@ func TestGroupStopOrScaleDownOvertakenByRunKeepsTheRunsClaims(t *testing.T) {
 // naming the plugin, and records nothing.
 func TestVolumeRegisterOvertakenByPluginDeregister(t *testing.T) {
 	h := newHarness(t, nil)
-	h.mem.AddVolume(csi.Volume{ID: "ext-1", CapacityBytes: 1 << 30})
-	other := h.otherProcess()
-
-	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCValidateVolumeCapabilities, csitest.Fault{Gate: gate, Times: 1})
-	done := make(chan error, 1)
+	other, gate, done := h.registersHeld(1)
 	go func() { _, err := h.e.RegisterVolume(h.ctx, registered("v", "ext-1")); done <- err }()
 	h.waitInFlight(gate, done)
 	derr := other.DeregisterPlugin(h.ctx, "mem", false)
@@ -218,22 +230,10 @@ func TestVolumeRegisterOvertakenByPluginDeregister(t *testing.T) {
 // transaction), never two volumes on one storage.
 func TestConcurrentRegistersOfOneExternalIDUnderTwoIDs(t *testing.T) {
 	h := newHarness(t, nil)
-	h.mem.AddVolume(csi.Volume{ID: "ext-1", CapacityBytes: 1 << 30})
-	other := h.otherProcess()
-
-	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCValidateVolumeCapabilities, csitest.Fault{Gate: gate, Times: 2})
-	done := make(chan error, 2)
+	other, gate, done := h.registersHeld(2)
 	go func() { _, err := h.e.RegisterVolume(h.ctx, registered("a", "ext-1")); done <- err }()
 	go func() { _, err := other.RegisterVolume(h.ctx, registered("b", "ext-1")); done <- err }()
-	deadline := time.Now().Add(10 * time.Second)
-	for h.faults.InFlight() < 2 {
-		if time.Now().After(deadline) {
-			close(gate)
-			t.Fatal("the two registers' ValidateVolumeCapabilities were never both held")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	h.waitHeld(2, gate, done)
 	close(gate)
 	var errs []error
 	for range 2 {
