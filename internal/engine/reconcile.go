@@ -260,13 +260,28 @@ func (e *Engine) restoreIfUnmounted(ctx context.Context, cl store.Claim, locked 
 	return cl, err
 }
 
+// reconcileVolume finishes an interrupted create or delete of volume v, as listed at the start
+// of the pass, with finish. The volume is read again under its lock, and left alone unless it
+// is still in the listed state: another volctl may have finished the operation meanwhile, or
+// put the volume back to ready (a delete the plugin refused), and finishing from the list
+// would send CreateVolume or DeleteVolume for a volume nobody is creating or deleting.
 func (e *Engine) reconcileVolume(ctx context.Context, rep *ReconcileReport, v store.Volume, kind string, finish func(*conn, store.Volume) error) {
+	moved := false
 	err := func() error {
 		unlock, err := e.locks.volume(ctx, v.ID)
 		if err != nil {
 			return err
 		}
 		defer unlock()
+		cur, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(v.ID) })
+		if errors.Is(err, store.ErrNotFound) || (err == nil && cur.State != v.State) {
+			moved = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		v = cur
 		c, err := e.connect(ctx, v.PluginID)
 		if err != nil {
 			return err
@@ -274,11 +289,12 @@ func (e *Engine) reconcileVolume(ctx context.Context, rep *ReconcileReport, v st
 		defer e.done(c)
 		return finish(c, v)
 	}()
-	if err != nil {
+	switch {
+	case err != nil:
 		rep.problem(v.ID, "", fmt.Errorf("volume %q (%s): %w", v.ID, v.State, err))
-		return
+	case !moved:
+		rep.did(kind, v.ID, "", "volume %q %s (interrupted earlier)", v.ID, kind)
 	}
-	rep.did(kind, v.ID, "", "volume %q %s (interrupted earlier)", v.ID, kind)
 }
 
 // reconcileClaim re-drives one claim that is not at rest. A lost staging of its volume (see
@@ -300,7 +316,7 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 			// Persist the wish first (a stopped group's claim) so a failure is retried as a release.
 			// The group was read at the start of the pass: it may have been run again since.
 			if err := e.store.Update(ctx, func(tx *store.Tx) error {
-				cur, past, err := pastClaim(tx, cl.ID)
+				cur, past, err := pastClaim(tx, cl.ID, false)
 				if err != nil || past {
 					return err
 				}
@@ -334,10 +350,11 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 }
 
 // pastClaim reads claim id as it is now and reports whether it is still a past claim: being
-// released, or held for a group that is stopped, which it marks releasing (the wish persisted,
-// so a failure is retried as a release). A claim freed meanwhile is store.ErrNotFound; one
-// whose group was run again since is not past, and cur says where it is.
-func pastClaim(tx *store.Tx, id int64) (cur store.Claim, past bool, err error) {
+// released, or held for a group that is stopped, or, with beyondCount (a group run's
+// scale-down), for an alloc past the group's count; it marks such a claim releasing (the wish
+// persisted, so a failure is retried as a release). A claim freed meanwhile is
+// store.ErrNotFound; one whose group was run again since is not past, and cur says where it is.
+func pastClaim(tx *store.Tx, id int64, beyondCount bool) (cur store.Claim, past bool, err error) {
 	if cur, err = tx.Claims().Get(id); err != nil || cur.Releasing {
 		return cur, err == nil, err
 	}
@@ -347,7 +364,7 @@ func pastClaim(tx *store.Tx, id int64) (cur store.Claim, past bool, err error) {
 		return cur, false, nil
 	case err != nil:
 		return cur, false, err
-	case g.State != store.GroupStopped:
+	case g.State != store.GroupStopped && !(beyondCount && allocIndex(g.Name, cur.Alloc) >= g.Count):
 		return cur, false, nil
 	}
 	cur.Releasing = true
@@ -395,7 +412,7 @@ func (e *Engine) ReleasePast(ctx context.Context) (ReconcileReport, error) {
 		if ctx.Err() != nil {
 			return rep, ctx.Err()
 		}
-		err := e.releasePast(ctx, cl.ID, cl.VolumeID)
+		err := e.releasePast(ctx, cl.ID, cl.VolumeID, false)
 		switch {
 		case errors.Is(err, errNotPast), errors.Is(err, ErrNotFound):
 			// Freed by another volctl meanwhile (and maybe claimed again), or its group run again.
@@ -411,16 +428,16 @@ func (e *Engine) ReleasePast(ctx context.Context) (ReconcileReport, error) {
 	return rep, nil
 }
 
-// releasePast releases claim id, on volumeID, if it is still a past claim once its volume is
-// locked, and returns errNotPast if it is not.
-func (e *Engine) releasePast(ctx context.Context, id int64, volumeID string) error {
+// releasePast releases claim id, on volumeID, if it is still a past claim (pastClaim, with
+// beyondCount) once its volume is locked, and returns errNotPast if it is not.
+func (e *Engine) releasePast(ctx context.Context, id int64, volumeID string, beyondCount bool) error {
 	unlock, err := e.locks.volume(ctx, volumeID)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	if err := e.store.Update(ctx, func(tx *store.Tx) error {
-		_, past, err := pastClaim(tx, id)
+		_, past, err := pastClaim(tx, id, beyondCount)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && !past) {
 			return errNotPast
 		}

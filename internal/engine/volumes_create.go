@@ -61,6 +61,9 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 	var v store.Volume
 	done, replay := false, false
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := pluginStillRegistered(tx, sv.PluginID); err != nil {
+			return err
+		}
 		old, err := tx.Volumes().Get(sv.ID)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
