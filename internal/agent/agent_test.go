@@ -188,6 +188,34 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "daemonizes-mid":
 		os.Exit(daemonize("hostpath", false))
+	case "daemonizes-forker":
+		// As daemonizes, but the daemon the first child leaves is a forker: it does not lead
+		// its group (the first child, which made the session, has exited), and the server it
+		// forks, a stubborn hostpath, shares that group with it.
+		os.Exit(daemonize("daemonizes-forker-mid", true))
+	case "daemonizes-forker-mid":
+		os.Exit(daemonize("forker", false))
+	case "listens-then-daemonises":
+		// A plugin that binds its socket, then daemonises: it hands the listening socket to a
+		// child in a session of its own and exits 0. SO_PEERCRED on the socket names this
+		// process, which called listen(), long after it exited.
+		os.Exit(listenThenDaemonise())
+	case "serves-inherited":
+		// The daemon of listens-then-daemonises: hostpath on the listening socket it inherited
+		// as fd 3.
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		os.Exit(serveTestPluginCtx(ctx, func(ctx context.Context, _ string) error {
+			lis, err := net.FileListener(os.NewFile(3, "listener"))
+			if err != nil {
+				return err
+			}
+			p, err := hostpath.New(hostpath.Config{Root: os.Getenv(pluginRootEnv), NodeID: "n1"})
+			if err != nil {
+				return err
+			}
+			return p.Serve(ctx, lis)
+		}))
 	case "daemonizes-late":
 		// As daemonizes, but the server binds its socket a second after the process the agent
 		// started has exited and been reaped: well past the probe interval the agent first
@@ -303,6 +331,46 @@ func daemonize(mode string, setsid bool) int {
 	root := os.Getenv(pluginRootEnv)
 	err := os.MkdirAll(root, 0o700)
 	if err == nil {
+		err = os.WriteFile(filepath.Join(root, "child.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// listenThenDaemonise binds the socket in $CSI_ENDPOINT, starts the test binary again as
+// serves-inherited in a session of its own with the listening socket as its fd 3, records its
+// pid in child.pid under the root, and returns, leaving the socket file in place.
+func listenThenDaemonise() int {
+	socket, err := hostpath.ParseEndpoint(os.Getenv(spec.EndpointEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	lis.SetUnlinkOnClose(false)
+	lf, err := lis.File()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cmd := exec.Command(os.Args[0], os.Args[1:]...)
+	cmd.Env = append(os.Environ(), pluginModeEnv+"=serves-inherited")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.ExtraFiles = []*os.File{lf}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	root := os.Getenv(pluginRootEnv)
+	if err = os.MkdirAll(root, 0o700); err == nil {
 		err = os.WriteFile(filepath.Join(root, "child.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
 	}
 	if err != nil {

@@ -1,0 +1,122 @@
+package agent
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// leftDaemon runs plugin id's command in mode by hand, as an agent would have (its instance in
+// its environment), waits for a daemon outside the started process's group to serve the socket,
+// and records that daemon in the pid file as the agent that followed it did (daemonProcess,
+// writePidFile): a daemon an agent left running, for the next one to adopt. It returns the
+// plugin, the daemon's pid, and the pids of every process left with the plugin's root in its
+// environment.
+func (f *fixture) leftDaemon(id, mode string) (sp spec.Plugin, daemon int, left []int) {
+	f.t.Helper()
+	sp = f.execPlugin(id, mode)
+	root := sp.Exec.Env.Plain()[pluginRootEnv]
+	f.t.Cleanup(func() { killWithEnv(pluginRootEnv + "=" + root) })
+	if err := os.MkdirAll(filepath.Dir(sp.Socket), 0o700); err != nil {
+		f.t.Fatal(err)
+	}
+	instance := newInstance()
+	cmd := exec.Command(sp.Exec.Command, sp.Exec.Args...)
+	cmd.Env = append(pluginEnv(os.Environ(), sp), instanceEnv+"="+instance)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its output to a file, as the agent's: a pipe would stay open in the daemon, and Run wait on it.
+	log, err := os.Create(filepath.Join(f.dir, id+"-by-hand.log"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer log.Close()
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Run(); err != nil {
+		out, _ := os.ReadFile(log.Name())
+		f.t.Fatalf("the plugin's process: %v\n%s", err, out)
+	}
+	waitFor(f.t, "the daemon to serve the socket", func() bool { return socketsLive([]string{sp.Socket}) })
+	daemon = socketServer(sp.Socket)
+	pgrp, live := procGroup(daemon)
+	if !live || pgrp == daemon {
+		f.t.Fatalf("the daemon (pid %d, group %d, live %v) leads its group: not the case under test", daemon, pgrp, live)
+	}
+	d := daemonProcess(f.ctx, daemon, pgrp, instance)
+	if d == nil {
+		f.t.Fatalf("the daemon (pid %d) exited", daemon)
+	}
+	run := filepath.Join(f.dir, "run")
+	if err := os.MkdirAll(run, 0o700); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := writePidFile(run, id, d); err != nil {
+		f.t.Fatal(err)
+	}
+	waitFor(f.t, "the daemon's helper", func() bool { left = pidsWithEnv(pluginRootEnv + "=" + root); return len(left) >= 2 })
+	return sp, daemon, left
+}
+
+// A daemon that does not lead its process group (its group's leader, the fork that made the
+// session, exited) shares the group with what it forked. Its pid file named the daemon only:
+// the agent that followed it knew the group, but a later agent adopting it did not, and when
+// the daemon died it stopped nothing of its group, which ran on, unsupervised, through the
+// restart and the clean stop (whose sweep looks for the new start's instance). The pid file
+// records the group.
+func TestAdoptedDaemonIsStoppedWithItsGroup(t *testing.T) {
+	f := newFixture(t)
+	sp, daemon, left := f.leftDaemon("dm", "daemonizes-forker")
+	f.register(sp)
+	s := testSettings
+	s.StopTimeout = 300 * time.Millisecond // the server ignores SIGTERM: SIGKILL ends it
+	stop := f.startAgent(s)
+	waitFor(t, "the agent to adopt the daemon", func() bool { return strings.Contains(f.logs.String(), "adopted the running plugin") })
+	if got := f.pid("dm"); got != daemon {
+		t.Fatalf("pid file names %d, want the daemon %d", got, daemon)
+	}
+	if err := syscall.Kill(daemon, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the plugin's exit to be seen", func() bool { return len(f.events("plugin-exit")) > 0 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range left {
+		if alive(pid) {
+			t.Errorf("pid %d, in the adopted daemon's (pid %d) process group, still runs after a clean stop of the agent (no mounts)", pid, daemon)
+		}
+	}
+}
+
+// A pid file as an older agent wrote it, without the group (or without the instance), reads as
+// it did: the process alone, its pid its group.
+func TestPidFileWithoutGroupReadsAsBefore(t *testing.T) {
+	run := t.TempDir()
+	for _, tc := range []struct{ text, instance string }{
+		{"123 456\n", ""},
+		{"123 456 abc\n", "abc"},
+	} {
+		if err := os.WriteFile(pidFilePath(run, "p"), []byte(tc.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p := readPidFile(run, "p")
+		if p == nil || p.pid != 123 || p.startTick != 456 || p.instance != tc.instance || p.pgid != 0 || p.group() != 123 {
+			t.Errorf("pid file %q read as %+v, want pid 123, start 456, instance %q, its own group", tc.text, p, tc.instance)
+		}
+	}
+	// And what this agent writes reads back, with or without an instance and a group.
+	for _, w := range []*process{{pid: 7, startTick: 8}, {pid: 7, startTick: 8, pgid: 6}, {pid: 7, startTick: 8, instance: "x", pgid: 6}} {
+		if err := writePidFile(run, "p", w); err != nil {
+			t.Fatal(err)
+		}
+		p := readPidFile(run, "p")
+		if p == nil || p.pid != w.pid || p.startTick != w.startTick || p.instance != w.instance || p.pgid != w.pgid {
+			t.Errorf("pid file written for %+v read back as %+v", w, p)
+		}
+	}
+}
