@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,7 +43,7 @@ func (f *fixture) leftDaemon(id, mode string) (sp spec.Plugin, daemon int, left 
 		f.t.Fatalf("the plugin's process: %v\n%s", err, out)
 	}
 	waitFor(f.t, "the daemon to serve the socket", func() bool { return socketsLive([]string{sp.Socket}) })
-	daemon = socketServer(sp.Socket)
+	daemon = socketServer(sp.Socket, nil)
 	pgrp, live := procGroup(daemon)
 	if !live || pgrp == daemon {
 		f.t.Fatalf("the daemon (pid %d, group %d, live %v) leads its group: not the case under test", daemon, pgrp, live)
@@ -118,5 +119,29 @@ func TestPidFileWithoutGroupReadsAsBefore(t *testing.T) {
 		if p == nil || p.pid != w.pid || p.startTick != w.startTick || p.instance != w.instance || p.pgid != w.pgid {
 			t.Errorf("pid file written for %+v read back as %+v", w, p)
 		}
+	}
+}
+
+// A plugin that binds its socket, then daemonises, handing the listening socket to its daemon
+// (as a server that listens before it forks does): SO_PEERCRED names the process that called
+// listen(), which has exited. The agent found no daemon, started the plugin again, and took
+// the daemon for a plugin no agent started, never stopped. The socket's holder is found by its
+// descriptors, among the plugin's processes.
+func TestAgentFollowsADaemonThatInheritedItsSocket(t *testing.T) {
+	f := newFixture(t)
+	stop, daemon := f.startDaemonising("listens-then-daemonises")
+	waitFor(t, "the agent to record the daemon", func() bool {
+		return f.pid("dm") == daemon && len(f.events("plugin-daemon")) > 0
+	})
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("dm").Healthy })
+	if evs := f.events("plugin-daemon"); len(evs) != 1 || !strings.Contains(evs[0], fmt.Sprintf("supervising pid %d as the plugin", daemon)) {
+		t.Errorf("plugin-daemon events = %q, want one naming pid %d", evs, daemon)
+	}
+	stopThenGone(t, stop, daemon, "the plugin's daemon")
+	if n := len(f.events("plugin-start")); n != 1 {
+		t.Errorf("%d plugin-start events, want 1: %q", n, f.events("plugin-start"))
+	}
+	if logs := f.logs.String(); strings.Contains(logs, "no volctl agent started it") {
+		t.Errorf("the agent took its own plugin's daemon for a foreign plugin:\n%s", logs)
 	}
 }
