@@ -515,20 +515,29 @@ func writePidFile(runDir, id string, p *process) error {
 func removePidFile(runDir, id string) { _ = os.Remove(pidFilePath(runDir, id)) }
 
 // adoptFromPidFile returns the process an earlier agent started for the plugin, if its pid
-// file names a process that still runs with the recorded start time. A daemon's recorded
+// file names a process that still runs with the recorded start time and, when the file records
+// an instance, carries it in its environment, as every process the agent starts does (and a
+// daemon, which inherits it). A process with the pid and start time but not the instance is
+// not the plugin, or not one the agent can prove is: the pid file was edited, or comes from
+// another boot, where the same pid and start time may be another program's. It is returned as
+// unproven, never to be signalled. An older agent's pid file, without an instance, is adopted
+// on its pid and start time, as before. A daemon's recorded
 // group is kept only while the daemon is still in it: otherwise it is stopped as any
 // process, its group when it leads one, else itself alone. A watcher closes exited when it ends
 // (polled: it is not this process's child), until ctx ends.
-func adoptFromPidFile(ctx context.Context, runDir, id string) *process {
-	p := readPidFile(runDir, id)
+func adoptFromPidFile(ctx context.Context, runDir, id string) (p, unproven *process) {
+	p = readPidFile(runDir, id)
 	if p == nil || !p.alive() {
-		return nil
+		return nil, nil
+	}
+	if p.instance != "" && !hasInstance(p.pid, p.instance) {
+		return nil, p
 	}
 	if pgrp, live := procGroup(p.pid); p.pgid != 0 && (!live || pgrp != p.pgid) {
 		p.pgid = 0
 	}
 	p.watch(ctx)
-	return p
+	return p, nil
 }
 
 // readPidFile reads a plugin's pid file (writePidFile; one by an older agent has no group, and

@@ -313,7 +313,7 @@ func TestReusedPidIsNeitherAdoptedNorSignalled(t *testing.T) {
 	if err := writePidFile(runDir, "p", stale); err != nil {
 		t.Fatal(err)
 	}
-	if p := adoptFromPidFile(context.Background(), runDir, "p"); p != nil {
+	if p, _ := adoptFromPidFile(context.Background(), runDir, "p"); p != nil {
 		t.Fatalf("adopted pid %d recorded with another start time", pid)
 	}
 	if err := stale.stop(time.Second); err != nil {
@@ -325,7 +325,7 @@ func TestReusedPidIsNeitherAdoptedNorSignalled(t *testing.T) {
 	if err := writePidFile(runDir, "p", &process{pid: pid, startTick: tick}); err != nil {
 		t.Fatal(err)
 	}
-	if p := adoptFromPidFile(context.Background(), runDir, "p"); p == nil || p.pid != pid {
+	if p, _ := adoptFromPidFile(context.Background(), runDir, "p"); p == nil || p.pid != pid {
 		t.Fatalf("the pid file with the right start time was not adopted: %+v", p)
 	}
 }

@@ -343,10 +343,16 @@ func (r *runner) probe(ctx context.Context) (healthy, ready bool, reason string)
 func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 	a, id := r.a, r.spec.ID
 	sockets := execSockets(r.spec)
-	if p := adoptFromPidFile(ctx, a.runDir, id); p != nil {
+	p, unproven := adoptFromPidFile(ctx, a.runDir, id)
+	if p != nil {
 		r.proc = p
 		a.log.Info("adopted the running plugin", "plugin", id, "pid", p.pid)
 		return false, nil
+	}
+	if unproven != nil {
+		a.log.Warn(fmt.Sprintf("the plugin's pid file names pid %d, which runs with the recorded start time but without the instance the agent started the plugin with in its environment: "+
+			"it is not the plugin, or not one the agent can prove is; leaving it alone, never signalling it", unproven.pid), "plugin", id, "pid", unproven.pid)
+		removePidFile(a.runDir, id)
 	}
 	d, err := adoptDaemon(ctx, a.runDir, id, execEndpoint(r.spec))
 	if d != nil {
@@ -379,7 +385,7 @@ func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 			return false, err
 		}
 	}
-	p, err := startProcess(r.spec, a.runDir, a.logDir)
+	p, err = startProcess(r.spec, a.runDir, a.logDir)
 	if err != nil {
 		return false, err
 	}

@@ -145,3 +145,44 @@ func TestAgentFollowsADaemonThatInheritedItsSocket(t *testing.T) {
 		t.Errorf("the agent took its own plugin's daemon for a foreign plugin:\n%s", logs)
 	}
 }
+
+// A pid file that names a process the agent cannot prove is its plugin (edited, or restored
+// from another boot, where the pid and start time may well be another program's) must not get
+// that process signalled: the agent adopted any process with the recorded pid and start time,
+// stopped it past the health timeout (it serves no socket) and at a clean stop. A pid file
+// that records an instance is the agent's only when its process carries that instance in its
+// environment, as every process the agent starts does.
+func TestAgentNeverSignalsAProcessItsPidFileCannotProveIsThePlugin(t *testing.T) {
+	f := newFixture(t)
+	sp := f.execPlugin("hp", "hostpath")
+	f.register(sp)
+	cmd := exec.Command("sleep", "600") // an unrelated process, leading its group
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	other := cmd.Process.Pid
+	tick, err := procStartTick(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(f.dir, "run")
+	if err := os.MkdirAll(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := writePidFile(run, "hp", &process{pid: other, startTick: tick, instance: newInstance()}); err != nil {
+		t.Fatal(err)
+	}
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("hp").Healthy })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !alive(other) {
+		t.Fatalf("the agent signalled pid %d, which its pid file named but which does not carry the recorded instance", other)
+	}
+	if logs := f.logs.String(); !strings.Contains(logs, fmt.Sprintf("pid %d", other)) || strings.Contains(logs, "adopted the running plugin") {
+		t.Errorf("the agent's log does not say it left pid %d alone, or says it adopted it:\n%s", other, logs)
+	}
+}
