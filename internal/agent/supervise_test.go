@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -184,5 +187,96 @@ func TestAgentNeverSignalsAProcessItsPidFileCannotProveIsThePlugin(t *testing.T)
 	}
 	if logs := f.logs.String(); !strings.Contains(logs, fmt.Sprintf("pid %d", other)) || strings.Contains(logs, "adopted the running plugin") {
 		t.Errorf("the agent's log does not say it left pid %d alone, or says it adopted it:\n%s", other, logs)
+	}
+}
+
+// sharedSocketUnderMounts registers plugins a and b on one socket, a with an exec block (the
+// test plugin, mounting for real) and b with the same one or, without bExec, none; starts an
+// agent, claims a volume of b, and deregisters a. It returns the agent's stop, the engine the
+// claim was made with (a command's), and the pid of the socket's process, a's.
+func (f *fixture) sharedSocketUnderMounts(bExec bool) (stop func() error, cmd *engine.Engine, pid int) {
+	t := f.t
+	t.Helper()
+	hostpathtest.RequireMount(t)
+	t.Cleanup(func() {
+		if err := hostpath.UnmountAll(f.dir); err != nil {
+			t.Errorf("cleaning up mounts: %v", err)
+		}
+	})
+	a := f.execPlugin("a", "sickens")
+	b := a
+	b.ID = "b"
+	if !bExec {
+		b.Exec = nil
+	}
+	f.register(a)
+	stop = f.startAgent(testSettings)
+	waitFor(t, "plugin a to be healthy", func() bool { return f.plugin("a").Healthy })
+	f.register(b) // without an exec block, on a socket that must answer
+	waitFor(t, "both plugin IDs to be healthy", func() bool { return f.plugin("a").Healthy && f.plugin("b").Healthy })
+	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "b", Capabilities: caps}); err != nil {
+		t.Fatal(err)
+	}
+	cmd = f.openEngine()
+	if _, err := cmd.Claim(f.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
+		t.Fatal(err)
+	}
+	pid = f.pid("a")
+	if err := cmd.DeregisterPlugin(f.ctx, "a", false); err != nil {
+		t.Fatal(err)
+	}
+	return stop, cmd, pid
+}
+
+// Two plugin IDs on one socket are one process, run by the first ID's exec block. Deregistering
+// that ID while the other has mounts counted the deregistered ID's mounts, none, and stopped
+// the process serving the other's mounts (the other's runner then started a new one, which
+// knew nothing of them). The process is handed to the ID registered on its socket with an
+// exec block: its runner adopts it, recorded under its name, without a restart.
+func TestDeregisteringThePluginIDRunningASocketsProcessHandsItToTheOther(t *testing.T) {
+	f := newFixture(t)
+	stop, cmd, pid := f.sharedSocketUnderMounts(true)
+	waitFor(t, "the agent to give up plugin a, and plugin b's runner to settle", func() bool {
+		logs := f.logs.String()
+		return strings.Contains(logs, `plugin deregistered; no longer supervising it" plugin=a`) &&
+			(f.pid("b") != 0 || strings.Contains(logs, "no volctl agent started it") || strings.Contains(logs, "started plugin\" plugin=b"))
+	})
+	waitFor(t, "plugin b to be healthy", func() bool { return f.plugin("b").Healthy })
+	if got := f.pid("b"); got != pid || !alive(pid) {
+		t.Errorf("plugin b's pid file names %d (alive %v), want the socket's process %d (alive %v), handed to it", got, alive(got), pid, alive(pid))
+	}
+	if logs := f.logs.String(); strings.Contains(logs, "no volctl agent started it") || strings.Contains(logs, "started plugin\" plugin=b") {
+		t.Errorf("plugin b probes a process nobody supervises, or started another:\n%s", logs)
+	}
+	if evs := f.events("plugin-handover"); len(evs) != 1 || !strings.Contains(evs[0], fmt.Sprintf(`plugin "a" deregistered: its process (pid %d)`, pid)) {
+		t.Errorf("plugin-handover events = %q", evs)
+	}
+	// Supervised as b's: released, it is stopped at the agent's clean stop.
+	if _, err := cmd.Release(f.ctx, "db", "web-0"); err != nil {
+		t.Fatal(err)
+	}
+	stopThenGone(t, stop, pid, "the socket's process, handed to plugin b,")
+}
+
+// As above, with the other ID on the socket probed only (no exec block): nothing can take the
+// process over, and it is counted as the socket's, whose mounts keep it running, with a
+// warning naming the ID left without a supervisor; it was stopped under them.
+func TestDeregisteringThePluginIDRunningASocketsProcessLeavesItUnderTheOthersMounts(t *testing.T) {
+	f := newFixture(t)
+	stop, cmd, pid := f.sharedSocketUnderMounts(false)
+	want := fmt.Sprintf(`its process (pid %d) serves plugin \"b\" on the same socket, which has no exec block`, pid)
+	waitFor(t, "the agent to give up plugin a", func() bool {
+		logs := f.logs.String()
+		return strings.Contains(logs, want) || strings.Contains(logs, `stopping plugin" plugin=a`)
+	})
+	if !alive(pid) {
+		t.Fatalf("the socket's process (pid %d) was stopped under plugin b's mounts", pid)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cmd.Release(f.ctx, "db", "web-0"); err != nil {
+		t.Fatal(err)
 	}
 }
