@@ -835,11 +835,18 @@ func (a *Agent) stopIfUnmounted(r *runner, countAs string) bool {
 		a.log.Warn("stopping plugin", "plugin", r.spec.ID, "pid", p.pid, "err", err)
 		return false
 	}
-	if left := stopLeft(p.instance, a.s.StopTimeout); len(left) > 0 {
-		// A daemon the plugin's process started in a session of its own, not recorded yet.
-		a.log.Info("stopped what the plugin left outside its process group", "plugin", r.spec.ID, "pids", left)
-	}
+	a.stopLeftBy(r.spec.ID, p)
 	removePidFile(a.runDir, r.spec.ID)
 	a.e.PluginEvent(ctx, r.spec.ID, "plugin-stop", fmt.Sprintf("plugin %q stopped by the agent (pid %d)", r.spec.ID, p.pid))
 	return true
+}
+
+// stopLeftBy stops, once plugin id's process p is stopped or has exited, what it left running
+// outside its process group (stopLeft: a daemon in a session of its own not recorded yet, a
+// child it handed its socket to), at a clean stop and before every restart alike: left, such a
+// process keeps the plugin's socket, and the next start takes it for a plugin no agent started.
+func (a *Agent) stopLeftBy(id string, p *process) {
+	if left := stopLeft(p.instance, a.s.StopTimeout); len(left) > 0 {
+		a.log.Info("stopped what the plugin left outside its process group", "plugin", id, "pids", left)
+	}
 }

@@ -199,7 +199,16 @@ func TestMain(m *testing.M) {
 		// A plugin that binds its socket, then daemonises: it hands the listening socket to a
 		// child in a session of its own and exits 0. SO_PEERCRED on the socket names this
 		// process, which called listen(), long after it exited.
-		os.Exit(listenThenDaemonise())
+		os.Exit(listenThenDaemonise("serves-inherited"))
+	case "stubborn-hands-socket":
+		// A plugin that ignores SIGTERM, binds its socket and hands it to a child in a session
+		// of its own, which serves it never healthy, and stays: only SIGKILL ends it, and its
+		// child, outside its process group, keeps the socket.
+		signal.Ignore(syscall.SIGTERM, os.Interrupt)
+		if rc := listenThenDaemonise("serves-inherited-unhealthy"); rc != 0 {
+			os.Exit(rc)
+		}
+		select {}
 	case "serves-inherited":
 		// The daemon of listens-then-daemonises: hostpath on the listening socket it inherited
 		// as fd 3.
@@ -215,6 +224,20 @@ func TestMain(m *testing.M) {
 				return err
 			}
 			return p.Serve(ctx, lis)
+		}))
+	case "serves-inherited-unhealthy":
+		// As unhealthy, on the listening socket it inherited as fd 3.
+		faults := csitest.NewFaults()
+		faults.FailAlways(csi.RPCProbe, codes.Internal)
+		os.Exit(serveTestPlugin(func(ctx context.Context, _ string) error {
+			lis, err := net.FileListener(os.NewFile(3, "listener"))
+			if err != nil {
+				return err
+			}
+			srv := grpc.NewServer(grpc.ChainUnaryInterceptor(faults.Interceptor()))
+			csitest.NewMemPlugin(csitest.DefaultMemConfig()).Register(srv)
+			go func() { <-ctx.Done(); srv.Stop() }()
+			return srv.Serve(lis)
 		}))
 	case "daemonizes-late":
 		// As daemonizes, but the server binds its socket a second after the process the agent
@@ -340,10 +363,10 @@ func daemonize(mode string, setsid bool) int {
 	return 0
 }
 
-// listenThenDaemonise binds the socket in $CSI_ENDPOINT, starts the test binary again as
-// serves-inherited in a session of its own with the listening socket as its fd 3, records its
-// pid in child.pid under the root, and returns, leaving the socket file in place.
-func listenThenDaemonise() int {
+// listenThenDaemonise binds the socket in $CSI_ENDPOINT, starts the test binary again in mode
+// in a session of its own with the listening socket as its fd 3, records its pid in child.pid
+// under the root, and returns, leaving the socket file in place.
+func listenThenDaemonise(mode string) int {
 	socket, err := hostpath.ParseEndpoint(os.Getenv(spec.EndpointEnv))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -361,7 +384,7 @@ func listenThenDaemonise() int {
 		return 1
 	}
 	cmd := exec.Command(os.Args[0], os.Args[1:]...)
-	cmd.Env = append(os.Environ(), pluginModeEnv+"=serves-inherited")
+	cmd.Env = append(os.Environ(), pluginModeEnv+"="+mode)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{lf}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

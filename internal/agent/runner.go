@@ -157,6 +157,7 @@ func (r *runner) loop(ctx context.Context) {
 				}
 				break
 			}
+			a.stopLeftBy(id, r.proc)
 			wait := bo.Next()
 			msg := fmt.Sprintf("%s: stopped it, restarting it in %s", unhealthyFor, wait)
 			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
@@ -197,6 +198,7 @@ func (r *runner) loop(ctx context.Context) {
 				lastGood = a.now()
 				continue
 			}
+			a.stopLeftBy(id, r.proc)
 			wait := bo.Next()
 			msg := fmt.Sprintf("plugin %q exited (%s): restarting it in %s", id, r.proc.exitStatus(), wait)
 			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)

@@ -280,3 +280,41 @@ func TestDeregisteringThePluginIDRunningASocketsProcessLeavesItUnderTheOthersMou
 		t.Fatal(err)
 	}
 }
+
+// A plugin that ignores SIGTERM and hands its socket to a child in a session of its own:
+// restarted past its health timeout, its process was killed (SIGKILL, its group), but the
+// child, outside that group, kept serving the socket, and the restart took it for a plugin no
+// agent started: probed only, never stopped, the plugin never started again. Every stop of a
+// plugin's process, not only the agent's clean stop, also stops what carries its instance.
+func TestAgentRestartStopsWhatThePluginLeftOutsideItsGroup(t *testing.T) {
+	f := newFixture(t)
+	clock := &fakeClock{t: time.Now()}
+	f.now = clock.Now
+	sp := f.execPlugin("sh", "stubborn-hands-socket")
+	t.Cleanup(func() { killWithEnv(pluginRootEnv + "=" + sp.Exec.Env.Plain()[pluginRootEnv]) })
+	f.register(sp)
+	s := testSettings
+	s.StopTimeout = 300 * time.Millisecond // the process ignores SIGTERM: SIGKILL ends it
+	stop := f.startAgent(s)
+	first, child := f.pid("sh"), f.childPid("sh")
+	waitFor(t, "the agent to probe the plugin unhealthy", func() bool {
+		return strings.Contains(f.plugin("sh").LastError, "Probe: Internal")
+	})
+	waitFor(t, "the restart past the health timeout", func() bool {
+		clock.Advance(time.Second)
+		return len(f.events("plugin-restart")) > 0
+	})
+	waitFor(t, "the plugin to be started again, or its socket taken for another's", func() bool {
+		p := f.pid("sh")
+		return (p != 0 && p != first && alive(p)) || strings.Contains(f.logs.String(), "no volctl agent started it")
+	})
+	if alive(child) {
+		t.Errorf("the plugin's child (pid %d), outside its process group with its socket, survived its restart", child)
+	}
+	if logs := f.logs.String(); strings.Contains(logs, "no volctl agent started it") {
+		t.Errorf("the agent took its own plugin's child for a foreign plugin:\n%s", logs)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
