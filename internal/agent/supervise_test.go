@@ -318,3 +318,32 @@ func TestAgentRestartStopsWhatThePluginLeftOutsideItsGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A plugin whose declaration changes (registered again with another exec block) while it runs
+// with mounts is not stopped under them: the new declaration's runner adopts the running
+// process, which runs the old command until its next restart, and it is stopped once the
+// mounts are gone. (It held before; no test said so.)
+func TestAgentKeepsAPluginWhoseExecChangesUnderMounts(t *testing.T) {
+	f := newFixture(t)
+	_, stop := f.startSickeningPlugin()
+	cmd := f.openEngine()
+	if _, err := cmd.Claim(f.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
+		t.Fatal(err)
+	}
+	pid := f.pid("fuse")
+	sp := f.execPlugin("fuse", "sickens")
+	sp.Exec.Env["VOLCTL_AGENT_TEST_CHANGED"] = "1"
+	f.register(sp)
+	waitFor(t, "the agent to take up the new declaration", func() bool {
+		logs := f.logs.String()
+		return strings.Contains(logs, "plugin declaration changed; supervising it anew") &&
+			(strings.Contains(logs, "adopted the running plugin") || len(f.events("plugin-start")) > 1)
+	})
+	if got := f.pid("fuse"); got != pid || !alive(pid) || len(f.events("plugin-start")) != 1 {
+		t.Fatalf("the plugin (pid %d, alive %v) was replaced under its mounts: pid file %d, plugin-start events %q", pid, alive(pid), got, f.events("plugin-start"))
+	}
+	if _, err := cmd.Release(f.ctx, "db", "web-0"); err != nil {
+		t.Fatal(err)
+	}
+	stopThenGone(t, stop, pid, "the plugin, released,")
+}
