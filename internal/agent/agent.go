@@ -399,7 +399,9 @@ func (a *Agent) retire(ctx context.Context, r *runner, want map[string]spec.Plug
 		a.log.Info(msg, "plugin", heir, "pid", p.pid, "from", r.spec.ID)
 		a.e.PluginEvent(ctx, heir, "plugin-handover", msg)
 	default:
-		if a.stopIfUnmounted(r, mate) {
+		// Volumes the deregistered ID kept (--force) are no longer the socket's to the
+		// engine: their mounts are counted as its own first.
+		if m, err := a.e.PluginMounts(ctx, r.spec.ID); err == nil && !m.Any() && a.stopIfUnmounted(r, mate) {
 			return
 		}
 		a.log.Warn(fmt.Sprintf("plugin %q deregistered: its process (pid %d) serves plugin %q on the same socket, which has no exec block: nothing supervises it now; "+
