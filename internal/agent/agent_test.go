@@ -214,31 +214,12 @@ func TestMain(m *testing.M) {
 		// as fd 3.
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()
-		os.Exit(serveTestPluginCtx(ctx, func(ctx context.Context, _ string) error {
-			lis, err := net.FileListener(os.NewFile(3, "listener"))
-			if err != nil {
-				return err
-			}
-			p, err := hostpath.New(hostpath.Config{Root: os.Getenv(pluginRootEnv), NodeID: "n1"})
-			if err != nil {
-				return err
-			}
-			return p.Serve(ctx, lis)
-		}))
+		os.Exit(serveHostpathOn(ctx, inheritedListener))
 	case "serves-inherited-unhealthy":
 		// As unhealthy, on the listening socket it inherited as fd 3.
 		faults := csitest.NewFaults()
 		faults.FailAlways(csi.RPCProbe, codes.Internal)
-		os.Exit(serveTestPlugin(func(ctx context.Context, _ string) error {
-			lis, err := net.FileListener(os.NewFile(3, "listener"))
-			if err != nil {
-				return err
-			}
-			srv := grpc.NewServer(grpc.ChainUnaryInterceptor(faults.Interceptor()))
-			csitest.NewMemPlugin(csitest.DefaultMemConfig()).Register(srv)
-			go func() { <-ctx.Done(); srv.Stop() }()
-			return srv.Serve(lis)
-		}))
+		os.Exit(serveMemOn(inheritedListener, csitest.DefaultMemConfig(), faults.Interceptor()))
 	case "daemonizes-late":
 		// As daemonizes, but the server binds its socket a second after the process the agent
 		// started has exited and been reaped: well past the probe interval the agent first
@@ -283,9 +264,19 @@ func runAgent(dir string) int {
 }
 
 // serveHostpath serves the hostpath plugin on $CSI_ENDPOINT until ctx ends.
-func serveHostpath(ctx context.Context) int {
+func serveHostpath(ctx context.Context) int { return serveHostpathOn(ctx, hostpath.Listen) }
+
+// inheritedListener is the listening socket a test plugin inherited as fd 3
+// (listenThenDaemonise), whatever its path.
+func inheritedListener(string) (net.Listener, error) {
+	return net.FileListener(os.NewFile(3, "listener"))
+}
+
+// serveHostpathOn serves the hostpath plugin on what listen makes of $CSI_ENDPOINT until ctx
+// ends.
+func serveHostpathOn(ctx context.Context, listen func(socket string) (net.Listener, error)) int {
 	return serveTestPluginCtx(ctx, func(ctx context.Context, socket string) error {
-		lis, err := hostpath.Listen(socket)
+		lis, err := listen(socket)
 		if err != nil {
 			return err
 		}
@@ -406,10 +397,15 @@ func listenThenDaemonise(mode string) int {
 // serveMem serves an in-memory plugin with cfg, behind intercept, on $CSI_ENDPOINT until
 // SIGTERM.
 func serveMem(cfg csitest.MemConfig, intercept grpc.UnaryServerInterceptor) int {
+	return serveMemOn(hostpath.Listen, cfg, intercept)
+}
+
+// serveMemOn is serveMem on what listen makes of $CSI_ENDPOINT.
+func serveMemOn(listen func(socket string) (net.Listener, error), cfg csitest.MemConfig, intercept grpc.UnaryServerInterceptor) int {
 	return serveTestPlugin(func(ctx context.Context, socket string) error {
 		srv := grpc.NewServer(grpc.ChainUnaryInterceptor(intercept))
 		csitest.NewMemPlugin(cfg).Register(srv)
-		lis, err := hostpath.Listen(socket)
+		lis, err := listen(socket)
 		if err != nil {
 			return err
 		}
@@ -782,20 +778,26 @@ func TestAgentRestartsPluginUnhealthyPastTimeout(t *testing.T) {
 	}
 }
 
+// mountsForReal skips the test where plugins cannot mount, and unmounts whatever a plugin
+// process still has mounted when the test ends (it fails half-way) before the plugin is killed
+// and the dir removed.
+func (f *fixture) mountsForReal() {
+	f.t.Helper()
+	hostpathtest.RequireMount(f.t)
+	f.t.Cleanup(func() {
+		if err := hostpath.UnmountAll(f.dir); err != nil {
+			f.t.Errorf("cleaning up mounts: %v", err)
+		}
+	})
+}
+
 // startSickeningPlugin starts an agent supervising plugin "fuse", which mounts for real and
 // falls sick when the test says (sicken), on a fake clock with a 300ms health timeout; once it
 // is healthy, it creates volume db on it. It returns the clock and the agent's stop.
 func (f *fixture) startSickeningPlugin() (*fakeClock, func() error) {
 	t := f.t
 	t.Helper()
-	hostpathtest.RequireMount(t)
-	// Whatever the plugin process still has mounted when the test ends (it fails half-way) is
-	// unmounted before the plugin is killed and the dir removed.
-	t.Cleanup(func() {
-		if err := hostpath.UnmountAll(f.dir); err != nil {
-			t.Errorf("cleaning up mounts: %v", err)
-		}
-	})
+	f.mountsForReal()
 	clock, stop := f.startWithHealthTimeoutOnAFakeClock(f.execPlugin("fuse", "sickens"))
 	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
 	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
@@ -803,6 +805,18 @@ func (f *fixture) startSickeningPlugin() (*fakeClock, func() error) {
 		t.Fatal(err)
 	}
 	return clock, stop
+}
+
+// claimAsCommand claims volume db for alloc web-0 through an engine of its own, as a command
+// would, and returns that engine for the test's other commands (the release): a process of its
+// own, whose connection to the plugin the agent's probes do not share.
+func (f *fixture) claimAsCommand() *engine.Engine {
+	f.t.Helper()
+	cmd := f.openEngine()
+	if _, err := cmd.Claim(f.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
+		f.t.Fatal(err)
+	}
+	return cmd
 }
 
 // sicken makes plugin "fuse" fail its probes and waits for the agent to probe it unhealthy.
@@ -828,12 +842,7 @@ func (f *fixture) sicken() {
 func TestAgentDoesNotRestartAnUnhealthyPluginUnderMounts(t *testing.T) {
 	f := newFixture(t)
 	clock, stop := f.startSickeningPlugin()
-	// The claim and the release are commands: processes of their own, whose connection to the
-	// plugin the agent's probes do not share.
-	cmd := f.openEngine()
-	if _, err := cmd.Claim(f.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
-		t.Fatal(err)
-	}
+	cmd := f.claimAsCommand()
 	pid := f.pid("fuse")
 	f.sicken()
 	clock.Advance(301 * time.Millisecond)

@@ -144,6 +144,10 @@ func (r *runner) loop(ctx context.Context) {
 			}
 			withheld = holdNone
 			err := stopProcess(r.proc, a.s.StopTimeout)
+			if err == nil {
+				// Still under the publish lock: what it left may serve its socket.
+				a.stopLeftBy(id, r.proc)
+			}
 			release()
 			if err != nil {
 				// It still runs (stuck in the kernel, say): its pid file stays, so that this
@@ -157,7 +161,6 @@ func (r *runner) loop(ctx context.Context) {
 				}
 				break
 			}
-			a.stopLeftBy(id, r.proc)
 			wait := bo.Next()
 			msg := fmt.Sprintf("%s: stopped it, restarting it in %s", unhealthyFor, wait)
 			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
