@@ -188,13 +188,29 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "daemonizes-mid":
 		os.Exit(daemonize("hostpath", false))
-	case "daemonizes-forker":
-		// As daemonizes, but the daemon the first child leaves is a forker: it does not lead
-		// its group (the first child, which made the session, has exited), and the server it
-		// forks, a stubborn hostpath, shares that group with it.
-		os.Exit(daemonize("daemonizes-forker-mid", true))
-	case "daemonizes-forker-mid":
-		os.Exit(daemonize("forker", false))
+	case "daemonizes-helper":
+		// As daemonizes, but the server the first child leaves, which does not lead its group
+		// (the first child, which made the session, has exited), starts a helper in that group
+		// with an environment of its own, without the plugin's instance.
+		os.Exit(daemonize("daemonizes-helper-mid", true))
+	case "daemonizes-helper-mid":
+		os.Exit(daemonize("serves-with-helper", false))
+	case "serves-with-helper":
+		helper := exec.Command(os.Args[0], os.Args[1:]...)
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, instanceEnv+"=") && !strings.HasPrefix(kv, pluginModeEnv+"=") {
+				helper.Env = append(helper.Env, kv)
+			}
+		}
+		helper.Env = append(helper.Env, pluginModeEnv+"=nosocket")
+		helper.Stdout, helper.Stderr = os.Stdout, os.Stderr
+		if err := helper.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		os.Exit(serveHostpath(ctx))
 	case "listens-then-daemonises":
 		// A plugin that binds its socket, then daemonises: it hands the listening socket to a
 		// child in a session of its own and exits 0. SO_PEERCRED on the socket names this

@@ -65,18 +65,17 @@ func (f *fixture) leftDaemon(id, mode string) (sp spec.Plugin, daemon int, left 
 }
 
 // A daemon that does not lead its process group (its group's leader, the fork that made the
-// session, exited) shares the group with what it forked. Its pid file named the daemon only:
+// session, exited) shares the group with what it forked: here a helper that runs with an
+// environment of its own, without the plugin's instance. Its pid file named the daemon only:
 // the agent that followed it knew the group, but a later agent adopting it did not, and when
-// the daemon died it stopped nothing of its group, which ran on, unsupervised, through the
-// restart and the clean stop (whose sweep looks for the new start's instance). The pid file
+// the daemon died it stopped nothing of its group, and the helper ran on, unsupervised,
+// through the restart and the clean stop (whose sweeps look for the instance). The pid file
 // records the group.
 func TestAdoptedDaemonIsStoppedWithItsGroup(t *testing.T) {
 	f := newFixture(t)
-	sp, daemon, left := f.leftDaemon("dm", "daemonizes-forker")
+	sp, daemon, left := f.leftDaemon("dm", "daemonizes-helper")
 	f.register(sp)
-	s := testSettings
-	s.StopTimeout = 300 * time.Millisecond // the server ignores SIGTERM: SIGKILL ends it
-	stop := f.startAgent(s)
+	stop := f.startAgent(testSettings)
 	waitFor(t, "the agent to adopt the daemon", func() bool { return strings.Contains(f.logs.String(), "adopted the running plugin") })
 	if got := f.pid("dm"); got != daemon {
 		t.Fatalf("pid file names %d, want the daemon %d", got, daemon)
