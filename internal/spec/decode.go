@@ -111,6 +111,9 @@ type decoder struct {
 	src []byte
 	// lits are the number literals the HCL1 rewrite changed, by offset in src, as written.
 	lits map[int]numberLit
+	// hcl1 is set while a volume spec is decoded: Nomad reads it with HCL1, which refuses
+	// what HCL2 reads as an expression on a number (spacedSign).
+	hcl1 bool
 }
 
 // errorf and warnf report a diagnostic whose detail is format with args. A string argument
@@ -263,7 +266,7 @@ func suggest(given string, candidates []string) string {
 // value evaluates an attribute. No variables or functions exist in specs: HCL reports any use
 // of them. A null value counts as unset.
 func (d *decoder) value(attr *hcl.Attribute) (cty.Value, bool) {
-	v, diags := eval(attr.Expr)
+	v, diags := d.eval(attr.Expr)
 	d.diags = append(d.diags, diags...)
 	if diags.HasErrors() || v.IsNull() || !v.IsWhollyKnown() {
 		return cty.NilVal, false
@@ -301,6 +304,18 @@ func eval(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
 		Detail:   "volctl does not evaluate a template in a spec. " + literalHint,
 		Subject:  rng.Ptr(),
 	})
+}
+
+// eval is eval, refusing first what the file's reader refuses before any value: in a volume
+// spec, a number's sign apart from its digits (spacedSign).
+func (d *decoder) eval(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
+	if d.hcl1 {
+		if rng, ok := spacedSign(expr); ok {
+			return cty.NilVal, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid number", Subject: rng.Ptr(),
+				Detail: "Nomad reads volume specs with HCL1, which takes a - as a number's sign only directly before its digits, and refuses the file otherwise. Write the sign against the number (-5, not - 5)."}}
+		}
+	}
+	return eval(expr)
 }
 
 // templateIn returns the first interpolation or directive in a native-syntax expression's
@@ -530,7 +545,7 @@ func (d *decoder) mapValue(m *stringMap, key string, keyRange hcl.Range, expr hc
 			return
 		}
 	}
-	v, diags := eval(expr)
+	v, diags := d.eval(expr)
 	d.diags = append(d.diags, diags...)
 	if diags.HasErrors() {
 		return

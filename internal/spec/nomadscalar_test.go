@@ -285,3 +285,58 @@ func TestMountOptionNumbersNomadRefusesAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestSpacedSignIsRefused: Nomad reads a volume spec with HCL1, whose scanner takes a - as a
+// number's sign only directly before a digit: `- 5` is a SUB token its parser refuses (the
+// real CLI: "At 5:16: Unknown token: 5:16 SUB -"), in a file HCL2 reads as it is and in one
+// that needs the HCL1 rewrite, in any value. volctl refused nothing (HCL2 reads it as the
+// expression -5 and sent "-5"): one error at the sign, saying what to write, never the value
+// (it may be a secret's). A group spec is not Nomad's HCL1 (a job is HCL2 there): not refused.
+func TestSpacedSignIsRefused(t *testing.T) {
+	head := "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\n" +
+		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+	for _, c := range []struct{ name, extra string }{
+		{"parameters", "parameters {\n  p = - 5\n}\n"},
+		{"secrets", "secrets {\n  p = -  7\n}\n"},
+		{"hcl1 parameters", "\"parameters\" = { p = - 5 }\n"},
+		{"hcl1 block", "parameters { p = - 5, q = 1 }\n"},
+		{"comment", "parameters {\n  p = -/* */5\n}\n"},
+		{"mount_flags", "mount_options {\n  mount_flags = [- 5]\n}\n"},
+		{"capacity", "capacity_min = - 5\n"},
+		{"name", "name = - 5\n"},
+	} {
+		_, diags := ParseVolume("v.hcl", []byte(head+c.extra), VerbAny)
+		var signs hcl.Diagnostics
+		for _, d := range diags {
+			if d.Summary == "Invalid number" {
+				signs = append(signs, d)
+			}
+		}
+		if len(signs) != 1 || !diags.HasErrors() {
+			t.Errorf("%s: %v, want one \"Invalid number\" error", c.name, diags)
+			continue
+		}
+		d := signs[0]
+		line := strings.Count(head, "\n") + 1 + strings.Count(c.extra[:strings.Index(c.extra, "-")], "\n")
+		col := strings.Index(c.extra, "-") - strings.LastIndex(c.extra[:strings.Index(c.extra, "-")], "\n")
+		if r := d.Subject; r == nil || r.Start.Line != line || r.Start.Column != col {
+			t.Errorf("%s: at %v, want %d:%d, the sign", c.name, d.Subject, line, col)
+		}
+		if !strings.Contains(d.Detail, "-5, not - 5") || strings.Contains(d.Detail, "7") {
+			t.Errorf("%s: %q, want what to write (-5, not - 5), and not the value", c.name, d.Detail)
+		}
+	}
+	for _, ok := range []string{"parameters {\n  p = -5\n  q = 2 - 1\n}\n", "name = \"- 5\"\n"} {
+		if _, diags := ParseVolume("v.hcl", []byte(head+ok), VerbAny); diags.HasErrors() {
+			t.Errorf("%q: %v, want it read", ok, diags)
+		}
+	}
+	group := "group \"g\" {\n  count = - 2\n  volume \"v\" {\n    type = \"csi\"\n    source = \"db\"\n" +
+		"    access_mode = \"single-node-writer\"\n    attachment_mode = \"file-system\"\n  }\n}\n"
+	_, diags := NewParser().ParseGroup("g.hcl", []byte(group))
+	for _, d := range diags {
+		if d.Summary == "Invalid number" {
+			t.Errorf("group: %v, a group is not read as HCL1", d)
+		}
+	}
+}

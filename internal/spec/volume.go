@@ -111,6 +111,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 				`Write the volume spec form instead: snake_case fields (id, plugin_id, external_id, capacity_min) and capability blocks; "volctl init volume" writes an example.`, name)
 		return nil
 	}
+	d.hcl1 = !d.json
 	c := d.content(body, volumeSchema)
 	v := &Volume{Namespace: DefaultNamespace}
 	top := c.MissingItemRange
@@ -251,7 +252,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 // ok reports whether attr evaluates without error, so that a missing-value message is not
 // added on top of an evaluation error.
 func (d *decoder) ok(attr *hcl.Attribute) bool {
-	_, diags := eval(attr.Expr)
+	_, diags := d.eval(attr.Expr)
 	return !diags.HasErrors()
 }
 
