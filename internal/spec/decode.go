@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -362,6 +363,29 @@ func (d *decoder) literalStr(attr *hcl.Attribute) (string, bool) {
 	return d.strOf(attr, d.literalString)
 }
 
+// weakStr is str for a string field Nomad decodes weakly (id, name, external_id, ...): a
+// number or bool becomes what Nomad makes of it (weakString: 0755 is "493", true is "1"), and
+// one Nomad cannot read is refused.
+func (d *decoder) weakStr(attr *hcl.Attribute) (string, bool) {
+	if attr == nil {
+		return "", false
+	}
+	v, ok := d.value(attr)
+	if !ok {
+		return "", false
+	}
+	s, err := d.weakString(attr.Expr, v)
+	switch {
+	case errors.Is(err, errNotString):
+		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a string, not %s.", attr.Name, v.Type().FriendlyName())
+		return "", false
+	case err != nil:
+		d.errorf(attr.Expr.Range(), "Invalid value", "%s: %s.", attr.Name, err.Error())
+		return "", false
+	}
+	return s, true
+}
+
 func (d *decoder) strOf(attr *hcl.Attribute, conv func(hcl.Expression, cty.Value) (string, bool)) (string, bool) {
 	if attr == nil {
 		return "", false
@@ -370,7 +394,13 @@ func (d *decoder) strOf(attr *hcl.Attribute, conv func(hcl.Expression, cty.Value
 	if !ok {
 		return "", false
 	}
+	if t, lit := d.numberLiteral(attr.Expr); lit && d.hcl1 && v.Type() == cty.Number && !d.readable(attr.Expr, attr.Name+":", t) {
+		return "", false
+	}
 	s, ok := conv(attr.Expr, v)
+	if !ok && v.Type() == cty.Number && d.hcl1 {
+		return "", false // weakStr said why
+	}
 	if !ok {
 		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a string, not %s.", attr.Name, v.Type().FriendlyName())
 		return "", false
@@ -402,7 +432,9 @@ func (d *decoder) boolean(attr *hcl.Attribute) (bool, bool) {
 	return bv.True(), true
 }
 
-func (d *decoder) integer(attr *hcl.Attribute) (int, bool) {
+// integer decodes a whole number from lo to hi; summary names what is wrong with one out of
+// that range.
+func (d *decoder) integer(attr *hcl.Attribute, lo, hi int, summary string) (int, bool) {
 	if attr == nil {
 		return 0, false
 	}
@@ -416,11 +448,20 @@ func (d *decoder) integer(attr *hcl.Attribute) (int, bool) {
 		return 0, false
 	}
 	bf := nv.AsBigFloat()
-	i, _ := bf.Int64()
-	if !bf.IsInt() || i > 1<<31 || i < -(1<<31) {
+	if !bf.IsInt() {
 		d.errorf(attr.Expr.Range(), "Invalid value", "%s must be a whole number, not %s.", attr.Name, bf.Text('g', 10))
 		return 0, false
 	}
+	// A whole number still, past the range: say which bound, not that it is no whole number.
+	switch {
+	case bf.Cmp(big.NewFloat(float64(lo))) < 0:
+		d.errorf(attr.Expr.Range(), summary, "%s must be at least %d, not %s.", attr.Name, lo, bf.Text('g', 10))
+		return 0, false
+	case bf.Cmp(big.NewFloat(float64(hi))) > 0:
+		d.errorf(attr.Expr.Range(), summary, "%s must be at most %d, not %s.", attr.Name, hi, bf.Text('g', 10))
+		return 0, false
+	}
+	i, _ := bf.Int64()
 	return int(i), true
 }
 

@@ -340,3 +340,79 @@ func TestSpacedSignIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestNumberFieldsAsNomadReadsThem: outside the maps and mount_options, a number in a volume
+// spec is read as `nomad volume register` reads it (the real CLI sent, or refused, each of these
+// files). Nomad decodes the whole file untyped first, so a number it cannot read anywhere (08,
+// beyond int64 or float64) refuses the file; the string fields (id, namespace, plugin_id, name,
+// external_id, snapshot_id, clone_id) are then decoded weakly, as the maps are (0755 -> "493",
+// true -> "1", 1e21 -> its digits); a capacity is the number's text as written read as a size
+// (humanize.ParseBytes): no exponent ("unhandled size name: e3"), a fraction of a byte dropped,
+// so .5 is 0, unset, which gets a warning. A group's count (Nomad's int) is a whole number in
+// range: 1e30 is no fraction, and 2147483648 is past the bound.
+func TestNumberFieldsAsNomadReadsThem(t *testing.T) {
+	head := "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\n" +
+		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+	for _, c := range []struct {
+		line string
+		want string // the error's or warning's detail holds it; "" for none
+		warn bool
+		get  func(*Volume) any
+		val  any
+	}{
+		{line: "capacity_min = 1e3", want: "no exponent"},
+		{line: "capacity_min = 1E3", want: "no exponent"},
+		{line: "capacity_max = 1.5e3", want: "no exponent"},
+		{line: "capacity_min = 08", want: "octal"},
+		{line: "capacity_min = 99999999999999999999", want: "beyond the whole numbers"},
+		{line: "capacity_max = .5", want: "unset", warn: true, get: func(v *Volume) any { return v.CapacityMax }, val: int64(0)},
+		{line: "capacity_min = 0.9", want: "unset", warn: true, get: func(v *Volume) any { return v.CapacityMin }, val: int64(0)},
+		{line: "capacity_min = 1.", get: func(v *Volume) any { return v.CapacityMin }, val: int64(1)},
+		{line: "capacity_min = 1.5", get: func(v *Volume) any { return v.CapacityMin }, val: int64(1)},
+		{line: "capacity_min = 010", get: func(v *Volume) any { return v.CapacityMin }, val: int64(10)},
+		{line: "capacity_max = 0", get: func(v *Volume) any { return v.CapacityMax }, val: int64(0)},
+		{line: "name = 0755", want: "octal", warn: true, get: func(v *Volume) any { return v.Name }, val: "493"},
+		{line: "name = 1e21", get: func(v *Volume) any { return v.Name }, val: "1000000000000000000000"},
+		{line: "name = 1.50", get: func(v *Volume) any { return v.Name }, val: "1.5"},
+		{line: "name = true", get: func(v *Volume) any { return v.Name }, val: "1"},
+		{line: "external_id = 0x1F", get: func(v *Volume) any { return v.ExternalID }, val: "31"},
+		{line: "name = 08", want: "octal"},
+		{line: "name = 99999999999999999999", want: "beyond the whole numbers"},
+		{line: "name = 1e400", want: "beyond"},
+		{line: "snapshot_id = -9223372036854775809", want: "beyond the whole numbers"},
+		{line: "namespace = 09", want: "octal"},
+		{line: "capability {\n  access_mode = 08\n  attachment_mode = \"file-system\"\n}", want: "octal"},
+	} {
+		v, diags := ParseVolume("v.hcl", []byte(head+c.line+"\n"), VerbAny)
+		var found *hcl.Diagnostic
+		for _, d := range diags {
+			if c.want != "" && strings.Contains(d.Detail, c.want) {
+				found = d
+			}
+		}
+		switch {
+		case c.want == "" && len(diags) > 0:
+			t.Errorf("%s: %v, want no diagnostic", c.line, diags)
+		case c.want != "" && found == nil:
+			t.Errorf("%s: %v, want a diagnostic saying %q", c.line, diags, c.want)
+		case found != nil && (found.Severity == hcl.DiagWarning) != c.warn:
+			t.Errorf("%s: %v, want warning=%v", c.line, found, c.warn)
+		case c.get != nil && v == nil:
+			t.Errorf("%s: %v, want it read", c.line, diags)
+		case c.get != nil && c.get(v) != c.val:
+			t.Errorf("%s: read as %#v, want %#v (as Nomad sends it)", c.line, c.get(v), c.val)
+		}
+	}
+	group := func(count string) string {
+		return "group \"g\" {\n  count = " + count + "\n  volume \"v\" {\n    type = \"csi\"\n    source = \"db\"\n" +
+			"    per_alloc = true\n    access_mode = \"single-node-writer\"\n    attachment_mode = \"file-system\"\n  }\n}\n"
+	}
+	for _, c := range []struct{ count, want string }{
+		{"1.5", "whole number"}, {"1e30", "at most"}, {"2147483648", "at most"}, {"-2147483649", "at least 1"},
+	} {
+		_, diags := NewParser().ParseGroup("g.hcl", []byte(group(c.count)))
+		if !diags.HasErrors() || !strings.Contains(diags.Error(), c.want) || c.want != "whole number" && strings.Contains(diags.Error(), "whole number") {
+			t.Errorf("count = %s: %v, want an error saying %q", c.count, diags, c.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -119,7 +120,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 
 	// idAttr reads an identifier into *dst, checked; a required one that is absent is missing.
 	idAttr := func(name, what string, dst *string, required bool) {
-		if s, ok := d.str(attr(name)); ok {
+		if s, ok := d.weakStr(attr(name)); ok {
 			d.checkID(attr(name).Expr.Range(), what, "Invalid "+what, s)
 			*dst = s
 		} else if required && attr(name) == nil {
@@ -139,7 +140,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 		d.missing(top, "type", `The argument "type" is required; volctl handles CSI volumes: type = "csi".`)
 	}
 	idAttr("plugin_id", "plugin ID", &v.PluginID, true)
-	if s, ok := d.str(attr("name")); ok {
+	if s, ok := d.weakStr(attr("name")); ok {
 		d.checkCSIString("name", s, attr("name").Expr.Range())
 		v.Name = s
 	}
@@ -152,7 +153,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 	}
 
 	// Register and create differ in what they take.
-	if s, ok := d.str(attr("external_id")); ok {
+	if s, ok := d.weakStr(attr("external_id")); ok {
 		d.checkCSIString("external_id", s, attr("external_id").Expr.Range())
 		v.ExternalID = s
 	}
@@ -169,7 +170,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 	}
 	for _, name := range []string{"snapshot_id", "clone_id"} {
 		a := attr(name)
-		s, ok := d.str(a)
+		s, ok := d.weakStr(a)
 		if !ok {
 			continue
 		}
@@ -257,21 +258,33 @@ func (d *decoder) ok(attr *hcl.Attribute) bool {
 }
 
 // size reads capacity_min or capacity_max. An empty string is unset, as Nomad reads it (a
-// template whose size variable is empty writes capacity_max = ""); blanks are not.
+// template whose size variable is empty writes capacity_max = ""); blanks are not. A number is
+// read as Nomad reads it: its text as written, as a size (humanize.ParseBytes), which has no
+// 0x and no exponent; a fraction of a byte is dropped, so a capacity under 1 byte is unset,
+// as in Nomad, with a warning.
 func (d *decoder) size(attr *hcl.Attribute) int64 {
 	s, ok := d.str(attr)
 	if !ok || s == "" {
 		return 0
 	}
-	if t, ok := d.numberLiteral(attr.Expr); ok && hexNumber(t) {
-		// Nomad reads a capacity's text as a size (humanize.ParseBytes), which has no 0x.
-		d.errorf(attr.Expr.Range(), "Invalid capacity", "%s: Nomad reads a capacity as a size, in decimal, and refuses %q; write %s (bytes) or a size such as \"10GiB\".", attr.Name, t, s)
-		return 0
+	if t, ok := d.numberLiteral(attr.Expr); ok {
+		switch {
+		case hexNumber(t):
+			d.errorf(attr.Expr.Range(), "Invalid capacity", "%s: Nomad reads a capacity as a size, in decimal, and refuses %q; write %s (bytes) or a size such as \"10GiB\".", attr.Name, t, s)
+			return 0
+		case strings.ContainsAny(t, "eE"):
+			d.errorf(attr.Expr.Range(), "Invalid capacity", "%s: Nomad reads a capacity as a size, which has no exponent, and refuses %q; write %s (bytes) or a size such as \"10GiB\".", attr.Name, t, s)
+			return 0
+		}
+		s = t // 010 is 10 bytes there, not 8
 	}
 	n, err := ParseSize(s)
 	if err != nil {
 		d.errorf(attr.Expr.Range(), "Invalid capacity", "%s: %s.", attr.Name, err)
 		return 0
+	}
+	if n == 0 && strings.ContainsAny(s, "123456789") {
+		d.warnf(attr.Expr.Range(), "Capacity under 1 byte", "%s is %q, under 1 byte: a fraction of a byte is dropped, as Nomad drops it, and a capacity of 0 is unset (no %s). Write a size such as \"512MiB\", or remove %s.", attr.Name, s, strings.TrimPrefix(attr.Name, "capacity_")+"imum", attr.Name)
 	}
 	return n
 }
