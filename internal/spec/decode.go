@@ -497,6 +497,8 @@ type stringMap struct {
 	name      string
 	nameRange hcl.Range
 	entries   []mapEntry
+	keys      map[string]bool // the entries' keys: a map of 90,000 keys is checked for repeats in linear time
+	looked    int             // keys looked up, for tests
 }
 
 type mapEntry struct {
@@ -580,11 +582,10 @@ func (d *decoder) stringMapOf(c *hcl.BodyContent, name string, conv func(hcl.Exp
 }
 
 func (d *decoder) mapValue(m *stringMap, key string, keyRange hcl.Range, expr hcl.Expression, conv func(hcl.Expression, cty.Value) (string, error)) {
-	for _, e := range m.entries {
-		if e.key == key {
-			d.errorf(keyRange, "Duplicate map key", "%s has the key %q more than once.", m.name, key)
-			return
-		}
+	m.looked++
+	if m.keys[key] {
+		d.errorf(keyRange, "Duplicate map key", "%s has the key %q more than once.", m.name, key)
+		return
 	}
 	v, diags := d.eval(expr)
 	d.diags = append(d.diags, diags...)
@@ -600,6 +601,10 @@ func (d *decoder) mapValue(m *stringMap, key string, keyRange hcl.Range, expr hc
 		d.errorf(expr.Range(), "Invalid value", "The value of %s.%s: %s.", m.name, key, err.Error())
 		return
 	}
+	if m.keys == nil {
+		m.keys = map[string]bool{}
+	}
+	m.keys[key] = true
 	m.entries = append(m.entries, mapEntry{key: key, value: s, keyRange: keyRange, valueRange: expr.Range()})
 }
 

@@ -162,6 +162,7 @@ func (p *Parser) load(filename string, src []byte) (hcl.Body, bool, *offsetMap, 
 			f = &hcl.File{Body: hcl.EmptyBody()}
 		}
 		f.Bytes = src // what the ranges' offsets index
+		f.Nav = &jsonNav{src: src, from: start.Byte}
 		p.files[filename] = f
 		return f.Body, true, nil, src, diags
 	}
