@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
 // jsonNav answers the "in parameters" lookup a diagnostic's snippet makes (hcled.ContextString)
@@ -121,4 +124,39 @@ func jsonKey(q []byte) string {
 		return strings.Trim(string(q), `"`)
 	}
 	return s
+}
+
+// blockNav answers the same lookup for a native-syntax file as hclsyntax's navigation does (the
+// top-level block holding the offset: `capability`, `group "web"`), which tries each of the
+// file's blocks in turn for each diagnostic: 40,000 unknown blocks took a minute and a half. The
+// blocks are in source order, apart: one is found by halves (TestNativeContextIsLinear).
+type blockNav struct {
+	blocks hclsyntax.Blocks
+	steps  int // blocks looked at, for tests
+}
+
+func newBlockNav(body hcl.Body) *blockNav {
+	if b, ok := body.(*hclsyntax.Body); ok {
+		return &blockNav{blocks: b.Blocks}
+	}
+	return &blockNav{}
+}
+
+// ContextString implements what hcled.ContextString looks for.
+func (n *blockNav) ContextString(offset int) string {
+	blocks := n.blocks
+	i := sort.Search(len(blocks), func(i int) bool {
+		n.steps++
+		return blocks[i].Range().End.Byte > offset
+	})
+	if i == len(blocks) || !blocks[i].Range().ContainsOffset(offset) {
+		return ""
+	}
+	b := blocks[i]
+	var s strings.Builder
+	s.WriteString(b.Type)
+	for _, l := range b.Labels {
+		s.WriteString(" " + strconv.Quote(l))
+	}
+	return s.String()
 }
