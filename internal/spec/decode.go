@@ -360,7 +360,9 @@ func (d *decoder) str(attr *hcl.Attribute) (string, bool) {
 
 // literalStr is str with a number kept as written (literalString).
 func (d *decoder) literalStr(attr *hcl.Attribute) (string, bool) {
-	return d.strOf(attr, d.literalString)
+	return d.strOf(attr, func(expr hcl.Expression, v cty.Value) (string, bool) {
+		return d.literalString(expr, v, "In mount_options,")
+	})
 }
 
 // weakStr is str for a string field Nomad decodes weakly (id, name, external_id, ...): a
@@ -522,6 +524,17 @@ func (m *stringMap) values() map[string]string {
 func (d *decoder) stringMap(c *hcl.BodyContent, name string) *stringMap {
 	return d.stringMapOf(c, name, func(_ hcl.Expression, v cty.Value) (string, error) {
 		if s, ok := toString(v); ok {
+			return s, nil
+		}
+		return "", errNotString
+	})
+}
+
+// literalMap is stringMap for topology segments, which Nomad decodes straight into strings:
+// a number is sent as written (zone = 01 is "01"), as a mount option is (literalString).
+func (d *decoder) literalMap(c *hcl.BodyContent, name string) *stringMap {
+	return d.stringMapOf(c, name, func(expr hcl.Expression, v cty.Value) (string, error) {
+		if s, ok := d.literalString(expr, v, "In "+name+","); ok {
 			return s, nil
 		}
 		return "", errNotString

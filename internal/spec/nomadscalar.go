@@ -131,11 +131,12 @@ func formatFloat(f float64) (string, error) {
 	return strconv.FormatFloat(f, 'f', -1, 64), nil
 }
 
-// literalString is a mount option's string as Nomad decodes it: a number as written.
-func (d *decoder) literalString(expr hcl.Expression, v cty.Value) (string, bool) {
+// literalString is a string as Nomad decodes a mount option's or a topology segment's (straight
+// into a string): a number as written, and one Nomad cannot read refused, where saying where.
+func (d *decoder) literalString(expr hcl.Expression, v cty.Value, where string) (string, bool) {
 	if v.Type() == cty.Number {
 		if t, ok := d.numberLiteral(expr); ok {
-			d.readable(expr, "In mount_options,", t)
+			d.readable(expr, where, t)
 			return t, true
 		}
 	}

@@ -416,3 +416,28 @@ func TestNumberFieldsAsNomadReadsThem(t *testing.T) {
 		}
 	}
 }
+
+// TestSegmentNumbersAsWritten: Nomad decodes topology segments straight into strings, which
+// keeps a number as written (the real CLI sent rack = 0x1F as "0x1F", zone = 01 as "01") and a
+// bool as written ("true"), as in mount_options; volctl sent "31", "1" and "true", so a volume
+// whose segment is 01 was not accessible from the node whose segment is "01". One Nomad cannot
+// read (08) refuses the file.
+func TestSegmentNumbersAsWritten(t *testing.T) {
+	head := "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\n" +
+		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+	seg := func(s string) string {
+		return head + "topology_request {\n  required {\n    topology {\n      segments {\n" + s + "\n      }\n    }\n  }\n}\n"
+	}
+	v, diags := ParseVolume("v.hcl", []byte(seg("rack = 0x1F\nzone = 01\nrow = 1.50\non = true")), VerbAny)
+	if diags.HasErrors() || v == nil {
+		t.Fatalf("%v", diags)
+	}
+	want := map[string]string{"rack": "0x1F", "zone": "01", "row": "1.50", "on": "true"}
+	if got := v.TopologyRequest.Required[0].Segments; !reflect.DeepEqual(got, want) {
+		t.Errorf("segments %q, want %q (as written, as Nomad sends them)", got, want)
+	}
+	_, diags = ParseVolume("v.hcl", []byte(seg("zone = 08")), VerbAny)
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), "octal") {
+		t.Errorf("zone = 08: %v, want it refused", diags)
+	}
+}

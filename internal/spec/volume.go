@@ -410,7 +410,7 @@ func (d *decoder) topologies(b *hcl.Block) []Topology {
 	var out []Topology
 	for _, tb := range blocksOf(c, "topology") {
 		tc := d.content(tb.Body, topologySchema)
-		m := d.stringMap(tc, "segments")
+		m := d.literalMap(tc, "segments")
 		if m == nil || len(m.entries) == 0 {
 			rng := tb.DefRange
 			if m != nil {
