@@ -318,7 +318,13 @@ func (r *rewriter) header(i int) int {
 		return k
 	case hclsyntax.TokenOBrace:
 		nameTok := r.toks[i]
-		if k == afterName && nameTok.Type == hclsyntax.TokenIdent && mapBlockNames[name] &&
+		if quoted != "" {
+			// "capability" { ... }: HCL1 allowed a block's name quoted, as an argument's.
+			r.replace(r.toks[i], "")
+			r.replace(r.toks[i+2], "")
+			nameTok = r.toks[i+2]
+		}
+		if k == afterName && (nameTok.Type == hclsyntax.TokenIdent || quoted != "") && mapBlockNames[name] &&
 			(r.counting || r.counts[f.open][name] == 1) {
 			// secrets { k = "v" } -> secrets = { k = "v" }: the body becomes an object, whose
 			// keys may be quoted, dotted or comma-separated.
