@@ -322,26 +322,33 @@ func (d *decoder) eval(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
 // templateIn returns the first interpolation or directive in a native-syntax expression's
 // strings and heredocs.
 func templateIn(expr hcl.Expression) (hcl.Range, bool) {
+	return firstIn(expr, func(n hclsyntax.Node) (hcl.Range, bool) {
+		switch t := n.(type) {
+		case *hclsyntax.TemplateWrapExpr, *hclsyntax.TemplateJoinExpr:
+			return n.Range(), true
+		case *hclsyntax.TemplateExpr:
+			for _, p := range t.Parts {
+				if _, lit := p.(*hclsyntax.LiteralValueExpr); !lit {
+					return p.Range(), true
+				}
+			}
+		}
+		return hcl.Range{}, false
+	})
+}
+
+// firstIn returns the range match returns for the first node of a native-syntax expression
+// it matches.
+func firstIn(expr hcl.Expression, match func(hclsyntax.Node) (hcl.Range, bool)) (hcl.Range, bool) {
 	e, ok := expr.(hclsyntax.Expression)
 	if !ok {
 		return hcl.Range{}, false
 	}
 	var found *hcl.Range
 	hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
-		if found != nil {
-			return nil
-		}
-		switch t := n.(type) {
-		case *hclsyntax.TemplateWrapExpr, *hclsyntax.TemplateJoinExpr:
-			r := n.Range()
-			found = &r
-		case *hclsyntax.TemplateExpr:
-			for _, p := range t.Parts {
-				if _, lit := p.(*hclsyntax.LiteralValueExpr); !lit {
-					r := p.Range()
-					found = &r
-					break
-				}
+		if found == nil {
+			if r, ok := match(n); ok {
+				found = &r
 			}
 		}
 		return nil

@@ -173,22 +173,13 @@ func (r *rewriter) refuseNumber(word string, rng hcl.Range) {
 // `-/* */5`): HCL2 reads it as an expression on the number, HCL1's scanner reads it as a
 // number's sign only directly before a digit, and otherwise as a token its parser refuses.
 func spacedSign(expr hcl.Expression) (hcl.Range, bool) {
-	e, ok := expr.(hclsyntax.Expression)
-	if !ok {
-		return hcl.Range{}, false
-	}
-	var found *hcl.Range
-	hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
-		if u, ok := n.(*hclsyntax.UnaryOpExpr); ok && found == nil && u.Op == hclsyntax.OpNegate {
+	return firstIn(expr, func(n hclsyntax.Node) (hcl.Range, bool) {
+		if u, ok := n.(*hclsyntax.UnaryOpExpr); ok && u.Op == hclsyntax.OpNegate {
 			if lit, ok := u.Val.(*hclsyntax.LiteralValueExpr); ok && lit.Val.Type() == cty.Number &&
 				u.SymbolRange.End.Byte != lit.SrcRange.Start.Byte {
-				found = u.SymbolRange.Ptr()
+				return u.SymbolRange, true
 			}
 		}
-		return nil
-	})
-	if found == nil {
 		return hcl.Range{}, false
-	}
-	return *found, true
+	})
 }

@@ -8,6 +8,9 @@ import (
 	"github.com/hashicorp/hcl/v2"
 )
 
+// dbEBSWriter is dbEBS with the capability every volume needs: the start of these tests' specs.
+const dbEBSWriter = dbEBS + "capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+
 // TestScalarsAsNomadSendsThem: a bool or number written in parameters, secrets, context or
 // mount_options is sent as the string `nomad volume register` sends for the same file, in every
 // form volctl reads (HCL2 blocks and attributes, HCL1 that needs the rewrite, JSON). The
@@ -28,8 +31,7 @@ func TestScalarsAsNomadSendsThem(t *testing.T) {
   bigf = 12345678901234567890.5
   small = 0.000001
   s = "x"`
-	head := "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\n" +
-		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+	head := dbEBSWriter
 	block := func(name string) string { return name + " {\n  " + values + "\n}\n" }
 	attr := func(name string) string { return name + " = {\n  " + values + "\n}\n" }
 	mo := "mount_options {\n  fs_type = 1.50\n  mount_flags = [1.50, -2, 1e3, true]\n}\n"
@@ -94,8 +96,7 @@ func TestWholeNumberBeyondInt64IsRefused(t *testing.T) {
 // sent as written and how to send them, and refuses what Nomad refuses, rather than send "755"
 // or "8", which no Nomad would. Neither message shows the value: it may be a secret's.
 func TestLeadingZeroIsOctalAsNomadReadsIt(t *testing.T) {
-	head := "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\n" +
-		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+	head := dbEBSWriter
 	for _, form := range []struct{ name, extra string }{{"hcl2", ""}, {"hcl1", "\"name\" = \"n\"\n"}} {
 		src := head + form.extra + "parameters {\n  mode = 0644\n  neg = -010\n  zero = 00\n  dec = 10\n}\n"
 		v, diags := ParseVolume("v.hcl", []byte(src), VerbAny)
@@ -133,8 +134,7 @@ func TestLeadingZeroIsOctalAsNomadReadsIt(t *testing.T) {
 // the key, never showing the value: the source snippet masks it, and the detail must not print
 // it beside the mask.
 func TestRefusedSecretNumberIsNotShown(t *testing.T) {
-	head := "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\n" +
-		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+	head := dbEBSWriter
 	for _, val := range []string{"98765432109876543210", "-98765432109876543210", "7e400"} {
 		_, diags := ParseVolume("v.hcl", []byte(head+"secrets {\n  token = "+val+"\n}\n"), VerbAny)
 		refused := false
@@ -267,8 +267,7 @@ func TestNumbersHCL1RefusesAreRefused(t *testing.T) {
 // mount options as written; and it reads capacity_min's text as a size, which has no 0x
 // ("unhandled size name: x10"). The real CLI refused each of these files; volctl must too.
 func TestMountOptionNumbersNomadRefusesAreRefused(t *testing.T) {
-	head := "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\n" +
-		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+	head := dbEBSWriter
 	for _, c := range []struct{ extra, want string }{
 		{"mount_options {\n  mount_flags = [99999999999999999999]\n}\n", "write it as a string"},
 		{"mount_options {\n  fs_type = 0x8000000000000000\n}\n", "write it as a string"},
@@ -293,8 +292,7 @@ func TestMountOptionNumbersNomadRefusesAreRefused(t *testing.T) {
 // expression -5 and sent "-5"): one error at the sign, saying what to write, never the value
 // (it may be a secret's). A group spec is not Nomad's HCL1 (a job is HCL2 there): not refused.
 func TestSpacedSignIsRefused(t *testing.T) {
-	head := "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\n" +
-		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+	head := dbEBSWriter
 	for _, c := range []struct{ name, extra string }{
 		{"parameters", "parameters {\n  p = - 5\n}\n"},
 		{"secrets", "secrets {\n  p = -  7\n}\n"},
@@ -351,8 +349,7 @@ func TestSpacedSignIsRefused(t *testing.T) {
 // so .5 is 0, unset, which gets a warning. A group's count (Nomad's int) is a whole number in
 // range: 1e30 is no fraction, and 2147483648 is past the bound.
 func TestNumberFieldsAsNomadReadsThem(t *testing.T) {
-	head := "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\n" +
-		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+	head := dbEBSWriter
 	for _, c := range []struct {
 		line string
 		want string // the error's or warning's detail holds it; "" for none
@@ -423,8 +420,7 @@ func TestNumberFieldsAsNomadReadsThem(t *testing.T) {
 // whose segment is 01 was not accessible from the node whose segment is "01". One Nomad cannot
 // read (08) refuses the file.
 func TestSegmentNumbersAsWritten(t *testing.T) {
-	head := "id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\n" +
-		"capability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+	head := dbEBSWriter
 	seg := func(s string) string {
 		return head + "topology_request {\n  required {\n    topology {\n      segments {\n" + s + "\n      }\n    }\n  }\n}\n"
 	}
