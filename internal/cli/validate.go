@@ -89,8 +89,9 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 			return interrupted(ctx)
 		}
 		s, err := readSpecSource(ctx, ios.In, opts.ReadFile, name)
-		if ctx.Err() != nil {
-			return interrupted(ctx)
+		if err != nil && ctx.Err() != nil {
+			// Not a file that cannot be read: the read gave up, and says so.
+			return fmt.Errorf("validate %s: %w", s.Name, err)
 		}
 		if err != nil {
 			fmt.Fprintf(ios.ErrOut, "Error: validate %s: %v\n", s.Name, err)
