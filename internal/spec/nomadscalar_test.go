@@ -437,3 +437,21 @@ func TestSegmentNumbersAsWritten(t *testing.T) {
 		t.Errorf("zone = 08: %v, want it refused", diags)
 	}
 }
+
+// TestVolumeTypeInAnyCase: Nomad lower-cases a volume spec's type before it dispatches on it
+// (`nomad volume register` registered type = "CSI"); volctl refused "CSI" as "not a volume type
+// volctl handles", and took type = "Host" for an unknown type rather than a host volume.
+func TestVolumeTypeInAnyCase(t *testing.T) {
+	v, diags := ParseVolume("v.hcl", []byte(strings.Replace(dbEBSWriter, `"csi"`, `"CSI"`, 1)), VerbAny)
+	if diags.HasErrors() || v == nil || v.Type != "csi" {
+		t.Errorf("type = \"CSI\": %v, %+v; want the volume, of type csi", diags, v)
+	}
+	_, diags = ParseVolume("v.hcl", []byte(strings.Replace(dbEBSWriter, `"csi"`, `"Host"`, 1)), VerbAny)
+	if len(diags) != 1 || diags[0].Summary != "Host volumes are not supported" {
+		t.Errorf("type = \"Host\": %v, want the one host volume error", diags)
+	}
+	// Lower-cased, not case-folded: the long s folds to s, and Nomad refuses "cſi".
+	if _, diags = ParseVolume("v.hcl", []byte(strings.Replace(dbEBSWriter, `"csi"`, `"cſi"`, 1)), VerbAny); !diags.HasErrors() {
+		t.Errorf("type = \"cſi\" read")
+	}
+}

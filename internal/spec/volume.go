@@ -70,7 +70,7 @@ func hostVolume(body hcl.Body) (hcl.Range, bool) {
 		return hcl.Range{}, false
 	}
 	s, ok := toString(v)
-	return attr.Expr.Range(), ok && s == "host"
+	return attr.Expr.Range(), ok && strings.ToLower(s) == "host" // as Nomad reads it
 }
 
 // apiNames are top-level keys only Nomad's HTTP API form of a volume has: the request body of
@@ -132,10 +132,11 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 	idAttr("id", "volume ID", &v.ID, true)
 	idAttr("namespace", "namespace", &v.Namespace, false)
 	if s, ok := d.str(attr("type")); ok {
-		if s != "csi" {
+		// Lower-cased, as Nomad reads it: "CSI" is registered (not "cſi", which folds to csi).
+		v.Type = strings.ToLower(s)
+		if v.Type != "csi" {
 			d.errorf(attr("type").Expr.Range(), "Invalid volume type", "%q is not a volume type volctl handles: it manages CSI volumes, type = \"csi\".", s)
 		}
-		v.Type = s
 	} else if attr("type") == nil {
 		d.missing(top, "type", `The argument "type" is required; volctl handles CSI volumes: type = "csi".`)
 	}
