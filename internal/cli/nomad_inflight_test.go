@@ -123,3 +123,53 @@ func TestNomadRegisterNeverSentLosesTheMark(t *testing.T) {
 		t.Errorf("a registration Nomad refused with its 500, then a 404: %v (marked: %v), want the mark gone", err, handedOver(t, h2))
 	}
 }
+
+// nomad release right after a registration whose outcome Nomad did not say: Nomad's 404 is
+// no more its word then than it was to the registration (it may yet apply it), so the volume
+// stays marked (exit 4) and the error says what settles it. A later registration Nomad refuses
+// for certain says nothing of that one: the mark stays unsettled. One Nomad answers OK settles
+// it, and then release takes the volume back once Nomad has let go of it.
+func TestNomadReleaseAfterAnUnsettledRegistrationKeepsTheMark(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.Close()
+		return -1, ""
+	}
+	if _, _, err := registerIn(h, a); err == nil || !handedOver(t, h) {
+		t.Fatalf("register without an answer: %v (marked: %v)", err, handedOver(t, h))
+	}
+	released := func(when string) {
+		t.Helper()
+		_, err := runNomadRelease(h, a.client, nil)
+		if !handedOver(t, h) {
+			t.Fatalf("%s: nomad release took the volume back on Nomad's 404, though Nomad may yet apply the registration it did not answer: %v", when, err)
+		}
+		for _, want := range []string{"says it has no such volume", "may yet apply it", "stays marked handed over",
+			"`volctl nomad register db` again settles it", "`nomad volume deregister -namespace default db`", "`volctl nomad release --force db`"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: release: %v\nwant it to say %q", when, err, want)
+			}
+		}
+		if ExitCode(err) != ExitConflict {
+			t.Errorf("%s: release: exit %d, want %d", when, ExitCode(err), ExitConflict)
+		}
+	}
+	released("right after")
+	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+		return http.StatusBadRequest, "bad request"
+	}
+	if _, _, err := registerIn(h, a); err == nil || !strings.Contains(err.Error(), "400") {
+		t.Fatalf("register refused with a 400: %v", err)
+	}
+	released("after a registration Nomad refused")
+	a.onPut = nil
+	if out, _, err := registerIn(h, a); err != nil || !strings.Contains(out, "Registered volume") {
+		t.Fatalf("register answered OK: %q, %v", out, err)
+	}
+	if hs, _ := h.e.Handovers(h.ctx, "db"); len(hs) != 1 || hs[0].Unsettled {
+		t.Fatalf("mark after a registration Nomad answered OK: %+v, want it settled", hs)
+	}
+	deregisteredThenReleased(t, h, a, a.client)
+}

@@ -31,6 +31,11 @@ type Handed struct {
 	// Undo: Nomad certainly does not have the volume, so a mark made for this registration
 	// goes.
 	Undo bool
+	// OK: Nomad answered the registration OK.
+	OK bool
+	// InFlight: Nomad did not say how the registration ended, and may yet apply it
+	// (engine.Registered): the mark stays, unsettled.
+	InFlight bool
 }
 
 // HandOver registers v in Nomad for a handover (engine.HandOver's Register): first says the
@@ -68,13 +73,17 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 	out := Handed{Updated: err == nil}
 	warnings, err := c.Register(ctx, v)
 	if err != nil {
-		if !first {
-			out.Undo = true // marked from before: the mark stays whatever happened
+		if !first { // marked from before: the mark stays whatever happened
+			out.Undo, out.InFlight = true, inFlight(err)
+			if out.InFlight {
+				err = fmt.Errorf("%w; it stays marked handed over, and until Nomad answers a registration of it OK, Nomad's word that it has no such volume does not take it back (Nomad may yet apply this one): `volctl nomad register %s` again settles it", err, v.ID)
+			}
 			return out, err
 		}
-		out.Undo, err = c.hasNot(ctx, v, ns, err)
+		out.Undo, out.InFlight, err = c.hasNot(ctx, v, ns, out.Updated, err)
 		return out, err
 	}
+	out.OK = true
 	out.Warnings = c.shown(warnings, v)
 	got, gerr := c.VolumeIn(ctx, v.ID, ns, c.Region)
 	switch {
@@ -98,7 +107,9 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 }
 
 // hasNot asks Nomad, after the registration of a volume not marked before failed with err,
-// whether it has the volume: undo when it certainly does not, and the error to report.
+// whether it has the volume: undo when it certainly does not, in flight when Nomad may yet
+// apply the registration (the mark stays unsettled), and the error to report. updated says
+// Nomad had the volume before the registration.
 //
 // Nomad's 404 settles it only for a registration whose outcome Nomad said (settled): one it
 // did not answer, or answered with an error that may come before the write is applied, may
@@ -106,7 +117,8 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 // read from its state as applied so far, without waiting for a write in flight (the request
 // still on its way to the leader, its entry appended but not committed, or committed by a
 // leader elected after the one that took it).
-func (c *Client) hasNot(ctx context.Context, v spec.Volume, ns string, err error) (undo bool, _ error) {
+func (c *Client) hasNot(ctx context.Context, v spec.Volume, ns string, updated bool, err error) (undo, inflight bool, _ error) {
+	inflight = inFlight(err)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AskAfterFailure)
 	defer cancel()
 	have, gerr := c.VolumeIn(cctx, v.ID, ns, c.Region)
@@ -114,21 +126,35 @@ func (c *Client) hasNot(ctx context.Context, v spec.Volume, ns string, err error
 	case gerr == nil && len(c.Identity(have, v)) > 0:
 		// Another volume by the ID: not this one, and Nomad's state store refuses to apply a
 		// registration that would change its plugin or external ID.
-		return true, err
+		return true, false, err
 	case gerr == nil:
-		return false, fmt.Errorf("%w; Nomad has volume %q (namespace %s) nonetheless, so it stays marked handed over and volctl does not claim it: `volctl nomad register %s` again updates it; to take it back, `nomad volume deregister %s %s`, then `volctl nomad release %s`",
-			err, v.ID, ns, v.ID, c.nomadFlags(ns), v.ID, v.ID)
+		// Nomad has it: when it had not before, this registration is what it applied (settled).
+		inflight = inflight && updated
+		undo := "to take it back, `nomad volume deregister " + c.nomadFlags(ns) + " " + v.ID + "`, then `volctl nomad release " + v.ID + "`"
+		if inflight {
+			undo = "to take it back, after that, `nomad volume deregister " + c.nomadFlags(ns) + " " + v.ID + "`, then `volctl nomad release " + v.ID + "` (Nomad may yet apply the update it did not answer, so release waits for one it answers)"
+		}
+		return false, inflight, fmt.Errorf("%w; Nomad has volume %q (namespace %s) nonetheless, so it stays marked handed over and volctl does not claim it: `volctl nomad register %s` again updates it; %s",
+			err, v.ID, ns, v.ID, undo)
 	case refusedForCertain(err):
-		return true, err
-	case errors.Is(gerr, ErrNotFound) && settled(err):
-		return true, err
+		return true, false, err
+	case errors.Is(gerr, ErrNotFound) && !inflight:
+		return true, false, err
 	case errors.Is(gerr, ErrNotFound):
-		return false, fmt.Errorf("%w; Nomad says it has no volume %q (namespace %s) now, but it may yet apply a registration whose outcome it did not say (it applies writes through its Raft log, and answers a read without waiting for one in flight), so the volume stays marked handed over and volctl does not claim it: `volctl nomad register %s` again finishes the handover; to take it back instead, once Nomad is done with that request (`nomad volume status %s %s` then says whether it took it), `volctl nomad release %s`",
-			err, v.ID, ns, v.ID, c.nomadFlags(ns), v.ID, v.ID)
+		return false, true, fmt.Errorf("%w; Nomad says it has no volume %q (namespace %s) now, but it may yet apply a registration whose outcome it did not say (it applies writes through its Raft log, and answers a read without waiting for one in flight), so the volume stays marked handed over and volctl does not claim it, nor does `volctl nomad release` on that word until Nomad answers a registration of it: `volctl nomad register %s` again finishes the handover (`nomad volume status %s %s` says whether Nomad took it meanwhile); to take it back instead, after that, `nomad volume deregister %s %s`, then `volctl nomad release %s`",
+			err, v.ID, ns, v.ID, c.nomadFlags(ns), v.ID, c.nomadFlags(ns), v.ID, v.ID)
 	}
-	return false, fmt.Errorf("%w; volume %q stays marked handed over, so volctl does not claim it while Nomad may have it (asking it failed too: %v): `volctl nomad status %s` shows whether Nomad has it, and `volctl nomad release %s` takes it back once Nomad says it has not",
+	if inflight {
+		return false, true, fmt.Errorf("%w; volume %q stays marked handed over, so volctl does not claim it while Nomad may have it or yet apply the registration (asking it failed too: %v): `volctl nomad register %s` again, once Nomad answers, settles it (`volctl nomad status %s` shows Nomad's copy)",
+			err, v.ID, gerr, v.ID, v.ID)
+	}
+	return false, false, fmt.Errorf("%w; volume %q stays marked handed over, so volctl does not claim it while Nomad may have it (asking it failed too: %v): `volctl nomad status %s` shows whether Nomad has it, and `volctl nomad release %s` takes it back once Nomad says it has not",
 		err, v.ID, gerr, v.ID, v.ID)
 }
+
+// inFlight reports whether Nomad may yet apply a registration that failed with err: neither
+// refused for certain nor settled.
+func inFlight(err error) bool { return !refusedForCertain(err) && !settled(err) }
 
 // nomadFlags are the nomad CLI's flags naming the namespace ns and the client's region, for a
 // command volctl tells people to run there.

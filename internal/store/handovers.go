@@ -13,6 +13,10 @@ type Handover struct {
 	Region    string
 	Namespace string
 	Forced    bool // handed over despite live local claims
+	// Unsettled: a registration of the volume ended without Nomad saying how (no answer after
+	// it was sent, or an error after which Nomad may still apply it), and none Nomad answered
+	// OK came after: Nomad may yet take the volume, whatever it says it has now.
+	Unsettled bool
 	HandedAt  time.Time
 }
 
@@ -27,6 +31,9 @@ type HandoverStore interface {
 	Put(h *Handover) error
 	// Delete removes a volume's mark; ErrNotFound if there is none.
 	Delete(volumeID string) error
+	// SetUnsettled records whether the mark's last registration outcome is unknown
+	// (Handover.Unsettled); ErrNotFound if there is no mark.
+	SetUnsettled(volumeID string, unsettled bool) error
 }
 
 // Handovers is the handover API inside this transaction.
@@ -34,14 +41,14 @@ func (tx *Tx) Handovers() HandoverStore { return handovers{tx} }
 
 type handovers struct{ tx *Tx }
 
-const handoverColumns = `volume_id, address, region, namespace, forced, handed_at`
+const handoverColumns = `volume_id, address, region, namespace, forced, unsettled, handed_at`
 
 func scanHandover(sc scanner) (Handover, error) {
 	var (
 		h  Handover
 		at int64
 	)
-	if err := sc.Scan(&h.VolumeID, &h.Address, &h.Region, &h.Namespace, &h.Forced, &at); err != nil {
+	if err := sc.Scan(&h.VolumeID, &h.Address, &h.Region, &h.Namespace, &h.Forced, &h.Unsettled, &at); err != nil {
 		return Handover{}, err
 	}
 	h.HandedAt = decTime(at)
@@ -64,8 +71,8 @@ func (hs handovers) List() ([]Handover, error) {
 
 func (hs handovers) Put(h *Handover) error {
 	now := hs.tx.now()
-	_, err := hs.tx.exec(`INSERT OR REPLACE INTO nomad_handovers (`+handoverColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-		h.VolumeID, h.Address, h.Region, h.Namespace, encBool(h.Forced), encTime(now))
+	_, err := hs.tx.exec(`INSERT OR REPLACE INTO nomad_handovers (`+handoverColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		h.VolumeID, h.Address, h.Region, h.Namespace, encBool(h.Forced), encBool(h.Unsettled), encTime(now))
 	if err != nil {
 		return wrap(err, handoverWhat(h.VolumeID), fmt.Sprintf("volume %q does not exist", h.VolumeID))
 	}
@@ -75,5 +82,10 @@ func (hs handovers) Put(h *Handover) error {
 
 func (hs handovers) Delete(volumeID string) error {
 	res, err := hs.tx.exec(`DELETE FROM nomad_handovers WHERE volume_id = ?`, volumeID)
+	return affected(res, err, handoverWhat(volumeID), "")
+}
+
+func (hs handovers) SetUnsettled(volumeID string, unsettled bool) error {
+	res, err := hs.tx.exec(`UPDATE nomad_handovers SET unsettled = ? WHERE volume_id = ?`, encBool(unsettled), volumeID)
 	return affected(res, err, handoverWhat(volumeID), "")
 }

@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// Handover marks: one per volume, replaced by Put, listed by volume ID, and a marked volume
-// cannot be deleted (RESTRICT) nor a mark made for a volume that does not exist.
+// Handover marks: one per volume, replaced by Put, listed by volume ID, their unsettled record
+// written by Put and SetUnsettled, and a marked volume cannot be deleted (RESTRICT) nor a mark
+// made for a volume that does not exist.
 func TestHandovers(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
@@ -18,6 +19,7 @@ func TestHandovers(t *testing.T) {
 			tx.Handovers().Put(&Handover{VolumeID: "b", Address: "http://n1:4646"}),
 			tx.Handovers().Put(&Handover{VolumeID: "a", Address: "http://n1:4646"}),
 			tx.Handovers().Put(&Handover{VolumeID: "a", Address: "http://n1:4646", Namespace: "prod", Region: "eu", Forced: true}),
+			tx.Handovers().SetUnsettled("b", true),
 		)
 	})
 	view(t, s, func(tx *Tx) error {
@@ -26,7 +28,7 @@ func TestHandovers(t *testing.T) {
 			return err
 		}
 		if len(hs) != 2 || hs[0].VolumeID != "a" || !hs[0].Forced || hs[0].Namespace != "prod" || hs[0].Region != "eu" ||
-			hs[0].HandedAt.IsZero() || hs[1].VolumeID != "b" {
+			hs[0].HandedAt.IsZero() || hs[0].Unsettled || hs[1].VolumeID != "b" || !hs[1].Unsettled {
 			t.Errorf("handovers = %+v", hs)
 		}
 		if _, err := tx.Handovers().Get("c"); !errors.Is(err, ErrNotFound) {
@@ -34,6 +36,21 @@ func TestHandovers(t *testing.T) {
 		}
 		return nil
 	})
+	update(t, s, func(tx *Tx) error {
+		return errors.Join(tx.Handovers().SetUnsettled("b", false),
+			tx.Handovers().Put(&Handover{VolumeID: "a", Address: "http://n1:4646", Namespace: "prod", Region: "eu", Forced: true, Unsettled: true}))
+	})
+	view(t, s, func(tx *Tx) error {
+		a, aerr := tx.Handovers().Get("a")
+		b, berr := tx.Handovers().Get("b")
+		if aerr != nil || berr != nil || !a.Unsettled || b.Unsettled {
+			t.Errorf("after SetUnsettled(b, false) and Put(a, unsettled): a %+v (%v), b %+v (%v)", a, aerr, b, berr)
+		}
+		return nil
+	})
+	if err := s.Update(context.Background(), func(tx *Tx) error { return tx.Handovers().SetUnsettled("c", true) }); !errors.Is(err, ErrNotFound) {
+		t.Errorf("SetUnsettled of an unmarked volume: %v, want ErrNotFound", err)
+	}
 	err := s.Update(context.Background(), func(tx *Tx) error { return tx.Volumes().Delete("a") })
 	if !errors.Is(err, ErrConflict) {
 		t.Errorf("deleting a handed-over volume: %v, want ErrConflict", err)
