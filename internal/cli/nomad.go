@@ -315,8 +315,12 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 			if d := nomad.IdentityIn(have, nomad.RegisterSpec(info), ns); len(d) > 0 {
 				// Someone else's, registered under the ID since: deregistering it would take
 				// their volume out of Nomad, and would not make this one any more free.
-				return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s has a volume by that ID in namespace %s that is another volume (%s): not this one, which Nomad does not hold under that ID any more (it refuses to change a volume's plugin or external ID); do not `nomad volume deregister` that one, which is someone else's. volctl takes a volume back only on Nomad's word that it has none by the ID: if nothing in Nomad uses this volume's storage, `volctl nomad release --force %s` takes it back",
-					h.VolumeID, c.Address, ns, display.Escape(strings.Join(d, ", ")), h.VolumeID)}
+				unsettled := ""
+				if h.Unsettled {
+					unsettled = " once Nomad is done with the registration of it volctl sent, which ended without Nomad saying how (Nomad would apply it once that one is deregistered)"
+				}
+				return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s has a volume by that ID in namespace %s that is another volume (%s): not this one, which Nomad does not hold under that ID any more (it refuses to change a volume's plugin or external ID); do not `nomad volume deregister` that one, which is someone else's. volctl takes a volume back only on Nomad's word that it has none by the ID: if nothing in Nomad uses this volume's storage, `volctl nomad release --force %s` takes it back%s",
+					h.VolumeID, c.Address, ns, display.Escape(strings.Join(d, ", ")), h.VolumeID, unsettled)}
 			}
 		}
 		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in Nomad at %s (%d claim(s)): %s; volctl takes it back only once Nomad has let go of it",

@@ -173,3 +173,66 @@ func TestNomadReleaseAfterAnUnsettledRegistrationKeepsTheMark(t *testing.T) {
 	}
 	deregisteredThenReleased(t, h, a, a.client)
 }
+
+// A registration Nomad did not answer, and then Nomad has another volume by the ID (someone
+// else's, registered meanwhile): Nomad refuses to apply ours while that one is there, but ours
+// may still be on its way, and once that one is deregistered Nomad would apply it. The mark
+// stays (unsettled), and the error says so, does not advise deregistering the other one, and
+// names --force as the way back once Nomad is done with the request. A registration Nomad
+// settled (refused with its own error) over that other volume loses the mark.
+func TestNomadRegisterInFlightBesideAnotherVolumeKeepsTheMark(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer func(w http.ResponseWriter, r *http.Request) (int, string)
+		marked bool
+	}{
+		{"no answer", func(w http.ResponseWriter, r *http.Request) (int, string) {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return -1, ""
+		}, true},
+		{"refused by Nomad", func(w http.ResponseWriter, r *http.Request) (int, string) {
+			return http.StatusInternalServerError, "volume identity cannot be updated: db"
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := nomadHarness(t)
+			a := newFakeNomad(t)
+			a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+				// Someone else registers their volume under the ID while ours is on its way.
+				a.mu.Lock()
+				a.vols["default/db"] = true
+				a.readBack = func(v map[string]any) { v["PluginID"], v["ExternalID"] = "ebs", "someone-elses-disk" }
+				a.mu.Unlock()
+				return tc.answer(w, r)
+			}
+			_, _, err := registerIn(h, a)
+			if handedOver(t, h) != tc.marked {
+				t.Fatalf("marked: %v, want %v, after %s and Nomad has another volume by the ID: %v", !tc.marked, tc.marked, tc.name, err)
+			}
+			if !tc.marked {
+				return
+			}
+			if hs, _ := h.e.Handovers(h.ctx, "db"); len(hs) != 1 || !hs[0].Unsettled {
+				t.Errorf("mark: %+v, want it unsettled", hs)
+			}
+			for _, want := range []string{"another volume", `plugin_id "ebs"`, "may yet apply", "once that one is deregistered", "stays marked handed over", "`volctl nomad release --force db`"} {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("register: %v\nwant it to say %q", err, want)
+				}
+			}
+			if strings.Contains(err.Error(), "nomad volume deregister") && !strings.Contains(err.Error(), "not `nomad volume deregister") {
+				t.Errorf("register: %v\nadvises deregistering Nomad's volume, which is another one", err)
+			}
+			if _, cerr := h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "local-0"}); cerr == nil {
+				t.Error("volctl claimed the volume while Nomad may yet register it")
+			}
+			// Release refuses it (Nomad has a volume by the ID), and its --force comes with the
+			// same caveat.
+			_, rerr := runNomadRelease(h, a.client, nil)
+			if !handedOver(t, h) || ExitCode(rerr) != ExitConflict || !strings.Contains(rerr.Error(), "`volctl nomad release --force db` takes it back once Nomad is done with the registration") {
+				t.Errorf("release: %v (exit %d, marked %v), want exit 4 saying --force waits for Nomad to be done with the registration", rerr, ExitCode(rerr), handedOver(t, h))
+			}
+		})
+	}
+}

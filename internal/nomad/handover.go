@@ -123,10 +123,15 @@ func (c *Client) hasNot(ctx context.Context, v spec.Volume, ns string, updated b
 	defer cancel()
 	have, gerr := c.VolumeIn(cctx, v.ID, ns, c.Region)
 	switch {
-	case gerr == nil && len(c.Identity(have, v)) > 0:
-		// Another volume by the ID: not this one, and Nomad's state store refuses to apply a
+	case gerr == nil && len(c.Identity(have, v)) > 0 && !inflight:
+		// Another volume by the ID: not this one, and Nomad's state store refused to apply a
 		// registration that would change its plugin or external ID.
 		return true, false, err
+	case gerr == nil && len(c.Identity(have, v)) > 0:
+		// Nomad's state store refuses this registration while that volume is there, but one
+		// still in flight would be applied once that one is deregistered: not proof.
+		return false, true, fmt.Errorf("%w; Nomad has another volume by the ID %q in namespace %s now (%s), which it does not let a registration change, but it may yet apply this one, whose outcome it did not say, once that one is deregistered; so volume %q stays marked handed over and volctl does not claim it (do not `nomad volume deregister` that one for volctl: it is someone else's): once Nomad is done with that request, and nothing in Nomad uses this volume's storage, `volctl nomad release --force %s` takes it back",
+			err, v.ID, ns, c.shown(strings.Join(c.Identity(have, v), ", "), v), v.ID, v.ID)
 	case gerr == nil:
 		// Nomad has it: when it had not before, this registration is what it applied (settled).
 		inflight = inflight && updated
