@@ -62,8 +62,9 @@ must be what was sent, or the command fails naming what differs. A registration 
 may have been taken all the same (a 500 can come after Nomad took it; so can the connection
 lost, no answer within a minute, Ctrl-C): Nomad is then asked whether it has the volume, and
 the mark is taken back only when it has not and the registration was settled: refused for
-certain (a 4xx, or never sent), or answered by Nomad with an error after which it cannot
-apply it. A registration Nomad did not answer (or answered with a Raft or RPC failure) keeps
+certain (a 4xx, or never sent), or answered by Nomad with an error it gives only for a
+registration it did not apply (its checks before applying, no leader). A registration Nomad
+did not answer (or answered with any other 5xx, such as a Raft or RPC failure) keeps
 the mark even when Nomad says it has no such volume right after, since Nomad may still apply
 it; the error says what to run: the same command again finishes the handover (an update
 if Nomad took it). Until Nomad answers a registration of the volume OK, volctl nomad release

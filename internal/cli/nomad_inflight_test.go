@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -232,6 +233,59 @@ func TestNomadRegisterInFlightBesideAnotherVolumeKeepsTheMark(t *testing.T) {
 			_, rerr := runNomadRelease(h, a.client, nil)
 			if !handedOver(t, h) || ExitCode(rerr) != ExitConflict || !strings.Contains(rerr.Error(), "`volctl nomad release --force db` takes it back once Nomad is done with the registration") {
 				t.Errorf("release: %v (exit %d, marked %v), want exit 4 saying --force waits for Nomad to be done with the registration", rerr, ExitCode(rerr), handedOver(t, h))
+			}
+		})
+	}
+}
+
+// Nomad's HTTP layer answers every error of the RPC behind a registration with a 500 and its
+// text, Raft's and the RPC's failures after which the write may still be applied as much as its
+// refusals: no code or header tells them apart. Only a 500 whose text is one Nomad returns for
+// a registration it did not apply (its checks before its Raft apply, its state store's
+// refusal, no leader) settles the registration; any other 500 (a text not known: another Nomad
+// version's, a proxy's), or another 5xx, keeps the mark on a 404 after, unsettled.
+func TestNomadRegisterUnknown500IsUnsettled(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		body   string
+		marked bool
+	}{
+		{500, "no", true},
+		{500, "internal error", true},
+		{500, "rpc error: rpc: can't find service CSIVolume.Register", true},
+		{500, "rpc error: failed to get conn: dial tcp 10.0.0.2:4647: i/o timeout", true},
+		{500, "rpc error: node is not the leader", true},
+		{501, "validation: missing volume ID", true},
+		{507, "insufficient storage", true},
+		{500, "validation: missing volume ID", false},
+		{500, "missing volume definition", false},
+		{500, "no CSI plugin named: hp could be found", false},
+		{500, "rpc error: no healthy controllers for CSI plugin: hp", false},
+		{500, "rpc error: rpc error: unable to update volume: volume external ID cannot be updated", false},
+		{500, "controller validate volume: CSI.ControllerValidateVolume: rpc error: code = InvalidArgument desc = no", false},
+		{500, "volume identity cannot be updated: db", false},
+		{500, "volume db is in nonexistent namespace team", false},
+		{500, "rpc error: No cluster leader", false},
+	} {
+		t.Run(fmt.Sprintf("%d %s", tc.status, tc.body), func(t *testing.T) {
+			h := nomadHarness(t)
+			a := newFakeNomad(t)
+			a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) { return tc.status, tc.body }
+			_, _, err := registerIn(h, a)
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%d: %s", tc.status, tc.body)) {
+				t.Fatalf("register: %v, want it to say what Nomad answered", err)
+			}
+			if handedOver(t, h) != tc.marked {
+				t.Fatalf("marked: %v, want %v, after Nomad's %d %q and its 404: %v", !tc.marked, tc.marked, tc.status, tc.body, err)
+			}
+			if !tc.marked {
+				return
+			}
+			if hs, _ := h.e.Handovers(h.ctx, "db"); len(hs) != 1 || !hs[0].Unsettled {
+				t.Errorf("mark: %+v, want it unsettled", hs)
+			}
+			if !strings.Contains(err.Error(), "may yet apply") || !strings.Contains(err.Error(), "`volctl nomad register db` again finishes") {
+				t.Errorf("register: %v\nwant it to say Nomad may yet apply it, and what to run", err)
 			}
 		})
 	}

@@ -52,11 +52,13 @@ type Handed struct {
 //     volume not marked before: Nomad is asked whether it has the volume. The mark goes when
 //     Nomad has another volume by the ID, or the registration was refused for certain (a 4xx,
 //     a redirect, or never sent: nothing applied) and Nomad does not have it, or when Nomad
-//     says it has none (its own 404) after answering the registration with an error that does
-//     not leave the write in flight (settled). A registration Nomad did not answer (the
-//     connection lost after it was sent, the timeout, Ctrl-C, a gateway's 502/503/504), or
-//     answered with an error after which Raft may still apply it, keeps the mark whatever Nomad
-//     says it has now, and the error says what to run to finish or take it back (hasNot).
+//     says it has none (its own 404) after answering the registration with an error it
+//     returns only for a registration it did not apply (settled). A registration Nomad did
+//     not answer (the connection lost after it was sent, the timeout, Ctrl-C, a gateway's
+//     502/503/504), or answered with any other error (a Raft or RPC failure after which it
+//     may still apply it, or one volctl does not know), keeps the mark, unsettled (InFlight),
+//     whatever Nomad says it has now, unless Nomad has another volume by the ID after a
+//     settled one, and the error says what to run to finish or take it back (hasNot).
 func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Handed, error) {
 	ns := c.namespaceFor(v)
 	have, err := c.VolumeIn(ctx, v.ID, ns, c.Region)
@@ -183,27 +185,56 @@ func refusedForCertain(err error) bool {
 	return errors.As(err, &ure) && ure.HasStatusCode() && ure.StatusCode() >= 400 && ure.StatusCode() < http.StatusInternalServerError
 }
 
-// settled reports whether Nomad said how a failed registration ended: it answered it itself
-// (not a gateway's 502, 503 or 504, not the connection lost or the timeout), with an error
-// that is not one of those after which the write may still be applied (mayApplyAfter).
+// settled reports whether Nomad said how a failed registration ended: refused for certain, or
+// answered by Nomad with a 500 whose error is one Nomad returns only for a registration it did
+// not apply (settledBy). Nomad's HTTP layer answers every error of the RPC behind a request
+// with a 500, text/plain, without the X-Nomad-* headers of an answer it ran (agent's wrap and
+// errCodeFromHandler: only an error coded for HTTP, a permission denied or a token not found
+// gets another code), so the error's text is all there is to tell a refusal from a Raft or RPC
+// failure after which the write may still be applied; a 500 whose text is not known, Nomad's
+// or a proxy's, is taken as unsettled (the safe side), as is any other 5xx.
 func settled(err error) bool {
+	if refusedForCertain(err) {
+		return true
+	}
 	var ure api.UnexpectedResponseError
-	return answered(err) && !(errors.As(err, &ure) && ure.HasStatusCode() && mayApplyAfter(ure.Body()))
+	return errors.As(err, &ure) && ure.HasStatusCode() && ure.StatusCode() == http.StatusInternalServerError && settledBy(ure.Body())
 }
 
-// mayApplyAfter reports whether Nomad's error for a write says the write may still be applied:
-// Raft lost the leadership or shut down while committing its entry (a leader elected after
-// may commit it), or the RPC that carried it to the leader broke after it was sent, which
-// Nomad's own client does not retry for a write for that reason (EOF and yamux's stream and
-// session errors, as Nomad's helper.IsErrEOF tells them, a reset or a deadline).
-func mayApplyAfter(body string) bool {
-	for _, s := range []string{"leadership lost while committing log", "raft is already shutdown", "raft is shutdown",
-		"EOF", "stream closed", "session shutdown", "connection reset", "broken pipe", "i/o deadline reached", "i/o timeout"} {
-		if strings.Contains(body, s) {
+// settledErrors begin the errors of Nomad's CSIVolume.Register (nomad/csi_endpoint.go) that
+// come before its raftApply, and those of its state store's UpsertCSIVolume, which the FSM
+// returns having changed nothing: a registration answered with one was not applied, and never
+// will be.
+var settledErrors = []string{
+	"No cluster leader",                       // no leader to forward to: Nomad's canRetry says "no state could have been changed"
+	"missing volume definition",               // Register
+	"validation: ",                            // CSIVolume.Validate
+	"no CSI plugin named: ",                   // pluginValidateVolume
+	"no healthy controllers for CSI plugin: ", // pluginValidateVolume
+	"unable to update volume: ",               // reconcileVolume: an update of an immutable field
+	"controller validate volume: ",            // the plugin's ControllerValidateVolumeCapabilities
+	"volume identity cannot be updated: ",     // state store: another plugin or external ID
+	"volume existence check error: ",          // state store
+}
+
+// settledBy reports whether the body of Nomad's 500 to a registration is one of settledErrors,
+// after the "rpc error: " that each server forwarding the RPC puts before the leader's error.
+func settledBy(body string) bool {
+	msg := strings.TrimSpace(body)
+	for {
+		rest, ok := strings.CutPrefix(msg, "rpc error: ")
+		if !ok {
+			break
+		}
+		msg = rest
+	}
+	for _, p := range settledErrors {
+		if strings.HasPrefix(msg, p) {
 			return true
 		}
 	}
-	return false
+	// The state store's "volume ID is in nonexistent namespace NS".
+	return strings.HasPrefix(msg, "volume ") && strings.Contains(msg, " is in nonexistent namespace ")
 }
 
 // Identity lists how Nomad's copy of a volume differs from v where it says which volume it
