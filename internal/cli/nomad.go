@@ -187,7 +187,7 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		if errors.Is(err, nomad.ErrOtherVolume) {
 			err = withCode(ExitConflict, err)
 		}
-		return engine.Registered{Undo: done.Undo, OK: done.OK, InFlight: done.InFlight}, err
+		return engine.Registered{Undo: done.Undo, OK: done.OK, InFlight: done.InFlight, Index: done.Index}, err
 	})
 	if err != nil {
 		return err
@@ -328,6 +328,11 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 			h.VolumeID, c.Address, have.Claims(), howToDeregister(h, have))}
 	case !errors.Is(err, nomad.ErrNotFound):
 		return "", fmt.Errorf("%w (if the cluster is gone and nothing uses the volume, --force takes it back)", err)
+	case nomad.IndexOf(err) < h.Index:
+		// A state before the one Nomad answered the registration from: another server or
+		// cluster, or one restored from an older snapshot, which never had the volume.
+		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s says it has no such volume at index %d, from a state before the one it answered its registration from (index %d): not its word on it (another server or cluster answers at NOMAD_ADDR, or one restored from an older snapshot), so it stays marked handed over: see `nomad volume status %s` on the cluster it was handed over to, and run `volctl nomad release %s` against it once it has let go of the volume; or, if that cluster is gone and nothing uses the volume, `volctl nomad release --force %s`",
+			h.VolumeID, c.Address, nomad.IndexOf(err), h.Index, strings.TrimSpace(h.NomadFlags()+" "+h.VolumeID), h.VolumeID, h.VolumeID)}
 	case h.Unsettled:
 		// Nomad may yet apply the registration whose outcome it did not say, after this 404:
 		// the register path's rule (nomad.Client.HandOver), kept by the mark.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,8 @@ type fakeNomad struct {
 	// notNomad404, when set, answers every read of a volume with a 404 that is not Nomad's (no
 	// X-Nomad-Index header: a proxy's page).
 	notNomad404 atomic.Bool
+	// index, when set, is the X-Nomad-Index of every answer (1 when not).
+	index atomic.Uint64
 }
 
 func newFakeNomad(t *testing.T) *fakeNomad {
@@ -62,7 +65,7 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "404 page not found", http.StatusNotFound)
 		return
 	}
-	w.Header().Set("X-Nomad-Index", "1")
+	w.Header().Set("X-Nomad-Index", strconv.FormatUint(max(n.index.Load(), 1), 10))
 	switch id, ok := strings.CutPrefix(r.URL.Path, "/v1/volume/csi/"); {
 	case strings.HasPrefix(r.URL.Path, "/v1/plugin/csi/"):
 		if n.onPlugin != nil {

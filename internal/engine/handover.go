@@ -21,7 +21,9 @@ import (
 
 // HandoverInfo says that a volume was handed over to a Nomad cluster, and where. Unsettled: a
 // registration of the volume ended without Nomad saying how, and Nomad may yet apply it
-// (store.Handover.Unsettled): its 404 does not take the mark back.
+// (store.Handover.Unsettled): its 404 does not take the mark back. Index: the X-Nomad-Index of
+// the last registration Nomad answered OK (0: none known); a 404 from a state before it is
+// not Nomad's word.
 type HandoverInfo struct {
 	VolumeID  string    `json:"volume_id"`
 	Address   string    `json:"address"`
@@ -29,6 +31,7 @@ type HandoverInfo struct {
 	Namespace string    `json:"namespace,omitempty"`
 	Forced    bool      `json:"forced"`
 	Unsettled bool      `json:"unsettled,omitempty"`
+	Index     uint64    `json:"nomad_index,omitempty"`
 	HandedAt  time.Time `json:"handed_at"`
 }
 
@@ -41,7 +44,7 @@ type HandoverTarget struct {
 
 func handoverInfo(h store.Handover) HandoverInfo {
 	return HandoverInfo{VolumeID: h.VolumeID, Address: h.Address, Region: h.Region, Namespace: h.Namespace,
-		Forced: h.Forced, Unsettled: h.Unsettled, HandedAt: h.HandedAt}
+		Forced: h.Forced, Unsettled: h.Unsettled, Index: h.Index, HandedAt: h.HandedAt}
 }
 
 // Register is the registration in Nomad that HandOver runs after the mark, under the
@@ -68,6 +71,8 @@ type Registered struct {
 	OK bool
 	// InFlight: Nomad did not say how the registration ended, and may yet apply it.
 	InFlight bool
+	// Index is the X-Nomad-Index of Nomad's OK (0: none): the mark keeps the highest.
+	Index uint64
 }
 
 // HandOver marks a volume as handed over to the Nomad cluster at to, under the volume's lock and
@@ -142,6 +147,9 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		wasUnsettled = marked && prev.Unsettled
 		h = store.Handover{VolumeID: v.ID, Address: to.Address, Region: to.Region, Namespace: to.Namespace, Forced: len(live) > 0 || owed,
 			Unsettled: wasUnsettled || register != nil}
+		if marked {
+			h.Index = prev.Index
+		}
 		if err := tx.Handovers().Put(&h); err != nil {
 			return err
 		}
@@ -176,14 +184,15 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		}
 		return HandoverInfo{}, err
 	}
-	if unsettled := r.InFlight || (!r.OK && wasUnsettled); unsettled != h.Unsettled {
+	unsettled, index := r.InFlight || (!r.OK && wasUnsettled), max(h.Index, r.Index)
+	if unsettled != h.Unsettled || index != h.Index {
 		// Recorded even when ctx has ended; a failure leaves it unsettled, the safe side.
-		serr := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error { return tx.Handovers().SetUnsettled(volumeID, unsettled) })
+		serr := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error { return tx.Handovers().SetOutcome(volumeID, unsettled, index) })
 		if serr != nil {
-			serr = fmt.Errorf("recording that Nomad settled the registration of volume %q failed: %v; its mark stays unsettled, which `volctl nomad register %s` again settles", volumeID, serr, volumeID)
+			serr = fmt.Errorf("recording how Nomad answered the registration of volume %q failed: %v; its mark stays as it was, unsettled, which `volctl nomad register %s` again settles", volumeID, serr, volumeID)
 			return HandoverInfo{}, errors.Join(err, serr)
 		}
-		h.Unsettled = unsettled
+		h.Unsettled, h.Index = unsettled, index
 	}
 	if err != nil {
 		return HandoverInfo{}, err

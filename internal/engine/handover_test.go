@@ -448,7 +448,8 @@ func TestHandOverToTheSameClusterSpelledOtherwise(t *testing.T) {
 // A mark's unsettled record (Registered): set before the registration is sent (a volctl that
 // dies while it is on its way leaves it so), kept after one Nomad may yet apply and after a
 // refusal while it was unsettled (which says nothing of the earlier one), cleared by one Nomad
-// answered OK; a first registration refused for certain takes the mark back.
+// answered OK, which records its index (the highest stays); a first registration refused for
+// certain takes the mark back.
 func TestHandOverRecordsAnUnsettledRegistration(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
@@ -471,9 +472,10 @@ func TestHandOverRecordsAnUnsettledRegistration(t *testing.T) {
 		{"first, refused for certain", Registered{Undo: true}, failed, false, false},
 		{"first, in flight", Registered{InFlight: true}, failed, true, true},
 		{"again, refused for certain", Registered{Undo: true}, failed, true, true},
-		{"again, answered OK", Registered{OK: true}, nil, true, false},
+		{"again, answered OK", Registered{OK: true, Index: 9}, nil, true, false},
 		{"again, refused for certain once settled", Registered{Undo: true}, failed, true, false},
 		{"again, in flight", Registered{InFlight: true}, failed, true, true},
+		{"again, answered OK at an earlier index", Registered{OK: true, Index: 4}, nil, true, false},
 	} {
 		var during bool
 		_, err := h.e.HandOver(h.ctx, "db", to, false, func(ctx context.Context, first bool, v VolumeInfo) (Registered, error) {
@@ -488,6 +490,11 @@ func TestHandOverRecordsAnUnsettledRegistration(t *testing.T) {
 		}
 		if m, u := unsettled(); m != step.marked || u != step.unsett {
 			t.Errorf("%s: marked %v, unsettled %v; want %v, %v", step.name, m, u, step.marked, step.unsett)
+		}
+		// The highest index Nomad answered a registration OK at stays (a 404 from a state
+		// before it is not Nomad's word).
+		if hs, _ := h.e.Handovers(h.ctx, "db"); len(hs) == 1 && step.r.Index != 0 && hs[0].Index != 9 {
+			t.Errorf("%s: mark's index %d, want 9", step.name, hs[0].Index)
 		}
 	}
 }

@@ -36,6 +36,8 @@ type Handed struct {
 	// InFlight: Nomad did not say how the registration ended, and may yet apply it
 	// (engine.Registered): the mark stays, unsettled.
 	InFlight bool
+	// Index is the X-Nomad-Index of Nomad's OK (0: none).
+	Index uint64
 }
 
 // HandOver registers v in Nomad for a handover (engine.HandOver's Register): first says the
@@ -73,7 +75,7 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 		}
 	}
 	out := Handed{Updated: err == nil}
-	warnings, err := c.Register(ctx, v)
+	warnings, index, err := c.register(ctx, v)
 	if err != nil {
 		if !first { // marked from before: the mark stays whatever happened
 			out.Undo, out.InFlight = true, inFlight(err)
@@ -85,10 +87,15 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 		out.Undo, out.InFlight, err = c.hasNot(ctx, v, ns, out.Updated, err)
 		return out, err
 	}
-	out.OK = true
+	out.OK, out.Index = true, index
 	out.Warnings = c.shown(warnings, v)
 	got, gerr := c.VolumeIn(ctx, v.ID, ns, c.Region)
 	switch {
+	case errors.Is(gerr, ErrNotFound) && IndexOf(gerr) < index:
+		// A state older than the one Nomad applied the registration in (X-Nomad-Index going
+		// backwards): not Nomad's word on it.
+		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK at index %d, then said it has no volume %q in namespace %s at index %d, from a state before the registration: not its word on it (another server or cluster answers at NOMAD_ADDR, or one restored from an older snapshot); it stays marked handed over, as Nomad said it took it: see `nomad volume status %s %s`, and run `volctl nomad register %s` again against the Nomad that has it",
+			v.ID, c.Address, index, v.ID, ns, IndexOf(gerr), c.nomadFlags(ns), v.ID, v.ID)
 	case errors.Is(gerr, ErrNotFound):
 		mark := "volctl took its handover mark back"
 		if !first {

@@ -3,12 +3,13 @@ package store
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
 
 // Handover marks: one per volume, replaced by Put, listed by volume ID, their unsettled record
-// written by Put and SetUnsettled, and a marked volume cannot be deleted (RESTRICT) nor a mark
+// and Raft index written by Put and SetOutcome, and a marked volume cannot be deleted (RESTRICT) nor a mark
 // made for a volume that does not exist.
 func TestHandovers(t *testing.T) {
 	t.Parallel()
@@ -19,7 +20,7 @@ func TestHandovers(t *testing.T) {
 			tx.Handovers().Put(&Handover{VolumeID: "b", Address: "http://n1:4646"}),
 			tx.Handovers().Put(&Handover{VolumeID: "a", Address: "http://n1:4646"}),
 			tx.Handovers().Put(&Handover{VolumeID: "a", Address: "http://n1:4646", Namespace: "prod", Region: "eu", Forced: true}),
-			tx.Handovers().SetUnsettled("b", true),
+			tx.Handovers().SetOutcome("b", true, 0),
 		)
 	})
 	view(t, s, func(tx *Tx) error {
@@ -37,19 +38,19 @@ func TestHandovers(t *testing.T) {
 		return nil
 	})
 	update(t, s, func(tx *Tx) error {
-		return errors.Join(tx.Handovers().SetUnsettled("b", false),
-			tx.Handovers().Put(&Handover{VolumeID: "a", Address: "http://n1:4646", Namespace: "prod", Region: "eu", Forced: true, Unsettled: true}))
+		return errors.Join(tx.Handovers().SetOutcome("b", false, 1<<63+5),
+			tx.Handovers().Put(&Handover{VolumeID: "a", Address: "http://n1:4646", Namespace: "prod", Region: "eu", Forced: true, Unsettled: true, Index: 7}))
 	})
 	view(t, s, func(tx *Tx) error {
 		a, aerr := tx.Handovers().Get("a")
 		b, berr := tx.Handovers().Get("b")
-		if aerr != nil || berr != nil || !a.Unsettled || b.Unsettled {
-			t.Errorf("after SetUnsettled(b, false) and Put(a, unsettled): a %+v (%v), b %+v (%v)", a, aerr, b, berr)
+		if aerr != nil || berr != nil || !a.Unsettled || a.Index != 7 || b.Unsettled || b.Index != math.MaxInt64 {
+			t.Errorf("after SetOutcome(b, false, 2^63+5) and Put(a, unsettled): a %+v (%v), b %+v (%v)", a, aerr, b, berr)
 		}
 		return nil
 	})
-	if err := s.Update(context.Background(), func(tx *Tx) error { return tx.Handovers().SetUnsettled("c", true) }); !errors.Is(err, ErrNotFound) {
-		t.Errorf("SetUnsettled of an unmarked volume: %v, want ErrNotFound", err)
+	if err := s.Update(context.Background(), func(tx *Tx) error { return tx.Handovers().SetOutcome("c", true, 0) }); !errors.Is(err, ErrNotFound) {
+		t.Errorf("SetOutcome of an unmarked volume: %v, want ErrNotFound", err)
 	}
 	err := s.Update(context.Background(), func(tx *Tx) error { return tx.Volumes().Delete("a") })
 	if !errors.Is(err, ErrConflict) {

@@ -127,8 +127,8 @@ func TestMigrateFromEachVersion(t *testing.T) {
 	}
 }
 
-// checkSeedV5 checks seedV5's mark after migration: as it was, not unsettled (0007), and its
-// unsettled record written and read back.
+// checkSeedV5 checks seedV5's mark after migration: as it was, not unsettled and with no Raft
+// index (0007), and those two written and read back.
 func checkSeedV5(t *testing.T, s *Store) {
 	t.Helper()
 	view(t, s, func(tx *Tx) error {
@@ -136,14 +136,14 @@ func checkSeedV5(t *testing.T, s *Store) {
 		if err != nil {
 			return err
 		}
-		if h.Address != "http://n1:4646" || h.Region != "eu" || h.Namespace != "prod" || !h.Forced || h.Unsettled || h.HandedAt != decTime(9000) {
+		if h.Address != "http://n1:4646" || h.Region != "eu" || h.Namespace != "prod" || !h.Forced || h.Unsettled || h.Index != 0 || h.HandedAt != decTime(9000) {
 			t.Errorf("handover after migration: %+v", h)
 		}
 		return nil
 	})
-	update(t, s, func(tx *Tx) error { return tx.Handovers().SetUnsettled("db", true) })
+	update(t, s, func(tx *Tx) error { return tx.Handovers().SetOutcome("db", true, 42) })
 	view(t, s, func(tx *Tx) error {
-		if h, err := tx.Handovers().Get("db"); err != nil || !h.Unsettled {
+		if h, err := tx.Handovers().Get("db"); err != nil || !h.Unsettled || h.Index != 42 {
 			t.Errorf("handover marked unsettled after migration: %+v, %v", h, err)
 		}
 		return nil
