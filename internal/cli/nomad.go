@@ -327,7 +327,9 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in Nomad at %s (%d claim(s)): %s; volctl takes it back only once Nomad has let go of it",
 			h.VolumeID, c.Address, have.Claims(), howToDeregister(h, have))}
 	case !errors.Is(err, nomad.ErrNotFound):
-		return "", fmt.Errorf("%w (if the cluster is gone and nothing uses the volume, --force takes it back)", err)
+		// Nomad electing a leader ("No cluster leader"), unreachable, or refusing the read: no
+		// word either way, so the mark stays.
+		return "", fmt.Errorf("%w; volume %q stays marked handed over: run `volctl nomad release %s` again once Nomad answers (if the cluster is gone and nothing uses the volume, --force takes it back)", err, h.VolumeID, h.VolumeID)
 	case nomad.IndexOf(err) < h.Index:
 		// A state before the one Nomad answered the registration from: another server or
 		// cluster, or one restored from an older snapshot, which never had the volume.
