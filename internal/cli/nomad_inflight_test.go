@@ -287,6 +287,9 @@ func TestNomadRegisterUnknown500IsUnsettled(t *testing.T) {
 			if !strings.Contains(err.Error(), "may yet apply") || !strings.Contains(err.Error(), "`volctl nomad register db` again finishes") {
 				t.Errorf("register: %v\nwant it to say Nomad may yet apply it, and what to run", err)
 			}
+			if strings.Contains(err.Error(), "refused") || !strings.Contains(err.Error(), "answered the registration with an error after which it may still apply it") {
+				t.Errorf("register: %v\ncalls an answer that does not say Nomad did not apply it a refusal", err)
+			}
 		})
 	}
 }

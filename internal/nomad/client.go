@@ -259,11 +259,12 @@ func isNotFound(err error) bool {
 // notNomads is what volctl adds to a 404 that is not Nomad's (answer.fromNomad).
 const notNomads = "a 404 without Nomad's X-Nomad-Index header, so not Nomad's word that it has none: a proxy's or another server's page (NOMAD_ADDR must name Nomad's API, and Nomad must be up behind it)"
 
-// ErrRefused matches a registration Nomad answered with an error. A 5xx may come after Nomad
-// took the volume (a raft apply that timed out and committed after), so only a 4xx says
-// certainly that it did not (HandOver asks). A registration that got no answer (Nomad
-// unreachable mid-request, the timeout, Ctrl-C, a gateway's 502, 503 or 504) does not match
-// it.
+// ErrRefused matches a registration Nomad refused: answered with an error that says it did not
+// apply it (settled: a 4xx, or a 500 of its checks before applying). Any other error answer
+// may come after Nomad took the volume (a raft apply that timed out and committed after), and
+// is said to be that, not a refusal (HandOver asks); nor does a registration that got no
+// answer (Nomad unreachable mid-request, the timeout, Ctrl-C, a gateway's 502, 503 or 504)
+// match it.
 var ErrRefused = errors.New("refused the registration")
 
 // errNotSent matches a registration that never got a connection to Nomad (answer.connected):
@@ -589,7 +590,7 @@ func (c *Client) APIVolume(v spec.Volume) *api.CSIVolume {
 }
 
 // Register registers (or, when Nomad has it already, updates) a volume. The error names the
-// volume, the address and what Nomad said; it matches ErrRefused when Nomad answered it.
+// volume, the address and what Nomad said; it matches ErrRefused when Nomad refused it.
 // HandOver is the registration of a handover, with its checks.
 func (c *Client) Register(ctx context.Context, v spec.Volume) (warnings string, err error) {
 	warnings, _, err = c.register(ctx, v)
@@ -607,8 +608,10 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 	if err != nil {
 		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + denied(err, "csi-write-volume in namespace "+vol.Namespace+", and "+pluginRead)
 		switch {
-		case answered(err):
+		case answered(err) && settled(err):
 			return "", 0, &registerError{fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, said), err}
+		case answered(err):
+			return "", 0, &registerError{fmt.Errorf("volume %q: Nomad at %s answered the registration with an error after which it may still apply it: %s", v.ID, c.Address, said), err}
 		case !a.connected.Load():
 			return "", 0, &registerError{fmt.Errorf("volume %q: Nomad at %s %w (no connection to it): %s", v.ID, c.Address, errNotSent, said), err}
 		}
