@@ -21,7 +21,7 @@ func run() int {
 	ctx, stop := stopContext(context.Background())
 	defer stop()
 	f := cli.NewFactory(iostreams.System())
-	err := cli.NewRootCmd(f).ExecuteContext(ctx)
+	err := cli.NewRootCmdFor(f, os.Args[1:]).ExecuteContext(ctx)
 	err = f.RedactError(ctx, err)
 	// The exit closes the state database: SQLite leaves its WAL to the next command.
 	if cerr := f.CloseAtExit(); err == nil {
