@@ -293,3 +293,39 @@ func TestNomadRegisterUnknown500IsUnsettled(t *testing.T) {
 		})
 	}
 }
+
+// A registration Nomad did not answer, of a volume Nomad did not have before, that Nomad has
+// when asked right after: that is the registration applied (one request, no retry), so the
+// mark stays settled, and release takes it back once Nomad has let go of it. Of a volume
+// Nomad had before (an update), its having it says nothing of the update: unsettled.
+func TestNomadRegisterUnansweredButAppliedIsSettled(t *testing.T) {
+	for _, had := range []bool{false, true} {
+		t.Run(fmt.Sprintf("had it before: %v", had), func(t *testing.T) {
+			h := nomadHarness(t)
+			a := newFakeNomad(t)
+			if had { // registered, then taken back with --force while Nomad kept it
+				if _, _, err := registerIn(h, a); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := runNomadRelease(h, a.client, func(o *NomadReleaseOptions) { o.Force = true }); err != nil || handedOver(t, h) {
+					t.Fatalf("release --force: %v", err)
+				}
+			}
+			a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+				a.take("default", "db")
+				conn, _, _ := w.(http.Hijacker).Hijack()
+				conn.Close()
+				return -1, ""
+			}
+			_, _, err := registerIn(h, a)
+			hs, _ := h.e.Handovers(h.ctx, "db")
+			if err == nil || len(hs) != 1 || hs[0].Unsettled != had {
+				t.Fatalf("register: %v; mark %+v, want it unsettled: %v", err, hs, had)
+			}
+			if had {
+				return
+			}
+			deregisteredThenReleased(t, h, a, a.client)
+		})
+	}
+}
