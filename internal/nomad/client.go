@@ -589,16 +589,11 @@ func (c *Client) APIVolume(v spec.Volume) *api.CSIVolume {
 	return out
 }
 
-// Register registers (or, when Nomad has it already, updates) a volume. The error names the
-// volume, the address and what Nomad said; it matches ErrRefused when Nomad refused it.
-// HandOver is the registration of a handover, with its checks.
-func (c *Client) Register(ctx context.Context, v spec.Volume) (warnings string, err error) {
-	warnings, _, err = c.register(ctx, v)
-	return warnings, err
-}
-
-// register is Register, with the X-Nomad-Index of Nomad's OK: the Raft index its write was
-// applied at (0 when the answer had none).
+// register registers (or, when Nomad has it already, updates) a volume: Nomad's warnings,
+// and the X-Nomad-Index of its OK, the Raft index its write was applied at (0 when the answer
+// had none). The error names the volume, the address and what Nomad said; it matches
+// ErrRefused when Nomad refused it. HandOver is the registration of a handover, with its
+// checks.
 func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, index uint64, err error) {
 	vol := c.APIVolume(v)
 	rctx, a, cancel := c.request(ctx)
