@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -337,11 +338,12 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 		<-r.done
 		if _, ok := want[r.spec.ID]; ok {
 			a.log.Info("plugin declaration changed; supervising it anew", "plugin", r.spec.ID)
-		} else {
-			a.log.Info("plugin deregistered; no longer supervising it", "plugin", r.spec.ID)
-			a.obs.PluginGone(r.spec.ID)
+			a.stopIfUnmounted(r, r.spec.ID)
+			continue
 		}
-		a.stopIfUnmounted(r)
+		a.log.Info("plugin deregistered; no longer supervising it", "plugin", r.spec.ID)
+		a.obs.PluginGone(r.spec.ID)
+		a.retire(ctx, r, want)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -359,6 +361,70 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 			r.loop(rctx)
 		}()
 	}
+}
+
+// retire deals with the process of a deregistered plugin's runner. When another plugin ID is
+// registered on its socket (one process serves a socket: the deregistered ID ran it for both),
+// the process is that ID's too, and so are its mounts: stopped as the deregistered ID's, which
+// has none of its own, the process serving the other's mounts was stopped. It is handed to the
+// ID on its socket with an exec block, now the one to run its process (oneProcessPerSocket):
+// recorded under that ID's pid file and log, which that ID's new runner adopts, without a
+// restart. With no such ID (those on the socket are probed only), it is counted and stopped as
+// the socket's: left running while any ID on it has mounts, with a warning naming the one that
+// is left without a supervisor.
+func (a *Agent) retire(ctx context.Context, r *runner, want map[string]spec.Plugin) {
+	var heir, mate string
+	for _, id := range sortedIDs(want) {
+		if sp := want[id]; shareSocket(sp, r.spec) {
+			if mate == "" {
+				mate = id
+			}
+			if sp.Exec != nil && heir == "" {
+				heir = id
+			}
+		}
+	}
+	p := r.proc
+	switch {
+	case p == nil || mate == "":
+		a.stopIfUnmounted(r, r.spec.ID)
+	case heir != "":
+		if err := a.handOver(r.spec.ID, heir, p); err != nil {
+			a.log.Error("handing the deregistered plugin's process to the plugin on its socket", "plugin", r.spec.ID, "to", heir, "pid", p.pid, "err", err)
+			a.stopIfUnmounted(r, heir)
+			return
+		}
+		msg := fmt.Sprintf("plugin %q deregistered: its process (pid %d), which serves plugin %q on the same socket, is handed to %q, whose runner supervises it from now on",
+			r.spec.ID, p.pid, heir, heir)
+		a.log.Info(msg, "plugin", heir, "pid", p.pid, "from", r.spec.ID)
+		a.e.PluginEvent(ctx, heir, "plugin-handover", msg)
+	default:
+		// Volumes the deregistered ID kept (--force) are no longer the socket's to the
+		// engine: their mounts are counted as its own first.
+		if m, err := a.e.PluginMounts(ctx, r.spec.ID); err == nil && !m.Any() && a.stopIfUnmounted(r, mate) {
+			return
+		}
+		a.log.Warn(fmt.Sprintf("plugin %q deregistered: its process (pid %d) serves plugin %q on the same socket, which has no exec block: nothing supervises it now; "+
+			"give %q the exec block to have the agent supervise it again", r.spec.ID, p.pid, mate, mate), "plugin", mate, "pid", p.pid)
+	}
+}
+
+// handOver records process p, the deregistered plugin from's, as plugin to's: its pid file and
+// its log (the file p writes to, under to's name; to's own earlier log becomes the rotated one).
+// The pid file is written first: from then on to's runner adopts p.
+func (a *Agent) handOver(from, to string, p *process) error {
+	if err := writePidFile(a.runDir, to, p); err != nil {
+		return err
+	}
+	removePidFile(a.runDir, from)
+	src, dst := filepath.Join(a.logDir, from+".log"), filepath.Join(a.logDir, to+".log")
+	if _, err := os.Lstat(dst); err == nil {
+		_ = os.Rename(dst, dst+".1")
+	}
+	if err := os.Rename(src, dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		a.log.Warn("moving the handed process's log", "plugin", to, "from", src, "err", err)
+	}
+	return nil
 }
 
 // oneProcessPerSocket returns specs with one exec block per socket: the plugin IDs registered
@@ -733,32 +799,35 @@ func (a *Agent) stopPlugins() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a.stopIfUnmounted(r)
+			a.stopIfUnmounted(r, r.spec.ID)
 		}()
 	}
 	wg.Wait()
 }
 
-// stopIfUnmounted stops a finished runner's process unless its plugin has mounts.
-func (a *Agent) stopIfUnmounted(r *runner) {
+// stopIfUnmounted stops a finished runner's process unless its plugin has mounts, counted as
+// plugin countAs's (the runner's own ID, or for a deregistered one, an ID registered on its
+// socket: the engine counts through every ID on a socket, and locks the socket's publish lock,
+// only for an ID it knows). It reports whether the process is stopped, or there is none.
+func (a *Agent) stopIfUnmounted(r *runner, countAs string) bool {
 	p := r.proc
 	if p == nil {
-		return
+		return true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// Counted and stopped under the plugin's publish lock: a claim admitted meanwhile, by any
 	// process, waits to publish until the plugin is stopped, and finds it gone.
-	m, release, err := a.e.HoldPluginMounts(ctx, r.spec.ID)
+	m, release, err := a.e.HoldPluginMounts(ctx, countAs)
 	defer release()
 	switch {
 	case err != nil:
 		a.log.Warn("leaving plugin running: could not count its mounts", "plugin", r.spec.ID, "pid", p.pid, "err", err)
-		return
+		return false
 	case m.Any():
 		a.log.Warn("leaving plugin running: it has mounts, or mounts in doubt, and stopping a plugin under mounted volumes is never right",
-			"plugin", r.spec.ID, "pid", p.pid, "mounts", m.Mounts, "in_doubt", m.InDoubt, "publishing", m.Publishing)
-		return
+			"plugin", r.spec.ID, "pid", p.pid, "mounts", m.Mounts, "in_doubt", m.InDoubt, "publishing", m.Publishing, "counted_as", countAs)
+		return false
 	}
 	if a.afterCount != nil {
 		a.afterCount(r.spec.ID)
@@ -766,12 +835,20 @@ func (a *Agent) stopIfUnmounted(r *runner) {
 	a.log.Info("stopping plugin", "plugin", r.spec.ID, "pid", p.pid)
 	if err := p.stop(a.s.StopTimeout); err != nil {
 		a.log.Warn("stopping plugin", "plugin", r.spec.ID, "pid", p.pid, "err", err)
-		return
+		return false
 	}
-	if left := stopLeft(p.instance, a.s.StopTimeout); len(left) > 0 {
-		// A daemon the plugin's process started in a session of its own, not recorded yet.
-		a.log.Info("stopped what the plugin left outside its process group", "plugin", r.spec.ID, "pids", left)
-	}
+	a.stopLeftBy(r.spec.ID, p)
 	removePidFile(a.runDir, r.spec.ID)
 	a.e.PluginEvent(ctx, r.spec.ID, "plugin-stop", fmt.Sprintf("plugin %q stopped by the agent (pid %d)", r.spec.ID, p.pid))
+	return true
+}
+
+// stopLeftBy stops, once plugin id's process p is stopped or has exited, what it left running
+// outside its process group (stopLeft: a daemon in a session of its own not recorded yet, a
+// child it handed its socket to), at a clean stop and before every restart alike: left, such a
+// process keeps the plugin's socket, and the next start takes it for a plugin no agent started.
+func (a *Agent) stopLeftBy(id string, p *process) {
+	if left := stopLeft(p.instance, a.s.StopTimeout); len(left) > 0 {
+		a.log.Info("stopped what the plugin left outside its process group", "plugin", id, "pids", left)
+	}
 }

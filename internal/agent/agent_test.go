@@ -188,6 +188,54 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "daemonizes-mid":
 		os.Exit(daemonize("hostpath", false))
+	case "daemonizes-helper":
+		// As daemonizes, but the server the first child leaves, which does not lead its group
+		// (the first child, which made the session, has exited), starts a helper in that group
+		// with an environment of its own, without the plugin's instance.
+		os.Exit(daemonize("daemonizes-helper-mid", true))
+	case "daemonizes-helper-mid":
+		os.Exit(daemonize("serves-with-helper", false))
+	case "serves-with-helper":
+		helper := exec.Command(os.Args[0], os.Args[1:]...)
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, instanceEnv+"=") && !strings.HasPrefix(kv, pluginModeEnv+"=") {
+				helper.Env = append(helper.Env, kv)
+			}
+		}
+		helper.Env = append(helper.Env, pluginModeEnv+"=nosocket")
+		helper.Stdout, helper.Stderr = os.Stdout, os.Stderr
+		if err := helper.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		os.Exit(serveHostpath(ctx))
+	case "listens-then-daemonises":
+		// A plugin that binds its socket, then daemonises: it hands the listening socket to a
+		// child in a session of its own and exits 0. SO_PEERCRED on the socket names this
+		// process, which called listen(), long after it exited.
+		os.Exit(listenThenDaemonise("serves-inherited"))
+	case "stubborn-hands-socket":
+		// A plugin that ignores SIGTERM, binds its socket and hands it to a child in a session
+		// of its own, which serves it never healthy, and stays: only SIGKILL ends it, and its
+		// child, outside its process group, keeps the socket.
+		signal.Ignore(syscall.SIGTERM, os.Interrupt)
+		if rc := listenThenDaemonise("serves-inherited-unhealthy"); rc != 0 {
+			os.Exit(rc)
+		}
+		select {}
+	case "serves-inherited":
+		// The daemon of listens-then-daemonises: hostpath on the listening socket it inherited
+		// as fd 3.
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		os.Exit(serveHostpathOn(ctx, inheritedListener))
+	case "serves-inherited-unhealthy":
+		// As unhealthy, on the listening socket it inherited as fd 3.
+		faults := csitest.NewFaults()
+		faults.FailAlways(csi.RPCProbe, codes.Internal)
+		os.Exit(serveMemOn(inheritedListener, csitest.DefaultMemConfig(), faults.Interceptor()))
 	case "daemonizes-late":
 		// As daemonizes, but the server binds its socket a second after the process the agent
 		// started has exited and been reaped: well past the probe interval the agent first
@@ -232,9 +280,19 @@ func runAgent(dir string) int {
 }
 
 // serveHostpath serves the hostpath plugin on $CSI_ENDPOINT until ctx ends.
-func serveHostpath(ctx context.Context) int {
+func serveHostpath(ctx context.Context) int { return serveHostpathOn(ctx, hostpath.Listen) }
+
+// inheritedListener is the listening socket a test plugin inherited as fd 3
+// (listenThenDaemonise), whatever its path.
+func inheritedListener(string) (net.Listener, error) {
+	return net.FileListener(os.NewFile(3, "listener"))
+}
+
+// serveHostpathOn serves the hostpath plugin on what listen makes of $CSI_ENDPOINT until ctx
+// ends.
+func serveHostpathOn(ctx context.Context, listen func(socket string) (net.Listener, error)) int {
 	return serveTestPluginCtx(ctx, func(ctx context.Context, socket string) error {
-		lis, err := hostpath.Listen(socket)
+		lis, err := listen(socket)
 		if err != nil {
 			return err
 		}
@@ -312,13 +370,58 @@ func daemonize(mode string, setsid bool) int {
 	return 0
 }
 
+// listenThenDaemonise binds the socket in $CSI_ENDPOINT, starts the test binary again in mode
+// in a session of its own with the listening socket as its fd 3, records its pid in child.pid
+// under the root, and returns, leaving the socket file in place.
+func listenThenDaemonise(mode string) int {
+	socket, err := hostpath.ParseEndpoint(os.Getenv(spec.EndpointEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	lis.SetUnlinkOnClose(false)
+	lf, err := lis.File()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cmd := exec.Command(os.Args[0], os.Args[1:]...)
+	cmd.Env = append(os.Environ(), pluginModeEnv+"="+mode)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.ExtraFiles = []*os.File{lf}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	root := os.Getenv(pluginRootEnv)
+	if err = os.MkdirAll(root, 0o700); err == nil {
+		err = os.WriteFile(filepath.Join(root, "child.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
 // serveMem serves an in-memory plugin with cfg, behind intercept, on $CSI_ENDPOINT until
 // SIGTERM.
 func serveMem(cfg csitest.MemConfig, intercept grpc.UnaryServerInterceptor) int {
+	return serveMemOn(hostpath.Listen, cfg, intercept)
+}
+
+// serveMemOn is serveMem on what listen makes of $CSI_ENDPOINT.
+func serveMemOn(listen func(socket string) (net.Listener, error), cfg csitest.MemConfig, intercept grpc.UnaryServerInterceptor) int {
 	return serveTestPlugin(func(ctx context.Context, socket string) error {
 		srv := grpc.NewServer(grpc.ChainUnaryInterceptor(intercept))
 		csitest.NewMemPlugin(cfg).Register(srv)
-		lis, err := hostpath.Listen(socket)
+		lis, err := listen(socket)
 		if err != nil {
 			return err
 		}
@@ -691,20 +794,26 @@ func TestAgentRestartsPluginUnhealthyPastTimeout(t *testing.T) {
 	}
 }
 
+// mountsForReal skips the test where plugins cannot mount, and unmounts whatever a plugin
+// process still has mounted when the test ends (it fails half-way) before the plugin is killed
+// and the dir removed.
+func (f *fixture) mountsForReal() {
+	f.t.Helper()
+	hostpathtest.RequireMount(f.t)
+	f.t.Cleanup(func() {
+		if err := hostpath.UnmountAll(f.dir); err != nil {
+			f.t.Errorf("cleaning up mounts: %v", err)
+		}
+	})
+}
+
 // startSickeningPlugin starts an agent supervising plugin "fuse", which mounts for real and
 // falls sick when the test says (sicken), on a fake clock with a 300ms health timeout; once it
 // is healthy, it creates volume db on it. It returns the clock and the agent's stop.
 func (f *fixture) startSickeningPlugin() (*fakeClock, func() error) {
 	t := f.t
 	t.Helper()
-	hostpathtest.RequireMount(t)
-	// Whatever the plugin process still has mounted when the test ends (it fails half-way) is
-	// unmounted before the plugin is killed and the dir removed.
-	t.Cleanup(func() {
-		if err := hostpath.UnmountAll(f.dir); err != nil {
-			t.Errorf("cleaning up mounts: %v", err)
-		}
-	})
+	f.mountsForReal()
 	clock, stop := f.startWithHealthTimeoutOnAFakeClock(f.execPlugin("fuse", "sickens"))
 	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
 	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
@@ -712,6 +821,18 @@ func (f *fixture) startSickeningPlugin() (*fakeClock, func() error) {
 		t.Fatal(err)
 	}
 	return clock, stop
+}
+
+// claimAsCommand claims volume db for alloc web-0 through an engine of its own, as a command
+// would, and returns that engine for the test's other commands (the release): a process of its
+// own, whose connection to the plugin the agent's probes do not share.
+func (f *fixture) claimAsCommand() *engine.Engine {
+	f.t.Helper()
+	cmd := f.openEngine()
+	if _, err := cmd.Claim(f.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
+		f.t.Fatal(err)
+	}
+	return cmd
 }
 
 // sicken makes plugin "fuse" fail its probes and waits for the agent to probe it unhealthy.
@@ -737,12 +858,7 @@ func (f *fixture) sicken() {
 func TestAgentDoesNotRestartAnUnhealthyPluginUnderMounts(t *testing.T) {
 	f := newFixture(t)
 	clock, stop := f.startSickeningPlugin()
-	// The claim and the release are commands: processes of their own, whose connection to the
-	// plugin the agent's probes do not share.
-	cmd := f.openEngine()
-	if _, err := cmd.Claim(f.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err != nil {
-		t.Fatal(err)
-	}
+	cmd := f.claimAsCommand()
 	pid := f.pid("fuse")
 	f.sicken()
 	clock.Advance(301 * time.Millisecond)

@@ -206,9 +206,22 @@ func procPids() []int {
 	return out
 }
 
-// socketServer returns the pid of the process that serves a unix socket (its listener's, as
-// SO_PEERCRED reports it), 0 when nothing answers there.
-func socketServer(path string) int {
+// socketServer returns the pid of the process that serves a unix socket, 0 when nothing
+// answers there: the listener's, as SO_PEERCRED reports it, unless that process no longer holds
+// the listening socket (it listened, then daemonised, handing the socket on, and exited), when
+// ours (nil: none) says which processes may be looked into for the one that holds it
+// (socketHolder): the plugin's own, never another program's.
+func socketServer(path string, ours func(pid int) bool) int {
+	pid := peerPid(path)
+	if pid > 0 && ours != nil {
+		pid = socketHolder(path, pid, ours)
+	}
+	return pid
+}
+
+// peerPid is the pid SO_PEERCRED reports for a connection to the unix socket at path: the
+// process that called listen() on it. 0 when nothing answers there.
+func peerPid(path string) int {
 	c, err := net.DialTimeout("unix", path, time.Second)
 	if err != nil {
 		return 0
@@ -251,6 +264,11 @@ func orphanOfAgent(pid int) bool {
 	return false
 }
 
+// mayHold reports whether pid may be the plugin's daemon holding its socket: a process with
+// the plugin's instance in its environment, or one descending from an orphan re-parented to
+// the agent (daemonOf then checks it is no other plugin's).
+func (p *process) mayHold(pid int) bool { return hasInstance(pid, p.instance) || orphanOfAgent(pid) }
+
 // errNoDaemon is daemonOf's answer when nothing it may supervise serves the socket.
 var errNoDaemon = errors.New("no daemon")
 
@@ -272,7 +290,7 @@ func daemonOf(ctx context.Context, p *process, socket string, wait, patience tim
 	}
 	for {
 		reapOrphans()
-		if pid := socketServer(socket); pid > 0 && pid != p.pid {
+		if pid := socketServer(socket, p.mayHold); pid > 0 && pid != p.pid {
 			pgrp, live := procGroup(pid)
 			switch {
 			case !live:
@@ -362,7 +380,7 @@ func adoptDaemon(ctx context.Context, runDir, id, socket string) (*process, erro
 	if rec == nil || rec.instance == "" || rec.alive() {
 		return nil, nil
 	}
-	pid := socketServer(socket)
+	pid := socketServer(socket, func(pid int) bool { return hasInstance(pid, rec.instance) })
 	pgrp, live := procGroup(pid)
 	if pid <= 0 || !live || !hasInstance(pid, rec.instance) {
 		return nil, nil

@@ -490,12 +490,18 @@ func procStat(pid int) ([]string, error) {
 
 func pidFilePath(runDir, id string) string { return filepath.Join(runDir, id+".pid") }
 
-// writePidFile records "<pid> <starttime> <instance>", so a later agent can tell the process it
-// finds is the one an agent started and not another that reused the pid, and find the daemon
-// it left by its instance (adoptDaemon).
+// writePidFile records "<pid> <starttime> <instance> <pgid>", so a later agent can tell the
+// process it finds is the one an agent started and not another that reused the pid, find the
+// daemon it left by its instance (adoptDaemon), and stop a daemon that does not lead its
+// process group with that group (pgid; 0 when the process leads its own). An instance-less
+// process is written "-", which an older agent reads as an instance nothing carries.
 func writePidFile(runDir, id string, p *process) error {
 	tmp := pidFilePath(runDir, id) + ".tmp"
-	if err := writeStateFile(tmp, fmt.Appendf(nil, "%d %d %s\n", p.pid, p.startTick, p.instance)); err != nil {
+	instance := p.instance
+	if instance == "" {
+		instance = "-"
+	}
+	if err := writeStateFile(tmp, fmt.Appendf(nil, "%d %d %s %d\n", p.pid, p.startTick, instance, p.pgid)); err != nil {
 		return fmt.Errorf("pid file: %w", err)
 	}
 	if err := os.Rename(tmp, pidFilePath(runDir, id)); err != nil {
@@ -509,19 +515,34 @@ func writePidFile(runDir, id string, p *process) error {
 func removePidFile(runDir, id string) { _ = os.Remove(pidFilePath(runDir, id)) }
 
 // adoptFromPidFile returns the process an earlier agent started for the plugin, if its pid
-// file names a process that still runs with the recorded start time. A watcher closes exited
-// when it ends (polled: it is not this process's child), until ctx ends.
-func adoptFromPidFile(ctx context.Context, runDir, id string) *process {
-	p := readPidFile(runDir, id)
+// file names a process that still runs with the recorded start time and, when the file records
+// an instance, carries it in its environment, as every process the agent starts does (and a
+// daemon, which inherits it). A process with the pid and start time but not the instance is
+// not the plugin, or not one the agent can prove is: the pid file was edited, or comes from
+// another boot, where the same pid and start time may be another program's. It is returned as
+// unproven, never to be signalled. An older agent's pid file, without an instance, is adopted
+// on its pid and start time, as before. A daemon's recorded
+// group is kept only while the daemon is still in it: otherwise it is stopped as any
+// process, its group when it leads one, else itself alone. A watcher closes exited when it ends
+// (polled: it is not this process's child), until ctx ends.
+func adoptFromPidFile(ctx context.Context, runDir, id string) (p, unproven *process) {
+	p = readPidFile(runDir, id)
 	if p == nil || !p.alive() {
-		return nil
+		return nil, nil
+	}
+	if p.instance != "" && !hasInstance(p.pid, p.instance) {
+		return nil, p
+	}
+	if pgrp, live := procGroup(p.pid); p.pgid != 0 && (!live || pgrp != p.pgid) {
+		p.pgid = 0
 	}
 	p.watch(ctx)
-	return p
+	return p, nil
 }
 
-// readPidFile reads a plugin's pid file (writePidFile; one by an older agent has no instance),
-// nil when there is none that reads.
+// readPidFile reads a plugin's pid file (writePidFile; one by an older agent has no group, and
+// maybe no instance: its process is its own group's, as that agent took it), nil when there
+// is none that reads.
 func readPidFile(runDir, id string) *process {
 	b, err := readStateFile(pidFilePath(runDir, id))
 	if err != nil {
@@ -539,8 +560,13 @@ func readPidFile(runDir, id string) *process {
 	if p.startTick, err = strconv.ParseUint(f[1], 10, 64); err != nil {
 		return nil
 	}
-	if len(f) > 2 {
+	if len(f) > 2 && f[2] != "-" {
 		p.instance = f[2]
+	}
+	if len(f) > 3 {
+		if pgid, err := strconv.Atoi(f[3]); err == nil && pgid > 0 && pgid != pid {
+			p.pgid = pgid
+		}
 	}
 	return p
 }

@@ -313,7 +313,7 @@ func TestReusedPidIsNeitherAdoptedNorSignalled(t *testing.T) {
 	if err := writePidFile(runDir, "p", stale); err != nil {
 		t.Fatal(err)
 	}
-	if p := adoptFromPidFile(context.Background(), runDir, "p"); p != nil {
+	if p, _ := adoptFromPidFile(context.Background(), runDir, "p"); p != nil {
 		t.Fatalf("adopted pid %d recorded with another start time", pid)
 	}
 	if err := stale.stop(time.Second); err != nil {
@@ -325,7 +325,7 @@ func TestReusedPidIsNeitherAdoptedNorSignalled(t *testing.T) {
 	if err := writePidFile(runDir, "p", &process{pid: pid, startTick: tick}); err != nil {
 		t.Fatal(err)
 	}
-	if p := adoptFromPidFile(context.Background(), runDir, "p"); p == nil || p.pid != pid {
+	if p, _ := adoptFromPidFile(context.Background(), runDir, "p"); p == nil || p.pid != pid {
 		t.Fatalf("the pid file with the right start time was not adopted: %+v", p)
 	}
 }
@@ -502,6 +502,18 @@ func (f *fixture) startDaemonising(mode string) (stop func() error, server int) 
 	return stop, f.childPid("dm")
 }
 
+// daemonFollowed waits for the agent to record plugin dm's daemon in its pid file, then its
+// plugin-daemon event, and checks that there is one, naming the daemon.
+func (f *fixture) daemonFollowed(daemon int) {
+	f.t.Helper()
+	waitFor(f.t, "the agent to record the daemon", func() bool {
+		return f.pid("dm") == daemon && len(f.events("plugin-daemon")) > 0
+	})
+	if evs := f.events("plugin-daemon"); len(evs) != 1 || !strings.Contains(evs[0], fmt.Sprintf("supervising pid %d as the plugin", daemon)) {
+		f.t.Errorf("plugin-daemon events = %q, want one naming pid %d", evs, daemon)
+	}
+}
+
 // stopThenGone stops the agent cleanly (no mounts) and checks that pid, what it names, no
 // longer runs.
 func stopThenGone(t *testing.T, stop func() error, pid int, what string) {
@@ -522,12 +534,7 @@ func stopThenGone(t *testing.T, stop func() error, pid int, what string) {
 func TestAgentFollowsADaemonThatBindsLate(t *testing.T) {
 	f := newFixture(t)
 	stop, daemon := f.startDaemonising("daemonizes-late")
-	waitFor(t, "the agent to record the daemon", func() bool {
-		return f.pid("dm") == daemon && len(f.events("plugin-daemon")) > 0
-	})
-	if evs := f.events("plugin-daemon"); len(evs) != 1 || !strings.Contains(evs[0], fmt.Sprintf("supervising pid %d as the plugin", daemon)) {
-		t.Errorf("plugin-daemon events = %q, want one naming pid %d", evs, daemon)
-	}
+	f.daemonFollowed(daemon)
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

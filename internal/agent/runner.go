@@ -144,6 +144,10 @@ func (r *runner) loop(ctx context.Context) {
 			}
 			withheld = holdNone
 			err := stopProcess(r.proc, a.s.StopTimeout)
+			if err == nil {
+				// Still under the publish lock: what it left may serve its socket.
+				a.stopLeftBy(id, r.proc)
+			}
 			release()
 			if err != nil {
 				// It still runs (stuck in the kernel, say): its pid file stays, so that this
@@ -197,6 +201,7 @@ func (r *runner) loop(ctx context.Context) {
 				lastGood = a.now()
 				continue
 			}
+			a.stopLeftBy(id, r.proc)
 			wait := bo.Next()
 			msg := fmt.Sprintf("plugin %q exited (%s): restarting it in %s", id, r.proc.exitStatus(), wait)
 			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)
@@ -343,10 +348,16 @@ func (r *runner) probe(ctx context.Context) (healthy, ready bool, reason string)
 func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 	a, id := r.a, r.spec.ID
 	sockets := execSockets(r.spec)
-	if p := adoptFromPidFile(ctx, a.runDir, id); p != nil {
+	p, unproven := adoptFromPidFile(ctx, a.runDir, id)
+	if p != nil {
 		r.proc = p
 		a.log.Info("adopted the running plugin", "plugin", id, "pid", p.pid)
 		return false, nil
+	}
+	if unproven != nil {
+		a.log.Warn(fmt.Sprintf("the plugin's pid file names pid %d, which runs with the recorded start time but without the instance the agent started the plugin with in its environment: "+
+			"it is not the plugin, or not one the agent can prove is; leaving it alone, never signalling it", unproven.pid), "plugin", id, "pid", unproven.pid)
+		removePidFile(a.runDir, id)
 	}
 	d, err := adoptDaemon(ctx, a.runDir, id, execEndpoint(r.spec))
 	if d != nil {
@@ -366,7 +377,7 @@ func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 	if socketsLive(sockets) {
 		r.foreign = true
 		a.log.Warn("plugin socket is live but no volctl agent started it: probing it only, never stopping it",
-			"plugin", id, "socket", sockets[0], "served_by_pid", socketServer(sockets[0]))
+			"plugin", id, "socket", sockets[0], "served_by_pid", socketServer(sockets[0], nil))
 		return false, nil
 	}
 	for _, s := range sockets {
@@ -379,7 +390,7 @@ func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 			return false, err
 		}
 	}
-	p, err := startProcess(r.spec, a.runDir, a.logDir)
+	p, err = startProcess(r.spec, a.runDir, a.logDir)
 	if err != nil {
 		return false, err
 	}

@@ -28,7 +28,9 @@ func newCmdReconcile(f *Factory, runF func(*ReconcileOptions) error) *cobra.Comm
 were interrupted, re-drive every claim that is not at rest (being published goes on to
 published; being released goes on to freed, as do the claims of stopped groups), restore
 published claims whose mount is gone (after a reboot or a plugin restart) by staging and
-publishing them again without a new claim, and undo stagings no claim uses.
+publishing them again without a new claim, and undo stagings no claim uses. A read claim
+whose mount is read-write (an older volctl may have published one so) is reported, not
+unmounted from under its alloc: release it once the alloc stops and claim it again.
 
 Prints what it did. Exit status 1 when something is still wrong, each problem listed on
 stderr (with --json, the report is printed and the exit status is still 1). volctl agent

@@ -41,7 +41,9 @@ register refuse such files together.
 create-only fields (snapshot_id, clone_id, topology_request.preferred); create needs name and
 refuses external_id and context. Without --for only the rules common to both apply.
 
-Exit status: 0 when every file is valid, 2 when any is invalid, 1 when a file cannot be read.`,
+Exit status: 0 when every file is valid, 2 when any is invalid, 1 when a file cannot be read
+or when it is interrupted (Ctrl-C stops it between two diagnostics; with --json or -t nothing
+is printed).`,
 		Example: `  volctl validate volume.hcl
   volctl validate --for create volume.hcl plugin.hcl group.hcl
   cat volume.hcl | volctl validate -
@@ -81,8 +83,16 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 	all := []spec.JSONDiagnostic{}
 	invalid, unreadable := false, false
 	seen := declarations{}
+	var dw hcl.DiagnosticWriter
 	for _, name := range opts.Files {
+		if ctx.Err() != nil {
+			return interrupted(ctx)
+		}
 		s, err := readSpecSource(ctx, ios.In, opts.ReadFile, name)
+		if err != nil && ctx.Err() != nil {
+			// Not a file that cannot be read: the read gave up, and says so.
+			return fmt.Errorf("validate %s: %w", s.Name, err)
+		}
 		if err != nil {
 			fmt.Fprintf(ios.ErrOut, "Error: validate %s: %v\n", s.Name, err)
 			unreadable = true
@@ -101,8 +111,15 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 			all = append(all, spec.JSONDiagnostics(s.Name, diags)...)
 			continue
 		}
-		if len(diags) > 0 {
-			if err := p.WriteDiagnostics(ios.ErrOut, diags, width, color); err != nil {
+		if dw == nil {
+			dw = spec.NewDiagnosticWriter(ios.ErrOut, p.Files(), width, color)
+		}
+		for _, d := range diags {
+			// Each is written whole; Ctrl-C stops the list between two of them.
+			if ctx.Err() != nil {
+				return interrupted(ctx)
+			}
+			if err := dw.WriteDiagnostic(d); err != nil {
 				return err
 			}
 		}
@@ -111,6 +128,9 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 		}
 	}
 	if opts.Export.Enabled() {
+		if ctx.Err() != nil {
+			return interrupted(ctx) // not the array of what was read so far
+		}
 		if err := opts.Export.Write(ctx, ios.Out, all); err != nil {
 			return err
 		}
@@ -122,6 +142,12 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 		return silentExit(ExitUsage)
 	}
 	return nil
+}
+
+// interrupted is validate's error once Ctrl-C (SIGINT, SIGTERM: the command's context) has
+// ended it: exit status 1, as for any interrupted command, not 2 (no file was found invalid).
+func interrupted(ctx context.Context) error {
+	return fmt.Errorf("validate: interrupted before it ended: %w", context.Cause(ctx))
 }
 
 // duplicates is an error for each volume or plugin ID of f that an earlier file declared.

@@ -209,3 +209,53 @@ func TestValidateTerminal(t *testing.T) {
 		}
 	}
 }
+
+// cancelAfter is a stderr that cancels the command's context (Ctrl-C) once it has taken n
+// writes, as a terminal would while a long list of diagnostics scrolls by.
+type cancelAfter struct {
+	n, writes int
+	cancel    context.CancelFunc
+	buf       strings.Builder
+}
+
+func (w *cancelAfter) Write(p []byte) (int, error) {
+	w.writes++
+	if w.writes == w.n {
+		w.cancel()
+	}
+	return w.buf.Write(p)
+}
+
+// TestValidateStopsWhenInterrupted: Ctrl-C (the command's context ending) while validate prints
+// a long list of diagnostics stops it at the next diagnostic, exiting as an interrupted command
+// does (1, saying so), with every diagnostic printed whole and no later file looked at; with
+// --json, nothing is printed. validate printed all 3,000 and went on to the next file.
+func TestValidateStopsWhenInterrupted(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(validVolume)
+	for i := range 3000 {
+		fmt.Fprintf(&b, "unknown_%d = 1\n", i)
+	}
+	dir := writeSpecs(t, map[string]string{"many.hcl": b.String(), "valid.hcl": validVolume})
+	files := []string{filepath.Join(dir, "many.hcl"), filepath.Join(dir, "valid.hcl")}
+	for _, export := range []exportFlags{{}, {JSON: true}} {
+		ctx, cancel := context.WithCancel(context.Background())
+		ios, _, out, _ := iostreams.Test()
+		errOut := &cancelAfter{n: 10, cancel: cancel}
+		ios.ErrOut = errOut
+		if export.JSON {
+			cancel()
+		}
+		err := validateRun(ctx, &ValidateOptions{IO: ios, Files: files, Export: export, ReadFile: os.ReadFile})
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "interrupted") || ExitCode(err) != ExitError {
+			t.Errorf("json=%v: %v (exit %d), want it interrupted, exit %d", export.JSON, err, ExitCode(err), ExitError)
+		}
+		if errOut.writes > 10 || out.Len() > 0 {
+			t.Errorf("json=%v: %d writes to stderr and %q on stdout after Ctrl-C at the 10th, want it stopped there", export.JSON, errOut.writes, out.String())
+		}
+		if s := errOut.buf.String(); s != "" && (!strings.HasSuffix(s, "\n\n") || strings.Count(s, "Error: ") != errOut.writes) {
+			t.Errorf("json=%v: a diagnostic half-written: %q", export.JSON, s[max(0, len(s)-200):])
+		}
+	}
+}

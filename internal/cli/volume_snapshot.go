@@ -257,7 +257,11 @@ func newCmdVolumeSnapshotDelete(f *Factory, runF func(*SnapshotDeleteOptions) er
 		Short: "Delete a snapshot",
 		Long: `Delete a snapshot through its plugin (DeleteSnapshot) and forget volctl's record of it.
 
-A snapshot the plugin does not know counts as deleted. A snapshot listed as pending (its
+A snapshot the plugin does not know counts as deleted. A plugin with LIST_SNAPSHOTS that
+answers OK is asked for the snapshot (ListSnapshots): while it still lists it (deleting it in
+the background), volctl keeps its record and the command fails saying so; run it again later.
+If that listing fails, the record is forgotten and a warning says it could not be checked.
+A snapshot listed as pending (its
 creation was cut short) is named by its NAME: volctl asks the plugin for it again under that
 name, the only way to learn its ID, and deletes it.
 

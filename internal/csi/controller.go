@@ -271,6 +271,36 @@ func (c *Client) ListSnapshots(ctx context.Context, r ListSnapshotsRequest) (Lis
 	return out, nil
 }
 
+// ListedVolume is one entry of ListVolumes.
+type ListedVolume struct {
+	Volume           Volume   `json:"volume"`
+	PublishedNodeIDs []string `json:"published_node_ids,omitempty"`
+}
+
+// ListVolumesResponse is one page of volumes.
+type ListVolumesResponse struct {
+	Entries   []ListedVolume `json:"entries"`
+	NextToken string         `json:"next_token,omitempty"`
+}
+
+// ListVolumes returns one page of the plugin's volumes. The engine sends it only after a
+// DeleteVolume answered OK, to a plugin with LIST_VOLUMES, to see the volume gone.
+func (c *Client) ListVolumes(ctx context.Context, r ListVolumesRequest) (ListVolumesResponse, error) {
+	req := &csipb.ListVolumesRequest{MaxEntries: r.MaxEntries, StartingToken: r.StartingToken}
+	resp, err := send(ctx, c, RPCListVolumes, req, csipb.ControllerClient.ListVolumes)
+	if err != nil {
+		return ListVolumesResponse{}, err
+	}
+	out := ListVolumesResponse{NextToken: resp.GetNextToken(), Entries: make([]ListedVolume, 0, len(resp.GetEntries()))}
+	for _, e := range resp.GetEntries() {
+		out.Entries = append(out.Entries, ListedVolume{
+			Volume:           volumeFromCSI(e.GetVolume()),
+			PublishedNodeIDs: e.GetStatus().GetPublishedNodeIds(),
+		})
+	}
+	return out, nil
+}
+
 // ControllerExpandVolume grows a volume on the controller.
 func (c *Client) ControllerExpandVolume(ctx context.Context, r ControllerExpandVolumeRequest) (ControllerExpandVolumeResponse, error) {
 	capacity, capacityErr := capacityRange(r.CapacityMin, r.CapacityMax)

@@ -134,6 +134,9 @@ func IsUnavailable(err error) bool { return err != nil && CodeOf(err) == codes.U
 // IsUnimplemented reports whether err is the plugin's UNIMPLEMENTED: it does not do this RPC.
 func IsUnimplemented(err error) bool { return err != nil && CodeOf(err) == codes.Unimplemented }
 
+// IsNotFound reports whether err is the plugin's NOT_FOUND, whatever the RPC.
+func IsNotFound(err error) bool { return err != nil && CodeOf(err) == codes.NotFound }
+
 // IsAlreadyExists reports whether err is the plugin's ALREADY_EXISTS.
 func IsAlreadyExists(err error) bool { return err != nil && CodeOf(err) == codes.AlreadyExists }
 

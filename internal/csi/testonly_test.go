@@ -9,8 +9,8 @@ import (
 	"github.com/volctl/volctl/internal/csi/internal/wire"
 )
 
-// GetCapacity, ListVolumes and NodeGetVolumeStats are the RPCs in RPCs volctl itself never
-// sends; the tests send them, to hold the client to every RPC it knows (timeouts, classes,
+// GetCapacity and NodeGetVolumeStats are the RPCs in RPCs volctl itself never sends; the
+// tests send them, to hold the client to every RPC it knows (timeouts, classes,
 // redaction, routing by service). Tests of other packages that want to see what a plugin holds
 // ask it themselves (csitest.VolumeIDs).
 
@@ -44,35 +44,6 @@ func (c *Client) GetCapacity(ctx context.Context, r GetCapacityRequest) (Capacit
 	if v := resp.GetMinimumVolumeSize(); v != nil {
 		n := v.GetValue()
 		out.MinimumVolumeSize = &n
-	}
-	return out, nil
-}
-
-// ListedVolume is one entry of ListVolumes.
-type ListedVolume struct {
-	Volume           Volume   `json:"volume"`
-	PublishedNodeIDs []string `json:"published_node_ids,omitempty"`
-}
-
-// ListVolumesResponse is one page of volumes.
-type ListVolumesResponse struct {
-	Entries   []ListedVolume `json:"entries"`
-	NextToken string         `json:"next_token,omitempty"`
-}
-
-// ListVolumes returns one page of the plugin's volumes.
-func (c *Client) ListVolumes(ctx context.Context, r ListVolumesRequest) (ListVolumesResponse, error) {
-	req := &csipb.ListVolumesRequest{MaxEntries: r.MaxEntries, StartingToken: r.StartingToken}
-	resp, err := send(ctx, c, RPCListVolumes, req, csipb.ControllerClient.ListVolumes)
-	if err != nil {
-		return ListVolumesResponse{}, err
-	}
-	out := ListVolumesResponse{NextToken: resp.GetNextToken(), Entries: make([]ListedVolume, 0, len(resp.GetEntries()))}
-	for _, e := range resp.GetEntries() {
-		out.Entries = append(out.Entries, ListedVolume{
-			Volume:           volumeFromCSI(e.GetVolume()),
-			PublishedNodeIDs: e.GetStatus().GetPublishedNodeIds(),
-		})
 	}
 	return out, nil
 }

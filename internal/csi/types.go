@@ -117,8 +117,7 @@ type ValidateVolumeCapabilitiesRequest struct {
 	Secrets           spec.Secrets
 }
 
-// ListVolumesRequest pages through the plugin's volumes (csitest records it; only the tests
-// send it).
+// ListVolumesRequest pages through the plugin's volumes.
 type ListVolumesRequest struct {
 	MaxEntries    int32
 	StartingToken string

@@ -94,11 +94,11 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 			return fail(fmt.Errorf("%w (the claim is left for `volctl reconcile`)", err))
 		}
 		// Someone may have moved the claim meanwhile: start from the store.
+		admitted := cl
 		cl, err = e.drive(ctx, cl.ID, store.OutcomeRolledBack)
 		if errors.Is(err, ErrNotFound) {
-			// A release of this alloc's claim got the lock first and freed it: two volctl
-			// processes disagreed about one claim, a conflict (exit 4), not a failure.
-			err = conflictf("the claim was released by another volctl meanwhile")
+			// Another volctl got the lock first and freed the claim: say how.
+			err = e.claimGone(ctx, admitted)
 		}
 	}
 	if err != nil {
@@ -116,6 +116,9 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 		mode = store.ClaimRead
 	}
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := groupStillRunning(tx, req.Group); err != nil {
+			return err
+		}
 		var err error
 		v, err = tx.Volumes().Get(req.VolumeID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -195,6 +198,27 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 		ld = nil // read without the volume lock: the publish path reads it again under the lock
 	}
 	return cl, v, ld, fresh, err
+}
+
+// groupStillRunning refuses, in admission's transaction, a claim for a group's alloc once the
+// group is stopped: a `group run` marks its group running before it claims, and a `group stop`
+// from another process may have marked it stopped since, then listed the claims it releases.
+// A claim admitted after that would be left for claim GC to pull from an alloc the run reported
+// as holding it. "" is no group (a plain claim).
+func groupStillRunning(tx *store.Tx, name string) error {
+	if name == "" {
+		return nil
+	}
+	g, err := tx.Groups().Get(name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return conflictf("group %q is no longer recorded (another volctl removed it meanwhile)", name)
+	case err != nil:
+		return err
+	case g.State != store.GroupRunning:
+		return conflictf("group %q was stopped by another volctl meanwhile (`volctl group run` runs it again)", name)
+	}
+	return nil
 }
 
 // recordIntents writes, in admission's transaction (held under the volume lock), the intents
@@ -384,24 +408,17 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 		if cl.Releasing || cl.Degraded || cl.State != store.ClaimTaken {
 			return cl, nerr
 		}
-		if rerr := e.release(ctx, c, v, &cl, rollbackOutcome, nil); rerr != nil {
-			return cl, fmt.Errorf("%w; rolling the claim back also failed: %v (it is left for `volctl reconcile`)", nerr, rerr)
-		}
-		return cl, fmt.Errorf("%w (the claim was rolled back)", nerr)
+		return cl, e.rollBack(ctx, c, v, &cl, rollbackOutcome, nerr)
 	}
 	if cl.Releasing {
-		return cl, e.release(ctx, c, v, &cl, store.OutcomeReleased, ld)
+		return cl, e.release(ctx, c, v, &cl, store.OutcomeReleased, ld, nil)
 	}
 	if cl.State == store.ClaimTaken && !cl.Degraded {
 		// Admission refuses these too, from the plugin's registration and stored fingerprint;
 		// a plugin re-registered, or restarted with other node limits, since lands here.
 		// Nothing was sent.
-		nerr := e.recheckAdmission(ctx, c, v, cl, ld)
-		if nerr != nil {
-			if rerr := e.release(ctx, c, v, &cl, rollbackOutcome, nil); rerr != nil {
-				return cl, fmt.Errorf("%w; rolling the claim back also failed: %v (it is left for `volctl reconcile`)", nerr, rerr)
-			}
-			return cl, fmt.Errorf("%w (the claim was rolled back)", nerr)
+		if nerr := e.recheckAdmission(ctx, c, v, cl, ld); nerr != nil {
+			return cl, e.rollBack(ctx, c, v, &cl, rollbackOutcome, nerr)
 		}
 	}
 	perr := e.publish(ctx, c, v, &cl, ld)
@@ -430,11 +447,50 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 	// claim releasing and commits that before its first RPC, so a rollback cut short is
 	// finished by reconcile rather than published again. The publish path changed the
 	// staging: the rollback reads it afresh.
-	if rerr := e.release(ctx, c, v, &cl, rollbackOutcome, nil); rerr != nil {
-		return cl, fmt.Errorf("%w; rolling the claim back also failed: %v (it is left for `volctl reconcile`)", perr, rerr)
-	}
-	return cl, fmt.Errorf("%w (the claim was rolled back)", perr)
+	return cl, e.rollBack(ctx, c, v, &cl, rollbackOutcome, perr)
 }
+
+// rollBack frees a claim through the release path after cause, a final error on its publish
+// path, and returns cause saying so. The event of the commit that frees it says why.
+func (e *Engine) rollBack(ctx context.Context, c *conn, v store.Volume, cl *store.Claim, outcome store.Outcome, cause error) error {
+	if rerr := e.release(ctx, c, v, cl, outcome, nil, cause); rerr != nil {
+		return fmt.Errorf("%w; rolling the claim back also failed: %v (it is left for `volctl reconcile`)", cause, rerr)
+	}
+	return fmt.Errorf("%w (the claim was rolled back)", cause)
+}
+
+// claimGone is why claim cl, which this command admitted or found, is gone once it holds the
+// volume's lock: another volctl freed it meanwhile. A release is a conflict: two volctl
+// processes disagreed about one claim and the release went first. A rollback is another
+// process publishing the claim (`volctl reconcile`, the agent) and failing for good: this
+// claim's failure, a runtime error, with the plugin's answer as the freeing event recorded it.
+func (e *Engine) claimGone(ctx context.Context, cl store.Claim) error {
+	var why string
+	err := e.store.View(ctx, func(tx *store.Tx) error {
+		past, err := tx.History(cl.VolumeID, pastLookback)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(past, func(p store.PastClaim) bool { return p.ID == cl.ID })
+		if i < 0 || past[i].Outcome != store.OutcomeRolledBack {
+			return nil
+		}
+		why = "see `volctl events`"
+		evs, err := tx.Events().Recent(1, store.EventFilter{Kind: "release", VolumeID: cl.VolumeID, Alloc: cl.Alloc})
+		if err == nil && len(evs) == 1 {
+			why = evs[0].Message
+		}
+		return err
+	})
+	if err != nil || why == "" {
+		return conflictf("the claim was released by another volctl meanwhile")
+	}
+	return fmt.Errorf("another volctl publishing the claim meanwhile (`volctl reconcile`, or the agent's) failed and rolled it back: %s", why)
+}
+
+// pastLookback is how many of a volume's newest freed claims claimGone looks through for the
+// claim it lost: it was freed a moment ago, while this command waited for the volume's lock.
+const pastLookback = 32
 
 // recheckAdmission applies again, to a claim admitted a moment ago and sent no RPC yet, what
 // admission checked against the plugin's registration and stored fingerprint, now that the

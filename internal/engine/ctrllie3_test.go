@@ -54,36 +54,52 @@ func TestCreateAboveTheLimitAnsweredWithAnotherVolumesStorageDeletesNothing(t *t
 
 // A volume made outside the request whose DeleteVolume fails: the plugin still has it, so the
 // create is not forgotten (that would leak the storage with no record of it): the volume stays
-// recorded, marked deleting with the plugin's ID, and reconcile deletes it like any delete.
+// recorded, marked deleting with the plugin's ID, and reconcile deletes it like any delete. So
+// too when DeleteVolume answers OK while the plugin still lists the volume (LIST_VOLUMES): the
+// storage is still there.
 func TestCreateRefusedAnswerWhoseCleanupFailsIsKept(t *testing.T) {
-	h := newHarness(t, func(c *csitest.MemConfig) { c.Granularity = 1 << 30 })
-	h.faults.FailAlways(csi.RPCDeleteVolume, codes.Unavailable)
-	sv := volume("v")
-	sv.CapacityMax = 2 << 20
-	_, err := h.e.CreateVolume(h.ctx, sv)
-	if err == nil || !strings.Contains(err.Error(), "above the requested maximum") {
-		t.Fatalf("create: %v, want it refused as above the maximum", err)
-	}
-	vols := h.mem.Volumes()
-	if len(vols) != 1 {
-		t.Fatalf("the plugin holds %d volumes, want the one it made", len(vols))
-	}
-	v, verr := h.e.Volume(h.ctx, "v")
-	if verr != nil || v.State != string(store.VolumeDeleting) || v.ExternalID != vols[0].ID {
-		t.Fatalf("volume v after a failed cleanup: %+v, %v; want it kept, deleting %q (the plugin still has it)", v, verr, vols[0].ID)
-	}
-	if !strings.Contains(err.Error(), "reconcile") {
-		t.Errorf("error does not say what finishes it: %v", err)
-	}
-	h.faults.Clear(csi.RPCDeleteVolume)
-	if _, err := h.e.Reconcile(h.ctx); err != nil {
-		t.Fatal(err)
-	}
-	if vols := h.mem.Volumes(); len(vols) != 0 {
-		t.Errorf("the plugin still holds %+v after reconcile", vols)
-	}
-	if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("volume v still recorded after reconcile deleted it: %v", err)
+	for _, tc := range []struct {
+		name   string
+		lie    bool   // DeleteVolume answers OK and keeps the volume; else it fails
+		saying string // what the create's error says of the cleanup
+	}{
+		{name: "delete fails", saying: "reconcile"},
+		{name: "delete answered OK, volume still listed", lie: true, saying: "still lists volume"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *csitest.MemConfig) { c.Granularity = 1 << 30; c.DeleteLater = tc.lie })
+			if !tc.lie {
+				h.faults.FailAlways(csi.RPCDeleteVolume, codes.Unavailable)
+			}
+			sv := volume("v")
+			sv.CapacityMax = 2 << 20
+			_, err := h.e.CreateVolume(h.ctx, sv)
+			if err == nil || !strings.Contains(err.Error(), "above the requested maximum") {
+				t.Fatalf("create: %v, want it refused as above the maximum", err)
+			}
+			vols := h.mem.Volumes()
+			if len(vols) != 1 {
+				t.Fatalf("the plugin holds %d volumes, want the one it made", len(vols))
+			}
+			v, verr := h.e.Volume(h.ctx, "v")
+			if verr != nil || v.State != string(store.VolumeDeleting) || v.ExternalID != vols[0].ID {
+				t.Fatalf("volume v after a failed cleanup: %+v, %v; want it kept, deleting %q (the plugin still has it)", v, verr, vols[0].ID)
+			}
+			if !strings.Contains(err.Error(), tc.saying) {
+				t.Errorf("error does not say %q: %v", tc.saying, err)
+			}
+			h.faults.Clear(csi.RPCDeleteVolume)
+			h.mem.Reconfigure(func(c *csitest.MemConfig) { c.DeleteLater = false })
+			if _, err := h.e.Reconcile(h.ctx); err != nil {
+				t.Fatal(err)
+			}
+			if vols := h.mem.Volumes(); len(vols) != 0 {
+				t.Errorf("the plugin still holds %+v after reconcile", vols)
+			}
+			if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("volume v still recorded after reconcile deleted it: %v", err)
+			}
+		})
 	}
 }
 

@@ -97,7 +97,8 @@ func TestDeleteAfterAFailedForceDetach(t *testing.T) {
 	if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	if got, want := h.rpcs(), []string{csi.RPCControllerUnpublishVolume, csi.RPCDeleteVolume}; !slices.Equal(got, want) {
+	// ListVolumes: the plugin (LIST_VOLUMES) is asked whether the volume is gone.
+	if got, want := h.rpcs(), []string{csi.RPCControllerUnpublishVolume, csi.RPCDeleteVolume, csi.RPCListVolumes}; !slices.Equal(got, want) {
 		t.Errorf("delete sent %v, want %v", got, want)
 	}
 	if n := h.pluginVolumeCount(); n != 0 {

@@ -225,6 +225,7 @@ type Plugin interface {
 	CreateSnapshot(ctx context.Context, r csi.CreateSnapshotRequest) (csi.Snapshot, error)
 	DeleteSnapshot(ctx context.Context, r csi.DeleteSnapshotRequest) error
 	ListSnapshots(ctx context.Context, r csi.ListSnapshotsRequest) (csi.ListSnapshotsResponse, error)
+	ListVolumes(ctx context.Context, r csi.ListVolumesRequest) (csi.ListVolumesResponse, error)
 	NodeStageVolume(ctx context.Context, r csi.NodeStageVolumeRequest) error
 	NodeUnstageVolume(ctx context.Context, r csi.NodeUnstageVolumeRequest) error
 	NodePublishVolume(ctx context.Context, r csi.NodePublishVolumeRequest) error

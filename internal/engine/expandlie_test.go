@@ -9,9 +9,12 @@ import (
 )
 
 // expandEvents returns the messages of the volume's volume-expand events.
-func (h *harness) expandEvents(vol string) string {
+func (h *harness) expandEvents(vol string) string { return h.eventMessages("volume-expand", vol) }
+
+// eventMessages returns the messages of the events of one kind about a volume, one a line.
+func (h *harness) eventMessages(kind, vol string) string {
 	h.t.Helper()
-	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "volume-expand", VolumeID: vol})
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: kind, VolumeID: vol})
 	if err != nil {
 		h.t.Fatal(err)
 	}

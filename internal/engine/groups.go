@@ -63,7 +63,13 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 		}
 		info.Allocs = append(info.Allocs, a)
 	}
-	if err := e.releaseGroupClaims(ctx, g.Name, func(c store.Claim) bool { return allocIndex(g.Name, c.Alloc) >= g.Count }); err != nil {
+	// Released as claim GC releases, each checked again under its volume's lock: another
+	// volctl may have run the group again since with a count that covers it.
+	overtaken, err := e.releaseGroupPast(ctx, g.Name, func(c store.Claim) bool { return allocIndex(g.Name, c.Alloc) >= g.Count }, true)
+	if err == nil {
+		err = overtaken
+	}
+	if err != nil {
 		errs = append(errs, fmt.Errorf("scaling down: %w", err))
 	}
 	if len(errs) > 0 {
@@ -172,8 +178,10 @@ func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, e
 	if err != nil {
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w", name, err)
 	}
-	if err := e.releaseGroupClaims(ctx, name, func(store.Claim) bool { return true }); err != nil {
+	if overtaken, err := e.releaseGroupPast(ctx, name, func(store.Claim) bool { return true }, false); err != nil {
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w (the group is stopped; `volctl reconcile` finishes the release)", name, err)
+	} else if overtaken != nil {
+		return GroupInfo{}, fmt.Errorf("stop group %q: %w", name, overtaken)
 	}
 	infos, err := e.Groups(ctx, name)
 	if err != nil {
@@ -182,8 +190,13 @@ func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, e
 	return infos[0], nil
 }
 
-// releaseGroupClaims releases the group's claims that match.
-func (e *Engine) releaseGroupClaims(ctx context.Context, group string, match func(store.Claim) bool) error {
+// releaseGroupPast releases the group's claims that match as claim GC does (releasePast, with
+// beyondCount for a scale-down): each one checked again by its ID under its volume's lock, and
+// released only while it is still a past claim. A claim freed meanwhile is left alone (its
+// alloc may hold a new one since), and so are the claims of a group another volctl ran again
+// since this stop or scale-down recorded the group: that run has handed them out. This one is
+// then overtaken: a conflict naming them.
+func (e *Engine) releaseGroupPast(ctx context.Context, group string, match func(store.Claim) bool, beyondCount bool) (overtaken, err error) {
 	var claims []store.Claim
 	if err := e.store.View(ctx, func(tx *store.Tx) error {
 		all, err := tx.Claims().ListAll()
@@ -194,15 +207,39 @@ func (e *Engine) releaseGroupClaims(ctx context.Context, group string, match fun
 		}
 		return err
 	}); err != nil {
-		return err
+		return nil, err
 	}
-	var errs []error
+	var (
+		errs []error
+		kept []store.Claim
+	)
 	for _, c := range claims {
-		if _, err := e.Release(ctx, c.VolumeID, c.Alloc); err != nil {
-			errs = append(errs, err)
+		switch err := e.releasePast(ctx, c.ID, c.VolumeID, beyondCount); {
+		case errors.Is(err, errNotPast):
+			kept = append(kept, c)
+		case err != nil:
+			errs = append(errs, fmt.Errorf("release %q for alloc %q: %w", c.VolumeID, c.Alloc, err))
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 || len(kept) == 0 {
+		return nil, errors.Join(errs...)
+	}
+	// Not past: freed meanwhile, or its group run again. Only the second overtakes this one.
+	var held []store.Claim
+	if err := e.store.View(ctx, func(tx *store.Tx) error {
+		for _, c := range kept {
+			if _, err := tx.Claims().Get(c.ID); err == nil {
+				held = append(held, c)
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		return nil
+	}); err != nil || len(held) == 0 {
+		return nil, err
+	}
+	return conflictf("group %q was run again by another volctl meanwhile: the run holds its claims %s, which are kept",
+		group, listSome(held, 5, func(c store.Claim) string { return fmt.Sprintf("%q for alloc %q", c.VolumeID, c.Alloc) })), nil
 }
 
 // Groups returns one group (or all, when name is empty) with each alloc's live claims.

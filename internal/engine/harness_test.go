@@ -232,6 +232,7 @@ type fakeMounts struct {
 	mu        sync.Mutex
 	gone      map[string]bool
 	unmounted bool
+	readWrite map[string]bool // targets mounted read-write whatever claim they are (mountReadWrite)
 	reads     int
 	plugins   []*csitest.MemPlugin
 }
@@ -285,11 +286,28 @@ func (f *fakeMounts) MountsUnder(dir string) (map[string]bool, error) {
 // plugin that answers OK and mounts nothing there); read-only when it is a read claim's, as a
 // plugin that honours readonly mounts it.
 func (f *fakeMounts) Mounted(root, path string) (MountPoint, error) {
-	return fakeMountPoint(path, func() bool {
+	mp, err := fakeMountPoint(path, func() bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		return !f.unmounted
 	})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.readWrite[path] && mp.Mounted {
+		mp.ReadOnly = false
+	}
+	return mp, err
+}
+
+// mountReadWrite makes the target p count as mounted read-write from now on, a read claim's
+// too: as a volctl from before read claims' targets were checked left one.
+func (f *fakeMounts) mountReadWrite(p string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.readWrite == nil {
+		f.readWrite = map[string]bool{}
+	}
+	f.readWrite[p] = true
 }
 
 // fakeMountPoint is a fake table's answer for a target: an error when nothing is at path, else

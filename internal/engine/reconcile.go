@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -259,13 +260,28 @@ func (e *Engine) restoreIfUnmounted(ctx context.Context, cl store.Claim, locked 
 	return cl, err
 }
 
+// reconcileVolume finishes an interrupted create or delete of volume v, as listed at the start
+// of the pass, with finish. The volume is read again under its lock, and left alone unless it
+// is still in the listed state: another volctl may have finished the operation meanwhile, or
+// put the volume back to ready (a delete the plugin refused), and finishing from the list
+// would send CreateVolume or DeleteVolume for a volume nobody is creating or deleting.
 func (e *Engine) reconcileVolume(ctx context.Context, rep *ReconcileReport, v store.Volume, kind string, finish func(*conn, store.Volume) error) {
+	moved := false
 	err := func() error {
 		unlock, err := e.locks.volume(ctx, v.ID)
 		if err != nil {
 			return err
 		}
 		defer unlock()
+		cur, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(v.ID) })
+		if errors.Is(err, store.ErrNotFound) || (err == nil && cur.State != v.State) {
+			moved = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		v = cur
 		c, err := e.connect(ctx, v.PluginID)
 		if err != nil {
 			return err
@@ -273,11 +289,12 @@ func (e *Engine) reconcileVolume(ctx context.Context, rep *ReconcileReport, v st
 		defer e.done(c)
 		return finish(c, v)
 	}()
-	if err != nil {
+	switch {
+	case err != nil:
 		rep.problem(v.ID, "", fmt.Errorf("volume %q (%s): %w", v.ID, v.State, err))
-		return
+	case !moved:
+		rep.did(kind, v.ID, "", "volume %q %s (interrupted earlier)", v.ID, kind)
 	}
-	rep.did(kind, v.ID, "", "volume %q %s (interrupted earlier)", v.ID, kind)
 }
 
 // reconcileClaim re-drives one claim that is not at rest. A lost staging of its volume (see
@@ -299,7 +316,7 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 			// Persist the wish first (a stopped group's claim) so a failure is retried as a release.
 			// The group was read at the start of the pass: it may have been run again since.
 			if err := e.store.Update(ctx, func(tx *store.Tx) error {
-				cur, past, err := pastClaim(tx, cl.ID)
+				cur, past, err := pastClaim(tx, cl.ID, false)
 				if err != nil || past {
 					return err
 				}
@@ -333,10 +350,11 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 }
 
 // pastClaim reads claim id as it is now and reports whether it is still a past claim: being
-// released, or held for a group that is stopped, which it marks releasing (the wish persisted,
-// so a failure is retried as a release). A claim freed meanwhile is store.ErrNotFound; one
-// whose group was run again since is not past, and cur says where it is.
-func pastClaim(tx *store.Tx, id int64) (cur store.Claim, past bool, err error) {
+// released, or held for a group that is stopped, or, with beyondCount (a group run's
+// scale-down), for an alloc past the group's count; it marks such a claim releasing (the wish
+// persisted, so a failure is retried as a release). A claim freed meanwhile is
+// store.ErrNotFound; one whose group was run again since is not past, and cur says where it is.
+func pastClaim(tx *store.Tx, id int64, beyondCount bool) (cur store.Claim, past bool, err error) {
 	if cur, err = tx.Claims().Get(id); err != nil || cur.Releasing {
 		return cur, err == nil, err
 	}
@@ -346,7 +364,7 @@ func pastClaim(tx *store.Tx, id int64) (cur store.Claim, past bool, err error) {
 		return cur, false, nil
 	case err != nil:
 		return cur, false, err
-	case g.State != store.GroupStopped:
+	case g.State != store.GroupStopped && !(beyondCount && allocIndex(g.Name, cur.Alloc) >= g.Count):
 		return cur, false, nil
 	}
 	cur.Releasing = true
@@ -394,7 +412,7 @@ func (e *Engine) ReleasePast(ctx context.Context) (ReconcileReport, error) {
 		if ctx.Err() != nil {
 			return rep, ctx.Err()
 		}
-		err := e.releasePast(ctx, cl.ID, cl.VolumeID)
+		err := e.releasePast(ctx, cl.ID, cl.VolumeID, false)
 		switch {
 		case errors.Is(err, errNotPast), errors.Is(err, ErrNotFound):
 			// Freed by another volctl meanwhile (and maybe claimed again), or its group run again.
@@ -410,16 +428,16 @@ func (e *Engine) ReleasePast(ctx context.Context) (ReconcileReport, error) {
 	return rep, nil
 }
 
-// releasePast releases claim id, on volumeID, if it is still a past claim once its volume is
-// locked, and returns errNotPast if it is not.
-func (e *Engine) releasePast(ctx context.Context, id int64, volumeID string) error {
+// releasePast releases claim id, on volumeID, if it is still a past claim (pastClaim, with
+// beyondCount) once its volume is locked, and returns errNotPast if it is not.
+func (e *Engine) releasePast(ctx context.Context, id int64, volumeID string, beyondCount bool) error {
 	unlock, err := e.locks.volume(ctx, volumeID)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	if err := e.store.Update(ctx, func(tx *store.Tx) error {
-		_, past, err := pastClaim(tx, id)
+		_, past, err := pastClaim(tx, id, beyondCount)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && !past) {
 			return errNotPast
 		}
@@ -478,7 +496,7 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 				if err != nil && !errors.Is(err, ErrNotFound) {
 					results[i].err = err
 				}
-				results[i].held = err == nil
+				results[i].held = err == nil || errors.As(err, new(*writableRead))
 				continue
 			}
 			lost := pass.stagingLost(cl.VolumeID)
@@ -547,11 +565,45 @@ func (e *Engine) settleMounted(ctx context.Context, listed store.Claim) error {
 	if err := e.bind(&cl); err != nil {
 		return err
 	}
-	if !cl.NeedsReconcile {
+	if cl.NeedsReconcile {
+		cl.NeedsReconcile = false
+		if err := e.save(ctx, &cl, nil); err != nil {
+			return err
+		}
+	}
+	return e.readClaimWritable(cl)
+}
+
+// writableRead is a published read claim whose file-system target is mounted read-write
+// (readClaimWritable): reconcile reports it every pass, the claim held and its mount left.
+type writableRead struct{ cl store.Claim }
+
+func (w *writableRead) Error() string {
+	return fmt.Sprintf("read claim %q for alloc %q is mounted read-write at %s: the alloc, which holds the volume for reading, can write it "+
+		"(a volctl from before read claims' targets were checked read-only published it so, or it was remounted since). "+
+		"It is left mounted, since unmounting it would pull the volume from under the alloc: once the alloc stops, "+
+		"`volctl volume release %s --alloc %s` and claim it again, which publishes it read-only and checks it",
+		w.cl.VolumeID, w.cl.Alloc, w.cl.TargetPath, w.cl.VolumeID, w.cl.Alloc)
+}
+
+// readClaimWritable applies the rule that a read claim's file system target is a read-only
+// mount (checkTarget's, at publish) to a claim published and still mounted, which a volctl
+// from before that rule may have published read-write: statfs of the target, as checkTarget
+// asks it (MountTable.Mounted). Such a claim is not re-published nor remounted: either would
+// pull or change the mount under an alloc that may be running. It is a *writableRead, which
+// reconcile reports as a problem each pass until the claim is released.
+func (e *Engine) readClaimWritable(cl store.Claim) error {
+	if cl.Mode != store.ClaimRead || cl.AttachmentMode != spec.FileSystem {
 		return nil
 	}
-	cl.NeedsReconcile = false
-	return e.save(ctx, &cl, nil)
+	mp, err := e.cfg.Mounts.Mounted(e.cfg.StateDir, e.realPath(cl.TargetPath))
+	switch {
+	case err != nil:
+		return fmt.Errorf("checking that read claim %q for alloc %q is mounted read-only at %s: %w", cl.VolumeID, cl.Alloc, cl.TargetPath, err)
+	case mp.Mounted && !mp.ReadOnly:
+		return &writableRead{cl: cl}
+	}
+	return nil
 }
 
 // stillPublished reads a claim the pass listed as published again, with its volume, under the

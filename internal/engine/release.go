@@ -18,7 +18,7 @@ import (
 // -> ControllerUnpublishVolume when no other live claim holds the volume -> controller-detached
 // -> freed into the history with outcome. NOT_FOUND on a teardown RPC counts as done. Each
 // state is committed before the next RPC. The caller holds the volume lock.
-func (e *Engine) release(ctx context.Context, c *conn, v store.Volume, cl *store.Claim, outcome store.Outcome, ld *loaded) error {
+func (e *Engine) release(ctx context.Context, c *conn, v store.Volume, cl *store.Claim, outcome store.Outcome, ld *loaded, cause error) error {
 	p, err := e.newCheckpoint(ctx, cl, ld)
 	if err != nil {
 		return err
@@ -56,8 +56,17 @@ func (e *Engine) release(ctx context.Context, c *conn, v store.Volume, cl *store
 	// The last checkpoint frees the claim in the same transaction that records the volume's
 	// last staging change: nothing is sent after it.
 	p.free = outcome
-	p.event(&store.Event{Kind: "release", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
-		Message: fmt.Sprintf("%s claim freed (%s)", cl.Mode, outcome)})
+	ev := &store.Event{Kind: "release", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
+		Message: fmt.Sprintf("%s claim freed (%s)", cl.Mode, outcome)}
+	if cause != nil {
+		// A rollback says why, in the commit that frees the claim: a command whose claim another
+		// volctl rolled back meanwhile reports it from here (claimGone).
+		ev.RPC, ev.Message = lastRPC(cause), fmt.Sprintf("%s claim freed (%s: %v)", cl.Mode, outcome, cause)
+		if ev.RPC != "" {
+			ev.Code = csi.CodeOf(cause).String()
+		}
+	}
+	p.event(ev)
 	return p.flush(ctx, "release")
 }
 

@@ -43,10 +43,6 @@ type SnapshotList struct {
 	Warnings  []string       `json:"warnings"`
 }
 
-// maxSnapshotPages bounds paging through ListSnapshots, against a plugin whose tokens never end
-// (each new: one that repeats a token is stopped at the repeat).
-const maxSnapshotPages = 10000
-
 // snapshotName is the CSI name of a snapshot created without one: the volume's CSI name and the
 // second it was asked for, made unique among the plugin's recorded snapshots and intents by a
 // counter (-2, -3, ...), so two snapshots within one second get two names. Within one command
@@ -330,12 +326,21 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 			}
 		}
 	}
-	err = e.controllerCall(ctx, c, csi.RPCDeleteSnapshot, func(ctx context.Context) error {
+	listed, unchecked, err := e.deleteChecked(ctx, c, csi.RPCDeleteSnapshot, func(ctx context.Context) error {
 		return c.client.DeleteSnapshot(ctx, csi.DeleteSnapshotRequest{SnapshotID: snapshotID, Secrets: secrets})
-	})
+	}, func(ctx context.Context) (bool, error) { return e.listsSnapshot(ctx, c, snapshotID, secrets) })
 	if err != nil && !csi.IsIgnorable(err) {
 		return fail(err)
 	}
+	if listed {
+		// The snapshot (someone's data) is still there: forgetting its record would leave it
+		// unaccounted for while saying it was deleted.
+		err := stillListed(pluginID, csi.RPCDeleteSnapshot, "snapshot", snapshotID)
+		e.event(ctx, &store.Event{Kind: "snapshot-delete", VolumeID: rec.SourceVolumeID, PluginID: pluginID, RPC: csi.RPCListSnapshots,
+			Message: "delete not finished, snapshot kept: " + err.Error()})
+		return fail(fmt.Errorf("%w (the snapshot stays recorded: running the delete again sends DeleteSnapshot again and forgets it once the plugin answers NOT_FOUND or no longer lists it)", err))
+	}
+	note := e.uncheckedNote(unchecked, pluginID, csi.RPCDeleteSnapshot, "snapshot", snapshotID)
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		if recorded {
 			if err := tx.Snapshots().Delete(pluginID, snapshotID); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -343,7 +348,7 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 			}
 		}
 		return tx.Events().Append(&store.Event{Kind: "snapshot-delete", VolumeID: rec.SourceVolumeID, PluginID: pluginID,
-			RPC: csi.RPCDeleteSnapshot, Message: fmt.Sprintf("snapshot %q deleted", snapshotID)})
+			RPC: csi.RPCDeleteSnapshot, Message: fmt.Sprintf("snapshot %q deleted", snapshotID) + note})
 	})
 	if err != nil {
 		return fail(err)
@@ -598,32 +603,14 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 		return nil, "cannot list snapshots (no LIST_SNAPSHOTS controller capability)"
 	}
 	err = e.withController(ctx, c, func(ctx context.Context) error {
-		token, given := "", map[string]bool{}
-		for range maxSnapshotPages {
-			var page csi.ListSnapshotsResponse
-			err := e.retry(ctx, c, csi.RPCListSnapshots, func(ctx context.Context) error {
-				var err error
-				page, err = c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{StartingToken: token, Secrets: secrets})
-				return err
-			})
+		return e.listPages(ctx, c, csi.RPCListSnapshots, func(ctx context.Context, token string) (string, bool, error) {
+			page, err := c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{StartingToken: token, Secrets: secrets})
 			if err != nil {
-				return err
+				return "", false, err
 			}
 			snaps = append(snaps, page.Snapshots...)
-			if page.NextToken == "" {
-				return nil
-			}
-			// A token given before leads back to a page already listed: paging on would
-			// never end, and stopping there is no end either (the pages after it were never
-			// listed, and what they hold would show missing).
-			if given[page.NextToken] {
-				return fmt.Errorf("%s: the plugin answered next_token %q a second time (after %d pages): its listing would never end",
-					csi.RPCListSnapshots, page.NextToken, len(given)+1)
-			}
-			given[page.NextToken] = true
-			token = page.NextToken
-		}
-		return fmt.Errorf("%s: more than %d pages", csi.RPCListSnapshots, maxSnapshotPages)
+			return page.NextToken, false, nil
+		})
 	})
 	if err != nil {
 		return nil, err.Error()

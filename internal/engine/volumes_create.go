@@ -61,6 +61,9 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 	var v store.Volume
 	done, replay := false, false
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := pluginStillRegistered(tx, sv.PluginID); err != nil {
+			return err
+		}
 		old, err := tx.Volumes().Get(sv.ID)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -165,7 +168,7 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		if err != nil {
 			return e.createFailed(ctx, c, v, replay || sent > 1, created, err)
 		}
-		return e.recordCreated(ctx, v, created)
+		return e.recordCreated(ctx, v, created, replay || sent > 1)
 	})
 }
 
@@ -203,6 +206,13 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		derr := e.checkSockets(ctx, c, csi.RPCDeleteVolume)
 		if derr == nil {
 			derr = c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
+		}
+		if derr == nil {
+			if listed, unchecked := e.listsVolume(ctx, c, created.ID); listed {
+				derr = stillListed(v.PluginID, csi.RPCDeleteVolume, "volume", created.ID)
+			} else {
+				e.uncheckedNote(unchecked, v.PluginID, csi.RPCDeleteVolume, "volume", created.ID)
+			}
 		}
 		if derr != nil && !csi.IsIgnorable(derr) {
 			// The plugin still has the volume: it stays recorded, deleting, rather than leak.
@@ -253,8 +263,11 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 }
 
 // recordCreated records volume v as created by the plugin's answer; the caller holds the
-// plugin's controller lock.
-func (e *Engine) recordCreated(ctx context.Context, v store.Volume, created csi.Volume) error {
+// plugin's controller lock. resent says an earlier CreateVolume under the name may have been
+// answered and its answer lost: the answer recorded is the last one, which CSI's idempotency
+// by name makes the same volume. volctl cannot check that (docs/architecture.md, what a create
+// cannot know), and the event says so, naming the CSI name.
+func (e *Engine) recordCreated(ctx context.Context, v store.Volume, created csi.Volume, resent bool) error {
 	v.ExternalID = created.ID
 	v.CapacityBytes = created.CapacityBytes
 	if len(created.Context) > 0 {
@@ -273,8 +286,13 @@ func (e *Engine) recordCreated(ctx context.Context, v store.Volume, created csi.
 		if err := tx.Volumes().Update(&v); err != nil {
 			return err
 		}
+		msg := fmt.Sprintf("volume %q created (external ID %q)", v.ID, v.ExternalID)
+		if resent {
+			msg += fmt.Sprintf("; an earlier CreateVolume's answer was lost, and this is the plugin's answer to CreateVolume sent again under the name %q, "+
+				"taken as the same volume (CSI makes it idempotent by name): volctl cannot see whether the plugin made another volume under that name", v.CSIName)
+		}
 		return tx.Events().Append(&store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID,
-			RPC: csi.RPCCreateVolume, Message: fmt.Sprintf("volume %q created (external ID %q)", v.ID, v.ExternalID)})
+			RPC: csi.RPCCreateVolume, Message: msg})
 	})
 	if err != nil {
 		return err

@@ -110,10 +110,15 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		return fmt.Errorf("undoing %s: %w (the volume is marked deleting; run the delete again or `volctl reconcile` once plugin %q answers)",
 			e.leftBehind(ctx, v), err, v.PluginID)
 	}
+	var unchecked error // why whether the plugin still lists the volume could not be checked
 	if v.ExternalID != "" {
-		err := e.controllerCall(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
+		var (
+			listed bool
+			err    error
+		)
+		listed, unchecked, err = e.deleteChecked(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
 			return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: v.ExternalID, Secrets: v.Secrets})
-		})
+		}, func(ctx context.Context) (bool, error) { return e.listsVolume(ctx, c, v.ExternalID) })
 		if err != nil && !csi.IsIgnorable(err) {
 			if csi.IsFailedPrecondition(err) {
 				// The plugin refuses for the volume's own state (snapshots, in use elsewhere): it
@@ -129,14 +134,24 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 			}
 			return fmt.Errorf("%w (the volume is marked deleting; run the delete again or `volctl reconcile`)", err)
 		}
+		if listed {
+			// The storage (someone's data) is still there: forgetting it would leak it while
+			// saying it was deleted. The plugin may be deleting it in the background.
+			err := stillListed(v.PluginID, csi.RPCDeleteVolume, "volume", v.ExternalID)
+			e.event(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCListVolumes,
+				Message: "delete not finished, volume kept deleting: " + err.Error()})
+			return fmt.Errorf("%w (volume %q stays marked deleting: running the delete again or `volctl reconcile` sends DeleteVolume again and forgets the volume once the plugin answers NOT_FOUND or no longer lists it; "+
+				"if the plugin keeps listing it, `volctl volume deregister %s` forgets the volume and leaves the storage)", err, v.ID, v.ID)
+		}
 	}
 	failpoint("rpc:DeleteVolume")
+	note := e.uncheckedNote(unchecked, v.PluginID, csi.RPCDeleteVolume, "volume", v.ExternalID)
 	err := e.store.Update(ctx, func(tx *store.Tx) error {
 		if err := tx.Volumes().Delete(v.ID); err != nil {
 			return err
 		}
 		return tx.Events().Append(&store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID,
-			RPC: csi.RPCDeleteVolume, Message: fmt.Sprintf("volume %q deleted", v.ID)})
+			RPC: csi.RPCDeleteVolume, Message: fmt.Sprintf("volume %q deleted", v.ID) + note})
 	})
 	if err == nil {
 		e.removeStagingDir(ctx, v.PluginID, v.ID)

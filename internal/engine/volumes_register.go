@@ -51,6 +51,9 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 	}
 
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := pluginStillRegistered(tx, sv.PluginID); err != nil {
+			return err
+		}
 		old, err := tx.Volumes().Get(sv.ID)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -282,6 +285,19 @@ func (e *Engine) lockSpecVolume(ctx context.Context, sv *spec.Volume) (c *conn, 
 	sv.PluginID = c.plugin.ID
 	unlockVolume := unlock
 	return c, func() { e.done(c); unlockVolume() }, nil
+}
+
+// pluginStillRegistered refuses, in the transaction that records a volume (register, and a
+// create's intent), a plugin deregistered since the command connected to it: `plugin deregister`
+// from another process checks, in its own transaction, that no volume uses the plugin, and a
+// volume recorded after that one would be left on a plugin that is gone, which it refuses to
+// leave without --force.
+func pluginStillRegistered(tx *store.Tx, id string) error {
+	_, err := tx.Plugins().Get(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return conflictf("plugin %q was deregistered by another volctl meanwhile (register it again, then run this again)", id)
+	}
+	return err
 }
 
 // DeregisterVolume forgets a volume without touching its storage. It is refused while the volume

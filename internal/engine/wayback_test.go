@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -436,10 +437,10 @@ func TestHostpathReleaseKeepsWhatThePluginLeftMounted(t *testing.T) {
 }
 
 // A plugin that answers DeleteVolume OK but keeps the volume (it still lists it): volctl
-// takes the plugin's word, as CSI asks (OK means deleted, or being deleted: a plugin may
-// delete asynchronously, so a check right after would fail on honest plugins too), records the
-// delete as an event, and the storage is not lost to it: creating the volume again from its
-// spec gets the plugin's volume back by name, and deleting it again deletes it.
+// does not forget a volume whose storage is still there (docs/architecture.md, a delete is
+// finished when the plugin no longer has the volume). The delete fails saying so, with an
+// event, and the volume stays recorded, deleting (a create of it meanwhile is refused, rather
+// than making a second volume); once the plugin deletes, deleting it again finishes.
 func TestDeleteVolumeAnsweredOKButKept(t *testing.T) {
 	h := newHarness(t, nil)
 	var lying atomic.Bool // set by the test, read by the server's goroutines
@@ -454,18 +455,21 @@ func TestDeleteVolumeAnsweredOKButKept(t *testing.T) {
 		}))
 	sv := volume("v")
 	ext := h.create(sv).ExternalID
-	if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {
-		t.Fatalf("delete: %v", err)
+	if err := h.e.DeleteVolume(h.ctx, "v"); err == nil || !strings.Contains(err.Error(), "still lists volume "+strconv.Quote(ext)) {
+		t.Fatalf("delete: %v; want it to fail, the plugin still listing %s", err, ext)
 	}
 	if ids, err := csitest.VolumeIDs(h.ctx, h.socket, ""); err != nil || !slices.Contains(ids, ext) {
 		t.Fatalf("plugin volumes = %v, %v; the test wants %s kept", ids, err, ext)
 	}
 	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "volume-delete"})
-	if err != nil || len(evs) != 1 || evs[0].VolumeID != "v" {
+	if err != nil || len(evs) != 1 || evs[0].VolumeID != "v" || !strings.Contains(evs[0].Message, "not finished") {
 		t.Fatalf("delete events = %+v, %v", evs, err)
 	}
-	if got := h.create(sv).ExternalID; got != ext {
-		t.Fatalf("created again as %s, want the plugin's %s back", got, ext)
+	if v := h.volumeInfo("v"); v.State != string(store.VolumeDeleting) || v.ExternalID != ext {
+		t.Fatalf("volume v = %+v, want it kept, deleting %s", v, ext)
+	}
+	if _, err := h.e.CreateVolume(h.ctx, sv); !errors.Is(err, ErrConflict) {
+		t.Fatalf("create of a volume being deleted: %v, want a conflict", err)
 	}
 	lying.Store(false)
 	if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {

@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -111,6 +112,9 @@ type decoder struct {
 	src []byte
 	// lits are the number literals the HCL1 rewrite changed, by offset in src, as written.
 	lits map[int]numberLit
+	// hcl1 is set while a volume spec is decoded: Nomad reads it with HCL1, which refuses
+	// what HCL2 reads as an expression on a number (spacedSign).
+	hcl1 bool
 }
 
 // errorf and warnf report a diagnostic whose detail is format with args. A string argument
@@ -263,7 +267,7 @@ func suggest(given string, candidates []string) string {
 // value evaluates an attribute. No variables or functions exist in specs: HCL reports any use
 // of them. A null value counts as unset.
 func (d *decoder) value(attr *hcl.Attribute) (cty.Value, bool) {
-	v, diags := eval(attr.Expr)
+	v, diags := d.eval(attr.Expr)
 	d.diags = append(d.diags, diags...)
 	if diags.HasErrors() || v.IsNull() || !v.IsWhollyKnown() {
 		return cty.NilVal, false
@@ -303,29 +307,48 @@ func eval(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
 	})
 }
 
+// eval is eval, refusing first what the file's reader refuses before any value: in a volume
+// spec, a number's sign apart from its digits (spacedSign).
+func (d *decoder) eval(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
+	if d.hcl1 {
+		if rng, ok := spacedSign(expr); ok {
+			return cty.NilVal, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid number", Subject: rng.Ptr(),
+				Detail: "Nomad reads volume specs with HCL1, which takes a - as a number's sign only directly before its digits, and refuses the file otherwise. Write the sign against the number (-5, not - 5)."}}
+		}
+	}
+	return eval(expr)
+}
+
 // templateIn returns the first interpolation or directive in a native-syntax expression's
 // strings and heredocs.
 func templateIn(expr hcl.Expression) (hcl.Range, bool) {
+	return firstIn(expr, func(n hclsyntax.Node) (hcl.Range, bool) {
+		switch t := n.(type) {
+		case *hclsyntax.TemplateWrapExpr, *hclsyntax.TemplateJoinExpr:
+			return n.Range(), true
+		case *hclsyntax.TemplateExpr:
+			for _, p := range t.Parts {
+				if _, lit := p.(*hclsyntax.LiteralValueExpr); !lit {
+					return p.Range(), true
+				}
+			}
+		}
+		return hcl.Range{}, false
+	})
+}
+
+// firstIn returns the range match returns for the first node of a native-syntax expression
+// it matches.
+func firstIn(expr hcl.Expression, match func(hclsyntax.Node) (hcl.Range, bool)) (hcl.Range, bool) {
 	e, ok := expr.(hclsyntax.Expression)
 	if !ok {
 		return hcl.Range{}, false
 	}
 	var found *hcl.Range
 	hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
-		if found != nil {
-			return nil
-		}
-		switch t := n.(type) {
-		case *hclsyntax.TemplateWrapExpr, *hclsyntax.TemplateJoinExpr:
-			r := n.Range()
-			found = &r
-		case *hclsyntax.TemplateExpr:
-			for _, p := range t.Parts {
-				if _, lit := p.(*hclsyntax.LiteralValueExpr); !lit {
-					r := p.Range()
-					found = &r
-					break
-				}
+		if found == nil {
+			if r, ok := match(n); ok {
+				found = &r
 			}
 		}
 		return nil
@@ -344,7 +367,32 @@ func (d *decoder) str(attr *hcl.Attribute) (string, bool) {
 
 // literalStr is str with a number kept as written (literalString).
 func (d *decoder) literalStr(attr *hcl.Attribute) (string, bool) {
-	return d.strOf(attr, d.literalString)
+	return d.strOf(attr, func(expr hcl.Expression, v cty.Value) (string, bool) {
+		return d.literalString(expr, v, "In mount_options,")
+	})
+}
+
+// weakStr is str for a string field Nomad decodes weakly (id, name, external_id, ...): a
+// number or bool becomes what Nomad makes of it (weakString: 0755 is "493", true is "1"), and
+// one Nomad cannot read is refused.
+func (d *decoder) weakStr(attr *hcl.Attribute) (string, bool) {
+	if attr == nil {
+		return "", false
+	}
+	v, ok := d.value(attr)
+	if !ok {
+		return "", false
+	}
+	s, err := d.weakString(attr.Expr, v)
+	switch {
+	case errors.Is(err, errNotString):
+		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a string, not %s.", attr.Name, v.Type().FriendlyName())
+		return "", false
+	case err != nil:
+		d.errorf(attr.Expr.Range(), "Invalid value", "%s: %s.", attr.Name, err.Error())
+		return "", false
+	}
+	return s, true
 }
 
 func (d *decoder) strOf(attr *hcl.Attribute, conv func(hcl.Expression, cty.Value) (string, bool)) (string, bool) {
@@ -355,7 +403,13 @@ func (d *decoder) strOf(attr *hcl.Attribute, conv func(hcl.Expression, cty.Value
 	if !ok {
 		return "", false
 	}
+	if t, lit := d.numberLiteral(attr.Expr); lit && d.hcl1 && v.Type() == cty.Number && !d.readable(attr.Expr, attr.Name+":", t) {
+		return "", false
+	}
 	s, ok := conv(attr.Expr, v)
+	if !ok && v.Type() == cty.Number && d.hcl1 {
+		return "", false // weakStr said why
+	}
 	if !ok {
 		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a string, not %s.", attr.Name, v.Type().FriendlyName())
 		return "", false
@@ -387,7 +441,9 @@ func (d *decoder) boolean(attr *hcl.Attribute) (bool, bool) {
 	return bv.True(), true
 }
 
-func (d *decoder) integer(attr *hcl.Attribute) (int, bool) {
+// integer decodes a whole number from lo to hi; summary names what is wrong with one out of
+// that range.
+func (d *decoder) integer(attr *hcl.Attribute, lo, hi int, summary string) (int, bool) {
 	if attr == nil {
 		return 0, false
 	}
@@ -401,11 +457,20 @@ func (d *decoder) integer(attr *hcl.Attribute) (int, bool) {
 		return 0, false
 	}
 	bf := nv.AsBigFloat()
-	i, _ := bf.Int64()
-	if !bf.IsInt() || i > 1<<31 || i < -(1<<31) {
+	if !bf.IsInt() {
 		d.errorf(attr.Expr.Range(), "Invalid value", "%s must be a whole number, not %s.", attr.Name, bf.Text('g', 10))
 		return 0, false
 	}
+	// A whole number still, past the range: say which bound, not that it is no whole number.
+	switch {
+	case bf.Cmp(big.NewFloat(float64(lo))) < 0:
+		d.errorf(attr.Expr.Range(), summary, "%s must be at least %d, not %s.", attr.Name, lo, bf.Text('g', 10))
+		return 0, false
+	case bf.Cmp(big.NewFloat(float64(hi))) > 0:
+		d.errorf(attr.Expr.Range(), summary, "%s must be at most %d, not %s.", attr.Name, hi, bf.Text('g', 10))
+		return 0, false
+	}
+	i, _ := bf.Int64()
 	return int(i), true
 }
 
@@ -441,6 +506,8 @@ type stringMap struct {
 	name      string
 	nameRange hcl.Range
 	entries   []mapEntry
+	keys      map[string]bool // the entries' keys: a map of 90,000 keys is checked for repeats in linear time
+	looked    int             // keys looked up, for tests
 }
 
 type mapEntry struct {
@@ -464,6 +531,17 @@ func (m *stringMap) values() map[string]string {
 func (d *decoder) stringMap(c *hcl.BodyContent, name string) *stringMap {
 	return d.stringMapOf(c, name, func(_ hcl.Expression, v cty.Value) (string, error) {
 		if s, ok := toString(v); ok {
+			return s, nil
+		}
+		return "", errNotString
+	})
+}
+
+// literalMap is stringMap for topology segments, which Nomad decodes straight into strings:
+// a number is sent as written (zone = 01 is "01"), as a mount option is (literalString).
+func (d *decoder) literalMap(c *hcl.BodyContent, name string) *stringMap {
+	return d.stringMapOf(c, name, func(expr hcl.Expression, v cty.Value) (string, error) {
+		if s, ok := d.literalString(expr, v, "In "+name+","); ok {
 			return s, nil
 		}
 		return "", errNotString
@@ -524,13 +602,12 @@ func (d *decoder) stringMapOf(c *hcl.BodyContent, name string, conv func(hcl.Exp
 }
 
 func (d *decoder) mapValue(m *stringMap, key string, keyRange hcl.Range, expr hcl.Expression, conv func(hcl.Expression, cty.Value) (string, error)) {
-	for _, e := range m.entries {
-		if e.key == key {
-			d.errorf(keyRange, "Duplicate map key", "%s has the key %q more than once.", m.name, key)
-			return
-		}
+	m.looked++
+	if m.keys[key] {
+		d.errorf(keyRange, "Duplicate map key", "%s has the key %q more than once.", m.name, key)
+		return
 	}
-	v, diags := eval(expr)
+	v, diags := d.eval(expr)
 	d.diags = append(d.diags, diags...)
 	if diags.HasErrors() {
 		return
@@ -544,6 +621,10 @@ func (d *decoder) mapValue(m *stringMap, key string, keyRange hcl.Range, expr hc
 		d.errorf(expr.Range(), "Invalid value", "The value of %s.%s: %s.", m.name, key, err.Error())
 		return
 	}
+	if m.keys == nil {
+		m.keys = map[string]bool{}
+	}
+	m.keys[key] = true
 	m.entries = append(m.entries, mapEntry{key: key, value: s, keyRange: keyRange, valueRange: expr.Range()})
 }
 

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"maps"
+	"math"
 	"path"
 	"regexp"
 	"slices"
@@ -64,14 +65,10 @@ func (d *decoder) group(body hcl.Body) *Group {
 	nameOK := d.checkID(b.LabelRanges[0], "group name", "Invalid group name", g.Name)
 	gc := d.content(b.Body, groupSchema)
 	if a := gc.Attributes["count"]; a != nil {
-		if n, ok := d.integer(a); ok {
-			if n < 1 {
-				d.errorf(a.Expr.Range(), "Invalid count", "count must be at least 1, not %d.", n)
-			} else {
-				g.Count = n
-				if nameOK {
-					d.checkID(a.Expr.Range(), "alloc name", "Invalid count", AllocName(g.Name, n-1))
-				}
+		if n, ok := d.integer(a, 1, math.MaxInt32, "Invalid count"); ok {
+			g.Count = n
+			if nameOK {
+				d.checkID(a.Expr.Range(), "alloc name", "Invalid count", AllocName(g.Name, n-1))
 			}
 		}
 	}

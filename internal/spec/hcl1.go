@@ -318,7 +318,13 @@ func (r *rewriter) header(i int) int {
 		return k
 	case hclsyntax.TokenOBrace:
 		nameTok := r.toks[i]
-		if k == afterName && nameTok.Type == hclsyntax.TokenIdent && mapBlockNames[name] &&
+		if quoted != "" {
+			// "capability" { ... }: HCL1 allowed a block's name quoted, as an argument's.
+			r.replace(r.toks[i], "")
+			r.replace(r.toks[i+2], "")
+			nameTok = r.toks[i+2]
+		}
+		if k == afterName && (nameTok.Type == hclsyntax.TokenIdent || quoted != "") && mapBlockNames[name] &&
 			(r.counting || r.counts[f.open][name] == 1) {
 			// secrets { k = "v" } -> secrets = { k = "v" }: the body becomes an object, whose
 			// keys may be quoted, dotted or comma-separated.
@@ -361,6 +367,7 @@ type offsetMap struct {
 	// at is the last grapheme cluster boundary pos counted to, and its column.
 	at      struct{ line, byte, col int }
 	scanned int // bytes pos has segmented, for tests
+	looked  int // segments rwByte has looked at, for tests
 }
 
 func applyEdits(src []byte, edits []edit) ([]byte, *offsetMap) {
@@ -438,11 +445,21 @@ func (m *offsetMap) origByte(off int, end bool) int {
 	return s.orig + off - s.rw
 }
 
-// rwByte maps an original offset to the rewritten source (for HCL's context lookups).
+// rwByte maps an original offset to the rewritten source (for HCL's context lookups, one per
+// diagnostic). The segments are in the order of both sources: the copied one that can hold off
+// is the last that starts at or before it, or before the insertions there.
 func (m *offsetMap) rwByte(off int) int {
-	for _, s := range m.segs {
-		if !s.inserted && off >= s.orig && off < s.orig+s.n {
-			return s.rw + off - s.orig
+	i := sort.Search(len(m.segs), func(i int) bool {
+		m.looked++
+		return m.segs[i].orig > off
+	})
+	for j := i - 1; j >= 0; j-- {
+		m.looked++
+		if s := m.segs[j]; !s.inserted {
+			if off < s.orig+s.n {
+				return s.rw + off - s.orig
+			}
+			break
 		}
 	}
 	return m.rwLen

@@ -226,3 +226,24 @@ capability { access_mode = "single-node-writer", access_mode = "x", attachment_m
 		t.Errorf("detail %q does not contain %q", diags[0].Detail, want)
 	}
 }
+
+// TestHCL1QuotedBlockNames: HCL1 lets a block's name be quoted as an argument's may be
+// (`"parameters" { ... }`, `"capability" { ... }`); Nomad registered each of these files. volctl
+// refused them: "Argument names must not be quoted".
+func TestHCL1QuotedBlockNames(t *testing.T) {
+	src := dbEBS + "\"capability\" {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n" +
+		"\"parameters\" { a = \"1\" }\n\"secrets\" {\n  k = \"xyz1\"\n}\n" +
+		"\"mount_options\" { fs_type = \"ext4\" }\n"
+	v, diags := ParseVolume("v.hcl", []byte(src), VerbAny)
+	if diags.HasErrors() || v == nil {
+		t.Fatalf("%v", diags)
+	}
+	if len(v.Capabilities) != 1 || v.Parameters["a"] != "1" || v.Secrets.Plain()["k"] != "xyz1" || v.MountOptions == nil || v.MountOptions.FSType != "ext4" {
+		t.Errorf("read %+v", v)
+	}
+	// A quoted name that is no identifier is still refused, at the name.
+	_, diags = ParseVolume("v.hcl", []byte(dbEBS+"\"para meters\" { a = \"1\" }\n"), VerbAny)
+	if !diags.HasErrors() {
+		t.Errorf("\"para meters\" { ... } read")
+	}
+}

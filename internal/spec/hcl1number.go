@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // Numbers HCL1 reads and HCL2 does not. Nomad's scanner (hcl/scanner, scanNumber) reads a
@@ -166,4 +167,19 @@ func (r *rewriter) refuseNumber(word string, rng hcl.Range) {
 		why = fmt.Sprintf("Nomad reads %s as no number (HCL1 reads decimal numbers, and hexadecimal ones written 0x...). Write a number, or put it in quotes to send the text as written.", shown)
 	}
 	r.diags = append(r.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid number", Detail: why, Subject: rng.Ptr()})
+}
+
+// spacedSign returns the first - in expr that stands apart from the number it signs (`- 5`,
+// `-/* */5`): HCL2 reads it as an expression on the number, HCL1's scanner reads it as a
+// number's sign only directly before a digit, and otherwise as a token its parser refuses.
+func spacedSign(expr hcl.Expression) (hcl.Range, bool) {
+	return firstIn(expr, func(n hclsyntax.Node) (hcl.Range, bool) {
+		if u, ok := n.(*hclsyntax.UnaryOpExpr); ok && u.Op == hclsyntax.OpNegate {
+			if lit, ok := u.Val.(*hclsyntax.LiteralValueExpr); ok && lit.Val.Type() == cty.Number &&
+				u.SymbolRange.End.Byte != lit.SrcRange.Start.Byte {
+				return u.SymbolRange, true
+			}
+		}
+		return hcl.Range{}, false
+	})
 }

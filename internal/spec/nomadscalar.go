@@ -131,25 +131,29 @@ func formatFloat(f float64) (string, error) {
 	return strconv.FormatFloat(f, 'f', -1, 64), nil
 }
 
-// literalString is a mount option's string as Nomad decodes it: a number as written.
-func (d *decoder) literalString(expr hcl.Expression, v cty.Value) (string, bool) {
+// literalString is a string as Nomad decodes a mount option's or a topology segment's (straight
+// into a string): a number as written, and one Nomad cannot read refused, where saying where.
+func (d *decoder) literalString(expr hcl.Expression, v cty.Value, where string) (string, bool) {
 	if v.Type() == cty.Number {
 		if t, ok := d.numberLiteral(expr); ok {
-			d.readable(expr, t)
+			d.readable(expr, where, t)
 			return t, true
 		}
 	}
 	return toString(v)
 }
 
-// readable refuses a number literal Nomad cannot read, kept as written: Nomad decodes the whole
-// file into untyped values before it reads mount_options as strings, so a whole number beyond
-// int64 there, or 08, makes it refuse the file, as in parameters
-// (TestMountOptionNumbersNomadRefusesAreRefused).
-func (d *decoder) readable(expr hcl.Expression, t string) {
+// readable refuses a number literal Nomad cannot read: Nomad decodes the whole file into
+// untyped values before it reads mount_options as strings (or any other field), so a whole
+// number beyond int64 anywhere, or 08, makes it refuse the file, as in parameters
+// (TestMountOptionNumbersNomadRefusesAreRefused, TestNumberFieldsAsNomadReadsThem).
+// It reports whether Nomad reads t; where names the field for the error.
+func (d *decoder) readable(expr hcl.Expression, where, t string) bool {
 	if _, err := nomadNumber(t); err != nil {
-		d.errorf(expr.Range(), "Invalid value", "In mount_options, %s.", err.Error())
+		d.errorf(expr.Range(), "Invalid value", "%s %s.", where, err.Error())
+		return false
 	}
+	return true
 }
 
 // literalStrings puts the text of each number literal of a list expression into out, the
@@ -161,7 +165,7 @@ func (d *decoder) literalStrings(expr hcl.Expression, out []string) {
 	}
 	for i, e := range exprs {
 		if t, ok := d.numberLiteral(e); ok {
-			d.readable(e, t)
+			d.readable(e, "In mount_options,", t)
 			out[i] = t
 		}
 	}

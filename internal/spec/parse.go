@@ -162,6 +162,7 @@ func (p *Parser) load(filename string, src []byte) (hcl.Body, bool, *offsetMap, 
 			f = &hcl.File{Body: hcl.EmptyBody()}
 		}
 		f.Bytes = src // what the ranges' offsets index
+		f.Nav = &jsonNav{src: src, from: start.Byte}
 		p.files[filename] = f
 		return f.Body, true, nil, src, diags
 	}
@@ -171,6 +172,7 @@ func (p *Parser) load(filename string, src []byte) (hcl.Body, bool, *offsetMap, 
 	if !p.forceRewrite && !looksHCL1(src) {
 		f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 		if !diags.HasErrors() {
+			f.Nav = newBlockNav(f.Body)
 			p.files[filename] = f
 			return f.Body, false, nil, src, diags
 		}
@@ -178,13 +180,14 @@ func (p *Parser) load(filename string, src []byte) (hcl.Body, bool, *offsetMap, 
 	rw, m, ok, numDiags := rewriteHCL1Numbers(src, filename)
 	if !ok {
 		f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+		f.Nav = newBlockNav(f.Body)
 		p.files[filename] = f
 		return f.Body, false, nil, src, diags
 	}
 	rf, diags := hclsyntax.ParseConfig(rw, filename, hcl.InitialPos)
 	m.mapDiagnostics(diags)
 	diags = append(numDiags, diags...) // already in the file's positions
-	p.files[filename] = &hcl.File{Body: rf.Body, Bytes: src, Nav: mappedNav{inner: rf.Nav, m: m}}
+	p.files[filename] = &hcl.File{Body: rf.Body, Bytes: src, Nav: mappedNav{inner: newBlockNav(rf.Body), m: m}}
 	return rf.Body, false, m, rw, diags
 }
 

@@ -532,7 +532,9 @@ func TestSecretsNeverRendered(t *testing.T) {
 		{"re-cased secrets", baseVolume + "Secrets = { k = \"TOPSECRET\" }"},
 		{"mount flags without underscore", baseVolume + "mountflags = [\"TOPSECRET\"]"},
 		{"password argument", baseVolume + "db_password = \"TOPSECRET\""},
-		{"HCL1 quoted secrets name", baseVolume + "\"secrets\" { k = \"TOPSECRET\" }"},
+		// HCL1's quoted block name is read (TestHCL1QuotedBlockNames): the error is a bad key
+		// in the map, on the secret's line.
+		{"HCL1 quoted secrets name", baseVolume + "\"secrets\" { k = \"TOPSECRET\", \"bad key\" = \"x\" }"},
 		{"json re-cased secrets", `{"id": "db", "type": "csi", "plugin_id": "x", "Secrets": {"k": "TOPSECRET"}}`},
 		{"json escaped secrets key", `{"id": "db", "type": "csi", "plugin_id": "x", "secr\u0065ts": {"bad key": "TOPSECRET"}}`},
 		{"HCL1 quoted escaped secrets name", baseVolume + "\"secr\\u0065ts\" { k = \"TOPSECRET\" }"},

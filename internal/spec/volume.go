@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -69,7 +70,7 @@ func hostVolume(body hcl.Body) (hcl.Range, bool) {
 		return hcl.Range{}, false
 	}
 	s, ok := toString(v)
-	return attr.Expr.Range(), ok && s == "host"
+	return attr.Expr.Range(), ok && strings.ToLower(s) == "host" // as Nomad reads it
 }
 
 // apiNames are top-level keys only Nomad's HTTP API form of a volume has: the request body of
@@ -111,6 +112,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 				`Write the volume spec form instead: snake_case fields (id, plugin_id, external_id, capacity_min) and capability blocks; "volctl init volume" writes an example.`, name)
 		return nil
 	}
+	d.hcl1 = !d.json
 	c := d.content(body, volumeSchema)
 	v := &Volume{Namespace: DefaultNamespace}
 	top := c.MissingItemRange
@@ -118,7 +120,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 
 	// idAttr reads an identifier into *dst, checked; a required one that is absent is missing.
 	idAttr := func(name, what string, dst *string, required bool) {
-		if s, ok := d.str(attr(name)); ok {
+		if s, ok := d.weakStr(attr(name)); ok {
 			d.checkID(attr(name).Expr.Range(), what, "Invalid "+what, s)
 			*dst = s
 		} else if required && attr(name) == nil {
@@ -130,15 +132,16 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 	idAttr("id", "volume ID", &v.ID, true)
 	idAttr("namespace", "namespace", &v.Namespace, false)
 	if s, ok := d.str(attr("type")); ok {
-		if s != "csi" {
+		// Lower-cased, as Nomad reads it: "CSI" is registered (not "cſi", which folds to csi).
+		v.Type = strings.ToLower(s)
+		if v.Type != "csi" {
 			d.errorf(attr("type").Expr.Range(), "Invalid volume type", "%q is not a volume type volctl handles: it manages CSI volumes, type = \"csi\".", s)
 		}
-		v.Type = s
 	} else if attr("type") == nil {
 		d.missing(top, "type", `The argument "type" is required; volctl handles CSI volumes: type = "csi".`)
 	}
 	idAttr("plugin_id", "plugin ID", &v.PluginID, true)
-	if s, ok := d.str(attr("name")); ok {
+	if s, ok := d.weakStr(attr("name")); ok {
 		d.checkCSIString("name", s, attr("name").Expr.Range())
 		v.Name = s
 	}
@@ -151,7 +154,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 	}
 
 	// Register and create differ in what they take.
-	if s, ok := d.str(attr("external_id")); ok {
+	if s, ok := d.weakStr(attr("external_id")); ok {
 		d.checkCSIString("external_id", s, attr("external_id").Expr.Range())
 		v.ExternalID = s
 	}
@@ -168,7 +171,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 	}
 	for _, name := range []string{"snapshot_id", "clone_id"} {
 		a := attr(name)
-		s, ok := d.str(a)
+		s, ok := d.weakStr(a)
 		if !ok {
 			continue
 		}
@@ -251,26 +254,38 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 // ok reports whether attr evaluates without error, so that a missing-value message is not
 // added on top of an evaluation error.
 func (d *decoder) ok(attr *hcl.Attribute) bool {
-	_, diags := eval(attr.Expr)
+	_, diags := d.eval(attr.Expr)
 	return !diags.HasErrors()
 }
 
 // size reads capacity_min or capacity_max. An empty string is unset, as Nomad reads it (a
-// template whose size variable is empty writes capacity_max = ""); blanks are not.
+// template whose size variable is empty writes capacity_max = ""); blanks are not. A number is
+// read as Nomad reads it: its text as written, as a size (humanize.ParseBytes), which has no
+// 0x and no exponent; a fraction of a byte is dropped, so a capacity under 1 byte is unset,
+// as in Nomad, with a warning.
 func (d *decoder) size(attr *hcl.Attribute) int64 {
 	s, ok := d.str(attr)
 	if !ok || s == "" {
 		return 0
 	}
-	if t, ok := d.numberLiteral(attr.Expr); ok && hexNumber(t) {
-		// Nomad reads a capacity's text as a size (humanize.ParseBytes), which has no 0x.
-		d.errorf(attr.Expr.Range(), "Invalid capacity", "%s: Nomad reads a capacity as a size, in decimal, and refuses %q; write %s (bytes) or a size such as \"10GiB\".", attr.Name, t, s)
-		return 0
+	if t, ok := d.numberLiteral(attr.Expr); ok {
+		switch {
+		case hexNumber(t):
+			d.errorf(attr.Expr.Range(), "Invalid capacity", "%s: Nomad reads a capacity as a size, in decimal, and refuses %q; write %s (bytes) or a size such as \"10GiB\".", attr.Name, t, s)
+			return 0
+		case strings.ContainsAny(t, "eE"):
+			d.errorf(attr.Expr.Range(), "Invalid capacity", "%s: Nomad reads a capacity as a size, which has no exponent, and refuses %q; write %s (bytes) or a size such as \"10GiB\".", attr.Name, t, s)
+			return 0
+		}
+		s = t // 010 is 10 bytes there, not 8
 	}
 	n, err := ParseSize(s)
 	if err != nil {
 		d.errorf(attr.Expr.Range(), "Invalid capacity", "%s: %s.", attr.Name, err)
 		return 0
+	}
+	if n == 0 && strings.ContainsAny(s, "123456789") {
+		d.warnf(attr.Expr.Range(), "Capacity under 1 byte", "%s is %q, under 1 byte: a fraction of a byte is dropped, as Nomad drops it, and a capacity of 0 is unset (no %s). Write a size such as \"512MiB\", or remove %s.", attr.Name, s, strings.TrimPrefix(attr.Name, "capacity_")+"imum", attr.Name)
 	}
 	return n
 }
@@ -396,7 +411,7 @@ func (d *decoder) topologies(b *hcl.Block) []Topology {
 	var out []Topology
 	for _, tb := range blocksOf(c, "topology") {
 		tc := d.content(tb.Body, topologySchema)
-		m := d.stringMap(tc, "segments")
+		m := d.literalMap(tc, "segments")
 		if m == nil || len(m.entries) == 0 {
 			rng := tb.DefRange
 			if m != nil {

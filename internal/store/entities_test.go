@@ -652,6 +652,31 @@ func TestVolumeUpdateKeepsCreation(t *testing.T) {
 	diff(t, "updated volume", got, v)
 }
 
+// A volume read before its first claim was inserted (by another process: admission can run
+// without the volume's lock) and updated after: the update keeps the modes the claim gave the
+// volume, and hands them back in v. They are the claims' (Modes), never a stale copy's.
+func TestVolumeUpdateKeepsTheClaimsModes(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	update(t, s, func(tx *Tx) error { return insertReady(tx, "db") })
+	var stale Volume
+	view(t, s, func(tx *Tx) (err error) { stale, err = tx.Volumes().Get("db"); return err })
+	cl := Claim{VolumeID: "db", Alloc: "web-0", Mode: ClaimWrite, State: ClaimTaken,
+		AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}
+	update(t, s, func(tx *Tx) error { return tx.Claims().Insert(&cl) })
+	stale.CapacityBytes = 2 << 20
+	update(t, s, func(tx *Tx) error { return tx.Volumes().Update(&stale) })
+	var got Volume
+	view(t, s, func(tx *Tx) (err error) { got, err = tx.Volumes().Get("db"); return err })
+	if got.AccessMode != cl.AccessMode || got.AttachmentMode != cl.AttachmentMode || got.CapacityBytes != 2<<20 {
+		t.Errorf("volume after the update = %q/%q, %d bytes; want the claim's %q/%q and the update's size",
+			got.AccessMode, got.AttachmentMode, got.CapacityBytes, cl.AccessMode, cl.AttachmentMode)
+	}
+	if stale.AccessMode != cl.AccessMode || stale.AttachmentMode != cl.AttachmentMode {
+		t.Errorf("Update handed back modes %q/%q, want the stored %q/%q", stale.AccessMode, stale.AttachmentMode, cl.AccessMode, cl.AttachmentMode)
+	}
+}
+
 func TestPluginPutKeepsFingerprintAndHealth(t *testing.T) {
 	t.Parallel()
 	clock := time.Unix(1_800_000_000, 0).UTC()

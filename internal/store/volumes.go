@@ -92,7 +92,10 @@ type VolumeStore interface {
 	ByPrefix(prefix string) ([]Volume, error)
 	// Insert adds a volume and sets its CreatedAt and UpdatedAt; ErrConflict if the ID is taken.
 	Insert(v *Volume) error
-	// Update replaces every field of an existing volume but its creation time, and sets UpdatedAt.
+	// Update replaces every field of an existing volume but its creation time and its access and
+	// attachment modes, and sets UpdatedAt; v's modes are set to the stored ones. The modes are
+	// the live claims' (docs/architecture.md, Modes: ClaimStore's Insert and Free set them), so a
+	// copy of the volume read before a claim was admitted or freed cannot write them back.
 	Update(v *Volume) error
 	// Delete removes a volume; ErrConflict while claims or a staging refer to it.
 	Delete(id string) error
@@ -278,16 +281,22 @@ func (vs volumes) Update(v *Volume) error {
 	if err != nil {
 		return err
 	}
+	// volumeArgs ends with access_mode, attachment_mode, node_expand_min, node_expand_max:
+	// leave the modes out.
+	n := len(args)
+	args = append(args[:n-4:n-4], args[n-2:]...)
 	now := vs.tx.now()
-	res, err := vs.tx.exec(`
+	var access, attachment string
+	err = vs.tx.queryRow(`
 		UPDATE volumes SET namespace = ?, name = ?, plugin_id = ?, external_id = ?, csi_name = ?, state = ?,
 			capabilities = ?, mount_options = ?, secrets = ?, parameters = ?, context = ?, topology_request = ?,
 			accessible_topology = ?, capacity_bytes = ?, requested_min = ?, requested_max = ?, snapshot_id = ?,
-			clone_id = ?, access_mode = ?, attachment_mode = ?, node_expand_min = ?, node_expand_max = ?, updated_at = ?
-		WHERE id = ?`, append(args, encTime(now), v.ID)...)
-	if err := affected(res, err, volumeWhat(v.ID), ""); err != nil {
-		return err
+			clone_id = ?, node_expand_min = ?, node_expand_max = ?, updated_at = ?
+		WHERE id = ? RETURNING access_mode, attachment_mode`, append(args, encTime(now), v.ID)...).Scan(&access, &attachment)
+	if err != nil {
+		return wrap(err, volumeWhat(v.ID), "")
 	}
+	v.AccessMode, v.AttachmentMode = spec.AccessMode(access), spec.AttachmentMode(attachment)
 	v.UpdatedAt = now
 	return nil
 }

@@ -12,8 +12,8 @@ import (
 
 // VolumeIDs asks the plugin on socket (a path or unix://PATH) for its volumes with ListVolumes,
 // page by page from startingToken ("" for the first page), over a connection of its own, and
-// returns their IDs. volctl itself never lists a plugin's volumes; tests do, to see what the
-// plugin holds (a volume created twice, one lost). The error is the plugin's gRPC status,
+// returns their IDs: tests see what the plugin holds (a volume created twice, one lost), by
+// the stubs, not through the client under test. The error is the plugin's gRPC status,
 // wrapped with the socket.
 func VolumeIDs(ctx context.Context, socket, startingToken string) ([]string, error) {
 	conn, err := grpc.NewClient("unix://"+strings.TrimPrefix(socket, "unix://"), grpc.WithTransportCredentials(insecure.NewCredentials()))

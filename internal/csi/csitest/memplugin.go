@@ -85,6 +85,10 @@ type MemConfig struct {
 	// IgnoreReadOnly, with MountRoot, mounts every target read-write, whatever
 	// NodePublishVolume's readonly asks: a plugin that ignores the field (and answers OK).
 	IgnoreReadOnly bool
+	// DeleteLater makes DeleteVolume and DeleteSnapshot answer OK and keep, listed, what they
+	// were asked to delete, until a test turns it off (Reconfigure) and the next delete
+	// deletes: a plugin that deletes in the background, or says it deleted and did not.
+	DeleteLater bool
 }
 
 // DefaultMemConfig returns a monolith with the controller (create/delete, publish, list,
@@ -706,6 +710,9 @@ func (s *memServer) DeleteVolume(ctx context.Context, req *csipb.DeleteVolumeReq
 	if len(v.nodes) > 0 || v.staging != "" || len(v.targets) > 0 {
 		return nil, errorf(codes.FailedPrecondition, "volume %q is in use", v.vol.ID)
 	}
+	if m.cfg.DeleteLater {
+		return &csipb.DeleteVolumeResponse{}, nil
+	}
 	delete(m.volumes, v.vol.ID)
 	return &csipb.DeleteVolumeResponse{}, nil
 }
@@ -900,6 +907,9 @@ func (s *memServer) DeleteSnapshot(ctx context.Context, req *csipb.DeleteSnapsho
 	}
 	if req.GetSnapshotId() == "" {
 		return nil, errorf(codes.InvalidArgument, "snapshot_id is required")
+	}
+	if m.cfg.DeleteLater {
+		return &csipb.DeleteSnapshotResponse{}, nil
 	}
 	delete(m.snapshots, req.GetSnapshotId())
 	return &csipb.DeleteSnapshotResponse{}, nil

@@ -1,0 +1,141 @@
+package agent
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// SO_PEERCRED names the process that called listen() on a unix socket, not the one that holds
+// it now: a server that listens, then daemonises, hands the listening socket to its daemon and
+// exits, and the credentials name the exited process (or whatever process got its pid since).
+// The agent then finds the holder by the listening socket's inode: the kernel's socket
+// diagnostics (sock_diag, the netlink interface `ss` reads) list each listening unix socket
+// with the inode of the file it is bound to, which is the socket path's, and a process holding
+// the socket has a descriptor linked to socket:[<its inode>] in /proc/<pid>/fd.
+
+// socketHolder returns the process holding the listening socket at path: peer, SO_PEERCRED's
+// answer, when it holds it, or when that cannot be told (no sock_diag; its descriptors are
+// another user's); else the process among those ours accepts that holds it, or peer when none
+// does. ours is asked before any descriptor is read, so only the plugin's processes are
+// looked into.
+func socketHolder(path string, peer int, ours func(pid int) bool) int {
+	ino, err := listenerInode(path)
+	if err != nil {
+		return peer
+	}
+	if held, err := holdsSocket(peer, ino); held || (err != nil && !errors.Is(err, fs.ErrNotExist)) {
+		return peer
+	}
+	for _, pid := range procPids() {
+		if pid == peer || !ours(pid) {
+			continue
+		}
+		if held, _ := holdsSocket(pid, ino); held {
+			return pid
+		}
+	}
+	return peer
+}
+
+// holdsSocket reports whether pid has a descriptor on the socket with inode ino; an error when
+// its descriptors cannot be read (it has exited: fs.ErrNotExist; another user's: permission).
+func holdsSocket(pid int, ino uint32) (bool, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	want := "socket:[" + strconv.FormatUint(uint64(ino), 10) + "]"
+	for _, en := range entries {
+		if link, err := os.Readlink(dir + "/" + en.Name()); err == nil && link == want {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// The parts of <linux/sock_diag.h> and <linux/unix_diag.h> the lookup uses; x/sys/unix has
+// the netlink family and message type only.
+const (
+	udiagShowVFS  = 0x2 // UDIAG_SHOW_VFS: the bound file's inode and device
+	unixDiagVFS   = 1   // UNIX_DIAG_VFS attribute
+	tcpListen     = 10  // TCP_LISTEN: unix sockets report their state in TCP's terms
+	unixDiagReqSz = 24  // struct unix_diag_req
+	unixDiagMsgSz = 16  // struct unix_diag_msg
+)
+
+// listenerInode returns the inode of the listening unix socket bound to the file at path, as
+// sock_diag lists it (the inode /proc/<pid>/fd names sockets by).
+func listenerInode(path string) (uint32, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return 0, fmt.Errorf("%s is not a socket", path)
+	}
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		return 0, fmt.Errorf("sock_diag: %w", err)
+	}
+	defer unix.Close(fd)
+	tv := unix.Timeval{Sec: 2}
+	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	ne := binary.NativeEndian
+	req := make([]byte, unix.NLMSG_HDRLEN+unixDiagReqSz)
+	ne.PutUint32(req[0:], uint32(len(req)))
+	ne.PutUint16(req[4:], unix.SOCK_DIAG_BY_FAMILY)
+	ne.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
+	ne.PutUint32(req[8:], 1) // sequence
+	r := req[unix.NLMSG_HDRLEN:]
+	r[0] = unix.AF_UNIX
+	ne.PutUint32(r[4:], 1<<tcpListen) // udiag_states: listeners only
+	ne.PutUint32(r[12:], udiagShowVFS)
+	if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return 0, fmt.Errorf("sock_diag: %w", err)
+	}
+	buf := make([]byte, 1<<16)
+	for {
+		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if err != nil {
+			return 0, fmt.Errorf("sock_diag: %w", err)
+		}
+		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+		if err != nil {
+			return 0, fmt.Errorf("sock_diag: %w", err)
+		}
+		for _, m := range msgs {
+			switch m.Header.Type {
+			case unix.NLMSG_DONE:
+				return 0, errors.New("no listening socket is bound to " + path)
+			case unix.NLMSG_ERROR:
+				return 0, errors.New("sock_diag: the kernel refused the query")
+			}
+			if len(m.Data) < unixDiagMsgSz {
+				continue
+			}
+			ino := ne.Uint32(m.Data[4:])
+			for a := m.Data[unixDiagMsgSz:]; len(a) >= unix.SizeofRtAttr; {
+				l, typ := int(ne.Uint16(a[0:])), ne.Uint16(a[2:])
+				if l < unix.SizeofRtAttr || l > len(a) {
+					break
+				}
+				if typ == unixDiagVFS && l >= unix.SizeofRtAttr+8 {
+					vino, vdev := ne.Uint32(a[4:]), ne.Uint32(a[8:])
+					// The kernel's dev_t: major in the top 12 bits, minor in the low 20.
+					if vino == uint32(st.Ino) && vdev>>20 == unix.Major(st.Dev) && vdev&(1<<20-1) == unix.Minor(st.Dev) {
+						return ino, nil
+					}
+				}
+				a = a[min(len(a), (l+unix.RTA_ALIGNTO-1)&^(unix.RTA_ALIGNTO-1)):]
+			}
+		}
+	}
+}

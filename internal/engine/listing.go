@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// maxListPages bounds paging through a plugin's list RPC (ListSnapshots, ListVolumes), against
+// a plugin whose tokens never end (each new: one that repeats a token is stopped at the repeat).
+const maxListPages = 10000
+
+// listPages pages through one of a plugin's list RPCs; the caller holds its controller lock.
+// page sends rpc from token (with retries: retry) and keeps what it was answered only when it
+// returns no error; it returns the next token and whether the caller has seen enough (done).
+// Paging ends when the plugin gives no next token or page is done. A next_token given before
+// fails it: it leads back to a page already listed, so paging on would never end, and stopping
+// there is no end either (the pages after it were never listed, and what they hold would read
+// as absent); so do more than maxListPages pages. Such an error means the listing is incomplete.
+func (e *Engine) listPages(ctx context.Context, c *conn, rpc string, page func(ctx context.Context, token string) (next string, done bool, err error)) error {
+	token, given := "", map[string]bool{}
+	for range maxListPages {
+		var (
+			next string
+			done bool
+		)
+		err := e.retry(ctx, c, rpc, func(ctx context.Context) error {
+			var err error
+			next, done, err = page(ctx, token)
+			return err
+		})
+		if err != nil || done || next == "" {
+			return err
+		}
+		if given[next] {
+			return fmt.Errorf("%s: the plugin answered next_token %q a second time (after %d pages): its listing would never end",
+				rpc, next, len(given)+1)
+		}
+		given[next] = true
+		token = next
+	}
+	return fmt.Errorf("%s: more than %d pages", rpc, maxListPages)
+}
+
+// deleteChecked sends a delete RPC (del, with retries) and, when the plugin answers OK (not
+// NOT_FOUND, which says it is already gone), asks it whether it still lists what it deleted
+// (lists), both under the plugin's controller lock, so no other volctl's create comes between.
+// listed says the plugin still lists it; unchecked, why that could not be learnt (the listing
+// failed or did not end); err is the delete's own error.
+func (e *Engine) deleteChecked(ctx context.Context, c *conn, rpc string, del func(context.Context) error,
+	lists func(context.Context) (bool, error)) (listed bool, unchecked, err error) {
+	err = e.withController(ctx, c, func(ctx context.Context) error {
+		err := e.retry(ctx, c, rpc, del)
+		if err == nil {
+			listed, unchecked = lists(ctx)
+		}
+		return err
+	})
+	return listed, unchecked, err
+}
+
+// listsID says whether a list RPC names id; page sends rpc from token and returns the IDs of
+// one page and the next token. Paging stops at the page naming id (listPages).
+func (e *Engine) listsID(ctx context.Context, c *conn, rpc, id string, page func(ctx context.Context, token string) (ids []string, next string, err error)) (listed bool, err error) {
+	err = e.listPages(ctx, c, rpc, func(ctx context.Context, token string) (string, bool, error) {
+		ids, next, err := page(ctx, token)
+		listed = err == nil && slices.Contains(ids, id)
+		return next, listed, err
+	})
+	return listed, err
+}
+
+// listsVolume says whether the plugin still lists its volume externalID, asked after a
+// DeleteVolume of it answered OK; the caller holds the plugin's controller lock. A plugin
+// without LIST_VOLUMES is not asked (false, nil). err says the listing failed or did not end:
+// volctl could not check.
+func (e *Engine) listsVolume(ctx context.Context, c *conn, externalID string) (bool, error) {
+	if !c.fp.Controller || !c.fp.Capabilities.Controller.ListVolumes {
+		return false, nil
+	}
+	return e.listsID(ctx, c, csi.RPCListVolumes, externalID, func(ctx context.Context, token string) ([]string, string, error) {
+		page, err := c.client.ListVolumes(ctx, csi.ListVolumesRequest{StartingToken: token})
+		ids := make([]string, 0, len(page.Entries))
+		for _, en := range page.Entries {
+			ids = append(ids, en.Volume.ID)
+		}
+		return ids, page.NextToken, err
+	})
+}
+
+// listsSnapshot is listsVolume of a snapshot, after a DeleteSnapshot answered OK: ListSnapshots
+// with its snapshot_id (and the delete's secrets), a plugin that ignores that filter paged
+// through; NOT_FOUND says it is not listed. A plugin without LIST_SNAPSHOTS is not asked.
+func (e *Engine) listsSnapshot(ctx context.Context, c *conn, id string, secrets spec.Secrets) (bool, error) {
+	if !c.fp.Controller || !c.fp.Capabilities.Controller.ListSnapshots {
+		return false, nil
+	}
+	listed, err := e.listsID(ctx, c, csi.RPCListSnapshots, id, func(ctx context.Context, token string) ([]string, string, error) {
+		page, err := c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{SnapshotID: id, StartingToken: token, Secrets: secrets})
+		ids := make([]string, 0, len(page.Snapshots))
+		for _, s := range page.Snapshots {
+			ids = append(ids, s.ID)
+		}
+		return ids, page.NextToken, err
+	})
+	if csi.IsNotFound(err) {
+		return false, nil
+	}
+	return listed, err
+}
+
+// stillListed is what a delete answered OK is when the plugin still lists what it deleted
+// (listsVolume, listsSnapshot): rpc is the delete, what and id name it.
+func stillListed(pluginID, rpc, what, id string) error {
+	return fmt.Errorf("plugin %q answered %s OK but still lists %s %q: it may be deleting it in the background, or did not delete it",
+		pluginID, rpc, what, id)
+}
+
+// uncheckedNote is what a delete answered OK says when whether the plugin still lists what it
+// deleted (what id) could not be checked (unchecked, deleteChecked's): the words its event
+// adds, "" when it was checked. It logs the warning (stderr, for the command line).
+func (e *Engine) uncheckedNote(unchecked error, pluginID, rpc, what, id string) string {
+	if unchecked == nil {
+		return ""
+	}
+	e.log.Warn(fmt.Sprintf("plugin %q answered %s OK for %s %q, but whether it still lists it could not be checked", pluginID, rpc, what, id),
+		"err", unchecked)
+	return fmt.Sprintf(" (not checked that the plugin no longer lists it: %v)", unchecked)
+}
