@@ -575,8 +575,11 @@ func (e *Engine) settleMounted(ctx context.Context, listed store.Claim) error {
 }
 
 // writableRead is a published read claim whose file-system target is mounted read-write
-// (readClaimWritable): reconcile reports it every pass, the claim held and its mount left.
+// (readClaimWritable): reconcile reports it every pass, the claim held and its mount left, and
+// its alloc claiming it again gets it as a conflict (exit 4), not the path.
 type writableRead struct{ cl store.Claim }
+
+func (w *writableRead) Is(target error) bool { return target == ErrConflict }
 
 func (w *writableRead) Error() string {
 	return fmt.Sprintf("read claim %q for alloc %q is mounted read-write at %s: the alloc, which holds the volume for reading, can write it "+
