@@ -4,7 +4,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -37,4 +42,85 @@ func TestClaimAgainOfAReadClaimMountedReadWriteSaysSo(t *testing.T) {
 	h.mounts.readWrite = nil // the next publish honours readonly
 	h.mounts.mu.Unlock()
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "r", ReadOnly: true})
+}
+
+// republishedMounts is the fake table after a reboot, with what the plugin published or
+// staged since (successful NodePublishVolume and NodeStageVolume calls from call index since
+// on) mounted again: fakeMounts keeps a path gone once marked.
+type republishedMounts struct {
+	*fakeMounts
+	mem   *csitest.MemPlugin
+	since int
+}
+
+func (r *republishedMounts) MountsUnder(dir string) (map[string]bool, error) {
+	out, err := r.fakeMounts.MountsUnder(dir)
+	for _, c := range r.mem.Calls()[r.since:] {
+		if c.Code != codes.OK {
+			continue
+		}
+		switch req := c.Request.(type) {
+		case csi.NodePublishVolumeRequest:
+			out[req.TargetPath] = true
+		case csi.NodeStageVolumeRequest:
+			out[req.StagingPath] = true
+		}
+	}
+	return out, err
+}
+
+// Two reconcile passes at once after a reboot (the agent's and a `volctl reconcile`), both
+// having read the mount table and listed the claim as published with its target gone: the
+// first restores it; the second, once it has the volume's lock, must not publish it again
+// from its stale table. Against a plugin that answers a repeated NodePublishVolume with
+// ALREADY_EXISTS, that would leave a claim that is mounted and in use recorded node-staged,
+// degraded, for a reconcile that gets the same answer every pass.
+func TestReconcileDoesNotRestoreAClaimRestoredMeanwhile(t *testing.T) {
+	h := newHarness(t, nil)
+	h.claimThenReboot("v", "a", spec.SingleNodeWriter)
+	table := &republishedMounts{fakeMounts: h.mounts, mem: h.mem, since: len(h.mem.Calls())}
+	open := func() *Engine {
+		e, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: table,
+			Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e
+	}
+	agent, cli := open(), open()
+	h.faults.ResetCounts()
+	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Times: 1})
+	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Code: codes.AlreadyExists, Message: "already published"})
+	unlock := h.lockVolume("v")
+	type result struct {
+		rep ReconcileReport
+		err error
+	}
+	done := make(chan result, 2)
+	for _, e := range []*Engine{agent, cli} {
+		ctx, waiting := whenWaitingForLock(h.ctx, "v")
+		go func() { rep, err := e.Reconcile(ctx); done <- result{rep, err} }()
+		select {
+		case <-waiting:
+		case r := <-done:
+			unlock()
+			t.Fatalf("a reconcile returned before waiting for the volume's lock: %+v, %v", r.rep, r.err)
+		case <-time.After(10 * time.Second):
+			unlock()
+			t.Fatal("a reconcile never waited for the volume's lock")
+		}
+	}
+	unlock()
+	for range 2 {
+		if r := <-done; r.err != nil || len(r.rep.Problems) != 0 {
+			t.Errorf("reconcile: %+v, %v; want no problem", r.rep.Problems, r.err)
+		}
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || !live[0].AtRest() || live[0].Degraded {
+		t.Fatalf("claims = %+v, want the one claim published, as it is", live)
+	}
+	if n := h.faults.Calls(csi.RPCNodePublishVolume); n != 1 {
+		t.Errorf("NodePublishVolume sent %d times, want once: the second pass published a claim restored meanwhile", n)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -242,7 +243,7 @@ func (e *Engine) restoreIfUnmounted(ctx context.Context, cl store.Claim, locked 
 		return cl, err
 	}
 	lost := ok && st.Staged && st.StagingPath != "" && !mounted[e.realPath(st.StagingPath)]
-	_, rerr := e.restoreLocked(ctx, cl.ID, lost, mounted)
+	_, rerr := e.restoreLocked(ctx, cl.ID, time.Time{}, lost, mounted)
 	if errors.Is(rerr, ErrNotFound) {
 		// Released or changed by another volctl meanwhile: what it is now is the answer.
 		rerr = nil
@@ -500,7 +501,14 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 				continue
 			}
 			lost := pass.stagingLost(cl.VolumeID)
-			staged, err := e.restoreClaim(ctx, cl, lost, pass.mounted)
+			staged, settled, err := e.restoreClaim(ctx, cl, lost, pass.mounted)
+			if settled {
+				if err != nil && !errors.Is(err, ErrNotFound) {
+					results[i].err = err
+				}
+				results[i].held = err == nil || errors.As(err, new(*writableRead))
+				continue
+			}
 			switch {
 			case lost && staged:
 				pass.markRestaged(cl.VolumeID)
@@ -558,7 +566,12 @@ func (e *Engine) settleMounted(ctx context.Context, listed store.Claim) error {
 		return err
 	}
 	defer unlock()
-	cl, _, err := e.stillPublished(ctx, listed.ID)
+	return e.settleLocked(ctx, listed.ID)
+}
+
+// settleLocked is settleMounted for a caller that holds the volume lock.
+func (e *Engine) settleLocked(ctx context.Context, claimID int64) error {
+	cl, _, err := e.stillPublished(ctx, claimID)
 	if err != nil {
 		return err
 	}
@@ -637,18 +650,48 @@ func publishedNow(tx *store.Tx, id int64) (cl store.Claim, v store.Volume, err e
 // restoreClaim publishes a published claim again, staging first when the staging is gone too.
 // The claim keeps its ID and state, and ControllerPublishVolume is not sent: the controller
 // publication outlives the node's mounts.
-func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingLost bool, mounted map[string]bool) (staged bool, err error) {
+//
+// The pass's mount table (mounted) was read before the volume lock was taken: another volctl
+// (the agent and a `volctl reconcile` at once) may have restored the claim since, and publishing
+// it again would ask the plugin for a publication it holds (a plugin that answers that with
+// ALREADY_EXISTS or an error would leave a claim that is mounted degraded, for every pass to
+// fail again). So restoreLocked refuses, writing nothing, a claim whose row was written since the
+// pass listed it (its updated_at: no extra read), and only then is the table read again: a
+// target mounted now is settled as one the pass found mounted (settled), else the claim is
+// restored by the new table. Nothing is read for a claim no one touched since the list.
+func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingLost bool, mounted map[string]bool) (staged, settled bool, err error) {
 	unlock, err := e.locks.volume(ctx, cl.VolumeID)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	defer unlock()
-	return e.restoreLocked(ctx, cl.ID, stagingLost, mounted)
+	staged, err = e.restoreLocked(ctx, cl.ID, cl.UpdatedAt, stagingLost, mounted)
+	if !errors.Is(err, errClaimWritten) {
+		return staged, false, err
+	}
+	if mounted, err = e.cfg.Mounts.MountsUnder(e.cfg.StateDir); err != nil {
+		return false, false, fmt.Errorf("reading the mount table again (the claim was written meanwhile): %w", err)
+	}
+	if mounted[cl.TargetPath] {
+		return false, true, e.settleLocked(ctx, cl.ID)
+	}
+	st, ok, err := e.getStaging(ctx, cl.VolumeID)
+	if err != nil {
+		return false, false, err
+	}
+	stagingLost = ok && st.Staged && st.StagingPath != "" && !mounted[e.realPath(st.StagingPath)]
+	staged, err = e.restoreLocked(ctx, cl.ID, time.Time{}, stagingLost, mounted)
+	return staged, false, err
 }
+
+// errClaimWritten is restoreLocked's refusal of a claim written since listedAt.
+var errClaimWritten = errors.New("the claim was written since the pass listed it")
 
 // restoreLocked is restoreClaim for a caller that holds the volume lock. staged says the
 // volume's staging is staged now (the claim was restored through a plugin that stages).
-func (e *Engine) restoreLocked(ctx context.Context, claimID int64, stagingLost bool, mounted map[string]bool) (staged bool, err error) {
+// listedAt, when set, is the claim's updated_at as the caller's mount table saw it: a claim
+// written since is errClaimWritten, and nothing is written.
+func (e *Engine) restoreLocked(ctx context.Context, claimID int64, listedAt time.Time, stagingLost bool, mounted map[string]bool) (staged bool, err error) {
 	// Step the claim back to node-staged and publish it again from there, staging first when the
 	// staging is gone too (its row says not staged). Never further back: the plugin may still
 	// hold the publication from before, and a restore cut short must leave a claim whose release
@@ -679,6 +722,9 @@ func (e *Engine) restoreLocked(ctx context.Context, claimID int64, stagingLost b
 		var err error
 		if cl, v, err = publishedNow(tx, claimID); err != nil {
 			return err
+		}
+		if !listedAt.IsZero() && !cl.UpdatedAt.Equal(listedAt) {
+			return errClaimWritten
 		}
 		cl.State, cl.Degraded = store.ClaimNodeStaged, true
 		if stagingLost {
