@@ -124,3 +124,32 @@ func TestReconcileDoesNotRestoreAClaimRestoredMeanwhile(t *testing.T) {
 		t.Errorf("NodePublishVolume sent %d times, want once: the second pass published a claim restored meanwhile", n)
 	}
 }
+
+// A plugin registered under two IDs on one socket (one process, one storage) answers
+// CreateSnapshot of volume db, through the first ID, with a snapshot volctl recorded under the
+// second as another volume's, leaving source_volume_id out so that the answer's source says
+// nothing. It is refused as a lookup under the one ID refuses it: two records of one snapshot
+// would let deleting either delete the other's, and db's snapshot would be another volume's.
+func TestCreateSnapshotAnsweredWithASocketMatesSnapshotIsRefused(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	h.registerPlugin("mem2", h.socket)
+	sv := volume("other")
+	sv.PluginID = "mem2"
+	h.create(sv)
+	theirs, err := h.e.CreateSnapshot(h.ctx, "other", "theirs", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mem.AnswerSnapshotWith(theirs.ID)
+	h.mem.AnswerSnapshotWithoutSource(true)
+	_, err = h.e.CreateSnapshot(h.ctx, "db", "mine", nil)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `volume "other"`) || !strings.Contains(err.Error(), `"mem2"`) {
+		t.Fatalf("snapshot answered with one recorded through mem2 as another volume's: %v; want a conflict naming it", err)
+	}
+	if h.recordedSnapshot(theirs.ID) {
+		t.Errorf("snapshot %s, recorded through mem2 as volume other's, recorded through mem as db's too", theirs.ID)
+	}
+	if n := h.mem.CallCount(csi.RPCDeleteSnapshot); n != 0 {
+		t.Errorf("DeleteSnapshot sent %d time(s) for a snapshot that is not this request's", n)
+	}
+}
