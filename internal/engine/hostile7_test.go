@@ -2,6 +2,8 @@ package engine
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +153,69 @@ func TestCreateSnapshotAnsweredWithASocketMatesSnapshotIsRefused(t *testing.T) {
 	}
 	if n := h.mem.CallCount(csi.RPCDeleteSnapshot); n != 0 {
 		t.Errorf("DeleteSnapshot sent %d time(s) for a snapshot that is not this request's", n)
+	}
+}
+
+// `plugin register` from another process registers the plugin ID again, for another driver,
+// while `volume register` waits for the first driver's ValidateVolumeCapabilities (no volume
+// uses the plugin yet, so nothing refuses the re-registration): on another socket, or on the
+// same socket path, where another driver now answers (the path a link, moved to the other
+// driver's socket). The register must not then record the volume as validated on the plugin
+// ID, which now names a driver that never saw it: it loses, a conflict naming the plugin, and
+// records nothing.
+func TestVolumeRegisterOvertakenByPluginReregisteredForAnotherDriver(t *testing.T) {
+	for _, samePath := range []bool{false, true} {
+		t.Run(map[bool]string{false: "another socket", true: "another driver on the socket path"}[samePath], func(t *testing.T) {
+			h := newHarness(t, nil)
+			cfg := csitest.DefaultMemConfig()
+			cfg.Name, cfg.NodeID = "other.csi.volctl.test", "node-1"
+			socket2, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+			path := socket2
+			if samePath {
+				path = filepath.Join(t.TempDir(), "plugin.sock")
+				if err := os.Symlink(h.socket, path); err != nil {
+					t.Fatal(err)
+				}
+				h.registerPlugin("mem", path)
+			}
+			other, gate, done := h.registersHeld(1)
+			go func() { _, err := h.e.RegisterVolume(h.ctx, registered("v", "ext-1")); done <- err }()
+			h.waitInFlight(gate, done)
+			if samePath {
+				if err := os.Remove(path); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(socket2, path); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, rerr := other.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: path})
+			close(gate)
+			err := <-done
+			if rerr != nil {
+				t.Fatalf("register the plugin again, with no volume recorded yet: %v", rerr)
+			}
+			if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `plugin "mem" was registered again by another volctl meanwhile`) {
+				t.Errorf("register = %v, want a conflict saying plugin \"mem\" was registered again meanwhile", err)
+			}
+			if v, verr := h.e.Volume(h.ctx, "v"); verr == nil {
+				t.Errorf("volume v is recorded on plugin %q, now driver %q, which never validated it: %+v", v.PluginID, cfg.Name, v)
+			}
+		})
+	}
+}
+
+// Registered again meanwhile as it was (the same driver on the same socket, as a configuration
+// run that applies every plugin's registration does), the plugin is the one that validated the
+// volume: the register goes through.
+func TestVolumeRegisterNotOvertakenByPluginRegisteredAgainAsItWas(t *testing.T) {
+	h := newHarness(t, nil)
+	other, gate, done := h.registersHeld(1)
+	go func() { _, err := h.e.RegisterVolume(h.ctx, registered("v", "ext-1")); done <- err }()
+	h.waitInFlight(gate, done)
+	_, rerr := other.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: h.socket})
+	close(gate)
+	if err := <-done; rerr != nil || err != nil {
+		t.Fatalf("register the plugin again as it was: %v; the volume's register: %v; want both to succeed", rerr, err)
 	}
 }
