@@ -13,6 +13,7 @@ import (
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // A read claim an older volctl published read-write, claimed again by its alloc (its task
@@ -81,49 +82,89 @@ func TestReconcileDoesNotRestoreAClaimRestoredMeanwhile(t *testing.T) {
 	h := newHarness(t, nil)
 	h.claimThenReboot("v", "a", spec.SingleNodeWriter)
 	table := &republishedMounts{fakeMounts: h.mounts, mem: h.mem, since: len(h.mem.Calls())}
+	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Times: 1})
+	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Code: codes.AlreadyExists, Message: "already published"})
+	h.reconcileTwiceAtOnce(table, "v")
+	if live := h.liveClaims("v"); len(live) != 1 || !live[0].AtRest() || live[0].Degraded {
+		t.Fatalf("claims = %+v, want the one claim published, as it is", live)
+	}
+	if n := h.faults.Calls(csi.RPCNodePublishVolume); n != 1 {
+		t.Errorf("NodePublishVolume sent %d times, want once: the second pass published a claim restored meanwhile", n)
+	}
+}
+
+// The same for a claim a failed restore left degraded, which reconcile re-drives (not
+// restores), its volume's staging gone too: the first pass stages and publishes it; the
+// second, from its stale table, must not mark the staging the first made unstaged. Else the
+// staging row says unstaged while the plugin holds it staged for the published claim: state that
+// disagrees with the host (`volume status`), and the publish path of the volume's next claim
+// sends NodeStageVolume again. The claim's release still undoes the staging.
+func TestReconcileDoesNotUnstageAStagingRestagedMeanwhile(t *testing.T) {
+	h := newHarness(t, nil)
+	h.claimThenReboot("v", "a", spec.SingleNodeWriter)
+	h.update(func(tx *store.Tx) error {
+		cl := h.liveClaims("v")[0]
+		cl.State, cl.Degraded, cl.NeedsReconcile = store.ClaimNodeStaged, true, true
+		return tx.Claims().Update(&cl)
+	})
+	table := &republishedMounts{fakeMounts: h.mounts, mem: h.mem, since: len(h.mem.Calls())}
+	h.reconcileTwiceAtOnce(table, "v")
+	if live := h.liveClaims("v"); len(live) != 1 || !live[0].AtRest() || live[0].Degraded {
+		t.Fatalf("claims = %+v, want the one claim published", live)
+	}
+	if st, ok := h.staging("v"); !ok || !st.Staged {
+		t.Errorf("staging of v = %+v (found %v), want staged: the plugin holds it staged for the published claim", st, ok)
+	}
+	if n := h.faults.Calls(csi.RPCNodeStageVolume); n != 1 {
+		t.Errorf("NodeStageVolume sent %d times, want once", n)
+	}
+	h.release("v", "a")
+	if _, staged := h.mem.StagingPath(h.externalID("v")); staged {
+		t.Errorf("the release left the volume staged at the plugin")
+	}
+}
+
+// reconcileTwiceAtOnce runs two reconcile passes at once, each in a process of its own with
+// mount table table (the agent's and a `volctl reconcile`), both having read the table and
+// listed the claims before either has vol's lock, which the test holds until both wait for it.
+// Neither may report a problem. Fault counts start from zero.
+func (h *harness) reconcileTwiceAtOnce(table MountTable, vol string) {
+	h.t.Helper()
 	open := func() *Engine {
 		e, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: table,
 			Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})
 		if err != nil {
-			t.Fatal(err)
+			h.t.Fatal(err)
 		}
-		t.Cleanup(func() { e.Close() })
+		h.t.Cleanup(func() { e.Close() })
 		return e
 	}
 	agent, cli := open(), open()
 	h.faults.ResetCounts()
-	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Times: 1})
-	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Code: codes.AlreadyExists, Message: "already published"})
-	unlock := h.lockVolume("v")
+	unlock := h.lockVolume(vol)
 	type result struct {
 		rep ReconcileReport
 		err error
 	}
 	done := make(chan result, 2)
 	for _, e := range []*Engine{agent, cli} {
-		ctx, waiting := whenWaitingForLock(h.ctx, "v")
+		ctx, waiting := whenWaitingForLock(h.ctx, vol)
 		go func() { rep, err := e.Reconcile(ctx); done <- result{rep, err} }()
 		select {
 		case <-waiting:
 		case r := <-done:
 			unlock()
-			t.Fatalf("a reconcile returned before waiting for the volume's lock: %+v, %v", r.rep, r.err)
+			h.t.Fatalf("a reconcile returned before waiting for the volume's lock: %+v, %v", r.rep, r.err)
 		case <-time.After(10 * time.Second):
 			unlock()
-			t.Fatal("a reconcile never waited for the volume's lock")
+			h.t.Fatal("a reconcile never waited for the volume's lock")
 		}
 	}
 	unlock()
 	for range 2 {
 		if r := <-done; r.err != nil || len(r.rep.Problems) != 0 {
-			t.Errorf("reconcile: %+v, %v; want no problem", r.rep.Problems, r.err)
+			h.t.Errorf("reconcile: %+v, %v; want no problem", r.rep.Problems, r.err)
 		}
-	}
-	if live := h.liveClaims("v"); len(live) != 1 || !live[0].AtRest() || live[0].Degraded {
-		t.Fatalf("claims = %+v, want the one claim published, as it is", live)
-	}
-	if n := h.faults.Calls(csi.RPCNodePublishVolume); n != 1 {
-		t.Errorf("NodePublishVolume sent %d times, want once: the second pass published a claim restored meanwhile", n)
 	}
 }
 
