@@ -832,7 +832,9 @@ func leakyNomad(t *testing.T, sentinels []string) string {
 			http.Error(w, "volume not found", http.StatusNotFound)
 		default:
 			body, _ := io.ReadAll(r.Body)
-			http.Error(w, "rejected request: "+string(body), http.StatusInternalServerError)
+			// As Nomad's own check refuses one before its Raft apply (a refusal volctl takes as
+			// settled: nomad.settledBy), echoing the request.
+			http.Error(w, "validation: rejected request: "+string(body), http.StatusInternalServerError)
 		}
 	}))
 	t.Cleanup(srv.Close)

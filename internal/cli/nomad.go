@@ -62,12 +62,13 @@ must be what was sent, or the command fails naming what differs. A registration 
 may have been taken all the same (a 500 can come after Nomad took it; so can the connection
 lost, no answer within a minute, Ctrl-C): Nomad is then asked whether it has the volume, and
 the mark is taken back only when it has not and the registration was settled: refused for
-certain (a 4xx, or never sent), or answered by Nomad with an error after which it cannot
-apply it. A registration Nomad did not answer (or answered with a Raft or RPC failure) keeps
+certain (a 4xx, or never sent), or answered by Nomad with an error it gives only for a
+registration it did not apply (its checks before applying, no leader). A registration Nomad
+did not answer (or answered with any other 5xx, such as a Raft or RPC failure) keeps
 the mark even when Nomad says it has no such volume right after, since Nomad may still apply
 it; the error says what to run: the same command again finishes the handover (an update
-if Nomad took it), and volctl nomad release takes the volume back once Nomad is done with
-the request and has no such volume.
+if Nomad took it). Until Nomad answers a registration of the volume OK, volctl nomad release
+does not take it back on Nomad's word that it has no such volume either.
 
 --dry-run shows what would be registered or changed, and changes nothing.`,
 		Example: `  NOMAD_ADDR=http://127.0.0.1:4646 volctl nomad register db
@@ -180,13 +181,13 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	// the volume as read under it (an expand or update may have finished since info was read);
 	// nomad.Client.HandOver checks Nomad's copy before and after, and says when the mark goes.
 	var done nomad.Handed
-	_, err = e.HandOver(ctx, id, to, opts.Force, func(ctx context.Context, first bool, v engine.VolumeInfo) (bool, error) {
+	_, err = e.HandOver(ctx, id, to, opts.Force, func(ctx context.Context, first bool, v engine.VolumeInfo) (engine.Registered, error) {
 		var err error
 		done, err = c.HandOver(ctx, nomad.RegisterSpec(v), first)
 		if errors.Is(err, nomad.ErrOtherVolume) {
 			err = withCode(ExitConflict, err)
 		}
-		return done.Undo, err
+		return engine.Registered{Undo: done.Undo, OK: done.OK, InFlight: done.InFlight, Index: done.Index}, err
 	})
 	if err != nil {
 		return err
@@ -222,7 +223,9 @@ func newCmdNomadRelease(f *Factory, runF func(*NomadReleaseOptions) error) *cobr
 Nomad first (nomad volume deregister ID, after stopping the jobs whose allocs claim them): a
 volume Nomad still has is not taken back (exit 4), and the error says what to run there.
 Nomad is asked at the address, in the namespace and region the volume was handed over to;
-with NOMAD_ADDR naming another cluster, the volume is not taken back.
+with NOMAD_ADDR naming another cluster, the volume is not taken back. Nor is it after a
+registration whose outcome Nomad did not say (no answer, or an error after which it may still
+apply it), until Nomad answers one OK: volctl nomad register again settles it.
 --force takes it back without asking Nomad (when the cluster is gone); two orchestrators must
 never claim one volume at once, so be sure Nomad no longer uses it.`,
 		Example: `  nomad volume deregister db && volctl nomad release db`,
@@ -313,26 +316,45 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 			if d := nomad.IdentityIn(have, nomad.RegisterSpec(info), ns); len(d) > 0 {
 				// Someone else's, registered under the ID since: deregistering it would take
 				// their volume out of Nomad, and would not make this one any more free.
-				return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s has a volume by that ID in namespace %s that is another volume (%s): not this one, which Nomad does not hold under that ID any more (it refuses to change a volume's plugin or external ID); do not `nomad volume deregister` that one, which is someone else's. volctl takes a volume back only on Nomad's word that it has none by the ID: if nothing in Nomad uses this volume's storage, `volctl nomad release --force %s` takes it back",
-					h.VolumeID, c.Address, ns, display.Escape(strings.Join(d, ", ")), h.VolumeID)}
+				unsettled := ""
+				if h.Unsettled {
+					unsettled = " once Nomad is done with the registration of it volctl sent, which ended without Nomad saying how (Nomad would apply it once that one is deregistered)"
+				}
+				return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s has a volume by that ID in namespace %s that is another volume (%s): not this one, which Nomad does not hold under that ID any more (it refuses to change a volume's plugin or external ID); do not `nomad volume deregister` that one, which is someone else's. volctl takes a volume back only on Nomad's word that it has none by the ID: if nothing in Nomad uses this volume's storage, `volctl nomad release --force %s` takes it back%s",
+					h.VolumeID, c.Address, ns, display.Escape(strings.Join(d, ", ")), h.VolumeID, unsettled)}
 			}
 		}
 		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in Nomad at %s (%d claim(s)): %s; volctl takes it back only once Nomad has let go of it",
 			h.VolumeID, c.Address, have.Claims(), howToDeregister(h, have))}
 	case !errors.Is(err, nomad.ErrNotFound):
-		return "", fmt.Errorf("%w (if the cluster is gone and nothing uses the volume, --force takes it back)", err)
+		// Nomad electing a leader ("No cluster leader"), unreachable, or refusing the read: no
+		// word either way, so the mark stays.
+		return "", fmt.Errorf("%w; volume %q stays marked handed over: run `volctl nomad release %s` again once Nomad answers (if the cluster is gone and nothing uses the volume, --force takes it back)", err, h.VolumeID, h.VolumeID)
+	case nomad.IndexOf(err) < h.Index:
+		// A state before the one Nomad answered the registration from: another server or
+		// cluster, or one restored from an older snapshot, which never had the volume.
+		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s says it has no such volume at index %d, from a state before the one it answered its registration from (index %d): not its word on it (another server or cluster answers at NOMAD_ADDR, or one restored from an older snapshot), so it stays marked handed over: see `nomad volume status %s` on the cluster it was handed over to, and run `volctl nomad release %s` against it once it has let go of the volume; or, if that cluster is gone and nothing uses the volume, `volctl nomad release --force %s`",
+			h.VolumeID, c.Address, nomad.IndexOf(err), h.Index, strings.TrimSpace(h.NomadFlags()+" "+h.VolumeID), h.VolumeID, h.VolumeID)}
+	case h.Unsettled:
+		// Nomad may yet apply the registration whose outcome it did not say, after this 404:
+		// the register path's rule (nomad.Client.HandOver), kept by the mark.
+		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s says it has no such volume, but a registration of it volctl sent ended without Nomad saying how, and Nomad may yet apply it (it applies writes through its Raft log, and answers a read without waiting for one in flight), so it stays marked handed over: `volctl nomad register %s` again settles it (Nomad answers it), then %s and `volctl nomad release %s`; or, once you know Nomad is done with that request and nothing in it uses the volume, `volctl nomad release --force %s`",
+			h.VolumeID, c.Address, h.VolumeID, nomadCmd(h, "volume deregister", h.VolumeID), h.VolumeID, h.VolumeID)}
 	}
 	return fmt.Sprintf("deregistered from Nomad at %s", c.Address), nil
+}
+
+// nomadCmd is a nomad CLI command, quoted, with the flags naming where the volume was handed
+// over (only when there are any).
+func nomadCmd(h engine.HandoverInfo, cmd, arg string) string {
+	return "`" + strings.Join(slices.DeleteFunc([]string{"nomad", cmd, h.NomadFlags(), arg}, func(s string) bool { return s == "" }), " ") + "`"
 }
 
 // howToDeregister says what to run so that Nomad lets go of a volume it has, in the namespace
 // and region it was handed over to: Nomad refuses to deregister a volume its allocs claim,
 // so those (and their jobs) come first.
 func howToDeregister(h engine.HandoverInfo, have nomad.VolumeState) string {
-	nomadCmd := func(cmd, arg string) string { // the flags only when there are any
-		return "`" + strings.Join(slices.DeleteFunc([]string{"nomad", cmd, h.NomadFlags(), arg}, func(s string) bool { return s == "" }), " ") + "`"
-	}
-	deregister := "run " + nomadCmd("volume deregister", h.VolumeID)
+	deregister := "run " + nomadCmd(h, "volume deregister", h.VolumeID)
 	var allocs, jobs []string
 	for _, a := range have.Allocs {
 		allocs = append(allocs, fmt.Sprintf("%s (%.8s) of job %s", display.Escape(a.Name), display.Escape(a.ID), display.Escape(a.JobID)))
@@ -345,7 +367,7 @@ func howToDeregister(h engine.HandoverInfo, have nomad.VolumeState) string {
 	}
 	stops := make([]string, len(jobs))
 	for i, j := range jobs {
-		stops[i] = nomadCmd("job stop", display.Escape(j))
+		stops[i] = nomadCmd(h, "job stop", display.Escape(j))
 	}
 	return fmt.Sprintf("Nomad's allocs claim it: %s; Nomad deregisters no volume in use, so stop them first (%s), then %s",
 		strings.Join(allocs, ", "), strings.Join(stops, ", "), deregister)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -130,6 +131,9 @@ func TestNomadRegisterReadsBack(t *testing.T) {
 			v["RequestedCapabilities"] = []map[string]any{{"AccessMode": "multi-node-multi-writer", "AttachmentMode": "file-system"}}
 		}, true, "capabilities"},
 		{"missing", nil, false, "says it has no volume \"db\""},
+		// Nomad's OK at index 2, its 404 at index 1: from a state before the write it
+		// answered, not its word on it.
+		{"missing at an earlier index", nil, true, "from a state before the registration"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := nomadHarness(t)
@@ -137,7 +141,11 @@ func TestNomadRegisterReadsBack(t *testing.T) {
 			a.readBack = tc.edit
 			if tc.edit == nil {
 				a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
-					return answerOK(w, `{}`) // and not taken
+					if tc.marked {
+						return answerOK(w, `{}`) // at index 2, and not taken
+					}
+					io.WriteString(w, `{}`) // at the 404's index (1), and not taken
+					return -1, ""
 				}
 			}
 			out, _, err := registerIn(h, a)
@@ -216,5 +224,41 @@ func TestNomadReleaseRefusalSaysWhatWorks(t *testing.T) {
 	_, err = h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "local-0"})
 	if err == nil || !strings.Contains(err.Error(), "nomad volume deregister -namespace team db") {
 		t.Errorf("local claim of the handed-over volume: %v, want it to name the namespace in the deregister", err)
+	}
+}
+
+// nomad release asked a Nomad whose 404 comes from a state before the one it answered the
+// registration from (X-Nomad-Index going backwards: another server or cluster behind the
+// address, or one restored from an older snapshot): not its word on the volume. The mark
+// stays (exit 4) and the error says what to run; Nomad's 404 from a later state takes it back.
+func TestNomadReleaseDoesNotTakeA404FromAnEarlierState(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	a.index.Store(5) // Nomad applies the registration at index 5
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	if hs, _ := h.e.Handovers(h.ctx, "db"); len(hs) != 1 || hs[0].Index != 5 {
+		t.Fatalf("mark after a registration Nomad answered OK at index 5: %+v", hs)
+	}
+	a.mu.Lock()
+	delete(a.vols, "default/db")
+	a.mu.Unlock()
+	a.index.Store(3)
+	_, err := runNomadRelease(h, a.client, nil)
+	if !handedOver(t, h) {
+		t.Fatalf("release took the volume back on a 404 at index 3, before the registration's 5: %v", err)
+	}
+	for _, want := range []string{"at index 3", "(index 5)", "not its word", "stays marked handed over", "`volctl nomad release --force db`"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("release: %v\nwant it to say %q", err, want)
+		}
+	}
+	if ExitCode(err) != ExitConflict {
+		t.Errorf("release: exit %d, want %d", ExitCode(err), ExitConflict)
+	}
+	a.index.Store(6) // deregistered at 6
+	if _, err := runNomadRelease(h, a.client, nil); err != nil || handedOver(t, h) {
+		t.Fatalf("release on Nomad's 404 at index 6: %v (marked: %v)", err, handedOver(t, h))
 	}
 }

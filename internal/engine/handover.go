@@ -19,13 +19,19 @@ import (
 // is marked as handed over; while the mark stands, admission refuses local claims of it, and
 // `volctl nomad release` takes it back once Nomad has let go of it.
 
-// HandoverInfo says that a volume was handed over to a Nomad cluster, and where.
+// HandoverInfo says that a volume was handed over to a Nomad cluster, and where. Unsettled: a
+// registration of the volume ended without Nomad saying how, and Nomad may yet apply it
+// (store.Handover.Unsettled): its 404 does not take the mark back. Index: the X-Nomad-Index of
+// the last registration Nomad answered OK (0: none known); a 404 from a state before it is
+// not Nomad's word.
 type HandoverInfo struct {
 	VolumeID  string    `json:"volume_id"`
 	Address   string    `json:"address"`
 	Region    string    `json:"region,omitempty"`
 	Namespace string    `json:"namespace,omitempty"`
 	Forced    bool      `json:"forced"`
+	Unsettled bool      `json:"unsettled,omitempty"`
+	Index     uint64    `json:"nomad_index,omitempty"`
 	HandedAt  time.Time `json:"handed_at"`
 }
 
@@ -38,16 +44,36 @@ type HandoverTarget struct {
 
 func handoverInfo(h store.Handover) HandoverInfo {
 	return HandoverInfo{VolumeID: h.VolumeID, Address: h.Address, Region: h.Region, Namespace: h.Namespace,
-		Forced: h.Forced, HandedAt: h.HandedAt}
+		Forced: h.Forced, Unsettled: h.Unsettled, Index: h.Index, HandedAt: h.HandedAt}
 }
 
 // Register is the registration in Nomad that HandOver runs after the mark, under the
 // volume's lock; first says the volume was not marked before, and v is the volume as it is
 // then, read under the lock (what to register: a volume read before the lock may have been
-// expanded or updated since). When it fails, undo says that Nomad certainly did not take the
-// volume, and the mark, if first, is taken back; otherwise the mark stays, for
-// `volctl nomad release` to take back once Nomad says it has no such volume.
-type Register func(ctx context.Context, first bool, v VolumeInfo) (undo bool, err error)
+// expanded or updated since). It says how the registration ended (Registered).
+type Register func(ctx context.Context, first bool, v VolumeInfo) (Registered, error)
+
+// Registered is how a registration ended, for the mark.
+//
+// The mark is recorded unsettled (store.Handover.Unsettled) before the registration is sent,
+// so that a volctl that dies while it is on its way leaves it so, and stays unsettled after a
+// registration that ended InFlight, and after one that failed while it was unsettled before (a
+// refusal of this one says nothing of the earlier one). A registration Nomad answered OK
+// settles it: Nomad applies writes through its Raft log in order, so by its answer an earlier
+// registration in its log was applied before or will never be (one still on its way between
+// Nomad's servers is in no log yet: no answer of Nomad's rules that out, and volctl takes the
+// answered registration as the end of those before it). While a mark is unsettled,
+// Nomad's 404 does not take it back (`volctl nomad release` refuses, saying what to run).
+type Registered struct {
+	// Undo: Nomad certainly did not take the volume; the mark, if first, is taken back.
+	Undo bool
+	// OK: Nomad answered the registration OK.
+	OK bool
+	// InFlight: Nomad did not say how the registration ended, and may yet apply it.
+	InFlight bool
+	// Index is the X-Nomad-Index of Nomad's OK (0: none): the mark keeps the highest.
+	Index uint64
+}
 
 // HandOver marks a volume as handed over to the Nomad cluster at to, under the volume's lock and
 // in one transaction with the check of its live claims: a volume that has live local claims is
@@ -74,7 +100,7 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 	}
 	defer unlock()
 	var h store.Handover
-	first := false
+	first, wasUnsettled := false, false
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		v, err := tx.Volumes().Get(volumeID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -116,7 +142,14 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 			return conflictf("volume %q is still recorded as attached to node %q, a ControllerUnpublishVolume a forced detach could not send: run `volctl reconcile` once plugin %q answers, then hand it over; or pass --force to hand it over anyway (volctl then sends that unpublish only after the volume is taken back)",
 				v.ID, attachedNode(st), v.PluginID)
 		}
-		h = store.Handover{VolumeID: v.ID, Address: to.Address, Region: to.Region, Namespace: to.Namespace, Forced: len(live) > 0 || owed}
+		// A registration about to be sent is unsettled until it ends (Registered); with none,
+		// the mark keeps what it said.
+		wasUnsettled = marked && prev.Unsettled
+		h = store.Handover{VolumeID: v.ID, Address: to.Address, Region: to.Region, Namespace: to.Namespace, Forced: len(live) > 0 || owed,
+			Unsettled: wasUnsettled || register != nil}
+		if marked {
+			h.Index = prev.Index
+		}
 		if err := tx.Handovers().Put(&h); err != nil {
 			return err
 		}
@@ -139,16 +172,27 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 	if register == nil {
 		return handoverInfo(h), nil
 	}
-	undo := true // a volume that cannot be read was not registered
+	r := Registered{Undo: true} // a volume that cannot be read was not registered
 	v, err := e.Volume(ctx, volumeID)
 	if err == nil {
-		undo, err = register(ctx, first, v)
+		r, err = register(ctx, first, v)
 	}
-	if err != nil && undo && first {
+	if err != nil && r.Undo && first {
 		// The mark goes even when ctx has ended: Nomad did not take the volume.
 		if _, terr := e.removeMark(context.WithoutCancel(ctx), volumeID, "Nomad refused the registration"); terr != nil {
 			return HandoverInfo{}, fmt.Errorf("%w; taking the handover mark back also failed: %v (run volctl nomad release %s)", err, terr, volumeID)
 		}
+		return HandoverInfo{}, err
+	}
+	unsettled, index := r.InFlight || (!r.OK && wasUnsettled), max(h.Index, r.Index)
+	if unsettled != h.Unsettled || index != h.Index {
+		// Recorded even when ctx has ended; a failure leaves it unsettled, the safe side.
+		serr := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error { return tx.Handovers().SetOutcome(volumeID, unsettled, index) })
+		if serr != nil {
+			serr = fmt.Errorf("recording how Nomad answered the registration of volume %q failed: %v; its mark stays as it was, unsettled, which `volctl nomad register %s` again settles", volumeID, serr, volumeID)
+			return HandoverInfo{}, errors.Join(err, serr)
+		}
+		h.Unsettled, h.Index = unsettled, index
 	}
 	if err != nil {
 		return HandoverInfo{}, err

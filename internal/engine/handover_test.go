@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -440,6 +441,60 @@ func TestHandOverToTheSameClusterSpelledOtherwise(t *testing.T) {
 			if _, err := h.e.HandOver(h.ctx, "db", HandoverTarget{Address: addr}, true, nil); !errors.Is(err, ErrConflict) {
 				t.Errorf("handed over to %s, then to %s: %v, want a conflict", tc.marked, addr, err)
 			}
+		}
+	}
+}
+
+// A mark's unsettled record (Registered): set before the registration is sent (a volctl that
+// dies while it is on its way leaves it so), kept after one Nomad may yet apply and after a
+// refusal while it was unsettled (which says nothing of the earlier one), cleared by one Nomad
+// answered OK, which records its index (the highest stays); a first registration refused for
+// certain takes the mark back.
+func TestHandOverRecordsAnUnsettledRegistration(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	to := HandoverTarget{Address: "http://127.0.0.1:4646", Namespace: "default"}
+	unsettled := func() (marked, unsettled bool) {
+		t.Helper()
+		hs, err := h.e.Handovers(h.ctx, "db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(hs) == 1, len(hs) == 1 && hs[0].Unsettled
+	}
+	failed := errors.New("registration failed")
+	for _, step := range []struct {
+		name           string
+		r              Registered
+		err            error
+		marked, unsett bool
+	}{
+		{"first, refused for certain", Registered{Undo: true}, failed, false, false},
+		{"first, in flight", Registered{InFlight: true}, failed, true, true},
+		{"again, refused for certain", Registered{Undo: true}, failed, true, true},
+		{"again, answered OK", Registered{OK: true, Index: 9}, nil, true, false},
+		{"again, refused for certain once settled", Registered{Undo: true}, failed, true, false},
+		{"again, in flight", Registered{InFlight: true}, failed, true, true},
+		{"again, answered OK at an earlier index", Registered{OK: true, Index: 4}, nil, true, false},
+	} {
+		var during bool
+		_, err := h.e.HandOver(h.ctx, "db", to, false, func(ctx context.Context, first bool, v VolumeInfo) (Registered, error) {
+			_, during = unsettled()
+			return step.r, step.err
+		})
+		if !errors.Is(err, step.err) && (err != nil || step.err != nil) {
+			t.Fatalf("%s: HandOver: %v, want %v", step.name, err, step.err)
+		}
+		if !during {
+			t.Errorf("%s: the mark was not unsettled while the registration was on its way", step.name)
+		}
+		if m, u := unsettled(); m != step.marked || u != step.unsett {
+			t.Errorf("%s: marked %v, unsettled %v; want %v, %v", step.name, m, u, step.marked, step.unsett)
+		}
+		// The highest index Nomad answered a registration OK at stays (a 404 from a state
+		// before it is not Nomad's word).
+		if hs, _ := h.e.Handovers(h.ctx, "db"); len(hs) == 1 && step.r.Index != 0 && hs[0].Index != 9 {
+			t.Errorf("%s: mark's index %d, want 9", step.name, hs[0].Index)
 		}
 	}
 }

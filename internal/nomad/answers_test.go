@@ -36,7 +36,7 @@ func TestNomadPermissionDeniedNamesTheCapability(t *testing.T) {
 	check("plugin read", err, `"plugin" policy "read"`)
 	_, err = c.VolumeIn(ctx, "db", "team", "")
 	check("volume read", err, "csi-read-volume", "namespace team")
-	_, err = c.Register(ctx, spec.Volume{ID: "db", Namespace: "team", PluginID: "hp"})
+	_, _, err = c.register(ctx, spec.Volume{ID: "db", Namespace: "team", PluginID: "hp"})
 	check("registration", err, "csi-write-volume", "namespace team", `"plugin" policy "read"`)
 }
 

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -144,6 +145,7 @@ func (b boundedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if a, ok := req.Context().Value(answerKey{}).(*answer); ok {
 		a.fromNomad = resp.Header.Get("X-Nomad-Index") != ""
+		a.index, _ = strconv.ParseUint(resp.Header.Get("X-Nomad-Index"), 10, 64)
 	}
 	var r io.Reader = resp.Body
 	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
@@ -163,6 +165,9 @@ type answer struct {
 	// without it is not Nomad's: a proxy before it (an ingress with no route to Nomad answers
 	// "404 page not found"), or something else at NOMAD_ADDR.
 	fromNomad bool
+	// index is the X-Nomad-Index header's value (0 without one): the Raft index of the state
+	// Nomad answered from.
+	index uint64
 	// connected: the request got a connection to write on (the transport calls GotConn before
 	// it writes a byte), so it may have reached Nomad whole. A request that never got one (the
 	// dial or the TLS handshake failed, or Ctrl-C came first) did not.
@@ -254,11 +259,12 @@ func isNotFound(err error) bool {
 // notNomads is what volctl adds to a 404 that is not Nomad's (answer.fromNomad).
 const notNomads = "a 404 without Nomad's X-Nomad-Index header, so not Nomad's word that it has none: a proxy's or another server's page (NOMAD_ADDR must name Nomad's API, and Nomad must be up behind it)"
 
-// ErrRefused matches a registration Nomad answered with an error. A 5xx may come after Nomad
-// took the volume (a raft apply that timed out and committed after), so only a 4xx says
-// certainly that it did not (HandOver asks). A registration that got no answer (Nomad
-// unreachable mid-request, the timeout, Ctrl-C, a gateway's 502, 503 or 504) does not match
-// it.
+// ErrRefused matches a registration Nomad refused: answered with an error that says it did not
+// apply it (settled: a 4xx, or a 500 of its checks before applying). Any other error answer
+// may come after Nomad took the volume (a raft apply that timed out and committed after), and
+// is said to be that, not a refusal (HandOver asks); nor does a registration that got no
+// answer (Nomad unreachable mid-request, the timeout, Ctrl-C, a gateway's 502, 503 or 504)
+// match it.
 var ErrRefused = errors.New("refused the registration")
 
 // errNotSent matches a registration that never got a connection to Nomad (answer.connected):
@@ -497,7 +503,7 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 	if err != nil {
 		switch {
 		case isNotFound(err) && a.fromNomad:
-			return VolumeState{}, fmt.Errorf("volume %q (namespace %s): %w at %s", id, ns, ErrNotFound, c.Address)
+			return VolumeState{}, &indexedError{fmt.Errorf("volume %q (namespace %s): %w at %s", id, ns, ErrNotFound, c.Address), a.index}
 		case isNotFound(err):
 			return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
@@ -583,29 +589,54 @@ func (c *Client) APIVolume(v spec.Volume) *api.CSIVolume {
 	return out
 }
 
-// Register registers (or, when Nomad has it already, updates) a volume. The error names the
-// volume, the address and what Nomad said; it matches ErrRefused when Nomad answered it.
-// HandOver is the registration of a handover, with its checks.
-func (c *Client) Register(ctx context.Context, v spec.Volume) (warnings string, err error) {
+// register registers (or, when Nomad has it already, updates) a volume: Nomad's warnings,
+// and the X-Nomad-Index of its OK, the Raft index its write was applied at (0 when the answer
+// had none). The error names the volume, the address and what Nomad said; it matches
+// ErrRefused when Nomad refused it. HandOver is the registration of a handover, with its
+// checks.
+func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, index uint64, err error) {
 	vol := c.APIVolume(v)
 	rctx, a, cancel := c.request(ctx)
 	defer cancel()
-	resp, _, err := c.api.CSIVolumes().RegisterOpts(&api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{vol}},
+	resp, wm, err := c.api.CSIVolumes().RegisterOpts(&api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{vol}},
 		(&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region}).WithContext(rctx))
 	if err != nil {
 		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + denied(err, "csi-write-volume in namespace "+vol.Namespace+", and "+pluginRead)
 		switch {
+		case answered(err) && settled(err):
+			return "", 0, &registerError{fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, said), err}
 		case answered(err):
-			return "", &registerError{fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, said), err}
+			return "", 0, &registerError{fmt.Errorf("volume %q: Nomad at %s answered the registration with an error after which it may still apply it: %s", v.ID, c.Address, said), err}
 		case !a.connected.Load():
-			return "", &registerError{fmt.Errorf("volume %q: Nomad at %s %w (no connection to it): %s", v.ID, c.Address, errNotSent, said), err}
+			return "", 0, &registerError{fmt.Errorf("volume %q: Nomad at %s %w (no connection to it): %s", v.ID, c.Address, errNotSent, said), err}
 		}
-		return "", &registerError{fmt.Errorf("volume %q: Nomad at %s did not answer the registration, which it may have taken: %s", v.ID, c.Address, said), err}
+		return "", 0, &registerError{fmt.Errorf("volume %q: Nomad at %s did not answer the registration, which it may have taken: %s", v.ID, c.Address, said), err}
 	}
 	if resp != nil {
 		warnings = resp.Warnings
 	}
-	return warnings, nil
+	if wm != nil {
+		index = wm.LastIndex
+	}
+	return warnings, index, nil
+}
+
+// indexedError is Nomad's answer err with the X-Nomad-Index it carried.
+type indexedError struct {
+	error
+	index uint64
+}
+
+func (e *indexedError) Unwrap() error { return e.error }
+
+// IndexOf is the X-Nomad-Index of the answer of Nomad's that err reports (its 404 for a
+// volume), 0 when there is none.
+func IndexOf(err error) uint64 {
+	var ie *indexedError
+	if errors.As(err, &ie) {
+		return ie.index
+	}
+	return 0
 }
 
 // registerError is a failed registration: what volctl says (shown, secrets and credentials

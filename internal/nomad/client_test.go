@@ -64,7 +64,7 @@ func TestNomadRefusalCutAfterScrubbing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Register(context.Background(), spec.Volume{ID: "db", PluginID: "p", Secrets: spec.Secrets{"k": secret}})
+	_, _, err = c.register(context.Background(), spec.Volume{ID: "db", PluginID: "p", Secrets: spec.Secrets{"k": secret}})
 	if err == nil || strings.Contains(err.Error(), secret[:6]) || !strings.Contains(err.Error(), "bytes more") {
 		t.Fatalf("refusal echoing the secret at the cut: %.120v…%s", err, err.Error()[max(0, len(err.Error())-80):])
 	}
@@ -88,7 +88,7 @@ func TestNomadErrorEchoingTheTokenIsRedacted(t *testing.T) {
 	}
 	_, perr := c.Plugin(context.Background(), "p")
 	_, verr := c.Volume(context.Background(), "v", "")
-	_, rerr := c.Register(context.Background(), spec.Volume{ID: "v", PluginID: "p"})
+	_, _, rerr := c.register(context.Background(), spec.Volume{ID: "v", PluginID: "p"})
 	for _, err := range []error{perr, verr, rerr} {
 		if err == nil || strings.Contains(err.Error(), token) || strings.Contains(err.Error(), password) ||
 			strings.Contains(err.Error(), "dXNlcjpi") || !strings.Contains(err.Error(), "403: Permission denied") {

@@ -31,6 +31,13 @@ type Handed struct {
 	// Undo: Nomad certainly does not have the volume, so a mark made for this registration
 	// goes.
 	Undo bool
+	// OK: Nomad answered the registration OK.
+	OK bool
+	// InFlight: Nomad did not say how the registration ended, and may yet apply it
+	// (engine.Registered): the mark stays, unsettled.
+	InFlight bool
+	// Index is the X-Nomad-Index of Nomad's OK (0: none).
+	Index uint64
 }
 
 // HandOver registers v in Nomad for a handover (engine.HandOver's Register): first says the
@@ -47,11 +54,13 @@ type Handed struct {
 //     volume not marked before: Nomad is asked whether it has the volume. The mark goes when
 //     Nomad has another volume by the ID, or the registration was refused for certain (a 4xx,
 //     a redirect, or never sent: nothing applied) and Nomad does not have it, or when Nomad
-//     says it has none (its own 404) after answering the registration with an error that does
-//     not leave the write in flight (settled). A registration Nomad did not answer (the
-//     connection lost after it was sent, the timeout, Ctrl-C, a gateway's 502/503/504), or
-//     answered with an error after which Raft may still apply it, keeps the mark whatever Nomad
-//     says it has now, and the error says what to run to finish or take it back (hasNot).
+//     says it has none (its own 404) after answering the registration with an error it
+//     returns only for a registration it did not apply (settled). A registration Nomad did
+//     not answer (the connection lost after it was sent, the timeout, Ctrl-C, a gateway's
+//     502/503/504), or answered with any other error (a Raft or RPC failure after which it
+//     may still apply it, or one volctl does not know), keeps the mark, unsettled (InFlight),
+//     whatever Nomad says it has now, unless Nomad has another volume by the ID after a
+//     settled one, and the error says what to run to finish or take it back (hasNot).
 func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Handed, error) {
 	ns := c.namespaceFor(v)
 	have, err := c.VolumeIn(ctx, v.ID, ns, c.Region)
@@ -66,18 +75,27 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 		}
 	}
 	out := Handed{Updated: err == nil}
-	warnings, err := c.Register(ctx, v)
+	warnings, index, err := c.register(ctx, v)
 	if err != nil {
-		if !first {
-			out.Undo = true // marked from before: the mark stays whatever happened
+		if !first { // marked from before: the mark stays whatever happened
+			out.Undo, out.InFlight = true, inFlight(err)
+			if out.InFlight {
+				err = fmt.Errorf("%w; it stays marked handed over, and until Nomad answers a registration of it OK, Nomad's word that it has no such volume does not take it back (Nomad may yet apply this one): `volctl nomad register %s` again settles it", err, v.ID)
+			}
 			return out, err
 		}
-		out.Undo, err = c.hasNot(ctx, v, ns, err)
+		out.Undo, out.InFlight, err = c.hasNot(ctx, v, ns, out.Updated, err)
 		return out, err
 	}
+	out.OK, out.Index = true, index
 	out.Warnings = c.shown(warnings, v)
 	got, gerr := c.VolumeIn(ctx, v.ID, ns, c.Region)
 	switch {
+	case errors.Is(gerr, ErrNotFound) && IndexOf(gerr) < index:
+		// A state older than the one Nomad applied the registration in (X-Nomad-Index going
+		// backwards): not Nomad's word on it.
+		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK at index %d, then said it has no volume %q in namespace %s at index %d, from a state before the registration: not its word on it (another server or cluster answers at NOMAD_ADDR, or one restored from an older snapshot); it stays marked handed over, as Nomad said it took it: see `nomad volume status %s %s`, and run `volctl nomad register %s` again against the Nomad that has it",
+			v.ID, c.Address, index, v.ID, ns, IndexOf(gerr), c.nomadFlags(ns), v.ID, v.ID)
 	case errors.Is(gerr, ErrNotFound):
 		mark := "volctl took its handover mark back"
 		if !first {
@@ -98,7 +116,9 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 }
 
 // hasNot asks Nomad, after the registration of a volume not marked before failed with err,
-// whether it has the volume: undo when it certainly does not, and the error to report.
+// whether it has the volume: undo when it certainly does not, in flight when Nomad may yet
+// apply the registration (the mark stays unsettled), and the error to report. updated says
+// Nomad had the volume before the registration.
 //
 // Nomad's 404 settles it only for a registration whose outcome Nomad said (settled): one it
 // did not answer, or answered with an error that may come before the write is applied, may
@@ -106,29 +126,49 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 // read from its state as applied so far, without waiting for a write in flight (the request
 // still on its way to the leader, its entry appended but not committed, or committed by a
 // leader elected after the one that took it).
-func (c *Client) hasNot(ctx context.Context, v spec.Volume, ns string, err error) (undo bool, _ error) {
+func (c *Client) hasNot(ctx context.Context, v spec.Volume, ns string, updated bool, err error) (undo, inflight bool, _ error) {
+	inflight = inFlight(err)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AskAfterFailure)
 	defer cancel()
 	have, gerr := c.VolumeIn(cctx, v.ID, ns, c.Region)
 	switch {
-	case gerr == nil && len(c.Identity(have, v)) > 0:
-		// Another volume by the ID: not this one, and Nomad's state store refuses to apply a
+	case gerr == nil && len(c.Identity(have, v)) > 0 && !inflight:
+		// Another volume by the ID: not this one, and Nomad's state store refused to apply a
 		// registration that would change its plugin or external ID.
-		return true, err
+		return true, false, err
+	case gerr == nil && len(c.Identity(have, v)) > 0:
+		// Nomad's state store refuses this registration while that volume is there, but one
+		// still in flight would be applied once that one is deregistered: not proof.
+		return false, true, fmt.Errorf("%w; Nomad has another volume by the ID %q in namespace %s now (%s), which it does not let a registration change, but it may yet apply this one, whose outcome it did not say, once that one is deregistered; so volume %q stays marked handed over and volctl does not claim it (do not `nomad volume deregister` that one for volctl: it is someone else's): once Nomad is done with that request, and nothing in Nomad uses this volume's storage, `volctl nomad release --force %s` takes it back",
+			err, v.ID, ns, c.shown(strings.Join(c.Identity(have, v), ", "), v), v.ID, v.ID)
 	case gerr == nil:
-		return false, fmt.Errorf("%w; Nomad has volume %q (namespace %s) nonetheless, so it stays marked handed over and volctl does not claim it: `volctl nomad register %s` again updates it; to take it back, `nomad volume deregister %s %s`, then `volctl nomad release %s`",
-			err, v.ID, ns, v.ID, c.nomadFlags(ns), v.ID, v.ID)
+		// Nomad has it: when it had not before, this registration is what it applied (settled).
+		inflight = inflight && updated
+		undo := "to take it back, `nomad volume deregister " + c.nomadFlags(ns) + " " + v.ID + "`, then `volctl nomad release " + v.ID + "`"
+		if inflight {
+			undo = "to take it back, after that, `nomad volume deregister " + c.nomadFlags(ns) + " " + v.ID + "`, then `volctl nomad release " + v.ID + "` (Nomad may yet apply the update it did not answer, so release waits for one it answers)"
+		}
+		return false, inflight, fmt.Errorf("%w; Nomad has volume %q (namespace %s) nonetheless, so it stays marked handed over and volctl does not claim it: `volctl nomad register %s` again updates it; %s",
+			err, v.ID, ns, v.ID, undo)
 	case refusedForCertain(err):
-		return true, err
-	case errors.Is(gerr, ErrNotFound) && settled(err):
-		return true, err
+		return true, false, err
+	case errors.Is(gerr, ErrNotFound) && !inflight:
+		return true, false, err
 	case errors.Is(gerr, ErrNotFound):
-		return false, fmt.Errorf("%w; Nomad says it has no volume %q (namespace %s) now, but it may yet apply a registration whose outcome it did not say (it applies writes through its Raft log, and answers a read without waiting for one in flight), so the volume stays marked handed over and volctl does not claim it: `volctl nomad register %s` again finishes the handover; to take it back instead, once Nomad is done with that request (`nomad volume status %s %s` then says whether it took it), `volctl nomad release %s`",
-			err, v.ID, ns, v.ID, c.nomadFlags(ns), v.ID, v.ID)
+		return false, true, fmt.Errorf("%w; Nomad says it has no volume %q (namespace %s) now, but it may yet apply a registration whose outcome it did not say (it applies writes through its Raft log, and answers a read without waiting for one in flight), so the volume stays marked handed over and volctl does not claim it, nor does `volctl nomad release` on that word until Nomad answers a registration of it: `volctl nomad register %s` again finishes the handover (`nomad volume status %s %s` says whether Nomad took it meanwhile); to take it back instead, after that, `nomad volume deregister %s %s`, then `volctl nomad release %s`",
+			err, v.ID, ns, v.ID, c.nomadFlags(ns), v.ID, c.nomadFlags(ns), v.ID, v.ID)
 	}
-	return false, fmt.Errorf("%w; volume %q stays marked handed over, so volctl does not claim it while Nomad may have it (asking it failed too: %v): `volctl nomad status %s` shows whether Nomad has it, and `volctl nomad release %s` takes it back once Nomad says it has not",
+	if inflight {
+		return false, true, fmt.Errorf("%w; volume %q stays marked handed over, so volctl does not claim it while Nomad may have it or yet apply the registration (asking it failed too: %v): `volctl nomad register %s` again, once Nomad answers, settles it (`volctl nomad status %s` shows Nomad's copy)",
+			err, v.ID, gerr, v.ID, v.ID)
+	}
+	return false, false, fmt.Errorf("%w; volume %q stays marked handed over, so volctl does not claim it while Nomad may have it (asking it failed too: %v): `volctl nomad status %s` shows whether Nomad has it, and `volctl nomad release %s` takes it back once Nomad says it has not",
 		err, v.ID, gerr, v.ID, v.ID)
 }
+
+// inFlight reports whether Nomad may yet apply a registration that failed with err: neither
+// refused for certain nor settled.
+func inFlight(err error) bool { return !refusedForCertain(err) && !settled(err) }
 
 // nomadFlags are the nomad CLI's flags naming the namespace ns and the client's region, for a
 // command volctl tells people to run there.
@@ -152,27 +192,56 @@ func refusedForCertain(err error) bool {
 	return errors.As(err, &ure) && ure.HasStatusCode() && ure.StatusCode() >= 400 && ure.StatusCode() < http.StatusInternalServerError
 }
 
-// settled reports whether Nomad said how a failed registration ended: it answered it itself
-// (not a gateway's 502, 503 or 504, not the connection lost or the timeout), with an error
-// that is not one of those after which the write may still be applied (mayApplyAfter).
+// settled reports whether Nomad said how a failed registration ended: refused for certain, or
+// answered by Nomad with a 500 whose error is one Nomad returns only for a registration it did
+// not apply (settledBy). Nomad's HTTP layer answers every error of the RPC behind a request
+// with a 500, text/plain, without the X-Nomad-* headers of an answer it ran (agent's wrap and
+// errCodeFromHandler: only an error coded for HTTP, a permission denied or a token not found
+// gets another code), so the error's text is all there is to tell a refusal from a Raft or RPC
+// failure after which the write may still be applied; a 500 whose text is not known, Nomad's
+// or a proxy's, is taken as unsettled (the safe side), as is any other 5xx.
 func settled(err error) bool {
+	if refusedForCertain(err) {
+		return true
+	}
 	var ure api.UnexpectedResponseError
-	return answered(err) && !(errors.As(err, &ure) && ure.HasStatusCode() && mayApplyAfter(ure.Body()))
+	return errors.As(err, &ure) && ure.HasStatusCode() && ure.StatusCode() == http.StatusInternalServerError && settledBy(ure.Body())
 }
 
-// mayApplyAfter reports whether Nomad's error for a write says the write may still be applied:
-// Raft lost the leadership or shut down while committing its entry (a leader elected after
-// may commit it), or the RPC that carried it to the leader broke after it was sent, which
-// Nomad's own client does not retry for a write for that reason (EOF and yamux's stream and
-// session errors, as Nomad's helper.IsErrEOF tells them, a reset or a deadline).
-func mayApplyAfter(body string) bool {
-	for _, s := range []string{"leadership lost while committing log", "raft is already shutdown", "raft is shutdown",
-		"EOF", "stream closed", "session shutdown", "connection reset", "broken pipe", "i/o deadline reached", "i/o timeout"} {
-		if strings.Contains(body, s) {
+// settledErrors begin the errors of Nomad's CSIVolume.Register (nomad/csi_endpoint.go) that
+// come before its raftApply, and those of its state store's UpsertCSIVolume, which the FSM
+// returns having changed nothing: a registration answered with one was not applied, and never
+// will be.
+var settledErrors = []string{
+	"No cluster leader",                       // no leader to forward to: Nomad's canRetry says "no state could have been changed"
+	"missing volume definition",               // Register
+	"validation: ",                            // CSIVolume.Validate
+	"no CSI plugin named: ",                   // pluginValidateVolume
+	"no healthy controllers for CSI plugin: ", // pluginValidateVolume
+	"unable to update volume: ",               // reconcileVolume: an update of an immutable field
+	"controller validate volume: ",            // the plugin's ControllerValidateVolumeCapabilities
+	"volume identity cannot be updated: ",     // state store: another plugin or external ID
+	"volume existence check error: ",          // state store
+}
+
+// settledBy reports whether the body of Nomad's 500 to a registration is one of settledErrors,
+// after the "rpc error: " that each server forwarding the RPC puts before the leader's error.
+func settledBy(body string) bool {
+	msg := strings.TrimSpace(body)
+	for {
+		rest, ok := strings.CutPrefix(msg, "rpc error: ")
+		if !ok {
+			break
+		}
+		msg = rest
+	}
+	for _, p := range settledErrors {
+		if strings.HasPrefix(msg, p) {
 			return true
 		}
 	}
-	return false
+	// The state store's "volume ID is in nonexistent namespace NS".
+	return strings.HasPrefix(msg, "volume ") && strings.Contains(msg, " is in nonexistent namespace ")
 }
 
 // Identity lists how Nomad's copy of a volume differs from v where it says which volume it

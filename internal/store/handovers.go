@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -13,7 +14,14 @@ type Handover struct {
 	Region    string
 	Namespace string
 	Forced    bool // handed over despite live local claims
-	HandedAt  time.Time
+	// Unsettled: a registration of the volume ended without Nomad saying how (no answer after
+	// it was sent, or an error after which Nomad may still apply it), and none Nomad answered
+	// OK came after: Nomad may yet take the volume, whatever it says it has now.
+	Unsettled bool
+	// Index is the X-Nomad-Index of the last registration Nomad answered OK (0: none known):
+	// the Raft index from which its state has the volume.
+	Index    uint64
+	HandedAt time.Time
 }
 
 // HandoverStore reads and writes handover marks.
@@ -27,6 +35,9 @@ type HandoverStore interface {
 	Put(h *Handover) error
 	// Delete removes a volume's mark; ErrNotFound if there is none.
 	Delete(volumeID string) error
+	// SetOutcome records what the mark's registrations left (Handover.Unsettled and
+	// Handover.Index); ErrNotFound if there is no mark.
+	SetOutcome(volumeID string, unsettled bool, index uint64) error
 }
 
 // Handovers is the handover API inside this transaction.
@@ -34,17 +45,17 @@ func (tx *Tx) Handovers() HandoverStore { return handovers{tx} }
 
 type handovers struct{ tx *Tx }
 
-const handoverColumns = `volume_id, address, region, namespace, forced, handed_at`
+const handoverColumns = `volume_id, address, region, namespace, forced, unsettled, nomad_index, handed_at`
 
 func scanHandover(sc scanner) (Handover, error) {
 	var (
-		h  Handover
-		at int64
+		h         Handover
+		at, index int64
 	)
-	if err := sc.Scan(&h.VolumeID, &h.Address, &h.Region, &h.Namespace, &h.Forced, &at); err != nil {
+	if err := sc.Scan(&h.VolumeID, &h.Address, &h.Region, &h.Namespace, &h.Forced, &h.Unsettled, &index, &at); err != nil {
 		return Handover{}, err
 	}
-	h.HandedAt = decTime(at)
+	h.HandedAt, h.Index = decTime(at), uint64(index)
 	return h, nil
 }
 
@@ -64,8 +75,8 @@ func (hs handovers) List() ([]Handover, error) {
 
 func (hs handovers) Put(h *Handover) error {
 	now := hs.tx.now()
-	_, err := hs.tx.exec(`INSERT OR REPLACE INTO nomad_handovers (`+handoverColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-		h.VolumeID, h.Address, h.Region, h.Namespace, encBool(h.Forced), encTime(now))
+	_, err := hs.tx.exec(`INSERT OR REPLACE INTO nomad_handovers (`+handoverColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		h.VolumeID, h.Address, h.Region, h.Namespace, encBool(h.Forced), encBool(h.Unsettled), encIndex(h.Index), encTime(now))
 	if err != nil {
 		return wrap(err, handoverWhat(h.VolumeID), fmt.Sprintf("volume %q does not exist", h.VolumeID))
 	}
@@ -76,4 +87,18 @@ func (hs handovers) Put(h *Handover) error {
 func (hs handovers) Delete(volumeID string) error {
 	res, err := hs.tx.exec(`DELETE FROM nomad_handovers WHERE volume_id = ?`, volumeID)
 	return affected(res, err, handoverWhat(volumeID), "")
+}
+
+func (hs handovers) SetOutcome(volumeID string, unsettled bool, index uint64) error {
+	res, err := hs.tx.exec(`UPDATE nomad_handovers SET unsettled = ?, nomad_index = ? WHERE volume_id = ?`, encBool(unsettled), encIndex(index), volumeID)
+	return affected(res, err, handoverWhat(volumeID), "")
+}
+
+// encIndex stores a Raft index in SQLite's signed integer; Nomad's never reach 2^63, and one
+// that did is kept as the largest (a 404 from any state is then before it: the safe side).
+func encIndex(i uint64) int64 {
+	if i > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(i)
 }

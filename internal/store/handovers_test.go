@@ -3,12 +3,14 @@ package store
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
 
-// Handover marks: one per volume, replaced by Put, listed by volume ID, and a marked volume
-// cannot be deleted (RESTRICT) nor a mark made for a volume that does not exist.
+// Handover marks: one per volume, replaced by Put, listed by volume ID, their unsettled record
+// and Raft index written by Put and SetOutcome, and a marked volume cannot be deleted (RESTRICT) nor a mark
+// made for a volume that does not exist.
 func TestHandovers(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
@@ -18,6 +20,7 @@ func TestHandovers(t *testing.T) {
 			tx.Handovers().Put(&Handover{VolumeID: "b", Address: "http://n1:4646"}),
 			tx.Handovers().Put(&Handover{VolumeID: "a", Address: "http://n1:4646"}),
 			tx.Handovers().Put(&Handover{VolumeID: "a", Address: "http://n1:4646", Namespace: "prod", Region: "eu", Forced: true}),
+			tx.Handovers().SetOutcome("b", true, 0),
 		)
 	})
 	view(t, s, func(tx *Tx) error {
@@ -26,7 +29,7 @@ func TestHandovers(t *testing.T) {
 			return err
 		}
 		if len(hs) != 2 || hs[0].VolumeID != "a" || !hs[0].Forced || hs[0].Namespace != "prod" || hs[0].Region != "eu" ||
-			hs[0].HandedAt.IsZero() || hs[1].VolumeID != "b" {
+			hs[0].HandedAt.IsZero() || hs[0].Unsettled || hs[1].VolumeID != "b" || !hs[1].Unsettled {
 			t.Errorf("handovers = %+v", hs)
 		}
 		if _, err := tx.Handovers().Get("c"); !errors.Is(err, ErrNotFound) {
@@ -34,6 +37,21 @@ func TestHandovers(t *testing.T) {
 		}
 		return nil
 	})
+	update(t, s, func(tx *Tx) error {
+		return errors.Join(tx.Handovers().SetOutcome("b", false, 1<<63+5),
+			tx.Handovers().Put(&Handover{VolumeID: "a", Address: "http://n1:4646", Namespace: "prod", Region: "eu", Forced: true, Unsettled: true, Index: 7}))
+	})
+	view(t, s, func(tx *Tx) error {
+		a, aerr := tx.Handovers().Get("a")
+		b, berr := tx.Handovers().Get("b")
+		if aerr != nil || berr != nil || !a.Unsettled || a.Index != 7 || b.Unsettled || b.Index != math.MaxInt64 {
+			t.Errorf("after SetOutcome(b, false, 2^63+5) and Put(a, unsettled): a %+v (%v), b %+v (%v)", a, aerr, b, berr)
+		}
+		return nil
+	})
+	if err := s.Update(context.Background(), func(tx *Tx) error { return tx.Handovers().SetOutcome("c", true, 0) }); !errors.Is(err, ErrNotFound) {
+		t.Errorf("SetOutcome of an unmarked volume: %v, want ErrNotFound", err)
+	}
 	err := s.Update(context.Background(), func(tx *Tx) error { return tx.Volumes().Delete("a") })
 	if !errors.Is(err, ErrConflict) {
 		t.Errorf("deleting a handed-over volume: %v, want ErrConflict", err)

@@ -65,6 +65,13 @@ INSERT INTO groups (name, spec, count, state, created_at, updated_at)
 INSERT INTO events (at, kind, volume_id, message) VALUES (8000, 'claim', 'db', 'claimed');
 `
 
+// seedV5 writes a handover mark with the version-5 schema (migration 0005), as a volctl of that
+// version would have.
+const seedV5 = `
+INSERT INTO nomad_handovers (volume_id, address, region, namespace, forced, handed_at)
+	VALUES ('db', 'http://n1:4646', 'eu', 'prod', 1, 9000);
+`
+
 // An empty database and one at every earlier version migrate to the current schema, which is
 // then exactly a fresh database's, and keep every row.
 func TestMigrateFromEachVersion(t *testing.T) {
@@ -92,6 +99,11 @@ func TestMigrateFromEachVersion(t *testing.T) {
 					t.Fatalf("seed: %v", err)
 				}
 			}
+			if from >= 5 {
+				if _, err := db.Exec(seedV5); err != nil {
+					t.Fatalf("seed: %v", err)
+				}
+			}
 			old.Close()
 
 			s, err := Open(context.Background(), dir)
@@ -105,11 +117,38 @@ func TestMigrateFromEachVersion(t *testing.T) {
 			if got := schemaOf(t, db); !reflect.DeepEqual(got, want) {
 				t.Errorf("schema after migrating from %d differs from a fresh one:\n got: %q\nwant: %q", from, got, want)
 			}
+			if from >= 5 {
+				checkSeedV5(t, s)
+			}
 			if from >= 1 {
 				checkSeed(t, s)
 			}
 		})
 	}
+}
+
+// checkSeedV5 checks seedV5's mark after migration: as it was, not unsettled and with no Raft
+// index (0007), and those two written and read back.
+func checkSeedV5(t *testing.T, s *Store) {
+	t.Helper()
+	view(t, s, func(tx *Tx) error {
+		h, err := tx.Handovers().Get("db")
+		if err != nil {
+			return err
+		}
+		if h.Address != "http://n1:4646" || h.Region != "eu" || h.Namespace != "prod" || !h.Forced || h.Unsettled || h.Index != 0 || h.HandedAt != decTime(9000) {
+			t.Errorf("handover after migration: %+v", h)
+		}
+		return nil
+	})
+	update(t, s, func(tx *Tx) error { return tx.Handovers().SetOutcome("db", true, 42) })
+	view(t, s, func(tx *Tx) error {
+		if h, err := tx.Handovers().Get("db"); err != nil || !h.Unsettled || h.Index != 42 {
+			t.Errorf("handover marked unsettled after migration: %+v, %v", h, err)
+		}
+		return nil
+	})
+	// checkSeed frees the claim; the mark does not stand in its way.
 }
 
 func checkSeed(t *testing.T, s *Store) {
