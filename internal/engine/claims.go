@@ -69,6 +69,12 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 		}
 	}
 	if !fresh && cl.AtRest() {
+		// A read claim an older volctl published read-write is not handed back as if it were
+		// read-only: the alloc would take the path for one it cannot write. The mount is left
+		// (the alloc may be running on it); the error names the way out.
+		if err := e.readClaimWritable(cl); err != nil {
+			return fail(err)
+		}
 		return claimInfo(cl), nil
 	}
 	failpoint("claim:taken")

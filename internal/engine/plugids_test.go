@@ -194,16 +194,25 @@ func TestCreateSnapshotAnsweredWithAnotherSourceIsNotRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.mem.AnswerSnapshotWith(theirs.ID)
-	_, err = h.e.CreateSnapshot(h.ctx, "db", "mine", nil)
-	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "of another volume") || !strings.Contains(err.Error(), other.ExternalID) {
-		t.Fatalf("snapshot answered with another volume's: %v; want a conflict naming its source", err)
+	h.createSnapshotAnsweredWith(theirs.ID, "of another volume", other.ExternalID)
+}
+
+// createSnapshotAnsweredWith has the plugin answer CreateSnapshot with snapshot id, another
+// volume's, and checks that snapshot "mine" of volume db is refused as a conflict whose message
+// holds each of want, recorded as nothing, and that no DeleteSnapshot is sent (the snapshot is
+// not this request's, and perhaps someone's).
+func (h *harness) createSnapshotAnsweredWith(id string, want ...string) {
+	h.t.Helper()
+	h.mem.AnswerSnapshotWith(id)
+	_, err := h.e.CreateSnapshot(h.ctx, "db", "mine", nil)
+	if !errors.Is(err, ErrConflict) || slices.ContainsFunc(want, func(w string) bool { return !strings.Contains(err.Error(), w) }) {
+		h.t.Fatalf("snapshot answered with another volume's: %v; want a conflict naming %q", err, want)
 	}
-	if h.recordedSnapshot(theirs.ID) {
-		t.Errorf("snapshot %s of another volume recorded as db's", theirs.ID)
+	if h.recordedSnapshot(id) {
+		h.t.Errorf("snapshot %s of another volume recorded as db's", id)
 	}
 	if n := h.mem.CallCount(csi.RPCDeleteSnapshot); n != 0 {
-		t.Errorf("DeleteSnapshot sent %d time(s) for a snapshot that is not this request's", n)
+		h.t.Errorf("DeleteSnapshot sent %d time(s) for a snapshot that is not this request's", n)
 	}
 }
 

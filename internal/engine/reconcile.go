@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -168,14 +169,20 @@ func (p *reconcilePass) markRestaged(volumeID string) {
 
 // unstageLost marks a volume's staging unstaged when its row says staged but its path is not in
 // mounted, so the publish path stages it again rather than publish onto an empty directory. It
-// checks the row as it is now, under the caller's volume lock.
-func unstageLost(tx *store.Tx, volumeID string, mounted map[string]bool) error {
+// checks the row as it is now, under the caller's volume lock. listedAt, when set, is the row's
+// updated_at when the caller's table was read (a reconcile pass's, read before any lock): a row
+// written since (another volctl staged the volume again meanwhile, and the table does not show
+// it) is errWrittenSinceListed, and nothing is written; the caller reads the table again.
+func unstageLost(tx *store.Tx, volumeID string, mounted map[string]bool, listedAt time.Time) error {
 	st, err := tx.Stagings().Get(volumeID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
 	if err != nil || !st.Staged || st.StagingPath == "" || mounted[st.StagingPath] {
 		return err
+	}
+	if !listedAt.IsZero() && !st.UpdatedAt.Equal(listedAt) {
+		return errWrittenSinceListed
 	}
 	st.Staged = false
 	return tx.Stagings().Put(&st)
@@ -207,7 +214,7 @@ func (e *Engine) restageIfLost(ctx context.Context, volumeID string, ld *loaded)
 	if mounted[e.realPath(st.StagingPath)] {
 		return nil
 	}
-	if err := e.store.Update(ctx, func(tx *store.Tx) error { return unstageLost(tx, volumeID, mounted) }); err != nil {
+	if err := e.store.Update(ctx, func(tx *store.Tx) error { return unstageLost(tx, volumeID, mounted, time.Time{}) }); err != nil {
 		return err
 	}
 	if ld != nil {
@@ -242,7 +249,7 @@ func (e *Engine) restoreIfUnmounted(ctx context.Context, cl store.Claim, locked 
 		return cl, err
 	}
 	lost := ok && st.Staged && st.StagingPath != "" && !mounted[e.realPath(st.StagingPath)]
-	_, rerr := e.restoreLocked(ctx, cl.ID, lost, mounted)
+	_, rerr := e.restoreLocked(ctx, cl.ID, listedRows{}, lost, mounted)
 	if errors.Is(rerr, ErrNotFound) {
 		// Released or changed by another volctl meanwhile: what it is now is the answer.
 		rerr = nil
@@ -307,7 +314,15 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 		}
 		defer unlock()
 		if !cl.Releasing && pass.stagingLost(cl.VolumeID) {
-			if err := e.store.Update(ctx, func(tx *store.Tx) error { return unstageLost(tx, cl.VolumeID, pass.mounted) }); err != nil {
+			listedAt := pass.stagingOf[cl.VolumeID].UpdatedAt
+			err := e.store.Update(ctx, func(tx *store.Tx) error { return unstageLost(tx, cl.VolumeID, pass.mounted, listedAt) })
+			if errors.Is(err, errWrittenSinceListed) {
+				var mounted map[string]bool
+				if mounted, err = e.mountsAgain(); err == nil {
+					err = e.store.Update(ctx, func(tx *store.Tx) error { return unstageLost(tx, cl.VolumeID, mounted, time.Time{}) })
+				}
+			}
+			if err != nil {
 				return err
 			}
 			defer e.noteRestaged(ctx, pass, cl.VolumeID)
@@ -500,7 +515,14 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 				continue
 			}
 			lost := pass.stagingLost(cl.VolumeID)
-			staged, err := e.restoreClaim(ctx, cl, lost, pass.mounted)
+			staged, settled, err := e.restoreClaim(ctx, cl, lost, pass)
+			if settled {
+				if err != nil && !errors.Is(err, ErrNotFound) {
+					results[i].err = err
+				}
+				results[i].held = err == nil || errors.As(err, new(*writableRead))
+				continue
+			}
 			switch {
 			case lost && staged:
 				pass.markRestaged(cl.VolumeID)
@@ -558,7 +580,12 @@ func (e *Engine) settleMounted(ctx context.Context, listed store.Claim) error {
 		return err
 	}
 	defer unlock()
-	cl, _, err := e.stillPublished(ctx, listed.ID)
+	return e.settleLocked(ctx, listed.ID)
+}
+
+// settleLocked is settleMounted for a caller that holds the volume lock.
+func (e *Engine) settleLocked(ctx context.Context, claimID int64) error {
+	cl, _, err := e.stillPublished(ctx, claimID)
 	if err != nil {
 		return err
 	}
@@ -575,8 +602,11 @@ func (e *Engine) settleMounted(ctx context.Context, listed store.Claim) error {
 }
 
 // writableRead is a published read claim whose file-system target is mounted read-write
-// (readClaimWritable): reconcile reports it every pass, the claim held and its mount left.
+// (readClaimWritable): reconcile reports it every pass, the claim held and its mount left, and
+// its alloc claiming it again gets it as a conflict (exit 4), not the path.
 type writableRead struct{ cl store.Claim }
+
+func (w *writableRead) Is(target error) bool { return target == ErrConflict }
 
 func (w *writableRead) Error() string {
 	return fmt.Sprintf("read claim %q for alloc %q is mounted read-write at %s: the alloc, which holds the volume for reading, can write it "+
@@ -634,18 +664,66 @@ func publishedNow(tx *store.Tx, id int64) (cl store.Claim, v store.Volume, err e
 // restoreClaim publishes a published claim again, staging first when the staging is gone too.
 // The claim keeps its ID and state, and ControllerPublishVolume is not sent: the controller
 // publication outlives the node's mounts.
-func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingLost bool, mounted map[string]bool) (staged bool, err error) {
+//
+// The pass's mount table (mounted) was read before the volume lock was taken: another volctl
+// (the agent and a `volctl reconcile` at once) may have restored the claim since, and publishing
+// it again would ask the plugin for a publication it holds (a plugin that answers that with
+// ALREADY_EXISTS or an error would leave a claim that is mounted degraded, for every pass to
+// fail again). So restoreLocked refuses, writing nothing, a claim whose row was written since
+// the pass listed it, or a lost staging whose row was (another volctl staged it again: marking
+// it unstaged would record a staging the plugin holds as gone), by their updated_at (no extra
+// read); only then is the table read again: a target mounted now is settled as one the pass
+// found mounted (settled), else the claim is restored by the new table. Nothing more is read
+// for rows no one touched since the list.
+func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingLost bool, pass *reconcilePass) (staged, settled bool, err error) {
 	unlock, err := e.locks.volume(ctx, cl.VolumeID)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	defer unlock()
-	return e.restoreLocked(ctx, cl.ID, stagingLost, mounted)
+	listed := listedRows{claim: cl.UpdatedAt, staging: pass.stagingOf[cl.VolumeID].UpdatedAt}
+	staged, err = e.restoreLocked(ctx, cl.ID, listed, stagingLost, pass.mounted)
+	if !errors.Is(err, errWrittenSinceListed) {
+		return staged, false, err
+	}
+	mounted, err := e.mountsAgain()
+	if err != nil {
+		return false, false, err
+	}
+	if mounted[cl.TargetPath] {
+		return false, true, e.settleLocked(ctx, cl.ID)
+	}
+	st, ok, err := e.getStaging(ctx, cl.VolumeID)
+	if err != nil {
+		return false, false, err
+	}
+	stagingLost = ok && st.Staged && st.StagingPath != "" && !mounted[e.realPath(st.StagingPath)]
+	staged, err = e.restoreLocked(ctx, cl.ID, listedRows{}, stagingLost, mounted)
+	return staged, false, err
+}
+
+// errWrittenSinceListed refuses a row written since the caller's mount table was read
+// (listedRows): the table may not show what was done meanwhile.
+var errWrittenSinceListed = errors.New("written since the pass listed it")
+
+// listedRows are the updated_at of a claim and of its volume's staging as a reconcile pass
+// listed them, with its mount table; zero for a caller whose table was read under the lock.
+type listedRows struct{ claim, staging time.Time }
+
+// mountsAgain reads the mount table again, for a row written since a pass read it.
+func (e *Engine) mountsAgain() (map[string]bool, error) {
+	mounted, err := e.cfg.Mounts.MountsUnder(e.cfg.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("reading the mount table again (another volctl changed the volume meanwhile): %w", err)
+	}
+	return mounted, nil
 }
 
 // restoreLocked is restoreClaim for a caller that holds the volume lock. staged says the
 // volume's staging is staged now (the claim was restored through a plugin that stages).
-func (e *Engine) restoreLocked(ctx context.Context, claimID int64, stagingLost bool, mounted map[string]bool) (staged bool, err error) {
+// listed, when set, are the claim's and staging's updated_at as the caller's mount table saw
+// them: either written since is errWrittenSinceListed, and nothing is written.
+func (e *Engine) restoreLocked(ctx context.Context, claimID int64, listed listedRows, stagingLost bool, mounted map[string]bool) (staged bool, err error) {
 	// Step the claim back to node-staged and publish it again from there, staging first when the
 	// staging is gone too (its row says not staged). Never further back: the plugin may still
 	// hold the publication from before, and a restore cut short must leave a claim whose release
@@ -677,9 +755,12 @@ func (e *Engine) restoreLocked(ctx context.Context, claimID int64, stagingLost b
 		if cl, v, err = publishedNow(tx, claimID); err != nil {
 			return err
 		}
+		if !listed.claim.IsZero() && !cl.UpdatedAt.Equal(listed.claim) {
+			return errWrittenSinceListed
+		}
 		cl.State, cl.Degraded = store.ClaimNodeStaged, true
 		if stagingLost {
-			if err := unstageLost(tx, v.ID, mounted); err != nil {
+			if err := unstageLost(tx, v.ID, mounted, listed.staging); err != nil {
 				return err
 			}
 		}

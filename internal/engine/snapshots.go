@@ -174,8 +174,19 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 	err = e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		// Created again under the same name, the plugin returned the snapshot it made the first
 		// time: that one was made with the first request's parameters.
+		mate, err := snapshotOfMate(tx, rec.PluginID, rec.SnapshotID)
+		if err != nil {
+			return err
+		}
 		old, err := tx.Snapshots().Get(rec.PluginID, rec.SnapshotID)
 		switch {
+		case mate.PluginID != "":
+			// Recorded through another plugin ID on one of this one's sockets: one process,
+			// so one storage and one snapshot (sameStorage's rule, for snapshots).
+			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %q, which volctl recorded through plugin %q "+
+				"(registered on the same socket: one storage) as volume %q's; it stays %q's, and this snapshot is forgotten "+
+				"(the plugin maps two names onto one snapshot: report it to the plugin's authors)",
+				rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, mate.PluginID, mate.SourceVolumeID, mate.SourceVolumeID)
 		case err == nil && (old.SourceVolumeID != rec.SourceVolumeID || old.SourceExternalID != rec.SourceExternalID):
 			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %q, which is volume %q's; "+
 				"it stays %q's, and this snapshot is forgotten (the plugin maps two names onto one snapshot: report it to the plugin's authors)",
@@ -215,6 +226,28 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 		return store.Snapshot{}, snap, dup
 	}
 	return rec, snap, nil
+}
+
+// snapshotOfMate returns the record of snapshotID made through another plugin ID registered on
+// one of pluginID's sockets (socketMates), or a zero Snapshot when there is none.
+func snapshotOfMate(tx *store.Tx, pluginID, snapshotID string) (store.Snapshot, error) {
+	mates, err := socketMates(tx, pluginID)
+	if err != nil {
+		return store.Snapshot{}, err
+	}
+	for _, id := range slices.Sorted(maps.Keys(mates)) {
+		if id == pluginID {
+			continue
+		}
+		sn, err := tx.Snapshots().Get(id, snapshotID)
+		switch {
+		case err == nil:
+			return sn, nil
+		case !errors.Is(err, store.ErrNotFound):
+			return store.Snapshot{}, err
+		}
+	}
+	return store.Snapshot{}, nil
 }
 
 // canSnapshot refuses a plugin without CREATE_DELETE_SNAPSHOT, saying what could not be done.

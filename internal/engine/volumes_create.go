@@ -61,7 +61,7 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 	var v store.Volume
 	done, replay := false, false
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
-		if err := pluginStillRegistered(tx, sv.PluginID); err != nil {
+		if err := pluginStillRegistered(tx, c); err != nil {
 			return err
 		}
 		old, err := tx.Volumes().Get(sv.ID)

@@ -51,7 +51,7 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 	}
 
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
-		if err := pluginStillRegistered(tx, sv.PluginID); err != nil {
+		if err := pluginStillRegistered(tx, c); err != nil {
 			return err
 		}
 		old, err := tx.Volumes().Get(sv.ID)
@@ -288,16 +288,36 @@ func (e *Engine) lockSpecVolume(ctx context.Context, sv *spec.Volume) (c *conn, 
 }
 
 // pluginStillRegistered refuses, in the transaction that records a volume (register, and a
-// create's intent), a plugin deregistered since the command connected to it: `plugin deregister`
-// from another process checks, in its own transaction, that no volume uses the plugin, and a
-// volume recorded after that one would be left on a plugin that is gone, which it refuses to
-// leave without --force.
-func pluginStillRegistered(tx *store.Tx, id string) error {
-	_, err := tx.Plugins().Get(id)
+// create's intent), a plugin deregistered since the command connected to it (c): `plugin
+// deregister` from another process checks, in its own transaction, that no volume uses the
+// plugin, and a volume recorded after that one would be left on a plugin that is gone, which it
+// refuses to leave without --force. It refuses too a plugin registered again meanwhile as
+// another plugin: on other sockets, or recorded as another driver (GetPluginInfo's name) than
+// the one this command talked to. Nothing refuses that re-registration while no volume uses the
+// plugin, and the volume would be recorded as validated (or created) by a driver that is no
+// longer the plugin's. It compares the row's identity fields only (its sockets and its driver),
+// read by the Get it makes anyway: a probe's health columns, a fingerprint refreshed by a
+// restart of the same driver, or a registration again as it was do not trip it.
+func pluginStillRegistered(tx *store.Tx, c *conn) error {
+	id := c.plugin.ID
+	p, err := tx.Plugins().Get(id)
 	if errors.Is(err, store.ErrNotFound) {
 		return conflictf("plugin %q was deregistered by another volctl meanwhile (register it again, then run this again)", id)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	was, now := pluginSockets(c.plugin), pluginSockets(p)
+	driver := ""
+	if c.fp != nil {
+		driver = c.fp.Provider
+	}
+	if !slices.Equal(was, now) || (p.Fingerprint.Provider != "" && driver != "" && p.Fingerprint.Provider != driver) {
+		return conflictf("plugin %q was registered again by another volctl meanwhile, as driver %q on %s (this command talked to driver %q on %s); "+
+			"nothing was recorded: run this again, against the plugin as it is now registered",
+			id, p.Fingerprint.Provider, strings.Join(now, ", "), driver, strings.Join(was, ", "))
+	}
+	return nil
 }
 
 // DeregisterVolume forgets a volume without touching its storage. It is refused while the volume

@@ -151,6 +151,9 @@ type MemPlugin struct {
 	// snapshotAs, when set, is the snapshot every CreateSnapshot answers with
 	// (AnswerSnapshotWith).
 	snapshotAs string
+	// snapshotNoSource leaves source_volume_id out of every CreateSnapshot answer
+	// (AnswerSnapshotWithoutSource).
+	snapshotNoSource bool
 	// expandAs, when not 0, is the capacity every ControllerExpandVolume answers with
 	// (AnswerExpandWith).
 	expandAs int64
@@ -281,6 +284,15 @@ func (m *MemPlugin) AnswerSnapshotWith(id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.snapshotAs = id
+}
+
+// AnswerSnapshotWithoutSource makes every CreateSnapshot answer leave its snapshot's
+// source_volume_id out (the field a check of whose snapshot it is would read), as a plugin
+// that fills in only the ID does. false ends it.
+func (m *MemPlugin) AnswerSnapshotWithoutSource(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.snapshotNoSource = on
 }
 
 // AnswerExpandWith makes the plugin lie about expansion: from now on, every
@@ -868,6 +880,9 @@ func (s *memServer) CreateSnapshot(ctx context.Context, req *csipb.CreateSnapsho
 	defer func() {
 		if m.cfg.AnswerWithoutID && resp != nil {
 			resp.Snapshot.SnapshotId = ""
+		}
+		if m.snapshotNoSource && resp != nil {
+			resp.Snapshot.SourceVolumeId = ""
 		}
 	}()
 	if !m.cfg.Controller.CreateDeleteSnapshot {
