@@ -845,8 +845,9 @@ func (a *Agent) stopIfUnmounted(r *runner, countAs string) bool {
 
 // stopLeftBy stops, once plugin id's process p is stopped or has exited, what it left running
 // outside its process group (stopLeft: a daemon in a session of its own not recorded yet, a
-// child it handed its socket to), at a clean stop and before every restart alike: left, such a
-// process keeps the plugin's socket, and the next start takes it for a plugin no agent started.
+// child it handed its socket to), at a clean stop and before every restart alike, each only
+// while the plugin has no mounts (what it left may serve them): left, such a process keeps the
+// plugin's socket, and the next start takes it for a plugin no agent started.
 func (a *Agent) stopLeftBy(id string, p *process) {
 	if left := stopLeft(p.instance, a.s.StopTimeout); len(left) > 0 {
 		a.log.Info("stopped what the plugin left outside its process group", "plugin", id, "pids", left)

@@ -68,6 +68,42 @@ func TestMain(m *testing.M) {
 			}
 			return h(ctx, req)
 		}))
+	case "mounts-with-helper":
+		// An in-memory plugin that mounts for real (as sickens) and first starts a helper in a
+		// session of its own, which inherits its environment (the instance) and serves no
+		// socket: a FUSE daemon serving the plugin's mounts, say. The helper's pid goes to
+		// child.pid under the root. The plugin crashes (exit 1) once a file named crash exists
+		// under its root; its helper stays.
+		root := os.Getenv(pluginRootEnv)
+		if _, err := os.Stat(filepath.Join(root, "child.pid")); err != nil {
+			helper := exec.Command(os.Args[0], os.Args[1:]...)
+			helper.Env = append(os.Environ(), pluginModeEnv+"=nosocket")
+			helper.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			if err := helper.Start(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			if err := os.MkdirAll(root, 0o700); err != nil {
+				os.Exit(1)
+			}
+			if err := os.WriteFile(filepath.Join(root, "child.pid"), []byte(strconv.Itoa(helper.Process.Pid)), 0o600); err != nil {
+				os.Exit(1)
+			}
+		}
+		go func() {
+			for {
+				if _, err := os.Stat(filepath.Join(root, "crash")); err == nil {
+					_ = os.Remove(filepath.Join(root, "crash"))
+					os.Exit(1)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}()
+		cfg := csitest.DefaultMemConfig()
+		cfg.MountRoot = filepath.Join(root, "backing")
+		os.Exit(serveMem(cfg, func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			return h(ctx, req)
+		}))
 	case "exits":
 		// A plugin that exits 0 at once, every time.
 		os.Exit(0)

@@ -201,7 +201,16 @@ func (r *runner) loop(ctx context.Context) {
 				lastGood = a.now()
 				continue
 			}
-			a.stopLeftBy(id, r.proc)
+			// What it left outside its group may serve its mounts (a FUSE daemon in a session
+			// of its own): stopped only while the plugin has none, counted under the publish
+			// lock, as at a clean stop and a restart past the health timeout.
+			if why, _, release := r.mountsHeld(ctx); why == "" {
+				a.stopLeftBy(id, r.proc)
+				release()
+			} else if left := leftBy(r.proc.instance, false); len(left) > 0 {
+				a.log.Warn(fmt.Sprintf("plugin %q exited, leaving processes outside its process group; not stopping them: %s, which they may serve", id, why),
+					"plugin", id, "pids", left)
+			}
 			wait := bo.Next()
 			msg := fmt.Sprintf("plugin %q exited (%s): restarting it in %s", id, r.proc.exitStatus(), wait)
 			a.log.Warn(msg, "plugin", id, "pid", r.proc.pid)

@@ -334,3 +334,37 @@ func TestAgentKeepsAPluginWhoseExecChangesUnderMounts(t *testing.T) {
 	}
 	stopThenGone(t, stop, pid, "the plugin, released,")
 }
+
+// A plugin that crashes while it has mounts is restarted, and what it left running outside its
+// process group stays: such a process (a FUSE daemon in a session of its own, carrying the
+// plugin's instance) may be what serves the mounts, and stopping it takes them from the allocs
+// that use them, which the rule never to stop a plugin under mounts forbids at the clean stop and
+// at the restart past the health timeout alike (stopIfUnmounted, mountsHeld). The restart after
+// an exit stopped it, mounts or not.
+func TestAgentRestartAfterACrashUnderMountsLeavesWhatThePluginLeft(t *testing.T) {
+	f := newFixture(t)
+	f.mountsForReal()
+	f.register(f.execPlugin("fuse", "mounts-with-helper"))
+	stop := f.startAgent(testSettings)
+	waitFor(t, "the plugin to be healthy", func() bool { return f.plugin("fuse").Healthy })
+	helper := f.childPid("fuse")
+	caps := []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+	if _, err := f.e.CreateVolume(f.ctx, spec.Volume{ID: "db", Name: "db", PluginID: "fuse", Capabilities: caps}); err != nil {
+		t.Fatal(err)
+	}
+	f.claimAsCommand()
+	first := f.pid("fuse")
+	if err := os.WriteFile(filepath.Join(f.dir, "hostpath-fuse", "crash"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the plugin to crash and be started again", func() bool {
+		p := f.pid("fuse")
+		return len(f.events("plugin-exit")) > 0 && p != 0 && p != first && alive(p)
+	})
+	if !alive(helper) {
+		t.Errorf("the crashed plugin's helper (pid %d), outside its group, was stopped at its restart while the plugin has mounts:\n%s", helper, f.logs.String())
+	}
+	if err := stop(); err != nil { // the mounts stay; the fixture's clean-up undoes them
+		t.Fatal(err)
+	}
+}

@@ -259,7 +259,8 @@ func newCmdVolumeSnapshotDelete(f *Factory, runF func(*SnapshotDeleteOptions) er
 
 A snapshot the plugin does not know counts as deleted. A plugin with LIST_SNAPSHOTS that
 answers OK is asked for the snapshot (ListSnapshots): while it still lists it (deleting it in
-the background), volctl keeps its record and the command fails saying so; run it again later.
+the background), volctl keeps its record and the command fails saying so; run it again later,
+with the snapshot ID the error names (a pending snapshot's NAME no longer finds it).
 If that listing fails, the record is forgotten and a warning says it could not be checked.
 A snapshot listed as pending (its
 creation was cut short) is named by its NAME: volctl asks the plugin for it again under that

@@ -350,3 +350,35 @@ func TestPluginRestartedBehindAHeldSocketIsFingerprintedAgainOnceTouched(t *test
 		t.Errorf("stored capabilities after registering again = %v; want LIST_SNAPSHOTS back", caps)
 	}
 }
+
+// A pending snapshot (its create's answer lost) is deleted by its NAME, the only handle it has:
+// the delete learns its ID, records it, and the plugin answers DeleteSnapshot OK while it still
+// lists it, so the record is kept. The error's way out must work as written: the record is the
+// ID's now, and the name no longer finds it (the delete again by NAME sends DeleteSnapshot for a
+// snapshot ID nobody has, whose NOT_FOUND reads as deleted, and leaves the record), so it must
+// name the command with the ID, which then forgets it.
+func TestDeletePendingSnapshotStillListedSaysHowToFinish(t *testing.T) {
+	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.DeleteLater, c.SnapshotIDPrefix = true, "snap-" })
+	h.faults.Inject(csi.RPCCreateSnapshot, csitest.Fault{Lost: true})
+	if _, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil); err == nil {
+		t.Fatal("snapshot succeeded with every answer lost")
+	}
+	h.faults.Clear(csi.RPCCreateSnapshot)
+	err := h.e.DeleteSnapshot(h.ctx, "mem", "s1", nil)
+	snaps := h.mem.Snapshots()
+	if err == nil || len(snaps) != 1 {
+		t.Fatalf("delete by name of a pending snapshot the plugin still lists: %v (plugin holds %+v); want it kept", err, snaps)
+	}
+	id := snaps[0].ID
+	want := "`volctl volume snapshot delete mem " + id + "`"
+	if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `its name "s1"`) {
+		t.Fatalf("delete: %v\nwant the way out named with the snapshot's ID, %s, saying its name no longer finds it", err, want)
+	}
+	h.mem.Reconfigure(func(c *csitest.MemConfig) { c.DeleteLater = false })
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", id, nil); err != nil {
+		t.Fatalf("the way out, %s: %v", want, err)
+	}
+	if h.recordedSnapshot(id) || len(h.mem.Snapshots()) != 0 {
+		t.Errorf("after %s: recorded %v, plugin holds %+v", want, h.recordedSnapshot(id), h.mem.Snapshots())
+	}
+}

@@ -330,6 +330,7 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	if err != nil {
 		return fail(err)
 	}
+	named := "" // the NAME a pending snapshot was named by, once its ID is learnt
 	if pending {
 		if rec, err = e.finishPendingForDelete(ctx, intent); err != nil || rec.SnapshotID == "" {
 			if err != nil {
@@ -337,7 +338,7 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 			}
 			return nil
 		}
-		recorded, snapshotID = true, rec.SnapshotID
+		recorded, named, snapshotID = true, snapshotID, rec.SnapshotID
 	}
 	c, err := e.snapshotConn(ctx, pluginID, rec.Reach)
 	if err != nil {
@@ -371,7 +372,13 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		err := stillListed(pluginID, csi.RPCDeleteSnapshot, "snapshot", snapshotID)
 		e.event(ctx, &store.Event{Kind: "snapshot-delete", VolumeID: rec.SourceVolumeID, PluginID: pluginID, RPC: csi.RPCListSnapshots,
 			Message: "delete not finished, snapshot kept: " + err.Error()})
-		return fail(fmt.Errorf("%w (the snapshot stays recorded: running the delete again sends DeleteSnapshot again and forgets it once the plugin answers NOT_FOUND or no longer lists it)", err))
+		// The way out names the ID: the record is the ID's, and a NAME that found the snapshot
+		// pending finds nothing now (a delete by it is of a snapshot ID nobody has).
+		again := fmt.Sprintf("`volctl volume snapshot delete %s %s`", pluginID, snapshotID)
+		if named != "" {
+			again += fmt.Sprintf(" (by its ID: its name %q found it only while it was pending)", named)
+		}
+		return fail(fmt.Errorf("%w (the snapshot stays recorded: %s sends DeleteSnapshot again and forgets it once the plugin answers NOT_FOUND or no longer lists it)", err, again))
 	}
 	note := e.uncheckedNote(unchecked, pluginID, csi.RPCDeleteSnapshot, "snapshot", snapshotID)
 	err = e.store.Update(ctx, func(tx *store.Tx) error {

@@ -89,6 +89,9 @@ type MemConfig struct {
 	// were asked to delete, until a test turns it off (Reconfigure) and the next delete
 	// deletes: a plugin that deletes in the background, or says it deleted and did not.
 	DeleteLater bool
+	// SnapshotIDPrefix is put before a snapshot's name to make its ID (none: the ID is the
+	// name), as plugins whose IDs are not the names asked for do.
+	SnapshotIDPrefix string
 }
 
 // DefaultMemConfig returns a monolith with the controller (create/delete, publish, list,
@@ -891,7 +894,7 @@ func (s *memServer) CreateSnapshot(ctx context.Context, req *csipb.CreateSnapsho
 	if snap, ok := m.snapshots[m.snapshotAs]; ok {
 		return &csipb.CreateSnapshotResponse{Snapshot: snapshotToCSI(snap)}, nil
 	}
-	if snap, ok := m.snapshots[req.GetName()]; ok {
+	if snap, ok := m.snapshots[m.cfg.SnapshotIDPrefix+req.GetName()]; ok {
 		if snap.SourceVolumeID != req.GetSourceVolumeId() {
 			return nil, errorf(codes.AlreadyExists, "snapshot %q exists for volume %q", req.GetName(), snap.SourceVolumeID)
 		}
@@ -901,9 +904,10 @@ func (s *memServer) CreateSnapshot(ctx context.Context, req *csipb.CreateSnapsho
 	if !ok {
 		return nil, errorf(codes.NotFound, "source volume %q does not exist", req.GetSourceVolumeId())
 	}
-	// The snapshot's ID is its name, which keeps CreateSnapshot idempotent by name.
+	// The snapshot's ID is its name (after SnapshotIDPrefix), which keeps CreateSnapshot
+	// idempotent by name.
 	snap := &csi.Snapshot{
-		ID:             req.GetName(),
+		ID:             m.cfg.SnapshotIDPrefix + req.GetName(),
 		SourceVolumeID: v.vol.ID,
 		SizeBytes:      v.vol.CapacityBytes,
 		CreatedAt:      time.Now().UTC().Truncate(time.Microsecond),
