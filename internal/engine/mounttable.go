@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/moby/sys/mountinfo"
 )
@@ -29,8 +30,44 @@ type MountPoint struct {
 	ReadOnly bool
 }
 
+// tableMounts is a MountTable that can also answer Mounted from the kernel's table alone,
+// asking nothing of the file system mounted there. Reconcile (and a claim asked again) check a
+// target that was mounted long ago so (mountedByTable): statfs of a mount whose server is gone
+// (a hard NFS mount) blocks, for good, and the pass with it, holding the volume's lock. A
+// target just published is asked with Mounted, which also tells a bind of the bare staging
+// directory apart.
+type tableMounts interface {
+	// MountedInTable is Mounted read from the mount table: path (as the table spells it,
+	// symlinks resolved) is a mount point when the table lists a mount there, read-only when
+	// the topmost one is, by its own flags or its file system's.
+	MountedInTable(path string) (MountPoint, error)
+}
+
 // kernelMounts reads the kernel's mount table (/proc/self/mountinfo).
 type kernelMounts struct{}
+
+func (kernelMounts) MountedInTable(path string) (MountPoint, error) {
+	path = filepath.Clean(path)
+	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) { return m.Mountpoint != path, false })
+	if err != nil {
+		return MountPoint{}, fmt.Errorf("read mount table: %w", err)
+	}
+	if len(mounts) == 0 {
+		return MountPoint{}, nil
+	}
+	top := mounts[len(mounts)-1] // mounts stacked on one path are listed in the order made
+	return MountPoint{Mounted: true, ReadOnly: hasOption(top.Options, "ro") || hasOption(top.VFSOptions, "ro")}, nil
+}
+
+// hasOption reports whether the comma-separated mount options opts hold opt.
+func hasOption(opts, opt string) bool {
+	for o := range strings.SplitSeq(opts, ",") {
+		if o == opt {
+			return true
+		}
+	}
+	return false
+}
 
 func (kernelMounts) MountsUnder(dir string) (map[string]bool, error) {
 	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(filepath.Clean(dir)))

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -381,4 +382,54 @@ func TestDeletePendingSnapshotStillListedSaysHowToFinish(t *testing.T) {
 	if h.recordedSnapshot(id) || len(h.mem.Snapshots()) != 0 {
 		t.Errorf("after %s: recorded %v, plugin holds %+v", want, h.recordedSnapshot(id), h.mem.Snapshots())
 	}
+}
+
+// askedMounts is the kernel's mount table, noting the paths Mounted, which opens and statfs's
+// them, is asked about.
+type askedMounts struct {
+	kernelMounts
+	mu    sync.Mutex
+	asked []string
+}
+
+func (a *askedMounts) Mounted(root, path string) (MountPoint, error) {
+	a.mu.Lock()
+	a.asked = append(a.asked, path)
+	a.mu.Unlock()
+	return a.kernelMounts.Mounted(root, path)
+}
+
+// A read claim's mount, made long ago, is checked read-only from the mount table, not by
+// statfs of its file system: on a hard NFS mount whose server is gone statfs blocks for good,
+// and reconcile (the agent's, every minute) with it, holding the volume's lock, so that no
+// release of the volume could run either. So is a claim asked again. Real mounts, as root.
+func TestReadClaimCheckedWritableFromTheMountTableAlone(t *testing.T) {
+	h := kernelHarness(t, nil)
+	h.create(volume("v", capab(spec.MultiNodeSingleWriter)))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "w"})
+	r := h.claim(ClaimRequest{VolumeID: "v", Alloc: "r", ReadOnly: true})
+	if err := unix.Mount("", r.TargetPath, "", unix.MS_REMOUNT|unix.MS_BIND, ""); err != nil {
+		t.Fatalf("remount %s read-write: %v", r.TargetPath, err)
+	}
+	asked := &askedMounts{}
+	h.open(Config{Mounts: asked})
+	rep, _ := h.e.Reconcile(h.ctx) // its error says problems remain
+	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, "mounted read-write at "+r.TargetPath) {
+		t.Fatalf("reconcile problems = %+v; want read claim r reported mounted read-write", rep.Problems)
+	}
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "r", ReadOnly: true})
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "mounted read-write at "+r.TargetPath) {
+		t.Fatalf("claim again = %v; want a conflict saying r is mounted read-write", err)
+	}
+	if len(asked.asked) > 0 {
+		t.Errorf("reconcile and the claim asked the file system mounted at %q (open, statx, statfs), which a gone server would hang; want the mount table's word only", asked.asked)
+	}
+	if err := unix.Mount("", r.TargetPath, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+		t.Fatalf("remount %s read-only: %v", r.TargetPath, err)
+	}
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("reconcile of the read-only mount = %+v, %v; want no problem", rep.Problems, err)
+	}
+	h.release("v", "r")
+	h.release("v", "w")
 }

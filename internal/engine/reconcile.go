@@ -618,15 +618,15 @@ func (w *writableRead) Error() string {
 
 // readClaimWritable applies the rule that a read claim's file system target is a read-only
 // mount (checkTarget's, at publish) to a claim published and still mounted, which a volctl
-// from before that rule may have published read-write: statfs of the target, as checkTarget
-// asks it (MountTable.Mounted). Such a claim is not re-published nor remounted: either would
+// from before that rule may have published read-write: the mount table's word for the
+// target (mountedByTable), never statfs of a file system that may hang. Such a claim is not re-published nor remounted: either would
 // pull or change the mount under an alloc that may be running. It is a *writableRead, which
 // reconcile reports as a problem each pass until the claim is released.
 func (e *Engine) readClaimWritable(cl store.Claim) error {
 	if cl.Mode != store.ClaimRead || cl.AttachmentMode != spec.FileSystem {
 		return nil
 	}
-	mp, err := e.cfg.Mounts.Mounted(e.cfg.StateDir, e.realPath(cl.TargetPath))
+	mp, err := e.mountedByTable(cl.TargetPath)
 	switch {
 	case err != nil:
 		return fmt.Errorf("checking that read claim %q for alloc %q is mounted read-only at %s: %w", cl.VolumeID, cl.Alloc, cl.TargetPath, err)
@@ -634,6 +634,16 @@ func (e *Engine) readClaimWritable(cl store.Claim) error {
 		return &writableRead{cl: cl}
 	}
 	return nil
+}
+
+// mountedByTable is MountTable.Mounted of a target, from the mount table alone when the table
+// can answer so (tableMounts: the kernel's): a mount made long ago may be on a file system
+// whose server is gone, where statfs would block the caller, which holds the volume's lock.
+func (e *Engine) mountedByTable(target string) (MountPoint, error) {
+	if t, ok := e.cfg.Mounts.(tableMounts); ok {
+		return t.MountedInTable(e.realPath(target))
+	}
+	return e.cfg.Mounts.Mounted(e.cfg.StateDir, e.realPath(target))
 }
 
 // stillPublished reads a claim the pass listed as published again, with its volume, under the
