@@ -344,6 +344,24 @@ func firstIn(expr hcl.Expression, match func(hclsyntax.Node) (hcl.Range, bool)) 
 	if !ok {
 		return hcl.Range{}, false
 	}
+	// Most values are a literal or a quoted string without interpolation: ask match about them
+	// in the order VisitAll would, without its walker (every attribute is asked this twice).
+	switch t := e.(type) {
+	case *hclsyntax.LiteralValueExpr:
+		return match(t)
+	case *hclsyntax.TemplateExpr:
+		if literalParts(t) {
+			if r, ok := match(t); ok {
+				return r, true
+			}
+			for _, p := range t.Parts {
+				if r, ok := match(p); ok {
+					return r, true
+				}
+			}
+			return hcl.Range{}, false
+		}
+	}
 	var found *hcl.Range
 	hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
 		if found == nil {
@@ -357,6 +375,17 @@ func firstIn(expr hcl.Expression, match func(hclsyntax.Node) (hcl.Range, bool)) 
 		return hcl.Range{}, false
 	}
 	return *found, true
+}
+
+// literalParts reports whether every part of a template is a literal: a quoted string
+// without interpolation, whose only nodes are the template and its parts.
+func literalParts(t *hclsyntax.TemplateExpr) bool {
+	for _, p := range t.Parts {
+		if _, lit := p.(*hclsyntax.LiteralValueExpr); !lit {
+			return false
+		}
+	}
+	return true
 }
 
 // str decodes a string attribute. Numbers and bools are accepted and converted, as Nomad's
