@@ -21,9 +21,7 @@ import (
 // a conflict naming the target and the way out, and leaves the mount and the claim as they are.
 func TestClaimAgainOfAReadClaimMountedReadWriteSaysSo(t *testing.T) {
 	h := newHarness(t, nil)
-	h.create(volume("v", capab(spec.MultiNodeSingleWriter)))
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "w"})
-	r := h.claim(ClaimRequest{VolumeID: "v", Alloc: "r", ReadOnly: true})
+	r := writerAndReader(h)
 	h.mounts.mountReadWrite(r.TargetPath)
 	h.mem.ResetCalls()
 	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "r", ReadOnly: true})

@@ -218,15 +218,13 @@ func (h *harness) createSnapshotAnsweredWith(id string, want ...string) {
 }
 
 // A read claim published read-write (by a volctl from before a read claim's target had to be
-// a read-only mount) and still mounted: reconcile finds it by the target's statfs and reports
+// a read-only mount) and still mounted: reconcile finds it in the mount table and reports
 // it, naming the claim, the target and the way out, every pass until the claim is released; it
 // neither unpublishes nor re-publishes it (that would pull the mount from under a running
 // alloc), and the claim stays held. A writer's read-write target is no problem.
 func TestReconcileReportsAReadClaimMountedReadWrite(t *testing.T) {
 	h := newHarness(t, nil)
-	h.create(volume("v", capab(spec.MultiNodeSingleWriter)))
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "w"})
-	r := h.claim(ClaimRequest{VolumeID: "v", Alloc: "r", ReadOnly: true})
+	r := writerAndReader(h)
 	h.mounts.mountReadWrite(r.TargetPath)
 	h.mem.ResetCalls()
 	for pass := 1; pass <= 2; pass++ {
@@ -254,12 +252,8 @@ func TestReconcileReportsAReadClaimMountedReadWrite(t *testing.T) {
 // mounted, writable, for the alloc. Real mounts, as root.
 func TestReconcileReportsAReadClaimMountedReadWriteOnKernelMounts(t *testing.T) {
 	h := kernelHarness(t, nil)
-	h.create(volume("v", capab(spec.MultiNodeSingleWriter)))
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "w"})
-	r := h.claim(ClaimRequest{VolumeID: "v", Alloc: "r", ReadOnly: true})
-	if err := unix.Mount("", r.TargetPath, "", unix.MS_REMOUNT|unix.MS_BIND, ""); err != nil {
-		t.Fatalf("remount %s read-write: %v", r.TargetPath, err)
-	}
+	r := writerAndReader(h)
+	remount(t, r.TargetPath, 0)
 	h.mem.ResetCalls()
 	rep, _ := h.e.Reconcile(h.ctx) // its error says problems remain
 	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, "mounted read-write at "+r.TargetPath) {
@@ -405,12 +399,8 @@ func (a *askedMounts) Mounted(root, path string) (MountPoint, error) {
 // release of the volume could run either. So is a claim asked again. Real mounts, as root.
 func TestReadClaimCheckedWritableFromTheMountTableAlone(t *testing.T) {
 	h := kernelHarness(t, nil)
-	h.create(volume("v", capab(spec.MultiNodeSingleWriter)))
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "w"})
-	r := h.claim(ClaimRequest{VolumeID: "v", Alloc: "r", ReadOnly: true})
-	if err := unix.Mount("", r.TargetPath, "", unix.MS_REMOUNT|unix.MS_BIND, ""); err != nil {
-		t.Fatalf("remount %s read-write: %v", r.TargetPath, err)
-	}
+	r := writerAndReader(h)
+	remount(t, r.TargetPath, 0)
 	asked := &askedMounts{}
 	h.open(Config{Mounts: asked})
 	rep, _ := h.e.Reconcile(h.ctx) // its error says problems remain
@@ -424,12 +414,27 @@ func TestReadClaimCheckedWritableFromTheMountTableAlone(t *testing.T) {
 	if len(asked.asked) > 0 {
 		t.Errorf("reconcile and the claim asked the file system mounted at %q (open, statx, statfs), which a gone server would hang; want the mount table's word only", asked.asked)
 	}
-	if err := unix.Mount("", r.TargetPath, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
-		t.Fatalf("remount %s read-only: %v", r.TargetPath, err)
-	}
+	remount(t, r.TargetPath, unix.MS_RDONLY)
 	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("reconcile of the read-only mount = %+v, %v; want no problem", rep.Problems, err)
 	}
 	h.release("v", "r")
 	h.release("v", "w")
+}
+
+// writerAndReader makes volume v (multi-node-single-writer) and claims it for a writer, alloc
+// w, and a reader, alloc r, whose claim it returns.
+func writerAndReader(h *harness) ClaimInfo {
+	h.t.Helper()
+	h.create(volume("v", capab(spec.MultiNodeSingleWriter)))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "w"})
+	return h.claim(ClaimRequest{VolumeID: "v", Alloc: "r", ReadOnly: true})
+}
+
+// remount remounts the bind mount at target with flags (0: read-write; unix.MS_RDONLY).
+func remount(t *testing.T, target string, flags uintptr) {
+	t.Helper()
+	if err := unix.Mount("", target, "", unix.MS_REMOUNT|unix.MS_BIND|flags, ""); err != nil {
+		t.Fatalf("remount %s (flags %#x): %v", target, flags, err)
+	}
 }
