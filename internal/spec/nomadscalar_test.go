@@ -80,11 +80,7 @@ func TestWholeNumberBeyondInt64IsRefused(t *testing.T) {
 		"id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\nparameters {\n  big = -12345678901234567890\n}\n",
 	} {
 		_, diags := ParseVolume("v.hcl", []byte(src), VerbAny)
-		found := false
-		for _, d := range diags {
-			found = found || strings.Contains(d.Detail, "write it as a string")
-		}
-		if !found {
+		if !hasDiag(diags, hcl.DiagInvalid, "write it as a string") {
 			t.Errorf("%s: %v, want an error saying to quote it", src, diags)
 		}
 	}
@@ -120,11 +116,7 @@ func TestLeadingZeroIsOctalAsNomadReadsIt(t *testing.T) {
 
 		src = head + form.extra + "parameters {\n  mode = 0789\n}\n"
 		_, diags = ParseVolume("v.hcl", []byte(src), VerbAny)
-		refused := false
-		for _, d := range diags {
-			refused = refused || d.Severity == hcl.DiagError && strings.Contains(d.Detail, "octal") && strings.Contains(d.Detail, "in quotes")
-		}
-		if !refused {
+		if !hasDiag(diags, hcl.DiagError, "octal", "in quotes") {
 			t.Errorf("%s: 0789 (not octal: Nomad refuses the file): %v; want it refused, saying why and how to write it", form.name, diags)
 		}
 	}
@@ -275,11 +267,7 @@ func TestMountOptionNumbersNomadRefusesAreRefused(t *testing.T) {
 		{"capacity_min = 0x10\n", `write 16 (bytes)`},
 	} {
 		_, diags := ParseVolume("v.hcl", []byte(head+c.extra), VerbAny)
-		found := false
-		for _, d := range diags {
-			found = found || d.Severity == hcl.DiagError && strings.Contains(d.Detail, c.want)
-		}
-		if !found {
+		if !hasDiag(diags, hcl.DiagError, c.want) {
 			t.Errorf("%q: %v, want an error saying %q", c.extra, diags, c.want)
 		}
 	}
@@ -454,4 +442,22 @@ func TestVolumeTypeInAnyCase(t *testing.T) {
 	if _, diags = ParseVolume("v.hcl", []byte(strings.Replace(dbEBSWriter, `"csi"`, `"cſi"`, 1)), VerbAny); !diags.HasErrors() {
 		t.Errorf("type = \"cſi\" read")
 	}
+}
+
+// hasDiag reports whether diags hold one of severity sev (hcl.DiagInvalid: any) whose detail
+// says every one of words.
+func hasDiag(diags hcl.Diagnostics, sev hcl.DiagnosticSeverity, words ...string) bool {
+	for _, d := range diags {
+		if sev != hcl.DiagInvalid && d.Severity != sev {
+			continue
+		}
+		all := true
+		for _, w := range words {
+			all = all && strings.Contains(d.Detail, w)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
