@@ -315,6 +315,8 @@ func pluginTimeouts(p store.Plugin, defaults csi.Timeouts) csi.Timeouts {
 // socket files' identity is stored with the fingerprint, so a new process connecting to the
 // same plugin instance reuses it without an RPC (reusableFingerprint).
 type conn struct {
+	// plugin is the row the connection was made for. It is never written after the conn is
+	// made: operations on other goroutines read it without a lock (its ID, its sockets).
 	plugin  store.Plugin
 	client  Plugin
 	fp      *csi.Fingerprint
@@ -331,6 +333,11 @@ type conn struct {
 	// user is done, not under an RPC another goroutine has in flight on it. Both under e.mu.
 	users   int
 	retired bool
+	// rowAt is the UpdatedAt of the plugin row the connection serves, under e.mu: the row it
+	// was made for, or the one a registration through it stored since (registerPlugin). A
+	// row changed otherwise (another process registered the plugin anew) gets a new conn, and
+	// so does a declaration not stored yet (zero: a registration dials afresh).
+	rowAt time.Time
 }
 
 // done gives back a connection connectPlugin handed out: the operation is finished with it.
@@ -438,7 +445,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 	ids := identify(pluginSockets(p)...)
 	e.mu.Lock()
 	c := e.conns[p.ID]
-	if c != nil && sameSockets(c.sockets, ids) && c.plugin.UpdatedAt.Equal(p.UpdatedAt) {
+	if c != nil && !p.UpdatedAt.IsZero() && sameSockets(c.sockets, ids) && c.rowAt.Equal(p.UpdatedAt) {
 		c.users++
 		e.mu.Unlock()
 		return c, nil
@@ -461,7 +468,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		// The plugin instance this process (or an earlier one) fingerprinted is still the one
 		// on the sockets: its fingerprint stands, passed checkIdentity when it was taken, and
 		// is in the store already. Dialling sent nothing: no RPC, no commit.
-		c = &conn{plugin: p, client: client, fp: fp, sockets: ids, timeouts: pluginTimeouts(p, e.cfg.Timeouts)}
+		c = &conn{plugin: p, client: client, fp: fp, sockets: ids, timeouts: pluginTimeouts(p, e.cfg.Timeouts), rowAt: p.UpdatedAt}
 		c.fpRecorded.Store(true)
 		return e.cache(c), nil
 	}
@@ -474,7 +481,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		_ = client.Close()
 		return nil, err
 	}
-	c = &conn{plugin: p, client: client, fp: fp, sockets: ids, timeouts: pluginTimeouts(p, e.cfg.Timeouts)}
+	c = &conn{plugin: p, client: client, fp: fp, sockets: ids, timeouts: pluginTimeouts(p, e.cfg.Timeouts), rowAt: p.UpdatedAt}
 	if record {
 		// The stored fingerprint is what status and the dashboard show, and what the next
 		// process reuses while the socket files are the ones recorded with it. It is committed
@@ -503,7 +510,7 @@ func (e *Engine) cache(c *conn) *conn {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if old := e.conns[c.plugin.ID]; old != nil {
-		if sameSockets(old.sockets, c.sockets) && old.plugin.UpdatedAt.Equal(c.plugin.UpdatedAt) {
+		if !c.rowAt.IsZero() && sameSockets(old.sockets, c.sockets) && old.rowAt.Equal(c.rowAt) {
 			_ = c.client.Close() // nobody has used it
 			old.users++
 			return old

@@ -89,8 +89,12 @@ func (e *Engine) registerPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo
 		return PluginInfo{}, fmt.Errorf("register plugin %q: %w", sp.ID, err)
 	}
 	if c != nil {
-		// The stored row changed (UpdatedAt), so refresh the cached conn's copy of it.
-		c.plugin = p
+		// The stored row changed (UpdatedAt): the connection, made for this very declaration,
+		// serves the stored row. Only its rowAt changes, under e.mu; its plugin row is read by
+		// other goroutines (the agent's probe, reconcile) without a lock, and is left as it is.
+		e.mu.Lock()
+		c.rowAt = p.UpdatedAt
+		e.mu.Unlock()
 	}
 	infos, err := e.pluginInfos(ctx, p.ID, nil)
 	if err != nil {

@@ -120,3 +120,50 @@ func TestPluginStatusDoesNotWaitToRecord(t *testing.T) {
 		t.Errorf("newest plugin event = %+v, want the change to healthy", evs)
 	}
 }
+
+// TestRegisteringAgainWhileProbedSharesTheConnection: the agent probes a plugin (PluginStatus)
+// on one goroutine while a registration of the same plugin runs on another, as when its
+// declaration changes under a running agent. The registration hands its new connection on to
+// whoever connects next with the row it stored, without writing to the connection the probes
+// read (under -race, writing its plugin row was a data race: CI saw it), and that connection is
+// the one the next probe uses, not one dialled again.
+func TestRegisteringAgainWhileProbedSharesTheConnection(t *testing.T) {
+	h := newHarness(t, nil)
+	stop := make(chan struct{})
+	probed := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				probed <- nil
+				return
+			default:
+			}
+			if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil {
+				probed <- err
+				return
+			}
+		}
+	}()
+	for range 30 {
+		h.registerPlugin("mem", h.socket)
+	}
+	close(stop)
+	if err := <-probed; err != nil {
+		t.Fatal(err)
+	}
+
+	h.registerPlugin("mem", h.socket)
+	h.e.mu.Lock()
+	registered := h.e.conns["mem"]
+	h.e.mu.Unlock()
+	if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil {
+		t.Fatal(err)
+	}
+	h.e.mu.Lock()
+	probedWith := h.e.conns["mem"]
+	h.e.mu.Unlock()
+	if registered == nil || probedWith != registered {
+		t.Errorf("the probe after a registration connected anew (%p, registered with %p): the registration's connection was not handed on", probedWith, registered)
+	}
+}
