@@ -305,7 +305,11 @@ func TestMessageOverGRPCLimitIsFinal(t *testing.T) {
 // (csi.IsTimeout), so the engine tells it from a DEADLINE_EXCEEDED the plugin returned itself
 // without recomputing the client's deadline.
 func TestTimeoutFlag(t *testing.T) {
-	h := newHarness(t, csitest.DefaultMemConfig(), withClientConfig(csi.Config{Timeouts: csi.Timeouts{Short: 20 * time.Millisecond, Long: 30 * time.Millisecond}}))
+	// Only the hung NodeStageVolume (a long RPC) is to run into the client's timeout. The short
+	// RPCs after it (NodeGetInfo, Probe) answer at once with the code the test injects, and their
+	// timeout is beyond anything load can reach: at 20 ms, a loaded machine timed NodeGetInfo out
+	// before the plugin's own DEADLINE_EXCEEDED came back, and the test read volctl's timeout.
+	h := newHarness(t, csitest.DefaultMemConfig(), withClientConfig(csi.Config{Timeouts: csi.Timeouts{Short: 30 * time.Second, Long: 30 * time.Millisecond}}))
 	h.faults.Hang(csi.RPCNodeStageVolume)
 	err := h.client.NodeStageVolume(context.Background(), csi.NodeStageVolumeRequest{VolumeID: "v", StagingPath: "/s", Capability: fsWriter})
 	if !csi.IsTimeout(err) {
