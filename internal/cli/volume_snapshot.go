@@ -261,7 +261,8 @@ A snapshot the plugin does not know counts as deleted. A plugin with LIST_SNAPSH
 answers OK is asked for the snapshot (ListSnapshots): while it still lists it (deleting it in
 the background), volctl keeps its record and the command fails saying so; run it again later,
 with the snapshot ID the error names (a pending snapshot's NAME no longer finds it).
-If that listing fails, the record is forgotten and a warning says it could not be checked.
+If that listing fails, or takes more than 30 s or 1,000 pages, the record is forgotten and a
+warning says it could not be checked.
 A snapshot listed as pending (its
 creation was cut short) is named by its NAME: volctl asks the plugin for it again under that
 name, the only way to learn its ID, and deletes it.

@@ -41,6 +41,9 @@ type Config struct {
 	Timeouts csi.Timeouts
 	// Now is the clock.
 	Now func() time.Time
+	// ListCheck bounds the time of the listing that checks a delete answered OK
+	// (deleteChecked); DefaultListCheck when zero.
+	ListCheck time.Duration
 	// ObserveRPC, when set, is called after every RPC the engine's plugin clients send, with the
 	// plugin's ID, the RPC's name, its gRPC code and its duration (csi.Config.Observe): the
 	// agent's metrics.
@@ -79,6 +82,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.ListCheck <= 0 {
+		c.ListCheck = DefaultListCheck
 	}
 	return c
 }

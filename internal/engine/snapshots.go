@@ -643,7 +643,7 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 		return nil, "cannot list snapshots (no LIST_SNAPSHOTS controller capability)"
 	}
 	err = e.withController(ctx, c, func(ctx context.Context) error {
-		return e.listPages(ctx, c, csi.RPCListSnapshots, func(ctx context.Context, token string) (string, bool, error) {
+		return e.listPages(ctx, c, csi.RPCListSnapshots, maxListPages, func(ctx context.Context, token string) (string, bool, error) {
 			page, err := c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{StartingToken: token, Secrets: secrets})
 			if err != nil {
 				return "", false, err
