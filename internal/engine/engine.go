@@ -495,7 +495,14 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		// identity (from before the loss: the plugin's socket is made anew after a reboot)
 		// makes the next connection fingerprint again; and every command that connects to a
 		// plugin is spared a wait for the disk.
+		// Only over the row this connection was made from: one registered again meanwhile by
+		// another process, for another driver or on other sockets, keeps its own fingerprint
+		// (which pins its driver), and this connection, to a driver the ID no longer names, is
+		// refused (pluginStillRegistered; TestVolumeCreateOvertakenByPluginReregisteredForAnotherDriver).
 		if err := e.store.UpdateProgress(ctx, func(tx *store.Tx) error {
+			if err := pluginStillRegistered(tx, c); err != nil {
+				return err
+			}
 			if err := e.noteCapabilityChange(tx, p.ID, fp); err != nil {
 				return err
 			}
