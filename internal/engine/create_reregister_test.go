@@ -3,13 +3,10 @@ package engine
 import (
 	"errors"
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -28,18 +25,7 @@ func TestVolumeCreateOvertakenByPluginReregisteredForAnotherDriver(t *testing.T)
 	for _, samePath := range []bool{false, true} {
 		t.Run(map[bool]string{false: "another socket", true: "another driver on the socket path"}[samePath], func(t *testing.T) {
 			h := newHarness(t, nil)
-			cfg := csitest.DefaultMemConfig()
-			cfg.Name, cfg.NodeID = "other.csi.volctl.test", "node-1"
-			otherFaults := csitest.NewFaults()
-			socket2, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)), csitest.WithFaults(otherFaults))
-			path := socket2
-			if samePath {
-				path = filepath.Join(t.TempDir(), "plugin.sock")
-				if err := os.Symlink(h.socket, path); err != nil {
-					t.Fatal(err)
-				}
-				h.registerPlugin("mem", path)
-			}
+			d := h.anotherDriver(samePath)
 			// The socket file changed since it was fingerprinted: the create's connection
 			// fingerprints again, and is held there.
 			if err := os.Chmod(h.socket, 0o700); err != nil {
@@ -51,48 +37,29 @@ func TestVolumeCreateOvertakenByPluginReregisteredForAnotherDriver(t *testing.T)
 			done := make(chan error, 1)
 			go func() { _, err := h.e.CreateVolume(h.ctx, volume("v")); done <- err }()
 			h.waitInFlight(gate, done)
-			if samePath {
-				if err := os.Remove(path); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Symlink(socket2, path); err != nil {
-					t.Fatal(err)
-				}
-			}
-			_, rerr := other.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: path})
+			rerr := d.reregister(h, other)
 			close(gate)
-			err := <-done
-			if rerr != nil {
-				t.Fatalf("register the plugin again, with no volume recorded yet: %v", rerr)
-			}
-			if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `plugin "mem" was registered again by another volctl meanwhile`) {
-				t.Errorf("create = %v, want a conflict saying plugin \"mem\" was registered again meanwhile", err)
-			}
-			if v, verr := h.e.Volume(h.ctx, "v"); verr == nil {
-				t.Errorf("volume v is recorded on plugin %q, now driver %q, which never created it: %+v", v.PluginID, cfg.Name, v)
-			}
-			if n, m := h.faults.Calls(csi.RPCCreateVolume), otherFaults.Calls(csi.RPCCreateVolume); n+m != 0 {
+			d.overtaken(h, "create", <-done, rerr)
+			if n, m := h.faults.Calls(csi.RPCCreateVolume), d.faults.Calls(csi.RPCCreateVolume); n+m != 0 {
 				t.Errorf("CreateVolume sent %d time(s) to the first driver, %d to the second", n, m)
 			}
 			p, perr := viewOne(h.ctx, other.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get("mem") })
-			if perr != nil || p.Fingerprint.Provider != cfg.Name {
+			if perr != nil || p.Fingerprint.Provider != d.name {
 				t.Errorf("plugin mem's stored driver after the create: %q, %v; want the driver registered meanwhile, %q, not the create's fingerprint written over it",
-					p.Fingerprint.Provider, perr, cfg.Name)
+					p.Fingerprint.Provider, perr, d.name)
 			}
 		})
 	}
 	t.Run("held in CreateVolume", func(t *testing.T) {
 		h := newHarness(t, nil)
-		cfg := csitest.DefaultMemConfig()
-		cfg.Name, cfg.NodeID = "other.csi.volctl.test", "node-1"
-		socket2, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+		d := h.anotherDriver(false)
 		other := h.otherProcess()
 		gate := make(chan struct{})
 		h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Gate: gate, Times: 1})
 		done := make(chan error, 1)
 		go func() { _, err := h.e.CreateVolume(h.ctx, volume("v")); done <- err }()
 		h.waitInFlight(gate, done)
-		_, rerr := other.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket2})
+		rerr := d.reregister(h, other)
 		close(gate)
 		if err := <-done; err != nil {
 			t.Fatalf("create: %v", err)

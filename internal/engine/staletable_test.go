@@ -3,7 +3,6 @@ package engine
 import (
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
@@ -30,18 +29,6 @@ func (m *hookedMounts) MountsUnder(dir string) (map[string]bool, error) {
 	return out, err
 }
 
-// passWith opens an engine, another process's, whose mount table is table.
-func (h *harness) passWith(table MountTable) *Engine {
-	h.t.Helper()
-	e, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: table,
-		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { e.Close() })
-	return e
-}
-
 // A reconcile pass after a reboot lists volume v staged (its staging lost) with a published
 // claim whose target is gone, then reads the mount table; meanwhile, after the table was read,
 // another process claims v for another alloc, staging it again (mounted after the pass's
@@ -55,7 +42,7 @@ func TestReconcileWithAStaleTableKeepsAStagingMadeAfterItWasRead(t *testing.T) {
 	h.faults.ResetCounts()
 	base := &republishedMounts{fakeMounts: h.mounts, mem: h.mem, since: len(h.mem.Calls())}
 	table := &hookedMounts{MountTable: base, stale: true, hook: func() { h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"}) }}
-	rep, err := h.passWith(table).Reconcile(h.ctx)
+	rep, err := h.processWith(table).Reconcile(h.ctx)
 	if err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("reconcile: %+v, %v; want no problem", rep.Problems, err)
 	}
@@ -82,7 +69,7 @@ func TestReconcileDoesNotReportAClaimMadeWhileItReadTheTableAsOrphans(t *testing
 	h.create(volume("w"))
 	base := &republishedMounts{fakeMounts: h.mounts, mem: h.mem, since: len(h.mem.Calls())}
 	table := &hookedMounts{MountTable: base, hook: func() { h.claim(ClaimRequest{VolumeID: "w", Alloc: "c"}) }}
-	rep, err := h.passWith(table).Reconcile(h.ctx)
+	rep, err := h.processWith(table).Reconcile(h.ctx)
 	if err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("reconcile: %+v, %v; want no problem (the mounts are claim c's, made meanwhile)", rep.Problems, err)
 	}
