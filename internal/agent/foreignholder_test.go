@@ -2,11 +2,7 @@ package agent
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -21,23 +17,7 @@ func TestForeignPluginWarningNamesTheProcessHoldingItsSocket(t *testing.T) {
 	sp := f.execPlugin("dm", "listens-then-daemonises")
 	root := sp.Exec.Env.Plain()[pluginRootEnv]
 	t.Cleanup(func() { killWithEnv(pluginRootEnv + "=" + root) })
-	if err := os.MkdirAll(filepath.Dir(sp.Socket), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(sp.Exec.Command, sp.Exec.Args...)
-	cmd.Env = pluginEnv(os.Environ(), sp)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	log, err := os.Create(filepath.Join(f.dir, "by-hand.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Run(); err != nil {
-		out, _ := os.ReadFile(log.Name())
-		t.Fatalf("the plugin's process: %v\n%s", err, out)
-	}
-	listener := cmd.Process.Pid // exited, reaped: SO_PEERCRED still names it
+	listener := f.runByHand(sp) // exited, reaped: SO_PEERCRED still names it
 	waitFor(t, "the daemon to serve the socket", func() bool { return socketsLive([]string{sp.Socket}) })
 	daemons := pidsWithEnv(pluginRootEnv + "=" + root)
 	if len(daemons) != 1 || daemons[0] == listener {
