@@ -46,6 +46,10 @@ type Fault struct {
 	// with next_token NextToken(the starting_token it was asked for) instead of the plugin's:
 	// a plugin whose paging repeats or never ends.
 	NextToken func(startingToken string) string
+	// FirstPage, when set, asks the plugin for its first page whatever starting_token the call
+	// carries: with NextToken giving a fresh token each time, a plugin whose paging never ends
+	// and never repeats (with Delay, one that pages slowly).
+	FirstPage bool
 	Times     int // how many calls it applies to; 0 means every call from now on
 }
 
@@ -357,7 +361,15 @@ func (f *Faults) apply(ctx context.Context, rpc string, req any, handler grpc.Un
 		}
 		return nil, status.Error(fault.Code, msg)
 	}
-	resp, err := handler(ctx, req)
+	asked := req
+	if in, ok := req.(proto.Message); ok && fault.FirstPage {
+		first := proto.Clone(in)
+		if from := first.ProtoReflect().Descriptor().Fields().ByName("starting_token"); from != nil {
+			first.ProtoReflect().Clear(from)
+		}
+		asked = first
+	}
+	resp, err := handler(ctx, asked)
 	if m, ok := resp.(proto.Message); ok && err == nil && fault.NextToken != nil {
 		setNextToken(req, m, fault.NextToken)
 	}
