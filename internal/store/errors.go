@@ -102,6 +102,18 @@ func sqliteCode(err error) int {
 	return 0
 }
 
+// notADatabase is what to do about a state database SQLite cannot read as one (SQLITE_NOTADB,
+// SQLITE_CORRUPT), for Open's error, whose words are SQLite's alone ("file is not a database
+// (26)"); "" for any other error.
+func notADatabase(err error) string {
+	switch sqliteCode(err) & 0xff {
+	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
+		return " (volctl cannot read it as its state: a damaged file, or another file put there. " +
+			"Move it aside with its -wal and -shm and restore a backup of the three (docs/architecture.md, Backups), or use another --state-dir)"
+	}
+	return ""
+}
+
 // isBusy reports whether err is SQLite's "try again later": SQLITE_BUSY or SQLITE_LOCKED, with
 // any extended code.
 func isBusy(err error) bool {
