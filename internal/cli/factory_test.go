@@ -121,7 +121,8 @@ func TestEngineStateDirErrors(t *testing.T) {
 		{"dangling symlink", func(t *testing.T, tmp string) (string, string) {
 			dir := filepath.Join(tmp, "state")
 			symlink(t, filepath.Join(tmp, "gone"), dir)
-			return dir, mkdirFailed + dir + ": file exists"
+			return dir, mkdirFailed + dir + ": file exists (it is a symlink to " + filepath.Join(tmp, "gone") +
+				", which does not exist: create that directory, or remove the symlink and volctl makes the state dir there)"
 		}},
 		{"symlink to a file", func(t *testing.T, tmp string) (string, string) {
 			target := filepath.Join(tmp, "file")
@@ -133,7 +134,7 @@ func TestEngineStateDirErrors(t *testing.T) {
 		{"symlink loop", func(t *testing.T, tmp string) (string, string) {
 			dir := filepath.Join(tmp, "state")
 			symlink(t, "state", dir)
-			return dir, mkdirFailed + dir + ": file exists"
+			return dir, mkdirFailed + dir + ": file exists (it is a symlink to state, a loop of symlinks that never reaches a directory: remove or fix the symlink)"
 		}},
 		{"database is a directory", func(t *testing.T, tmp string) (string, string) {
 			dir := filepath.Join(tmp, "state")
