@@ -211,13 +211,16 @@ func printDone(w io.Writer, line, format string, args ...any) error {
 	return afterDone(err, format, args...)
 }
 
-// escapeLines is s with every control character but the newlines between its lines shown as
-// display.Escape shows it: for messages of more than one line (an error joining several) that
-// word data from outside volctl.
+// escapeLines is s with every control character but the newlines between its lines, and the
+// tabs that indent a line, shown as display.Escape shows it: for messages of more than one
+// line (an error joining several) that word data from outside volctl. An indenting tab moves
+// the cursor only, and cobra's "Did you mean this?" indents each suggestion with one, which
+// escaped read "\tvolume".
 func escapeLines(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = display.Escape(l)
+		text := strings.TrimLeft(l, "\t")
+		lines[i] = l[:len(l)-len(text)] + display.Escape(text)
 	}
 	return strings.Join(lines, "\n")
 }
