@@ -74,6 +74,10 @@ func TestDiskFullRecordsNothingAndRecovers(t *testing.T) {
 	if want := "state " + s.Path() + ": "; !strings.Contains(failed.Error(), want) || !strings.Contains(failed.Error(), "disk is full") {
 		t.Errorf("write on a full disk: err = %q, want it to name %s and say the disk is full", failed, s.Path())
 	}
+	// And what to do, not SQLite's words alone.
+	if want := "free space there, then run the command again"; !strings.Contains(failed.Error(), want) {
+		t.Errorf("write on a full disk: err = %q, want it to say what to do: %q", failed, want)
+	}
 	// A reader still reads, and sees exactly what committed.
 	list := func() []string {
 		t.Helper()

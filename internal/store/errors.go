@@ -114,6 +114,20 @@ func notADatabase(err error) string {
 	return ""
 }
 
+// diskFull is err, a write's, saying what to do when SQLite found the state's file system full
+// (SQLITE_FULL), whose words alone are "database or disk is full (13)"; it names the database
+// when err does not. Nothing of the transaction was written. Any other err is returned as it is.
+func (s *Store) diskFull(err error) error {
+	if sqliteCode(err)&0xff != sqlite3.SQLITE_FULL {
+		return err
+	}
+	if !strings.Contains(err.Error(), s.path) {
+		err = fmt.Errorf("state %s: %w", s.path, err)
+	}
+	return fmt.Errorf("%w (the file system holding the state dir is full, and this change was not recorded: "+
+		"free space there, then run the command again; `volctl reconcile` finishes anything an earlier step left half-done)", err)
+}
+
 // isBusy reports whether err is SQLite's "try again later": SQLITE_BUSY or SQLITE_LOCKED, with
 // any extended code.
 func isBusy(err error) bool {

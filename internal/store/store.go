@@ -611,13 +611,13 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn 
 		}
 	}
 	if err := fn(tx); err != nil {
-		return err
+		return s.diskFull(err)
 	}
 	if err := s.retry(ctx, func() error {
 		_, err := tx.exec("COMMIT")
 		return err
 	}); err != nil {
-		return fmt.Errorf("state %s: commit: %w", s.path, mapBusy(err))
+		return s.diskFull(fmt.Errorf("state %s: commit: %w", s.path, mapBusy(err)))
 	}
 	done = true
 	s.commits[kind].Add(1)
