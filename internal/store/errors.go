@@ -102,16 +102,19 @@ func sqliteCode(err error) int {
 	return 0
 }
 
-// notADatabase is what to do about a state database SQLite cannot read as one (SQLITE_NOTADB,
-// SQLITE_CORRUPT), for Open's error, whose words are SQLite's alone ("file is not a database
-// (26)"); "" for any other error.
-func notADatabase(err error) string {
+// openFailed is Open's error err, saying what to do when SQLite could not read the database
+// as one (SQLITE_NOTADB, SQLITE_CORRUPT) or found its file system full (SQLITE_FULL), whose
+// words alone are "file is not a database (26)", "database or disk is full (13)". Any other
+// err is returned as it is.
+func openFailed(err error) error {
 	switch sqliteCode(err) & 0xff {
 	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
-		return " (volctl cannot read it as its state: a damaged file, or another file put there. " +
-			"Move it aside with its -wal and -shm and restore a backup of the three (docs/architecture.md, Backups), or use another --state-dir)"
+		return fmt.Errorf("%w (volctl cannot read it as its state: a damaged file, or another file put there. "+
+			"Move it aside with its -wal and -shm and restore a backup of the three (docs/architecture.md, Backups), or use another --state-dir)", err)
+	case sqlite3.SQLITE_FULL:
+		return fmt.Errorf("%w (the file system holding the state dir is full: free space there, then run the command again)", err)
 	}
-	return ""
+	return err
 }
 
 // diskFull is err, a write's, saying what to do when SQLite found the state's file system full

@@ -167,7 +167,7 @@ func (s *Store) migrateTo(ctx context.Context, target int) error {
 func (s *Store) readVersion(ctx context.Context) (version, appID int, err error) {
 	c, err := s.w.get(ctx, s.busyTimeout)
 	if err != nil {
-		return 0, 0, fmt.Errorf("open state %s: %w%s", s.path, mapBusy(err), notADatabase(err))
+		return 0, 0, fmt.Errorf("open state %s: %w", s.path, mapBusy(err))
 	}
 	// The version alone here: outside a transaction, a schema read after it may already see
 	// the tables of another volctl migrating the new file at this moment, whose version this
@@ -178,7 +178,7 @@ func (s *Store) readVersion(ctx context.Context) (version, appID int, err error)
 	})
 	s.w.put(c)
 	if err != nil {
-		return 0, 0, fmt.Errorf("open state %s: read schema version: %w%s", s.path, mapBusy(err), notADatabase(err))
+		return 0, 0, fmt.Errorf("open state %s: read schema version: %w", s.path, mapBusy(err))
 	}
 	return version, appID, nil
 }

@@ -204,7 +204,7 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	if err := s.migrateTo(ctx, target); err != nil {
 		s.w.close()
 		lock.Close()
-		return nil, inDir(abs, err)
+		return nil, inDir(abs, openFailed(err))
 	}
 	// SQLite creates -wal and -shm with the database's mode, but only while that mode survives
 	// the umask intact; make sure neither is readable by others whatever the umask was.
