@@ -156,7 +156,7 @@ func TestEngineStateDirErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			return dir, "open state " + db + ": file is not a database (26) (volctl cannot read it as its state: a damaged file, or another file put there. " +
-				"Move it aside with its -wal and -shm and restore a backup of the three (docs/architecture.md, Backups), or use another --state-dir)"
+				"Move it aside with its -wal and -shm and restore a backup of the three (see Backups in docs/architecture.md), or use another --state-dir)"
 		}},
 		{"lock dir is a file", func(t *testing.T, tmp string) (string, string) {
 			dir := filepath.Join(tmp, "state")

@@ -110,7 +110,7 @@ func openFailed(err error) error {
 	switch sqliteCode(err) & 0xff {
 	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
 		return fmt.Errorf("%w (volctl cannot read it as its state: a damaged file, or another file put there. "+
-			"Move it aside with its -wal and -shm and restore a backup of the three (docs/architecture.md, Backups), or use another --state-dir)", err)
+			"Move it aside with its -wal and -shm and restore a backup of the three (see Backups in docs/architecture.md), or use another --state-dir)", err)
 	case sqlite3.SQLITE_FULL:
 		return fmt.Errorf("%w (the file system holding the state dir is full: free space there, then run the command again)", err)
 	}
