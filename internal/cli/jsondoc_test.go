@@ -194,29 +194,17 @@ func typePaths(t reflect.Type, prefix string, out map[string]bool, seen map[refl
 	}
 	seen[t] = true
 	defer delete(seen, t)
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		if name == "" && f.Anonymous {
-			typePaths(f.Type, prefix, out, seen)
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		p := name
+	for _, f := range jsonStructFields(t) {
+		p := f.name
 		if prefix != "" {
-			p = prefix + "." + name
+			p = prefix + "." + f.name
 		}
-		ft := f.Type
+		ft := f.typ
 		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice || ft.Kind() == reflect.Array {
 			ft = ft.Elem()
 		}
 		out[p] = ft.Kind() == reflect.Map || ft.Implements(jsonMarshaler) || reflect.PointerTo(ft).Implements(jsonMarshaler)
-		typePaths(f.Type, p, out, seen)
+		typePaths(f.typ, p, out, seen)
 	}
 }
 
