@@ -436,7 +436,8 @@ func (p PluginHealth) Describe() string {
 func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 	rctx, a, cancel := c.request(ctx)
 	defer cancel()
-	p, _, err := c.api.CSIPlugins().Info(id, (&api.QueryOptions{Region: c.Region}).WithContext(rctx))
+	p := &api.CSIPlugin{}
+	_, err := c.api.Raw().Query(apiPath("/v1/plugin/csi/", id), p, (&api.QueryOptions{Region: c.Region}).WithContext(rctx))
 	if err != nil {
 		switch {
 		case isNotFound(err) && a.fromNomad:
@@ -499,7 +500,8 @@ func (c *Client) Volume(ctx context.Context, id, namespace string) (VolumeState,
 func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeState, error) {
 	rctx, a, cancel := c.request(ctx)
 	defer cancel()
-	v, _, err := c.api.CSIVolumes().Info(id, (&api.QueryOptions{Namespace: ns, Region: region}).WithContext(rctx))
+	v := &api.CSIVolume{}
+	_, err := c.api.Raw().Query(apiPath("/v1/volume/csi/", id), v, (&api.QueryOptions{Namespace: ns, Region: region}).WithContext(rctx))
 	if err != nil {
 		switch {
 		case isNotFound(err) && a.fromNomad:
@@ -598,7 +600,8 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 	vol := c.APIVolume(v)
 	rctx, a, cancel := c.request(ctx)
 	defer cancel()
-	resp, wm, err := c.api.CSIVolumes().RegisterOpts(&api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{vol}},
+	resp := &api.CSIVolumeRegisterResponse{}
+	wm, err := c.api.Raw().Write(apiPath("/v1/volume/csi/", vol.ID), &api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{vol}}, resp,
 		(&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region}).WithContext(rctx))
 	if err != nil {
 		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + denied(err, "csi-write-volume in namespace "+vol.Namespace+", and "+pluginRead)
@@ -620,6 +623,13 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 	}
 	return warnings, index, nil
 }
+
+// apiPath is the path of the API object of Nomad's under prefix with that ID, the ID escaped.
+// The api module's CSIVolumes and CSIPlugins put an ID into the path as it is, and parse
+// that as a URL: a "?" or "#" in the ID would end the path there (volume "db?x" asked for as
+// "db", with "x" a query), a "%" would decode ("a%41" asked for as "aA") or fail to, so
+// volctl would read another volume's answer, its 404 included, as this one's.
+func apiPath(prefix, id string) string { return prefix + url.PathEscape(id) }
 
 // indexedError is Nomad's answer err with the X-Nomad-Index it carried.
 type indexedError struct {
