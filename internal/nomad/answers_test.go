@@ -62,3 +62,36 @@ func TestNomadAnswerNotJSONIsNamed(t *testing.T) {
 		t.Errorf("plugin read answered with a web page: %v\nasks whether Nomad runs, about something that answered", err)
 	}
 }
+
+// Nomad answers 403 "Permission denied" alike to a request without a token, with a token it
+// does not know, and with one that expired (a token with a TTL may expire between two requests
+// of one command): the error says which applies, not only that NOMAD_TOKEN's policy must grant
+// the capability, which is no remedy when NOMAD_TOKEN is unset or the token has expired.
+func TestNomadPermissionDeniedSaysWhatOfTheToken(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Permission denied", http.StatusForbidden)
+	}))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		token string
+		want  []string
+	}{
+		{"", []string{"NOMAD_TOKEN is not set", "anonymous", "csi-read-volume in namespace team"}},
+		{"0b9bd8e6-52d4-4d1c-b4a2-6e9cb0dd0f0e", []string{"NOMAD_TOKEN's ACL policy must grant csi-read-volume in namespace team", "expired", "nomad acl token self"}},
+	} {
+		t.Setenv("NOMAD_TOKEN", tc.token)
+		c, err := NewClient(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.VolumeIn(context.Background(), "db", "team", "")
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("volume read refused, NOMAD_TOKEN %q: %v\nwant it to say %q", tc.token, err, w)
+			}
+		}
+		if tc.token != "" && strings.Contains(err.Error(), tc.token) {
+			t.Errorf("the error shows the token: %v", err)
+		}
+	}
+}

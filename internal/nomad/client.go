@@ -43,6 +43,8 @@ type Client struct {
 	// creds are the credentials every request carries (the ACL token, a basic auth password
 	// and its header's encoding), never shown in what Nomad says.
 	creds []string
+	// token: requests carry an ACL token (NOMAD_TOKEN is set).
+	token bool
 }
 
 // request returns the context one request to Nomad runs under: ctx (Ctrl-C ends it), bounded
@@ -95,7 +97,7 @@ func NewClient(address string) (*Client, error) {
 	if err != nil {
 		return fail(err)
 	}
-	return &Client{api: c, Address: shown, Region: cfg.Region, Namespace: cfg.Namespace, creds: creds}, nil
+	return &Client{api: c, Address: shown, Region: cfg.Region, Namespace: cfg.Namespace, creds: creds, token: cfg.SecretID != ""}, nil
 }
 
 // httpClient is the api module's HTTP client (TLS 1.2 at least, HTTP/1, the TLS variables'
@@ -340,13 +342,19 @@ func tlsFix(err error) string {
 }
 
 // denied is what volctl adds to err when it is Nomad's 403: the ACL capability (need) the
-// request needs of the token.
-func denied(err error, need string) string {
+// request needs of the token. Nomad answers "Permission denied" alike to a request without a
+// token (its anonymous policy), with a token it does not know, and with one that has expired
+// (a token with a TTL may expire between two requests of one command), so all of them are
+// named.
+func (c *Client) denied(err error, need string) string {
 	var ure api.UnexpectedResponseError
-	if errors.As(err, &ure) && ure.HasStatusCode() && ure.StatusCode() == http.StatusForbidden {
-		return " (NOMAD_TOKEN's ACL policy must grant " + need + ")"
+	if !errors.As(err, &ure) || !ure.HasStatusCode() || ure.StatusCode() != http.StatusForbidden {
+		return ""
 	}
-	return ""
+	if !c.token {
+		return " (NOMAD_TOKEN is not set, and Nomad's anonymous policy does not grant " + need + ": set NOMAD_TOKEN to a token whose ACL policy does)"
+	}
+	return " (NOMAD_TOKEN's ACL policy must grant " + need + "; Nomad answers so too for a token it does not know or that has expired: `nomad acl token self` says which)"
 }
 
 // hideCreds replaces the credentials every request carries in s, something Nomad (or what
@@ -445,7 +453,7 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 		case isNotFound(err):
 			return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
-		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), denied(err, pluginRead))
+		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, pluginRead))
 	}
 	return PluginHealth{ID: p.ID, Provider: p.Provider, Version: p.Version, ControllerRequired: p.ControllerRequired,
 		ControllersHealthy: p.ControllersHealthy, ControllersExpected: p.ControllersExpected,
@@ -509,7 +517,7 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 		case isNotFound(err):
 			return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
-		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), denied(err, "csi-read-volume in namespace "+ns))
+		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, "csi-read-volume in namespace "+ns))
 	}
 	out := VolumeState{ID: v.ID, Namespace: v.Namespace, ExternalID: v.ExternalID, PluginID: v.PluginID, Provider: v.Provider,
 		Schedulable: v.Schedulable,
@@ -604,7 +612,7 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 	wm, err := c.api.Raw().Write(apiPath("/v1/volume/csi/", vol.ID), &api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{vol}}, resp,
 		(&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region}).WithContext(rctx))
 	if err != nil {
-		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + denied(err, "csi-write-volume in namespace "+vol.Namespace+", and "+pluginRead)
+		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + c.denied(err, "csi-write-volume in namespace "+vol.Namespace+", and "+pluginRead)
 		switch {
 		case answered(err) && settled(err):
 			return "", 0, &registerError{fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, said), err}
