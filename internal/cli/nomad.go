@@ -130,9 +130,10 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if err != nil {
 		return err
 	}
-	if info.ID != id {
+	if !namedExactly(info.ID, id) {
 		return fmt.Errorf("volume %q not found (did you mean %q?)", id, info.ID)
 	}
+	id = info.ID // as stored: Nomad gets the ID volctl has
 	// The plugin must run in Nomad, be healthy, and be the same driver.
 	p, err := c.Plugin(ctx, info.PluginID)
 	if errors.Is(err, nomad.ErrNotFound) {

@@ -53,3 +53,36 @@ func TestNomadVolumeIDsAreEscapedInURLs(t *testing.T) {
 		})
 	}
 }
+
+// A volume an older volctl stored decomposed (e U+0301) is named in NFC on the command line, as
+// every command names it (engine byStoredID): nomad register hands over the stored one, as
+// stored (Nomad gets the ID the plugin's and volctl's paths derive from), rather than answer
+// that no such volume exists, and nomad release takes that one back.
+func TestNomadRegisterReachesAVolumeStoredDecomposed(t *testing.T) {
+	const pre, dec = "caf\u00e9", "cafe\u0301"
+	h := nomadHarness(t)
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: dec, Name: "v", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	a := newFakeNomad(t)
+	ios, _, _, _ := iostreams.Test()
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{pre}}); err != nil {
+		t.Fatalf("nomad register %+q of the volume stored as %+q: %v", pre, dec, err)
+	}
+	if !a.has("default", dec) || a.has("default", pre) {
+		t.Fatalf("Nomad has %+q: %v, %+q: %v; want the stored ID only", dec, a.has("default", dec), pre, a.has("default", pre))
+	}
+	if hs, err := h.e.Handovers(h.ctx, dec); err != nil || len(hs) != 1 {
+		t.Fatalf("mark of %+q: %+v %v", dec, hs, err)
+	}
+	a.mu.Lock()
+	delete(a.vols, "default/"+dec)
+	a.mu.Unlock()
+	if err := nomadReleaseRun(context.Background(), &NomadReleaseOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{pre}}); err != nil {
+		t.Fatalf("nomad release %+q: %v", pre, err)
+	}
+	if hs, _ := h.e.Handovers(h.ctx, dec); len(hs) != 0 {
+		t.Fatalf("still marked after the release: %+v", hs)
+	}
+}

@@ -295,8 +295,19 @@ func (e *Engine) takeBackStored(ctx context.Context, volumeID string, check func
 	}
 	defer unlock()
 	h, had, err := e.handedOver(ctx, volumeID)
-	if err != nil || !had {
+	if err != nil {
 		return false, err
+	}
+	if !had {
+		// No mark: a volume that is not stored under this ID is not found (byStoredID then
+		// looks for it under another normal form), rather than said not to be handed over.
+		return false, e.store.View(ctx, func(tx *store.Tx) error {
+			_, err := tx.Volumes().Get(volumeID)
+			if errors.Is(err, store.ErrNotFound) {
+				return notFoundf("volume %q not found", volumeID)
+			}
+			return err
+		})
 	}
 	why, err := check(handoverInfo(h))
 	if err != nil {
