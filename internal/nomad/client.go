@@ -97,6 +97,11 @@ func NewClient(address string) (*Client, error) {
 	if err != nil {
 		return fail(err)
 	}
+	// Every request names its region itself (c.Region, or where a volume was handed over):
+	// the api module would add NOMAD_REGION to a request that names none, and a question
+	// meant for the agent's own region (a volume handed over with no region named) would go
+	// to that one, which answers that it has no such volume.
+	c.SetRegion("")
 	return &Client{api: c, Address: shown, Region: cfg.Region, Namespace: cfg.Namespace, creds: creds, token: cfg.SecretID != ""}, nil
 }
 
