@@ -21,11 +21,12 @@ import (
 	"github.com/volctl/volctl/internal/spec"
 )
 
-// TestNomadRegisterSendsWhatNomadCLISends: for each register spec of the corpus of real Nomad
-// specs, what `volctl nomad register` sends Nomad for the volume registered from the file is
-// what `nomad volume register` of the same file sends (NOMAD_BIN's, against a server that
-// records it): ID, name, external ID, namespace, plugin, capabilities, mount options,
-// secrets, parameters, context, capacity and topology. volctl's own differences are the
+// TestNomadRegisterSendsWhatNomadCLISends: for each CSI spec of the corpus of real Nomad specs,
+// what `volctl nomad register` sends Nomad for the volume registered (or created) from the
+// file is what `nomad volume register` (NOMAD_BIN's, against a server that records it) sends
+// for the file `volctl export nomad` writes and, for a register spec, for the spec itself: ID,
+// name, external ID, namespace, plugin, capabilities, mount options, secrets, parameters,
+// context, capacity and topology. volctl's own differences are the
 // documented ones: the namespace is always named, mount_options always sent, the legacy
 // "single-node-reader" is sent as single-node-reader-only, and the legacy flat
 // access_mode/attachment_mode pair (which this Nomad's CLI drops) as one capability.
@@ -45,69 +46,94 @@ func TestNomadRegisterSendsWhatNomadCLISends(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, diags := spec.NewParser().ParseVolume(filepath.Base(file), src, spec.VerbRegister)
+		verb := spec.VerbRegister
+		v, diags := spec.NewParser().ParseVolume(filepath.Base(file), src, verb)
 		if v == nil || diags.HasErrors() {
-			continue // a create or host volume spec
+			verb = spec.VerbCreate
+			if v, diags = spec.NewParser().ParseVolume(filepath.Base(file), src, verb); v == nil || diags.HasErrors() {
+				continue // a host volume spec, or a template for both
+			}
 		}
 		compared++
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			theirs := nomadCLIRegisters(t, bin, file)
-			ours := volctlRegisters(t, *v)
-			// The namespace Nomad takes a volume without one into, the plugin the harness has.
-			if theirs.Namespace == "" {
-				theirs.Namespace = spec.DefaultNamespace
-			}
-			theirs.PluginID = ours.PluginID
-			for _, c := range theirs.RequestedCapabilities {
-				if c.AccessMode == "single-node-reader" {
-					c.AccessMode = api.CSIVolumeAccessModeSingleNodeReader
-				}
-			}
-			if theirs.RequestedCapabilities == nil && strings.Contains(string(src), "\naccess_mode") {
-				theirs.RequestedCapabilities = ours.RequestedCapabilities // the legacy flat pair
-			}
-			if theirs.MountOptions == nil {
-				theirs.MountOptions = &api.CSIMountOptions{}
-			}
-			for _, m := range []*map[string]string{&theirs.Parameters, &theirs.Context, &ours.Parameters, &ours.Context} {
-				if len(*m) == 0 {
-					*m = nil
-				}
-			}
-			if len(theirs.Secrets) == 0 {
-				theirs.Secrets = nil
-			}
-			if len(ours.Secrets) == 0 {
-				ours.Secrets = nil
-			}
-			for _, f := range []struct {
-				name      string
-				ours, has any
-			}{
-				{"ID", ours.ID, theirs.ID},
-				{"Name", ours.Name, theirs.Name},
-				{"ExternalID", ours.ExternalID, theirs.ExternalID},
-				{"Namespace", ours.Namespace, theirs.Namespace},
-				{"RequestedCapabilities", ours.RequestedCapabilities, theirs.RequestedCapabilities},
-				{"MountOptions", ours.MountOptions, theirs.MountOptions},
-				{"Secrets", ours.Secrets, theirs.Secrets},
-				{"Parameters", ours.Parameters, theirs.Parameters},
-				{"Context", ours.Context, theirs.Context},
-				{"RequestedCapacityMin", ours.RequestedCapacityMin, theirs.RequestedCapacityMin},
-				{"RequestedCapacityMax", ours.RequestedCapacityMax, theirs.RequestedCapacityMax},
-				{"RequestedTopologies", ours.RequestedTopologies, theirs.RequestedTopologies},
-			} {
-				if !reflect.DeepEqual(f.ours, f.has) {
-					a, _ := json.Marshal(f.ours)
-					b, _ := json.Marshal(f.has)
-					t.Errorf("%s: volctl sends %s, the nomad CLI %s", f.name, a, b)
-				}
+			ours, exported := volctlRegisters(t, bin, *v, verb)
+			// The file volctl export nomad writes is registered by the nomad CLI as volctl
+			// registers the volume itself.
+			sameRegistration(t, "volctl export nomad's file, registered by the nomad CLI", ours, exported, string(src))
+			if verb == spec.VerbRegister {
+				// And as the nomad CLI registers the spec volctl read.
+				sameRegistration(t, "the spec, registered by the nomad CLI", ours, nomadCLIRegisters(t, bin, file), string(src))
 			}
 		})
 	}
 	if compared == 0 {
-		t.Fatalf("no register spec in the corpus at %s", dir)
+		t.Fatalf("no CSI volume spec in the corpus at %s", dir)
 	}
+}
+
+// sameRegistration compares what volctl registers (ours) with what the nomad CLI registers
+// (theirs, of what), but for the differences documented.
+func sameRegistration(t *testing.T, what string, ours, theirs *api.CSIVolume, src string) {
+	t.Helper()
+	ours, theirs = copyVolume(ours), copyVolume(theirs)
+	// The namespace Nomad takes a volume without one into, the plugin the harness has.
+	if theirs.Namespace == "" {
+		theirs.Namespace = spec.DefaultNamespace
+	}
+	theirs.PluginID = ours.PluginID
+	for _, c := range theirs.RequestedCapabilities {
+		if c.AccessMode == "single-node-reader" {
+			c.AccessMode = api.CSIVolumeAccessModeSingleNodeReader
+		}
+	}
+	if theirs.RequestedCapabilities == nil && strings.Contains(src, "\naccess_mode") {
+		theirs.RequestedCapabilities = ours.RequestedCapabilities // the legacy flat pair
+	}
+	if theirs.MountOptions == nil {
+		theirs.MountOptions = &api.CSIMountOptions{}
+	}
+	for _, v := range []*api.CSIVolume{ours, theirs} {
+		if len(v.Parameters) == 0 {
+			v.Parameters = nil
+		}
+		if len(v.Context) == 0 {
+			v.Context = nil
+		}
+		if len(v.Secrets) == 0 {
+			v.Secrets = nil
+		}
+	}
+	for _, f := range []struct {
+		name      string
+		ours, has any
+	}{
+		{"ID", ours.ID, theirs.ID},
+		{"Name", ours.Name, theirs.Name},
+		{"ExternalID", ours.ExternalID, theirs.ExternalID},
+		{"Namespace", ours.Namespace, theirs.Namespace},
+		{"RequestedCapabilities", ours.RequestedCapabilities, theirs.RequestedCapabilities},
+		{"MountOptions", ours.MountOptions, theirs.MountOptions},
+		{"Secrets", ours.Secrets, theirs.Secrets},
+		{"Parameters", ours.Parameters, theirs.Parameters},
+		{"Context", ours.Context, theirs.Context},
+		{"RequestedCapacityMin", ours.RequestedCapacityMin, theirs.RequestedCapacityMin},
+		{"RequestedCapacityMax", ours.RequestedCapacityMax, theirs.RequestedCapacityMax},
+		{"RequestedTopologies", ours.RequestedTopologies, theirs.RequestedTopologies},
+	} {
+		if !reflect.DeepEqual(f.ours, f.has) {
+			a, _ := json.Marshal(f.ours)
+			b, _ := json.Marshal(f.has)
+			t.Errorf("%s: volctl sends %s, %s %s", f.name, a, what, b)
+		}
+	}
+}
+
+// copyVolume is a copy of v deep enough for sameRegistration to normalise.
+func copyVolume(v *api.CSIVolume) *api.CSIVolume {
+	b, _ := json.Marshal(v)
+	var out api.CSIVolume
+	json.Unmarshal(b, &out)
+	return &out
 }
 
 // nomadCLIRegisters is the volume `nomad volume register file` sends.
@@ -134,16 +160,30 @@ func nomadCLIRegisters(t *testing.T, bin, file string) *api.CSIVolume {
 	return registered(t, <-got)
 }
 
-// volctlRegisters registers v with volctl (its external volume on the harness's plugin) and
-// returns what `volctl nomad register` sends Nomad for it.
-func volctlRegisters(t *testing.T, v spec.Volume) *api.CSIVolume {
+// volctlRegisters registers (or creates) v with volctl, on the harness's plugin, and returns
+// what `volctl nomad register` sends Nomad for it, and what the nomad CLI sends for the file
+// `volctl export nomad --include-secrets` writes for it.
+func volctlRegisters(t *testing.T, bin string, v spec.Volume, verb spec.Verb) (ours, exported *api.CSIVolume) {
 	t.Helper()
 	h := newCLIHarness(t)
 	v.PluginID = "mem"
-	h.mem.AddVolume(csi.Volume{ID: v.ExternalID, CapacityBytes: v.CapacityMin})
-	if _, err := h.e.RegisterVolume(h.ctx, v); err != nil {
+	var err error
+	if verb == spec.VerbRegister {
+		h.mem.AddVolume(csi.Volume{ID: v.ExternalID, CapacityBytes: v.CapacityMin})
+		_, err = h.e.RegisterVolume(h.ctx, v)
+	} else {
+		_, err = h.e.CreateVolume(h.ctx, v)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
+	out := filepath.Join(t.TempDir(), "out")
+	if _, stderr, err := runExportNomad(t, h, func(o *ExportNomadOptions) {
+		o.Volumes, o.IncludeSecrets, o.OutDir, o.NoPluginJob = []string{v.ID}, true, out, true
+	}); err != nil {
+		t.Fatalf("export nomad: %v\n%s", err, stderr)
+	}
+	exported = nomadCLIRegisters(t, bin, filepath.Join(out, "volume-"+v.ID+".hcl"))
 	a := newFakeNomad(t)
 	inner := a.srv.Config.Handler
 	a.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -161,7 +201,7 @@ func volctlRegisters(t *testing.T, v spec.Volume) *api.CSIVolume {
 	if len(a.puts) != 1 {
 		t.Fatalf("volctl sent %d registrations, want 1", len(a.puts))
 	}
-	return registered(t, []byte(a.puts[0]))
+	return registered(t, []byte(a.puts[0])), exported
 }
 
 // registered is the one volume of a registration's body.
