@@ -30,7 +30,8 @@ import (
 )
 
 // TestNomadEndToEnd hands a volume volctl created over to a real Nomad agent and takes it back:
-// the exported plugin job becomes healthy, volctl nomad register registers the volume, a local
+// the exported plugin job becomes healthy, volctl nomad register registers the volume (and
+// refuses one in a namespace Nomad lacks, and hands one named db?x over and back), a local
 // claim is refused, the exported job claims it and its task writes a file that appears in the
 // volume, a second writer is refused by Nomad, and after the jobs stop and the volume is
 // deregistered, volctl nomad release takes it back and volctl claims it again. Nothing is left
