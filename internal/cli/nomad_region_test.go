@@ -48,3 +48,28 @@ func TestNomadReleaseAsksTheRegionItWasHandedOverIn(t *testing.T) {
 		t.Fatalf("status with NOMAD_REGION=eu: %s (%v), want Nomad's copy from the region it was handed over in", out, err)
 	}
 }
+
+// A volume handed over to one cluster is refused by nomad register against another (exit 4,
+// naming where it is) before anything is asked of that one: its plugin's absence or health
+// there is no reason, and "run its job first" no remedy, since the registration would be
+// refused once it ran.
+func TestNomadRegisterElsewhereSaysWhereItIsFirst(t *testing.T) {
+	h := nomadHarness(t)
+	a, b := newFakeNomad(t), newFakeNomad(t)
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	inner := b.srv.Config.Handler
+	b.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/plugin/csi/") { // the plugin does not run there
+			w.Header().Set("X-Nomad-Index", "1")
+			http.Error(w, "plugin not found", http.StatusNotFound)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+	_, _, err := registerIn(h, b)
+	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "already handed over to Nomad at "+a.srv.URL) || strings.Contains(err.Error(), "run its job first") {
+		t.Fatalf("register against another cluster of a volume handed over to %s: %v (exit %d), want exit 4 naming where it is", a.srv.URL, err, ExitCode(err))
+	}
+}
