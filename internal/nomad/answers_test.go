@@ -95,3 +95,30 @@ func TestNomadPermissionDeniedSaysWhatOfTheToken(t *testing.T) {
 		}
 	}
 }
+
+// A region Nomad does not know (NOMAD_REGION misspelt, or the region a volume was handed over
+// in gone from the federation): Nomad answers 500 "No path to region"; the error names the
+// region asked for and where it came from, not only Nomad's words.
+func TestNomadUnknownRegionIsNamed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "No path to region", http.StatusInternalServerError)
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv("NOMAD_REGION", "mars")
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Plugin(context.Background(), "hp")
+	for _, w := range []string{"No path to region", `region "mars"`, "NOMAD_REGION"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("plugin read in an unknown region: %v\nwant it to say %q", err, w)
+		}
+	}
+	_, err = c.VolumeIn(context.Background(), "db", "default", "venus")
+	for _, w := range []string{"No path to region", `region "venus"`, "handed over"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("volume read in the region of its handover, unknown: %v\nwant it to say %q", err, w)
+		}
+	}
+}

@@ -362,6 +362,19 @@ func (c *Client) denied(err error, need string) string {
 	return " (NOMAD_TOKEN's ACL policy must grant " + need + "; Nomad answers so too for a token it does not know or that has expired: `nomad acl token self` says which)"
 }
 
+// noRegion is what volctl adds to err when it is Nomad's answer that it knows no region by the
+// name the request gave (region, "" for none): which region, and where the name came from.
+func (c *Client) noRegion(err error, region string) string {
+	var ure api.UnexpectedResponseError
+	if region == "" || !errors.As(err, &ure) || !ure.HasStatusCode() || !strings.Contains(ure.Body(), "No path to region") {
+		return ""
+	}
+	if region == c.Region {
+		return fmt.Sprintf(" (Nomad there knows no region %q, which NOMAD_REGION names)", region)
+	}
+	return fmt.Sprintf(" (Nomad there knows no region %q, the one the volume was handed over in)", region)
+}
+
 // hideCreds replaces the credentials every request carries in s, something Nomad (or what
 // answers for it) said.
 func (c *Client) hideCreds(s string) string {
@@ -458,7 +471,7 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 		case isNotFound(err):
 			return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
-		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, pluginRead))
+		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, pluginRead)+c.noRegion(err, c.Region))
 	}
 	return PluginHealth{ID: p.ID, Provider: p.Provider, Version: p.Version, ControllerRequired: p.ControllerRequired,
 		ControllersHealthy: p.ControllersHealthy, ControllersExpected: p.ControllersExpected,
@@ -522,7 +535,7 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 		case isNotFound(err):
 			return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
-		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, "csi-read-volume in namespace "+ns))
+		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, "csi-read-volume in namespace "+ns)+c.noRegion(err, region))
 	}
 	out := VolumeState{ID: v.ID, Namespace: v.Namespace, ExternalID: v.ExternalID, PluginID: v.PluginID, Provider: v.Provider,
 		Schedulable: v.Schedulable,
@@ -617,7 +630,8 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 	wm, err := c.api.Raw().Write(apiPath("/v1/volume/csi/", vol.ID), &api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{vol}}, resp,
 		(&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region}).WithContext(rctx))
 	if err != nil {
-		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + c.denied(err, "csi-write-volume in namespace "+vol.Namespace+", and "+pluginRead)
+		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + c.denied(err, "csi-write-volume in namespace "+vol.Namespace+", and "+pluginRead) +
+			c.noRegion(err, c.Region)
 		switch {
 		case answered(err) && settled(err):
 			return "", 0, &registerError{fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, said), err}
