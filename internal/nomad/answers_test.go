@@ -122,3 +122,24 @@ func TestNomadUnknownRegionIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// Something at NOMAD_ADDR that answers a plugin's or a volume's read 200 with JSON null: no
+// panic (the api module's plugin read returned a nil plugin for it, which volctl then read),
+// and a plugin so answered is not healthy, a volume so answered not this one.
+func TestNomadNullAnswerIsNotAPanic(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Nomad-Index", "1")
+		io.WriteString(w, "null")
+	}))
+	t.Cleanup(srv.Close)
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := c.Plugin(context.Background(), "hp"); err == nil && p.Healthy() {
+		t.Errorf("plugin read answered null: %+v, healthy", p)
+	}
+	if v, err := c.VolumeIn(context.Background(), "db", "default", ""); err == nil && len(c.Identity(v, spec.Volume{ID: "db", PluginID: "hp"})) == 0 {
+		t.Errorf("volume read answered null: %+v, taken for volume db", v)
+	}
+}
