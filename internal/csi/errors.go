@@ -384,11 +384,18 @@ func socketProblem(socket string) (msg, hint string) {
 	return "", ""
 }
 
+// MaxPluginMessage is how much of a plugin's message volctl keeps, in bytes (before control
+// characters are escaped): the rest is cut off, saying how much (spec.Cut). The message goes
+// into errors, events (each of the 10,000 the log keeps) and terminals; a plugin answering
+// with megabytes would make each of them as large.
+const MaxPluginMessage = 4 << 10
+
 // pluginText makes text from a plugin, answering req, fit to show and store: sensitive values
 // scrubbed out, and the request's own secret values too short for that wherever they stand
-// as a word (scrubWords), then control characters escaped.
+// as a word (scrubWords), then cut to MaxPluginMessage (after the scrub, so that no part of a
+// secret is left at the cut), then control characters escaped.
 func pluginText(msg string, req proto.Message, sensitive []string) string {
-	return EscapeControl(scrubWords(scrub(msg, sensitive), shortSecrets(req)))
+	return EscapeControl(spec.Cut(scrubWords(scrub(msg, sensitive), shortSecrets(req)), MaxPluginMessage))
 }
 
 // EscapeControl writes each control character in s (C0 including newline and tab, DEL, C1) as
