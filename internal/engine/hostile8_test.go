@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -21,5 +23,46 @@ func TestPluginMessageInAnEventIsBounded(t *testing.T) {
 	}
 	if ev := h.eventMessages("volume-create", "v"); ev == "" || len(ev) > 2*csi.MaxPluginMessage {
 		t.Errorf("the create's event is %d bytes, want one under %d", len(ev), 2*csi.MaxPluginMessage)
+	}
+}
+
+// A plugin whose snapshot says it was made in a year no protobuf Timestamp holds (10000, -5),
+// or in one past what volctl stores (3000: nanoseconds since 1970 overflow 64 bits), with a
+// negative size. The snapshot is recorded with the plugin's time when it is one volctl can
+// keep, else the time volctl recorded it (as for a snapshot whose plugin gives no time), never
+// a wrapped-around one (3000 was recorded as 1830); its size as not stated; and `snapshot
+// list --json` still writes the list (a time past 9999 made encoding/json fail the whole
+// command, every plugin's snapshots with it), from the plugin's listing and from the records.
+func TestSnapshotTimeAndSizeAPluginLiesAbout(t *testing.T) {
+	for name, tc := range map[string]struct{ at, recorded time.Time }{
+		"in the year 10000": {time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), snapshotClock},
+		"in the year -5":    {time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC), snapshotClock},
+		"in the year 3000":  {time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), snapshotClock},
+		"in the year 2100":  {time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h, db := snapshotHarness(t, nil)
+			h.mem.AddSnapshot(csi.Snapshot{ID: "mine", SourceVolumeID: db.ExternalID, SizeBytes: -5, CreatedAt: tc.at, ReadyToUse: true})
+			h.snapshot("mine")
+			for _, listed := range []bool{true, false} {
+				if !listed {
+					h.mem.DropSnapshot("mine") // the records alone
+				}
+				list, err := h.e.ListSnapshots(h.ctx, "", nil)
+				if err != nil || len(list.Snapshots) != 1 {
+					t.Fatalf("list (listed by the plugin: %t): %+v, %v; want the snapshot", listed, list.Snapshots, err)
+				}
+				if _, err := json.Marshal(list); err != nil {
+					t.Errorf("list (listed by the plugin: %t) as JSON: %v", listed, err)
+				}
+				s := list.Snapshots[0]
+				if s.SizeBytes != 0 {
+					t.Errorf("size (listed by the plugin: %t) = %d, want 0, not stated", listed, s.SizeBytes)
+				}
+				if want := tc.recorded; !listed && !s.CreatedAt.Equal(want) {
+					t.Errorf("recorded as created at %v, want %v", s.CreatedAt, want)
+				}
+			}
+		})
 	}
 }
