@@ -2,6 +2,7 @@ package csi_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -64,5 +65,38 @@ func TestNotConfirmedMessageIsScrubbedOfWhatTheRequestDidNotCarry(t *testing.T) 
 		Capabilities: []csi.VolumeCapability{sensitiveCapability()}})
 	if err == nil || strings.Contains(err.Error(), sentinelSecret) || !strings.Contains(err.Error(), "token is [REDACTED]") {
 		t.Fatalf("ValidateVolumeCapabilities = %v, want an error with the secret scrubbed", err)
+	}
+}
+
+// An answer that does not pass from the plugin's protobuf to volctl's is the plugin's answer to
+// a call it did, unread (IsAnswerUnread), not the plugin failing: one volctl cannot decode (a
+// string that is not UTF-8) and one the plugin's own gRPC could not encode (Go's refuses the
+// same string). volctl's own request that does not encode reached nothing, and says so rather
+// than "the plugin failed internally; check its logs"; a plugin's INTERNAL of its own is its
+// failure.
+func TestAnswerThatCannotBeDecodedIsUnread(t *testing.T) {
+	h := newHarness(t, csitest.DefaultMemConfig(), withOverride(csi.RPCDeleteSnapshot, func(any) (any, error) {
+		return &csipb.ListSnapshotsResponse{NextToken: "\xff"}, nil // any message: gRPC encodes it, and fails
+	}))
+	ctx := context.Background()
+	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Raw: csitest.AppendString("vol-\xff", 1, 2), Times: 1})
+	_, decode := h.client.CreateVolume(ctx, csi.CreateVolumeRequest{Name: "v", Capabilities: []csi.VolumeCapability{sensitiveCapability()}})
+	encode := h.client.DeleteSnapshot(ctx, csi.DeleteSnapshotRequest{SnapshotID: "s"})
+	for what, err := range map[string]error{"not decodable": decode, "not encodable by the plugin": encode} {
+		if !csi.IsAnswerUnread(err) || csi.IsRetryable(err) || !strings.Contains(fmt.Sprint(err), "report it to the plugin's authors") {
+			t.Errorf("an answer %s: %v (unread %t); want a final error saying the answer was not read", what, err, csi.IsAnswerUnread(err))
+		}
+	}
+	own := h.client.NodeStageVolume(ctx, csi.NodeStageVolumeRequest{VolumeID: "vol-1", StagingPath: "/staging-\xff",
+		Capability: sensitiveCapability(), PublishContext: map[string]string{"device": "/dev/mem/vol-1"}})
+	h.faults.Inject(csi.RPCNodeUnstageVolume, csitest.Fault{Code: codes.Internal, Message: "disk on fire", Times: 1})
+	plugins := h.client.NodeUnstageVolume(ctx, csi.NodeUnstageVolumeRequest{VolumeID: "vol-1", StagingPath: "/s"})
+	for what, err := range map[string]error{"volctl's own request not encodable": own, "the plugin's own INTERNAL": plugins} {
+		if err == nil || csi.IsAnswerUnread(err) {
+			t.Errorf("%s: %v (unread %t); want an error that is no answer unread", what, err, csi.IsAnswerUnread(err))
+		}
+	}
+	if !strings.Contains(fmt.Sprint(own), "volctl's request cannot be encoded, and was not sent") || strings.Contains(fmt.Sprint(own), "check its logs") {
+		t.Errorf("volctl's own request not encodable: %v; want it said, not blamed on the plugin", own)
 	}
 }

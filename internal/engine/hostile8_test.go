@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // A plugin failing a create with a 1 MiB message: the event the failure leaves (the log keeps
@@ -65,4 +67,40 @@ func TestSnapshotTimeAndSizeAPluginLiesAbout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A plugin that makes the volume, or takes the snapshot, and answers with a message volctl
+// cannot decode: a string field that is not UTF-8 (a C++ plugin's protobuf writes one, with a
+// warning in its log), which Go's protobuf refuses. gRPC says INTERNAL, as of a plugin that
+// failed, but the plugin did the call: as for an answer over gRPC's size limit, the create
+// stays recorded and the error names the plugin-side name, rather than forgetting storage the
+// plugin has ("the plugin failed internally; check its logs", the volume left with no record).
+func TestCreateWhoseAnswerCannotBeDecodedKeepsTheIntent(t *testing.T) {
+	t.Run("volume", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Raw: csitest.AppendString("vol-\xff", 1, 2), Times: 1}) // volume.volume_id
+		_, err := h.e.CreateVolume(h.ctx, volume("v"))
+		if err == nil || len(h.mem.Volumes()) != 1 {
+			t.Fatalf("create: %v, the plugin holding %d volumes; want an error, the plugin holding the one it made", err, len(h.mem.Volumes()))
+		}
+		v, verr := h.e.Volume(h.ctx, "v")
+		if verr != nil || v.State != string(store.VolumeCreating) {
+			t.Fatalf("volume v: %v; want the create kept (the plugin made the volume); create error: %v", verr, err)
+		}
+		if !strings.Contains(err.Error(), v.CSIName) || !strings.Contains(err.Error(), "cannot be decoded") {
+			t.Errorf("error does not say the answer could not be decoded and name the plugin-side volume %q: %v", v.CSIName, err)
+		}
+	})
+	t.Run("snapshot", func(t *testing.T) {
+		h, _ := snapshotHarness(t, nil)
+		h.faults.Inject(csi.RPCCreateSnapshot, csitest.Fault{Raw: csitest.AppendString("snap-\xff", 1, 2), Times: 1}) // snapshot.snapshot_id
+		_, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
+		if err == nil || len(h.mem.Snapshots()) != 1 {
+			t.Fatalf("snapshot: %v, the plugin holding %d snapshots; want an error, the plugin holding the one it took", err, len(h.mem.Snapshots()))
+		}
+		list, lerr := h.e.ListSnapshots(h.ctx, "mem", nil)
+		if lerr != nil || !slices.ContainsFunc(list.Snapshots, func(s SnapshotInfo) bool { return s.Name == "s1" && s.Pending }) {
+			t.Errorf("snapshots after it: %+v, %v; want s1 pending (the plugin took it); error: %v", list.Snapshots, lerr, err)
+		}
+	})
 }
