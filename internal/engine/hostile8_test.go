@@ -104,3 +104,31 @@ func TestCreateWhoseAnswerCannotBeDecodedKeepsTheIntent(t *testing.T) {
 		}
 	})
 }
+
+// A node expansion left owed (the node failed it), then an expand to a larger size whose
+// ControllerExpandVolume answers node_expansion_required false (a plugin whose answer flips,
+// or that needs the node only once). The file system is still the size before the first
+// expand: the expand, holding the volume's lock with the volume published here, sends the owed
+// NodeExpandVolume (bounded by this request's limit, not the first one's) rather than exit 0,
+// "expanded", the debt left for a later reconcile; and `volume status` says nothing is owed
+// once it is done.
+func TestLargerExpandSendsTheNodeExpansionStillOwed(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
+	h.faults.FailOnce(csi.RPCNodeExpandVolume, codes.Internal)
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 4*mib); err == nil || h.owed("v") != 4*mib {
+		t.Fatalf("expand with a failing node: %v, owed %d; want it failed and 4 MiB owed", err, h.owed("v"))
+	}
+	h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Raw: csitest.AppendBool(false, 2), Times: 1}) // node_expansion_required
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 8*mib, 0); err != nil {
+		t.Fatal(err)
+	}
+	reqs := h.nodeExpands()
+	if len(reqs) != 1 || reqs[0].VolumePath != cl.TargetPath || reqs[0].CapacityMin != 4*mib || reqs[0].CapacityMax != 0 {
+		t.Errorf("NodeExpandVolume after the larger expand: %+v; want the owed one (4 MiB, no limit) at %s", reqs, cl.TargetPath)
+	}
+	if got := h.owed("v"); got != 0 {
+		t.Errorf("volume status after the larger expand: node expansion owed %d, want none", got)
+	}
+}

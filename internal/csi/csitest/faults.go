@@ -378,13 +378,25 @@ func (f *Faults) apply(ctx context.Context, rpc string, req any, handler grpc.Un
 	return resp, err
 }
 
-// AppendString is the wire form of a string field: field number n holding s, whatever bytes s
-// holds, nested in the message fields path names from the outside in (AppendString("\xff", 1, 2):
-// field 1's message, its field 2). With Fault.Raw, it overrides a field of the answer (the last
-// occurrence of a field wins, and a message field's occurrences merge): AppendString("\xff", 1,
-// 2) makes CreateVolume's answer's volume_id a string no UTF-8 reader accepts.
+// AppendString is the wire form of a string field: field number path[len(path)-1] holding s,
+// whatever bytes s holds, nested in the message fields the rest of path names from the outside
+// in. With Fault.Raw, it overrides a field of the answer (the last occurrence of a field wins,
+// and a message field's occurrences merge): AppendString("\xff", 1, 2) makes CreateVolume's
+// answer's volume_id a string no UTF-8 reader accepts.
 func AppendString(s string, path ...int) []byte {
-	b := []byte(s)
+	n := len(path) - 1
+	return nest(protowire.AppendBytes(protowire.AppendTag(nil, protowire.Number(path[n]), protowire.BytesType), []byte(s)), path[:n])
+}
+
+// AppendBool is AppendString for a bool field: AppendBool(false, 2) makes
+// ControllerExpandVolume's answer say node_expansion_required false.
+func AppendBool(v bool, path ...int) []byte {
+	n := len(path) - 1
+	return nest(protowire.AppendVarint(protowire.AppendTag(nil, protowire.Number(path[n]), protowire.VarintType), protowire.EncodeBool(v)), path[:n])
+}
+
+// nest wraps the wire form of a field in the message fields path names, from the outside in.
+func nest(b []byte, path []int) []byte {
 	for i := len(path) - 1; i >= 0; i-- {
 		b = protowire.AppendBytes(protowire.AppendTag(nil, protowire.Number(path[i]), protowire.BytesType), b)
 	}
