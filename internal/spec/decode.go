@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/agext/levenshtein"
 	"github.com/hashicorp/hcl/v2"
@@ -247,18 +248,26 @@ func Suggest[T ~string](given string, candidates []T) string {
 // suggest returns the candidate nearest to given, if it is near enough to be a likely typo.
 func suggest(given string, candidates []string) string {
 	for _, c := range candidates {
-		if strings.HasPrefix(c, given+"_") {
+		if len(c) > len(given) && c[len(given)] == '_' && strings.HasPrefix(c, given) {
 			return c // "plugin" for "plugin_id"
 		}
 	}
+	// An edit distance is at least the difference in length (in runes, as levenshtein counts):
+	// a candidate whose length differs by more than the limit cannot be suggested, and is not
+	// compared. A name or value of 500 KB (a spec may hold one) costs a rune count, not
+	// millions of steps per candidate.
+	limit, n := max(2, len(given)/3), utf8.RuneCountInString(given)
 	best, bestDist := "", -1
 	for _, c := range candidates {
+		if d := n - utf8.RuneCountInString(c); d > limit || -d > limit {
+			continue
+		}
 		dist := levenshtein.Distance(given, c, nil)
 		if bestDist < 0 || dist < bestDist {
 			best, bestDist = c, dist
 		}
 	}
-	if bestDist >= 0 && bestDist <= max(2, len(given)/3) {
+	if bestDist >= 0 && bestDist <= limit {
 		return best
 	}
 	return ""

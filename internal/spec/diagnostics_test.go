@@ -255,3 +255,21 @@ func TestManyDiagnosticsRenderInLinearTime(t *testing.T) {
 		t.Errorf("columns of %d positions on a %d-byte line segmented %d bytes", len(src)/7, len(src), m.scanned)
 	}
 }
+
+// TestSuggestSkipsWhatCannotBeNear: a suggestion is a candidate within the edit distance limit,
+// and an edit distance is at least the difference in length, so a 512 KB name or value (a spec
+// may hold one) is not compared with each candidate rune by rune (millions of steps, and the
+// whole string as runes, per candidate: most of the time `volctl validate` took on such a
+// file). It costs no allocation at all; near misses are still found.
+func TestSuggestSkipsWhatCannotBeNear(t *testing.T) {
+	long := strings.Repeat("k", 1<<19)
+	candidates := []string{"access_mode", "attachment_mode", "mount_options", "plugin_id"}
+	if allocs := testing.AllocsPerRun(3, func() { suggest(long, candidates) }); allocs != 0 {
+		t.Errorf("suggest of a %d-byte name: %.0f allocations, want none (no candidate is within reach of it)", len(long), allocs)
+	}
+	for given, want := range map[string]string{"plugin": "plugin_id", "acess_mode": "access_mode", "mount_optoins": "mount_options", "zz": "", "": ""} {
+		if got := suggest(given, candidates); got != want {
+			t.Errorf("suggest(%q) = %q, want %q", given, got, want)
+		}
+	}
+}
