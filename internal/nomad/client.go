@@ -21,7 +21,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -231,18 +230,6 @@ func (b *boundedBody) Close() error { return b.c.Close() }
 // maxShown is how much of an error's body volctl shows.
 const maxShown = 4 << 10
 
-// cut shortens what Nomad said to maxShown bytes (on a rune boundary), saying how much is left.
-func cut(s string) string {
-	if len(s) <= maxShown {
-		return s
-	}
-	n := maxShown
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return fmt.Sprintf("%s… (%d bytes more)", s[:n], len(s)-n)
-}
-
 // redirectError is a redirect volctl did not follow; the registration it answered was not
 // taken.
 type redirectError struct{ to string }
@@ -289,7 +276,7 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 		if clean != nil {
 			body = clean(body)
 		}
-		body = cut(body)
+		body = spec.Cut(body, maxShown)
 		if body == "" {
 			body = ure.StatusText()
 		}
