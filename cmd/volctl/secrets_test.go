@@ -264,6 +264,7 @@ func leakCases(e *leakEnv) []leakCase {
 		{cmd: "volume snapshot list", args: []string{"--plugin", "mem"}, json: true, fail: internal("ListSnapshots"), want: echo},
 		{cmd: "volume snapshot delete", args: []string{"mem", "{snap}", "--yes"}, before: snapshot},
 		{cmd: "volume snapshot delete", args: []string{"mem", "{snap}", "--yes"}, before: snapshot, code: 1, fail: internal("DeleteSnapshot"), want: echo},
+		{cmd: "volume snapshot deregister", args: []string{"mem", "{snap}", "--yes"}, before: snapshot, want: "deregistered"},
 
 		{cmd: "group", want: "Usage:"},
 		{cmd: "group run", args: []string{"g.hcl"}, json: true, want: "g[1]"},

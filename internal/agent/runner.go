@@ -386,7 +386,7 @@ func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 	if socketsLive(sockets) {
 		r.foreign = true
 		a.log.Warn("plugin socket is live but no volctl agent started it: probing it only, never stopping it",
-			"plugin", id, "socket", sockets[0], "served_by_pid", socketServer(sockets[0], nil))
+			append([]any{"plugin", id, "socket", sockets[0]}, servedBy(sockets[0])...)...)
 		return false, nil
 	}
 	for _, s := range sockets {

@@ -26,22 +26,52 @@ import (
 // does. ours is asked before any descriptor is read, so only the plugin's processes are
 // looked into.
 func socketHolder(path string, peer int, ours func(pid int) bool) int {
+	pid, _ := holderOf(path, peer, ours)
+	return pid
+}
+
+// holderOf is socketHolder, saying too whether the pid it returns was seen holding the socket
+// (seen), which peer, returned when it cannot be told or nothing ours holds it, may not be.
+func holderOf(path string, peer int, ours func(pid int) bool) (pid int, seen bool) {
 	ino, err := listenerInode(path)
 	if err != nil {
-		return peer
+		return peer, false
 	}
 	if held, err := holdsSocket(peer, ino); held || (err != nil && !errors.Is(err, fs.ErrNotExist)) {
-		return peer
+		return peer, held
 	}
 	for _, pid := range procPids() {
 		if pid == peer || !ours(pid) {
 			continue
 		}
 		if held, _ := holdsSocket(pid, ino); held {
-			return pid
+			return pid, true
 		}
 	}
-	return peer
+	return peer, false
+}
+
+// servedBy is how a log line names the process serving the socket at path, one the agent does
+// not supervise (a plugin it did not start), as slog attributes. SO_PEERCRED names the process
+// that called listen(), which may have handed the socket on and exited (a plugin that listens,
+// then daemonises), its pid free for another process: the holder is looked for among all
+// processes (only to name it: nothing is signalled), and when it cannot be found, the pid that
+// listened is named as that, with whether it still runs, never as the server.
+func servedBy(path string) []any {
+	peer := peerPid(path)
+	if peer <= 0 {
+		return []any{"served_by_pid", "unknown (no credentials from the socket)"}
+	}
+	pid, seen := holderOf(path, peer, func(int) bool { return true })
+	if seen {
+		return []any{"served_by_pid", pid}
+	}
+	if _, live := procGroup(peer); live {
+		return []any{"served_by_pid", "unknown", "listened_by_pid", peer,
+			"note", "the process that called listen() on the socket runs, but was not seen holding it"}
+	}
+	return []any{"served_by_pid", "unknown", "listened_by_pid", peer,
+		"note", "the process that called listen() on the socket has exited, handing it on, and no process holding it could be read"}
 }
 
 // holdsSocket reports whether pid has a descriptor on the socket with inode ino; an error when

@@ -25,24 +25,8 @@ func (f *fixture) leftDaemon(id, mode string) (sp spec.Plugin, daemon int, left 
 	sp = f.execPlugin(id, mode)
 	root := sp.Exec.Env.Plain()[pluginRootEnv]
 	f.t.Cleanup(func() { killWithEnv(pluginRootEnv + "=" + root) })
-	if err := os.MkdirAll(filepath.Dir(sp.Socket), 0o700); err != nil {
-		f.t.Fatal(err)
-	}
 	instance := newInstance()
-	cmd := exec.Command(sp.Exec.Command, sp.Exec.Args...)
-	cmd.Env = append(pluginEnv(os.Environ(), sp), instanceEnv+"="+instance)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// Its output to a file, as the agent's: a pipe would stay open in the daemon, and Run wait on it.
-	log, err := os.Create(filepath.Join(f.dir, id+"-by-hand.log"))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer log.Close()
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Run(); err != nil {
-		out, _ := os.ReadFile(log.Name())
-		f.t.Fatalf("the plugin's process: %v\n%s", err, out)
-	}
+	f.runByHand(sp, instanceEnv+"="+instance)
 	waitFor(f.t, "the daemon to serve the socket", func() bool { return socketsLive([]string{sp.Socket}) })
 	daemon = socketServer(sp.Socket, nil)
 	pgrp, live := procGroup(daemon)
@@ -62,6 +46,30 @@ func (f *fixture) leftDaemon(id, mode string) (sp spec.Plugin, daemon int, left 
 	}
 	waitFor(f.t, "the daemon's helper", func() bool { left = pidsWithEnv(pluginRootEnv + "=" + root); return len(left) >= 2 })
 	return sp, daemon, left
+}
+
+// runByHand runs plugin sp's command to its end, by hand (not by an agent), in a process group
+// of its own, with env added to the plugin's environment; it returns the process's pid.
+func (f *fixture) runByHand(sp spec.Plugin, env ...string) int {
+	f.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(sp.Socket), 0o700); err != nil {
+		f.t.Fatal(err)
+	}
+	cmd := exec.Command(sp.Exec.Command, sp.Exec.Args...)
+	cmd.Env = append(pluginEnv(os.Environ(), sp), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its output to a file, as the agent's: a pipe would stay open in a daemon, and Run wait on it.
+	log, err := os.Create(filepath.Join(f.dir, sp.ID+"-by-hand.log"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer log.Close()
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Run(); err != nil {
+		out, _ := os.ReadFile(log.Name())
+		f.t.Fatalf("the plugin's process: %v\n%s", err, out)
+	}
+	return cmd.Process.Pid
 }
 
 // A daemon that does not lead its process group (its group's leader, the fork that made the

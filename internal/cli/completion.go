@@ -38,20 +38,21 @@ var fileArgs = map[string]bool{
 // verbs. Every other command that takes no file is told not to offer file names.
 func registerCompletions(root *cobra.Command, f *Factory) {
 	args := map[string]cobra.CompletionFunc{
-		"volctl status":                 f.completeArgs(completeVolumes),
-		"volctl volume status":          f.completeArgs(completeVolumes),
-		"volctl volume claim":           f.completeArgs(completeVolumes),
-		"volctl volume release":         f.completeArgs(completeVolumes),
-		"volctl volume delete":          f.completeArgs(completeVolumes),
-		"volctl volume deregister":      f.completeArgs(completeVolumes),
-		"volctl volume detach":          f.completeArgs(completeVolumes),
-		"volctl volume expand":          f.completeArgs(completeVolumes),
-		"volctl volume snapshot create": f.completeArgs(completeVolumes),
-		"volctl volume snapshot delete": f.completeArgs(completeSnapshotPlugins, completeSnapshots),
-		"volctl plugin status":          f.completeArgs(completePlugins),
-		"volctl plugin deregister":      f.completeArgs(completePlugins),
-		"volctl group status":           f.completeArgs(completeGroups),
-		"volctl group stop":             f.completeArgs(completeGroups),
+		"volctl status":                     f.completeArgs(completeVolumes),
+		"volctl volume status":              f.completeArgs(completeVolumes),
+		"volctl volume claim":               f.completeArgs(completeVolumes),
+		"volctl volume release":             f.completeArgs(completeVolumes),
+		"volctl volume delete":              f.completeArgs(completeVolumes),
+		"volctl volume deregister":          f.completeArgs(completeVolumes),
+		"volctl volume detach":              f.completeArgs(completeVolumes),
+		"volctl volume expand":              f.completeArgs(completeVolumes),
+		"volctl volume snapshot create":     f.completeArgs(completeVolumes),
+		"volctl volume snapshot delete":     f.completeArgs(completeSnapshotPlugins, completeSnapshots),
+		"volctl volume snapshot deregister": f.completeArgs(completeSnapshotPlugins, completeSnapshots),
+		"volctl plugin status":              f.completeArgs(completePlugins),
+		"volctl plugin deregister":          f.completeArgs(completePlugins),
+		"volctl group status":               f.completeArgs(completeGroups),
+		"volctl group stop":                 f.completeArgs(completeGroups),
 	}
 	flags := map[string]map[string]cobra.CompletionFunc{
 		"volctl volume claim": {

@@ -33,8 +33,9 @@ deregister). A plugin that answers NOT_FOUND has no such volume any more: that c
 deleted; one that refuses with FAILED_PRECONDITION (snapshots left, say) keeps the volume,
 ready. A plugin with LIST_VOLUMES that answers OK is asked to list its volumes: while it still
 lists the volume (deleting it in the background), the volume stays deleting and the command
-fails saying so; run it again later. If that listing fails, the volume is forgotten and a
-warning says it could not be checked. A volume whose storage another volctl volume also records is not deleted (exit 4,
+fails saying so; run it again later. If that listing fails, or takes more than 30 s or 1,000
+pages, the volume is forgotten and a warning says it could not be checked. A volume whose
+storage another volctl volume also records is not deleted (exit 4,
 naming it: volctl volume deregister forgets one). A delete interrupted midway is finished by
 the same delete or by volctl reconcile.
 It asks first on a terminal and needs --yes otherwise.`,

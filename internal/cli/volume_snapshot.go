@@ -21,7 +21,8 @@ func newCmdVolumeSnapshot(f *Factory) *cobra.Command {
 	return parentCmd("snapshot", "Create, list and delete volume snapshots", `Snapshots through the volume's plugin: create needs its CREATE_DELETE_SNAPSHOT controller
 capability, list asks the plugin when it has LIST_SNAPSHOTS (and otherwise shows volctl's own
 records, saying so). A volume spec with snapshot_id = "<snapshot ID>" creates a volume from one.`,
-		newCmdVolumeSnapshotCreate(f, nil), newCmdVolumeSnapshotList(f, nil), newCmdVolumeSnapshotDelete(f, nil))
+		newCmdVolumeSnapshotCreate(f, nil), newCmdVolumeSnapshotList(f, nil), newCmdVolumeSnapshotDelete(f, nil),
+		newCmdVolumeSnapshotDeregister(f, nil))
 }
 
 // SnapshotCreateOptions are the inputs of `volctl volume snapshot create`.
@@ -260,8 +261,11 @@ func newCmdVolumeSnapshotDelete(f *Factory, runF func(*SnapshotDeleteOptions) er
 A snapshot the plugin does not know counts as deleted. A plugin with LIST_SNAPSHOTS that
 answers OK is asked for the snapshot (ListSnapshots): while it still lists it (deleting it in
 the background), volctl keeps its record and the command fails saying so; run it again later,
-with the snapshot ID the error names (a pending snapshot's NAME no longer finds it).
-If that listing fails, the record is forgotten and a warning says it could not be checked.
+with the snapshot ID the error names (a pending snapshot's NAME no longer finds it). A plugin
+that keeps listing it for good leaves it recorded: volctl volume snapshot deregister forgets
+the record and leaves the snapshot to the storage provider's tools.
+If that listing fails, or takes more than 30 s or 1,000 pages, the record is forgotten and a
+warning says it could not be checked.
 A snapshot listed as pending (its
 creation was cut short) is named by its NAME: volctl asks the plugin for it again under that
 name, the only way to learn its ID, and deletes it.
@@ -304,4 +308,62 @@ func snapshotDeleteRun(ctx context.Context, opts *SnapshotDeleteOptions) error {
 	}
 	fmt.Fprintf(opts.IO.Out, "Snapshot %q of plugin %q deleted\n", opts.SnapshotID, opts.PluginID)
 	return nil
+}
+
+// SnapshotDeregisterOptions are the inputs of `volctl volume snapshot deregister`.
+type SnapshotDeregisterOptions struct {
+	IO      *iostreams.IOStreams
+	Engine  func(context.Context) (*engine.Engine, error)
+	Confirm func(yes bool, action string) error
+
+	PluginID   string
+	SnapshotID string
+	Yes        bool
+}
+
+func newCmdVolumeSnapshotDeregister(f *Factory, runF func(*SnapshotDeregisterOptions) error) *cobra.Command {
+	opts := &SnapshotDeregisterOptions{IO: f.IO, Engine: f.Engine, Confirm: f.confirm}
+	cmd := &cobra.Command{
+		Use:   "deregister PLUGIN SNAPSHOT_ID|NAME",
+		Short: "Forget a snapshot without touching its storage",
+		Long: `Forget volctl's record of a snapshot: nothing is sent to the plugin, and the snapshot, if the
+plugin has it, stays where it is (volctl volume snapshot delete deletes it too).
+
+It is the way out for a snapshot the plugin keeps listing after answering DeleteSnapshot OK,
+which volctl volume snapshot delete keeps recorded, failing each time. A snapshot listed as
+pending (its creation was cut short) is named by its NAME: volctl forgets that it was being
+created, and reconcile no longer finishes it, though the plugin may have made it.
+
+A warning on stderr and the event log (snapshot-deregister) say the snapshot is forgotten, not
+deleted, naming it: delete it with the storage provider's tools if it is not wanted. volctl
+volume snapshot list shows it still, as the plugin's, while the plugin lists it. A snapshot
+volctl has no record of exits 1.
+
+It asks first on a terminal and needs --yes otherwise.`,
+		Example: `  volctl volume snapshot deregister hostpath snap-5f2c0e9a1b7d4c3e8f6a2b1c --yes`,
+		Args:    exactArgs(2),
+		RunE: runOpts(opts, func(args []string) {
+			// The snapshot ID is the plugin's, compared as bytes: only the plugin ID is volctl's.
+			opts.PluginID, opts.SnapshotID = typedID(args[0]), args[1]
+		}, runF, snapshotDeregisterRun),
+	}
+	addYesFlag(cmd, &opts.Yes, "off a terminal")
+	return cmd
+}
+
+func snapshotDeregisterRun(ctx context.Context, opts *SnapshotDeregisterOptions) error {
+	action := fmt.Sprintf("Deregister snapshot %q of plugin %q (forget it; the plugin's snapshot, if any, is not deleted)", opts.SnapshotID, opts.PluginID)
+	e, err := confirmedEngine(ctx, opts.Confirm, opts.Yes, action, opts.Engine)
+	if err != nil {
+		return err
+	}
+	warnings, err := e.DeregisterSnapshot(ctx, opts.PluginID, opts.SnapshotID)
+	for _, w := range warnings {
+		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", escapeLines(w))
+	}
+	if err != nil {
+		return err
+	}
+	return printDone(opts.IO.Out, fmt.Sprintf("Snapshot %q of plugin %q deregistered\n", opts.SnapshotID, opts.PluginID),
+		"snapshot %q of plugin %q deregistered", opts.SnapshotID, opts.PluginID)
 }

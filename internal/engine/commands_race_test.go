@@ -19,13 +19,20 @@ import (
 // its own lock files open, its own connections and its own store handle.
 func (h *harness) otherProcess() *Engine {
 	h.t.Helper()
-	other, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts,
+	return h.processWith(h.mounts)
+}
+
+// processWith opens an engine on the harness's state dir, another process's, whose mount table
+// is table.
+func (h *harness) processWith(table MountTable) *Engine {
+	h.t.Helper()
+	e, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: table,
 		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.t.Cleanup(func() { other.Close() })
-	return other
+	h.t.Cleanup(func() { e.Close() })
+	return e
 }
 
 // waitInFlight waits until an RPC is held at the plugin (a Fault's Gate), failing the test if

@@ -41,6 +41,9 @@ type Config struct {
 	Timeouts csi.Timeouts
 	// Now is the clock.
 	Now func() time.Time
+	// ListCheck bounds the time of the listing that checks a delete answered OK
+	// (deleteChecked); DefaultListCheck when zero.
+	ListCheck time.Duration
 	// ObserveRPC, when set, is called after every RPC the engine's plugin clients send, with the
 	// plugin's ID, the RPC's name, its gRPC code and its duration (csi.Config.Observe): the
 	// agent's metrics.
@@ -79,6 +82,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.ListCheck <= 0 {
+		c.ListCheck = DefaultListCheck
 	}
 	return c
 }
@@ -489,7 +495,14 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		// identity (from before the loss: the plugin's socket is made anew after a reboot)
 		// makes the next connection fingerprint again; and every command that connects to a
 		// plugin is spared a wait for the disk.
+		// Only over the row this connection was made from: one registered again meanwhile by
+		// another process, for another driver or on other sockets, keeps its own fingerprint
+		// (which pins its driver), and this connection, to a driver the ID no longer names, is
+		// refused (pluginStillRegistered; TestVolumeCreateOvertakenByPluginReregisteredForAnotherDriver).
 		if err := e.store.UpdateProgress(ctx, func(tx *store.Tx) error {
+			if err := pluginStillRegistered(tx, c); err != nil {
+				return err
+			}
 			if err := e.noteCapabilityChange(tx, p.ID, fp); err != nil {
 				return err
 			}

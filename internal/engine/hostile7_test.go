@@ -128,16 +128,7 @@ func TestReconcileDoesNotUnstageAStagingRestagedMeanwhile(t *testing.T) {
 // Neither may report a problem. Fault counts start from zero.
 func (h *harness) reconcileTwiceAtOnce(table MountTable, vol string) {
 	h.t.Helper()
-	open := func() *Engine {
-		e, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: table,
-			Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		h.t.Cleanup(func() { e.Close() })
-		return e
-	}
-	agent, cli := open(), open()
+	agent, cli := h.processWith(table), h.processWith(table)
 	h.faults.ResetCounts()
 	unlock := h.lockVolume(vol)
 	type result struct {
@@ -196,41 +187,75 @@ func TestVolumeRegisterOvertakenByPluginReregisteredForAnotherDriver(t *testing.
 	for _, samePath := range []bool{false, true} {
 		t.Run(map[bool]string{false: "another socket", true: "another driver on the socket path"}[samePath], func(t *testing.T) {
 			h := newHarness(t, nil)
-			cfg := csitest.DefaultMemConfig()
-			cfg.Name, cfg.NodeID = "other.csi.volctl.test", "node-1"
-			socket2, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)))
-			path := socket2
-			if samePath {
-				path = filepath.Join(t.TempDir(), "plugin.sock")
-				if err := os.Symlink(h.socket, path); err != nil {
-					t.Fatal(err)
-				}
-				h.registerPlugin("mem", path)
-			}
+			d := h.anotherDriver(samePath)
 			other, gate, done := h.registersHeld(1)
 			go func() { _, err := h.e.RegisterVolume(h.ctx, registered("v", "ext-1")); done <- err }()
 			h.waitInFlight(gate, done)
-			if samePath {
-				if err := os.Remove(path); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Symlink(socket2, path); err != nil {
-					t.Fatal(err)
-				}
-			}
-			_, rerr := other.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: path})
+			rerr := d.reregister(h, other)
 			close(gate)
-			err := <-done
-			if rerr != nil {
-				t.Fatalf("register the plugin again, with no volume recorded yet: %v", rerr)
-			}
-			if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `plugin "mem" was registered again by another volctl meanwhile`) {
-				t.Errorf("register = %v, want a conflict saying plugin \"mem\" was registered again meanwhile", err)
-			}
-			if v, verr := h.e.Volume(h.ctx, "v"); verr == nil {
-				t.Errorf("volume v is recorded on plugin %q, now driver %q, which never validated it: %+v", v.PluginID, cfg.Name, v)
-			}
+			d.overtaken(h, "register", <-done, rerr)
 		})
+	}
+}
+
+// otherDriver is another driver served beside the harness's plugin, for plugin mem to be
+// registered again as (anotherDriver).
+type otherDriver struct {
+	name     string // its GetPluginInfo name
+	path     string // where mem is registered again: its socket, or the link mem was registered through
+	socket   string
+	samePath bool
+	faults   *csitest.Faults
+}
+
+// anotherDriver serves another driver. With samePath, plugin mem is registered through a link to
+// the harness's socket, which reregister moves to the other driver's: another driver answering
+// on the socket path mem was registered on.
+func (h *harness) anotherDriver(samePath bool) *otherDriver {
+	h.t.Helper()
+	cfg := csitest.DefaultMemConfig()
+	cfg.Name, cfg.NodeID = "other.csi.volctl.test", "node-1"
+	d := &otherDriver{name: cfg.Name, samePath: samePath, faults: csitest.NewFaults()}
+	d.socket, _ = csitest.Serve(h.t, csitest.WithServer(csitest.NewMemPlugin(cfg)), csitest.WithFaults(d.faults))
+	d.path = d.socket
+	if samePath {
+		d.path = filepath.Join(h.t.TempDir(), "plugin.sock")
+		if err := os.Symlink(h.socket, d.path); err != nil {
+			h.t.Fatal(err)
+		}
+		h.registerPlugin("mem", d.path)
+	}
+	return d
+}
+
+// reregister registers plugin mem again as driver d, from other (another process), moving the
+// link first with samePath; it returns the registration's error.
+func (d *otherDriver) reregister(h *harness, other *Engine) error {
+	h.t.Helper()
+	if d.samePath {
+		if err := os.Remove(d.path); err != nil {
+			h.t.Fatal(err)
+		}
+		if err := os.Symlink(d.socket, d.path); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	_, err := other.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: d.path})
+	return err
+}
+
+// overtaken checks that a command (verb) on volume v that mem's registration again as d (rerr)
+// overtook lost: a conflict saying so (err), and v not recorded.
+func (d *otherDriver) overtaken(h *harness, verb string, err, rerr error) {
+	h.t.Helper()
+	if rerr != nil {
+		h.t.Fatalf("register the plugin again, with no volume recorded yet: %v", rerr)
+	}
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `plugin "mem" was registered again by another volctl meanwhile`) {
+		h.t.Errorf("%s = %v, want a conflict saying plugin \"mem\" was registered again meanwhile", verb, err)
+	}
+	if v, verr := h.e.Volume(h.ctx, "v"); verr == nil {
+		h.t.Errorf("volume v is recorded on plugin %q, now driver %q, which never saw it: %+v", v.PluginID, d.name, v)
 	}
 }
 

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
@@ -13,16 +15,26 @@ import (
 // a plugin whose tokens never end (each new: one that repeats a token is stopped at the repeat).
 const maxListPages = 10000
 
+// maxCheckPages bounds the listing after a delete (deleteChecked), which holds the plugin's
+// controller lock: fewer pages than a listing shown to the user may take, and DefaultListCheck
+// bounds its time. A listing cut short by either reads "not checked".
+const maxCheckPages = 1000
+
+// DefaultListCheck is how long the listing after a delete answered OK may take (Config.ListCheck):
+// it holds the plugin's controller lock, which every other create, delete, publish and snapshot
+// of the plugin waits for.
+const DefaultListCheck = 30 * time.Second
+
 // listPages pages through one of a plugin's list RPCs; the caller holds its controller lock.
 // page sends rpc from token (with retries: retry) and keeps what it was answered only when it
 // returns no error; it returns the next token and whether the caller has seen enough (done).
 // Paging ends when the plugin gives no next token or page is done. A next_token given before
 // fails it: it leads back to a page already listed, so paging on would never end, and stopping
 // there is no end either (the pages after it were never listed, and what they hold would read
-// as absent); so do more than maxListPages pages. Such an error means the listing is incomplete.
-func (e *Engine) listPages(ctx context.Context, c *conn, rpc string, page func(ctx context.Context, token string) (next string, done bool, err error)) error {
+// as absent); so do more than maxPages pages. Such an error means the listing is incomplete.
+func (e *Engine) listPages(ctx context.Context, c *conn, rpc string, maxPages int, page func(ctx context.Context, token string) (next string, done bool, err error)) error {
 	token, given := "", map[string]bool{}
-	for range maxListPages {
+	for range maxPages {
 		var (
 			next string
 			done bool
@@ -42,30 +54,46 @@ func (e *Engine) listPages(ctx context.Context, c *conn, rpc string, page func(c
 		given[next] = true
 		token = next
 	}
-	return fmt.Errorf("%s: more than %d pages", rpc, maxListPages)
+	return fmt.Errorf("%s: more than %d pages", rpc, maxPages)
 }
 
 // deleteChecked sends a delete RPC (del, with retries) and, when the plugin answers OK (not
 // NOT_FOUND, which says it is already gone), asks it whether it still lists what it deleted
 // (lists), both under the plugin's controller lock, so no other volctl's create comes between.
 // listed says the plugin still lists it; unchecked, why that could not be learnt (the listing
-// failed or did not end); err is the delete's own error.
+// failed or did not end); err is the delete's own error. The listing holds the lock others wait
+// for, so it is bounded: maxCheckPages pages (listsID) within cfg.ListCheck, past which it is
+// unchecked, never a failure of the delete the plugin answered OK.
 func (e *Engine) deleteChecked(ctx context.Context, c *conn, rpc string, del func(context.Context) error,
 	lists func(context.Context) (bool, error)) (listed bool, unchecked, err error) {
 	err = e.withController(ctx, c, func(ctx context.Context) error {
 		err := e.retry(ctx, c, rpc, del)
 		if err == nil {
-			listed, unchecked = lists(ctx)
+			// A cancel, not a deadline: the plugin sees no deadline it may answer on before
+			// ours passes, so a listing cut short is always one this bound cut.
+			bound := e.cfg.ListCheck
+			lctx, cancel := context.WithCancelCause(ctx)
+			defer cancel(nil)
+			stop := time.AfterFunc(bound, func() { cancel(errListCheckBound) })
+			listed, unchecked = lists(lctx)
+			stop.Stop()
+			if unchecked != nil && ctx.Err() == nil && errors.Is(context.Cause(lctx), errListCheckBound) {
+				unchecked = fmt.Errorf("the listing did not finish within %s, the bound on this check (it holds the plugin's controller lock): %w", bound, unchecked)
+			}
 		}
 		return err
 	})
 	return listed, unchecked, err
 }
 
-// listsID says whether a list RPC names id; page sends rpc from token and returns the IDs of
-// one page and the next token. Paging stops at the page naming id (listPages).
+// errListCheckBound is the cause of a listing after a delete cut short by Config.ListCheck.
+var errListCheckBound = errors.New("the check's time bound passed")
+
+// listsID says whether a list RPC names id, after a delete (deleteChecked): page sends rpc from
+// token and returns the IDs of one page and the next token. Paging stops at the page naming id,
+// or after maxCheckPages pages (listPages).
 func (e *Engine) listsID(ctx context.Context, c *conn, rpc, id string, page func(ctx context.Context, token string) (ids []string, next string, err error)) (listed bool, err error) {
-	err = e.listPages(ctx, c, rpc, func(ctx context.Context, token string) (string, bool, error) {
+	err = e.listPages(ctx, c, rpc, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
 		ids, next, err := page(ctx, token)
 		listed = err == nil && slices.Contains(ids, id)
 		return next, listed, err

@@ -378,7 +378,8 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		if named != "" {
 			again += fmt.Sprintf(" (by its ID: its name %q found it only while it was pending)", named)
 		}
-		return fail(fmt.Errorf("%w (the snapshot stays recorded: %s sends DeleteSnapshot again and forgets it once the plugin answers NOT_FOUND or no longer lists it)", err, again))
+		return fail(fmt.Errorf("%w (the snapshot stays recorded: %s sends DeleteSnapshot again and forgets it once the plugin answers NOT_FOUND or no longer lists it; "+
+			"if the plugin keeps listing it, `volctl volume snapshot deregister %s %s` forgets the record and leaves the snapshot)", err, again, pluginID, snapshotID))
 	}
 	note := e.uncheckedNote(unchecked, pluginID, csi.RPCDeleteSnapshot, "snapshot", snapshotID)
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
@@ -643,7 +644,7 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 		return nil, "cannot list snapshots (no LIST_SNAPSHOTS controller capability)"
 	}
 	err = e.withController(ctx, c, func(ctx context.Context) error {
-		return e.listPages(ctx, c, csi.RPCListSnapshots, func(ctx context.Context, token string) (string, bool, error) {
+		return e.listPages(ctx, c, csi.RPCListSnapshots, maxListPages, func(ctx context.Context, token string) (string, bool, error) {
 			page, err := c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{StartingToken: token, Secrets: secrets})
 			if err != nil {
 				return "", false, err
@@ -703,4 +704,91 @@ func snapshotInfo(r store.Snapshot) SnapshotInfo {
 		SourceExternalID: r.SourceExternalID, SizeBytes: r.SizeBytes, ReadyToUse: r.ReadyToUse,
 		CreatedAt: r.CreatedAt, Parameters: maps.Clone(r.Parameters), Recorded: true,
 	}
+}
+
+// DeregisterSnapshot forgets volctl's record of a snapshot without sending anything to its
+// plugin: the way out for a snapshot the plugin keeps listing after answering DeleteSnapshot
+// OK (DeleteSnapshot keeps its record then), as `volume deregister` is for a volume. snapshotID
+// may also be the name of a snapshot still being created (pending): its intent is forgotten,
+// and reconcile no longer finishes it. The snapshot itself, if the plugin has it, is left as it
+// is: the returned warnings say so, naming it, and so does the event, so that nothing is lost
+// without a word (it is left to the storage provider's tools). The source volume's lock is
+// held, as a create and reconcile finishing one hold it.
+func (e *Engine) DeregisterSnapshot(ctx context.Context, pluginID, snapshotID string) (warnings []string, err error) {
+	return byStoredID(ctx, e, store.PluginIDs, pluginID, func(id string) ([]string, error) {
+		return e.deregisterSnapshotStored(ctx, id, snapshotID)
+	})
+}
+
+// deregisterSnapshotStored is DeregisterSnapshot of the ID as stored (byStoredID).
+func (e *Engine) deregisterSnapshotStored(ctx context.Context, pluginID, snapshotID string) (warnings []string, err error) {
+	fail := func(err error) ([]string, error) {
+		return nil, fmt.Errorf("deregister snapshot %q of plugin %q: %w", snapshotID, pluginID, err)
+	}
+	if snapshotID == "" {
+		return fail(invalidf("the snapshot ID is empty"))
+	}
+	// The record or intent, first without a lock, to learn which volume's lock to take.
+	source := func(tx *store.Tx) (volumeID string, err error) {
+		rec, err := tx.Snapshots().Get(pluginID, snapshotID)
+		if err == nil {
+			return rec.SourceVolumeID, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return "", err
+		}
+		in, err := tx.Snapshots().GetCreate(pluginID, snapshotID)
+		return in.SourceVolumeID, err
+	}
+	volumeID, err := viewOne(ctx, e.store, source)
+	if errors.Is(err, store.ErrNotFound) {
+		return fail(notFoundf("volctl has no record of it (`volctl volume snapshot list --plugin %s` lists those it has)", pluginID))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if volumeID != "" {
+		unlock, err := e.locks.volume(ctx, volumeID)
+		if err != nil {
+			return fail(err)
+		}
+		defer unlock()
+	}
+	var warning string
+	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		rec, err := tx.Snapshots().Get(pluginID, snapshotID)
+		var msg string
+		switch {
+		case err == nil:
+			if err := tx.Snapshots().Delete(pluginID, snapshotID); err != nil {
+				return err
+			}
+			warning = fmt.Sprintf("snapshot %q of plugin %q is forgotten, not deleted: if the plugin still has it, it stays there; "+
+				"delete it with the storage provider's tools", snapshotID, pluginID)
+			msg = fmt.Sprintf("snapshot %q (%s) deregistered; its storage was not touched", snapshotID, rec.Name)
+			volumeID = rec.SourceVolumeID
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		default:
+			in, err := tx.Snapshots().GetCreate(pluginID, snapshotID)
+			if err != nil {
+				return err
+			}
+			if err := tx.Snapshots().DeleteCreate(pluginID, snapshotID); err != nil {
+				return err
+			}
+			warning = fmt.Sprintf("snapshot named %q of plugin %q, whose creation was cut short, is forgotten: the plugin may have made it, "+
+				"and if so it stays there, unknown to volctl; delete it with the storage provider's tools", snapshotID, pluginID)
+			msg = fmt.Sprintf("pending snapshot %q deregistered; what the plugin may have made was not touched", snapshotID)
+			volumeID = in.SourceVolumeID
+		}
+		return tx.Events().Append(&store.Event{Kind: "snapshot-deregister", VolumeID: volumeID, PluginID: pluginID, Message: msg})
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return fail(notFoundf("volctl has no record of it any more (deleted or deregistered meanwhile)"))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return []string{warning}, nil
 }

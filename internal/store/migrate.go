@@ -19,6 +19,29 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
+// schemaFile is the schema the migrations up to the version in its first line build, as
+// SQLite stores it (sqlite_schema's text), which a new, empty database is given in one step
+// instead of replaying every migration: each ALTER TABLE makes SQLite parse the whole schema
+// again, and a new state dir (the first command on a machine, every test's) paid for all of
+// them. TestSchemaFileIsTheMigrationsApplied checks it is exactly what the migrations make, and
+// says how to write it again; migrations added after it are applied on top as to any database.
+//
+//go:embed schema.sql
+var schemaFile string
+
+// schemaHeader is the first line of schema.sql, before the version.
+const schemaHeader = "-- volctl schema at version "
+
+// schemaVersionOf reads the version schema.sql is at from its first line.
+func schemaVersionOf(src string) (int, error) {
+	first, _, _ := strings.Cut(src, "\n")
+	v, err := strconv.Atoi(strings.TrimPrefix(first, schemaHeader))
+	if !strings.HasPrefix(first, schemaHeader) || err != nil || v < 1 {
+		return 0, fmt.Errorf("schema.sql: first line %q, want %q and a version", first, schemaHeader+"N")
+	}
+	return v, nil
+}
+
 // applicationID marks the file as volctl's ("vctl"), so a stray SQLite file is refused rather
 // than migrated.
 const applicationID = 0x7663746c
@@ -196,7 +219,21 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 		if refused = s.checkVersion(version, appID, names); refused != nil {
 			return refused
 		}
-		for _, m := range migrations[version:target] {
+		from := version
+		if version == 0 {
+			// A new database: the schema file, then what was added since.
+			at, err := schemaVersionOf(schemaFile)
+			if err != nil {
+				return err
+			}
+			if at <= target {
+				if err := tx.execOnce(schemaFile); err != nil {
+					return fmt.Errorf("schema.sql: %w", err)
+				}
+				from = at
+			}
+		}
+		for _, m := range migrations[from:target] {
 			sql, err := m.source()
 			if err == nil {
 				err = tx.execOnce(sql)
