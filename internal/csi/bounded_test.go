@@ -100,3 +100,24 @@ func TestAnswerThatCannotBeDecodedIsUnread(t *testing.T) {
 		t.Errorf("volctl's own request not encodable: %v; want it said, not blamed on the plugin", own)
 	}
 }
+
+// A CreateVolume or ListVolumes answer with a negative capacity_bytes, which the CSI spec does
+// not allow: read as not stated (0, "unknown" in status and JSON), as a snapshot's negative
+// size_bytes is, not recorded and shown as a negative size.
+func TestNegativeVolumeCapacityReadsAsNotStated(t *testing.T) {
+	vol := &csipb.Volume{VolumeId: "vol-1", CapacityBytes: -5}
+	h := newHarness(t, csitest.DefaultMemConfig(),
+		withOverride(csi.RPCCreateVolume, func(any) (any, error) { return &csipb.CreateVolumeResponse{Volume: vol}, nil }),
+		withOverride(csi.RPCListVolumes, func(any) (any, error) {
+			return &csipb.ListVolumesResponse{Entries: []*csipb.ListVolumesResponse_Entry{{Volume: vol}}}, nil
+		}))
+	v, err := h.client.CreateVolume(context.Background(), csi.CreateVolumeRequest{Name: "v", CapacityMin: 1 << 20,
+		Capabilities: []csi.VolumeCapability{sensitiveCapability()}})
+	if err != nil || v.ID != "vol-1" || v.CapacityBytes != 0 {
+		t.Errorf("CreateVolume answered capacity_bytes -5 = %+v, %v; want volume vol-1 with its capacity not stated (0)", v, err)
+	}
+	page, err := h.client.ListVolumes(context.Background(), csi.ListVolumesRequest{})
+	if err != nil || len(page.Entries) != 1 || page.Entries[0].Volume.CapacityBytes != 0 {
+		t.Errorf("ListVolumes answered capacity_bytes -5 = %+v, %v; want its capacity not stated (0)", page, err)
+	}
+}

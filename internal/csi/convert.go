@@ -71,8 +71,10 @@ func contentSource(snapshotID, cloneID string) (*csipb.VolumeContentSource, erro
 
 func volumeFromCSI(v *csipb.Volume) Volume {
 	out := Volume{
-		ID:                 v.GetVolumeId(),
-		CapacityBytes:      v.GetCapacityBytes(),
+		ID: v.GetVolumeId(),
+		// A negative size, which the CSI spec does not allow, reads as not stated (0), as a
+		// snapshot's does (snapshotFromCSI).
+		CapacityBytes:      max(v.GetCapacityBytes(), 0),
 		Context:            v.GetVolumeContext(),
 		AccessibleTopology: wire.FromTopologies(v.GetAccessibleTopology()),
 	}
