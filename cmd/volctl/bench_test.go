@@ -27,7 +27,7 @@ import (
 var bench struct {
 	mu   sync.Mutex
 	dir  string            // removed by TestMain once the tests have run
-	bins map[string]string // package -> binary
+	bins map[string]string // what was built (builtOnce's key) -> binary
 }
 
 // benchVolctl builds volctl once per test process as the release is built and returns its
@@ -40,9 +40,25 @@ func benchVolctl(b testing.TB) string { return benchBuild(b, ".") }
 // (releaseTags).
 func benchBuild(b testing.TB, pkg string) string {
 	b.Helper()
+	args := []string{"build", "-trimpath", "-ldflags", "-s -w"}
+	if releaseTags != "" {
+		args = append(args, "-tags", releaseTags)
+	}
+	name := filepath.Base(filepath.Clean(pkg))
+	if pkg == "." {
+		name = "volctl"
+	}
+	return builtOnce(b, "release "+pkg, pkg, name, args, []string{"CGO_ENABLED=0"})
+}
+
+// builtOnce runs `go` with args, `-o` and the package pkg (with env added to the environment)
+// once per test process for each key, into a directory of its own under bench.dir, and returns
+// the binary's path, named name.
+func builtOnce(b testing.TB, key, pkg, name string, args, env []string) string {
+	b.Helper()
 	bench.mu.Lock()
 	defer bench.mu.Unlock()
-	if bin, ok := bench.bins[pkg]; ok {
+	if bin, ok := bench.bins[key]; ok {
 		return bin
 	}
 	if bench.dir == "" {
@@ -52,24 +68,18 @@ func benchBuild(b testing.TB, pkg string) string {
 		}
 		bench.dir, bench.bins = dir, map[string]string{}
 	}
-	bin := filepath.Join(bench.dir, fmt.Sprintf("bin%d", len(bench.bins)), filepath.Base(filepath.Clean(pkg)))
-	if pkg == "." {
-		bin = filepath.Join(filepath.Dir(bin), "volctl")
-	}
+	bin := filepath.Join(bench.dir, fmt.Sprintf("bin%d", len(bench.bins)), name)
+	args = append(append(args[:len(args):len(args)], "-o", bin), pkg)
 	gocmd, err := exec.LookPath("go")
 	if err != nil {
 		gocmd = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	args := []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", bin}
-	if releaseTags != "" {
-		args = append(args, "-tags", releaseTags)
-	}
-	cmd := exec.Command(gocmd, append(args, pkg)...)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd := exec.Command(gocmd, args...)
+	cmd.Env = append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("building %s for the benchmarks: go %s: %v\n%s", pkg, strings.Join(args, " "), err, out)
+		b.Fatalf("building %s: go %s: %v\n%s", pkg, strings.Join(args, " "), err, out)
 	}
-	bench.bins[pkg] = bin
+	bench.bins[key] = bin
 	return bin
 }
 

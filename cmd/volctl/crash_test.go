@@ -7,8 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,25 +36,18 @@ func (env *hostEnv) crash(bin, failpoint string, args ...string) {
 // built without it unless `go test -tags volctl_failpoints` asks for it.
 const failpointsTag = "volctl_failpoints"
 
-// buildVolctl builds this package's volctl with the given build tags into a temp dir of the
-// test and returns the binary's path. The go command is the one running the tests (go test
+// buildVolctl builds this package's volctl with the given build tags and returns the binary's
+// path. It is built once per test process for each set of tags, into the directory the
+// benchmarks' builds share (removed by TestMain once the tests have run): a dozen tests use it,
+// and each build links a 27 MB binary. The go command is the one running the tests (go test
 // puts its GOROOT/bin first in $PATH).
 func buildVolctl(t testing.TB, tags ...string) string {
 	t.Helper()
-	gocmd, err := exec.LookPath("go")
-	if err != nil {
-		gocmd = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(t.TempDir(), "volctl")
-	args := []string{"build", "-o", bin}
+	args := []string{"build"}
 	if len(tags) > 0 {
 		args = append(args, "-tags", strings.Join(tags, ","))
 	}
-	cmd := exec.Command(gocmd, append(args, ".")...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building volctl (go %s): %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return bin
+	return builtOnce(t, strings.Join(args, " "), ".", "volctl", args, nil)
 }
 
 func killed(err error) bool {

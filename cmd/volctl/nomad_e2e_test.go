@@ -30,7 +30,8 @@ import (
 )
 
 // TestNomadEndToEnd hands a volume volctl created over to a real Nomad agent and takes it back:
-// the exported plugin job becomes healthy, volctl nomad register registers the volume, a local
+// the exported plugin job becomes healthy, volctl nomad register registers the volume (and
+// refuses one in a namespace Nomad lacks, and hands one named db?x over and back), a local
 // claim is refused, the exported job claims it and its task writes a file that appears in the
 // volume, a second writer is refused by Nomad, and after the jobs stop and the volume is
 // deregistered, volctl nomad release takes it back and volctl claims it again. Nothing is left
@@ -106,6 +107,11 @@ capability {
 `, mnt))
 	w.volctl(0, "plugin", "register", "--id", "hp", "--socket", filepath.Join(dir, "hp.sock"))
 	w.volctl(0, "volume", "create", filepath.Join(dir, "db.hcl"))
+	// Two more: one in a namespace Nomad does not have, one whose ID a URL would cut short.
+	for _, v := range []struct{ id, namespace string }{{"elsewhere", "nosuch"}, {"db?x", "default"}} {
+		w.writeFile(v.namespace+".hcl", strings.Replace(strings.Replace(w.readFile("db.hcl"), `id = "db"`, fmt.Sprintf("id = %q\nnamespace = %q", v.id, v.namespace), 1), `name = "db"`, fmt.Sprintf("name = %q", v.id), 1))
+		w.volctl(0, "volume", "create", filepath.Join(dir, v.namespace+".hcl"))
+	}
 	w.volctl(0, "group", "run", filepath.Join(dir, "web.hcl"))
 	w.volctl(0, "group", "stop", "web")
 	if out, err := stopHP(); err != nil {
@@ -147,6 +153,26 @@ capability {
 	step("volctl nomad register")
 	if out := w.volctl(0, "nomad", "register", "db"); !strings.Contains(out, `Registered volume "db" in Nomad at `+w.nomadAddr) {
 		t.Fatalf("register: %s", out)
+	}
+
+	step("a volume in a namespace Nomad does not have: refused, and not left marked")
+	if out := w.volctl(1, "nomad", "register", "elsewhere"); !strings.Contains(out, "nonexistent namespace nosuch") || !strings.Contains(out, "refused the registration") {
+		t.Fatalf("register in a namespace Nomad lacks: %s", out)
+	}
+	if out := w.volctl(0, "volume", "status", "elsewhere", "-t", `{{with index . "handover"}}marked{{end}}`); strings.TrimSpace(out) != "" {
+		t.Fatalf("a registration Nomad refused left its mark: %s", out)
+	}
+
+	step("a volume whose ID a URL would cut short (db?x) is registered, read back and taken back as itself")
+	if out := w.volctl(0, "nomad", "register", "db?x"); !strings.Contains(out, `Registered volume "db?x"`) {
+		t.Fatalf("register db?x: %s", out)
+	}
+	if out := w.volctl(4, "nomad", "release", "db?x"); !strings.Contains(out, "still registered in Nomad") {
+		t.Fatalf("release of db?x while Nomad has it: %s", out)
+	}
+	w.nomad("volume", "deregister", "db?x")
+	if out := w.volctl(0, "nomad", "release", "db?x"); !strings.Contains(out, `Took volume "db?x" back`) {
+		t.Fatalf("release of db?x: %s", out)
 	}
 
 	step("a local claim is refused, naming the Nomad address")

@@ -170,7 +170,7 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		if err != nil {
 			return fmt.Errorf("export nomad: %w", err)
 		}
-		if info.ID != id {
+		if !namedExactly(info.ID, id) {
 			// Volume resolves prefixes; an export names volumes exactly.
 			return fmt.Errorf("export nomad: volume %q not found (did you mean %q?)", id, info.ID)
 		}

@@ -121,7 +121,8 @@ func TestEngineStateDirErrors(t *testing.T) {
 		{"dangling symlink", func(t *testing.T, tmp string) (string, string) {
 			dir := filepath.Join(tmp, "state")
 			symlink(t, filepath.Join(tmp, "gone"), dir)
-			return dir, mkdirFailed + dir + ": file exists"
+			return dir, mkdirFailed + dir + ": file exists (it is a symlink to " + filepath.Join(tmp, "gone") +
+				", which does not exist: create that directory, or remove the symlink and volctl makes the state dir there)"
 		}},
 		{"symlink to a file", func(t *testing.T, tmp string) (string, string) {
 			target := filepath.Join(tmp, "file")
@@ -133,7 +134,7 @@ func TestEngineStateDirErrors(t *testing.T) {
 		{"symlink loop", func(t *testing.T, tmp string) (string, string) {
 			dir := filepath.Join(tmp, "state")
 			symlink(t, "state", dir)
-			return dir, mkdirFailed + dir + ": file exists"
+			return dir, mkdirFailed + dir + ": file exists (it is a symlink to state, a loop of symlinks that never reaches a directory: remove or fix the symlink)"
 		}},
 		{"database is a directory", func(t *testing.T, tmp string) (string, string) {
 			dir := filepath.Join(tmp, "state")
@@ -154,7 +155,8 @@ func TestEngineStateDirErrors(t *testing.T) {
 			if err := os.WriteFile(db, []byte("this is not a database, just text long enough to be read as a header"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			return dir, "open state " + db + ": file is not a database (26)"
+			return dir, "open state " + db + ": file is not a database (26) (volctl cannot read it as its state: a damaged file, or another file put there. " +
+				"Move it aside with its -wal and -shm and restore a backup of the three (see Backups in docs/architecture.md), or use another --state-dir)"
 		}},
 		{"lock dir is a file", func(t *testing.T, tmp string) (string, string) {
 			dir := filepath.Join(tmp, "state")

@@ -14,6 +14,11 @@ import (
 // to the plugin and never pass through here.
 func typedID(s string) string { return norm.NFC.String(s) }
 
+// namedExactly reports whether the volume an engine lookup found by id (which resolves a
+// prefix too) is the one id names: stored as id, or, by an older volctl, in another normal form
+// of it (engine byStoredID), not one whose ID id only begins.
+func namedExactly(stored, id string) bool { return stored == id || typedID(stored) == id }
+
 // idArg is a bind for runOpts that stores the first argument, an ID, in dst (typedID).
 func idArg(dst *string) func([]string) {
 	return func(args []string) {

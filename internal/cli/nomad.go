@@ -130,8 +130,18 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if err != nil {
 		return err
 	}
-	if info.ID != id {
+	if !namedExactly(info.ID, id) {
 		return fmt.Errorf("volume %q not found (did you mean %q?)", id, info.ID)
+	}
+	id = info.ID // as stored: Nomad gets the ID volctl has
+	want := nomad.RegisterSpec(info)
+	to := engine.HandoverTarget{Address: c.Address, Region: c.Region, Namespace: c.APIVolume(want).Namespace}
+	if h := info.Handover; h != nil && !opts.DryRun {
+		// Handed over elsewhere: refused whatever this cluster says (HandOver checks it again
+		// under the volume's lock).
+		if err := h.Elsewhere(to); err != nil {
+			return err
+		}
 	}
 	// The plugin must run in Nomad, be healthy, and be the same driver.
 	p, err := c.Plugin(ctx, info.PluginID)
@@ -149,8 +159,6 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		return fmt.Errorf("volume %q: plugin %q in Nomad at %s is not healthy (%s): wait for its allocations, or check them with nomad plugin status %s",
 			id, info.PluginID, c.Address, p.Describe(), info.PluginID)
 	}
-	want := nomad.RegisterSpec(info)
-	to := engine.HandoverTarget{Address: c.Address, Region: c.Region, Namespace: c.APIVolume(want).Namespace}
 	if opts.DryRun {
 		have, herr := c.Volume(ctx, id, info.Namespace)
 		exists := herr == nil

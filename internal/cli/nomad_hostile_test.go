@@ -99,6 +99,10 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 		n.puts = append(n.puts, string(body))
 		if len(req.Volumes) == 1 {
 			delete(req.Volumes[0], "Secrets") // Nomad does not return them
+			// Nomad registers the volume the body names: the path's ID is not read.
+			if bid, ok := req.Volumes[0]["ID"].(string); ok {
+				id = bid
+			}
 			n.sent[ns+"/"+id] = req.Volumes[0]
 		}
 		n.mu.Unlock()

@@ -34,8 +34,13 @@ func flush(out *bufio.Writer, err *error) {
 // string of the values a command is about to print (engine.RedactValue): data a plugin
 // returned (volume_context, publish_context, its version, manifest and node ID, volume and
 // snapshot IDs) is kept raw, and a hostile plugin may have echoed a secret into any of it.
-// Each v is a pointer. The output is withheld when the secrets cannot be read.
+// Each v is a pointer. The output is withheld when the secrets cannot be read. The read is
+// not cut short by ctx's end, as RedactError's is not: a command interrupted (Ctrl-C, SIGTERM)
+// while a plugin was slow still prints what it finished (the volumes created before, a group's
+// allocs, a reconcile's report) and returns the error that says what the interrupt left, where
+// a read ended by the signal would have withheld both behind "context canceled".
 func redactOutput(ctx context.Context, e *engine.Engine, extra []string, vs ...any) error {
+	ctx = context.WithoutCancel(ctx) // one read of the local state: it ends on its own
 	for _, v := range vs {
 		if err := e.RedactValue(ctx, v, extra...); err != nil {
 			return fmt.Errorf("the output is withheld: reading the state to redact secrets from it: %w", err)
@@ -206,13 +211,16 @@ func printDone(w io.Writer, line, format string, args ...any) error {
 	return afterDone(err, format, args...)
 }
 
-// escapeLines is s with every control character but the newlines between its lines shown as
-// display.Escape shows it: for messages of more than one line (an error joining several) that
-// word data from outside volctl.
+// escapeLines is s with every control character but the newlines between its lines, and the
+// tabs that indent a line, shown as display.Escape shows it: for messages of more than one
+// line (an error joining several) that word data from outside volctl. An indenting tab moves
+// the cursor only, and cobra's "Did you mean this?" indents each suggestion with one, which
+// escaped read "\tvolume".
 func escapeLines(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = display.Escape(l)
+		text := strings.TrimLeft(l, "\t")
+		lines[i] = l[:len(l)-len(text)] + display.Escape(text)
 	}
 	return strings.Join(lines, "\n")
 }

@@ -89,8 +89,10 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 	info, err := e.Volume(ctx, opts.ID)
 	var amb *engine.AmbiguousError
 	if errors.As(err, &amb) {
+		// A -t or --jq written for one volume fails on the list of matches: the error still
+		// says first that the ID was ambiguous, or the template would look like the mistake.
 		if werr := writeVolumeList(ctx, out, opts.IO, &opts.Exporter, amb.Matches); werr != nil {
-			return werr
+			return withCode(ExitUsage, fmt.Errorf("volume status: %w; give more of the ID (printing the matching volumes failed too: %w)", err, werr))
 		}
 		return withCode(ExitUsage, fmt.Errorf("volume status: %w; give more of the ID", err))
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -130,26 +131,34 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 			fmt.Fprintln(out, display.Escape(line))
 		}
 	}
+	var failed error
+	switch {
+	case len(errs) == 0:
+	case len(vols) == 1:
+		failed = errs[0]
+	default:
+		// Each failure is on stderr already; the exit code is the first one's.
+		failed = withCode(ExitCode(errs[0]), fmt.Errorf("%s: %d of %d volumes failed (see above)", command, len(errs), len(vols)))
+	}
 	if opts.Exporter.Enabled() {
 		if err := redactOutput(ctx, e, nil, &infos); err != nil {
 			return fmt.Errorf("%s: %w", command, err)
 		}
-		if err := opts.Exporter.Write(ctx, out, infos); err != nil {
+		if err := opts.Exporter.Write(ctx, out, infos); err != nil && len(infos) > 0 {
+			// A filter or template stopped by the interrupt that also ended a create: the
+			// error says what was done and what failed, never that an empty list was done.
 			ids := make([]string, len(infos))
 			for i, info := range infos {
 				ids[i] = info.ID
 			}
-			return afterDone(err, "volume %s %sd", quotedIDs(ids), opts.Verb)
+			err = afterDone(err, "volume %s %sd", quotedIDs(ids), opts.Verb)
+			if failed == nil {
+				return err
+			}
+			return withCode(ExitCode(failed), errors.Join(failed, err))
 		}
 	}
-	switch {
-	case len(errs) == 0:
-		return nil
-	case len(vols) == 1:
-		return errs[0]
-	}
-	// Each failure is on stderr already; the exit code is the first one's.
-	return withCode(ExitCode(errs[0]), fmt.Errorf("%s: %d of %d volumes failed (see above)", command, len(errs), len(vols)))
+	return failed
 }
 
 // parseVolumeSpecs reads and checks every file before anything is done with any, rendering

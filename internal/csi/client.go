@@ -232,7 +232,7 @@ func invoke[Req proto.Message, Resp any](ctx context.Context, c *Client, ep *end
 		var zero Resp
 		text := func(msg string) string { return c.pluginText(ctx, req, msg) }
 		deadline, _ := cctx.Deadline()
-		return zero, translate(ctx, rpc, c.named, ep.socket, timeout, deadline, err, text, proto.Size(req), p.Addr != nil)
+		return zero, translate(ctx, rpc, c.named, ep.socket, timeout, deadline, err, text, req, p.Addr != nil)
 	}
 	return resp, nil
 }

@@ -189,7 +189,7 @@ func (c *Client) ValidateVolumeCapabilities(ctx context.Context, r ValidateVolum
 	if conf == nil {
 		err := fmt.Errorf("%s: volume %q: the plugin did not confirm the capabilities %s: %w", RPCValidateVolumeCapabilities,
 			r.VolumeID, describeCapabilities(r.Capabilities), ErrNotConfirmed)
-		if msg := pluginText(resp.GetMessage(), req, sensitiveValues(req)); msg != "" {
+		if msg := c.pluginText(ctx, req, resp.GetMessage()); msg != "" {
 			err = fmt.Errorf("%w: %s", err, msg)
 		} else {
 			err = fmt.Errorf("%w (it gave no reason)", err)

@@ -71,8 +71,10 @@ func contentSource(snapshotID, cloneID string) (*csipb.VolumeContentSource, erro
 
 func volumeFromCSI(v *csipb.Volume) Volume {
 	out := Volume{
-		ID:                 v.GetVolumeId(),
-		CapacityBytes:      v.GetCapacityBytes(),
+		ID: v.GetVolumeId(),
+		// A negative size, which the CSI spec does not allow, reads as not stated (0), as a
+		// snapshot's does (snapshotFromCSI).
+		CapacityBytes:      max(v.GetCapacityBytes(), 0),
 		Context:            v.GetVolumeContext(),
 		AccessibleTopology: wire.FromTopologies(v.GetAccessibleTopology()),
 	}
@@ -83,15 +85,20 @@ func volumeFromCSI(v *csipb.Volume) Volume {
 	return out
 }
 
+// snapshotFromCSI is a snapshot as the plugin describes it. What the CSI spec never allows
+// reads as not stated, as the plugin leaving it out does: a negative size_bytes as 0, and a
+// creation_time that is not a valid Timestamp (outside the years 1 to 9999, or its nanos
+// outside a second) as the zero time, which no JSON encoder could write (encoding/json fails
+// on it, and with it the whole listing that holds it).
 func snapshotFromCSI(s *csipb.Snapshot) Snapshot {
 	out := Snapshot{
 		ID:              s.GetSnapshotId(),
 		SourceVolumeID:  s.GetSourceVolumeId(),
-		SizeBytes:       s.GetSizeBytes(),
+		SizeBytes:       max(s.GetSizeBytes(), 0),
 		ReadyToUse:      s.GetReadyToUse(),
 		GroupSnapshotID: s.GetGroupSnapshotId(),
 	}
-	if t := s.GetCreationTime(); t != nil {
+	if t := s.GetCreationTime(); t != nil && t.CheckValid() == nil {
 		out.CreatedAt = t.AsTime()
 	}
 	return out

@@ -60,9 +60,10 @@ type Error struct {
 	// TimedOut: the call was cut off by volctl's own per-RPC timeout (a DEADLINE_EXCEEDED the
 	// plugin returned itself, before that, is not).
 	TimedOut bool
-	// AnswerTooLarge: the plugin did the call and answered, but its answer was over gRPC's size
-	// limit and dropped unread: whatever the RPC does, the plugin did (IsAnswerUnread).
-	AnswerTooLarge bool
+	// AnswerUnread: the plugin did the call and answered, but its answer was dropped unread,
+	// over gRPC's size limit or not decodable (a string field that is not UTF-8): whatever the
+	// RPC does, the plugin did (IsAnswerUnread).
+	AnswerUnread bool
 }
 
 // Error reads "NodePublishVolume: FailedPrecondition: <plugin message> (<hint>)".
@@ -114,13 +115,14 @@ func IsTimeout(err error) bool {
 }
 
 // IsAnswerUnread reports whether err is a plugin's answer to a call it did, which volctl could
-// not use: dropped for its size (Error.AnswerTooLarge), or without the ID of what it made. The
+// not use: dropped for its size or as not decodable (Error.AnswerUnread), or without the ID of
+// what it made. The
 // plugin did what was asked (created the volume, took the snapshot) and volctl cannot see what
 // it made. Such an error is final (the same call gets the same answer) but, unlike other final
 // errors, does not say that nothing happened.
 func IsAnswerUnread(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && e.AnswerTooLarge || errors.As(err, new(unreadError))
+	return errors.As(err, &e) && e.AnswerUnread || errors.As(err, new(unreadError))
 }
 
 // unreadError is an answer the plugin gave with OK that says nothing volctl can use (no ID).
@@ -184,12 +186,12 @@ func classify(rpc string, code codes.Code) Class {
 // translate turns an RPC failure into an *Error, or returns the caller's own context error
 // when it was the caller who gave up. text makes the plugin's message fit to show: it scrubs
 // the secret values and mount flags a careless or hostile plugin might echo in it. reqSize is
-// the size of the request sent, in bytes; deadline is the one its timeout set on the call.
+// the request sent; deadline is the one its timeout set on the call.
 // reached says the call got a stream on a connection whose gRPC handshake was done (gRPC's
 // Peer call option was filled): its error is then the plugin's answer or a connection lost
 // mid-call, never a handshake that failed, whatever its message says. plugin names the plugin
 // in the hint (`plugin "mem"`, or "the plugin").
-func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Duration, deadline time.Time, err error, text func(string) string, reqSize int, reached bool) error {
+func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Duration, deadline time.Time, err error, text func(string) string, req proto.Message, reached bool) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%s: %w", rpc, ctxErr)
 	}
@@ -221,7 +223,22 @@ func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Dur
 		// Not the plugin out of a resource: a message over gRPC's size limit, which the same
 		// call would send or get again. Final, whatever RESOURCE_EXHAUSTED usually means.
 		e.Class = Final
-		e.Message, e.Hint, e.AnswerTooLarge = tooLarge(rpc, st.Message(), reqSize)
+		e.Message, e.Hint, e.AnswerUnread = tooLarge(rpc, st.Message(), proto.Size(req))
+	case e.Code == codes.Internal:
+		// Not the plugin failing: a message that could not pass between the two protobufs.
+		// Final (the same message fails the same way); an answer to a call the plugin did
+		// is unread.
+		switch notEncoded(st.Message(), req) {
+		case answerNotEncoded:
+			if reached {
+				e.Message = "the plugin did the call but its answer cannot be decoded (" + e.Message + ")"
+				e.Hint = "the answer breaks the CSI protobuf (a string field that is not UTF-8, say) and a retry gets the same one; report it to the plugin's authors"
+				e.AnswerUnread = true
+			}
+		case requestNotEncoded:
+			e.Message = "volctl's request cannot be encoded, and was not sent (" + e.Message + ")"
+			e.Hint = "a value it carries is not UTF-8, as CSI's strings must be: a path, secret, parameter or ID given as other bytes; give it in UTF-8"
+		}
 	case e.Code == codes.DeadlineExceeded && !reached:
 		// The call never reached a plugin: the timeout ran out while gRPC was still connecting
 		// (its message says "while waiting for connections to become ready"; a plugin may
@@ -234,6 +251,42 @@ func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Dur
 		}
 	}
 	return e
+}
+
+// What gRPC says, with INTERNAL, of an answer that did not pass from the plugin's protobuf to
+// volctl's: volctl could not decode or decompress it, or the plugin's gRPC could not encode it
+// (Go's protobuf refuses a string field that is not UTF-8 on either side; C++'s writes it).
+const (
+	grpcUnmarshal      = "grpc: failed to unmarshal the received message"
+	grpcDecompress     = "grpc: failed to read decompressed data"
+	grpcNoDecompressor = "grpc: no decompressor available for compressed payload"
+	grpcMarshal        = "grpc: error while marshaling"
+)
+
+// Which message of a call did not pass between volctl's protobuf and the plugin's.
+const (
+	bothEncoded = iota
+	answerNotEncoded
+	requestNotEncoded
+)
+
+// notEncoded says which message of a call, according to detail (gRPC's INTERNAL), did not pass
+// from one protobuf to the other: the answer, which volctl could not decode (grpcUnmarshal...)
+// or the plugin's gRPC encode; or volctl's request, which gRPC refuses to send with the same
+// grpcMarshal as the plugin's side: told apart by encoding req.
+func notEncoded(detail string, req proto.Message) int {
+	for _, p := range []string{grpcUnmarshal, grpcDecompress, grpcNoDecompressor} {
+		if strings.HasPrefix(detail, p) {
+			return answerNotEncoded
+		}
+	}
+	if !strings.HasPrefix(detail, grpcMarshal) {
+		return bothEncoded
+	}
+	if _, err := proto.Marshal(req); err != nil {
+		return requestNotEncoded
+	}
+	return answerNotEncoded
 }
 
 // grpcTooLarge matches what gRPC says, with RESOURCE_EXHAUSTED, of a message over its size
@@ -384,11 +437,18 @@ func socketProblem(socket string) (msg, hint string) {
 	return "", ""
 }
 
+// MaxPluginMessage is how much of a plugin's message volctl keeps, in bytes (before control
+// characters are escaped): the rest is cut off, saying how much (spec.Cut). The message goes
+// into errors, events (each of the 10,000 the log keeps) and terminals; a plugin answering
+// with megabytes would make each of them as large.
+const MaxPluginMessage = 4 << 10
+
 // pluginText makes text from a plugin, answering req, fit to show and store: sensitive values
 // scrubbed out, and the request's own secret values too short for that wherever they stand
-// as a word (scrubWords), then control characters escaped.
+// as a word (scrubWords), then cut to MaxPluginMessage (after the scrub, so that no part of a
+// secret is left at the cut), then control characters escaped.
 func pluginText(msg string, req proto.Message, sensitive []string) string {
-	return EscapeControl(scrubWords(scrub(msg, sensitive), shortSecrets(req)))
+	return EscapeControl(spec.Cut(scrubWords(scrub(msg, sensitive), shortSecrets(req)), MaxPluginMessage))
 }
 
 // EscapeControl writes each control character in s (C0 including newline and tab, DEL, C1) as

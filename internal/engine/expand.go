@@ -87,6 +87,7 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 	}
 
 	newSize, nodeRequired := size, node
+	owedBefore := v.NodeExpandMin > 0 // an earlier expand's node expansion, not done yet
 	var (
 		short error // the plugin answered OK with less than size
 		over  error // the plugin answered OK with more than limit: done, but not as asked
@@ -156,6 +157,15 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 			v.NodeExpandMax = 0 // the storage is past the limit already: the node follows it
 		}
 		msg += "; the node expansion is owed"
+	} else if owedBefore {
+		// The controller needs no node step for this expansion, but the file system has not
+		// had the earlier one: it is still owed and sent now, bounded by this request's limit
+		// (the storage may be past the earlier one's now), none when the answer went over it.
+		v.NodeExpandMax = limit
+		if over != nil {
+			v.NodeExpandMax = 0
+		}
+		msg += "; the node expansion owed since an earlier expand is still owed"
 	}
 	if err := e.store.Update(ctx, func(tx *store.Tx) error {
 		if err := tx.Volumes().Update(&v); err != nil {
@@ -166,7 +176,7 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		return fail(err)
 	}
 	failpoint("expand:node-owed")
-	if nodeRequired {
+	if nodeRequired || owedBefore {
 		if _, err := e.expandOnNode(ctx, c, v); err != nil {
 			return fail(errors.Join(short, over, err))
 		}

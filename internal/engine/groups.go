@@ -32,7 +32,11 @@ type AllocInfo struct {
 // RunGroup records a group and gives each of its allocs all its volumes or none: when one claim
 // of an alloc fails, the claims this run already got for that alloc are released again (not
 // those it held before the run). Running a group again
-// is idempotent; a smaller count releases the allocs past it.
+// is idempotent; a smaller count releases the allocs past it. A run its caller interrupts
+// (Ctrl-C) undoes nothing, as an interrupted claim is not rolled back (releasing sends RPCs to
+// a plugin that may be why the user gave up): it runs no further alloc and no scale-down, the
+// interrupted alloc shows the claims it holds, and the error says what finishes the group
+// (`group run` again, or reconcile for the claims) and what undoes it (`group stop`).
 func (e *Engine) RunGroup(ctx context.Context, g spec.Group) (GroupInfo, error) {
 	return bySpecID(g.Name, func(name string) (GroupInfo, error) { g.Name = name; return e.runGroup(ctx, g) })
 }
@@ -55,6 +59,9 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 	info := GroupInfo{Name: g.Name, State: string(store.GroupRunning), Count: g.Count}
 	var errs []error
 	for i := 0; i < g.Count; i++ {
+		if ctx.Err() != nil {
+			return info, fmt.Errorf("run group %q: %w", g.Name, errors.Join(append(errs, interruptedRun(ctx, g, i))...))
+		}
 		a, err := e.runAlloc(ctx, g, i)
 		if err != nil {
 			// The claim's own error, wrapped: a refusal stays a conflict (exit 4), as volume
@@ -62,6 +69,9 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 			errs = append(errs, fmt.Errorf("alloc %q: %w", a.Name, err))
 		}
 		info.Allocs = append(info.Allocs, a)
+	}
+	if ctx.Err() != nil {
+		return info, fmt.Errorf("run group %q: %w", g.Name, errors.Join(append(errs, interruptedRun(ctx, g, g.Count))...))
 	}
 	// Released as claim GC releases, each checked again under its volume's lock: another
 	// volctl may have run the group again since with a count that covers it.
@@ -96,6 +106,13 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocIn
 		}
 		had := e.holds(ctx, req.VolumeID, alloc)
 		ci, err := e.Claim(ctx, req)
+		if err != nil && ctx.Err() != nil {
+			// Interrupted: nothing is undone (RunGroup). What the alloc holds now is read
+			// without the cancellation, from the state alone.
+			a.Claims = e.allocClaims(context.WithoutCancel(ctx), g, alloc, index)
+			a.Error = err.Error()
+			return a, err
+		}
 		if err != nil {
 			// Only what this run took is undone: a claim the alloc held before the run (a
 			// group run again) may be in use, and only a release or a stop frees it.
@@ -120,6 +137,32 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocIn
 		}
 	}
 	return a, nil
+}
+
+// allocClaims are the claims alloc (index of g) holds on g's volumes, as recorded.
+func (e *Engine) allocClaims(ctx context.Context, g spec.Group, alloc string, index int) []ClaimInfo {
+	out := []ClaimInfo{}
+	for _, r := range g.Volumes {
+		vol := r.Source
+		if r.PerAlloc {
+			vol = spec.AllocName(r.Source, index)
+		}
+		if ci, err := e.ClaimInfo(ctx, vol, alloc); err == nil {
+			out = append(out, ci)
+		}
+	}
+	return out
+}
+
+// interruptedRun is the error of a group run interrupted before alloc index next: what it did
+// not do, and what finishes or undoes what it did.
+func interruptedRun(ctx context.Context, g spec.Group, next int) error {
+	left := "the scale-down past its count was not done"
+	if next < g.Count {
+		left = fmt.Sprintf("allocs %s to %s were not run, nor the scale-down past its count", spec.AllocName(g.Name, next), spec.AllocName(g.Name, g.Count-1))
+	}
+	return fmt.Errorf("interrupted (%w): %s, and nothing it claimed was released: `volctl group run` of the same spec again finishes the group "+
+		"(and `volctl reconcile` the claims it left), `volctl group stop %s` releases what it holds", context.Cause(ctx), left, g.Name)
 }
 
 // holds reports whether alloc has a live claim on the volume.

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -171,5 +173,64 @@ func TestRunGroupAgainKeepsClaimsAllocsAlreadyHeld(t *testing.T) {
 	}
 	if live := h.liveClaims("shared"); len(live) != 1 || live[0].Releasing || !live[0].Degraded {
 		t.Fatalf("shared after running the group again = %+v; want it held, degraded", live)
+	}
+}
+
+// TestRunGroupInterruptedUndoesNothingAndSaysSo: a group run interrupted (Ctrl-C) while its
+// first alloc's second claim is held at the plugin undoes nothing, as an interrupted claim is
+// not rolled back: it sends no release, runs no further alloc and no scale-down, shows the
+// alloc with the claims it holds (not "claims": [] while it holds two), and says what finishes
+// the group and what undoes it. Releasing with the cancelled context had failed at once, the
+// claim left for reconcile was not even seen (read with that context), and every later alloc
+// and the scale-down failed in turn.
+func TestRunGroupInterruptedUndoesNothingAndSaysSo(t *testing.T) {
+	h := newHarness(t, nil)
+	h.createDBVolumes(2)
+	gate := make(chan struct{})
+	defer close(gate)
+	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Times: 1})
+	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Gate: gate, Times: 1})
+	ctx, cancel := context.WithCancel(h.ctx)
+	type result struct {
+		info GroupInfo
+		err  error
+	}
+	res := make(chan result, 1)
+	done := make(chan error, 1)
+	go func() {
+		info, err := h.e.RunGroup(ctx, dbGroup(2))
+		res <- result{info, err}
+		done <- err
+	}()
+	h.waitInFlight(gate, done)
+	h.faults.ResetCounts()
+	cancel()
+	r := <-res
+	if r.err == nil || !errors.Is(r.err, context.Canceled) || !strings.Contains(r.err.Error(), "db[1] to db[1] were not run") ||
+		!strings.Contains(r.err.Error(), "`volctl group stop db`") || strings.Contains(r.err.Error(), "scaling down") {
+		t.Fatalf("interrupted run = %v; want the interrupt, the allocs not run, and group stop named, no scale-down tried", r.err)
+	}
+	if len(r.info.Allocs) != 1 || r.info.Allocs[0].Error == "" {
+		t.Fatalf("allocs = %+v, want the interrupted first one only, with its error", r.info.Allocs)
+	}
+	var held []string
+	for _, c := range r.info.Allocs[0].Claims {
+		held = append(held, c.VolumeID)
+	}
+	if !slices.Equal(held, []string{"data[0]", "shared"}) {
+		t.Errorf("the interrupted alloc shows claims on %q, want the two it holds, data[0] and shared", held)
+	}
+	for _, vol := range []string{"data[0]", "shared"} {
+		if n := len(h.liveClaims(vol)); n != 1 {
+			t.Errorf("%s has %d live claims after the interrupt, want db[0]'s, kept", vol, n)
+		}
+	}
+	if n := len(h.liveClaims("data[1]")); n != 0 {
+		t.Errorf("data[1] has %d claims: an alloc was run after the interrupt", n)
+	}
+	for _, rpc := range []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCNodeStageVolume} {
+		if n := h.faults.Calls(rpc); n != 0 {
+			t.Errorf("%s sent %d times after the interrupt, want none", rpc, n)
+		}
 	}
 }

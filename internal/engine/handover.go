@@ -123,12 +123,11 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		prev, err := tx.Handovers().Get(v.ID)
 		marked := err == nil
 		first = !marked
-		if marked && !sameCluster(prev, to) {
-			// Another cluster, or another namespace or region of it: Nomad would hold the volume
-			// twice, and the mark, which `volctl nomad release` asks, could name only one.
-			return conflictf("volume %q is already handed over to %s, not to %s: take it back from there first (nomad volume deregister %s there, then volctl nomad release %s), or set NOMAD_ADDR, NOMAD_NAMESPACE and NOMAD_REGION to name it",
-				v.ID, handoverWhere(prev), handoverWhere(store.Handover{Address: to.Address, Namespace: to.Namespace, Region: to.Region}), v.ID, v.ID)
-		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		if marked {
+			if err := handoverInfo(prev).Elsewhere(to); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 		st, owed, err := owedUnpublish(tx, v.ID)
@@ -215,11 +214,19 @@ func (h HandoverInfo) NomadFlags() string {
 	return strings.Join(f, " ")
 }
 
-// sameCluster reports whether a handover mark is for the cluster, namespace and region of to.
-// An empty region is the one the agent at the address is in, which volctl cannot tell from a
-// region named: it matches only an empty one.
-func sameCluster(h store.Handover, to HandoverTarget) bool {
-	return handoverInfo(h).To(to)
+// Elsewhere is the error (ErrConflict) refusing to hand the volume over to to when its mark
+// is for another cluster, or another namespace or region of it (an empty region is the one the
+// agent at the address is in, which volctl cannot tell from a region named: it matches only an
+// empty one): Nomad would hold the volume twice, and the mark, which `volctl nomad release`
+// asks, could name only one. nil when the mark is for to. `volctl nomad register` asks it
+// before it asks the other cluster anything; HandOver, in its transaction.
+func (h HandoverInfo) Elsewhere(to HandoverTarget) error {
+	if h.To(to) {
+		return nil
+	}
+	return conflictf("volume %q is already handed over to %s, not to %s: take it back from there first (nomad volume deregister %s there, then volctl nomad release %s), or set NOMAD_ADDR, NOMAD_NAMESPACE and NOMAD_REGION to name it",
+		h.VolumeID, handoverWhere(store.Handover{Address: h.Address, Namespace: h.Namespace, Region: h.Region}),
+		handoverWhere(store.Handover{Address: to.Address, Namespace: to.Namespace, Region: to.Region}), h.VolumeID, h.VolumeID)
 }
 
 // To reports whether the volume is handed over to the cluster, namespace and region of to,
@@ -295,8 +302,19 @@ func (e *Engine) takeBackStored(ctx context.Context, volumeID string, check func
 	}
 	defer unlock()
 	h, had, err := e.handedOver(ctx, volumeID)
-	if err != nil || !had {
+	if err != nil {
 		return false, err
+	}
+	if !had {
+		// No mark: a volume that is not stored under this ID is not found (byStoredID then
+		// looks for it under another normal form), rather than said not to be handed over.
+		return false, e.store.View(ctx, func(tx *store.Tx) error {
+			_, err := tx.Volumes().Get(volumeID)
+			if errors.Is(err, store.ErrNotFound) {
+				return notFoundf("volume %q not found", volumeID)
+			}
+			return err
+		})
 	}
 	why, err := check(handoverInfo(h))
 	if err != nil {

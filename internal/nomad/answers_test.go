@@ -62,3 +62,84 @@ func TestNomadAnswerNotJSONIsNamed(t *testing.T) {
 		t.Errorf("plugin read answered with a web page: %v\nasks whether Nomad runs, about something that answered", err)
 	}
 }
+
+// Nomad answers 403 "Permission denied" alike to a request without a token, with a token it
+// does not know, and with one that expired (a token with a TTL may expire between two requests
+// of one command): the error says which applies, not only that NOMAD_TOKEN's policy must grant
+// the capability, which is no remedy when NOMAD_TOKEN is unset or the token has expired.
+func TestNomadPermissionDeniedSaysWhatOfTheToken(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Permission denied", http.StatusForbidden)
+	}))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		token string
+		want  []string
+	}{
+		{"", []string{"NOMAD_TOKEN is not set", "anonymous", "csi-read-volume in namespace team"}},
+		{"0b9bd8e6-52d4-4d1c-b4a2-6e9cb0dd0f0e", []string{"NOMAD_TOKEN's ACL policy must grant csi-read-volume in namespace team", "expired", "nomad acl token self"}},
+	} {
+		t.Setenv("NOMAD_TOKEN", tc.token)
+		c, err := NewClient(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.VolumeIn(context.Background(), "db", "team", "")
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("volume read refused, NOMAD_TOKEN %q: %v\nwant it to say %q", tc.token, err, w)
+			}
+		}
+		if tc.token != "" && strings.Contains(err.Error(), tc.token) {
+			t.Errorf("the error shows the token: %v", err)
+		}
+	}
+}
+
+// A region Nomad does not know (NOMAD_REGION misspelt, or the region a volume was handed over
+// in gone from the federation): Nomad answers 500 "No path to region"; the error names the
+// region asked for and where it came from, not only Nomad's words.
+func TestNomadUnknownRegionIsNamed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "No path to region", http.StatusInternalServerError)
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv("NOMAD_REGION", "mars")
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Plugin(context.Background(), "hp")
+	for _, w := range []string{"No path to region", `region "mars"`, "NOMAD_REGION"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("plugin read in an unknown region: %v\nwant it to say %q", err, w)
+		}
+	}
+	_, err = c.VolumeIn(context.Background(), "db", "default", "venus")
+	for _, w := range []string{"No path to region", `region "venus"`, "handed over"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("volume read in the region of its handover, unknown: %v\nwant it to say %q", err, w)
+		}
+	}
+}
+
+// Something at NOMAD_ADDR that answers a plugin's or a volume's read 200 with JSON null: no
+// panic (the api module's plugin read returned a nil plugin for it, which volctl then read),
+// and a plugin so answered is not healthy, a volume so answered not this one.
+func TestNomadNullAnswerIsNotAPanic(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Nomad-Index", "1")
+		io.WriteString(w, "null")
+	}))
+	t.Cleanup(srv.Close)
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := c.Plugin(context.Background(), "hp"); err == nil && p.Healthy() {
+		t.Errorf("plugin read answered null: %+v, healthy", p)
+	}
+	if v, err := c.VolumeIn(context.Background(), "db", "default", ""); err == nil && len(c.Identity(v, spec.Volume{ID: "db", PluginID: "hp"})) == 0 {
+		t.Errorf("volume read answered null: %+v, taken for volume db", v)
+	}
+}

@@ -21,7 +21,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -43,6 +42,8 @@ type Client struct {
 	// creds are the credentials every request carries (the ACL token, a basic auth password
 	// and its header's encoding), never shown in what Nomad says.
 	creds []string
+	// token: requests carry an ACL token (NOMAD_TOKEN is set).
+	token bool
 }
 
 // request returns the context one request to Nomad runs under: ctx (Ctrl-C ends it), bounded
@@ -95,7 +96,12 @@ func NewClient(address string) (*Client, error) {
 	if err != nil {
 		return fail(err)
 	}
-	return &Client{api: c, Address: shown, Region: cfg.Region, Namespace: cfg.Namespace, creds: creds}, nil
+	// Every request names its region itself (c.Region, or where a volume was handed over):
+	// the api module would add NOMAD_REGION to a request that names none, and a question
+	// meant for the agent's own region (a volume handed over with no region named) would go
+	// to that one, which answers that it has no such volume.
+	c.SetRegion("")
+	return &Client{api: c, Address: shown, Region: cfg.Region, Namespace: cfg.Namespace, creds: creds, token: cfg.SecretID != ""}, nil
 }
 
 // httpClient is the api module's HTTP client (TLS 1.2 at least, HTTP/1, the TLS variables'
@@ -224,18 +230,6 @@ func (b *boundedBody) Close() error { return b.c.Close() }
 // maxShown is how much of an error's body volctl shows.
 const maxShown = 4 << 10
 
-// cut shortens what Nomad said to maxShown bytes (on a rune boundary), saying how much is left.
-func cut(s string) string {
-	if len(s) <= maxShown {
-		return s
-	}
-	n := maxShown
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return fmt.Sprintf("%s… (%d bytes more)", s[:n], len(s)-n)
-}
-
 // redirectError is a redirect volctl did not follow; the registration it answered was not
 // taken.
 type redirectError struct{ to string }
@@ -282,7 +276,7 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 		if clean != nil {
 			body = clean(body)
 		}
-		body = cut(body)
+		body = spec.Cut(body, maxShown)
 		if body == "" {
 			body = ure.StatusText()
 		}
@@ -340,13 +334,32 @@ func tlsFix(err error) string {
 }
 
 // denied is what volctl adds to err when it is Nomad's 403: the ACL capability (need) the
-// request needs of the token.
-func denied(err error, need string) string {
+// request needs of the token. Nomad answers "Permission denied" alike to a request without a
+// token (its anonymous policy), with a token it does not know, and with one that has expired
+// (a token with a TTL may expire between two requests of one command), so all of them are
+// named.
+func (c *Client) denied(err error, need string) string {
 	var ure api.UnexpectedResponseError
-	if errors.As(err, &ure) && ure.HasStatusCode() && ure.StatusCode() == http.StatusForbidden {
-		return " (NOMAD_TOKEN's ACL policy must grant " + need + ")"
+	if !errors.As(err, &ure) || !ure.HasStatusCode() || ure.StatusCode() != http.StatusForbidden {
+		return ""
 	}
-	return ""
+	if !c.token {
+		return " (NOMAD_TOKEN is not set, and Nomad's anonymous policy does not grant " + need + ": set NOMAD_TOKEN to a token whose ACL policy does)"
+	}
+	return " (NOMAD_TOKEN's ACL policy must grant " + need + "; Nomad answers so too for a token it does not know or that has expired: `nomad acl token self` says which)"
+}
+
+// noRegion is what volctl adds to err when it is Nomad's answer that it knows no region by the
+// name the request gave (region, "" for none): which region, and where the name came from.
+func (c *Client) noRegion(err error, region string) string {
+	var ure api.UnexpectedResponseError
+	if region == "" || !errors.As(err, &ure) || !ure.HasStatusCode() || !strings.Contains(ure.Body(), "No path to region") {
+		return ""
+	}
+	if region == c.Region {
+		return fmt.Sprintf(" (Nomad there knows no region %q, which NOMAD_REGION names)", region)
+	}
+	return fmt.Sprintf(" (Nomad there knows no region %q, the one the volume was handed over in)", region)
 }
 
 // hideCreds replaces the credentials every request carries in s, something Nomad (or what
@@ -436,7 +449,8 @@ func (p PluginHealth) Describe() string {
 func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 	rctx, a, cancel := c.request(ctx)
 	defer cancel()
-	p, _, err := c.api.CSIPlugins().Info(id, (&api.QueryOptions{Region: c.Region}).WithContext(rctx))
+	p := &api.CSIPlugin{}
+	_, err := c.api.Raw().Query(apiPath("/v1/plugin/csi/", id), p, (&api.QueryOptions{Region: c.Region}).WithContext(rctx))
 	if err != nil {
 		switch {
 		case isNotFound(err) && a.fromNomad:
@@ -444,7 +458,7 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 		case isNotFound(err):
 			return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
-		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), denied(err, pluginRead))
+		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, pluginRead)+c.noRegion(err, c.Region))
 	}
 	return PluginHealth{ID: p.ID, Provider: p.Provider, Version: p.Version, ControllerRequired: p.ControllerRequired,
 		ControllersHealthy: p.ControllersHealthy, ControllersExpected: p.ControllersExpected,
@@ -499,7 +513,8 @@ func (c *Client) Volume(ctx context.Context, id, namespace string) (VolumeState,
 func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeState, error) {
 	rctx, a, cancel := c.request(ctx)
 	defer cancel()
-	v, _, err := c.api.CSIVolumes().Info(id, (&api.QueryOptions{Namespace: ns, Region: region}).WithContext(rctx))
+	v := &api.CSIVolume{}
+	_, err := c.api.Raw().Query(apiPath("/v1/volume/csi/", id), v, (&api.QueryOptions{Namespace: ns, Region: region}).WithContext(rctx))
 	if err != nil {
 		switch {
 		case isNotFound(err) && a.fromNomad:
@@ -507,7 +522,7 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 		case isNotFound(err):
 			return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
-		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), denied(err, "csi-read-volume in namespace "+ns))
+		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, "csi-read-volume in namespace "+ns)+c.noRegion(err, region))
 	}
 	out := VolumeState{ID: v.ID, Namespace: v.Namespace, ExternalID: v.ExternalID, PluginID: v.PluginID, Provider: v.Provider,
 		Schedulable: v.Schedulable,
@@ -598,10 +613,12 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 	vol := c.APIVolume(v)
 	rctx, a, cancel := c.request(ctx)
 	defer cancel()
-	resp, wm, err := c.api.CSIVolumes().RegisterOpts(&api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{vol}},
+	resp := &api.CSIVolumeRegisterResponse{}
+	wm, err := c.api.Raw().Write(apiPath("/v1/volume/csi/", vol.ID), &api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{vol}}, resp,
 		(&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region}).WithContext(rctx))
 	if err != nil {
-		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + denied(err, "csi-write-volume in namespace "+vol.Namespace+", and "+pluginRead)
+		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + c.denied(err, "csi-write-volume in namespace "+vol.Namespace+", and "+pluginRead) +
+			c.noRegion(err, c.Region)
 		switch {
 		case answered(err) && settled(err):
 			return "", 0, &registerError{fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, said), err}
@@ -620,6 +637,13 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 	}
 	return warnings, index, nil
 }
+
+// apiPath is the path of the API object of Nomad's under prefix with that ID, the ID escaped.
+// The api module's CSIVolumes and CSIPlugins put an ID into the path as it is, and parse
+// that as a URL: a "?" or "#" in the ID would end the path there (volume "db?x" asked for as
+// "db", with "x" a query), a "%" would decode ("a%41" asked for as "aA") or fail to, so
+// volctl would read another volume's answer, its 404 included, as this one's.
+func apiPath(prefix, id string) string { return prefix + url.PathEscape(id) }
 
 // indexedError is Nomad's answer err with the X-Nomad-Index it carried.
 type indexedError struct {

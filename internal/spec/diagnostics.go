@@ -262,6 +262,20 @@ func sourceText(b []byte) string {
 	return strings.Join(parts, "\t")
 }
 
+// Cut shortens text from outside volctl (a plugin's message, what Nomad answered) to at most n
+// bytes, on a rune boundary, saying how many bytes were left out: "… (1044480 bytes more)".
+// Text that fits is returned as it is. Anything to be replaced in the text (a secret) must be
+// replaced before the cut, or part of it could be left at the cut where no scrubber finds it.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s… (%d bytes more)", s[:n], len(s)-n)
+}
+
 // EscapeControl writes each control character in s (C0, newline and tab included, DEL, C1),
 // each bidi embedding, override and isolate (U+202A..U+202E, U+2066..U+2069: raw, a terminal
 // that does bidi lays out the rest of the line reordered, so text could make the words after

@@ -4,11 +4,18 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"time"
 
 	"github.com/volctl/volctl/internal/spec"
 )
+
+// storableTime reports whether encTime keeps t: nanoseconds since 1970 in 64 bits, the years
+// 1678 to 2262. Outside them UnixNano wraps around (the year 3000 would read back as 1830).
+func storableTime(t time.Time) bool {
+	return !t.Before(time.Unix(0, math.MinInt64)) && !t.After(time.Unix(0, math.MaxInt64))
+}
 
 // Times are stored as unix nanoseconds; the zero time is stored as 0 and read back as the zero
 // time, so "never" survives a round trip.

@@ -102,6 +102,35 @@ func sqliteCode(err error) int {
 	return 0
 }
 
+// openFailed is Open's error err, saying what to do when SQLite could not read the database
+// as one (SQLITE_NOTADB, SQLITE_CORRUPT) or found its file system full (SQLITE_FULL), whose
+// words alone are "file is not a database (26)", "database or disk is full (13)". Any other
+// err is returned as it is.
+func openFailed(err error) error {
+	switch sqliteCode(err) & 0xff {
+	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
+		return fmt.Errorf("%w (volctl cannot read it as its state: a damaged file, or another file put there. "+
+			"Move it aside with its -wal and -shm and restore a backup of the three (see Backups in docs/architecture.md), or use another --state-dir)", err)
+	case sqlite3.SQLITE_FULL:
+		return fmt.Errorf("%w (the file system holding the state dir is full: free space there, then run the command again)", err)
+	}
+	return err
+}
+
+// diskFull is err, a write's, saying what to do when SQLite found the state's file system full
+// (SQLITE_FULL), whose words alone are "database or disk is full (13)"; it names the database
+// when err does not. Nothing of the transaction was written. Any other err is returned as it is.
+func (s *Store) diskFull(err error) error {
+	if sqliteCode(err)&0xff != sqlite3.SQLITE_FULL {
+		return err
+	}
+	if !strings.Contains(err.Error(), s.path) {
+		err = fmt.Errorf("state %s: %w", s.path, err)
+	}
+	return fmt.Errorf("%w (the file system holding the state dir is full, and this change was not recorded: "+
+		"free space there, then run the command again; `volctl reconcile` finishes anything an earlier step left half-done)", err)
+}
+
 // isBusy reports whether err is SQLite's "try again later": SQLITE_BUSY or SQLITE_LOCKED, with
 // any extended code.
 func isBusy(err error) bool {

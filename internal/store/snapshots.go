@@ -106,7 +106,9 @@ func (ss snapshots) encParamsSecrets(what string, params map[string]string, secr
 	if secretsCol, err = encJSON(secrets.Plain()); err != nil {
 		return nil, nil, fmt.Errorf("%s: encode: %w", what, err)
 	}
-	if created.IsZero() {
+	if created.IsZero() || !storableTime(*created) {
+		// A plugin's creation_time outside what the store holds (a lie: the year 3000) is
+		// recorded as a plugin's missing one is: the time volctl recorded the snapshot.
 		*created = ss.tx.now()
 	}
 	*created = decTime(encTime(*created))

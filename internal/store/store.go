@@ -204,7 +204,7 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	if err := s.migrateTo(ctx, target); err != nil {
 		s.w.close()
 		lock.Close()
-		return nil, inDir(abs, err)
+		return nil, inDir(abs, openFailed(err))
 	}
 	// SQLite creates -wal and -shm with the database's mode, but only while that mode survives
 	// the umask intact; make sure neither is readable by others whatever the umask was.
@@ -271,7 +271,7 @@ func prepareDir(dir string, log *slog.Logger) error {
 		// the parent that is missing its way (a file, no permission).
 		var pe *fs.PathError
 		named := errors.As(err, &pe) && pe.Path == dir
-		return &DirError{Dir: dir, Err: fmt.Errorf("open state: create state directory: %w", err), Named: named}
+		return &DirError{Dir: dir, Err: fmt.Errorf("open state: create state directory: %w%s", err, brokenLink(dir)), Named: named}
 	}
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -299,6 +299,23 @@ func prepareDir(dir string, log *slog.Logger) error {
 		return fmt.Errorf("open state: state directory: %w", err)
 	}
 	return nil
+}
+
+// brokenLink says why a state dir that is a symlink could not be made, for MkdirAll's words
+// alone ("mkdir DIR: file exists", of a path that exists as nothing): where it points and what
+// to do. "" when dir is not a symlink, or one whose target Stat reaches.
+func brokenLink(dir string) string {
+	target, err := os.Readlink(dir)
+	if err != nil {
+		return ""
+	}
+	switch _, err := os.Stat(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf(" (it is a symlink to %s, which does not exist: create that directory, or remove the symlink and volctl makes the state dir there)", target)
+	case errors.Is(err, syscall.ELOOP):
+		return fmt.Sprintf(" (it is a symlink to %s, a loop of symlinks that never reaches a directory: remove or fix the symlink)", target)
+	}
+	return ""
 }
 
 // checkAdoptable refuses to make private (0700) a directory that is not a state dir: one that
@@ -594,13 +611,13 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn 
 		}
 	}
 	if err := fn(tx); err != nil {
-		return err
+		return s.diskFull(err)
 	}
 	if err := s.retry(ctx, func() error {
 		_, err := tx.exec("COMMIT")
 		return err
 	}); err != nil {
-		return fmt.Errorf("state %s: commit: %w", s.path, mapBusy(err))
+		return s.diskFull(fmt.Errorf("state %s: commit: %w", s.path, mapBusy(err)))
 	}
 	done = true
 	s.commits[kind].Add(1)

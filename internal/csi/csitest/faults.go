@@ -38,6 +38,10 @@ type Fault struct {
 	// field the client does not know: a plugin that did what was asked and answered with a
 	// message as large as a test makes it (over gRPC's 4 MiB limit, which the client refuses).
 	Pad int
+	// Raw, when set, lets the call through and appends these bytes to its answer's wire form as
+	// they are (after Pad's), where the client reads them as fields: a plugin whose answer volctl
+	// cannot decode, as a string field that is not UTF-8 (AppendString's answer) makes it.
+	Raw []byte
 	// Lost, when set, lets the call through and then answers with Code (UNAVAILABLE if
 	// unset) instead of the plugin's answer: the plugin did what was asked, and its answer was
 	// lost on the way (a connection reset, a client timeout).
@@ -379,7 +383,36 @@ func (f *Faults) apply(ctx context.Context, rpc string, req any, handler grpc.Un
 		pad = protowire.AppendBytes(pad, make([]byte, fault.Pad))
 		r.SetUnknown(append(r.GetUnknown(), pad...))
 	}
+	if m, ok := resp.(proto.Message); ok && err == nil && len(fault.Raw) > 0 {
+		r := m.ProtoReflect()
+		r.SetUnknown(append(r.GetUnknown(), fault.Raw...))
+	}
 	return resp, err
+}
+
+// AppendString is the wire form of a string field: field number path[len(path)-1] holding s,
+// whatever bytes s holds, nested in the message fields the rest of path names from the outside
+// in. With Fault.Raw, it overrides a field of the answer (the last occurrence of a field wins,
+// and a message field's occurrences merge): AppendString("\xff", 1, 2) makes CreateVolume's
+// answer's volume_id a string no UTF-8 reader accepts.
+func AppendString(s string, path ...int) []byte {
+	n := len(path) - 1
+	return nest(protowire.AppendBytes(protowire.AppendTag(nil, protowire.Number(path[n]), protowire.BytesType), []byte(s)), path[:n])
+}
+
+// AppendBool is AppendString for a bool field: AppendBool(false, 2) makes
+// ControllerExpandVolume's answer say node_expansion_required false.
+func AppendBool(v bool, path ...int) []byte {
+	n := len(path) - 1
+	return nest(protowire.AppendVarint(protowire.AppendTag(nil, protowire.Number(path[n]), protowire.VarintType), protowire.EncodeBool(v)), path[:n])
+}
+
+// nest wraps the wire form of a field in the message fields path names, from the outside in.
+func nest(b []byte, path []int) []byte {
+	for i := len(path) - 1; i >= 0; i-- {
+		b = protowire.AppendBytes(protowire.AppendTag(nil, protowire.Number(path[i]), protowire.BytesType), b)
+	}
+	return b
 }
 
 // setNextToken sets resp's next_token to next(req's starting_token), by field name; a message

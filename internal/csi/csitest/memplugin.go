@@ -268,6 +268,16 @@ func (m *MemPlugin) DropSnapshot(id string) {
 	delete(m.snapshots, id)
 }
 
+// AddSnapshot puts s among the plugin's snapshots as given, replacing one with its ID: what
+// CreateSnapshot under the name s.ID (without SnapshotIDPrefix) and ListSnapshots answer with,
+// whatever its fields say (a creation time far off, a negative size, another source), as a
+// plugin whose bookkeeping lies would. A zero CreatedAt is answered without a creation_time.
+func (m *MemPlugin) AddSnapshot(s csi.Snapshot) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.snapshots[s.ID] = &s
+}
+
 // AnswerCreateWith makes the plugin lie about IDs: from now on, every CreateVolume (whatever
 // its name) answers with the volume id it already holds, as a buggy plugin that maps two names
 // onto one storage volume would, and creates nothing. An empty id ends the lie.
@@ -534,9 +544,18 @@ func snapshotToCSI(s *csi.Snapshot) *csipb.Snapshot {
 		SnapshotId:     s.ID,
 		SourceVolumeId: s.SourceVolumeID,
 		SizeBytes:      s.SizeBytes,
-		CreationTime:   timestamppb.New(s.CreatedAt),
+		CreationTime:   creationTime(s.CreatedAt),
 		ReadyToUse:     s.ReadyToUse,
 	}
+}
+
+// creationTime is a snapshot's creation_time: none for the zero time, else t as it is, in or
+// out of the range a Timestamp is valid in.
+func creationTime(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return &timestamppb.Timestamp{Seconds: t.Unix(), Nanos: int32(t.Nanosecond())}
 }
 
 // page applies max_entries and starting_token (an index) to n sorted entries.

@@ -1,0 +1,215 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/nomadcorpus"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// TestNomadRegisterSendsWhatNomadCLISends: for each CSI spec of the corpus of real Nomad specs,
+// what `volctl nomad register` sends Nomad for the volume registered (or created) from the
+// file is what `nomad volume register` (NOMAD_BIN's, against a server that records it) sends
+// for the file `volctl export nomad` writes and, for a register spec, for the spec itself: ID,
+// name, external ID, namespace, plugin, capabilities, mount options, secrets, parameters,
+// context, capacity and topology. volctl's own differences are the
+// documented ones: the namespace is always named, mount_options always sent, the legacy
+// "single-node-reader" is sent as single-node-reader-only, and the legacy flat
+// access_mode/attachment_mode pair (which this Nomad's CLI drops) as one capability.
+func TestNomadRegisterSendsWhatNomadCLISends(t *testing.T) {
+	bin := os.Getenv("NOMAD_BIN")
+	if bin == "" {
+		t.Skip("set NOMAD_BIN to a Nomad binary to compare what volctl registers with what the nomad CLI registers")
+	}
+	dir := nomadcorpus.Dir(t)
+	files, err := filepath.Glob(filepath.Join(dir, "*.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared := 0
+	for _, file := range files {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		verb := spec.VerbRegister
+		v, diags := spec.NewParser().ParseVolume(filepath.Base(file), src, verb)
+		if v == nil || diags.HasErrors() {
+			verb = spec.VerbCreate
+			if v, diags = spec.NewParser().ParseVolume(filepath.Base(file), src, verb); v == nil || diags.HasErrors() {
+				continue // a host volume spec, or a template for both
+			}
+		}
+		compared++
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			ours, exported := volctlRegisters(t, bin, *v, verb)
+			// The file volctl export nomad writes is registered by the nomad CLI as volctl
+			// registers the volume itself.
+			sameRegistration(t, "volctl export nomad's file, registered by the nomad CLI", ours, exported, string(src))
+			if verb == spec.VerbRegister {
+				// And as the nomad CLI registers the spec volctl read.
+				sameRegistration(t, "the spec, registered by the nomad CLI", ours, nomadCLIRegisters(t, bin, file), string(src))
+			}
+		})
+	}
+	if compared == 0 {
+		t.Fatalf("no CSI volume spec in the corpus at %s", dir)
+	}
+}
+
+// sameRegistration compares what volctl registers (ours) with what the nomad CLI registers
+// (theirs, of what), but for the differences documented.
+func sameRegistration(t *testing.T, what string, ours, theirs *api.CSIVolume, src string) {
+	t.Helper()
+	ours, theirs = copyVolume(ours), copyVolume(theirs)
+	// The namespace Nomad takes a volume without one into, the plugin the harness has.
+	if theirs.Namespace == "" {
+		theirs.Namespace = spec.DefaultNamespace
+	}
+	theirs.PluginID = ours.PluginID
+	for _, c := range theirs.RequestedCapabilities {
+		if c.AccessMode == "single-node-reader" {
+			c.AccessMode = api.CSIVolumeAccessModeSingleNodeReader
+		}
+	}
+	if theirs.RequestedCapabilities == nil && strings.Contains(src, "\naccess_mode") {
+		theirs.RequestedCapabilities = ours.RequestedCapabilities // the legacy flat pair
+	}
+	if theirs.MountOptions == nil {
+		theirs.MountOptions = &api.CSIMountOptions{}
+	}
+	for _, v := range []*api.CSIVolume{ours, theirs} {
+		if len(v.Parameters) == 0 {
+			v.Parameters = nil
+		}
+		if len(v.Context) == 0 {
+			v.Context = nil
+		}
+		if len(v.Secrets) == 0 {
+			v.Secrets = nil
+		}
+	}
+	for _, f := range []struct {
+		name      string
+		ours, has any
+	}{
+		{"ID", ours.ID, theirs.ID},
+		{"Name", ours.Name, theirs.Name},
+		{"ExternalID", ours.ExternalID, theirs.ExternalID},
+		{"Namespace", ours.Namespace, theirs.Namespace},
+		{"RequestedCapabilities", ours.RequestedCapabilities, theirs.RequestedCapabilities},
+		{"MountOptions", ours.MountOptions, theirs.MountOptions},
+		{"Secrets", ours.Secrets, theirs.Secrets},
+		{"Parameters", ours.Parameters, theirs.Parameters},
+		{"Context", ours.Context, theirs.Context},
+		{"RequestedCapacityMin", ours.RequestedCapacityMin, theirs.RequestedCapacityMin},
+		{"RequestedCapacityMax", ours.RequestedCapacityMax, theirs.RequestedCapacityMax},
+		{"RequestedTopologies", ours.RequestedTopologies, theirs.RequestedTopologies},
+	} {
+		if !reflect.DeepEqual(f.ours, f.has) {
+			a, _ := json.Marshal(f.ours)
+			b, _ := json.Marshal(f.has)
+			t.Errorf("%s: volctl sends %s, %s %s", f.name, a, what, b)
+		}
+	}
+}
+
+// copyVolume is a copy of v deep enough for sameRegistration to normalise.
+func copyVolume(v *api.CSIVolume) *api.CSIVolume {
+	b, _ := json.Marshal(v)
+	var out api.CSIVolume
+	json.Unmarshal(b, &out)
+	return &out
+}
+
+// nomadCLIRegisters is the volume `nomad volume register file` sends.
+func nomadCLIRegisters(t *testing.T, bin, file string) *api.CSIVolume {
+	t.Helper()
+	got := make(chan []byte, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/volume/csi/") {
+			select {
+			case got <- body:
+			default:
+			}
+		}
+		w.Header().Set("X-Nomad-Index", "1")
+		io.WriteString(w, `{}`)
+	}))
+	defer srv.Close()
+	cmd := exec.Command(bin, "volume", "register", file)
+	cmd.Env = append(os.Environ(), "NOMAD_ADDR="+srv.URL, "NOMAD_TOKEN=", "NOMAD_NAMESPACE=", "NOMAD_REGION=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nomad volume register %s: %v\n%s", file, err, out)
+	}
+	return registered(t, <-got)
+}
+
+// volctlRegisters registers (or creates) v with volctl, on the harness's plugin, and returns
+// what `volctl nomad register` sends Nomad for it, and what the nomad CLI sends for the file
+// `volctl export nomad --include-secrets` writes for it.
+func volctlRegisters(t *testing.T, bin string, v spec.Volume, verb spec.Verb) (ours, exported *api.CSIVolume) {
+	t.Helper()
+	h := newCLIHarness(t)
+	v.PluginID = "mem"
+	var err error
+	if verb == spec.VerbRegister {
+		h.mem.AddVolume(csi.Volume{ID: v.ExternalID, CapacityBytes: v.CapacityMin})
+		_, err = h.e.RegisterVolume(h.ctx, v)
+	} else {
+		_, err = h.e.CreateVolume(h.ctx, v)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if _, stderr, err := runExportNomad(t, h, func(o *ExportNomadOptions) {
+		o.Volumes, o.IncludeSecrets, o.OutDir, o.NoPluginJob = []string{v.ID}, true, out, true
+	}); err != nil {
+		t.Fatalf("export nomad: %v\n%s", err, stderr)
+	}
+	exported = nomadCLIRegisters(t, bin, filepath.Join(out, "volume-"+v.ID+".hcl"))
+	a := newFakeNomad(t)
+	inner := a.srv.Config.Handler
+	a.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/plugin/csi/") { // the harness's driver
+			w.Header().Set("X-Nomad-Index", "1")
+			io.WriteString(w, `{"ID":"mem","Provider":"mem.csi.volctl.test","NodesHealthy":1,"NodesExpected":1}`)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+	ios, _, _, _ := iostreams.Test()
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{v.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.puts) != 1 {
+		t.Fatalf("volctl sent %d registrations, want 1", len(a.puts))
+	}
+	return registered(t, []byte(a.puts[0])), exported
+}
+
+// registered is the one volume of a registration's body.
+func registered(t *testing.T, body []byte) *api.CSIVolume {
+	t.Helper()
+	var req api.CSIVolumeRegisterRequest
+	if err := json.Unmarshal(body, &req); err != nil || len(req.Volumes) != 1 {
+		t.Fatalf("registration %s: %v", body, err)
+	}
+	return req.Volumes[0]
+}

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/iostreams"
+)
+
+// A volume handed over with no region named (the agent's own) is asked for there by nomad
+// release and nomad status, whatever NOMAD_REGION says now: with NOMAD_REGION naming another
+// region of the federation, the api module added it to the request, the agent forwarded the
+// question to that region, which never had the volume, and its 404 took the volume back while
+// the home region still had it (two orchestrators on one volume).
+func TestNomadReleaseAsksTheRegionItWasHandedOverIn(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	// Region eu is another region's state: it has no such volume, at a higher index.
+	inner := a.srv.Config.Handler
+	a.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if reg := r.URL.Query().Get("region"); reg != "" {
+			w.Header().Set("X-Nomad-Index", "900")
+			http.Error(w, "volume not found", http.StatusNotFound)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+	t.Setenv("NOMAD_REGION", "eu")
+	_, err := runNomadRelease(h, a.client, nil)
+	if !handedOver(t, h) {
+		t.Fatalf("with NOMAD_REGION=eu, nomad release took back a volume the agent's own region has: %v", err)
+	}
+	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "still registered in Nomad") {
+		t.Fatalf("release while the home region has it: %v (exit %d), want exit 4", err, ExitCode(err))
+	}
+	// nomad status too: Nomad's copy, from the home region.
+	ios, _, out, _ := iostreams.Test()
+	err = nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: a.client,
+		Volumes: []string{"db"}, Exporter: exportFlags{JSON: true}})
+	var st []NomadVolumeStatus
+	if jerr := json.Unmarshal(out.Bytes(), &st); jerr != nil || len(st) != 1 || !st[0].Registered || err != nil {
+		t.Fatalf("status with NOMAD_REGION=eu: %s (%v), want Nomad's copy from the region it was handed over in", out, err)
+	}
+}
+
+// A volume handed over to one cluster is refused by nomad register against another (exit 4,
+// naming where it is) before anything is asked of that one: its plugin's absence or health
+// there is no reason, and "run its job first" no remedy, since the registration would be
+// refused once it ran.
+func TestNomadRegisterElsewhereSaysWhereItIsFirst(t *testing.T) {
+	h := nomadHarness(t)
+	a, b := newFakeNomad(t), newFakeNomad(t)
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	inner := b.srv.Config.Handler
+	b.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/plugin/csi/") { // the plugin does not run there
+			w.Header().Set("X-Nomad-Index", "1")
+			http.Error(w, "plugin not found", http.StatusNotFound)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+	_, _, err := registerIn(h, b)
+	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "already handed over to Nomad at "+a.srv.URL) || strings.Contains(err.Error(), "run its job first") {
+		t.Fatalf("register against another cluster of a volume handed over to %s: %v (exit %d), want exit 4 naming where it is", a.srv.URL, err, ExitCode(err))
+	}
+}
