@@ -601,9 +601,11 @@ func TestAgentRefusesADeclaredSocketWithTwoCommands(t *testing.T) {
 
 // runUntilRestarted registers plugin id, the test plugin in mode, which never becomes healthy,
 // starts an agent on a clock the test moves, and moves it until the agent restarts the plugin
-// past its health timeout. It returns the plugin, the agent's stop, and the pid of its first
-// process.
-func (f *fixture) runUntilRestarted(id, mode string) (sp spec.Plugin, stop func() error, first int) {
+// past its health timeout. The clock moves only once a probe has recorded the error probed
+// (unless it is empty): the restart then says why as the test expects, however long the plugin's
+// process took to get there (on a loaded machine, it had not made its socket when the test's
+// clock was 7s on). It returns the plugin, the agent's stop, and the pid of its first process.
+func (f *fixture) runUntilRestarted(id, mode, probed string) (sp spec.Plugin, stop func() error, first int) {
 	f.t.Helper()
 	clock := &fakeClock{t: time.Now()}
 	f.now = clock.Now
@@ -612,6 +614,9 @@ func (f *fixture) runUntilRestarted(id, mode string) (sp spec.Plugin, stop func(
 	stop = f.startAgent(testSettings)
 	waitFor(f.t, "the plugin to be started", func() bool { return alive(f.pid(id)) })
 	first = f.pid(id)
+	if probed != "" {
+		waitFor(f.t, "a probe to find the plugin "+probed, func() bool { return strings.Contains(f.plugin(id).LastError, probed) })
+	}
 	waitFor(f.t, "the restart past the health timeout", func() bool {
 		clock.Advance(time.Second)
 		return len(f.events("plugin-restart")) > 0
@@ -624,7 +629,7 @@ func (f *fixture) runUntilRestarted(id, mode string) (sp spec.Plugin, stop func(
 // its process, can answer.
 func TestAgentSaysAPluginRunsWithoutItsSocket(t *testing.T) {
 	f := newFixture(t)
-	sp, stop, pid := f.runUntilRestarted("ns", "nosocket")
+	sp, stop, pid := f.runUntilRestarted("ns", "nosocket", "")
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -639,7 +644,7 @@ func TestAgentSaysAPluginRunsWithoutItsSocket(t *testing.T) {
 // agent waits on it without a bound.
 func TestAgentRestartsAPluginThatNeverAnswers(t *testing.T) {
 	f := newFixture(t)
-	_, stop, first := f.runUntilRestarted("mute", "mute")
+	_, stop, first := f.runUntilRestarted("mute", "mute", "did not complete the gRPC handshake")
 	waitFor(t, "the plugin to be started again", func() bool { p := f.pid("mute"); return p != first && alive(p) })
 	second := f.pid("mute")
 	stopped := make(chan error, 1)

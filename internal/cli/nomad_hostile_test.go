@@ -374,17 +374,20 @@ func TestNomadHungIsBounded(t *testing.T) {
 			a := newFakeNomad(t)
 			release := make(chan struct{})
 			t.Cleanup(func() { close(release) })
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
 			a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+				if tc.cancel {
+					// Ctrl-C once Nomad has the registration, not at a fixed time: on a loaded
+					// machine, 300ms came before the command had sent it ("commit: context
+					// canceled").
+					cancel()
+				}
 				select {
 				case <-r.Context().Done():
 				case <-release:
 				}
 				return http.StatusInternalServerError, "too late"
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			if tc.cancel {
-				time.AfterFunc(300*time.Millisecond, cancel)
 			}
 			done := make(chan error, 1)
 			go func() {

@@ -147,9 +147,12 @@ func TestUnavailableNamesTheSocket(t *testing.T) {
 // TestHangHitsTheClientTimeout: a hung plugin runs into our own timeout, which comes back as
 // a retryable DeadlineExceeded with a hint naming the timeout.
 func TestHangHitsTheClientTimeout(t *testing.T) {
-	h := newHarness(t, csitest.DefaultMemConfig(), withClientConfig(csi.Config{Timeouts: csi.Timeouts{Short: 20 * time.Millisecond, Long: 30 * time.Millisecond}}))
-	// Connect first: on a loaded machine, dialling within the 30 ms could time the RPC out before
-	// it reaches the plugin, and the plugin would then count no hung call.
+	// The long timeout, the hung NodeStageVolume's, leaves the call time to reach the plugin on a
+	// loaded machine: at 30ms, a -race run under load timed it out before the plugin got it, and
+	// the plugin counted no hung call.
+	h := newHarness(t, csitest.DefaultMemConfig(), withClientConfig(csi.Config{Timeouts: csi.Timeouts{Short: 20 * time.Millisecond, Long: 2 * time.Second}}))
+	// Connect first: on a loaded machine, dialling within the timeout could time the RPC out
+	// before it reaches the plugin, and the plugin would then count no hung call.
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		if _, err := h.client.Probe(context.Background()); err == nil {
 			break
@@ -163,7 +166,7 @@ func TestHangHitsTheClientTimeout(t *testing.T) {
 	if csi.CodeOf(err) != codes.DeadlineExceeded || !csi.IsRetryable(err) {
 		t.Fatalf("NodeStageVolume = %v, want a retryable DeadlineExceeded", err)
 	}
-	if !strings.Contains(err.Error(), "did not answer within 30ms; it may still be working: run `volctl reconcile` later") {
+	if !strings.Contains(err.Error(), "did not answer within 2s; it may still be working: run `volctl reconcile` later") {
 		t.Fatalf("NodeStageVolume error %q lacks the timeout hint", err)
 	}
 	_, err = h.client.NodeGetInfo(context.Background())
@@ -305,7 +308,11 @@ func TestMessageOverGRPCLimitIsFinal(t *testing.T) {
 // (csi.IsTimeout), so the engine tells it from a DEADLINE_EXCEEDED the plugin returned itself
 // without recomputing the client's deadline.
 func TestTimeoutFlag(t *testing.T) {
-	h := newHarness(t, csitest.DefaultMemConfig(), withClientConfig(csi.Config{Timeouts: csi.Timeouts{Short: 20 * time.Millisecond, Long: 30 * time.Millisecond}}))
+	// Only the hung NodeStageVolume (a long RPC) is to run into the client's timeout. The short
+	// RPCs after it (NodeGetInfo, Probe) answer at once with the code the test injects, and their
+	// timeout is beyond anything load can reach: at 20 ms, a loaded machine timed NodeGetInfo out
+	// before the plugin's own DEADLINE_EXCEEDED came back, and the test read volctl's timeout.
+	h := newHarness(t, csitest.DefaultMemConfig(), withClientConfig(csi.Config{Timeouts: csi.Timeouts{Short: 30 * time.Second, Long: 30 * time.Millisecond}}))
 	h.faults.Hang(csi.RPCNodeStageVolume)
 	err := h.client.NodeStageVolume(context.Background(), csi.NodeStageVolumeRequest{VolumeID: "v", StagingPath: "/s", Capability: fsWriter})
 	if !csi.IsTimeout(err) {

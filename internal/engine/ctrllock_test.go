@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,7 +45,7 @@ func TestControllerLockIsTheSocketsWhateverIDOrSpelling(t *testing.T) {
 
 	gate, done := createHoldingTheController(h)
 	for _, s := range spellings {
-		ctx, cancel := context.WithTimeout(h.ctx, 300*time.Millisecond)
+		ctx, cancel := endWhenWaitingForLock(h.ctx)
 		sv := volume("b-" + s.id)
 		sv.PluginID = s.id
 		_, err := h.e.CreateVolume(ctx, sv)
@@ -134,7 +133,7 @@ func claimWhileHoldingMounts(t *testing.T, h *harness, held, volume, through str
 	if err != nil || m.Any() {
 		t.Fatalf("HoldPluginMounts(%+q) = %+v, %v; want no mounts", held, m, err)
 	}
-	ctx, cancel := context.WithTimeout(h.ctx, 300*time.Millisecond)
+	ctx, cancel := endWhenWaitingForLock(h.ctx)
 	_, err = h.e.Claim(ctx, ClaimRequest{VolumeID: volume, Alloc: "a"})
 	cancel()
 	release()
@@ -174,7 +173,7 @@ func TestControllerLockHoldsAcrossTheSocketDirRecreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	ctx, cancel := context.WithTimeout(h.ctx, 300*time.Millisecond)
+	ctx, cancel := endWhenWaitingForLock(h.ctx)
 	_, err = other.CreateVolume(ctx, volume("b"))
 	cancel()
 	if n := h.faults.Calls(csi.RPCCreateVolume); n != 1 {

@@ -152,7 +152,10 @@ func TestReleasePathFaults(t *testing.T) {
 // intent recorded, so reconcile can finish it, and nothing hangs.
 func TestHungPluginHitsTheTimeout(t *testing.T) {
 	h := newHarness(t, nil)
-	h.open(Config{Timeouts: csi.Timeouts{Short: time.Second, Long: 150 * time.Millisecond},
+	// The long timeout bounds the hung NodeStageVolume, and the ControllerPublishVolume before it
+	// too: hungTimeout leaves that one room on a loaded machine (at 150ms, calls timed out that
+	// the plugin answered at once).
+	h.open(Config{Timeouts: csi.Timeouts{Short: time.Second, Long: hungTimeout},
 		Retry: RetryPolicy{Attempts: 2, Base: time.Millisecond, Max: time.Millisecond}})
 	h.create(volume("v"))
 	h.faults.Hang(csi.RPCNodeStageVolume)
@@ -172,10 +175,13 @@ func TestHungPluginHitsTheTimeout(t *testing.T) {
 		t.Fatalf("staging intent not recorded: %+v %v", st, ok)
 	}
 	h.faults.Clear()
+	// The plugin answers again: a reconcile, a command of its own with the usual timeouts,
+	// finishes the claim (with the hung command's, its RPCs timed out on a loaded machine).
+	h.open(Config{})
 	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
 	defer cancel()
-	if _, err := h.e.Reconcile(ctx); err != nil {
-		t.Fatalf("reconcile: %v", err)
+	if rep, err := h.e.Reconcile(ctx); err != nil {
+		t.Fatalf("reconcile: %v %+v", err, rep)
 	}
 	if live := h.liveClaims("v"); len(live) != 1 || live[0].State != store.ClaimPublished {
 		t.Fatalf("after reconcile = %+v", live)

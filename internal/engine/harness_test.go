@@ -170,6 +170,20 @@ func whenWaitingForLock(ctx context.Context, vol string) (_ context.Context, wai
 	}), ch
 }
 
+// endWhenWaitingForLock returns ctx ended as soon as the operation run with it says it waits for
+// a lock another operation holds, and at the latest after 30s; cancel it when done. A test that
+// wants an operation to give up its wait for a lock uses it rather than a short deadline: on a
+// loaded machine, 300ms ran out before the operation got as far as the lock (its fingerprint, its
+// first transaction), and the test saw another error than the wait's.
+func endWhenWaitingForLock(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	return WithProgress(ctx, func(step string) {
+		if strings.HasPrefix(step, "waiting for the lock on ") {
+			cancel()
+		}
+	}), cancel
+}
+
 // update writes to the store directly, as an older volctl or an interrupted command would have
 // left it; an error fails the test.
 func (h *harness) update(fn func(tx *store.Tx) error) {

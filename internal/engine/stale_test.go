@@ -83,7 +83,7 @@ func TestCancelledLockWaitRecordsTheFailure(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.SingleNodeWriter)))
 	unlock := h.lockVolume("v")
-	ctx, cancel := context.WithTimeout(h.ctx, 300*time.Millisecond)
+	ctx, cancel := endWhenWaitingForLock(h.ctx)
 	defer cancel()
 	if _, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil {
 		t.Fatal("a claim that could not get the lock succeeded")
@@ -91,7 +91,7 @@ func TestCancelledLockWaitRecordsTheFailure(t *testing.T) {
 	unlock()
 	live := h.liveClaims("v")
 	if len(live) != 1 || live[0].State != store.ClaimTaken || !live[0].NeedsReconcile || live[0].LastError == "" {
-		t.Fatalf("claim after the lock wait timed out = %+v, want taken, flagged, with its error", live)
+		t.Fatalf("claim after its lock wait was cut short = %+v, want taken, flagged, with its error", live)
 	}
 	if rep, err := h.e.Reconcile(h.ctx); err != nil {
 		t.Fatalf("reconcile: %v %+v", err, rep)

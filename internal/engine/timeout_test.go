@@ -192,12 +192,18 @@ func TestHungRPCUsesThePluginsOwnTimeout(t *testing.T) {
 // retried like any retryable code; once is absorbed by the retry, always leaves the claim for
 // reconcile after the retry bound.
 func TestPluginDeadlineExceededIsRetried(t *testing.T) {
-	attempts := hungConfig().Retry.Attempts
+	// A command's retry policy, as the hung tests run with, but nothing here hangs: every answer
+	// comes at once, so no timeout of volctl's is to run out, however loaded the machine. At
+	// hungTimeout, a loaded -race run got the plugin's DEADLINE_EXCEEDED after 500ms and took it
+	// for its own timeout, which it rightly does not retry.
+	answered := hungConfig()
+	answered.Timeouts.Long = time.Minute
+	attempts := answered.Retry.Attempts
 	for _, rpc := range []string{csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
 		t.Run(rpc, func(t *testing.T) {
 			h := newHarness(t, nil)
 			h.create(volume("v"))
-			h.open(hungConfig())
+			h.open(answered)
 
 			h.faults.FailOnce(rpc, codes.DeadlineExceeded)
 			if cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"}); cl.State != string(store.ClaimPublished) {
@@ -231,7 +237,7 @@ func TestPluginDeadlineExceededIsRetried(t *testing.T) {
 		h := newHarness(t, nil)
 		h.create(volume("v"))
 		h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-		h.open(hungConfig())
+		h.open(answered)
 		h.faults.FailAlways(csi.RPCNodeUnpublishVolume, codes.DeadlineExceeded)
 		if _, err := h.e.Release(h.ctx, "v", "a"); csi.CodeOf(err) != codes.DeadlineExceeded {
 			t.Fatalf("release error = %v, want DeadlineExceeded", err)
@@ -242,7 +248,7 @@ func TestPluginDeadlineExceededIsRetried(t *testing.T) {
 	})
 	t.Run(csi.RPCCreateVolume, func(t *testing.T) {
 		h := newHarness(t, nil)
-		h.open(hungConfig())
+		h.open(answered)
 		h.faults.FailOnce(csi.RPCCreateVolume, codes.DeadlineExceeded)
 		h.create(volume("v"))
 		if n := h.callsAfterIdle(t, csi.RPCCreateVolume); n != 2 {
