@@ -85,6 +85,22 @@ func BenchmarkOpen(b *testing.B) {
 	}
 }
 
+// BenchmarkOpenNew is the first command on a new state dir (and every test's): open a database
+// made new, which is given its whole schema, and close it.
+func BenchmarkOpenNew(b *testing.B) {
+	root := b.TempDir()
+	i := 0
+	defer cpuPerOp(b)()
+	for b.Loop() {
+		i++
+		s, err := Open(context.Background(), filepath.Join(root, fmt.Sprint(i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}
+
 // BenchmarkListVolumes lists 10,000 volumes, decoding every JSON column.
 func BenchmarkListVolumes(b *testing.B) {
 	s := newStore(b)
