@@ -158,7 +158,10 @@ func (e *Engine) allocClaims(ctx context.Context, g spec.Group, alloc string, in
 // not do, and what finishes or undoes what it did.
 func interruptedRun(ctx context.Context, g spec.Group, next int) error {
 	left := "the scale-down past its count was not done"
-	if next < g.Count {
+	switch {
+	case next == g.Count-1:
+		left = fmt.Sprintf("alloc %s was not run, nor the scale-down past its count", spec.AllocName(g.Name, next))
+	case next < g.Count:
 		left = fmt.Sprintf("allocs %s to %s were not run, nor the scale-down past its count", spec.AllocName(g.Name, next), spec.AllocName(g.Name, g.Count-1))
 	}
 	return fmt.Errorf("interrupted (%w): %s, and nothing it claimed was released: `volctl group run` of the same spec again finishes the group "+

@@ -206,7 +206,7 @@ func TestRunGroupInterruptedUndoesNothingAndSaysSo(t *testing.T) {
 	h.faults.ResetCounts()
 	cancel()
 	r := <-res
-	if r.err == nil || !errors.Is(r.err, context.Canceled) || !strings.Contains(r.err.Error(), "db[1] to db[1] were not run") ||
+	if r.err == nil || !errors.Is(r.err, context.Canceled) || !strings.Contains(r.err.Error(), "alloc db[1] was not run") ||
 		!strings.Contains(r.err.Error(), "`volctl group stop db`") || strings.Contains(r.err.Error(), "scaling down") {
 		t.Fatalf("interrupted run = %v; want the interrupt, the allocs not run, and group stop named, no scale-down tried", r.err)
 	}
