@@ -249,9 +249,18 @@ func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Dur
 			e.Message = fmt.Sprintf("something accepted the connection on %s but did not complete the gRPC handshake within %s", socket, timeout)
 			e.Hint = "a hung plugin, or not a CSI plugin"
 		}
+	case e.Code == codes.DeadlineExceeded && !e.TimedOut:
+		// The plugin's own DEADLINE_EXCEEDED, answered before volctl's timeout: something
+		// behind it timed out, not the plugin's answer to volctl (the hints for that say it
+		// "did not answer within" the timeout, which it did).
+		e.Hint = strings.ReplaceAll(pluginDeadlineHint, "{plugin}", plugin)
 	}
 	return e
 }
+
+// pluginDeadlineHint is the hint of a DEADLINE_EXCEEDED a plugin answered itself.
+const pluginDeadlineHint = "{plugin} answered in time, but reported a timeout of its own (its storage backend, most likely); " +
+	"it may still be working: trying again later, or `volctl reconcile`, may succeed"
 
 // What gRPC says, with INTERNAL, of an answer that did not pass from the plugin's protobuf to
 // volctl's: volctl could not decode or decompress it, or the plugin's gRPC could not encode it

@@ -323,6 +323,10 @@ func TestTimeoutFlag(t *testing.T) {
 	if csi.CodeOf(err) != codes.DeadlineExceeded || csi.IsTimeout(err) {
 		t.Fatalf("NodeGetInfo answered DEADLINE_EXCEEDED by the plugin = %v (IsTimeout %v), want the plugin's own, not a timeout", err, csi.IsTimeout(err))
 	}
+	// Its hint does not say the plugin did not answer within the timeout: it answered at once.
+	if msg := err.Error(); strings.Contains(msg, "did not answer within") || !strings.Contains(msg, "reported a timeout of its own") {
+		t.Errorf("NodeGetInfo answered DEADLINE_EXCEEDED by the plugin: %v; want a hint saying the plugin reported a timeout of its own", err)
+	}
 	for _, tt := range []struct {
 		name string
 		is   func(error) bool
