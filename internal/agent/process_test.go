@@ -781,17 +781,18 @@ func TestIdleAgentDoesNotScanForOrphans(t *testing.T) {
 		t.Errorf("an idle agent scanned for orphans %d times in %s, want at most once", n, 3*logCheckInterval)
 	}
 	// An orphan re-parented to the agent (outside its group, as a plugin's daemon is) that
-	// exits is reaped on its SIGCHLD, long before reapInterval.
-	cmd := exec.Command("sh", "-c", "sleep 0.3 & echo $!")
+	// exits is reaped on its SIGCHLD, long before reapInterval. To the agent, such an orphan is
+	// a child of its process in a group of its own that no exec.Cmd of the agent owns: this
+	// one, whose Wait nobody calls. (A shell started in a group of its own to leave a real
+	// orphan behind was such a child itself, and the agent reaped the shell before the test's
+	// own Wait could: "waitid: no child processes". Code in the agent's process that waits
+	// for its children leaves them in the agent's group, which the agent never reaps.)
+	cmd := exec.Command("sleep", "0.3")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.Output()
-	if err != nil {
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	orphan, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	orphan := cmd.Process.Pid
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if _, err := procStat(orphan); err != nil {
 			break // exited and reaped: gone from /proc
