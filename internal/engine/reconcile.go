@@ -612,8 +612,8 @@ func (w *writableRead) Error() string {
 	return fmt.Sprintf("read claim %q for alloc %q is mounted read-write at %s: the alloc, which holds the volume for reading, can write it "+
 		"(a volctl from before read claims' targets were checked read-only published it so, or it was remounted since). "+
 		"It is left mounted, since unmounting it would pull the volume from under the alloc: once the alloc stops, "+
-		"`volctl volume release %s --alloc %s` and claim it again, which publishes it read-only and checks it",
-		w.cl.VolumeID, w.cl.Alloc, w.cl.TargetPath, w.cl.VolumeID, w.cl.Alloc)
+		"`%s` and claim it again, which publishes it read-only and checks it",
+		w.cl.VolumeID, w.cl.Alloc, w.cl.TargetPath, releaseCommand(w.cl))
 }
 
 // readClaimWritable applies the rule that a read claim's file system target is a read-only

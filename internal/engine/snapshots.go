@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -143,16 +144,16 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 			ev.Message = fmt.Sprintf("snapshot %q answered unreadably, kept: the plugin took it: %v", intent.Name, err)
 			e.event(ctx, ev)
 			return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w", intent.Name, &unreadKept{cause: err, kept: fmt.Sprintf(
-				"plugin %q took the snapshot but its answer cannot be used: it stays recorded as being created; `volctl volume snapshot delete %s %s` forgets it, "+
+				"plugin %q took the snapshot but its answer cannot be used: it stays recorded as being created; `%s` forgets it, "+
 					"then delete the plugin's snapshot named %q with the storage provider's tools: in this order, since reconcile and that delete send CreateSnapshot "+
 					"again while it is recorded, which would take it again",
-				intent.PluginID, intent.PluginID, intent.Name, intent.Name)})
+				intent.PluginID, shellquote.Command("volctl volume snapshot delete", intent.PluginID, intent.Name), intent.Name)})
 		}
 		if csi.IsRetryable(err) || ctx.Err() != nil || replay || sent > 1 {
 			ev.Message = fmt.Sprintf("snapshot %q left for reconcile: %v", intent.Name, err)
 			e.event(ctx, ev)
-			return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w (the plugin may have made it: it stays recorded as being created; `volctl reconcile` finishes it, `volctl volume snapshot delete %s %s` removes it)",
-				intent.Name, err, intent.PluginID, intent.Name)
+			return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w (the plugin may have made it: it stays recorded as being created; `volctl reconcile` finishes it, `%s` removes it)",
+				intent.Name, err, shellquote.Command("volctl volume snapshot delete", intent.PluginID, intent.Name))
 		}
 		if derr := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 			if err := tx.Snapshots().DeleteCreate(intent.PluginID, intent.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -374,12 +375,13 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 			Message: "delete not finished, snapshot kept: " + err.Error()})
 		// The way out names the ID: the record is the ID's, and a NAME that found the snapshot
 		// pending finds nothing now (a delete by it is of a snapshot ID nobody has).
-		again := fmt.Sprintf("`volctl volume snapshot delete %s %s`", pluginID, snapshotID)
+		again := "`" + shellquote.Command("volctl volume snapshot delete", pluginID, snapshotID) + "`"
 		if named != "" {
 			again += fmt.Sprintf(" (by its ID: its name %q found it only while it was pending)", named)
 		}
 		return fail(fmt.Errorf("%w (the snapshot stays recorded: %s sends DeleteSnapshot again and forgets it once the plugin answers NOT_FOUND or no longer lists it; "+
-			"if the plugin keeps listing it, `volctl volume snapshot deregister %s %s` forgets the record and leaves the snapshot)", err, again, pluginID, snapshotID))
+			"if the plugin keeps listing it, `%s` forgets the record and leaves the snapshot)", err, again,
+			shellquote.Command("volctl volume snapshot deregister", pluginID, snapshotID)))
 	}
 	note := e.uncheckedNote(unchecked, pluginID, csi.RPCDeleteSnapshot, "snapshot", snapshotID)
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
@@ -742,7 +744,7 @@ func (e *Engine) deregisterSnapshotStored(ctx context.Context, pluginID, snapsho
 	}
 	volumeID, err := viewOne(ctx, e.store, source)
 	if errors.Is(err, store.ErrNotFound) {
-		return fail(notFoundf("volctl has no record of it (`volctl volume snapshot list --plugin %s` lists those it has)", pluginID))
+		return fail(notFoundf("volctl has no record of it (`%s` lists those it has)", "volctl volume snapshot list "+shellquote.Flag("--plugin", pluginID)))
 	}
 	if err != nil {
 		return fail(err)
