@@ -645,15 +645,21 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 	case !c.fp.Controller || !c.fp.Capabilities.Controller.ListSnapshots:
 		return nil, "cannot list snapshots (no LIST_SNAPSHOTS controller capability)"
 	}
-	err = e.withController(ctx, c, func(ctx context.Context) error {
-		return e.listPages(ctx, c, csi.RPCListSnapshots, maxListPages, func(ctx context.Context, token string) (string, bool, error) {
-			page, err := c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{StartingToken: token, Secrets: secrets})
-			if err != nil {
-				return "", false, err
-			}
-			snaps = append(snaps, page.Snapshots...)
-			return page.NextToken, false, nil
-		})
+	// The controller lock in turns (controllerTurns), not for the whole listing: a plugin that
+	// pages slowly would hold every create, delete and publish of it for as long.
+	turns := &controllerTurns{e: e, c: c}
+	defer turns.release()
+	err = e.listPages(ctx, c, csi.RPCListSnapshots, maxListPages, func(ctx context.Context, token string) (string, bool, error) {
+		var page csi.ListSnapshotsResponse
+		if err := turns.call(ctx, func(ctx context.Context) error {
+			var err error
+			page, err = c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{StartingToken: token, Secrets: secrets})
+			return err
+		}); err != nil {
+			return "", false, err
+		}
+		snaps = append(snaps, page.Snapshots...)
+		return page.NextToken, false, nil
 	})
 	if err != nil {
 		return nil, err.Error()
