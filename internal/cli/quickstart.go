@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/hostpath"
@@ -338,7 +339,7 @@ func (q *quickstart) startPlugin(ctx context.Context) error {
 	// The plugin outlives an interrupt of the steps: cleanup still needs it to unmount.
 	serveCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	q.plugin, q.stopPlugin, q.pluginDone = p, stop, make(chan error, 1)
-	go func() { q.pluginDone <- p.Serve(serveCtx, lis) }()
+	crash.Go(func() { q.pluginDone <- p.Serve(serveCtx, lis) })
 	return nil
 }
 

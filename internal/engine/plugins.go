@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
@@ -389,10 +390,10 @@ func (e *Engine) pluginStatusStored(ctx context.Context, id string) ([]PluginInf
 	var wg sync.WaitGroup
 	for i, p := range plugins {
 		wg.Add(1)
-		go func() {
+		crash.Go(func() {
 			defer wg.Done()
 			readings[i] = e.checkHealth(ctx, p)
-		}()
+		})
 	}
 	wg.Wait()
 	live := map[string]reading{}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -542,12 +543,12 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 	var wg sync.WaitGroup
 	for range min(restoreWorkers, len(volumes)) {
 		wg.Add(1)
-		go func() {
+		crash.Go(func() {
 			defer wg.Done()
 			for idx := range next {
 				restoreVolume(idx)
 			}
-		}()
+		})
 	}
 	for _, v := range volumes {
 		next <- byVolume[v]
