@@ -123,8 +123,8 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 	return claimInfo(cl), nil
 }
 
-// errReleaseInFlight is admission without the volume's lock finding the alloc's claim being
-// released: the claim waits for the lock and is admitted again.
+// errReleaseInFlight is admission without the volume's lock finding the alloc's own claim, or
+// only claims, being released in its way: the claim waits for the lock and is admitted again.
 var errReleaseInFlight = errors.New("the alloc's claim is being released by the operation holding the volume")
 
 // admit runs admission in one write transaction and returns the claim: a new one in state
@@ -188,6 +188,11 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 			return err
 		}
 		if err := checkAdmission(v, live, mode, capab); err != nil {
+			if !locked && checkAdmission(v, slices.DeleteFunc(slices.Clone(live), func(c store.Claim) bool { return c.Releasing }), mode, capab) == nil {
+				// Only claims being released are in the way, by the operation holding the
+				// volume most likely: wait for it, and admit again under the lock.
+				return errReleaseInFlight
+			}
 			return err
 		}
 		ld.onNode = len(live) > 0 || ld.hasStaging

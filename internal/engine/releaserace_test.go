@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -110,5 +111,53 @@ func TestClaimOfAnInterruptedReleaseNamesReconcile(t *testing.T) {
 	_, err := h.otherProcess().Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "web-0"})
 	if err == nil || !strings.Contains(err.Error(), "being released") || !strings.Contains(err.Error(), "volctl reconcile") {
 		t.Errorf("claim of a claim left releasing = %v, want it refused naming `volctl reconcile`", err)
+	}
+}
+
+// Another alloc claims a single-node-writer volume while the holder's release is in flight in
+// another process: the holder in the way is going away, so the claim waits for the release and
+// is admitted after it. It was refused at once (exit 4), naming the holder "being released: its
+// release has not finished; `volctl reconcile` finishes it" while that release was running.
+// A holder left releasing by an interrupted release still refuses it under the lock.
+func TestClaimWaitsForTheHoldersReleaseInFlight(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
+	other := h.otherProcess()
+
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCNodeUnpublishVolume, csitest.Fault{Gate: gate, Times: 1})
+	relDone := make(chan error, 1)
+	go func() { _, err := h.e.Release(h.ctx, "v", "web-0"); relDone <- err }()
+	h.waitInFlight(gate, relDone)
+
+	ctx, waiting := whenWaitingForLock(h.ctx, "v")
+	claimDone := make(chan error, 1)
+	go func() { _, err := other.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "web-1"}); claimDone <- err }()
+	select {
+	case <-waiting:
+	case err := <-claimDone:
+		close(gate)
+		t.Fatalf("the claim returned while the holder's release was in flight, without waiting for it: %v", err)
+	}
+	close(gate)
+	if err := <-relDone; err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if err := <-claimDone; err != nil {
+		t.Fatalf("claim after the holder's release: %v", err)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || live[0].Alloc != "web-1" || !live[0].AtRest() {
+		t.Errorf("live claims = %+v, want web-1's alone, published", live)
+	}
+
+	// The holder's release interrupted: refused, naming the way out.
+	h.faults.FailNext(csi.RPCNodeUnpublishVolume, codes.Unavailable, fastRetry.Attempts)
+	if _, err := h.e.Release(h.ctx, "v", "web-1"); err == nil {
+		t.Fatal("release succeeded through NodeUnpublishVolume failing UNAVAILABLE")
+	}
+	_, err := other.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "web-2"})
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "volctl reconcile") {
+		t.Errorf("claim beside a holder left releasing = %v, want a conflict naming `volctl reconcile`", err)
 	}
 }
