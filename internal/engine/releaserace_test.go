@@ -161,3 +161,56 @@ func TestClaimWaitsForTheHoldersReleaseInFlight(t *testing.T) {
 		t.Errorf("claim beside a holder left releasing = %v, want a conflict naming `volctl reconcile`", err)
 	}
 }
+
+// A claim of a volume whose `volume create` is in flight in another process (its CreateVolume
+// held at the plugin) waits for the create and claims the volume it made; one whose `volume
+// delete` is in flight waits and says the volume is not found. Both answered at once "volume
+// "v" is creating (deleting), not ready (run `volctl reconcile`)": a reconcile run then, beside
+// the live create or delete, can only wait for the same lock.
+func TestClaimWaitsForACreateOrDeleteInFlight(t *testing.T) {
+	for _, rpc := range []string{csi.RPCCreateVolume, csi.RPCDeleteVolume} {
+		t.Run(rpc, func(t *testing.T) {
+			h := newHarness(t, nil)
+			if rpc == csi.RPCDeleteVolume {
+				h.create(volume("v"))
+			}
+			other := h.otherProcess()
+			gate := make(chan struct{})
+			h.faults.Inject(rpc, csitest.Fault{Gate: gate, Times: 1})
+			opDone := make(chan error, 1)
+			go func() {
+				if rpc == csi.RPCCreateVolume {
+					_, err := h.e.CreateVolume(h.ctx, volume("v"))
+					opDone <- err
+					return
+				}
+				opDone <- h.e.DeleteVolume(h.ctx, "v")
+			}()
+			h.waitInFlight(gate, opDone)
+
+			ctx, waiting := whenWaitingForLock(h.ctx, "v")
+			claimDone := make(chan error, 1)
+			go func() { _, err := other.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "web-0"}); claimDone <- err }()
+			select {
+			case <-waiting:
+			case err := <-claimDone:
+				close(gate)
+				t.Fatalf("the claim returned while %s was in flight, without waiting for it: %v", rpc, err)
+			}
+			close(gate)
+			if err := <-opDone; err != nil {
+				t.Fatalf("the operation: %v", err)
+			}
+			err := <-claimDone
+			if rpc == csi.RPCCreateVolume {
+				if err != nil {
+					t.Errorf("claim after the create in flight: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNotFound) {
+				t.Errorf("claim after the delete in flight = %v, want not found", err)
+			}
+		})
+	}
+}
