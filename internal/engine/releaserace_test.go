@@ -9,6 +9,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // A reconcile (the agent's, or a user's) lists a claim whose `volume release` is in flight (the
@@ -210,6 +211,37 @@ func TestClaimWaitsForACreateOrDeleteInFlight(t *testing.T) {
 			}
 			if !errors.Is(err, ErrNotFound) {
 				t.Errorf("claim after the delete in flight = %v, want not found", err)
+			}
+		})
+	}
+}
+
+// A volume left creating or deleting by an interrupted command (nobody holds its lock): a
+// claim, an expand and a snapshot are each refused as a conflict that names the way out. The
+// expand and the snapshot said only "volume "v" is deleting".
+func TestOperationsOnAnInterruptedVolumeNameReconcile(t *testing.T) {
+	for _, state := range []store.VolumeState{store.VolumeCreating, store.VolumeDeleting} {
+		t.Run(string(state), func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.create(volume("v"))
+			h.update(func(tx *store.Tx) error {
+				v, err := tx.Volumes().Get("v")
+				if err != nil {
+					return err
+				}
+				v.State = state
+				return tx.Volumes().Update(&v)
+			})
+			ops := map[string]func() error{
+				"claim":    func() error { _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "web-0"}); return err },
+				"expand":   func() error { _, err := h.e.ExpandVolume(h.ctx, "v", 2<<20, 0); return err },
+				"snapshot": func() error { _, err := h.e.CreateSnapshot(h.ctx, "v", "s1", nil); return err },
+			}
+			for name, op := range ops {
+				err := op()
+				if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "run `volctl reconcile`") || !strings.Contains(err.Error(), string(state)) {
+					t.Errorf("%s of a volume left %s = %v, want a conflict naming its state and `volctl reconcile`", name, state, err)
+				}
 			}
 		})
 	}
