@@ -113,6 +113,31 @@ func TestPluginDataEchoingSecretsRedacted(t *testing.T) {
 		check("snapshot list "+name, out, errOut)
 	}
 
+	// Shell completion offers the recorded snapshots' IDs, which the plugin made of the
+	// secret: they are output too, and are left out (one cannot type what it would show).
+	plain, err := e.CreateSnapshot(ctx, "db", "plain", nil) // sent db's secrets: its ID holds them too
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plain.ID, secret) {
+		t.Fatalf("the plugin did not echo the secret into the snapshot ID %q: the test tests nothing", plain.ID)
+	}
+	{
+		ios, _, out, errOut := iostreams.Test()
+		f := NewFactory(ios)
+		f.engine = e
+		root := NewRootCmd(f)
+		root.SetArgs([]string{"__complete", "volume", "snapshot", "delete", "mem", ""})
+		if err := root.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		f.engine = nil // closed by the cleanup
+		if !strings.Contains(out.String(), ":4") {
+			t.Errorf("__complete did not complete:\n%s", out)
+		}
+		check("the completion of snapshot IDs", out, errOut)
+	}
+
 	// export nomad writes the context as the plugin gave it only with --include-secrets.
 	for _, include := range []bool{false, true} {
 		dir := t.TempDir()
