@@ -120,7 +120,7 @@ func (f *Factory) completeWith(src idSource) cobra.CompletionFunc {
 func (f *Factory) complete(cmd *cobra.Command, args []string, toComplete string, src idSource) ([]cobra.Completion, cobra.ShellCompDirective) {
 	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 	defer cancel()
-	e := f.completionEngine(ctx)
+	e := f.existingEngine(ctx)
 	if e == nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -146,7 +146,10 @@ func (f *Factory) complete(cmd *cobra.Command, args []string, toComplete string,
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
-func (f *Factory) completionEngine(ctx context.Context) *engine.Engine {
+// existingEngine opens the engine on the state dir only if it holds a database already, quietly;
+// nil when there is none or it cannot be opened. Completion reads its candidates through it,
+// and plugin probe the secrets to keep out of what a plugin says.
+func (f *Factory) existingEngine(ctx context.Context) *engine.Engine {
 	if f.engine != nil {
 		return f.engine
 	}

@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
@@ -111,6 +114,23 @@ func TestPluginDataEchoingSecretsRedacted(t *testing.T) {
 			t.Errorf("snapshot list %s: the plugin did not echo the --secret into its snapshot IDs:\n%s", name, out)
 		}
 		check("snapshot list "+name, out, errOut)
+	}
+
+	// plugin probe asks the plugin directly, and prints its identity and node ID as plugin
+	// status does, and its -v trace the answers; neither may show the secret it echoes there.
+	for name, x := range exporters {
+		var trace bytes.Buffer
+		ios, _, out, errOut := iostreams.Test()
+		err := pluginProbeRun(ctx, &PluginProbeOptions{IO: ios, Socket: socket, Timeout: time.Minute, Exporter: x,
+			Logger: slog.New(slog.NewTextHandler(&trace, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			State:  func(context.Context) *engine.Engine { return e }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "[REDACTED]") || !strings.Contains(trace.String(), "GetPluginInfo") {
+			t.Errorf("plugin probe %s: the plugin did not echo the secret into its identity, or no trace was written:\n%s\n%s", name, out, &trace)
+		}
+		check("plugin probe "+name, out, errOut, &trace)
 	}
 
 	// Shell completion offers the recorded snapshots' IDs, which the plugin made of the

@@ -265,6 +265,10 @@ func (e *Engine) secretValues(ctx context.Context) ([]string, error) {
 	return viewOne(ctx, e.store, func(tx *store.Tx) ([]string, error) { return tx.SecretValues() })
 }
 
+// SecretValues is every secret value and mount flag in the state (store.Tx.SecretValues), for
+// a csi.Config.Redact of a client the engine does not make (plugin probe's).
+func (e *Engine) SecretValues(ctx context.Context) ([]string, error) { return e.secretValues(ctx) }
+
 // Redactor returns a function that scrubs every secret value and mount flag the state holds
 // (as secretValues) from text about to be printed. Plugin messages are scrubbed as they
 // arrive, but data a plugin returns is kept raw, because it is sent back to the plugin or to
