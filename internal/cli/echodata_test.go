@@ -55,6 +55,9 @@ func TestPluginDataEchoingSecretsRedacted(t *testing.T) {
 				if k == "topo" {
 					r.Volume.AccessibleTopology = []*csipb.Topology{{Segments: map[string]string{"zone": v}}}
 				}
+				if k == "extid" {
+					r.Volume.VolumeId = "vol-" + v
+				}
 			}
 		}
 		if r, ok := resp.(*csipb.CreateSnapshotResponse); ok && err == nil {
@@ -182,6 +185,41 @@ func TestPluginDataEchoingSecretsRedacted(t *testing.T) {
 		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
 		t.Fatal(err)
 	}
+	// Nor does export nomad write a volume's topology or external ID that holds the secret,
+	// plugin data it cannot write as a placeholder (the file would name another volume), into
+	// a file others may read: without --include-secrets it refuses, naming the field; with it
+	// the file is 0600, as any file holding secrets.
+	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "extid", Name: "extid", Type: "csi", PluginID: "mem",
+		Secrets:      spec.Secrets{"extid": secret},
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	for vol, field := range map[string]string{"topo": "accessible topology", "extid": "external ID"} {
+		for _, include := range []bool{false, true} {
+			dir := t.TempDir()
+			ios, _, out, errOut := iostreams.Test()
+			err := exportNomadRun(ctx, &ExportNomadOptions{IO: ios, Engine: eng, Volumes: []string{vol}, OutDir: dir, IncludeSecrets: include})
+			check(fmt.Sprintf("export nomad %s (include secrets %v)", vol, include), out, errOut)
+			b, rerr := os.ReadFile(filepath.Join(dir, "volume-"+vol+".hcl"))
+			if !include {
+				if err == nil || !strings.Contains(err.Error(), field) || !strings.Contains(err.Error(), "--include-secrets") || strings.Contains(err.Error(), secret) {
+					t.Errorf("export nomad %s = %v, want a refusal naming its %s and --include-secrets, not the secret", vol, err, field)
+				}
+				if rerr == nil {
+					t.Errorf("export nomad %s refused, but wrote its file:\n%s", vol, b)
+				}
+				continue
+			}
+			if err != nil || rerr != nil || !strings.Contains(string(b), secret) {
+				t.Errorf("export nomad %s --include-secrets = %v, %v: want its file, holding its %s as the plugin gave it:\n%s", vol, err, rerr, field, b)
+				continue
+			}
+			if fi, err := os.Stat(filepath.Join(dir, "volume-"+vol+".hcl")); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Errorf("export nomad %s --include-secrets: %v, %v; want mode 0600", vol, fi.Mode(), err)
+			}
+		}
+	}
+
 	_, claimErr := e.Claim(ctx, engine.ClaimRequest{VolumeID: "topo", Alloc: "a2"})
 	if claimErr == nil || !strings.Contains(claimErr.Error(), secret) {
 		t.Fatalf("claim of topo = %v: want the refusal naming the echoed topology, or the test tests nothing", claimErr)
