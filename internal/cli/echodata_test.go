@@ -388,3 +388,26 @@ func TestPluginDataControlCharactersEscaped(t *testing.T) {
 		t.Errorf("plugin status --json changed the plugin's version:\n%s", out)
 	}
 }
+
+// TestExportNotesDoNotShowAnEchoedSecret plays a plugin whose name (GetPluginInfo) holds a
+// volume's secret: export nomad's note that the plugin is not volctl's own names it, and must
+// show [REDACTED] there, as plugin status does.
+func TestExportNotesDoNotShowAnEchoedSecret(t *testing.T) {
+	const secret = "notesecret-4be1"
+	ctx := context.Background()
+	cfg := csitest.DefaultMemConfig()
+	cfg.Name = "mem.csi." + secret
+	_, e, eng := serveMem(t, csitest.NewMountingMemPlugin(t, cfg))
+	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
+		Secrets:      spec.Secrets{"token": secret},
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	ios, _, out, errOut := iostreams.Test()
+	if err := exportNomadRun(ctx, &ExportNomadOptions{IO: ios, Engine: eng, Volumes: []string{"db"}, OutDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String() + errOut.String(); strings.Contains(s, secret) || !strings.Contains(errOut.String(), "is not volctl's own") {
+		t.Errorf("export nomad's notes show the secret the plugin's name holds, or no note names the plugin:\n%s", s)
+	}
+}

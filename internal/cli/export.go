@@ -265,6 +265,10 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 			printErr = printDone(opts.IO.Out, fmt.Sprintf("Wrote %s to %s\n", f.what, path), "export nomad: wrote %d file(s) to %s", len(files), opts.OutDir)
 		}
 	}
+	// Notes name plugin data (a plugin's name), which a plugin may have echoed a secret into.
+	if err := e.RedactValue(ctx, &notes); err != nil {
+		return fmt.Errorf("export nomad: the files are written; reading the state to keep secrets out of the notes: %w", err)
+	}
 	for _, n := range notes {
 		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(n))
 	}
