@@ -14,7 +14,9 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
@@ -410,4 +412,48 @@ func TestExportNotesDoNotShowAnEchoedSecret(t *testing.T) {
 	if s := out.String() + errOut.String(); strings.Contains(s, secret) || !strings.Contains(errOut.String(), "is not volctl's own") {
 		t.Errorf("export nomad's notes show the secret the plugin's name holds, or no note names the plugin:\n%s", s)
 	}
+}
+
+// TestWarningsDoNotShowAnEchoedNodeID plays a plugin whose node ID (NodeGetInfo) holds a
+// volume's secret, and whose ControllerUnpublishVolume fails: a forced detach leaves the
+// attachment to that node owed, and a forced deregister forgets it, each warning on stderr
+// (and detach in its --json) with the node named. Those warnings are output like any other,
+// and must show [REDACTED] for the secret, as volume status does for the node.
+func TestWarningsDoNotShowAnEchoedNodeID(t *testing.T) {
+	const secret = "nodesecret-77d0"
+	ctx := context.Background()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-" + secret
+	faults := csitest.NewFaults()
+	_, e, eng := serveMem(t, csitest.NewMountingMemPlugin(t, cfg), csitest.WithFaults(faults))
+	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
+		Secrets:      spec.Secrets{"token": secret},
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "a1"}); err != nil {
+		t.Fatal(err)
+	}
+	faults.FailAlways(csi.RPCControllerUnpublishVolume, codes.Internal)
+	yes := func(bool, string) error { return nil }
+	check := func(what string, wantWarning bool, out ...fmt.Stringer) {
+		t.Helper()
+		var all strings.Builder
+		for _, o := range out {
+			all.WriteString(o.String())
+		}
+		if strings.Contains(all.String(), secret) || wantWarning && !strings.Contains(all.String(), "Warning:") {
+			t.Errorf("%s shows the secret the plugin's node ID holds, or warns of nothing:\n%s", what, &all)
+		}
+	}
+	for name, x := range map[string]exportFlags{"text": {}, "--json": {JSON: true}} {
+		ios, _, out, errOut := iostreams.Test()
+		_ = volumeDetachRun(ctx, &VolumeDetachOptions{IO: ios, Engine: eng, Confirm: yes, VolumeID: "db", Force: true, Yes: true, Exporter: x})
+		check("volume detach --force "+name, name == "text", out, errOut)
+	}
+	ios, _, out, errOut := iostreams.Test()
+	if err := volumeDeregisterRun(ctx, &DeregisterOptions{IO: ios, Engine: eng, Confirm: yes, ID: "db", Force: true, Yes: true}); err != nil {
+		t.Fatal(err)
+	}
+	check("volume deregister --force", true, out, errOut)
 }
