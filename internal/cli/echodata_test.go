@@ -418,7 +418,9 @@ func TestExportNotesDoNotShowAnEchoedSecret(t *testing.T) {
 // volume's secret, and whose ControllerUnpublishVolume fails: a forced detach leaves the
 // attachment to that node owed, and a forced deregister forgets it, each warning on stderr
 // (and detach in its --json) with the node named. Those warnings are output like any other,
-// and must show [REDACTED] for the secret, as volume status does for the node.
+// and must show [REDACTED] for the secret, as volume status does for the node; and so must
+// the event log, whose deregistration event names the node too, after the secret has left
+// the state with the volume.
 func TestWarningsDoNotShowAnEchoedNodeID(t *testing.T) {
 	const secret = "nodesecret-77d0"
 	ctx := context.Background()
@@ -456,4 +458,9 @@ func TestWarningsDoNotShowAnEchoedNodeID(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("volume deregister --force", true, out, errOut)
+	ios, _, out, errOut = iostreams.Test()
+	if err := eventsRun(ctx, &EventsOptions{IO: ios, Engine: eng, Now: nowFunc}); err != nil {
+		t.Fatal(err)
+	}
+	check("events", false, out, errOut)
 }

@@ -117,7 +117,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	st, owns := cfg.Store, false
 	if st == nil {
 		var err error
-		st, err = store.Open(ctx, cfg.StateDir, store.WithLogger(cfg.Logger), store.WithClock(cfg.Now))
+		st, err = store.Open(ctx, cfg.StateDir, store.WithLogger(cfg.Logger), store.WithClock(cfg.Now), store.WithForget(csi.Scrubber))
 		if err != nil {
 			return nil, err
 		}
