@@ -464,3 +464,42 @@ func TestWarningsDoNotShowAnEchoedNodeID(t *testing.T) {
 	}
 	check("events", false, out, errOut)
 }
+
+// TestDetachDoesNotShowAnEchoedNodeID: a plugin whose node ID holds a volume's secret
+// attaches the volume, then comes back without PUBLISH_UNPUBLISH_VOLUME; a forced detach
+// drops the attachment record with a warning naming the node, on stderr and in its --json,
+// which must show [REDACTED] for the secret, as volume status does.
+func TestDetachDoesNotShowAnEchoedNodeID(t *testing.T) {
+	const secret = "detachsecret-5a3c"
+	ctx := context.Background()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-" + secret
+	socket, stop := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, cfg)))
+	e := openEngine(t, filepath.Join(t.TempDir(), "state"))
+	eng := func(context.Context) (*engine.Engine, error) { return e, nil }
+	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"db", "db2"} {
+		if _, err := e.CreateVolume(ctx, spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "mem",
+			Secrets:      spec.Secrets{"token": secret},
+			Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: id, Alloc: "a-" + id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop()
+	cfg.Controller.PublishUnpublishVolume = false
+	csitest.ServeAt(t, socket, csitest.WithServer(csitest.NewMountingMemPlugin(t, cfg)))
+	for vol, x := range map[string]exportFlags{"db": {}, "db2": {JSON: true}} {
+		ios, _, out, errOut := iostreams.Test()
+		err := volumeDetachRun(ctx, &VolumeDetachOptions{IO: ios, Engine: eng, Confirm: func(bool, string) error { return nil },
+			VolumeID: vol, Force: true, Yes: true, Exporter: x})
+		s := out.String() + errOut.String()
+		if err != nil || strings.Contains(s, secret) || !strings.Contains(s, "PUBLISH_UNPUBLISH_VOLUME") {
+			t.Errorf("volume detach --force %s (json %v) = %v; it shows the secret the node ID holds, or does not warn of the attachment dropped:\n%s", vol, x.JSON, err, s)
+		}
+	}
+}
