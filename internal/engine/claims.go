@@ -59,6 +59,16 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 		defer unlock()
 	}
 	cl, v, ld, fresh, err := e.admit(ctx, req, locked)
+	if errors.Is(err, errReleaseInFlight) {
+		// The alloc's claim is being released by the operation holding the lock: wait for it
+		// to end, as for any operation on the volume, then admit again under the lock.
+		if unlock, err = e.locks.volume(ctx, req.VolumeID); err != nil {
+			return fail(err)
+		}
+		defer unlock()
+		locked = true
+		cl, v, ld, fresh, err = e.admit(ctx, req, locked)
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -113,6 +123,10 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 	return claimInfo(cl), nil
 }
 
+// errReleaseInFlight is admission without the volume's lock finding the alloc's own claim, or
+// only claims, being released in its way: the claim waits for the lock and is admitted again.
+var errReleaseInFlight = errors.New("the alloc's claim is being released by the operation holding the volume")
+
 // admit runs admission in one write transaction and returns the claim: a new one in state
 // taken (fresh), or the alloc's existing equal claim.
 // With locked (the caller holds the volume lock), it also loads what the publish path reads.
@@ -147,7 +161,12 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 			if !sameAlloc(c.Alloc, req.Alloc) {
 				continue
 			}
+			if c.Releasing && !locked {
+				// Another operation holds the volume: most likely this release, in flight.
+				return errReleaseInFlight
+			}
 			if c.Releasing {
+				// Under the lock: nobody is working on the release, which was interrupted.
 				return conflictf("alloc %q's claim is being released (finish it with `volctl reconcile`)", req.Alloc)
 			}
 			if c.Mode != mode || (req.AccessMode != "" && req.AccessMode != c.AccessMode) ||
@@ -169,6 +188,11 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 			return err
 		}
 		if err := checkAdmission(v, live, mode, capab); err != nil {
+			if !locked && checkAdmission(v, slices.DeleteFunc(slices.Clone(live), func(c store.Claim) bool { return c.Releasing }), mode, capab) == nil {
+				// Only claims being released are in the way, by the operation holding the
+				// volume most likely: wait for it, and admit again under the lock.
+				return errReleaseInFlight
+			}
 			return err
 		}
 		ld.onNode = len(live) > 0 || ld.hasStaging
