@@ -400,11 +400,7 @@ func TestExportNotesDoNotShowAnEchoedSecret(t *testing.T) {
 	cfg := csitest.DefaultMemConfig()
 	cfg.Name = "mem.csi." + secret
 	_, e, eng := serveMem(t, csitest.NewMountingMemPlugin(t, cfg))
-	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
-		Secrets:      spec.Secrets{"token": secret},
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
+	createWithSecret(t, e, "db", secret)
 	ios, _, out, errOut := iostreams.Test()
 	if err := exportNomadRun(ctx, &ExportNomadOptions{IO: ios, Engine: eng, Volumes: []string{"db"}, OutDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
@@ -428,11 +424,7 @@ func TestWarningsDoNotShowAnEchoedNodeID(t *testing.T) {
 	cfg.NodeID = "node-" + secret
 	faults := csitest.NewFaults()
 	_, e, eng := serveMem(t, csitest.NewMountingMemPlugin(t, cfg), csitest.WithFaults(faults))
-	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
-		Secrets:      spec.Secrets{"token": secret},
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
+	createWithSecret(t, e, "db", secret)
 	if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "a1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -481,11 +473,7 @@ func TestDetachDoesNotShowAnEchoedNodeID(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"db", "db2"} {
-		if _, err := e.CreateVolume(ctx, spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "mem",
-			Secrets:      spec.Secrets{"token": secret},
-			Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-			t.Fatal(err)
-		}
+		createWithSecret(t, e, id, secret)
 		if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: id, Alloc: "a-" + id}); err != nil {
 			t.Fatal(err)
 		}
@@ -501,5 +489,16 @@ func TestDetachDoesNotShowAnEchoedNodeID(t *testing.T) {
 		if err != nil || strings.Contains(s, secret) || !strings.Contains(s, "PUBLISH_UNPUBLISH_VOLUME") {
 			t.Errorf("volume detach --force %s (json %v) = %v; it shows the secret the node ID holds, or does not warn of the attachment dropped:\n%s", vol, x.JSON, err, s)
 		}
+	}
+}
+
+// createWithSecret creates volume id on plugin "mem", single-node-writer, with secret as its
+// token.
+func createWithSecret(t *testing.T, e *engine.Engine, id, secret string) {
+	t.Helper()
+	if _, err := e.CreateVolume(context.Background(), spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "mem",
+		Secrets:      spec.Secrets{"token": secret},
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
 	}
 }
