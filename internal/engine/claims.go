@@ -59,9 +59,9 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 		defer unlock()
 	}
 	cl, v, ld, fresh, err := e.admit(ctx, req, locked)
-	if errors.Is(err, errReleaseInFlight) {
-		// The alloc's claim is being released by the operation holding the lock: wait for it
-		// to end, as for any operation on the volume, then admit again under the lock.
+	if errors.Is(err, errHolderInFlight) {
+		// What is in the way is the work of the operation holding the lock: wait for it to
+		// end, as for any operation on the volume, then admit again under the lock.
 		if unlock, err = e.locks.volume(ctx, req.VolumeID); err != nil {
 			return fail(err)
 		}
@@ -123,9 +123,18 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 	return claimInfo(cl), nil
 }
 
-// errReleaseInFlight is admission without the volume's lock finding the alloc's own claim, or
-// only claims, being released in its way: the claim waits for the lock and is admitted again.
-var errReleaseInFlight = errors.New("the alloc's claim is being released by the operation holding the volume")
+// notReady refuses an operation on volume v, read under its lock in a state other than ready:
+// the create or delete that put it there is nobody's work any more (interrupted, or failed
+// beyond its retries), and reconcile finishes it.
+func notReady(v store.Volume) error {
+	return conflictf("volume %q is %s, not ready: its %s was interrupted (run `volctl reconcile` to finish it)",
+		v.ID, v.State, map[store.VolumeState]string{store.VolumeCreating: "create", store.VolumeDeleting: "delete"}[v.State])
+}
+
+// errHolderInFlight is admission without the volume's lock finding the volume being created or
+// deleted, or the alloc's own claim, or only claims, being released in its way: the work of the
+// operation holding the lock, in flight. The claim waits for the lock and is admitted again.
+var errHolderInFlight = errors.New("the operation holding the volume is in flight")
 
 // admit runs admission in one write transaction and returns the claim: a new one in state
 // taken (fresh), or the alloc's existing equal claim.
@@ -147,8 +156,13 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 		if err != nil {
 			return err
 		}
+		if v.State != store.VolumeReady && !locked {
+			// Being created or deleted by the operation holding the volume, most likely:
+			// wait for it, and admit again under the lock (a volume deleted is not found then).
+			return errHolderInFlight
+		}
 		if v.State != store.VolumeReady {
-			return conflictf("volume %q is %s, not ready (run `volctl reconcile`)", v.ID, v.State)
+			return notReady(v)
 		}
 		if err := refuseHandedOver(tx, v.ID); err != nil {
 			return err
@@ -163,7 +177,7 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 			}
 			if c.Releasing && !locked {
 				// Another operation holds the volume: most likely this release, in flight.
-				return errReleaseInFlight
+				return errHolderInFlight
 			}
 			if c.Releasing {
 				// Under the lock: nobody is working on the release, which was interrupted.
@@ -191,7 +205,7 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 			if !locked && checkAdmission(v, slices.DeleteFunc(slices.Clone(live), func(c store.Claim) bool { return c.Releasing }), mode, capab) == nil {
 				// Only claims being released are in the way, by the operation holding the
 				// volume most likely: wait for it, and admit again under the lock.
-				return errReleaseInFlight
+				return errHolderInFlight
 			}
 			return err
 		}
