@@ -154,6 +154,13 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 				(req.AttachmentMode != "" && req.AttachmentMode != c.AttachmentMode) {
 				return conflictf("alloc %q already holds a %s claim (%s, %s); release it first", req.Alloc, c.Mode, c.AccessMode, c.AttachmentMode)
 			}
+			if other := heldOtherwise(c, req); other != "" {
+				way := "release it first"
+				if req.Group != "" {
+					way = fmt.Sprintf("`volctl group stop %s` releases it, then run the group again", req.Group)
+				}
+				return conflictf("alloc %q already holds a %s claim %s; %s", req.Alloc, c.Mode, other, way)
+			}
 			cl = c
 			return nil
 		}
@@ -204,6 +211,53 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 		ld = nil // read without the volume lock: the publish path reads it again under the lock
 	}
 	return cl, v, ld, fresh, err
+}
+
+// heldOtherwise says how the claim an alloc holds differs from what its claim again asks for,
+// beyond the modes admit compares: mount options the request sets (fs type, mount flags) that
+// the claim was not published with, or, for a group's claim, other volume_mount binds. "" is
+// the same claim, which a claim again is handed. Handing back a claim published otherwise would
+// have the alloc take a mount without the options it asked for, or its volume at a destination
+// where nothing is mounted. The mount flags are not named (they may carry credentials).
+func heldOtherwise(c store.Claim, req ClaimRequest) string {
+	if mo := req.MountOptions; mo != nil && ((mo.FSType != "" && mo.FSType != c.FSType) ||
+		(len(mo.MountFlags) > 0 && !slices.Equal(mo.MountFlags, c.MountFlags))) {
+		held := (&spec.MountOptions{FSType: c.FSType, MountFlags: c.MountFlags}).Describe()
+		if len(held) == 0 {
+			held = []string{"none"}
+		}
+		return fmt.Sprintf("published with other mount options (it has: %s)", strings.Join(held, ", "))
+	}
+	if req.Group != "" && !slices.EqualFunc(req.Binds, c.Binds, sameBind) {
+		var at []string
+		for _, b := range c.Binds {
+			d := b.Destination
+			if b.ReadOnly {
+				d += " read-only"
+			}
+			if p := b.PropagationMode; p != "" && p != spec.PropagationPrivate {
+				d += " " + p
+			}
+			at = append(at, d)
+		}
+		if len(at) == 0 {
+			return "bind-mounted otherwise (nowhere)"
+		}
+		return fmt.Sprintf("bind-mounted otherwise (at %s)", strings.Join(at, ", "))
+	}
+	return ""
+}
+
+// sameBind: a and b bind the same way (the volume block's label aside), an unset propagation
+// mode being the default.
+func sameBind(a, b spec.VolumeMount) bool {
+	prop := func(m string) string {
+		if m == "" {
+			return spec.PropagationPrivate
+		}
+		return m
+	}
+	return a.Destination == b.Destination && a.ReadOnly == b.ReadOnly && prop(a.PropagationMode) == prop(b.PropagationMode)
 }
 
 // groupStillRunning refuses, in admission's transaction, a claim for a group's alloc once the
