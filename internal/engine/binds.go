@@ -13,28 +13,34 @@ import (
 )
 
 // bind makes a published claim's group volume_mounts: its target bind-mounted at each
-// destination with the propagation asked for, read-only when asked. It is idempotent.
+// destination with the propagation asked for, read-only when asked. It is idempotent, and
+// returns the destinations it mounted (none when each was mounted already).
 // Neither path is followed through a symlink (nofollow.go): the target is opened below the
 // state dir, the destination from "/", each one component at a time, and the mount is made on
 // their file descriptors.
-func (e *Engine) bind(cl *store.Claim) error {
+func (e *Engine) bind(cl *store.Claim) (bound []string, err error) {
 	for _, b := range cl.Binds {
-		if err := e.bindMount(cl.TargetPath, b); err != nil {
-			return err
+		made, err := e.bindMount(cl.TargetPath, b)
+		if err != nil {
+			return bound, err
+		}
+		if made {
+			bound = append(bound, b.Destination)
 		}
 	}
-	return nil
+	return bound, nil
 }
 
-func (e *Engine) bindMount(target string, b spec.VolumeMount) error {
+// bindMount binds target at b's destination unless something is mounted there; made says it did.
+func (e *Engine) bindMount(target string, b spec.VolumeMount) (made bool, err error) {
 	src, err := openNoFollow(e.cfg.StateDir, e.realPath(target), createNothing)
 	if err != nil {
-		return fmt.Errorf("volume_mount %s: the claim's target: %w", b.Destination, err)
+		return false, fmt.Errorf("volume_mount %s: the claim's target: %w", b.Destination, err)
 	}
 	defer src.close()
 	dir, err := src.isDir()
 	if err != nil {
-		return fmt.Errorf("volume_mount %s: %w", b.Destination, err)
+		return false, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
 	}
 	mode := createFile
 	if dir {
@@ -42,17 +48,17 @@ func (e *Engine) bindMount(target string, b spec.VolumeMount) error {
 	}
 	dst, err := openNoFollow("/", b.Destination, mode)
 	if err != nil {
-		return volumeMountErr(b.Destination, err)
+		return false, volumeMountErr(b.Destination, err)
 	}
 	defer dst.close()
 	mounted, err := dst.mounted()
 	if err != nil {
-		return fmt.Errorf("volume_mount %s: %w", b.Destination, err)
+		return false, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
 	}
 	if mounted {
-		return nil
+		return false, nil
 	}
-	return bindFD(src, dst, b)
+	return true, bindFD(src, dst, b)
 }
 
 // volumeMountErr says which volume_mount a destination's error is about. A symlink in the

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -90,6 +92,55 @@ func TestRunGroupAgainWithOtherVolumeMountsIsAConflict(t *testing.T) {
 	}
 	if _, err := h.e.RunGroup(h.ctx, group("a", false)); err != nil {
 		t.Fatalf("the same group run again: %v", err)
+	}
+	if _, err := h.e.StopGroup(h.ctx, "web"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunGroupAgainBindsAVolumeMountThatWasUnmounted: `group run --help` promises that a run
+// again prints where each volume is bind-mounted (MOUNTED AT). With the claim's target still
+// mounted but its destination unmounted (by hand, or a tool that unmounts what it finds), a
+// run again found the claim at rest and answered success, MOUNTED AT the destination, with
+// nothing mounted there: the alloc would write to the host's disk. The claim again binds it
+// again, as reconcile does; and reconcile, which did bind it, reported "Nothing to do ...
+// every mount is in place": it now reports the bind it restored. Real mounts, as root.
+func TestRunGroupAgainBindsAVolumeMountThatWasUnmounted(t *testing.T) {
+	h := newHostpathEngine(t)
+	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+		Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}
+	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(hostpathtest.MountDir(t), "dest")
+	g := spec.Group{Name: "web", Count: 1,
+		Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: "data", AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
+		Mounts:  []spec.VolumeMount{{Volume: "d", Destination: dest}}}
+	if _, err := h.e.RunGroup(h.ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Unmount(dest, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.RunGroup(h.ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if m := mountsUnder(t, dest); len(m) != 1 {
+		t.Fatalf("after the group run again, mounts at %s: %v; want the volume bound there again", dest, m)
+	}
+
+	if err := unix.Unmount(dest, 0); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := h.e.Reconcile(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := mountsUnder(t, dest); len(m) != 1 {
+		t.Fatalf("after reconcile, mounts at %s: %v; want the volume bound there again", dest, m)
+	}
+	if len(rep.Actions) != 1 || rep.Actions[0].Kind != "restored" || !strings.Contains(rep.Actions[0].Message, "volume_mount "+dest) {
+		t.Fatalf("reconcile's report = %+v; want the volume_mount it bound again, restored", rep)
 	}
 	if _, err := h.e.StopGroup(h.ctx, "web"); err != nil {
 		t.Fatal(err)

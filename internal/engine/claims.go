@@ -75,6 +75,11 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 		if err := e.readClaimWritable(cl); err != nil {
 			return fail(err)
 		}
+		// Its target mounted, a volume_mount destination may not be (unmounted by hand): bind it
+		// again, as reconcile does, rather than hand back a destination with nothing there.
+		if err := e.bindHeld(ctx, cl, locked); err != nil {
+			return fail(err)
+		}
 		return claimInfo(cl), nil
 	}
 	failpoint("claim:taken")
@@ -111,6 +116,26 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 		return fail(err)
 	}
 	return claimInfo(cl), nil
+}
+
+// bindHeld binds again, under the volume lock, the volume_mounts of a held, published claim
+// that are not mounted (settleLocked). A claim without volume_mounts costs nothing.
+func (e *Engine) bindHeld(ctx context.Context, cl store.Claim, locked bool) error {
+	if len(cl.Binds) == 0 {
+		return nil
+	}
+	if !locked {
+		unlock, err := e.locks.volume(ctx, cl.VolumeID)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	_, err := e.settleLocked(ctx, cl.ID)
+	if errors.Is(err, ErrNotFound) {
+		return conflictf("the claim was released by another volctl meanwhile")
+	}
+	return err
 }
 
 // admit runs admission in one write transaction and returns the claim: a new one in state
