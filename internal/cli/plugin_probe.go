@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -93,11 +94,27 @@ func (o *PluginProbeOptions) sockets() (controller, node string, err error) {
 	case o.Socket != "" && (o.ControllerSocket != "" || o.NodeSocket != ""):
 		return "", "", usageError("plugin probe: --socket is for a monolith; give a split plugin's sockets with --controller-socket and --node-socket only")
 	case o.Socket != "":
-		return path(o.Socket), path(o.Socket), nil
+		controller, node = path(o.Socket), path(o.Socket)
 	case o.ControllerSocket == "" && o.NodeSocket == "":
 		return "", "", usageError("plugin probe: --socket is required (or --controller-socket and/or --node-socket for a split plugin)")
+	default:
+		controller, node = path(o.ControllerSocket), path(o.NodeSocket)
 	}
-	return path(o.ControllerSocket), path(o.NodeSocket), nil
+	// A path no socket can have (too long for sun_path) is said as plugin register says it,
+	// not left to the dial, whose "does not exist (is the plugin running?)" cannot be helped.
+	for _, s := range []string{controller, node} {
+		if s == "" {
+			continue
+		}
+		abs, err := filepath.Abs(s)
+		if err != nil {
+			return "", "", fmt.Errorf("plugin probe: socket %s: %w", s, err)
+		}
+		if problem := spec.SocketPathProblem("socket "+s, abs); problem != "" {
+			return "", "", usageError("plugin probe: %s", problem)
+		}
+	}
+	return controller, node, nil
 }
 
 // pluginProbeRun probes first (the health verdict), then fingerprints, and prints both.
