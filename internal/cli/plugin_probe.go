@@ -44,7 +44,7 @@ and a node socket (--controller-socket, --node-socket; either alone is fine). A 
 path or unix://PATH.
 
 Exits 1 when a socket is missing or the plugin fails, and shows an unhealthy plugin with its
-error. A plugin that answers but is still initialising shows Health = not ready and exits 0.`,
+error; 2 for a socket path no socket can have (longer than 107 bytes). A plugin that answers but is still initialising shows Health = not ready and exits 0.`,
 		Example: `  volctl plugin probe --socket /run/csi/hostpath.sock
   volctl plugin probe --controller-socket /run/csi/ctrl.sock --node-socket /run/csi/node.sock --json
   volctl plugin probe --socket /run/csi/x.sock -t '{{.provider}} {{.healthy}}'`,
