@@ -146,3 +146,24 @@ func TestRunGroupAgainBindsAVolumeMountThatWasUnmounted(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRunGroupOverAPlainClaimOfItsAllocIsAConflict: a group run that found its alloc holding a
+// claim made by `volume claim --alloc 'api[0]'` (no group) took it as the group's: "1 of 1
+// allocs have their volumes", while `group status` said 0/1 with no claims, and `group stop`
+// said "its claims are released" leaving it published. The claim is not the group's to report
+// or release: the run is a conflict naming it and the release that frees it, the claim left.
+func TestRunGroupOverAPlainClaimOfItsAllocIsAConflict(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("data"))
+	plain := h.claim(ClaimRequest{VolumeID: "data", Alloc: "api[0]"})
+	g := spec.Group{Name: "api", Count: 1, Volumes: []spec.VolumeRequest{
+		{Name: "d", Type: "csi", Source: "data", AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
+	info, err := h.e.RunGroup(h.ctx, g)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `alloc "api[0]" already holds a write claim made outside group "api"`) ||
+		!strings.Contains(err.Error(), "`volctl volume release data --alloc api[0]`") {
+		t.Fatalf("group run over a plain claim of its alloc = %+v, %v; want a conflict naming the claim and its release", info, err)
+	}
+	if live := h.liveClaims("data"); len(live) != 1 || live[0].ID != plain.ID || live[0].Group != "" || live[0].Releasing {
+		t.Fatalf("claims after the refused run = %+v; want the plain claim as it was", live)
+	}
+}

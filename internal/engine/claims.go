@@ -179,6 +179,16 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 				(req.AttachmentMode != "" && req.AttachmentMode != c.AttachmentMode) {
 				return conflictf("alloc %q already holds a %s claim (%s, %s); release it first", req.Alloc, c.Mode, c.AccessMode, c.AttachmentMode)
 			}
+			if req.Group != "" && !sameInNFC(c.Group, req.Group) {
+				// Not the group's claim: the run would report it as the alloc's volume while
+				// `group status` shows none and `group stop` leaves it.
+				made := "a volume claim"
+				if c.Group != "" {
+					made = fmt.Sprintf("group %q", c.Group)
+				}
+				return conflictf("alloc %q already holds a %s claim made outside group %q (by %s); `volctl volume release %s --alloc %s` releases it",
+					req.Alloc, c.Mode, req.Group, made, c.VolumeID, c.Alloc)
+			}
 			if other := heldOtherwise(c, req); other != "" {
 				way := "release it first"
 				if req.Group != "" {
