@@ -56,6 +56,17 @@ func (e *Engine) bindMount(target string, b spec.VolumeMount) (made bool, err er
 		return false, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
 	}
 	if mounted {
+		// Bound already, or something else is mounted there: an admin's disk, another
+		// volume's staging path. That is not the volume, and volctl mounts neither over it
+		// (hiding it from its users) nor hands it out as the volume.
+		ours, err := dst.sameFile(src)
+		if err != nil {
+			return false, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
+		}
+		if !ours {
+			return false, fmt.Errorf("volume_mount %s: something else is mounted there, not this claim's volume: "+
+				"volctl neither mounts over it nor hands it out as the volume; unmount it, or give the volume_mount another destination", b.Destination)
+		}
 		return false, nil
 	}
 	return true, bindFD(src, dst, b)
@@ -111,7 +122,9 @@ func propagationFlag(mode string) uintptr {
 	return unix.MS_PRIVATE
 }
 
-// unbind removes a claim's volume_mounts; a destination that is not mounted is already done.
+// unbind removes a claim's volume_mounts; a destination that is not mounted is already done,
+// and so is one where something else than the claim's mounted target is mounted (bind refused
+// it, or it replaced the bind since): that mount is someone else's, left in place.
 // The destination is resolved as bind resolves it, without following a symlink, and unmounted
 // through the file descriptor of its parent.
 func (e *Engine) unbind(cl *store.Claim) error {
@@ -124,6 +137,9 @@ func (e *Engine) unbind(cl *store.Claim) error {
 			return volumeMountErr(b.Destination, err)
 		}
 		mounted, err := dst.mounted()
+		if err == nil && mounted && e.boundElsewhere(cl.TargetPath, dst) {
+			mounted = false
+		}
 		if err == nil && mounted {
 			if err = dst.unmount(0); err != nil {
 				err = fmt.Errorf("unmount: %w (is something still using it?)", err)
@@ -135,6 +151,23 @@ func (e *Engine) unbind(cl *store.Claim) error {
 		}
 	}
 	return nil
+}
+
+// boundElsewhere reports whether the mount at a claim's volume_mount destination is provably
+// not the claim's bind: the claim's target is mounted and is another file than the
+// destination's root. A target that cannot be opened or is not mounted (its mount lost) proves
+// nothing, and the destination is taken for the claim's bind, as before this check.
+func (e *Engine) boundElsewhere(target string, dst *pathFD) bool {
+	src, err := openNoFollow(e.cfg.StateDir, e.realPath(target), createNothing)
+	if err != nil {
+		return false
+	}
+	defer src.close()
+	if mounted, err := src.mounted(); err != nil || !mounted {
+		return false
+	}
+	same, err := dst.sameFile(src)
+	return err == nil && !same
 }
 
 // forceUnmount detaches whatever is mounted at path, one of volctl's own target and staging
