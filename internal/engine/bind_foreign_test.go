@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,5 +82,30 @@ func TestVolumeMountOverSomethingElseMountedIsRefusedAndLeft(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dest2, "mine")); err != nil || string(b) != "not the volume" {
 		t.Fatalf("the other mount at %s after the release: %q, %v; want it left in place", dest2, b, err)
+	}
+}
+
+// TestVolumeMountInsideTheStateDirIsRefused: the state dir's staging and publish paths are
+// volctl's and its plugins' ("State on disk"). A group's volume_mount destination there (a
+// staging path not mounted yet, say) was bound, and the next NodeStageVolume of that volume
+// mounted over the bind: the group's alloc saw the other volume, and its release unbound the
+// other volume's staging. It is refused before anything is recorded (exit 2).
+func TestVolumeMountInsideTheStateDirIsRefused(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db"))
+	for _, dest := range []string{
+		filepath.Join(h.e.cfg.StateDir, "staging", "mem", "other"),
+		h.e.cfg.StateDir,
+	} {
+		// Should it be bound after all (a regression), it is unmounted before the dir goes.
+		t.Cleanup(func() { _ = unix.Unmount(dest, unix.MNT_DETACH) })
+		_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web[0]", Group: "",
+			Binds: []spec.VolumeMount{{Volume: "d", Destination: dest, PropagationMode: spec.PropagationPrivate}}})
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "volume_mount "+dest+" is in the state dir") {
+			t.Fatalf("claim with a volume_mount at %s = %v; want it refused as invalid, naming it", dest, err)
+		}
+	}
+	if live := h.liveClaims("db"); len(live) != 0 {
+		t.Fatalf("claims after the refused volume_mounts = %+v", live)
 	}
 }

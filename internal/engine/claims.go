@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -47,6 +48,9 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 	}
 	if err := spec.ValidateID("volume ID", req.VolumeID); err != nil {
 		return fail(invalidf("%v", err))
+	}
+	if err := e.bindsOutsideStateDir(req.Binds); err != nil {
+		return fail(err)
 	}
 	// Fast path: when no other operation holds the volume, take its lock first, and admission's
 	// transaction also reads what the publish path needs. When one does, admit without the lock,
@@ -126,6 +130,20 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 		return fail(err)
 	}
 	return claimInfo(cl), nil
+}
+
+// bindsOutsideStateDir refuses a volume_mount destination in the state dir: its staging and
+// publish paths are volctl's and its plugins' ("State on disk"). Bound on a staging path not
+// mounted yet, the volume's next NodeStageVolume would mount over the bind, and the group's
+// alloc would see that other volume. The destination is walked without following symlinks
+// (nofollow.go), so its text under the state dir's real path is where it leads.
+func (e *Engine) bindsOutsideStateDir(binds []spec.VolumeMount) error {
+	for _, b := range binds {
+		if d := filepath.Clean(b.Destination); d == e.cfg.StateDir || strings.HasPrefix(d, e.cfg.StateDir+string(filepath.Separator)) {
+			return invalidf("volume_mount %s is in the state dir %s, whose staging and publish paths are volctl's and its plugins': give it a destination outside it", b.Destination, e.cfg.StateDir)
+		}
+	}
+	return nil
 }
 
 // bindHeld binds again, under the volume lock, the volume_mounts of a held, published claim
