@@ -64,11 +64,7 @@ func TestVolumeMountOverSomethingElseMountedIsRefusedAndLeft(t *testing.T) {
 
 	// Bound, then replaced by someone else's mount: the release leaves that mount alone.
 	dest2 := filepath.Join(hostpathtest.MountDir(t), "later")
-	sv := spec.Volume{ID: "logs", Name: "logs", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
-		Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}
-	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
-		t.Fatal(err)
-	}
+	h.createWriterVolume(t, "logs")
 	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "logs", Alloc: "a",
 		Binds: []spec.VolumeMount{{Volume: "logs", Destination: dest2, PropagationMode: spec.PropagationPrivate}}}); err != nil {
 		t.Fatal(err)

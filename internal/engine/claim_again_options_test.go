@@ -63,11 +63,7 @@ func TestClaimAgainWithOtherMountOptionsIsAConflict(t *testing.T) {
 // bind stay as they are, and the same spec run again still succeeds. Real mounts, as root.
 func TestRunGroupAgainWithOtherVolumeMountsIsAConflict(t *testing.T) {
 	h := newHostpathEngine(t)
-	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
-		Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}
-	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
-		t.Fatal(err)
-	}
+	h.createWriterVolume(t, "data")
 	dir := hostpathtest.MountDir(t)
 	group := func(dest string, ro bool) spec.Group {
 		return spec.Group{Name: "web", Count: 1,
@@ -107,11 +103,7 @@ func TestRunGroupAgainWithOtherVolumeMountsIsAConflict(t *testing.T) {
 // every mount is in place": it now reports the bind it restored. Real mounts, as root.
 func TestRunGroupAgainBindsAVolumeMountThatWasUnmounted(t *testing.T) {
 	h := newHostpathEngine(t)
-	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
-		Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}
-	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
-		t.Fatal(err)
-	}
+	h.createWriterVolume(t, "data")
 	dest := filepath.Join(hostpathtest.MountDir(t), "dest")
 	g := spec.Group{Name: "web", Count: 1,
 		Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: "data", AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
@@ -165,5 +157,15 @@ func TestRunGroupOverAPlainClaimOfItsAllocIsAConflict(t *testing.T) {
 	}
 	if live := h.liveClaims("data"); len(live) != 1 || live[0].ID != plain.ID || live[0].Group != "" || live[0].Releasing {
 		t.Fatalf("claims after the refused run = %+v; want the plain claim as it was", live)
+	}
+}
+
+// createWriterVolume creates a single-node-writer volume through the hostpath plugin.
+func (h *hostpathEngine) createWriterVolume(t *testing.T, id string) {
+	t.Helper()
+	sv := spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+		Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}
+	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+		t.Fatal(err)
 	}
 }
