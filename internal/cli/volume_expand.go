@@ -43,7 +43,8 @@ says the node must expand but whose node service cannot (no EXPAND_VOLUME) fails
 (exit 1) with the node expansion left owed.
 
 Sizes read like a spec's capacity_min: "10GiB", "500M", "1T". A volume never shrinks (exit 2);
-asking for its current size changes nothing but sending a node expansion still owed. A plugin without EXPAND_VOLUME is refused (exit 2).
+asking for its current size changes nothing but sending a node expansion still owed, and
+recording --limit. A plugin without EXPAND_VOLUME is refused (exit 2).
 A plugin that expands only offline is refused while the volume has claims (exit 4): release
 them first. --limit sets a new capacity_max; without it, a size above the volume's capacity_max
 is refused (exit 2).`,
@@ -105,7 +106,11 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 	case v.CapacityBytes == before.CapacityBytes && v.RequestedMin == before.RequestedMin && before.NodeExpansionOwed > v.NodeExpansionOwed:
 		fmt.Fprintf(&out, "Volume %q expanded on the node to %s\n", v.ID, bytesIEC(before.NodeExpansionOwed))
 	case v.CapacityBytes == before.CapacityBytes && v.RequestedMin == before.RequestedMin:
-		fmt.Fprintf(&out, "Volume %q is already %s\n", v.ID, bytesIEC(max(v.CapacityBytes, v.RequestedMin)))
+		fmt.Fprintf(&out, "Volume %q is already %s", v.ID, bytesIEC(max(v.CapacityBytes, v.RequestedMin)))
+		if v.RequestedMax != before.RequestedMax {
+			fmt.Fprintf(&out, "; its capacity_max is now %s", bytesIEC(v.RequestedMax))
+		}
+		out.WriteString("\n")
 	default:
 		fmt.Fprintf(&out, "Volume %q expanded to %s\n", v.ID, bytesIEC(v.CapacityBytes))
 	}
