@@ -81,7 +81,13 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 	if err != nil {
 		return fmt.Errorf("expand volume %q: %w", opts.ID, err)
 	}
-	id := before.ID // a unique prefix names the volume, as in volume status
+	if before.ID != opts.ID && strings.HasPrefix(before.ID, opts.ID) {
+		// Volume reads a unique prefix, as volume status does; an expansion cannot be undone,
+		// so it takes the full ID, as every command that changes a volume does.
+		return fmt.Errorf("expand volume %q: volume %q not found (it is a prefix of %q: an expand takes the full ID)",
+			opts.ID, opts.ID, before.ID)
+	}
+	id := before.ID // the stored form of the ID given
 	if limit == 0 && before.RequestedMax != 0 {
 		if size > before.RequestedMax {
 			return usageError("expand volume %q: %s is above its capacity_max %s; pass --limit to raise it",
