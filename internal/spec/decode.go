@@ -317,15 +317,36 @@ func eval(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
 }
 
 // eval is eval, refusing first what the file's reader refuses before any value: in a volume
-// spec, a number's sign apart from its digits (spacedSign).
+// spec, a number's sign apart from its digits (spacedSign) and what HCL1 has no syntax for
+// (hcl1Syntax: operators, conditionals, ..., ":" in an object).
 func (d *decoder) eval(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
 	if d.hcl1 {
 		if rng, ok := spacedSign(expr); ok {
 			return cty.NilVal, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid number", Subject: rng.Ptr(),
 				Detail: "Nomad reads volume specs with HCL1, which takes a - as a number's sign only directly before its digits, and refuses the file otherwise. Write the sign against the number (-5, not - 5)."}}
 		}
+		if diag := d.notHCL1(expr); diag != nil {
+			return cty.NilVal, hcl.Diagnostics{diag}
+		}
+		v, diags := eval(expr)
+		if diag := d.escapedTemplate(expr); diag != nil {
+			diags = append(diags, diag)
+		}
+		return d.heredocLines(expr, v), diags
 	}
 	return eval(expr)
+}
+
+// heredocLines is v, a heredoc's value in a file with CRLF line ends, with its lines ended as
+// Nomad's HCL1 reader ends them: by LF alone (HCL2 keeps the CRs; Nomad v2.0.6-dev sends
+// <<EOF CR LF l1 CR LF EOF as "l1\n": TestCRLFHeredocAsNomadReadsIt).
+func (d *decoder) heredocLines(expr hcl.Expression, v cty.Value) cty.Value {
+	rng := expr.Range()
+	if d.src == nil || rng.Start.Byte+2 > len(d.src) || string(d.src[rng.Start.Byte:rng.Start.Byte+2]) != "<<" ||
+		v.IsNull() || !v.IsKnown() || v.Type() != cty.String || !strings.Contains(v.AsString(), "\r\n") {
+		return v
+	}
+	return cty.StringVal(strings.ReplaceAll(v.AsString(), "\r\n", "\n"))
 }
 
 // templateIn returns the first interpolation or directive in a native-syntax expression's
@@ -597,6 +618,13 @@ func (d *decoder) stringMapOf(c *hcl.BodyContent, name string, conv func(hcl.Exp
 	var out *stringMap
 	if attr := c.Attributes[name]; attr != nil {
 		out = &stringMap{name: name, nameRange: attr.NameRange}
+		if d.hcl1 {
+			// Its values are evaluated one by one (mapValue): the object itself is checked here.
+			if diag := d.notHCL1(attr.Expr); diag != nil {
+				d.diags = append(d.diags, diag)
+				return out
+			}
+		}
 		pairs, diags := hcl.ExprMap(attr.Expr)
 		if diags.HasErrors() {
 			d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a map of strings, like %s = { key = \"value\" }.", name, name)
