@@ -71,6 +71,48 @@ func TestNomadRegisterSendsWhatNomadCLISends(t *testing.T) {
 	}
 }
 
+// TestExportOfCompatCorpusIsReadByNomadAsVolctlReadsIt: every volume spec of internal/spec's
+// compatibility corpus (testdata/nomadcompat) that volctl reads, even one Nomad would refuse or
+// read otherwise as written (a byte order mark, "$${", the legacy flat capability pair:
+// docs/specs.md), is handed to Nomad by `volctl export nomad` as a file the nomad CLI reads, and
+// registers as `volctl nomad register` registers the volume.
+func TestExportOfCompatCorpusIsReadByNomadAsVolctlReadsIt(t *testing.T) {
+	bin := os.Getenv("NOMAD_BIN")
+	if bin == "" {
+		t.Skip("set NOMAD_BIN to a Nomad binary to check that Nomad reads what volctl exports of each volume spec it accepts")
+	}
+	files, err := filepath.Glob(filepath.Join("..", "spec", "testdata", "nomadcompat", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared := 0
+	for _, file := range files {
+		if ext := filepath.Ext(file); ext != ".hcl" && ext != ".json" {
+			continue
+		}
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		verb := spec.VerbRegister
+		v, diags := spec.NewParser().ParseVolume(filepath.Base(file), src, verb)
+		if v == nil || diags.HasErrors() {
+			verb = spec.VerbCreate
+			if v, diags = spec.NewParser().ParseVolume(filepath.Base(file), src, verb); v == nil || diags.HasErrors() {
+				continue // refused: the corpus's own tests say why
+			}
+		}
+		compared++
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			ours, exported := volctlRegisters(t, bin, *v, verb)
+			sameRegistration(t, "volctl export nomad's file, registered by the nomad CLI", ours, exported, string(src))
+		})
+	}
+	if compared < 50 {
+		t.Fatalf("only %d volume specs of the compatibility corpus read, want at least 50", compared)
+	}
+}
+
 // sameRegistration compares what volctl registers (ours) with what the nomad CLI registers
 // (theirs, of what), but for the differences documented.
 func sameRegistration(t *testing.T, what string, ours, theirs *api.CSIVolume, src string) {
