@@ -332,21 +332,13 @@ func (d *decoder) eval(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
 		if diag := d.escapedTemplate(expr); diag != nil {
 			diags = append(diags, diag)
 		}
-		return d.heredocLines(expr, v), diags
+		if diags.HasErrors() {
+			return v, diags
+		}
+		v, hdiags := d.heredoc(expr, v)
+		return v, append(diags, hdiags...)
 	}
 	return eval(expr)
-}
-
-// heredocLines is v, a heredoc's value in a file with CRLF line ends, with its lines ended as
-// Nomad's HCL1 reader ends them: by LF alone (HCL2 keeps the CRs; Nomad v2.0.6-dev sends
-// <<EOF CR LF l1 CR LF EOF as "l1\n": TestCRLFHeredocAsNomadReadsIt).
-func (d *decoder) heredocLines(expr hcl.Expression, v cty.Value) cty.Value {
-	rng := expr.Range()
-	if d.src == nil || rng.Start.Byte+2 > len(d.src) || string(d.src[rng.Start.Byte:rng.Start.Byte+2]) != "<<" ||
-		v.IsNull() || !v.IsKnown() || v.Type() != cty.String || !strings.Contains(v.AsString(), "\r\n") {
-		return v
-	}
-	return cty.StringVal(strings.ReplaceAll(v.AsString(), "\r\n", "\n"))
 }
 
 // templateIn returns the first interpolation or directive in a native-syntax expression's
@@ -661,6 +653,10 @@ func (d *decoder) stringMapOf(c *hcl.BodyContent, name string, conv func(hcl.Exp
 		}
 		sort.Slice(sorted, func(i, j int) bool { return sorted[i].NameRange.Start.Byte < sorted[j].NameRange.Start.Byte })
 		for _, a := range sorted {
+			if d.hcl1 && (a.Name == "true" || a.Name == "false") {
+				d.diags = append(d.diags, hcl1SyntaxError(a.NameRange, "keys that are numbers or bools (HCL1 takes a name or a quoted string)"))
+				continue
+			}
 			d.mapValue(out, a.Name, a.NameRange, a.Expr, conv)
 		}
 	}

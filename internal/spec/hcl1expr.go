@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -54,6 +55,10 @@ func hcl1Syntax(expr hcl.Expression, src []byte) (hcl.Range, string, bool) {
 			return e.SrcRange, true
 		case *hclsyntax.ObjectConsExpr:
 			for _, item := range e.Items {
+				if hcl1BadKey(item.KeyExpr) {
+					what = "keys that are numbers or bools (HCL1 takes a name or a quoted string)"
+					return item.KeyExpr.Range(), true
+				}
 				if colon, ok := colonBetween(src, item.KeyExpr.Range(), item.ValueExpr.Range()); ok {
 					what = `":" between a key and its value (HCL1 takes "=" only)`
 					return colon, true
@@ -63,6 +68,21 @@ func hcl1Syntax(expr hcl.Expression, src []byte) (hcl.Range, string, bool) {
 		return hcl.Range{}, false
 	})
 	return rng, what, ok
+}
+
+// hcl1BadKey reports whether an object key is a number or a bool, which HCL1 lexes as such
+// and refuses as a key ("expected: IDENT | STRING ... got: NUMBER"): `1 = "x"`, `true = "x"`.
+func hcl1BadKey(key hclsyntax.Expression) bool {
+	if k, ok := key.(*hclsyntax.ObjectConsKeyExpr); ok {
+		key = k.Wrapped
+	}
+	switch k := key.(type) {
+	case *hclsyntax.LiteralValueExpr:
+		return k.Val.Type() == cty.Number || k.Val.Type() == cty.Bool
+	case *hclsyntax.ScopeTraversalExpr:
+		return len(k.Traversal) == 1 && (k.Traversal.RootName() == "true" || k.Traversal.RootName() == "false")
+	}
+	return false
 }
 
 // between returns the source between two ranges, trimmed: a binary operator's symbol.
@@ -106,6 +126,11 @@ func (d *decoder) notHCL1(expr hcl.Expression) *hcl.Diagnostic {
 	if !ok {
 		return nil
 	}
+	return hcl1SyntaxError(rng, what)
+}
+
+// hcl1SyntaxError is the error for what HCL1 has no syntax for (what: its kind, in words).
+func hcl1SyntaxError(rng hcl.Range, what string) *hcl.Diagnostic {
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Not a value Nomad reads", Subject: rng.Ptr(),
 		Detail: "Nomad reads volume specs with HCL1, which has values only, and no " + what + ": `nomad volume register` and `create` refuse this file before they send it. " +
 			"Write the value itself: a number, a quoted string, a list or a map of them, with = between a key and its value."}
@@ -141,4 +166,75 @@ func (d *decoder) escapedTemplate(expr hcl.Expression) *hcl.Diagnostic {
 		}
 	}
 	return nil
+}
+
+// heredoc is v, the value of expr, as Nomad's HCL1 reader makes it when expr is a heredoc,
+// or an error where that reader refuses it. HCL1 and HCL2 part on heredocs (checked with Nomad
+// v2.0.6-dev, TestHeredocsAsNomadReadsThem):
+//   - HCL1 ends a heredoc only at a line holding its marker, blanks before it, CRs after it,
+//     and a newline: "EOF " or a marker on the file's last line without a newline is "heredoc
+//     not terminated" there.
+//   - <<- strips from each line the blanks before the closing marker, when every line starts
+//     with them, and nothing otherwise; HCL2 strips the least indentation of the lines.
+//   - << keeps the blanks before an indented closing marker as the value's last characters.
+//   - A line's CR before its LF is dropped.
+//
+// "$${" and "%%{" are read as "${" and "%{", as volctl reads them everywhere (escapedTemplate
+// warns of them).
+func (d *decoder) heredoc(expr hcl.Expression, v cty.Value) (cty.Value, hcl.Diagnostics) {
+	rng := expr.Range()
+	if d.src == nil || rng.Start.Byte+2 > len(d.src) || string(d.src[rng.Start.Byte:rng.Start.Byte+2]) != "<<" ||
+		v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
+		return v, nil
+	}
+	text := d.src[rng.Start.Byte:]
+	nl := bytes.IndexByte(text, '\n')
+	if nl < 0 {
+		return v, nil
+	}
+	opener := strings.TrimRight(string(text[2:nl]), "\r")
+	indent := strings.HasPrefix(opener, "-")
+	anchor := strings.TrimPrefix(opener, "-")
+	var lines []string
+	at := rng.Start.Byte + nl + 1
+	for rest := text[nl+1:]; ; {
+		line, more, found := bytes.Cut(rest, []byte("\n"))
+		l := strings.TrimRight(string(line), "\r")
+		if strings.TrimSpace(l) == anchor {
+			// The line HCL2 closes the heredoc at: HCL1 must close it there too.
+			blanks := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
+			if l != blanks+anchor || !found {
+				end := hcl.Pos{Line: rng.Start.Line + 1 + len(lines), Column: 1, Byte: at}
+				return cty.NilVal, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Heredoc Nomad does not end",
+					Subject: &hcl.Range{Filename: rng.Filename, Start: end, End: end},
+					Detail:  fmt.Sprintf("Nomad's HCL1 reader ends a heredoc only at a line holding its marker (%s) with nothing after it, ended by a newline, and refuses this file (\"heredoc not terminated\"). Remove what follows %s on its line, and end the line.", anchor, anchor)}}
+			}
+			out := strings.Join(lines, "\n")
+			if len(lines) > 0 {
+				out += "\n"
+			}
+			if indent {
+				all := true
+				for _, l := range lines {
+					all = all && strings.HasPrefix(l, blanks)
+				}
+				if all && len(lines) > 0 {
+					for i, l := range lines {
+						lines[i] = strings.TrimPrefix(l, blanks)
+					}
+					out = strings.Join(lines, "\n") + "\n"
+				}
+			} else {
+				out += blanks
+			}
+			out = strings.NewReplacer("$${", "${", "%%{", "%{").Replace(out)
+			return cty.StringVal(out), nil
+		}
+		if !found {
+			return v, nil // not a heredoc HCL2 read: leave it to HCL2's value
+		}
+		lines = append(lines, l)
+		at += len(line) + 1
+		rest = more
+	}
 }

@@ -51,6 +51,9 @@ func TestVolumeSpecValuesAreHCL1Values(t *testing.T) {
 		{"colon in a map", "parameters = {\n  a: \"x\"\n}", ":", `":" between a key and its value`},
 		{"colon in an HCL1 one-line block", "\"parameters\" { a: \"x\" }", ":", `":" between a key and its value`},
 		{"in a secret", "secrets {\n  pin = 1234*1\n}", "1234", "(here *)"},
+		{"number as a key", "parameters {\n  1 = \"x\"\n}", "1 =", "keys that are numbers or bools"},
+		{"bool as a key", "parameters {\n  true = \"x\"\n}", "true", "keys that are numbers or bools"},
+		{"bool as a map key", "parameters = {\n  false = \"x\"\n}", "false", "keys that are numbers or bools"},
 	} {
 		p := NewParser()
 		v, diags := p.ParseVolume("v.hcl", []byte(head+c.src+"\n"), VerbAny)
@@ -218,5 +221,38 @@ func TestJSONTopologyAsNomadReadsIt(t *testing.T) {
 		if d := diagAt(t, c.name, diags, "Topology Nomad drops", 2, at); d != nil && !strings.Contains(d.Detail, `Write it as a list: "`+word+`": [{`) {
 			t.Errorf("%s: %q", c.name, d.Detail)
 		}
+	}
+}
+
+// TestHeredocsAsNomadReadsThem: HCL1 and HCL2 part on heredocs, and volctl read HCL2's value
+// where Nomad v2.0.6-dev sends HCL1's: <<- strips the closing marker's blanks (when every line
+// has them), not the least indentation; << keeps an indented marker's blanks; a marker with
+// something after it does not end the heredoc, and Nomad refuses the file.
+func TestHeredocsAsNomadReadsThem(t *testing.T) {
+	for _, c := range []struct{ name, heredoc, want string }{
+		{"marker less indented", "<<-EOF\n    l1\n      l2\n  EOF\n", "  l1\n    l2\n"},
+		{"marker more indented", "<<-EOF\n    l1\n  l2\n    EOF\n", "    l1\n  l2\n"},
+		{"tabs", "<<-EOF\n\t\tx\n\tEOF\n", "\tx\n"},
+		{"blank line", "<<-EOF\n    l1\n\n    l2\n    EOF\n", "    l1\n\n    l2\n"},
+		{"marker as indented as the lines", "<<-EOF\n    l1\n      l2\n    EOF\n", "l1\n  l2\n"},
+		{"plain, indented marker", "<<EOF\nl1\n  EOF\n", "l1\n  "},
+		{"empty", "<<-EOF\n  EOF\n", ""},
+		{"escape", "<<EOF\n$${x}\nEOF\n", "${x}\n"},
+	} {
+		src := baseVolume + "\nparameters {\n  x = " + c.heredoc + "}\n"
+		v, diags := ParseVolume("v.hcl", []byte(src), VerbAny)
+		if v == nil {
+			t.Errorf("%s: %v", c.name, diags)
+			continue
+		}
+		if got := v.Parameters["x"]; got != c.want {
+			t.Errorf("%s: %q, want %q, as Nomad reads it", c.name, got, c.want)
+		}
+	}
+	src := baseVolume + "\nparameters {\n  x = <<EOF\nl1\nEOF \n}\n"
+	_, diags := ParseVolume("v.hcl", []byte(src), VerbAny)
+	line := strings.Count(baseVolume, "\n") + 5
+	if d := diagAt(t, "marker with a blank after it", diags, "Heredoc Nomad does not end", line, 1); d != nil && !strings.Contains(d.Detail, "Remove what follows EOF") {
+		t.Errorf("%q", d.Detail)
 	}
 }
