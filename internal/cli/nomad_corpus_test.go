@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -189,25 +187,14 @@ func copyVolume(v *api.CSIVolume) *api.CSIVolume {
 // nomadCLIRegisters is the volume `nomad volume register file` sends.
 func nomadCLIRegisters(t *testing.T, bin, file string) *api.CSIVolume {
 	t.Helper()
-	got := make(chan []byte, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/volume/csi/") {
-			select {
-			case got <- body:
-			default:
-			}
-		}
-		w.Header().Set("X-Nomad-Index", "1")
-		io.WriteString(w, `{}`)
-	}))
-	defer srv.Close()
-	cmd := exec.Command(bin, "volume", "register", file)
-	cmd.Env = append(os.Environ(), "NOMAD_ADDR="+srv.URL, "NOMAD_TOKEN=", "NOMAD_NAMESPACE=", "NOMAD_REGION=")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("nomad volume register %s: %v\n%s", file, err, out)
+	s := nomadcorpus.Register(bin, file)
+	if s.Err != nil {
+		t.Fatalf("nomad volume register %s: %v\n%s", file, s.Err, s.Out)
 	}
-	return registered(t, <-got)
+	if !strings.HasPrefix(s.Path, "/v1/volume/csi/") {
+		t.Fatalf("nomad volume register %s sent %q, not a CSI volume\n%s", file, s.Path, s.Out)
+	}
+	return registered(t, s.Body)
 }
 
 // volctlRegisters registers (or creates) v with volctl, on the harness's plugin, and returns

@@ -5,17 +5,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/volctl/volctl/internal/nomadcorpus"
 )
 
 // The compatibility corpus, testdata/nomadcompat, holds volume specs written along each axis on
@@ -385,40 +383,18 @@ func TestNomadReadsCompatCorpus(t *testing.T) {
 // validation) said. A host volume the CLI sends is "ok" with nothing to compare.
 func nomadAnswer(t *testing.T, bin, file string) (verdict, said string, sent *sentVolume) {
 	t.Helper()
-	type put struct {
-		path string
-		body []byte
-	}
-	got := make(chan put, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if r.Method == http.MethodPut || r.Method == http.MethodPost {
-			select {
-			case got <- put{r.URL.Path, body}:
-			default:
-			}
+	s := nomadcorpus.Register(bin, file)
+	switch {
+	case s.Body != nil && !strings.HasPrefix(s.Path, "/v1/volume/csi/"):
+		return "ok", "a " + s.Path + " request", nil
+	case s.Body != nil:
+		v := nomadSent(t, s.Body)
+		if why := serverRefuses(v); why != "" {
+			return "refused", "server: validation: " + why, &v
 		}
-		w.Header().Set("X-Nomad-Index", "1")
-		io.WriteString(w, `{}`)
-	}))
-	defer srv.Close()
-	cmd := exec.Command(bin, "volume", "register", file)
-	cmd.Env = append(os.Environ(), "NOMAD_ADDR="+srv.URL, "NOMAD_TOKEN=", "NOMAD_NAMESPACE=", "NOMAD_REGION=")
-	out, err := cmd.CombinedOutput()
-	select {
-	case p := <-got:
-		if !strings.HasPrefix(p.path, "/v1/volume/csi/") {
-			return "ok", "a " + p.path + " request", nil
-		}
-		s := nomadSent(t, p.body)
-		if why := serverRefuses(s); why != "" {
-			return "refused", "server: validation: " + why, &s
-		}
-		return "ok", "", &s
-	default:
+		return "ok", "", &v
+	case s.Err == nil:
+		t.Fatalf("nomad volume register %s sent nothing, and succeeded:\n%s", file, s.Out)
 	}
-	if err == nil {
-		t.Fatalf("nomad volume register %s sent nothing, and succeeded:\n%s", file, out)
-	}
-	return "refused", strings.Join(strings.Fields(string(out)), " "), nil
+	return "refused", strings.Join(strings.Fields(string(s.Out)), " "), nil
 }
