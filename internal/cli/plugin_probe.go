@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -21,6 +22,10 @@ import (
 type PluginProbeOptions struct {
 	IO     *iostreams.IOStreams
 	Logger *slog.Logger // --verbose: the CSI RPC trace, secrets redacted
+	// State is the engine of the state dir when one exists (nil otherwise; it never makes
+	// one): a plugin may echo in what it says (its identity, node ID, topology, errors) a
+	// secret volctl sent it, which is scrubbed from the output as plugin status scrubs it.
+	State func(context.Context) *engine.Engine
 
 	Socket           string // a monolith's one socket
 	ControllerSocket string // or a split plugin's sockets
@@ -30,20 +35,21 @@ type PluginProbeOptions struct {
 }
 
 func newCmdPluginProbe(f *Factory, runF func(*PluginProbeOptions) error) *cobra.Command {
-	opts := &PluginProbeOptions{IO: f.IO}
+	opts := &PluginProbeOptions{IO: f.IO, State: f.existingEngine}
 	cmd := &cobra.Command{
 		Use:   "probe --socket PATH",
 		Short: "Fingerprint and probe any CSI plugin once",
 		Long: `Connect to a CSI plugin, ask who it is and what it can do (GetPluginInfo,
 GetPluginCapabilities, ControllerGetCapabilities, NodeGetCapabilities, NodeGetInfo), and probe
-its health once. Nothing is registered and no state is touched.
+its health once. Nothing is registered and no state is touched: the state, when there is one,
+is only read, for the secret values to keep out of what the plugin says.
 
 A monolith serves everything on one socket (--socket); a split plugin has a controller socket
 and a node socket (--controller-socket, --node-socket; either alone is fine). A socket is a
 path or unix://PATH.
 
 Exits 1 when a socket is missing or the plugin fails, and shows an unhealthy plugin with its
-error. A plugin that answers but is still initialising shows Health = not ready and exits 0.`,
+error; 2 for a socket path no socket can have (longer than 107 bytes). A plugin that answers but is still initialising shows Health = not ready and exits 0.`,
 		Example: `  volctl plugin probe --socket /run/csi/hostpath.sock
   volctl plugin probe --controller-socket /run/csi/ctrl.sock --node-socket /run/csi/node.sock --json
   volctl plugin probe --socket /run/csi/x.sock -t '{{.provider}} {{.healthy}}'`,
@@ -93,11 +99,27 @@ func (o *PluginProbeOptions) sockets() (controller, node string, err error) {
 	case o.Socket != "" && (o.ControllerSocket != "" || o.NodeSocket != ""):
 		return "", "", usageError("plugin probe: --socket is for a monolith; give a split plugin's sockets with --controller-socket and --node-socket only")
 	case o.Socket != "":
-		return path(o.Socket), path(o.Socket), nil
+		controller, node = path(o.Socket), path(o.Socket)
 	case o.ControllerSocket == "" && o.NodeSocket == "":
 		return "", "", usageError("plugin probe: --socket is required (or --controller-socket and/or --node-socket for a split plugin)")
+	default:
+		controller, node = path(o.ControllerSocket), path(o.NodeSocket)
 	}
-	return path(o.ControllerSocket), path(o.NodeSocket), nil
+	// A path no socket can have (too long for sun_path) is said as plugin register says it,
+	// not left to the dial, whose "does not exist (is the plugin running?)" cannot be helped.
+	for _, s := range []string{controller, node} {
+		if s == "" {
+			continue
+		}
+		abs, err := filepath.Abs(s)
+		if err != nil {
+			return "", "", fmt.Errorf("plugin probe: socket %s: %w", s, err)
+		}
+		if problem := spec.SocketPathProblem("socket "+s, abs); problem != "" {
+			return "", "", usageError("plugin probe: %s", problem)
+		}
+	}
+	return controller, node, nil
 }
 
 // pluginProbeRun probes first (the health verdict), then fingerprints, and prints both.
@@ -109,12 +131,23 @@ func pluginProbeRun(ctx context.Context, opts *PluginProbeOptions) error {
 	if opts.Timeout <= 0 {
 		return usageError("plugin probe: --timeout must be positive, got %s", opts.Timeout)
 	}
-	client, err := csi.New(csi.Config{
+	var known *engine.Engine
+	if opts.State != nil {
+		known = opts.State(ctx)
+	}
+	cfg := csi.Config{
 		ControllerSocket: ctrlSock,
 		NodeSocket:       nodeSock,
 		Timeouts:         csi.Timeouts{Short: opts.Timeout, Long: opts.Timeout},
 		Logger:           opts.Logger,
-	})
+	}
+	if known != nil {
+		cfg.Redact = known.SecretValues // the plugin's messages
+		// The -v trace logs the plugin's answers, which only a scrubbing logger scrubs, as
+		// the engine's own clients log through one.
+		cfg.Logger = known.RedactLogger(opts.Logger)
+	}
+	client, err := csi.New(cfg)
 	if err != nil {
 		return fmt.Errorf("plugin probe: %w", err)
 	}
@@ -158,6 +191,13 @@ func pluginProbeRun(ctx context.Context, opts *PluginProbeOptions) error {
 	if probeErr != nil {
 		msg := probeErr.Error()
 		res.Error = &msg
+	}
+	if known != nil {
+		// The data the plugin returned (its version, manifest, node ID, topology); the final
+		// error is scrubbed by main (Factory.RedactError), through the same engine.
+		if err := known.RedactValue(ctx, &res); err != nil {
+			return fmt.Errorf("plugin probe: reading the state to keep secrets out of what the plugin said: %w", err)
+		}
 	}
 	if opts.Exporter.Enabled() {
 		err = opts.Exporter.Write(ctx, opts.IO.Out, res)

@@ -29,7 +29,7 @@ func TestPluginProbeFlags(t *testing.T) {
 		{name: "extra argument", args: []string{"--socket", "/s", "x"}, wantErr: "accepts 0 arg"},
 	}
 	checkFlagCases(t, newCmdPluginProbe, tests, func(t *testing.T, got PluginProbeOptions) (PluginProbeOptions, error) {
-		got.IO, got.Logger = nil, nil
+		got.IO, got.Logger, got.State = nil, nil, nil // the factory's, not flags
 		if (got.Exporter.tmpl != nil) != (got.Exporter.Template != "") {
 			t.Errorf("-t %q parsed when set: %v", got.Exporter.Template, got.Exporter.tmpl != nil)
 		}
@@ -204,4 +204,20 @@ func TestPluginProbeWordsHealthAsTheEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkHolds(t, "output", out.String(), []string{"Health            = not ready\n"}, []string{"Healthy", "Ready "})
+}
+
+// TestPluginProbeSocketTooLongSaysSo: docs/troubleshooting.md's "Socket path too long" says a
+// unix socket path has at most 107 bytes. plugin register and plugin serve say so of a longer
+// one (exit 2); plugin probe answered that the socket "does not exist (is the plugin
+// running?)" (exit 1), a remedy that cannot work: no plugin can be reached at such a path.
+func TestPluginProbeSocketTooLongSaysSo(t *testing.T) {
+	long := "/tmp/" + strings.Repeat("a", 110) + "/hp.sock"
+	for _, opts := range []PluginProbeOptions{
+		{Socket: long},
+		{ControllerSocket: "/run/c.sock", NodeSocket: "unix://" + long},
+	} {
+		ios, _, _, _ := iostreams.Test()
+		opts.IO, opts.Timeout = ios, time.Second
+		expectErr(t, pluginProbeRun(context.Background(), &opts), "is 123 bytes long; a unix socket path must fit in sun_path, at most 107 bytes", ExitUsage)
+	}
 }
