@@ -203,10 +203,9 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		if dup != nil {
 			return fmt.Errorf("%w (the answer was unusable anyway: %v)", dup, err)
 		}
-		derr := e.checkSockets(ctx, c, csi.RPCDeleteVolume)
-		if derr == nil {
-			derr = c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
-		}
+		derr := e.attempt(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
+			return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
+		})
 		if derr == nil {
 			if listed, unchecked := e.listsVolume(ctx, c, created.ID); listed {
 				derr = stillListed(v.PluginID, csi.RPCDeleteVolume, "volume", created.ID)
