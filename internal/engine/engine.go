@@ -807,8 +807,9 @@ func remedy(c *conn, replaced error) string {
 	return "`volctl reconcile` goes on with what it has now"
 }
 
-// checkAnswerer runs after the plugin answered rpc with err, NOT_FOUND or UNIMPLEMENTED: what
-// another driver, or the plugin restarted without a capability, answers. Behind a socket
+// checkAnswerer runs after the plugin answered rpc with err, NOT_FOUND, UNIMPLEMENTED or
+// FAILED_PRECONDITION: what another driver, or the plugin restarted without a capability or
+// with one more, answers (attempt). Behind a socket
 // something else holds, the socket file says nothing of a replaced plugin, and such an answer
 // taken as it is would have volctl forget what the registered plugin still holds (NOT_FOUND to
 // a teardown RPC counts as done). So the plugin is fingerprinted again (only on this path:
@@ -858,21 +859,26 @@ func (e *Engine) otherInstance(ctx context.Context, c *conn, full bool) (replace
 
 // staleFingerprint takes c, found to reach another plugin instance than it was fingerprinted
 // as through the same socket files, out of use, and forgets the socket identity stored with its
-// fingerprint (when it is still c's), so that no connection reuses that fingerprint: the next
-// one fingerprints the plugin again (reusableFingerprint).
+// fingerprint (forgetFingerprintSockets), so that no connection reuses that fingerprint: the
+// next one fingerprints the plugin again (reusableFingerprint).
 func (e *Engine) staleFingerprint(ctx context.Context, c *conn) {
 	e.mu.Lock()
 	e.retire(c)
 	e.mu.Unlock()
-	ours := c.storedFingerprint(time.Time{}).Sockets
 	if err := e.store.UpdateProgress(context.WithoutCancel(ctx), func(tx *store.Tx) error {
-		p, err := tx.Plugins().Get(c.plugin.ID)
-		if err != nil || !slices.Equal(p.Fingerprint.Sockets, ours) {
-			return err
-		}
-		p.Fingerprint.Sockets = nil
-		return tx.Plugins().SetFingerprint(p.ID, p.Fingerprint)
+		return forgetFingerprintSockets(tx, c)
 	}); err != nil && !errors.Is(err, store.ErrNotFound) {
 		e.log.Warn("forgetting a stale fingerprint", "plugin", c.plugin.ID, "err", err)
 	}
+}
+
+// forgetFingerprintSockets forgets, in tx, the socket identity stored with the fingerprint of
+// c's plugin when it is still the one c was made with.
+func forgetFingerprintSockets(tx *store.Tx, c *conn) error {
+	p, err := tx.Plugins().Get(c.plugin.ID)
+	if err != nil || !slices.Equal(p.Fingerprint.Sockets, c.storedFingerprint(time.Time{}).Sockets) {
+		return err
+	}
+	p.Fingerprint.Sockets = nil
+	return tx.Plugins().SetFingerprint(p.ID, p.Fingerprint)
 }

@@ -182,3 +182,64 @@ func TestClaimThroughAPluginThatGainedStagingBehindAHeldSocket(t *testing.T) {
 		t.Errorf("the plugin still has db staged after the release")
 	}
 }
+
+// A probe (plugin status, the agent's every 30 s, the dashboard's) of a plugin replaced behind
+// its held socket by another driver shows it unhealthy, naming the driver on the socket: the
+// agent's reconcile and claim GC would otherwise send their RPCs to it on a connection made
+// before, and status would show it healthy.
+func TestProbeOfAHeldSocketServedByAnotherDriverShowsItUnhealthy(t *testing.T) {
+	h, held, _ := heldHarness(t)
+	h.create(volume("db"))
+	other := driverBehind(t, held)
+	h.open(Config{})
+	info, err := h.e.PluginStatus(h.ctx, "mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info) != 1 {
+		t.Fatalf("status = %+v, want plugin mem's", info)
+	}
+	if got := info[0]; got.Health() == PluginHealthy || !strings.Contains(got.LastError, `now served by "other.csi.example"`) {
+		t.Fatalf("status of the plugin another driver now answers for: %s, last error %q; want it unhealthy, naming the driver", got.Health(), got.LastError)
+	}
+	// Its fingerprint is marked stale: the next process's connection fingerprints the plugin
+	// and refuses it, sending it no volume RPC.
+	h.open(Config{})
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"}); err == nil || !strings.Contains(err.Error(), `now served by "other.csi.example"`) {
+		t.Errorf("claim after the probe: %v; want the connection refused, naming the driver", err)
+	}
+	if got := volumeRPCs(other); len(got) != 0 {
+		t.Errorf("volume RPCs sent to the other driver: %v", got)
+	}
+}
+
+// A plugin restarted behind a held socket with another node ID: volctl, reusing the earlier
+// fingerprint, asks ControllerPublishVolume for the old node, which the plugin answers NOT_FOUND
+// (the CSI spec's answer for a node that does not exist). That answer has the plugin
+// fingerprinted again: the claim is left for reconcile, which, connecting afresh, sees the new
+// node ID and attaches the volume to the new node; before, every claim failed so until the
+// socket file was touched.
+func TestClaimThroughAPluginWithANewNodeIDBehindAHeldSocket(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db"))
+	h.mem.SetNodeID("node-2") // the same socket file
+	h.open(Config{})
+
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	if err == nil || !strings.Contains(err.Error(), "another node ID") {
+		t.Errorf("claim through the plugin with a new node ID: %v; want it to say the plugin changed", err)
+	}
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %v %+v", err, rep.Problems)
+	}
+	if live := h.liveClaims("db"); len(live) != 1 || live[0].State != store.ClaimPublished {
+		t.Fatalf("claims after reconcile = %+v; want web-0's published", live)
+	}
+	if nodes := h.mem.PublishedNodes(h.externalID("db")); len(nodes) != 1 || nodes[0] != "node-2" {
+		t.Errorf("the plugin has db attached to %v, want node-2 only", nodes)
+	}
+	h.release("db", "web-0")
+	if nodes := h.mem.PublishedNodes(h.externalID("db")); len(nodes) != 0 {
+		t.Errorf("db still attached to %v after the release", nodes)
+	}
+}
