@@ -58,47 +58,74 @@ func TestCreateResentAnsweredWithAnotherVolumesStorageKeepsTheIntent(t *testing.
 }
 
 // The same for a snapshot: CreateSnapshot answers lost, then the one sent again under the name
-// answered with another snapshot volctl records: refused, the intent kept.
+// answered with another snapshot volctl records: refused, the intent kept. Reconcile finishes
+// it once the plugin answers for the name; the conflict names the way to forget it meanwhile,
+// `snapshot deregister` (a `snapshot delete` of the name sends CreateSnapshot again first, and
+// gets the same answer).
 func TestCreateSnapshotResentAnsweredWithAnotherSnapshotKeepsTheIntent(t *testing.T) {
-	h, _ := snapshotHarness(t, nil)
-	one := h.snapshot("one")
-	h.faults.Inject(csi.RPCCreateSnapshot, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
-	if _, err := h.e.CreateSnapshot(h.ctx, "db", "two", nil); err == nil {
-		t.Fatal("snapshot with every answer lost succeeded")
+	pending := func(h *harness) bool {
+		var found bool
+		h.update(func(tx *store.Tx) error {
+			_, err := tx.Snapshots().GetCreate("mem", "two")
+			found = err == nil
+			if errors.Is(err, store.ErrNotFound) {
+				return nil
+			}
+			return err
+		})
+		return found
 	}
-	h.mem.AnswerSnapshotWith(one.ID)
-	_, err := h.e.CreateSnapshot(h.ctx, "db", "two", nil)
-	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `"one"`) {
-		t.Fatalf("snapshot two answered with one: %v, want a conflict naming \"one\"", err)
-	}
-	var pending bool
-	h.update(func(tx *store.Tx) error {
-		_, err := tx.Snapshots().GetCreate("mem", "two")
-		pending = err == nil
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
+	refused := func(t *testing.T) (*harness, SnapshotInfo) {
+		h, _ := snapshotHarness(t, nil)
+		one := h.snapshot("one")
+		h.faults.Inject(csi.RPCCreateSnapshot, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
+		if _, err := h.e.CreateSnapshot(h.ctx, "db", "two", nil); err == nil {
+			t.Fatal("snapshot with every answer lost succeeded")
 		}
-		return err
+		h.mem.AnswerSnapshotWith(one.ID)
+		_, err := h.e.CreateSnapshot(h.ctx, "db", "two", nil)
+		if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `"one"`) {
+			t.Fatalf("snapshot two answered with one: %v, want a conflict naming \"one\"", err)
+		}
+		if !pending(h) {
+			t.Fatal("snapshot two's intent was forgotten, with the snapshot the lost answers were about")
+		}
+		if way := "`volctl volume snapshot deregister mem two`"; !strings.Contains(err.Error(), way) {
+			t.Errorf("the conflict does not name %s: %v", way, err)
+		}
+		return h, one
+	}
+	t.Run("reconcile finishes it", func(t *testing.T) {
+		h, one := refused(t)
+		h.mem.AnswerSnapshotWith("")
+		h.faults.Clear()
+		if rep, err := h.e.Reconcile(h.ctx); err != nil {
+			t.Fatalf("reconcile: %v %+v", err, rep)
+		}
+		list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, sn := range list.Snapshots {
+			if sn.Name == "two" && sn.ID != one.ID {
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("snapshot two not recorded on its own after reconcile: %+v", list.Snapshots)
+		}
 	})
-	if !pending {
-		t.Fatal("snapshot two's intent was forgotten, with the snapshot the lost answers were about")
-	}
-	h.mem.AnswerSnapshotWith("")
-	h.faults.Clear()
-	if rep, err := h.e.Reconcile(h.ctx); err != nil {
-		t.Fatalf("reconcile: %v %+v", err, rep)
-	}
-	list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, sn := range list.Snapshots {
-		if sn.Name == "two" && sn.ID != one.ID {
-			found = true
+	t.Run("deregister forgets it", func(t *testing.T) {
+		h, _ := refused(t)
+		if err := h.e.DeleteSnapshot(h.ctx, "mem", "two", nil); err == nil {
+			t.Error("snapshot delete two succeeded while the plugin answers with snapshot one")
 		}
-	}
-	if !found {
-		t.Fatalf("snapshot two not recorded on its own after reconcile: %+v", list.Snapshots)
-	}
+		if _, err := h.e.DeregisterSnapshot(h.ctx, "mem", "two"); err != nil {
+			t.Fatalf("snapshot deregister two: %v", err)
+		}
+		if pending(h) {
+			t.Error("snapshot two's intent is still recorded after its deregistration")
+		}
+	})
 }
