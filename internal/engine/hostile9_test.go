@@ -129,3 +129,31 @@ func TestCreateSnapshotResentAnsweredWithAnotherSnapshotKeepsTheIntent(t *testin
 		}
 	})
 }
+
+// A create interrupted (every CreateVolume answer lost) and run again from a spec whose
+// capacity_min was raised meanwhile: the replay sends the recorded request, as CSI's
+// idempotency by name wants, and the volume it records is the smaller one. It is then expanded
+// to the spec's capacity_min, as the same create of an existing volume does; before, the create
+// succeeded with a volume smaller than the spec says.
+func TestCreateReplayedFromALargerSpecIsExpanded(t *testing.T) {
+	h := newHarness(t, nil)
+	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
+	if _, err := h.e.CreateVolume(h.ctx, volume("b")); err == nil {
+		t.Fatal("create with every answer lost succeeded")
+	}
+	sv := volume("b")
+	sv.CapacityMin = 8 << 20
+	v, err := h.e.CreateVolume(h.ctx, sv)
+	if err != nil {
+		t.Fatalf("create again with capacity_min 8 MiB: %v", err)
+	}
+	if v.State != string(store.VolumeReady) || v.CapacityBytes < sv.CapacityMin {
+		t.Errorf("create again with capacity_min %d: %s, %d bytes; want it ready with at least that", sv.CapacityMin, v.State, v.CapacityBytes)
+	}
+	if pv, ok := h.mem.Volume(v.ExternalID); !ok || pv.CapacityBytes < sv.CapacityMin {
+		t.Errorf("the plugin's volume %q: %+v (found %v); want at least %d bytes", v.ExternalID, pv, ok, sv.CapacityMin)
+	}
+	if n := h.pluginVolumeCount(); n != 1 {
+		t.Errorf("plugin has %d volumes, want 1", n)
+	}
+}

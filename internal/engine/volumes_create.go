@@ -99,15 +99,23 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 	if err != nil {
 		return fail(err)
 	}
-	if done {
-		if sv.CapacityMin > v.CapacityBytes && sv.CapacityMin > v.RequestedMin {
-			return e.expandLocked(ctx, c, v, sv.CapacityMin, sv.CapacityMax)
+	if !done {
+		failpoint("create:intent")
+		if err := e.finishCreate(ctx, c, v, replay); err != nil {
+			return fail(err)
 		}
-		return e.Volume(ctx, sv.ID)
+		if !replay {
+			return e.Volume(ctx, sv.ID)
+		}
+		// A replay sent the interrupted create's request (CSI's idempotency by name: another
+		// range would be another volume, ALREADY_EXISTS), not this spec's: a capacity_min
+		// raised meanwhile is owed as it is to a created volume, below.
+		if v, err = viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(sv.ID) }); err != nil {
+			return fail(err)
+		}
 	}
-	failpoint("create:intent")
-	if err := e.finishCreate(ctx, c, v, replay); err != nil {
-		return fail(err)
+	if sv.CapacityMin > v.CapacityBytes && sv.CapacityMin > v.RequestedMin {
+		return e.expandLocked(ctx, c, v, sv.CapacityMin, sv.CapacityMax)
 	}
 	return e.Volume(ctx, sv.ID)
 }
