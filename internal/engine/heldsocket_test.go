@@ -163,17 +163,7 @@ func TestClaimThroughAPluginThatGainedStagingBehindAHeldSocket(t *testing.T) {
 	h.mem.Reconfigure(func(c *csitest.MemConfig) { c.Node.StageUnstageVolume = true }) // the same socket file
 	h.open(Config{})
 
-	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
-	if err == nil || !strings.Contains(err.Error(), "other capabilities") {
-		t.Errorf("claim through the changed plugin: %v; want it to say the plugin now has other capabilities", err)
-	}
-	if rep, err := h.e.Reconcile(h.ctx); err != nil {
-		t.Fatalf("reconcile: %v %+v", err, rep.Problems)
-	}
-	live := h.liveClaims("db")
-	if len(live) != 1 || live[0].State != store.ClaimPublished {
-		t.Fatalf("claims after reconcile = %+v; want web-0's published", live)
-	}
+	claimLeftThenReconciled(t, h, "other capabilities")
 	if st, ok := h.staging("db"); !ok || !st.Staged {
 		t.Errorf("staging after reconcile = %+v (found %v), want the volume staged", st, ok)
 	}
@@ -225,21 +215,28 @@ func TestClaimThroughAPluginWithANewNodeIDBehindAHeldSocket(t *testing.T) {
 	h.mem.SetNodeID("node-2") // the same socket file
 	h.open(Config{})
 
-	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
-	if err == nil || !strings.Contains(err.Error(), "another node ID") {
-		t.Errorf("claim through the plugin with a new node ID: %v; want it to say the plugin changed", err)
-	}
-	if rep, err := h.e.Reconcile(h.ctx); err != nil {
-		t.Fatalf("reconcile: %v %+v", err, rep.Problems)
-	}
-	if live := h.liveClaims("db"); len(live) != 1 || live[0].State != store.ClaimPublished {
-		t.Fatalf("claims after reconcile = %+v; want web-0's published", live)
-	}
+	claimLeftThenReconciled(t, h, "another node ID")
 	if nodes := h.mem.PublishedNodes(h.externalID("db")); len(nodes) != 1 || nodes[0] != "node-2" {
 		t.Errorf("the plugin has db attached to %v, want node-2 only", nodes)
 	}
 	h.release("db", "web-0")
 	if nodes := h.mem.PublishedNodes(h.externalID("db")); len(nodes) != 0 {
 		t.Errorf("db still attached to %v after the release", nodes)
+	}
+}
+
+// claimLeftThenReconciled claims volume db for web-0 through a plugin changed behind its socket,
+// which must fail saying what changed (want), and reconciles: the claim must be published.
+func claimLeftThenReconciled(t *testing.T, h *harness, want string) {
+	t.Helper()
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("claim through the changed plugin: %v; want it to say the plugin now has %s", err, want)
+	}
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %v %+v", err, rep.Problems)
+	}
+	if live := h.liveClaims("db"); len(live) != 1 || live[0].State != store.ClaimPublished {
+		t.Fatalf("claims after reconcile = %+v; want web-0's published", live)
 	}
 }
