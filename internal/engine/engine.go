@@ -772,8 +772,7 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 		}
 		replaced, err := e.otherInstance(ctx, c, false)
 		if err != nil {
-			return &csi.Error{RPC: rpc, Code: csi.CodeOf(err), Class: csi.ClassOf(err),
-				Message: fmt.Sprintf("not sent: asking which driver serves the socket failed: %v", err)}
+			return notSent(rpc, "asking which driver serves the socket failed", err)
 		}
 		if replaced != nil {
 			e.staleFingerprint(ctx, c)
@@ -788,14 +787,22 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 	}
 	replaced, err := e.otherInstance(ctx, c, true)
 	if err != nil {
-		// Not sent: the RPC's own failure, so that its caller records what it was doing.
-		return &csi.Error{RPC: rpc, Code: csi.CodeOf(err), Class: csi.ClassOf(err),
-			Message: fmt.Sprintf("not sent: the plugin restarted mid-operation and checking it again failed: %v", err)}
+		return notSent(rpc, "the plugin restarted mid-operation and checking it again failed", err)
 	}
 	if replaced != nil {
 		return fmt.Errorf("%s not sent: %w (the plugin was replaced mid-operation; %s)", rpc, replaced, remedy(c, replaced))
 	}
 	return nil
+}
+
+// notSent is rpc's own failure when asking the plugin who it is before it failed with err
+// (why says what was asked), so that its caller records what it was doing: of err's code and
+// class, and cut off by volctl's timeout when that question was, which retry does not repeat.
+func notSent(rpc, why string, err error) error {
+	var ce *csi.Error
+	timedOut := errors.As(err, &ce) && ce.TimedOut
+	return &csi.Error{RPC: rpc, Code: csi.CodeOf(err), Class: csi.ClassOf(err), TimedOut: timedOut,
+		Message: fmt.Sprintf("not sent: %s: %v", why, err)}
 }
 
 // remedy is what to do about a plugin found replaced (otherInstance): start the registered

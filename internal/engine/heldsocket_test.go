@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -238,5 +239,26 @@ func claimLeftThenReconciled(t *testing.T, h *harness, want string) {
 	}
 	if live := h.liveClaims("db"); len(live) != 1 || live[0].State != store.ClaimPublished {
 		t.Fatalf("claims after reconcile = %+v; want web-0's published", live)
+	}
+}
+
+// A plugin whose GetPluginInfo hangs, asked before DeleteVolume: the question runs into its
+// short timeout once, and the delete is not sent nor the question asked again within the
+// command, as for any RPC cut off by volctl's own timeout.
+func TestDeleteWhoseDriverCheckHangsIsNotRetried(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db"))
+	h.open(Config{Timeouts: csi.Timeouts{Short: 100 * time.Millisecond, Long: 5 * time.Second}, Retry: RetryPolicy{Attempts: 4, Base: time.Millisecond, Max: time.Millisecond}})
+	h.faults.Hang(csi.RPCGetPluginInfo)
+	h.faults.ResetCounts()
+	err := h.e.DeleteVolume(h.ctx, "db")
+	if err == nil || !strings.Contains(err.Error(), "not sent") {
+		t.Fatalf("delete while GetPluginInfo hangs: %v; want DeleteVolume not sent", err)
+	}
+	if n := h.faults.Calls(csi.RPCGetPluginInfo); n != 1 {
+		t.Errorf("GetPluginInfo asked %d times, want once (its timeout is not retried)", n)
+	}
+	if n := h.faults.Calls(csi.RPCDeleteVolume); n != 0 {
+		t.Errorf("DeleteVolume sent %d times", n)
 	}
 }
