@@ -43,8 +43,8 @@ var concurrentVolumes = []struct {
 // "busy" also catches SQLITE_BUSY and "device or resource busy".
 var leakWords = []string{"database is locked", "sqlite_busy", "busy"}
 
-// TestConcurrentClaims runs 16 volctl processes at a time doing random claims, releases and
-// status reads on five volumes (one per access mode, read and write claims, real mounts through
+// TestConcurrentClaims runs 16 volctl processes at a time doing random claims, releases,
+// status reads, reconciles and detaches on five volumes (one per access mode, read and write claims, real mounts through
 // the built-in plugin with controller attach) for a bounded time. Meanwhile a checker samples
 // the store and the kernel's mount table and asserts what must hold at every instant; at the end
 // reconcile must find nothing to do, the store and the mount table must agree, and releasing
@@ -136,12 +136,13 @@ func TestConcurrentClaims(t *testing.T) {
 }
 
 // randomOp picks what one process does: claim (read-only where the mode demands it, else at
-// random), release, or read the status; on a random volume for one of six allocs, so allocs
-// meet each other on every volume and an alloc meets its own claims.
+// random), release, read the status, reconcile (as the agent does every minute, beside the
+// commands) or detach a volume; on a random volume for one of six allocs, so allocs meet each
+// other on every volume and an alloc meets its own claims, its releases in flight among them.
 func randomOp(rng *rand.Rand) (string, []string) {
 	v := concurrentVolumes[rng.IntN(len(concurrentVolumes))]
 	alloc := fmt.Sprintf("a%d", rng.IntN(6))
-	switch n := rng.IntN(20); {
+	switch n := rng.IntN(22); {
 	case n < 9:
 		args := []string{"volume", "claim", v.id, "--alloc", alloc}
 		if v.mode.ReaderOnly() || rng.IntN(2) == 0 {
@@ -150,10 +151,14 @@ func randomOp(rng *rand.Rand) (string, []string) {
 		return "claim", args
 	case n < 17:
 		return "release", []string{"volume", "release", v.id, "--alloc", alloc}
-	default:
+	case n < 20:
 		return "status", [][]string{
 			{"status"}, {"volume", "status"}, {"volume", "status", v.id, "--json"}, {"status", v.id},
 		}[rng.IntN(4)]
+	case n == 20:
+		return "reconcile", []string{"reconcile"}
+	default:
+		return "detach", []string{"volume", "detach", v.id, "--yes"}
 	}
 }
 
@@ -174,6 +179,12 @@ func checkOp(t *testing.T, op string, args []string, res procResult) {
 	case res.code == 4 && op == "claim":
 		if !strings.Contains(res.stderr, "alloc ") {
 			fail("a refused claim must name the alloc in the way")
+		}
+		// Nothing is killed and the plugin is healthy: every release ends, so a claim that
+		// meets its alloc's release in flight waits for it rather than send the user to
+		// reconcile beside it.
+		if strings.Contains(res.stderr, "volctl reconcile") {
+			fail("a claim refused naming reconcile, with no operation interrupted")
 		}
 	default:
 		fail("unexpected exit status")
@@ -419,7 +430,7 @@ func (s *opStats) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var parts []string
-	for _, op := range []string{"claim", "release", "status"} {
+	for _, op := range []string{"claim", "release", "status", "reconcile", "detach"} {
 		var codes []string
 		for code, n := range s.n[op] {
 			codes = append(codes, fmt.Sprintf("exit %d: %d", code, n))

@@ -59,6 +59,16 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 		defer unlock()
 	}
 	cl, v, ld, fresh, err := e.admit(ctx, req, locked)
+	if errors.Is(err, errHolderInFlight) {
+		// What is in the way is the work of the operation holding the lock: wait for it to
+		// end, as for any operation on the volume, then admit again under the lock.
+		if unlock, err = e.locks.volume(ctx, req.VolumeID); err != nil {
+			return fail(err)
+		}
+		defer unlock()
+		locked = true
+		cl, v, ld, fresh, err = e.admit(ctx, req, locked)
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -113,6 +123,11 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 	return claimInfo(cl), nil
 }
 
+// errHolderInFlight is admission without the volume's lock finding the volume being created or
+// deleted, or the alloc's own claim, or only claims, being released in its way: the work of the
+// operation holding the lock, in flight. The claim waits for the lock and is admitted again.
+var errHolderInFlight = errors.New("the operation holding the volume is in flight")
+
 // admit runs admission in one write transaction and returns the claim: a new one in state
 // taken (fresh), or the alloc's existing equal claim.
 // With locked (the caller holds the volume lock), it also loads what the publish path reads.
@@ -133,7 +148,13 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 		if err != nil {
 			return err
 		}
+		if v.State != store.VolumeReady && !locked {
+			// Being created or deleted by the operation holding the volume, most likely:
+			// wait for it, and admit again under the lock (a volume deleted is not found then).
+			return errHolderInFlight
+		}
 		if v.State != store.VolumeReady {
+			// Under the lock: the create or delete was interrupted.
 			return conflictf("volume %q is %s, not ready (run `volctl reconcile`)", v.ID, v.State)
 		}
 		if err := refuseHandedOver(tx, v.ID); err != nil {
@@ -147,7 +168,12 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 			if !sameAlloc(c.Alloc, req.Alloc) {
 				continue
 			}
+			if c.Releasing && !locked {
+				// Another operation holds the volume: most likely this release, in flight.
+				return errHolderInFlight
+			}
 			if c.Releasing {
+				// Under the lock: nobody is working on the release, which was interrupted.
 				return conflictf("alloc %q's claim is being released (finish it with `volctl reconcile`)", req.Alloc)
 			}
 			if c.Mode != mode || (req.AccessMode != "" && req.AccessMode != c.AccessMode) ||
@@ -169,6 +195,11 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 			return err
 		}
 		if err := checkAdmission(v, live, mode, capab); err != nil {
+			if !locked && checkAdmission(v, slices.DeleteFunc(slices.Clone(live), func(c store.Claim) bool { return c.Releasing }), mode, capab) == nil {
+				// Only claims being released are in the way, by the operation holding the
+				// volume most likely: wait for it, and admit again under the lock.
+				return errHolderInFlight
+			}
 			return err
 		}
 		ld.onNode = len(live) > 0 || ld.hasStaging

@@ -332,6 +332,10 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 			// The group was read at the start of the pass: it may have been run again since.
 			if err := e.store.Update(ctx, func(tx *store.Tx) error {
 				cur, past, err := pastClaim(tx, cl.ID, false)
+				if errors.Is(err, store.ErrNotFound) {
+					// Freed by the release that marked it, which held the lock the pass waited for.
+					return notFoundf("claim %d freed meanwhile", cl.ID)
+				}
 				if err != nil || past {
 					return err
 				}
