@@ -123,6 +123,14 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 	return claimInfo(cl), nil
 }
 
+// notReady refuses an operation on volume v, read under its lock in a state other than ready:
+// the create or delete that put it there is nobody's work any more (interrupted, or failed
+// beyond its retries), and reconcile finishes it.
+func notReady(v store.Volume) error {
+	return conflictf("volume %q is %s, not ready: its %s was interrupted (run `volctl reconcile` to finish it)",
+		v.ID, v.State, map[store.VolumeState]string{store.VolumeCreating: "create", store.VolumeDeleting: "delete"}[v.State])
+}
+
 // errHolderInFlight is admission without the volume's lock finding the volume being created or
 // deleted, or the alloc's own claim, or only claims, being released in its way: the work of the
 // operation holding the lock, in flight. The claim waits for the lock and is admitted again.
@@ -154,8 +162,7 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 			return errHolderInFlight
 		}
 		if v.State != store.VolumeReady {
-			// Under the lock: the create or delete was interrupted.
-			return conflictf("volume %q is %s, not ready (run `volctl reconcile`)", v.ID, v.State)
+			return notReady(v)
 		}
 		if err := refuseHandedOver(tx, v.ID); err != nil {
 			return err

@@ -44,7 +44,7 @@ func currentSize(v store.Volume) int64 {
 func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size, limit int64) (VolumeInfo, error) {
 	fail := failVolume("expand", v.ID)
 	if v.State != store.VolumeReady {
-		return fail(conflictf("volume %q is %s", v.ID, v.State))
+		return fail(notReady(v))
 	}
 	cur := currentSize(v)
 	switch {

@@ -110,7 +110,7 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 			return err
 		}
 		if v.State != store.VolumeReady {
-			return conflictf("volume %q is %s, not ready (run `volctl reconcile`)", v.ID, v.State)
+			return notReady(v)
 		}
 		live, err := tx.Claims().ByVolume(v.ID)
 		if err != nil {

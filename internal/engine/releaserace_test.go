@@ -9,6 +9,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // A reconcile (the agent's, or a user's) lists a claim whose `volume release` is in flight (the
@@ -50,6 +51,37 @@ func TestReconcileLeavesAClaimReleasedMeanwhile(t *testing.T) {
 	}
 }
 
+// claimBeside runs op in this process with rpc held at the plugin, then a claim of req in
+// other, which must wait for the volume's lock (it failed the test if it answered before);
+// then lets the RPC go and returns op's result, the claim's and its answer.
+func (h *harness) claimBeside(other *Engine, rpc string, op func() error, req ClaimRequest) (opErr, claimErr error, info ClaimInfo) {
+	h.t.Helper()
+	gate := make(chan struct{})
+	h.faults.Inject(rpc, csitest.Fault{Gate: gate, Times: 1})
+	opDone := make(chan error, 1)
+	go func() { opDone <- op() }()
+	h.waitInFlight(gate, opDone)
+
+	ctx, waiting := whenWaitingForLock(h.ctx, req.VolumeID)
+	claimDone := make(chan error, 1)
+	go func() { var err error; info, err = other.Claim(ctx, req); claimDone <- err }()
+	select {
+	case <-waiting:
+	case err := <-claimDone:
+		close(gate)
+		<-opDone
+		h.t.Fatalf("the claim returned while %s was in flight, without waiting for it: %v", rpc, err)
+	}
+	close(gate)
+	opErr = <-opDone
+	return opErr, <-claimDone, info
+}
+
+// releaseOf is a `volume release` of alloc's claim on vol, for claimBeside.
+func (h *harness) releaseOf(vol, alloc string) func() error {
+	return func() error { _, err := h.e.Release(h.ctx, vol, alloc); return err }
+}
+
 // An alloc claims a volume again while its earlier claim's `volume release` is in flight in
 // another process (holding the volume's lock through its RPCs). The release is not stuck: it
 // ends in a moment, so the claim waits for it, as for any operation holding the volume, and then
@@ -59,34 +91,9 @@ func TestClaimWaitsForTheAllocsReleaseInFlight(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
-	other := h.otherProcess()
-
-	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCNodeUnpublishVolume, csitest.Fault{Gate: gate, Times: 1})
-	relDone := make(chan error, 1)
-	go func() { _, err := h.e.Release(h.ctx, "v", "web-0"); relDone <- err }()
-	h.waitInFlight(gate, relDone)
-
-	ctx, waiting := whenWaitingForLock(h.ctx, "v")
-	claimDone := make(chan error, 1)
-	var info ClaimInfo
-	go func() {
-		var err error
-		info, err = other.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "web-0"})
-		claimDone <- err
-	}()
-	select {
-	case <-waiting:
-	case err := <-claimDone:
-		close(gate)
-		t.Fatalf("the claim returned while the alloc's release was in flight, without waiting for it: %v", err)
-	}
-	close(gate)
-	if err := <-relDone; err != nil {
-		t.Fatalf("release: %v", err)
-	}
-	if err := <-claimDone; err != nil {
-		t.Fatalf("claim after the release in flight: %v", err)
+	relErr, err, info := h.claimBeside(h.otherProcess(), csi.RPCNodeUnpublishVolume, h.releaseOf("v", "web-0"), ClaimRequest{VolumeID: "v", Alloc: "web-0"})
+	if relErr != nil || err != nil {
+		t.Fatalf("release: %v; the claim after it: %v", relErr, err)
 	}
 	live := h.liveClaims("v")
 	if len(live) != 1 || live[0].Alloc != "web-0" || live[0].Releasing || !live[0].AtRest() || live[0].TargetPath != info.TargetPath {
@@ -124,28 +131,9 @@ func TestClaimWaitsForTheHoldersReleaseInFlight(t *testing.T) {
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
 	other := h.otherProcess()
-
-	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCNodeUnpublishVolume, csitest.Fault{Gate: gate, Times: 1})
-	relDone := make(chan error, 1)
-	go func() { _, err := h.e.Release(h.ctx, "v", "web-0"); relDone <- err }()
-	h.waitInFlight(gate, relDone)
-
-	ctx, waiting := whenWaitingForLock(h.ctx, "v")
-	claimDone := make(chan error, 1)
-	go func() { _, err := other.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "web-1"}); claimDone <- err }()
-	select {
-	case <-waiting:
-	case err := <-claimDone:
-		close(gate)
-		t.Fatalf("the claim returned while the holder's release was in flight, without waiting for it: %v", err)
-	}
-	close(gate)
-	if err := <-relDone; err != nil {
-		t.Fatalf("release: %v", err)
-	}
-	if err := <-claimDone; err != nil {
-		t.Fatalf("claim after the holder's release: %v", err)
+	relErr, err, _ := h.claimBeside(other, csi.RPCNodeUnpublishVolume, h.releaseOf("v", "web-0"), ClaimRequest{VolumeID: "v", Alloc: "web-1"})
+	if relErr != nil || err != nil {
+		t.Fatalf("release: %v; the claim after it: %v", relErr, err)
 	}
 	if live := h.liveClaims("v"); len(live) != 1 || live[0].Alloc != "web-1" || !live[0].AtRest() {
 		t.Errorf("live claims = %+v, want web-1's alone, published", live)
@@ -156,7 +144,7 @@ func TestClaimWaitsForTheHoldersReleaseInFlight(t *testing.T) {
 	if _, err := h.e.Release(h.ctx, "v", "web-1"); err == nil {
 		t.Fatal("release succeeded through NodeUnpublishVolume failing UNAVAILABLE")
 	}
-	_, err := other.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "web-2"})
+	_, err = other.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "web-2"})
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "volctl reconcile") {
 		t.Errorf("claim beside a holder left releasing = %v, want a conflict naming `volctl reconcile`", err)
 	}
@@ -171,45 +159,51 @@ func TestClaimWaitsForACreateOrDeleteInFlight(t *testing.T) {
 	for _, rpc := range []string{csi.RPCCreateVolume, csi.RPCDeleteVolume} {
 		t.Run(rpc, func(t *testing.T) {
 			h := newHarness(t, nil)
+			op := func() error { _, err := h.e.CreateVolume(h.ctx, volume("v")); return err }
 			if rpc == csi.RPCDeleteVolume {
 				h.create(volume("v"))
+				op = func() error { return h.e.DeleteVolume(h.ctx, "v") }
 			}
-			other := h.otherProcess()
-			gate := make(chan struct{})
-			h.faults.Inject(rpc, csitest.Fault{Gate: gate, Times: 1})
-			opDone := make(chan error, 1)
-			go func() {
-				if rpc == csi.RPCCreateVolume {
-					_, err := h.e.CreateVolume(h.ctx, volume("v"))
-					opDone <- err
-					return
-				}
-				opDone <- h.e.DeleteVolume(h.ctx, "v")
-			}()
-			h.waitInFlight(gate, opDone)
-
-			ctx, waiting := whenWaitingForLock(h.ctx, "v")
-			claimDone := make(chan error, 1)
-			go func() { _, err := other.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "web-0"}); claimDone <- err }()
-			select {
-			case <-waiting:
-			case err := <-claimDone:
-				close(gate)
-				t.Fatalf("the claim returned while %s was in flight, without waiting for it: %v", rpc, err)
+			opErr, err, _ := h.claimBeside(h.otherProcess(), rpc, op, ClaimRequest{VolumeID: "v", Alloc: "web-0"})
+			if opErr != nil {
+				t.Fatalf("the operation: %v", opErr)
 			}
-			close(gate)
-			if err := <-opDone; err != nil {
-				t.Fatalf("the operation: %v", err)
+			if rpc == csi.RPCCreateVolume && err != nil {
+				t.Errorf("claim after the create in flight: %v", err)
 			}
-			err := <-claimDone
-			if rpc == csi.RPCCreateVolume {
-				if err != nil {
-					t.Errorf("claim after the create in flight: %v", err)
-				}
-				return
-			}
-			if !errors.Is(err, ErrNotFound) {
+			if rpc == csi.RPCDeleteVolume && !errors.Is(err, ErrNotFound) {
 				t.Errorf("claim after the delete in flight = %v, want not found", err)
+			}
+		})
+	}
+}
+
+// A volume left creating or deleting by an interrupted command (nobody holds its lock): a
+// claim, an expand and a snapshot are each refused as a conflict that names the way out. The
+// expand and the snapshot said only "volume "v" is deleting".
+func TestOperationsOnAnInterruptedVolumeNameReconcile(t *testing.T) {
+	for _, state := range []store.VolumeState{store.VolumeCreating, store.VolumeDeleting} {
+		t.Run(string(state), func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.create(volume("v"))
+			h.update(func(tx *store.Tx) error {
+				v, err := tx.Volumes().Get("v")
+				if err != nil {
+					return err
+				}
+				v.State = state
+				return tx.Volumes().Update(&v)
+			})
+			ops := map[string]func() error{
+				"claim":    func() error { _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "web-0"}); return err },
+				"expand":   func() error { _, err := h.e.ExpandVolume(h.ctx, "v", 2<<20, 0); return err },
+				"snapshot": func() error { _, err := h.e.CreateSnapshot(h.ctx, "v", "s1", nil); return err },
+			}
+			for name, op := range ops {
+				err := op()
+				if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "run `volctl reconcile`") || !strings.Contains(err.Error(), string(state)) {
+					t.Errorf("%s of a volume left %s = %v, want a conflict naming its state and `volctl reconcile`", name, state, err)
+				}
 			}
 		})
 	}

@@ -80,7 +80,7 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 	}
 	defer unlock()
 	if v.State != store.VolumeReady {
-		return fail(conflictf("volume %q is %s", v.ID, v.State))
+		return fail(notReady(v))
 	}
 	if err := canSnapshot(c, "snapshot volumes"); err != nil {
 		return fail(err)
