@@ -18,9 +18,9 @@ import (
 // TestFileModes checks the modes of everything volctl creates, with every process run under
 // umask 000 so that no mode comes from the umask: the state dir 0700; volctl.db and its -wal
 // and -shm 0600; the lock dir 0700 and its lock files 0600; the agent's run and logs dirs 0700
-// and its pid and log files 0600; and the sockets of `volctl plugin serve hostpath`, whether
-// started by hand or by the agent, 0600 (never world-writable: whoever can connect can make the
-// plugin bind-mount). Nothing under the state dir may be writable by others. No root needed.
+// and its pid and log files 0600; the directory it makes for a plugin's socket 0700; and the
+// sockets of `volctl plugin serve hostpath`, whether started by hand or by the agent, 0600
+// (never world-writable: whoever can connect can make the plugin bind-mount). Nothing under the state dir may be writable by others. No root needed.
 func TestFileModes(t *testing.T) {
 	t.Parallel()
 	dir := hostpathtest.ShortDir(t) // sockets go under it
@@ -106,7 +106,10 @@ capability {
 		waitForPath(t, p)
 	}
 	for path, mode := range map[string]fs.FileMode{
-		agentSocket:                              0o600,
+		agentSocket: 0o600,
+		// The directory the agent makes for a plugin's socket: only the owner may reach a
+		// socket there, whatever mode the plugin's own listen gives it under the umask.
+		filepath.Dir(agentSocket):                0o700,
 		filepath.Join(state, "volctl.db-wal"):    0o600,
 		filepath.Join(state, "volctl.db-shm"):    0o600,
 		lockFile(state, "agent"):                 0o600,

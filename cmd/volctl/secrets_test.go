@@ -246,6 +246,11 @@ func leakCases(e *leakEnv) []leakCase {
 		{cmd: "volume claim", args: []string{"hv", "--alloc", "h1"}, json: true, code: mountCode},
 		{cmd: "volume claim", args: []string{"hv", "--alloc", "h2-{n}", "--mount-flag", e.flag}, json: true, code: 1, want: "not one a bind mount supports"},
 
+		// Probed again now that the mem plugin has been sent secrets, which it echoes in its
+		// identity (echoInData) and in its errors.
+		{cmd: "plugin probe", args: []string{"--socket", "mem.sock"}, json: true, want: "[REDACTED]"},
+		{cmd: "plugin probe", args: []string{"--socket", "mem.sock"}, json: true, code: 1, fail: internal("Probe"), want: "unhealthy"},
+
 		{cmd: "volume status", json: true, want: "sv"},
 		{cmd: "volume status", args: []string{"sv"}, json: true, want: echo},
 		{cmd: "volume status", args: []string{"sv"}, only: []variant{asTemplate}, want: "[REDACTED]"},

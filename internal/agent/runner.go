@@ -390,7 +390,10 @@ func (r *runner) startOrAdopt(ctx context.Context) (started bool, err error) {
 		return false, nil
 	}
 	for _, s := range sockets {
-		if err := os.MkdirAll(filepath.Dir(s), 0o750); err != nil {
+		// Private, as hostpath.Listen makes its own: whoever can connect to a plugin can have
+		// it mount anywhere, and a plugin that listens with a plain listen gets a socket whose
+		// mode the umask decides (0775 under umask 002), open to the group through a 0750 one.
+		if err := os.MkdirAll(filepath.Dir(s), 0o700); err != nil {
 			return false, fmt.Errorf("socket directory: %w", err)
 		}
 		// A socket file left by a plugin killed with SIGKILL refuses connections, and a plugin

@@ -120,21 +120,36 @@ func (f *Factory) completeWith(src idSource) cobra.CompletionFunc {
 func (f *Factory) complete(cmd *cobra.Command, args []string, toComplete string, src idSource) ([]cobra.Completion, cobra.ShellCompDirective) {
 	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 	defer cancel()
-	e := f.completionEngine(ctx)
+	e := f.existingEngine(ctx)
 	if e == nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	// A candidate may be a plugin's (a snapshot ID), and a plugin may have echoed a secret
+	// into it: candidates are output like any other, scrubbed as status scrubs what it prints
+	// (docs/architecture.md, State: Secrets). One the scrub changed cannot be typed as
+	// offered, and is left out; with the state unreadable, nothing is offered.
+	redact, err := e.Redactor(ctx)
+	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	var out []cobra.Completion
 	for _, c := range src(ctx, e, args) {
 		id, _, _ := strings.Cut(c, "\t")
-		if strings.HasPrefix(id, toComplete) {
-			out = append(out, c)
+		if !strings.HasPrefix(id, toComplete) {
+			continue
 		}
+		if c = redact(c); !strings.HasPrefix(c, id) {
+			continue
+		}
+		out = append(out, c)
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
-func (f *Factory) completionEngine(ctx context.Context) *engine.Engine {
+// existingEngine opens the engine on the state dir only if it holds a database already, quietly;
+// nil when there is none or it cannot be opened. Completion reads its candidates through it,
+// and plugin probe the secrets to keep out of what a plugin says.
+func (f *Factory) existingEngine(ctx context.Context) *engine.Engine {
 	if f.engine != nil {
 		return f.engine
 	}

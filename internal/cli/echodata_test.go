@@ -1,17 +1,22 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
@@ -51,6 +56,9 @@ func TestPluginDataEchoingSecretsRedacted(t *testing.T) {
 				r.Volume.VolumeContext = map[string]string{"echo": "ctx:" + v}
 				if k == "topo" {
 					r.Volume.AccessibleTopology = []*csipb.Topology{{Segments: map[string]string{"zone": v}}}
+				}
+				if k == "extid" {
+					r.Volume.VolumeId = "vol-" + v
 				}
 			}
 		}
@@ -113,6 +121,48 @@ func TestPluginDataEchoingSecretsRedacted(t *testing.T) {
 		check("snapshot list "+name, out, errOut)
 	}
 
+	// plugin probe asks the plugin directly, and prints its identity and node ID as plugin
+	// status does, and its -v trace the answers; neither may show the secret it echoes there.
+	for name, x := range exporters {
+		var trace bytes.Buffer
+		ios, _, out, errOut := iostreams.Test()
+		err := pluginProbeRun(ctx, &PluginProbeOptions{IO: ios, Socket: socket, Timeout: time.Minute, Exporter: x,
+			Logger: slog.New(slog.NewTextHandler(&trace, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			State:  func(context.Context) *engine.Engine { return e }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "[REDACTED]") || !strings.Contains(trace.String(), "GetPluginInfo") {
+			t.Errorf("plugin probe %s: the plugin did not echo the secret into its identity, or no trace was written:\n%s\n%s", name, out, &trace)
+		}
+		check("plugin probe "+name, out, errOut, &trace)
+	}
+
+	// Shell completion offers the recorded snapshots' IDs, which the plugin made of the
+	// secret: they are output too, and are left out (one cannot type what it would show).
+	plain, err := e.CreateSnapshot(ctx, "db", "plain", nil) // sent db's secrets: its ID holds them too
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plain.ID, secret) {
+		t.Fatalf("the plugin did not echo the secret into the snapshot ID %q: the test tests nothing", plain.ID)
+	}
+	{
+		ios, _, out, errOut := iostreams.Test()
+		f := NewFactory(ios)
+		f.engine = e
+		root := NewRootCmd(f)
+		root.SetArgs([]string{"__complete", "volume", "snapshot", "delete", "mem", ""})
+		if err := root.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		f.engine = nil // closed by the cleanup
+		if !strings.Contains(out.String(), ":4") {
+			t.Errorf("__complete did not complete:\n%s", out)
+		}
+		check("the completion of snapshot IDs", out, errOut)
+	}
+
 	// export nomad writes the context as the plugin gave it only with --include-secrets.
 	for _, include := range []bool{false, true} {
 		dir := t.TempDir()
@@ -137,6 +187,41 @@ func TestPluginDataEchoingSecretsRedacted(t *testing.T) {
 		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
 		t.Fatal(err)
 	}
+	// Nor does export nomad write a volume's topology or external ID that holds the secret,
+	// plugin data it cannot write as a placeholder (the file would name another volume), into
+	// a file others may read: without --include-secrets it refuses, naming the field; with it
+	// the file is 0600, as any file holding secrets.
+	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "extid", Name: "extid", Type: "csi", PluginID: "mem",
+		Secrets:      spec.Secrets{"extid": secret},
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	for vol, field := range map[string]string{"topo": "accessible topology", "extid": "external ID"} {
+		for _, include := range []bool{false, true} {
+			dir := t.TempDir()
+			ios, _, out, errOut := iostreams.Test()
+			err := exportNomadRun(ctx, &ExportNomadOptions{IO: ios, Engine: eng, Volumes: []string{vol}, OutDir: dir, IncludeSecrets: include})
+			check(fmt.Sprintf("export nomad %s (include secrets %v)", vol, include), out, errOut)
+			b, rerr := os.ReadFile(filepath.Join(dir, "volume-"+vol+".hcl"))
+			if !include {
+				if err == nil || !strings.Contains(err.Error(), field) || !strings.Contains(err.Error(), "--include-secrets") || strings.Contains(err.Error(), secret) {
+					t.Errorf("export nomad %s = %v, want a refusal naming its %s and --include-secrets, not the secret", vol, err, field)
+				}
+				if rerr == nil {
+					t.Errorf("export nomad %s refused, but wrote its file:\n%s", vol, b)
+				}
+				continue
+			}
+			if err != nil || rerr != nil || !strings.Contains(string(b), secret) {
+				t.Errorf("export nomad %s --include-secrets = %v, %v: want its file, holding its %s as the plugin gave it:\n%s", vol, err, rerr, field, b)
+				continue
+			}
+			if fi, err := os.Stat(filepath.Join(dir, "volume-"+vol+".hcl")); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Errorf("export nomad %s --include-secrets: %v, %v; want mode 0600", vol, fi.Mode(), err)
+			}
+		}
+	}
+
 	_, claimErr := e.Claim(ctx, engine.ClaimRequest{VolumeID: "topo", Alloc: "a2"})
 	if claimErr == nil || !strings.Contains(claimErr.Error(), secret) {
 		t.Fatalf("claim of topo = %v: want the refusal naming the echoed topology, or the test tests nothing", claimErr)
@@ -303,5 +388,117 @@ func TestPluginDataControlCharactersEscaped(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `\u001b]0;pwned\u0007\u001b[2J`) {
 		t.Errorf("plugin status --json changed the plugin's version:\n%s", out)
+	}
+}
+
+// TestExportNotesDoNotShowAnEchoedSecret plays a plugin whose name (GetPluginInfo) holds a
+// volume's secret: export nomad's note that the plugin is not volctl's own names it, and must
+// show [REDACTED] there, as plugin status does.
+func TestExportNotesDoNotShowAnEchoedSecret(t *testing.T) {
+	const secret = "notesecret-4be1"
+	ctx := context.Background()
+	cfg := csitest.DefaultMemConfig()
+	cfg.Name = "mem.csi." + secret
+	_, e, eng := serveMem(t, csitest.NewMountingMemPlugin(t, cfg))
+	createWithSecret(t, e, "db", secret)
+	ios, _, out, errOut := iostreams.Test()
+	if err := exportNomadRun(ctx, &ExportNomadOptions{IO: ios, Engine: eng, Volumes: []string{"db"}, OutDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String() + errOut.String(); strings.Contains(s, secret) || !strings.Contains(errOut.String(), "is not volctl's own") {
+		t.Errorf("export nomad's notes show the secret the plugin's name holds, or no note names the plugin:\n%s", s)
+	}
+}
+
+// TestWarningsDoNotShowAnEchoedNodeID plays a plugin whose node ID (NodeGetInfo) holds a
+// volume's secret, and whose ControllerUnpublishVolume fails: a forced detach leaves the
+// attachment to that node owed, and a forced deregister forgets it, each warning on stderr
+// (and detach in its --json) with the node named. Those warnings are output like any other,
+// and must show [REDACTED] for the secret, as volume status does for the node; and so must
+// the event log, whose deregistration event names the node too, after the secret has left
+// the state with the volume.
+func TestWarningsDoNotShowAnEchoedNodeID(t *testing.T) {
+	const secret = "nodesecret-77d0"
+	ctx := context.Background()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-" + secret
+	faults := csitest.NewFaults()
+	_, e, eng := serveMem(t, csitest.NewMountingMemPlugin(t, cfg), csitest.WithFaults(faults))
+	createWithSecret(t, e, "db", secret)
+	if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "a1"}); err != nil {
+		t.Fatal(err)
+	}
+	faults.FailAlways(csi.RPCControllerUnpublishVolume, codes.Internal)
+	yes := func(bool, string) error { return nil }
+	check := func(what string, wantWarning bool, out ...fmt.Stringer) {
+		t.Helper()
+		var all strings.Builder
+		for _, o := range out {
+			all.WriteString(o.String())
+		}
+		if strings.Contains(all.String(), secret) || wantWarning && !strings.Contains(all.String(), "Warning:") {
+			t.Errorf("%s shows the secret the plugin's node ID holds, or warns of nothing:\n%s", what, &all)
+		}
+	}
+	for name, x := range map[string]exportFlags{"text": {}, "--json": {JSON: true}} {
+		ios, _, out, errOut := iostreams.Test()
+		_ = volumeDetachRun(ctx, &VolumeDetachOptions{IO: ios, Engine: eng, Confirm: yes, VolumeID: "db", Force: true, Yes: true, Exporter: x})
+		check("volume detach --force "+name, name == "text", out, errOut)
+	}
+	ios, _, out, errOut := iostreams.Test()
+	if err := volumeDeregisterRun(ctx, &DeregisterOptions{IO: ios, Engine: eng, Confirm: yes, ID: "db", Force: true, Yes: true}); err != nil {
+		t.Fatal(err)
+	}
+	check("volume deregister --force", true, out, errOut)
+	ios, _, out, errOut = iostreams.Test()
+	if err := eventsRun(ctx, &EventsOptions{IO: ios, Engine: eng, Now: nowFunc}); err != nil {
+		t.Fatal(err)
+	}
+	check("events", false, out, errOut)
+}
+
+// TestDetachDoesNotShowAnEchoedNodeID: a plugin whose node ID holds a volume's secret
+// attaches the volume, then comes back without PUBLISH_UNPUBLISH_VOLUME; a forced detach
+// drops the attachment record with a warning naming the node, on stderr and in its --json,
+// which must show [REDACTED] for the secret, as volume status does.
+func TestDetachDoesNotShowAnEchoedNodeID(t *testing.T) {
+	const secret = "detachsecret-5a3c"
+	ctx := context.Background()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-" + secret
+	socket, stop := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, cfg)))
+	e := openEngine(t, filepath.Join(t.TempDir(), "state"))
+	eng := func(context.Context) (*engine.Engine, error) { return e, nil }
+	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"db", "db2"} {
+		createWithSecret(t, e, id, secret)
+		if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: id, Alloc: "a-" + id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop()
+	cfg.Controller.PublishUnpublishVolume = false
+	csitest.ServeAt(t, socket, csitest.WithServer(csitest.NewMountingMemPlugin(t, cfg)))
+	for vol, x := range map[string]exportFlags{"db": {}, "db2": {JSON: true}} {
+		ios, _, out, errOut := iostreams.Test()
+		err := volumeDetachRun(ctx, &VolumeDetachOptions{IO: ios, Engine: eng, Confirm: func(bool, string) error { return nil },
+			VolumeID: vol, Force: true, Yes: true, Exporter: x})
+		s := out.String() + errOut.String()
+		if err != nil || strings.Contains(s, secret) || !strings.Contains(s, "PUBLISH_UNPUBLISH_VOLUME") {
+			t.Errorf("volume detach --force %s (json %v) = %v; it shows the secret the node ID holds, or does not warn of the attachment dropped:\n%s", vol, x.JSON, err, s)
+		}
+	}
+}
+
+// createWithSecret creates volume id on plugin "mem", single-node-writer, with secret as its
+// token.
+func createWithSecret(t *testing.T, e *engine.Engine, id, secret string) {
+	t.Helper()
+	if _, err := e.CreateVolume(context.Background(), spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "mem",
+		Secrets:      spec.Secrets{"token": secret},
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
 	}
 }

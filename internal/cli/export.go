@@ -56,7 +56,10 @@ func newCmdExportNomad(f *Factory, runF func(*ExportNomadOptions) error) *cobra.
                          volctl plugin serve hostpath as a csi_plugin monolith
 
 A group brings the volumes it uses. Secret values and mount flags are written as placeholders
-unless --include-secrets (the files are then 0600); they are never printed. Every volume file
+unless --include-secrets (the files are then 0600); they are never printed. So is a secret
+value a plugin echoed into a volume's context; one it echoed into the volume's external ID or
+topology, which a placeholder would make another volume's, refuses the volume without
+--include-secrets. Every volume file
 is checked with volctl's own parser for register before it is written. The files write keys in
 Unicode normal form C, so a map with two keys that differ only in normalisation (a parameter
 "é" precomposed and decomposed), or a group with two such volume names, is refused, naming
@@ -174,6 +177,14 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 			// Volume resolves prefixes; an export names volumes exactly.
 			return fmt.Errorf("export nomad: volume %q not found (did you mean %q?)", id, info.ID)
 		}
+		if !opts.IncludeSecrets {
+			// The external ID and topology are written as the plugin gave them too, and a
+			// placeholder there would name another volume: one holding a secret value is
+			// refused rather than written into a file others may read.
+			if err := echoedIntoIdentity(ctx, e, info); err != nil {
+				return err
+			}
+		}
 		if !opts.IncludeSecrets && len(info.Context) > 0 {
 			// The plugin's context is written as it gave it, but a plugin may have echoed a
 			// secret into it: without --include-secrets that is a placeholder like the others.
@@ -254,10 +265,40 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 			printErr = printDone(opts.IO.Out, fmt.Sprintf("Wrote %s to %s\n", f.what, path), "export nomad: wrote %d file(s) to %s", len(files), opts.OutDir)
 		}
 	}
+	// Notes name plugin data (a plugin's name), which a plugin may have echoed a secret into.
+	if err := e.RedactValue(ctx, &notes); err != nil {
+		return fmt.Errorf("export nomad: the files are written; reading the state to keep secrets out of the notes: %w", err)
+	}
 	for _, n := range notes {
 		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(n))
 	}
 	return printErr
+}
+
+// echoedIntoIdentity refuses a volume whose external ID or accessible topology holds a secret
+// value (its plugin echoed it there), naming the field, never the value.
+func echoedIntoIdentity(ctx context.Context, e *engine.Engine, info engine.VolumeInfo) error {
+	fields := struct {
+		ExternalID string
+		Topology   []spec.Topology
+	}{info.ExternalID, make([]spec.Topology, len(info.AccessibleTopology))}
+	for i, t := range info.AccessibleTopology {
+		fields.Topology[i].Segments = maps.Clone(t.Segments)
+	}
+	if err := e.RedactValue(ctx, &fields); err != nil {
+		return fmt.Errorf("export nomad: volume %q: reading the state to keep secrets out of its file: %w", info.ID, err)
+	}
+	field := ""
+	switch {
+	case fields.ExternalID != info.ExternalID:
+		field = "external ID"
+	case !slices.EqualFunc(fields.Topology, info.AccessibleTopology, func(a, b spec.Topology) bool { return maps.Equal(a.Segments, b.Segments) }):
+		field = "accessible topology"
+	default:
+		return nil
+	}
+	return fmt.Errorf("export nomad: volume %q: its %s holds a secret value (its plugin echoed it there), which a placeholder "+
+		"would make another volume's; export it with --include-secrets, which writes it as the plugin gave it (the file is then 0600)", info.ID, field)
 }
 
 // exportPluginJobs writes the system job of each hostpath plugin the volumes use.

@@ -68,9 +68,16 @@ func deregisterRun(ctx context.Context, opts *DeregisterOptions, action, noun st
 	if err != nil {
 		return err
 	}
+	// The warnings may word plugin data (the node a forced deregister forgets an attachment
+	// to), which a plugin may have echoed a secret into, and that secret may be the volume's
+	// own, gone from the state with it: the scrubber is taken before.
+	redact, err := e.Redactor(context.WithoutCancel(ctx))
+	if err != nil {
+		return fmt.Errorf("reading the state to keep secrets out of what the deregistration says: %w", err)
+	}
 	warnings, err := deregister(e, ctx, opts.ID, opts.Force)
 	for _, w := range warnings {
-		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", escapeLines(w))
+		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", escapeLines(redact(w)))
 	}
 	if err != nil {
 		return err

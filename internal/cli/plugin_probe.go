@@ -21,6 +21,10 @@ import (
 type PluginProbeOptions struct {
 	IO     *iostreams.IOStreams
 	Logger *slog.Logger // --verbose: the CSI RPC trace, secrets redacted
+	// State is the engine of the state dir when one exists (nil otherwise; it never makes
+	// one): a plugin may echo in what it says (its identity, node ID, topology, errors) a
+	// secret volctl sent it, which is scrubbed from the output as plugin status scrubs it.
+	State func(context.Context) *engine.Engine
 
 	Socket           string // a monolith's one socket
 	ControllerSocket string // or a split plugin's sockets
@@ -30,13 +34,14 @@ type PluginProbeOptions struct {
 }
 
 func newCmdPluginProbe(f *Factory, runF func(*PluginProbeOptions) error) *cobra.Command {
-	opts := &PluginProbeOptions{IO: f.IO}
+	opts := &PluginProbeOptions{IO: f.IO, State: f.existingEngine}
 	cmd := &cobra.Command{
 		Use:   "probe --socket PATH",
 		Short: "Fingerprint and probe any CSI plugin once",
 		Long: `Connect to a CSI plugin, ask who it is and what it can do (GetPluginInfo,
 GetPluginCapabilities, ControllerGetCapabilities, NodeGetCapabilities, NodeGetInfo), and probe
-its health once. Nothing is registered and no state is touched.
+its health once. Nothing is registered and no state is touched: the state, when there is one,
+is only read, for the secret values to keep out of what the plugin says.
 
 A monolith serves everything on one socket (--socket); a split plugin has a controller socket
 and a node socket (--controller-socket, --node-socket; either alone is fine). A socket is a
@@ -109,12 +114,23 @@ func pluginProbeRun(ctx context.Context, opts *PluginProbeOptions) error {
 	if opts.Timeout <= 0 {
 		return usageError("plugin probe: --timeout must be positive, got %s", opts.Timeout)
 	}
-	client, err := csi.New(csi.Config{
+	var known *engine.Engine
+	if opts.State != nil {
+		known = opts.State(ctx)
+	}
+	cfg := csi.Config{
 		ControllerSocket: ctrlSock,
 		NodeSocket:       nodeSock,
 		Timeouts:         csi.Timeouts{Short: opts.Timeout, Long: opts.Timeout},
 		Logger:           opts.Logger,
-	})
+	}
+	if known != nil {
+		cfg.Redact = known.SecretValues // the plugin's messages
+		// The -v trace logs the plugin's answers, which only a scrubbing logger scrubs, as
+		// the engine's own clients log through one.
+		cfg.Logger = known.RedactLogger(opts.Logger)
+	}
+	client, err := csi.New(cfg)
 	if err != nil {
 		return fmt.Errorf("plugin probe: %w", err)
 	}
@@ -158,6 +174,13 @@ func pluginProbeRun(ctx context.Context, opts *PluginProbeOptions) error {
 	if probeErr != nil {
 		msg := probeErr.Error()
 		res.Error = &msg
+	}
+	if known != nil {
+		// The data the plugin returned (its version, manifest, node ID, topology); the final
+		// error is scrubbed by main (Factory.RedactError), through the same engine.
+		if err := known.RedactValue(ctx, &res); err != nil {
+			return fmt.Errorf("plugin probe: reading the state to keep secrets out of what the plugin said: %w", err)
+		}
 	}
 	if opts.Exporter.Enabled() {
 		err = opts.Exporter.Write(ctx, opts.IO.Out, res)

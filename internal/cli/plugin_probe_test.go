@@ -29,7 +29,7 @@ func TestPluginProbeFlags(t *testing.T) {
 		{name: "extra argument", args: []string{"--socket", "/s", "x"}, wantErr: "accepts 0 arg"},
 	}
 	checkFlagCases(t, newCmdPluginProbe, tests, func(t *testing.T, got PluginProbeOptions) (PluginProbeOptions, error) {
-		got.IO, got.Logger = nil, nil
+		got.IO, got.Logger, got.State = nil, nil, nil // the factory's, not flags
 		if (got.Exporter.tmpl != nil) != (got.Exporter.Template != "") {
 			t.Errorf("-t %q parsed when set: %v", got.Exporter.Template, got.Exporter.tmpl != nil)
 		}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -64,6 +65,11 @@ func volumeDetachRun(ctx context.Context, opts *VolumeDetachOptions) error {
 	pctx, done := startProgress(ctx, opts.IO, opts.Exporter.Enabled())
 	res, err := e.Detach(pctx, opts.VolumeID, opts.Force)
 	done()
+	// The warnings word plugin data (the node an attachment record names), which a plugin may
+	// have echoed a secret into: scrubbed as every printing command scrubs its output.
+	if rerr := redactOutput(ctx, e, nil, &res); rerr != nil {
+		return errors.Join(err, fmt.Errorf("volume detach: %w", rerr))
+	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", escapeLines(w))
 	}

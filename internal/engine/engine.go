@@ -117,7 +117,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	st, owns := cfg.Store, false
 	if st == nil {
 		var err error
-		st, err = store.Open(ctx, cfg.StateDir, store.WithLogger(cfg.Logger), store.WithClock(cfg.Now))
+		st, err = store.Open(ctx, cfg.StateDir, store.WithLogger(cfg.Logger), store.WithClock(cfg.Now), store.WithForget(csi.Scrubber))
 		if err != nil {
 			return nil, err
 		}
@@ -265,6 +265,10 @@ func dialCSI(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger, redact fun
 func (e *Engine) secretValues(ctx context.Context) ([]string, error) {
 	return viewOne(ctx, e.store, func(tx *store.Tx) ([]string, error) { return tx.SecretValues() })
 }
+
+// SecretValues is every secret value and mount flag in the state (store.Tx.SecretValues), for
+// a csi.Config.Redact of a client the engine does not make (plugin probe's).
+func (e *Engine) SecretValues(ctx context.Context) ([]string, error) { return e.secretValues(ctx) }
 
 // Redactor returns a function that scrubs every secret value and mount flag the state holds
 // (as secretValues) from text about to be printed. Plugin messages are scrubbed as they

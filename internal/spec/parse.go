@@ -229,12 +229,13 @@ func isJSON(filename string, src []byte) bool {
 }
 
 // finishDiagnostics is how every diagnostic of a file leaves the parser: ranges fixed
-// (fixRanges), words cut (cutWords), sorted.
+// (fixRanges), words cut (cutWords), sensitive text their subjects cover kept out of their
+// words (hideMasked), sorted.
 func finishDiagnostics(diags hcl.Diagnostics, src []byte, json bool) hcl.Diagnostics {
 	for _, d := range diags {
 		d.Summary, d.Detail = cutWords(d.Summary), cutWords(d.Detail)
 	}
-	return sortDiagnostics(fixRanges(diags, src, json))
+	return sortDiagnostics(hideMasked(fixRanges(diags, src, json), src, json))
 }
 
 // sortDiagnostics orders diagnostics by position, so output is stable and reads top to

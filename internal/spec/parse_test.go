@@ -539,6 +539,19 @@ func TestSecretsNeverRendered(t *testing.T) {
 		{"json escaped secrets key", `{"id": "db", "type": "csi", "plugin_id": "x", "secr\u0065ts": {"bad key": "TOPSECRET"}}`},
 		{"HCL1 quoted escaped secrets name", baseVolume + "\"secr\\u0065ts\" { k = \"TOPSECRET\" }"},
 		{"json API form", `{"Volumes": [{"ID": "db", "PluginID": "x", "Secrets": {"k": "TOPSECRET"}}]}`},
+		// A secret written unquoted in JSON is a keyword HCL's parser refuses, quoting it
+		// ("Invalid JSON keyword"); so are what follows a string and what starts as a number.
+		{"json unquoted secret", `{"id": "db", "type": "csi", "plugin_id": "x", "secrets": {"k": TOPSECRET}}`},
+		{"json unquoted mount flag", `{"id": "db", "type": "csi", "plugin_id": "x", "mount_options": {"mount_flags": [TOPSECRET]}}`},
+		{"json word after a secret", `{"id": "db", "type": "csi", "plugin_id": "x", "secrets": {"k": "x" TOPSECRET}}`},
+		{"json secret starting with a digit", `{"id": "db", "type": "csi", "plugin_id": "x", "secrets": [{"k": 1TOPSECRET}]}`},
+		{"json single-quoted secret", `{"id": "db", "type": "csi", "plugin_id": "x", "secrets": {"k": 'TOPSECRET'}}`},
+		// HCL quotes a template directive's keyword it does not know: in a secret, the secret.
+		{"template keyword in a secret", baseVolume + "secrets {\n  k = \"%{ TOPSECRET }\"\n}"},
+		{"template keyword in a mount flag", baseVolume + "mount_options {\n  mount_flags = [\"%{TOPSECRET}\"]\n}"},
+		// A value written unquoted that starts as a comment is a comment, on the line shown.
+		{"unquoted secret starting with #", baseVolume + "secrets {\n  k = #TOPSECRET\n}"},
+		{"unquoted env value starting with //", "plugin \"p\" {\ntype = \"node\"\nsocket = \"/s\"\nexec {\ncommand = \"/x\"\nenv = { A = //TOPSECRET\n}\n}\n}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -103,6 +103,10 @@ func redactSource(src []byte, json bool) []byte {
 				if !isKey(toks, k, k) {
 					mask(t)
 				}
+			case hclsyntax.TokenComment:
+				// A value written unquoted that starts with # or // (`k = #hunter2`) is a
+				// comment to HCL, and the missing value is what the diagnostic points at.
+				mask(t)
 			}
 			if block && depth <= 0 || !block && depth <= 0 && (endsLine(t) || t.Type == hclsyntax.TokenEOF) {
 				break
@@ -111,6 +115,56 @@ func redactSource(src []byte, json bool) []byte {
 		i = k
 	}
 	return out
+}
+
+// hideMasked replaces with Redacted, in each diagnostic's summary and detail, the source text
+// under its subject that redactSource masks in the snippet: HCL quotes what it refuses ("%q is
+// not a valid template control keyword", "%q is not a valid JSON keyword"), and in a secrets
+// map that is a secret's text (`k = "%{hunter2}"`, `"k": hunter2`). The source is masked only
+// for a file with a diagnostic that has a subject.
+func hideMasked(diags hcl.Diagnostics, src []byte, json bool) hcl.Diagnostics {
+	var masked []byte
+	for _, d := range diags {
+		if d.Subject == nil {
+			continue
+		}
+		from, to := max(d.Subject.Start.Byte, 0), min(d.Subject.End.Byte, len(src))
+		if from >= to {
+			continue
+		}
+		if masked == nil {
+			masked = redactSource(src, json)
+		}
+		for i := from; i < to; {
+			if masked[i] == src[i] {
+				i++
+				continue
+			}
+			j := i
+			for j < to && masked[j] != src[j] {
+				j++
+			}
+			d.Summary, d.Detail = hideText(d.Summary, string(src[i:j])), hideText(d.Detail, string(src[i:j]))
+			i = j
+		}
+	}
+	return diags
+}
+
+// hideText replaces s's occurrences of text, as it is and as %q quotes it, with Redacted. A
+// text shorter than MinScrubLen is replaced only quoted: "x" would mask every x of the words.
+func hideText(s, text string) string {
+	if s == "" || strings.TrimSpace(text) == "" {
+		return s
+	}
+	if len(text) < MinScrubLen {
+		return strings.ReplaceAll(s, strconv.Quote(text), strconv.Quote(Redacted))
+	}
+	s = strings.ReplaceAll(s, text, Redacted)
+	if q := strconv.Quote(text); q[1:len(q)-1] != text {
+		s = strings.ReplaceAll(s, q[1:len(q)-1], Redacted)
+	}
+	return s
 }
 
 // sensitiveToken returns the name that toks[i] starts, if any, and the index of its last
@@ -187,8 +241,12 @@ var jsonSensitiveKey = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`"((?:[^"\\\n]|\\.)*)"\s*:\s*`)
 })
 
-// redactJSON masks, in place, the strings and numbers of the values of sensitive keys in JSON
-// source (the parser takes a number where a string is due).
+// redactJSON masks, in place, everything but the structure (braces, brackets, commas,
+// colons, white space) and the object keys of the values of sensitive keys in JSON source:
+// strings, numbers, and the bare words and stray characters of a broken file (`"k": hunter2`,
+// which HCL's JSON parser quotes back as an invalid keyword), since the parser takes a number
+// where a string is due and a mistyped secret is what gets a diagnostic. A plain value ends at
+// the comma, bracket or line break after it, or at the next key.
 func redactJSON(b []byte) {
 	for _, loc := range jsonSensitiveKey().FindAllSubmatchIndex(b, -1) {
 		if !sensitiveName(unescape(string(b[loc[2]:loc[3]]))) {
@@ -196,36 +254,35 @@ func redactJSON(b []byte) {
 		}
 		i := loc[1]
 		depth := 0
+	value:
 		for i < len(b) {
 			c := b[i]
 			switch {
 			case c == '"' && jsonKeyAt(b, i):
+				if depth == 0 {
+					break value // the next key of the object around: the value was missing
+				}
 				i = skipJSONString(b, i)
 				continue
 			case c == '"':
 				i = maskJSONString(b, i)
-				if depth == 0 {
-					i = len(b) // a plain string value: done
-				}
-				continue
-			case c == '-' || c >= '0' && c <= '9':
-				for i < len(b) && strings.IndexByte("+-.0123456789eE", b[i]) >= 0 {
-					b[i] = '*'
-					i++
-				}
-				if depth == 0 {
-					i = len(b) // a plain number value: done
-				}
 				continue
 			case c == '{' || c == '[':
 				depth++
 			case c == '}' || c == ']':
 				depth--
+				if depth <= 0 {
+					break value // the value's own close, or the object's around a plain value
+				}
+			case c == ',' || c == '\n':
+				if depth == 0 {
+					break value
+				}
+			case c == ':' || c == ' ' || c == '\t' || c == '\r':
+			default:
+				b[i] = '*' // a number, a bare word, a stray character
 			}
 			i++
-			if depth <= 0 {
-				break
-			}
 		}
 	}
 }

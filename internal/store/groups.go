@@ -78,6 +78,9 @@ func (gs groups) Put(g *Group) error {
 	if err != nil {
 		return fmt.Errorf("%s: encode: %w", what, err)
 	}
+	if err := gs.tx.noteSecretsUnlessSame(`SELECT spec IS ? FROM groups WHERE name = ?`, string(b), g.Name); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	now := encTime(gs.tx.now())
 	var created int64
 	err = gs.tx.queryRow(`

@@ -142,6 +142,9 @@ func (ps plugins) Put(p *Plugin) error {
 	if err != nil {
 		return fmt.Errorf("%s: encode exec: %w", what, err)
 	}
+	if err := ps.tx.noteSecretsUnlessSame(`SELECT exec IS ? FROM plugins WHERE id = ?`, exec, p.ID); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	now := encTime(ps.tx.now())
 	var created int64
 	err = ps.tx.queryRow(`
@@ -162,6 +165,9 @@ func (ps plugins) Put(p *Plugin) error {
 }
 
 func (ps plugins) Delete(id string) error {
+	if err := ps.tx.noteSecrets(); err != nil {
+		return fmt.Errorf("%s: %w", pluginWhat(id), err)
+	}
 	res, err := ps.tx.exec(`DELETE FROM plugins WHERE id = ?`, id)
 	return affected(res, err, pluginWhat(id), "")
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -43,5 +44,75 @@ func TestSecretValues(t *testing.T) {
 	want := []string{"claim-flag", "env-value", "group-flag", "past-flag", "shared", "vol-flag", "vol-secret"}
 	if !slices.Equal(got, want) {
 		t.Errorf("SecretValues = %q, want %q", got, want)
+	}
+}
+
+// TestSecretsLeavingTheStateAreScrubbedFromTheEventLog: an event's message may word data a
+// plugin returned, which a plugin may have echoed a secret into, and the log outlives the
+// secret. A transaction that takes a secret value out of the state (a volume deleted, its
+// secrets replaced, a plugin's exec env changed or the plugin deleted, a snapshot record
+// forgotten) rewrites the log with the scrubber of the values gone; a value still held
+// elsewhere stays, for the display-time scrub to take; a transaction taking nothing out
+// rewrites nothing.
+func TestSecretsLeavingTheStateAreScrubbedFromTheEventLog(t *testing.T) {
+	t.Parallel()
+	var scrubbed [][]string
+	s := newStore(t, WithForget(func(values []string) func(string) string {
+		v := slices.Clone(values)
+		slices.Sort(v)
+		scrubbed = append(scrubbed, v)
+		return func(msg string) string {
+			for _, x := range values {
+				msg = strings.ReplaceAll(msg, x, "[GONE]")
+			}
+			return msg
+		}
+	}))
+	plugin := Plugin{ID: "p", Type: spec.PluginNode, Exec: &spec.Exec{Command: "x", Env: spec.Secrets{"TOKEN": "env-one"}}}
+	vol := Volume{ID: "v", PluginID: "p", State: VolumeReady, Secrets: spec.Secrets{"k": "vol-one", "s": "shared"}}
+	other := Volume{ID: "w", PluginID: "p", State: VolumeReady, Secrets: spec.Secrets{"k": "shared"}}
+	snap := Snapshot{PluginID: "p", SnapshotID: "snap-1", Name: "n", Secrets: spec.Secrets{"k": "snap-one"}}
+	update(t, s, func(tx *Tx) error {
+		return errors.Join(tx.Plugins().Put(&plugin), tx.Volumes().Insert(&vol), tx.Volumes().Insert(&other), tx.Snapshots().Put(&snap),
+			tx.Events().Append(&Event{Kind: "x", Message: "node vol-one env-one snap-one shared vol-two"}))
+	})
+	message := func() string {
+		var evs []Event
+		view(t, s, func(tx *Tx) (err error) {
+			evs, err = tx.Events().Recent(1, EventFilter{})
+			return err
+		})
+		return evs[0].Message
+	}
+	for _, step := range []struct {
+		what string
+		fn   func(tx *Tx) error
+		want string
+		gone []string
+	}{
+		{"an update that keeps the secrets", func(tx *Tx) error { vol.CapacityBytes = 5; return tx.Volumes().Update(&vol) },
+			"node vol-one env-one snap-one shared vol-two", nil},
+		{"the volume's secrets replaced", func(tx *Tx) error {
+			vol.Secrets = spec.Secrets{"k": "vol-two", "s": "shared"}
+			return tx.Volumes().Update(&vol)
+		}, "node [GONE] env-one snap-one shared vol-two", []string{"vol-one"}},
+		{"the volume deleted", func(tx *Tx) error { return tx.Volumes().Delete("v") },
+			"node [GONE] env-one snap-one shared [GONE]", []string{"vol-two"}}, // "shared" is still w's
+		{"the snapshot forgotten", func(tx *Tx) error { return tx.Snapshots().Delete("p", "snap-1") },
+			"node [GONE] env-one [GONE] shared [GONE]", []string{"snap-one"}},
+		{"the plugin's env changed", func(tx *Tx) error {
+			plugin.Exec = &spec.Exec{Command: "x"}
+			return tx.Plugins().Put(&plugin)
+		}, "node [GONE] [GONE] [GONE] shared [GONE]", []string{"env-one"}},
+	} {
+		scrubbed = nil
+		rows := s.RowsRead()
+		update(t, s, step.fn)
+		if step.gone == nil && s.RowsRead() != rows {
+			t.Errorf("%s: read %d rows; want none (one comparison of the row's secret columns)", step.what, s.RowsRead()-rows)
+		}
+		if got := message(); got != step.want || len(scrubbed) != min(len(step.gone), 1) || len(step.gone) > 0 && !slices.Equal(scrubbed[0], step.gone) {
+			t.Errorf("%s: the event reads %q, scrubbed of %q; want %q, scrubbed of %q", step.what, got, scrubbed, step.want, step.gone)
+		}
 	}
 }

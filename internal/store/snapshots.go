@@ -135,6 +135,9 @@ func (ss snapshots) Put(sn *Snapshot) error {
 	if err != nil {
 		return err
 	}
+	if err := ss.tx.noteSecretsUnlessSame(`SELECT secrets IS ? FROM snapshots WHERE plugin_id = ? AND snapshot_id = ?`, sec, sn.PluginID, sn.SnapshotID); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	_, err = ss.tx.exec(`INSERT OR REPLACE INTO snapshots (`+snapshotColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		sn.PluginID, sn.SnapshotID, sn.Name, sn.SourceVolumeID, sn.SourceExternalID, sn.SizeBytes,
 		encBool(sn.ReadyToUse), params, encTime(sn.CreatedAt), sec, sn.Reach.Type, sn.Reach.Socket, sn.Reach.ControllerSocket, sn.Reach.Provider)
@@ -142,6 +145,9 @@ func (ss snapshots) Put(sn *Snapshot) error {
 }
 
 func (ss snapshots) Delete(pluginID, snapshotID string) error {
+	if err := ss.tx.noteSecrets(); err != nil {
+		return fmt.Errorf("%s: %w", snapshotWhat(pluginID, snapshotID), err)
+	}
 	res, err := ss.tx.exec(`DELETE FROM snapshots WHERE plugin_id = ? AND snapshot_id = ?`, pluginID, snapshotID)
 	return affected(res, err, snapshotWhat(pluginID, snapshotID), "")
 }
@@ -186,6 +192,9 @@ func (ss snapshots) PutCreate(sc *SnapshotCreate) error {
 	if err != nil {
 		return err
 	}
+	if err := ss.tx.noteSecretsUnlessSame(`SELECT secrets IS ? FROM snapshot_creates WHERE plugin_id = ? AND name = ?`, sec, sc.PluginID, sc.Name); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	_, err = ss.tx.exec(`INSERT OR REPLACE INTO snapshot_creates (`+snapshotCreateColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		sc.PluginID, sc.Name, sc.SourceVolumeID, sc.SourceExternalID, params, sec, sc.Reach.Type, sc.Reach.Socket,
 		sc.Reach.ControllerSocket, sc.Reach.Provider, encTime(sc.CreatedAt))
@@ -203,6 +212,9 @@ func (ss snapshots) ListCreates(pluginID string) ([]SnapshotCreate, error) {
 }
 
 func (ss snapshots) DeleteCreate(pluginID, name string) error {
+	if err := ss.tx.noteSecrets(); err != nil {
+		return fmt.Errorf("%s: %w", snapshotCreateWhat(pluginID, name), err)
+	}
 	res, err := ss.tx.exec(`DELETE FROM snapshot_creates WHERE plugin_id = ? AND name = ?`, pluginID, name)
 	return affected(res, err, snapshotCreateWhat(pluginID, name), "")
 }

@@ -92,6 +92,9 @@ type Store struct {
 	roErr error
 	// ro is how a store on a read-only file system reads (readonly.go); nil otherwise.
 	ro *readOnlyState
+	// forget scrubs the event log of the secret values a transaction took out of the state
+	// (forget.go); nil leaves it as it is.
+	forget func(values []string) func(string) string
 }
 
 // Stats counts the transactions this Store has committed since Open, by kind. Tests and
@@ -124,6 +127,7 @@ type options struct {
 	historyLimit int
 	now          func() time.Time
 	log          *slog.Logger
+	forget       func(values []string) func(string) string
 }
 
 // WithClock sets the clock that stamps created/updated times, for deterministic tests.
@@ -192,8 +196,9 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 		historyLimit: o.historyLimit,
 		// Readings are cut to what the database keeps, so a value returned by a write equals the
 		// one read back.
-		now: func() time.Time { return decTime(o.now().UnixNano()) },
-		log: o.log,
+		now:    func() time.Time { return decTime(o.now().UnixNano()) },
+		log:    o.log,
+		forget: o.forget,
 	}
 	wdb, err := openDB(dsn(path, o.busyTimeout, false))
 	if err != nil {
@@ -613,6 +618,9 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn 
 	if err := fn(tx); err != nil {
 		return s.diskFull(err)
 	}
+	if err := tx.forgetGone(); err != nil {
+		return s.diskFull(err)
+	}
 	if err := s.retry(ctx, func() error {
 		_, err := tx.exec("COMMIT")
 		return err
@@ -815,6 +823,10 @@ type Tx struct {
 	ctx context.Context
 	c   *conn
 	s   *Store
+	// secretsBefore are the secret values the state held before the transaction's first
+	// change that may remove some (forget.go); noted says they were read.
+	secretsBefore []string
+	noted         bool
 }
 
 // exec runs a statement that returns no rows, prepared once per connection.

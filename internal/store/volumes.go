@@ -285,6 +285,10 @@ func (vs volumes) Update(v *Volume) error {
 	// leave the modes out.
 	n := len(args)
 	args = append(args[:n-4:n-4], args[n-2:]...)
+	// args[7] and args[8] are mount_options and secrets, as the statement below sets them.
+	if err := vs.tx.noteSecretsUnlessSame(`SELECT mount_options IS ? AND secrets IS ? FROM volumes WHERE id = ?`, args[7], args[8], v.ID); err != nil {
+		return fmt.Errorf("%s: %w", volumeWhat(v.ID), err)
+	}
 	now := vs.tx.now()
 	var access, attachment string
 	err = vs.tx.queryRow(`
@@ -302,6 +306,9 @@ func (vs volumes) Update(v *Volume) error {
 }
 
 func (vs volumes) Delete(id string) error {
+	if err := vs.tx.noteSecrets(); err != nil {
+		return fmt.Errorf("%s: %w", volumeWhat(id), err)
+	}
 	res, err := vs.tx.exec(`DELETE FROM volumes WHERE id = ?`, id)
 	return affected(res, err, volumeWhat(id), "in use: live claims or a staging still refer to it")
 }

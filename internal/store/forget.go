@@ -1,0 +1,99 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// WithForget makes every write transaction that takes secret values out of the state (a
+// volume deleted, deregistered or registered again with other secrets, a plugin with another
+// exec env, a snapshot record forgotten) rewrite the event log's messages with scrub(values)
+// of the values it took out, before it commits. The engine scrubs what it prints with the
+// values the state holds (store.Tx.SecretValues), but an event's message may word data a
+// plugin returned (a node ID, an external ID, a topology), which a hostile plugin may have
+// echoed a secret into: once the secret has left the state, nothing would scrub it from the
+// log that outlives it. The cost is paid by those transactions only: two reads of the secret
+// values and a pass over the log (at most DefaultEventLimit messages) when some went.
+func WithForget(scrub func(values []string) func(string) string) Option {
+	return func(o *options) { o.forget = scrub }
+}
+
+// noteSecrets reads, once per transaction, the secret values the state holds before a change
+// that may remove some, for forgetGone to compare with at commit.
+func (tx *Tx) noteSecrets() error {
+	if tx.s.forget == nil || tx.noted {
+		return nil
+	}
+	before, err := tx.SecretValues()
+	if err != nil {
+		return err
+	}
+	tx.secretsBefore, tx.noted = before, true
+	return nil
+}
+
+// noteSecretsUnlessSame is noteSecrets for a change of a row's secret columns: query selects
+// whether the row's columns are those about to be written (one row, one boolean), and only
+// when they are not is anything read beyond it. No row: nothing to remove.
+func (tx *Tx) noteSecretsUnlessSame(query string, args ...any) error {
+	if tx.s.forget == nil || tx.noted {
+		return nil
+	}
+	var same bool
+	switch err := tx.queryRow(query, args...).Scan(&same); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("compare the secrets to be written: %w", mapBusy(err))
+	case same:
+		return nil
+	}
+	return tx.noteSecrets()
+}
+
+// forgetGone, at commit, scrubs the event log of the values noteSecrets read that the state
+// no longer holds.
+func (tx *Tx) forgetGone() error {
+	if !tx.noted {
+		return nil
+	}
+	after, err := tx.SecretValues()
+	if err != nil {
+		return err
+	}
+	held := make(map[string]bool, len(after))
+	for _, v := range after {
+		held[v] = true
+	}
+	var gone []string
+	for _, v := range tx.secretsBefore {
+		if !held[v] {
+			gone = append(gone, v)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	scrub := tx.s.forget(gone)
+	type msg struct {
+		id   int64
+		text string
+	}
+	rows, err := tx.query(`SELECT id, message FROM events`)
+	msgs, err := collect(rows, err, func(sc scanner) (msg, error) {
+		var m msg
+		return m, sc.Scan(&m.id, &m.text)
+	})
+	if err != nil {
+		return fmt.Errorf("read the event log to scrub the secrets that left the state: %w", mapBusy(err))
+	}
+	for _, m := range msgs {
+		if s := scrub(m.text); s != m.text {
+			if _, err := tx.exec(`UPDATE events SET message = ? WHERE id = ?`, s, m.id); err != nil {
+				return fmt.Errorf("scrub the event log of the secrets that left the state: %w", mapBusy(err))
+			}
+		}
+	}
+	return nil
+}
