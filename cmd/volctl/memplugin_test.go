@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -23,7 +26,7 @@ import (
 // for the rest of the script, so scripts can run volctl against a plugin that lacks
 // capabilities, fails or hangs:
 //
-//	memplugin SOCKET [node=ID] [name=NAME] [max=N] [zone=Z] [split=NODESOCKET] [nomount] [-cap=CAPABILITY]... [+cap=CAPABILITY]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...
+//	memplugin SOCKET [node=ID] [name=NAME] [max=N] [zone=Z] [split=NODESOCKET] [nomount] [-cap=CAPABILITY]... [+cap=CAPABILITY]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]... [calls=FILE]
 //
 // max=N is NodeGetInfo's max_volumes_per_node; zone=Z gives the node the accessible topology
 // {zone: Z}. nomount makes a plugin that answers NodePublishVolume OK and mounts nothing at the
@@ -32,19 +35,20 @@ import (
 //
 // -cap turns off a plugin, controller or node capability by its CSI name (e.g.
 // -cap=CREATE_DELETE_SNAPSHOT); +cap turns one on (e.g. +cap=VOLUME_EXPANSION_OFFLINE). fail=NodeStageVolume:Internal fails every call, with :N only
-// the next N. The plugin stops when the script ends. Where bind mounts are allowed, it mounts
+// the next N. calls=FILE appends each RPC's name to FILE as it arrives, before any fault, so a
+// script can wait for a hung RPC to be in flight instead of sleeping. The plugin stops when the script ends. Where bind mounts are allowed, it mounts
 // for real (csitest.MemConfig.MountRoot, below $WORK/.memplugin), and whatever it still has
 // mounted is unmounted when the script ends.
 func cmdMemPlugin(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 1 {
-		ts.Fatalf("usage: memplugin SOCKET [node=ID] [name=NAME] [max=N] [zone=Z] [split=NODESOCKET] [nomount] [-cap=NAME]... [+cap=NAME]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]...")
+		ts.Fatalf("usage: memplugin SOCKET [node=ID] [name=NAME] [max=N] [zone=Z] [split=NODESOCKET] [nomount] [-cap=NAME]... [+cap=NAME]... [fail=RPC:Code[:N]]... [hang=RPC]... [delay=RPC:DURATION]... [calls=FILE]")
 	}
 	socket := ts.MkAbs(args[0])
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "mem-node"
 	faults := csitest.NewFaults()
 	var off, on []string
-	nodeSocket := ""
+	nodeSocket, callsFile := "", ""
 	mount := hostpathtest.CanMount() == nil
 	for _, a := range args[1:] {
 		key, val, _ := strings.Cut(a, "=")
@@ -82,6 +86,8 @@ func cmdMemPlugin(ts *testscript.TestScript, neg bool, args []string) {
 			faults.Inject(parts[0], csitest.Fault{Code: code, Times: n, Message: "injected by the test script"})
 		case "hang":
 			faults.Hang(val)
+		case "calls":
+			callsFile = ts.MkAbs(val)
 		case "delay":
 			rpc, d, _ := strings.Cut(val, ":")
 			dur, err := time.ParseDuration(d)
@@ -122,15 +128,30 @@ func cmdMemPlugin(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	})
 	if nodeSocket == "" {
-		serveMem(ts, socket, faults, mem.Register)
+		serveMem(ts, socket, faults, callsFile, mem.Register)
 		return
 	}
-	serveMem(ts, socket, faults, func(s *grpc.Server) { mem.RegisterServices(s, csitest.Identity, csitest.Controller) })
-	serveMem(ts, nodeSocket, faults, func(s *grpc.Server) { mem.RegisterServices(s, csitest.Identity, csitest.Node) })
+	serveMem(ts, socket, faults, callsFile, func(s *grpc.Server) { mem.RegisterServices(s, csitest.Identity, csitest.Controller) })
+	serveMem(ts, nodeSocket, faults, callsFile, func(s *grpc.Server) { mem.RegisterServices(s, csitest.Identity, csitest.Node) })
 }
 
-func serveMem(ts *testscript.TestScript, socket string, faults *csitest.Faults, register func(*grpc.Server)) {
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(faults.Interceptor()))
+func serveMem(ts *testscript.TestScript, socket string, faults *csitest.Faults, callsFile string, register func(*grpc.Server)) {
+	interceptors := []grpc.UnaryServerInterceptor{faults.Interceptor()}
+	if callsFile != "" {
+		var mu sync.Mutex
+		record := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			mu.Lock()
+			f, err := os.OpenFile(callsFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+			if err == nil {
+				_, _ = fmt.Fprintln(f, info.FullMethod[strings.LastIndex(info.FullMethod, "/")+1:])
+				_ = f.Close()
+			}
+			mu.Unlock()
+			return handler(ctx, req)
+		}
+		interceptors = append([]grpc.UnaryServerInterceptor{record}, interceptors...)
+	}
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors...))
 	register(srv)
 	ts.Check(os.MkdirAll(filepath.Dir(socket), 0o755))
 	lis, err := net.Listen("unix", socket)

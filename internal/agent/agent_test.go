@@ -751,9 +751,10 @@ func TestAgentFollowsRegistrations(t *testing.T) {
 func TestSecondAgentOnStateDirRefuses(t *testing.T) {
 	f := newFixture(t)
 	stop := f.startAgent(testSettings)
+	// The file is made, then written: wait for what it says, which the refusal quotes.
 	waitFor(t, "the first agent's pid file", func() bool {
-		_, err := os.Stat(filepath.Join(f.dir, "run", "agent.pid"))
-		return err == nil
+		b, err := os.ReadFile(filepath.Join(f.dir, "run", "agent.pid"))
+		return err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(os.Getpid())
 	})
 
 	second, err := New(Config{Engine: f.openEngine(), Settings: testSettings})

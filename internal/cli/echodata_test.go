@@ -112,7 +112,7 @@ func TestPluginDataEchoingSecretsRedacted(t *testing.T) {
 		}
 		check("snapshot create "+name, out, errOut)
 		ios, _, out, errOut = iostreams.Test()
-		if err := snapshotListRun(ctx, &SnapshotListOptions{IO: ios, Engine: eng, Now: nowFunc, PluginID: "mem", Secrets: []string{"k=" + listSecret}, Exporter: x}); err != nil {
+		if err := snapshotListRun(ctx, &SnapshotListOptions{IO: ios, Engine: eng, Now: nowFunc, PluginID: "mem", Secrets: secretFlags{Values: []string{"k=" + listSecret}}, Exporter: x}); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(out.String(), "[REDACTED]") {

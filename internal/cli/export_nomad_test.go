@@ -131,6 +131,10 @@ func TestExportNomadGroupJob(t *testing.T) {
 		h.createVolume(t, id, spec.SingleNodeWriter)
 	}
 	h.createVolume(t, "logs", spec.MultiNodeMultiWriter)
+	// The destinations are bind-mounted for real: under a directory of the test's own, whose
+	// mounts go with it, not at /srv, where each run left its mounts on the host and the next
+	// run's group (or another process's) found them there.
+	root := hostpathtest.MountDir(t)
 	g := spec.Group{Name: "web", Count: 2,
 		Volumes: []spec.VolumeRequest{
 			{Name: "data", Type: "csi", Source: "data", PerAlloc: true, AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem,
@@ -138,8 +142,8 @@ func TestExportNomadGroupJob(t *testing.T) {
 			{Name: "logs", Type: "csi", Source: "logs", ReadOnly: true, AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem},
 		},
 		Mounts: []spec.VolumeMount{
-			{Volume: "data", Destination: "/srv/data/{index}", PropagationMode: spec.PropagationPrivate},
-			{Volume: "logs", Destination: "/srv/logs/{alloc}", ReadOnly: true, PropagationMode: spec.PropagationHostToTask},
+			{Volume: "data", Destination: root + "/srv/data/{index}", PropagationMode: spec.PropagationPrivate},
+			{Volume: "logs", Destination: root + "/srv/logs/{alloc}", ReadOnly: true, PropagationMode: spec.PropagationHostToTask},
 		}}
 	if _, err := h.e.RunGroup(h.ctx, g); err != nil {
 		t.Fatal(err)
@@ -202,8 +206,8 @@ func TestExportNomadGroupJob(t *testing.T) {
 		t.Fatalf("%d tasks, want one per volume_mount (2)", len(tasks))
 	}
 	for i, want := range []spec.VolumeMount{
-		{Volume: "data", Destination: "/srv/data/${NOMAD_ALLOC_INDEX}", PropagationMode: "private"},
-		{Volume: "logs", Destination: "/srv/logs/web[${NOMAD_ALLOC_INDEX}]", ReadOnly: true, PropagationMode: "host-to-task"},
+		{Volume: "data", Destination: root + "/srv/data/${NOMAD_ALLOC_INDEX}", PropagationMode: "private"},
+		{Volume: "logs", Destination: root + "/srv/logs/web[${NOMAD_ALLOC_INDEX}]", ReadOnly: true, PropagationMode: "host-to-task"},
 	} {
 		attrs, _ := tasks[i].Body.JustAttributes()
 		if d, _ := attrs["driver"].Expr.Value(nil); d.AsString() != "exec" {
@@ -377,10 +381,11 @@ func TestExportNomadRefusesKeysEqualInNFC(t *testing.T) {
 	req := func(name, source string) spec.VolumeRequest {
 		return spec.VolumeRequest{Name: name, Type: "csi", Source: source, AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}
 	}
+	root := hostpathtest.MountDir(t) // the binds' destinations, unmounted with it (not at /a, /b on the host)
 	g := spec.Group{Name: "web", Count: 1,
 		Volumes: []spec.VolumeRequest{req("\u00e9", "shared-a"), req("e\u0301", "shared-b")},
-		Mounts: []spec.VolumeMount{{Volume: "\u00e9", Destination: "/a", PropagationMode: spec.PropagationPrivate},
-			{Volume: "e\u0301", Destination: "/b", PropagationMode: spec.PropagationPrivate}}}
+		Mounts: []spec.VolumeMount{{Volume: "\u00e9", Destination: root + "/a", PropagationMode: spec.PropagationPrivate},
+			{Volume: "e\u0301", Destination: root + "/b", PropagationMode: spec.PropagationPrivate}}}
 	if _, err := h.e.RunGroup(h.ctx, g); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -48,7 +49,7 @@ and a node socket (--controller-socket, --node-socket; either alone is fine). A 
 path or unix://PATH.
 
 Exits 1 when a socket is missing or the plugin fails, and shows an unhealthy plugin with its
-error. A plugin that answers but is still initialising shows Health = not ready and exits 0.`,
+error; 2 for a socket path no socket can have (longer than 107 bytes). A plugin that answers but is still initialising shows Health = not ready and exits 0.`,
 		Example: `  volctl plugin probe --socket /run/csi/hostpath.sock
   volctl plugin probe --controller-socket /run/csi/ctrl.sock --node-socket /run/csi/node.sock --json
   volctl plugin probe --socket /run/csi/x.sock -t '{{.provider}} {{.healthy}}'`,
@@ -98,11 +99,27 @@ func (o *PluginProbeOptions) sockets() (controller, node string, err error) {
 	case o.Socket != "" && (o.ControllerSocket != "" || o.NodeSocket != ""):
 		return "", "", usageError("plugin probe: --socket is for a monolith; give a split plugin's sockets with --controller-socket and --node-socket only")
 	case o.Socket != "":
-		return path(o.Socket), path(o.Socket), nil
+		controller, node = path(o.Socket), path(o.Socket)
 	case o.ControllerSocket == "" && o.NodeSocket == "":
 		return "", "", usageError("plugin probe: --socket is required (or --controller-socket and/or --node-socket for a split plugin)")
+	default:
+		controller, node = path(o.ControllerSocket), path(o.NodeSocket)
 	}
-	return path(o.ControllerSocket), path(o.NodeSocket), nil
+	// A path no socket can have (too long for sun_path) is said as plugin register says it,
+	// not left to the dial, whose "does not exist (is the plugin running?)" cannot be helped.
+	for _, s := range []string{controller, node} {
+		if s == "" {
+			continue
+		}
+		abs, err := filepath.Abs(s)
+		if err != nil {
+			return "", "", fmt.Errorf("plugin probe: socket %s: %w", s, err)
+		}
+		if problem := spec.SocketPathProblem("socket "+s, abs); problem != "" {
+			return "", "", usageError("plugin probe: %s", problem)
+		}
+	}
+	return controller, node, nil
 }
 
 // pluginProbeRun probes first (the health verdict), then fingerprints, and prints both.

@@ -205,3 +205,19 @@ func TestPluginProbeWordsHealthAsTheEngine(t *testing.T) {
 	}
 	checkHolds(t, "output", out.String(), []string{"Health            = not ready\n"}, []string{"Healthy", "Ready "})
 }
+
+// TestPluginProbeSocketTooLongSaysSo: docs/troubleshooting.md's "Socket path too long" says a
+// unix socket path has at most 107 bytes. plugin register and plugin serve say so of a longer
+// one (exit 2); plugin probe answered that the socket "does not exist (is the plugin
+// running?)" (exit 1), a remedy that cannot work: no plugin can be reached at such a path.
+func TestPluginProbeSocketTooLongSaysSo(t *testing.T) {
+	long := "/tmp/" + strings.Repeat("a", 110) + "/hp.sock"
+	for _, opts := range []PluginProbeOptions{
+		{Socket: long},
+		{ControllerSocket: "/run/c.sock", NodeSocket: "unix://" + long},
+	} {
+		ios, _, _, _ := iostreams.Test()
+		opts.IO, opts.Timeout = ios, time.Second
+		expectErr(t, pluginProbeRun(context.Background(), &opts), "is 123 bytes long; a unix socket path must fit in sun_path, at most 107 bytes", ExitUsage)
+	}
+}

@@ -42,7 +42,9 @@ alloc holds the volume names the holder and exits 4. Without --access-mode and
 --attachment-mode the volume's current mode is used, or its first capability that fits.
 --fs-type replaces the volume's fs type; --mount-flag (repeatable) replaces its mount flags.
 
-Claiming again for an alloc that holds the same claim prints the same target path; a read
+Claiming again for an alloc that holds the same claim prints the same target path; one
+asking for another mode, or for an --fs-type or --mount-flag the claim was not published
+with, exits 4 (release it first). A read
 claim found mounted read-write (an older volctl published it so) exits 4 instead, saying how
 to get it read-only, and is left mounted. A claim
 that fails with a final error is rolled back; one that fails with a retryable error is left

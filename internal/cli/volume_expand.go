@@ -43,7 +43,8 @@ says the node must expand but whose node service cannot (no EXPAND_VOLUME) fails
 (exit 1) with the node expansion left owed.
 
 Sizes read like a spec's capacity_min: "10GiB", "500M", "1T". A volume never shrinks (exit 2);
-asking for its current size changes nothing but sending a node expansion still owed. A plugin without EXPAND_VOLUME is refused (exit 2).
+asking for its current size changes nothing but sending a node expansion still owed, and
+recording --limit. A plugin without EXPAND_VOLUME is refused (exit 2).
 A plugin that expands only offline is refused while the volume has claims (exit 4): release
 them first. --limit sets a new capacity_max; without it, a size above the volume's capacity_max
 is refused (exit 2).`,
@@ -80,7 +81,13 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 	if err != nil {
 		return fmt.Errorf("expand volume %q: %w", opts.ID, err)
 	}
-	id := before.ID // a unique prefix names the volume, as in volume status
+	if before.ID != opts.ID && strings.HasPrefix(before.ID, opts.ID) {
+		// Volume reads a unique prefix, as volume status does; an expansion cannot be undone,
+		// so it takes the full ID, as every command that changes a volume does.
+		return fmt.Errorf("expand volume %q: volume %q not found (it is a prefix of %q: an expand takes the full ID)",
+			opts.ID, opts.ID, before.ID)
+	}
+	id := before.ID // the stored form of the ID given
 	if limit == 0 && before.RequestedMax != 0 {
 		if size > before.RequestedMax {
 			return usageError("expand volume %q: %s is above its capacity_max %s; pass --limit to raise it",
@@ -105,7 +112,11 @@ func volumeExpandRun(ctx context.Context, opts *VolumeExpandOptions) error {
 	case v.CapacityBytes == before.CapacityBytes && v.RequestedMin == before.RequestedMin && before.NodeExpansionOwed > v.NodeExpansionOwed:
 		fmt.Fprintf(&out, "Volume %q expanded on the node to %s\n", v.ID, bytesIEC(before.NodeExpansionOwed))
 	case v.CapacityBytes == before.CapacityBytes && v.RequestedMin == before.RequestedMin:
-		fmt.Fprintf(&out, "Volume %q is already %s\n", v.ID, bytesIEC(max(v.CapacityBytes, v.RequestedMin)))
+		fmt.Fprintf(&out, "Volume %q is already %s", v.ID, bytesIEC(max(v.CapacityBytes, v.RequestedMin)))
+		if v.RequestedMax != before.RequestedMax {
+			fmt.Fprintf(&out, "; its capacity_max is now %s", bytesIEC(v.RequestedMax))
+		}
+		out.WriteString("\n")
 	default:
 		fmt.Fprintf(&out, "Volume %q expanded to %s\n", v.ID, bytesIEC(v.CapacityBytes))
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,24 +123,87 @@ func parseParameters(kvs []string) (map[string]string, error) {
 	return out, nil
 }
 
-// parseSecrets reads --secret KEY=VALUE flags; nil when there are none. An error names the key,
-// never the value.
-func parseSecrets(kvs []string) (spec.Secrets, error) {
-	if len(kvs) == 0 {
+// secretFlags are --secret KEY=VALUE and --secret-file KEY=FILE, each repeatable. A value on
+// the command line can be read by every user of the host (/proc/PID/cmdline) and stays in the
+// shell's history; --secret-file reads it from a file (or standard input, "-") instead.
+type secretFlags struct {
+	Values []string // --secret KEY=VALUE
+	Files  []string // --secret-file KEY=FILE
+}
+
+// add registers both flags on cmd.
+func (sf *secretFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&sf.Values, "secret", nil,
+		"a secret for the plugin, KEY=VALUE (repeatable; the value is on the command line: see --secret-file)")
+	cmd.Flags().StringArrayVar(&sf.Files, "secret-file", nil,
+		"a secret for the plugin whose value is FILE's content (one final newline dropped), KEY=FILE; - is standard input (repeatable)")
+}
+
+// parse reads the flags; nil when there are none. An error names the key and the file, never a
+// value.
+func (sf *secretFlags) parse(stdin io.Reader) (spec.Secrets, error) {
+	if len(sf.Values)+len(sf.Files) == 0 {
 		return nil, nil
 	}
-	out := make(spec.Secrets, len(kvs))
-	for _, kv := range kvs {
+	out := make(spec.Secrets, len(sf.Values)+len(sf.Files))
+	put := func(flag, k, v string) error {
+		if _, dup := out[k]; dup {
+			return usageError("%s: %s is given twice", flag, k)
+		}
+		out[k] = v
+		return nil
+	}
+	for _, kv := range sf.Values {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return nil, usageError("--secret: want KEY=VALUE (got one without a key or \"=\")")
 		}
-		if _, dup := out[k]; dup {
-			return nil, usageError("--secret: %s is given twice", k)
+		if err := put("--secret", k, v); err != nil {
+			return nil, err
 		}
-		out[k] = v
+	}
+	stdinRead := false
+	for _, kf := range sf.Files {
+		k, file, ok := strings.Cut(kf, "=")
+		if !ok || k == "" || file == "" {
+			return nil, usageError("--secret-file %q: want KEY=FILE", kf)
+		}
+		var b []byte
+		var err error
+		if file == "-" {
+			if stdinRead {
+				return nil, usageError("--secret-file %s=-: standard input is read for one secret only", k)
+			}
+			stdinRead = true
+			b, err = io.ReadAll(io.LimitReader(stdin, maxSecretFile+1))
+		} else {
+			b, err = readLimited(file, maxSecretFile+1)
+		}
+		switch {
+		case err != nil:
+			return nil, usageError("--secret-file %s: %v", k, err)
+		case len(b) > maxSecretFile:
+			return nil, usageError("--secret-file %s=%s: more than %d bytes: not a secret", k, file, maxSecretFile)
+		}
+		v := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		if err := put("--secret-file", k, v); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
+}
+
+// maxSecretFile bounds what --secret-file reads: a secret, not a file given by mistake.
+const maxSecretFile = 64 << 10
+
+// readLimited reads at most n bytes of the file at path.
+func readLimited(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, n))
 }
 
 func sizeOrUnknown(n int64) string {
@@ -156,7 +220,7 @@ type SnapshotListOptions struct {
 	Now    func() time.Time
 
 	PluginID string
-	Secrets  []string
+	Secrets  secretFlags
 	Exporter exportFlags
 }
 
@@ -176,7 +240,8 @@ stderr (and in the JSON's warnings) says so. Snapshots whose creation was cut sh
 pending, without an ID (volctl reconcile finishes them).
 
 --secret KEY=VALUE (repeatable) is sent with ListSnapshots, as nomad volume snapshot list
--secret does. Without it, volctl sends the secrets the plugin's volumes were registered or
+-secret does; --secret-file KEY=FILE reads the value from FILE (- for standard input) and keeps
+it off the command line, which every user of the host can read. Without it, volctl sends the secrets the plugin's volumes were registered or
 created with, when they all carry the same ones; when they differ, it sends none and warns.`,
 		Example: `  volctl volume snapshot list
   volctl volume snapshot list --plugin hostpath --json
@@ -185,13 +250,13 @@ created with, when they all carry the same ones; when they differ, it sends none
 		RunE: runOpts(opts, nil, runF, snapshotListRun),
 	}
 	idVar(cmd.Flags(), &opts.PluginID, "plugin", "list only this plugin's snapshots")
-	cmd.Flags().StringArrayVar(&opts.Secrets, "secret", nil, "a secret for the plugin, KEY=VALUE (repeatable)")
+	opts.Secrets.add(cmd)
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd
 }
 
 func snapshotListRun(ctx context.Context, opts *SnapshotListOptions) error {
-	secrets, err := parseSecrets(opts.Secrets)
+	secrets, err := opts.Secrets.parse(opts.IO.In)
 	if err != nil {
 		return err
 	}
@@ -247,7 +312,7 @@ type SnapshotDeleteOptions struct {
 
 	PluginID   string
 	SnapshotID string
-	Secrets    []string
+	Secrets    secretFlags
 	Yes        bool
 }
 
@@ -271,14 +336,15 @@ creation was cut short) is named by its NAME: volctl asks the plugin for it agai
 name, the only way to learn its ID, and deletes it.
 
 --secret KEY=VALUE (repeatable) is sent with DeleteSnapshot, as nomad volume snapshot delete
--secret does. Without it, volctl sends the source volume's secrets, or, once the volume is
+-secret does; --secret-file KEY=FILE reads the value from FILE (- for standard input) and keeps
+it off the command line, which every user of the host can read. Without it, volctl sends the source volume's secrets, or, once the volume is
 deregistered, those the snapshot was made with. A snapshot whose plugin was deregistered is
 deleted through the plugin's socket as it was when the snapshot was made.
 
 Exits 2 when the plugin cannot delete snapshots (no CREATE_DELETE_SNAPSHOT). It asks first on a
 terminal and needs --yes otherwise.`,
 		Example: `  volctl volume snapshot delete hostpath snap-5f2c0e9a1b7d4c3e8f6a2b1c --yes
-  volctl volume snapshot delete ebs snap-0a1b2c --secret token=abc --yes`,
+  volctl volume snapshot delete ebs snap-0a1b2c --secret-file token=/run/secrets/ebs-token --yes`,
 		Args: exactArgs(2),
 		RunE: runOpts(opts, func(args []string) {
 			// The snapshot ID is the plugin's, compared as bytes: only the plugin ID is volctl's.
@@ -286,12 +352,12 @@ terminal and needs --yes otherwise.`,
 		}, runF, snapshotDeleteRun),
 	}
 	addYesFlag(cmd, &opts.Yes, "off a terminal")
-	cmd.Flags().StringArrayVar(&opts.Secrets, "secret", nil, "a secret for the plugin, KEY=VALUE (repeatable)")
+	opts.Secrets.add(cmd)
 	return cmd
 }
 
 func snapshotDeleteRun(ctx context.Context, opts *SnapshotDeleteOptions) error {
-	secrets, err := parseSecrets(opts.Secrets)
+	secrets, err := opts.Secrets.parse(opts.IO.In)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 func TestSnapshotAndExpandFlags(t *testing.T) {
@@ -39,9 +42,9 @@ func TestSnapshotAndExpandFlags(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			d, err := parseOptions(t, newCmdVolumeSnapshotDelete, "hp", "snap-1", "--secret", "token=c", "--yes")
-			return [2][]string{l.Secrets, d.Secrets}, err
-		}, want: [2][]string{{"token=a=b", "user=x"}, {"token=c"}}},
+			d, err := parseOptions(t, newCmdVolumeSnapshotDelete, "hp", "snap-1", "--secret", "token=c", "--secret-file", "user=/f", "--yes")
+			return [3][]string{l.Secrets.Values, d.Secrets.Values, d.Secrets.Files}, err
+		}, want: [3][]string{{"token=a=b", "user=x"}, {"token=c"}, {"user=/f"}}},
 		{name: "delete needs both", run: func() (any, error) {
 			return parseOptions(t, newCmdVolumeSnapshotDelete, "hp")
 		}, wantErr: "accepts 2 arg"},
@@ -129,17 +132,60 @@ hp      snap-3       db       old      <none>   missing  <none>
 }
 
 func TestParseSecrets(t *testing.T) {
-	got, err := parseSecrets([]string{"token=a=b", "empty="})
+	parse := func(values []string) (spec.Secrets, error) {
+		sf := secretFlags{Values: values}
+		return sf.parse(strings.NewReader(""))
+	}
+	got, err := parse([]string{"token=a=b", "empty="})
 	if err != nil || got.Plain()["token"] != "a=b" || len(got) != 2 {
 		t.Fatalf("parseSecrets = %v, %v", got.Plain(), err)
 	}
-	if got, err := parseSecrets(nil); got != nil || err != nil {
+	if got, err := parse(nil); got != nil || err != nil {
 		t.Errorf("parseSecrets(nil) = %v, %v", got, err)
 	}
 	for _, bad := range [][]string{{"novalue"}, {"=x"}, {"k=1", "k=hunter2"}} {
-		_, err := parseSecrets(bad)
+		_, err := parse(bad)
 		if expectErr(t, err, "--secret", ExitUsage); err != nil && strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("parseSecrets(%q) error leaks the value: %v", bad, err)
+		}
+	}
+}
+
+// --secret-file KEY=FILE keeps a secret off the command line, where every user of the host can
+// read it in /proc/PID/cmdline: the value is the file's content, one final newline dropped; -
+// is standard input, for one secret. No error quotes a value.
+func TestSecretFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tok, multi := write("tok", "hunter2\n"), write("multi", "line1\nline2\r\n")
+	sf := secretFlags{Values: []string{"user=x"}, Files: []string{"token=" + tok, "cert=" + multi, "pin=-"}}
+	got, err := sf.parse(strings.NewReader("1234\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"user": "x", "token": "hunter2", "cert": "line1\nline2", "pin": "1234"}
+	if !reflect.DeepEqual(got.Plain(), want) {
+		t.Errorf("secrets = %q, want %q", got.Plain(), want)
+	}
+	big := write("big", strings.Repeat("hunter2", maxSecretFile))
+	for _, bad := range []secretFlags{
+		{Files: []string{"token"}},
+		{Files: []string{"=" + tok}},
+		{Files: []string{"token="}},
+		{Files: []string{"token=" + filepath.Join(dir, "none")}},
+		{Files: []string{"token=" + big}},
+		{Values: []string{"token=x"}, Files: []string{"token=" + tok}},
+		{Files: []string{"a=-", "b=-"}},
+	} {
+		_, err := bad.parse(strings.NewReader("hunter2"))
+		if expectErr(t, err, "--secret", ExitUsage); err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%+v: the error leaks the value: %v", bad, err)
 		}
 	}
 }

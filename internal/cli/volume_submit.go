@@ -70,6 +70,9 @@ clone_id copies another volume (a volctl volume ID or the provider's).
 
 Creating an existing volume with the same spec changes nothing and says "unchanged" (a larger
 capacity_min grows it); changing name, plugin_id, parameters, topology, snapshot_id or clone_id is refused (exit 4).
+So is changing capabilities, mount_options or secrets, which a create does not apply: volume
+register of the spec with the volume's external_id (and no snapshot_id, clone_id or preferred
+topology) does.
 A create interrupted by a crash is finished by the same create or by volctl reconcile, never
 by creating a second volume.
 

@@ -13,28 +13,34 @@ import (
 )
 
 // bind makes a published claim's group volume_mounts: its target bind-mounted at each
-// destination with the propagation asked for, read-only when asked. It is idempotent.
+// destination with the propagation asked for, read-only when asked. It is idempotent, and
+// returns the destinations it mounted (none when each was mounted already).
 // Neither path is followed through a symlink (nofollow.go): the target is opened below the
 // state dir, the destination from "/", each one component at a time, and the mount is made on
 // their file descriptors.
-func (e *Engine) bind(cl *store.Claim) error {
+func (e *Engine) bind(cl *store.Claim) (bound []string, err error) {
 	for _, b := range cl.Binds {
-		if err := e.bindMount(cl.TargetPath, b); err != nil {
-			return err
+		made, err := e.bindMount(cl.TargetPath, b)
+		if err != nil {
+			return bound, err
+		}
+		if made {
+			bound = append(bound, b.Destination)
 		}
 	}
-	return nil
+	return bound, nil
 }
 
-func (e *Engine) bindMount(target string, b spec.VolumeMount) error {
+// bindMount binds target at b's destination unless something is mounted there; made says it did.
+func (e *Engine) bindMount(target string, b spec.VolumeMount) (made bool, err error) {
 	src, err := openNoFollow(e.cfg.StateDir, e.realPath(target), createNothing)
 	if err != nil {
-		return fmt.Errorf("volume_mount %s: the claim's target: %w", b.Destination, err)
+		return false, fmt.Errorf("volume_mount %s: the claim's target: %w", b.Destination, err)
 	}
 	defer src.close()
 	dir, err := src.isDir()
 	if err != nil {
-		return fmt.Errorf("volume_mount %s: %w", b.Destination, err)
+		return false, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
 	}
 	mode := createFile
 	if dir {
@@ -42,17 +48,28 @@ func (e *Engine) bindMount(target string, b spec.VolumeMount) error {
 	}
 	dst, err := openNoFollow("/", b.Destination, mode)
 	if err != nil {
-		return volumeMountErr(b.Destination, err)
+		return false, volumeMountErr(b.Destination, err)
 	}
 	defer dst.close()
 	mounted, err := dst.mounted()
 	if err != nil {
-		return fmt.Errorf("volume_mount %s: %w", b.Destination, err)
+		return false, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
 	}
 	if mounted {
-		return nil
+		// Bound already, or something else is mounted there: an admin's disk, another
+		// volume's staging path. That is not the volume, and volctl mounts neither over it
+		// (hiding it from its users) nor hands it out as the volume.
+		ours, err := dst.sameFile(src)
+		if err != nil {
+			return false, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
+		}
+		if !ours {
+			return false, fmt.Errorf("volume_mount %s: something else is mounted there, not this claim's volume: "+
+				"volctl neither mounts over it nor hands it out as the volume; unmount it, or give the volume_mount another destination", b.Destination)
+		}
+		return false, nil
 	}
-	return bindFD(src, dst, b)
+	return true, bindFD(src, dst, b)
 }
 
 // volumeMountErr says which volume_mount a destination's error is about. A symlink in the
@@ -105,7 +122,9 @@ func propagationFlag(mode string) uintptr {
 	return unix.MS_PRIVATE
 }
 
-// unbind removes a claim's volume_mounts; a destination that is not mounted is already done.
+// unbind removes a claim's volume_mounts; a destination that is not mounted is already done,
+// and so is one where something else than the claim's mounted target is mounted (bind refused
+// it, or it replaced the bind since): that mount is someone else's, left in place.
 // The destination is resolved as bind resolves it, without following a symlink, and unmounted
 // through the file descriptor of its parent.
 func (e *Engine) unbind(cl *store.Claim) error {
@@ -118,6 +137,9 @@ func (e *Engine) unbind(cl *store.Claim) error {
 			return volumeMountErr(b.Destination, err)
 		}
 		mounted, err := dst.mounted()
+		if err == nil && mounted && e.boundElsewhere(cl.TargetPath, dst) {
+			mounted = false
+		}
 		if err == nil && mounted {
 			if err = dst.unmount(0); err != nil {
 				err = fmt.Errorf("unmount: %w (is something still using it?)", err)
@@ -129,6 +151,23 @@ func (e *Engine) unbind(cl *store.Claim) error {
 		}
 	}
 	return nil
+}
+
+// boundElsewhere reports whether the mount at a claim's volume_mount destination is provably
+// not the claim's bind: the claim's target is mounted and is another file than the
+// destination's root. A target that cannot be opened or is not mounted (its mount lost) proves
+// nothing, and the destination is taken for the claim's bind, as before this check.
+func (e *Engine) boundElsewhere(target string, dst *pathFD) bool {
+	src, err := openNoFollow(e.cfg.StateDir, e.realPath(target), createNothing)
+	if err != nil {
+		return false
+	}
+	defer src.close()
+	if mounted, err := src.mounted(); err != nil || !mounted {
+		return false
+	}
+	same, err := dst.sameFile(src)
+	return err == nil && !same
 }
 
 // forceUnmount detaches whatever is mounted at path, one of volctl's own target and staging

@@ -172,8 +172,8 @@ func TestBindDestination(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if err := h.e.bind(&stored); err != nil {
-			t.Fatal(err)
+		if bound, err := h.e.bind(&stored); err != nil || len(bound) != 0 {
+			t.Fatalf("binding again = %v, %v; want nothing bound, the destination mounted", bound, err)
 		}
 		if m := mountsUnder(t, dest); len(m) != 1 {
 			t.Errorf("after a second bind, mounts at %s: %v", dest, m)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -48,6 +49,9 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 	if err := spec.ValidateID("volume ID", req.VolumeID); err != nil {
 		return fail(invalidf("%v", err))
 	}
+	if err := e.bindsOutsideStateDir(req.Binds); err != nil {
+		return fail(err)
+	}
 	// Fast path: when no other operation holds the volume, take its lock first, and admission's
 	// transaction also reads what the publish path needs. When one does, admit without the lock,
 	// so that a claim the access mode refuses is refused at once, not after the holder's RPCs.
@@ -83,6 +87,11 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 		// read-only: the alloc would take the path for one it cannot write. The mount is left
 		// (the alloc may be running on it); the error names the way out.
 		if err := e.readClaimWritable(cl); err != nil {
+			return fail(err)
+		}
+		// Its target mounted, a volume_mount destination may not be (unmounted by hand): bind it
+		// again, as reconcile does, rather than hand back a destination with nothing there.
+		if err := e.bindHeld(ctx, cl, locked); err != nil {
 			return fail(err)
 		}
 		return claimInfo(cl), nil
@@ -121,6 +130,40 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 		return fail(err)
 	}
 	return claimInfo(cl), nil
+}
+
+// bindsOutsideStateDir refuses a volume_mount destination in the state dir: its staging and
+// publish paths are volctl's and its plugins' ("State on disk"). Bound on a staging path not
+// mounted yet, the volume's next NodeStageVolume would mount over the bind, and the group's
+// alloc would see that other volume. The destination is walked without following symlinks
+// (nofollow.go), so its text under the state dir's real path is where it leads.
+func (e *Engine) bindsOutsideStateDir(binds []spec.VolumeMount) error {
+	for _, b := range binds {
+		if d := filepath.Clean(b.Destination); d == e.cfg.StateDir || strings.HasPrefix(d, e.cfg.StateDir+string(filepath.Separator)) {
+			return invalidf("volume_mount %s is in the state dir %s, whose staging and publish paths are volctl's and its plugins': give it a destination outside it", b.Destination, e.cfg.StateDir)
+		}
+	}
+	return nil
+}
+
+// bindHeld binds again, under the volume lock, the volume_mounts of a held, published claim
+// that are not mounted (settleLocked). A claim without volume_mounts costs nothing.
+func (e *Engine) bindHeld(ctx context.Context, cl store.Claim, locked bool) error {
+	if len(cl.Binds) == 0 {
+		return nil
+	}
+	if !locked {
+		unlock, err := e.locks.volume(ctx, cl.VolumeID)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	_, err := e.settleLocked(ctx, cl.ID)
+	if errors.Is(err, ErrNotFound) {
+		return conflictf("the claim was released by another volctl meanwhile")
+	}
+	return err
 }
 
 // notReady refuses an operation on volume v, read under its lock in a state other than ready:
@@ -187,6 +230,23 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 				(req.AttachmentMode != "" && req.AttachmentMode != c.AttachmentMode) {
 				return conflictf("alloc %q already holds a %s claim (%s, %s); release it first", req.Alloc, c.Mode, c.AccessMode, c.AttachmentMode)
 			}
+			if req.Group != "" && !sameInNFC(c.Group, req.Group) {
+				// Not the group's claim: the run would report it as the alloc's volume while
+				// `group status` shows none and `group stop` leaves it.
+				made := "a volume claim"
+				if c.Group != "" {
+					made = fmt.Sprintf("group %q", c.Group)
+				}
+				return conflictf("alloc %q already holds a %s claim made outside group %q (by %s); `volctl volume release %s --alloc %s` releases it",
+					req.Alloc, c.Mode, req.Group, made, c.VolumeID, c.Alloc)
+			}
+			if other := heldOtherwise(c, req); other != "" {
+				way := "release it first"
+				if req.Group != "" {
+					way = fmt.Sprintf("`volctl group stop %s` releases it, then run the group again", req.Group)
+				}
+				return conflictf("alloc %q already holds a %s claim %s; %s", req.Alloc, c.Mode, other, way)
+			}
 			cl = c
 			return nil
 		}
@@ -242,6 +302,53 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 		ld = nil // read without the volume lock: the publish path reads it again under the lock
 	}
 	return cl, v, ld, fresh, err
+}
+
+// heldOtherwise says how the claim an alloc holds differs from what its claim again asks for,
+// beyond the modes admit compares: mount options the request sets (fs type, mount flags) that
+// the claim was not published with, or, for a group's claim, other volume_mount binds. "" is
+// the same claim, which a claim again is handed. Handing back a claim published otherwise would
+// have the alloc take a mount without the options it asked for, or its volume at a destination
+// where nothing is mounted. The mount flags are not named (they may carry credentials).
+func heldOtherwise(c store.Claim, req ClaimRequest) string {
+	if mo := req.MountOptions; mo != nil && ((mo.FSType != "" && mo.FSType != c.FSType) ||
+		(len(mo.MountFlags) > 0 && !slices.Equal(mo.MountFlags, c.MountFlags))) {
+		held := (&spec.MountOptions{FSType: c.FSType, MountFlags: c.MountFlags}).Describe()
+		if len(held) == 0 {
+			held = []string{"none"}
+		}
+		return fmt.Sprintf("published with other mount options (it has: %s)", strings.Join(held, ", "))
+	}
+	if req.Group != "" && !slices.EqualFunc(req.Binds, c.Binds, sameBind) {
+		var at []string
+		for _, b := range c.Binds {
+			d := b.Destination
+			if b.ReadOnly {
+				d += " read-only"
+			}
+			if p := b.PropagationMode; p != "" && p != spec.PropagationPrivate {
+				d += " " + p
+			}
+			at = append(at, d)
+		}
+		if len(at) == 0 {
+			return "bind-mounted otherwise (nowhere)"
+		}
+		return fmt.Sprintf("bind-mounted otherwise (at %s)", strings.Join(at, ", "))
+	}
+	return ""
+}
+
+// sameBind: a and b bind the same way (the volume block's label aside), an unset propagation
+// mode being the default.
+func sameBind(a, b spec.VolumeMount) bool {
+	prop := func(m string) string {
+		if m == "" {
+			return spec.PropagationPrivate
+		}
+		return m
+	}
+	return a.Destination == b.Destination && a.ReadOnly == b.ReadOnly && prop(a.PropagationMode) == prop(b.PropagationMode)
 }
 
 // groupStillRunning refuses, in admission's transaction, a claim for a group's alloc once the

@@ -61,6 +61,13 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 				return fail(err)
 			}
 		}
+		if limit != 0 && limit != v.RequestedMax {
+			// Nothing to grow, but --limit sets the new capacity_max all the same: it bounds
+			// later requests, and needs no RPC.
+			if err := e.setRequestedMax(ctx, v.ID, limit); err != nil {
+				return fail(err)
+			}
+		}
 		return e.Volume(ctx, v.ID)
 	}
 	// A volume handed over to Nomad is grown through Nomad, not behind its back (the lock is
@@ -409,4 +416,30 @@ func (e *Engine) lockedVolume(ctx context.Context, id string) (v store.Volume, c
 	}
 	unlockVolume := unlock
 	return v, c, func() { e.done(c); unlockVolume() }, nil
+}
+
+// setRequestedMax records a volume's new capacity_max, read again in the commit (an owed node
+// expansion may have been paid just before), with a volume-expand event saying so.
+func (e *Engine) setRequestedMax(ctx context.Context, volumeID string, limit int64) error {
+	return e.store.Update(ctx, func(tx *store.Tx) error {
+		v, err := tx.Volumes().Get(volumeID)
+		if err != nil {
+			return err
+		}
+		was := v.RequestedMax
+		v.RequestedMax = limit
+		if err := tx.Volumes().Update(&v); err != nil {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID,
+			Message: fmt.Sprintf("volume %q capacity_max set to %s (was %s); its size, %s, is unchanged", v.ID, spec.FormatSize(limit), describeLimit(was), spec.FormatSize(currentSize(v)))})
+	})
+}
+
+// describeLimit words a capacity_max, 0 being none.
+func describeLimit(n int64) string {
+	if n == 0 {
+		return "none"
+	}
+	return spec.FormatSize(n)
 }

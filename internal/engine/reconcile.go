@@ -496,7 +496,8 @@ const restoreWorkers = 8
 func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []store.Claim, pass *reconcilePass) (inUse map[string]bool) {
 	type result struct {
 		err            error
-		restored, held bool // held: restored, or found mounted and settled
+		restored, held bool     // held: restored, or found mounted and settled
+		bound          []string // volume_mounts of a claim found mounted, bound again
 	}
 	results := make([]result, len(published))
 	var volumes []string
@@ -511,7 +512,8 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 		for _, i := range idx {
 			cl := published[i]
 			if pass.mounted[cl.TargetPath] {
-				err := e.settleMounted(ctx, cl)
+				bound, err := e.settleMounted(ctx, cl)
+				results[i].bound = bound
 				if err != nil && !errors.Is(err, ErrNotFound) {
 					results[i].err = err
 				}
@@ -570,39 +572,42 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 		case r.restored:
 			rep.did("restored", cl.VolumeID, cl.Alloc, "restored claim %q for alloc %q at %s", cl.VolumeID, cl.Alloc, cl.TargetPath)
 		}
+		for _, dest := range r.bound {
+			rep.did("restored", cl.VolumeID, cl.Alloc, "bound volume_mount %s of claim %q for alloc %q again", dest, cl.VolumeID, cl.Alloc)
+		}
 	}
 	return inUse
 }
 
 // settleMounted makes sure a published claim whose target is mounted has its volume_mounts
-// bound, and clears its flag for reconcile. It works from the store under the volume lock, not
-// from the pass's list: a release may have begun since the list was read, and writing the
-// listed copy back would undo it.
-func (e *Engine) settleMounted(ctx context.Context, listed store.Claim) error {
+// bound, and clears its flag for reconcile; bound are the destinations it had to bind again.
+// It works from the store under the volume lock, not from the pass's list: a release may have
+// begun since the list was read, and writing the listed copy back would undo it.
+func (e *Engine) settleMounted(ctx context.Context, listed store.Claim) (bound []string, err error) {
 	unlock, err := e.locks.volume(ctx, listed.VolumeID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer unlock()
 	return e.settleLocked(ctx, listed.ID)
 }
 
 // settleLocked is settleMounted for a caller that holds the volume lock.
-func (e *Engine) settleLocked(ctx context.Context, claimID int64) error {
+func (e *Engine) settleLocked(ctx context.Context, claimID int64) (bound []string, err error) {
 	cl, _, err := e.stillPublished(ctx, claimID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := e.bind(&cl); err != nil {
-		return err
+	if bound, err = e.bind(&cl); err != nil {
+		return bound, err
 	}
 	if cl.NeedsReconcile {
 		cl.NeedsReconcile = false
 		if err := e.save(ctx, &cl, nil); err != nil {
-			return err
+			return bound, err
 		}
 	}
-	return e.readClaimWritable(cl)
+	return bound, e.readClaimWritable(cl)
 }
 
 // writableRead is a published read claim whose file-system target is mounted read-write
@@ -705,7 +710,8 @@ func (e *Engine) restoreClaim(ctx context.Context, cl store.Claim, stagingLost b
 		return false, false, err
 	}
 	if mounted[cl.TargetPath] {
-		return false, true, e.settleLocked(ctx, cl.ID)
+		_, err := e.settleLocked(ctx, cl.ID)
+		return false, true, err
 	}
 	st, ok, err := e.getStaging(ctx, cl.VolumeID)
 	if err != nil {

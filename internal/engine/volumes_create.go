@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -88,6 +90,9 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 			return err
 		}
 		if old.State == store.VolumeReady {
+			if err := notChangedByCreate(old, sv); err != nil {
+				return err
+			}
 			done = true // creating an existing volume with the same spec changes nothing
 			v = old
 			return nil
@@ -118,6 +123,37 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 		return e.expandLocked(ctx, c, v, sv.CapacityMin, sv.CapacityMax)
 	}
 	return e.Volume(ctx, sv.ID)
+}
+
+// notChangedByCreate refuses a create of an existing volume whose spec changes what a create
+// does not apply to it: its capabilities, mount options or secrets. Found ready, the volume was
+// left as stored and the command said "unchanged: it exists with this spec", while claims kept
+// getting the stored capabilities, mount flags and secrets (a rotated credential among them).
+// A registration again applies them (mergeRegistered); the error says how. Secrets and mount
+// flags are named, never shown.
+func notChangedByCreate(old store.Volume, sv spec.Volume) error {
+	var changed []string
+	if !slices.Equal(old.Capabilities, sv.Capabilities) {
+		changed = append(changed, "capabilities")
+	}
+	mo := func(m *spec.MountOptions) spec.MountOptions {
+		if m == nil {
+			return spec.MountOptions{}
+		}
+		return *m
+	}
+	if was, now := mo(old.MountOptions), mo(sv.MountOptions); was.FSType != now.FSType || !slices.Equal(was.MountFlags, now.MountFlags) {
+		changed = append(changed, "mount_options")
+	}
+	if !maps.Equal(old.Secrets, sv.Secrets) {
+		changed = append(changed, "secrets")
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	return conflictf("volume %q exists, and creating it again does not change its %s, which the spec changes; "+
+		"registering it again does: `volctl volume register` of the spec with external_id = %q added, and snapshot_id, clone_id and a preferred topology left out",
+		old.ID, strings.Join(changed, ", "), old.ExternalID)
 }
 
 // cloneSource resolves clone_id: a volctl volume ID of the same plugin means that volume's

@@ -317,13 +317,26 @@ func eval(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
 }
 
 // eval is eval, refusing first what the file's reader refuses before any value: in a volume
-// spec, a number's sign apart from its digits (spacedSign).
+// spec, a number's sign apart from its digits (spacedSign) and what HCL1 has no syntax for
+// (hcl1Syntax: operators, conditionals, ..., ":" in an object).
 func (d *decoder) eval(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
 	if d.hcl1 {
 		if rng, ok := spacedSign(expr); ok {
 			return cty.NilVal, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid number", Subject: rng.Ptr(),
 				Detail: "Nomad reads volume specs with HCL1, which takes a - as a number's sign only directly before its digits, and refuses the file otherwise. Write the sign against the number (-5, not - 5)."}}
 		}
+		if diag := d.notHCL1(expr); diag != nil {
+			return cty.NilVal, hcl.Diagnostics{diag}
+		}
+		v, diags := eval(expr)
+		if diag := d.escapedTemplate(expr); diag != nil {
+			diags = append(diags, diag)
+		}
+		if diags.HasErrors() {
+			return v, diags
+		}
+		v, hdiags := d.heredoc(expr, v)
+		return v, append(diags, hdiags...)
 	}
 	return eval(expr)
 }
@@ -597,6 +610,13 @@ func (d *decoder) stringMapOf(c *hcl.BodyContent, name string, conv func(hcl.Exp
 	var out *stringMap
 	if attr := c.Attributes[name]; attr != nil {
 		out = &stringMap{name: name, nameRange: attr.NameRange}
+		if d.hcl1 {
+			// Its values are evaluated one by one (mapValue): the object itself is checked here.
+			if diag := d.notHCL1(attr.Expr); diag != nil {
+				d.diags = append(d.diags, diag)
+				return out
+			}
+		}
 		pairs, diags := hcl.ExprMap(attr.Expr)
 		if diags.HasErrors() {
 			d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a map of strings, like %s = { key = \"value\" }.", name, name)
@@ -633,6 +653,10 @@ func (d *decoder) stringMapOf(c *hcl.BodyContent, name string, conv func(hcl.Exp
 		}
 		sort.Slice(sorted, func(i, j int) bool { return sorted[i].NameRange.Start.Byte < sorted[j].NameRange.Start.Byte })
 		for _, a := range sorted {
+			if d.hcl1 && (a.Name == "true" || a.Name == "false") {
+				d.diags = append(d.diags, hcl1SyntaxError(a.NameRange, "keys that are numbers or bools (HCL1 takes a name or a quoted string)"))
+				continue
+			}
 			d.mapValue(out, a.Name, a.NameRange, a.Expr, conv)
 		}
 	}

@@ -45,9 +45,11 @@ func ExampleFor(kind Kind, file string) ([]byte, error) {
 	return []byte(out), nil
 }
 
-// hclString quotes s as an HCL string literal: Go's escapes, and no template sequences.
+// hclString quotes s as a volume spec's string literal: Go's escapes, and no template
+// sequences. A "${" or "%{" is written with its brace as \u007b, which HCL2 and Nomad's HCL1
+// both read as "{" ("$${", HCL2's escape, Nomad sends as written: escapedTemplate).
 func hclString(s string) string {
 	q := strconv.Quote(s)
-	q = strings.ReplaceAll(q, "${", "$${")
-	return strings.ReplaceAll(q, "%{", "%%{")
+	q = strings.ReplaceAll(q, "${", `$\u007b`)
+	return strings.ReplaceAll(q, "%{", `%\u007b`)
 }

@@ -106,7 +106,7 @@ type      = "csi"
 plugin_id = "hostpath"
 /* ` + many + ` */
 // ` + many + `
-capacity_min = 2 * 1024 * 1024 * 1024
+capacity_min = 2147483648 # not 2 * 1024 * 1024 * 1024: Nomad's HCL1 has no operators (hcl1expr.go)
 capability {
   access_mode     = "single-node-writer"
   attachment_mode = "file-system"

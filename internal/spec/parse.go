@@ -128,6 +128,7 @@ func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File
 			f.Group = d.group(body)
 		default:
 			f.Volume = d.volume(body, verb)
+			d.byteOrderMark(filename, src)
 		}
 	}
 	if m != nil {
@@ -220,6 +221,18 @@ func looksHCL1(src []byte) bool {
 
 // utf8BOM is the byte order mark some editors write before the first character.
 var utf8BOM = []byte("\ufeff")
+
+// byteOrderMark warns of a volume spec's byte order mark, which volctl skips (as HCL and
+// JSON editors mean it) but Nomad's HCL1 reader refuses ("illegal char" at 1:1), HCL and JSON
+// alike: the file would not carry over to `nomad volume register` as it is. A warning, not
+// an error: what volctl reads is what the file says, and `volctl export nomad` writes none.
+func (d *decoder) byteOrderMark(filename string, src []byte) {
+	if !bytes.HasPrefix(src, utf8BOM) {
+		return
+	}
+	rng := hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.Pos{Line: 1, Column: 1, Byte: len(utf8BOM)}}
+	d.warnf(rng, "Byte order mark", "The file starts with a UTF-8 byte order mark, which volctl skips but Nomad's reader refuses (\"illegal char\" at 1:1), so `nomad volume register` would refuse this file. Save it as UTF-8 without a byte order mark.")
+}
 
 func isJSON(filename string, src []byte) bool {
 	if strings.EqualFold(filepath.Ext(filename), ".json") {

@@ -257,7 +257,7 @@ parameters { n = 1 }
  "capability": [{"access_mode": "single-node-writer", "attachment_mode": "file-system"},
                 {"access_mode": "multi-node-reader-only", "attachment_mode": "file-system"}],
  "mount_options": {"fs_type": "ext4", "mount_flags": ["ro"]},
- "topology_request": {"required": {"topology": [{"segments": {"rack": "R1"}}]}},
+ "topology_request": {"required": [{"topology": [{"segments": {"rack": "R1"}}]}]},
  "secrets": {"a": "b"}, "parameters": {"n": 1}}`},
 		{"plugins", `plugin "a" {
   type = "node"

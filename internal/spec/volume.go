@@ -1,8 +1,10 @@
 package spec
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -268,6 +270,9 @@ func (d *decoder) size(attr *hcl.Attribute) int64 {
 	if !ok || s == "" {
 		return 0
 	}
+	if d.hcl1 && !d.capacityText(attr, s) {
+		return 0
+	}
 	if t, ok := d.numberLiteral(attr.Expr); ok {
 		switch {
 		case hexNumber(t):
@@ -288,6 +293,33 @@ func (d *decoder) size(attr *hcl.Attribute) int64 {
 		d.warnf(attr.Expr.Range(), "Capacity under 1 byte", "%s is %q, under 1 byte: a fraction of a byte is dropped, as Nomad drops it, and a capacity of 0 is unset (no %s). Write a size such as \"512MiB\", or remove %s.", attr.Name, s, strings.TrimPrefix(attr.Name, "capacity_")+"imum", attr.Name)
 	}
 	return n
+}
+
+// capacityText reports whether Nomad reads the text of a capacity as volctl reads its value
+// s, and refuses it otherwise. Nomad parses a capacity's token as written, its quotes
+// trimmed (parseCapacityBytes in command/volume_register_csi.go), as a size that starts with
+// its digits: a heredoc's text starts with "<<", an escape stays an escape, and a blank before
+// the digits leaves none (TestCapacityTextAsNomadReadsIt).
+func (d *decoder) capacityText(attr *hcl.Attribute, s string) bool {
+	rng := attr.Expr.Range()
+	if d.src == nil || rng.End.Byte > len(d.src) || rng.Start.Byte >= rng.End.Byte {
+		return true
+	}
+	raw := string(d.src[rng.Start.Byte:rng.End.Byte])
+	switch {
+	case strings.HasPrefix(raw, "<<"):
+		d.errorf(rng, "Invalid capacity", "%s: Nomad reads a capacity's text as written, and the text of a heredoc starts with <<, which is no size: it refuses the file. Write the size in quotes (\"10GiB\") or as a number of bytes.", attr.Name)
+		return false
+	case !strings.HasPrefix(raw, `"`):
+		return true // a number: size reads its text as written
+	case strings.Trim(raw, `"`) != s:
+		d.errorf(rng, "Invalid capacity", "%s: Nomad reads a capacity's text as written, escapes and all, and refuses %s. Write the size without escapes: %q.", attr.Name, raw, s)
+		return false
+	case strings.TrimSpace(s) != "" && strings.TrimLeftFunc(s, unicode.IsSpace) != s:
+		d.errorf(rng, "Invalid capacity", "%s: Nomad reads a size from the digits it starts with, and refuses one that starts with a blank. Write %q.", attr.Name, strings.TrimSpace(s))
+		return false
+	}
+	return true
 }
 
 // capability decodes access_mode and attachment_mode from c (a capability block, or the top
@@ -394,9 +426,11 @@ func (d *decoder) topologyRequest(b *hcl.Block, verb Verb) *TopologyRequest {
 	c := d.content(b.Body, topologyRequestSchema)
 	out := &TopologyRequest{}
 	if rb := d.single(c, "required", "a topology_request block"); rb != nil {
+		d.jsonList(rb)
 		out.Required = d.topologies(rb)
 	}
 	if pb := d.single(c, "preferred", "a topology_request block"); pb != nil {
+		d.jsonList(pb)
 		out.Preferred = d.topologies(pb)
 		if verb == VerbRegister {
 			d.errorf(pb.TypeRange, "Block not allowed for register",
@@ -404,6 +438,28 @@ func (d *decoder) topologyRequest(b *hcl.Block, verb Verb) *TopologyRequest {
 		}
 	}
 	return out
+}
+
+// jsonList refuses a JSON spec's required or preferred written as one object: Nomad's HCL1
+// JSON reader flattens the object into the keys of topology_request, and its CLI, which
+// decodes topology_request into lists of maps, finds no list there and sends no topology at
+// all ("required": {"topology": [...]} is dropped, "required": [{"topology": ...}] read: checked
+// with Nomad v2.0.6-dev, TestJSONTopologyAsNomadReadsIt). volctl would send a topology Nomad
+// drops.
+func (d *decoder) jsonList(b *hcl.Block) {
+	if !d.json || d.src == nil {
+		return
+	}
+	rest := d.src[min(b.TypeRange.End.Byte, len(d.src)):]
+	rest = bytes.TrimLeft(rest, " \t\r\n")
+	if !bytes.HasPrefix(rest, []byte(":")) {
+		return
+	}
+	if rest = bytes.TrimLeft(rest[1:], " \t\r\n"); !bytes.HasPrefix(rest, []byte("{")) {
+		return
+	}
+	d.errorf(b.TypeRange, "Topology Nomad drops",
+		"In a JSON spec, Nomad reads %s only as a list of objects; written as one object, it is dropped and Nomad sends no topology. Write it as a list: \"%s\": [{\"topology\": [{\"segments\": {...}}]}].", b.Type, b.Type)
 }
 
 func (d *decoder) topologies(b *hcl.Block) []Topology {

@@ -1,0 +1,7 @@
+id = "v1"
+name = "v1"
+type = "csi"
+plugin_id = "p"
+external_id = "ext1"
+capability {
+}

@@ -1,0 +1,12 @@
+id = "v1"
+name = "v1"
+type = "csi"
+plugin_id = "p"
+external_id = "ext1"
+parameters = {
+  size = 2*1024
+}
+capability {
+  access_mode = "single-node-writer"
+  attachment_mode = "file-system"
+}

@@ -1,0 +1,9 @@
+id = "v1"
+name = 12
+type = "csi"
+plugin_id = "p"
+external_id = "ext1"
+capability {
+  access_mode = "single-node-writer"
+  attachment_mode = "file-system"
+}

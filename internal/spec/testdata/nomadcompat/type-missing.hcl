@@ -1,0 +1,8 @@
+id = "v1"
+name = "v1"
+plugin_id = "p"
+external_id = "ext1"
+capability {
+  access_mode = "single-node-writer"
+  attachment_mode = "file-system"
+}
