@@ -166,10 +166,9 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 				nodeID = c.fp.NodeID
 			}
 			err := e.withController(ctx, c, func(ctx context.Context) error {
-				if err := e.checkSockets(ctx, c, csi.RPCControllerUnpublishVolume); err != nil {
-					return err
-				}
-				return c.client.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{VolumeID: v.ExternalID, NodeID: nodeID, Secrets: v.Secrets})
+				return e.attempt(ctx, c, csi.RPCControllerUnpublishVolume, func(ctx context.Context) error {
+					return c.client.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{VolumeID: v.ExternalID, NodeID: nodeID, Secrets: v.Secrets})
+				})
 			})
 			switch {
 			case err != nil && !csi.IsIgnorable(err) && attached:

@@ -221,6 +221,7 @@ func (e *Engine) StateDir() string { return e.cfg.StateDir }
 // Plugin is what the engine needs of a CSI plugin connection; *csi.Client is the real one.
 type Plugin interface {
 	Fingerprint(ctx context.Context) (*csi.Fingerprint, error)
+	GetPluginInfo(ctx context.Context) (csi.PluginInfo, error)
 	Probe(ctx context.Context) (bool, error)
 	CreateVolume(ctx context.Context, r csi.CreateVolumeRequest) (csi.Volume, error)
 	DeleteVolume(ctx context.Context, r csi.DeleteVolumeRequest) error
@@ -713,9 +714,7 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 	var err error
 	waits := e.cfg.Retry.backoff()
 	for attempt := 1; ; attempt++ {
-		if err = e.checkSockets(ctx, c, rpc); err == nil {
-			err = call(ctx)
-		}
+		err = e.attempt(ctx, c, rpc, call)
 		if err == nil || !csi.IsRetryable(err) || attempt >= e.cfg.Retry.Attempts || ctx.Err() != nil {
 			return err
 		}
@@ -734,6 +733,28 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 	}
 }
 
+// attempt sends one attempt of rpc through c: checkSockets before it and, when the plugin
+// answers that it does not know the volume or the call, or that the call does not suit its
+// state (FAILED_PRECONDITION: what a plugin that gained STAGE_UNSTAGE_VOLUME answers a
+// NodePublishVolume without a staging path, the CSI spec says), checkAnswerer after it. Every
+// RPC of an operation is sent so (retry, and the few sent once).
+func (e *Engine) attempt(ctx context.Context, c *conn, rpc string, call func(context.Context) error) error {
+	if err := e.checkSockets(ctx, c, rpc); err != nil {
+		return err
+	}
+	err := call(ctx)
+	if csi.IsNotFound(err) || csi.IsUnimplemented(err) || csi.IsFailedPrecondition(err) {
+		return e.checkAnswerer(ctx, c, rpc, err)
+	}
+	return err
+}
+
+// destroysData reports whether rpc, answered OK by whatever driver is on the socket, destroys
+// that driver's data under the ID it is given: another driver holding a volume or snapshot of
+// the same ID (the sequential IDs many drivers give) would delete its own, and volctl would
+// forget the one the registered driver still holds.
+func destroysData(rpc string) bool { return rpc == csi.RPCDeleteVolume || rpc == csi.RPCDeleteSnapshot }
+
 // checkSockets runs before each attempt of an RPC: when a socket of c's plugin is no longer
 // the file it was when c was fingerprinted (the plugin restarted mid-operation, or another
 // process took its place), gRPC would send the RPC to whatever listens there now. It goes on
@@ -742,9 +763,25 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 // and the operation's steps were chosen by the capabilities c was fingerprinted with. A
 // refusal sends nothing; the operation is left for reconcile, whose connection fingerprints
 // the plugin afresh. A socket missing (the plugin restarting) reads as the plugin unavailable.
+//
+// The same file does not prove the same plugin: one behind a socket something else holds
+// (systemd socket activation) is replaced without the file changing. Before an RPC that
+// destroys data (destroysData), the driver on the socket is asked its name (GetPluginInfo,
+// one short RPC) whatever the file: DeleteVolume is not sent to another driver.
 func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 	ids := identify(pluginSockets(c.plugin)...)
 	if sameSockets(c.sockets, ids) {
+		if !destroysData(rpc) {
+			return nil
+		}
+		replaced, err := e.otherInstance(ctx, c, false)
+		if err != nil {
+			return notSent(rpc, "asking which driver serves the socket failed", err)
+		}
+		if replaced != nil {
+			e.staleFingerprint(ctx, c)
+			return fmt.Errorf("%s not sent: %w (the plugin was replaced behind its socket; %s)", rpc, replaced, remedy(c, replaced))
+		}
 		return nil
 	}
 	for _, id := range ids {
@@ -752,21 +789,107 @@ func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 			return nil // nothing there to answer: the RPC fails as unavailable, sent to no one
 		}
 	}
-	fp, err := c.client.Fingerprint(ctx)
+	replaced, err := e.otherInstance(ctx, c, true)
 	if err != nil {
-		// Not sent: the RPC's own failure, so that its caller records what it was doing.
-		return &csi.Error{RPC: rpc, Code: csi.CodeOf(err), Class: csi.ClassOf(err),
-			Message: fmt.Sprintf("not sent: the plugin restarted mid-operation and checking it again failed: %v", err)}
+		return notSent(rpc, "the plugin restarted mid-operation and checking it again failed", err)
+	}
+	if replaced != nil {
+		return fmt.Errorf("%s not sent: %w (the plugin was replaced mid-operation; %s)", rpc, replaced, remedy(c, replaced))
+	}
+	return nil
+}
+
+// notSent is rpc's own failure when asking the plugin who it is before it failed with err
+// (why says what was asked), so that its caller records what it was doing: of err's code and
+// class, and cut off by volctl's timeout when that question was, which retry does not repeat.
+func notSent(rpc, why string, err error) error {
+	var ce *csi.Error
+	timedOut := errors.As(err, &ce) && ce.TimedOut
+	return &csi.Error{RPC: rpc, Code: csi.CodeOf(err), Class: csi.ClassOf(err), TimedOut: timedOut,
+		Message: fmt.Sprintf("not sent: %s: %v", why, err)}
+}
+
+// remedy is what to do about a plugin found replaced (otherInstance): start the registered
+// driver again, or, for the same driver with other capabilities or node, nothing but reconcile.
+func remedy(c *conn, replaced error) string {
+	if errors.Is(replaced, ErrConflict) {
+		return fmt.Sprintf("start %q on that socket again", c.fp.Provider)
+	}
+	return "`volctl reconcile` goes on with what it has now"
+}
+
+// checkAnswerer runs after the plugin answered rpc with err, NOT_FOUND, UNIMPLEMENTED or
+// FAILED_PRECONDITION: what another driver, or the plugin restarted without a capability or
+// with one more, answers (attempt). Behind a socket
+// something else holds, the socket file says nothing of a replaced plugin, and such an answer
+// taken as it is would have volctl forget what the registered plugin still holds (NOT_FOUND to
+// a teardown RPC counts as done). So the plugin is fingerprinted again (only on this path:
+// five short RPCs) and, when it is not the instance c was fingerprinted as, the answer is
+// refused, not taken, and the stored fingerprint marked stale so that the next connection
+// fingerprints the plugin afresh (refusing another driver, recording other capabilities).
+// Asking failing keeps the plugin's answer.
+func (e *Engine) checkAnswerer(ctx context.Context, c *conn, rpc string, err error) error {
+	replaced, ferr := e.otherInstance(ctx, c, true)
+	if ferr != nil || replaced == nil {
+		return err
+	}
+	e.staleFingerprint(ctx, c)
+	return fmt.Errorf("%s answered %s, which is not taken: %w (the plugin was replaced behind its socket since it was fingerprinted; %s)",
+		rpc, csi.CodeOf(err), replaced, remedy(c, replaced))
+}
+
+// otherInstance asks the plugin on c's sockets who it is, its driver name only or, with full,
+// its whole fingerprint, and says how it is not the instance c was fingerprinted as (nil when it
+// is): another driver (a conflict), or other capabilities or another node ID.
+func (e *Engine) otherInstance(ctx context.Context, c *conn, full bool) (replaced, err error) {
+	var fp *csi.Fingerprint
+	if full {
+		if fp, err = c.client.Fingerprint(ctx); err != nil {
+			return nil, err
+		}
+	} else {
+		info, err := c.client.GetPluginInfo(ctx)
+		if err != nil {
+			return nil, err
+		}
+		fp = &csi.Fingerprint{Provider: info.Name}
 	}
 	if fp.Provider != c.fp.Provider {
-		return conflictf("%s not sent: socket %s now served by %q, registered as %q (the plugin was replaced mid-operation; start %q on that socket again)",
-			rpc, c.sockets[0].path, fp.Provider, c.fp.Provider, c.fp.Provider)
+		return conflictf("socket %s now served by %q, registered as %q", c.sockets[0].path, fp.Provider, c.fp.Provider), nil
+	}
+	if !full {
+		return nil, nil
 	}
 	was, now := fingerprintToStore(c.fp, time.Time{}), fingerprintToStore(fp, time.Time{})
 	if !slices.Equal(was.PluginCaps, now.PluginCaps) || !slices.Equal(was.ControllerCaps, now.ControllerCaps) ||
 		!slices.Equal(was.NodeCaps, now.NodeCaps) || was.NodeID != now.NodeID {
-		return fmt.Errorf("%s not sent: plugin %q restarted mid-operation with other capabilities or another node ID; `volctl reconcile` goes on with what it has now",
-			rpc, c.plugin.ID)
+		return fmt.Errorf("plugin %q now has other capabilities or another node ID", c.plugin.ID), nil
 	}
-	return nil
+	return nil, nil
+}
+
+// staleFingerprint takes c, found to reach another plugin instance than it was fingerprinted
+// as through the same socket files, out of use, and forgets the socket identity stored with its
+// fingerprint (forgetFingerprintSockets), so that no connection reuses that fingerprint: the
+// next one fingerprints the plugin again (reusableFingerprint).
+func (e *Engine) staleFingerprint(ctx context.Context, c *conn) {
+	e.mu.Lock()
+	e.retire(c)
+	e.mu.Unlock()
+	if err := e.store.UpdateProgress(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		return forgetFingerprintSockets(tx, c)
+	}); err != nil && !errors.Is(err, store.ErrNotFound) {
+		e.log.Warn("forgetting a stale fingerprint", "plugin", c.plugin.ID, "err", err)
+	}
+}
+
+// forgetFingerprintSockets forgets, in tx, the socket identity stored with the fingerprint of
+// c's plugin when it is still the one c was made with.
+func forgetFingerprintSockets(tx *store.Tx, c *conn) error {
+	p, err := tx.Plugins().Get(c.plugin.ID)
+	if err != nil || !slices.Equal(p.Fingerprint.Sockets, c.storedFingerprint(time.Time{}).Sockets) {
+		return err
+	}
+	p.Fingerprint.Sockets = nil
+	return tx.Plugins().SetFingerprint(p.ID, p.Fingerprint)
 }

@@ -419,6 +419,7 @@ type reading struct {
 // stores it.
 func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 	var r reading
+	replaced := false // another driver answers on the connection's sockets
 	c, err := e.connectPlugin(ctx, p, false)
 	defer e.done(c)
 	if err != nil {
@@ -430,7 +431,23 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 		// cut short (Canceled); a plugin that restarted makes new socket files, on which
 		// connectPlugin (and checkSockets, mid-operation) connects and fingerprints afresh.
 		r.health = e.probe(ctx, c)
-		if !c.fpRecorded.Load() {
+		if r.health.Healthy {
+			// A plugin replaced behind a socket something else holds keeps the socket file, so
+			// the connection's fingerprint may be an earlier instance's: a probe (the agent's,
+			// every 30 s; status; the dashboard) asks the driver's name too, one short RPC, and
+			// one that is not the registered driver shows unhealthy, as on a new socket file,
+			// its fingerprint marked stale so that the next connection refuses it.
+			if info, err := c.client.GetPluginInfo(ctx); err == nil {
+				if ierr := checkIdentity(p, &csi.Fingerprint{Provider: info.Name}, c.sockets); ierr != nil {
+					e.mu.Lock()
+					e.retire(c)
+					e.mu.Unlock()
+					replaced = true // its fingerprint is marked stale with the reading, below
+					r.health.Healthy, r.health.Ready, r.health.LastError = false, false, ierr.Error()
+				}
+			}
+		}
+		if !c.fpRecorded.Load() && !replaced {
 			fp := c.storedFingerprint(e.cfg.Now())
 			r.fp = &fp
 		}
@@ -441,6 +458,11 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 		cur, err := tx.Plugins().Get(p.ID)
 		if err != nil {
 			return err
+		}
+		if replaced {
+			if err := forgetFingerprintSockets(tx, c); err != nil {
+				return err
+			}
 		}
 		if r.fp != nil {
 			// A probe may be the first to reach a restarted plugin (the agent's runner is):

@@ -171,6 +171,18 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 		SourceExternalID: intent.SourceExternalID, SizeBytes: snap.SizeBytes, ReadyToUse: snap.ReadyToUse,
 		Parameters: intent.Parameters, CreatedAt: snap.CreatedAt, Secrets: intent.Secrets, Reach: intent.Reach,
 	}
+	// What becomes of the intent when the answer is refused: forgotten, unless a CreateSnapshot
+	// under the name was sent before and its answer lost, which may have made a snapshot only
+	// the name still finds (as after a final error to a call sent again, above).
+	resent := replay || sent > 1
+	fate := "this snapshot is forgotten"
+	if resent {
+		// Not `snapshot delete NAME`: it finishes the intent first, sending CreateSnapshot again,
+		// which gets this answer again.
+		fate = fmt.Sprintf("this snapshot stays recorded as being created, since CreateSnapshot was sent again after an earlier answer was lost and the plugin may hold "+
+			"a snapshot that answer was about, found by the name %q: `volctl reconcile` sends it again, `volctl volume snapshot deregister %s %s` forgets it",
+			intent.Name, intent.PluginID, intent.Name)
+	}
 	var dup error
 	err = e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		// Created again under the same name, the plugin returned the snapshot it made the first
@@ -185,28 +197,30 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 			// Recorded through another plugin ID on one of this one's sockets: one process,
 			// so one storage and one snapshot (sameStorage's rule, for snapshots).
 			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %q, which volctl recorded through plugin %q "+
-				"(registered on the same socket: one storage) as volume %q's; it stays %q's, and this snapshot is forgotten "+
+				"(registered on the same socket: one storage) as volume %q's; it stays %q's, and %s "+
 				"(the plugin maps two names onto one snapshot: report it to the plugin's authors)",
-				rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, mate.PluginID, mate.SourceVolumeID, mate.SourceVolumeID)
+				rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, mate.PluginID, mate.SourceVolumeID, mate.SourceVolumeID, fate)
 		case err == nil && (old.SourceVolumeID != rec.SourceVolumeID || old.SourceExternalID != rec.SourceExternalID):
 			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %q, which is volume %q's; "+
-				"it stays %q's, and this snapshot is forgotten (the plugin maps two names onto one snapshot: report it to the plugin's authors)",
-				rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, old.SourceVolumeID, old.SourceVolumeID)
+				"it stays %q's, and %s (the plugin maps two names onto one snapshot: report it to the plugin's authors)",
+				rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, old.SourceVolumeID, old.SourceVolumeID, fate)
 		case err == nil && old.Name != "" && old.Name != rec.Name:
 			// Another request's snapshot: two records of one snapshot would let deleting
 			// either delete both, and one would replace the other's record.
 			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %q, which volctl made under the name %q; "+
-				"it stays %q, and this snapshot is forgotten (the plugin maps two names onto one snapshot: report it to the plugin's authors)",
-				rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, old.Name, old.Name)
+				"it stays %q, and %s (the plugin maps two names onto one snapshot: report it to the plugin's authors)",
+				rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, old.Name, old.Name, fate)
 		case snap.SourceVolumeID != "" && snap.SourceVolumeID != rec.SourceExternalID:
 			dup = conflictf("plugin %q answered CreateSnapshot (name %q, volume %q) with snapshot %q of another volume (%q); "+
-				"it is not recorded, and this snapshot is forgotten", rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, snap.SourceVolumeID)
+				"it is not recorded, and %s", rec.PluginID, rec.Name, rec.SourceVolumeID, rec.SnapshotID, snap.SourceVolumeID, fate)
 		case err == nil:
 			rec.Parameters = old.Parameters
 		}
 		if dup != nil {
-			if err := tx.Snapshots().DeleteCreate(intent.PluginID, intent.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
-				return err
+			if !resent {
+				if err := tx.Snapshots().DeleteCreate(intent.PluginID, intent.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
+					return err
+				}
 			}
 			return tx.Events().Append(&store.Event{Kind: "snapshot-create", VolumeID: intent.SourceVolumeID, PluginID: intent.PluginID,
 				RPC: csi.RPCCreateSnapshot, Message: "snapshot refused: " + dup.Error()})

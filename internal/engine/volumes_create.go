@@ -105,15 +105,23 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 	if err != nil {
 		return fail(err)
 	}
-	if done {
-		if sv.CapacityMin > v.CapacityBytes && sv.CapacityMin > v.RequestedMin {
-			return e.expandLocked(ctx, c, v, sv.CapacityMin, sv.CapacityMax)
+	if !done {
+		failpoint("create:intent")
+		if err := e.finishCreate(ctx, c, v, replay); err != nil {
+			return fail(err)
 		}
-		return e.Volume(ctx, sv.ID)
+		if !replay {
+			return e.Volume(ctx, sv.ID)
+		}
+		// A replay sent the interrupted create's request (CSI's idempotency by name: another
+		// range would be another volume, ALREADY_EXISTS), not this spec's: a capacity_min
+		// raised meanwhile is owed as it is to a created volume, below.
+		if v, err = viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(sv.ID) }); err != nil {
+			return fail(err)
+		}
 	}
-	failpoint("create:intent")
-	if err := e.finishCreate(ctx, c, v, replay); err != nil {
-		return fail(err)
+	if sv.CapacityMin > v.CapacityBytes && sv.CapacityMin > v.RequestedMin {
+		return e.expandLocked(ctx, c, v, sv.CapacityMin, sv.CapacityMax)
 	}
 	return e.Volume(ctx, sv.ID)
 }
@@ -230,7 +238,7 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		doomed.ExternalID, doomed.State = created.ID, store.VolumeDeleting
 		if uerr := e.store.Update(ctx, func(tx *store.Tx) error {
 			var err error
-			if dup, err = refuseSharedStorage(tx, v, created.ID); err != nil || dup != nil {
+			if dup, err = refuseSharedStorage(tx, v, created.ID, sentBefore); err != nil || dup != nil {
 				return err
 			}
 			return tx.Volumes().Update(&doomed)
@@ -240,10 +248,9 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		if dup != nil {
 			return fmt.Errorf("%w (the answer was unusable anyway: %v)", dup, err)
 		}
-		derr := e.checkSockets(ctx, c, csi.RPCDeleteVolume)
-		if derr == nil {
-			derr = c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
-		}
+		derr := e.attempt(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
+			return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
+		})
 		if derr == nil {
 			if listed, unchecked := e.listsVolume(ctx, c, created.ID); listed {
 				derr = stillListed(v.PluginID, csi.RPCDeleteVolume, "volume", created.ID)
@@ -318,7 +325,7 @@ func (e *Engine) recordCreated(ctx context.Context, v store.Volume, created csi.
 		// The check and the record are one write transaction, so of two creates the plugin
 		// answers with one ID, only the first to commit records it.
 		var err error
-		if dup, err = refuseSharedStorage(tx, v, v.ExternalID); err != nil || dup != nil {
+		if dup, err = refuseSharedStorage(tx, v, v.ExternalID, resent); err != nil || dup != nil {
 			return err
 		}
 		if err := tx.Volumes().Update(&v); err != nil {
@@ -345,20 +352,31 @@ func (e *Engine) recordCreated(ctx context.Context, v store.Volume, created csi.
 // refuseSharedStorage refuses the plugin's answer to volume v's CreateVolume, external ID id,
 // when another volctl volume records that storage: one storage volume under two volctl IDs
 // would let each one's claims ignore the other's access mode, and deleting one would pull the
-// storage from under the other. The storage is the other volume's and is left alone; this
-// create made nothing volctl can use, so its intent is forgotten, in tx, and the conflict saying
-// so returned (nil when no other volume records id).
-func refuseSharedStorage(tx *store.Tx, v store.Volume, id string) (dup, err error) {
+// storage from under the other. The storage is the other volume's and is left alone, and the
+// conflict saying so is returned (nil when no other volume records id). This create made
+// nothing volctl can use, so its intent is forgotten, in tx; unless resent: an earlier
+// CreateVolume under the name whose answer was lost may have made a volume, which only the
+// intent's CSI name still finds, so the intent is kept, as after a final error to a call sent
+// again (createFailed), for reconcile or the same create to send it again.
+func refuseSharedStorage(tx *store.Tx, v store.Volume, id string, resent bool) (dup, err error) {
 	same, err := sameStorage(tx, v.PluginID, id, v.ID)
 	if err != nil || len(same) == 0 {
 		return nil, err
 	}
 	o := same[0]
-	dup = conflictf("plugin %q answered CreateVolume (name %q) with external ID %q, which is already volume %q; "+
-		"the storage belongs to %q and is left alone, and this create is forgotten (the plugin maps two names onto one volume: report it to the plugin's authors)",
-		v.PluginID, v.CSIName, id, o.ID, o.ID)
-	if err := tx.Volumes().Delete(v.ID); err != nil {
-		return nil, err
+	if resent {
+		dup = conflictf("plugin %q answered CreateVolume (name %q), sent again after an earlier answer was lost, with external ID %q, which is already volume %q; "+
+			"the storage belongs to %q and is left alone; this create stays recorded, since the plugin may hold a volume the lost answer was about, "+
+			"found by the name %q with the storage provider's tools: `volctl reconcile` or the same create sends CreateVolume again, `volctl volume delete %s` forgets it "+
+			"(the plugin maps two names onto one volume: report it to the plugin's authors)",
+			v.PluginID, v.CSIName, id, o.ID, o.ID, v.CSIName, v.ID)
+	} else {
+		dup = conflictf("plugin %q answered CreateVolume (name %q) with external ID %q, which is already volume %q; "+
+			"the storage belongs to %q and is left alone, and this create is forgotten (the plugin maps two names onto one volume: report it to the plugin's authors)",
+			v.PluginID, v.CSIName, id, o.ID, o.ID)
+		if err := tx.Volumes().Delete(v.ID); err != nil {
+			return nil, err
+		}
 	}
 	return dup, tx.Events().Append(&store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID,
 		RPC: csi.RPCCreateVolume, Message: "create refused: " + dup.Error()})

@@ -288,7 +288,8 @@ func (d *decoder) value(attr *hcl.Attribute) (cty.Value, bool) {
 // "${...}" and "%{...}" in a string as plain text (a plugin parameter such as csi-driver-nfs's
 // subDir = "${pvc.metadata.name}" reaches the plugin as written).
 const literalHint = `Specs are not templates: Nomad reads "${...}" and "%{...}" in a string as plain text, ` +
-	`and so does volctl when they are escaped: write "$${" for "${" and "%%{" for "%{".`
+	`and so does volctl when they are escaped: write "$\u007b" for "${" and "%\u007b" for "%{", which both read alike ` +
+	`(HCL2's "$${" is read as "${" here, but Nomad sends it as written).`
 
 // eval evaluates expr with no variables or functions. A native-syntax string that interpolates
 // or has a directive is refused even when it needs no variable ("${1+1}", "%{if true}a%{endif}"):

@@ -131,7 +131,7 @@ func (d *decoder) notHCL1(expr hcl.Expression) *hcl.Diagnostic {
 
 // hcl1SyntaxError is the error for what HCL1 has no syntax for (what: its kind, in words).
 func hcl1SyntaxError(rng hcl.Range, what string) *hcl.Diagnostic {
-	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Not a value Nomad reads", Subject: rng.Ptr(),
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Not a value Nomad reads", Subject: rng.Ptr(), Extra: ownWords{},
 		Detail: "Nomad reads volume specs with HCL1, which has values only, and no " + what + ": `nomad volume register` and `create` refuse this file before they send it. " +
 			"Write the value itself: a number, a quoted string, a list or a map of them, with = between a key and its value."}
 }

@@ -109,9 +109,9 @@ func TestVolumeRules(t *testing.T) {
 		{name: "capacity as a number", src: baseVolume + "capacity_min = 1073741824"},
 		// Nomad's HCL1 reads "${...}" and "%{...}" as plain text: volctl refuses to evaluate
 		// them (the plugin would get other text), and says how to write them literally.
-		{name: "variable in a parameter says how to escape", src: baseVolume + "parameters {\n subDir = \"${pvc.metadata.name}\"\n}", summary: "Variables not allowed", detail: `write "$${" for "${"`},
-		{name: "constant interpolation refused", src: baseVolume + `capacity_min = "${10*1024}MiB"`, summary: "Interpolation not allowed", detail: `write "$${" for "${"`},
-		{name: "template directive refused", src: baseVolume + "parameters {\n x = \"%{if true}a%{endif}\"\n}", summary: "Interpolation not allowed", detail: `"%%{" for "%{"`},
+		{name: "variable in a parameter says how to escape", src: baseVolume + "parameters {\n subDir = \"${pvc.metadata.name}\"\n}", summary: "Variables not allowed", detail: `write "$\u007b" for "${"`},
+		{name: "constant interpolation refused", src: baseVolume + `capacity_min = "${10*1024}MiB"`, summary: "Interpolation not allowed", detail: `write "$\u007b" for "${"`},
+		{name: "template directive refused", src: baseVolume + "parameters {\n x = \"%{if true}a%{endif}\"\n}", summary: "Interpolation not allowed", detail: `"%\u007b" for "%{"`},
 		{name: "interpolation in a heredoc refused", src: baseVolume + "name = <<EOT\n${\"db\"}\nEOT\n", summary: "Interpolation not allowed"},
 		{name: "escaped template is literal", src: baseVolume + "parameters {\n subDir = \"$${pvc.metadata.name}\"\n x = \"%%{if}\"\n}"},
 		{name: "capacity empty is unset, as Nomad reads it", src: baseVolume + "capacity_min = \"\"\ncapacity_max = \"\""},

@@ -125,7 +125,7 @@ func redactSource(src []byte, json bool) []byte {
 func hideMasked(diags hcl.Diagnostics, src []byte, json bool) hcl.Diagnostics {
 	var masked []byte
 	for _, d := range diags {
-		if d.Subject == nil {
+		if _, own := d.Extra.(ownWords); d.Subject == nil || own {
 			continue
 		}
 		from, to := max(d.Subject.Start.Byte, 0), min(d.Subject.End.Byte, len(src))
@@ -150,6 +150,12 @@ func hideMasked(diags hcl.Diagnostics, src []byte, json bool) hcl.Diagnostics {
 	}
 	return diags
 }
+
+// ownWords marks a diagnostic (its Extra) whose summary and detail are volctl's words alone,
+// quoting nothing of the source: hideMasked leaves it as written. Scrubbed with the masked runs
+// under it, the code of a secret's value (`for` of a for expression in mount_flags) would
+// garble its words ("no [REDACTED] expressions ... be[REDACTED]e") and reveal nothing.
+type ownWords struct{}
 
 // hideText replaces s's occurrences of text, as it is and as %q quotes it, with Redacted. A
 // text shorter than MinScrubLen is replaced only quoted: "x" would mask every x of the words.
