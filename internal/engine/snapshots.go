@@ -180,8 +180,8 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 		// Not `snapshot delete NAME`: it finishes the intent first, sending CreateSnapshot again,
 		// which gets this answer again.
 		fate = fmt.Sprintf("this snapshot stays recorded as being created, since CreateSnapshot was sent again after an earlier answer was lost and the plugin may hold "+
-			"a snapshot that answer was about, found by the name %q: `volctl reconcile` sends it again, `volctl volume snapshot deregister %s %s` forgets it",
-			intent.Name, intent.PluginID, intent.Name)
+			"a snapshot that answer was about, found by the name %q: `volctl reconcile` sends it again, `%s` forgets it",
+			intent.Name, shellquote.Command("volctl volume snapshot deregister", intent.PluginID, intent.Name))
 	}
 	var dup error
 	err = e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {

@@ -367,9 +367,9 @@ func refuseSharedStorage(tx *store.Tx, v store.Volume, id string, resent bool) (
 	if resent {
 		dup = conflictf("plugin %q answered CreateVolume (name %q), sent again after an earlier answer was lost, with external ID %q, which is already volume %q; "+
 			"the storage belongs to %q and is left alone; this create stays recorded, since the plugin may hold a volume the lost answer was about, "+
-			"found by the name %q with the storage provider's tools: `volctl reconcile` or the same create sends CreateVolume again, `volctl volume delete %s` forgets it "+
+			"found by the name %q with the storage provider's tools: `volctl reconcile` or the same create sends CreateVolume again, `%s` forgets it "+
 			"(the plugin maps two names onto one volume: report it to the plugin's authors)",
-			v.PluginID, v.CSIName, id, o.ID, o.ID, v.CSIName, v.ID)
+			v.PluginID, v.CSIName, id, o.ID, o.ID, v.CSIName, shellquote.Command("volctl volume delete", v.ID))
 	} else {
 		dup = conflictf("plugin %q answered CreateVolume (name %q) with external ID %q, which is already volume %q; "+
 			"the storage belongs to %q and is left alone, and this create is forgotten (the plugin maps two names onto one volume: report it to the plugin's authors)",
