@@ -35,7 +35,8 @@ func (h *harness) processWith(table MountTable) *Engine {
 	return e
 }
 
-// waitInFlight waits until an RPC is held at the plugin (a Fault's Gate), failing the test if
+// waitInFlight waits until an RPC is held at the plugin (at a Fault's Gate: Faults.Held, not
+// merely in flight, which an RPC passing through to the plugin is too), failing the test if
 // none arrives in time; done is the operation's result, read to report why it never came.
 func (h *harness) waitInFlight(gate chan struct{}, done <-chan error) {
 	h.t.Helper()
@@ -46,7 +47,7 @@ func (h *harness) waitInFlight(gate chan struct{}, done <-chan error) {
 func (h *harness) waitHeld(n int, gate chan struct{}, done <-chan error) {
 	h.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for h.faults.InFlight() < n {
+	for h.faults.Held() < n {
 		select {
 		case err := <-done:
 			close(gate)

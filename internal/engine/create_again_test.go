@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -74,5 +77,44 @@ func TestCreateAgainWithOtherCapabilitiesMountOptionsOrSecretsIsAConflict(t *tes
 	}
 	if v := h.volumeRow("db"); v.Secrets["token"] != "rotated-secret" {
 		t.Fatalf("secrets after registering again = %v; want the rotated one", v.Secrets.Plain())
+	}
+}
+
+// The same changes to the spec of a create that was interrupted (CreateVolume answered
+// UNAVAILABLE past its retries: the volume left creating): creating it again replays the
+// request first recorded, under the same CSI name, and silently left the spec's other
+// capabilities, mount options or secrets out while it said the volume was created. It is a
+// conflict naming the fields, and nothing is sent; the first spec still finishes it.
+func TestCreateReplayedWithOtherCapabilitiesMountOptionsOrSecretsIsAConflict(t *testing.T) {
+	h := newHarness(t, nil)
+	sv := volume("db", capab(spec.SingleNodeWriter), capab(spec.SingleNodeReaderOnly))
+	h.faults.FailNext(csi.RPCCreateVolume, codes.Unavailable, fastRetry.Attempts)
+	if _, err := h.e.CreateVolume(h.ctx, sv); err == nil {
+		t.Fatal("create succeeded through CreateVolume failing UNAVAILABLE")
+	}
+	sent := h.faults.Calls(csi.RPCCreateVolume)
+	for _, tc := range []struct {
+		field  string
+		change func(*spec.Volume)
+	}{
+		{"capabilities", func(v *spec.Volume) { v.Capabilities = v.Capabilities[1:] }},
+		{"mount_options", func(v *spec.Volume) { v.MountOptions = &spec.MountOptions{MountFlags: spec.MountFlags{"noexec"}} }},
+		{"secrets", func(v *spec.Volume) { v.Secrets = spec.Secrets{"token": "rotated-secret"} }},
+	} {
+		changed := sv
+		tc.change(&changed)
+		_, err := h.e.CreateVolume(h.ctx, changed)
+		if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "create was interrupted") || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("create replayed with other %s = %v; want a conflict naming %s and the interrupted create", tc.field, err, tc.field)
+		}
+		if err != nil && (strings.Contains(err.Error(), "rotated-secret") || strings.Contains(err.Error(), "noexec")) {
+			t.Errorf("conflict %q shows a value", err)
+		}
+	}
+	if n := h.faults.Calls(csi.RPCCreateVolume); n != sent {
+		t.Errorf("CreateVolume sent %d more times by the refused creates", n-sent)
+	}
+	if v, err := h.e.CreateVolume(h.ctx, sv); err != nil || v.State != string(store.VolumeReady) {
+		t.Errorf("create with the first spec = %+v, %v; want it finished, ready", v, err)
 	}
 }

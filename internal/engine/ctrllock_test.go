@@ -74,7 +74,7 @@ func createHoldingTheController(h *harness) (gate chan struct{}, done chan error
 		_, err := h.e.CreateVolume(h.ctx, volume("a"))
 		done <- err
 	}()
-	for h.faults.InFlight() == 0 {
+	for h.faults.Held() == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	return gate, done

@@ -98,6 +98,14 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 			v = old
 			return nil
 		}
+		if changed := createChanges(old, sv); len(changed) > 0 {
+			// The replay sends the request first recorded, under the same CSI name: the
+			// plugin may have made that volume already, and another request under the name
+			// is one it refuses (ALREADY_EXISTS) or answers with the first volume.
+			return conflictf("volume %q's create was interrupted, and creating it again finishes it as first asked, not with the %s this spec changes: "+
+				"finish it (`volctl reconcile`, or this create with the first spec), then register it again with this spec",
+				old.ID, strings.Join(changed, ", "))
+		}
 		v = old // an earlier create was interrupted: replay it with the stored name
 		replay = true
 		return nil
@@ -133,6 +141,18 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 // A registration again applies them (mergeRegistered); the error says how. Secrets and mount
 // flags are named, never shown.
 func notChangedByCreate(old store.Volume, sv spec.Volume) error {
+	changed := createChanges(old, sv)
+	if len(changed) == 0 {
+		return nil
+	}
+	return conflictf("volume %q exists, and creating it again does not change its %s, which the spec changes; "+
+		"registering it again does: `volctl volume register` of the spec with external_id = %q added, and snapshot_id, clone_id and a preferred topology left out",
+		old.ID, strings.Join(changed, ", "), old.ExternalID)
+}
+
+// createChanges names what sv changes of old's capabilities, mount options and secrets, which
+// a create of an existing volume, or the replay of an interrupted one, does not change.
+func createChanges(old store.Volume, sv spec.Volume) []string {
 	var changed []string
 	if !slices.Equal(old.Capabilities, sv.Capabilities) {
 		changed = append(changed, "capabilities")
@@ -149,12 +169,7 @@ func notChangedByCreate(old store.Volume, sv spec.Volume) error {
 	if !maps.Equal(old.Secrets, sv.Secrets) {
 		changed = append(changed, "secrets")
 	}
-	if len(changed) == 0 {
-		return nil
-	}
-	return conflictf("volume %q exists, and creating it again does not change its %s, which the spec changes; "+
-		"registering it again does: `volctl volume register` of the spec with external_id = %q added, and snapshot_id, clone_id and a preferred topology left out",
-		old.ID, strings.Join(changed, ", "), old.ExternalID)
+	return changed
 }
 
 // cloneSource resolves clone_id: a volctl volume ID of the same plugin means that volume's

@@ -71,6 +71,7 @@ type Faults struct {
 	faults   map[string][]Fault
 	counts   map[string]Count
 	inFlight int
+	held     int // calls waiting at a Gate or in a Hang
 	echo     bool
 	encode   []func(string) string // with echo: the forms each value is echoed in besides its own
 	seen     []string              // with echo: every secret value and mount flag received, in order
@@ -259,6 +260,27 @@ func (f *Faults) InFlight() int {
 	return f.inFlight
 }
 
+// Held returns how many calls wait now at a Fault's Gate or in a Hang: unlike InFlight, not
+// the calls passing through on their way to the plugin, which a test waiting for its gated
+// call to be held must not take for it.
+func (f *Faults) Held() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.held
+}
+
+// hold counts a call as held until the returned release.
+func (f *Faults) hold() (release func()) {
+	f.mu.Lock()
+	f.held++
+	f.mu.Unlock()
+	return func() {
+		f.mu.Lock()
+		f.held--
+		f.mu.Unlock()
+	}
+}
+
 // WaitIdle waits until no call is in flight, or ctx ends.
 func (f *Faults) WaitIdle(ctx context.Context) error {
 	tick := time.NewTicker(time.Millisecond)
@@ -331,13 +353,17 @@ func (f *Faults) apply(ctx context.Context, rpc string, req any, handler grpc.Un
 		return handler(ctx, req)
 	}
 	if fault.Hang {
+		defer f.hold()()
 		<-ctx.Done()
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
 	if fault.Gate != nil {
+		release := f.hold()
 		select {
 		case <-fault.Gate:
+			release()
 		case <-ctx.Done():
+			release()
 			return nil, status.FromContextError(ctx.Err()).Err()
 		}
 	}
