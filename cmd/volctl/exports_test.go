@@ -182,7 +182,7 @@ type modulePackage struct {
 	path       string
 	types      *types.Package
 	info       *types.Info
-	testDouble bool // csitest, hostpathtest, ptytest, nomadcorpus and what lives below them: test code by purpose
+	testDouble bool // csitest, hostpathtest, ptytest, nomadcorpus, shellquotetest and what lives below them: test code by purpose
 }
 
 // loadModule type-checks every package of the module from source, and the packages it imports
@@ -259,7 +259,7 @@ func loadModule(t *testing.T) []*modulePackage {
 // testSupport reports whether a package of volctl's is there for tests only: the CSI test
 // doubles, the pty opener and the Nomad corpus locator.
 func testSupport(path string) bool {
-	for _, p := range []string{"/csitest", "/hostpathtest", "/iostreams/ptytest", "/internal/nomadcorpus"} {
+	for _, p := range []string{"/csitest", "/hostpathtest", "/iostreams/ptytest", "/internal/nomadcorpus", "/shellquote/shellquotetest"} {
 		if strings.Contains(path, p) {
 			return true
 		}

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/volctl/volctl/internal/cli"
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/noquery"
 )
@@ -17,6 +18,9 @@ func main() { os.Exit(run()) }
 
 // run builds the root command, runs it, and maps its error to the exit code.
 func run() int {
+	// A panic exits with crash.ExitCode, not Go's 2 (a usage error in volctl's table); those
+	// of the goroutines volctl starts too (crash.Go).
+	defer crash.Recover()
 	noquery.Restore() // os.Stdout was hidden while bubbletea's init ran (internal/noquery)
 	ctx, stop := stopContext(context.Background())
 	defer stop()
@@ -40,14 +44,14 @@ func stopContext(parent context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, stopSignals()...)
-	go func() {
+	crash.Go(func() {
 		select {
 		case sig := <-ch:
 			signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 			cancel(errors.New(sig.String() + " signal received"))
 		case <-ctx.Done():
 		}
-	}()
+	})
 	return ctx, func() {
 		cancel(nil)
 		signal.Stop(ch)

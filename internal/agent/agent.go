@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/volctl/volctl/internal/backoff"
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -236,18 +237,18 @@ func (a *Agent) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	a.sync(loops, &wg)
 	wg.Add(3)
-	go func() {
+	crash.Go(func() {
 		defer wg.Done()
 		a.housekeeping(loops, &wg)
-	}()
-	go func() {
+	})
+	crash.Go(func() {
 		defer wg.Done()
 		a.keepLogs(loops)
-	}()
-	go func() {
+	})
+	crash.Go(func() {
 		defer wg.Done()
 		reapOnSIGCHLD(loops)
-	}()
+	})
 	<-ctx.Done()
 	a.log.Info("agent stopping")
 	a.tell("STOPPING=1")
@@ -356,10 +357,10 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 		rctx, cancel := context.WithCancel(ctx)
 		r.cancel = cancel
 		wg.Add(1)
-		go func() {
+		crash.Go(func() {
 			defer wg.Done()
 			r.loop(rctx)
-		}()
+		})
 	}
 }
 
@@ -499,7 +500,7 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 	}
 	a.mu.Unlock()
 	ready := make(chan struct{})
-	go func() {
+	crash.Go(func() {
 		for _, ch := range settled {
 			select {
 			case <-ch:
@@ -508,7 +509,7 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 			}
 		}
 		close(ready)
-	}()
+	})
 
 	syncT := time.NewTicker(a.s.ProbeInterval)
 	gcT := time.NewTicker(a.s.GCInterval)
@@ -797,10 +798,10 @@ func (a *Agent) stopPlugins() {
 	var wg sync.WaitGroup
 	for _, r := range runners {
 		wg.Add(1)
-		go func() {
+		crash.Go(func() {
 			defer wg.Done()
 			a.stopIfUnmounted(r, r.spec.ID)
-		}()
+		})
 	}
 	wg.Wait()
 }

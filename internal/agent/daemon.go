@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/volctl/volctl/internal/crash"
 )
 
 // A plugin that daemonises (forks, the child calls setsid and maybe forks again, the process the
@@ -395,12 +397,14 @@ func adoptDaemon(ctx context.Context, runDir, id, socket string) (*process, erro
 // watch closes p.exited when p, a process that is not the agent's exec.Cmd child, ends
 // (polled), until ctx ends; a daemon re-parented to the agent is reaped then.
 func (p *process) watch(ctx context.Context) {
-	go every(ctx, 250*time.Millisecond, func() bool {
-		if p.alive() {
-			return false
-		}
-		reapOrphans()
-		close(p.exited)
-		return true
+	crash.Go(func() {
+		every(ctx, 250*time.Millisecond, func() bool {
+			if p.alive() {
+				return false
+			}
+			reapOrphans()
+			close(p.exited)
+			return true
+		})
 	})
 }

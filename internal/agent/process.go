@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -153,7 +154,7 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 	p := &process{pid: cmd.Process.Pid, started: time.Now(), child: true, instance: instance, exited: make(chan struct{})}
 	p.startTick, _ = procStartTick(p.pid)
 	afterStart()
-	go func() {
+	crash.Go(func() {
 		err := cmd.Wait()
 		childMu.Lock()
 		delete(ownedChildren, p.pid)
@@ -162,7 +163,7 @@ func startProcess(sp spec.Plugin, runDir, logDir string) (*process, error) {
 		p.err = err
 		p.mu.Unlock()
 		close(p.exited)
-	}()
+	})
 	// Without its pid file a later agent could neither stop nor adopt the plugin: it would take
 	// it for one no agent started, or start a second one on its socket. Such a plugin is not
 	// started (the process exits at the end of the pipe) and the start is retried.

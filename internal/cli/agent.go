@@ -11,6 +11,7 @@ import (
 
 	"github.com/volctl/volctl/internal/agent"
 	"github.com/volctl/volctl/internal/agent/metrics"
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
@@ -191,7 +192,7 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 	m.CollectState(e)
 	sctx, stopServing := context.WithCancel(ctx)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(sctx, m, a.Status, log) }()
+	crash.Go(func() { served <- srv.Serve(sctx, m, a.Status, log) })
 	log.Info("serving metrics", "addr", srv.Addr(), "metrics", "http://"+srv.Addr()+"/metrics", "healthz", "http://"+srv.Addr()+"/healthz")
 	runErr := a.Run(ctx)
 	stopServing()

@@ -118,7 +118,11 @@ func (f *Factory) completeWith(src idSource) cobra.CompletionFunc {
 // database already: completing never creates a state dir, and never says anything. Any failure
 // (no state yet, another user's, a newer schema) completes nothing.
 func (f *Factory) complete(cmd *cobra.Command, args []string, toComplete string, src idSource) ([]cobra.Completion, cobra.ShellCompDirective) {
-	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	bound := completionTimeout
+	if f.completionTimeout > 0 {
+		bound = f.completionTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	e := f.existingEngine(ctx)
 	if e == nil {

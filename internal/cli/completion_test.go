@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
@@ -17,6 +18,10 @@ func complete(t *testing.T, stateDir string, args ...string) (ids []string, dire
 	ios, _, out, _ := iostreams.Test()
 	f := NewFactory(ios)
 	defer f.Close()
+	// Not the product's 2 s: opening the state and reading it on a machine starved by other
+	// work (a parallel go test, the race detector) may take longer, and completion then
+	// offers nothing, which reads as a wrong answer. go test's -timeout bounds a hang.
+	f.completionTimeout = time.Hour
 	root := NewRootCmd(f)
 	root.SetArgs(append([]string{"__complete", "--state-dir", stateDir}, args...))
 	if err := root.Execute(); err != nil {

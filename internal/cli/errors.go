@@ -4,16 +4,18 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/engine"
 )
 
 // Exit codes, as docs/architecture.md (Command line) fixes them.
 const (
 	ExitOK       = 0
-	ExitError    = 1 // runtime error
-	ExitUsage    = 2 // usage error or invalid spec
-	ExitDeclined = 3 // the user said no
-	ExitConflict = 4 // claim refused, volume in use
+	ExitError    = 1              // runtime error
+	ExitUsage    = 2              // usage error or invalid spec
+	ExitDeclined = 3              // the user said no
+	ExitConflict = 4              // claim refused, volume in use
+	ExitCrash    = crash.ExitCode // volctl panicked: a bug (internal/crash)
 )
 
 // exitError carries the exit code a command wants. When silent, its message has already been
@@ -55,6 +57,8 @@ func ExitCode(err error) int {
 		return ee.code
 	}
 	switch {
+	case errors.Is(err, crash.ErrPanicked):
+		return ExitCrash
 	case errors.Is(err, engine.ErrConflict):
 		return ExitConflict
 	case errors.Is(err, engine.ErrInvalid):

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
@@ -25,6 +26,10 @@ type Factory struct {
 	verbose      bool
 	getenv       func(string) string
 	geteuid      func() int
+	// completionTimeout, when set, replaces the product's bound on a completion
+	// (completionTimeout, the constant): tests of what completion offers set one that load
+	// cannot reach, so that a starved machine does not read as nothing to offer.
+	completionTimeout time.Duration
 
 	engine *engine.Engine
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -47,7 +48,7 @@ would read it as JSON.`,
 				kind := spec.Kind(args[0])
 				if !isKind(kind) {
 					if len(args) == 1 && (args[0] == "-" || strings.ContainsAny(args[0], "./")) {
-						return usageError("%q is not a kind (%s); to write a volume spec there: volctl init volume %s", args[0], strings.Join(kinds, ", "), args[0])
+						return usageError("%q is not a kind (%s); to write a volume spec there: %s", args[0], strings.Join(kinds, ", "), shellquote.Command("volctl init volume", args[0]))
 					}
 					return usageError("unknown kind %q: want %s%s", args[0], strings.Join(kinds, ", "), didYouMean(spec.Suggest(args[0], spec.Kinds)))
 				}
@@ -60,8 +61,8 @@ would read it as JSON.`,
 			// volctl reads a .json name as JSON (spec.Parser), and the example is HCL with
 			// comments: written there, it would not parse.
 			if ext := filepath.Ext(opts.File); strings.EqualFold(ext, ".json") {
-				return usageError("init: %s would be read as JSON, and the example is HCL with comments: give a .hcl name (volctl init %s %s.hcl)",
-					opts.File, opts.Kind, strings.TrimSuffix(opts.File, ext))
+				return usageError("init: %s would be read as JSON, and the example is HCL with comments: give a .hcl name (%s)",
+					opts.File, shellquote.Command("volctl init "+string(opts.Kind), strings.TrimSuffix(opts.File, ext)+".hcl"))
 			}
 			if runF != nil {
 				return runF(opts)

@@ -14,6 +14,7 @@ import (
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/nomad"
+	"github.com/volctl/volctl/internal/shellquote"
 )
 
 func newCmdNomad(f *Factory) *cobra.Command {
@@ -156,8 +157,8 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 			id, info.PluginID, c.Address, p.Provider, info.Provider, info.Provider)
 	}
 	if !p.Healthy() {
-		return fmt.Errorf("volume %q: plugin %q in Nomad at %s is not healthy (%s): wait for its allocations, or check them with nomad plugin status %s",
-			id, info.PluginID, c.Address, p.Describe(), info.PluginID)
+		return fmt.Errorf("volume %q: plugin %q in Nomad at %s is not healthy (%s): wait for its allocations, or check them with `%s`",
+			id, info.PluginID, c.Address, p.Describe(), shellquote.Command("nomad plugin status", info.PluginID))
 	}
 	if opts.DryRun {
 		have, herr := c.Volume(ctx, id, info.Namespace)
@@ -310,8 +311,8 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 	// Only the cluster the volume was handed to can say it has let go of it: any other
 	// answers that it has no such volume.
 	if !engine.SameNomadAddress(h.Address, c.Address) {
-		return "", fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s, which cannot say whether that cluster has let go of it: run NOMAD_ADDR=%s volctl nomad release %s (with that cluster's token), or --force if that cluster is gone and nothing uses the volume",
-			h.VolumeID, h.Address, c.Address, h.Address, h.VolumeID)
+		return "", fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s, which cannot say whether that cluster has let go of it: run `%s` (with that cluster's token), or --force if that cluster is gone and nothing uses the volume",
+			h.VolumeID, h.Address, c.Address, "NOMAD_ADDR="+shellquote.Arg(h.Address)+" "+shellquote.Command("volctl nomad release", h.VolumeID))
 	}
 	have, err := c.VolumeIn(ctx, h.VolumeID, h.Namespace, h.Region)
 	switch {
@@ -328,8 +329,8 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 				if h.Unsettled {
 					unsettled = " once Nomad is done with the registration of it volctl sent, which ended without Nomad saying how (Nomad would apply it once that one is deregistered)"
 				}
-				return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s has a volume by that ID in namespace %s that is another volume (%s): not this one, which Nomad does not hold under that ID any more (it refuses to change a volume's plugin or external ID); do not `nomad volume deregister` that one, which is someone else's. volctl takes a volume back only on Nomad's word that it has none by the ID: if nothing in Nomad uses this volume's storage, `volctl nomad release --force %s` takes it back%s",
-					h.VolumeID, c.Address, ns, display.Escape(strings.Join(d, ", ")), h.VolumeID, unsettled)}
+				return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s has a volume by that ID in namespace %s that is another volume (%s): not this one, which Nomad does not hold under that ID any more (it refuses to change a volume's plugin or external ID); do not `nomad volume deregister` that one, which is someone else's. volctl takes a volume back only on Nomad's word that it has none by the ID: if nothing in Nomad uses this volume's storage, `%s` takes it back%s",
+					h.VolumeID, c.Address, ns, display.Escape(strings.Join(d, ", ")), shellquote.Command("volctl nomad release --force", h.VolumeID), unsettled)}
 			}
 		}
 		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in Nomad at %s (%d claim(s)): %s; volctl takes it back only once Nomad has let go of it",
@@ -337,17 +338,20 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 	case !errors.Is(err, nomad.ErrNotFound):
 		// Nomad electing a leader ("No cluster leader"), unreachable, or refusing the read: no
 		// word either way, so the mark stays.
-		return "", fmt.Errorf("%w; volume %q stays marked handed over: run `volctl nomad release %s` again once Nomad answers (if the cluster is gone and nothing uses the volume, --force takes it back)", err, h.VolumeID, h.VolumeID)
+		return "", fmt.Errorf("%w; volume %q stays marked handed over: run `%s` again once Nomad answers (if the cluster is gone and nothing uses the volume, --force takes it back)", err, h.VolumeID,
+			shellquote.Command("volctl nomad release", h.VolumeID))
 	case nomad.IndexOf(err) < h.Index:
 		// A state before the one Nomad answered the registration from: another server or
 		// cluster, or one restored from an older snapshot, which never had the volume.
-		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s says it has no such volume at index %d, from a state before the one it answered its registration from (index %d): not its word on it (another server or cluster answers at NOMAD_ADDR, or one restored from an older snapshot), so it stays marked handed over: see `nomad volume status %s` on the cluster it was handed over to, and run `volctl nomad release %s` against it once it has let go of the volume; or, if that cluster is gone and nothing uses the volume, `volctl nomad release --force %s`",
-			h.VolumeID, c.Address, nomad.IndexOf(err), h.Index, strings.TrimSpace(h.NomadFlags()+" "+h.VolumeID), h.VolumeID, h.VolumeID)}
+		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s says it has no such volume at index %d, from a state before the one it answered its registration from (index %d): not its word on it (another server or cluster answers at NOMAD_ADDR, or one restored from an older snapshot), so it stays marked handed over: see `%s` on the cluster it was handed over to, and run `%s` against it once it has let go of the volume; or, if that cluster is gone and nothing uses the volume, `%s`",
+			h.VolumeID, c.Address, nomad.IndexOf(err), h.Index, h.NomadCommand("volume status", h.VolumeID),
+			shellquote.Command("volctl nomad release", h.VolumeID), shellquote.Command("volctl nomad release --force", h.VolumeID))}
 	case h.Unsettled:
 		// Nomad may yet apply the registration whose outcome it did not say, after this 404:
 		// the register path's rule (nomad.Client.HandOver), kept by the mark.
-		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s says it has no such volume, but a registration of it volctl sent ended without Nomad saying how, and Nomad may yet apply it (it applies writes through its Raft log, and answers a read without waiting for one in flight), so it stays marked handed over: `volctl nomad register %s` again settles it (Nomad answers it), then %s and `volctl nomad release %s`; or, once you know Nomad is done with that request and nothing in it uses the volume, `volctl nomad release --force %s`",
-			h.VolumeID, c.Address, h.VolumeID, nomadCmd(h, "volume deregister", h.VolumeID), h.VolumeID, h.VolumeID)}
+		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s says it has no such volume, but a registration of it volctl sent ended without Nomad saying how, and Nomad may yet apply it (it applies writes through its Raft log, and answers a read without waiting for one in flight), so it stays marked handed over: `%s` again settles it (Nomad answers it), then %s and `%s`; or, once you know Nomad is done with that request and nothing in it uses the volume, `%s`",
+			h.VolumeID, c.Address, shellquote.Command("volctl nomad register", h.VolumeID), nomadCmd(h, "volume deregister", h.VolumeID),
+			shellquote.Command("volctl nomad release", h.VolumeID), shellquote.Command("volctl nomad release --force", h.VolumeID))}
 	}
 	return fmt.Sprintf("deregistered from Nomad at %s", c.Address), nil
 }
@@ -355,7 +359,7 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 // nomadCmd is a nomad CLI command, quoted, with the flags naming where the volume was handed
 // over (only when there are any).
 func nomadCmd(h engine.HandoverInfo, cmd, arg string) string {
-	return "`" + strings.Join(slices.DeleteFunc([]string{"nomad", cmd, h.NomadFlags(), arg}, func(s string) bool { return s == "" }), " ") + "`"
+	return "`" + h.NomadCommand(cmd, arg) + "`"
 }
 
 // howToDeregister says what to run so that Nomad lets go of a volume it has, in the namespace
@@ -456,8 +460,8 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		switch h := st.Handover; {
 		case h != nil && !engine.SameNomadAddress(h.Address, c.Address):
 			// Another cluster would say it has no such volume: not asked.
-			err = fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s: NOMAD_ADDR=%s volctl nomad status %s asks that cluster",
-				info.ID, h.Address, c.Address, h.Address, info.ID)
+			err = fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s: `%s` asks that cluster",
+				info.ID, h.Address, c.Address, "NOMAD_ADDR="+shellquote.Arg(h.Address)+" "+shellquote.Command("volctl nomad status", info.ID))
 		case h != nil: // where it was registered, whatever NOMAD_NAMESPACE says now
 			have, err = c.VolumeIn(ctx, info.ID, h.Namespace, h.Region)
 		default:

@@ -18,6 +18,7 @@ import (
 	"github.com/itchyny/gojq"
 	"github.com/spf13/cobra"
 
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 )
@@ -158,7 +159,7 @@ func (e *exportFlags) Write(ctx context.Context, w io.Writer, v any) error {
 // only loops is left running, its output unread, until the process exits, as the command does.
 func executeTemplate(ctx context.Context, tmpl *template.Template, buf *bytes.Buffer, data any) error {
 	done := make(chan error, 1)
-	go func() { done <- tmpl.Execute(ctxWriter{ctx, buf}, data) }()
+	crash.Go(func() { done <- tmpl.Execute(ctxWriter{ctx, buf}, data) })
 	select {
 	case err := <-done:
 		return err

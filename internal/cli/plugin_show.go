@@ -8,6 +8,7 @@ import (
 
 	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/shellquote"
 )
 
 // How plugins are shown: the one-line verdict of a register, the status table, and the detail
@@ -56,7 +57,7 @@ func writePluginProblems(out io.Writer, plugins []engine.PluginInfo) {
 		default:
 			fmt.Fprintf(out, "Plugin %q is %s: %s\n", p.ID, h, display.Escape(p.HealthWhy()))
 		}
-		fmt.Fprintf(out, "  volumes using it cannot take claims; once it runs again, volctl plugin status %s probes it\n", p.ID)
+		fmt.Fprintf(out, "  volumes using it cannot take claims; once it runs again, %s probes it\n", shellquote.Command("volctl plugin status", p.ID))
 	}
 }
 

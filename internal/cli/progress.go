@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 )
@@ -41,7 +42,7 @@ func startProgress(ctx context.Context, ios *iostreams.IOStreams, machine bool) 
 	}
 	p := &progress{w: ios.ErrOut, width: ios.TerminalWidth(), now: time.Now,
 		stop: make(chan struct{}), exited: make(chan struct{})}
-	go p.tick()
+	crash.Go(p.tick)
 	return engine.WithProgress(ctx, p.enter), p.end
 }
 

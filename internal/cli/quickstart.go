@@ -17,10 +17,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -189,6 +191,12 @@ func quickstartRun(ctx context.Context, opts *QuickstartOptions) (err error) {
 }
 
 // begin narrates a numbered step and the commands a user would type for it.
+// serveCommand is the command that starts the quickstart's plugin as it runs it, its words
+// quoted for a shell (the paths are under a temporary directory, whose name $TMPDIR chooses).
+func (q *quickstart) serveCommand() string {
+	return "volctl plugin serve hostpath " + shellquote.Flag("--socket", q.socket) + " " + shellquote.Flag("--root", q.root) + " --node-id " + quickstartNode
+}
+
 func (q *quickstart) begin(title string, commands ...string) {
 	if q.step > 0 && q.opts.afterStep != nil {
 		q.opts.afterStep(q.step)
@@ -205,7 +213,7 @@ func (q *quickstart) run(ctx context.Context) error {
 		"export VOLCTL_STATE_DIR="+q.state)
 
 	q.begin("Start the built-in hostpath plugin",
-		fmt.Sprintf("volctl plugin serve hostpath --socket %s --root %s --node-id %s &", q.socket, q.root, quickstartNode))
+		q.serveCommand()+" &")
 	if err := q.startPlugin(ctx); err != nil {
 		return err
 	}
@@ -222,7 +230,7 @@ func (q *quickstart) run(ctx context.Context) error {
 	eng := func(context.Context) (*engine.Engine, error) { return q.engine, nil }
 
 	q.begin("Register it: volctl fingerprints the plugin and probes its health",
-		fmt.Sprintf("volctl plugin register --id %s --socket %s", quickstartPlugin, q.socket))
+		"volctl plugin register --id "+quickstartPlugin+" "+shellquote.Flag("--socket", q.socket))
 	if err := pluginRegisterRun(ctx, &PluginRegisterOptions{IO: ios, Engine: eng,
 		ID: quickstartPlugin, Type: string(spec.PluginMonolith), Socket: q.socket}); err != nil {
 		return err
@@ -234,7 +242,7 @@ func (q *quickstart) run(ctx context.Context) error {
 		return fmt.Errorf("quickstart: %w", err)
 	}
 	fmt.Fprint(q.out, quickstartSpec)
-	fmt.Fprintf(q.out, "$ volctl volume create %s\n", specPath)
+	fmt.Fprintf(q.out, "$ %s\n", shellquote.Command("volctl volume create", specPath))
 	if err := volumeSubmitRun(ctx, &VolumeSubmitOptions{IO: ios, Engine: eng, ReadFile: os.ReadFile,
 		Verb: spec.VerbCreate, Files: []string{specPath}}); err != nil {
 		return err
@@ -331,7 +339,7 @@ func (q *quickstart) startPlugin(ctx context.Context) error {
 	// The plugin outlives an interrupt of the steps: cleanup still needs it to unmount.
 	serveCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	q.plugin, q.stopPlugin, q.pluginDone = p, stop, make(chan error, 1)
-	go func() { q.pluginDone <- p.Serve(serveCtx, lis) }()
+	crash.Go(func() { q.pluginDone <- p.Serve(serveCtx, lis) })
 	return nil
 }
 
@@ -375,11 +383,11 @@ func (q *quickstart) cleanup() error {
 	switch {
 	case q.opts.Keep:
 		fmt.Fprintf(q.out, "\nKept %s. Look at it with:\n", q.dir)
-		fmt.Fprintf(q.out, "  volctl --state-dir %s status\n", q.state)
-		fmt.Fprintf(q.out, "  volctl --state-dir %s volume status %s\n", q.state, quickstartVolume)
+		fmt.Fprintf(q.out, "  volctl %s status\n", shellquote.Flag("--state-dir", q.state))
+		fmt.Fprintf(q.out, "  volctl %s volume status %s\n", shellquote.Flag("--state-dir", q.state), quickstartVolume)
 		fmt.Fprintf(q.out, "To use the volume again, start the plugin on the same root first:\n")
-		fmt.Fprintf(q.out, "  volctl plugin serve hostpath --socket %s --root %s --node-id %s &\n", q.socket, q.root, quickstartNode)
-		fmt.Fprintf(q.out, "Remove it with: rm -rf %s\n", q.dir)
+		fmt.Fprintf(q.out, "  %s &\n", q.serveCommand())
+		fmt.Fprintf(q.out, "Remove it with: %s\n", shellquote.Command("rm -rf", q.dir))
 	case unmountErr != nil:
 		// Removing the directory could reach through a mount into data elsewhere.
 		errs = append(errs, fmt.Errorf("quickstart: %s is left in place because something under it is still mounted", q.dir))

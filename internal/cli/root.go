@@ -71,7 +71,11 @@ func newRoot(f *Factory, cmds []topCommand) *cobra.Command {
 		Short: "Orchestrate CSI volumes on one host",
 		Long: `volctl orchestrates CSI volumes on one host, as Nomad's CSI subsystem does in a cluster.
 It reads Nomad volume specs, validates them, and runs the claim, publish and release lifecycle
-against CSI plugins on local unix sockets. State lives in one SQLite file in the state dir.`,
+against CSI plugins on local unix sockets. State lives in one SQLite file in the state dir.
+
+Exit codes: 0 ok, 1 runtime error, 2 usage or invalid spec, 3 declined, 4 conflict (claim
+refused, volume in use), 70 volctl crashed (a panic: a bug in volctl, its text on stderr;
+` + "`volctl reconcile`" + ` finishes what it left half-done; please report it).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

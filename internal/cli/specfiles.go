@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -97,10 +98,10 @@ func readInterruptibly(ctx context.Context, read func() ([]byte, error)) ([]byte
 		err error
 	}
 	done := make(chan result, 1)
-	go func() {
+	crash.Go(func() {
 		src, err := read()
 		done <- result{src, err}
-	}()
+	})
 	select {
 	case r := <-done:
 		return r.src, r.err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -47,11 +48,11 @@ func unschedulableReason(v engine.VolumeInfo) string {
 	case engine.PluginNotRegistered:
 		return s.Sentence() + ": register it again (volctl plugin register)"
 	case engine.PluginDown:
-		return fmt.Sprintf("%s; once it is running, volctl plugin status %s probes it again", s.Sentence(), v.PluginID)
+		return fmt.Sprintf("%s; once it is running, %s probes it again", s.Sentence(), shellquote.Command("volctl plugin status", v.PluginID))
 	case engine.HandedOver:
-		return fmt.Sprintf("%s: after `nomad volume deregister`, volctl nomad release %s takes it back", s.Sentence(), v.ID)
+		return fmt.Sprintf("%s: after `nomad volume deregister`, %s takes it back", s.Sentence(), shellquote.Command("volctl nomad release", v.ID))
 	}
-	return fmt.Sprintf("%s: volctl plugin status %s probes it", s.Sentence(), v.PluginID)
+	return fmt.Sprintf("%s: %s probes it", s.Sentence(), shellquote.Command("volctl plugin status", v.PluginID))
 }
 
 // claimsCell summarises a volume's live claims: "1 write", "2 read, 1 write (1 unsettled)";
@@ -103,7 +104,7 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 	)
 	switch {
 	case v.UnpublishOwed() && v.Handover != nil:
-		pairs = append(pairs, [2]string{"Attached", fmt.Sprintf("to node %q with no local claim: the ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at %s (`volctl nomad release %s`), then `volctl reconcile` sends it", v.AttachedTo, v.Handover.Address, v.ID)})
+		pairs = append(pairs, [2]string{"Attached", fmt.Sprintf("to node %q with no local claim: the ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at %s (`%s`), then `volctl reconcile` sends it", v.AttachedTo, v.Handover.Address, shellquote.Command("volctl nomad release", v.ID))})
 	case v.UnpublishOwed():
 		pairs = append(pairs, [2]string{"Attached", fmt.Sprintf("to node %q with no claim: ControllerUnpublishVolume is owed (a forced detach could not send it); `volctl reconcile` sends it", v.AttachedTo)})
 	}

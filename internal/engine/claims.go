@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -237,13 +238,13 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 				if c.Group != "" {
 					made = fmt.Sprintf("group %q", c.Group)
 				}
-				return conflictf("alloc %q already holds a %s claim made outside group %q (by %s); `volctl volume release %s --alloc %s` releases it",
-					req.Alloc, c.Mode, req.Group, made, c.VolumeID, c.Alloc)
+				return conflictf("alloc %q already holds a %s claim made outside group %q (by %s); `%s` releases it",
+					req.Alloc, c.Mode, req.Group, made, releaseCommand(c))
 			}
 			if other := heldOtherwise(c, req); other != "" {
 				way := "release it first"
 				if req.Group != "" {
-					way = fmt.Sprintf("`volctl group stop %s` releases it, then run the group again", req.Group)
+					way = fmt.Sprintf("`%s` releases it, then run the group again", shellquote.Command("volctl group stop", req.Group))
 				}
 				return conflictf("alloc %q already holds a %s claim %s; %s", req.Alloc, c.Mode, other, way)
 			}
@@ -547,7 +548,7 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 		case ctx.Err() != nil:
 			err = fmt.Errorf("%w (%s)", err, interruptedNote(cl))
 		default:
-			err = fmt.Errorf("%w (the claim is left %s, not published, for `volctl reconcile`; `volctl volume release %s --alloc %s` undoes it)", err, cl.State, cl.VolumeID, cl.Alloc)
+			err = fmt.Errorf("%w (the claim is left %s, not published, for `volctl reconcile`; `%s` undoes it)", err, cl.State, releaseCommand(cl))
 		}
 		return cl, err
 	}
@@ -675,9 +676,14 @@ func nodeLimitsChanged(stored store.Fingerprint, live *csi.Fingerprint) bool {
 // interruptedNote says what became of a claim whose publish the caller interrupted: it stays
 // where it got to, and reconcile, which re-drives every claim not at rest that is not being
 // released, finishes publishing it; a release undoes it.
+// releaseCommand is the command that releases the claim cl, its words quoted for a shell.
+func releaseCommand(cl store.Claim) string {
+	return shellquote.CommandFlags("volctl volume release", []string{cl.VolumeID}, shellquote.Flag("--alloc", cl.Alloc))
+}
+
 func interruptedNote(cl store.Claim) string {
 	return fmt.Sprintf("interrupted: the claim is left %s, not published; `volctl reconcile` will finish publishing it, "+
-		"or `volctl volume release %s --alloc %s` will undo it", cl.State, cl.VolumeID, cl.Alloc)
+		"or `%s` will undo it", cl.State, releaseCommand(cl))
 }
 
 // isLocalRetryable reports a failure of volctl's own work (making a directory, the store) that

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -110,7 +111,7 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 				// The plugin may have expanded the storage without volctl reading the answer:
 				// nothing records that, so say how to learn it (the RPC is idempotent).
 				err = fmt.Errorf("%w (the plugin may have expanded volume %q without volctl reading its answer; it stays recorded at %s: "+
-					"run the same `volctl volume expand %s` again, which the plugin answers with the size it has)", err, v.ID, spec.FormatSize(cur), v.ID)
+					"run the same `%s` again, which the plugin answers with the size it has)", err, v.ID, spec.FormatSize(cur), expandCommand(v))
 				e.event(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
 					Code: csi.CodeOf(err).String(), Message: "expansion answer not read: " + err.Error()})
 			}
@@ -218,8 +219,8 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume) (sen
 	if !c.fp.Capabilities.Node.ExpandVolume {
 		return false, fmt.Errorf("volume %q is owed a node expansion to %s (its controller answered node_expansion_required), but plugin %q's node service "+
 			"does not have the capability EXPAND_VOLUME, so NodeExpandVolume cannot be sent: the file system is not expanded; "+
-			"start the plugin with that capability, then run `volctl volume expand %s` again or `volctl reconcile`",
-			v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, v.ID)
+			"start the plugin with that capability, then run `%s` again or `volctl reconcile`",
+			v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID, expandCommand(v))
 	}
 	var (
 		claims []store.Claim
@@ -305,8 +306,8 @@ func (e *Engine) sendNodeExpand(ctx context.Context, c *conn, v store.Volume, re
 	}
 	e.event(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCNodeExpandVolume,
 		Code: csi.CodeOf(err).String(), Message: fmt.Sprintf("node expansion at %s failed, still owed: %v", req.VolumePath, err)})
-	return 0, fmt.Errorf("the node expansion of volume %q to %s for %s (at %s) failed: %w (it stays owed: run `volctl volume expand %s` again or `volctl reconcile`)",
-		v.ID, spec.FormatSize(v.NodeExpandMin), whom, req.VolumePath, err, v.ID)
+	return 0, fmt.Errorf("the node expansion of volume %q to %s for %s (at %s) failed: %w (it stays owed: run `%s` again or `volctl reconcile`)",
+		v.ID, spec.FormatSize(v.NodeExpandMin), whom, req.VolumePath, err, expandCommand(v))
 }
 
 // nodeExpanded clears a volume's owed node expansion. answered is the largest capacity the
@@ -417,6 +418,9 @@ func (e *Engine) lockedVolume(ctx context.Context, id string) (v store.Volume, c
 	unlockVolume := unlock
 	return v, c, func() { e.done(c); unlockVolume() }, nil
 }
+
+// expandCommand is the command that expands v again, its words quoted for a shell.
+func expandCommand(v store.Volume) string { return shellquote.Command("volctl volume expand", v.ID) }
 
 // setRequestedMax records a volume's new capacity_max, read again in the commit (an owed node
 // expansion may have been paid just before), with a volume-expand event saying so.

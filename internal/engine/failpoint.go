@@ -3,7 +3,8 @@ package engine
 // FailpointEnv names a checkpoint at which volctl kills itself, for crash tests: after the named
 // state is committed ("claim:node-staged", "release:node-detached", "create:intent", ...) or right
 // after an RPC returns before its result is committed ("rpc:NodeStageVolume"). Several names may be
-// given, comma-separated.
+// given, comma-separated. A name given as NAME=panic panics there instead, as a bug in volctl
+// would (the crash exit code's tests).
 //
 // Failpoints exist only in a binary built with the volctl_failpoints tag (failpoint_on.go), as
 // cmd/volctl's crash tests build it. In the default build, release binaries included,

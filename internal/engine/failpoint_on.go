@@ -11,24 +11,34 @@ import (
 // failpoints are the armed names; it costs one map lookup per checkpoint when unset.
 var failpoints = parseFailpoints(os.Getenv(FailpointEnv))
 
-func parseFailpoints(v string) map[string]bool {
+// parseFailpoints maps each armed name to what it does: "kill", or "panic" for a name given
+// as NAME=panic.
+func parseFailpoints(v string) map[string]string {
 	if v == "" {
 		return nil
 	}
-	out := map[string]bool{}
+	out := map[string]string{}
 	for _, name := range strings.Split(v, ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			out[name] = true
+		name, action, _ := strings.Cut(strings.TrimSpace(name), "=")
+		if action != "panic" {
+			action = "kill"
+		}
+		if name != "" {
+			out[name] = action
 		}
 	}
 	return out
 }
 
 // failpoint kills the process with SIGKILL, as a crash would, when name is armed: no deferred
-// function runs, no lock is released by us (the kernel drops flocks), nothing is flushed.
+// function runs, no lock is released by us (the kernel drops flocks), nothing is flushed. Armed
+// as NAME=panic, it panics there instead, as a bug would (internal/crash).
 func failpoint(name string) {
-	if failpoints[name] {
+	switch failpoints[name] {
+	case "kill":
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is delivered asynchronously; never continue past a failpoint
+	case "panic":
+		panic("failpoint " + name)
 	}
 }

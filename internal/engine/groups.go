@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -165,7 +166,7 @@ func interruptedRun(ctx context.Context, g spec.Group, next int) error {
 		left = fmt.Sprintf("allocs %s to %s were not run, nor the scale-down past its count", spec.AllocName(g.Name, next), spec.AllocName(g.Name, g.Count-1))
 	}
 	return fmt.Errorf("interrupted (%w): %s, and nothing it claimed was released: `volctl group run` of the same spec again finishes the group "+
-		"(and `volctl reconcile` the claims it left), `volctl group stop %s` releases what it holds", context.Cause(ctx), left, g.Name)
+		"(and `volctl reconcile` the claims it left), `%s` releases what it holds", context.Cause(ctx), left, shellquote.Command("volctl group stop", g.Name))
 }
 
 // holds reports whether alloc has a live claim on the volume.

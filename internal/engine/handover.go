@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -179,7 +180,7 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 	if err != nil && r.Undo && first {
 		// The mark goes even when ctx has ended: Nomad did not take the volume.
 		if _, terr := e.removeMark(context.WithoutCancel(ctx), volumeID, "Nomad refused the registration"); terr != nil {
-			return HandoverInfo{}, fmt.Errorf("%w; taking the handover mark back also failed: %v (run volctl nomad release %s)", err, terr, volumeID)
+			return HandoverInfo{}, fmt.Errorf("%w; taking the handover mark back also failed: %v (run `%s`)", err, terr, shellquote.Command("volctl nomad release", volumeID))
 		}
 		return HandoverInfo{}, err
 	}
@@ -188,7 +189,7 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		// Recorded even when ctx has ended; a failure leaves it unsettled, the safe side.
 		serr := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error { return tx.Handovers().SetOutcome(volumeID, unsettled, index) })
 		if serr != nil {
-			serr = fmt.Errorf("recording how Nomad answered the registration of volume %q failed: %v; its mark stays as it was, unsettled, which `volctl nomad register %s` again settles", volumeID, serr, volumeID)
+			serr = fmt.Errorf("recording how Nomad answered the registration of volume %q failed: %v; its mark stays as it was, unsettled, which `%s` again settles", volumeID, serr, shellquote.Command("volctl nomad register", volumeID))
 			return HandoverInfo{}, errors.Join(err, serr)
 		}
 		h.Unsettled, h.Index = unsettled, index
@@ -206,12 +207,18 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 func (h HandoverInfo) NomadFlags() string {
 	var f []string
 	if h.Namespace != "" {
-		f = append(f, "-namespace "+h.Namespace)
+		f = append(f, shellquote.Flag("-namespace", h.Namespace))
 	}
 	if h.Region != "" {
-		f = append(f, "-region "+h.Region)
+		f = append(f, shellquote.Flag("-region", h.Region))
 	}
 	return strings.Join(f, " ")
+}
+
+// NomadCommand is the nomad CLI command `nomad CMD [FLAGS] ARG` on the volume where it was
+// handed over (NomadFlags), its words quoted for a shell (shellquote).
+func (h HandoverInfo) NomadCommand(cmd, arg string) string {
+	return shellquote.Command(strings.TrimSpace("nomad "+cmd+" "+h.NomadFlags()), arg)
 }
 
 // Elsewhere is the error (ErrConflict) refusing to hand the volume over to to when its mark
@@ -224,9 +231,10 @@ func (h HandoverInfo) Elsewhere(to HandoverTarget) error {
 	if h.To(to) {
 		return nil
 	}
-	return conflictf("volume %q is already handed over to %s, not to %s: take it back from there first (nomad volume deregister %s there, then volctl nomad release %s), or set NOMAD_ADDR, NOMAD_NAMESPACE and NOMAD_REGION to name it",
+	return conflictf("volume %q is already handed over to %s, not to %s: take it back from there first (`%s` there, then `%s`), or set NOMAD_ADDR, NOMAD_NAMESPACE and NOMAD_REGION to name it",
 		h.VolumeID, handoverWhere(store.Handover{Address: h.Address, Namespace: h.Namespace, Region: h.Region}),
-		handoverWhere(store.Handover{Address: to.Address, Namespace: to.Namespace, Region: to.Region}), h.VolumeID, h.VolumeID)
+		handoverWhere(store.Handover{Address: to.Address, Namespace: to.Namespace, Region: to.Region}),
+		shellquote.Command("nomad volume deregister", h.VolumeID), shellquote.Command("volctl nomad release", h.VolumeID))
 }
 
 // To reports whether the volume is handed over to the cluster, namespace and region of to,
@@ -389,8 +397,8 @@ func (e *Engine) handedOver(ctx context.Context, volumeID string) (h store.Hando
 // Nomad's to undo now. The record stays, so that reconcile sends the unpublish once the volume
 // is taken back (and Nomad, which no longer has it then, has let go of it).
 func keptForNomad(v store.Volume, node string, h store.Handover) string {
-	return fmt.Sprintf("ControllerUnpublishVolume of volume %q from node %q not sent: the volume is handed over to Nomad at %s, whose allocations on that node may use the attachment; volctl keeps it recorded, and `volctl reconcile` sends it once the volume is taken back (`volctl nomad release %s`)",
-		v.ID, node, h.Address, v.ID)
+	return fmt.Sprintf("ControllerUnpublishVolume of volume %q from node %q not sent: the volume is handed over to Nomad at %s, whose allocations on that node may use the attachment; volctl keeps it recorded, and `volctl reconcile` sends it once the volume is taken back (`%s`)",
+		v.ID, node, h.Address, shellquote.Command("volctl nomad release", v.ID))
 }
 
 // refuseHandedOver is admission's check, in its transaction: a volume handed over to Nomad is
@@ -403,8 +411,9 @@ func refuseHandedOver(tx *store.Tx, volumeID string) error {
 	if err != nil {
 		return err
 	}
-	return conflictf("volume %q is handed over to Nomad at %s (since %s): Nomad claims it, not volctl; after `nomad volume deregister %s`, take it back with `volctl nomad release %s`",
-		volumeID, h.Address, h.HandedAt.UTC().Format(time.RFC3339), strings.TrimSpace(handoverInfo(h).NomadFlags()+" "+volumeID), volumeID)
+	return conflictf("volume %q is handed over to Nomad at %s (since %s): Nomad claims it, not volctl; after `%s`, take it back with `%s`",
+		volumeID, h.Address, h.HandedAt.UTC().Format(time.RFC3339), handoverInfo(h).NomadCommand("volume deregister", volumeID),
+		shellquote.Command("volctl nomad release", volumeID))
 }
 
 // GroupSpecs returns the recorded specs of the named groups, or of every group when names is

@@ -20,6 +20,56 @@ const maxListPages = 10000
 // bounds its time. A listing cut short by either reads "not checked".
 const maxCheckPages = 1000
 
+// listTurn is how long a listing shown to the user (listPluginSnapshots) holds the plugin's
+// controller lock at a time, between two of its pages (controllerTurns): a create, delete or
+// publish of the plugin waiting for the lock waits for one turn and one page, not for the whole
+// listing, which may run to maxListPages pages of up to the short timeout each.
+const listTurn = time.Second
+
+// controllerTurns holds a plugin's controller lock for a long series of controller calls (the
+// pages of a listing shown to the user) in turns: each call is made holding it, as every
+// controller call is (one at a time per controller), and once a turn has lasted listTurn the
+// lock is let go between two calls, for long enough (a few lockRetry) that another volctl
+// waiting for it takes it. Nothing is read or written between two calls that the lock
+// guards: the pages are the plugin's, merged with the records afterwards. Call release when done.
+type controllerTurns struct {
+	e      *Engine
+	c      *conn
+	unlock func()
+	since  time.Time
+}
+
+// call runs fn holding the controller lock, after a pause without it when the turn is over.
+func (t *controllerTurns) call(ctx context.Context, fn func(context.Context) error) error {
+	if t.unlock != nil && time.Since(t.since) >= listTurn {
+		t.release()
+		pause := time.NewTimer(4 * lockRetry)
+		select {
+		case <-ctx.Done():
+			pause.Stop()
+			return ctx.Err()
+		case <-pause.C:
+		}
+	}
+	if t.unlock == nil {
+		sp := t.c.plugin.Spec()
+		unlock, err := t.e.locks.controller(ctx, t.c.plugin.ID, csi.ConfigFromSpec(&sp).ControllerSocket)
+		if err != nil {
+			return err
+		}
+		t.unlock, t.since = unlock, time.Now()
+	}
+	return fn(ctx)
+}
+
+// release lets go of the lock if it is held.
+func (t *controllerTurns) release() {
+	if t.unlock != nil {
+		t.unlock()
+		t.unlock = nil
+	}
+}
+
 // DefaultListCheck is how long the listing after a delete answered OK may take (Config.ListCheck):
 // it holds the plugin's controller lock, which every other create, delete, publish and snapshot
 // of the plugin waits for.

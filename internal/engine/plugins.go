@@ -9,7 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -388,10 +390,10 @@ func (e *Engine) pluginStatusStored(ctx context.Context, id string) ([]PluginInf
 	var wg sync.WaitGroup
 	for i, p := range plugins {
 		wg.Add(1)
-		go func() {
+		crash.Go(func() {
 			defer wg.Done()
 			readings[i] = e.checkHealth(ctx, p)
-		}()
+		})
 	}
 	wg.Wait()
 	live := map[string]reading{}
@@ -551,8 +553,8 @@ func (e *Engine) deregisterPluginStored(ctx context.Context, id string, force bo
 			return err
 		}
 		if len(snaps) > 0 && !force {
-			return conflictf("plugin %q has %d snapshot(s) recorded: %s (delete them first with `volctl volume snapshot delete %s SNAPSHOT_ID`, or pass --force to forget the plugin and keep them recorded: they stay deletable through the socket they were made on while the same driver answers there)",
-				id, len(snaps), snapshotIDs(snaps, 5), id)
+			return conflictf("plugin %q has %d snapshot(s) recorded: %s (delete them first with `%s SNAPSHOT_ID`, or pass --force to forget the plugin and keep them recorded: they stay deletable through the socket they were made on while the same driver answers there)",
+				id, len(snaps), snapshotIDs(snaps, 5), shellquote.Command("volctl volume snapshot delete", id))
 		}
 		if err := tx.Plugins().Delete(id); err != nil {
 			return err
@@ -615,14 +617,14 @@ func refuseOwedUnpublishes(tx *store.Tx, id string, vols []store.Volume) error {
 	}
 	forget := "`volctl volume deregister VOLUME --force`"
 	if len(all) == 1 {
-		forget = fmt.Sprintf("`volctl volume deregister %s --force`", all[0].volume)
+		forget = "`" + shellquote.CommandFlags("volctl volume deregister", []string{all[0].volume}, "--force") + "`"
 	}
 	handed := ""
 	if len(nomad) > 0 {
 		// Reconcile leaves those alone and volume deregister refuses them until the take-back.
 		handed = fmt.Sprintf(". Of those, %s handed over to Nomad: take each back first (nomad volume deregister there, then %s)",
 			listSome(nomad, 5, func(o owed) string { return fmt.Sprintf("%q", o.volume) }),
-			listSome(nomad, 5, func(o owed) string { return fmt.Sprintf("`volctl nomad release %s`", o.volume) }))
+			listSome(nomad, 5, func(o owed) string { return "`" + shellquote.Command("volctl nomad release", o.volume) + "`" }))
 	}
 	return conflictf("plugin %q owes ControllerUnpublishVolume for %d volume(s) recorded attached with no claim (a forced detach could not send it): %s; "+
 		"deregistering the plugin, even with --force, would leave nothing to send it through. Run `volctl reconcile` once plugin %q answers (it sends it), then deregister again; "+

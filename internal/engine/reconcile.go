@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -548,12 +549,12 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 	var wg sync.WaitGroup
 	for range min(restoreWorkers, len(volumes)) {
 		wg.Add(1)
-		go func() {
+		crash.Go(func() {
 			defer wg.Done()
 			for idx := range next {
 				restoreVolume(idx)
 			}
-		}()
+		})
 	}
 	for _, v := range volumes {
 		next <- byVolume[v]
@@ -621,8 +622,8 @@ func (w *writableRead) Error() string {
 	return fmt.Sprintf("read claim %q for alloc %q is mounted read-write at %s: the alloc, which holds the volume for reading, can write it "+
 		"(a volctl from before read claims' targets were checked read-only published it so, or it was remounted since). "+
 		"It is left mounted, since unmounting it would pull the volume from under the alloc: once the alloc stops, "+
-		"`volctl volume release %s --alloc %s` and claim it again, which publishes it read-only and checks it",
-		w.cl.VolumeID, w.cl.Alloc, w.cl.TargetPath, w.cl.VolumeID, w.cl.Alloc)
+		"`%s` and claim it again, which publishes it read-only and checks it",
+		w.cl.VolumeID, w.cl.Alloc, w.cl.TargetPath, releaseCommand(w.cl))
 }
 
 // readClaimWritable applies the rule that a read claim's file system target is a read-only

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -143,16 +144,16 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 			ev.Message = fmt.Sprintf("snapshot %q answered unreadably, kept: the plugin took it: %v", intent.Name, err)
 			e.event(ctx, ev)
 			return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w", intent.Name, &unreadKept{cause: err, kept: fmt.Sprintf(
-				"plugin %q took the snapshot but its answer cannot be used: it stays recorded as being created; `volctl volume snapshot delete %s %s` forgets it, "+
+				"plugin %q took the snapshot but its answer cannot be used: it stays recorded as being created; `%s` forgets it, "+
 					"then delete the plugin's snapshot named %q with the storage provider's tools: in this order, since reconcile and that delete send CreateSnapshot "+
 					"again while it is recorded, which would take it again",
-				intent.PluginID, intent.PluginID, intent.Name, intent.Name)})
+				intent.PluginID, shellquote.Command("volctl volume snapshot delete", intent.PluginID, intent.Name), intent.Name)})
 		}
 		if csi.IsRetryable(err) || ctx.Err() != nil || replay || sent > 1 {
 			ev.Message = fmt.Sprintf("snapshot %q left for reconcile: %v", intent.Name, err)
 			e.event(ctx, ev)
-			return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w (the plugin may have made it: it stays recorded as being created; `volctl reconcile` finishes it, `volctl volume snapshot delete %s %s` removes it)",
-				intent.Name, err, intent.PluginID, intent.Name)
+			return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w (the plugin may have made it: it stays recorded as being created; `volctl reconcile` finishes it, `%s` removes it)",
+				intent.Name, err, shellquote.Command("volctl volume snapshot delete", intent.PluginID, intent.Name))
 		}
 		if derr := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 			if err := tx.Snapshots().DeleteCreate(intent.PluginID, intent.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -179,8 +180,8 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 		// Not `snapshot delete NAME`: it finishes the intent first, sending CreateSnapshot again,
 		// which gets this answer again.
 		fate = fmt.Sprintf("this snapshot stays recorded as being created, since CreateSnapshot was sent again after an earlier answer was lost and the plugin may hold "+
-			"a snapshot that answer was about, found by the name %q: `volctl reconcile` sends it again, `volctl volume snapshot deregister %s %s` forgets it",
-			intent.Name, intent.PluginID, intent.Name)
+			"a snapshot that answer was about, found by the name %q: `volctl reconcile` sends it again, `%s` forgets it",
+			intent.Name, shellquote.Command("volctl volume snapshot deregister", intent.PluginID, intent.Name))
 	}
 	var dup error
 	err = e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
@@ -388,12 +389,13 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 			Message: "delete not finished, snapshot kept: " + err.Error()})
 		// The way out names the ID: the record is the ID's, and a NAME that found the snapshot
 		// pending finds nothing now (a delete by it is of a snapshot ID nobody has).
-		again := fmt.Sprintf("`volctl volume snapshot delete %s %s`", pluginID, snapshotID)
+		again := "`" + shellquote.Command("volctl volume snapshot delete", pluginID, snapshotID) + "`"
 		if named != "" {
 			again += fmt.Sprintf(" (by its ID: its name %q found it only while it was pending)", named)
 		}
 		return fail(fmt.Errorf("%w (the snapshot stays recorded: %s sends DeleteSnapshot again and forgets it once the plugin answers NOT_FOUND or no longer lists it; "+
-			"if the plugin keeps listing it, `volctl volume snapshot deregister %s %s` forgets the record and leaves the snapshot)", err, again, pluginID, snapshotID))
+			"if the plugin keeps listing it, `%s` forgets the record and leaves the snapshot)", err, again,
+			shellquote.Command("volctl volume snapshot deregister", pluginID, snapshotID)))
 	}
 	note := e.uncheckedNote(unchecked, pluginID, csi.RPCDeleteSnapshot, "snapshot", snapshotID)
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
@@ -657,15 +659,21 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 	case !c.fp.Controller || !c.fp.Capabilities.Controller.ListSnapshots:
 		return nil, "cannot list snapshots (no LIST_SNAPSHOTS controller capability)"
 	}
-	err = e.withController(ctx, c, func(ctx context.Context) error {
-		return e.listPages(ctx, c, csi.RPCListSnapshots, maxListPages, func(ctx context.Context, token string) (string, bool, error) {
-			page, err := c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{StartingToken: token, Secrets: secrets})
-			if err != nil {
-				return "", false, err
-			}
-			snaps = append(snaps, page.Snapshots...)
-			return page.NextToken, false, nil
-		})
+	// The controller lock in turns (controllerTurns), not for the whole listing: a plugin that
+	// pages slowly would hold every create, delete and publish of it for as long.
+	turns := &controllerTurns{e: e, c: c}
+	defer turns.release()
+	err = e.listPages(ctx, c, csi.RPCListSnapshots, maxListPages, func(ctx context.Context, token string) (string, bool, error) {
+		var page csi.ListSnapshotsResponse
+		if err := turns.call(ctx, func(ctx context.Context) error {
+			var err error
+			page, err = c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{StartingToken: token, Secrets: secrets})
+			return err
+		}); err != nil {
+			return "", false, err
+		}
+		snaps = append(snaps, page.Snapshots...)
+		return page.NextToken, false, nil
 	})
 	if err != nil {
 		return nil, err.Error()
@@ -756,7 +764,7 @@ func (e *Engine) deregisterSnapshotStored(ctx context.Context, pluginID, snapsho
 	}
 	volumeID, err := viewOne(ctx, e.store, source)
 	if errors.Is(err, store.ErrNotFound) {
-		return fail(notFoundf("volctl has no record of it (`volctl volume snapshot list --plugin %s` lists those it has)", pluginID))
+		return fail(notFoundf("volctl has no record of it (`%s` lists those it has)", "volctl volume snapshot list "+shellquote.Flag("--plugin", pluginID)))
 	}
 	if err != nil {
 		return fail(err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -276,8 +277,8 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 			// The plugin still has the volume: it stays recorded, deleting, rather than leak.
 			e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
 				Code: csi.CodeOf(derr).String(), Message: fmt.Sprintf("create refused; deleting volume %q failed, left for reconcile: %v; %v", created.ID, err, derr)})
-			return fmt.Errorf("%w; deleting the unusable volume %q failed: %v (volume %q stays marked deleting with it: `volctl reconcile` or `volctl volume delete %s` deletes it)",
-				err, created.ID, derr, v.ID, v.ID)
+			return fmt.Errorf("%w; deleting the unusable volume %q failed: %v (volume %q stays marked deleting with it: `volctl reconcile` or `%s` deletes it)",
+				err, created.ID, derr, v.ID, shellquote.Command("volctl volume delete", v.ID))
 		}
 		// Deleted: back to the bare intent, which what follows keeps or forgets.
 		if uerr := e.store.Update(ctx, func(tx *store.Tx) error { return tx.Volumes().Update(&v) }); uerr != nil {
@@ -297,15 +298,16 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		// The advice's order matters: while the create is recorded, reconcile (the agent's,
 		// every minute) sends CreateVolume again, which makes a volume deleted by hand again.
 		return fmt.Errorf("%w (plugin %q created the volume named %q but its answer cannot be used: the create stays recorded; "+
-			"`volctl volume delete %s` forgets it (it has no ID to delete it by), then delete that volume with the storage provider's tools: "+
-			"in this order, since reconcile sends CreateVolume again while the create is recorded, which would make it again)", err, v.PluginID, v.CSIName, v.ID)
+			"`%s` forgets it (it has no ID to delete it by), then delete that volume with the storage provider's tools: "+
+			"in this order, since reconcile sends CreateVolume again while the create is recorded, which would make it again)", err, v.PluginID, v.CSIName,
+			shellquote.Command("volctl volume delete", v.ID))
 	}
 	if sentBefore {
 		// A final error says this call created nothing, not that an earlier one whose
 		// answer was lost did not: keep the intent, and the name that finds the volume.
 		e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
 			Code: csi.CodeOf(err).String(), Message: "create failed, kept for reconcile: " + err.Error()})
-		return fmt.Errorf("%w (an earlier CreateVolume's answer was lost, so the plugin may have the volume: the create stays recorded for `volctl reconcile` or the same create; `volctl volume delete %s` forgets it)", err, v.ID)
+		return fmt.Errorf("%w (an earlier CreateVolume's answer was lost, so the plugin may have the volume: the create stays recorded for `volctl reconcile` or the same create; `%s` forgets it)", err, shellquote.Command("volctl volume delete", v.ID))
 	}
 	// A final error to the only CreateVolume sent: nothing was created, so forget the intent.
 	if derr := e.store.Update(ctx, func(tx *store.Tx) error {
@@ -380,9 +382,9 @@ func refuseSharedStorage(tx *store.Tx, v store.Volume, id string, resent bool) (
 	if resent {
 		dup = conflictf("plugin %q answered CreateVolume (name %q), sent again after an earlier answer was lost, with external ID %q, which is already volume %q; "+
 			"the storage belongs to %q and is left alone; this create stays recorded, since the plugin may hold a volume the lost answer was about, "+
-			"found by the name %q with the storage provider's tools: `volctl reconcile` or the same create sends CreateVolume again, `volctl volume delete %s` forgets it "+
+			"found by the name %q with the storage provider's tools: `volctl reconcile` or the same create sends CreateVolume again, `%s` forgets it "+
 			"(the plugin maps two names onto one volume: report it to the plugin's authors)",
-			v.PluginID, v.CSIName, id, o.ID, o.ID, v.CSIName, v.ID)
+			v.PluginID, v.CSIName, id, o.ID, o.ID, v.CSIName, shellquote.Command("volctl volume delete", v.ID))
 	} else {
 		dup = conflictf("plugin %q answered CreateVolume (name %q) with external ID %q, which is already volume %q; "+
 			"the storage belongs to %q and is left alone, and this create is forgotten (the plugin maps two names onto one volume: report it to the plugin's authors)",

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -93,7 +94,8 @@ func refuseSharedDelete(tx *store.Tx, v store.Volume) error {
 	}
 	o := same[0]
 	return conflictf("volume %q's storage (external ID %q on plugin %q) is also recorded as volume %q: deleting it would delete %q's data; "+
-		"`volctl volume deregister %s` forgets %q and leaves the storage to %q", v.ID, v.ExternalID, v.PluginID, o.ID, o.ID, v.ID, v.ID, o.ID)
+		"`%s` forgets %q and leaves the storage to %q", v.ID, v.ExternalID, v.PluginID, o.ID, o.ID,
+		shellquote.Command("volctl volume deregister", v.ID), v.ID, o.ID)
 }
 
 // finishDelete sends DeleteVolume for a volume in state deleting and forgets it. An attachment
@@ -130,7 +132,7 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 			if csi.IsAnswerUnread(err) {
 				// The plugin answered, so it did delete; but every DeleteVolume gets the same
 				// answer, so running the delete again cannot finish it.
-				return fmt.Errorf("%w (the plugin answered, so it deleted the storage, but another delete gets the same answer: the volume stays marked deleting; `volctl volume deregister %s` forgets it)", err, v.ID)
+				return fmt.Errorf("%w (the plugin answered, so it deleted the storage, but another delete gets the same answer: the volume stays marked deleting; `%s` forgets it)", err, shellquote.Command("volctl volume deregister", v.ID))
 			}
 			return fmt.Errorf("%w (the volume is marked deleting; run the delete again or `volctl reconcile`)", err)
 		}
@@ -141,7 +143,7 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 			e.event(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCListVolumes,
 				Message: "delete not finished, volume kept deleting: " + err.Error()})
 			return fmt.Errorf("%w (volume %q stays marked deleting: running the delete again or `volctl reconcile` sends DeleteVolume again and forgets the volume once the plugin answers NOT_FOUND or no longer lists it; "+
-				"if the plugin keeps listing it, `volctl volume deregister %s` forgets the volume and leaves the storage)", err, v.ID, v.ID)
+				"if the plugin keeps listing it, `%s` forgets the volume and leaves the storage)", err, v.ID, shellquote.Command("volctl volume deregister", v.ID))
 		}
 	}
 	failpoint("rpc:DeleteVolume")

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -440,8 +441,8 @@ func (e *Engine) sendOwedUnpublish(ctx context.Context, id string) (unsent, err 
 // is owed for the attachment st records.
 func refuseOwedUnpublish(v store.Volume, st store.Staging) error {
 	return conflictf("volume %q is recorded attached to node %q through plugin %q with no claim: a ControllerUnpublishVolume a forced detach could not send is owed, and deregistering the volume would forget it. "+
-		"Run `volctl reconcile` once plugin %q answers (it sends it), then deregister again; or `volctl volume deregister %s --force`, which sends it too and, if the plugin still cannot take it, forgets the attachment",
-		v.ID, attachedNode(st), v.PluginID, v.PluginID, v.ID)
+		"Run `volctl reconcile` once plugin %q answers (it sends it), then deregister again; or `%s`, which sends it too and, if the plugin still cannot take it, forgets the attachment",
+		v.ID, attachedNode(st), v.PluginID, v.PluginID, shellquote.CommandFlags("volctl volume deregister", []string{v.ID}, "--force"))
 }
 
 // forgottenAttachment says that the attachment st records is forgotten because

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -185,7 +186,7 @@ func (l *socketListener) Close() error {
 func (p *Plugin) Serve(ctx context.Context, lis net.Listener) error {
 	srv := p.NewServer()
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(lis) }()
+	crash.Go(func() { errc <- srv.Serve(lis) })
 	p.log.Info("serving", "plugin", PluginName, "address", lis.Addr().String(), "root", p.cfg.Root,
 		"node_id", p.cfg.NodeID, "attach", p.cfg.EnableAttach, "max_volumes", p.cfg.MaxVolumes)
 	select {
@@ -194,10 +195,10 @@ func (p *Plugin) Serve(ctx context.Context, lis net.Listener) error {
 	case <-ctx.Done():
 	}
 	stopped := make(chan struct{})
-	go func() {
+	crash.Go(func() {
 		srv.GracefulStop()
 		close(stopped)
-	}()
+	})
 	timer := time.NewTimer(gracePeriod)
 	defer timer.Stop()
 	select {

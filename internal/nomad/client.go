@@ -101,7 +101,13 @@ func NewClient(address string) (*Client, error) {
 	// meant for the agent's own region (a volume handed over with no region named) would go
 	// to that one, which answers that it has no such volume.
 	c.SetRegion("")
-	return &Client{api: c, Address: shown, Region: cfg.Region, Namespace: cfg.Namespace, creds: creds, token: cfg.SecretID != ""}, nil
+	// So too its namespace (namespaceFor, or the one a volume was handed over in): the api
+	// module would add NOMAD_NAMESPACE to a request that names none, and a mark with no
+	// namespace (Nomad's default one) would be asked about in that one, which answers that it
+	// has no such volume.
+	region, namespace := cfg.Region, cfg.Namespace
+	c.SetNamespace("")
+	return &Client{api: c, Address: shown, Region: region, Namespace: namespace, creds: creds, token: cfg.SecretID != ""}, nil
 }
 
 // httpClient is the api module's HTTP client (TLS 1.2 at least, HTTP/1, the TLS variables'

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -70,8 +71,8 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 		return Handed{Undo: true}, fmt.Errorf("volume %q: %w", v.ID, err) // nothing sent
 	default:
 		if d := c.Identity(have, v); len(d) > 0 {
-			return Handed{Undo: true}, fmt.Errorf("volume %q: Nomad at %s %w in namespace %s, with %s: not volctl's to update (volctl registers it with its own); deregister that one there first (nomad volume deregister -namespace %s %s) if it is no one's, or leave this volume to volctl",
-				v.ID, c.Address, ErrOtherVolume, ns, c.shown(strings.Join(d, ", "), v), ns, v.ID)
+			return Handed{Undo: true}, fmt.Errorf("volume %q: Nomad at %s %w in namespace %s, with %s: not volctl's to update (volctl registers it with its own); deregister that one there first (`%s`) if it is no one's, or leave this volume to volctl",
+				v.ID, c.Address, ErrOtherVolume, ns, c.shown(strings.Join(d, ", "), v), c.nomadCmd("volume deregister", ns, v.ID))
 		}
 	}
 	out := Handed{Updated: err == nil}
@@ -80,7 +81,7 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 		if !first { // marked from before: the mark stays whatever happened
 			out.Undo, out.InFlight = true, inFlight(err)
 			if out.InFlight {
-				err = fmt.Errorf("%w; it stays marked handed over, and until Nomad answers a registration of it OK, Nomad's word that it has no such volume does not take it back (Nomad may yet apply this one): `volctl nomad register %s` again settles it", err, v.ID)
+				err = fmt.Errorf("%w; it stays marked handed over, and until Nomad answers a registration of it OK, Nomad's word that it has no such volume does not take it back (Nomad may yet apply this one): `%s` again settles it", err, volctl("register", v.ID))
 			}
 			return out, err
 		}
@@ -94,23 +95,24 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 	case errors.Is(gerr, ErrNotFound) && IndexOf(gerr) < index:
 		// A state older than the one Nomad applied the registration in (X-Nomad-Index going
 		// backwards): not Nomad's word on it.
-		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK at index %d, then said it has no volume %q in namespace %s at index %d, from a state before the registration: not its word on it (another server or cluster answers at NOMAD_ADDR, or one restored from an older snapshot); it stays marked handed over, as Nomad said it took it: see `nomad volume status %s %s`, and run `volctl nomad register %s` again against the Nomad that has it",
-			v.ID, c.Address, index, v.ID, ns, IndexOf(gerr), c.nomadFlags(ns), v.ID, v.ID)
+		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK at index %d, then said it has no volume %q in namespace %s at index %d, from a state before the registration: not its word on it (another server or cluster answers at NOMAD_ADDR, or one restored from an older snapshot); it stays marked handed over, as Nomad said it took it: see `%s`, and run `%s` again against the Nomad that has it",
+			v.ID, c.Address, index, v.ID, ns, IndexOf(gerr), c.nomadCmd("volume status", ns, v.ID), volctl("register", v.ID))
 	case errors.Is(gerr, ErrNotFound):
 		mark := "volctl took its handover mark back"
 		if !first {
-			mark = fmt.Sprintf("it stays marked handed over from before: `volctl nomad release %s` takes it back", v.ID)
+			mark = fmt.Sprintf("it stays marked handed over from before: `%s` takes it back", volctl("release", v.ID))
 		}
 		out.Undo = true
-		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK, then says it has no volume %q in namespace %s: it did not register it (%s); check Nomad (or what answers at NOMAD_ADDR) and run `volctl nomad register %s` again",
-			v.ID, c.Address, v.ID, ns, mark, v.ID)
+		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK, then says it has no volume %q in namespace %s: it did not register it (%s); check Nomad (or what answers at NOMAD_ADDR) and run `%s` again",
+			v.ID, c.Address, v.ID, ns, mark, volctl("register", v.ID))
 	case gerr != nil:
-		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK, but reading it back failed: %v; it stays marked handed over, as Nomad said it took it: `volctl nomad status %s` shows Nomad's copy, and `volctl nomad register %s` again registers and checks it anew",
-			v.ID, c.Address, gerr, v.ID, v.ID)
+		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK, but reading it back failed: %v; it stays marked handed over, as Nomad said it took it: `%s` shows Nomad's copy, and `%s` again registers and checks it anew",
+			v.ID, c.Address, gerr, volctl("status", v.ID), volctl("register", v.ID))
 	}
 	if d := c.differs(got, v); len(d) > 0 {
-		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK, but has it with %s; it stays marked handed over, as Nomad said it took it, so volctl does not claim it: see `nomad volume status -namespace %s %s`; `volctl nomad register %s` again sends it anew, and once Nomad has let go of it (nomad volume deregister), `volctl nomad release %s` takes it back",
-			v.ID, c.Address, c.shown(strings.Join(d, ", "), v), ns, v.ID, v.ID, v.ID)
+		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK, but has it with %s; it stays marked handed over, as Nomad said it took it, so volctl does not claim it: see `%s`; `%s` again sends it anew, and once Nomad has let go of it (nomad volume deregister), `%s` takes it back",
+			v.ID, c.Address, c.shown(strings.Join(d, ", "), v), c.nomadCmd("volume status", ns, v.ID),
+			volctl("register", v.ID), volctl("release", v.ID))
 	}
 	return out, nil
 }
@@ -139,31 +141,31 @@ func (c *Client) hasNot(ctx context.Context, v spec.Volume, ns string, updated b
 	case gerr == nil && len(c.Identity(have, v)) > 0:
 		// Nomad's state store refuses this registration while that volume is there, but one
 		// still in flight would be applied once that one is deregistered: not proof.
-		return false, true, fmt.Errorf("%w; Nomad has another volume by the ID %q in namespace %s now (%s), which it does not let a registration change, but it may yet apply this one, whose outcome it did not say, once that one is deregistered; so volume %q stays marked handed over and volctl does not claim it (do not `nomad volume deregister` that one for volctl: it is someone else's): once Nomad is done with that request, and nothing in Nomad uses this volume's storage, `volctl nomad release --force %s` takes it back",
-			err, v.ID, ns, c.shown(strings.Join(c.Identity(have, v), ", "), v), v.ID, v.ID)
+		return false, true, fmt.Errorf("%w; Nomad has another volume by the ID %q in namespace %s now (%s), which it does not let a registration change, but it may yet apply this one, whose outcome it did not say, once that one is deregistered; so volume %q stays marked handed over and volctl does not claim it (do not `nomad volume deregister` that one for volctl: it is someone else's): once Nomad is done with that request, and nothing in Nomad uses this volume's storage, `%s` takes it back",
+			err, v.ID, ns, c.shown(strings.Join(c.Identity(have, v), ", "), v), v.ID, volctl("release --force", v.ID))
 	case gerr == nil:
 		// Nomad has it: when it had not before, this registration is what it applied (settled).
 		inflight = inflight && updated
-		undo := "to take it back, `nomad volume deregister " + c.nomadFlags(ns) + " " + v.ID + "`, then `volctl nomad release " + v.ID + "`"
+		undo := "to take it back, `" + c.nomadCmd("volume deregister", ns, v.ID) + "`, then `" + volctl("release", v.ID) + "`"
 		if inflight {
-			undo = "to take it back, after that, `nomad volume deregister " + c.nomadFlags(ns) + " " + v.ID + "`, then `volctl nomad release " + v.ID + "` (Nomad may yet apply the update it did not answer, so release waits for one it answers)"
+			undo = "to take it back, after that, `" + c.nomadCmd("volume deregister", ns, v.ID) + "`, then `" + volctl("release", v.ID) + "` (Nomad may yet apply the update it did not answer, so release waits for one it answers)"
 		}
-		return false, inflight, fmt.Errorf("%w; Nomad has volume %q (namespace %s) nonetheless, so it stays marked handed over and volctl does not claim it: `volctl nomad register %s` again updates it; %s",
-			err, v.ID, ns, v.ID, undo)
+		return false, inflight, fmt.Errorf("%w; Nomad has volume %q (namespace %s) nonetheless, so it stays marked handed over and volctl does not claim it: `%s` again updates it; %s",
+			err, v.ID, ns, volctl("register", v.ID), undo)
 	case refusedForCertain(err):
 		return true, false, err
 	case errors.Is(gerr, ErrNotFound) && !inflight:
 		return true, false, err
 	case errors.Is(gerr, ErrNotFound):
-		return false, true, fmt.Errorf("%w; Nomad says it has no volume %q (namespace %s) now, but it may yet apply a registration whose outcome it did not say (it applies writes through its Raft log, and answers a read without waiting for one in flight), so the volume stays marked handed over and volctl does not claim it, nor does `volctl nomad release` on that word until Nomad answers a registration of it: `volctl nomad register %s` again finishes the handover (`nomad volume status %s %s` says whether Nomad took it meanwhile); to take it back instead, after that, `nomad volume deregister %s %s`, then `volctl nomad release %s`",
-			err, v.ID, ns, v.ID, c.nomadFlags(ns), v.ID, c.nomadFlags(ns), v.ID, v.ID)
+		return false, true, fmt.Errorf("%w; Nomad says it has no volume %q (namespace %s) now, but it may yet apply a registration whose outcome it did not say (it applies writes through its Raft log, and answers a read without waiting for one in flight), so the volume stays marked handed over and volctl does not claim it, nor does `volctl nomad release` on that word until Nomad answers a registration of it: `%s` again finishes the handover (`%s` says whether Nomad took it meanwhile); to take it back instead, after that, `%s`, then `%s`",
+			err, v.ID, ns, volctl("register", v.ID), c.nomadCmd("volume status", ns, v.ID), c.nomadCmd("volume deregister", ns, v.ID), volctl("release", v.ID))
 	}
 	if inflight {
-		return false, true, fmt.Errorf("%w; volume %q stays marked handed over, so volctl does not claim it while Nomad may have it or yet apply the registration (asking it failed too: %v): `volctl nomad register %s` again, once Nomad answers, settles it (`volctl nomad status %s` shows Nomad's copy)",
-			err, v.ID, gerr, v.ID, v.ID)
+		return false, true, fmt.Errorf("%w; volume %q stays marked handed over, so volctl does not claim it while Nomad may have it or yet apply the registration (asking it failed too: %v): `%s` again, once Nomad answers, settles it (`%s` shows Nomad's copy)",
+			err, v.ID, gerr, volctl("register", v.ID), volctl("status", v.ID))
 	}
-	return false, false, fmt.Errorf("%w; volume %q stays marked handed over, so volctl does not claim it while Nomad may have it (asking it failed too: %v): `volctl nomad status %s` shows whether Nomad has it, and `volctl nomad release %s` takes it back once Nomad says it has not",
-		err, v.ID, gerr, v.ID, v.ID)
+	return false, false, fmt.Errorf("%w; volume %q stays marked handed over, so volctl does not claim it while Nomad may have it (asking it failed too: %v): `%s` shows whether Nomad has it, and `%s` takes it back once Nomad says it has not",
+		err, v.ID, gerr, volctl("status", v.ID), volctl("release", v.ID))
 }
 
 // inFlight reports whether Nomad may yet apply a registration that failed with err: neither
@@ -173,12 +175,21 @@ func inFlight(err error) bool { return !refusedForCertain(err) && !settled(err) 
 // nomadFlags are the nomad CLI's flags naming the namespace ns and the client's region, for a
 // command volctl tells people to run there.
 func (c *Client) nomadFlags(ns string) string {
-	f := "-namespace " + ns
+	f := shellquote.Flag("-namespace", ns)
 	if c.Region != "" {
-		f += " -region " + c.Region
+		f += " " + shellquote.Flag("-region", c.Region)
 	}
 	return f
 }
+
+// nomadCmd is the nomad CLI command `nomad CMD -namespace NS [-region R] ID` (nomadFlags), its
+// words quoted for a shell (shellquote).
+func (c *Client) nomadCmd(cmd, ns, id string) string {
+	return shellquote.Command("nomad "+cmd+" "+c.nomadFlags(ns), id)
+}
+
+// volctl is the command `volctl nomad CMD ID`, its words quoted for a shell (shellquote).
+func volctl(cmd, id string) string { return shellquote.Command("volctl nomad "+cmd, id) }
 
 // refusedForCertain reports whether a registration's error says Nomad did not apply it: a
 // 4xx (Nomad's HTTP layer refuses a request it cannot decode or a token may not make before

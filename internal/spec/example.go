@@ -38,9 +38,9 @@ func ExampleFor(kind Kind, file string) ([]byte, error) {
 	lit := hclString(id)
 	out = strings.Replace(out, "\nid        = \"data\"\n", "\nid        = "+lit+"\n", 1)
 	out = strings.Replace(out, "\nname = \"data\"\n", "\nname = "+lit+"\n", 1)
-	if !strings.ContainsAny(base, " \t\n'\"\\$`") {
-		out = strings.ReplaceAll(out, "#   volctl validate --for create volume.hcl\n", "#   volctl validate --for create "+base+"\n")
-		out = strings.ReplaceAll(out, "#   volctl volume create volume.hcl\n", "#   volctl volume create "+base+"\n")
+	if !strings.ContainsAny(base, "\n\r") { // the command is a line of a comment
+		out = strings.ReplaceAll(out, "#   volctl validate --for create volume.hcl\n", "#   volctl validate --for create "+shellWord(base)+"\n")
+		out = strings.ReplaceAll(out, "#   volctl volume create volume.hcl\n", "#   volctl volume create "+shellWord(base)+"\n")
 	}
 	return []byte(out), nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/volctl/volctl/internal/shellquote"
 )
 
 // StdinName is how a spec read from standard input is named in diagnostics. Messages that
@@ -193,15 +194,5 @@ func shellWord(name string) string {
 	if strings.HasPrefix(name, "-") {
 		name = "./" + name
 	}
-	safe := name != ""
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./+,:=@%", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return name
-	}
-	return "'" + strings.ReplaceAll(name, "'", `'\''`) + "'"
+	return shellquote.Arg(name)
 }

@@ -18,6 +18,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/engine"
 )
 
@@ -446,7 +447,14 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	defer cancel()
 	p := tea.NewProgram(New(ctx, opts), tea.WithAltScreen(), tea.WithContext(ctx),
 		tea.WithInput(in), tea.WithOutput(out))
+	// A panic in a goroutine volctl started (an engine worker) ends the process there
+	// (crash.Go): the terminal is given back first. bubbletea recovers its own (the model's,
+	// its commands'), gives the terminal back and returns ErrProgramPanic.
+	defer crash.OnCrash(func() { _ = p.ReleaseTerminal() })()
 	_, err := p.Run()
+	if errors.Is(err, tea.ErrProgramPanic) {
+		return fmt.Errorf("%w: the dashboard panicked (the panic is printed above): %w", crash.ErrPanicked, err)
+	}
 	if errors.Is(err, tea.ErrInterrupted) || errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // a signal asked the dashboard to close: that is a normal way out
 	}

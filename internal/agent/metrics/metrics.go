@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/volctl/volctl/internal/agent"
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -255,13 +256,13 @@ func (s *Server) Serve(ctx context.Context, m *Metrics, status func() agent.Stat
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout,
 		WriteTimeout: scrapeTimeout + 20*time.Second, IdleTimeout: idleTimeout}
 	done := make(chan struct{})
-	go func() {
+	crash.Go(func() {
 		defer close(done)
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = s.srv.Shutdown(sctx)
-	}()
+	})
 	err := s.srv.Serve(s.lis)
 	<-done
 	if errors.Is(err, http.ErrServerClosed) {

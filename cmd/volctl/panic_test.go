@@ -1,0 +1,45 @@
+package main
+
+import (
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/crash"
+	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// TestPanicExitsWithTheCrashCode: a panic in volctl, on the command's goroutine (a create) or
+// in a goroutine volctl starts (a restore worker of reconcile), exits with crash.ExitCode, not
+// Go's 2, which volctl's table gives to usage errors, and leaves the panic and what to do on
+// stderr. Failpoints armed NAME=panic panic where a bug would.
+func TestPanicExitsWithTheCrashCode(t *testing.T) {
+	env := newHostEnv(t)
+	bin := buildVolctl(t, failpointsTag)
+	check := func(what string, out string, err error, panicked string) {
+		t.Helper()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != crash.ExitCode {
+			t.Errorf("%s that panicked: %v; want exit status %d\n%s", what, err, crash.ExitCode, out)
+		}
+		for _, want := range []string{"panic: failpoint " + panicked, "goroutine ", "volctl crashed", "volctl reconcile"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s that panicked says no %q:\n%s", what, want, out)
+			}
+		}
+	}
+	out, err := env.runBinary(bin, []string{"VOLCTL_FAILPOINT=create:intent=panic"}, "volume", "create", writeVolumeSpec(t, "vol", spec.SingleNodeWriter))
+	check("volume create", out, err, "create:intent")
+	env.ok("reconcile") // finishes the create
+	env.ok("volume", "claim", "vol", "--alloc", "a")
+	if err := hostpath.UnmountAll(env.state); err != nil { // what a reboot does to the mounts
+		t.Fatal(err)
+	}
+	out, err = env.runBinary(bin, []string{"VOLCTL_FAILPOINT=rpc:NodeStageVolume=panic"}, "reconcile")
+	check("reconcile (its restore worker)", out, err, "rpc:NodeStageVolume")
+	env.ok("reconcile")
+	env.ok("volume", "release", "vol", "--alloc", "a")
+	env.checkInvariants()
+}

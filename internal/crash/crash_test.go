@@ -1,0 +1,87 @@
+package crash
+
+import (
+	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// crashChild, set in the environment, makes the test binary panic in a goroutine started by
+// Go, as a volctl goroutine would, instead of running the tests.
+const crashChild = "VOLCTL_CRASH_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(crashChild) != "" {
+		defer OnCrash(func() { os.Stderr.WriteString("terminal restored\n") })()
+		Go(func() { panic("in a goroutine") })
+		select {}
+	}
+	os.Exit(m.Run())
+}
+
+// A panic in a goroutine started by Go ends the process with ExitCode, the OnCrash functions
+// run first, the panic's value and stack and what to do on stderr.
+func TestPanicInAGoroutineExitsWithTheCrashCode(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashChild+"=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != ExitCode {
+		t.Fatalf("a panic in a goroutine: %v; want exit status %d\n%s", err, ExitCode, stderr.String())
+	}
+	out := stderr.String()
+	for _, want := range []string{"terminal restored\n", "panic: in a goroutine\n", "crash_test.go", "volctl crashed (exit status 70)", "volctl reconcile"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stderr says no %q:\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "terminal restored") > strings.Index(out, "panic:") {
+		t.Errorf("the terminal was restored after the panic was printed:\n%s", out)
+	}
+}
+
+// TestEveryGoroutineIsStartedByGo: volctl's code (not its tests, nor the test doubles) starts
+// no goroutine with a go statement, whose panic would exit with Go's status 2, volctl's
+// status for a usage error: crash.Go starts them.
+func TestEveryGoroutineIsStartedByGo(t *testing.T) {
+	root := filepath.Join("..", "..")
+	skip := map[string]bool{"internal/crash": true, "internal/tools": true, "internal/csi/csitest": true, "internal/hostpath/hostpathtest": true}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			if rel != "." && (skip[filepath.ToSlash(rel)] || strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if g, ok := n.(*ast.GoStmt); ok {
+				t.Errorf("%s: a go statement: start it with crash.Go, so that a panic in it exits with the crash code", fset.Position(g.Pos()))
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
