@@ -544,7 +544,7 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 		// Nothing was sent, but the claim stays recorded, holding the volume: say so.
 		switch {
 		case cl.Releasing:
-			err = fmt.Errorf("%w (the claim is left %s for `volctl reconcile`; `volctl volume detach --force` drops it if the plugin is gone)", err, cl.State)
+			err = fmt.Errorf("%w (the claim is left %s for `volctl reconcile`; `%s` drops it if the plugin is gone)", err, cl.State, shellquote.CommandFlags("volctl volume detach", []string{cl.VolumeID}, "--force"))
 		case ctx.Err() != nil:
 			err = fmt.Errorf("%w (%s)", err, interruptedNote(cl))
 		default:

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -50,7 +51,7 @@ func (e *Engine) release(ctx context.Context, c *conn, v store.Volume, cl *store
 				err = errors.Join(err, ferr)
 			}
 			e.markForReconcile(ctx, cl, lastRPC(err), err)
-			return fmt.Errorf("release: %w (the claim is left %s for `volctl reconcile`; `volctl volume detach --force` drops it if the plugin is gone)", err, cl.State)
+			return fmt.Errorf("release: %w (the claim is left %s for `volctl reconcile`; `%s` drops it if the plugin is gone)", err, cl.State, shellquote.CommandFlags("volctl volume detach", []string{cl.VolumeID}, "--force"))
 		}
 	}
 	// The last checkpoint frees the claim in the same transaction that records the volume's
