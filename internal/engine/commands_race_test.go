@@ -384,23 +384,12 @@ func TestReconcileDoesNotFinishADeleteThatWasRefusedMeanwhile(t *testing.T) {
 // record over what the create recorded.
 func TestReconcileDoesNotFinishACreateFinishedMeanwhile(t *testing.T) {
 	h := newHarness(t, nil)
-	other := h.otherProcess()
-	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Gate: gate, Times: 1})
-	createDone := make(chan error, 1)
-	go func() { _, err := h.e.CreateVolume(h.ctx, volume("v")); createDone <- err }()
-	h.waitInFlight(gate, createDone)
-
-	ctx, waiting := whenWaitingForLock(h.ctx, "v")
-	recDone := make(chan error, 1)
-	var rep ReconcileReport
-	go func() { var err error; rep, err = other.Reconcile(ctx); recDone <- err }()
-	waitFor(t, waiting, "the reconcile to wait for v's lock")
-	close(gate)
-	if err := <-createDone; err != nil {
-		t.Fatalf("create: %v", err)
+	create := func() error { _, err := h.e.CreateVolume(h.ctx, volume("v")); return err }
+	createErr, err, rep := h.reconcileBeside(h.otherProcess(), csi.RPCCreateVolume, create, "v")
+	if createErr != nil {
+		t.Fatalf("create: %v", createErr)
 	}
-	if err := <-recDone; err != nil {
+	if err != nil {
 		t.Errorf("reconcile: %v", err)
 	}
 	if n := h.faults.Calls(csi.RPCCreateVolume); n != 1 {

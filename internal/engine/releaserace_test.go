@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -21,24 +22,11 @@ func TestReconcileLeavesAClaimReleasedMeanwhile(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web-0"})
-	other := h.otherProcess()
-
-	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCNodeUnpublishVolume, csitest.Fault{Gate: gate, Times: 1})
-	relDone := make(chan error, 1)
-	go func() { _, err := h.e.Release(h.ctx, "v", "web-0"); relDone <- err }()
-	h.waitInFlight(gate, relDone)
-
-	ctx, waiting := whenWaitingForLock(h.ctx, "v")
-	recDone := make(chan error, 1)
-	var rep ReconcileReport
-	go func() { var err error; rep, err = other.Reconcile(ctx); recDone <- err }()
-	waitFor(t, waiting, "the reconcile to wait for v's lock")
-	close(gate)
-	if err := <-relDone; err != nil {
-		t.Fatalf("release: %v", err)
+	relErr, err, rep := h.reconcileBeside(h.otherProcess(), csi.RPCNodeUnpublishVolume, h.releaseOf("v", "web-0"), "v")
+	if relErr != nil {
+		t.Fatalf("release: %v", relErr)
 	}
-	if err := <-recDone; err != nil {
+	if err != nil {
 		t.Errorf("reconcile beside a release that freed the claim: %v (problems %+v)", err, rep.Problems)
 	}
 	for _, a := range rep.Actions {
@@ -51,10 +39,10 @@ func TestReconcileLeavesAClaimReleasedMeanwhile(t *testing.T) {
 	}
 }
 
-// claimBeside runs op in this process with rpc held at the plugin, then a claim of req in
-// other, which must wait for the volume's lock (it failed the test if it answered before);
-// then lets the RPC go and returns op's result, the claim's and its answer.
-func (h *harness) claimBeside(other *Engine, rpc string, op func() error, req ClaimRequest) (opErr, claimErr error, info ClaimInfo) {
+// beside runs op in this process with rpc held at the plugin, then then(ctx) (another
+// process's operation on vol), which must wait for vol's lock (it failed the test if it
+// answered before); then lets the RPC go and returns op's result and then's.
+func (h *harness) beside(rpc string, op func() error, vol string, then func(context.Context) error) (opErr, thenErr error) {
 	h.t.Helper()
 	gate := make(chan struct{})
 	h.faults.Inject(rpc, csitest.Fault{Gate: gate, Times: 1})
@@ -62,19 +50,41 @@ func (h *harness) claimBeside(other *Engine, rpc string, op func() error, req Cl
 	go func() { opDone <- op() }()
 	h.waitInFlight(gate, opDone)
 
-	ctx, waiting := whenWaitingForLock(h.ctx, req.VolumeID)
-	claimDone := make(chan error, 1)
-	go func() { var err error; info, err = other.Claim(ctx, req); claimDone <- err }()
+	ctx, waiting := whenWaitingForLock(h.ctx, vol)
+	thenDone := make(chan error, 1)
+	go func() { thenDone <- then(ctx) }()
 	select {
 	case <-waiting:
-	case err := <-claimDone:
+	case err := <-thenDone:
 		close(gate)
 		<-opDone
-		h.t.Fatalf("the claim returned while %s was in flight, without waiting for it: %v", rpc, err)
+		h.t.Fatalf("the operation beside %s returned while it was in flight, without waiting for it: %v", rpc, err)
 	}
 	close(gate)
 	opErr = <-opDone
-	return opErr, <-claimDone, info
+	return opErr, <-thenDone
+}
+
+// claimBeside is beside with other's claim of req, returning the claim's answer too.
+func (h *harness) claimBeside(other *Engine, rpc string, op func() error, req ClaimRequest) (opErr, claimErr error, info ClaimInfo) {
+	h.t.Helper()
+	opErr, claimErr = h.beside(rpc, op, req.VolumeID, func(ctx context.Context) error {
+		var err error
+		info, err = other.Claim(ctx, req)
+		return err
+	})
+	return opErr, claimErr, info
+}
+
+// reconcileBeside is beside with other's reconcile, returning its report too.
+func (h *harness) reconcileBeside(other *Engine, rpc string, op func() error, vol string) (opErr, recErr error, rep ReconcileReport) {
+	h.t.Helper()
+	opErr, recErr = h.beside(rpc, op, vol, func(ctx context.Context) error {
+		var err error
+		rep, err = other.Reconcile(ctx)
+		return err
+	})
+	return opErr, recErr, rep
 }
 
 // releaseOf is a `volume release` of alloc's claim on vol, for claimBeside.
