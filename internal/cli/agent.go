@@ -38,7 +38,9 @@ func newCmdAgent(f *Factory, runF func(*AgentOptions) error) *cobra.Command {
 to stderr (--verbose adds debug lines and RPC traces).
 
 The agent starts every registered plugin that has an exec block, with CSI_ENDPOINT=unix://SOCKET
-in its environment and its output appended to <state>/logs/<plugin>.log, and restarts it with
+and its exec block's env in its environment, and of the agent's own environment only PATH, HOME,
+USER, LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TZ and TMPDIR (no NOMAD_TOKEN, no credentials), its
+output appended to <state>/logs/<plugin>.log, and restarts it with
 backoff (1s doubling to 1m) when it exits or stays unhealthy past --health-timeout. It probes
 every registered plugin, fast (--probe-interval) until ready and slow (--probe-interval-ready)
 after; health, readiness, latency and the last error go to the state, where volctl plugin status
