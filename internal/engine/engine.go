@@ -44,6 +44,9 @@ type Config struct {
 	// ListCheck bounds the time of the listing that checks a delete answered OK
 	// (deleteChecked); DefaultListCheck when zero.
 	ListCheck time.Duration
+	// ListTime bounds the time of a listing shown to the user, paging through a plugin's
+	// ListSnapshots (listPluginSnapshots); DefaultListTime when zero.
+	ListTime time.Duration
 	// ObserveRPC, when set, is called after every RPC the engine's plugin clients send, with the
 	// plugin's ID, the RPC's name, its gRPC code and its duration (csi.Config.Observe): the
 	// agent's metrics.
@@ -85,6 +88,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ListCheck <= 0 {
 		c.ListCheck = DefaultListCheck
+	}
+	if c.ListTime <= 0 {
+		c.ListTime = DefaultListTime
 	}
 	return c
 }
