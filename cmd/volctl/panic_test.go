@@ -2,7 +2,10 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -41,5 +44,36 @@ func TestPanicExitsWithTheCrashCode(t *testing.T) {
 	check("reconcile (its restore worker)", out, err, "rpc:NodeStageVolume")
 	env.ok("reconcile")
 	env.ok("volume", "release", "vol", "--alloc", "a")
+	env.checkInvariants()
+}
+
+// A crash report shows the panic's value, which may be anything: an error wrapping what a
+// plugin echoed, a request printed whole. It is scrubbed of the secrets the state holds, as an
+// error is (crash.Redact, cli's redactCrashes): a panic carrying a volume's secret (a failpoint
+// armed panic:TEXT) does not print it, and still exits with the crash code and its stack.
+func TestPanicCarryingASecretIsScrubbed(t *testing.T) {
+	env := newHostEnv(t)
+	bin := buildVolctl(t, failpointsTag)
+	const secret = "crash-report-secret-5f3a9c"
+	path := filepath.Join(t.TempDir(), "volume.hcl")
+	src := fmt.Sprintf("id = \"vol\"\nname = \"vol\"\ntype = \"csi\"\nplugin_id = \"hp\"\ncapacity_min = \"1MiB\"\n"+
+		"capability {\n  access_mode = %q\n  attachment_mode = \"file-system\"\n}\nsecrets {\n  token = %q\n}\n", spec.SingleNodeWriter, secret)
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := env.runBinary(bin, []string{"VOLCTL_FAILPOINT=create:intent=panic:the request held " + secret}, "volume", "create", path)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != crash.ExitCode {
+		t.Errorf("volume create that panicked: %v; want exit status %d\n%s", err, crash.ExitCode, out)
+	}
+	if strings.Contains(out, secret) {
+		t.Errorf("the crash report prints the volume's secret:\n%s", out)
+	}
+	for _, want := range []string{"panic: failpoint create:intent: the request held [REDACTED]", "goroutine ", "volctl crashed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the crash report says no %q:\n%s", want, out)
+		}
+	}
+	env.ok("reconcile") // finishes the create
 	env.checkInvariants()
 }

@@ -180,6 +180,7 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 		return stateDirError(dir, err)
 	}
 	defer e.Close()
+	defer redactCrashes(e)() // before the close
 	acfg.Engine = e
 	a, err := agent.New(acfg)
 	if err != nil {

@@ -3,6 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+
+	"github.com/volctl/volctl/internal/crash"
+	"github.com/volctl/volctl/internal/engine"
 )
 
 // Report prints a command's error to stderr (unless already shown) and returns the exit code.
@@ -42,3 +45,16 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// redactCrashes has a crash report (internal/crash) scrubbed of every secret value and mount
+// flag e's state holds, as RedactError does an error: a panic's value may wrap what a plugin
+// echoed, or print a request whole. Call remove before closing e.
+func redactCrashes(e *engine.Engine) (remove func()) {
+	return crash.Redact(func(text string) (string, error) {
+		redact, err := e.Redactor(context.Background()) // crash.Redact bounds it in time
+		if err != nil {
+			return "", fmt.Errorf("reading the state: %w", err)
+		}
+		return redact(text), nil
+	})
+}
