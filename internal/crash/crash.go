@@ -41,16 +41,19 @@ var redactTimeout = 5 * time.Second
 
 // OnCrash registers fn to run before a panic ends the process (a terminal to restore); remove
 // unregisters it. fn runs once, on the goroutine that panicked, while others may still run.
-func OnCrash(fn func()) (remove func()) {
+func OnCrash(fn func()) (remove func()) { return add(hooks, fn) }
+
+// add puts fn in m (hooks, redactors) under mu, and returns what takes it out.
+func add[F any](m map[int]F, fn F) (remove func()) {
 	mu.Lock()
 	defer mu.Unlock()
 	id := nextID
 	nextID++
-	hooks[id] = fn
+	m[id] = fn
 	return func() {
 		mu.Lock()
 		defer mu.Unlock()
-		delete(hooks, id)
+		delete(m, id)
 	}
 }
 
@@ -60,18 +63,7 @@ func OnCrash(fn func()) (remove func()) {
 // whole. fn gets the report's text and returns it scrubbed, or an error when it could not
 // scrub it; then, or when fn panics or takes longer than redactTimeout, the panic's value is
 // withheld and the stack (function names and argument words, no strings) printed alone.
-func Redact(fn func(string) (string, error)) (remove func()) {
-	mu.Lock()
-	defer mu.Unlock()
-	id := nextID
-	nextID++
-	redactors[id] = fn
-	return func() {
-		mu.Lock()
-		defer mu.Unlock()
-		delete(redactors, id)
-	}
-}
+func Redact(fn func(string) (string, error)) (remove func()) { return add(redactors, fn) }
 
 // Go runs fn in a new goroutine that ends the process as Recover does if fn panics.
 func Go(fn func()) {

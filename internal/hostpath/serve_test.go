@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -166,16 +167,14 @@ func TestListenRefusesNonSocket(t *testing.T) {
 	}
 }
 
-// A panic in an RPC handler, which runs on one of gRPC's goroutines, ends the plugin as a
-// volctl crash: exit status crash.ExitCode, not Go's 2 (a usage error in volctl's table), with
-// the panic and what it means on stderr. The caller's RPC fails UNAVAILABLE, which it retries
-// once the plugin is started again.
-func TestPanicInAHandlerExitsWithTheCrashCode(t *testing.T) {
-	socket := filepath.Join(shortDir(t), "hp.sock")
+// serveProcess starts the test binary as a plugin process serving on socket (serveEnv, with
+// env beside it), its stderr to stderr, and returns once it answers a probe. exited gets how it
+// ended; the process is killed when the test ends, and exited given back for that.
+func serveProcess(t *testing.T, socket string, stderr io.Writer, env ...string) (*exec.Cmd, chan error) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), serveEnv+"="+socket+" "+t.TempDir(), panicEnv+"=/csi.v1.Identity/GetPluginInfo")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	cmd.Env = append(append(os.Environ(), serveEnv+"="+socket+" "+t.TempDir()), env...)
+	cmd.Stderr = stderr
 	mustOK(t, cmd.Start())
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -186,6 +185,17 @@ func TestPanicInAHandlerExitsWithTheCrashCode(t *testing.T) {
 	if err := probe(t, socket); err != nil {
 		t.Fatalf("plugin process never served: %v", err)
 	}
+	return cmd, exited
+}
+
+// A panic in an RPC handler, which runs on one of gRPC's goroutines, ends the plugin as a
+// volctl crash: exit status crash.ExitCode, not Go's 2 (a usage error in volctl's table), with
+// the panic and what it means on stderr. The caller's RPC fails UNAVAILABLE, which it retries
+// once the plugin is started again.
+func TestPanicInAHandlerExitsWithTheCrashCode(t *testing.T) {
+	socket := filepath.Join(shortDir(t), "hp.sock")
+	var stderr strings.Builder
+	cmd, exited := serveProcess(t, socket, &stderr, panicEnv+"=/csi.v1.Identity/GetPluginInfo")
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	mustOK(t, err)
 	defer conn.Close()
@@ -232,20 +242,7 @@ func TestSignalStopsAndRemovesSocket(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			socket := filepath.Join(shortDir(t), "hp.sock")
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), serveEnv+"="+socket+" "+t.TempDir())
-			cmd.Stderr = os.Stderr
-			mustOK(t, cmd.Start())
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			t.Cleanup(func() {
-				_ = cmd.Process.Kill()
-				<-exited
-			})
-
-			if err := probe(t, socket); err != nil {
-				t.Fatalf("plugin process never served: %v", err)
-			}
+			cmd, exited := serveProcess(t, socket, os.Stderr)
 			mustOK(t, cmd.Process.Signal(sig))
 			select {
 			case err := <-exited:
