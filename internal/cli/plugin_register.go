@@ -118,6 +118,9 @@ func (o *PluginRegisterOptions) flagPlugin() spec.Plugin {
 // plugins returns the plugins to register: all of every file, or the one of the flags. Specs
 // are parsed and checked before anything is registered.
 func (o *PluginRegisterOptions) plugins(ctx context.Context) ([]spec.Plugin, error) {
+	if o.Wait < 0 {
+		return nil, usageError("plugin register: --wait must not be negative, got %s", o.Wait)
+	}
 	if len(o.Files) == 0 {
 		p := o.flagPlugin()
 		if o.Timeout < 0 {
