@@ -61,19 +61,31 @@ func TestPanicCarryingASecretIsScrubbed(t *testing.T) {
 	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := env.runBinary(bin, []string{"VOLCTL_FAILPOINT=create:intent=panic:the request held " + secret}, "volume", "create", path)
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != crash.ExitCode {
-		t.Errorf("volume create that panicked: %v; want exit status %d\n%s", err, crash.ExitCode, out)
-	}
-	if strings.Contains(out, secret) {
-		t.Errorf("the crash report prints the volume's secret:\n%s", out)
-	}
-	for _, want := range []string{"panic: failpoint create:intent: the request held [REDACTED]", "goroutine ", "volctl crashed"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the crash report says no %q:\n%s", want, out)
+	check := func(what, failpoint string, args ...string) {
+		t.Helper()
+		out, err := env.runBinary(bin, []string{"VOLCTL_FAILPOINT=" + failpoint + "=panic:the request held " + secret}, args...)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != crash.ExitCode {
+			t.Errorf("%s that panicked: %v; want exit status %d\n%s", what, err, crash.ExitCode, out)
+		}
+		if strings.Contains(out, secret) {
+			t.Errorf("the crash report of %s prints the volume's secret:\n%s", what, out)
+		}
+		for _, want := range []string{"panic: failpoint " + failpoint + ": the request held [REDACTED]", "goroutine ", "volctl crashed"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("the crash report of %s says no %q:\n%s", what, want, out)
+			}
 		}
 	}
+	check("volume create", "create:intent", "volume", "create", path)
 	env.ok("reconcile") // finishes the create
+	// The agent's engine is its own: its restore at start, on a goroutine of its own.
+	env.ok("volume", "claim", "vol", "--alloc", "a")
+	if err := hostpath.UnmountAll(env.state); err != nil { // what a reboot does to the mounts
+		t.Fatal(err)
+	}
+	check("the agent (its restore)", "rpc:NodeStageVolume", "agent")
+	env.ok("reconcile")
+	env.ok("volume", "release", "vol", "--alloc", "a")
 	env.checkInvariants()
 }

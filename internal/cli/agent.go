@@ -179,28 +179,29 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 		}
 		return stateDirError(dir, err)
 	}
-	defer e.Close()
-	defer redactCrashes(e)() // before the close
-	acfg.Engine = e
-	a, err := agent.New(acfg)
-	if err != nil {
-		if srv != nil {
-			srv.Close()
+	// Closed after a normal return only (withEngine): a panic's report is scrubbed with it open.
+	return withEngine(e, func() error {
+		acfg.Engine = e
+		a, err := agent.New(acfg)
+		if err != nil {
+			if srv != nil {
+				srv.Close()
+			}
+			return err
 		}
-		return err
-	}
-	if srv == nil {
-		return a.Run(ctx)
-	}
-	m.CollectState(e)
-	sctx, stopServing := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	crash.Go(func() { served <- srv.Serve(sctx, m, a.Status, log) })
-	log.Info("serving metrics", "addr", srv.Addr(), "metrics", "http://"+srv.Addr()+"/metrics", "healthz", "http://"+srv.Addr()+"/healthz")
-	runErr := a.Run(ctx)
-	stopServing()
-	if err := <-served; err != nil && runErr == nil {
-		runErr = err
-	}
-	return runErr
+		if srv == nil {
+			return a.Run(ctx)
+		}
+		m.CollectState(e)
+		sctx, stopServing := context.WithCancel(ctx)
+		served := make(chan error, 1)
+		crash.Go(func() { served <- srv.Serve(sctx, m, a.Status, log) })
+		log.Info("serving metrics", "addr", srv.Addr(), "metrics", "http://"+srv.Addr()+"/metrics", "healthz", "http://"+srv.Addr()+"/healthz")
+		runErr := a.Run(ctx)
+		stopServing()
+		if err := <-served; err != nil && runErr == nil {
+			runErr = err
+		}
+		return runErr
+	})
 }

@@ -48,7 +48,9 @@ func (e *redactedError) Unwrap() error { return e.err }
 
 // redactCrashes has a crash report (internal/crash) scrubbed of every secret value and mount
 // flag e's state holds, as RedactError does an error: a panic's value may wrap what a plugin
-// echoed, or print a request whole. Call remove before closing e.
+// echoed, or print a request whole. Call remove before closing e, and neither in a deferred
+// call: a panic runs those as it unwinds, before main's crash.Recover reports it, which would
+// then report unscrubbed (removed) or withheld (closed).
 func redactCrashes(e *engine.Engine) (remove func()) {
 	return crash.Redact(func(text string) (string, error) {
 		redact, err := e.Redactor(context.Background()) // crash.Redact bounds it in time
@@ -57,4 +59,14 @@ func redactCrashes(e *engine.Engine) (remove func()) {
 		}
 		return redact(text), nil
 	})
+}
+
+// withEngine runs fn with e's crash reports scrubbed (redactCrashes), then, when fn returns,
+// stops that and closes e. When fn panics it does neither: the report is scrubbed with e open.
+func withEngine(e *engine.Engine, fn func() error) error {
+	unredact := redactCrashes(e)
+	err := fn()
+	unredact()
+	_ = e.Close() // as the deferred close it replaces
+	return err
 }
