@@ -86,6 +86,13 @@ func TestPanicCarryingASecretIsScrubbed(t *testing.T) {
 	}
 	check("the agent (its restore)", "rpc:NodeStageVolume", "agent")
 	env.ok("reconcile")
+	// A secret given on the command line, which the state does not hold.
+	const given = "given-secret-on-the-command-line-7d21"
+	out, err := env.runBinary(bin, []string{"VOLCTL_FAILPOINT=rpc:ListSnapshots=panic:the request held " + given},
+		"volume", "snapshot", "list", "--secret", "token="+given)
+	if strings.Contains(out, given) || !strings.Contains(out, "the request held [REDACTED]") || !strings.Contains(out, "volctl crashed") {
+		t.Errorf("the crash report of snapshot list --secret: %v\n%s\nwant it to crash with the given secret scrubbed", err, out)
+	}
 	env.ok("volume", "release", "vol", "--alloc", "a")
 	env.checkInvariants()
 }

@@ -143,6 +143,7 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 			return withCode(ExitUsage, fmt.Errorf("agent: config %s is invalid; the agent did not start", srcs[0].Name))
 		}
 		file = *agent.NewFile(c)
+		notePluginSecrets(file.Plugins)
 	}
 
 	level := slog.LevelInfo

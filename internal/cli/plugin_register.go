@@ -210,6 +210,7 @@ func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
 	if err != nil {
 		return err
 	}
+	notePluginSecrets(plugins)
 	e, err := opts.Engine(ctx)
 	if err != nil {
 		return err

@@ -3,9 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/volctl/volctl/internal/crash"
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // Report prints a command's error to stderr (unless already shown) and returns the exit code.
@@ -69,4 +73,45 @@ func withEngine(e *engine.Engine, fn func() error) error {
 	unredact()
 	_ = e.Close() // as the deferred close it replaces
 	return err
+}
+
+// inputSecrets are the secrets a command was given (its volume specs' secrets and mount flags,
+// its --secret flags, its plugin specs' exec environments), which the state may not hold: a crash report is scrubbed of them too,
+// for the rest of the process (noteSecrets).
+var inputSecrets struct {
+	sync.Mutex
+	values     []string
+	registered bool
+}
+
+// notePluginSecrets is noteSecrets of the exec blocks' environments of plugins.
+func notePluginSecrets(plugins []spec.Plugin) {
+	for _, p := range plugins {
+		if p.Exec != nil {
+			for _, v := range p.Exec.Env {
+				noteSecrets(v)
+			}
+		}
+	}
+}
+
+// noteSecrets adds values to what a crash report is scrubbed of (inputSecrets).
+func noteSecrets(values ...string) {
+	inputSecrets.Lock()
+	defer inputSecrets.Unlock()
+	for _, v := range values {
+		if v != "" && !slices.Contains(inputSecrets.values, v) {
+			inputSecrets.values = append(inputSecrets.values, v)
+		}
+	}
+	if len(inputSecrets.values) == 0 || inputSecrets.registered {
+		return
+	}
+	inputSecrets.registered = true
+	crash.Redact(func(text string) (string, error) {
+		inputSecrets.Lock()
+		values := slices.Clone(inputSecrets.values)
+		inputSecrets.Unlock()
+		return csi.Scrubber(values)(text), nil
+	})
 }

@@ -190,6 +190,9 @@ func (sf *secretFlags) parse(stdin io.Reader) (spec.Secrets, error) {
 			return nil, err
 		}
 	}
+	for _, v := range out {
+		noteSecrets(v)
+	}
 	return out, nil
 }
 

@@ -671,6 +671,7 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 			if err := turns.call(ctx, func(ctx context.Context) error {
 				var err error
 				page, err = c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{StartingToken: token, Secrets: secrets})
+				failpoint("rpc:ListSnapshots")
 				return err
 			}); err != nil {
 				return "", false, err
