@@ -625,6 +625,10 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn 
 		_, err := tx.exec("COMMIT")
 		return err
 	}); err != nil {
+		if cerr := ctx.Err(); cerr != nil && !isBusy(err) && errors.Is(err, cerr) {
+			// The COMMIT was not run, or SQLite stopped it: the rollback below undoes fn's writes.
+			return fmt.Errorf("state %s: commit: interrupted before it committed, nothing written: %w", s.path, cerr)
+		}
 		return s.diskFull(fmt.Errorf("state %s: commit: %w", s.path, mapBusy(err)))
 	}
 	done = true
