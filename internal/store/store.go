@@ -616,16 +616,16 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn 
 		}
 	}
 	if err := fn(tx); err != nil {
-		return s.diskFull(err)
+		return s.explain(err)
 	}
 	if err := tx.forgetGone(); err != nil {
-		return s.diskFull(err)
+		return s.explain(err)
 	}
 	if err := s.retry(ctx, func() error {
 		_, err := tx.exec("COMMIT")
 		return err
 	}); err != nil {
-		return s.diskFull(fmt.Errorf("state %s: commit: %w", s.path, mapBusy(err)))
+		return s.explain(fmt.Errorf("state %s: commit: %w", s.path, mapBusy(err)))
 	}
 	done = true
 	s.commits[kind].Add(1)
