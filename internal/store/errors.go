@@ -68,6 +68,22 @@ func (e *ownerError) Error() string {
 }
 func (e *ownerError) Is(target error) bool { return target == ErrNotOwned }
 
+// plantedError is a state dir other users could write that holds entries they own
+// (checkPlanted); it matches ErrNotOwned.
+type plantedError struct {
+	dir  string
+	mode fs.FileMode
+	list string // the entries, with their owners
+}
+
+func (e *plantedError) Error() string {
+	return fmt.Sprintf("open state: state dir %s is writable by other users (mode %#o) and holds what other users own: %s; "+
+		"they could go on changing it after volctl made the dir private, to redirect volctl's mounts or break its locks: "+
+		"check and remove those (volctl changed nothing), then run the command again, or use another --state-dir",
+		e.dir, uint32(e.mode), e.list)
+}
+func (e *plantedError) Is(target error) bool { return target == ErrNotOwned }
+
 // conflictError carries a readable reason and matches ErrConflict.
 type conflictError struct {
 	reason string

@@ -299,6 +299,9 @@ func prepareDir(dir string, log *slog.Logger) error {
 		if held, err = checkAdoptable(dir, shown, fi.Mode().Perm()); err != nil {
 			return err
 		}
+		if err := checkPlanted(dir, shown, fi.Mode().Perm()); err != nil {
+			return err
+		}
 	}
 	if err := tighten(dir, 0o700, held, log); err != nil {
 		return fmt.Errorf("open state: state directory: %w", err)
@@ -357,6 +360,42 @@ func checkAdoptable(dir, shown string, mode fs.FileMode) (held bool, err error) 
 	}
 	return false, fmt.Errorf("open state: %s is not a volctl state dir (no %s, and it holds other files: %s), and its mode %#o would have to become 0700 (it holds secrets): use a new or empty directory as the state dir, or chmod 700 this one to make it one",
 		shown, FileName, list, uint32(mode))
+}
+
+// checkPlanted refuses a state dir that other users could write (group or other write bit)
+// and that holds an entry another user owns: a locks, staging or publish directory planted
+// there, which its owner keeps writing through a descriptor held open (a shell's working
+// directory) once volctl has made the state dir private, to swap in symlinks between volctl's
+// check and a plugin's mount or to remove lock files from under volctl's flocks. Making the
+// state dir private cannot take that away, so nothing is changed: the dir is refused as it is,
+// naming what to remove. A state dir volctl made (0700) pays nothing for it.
+func checkPlanted(dir, shown string, mode fs.FileMode) error {
+	if mode&0o022 == 0 {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("open state: %w", err)
+	}
+	uid := os.Geteuid()
+	var planted []string
+	for _, e := range entries {
+		fi, err := e.Info() // lstat: a symlink is judged by its own owner
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != uid {
+			planted = append(planted, fmt.Sprintf("%s (uid %d)", e.Name(), st.Uid))
+		}
+	}
+	if len(planted) == 0 {
+		return nil
+	}
+	list := strings.Join(planted[:min(len(planted), shownNames)], ", ")
+	if len(planted) > shownNames {
+		list += ", ..."
+	}
+	return &plantedError{dir: shown, mode: mode, list: list}
 }
 
 // prepareFile creates the database file 0600 before SQLite sees it, so its mode never depends on
