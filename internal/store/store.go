@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
+
 	"github.com/volctl/volctl/internal/backoff"
 )
 
@@ -402,8 +404,14 @@ func checkPlanted(dir, shown string, mode fs.FileMode) error {
 // the umask, and tightens an existing one that is looser. It refuses what checkFiles refuses
 // before SQLite reads or writes any of the files.
 func prepareFile(path string, log *slog.Logger) error {
-	if _, err := checkFiles(path); err != nil {
+	sizes, err := checkFiles(path)
+	if err != nil {
 		return err
+	}
+	if sizes[path] == 0 {
+		if err := checkMountsWithoutDatabase(path); err != nil {
+			return err
+		}
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -456,6 +464,40 @@ func checkFiles(path string) (sizes map[string]int64, err error) {
 			path, path+"-wal", wal, FileName, path+"-wal")
 	}
 	return sizes, nil
+}
+
+// checkMountsWithoutDatabase refuses to start a new, empty state in a state dir where something
+// is mounted below (a claim's target under publish/, a volume's staging path): those are the
+// claims and stagings of a database that was lost (removed, moved aside, not restored), which an
+// empty state would forget and leave mounted for good, a volume's data reachable at a path
+// nothing releases. Only a missing or empty database pays for it (one read of the mount table).
+func checkMountsWithoutDatabase(path string) error {
+	dir, err := filepath.EvalSymlinks(filepath.Dir(path)) // as the mount table spells it
+	if err != nil {
+		return nil // not made yet: nothing can be mounted in it
+	}
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
+	if err != nil {
+		return nil // the table cannot be read: the check does not stand in the way
+	}
+	var below []string
+	for _, m := range mounts {
+		if strings.HasPrefix(m.Mountpoint, dir+"/") && !slices.Contains(below, m.Mountpoint) {
+			below = append(below, m.Mountpoint)
+		}
+	}
+	if len(below) == 0 {
+		return nil
+	}
+	slices.Sort(below)
+	list := strings.Join(below[:min(len(below), shownNames)], ", ")
+	if len(below) > shownNames {
+		list += fmt.Sprintf(", ... (%d in all)", len(below))
+	}
+	return fmt.Errorf("open state: state database %s is missing or empty, but paths below the state dir are mounted: %s; "+
+		"a state dir's claims and stagings, whose database was lost, which a new, empty state would forget and leave mounted: "+
+		"restore %s (with its -wal and -shm) from a backup, or unmount them (`umount PATH`) to start with an empty state, or use another --state-dir",
+		path, list, FileName)
 }
 
 // walHeaderSize is the size of a WAL file's header; a WAL no larger holds no commit.
