@@ -844,13 +844,19 @@ func (e *Engine) cleanStagings(ctx context.Context, rep *ReconcileReport, stagin
 		if inUse[st.VolumeID] {
 			continue
 		}
+		// A row with no staging path records only an attachment, owed: say so rather than
+		// call it a staging.
+		what := fmt.Sprintf("unused staging of volume %q", st.VolumeID)
+		if st.StagingPath == "" && st.ControllerPublished {
+			what = fmt.Sprintf("attachment of volume %q to node %q with no claim", st.VolumeID, attachedNode(st))
+		}
 		unused, err := e.cleanStaging(ctx, st.VolumeID)
 		switch {
 		case errors.Is(err, store.ErrNotFound) || (err == nil && !unused):
 		case err != nil:
-			rep.problem(st.VolumeID, "", fmt.Errorf("unused staging of volume %q: %w", st.VolumeID, err))
+			rep.problem(st.VolumeID, "", fmt.Errorf("%s: %w", what, err))
 		default:
-			rep.did("cleaned", st.VolumeID, "", "undid the unused staging of volume %q", st.VolumeID)
+			rep.did("cleaned", st.VolumeID, "", "undid the %s", what)
 		}
 	}
 }
@@ -914,8 +920,21 @@ func (e *Engine) undoLeftStaging(ctx context.Context, c *conn, v store.Volume) e
 	if err := e.undoUnused(ctx, c, v, p); err != nil {
 		return errors.Join(err, p.flush(ctx, "clean"))
 	}
-	return p.flush(ctx, "clean")
+	if err := p.flush(ctx, "clean"); err != nil {
+		return err
+	}
+	if p.keptAttach != "" {
+		return keptAttachmentError(p.keptAttach)
+	}
+	return nil
 }
+
+// keptAttachmentError is undoLeftStaging's failure to undo an attachment because the plugin lost
+// PUBLISH_UNPUBLISH_VOLUME (keptAttachment): no retry sends it until the plugin has the
+// capability again.
+type keptAttachmentError string
+
+func (e keptAttachmentError) Error() string { return string(e) }
 
 // findOrphans reports mounts under volctl's staging and publish dirs that no claim or staging
 // accounts for. It only reports: such a mount was not made by this state machine. A mount below
