@@ -444,6 +444,8 @@ func (e *Engine) ReleasePast(ctx context.Context) (ReconcileReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("claim GC: %w", err)
 	}
+	// Innermost volume_mount first, as a group stop releases them.
+	claims = nestingOrder(claims, func(c store.Claim) []string { return bindDests(c.Binds) }, false)
 	for _, cl := range claims {
 		if ctx.Err() != nil {
 			return rep, ctx.Err()
