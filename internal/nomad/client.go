@@ -244,6 +244,15 @@ func (e *redirectError) Error() string {
 	return fmt.Sprintf("answered with a redirect to %s, which volctl does not follow (the token and the request would go there): set NOMAD_ADDR to the address Nomad's API answers at", e.to)
 }
 
+// notTheOneAsked says that the answer to the read of a Nomad object (what: "volume", "plugin")
+// was not that object but one with got: not Nomad's answer, which is the object asked for or
+// its 404, but what a proxy or gateway before it answered (a JSON message, a session page's
+// JSON, a cached answer for another request). Taken for Nomad's copy, it would be "another
+// volume by that ID" (whose advice is release --force), or an unhealthy plugin.
+func (c *Client) notTheOneAsked(what, got string) string {
+	return c.hideCreds(fmt.Sprintf("answered the read of the %s with one that is not it (%s): not Nomad's answer, which is the %s asked for or its 404, so volctl takes it for no word either way: NOMAD_ADDR must name Nomad's API, not a proxy's or a gateway's page", what, got, what))
+}
+
 // ErrNotFound matches a plugin or volume Nomad does not have.
 var ErrNotFound = errors.New("not found in Nomad")
 
@@ -466,6 +475,9 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 		}
 		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, pluginRead)+c.noRegion(err, c.Region))
 	}
+	if p.ID != id {
+		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s %s", id, c.Address, c.notTheOneAsked("plugin", fmt.Sprintf("ID %q", p.ID)))
+	}
 	return PluginHealth{ID: p.ID, Provider: p.Provider, Version: p.Version, ControllerRequired: p.ControllerRequired,
 		ControllersHealthy: p.ControllersHealthy, ControllersExpected: p.ControllersExpected,
 		NodesHealthy: p.NodesHealthy, NodesExpected: p.NodesExpected}, nil
@@ -529,6 +541,12 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 			return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
 		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, "csi-read-volume in namespace "+ns)+c.noRegion(err, region))
+	}
+	// Nomad answers a volume's read with that volume, in the namespace asked (one that names
+	// none is an older Nomad's).
+	if v.ID != id || ns != "" && v.Namespace != "" && v.Namespace != ns {
+		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s %s", id, c.Address,
+			c.notTheOneAsked("volume", fmt.Sprintf("ID %q, namespace %q (asked in namespace %s)", v.ID, v.Namespace, ns)))
 	}
 	out := VolumeState{ID: v.ID, Namespace: v.Namespace, ExternalID: v.ExternalID, PluginID: v.PluginID, Provider: v.Provider,
 		Schedulable: v.Schedulable,
