@@ -2,10 +2,13 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // What answers at NOMAD_ADDR answers a volume's read 200 with JSON of another shape (a proxy's
@@ -51,5 +54,40 @@ func TestNomadAnswerOfAnotherShapeIsNotAVolume(t *testing.T) {
 	}
 	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 2 || !strings.Contains(lines[1], "error") {
 		t.Errorf("nomad status table:\n%s\nwant the volume's row to say error, not that Nomad has it", out)
+	}
+}
+
+// What answers at NOMAD_ADDR refuses a registration with an error that quotes the request's
+// body (a WAF's or an API gateway's refusal, a validation error quoting its input): the body is
+// JSON, in which a secret value with a quote, a backslash, <, > or & is written escaped
+// ("pa\u0026ss"), and so is the token when it holds one. Neither is shown in that form either.
+func TestNomadErrorQuotingTheRequestDoesNotShowSecrets(t *testing.T) {
+	const secret, password = `pa&ss"w\ord<1>`, `pw&<x>"y`
+	t.Setenv("NOMAD_TOKEN", "")
+	t.Setenv("NOMAD_HTTP_AUTH", "admin:"+password)
+	h := nomadHarness(t)
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "sec", Name: "sec", Type: "csi", PluginID: "hp", CapacityMin: 10 << 20,
+		Secrets:      spec.Secrets{"key": secret},
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	a := newFakeNomad(t)
+	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+		a.mu.Lock()
+		body := a.puts[len(a.puts)-1]
+		a.mu.Unlock()
+		auth, _ := json.Marshal(map[string]string{"user": "admin", "password": password})
+		return http.StatusBadRequest, "request refused by policy: " + body + " from " + string(auth)
+	}
+	ios, _, out, errOut := iostreams.Test()
+	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"sec"}})
+	if err == nil || !strings.Contains(err.Error(), "request refused by policy") {
+		t.Fatalf("register refused: %v", err)
+	}
+	shown := out.String() + errOut.String() + err.Error()
+	for _, leak := range []string{secret, `pa\u0026ss`, `w\\ord\u003c1\u003e`, password, `pw\u0026\u003cx\u003e`} {
+		if strings.Contains(shown, leak) {
+			t.Errorf("the refusal shows %s:\n%s", leak, shown)
+		}
 	}
 }

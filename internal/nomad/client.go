@@ -24,6 +24,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -378,11 +379,21 @@ func (c *Client) noRegion(err error, region string) string {
 }
 
 // hideCreds replaces the credentials every request carries in s, something Nomad (or what
-// answers for it) said.
-func (c *Client) hideCreds(s string) string {
-	for _, cred := range c.creds {
-		if cred != "" {
-			s = strings.ReplaceAll(s, cred, spec.Redacted)
+// answers for it) said (scrubAll).
+func (c *Client) hideCreds(s string) string { return scrubAll(s, c.creds) }
+
+// scrubAll replaces each of vals (longest first) in s, something Nomad or what answers for it
+// said, in every form csi.Scrubber finds a value in: as it is, and quoted by JSON or Go,
+// percent-encoded, hex or base64. What answers at NOMAD_ADDR may quote the request's body (a
+// WAF's or a gateway's refusal, a validation error quoting its input), which is JSON: a
+// secret or password with a quote, a backslash, <, > or & is written there escaped
+// ("pa\u0026ss"). A value shorter than spec.MinScrubLen, which the scrubber leaves, is
+// replaced as it is.
+func scrubAll(s string, vals []string) string {
+	s = csi.Scrubber(vals)(s)
+	for _, v := range vals {
+		if v != "" && len(v) < spec.MinScrubLen {
+			s = strings.ReplaceAll(s, v, spec.Redacted)
 		}
 	}
 	return s
@@ -739,10 +750,5 @@ func scrub(msg string, v spec.Volume) string {
 	}
 	// Longest first, so a value that contains another is replaced whole.
 	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
-	for _, s := range vals {
-		if s != "" {
-			msg = strings.ReplaceAll(msg, s, spec.Redacted)
-		}
-	}
-	return msg
+	return scrubAll(msg, vals)
 }
