@@ -411,6 +411,14 @@ func refuseHandedOver(tx *store.Tx, volumeID string) error {
 	if err != nil {
 		return err
 	}
+	if h.Unsettled {
+		// Nomad may not have it (volctl killed before the registration reached it), so the
+		// deregister there may find nothing, and the release refuses Nomad's 404 until Nomad
+		// answers a registration (`volctl nomad release`): what works is the registration again.
+		return conflictf("volume %q is handed over to Nomad at %s (since %s), but a registration of it is on its way or ended without Nomad saying how (volctl interrupted, or Nomad not answering it), so Nomad may have it or yet apply it: volctl does not claim it. `%s` again finishes the handover (Nomad's answer settles it); to take it back instead, after that, `%s`, then `%s`",
+			volumeID, h.Address, h.HandedAt.UTC().Format(time.RFC3339), shellquote.Command("volctl nomad register", volumeID),
+			handoverInfo(h).NomadCommand("volume deregister", volumeID), shellquote.Command("volctl nomad release", volumeID))
+	}
 	return conflictf("volume %q is handed over to Nomad at %s (since %s): Nomad claims it, not volctl; after `%s`, take it back with `%s`",
 		volumeID, h.Address, h.HandedAt.UTC().Format(time.RFC3339), handoverInfo(h).NomadCommand("volume deregister", volumeID),
 		shellquote.Command("volctl nomad release", volumeID))
