@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/volctl/volctl/internal/iostreams"
@@ -89,5 +90,57 @@ func TestNomadErrorQuotingTheRequestDoesNotShowSecrets(t *testing.T) {
 		if strings.Contains(shown, leak) {
 			t.Errorf("the refusal shows %s:\n%s", leak, shown)
 		}
+	}
+}
+
+// Between nomad register's first read of a volume and the volume's lock, another process
+// deregisters it and registers a volume by the same ID in another namespace. The mark names the
+// namespace of the first read; were the volume read under the lock registered as it is, Nomad
+// would have it in the other one, and nomad release, asking where the mark says, would get
+// Nomad's 404 and take it back while Nomad has it: two orchestrators on one volume. The
+// volume is registered only where the mark says, or not at all.
+func TestNomadRegisterOfAVolumeReplacedMeanwhile(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	other := openEngine(t, h.state) // the second process's engine
+	before, err := h.e.Volume(h.ctx, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	a.onPlugin = func() {
+		once.Do(func() {
+			ctx := context.Background()
+			if _, err := other.DeregisterVolume(ctx, "db", false); err != nil {
+				t.Errorf("deregister from the other process: %v", err)
+			}
+			if _, err := other.RegisterVolume(ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "hp", Namespace: "team",
+				ExternalID: before.ExternalID, Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+				t.Errorf("register in namespace team from the other process: %v", err)
+			}
+		})
+	}
+	_, _, rerr := registerIn(h, a)
+	hs, err := h.e.Handovers(h.ctx, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"default", "team"} {
+		if a.has(ns, "db") && (len(hs) != 1 || hs[0].Namespace != ns) {
+			t.Fatalf("Nomad has volume db in namespace %s, and the mark is %+v (register: %v): nomad release asks where the mark says", ns, hs, rerr)
+		}
+	}
+	if rerr == nil && len(hs) == 0 {
+		t.Fatal("register succeeded and left no mark")
+	}
+	if rerr != nil && !strings.Contains(rerr.Error(), "`volctl nomad register db` again") {
+		t.Errorf("register of a volume replaced meanwhile: %v\nwant it to say to run it again", rerr)
+	}
+	// Run again, it registers the volume as it is now, where the mark says.
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatalf("register again: %v", err)
+	}
+	if hs, _ := h.e.Handovers(h.ctx, "db"); len(hs) != 1 || hs[0].Namespace != "team" || !a.has("team", "db") {
+		t.Errorf("after register again: mark %+v, Nomad has team/db: %v", hs, a.has("team", "db"))
 	}
 }
