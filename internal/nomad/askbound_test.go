@@ -45,3 +45,31 @@ func TestNomadQuestionAfterAFailedRegistrationSaysItsBound(t *testing.T) {
 		t.Errorf("error: %v\nwant it to say the question got no answer within 200ms, not that it was interrupted", err)
 	}
 }
+
+// Nomad (or a proxy before it) starts an answer and closes the connection before it is whole
+// (Nomad restarting, a proxy's idle cut): the error says the answer was cut short, not "is
+// Nomad running there?" about something that answered.
+func TestNomadAnswerCutShortIsNamed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Nomad-Index: 7\r\nContent-Length: 400\r\n\r\n{\"ID\":\"db\",\"Namespace\":\"default\",")
+		buf.Flush()
+		conn.Close()
+	}))
+	t.Cleanup(srv.Close)
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, verr := c.VolumeIn(context.Background(), "db", "default", "")
+	_, perr := c.Plugin(context.Background(), "hp")
+	for _, err := range []error{verr, perr} {
+		if err == nil || !strings.Contains(err.Error(), "cut short") || strings.Contains(err.Error(), "is Nomad running there") {
+			t.Errorf("answer cut short: %v\nwant it to say so, not ask whether Nomad runs", err)
+		}
+	}
+}

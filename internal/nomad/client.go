@@ -318,6 +318,9 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 		return fmt.Sprintf("interrupted before Nomad answered (%v)", context.Cause(ctx))
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("no answer within %s (is Nomad, or a proxy before it, hung? NOMAD_ADDR says where it is)", c.timeout())
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// It answered, and the connection closed before the answer was whole.
+		return fmt.Sprintf("its answer was cut short (%v): the connection closed before it was whole (Nomad restarting, or a proxy before it cutting it off); asking again may get it whole", err)
 	}
 	return err.Error() + " (is Nomad running there? NOMAD_ADDR says where it is)"
 }
