@@ -24,6 +24,9 @@ type checkpoint struct {
 	free    store.Outcome // when set, the flush moves the claim to the history
 	// attachIntent: the staging's attach intent is admission's, sent to no node yet (loaded).
 	attachIntent bool
+	// keptAttach: undoUnused kept the volume's attachment recorded, owed, because the plugin
+	// lost PUBLISH_UNPUBLISH_VOLUME; it says so (keptAttachment).
+	keptAttach string
 }
 
 // loaded is what an operation read in its first transaction, under the volume lock, handed to

@@ -912,8 +912,21 @@ func (e *Engine) undoLeftStaging(ctx context.Context, c *conn, v store.Volume) e
 	if err := e.undoUnused(ctx, c, v, p); err != nil {
 		return errors.Join(err, p.flush(ctx, "clean"))
 	}
-	return p.flush(ctx, "clean")
+	if err := p.flush(ctx, "clean"); err != nil {
+		return err
+	}
+	if p.keptAttach != "" {
+		return keptAttachmentError(p.keptAttach)
+	}
+	return nil
 }
+
+// keptAttachmentError is undoLeftStaging's failure to undo an attachment because the plugin lost
+// PUBLISH_UNPUBLISH_VOLUME (keptAttachment): no retry sends it until the plugin has the
+// capability again.
+type keptAttachmentError string
+
+func (e keptAttachmentError) Error() string { return string(e) }
 
 // findOrphans reports mounts under volctl's staging and publish dirs that no claim or staging
 // accounts for. It only reports: such a mount was not made by this state machine. A mount below

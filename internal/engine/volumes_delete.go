@@ -109,6 +109,10 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		return err
 	}
 	if err := e.undoLeftStaging(ctx, c, v); err != nil {
+		if errors.As(err, new(keptAttachmentError)) {
+			// No retry of the delete can send it: the volume goes back to ready.
+			return e.keepRefusedDelete(ctx, v, conflictf("%v", err))
+		}
 		return fmt.Errorf("undoing %s: %w (the volume is marked deleting; run the delete again or `volctl reconcile` once plugin %q answers)",
 			e.leftBehind(ctx, v), err, v.PluginID)
 	}
