@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
@@ -142,5 +143,37 @@ func TestNomadRegisterOfAVolumeReplacedMeanwhile(t *testing.T) {
 	}
 	if hs, _ := h.e.Handovers(h.ctx, "db"); len(hs) != 1 || hs[0].Namespace != "team" || !a.has("team", "db") {
 		t.Errorf("after register again: mark %+v, Nomad has team/db: %v", hs, a.has("team", "db"))
+	}
+}
+
+// volume status of a volume whose handover ended without Nomad saying how (the connection lost
+// with the registration on its way; a volctl killed then leaves the same mark) says so and what
+// works: the registration again, not "after nomad volume deregister, release", which the
+// release refuses while Nomad may yet apply that registration.
+func TestVolumeStatusOfAnUnsettledHandoverSaysWhatWorks(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.Close()
+		return -1, ""
+	}
+	if _, _, err := registerIn(h, a); err == nil {
+		t.Fatal("register with the connection lost: no error")
+	}
+	if hs, _ := h.e.Handovers(h.ctx, "db"); len(hs) != 1 || !hs[0].Unsettled {
+		t.Fatalf("mark after the connection was lost: %+v, want one, unsettled", hs)
+	}
+	ios, _, out, _ := iostreams.Test()
+	if err := volumeStatusRun(h.ctx, &VolumeStatusOptions{IO: ios, Engine: h.engine, Now: time.Now, ID: "db"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"without Nomad saying how", "`volctl nomad register db` again"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("volume status:\n%s\nwant it to say %q", out, want)
+		}
+	}
+	if strings.Contains(out.String(), "which claims it now") {
+		t.Errorf("volume status:\n%s\nsays Nomad claims it, which Nomad may not", out)
 	}
 }
