@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -175,5 +176,41 @@ func TestVolumeStatusOfAnUnsettledHandoverSaysWhatWorks(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "which claims it now") {
 		t.Errorf("volume status:\n%s\nsays Nomad claims it, which Nomad may not", out)
+	}
+}
+
+// A registration whose outcome Nomad did not say leaves the mark unsettled; then the same
+// command again gets a 200 that is not Nomad's (no X-Nomad-Index, which Nomad sets on its
+// answer to every registration: a proxy or a maintenance page answering for it), and Nomad,
+// asked, has no such volume. That OK is not Nomad's word, and does not settle the mark: the
+// first registration may still be applied, so release must not take the volume back on
+// Nomad's 404.
+func TestNomadRegisterOKNotFromNomadDoesNotSettle(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.Close()
+		return -1, ""
+	}
+	if _, _, err := registerIn(h, a); err == nil {
+		t.Fatal("register without an answer: no error")
+	}
+	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+		w.Header().Del("X-Nomad-Index")
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{}`)
+		return -1, ""
+	}
+	_, _, rerr := registerIn(h, a)
+	if hs, _ := h.e.Handovers(h.ctx, "db"); len(hs) != 1 || !hs[0].Unsettled {
+		t.Fatalf("mark after an OK not from Nomad: %+v (register: %v), want it kept, unsettled", hs, rerr)
+	}
+	if rerr == nil || !strings.Contains(rerr.Error(), "X-Nomad-Index") {
+		t.Errorf("register answered OK without Nomad's header: %v, want an error naming it", rerr)
+	}
+	_, err := runNomadRelease(h, a.client, nil)
+	if !handedOver(t, h) {
+		t.Fatalf("nomad release took the volume back on Nomad's 404 after an OK that was not Nomad's: %v", err)
 	}
 }

@@ -667,6 +667,13 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 		}
 		return "", 0, &registerError{fmt.Errorf("volume %q: Nomad at %s did not answer the registration, which it may have taken: %s", v.ID, c.Address, said), err}
 	}
+	if !a.fromNomad {
+		// Nomad sets X-Nomad-Index on its answer to every registration it ran: an OK without
+		// it is a proxy's or a page's, not Nomad's word that it took the volume, which would
+		// settle an earlier registration still in flight (engine.Registered). Nor is it a
+		// refusal: the request may have gone on to Nomad.
+		return "", 0, &registerError{fmt.Errorf("volume %q: Nomad at %s did not answer the registration, which it may have taken: what answered it OK did so without Nomad's X-Nomad-Index header, so not as Nomad does (a proxy or a page answering for it: NOMAD_ADDR must name Nomad's API)", v.ID, c.Address), errNotNomadsOK}
+	}
 	if resp != nil {
 		warnings = resp.Warnings
 	}
@@ -675,6 +682,9 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 	}
 	return warnings, index, nil
 }
+
+// errNotNomadsOK is a registration answered OK without Nomad's X-Nomad-Index header.
+var errNotNomadsOK = errors.New("answered OK without X-Nomad-Index")
 
 // apiPath is the path of the API object of Nomad's under prefix with that ID, the ID escaped.
 // The api module's CSIVolumes and CSIPlugins put an ID into the path as it is, and parse
