@@ -154,11 +154,7 @@ func TestNomadRegisterOfAVolumeReplacedMeanwhile(t *testing.T) {
 func TestVolumeStatusOfAnUnsettledHandoverSaysWhatWorks(t *testing.T) {
 	h := nomadHarness(t)
 	a := newFakeNomad(t)
-	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
-		conn, _, _ := w.(http.Hijacker).Hijack()
-		conn.Close()
-		return -1, ""
-	}
+	a.onPut = hangUp
 	if _, _, err := registerIn(h, a); err == nil {
 		t.Fatal("register with the connection lost: no error")
 	}
@@ -188,11 +184,7 @@ func TestVolumeStatusOfAnUnsettledHandoverSaysWhatWorks(t *testing.T) {
 func TestNomadRegisterOKNotFromNomadDoesNotSettle(t *testing.T) {
 	h := nomadHarness(t)
 	a := newFakeNomad(t)
-	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
-		conn, _, _ := w.(http.Hijacker).Hijack()
-		conn.Close()
-		return -1, ""
-	}
+	a.onPut = hangUp
 	if _, _, err := registerIn(h, a); err == nil {
 		t.Fatal("register without an answer: no error")
 	}
