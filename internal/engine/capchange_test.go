@@ -138,13 +138,15 @@ func TestAttachmentKeptWhileThePluginLacksPublishUnpublish(t *testing.T) {
 	}
 	for range 2 { // every pass says it, not only the first
 		rep, err := h.e.Reconcile(h.ctx)
-		if err == nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, "PUBLISH_UNPUBLISH_VOLUME") {
+		if err == nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, "PUBLISH_UNPUBLISH_VOLUME") ||
+			!strings.HasPrefix(rep.Problems[0].Message, `attachment of volume "v" to node "node-1" with no claim: `) {
 			t.Fatalf("reconcile while the plugin lacks the capability: %+v, %v", rep, err)
 		}
 	}
 
 	back := h.restartPlugin(noStaging, "v")
-	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Actions) != 1 ||
+		rep.Actions[0].Message != `undid the attachment of volume "v" to node "node-1" with no claim` {
 		t.Fatalf("reconcile with the capability back: %+v, %v", rep, err)
 	}
 	if n := back.CallCount(csi.RPCControllerUnpublishVolume); n != 1 {

@@ -842,13 +842,19 @@ func (e *Engine) cleanStagings(ctx context.Context, rep *ReconcileReport, stagin
 		if inUse[st.VolumeID] {
 			continue
 		}
+		// A row with no staging path records only an attachment, owed: say so rather than
+		// call it a staging.
+		what := fmt.Sprintf("unused staging of volume %q", st.VolumeID)
+		if st.StagingPath == "" && st.ControllerPublished {
+			what = fmt.Sprintf("attachment of volume %q to node %q with no claim", st.VolumeID, attachedNode(st))
+		}
 		unused, err := e.cleanStaging(ctx, st.VolumeID)
 		switch {
 		case errors.Is(err, store.ErrNotFound) || (err == nil && !unused):
 		case err != nil:
-			rep.problem(st.VolumeID, "", fmt.Errorf("unused staging of volume %q: %w", st.VolumeID, err))
+			rep.problem(st.VolumeID, "", fmt.Errorf("%s: %w", what, err))
 		default:
-			rep.did("cleaned", st.VolumeID, "", "undid the unused staging of volume %q", st.VolumeID)
+			rep.did("cleaned", st.VolumeID, "", "undid the %s", what)
 		}
 	}
 }
