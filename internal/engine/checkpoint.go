@@ -200,6 +200,10 @@ func (p *checkpoint) commit(ctx context.Context, path string, update func(contex
 		return nil
 	})
 	if err != nil {
+		// Nothing was recorded (a full disk, the database replaced): the claim is where the
+		// store has it, and that is what the error says it was left at, what `volume status`
+		// shows and where reconcile starts from, not the state the commit would have recorded.
+		p.cl.State = p.saved
 		return err
 	}
 	if p.stDirty {

@@ -68,7 +68,13 @@ func (e *Engine) release(ctx context.Context, c *conn, v store.Volume, cl *store
 		}
 	}
 	p.event(ev)
-	return p.flush(ctx, "release")
+	if err := p.flush(ctx, "release"); err != nil {
+		// Every RPC is done, but the claim is not freed: it still holds the volume, recorded
+		// where the last commit left it, and reconcile frees it (its RPCs answered NOT_FOUND or
+		// OK again).
+		return fmt.Errorf("release: %w (the claim is left %s for `volctl reconcile`)", err, cl.State)
+	}
+	return nil
 }
 
 func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
