@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// A plugin that comes back from a reboot with another NodeGetInfo node_id (one derived from the
+// host name or the instance, which changed) while a published claim holds the volume's
+// attachment to the old node: the restore never sends ControllerPublishVolume again, and the
+// publish context it has is the old node's (a device path there, which on this node may be
+// another volume's device). NodeStageVolume is not sent with it: the claim stays held,
+// degraded, and reconcile says what changed and the way out (release the claim, which detaches
+// the old node, and claim again), not that the next reconcile restores it, which it cannot.
+// The release detaches the old node; the claim again attaches the new one.
+func TestRestoreAfterNodeIDChangeSendsNoOtherNodesAttachment(t *testing.T) {
+	t.Run("staging", func(t *testing.T) { restoreAfterNodeIDChange(t, true, csi.RPCNodeStageVolume) })
+	// A plugin that does not stage publishes from the attachment itself.
+	t.Run("no staging", func(t *testing.T) { restoreAfterNodeIDChange(t, false, csi.RPCNodePublishVolume) })
+}
+
+func restoreAfterNodeIDChange(t *testing.T, stages bool, rpc string) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.StageUnstageVolume = stages })
+	h.claimThenReboot("v", "a", spec.SingleNodeWriter)
+	h.restartWith(func(c *csitest.MemConfig) { c.NodeID = "node-2" })
+
+	rep, err := h.e.Reconcile(h.ctx)
+	if err == nil || len(rep.Problems) != 1 {
+		t.Fatalf("reconcile = %+v, %v; want the claim's restore reported", rep, err)
+	}
+	msg := rep.Problems[0].Message
+	for _, want := range []string{`node "node-1"`, `node "node-2"`, "volctl volume release v --alloc a"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("reconcile's problem %q does not name %s", msg, want)
+		}
+	}
+	if strings.Contains(msg, "the next reconcile restores it") {
+		t.Errorf("reconcile's problem %q promises a restore the next pass cannot make", msg)
+	}
+	if n := h.mem.CallCount(rpc); n != 0 {
+		t.Errorf("%s sent %d times with node-1's publish context to a plugin on node-2", rpc, n)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || !live[0].Degraded {
+		t.Fatalf("claims after the refused restore = %+v; want a's held, degraded", live)
+	}
+
+	h.release("v", "a")
+	if nodes := h.mem.PublishedNodes(h.externalID("v")); len(nodes) != 0 {
+		t.Fatalf("still attached to %v after the release", nodes)
+	}
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if nodes := h.mem.PublishedNodes(h.externalID("v")); len(nodes) != 1 || nodes[0] != "node-2" {
+		t.Errorf("attached to %v after the claim again, want node-2", nodes)
+	}
+}
+
+// The same change seen by a new claim of a volume another claim holds attached to the old node,
+// its staging gone with the reboot: the new claim shares the attachment (the old node's), and
+// staging the volume with that publish context is refused as a conflict naming both nodes and
+// the claim that holds the attachment; the new claim is rolled back and the holder's claim and
+// attachment are left as they are.
+func TestClaimSharingAnAttachmentToAnotherNodeIsRefused(t *testing.T) {
+	h := newHarness(t, nil)
+	h.claimThenReboot("v", "a", spec.MultiNodeMultiWriter)
+	h.restartWith(func(c *csitest.MemConfig) { c.NodeID = "node-2" })
+
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b"})
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("claim sharing node-1's attachment on node-2: %v; want a conflict", err)
+	}
+	for _, want := range []string{`node "node-1"`, `node "node-2"`, `alloc "a"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("claim error %q does not name %s", err, want)
+		}
+	}
+	if n := h.mem.CallCount(csi.RPCNodeStageVolume); n != 0 {
+		t.Errorf("NodeStageVolume sent %d times with node-1's publish context to a plugin on node-2", n)
+	}
+	if n := h.mem.CallCount(csi.RPCControllerUnpublishVolume); n != 0 {
+		t.Errorf("ControllerUnpublishVolume sent %d times while alloc a's claim holds the attachment", n)
+	}
+	live := h.liveClaims("v")
+	if len(live) != 1 || live[0].Alloc != "a" || live[0].State != store.ClaimPublished {
+		t.Fatalf("claims after the refusal = %+v; want a's alone, as it was", live)
+	}
+}
