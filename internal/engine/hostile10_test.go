@@ -90,3 +90,28 @@ func TestClaimSharingAnAttachmentToAnotherNodeIsRefused(t *testing.T) {
 		t.Fatalf("claims after the refusal = %+v; want a's alone, as it was", live)
 	}
 }
+
+// A node expansion owed to a volume published through a plugin that did not stage then, and
+// stages now (a restart with STAGE_UNSTAGE_VOLUME gained): NodeExpandVolume names the staging
+// path only where the volume is staged, as recorded. It named the path a staging would have,
+// where nothing was ever staged, which a plugin that finds the device through its staging
+// mount fails on; the expansion stayed owed, and each expand or reconcile failed the same way
+// until the claim was released.
+func TestNodeExpandNamesNoStagingNeverMade(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.StageUnstageVolume = false })
+	h.create(volume("v"))
+	cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.restartWith(func(c *csitest.MemConfig) { c.Node.StageUnstageVolume = true })
+	h.mem.AnswerNodeExpansionRequired(true)
+
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
+		t.Fatalf("expand of a volume published without a staging: %v", err)
+	}
+	reqs := h.nodeExpands()
+	if len(reqs) != 1 || reqs[0].VolumePath != cl.TargetPath || reqs[0].StagingPath != "" {
+		t.Fatalf("NodeExpandVolume requests %+v, want one at the target %s naming no staging path", reqs, cl.TargetPath)
+	}
+	if got := h.owed("v"); got != 0 {
+		t.Errorf("node expansion still owed: %d", got)
+	}
+}

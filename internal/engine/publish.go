@@ -58,7 +58,7 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 			if err := p.flush(ctx, "claim"); err != nil {
 				return err
 			}
-			e.expandOnPublish(ctx, c, v, cl)
+			e.expandOnPublish(ctx, c, v, cl, p.st)
 			_, err := e.bind(cl)
 			return err
 		default:
