@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
@@ -114,4 +116,97 @@ func TestNodeExpandNamesNoStagingNeverMade(t *testing.T) {
 	if got := h.owed("v"); got != 0 {
 		t.Errorf("node expansion still owed: %d", got)
 	}
+}
+
+// `volume delete` of a volume whose create was interrupted after the plugin made it (every
+// CreateVolume answer lost): the plugin holds a volume under the create's CSI name, which only
+// CreateVolume under that name tells volctl. The delete finishes the create to learn the
+// volume's ID and deletes it, as `snapshot delete` of a pending snapshot does. It recorded the
+// volume deleted (exit 0, a "deleted" event) without sending DeleteVolume, and the plugin kept
+// the storage, which nothing tracked any more. While the plugin cannot answer, the delete
+// fails and the volume stays recorded being created.
+func TestDeleteOfAnInterruptedCreateDeletesWhatThePluginMade(t *testing.T) {
+	h := newHarness(t, nil)
+	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
+	if _, err := h.e.CreateVolume(h.ctx, volume("v")); err == nil {
+		t.Fatal("create with every answer lost succeeded")
+	}
+	if n := h.pluginVolumeCount(); n != 1 {
+		t.Fatalf("plugin has %d volumes, want the one the lost answers were about", n)
+	}
+
+	h.faults.FailAlways(csi.RPCCreateVolume, codes.Unavailable)
+	if err := h.e.DeleteVolume(h.ctx, "v"); err == nil {
+		t.Fatal("delete succeeded while the plugin could not say what it made")
+	}
+	if got := h.volumeInfo("v").State; got != string(store.VolumeCreating) {
+		t.Fatalf("volume after the failed delete is %s, want it still recorded creating", got)
+	}
+	h.faults.Clear()
+
+	if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {
+		t.Fatalf("delete of the interrupted create: %v", err)
+	}
+	if n := h.pluginVolumeCount(); n != 0 {
+		t.Errorf("plugin still has %d volume(s) after volctl deleted v: the storage was left behind, untracked", n)
+	}
+	if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("volume v after the delete: %v, want it gone", err)
+	}
+}
+
+// The same delete when the plugin refuses the create for good now: nothing can be under the
+// name (CSI's CreateVolume answers OK for a volume it holds under it), so the record is forgotten
+// and the delete succeeds, its event saying so. A plugin whose answer cannot be used (it made the
+// volume, but its answer has no ID) has the record forgotten too, and the delete fails, saying
+// the volume was not deleted and naming the CSI name to delete it by with the provider's tools.
+func TestDeleteOfAnInterruptedCreateThePluginCannotFinish(t *testing.T) {
+	interrupted := func(t *testing.T) *harness {
+		h := newHarness(t, nil)
+		h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
+		if _, err := h.e.CreateVolume(h.ctx, volume("v")); err == nil {
+			t.Fatal("create with every answer lost succeeded")
+		}
+		return h
+	}
+	t.Run("refused", func(t *testing.T) {
+		h := interrupted(t)
+		for _, v := range h.mem.Volumes() {
+			h.mem.DropVolume(v.ID)
+		}
+		h.faults.FailAlways(csi.RPCCreateVolume, codes.OutOfRange)
+		if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {
+			t.Fatalf("delete of a create the plugin refuses now: %v", err)
+		}
+		if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("volume v after the delete: %v, want it forgotten", err)
+		}
+	})
+	t.Run("another volume's storage", func(t *testing.T) {
+		h := interrupted(t)
+		a := h.create(volume("a"))
+		h.mem.AnswerCreateWith(a.ExternalID)
+		err := h.e.DeleteVolume(h.ctx, "v")
+		if err == nil || !strings.Contains(err.Error(), "not deleted") || !strings.Contains(err.Error(), `already volume "a"`) {
+			t.Fatalf("delete of a create answered with volume a's storage: %v; want it to say v was not deleted, naming a", err)
+		}
+		if _, ok := h.mem.Volume(a.ExternalID); !ok {
+			t.Fatalf("a's storage %q was deleted by v's delete", a.ExternalID)
+		}
+		if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("volume v after the delete: %v, want it forgotten", err)
+		}
+	})
+	t.Run("unreadable", func(t *testing.T) {
+		h := interrupted(t)
+		h.mem.SetAnswerWithoutID(true)
+		name := h.volumeRow("v").CSIName
+		err := h.e.DeleteVolume(h.ctx, "v")
+		if err == nil || !strings.Contains(err.Error(), "not deleted") || !strings.Contains(err.Error(), name) {
+			t.Fatalf("delete of a create whose answer cannot be used: %v; want it to say the volume was not deleted, naming %q", err, name)
+		}
+		if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("volume v after the delete: %v, want it forgotten", err)
+		}
+	})
 }
