@@ -210,3 +210,39 @@ func TestDeleteOfAnInterruptedCreateThePluginCannotFinish(t *testing.T) {
 		}
 	})
 }
+
+// A plugin that comes back with another NodeGetInfo node_id while volumes are attached to the
+// old node gets its plugin-capabilities event as for other capabilities, naming both nodes and
+// the volumes attached to the old one (which claims can share, and restores stage, no more on
+// this node: attachedElsewhere), from whichever connection records the new fingerprint first,
+// here a health probe. A restart with the same node ID and capabilities records no event.
+func TestNodeIDChangeIsAnEventNamingTheVolumesAttachedToTheOldNode(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+
+	h.restartWith(func(c *csitest.MemConfig) {})
+	if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "plugin-capabilities"}); err != nil || len(evs) != 0 {
+		t.Fatalf("events after a restart as it was = %+v, %v; want none", evs, err)
+	}
+
+	h.restartWith(func(c *csitest.MemConfig) { c.NodeID = "node-2" })
+	if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "plugin-capabilities"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 {
+		t.Fatalf("events after a restart with another node ID = %+v; want one", evs)
+	}
+	for _, want := range []string{`node "node-1"`, `node "node-2"`, `"v"`} {
+		if !strings.Contains(evs[0].Message, want) {
+			t.Errorf("the event %q does not name %s", evs[0].Message, want)
+		}
+	}
+}
