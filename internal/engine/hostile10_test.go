@@ -246,3 +246,43 @@ func TestNodeIDChangeIsAnEventNamingTheVolumesAttachedToTheOldNode(t *testing.T)
 		}
 	}
 }
+
+// An interrupted create (its answers lost) whose plugin comes back without CREATE_DELETE_VOLUME:
+// reconcile does not send CreateVolume, which the plugin no longer advertises, and its problem
+// names the way out that works, `volume deregister` (a `volume delete` is refused without the
+// capability), and the CSI name a volume the lost answer was about goes by. The deregister
+// forgets it, warning that the plugin may hold that volume, and the event says so: it forgot it
+// without a word.
+func TestInterruptedCreateThroughAPluginThatLostCreateDelete(t *testing.T) {
+	h := newHarness(t, nil)
+	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
+	if _, err := h.e.CreateVolume(h.ctx, volume("v")); err == nil {
+		t.Fatal("create with every answer lost succeeded")
+	}
+	name := h.volumeRow("v").CSIName
+	h.restartWith(func(c *csitest.MemConfig) { c.Controller.CreateDeleteVolume = false })
+
+	rep, err := h.e.Reconcile(h.ctx)
+	if err == nil || len(rep.Problems) != 1 {
+		t.Fatalf("reconcile = %+v, %v; want the create reported", rep, err)
+	}
+	for _, want := range []string{"CREATE_DELETE_VOLUME", "volctl volume deregister v", name} {
+		if !strings.Contains(rep.Problems[0].Message, want) {
+			t.Errorf("reconcile's problem %q does not name %s", rep.Problems[0].Message, want)
+		}
+	}
+	if n := h.mem.CallCount(csi.RPCCreateVolume); n != 0 {
+		t.Errorf("CreateVolume sent %d times to a plugin without CREATE_DELETE_VOLUME", n)
+	}
+
+	warnings, err := h.e.DeregisterVolume(h.ctx, "v", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], name) {
+		t.Errorf("deregister of the interrupted create warned %q; want the CSI name %q of a volume the plugin may hold", warnings, name)
+	}
+	if msgs := h.eventMessages("volume-deregister", "v"); !strings.Contains(msgs, name) {
+		t.Errorf("the deregister event %q does not name %q", msgs, name)
+	}
+}

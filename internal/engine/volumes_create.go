@@ -209,6 +209,15 @@ func checkCreateCapabilities(c *conn, sv spec.Volume) error {
 // storage either recorded it before this one looks (refuseSharedStorage then leaves it alone),
 // or sees this one's record; a cleanup never deletes storage another create has just recorded.
 func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, replay bool) error {
+	if !c.fp.Controller || !c.fp.Capabilities.Controller.CreateDeleteVolume {
+		// Recorded while the plugin had the capability (createVolume checks it), lost since (a
+		// restart): CreateVolume is not sent to a plugin that does not advertise it, and the
+		// way out names what works without it.
+		return fmt.Errorf("plugin %q no longer has the controller capability CREATE_DELETE_VOLUME, so CreateVolume is not sent to finish volume %q's interrupted create: "+
+			"start the plugin with that capability again, which lets `volctl reconcile` finish it; or `%s` forgets it "+
+			"(the plugin may hold a volume named %q, made by a CreateVolume whose answer was lost: delete it with the storage provider's tools)",
+			c.plugin.ID, v.ID, shellquote.Command("volctl volume deregister", v.ID), v.CSIName)
+	}
 	req := csi.CreateVolumeRequest{
 		Name: v.CSIName, CapacityMin: v.RequestedMin, CapacityMax: v.RequestedMax,
 		Capabilities: volumeCapabilities(v.Spec()), Parameters: v.Parameters, Secrets: v.Secrets,
