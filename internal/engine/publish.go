@@ -160,6 +160,13 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 		p.setState(store.ClaimControllerPublished)
 		return nil
 	}
+	if p.attachIntent {
+		// Admission recorded the intent from the stored fingerprint, and the plugin reached
+		// now attaches nothing (it lost PUBLISH_UNPUBLISH_VOLUME in a restart): no
+		// ControllerPublishVolume was sent for it, so it is no attachment to keep owed.
+		p.staging(func(st *store.Staging) { st.ControllerPublished, st.PublishContext = false, nil })
+		p.attachIntent = false
+	}
 	p.advance(store.ClaimControllerPublished)
 	return nil
 }
