@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -270,5 +271,49 @@ func TestAttachIntentOfAPluginThatLostPublishUnpublishIsNotKept(t *testing.T) {
 	}
 	if rep, err := h.e.Reconcile(h.ctx); err != nil {
 		t.Fatalf("reconcile: %+v, %v", rep, err)
+	}
+}
+
+// TestClaimRedrivenAttachesOnceThePluginDoes: a claim cut short past the attach step of a plugin
+// that attached nothing then (no PUBLISH_UNPUBLISH_VOLUME), re-driven by reconcile once the
+// plugin came back with the capability. Before, the re-drive went on to NodeStageVolume without
+// attaching: a plugin that needs the attachment refused it (hostpath --enable-attach: "publish_context
+// is missing"), and reconcile rolled the claim back (found by running volctl against a plugin
+// restarted with and without attach at random). Now it attaches first, recording the intent,
+// and the release detaches.
+func TestClaimRedrivenAttachesOnceThePluginDoes(t *testing.T) {
+	detachless := func(cfg *csitest.MemConfig) { cfg.Controller.PublishUnpublishVolume = false }
+	h := newHarness(t, detachless)
+	h.create(volume("v"))
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Gate: gate, Times: 1})
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan error, 1)
+	go func() { _, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); done <- err }()
+	h.waitInFlight(gate, done)
+	cancel()
+	close(gate)
+	if err := <-done; err == nil {
+		t.Fatal("the claim interrupted at NodeStageVolume succeeded")
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || live[0].State != "controller-published" {
+		t.Fatalf("claims after the interruption = %+v; want one left controller-published", live)
+	}
+
+	back := h.restartPlugin(func(cfg *csitest.MemConfig) {}, "v")
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %+v, %v", rep, err)
+	}
+	if n := back.CallCount(csi.RPCControllerPublishVolume); n != 1 {
+		t.Fatalf("ControllerPublishVolume calls of the re-drive = %d, want 1", n)
+	}
+	if st, ok := h.staging("v"); !ok || !st.ControllerPublished || st.NodeID != "node-1" {
+		t.Fatalf("staging after the re-drive = %+v (%v); want the attachment recorded", st, ok)
+	}
+	if _, err := h.e.Release(h.ctx, "v", "a"); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if n := back.CallCount(csi.RPCControllerUnpublishVolume); n != 1 {
+		t.Fatalf("ControllerUnpublishVolume calls of the release = %d, want 1", n)
 	}
 }

@@ -482,7 +482,10 @@ func checkMountsWithoutDatabase(path string) error {
 	}
 	var below []string
 	for _, m := range mounts {
-		if strings.HasPrefix(m.Mountpoint, dir+"/") && !slices.Contains(below, m.Mountpoint) {
+		// Only where volctl mounts (the engine's publish and staging dirs): a disk the admin
+		// mounted elsewhere below the state dir is no lost state's.
+		ours := strings.HasPrefix(m.Mountpoint, dir+"/publish/") || strings.HasPrefix(m.Mountpoint, dir+"/staging/")
+		if ours && !slices.Contains(below, m.Mountpoint) {
 			below = append(below, m.Mountpoint)
 		}
 	}
