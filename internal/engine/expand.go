@@ -80,12 +80,8 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 	if !ctrl && !node {
 		return fail(invalidf("plugin %q cannot expand volumes (no EXPAND_VOLUME capability)", v.PluginID))
 	}
-	var claims []store.Claim
-	if err := e.store.View(ctx, func(tx *store.Tx) error {
-		var err error
-		claims, err = tx.Claims().ByVolume(v.ID)
-		return err
-	}); err != nil {
+	claims, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Claim, error) { return tx.Claims().ByVolume(v.ID) })
+	if err != nil {
 		return fail(err)
 	}
 	pc := c.fp.Capabilities.Plugin

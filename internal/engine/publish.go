@@ -277,12 +277,8 @@ func (e *Engine) attachedElsewhere(ctx context.Context, c *conn, v store.Volume,
 	if !c.controllerPublishes() || !st.ControllerPublished || st.NodeID == "" || st.NodeID == c.fp.NodeID {
 		return nil
 	}
-	var claims []store.Claim
-	if err := e.store.View(ctx, func(tx *store.Tx) error {
-		var err error
-		claims, err = tx.Claims().ByVolume(v.ID)
-		return err
-	}); err != nil {
+	claims, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Claim, error) { return tx.Claims().ByVolume(v.ID) })
+	if err != nil {
 		return err
 	}
 	var release []string
