@@ -23,9 +23,15 @@ func NewDiagnosticWriter(w io.Writer, files map[string]*hcl.File, width uint, co
 	return &diagnosticWriter{w: w, files: files, width: width, color: color}
 }
 
+// DiagnosticWriter is NewDiagnosticWriter over the files this Parser has read and reads next,
+// which masks each file's sensitive values in its snippets with the mask the parse made.
+func (p *Parser) DiagnosticWriter(w io.Writer, width uint, color bool) hcl.DiagnosticWriter {
+	return &diagnosticWriter{w: w, files: p.files, sources: p.sources, width: width, color: color}
+}
+
 // WriteDiagnostics renders diags with the sources this Parser has read.
 func (p *Parser) WriteDiagnostics(w io.Writer, diags hcl.Diagnostics, width uint, color bool) error {
-	return NewDiagnosticWriter(w, p.files, width, color).WriteDiagnostics(diags)
+	return p.DiagnosticWriter(w, width, color).WriteDiagnostics(diags)
 }
 
 type diagnosticWriter struct {
@@ -34,13 +40,17 @@ type diagnosticWriter struct {
 	width uint
 	color bool
 
-	redacted map[string][]byte // each file's source with secrets masked
-	starts   map[string][]int  // each file's line starts
-	visited  int               // bytes of the source lines looked at, for tests
+	sources  map[string]*source // a Parser's files, masked as its parse masked them
+	redacted map[string][]byte  // each other file's source with secrets masked
+	starts   map[string][]int   // each file's line starts
+	visited  int                // bytes of the source lines looked at, for tests
 }
 
 // source returns the file's bytes with sensitive values masked (see redactSource).
 func (dw *diagnosticWriter) source(name string, file *hcl.File) []byte {
+	if s := dw.sources[name]; s != nil && len(s.src) == len(file.Bytes) && (len(s.src) == 0 || &s.src[0] == &file.Bytes[0]) {
+		return s.redacted() // the bytes the parse read and masked
+	}
 	if src, ok := dw.redacted[name]; ok {
 		return src
 	}

@@ -30,14 +30,22 @@ const (
 // checkNesting returns one error diagnostic at the place where src first nests deeper than
 // MaxNesting or chains more than MaxOperators operators, or nil.
 func checkNesting(filename string, src []byte, json bool) hcl.Diagnostics {
-	s := scanNesting(src, json, MaxNesting, MaxOperators)
+	return newSource(filename, src, json).checkNesting()
+}
+
+// checkNesting is checkNesting of the file, lexing it (for a file with non-ASCII code) into the
+// tokens the parse goes on with.
+func (f *source) checkNesting() hcl.Diagnostics {
+	filename, src := f.filename, f.src
+	s := scanSource(f, MaxNesting, MaxOperators)
 	if s.at < 0 {
 		return nil
 	}
 	m := &offsetMap{src: src, lineStarts: lineStarts(src)}
 	end := min(s.at+max(s.atLen, 1), len(src))
 	rng := hcl.Range{Filename: filename, Start: m.pos(s.at), End: m.pos(end)}
-	d := &hcl.Diagnostic{Severity: hcl.DiagError, Subject: &rng}
+	// volctl's words alone: hideMasked need not mask (lex) the file for them.
+	d := &hcl.Diagnostic{Severity: hcl.DiagError, Subject: &rng, Extra: ownWords{}}
 	if s.tooDeep {
 		d.Summary = "Nesting too deep"
 		d.Detail = fmt.Sprintf("This opens a level more than %d deep (brackets, braces, parentheses, blocks, strings and template sequences count). "+
@@ -101,15 +109,21 @@ type nestScan struct {
 
 // scanNesting scans src and stops where a limit is first passed.
 func scanNesting(src []byte, json bool, limitDepth, limitOps int) *nestScan {
-	s := newNestScan(src, limitDepth, limitOps)
-	if json {
+	return scanSource(newSource("", src, json), limitDepth, limitOps)
+}
+
+// scanSource is scanNesting of the file, over its tokens (f.tokens) where the byte scan leaves
+// it to them.
+func scanSource(f *source, limitDepth, limitOps int) *nestScan {
+	s := newNestScan(f.src, limitDepth, limitOps)
+	if f.json {
 		s.json()
 		return s
 	}
 	s.native()
 	if s.nonASCII {
-		s = newNestScan(src, limitDepth, limitOps)
-		s.tokens()
+		s = newNestScan(f.src, limitDepth, limitOps)
+		s.tokens(f.tokens())
 	}
 	return s
 }
@@ -488,10 +502,9 @@ func jsonStringEnd(src []byte, i int) int {
 	return i
 }
 
-// tokens checks a file over hclsyntax's own tokens, for files the byte scan leaves to them
+// tokens checks a file over hclsyntax's own tokens (toks, the file's), for files the byte scan leaves to them
 // (nonASCII): the same frames and counts, with HCL's scanner deciding what each byte is.
-func (s *nestScan) tokens() {
-	toks, _ := hclsyntax.LexConfig(s.src, "", hcl.InitialPos)
+func (s *nestScan) tokens(toks hclsyntax.Tokens) {
 	// next returns the index of the next token after i that is not a newline or comment.
 	next := func(i int) int {
 		for i++; i < len(toks) && (toks[i].Type == hclsyntax.TokenNewline || toks[i].Type == hclsyntax.TokenComment); i++ {

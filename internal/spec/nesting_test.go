@@ -153,7 +153,7 @@ func checkNestingScan(t *testing.T, src []byte) {
 		return
 	}
 	tk := newNestScan(src, 1<<30, 1<<30)
-	tk.tokens()
+	tk.tokens(newSource("", src, false).tokens())
 	if b.maxDepth < tk.maxDepth || b.maxOps < tk.maxOps {
 		t.Fatalf("checkNesting saw %d levels and %d operators in %q; HCL's tokens give %d and %d",
 			b.maxDepth, b.maxOps, src, tk.maxDepth, tk.maxOps)

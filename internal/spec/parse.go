@@ -35,10 +35,12 @@ type File struct {
 }
 
 // Parser parses spec files and keeps each file's original source, so that diagnostics can be
-// rendered with snippets (WriteDiagnostics, or NewDiagnosticWriter over Files). A Parser is
+// rendered with snippets (WriteDiagnostics, DiagnosticWriter, or NewDiagnosticWriter over
+// Files, which masks each file again). A Parser is
 // not safe for concurrent use.
 type Parser struct {
-	files map[string]*hcl.File
+	files   map[string]*hcl.File
+	sources map[string]*source // each file's tokens and masked bytes, for its diagnostics' snippets
 
 	// forceRewrite applies the HCL1 rewrite even to files that parse as HCL2 (tests use it
 	// to show that the rewrite changes no diagnostics of such files).
@@ -46,7 +48,9 @@ type Parser struct {
 }
 
 // NewParser returns an empty Parser.
-func NewParser() *Parser { return &Parser{files: map[string]*hcl.File{}} }
+func NewParser() *Parser {
+	return &Parser{files: map[string]*hcl.File{}, sources: map[string]*source{}}
+}
 
 // Files returns every file parsed so far by name, holding the original bytes.
 func (p *Parser) Files() map[string]*hcl.File { return p.files }
@@ -97,17 +101,19 @@ func (p *Parser) Parse(filename string, src []byte, verb Verb) (*File, hcl.Diagn
 // and which command takes it, instead of every name that is wrong for kind. The File is nil
 // when any diagnostic is an error.
 func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File, hcl.Diagnostics) {
-	body, json, m, parsed, diags := p.load(filename, src)
+	s := newSource(filename, src, isJSON(filename, src))
+	p.sources[filename] = s
+	body, m, parsed, diags := p.load(s)
 	if diags.HasErrors() {
 		// A body the parser gave up on would only add noise (missing arguments it never reached).
-		return nil, finishDiagnostics(diags, src, json)
+		return nil, finishDiagnostics(diags, s)
 	}
 	names := topLevel(body)
 	validate := kind == ""
 	if validate {
 		kind = detectKind(names)
 	}
-	d := &decoder{json: json, src: parsed}
+	d := &decoder{json: s.json, src: parsed}
 	if m != nil {
 		d.lits = m.lits
 	}
@@ -134,25 +140,25 @@ func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File
 	if m != nil {
 		m.mapDiagnostics(d.diags)
 	}
-	diags = finishDiagnostics(append(diags, d.diags...), src, json)
+	diags = finishDiagnostics(append(diags, d.diags...), s)
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	return f, diags
 }
 
-// load parses src as JSON (a .json name, or content starting with "{") or HCL, once
+// load parses the file as JSON (a .json name, or content starting with "{") or HCL, once
 // checkNesting has found it shallow enough for their parsers. HCL that the HCL2 parser
 // rejects is retried through the HCL1 rewrite; then the returned offsetMap maps the body's
 // ranges back to src, and the returned diagnostics are already mapped.
-func (p *Parser) load(filename string, src []byte) (hcl.Body, bool, *offsetMap, []byte, hcl.Diagnostics) {
-	json := isJSON(filename, src)
-	if diags := checkNesting(filename, src, json); diags.HasErrors() {
+func (p *Parser) load(s *source) (hcl.Body, *offsetMap, []byte, hcl.Diagnostics) {
+	filename, src := s.filename, s.src
+	if diags := s.checkNesting(); diags.HasErrors() {
 		// Too deep for HCL's recursive parsers (nesting.go): no parser sees the bytes.
 		p.files[filename] = &hcl.File{Body: hcl.EmptyBody(), Bytes: src}
-		return hcl.EmptyBody(), json, nil, nil, diags
+		return hcl.EmptyBody(), nil, nil, diags
 	}
-	if json {
+	if s.json {
 		// A byte order mark is skipped as hclsyntax skips it: no column, its bytes counted.
 		body, start := src, hcl.InitialPos
 		if bytes.HasPrefix(src, utf8BOM) {
@@ -165,31 +171,34 @@ func (p *Parser) load(filename string, src []byte) (hcl.Body, bool, *offsetMap, 
 		f.Bytes = src // what the ranges' offsets index
 		f.Nav = &jsonNav{src: src, from: start.Byte}
 		p.files[filename] = f
-		return f.Body, true, nil, src, diags
+		return f.Body, nil, src, diags
 	}
 	// A file that looks like HCL1 goes straight to the rewrite, saving a parse that would
 	// fail; any other file is parsed as it is and rewritten only if that fails. The guess
 	// only affects speed: the rewrite leaves the meaning and diagnostics of HCL2 unchanged.
+	var f *hcl.File
+	var diags hcl.Diagnostics
 	if !p.forceRewrite && !looksHCL1(src) {
-		f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
-		if !diags.HasErrors() {
+		if f, diags = hclsyntax.ParseConfig(src, filename, hcl.InitialPos); !diags.HasErrors() {
 			f.Nav = newBlockNav(f.Body)
 			p.files[filename] = f
-			return f.Body, false, nil, src, diags
+			return f.Body, nil, src, diags
 		}
 	}
-	rw, m, ok, numDiags := rewriteHCL1Numbers(src, filename)
+	rw, m, ok, numDiags := s.rewriteHCL1()
 	if !ok {
-		f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+		if f == nil { // not parsed yet: the rewrite was tried first
+			f, diags = hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+		}
 		f.Nav = newBlockNav(f.Body)
 		p.files[filename] = f
-		return f.Body, false, nil, src, diags
+		return f.Body, nil, src, diags
 	}
 	rf, diags := hclsyntax.ParseConfig(rw, filename, hcl.InitialPos)
 	m.mapDiagnostics(diags)
 	diags = append(numDiags, diags...) // already in the file's positions
 	p.files[filename] = &hcl.File{Body: rf.Body, Bytes: src, Nav: mappedNav{inner: newBlockNav(rf.Body), m: m}}
-	return rf.Body, false, m, rw, diags
+	return rf.Body, m, rw, diags
 }
 
 // looksHCL1 guesses, from bytes alone, whether src uses HCL1-only syntax: a line that opens
@@ -244,11 +253,11 @@ func isJSON(filename string, src []byte) bool {
 // finishDiagnostics is how every diagnostic of a file leaves the parser: ranges fixed
 // (fixRanges), words cut (cutWords), sensitive text their subjects cover kept out of their
 // words (hideMasked), sorted.
-func finishDiagnostics(diags hcl.Diagnostics, src []byte, json bool) hcl.Diagnostics {
+func finishDiagnostics(diags hcl.Diagnostics, s *source) hcl.Diagnostics {
 	for _, d := range diags {
 		d.Summary, d.Detail = cutWords(d.Summary), cutWords(d.Detail)
 	}
-	return sortDiagnostics(hideMasked(fixRanges(diags, src, json), src, json))
+	return sortDiagnostics(hideMasked(fixRanges(diags, s.src, s.json), s))
 }
 
 // sortDiagnostics orders diagnostics by position, so output is stable and reads top to
