@@ -662,3 +662,24 @@ func TestShortSecretWarned(t *testing.T) {
 		t.Errorf("the warning shows the secret:\n%s", out.String())
 	}
 }
+
+// TestMapWrittenAsAList: a map written as a list of maps, which Nomad reads (merging the maps,
+// or, for segments, making a topology of each), gets one error saying what to write in the
+// file's syntax and what Nomad would make of it; not "Missing topology segments" beside it.
+func TestMapWrittenAsAList(t *testing.T) {
+	head := "id = \"v\"\ntype = \"csi\"\nplugin_id = \"p\"\ncapability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+	for _, c := range []struct{ name, src, want string }{
+		{"v.hcl", head + "topology_request {\n  required {\n    topology { segments = [{ rack = \"R1\" }, { zone = \"Z1\" }] }\n  }\n}\n",
+			"write segments = { key = \"value\" }. Nomad makes each map of such a list a topology of its own"},
+		{"v.hcl", head + "parameters = [{ a = \"x\" }]\n", "write parameters = { key = \"value\" }. Nomad merges the maps"},
+		{"v.json", `{"id": "v", "type": "csi", "plugin_id": "p", "capability": [{"access_mode": "single-node-writer", "attachment_mode": "file-system"}],
+		  "topology_request": {"required": [{"topology": [{"segments": [{"rack": "R1"}]}]}]}}`,
+			`write "segments": {"key": "value"}. Nomad makes each map of such a list a topology of its own`},
+	} {
+		p := NewParser()
+		_, diags := p.ParseVolume(c.name, []byte(c.src), VerbAny)
+		if len(diags) != 1 || diags[0].Summary != "Map written as a list" || !strings.Contains(diags[0].Detail, c.want) {
+			t.Errorf("%s: want one error %q saying %q, got:\n%s", c.src, "Map written as a list", c.want, renderPlain(p, diags))
+		}
+	}
+}
