@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -249,7 +250,14 @@ func TestHeredocsAsNomadReadsThem(t *testing.T) {
 			t.Errorf("%s: %q, want %q, as Nomad reads it", c.name, got, c.want)
 		}
 	}
-	src := baseVolume + "\nparameters {\n  x = <<EOF\nl1\nEOF \n}\n"
+	// In a list, as in mount_flags: each heredoc as HCL1 makes it.
+	src := baseVolume + "mount_options {\n  mount_flags = [<<-EOF\n    ro\n      noatime\n  EOF\n  , <<-EOT\n  x\n    EOT\n  , \"y\"]\n}\n"
+	if v, diags := ParseVolume("v.hcl", []byte(src), VerbAny); v == nil {
+		t.Errorf("heredocs in a list: %v", diags)
+	} else if got, want := []string(v.MountOptions.MountFlags), []string{"  ro\n    noatime\n", "  x\n", "y"}; !slices.Equal(got, want) {
+		t.Errorf("heredocs in a list: %q, want %q, as Nomad reads them", got, want)
+	}
+	src = baseVolume + "\nparameters {\n  x = <<EOF\nl1\nEOF \n}\n"
 	_, diags := ParseVolume("v.hcl", []byte(src), VerbAny)
 	line := strings.Count(baseVolume, "\n") + 5
 	if d := diagAt(t, "marker with a blank after it", diags, "Heredoc Nomad does not end", line, 1); d != nil && !strings.Contains(d.Detail, "Remove what follows EOF") {
