@@ -231,16 +231,19 @@ func looksHCL1(src []byte) bool {
 // utf8BOM is the byte order mark some editors write before the first character.
 var utf8BOM = []byte("\ufeff")
 
-// byteOrderMark warns of a volume spec's byte order mark, which volctl skips (as HCL and
-// JSON editors mean it) but Nomad's HCL1 reader refuses ("illegal char" at 1:1), HCL and JSON
-// alike: the file would not carry over to `nomad volume register` as it is. A warning, not
-// an error: what volctl reads is what the file says, and `volctl export nomad` writes none.
+// byteOrderMark refuses a volume spec's byte order mark, which volctl's readers skip (as HCL
+// and JSON editors mean it) but Nomad's HCL1 reader refuses ("illegal char" at 1:1), HCL and
+// JSON alike: a volume spec volctl reads is one `nomad volume register` reads. The rest of the
+// file is read past it, so its other problems are reported too. Plugin and group specs, which
+// Nomad does not read, keep theirs.
 func (d *decoder) byteOrderMark(filename string, src []byte) {
 	if !bytes.HasPrefix(src, utf8BOM) {
 		return
 	}
 	rng := hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.Pos{Line: 1, Column: 1, Byte: len(utf8BOM)}}
-	d.warnf(rng, "Byte order mark", "The file starts with a UTF-8 byte order mark, which volctl skips but Nomad's reader refuses (\"illegal char\" at 1:1), so `nomad volume register` would refuse this file. Save it as UTF-8 without a byte order mark.")
+	d.errorf(rng, "Byte order mark", "The file starts with a UTF-8 byte order mark (the bytes EF BB BF, which editors do not show), which Nomad's reader refuses "+
+		"(\"illegal char\" at 1:1): `nomad volume register` refuses this file, and so does volctl, so that a volume spec volctl reads is one Nomad reads. "+
+		"Save it as UTF-8 without a byte order mark.")
 }
 
 func isJSON(filename string, src []byte) bool {
