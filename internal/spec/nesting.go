@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"fmt"
+	"math"
 
 	"github.com/apparentlymart/go-textseg/v15/textseg"
 	"github.com/hashicorp/hcl/v2"
@@ -25,6 +26,13 @@ const (
 	// at one level of nesting: between two separators (a comma, or a newline where newlines
 	// end items).
 	MaxOperators = 64
+	// MaxTemplateParts bounds the pieces HCL's scanner cuts one string or heredoc into: it
+	// ends a piece at each $ and % and each heredoc line, and its parser joins the pieces one
+	// by one, copying all of them each time, in time growing with the square of their number
+	// (a heredoc of 300,000 lines, 600 KB, took 9 minutes; a string of 20,000 "$ " 5 s). Each
+	// $ or % counts two, each heredoc line one. A volume spec's values fit in 4 KiB (a PEM
+	// certificate is some 60 lines), so no spec comes near.
+	MaxTemplateParts = 256
 )
 
 // checkNesting returns one error diagnostic at the place where src first nests deeper than
@@ -46,11 +54,17 @@ func (f *source) checkNesting() hcl.Diagnostics {
 	rng := hcl.Range{Filename: filename, Start: m.pos(s.at), End: m.pos(end)}
 	// volctl's words alone: hideMasked need not mask (lex) the file for them.
 	d := &hcl.Diagnostic{Severity: hcl.DiagError, Subject: &rng, Extra: ownWords{}}
-	if s.tooDeep {
+	switch {
+	case s.tooDeep:
 		d.Summary = "Nesting too deep"
 		d.Detail = fmt.Sprintf("This opens a level more than %d deep (brackets, braces, parentheses, blocks, strings and template sequences count). "+
 			"No spec needs more than a few levels, so volctl stops reading the file here rather than risk running out of memory or stack: flatten the structure.", MaxNesting)
-	} else {
+	case s.tooLong:
+		d.Summary = "String too long"
+		d.Detail = fmt.Sprintf("The string or heredoc this is in holds more than %d lines, or more than %d $ and %% signs. "+
+			"HCL's parser takes time growing with the square of their number, and no spec value comes near (a map of values is at most 4 KiB), "+
+			"so volctl stops reading the file here: shorten the value.", MaxTemplateParts, MaxTemplateParts/2)
+	default:
 		d.Summary = "Expression too long"
 		d.Detail = fmt.Sprintf("This expression chains more than %d operators. "+
 			"No spec needs more than a few, so volctl stops reading the file here rather than risk running out of memory or stack: write the value as a literal.", MaxOperators)
@@ -80,6 +94,7 @@ type nestFrame struct {
 	start, isFor bool
 
 	directives int    // template frames: %{ if } and %{ for } not yet ended
+	parts      int    // template frames: the pieces HCL's scanner cuts it into, counted up
 	marker     []byte // heredocs: the closing marker
 	lineStart  bool   // heredocs: at the start of a line, which may be the marker
 }
@@ -96,9 +111,11 @@ type nestScan struct {
 	maxOps     int
 	limitDepth int
 	limitOps   int
+	limitParts int
 
 	at, atLen int  // where a limit was passed (-1: nowhere), and the length to mark
-	tooDeep   bool // the depth (else the operator) limit was passed
+	tooDeep   bool // the depth limit was passed
+	tooLong   bool // the template parts limit was passed (neither: the operator limit)
 
 	// nonASCII is set when the byte scan met a non-ASCII byte in code, and stopped: HCL's
 	// scanner reads an identifier there whose characters may take in the bytes after a
@@ -120,16 +137,27 @@ func scanSource(f *source, limitDepth, limitOps int) *nestScan {
 		s.json()
 		return s
 	}
+	s.limitParts = MaxTemplateParts
 	s.native()
 	if s.nonASCII {
 		s = newNestScan(f.src, limitDepth, limitOps)
+		s.limitParts = MaxTemplateParts
 		s.tokens(f.tokens())
 	}
 	return s
 }
 
 func newNestScan(src []byte, limitDepth, limitOps int) *nestScan {
-	return &nestScan{src: src, stack: []nestFrame{{kind: nestBody}}, limitDepth: limitDepth, limitOps: limitOps, at: -1}
+	return &nestScan{src: src, stack: []nestFrame{{kind: nestBody}}, limitDepth: limitDepth, limitOps: limitOps, limitParts: math.MaxInt, at: -1}
+}
+
+// piece counts n more pieces of the string or heredoc at the top, the last at src[at:at+1].
+func (s *nestScan) piece(at, n int) {
+	f := s.top()
+	f.parts += n
+	if f.parts > s.limitParts && s.at < 0 {
+		s.at, s.atLen, s.tooLong = at, 1, true
+	}
 }
 
 func (s *nestScan) top() *nestFrame { return &s.stack[len(s.stack)-1] }
@@ -379,6 +407,7 @@ func (s *nestScan) stringByte(i int) int {
 			return i + 2
 		}
 	case '$', '%':
+		s.piece(i, 2) // the sign and the text after it
 		return s.templateSeq(i)
 	}
 	return i + 1
@@ -399,7 +428,9 @@ func (s *nestScan) heredocByte(i int) int {
 	switch src[i] {
 	case '\n':
 		f.lineStart = true
+		s.piece(i, 1)
 	case '$', '%':
+		s.piece(i, 2)
 		return s.templateSeq(i)
 	}
 	return i + 1
@@ -568,6 +599,10 @@ func (s *nestScan) tokens(toks hclsyntax.Tokens) {
 		case hclsyntax.TokenCBrack:
 			if s.top().kind == nestBrack {
 				s.pop()
+			}
+		case hclsyntax.TokenQuotedLit, hclsyntax.TokenStringLit:
+			if k := s.top().kind; k == nestString || k == nestHeredoc {
+				s.piece(at, 1)
 			}
 		case hclsyntax.TokenOQuote:
 			s.push(nestFrame{kind: nestString}, at, n)
