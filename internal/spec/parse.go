@@ -2,9 +2,11 @@ package spec
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -165,6 +167,7 @@ func (p *Parser) load(s *source) (hcl.Body, *offsetMap, []byte, hcl.Diagnostics)
 			body, start.Byte = src[len(utf8BOM):], len(utf8BOM)
 		}
 		f, diags := hcljson.ParseWithStartPos(body, filename, start)
+		diags = append(diags, invalidUTF8(filename, src)...)
 		if f == nil {
 			f = &hcl.File{Body: hcl.EmptyBody()}
 		}
@@ -199,6 +202,36 @@ func (p *Parser) load(s *source) (hcl.Body, *offsetMap, []byte, hcl.Diagnostics)
 	diags = append(numDiags, diags...) // already in the file's positions
 	p.files[filename] = &hcl.File{Body: rf.Body, Bytes: src, Nav: mappedNav{inner: newBlockNav(rf.Body), m: m}}
 	return rf.Body, m, rw, diags
+}
+
+// invalidUTF8 is the error for a JSON file's first byte that is not UTF-8, as the native
+// parser refuses one ("Invalid character encoding") and Nomad refuses both ("illegal UTF-8
+// encoding"): HCL's JSON parser reads each as U+FFFD, so a socket path or a value would be
+// other text than the file's, silently (TestJSONInvalidUTF8IsRefused). Its position only: the
+// byte may be a secret's.
+func invalidUTF8(filename string, src []byte) hcl.Diagnostics {
+	if utf8.Valid(src) {
+		return nil
+	}
+	off, n := 0, 0
+	for i := 0; i < len(src); {
+		r, size := utf8.DecodeRune(src[i:])
+		if r == utf8.RuneError && size == 1 {
+			if n == 0 {
+				off = i
+			}
+			n++
+		}
+		i += size
+	}
+	m := &offsetMap{src: src, lineStarts: lineStarts(src)}
+	rng := hcl.Range{Filename: filename, Start: m.pos(off), End: m.pos(off + 1)}
+	more := ""
+	if n > 1 {
+		more = fmt.Sprintf(" (the first of %d bytes that are not)", n)
+	}
+	return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid character encoding", Subject: &rng, Extra: ownWords{},
+		Detail: "All input files must be UTF-8 encoded, and this byte is not UTF-8" + more + ". Ensure that UTF-8 encoding is selected in your editor."}}
 }
 
 // looksHCL1 guesses, from bytes alone, whether src uses HCL1-only syntax: a line that opens

@@ -693,3 +693,26 @@ func TestMapWrittenAsAList(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONInvalidUTF8IsRefused: HCL's JSON parser reads a byte that is not UTF-8 as U+FFFD, so
+// a JSON spec's socket path or value was silently other text than the file's (the native parser
+// refuses such a file, and Nomad both: "illegal UTF-8 encoding"). It is refused, at the byte,
+// without quoting it (it may be a secret's).
+func TestJSONInvalidUTF8IsRefused(t *testing.T) {
+	for _, c := range []struct {
+		name, src string
+		col       int
+	}{
+		{"v.json", "{\"id\": \"v\", \"name\": \"a\xffb\", \"type\": \"csi\", \"plugin_id\": \"p\", \"capability\": [{\"access_mode\": \"single-node-writer\", \"attachment_mode\": \"file-system\"}]}", 23},
+		{"p.json", "{\"plugin\": {\"p\": {\"type\": \"monolith\", \"socket\": \"/run/\xfe.sock\"}}}", 55},
+		{"s.json", "{\"id\": \"v\", \"secrets\": {\"k\": \"hun\xc3ter2\"}}", 34},
+	} {
+		p := NewParser()
+		f, diags := p.Parse(c.name, []byte(c.src), VerbAny)
+		if f != nil || len(diags) != 1 || diags[0].Summary != "Invalid character encoding" || diags[0].Subject.Start.Column != c.col {
+			t.Errorf("%q: want one error \"Invalid character encoding\" at 1:%d, got:\n%s", c.src, c.col, renderPlain(p, diags))
+		} else if out := renderPlain(p, diags); strings.Contains(out, "hun") {
+			t.Errorf("the secret is shown:\n%s", out)
+		}
+	}
+}
