@@ -36,7 +36,9 @@ lists the volume (deleting it in the background), the volume stays deleting and 
 fails saying so; run it again later. If that listing fails, or takes more than 30 s or 1,000
 pages, the volume is forgotten and a warning says it could not be checked. A volume whose
 storage another volctl volume also records is not deleted (exit 4,
-naming it: volctl volume deregister forgets one). A delete interrupted midway is finished by
+naming it: volctl volume deregister forgets one), nor one with a snapshot whose create was
+interrupted (exit 4, naming it: volctl reconcile finishes that snapshot, volctl volume snapshot
+delete removes it). A delete interrupted midway is finished by
 the same delete or by volctl reconcile.
 It asks first on a terminal and needs --yes otherwise.`,
 		Example: `  volctl volume delete scratch --yes`,

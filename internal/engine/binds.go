@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -69,7 +72,99 @@ func (e *Engine) bindMount(target string, b spec.VolumeMount) (made bool, err er
 		}
 		return false, nil
 	}
+	// Something mounted below the destination (another volume_mount, an admin's disk) would be
+	// hidden under the bind, and its alloc would see this volume's directory there instead:
+	// refused as a mount at the destination itself is. A group binds an alloc's volume_mounts
+	// outermost first (nestingOrder), so its own nested ones never meet this.
+	if below := mountsBelow(b.Destination); len(below) > 0 {
+		return false, fmt.Errorf("volume_mount %s: %s mounted below it, which this bind would hide: volctl does not mount over it; "+
+			"bind the outer destination first, or give the volume_mount another destination", b.Destination, listPaths(below))
+	}
 	return true, bindFD(src, dst, b)
+}
+
+// mountsBelow lists the mount points strictly below dest, sorted; none when dest is an empty
+// directory that is not a mount root (mountFree: no read of the mount table), or when the
+// table cannot be read (the bind then goes on as it did before this check).
+func mountsBelow(dest string) []string {
+	dest = filepath.Clean(dest)
+	if mountFree(dest) {
+		return nil
+	}
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dest))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, m := range mounts {
+		if under(m.Mountpoint, dest) && !slices.Contains(out, m.Mountpoint) {
+			out = append(out, m.Mountpoint)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// under reports whether path lies strictly below dir (both clean and absolute).
+func under(path, dir string) bool {
+	if dir == "/" {
+		return path != "/"
+	}
+	return strings.HasPrefix(path, dir+"/")
+}
+
+// listPaths says which paths: "/a is", "/a and /b are", "/a, /b, /c and 2 more are".
+func listPaths(paths []string) string {
+	const shown = 3
+	if len(paths) == 1 {
+		return paths[0] + " is"
+	}
+	if len(paths) <= shown {
+		return strings.Join(paths[:len(paths)-1], ", ") + " and " + paths[len(paths)-1] + " are"
+	}
+	return fmt.Sprintf("%s and %d more are", strings.Join(paths[:shown], ", "), len(paths)-shown)
+}
+
+// nestingOrder orders items by where their volume_mount destinations lie, keeping their order
+// otherwise: with outerFirst, one whose destination is below another's comes after it (binding:
+// the outer mount is made first, and the inner on the outer volume's directory); without, before
+// it (unbinding: an outer mount with one below it cannot be unmounted, EBUSY). Items whose
+// destinations nest both ways (a cycle) keep their order, and bind refuses the one that would
+// hide another.
+func nestingOrder[T any](items []T, dests func(T) []string, outerFirst bool) []T {
+	rest := slices.Clone(items)
+	out := make([]T, 0, len(items))
+	// waits reports whether i must come after j.
+	waits := func(i, j T) bool {
+		for _, a := range dests(i) {
+			for _, b := range dests(j) {
+				a, b := filepath.Clean(a), filepath.Clean(b)
+				if outerFirst && under(a, b) || !outerFirst && under(b, a) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for len(rest) > 0 {
+		pick := 0
+		for i := range rest {
+			free := true
+			for j := range rest {
+				if i != j && waits(rest[i], rest[j]) {
+					free = false
+					break
+				}
+			}
+			if free {
+				pick = i
+				break
+			}
+		}
+		out = append(out, rest[pick])
+		rest = slices.Delete(rest, pick, pick+1)
+	}
+	return out
 }
 
 // volumeMountErr says which volume_mount a destination's error is about. A symlink in the
@@ -141,7 +236,13 @@ func (e *Engine) unbind(cl *store.Claim) error {
 			mounted = false
 		}
 		if err == nil && mounted {
-			if err = dst.unmount(0); err != nil {
+			if err = dst.unmount(0); errors.Is(err, unix.EBUSY) {
+				if below := mountsBelow(b.Destination); len(below) > 0 {
+					err = fmt.Errorf("unmount: %w: %s mounted below it; unmount or release that first", err, listPaths(below))
+				} else {
+					err = fmt.Errorf("unmount: %w (is something still using it?)", err)
+				}
+			} else if err != nil {
 				err = fmt.Errorf("unmount: %w (is something still using it?)", err)
 			}
 		}

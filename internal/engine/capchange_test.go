@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -53,16 +55,21 @@ func TestLostCapabilitiesDoNotDropStagingsQuietly(t *testing.T) {
 		t.Fatalf("reconcile with the staging still mounted: %+v, %v", rep, err)
 	}
 
-	// Unmounted by hand: the next pass finishes the release and forgets the records, saying so.
+	// Unmounted by hand: the next pass finishes the release and forgets the staging, saying
+	// so. The attachment is not forgotten: the plugin cannot be asked to detach, but the
+	// volume may still be attached, and a plugin given the capability back can detach it. It
+	// stays recorded, owed, and the pass reports it with what ends it.
 	h.mounts.markGone(st.StagingPath)
-	if rep, err := h.e.Reconcile(h.ctx); err != nil {
-		t.Fatalf("reconcile once the staging is unmounted: %+v, %v", rep, err)
+	rep, err = h.e.Reconcile(h.ctx)
+	if err == nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, "PUBLISH_UNPUBLISH_VOLUME") ||
+		!strings.Contains(rep.Problems[0].Message, "volctl volume detach v --force --yes") {
+		t.Fatalf("reconcile once the staging is unmounted: %+v, %v; want the attachment reported, owed", rep, err)
 	}
 	if live := h.liveClaims("v"); len(live) != 0 {
 		t.Fatalf("claims after reconcile = %+v", live)
 	}
-	if _, ok := h.staging("v"); ok {
-		t.Fatal("the staging record outlived the release")
+	if got, ok := h.staging("v"); !ok || got.Staged || got.StagingPath != "" || !got.ControllerPublished || got.NodeID != "node-1" {
+		t.Fatalf("staging record after the release = %+v (kept %v); want only the attachment to node-1, owed", got, ok)
 	}
 	lost, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "capability-lost"})
 	if err != nil {
@@ -78,6 +85,93 @@ func TestLostCapabilitiesDoNotDropStagingsQuietly(t *testing.T) {
 	}
 	if n := restarted.CallCount(csi.RPCNodeUnstageVolume) + restarted.CallCount(csi.RPCControllerUnpublishVolume); n != 0 {
 		t.Fatalf("%d unstage/detach calls to a plugin without the capabilities", n)
+	}
+
+	// The capability back: the next pass sends the unpublish owed and forgets the record.
+	back := h.restartPlugin(func(cfg *csitest.MemConfig) { cfg.Node.StageUnstageVolume = false }, "v")
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile with PUBLISH_UNPUBLISH_VOLUME back: %+v, %v", rep, err)
+	}
+	if n := back.CallCount(csi.RPCControllerUnpublishVolume); n != 1 {
+		t.Fatalf("ControllerUnpublishVolume calls once the capability is back = %d, want 1", n)
+	}
+	if got, ok := h.staging("v"); ok {
+		t.Fatalf("the attachment record outlived its unpublish: %+v", got)
+	}
+}
+
+// TestAttachmentKeptWhileThePluginLacksPublishUnpublish: a volume attached for a claim, then its
+// plugin restarted without PUBLISH_UNPUBLISH_VOLUME (another build, other flags, another
+// instance answering on the socket) while the claim is released, then restarted with it again.
+// Before, the release dropped the attachment record: the volume stayed attached at the
+// storage provider with nothing in volctl recording it, reconcile said there was nothing to do,
+// and a delete failed on the plugin's own refusal (found by running volctl against a
+// supervised hostpath plugin whose socket two instances served in turn). Now the release frees
+// the claim and keeps the attachment, owed: a delete and a plain deregister refuse it, naming
+// it; reconcile reports it while the plugin cannot take it, and sends ControllerUnpublishVolume
+// once it can; a forced detach forgets it on the user's word.
+func TestAttachmentKeptWhileThePluginLacksPublishUnpublish(t *testing.T) {
+	noStaging := func(cfg *csitest.MemConfig) { cfg.Node.StageUnstageVolume = false }
+	h := newHarness(t, noStaging)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+
+	detachless := func(cfg *csitest.MemConfig) { noStaging(cfg); cfg.Controller.PublishUnpublishVolume = false }
+	h.restartPlugin(detachless, "v")
+	if _, err := h.e.Release(h.ctx, "v", "a"); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claims after the release = %+v", live)
+	}
+	if got, ok := h.staging("v"); !ok || !got.ControllerPublished || got.NodeID != "node-1" {
+		t.Fatalf("staging record after the release = %+v (kept %v); want the attachment to node-1 kept, owed", got, ok)
+	}
+	lost, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "capability-lost", VolumeID: "v"})
+	if err != nil || len(lost) != 1 || !strings.Contains(lost[0].Message, "stays recorded") {
+		t.Fatalf("capability-lost events = %+v (%v); want one saying the attachment stays recorded", lost, err)
+	}
+	if err := h.e.DeleteVolume(h.ctx, "v"); err == nil || !strings.Contains(err.Error(), `node "node-1"`) {
+		t.Fatalf("delete with the attachment owed: %v; want a refusal naming the attachment", err)
+	}
+	if _, err := h.e.DeregisterVolume(h.ctx, "v", false); !errors.Is(err, ErrConflict) {
+		t.Fatalf("deregister with the attachment owed: %v; want a conflict", err)
+	}
+	for range 2 { // every pass says it, not only the first
+		rep, err := h.e.Reconcile(h.ctx)
+		if err == nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, "PUBLISH_UNPUBLISH_VOLUME") ||
+			!strings.HasPrefix(rep.Problems[0].Message, `attachment of volume "v" to node "node-1" with no claim: `) {
+			t.Fatalf("reconcile while the plugin lacks the capability: %+v, %v", rep, err)
+		}
+	}
+
+	back := h.restartPlugin(noStaging, "v")
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Actions) != 1 ||
+		rep.Actions[0].Message != `undid the attachment of volume "v" to node "node-1" with no claim` {
+		t.Fatalf("reconcile with the capability back: %+v, %v", rep, err)
+	}
+	if n := back.CallCount(csi.RPCControllerUnpublishVolume); n != 1 {
+		t.Fatalf("ControllerUnpublishVolume calls once the capability is back = %d, want 1", n)
+	}
+	if got, ok := h.staging("v"); ok {
+		t.Fatalf("the attachment record outlived its unpublish: %+v", got)
+	}
+
+	// Again without the capability: a forced detach forgets the attachment, saying so.
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
+	h.restartPlugin(detachless, "v")
+	if _, err := h.e.Release(h.ctx, "v", "b"); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	res, err := h.e.Detach(h.ctx, "v", true)
+	if err != nil || !strings.Contains(strings.Join(res.Warnings, "\n"), "PUBLISH_UNPUBLISH_VOLUME") {
+		t.Fatalf("forced detach of the owed attachment: %+v, %v; want it forgotten with a warning", res, err)
+	}
+	if got, ok := h.staging("v"); ok {
+		t.Fatalf("the attachment record outlived the forced detach: %+v", got)
+	}
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile after the forced detach: %+v, %v", rep, err)
 	}
 }
 
@@ -151,5 +245,75 @@ func TestCapabilityChangeSeenFirstByARegistration(t *testing.T) {
 	}
 	if len(evs) != 1 || !strings.Contains(evs[0].Message, "PUBLISH_UNPUBLISH_VOLUME") || !strings.Contains(evs[0].Message, `"v"`) {
 		t.Fatalf("capability change events = %+v; want one naming PUBLISH_UNPUBLISH_VOLUME and volume \"v\"", evs)
+	}
+}
+
+// TestAttachIntentOfAPluginThatLostPublishUnpublishIsNotKept: admission records the attach
+// intent from the stored fingerprint; when the plugin reached then attaches nothing (restarted
+// without PUBLISH_UNPUBLISH_VOLUME since it was fingerprinted), no ControllerPublishVolume is
+// sent, and the intent is dropped with the step: kept, it would outlive the claim as an
+// attachment owed that was never made, reported by every reconcile pass.
+func TestAttachIntentOfAPluginThatLostPublishUnpublishIsNotKept(t *testing.T) {
+	noStaging := func(cfg *csitest.MemConfig) { cfg.Node.StageUnstageVolume = false }
+	h := newHarness(t, noStaging)
+	h.create(volume("v"))
+	p := h.restartPlugin(func(cfg *csitest.MemConfig) { noStaging(cfg); cfg.Controller.PublishUnpublishVolume = false }, "v")
+
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if n := p.CallCount(csi.RPCControllerPublishVolume); n != 0 {
+		t.Fatalf("ControllerPublishVolume sent %d times to a plugin without the capability", n)
+	}
+	if st, ok := h.staging("v"); ok && st.ControllerPublished {
+		t.Fatalf("staging after the claim = %+v; want no attachment recorded", st)
+	}
+	if _, err := h.e.Release(h.ctx, "v", "a"); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %+v, %v", rep, err)
+	}
+}
+
+// TestClaimRedrivenAttachesOnceThePluginDoes: a claim cut short past the attach step of a plugin
+// that attached nothing then (no PUBLISH_UNPUBLISH_VOLUME), re-driven by reconcile once the
+// plugin came back with the capability. Before, the re-drive went on to NodeStageVolume without
+// attaching: a plugin that needs the attachment refused it (hostpath --enable-attach: "publish_context
+// is missing"), and reconcile rolled the claim back (found by running volctl against a plugin
+// restarted with and without attach at random). Now it attaches first, recording the intent,
+// and the release detaches.
+func TestClaimRedrivenAttachesOnceThePluginDoes(t *testing.T) {
+	detachless := func(cfg *csitest.MemConfig) { cfg.Controller.PublishUnpublishVolume = false }
+	h := newHarness(t, detachless)
+	h.create(volume("v"))
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Gate: gate, Times: 1})
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan error, 1)
+	go func() { _, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); done <- err }()
+	h.waitInFlight(gate, done)
+	cancel()
+	close(gate)
+	if err := <-done; err == nil {
+		t.Fatal("the claim interrupted at NodeStageVolume succeeded")
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || live[0].State != "controller-published" {
+		t.Fatalf("claims after the interruption = %+v; want one left controller-published", live)
+	}
+
+	back := h.restartPlugin(func(cfg *csitest.MemConfig) {}, "v")
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %+v, %v", rep, err)
+	}
+	if n := back.CallCount(csi.RPCControllerPublishVolume); n != 1 {
+		t.Fatalf("ControllerPublishVolume calls of the re-drive = %d, want 1", n)
+	}
+	if st, ok := h.staging("v"); !ok || !st.ControllerPublished || st.NodeID != "node-1" {
+		t.Fatalf("staging after the re-drive = %+v (%v); want the attachment recorded", st, ok)
+	}
+	if _, err := h.e.Release(h.ctx, "v", "a"); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if n := back.CallCount(csi.RPCControllerUnpublishVolume); n != 1 {
+		t.Fatalf("ControllerUnpublishVolume calls of the release = %d, want 1", n)
 	}
 }

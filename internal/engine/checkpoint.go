@@ -24,6 +24,9 @@ type checkpoint struct {
 	free    store.Outcome // when set, the flush moves the claim to the history
 	// attachIntent: the staging's attach intent is admission's, sent to no node yet (loaded).
 	attachIntent bool
+	// keptAttach: undoUnused kept the volume's attachment recorded, owed, because the plugin
+	// lost PUBLISH_UNPUBLISH_VOLUME; it says so (keptAttachment).
+	keptAttach string
 }
 
 // loaded is what an operation read in its first transaction, under the volume lock, handed to
@@ -197,6 +200,10 @@ func (p *checkpoint) commit(ctx context.Context, path string, update func(contex
 		return nil
 	})
 	if err != nil {
+		// Nothing was recorded (a full disk, the database replaced): the claim is where the
+		// store has it, and that is what the error says it was left at, what `volume status`
+		// shows and where reconcile starts from, not the state the commit would have recorded.
+		p.cl.State = p.saved
 		return err
 	}
 	if p.stDirty {

@@ -96,7 +96,12 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocIn
 	a := AllocInfo{Name: alloc, Index: index, Claims: []ClaimInfo{}} // [] in JSON, never null
 	// taken: the volumes this run claimed for the alloc, not held before it.
 	var taken []string
-	for _, r := range g.Volumes {
+	// Outermost volume_mount first: a volume bound below another's destination is bound on
+	// the outer volume's directory, not hidden under it (nestingOrder).
+	vols := nestingOrder(g.Volumes, func(r spec.VolumeRequest) []string {
+		return bindDests(groupBinds(g, r.Name, alloc, index))
+	}, true)
+	for _, r := range vols {
 		req := ClaimRequest{
 			VolumeID: r.Source, Alloc: alloc, Group: g.Name, ReadOnly: r.ReadOnly,
 			AccessMode: r.AccessMode, AttachmentMode: r.AttachmentMode, MountOptions: r.MountOptions,
@@ -173,6 +178,15 @@ func interruptedRun(ctx context.Context, g spec.Group, next int) error {
 func (e *Engine) holds(ctx context.Context, volumeID, alloc string) bool {
 	_, err := e.ClaimInfo(ctx, volumeID, alloc)
 	return err == nil
+}
+
+// bindDests are the destinations of volume_mounts.
+func bindDests(binds []spec.VolumeMount) []string {
+	out := make([]string, 0, len(binds))
+	for _, b := range binds {
+		out = append(out, b.Destination)
+	}
+	return out
 }
 
 // groupBinds are the volume_mounts of one volume request for one alloc, placeholders replaced.
@@ -260,6 +274,9 @@ func (e *Engine) releaseGroupPast(ctx context.Context, group string, match func(
 		errs []error
 		kept []store.Claim
 	)
+	// Innermost volume_mount first: an outer bind with another mounted below it cannot be
+	// unmounted (EBUSY).
+	claims = nestingOrder(claims, func(c store.Claim) []string { return bindDests(c.Binds) }, false)
 	for _, c := range claims {
 		switch err := e.releasePast(ctx, c.ID, c.VolumeID, beyondCount); {
 		case errors.Is(err, errNotPast):

@@ -395,7 +395,7 @@ func (h *harness) restartPlugin(edit func(*csitest.MemConfig), vols ...string) *
 	for _, v := range vols {
 		p.AddVolume(csi.Volume{ID: h.externalID(v)})
 	}
-	csitest.ServeAt(h.t, h.socket, csitest.WithServer(p))
+	h.stopServe = csitest.ServeAt(h.t, h.socket, csitest.WithServer(p))
 	return p
 }
 

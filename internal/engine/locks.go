@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -243,6 +244,9 @@ func (l *locker) lock(ctx context.Context, name, what string, shared bool) (func
 	}
 	if err != nil {
 		_ = fl.Close()
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil, fmt.Errorf("interrupted while waiting for the lock on %s (another volctl is working on it): %w", what, ctx.Err())
+		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("waiting for the lock on %s (another volctl is working on it): %w", what, ctx.Err())
 		}

@@ -17,7 +17,7 @@ import (
 // Mount layout under the state dir (docs/architecture.md, State on disk): one staging path per volume, as
 // the CSI spec requires, and one publish target per claim named by its usage, as Nomad does.
 const (
-	stagingDir = "staging"
+	stagingDir = "staging" // internal/store checkMountsWithoutDatabase knows these two names
 	publishDir = "publish"
 )
 

@@ -626,7 +626,7 @@ func refuseOwedUnpublishes(tx *store.Tx, id string, vols []store.Volume) error {
 			listSome(nomad, 5, func(o owed) string { return fmt.Sprintf("%q", o.volume) }),
 			listSome(nomad, 5, func(o owed) string { return "`" + shellquote.Command("volctl nomad release", o.volume) + "`" }))
 	}
-	return conflictf("plugin %q owes ControllerUnpublishVolume for %d volume(s) recorded attached with no claim (a forced detach could not send it): %s; "+
+	return conflictf("plugin %q owes ControllerUnpublishVolume for %d volume(s) recorded attached with no claim (a forced detach could not send it, or the plugin lost PUBLISH_UNPUBLISH_VOLUME): %s; "+
 		"deregistering the plugin, even with --force, would leave nothing to send it through. Run `volctl reconcile` once plugin %q answers (it sends it), then deregister again; "+
 		"or deregister the volume with %s, which sends it too and, if the plugin still cannot take it, forgets the attachment%s",
 		id, len(all), listSome(all, 5, func(o owed) string { return fmt.Sprintf("volume %q on node %q", o.volume, o.node) }), id, forget, handed)

@@ -39,9 +39,20 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 		switch cl.State {
 		case store.ClaimTaken:
 			err = e.controllerPublish(ctx, c, v, p)
-		case store.ClaimControllerPublished:
-			err = e.nodeStage(ctx, c, v, p)
-		case store.ClaimNodeStaged:
+		case store.ClaimControllerPublished, store.ClaimNodeStaged:
+			if c.controllerPublishes() && !p.st.ControllerPublished {
+				// Past the attach step without an attachment: the plugin did not attach then, and
+				// does now (it came back from a restart with PUBLISH_UNPUBLISH_VOLUME). Its node
+				// calls may need the publish_context; attach before them, recording the intent.
+				if err = e.controllerPublish(ctx, c, v, p); err == nil {
+					continue
+				}
+				break
+			}
+			if cl.State == store.ClaimControllerPublished {
+				err = e.nodeStage(ctx, c, v, p)
+				break
+			}
 			if c.stages() && !p.st.Staged {
 				// A restore (or a lost staging) left the claim node-staged with its volume
 				// unstaged: stage it again before publishing.
@@ -158,6 +169,13 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 		p.staging(func(st *store.Staging) { st.PublishContext = pc })
 		p.setState(store.ClaimControllerPublished)
 		return nil
+	}
+	if p.attachIntent {
+		// Admission recorded the intent from the stored fingerprint, and the plugin reached
+		// now attaches nothing (it lost PUBLISH_UNPUBLISH_VOLUME in a restart): no
+		// ControllerPublishVolume was sent for it, so it is no attachment to keep owed.
+		p.staging(func(st *store.Staging) { st.ControllerPublished, st.PublishContext = false, nil })
+		p.attachIntent = false
 	}
 	p.advance(store.ClaimControllerPublished)
 	return nil

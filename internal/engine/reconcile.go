@@ -27,6 +27,9 @@ type ReconcileAction struct {
 type ReconcileReport struct {
 	Actions  []ReconcileAction `json:"actions"`
 	Problems []ReconcileAction `json:"problems"`
+	// stopped says the pass was interrupted (its context ended): what that cut short is no
+	// problem of its own, and the pass's error says it was interrupted instead.
+	stopped func() bool
 }
 
 // OK reports whether nothing is left wrong.
@@ -37,6 +40,9 @@ func (r *ReconcileReport) did(kind, vol, alloc, format string, args ...any) {
 }
 
 func (r *ReconcileReport) problem(vol, alloc string, err error) {
+	if r.stopped != nil && r.stopped() && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return
+	}
 	r.Problems = append(r.Problems, ReconcileAction{Kind: "failed", VolumeID: vol, Alloc: alloc, Message: err.Error()})
 }
 
@@ -46,7 +52,7 @@ func (r *ReconcileReport) problem(vol, alloc string, err error) {
 // mount is gone by staging and publishing again without a new claim and without
 // ControllerPublishVolume, and undoes stagings no claim uses. The mount table is read once.
 func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
-	var rep ReconcileReport
+	rep := ReconcileReport{stopped: func() bool { return ctx.Err() != nil }}
 	if err := e.store.CheckWritable(); err != nil {
 		return rep, err
 	}
@@ -120,13 +126,23 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 			published = append(published, cl)
 			continue
 		}
+		if ctx.Err() != nil {
+			break
+		}
 		e.reconcileClaim(ctx, &rep, cl, pass)
 	}
-	inUse := e.restore(ctx, &rep, published, pass)
-	e.reconcileExpansions(ctx, &rep, vols, claims, stagings)
-	e.cleanStagings(ctx, &rep, stagings, inUse)
-	e.findOrphans(ctx, &rep, mounted, claims, stagings)
-	e.tidyDirs(ctx, vols, claims)
+	if ctx.Err() == nil {
+		inUse := e.restore(ctx, &rep, published, pass)
+		e.reconcileExpansions(ctx, &rep, vols, claims, stagings)
+		e.cleanStagings(ctx, &rep, stagings, inUse)
+		e.findOrphans(ctx, &rep, mounted, claims, stagings)
+		e.tidyDirs(ctx, vols, claims)
+	}
+	if err := ctx.Err(); err != nil {
+		// What the interruption cut short is left as it was, for the next pass: one error
+		// saying so, not a problem per item it did not get to.
+		return rep, fmt.Errorf("reconcile: interrupted (%w); what it did is listed, %d problem(s) found before that; run `volctl reconcile` again to finish", err, len(rep.Problems))
+	}
 	if !rep.OK() {
 		return rep, fmt.Errorf("reconcile: %d problem(s) remain", len(rep.Problems))
 	}
@@ -428,6 +444,8 @@ func (e *Engine) ReleasePast(ctx context.Context) (ReconcileReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("claim GC: %w", err)
 	}
+	// Innermost volume_mount first, as a group stop releases them.
+	claims = nestingOrder(claims, func(c store.Claim) []string { return bindDests(c.Binds) }, false)
 	for _, cl := range claims {
 		if ctx.Err() != nil {
 			return rep, ctx.Err()
@@ -842,13 +860,19 @@ func (e *Engine) cleanStagings(ctx context.Context, rep *ReconcileReport, stagin
 		if inUse[st.VolumeID] {
 			continue
 		}
+		// A row with no staging path records only an attachment, owed: say so rather than
+		// call it a staging.
+		what := fmt.Sprintf("unused staging of volume %q", st.VolumeID)
+		if st.StagingPath == "" && st.ControllerPublished {
+			what = fmt.Sprintf("attachment of volume %q to node %q with no claim", st.VolumeID, attachedNode(st))
+		}
 		unused, err := e.cleanStaging(ctx, st.VolumeID)
 		switch {
 		case errors.Is(err, store.ErrNotFound) || (err == nil && !unused):
 		case err != nil:
-			rep.problem(st.VolumeID, "", fmt.Errorf("unused staging of volume %q: %w", st.VolumeID, err))
+			rep.problem(st.VolumeID, "", fmt.Errorf("%s: %w", what, err))
 		default:
-			rep.did("cleaned", st.VolumeID, "", "undid the unused staging of volume %q", st.VolumeID)
+			rep.did("cleaned", st.VolumeID, "", "undid the %s", what)
 		}
 	}
 }
@@ -912,8 +936,21 @@ func (e *Engine) undoLeftStaging(ctx context.Context, c *conn, v store.Volume) e
 	if err := e.undoUnused(ctx, c, v, p); err != nil {
 		return errors.Join(err, p.flush(ctx, "clean"))
 	}
-	return p.flush(ctx, "clean")
+	if err := p.flush(ctx, "clean"); err != nil {
+		return err
+	}
+	if p.keptAttach != "" {
+		return keptAttachmentError(p.keptAttach)
+	}
+	return nil
 }
+
+// keptAttachmentError is undoLeftStaging's failure to undo an attachment because the plugin lost
+// PUBLISH_UNPUBLISH_VOLUME (keptAttachment): no retry sends it until the plugin has the
+// capability again.
+type keptAttachmentError string
+
+func (e keptAttachmentError) Error() string { return string(e) }
 
 // findOrphans reports mounts under volctl's staging and publish dirs that no claim or staging
 // accounts for. It only reports: such a mount was not made by this state machine. A mount below

@@ -68,7 +68,13 @@ func (e *Engine) release(ctx context.Context, c *conn, v store.Volume, cl *store
 		}
 	}
 	p.event(ev)
-	return p.flush(ctx, "release")
+	if err := p.flush(ctx, "release"); err != nil {
+		// Every RPC is done, but the claim is not freed: it still holds the volume, recorded
+		// where the last commit left it, and reconcile frees it (its RPCs answered NOT_FOUND or
+		// OK again).
+		return fmt.Errorf("release: %w (the claim is left %s for `volctl reconcile`)", err, cl.State)
+	}
+	return nil
 }
 
 func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
@@ -146,15 +152,30 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 		} else {
 			// Only a plugin that attached the volume (PUBLISH_UNPUBLISH_VOLUME, when it was
 			// recorded) leaves this record: it has lost the capability since, and cannot be asked
-			// to detach. Say so rather than forget the attachment quietly.
-			msg := fmt.Sprintf("volume %q was recorded as attached to node %q, but plugin %q no longer has the controller capability PUBLISH_UNPUBLISH_VOLUME, so ControllerUnpublishVolume cannot be sent: the record is dropped; if the volume is still attached, detach it with the storage provider's tools",
-				v.ID, st.NodeID, v.PluginID)
-			e.log.Warn(msg)
-			p.event(&store.Event{Kind: "capability-lost", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
+			// to detach now. The attachment is not forgotten: a plugin restarted without the
+			// capability may get it back (restarted again as it was), and the volume is still
+			// attached then. It stays recorded with no claim, an unpublish owed (owedUnpublish),
+			// which reconcile reports every pass and sends once the plugin can take it; a forced
+			// detach forgets it, on the user's word.
+			p.keptAttach = keptAttachment(v, st)
+			if p.cl.ID != 0 { // a release, not a pass over what is left (undoLeftStaging)
+				e.log.Warn(p.keptAttach)
+				p.event(&store.Event{Kind: "capability-lost", VolumeID: v.ID, PluginID: v.PluginID, Message: p.keptAttach})
+			}
+			return nil
 		}
 		p.staging(func(st *store.Staging) { st.ControllerPublished, st.PublishContext = false, nil })
 	}
 	return nil
+}
+
+// keptAttachment says that volume v's attachment, which staging row st records, stays recorded
+// because its plugin lost PUBLISH_UNPUBLISH_VOLUME, and what ends it.
+func keptAttachment(v store.Volume, st store.Staging) string {
+	return fmt.Sprintf("volume %q is recorded as attached to node %q, but plugin %q no longer has the controller capability PUBLISH_UNPUBLISH_VOLUME, so ControllerUnpublishVolume cannot be sent: "+
+		"the attachment stays recorded, owed; start the plugin with that capability again and `volctl reconcile` sends it, "+
+		"or detach the volume from that node with the storage provider's tools and run `%s` to forget it",
+		v.ID, attachedNode(st), v.PluginID, shellquote.CommandFlags("volctl volume detach", []string{v.ID}, "--force", "--yes"))
 }
 
 // unstage undoes a staging no claim uses, before undoUnused forgets it: NodeUnstageVolume, its

@@ -340,3 +340,37 @@ func TestDeregisterPluginWithSnapshotsRefused(t *testing.T) {
 		t.Fatalf("deregister with no snapshot left: %v", err)
 	}
 }
+
+// TestDeleteRefusedWhileASnapshotOfTheVolumeIsBeingCreated: a snapshot create cut short (its
+// CreateSnapshot unanswered) leaves the snapshot recorded as being created, for reconcile to
+// send again. Found by running volctl commands concurrently with interrupts: a volume delete
+// went ahead beside it, and every reconcile after reported the snapshot forever, CreateSnapshot
+// answering NOT_FOUND for a source that was gone. The delete is refused, naming the snapshot;
+// once reconcile finished it, the volume is deleted as any volume with snapshots is.
+func TestDeleteRefusedWhileASnapshotOfTheVolumeIsBeingCreated(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	h.faults.FailAlways(csi.RPCCreateSnapshot, codes.Unavailable)
+	if _, err := h.e.CreateSnapshot(h.ctx, "db", "nightly", nil); err == nil {
+		t.Fatal("snapshot create with CreateSnapshot unanswered succeeded")
+	}
+	err := h.e.DeleteVolume(h.ctx, "db")
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `"nightly"`) || !strings.Contains(err.Error(), "volctl reconcile") {
+		t.Fatalf("delete with a snapshot being created: %v; want a conflict naming it", err)
+	}
+	if n := h.faults.Calls(csi.RPCDeleteVolume); n != 0 {
+		t.Fatalf("DeleteVolume sent %d times", n)
+	}
+	if v := h.volumeInfo("db"); v.State != "ready" {
+		t.Fatalf("volume state after the refused delete = %q, want ready", v.State)
+	}
+	h.faults.Clear(csi.RPCCreateSnapshot)
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %+v, %v", rep, err)
+	}
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", "nightly", nil); err != nil {
+		t.Fatalf("snapshot delete: %v", err)
+	}
+	if err := h.e.DeleteVolume(h.ctx, "db"); err != nil {
+		t.Fatalf("delete once the snapshot is finished and deleted: %v", err)
+	}
+}

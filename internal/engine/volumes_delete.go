@@ -70,6 +70,9 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 		if err := refuseHandedOver(tx, id); err != nil {
 			return err
 		}
+		if err := refuseSnapshotInFlight(tx, v); err != nil {
+			return err
+		}
 		v.State = store.VolumeDeleting
 		return tx.Volumes().Update(&v)
 	})
@@ -79,6 +82,26 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 	failpoint("delete:intent")
 	if err := e.finishDelete(ctx, c, v); err != nil {
 		return fail(err)
+	}
+	return nil
+}
+
+// refuseSnapshotInFlight refuses to delete volume v while a snapshot of it is recorded as being
+// created: its CreateSnapshot was interrupted, and the plugin may have made it. Deleted under
+// it, the source is gone, so no CreateSnapshot sent again could finish it (a plugin answers
+// NOT_FOUND for the source), and reconcile would report it every pass. A snapshot create holds
+// the volume's lock, as the delete does, so none is recorded while the delete runs.
+func refuseSnapshotInFlight(tx *store.Tx, v store.Volume) error {
+	creates, err := tx.Snapshots().ListCreates(v.PluginID)
+	if err != nil {
+		return err
+	}
+	for _, sc := range creates {
+		if sc.SourceVolumeID == v.ID {
+			return conflictf("volume %q has a snapshot being created, %q, whose CreateSnapshot was interrupted (plugin %q may have made it): "+
+				"run `volctl reconcile` to finish it, or `%s`, then delete the volume",
+				v.ID, sc.Name, sc.PluginID, shellquote.Command("volctl volume snapshot delete", sc.PluginID, sc.Name))
+		}
 	}
 	return nil
 }
@@ -109,6 +132,10 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		return err
 	}
 	if err := e.undoLeftStaging(ctx, c, v); err != nil {
+		if errors.As(err, new(keptAttachmentError)) {
+			// No retry of the delete can send it: the volume goes back to ready.
+			return e.keepRefusedDelete(ctx, v, conflictf("%v", err))
+		}
 		return fmt.Errorf("undoing %s: %w (the volume is marked deleting; run the delete again or `volctl reconcile` once plugin %q answers)",
 			e.leftBehind(ctx, v), err, v.PluginID)
 	}

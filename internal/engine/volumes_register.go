@@ -440,7 +440,7 @@ func (e *Engine) sendOwedUnpublish(ctx context.Context, id string) (unsent, err 
 // refuseOwedUnpublish is the conflict of deregistering volume v while a ControllerUnpublishVolume
 // is owed for the attachment st records.
 func refuseOwedUnpublish(v store.Volume, st store.Staging) error {
-	return conflictf("volume %q is recorded attached to node %q through plugin %q with no claim: a ControllerUnpublishVolume a forced detach could not send is owed, and deregistering the volume would forget it. "+
+	return conflictf("volume %q is recorded attached to node %q through plugin %q with no claim: a ControllerUnpublishVolume is owed (a forced detach could not send it, or the plugin lost PUBLISH_UNPUBLISH_VOLUME), and deregistering the volume would forget it. "+
 		"Run `volctl reconcile` once plugin %q answers (it sends it), then deregister again; or `%s`, which sends it too and, if the plugin still cannot take it, forgets the attachment",
 		v.ID, attachedNode(st), v.PluginID, v.PluginID, shellquote.CommandFlags("volctl volume deregister", []string{v.ID}, "--force"))
 }

@@ -68,6 +68,22 @@ func (e *ownerError) Error() string {
 }
 func (e *ownerError) Is(target error) bool { return target == ErrNotOwned }
 
+// plantedError is a state dir other users could write that holds entries they own
+// (checkPlanted); it matches ErrNotOwned.
+type plantedError struct {
+	dir  string
+	mode fs.FileMode
+	list string // the entries, with their owners
+}
+
+func (e *plantedError) Error() string {
+	return fmt.Sprintf("open state: state dir %s is writable by other users (mode %#o) and holds what other users own: %s; "+
+		"they could go on changing it after volctl made the dir private, to redirect volctl's mounts or break its locks: "+
+		"check and remove those (volctl changed nothing), then run the command again, or use another --state-dir",
+		e.dir, uint32(e.mode), e.list)
+}
+func (e *plantedError) Is(target error) bool { return target == ErrNotOwned }
+
 // conflictError carries a readable reason and matches ErrConflict.
 type conflictError struct {
 	reason string
@@ -109,26 +125,38 @@ func sqliteCode(err error) int {
 func openFailed(err error) error {
 	switch sqliteCode(err) & 0xff {
 	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
-		return fmt.Errorf("%w (volctl cannot read it as its state: a damaged file, or another file put there. "+
-			"Move it aside with its -wal and -shm and restore a backup of the three (see Backups in docs/architecture.md), or use another --state-dir)", err)
+		return fmt.Errorf("%w (%s)", err, damagedAdvice)
 	case sqlite3.SQLITE_FULL:
 		return fmt.Errorf("%w (the file system holding the state dir is full: free space there, then run the command again)", err)
 	}
 	return err
 }
 
-// diskFull is err, a write's, saying what to do when SQLite found the state's file system full
-// (SQLITE_FULL), whose words alone are "database or disk is full (13)"; it names the database
-// when err does not. Nothing of the transaction was written. Any other err is returned as it is.
-func (s *Store) diskFull(err error) error {
-	if sqliteCode(err)&0xff != sqlite3.SQLITE_FULL {
+// damagedAdvice is what to do about a database SQLite cannot read as one.
+const damagedAdvice = "volctl cannot read it as its state: a damaged file, or another file put there. " +
+	"Move it aside with its -wal and -shm and restore a backup of the three (see Backups in docs/architecture.md), or use another --state-dir"
+
+// explain is a transaction's error err, naming the database when err does not and saying what
+// to do, when SQLite found the state's file system full (SQLITE_FULL: nothing of the
+// transaction was written), or a page of the database damaged (SQLITE_CORRUPT, SQLITE_NOTADB:
+// Open reads no more than the schema version, so a damaged table is met by the first
+// transaction that reads it), whose words alone are "database or disk is full (13)" and
+// "database disk image is malformed (11)". Any other err is returned as it is.
+func (s *Store) explain(err error) error {
+	var advice string
+	switch sqliteCode(err) & 0xff {
+	case sqlite3.SQLITE_FULL:
+		advice = "the file system holding the state dir is full, and this change was not recorded: " +
+			"free space there, then run the command again; `volctl reconcile` finishes anything an earlier step left half-done"
+	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
+		advice = damagedAdvice
+	default:
 		return err
 	}
 	if !strings.Contains(err.Error(), s.path) {
 		err = fmt.Errorf("state %s: %w", s.path, err)
 	}
-	return fmt.Errorf("%w (the file system holding the state dir is full, and this change was not recorded: "+
-		"free space there, then run the command again; `volctl reconcile` finishes anything an earlier step left half-done)", err)
+	return fmt.Errorf("%w (%s)", err, advice)
 }
 
 // isBusy reports whether err is SQLite's "try again later": SQLITE_BUSY or SQLITE_LOCKED, with

@@ -268,7 +268,7 @@ func TestOpenRefusesForeignDatabase(t *testing.T) {
 				s.Close()
 				t.Fatal("Open of a foreign database succeeded")
 			}
-			if want := "open state " + path + ": not a volctl state database" + tt.want; err.Error() != want {
+			if want := "open state " + path + ": not a volctl state database" + tt.want + foreignAdvice; err.Error() != want {
 				t.Errorf("err = %q, want %q", err, want)
 			}
 			if got := schemaOf(t, db); !reflect.DeepEqual(got, before) {
@@ -294,7 +294,7 @@ func TestMigrateRechecksForeignTablesUnderLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.migrate(context.Background(), SchemaVersion())
-	if want := "open state " + s.Path() + ": not a volctl state database (it holds other tables: t)"; err == nil || err.Error() != want {
+	if want := "open state " + s.Path() + ": not a volctl state database (it holds other tables: t)" + foreignAdvice; err == nil || err.Error() != want {
 		t.Fatalf("migrate after another program wrote a table: err = %v, want %q", err, want)
 	}
 	if got := schemaOf(t, db); len(got) != 1 {

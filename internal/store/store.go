@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
+
 	"github.com/volctl/volctl/internal/backoff"
 )
 
@@ -299,6 +301,9 @@ func prepareDir(dir string, log *slog.Logger) error {
 		if held, err = checkAdoptable(dir, shown, fi.Mode().Perm()); err != nil {
 			return err
 		}
+		if err := checkPlanted(dir, shown, fi.Mode().Perm()); err != nil {
+			return err
+		}
 	}
 	if err := tighten(dir, 0o700, held, log); err != nil {
 		return fmt.Errorf("open state: state directory: %w", err)
@@ -359,12 +364,54 @@ func checkAdoptable(dir, shown string, mode fs.FileMode) (held bool, err error) 
 		shown, FileName, list, uint32(mode))
 }
 
+// checkPlanted refuses a state dir that other users could write (group or other write bit)
+// and that holds an entry another user owns: a locks, staging or publish directory planted
+// there, which its owner keeps writing through a descriptor held open (a shell's working
+// directory) once volctl has made the state dir private, to swap in symlinks between volctl's
+// check and a plugin's mount or to remove lock files from under volctl's flocks. Making the
+// state dir private cannot take that away, so nothing is changed: the dir is refused as it is,
+// naming what to remove. A state dir volctl made (0700) pays nothing for it.
+func checkPlanted(dir, shown string, mode fs.FileMode) error {
+	if mode&0o022 == 0 {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("open state: %w", err)
+	}
+	uid := os.Geteuid()
+	var planted []string
+	for _, e := range entries {
+		fi, err := e.Info() // lstat: a symlink is judged by its own owner
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != uid {
+			planted = append(planted, fmt.Sprintf("%s (uid %d)", e.Name(), st.Uid))
+		}
+	}
+	if len(planted) == 0 {
+		return nil
+	}
+	list := strings.Join(planted[:min(len(planted), shownNames)], ", ")
+	if len(planted) > shownNames {
+		list += ", ..."
+	}
+	return &plantedError{dir: shown, mode: mode, list: list}
+}
+
 // prepareFile creates the database file 0600 before SQLite sees it, so its mode never depends on
 // the umask, and tightens an existing one that is looser. It refuses what checkFiles refuses
 // before SQLite reads or writes any of the files.
 func prepareFile(path string, log *slog.Logger) error {
-	if _, err := checkFiles(path); err != nil {
+	sizes, err := checkFiles(path)
+	if err != nil {
 		return err
+	}
+	if sizes[path] == 0 {
+		if err := checkMountsWithoutDatabase(path); err != nil {
+			return err
+		}
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -417,6 +464,43 @@ func checkFiles(path string) (sizes map[string]int64, err error) {
 			path, path+"-wal", wal, FileName, path+"-wal")
 	}
 	return sizes, nil
+}
+
+// checkMountsWithoutDatabase refuses to start a new, empty state in a state dir where something
+// is mounted below (a claim's target under publish/, a volume's staging path): those are the
+// claims and stagings of a database that was lost (removed, moved aside, not restored), which an
+// empty state would forget and leave mounted for good, a volume's data reachable at a path
+// nothing releases. Only a missing or empty database pays for it (one read of the mount table).
+func checkMountsWithoutDatabase(path string) error {
+	dir, err := filepath.EvalSymlinks(filepath.Dir(path)) // as the mount table spells it
+	if err != nil {
+		return nil // not made yet: nothing can be mounted in it
+	}
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
+	if err != nil {
+		return nil // the table cannot be read: the check does not stand in the way
+	}
+	var below []string
+	for _, m := range mounts {
+		// Only where volctl mounts (the engine's publish and staging dirs): a disk the admin
+		// mounted elsewhere below the state dir is no lost state's.
+		ours := strings.HasPrefix(m.Mountpoint, dir+"/publish/") || strings.HasPrefix(m.Mountpoint, dir+"/staging/")
+		if ours && !slices.Contains(below, m.Mountpoint) {
+			below = append(below, m.Mountpoint)
+		}
+	}
+	if len(below) == 0 {
+		return nil
+	}
+	slices.Sort(below)
+	list := strings.Join(below[:min(len(below), shownNames)], ", ")
+	if len(below) > shownNames {
+		list += fmt.Sprintf(", ... (%d in all)", len(below))
+	}
+	return fmt.Errorf("open state: state database %s is missing or empty, but paths below the state dir are mounted: %s; "+
+		"a state dir's claims and stagings, whose database was lost, which a new, empty state would forget and leave mounted: "+
+		"restore %s (with its -wal and -shm) from a backup, or unmount them (`umount PATH`) to start with an empty state, or use another --state-dir",
+		path, list, FileName)
 }
 
 // walHeaderSize is the size of a WAL file's header; a WAL no larger holds no commit.
@@ -616,16 +700,20 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn 
 		}
 	}
 	if err := fn(tx); err != nil {
-		return s.diskFull(err)
+		return s.explain(err)
 	}
 	if err := tx.forgetGone(); err != nil {
-		return s.diskFull(err)
+		return s.explain(err)
 	}
 	if err := s.retry(ctx, func() error {
 		_, err := tx.exec("COMMIT")
 		return err
 	}); err != nil {
-		return s.diskFull(fmt.Errorf("state %s: commit: %w", s.path, mapBusy(err)))
+		if cerr := ctx.Err(); cerr != nil && !isBusy(err) && errors.Is(err, cerr) {
+			// The COMMIT was not run, or SQLite stopped it: the rollback below undoes fn's writes.
+			return fmt.Errorf("state %s: commit: interrupted before it committed, nothing written: %w", s.path, cerr)
+		}
+		return s.explain(fmt.Errorf("state %s: commit: %w", s.path, mapBusy(err)))
 	}
 	done = true
 	s.commits[kind].Add(1)

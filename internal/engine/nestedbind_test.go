@@ -1,0 +1,141 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// nestedGroup creates the volumes "data" and "logs" on the hostpath engine and returns a group
+// whose alloc mounts data at dests/app and logs below it, at dests/app/logs, its volume blocks
+// listed inner first when innerFirst.
+func nestedGroup(t *testing.T, h *hostpathEngine, dests string, innerFirst bool) spec.Group {
+	t.Helper()
+	for _, id := range []string{"data", "logs"} {
+		sv := spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+			Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}
+		if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := func(id string) spec.VolumeRequest {
+		return spec.VolumeRequest{Name: id, Type: "csi", Source: id, AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}
+	}
+	g := spec.Group{Name: "app", Count: 1,
+		Volumes: []spec.VolumeRequest{req("data"), req("logs")},
+		Mounts: []spec.VolumeMount{
+			{Volume: "data", Destination: filepath.Join(dests, "app"), PropagationMode: spec.PropagationPrivate},
+			{Volume: "logs", Destination: filepath.Join(dests, "app", "logs"), PropagationMode: spec.PropagationPrivate},
+		}}
+	if innerFirst {
+		g.Volumes[0], g.Volumes[1] = g.Volumes[1], g.Volumes[0]
+	}
+	return g
+}
+
+// A group alloc whose volume_mounts nest (data at /app, logs at /app/logs), whichever order its
+// volume blocks come in: the run binds the outer one first, so what is written at /app/logs
+// lands in the logs volume (not hidden under data's bind, nor in data's directory), and the stop
+// unbinds the inner one first, so it succeeds and leaves nothing mounted. Real mounts, as root.
+func TestNestedVolumeMountsAreBoundOutermostFirstAndUnboundInnermostFirst(t *testing.T) {
+	for _, innerFirst := range []bool{false, true} {
+		name := "outer listed first"
+		if innerFirst {
+			name = "inner listed first"
+		}
+		t.Run(name, func(t *testing.T) {
+			h := newHostpathEngine(t)
+			dests := hostpathtest.MountDir(t)
+			g := nestedGroup(t, h, dests, innerFirst)
+			if _, err := h.e.RunGroup(h.ctx, g); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dests, "app", "logs", "l.txt"), []byte("log"), 0o644); err != nil {
+				t.Fatalf("write at the inner destination: %v", err)
+			}
+			logs, err := h.e.ClaimInfo(h.ctx, "logs", "app[0]")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, err := os.ReadFile(filepath.Join(logs.TargetPath, "l.txt")); err != nil || string(b) != "log" {
+				t.Errorf("written at %s/app/logs, read through the logs volume's target: %q, %v; want it there", dests, b, err)
+			}
+			if _, err := h.e.StopGroup(h.ctx, "app"); err != nil {
+				t.Errorf("stop: %v", err)
+			}
+			if m := mountsUnder(t, dests); len(m) != 0 {
+				t.Errorf("mounted after the stop: %v", m)
+			}
+			// The claim GC (the agent's, reconcile's) releases a stopped group's claims in
+			// the same order.
+			if _, err := h.e.RunGroup(h.ctx, g); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error {
+				sg, err := tx.Groups().Get("app")
+				if err != nil {
+					return err
+				}
+				sg.State = store.GroupStopped
+				return tx.Groups().Put(&sg)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.e.ReleasePast(h.ctx); err != nil {
+				t.Errorf("claim GC: %v", err)
+			}
+			if m := mountsUnder(t, dests); len(m) != 0 {
+				t.Errorf("mounted after the claim GC: %v", m)
+			}
+		})
+	}
+}
+
+// A volume_mount destination with something mounted below it (an admin's disk, another
+// claim's bind) is refused, naming it: the bind would hide it. Nothing is mounted there. And a
+// release of a bind with another mounted below it says what is in the way, not "is something
+// still using it?". Real mounts, as root.
+func TestVolumeMountOverMountsBelowIsRefused(t *testing.T) {
+	h := newHostpathEngine(t)
+	dests := hostpathtest.MountDir(t)
+	dest := filepath.Join(dests, "app")
+	disk := filepath.Join(dest, "disk")
+	if err := os.MkdirAll(disk, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", disk, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(disk, syscall.MNT_DETACH) })
+	_, err := h.claimWithBind(t, "data", spec.VolumeMount{Volume: "data", Destination: dest})
+	if err == nil || !strings.Contains(err.Error(), "volume_mount "+dest+": "+disk+" is mounted below it, which this bind would hide") {
+		t.Fatalf("claim with a volume_mount over a mount: %v\nwant it refused, naming %s", err, disk)
+	}
+	if m := mountsUnder(t, dests); len(m) != 1 || m[0] != disk {
+		t.Errorf("mounts under %s = %v, want only %s", dests, m, disk)
+	}
+	if err := syscall.Unmount(disk, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	// Bound, then something is mounted below it: its release names that.
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data", Alloc: "a", Binds: []spec.VolumeMount{{Volume: "data", Destination: dest, PropagationMode: spec.PropagationPrivate}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(disk, 0o755); err != nil { // in the volume, now bound at dest
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", disk, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.e.Release(h.ctx, "data", "a")
+	if err == nil || !strings.Contains(err.Error(), disk+" is mounted below it; unmount or release that first") {
+		t.Errorf("release with a mount below the destination: %v\nwant it to name %s", err, disk)
+	}
+}

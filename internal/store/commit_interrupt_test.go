@@ -1,0 +1,38 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestCommitInterruptedSaysNothingWasWritten: a command interrupted (^C) after its transaction's
+// writes and before its COMMIT. The driver does not run the COMMIT for a context that ended,
+// and the transaction is rolled back. Before, the error read "state PATH: commit: context
+// canceled", which leaves the user to guess whether anything was recorded. It says it was
+// interrupted and that nothing was written, and nothing was.
+func TestCommitInterruptedSaysNothingWasWritten(t *testing.T) {
+	s := newStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	err := s.Update(ctx, func(tx *Tx) error {
+		if err := tx.Events().Append(&Event{Kind: "interrupted-write"}); err != nil {
+			return err
+		}
+		cancel()
+		return nil
+	})
+	if err == nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted before it committed, nothing written") {
+		t.Fatalf("Update interrupted before COMMIT: %v", err)
+	}
+	view(t, s, func(tx *Tx) error {
+		evs, err := tx.Events().Recent(0, EventFilter{Kind: "interrupted-write"})
+		if err != nil {
+			return err
+		}
+		if len(evs) != 0 {
+			t.Errorf("the interrupted transaction's write is in the store: %+v", evs)
+		}
+		return nil
+	})
+}
