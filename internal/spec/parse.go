@@ -105,6 +105,14 @@ func (p *Parser) Parse(filename string, src []byte, verb Verb) (*File, hcl.Diagn
 func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File, hcl.Diagnostics) {
 	s := newSource(filename, src, isJSON(filename, src))
 	p.sources[filename] = s
+	f, diags := p.parseSource(s, kind, verb)
+	s.settle(diags)
+	return f, diags
+}
+
+// parseSource is parse of the file s.
+func (p *Parser) parseSource(s *source, kind Kind, verb Verb) (*File, hcl.Diagnostics) {
+	filename, src := s.filename, s.src
 	body, m, parsed, diags := p.load(s)
 	if diags.HasErrors() {
 		// A body the parser gave up on would only add noise (missing arguments it never reached).

@@ -51,3 +51,18 @@ func (s *source) redacted() []byte {
 	}
 	return s.masked
 }
+
+// settle ends the parse that made diags: the tokens, some hundred bytes each, are not kept
+// with the file (a Parser keeps every file it read, for its diagnostics), but when a snippet
+// will show the file, the masked bytes it reads are made from them first.
+func (s *source) settle(diags hcl.Diagnostics) {
+	if s.lexed {
+		for _, d := range diags {
+			if d.Subject != nil {
+				s.redacted()
+				break
+			}
+		}
+	}
+	s.toks, s.lexed = nil, false
+}
