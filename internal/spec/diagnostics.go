@@ -14,19 +14,22 @@ import (
 	"github.com/mitchellh/go-wordwrap"
 )
 
-// NewDiagnosticWriter returns a writer that renders diagnostics as text in the style of HCL's
-// own (hcl.NewDiagnosticTextWriter), with two differences: the location reads FILE:LINE:COLUMN,
-// and without colour the offending source is marked with a line of carets, since underlining
-// needs a terminal. width wraps the detail text (0: no wrapping); files holds the original
-// sources (Parser.Files).
-func NewDiagnosticWriter(w io.Writer, files map[string]*hcl.File, width uint, color bool) hcl.DiagnosticWriter {
-	return &diagnosticWriter{w: w, files: files, width: width, color: color}
+// DiagnosticWriter returns a writer that renders diagnostics of the files this Parser has read
+// and reads next as text in the style of HCL's own (hcl.NewDiagnosticTextWriter), with two
+// differences: the location reads FILE:LINE:COLUMN, and without colour the offending source is
+// marked with a line of carets, since underlining needs a terminal. width wraps the detail
+// text (0: no wrapping). Snippets show each file's sensitive values masked, with the mask its
+// parse made.
+func (p *Parser) DiagnosticWriter(w io.Writer, width uint, color bool) hcl.DiagnosticWriter {
+	dw := newDiagnosticWriter(w, p.files, width, color)
+	dw.sources = p.sources
+	return dw
 }
 
-// DiagnosticWriter is NewDiagnosticWriter over the files this Parser has read and reads next,
-// which masks each file's sensitive values in its snippets with the mask the parse made.
-func (p *Parser) DiagnosticWriter(w io.Writer, width uint, color bool) hcl.DiagnosticWriter {
-	return &diagnosticWriter{w: w, files: p.files, sources: p.sources, width: width, color: color}
+// newDiagnosticWriter is a DiagnosticWriter over files, the original sources by name, masking
+// each file itself.
+func newDiagnosticWriter(w io.Writer, files map[string]*hcl.File, width uint, color bool) *diagnosticWriter {
+	return &diagnosticWriter{w: w, files: files, width: width, color: color}
 }
 
 // WriteDiagnostics renders diags with the sources this Parser has read.

@@ -37,8 +37,7 @@ type File struct {
 }
 
 // Parser parses spec files and keeps each file's original source, so that diagnostics can be
-// rendered with snippets (WriteDiagnostics, DiagnosticWriter, or NewDiagnosticWriter over
-// Files, which masks each file again). A Parser is
+// rendered with snippets (WriteDiagnostics, DiagnosticWriter). A Parser is
 // not safe for concurrent use.
 type Parser struct {
 	files   map[string]*hcl.File
@@ -53,9 +52,6 @@ type Parser struct {
 func NewParser() *Parser {
 	return &Parser{files: map[string]*hcl.File{}, sources: map[string]*source{}}
 }
-
-// Files returns every file parsed so far by name, holding the original bytes.
-func (p *Parser) Files() map[string]*hcl.File { return p.files }
 
 // ParseVolume parses and validates a volume spec (HCL or JSON) for verb. It returns the volume
 // when there are no errors (warnings allowed), and nil otherwise.
