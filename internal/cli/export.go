@@ -418,11 +418,29 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 		tmp.Close()
 		return err
 	}
+	// On disk before the rename, and the rename on disk before the command says it wrote the
+	// file: after a power loss the path holds the old file or the whole new one, never an
+	// empty or partial one.
+	if err := syncFile(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return syncFile(dir)
 }
+
+// syncFile is (*os.File).Sync; a test records what writeFileAtomic syncs.
+var syncFile = (*os.File).Sync
 
 func orUnknown(s string) string {
 	if s == "" {

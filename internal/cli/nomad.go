@@ -191,6 +191,15 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	// nomad.Client.HandOver checks Nomad's copy before and after, and says when the mark goes.
 	var done nomad.Handed
 	_, err = e.HandOver(ctx, id, to, opts.Force, func(ctx context.Context, first bool, v engine.VolumeInfo) (engine.Registered, error) {
+		// The mark names the namespace of the first read, and the plugin checked is that
+		// read's: a volume deregistered and registered again by another process since (in
+		// another namespace, of another plugin) is not sent, or Nomad would have it where the
+		// mark does not say (nomad release would take its 404 from there) or of a plugin
+		// not checked.
+		if ns := c.APIVolume(nomad.RegisterSpec(v)).Namespace; ns != to.Namespace || v.PluginID != info.PluginID {
+			return engine.Registered{Undo: true}, withCode(ExitConflict, fmt.Errorf("volume %q: deregistered and registered again meanwhile, now in namespace %s of plugin %q (it was in %s, of %q): nothing sent to Nomad at %s; run `%s` again",
+				id, ns, v.PluginID, to.Namespace, info.PluginID, c.Address, shellquote.Command("volctl nomad register", id)))
+		}
 		var err error
 		done, err = c.HandOver(ctx, nomad.RegisterSpec(v), first)
 		if errors.Is(err, nomad.ErrOtherVolume) {

@@ -153,6 +153,14 @@ func answerOK(w http.ResponseWriter, body string) (int, string) {
 	return -1, ""
 }
 
+// hangUp answers a request by closing its connection, for a hook (returns -1): the request
+// reached Nomad, which did not answer it.
+func hangUp(w http.ResponseWriter, _ *http.Request) (int, string) {
+	conn, _, _ := w.(http.Hijacker).Hijack()
+	conn.Close()
+	return -1, ""
+}
+
 // has reports whether Nomad has the volume in the namespace.
 func (n *fakeNomad) has(namespace, id string) bool {
 	n.mu.Lock()

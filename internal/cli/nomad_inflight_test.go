@@ -133,11 +133,7 @@ func TestNomadRegisterNeverSentLosesTheMark(t *testing.T) {
 func TestNomadReleaseAfterAnUnsettledRegistrationKeepsTheMark(t *testing.T) {
 	h := nomadHarness(t)
 	a := newFakeNomad(t)
-	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
-		conn, _, _ := w.(http.Hijacker).Hijack()
-		conn.Close()
-		return -1, ""
-	}
+	a.onPut = hangUp
 	if _, _, err := registerIn(h, a); err == nil || !handedOver(t, h) {
 		t.Fatalf("register without an answer: %v (marked: %v)", err, handedOver(t, h))
 	}

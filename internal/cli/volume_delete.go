@@ -39,7 +39,11 @@ storage another volctl volume also records is not deleted (exit 4,
 naming it: volctl volume deregister forgets one), nor one with a snapshot whose create was
 interrupted (exit 4, naming it: volctl reconcile finishes that snapshot, volctl volume snapshot
 delete removes it). A delete interrupted midway is finished by
-the same delete or by volctl reconcile.
+the same delete or by volctl reconcile. A volume whose create was interrupted (its answer lost)
+is created again under its CSI name first, the only way to learn what the plugin made, and that
+is deleted; a plugin refusing the create for good made nothing, and the record is forgotten;
+one that made a volume it does not give volctl (an answer without its ID) has the record
+forgotten and the command fails, saying it was not deleted and naming the CSI name.
 It asks first on a terminal and needs --yes otherwise.`,
 		Example: `  volctl volume delete scratch --yes`,
 		Args:    exactArgs(1),

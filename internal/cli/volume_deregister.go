@@ -27,6 +27,10 @@ it first, as reconcile does; if the plugin still cannot take it, --force forgets
 attachment and says so in a warning on stderr and in the event log: detach the volume from
 that node with the storage provider's tools.
 
+A volume whose create was interrupted is forgotten with a warning on stderr (and in the event
+log) naming its CSI name: the plugin may hold a volume a CreateVolume whose answer was lost
+made under that name, to delete with the storage provider's tools.
+
 It asks first on a terminal and needs --yes otherwise.`,
 		Example: `  volctl volume deregister db --yes
   volctl volume deregister db --force --yes`,

@@ -50,6 +50,9 @@ func unschedulableReason(v engine.VolumeInfo) string {
 	case engine.PluginDown:
 		return fmt.Sprintf("%s; once it is running, %s probes it again", s.Sentence(), shellquote.Command("volctl plugin status", v.PluginID))
 	case engine.HandedOver:
+		if h := v.Handover; h != nil && h.Unsettled {
+			return fmt.Sprintf("it is handed over to the Nomad cluster at %s, but %s", h.Address, h.UnsettledWhy())
+		}
 		return fmt.Sprintf("%s: after `nomad volume deregister`, %s takes it back", s.Sentence(), shellquote.Command("volctl nomad release", v.ID))
 	}
 	return fmt.Sprintf("%s: %s probes it", s.Sentence(), shellquote.Command("volctl plugin status", v.PluginID))

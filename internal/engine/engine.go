@@ -5,6 +5,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -603,7 +604,9 @@ func checkIdentity(p store.Plugin, fp *csi.Fingerprint, sockets []socketID) erro
 // gained. When it lost STAGE_UNSTAGE_VOLUME or PUBLISH_UNPUBLISH_VOLUME while volumes are
 // staged or attached through it, those volumes are named too: their stagings and attachments
 // cannot be undone through it any more, which their releases check against the mount table
-// (checkUnstageable) and report.
+// (checkUnstageable) and report. A plugin that comes back with another node ID gets the event
+// too, naming the volumes attached to the old node: its claims' releases detach that node, and
+// no claim or restore stages them here with its attachment (attachedElsewhere).
 func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fingerprint) error {
 	cur, err := tx.Plugins().Get(pluginID)
 	if err != nil || cur.Fingerprint.At.IsZero() {
@@ -619,31 +622,50 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 		lost = append(lost, missingFrom(set[0], set[1])...)
 		gained = append(gained, missingFrom(set[1], set[0])...)
 	}
-	if len(lost) == 0 && len(gained) == 0 {
+	oldNode := cur.Fingerprint.NodeID
+	movedNode := oldNode != "" && now.NodeID != "" && now.NodeID != oldNode
+	if len(lost) == 0 && len(gained) == 0 && !movedNode {
 		return nil
 	}
 	msg := fmt.Sprintf("plugin %q came back with other capabilities", pluginID)
+	if len(lost) == 0 && len(gained) == 0 {
+		msg = fmt.Sprintf("plugin %q came back", pluginID)
+	}
 	if len(lost) > 0 {
 		msg += "; lost: " + strings.Join(lost, ", ")
 	}
 	if len(gained) > 0 {
 		msg += "; gained: " + strings.Join(gained, ", ")
 	}
+	if movedNode {
+		msg += fmt.Sprintf("; its node ID is now node %q, was node %q", now.NodeID, oldNode)
+	}
 	lostStage, lostAttach := slices.Contains(lost, "STAGE_UNSTAGE_VOLUME"), slices.Contains(lost, "PUBLISH_UNPUBLISH_VOLUME")
-	if lostStage || lostAttach {
+	if lostStage || lostAttach || movedNode {
 		stagings, err := tx.Stagings().List()
 		if err != nil {
 			return err
 		}
-		var affected []string
+		var affected, onOldNode []string
 		for _, st := range stagings {
-			if st.PluginID == pluginID && ((lostStage && st.StagingPath != "") || (lostAttach && st.ControllerPublished)) {
+			if st.PluginID != pluginID {
+				continue
+			}
+			if (lostStage && st.StagingPath != "") || (lostAttach && st.ControllerPublished) {
 				affected = append(affected, fmt.Sprintf("%q", st.VolumeID))
+			}
+			if movedNode && !lostAttach && st.ControllerPublished && cmp.Or(st.NodeID, oldNode) == oldNode {
+				onOldNode = append(onOldNode, fmt.Sprintf("%q", st.VolumeID))
 			}
 		}
 		if len(affected) > 0 {
 			msg += fmt.Sprintf("; %d volume(s) staged or attached through it cannot be unstaged or detached through it now: %s "+
 				"(their releases check the mount table; `volctl reconcile` reports a staging still mounted)", len(affected), strings.Join(affected, ", "))
+		}
+		if len(onOldNode) > 0 {
+			msg += fmt.Sprintf("; %d volume(s) attached to node %q: %s (the last release of each detaches that node; a claim or restore "+
+				"that would stage one with that node's attachment here is refused: release its claims, then claim it again to attach node %q)",
+				len(onOldNode), oldNode, strings.Join(onOldNode, ", "), now.NodeID)
 		}
 	}
 	e.log.Warn(msg)

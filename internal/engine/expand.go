@@ -80,12 +80,8 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 	if !ctrl && !node {
 		return fail(invalidf("plugin %q cannot expand volumes (no EXPAND_VOLUME capability)", v.PluginID))
 	}
-	var claims []store.Claim
-	if err := e.store.View(ctx, func(tx *store.Tx) error {
-		var err error
-		claims, err = tx.Claims().ByVolume(v.ID)
-		return err
-	}); err != nil {
+	claims, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Claim, error) { return tx.Claims().ByVolume(v.ID) })
+	if err != nil {
 		return fail(err)
 	}
 	pc := c.fp.Capabilities.Plugin
@@ -250,11 +246,11 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume) (sen
 		if cl.State != store.ClaimPublished || cl.Releasing {
 			continue
 		}
-		reqs = append(reqs, e.nodeExpandRequest(c, v, cl, cl.TargetPath))
+		reqs = append(reqs, e.nodeExpandRequest(c, v, cl, cl.TargetPath, st))
 		whom = append(whom, fmt.Sprintf("alloc %q", cl.Alloc))
 	}
 	if len(reqs) == 0 && staged && c.stages() {
-		reqs = append(reqs, e.nodeExpandRequest(c, v, nil, st.StagingPath))
+		reqs = append(reqs, e.nodeExpandRequest(c, v, nil, st.StagingPath, st))
 		whom = append(whom, "its staging")
 	}
 	if len(reqs) == 0 {
@@ -272,16 +268,19 @@ func (e *Engine) expandOnNode(ctx context.Context, c *conn, v store.Volume) (sen
 }
 
 // nodeExpandRequest is the NodeExpandVolume a volume is owed, at path (a claim's target, with
-// its capability, or the staging path).
-func (e *Engine) nodeExpandRequest(c *conn, v store.Volume, cl *store.Claim, path string) csi.NodeExpandVolumeRequest {
+// its capability, or the staging path). Its staging path is where st, the volume's staging row,
+// records it staged, and none where it is not: a plugin that gained STAGE_UNSTAGE_VOLUME since
+// the volume was published without a staging has nothing staged, and a plugin that finds the
+// device through the staging mount fails on the path a staging would have had.
+func (e *Engine) nodeExpandRequest(c *conn, v store.Volume, cl *store.Claim, path string, st store.Staging) csi.NodeExpandVolumeRequest {
 	req := csi.NodeExpandVolumeRequest{VolumeID: v.ExternalID, VolumePath: path,
 		CapacityMin: v.NodeExpandMin, CapacityMax: v.NodeExpandMax, Secrets: v.Secrets}
 	if cl != nil {
 		vc := capability(cl)
 		req.Capability = &vc
 	}
-	if c.stages() {
-		req.StagingPath = stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
+	if c.stages() && st.Staged {
+		req.StagingPath = st.StagingPath
 	}
 	return req
 }
@@ -346,11 +345,11 @@ func (e *Engine) nodeExpanded(ctx context.Context, v store.Volume, answered int6
 // volume was on no path here when it was expanded, or the expansion failed). The claim stays
 // published whatever happens: a failure leaves the expansion owed for `volume expand` or
 // reconcile, and is logged, not returned.
-func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, cl *store.Claim) {
+func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, cl *store.Claim, st store.Staging) {
 	if v.NodeExpandMin <= 0 || !c.fp.Node || !c.fp.Capabilities.Node.ExpandVolume {
 		return
 	}
-	answered, err := e.sendNodeExpand(ctx, c, v, e.nodeExpandRequest(c, v, cl, cl.TargetPath), fmt.Sprintf("alloc %q", cl.Alloc))
+	answered, err := e.sendNodeExpand(ctx, c, v, e.nodeExpandRequest(c, v, cl, cl.TargetPath, st), fmt.Sprintf("alloc %q", cl.Alloc))
 	if err == nil {
 		err = e.nodeExpanded(ctx, v, answered)
 	}

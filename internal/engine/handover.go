@@ -401,6 +401,25 @@ func keptForNomad(v store.Volume, node string, h store.Handover) string {
 		v.ID, node, h.Address, shellquote.Command("volctl nomad release", v.ID))
 }
 
+// whatToRun says what takes the volume back from Nomad. While the mark is unsettled, Nomad
+// may not have the volume (a volctl killed before its registration reached Nomad), so a
+// deregister there may find nothing, and `volctl nomad release` refuses Nomad's 404 until Nomad
+// answers a registration: the registration again comes first.
+func (h HandoverInfo) whatToRun() string {
+	deregister, release := h.NomadCommand("volume deregister", h.VolumeID), shellquote.Command("volctl nomad release", h.VolumeID)
+	if h.Unsettled {
+		return fmt.Sprintf("`%s` again finishes the handover (Nomad's answer settles it); to take it back instead, after that, `%s`, then `%s`",
+			shellquote.Command("volctl nomad register", h.VolumeID), deregister, release)
+	}
+	return fmt.Sprintf("after `%s`, take it back with `%s`", deregister, release)
+}
+
+// UnsettledWhy says, of a volume whose mark is unsettled (after "but"), what that means and
+// what to run.
+func (h HandoverInfo) UnsettledWhy() string {
+	return "a registration of it is on its way or ended without Nomad saying how (volctl interrupted, or Nomad not answering it), so Nomad may have it or yet apply it: " + h.whatToRun()
+}
+
 // refuseHandedOver is admission's check, in its transaction: a volume handed over to Nomad is
 // claimed by Nomad only.
 func refuseHandedOver(tx *store.Tx, volumeID string) error {
@@ -411,9 +430,13 @@ func refuseHandedOver(tx *store.Tx, volumeID string) error {
 	if err != nil {
 		return err
 	}
-	return conflictf("volume %q is handed over to Nomad at %s (since %s): Nomad claims it, not volctl; after `%s`, take it back with `%s`",
-		volumeID, h.Address, h.HandedAt.UTC().Format(time.RFC3339), handoverInfo(h).NomadCommand("volume deregister", volumeID),
-		shellquote.Command("volctl nomad release", volumeID))
+	info := handoverInfo(h)
+	if h.Unsettled {
+		return conflictf("volume %q is handed over to Nomad at %s (since %s), but %s",
+			volumeID, h.Address, h.HandedAt.UTC().Format(time.RFC3339), info.UnsettledWhy())
+	}
+	return conflictf("volume %q is handed over to Nomad at %s (since %s): Nomad claims it, not volctl; %s",
+		volumeID, h.Address, h.HandedAt.UTC().Format(time.RFC3339), info.whatToRun())
 }
 
 // GroupSpecs returns the recorded specs of the named groups, or of every group when names is

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
@@ -68,7 +69,7 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 			if err := p.flush(ctx, "claim"); err != nil {
 				return err
 			}
-			e.expandOnPublish(ctx, c, v, cl)
+			e.expandOnPublish(ctx, c, v, cl, p.st)
 			_, err := e.bind(cl)
 			return err
 		default:
@@ -185,6 +186,9 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 	cl := p.cl
 	// One staging per volume: a later claim shares the one there is.
 	if c.stages() && !p.st.Staged {
+		if err := e.attachedElsewhere(ctx, c, v, p, csi.RPCNodeStageVolume); err != nil {
+			return err
+		}
 		path := stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
 		if err := e.locks.makeDirs(ctx, path); err != nil {
 			return fmt.Errorf("staging path: %w", err)
@@ -226,7 +230,12 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 		Capability: capability(cl), ReadOnly: cl.Mode == store.ClaimRead, Secrets: v.Secrets,
 		VolumeContext: v.Context,
 	}
-	if c.stages() {
+	if !c.stages() {
+		// The plugin works from the attachment itself, not from a staging made with it.
+		if err := e.attachedElsewhere(ctx, c, v, p, csi.RPCNodePublishVolume); err != nil {
+			return err
+		}
+	} else {
 		// Where the volume was staged, as recorded (a staging made by an older volctl under a
 		// symlinked state dir keeps its path); stagingPath for a row without one.
 		req.StagingPath = p.st.StagingPath
@@ -250,6 +259,60 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 		Message: fmt.Sprintf("%s claim published at %s", cl.Mode, cl.TargetPath)})
 	return nil
 }
+
+// attachedElsewhere refuses to send rpc, the node RPC that works from the volume's attachment
+// (NodeStageVolume; NodePublishVolume for a plugin that does not stage), when the attachment is
+// recorded to another node than the one the plugin reports now: its NodeGetInfo node_id changed
+// (a restart, a reboot that renamed the host or replaced the instance) while claims held the
+// attachment, so the publish path shared it rather than attach the new node (controllerPublish),
+// and a restore never sends ControllerPublishVolume again. The publish context is the old node's:
+// sent here, a plugin would stage whatever it names on this node (a device path, which may be
+// another volume's), or fail in its own words, which reconcile would report every pass as a
+// restore the next pass makes. A staging already mounted is published from as it is. The
+// refusal is a conflict naming both nodes and the claims whose release detaches the old one
+// (the last claim holding an attachment releases it; a claim again then attaches the new node).
+// A fresh claim is rolled back by it; a claim being restored stays held, degraded.
+func (e *Engine) attachedElsewhere(ctx context.Context, c *conn, v store.Volume, p *checkpoint, rpc string) error {
+	st := p.st
+	if !c.controllerPublishes() || !st.ControllerPublished || st.NodeID == "" || st.NodeID == c.fp.NodeID {
+		return nil
+	}
+	claims, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Claim, error) { return tx.Claims().ByVolume(v.ID) })
+	if err != nil {
+		return err
+	}
+	var release []string
+	for _, h := range claims {
+		if h.State == store.ClaimTaken || (h.ID == p.cl.ID && p.saved == store.ClaimTaken) {
+			continue // holds no attachment, or this claim, which its rollback releases
+		}
+		release = append(release, fmt.Sprintf("alloc %q's claim (`%s`)", h.Alloc, releaseCommand(h)))
+	}
+	way := "release the claims that hold it"
+	if len(release) > 0 {
+		way = "release " + strings.Join(release, " and ")
+	}
+	return &otherNodesAttachment{msg: fmt.Sprintf("volume %q is attached to node %q, but plugin %q now reports node %q (its NodeGetInfo node_id changed): "+
+		"%s is not sent with node %q's publish context, which on this node may name another volume's device. "+
+		"The last claim holding the attachment detaches node %q when it is released: %s, then claim the volume again, which attaches node %q",
+		v.ID, st.NodeID, c.plugin.ID, c.fp.NodeID, rpc, st.NodeID, st.NodeID, way, c.fp.NodeID)}
+}
+
+// otherNodesAttachment is attachedElsewhere's refusal: a conflict (exit 4), which no retry and
+// no reconcile pass resolves until the claims holding the old node's attachment are released.
+type otherNodesAttachment struct{ msg string }
+
+// heldUntil says what a claim held (degraded) after err waits for: reconcile, which restores it
+// once the plugin answers, or, after attachedElsewhere's refusal, its release.
+func heldUntil(err error) string {
+	if errors.As(err, new(*otherNodesAttachment)) {
+		return "until it is released"
+	}
+	return "for `volctl reconcile`"
+}
+
+func (o *otherNodesAttachment) Error() string        { return o.msg }
+func (o *otherNodesAttachment) Is(target error) bool { return target == ErrConflict }
 
 // checkTarget checks what the plugin left at a claim's target after answering
 // NodePublishVolume with OK, before the claim is recorded published and its path handed out:

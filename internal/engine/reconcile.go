@@ -276,7 +276,7 @@ func (e *Engine) restoreIfUnmounted(ctx context.Context, cl store.Claim, locked 
 		return cl, conflictf("the claim was released by another volctl meanwhile")
 	}
 	if rerr != nil {
-		return cl, fmt.Errorf("restoring its mount at %s: %w (the claim is held, degraded, for `volctl reconcile`; `volctl volume release` frees it)", cl.TargetPath, rerr)
+		return cl, fmt.Errorf("restoring its mount at %s: %w (the claim is held, degraded, %s; `volctl volume release` frees it)", cl.TargetPath, rerr, heldUntil(rerr))
 	}
 	if err == nil && cl.Releasing {
 		err = conflictf("the claim is being released by another volctl")
@@ -556,6 +556,8 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 			}
 			switch {
 			case errors.Is(err, ErrNotFound):
+			case errors.As(err, new(*otherNodesAttachment)):
+				results[i].err = fmt.Errorf("restore claim %q for alloc %q: %w (the claim stays held, degraded, %s)", cl.VolumeID, cl.Alloc, err, heldUntil(err))
 			case err != nil:
 				results[i].err = fmt.Errorf("restore claim %q for alloc %q: %w (the claim stays held; the next reconcile restores it)", cl.VolumeID, cl.Alloc, err)
 			default:

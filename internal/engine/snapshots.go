@@ -143,7 +143,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 			// and asking again gets the same one. Its name is what finds it on the plugin's side.
 			ev.Message = fmt.Sprintf("snapshot %q answered unreadably, kept: the plugin took it: %v", intent.Name, err)
 			e.event(ctx, ev)
-			return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w", intent.Name, &unreadKept{cause: err, kept: fmt.Sprintf(
+			return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w", intent.Name, &keptIntent{cause: err, kept: fmt.Sprintf(
 				"plugin %q took the snapshot but its answer cannot be used: it stays recorded as being created; `%s` forgets it, "+
 					"then delete the plugin's snapshot named %q with the storage provider's tools: in this order, since reconcile and that delete send CreateSnapshot "+
 					"again while it is recorded, which would take it again",
@@ -413,15 +413,17 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	return nil
 }
 
-// unreadKept is a create's error when the plugin made what was asked but its answer cannot be
-// used (csi.IsAnswerUnread): cause is the call's own error, kept what became of the intent.
-type unreadKept struct {
+// keptIntent is a create's error that keeps its intent (a snapshot's or a volume's): the
+// plugin made what was asked but its answer cannot be used (csi.IsAnswerUnread), or an answer
+// may come later, or an earlier call's answer was lost. cause is the call's own error, kept
+// what became of the intent; a delete finishing the intent words its own outcome from cause.
+type keptIntent struct {
 	cause error
 	kept  string
 }
 
-func (u *unreadKept) Error() string { return fmt.Sprintf("%v (%s)", u.cause, u.kept) }
-func (u *unreadKept) Unwrap() error { return u.cause }
+func (u *keptIntent) Error() string { return fmt.Sprintf("%v (%s)", u.cause, u.kept) }
+func (u *keptIntent) Unwrap() error { return u.cause }
 
 // finishPendingForDelete finishes a snapshot still being created so that it can be deleted: the
 // only way to learn a snapshot's ID from its name is CreateSnapshot under that name. A plugin
@@ -450,7 +452,7 @@ func (e *Engine) finishPendingForDelete(ctx context.Context, intent store.Snapsh
 	if csi.IsAnswerUnread(err) {
 		// The plugin has the snapshot, but its ID cannot be learned to delete it: forget the
 		// intent, as asked, and say it was not deleted.
-		var u *unreadKept
+		var u *keptIntent
 		if errors.As(err, &u) {
 			err = u.cause // the RPC's error alone: finishSnapshot's words say the intent stays
 		}

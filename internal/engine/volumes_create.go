@@ -209,6 +209,15 @@ func checkCreateCapabilities(c *conn, sv spec.Volume) error {
 // storage either recorded it before this one looks (refuseSharedStorage then leaves it alone),
 // or sees this one's record; a cleanup never deletes storage another create has just recorded.
 func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, replay bool) error {
+	if !c.fp.Controller || !c.fp.Capabilities.Controller.CreateDeleteVolume {
+		// Recorded while the plugin had the capability (createVolume checks it), lost since (a
+		// restart): CreateVolume is not sent to a plugin that does not advertise it, and the
+		// way out names what works without it.
+		return fmt.Errorf("plugin %q no longer has the controller capability CREATE_DELETE_VOLUME, so CreateVolume is not sent to finish volume %q's interrupted create: "+
+			"start the plugin with that capability again, which lets `volctl reconcile` finish it; or `%s` forgets it "+
+			"(the plugin may hold a volume named %q, made by a CreateVolume whose answer was lost: delete it with the storage provider's tools)",
+			c.plugin.ID, v.ID, shellquote.Command("volctl volume deregister", v.ID), v.CSIName)
+	}
 	req := csi.CreateVolumeRequest{
 		Name: v.CSIName, CapacityMin: v.RequestedMin, CapacityMax: v.RequestedMax,
 		Capabilities: volumeCapabilities(v.Spec()), Parameters: v.Parameters, Secrets: v.Secrets,
@@ -288,7 +297,7 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 	if csi.IsRetryable(err) || ctx.Err() != nil {
 		e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
 			Code: csi.CodeOf(err).String(), Message: "create left for reconcile: " + err.Error()})
-		return fmt.Errorf("%w (the create is recorded and `volctl reconcile` or the same create will finish it)", err)
+		return &keptIntent{cause: err, kept: "the create is recorded and `volctl reconcile` or the same create will finish it"}
 	}
 	if csi.IsAnswerUnread(err) {
 		// The plugin made the volume and answered; volctl cannot read the answer, and asking
@@ -297,17 +306,17 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 			Code: csi.CodeOf(err).String(), Message: fmt.Sprintf("create answered unreadably, kept: the plugin made volume name %q: %v", v.CSIName, err)})
 		// The advice's order matters: while the create is recorded, reconcile (the agent's,
 		// every minute) sends CreateVolume again, which makes a volume deleted by hand again.
-		return fmt.Errorf("%w (plugin %q created the volume named %q but its answer cannot be used: the create stays recorded; "+
+		return &keptIntent{cause: err, kept: fmt.Sprintf("plugin %q created the volume named %q but its answer cannot be used: the create stays recorded; "+
 			"`%s` forgets it (it has no ID to delete it by), then delete that volume with the storage provider's tools: "+
-			"in this order, since reconcile sends CreateVolume again while the create is recorded, which would make it again)", err, v.PluginID, v.CSIName,
-			shellquote.Command("volctl volume delete", v.ID))
+			"in this order, since reconcile sends CreateVolume again while the create is recorded, which would make it again", v.PluginID, v.CSIName,
+			shellquote.Command("volctl volume delete", v.ID))}
 	}
 	if sentBefore {
 		// A final error says this call created nothing, not that an earlier one whose
 		// answer was lost did not: keep the intent, and the name that finds the volume.
 		e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
 			Code: csi.CodeOf(err).String(), Message: "create failed, kept for reconcile: " + err.Error()})
-		return fmt.Errorf("%w (an earlier CreateVolume's answer was lost, so the plugin may have the volume: the create stays recorded for `volctl reconcile` or the same create; `%s` forgets it)", err, shellquote.Command("volctl volume delete", v.ID))
+		return &keptIntent{cause: err, kept: fmt.Sprintf("an earlier CreateVolume's answer was lost, so the plugin may have the volume: the create stays recorded for `volctl reconcile` or the same create; `%s` sends it again and deletes what it answers, or forgets it while the plugin refuses", shellquote.Command("volctl volume delete", v.ID))}
 	}
 	// A final error to the only CreateVolume sent: nothing was created, so forget the intent.
 	if derr := e.store.Update(ctx, func(tx *store.Tx) error {
@@ -380,11 +389,11 @@ func refuseSharedStorage(tx *store.Tx, v store.Volume, id string, resent bool) (
 	}
 	o := same[0]
 	if resent {
-		dup = conflictf("plugin %q answered CreateVolume (name %q), sent again after an earlier answer was lost, with external ID %q, which is already volume %q; "+
-			"the storage belongs to %q and is left alone; this create stays recorded, since the plugin may hold a volume the lost answer was about, "+
-			"found by the name %q with the storage provider's tools: `volctl reconcile` or the same create sends CreateVolume again, `%s` forgets it "+
-			"(the plugin maps two names onto one volume: report it to the plugin's authors)",
-			v.PluginID, v.CSIName, id, o.ID, o.ID, v.CSIName, shellquote.Command("volctl volume delete", v.ID))
+		dup = &keptIntent{cause: conflictf("plugin %q answered CreateVolume (name %q), sent again after an earlier answer was lost, with external ID %q, which is already volume %q; "+
+			"the storage belongs to %q and is left alone", v.PluginID, v.CSIName, id, o.ID, o.ID),
+			kept: fmt.Sprintf("this create stays recorded, since the plugin may hold a volume the lost answer was about, "+
+				"found by the name %q with the storage provider's tools: `volctl reconcile` or the same create sends CreateVolume again, `%s` forgets it "+
+				"(the plugin maps two names onto one volume: report it to the plugin's authors)", v.CSIName, shellquote.Command("volctl volume delete", v.ID))}
 	} else {
 		dup = conflictf("plugin %q answered CreateVolume (name %q) with external ID %q, which is already volume %q; "+
 			"the storage belongs to %q and is left alone, and this create is forgotten (the plugin maps two names onto one volume: report it to the plugin's authors)",

@@ -63,6 +63,14 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 	if !c.fp.Controller || !c.fp.Capabilities.Controller.CreateDeleteVolume {
 		return fail(invalidf("plugin %q cannot delete volumes (no CREATE_DELETE_VOLUME controller capability); use `volctl volume deregister` to forget the volume", v.PluginID))
 	}
+	if v.State == store.VolumeCreating {
+		var done bool
+		if v, done, err = e.finishCreateForDelete(ctx, c, v); err != nil {
+			return fail(err)
+		} else if done {
+			return nil
+		}
+	}
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		if err := refuseClaimed(tx, id, "delete"); err != nil {
 			return err
@@ -84,6 +92,64 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 		return fail(err)
 	}
 	return nil
+}
+
+// finishCreateForDelete finishes volume v's interrupted create so that it can be deleted: the
+// plugin may have made the volume under the create's CSI name (an answer lost, or one it cannot
+// use), and CreateVolume under that name is the only way to learn its ID (docs/architecture.md,
+// What a create cannot know); forgetting the record without it left the storage on the plugin,
+// tracked by nothing, under a "deleted". Answered, the volume is recorded and returned, for the
+// delete to go on. An answer that may come later (the plugin unreachable, a retryable code, a
+// cancel) leaves the create recorded, and the error says to delete again. Otherwise the record
+// is forgotten (done): a plugin refusing the create for good holds nothing under the name (CSI's
+// CreateVolume answers OK for a volume it holds), and the delete succeeds; one whose answer
+// cannot be used (it made the volume), or that holds another volume under the name
+// (ALREADY_EXISTS) or answers with another volctl volume's storage, has the record forgotten and
+// the error saying it was not deleted, naming the CSI name to find it by. A cleanup of an
+// unusable answer that failed leaves the volume deleting (createFailed): that error is returned.
+// The caller holds the volume lock.
+func (e *Engine) finishCreateForDelete(ctx context.Context, c *conn, v store.Volume) (_ store.Volume, done bool, err error) {
+	ferr := e.finishCreate(ctx, c, v, true)
+	cause := ferr // the call's own error, without what the create says of its intent
+	if k := new(keptIntent); errors.As(ferr, &k) {
+		cause = k.cause
+	}
+	cur, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(v.ID) })
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return v, true, ferr
+	case err != nil:
+		return v, true, errors.Join(ferr, err)
+	case ferr == nil && cur.State == store.VolumeReady:
+		return cur, false, nil
+	case cur.State != store.VolumeCreating:
+		return cur, true, ferr
+	case csi.IsRetryable(ferr) || csi.IsTimeout(ferr) || ctx.Err() != nil:
+		return cur, true, fmt.Errorf("its create was interrupted, and CreateVolume under its name %q, sent again to learn what the plugin made, failed: %w; "+
+			"nothing was deleted and the volume stays recorded being created: run the delete again once the plugin answers", cur.CSIName, cause)
+	}
+	// The plugin does not give the volume: forget it, saying whether something may be left.
+	kept := csi.IsAnswerUnread(ferr) || csi.IsAlreadyExists(ferr) || errors.Is(ferr, ErrConflict)
+	msg := fmt.Sprintf("volume %q forgotten: its create was interrupted, and plugin %q refuses to create it again under its name %q (%v)", v.ID, v.PluginID, cur.CSIName, cause)
+	if kept {
+		msg = fmt.Sprintf("volume %q forgotten, not deleted: its create was interrupted, and plugin %q does not give the volume it holds under the name %q (%v)", v.ID, v.PluginID, cur.CSIName, cause)
+	}
+	err = e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		if err := tx.Volumes().Delete(v.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return tx.Events().Append(&store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
+			Code: csi.CodeOf(cause).String(), Message: msg})
+	})
+	if err != nil {
+		return cur, true, errors.Join(ferr, err)
+	}
+	e.removeStagingDir(ctx, v.PluginID, v.ID)
+	if kept {
+		return cur, true, fmt.Errorf("forgotten but not deleted: its create was interrupted, and plugin %q does not give the volume it holds under the name %q (%w); "+
+			"delete that volume with the storage provider's tools", v.PluginID, cur.CSIName, cause)
+	}
+	return cur, true, nil
 }
 
 // refuseSnapshotInFlight refuses to delete volume v while a snapshot of it is recorded as being

@@ -374,6 +374,13 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 			return err
 		}
 		msg := fmt.Sprintf("volume %q deregistered", v.ID)
+		if v.State == store.VolumeCreating {
+			// Its create was interrupted: the plugin may hold a volume a CreateVolume whose answer
+			// was lost made, found by the CSI name alone, which this forgets with the record.
+			forgot = fmt.Sprintf("its create was interrupted, and plugin %q may hold a volume named %q (made by a CreateVolume whose answer was lost), "+
+				"which volctl forgets with it: if so, delete it with the storage provider's tools", v.PluginID, v.CSIName)
+			msg += "; " + forgot
+		}
 		st, owed, err := owedUnpublish(tx, v.ID)
 		if err != nil {
 			return err

@@ -112,7 +112,43 @@ func New(cfg Config) (*Plugin, error) {
 		return nil, fmt.Errorf("hostpath: %w", err)
 	}
 	p.state = st
+	p.sweepUnrecorded()
 	return p, nil
+}
+
+// sweepUnrecorded removes the volume and snapshot directories no record names: a create puts
+// the directory in place (a snapshot's or clone's copy renamed from partial/) before it saves
+// the record, and answers only after, so a plugin killed in between leaves a directory nobody
+// was ever given the ID of, which nothing would remove (a create sent again makes another).
+// loadState fails on any record it cannot read, so here every record is known: only a name of
+// the form this plugin generates and no record is removed, never one with something mounted in
+// it; anything else is left as it is.
+func (p *Plugin) sweepUnrecorded() {
+	sweep := func(dir string, isID func(string) bool, recorded func(string) bool) {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			p.log.Warn("hostpath: looking for directories of interrupted creates", "dir", dir, "err", err)
+			return
+		}
+		for _, e := range entries {
+			id := e.Name()
+			if !e.IsDir() || !isID(id) || recorded(id) {
+				continue
+			}
+			path := filepath.Join(dir, id)
+			if err := checkNothingMountedIn(path); err != nil {
+				p.log.Warn("hostpath: directory of an interrupted create left in place", "path", path, "err", err)
+				continue
+			}
+			if err := os.RemoveAll(path); err != nil {
+				p.log.Warn("hostpath: removing the directory of an interrupted create", "path", path, "err", err)
+				continue
+			}
+			p.log.Info("hostpath: removed the directory of an interrupted create (no record names it)", "path", path)
+		}
+	}
+	sweep(p.volumesDir(), isVolumeID, func(id string) bool { _, ok := p.state.Volumes[id]; return ok })
+	sweep(p.snapshotsDir(), isSnapshotID, func(id string) bool { _, ok := p.state.Snapshots[id]; return ok })
 }
 
 // Register adds the Identity, Controller and Node services to srv, for callers that build their

@@ -24,6 +24,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -244,6 +245,15 @@ func (e *redirectError) Error() string {
 	return fmt.Sprintf("answered with a redirect to %s, which volctl does not follow (the token and the request would go there): set NOMAD_ADDR to the address Nomad's API answers at", e.to)
 }
 
+// notTheOneAsked says that the answer to the read of a Nomad object (what: "volume", "plugin")
+// was not that object but one with got: not Nomad's answer, which is the object asked for or
+// its 404, but what a proxy or gateway before it answered (a JSON message, a session page's
+// JSON, a cached answer for another request). Taken for Nomad's copy, it would be "another
+// volume by that ID" (whose advice is release --force), or an unhealthy plugin.
+func (c *Client) notTheOneAsked(what, got string) string {
+	return c.hideCreds(fmt.Sprintf("answered the read of the %s with one that is not it (%s): not Nomad's answer, which is the %s asked for or its 404, so volctl takes it for no word either way: NOMAD_ADDR must name Nomad's API, not a proxy's or a gateway's page", what, got, what))
+}
+
 // ErrNotFound matches a plugin or volume Nomad does not have.
 var ErrNotFound = errors.New("not found in Nomad")
 
@@ -308,6 +318,9 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 		return fmt.Sprintf("interrupted before Nomad answered (%v)", context.Cause(ctx))
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("no answer within %s (is Nomad, or a proxy before it, hung? NOMAD_ADDR says where it is)", c.timeout())
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// It answered, and the connection closed before the answer was whole.
+		return fmt.Sprintf("its answer was cut short (%v): the connection closed before it was whole (Nomad restarting, or a proxy before it cutting it off); asking again may get it whole", err)
 	}
 	return err.Error() + " (is Nomad running there? NOMAD_ADDR says where it is)"
 }
@@ -369,11 +382,21 @@ func (c *Client) noRegion(err error, region string) string {
 }
 
 // hideCreds replaces the credentials every request carries in s, something Nomad (or what
-// answers for it) said.
-func (c *Client) hideCreds(s string) string {
-	for _, cred := range c.creds {
-		if cred != "" {
-			s = strings.ReplaceAll(s, cred, spec.Redacted)
+// answers for it) said (scrubAll).
+func (c *Client) hideCreds(s string) string { return scrubAll(s, c.creds) }
+
+// scrubAll replaces each of vals (longest first) in s, something Nomad or what answers for it
+// said, in every form csi.Scrubber finds a value in: as it is, and quoted by JSON or Go,
+// percent-encoded, hex or base64. What answers at NOMAD_ADDR may quote the request's body (a
+// WAF's or a gateway's refusal, a validation error quoting its input), which is JSON: a
+// secret or password with a quote, a backslash, <, > or & is written there escaped
+// ("pa\u0026ss"). A value shorter than spec.MinScrubLen, which the scrubber leaves, is
+// replaced as it is.
+func scrubAll(s string, vals []string) string {
+	s = csi.Scrubber(vals)(s)
+	for _, v := range vals {
+		if v != "" && len(v) < spec.MinScrubLen {
+			s = strings.ReplaceAll(s, v, spec.Redacted)
 		}
 	}
 	return s
@@ -466,6 +489,9 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 		}
 		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, pluginRead)+c.noRegion(err, c.Region))
 	}
+	if p.ID != id {
+		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s %s", id, c.Address, c.notTheOneAsked("plugin", fmt.Sprintf("ID %q", p.ID)))
+	}
 	return PluginHealth{ID: p.ID, Provider: p.Provider, Version: p.Version, ControllerRequired: p.ControllerRequired,
 		ControllersHealthy: p.ControllersHealthy, ControllersExpected: p.ControllersExpected,
 		NodesHealthy: p.NodesHealthy, NodesExpected: p.NodesExpected}, nil
@@ -529,6 +555,12 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 			return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
 		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, "csi-read-volume in namespace "+ns)+c.noRegion(err, region))
+	}
+	// Nomad answers a volume's read with that volume, in the namespace asked (one that names
+	// none is an older Nomad's).
+	if v.ID != id || ns != "" && v.Namespace != "" && v.Namespace != ns {
+		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s %s", id, c.Address,
+			c.notTheOneAsked("volume", fmt.Sprintf("ID %q, namespace %q (asked in namespace %s)", v.ID, v.Namespace, ns)))
 	}
 	out := VolumeState{ID: v.ID, Namespace: v.Namespace, ExternalID: v.ExternalID, PluginID: v.PluginID, Provider: v.Provider,
 		Schedulable: v.Schedulable,
@@ -635,6 +667,13 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 		}
 		return "", 0, &registerError{fmt.Errorf("volume %q: Nomad at %s did not answer the registration, which it may have taken: %s", v.ID, c.Address, said), err}
 	}
+	if !a.fromNomad {
+		// Nomad sets X-Nomad-Index on its answer to every registration it ran: an OK without
+		// it is a proxy's or a page's, not Nomad's word that it took the volume, which would
+		// settle an earlier registration still in flight (engine.Registered). Nor is it a
+		// refusal: the request may have gone on to Nomad.
+		return "", 0, &registerError{fmt.Errorf("volume %q: Nomad at %s did not answer the registration, which it may have taken: what answered it OK did so without Nomad's X-Nomad-Index header, so not as Nomad does (a proxy or a page answering for it: NOMAD_ADDR must name Nomad's API)", v.ID, c.Address), errNotNomadsOK}
+	}
 	if resp != nil {
 		warnings = resp.Warnings
 	}
@@ -643,6 +682,9 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 	}
 	return warnings, index, nil
 }
+
+// errNotNomadsOK is a registration answered OK without Nomad's X-Nomad-Index header.
+var errNotNomadsOK = errors.New("answered OK without X-Nomad-Index")
 
 // apiPath is the path of the API object of Nomad's under prefix with that ID, the ID escaped.
 // The api module's CSIVolumes and CSIPlugins put an ID into the path as it is, and parse
@@ -721,10 +763,5 @@ func scrub(msg string, v spec.Volume) string {
 	}
 	// Longest first, so a value that contains another is replaced whole.
 	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
-	for _, s := range vals {
-		if s != "" {
-			msg = strings.ReplaceAll(msg, s, spec.Redacted)
-		}
-	}
-	return msg
+	return scrubAll(msg, vals)
 }

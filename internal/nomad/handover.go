@@ -19,9 +19,9 @@ import (
 // namespace, that is another one (another plugin or external ID): someone else's.
 var ErrOtherVolume = errors.New("has another volume by that ID")
 
-// AskAfterFailure bounds the question HandOver asks Nomad after a registration failed (even
+// askAfterFailure bounds the question HandOver asks Nomad after a registration failed (even
 // after Ctrl-C): whether it has the volume.
-const AskAfterFailure = 10 * time.Second
+var askAfterFailure = 10 * time.Second
 
 // Handed is what HandOver did.
 type Handed struct {
@@ -130,9 +130,11 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 // leader elected after the one that took it).
 func (c *Client) hasNot(ctx context.Context, v spec.Volume, ns string, updated bool, err error) (undo, inflight bool, _ error) {
 	inflight = inFlight(err)
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AskAfterFailure)
-	defer cancel()
-	have, gerr := c.VolumeIn(cctx, v.ID, ns, c.Region)
+	// Asked even after Ctrl-C, within its own bound: as the request's timeout, so that an
+	// unanswered question says so, not that it was interrupted.
+	ask := *c
+	ask.Timeout = min(c.timeout(), askAfterFailure)
+	have, gerr := ask.VolumeIn(context.WithoutCancel(ctx), v.ID, ns, c.Region)
 	switch {
 	case gerr == nil && len(c.Identity(have, v)) > 0 && !inflight:
 		// Another volume by the ID: not this one, and Nomad's state store refused to apply a

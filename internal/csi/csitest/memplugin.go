@@ -1234,6 +1234,11 @@ func (s *memServer) NodeExpandVolume(ctx context.Context, req *csipb.NodeExpandV
 	if err != nil {
 		return nil, err
 	}
+	// A plugin that finds the volume's device through its staging mount fails where the path
+	// given is not where the volume is staged.
+	if sp := req.GetStagingTargetPath(); sp != "" && v.staging != sp {
+		return nil, errorf(codes.FailedPrecondition, "volume %q is not staged at %s", v.vol.ID, sp)
+	}
 	want := req.GetCapacityRange().GetRequiredBytes()
 	if m.cfg.MaxVolumeSize > 0 && want > m.cfg.MaxVolumeSize {
 		return nil, errorf(codes.OutOfRange, "%d bytes is above the maximum volume size", want)
