@@ -12,14 +12,14 @@ import (
 )
 
 // parseConfig reads an agent config as `volctl agent --config` does: spec parses it, NewFile
-// makes the agent's File of it. It returns the files for rendering the diagnostics.
-func parseConfig(filename string, src []byte) (*File, map[string]*hcl.File, hcl.Diagnostics) {
+// makes the agent's File of it. It returns the parser, which renders the diagnostics.
+func parseConfig(filename string, src []byte) (*File, *spec.Parser, hcl.Diagnostics) {
 	p := spec.NewParser()
 	c, diags := p.ParseAgentConfig(filename, src)
 	if c == nil {
-		return nil, p.Files(), diags
+		return nil, p, diags
 	}
-	return NewFile(c), p.Files(), diags
+	return NewFile(c), p, diags
 }
 
 func TestParseConfig(t *testing.T) {
@@ -118,7 +118,7 @@ plugin "hp" {
 
 volume "x" {}
 `
-	f, files, diags := parseConfig("agent.hcl", []byte(src))
+	f, parser, diags := parseConfig("agent.hcl", []byte(src))
 	if f != nil {
 		t.Fatalf("file returned despite errors: %+v", f)
 	}
@@ -153,7 +153,7 @@ volume "x" {}
 		}
 	}
 	var buf bytes.Buffer
-	if err := spec.NewDiagnosticWriter(&buf, files, 0, false).WriteDiagnostics(diags); err != nil {
+	if err := parser.DiagnosticWriter(&buf, 0, false).WriteDiagnostics(diags); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -193,12 +193,12 @@ func TestParseConfigNesting(t *testing.T) {
 		"blocks":       strings.Repeat("agent {\n", n) + strings.Repeat("}\n", n),
 	} {
 		t.Run(name, func(t *testing.T) {
-			f, files, diags := parseConfig("agent.hcl", []byte(src))
+			f, parser, diags := parseConfig("agent.hcl", []byte(src))
 			if f != nil || len(diags) != 1 || diags[0].Summary != "Nesting too deep" || diags[0].Subject == nil {
 				t.Fatalf("got %v, %v; want one Nesting too deep error", f, diags)
 			}
 			var out bytes.Buffer
-			if err := spec.NewDiagnosticWriter(&out, files, 0, false).WriteDiagnostics(diags); err != nil {
+			if err := parser.DiagnosticWriter(&out, 0, false).WriteDiagnostics(diags); err != nil {
 				t.Fatal(err)
 			}
 			if !strings.Contains(out.String(), "on agent.hcl:") {

@@ -135,7 +135,7 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 		c, diags := parser.ParseAgentConfig(srcs[0].Name, srcs[0].Src)
 		if len(diags) > 0 {
 			width, color := diagnosticStyle(opts.IO)
-			if err := spec.NewDiagnosticWriter(opts.IO.ErrOut, parser.Files(), width, color).WriteDiagnostics(diags); err != nil {
+			if err := parser.DiagnosticWriter(opts.IO.ErrOut, width, color).WriteDiagnostics(diags); err != nil {
 				return err
 			}
 		}

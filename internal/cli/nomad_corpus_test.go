@@ -63,7 +63,7 @@ func TestNomadRegisterSendsWhatNomadCLISends(t *testing.T) {
 
 // TestExportOfCompatCorpusIsReadByNomadAsVolctlReadsIt: every volume spec of internal/spec's
 // compatibility corpus (testdata/nomadcompat) that volctl reads, even one Nomad would refuse or
-// read otherwise as written (a byte order mark, "$${", the legacy flat capability pair:
+// read otherwise as written ("$${", the legacy flat capability pair:
 // docs/specs.md), is handed to Nomad by `volctl export nomad` as a file the nomad CLI reads, and
 // registers as `volctl nomad register` registers the volume.
 func TestExportOfCompatCorpusIsReadByNomadAsVolctlReadsIt(t *testing.T) {

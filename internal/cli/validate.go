@@ -112,7 +112,7 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 			continue
 		}
 		if dw == nil {
-			dw = spec.NewDiagnosticWriter(ios.ErrOut, p.Files(), width, color)
+			dw = p.DiagnosticWriter(ios.ErrOut, width, color)
 		}
 		for _, d := range diags {
 			// Each is written whole; Ctrl-C stops the list between two of them.

@@ -560,6 +560,7 @@ type stringMap struct {
 	entries   []mapEntry
 	keys      map[string]bool // the entries' keys: a map of 90,000 keys is checked for repeats in linear time
 	looked    int             // keys looked up, for tests
+	refused   bool            // written as something other than a map, and refused as such
 }
 
 type mapEntry struct {
@@ -615,12 +616,14 @@ func (d *decoder) stringMapOf(c *hcl.BodyContent, name string, conv func(hcl.Exp
 			// Its values are evaluated one by one (mapValue): the object itself is checked here.
 			if diag := d.notHCL1(attr.Expr); diag != nil {
 				d.diags = append(d.diags, diag)
+				out.refused = true
 				return out
 			}
 		}
 		pairs, diags := hcl.ExprMap(attr.Expr)
 		if diags.HasErrors() {
-			d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a map of strings, like %s = { key = \"value\" }.", name, name)
+			d.notAMap(name, attr.Expr)
+			out.refused = true
 			return out
 		}
 		for _, p := range pairs {
@@ -662,6 +665,41 @@ func (d *decoder) stringMapOf(c *hcl.BodyContent, name string, conv func(hcl.Exp
 		}
 	}
 	return out
+}
+
+// notAMap is the error for a map's value written as something else: what to write, in the
+// file's syntax, and, for a list of maps, which Nomad reads (HCL and JSON alike), what Nomad
+// makes of it, which volctl does not guess at (checked with Nomad v2.0.6-dev,
+// TestMapWrittenAsAList).
+func (d *decoder) notAMap(name string, expr hcl.Expression) {
+	like := fmt.Sprintf("%s = { key = \"value\" }", name)
+	if d.json {
+		like = fmt.Sprintf("\"%s\": {\"key\": \"value\"}", name)
+	}
+	if !listOfMaps(expr) {
+		d.errorf(expr.Range(), "Incorrect value type", "%s must be a map of strings, like %s.", name, like)
+		return
+	}
+	nomad := "Nomad merges the maps of such a list into one"
+	if name == "segments" {
+		nomad = "Nomad makes each map of such a list a topology of its own (two maps, two topologies, either of which will do), " +
+			"not one topology with all their segments; for topologies of their own, write a topology for each"
+	}
+	d.errorf(expr.Range(), "Map written as a list", "%s is one map of strings, not a list of maps: write %s. %s.", name, like, nomad)
+}
+
+// listOfMaps reports whether expr is a list whose items are all maps (objects).
+func listOfMaps(expr hcl.Expression) bool {
+	items, diags := hcl.ExprList(expr)
+	if diags.HasErrors() || len(items) == 0 {
+		return false
+	}
+	for _, item := range items {
+		if _, diags := hcl.ExprMap(item); diags.HasErrors() {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *decoder) mapValue(m *stringMap, key string, keyRange hcl.Range, expr hcl.Expression, conv func(hcl.Expression, cty.Value) (string, error)) {

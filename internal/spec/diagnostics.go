@@ -14,18 +14,27 @@ import (
 	"github.com/mitchellh/go-wordwrap"
 )
 
-// NewDiagnosticWriter returns a writer that renders diagnostics as text in the style of HCL's
-// own (hcl.NewDiagnosticTextWriter), with two differences: the location reads FILE:LINE:COLUMN,
-// and without colour the offending source is marked with a line of carets, since underlining
-// needs a terminal. width wraps the detail text (0: no wrapping); files holds the original
-// sources (Parser.Files).
-func NewDiagnosticWriter(w io.Writer, files map[string]*hcl.File, width uint, color bool) hcl.DiagnosticWriter {
+// DiagnosticWriter returns a writer that renders diagnostics of the files this Parser has read
+// and reads next as text in the style of HCL's own (hcl.NewDiagnosticTextWriter), with two
+// differences: the location reads FILE:LINE:COLUMN, and without colour the offending source is
+// marked with a line of carets, since underlining needs a terminal. width wraps the detail
+// text (0: no wrapping). Snippets show each file's sensitive values masked, with the mask its
+// parse made.
+func (p *Parser) DiagnosticWriter(w io.Writer, width uint, color bool) hcl.DiagnosticWriter {
+	dw := newDiagnosticWriter(w, p.files, width, color)
+	dw.sources = p.sources
+	return dw
+}
+
+// newDiagnosticWriter is a DiagnosticWriter over files, the original sources by name, masking
+// each file itself.
+func newDiagnosticWriter(w io.Writer, files map[string]*hcl.File, width uint, color bool) *diagnosticWriter {
 	return &diagnosticWriter{w: w, files: files, width: width, color: color}
 }
 
 // WriteDiagnostics renders diags with the sources this Parser has read.
 func (p *Parser) WriteDiagnostics(w io.Writer, diags hcl.Diagnostics, width uint, color bool) error {
-	return NewDiagnosticWriter(w, p.files, width, color).WriteDiagnostics(diags)
+	return p.DiagnosticWriter(w, width, color).WriteDiagnostics(diags)
 }
 
 type diagnosticWriter struct {
@@ -34,13 +43,17 @@ type diagnosticWriter struct {
 	width uint
 	color bool
 
-	redacted map[string][]byte // each file's source with secrets masked
-	starts   map[string][]int  // each file's line starts
-	visited  int               // bytes of the source lines looked at, for tests
+	sources  map[string]*source // a Parser's files, masked as its parse masked them
+	redacted map[string][]byte  // each other file's source with secrets masked
+	starts   map[string][]int   // each file's line starts
+	visited  int                // bytes of the source lines looked at, for tests
 }
 
 // source returns the file's bytes with sensitive values masked (see redactSource).
 func (dw *diagnosticWriter) source(name string, file *hcl.File) []byte {
+	if s := dw.sources[name]; s != nil && len(s.src) == len(file.Bytes) && (len(s.src) == 0 || &s.src[0] == &file.Bytes[0]) {
+		return s.redacted() // the bytes the parse read and masked
+	}
 	if src, ok := dw.redacted[name]; ok {
 		return src
 	}

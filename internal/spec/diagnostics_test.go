@@ -43,7 +43,7 @@ func TestDiagnosticWriter(t *testing.T) {
 	}
 
 	var colour strings.Builder
-	NewDiagnosticWriter(&colour, p.Files(), 40, true).WriteDiagnostics(diags)
+	p.DiagnosticWriter(&colour, 40, true).WriteDiagnostics(diags)
 	out := colour.String()
 	for _, want := range []string{"\x1b[31mError\x1b[0m: Invalid access mode", "\x1b[1;4m\"single-node-writter\"\x1b[0m"} {
 		if !strings.Contains(out, want) {
@@ -63,7 +63,7 @@ func TestDiagnosticWriter(t *testing.T) {
 func TestDiagnosticWriterWithoutSource(t *testing.T) {
 	_, diags := ParseVolume("vol.hcl", []byte(typoSpec), VerbAny)
 	var out strings.Builder
-	NewDiagnosticWriter(&out, nil, 0, false).WriteDiagnostics(diags)
+	newDiagnosticWriter(&out, nil, 0, false).WriteDiagnostics(diags)
 	if !strings.Contains(out.String(), "on vol.hcl:5:21:\n  (source code not available)") {
 		t.Errorf("got:\n%s", out.String())
 	}
@@ -235,7 +235,7 @@ func TestManyDiagnosticsRenderInLinearTime(t *testing.T) {
 		if len(diags) < 3000 {
 			t.Fatalf("%s: %d diagnostics, want one per unknown argument", c.name, len(diags))
 		}
-		dw := NewDiagnosticWriter(io.Discard, p.files, 0, false).(*diagnosticWriter)
+		dw := newDiagnosticWriter(io.Discard, p.files, 0, false)
 		if err := dw.WriteDiagnostics(diags); err != nil {
 			t.Fatal(err)
 		}

@@ -73,6 +73,7 @@ type rewriter struct {
 	counts   map[int]map[string]int
 
 	src       []byte
+	source    *source         // src's tokens and masked bytes
 	diags     hcl.Diagnostics // numbers HCL1 refuses (hcl1number.go)
 	numberEnd int             // the last token of the number rewritten last
 }
@@ -87,8 +88,13 @@ func rewriteHCL1(src []byte, filename string) (out []byte, m *offsetMap, ok bool
 // rewriteHCL1Numbers is rewriteHCL1 that also returns the errors for the numbers HCL1 refuses
 // (hcl1number.go); their words are rewritten to 0, so the parse goes on to find other errors.
 func rewriteHCL1Numbers(src []byte, filename string) (out []byte, m *offsetMap, ok bool, diags hcl.Diagnostics) {
-	toks, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos)
-	r := &rewriter{toks: toks, counting: true, counts: map[int]map[string]int{}, src: src}
+	return newSource(filename, src, false).rewriteHCL1()
+}
+
+// rewriteHCL1 is rewriteHCL1Numbers of the file, over its tokens.
+func (s *source) rewriteHCL1() (out []byte, m *offsetMap, ok bool, diags hcl.Diagnostics) {
+	src := s.src
+	r := &rewriter{toks: s.tokens(), counting: true, counts: map[int]map[string]int{}, src: src, source: s}
 	r.run()
 	r.counting = false
 	r.edits = r.edits[:0]

@@ -168,8 +168,8 @@ func (d *decoder) escapedTemplate(expr hcl.Expression) *hcl.Diagnostic {
 	return nil
 }
 
-// heredoc is v, the value of expr, as Nomad's HCL1 reader makes it when expr is a heredoc,
-// or an error where that reader refuses it. HCL1 and HCL2 part on heredocs (checked with Nomad
+// heredoc is v, the value of expr, as Nomad's HCL1 reader makes it when expr is a heredoc
+// (or a list holding heredocs: heredocsIn), or an error where that reader refuses it. HCL1 and HCL2 part on heredocs (checked with Nomad
 // v2.0.6-dev, TestHeredocsAsNomadReadsThem):
 //   - HCL1 ends a heredoc only at a line holding its marker, blanks before it, CRs after it,
 //     and a newline: "EOF " or a marker on the file's last line without a newline is "heredoc
@@ -182,6 +182,9 @@ func (d *decoder) escapedTemplate(expr hcl.Expression) *hcl.Diagnostic {
 // "$${" and "%%{" are read as "${" and "%{", as volctl reads them everywhere (escapedTemplate
 // warns of them).
 func (d *decoder) heredoc(expr hcl.Expression, v cty.Value) (cty.Value, hcl.Diagnostics) {
+	if list, ok := expr.(*hclsyntax.TupleConsExpr); ok {
+		return d.heredocsIn(list, v)
+	}
 	rng := expr.Range()
 	if d.src == nil || rng.Start.Byte+2 > len(d.src) || string(d.src[rng.Start.Byte:rng.Start.Byte+2]) != "<<" ||
 		v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
@@ -237,4 +240,23 @@ func (d *decoder) heredoc(expr hcl.Expression, v cty.Value) (cty.Value, hcl.Diag
 		at += len(line) + 1
 		rest = more
 	}
+}
+
+// heredocsIn is heredoc for a list (mount_flags = [<<-EOT ...]): v, its value, with each item
+// that is a heredoc as HCL1 makes it (TestHeredocsAsNomadReadsThem: heredoc-indent-in-list).
+func (d *decoder) heredocsIn(list *hclsyntax.TupleConsExpr, v cty.Value) (cty.Value, hcl.Diagnostics) {
+	if v.IsNull() || !v.IsKnown() || !v.Type().IsTupleType() || v.LengthInt() != len(list.Exprs) || len(list.Exprs) == 0 {
+		return v, nil
+	}
+	items := v.AsValueSlice()
+	var diags hcl.Diagnostics
+	for i, item := range list.Exprs {
+		var idiags hcl.Diagnostics
+		items[i], idiags = d.heredoc(item, items[i])
+		diags = append(diags, idiags...)
+	}
+	if diags.HasErrors() {
+		return cty.NilVal, diags
+	}
+	return cty.TupleVal(items), diags
 }

@@ -145,7 +145,7 @@ func (r *rewriter) inValue() bool {
 func (r *rewriter) refuseNumber(word string, rng hcl.Range) {
 	shown := fmt.Sprintf("%q", word)
 	as := func(s string) string { return " (" + s + ")" } // what to write, from the value
-	if masked := redactSource(r.src, false); !bytes.Equal(masked[rng.Start.Byte:rng.End.Byte], r.src[rng.Start.Byte:rng.End.Byte]) {
+	if masked := r.source.redacted(); !bytes.Equal(masked[rng.Start.Byte:rng.End.Byte], r.src[rng.Start.Byte:rng.End.Byte]) {
 		shown = "this value" // a secret's, maybe: neither it nor what it would become
 		as = func(string) string { return "" }
 	}

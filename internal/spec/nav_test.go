@@ -60,9 +60,9 @@ func TestJSONContextIsLinear(t *testing.T) {
 	if err := p.WriteDiagnostics(io.Discard, diags, 0, false); err != nil {
 		t.Fatal(err)
 	}
-	nav, ok := p.Files()["big.json"].Nav.(*jsonNav)
+	nav, ok := p.files["big.json"].Nav.(*jsonNav)
 	if !ok {
-		t.Fatalf("the file's navigation is %T, HCL's, which walks every member for each diagnostic", p.Files()["big.json"].Nav)
+		t.Fatalf("the file's navigation is %T, HCL's, which walks every member for each diagnostic", p.files["big.json"].Nav)
 	}
 	if limit := 40 * n; nav.steps > limit {
 		t.Errorf("%d members looked at for %d diagnostics, want at most %d", nav.steps, n, limit)
@@ -160,7 +160,7 @@ func TestNativeContextIsLinear(t *testing.T) {
 		if err := p.WriteDiagnostics(io.Discard, diags, 0, false); err != nil {
 			t.Fatal(err)
 		}
-		nav := p.Files()["big.hcl"].Nav
+		nav := p.files["big.hcl"].Nav
 		if m, ok := nav.(mappedNav); ok {
 			if limit := 40 * n; m.m.looked > limit {
 				t.Errorf("%q: %d segments looked at for %d diagnostics, want at most %d", form, m.m.looked, n, limit)

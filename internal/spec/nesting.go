@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"fmt"
+	"math"
 
 	"github.com/apparentlymart/go-textseg/v15/textseg"
 	"github.com/hashicorp/hcl/v2"
@@ -25,24 +26,45 @@ const (
 	// at one level of nesting: between two separators (a comma, or a newline where newlines
 	// end items).
 	MaxOperators = 64
+	// MaxTemplateParts bounds the pieces HCL's scanner cuts one string or heredoc into: it
+	// ends a piece at each $ and % and each heredoc line, and its parser joins the pieces one
+	// by one, copying all of them each time, in time growing with the square of their number
+	// (a heredoc of 300,000 lines, 600 KB, took 9 minutes; a string of 20,000 "$ " 5 s). Each
+	// $ or % counts two, each heredoc line one. A volume spec's values fit in 4 KiB (a PEM
+	// certificate is some 60 lines), so no spec comes near.
+	MaxTemplateParts = 256
 )
 
 // checkNesting returns one error diagnostic at the place where src first nests deeper than
 // MaxNesting or chains more than MaxOperators operators, or nil.
 func checkNesting(filename string, src []byte, json bool) hcl.Diagnostics {
-	s := scanNesting(src, json, MaxNesting, MaxOperators)
+	return newSource(filename, src, json).checkNesting()
+}
+
+// checkNesting is checkNesting of the file, lexing it (for a file with non-ASCII code) into the
+// tokens the parse goes on with.
+func (f *source) checkNesting() hcl.Diagnostics {
+	filename, src := f.filename, f.src
+	s := scanSource(f, MaxNesting, MaxOperators)
 	if s.at < 0 {
 		return nil
 	}
 	m := &offsetMap{src: src, lineStarts: lineStarts(src)}
 	end := min(s.at+max(s.atLen, 1), len(src))
 	rng := hcl.Range{Filename: filename, Start: m.pos(s.at), End: m.pos(end)}
-	d := &hcl.Diagnostic{Severity: hcl.DiagError, Subject: &rng}
-	if s.tooDeep {
+	// volctl's words alone: hideMasked need not mask (lex) the file for them.
+	d := &hcl.Diagnostic{Severity: hcl.DiagError, Subject: &rng, Extra: ownWords{}}
+	switch {
+	case s.tooDeep:
 		d.Summary = "Nesting too deep"
 		d.Detail = fmt.Sprintf("This opens a level more than %d deep (brackets, braces, parentheses, blocks, strings and template sequences count). "+
 			"No spec needs more than a few levels, so volctl stops reading the file here rather than risk running out of memory or stack: flatten the structure.", MaxNesting)
-	} else {
+	case s.tooLong:
+		d.Summary = "String too long"
+		d.Detail = fmt.Sprintf("The string or heredoc this is in holds more than %d lines, or more than %d $ and %% signs. "+
+			"HCL's parser takes time growing with the square of their number, and no spec value comes near (a map of values is at most 4 KiB), "+
+			"so volctl stops reading the file here: shorten the value.", MaxTemplateParts, MaxTemplateParts/2)
+	default:
 		d.Summary = "Expression too long"
 		d.Detail = fmt.Sprintf("This expression chains more than %d operators. "+
 			"No spec needs more than a few, so volctl stops reading the file here rather than risk running out of memory or stack: write the value as a literal.", MaxOperators)
@@ -72,6 +94,7 @@ type nestFrame struct {
 	start, isFor bool
 
 	directives int    // template frames: %{ if } and %{ for } not yet ended
+	parts      int    // template frames: the pieces HCL's scanner cuts it into, counted up
 	marker     []byte // heredocs: the closing marker
 	lineStart  bool   // heredocs: at the start of a line, which may be the marker
 }
@@ -88,9 +111,11 @@ type nestScan struct {
 	maxOps     int
 	limitDepth int
 	limitOps   int
+	limitParts int
 
 	at, atLen int  // where a limit was passed (-1: nowhere), and the length to mark
-	tooDeep   bool // the depth (else the operator) limit was passed
+	tooDeep   bool // the depth limit was passed
+	tooLong   bool // the template parts limit was passed (neither: the operator limit)
 
 	// nonASCII is set when the byte scan met a non-ASCII byte in code, and stopped: HCL's
 	// scanner reads an identifier there whose characters may take in the bytes after a
@@ -101,21 +126,38 @@ type nestScan struct {
 
 // scanNesting scans src and stops where a limit is first passed.
 func scanNesting(src []byte, json bool, limitDepth, limitOps int) *nestScan {
-	s := newNestScan(src, limitDepth, limitOps)
-	if json {
+	return scanSource(newSource("", src, json), limitDepth, limitOps)
+}
+
+// scanSource is scanNesting of the file, over its tokens (f.tokens) where the byte scan leaves
+// it to them.
+func scanSource(f *source, limitDepth, limitOps int) *nestScan {
+	s := newNestScan(f.src, limitDepth, limitOps)
+	if f.json {
 		s.json()
 		return s
 	}
+	s.limitParts = MaxTemplateParts
 	s.native()
 	if s.nonASCII {
-		s = newNestScan(src, limitDepth, limitOps)
-		s.tokens()
+		s = newNestScan(f.src, limitDepth, limitOps)
+		s.limitParts = MaxTemplateParts
+		s.tokens(f.tokens())
 	}
 	return s
 }
 
 func newNestScan(src []byte, limitDepth, limitOps int) *nestScan {
-	return &nestScan{src: src, stack: []nestFrame{{kind: nestBody}}, limitDepth: limitDepth, limitOps: limitOps, at: -1}
+	return &nestScan{src: src, stack: []nestFrame{{kind: nestBody}}, limitDepth: limitDepth, limitOps: limitOps, limitParts: math.MaxInt, at: -1}
+}
+
+// piece counts n more pieces of the string or heredoc at the top, the last at src[at:at+1].
+func (s *nestScan) piece(at, n int) {
+	f := s.top()
+	f.parts += n
+	if f.parts > s.limitParts && s.at < 0 {
+		s.at, s.atLen, s.tooLong = at, 1, true
+	}
 }
 
 func (s *nestScan) top() *nestFrame { return &s.stack[len(s.stack)-1] }
@@ -365,6 +407,7 @@ func (s *nestScan) stringByte(i int) int {
 			return i + 2
 		}
 	case '$', '%':
+		s.piece(i, 2) // the sign and the text after it
 		return s.templateSeq(i)
 	}
 	return i + 1
@@ -385,7 +428,9 @@ func (s *nestScan) heredocByte(i int) int {
 	switch src[i] {
 	case '\n':
 		f.lineStart = true
+		s.piece(i, 1)
 	case '$', '%':
+		s.piece(i, 2)
 		return s.templateSeq(i)
 	}
 	return i + 1
@@ -488,10 +533,9 @@ func jsonStringEnd(src []byte, i int) int {
 	return i
 }
 
-// tokens checks a file over hclsyntax's own tokens, for files the byte scan leaves to them
+// tokens checks a file over hclsyntax's own tokens (toks, the file's), for files the byte scan leaves to them
 // (nonASCII): the same frames and counts, with HCL's scanner deciding what each byte is.
-func (s *nestScan) tokens() {
-	toks, _ := hclsyntax.LexConfig(s.src, "", hcl.InitialPos)
+func (s *nestScan) tokens(toks hclsyntax.Tokens) {
 	// next returns the index of the next token after i that is not a newline or comment.
 	next := func(i int) int {
 		for i++; i < len(toks) && (toks[i].Type == hclsyntax.TokenNewline || toks[i].Type == hclsyntax.TokenComment); i++ {
@@ -555,6 +599,10 @@ func (s *nestScan) tokens() {
 		case hclsyntax.TokenCBrack:
 			if s.top().kind == nestBrack {
 				s.pop()
+			}
+		case hclsyntax.TokenQuotedLit, hclsyntax.TokenStringLit:
+			if k := s.top().kind; k == nestString || k == nestHeredoc {
+				s.piece(at, 1)
 			}
 		case hclsyntax.TokenOQuote:
 			s.push(nestFrame{kind: nestString}, at, n)

@@ -153,7 +153,7 @@ func checkNestingScan(t *testing.T, src []byte) {
 		return
 	}
 	tk := newNestScan(src, 1<<30, 1<<30)
-	tk.tokens()
+	tk.tokens(newSource("", src, false).tokens())
 	if b.maxDepth < tk.maxDepth || b.maxOps < tk.maxOps {
 		t.Fatalf("checkNesting saw %d levels and %d operators in %q; HCL's tokens give %d and %d",
 			b.maxDepth, b.maxOps, src, tk.maxDepth, tk.maxOps)
@@ -233,5 +233,42 @@ func TestCheckNestingJSON(t *testing.T) {
 		if got := checkNesting("x.json", []byte(src), true).HasErrors(); got != refused {
 			t.Errorf("%.40q: refused=%v, want %v", src, got, refused)
 		}
+	}
+}
+
+// TestTemplatePartsLimit: a string or heredoc HCL's scanner cuts into very many pieces (at each
+// $ and %, and each heredoc line) is refused with one error at the piece past the limit, before
+// HCL's parser joins the pieces in time growing with the square of their number (a heredoc of
+// 300,000 lines took 9 minutes to parse); in a file the byte scan leaves to HCL's tokens too
+// (non-ASCII code), and in any spec kind. At the limit, the check passes.
+func TestTemplatePartsLimit(t *testing.T) {
+	r := strings.Repeat
+	const n = 100_000
+	head := "id = \"a\"\n"
+	for _, c := range []struct {
+		name, src string
+		line, col int
+	}{
+		{"heredoc lines", head + "name = <<EOT\n" + r("l\n", n) + "EOT\n", 3 + MaxTemplateParts, 2},
+		{"indented heredoc lines", head + "name = <<-EOT\n" + r("  l\n", n) + "  EOT\n", 3 + MaxTemplateParts, 4},
+		{"dollar signs", head + "name = \"" + r("$ ", n) + "\"\n", 2, 9 + MaxTemplateParts},
+		{"percent signs", head + "name = \"" + r("%", n) + "\"\n", 2, 9 + MaxTemplateParts/2},
+		{"escaped template sequences", head + "name = \"" + r("$${", n) + "\"\n", 2, 9 + 3*MaxTemplateParts/2},
+		{"heredoc lines, non-ASCII code", "é = 1\n" + "name = <<EOT\n" + r("l\n", n) + "EOT\n", 3 + MaxTemplateParts, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := NewParser()
+			_, diags := p.Parse("v.hcl", []byte(c.src), VerbAny)
+			if len(diags) != 1 || diags[0].Summary != "String too long" {
+				t.Fatalf("want one error %q, got:\n%.2000s", "String too long", renderPlain(p, diags))
+			}
+			if s := diags[0].Subject; s.Start.Line != c.line || (!strings.Contains(c.name, "non-ASCII") && s.Start.Column != c.col) {
+				t.Errorf("at %d:%d, want %d:%d", s.Start.Line, s.Start.Column, c.line, c.col)
+			}
+		})
+	}
+	at := head + "name = <<EOT\n" + r("l\n", MaxTemplateParts) + "EOT\n" + "note = \"" + r("$ ", MaxTemplateParts/2) + "\"\n"
+	if d := checkNesting("v.hcl", []byte(at), false); d != nil {
+		t.Errorf("at the limit: %v", d)
 	}
 }

@@ -2,9 +2,11 @@ package spec
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -35,10 +37,11 @@ type File struct {
 }
 
 // Parser parses spec files and keeps each file's original source, so that diagnostics can be
-// rendered with snippets (WriteDiagnostics, or NewDiagnosticWriter over Files). A Parser is
+// rendered with snippets (WriteDiagnostics, DiagnosticWriter). A Parser is
 // not safe for concurrent use.
 type Parser struct {
-	files map[string]*hcl.File
+	files   map[string]*hcl.File
+	sources map[string]*source // each file's tokens and masked bytes, for its diagnostics' snippets
 
 	// forceRewrite applies the HCL1 rewrite even to files that parse as HCL2 (tests use it
 	// to show that the rewrite changes no diagnostics of such files).
@@ -46,10 +49,9 @@ type Parser struct {
 }
 
 // NewParser returns an empty Parser.
-func NewParser() *Parser { return &Parser{files: map[string]*hcl.File{}} }
-
-// Files returns every file parsed so far by name, holding the original bytes.
-func (p *Parser) Files() map[string]*hcl.File { return p.files }
+func NewParser() *Parser {
+	return &Parser{files: map[string]*hcl.File{}, sources: map[string]*source{}}
+}
 
 // ParseVolume parses and validates a volume spec (HCL or JSON) for verb. It returns the volume
 // when there are no errors (warnings allowed), and nil otherwise.
@@ -97,17 +99,27 @@ func (p *Parser) Parse(filename string, src []byte, verb Verb) (*File, hcl.Diagn
 // and which command takes it, instead of every name that is wrong for kind. The File is nil
 // when any diagnostic is an error.
 func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File, hcl.Diagnostics) {
-	body, json, m, parsed, diags := p.load(filename, src)
+	s := newSource(filename, src, isJSON(filename, src))
+	p.sources[filename] = s
+	f, diags := p.parseSource(s, kind, verb)
+	s.settle(diags)
+	return f, diags
+}
+
+// parseSource is parse of the file s.
+func (p *Parser) parseSource(s *source, kind Kind, verb Verb) (*File, hcl.Diagnostics) {
+	filename, src := s.filename, s.src
+	body, m, parsed, diags := p.load(s)
 	if diags.HasErrors() {
 		// A body the parser gave up on would only add noise (missing arguments it never reached).
-		return nil, finishDiagnostics(diags, src, json)
+		return nil, finishDiagnostics(diags, s)
 	}
 	names := topLevel(body)
 	validate := kind == ""
 	if validate {
 		kind = detectKind(names)
 	}
-	d := &decoder{json: json, src: parsed}
+	d := &decoder{json: s.json, src: parsed}
 	if m != nil {
 		d.lits = m.lits
 	}
@@ -134,62 +146,96 @@ func (p *Parser) parse(filename string, src []byte, kind Kind, verb Verb) (*File
 	if m != nil {
 		m.mapDiagnostics(d.diags)
 	}
-	diags = finishDiagnostics(append(diags, d.diags...), src, json)
+	diags = finishDiagnostics(append(diags, d.diags...), s)
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	return f, diags
 }
 
-// load parses src as JSON (a .json name, or content starting with "{") or HCL, once
+// load parses the file as JSON (a .json name, or content starting with "{") or HCL, once
 // checkNesting has found it shallow enough for their parsers. HCL that the HCL2 parser
 // rejects is retried through the HCL1 rewrite; then the returned offsetMap maps the body's
 // ranges back to src, and the returned diagnostics are already mapped.
-func (p *Parser) load(filename string, src []byte) (hcl.Body, bool, *offsetMap, []byte, hcl.Diagnostics) {
-	json := isJSON(filename, src)
-	if diags := checkNesting(filename, src, json); diags.HasErrors() {
+func (p *Parser) load(s *source) (hcl.Body, *offsetMap, []byte, hcl.Diagnostics) {
+	filename, src := s.filename, s.src
+	if diags := s.checkNesting(); diags.HasErrors() {
 		// Too deep for HCL's recursive parsers (nesting.go): no parser sees the bytes.
 		p.files[filename] = &hcl.File{Body: hcl.EmptyBody(), Bytes: src}
-		return hcl.EmptyBody(), json, nil, nil, diags
+		return hcl.EmptyBody(), nil, nil, diags
 	}
-	if json {
+	if s.json {
 		// A byte order mark is skipped as hclsyntax skips it: no column, its bytes counted.
 		body, start := src, hcl.InitialPos
 		if bytes.HasPrefix(src, utf8BOM) {
 			body, start.Byte = src[len(utf8BOM):], len(utf8BOM)
 		}
 		f, diags := hcljson.ParseWithStartPos(body, filename, start)
+		diags = append(diags, invalidUTF8(filename, src)...)
 		if f == nil {
 			f = &hcl.File{Body: hcl.EmptyBody()}
 		}
 		f.Bytes = src // what the ranges' offsets index
 		f.Nav = &jsonNav{src: src, from: start.Byte}
 		p.files[filename] = f
-		return f.Body, true, nil, src, diags
+		return f.Body, nil, src, diags
 	}
 	// A file that looks like HCL1 goes straight to the rewrite, saving a parse that would
 	// fail; any other file is parsed as it is and rewritten only if that fails. The guess
 	// only affects speed: the rewrite leaves the meaning and diagnostics of HCL2 unchanged.
+	var f *hcl.File
+	var diags hcl.Diagnostics
 	if !p.forceRewrite && !looksHCL1(src) {
-		f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
-		if !diags.HasErrors() {
+		if f, diags = hclsyntax.ParseConfig(src, filename, hcl.InitialPos); !diags.HasErrors() {
 			f.Nav = newBlockNav(f.Body)
 			p.files[filename] = f
-			return f.Body, false, nil, src, diags
+			return f.Body, nil, src, diags
 		}
 	}
-	rw, m, ok, numDiags := rewriteHCL1Numbers(src, filename)
+	rw, m, ok, numDiags := s.rewriteHCL1()
 	if !ok {
-		f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+		if f == nil { // not parsed yet: the rewrite was tried first
+			f, diags = hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+		}
 		f.Nav = newBlockNav(f.Body)
 		p.files[filename] = f
-		return f.Body, false, nil, src, diags
+		return f.Body, nil, src, diags
 	}
 	rf, diags := hclsyntax.ParseConfig(rw, filename, hcl.InitialPos)
 	m.mapDiagnostics(diags)
 	diags = append(numDiags, diags...) // already in the file's positions
 	p.files[filename] = &hcl.File{Body: rf.Body, Bytes: src, Nav: mappedNav{inner: newBlockNav(rf.Body), m: m}}
-	return rf.Body, false, m, rw, diags
+	return rf.Body, m, rw, diags
+}
+
+// invalidUTF8 is the error for a JSON file's first byte that is not UTF-8, as the native
+// parser refuses one ("Invalid character encoding") and Nomad refuses both ("illegal UTF-8
+// encoding"): HCL's JSON parser reads each as U+FFFD, so a socket path or a value would be
+// other text than the file's, silently (TestJSONInvalidUTF8IsRefused). Its position only: the
+// byte may be a secret's.
+func invalidUTF8(filename string, src []byte) hcl.Diagnostics {
+	if utf8.Valid(src) {
+		return nil
+	}
+	off, n := 0, 0
+	for i := 0; i < len(src); {
+		r, size := utf8.DecodeRune(src[i:])
+		if r == utf8.RuneError && size == 1 {
+			if n == 0 {
+				off = i
+			}
+			n++
+		}
+		i += size
+	}
+	m := &offsetMap{src: src, lineStarts: lineStarts(src)}
+	rng := hcl.Range{Filename: filename, Start: m.pos(off), End: m.pos(off + 1)}
+	more := ""
+	if n > 1 {
+		more = fmt.Sprintf(" (the first of %d bytes that are not)", n)
+	}
+	return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid character encoding", Subject: &rng, Extra: ownWords{},
+		Detail: "All input files must be UTF-8 encoded, and this byte is not UTF-8" + more + ". Ensure that UTF-8 encoding is selected in your editor."}}
 }
 
 // looksHCL1 guesses, from bytes alone, whether src uses HCL1-only syntax: a line that opens
@@ -222,16 +268,19 @@ func looksHCL1(src []byte) bool {
 // utf8BOM is the byte order mark some editors write before the first character.
 var utf8BOM = []byte("\ufeff")
 
-// byteOrderMark warns of a volume spec's byte order mark, which volctl skips (as HCL and
-// JSON editors mean it) but Nomad's HCL1 reader refuses ("illegal char" at 1:1), HCL and JSON
-// alike: the file would not carry over to `nomad volume register` as it is. A warning, not
-// an error: what volctl reads is what the file says, and `volctl export nomad` writes none.
+// byteOrderMark refuses a volume spec's byte order mark, which volctl's readers skip (as HCL
+// and JSON editors mean it) but Nomad's HCL1 reader refuses ("illegal char" at 1:1), HCL and
+// JSON alike: a volume spec volctl reads is one `nomad volume register` reads. The rest of the
+// file is read past it, so its other problems are reported too. Plugin and group specs, which
+// Nomad does not read, keep theirs.
 func (d *decoder) byteOrderMark(filename string, src []byte) {
 	if !bytes.HasPrefix(src, utf8BOM) {
 		return
 	}
 	rng := hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.Pos{Line: 1, Column: 1, Byte: len(utf8BOM)}}
-	d.warnf(rng, "Byte order mark", "The file starts with a UTF-8 byte order mark, which volctl skips but Nomad's reader refuses (\"illegal char\" at 1:1), so `nomad volume register` would refuse this file. Save it as UTF-8 without a byte order mark.")
+	d.errorf(rng, "Byte order mark", "The file starts with a UTF-8 byte order mark (the bytes EF BB BF, which editors do not show), which Nomad's reader refuses "+
+		"(\"illegal char\" at 1:1): `nomad volume register` refuses this file, and so does volctl, so that a volume spec volctl reads is one Nomad reads. "+
+		"Save it as UTF-8 without a byte order mark.")
 }
 
 func isJSON(filename string, src []byte) bool {
@@ -244,11 +293,11 @@ func isJSON(filename string, src []byte) bool {
 // finishDiagnostics is how every diagnostic of a file leaves the parser: ranges fixed
 // (fixRanges), words cut (cutWords), sensitive text their subjects cover kept out of their
 // words (hideMasked), sorted.
-func finishDiagnostics(diags hcl.Diagnostics, src []byte, json bool) hcl.Diagnostics {
+func finishDiagnostics(diags hcl.Diagnostics, s *source) hcl.Diagnostics {
 	for _, d := range diags {
 		d.Summary, d.Detail = cutWords(d.Summary), cutWords(d.Detail)
 	}
-	return sortDiagnostics(hideMasked(fixRanges(diags, src, json), src, json))
+	return sortDiagnostics(hideMasked(fixRanges(diags, s.src, s.json), s))
 }
 
 // sortDiagnostics orders diagnostics by position, so output is stable and reads top to

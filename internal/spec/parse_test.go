@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -592,8 +593,10 @@ func Parse(filename string, src []byte, verb Verb) (*File, hcl.Diagnostics) {
 
 // TestByteOrderMark: an editor that saves UTF-8 with a byte order mark (Notepad does) writes
 // EF BB BF before the first character. HCL's parser skips it; a JSON spec must read the same,
-// not fail with "Invalid start of value" at 1:1 over a character nobody can see. Positions
-// count as HCL's do: the mark takes no column, its three bytes are kept in the offsets.
+// not fail with "Invalid start of value" at 1:1 over a character nobody can see: a volume spec
+// gets the one error saying what it is (Nomad refuses it: TestByteOrderMarkIsRefused), the
+// other specs none. Positions count as HCL's do: the mark takes no column, its three bytes are
+// kept in the offsets.
 func TestByteOrderMark(t *testing.T) {
 	const bom = "\ufeff"
 	good := map[string]string{
@@ -601,8 +604,15 @@ func TestByteOrderMark(t *testing.T) {
 		"v.json": `{"id": "db", "type": "csi", "plugin_id": "ebs", "capability": [{"access_mode": "single-node-writer", "attachment_mode": "file-system"}]}`,
 	}
 	for name, src := range good {
-		if _, diags := NewParser().ParseVolume(name, []byte(bom+src), VerbAny); diags.HasErrors() {
-			t.Errorf("%s with a byte order mark: %v", name, diags)
+		if _, diags := NewParser().ParseVolume(name, []byte(bom+src), VerbAny); len(diags) != 1 || diags[0].Summary != "Byte order mark" {
+			t.Errorf("%s with a byte order mark: %v, want the one error for the mark", name, diags)
+		}
+		plugin := "plugin \"p\" {\n  type = \"monolith\"\n  socket = \"/run/p.sock\"\n}\n"
+		if strings.HasSuffix(name, ".json") {
+			plugin = `{"plugin": {"p": {"type": "monolith", "socket": "/run/p.sock"}}}`
+		}
+		if _, diags := NewParser().ParsePlugins("p"+filepath.Ext(name), []byte(bom+plugin)); len(diags) != 0 {
+			t.Errorf("plugin spec %s with a byte order mark: %v", name, diags)
 		}
 	}
 	bad := map[string]string{
@@ -660,5 +670,49 @@ func TestShortSecretWarned(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "Q7") {
 		t.Errorf("the warning shows the secret:\n%s", out.String())
+	}
+}
+
+// TestMapWrittenAsAList: a map written as a list of maps, which Nomad reads (merging the maps,
+// or, for segments, making a topology of each), gets one error saying what to write in the
+// file's syntax and what Nomad would make of it; not "Missing topology segments" beside it.
+func TestMapWrittenAsAList(t *testing.T) {
+	head := "id = \"v\"\ntype = \"csi\"\nplugin_id = \"p\"\ncapability {\n  access_mode = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+	for _, c := range []struct{ name, src, want string }{
+		{"v.hcl", head + "topology_request {\n  required {\n    topology { segments = [{ rack = \"R1\" }, { zone = \"Z1\" }] }\n  }\n}\n",
+			"write segments = { key = \"value\" }. Nomad makes each map of such a list a topology of its own"},
+		{"v.hcl", head + "parameters = [{ a = \"x\" }]\n", "write parameters = { key = \"value\" }. Nomad merges the maps"},
+		{"v.json", `{"id": "v", "type": "csi", "plugin_id": "p", "capability": [{"access_mode": "single-node-writer", "attachment_mode": "file-system"}],
+		  "topology_request": {"required": [{"topology": [{"segments": [{"rack": "R1"}]}]}]}}`,
+			`write "segments": {"key": "value"}. Nomad makes each map of such a list a topology of its own`},
+	} {
+		p := NewParser()
+		_, diags := p.ParseVolume(c.name, []byte(c.src), VerbAny)
+		if len(diags) != 1 || diags[0].Summary != "Map written as a list" || !strings.Contains(diags[0].Detail, c.want) {
+			t.Errorf("%s: want one error %q saying %q, got:\n%s", c.src, "Map written as a list", c.want, renderPlain(p, diags))
+		}
+	}
+}
+
+// TestJSONInvalidUTF8IsRefused: HCL's JSON parser reads a byte that is not UTF-8 as U+FFFD, so
+// a JSON spec's socket path or value was silently other text than the file's (the native parser
+// refuses such a file, and Nomad both: "illegal UTF-8 encoding"). It is refused, at the byte,
+// without quoting it (it may be a secret's).
+func TestJSONInvalidUTF8IsRefused(t *testing.T) {
+	for _, c := range []struct {
+		name, src string
+		col       int
+	}{
+		{"v.json", "{\"id\": \"v\", \"name\": \"a\xffb\", \"type\": \"csi\", \"plugin_id\": \"p\", \"capability\": [{\"access_mode\": \"single-node-writer\", \"attachment_mode\": \"file-system\"}]}", 23},
+		{"p.json", "{\"plugin\": {\"p\": {\"type\": \"monolith\", \"socket\": \"/run/\xfe.sock\"}}}", 55},
+		{"s.json", "{\"id\": \"v\", \"secrets\": {\"k\": \"hun\xc3ter2\"}}", 34},
+	} {
+		p := NewParser()
+		f, diags := p.Parse(c.name, []byte(c.src), VerbAny)
+		if f != nil || len(diags) != 1 || diags[0].Summary != "Invalid character encoding" || diags[0].Subject.Start.Column != c.col {
+			t.Errorf("%q: want one error \"Invalid character encoding\" at 1:%d, got:\n%s", c.src, c.col, renderPlain(p, diags))
+		} else if out := renderPlain(p, diags); strings.Contains(out, "hun") {
+			t.Errorf("the secret is shown:\n%s", out)
+		}
 	}
 }

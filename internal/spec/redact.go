@@ -58,12 +58,17 @@ var nameFolder = strings.NewReplacer("_", "", "-", "")
 
 // redactSource returns a copy of src with sensitive strings masked.
 func redactSource(src []byte, json bool) []byte {
+	return newSource("", src, json).redacted()
+}
+
+// redactTokens is redactSource over the file's tokens, which lex returns (a JSON file has none).
+func redactTokens(src []byte, json bool, lex func() hclsyntax.Tokens) []byte {
 	out := bytes.Clone(src)
 	if json {
 		redactJSON(out)
 		return out
 	}
-	toks, _ := hclsyntax.LexConfig(src, "", hcl.InitialPos)
+	toks := lex()
 	mask := func(t hclsyntax.Token) { maskRange(out, t.Range.Start.Byte, t.Range.End.Byte) }
 	for i := 0; i < len(toks); i++ {
 		name, last := sensitiveToken(toks, i)
@@ -121,8 +126,9 @@ func redactSource(src []byte, json bool) []byte {
 // under its subject that redactSource masks in the snippet: HCL quotes what it refuses ("%q is
 // not a valid template control keyword", "%q is not a valid JSON keyword"), and in a secrets
 // map that is a secret's text (`k = "%{hunter2}"`, `"k": hunter2`). The source is masked only
-// for a file with a diagnostic that has a subject.
-func hideMasked(diags hcl.Diagnostics, src []byte, json bool) hcl.Diagnostics {
+// for a file with a diagnostic that has a subject, and once for the file (source.redacted).
+func hideMasked(diags hcl.Diagnostics, s *source) hcl.Diagnostics {
+	src := s.src
 	var masked []byte
 	for _, d := range diags {
 		if _, own := d.Extra.(ownWords); d.Subject == nil || own {
@@ -133,7 +139,7 @@ func hideMasked(diags hcl.Diagnostics, src []byte, json bool) hcl.Diagnostics {
 			continue
 		}
 		if masked == nil {
-			masked = redactSource(src, json)
+			masked = s.redacted()
 		}
 		for i := from; i < to; {
 			if masked[i] == src[i] {

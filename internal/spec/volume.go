@@ -468,6 +468,9 @@ func (d *decoder) topologies(b *hcl.Block) []Topology {
 	for _, tb := range blocksOf(c, "topology") {
 		tc := d.content(tb.Body, topologySchema)
 		m := d.literalMap(tc, "segments")
+		if m != nil && m.refused {
+			continue // the error says what is wrong with them, and they are there
+		}
 		if m == nil || len(m.entries) == 0 {
 			rng := tb.DefRange
 			if m != nil {

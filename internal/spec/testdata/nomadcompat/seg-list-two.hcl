@@ -1,0 +1,16 @@
+id = "v1"
+name = "v1"
+type = "csi"
+plugin_id = "p"
+external_id = "ext1"
+capability {
+  access_mode = "single-node-writer"
+  attachment_mode = "file-system"
+}
+topology_request {
+  required {
+    topology {
+      segments = [{ rack = "R1" }, { zone = "Z1" }]
+    }
+  }
+}
