@@ -273,17 +273,22 @@ func orphanedLog(pid int, path string) (*os.File, error) {
 	return nil, nil
 }
 
-// pluginEnv is the agent's environment with the exec block's env and CSI_ENDPOINT on top.
+// pluginEnv is the environment a plugin runs with: of base, the agent's, only what names the
+// host's conventions (passedEnv), then the exec block's env and CSI_ENDPOINT on top. The rest of
+// the agent's environment is not the plugin's to read: it holds what the operator gave the
+// agent, or the shell it was started from, for other programs (NOMAD_TOKEN, VAULT_TOKEN, AWS_*,
+// an SSH agent's socket, systemd's NOTIFY_SOCKET), and a plugin is often a third party's
+// program. A plugin that needs a variable gets it in its exec block's env (docs/agent.md).
 func pluginEnv(base []string, sp spec.Plugin) []string {
 	over := map[string]string{}
 	for k, v := range sp.Exec.Env.Plain() {
 		over[k] = v
 	}
 	over[spec.EndpointEnv] = "unix://" + execEndpoint(sp)
-	out := make([]string, 0, len(base)+len(over))
+	out := make([]string, 0, len(over)+8)
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
-		if _, ok := over[k]; !ok {
+		if _, ok := over[k]; !ok && passedEnv(k) {
 			out = append(out, kv)
 		}
 	}
@@ -291,6 +296,17 @@ func pluginEnv(base []string, sp spec.Plugin) []string {
 		out = append(out, k+"="+v)
 	}
 	return out
+}
+
+// passedEnv says whether the agent's variable k reaches the plugins it starts: the ones a
+// service manager gives a service of its own (systemd.exec(5): PATH, LANG, USER, LOGNAME, HOME,
+// SHELL), the locale's and the time zone's, and TMPDIR. None of them is a credential.
+func passedEnv(k string) bool {
+	switch k {
+	case "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR":
+		return true
+	}
+	return strings.HasPrefix(k, "LC_")
 }
 
 // exitStatus says how a child ended ("exit status 2", "signal: killed"); for an adopted

@@ -802,3 +802,65 @@ func TestIdleAgentDoesNotScanForOrphans(t *testing.T) {
 		}
 	}
 }
+
+// A plugin the agent starts gets none of the agent's environment but the host's conventions
+// (PATH, HOME, the locale, the time zone): not the operator's Nomad ACL token, a cloud
+// credential or systemd's notify socket, which were given to the agent, not to a plugin that
+// is often a third party's program. Its exec block's env and CSI_ENDPOINT it does get.
+func TestPluginGetsNoneOfTheAgentsSecrets(t *testing.T) {
+	secrets := map[string]string{
+		"NOMAD_TOKEN":           "nomad-acl-token-secret",
+		"NOMAD_CLIENT_KEY":      "/etc/nomad.d/client-key.pem",
+		"VAULT_TOKEN":           "vault-token-secret",
+		"AWS_SECRET_ACCESS_KEY": "aws-secret-key",
+		"SSH_AUTH_SOCK":         "/tmp/ssh-agent.sock",
+		"NOTIFY_SOCKET":         "/run/systemd/notify",
+		"VOLCTL_LOG":            "debug",
+	}
+	for k, v := range secrets {
+		t.Setenv(k, v)
+	}
+	t.Setenv("LANG", "C.UTF-8")
+	t.Setenv("LC_TIME", "C")
+	t.Setenv("TZ", "UTC")
+	dir := t.TempDir()
+	dump := filepath.Join(dir, "env")
+	sp := spec.Plugin{ID: "p", Socket: filepath.Join(dir, "p.sock"), Exec: &spec.Exec{
+		Command: "/bin/sh", Args: []string{"-c", `env > "$0"`, dump},
+		Env: spec.Secrets{"AWS_REGION": "eu-west-1", "TZ": "Europe/Paris"},
+	}}
+	p, err := startProcess(sp, dir, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.wait(30 * time.Second) {
+		t.Fatal("the plugin that dumps its environment did not exit")
+	}
+	b, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		got[k] = v
+	}
+	for k := range secrets {
+		if v, ok := got[k]; ok {
+			t.Errorf("the plugin got the agent's %s=%s", k, v)
+		}
+	}
+	want := map[string]string{
+		"PATH": os.Getenv("PATH"), "LANG": "C.UTF-8", "LC_TIME": "C", "TZ": "Europe/Paris",
+		"AWS_REGION": "eu-west-1", spec.EndpointEnv: "unix://" + sp.Socket,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("the plugin's %s = %q, want %q", k, got[k], v)
+		}
+	}
+	if got[instanceEnv] == "" || got[startHelperEnv] != "" {
+		t.Errorf("the plugin's %s = %q and %s = %q, want its instance and not the start helper's mark",
+			instanceEnv, got[instanceEnv], startHelperEnv, got[startHelperEnv])
+	}
+}

@@ -38,7 +38,9 @@ func newCmdAgent(f *Factory, runF func(*AgentOptions) error) *cobra.Command {
 to stderr (--verbose adds debug lines and RPC traces).
 
 The agent starts every registered plugin that has an exec block, with CSI_ENDPOINT=unix://SOCKET
-in its environment and its output appended to <state>/logs/<plugin>.log, and restarts it with
+and its exec block's env in its environment, and of the agent's own environment only PATH, HOME,
+USER, LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TZ and TMPDIR (no NOMAD_TOKEN, no credentials), its
+output appended to <state>/logs/<plugin>.log, and restarts it with
 backoff (1s doubling to 1m) when it exits or stays unhealthy past --health-timeout. It probes
 every registered plugin, fast (--probe-interval) until ready and slow (--probe-interval-ready)
 after; health, readiness, latency and the last error go to the state, where volctl plugin status
@@ -141,6 +143,7 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 			return withCode(ExitUsage, fmt.Errorf("agent: config %s is invalid; the agent did not start", srcs[0].Name))
 		}
 		file = *agent.NewFile(c)
+		notePluginSecrets(file.Plugins)
 	}
 
 	level := slog.LevelInfo
@@ -177,27 +180,29 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 		}
 		return stateDirError(dir, err)
 	}
-	defer e.Close()
-	acfg.Engine = e
-	a, err := agent.New(acfg)
-	if err != nil {
-		if srv != nil {
-			srv.Close()
+	// Closed after a normal return only (withEngine): a panic's report is scrubbed with it open.
+	return withEngine(e, func() error {
+		acfg.Engine = e
+		a, err := agent.New(acfg)
+		if err != nil {
+			if srv != nil {
+				srv.Close()
+			}
+			return err
 		}
-		return err
-	}
-	if srv == nil {
-		return a.Run(ctx)
-	}
-	m.CollectState(e)
-	sctx, stopServing := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	crash.Go(func() { served <- srv.Serve(sctx, m, a.Status, log) })
-	log.Info("serving metrics", "addr", srv.Addr(), "metrics", "http://"+srv.Addr()+"/metrics", "healthz", "http://"+srv.Addr()+"/healthz")
-	runErr := a.Run(ctx)
-	stopServing()
-	if err := <-served; err != nil && runErr == nil {
-		runErr = err
-	}
-	return runErr
+		if srv == nil {
+			return a.Run(ctx)
+		}
+		m.CollectState(e)
+		sctx, stopServing := context.WithCancel(ctx)
+		served := make(chan error, 1)
+		crash.Go(func() { served <- srv.Serve(sctx, m, a.Status, log) })
+		log.Info("serving metrics", "addr", srv.Addr(), "metrics", "http://"+srv.Addr()+"/metrics", "healthz", "http://"+srv.Addr()+"/healthz")
+		runErr := a.Run(ctx)
+		stopServing()
+		if err := <-served; err != nil && runErr == nil {
+			runErr = err
+		}
+		return runErr
+	})
 }

@@ -169,6 +169,7 @@ func (f *Factory) existingEngine(ctx context.Context) *engine.Engine {
 		return nil
 	}
 	f.engine = e // closed by main's Factory.Close, as any command's
+	f.unredact = redactCrashes(e)
 	return e
 }
 

@@ -32,6 +32,8 @@ type Factory struct {
 	completionTimeout time.Duration
 
 	engine *engine.Engine
+	// unredact unregisters the engine's scrubbing of crash reports (redactCrashes).
+	unredact func()
 }
 
 // NewFactory returns a Factory for the process's environment.
@@ -98,6 +100,7 @@ func (f *Factory) Engine(ctx context.Context) (*engine.Engine, error) {
 		return nil, stateDirError(dir, err)
 	}
 	f.engine = e
+	f.unredact = redactCrashes(e)
 	return e, nil
 }
 
@@ -123,7 +126,10 @@ func (f *Factory) closeEngine(close func(*engine.Engine) error) error {
 	if f.engine == nil {
 		return nil
 	}
+	if f.unredact != nil {
+		f.unredact()
+	}
 	err := close(f.engine)
-	f.engine = nil
+	f.engine, f.unredact = nil, nil
 	return err
 }

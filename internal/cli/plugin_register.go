@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/volctl/volctl/internal/backoff"
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
@@ -32,6 +34,8 @@ type PluginRegisterOptions struct {
 	ControllerSocket string
 	NodeSocket       string
 	Timeout          time.Duration
+	// Wait is how long a plugin that does not answer (engine.PluginNotAnswering) is waited for.
+	Wait time.Duration
 
 	Exporter exportFlags
 }
@@ -53,6 +57,10 @@ type controller and one of type node, in one file or two, or the two halves regi
 after the other: volctl joins them into one plugin with both sockets. The plugin must be running, unless its spec has an exec block (then
 volctl agent starts it). Registering an ID again replaces its declaration; one ID in two of
 the files given at once is refused.
+
+A plugin whose socket is missing or refuses connections, as while it starts or restarts, is
+waited for, up to --wait (5s), then the error names the socket. One that answers with an error,
+or does not answer in time, fails at once.
 
 Every file is checked before any plugin is registered; an invalid one registers nothing.
 Exit status: 0 when all are registered, 2 for invalid specs or flags, 1 when a plugin cannot
@@ -86,6 +94,7 @@ be reached or fingerprinted.`,
 	fl.StringVar(&opts.ControllerSocket, "controller-socket", "", "a split monolith's controller socket")
 	fl.StringVar(&opts.NodeSocket, "node-socket", "", "a split monolith's node socket")
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "timeout of the long RPCs (create, publish, stage, ...); 0 is the default, 2m")
+	fl.DurationVar(&opts.Wait, "wait", defaultRegisterWait, "how long to wait for a plugin whose socket is missing or refuses connections (starting, or restarting); 0 fails at once")
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd
 }
@@ -109,6 +118,9 @@ func (o *PluginRegisterOptions) flagPlugin() spec.Plugin {
 // plugins returns the plugins to register: all of every file, or the one of the flags. Specs
 // are parsed and checked before anything is registered.
 func (o *PluginRegisterOptions) plugins(ctx context.Context) ([]spec.Plugin, error) {
+	if o.Wait < 0 {
+		return nil, usageError("plugin register: --wait must not be negative, got %s", o.Wait)
+	}
 	if len(o.Files) == 0 {
 		p := o.flagPlugin()
 		if o.Timeout < 0 {
@@ -163,12 +175,42 @@ func (o *PluginRegisterOptions) plugins(ctx context.Context) ([]spec.Plugin, err
 	return out, nil
 }
 
+// defaultRegisterWait is --wait's default: the short RPC timeout, the time a plugin is given
+// to answer GetPluginInfo (docs/architecture.md, Timeouts).
+const defaultRegisterWait = csi.DefaultShortTimeout
+
+// registerWaiting registers p, trying again while the plugin does not answer at all
+// (engine.PluginNotAnswering: its socket missing, or nothing listening on it, as while it
+// restarts), up to wait; the last error then says how long it was waited for.
+func registerWaiting(ctx context.Context, e *engine.Engine, p spec.Plugin, wait time.Duration) (engine.PluginInfo, error) {
+	deadline := time.Now().Add(wait)
+	waits := backoff.New(100*time.Millisecond, time.Second)
+	for {
+		info, err := e.RegisterPlugin(ctx, p)
+		if err == nil || !engine.PluginNotAnswering(err) || wait <= 0 {
+			return info, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return info, fmt.Errorf("%w; waited %s for it to answer (--wait)", err, wait)
+		}
+		t := time.NewTimer(min(waits.Next(), left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return info, err
+		case <-t.C:
+		}
+	}
+}
+
 // pluginRegisterRun registers each plugin in turn and stops at the first that fails.
 func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
 	plugins, err := opts.plugins(ctx)
 	if err != nil {
 		return err
 	}
+	notePluginSecrets(plugins)
 	e, err := opts.Engine(ctx)
 	if err != nil {
 		return err
@@ -176,7 +218,7 @@ func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
 	infos := make([]engine.PluginInfo, 0, len(plugins))
 	var regErr, printErr error
 	for _, p := range plugins {
-		info, err := e.RegisterPlugin(ctx, p)
+		info, err := registerWaiting(ctx, e, p, opts.Wait)
 		if err != nil {
 			regErr = err
 			break

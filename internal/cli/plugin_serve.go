@@ -47,7 +47,10 @@ FAILED_PRECONDITION. State lives under --root and survives a restart.
 
 --socket takes a path or unix://PATH; without it, $CSI_ENDPOINT is used. A stale socket (one
 nothing listens on) is replaced; if another plugin is listening, serve refuses to start.
-SIGINT, SIGTERM or SIGHUP (unless ignored, as under nohup) stops it and removes the socket.`,
+SIGINT, SIGTERM or SIGHUP (unless ignored, as under nohup) stops it and removes the socket.
+A panic in an RPC's handler ends it with exit status 70 (the caller's RPC fails UNAVAILABLE and
+is retried once it is started again; its mounts stay), rather than serving on with its state
+in doubt.`,
 		Example: `  volctl plugin serve hostpath --socket /run/volctl/hostpath.sock --root /var/lib/volctl-hostpath --node-id $(hostname)
   CSI_ENDPOINT=unix:///run/csi/hp.sock volctl plugin serve hostpath --root /srv/volumes --node-id n1 --enable-attach`,
 		Args: exactArgs(0),

@@ -3,6 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/volctl/volctl/internal/crash"
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // Report prints a command's error to stderr (unless already shown) and returns the exit code.
@@ -42,3 +49,69 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// redactCrashes has a crash report (internal/crash) scrubbed of every secret value and mount
+// flag e's state holds, as RedactError does an error: a panic's value may wrap what a plugin
+// echoed, or print a request whole. Call remove before closing e, and neither in a deferred
+// call: a panic runs those as it unwinds, before main's crash.Recover reports it, which would
+// then report unscrubbed (removed) or withheld (closed).
+func redactCrashes(e *engine.Engine) (remove func()) {
+	return crash.Redact(func(text string) (string, error) {
+		redact, err := e.Redactor(context.Background()) // crash.Redact bounds it in time
+		if err != nil {
+			return "", fmt.Errorf("reading the state: %w", err)
+		}
+		return redact(text), nil
+	})
+}
+
+// withEngine runs fn with e's crash reports scrubbed (redactCrashes), then, when fn returns,
+// stops that and closes e. When fn panics it does neither: the report is scrubbed with e open.
+func withEngine(e *engine.Engine, fn func() error) error {
+	unredact := redactCrashes(e)
+	err := fn()
+	unredact()
+	_ = e.Close() // as the deferred close it replaces
+	return err
+}
+
+// inputSecrets are the secrets a command was given (its volume specs' secrets and mount flags,
+// its --secret flags, its plugin specs' exec environments), which the state may not hold: a crash report is scrubbed of them too,
+// for the rest of the process (noteSecrets).
+var inputSecrets struct {
+	sync.Mutex
+	values     []string
+	registered bool
+}
+
+// notePluginSecrets is noteSecrets of the exec blocks' environments of plugins.
+func notePluginSecrets(plugins []spec.Plugin) {
+	for _, p := range plugins {
+		if p.Exec != nil {
+			for _, v := range p.Exec.Env {
+				noteSecrets(v)
+			}
+		}
+	}
+}
+
+// noteSecrets adds values to what a crash report is scrubbed of (inputSecrets).
+func noteSecrets(values ...string) {
+	inputSecrets.Lock()
+	defer inputSecrets.Unlock()
+	for _, v := range values {
+		if v != "" && !slices.Contains(inputSecrets.values, v) {
+			inputSecrets.values = append(inputSecrets.values, v)
+		}
+	}
+	if len(inputSecrets.values) == 0 || inputSecrets.registered {
+		return
+	}
+	inputSecrets.registered = true
+	crash.Redact(func(text string) (string, error) {
+		inputSecrets.Lock()
+		values := slices.Clone(inputSecrets.values)
+		inputSecrets.Unlock()
+		return csi.Scrubber(values)(text), nil
+	})
+}

@@ -97,14 +97,15 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	if err != nil {
 		return stateDirError(dir, err)
 	}
-	defer eng.Close()
-
-	// Colours are decided here, while the terminal is still ours to ask; the program never
-	// queries it afterwards.
-	renderer := tui.NewRenderer(opts.IO.Out, opts.IO.ColorEnabled())
-	return opts.Run(ctx, opts.IO.In, opts.IO.Out, tui.Options{
-		Engine: eng, ReadOnly: opts.ReadOnly, Refresh: opts.Refresh, Probe: opts.Probe,
-		Events: opts.Events, Renderer: renderer,
+	// Closed after a normal return only (withEngine): a panic's report is scrubbed with it open.
+	return withEngine(eng, func() error {
+		// Colours are decided here, while the terminal is still ours to ask; the program never
+		// queries it afterwards.
+		renderer := tui.NewRenderer(opts.IO.Out, opts.IO.ColorEnabled())
+		return opts.Run(ctx, opts.IO.In, opts.IO.Out, tui.Options{
+			Engine: eng, ReadOnly: opts.ReadOnly, Refresh: opts.Refresh, Probe: opts.Probe,
+			Events: opts.Events, Renderer: renderer,
+		})
 	})
 }
 

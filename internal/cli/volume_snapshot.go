@@ -190,6 +190,9 @@ func (sf *secretFlags) parse(stdin io.Reader) (spec.Secrets, error) {
 			return nil, err
 		}
 	}
+	for _, v := range out {
+		noteSecrets(v)
+	}
 	return out, nil
 }
 
@@ -235,8 +238,9 @@ func newCmdVolumeSnapshotList(f *Factory, runF func(*SnapshotListOptions) error)
 A plugin with LIST_SNAPSHOTS is asked (ListSnapshots), and its answer is merged with volctl's
 records of the snapshots it created, which add their name and source volume. A snapshot
 volctl created that the plugin no longer lists shows as missing. For a plugin without
-LIST_SNAPSHOTS, or one that cannot be reached, volctl's records are shown and a warning on
-stderr (and in the JSON's warnings) says so. Snapshots whose creation was cut short show as
+LIST_SNAPSHOTS, or one that cannot be reached, or whose listing does not end (it gives a
+next_token twice, or runs past 10,000 pages or 2 minutes), volctl's records are shown, none
+marked missing, and a warning on stderr (and in the JSON's warnings) says so. Snapshots whose creation was cut short show as
 pending, without an ID (volctl reconcile finishes them).
 
 --secret KEY=VALUE (repeatable) is sent with ListSnapshots, as nomad volume snapshot list

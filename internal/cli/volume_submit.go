@@ -186,6 +186,12 @@ func parseVolumeSpecs(ctx context.Context, opts *VolumeSubmitOptions, command st
 			invalid++
 			continue
 		}
+		for _, secret := range v.Secrets {
+			noteSecrets(secret)
+		}
+		if v.MountOptions != nil {
+			noteSecrets(v.MountOptions.MountFlags...)
+		}
 		if first, dup := seen.add("volume", v.ID, s.Name); dup {
 			return nil, usageError("%s: volume %q is declared in both %s and %s; nothing was %s", command, v.ID, first, s.Name, pastTense(opts.Verb))
 		}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"time"
 )
 
 // ExitCode is the exit status of a volctl that panicked: sysexits.h's EX_SOFTWARE, "internal
@@ -25,28 +26,44 @@ const ExitCode = 70
 var ErrPanicked = errors.New("volctl panicked")
 
 var (
-	mu      sync.Mutex
-	hooks   = map[int]func(){}
-	nextID  int
-	crashed bool
-	stderr  io.Writer = os.Stderr
-	exit              = os.Exit
+	mu        sync.Mutex
+	hooks     = map[int]func(){}
+	redactors = map[int]func(string) (string, error){}
+	nextID    int
+	crashed   bool
+	stderr    io.Writer = os.Stderr
+	exit                = os.Exit
 )
+
+// redactTimeout bounds the scrubbing of a report (Redact's functions, which may read the state):
+// a crash must end the process, not wait on what the panic left locked.
+var redactTimeout = 5 * time.Second
 
 // OnCrash registers fn to run before a panic ends the process (a terminal to restore); remove
 // unregisters it. fn runs once, on the goroutine that panicked, while others may still run.
-func OnCrash(fn func()) (remove func()) {
+func OnCrash(fn func()) (remove func()) { return add(hooks, fn) }
+
+// add puts fn in m (hooks, redactors) under mu, and returns what takes it out.
+func add[F any](m map[int]F, fn F) (remove func()) {
 	mu.Lock()
 	defer mu.Unlock()
 	id := nextID
 	nextID++
-	hooks[id] = fn
+	m[id] = fn
 	return func() {
 		mu.Lock()
 		defer mu.Unlock()
-		delete(hooks, id)
+		delete(m, id)
 	}
 }
+
+// Redact registers fn to scrub a crash report of the secrets the process knows (the state's
+// secret values and mount flags: engine.Redactor) before it is printed; remove unregisters it.
+// The panic's value may be anything: an error wrapping what a plugin echoed, a request printed
+// whole. fn gets the report's text and returns it scrubbed, or an error when it could not
+// scrub it; then, or when fn panics or takes longer than redactTimeout, the panic's value is
+// withheld and the stack (function names and argument words, no strings) printed alone.
+func Redact(fn func(string) (string, error)) (remove func()) { return add(redactors, fn) }
 
 // Go runs fn in a new goroutine that ends the process as Recover does if fn panics.
 func Go(fn func()) {
@@ -76,6 +93,10 @@ func Recover() {
 	for _, fn := range hooks {
 		fns = append(fns, fn)
 	}
+	scrubs := make([]func(string) (string, error), 0, len(redactors))
+	for _, fn := range redactors {
+		scrubs = append(scrubs, fn)
+	}
 	mu.Unlock()
 	for _, fn := range fns {
 		func() {
@@ -83,14 +104,54 @@ func Recover() {
 			fn()
 		}()
 	}
-	Report(stderr, r, stack)
+	Report(stderr, r, stack, scrubs...)
 	exit(ExitCode)
 }
 
-// Report writes what a crash prints: the panic's value and stack, as Go's runtime does, then
-// what the exit status means and what to do.
-func Report(w io.Writer, r any, stack []byte) {
-	fmt.Fprintf(w, "panic: %v\n\n%s\n", r, stack)
+// Report writes what a crash prints: the panic's value and stack, as Go's runtime does, passed
+// through scrubs (Redact), then what the exit status means and what to do.
+func Report(w io.Writer, r any, stack []byte, scrubs ...func(string) (string, error)) {
+	text, err := scrubbed(fmt.Sprintf("panic: %v\n\n%s\n", r, stack), scrubs)
+	if err != nil {
+		text = fmt.Sprintf("panic: [the panic's value is withheld: scrubbing it of secrets failed: %v]\n\n%s\n", err, stack)
+	}
+	fmt.Fprint(w, text)
 	fmt.Fprintf(w, "volctl crashed (exit status %d): this is a bug in volctl, not in how it was run. What it committed before the panic stands; "+
 		"`volctl reconcile` finishes what it left half-done. Please report it with the text above.\n", ExitCode)
+}
+
+// scrubbed is text passed through every scrub, within redactTimeout in all.
+func scrubbed(text string, scrubs []func(string) (string, error)) (string, error) {
+	if len(scrubs) == 0 {
+		return text, nil
+	}
+	type result struct {
+		text string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if recover() != nil {
+				done <- result{err: errors.New("the scrubbing panicked")} // its value may hold the text
+			}
+		}()
+		out := text
+		for _, scrub := range scrubs {
+			var err error
+			if out, err = scrub(out); err != nil {
+				done <- result{err: err}
+				return
+			}
+		}
+		done <- result{text: out}
+	}()
+	t := time.NewTimer(redactTimeout)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.text, r.err
+	case <-t.C:
+		return "", fmt.Errorf("it took longer than %s", redactTimeout)
+	}
 }

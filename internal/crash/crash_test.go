@@ -2,6 +2,7 @@ package crash
 
 import (
 	"bytes"
+	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // crashChild, set in the environment, makes the test binary panic in a goroutine started by
@@ -83,5 +85,41 @@ func TestEveryGoroutineIsStartedByGo(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A report is passed through the scrubs Redact registered; one that fails, panics or does not
+// return in time withholds the panic's value, which may hold the secret it was to scrub, and
+// keeps the stack and what to do.
+func TestReportWithholdsWhatItCannotScrub(t *testing.T) {
+	defer func(d time.Duration) { redactTimeout = d }(redactTimeout)
+	redactTimeout = 100 * time.Millisecond
+	const secret = "s3cret-in-a-panic"
+	scrub := func(s string) (string, error) { return strings.ReplaceAll(s, secret, "[REDACTED]"), nil }
+	for _, tc := range []struct {
+		name  string
+		scrub func(string) (string, error)
+		says  string
+	}{
+		{"scrubbed", scrub, "panic: token " + "[REDACTED]" + " rejected\n"},
+		{"scrub fails", func(string) (string, error) { return "", errors.New("reading the state: locked") },
+			"[the panic's value is withheld: scrubbing it of secrets failed: reading the state: locked]"},
+		{"scrub panics", func(s string) (string, error) { panic(s) },
+			"[the panic's value is withheld: scrubbing it of secrets failed: the scrubbing panicked]"},
+		{"scrub hangs", func(string) (string, error) { select {} },
+			"[the panic's value is withheld: scrubbing it of secrets failed: it took longer than 100ms]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			Report(&out, errors.New("token "+secret+" rejected"), []byte("goroutine 1 [running]:\nmain.main()\n"), tc.scrub)
+			for _, want := range []string{tc.says, "goroutine 1 [running]:", "volctl crashed"} {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("report says no %q:\n%s", want, out.String())
+				}
+			}
+			if strings.Contains(out.String(), secret) {
+				t.Errorf("report prints the secret:\n%s", out.String())
+			}
+		})
 	}
 }

@@ -45,6 +45,9 @@ type Config struct {
 	// ListCheck bounds the time of the listing that checks a delete answered OK
 	// (deleteChecked); DefaultListCheck when zero.
 	ListCheck time.Duration
+	// ListTime bounds the time of a listing shown to the user, paging through a plugin's
+	// ListSnapshots (listPluginSnapshots); DefaultListTime when zero.
+	ListTime time.Duration
 	// ObserveRPC, when set, is called after every RPC the engine's plugin clients send, with the
 	// plugin's ID, the RPC's name, its gRPC code and its duration (csi.Config.Observe): the
 	// agent's metrics.
@@ -86,6 +89,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ListCheck <= 0 {
 		c.ListCheck = DefaultListCheck
+	}
+	if c.ListTime <= 0 {
+		c.ListTime = DefaultListTime
 	}
 	return c
 }
@@ -450,6 +456,14 @@ func (e *Engine) connectRead(ctx context.Context, pluginID string, p store.Plugi
 	return c, nil
 }
 
+// errNoSocket is a plugin's socket file missing at connect (connectPlugin).
+var errNoSocket = errors.New("does not exist")
+
+// PluginNotAnswering says err is a plugin that did not answer at all: its socket missing, or
+// nothing listening on it (UNAVAILABLE). So reads a plugin starting or restarting, which may
+// answer in a moment; not one that answered, nor one that hung (DEADLINE_EXCEEDED).
+func PluginNotAnswering(err error) bool { return errors.Is(err, errNoSocket) || csi.IsUnavailable(err) }
+
 // connectPlugin is connect for a plugin row already read. Its errors do not name the plugin:
 // callers say which plugin and what they were doing. The caller gives the connection back with
 // done when it is finished with it.
@@ -469,7 +483,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 
 	for _, s := range ids {
 		if s.inode == 0 {
-			return nil, fmt.Errorf("socket %s does not exist (is the plugin running?)", s.path)
+			return nil, fmt.Errorf("socket %s %w (is the plugin running?)", s.path, errNoSocket)
 		}
 	}
 	client, err := dialCSI(p, e.cfg.Timeouts, e.log, e.secretValues, e.cfg.ObserveRPC)

@@ -4,7 +4,8 @@ package engine
 // state is committed ("claim:node-staged", "release:node-detached", "create:intent", ...) or right
 // after an RPC returns before its result is committed ("rpc:NodeStageVolume"). Several names may be
 // given, comma-separated. A name given as NAME=panic panics there instead, as a bug in volctl
-// would (the crash exit code's tests).
+// would (the crash exit code's tests); NAME=panic:TEXT with TEXT in the panic's value (the
+// crash report's scrubbing's test).
 //
 // Failpoints exist only in a binary built with the volctl_failpoints tag (failpoint_on.go), as
 // cmd/volctl's crash tests build it. In the default build, release binaries included,

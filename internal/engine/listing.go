@@ -75,6 +75,27 @@ func (t *controllerTurns) release() {
 // of the plugin waits for.
 const DefaultListCheck = 30 * time.Second
 
+// DefaultListTime is how long a listing shown to the user (listPluginSnapshots) may take
+// (Config.ListTime): a plugin that pages without end, slowly and with a fresh token each time,
+// would otherwise hold the command for maxListPages pages of up to the short timeout each.
+const DefaultListTime = 2 * time.Minute
+
+// boundList runs list with ctx cut after bound, a cancel, not a deadline: the plugin sees no
+// deadline it may answer on before ours passes, so a listing cut short is always one this bound
+// cut. The error of a listing so cut says so, and what the bound is for (bounds, "the bound
+// on ...").
+func boundList(ctx context.Context, bound time.Duration, bounds string, list func(context.Context) error) error {
+	lctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := time.AfterFunc(bound, func() { cancel(errListBound) })
+	err := list(lctx)
+	stop.Stop()
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(lctx), errListBound) {
+		err = fmt.Errorf("the listing did not finish within %s, %s: %w", bound, bounds, err)
+	}
+	return err
+}
+
 // listPages pages through one of a plugin's list RPCs; the caller holds its controller lock.
 // page sends rpc from token (with retries: retry) and keeps what it was answered only when it
 // returns no error; it returns the next token and whether the caller has seen enough (done).
@@ -119,25 +140,20 @@ func (e *Engine) deleteChecked(ctx context.Context, c *conn, rpc string, del fun
 	err = e.withController(ctx, c, func(ctx context.Context) error {
 		err := e.retry(ctx, c, rpc, del)
 		if err == nil {
-			// A cancel, not a deadline: the plugin sees no deadline it may answer on before
-			// ours passes, so a listing cut short is always one this bound cut.
-			bound := e.cfg.ListCheck
-			lctx, cancel := context.WithCancelCause(ctx)
-			defer cancel(nil)
-			stop := time.AfterFunc(bound, func() { cancel(errListCheckBound) })
-			listed, unchecked = lists(lctx)
-			stop.Stop()
-			if unchecked != nil && ctx.Err() == nil && errors.Is(context.Cause(lctx), errListCheckBound) {
-				unchecked = fmt.Errorf("the listing did not finish within %s, the bound on this check (it holds the plugin's controller lock): %w", bound, unchecked)
-			}
+			unchecked = boundList(ctx, e.cfg.ListCheck, "the bound on this check (it holds the plugin's controller lock)",
+				func(ctx context.Context) error {
+					var err error
+					listed, err = lists(ctx)
+					return err
+				})
 		}
 		return err
 	})
 	return listed, unchecked, err
 }
 
-// errListCheckBound is the cause of a listing after a delete cut short by Config.ListCheck.
-var errListCheckBound = errors.New("the check's time bound passed")
+// errListBound is the cause of a listing cut short by its time bound (boundList).
+var errListBound = errors.New("the listing's time bound passed")
 
 // listsID says whether a list RPC names id, after a delete (deleteChecked): page sends rpc from
 // token and returns the IDs of one page and the next token. Paging stops at the page naming id,

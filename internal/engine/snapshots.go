@@ -665,17 +665,22 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 	// pages slowly would hold every create, delete and publish of it for as long.
 	turns := &controllerTurns{e: e, c: c}
 	defer turns.release()
-	err = e.listPages(ctx, c, csi.RPCListSnapshots, maxListPages, func(ctx context.Context, token string) (string, bool, error) {
-		var page csi.ListSnapshotsResponse
-		if err := turns.call(ctx, func(ctx context.Context) error {
-			var err error
-			page, err = c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{StartingToken: token, Secrets: secrets})
-			return err
-		}); err != nil {
-			return "", false, err
-		}
-		snaps = append(snaps, page.Snapshots...)
-		return page.NextToken, false, nil
+	// And in time (Config.ListTime): a plugin that pages without end, slowly and with a fresh
+	// token each time, is stopped neither by a repeated token nor, for hours, by maxListPages.
+	err = boundList(ctx, e.cfg.ListTime, "the bound on listing a plugin's snapshots", func(ctx context.Context) error {
+		return e.listPages(ctx, c, csi.RPCListSnapshots, maxListPages, func(ctx context.Context, token string) (string, bool, error) {
+			var page csi.ListSnapshotsResponse
+			if err := turns.call(ctx, func(ctx context.Context) error {
+				var err error
+				page, err = c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{StartingToken: token, Secrets: secrets})
+				failpoint("rpc:ListSnapshots")
+				return err
+			}); err != nil {
+				return "", false, err
+			}
+			snaps = append(snaps, page.Snapshots...)
+			return page.NextToken, false, nil
+		})
 	})
 	if err != nil {
 		return nil, err.Error()

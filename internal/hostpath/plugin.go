@@ -8,6 +8,7 @@
 package hostpath
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+
+	"github.com/volctl/volctl/internal/crash"
 )
 
 const (
@@ -159,13 +162,26 @@ func (p *Plugin) Register(srv *grpc.Server) {
 	csi.RegisterNodeServer(srv, p)
 }
 
-// NewServer returns a grpc.Server with the plugin registered, its RPC logging interceptor
-// installed, and Config.ServerOptions applied.
+// NewServer returns a grpc.Server with the plugin registered, its interceptors installed
+// (crashRPC outermost, then the RPC log), and Config.ServerOptions applied.
 func (p *Plugin) NewServer() *grpc.Server {
-	opts := append([]grpc.ServerOption{grpc.ChainUnaryInterceptor(p.logRPC)}, p.cfg.ServerOptions...)
+	opts := append([]grpc.ServerOption{grpc.ChainUnaryInterceptor(crashRPC, p.logRPC)}, p.cfg.ServerOptions...)
 	srv := grpc.NewServer(opts...)
 	p.Register(srv)
 	return srv
+}
+
+// crashRPC ends the process as a volctl crash (crash.Recover: exit status crash.ExitCode, the
+// panic and its stack on stderr) when a handler panics: gRPC runs handlers on goroutines of its
+// own, where a panic would end the process with Go's status 2, volctl's usage error. It does
+// not answer INTERNAL and serve on: the panic may have left the plugin's state half-changed in
+// memory, or its lock held (two handlers unlock without defer), and INTERNAL is a final error
+// that makes the CO roll back as if the plugin had decided. A plugin that exits is what CSI is
+// built for: the CO's call fails UNAVAILABLE and is retried, the agent starts the plugin again,
+// it reloads its state from Root, and its bind mounts, the kernel's, outlive the process.
+func crashRPC(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	defer crash.Recover()
+	return handler(ctx, req)
 }
 
 // prepareRoot creates Root and its subdirectories and throws away copies a crash interrupted.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -16,8 +17,11 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
+	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 )
@@ -25,6 +29,10 @@ import (
 // serveEnv makes the test binary a plugin process: TestMain serves on the socket it names, with
 // the signal handling volctl's main uses, so the process tests see what a supervisor sees.
 const serveEnv = "HOSTPATH_TEST_SERVE"
+
+// panicEnv, beside serveEnv, names an RPC (its full method) whose handler panics in the
+// plugin process: a test-only hook standing for a bug in a handler.
+const panicEnv = "HOSTPATH_TEST_PANIC"
 
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(serveEnv); spec != "" {
@@ -41,7 +49,17 @@ func serveForTest(spec string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	p, err := hostpath.New(hostpath.Config{Root: root, NodeID: "proc"})
+	cfg := hostpath.Config{Root: root, NodeID: "proc"}
+	if method := os.Getenv(panicEnv); method != "" {
+		cfg.ServerOptions = []grpc.ServerOption{grpc.ChainUnaryInterceptor(
+			func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+				if info.FullMethod == method {
+					panic("test hook: " + method + " panicked")
+				}
+				return handler(ctx, req)
+			})}
+	}
+	p, err := hostpath.New(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -149,6 +167,60 @@ func TestListenRefusesNonSocket(t *testing.T) {
 	}
 }
 
+// serveProcess starts the test binary as a plugin process serving on socket (serveEnv, with
+// env beside it), its stderr to stderr, and returns once it answers a probe. exited gets how it
+// ended; the process is killed when the test ends, and exited given back for that.
+func serveProcess(t *testing.T, socket string, stderr io.Writer, env ...string) (*exec.Cmd, chan error) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), serveEnv+"="+socket+" "+t.TempDir()), env...)
+	cmd.Stderr = stderr
+	mustOK(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	if err := probe(t, socket); err != nil {
+		t.Fatalf("plugin process never served: %v", err)
+	}
+	return cmd, exited
+}
+
+// A panic in an RPC handler, which runs on one of gRPC's goroutines, ends the plugin as a
+// volctl crash: exit status crash.ExitCode, not Go's 2 (a usage error in volctl's table), with
+// the panic and what it means on stderr. The caller's RPC fails UNAVAILABLE, which it retries
+// once the plugin is started again.
+func TestPanicInAHandlerExitsWithTheCrashCode(t *testing.T) {
+	socket := filepath.Join(shortDir(t), "hp.sock")
+	var stderr strings.Builder
+	cmd, exited := serveProcess(t, socket, &stderr, panicEnv+"=/csi.v1.Identity/GetPluginInfo")
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	mustOK(t, err)
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = csi.NewIdentityClient(conn).GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
+	if status.Code(err) != codes.Unavailable {
+		t.Errorf("GetPluginInfo of a plugin that panicked: %v, want UNAVAILABLE (retryable)", err)
+	}
+	select {
+	case err := <-exited:
+		exited <- err // for the cleanup
+		if cmd.ProcessState.ExitCode() != crash.ExitCode {
+			t.Errorf("plugin that panicked in a handler: %v, want exit status %d\n%s", err, crash.ExitCode, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("plugin still running 60s after its handler panicked")
+	}
+	for _, want := range []string{"panic: test hook: /csi.v1.Identity/GetPluginInfo panicked", "volctl crashed"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr says no %q:\n%s", want, stderr.String())
+		}
+	}
+}
+
 // A path too long for sun_path is refused by name and length, not with bind's "invalid
 // argument", and nothing is created for it.
 func TestListenRefusesPathTooLong(t *testing.T) {
@@ -170,20 +242,7 @@ func TestSignalStopsAndRemovesSocket(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			socket := filepath.Join(shortDir(t), "hp.sock")
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), serveEnv+"="+socket+" "+t.TempDir())
-			cmd.Stderr = os.Stderr
-			mustOK(t, cmd.Start())
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			t.Cleanup(func() {
-				_ = cmd.Process.Kill()
-				<-exited
-			})
-
-			if err := probe(t, socket); err != nil {
-				t.Fatalf("plugin process never served: %v", err)
-			}
+			cmd, exited := serveProcess(t, socket, os.Stderr)
 			mustOK(t, cmd.Process.Signal(sig))
 			select {
 			case err := <-exited:
