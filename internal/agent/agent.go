@@ -46,6 +46,13 @@ const (
 // nobody waits on the agent and a claim it gives up on waits for the next pass.
 var Retry = engine.RetryPolicy{Attempts: 6, Base: 500 * time.Millisecond, Max: 15 * time.Second}
 
+// PassLockWait bounds how long the agent's reconcile passes and claim GC wait for one lock
+// another volctl holds (engine.Config.PassLockWait): a command suspended (^Z) or hung while
+// holding a volume's lock would otherwise hold up every other volume's restore and release, and
+// every pass after. Past it, that volume is a problem of the pass, logged, and the next pass
+// tries again (a create or publish may hold one longer; the pass skips it as well).
+const PassLockWait = 30 * time.Second
+
 // Settings are the agent's intervals. A zero field is unset: Merge keeps the other's value and
 // withDefaults fills in the default.
 type Settings struct {

@@ -160,7 +160,7 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 	if err != nil {
 		return err
 	}
-	ecfg := engine.Config{StateDir: dir, Logger: log, Retry: agent.Retry}
+	ecfg := engine.Config{StateDir: dir, Logger: log, Retry: agent.Retry, PassLockWait: agent.PassLockWait}
 	acfg := agent.Config{Logger: log, Plugins: file.Plugins, Settings: file.Settings.Merge(opts.Settings)}
 	var (
 		m   *metrics.Metrics

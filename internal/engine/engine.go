@@ -48,6 +48,11 @@ type Config struct {
 	// ListTime bounds the time of a listing shown to the user, paging through a plugin's
 	// ListSnapshots (listPluginSnapshots); DefaultListTime when zero.
 	ListTime time.Duration
+	// PassLockWait, when set, bounds how long a reconcile pass or a claim GC waits for one
+	// lock another process holds: past it, what needs that lock is a problem of the pass, left
+	// for the next one, rather than every other volume waiting behind a process stopped (^Z)
+	// or hung while holding it. The agent sets it; a command waits while it lasts, saying so.
+	PassLockWait time.Duration
 	// ObserveRPC, when set, is called after every RPC the engine's plugin clients send, with the
 	// plugin's ID, the RPC's name, its gRPC code and its duration (csi.Config.Observe): the
 	// agent's metrics.

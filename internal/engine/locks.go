@@ -240,7 +240,17 @@ func (l *locker) lock(ctx context.Context, name, what string, shared bool) (func
 	ok, err := lock()
 	if err == nil && !ok {
 		csi.ReportProgress(ctx, fmt.Sprintf("waiting for the lock on %s (another volctl is working on it)", what))
-		ok, err = try(ctx, lockRetry)
+		wait, bound := ctx, lockWaitOf(ctx)
+		if bound > 0 {
+			var cancel context.CancelFunc
+			wait, cancel = context.WithTimeout(ctx, bound)
+			defer cancel()
+		}
+		ok, err = try(wait, lockRetry)
+		if err != nil && ctx.Err() == nil && wait.Err() != nil {
+			_ = fl.Close()
+			return nil, fmt.Errorf("the lock on %s: another volctl has held it for more than %s (an operation still running, or a process stopped or hung while holding it); left for the next pass", what, bound)
+		}
 	}
 	if err != nil {
 		_ = fl.Close()
@@ -257,4 +267,22 @@ func (l *locker) lock(ctx context.Context, name, what string, shared bool) (func
 		return nil, fmt.Errorf("lock %s: not acquired", what)
 	}
 	return func() { _ = fl.Unlock() }, nil
+}
+
+// lockWaitKey is the context key of a bound on lock waits (withLockWait).
+type lockWaitKey struct{}
+
+// withLockWait returns ctx under which a wait for a lock another process holds ends after d
+// (none when d is 0): a background pass's (Config.PassLockWait).
+func withLockWait(ctx context.Context, d time.Duration) context.Context {
+	if d <= 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, lockWaitKey{}, d)
+}
+
+// lockWaitOf is the bound withLockWait put on ctx, or 0.
+func lockWaitOf(ctx context.Context) time.Duration {
+	d, _ := ctx.Value(lockWaitKey{}).(time.Duration)
+	return d
 }

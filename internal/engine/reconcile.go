@@ -53,6 +53,7 @@ func (r *ReconcileReport) problem(vol, alloc string, err error) {
 // ControllerPublishVolume, and undoes stagings no claim uses. The mount table is read once.
 func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	rep := ReconcileReport{stopped: func() bool { return ctx.Err() != nil }}
+	ctx = withLockWait(ctx, e.cfg.PassLockWait)
 	if err := e.store.CheckWritable(); err != nil {
 		return rep, err
 	}
@@ -421,6 +422,7 @@ func (e *Engine) ReleasePast(ctx context.Context) (ReconcileReport, error) {
 		rep    ReconcileReport
 		claims []store.Claim
 	)
+	ctx = withLockWait(ctx, e.cfg.PassLockWait)
 	err := e.store.View(ctx, func(tx *store.Tx) error {
 		all, err := tx.Claims().ListAll()
 		if err != nil {

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -68,5 +71,71 @@ func TestInterruptedLockWaitSaysInterrupted(t *testing.T) {
 	if _, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err == nil ||
 		!strings.Contains(err.Error(), `interrupted while waiting for the lock on volume "v"`) {
 		t.Fatalf("claim interrupted while waiting for the volume's lock: %v", err)
+	}
+}
+
+// TestPassDoesNotWaitForeverOnALockHeld: a volume command suspended (^Z) or hung while holding
+// its volume's lock. Before, the agent's reconcile pass waited for that lock without end, so
+// every other volume's restore after a reboot waited behind it, and no pass after it ran. With
+// Config.PassLockWait (the agent's), the pass waits that long, reports the volume as left for
+// the next pass, naming the lock, and restores the others; a pass once the lock is free
+// restores it too. A command's own wait stays unbounded (it says it waits; ^C ends it).
+func TestPassDoesNotWaitForeverOnALockHeld(t *testing.T) {
+	h := newHarness(t, nil)
+	h.open(Config{PassLockWait: 200 * time.Millisecond})
+	h.claimThenReboot("held", "a", spec.SingleNodeWriter)
+	h.claimThenReboot("free", "b", spec.SingleNodeWriter)
+	unlock := h.lockVolume("held")
+	ctx, cancel := context.WithTimeout(h.ctx, 20*time.Second)
+	defer cancel()
+	rep, err := h.e.Reconcile(ctx)
+	if ctx.Err() != nil {
+		t.Fatalf("reconcile waited for the held lock until its context ended: %+v, %v", rep, err)
+	}
+	if err == nil || len(rep.Problems) == 0 {
+		t.Fatalf("reconcile with volume held's lock held: %+v, %v; want it reported", rep, err)
+	}
+	for _, p := range rep.Problems { // its restore, and the look at its staging after
+		if p.VolumeID != "held" || !strings.Contains(p.Message, `the lock on volume "held": another volctl has held it for more than 200ms`) {
+			t.Fatalf("problem %+v; want only volume held's, naming its lock", p)
+		}
+	}
+	restored := false
+	for _, a := range rep.Actions {
+		restored = restored || (a.Kind == "restored" && a.VolumeID == "free")
+	}
+	if !restored {
+		t.Fatalf("the other volume was not restored: %+v", rep.Actions)
+	}
+	unlock()
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile once the lock is free: %+v, %v", rep, err)
+	}
+}
+
+// TestClaimGCDoesNotWaitForeverOnALockHeld: the same for the agent's claim GC (ReleasePast).
+func TestClaimGCDoesNotWaitForeverOnALockHeld(t *testing.T) {
+	h := newHarness(t, nil)
+	h.open(Config{PassLockWait: 200 * time.Millisecond})
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.faults.FailAlways(csi.RPCNodeUnpublishVolume, codes.Unavailable)
+	if _, err := h.e.Release(h.ctx, "v", "a"); err == nil {
+		t.Fatal("release with NodeUnpublishVolume unavailable succeeded")
+	}
+	h.faults.Clear(csi.RPCNodeUnpublishVolume)
+	unlock := h.lockVolume("v")
+	ctx, cancel := context.WithTimeout(h.ctx, 20*time.Second)
+	defer cancel()
+	rep, err := h.e.ReleasePast(ctx)
+	if ctx.Err() != nil {
+		t.Fatalf("claim GC waited for the held lock until its context ended: %+v, %v", rep, err)
+	}
+	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Message, `the lock on volume "v": another volctl has held it for more than 200ms`) {
+		t.Fatalf("claim GC with volume v's lock held: %+v, %v; want the claim reported", rep, err)
+	}
+	unlock()
+	if rep, err := h.e.ReleasePast(h.ctx); err != nil || len(rep.Problems) != 0 || len(h.liveClaims("v")) != 0 {
+		t.Fatalf("claim GC once the lock is free: %+v, %v; claims %+v", rep, err, h.liveClaims("v"))
 	}
 }
