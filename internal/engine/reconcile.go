@@ -365,13 +365,28 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 			}); err != nil {
 				return err
 			}
+		} else {
+			// Listed on its way, read again under the lock the pass may have waited for: the
+			// operation that held it (the claim's own command, slower than the pass) may have
+			// published it meanwhile. Then there is nothing to do, and nothing to report as done.
+			cur, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Get(cl.ID) })
+			if errors.Is(err, store.ErrNotFound) {
+				return notFoundf("claim %d freed meanwhile", cl.ID)
+			}
+			if err != nil {
+				return err
+			}
+			if cur.AtRest() && !cur.Degraded {
+				return errFinishedMeanwhile
+			}
 		}
 		_, err = e.drive(ctx, cl.ID, store.OutcomeRolledBack)
 		return err
 	}()
 	switch {
-	case errors.Is(err, ErrNotFound), errors.Is(err, errGroupRunAgain):
-		// Released by another volctl meanwhile, or its group run again: nothing left to do.
+	case errors.Is(err, ErrNotFound), errors.Is(err, errGroupRunAgain), errors.Is(err, errFinishedMeanwhile):
+		// Released by another volctl meanwhile, or its group run again, or published by the
+		// command the pass waited for: nothing left to do.
 	case err != nil:
 		rep.problem(cl.VolumeID, cl.Alloc, fmt.Errorf("claim %q for alloc %q: %w", cl.VolumeID, cl.Alloc, err))
 	case cl.Releasing:
@@ -385,6 +400,10 @@ func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl st
 		rep.did("published", cl.VolumeID, cl.Alloc, "published claim %q for alloc %q (was %s)", cl.VolumeID, cl.Alloc, cl.State)
 	}
 }
+
+// errFinishedMeanwhile is a claim a reconcile pass listed on its way, found at rest once it had
+// the volume's lock: the operation that held the lock finished it.
+var errFinishedMeanwhile = errors.New("finished meanwhile")
 
 // pastClaim reads claim id as it is now and reports whether it is still a past claim: being
 // released, or held for a group that is stopped, or, with beyondCount (a group run's

@@ -139,3 +139,39 @@ func TestClaimGCDoesNotWaitForeverOnALockHeld(t *testing.T) {
 		t.Fatalf("claim GC once the lock is free: %+v, %v; claims %+v", rep, err, h.liveClaims("v"))
 	}
 }
+
+// TestReconcileDoesNotReportAClaimItsCommandFinished: a reconcile pass lists a claim on its way
+// (its command in NodePublishVolume, holding the volume's lock), waits for the lock, and gets it
+// once the command has published the claim. Before, the pass drove it again (a connection, a
+// publish step that sent nothing) and reported "published claim ... (was node-staged)", work it
+// did not do (seen in the agent's log while volctl commands were suspended and resumed). Now it
+// reads the claim again under the lock, and a claim at rest is nothing to do or report.
+func TestReconcileDoesNotReportAClaimItsCommandFinished(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Gate: gate, Times: 1})
+	claimed := make(chan error, 1)
+	go func() { _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); claimed <- err }()
+	h.waitInFlight(gate, claimed)
+
+	ctx, waiting := whenWaitingForLock(h.ctx, "v")
+	type result struct {
+		rep ReconcileReport
+		err error
+	}
+	reconciled := make(chan result, 1)
+	go func() { rep, err := h.e.Reconcile(ctx); reconciled <- result{rep, err} }()
+	waitFor(t, waiting, "the pass to wait for the claim's lock")
+	close(gate)
+	if err := <-claimed; err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	r := <-reconciled
+	if r.err != nil || len(r.rep.Actions) != 0 {
+		t.Fatalf("reconcile beside the claim's own command: %+v, %v; want nothing done or reported", r.rep, r.err)
+	}
+	if n := h.faults.Calls(csi.RPCNodePublishVolume); n != 1 {
+		t.Fatalf("NodePublishVolume sent %d times, want once (the claim's own)", n)
+	}
+}
