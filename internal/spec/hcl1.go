@@ -78,20 +78,9 @@ type rewriter struct {
 	numberEnd int             // the last token of the number rewritten last
 }
 
-// rewriteHCL1 returns src rewritten into HCL2 and the map back to src, or ok=false when it
-// found nothing to change.
-func rewriteHCL1(src []byte, filename string) (out []byte, m *offsetMap, ok bool) {
-	out, m, ok, _ = rewriteHCL1Numbers(src, filename)
-	return out, m, ok
-}
-
-// rewriteHCL1Numbers is rewriteHCL1 that also returns the errors for the numbers HCL1 refuses
+// rewriteHCL1 returns the file rewritten into HCL2 and the map back to it, or ok=false when it
+// found nothing to change, over its tokens, with the errors for the numbers HCL1 refuses
 // (hcl1number.go); their words are rewritten to 0, so the parse goes on to find other errors.
-func rewriteHCL1Numbers(src []byte, filename string) (out []byte, m *offsetMap, ok bool, diags hcl.Diagnostics) {
-	return newSource(filename, src, false).rewriteHCL1()
-}
-
-// rewriteHCL1 is rewriteHCL1Numbers of the file, over its tokens.
 func (s *source) rewriteHCL1() (out []byte, m *offsetMap, ok bool, diags hcl.Diagnostics) {
 	src := s.src
 	r := &rewriter{toks: s.tokens(), counting: true, counts: map[int]map[string]int{}, src: src, source: s}

@@ -35,14 +35,9 @@ const (
 	MaxTemplateParts = 256
 )
 
-// checkNesting returns one error diagnostic at the place where src first nests deeper than
-// MaxNesting or chains more than MaxOperators operators, or nil.
-func checkNesting(filename string, src []byte, json bool) hcl.Diagnostics {
-	return newSource(filename, src, json).checkNesting()
-}
-
-// checkNesting is checkNesting of the file, lexing it (for a file with non-ASCII code) into the
-// tokens the parse goes on with.
+// checkNesting returns one error diagnostic at the place where the file first nests deeper than
+// MaxNesting or chains more than MaxOperators operators, or nil, lexing it (for a file with
+// non-ASCII code) into the tokens the parse goes on with.
 func (f *source) checkNesting() hcl.Diagnostics {
 	filename, src := f.filename, f.src
 	s := scanSource(f, MaxNesting, MaxOperators)
@@ -124,13 +119,8 @@ type nestScan struct {
 	nonASCII bool
 }
 
-// scanNesting scans src and stops where a limit is first passed.
-func scanNesting(src []byte, json bool, limitDepth, limitOps int) *nestScan {
-	return scanSource(newSource("", src, json), limitDepth, limitOps)
-}
-
-// scanSource is scanNesting of the file, over its tokens (f.tokens) where the byte scan leaves
-// it to them.
+// scanSource scans the file and stops where a limit is first passed, over its tokens (f.tokens)
+// where the byte scan leaves it to them.
 func scanSource(f *source, limitDepth, limitOps int) *nestScan {
 	s := newNestScan(f.src, limitDepth, limitOps)
 	if f.json {
