@@ -36,3 +36,23 @@ func TestCommitInterruptedSaysNothingWasWritten(t *testing.T) {
 		return nil
 	})
 }
+
+// TestBeginInterruptedSaysNothingWasWritten: a transaction whose context ended before it began
+// (a command's ^C while it waited for the write connection, or before its first statement)
+// says it was interrupted and that nothing was written, rather than "context canceled" alone
+// (seen as `release "v2" for alloc "g[1]": state .../volctl.db: context canceled` from a
+// `group stop` sent SIGTERM).
+func TestBeginInterruptedSaysNothingWasWritten(t *testing.T) {
+	s := newStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, run := range map[string]func() error{
+		"Update": func() error { return s.Update(ctx, func(*Tx) error { return nil }) },
+		"View":   func() error { return s.View(ctx, func(*Tx) error { return nil }) },
+	} {
+		err := run()
+		if err == nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted before the transaction began, nothing written") {
+			t.Errorf("%s with its context ended: %v; want it to say it was interrupted before it began and nothing was written", name, err)
+		}
+	}
+}
