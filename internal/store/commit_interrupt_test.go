@@ -56,3 +56,33 @@ func TestBeginInterruptedSaysNothingWasWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestStatementInterruptedSaysNothingWasWritten: a transaction whose context ends while one of
+// its statements runs (a claim's admission sent SIGTERM) says it was interrupted and nothing was
+// written, rather than "claim on volume ... for alloc ...: context canceled" alone (seen from
+// `volume claim` in a chaos run).
+func TestStatementInterruptedSaysNothingWasWritten(t *testing.T) {
+	s := newStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	err := s.Update(ctx, func(tx *Tx) error {
+		if err := tx.Events().Append(&Event{Kind: "interrupted-write"}); err != nil {
+			return err
+		}
+		cancel()
+		_, err := tx.Claims().Find("v", "a")
+		return err
+	})
+	if err == nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted before the transaction committed, nothing written") {
+		t.Fatalf("Update interrupted in a statement: %v; want it to say it was interrupted and nothing was written", err)
+	}
+	view(t, s, func(tx *Tx) error {
+		evs, err := tx.Events().Recent(0, EventFilter{Kind: "interrupted-write"})
+		if err != nil {
+			return err
+		}
+		if len(evs) != 0 {
+			t.Errorf("the interrupted transaction's write is in the store: %+v", evs)
+		}
+		return nil
+	})
+}
