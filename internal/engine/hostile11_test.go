@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+)
+
+// listResult is what a ListSnapshots run in the background came to.
+type listResult struct {
+	list SnapshotList
+	err  error
+}
+
+// listSnapshotsWithin runs ListSnapshots of plugin "mem" and fails the test when it has not
+// ended within limit.
+func (h *harness) listSnapshotsWithin(limit time.Duration) listResult {
+	h.t.Helper()
+	done := make(chan listResult, 1)
+	go func() {
+		list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
+		done <- listResult{list, err}
+	}()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(limit):
+		h.t.Fatalf("snapshot list still running after %s, %d ListSnapshots pages in", limit, h.faults.Calls(csi.RPCListSnapshots))
+		return listResult{}
+	}
+}
+
+// A plugin whose ListSnapshots answers every page full (as many entries as gRPC's 4 MiB
+// carries: a hundred thousand and more) with a fresh next_token, fast: the paging bounds are
+// of time (Config.ListTime, 2 min) and of pages (10,000), and every page's snapshots were kept
+// until the end, so `volctl snapshot list` grew by tens of MiB a page until the host ran out
+// of memory, long before either bound. What a listing holds is bounded (Config.ListMemory):
+// past it the plugin's snapshots are shown from volctl's records with a warning naming the
+// plugin and the bound, and none is marked missing.
+func TestListSnapshotsOfEndlessFullPagesIsBoundedInMemory(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.PageSize = 1 })
+	const bound = 2 << 20
+	h.open(Config{Now: func() time.Time { return snapshotClock }, ListTime: 5 * time.Second, ListMemory: bound})
+	h.create(volume("db"))
+	for _, name := range []string{"a", "b", "c"} {
+		h.snapshot(name)
+	}
+	// Each page carries 5,000 more entries (entries[].snapshot.snapshot_id, a 64-byte ID):
+	// about 350 KiB on the wire, more in memory.
+	entry := csitest.AppendString(strings.Repeat("s", 64), 1, 1, 2)
+	h.faults.Inject(csi.RPCListSnapshots, csitest.Fault{FirstPage: true, Raw: bytes.Repeat(entry, 5000),
+		NextToken: func(start string) string { return start + "." }})
+	h.faults.ResetCounts()
+
+	r := h.listSnapshotsWithin(60 * time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	// 5,000 entries of 64 bytes each hold at least 320 KB: the bound is passed within 7 pages.
+	if n := h.faults.Calls(csi.RPCListSnapshots); n > bound/(5000*64)+1 {
+		t.Errorf("ListSnapshots sent %d times: the listing held more than its bound of %d bytes", n, bound)
+	}
+	for _, s := range r.list.Snapshots {
+		if s.Missing {
+			t.Errorf("snapshot %q (%s) marked missing, while the plugin has it: its listing was cut short", s.ID, s.Name)
+		}
+	}
+	if len(r.list.Snapshots) != 3 {
+		t.Errorf("%d snapshots listed, want the 3 recorded", len(r.list.Snapshots))
+	}
+	want := fmt.Sprintf(`plugin "mem": ListSnapshots: the plugin's listing passed %d bytes`, bound)
+	if w := strings.Join(r.list.Warnings, "\n"); !strings.Contains(w, want) || !strings.Contains(w, "showing volctl's records only") {
+		t.Errorf("warnings = %q, want one saying %s, showing volctl's records only", r.list.Warnings, want)
+	}
+}
+
+// A plugin whose next_token is megabytes long (CSI sets no bound on it: it is the plugin's
+// own cursor) and comes back to a page given before: the warning saying its listing would
+// never end quoted the token whole, megabytes on the terminal and in the JSON answer. It
+// names the token by its start and its length.
+func TestListSnapshotsRepeatingHugeTokenIsNotQuotedWhole(t *testing.T) {
+	h, _ := snapshotHarness(t, func(c *csitest.MemConfig) { c.PageSize = 1 })
+	h.snapshot("a")
+	token := strings.Repeat("t", 1<<20)
+	h.faults.Inject(csi.RPCListSnapshots, csitest.Fault{FirstPage: true, NextToken: func(string) string { return token }})
+
+	r := h.listSnapshotsWithin(60 * time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	w := strings.Join(r.list.Warnings, "\n")
+	if !strings.Contains(w, "a second time") {
+		t.Fatalf("warnings = %.300q, want one saying the token came a second time", w)
+	}
+	if len(w) > 8<<10 {
+		t.Errorf("the warning is %d bytes long: it quotes the plugin's %d-byte token whole", len(w), len(token))
+	}
+}
