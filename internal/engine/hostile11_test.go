@@ -9,6 +9,7 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // listResult is what a ListSnapshots run in the background came to.
@@ -99,5 +100,40 @@ func TestListSnapshotsRepeatingHugeTokenIsNotQuotedWhole(t *testing.T) {
 	}
 	if len(w) > 8<<10 {
 		t.Errorf("the warning is %d bytes long: it quotes the plugin's %d-byte token whole", len(w), len(token))
+	}
+}
+
+// A plugin that sends megabytes of metadata with its answer (status details, a dump of its
+// request in a trailer): past the 16 MiB of header and trailer lists gRPC's client reads, the
+// client closes the connection with an HTTP/2 PROTOCOL_ERROR and drops the answer, its code
+// too. That read as the plugin unreachable: "is the plugin running and listening on ...?"
+// (it is). The create is kept as after a lost answer (the plugin made the volume here) and
+// the error says what the plugin did.
+func TestCreateAnsweredWithMetadataPastGRPCLimitSaysSo(t *testing.T) {
+	h := newHarness(t, nil)
+	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Trailer: 17 << 20})
+	_, err := h.e.CreateVolume(h.ctx, volume("v"))
+	if err == nil || len(h.mem.Volumes()) != 1 {
+		t.Fatalf("create: %v, the plugin holding %d volumes; want an error, the plugin holding the one it made", err, len(h.mem.Volumes()))
+	}
+	v, verr := h.e.Volume(h.ctx, "v")
+	if verr != nil || v.State != string(store.VolumeCreating) {
+		t.Fatalf("volume v: %v; want the create kept (the plugin made the volume); create error: %v", verr, err)
+	}
+	for _, want := range []string{"breaks HTTP/2", "16 MiB", "report it to the plugin's authors", "volctl reconcile"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("create error lacks %q: %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "is the plugin running") {
+		t.Errorf("create error blames a plugin not running, which answered: %v", err)
+	}
+	// Once the plugin answers within the limits, reconcile finishes the create, by its name.
+	h.faults.Clear()
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := h.volumeInfo("v"); v.State != string(store.VolumeReady) || len(h.mem.Volumes()) != 1 {
+		t.Errorf("after reconcile: volume %s, the plugin holding %d; want it ready, one volume", v.State, len(h.mem.Volumes()))
 	}
 }
