@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -63,5 +65,48 @@ func TestCodeOutsideGRPCsRangeIsFinalAndSaysSo(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("code 99: error lacks %q: %v", want, err)
 		}
+	}
+}
+
+// unknownNodeCapabilities is the wire form of n NodeGetCapabilities entries, each an RPC type
+// no CSI version defines (1000, 1001, ...): capabilities[].rpc.type.
+func unknownNodeCapabilities(n int) []byte {
+	var b []byte
+	for i := range n {
+		typ := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), uint64(1000+i))
+		rpc := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), typ)
+		b = protowire.AppendBytes(protowire.AppendTag(b, 1, protowire.BytesType), rpc)
+	}
+	return b
+}
+
+// A plugin whose NodeGetCapabilities lists tens of thousands of capabilities no CSI version
+// defines (gRPC's 4 MiB holds half a million): each was kept by name, after a search of the
+// names kept before it (quadratic: 20,000 took seconds of CPU, half a million hours, after
+// the RPC's timeout, in every command that connects, and again in every process that reads
+// them back from the store); every name stored in the plugin's row and listed in the event
+// of a capability change. Unknown capabilities change nothing volctl does: the first few are
+// kept, to show, and the rest left out.
+func TestEndlessUnknownCapabilitiesAreBounded(t *testing.T) {
+	h := newHarness(t, csitest.DefaultMemConfig())
+	const n = 20000
+	h.faults.Inject(csi.RPCNodeGetCapabilities, csitest.Fault{Raw: unknownNodeCapabilities(n)})
+	start := time.Now()
+	fp, err := h.client.Fingerprint(context.Background())
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := fp.Capabilities.Node.Names()
+	if len(fp.Capabilities.Node.Unknown) > csi.MaxUnknownCapabilities {
+		t.Errorf("%d unknown node capabilities kept of a plugin listing %d (in %s); want at most %d",
+			len(fp.Capabilities.Node.Unknown), n, took, csi.MaxUnknownCapabilities)
+	}
+	if !fp.Capabilities.Node.StageUnstageVolume {
+		t.Errorf("the capabilities the plugin listed before the unknown ones were lost: %v", names)
+	}
+	// The names round-trip as the store keeps them.
+	if again := csi.ParseNodeCapabilities(names).Names(); strings.Join(again, ",") != strings.Join(names, ",") {
+		t.Errorf("names read back = %v, want %v", again, names)
 	}
 }
