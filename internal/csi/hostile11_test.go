@@ -27,7 +27,9 @@ func TestAnswerWithMetadataPastGRPCLimitIsNotAPluginDown(t *testing.T) {
 	unpublish := func() error {
 		return h.client.NodeUnpublishVolume(ctx, csi.NodeUnpublishVolumeRequest{VolumeID: "vol-1", TargetPath: "/target"})
 	}
-	for _, code := range []codes.Code{codes.OK, codes.NotFound, codes.Unavailable} {
+	// A NOT_FOUND with megabytes of details (an OK answer with them: the engine's
+	// TestCreateAnsweredWithMetadataPastGRPCLimitSaysSo; each costs seconds under -race).
+	for _, code := range []codes.Code{codes.NotFound} {
 		h.faults.Inject(csi.RPCNodeUnpublishVolume, csitest.Fault{Code: code, Trailer: 17 << 20, Times: 1})
 		err := unpublish()
 		if csi.ClassOf(err) != csi.Retryable || csi.IsAnswerUnread(err) {
@@ -44,9 +46,9 @@ func TestAnswerWithMetadataPastGRPCLimitIsNotAPluginDown(t *testing.T) {
 		}
 	}
 	// Under the limit: the plugin's own answer, code and class.
-	h.faults.Inject(csi.RPCNodeUnpublishVolume, csitest.Fault{Code: codes.NotFound, Trailer: 8 << 20, Times: 1})
+	h.faults.Inject(csi.RPCNodeUnpublishVolume, csitest.Fault{Code: codes.NotFound, Trailer: 2 << 20, Times: 1})
 	if err := unpublish(); !csi.IsIgnorable(err) || csi.IsAnswerUnread(err) {
-		t.Errorf("NOT_FOUND with 8 MiB of metadata: %v; want the plugin's NOT_FOUND, ignorable", err)
+		t.Errorf("NOT_FOUND with 2 MiB of metadata: %v; want the plugin's NOT_FOUND, ignorable", err)
 	}
 }
 
