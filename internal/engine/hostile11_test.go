@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -138,5 +141,51 @@ func TestCreateAnsweredWithMetadataPastGRPCLimitSaysSo(t *testing.T) {
 	}
 	if v := h.volumeInfo("v"); v.State != string(store.VolumeReady) || len(h.mem.Volumes()) != 1 {
 		t.Errorf("after reconcile: volume %s, the plugin holding %d; want it ready, one volume", v.State, len(h.mem.Volumes()))
+	}
+}
+
+// manyZones is the wire form of n more accessible topologies of a CreateVolume answer
+// (volume.accessible_topology[].segments{"zone": "zone-N"}).
+func manyZones(n int) []byte {
+	var b []byte
+	for i := range n {
+		seg := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte("zone"))
+		seg = protowire.AppendBytes(protowire.AppendTag(seg, 2, protowire.BytesType), fmt.Appendf(nil, "zone-%d", i))
+		topo := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), seg)
+		acc := protowire.AppendBytes(protowire.AppendTag(nil, 5, protowire.BytesType), topo)
+		b = protowire.AppendBytes(protowire.AppendTag(b, 1, protowire.BytesType), acc)
+	}
+	return b
+}
+
+// A plugin answering CreateVolume with a volume accessible from tens of thousands of
+// topologies, none of those asked: the create is refused, rightly, and its error listed every
+// one of them (megabytes, as gRPC's 4 MiB holds), on the terminal and in the event log, of
+// which 10,000 are kept. Only the plugin's messages were bounded (4 KiB), not the errors volctl
+// words from the plugin's data. The error names a few and counts the rest; and no event
+// message is kept past a bound, whatever built it.
+func TestCreateAnsweredAccessibleFromEverywhereElseIsBounded(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.CreateTopology = &spec.Topology{Segments: map[string]string{"zone": "elsewhere"}} })
+	sv := volume("v")
+	sv.TopologyRequest = &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"zone": "asked"}}}}
+	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Raw: manyZones(20000), Times: 1})
+	_, err := h.e.CreateVolume(h.ctx, sv)
+	if err == nil || !strings.Contains(err.Error(), "outside the requisite topology {zone=asked}") {
+		t.Fatalf("create = %.500v; want it refused, naming the topology asked", err)
+	}
+	if len(err.Error()) > 4<<10 {
+		t.Errorf("the create's error is %d bytes long: %.300s", len(err.Error()), err)
+	}
+	if !strings.Contains(err.Error(), "more") {
+		t.Errorf("the create's error does not say how many topologies it left out: %.1000s", err)
+	}
+	events, eerr := h.e.Events(h.ctx, 0, EventFilter{VolumeID: "v"})
+	if eerr != nil {
+		t.Fatal(eerr)
+	}
+	for _, ev := range events {
+		if len(ev.Message) > store.MaxStoredMessage+64 {
+			t.Errorf("event %s holds a message of %d bytes: %.300s", ev.Kind, len(ev.Message), ev.Message)
+		}
 	}
 }
