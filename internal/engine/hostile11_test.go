@@ -165,7 +165,9 @@ func manyZones(n int) []byte {
 // words from the plugin's data. The error names a few and counts the rest; and no event
 // message is kept past a bound, whatever built it.
 func TestCreateAnsweredAccessibleFromEverywhereElseIsBounded(t *testing.T) {
-	h := newHarness(t, func(c *csitest.MemConfig) { c.CreateTopology = &spec.Topology{Segments: map[string]string{"zone": "elsewhere"}} })
+	h := newHarness(t, func(c *csitest.MemConfig) {
+		c.CreateTopology = &spec.Topology{Segments: map[string]string{"zone": "elsewhere"}}
+	})
 	sv := volume("v")
 	sv.TopologyRequest = &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"zone": "asked"}}}}
 	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Raw: manyZones(20000), Times: 1})

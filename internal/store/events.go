@@ -69,7 +69,7 @@ func (es events) Append(e *Event) error {
 		e.At = es.tx.now()
 	}
 	e.Message = spec.Cut(e.Message, MaxStoredMessage) // as it will read back
-	e.At = decTime(encTime(e.At)) // as it will read back
+	e.At = decTime(encTime(e.At))                     // as it will read back
 	what := fmt.Sprintf("append %s event", e.Kind)
 	err := es.tx.queryRow(`
 		INSERT INTO events (at, kind, volume_id, alloc, plugin_id, rpc, code, message)
