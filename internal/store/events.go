@@ -68,8 +68,9 @@ func (es events) Append(e *Event) error {
 	if e.At.IsZero() {
 		e.At = es.tx.now()
 	}
-	e.Message = spec.Cut(e.Message, MaxStoredMessage) // as it will read back
-	e.At = decTime(encTime(e.At))                     // as it will read back
+	// Both as they will read back.
+	e.At = decTime(encTime(e.At))
+	e.Message = spec.Cut(e.Message, MaxStoredMessage)
 	what := fmt.Sprintf("append %s event", e.Kind)
 	err := es.tx.queryRow(`
 		INSERT INTO events (at, kind, volume_id, alloc, plugin_id, rpc, code, message)
