@@ -106,6 +106,20 @@ func TestListSnapshotsRepeatingHugeTokenIsNotQuotedWhole(t *testing.T) {
 	}
 }
 
+// createKept fails the test unless the create of vol failed with err while the plugin made the
+// volume, which the create's intent keeps; it returns the volume, still creating.
+func (h *harness) createKept(vol string, err error) VolumeInfo {
+	h.t.Helper()
+	if err == nil || len(h.mem.Volumes()) != 1 {
+		h.t.Fatalf("create: %v, the plugin holding %d volumes; want an error, the plugin holding the one it made", err, len(h.mem.Volumes()))
+	}
+	v, verr := h.e.Volume(h.ctx, vol)
+	if verr != nil || v.State != string(store.VolumeCreating) {
+		h.t.Fatalf("volume %s: %v; want the create kept (the plugin made the volume); create error: %v", vol, verr, err)
+	}
+	return v
+}
+
 // A plugin that sends megabytes of metadata with its answer (status details, a dump of its
 // request in a trailer): past the 16 MiB of header and trailer lists gRPC's client reads, the
 // client closes the connection with an HTTP/2 PROTOCOL_ERROR and drops the answer, its code
@@ -119,13 +133,7 @@ func TestCreateAnsweredWithMetadataPastGRPCLimitSaysSo(t *testing.T) {
 	h.open(Config{Timeouts: csi.Timeouts{Short: time.Minute, Long: time.Minute}, Retry: RetryPolicy{Attempts: 1}})
 	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Trailer: 17 << 20})
 	_, err := h.e.CreateVolume(h.ctx, volume("v"))
-	if err == nil || len(h.mem.Volumes()) != 1 {
-		t.Fatalf("create: %v, the plugin holding %d volumes; want an error, the plugin holding the one it made", err, len(h.mem.Volumes()))
-	}
-	v, verr := h.e.Volume(h.ctx, "v")
-	if verr != nil || v.State != string(store.VolumeCreating) {
-		t.Fatalf("volume v: %v; want the create kept (the plugin made the volume); create error: %v", verr, err)
-	}
+	h.createKept("v", err)
 	for _, want := range []string{"breaks HTTP/2", "16 MiB", "report it to the plugin's authors", "volctl reconcile"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("create error lacks %q: %v", want, err)
