@@ -239,7 +239,7 @@ A plugin with LIST_SNAPSHOTS is asked (ListSnapshots), and its answer is merged 
 records of the snapshots it created, which add their name and source volume. A snapshot
 volctl created that the plugin no longer lists shows as missing. For a plugin without
 LIST_SNAPSHOTS, or one that cannot be reached, or whose listing does not end (it gives a
-next_token twice, or runs past 10,000 pages or 2 minutes), volctl's records are shown, none
+next_token twice, or runs past 10,000 pages, 2 minutes or 64 MiB of snapshots), volctl's records are shown, none
 marked missing, and a warning on stderr (and in the JSON's warnings) says so. Snapshots whose creation was cut short show as
 pending, without an ID (volctl reconcile finishes them).
 

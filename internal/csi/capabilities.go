@@ -28,7 +28,15 @@ func capNames(fields []capField, unknown []string) []string {
 	return append(out, slices.Compact(rest)...)
 }
 
-// capSet turns the capability called name on, or keeps it in unknown once.
+// MaxUnknownCapabilities is how many capabilities this volctl does not know a set keeps (in
+// Unknown), the first ones listed: they change nothing volctl does and are kept to show. CSI
+// defines a score of them per service; a plugin's answer may list half a million (gRPC's 4 MiB
+// holds that many), each kept after a search of the ones before it, in every command that
+// connects to it, its row in the store and the event of a capability change.
+const MaxUnknownCapabilities = 32
+
+// capSet turns the capability called name on, or keeps it in unknown once, while unknown holds
+// fewer than MaxUnknownCapabilities.
 func capSet(fields []capField, unknown *[]string, name string) {
 	if name == "" {
 		return
@@ -39,7 +47,7 @@ func capSet(fields []capField, unknown *[]string, name string) {
 			return
 		}
 	}
-	if !slices.Contains(*unknown, name) {
+	if len(*unknown) < MaxUnknownCapabilities && !slices.Contains(*unknown, name) {
 		*unknown = append(*unknown, name)
 	}
 }

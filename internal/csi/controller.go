@@ -112,20 +112,31 @@ func topologiesOverlap(got, want []spec.Topology) bool {
 
 // describeTopologies renders topologies as {k=v, ...} with sorted keys, or a list of those.
 func describeTopologies(ts []spec.Topology) string {
-	parts := make([]string, len(ts))
-	for i, t := range ts {
+	// The first few: a plugin's answer may list as many as gRPC's 4 MiB holds.
+	parts := make([]string, 0, min(len(ts), maxTopologiesShown)+1)
+	for _, t := range ts[:min(len(ts), maxTopologiesShown)] {
 		keys := slices.Sorted(maps.Keys(t.Segments))
 		segs := make([]string, len(keys))
 		for j, k := range keys {
 			segs[j] = k + "=" + t.Segments[k]
 		}
-		parts[i] = "{" + strings.Join(segs, ", ") + "}"
+		parts = append(parts, spec.Cut("{"+strings.Join(segs, ", ")+"}", maxTopologyShown))
 	}
-	if len(parts) == 1 {
+	if len(ts) == 1 {
 		return parts[0]
+	}
+	if more := len(ts) - len(parts); more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", more))
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }
+
+// maxTopologiesShown is how many topologies of a list a message names, and maxTopologyShown
+// how much of each (CSI allows segments of 63-byte keys and values; a plugin may send more).
+const (
+	maxTopologiesShown = 8
+	maxTopologyShown   = 256
+)
 
 // DeleteVolume deletes a volume. NOT_FOUND comes back as an ignorable *Error.
 func (c *Client) DeleteVolume(ctx context.Context, r DeleteVolumeRequest) error {

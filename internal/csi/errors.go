@@ -218,6 +218,15 @@ func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Dur
 			if msg, h := handshakeProblem(socket, st.Message()); msg != "" {
 				e.Message, e.Hint = msg, h
 			}
+		} else if strings.HasPrefix(st.Message(), grpcProtocolError) {
+			// Not the plugin unreachable: it answered, and broke HTTP/2 doing so. The answer's
+			// code is lost with it (megabytes of status details come with an error), so the
+			// plugin may or may not have done the call: it stays a lost answer, retryable, left
+			// for reconcile; but no socket is to blame.
+			e.Message = "the plugin answered, but in a way that breaks HTTP/2: gRPC dropped the answer unread and closed the connection (" + e.Message +
+				"); most likely metadata past the 16 MiB of headers and trailers gRPC's client reads (megabytes of status details, say)"
+			e.Hint = "the answer's code is lost with it, so the plugin may have done the call, which is kept for `volctl reconcile` as after a lost answer; " +
+				"the plugin answers the same way every time: report it to the plugin's authors"
 		}
 	case e.Code == codes.ResourceExhausted && grpcTooLarge().MatchString(st.Message()):
 		// Not the plugin out of a resource: a message over gRPC's size limit, which the same
@@ -261,6 +270,12 @@ func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Dur
 // pluginDeadlineHint is the hint of a DEADLINE_EXCEEDED a plugin answered itself.
 const pluginDeadlineHint = "{plugin} answered in time, but reported a timeout of its own (its storage backend, most likely); " +
 	"it may still be working: trying again later, or `volctl reconcile`, may succeed"
+
+// grpcProtocolError is what gRPC says, with UNAVAILABLE, of a call whose answer broke HTTP/2
+// (the framer's PROTOCOL_ERROR, which closes the connection): above all, header or trailer
+// metadata far past the 16 MiB list gRPC's client reads (Go's HTTP/2 framer refuses it so).
+// A plugin could word its own UNAVAILABLE so; it reads as this then, still retryable.
+const grpcProtocolError = "error reading from server: connection error: PROTOCOL_ERROR"
 
 // What gRPC says, with INTERNAL, of an answer that did not pass from the plugin's protobuf to
 // volctl's: volctl could not decode or decompress it, or the plugin's gRPC could not encode it
@@ -477,6 +492,10 @@ func hint(rpc string, code codes.Code, plugin, socket string, timeout time.Durat
 	case ok:
 	case code == codes.DeadlineExceeded && IsLong(rpc):
 		h = longTimeoutHint
+	case code > codes.Unauthenticated:
+		// grpc-status is a number on the wire, and a server other than gRPC's may send any.
+		h = fmt.Sprintf("the plugin answered gRPC status code %d, which neither gRPC nor CSI defines: taken as a failure a retry "+
+			"would not mend; report it to the plugin's authors", uint32(code))
 	default:
 		h = codeHints[code]
 	}

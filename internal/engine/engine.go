@@ -48,6 +48,9 @@ type Config struct {
 	// ListTime bounds the time of a listing shown to the user, paging through a plugin's
 	// ListSnapshots (listPluginSnapshots); DefaultListTime when zero.
 	ListTime time.Duration
+	// ListMemory bounds what a listing shown to the user holds of a plugin's answers (the
+	// snapshots of its ListSnapshots pages, in bytes: listedSize); DefaultListMemory when zero.
+	ListMemory int
 	// PassLockWait, when set, bounds how long a reconcile pass or a claim GC waits for one
 	// lock another process holds: past it, what needs that lock is a problem of the pass, left
 	// for the next one, rather than every other volume waiting behind a process stopped (^Z)
@@ -97,6 +100,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ListTime <= 0 {
 		c.ListTime = DefaultListTime
+	}
+	if c.ListMemory <= 0 {
+		c.ListMemory = DefaultListMemory
 	}
 	return c
 }

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
@@ -80,6 +82,23 @@ const DefaultListCheck = 30 * time.Second
 // would otherwise hold the command for maxListPages pages of up to the short timeout each.
 const DefaultListTime = 2 * time.Minute
 
+// DefaultListMemory is how much of a plugin's answers a listing shown to the user may hold
+// (Config.ListMemory, counted by listedSize): a plugin that answers every page full (as many
+// entries as gRPC's 4 MiB carries) with a fresh token, fast, would otherwise fill the host's
+// memory long before ListTime or maxListPages ends it. Some 400,000 snapshots of
+// 64-byte IDs fit, far more than one host's volumes make.
+const DefaultListMemory = 64 << 20
+
+// listedSize is what snaps, as a listing holds them, take in memory: their structs and their
+// strings (what the plugin chose the size of).
+func listedSize(snaps []csi.Snapshot) int {
+	n := len(snaps) * int(unsafe.Sizeof(csi.Snapshot{}))
+	for _, s := range snaps {
+		n += len(s.ID) + len(s.SourceVolumeID) + len(s.GroupSnapshotID)
+	}
+	return n
+}
+
 // boundList runs list with ctx cut after bound, a cancel, not a deadline: the plugin sees no
 // deadline it may answer on before ours passes, so a listing cut short is always one this bound
 // cut. The error of a listing so cut says so, and what the bound is for (bounds, "the bound
@@ -103,8 +122,10 @@ func boundList(ctx context.Context, bound time.Duration, bounds string, list fun
 // fails it: it leads back to a page already listed, so paging on would never end, and stopping
 // there is no end either (the pages after it were never listed, and what they hold would read
 // as absent); so do more than maxPages pages. Such an error means the listing is incomplete.
+// The tokens given are kept as their hashes: a plugin's token is its own cursor, of any size
+// up to gRPC's 4 MiB, and thousands of pages of such tokens kept whole would fill memory.
 func (e *Engine) listPages(ctx context.Context, c *conn, rpc string, maxPages int, page func(ctx context.Context, token string) (next string, done bool, err error)) error {
-	token, given := "", map[string]bool{}
+	token, given := "", map[[sha256.Size]byte]bool{}
 	for range maxPages {
 		var (
 			next string
@@ -118,15 +139,20 @@ func (e *Engine) listPages(ctx context.Context, c *conn, rpc string, maxPages in
 		if err != nil || done || next == "" {
 			return err
 		}
-		if given[next] {
+		sum := sha256.Sum256([]byte(next))
+		if given[sum] {
+			// Quoted cut: the warning goes to the terminal and the JSON answer.
 			return fmt.Errorf("%s: the plugin answered next_token %q a second time (after %d pages): its listing would never end",
-				rpc, next, len(given)+1)
+				rpc, spec.Cut(next, maxTokenShown), len(given)+1)
 		}
-		given[next] = true
+		given[sum] = true
 		token = next
 	}
 	return fmt.Errorf("%s: more than %d pages", rpc, maxPages)
 }
+
+// maxTokenShown is how much of a plugin's next_token an error quotes.
+const maxTokenShown = 64
 
 // deleteChecked sends a delete RPC (del, with retries) and, when the plugin answers OK (not
 // NOT_FOUND, which says it is already gone), asks it whether it still lists what it deleted

@@ -667,6 +667,9 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 	defer turns.release()
 	// And in time (Config.ListTime): a plugin that pages without end, slowly and with a fresh
 	// token each time, is stopped neither by a repeated token nor, for hours, by maxListPages.
+	// And in memory (Config.ListMemory): one that answers every page full, fast, would fill the
+	// host's memory before either bound.
+	held, pages := 0, 0
 	err = boundList(ctx, e.cfg.ListTime, "the bound on listing a plugin's snapshots", func(ctx context.Context) error {
 		return e.listPages(ctx, c, csi.RPCListSnapshots, maxListPages, func(ctx context.Context, token string) (string, bool, error) {
 			var page csi.ListSnapshotsResponse
@@ -677,6 +680,13 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 				return err
 			}); err != nil {
 				return "", false, err
+			}
+			pages++
+			if held += listedSize(page.Snapshots); held > e.cfg.ListMemory {
+				return "", false, fmt.Errorf("%s: the plugin's listing passed %d bytes (%d snapshots in %d pages), "+
+					"the bound on what volctl holds of one listing (a plugin paging without end, or listing far more "+
+					"snapshots than one host's volumes make): list them with the plugin's own tools",
+					csi.RPCListSnapshots, e.cfg.ListMemory, len(snaps)+len(page.Snapshots), pages)
 			}
 			snaps = append(snaps, page.Snapshots...)
 			return page.NextToken, false, nil

@@ -178,7 +178,7 @@ func claimMutableArgs(c *Claim) ([]any, error) {
 	}
 	return []any{c.Group, c.Mode, c.AccessMode, c.AttachmentMode, c.FSType, cols[0],
 		c.State, encBool(c.Releasing), encBool(c.NeedsReconcile), c.TargetPath, cols[1], cols[2], c.Attempts,
-		c.LastRPC, c.LastCode, c.LastError, encBool(c.Degraded)}, nil
+		c.LastRPC, c.LastCode, spec.Cut(c.LastError, MaxStoredMessage), encBool(c.Degraded)}, nil
 }
 
 func claimWhat(c *Claim) string {

@@ -4,7 +4,15 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/volctl/volctl/internal/spec"
 )
+
+// MaxStoredMessage is how much of a message the store keeps, in bytes: an event's, and a
+// claim's or a plugin's last error. A plugin's own message is cut to 4 KiB before anyone sees it
+// (csi.MaxPluginMessage), but volctl's words around the plugin's data (its IDs, names,
+// topologies, tokens: as large as gRPC's 4 MiB) are not, and the event log keeps 10,000.
+const MaxStoredMessage = 16 << 10
 
 // Event is one entry of the event log: something the engine did or saw.
 type Event struct {
@@ -60,7 +68,9 @@ func (es events) Append(e *Event) error {
 	if e.At.IsZero() {
 		e.At = es.tx.now()
 	}
-	e.At = decTime(encTime(e.At)) // as it will read back
+	// Both as they will read back.
+	e.At = decTime(encTime(e.At))
+	e.Message = spec.Cut(e.Message, MaxStoredMessage)
 	what := fmt.Sprintf("append %s event", e.Kind)
 	err := es.tx.queryRow(`
 		INSERT INTO events (at, kind, volume_id, alloc, plugin_id, rpc, code, message)

@@ -200,6 +200,6 @@ func (ps plugins) SetHealth(id string, h Health) error {
 	res, err := ps.tx.exec(`
 		UPDATE plugins SET healthy = ?, ready = ?, probe_latency_ns = ?, last_error = ?, probed_at = ?
 		WHERE id = ?`,
-		encBool(h.Healthy), encBool(h.Ready), int64(h.ProbeLatency), h.LastError, encTime(h.ProbedAt), id)
+		encBool(h.Healthy), encBool(h.Ready), int64(h.ProbeLatency), spec.Cut(h.LastError, MaxStoredMessage), encTime(h.ProbedAt), id)
 	return affected(res, err, pluginWhat(id), "")
 }

@@ -17,6 +17,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -54,7 +55,12 @@ type Fault struct {
 	// carries: with NextToken giving a fresh token each time, a plugin whose paging never ends
 	// and never repeats (with Delay, one that pages slowly).
 	FirstPage bool
-	Times     int // how many calls it applies to; 0 means every call from now on
+	// Trailer, when positive, sends that many bytes of trailer metadata with the call's end,
+	// whatever it ends with (the plugin's answer, or Code): a plugin that sends megabytes of
+	// metadata (its status details, a dump of its request), past the 16 MiB of header and
+	// trailer lists gRPC's client reads, which drops the answer unread.
+	Trailer int
+	Times   int // how many calls it applies to; 0 means every call from now on
 }
 
 // Count is how often an RPC was called and how many of those calls failed, whether by an
@@ -351,6 +357,17 @@ func (f *Faults) apply(ctx context.Context, rpc string, req any, handler grpc.Un
 	fault, ok := f.take(rpc)
 	if !ok {
 		return handler(ctx, req)
+	}
+	if fault.Trailer > 0 {
+		// In values of 1 MiB: one value of 16 MiB or more is refused by the server's own
+		// HTTP/2 encoder before it is sent.
+		var kv []string
+		for left := fault.Trailer; left > 0; left -= 1 << 20 {
+			kv = append(kv, fmt.Sprintf("x-dump-%d", len(kv)), strings.Repeat("d", min(left, 1<<20)))
+		}
+		if err := grpc.SetTrailer(ctx, metadata.Pairs(kv...)); err != nil {
+			return nil, err
+		}
 	}
 	if fault.Hang {
 		defer f.hold()()
