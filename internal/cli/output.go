@@ -21,6 +21,7 @@ import (
 	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // flush writes out what out holds and keeps the first error: *err when set, else the flush's.
@@ -213,18 +214,9 @@ func printDone(w io.Writer, line, format string, args ...any) error {
 }
 
 // escapeLines is s with every control character but the newlines between its lines, and the
-// tabs that indent a line, shown as display.Escape shows it: for messages of more than one
-// line (an error joining several) that word data from outside volctl. An indenting tab moves
-// the cursor only, and cobra's "Did you mean this?" indents each suggestion with one, which
-// escaped read "\tvolume".
-func escapeLines(s string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		text := strings.TrimLeft(l, "\t")
-		lines[i] = l[:len(l)-len(text)] + display.Escape(text)
-	}
-	return strings.Join(lines, "\n")
-}
+// tabs that indent a line, shown as display.Escape shows it (spec.EscapeLines): for messages of
+// more than one line (an error joining several) that word data from outside volctl.
+func escapeLines(s string) string { return spec.EscapeLines(s) }
 
 // quotedIDs lists IDs quoted, comma-separated: "a", "b".
 func quotedIDs(ids []string) string {
