@@ -13,7 +13,6 @@ import (
 	"text/tabwriter"
 	"text/template"
 	"time"
-	"unicode/utf8"
 
 	"github.com/itchyny/gojq"
 	"github.com/spf13/cobra"
@@ -379,10 +378,12 @@ func (t *table) row(cells ...string) {
 }
 
 // render aligns the columns as text/tabwriter does with padding 2 (every column but the last
-// padded with spaces to its widest cell, in runes, plus 2) in one pass over the cells, without
-// tabwriter's per-cell bookkeeping: a volume list has 10,000 rows. A table tabwriter would read
-// otherwise (a cell with a tab, a newline, \v or \f; rows of unequal length) goes through
-// tabwriter itself (TestTableRenderMatchesTabwriter).
+// padded with spaces to its widest cell plus 2) in one pass over the cells, without tabwriter's
+// per-cell bookkeeping: a volume list has 10,000 rows. Unlike tabwriter, widths are terminal
+// cells (display.Width), not runes: a CJK or emoji name takes two cells a character and would
+// put the columns after it out of line (TestTableAlignsWideCharactersByCells). A table
+// tabwriter would read otherwise (a cell with a tab, a newline, \v or \f; rows of unequal
+// length) goes through tabwriter itself (TestTableRenderMatchesTabwriter).
 func (t *table) render() error {
 	if !t.plain() {
 		tw := tabwriter.NewWriter(t.out, 0, 0, 2, ' ', 0)
@@ -395,7 +396,7 @@ func (t *table) render() error {
 	widths := make([]int, cols)
 	for _, r := range t.rows {
 		for i, c := range r[:cols-1] {
-			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+			widths[i] = max(widths[i], display.Width(c))
 		}
 	}
 	var line []byte
@@ -403,7 +404,7 @@ func (t *table) render() error {
 		line = line[:0]
 		for i, c := range r[:cols-1] {
 			line = append(line, c...)
-			for n := widths[i] + 2 - utf8.RuneCountInString(c); n > 0; n-- {
+			for n := widths[i] + 2 - display.Width(c); n > 0; n-- {
 				line = append(line, ' ')
 			}
 		}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/volctl/volctl/internal/display"
 )
 
 // column describes one column of a table view.
@@ -487,12 +489,5 @@ func midCut(s string, w int) string {
 // pad cuts or pads a plain line to exactly w cells.
 func pad(s string, w int) string { return fit(s, w, false, false) }
 
-// textWidth is the width of plain text, without ansi's parser for the common ASCII case.
-func textWidth(s string) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 || s[i] < 0x20 {
-			return ansi.StringWidth(s)
-		}
-	}
-	return len(s)
-}
+// textWidth is the width of text in cells (display.Width).
+func textWidth(s string) int { return display.Width(s) }
