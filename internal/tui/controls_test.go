@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -56,5 +57,21 @@ func TestDetailTitlesAndKeysAreCleaned(t *testing.T) {
 		if r, ok := drawnControl(out); ok {
 			t.Errorf("the %s draws %U raw to the terminal:\n%+q", what, r, out)
 		}
+	}
+}
+
+// TestReadErrorIsCleaned: the status line shows why the last read failed, in the error's own
+// words, which may quote a path or a stored string: drawn cleaned, as the rows are.
+func TestReadErrorIsCleaned(t *testing.T) {
+	fake := fixture()
+	h := newHarness(t, fake, Options{})
+	fake.dashErr = errors.New("reading " + hostile)
+	h.keys("r")
+	out := h.m.View()
+	if !strings.Contains(out, "read failed: reading") {
+		t.Fatalf("the failed read is not shown: the test tests nothing\n%s", out)
+	}
+	if r, ok := drawnControl(out); ok {
+		t.Errorf("the status line draws %U raw to the terminal:\n%+q", r, out)
 	}
 }
