@@ -157,3 +157,12 @@ func Width(text string) int {
 	}
 	return len(text)
 }
+
+// Truncate cuts text to at most w cells (Width), ending it with tail when it cut; a wide
+// character the cut would fall inside of is left out whole.
+func Truncate(text string, w int, tail string) string {
+	if Width(text) <= w {
+		return text
+	}
+	return ansi.Truncate(text, w, tail)
+}
