@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcled"
 	"github.com/mitchellh/go-wordwrap"
@@ -198,15 +199,16 @@ func (dw *diagnosticWriter) snippet(b *strings.Builder, d *hcl.Diagnostic) {
 			continue
 		}
 		fmt.Fprintf(b, "%s%s%s%s\n", prefix, pre, mid, post)
+		// Under the text before the mark, its tabs and a space for each cell it takes on a
+		// terminal (a CJK character two, a combining mark none); a caret for each cell of it.
 		b.WriteString(strings.Repeat(" ", len(prefix)))
-		for _, r := range pre {
-			if r == '\t' {
+		for i, part := range strings.Split(pre, "\t") {
+			if i > 0 {
 				b.WriteByte('\t')
-			} else {
-				b.WriteByte(' ')
 			}
+			b.WriteString(strings.Repeat(" ", ansi.StringWidth(part)))
 		}
-		b.WriteString(strings.Repeat("^", max(1, utf8.RuneCountInString(mid))))
+		b.WriteString(strings.Repeat("^", max(1, ansi.StringWidth(mid))))
 		b.WriteByte('\n')
 	}
 	b.WriteByte('\n')
