@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,15 +38,7 @@ func TestDiagnosticCaretsCountCells(t *testing.T) {
 	}
 	for _, want := range []string{`"single-node-writter"`, "データ"} {
 		if !marked[want] {
-			t.Errorf("no carets sit under %q, cell for cell; they mark %q:\n%s", want, mapKeys(marked), out.String())
+			t.Errorf("no carets sit under %q, cell for cell; they mark %q:\n%s", want, slices.Sorted(maps.Keys(marked)), out.String())
 		}
 	}
-}
-
-func mapKeys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
