@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -136,14 +137,22 @@ func (f *Factory) complete(cmd *cobra.Command, args []string, toComplete string,
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
+	// Shells show the candidates (zsh's and fish's menus: the descriptions too) and put the
+	// value in the command line. A description is shown as a table cell is (display.Escape: a
+	// spec's name may hold \r, a plugin's strings anything); a value that escaping would change
+	// (a plugin's snapshot ID with an escape sequence in it) is left out: it cannot be offered
+	// as it is to a terminal, nor typed as it would be shown.
 	var out []cobra.Completion
 	for _, c := range src(ctx, e, args) {
 		id, _, _ := strings.Cut(c, "\t")
-		if !strings.HasPrefix(id, toComplete) {
+		if !strings.HasPrefix(id, toComplete) || display.Escape(id) != id {
 			continue
 		}
 		if c = redact(c); !strings.HasPrefix(c, id) {
 			continue
+		}
+		if _, desc, ok := strings.Cut(c, "\t"); ok {
+			c = id + "\t" + display.Escape(desc)
 		}
 		out = append(out, c)
 	}

@@ -115,28 +115,12 @@ var docFieldName = regexp.MustCompile("`([^`]+)`")
 // without brackets.
 func docTables(body string) [][]string {
 	var tables [][]string
-	in := false
-	for line := range strings.SplitSeq(body, "\n") {
-		switch {
-		case strings.HasPrefix(line, "| field |"):
-			tables, in = append(tables, nil), true
-			continue
-		case !strings.HasPrefix(line, "|"):
-			in = false
-			continue
-		case !in || strings.HasPrefix(line, "|---"):
-			continue
+	for _, rows := range docTypedRows(body) {
+		var names []string
+		for _, r := range rows {
+			names = append(names, r.fields...)
 		}
-		cell := strings.Split(line, "|")[1]
-		prev := ""
-		for _, m := range docFieldName.FindAllStringSubmatch(cell, -1) {
-			name := strings.ReplaceAll(m[1], "[]", "")
-			if strings.HasPrefix(name, ".") && prev != "" {
-				name = prev[:strings.LastIndex(prev, ".")] + name
-			}
-			tables[len(tables)-1] = append(tables[len(tables)-1], name)
-			prev = name
-		}
+		tables = append(tables, names)
 	}
 	return tables
 }

@@ -13,7 +13,6 @@ import (
 	"text/tabwriter"
 	"text/template"
 	"time"
-	"unicode/utf8"
 
 	"github.com/itchyny/gojq"
 	"github.com/spf13/cobra"
@@ -21,6 +20,7 @@ import (
 	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // flush writes out what out holds and keeps the first error: *err when set, else the flush's.
@@ -213,18 +213,9 @@ func printDone(w io.Writer, line, format string, args ...any) error {
 }
 
 // escapeLines is s with every control character but the newlines between its lines, and the
-// tabs that indent a line, shown as display.Escape shows it: for messages of more than one
-// line (an error joining several) that word data from outside volctl. An indenting tab moves
-// the cursor only, and cobra's "Did you mean this?" indents each suggestion with one, which
-// escaped read "\tvolume".
-func escapeLines(s string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		text := strings.TrimLeft(l, "\t")
-		lines[i] = l[:len(l)-len(text)] + display.Escape(text)
-	}
-	return strings.Join(lines, "\n")
-}
+// tabs that indent a line, shown as display.Escape shows it (spec.EscapeLines): for messages of
+// more than one line (an error joining several) that word data from outside volctl.
+func escapeLines(s string) string { return spec.EscapeLines(s) }
 
 // quotedIDs lists IDs quoted, comma-separated: "a", "b".
 func quotedIDs(ids []string) string {
@@ -387,10 +378,12 @@ func (t *table) row(cells ...string) {
 }
 
 // render aligns the columns as text/tabwriter does with padding 2 (every column but the last
-// padded with spaces to its widest cell, in runes, plus 2) in one pass over the cells, without
-// tabwriter's per-cell bookkeeping: a volume list has 10,000 rows. A table tabwriter would read
-// otherwise (a cell with a tab, a newline, \v or \f; rows of unequal length) goes through
-// tabwriter itself (TestTableRenderMatchesTabwriter).
+// padded with spaces to its widest cell plus 2) in one pass over the cells, without tabwriter's
+// per-cell bookkeeping: a volume list has 10,000 rows. Unlike tabwriter, widths are terminal
+// cells (display.Width), not runes: a CJK or emoji name takes two cells a character and would
+// put the columns after it out of line (TestTableAlignsWideCharactersByCells). A table
+// tabwriter would read otherwise (a cell with a tab, a newline, \v or \f; rows of unequal
+// length) goes through tabwriter itself (TestTableRenderMatchesTabwriter).
 func (t *table) render() error {
 	if !t.plain() {
 		tw := tabwriter.NewWriter(t.out, 0, 0, 2, ' ', 0)
@@ -403,7 +396,7 @@ func (t *table) render() error {
 	widths := make([]int, cols)
 	for _, r := range t.rows {
 		for i, c := range r[:cols-1] {
-			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+			widths[i] = max(widths[i], display.Width(c))
 		}
 	}
 	var line []byte
@@ -411,7 +404,7 @@ func (t *table) render() error {
 		line = line[:0]
 		for i, c := range r[:cols-1] {
 			line = append(line, c...)
-			for n := widths[i] + 2 - utf8.RuneCountInString(c); n > 0; n-- {
+			for n := widths[i] + 2 - display.Width(c); n > 0; n-- {
 				line = append(line, ' ')
 			}
 		}

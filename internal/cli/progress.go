@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/volctl/volctl/internal/crash"
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 )
@@ -27,7 +28,7 @@ type progress struct {
 	now    func() time.Time
 	step   string
 	start  time.Time
-	drawn  int // runes on the line now
+	drawn  int // cells on the line now
 	ended  bool
 	stop   chan struct{}
 	exited chan struct{}
@@ -79,10 +80,12 @@ func (p *progress) tick() {
 // sequences, so that it works on any terminal; cut to the width so that it never wraps.
 func (p *progress) draw() {
 	line := fmt.Sprintf("%s… %.1fs", p.step, p.now().Sub(p.start).Seconds())
-	if r := []rune(line); p.width > 1 && len(r) > p.width-1 {
-		line = string(r[:p.width-2]) + "…"
+	// In cells, not runes: a CJK volume ID takes two a character, and a line wider than the
+	// terminal wraps, where the carriage return no longer reaches its start.
+	if p.width > 1 {
+		line = display.Truncate(line, p.width-1, "…")
 	}
-	n := len([]rune(line))
+	n := display.Width(line)
 	fmt.Fprint(p.w, "\r"+line+strings.Repeat(" ", max(0, p.drawn-n)))
 	p.drawn = n
 }

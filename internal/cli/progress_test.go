@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -86,5 +87,26 @@ func TestProgressLine(t *testing.T) {
 	p.enter("after the end")
 	if buf.String() != want {
 		t.Errorf("a step after the end was drawn: %q", buf.String())
+	}
+}
+
+// TestProgressLineCountsCells: a step naming a CJK volume takes two cells a character. Cut by
+// runes, the line ran past the terminal's width and wrapped, and the carriage return that
+// redraws it then rewrote the second half only, leaving the first on screen for good; the
+// spaces that erase it must cover cells too.
+func TestProgressLineCountsCells(t *testing.T) {
+	var buf bytes.Buffer
+	p := &progress{w: &buf, width: 30, now: func() time.Time { return time.Unix(100, 0) },
+		stop: make(chan struct{}), exited: make(chan struct{})}
+	close(p.exited)
+	p.enter("lock on \"数据库数据库数据库数据库\"")
+	drawn := strings.TrimPrefix(buf.String(), "\r")
+	if w := display.Width(drawn); w > 29 {
+		t.Errorf("the progress line is %d cells wide on a terminal of 30, and wraps: %q", w, drawn)
+	}
+	buf.Reset()
+	p.end()
+	if erased := strings.Trim(buf.String(), "\r"); len(erased) < display.Width(drawn) {
+		t.Errorf("the line of %d cells is erased with %d spaces: %q", display.Width(drawn), len(erased), buf.String())
 	}
 }

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"syscall"
 
 	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/csi"
@@ -14,12 +16,30 @@ import (
 
 // Report prints a command's error to stderr (unless already shown) and returns the exit code.
 // The engine words errors from data a plugin returned (a node ID, a topology): a control
-// character in them is shown as an escape (escapeLines), not sent to the terminal.
+// character in them is shown as an escape (escapeLines), not sent to the terminal. A command
+// that succeeded while part of its output never reached stdout fails all the same (unprinted).
 func (f *Factory) Report(err error) int {
+	if err == nil {
+		err = unprinted(f.IO.OutError())
+	}
 	if err != nil && !isSilent(err) {
 		fmt.Fprintf(f.IO.ErrOut, "Error: %s\n", escapeLines(err.Error()))
 	}
 	return ExitCode(err)
+}
+
+// unprinted is the error of a command that succeeded but whose output did not all reach stdout
+// (outErr, the first write that failed: a file on a full disk, a closed descriptor), exit 1:
+// `volctl validate *.hcl > report` or `volctl --help > usage.txt` must not exit 0 with the file
+// empty. Most commands return such an error themselves; cobra's help and a line among many do
+// not. A reader gone (EPIPE, `| head`) is not one: where SIGPIPE is not handled it has ended
+// volctl quietly already, and where it is (quickstart, a stop under way) writes are to fail
+// quietly while the work goes on.
+func unprinted(outErr error) error {
+	if outErr == nil || errors.Is(outErr, syscall.EPIPE) {
+		return nil
+	}
+	return fmt.Errorf("writing to standard output: %w; what volctl printed there is incomplete", outErr)
 }
 
 // RedactError returns err with every secret value and mount flag the state holds replaced by

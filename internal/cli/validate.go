@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -94,7 +95,7 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 			return fmt.Errorf("validate %s: %w", s.Name, err)
 		}
 		if err != nil {
-			fmt.Fprintf(ios.ErrOut, "Error: validate %s: %v\n", s.Name, err)
+			fmt.Fprintf(ios.ErrOut, "Error: %s\n", escapeLines(fmt.Sprintf("validate %s: %v", s.Name, err)))
 			unreadable = true
 			continue
 		}
@@ -193,7 +194,7 @@ func validSummary(name string, f *spec.File, verb spec.Verb, warnings int) strin
 			what += fmt.Sprintf(" (for %s)", verb)
 		}
 	}
-	line := fmt.Sprintf("%s: valid %s", name, what)
+	line := fmt.Sprintf("%s: valid %s", display.Escape(name), what) // a file's name is anyone's
 	switch {
 	case warnings == 1:
 		line += ", 1 warning"

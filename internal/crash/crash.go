@@ -14,6 +14,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // ExitCode is the exit status of a volctl that panicked: sysexits.h's EX_SOFTWARE, "internal
@@ -109,13 +111,15 @@ func Recover() {
 }
 
 // Report writes what a crash prints: the panic's value and stack, as Go's runtime does, passed
-// through scrubs (Redact), then what the exit status means and what to do.
+// through scrubs (Redact) and escaped, then what the exit status means and what to do.
 func Report(w io.Writer, r any, stack []byte, scrubs ...func(string) (string, error)) {
 	text, err := scrubbed(fmt.Sprintf("panic: %v\n\n%s\n", r, stack), scrubs)
 	if err != nil {
 		text = fmt.Sprintf("panic: [the panic's value is withheld: scrubbing it of secrets failed: %v]\n\n%s\n", err, stack)
 	}
-	fmt.Fprint(w, text)
+	// The value may wrap what a plugin said: its control characters are shown as escapes, as
+	// an error's are (spec.EscapeLines keeps the lines and the stack's indenting tabs).
+	fmt.Fprint(w, spec.EscapeLines(text))
 	fmt.Fprintf(w, "volctl crashed (exit status %d): this is a bug in volctl, not in how it was run. What it committed before the panic stands; "+
 		"`volctl reconcile` finishes what it left half-done. Please report it with the text above.\n", ExitCode)
 }

@@ -123,3 +123,22 @@ func TestReportWithholdsWhatItCannotScrub(t *testing.T) {
 		})
 	}
 }
+
+// A panic's value may wrap what a plugin said (an error it answered, a string it returned):
+// the report shows its control characters as escapes, as an error is shown, never sends them
+// to the terminal; the stack's indenting tabs and its lines stay as they are.
+func TestReportEscapesThePanicsText(t *testing.T) {
+	var out bytes.Buffer
+	Report(&out, errors.New("plugin answered \x1b]52;c;cHduZWQ=\a\x1b[2J\u009b31m\rX"),
+		[]byte("goroutine 1 [running]:\nmain.main()\n\t/src/main.go:10 +0x1d\n"))
+	if i := strings.IndexFunc(out.String(), func(r rune) bool {
+		return r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f
+	}); i >= 0 {
+		t.Errorf("the report prints %q raw to the terminal:\n%q", out.String()[i], out.String())
+	}
+	for _, want := range []string{`plugin answered \x1b]52;c;cHduZWQ=\a\x1b[2J\u009b31m\rX`, "\n\t/src/main.go:10 +0x1d\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report does not show %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/dustin/go-humanize"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -142,3 +143,26 @@ func Plural(n int, noun string) string {
 // The dashboard blanks such characters instead (tui's clean): it draws cells, not text. It is
 // spec.EscapeControl, which the spec diagnostics' source lines go through too.
 func Escape(s string) string { return spec.EscapeControl(s) }
+
+// Width is how many terminal cells text takes: a wide character (CJK, most emoji) two, a
+// combining mark none, an ANSI escape sequence (a face's styling) none, as the terminal lays
+// them out. Columns are padded by it, not by a count of runes, or a CJK name puts every column
+// after it out of line. Printable ASCII, most of what a table holds, is counted by bytes,
+// without ansi's parser.
+func Width(text string) int {
+	for i := 0; i < len(text); i++ {
+		if text[i] >= 0x80 || text[i] < 0x20 {
+			return ansi.StringWidth(text)
+		}
+	}
+	return len(text)
+}
+
+// Truncate cuts text to at most w cells (Width), ending it with tail when it cut; a wide
+// character the cut would fall inside of is left out whole.
+func Truncate(text string, w int, tail string) string {
+	if Width(text) <= w {
+		return text
+	}
+	return ansi.Truncate(text, w, tail)
+}

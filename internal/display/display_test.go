@@ -87,3 +87,20 @@ func TestMaxVolumes(t *testing.T) {
 		}
 	}
 }
+
+// Width counts terminal cells: two for a wide character, none for a combining mark or an
+// escape sequence's styling, one for the rest.
+func TestWidth(t *testing.T) {
+	for s, want := range map[string]int{
+		"":                   0,
+		"db-0":               4,
+		"数据库":                6,
+		"e\u0301":            1,
+		"\x1b[1mbold\x1b[0m": 4,
+		"ünï":                3,
+	} {
+		if got := Width(s); got != want {
+			t.Errorf("Width(%q) = %d, want %d", s, got, want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync"
 
 	"github.com/mattn/go-isatty"
 	"golang.org/x/term"
@@ -28,7 +29,7 @@ type IOStreams struct {
 func System() *IOStreams {
 	s := &IOStreams{
 		In:        os.Stdin,
-		Out:       os.Stdout,
+		Out:       &stdout{f: os.Stdout},
 		ErrOut:    os.Stderr,
 		stdinTTY:  isTerminal(os.Stdin),
 		stdoutTTY: isTerminal(os.Stdout),
@@ -36,6 +37,45 @@ func System() *IOStreams {
 	}
 	s.colorEnabled = s.stdoutTTY && colorAllowed(os.Getenv)
 	return s
+}
+
+// stdout is the process's standard output, remembering the first write that failed. Most of
+// what volctl prints has its error looked at, but not all (cobra's help, a line among many):
+// main asks OutError at the end, so that output that never arrived (a file on a full disk)
+// fails the command whatever printed it. It is a file still (Fd, Read), for what asks whether
+// stdout is a terminal and how wide (the dashboard, lipgloss's colour profile).
+type stdout struct {
+	f   *os.File
+	mu  sync.Mutex
+	err error
+}
+
+func (s *stdout) Write(p []byte) (int, error) {
+	n, err := s.f.Write(p)
+	if err != nil {
+		s.mu.Lock()
+		if s.err == nil {
+			s.err = err
+		}
+		s.mu.Unlock()
+	}
+	return n, err
+}
+
+func (s *stdout) Read(p []byte) (int, error) { return s.f.Read(p) }
+func (s *stdout) Close() error               { return s.f.Close() }
+func (s *stdout) Fd() uintptr                { return s.f.Fd() }
+
+// OutError is the first write to the process's standard output that failed, nil when none
+// did (or Out is not the process's: Test's buffers).
+func (s *IOStreams) OutError() error {
+	o, ok := s.Out.(*stdout)
+	if !ok {
+		return nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
 }
 
 // Test returns streams backed by buffers, none of them a terminal, colour off.
@@ -90,7 +130,7 @@ func (s *IOStreams) TerminalWidth() int {
 	if s.width > 0 {
 		return s.width
 	}
-	if f, ok := s.Out.(*os.File); ok && s.stdoutTTY {
+	if f, ok := s.Out.(interface{ Fd() uintptr }); ok && s.stdoutTTY {
 		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
 			return w
 		}

@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcled"
 	"github.com/mitchellh/go-wordwrap"
@@ -87,10 +88,14 @@ func (dw *diagnosticWriter) WriteDiagnostic(d *hcl.Diagnostic) error {
 	if d.Severity == hcl.DiagWarning {
 		severity, colour = "Warning", ansiYellow
 	}
+	// The summary and detail may word what a spec or its file's name holds (the duplicate-ID
+	// error names both files; a file name comes from wherever the files did): escaped as the
+	// source lines are, but the newlines between their lines.
+	summary := EscapeLines(d.Summary)
 	if dw.color {
-		fmt.Fprintf(&b, "%s%s%s: %s\n\n", colour, severity, ansiReset, d.Summary)
+		fmt.Fprintf(&b, "%s%s%s: %s\n\n", colour, severity, ansiReset, summary)
 	} else {
-		fmt.Fprintf(&b, "%s: %s\n\n", severity, d.Summary)
+		fmt.Fprintf(&b, "%s: %s\n\n", severity, summary)
 	}
 	if d.Subject != nil {
 		dw.snippet(&b, d)
@@ -100,7 +105,7 @@ func (dw *diagnosticWriter) WriteDiagnostic(d *hcl.Diagnostic) error {
 		if dw.width > 0 {
 			detail = wordwrap.WrapString(detail, dw.width)
 		}
-		fmt.Fprintf(&b, "%s\n\n", detail)
+		fmt.Fprintf(&b, "%s\n\n", EscapeLines(detail))
 	}
 	_, err := io.WriteString(dw.w, b.String())
 	return err
@@ -109,7 +114,7 @@ func (dw *diagnosticWriter) WriteDiagnostic(d *hcl.Diagnostic) error {
 // snippet writes the "on FILE:LINE:COL" line and the source lines the diagnostic covers.
 func (dw *diagnosticWriter) snippet(b *strings.Builder, d *hcl.Diagnostic) {
 	subject := *d.Subject
-	loc := fmt.Sprintf("%s:%d:%d", subject.Filename, subject.Start.Line, subject.Start.Column)
+	loc := fmt.Sprintf("%s:%d:%d", EscapeControl(subject.Filename), subject.Start.Line, subject.Start.Column)
 	file := dw.files[subject.Filename]
 	if file == nil || file.Bytes == nil {
 		fmt.Fprintf(b, "  on %s:\n  (source code not available)\n\n", loc)
@@ -194,15 +199,16 @@ func (dw *diagnosticWriter) snippet(b *strings.Builder, d *hcl.Diagnostic) {
 			continue
 		}
 		fmt.Fprintf(b, "%s%s%s%s\n", prefix, pre, mid, post)
+		// Under the text before the mark, its tabs and a space for each cell it takes on a
+		// terminal (a CJK character two, a combining mark none); a caret for each cell of it.
 		b.WriteString(strings.Repeat(" ", len(prefix)))
-		for _, r := range pre {
-			if r == '\t' {
+		for i, part := range strings.Split(pre, "\t") {
+			if i > 0 {
 				b.WriteByte('\t')
-			} else {
-				b.WriteByte(' ')
 			}
+			b.WriteString(strings.Repeat(" ", ansi.StringWidth(part)))
 		}
-		b.WriteString(strings.Repeat("^", max(1, utf8.RuneCountInString(mid))))
+		b.WriteString(strings.Repeat("^", max(1, ansi.StringWidth(mid))))
 		b.WriteByte('\n')
 	}
 	b.WriteByte('\n')
@@ -287,6 +293,20 @@ func Cut(s string, n int) string {
 		n--
 	}
 	return fmt.Sprintf("%s… (%d bytes more)", s[:n], len(s)-n)
+}
+
+// EscapeLines is s with every control character but the newlines between its lines, and the
+// tabs that indent a line, written as EscapeControl writes it: for messages of more than one
+// line (an error joining several, a diagnostic's wrapped detail) that word text from outside
+// volctl. An indenting tab moves the cursor only, and cobra's "Did you mean this?" indents each
+// suggestion with one, which escaped would read "\tvolume".
+func EscapeLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		text := strings.TrimLeft(l, "\t")
+		lines[i] = l[:len(l)-len(text)] + EscapeControl(text)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // EscapeControl writes each control character in s (C0, newline and tab included, DEL, C1),

@@ -53,8 +53,11 @@ func loadVolume(ctx context.Context, eng Engine, id string) tea.Cmd {
 	}
 }
 
+// newDetail opens the detail of the row with key, under title. The title names the row by its
+// IDs, which may hold a bidi override (spec.ValidateID refuses control characters only): it is
+// cleaned, as the rows' cells are.
 func newDetail(c *Common, tab tabID, key, title string) *detail {
-	d := &detail{c: c, tab: tab, key: key, title: title, vp: viewport.New(0, 0)}
+	d := &detail{c: c, tab: tab, key: key, title: clean(title), vp: viewport.New(0, 0)}
 	d.setSize()
 	return d
 }
@@ -70,7 +73,7 @@ func (d *detail) rebuild() {
 	case d.render != nil:
 		d.vp.SetContent(d.render(d.c.Width))
 	default:
-		d.vp.SetContent(d.c.Styles.Empty.Render("  " + d.note))
+		d.vp.SetContent(d.c.Styles.Empty.Render("  " + clean(d.note))) // it may word an error
 	}
 }
 
@@ -303,8 +306,10 @@ func (b *detailBuilder) init(s *Styles, w int) { b.s, b.w = s, max(w, 20) }
 
 func (b *detailBuilder) line(l string) { b.lines = append(b.lines, fitLine(l, b.w)) }
 
+// kv adds the line k = v. Both are cleaned: a key may be a plugin's too (a volume_context key,
+// a spec's parameter).
 func (b *detailBuilder) kv(k, v string) {
-	v = clean(v)
+	k, v = clean(k), clean(v)
 	if strings.TrimSpace(v) == "" {
 		v = none
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/volctl/volctl/internal/display"
 )
 
 // column describes one column of a table view.
@@ -437,14 +439,21 @@ func (t *table) style(r *row, selected bool) lipgloss.Style {
 
 var gap = strings.Repeat(" ", colGap)
 
-// fit cuts or pads s to exactly w cells.
+// fit cuts or pads s to exactly w cells. A double-width character (CJK, most emoji) that
+// would straddle the cut is left out whole, and the cell padded to w all the same: a cut one
+// cell short (or long) would move every column right of it.
 func fit(s string, w int, right, leftCut bool) string {
 	sw := textWidth(s)
 	if sw > w {
-		if leftCut {
-			return ansi.TruncateLeft(s, sw-w+1, "…")
+		switch {
+		case w <= 0:
+			return ""
+		case leftCut:
+			s = "…" + lastCells(s, w-1)
+		default:
+			s = ansi.Truncate(s, w, "…")
 		}
-		return ansi.Truncate(s, w, "…")
+		sw = textWidth(s)
 	}
 	if right {
 		return strings.Repeat(" ", w-sw) + s
@@ -452,7 +461,21 @@ func fit(s string, w int, right, leftCut bool) string {
 	return s + strings.Repeat(" ", w-sw)
 }
 
-// midCut shortens s to w cells by taking out its middle: "/var/lib/vo…single-node-writer".
+// lastCells is the end of s that fits in w cells: ansi.TruncateLeft keeps a wide character the
+// cut falls inside of, one cell too many, and then it goes too.
+func lastCells(s string, w int) string {
+	sw := textWidth(s)
+	if sw <= w {
+		return s
+	}
+	out := ansi.TruncateLeft(s, sw-w, "")
+	if textWidth(out) > w {
+		out = ansi.TruncateLeft(s, sw-w+1, "")
+	}
+	return out
+}
+
+// midCut shortens s to at most w cells by taking out its middle: "/var/lib/vo…single-node-writer".
 func midCut(s string, w int) string {
 	sw := textWidth(s)
 	if sw <= w || w < 3 {
@@ -460,18 +483,11 @@ func midCut(s string, w int) string {
 	}
 	head := (w - 1) / 2
 	tail := w - 1 - head
-	return ansi.Truncate(s, head, "") + "…" + ansi.TruncateLeft(s, sw-tail, "")
+	return ansi.Truncate(s, head, "") + "…" + lastCells(s, tail)
 }
 
 // pad cuts or pads a plain line to exactly w cells.
 func pad(s string, w int) string { return fit(s, w, false, false) }
 
-// textWidth is the width of plain text, without ansi's parser for the common ASCII case.
-func textWidth(s string) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 || s[i] < 0x20 {
-			return ansi.StringWidth(s)
-		}
-	}
-	return len(s)
-}
+// textWidth is the width of text in cells (display.Width).
+func textWidth(s string) int { return display.Width(s) }

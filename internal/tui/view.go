@@ -105,7 +105,7 @@ func (m *Model) stateText(brief bool) string {
 	}
 	switch {
 	case m.live.err != nil:
-		parts = append(parts, "read failed: "+m.live.err.Error())
+		parts = append(parts, "read failed: "+clean(m.live.err.Error())) // its words may quote stored text
 	case m.live.updated.IsZero():
 		parts = append(parts, "loading…")
 	default:

@@ -1,0 +1,77 @@
+package tui
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// hostile is a plugin's or a spec's text meant for the terminal rather than the screen: an
+// OSC 52 clipboard write, a window title, a screen clear, C1's CSI, a carriage return over the
+// line and a newline to start one.
+const hostile = "\x1b]52;c;cHduZWQ=\a\x1b]0;pwned\x07\x1b[2J\u009b31m\rX\nY"
+
+// drawnControl returns the first character of a drawn screen a terminal would act on: a
+// control character but the newlines between lines (the test renderer styles nothing, so no
+// escape of volctl's own is there either), or a bidi control.
+func drawnControl(s string) (rune, bool) {
+	for _, r := range s {
+		if r < 0x20 && r != '\n' || r >= 0x7f && r <= 0x9f || spec.IsBidiControl(r) {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// TestDetailTitlesAndKeysAreCleaned plays a plugin whose volume_context keys (not only its
+// values) carry escape sequences, a spec whose parameter keys do, and a volume and an alloc
+// whose IDs hold a bidi override (ValidateID refuses control characters, not bidi
+// formatting): the detail views' titles and key column are drawn as the rows are, cleaned.
+func TestDetailTitlesAndKeysAreCleaned(t *testing.T) {
+	const id = "db\u202e0-lov" // reads "db" then "vol-0" reversed
+	fake := fixture()
+	v := fake.volumes["mysql-0"]
+	v.ID = id
+	v.Context = map[string]string{"path" + hostile: "/srv" + hostile}
+	v.Parameters = map[string]string{"tier" + hostile: "fast"}
+	v.Claims = []engine.ClaimInfo{fake.data.Claims[0]}
+	v.Claims[0].VolumeID, v.Claims[0].Alloc = id, "web\u202e[0]"
+	fake.volumes = map[string]engine.VolumeInfo{id: v}
+	fake.data.Volumes[0].ID = id
+	fake.data.Claims[0].VolumeID, fake.data.Claims[0].Alloc = id, "web\u202e[0]"
+	h := newHarness(t, fake, Options{})
+	views := map[string]string{}
+	h.keys("enter")
+	views["volume detail"] = h.m.View()
+	h.keys("G")
+	views["volume detail, scrolled down"] = h.m.View()
+	h.keys("esc", "2", "enter")
+	views["claim detail"] = h.m.View()
+	if !strings.Contains(views["volume detail, scrolled down"], "path") {
+		t.Fatalf("the volume detail does not reach its context: the test tests nothing\n%s", views["volume detail, scrolled down"])
+	}
+	for what, out := range views {
+		if r, ok := drawnControl(out); ok {
+			t.Errorf("the %s draws %U raw to the terminal:\n%+q", what, r, out)
+		}
+	}
+}
+
+// TestReadErrorIsCleaned: the status line shows why the last read failed, in the error's own
+// words, which may quote a path or a stored string: drawn cleaned, as the rows are.
+func TestReadErrorIsCleaned(t *testing.T) {
+	fake := fixture()
+	h := newHarness(t, fake, Options{})
+	fake.dashErr = errors.New("reading " + hostile)
+	h.keys("r")
+	out := h.m.View()
+	if !strings.Contains(out, "read failed: reading") {
+		t.Fatalf("the failed read is not shown: the test tests nothing\n%s", out)
+	}
+	if r, ok := drawnControl(out); ok {
+		t.Errorf("the status line draws %U raw to the terminal:\n%+q", r, out)
+	}
+}
