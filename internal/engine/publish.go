@@ -112,6 +112,10 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 		}
 	}
 	if c.controllerPublishes() {
+		// ownIntent: the attach intent is this claim's alone, recorded by this command (by
+		// admission, or below) before any ControllerPublishVolume was sent for it. A record from
+		// before may stand for an attachment volctl made (an earlier attempt's, or one owed).
+		ownIntent := p.attachIntent || !p.st.ControllerPublished
 		if p.st.ControllerPublished && p.st.NodeID != "" && p.st.NodeID != c.fp.NodeID {
 			// The volume is recorded as maybe attached to another node than the one the plugin
 			// reports now: its NodeGetInfo node_id changed (a restart). ControllerPublishVolume
@@ -141,6 +145,7 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 				}
 			}
 			p.staging(func(st *store.Staging) { st.NodeID, st.PublishContext = c.fp.NodeID, nil })
+			ownIntent = true // the old node's attachment is undone; the new node's is this claim's
 		}
 		if !p.st.ControllerPublished {
 			p.staging(func(st *store.Staging) {
@@ -162,6 +167,9 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 		pc, _, err := controllerAnswer(ctx, e, c, csi.RPCControllerPublishVolume, func(ctx context.Context) (map[string]string, error) {
 			return c.client.ControllerPublishVolume(ctx, req)
 		})
+		if csi.IsAlreadyExists(err) && ownIntent {
+			return e.attachedOtherwise(v, p, req, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -180,6 +188,24 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 	}
 	p.advance(store.ClaimControllerPublished)
 	return nil
+}
+
+// attachedOtherwise is a ControllerPublishVolume answered ALREADY_EXISTS while the attach intent
+// is this claim's own (ownIntent): the CSI spec's "already published to this node with an
+// incompatible capability or read-only flag". Every attempt of a claim sends the same request,
+// which a plugin answers OK when it made the attachment itself, so the attachment is not this
+// claim's: another CO's, or made by hand, possibly in use. The intent is withdrawn, to be
+// committed by the failure's flush, so that the rollback's release has no attachment to undo
+// and sends no ControllerUnpublishVolume (an attachment volctl records for other claims is
+// never this claim's intent: it is shared, or kept while they hold it). The error is final
+// and names the volume, the node and what the claim asked for.
+func (e *Engine) attachedOtherwise(v store.Volume, p *checkpoint, req csi.ControllerPublishVolumeRequest, err error) error {
+	p.staging(func(st *store.Staging) { st.ControllerPublished, st.PublishContext = false, nil })
+	p.attachIntent = false
+	return fmt.Errorf("volume %q is attached to node %q already, otherwise than this claim asks (%s/%s, read-only %t), and not by this claim: %w; "+
+		"volctl left that attachment as it is, since what made it may be using the volume: find what holds it with the storage provider's tools, "+
+		"detach it there once nothing uses it, then claim again",
+		v.ID, req.NodeID, req.Capability.AccessMode, req.Capability.AttachmentMode, req.ReadOnly, err)
 }
 
 func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {

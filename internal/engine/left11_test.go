@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"google.golang.org/grpc/codes"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// attachOutside attaches the harness's volume vol to the plugin's node directly, with cap, as
+// something other than volctl (another CO, an operator with the provider's tools) would.
+func (h *harness) attachOutside(vol string, vc csi.VolumeCapability, readOnly bool) {
+	h.t.Helper()
+	c, err := csi.New(csi.Config{ControllerSocket: h.socket})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.ControllerPublishVolume(h.ctx, csi.ControllerPublishVolumeRequest{
+		VolumeID: h.externalID(vol), NodeID: "node-1", Capability: vc, ReadOnly: readOnly}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// TestAttachmentAnsweredAlreadyExistsIsNotUndone: the volume is attached to the node already,
+// outside volctl, with another capability than a claim asks for, and ControllerPublishVolume
+// answers ALREADY_EXISTS. Before, the claim's rollback sent ControllerUnpublishVolume for the
+// attachment admission had recorded as this claim's intent, detaching a volume this claim never
+// attached and someone else may be using. Now the claim fails naming the volume, the node and
+// the conflict, sends no unpublish, and records no attachment.
+func TestAttachmentAnsweredAlreadyExistsIsNotUndone(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter), capab(spec.MultiNodeReaderOnly)))
+	h.attachOutside("v", csi.VolumeCapability{Capability: capab(spec.MultiNodeReaderOnly)}, true)
+	h.mem.ResetCalls()
+
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if err == nil || !csi.IsAlreadyExists(err) {
+		t.Fatalf("claim over an attachment made outside volctl: %v, want ALREADY_EXISTS", err)
+	}
+	for _, want := range []string{`volume "v"`, `node "node-1"`, "not by this claim", "left that attachment as it is"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("claim error %q does not say %q", err, want)
+		}
+	}
+	if got := h.rpcs(); slices.Contains(got, csi.RPCControllerUnpublishVolume) {
+		t.Errorf("RPCs = %v: the rollback detached an attachment the claim did not make", got)
+	}
+	if nodes := h.mem.PublishedNodes(h.externalID("v")); !slices.Equal(nodes, []string{"node-1"}) {
+		t.Errorf("the volume is attached to %v after the failed claim, want node-1 still", nodes)
+	}
+	if st, ok := h.staging("v"); ok && st.ControllerPublished {
+		t.Errorf("staging row %+v records as volctl's an attachment it did not make", st)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Errorf("claims left = %+v", live)
+	}
+}
+
+// TestAttachmentOfAnInterruptedClaimStaysThroughAnotherClaimsAlreadyExists: claim a was cut off
+// right after ControllerPublishVolume attached the volume with its mount flags (left taken,
+// the attachment recorded as its intent), and claim b, with other mount flags, is answered
+// ALREADY_EXISTS. b's rollback must leave a's attachment and its record: a holds the volume
+// and reconcile finishes publishing it over that very attachment.
+func TestAttachmentOfAnInterruptedClaimStaysThroughAnotherClaimsAlreadyExists(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+	h.faults.FailAlways(csi.RPCNodeStageVolume, codes.Unavailable)
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a", MountOptions: &spec.MountOptions{MountFlags: spec.MountFlags{"noatime"}}}); err == nil {
+		t.Fatal("claim a went past a NodeStageVolume that fails")
+	}
+	h.faults.Clear()
+	h.update(func(tx *store.Tx) error { // as a kill right after ControllerPublishVolume left it
+		cl, err := tx.Claims().Find("v", "a")
+		if err != nil {
+			return err
+		}
+		cl.State = store.ClaimTaken
+		return tx.Claims().Update(&cl)
+	})
+	h.mem.ResetCalls()
+
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b", MountOptions: &spec.MountOptions{MountFlags: spec.MountFlags{"noexec"}}})
+	if !csi.IsAlreadyExists(err) || !strings.HasSuffix(err.Error(), "(the claim was rolled back)") {
+		t.Fatalf("claim b: %v, want ALREADY_EXISTS", err)
+	}
+	if got := h.rpcs(); slices.Contains(got, csi.RPCControllerUnpublishVolume) {
+		t.Errorf("RPCs = %v: b's rollback detached a's attachment", got)
+	}
+	if st, ok := h.staging("v"); !ok || !st.ControllerPublished || st.NodeID != "node-1" {
+		t.Errorf("staging row after b's rollback = %+v (kept %v), want a's attachment to node-1 recorded", st, ok)
+	}
+	if nodes := h.mem.PublishedNodes(h.externalID("v")); !slices.Equal(nodes, []string{"node-1"}) {
+		t.Errorf("the volume is attached to %v, want node-1 still", nodes)
+	}
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile finishing a's claim: %v", err)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || live[0].State != store.ClaimPublished {
+		t.Fatalf("claims after reconcile = %+v, want a's published", live)
+	}
+}
