@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"google.golang.org/grpc/codes"
 	"slices"
 	"strings"
@@ -103,4 +105,62 @@ func TestAttachmentOfAnInterruptedClaimStaysThroughAnotherClaimsAlreadyExists(t 
 	if live := h.liveClaims("v"); len(live) != 1 || live[0].State != store.ClaimPublished {
 		t.Fatalf("claims after reconcile = %+v, want a's published", live)
 	}
+}
+
+// restartKeepingState stops the harness's plugin and serves the same one again, edited, on a
+// new socket file at the same path: a plugin process restarted with other flags, whose
+// stagings (mounts, which outlive it) are still there.
+func (h *harness) restartKeepingState(edit func(*csitest.MemConfig)) {
+	h.t.Helper()
+	h.stopServe()
+	h.mem.Reconfigure(edit)
+	h.stopServe = csitest.ServeAt(h.t, h.socket, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
+}
+
+// TestStagingMadeBeforeTheAttachmentIsMadeAgainFromIt: a claim staged through a plugin
+// instance without PUBLISH_UNPUBLISH_VOLUME and cut off before NodePublishVolume is re-driven
+// by reconcile through an instance with it, whose staging works from the attachment. The
+// re-drive attaches (TestClaimRedrivenAttachesOnceThePluginDoes); before, it then sent
+// NodePublishVolume over the staging made without the attachment, the plugin refused it
+// FAILED_PRECONDITION, and reconcile rolled the claim back. Nothing is published from that
+// staging, so it is unstaged and staged again with the attachment's publish_context, each
+// step's intent committed first, and the claim is published.
+func TestStagingMadeBeforeTheAttachmentIsMadeAgainFromIt(t *testing.T) {
+	h := newHarness(t, func(cfg *csitest.MemConfig) {
+		cfg.Controller.PublishUnpublishVolume = false
+		cfg.StageFromAttachment = true
+	})
+	h.create(volume("v"))
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Gate: gate, Times: 1, Code: codes.Unavailable})
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan error, 1)
+	go func() { _, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); done <- err }()
+	h.waitInFlight(gate, done)
+	cancel()
+	close(gate)
+	if err := <-done; err == nil {
+		t.Fatal("the claim interrupted at NodePublishVolume succeeded")
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || live[0].State != store.ClaimNodeStaged {
+		t.Fatalf("claims after the interruption = %+v; want one left node-staged", live)
+	}
+
+	h.restartKeepingState(func(cfg *csitest.MemConfig) { cfg.Controller.PublishUnpublishVolume = true })
+	h.mem.ResetCalls()
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %+v, %v", rep, err)
+	}
+	live := h.liveClaims("v")
+	if len(live) != 1 || live[0].State != store.ClaimPublished {
+		t.Fatalf("claims after the re-drive = %+v; want a's published", live)
+	}
+	want := []string{csi.RPCControllerPublishVolume, csi.RPCNodeUnstageVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume}
+	if got := h.rpcs(); !slices.Equal(got, want) {
+		t.Errorf("RPCs of the re-drive = %v, want %v", got, want)
+	}
+	if st, ok := h.staging("v"); !ok || !st.Staged || !st.ControllerPublished {
+		t.Errorf("staging after the re-drive = %+v (%v)", st, ok)
+	}
+	h.release("v", "a")
 }

@@ -46,6 +46,9 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 				// does now (it came back from a restart with PUBLISH_UNPUBLISH_VOLUME). Its node
 				// calls may need the publish_context; attach before them, recording the intent.
 				if err = e.controllerPublish(ctx, c, v, p); err == nil {
+					err = e.unstageUnattached(ctx, c, v, p)
+				}
+				if err == nil {
 					continue
 				}
 				break
@@ -206,6 +209,34 @@ func (e *Engine) attachedOtherwise(v store.Volume, p *checkpoint, req csi.Contro
 		"volctl left that attachment as it is, since what made it may be using the volume: find what holds it with the storage provider's tools, "+
 		"detach it there once nothing uses it, then claim again",
 		v.ID, req.NodeID, req.Capability.AccessMode, req.Capability.AttachmentMode, req.ReadOnly, err)
+}
+
+// unstageUnattached undoes, right after the claim's ControllerPublishVolume, a staging of the
+// volume made (or maybe made: its path recorded) before the volume was attached, by a plugin
+// instance without PUBLISH_UNPUBLISH_VOLUME: it was not made with the attachment's
+// publish_context, and a plugin whose staging works from the attachment (a device it logs in
+// to) refuses to publish from it. When no other claim uses the staging, nothing is published
+// from it: NodeUnstageVolume (the staging recorded until it answers, as a release's unstage)
+// leaves it to nodeStage, which stages it again with the attachment's publish_context. When
+// other claims use it, it stays: they are published from it, and the claim publishes onto it
+// as it is.
+func (e *Engine) unstageUnattached(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
+	if !c.stages() || p.st.StagingPath == "" {
+		return nil
+	}
+	u, err := p.usage(ctx)
+	if err != nil || u.staging > 0 {
+		return err
+	}
+	if err := p.flush(ctx, "claim"); err != nil { // the claim attached, before the unstage
+		return err
+	}
+	if err := e.unstage(ctx, c, v, p.st, p); err != nil {
+		return fmt.Errorf("volume %q was staged at %s before plugin %q attached it, so not from the attachment, and unstaging it to stage it again failed: %w",
+			v.ID, p.st.StagingPath, c.plugin.ID, err)
+	}
+	p.staging(func(st *store.Staging) { st.Staged = false })
+	return nil
 }
 
 func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
