@@ -178,7 +178,7 @@ type memVolume struct {
 	nodes      map[string]memAttachment // controller-published, by node ID
 	staging    string
 	stagingCap csi.VolumeCapability
-	stagingCtx map[string]string // the publish_context NodeStageVolume was given
+	stagingCtx map[string]string    // the publish_context NodeStageVolume was given
 	targets    map[string]memTarget // node-published, by target path
 }
 
