@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"google.golang.org/grpc/codes"
 	"slices"
@@ -163,4 +164,67 @@ func TestStagingMadeBeforeTheAttachmentIsMadeAgainFromIt(t *testing.T) {
 		t.Errorf("staging after the re-drive = %+v (%v)", st, ok)
 	}
 	h.release("v", "a")
+}
+
+// leaveStagedWithoutClaim claims volume vol with NodePublishVolume failing, so that it is staged
+// and attached, then drops the claim as a release cut short in a way the state machine did not
+// foresee would: the staging row stays with no claim, for reconcile to clean.
+func (h *harness) leaveStagedWithoutClaim(vol string) store.Staging {
+	h.t.Helper()
+	h.create(volume(vol))
+	h.faults.FailAlways(csi.RPCNodePublishVolume, codes.Unavailable)
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: vol, Alloc: "a"}); err == nil {
+		h.t.Fatal("the claim went past a NodePublishVolume that fails")
+	}
+	h.faults.Clear()
+	h.update(func(tx *store.Tx) error {
+		cl, err := tx.Claims().Find(vol, "a")
+		if err != nil {
+			return err
+		}
+		return tx.Claims().Free(cl.ID, store.OutcomeForced)
+	})
+	st, ok := h.staging(vol)
+	if !ok || !st.Staged || !st.ControllerPublished {
+		h.t.Fatalf("staging row = %+v (%v), want staged and attached", st, ok)
+	}
+	return st
+}
+
+// TestReconcileSaysWhatItDidWithALeftStaging: a staging row with no claim, recording both a
+// staging and an attachment. Before, the report said "undid the unused staging" whether it
+// unstaged and detached, and, when the plugin had lost PUBLISH_UNPUBLISH_VOLUME, reported an
+// "unused staging" problem though it had unstaged it and it was the attachment that stayed.
+// Now each line says what was done: unstaged at which path, detached from which node, or the
+// attachment kept, owed.
+func TestReconcileSaysWhatItDidWithALeftStaging(t *testing.T) {
+	t.Run("unstaged and detached", func(t *testing.T) {
+		h := newHarness(t, nil)
+		st := h.leaveStagedWithoutClaim("v")
+		rep, err := h.e.Reconcile(h.ctx)
+		if err != nil {
+			t.Fatalf("reconcile: %+v, %v", rep, err)
+		}
+		want := fmt.Sprintf(`unstaged volume "v" at %s and detached it from node "node-1": no claim used them`, st.StagingPath)
+		if len(rep.Actions) != 1 || rep.Actions[0].Kind != "cleaned" || rep.Actions[0].Message != want {
+			t.Fatalf("reconcile actions = %+v, want one cleaned: %q", rep.Actions, want)
+		}
+	})
+	t.Run("unstaged, attachment kept", func(t *testing.T) {
+		h := newHarness(t, nil)
+		st := h.leaveStagedWithoutClaim("v")
+		h.restartKeepingState(func(cfg *csitest.MemConfig) { cfg.Controller.PublishUnpublishVolume = false })
+		rep, err := h.e.Reconcile(h.ctx)
+		if err == nil || len(rep.Problems) != 1 {
+			t.Fatalf("reconcile: %+v, %v; want the attachment kept reported", rep, err)
+		}
+		msg := rep.Problems[0].Message
+		if want := fmt.Sprintf(`unstaged volume "v" at %s (no claim used it); `, st.StagingPath); !strings.HasPrefix(msg, want) ||
+			!strings.Contains(msg, "the attachment stays recorded, owed") || strings.Contains(msg, "unused staging") {
+			t.Fatalf("reconcile problem = %q, want it to start %q and say the attachment stays owed", msg, want)
+		}
+		if got, ok := h.staging("v"); !ok || got.Staged || got.StagingPath != "" || !got.ControllerPublished {
+			t.Fatalf("staging row = %+v (%v), want only the attachment, owed", got, ok)
+		}
+	})
 }
