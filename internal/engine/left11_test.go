@@ -228,3 +228,48 @@ func TestReconcileSaysWhatItDidWithALeftStaging(t *testing.T) {
 		}
 	})
 }
+
+// TestClaimOverAStagingMadeBeforeTheAttachmentNamesTheWayOut: a claim published through a
+// plugin instance without PUBLISH_UNPUBLISH_VOLUME holds the volume's staging when the plugin
+// comes back with it, and its staging works from the attachment: a second claim attaches, and
+// the plugin refuses to publish it from a staging not made from that attachment. The staging
+// cannot be made again under the first claim's mount, so the second claim is rolled back
+// (nothing of the first one is touched); before, the error was the plugin's alone. Now it
+// says what happened and which release lets the staging be made from the attachment.
+func TestClaimOverAStagingMadeBeforeTheAttachmentNamesTheWayOut(t *testing.T) {
+	h := newHarness(t, func(cfg *csitest.MemConfig) {
+		cfg.Controller.PublishUnpublishVolume = false
+		cfg.StageFromAttachment = true
+	})
+	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.restartKeepingState(func(cfg *csitest.MemConfig) { cfg.Controller.PublishUnpublishVolume = true })
+	h.mem.ResetCalls()
+
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b"})
+	if err == nil {
+		t.Fatal("claim b published from a staging the plugin refuses")
+	}
+	st, _ := h.staging("v")
+	for _, want := range []string{`volume "v" was staged at ` + st.StagingPath, "before plugin \"mem\" attached it",
+		"`volctl volume release v --alloc a`", "(the claim was rolled back)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("claim b's error %q does not say %q", err, want)
+		}
+	}
+	a, _ := h.e.ClaimInfo(h.ctx, "v", "a")
+	for _, r := range csitest.Requests[csi.NodeUnpublishVolumeRequest](h.mem) {
+		if r.TargetPath == a.TargetPath {
+			t.Errorf("claim b's rollback unpublished claim a's target %s", r.TargetPath)
+		}
+	}
+	if got := h.rpcs(); slices.Contains(got, csi.RPCNodeUnstageVolume) {
+		t.Errorf("RPCs = %v: claim b's failure unstaged what claim a is published from", got)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || live[0].Alloc != "a" || live[0].State != store.ClaimPublished {
+		t.Fatalf("claims = %+v, want a's alone, published", live)
+	}
+	// The way out works: a released, b's claim again stages from the attachment.
+	h.release("v", "a")
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
+}

@@ -36,6 +36,9 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 	if err != nil {
 		return err
 	}
+	// A staging recorded without an attachment, while the plugin attaches now: it was made by
+	// an instance without PUBLISH_UNPUBLISH_VOLUME, not from the attachment this claim makes.
+	p.stagedUnattached = c.controllerPublishes() && c.stages() && p.st.Staged && !p.st.ControllerPublished
 	for {
 		switch cl.State {
 		case store.ClaimTaken:
@@ -236,7 +239,26 @@ func (e *Engine) unstageUnattached(ctx context.Context, c *conn, v store.Volume,
 			v.ID, p.st.StagingPath, c.plugin.ID, err)
 	}
 	p.staging(func(st *store.Staging) { st.Staged = false })
+	p.stagedUnattached = false // staged again by nodeStage, from the attachment
 	return nil
+}
+
+// stagedBeforeAttach words NodePublishVolume's FAILED_PRECONDITION (err) for a claim published
+// onto a staging made before the volume was attached (p.stagedUnattached: by a plugin instance
+// without PUBLISH_UNPUBLISH_VOLUME), which other claims are published from, so that
+// unstageUnattached could not make it again from the attachment: a plugin whose staging works
+// from the attachment refuses it. The way out is the release of those claims: the next claim
+// stages from the attachment.
+func (e *Engine) stagedBeforeAttach(ctx context.Context, c *conn, v store.Volume, p *checkpoint, err error) error {
+	claims, verr := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Claim, error) { return tx.Claims().ByVolume(v.ID) })
+	if verr != nil {
+		return err
+	}
+	way := releaseThem(claims, "release the claims published from it", func(h store.Claim) bool {
+		return h.ID != p.cl.ID && !h.Releasing && (h.State == store.ClaimNodeStaged || h.State == store.ClaimPublished)
+	})
+	return fmt.Errorf("volume %q was staged at %s before plugin %q attached it, so not from the attachment's publish_context, and other claims are published from that staging, so it cannot be staged again now: %w; "+
+		"%s, then claim the volume again, which stages it from the attachment", v.ID, p.st.StagingPath, c.plugin.ID, err, way)
 }
 
 func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
@@ -303,6 +325,9 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	err := e.retry(ctx, c, csi.RPCNodePublishVolume, func(ctx context.Context) error {
 		return c.client.NodePublishVolume(ctx, req)
 	})
+	if err != nil && p.stagedUnattached && csi.IsFailedPrecondition(err) {
+		return e.stagedBeforeAttach(ctx, c, v, p, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -338,21 +363,29 @@ func (e *Engine) attachedElsewhere(ctx context.Context, c *conn, v store.Volume,
 	if err != nil {
 		return err
 	}
-	var release []string
-	for _, h := range claims {
-		if h.State == store.ClaimTaken || (h.ID == p.cl.ID && p.saved == store.ClaimTaken) {
-			continue // holds no attachment, or this claim, which its rollback releases
-		}
-		release = append(release, fmt.Sprintf("alloc %q's claim (`%s`)", h.Alloc, releaseCommand(h)))
-	}
-	way := "release the claims that hold it"
-	if len(release) > 0 {
-		way = "release " + strings.Join(release, " and ")
-	}
+	way := releaseThem(claims, "release the claims that hold it", func(h store.Claim) bool {
+		// holds no attachment, or this claim, which its rollback releases
+		return h.State != store.ClaimTaken && (h.ID != p.cl.ID || p.saved != store.ClaimTaken)
+	})
 	return &otherNodesAttachment{msg: fmt.Sprintf("volume %q is attached to node %q, but plugin %q now reports node %q (its NodeGetInfo node_id changed): "+
 		"%s is not sent with node %q's publish context, which on this node may name another volume's device. "+
 		"The last claim holding the attachment detaches node %q when it is released: %s, then claim the volume again, which attaches node %q",
 		v.ID, st.NodeID, c.plugin.ID, c.fp.NodeID, rpc, st.NodeID, st.NodeID, way, c.fp.NodeID)}
+}
+
+// releaseThem says how to release the claims among claims that hold what is in the way:
+// "release alloc "a"'s claim (`volctl volume release ...`) and ...", or general when none does.
+func releaseThem(claims []store.Claim, general string, holds func(store.Claim) bool) string {
+	var release []string
+	for _, h := range claims {
+		if holds(h) {
+			release = append(release, fmt.Sprintf("alloc %q's claim (`%s`)", h.Alloc, releaseCommand(h)))
+		}
+	}
+	if len(release) == 0 {
+		return general
+	}
+	return "release " + strings.Join(release, " and ")
 }
 
 // otherNodesAttachment is attachedElsewhere's refusal: a conflict (exit 4), which no retry and
