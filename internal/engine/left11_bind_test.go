@@ -11,6 +11,7 @@ import (
 
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
+	"golang.org/x/sys/unix"
 )
 
 // bindSource opens dir/source, a directory holding one file, as a claim's target is opened.
@@ -155,4 +156,47 @@ func TestBindAgainstARacingRenamer(t *testing.T) {
 		}
 	}
 	t.Logf("%d binds made, %d refused", made, refused)
+}
+
+// TestReleaseFindsAVolumeMountMovedAway: a claim's volume_mount is bound, then its owner
+// renames the destination's parent away and makes a new, empty one in its place. Before, the
+// release walked the destination's path, found nothing mounted there, took the bind for
+// undone and went on to unpublish, unstage and detach, leaving the volume bound in the renamed
+// tree: still readable and writable there after its release, by whoever holds that tree, and
+// mounted while the plugin detached it. Now the release finds the claim's bind wherever it
+// went (a mount of the volume outside the state dir that no claim's destination accounts
+// for), names it, and stops, mounts untouched, until it is unmounted.
+func TestReleaseFindsAVolumeMountMovedAway(t *testing.T) {
+	h := newHostpathEngine(t)
+	dests := hostpathtest.MountDir(t)
+	dest := filepath.Join(dests, "alloc", "data")
+	if _, err := h.claimWithBind(t, "data", spec.VolumeMount{Volume: "data", Destination: dest}); err != nil {
+		t.Fatal(err)
+	}
+	moved := filepath.Join(dests, "moved")
+	if err := os.Rename(filepath.Join(dests, "alloc"), moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dest, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.e.Release(h.ctx, "data", "a")
+	if err == nil {
+		t.Fatalf("release succeeded with the volume still bound at %v", mountsUnder(t, dests))
+	}
+	if want := filepath.Join(moved, "data"); !strings.Contains(err.Error(), want) {
+		t.Errorf("release error %q does not name %s, where the volume is still bound", err, want)
+	}
+	if cl, err := h.e.ClaimInfo(h.ctx, "data", "a"); err != nil || !cl.Releasing {
+		t.Fatalf("claim after the refused release = %+v, %v; want it left releasing", cl, err)
+	}
+	if err := unix.Unmount(filepath.Join(moved, "data"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Release(h.ctx, "data", "a"); err != nil {
+		t.Fatalf("release once the moved bind is unmounted: %v", err)
+	}
+	if m := mountsUnder(t, dests); len(m) != 0 {
+		t.Errorf("mounts left: %v", m)
+	}
 }
