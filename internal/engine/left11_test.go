@@ -156,7 +156,8 @@ func TestStagingMadeBeforeTheAttachmentIsMadeAgainFromIt(t *testing.T) {
 	if len(live) != 1 || live[0].State != store.ClaimPublished {
 		t.Fatalf("claims after the re-drive = %+v; want a's published", live)
 	}
-	want := []string{csi.RPCControllerPublishVolume, csi.RPCNodeUnstageVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume}
+	// NodeUnpublishVolume first: the NodePublishVolume cut off may have been carried out.
+	want := []string{csi.RPCControllerPublishVolume, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume}
 	if got := h.rpcs(); !slices.Equal(got, want) {
 		t.Errorf("RPCs of the re-drive = %v, want %v", got, want)
 	}
@@ -272,4 +273,41 @@ func TestClaimOverAStagingMadeBeforeTheAttachmentNamesTheWayOut(t *testing.T) {
 	// The way out works: a released, b's claim again stages from the attachment.
 	h.release("v", "a")
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
+}
+
+// TestStagingMadeBeforeTheAttachmentUnderItsOwnClaimsTarget: as
+// TestStagingMadeBeforeTheAttachmentIsMadeAgainFromIt, but the claim was cut off after its
+// NodePublishVolume succeeded and before that was recorded: left node-staged, its target
+// published from the staging. The staging cannot be unstaged under that target (the plugin
+// refuses, as the CSI spec has it: NodeUnpublishVolume first), which rolled the claim back.
+// The claim's own possible publication is undone first, then the staging made again from the
+// attachment, and the claim published.
+func TestStagingMadeBeforeTheAttachmentUnderItsOwnClaimsTarget(t *testing.T) {
+	h := newHarness(t, func(cfg *csitest.MemConfig) {
+		cfg.Controller.PublishUnpublishVolume = false
+		cfg.StageFromAttachment = true
+	})
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.update(func(tx *store.Tx) error { // as a kill right after NodePublishVolume answered left it
+		cl, err := tx.Claims().Find("v", "a")
+		if err != nil {
+			return err
+		}
+		cl.State = store.ClaimNodeStaged
+		return tx.Claims().Update(&cl)
+	})
+	h.restartKeepingState(func(cfg *csitest.MemConfig) { cfg.Controller.PublishUnpublishVolume = true })
+	h.mem.ResetCalls()
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %+v, %v", rep, err)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || live[0].State != store.ClaimPublished {
+		t.Fatalf("claims after the re-drive = %+v; want a's published", live)
+	}
+	want := []string{csi.RPCControllerPublishVolume, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume}
+	if got := h.rpcs(); !slices.Equal(got, want) {
+		t.Errorf("RPCs of the re-drive = %v, want %v", got, want)
+	}
+	h.release("v", "a")
 }

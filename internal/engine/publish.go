@@ -48,8 +48,14 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 				// Past the attach step without an attachment: the plugin did not attach then, and
 				// does now (it came back from a restart with PUBLISH_UNPUBLISH_VOLUME). Its node
 				// calls may need the publish_context; attach before them, recording the intent.
+				from := cl.State
 				if err = e.controllerPublish(ctx, c, v, p); err == nil {
-					err = e.unstageUnattached(ctx, c, v, p)
+					if from == store.ClaimNodeStaged {
+						// Not back to controller-published: its NodePublishVolume may have
+						// been sent, and a release from there would not undo it.
+						p.setState(store.ClaimNodeStaged)
+					}
+					err = e.unstageUnattached(ctx, c, v, p, from == store.ClaimNodeStaged)
 				}
 				if err == nil {
 					continue
@@ -220,10 +226,12 @@ func (e *Engine) attachedOtherwise(v store.Volume, p *checkpoint, req csi.Contro
 // publish_context, and a plugin whose staging works from the attachment (a device it logs in
 // to) refuses to publish from it. When no other claim uses the staging, nothing is published
 // from it: NodeUnstageVolume (the staging recorded until it answers, as a release's unstage)
-// leaves it to nodeStage, which stages it again with the attachment's publish_context. When
-// other claims use it, it stays: they are published from it, and the claim publishes onto it
-// as it is.
-func (e *Engine) unstageUnattached(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
+// leaves it to nodeStage, which stages it again with the attachment's publish_context; a claim
+// node-staged (mayBePublished: its NodePublishVolume may have been sent, its answer lost) has
+// its target unpublished first, as the CSI spec has the CO do before NodeUnstageVolume, and
+// published again after. When other claims use the staging, it stays: they are published from
+// it, and the claim publishes onto it as it is.
+func (e *Engine) unstageUnattached(ctx context.Context, c *conn, v store.Volume, p *checkpoint, mayBePublished bool) error {
 	if !c.stages() || p.st.StagingPath == "" {
 		return nil
 	}
@@ -233,6 +241,18 @@ func (e *Engine) unstageUnattached(ctx context.Context, c *conn, v store.Volume,
 	}
 	if err := p.flush(ctx, "claim"); err != nil { // the claim attached, before the unstage
 		return err
+	}
+	if mayBePublished {
+		err := e.retry(ctx, c, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {
+			return c.client.NodeUnpublishVolume(ctx, csi.NodeUnpublishVolumeRequest{VolumeID: v.ExternalID, TargetPath: p.cl.TargetPath})
+		})
+		if err == nil || csi.IsIgnorable(err) {
+			err = e.checkUnmounted(v, csi.RPCNodeUnpublishVolume, "target", p.cl.TargetPath, c)
+		}
+		if err != nil {
+			return fmt.Errorf("volume %q was staged at %s before plugin %q attached it, so not from the attachment, and unpublishing alloc %q's target to stage it again failed: %w",
+				v.ID, p.st.StagingPath, c.plugin.ID, p.cl.Alloc, err)
+		}
 	}
 	if err := e.unstage(ctx, c, v, p.st, p); err != nil {
 		return fmt.Errorf("volume %q was staged at %s before plugin %q attached it, so not from the attachment, and unstaging it to stage it again failed: %w",
