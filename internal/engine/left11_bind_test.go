@@ -77,12 +77,7 @@ func TestBindRefusesADestinationWhoseParentWasSwapped(t *testing.T) {
 				if !strings.Contains(err.Error(), "volume_mount "+dest) {
 					t.Errorf("error %q does not name the volume_mount", err)
 				}
-				if got := mountsUnder(t, dir); len(got) != 0 {
-					t.Errorf("mounts left after the refused bind: %v", got)
-				}
-				if got := mountsUnder(t, elsewhere); len(got) != 0 {
-					t.Errorf("mounted where the swapped-in path points: %v", got)
-				}
+				noMountsUnder(t, dir, elsewhere)
 			})
 		})
 	}
@@ -143,12 +138,7 @@ func TestBindAgainstARacingRenamer(t *testing.T) {
 		} else {
 			refused++
 		}
-		if got := mountsUnder(t, dir); len(got) != 0 {
-			t.Errorf("mounts left after a bind (%v) was undone: %v", err, got)
-		}
-		if got := mountsUnder(t, elsewhere); len(got) != 0 {
-			t.Errorf("mounted where the swapped-in symlink points: %v", got)
-		}
+		noMountsUnder(t, dir, elsewhere)
 		mu.Unlock()
 		dst.close()
 		if t.Failed() {
@@ -198,5 +188,17 @@ func TestReleaseFindsAVolumeMountMovedAway(t *testing.T) {
 	}
 	if m := mountsUnder(t, dests); len(m) != 0 {
 		t.Errorf("mounts left: %v", m)
+	}
+}
+
+// noMountsUnder fails the test when anything is mounted in dir (a bind refused or undone left
+// one) or in elsewhere (where a swapped-in path pointed).
+func noMountsUnder(t *testing.T, dir, elsewhere string) {
+	t.Helper()
+	if got := mountsUnder(t, dir); len(got) != 0 {
+		t.Errorf("mounts left after the bind was refused or undone: %v", got)
+	}
+	if got := mountsUnder(t, elsewhere); len(got) != 0 {
+		t.Errorf("mounted where the swapped-in path points: %v", got)
 	}
 }

@@ -132,17 +132,7 @@ func TestStagingMadeBeforeTheAttachmentIsMadeAgainFromIt(t *testing.T) {
 		cfg.StageFromAttachment = true
 	})
 	h.create(volume("v"))
-	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCNodePublishVolume, csitest.Fault{Gate: gate, Times: 1, Code: codes.Unavailable})
-	ctx, cancel := context.WithCancel(h.ctx)
-	done := make(chan error, 1)
-	go func() { _, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); done <- err }()
-	h.waitInFlight(gate, done)
-	cancel()
-	close(gate)
-	if err := <-done; err == nil {
-		t.Fatal("the claim interrupted at NodePublishVolume succeeded")
-	}
+	h.claimInterruptedAt(csi.RPCNodePublishVolume, csitest.Fault{Code: codes.Unavailable}, ClaimRequest{VolumeID: "v", Alloc: "a"})
 	if live := h.liveClaims("v"); len(live) != 1 || live[0].State != store.ClaimNodeStaged {
 		t.Fatalf("claims after the interruption = %+v; want one left node-staged", live)
 	}
@@ -310,4 +300,23 @@ func TestStagingMadeBeforeTheAttachmentUnderItsOwnClaimsTarget(t *testing.T) {
 		t.Errorf("RPCs of the re-drive = %v, want %v", got, want)
 	}
 	h.release("v", "a")
+}
+
+// claimInterruptedAt claims as req asks and interrupts the claim (Ctrl-C) while rpc is held at
+// the plugin, then lets rpc answer as fault says (its Gate and Times are set here): the claim
+// is left where it got to, for reconcile.
+func (h *harness) claimInterruptedAt(rpc string, fault csitest.Fault, req ClaimRequest) {
+	h.t.Helper()
+	gate := make(chan struct{})
+	fault.Gate, fault.Times = gate, 1
+	h.faults.Inject(rpc, fault)
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan error, 1)
+	go func() { _, err := h.e.Claim(ctx, req); done <- err }()
+	h.waitInFlight(gate, done)
+	cancel()
+	close(gate)
+	if err := <-done; err == nil {
+		h.t.Fatalf("the claim interrupted at %s succeeded", rpc)
+	}
 }
