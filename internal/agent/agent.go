@@ -143,14 +143,18 @@ type Config struct {
 
 // Agent is one running `volctl agent`.
 type Agent struct {
-	e          *engine.Engine
-	log        *slog.Logger
-	s          Settings
-	decl       []spec.Plugin
-	now        func() time.Time
-	runDir     string // pid files
-	logDir     string // plugin output
-	afterCount func(pluginID string)
+	e    *engine.Engine
+	log  *slog.Logger
+	s    Settings
+	decl []spec.Plugin
+	// unregistered are the declared plugins whose registration failed for a reason a later
+	// try may not meet (their socket not there yet): registerPending tries them again. Only
+	// Run, then registerPending's goroutine, touch it.
+	unregistered []spec.Plugin
+	now          func() time.Time
+	runDir       string // pid files
+	logDir       string // plugin output
+	afterCount   func(pluginID string)
 
 	kick chan struct{} // asks for a reconcile pass soon (a restarted plugin may have lost mounts)
 
@@ -243,10 +247,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer stopLoops()
 	var wg sync.WaitGroup
 	a.sync(loops, &wg)
-	wg.Add(3)
+	wg.Add(4)
 	crash.Go(func() {
 		defer wg.Done()
 		a.housekeeping(loops, &wg)
+	})
+	crash.Go(func() {
+		defer wg.Done()
+		a.registerPending(loops)
 	})
 	crash.Go(func() {
 		defer wg.Done()
@@ -267,8 +275,10 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 // registerDeclared registers the config file's plugins. An invalid declaration stops the agent;
-// one that cannot be reached now is logged and skipped, since the service manager restarting the
-// agent would not make it reachable (an exec plugin is recorded even when not running).
+// one that cannot be registered now (a plugin without an exec block whose socket is not there
+// yet: another supervisor starts it, maybe after the agent; an exec plugin is recorded even
+// when not running) is logged and left to registerPending, which tries it again on every sync
+// pass, since the service manager restarting the agent would not make it reachable sooner.
 func (a *Agent) registerDeclared(ctx context.Context) error {
 	if err := checkDeclaredSockets(a.decl); err != nil {
 		return err
@@ -279,12 +289,54 @@ func (a *Agent) registerDeclared(ctx context.Context) error {
 		case errors.Is(err, engine.ErrInvalid):
 			return err
 		case err != nil:
-			a.log.Warn("registering a declared plugin", "plugin", sp.ID, "err", err)
+			a.log.Warn("registering a declared plugin", "plugin", sp.ID, "err", err,
+				"then", "the agent tries again every probe_interval until it succeeds")
+			a.unregistered = append(a.unregistered, sp)
 		default:
 			a.log.Info("registered plugin", "plugin", sp.ID, "provider", info.Provider, "supervised", info.Supervised)
 		}
 	}
 	return nil
+}
+
+// registerPending tries again, every probe interval until each succeeds, to register the
+// declared plugins registerDeclared could not, saying nothing more of one that fails again (its
+// failure was logged once): it logs the registration that succeeds (the next sync pass starts
+// probing the plugin), and gives up on one the engine now refuses as invalid (a plugin answering
+// on its socket as another type than declared), logged as an error, since only a corrected
+// config and an agent restart change that. It runs on its own goroutine: a plugin whose socket
+// is there but does not answer holds only its own retries, not housekeeping's passes.
+func (a *Agent) registerPending(ctx context.Context) {
+	if len(a.unregistered) == 0 {
+		return
+	}
+	t := time.NewTicker(a.s.ProbeInterval)
+	defer t.Stop()
+	for len(a.unregistered) > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			a.registerAgain(ctx)
+		}
+	}
+}
+
+// registerAgain is one of registerPending's tries.
+func (a *Agent) registerAgain(ctx context.Context) {
+	a.unregistered = slices.DeleteFunc(a.unregistered, func(sp spec.Plugin) bool {
+		info, err := a.e.RegisterPlugin(ctx, sp)
+		switch {
+		case errors.Is(err, engine.ErrInvalid):
+			a.log.Error("registering a declared plugin: giving up until the agent restarts with its declaration corrected", "plugin", sp.ID, "err", err)
+			return true
+		case err != nil:
+			return false
+		}
+		a.log.Info("registered plugin", "plugin", sp.ID, "provider", info.Provider, "supervised", info.Supervised,
+			"note", "it could not be registered when the agent started")
+		return true
+	})
 }
 
 // checkDeclaredSockets refuses a config declaring plugins on one socket with different exec

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -222,7 +224,7 @@ func propagationFlag(mode string) uintptr {
 // it, or it replaced the bind since): that mount is someone else's, left in place.
 // The destination is resolved as bind resolves it, without following a symlink, and unmounted
 // through the file descriptor of its parent.
-func (e *Engine) unbind(cl *store.Claim) error {
+func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 	for _, b := range cl.Binds {
 		dst, err := openNoFollow("/", b.Destination, createNothing)
 		if errors.Is(err, os.ErrNotExist) {
@@ -251,7 +253,99 @@ func (e *Engine) unbind(cl *store.Claim) error {
 			return fmt.Errorf("volume_mount %s: %w", b.Destination, err)
 		}
 	}
-	return nil
+	return e.movedBinds(ctx, cl)
+}
+
+// movedBinds refuses a claim's release while its volume is still bound outside the state dir
+// at a path none of the volume's claims' volume_mount destinations names: a bind of the claim,
+// moved there with a directory above its destination (renamed by whoever owns it) after it was
+// bound. unbind walks each destination by its path and finds nothing there then; the bind,
+// left behind, would keep the volume readable and writable in that tree after its release,
+// and mounted while the plugin unstages and detaches it. A bind of the claim's target is a
+// mount of the same file system and root as the target (mountinfo's device and root), at a
+// path ending in its destination's last name, which is how it is found wherever it went; it
+// is not unmounted (volctl unmounts only at the paths
+// it bound), but named, with what to do. A claim without volume_mounts, or whose target is
+// not mounted, reads nothing.
+func (e *Engine) movedBinds(ctx context.Context, cl *store.Claim) error {
+	if len(cl.Binds) == 0 {
+		return nil
+	}
+	src, err := openNoFollow(e.cfg.StateDir, e.realPath(cl.TargetPath), createNothing)
+	if err != nil {
+		return nil // no target to know the volume's mounts by
+	}
+	defer src.close()
+	if mounted, err := src.mounted(); err != nil || !mounted {
+		return nil
+	}
+	id, err := mountID(src.fd)
+	if err != nil {
+		return nil
+	}
+	mounts, err := mountinfo.GetMounts(nil)
+	if err != nil {
+		return nil // as mountsBelow: the release goes on as before this check
+	}
+	i := slices.IndexFunc(mounts, func(m *mountinfo.Info) bool { return uint64(m.ID) == id })
+	if i < 0 {
+		return nil
+	}
+	target := mounts[i]
+	bound, handed, err := e.boundDestinations(ctx, cl.VolumeID)
+	if err != nil || handed {
+		return err // handed over to Nomad, whose allocs may mount the volume anywhere
+	}
+	// A mount point cannot be renamed (EBUSY): a bind moved with a directory above it keeps its
+	// destination's last name, which tells it from the plugin's own mounts of the volume
+	// outside the state dir (a plugin may mount a volume at a path of its own, then bind that).
+	names := map[string]bool{}
+	for _, b := range cl.Binds {
+		names[filepath.Base(filepath.Clean(b.Destination))] = true
+	}
+	var moved []string
+	for _, m := range mounts {
+		if m.Major == target.Major && m.Minor == target.Minor && m.Root == target.Root && names[filepath.Base(m.Mountpoint)] &&
+			m.Mountpoint != e.cfg.StateDir && !under(m.Mountpoint, e.cfg.StateDir) && !bound[m.Mountpoint] {
+			moved = append(moved, m.Mountpoint)
+		}
+	}
+	if len(moved) == 0 {
+		return nil
+	}
+	slices.Sort(moved)
+	dests := make([]string, len(cl.Binds))
+	for i, b := range cl.Binds {
+		dests[i] = b.Destination
+	}
+	return fmt.Errorf("volume %q is still bound at %s, which none of its claims' volume_mount destinations names: most likely alloc %q's volume_mount (%s), "+
+		"moved there with a directory above it since it was bound. volctl unmounts only where it bound, so it leaves it: unmount it (`%s`) once nothing uses it, "+
+		"then release the claim again (or run `volctl reconcile`)",
+		cl.VolumeID, strings.Join(moved, " and "), cl.Alloc, strings.Join(dests, ", "), shellquote.Command("umount", moved...))
+}
+
+// boundDestinations are the volume_mount destinations of a volume's live claims, cleaned;
+// handed says the volume is marked handed over to Nomad.
+func (e *Engine) boundDestinations(ctx context.Context, volumeID string) (bound map[string]bool, handed bool, err error) {
+	bound = map[string]bool{}
+	err = e.store.View(ctx, func(tx *store.Tx) error {
+		claims, err := tx.Claims().ByVolume(volumeID)
+		if err != nil {
+			return err
+		}
+		for _, c := range claims {
+			for _, b := range c.Binds {
+				bound[filepath.Clean(b.Destination)] = true
+			}
+		}
+		var u usage
+		if err := u.readHandover(tx, volumeID); err != nil {
+			return err
+		}
+		handed = u.handover != nil
+		return nil
+	})
+	return bound, handed, err
 }
 
 // boundElsewhere reports whether the mount at a claim's volume_mount destination is provably

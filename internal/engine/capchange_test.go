@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -287,17 +286,7 @@ func TestClaimRedrivenAttachesOnceThePluginDoes(t *testing.T) {
 	detachless := func(cfg *csitest.MemConfig) { cfg.Controller.PublishUnpublishVolume = false }
 	h := newHarness(t, detachless)
 	h.create(volume("v"))
-	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Gate: gate, Times: 1})
-	ctx, cancel := context.WithCancel(h.ctx)
-	done := make(chan error, 1)
-	go func() { _, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); done <- err }()
-	h.waitInFlight(gate, done)
-	cancel()
-	close(gate)
-	if err := <-done; err == nil {
-		t.Fatal("the claim interrupted at NodeStageVolume succeeded")
-	}
+	h.claimInterruptedAt(csi.RPCNodeStageVolume, csitest.Fault{}, ClaimRequest{VolumeID: "v", Alloc: "a"})
 	if live := h.liveClaims("v"); len(live) != 1 || live[0].State != "controller-published" {
 		t.Fatalf("claims after the interruption = %+v; want one left controller-published", live)
 	}

@@ -27,6 +27,9 @@ type checkpoint struct {
 	// keptAttach: undoUnused kept the volume's attachment recorded, owed, because the plugin
 	// lost PUBLISH_UNPUBLISH_VOLUME; it says so (keptAttachment).
 	keptAttach string
+	// stagedUnattached: the volume's staging was recorded without an attachment when the
+	// publish began, and the plugin attaches now (publish; stagedBeforeAttach).
+	stagedUnattached bool
 }
 
 // loaded is what an operation read in its first transaction, under the volume lock, handed to

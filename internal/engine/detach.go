@@ -112,7 +112,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		warn("forced detach of volume %q: NodeUnpublishVolume and NodeUnstageVolume are skipped; volctl unmounts its own paths and frees %d claim(s) without the plugin", v.ID, len(claims))
 	}
 	for _, cl := range claims {
-		if err := e.unbind(&cl); err != nil {
+		if err := e.unbind(ctx, &cl); err != nil {
 			warn("alloc %q: %v", cl.Alloc, err)
 		}
 		if err := forceUnmount(e.cfg.StateDir, e.realPath(cl.TargetPath)); err != nil {

@@ -61,6 +61,7 @@ var noOpenat2 atomic.Bool
 // pathFD is an opened path: fd is an O_PATH descriptor of its last component, parent one of the
 // directory that holds it (the walk's root when the path is the root itself: then name is "").
 type pathFD struct {
+	root   string // where the walk began, trusted (openNoFollow)
 	path   string
 	fd     int
 	parent int
@@ -100,7 +101,7 @@ func openNoFollow(root, path string, mode create) (*pathFD, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: root, Err: err}
 	}
-	p := &pathFD{path: path, fd: fd, parent: -1}
+	p := &pathFD{root: root, path: path, fd: fd, parent: -1}
 	if rel == "." {
 		return p, nil
 	}
@@ -255,27 +256,30 @@ func mountID(fd int) (uint64, error) {
 	return 0, errors.New("no mnt_id in fdinfo")
 }
 
-// reopenMount opens the path's last name again through its parent, without following it, and
-// checks that it is the root of a mount of src: after mountOn, the new mount. Once a directory
-// is a mount point it can be neither renamed nor removed, so the name still leads to it unless
-// the directory was moved away before the mount landed on it; then this is an error, and the
-// mount, made on the directory wherever it went, must be undone (undoMountOn).
+// reopenMount walks the path again from the walk's root, without following any component, and
+// checks that it leads to the root of a mount of src: after mountOn, the new mount. Once a
+// directory is a mount point it can be neither renamed nor removed, so the path still leads to
+// it unless the directory, or one above it, was moved away before the mount landed on it (a
+// hostile owner of a parent swapping it for a symlink or another directory); then this is an
+// error, and the mount, made on the directory wherever it went, must be undone (undoMountOn).
+// Reopening only the last name through the parent's descriptor would not see a parent moved:
+// the descriptor moves with it.
 func (p *pathFD) reopenMount(src *pathFD) (int, error) {
-	fd, err := openComponent(p.parent, p.name)
-	if errors.Is(err, unix.ELOOP) {
-		return -1, &symlinkError{Path: p.path, Component: p.path}
-	}
+	q, err := openNoFollow(p.root, p.path, createNothing)
 	if err != nil {
-		return -1, &os.PathError{Op: "open", Path: p.path, Err: err}
+		return -1, err
 	}
-	ok, err := isMountOf(fd, p.parent, src.fd)
+	ok, err := isMountOf(q.fd, q.parent, src.fd)
 	if err != nil || !ok {
-		_ = unix.Close(fd)
+		q.close()
 		if err == nil {
-			err = errors.New("it was replaced while it was being mounted")
+			err = errors.New("it, or a directory above it, was moved or replaced while it was being mounted")
 		}
 		return -1, &os.PathError{Op: "check the new mount at", Path: p.path, Err: err}
 	}
+	fd := q.fd
+	q.fd = -1
+	q.close()
 	return fd, nil
 }
 

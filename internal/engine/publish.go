@@ -37,6 +37,9 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 	if err != nil {
 		return err
 	}
+	// A staging recorded without an attachment, while the plugin attaches now: it was made by
+	// an instance without PUBLISH_UNPUBLISH_VOLUME, not from the attachment this claim makes.
+	p.stagedUnattached = c.controllerPublishes() && c.stages() && p.st.Staged && !p.st.ControllerPublished
 	for {
 		switch cl.State {
 		case store.ClaimTaken:
@@ -46,7 +49,16 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 				// Past the attach step without an attachment: the plugin did not attach then, and
 				// does now (it came back from a restart with PUBLISH_UNPUBLISH_VOLUME). Its node
 				// calls may need the publish_context; attach before them, recording the intent.
+				from := cl.State
 				if err = e.controllerPublish(ctx, c, v, p); err == nil {
+					if from == store.ClaimNodeStaged {
+						// Not back to controller-published: its NodePublishVolume may have
+						// been sent, and a release from there would not undo it.
+						p.setState(store.ClaimNodeStaged)
+					}
+					err = e.unstageUnattached(ctx, c, v, p, from == store.ClaimNodeStaged)
+				}
+				if err == nil {
 					continue
 				}
 				break
@@ -113,6 +125,10 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 		}
 	}
 	if c.controllerPublishes() {
+		// ownIntent: the attach intent is this claim's alone, recorded by this command (by
+		// admission, or below) before any ControllerPublishVolume was sent for it. A record from
+		// before may stand for an attachment volctl made (an earlier attempt's, or one owed).
+		ownIntent := p.attachIntent || !p.st.ControllerPublished
 		if p.st.ControllerPublished && p.st.NodeID != "" && p.st.NodeID != c.fp.NodeID {
 			// The volume is recorded as maybe attached to another node than the one the plugin
 			// reports now: its NodeGetInfo node_id changed (a restart). ControllerPublishVolume
@@ -142,6 +158,7 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 				}
 			}
 			p.staging(func(st *store.Staging) { st.NodeID, st.PublishContext = c.fp.NodeID, nil })
+			ownIntent = true // the old node's attachment is undone; the new node's is this claim's
 		}
 		if !p.st.ControllerPublished {
 			p.staging(func(st *store.Staging) {
@@ -163,6 +180,9 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 		pc, _, err := controllerAnswer(ctx, e, c, csi.RPCControllerPublishVolume, func(ctx context.Context) (map[string]string, error) {
 			return c.client.ControllerPublishVolume(ctx, req)
 		})
+		if csi.IsAlreadyExists(err) && ownIntent {
+			return e.attachedOtherwise(v, p, req, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -194,6 +214,85 @@ func (p *checkpoint) publishContext(c *conn) map[string]string {
 		p.cl.PublishContext = maps.Clone(p.st.PublishContext)
 	}
 	return p.cl.PublishContext
+}
+
+// attachedOtherwise is a ControllerPublishVolume answered ALREADY_EXISTS while the attach intent
+// is this claim's own (ownIntent): the CSI spec's "already published to this node with an
+// incompatible capability or read-only flag". Every attempt of a claim sends the same request,
+// which a plugin answers OK when it made the attachment itself, so the attachment is not this
+// claim's: another CO's, or made by hand, possibly in use. The intent is withdrawn, to be
+// committed by the failure's flush, so that the rollback's release has no attachment to undo
+// and sends no ControllerUnpublishVolume (an attachment volctl records for other claims is
+// never this claim's intent: it is shared, or kept while they hold it). The error is final
+// and names the volume, the node and what the claim asked for.
+func (e *Engine) attachedOtherwise(v store.Volume, p *checkpoint, req csi.ControllerPublishVolumeRequest, err error) error {
+	p.staging(func(st *store.Staging) { st.ControllerPublished, st.PublishContext = false, nil })
+	p.attachIntent = false
+	return fmt.Errorf("volume %q is attached to node %q already, otherwise than this claim asks (%s/%s, read-only %t), and not by this claim: %w; "+
+		"volctl left that attachment as it is, since what made it may be using the volume: find what holds it with the storage provider's tools, "+
+		"detach it there once nothing uses it, then claim again",
+		v.ID, req.NodeID, req.Capability.AccessMode, req.Capability.AttachmentMode, req.ReadOnly, err)
+}
+
+// unstageUnattached undoes, right after the claim's ControllerPublishVolume, a staging of the
+// volume made (or maybe made: its path recorded) before the volume was attached, by a plugin
+// instance without PUBLISH_UNPUBLISH_VOLUME: it was not made with the attachment's
+// publish_context, and a plugin whose staging works from the attachment (a device it logs in
+// to) refuses to publish from it. When no other claim uses the staging, nothing is published
+// from it: NodeUnstageVolume (the staging recorded until it answers, as a release's unstage)
+// leaves it to nodeStage, which stages it again with the attachment's publish_context; a claim
+// node-staged (mayBePublished: its NodePublishVolume may have been sent, its answer lost) has
+// its target unpublished first, as the CSI spec has the CO do before NodeUnstageVolume, and
+// published again after. When other claims use the staging, it stays: they are published from
+// it, and the claim publishes onto it as it is.
+func (e *Engine) unstageUnattached(ctx context.Context, c *conn, v store.Volume, p *checkpoint, mayBePublished bool) error {
+	if !c.stages() || p.st.StagingPath == "" {
+		return nil
+	}
+	u, err := p.usage(ctx)
+	if err != nil || u.staging > 0 {
+		return err
+	}
+	if err := p.flush(ctx, "claim"); err != nil { // the claim attached, before the unstage
+		return err
+	}
+	if mayBePublished {
+		err := e.retry(ctx, c, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {
+			return c.client.NodeUnpublishVolume(ctx, csi.NodeUnpublishVolumeRequest{VolumeID: v.ExternalID, TargetPath: p.cl.TargetPath})
+		})
+		if err == nil || csi.IsIgnorable(err) {
+			err = e.checkUnmounted(v, csi.RPCNodeUnpublishVolume, "target", p.cl.TargetPath, c)
+		}
+		if err != nil {
+			return fmt.Errorf("volume %q was staged at %s before plugin %q attached it, so not from the attachment, and unpublishing alloc %q's target to stage it again failed: %w",
+				v.ID, p.st.StagingPath, c.plugin.ID, p.cl.Alloc, err)
+		}
+	}
+	if err := e.unstage(ctx, c, v, p.st, p); err != nil {
+		return fmt.Errorf("volume %q was staged at %s before plugin %q attached it, so not from the attachment, and unstaging it to stage it again failed: %w",
+			v.ID, p.st.StagingPath, c.plugin.ID, err)
+	}
+	p.staging(func(st *store.Staging) { st.Staged = false })
+	p.stagedUnattached = false // staged again by nodeStage, from the attachment
+	return nil
+}
+
+// stagedBeforeAttach words NodePublishVolume's FAILED_PRECONDITION (err) for a claim published
+// onto a staging made before the volume was attached (p.stagedUnattached: by a plugin instance
+// without PUBLISH_UNPUBLISH_VOLUME), which other claims are published from, so that
+// unstageUnattached could not make it again from the attachment: a plugin whose staging works
+// from the attachment refuses it. The way out is the release of those claims: the next claim
+// stages from the attachment.
+func (e *Engine) stagedBeforeAttach(ctx context.Context, c *conn, v store.Volume, p *checkpoint, err error) error {
+	claims, verr := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Claim, error) { return tx.Claims().ByVolume(v.ID) })
+	if verr != nil {
+		return err
+	}
+	way := releaseThem(claims, "release the claims published from it", func(h store.Claim) bool {
+		return h.ID != p.cl.ID && !h.Releasing && (h.State == store.ClaimNodeStaged || h.State == store.ClaimPublished)
+	})
+	return fmt.Errorf("volume %q was staged at %s before plugin %q attached it, so not from the attachment's publish_context, and other claims are published from that staging, so it cannot be staged again now: %w; "+
+		"%s, then claim the volume again, which stages it from the attachment", v.ID, p.st.StagingPath, c.plugin.ID, err, way)
 }
 
 func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
@@ -260,6 +359,9 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	err := e.retry(ctx, c, csi.RPCNodePublishVolume, func(ctx context.Context) error {
 		return c.client.NodePublishVolume(ctx, req)
 	})
+	if err != nil && p.stagedUnattached && csi.IsFailedPrecondition(err) {
+		return e.stagedBeforeAttach(ctx, c, v, p, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -295,21 +397,29 @@ func (e *Engine) attachedElsewhere(ctx context.Context, c *conn, v store.Volume,
 	if err != nil {
 		return err
 	}
-	var release []string
-	for _, h := range claims {
-		if h.State == store.ClaimTaken || (h.ID == p.cl.ID && p.saved == store.ClaimTaken) {
-			continue // holds no attachment, or this claim, which its rollback releases
-		}
-		release = append(release, fmt.Sprintf("alloc %q's claim (`%s`)", h.Alloc, releaseCommand(h)))
-	}
-	way := "release the claims that hold it"
-	if len(release) > 0 {
-		way = "release " + strings.Join(release, " and ")
-	}
+	way := releaseThem(claims, "release the claims that hold it", func(h store.Claim) bool {
+		// holds no attachment, or this claim, which its rollback releases
+		return h.State != store.ClaimTaken && (h.ID != p.cl.ID || p.saved != store.ClaimTaken)
+	})
 	return &otherNodesAttachment{msg: fmt.Sprintf("volume %q is attached to node %q, but plugin %q now reports node %q (its NodeGetInfo node_id changed): "+
 		"%s is not sent with node %q's publish context, which on this node may name another volume's device. "+
 		"The last claim holding the attachment detaches node %q when it is released: %s, then claim the volume again, which attaches node %q",
 		v.ID, st.NodeID, c.plugin.ID, c.fp.NodeID, rpc, st.NodeID, st.NodeID, way, c.fp.NodeID)}
+}
+
+// releaseThem says how to release the claims among claims that hold what is in the way:
+// "release alloc "a"'s claim (`volctl volume release ...`) and ...", or general when none does.
+func releaseThem(claims []store.Claim, general string, holds func(store.Claim) bool) string {
+	var release []string
+	for _, h := range claims {
+		if holds(h) {
+			release = append(release, fmt.Sprintf("alloc %q's claim (`%s`)", h.Alloc, releaseCommand(h)))
+		}
+	}
+	if len(release) == 0 {
+		return general
+	}
+	return "release " + strings.Join(release, " and ")
 }
 
 // otherNodesAttachment is attachedElsewhere's refusal: a conflict (exit 4), which no retry and

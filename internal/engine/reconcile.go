@@ -889,11 +889,17 @@ func (e *Engine) cleanStagings(ctx context.Context, rep *ReconcileReport, stagin
 		if st.StagingPath == "" && st.ControllerPublished {
 			what = fmt.Sprintf("attachment of volume %q to node %q with no claim", st.VolumeID, attachedNode(st))
 		}
-		unused, err := e.cleanStaging(ctx, st.VolumeID)
+		unused, done, err := e.cleanStaging(ctx, st.VolumeID)
 		switch {
 		case errors.Is(err, store.ErrNotFound) || (err == nil && !unused):
+		case err != nil && done != "":
+			// Part of it was undone (the staging), part not (the attachment, owed): the
+			// problem says both, not "unused staging" of one no longer there.
+			rep.problem(st.VolumeID, "", fmt.Errorf("%s; %w", done, err))
 		case err != nil:
 			rep.problem(st.VolumeID, "", fmt.Errorf("%s: %w", what, err))
+		case done != "":
+			rep.did("cleaned", st.VolumeID, "", "%s", done)
 		default:
 			rep.did("cleaned", st.VolumeID, "", "undid the %s", what)
 		}
@@ -901,11 +907,11 @@ func (e *Engine) cleanStagings(ctx context.Context, rep *ReconcileReport, stagin
 }
 
 // cleanStaging undoes one volume's staging if no live claim uses the volume; unused says
-// whether it had to.
-func (e *Engine) cleanStaging(ctx context.Context, volumeID string) (unused bool, err error) {
+// whether it had to, done what it did (undoLeft).
+func (e *Engine) cleanStaging(ctx context.Context, volumeID string) (unused bool, done string, err error) {
 	unlock, err := e.locks.volume(ctx, volumeID)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	defer unlock()
 	var (
@@ -933,39 +939,57 @@ func (e *Engine) cleanStaging(ctx context.Context, volumeID string) (unused bool
 		return err
 	})
 	if err != nil || n > 0 {
-		return false, err
+		return false, "", err
 	}
 	if handed && st.StagingPath == "" {
 		// All that is left is an attachment, which waits for the volume to be taken back from
 		// Nomad (keptForNomad); the node side, volctl's own, is undone below when there is one.
-		return false, nil
+		return false, "", nil
 	}
 	c, err := e.connect(ctx, v.PluginID)
 	if err != nil {
-		return true, err
+		return true, "", err
 	}
 	defer e.done(c)
-	return true, e.undoLeftStaging(ctx, c, v)
+	done, err = e.undoLeft(ctx, c, v)
+	return true, done, err
 }
 
 // undoLeftStaging unstages and controller-unpublishes a volume that has no claims but still has
 // a staging row: what a forced detach could not undo, or a release cut short in a way the state
 // machine did not foresee. The caller holds the volume lock and has checked there are no claims.
 func (e *Engine) undoLeftStaging(ctx context.Context, c *conn, v store.Volume) error {
+	_, err := e.undoLeft(ctx, c, v)
+	return err
+}
+
+// undoLeft is undoLeftStaging, saying what it did (recorded, whatever failed after it) when it
+// unstaged: at which path, and the node it detached the volume from too; "" when it did not
+// unstage (an attachment alone is said by the caller, as what the row recorded).
+func (e *Engine) undoLeft(ctx context.Context, c *conn, v store.Volume) (done string, err error) {
 	p, err := e.newCheckpoint(ctx, &store.Claim{VolumeID: v.ID}, nil)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if err := e.undoUnused(ctx, c, v, p); err != nil {
-		return errors.Join(err, p.flush(ctx, "clean"))
+	before := p.st
+	err = e.undoUnused(ctx, c, v, p)
+	if ferr := p.flush(ctx, "clean"); ferr != nil {
+		return "", errors.Join(err, ferr) // nothing recorded: say nothing done
 	}
-	if err := p.flush(ctx, "clean"); err != nil {
-		return err
+	unstaged := before.StagingPath != "" && p.st.StagingPath == ""
+	detached := before.ControllerPublished && !p.st.ControllerPublished
+	switch {
+	case unstaged && detached:
+		done = fmt.Sprintf("unstaged volume %q at %s and detached it from node %q: no claim used them", v.ID, before.StagingPath, attachedNode(before))
+	case unstaged && (err != nil || p.keptAttach != ""):
+		done = fmt.Sprintf("unstaged volume %q at %s (no claim used it)", v.ID, before.StagingPath)
+	case unstaged:
+		done = fmt.Sprintf("unstaged volume %q at %s: no claim used it", v.ID, before.StagingPath)
 	}
-	if p.keptAttach != "" {
-		return keptAttachmentError(p.keptAttach)
+	if err == nil && p.keptAttach != "" {
+		err = keptAttachmentError(p.keptAttach)
 	}
-	return nil
+	return done, err
 }
 
 // keptAttachmentError is undoLeftStaging's failure to undo an attachment because the plugin lost

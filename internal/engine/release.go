@@ -82,7 +82,7 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 	if err := p.flush(ctx, "release"); err != nil {
 		return err
 	}
-	if err := e.unbind(cl); err != nil {
+	if err := e.unbind(ctx, cl); err != nil {
 		return err
 	}
 	err := e.retry(ctx, c, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {

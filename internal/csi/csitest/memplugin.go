@@ -89,6 +89,11 @@ type MemConfig struct {
 	// were asked to delete, until a test turns it off (Reconfigure) and the next delete
 	// deletes: a plugin that deletes in the background, or says it deleted and did not.
 	DeleteLater bool
+	// StageFromAttachment makes NodePublishVolume refuse, FAILED_PRECONDITION, a staging made
+	// with another publish_context than the one it is given: a plugin whose staging works from
+	// the attachment (logs in to the device ControllerPublishVolume named), so a staging made
+	// before the attachment, or from another one, is not the attached volume's.
+	StageFromAttachment bool
 	// SnapshotIDPrefix is put before a snapshot's name to make its ID (none: the ID is the
 	// name), as plugins whose IDs are not the names asked for do.
 	SnapshotIDPrefix string
@@ -173,6 +178,7 @@ type memVolume struct {
 	nodes      map[string]memAttachment // controller-published, by node ID
 	staging    string
 	stagingCap csi.VolumeCapability
+	stagingCtx map[string]string    // the publish_context NodeStageVolume was given
 	targets    map[string]memTarget // node-published, by target path
 }
 
@@ -1063,7 +1069,7 @@ func (s *memServer) NodeStageVolume(ctx context.Context, req *csipb.NodeStageVol
 				return nil, err
 			}
 		}
-		v.staging, v.stagingCap = req.GetStagingTargetPath(), c
+		v.staging, v.stagingCap, v.stagingCtx = req.GetStagingTargetPath(), c, req.GetPublishContext()
 	}
 	return &csipb.NodeStageVolumeResponse{}, nil
 }
@@ -1104,7 +1110,7 @@ func (s *memServer) NodeUnstageVolume(ctx context.Context, req *csipb.NodeUnstag
 	if err := m.unmount(v.staging); err != nil {
 		return nil, err
 	}
-	v.staging, v.stagingCap = "", csi.VolumeCapability{}
+	v.staging, v.stagingCap, v.stagingCtx = "", csi.VolumeCapability{}, nil
 	return &csipb.NodeUnstageVolumeResponse{}, nil
 }
 
@@ -1123,6 +1129,10 @@ func (s *memServer) NodePublishVolume(ctx context.Context, req *csipb.NodePublis
 		}
 		if v.staging != req.GetStagingTargetPath() {
 			return nil, errorf(codes.FailedPrecondition, "volume %q is not staged at %s", v.vol.ID, req.GetStagingTargetPath())
+		}
+		if m.cfg.StageFromAttachment && !maps.Equal(v.stagingCtx, req.GetPublishContext()) {
+			return nil, errorf(codes.FailedPrecondition, "volume %q is staged at %s from another attachment (publish_context %v, given %v): unstage and stage it again",
+				v.vol.ID, v.staging, v.stagingCtx, req.GetPublishContext())
 		}
 	} else if err := m.checkAttached(v, req.GetPublishContext()); err != nil {
 		return nil, err
