@@ -266,18 +266,27 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 // volctl neither converts it nor starts a state over it.
 const foreignAdvice = ": volctl neither converts it nor starts its state over it; move it out of the state dir, or use another --state-dir"
 
-// checkVersion refuses a database that is not volctl's or is newer than this binary. names is
-// what inspect found in an unmarked database's schema: only an empty one is volctl's to initialise.
-func (s *Store) checkVersion(version, appID int, names []string) error {
+// refuseForeign refuses the database at path when its marks, or the names in an unmarked one's
+// schema, say it is not volctl's; nil when they say it is, or that it is new (no marks, no names).
+func refuseForeign(path string, version, appID int, names []string) error {
 	if appID != 0 && appID != applicationID || appID == 0 && version != 0 {
-		return fmt.Errorf("open state %s: not a volctl state database (application id %#x, schema version %d)%s", s.path, appID, version, foreignAdvice)
+		return fmt.Errorf("open state %s: not a volctl state database (application id %#x, schema version %d)%s", path, appID, version, foreignAdvice)
 	}
 	if appID == 0 && len(names) > 0 {
 		list := strings.Join(names[:min(len(names), shownNames)], ", ")
 		if len(names) > shownNames {
 			list += ", ..."
 		}
-		return fmt.Errorf("open state %s: not a volctl state database (it holds other tables: %s)%s", s.path, list, foreignAdvice)
+		return fmt.Errorf("open state %s: not a volctl state database (it holds other tables: %s)%s", path, list, foreignAdvice)
+	}
+	return nil
+}
+
+// checkVersion refuses a database that is not volctl's or is newer than this binary. names is
+// what inspect found in an unmarked database's schema: only an empty one is volctl's to initialise.
+func (s *Store) checkVersion(version, appID int, names []string) error {
+	if err := refuseForeign(s.path, version, appID, names); err != nil {
+		return err
 	}
 	if version > len(migrations) {
 		return fmt.Errorf("open state %s: %w: the database is at schema version %d, this volctl knows versions up to %d; upgrade volctl to use this state directory",
