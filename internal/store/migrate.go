@@ -188,8 +188,16 @@ func (s *Store) migrateTo(ctx context.Context, target int) error {
 
 // readVersion is schemaVersion on the write connection, outside a transaction.
 func (s *Store) readVersion(ctx context.Context) (version, appID int, err error) {
+	// Cut short by its context (Ctrl-C, the command's deadline), the read says so rather than
+	// what the pool or SQLite's query answered ("read schema version: context canceled").
+	interrupted := func() error {
+		return fmt.Errorf("open state %s: interrupted while reading the state database's schema version, nothing written: %w", s.path, ctx.Err())
+	}
 	c, err := s.w.get(ctx, s.busyTimeout)
 	if err != nil {
+		if ctx.Err() != nil {
+			return 0, 0, interrupted()
+		}
 		return 0, 0, fmt.Errorf("open state %s: %w", s.path, mapBusy(err))
 	}
 	// The version alone here: outside a transaction, a schema read after it may already see
@@ -200,6 +208,9 @@ func (s *Store) readVersion(ctx context.Context) (version, appID int, err error)
 		return err
 	})
 	s.w.put(c)
+	if err != nil && ctx.Err() != nil {
+		return 0, 0, interrupted()
+	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("open state %s: read schema version: %w", s.path, mapBusy(err))
 	}
