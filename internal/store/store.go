@@ -169,6 +169,9 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	if err != nil {
 		return nil, &DirError{Dir: dir, Err: fmt.Errorf("open state %s: %w", dir, err), Named: true}
 	}
+	if err := checkLocalFS(abs, o.log); err != nil {
+		return nil, err
+	}
 	if readOnlyFS(abs) {
 		return openReadOnly(ctx, abs, target, o)
 	}
