@@ -16,6 +16,11 @@ import (
 // The engine words errors from data a plugin returned (a node ID, a topology): a control
 // character in them is shown as an escape (escapeLines), not sent to the terminal.
 func (f *Factory) Report(err error) int {
+	if oerr := f.IO.OutErr(); err == nil && oerr != nil {
+		// A command that did its work and lost what it printed (cobra's help, a result line
+		// whose writer did not check) still fails: a script reading its output got none.
+		err = fmt.Errorf("writing standard output: %w: what the command printed is lost (what it did stands): check where its output goes (a full disk, a closed pipe)", oerr)
+	}
 	if err != nil && !isSilent(err) {
 		fmt.Fprintf(f.IO.ErrOut, "Error: %s\n", escapeLines(err.Error()))
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync"
 
 	"github.com/mattn/go-isatty"
 	"golang.org/x/term"
@@ -28,7 +29,7 @@ type IOStreams struct {
 func System() *IOStreams {
 	s := &IOStreams{
 		In:        os.Stdin,
-		Out:       os.Stdout,
+		Out:       &Stdout{File: os.Stdout},
 		ErrOut:    os.Stderr,
 		stdinTTY:  isTerminal(os.Stdin),
 		stdoutTTY: isTerminal(os.Stdout),
@@ -90,7 +91,7 @@ func (s *IOStreams) TerminalWidth() int {
 	if s.width > 0 {
 		return s.width
 	}
-	if f, ok := s.Out.(*os.File); ok && s.stdoutTTY {
+	if f, ok := s.Out.(interface{ Fd() uintptr }); ok && s.stdoutTTY {
 		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
 			return w
 		}
@@ -99,4 +100,54 @@ func (s *IOStreams) TerminalWidth() int {
 		return w
 	}
 	return 80
+}
+
+// Stdout is the process's standard output, which remembers the first write that failed: a
+// command's output lost (a full disk behind `> file`, a closed pipe once SIGPIPE no longer
+// kills volctl) must not end in exit status 0, and not every writer checks what Write
+// returned (cobra's help, a result line printed after the work was done). It is the *os.File
+// still (embedded) for what asks for its descriptor: terminal checks, the dashboard.
+type Stdout struct {
+	*os.File
+	mu  sync.Mutex
+	err error
+}
+
+func (o *Stdout) Write(p []byte) (int, error) {
+	n, err := o.File.Write(p)
+	o.note(err)
+	return n, err
+}
+
+func (o *Stdout) WriteString(s string) (int, error) {
+	n, err := o.File.WriteString(s)
+	o.note(err)
+	return n, err
+}
+
+func (o *Stdout) note(err error) {
+	if err == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err == nil {
+		o.err = err
+	}
+}
+
+// Err is the first write error, or nil.
+func (o *Stdout) Err() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
+
+// OutErr is the first error writing to standard output, when Out is the process's (System);
+// nil otherwise.
+func (s *IOStreams) OutErr() error {
+	if o, ok := s.Out.(*Stdout); ok {
+		return o.Err()
+	}
+	return nil
 }
