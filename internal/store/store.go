@@ -483,7 +483,16 @@ func checkMountsWithoutDatabase(path string) error {
 	}
 	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
 	if err != nil {
-		return nil // the table cannot be read: the check does not stand in the way
+		// Unread, the table cannot say nothing is mounted where volctl mounts: a state dir
+		// that has such paths is refused rather than started empty over them (an empty one
+		// has nothing there to lose).
+		for _, sub := range []string{"publish", "staging"} {
+			if entries, rerr := os.ReadDir(filepath.Join(dir, sub)); rerr == nil && len(entries) > 0 {
+				return fmt.Errorf("open state: state database %s is missing or empty, and whether paths below %s are mounted, claims and stagings of a lost database, cannot be told: %w",
+					path, filepath.Join(dir, sub), MountTableUnreadable(err))
+			}
+		}
+		return nil
 	}
 	var below []string
 	for _, m := range mounts {
@@ -978,3 +987,13 @@ func (tx *Tx) queryRow(query string, args ...any) row {
 
 // now is the store clock's reading, as the database will keep it, for created/updated columns.
 func (tx *Tx) now() time.Time { return tx.s.now() }
+
+// MountTableUnreadable is the error of a read of the kernel's mount table that failed, saying
+// what to do when it is because /proc is not mounted where volctl runs (a mount namespace
+// without it, a chroot): volctl cannot tell what is mounted without it, and does not guess.
+func MountTableUnreadable(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("read mount table: %w (/proc is not mounted where volctl runs, and volctl learns what is mounted there: mount it, `mount -t proc proc /proc`, or run volctl where it is)", err)
+	}
+	return fmt.Errorf("read mount table: %w", err)
+}
