@@ -91,6 +91,7 @@ type dbFile struct {
 	reserved int              // bytes at the end of each page that are not the page's (header byte 20)
 	wal      *os.File         // nil without a WAL with commits
 	frames   map[uint32]int64 // page -> offset in the WAL of its last committed copy
+	salts    []byte           // the WAL header's salts, which each of its frames repeats
 }
 
 // readWAL finds the committed frames of the WAL at path, as SQLite's recovery does: from the
@@ -143,7 +144,7 @@ func (db *dbFile) readWAL(path string, size int64) {
 		w.Close()
 		return
 	}
-	db.wal, db.frames = w, committed
+	db.wal, db.frames, db.salts = w, committed, hdr[16:24]
 }
 
 // walChecksum continues the WAL's checksum (s0, s1) over b, read as 32-bit words in order.
@@ -157,15 +158,26 @@ func walChecksum(order binary.ByteOrder, b []byte, s0, s1 uint32) (uint32, uint3
 
 // page reads page n (from 1) as last committed.
 func (db *dbFile) page(n uint32) ([]byte, error) {
-	p := make([]byte, db.pageSize)
-	var err error
-	if off, ok := db.frames[n]; ok {
-		_, err = db.wal.ReadAt(p, off)
-	} else {
-		_, err = db.f.ReadAt(p, int64(n-1)*int64(db.pageSize))
+	off, ok := db.frames[n]
+	if !ok {
+		p := make([]byte, db.pageSize)
+		_, err := db.f.ReadAt(p, int64(n-1)*int64(db.pageSize))
+		return p, err
 	}
-	return p, err
+	// The frame again, with its header: another volctl's checkpoint may have restarted the WAL
+	// since readWAL, writing a new generation (new salts) over the frames it found.
+	frame := make([]byte, 24+db.pageSize)
+	if _, err := db.wal.ReadAt(frame, off-24); err != nil {
+		return nil, err
+	}
+	if binary.BigEndian.Uint32(frame[0:4]) != n || !bytes.Equal(frame[8:16], db.salts) {
+		return nil, errWALMoved
+	}
+	return frame[24:], nil
 }
+
+// errWALMoved is a WAL rewritten while identify read it: SQLite, under its locks, judges.
+var errWALMoved = errors.New("the write-ahead log was restarted meanwhile")
 
 // close closes the WAL read; the file is its caller's.
 func (db *dbFile) close() {
