@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"syscall"
 
 	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/csi"
@@ -16,9 +18,11 @@ import (
 // The engine words errors from data a plugin returned (a node ID, a topology): a control
 // character in them is shown as an escape (escapeLines), not sent to the terminal.
 func (f *Factory) Report(err error) int {
-	if oerr := f.IO.OutErr(); err == nil && oerr != nil {
+	if oerr := f.IO.OutErr(); err == nil && oerr != nil && !errors.Is(oerr, syscall.EPIPE) {
 		// A command that did its work and lost what it printed (cobra's help, a result line
-		// whose writer did not check) still fails: a script reading its output got none.
+		// whose writer did not check) still fails: a script reading its output got none. A
+		// reader that closed the pipe (`| head -1`, after a stop signal took SIGPIPE's kill
+		// away) chose to read no more, as SIGPIPE's silent end says otherwise.
 		err = fmt.Errorf("writing standard output: %w: what the command printed is lost (what it did stands): check where its output goes (a full disk, a closed pipe)", oerr)
 	}
 	if err != nil && !isSilent(err) {

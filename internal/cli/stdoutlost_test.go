@@ -32,3 +32,21 @@ func TestLostOutputIsAnError(t *testing.T) {
 		}
 	}
 }
+
+// A reader that closed the pipe chose to read no more: once a stop signal has taken SIGPIPE's
+// kill away, the write's EPIPE is as silent as that kill, not an "Error: ... broken pipe".
+func TestClosedPipeIsNoError(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer w.Close()
+	var errOut bytes.Buffer
+	f := NewFactory(&iostreams.IOStreams{In: strings.NewReader(""), Out: &iostreams.Stdout{File: w}, ErrOut: &errOut})
+	t.Setenv("VOLCTL_STATE_DIR", t.TempDir())
+	err = NewRootCmdFor(f, []string{"--help"}).ExecuteContext(context.Background())
+	if code := f.Report(err); code != 0 || errOut.Len() != 0 {
+		t.Errorf("volctl --help into a closed pipe: exit status %d, stderr %q; want 0 and nothing", code, errOut.String())
+	}
+}
