@@ -8,6 +8,8 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // TestLostCapabilitiesDoNotDropStagingsQuietly: a plugin that comes back from a restart without
@@ -315,5 +317,41 @@ func TestClaimRedrivenAttachesOnceThePluginDoes(t *testing.T) {
 	}
 	if n := back.CallCount(csi.RPCControllerUnpublishVolume); n != 1 {
 		t.Fatalf("ControllerUnpublishVolume calls of the release = %d, want 1", n)
+	}
+}
+
+// TestNodeCallsUseTheAttachmentsPublishContext: the attachment is per volume and node, and so is
+// the publish_context ControllerPublishVolume returned for it; a claim's own copy of it can be
+// stale. Claim "a" was published through a plugin that attached nothing (its copy empty); the
+// plugin came back with PUBLISH_UNPUBLISH_VOLUME after a reboot, and claim "b" attached the
+// volume. Before, the restore of "a" sent NodeStageVolume and NodePublishVolume with a's empty
+// copy: a plugin that needs it refused ("publish_context is missing", hostpath --enable-attach),
+// and the claim stayed degraded for every reconcile after (found by running volctl against a
+// plugin restarted with and without attach at random, with reboots). The node calls now send
+// the attachment's publish_context.
+func TestNodeCallsUseTheAttachmentsPublishContext(t *testing.T) {
+	detachless := func(cfg *csitest.MemConfig) { cfg.Controller.PublishUnpublishVolume = false }
+	h := newHarness(t, detachless)
+	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+	a := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	st, _ := h.staging("v")
+	h.mounts.markGone(a.TargetPath)
+	h.mounts.markGone(st.StagingPath)
+
+	back := h.restartPlugin(func(cfg *csitest.MemConfig) { cfg.PublishContext = map[string]string{"device": "/dev/sdz"} }, "v")
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
+	if st, ok := h.staging("v"); !ok || !st.ControllerPublished || st.PublishContext["device"] != "/dev/sdz" {
+		t.Fatalf("staging after b's claim = %+v (%v); want the attachment recorded with its publish_context", st, ok)
+	}
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile restoring a's claim beside b's attachment: %+v, %v", rep, err)
+	}
+	for _, cl := range h.liveClaims("v") {
+		if cl.State != store.ClaimPublished || cl.Degraded {
+			t.Errorf("claim of %q after the reconcile: %s (degraded %v, last error %q); want published", cl.Alloc, cl.State, cl.Degraded, cl.LastError)
+		}
+	}
+	if n := back.CallCount(csi.RPCControllerPublishVolume); n != 1 {
+		t.Errorf("ControllerPublishVolume calls = %d, want 1 (b's; a shares the attachment)", n)
 	}
 }

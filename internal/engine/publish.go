@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,6 +183,19 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 	return nil
 }
 
+// publishContext is the publish_context the claim's node calls send: the attachment's, as
+// recorded with it, when the plugin attaches and the volume is attached. The attachment is per
+// volume and node, and so is what ControllerPublishVolume returned for it; the claim's own copy
+// is what its own attach step saw, which is stale when another claim made the attachment (this
+// claim passed its attach step through a plugin that attached nothing then) or made it again
+// (a node ID change). The claim's copy follows, so that its record says what was sent.
+func (p *checkpoint) publishContext(c *conn) map[string]string {
+	if c.controllerPublishes() && p.st.ControllerPublished && !maps.Equal(p.cl.PublishContext, p.st.PublishContext) {
+		p.cl.PublishContext = maps.Clone(p.st.PublishContext)
+	}
+	return p.cl.PublishContext
+}
+
 func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
 	cl := p.cl
 	// One staging per volume: a later claim shares the one there is.
@@ -200,7 +214,7 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 			return err
 		}
 		req := csi.NodeStageVolumeRequest{
-			VolumeID: v.ExternalID, PublishContext: cl.PublishContext, StagingPath: path,
+			VolumeID: v.ExternalID, PublishContext: p.publishContext(c), StagingPath: path,
 			Capability: capability(cl), Secrets: v.Secrets, VolumeContext: v.Context,
 		}
 		err := e.retry(ctx, c, csi.RPCNodeStageVolume, func(ctx context.Context) error {
@@ -226,7 +240,7 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 		return err
 	}
 	req := csi.NodePublishVolumeRequest{
-		VolumeID: v.ExternalID, PublishContext: cl.PublishContext, TargetPath: cl.TargetPath,
+		VolumeID: v.ExternalID, PublishContext: p.publishContext(c), TargetPath: cl.TargetPath,
 		Capability: capability(cl), ReadOnly: cl.Mode == store.ClaimRead, Secrets: v.Secrets,
 		VolumeContext: v.Context,
 	}

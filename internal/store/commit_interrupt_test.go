@@ -36,3 +36,53 @@ func TestCommitInterruptedSaysNothingWasWritten(t *testing.T) {
 		return nil
 	})
 }
+
+// TestBeginInterruptedSaysNothingWasWritten: a transaction whose context ended before it began
+// (a command's ^C while it waited for the write connection, or before its first statement)
+// says it was interrupted and that nothing was written, rather than "context canceled" alone
+// (seen as `release "v2" for alloc "g[1]": state .../volctl.db: context canceled` from a
+// `group stop` sent SIGTERM).
+func TestBeginInterruptedSaysNothingWasWritten(t *testing.T) {
+	s := newStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, run := range map[string]func() error{
+		"Update": func() error { return s.Update(ctx, func(*Tx) error { return nil }) },
+		"View":   func() error { return s.View(ctx, func(*Tx) error { return nil }) },
+	} {
+		err := run()
+		if err == nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted before the transaction began, nothing written") {
+			t.Errorf("%s with its context ended: %v; want it to say it was interrupted before it began and nothing was written", name, err)
+		}
+	}
+}
+
+// TestStatementInterruptedSaysNothingWasWritten: a transaction whose context ends while one of
+// its statements runs (a claim's admission sent SIGTERM) says it was interrupted and nothing was
+// written, rather than "claim on volume ... for alloc ...: context canceled" alone (seen from
+// `volume claim` in a chaos run).
+func TestStatementInterruptedSaysNothingWasWritten(t *testing.T) {
+	s := newStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	err := s.Update(ctx, func(tx *Tx) error {
+		if err := tx.Events().Append(&Event{Kind: "interrupted-write"}); err != nil {
+			return err
+		}
+		cancel()
+		_, err := tx.Claims().Find("v", "a")
+		return err
+	})
+	if err == nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted before the transaction committed, nothing written") {
+		t.Fatalf("Update interrupted in a statement: %v; want it to say it was interrupted and nothing was written", err)
+	}
+	view(t, s, func(tx *Tx) error {
+		evs, err := tx.Events().Recent(0, EventFilter{Kind: "interrupted-write"})
+		if err != nil {
+			return err
+		}
+		if len(evs) != 0 {
+			t.Errorf("the interrupted transaction's write is in the store: %+v", evs)
+		}
+		return nil
+	})
+}

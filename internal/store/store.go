@@ -714,7 +714,7 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn 
 		}
 	}
 	if err := fn(tx); err != nil {
-		return s.explain(err)
+		return s.explain(interrupted(ctx, "before the transaction committed", err))
 	}
 	if err := tx.forgetGone(); err != nil {
 		return s.explain(err)
@@ -755,7 +755,7 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (
 		// handler; they give up after the same busy timeout as a writer in another process would.
 		c, err := p.get(ctx, s.busyTimeout)
 		if err != nil {
-			return nil, fmt.Errorf("state %s: %w", s.path, mapBusy(err))
+			return nil, fmt.Errorf("state %s: %w", s.path, interrupted(ctx, "before the transaction began", mapBusy(err)))
 		}
 		tx := &Tx{ctx: ctx, c: c, s: s}
 		if begin == beginNoWait {
@@ -767,7 +767,7 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (
 					return nil, fmt.Errorf("state %s: begin: %w", s.path, &busyError{why: "another volctl holds the write lock", cause: err})
 				}
 				if !broken || attempt > 0 {
-					return nil, fmt.Errorf("state %s: begin: %w", s.path, err)
+					return nil, fmt.Errorf("state %s: begin: %w", s.path, interrupted(ctx, "before the transaction began", err))
 				}
 				continue
 			}
@@ -807,9 +807,19 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (
 			return nil, fmt.Errorf("state %s: begin: %w", s.path, interruptedWait(ctx.Err()))
 		}
 		if !broken || attempt > 0 {
-			return nil, fmt.Errorf("state %s: begin: %w", s.path, mapBusy(err))
+			return nil, fmt.Errorf("state %s: begin: %w", s.path, interrupted(ctx, "before the transaction began", mapBusy(err)))
 		}
 	}
+}
+
+// interrupted is a transaction's error err, saying so when it is the end of its context (^C, a
+// signal, the agent stopping) met when, before the transaction began or while it ran, whose
+// words alone are "context canceled": the transaction is rolled back, so nothing was written.
+func interrupted(ctx context.Context, when string, err error) error {
+	if ctx.Err() == nil || !errors.Is(err, ctx.Err()) || strings.Contains(err.Error(), "interrupted") {
+		return err
+	}
+	return fmt.Errorf("interrupted %s, nothing written: %w", when, err)
 }
 
 // beginNoWait begins a write transaction if the write lock is free now: SQLITE_BUSY is not
