@@ -22,6 +22,7 @@ func run() int {
 	// of the goroutines volctl starts too (crash.Go).
 	defer crash.Recover()
 	noquery.Restore() // os.Stdout was hidden while bubbletea's init ran (internal/noquery)
+	cli.KeepOwnerAccess()
 	ctx, stop := stopContext(context.Background())
 	defer stop()
 	f := cli.NewFactory(iostreams.System())

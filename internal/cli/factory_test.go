@@ -155,7 +155,7 @@ func TestEngineStateDirErrors(t *testing.T) {
 			if err := os.WriteFile(db, []byte("this is not a database, just text long enough to be read as a header"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			return dir, "open state " + db + ": file is not a database (26) (volctl cannot read it as its state: a damaged file, or another file put there. " +
+			return dir, "open state " + db + ": not a SQLite database: it does not start with SQLite's header (volctl cannot read it as its state: a damaged file, or another file put there. " +
 				"Move it aside with its -wal and -shm and restore a backup of the three (see Backups in docs/architecture.md), or use another --state-dir)"
 		}},
 		{"lock dir is a file", func(t *testing.T, tmp string) (string, string) {

@@ -29,6 +29,17 @@ refuses to claim it until volctl nomad release takes it back.`,
 
 func nomadClient() (*nomad.Client, error) { return nomad.NewClient("") }
 
+// connectNomad is the client get makes, whose credentials (the ACL token, a basic auth password
+// and its header's encoding) a crash report is scrubbed of from here on (noteSecrets): a
+// panic's value may print a request, or the client, whole.
+func connectNomad(get func() (*nomad.Client, error)) (*nomad.Client, error) {
+	c, err := get()
+	if c != nil {
+		noteSecrets(c.Credentials()...)
+	}
+	return c, err
+}
+
 // NomadRegisterOptions are the inputs of `volctl nomad register`.
 type NomadRegisterOptions struct {
 	IO     *iostreams.IOStreams
@@ -110,7 +121,7 @@ func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
 	if err != nil {
 		return err
 	}
-	c, err := opts.Nomad()
+	c, err := connectNomad(opts.Nomad)
 	if err != nil {
 		return fmt.Errorf("nomad register: %w", err)
 	}
@@ -276,7 +287,7 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 	}
 	var c *nomad.Client
 	if !opts.Force {
-		if c, err = opts.Nomad(); err != nil {
+		if c, err = connectNomad(opts.Nomad); err != nil {
 			return fmt.Errorf("nomad release: %w", err)
 		}
 	}
@@ -438,7 +449,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 	if err != nil {
 		return err
 	}
-	c, err := opts.Nomad()
+	c, err := connectNomad(opts.Nomad)
 	if err != nil {
 		return fmt.Errorf("nomad status: %w", err)
 	}

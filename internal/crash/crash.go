@@ -22,9 +22,9 @@ import (
 // software error", apart from the statuses commands return (docs/architecture.md, Command line).
 const ExitCode = 70
 
-// ErrPanicked marks an error that stands for a panic recovered by a library that ran the code
-// (bubbletea recovers its program's panics, restores the terminal and returns one): main maps
-// it to ExitCode too.
+// ErrPanicked marks an error that stands for a panic recovered by a library that ran the code:
+// main maps it to ExitCode too. (The dashboard does not let bubbletea recover its panics, which
+// it printed unscrubbed: they reach Recover, tui.guarded.)
 var ErrPanicked = errors.New("volctl panicked")
 
 var (

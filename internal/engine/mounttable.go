@@ -1,11 +1,12 @@
 package engine
 
 import (
-	"fmt"
 	"path/filepath"
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
+
+	"github.com/volctl/volctl/internal/store"
 )
 
 // MountTable answers which paths under the state dir are mount points. Reconcile reads it once
@@ -50,7 +51,7 @@ func (kernelMounts) MountedInTable(path string) (MountPoint, error) {
 	path = filepath.Clean(path)
 	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) { return m.Mountpoint != path, false })
 	if err != nil {
-		return MountPoint{}, fmt.Errorf("read mount table: %w", err)
+		return MountPoint{}, store.MountTableUnreadable(err)
 	}
 	if len(mounts) == 0 {
 		return MountPoint{}, nil
@@ -72,7 +73,7 @@ func hasOption(opts, opt string) bool {
 func (kernelMounts) MountsUnder(dir string) (map[string]bool, error) {
 	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(filepath.Clean(dir)))
 	if err != nil {
-		return nil, fmt.Errorf("read mount table: %w", err)
+		return nil, store.MountTableUnreadable(err)
 	}
 	out := make(map[string]bool, len(mounts))
 	for _, m := range mounts {

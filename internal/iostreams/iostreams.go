@@ -29,7 +29,7 @@ type IOStreams struct {
 func System() *IOStreams {
 	s := &IOStreams{
 		In:        os.Stdin,
-		Out:       &stdout{f: os.Stdout},
+		Out:       &Stdout{File: os.Stdout},
 		ErrOut:    os.Stderr,
 		stdinTTY:  isTerminal(os.Stdin),
 		stdoutTTY: isTerminal(os.Stdout),
@@ -37,45 +37,6 @@ func System() *IOStreams {
 	}
 	s.colorEnabled = s.stdoutTTY && colorAllowed(os.Getenv)
 	return s
-}
-
-// stdout is the process's standard output, remembering the first write that failed. Most of
-// what volctl prints has its error looked at, but not all (cobra's help, a line among many):
-// main asks OutError at the end, so that output that never arrived (a file on a full disk)
-// fails the command whatever printed it. It is a file still (Fd, Read), for what asks whether
-// stdout is a terminal and how wide (the dashboard, lipgloss's colour profile).
-type stdout struct {
-	f   *os.File
-	mu  sync.Mutex
-	err error
-}
-
-func (s *stdout) Write(p []byte) (int, error) {
-	n, err := s.f.Write(p)
-	if err != nil {
-		s.mu.Lock()
-		if s.err == nil {
-			s.err = err
-		}
-		s.mu.Unlock()
-	}
-	return n, err
-}
-
-func (s *stdout) Read(p []byte) (int, error) { return s.f.Read(p) }
-func (s *stdout) Close() error               { return s.f.Close() }
-func (s *stdout) Fd() uintptr                { return s.f.Fd() }
-
-// OutError is the first write to the process's standard output that failed, nil when none
-// did (or Out is not the process's: Test's buffers).
-func (s *IOStreams) OutError() error {
-	o, ok := s.Out.(*stdout)
-	if !ok {
-		return nil
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.err
 }
 
 // Test returns streams backed by buffers, none of them a terminal, colour off.
@@ -139,4 +100,54 @@ func (s *IOStreams) TerminalWidth() int {
 		return w
 	}
 	return 80
+}
+
+// Stdout is the process's standard output, which remembers the first write that failed: a
+// command's output lost (a full disk behind `> file`, a closed pipe once SIGPIPE no longer
+// kills volctl) must not end in exit status 0, and not every writer checks what Write
+// returned (cobra's help, a result line printed after the work was done). It is the *os.File
+// still (embedded) for what asks for its descriptor: terminal checks, the dashboard.
+type Stdout struct {
+	*os.File
+	mu  sync.Mutex
+	err error
+}
+
+func (o *Stdout) Write(p []byte) (int, error) {
+	n, err := o.File.Write(p)
+	o.note(err)
+	return n, err
+}
+
+func (o *Stdout) WriteString(s string) (int, error) {
+	n, err := o.File.WriteString(s)
+	o.note(err)
+	return n, err
+}
+
+func (o *Stdout) note(err error) {
+	if err == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err == nil {
+		o.err = err
+	}
+}
+
+// Err is the first write error, or nil.
+func (o *Stdout) Err() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
+
+// OutError is the first error writing to standard output, when Out is the process's (System);
+// nil otherwise (Test's buffers).
+func (s *IOStreams) OutError() error {
+	if o, ok := s.Out.(*Stdout); ok {
+		return o.Err()
+	}
+	return nil
 }

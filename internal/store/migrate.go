@@ -188,8 +188,16 @@ func (s *Store) migrateTo(ctx context.Context, target int) error {
 
 // readVersion is schemaVersion on the write connection, outside a transaction.
 func (s *Store) readVersion(ctx context.Context) (version, appID int, err error) {
+	// Cut short by its context (Ctrl-C, the command's deadline), the read says so rather than
+	// what the pool or SQLite's query answered ("read schema version: context canceled").
+	interrupted := func() error {
+		return fmt.Errorf("open state %s: interrupted while reading the state database's schema version, nothing written: %w", s.path, ctx.Err())
+	}
 	c, err := s.w.get(ctx, s.busyTimeout)
 	if err != nil {
+		if ctx.Err() != nil {
+			return 0, 0, interrupted()
+		}
 		return 0, 0, fmt.Errorf("open state %s: %w", s.path, mapBusy(err))
 	}
 	// The version alone here: outside a transaction, a schema read after it may already see
@@ -200,6 +208,9 @@ func (s *Store) readVersion(ctx context.Context) (version, appID int, err error)
 		return err
 	})
 	s.w.put(c)
+	if err != nil && ctx.Err() != nil {
+		return 0, 0, interrupted()
+	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("open state %s: read schema version: %w", s.path, mapBusy(err))
 	}
@@ -266,18 +277,27 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 // volctl neither converts it nor starts a state over it.
 const foreignAdvice = ": volctl neither converts it nor starts its state over it; move it out of the state dir, or use another --state-dir"
 
-// checkVersion refuses a database that is not volctl's or is newer than this binary. names is
-// what inspect found in an unmarked database's schema: only an empty one is volctl's to initialise.
-func (s *Store) checkVersion(version, appID int, names []string) error {
+// refuseForeign refuses the database at path when its marks, or the names in an unmarked one's
+// schema, say it is not volctl's; nil when they say it is, or that it is new (no marks, no names).
+func refuseForeign(path string, version, appID int, names []string) error {
 	if appID != 0 && appID != applicationID || appID == 0 && version != 0 {
-		return fmt.Errorf("open state %s: not a volctl state database (application id %#x, schema version %d)%s", s.path, appID, version, foreignAdvice)
+		return fmt.Errorf("open state %s: not a volctl state database (application id %#x, schema version %d)%s", path, appID, version, foreignAdvice)
 	}
 	if appID == 0 && len(names) > 0 {
 		list := strings.Join(names[:min(len(names), shownNames)], ", ")
 		if len(names) > shownNames {
 			list += ", ..."
 		}
-		return fmt.Errorf("open state %s: not a volctl state database (it holds other tables: %s)%s", s.path, list, foreignAdvice)
+		return fmt.Errorf("open state %s: not a volctl state database (it holds other tables: %s)%s", path, list, foreignAdvice)
+	}
+	return nil
+}
+
+// checkVersion refuses a database that is not volctl's or is newer than this binary. names is
+// what inspect found in an unmarked database's schema: only an empty one is volctl's to initialise.
+func (s *Store) checkVersion(version, appID int, names []string) error {
+	if err := refuseForeign(s.path, version, appID, names); err != nil {
+		return err
 	}
 	if version > len(migrations) {
 		return fmt.Errorf("open state %s: %w: the database is at schema version %d, this volctl knows versions up to %d; upgrade volctl to use this state directory",

@@ -169,15 +169,31 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	if err != nil {
 		return nil, &DirError{Dir: dir, Err: fmt.Errorf("open state %s: %w", dir, err), Named: true}
 	}
+	if err := checkLocalFS(abs, o.log); err != nil {
+		return nil, err
+	}
 	if readOnlyFS(abs) {
 		return openReadOnly(ctx, abs, target, o)
 	}
 	// From here every error is about the state dir or a file in it, and names that path.
-	if err := prepareDir(abs, o.log); err != nil {
+	held, err := checkDir(abs)
+	if err != nil {
 		return nil, inDir(abs, err)
 	}
+	// Nothing is changed, of the dir or of a file in it, before the database is known to be
+	// volctl's or new (identify.go): another program's file there is refused as it was found.
 	path := filepath.Join(abs, FileName)
-	if err := prepareFile(path, o.log); err != nil {
+	sizes, err := checkFiles(path)
+	if err == nil {
+		err = identify(path, sizes[path], sizes[path+"-wal"])
+	}
+	if err != nil {
+		return nil, inDir(abs, err)
+	}
+	if err := tighten(abs, 0o700, held, o.log); err != nil {
+		return nil, inDir(abs, fmt.Errorf("open state: state directory: %w", err))
+	}
+	if err := prepareFile(path, sizes, o.log); err != nil {
 		return nil, inDir(abs, err)
 	}
 
@@ -270,22 +286,23 @@ func dsn(path string, busy time.Duration, readOnly bool) string {
 	return u.String()
 }
 
-// prepareDir creates the state directory 0700 or tightens an existing one to 0700: it holds
-// secrets and mount targets, and the mode must not depend on the umask or on whoever created it.
-func prepareDir(dir string, log *slog.Logger) error {
+// checkDir creates the state directory 0700, or checks that an existing one may be made 0700:
+// it holds secrets and mount targets, and the mode must not depend on the umask or on whoever
+// created it. held says it holds state (Open tightens it, and warns that others had access).
+func checkDir(dir string) (held bool, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		// MkdirAll names the directory it failed to make, which is a parent of dir when it is
 		// the parent that is missing its way (a file, no permission).
 		var pe *fs.PathError
 		named := errors.As(err, &pe) && pe.Path == dir
-		return &DirError{Dir: dir, Err: fmt.Errorf("open state: create state directory: %w%s", err, brokenLink(dir)), Named: named}
+		return false, &DirError{Dir: dir, Err: fmt.Errorf("open state: create state directory: %w%s", err, brokenLink(dir)), Named: named}
 	}
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Errorf("open state: %w", err)
+		return false, fmt.Errorf("open state: %w", err)
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("open state: %s is not a directory", dir)
+		return false, fmt.Errorf("open state: %s is not a directory", dir)
 	}
 	// Stat followed a symlinked dir to its target, which is what must be ours; name the target too.
 	shown := dir
@@ -293,22 +310,15 @@ func prepareDir(dir string, log *slog.Logger) error {
 		shown = dir + " (-> " + target + ")"
 	}
 	if err := checkOwner(fi, "state dir", shown, "redirect volctl's mounts"); err != nil {
-		return fmt.Errorf("open state: %w", err)
+		return false, fmt.Errorf("open state: %w", err)
 	}
-	held := true // the dir held state: tightening it takes access to secrets away
-	if fi.Mode().Perm() != 0o700 {
-		var err error
-		if held, err = checkAdoptable(dir, shown, fi.Mode().Perm()); err != nil {
-			return err
-		}
-		if err := checkPlanted(dir, shown, fi.Mode().Perm()); err != nil {
-			return err
-		}
+	if fi.Mode().Perm() == 0o700 {
+		return true, nil
 	}
-	if err := tighten(dir, 0o700, held, log); err != nil {
-		return fmt.Errorf("open state: state directory: %w", err)
+	if held, err = checkAdoptable(dir, shown, fi.Mode().Perm()); err != nil {
+		return false, err
 	}
-	return nil
+	return held, checkPlanted(dir, shown, fi.Mode().Perm())
 }
 
 // brokenLink says why a state dir that is a symlink could not be made, for MkdirAll's words
@@ -401,13 +411,8 @@ func checkPlanted(dir, shown string, mode fs.FileMode) error {
 }
 
 // prepareFile creates the database file 0600 before SQLite sees it, so its mode never depends on
-// the umask, and tightens an existing one that is looser. It refuses what checkFiles refuses
-// before SQLite reads or writes any of the files.
-func prepareFile(path string, log *slog.Logger) error {
-	sizes, err := checkFiles(path)
-	if err != nil {
-		return err
-	}
+// the umask, and tightens an existing one that is looser. sizes are what checkFiles found.
+func prepareFile(path string, sizes map[string]int64, log *slog.Logger) error {
 	if sizes[path] == 0 {
 		if err := checkMountsWithoutDatabase(path); err != nil {
 			return err
@@ -478,7 +483,16 @@ func checkMountsWithoutDatabase(path string) error {
 	}
 	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
 	if err != nil {
-		return nil // the table cannot be read: the check does not stand in the way
+		// Unread, the table cannot say nothing is mounted where volctl mounts: a state dir
+		// that has such paths is refused rather than started empty over them (an empty one
+		// has nothing there to lose).
+		for _, sub := range []string{"publish", "staging"} {
+			if entries, rerr := os.ReadDir(filepath.Join(dir, sub)); rerr == nil && len(entries) > 0 {
+				return fmt.Errorf("open state: state database %s is missing or empty, and whether paths below %s are mounted, claims and stagings of a lost database, cannot be told: %w",
+					path, filepath.Join(dir, sub), MountTableUnreadable(err))
+			}
+		}
+		return nil
 	}
 	var below []string
 	for _, m := range mounts {
@@ -983,3 +997,13 @@ func (tx *Tx) queryRow(query string, args ...any) row {
 
 // now is the store clock's reading, as the database will keep it, for created/updated columns.
 func (tx *Tx) now() time.Time { return tx.s.now() }
+
+// MountTableUnreadable is the error of a read of the kernel's mount table that failed, saying
+// what to do when it is because /proc is not mounted where volctl runs (a mount namespace
+// without it, a chroot): volctl cannot tell what is mounted without it, and does not guess.
+func MountTableUnreadable(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("read mount table: %w (/proc is not mounted where volctl runs, and volctl learns what is mounted there: mount it, `mount -t proc proc /proc`, or run volctl where it is)", err)
+	}
+	return fmt.Errorf("read mount table: %w", err)
+}

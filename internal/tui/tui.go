@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strconv"
 	"time"
@@ -445,18 +446,73 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	// Engine calls still out when the user quits end with the program, not after it.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	p := tea.NewProgram(New(ctx, opts), tea.WithAltScreen(), tea.WithContext(ctx),
-		tea.WithInput(in), tea.WithOutput(out))
-	// A panic in a goroutine volctl started (an engine worker) ends the process there
-	// (crash.Go): the terminal is given back first. bubbletea recovers its own (the model's,
-	// its commands'), gives the terminal back and returns ErrProgramPanic.
+	// bubbletea's own recovery of a panic prints its value to stdout with fmt.Printf, past
+	// crash.Redact's scrubbing, and its "Caught panic" says nothing of what to do: the
+	// dashboard's panics go to volctl's crash handler instead, as every other panic does
+	// (guarded), and bubbletea catches none.
+	p := tea.NewProgram(guarded{New(ctx, opts)}, tea.WithAltScreen(), tea.WithContext(ctx),
+		tea.WithInput(in), tea.WithOutput(out), tea.WithoutCatchPanics())
+	// A panic ends the process in crash.Recover: in a goroutine volctl started (crash.Go), in
+	// the model or a command it returned (guarded), or in bubbletea's own code on this
+	// goroutine (the Recover deferred here, which runs while the OnCrash function is still
+	// registered); the terminal is given back first.
 	defer crash.OnCrash(func() { _ = p.ReleaseTerminal() })()
+	defer crash.Recover()
 	_, err := p.Run()
-	if errors.Is(err, tea.ErrProgramPanic) {
-		return fmt.Errorf("%w: the dashboard panicked (the panic is printed above): %w", crash.ErrPanicked, err)
-	}
 	if errors.Is(err, tea.ErrInterrupted) || errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // a signal asked the dashboard to close: that is a normal way out
 	}
 	return err
+}
+
+// guarded is the dashboard's model with every panic of its own code reported by volctl's crash
+// handler (crash.Recover: exit status 70, the report scrubbed, the terminal given back first):
+// its Init, Update and View, which bubbletea runs on its event loop, and each command they
+// return, which bubbletea runs in goroutines of its own.
+type guarded struct{ m tea.Model }
+
+func (g guarded) Init() tea.Cmd {
+	defer crash.Recover()
+	return guard(g.m.Init())
+}
+
+func (g guarded) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	defer crash.Recover()
+	m, cmd := g.m.Update(msg)
+	return guarded{m}, guard(cmd)
+}
+
+func (g guarded) View() string {
+	defer crash.Recover()
+	return g.m.View()
+}
+
+// guard is cmd run under crash.Recover; nil stays nil.
+func guard(cmd tea.Cmd) tea.Cmd {
+	if cmd == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		defer crash.Recover()
+		return guardMsg(cmd())
+	}
+}
+
+// cmdType is the type of a command, the element of tea.BatchMsg and of tea.Sequence's message.
+var cmdType = reflect.TypeFor[tea.Cmd]()
+
+// guardMsg guards the commands of a batch (tea.BatchMsg) or a sequence (tea.Sequence's message,
+// of a type bubbletea does not export: made again by reflection), which bubbletea runs itself
+// rather than through Update. Any other message is returned as it is.
+func guardMsg(msg tea.Msg) tea.Msg {
+	v := reflect.ValueOf(msg)
+	if v.Kind() != reflect.Slice || v.Type().Elem() != cmdType {
+		return msg
+	}
+	out := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+	for i := range v.Len() {
+		cmd, _ := v.Index(i).Interface().(tea.Cmd)
+		out.Index(i).Set(reflect.ValueOf(guard(cmd)))
+	}
+	return out.Interface()
 }
