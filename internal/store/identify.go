@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"slices"
 )
@@ -44,6 +43,12 @@ func identify(path string, size, walSize int64) error {
 	head := make([]byte, 100)
 	if _, err := io.ReadFull(f, head); err != nil || string(head[:16]) != sqliteMagic {
 		return fmt.Errorf("open state %s: not a SQLite database: it does not start with SQLite's header (%s)", path, damagedAdvice)
+	}
+	if int(int32(binary.BigEndian.Uint32(head[68:72]))) == applicationID {
+		// The file's own header is volctl's: every command opens one so, once a checkpoint has
+		// moved the first migration out of the WAL, and pays no read of the WAL for it. (The
+		// marks are never changed back; migrate reads them again under the write lock.)
+		return nil
 	}
 	db := &dbFile{f: f, pageSize: pageSizeOf(binary.BigEndian.Uint16(head[16:18])), reserved: int(head[20])}
 	defer db.close()
@@ -121,7 +126,14 @@ func (db *dbFile) readWAL(path string, size int64) {
 		w.Close()
 		return
 	}
-	frames, committed := map[uint32]int64{}, map[uint32]int64{}
+	// The frames in WAL order, and how many of them the last commit frame seen ends: a page's
+	// last committed copy is its last frame among those.
+	type walFrame struct {
+		page uint32
+		off  int64
+	}
+	var frames []walFrame
+	committed := 0
 	frame := make([]byte, 24+db.pageSize)
 	for off := int64(walHeaderSize); off+int64(len(frame)) <= size; off += int64(len(frame)) {
 		if _, err := w.ReadAt(frame, off); err != nil {
@@ -135,16 +147,19 @@ func (db *dbFile) readWAL(path string, size int64) {
 		if s0 != binary.BigEndian.Uint32(frame[16:20]) || s1 != binary.BigEndian.Uint32(frame[20:24]) {
 			break
 		}
-		frames[binary.BigEndian.Uint32(frame[0:4])] = off + 24
+		frames = append(frames, walFrame{binary.BigEndian.Uint32(frame[0:4]), off + 24})
 		if binary.BigEndian.Uint32(frame[4:8]) != 0 { // a commit frame
-			maps.Copy(committed, frames)
+			committed = len(frames)
 		}
 	}
-	if len(committed) == 0 {
+	if committed == 0 {
 		w.Close()
 		return
 	}
-	db.wal, db.frames, db.salts = w, committed, hdr[16:24]
+	db.wal, db.frames, db.salts = w, make(map[uint32]int64, committed), hdr[16:24]
+	for _, fr := range frames[:committed] {
+		db.frames[fr.page] = fr.off
+	}
 }
 
 // walChecksum continues the WAL's checksum (s0, s1) over b, read as 32-bit words in order.
