@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net"
 	"net/http"
@@ -45,6 +46,9 @@ type Client struct {
 	creds []string
 	// token: requests carry an ACL token (NOMAD_TOKEN is set).
 	token bool
+	// trusts names the CA certificates volctl trusts Nomad's to be signed by, when the
+	// environment names them: "NOMAD_CACERT=PATH" or "NOMAD_CAPATH=DIR" ("" for the system's).
+	trusts string
 }
 
 // request returns the context one request to Nomad runs under: ctx (Ctrl-C ends it), bounded
@@ -85,17 +89,14 @@ func NewClient(address string) (*Client, error) {
 	}
 	// Longest first, so that a credential holding another is replaced whole.
 	sort.Slice(creds, func(i, j int) bool { return len(creds[i]) > len(creds[j]) })
-	fail := func(err error) (*Client, error) {
-		return nil, fmt.Errorf("Nomad at %s: %w (check NOMAD_ADDR and the NOMAD_CACERT/NOMAD_CLIENT_CERT/NOMAD_CLIENT_KEY files)", shown, err)
-	}
 	hc, err := httpClient(cfg.TLSConfig, cfg.Address)
 	if err != nil {
-		return fail(err)
+		return nil, fmt.Errorf("Nomad at %s: %w", shown, err)
 	}
 	cfg.HttpClient = hc
 	c, err := api.NewClient(cfg)
 	if err != nil {
-		return fail(err)
+		return nil, fmt.Errorf("Nomad at %s: %w (check NOMAD_ADDR)", shown, err)
 	}
 	// Every request names its region itself (c.Region, or where a volume was handed over):
 	// the api module would add NOMAD_REGION to a request that names none, and a question
@@ -108,7 +109,14 @@ func NewClient(address string) (*Client, error) {
 	// has no such volume.
 	region, namespace := cfg.Region, cfg.Namespace
 	c.SetNamespace("")
-	return &Client{api: c, Address: shown, Region: region, Namespace: namespace, creds: creds, token: cfg.SecretID != ""}, nil
+	out := &Client{api: c, Address: shown, Region: region, Namespace: namespace, creds: creds, token: cfg.SecretID != ""}
+	switch t := cfg.TLSConfig; {
+	case t.CACert != "": // read before NOMAD_CAPATH, which is then not read
+		out.trusts = "NOMAD_CACERT=" + t.CACert
+	case t.CAPath != "":
+		out.trusts = "NOMAD_CAPATH=" + t.CAPath
+	}
+	return out, nil
 }
 
 // httpClient is the api module's HTTP client (TLS 1.2 at least, HTTP/1, the TLS variables'
@@ -134,11 +142,55 @@ func httpClient(tlsConfig *api.TLSConfig, address string) (*http.Client, error) 
 	hc := &http.Client{Transport: tr, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
 		return &redirectError{to: req.URL.Redacted()}
 	}}
-	if err := api.ConfigureTLS(hc, tlsConfig); err != nil { // on the *http.Transport
+	if err := configureTLS(hc, tlsConfig); err != nil { // on the *http.Transport
 		return nil, err
 	}
 	hc.Transport = boundedAnswers{tr}
 	return hc, nil
+}
+
+// configureTLS is api.ConfigureTLS, its errors naming the variable and the file they are about
+// (NOMAD_CLIENT_KEY=PATH) and what that file must hold: the api module's name neither the file
+// of a client certificate or key it cannot use ("tls: failed to find any PEM data in key
+// input"), nor the one of the pair that is missing, nor the variable a CA path came from. The
+// client pair is configured on its own first, so that an error is known to be its.
+func configureTLS(hc *http.Client, t *api.TLSConfig) error {
+	if t == nil {
+		return nil
+	}
+	cert, key := "NOMAD_CLIENT_CERT="+t.ClientCert, "NOMAD_CLIENT_KEY="+t.ClientKey
+	const pairFix = "NOMAD_CLIENT_CERT must name the PEM file of the client certificate, and NOMAD_CLIENT_KEY the PEM file of its private key"
+	switch {
+	case t.ClientCert != "" && t.ClientKey == "":
+		return fmt.Errorf("%s, but NOMAD_CLIENT_KEY is not set: set it to the PEM file of that certificate's private key, or unset both", cert)
+	case t.ClientKey != "" && t.ClientCert == "":
+		return fmt.Errorf("%s, but NOMAD_CLIENT_CERT is not set: set it to the PEM file of that key's certificate, or unset both", key)
+	case t.ClientCert != "":
+		if err := api.ConfigureTLS(hc, &api.TLSConfig{ClientCert: t.ClientCert, ClientKey: t.ClientKey}); err != nil {
+			var pe *fs.PathError
+			msg := err.Error()
+			switch {
+			case errors.As(err, &pe) && pe.Path == t.ClientCert:
+				return fmt.Errorf("%s: %w (%s)", cert, err, pairFix)
+			case errors.As(err, &pe) && pe.Path == t.ClientKey, strings.Contains(msg, "key input"),
+				strings.Contains(msg, "private key") && !strings.Contains(msg, "does not match"):
+				return fmt.Errorf("%s: %w (%s)", key, err, pairFix)
+			case strings.Contains(msg, "certificate input"), strings.HasPrefix(msg, "x509: "):
+				return fmt.Errorf("%s: %w (%s)", cert, err, pairFix)
+			}
+			return fmt.Errorf("%s and %s: %w (NOMAD_CLIENT_KEY must name the private key of the certificate NOMAD_CLIENT_CERT names)", cert, key, err)
+		}
+	}
+	err := api.ConfigureTLS(hc, t)
+	switch {
+	case err == nil:
+		return nil
+	case t.CACert != "": // read before NOMAD_CAPATH, which is then not read
+		return fmt.Errorf("NOMAD_CACERT=%s: %w (it must name the PEM file of the CA certificate that signed Nomad's)", t.CACert, err)
+	case t.CAPath != "":
+		return fmt.Errorf("NOMAD_CAPATH=%s: %w (it must name a directory of PEM files of CA certificates, one of which signed Nomad's)", t.CAPath, err)
+	}
+	return err
 }
 
 // maxAnswer bounds what volctl reads of one answer from Nomad, decompressed: its largest, a
@@ -302,7 +354,7 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 		}
 		return fmt.Sprintf("%d: %s", ure.StatusCode(), body)
 	}
-	if fix := tlsFix(err); fix != "" {
+	if fix := c.tlsFix(err); fix != "" {
 		return err.Error() + " (" + fix + ")"
 	}
 	var syntax *json.SyntaxError
@@ -327,7 +379,7 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 
 // tlsFix says what to set or change when err is a TLS mismatch between volctl and what
 // answers at NOMAD_ADDR, which is running and answered: "" when it is not one.
-func tlsFix(err error) string {
+func (c *Client) tlsFix(err error) string {
 	var (
 		unknownCA x509.UnknownAuthorityError
 		host      x509.HostnameError
@@ -336,6 +388,8 @@ func tlsFix(err error) string {
 	)
 	msg := err.Error()
 	switch {
+	case errors.As(err, &unknownCA) && c.trusts != "":
+		return c.trusts + " does not hold the CA certificate that signed Nomad's: set it to the one that did (Nomad's tls block names it in ca_file)"
 	case errors.As(err, &unknownCA):
 		return "Nomad's certificate is signed by a CA volctl does not trust: set NOMAD_CACERT (or NOMAD_CAPATH) to the CA certificate that signed it; NOMAD_SKIP_VERIFY=true skips the check, and with it any proof that this is your Nomad"
 	case errors.As(err, &host):
