@@ -211,6 +211,7 @@ func (b boundedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	if a, ok := req.Context().Value(answerKey{}).(*answer); ok {
 		a.fromNomad = resp.Header.Get("X-Nomad-Index") != ""
 		a.index, _ = strconv.ParseUint(resp.Header.Get("X-Nomad-Index"), 10, 64)
+		a.retryAfter = resp.Header.Get("Retry-After")
 	}
 	var r io.Reader = resp.Body
 	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
@@ -233,6 +234,8 @@ type answer struct {
 	// index is the X-Nomad-Index header's value (0 without one): the Raft index of the state
 	// Nomad answered from.
 	index uint64
+	// retryAfter is the answer's Retry-After header, as it is.
+	retryAfter string
 	// connected: the request got a connection to write on (the transport calls GotConn before
 	// it writes a byte), so it may have reached Nomad whole. A request that never got one (the
 	// dial or the TLS handshake failed, or Ctrl-C came first) did not.
@@ -435,6 +438,26 @@ func (c *Client) noRegion(err error, region string) string {
 	return fmt.Sprintf(" (Nomad there knows no region %q, the one the volume was handed over in)", region)
 }
 
+// busy is what volctl adds to err when it is a 429 or a 503 (Nomad's limit of connections
+// per client, limits.http_max_conns_per_client, answers 429; a proxy's rate limit or a server
+// not ready either): when to run the command again, as the answer's Retry-After says
+// (a.retryAfter, in seconds or an HTTP date). volctl does not retry itself: a command that
+// waited as long as the other side asks would hold the volume lock a registration holds all
+// that time, and the command is safe to run again.
+func busy(err error, a *answer) string {
+	var ure api.UnexpectedResponseError
+	if !errors.As(err, &ure) || !ure.HasStatusCode() || ure.StatusCode() != http.StatusTooManyRequests && ure.StatusCode() != http.StatusServiceUnavailable {
+		return ""
+	}
+	when := "later"
+	if s, err := strconv.ParseUint(a.retryAfter, 10, 32); err == nil {
+		when = "in " + (time.Duration(s) * time.Second).String()
+	} else if at, err := http.ParseTime(a.retryAfter); err == nil {
+		when = "at " + at.UTC().Format(time.DateTime) + " UTC"
+	}
+	return " (Nomad, or a proxy before it, is overloaded or not ready, and volctl does not retry: run the command again " + when + ")"
+}
+
 // hideCreds replaces the credentials every request carries in s, something Nomad (or what
 // answers for it) said (scrubAll).
 func (c *Client) hideCreds(s string) string { return scrubAll(s, c.creds) }
@@ -541,7 +564,7 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 		case isNotFound(err):
 			return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
-		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, pluginRead)+c.noRegion(err, c.Region))
+		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, pluginRead)+c.noRegion(err, c.Region)+busy(err, a))
 	}
 	if p.ID != id {
 		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s %s", id, c.Address, c.notTheOneAsked("plugin", fmt.Sprintf("ID %q", p.ID)))
@@ -608,7 +631,7 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 		case isNotFound(err):
 			return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
-		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, "csi-read-volume in namespace "+ns)+c.noRegion(err, region))
+		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, "csi-read-volume in namespace "+ns)+c.noRegion(err, region)+busy(err, a))
 	}
 	// Nomad answers a volume's read with that volume, in the namespace asked (one that names
 	// none is an older Nomad's).
@@ -710,7 +733,7 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 		(&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region}).WithContext(rctx))
 	if err != nil {
 		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + c.denied(err, "csi-write-volume in namespace "+vol.Namespace+", and "+pluginRead) +
-			c.noRegion(err, c.Region)
+			c.noRegion(err, c.Region) + busy(err, a)
 		switch {
 		case answered(err) && settled(err):
 			return "", 0, &registerError{fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, said), err}

@@ -68,7 +68,7 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 	switch {
 	case errors.Is(err, ErrNotFound):
 	case err != nil:
-		return Handed{Undo: true}, fmt.Errorf("volume %q: %w", v.ID, err) // nothing sent
+		return Handed{Undo: true}, err // nothing sent; VolumeIn's error names the volume
 	default:
 		if d := c.Identity(have, v); len(d) > 0 {
 			return Handed{Undo: true}, fmt.Errorf("volume %q: Nomad at %s %w in namespace %s, with %s: not volctl's to update (volctl registers it with its own); deregister that one there first (`%s`) if it is no one's, or leave this volume to volctl",

@@ -53,3 +53,45 @@ func TestNomadVolumeDeregisteredAfterTheRegistrationIsSaidSo(t *testing.T) {
 		t.Errorf("volume deregistered after the registration: %v\nsays Nomad did not register it, which it did", err)
 	}
 }
+
+// Nomad's connection limit (limits.http_max_conns_per_client answers 429), a proxy's rate
+// limit or a server not ready (503), with or without Retry-After: volctl does not retry (a
+// retry inside the command would hold the volume lock a registration holds for as long as
+// the other side asks), so the error says to run the command again, and when, as Retry-After
+// says (seconds or a date). The volume is named once.
+func TestNomadBusyAnswerSaysWhenToAskAgain(t *testing.T) {
+	for _, tc := range []struct {
+		code       int
+		retryAfter string
+		want       string
+	}{
+		{http.StatusTooManyRequests, "30", "in 30s"},
+		{http.StatusServiceUnavailable, "Sun, 29 Nov 2026 12:00:00 GMT", "at 2026-11-29 12:00:00 UTC"},
+		{http.StatusTooManyRequests, "", "later"},
+		{http.StatusServiceUnavailable, "soon", "later"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if tc.retryAfter != "" {
+				w.Header().Set("Retry-After", tc.retryAfter)
+			}
+			http.Error(w, http.StatusText(tc.code), tc.code)
+		}))
+		c, err := NewClient(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, perr := c.Plugin(context.Background(), "hp")
+		_, herr := c.HandOver(context.Background(), spec.Volume{ID: "db", PluginID: "hp"}, true)
+		srv.Close()
+		for _, err := range []error{perr, herr} {
+			for _, w := range []string{"does not retry", "run the command again " + tc.want} {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("%d, Retry-After %q: %v\nwant it to say %q", tc.code, tc.retryAfter, err, w)
+				}
+			}
+		}
+		if herr != nil && strings.Count(herr.Error(), `volume "db"`) != 1 {
+			t.Errorf("%d: %v\nnames the volume more than once", tc.code, herr)
+		}
+	}
+}
