@@ -49,6 +49,9 @@ type Client struct {
 	// trusts names the CA certificates volctl trusts Nomad's to be signed by, when the
 	// environment names them: "NOMAD_CACERT=PATH" or "NOMAD_CAPATH=DIR" ("" for the system's).
 	trusts string
+	// serverName is NOMAD_TLS_SERVER_NAME, the host Nomad's certificate is checked to be for
+	// instead of NOMAD_ADDR's.
+	serverName string
 }
 
 // request returns the context one request to Nomad runs under: ctx (Ctrl-C ends it), bounded
@@ -109,7 +112,8 @@ func NewClient(address string) (*Client, error) {
 	// has no such volume.
 	region, namespace := cfg.Region, cfg.Namespace
 	c.SetNamespace("")
-	out := &Client{api: c, Address: shown, Region: region, Namespace: namespace, creds: creds, token: cfg.SecretID != ""}
+	out := &Client{api: c, Address: shown, Region: region, Namespace: namespace, creds: creds, token: cfg.SecretID != "",
+		serverName: cfg.TLSConfig.TLSServerName}
 	switch t := cfg.TLSConfig; {
 	case t.CACert != "": // read before NOMAD_CAPATH, which is then not read
 		out.trusts = "NOMAD_CACERT=" + t.CACert
@@ -395,6 +399,8 @@ func (c *Client) tlsFix(err error) string {
 		return c.trusts + " does not hold the CA certificate that signed Nomad's: set it to the one that did (Nomad's tls block names it in ca_file)"
 	case errors.As(err, &unknownCA):
 		return "Nomad's certificate is signed by a CA volctl does not trust: set NOMAD_CACERT (or NOMAD_CAPATH) to the CA certificate that signed it; NOMAD_SKIP_VERIFY=true skips the check, and with it any proof that this is your Nomad"
+	case errors.As(err, &host) && c.serverName != "":
+		return fmt.Sprintf("NOMAD_TLS_SERVER_NAME=%s names a host Nomad's certificate is not for: set it to one it is for (Nomad's own certificates are for server.REGION.nomad and client.REGION.nomad), or unset it to check the host NOMAD_ADDR names", c.serverName)
 	case errors.As(err, &host):
 		return fmt.Sprintf("Nomad's certificate is not for %s: name one of the hosts it is for in NOMAD_ADDR, or set NOMAD_TLS_SERVER_NAME to one; Nomad's own certificates are for server.REGION.nomad and client.REGION.nomad", host.Host)
 	case errors.As(err, &invalid):

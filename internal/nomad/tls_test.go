@@ -72,6 +72,13 @@ func TestNomadTLSErrorsNameTheFix(t *testing.T) {
 			t.Setenv("NOMAD_CACERT", caFile(t, srv))
 			return strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
 		}, []string{"localhost", "NOMAD_TLS_SERVER_NAME"}},
+		{"NOMAD_TLS_SERVER_NAME naming a host the certificate is not for", func(t *testing.T) string {
+			srv := quietTLS(ok) // for example.com and 127.0.0.1
+			t.Cleanup(srv.Close)
+			t.Setenv("NOMAD_CACERT", caFile(t, srv))
+			t.Setenv("NOMAD_TLS_SERVER_NAME", "server.global.nomad")
+			return srv.URL
+		}, []string{"NOMAD_TLS_SERVER_NAME=server.global.nomad", "not for"}},
 		{"a client certificate required", func(t *testing.T) string {
 			srv := httptest.NewUnstartedServer(ok)
 			srv.Config.ErrorLog = log.New(io.Discard, "", 0)
