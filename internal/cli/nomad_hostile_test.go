@@ -262,6 +262,20 @@ func TestNomadRegisterRefusesASecondNamespace(t *testing.T) {
 	}
 }
 
+// waitsForTheLock is a command's context, and a channel told when the command reports that it
+// waits for a lock another process holds.
+func waitsForTheLock() (context.Context, <-chan struct{}) {
+	waiting := make(chan struct{}, 1)
+	return engine.WithProgress(context.Background(), func(step string) {
+		if strings.Contains(step, "waiting for the lock") {
+			select {
+			case waiting <- struct{}{}:
+			default:
+			}
+		}
+	}), waiting
+}
+
 // nomad register and nomad release of one volume in two processes: a release that asks Nomad
 // while the registration is on its way, and removes the mark after, would leave Nomad with the
 // volume and volctl free to claim it. The release waits for the registration (the volume's
@@ -274,15 +288,7 @@ func TestNomadReleaseRacingRegister(t *testing.T) {
 	a.onPut = func(http.ResponseWriter, *http.Request) (int, string) {
 		// The registration has reached Nomad, not applied yet: release now, from the other
 		// process, and let the registration go on once the release is done or waits its turn.
-		waiting := make(chan struct{}, 1)
-		ctx := engine.WithProgress(context.Background(), func(step string) {
-			if strings.Contains(step, "waiting for the lock") {
-				select {
-				case waiting <- struct{}{}:
-				default:
-				}
-			}
-		})
+		ctx, waiting := waitsForTheLock()
 		go func() {
 			ios, _, _, _ := iostreams.Test()
 			released <- nomadReleaseRun(ctx, &NomadReleaseOptions{IO: ios, Engine: func(context.Context) (*engine.Engine, error) { return other, nil },
@@ -330,15 +336,7 @@ func TestNomadRegisterRacingRegister(t *testing.T) {
 		}
 		// The first registration has reached Nomad: the second command starts now, and this
 		// one goes on once it waits for the lock (or has finished).
-		waiting := make(chan struct{}, 1)
-		ctx := engine.WithProgress(context.Background(), func(step string) {
-			if strings.Contains(step, "waiting for the lock") {
-				select {
-				case waiting <- struct{}{}:
-				default:
-				}
-			}
-		})
+		ctx, waiting := waitsForTheLock()
 		go func() {
 			ios, _, out, _ := iostreams.Test()
 			err := nomadRegisterRun(ctx, &NomadRegisterOptions{IO: ios, Engine: func(context.Context) (*engine.Engine, error) { return other, nil },
