@@ -262,6 +262,20 @@ func TestNomadRegisterRefusesASecondNamespace(t *testing.T) {
 	}
 }
 
+// waitsForTheLock is a command's context, and a channel told when the command reports that it
+// waits for a lock another process holds.
+func waitsForTheLock() (context.Context, <-chan struct{}) {
+	waiting := make(chan struct{}, 1)
+	return engine.WithProgress(context.Background(), func(step string) {
+		if strings.Contains(step, "waiting for the lock") {
+			select {
+			case waiting <- struct{}{}:
+			default:
+			}
+		}
+	}), waiting
+}
+
 // nomad register and nomad release of one volume in two processes: a release that asks Nomad
 // while the registration is on its way, and removes the mark after, would leave Nomad with the
 // volume and volctl free to claim it. The release waits for the registration (the volume's
@@ -274,15 +288,7 @@ func TestNomadReleaseRacingRegister(t *testing.T) {
 	a.onPut = func(http.ResponseWriter, *http.Request) (int, string) {
 		// The registration has reached Nomad, not applied yet: release now, from the other
 		// process, and let the registration go on once the release is done or waits its turn.
-		waiting := make(chan struct{}, 1)
-		ctx := engine.WithProgress(context.Background(), func(step string) {
-			if strings.Contains(step, "waiting for the lock") {
-				select {
-				case waiting <- struct{}{}:
-				default:
-				}
-			}
-		})
+		ctx, waiting := waitsForTheLock()
 		go func() {
 			ios, _, _, _ := iostreams.Test()
 			released <- nomadReleaseRun(ctx, &NomadReleaseOptions{IO: ios, Engine: func(context.Context) (*engine.Engine, error) { return other, nil },
@@ -306,6 +312,66 @@ func TestNomadReleaseRacingRegister(t *testing.T) {
 	}
 	if ExitCode(rerr) != ExitConflict {
 		t.Fatalf("release racing the registration: %v (exit %d), want exit 4: Nomad has the volume", rerr, ExitCode(rerr))
+	}
+}
+
+// nomad register of one volume in two processes at once: the second waits for the first's
+// registration (the volume's lock) rather than send its own beside it, finds the volume marked
+// and registered, and sends an update; the volume is marked once, settled, and Nomad has it.
+func TestNomadRegisterRacingRegister(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	other := openEngine(t, h.state) // the second process's engine
+	second := make(chan error, 1)
+	var secondOut strings.Builder
+	var inFlight, most atomic.Int32
+	var started, waited atomic.Bool
+	a.onPut = func(http.ResponseWriter, *http.Request) (int, string) {
+		if n := inFlight.Add(1); n > most.Load() {
+			most.Store(n)
+		}
+		defer inFlight.Add(-1)
+		if started.Swap(true) {
+			return 0, ""
+		}
+		// The first registration has reached Nomad: the second command starts now, and this
+		// one goes on once it waits for the lock (or has finished).
+		ctx, waiting := waitsForTheLock()
+		go func() {
+			ios, _, out, _ := iostreams.Test()
+			err := nomadRegisterRun(ctx, &NomadRegisterOptions{IO: ios, Engine: func(context.Context) (*engine.Engine, error) { return other, nil },
+				Nomad: a.client, Volumes: []string{"db"}})
+			secondOut.WriteString(out.String())
+			second <- err
+		}()
+		select {
+		case <-waiting:
+			waited.Store(true)
+		case err := <-second:
+			second <- err
+		case <-time.After(10 * time.Second):
+			t.Error("the second nomad register neither finished nor waited for the lock")
+		}
+		return 0, ""
+	}
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatalf("first register: %v", err)
+	}
+	if !waited.Load() {
+		t.Error("the second nomad register did not wait for the first's lock")
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("second register: %v", err)
+	}
+	if most.Load() != 1 || len(a.puts) != 2 {
+		t.Errorf("%d registrations, at most %d at once; want 2, one at a time", len(a.puts), most.Load())
+	}
+	if !strings.Contains(secondOut.String(), "Updated volume") {
+		t.Errorf("second register: %q, want it to update the volume the first registered", secondOut.String())
+	}
+	hs, err := h.e.Handovers(h.ctx, "db")
+	if err != nil || len(hs) != 1 || hs[0].Unsettled || !a.has("default", "db") {
+		t.Fatalf("marks %+v (%v), Nomad has it: %v; want one settled mark, and Nomad to have it", hs, err, a.has("default", "db"))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net"
 	"net/http"
@@ -45,6 +46,12 @@ type Client struct {
 	creds []string
 	// token: requests carry an ACL token (NOMAD_TOKEN is set).
 	token bool
+	// trusts names the CA certificates volctl trusts Nomad's to be signed by, when the
+	// environment names them: "NOMAD_CACERT=PATH" or "NOMAD_CAPATH=DIR" ("" for the system's).
+	trusts string
+	// serverName is NOMAD_TLS_SERVER_NAME, the host Nomad's certificate is checked to be for
+	// instead of NOMAD_ADDR's.
+	serverName string
 }
 
 // request returns the context one request to Nomad runs under: ctx (Ctrl-C ends it), bounded
@@ -85,17 +92,14 @@ func NewClient(address string) (*Client, error) {
 	}
 	// Longest first, so that a credential holding another is replaced whole.
 	sort.Slice(creds, func(i, j int) bool { return len(creds[i]) > len(creds[j]) })
-	fail := func(err error) (*Client, error) {
-		return nil, fmt.Errorf("Nomad at %s: %w (check NOMAD_ADDR and the NOMAD_CACERT/NOMAD_CLIENT_CERT/NOMAD_CLIENT_KEY files)", shown, err)
-	}
 	hc, err := httpClient(cfg.TLSConfig, cfg.Address)
 	if err != nil {
-		return fail(err)
+		return nil, fmt.Errorf("Nomad at %s: %w", shown, err)
 	}
 	cfg.HttpClient = hc
 	c, err := api.NewClient(cfg)
 	if err != nil {
-		return fail(err)
+		return nil, fmt.Errorf("Nomad at %s: %w (check NOMAD_ADDR)", shown, err)
 	}
 	// Every request names its region itself (c.Region, or where a volume was handed over):
 	// the api module would add NOMAD_REGION to a request that names none, and a question
@@ -108,7 +112,15 @@ func NewClient(address string) (*Client, error) {
 	// has no such volume.
 	region, namespace := cfg.Region, cfg.Namespace
 	c.SetNamespace("")
-	return &Client{api: c, Address: shown, Region: region, Namespace: namespace, creds: creds, token: cfg.SecretID != ""}, nil
+	out := &Client{api: c, Address: shown, Region: region, Namespace: namespace, creds: creds, token: cfg.SecretID != "",
+		serverName: cfg.TLSConfig.TLSServerName}
+	switch t := cfg.TLSConfig; {
+	case t.CACert != "": // read before NOMAD_CAPATH, which is then not read
+		out.trusts = "NOMAD_CACERT=" + t.CACert
+	case t.CAPath != "":
+		out.trusts = "NOMAD_CAPATH=" + t.CAPath
+	}
+	return out, nil
 }
 
 // httpClient is the api module's HTTP client (TLS 1.2 at least, HTTP/1, the TLS variables'
@@ -134,11 +146,55 @@ func httpClient(tlsConfig *api.TLSConfig, address string) (*http.Client, error) 
 	hc := &http.Client{Transport: tr, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
 		return &redirectError{to: req.URL.Redacted()}
 	}}
-	if err := api.ConfigureTLS(hc, tlsConfig); err != nil { // on the *http.Transport
+	if err := configureTLS(hc, tlsConfig); err != nil { // on the *http.Transport
 		return nil, err
 	}
 	hc.Transport = boundedAnswers{tr}
 	return hc, nil
+}
+
+// configureTLS is api.ConfigureTLS, its errors naming the variable and the file they are about
+// (NOMAD_CLIENT_KEY=PATH) and what that file must hold: the api module's name neither the file
+// of a client certificate or key it cannot use ("tls: failed to find any PEM data in key
+// input"), nor the one of the pair that is missing, nor the variable a CA path came from. The
+// client pair is configured on its own first, so that an error is known to be its.
+func configureTLS(hc *http.Client, t *api.TLSConfig) error {
+	if t == nil {
+		return nil
+	}
+	cert, key := "NOMAD_CLIENT_CERT="+t.ClientCert, "NOMAD_CLIENT_KEY="+t.ClientKey
+	const pairFix = "NOMAD_CLIENT_CERT must name the PEM file of the client certificate, and NOMAD_CLIENT_KEY the PEM file of its private key"
+	switch {
+	case t.ClientCert != "" && t.ClientKey == "":
+		return fmt.Errorf("%s, but NOMAD_CLIENT_KEY is not set: set it to the PEM file of that certificate's private key, or unset both", cert)
+	case t.ClientKey != "" && t.ClientCert == "":
+		return fmt.Errorf("%s, but NOMAD_CLIENT_CERT is not set: set it to the PEM file of that key's certificate, or unset both", key)
+	case t.ClientCert != "":
+		if err := api.ConfigureTLS(hc, &api.TLSConfig{ClientCert: t.ClientCert, ClientKey: t.ClientKey}); err != nil {
+			var pe *fs.PathError
+			msg := err.Error()
+			switch {
+			case errors.As(err, &pe) && pe.Path == t.ClientCert:
+				return fmt.Errorf("%s: %w (%s)", cert, err, pairFix)
+			case errors.As(err, &pe) && pe.Path == t.ClientKey, strings.Contains(msg, "key input"),
+				strings.Contains(msg, "private key") && !strings.Contains(msg, "does not match"):
+				return fmt.Errorf("%s: %w (%s)", key, err, pairFix)
+			case strings.Contains(msg, "certificate input"), strings.HasPrefix(msg, "x509: "):
+				return fmt.Errorf("%s: %w (%s)", cert, err, pairFix)
+			}
+			return fmt.Errorf("%s and %s: %w (NOMAD_CLIENT_KEY must name the private key of the certificate NOMAD_CLIENT_CERT names)", cert, key, err)
+		}
+	}
+	err := api.ConfigureTLS(hc, t)
+	switch {
+	case err == nil:
+		return nil
+	case t.CACert != "": // read before NOMAD_CAPATH, which is then not read
+		return fmt.Errorf("NOMAD_CACERT=%s: %w (it must name the PEM file of the CA certificate that signed Nomad's)", t.CACert, err)
+	case t.CAPath != "":
+		return fmt.Errorf("NOMAD_CAPATH=%s: %w (it must name a directory of PEM files of CA certificates, one of which signed Nomad's)", t.CAPath, err)
+	}
+	return err
 }
 
 // maxAnswer bounds what volctl reads of one answer from Nomad, decompressed: its largest, a
@@ -159,6 +215,7 @@ func (b boundedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	if a, ok := req.Context().Value(answerKey{}).(*answer); ok {
 		a.fromNomad = resp.Header.Get("X-Nomad-Index") != ""
 		a.index, _ = strconv.ParseUint(resp.Header.Get("X-Nomad-Index"), 10, 64)
+		a.retryAfter = resp.Header.Get("Retry-After")
 	}
 	var r io.Reader = resp.Body
 	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
@@ -181,6 +238,8 @@ type answer struct {
 	// index is the X-Nomad-Index header's value (0 without one): the Raft index of the state
 	// Nomad answered from.
 	index uint64
+	// retryAfter is the answer's Retry-After header, as it is.
+	retryAfter string
 	// connected: the request got a connection to write on (the transport calls GotConn before
 	// it writes a byte), so it may have reached Nomad whole. A request that never got one (the
 	// dial or the TLS handshake failed, or Ctrl-C came first) did not.
@@ -302,7 +361,7 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 		}
 		return fmt.Sprintf("%d: %s", ure.StatusCode(), body)
 	}
-	if fix := tlsFix(err); fix != "" {
+	if fix := c.tlsFix(err); fix != "" {
 		return err.Error() + " (" + fix + ")"
 	}
 	var syntax *json.SyntaxError
@@ -327,7 +386,7 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 
 // tlsFix says what to set or change when err is a TLS mismatch between volctl and what
 // answers at NOMAD_ADDR, which is running and answered: "" when it is not one.
-func tlsFix(err error) string {
+func (c *Client) tlsFix(err error) string {
 	var (
 		unknownCA x509.UnknownAuthorityError
 		host      x509.HostnameError
@@ -336,8 +395,12 @@ func tlsFix(err error) string {
 	)
 	msg := err.Error()
 	switch {
+	case errors.As(err, &unknownCA) && c.trusts != "":
+		return c.trusts + " does not hold the CA certificate that signed Nomad's: set it to the one that did (Nomad's tls block names it in ca_file)"
 	case errors.As(err, &unknownCA):
 		return "Nomad's certificate is signed by a CA volctl does not trust: set NOMAD_CACERT (or NOMAD_CAPATH) to the CA certificate that signed it; NOMAD_SKIP_VERIFY=true skips the check, and with it any proof that this is your Nomad"
+	case errors.As(err, &host) && c.serverName != "":
+		return fmt.Sprintf("NOMAD_TLS_SERVER_NAME=%s names a host Nomad's certificate is not for: set it to one it is for (Nomad's own certificates are for server.REGION.nomad and client.REGION.nomad), or unset it to check the host NOMAD_ADDR names", c.serverName)
 	case errors.As(err, &host):
 		return fmt.Sprintf("Nomad's certificate is not for %s: name one of the hosts it is for in NOMAD_ADDR, or set NOMAD_TLS_SERVER_NAME to one; Nomad's own certificates are for server.REGION.nomad and client.REGION.nomad", host.Host)
 	case errors.As(err, &invalid):
@@ -379,6 +442,26 @@ func (c *Client) noRegion(err error, region string) string {
 		return fmt.Sprintf(" (Nomad there knows no region %q, which NOMAD_REGION names)", region)
 	}
 	return fmt.Sprintf(" (Nomad there knows no region %q, the one the volume was handed over in)", region)
+}
+
+// busy is what volctl adds to err when it is a 429 or a 503 (Nomad's limit of connections
+// per client, limits.http_max_conns_per_client, answers 429; a proxy's rate limit or a server
+// not ready either): when to run the command again, as the answer's Retry-After says
+// (a.retryAfter, in seconds or an HTTP date). volctl does not retry itself: a command that
+// waited as long as the other side asks would hold the volume lock a registration holds all
+// that time, and the command is safe to run again.
+func busy(err error, a *answer) string {
+	var ure api.UnexpectedResponseError
+	if !errors.As(err, &ure) || !ure.HasStatusCode() || ure.StatusCode() != http.StatusTooManyRequests && ure.StatusCode() != http.StatusServiceUnavailable {
+		return ""
+	}
+	when := "later"
+	if s, err := strconv.ParseUint(a.retryAfter, 10, 32); err == nil {
+		when = "in " + (time.Duration(s) * time.Second).String()
+	} else if at, err := http.ParseTime(a.retryAfter); err == nil {
+		when = "at " + at.UTC().Format(time.DateTime) + " UTC"
+	}
+	return " (Nomad, or a proxy before it, is overloaded or not ready, and volctl does not retry: run the command again " + when + ")"
 }
 
 // hideCreds replaces the credentials every request carries in s, something Nomad (or what
@@ -487,7 +570,7 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 		case isNotFound(err):
 			return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
-		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, pluginRead)+c.noRegion(err, c.Region))
+		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, pluginRead)+c.noRegion(err, c.Region)+busy(err, a))
 	}
 	if p.ID != id {
 		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s %s", id, c.Address, c.notTheOneAsked("plugin", fmt.Sprintf("ID %q", p.ID)))
@@ -554,7 +637,7 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 		case isNotFound(err):
 			return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
-		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, "csi-read-volume in namespace "+ns)+c.noRegion(err, region))
+		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, "csi-read-volume in namespace "+ns)+c.noRegion(err, region)+busy(err, a))
 	}
 	// Nomad answers a volume's read with that volume, in the namespace asked (one that names
 	// none is an older Nomad's).
@@ -656,7 +739,7 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 		(&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region}).WithContext(rctx))
 	if err != nil {
 		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + c.denied(err, "csi-write-volume in namespace "+vol.Namespace+", and "+pluginRead) +
-			c.noRegion(err, c.Region)
+			c.noRegion(err, c.Region) + busy(err, a)
 		switch {
 		case answered(err) && settled(err):
 			return "", 0, &registerError{fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, said), err}

@@ -68,7 +68,7 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 	switch {
 	case errors.Is(err, ErrNotFound):
 	case err != nil:
-		return Handed{Undo: true}, fmt.Errorf("volume %q: %w", v.ID, err) // nothing sent
+		return Handed{Undo: true}, err // nothing sent; VolumeIn's error names the volume
 	default:
 		if d := c.Identity(have, v); len(d) > 0 {
 			return Handed{Undo: true}, fmt.Errorf("volume %q: Nomad at %s %w in namespace %s, with %s: not volctl's to update (volctl registers it with its own); deregister that one there first (`%s`) if it is no one's, or leave this volume to volctl",
@@ -103,6 +103,12 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 			mark = fmt.Sprintf("it stays marked handed over from before: `%s` takes it back", volctl("release", v.ID))
 		}
 		out.Undo = true
+		if index > 0 && IndexOf(gerr) > index {
+			// From a state after the one Nomad applied the registration in: it took the
+			// volume, and something deregistered it since.
+			return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK at index %d, then said at index %d that it has no volume %q in namespace %s: it was deregistered there since, by someone or something other than this command (`nomad volume deregister`, Terraform) (%s); run `%s` again to hand it over anew once that is settled",
+				v.ID, c.Address, index, IndexOf(gerr), v.ID, ns, mark, volctl("register", v.ID))
+		}
 		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK, then says it has no volume %q in namespace %s: it did not register it (%s); check Nomad (or what answers at NOMAD_ADDR) and run `%s` again",
 			v.ID, c.Address, v.ID, ns, mark, volctl("register", v.ID))
 	case gerr != nil:
