@@ -230,18 +230,7 @@ func TestBindMountsTheOpenedDirectory(t *testing.T) {
 	hostpathtest.RequireMount(t)
 	bothResolvers(t, func(t *testing.T) {
 		dir, elsewhere := hostpathtest.MountDir(t), hostpathtest.MountDir(t)
-		source := filepath.Join(dir, "source")
-		if err := os.Mkdir(source, 0o750); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(source, "f"), []byte("source"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		src, err := openNoFollow(dir, source, createNothing)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer src.close()
+		src := bindSource(t, dir)
 		dest, moved := filepath.Join(dir, "dest"), filepath.Join(dir, "moved")
 		swapped := func(t *testing.T) *pathFD {
 			t.Helper()
