@@ -146,6 +146,7 @@ func openReadOnly(ctx context.Context, dir string, target int, o options) (*Stor
 func readOnlyDSN(path string, busy time.Duration, immutable bool) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")")
+	q.Add("_pragma", "cache_size(-"+strconv.Itoa(readCacheKiB)+")")
 	q.Set("_query_only", "1")
 	q.Set("mode", "ro")
 	if immutable {

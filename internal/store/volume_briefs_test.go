@@ -104,3 +104,63 @@ func TestVolumeBriefsEmpty(t *testing.T) {
 		return err
 	})
 }
+
+// EachBrief counts the claims apart from the volumes and merges the two lists by ID: the merge
+// must meet every claimed volume whatever its ID sorts like (bytewise, as SQLite's BINARY
+// collation), claimed volumes first, last and between unclaimed ones.
+func TestVolumeBriefsMergeClaimsByBytewiseID(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ids := []string{"B", "a", "a-b", "a.b", "ab", "Z", "~", "é", "a\u00ff", "ä", "0", "日本", "b", "bb"}
+	claimed := map[string]int{"0": 1, "B": 2, "a-b": 1, "ab": 3, "~": 1, "ä": 2, "日本": 1}
+	mode := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}
+	update(t, s, func(tx *Tx) error {
+		for _, id := range ids {
+			v := Volume{ID: id, PluginID: "hp", State: VolumeReady, Capabilities: []spec.Capability{mode}}
+			if err := tx.Volumes().Insert(&v); err != nil {
+				return err
+			}
+			for i := range claimed[id] {
+				c := Claim{VolumeID: id, Alloc: fmt.Sprintf("r%d", i), Mode: ClaimRead, AccessMode: mode.AccessMode,
+					AttachmentMode: mode.AttachmentMode, State: ClaimPublished}
+				if err := tx.Claims().Insert(&c); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	var briefs []VolumeBrief
+	view(t, s, func(tx *Tx) (err error) {
+		briefs, err = volumes{tx}.Briefs()
+		return err
+	})
+	if len(briefs) != len(ids) {
+		t.Fatalf("%d briefs, want %d", len(briefs), len(ids))
+	}
+	for i, b := range briefs {
+		if i > 0 && briefs[i-1].ID >= b.ID {
+			t.Errorf("briefs out of bytewise order: %q before %q", briefs[i-1].ID, b.ID)
+		}
+		if b.ReadClaims != claimed[b.ID] {
+			t.Errorf("volume %q: %d read claims, want %d", b.ID, b.ReadClaims, claimed[b.ID])
+		}
+	}
+}
+
+// A read connection's page cache is small (readCacheKiB): a list scans the whole database once,
+// and a large cache only costs a fresh process its allocation. The write connection keeps
+// SQLite's default, which a bulk write transaction fills before it spills.
+func TestReadConnectionsHaveASmallPageCache(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	var read, write int
+	view(t, s, func(tx *Tx) error { return tx.queryRow("PRAGMA cache_size").Scan(&read) })
+	update(t, s, func(tx *Tx) error { return tx.queryRow("PRAGMA cache_size").Scan(&write) })
+	if read != -readCacheKiB {
+		t.Errorf("a read connection's cache_size = %d, want %d (KiB)", read, -readCacheKiB)
+	}
+	if write != -2000 {
+		t.Errorf("the write connection's cache_size = %d, want SQLite's default -2000", write)
+	}
+}

@@ -206,14 +206,16 @@ type VolumeBrief struct {
 // EachBrief streams the volumes' briefs in ID order to fn, one row at a time (b is reused
 // between calls: copy what you keep). An error from fn stops the read and is returned as is.
 func (vs volumes) EachBrief(fn func(b *VolumeBrief) error) (err error) {
-	// The claim counts are a join on claims' (volume_id, alloc) unique index; "unsettled" is
-	// the negation of Claim.AtRest.
-	rows, err := vs.tx.query(`SELECT v.id, v.namespace, v.name, v.plugin_id, v.state, v.access_mode,
-		v.attachment_mode, v.capacity_bytes,
-		COALESCE(SUM(c.mode = 'read'), 0), COALESCE(SUM(c.mode = 'write'), 0),
-		COALESCE(SUM(c.id IS NOT NULL AND NOT (c.state = 'published' AND c.releasing = 0 AND c.needs_reconcile = 0)), 0)
-		FROM volumes v LEFT JOIN claims c ON c.volume_id = v.id
-		GROUP BY v.id ORDER BY v.id`)
+	// The claims are counted first, in one pass over the claims table in volume ID order, and
+	// merged with the volumes as they stream in the same order. Counted in the volumes' query
+	// (a join or a subquery on claims' (volume_id, alloc) index), they cost a search of that
+	// index for each volume, claimed or not: most of the list's time at 10,000 volumes.
+	counts, err := vs.claimCounts()
+	if err != nil {
+		return err
+	}
+	rows, err := vs.tx.query(`SELECT id, namespace, name, plugin_id, state, access_mode, attachment_mode,
+		capacity_bytes FROM volumes ORDER BY id`)
 	if err != nil {
 		return fmt.Errorf("volume list: %w", mapBusy(err))
 	}
@@ -226,18 +228,26 @@ func (vs volumes) EachBrief(fn func(b *VolumeBrief) error) (err error) {
 	// (an *int or a named string type goes through reflect and, for integers, a decimal
 	// string and back): this is the list of every volume, 10,000 rows and more.
 	var (
-		b                          VolumeBrief
-		state, access, attachment  string
-		capacity, rd, wr, unsettle any
+		b                         VolumeBrief
+		state, access, attachment string
+		capacity                  any
 	)
 	for rows.rows.Next() {
 		if err := rows.rows.Scan(&b.ID, &b.Namespace, &b.Name, &b.PluginID, &state, &access, &attachment,
-			&capacity, &rd, &wr, &unsettle); err != nil {
+			&capacity); err != nil {
 			return fmt.Errorf("volume list: %w", err)
 		}
 		b.State, b.AccessMode, b.AttachmentMode = VolumeState(state), spec.AccessMode(access), spec.AttachmentMode(attachment)
 		b.CapacityBytes = anyInt64(capacity)
-		b.ReadClaims, b.WriteClaims, b.Unsettled = int(anyInt64(rd)), int(anyInt64(wr)), int(anyInt64(unsettle))
+		// Both lists are in SQLite's BINARY order, which is Go's order of strings (bytewise).
+		for len(counts) > 0 && counts[0].volumeID < b.ID {
+			counts = counts[1:] // a claim of no volume: the foreign key forbids it
+		}
+		b.ReadClaims, b.WriteClaims, b.Unsettled = 0, 0, 0
+		if len(counts) > 0 && counts[0].volumeID == b.ID {
+			b.ReadClaims, b.WriteClaims, b.Unsettled = counts[0].read, counts[0].write, counts[0].unsettled
+			counts = counts[1:]
+		}
 		if err := fn(&b); err != nil {
 			return err
 		}
@@ -246,6 +256,41 @@ func (vs volumes) EachBrief(fn func(b *VolumeBrief) error) (err error) {
 		return fmt.Errorf("volume list: %w", mapBusy(err))
 	}
 	return nil
+}
+
+// claimCounts is a volume's live claims counted as VolumeBrief counts them.
+type claimCounts struct {
+	volumeID               string
+	read, write, unsettled int
+}
+
+// claimCounts counts the claims of every claimed volume, in volume ID order; "unsettled" is
+// the negation of Claim.AtRest.
+func (vs volumes) claimCounts() (counts []claimCounts, err error) {
+	rows, err := vs.tx.query(`SELECT volume_id, SUM(mode = 'read'), SUM(mode = 'write'),
+		SUM(NOT (state = 'published' AND releasing = 0 AND needs_reconcile = 0))
+		FROM claims GROUP BY volume_id ORDER BY volume_id`)
+	if err != nil {
+		return nil, fmt.Errorf("volume list: count claims: %w", mapBusy(err))
+	}
+	defer func() {
+		if cerr := rows.close(); err == nil && cerr != nil {
+			err = fmt.Errorf("volume list: count claims: %w", mapBusy(cerr))
+		}
+	}()
+	var c claimCounts
+	var rd, wr, unsettled any
+	for rows.rows.Next() {
+		if err := rows.rows.Scan(&c.volumeID, &rd, &wr, &unsettled); err != nil {
+			return nil, fmt.Errorf("volume list: count claims: %w", err)
+		}
+		c.read, c.write, c.unsettled = int(anyInt64(rd)), int(anyInt64(wr)), int(anyInt64(unsettled))
+		counts = append(counts, c)
+	}
+	if err := rows.c.check(rows.rows.Err()); err != nil {
+		return nil, fmt.Errorf("volume list: count claims: %w", mapBusy(err))
+	}
+	return counts, nil
 }
 
 // anyInt64 is an INTEGER column scanned into an any: int64, or nil for NULL (0).
