@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/backoff"
 )
@@ -633,13 +634,23 @@ func (s *Store) checkpointNow() {
 	}
 }
 
-// syncFile fsyncs the file at path; a variable so tests can see it called.
+// syncFile forces the file at path to disk; a variable so tests can see it called. It is
+// fdatasync, as SQLite syncs its WAL where it can: the data, and the size that reads it back,
+// without the timestamps, whose journal commit an fsync adds (about a third of its cost on
+// ext4 when the WAL is overwritten in place, as it is between checkpoints).
 var syncFile = func(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	return errors.Join(f.Sync(), f.Close())
+	err = unix.Fdatasync(int(f.Fd()))
+	for errors.Is(err, unix.EINTR) {
+		err = unix.Fdatasync(int(f.Fd()))
+	}
+	if err != nil {
+		err = &fs.PathError{Op: "fdatasync", Path: path, Err: err}
+	}
+	return errors.Join(err, f.Close())
 }
 
 // Update runs fn in a write transaction and commits it if fn returns nil; an error or a panic
