@@ -594,7 +594,7 @@ func (s *Store) closeLock() error {
 // process to open the database reads it back (SQLite's recovery, as after a crash) and a commit
 // checkpoints it once it holds walAutocheckpoint pages. Nothing committed is lost: every commit
 // is in the WAL, each durable one fsynced when it committed ("The engine", Durability). Progress
-// committed after the last durable commit is forced to disk here, one fsync of the WAL, as the
+// committed after the last durable commit is forced to disk here, one fdatasync of the WAL (syncFile), as the
 // close's checkpoint did: what a command reported done must not come undone by a power cut after
 // it exited (a claim reported published found back at admission after a reboot could be rolled
 // back by reconcile). A process that wrote in bulk (walBulkAutocheckpoint) checkpoints the WAL
