@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// A plugin that answers NodePublishVolume OK having bind-mounted the wrong thing at the target
+// leaves a mount point there, which the mount-point check passes: the staging path's parent
+// (every volume's staging directory of the plugin, on the state dir's own disk), the state dir
+// itself, or another volume's staging (that volume's data, which the alloc would read and write
+// beside its own claims). A target that is one of volctl's own directories, other than this
+// volume's staging path, is refused naming what it is, and the claim rolled back, the plugin
+// asked to unpublish it. Real mounts, as root.
+func TestTargetBoundFromVolctlsOwnDirectoriesIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		from func(dir, staging string) string // what the plugin mounts at v's target
+		want func(dir string) string
+	}{
+		{"staging parent", func(_, staging string) string { return filepath.Dir(staging) },
+			func(dir string) string { return "a bind mount of " + filepath.Join(dir, "staging", "mem") + ", a directory of volctl's state dir" }},
+		{"state dir", func(dir, _ string) string { return dir },
+			func(dir string) string { return "a bind mount of " + dir + ", a directory of volctl's state dir" }},
+		{"other volume", func(_, staging string) string { return filepath.Join(filepath.Dir(staging), "w") },
+			func(dir string) string {
+				return `volume "w"'s staging path ` + stagingPath(dir, "mem", "w") + " bind-mounted"
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var dir string
+			h := kernelHarness(t, func(c *csitest.MemConfig) {
+				c.PublishFrom = func(staging, target string) string {
+					if strings.Contains(target, "/publish/a/v/") {
+						return tc.from(dir, staging)
+					}
+					return ""
+				}
+			})
+			dir = h.dir
+			h.create(volume("w"))
+			h.create(volume("v"))
+			w := h.claim(ClaimRequest{VolumeID: "w", Alloc: "b"})
+			if err := os.WriteFile(filepath.Join(w.TargetPath, "ws-data"), []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			h.mem.ResetCalls()
+
+			cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+			target := publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.SingleNodeWriter)
+			if err == nil {
+				entries, _ := os.ReadDir(cl.TargetPath)
+				t.Fatalf("claim published at %s, a bind of %s (what the alloc sees there: %v), want it refused", cl.TargetPath, tc.from(dir, stagingPath(dir, "mem", "v")), entries)
+			}
+			want := `plugin "mem" answered OK for volume "v", but the target ` + target + " is " + tc.want(h.dir)
+			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "rolled back") {
+				t.Fatalf("claim = %v\nwant an error saying %s, and the claim rolled back", err, want)
+			}
+			if live := h.liveClaims("v"); len(live) != 0 {
+				t.Fatalf("claims after the refusal = %+v, want none", live)
+			}
+			if got := h.mem.CallCount(csi.RPCNodeUnpublishVolume); got != 1 {
+				t.Errorf("NodeUnpublishVolume sent %d times, want once (the plugin asked to remove what it made)", got)
+			}
+			if _, err := os.Stat(filepath.Join(w.TargetPath, "ws-data")); err != nil {
+				t.Errorf("volume w's claim after v's refusal: %v", err)
+			}
+			h.release("w", "b")
+		})
+	}
+}
