@@ -25,7 +25,9 @@ func TestTargetBoundFromVolctlsOwnDirectoriesIsRefused(t *testing.T) {
 		want func(dir string) string
 	}{
 		{"staging parent", func(_, staging string) string { return filepath.Dir(staging) },
-			func(dir string) string { return "a bind mount of " + filepath.Join(dir, "staging", "mem") + ", a directory of volctl's state dir" }},
+			func(dir string) string {
+				return "a bind mount of " + filepath.Join(dir, "staging", "mem") + ", a directory of volctl's state dir"
+			}},
 		{"state dir", func(dir, _ string) string { return dir },
 			func(dir string) string { return "a bind mount of " + dir + ", a directory of volctl's state dir" }},
 		{"other volume", func(_, staging string) string { return filepath.Join(filepath.Dir(staging), "w") },
