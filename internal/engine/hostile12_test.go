@@ -5,10 +5,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // A plugin that answers NodePublishVolume OK having bind-mounted the wrong thing at the target
@@ -75,5 +79,50 @@ func TestTargetBoundFromVolctlsOwnDirectoriesIsRefused(t *testing.T) {
 			}
 			h.release("w", "b")
 		})
+	}
+}
+
+// A plugin that fails slowly, answering a retryable code just before volctl's own timeout
+// (its backend call given the deadline gRPC passed on, which runs out first, answered as its
+// own DEADLINE_EXCEEDED; or UNAVAILABLE after as long), was retried as one failing at once:
+// each of a command's attempts took a whole timeout, 4 x 2 min per RPC for a command that
+// promises to retry "within seconds", and the agent's 6 attempts held its pass 12 min per RPC.
+// An RPC is tried again only while the time its attempts took, and one more as long as the last,
+// fit within its timeout: the claim is left for reconcile after about one timeout, and its
+// error says why it was not tried again. A plugin failing at once is still retried (the retry
+// tests in timeout_test.go).
+func TestSlowRetryableFailureIsNotRetriedPastTheTimeout(t *testing.T) {
+	const timeout = time.Second
+	cfg := Config{
+		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: timeout},
+		Retry:    RetryPolicy{Attempts: DefaultRetry.Attempts, Base: time.Millisecond, Max: 2 * time.Millisecond},
+	}
+	for _, code := range []codes.Code{codes.DeadlineExceeded, codes.Unavailable} {
+		for _, rpc := range []string{csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume} {
+			t.Run(code.String()+"/"+rpc, func(t *testing.T) {
+				h := newHarness(t, nil)
+				h.create(volume("v"))
+				h.open(cfg)
+				h.faults.Inject(rpc, csitest.Fault{Code: code, Delay: timeout * 7 / 10})
+				start := time.Now()
+				_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+				took := time.Since(start)
+				if n := h.callsAfterIdle(t, rpc); n != 1 {
+					t.Fatalf("%s sent %d times in %s, each answered %s after %s: want once, the attempts bounded by the %s timeout",
+						rpc, n, took.Round(time.Millisecond), code, timeout*7/10, timeout)
+				}
+				if csi.CodeOf(err) != code || !strings.Contains(err.Error(), "not tried again") || !strings.Contains(err.Error(), "for `volctl reconcile`") {
+					t.Fatalf("claim error = %v\nwant the plugin's %s, saying why it was not tried again and that the claim is left for reconcile", err, code)
+				}
+				live := h.liveClaims("v")
+				if len(live) != 1 || !live[0].NeedsReconcile || live[0].LastRPC != rpc || live[0].State == store.ClaimPublished {
+					t.Fatalf("claim after the slow failure = %+v, want it left for reconcile", live)
+				}
+				h.faults.Clear()
+				if rep, err := h.e.Reconcile(h.ctx); err != nil {
+					t.Fatalf("reconcile after the plugin recovered: %v %+v", err, rep.Problems)
+				}
+			})
+		}
 	}
 }
