@@ -126,3 +126,60 @@ func TestSlowRetryableFailureIsNotRetriedPastTheTimeout(t *testing.T) {
 		}
 	}
 }
+
+// A claim whose NodeStageVolume failed for good (INVALID_ARGUMENT: the plugin did not stage) is
+// rolled back, and the rollback sends NodeUnstageVolume for the staging it recorded as intended
+// (it cannot know the plugin did nothing). A plugin that answers that with FAILED_PRECONDITION
+// ("not staged"), which CSI's NodeUnstageVolume never answers (not staged is OK; an unknown
+// volume NOT_FOUND), left the rollback stuck: the claim held the volume, releasing, every
+// reconcile pass sending the same NodeUnstageVolume to the same answer, until a forced detach.
+// A staging never confirmed, so answered, gets the mount table's verdict, as one the plugin
+// cannot be asked to undo: nothing mounted there, it is forgotten and the claim freed;
+// something mounted, it stays, said. A staging the plugin confirmed is not so forgotten: its
+// FAILED_PRECONDITION stays an error, the release left for reconcile.
+func TestUnstageOfAStagingNeverConfirmedAnsweredFailedPrecondition(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.faults.FailAlways(csi.RPCNodeStageVolume, codes.InvalidArgument)
+	h.faults.FailAlways(csi.RPCNodeUnstageVolume, codes.FailedPrecondition)
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if csi.CodeOf(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "rolled back") || strings.Contains(err.Error(), "rolling the claim back also failed") {
+		t.Fatalf("claim = %v, want NodeStageVolume's InvalidArgument, rolled back", err)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claims after the rollback = %+v, want none: the staging was never confirmed and nothing is mounted there", live)
+	}
+
+	// Something mounted at the staging path (the fake table: a staging directory holding
+	// anything): the staging stays recorded, the claim left for reconcile, saying so.
+	staging := stagingPath(h.dir, "mem", "v")
+	if err := os.WriteFile(filepath.Join(staging, "mounted"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b"})
+	if err == nil || !strings.Contains(err.Error(), "staging at "+staging+" is still mounted") || !strings.Contains(err.Error(), "never confirmed") {
+		t.Fatalf("claim over a mounted staging = %v, want the rollback to say the staging is still mounted", err)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || !live[0].NeedsReconcile {
+		t.Fatalf("claims after the refused rollback = %+v, want b's left for reconcile", live)
+	}
+	if err := os.Remove(filepath.Join(staging, "mounted")); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile once nothing is mounted: %v %+v", err, rep.Problems)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claims after reconcile = %+v, want none", live)
+	}
+
+	// Confirmed: the answer stays an error.
+	h.faults.Clear(csi.RPCNodeStageVolume)
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "c"})
+	if _, err := h.e.Release(h.ctx, "v", "c"); csi.CodeOf(err) != codes.FailedPrecondition {
+		t.Fatalf("release of a confirmed staging answered FailedPrecondition = %v, want that error", err)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || !live[0].Releasing {
+		t.Fatalf("claims after the failed release = %+v, want c's left releasing", live)
+	}
+}
