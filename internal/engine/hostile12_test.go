@@ -23,25 +23,38 @@ import (
 // volume's staging path, is refused naming what it is, and the claim rolled back, the plugin
 // asked to unpublish it. Real mounts, as root.
 func TestTargetBoundFromVolctlsOwnDirectoriesIsRefused(t *testing.T) {
+	ofStateDir := func(path string) string { return "a bind mount of " + path + ", a directory of volctl's state dir" }
 	for _, tc := range []struct {
 		name string
 		from func(dir, staging string) string // what the plugin mounts at v's target
 		want func(dir string) string
+		// stage: the plugin stages v from there, and publishes from the staging path (the
+		// target is the staging path, and the wrong bind too)
+		stage bool
 	}{
-		{"staging parent", func(_, staging string) string { return filepath.Dir(staging) },
-			func(dir string) string {
-				return "a bind mount of " + filepath.Join(dir, "staging", "mem") + ", a directory of volctl's state dir"
-			}},
-		{"state dir", func(dir, _ string) string { return dir },
-			func(dir string) string { return "a bind mount of " + dir + ", a directory of volctl's state dir" }},
-		{"other volume", func(_, staging string) string { return filepath.Join(filepath.Dir(staging), "w") },
-			func(dir string) string {
+		{name: "staging parent", from: func(_, staging string) string { return filepath.Dir(staging) },
+			want: func(dir string) string { return ofStateDir(filepath.Join(dir, "staging", "mem")) }},
+		{name: "state dir", from: func(dir, _ string) string { return dir },
+			want: func(dir string) string { return ofStateDir(dir) }},
+		{name: "other volume", from: func(_, staging string) string { return filepath.Join(filepath.Dir(staging), "w") },
+			want: func(dir string) string {
 				return `volume "w"'s staging path ` + stagingPath(dir, "mem", "w") + " bind-mounted"
 			}},
+		{name: "staged from the staging parent", stage: true, from: func(_, staging string) string { return filepath.Dir(staging) },
+			want: func(dir string) string { return ofStateDir(filepath.Join(dir, "staging", "mem")) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var dir string
 			h := kernelHarness(t, func(c *csitest.MemConfig) {
+				if tc.stage {
+					c.StageFrom = func(staging string) string {
+						if filepath.Base(staging) == "v" {
+							return tc.from(dir, staging)
+						}
+						return ""
+					}
+					return
+				}
 				c.PublishFrom = func(staging, target string) string {
 					if strings.Contains(target, "/publish/a/v/") {
 						return tc.from(dir, staging)

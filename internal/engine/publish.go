@@ -545,9 +545,10 @@ func (e *Engine) bareStaging(t *pathFD, staging string, mp MountPoint) (bool, er
 // state dir's own (staging, publish, locks), each plugin's staging directory (a staging path's
 // parent, which holds every staging of the plugin), and every volume's staging path (another
 // volume's, mounted or not: that volume's data, or the host's disk under it). A target that is
-// this volume's staging path (staging, empty for a plugin that does not stage) is none of
-// them, whatever else it also is: publishing from the staging is what a plugin does, and
-// bareStaging judges a bare one. The cost is a read of the state dir and of its staging
+// this volume's staging path (staging, empty for a plugin that does not stage), which is what
+// a plugin publishes from, is still compared with the directories (a staging that is a bind
+// of one is no better), but not with other volumes' stagings: two volumes of one share may
+// have their stagings on one file system root. bareStaging judges a bare staging. The cost is a read of the state dir and of its staging
 // directories, and a statx of each staging path that does not sync with its file system (a
 // hung NFS staging of another volume does not hang this claim).
 func (e *Engine) ownDirectory(t *pathFD, target, staging string, mp MountPoint) (string, error) {
@@ -567,9 +568,7 @@ func (e *Engine) ownDirectory(t *pathFD, target, staging string, mp MountPoint) 
 		id, err := p.id()
 		return err == nil && id == tid
 	}
-	if staging != "" && is(e.realPath(staging)) {
-		return "", nil
-	}
+	ownStaging := staging != "" && is(e.realPath(staging))
 	ofStateDir := func(dir string) string {
 		return fmt.Sprintf("a bind mount of %s, a directory of volctl's state dir (on the host's disk, not the volume: the claim would read and write volctl's own files)", dir)
 	}
@@ -591,6 +590,9 @@ func (e *Engine) ownDirectory(t *pathFD, target, staging string, mp MountPoint) 
 		plugin := filepath.Join(stagings, name)
 		if is(plugin) {
 			return ofStateDir(plugin), nil
+		}
+		if ownStaging {
+			continue // another volume's staging may be this one's storage too (one share)
 		}
 		for _, volume := range subdirs(plugin) {
 			if other := filepath.Join(plugin, volume); is(other) {

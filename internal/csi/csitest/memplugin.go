@@ -83,6 +83,9 @@ type MemConfig struct {
 	// instead of the volume: a plugin that mounts the wrong thing there (the staging path's
 	// parent, another volume's staging) and answers OK.
 	PublishFrom func(staging, target string) string
+	// StageFrom, with MountRoot, when set and answering a path, is what NodeStageVolume
+	// bind-mounts at the staging path instead of the volume (likewise).
+	StageFrom func(staging string) string
 	// StageNothing, with MountRoot, makes NodeStageVolume answer OK and mount nothing at the
 	// staging path, while NodePublishVolume still bind-mounts the staging path at the target:
 	// a plugin whose staging silently did nothing, publishing the bare staging directory.
@@ -1070,7 +1073,7 @@ func (s *memServer) NodeStageVolume(ctx context.Context, req *csipb.NodeStageVol
 		return nil, errorf(codes.FailedPrecondition, "volume %q is already staged at %s", v.vol.ID, v.staging)
 	default:
 		if !m.cfg.StageNothing { // which mounts nothing, and records the staging all the same
-			if err := m.mountVolume(v, "", m.stagingMount(req.GetStagingTargetPath()), false); err != nil {
+			if err := m.mountVolume(v, m.stageFrom(req.GetStagingTargetPath()), m.stagingMount(req.GetStagingTargetPath()), false); err != nil {
 				return nil, err
 			}
 		}
