@@ -548,9 +548,10 @@ func (e *Engine) bareStaging(t *pathFD, staging string, mp MountPoint) (bool, er
 // this volume's staging path (staging, empty for a plugin that does not stage), which is what
 // a plugin publishes from, is still compared with the directories (a staging that is a bind
 // of one is no better), but not with other volumes' stagings: two volumes of one share may
-// have their stagings on one file system root. bareStaging judges a bare staging. The cost is a read of the state dir and of its staging
-// directories, and a statx of each staging path that does not sync with its file system (a
-// hung NFS staging of another volume does not hang this claim).
+// have their stagings on one file system root. bareStaging judges a bare staging. The cost is
+// a read of the state dir and of its staging directories, and a statx of each staging path
+// that does not sync with its file system (a hung NFS staging of another volume does not hang
+// this claim).
 func (e *Engine) ownDirectory(t *pathFD, target, staging string, mp MountPoint) (string, error) {
 	if !mp.Mounted {
 		return "", nil
