@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -232,7 +234,7 @@ func translate(ctx context.Context, rpc, plugin, socket string, timeout time.Dur
 		// Not the plugin out of a resource: a message over gRPC's size limit, which the same
 		// call would send or get again. Final, whatever RESOURCE_EXHAUSTED usually means.
 		e.Class = Final
-		e.Message, e.Hint, e.AnswerUnread = tooLarge(rpc, st.Message(), proto.Size(req))
+		e.Message, e.Hint, e.AnswerUnread = tooLarge(rpc, st.Message(), req)
 	case e.Code == codes.Internal:
 		// Not the plugin failing: a message that could not pass between the two protobufs.
 		// Final (the same message fails the same way); an answer to a call the plugin did
@@ -326,7 +328,8 @@ var grpcTooLarge = sync.OnceValue(func() *regexp.Regexp {
 // tooLarge explains a message over gRPC's size limit: the plugin's answer, unless volctl's
 // request was itself over the limit (gRPC's limit is the same 4 MiB on both sides by default).
 // answer says it was the plugin's answer: the call reached the plugin, which did it.
-func tooLarge(rpc, detail string, reqSize int) (msg, hint string, answer bool) {
+func tooLarge(rpc, detail string, req proto.Message) (msg, hint string, answer bool) {
+	reqSize := proto.Size(req)
 	m := grpcTooLarge().FindStringSubmatch(detail)
 	size, limit := m[1], m[2]
 	if limit == "" {
@@ -338,8 +341,8 @@ func tooLarge(rpc, detail string, reqSize int) (msg, hint string, answer bool) {
 	}
 	n, err := strconv.Atoi(limit)
 	if strings.HasPrefix(detail, "trying to send") || err == nil && reqSize > n {
-		return fmt.Sprintf("volctl's request is %d bytes, over %s", reqSize, limitText),
-			"the request carries too much (the volume's parameters, context or secrets); make them smaller", false
+		msg, hint := requestTooLarge(req)
+		return fmt.Sprintf("volctl's request is %d bytes, over %s%s", reqSize, limitText, msg), hint, false
 	}
 	what := fmt.Sprintf("the plugin answered with a message over %s", limitText)
 	if size != "" {
@@ -350,6 +353,61 @@ func tooLarge(rpc, detail string, reqSize int) (msg, hint string, answer bool) {
 		field = "its response"
 	}
 	return what, fmt.Sprintf("%s is far beyond CSI's size limits and a retry gets the same answer; report it to the plugin's authors", field), true
+}
+
+// requestTooLarge names what makes a request too large for gRPC: its fields of more than
+// largeField bytes, largest first, with their sizes (": its volume_context is N bytes,
+// publish_context M"), and whose they are, for the hint: a map a plugin answered
+// (publish_context, and a created volume's volume_context) is for its authors, as volctl cannot
+// make it smaller; a spec's (parameters, secrets, context) for the user to make smaller.
+func requestTooLarge(req proto.Message) (msg, hint string) {
+	type field struct {
+		name string
+		size int
+	}
+	var large []field
+	m := req.ProtoReflect()
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		one := m.New()
+		one.Set(fd, v)
+		if n := proto.Size(one.Interface()); n > largeField {
+			large = append(large, field{string(fd.Name()), n})
+		}
+		return true
+	})
+	if len(large) == 0 {
+		return "", "the request carries too much (the volume's parameters, context or secrets); make them smaller"
+	}
+	slices.SortFunc(large, func(a, b field) int { return b.size - a.size })
+	var sizes, whose []string
+	for i, f := range large {
+		if i == 0 {
+			sizes = append(sizes, fmt.Sprintf("its %s holds %d bytes", f.name, f.size))
+		} else {
+			sizes = append(sizes, fmt.Sprintf("%s %d", f.name, f.size))
+		}
+		if w := requestFieldOrigin[f.name]; w != "" {
+			whose = append(whose, f.name+" "+w)
+		}
+	}
+	hint = "make the volume's spec carry less"
+	if len(whose) > 0 {
+		hint = strings.Join(whose, "; ")
+	}
+	return ": " + strings.Join(sizes, ", "), hint
+}
+
+// largeField is the size past which requestTooLarge names a request's field: CSI's limit on
+// a map (4 KiB), past which nothing a plugin or a spec should send is.
+const largeField = spec.MaxCSIMap
+
+// requestFieldOrigin says where a request's field comes from, and what to do when it is too large.
+var requestFieldOrigin = map[string]string{
+	"publish_context":    "is what the plugin answered ControllerPublishVolume, far past CSI's 4 KiB for a map, and volctl sends it back as it is: report it to the plugin's authors",
+	"volume_context":     "is the volume spec's context (make it smaller) or, for a volume volctl created, what the plugin answered CreateVolume, far past CSI's 4 KiB for a map: report it to the plugin's authors",
+	"parameters":         "are the volume spec's: make them smaller",
+	"mutable_parameters": "are the volume spec's: make them smaller",
+	"secrets":            "are the volume spec's, or --secret's: make them smaller",
 }
 
 // What gRPC's transport says, in its error messages, when a connection to a socket was made

@@ -756,18 +756,34 @@ func (c *conn) stages() bool {
 // failure goes back at once, and the caller leaves the operation for reconcile as it does when
 // the retries run out. A DEADLINE_EXCEEDED the plugin returned itself, before our timeout (its
 // backend timed out), is retried like any other retryable code.
+//
+// So is one that fails slowly, but only while the time the attempts took, and one more as long
+// as the last, fit within the RPC's timeout (the waits between them aside, the policy's own): a
+// plugin answering a retryable code just before the timeout (its backend given the deadline
+// gRPC passed on, which runs out a moment before volctl's) would otherwise cost a timeout per
+// attempt, minutes per RPC where a command retries within seconds and the agent's pass waits
+// for every volume behind it. Its failure goes back saying why it was not tried again
+// (slowFailure), the operation left for reconcile; a plugin failing at once is retried as before.
 func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(context.Context) error) error {
 	timeout := c.timeouts.For(rpc)
 	var err error
+	var spent time.Duration
 	waits := e.cfg.Retry.backoff()
 	for attempt := 1; ; attempt++ {
+		began := time.Now()
 		err = e.attempt(ctx, c, rpc, call)
+		last := time.Since(began)
+		spent += last
 		if err == nil || !csi.IsRetryable(err) || attempt >= e.cfg.Retry.Attempts || ctx.Err() != nil {
 			return err
 		}
 		if csi.IsTimeout(err) {
 			e.log.Debug("not retrying an RPC that ran into its timeout", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "timeout", timeout, "err", err)
 			return err
+		}
+		if spent+last > timeout {
+			e.log.Debug("not retrying an RPC failing slowly", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "last", last, "spent", spent, "timeout", timeout, "err", err)
+			return &slowFailure{err: err, plugin: c.plugin.ID, last: last, spent: spent, timeout: timeout}
 		}
 		wait := backoff.Jitter(waits.Next())
 		csi.ReportProgress(ctx, fmt.Sprintf("%s failed with %s, retrying (attempt %d of %d)", rpc, csi.CodeOf(err), attempt+1, e.cfg.Retry.Attempts))
@@ -779,6 +795,26 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 		}
 	}
 }
+
+// slowFailure is a retryable failure retry did not try again: the plugin took so long to answer
+// that another attempt as long would run past the RPC's timeout. It is err (its class, code and
+// RPC) saying so.
+type slowFailure struct {
+	err                  error
+	plugin               string
+	last, spent, timeout time.Duration
+}
+
+func (s *slowFailure) Error() string {
+	took := s.last.Round(time.Millisecond).String()
+	if s.spent > s.last {
+		took += fmt.Sprintf(" (its attempts %s in all)", s.spent.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("%v (not tried again: plugin %q took %s to answer it, and another attempt as long would run past the RPC's %s timeout)",
+		s.err, s.plugin, took, s.timeout)
+}
+
+func (s *slowFailure) Unwrap() error { return s.err }
 
 // attempt sends one attempt of rpc through c: checkSockets before it and, when the plugin
 // answers that it does not know the volume or the call, or that the call does not suit its

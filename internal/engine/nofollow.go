@@ -221,6 +221,20 @@ func (p *pathFD) sameFile(q *pathFD) (bool, error) {
 	return a.Dev == b.Dev && a.Ino == b.Ino, nil
 }
 
+// fileID is a file's device and inode: a bind mount's root has the file's it was made of.
+type fileID struct{ dev, ino uint64 }
+
+// id is the opened path's fileID, asked without syncing with the file system (statx
+// AT_STATX_DONT_SYNC: a hard NFS mount whose server is gone does not block it; the device and
+// inode are the kernel's own).
+func (p *pathFD) id() (fileID, error) {
+	var sx unix.Statx_t
+	if err := unix.Statx(p.fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_INO, &sx); err != nil {
+		return fileID{}, &os.PathError{Op: "stat", Path: p.path, Err: err}
+	}
+	return fileID{dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), ino: sx.Ino}, nil
+}
+
 // readOnly reports whether the mount the opened path is on refuses writes (statfs's
 // ST_RDONLY, which a read-only bind mount sets as its file system's read-only flag does).
 func (p *pathFD) readOnly() (bool, error) {

@@ -496,11 +496,17 @@ func (e *Engine) checkTarget(v store.Volume, cl *store.Claim, c *conn, staging s
 		if serr != nil {
 			return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, serr)
 		}
+		own, oerr := e.ownDirectory(t, target, staging, mp)
+		if oerr != nil {
+			return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, oerr)
+		}
 		switch {
 		case !mp.Mounted:
 			what = "not a mount point (nothing is mounted on it, so the claim would write to the host's disk)"
 		case bare:
 			what = fmt.Sprintf("the staging path %s, where nothing is mounted, bind-mounted (NodeStageVolume staged nothing there, so the claim would write to the host's disk)", staging)
+		case own != "":
+			what = own
 		case cl.Mode == store.ClaimRead && cl.AttachmentMode == spec.FileSystem && !mp.ReadOnly:
 			what = "mounted read-write (NodePublishVolume asked for read-only: the alloc, which holds the volume for reading, could write it)"
 		default:
@@ -530,6 +536,73 @@ func (e *Engine) bareStaging(t *pathFD, staging string, mp MountPoint) (bool, er
 	}
 	sp, err := e.cfg.Mounts.Mounted(e.cfg.StateDir, real)
 	return !sp.Mounted, err
+}
+
+// ownDirectory says which of volctl's own directories the mounted target t (at target) is, ""
+// when none: the plugin bind-mounted one there instead of the volume, and the mount point
+// check passes it. A bind mount's root is the file it was made of, so t is compared (device
+// and inode) with the state dir's directories: the target's parents up to the state dir, the
+// state dir's own (staging, publish, locks), each plugin's staging directory (a staging path's
+// parent, which holds every staging of the plugin), and every volume's staging path (another
+// volume's, mounted or not: that volume's data, or the host's disk under it). A target that is
+// this volume's staging path (staging, empty for a plugin that does not stage), which is what
+// a plugin publishes from, is still compared with the directories (a staging that is a bind
+// of one is no better), but not with other volumes' stagings: two volumes of one share may
+// have their stagings on one file system root. bareStaging judges a bare staging. The cost is
+// a read of the state dir and of its staging directories, and a statx of each staging path
+// that does not sync with its file system (a hung NFS staging of another volume does not hang
+// this claim).
+func (e *Engine) ownDirectory(t *pathFD, target, staging string, mp MountPoint) (string, error) {
+	if !mp.Mounted {
+		return "", nil
+	}
+	tid, err := t.id()
+	if err != nil {
+		return "", err
+	}
+	is := func(path string) bool {
+		p, err := openNoFollow(e.cfg.StateDir, path, createNothing)
+		if err != nil {
+			return false // not there, or not reachable without a symlink: not what t is
+		}
+		defer p.close()
+		id, err := p.id()
+		return err == nil && id == tid
+	}
+	ownStaging := staging != "" && is(e.realPath(staging))
+	ofStateDir := func(dir string) string {
+		return fmt.Sprintf("a bind mount of %s, a directory of volctl's state dir (on the host's disk, not the volume: the claim would read and write volctl's own files)", dir)
+	}
+	for dir := filepath.Dir(target); strings.HasPrefix(dir, e.cfg.StateDir+"/"); dir = filepath.Dir(dir) {
+		if is(dir) {
+			return ofStateDir(dir), nil
+		}
+	}
+	if is(e.cfg.StateDir) {
+		return ofStateDir(e.cfg.StateDir), nil
+	}
+	for _, name := range subdirs(e.cfg.StateDir) {
+		if top := filepath.Join(e.cfg.StateDir, name); is(top) {
+			return ofStateDir(top), nil
+		}
+	}
+	stagings := filepath.Join(e.cfg.StateDir, stagingDir)
+	for _, name := range subdirs(stagings) {
+		plugin := filepath.Join(stagings, name)
+		if is(plugin) {
+			return ofStateDir(plugin), nil
+		}
+		if ownStaging {
+			continue // another volume's staging may be this one's storage too (one share)
+		}
+		for _, volume := range subdirs(plugin) {
+			if other := filepath.Join(plugin, volume); is(other) {
+				return fmt.Sprintf("volume %q's staging path %s bind-mounted (another volume: the claim would read and write that volume's data, or the host's disk below it)",
+					volume, other), nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // stillStaged reports whether a NodeStageVolume failure says the plugin still holds the

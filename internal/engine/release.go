@@ -182,7 +182,8 @@ func keptAttachment(v store.Volume, st store.Staging) string {
 // word checked against the mount table (checkUnmounted). A plugin that cannot be asked, having
 // lost STAGE_UNSTAGE_VOLUME, or that answers UNIMPLEMENTED though it advertises it (often one
 // that failed NodeStageVolume the same way, this release being its rollback: no retry would
-// do better), gets the mount table's verdict alone (checkUnstageable). The staging directory is
+// do better), or that answers FAILED_PRECONDITION for a staging it never confirmed, gets the
+// mount table's verdict alone (checkUnstageable). The staging directory is
 // kept while the volume is registered (removeStagingDir removes it when the volume goes): the
 // next staging reuses it; a plugin without the capability has it removed, as before.
 func (e *Engine) unstage(ctx context.Context, c *conn, v store.Volume, st store.Staging, p *checkpoint) error {
@@ -204,6 +205,17 @@ func (e *Engine) unstage(ctx context.Context, c *conn, v store.Volume, st store.
 		failpoint("rpc:NodeUnstageVolume")
 		return e.checkUnstageable(v, st, c, p, fmt.Sprintf("plugin %q, which advertises the node capability STAGE_UNSTAGE_VOLUME, answered %v", c.plugin.ID, err),
 			"fix or replace the plugin")
+	}
+	if csi.IsFailedPrecondition(err) && !st.Staged {
+		// A staging only intended: NodeStageVolume never answered OK (a rollback of its final
+		// failure, or a kill before it was sent). CSI's NodeUnstageVolume answers a volume not
+		// staged with OK and knows no FAILED_PRECONDITION, which a plugin answers here for what
+		// it never staged ("not staged"): every retry and reconcile pass would get it again,
+		// the claim held releasing until a forced detach. The mount table decides, as for a
+		// plugin that cannot be asked.
+		failpoint("rpc:NodeUnstageVolume")
+		return e.checkUnstageable(v, st, c, p, fmt.Sprintf("plugin %q answered %v for a staging NodeStageVolume never confirmed", c.plugin.ID, err),
+			"fix the plugin")
 	}
 	if err != nil && !csi.IsIgnorable(err) {
 		return err

@@ -58,6 +58,26 @@ func (m *MemPlugin) stagingMount(path string) string {
 	return path
 }
 
+// publishFrom is what NodePublishVolume mounts at a file-system target: PublishFrom's path when
+// it names one, else the staging path as the plugin mounts it (stagingMount).
+func (m *MemPlugin) publishFrom(staging, target string) string {
+	if m.cfg.PublishFrom != nil {
+		if src := m.cfg.PublishFrom(staging, target); src != "" {
+			return src
+		}
+	}
+	return m.stagingMount(staging)
+}
+
+// stageFrom is what NodeStageVolume mounts at the staging path: StageFrom's path when it names
+// one, else "" (the volume's backing directory).
+func (m *MemPlugin) stageFrom(staging string) string {
+	if m.cfg.StageFrom != nil {
+		return m.cfg.StageFrom(staging)
+	}
+	return ""
+}
+
 // mountVolume bind-mounts the volume at dst when the plugin mounts (MountRoot): from src (its
 // staging path) when set, else from the volume's backing directory, read-only when asked. The
 // caller holds m.mu.

@@ -78,6 +78,14 @@ type MemConfig struct {
 	// PageSize, when positive, is how many entries ListVolumes and ListSnapshots answer with
 	// when max_entries leaves it to the plugin (0), the rest on later pages.
 	PageSize int32
+	// PublishFrom, with MountRoot, when set and answering a path, is what NodePublishVolume
+	// bind-mounts at a file-system target, given the request's staging and target paths,
+	// instead of the volume: a plugin that mounts the wrong thing there (the staging path's
+	// parent, another volume's staging) and answers OK.
+	PublishFrom func(staging, target string) string
+	// StageFrom, with MountRoot, when set and answering a path, is what NodeStageVolume
+	// bind-mounts at the staging path instead of the volume (likewise).
+	StageFrom func(staging string) string
 	// StageNothing, with MountRoot, makes NodeStageVolume answer OK and mount nothing at the
 	// staging path, while NodePublishVolume still bind-mounts the staging path at the target:
 	// a plugin whose staging silently did nothing, publishing the bare staging directory.
@@ -1065,7 +1073,7 @@ func (s *memServer) NodeStageVolume(ctx context.Context, req *csipb.NodeStageVol
 		return nil, errorf(codes.FailedPrecondition, "volume %q is already staged at %s", v.vol.ID, v.staging)
 	default:
 		if !m.cfg.StageNothing { // which mounts nothing, and records the staging all the same
-			if err := m.mountVolume(v, "", m.stagingMount(req.GetStagingTargetPath()), false); err != nil {
+			if err := m.mountVolume(v, m.stageFrom(req.GetStagingTargetPath()), m.stagingMount(req.GetStagingTargetPath()), false); err != nil {
 				return nil, err
 			}
 		}
@@ -1168,7 +1176,7 @@ func (s *memServer) NodePublishVolume(ctx context.Context, req *csipb.NodePublis
 		}
 	} else if err := os.Mkdir(target, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, errorf(codes.Internal, "create target: %v", err)
-	} else if err := m.mountVolume(v, m.stagingMount(req.GetStagingTargetPath()), target, want.readOnly && !m.cfg.IgnoreReadOnly); err != nil {
+	} else if err := m.mountVolume(v, m.publishFrom(req.GetStagingTargetPath(), target), target, want.readOnly && !m.cfg.IgnoreReadOnly); err != nil {
 		_ = os.Remove(target)
 		return nil, err
 	}
