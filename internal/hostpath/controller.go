@@ -138,7 +138,7 @@ func (p *Plugin) contentSource(snap *csi.VolumeContentSource_SnapshotSource, vol
 		}
 		return "snapshot", sn.ID, sn.Size, p.snapshotPath(sn.ID), true
 	}
-	v, ok := p.state.Volumes[vol.GetVolumeId()]
+	v, ok := p.volume(vol.GetVolumeId())
 	if !ok {
 		return "volume", vol.GetVolumeId(), 0, "", false
 	}
@@ -207,7 +207,7 @@ func (p *Plugin) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	v, ok := p.state.Volumes[id]
+	v, ok := p.volume(id)
 	if !ok {
 		return &csi.DeleteVolumeResponse{}, nil
 	}
@@ -305,7 +305,7 @@ func (p *Plugin) ControllerUnpublishVolume(ctx context.Context, req *csi.Control
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	v, ok := p.state.Volumes[id]
+	v, ok := p.volume(id)
 	if !ok || len(v.Attachments) == 0 {
 		return &csi.ControllerUnpublishVolumeResponse{}, nil
 	}
@@ -334,7 +334,7 @@ func (p *Plugin) ValidateVolumeCapabilities(ctx context.Context, req *csi.Valida
 		return nil, invalidArg("ValidateVolumeCapabilities: volume %q: volume_capabilities are required", id)
 	}
 	p.mu.Lock()
-	v, ok := p.state.Volumes[id]
+	v, ok := p.volume(id)
 	var params map[string]string
 	if ok {
 		params = v.Parameters
@@ -432,7 +432,7 @@ func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 		}
 		return &csi.CreateSnapshotResponse{Snapshot: csiSnapshot(sn)}, nil
 	}
-	v, ok := p.state.Volumes[src]
+	v, ok := p.volume(src)
 	if !ok {
 		return nil, notFound("snapshot %q: source volume %q not found", name, src)
 	}

@@ -234,8 +234,19 @@ func (p *Plugin) topology() *csi.Topology {
 func (p *Plugin) VolumePath(id string) (string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.state.Volumes[id]; !ok {
+	if _, ok := p.volume(id); !ok {
 		return "", false
 	}
 	return p.volumePath(id), true
+}
+
+// volume returns volume id, or false when there is none. One this process has not loaded is
+// read from its record: another plugin process serving the same root may have created it
+// since this one started (volctl's own and the one Nomad runs after a handover, whose --root
+// is volctl's). The caller holds p.mu.
+func (p *Plugin) volume(id string) (*volume, bool) {
+	if v, ok := p.state.Volumes[id]; ok {
+		return v, true
+	}
+	return p.state.readVolume(p.cfg.Root, id)
 }

@@ -1,0 +1,51 @@
+package hostpath_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/hostpath"
+)
+
+// Two plugin processes serve one --root after a handover to Nomad: volctl's own (the agent's,
+// or one started by hand as README's tour does) and the one Nomad runs from the job `volctl
+// export nomad` writes, whose --root is volctl's. Each loaded the records at its start, so a
+// volume the first created since (volctl volume create, then volctl nomad register) was unknown
+// to the second: Nomad's NodeStageVolume, and its ControllerValidateVolumeCapabilities at
+// registration with --enable-attach, were answered NOT_FOUND until the plugin job restarted.
+// A volume not in memory is looked up in its record on disk.
+func TestVolumeCreatedByAnotherProcessOnTheRootIsServed(t *testing.T) {
+	root := t.TempDir()
+	for _, attach := range []bool{false, true} {
+		cfg := hostpath.Config{Root: root, NodeID: "n1", EnableAttach: attach}
+		local, _ := startFake(t, cfg)
+		nomad, _ := startFake(t, cfg)
+		v := local.createVolume(t, "late")
+		ctx := context.Background()
+		if _, err := nomad.ctl.ValidateVolumeCapabilities(ctx, &csi.ValidateVolumeCapabilitiesRequest{
+			VolumeId: v.GetVolumeId(), VolumeCapabilities: []*csi.VolumeCapability{snw}}); err != nil {
+			t.Fatalf("attach %v: ValidateVolumeCapabilities through the other process of a volume created since it started: %v", attach, err)
+		}
+		var pc map[string]string
+		if attach {
+			resp, err := nomad.ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{
+				VolumeId: v.GetVolumeId(), NodeId: "n1", VolumeCapability: snw})
+			if err != nil {
+				t.Fatalf("ControllerPublishVolume through the other process: %v", err)
+			}
+			pc = resp.GetPublishContext()
+		}
+		p := newPaths(t)
+		mustOK(t, nomad.stage(v, p, pc))
+		mustOK(t, nomad.publish(v, p, p.target, false, pc))
+		mustOK(t, nomad.unpublish(v, p.target))
+		mustOK(t, nomad.unstage(v, p))
+		// A volume that has no record anywhere is still not found.
+		_, err := nomad.nd.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "vol-" + "0123456789abcdef01234567",
+			StagingTargetPath: p.staging, VolumeCapability: snw, PublishContext: pc})
+		wantCode(t, err, codes.NotFound, "not found")
+	}
+}
