@@ -161,6 +161,14 @@ func (p *Plugin) copyInto(ctx context.Context, src, dst string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	// Locked while it runs, so that another process starting on this root does not take it
+	// for an interrupted copy (clearInterruptedCopies). One that removed it before this lock
+	// makes the copy below fail: nothing half-copied is renamed into place.
+	unlock, err := lockCopy(tmp, 0)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	work := tmp + "/data"
 	if err := copyTree(ctx, src, work); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
 	"github.com/volctl/volctl/internal/crash"
@@ -196,13 +198,51 @@ func (p *Plugin) prepareRoot() error {
 			return fmt.Errorf("hostpath: %w", err)
 		}
 	}
-	if err := os.RemoveAll(p.partialDir()); err != nil {
-		return fmt.Errorf("hostpath: clearing interrupted copies: %w", err)
-	}
-	if err := os.Mkdir(p.partialDir(), 0o700); err != nil {
+	if err := os.MkdirAll(p.partialDir(), 0o700); err != nil {
 		return fmt.Errorf("hostpath: %w", err)
 	}
+	return p.clearInterruptedCopies()
+}
+
+// clearInterruptedCopies removes the copies in partial/ that no process is making: another
+// process may serve the same root (volctl's own plugin and the one Nomad runs), and a copy
+// holds a lock on its directory while it runs (copyInto), so only those a start can lock are
+// a crash's.
+func (p *Plugin) clearInterruptedCopies() error {
+	entries, err := os.ReadDir(p.partialDir())
+	if err != nil {
+		return fmt.Errorf("hostpath: clearing interrupted copies: %w", err)
+	}
+	for _, e := range entries {
+		path := filepath.Join(p.partialDir(), e.Name())
+		unlock, err := lockCopy(path, unix.LOCK_NB)
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			p.log.Info("hostpath: a copy another process is making left in place", "path", path)
+			continue
+		}
+		if err == nil {
+			err = os.RemoveAll(path)
+			unlock()
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("hostpath: clearing interrupted copies: %w", err)
+		}
+	}
 	return nil
+}
+
+// lockCopy takes the lock of the copy in progress at dir (how: 0 to wait for it, LOCK_NB not
+// to) and returns what releases it.
+func lockCopy(dir string, how int) (unlock func(), err error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|how); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil
 }
 
 func (p *Plugin) volumesDir() string   { return filepath.Join(p.cfg.Root, "volumes") }

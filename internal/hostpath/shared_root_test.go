@@ -2,9 +2,12 @@ package hostpath_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/hostpath"
@@ -47,5 +50,38 @@ func TestVolumeCreatedByAnotherProcessOnTheRootIsServed(t *testing.T) {
 		_, err := nomad.nd.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "vol-" + "0123456789abcdef01234567",
 			StagingTargetPath: p.staging, VolumeCapability: snw, PublishContext: pc})
 		wantCode(t, err, codes.NotFound, "not found")
+	}
+}
+
+// A plugin's start throws away the copies a crash interrupted (partial/), but not one another
+// process serving the same root is making: it emptied partial/ whole, under a snapshot or
+// clone being copied there by the other (volctl's own plugin restarted by the agent while
+// Nomad's copies, or Nomad's job restarted while volctl's does), whose copy then failed or,
+// renamed to its final name while the removal went on inside it, was answered OK with files
+// missing. A copy holds a lock on its directory in partial/ while it runs; a start removes only
+// the directories it can lock.
+func TestStartLeavesACopyInProgressOfAnotherProcess(t *testing.T) {
+	root := t.TempDir()
+	startFake(t, hostpath.Config{Root: root, NodeID: "n1"}) // makes partial/
+	busy, left := filepath.Join(root, "partial", "copy-busy"), filepath.Join(root, "partial", "copy-left")
+	for _, d := range []string{busy, left} {
+		if err := os.MkdirAll(filepath.Join(d, "data"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(busy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil { // the other process's copy
+		t.Fatal(err)
+	}
+	startFake(t, hostpath.Config{Root: root, NodeID: "n1"})
+	if _, err := os.Stat(filepath.Join(busy, "data")); err != nil {
+		t.Errorf("a copy in progress, its directory locked, after another process started on the root: %v", err)
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("a copy a crash interrupted (its directory not locked), after a start: %v, want it removed", err)
 	}
 }
