@@ -115,10 +115,15 @@ func (p *Plugin) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 			err = os.Chmod(p.volumePath(v.ID), volumeMode) // past the umask
 		}
 	}
+	var unlock func()
+	if err == nil {
+		unlock, err = holdNew(p.volumePath(v.ID))
+	}
 	if err != nil {
 		_ = os.RemoveAll(p.volumePath(v.ID))
 		return nil, copyStatus(ctx, "volume %q: creating directory: %v", name, err)
 	}
+	defer unlock()
 	p.state.Volumes[v.ID] = v
 	if err := p.saveVolume(v.ID); err != nil {
 		delete(p.state.Volumes, v.ID)
@@ -164,7 +169,7 @@ func (p *Plugin) copyInto(ctx context.Context, src, dst string) error {
 	// Locked while it runs, so that another process starting on this root does not take it
 	// for an interrupted copy (clearInterruptedCopies). One that removed it before this lock
 	// makes the copy below fail: nothing half-copied is renamed into place.
-	unlock, err := lockCopy(tmp, 0)
+	unlock, err := lockDir(tmp, 0)
 	if err != nil {
 		return err
 	}
@@ -445,10 +450,16 @@ func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 		return nil, notFound("snapshot %q: source volume %q not found", name, src)
 	}
 	sn := &snapshot{ID: newSnapshotID(), Name: name, SourceVolume: v.ID, Size: v.Capacity, CreatedAt: time.Now().UTC()}
-	if err := p.copyInto(ctx, p.volumePath(v.ID), p.snapshotPath(sn.ID)); err != nil {
+	err := p.copyInto(ctx, p.volumePath(v.ID), p.snapshotPath(sn.ID))
+	var unlock func()
+	if err == nil {
+		unlock, err = holdNew(p.snapshotPath(sn.ID))
+	}
+	if err != nil {
 		_ = os.RemoveAll(p.snapshotPath(sn.ID))
 		return nil, copyStatus(ctx, "snapshot %q of volume %q: copying: %v", name, v.ID, err)
 	}
+	defer unlock()
 	p.state.Snapshots[sn.ID] = sn
 	if err := p.saveSnapshot(sn.ID); err != nil {
 		delete(p.state.Snapshots, sn.ID)

@@ -141,19 +141,47 @@ func (p *Plugin) sweepUnrecorded() {
 				continue
 			}
 			path := filepath.Join(dir, id)
-			if err := checkNothingMountedIn(path); err != nil {
+			// Another process serving this root may be creating it (holdNew), or have saved
+			// its record since this one loaded the state: neither is an interrupted create.
+			unlock, err := lockDir(path, unix.LOCK_NB)
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				p.log.Info("hostpath: a directory another process is creating left in place", "path", path)
+				continue
+			}
+			if err != nil {
 				p.log.Warn("hostpath: directory of an interrupted create left in place", "path", path, "err", err)
 				continue
 			}
-			if err := os.RemoveAll(path); err != nil {
-				p.log.Warn("hostpath: removing the directory of an interrupted create", "path", path, "err", err)
-				continue
+			err = p.removeUnrecorded(dir, id, path)
+			unlock()
+			if err != nil {
+				p.log.Warn("hostpath: directory of an interrupted create left in place", "path", path, "err", err)
 			}
-			p.log.Info("hostpath: removed the directory of an interrupted create (no record names it)", "path", path)
 		}
 	}
 	sweep(p.volumesDir(), isVolumeID, func(id string) bool { _, ok := p.state.Volumes[id]; return ok })
 	sweep(p.snapshotsDir(), isSnapshotID, func(id string) bool { _, ok := p.state.Snapshots[id]; return ok })
+}
+
+// removeUnrecorded removes the directory path of the interrupted create of id (under dir, the
+// volumes' or the snapshots'), whose lock the caller holds, unless a record of it is on disk
+// now or something is mounted in it.
+func (p *Plugin) removeUnrecorded(dir, id, path string) error {
+	kind := "volumes"
+	if dir == p.snapshotsDir() {
+		kind = "snapshots"
+	}
+	if _, err := os.Stat(filepath.Join(p.cfg.Root, metaDir, kind, id+".json")); !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("its record is there now, saved by another process serving this root, or cannot be read (%v)", err)
+	}
+	if err := checkNothingMountedIn(path); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(path); err != nil {
+		return err
+	}
+	p.log.Info("hostpath: removed the directory of an interrupted create (no record names it)", "path", path)
+	return nil
 }
 
 // Register adds the Identity, Controller and Node services to srv, for callers that build their
@@ -215,7 +243,7 @@ func (p *Plugin) clearInterruptedCopies() error {
 	}
 	for _, e := range entries {
 		path := filepath.Join(p.partialDir(), e.Name())
-		unlock, err := lockCopy(path, unix.LOCK_NB)
+		unlock, err := lockDir(path, unix.LOCK_NB)
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			p.log.Info("hostpath: a copy another process is making left in place", "path", path)
 			continue
@@ -231,16 +259,20 @@ func (p *Plugin) clearInterruptedCopies() error {
 	return nil
 }
 
-// lockCopy takes the lock of the copy in progress at dir (how: 0 to wait for it, LOCK_NB not
-// to) and returns what releases it.
-func lockCopy(dir string, how int) (unlock func(), err error) {
-	f, err := os.Open(dir)
+// holdNew locks the directory a create just put in place until its record is saved (the
+// caller calls unlock then), so that another process starting on this root does not sweep it
+// as an interrupted create's (sweepUnrecorded); one that swept it before the lock was taken
+// is an error, and the create fails.
+func holdNew(dir string) (unlock func(), err error) {
+	f, err := openLocked(dir, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (removed meanwhile by another plugin process starting on this root?)", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|how); err != nil {
+	held, herr := f.Stat()
+	now, nerr := os.Stat(dir)
+	if herr != nil || nerr != nil || !os.SameFile(held, now) {
 		f.Close()
-		return nil, err
+		return nil, fmt.Errorf("%s was removed meanwhile by another plugin process starting on this root, which took it for an interrupted create's", dir)
 	}
 	return func() { f.Close() }, nil
 }

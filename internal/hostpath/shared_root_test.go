@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -83,5 +84,38 @@ func TestStartLeavesACopyInProgressOfAnotherProcess(t *testing.T) {
 	}
 	if _, err := os.Stat(left); !os.IsNotExist(err) {
 		t.Errorf("a copy a crash interrupted (its directory not locked), after a start: %v, want it removed", err)
+	}
+}
+
+// Nor does a start sweep up as an interrupted create's the directory of a volume or snapshot
+// another process on the root has just put in place and not yet recorded: a create holds a
+// lock on it until its record is saved, and the sweep removes only those it can lock. Before,
+// it removed it, and the other process answered the create OK with no directory behind it.
+func TestStartLeavesACreateInProgressOfAnotherProcess(t *testing.T) {
+	root := t.TempDir()
+	startFake(t, hostpath.Config{Root: root, NodeID: "n1"}) // makes volumes/ and snapshots/
+	var held []string
+	for _, d := range []string{
+		filepath.Join(root, "volumes", "vol-"+strings.Repeat("c", 24)),
+		filepath.Join(root, "snapshots", "snap-"+strings.Repeat("d", 24)),
+	} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil { // the other process's create
+			t.Fatal(err)
+		}
+		held = append(held, d)
+	}
+	startFake(t, hostpath.Config{Root: root, NodeID: "n1"})
+	for _, d := range held {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("a create in progress, its directory locked, after another process started on the root: %v", err)
+		}
 	}
 }
