@@ -70,14 +70,7 @@ func TestStartLeavesACopyInProgressOfAnotherProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f, err := os.Open(busy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil { // the other process's copy
-		t.Fatal(err)
-	}
+	lockAsAnotherProcess(t, busy) // its copy
 	startFake(t, hostpath.Config{Root: root, NodeID: "n1"})
 	if _, err := os.Stat(filepath.Join(busy, "data")); err != nil {
 		t.Errorf("a copy in progress, its directory locked, after another process started on the root: %v", err)
@@ -102,14 +95,7 @@ func TestStartLeavesACreateInProgressOfAnotherProcess(t *testing.T) {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		f, err := os.Open(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil { // the other process's create
-			t.Fatal(err)
-		}
+		lockAsAnotherProcess(t, d) // its create
 		held = append(held, d)
 	}
 	startFake(t, hostpath.Config{Root: root, NodeID: "n1"})
@@ -117,5 +103,19 @@ func TestStartLeavesACreateInProgressOfAnotherProcess(t *testing.T) {
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("a create in progress, its directory locked, after another process started on the root: %v", err)
 		}
+	}
+}
+
+// lockAsAnotherProcess holds dir's lock, as another plugin process on the root holds that of
+// a copy or create it has in progress, until the test ends.
+func lockAsAnotherProcess(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
 	}
 }
