@@ -32,7 +32,8 @@ import (
 // TestNomadEndToEnd hands a volume volctl created over to a real Nomad agent and takes it back:
 // the exported plugin job becomes healthy, volctl nomad register registers the volume (and
 // refuses one in a namespace Nomad lacks, and hands one named db?x over and back), a local
-// claim is refused, the exported job claims it and its task writes a file that appears in the
+// claim is refused, a volume volctl's own plugin creates on the same root while Nomad's runs
+// is handed over and written by a Nomad task, the exported job claims it and its task writes a file that appears in the
 // volume, a second writer is refused by Nomad, and after the jobs stop and the volume is
 // deregistered, volctl nomad release takes it back and volctl claims it again. Nothing is left
 // running or mounted.
@@ -178,6 +179,42 @@ capability {
 	step("a local claim is refused, naming the Nomad address")
 	if out := w.volctl(4, "volume", "claim", "db", "--alloc", "local-0"); !strings.Contains(out, "handed over to Nomad at "+w.nomadAddr) {
 		t.Fatalf("local claim: %s", out)
+	}
+
+	step("volctl's own plugin serves the root beside Nomad's; a volume it creates now is handed over, and Nomad's task writes into it")
+	// README's tour leaves volctl's plugin running while Nomad runs the exported one on the
+	// same --root: a volume created since Nomad's started was unknown to it (NOT_FOUND at
+	// NodeStageVolume) until its job restarted.
+	hp = exec.Command("volctl", "plugin", "serve", "hostpath", "--socket", filepath.Join(dir, "hp.sock"), "--root", root, "--node-id", "n1")
+	stopHP = startBackground(t, hp)
+	waitForPath(t, filepath.Join(dir, "hp.sock"))
+	w.writeFile("late.hcl", strings.Replace(strings.Replace(w.readFile("db.hcl"), `id = "db"`, `id = "late"`, 1), `name = "db"`, `name = "late"`, 1))
+	w.volctl(0, "volume", "create", filepath.Join(dir, "late.hcl"))
+	lateExt := strings.TrimSpace(w.volctl(0, "volume", "status", "late", "-t", "{{.external_id}}"))
+	if out := w.volctl(0, "nomad", "register", "late"); !strings.Contains(out, `Registered volume "late"`) {
+		t.Fatalf("register late: %s", out)
+	}
+	jobWeb := w.readFile(filepath.Join("export", "job-web.nomad.hcl"))
+	jobLate := strings.Replace(strings.Replace(jobWeb, `job "web"`, `job "late"`, 1), ` = "db"`+"\n", ` = "late"`+"\n", 1)
+	if strings.Count(jobLate, `"late"`) != 2 {
+		t.Fatalf("the exported job, its volume source made late: %s", jobLate)
+	}
+	w.writeFile("late.nomad.hcl", jobLate)
+	w.nomad("job", "run", "-detach", filepath.Join(dir, "late.nomad.hcl"))
+	w.poll("the task's file in volume late", 120*time.Second, func() bool {
+		b, err := os.ReadFile(filepath.Join(root, "volumes", lateExt, "out.txt"))
+		return err == nil && strings.TrimSpace(string(b)) == "hello-from-nomad"
+	})
+	w.nomad("job", "stop", "-purge", "late")
+	w.poll("nomad volume deregister late", 90*time.Second, func() bool {
+		_, err := w.tryNomad("volume", "deregister", "late")
+		return err == nil
+	})
+	if out := w.volctl(0, "nomad", "release", "late"); !strings.Contains(out, `Took volume "late" back`) {
+		t.Fatalf("release late: %s", out)
+	}
+	if out, err := stopHP(); err != nil {
+		t.Fatalf("local hostpath plugin: %v\n%s", err, out)
 	}
 
 	step("run the exported job; its task writes into the volume")

@@ -231,10 +231,29 @@ func (h HandoverInfo) Elsewhere(to HandoverTarget) error {
 	if h.To(to) {
 		return nil
 	}
-	return conflictf("volume %q is already handed over to %s, not to %s: take it back from there first (`%s` there, then `%s`), or set NOMAD_ADDR, NOMAD_NAMESPACE and NOMAD_REGION to name it",
+	// The commands name the mark's address, namespace and region themselves: the environment
+	// they are pasted into is the one refused here, which names another cluster or namespace,
+	// where a bare `nomad volume deregister` would deregister another volume by the ID.
+	addr := "NOMAD_ADDR=" + shellquote.Arg(h.Address) + " "
+	return conflictf("volume %q is already handed over to %s, not to %s: take it back from there first (`%s`, then `%s`), or hand it over there again with %s",
 		h.VolumeID, handoverWhere(store.Handover{Address: h.Address, Namespace: h.Namespace, Region: h.Region}),
 		handoverWhere(store.Handover{Address: to.Address, Namespace: to.Namespace, Region: to.Region}),
-		shellquote.Command("nomad volume deregister", h.VolumeID), shellquote.Command("volctl nomad release", h.VolumeID))
+		addr+h.NomadCommand("volume deregister", h.VolumeID), addr+shellquote.Command("volctl nomad release", h.VolumeID), h.environment())
+}
+
+// environment is the NOMAD_* settings under which `volctl nomad register` names where the
+// volume was handed over (To), for a person to set. A mark with no region matches only a
+// registration that names none, NOMAD_REGION naming the agent's own region included, so
+// it says to unset it.
+func (h HandoverInfo) environment() string {
+	env := "NOMAD_ADDR=" + shellquote.Arg(h.Address)
+	if h.Namespace != "" {
+		env += " NOMAD_NAMESPACE=" + shellquote.Arg(h.Namespace)
+	}
+	if h.Region != "" {
+		return env + " NOMAD_REGION=" + shellquote.Arg(h.Region)
+	}
+	return env + " with NOMAD_REGION unset (no region was named when it was handed over: the agent's own)"
 }
 
 // To reports whether the volume is handed over to the cluster, namespace and region of to,

@@ -498,3 +498,54 @@ func TestHandOverRecordsAnUnsettledRegistration(t *testing.T) {
 		}
 	}
 }
+
+// A volume handed over to one place (cluster, namespace, region) and then registered with
+// NOMAD_* naming another is refused (Elsewhere), and the error's commands are the ones that
+// work as pasted from the environment that was refused: that environment names another
+// cluster or namespace, so a bare `nomad volume deregister db` "there" ran against it, and
+// deregistered whatever volume db that cluster's NOMAD_NAMESPACE holds (someone else's) or
+// found none. Each command names the mark's address, namespace and region, and the
+// environment that names the mark says NOMAD_REGION is to be unset when no region was named
+// at the handover (an empty region matches only an empty one: NOMAD_REGION=global is refused
+// even when global is the agent's own).
+func TestHandOverElsewhereSaysWhatWorksAsPasted(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	a := HandoverTarget{Address: "http://nomad-a:4646", Namespace: "prod"}
+	if _, err := h.e.HandOver(h.ctx, "db", a, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range []HandoverTarget{
+		{Address: "http://nomad-b:4646", Namespace: "default"},
+		{Address: "http://nomad-a:4646", Namespace: "default"},
+		{Address: "http://nomad-a:4646", Namespace: "prod", Region: "global"},
+	} {
+		_, err := h.e.HandOver(h.ctx, "db", to, false, nil)
+		if !errors.Is(err, ErrConflict) {
+			t.Fatalf("hand over to %+v of a volume handed over to %+v: %v, want a conflict", to, a, err)
+		}
+		for _, want := range []string{
+			"`NOMAD_ADDR=http://nomad-a:4646 nomad volume deregister -namespace prod db`",
+			"`NOMAD_ADDR=http://nomad-a:4646 volctl nomad release db`",
+			"NOMAD_ADDR=http://nomad-a:4646 NOMAD_NAMESPACE=prod with NOMAD_REGION unset",
+		} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("hand over to %+v refused: %v\nwant it to say %s", to, err, want)
+			}
+		}
+	}
+	// With a region named at the handover, the commands and the environment name it.
+	h.create(volume("eu", capab(spec.SingleNodeWriter)))
+	if _, err := h.e.HandOver(h.ctx, "eu", HandoverTarget{Address: "http://nomad-a:4646", Namespace: "default", Region: "eu-west"}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.e.HandOver(h.ctx, "eu", HandoverTarget{Address: "http://nomad-a:4646", Namespace: "default"}, false, nil)
+	for _, want := range []string{
+		"`NOMAD_ADDR=http://nomad-a:4646 nomad volume deregister -namespace default -region eu-west eu`",
+		"NOMAD_ADDR=http://nomad-a:4646 NOMAD_NAMESPACE=default NOMAD_REGION=eu-west",
+	} {
+		if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), want) {
+			t.Errorf("hand over with no region of a volume handed over in region eu-west: %v\nwant a conflict saying %s", err, want)
+		}
+	}
+}

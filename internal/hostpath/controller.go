@@ -115,10 +115,15 @@ func (p *Plugin) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 			err = os.Chmod(p.volumePath(v.ID), volumeMode) // past the umask
 		}
 	}
+	var unlock func()
+	if err == nil {
+		unlock, err = holdNew(p.volumePath(v.ID))
+	}
 	if err != nil {
 		_ = os.RemoveAll(p.volumePath(v.ID))
 		return nil, copyStatus(ctx, "volume %q: creating directory: %v", name, err)
 	}
+	defer unlock()
 	p.state.Volumes[v.ID] = v
 	if err := p.saveVolume(v.ID); err != nil {
 		delete(p.state.Volumes, v.ID)
@@ -138,7 +143,7 @@ func (p *Plugin) contentSource(snap *csi.VolumeContentSource_SnapshotSource, vol
 		}
 		return "snapshot", sn.ID, sn.Size, p.snapshotPath(sn.ID), true
 	}
-	v, ok := p.state.Volumes[vol.GetVolumeId()]
+	v, ok := p.volume(vol.GetVolumeId())
 	if !ok {
 		return "volume", vol.GetVolumeId(), 0, "", false
 	}
@@ -161,6 +166,14 @@ func (p *Plugin) copyInto(ctx context.Context, src, dst string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	// Locked while it runs, so that another process starting on this root does not take it
+	// for an interrupted copy (clearInterruptedCopies). One that removed it before this lock
+	// makes the copy below fail: nothing half-copied is renamed into place.
+	unlock, err := lockDir(tmp, 0)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	work := tmp + "/data"
 	if err := copyTree(ctx, src, work); err != nil {
 		return err
@@ -207,7 +220,7 @@ func (p *Plugin) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	v, ok := p.state.Volumes[id]
+	v, ok := p.volume(id)
 	if !ok {
 		return &csi.DeleteVolumeResponse{}, nil
 	}
@@ -305,7 +318,7 @@ func (p *Plugin) ControllerUnpublishVolume(ctx context.Context, req *csi.Control
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	v, ok := p.state.Volumes[id]
+	v, ok := p.volume(id)
 	if !ok || len(v.Attachments) == 0 {
 		return &csi.ControllerUnpublishVolumeResponse{}, nil
 	}
@@ -334,7 +347,7 @@ func (p *Plugin) ValidateVolumeCapabilities(ctx context.Context, req *csi.Valida
 		return nil, invalidArg("ValidateVolumeCapabilities: volume %q: volume_capabilities are required", id)
 	}
 	p.mu.Lock()
-	v, ok := p.state.Volumes[id]
+	v, ok := p.volume(id)
 	var params map[string]string
 	if ok {
 		params = v.Parameters
@@ -432,15 +445,21 @@ func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 		}
 		return &csi.CreateSnapshotResponse{Snapshot: csiSnapshot(sn)}, nil
 	}
-	v, ok := p.state.Volumes[src]
+	v, ok := p.volume(src)
 	if !ok {
 		return nil, notFound("snapshot %q: source volume %q not found", name, src)
 	}
 	sn := &snapshot{ID: newSnapshotID(), Name: name, SourceVolume: v.ID, Size: v.Capacity, CreatedAt: time.Now().UTC()}
-	if err := p.copyInto(ctx, p.volumePath(v.ID), p.snapshotPath(sn.ID)); err != nil {
+	err := p.copyInto(ctx, p.volumePath(v.ID), p.snapshotPath(sn.ID))
+	var unlock func()
+	if err == nil {
+		unlock, err = holdNew(p.snapshotPath(sn.ID))
+	}
+	if err != nil {
 		_ = os.RemoveAll(p.snapshotPath(sn.ID))
 		return nil, copyStatus(ctx, "snapshot %q of volume %q: copying: %v", name, v.ID, err)
 	}
+	defer unlock()
 	p.state.Snapshots[sn.ID] = sn
 	if err := p.saveSnapshot(sn.ID); err != nil {
 		delete(p.state.Snapshots, sn.ID)

@@ -90,7 +90,7 @@ func nodeArgs(rpc, id, field, path string) (string, error) {
 // lookupVolume returns the recorded volume id, or NOT_FOUND with prefix in front of the
 // message. The caller holds p.mu.
 func (p *Plugin) lookupVolume(prefix, id string) (*volume, error) {
-	v, ok := p.state.Volumes[id]
+	v, ok := p.volume(id)
 	if !ok {
 		return nil, notFound("%svolume %q not found", prefix, id)
 	}

@@ -351,7 +351,7 @@ func (p *Plugin) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeS
 		return nil, invalidArg("NodeGetVolumeStats: volume %q: volume_path is required", id)
 	}
 	p.mu.Lock()
-	v, ok := p.state.Volumes[id]
+	v, ok := p.volume(id)
 	var capacity int64
 	var at bool
 	if ok {

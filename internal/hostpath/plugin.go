@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
 	"github.com/volctl/volctl/internal/crash"
@@ -139,19 +141,47 @@ func (p *Plugin) sweepUnrecorded() {
 				continue
 			}
 			path := filepath.Join(dir, id)
-			if err := checkNothingMountedIn(path); err != nil {
+			// Another process serving this root may be creating it (holdNew), or have saved
+			// its record since this one loaded the state: neither is an interrupted create.
+			unlock, err := lockDir(path, unix.LOCK_NB)
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				p.log.Info("hostpath: a directory another process is creating left in place", "path", path)
+				continue
+			}
+			if err != nil {
 				p.log.Warn("hostpath: directory of an interrupted create left in place", "path", path, "err", err)
 				continue
 			}
-			if err := os.RemoveAll(path); err != nil {
-				p.log.Warn("hostpath: removing the directory of an interrupted create", "path", path, "err", err)
-				continue
+			err = p.removeUnrecorded(dir, id, path)
+			unlock()
+			if err != nil {
+				p.log.Warn("hostpath: directory of an interrupted create left in place", "path", path, "err", err)
 			}
-			p.log.Info("hostpath: removed the directory of an interrupted create (no record names it)", "path", path)
 		}
 	}
 	sweep(p.volumesDir(), isVolumeID, func(id string) bool { _, ok := p.state.Volumes[id]; return ok })
 	sweep(p.snapshotsDir(), isSnapshotID, func(id string) bool { _, ok := p.state.Snapshots[id]; return ok })
+}
+
+// removeUnrecorded removes the directory path of the interrupted create of id (under dir, the
+// volumes' or the snapshots'), whose lock the caller holds, unless a record of it is on disk
+// now or something is mounted in it.
+func (p *Plugin) removeUnrecorded(dir, id, path string) error {
+	kind := "volumes"
+	if dir == p.snapshotsDir() {
+		kind = "snapshots"
+	}
+	if _, err := os.Stat(filepath.Join(p.cfg.Root, metaDir, kind, id+".json")); !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("its record is there now, saved by another process serving this root, or cannot be read (%v)", err)
+	}
+	if err := checkNothingMountedIn(path); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(path); err != nil {
+		return err
+	}
+	p.log.Info("hostpath: removed the directory of an interrupted create (no record names it)", "path", path)
+	return nil
 }
 
 // Register adds the Identity, Controller and Node services to srv, for callers that build their
@@ -196,13 +226,55 @@ func (p *Plugin) prepareRoot() error {
 			return fmt.Errorf("hostpath: %w", err)
 		}
 	}
-	if err := os.RemoveAll(p.partialDir()); err != nil {
-		return fmt.Errorf("hostpath: clearing interrupted copies: %w", err)
-	}
-	if err := os.Mkdir(p.partialDir(), 0o700); err != nil {
+	if err := os.MkdirAll(p.partialDir(), 0o700); err != nil {
 		return fmt.Errorf("hostpath: %w", err)
 	}
+	return p.clearInterruptedCopies()
+}
+
+// clearInterruptedCopies removes the copies in partial/ that no process is making: another
+// process may serve the same root (volctl's own plugin and the one Nomad runs), and a copy
+// holds a lock on its directory while it runs (copyInto), so only those a start can lock are
+// a crash's.
+func (p *Plugin) clearInterruptedCopies() error {
+	entries, err := os.ReadDir(p.partialDir())
+	if err != nil {
+		return fmt.Errorf("hostpath: clearing interrupted copies: %w", err)
+	}
+	for _, e := range entries {
+		path := filepath.Join(p.partialDir(), e.Name())
+		unlock, err := lockDir(path, unix.LOCK_NB)
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			p.log.Info("hostpath: a copy another process is making left in place", "path", path)
+			continue
+		}
+		if err == nil {
+			err = os.RemoveAll(path)
+			unlock()
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("hostpath: clearing interrupted copies: %w", err)
+		}
+	}
 	return nil
+}
+
+// holdNew locks the directory a create just put in place until its record is saved (the
+// caller calls unlock then), so that another process starting on this root does not sweep it
+// as an interrupted create's (sweepUnrecorded); one that swept it before the lock was taken
+// is an error, and the create fails.
+func holdNew(dir string) (unlock func(), err error) {
+	f, err := openLocked(dir, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w (removed meanwhile by another plugin process starting on this root?)", err)
+	}
+	held, herr := f.Stat()
+	now, nerr := os.Stat(dir)
+	if herr != nil || nerr != nil || !os.SameFile(held, now) {
+		f.Close()
+		return nil, fmt.Errorf("%s was removed meanwhile by another plugin process starting on this root, which took it for an interrupted create's", dir)
+	}
+	return func() { f.Close() }, nil
 }
 
 func (p *Plugin) volumesDir() string   { return filepath.Join(p.cfg.Root, "volumes") }
@@ -234,8 +306,19 @@ func (p *Plugin) topology() *csi.Topology {
 func (p *Plugin) VolumePath(id string) (string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.state.Volumes[id]; !ok {
+	if _, ok := p.volume(id); !ok {
 		return "", false
 	}
 	return p.volumePath(id), true
+}
+
+// volume returns volume id, or false when there is none. One this process has not loaded is
+// read from its record: another plugin process serving the same root may have created it
+// since this one started (volctl's own and the one Nomad runs after a handover, whose --root
+// is volctl's). The caller holds p.mu.
+func (p *Plugin) volume(id string) (*volume, bool) {
+	if v, ok := p.state.Volumes[id]; ok {
+		return v, true
+	}
+	return p.state.readVolume(p.cfg.Root, id)
 }

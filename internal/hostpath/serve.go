@@ -70,7 +70,7 @@ func Listen(path string) (net.Listener, error) {
 	}
 	// Two plugins starting together could each find the socket stale, and the second would
 	// delete the first one's fresh socket. The directory lock makes check-remove-listen atomic.
-	unlock, err := lockDir(dir)
+	unlock, err := lockDir(dir, 0)
 	if err != nil {
 		return nil, fmt.Errorf("socket %q: %w", path, err)
 	}
@@ -113,7 +113,7 @@ func Listen(path string) (net.Listener, error) {
 // calls it before starting a plugin: a plugin killed with SIGKILL leaves its socket file, and
 // a plugin that binds with a plain listen cannot start again while the file is there.
 func RemoveStaleSocket(path string) error {
-	unlock, err := lockDir(filepath.Dir(path))
+	unlock, err := lockDir(filepath.Dir(path), 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -150,16 +150,27 @@ func removeStale(path string) error {
 	return nil
 }
 
-func lockDir(dir string) (func(), error) {
+// lockDir takes dir's lock (how: 0 to wait for it, unix.LOCK_NB not to) and returns what
+// releases it.
+func lockDir(dir string, how int) (func(), error) {
+	f, err := openLocked(dir, how)
+	if err != nil {
+		return nil, err
+	}
+	return func() { f.Close() }, nil // closing the last descriptor releases the lock
+}
+
+// openLocked opens dir and takes its lock (lockDir).
+func openLocked(dir string, how int) (*os.File, error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|how); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("locking %q: %w", dir, err)
 	}
-	return func() { f.Close() }, nil // closing the last descriptor releases the lock
+	return f, nil
 }
 
 // socketListener removes its socket on Close, unless another process has replaced it since.

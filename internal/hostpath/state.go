@@ -224,6 +224,26 @@ func loadDir(dir string, valid func(string) bool, add func(id string, b []byte) 
 	return nil
 }
 
+// readVolume adds volume id to s from its record on disk, written by another plugin process
+// serving the same root since s was loaded; false when there is none, or it is not that
+// volume's. Its bytes are not taken as onDisk's (the directory was not fsynced after this
+// read, as loadState does), so its next save writes it.
+func (s *state) readVolume(root, id string) (*volume, bool) {
+	if !isVolumeID(id) { // IDs become path components
+		return nil, false
+	}
+	b, err := os.ReadFile(filepath.Join(root, metaDir, "volumes", id+".json"))
+	if err != nil {
+		return nil, false
+	}
+	v := new(volume)
+	if json.Unmarshal(b, v) != nil || v.ID != id {
+		return nil, false
+	}
+	s.Volumes[id] = v
+	return v, true
+}
+
 // saveVolume writes one volume's record, or removes it when the volume is gone from s.
 //
 // A record whose bytes are those onDisk holds for it is not written again: the disk holds

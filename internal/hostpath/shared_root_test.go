@@ -1,0 +1,121 @@
+package hostpath_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/hostpath"
+)
+
+// Two plugin processes serve one --root after a handover to Nomad: volctl's own (the agent's,
+// or one started by hand as README's tour does) and the one Nomad runs from the job `volctl
+// export nomad` writes, whose --root is volctl's. Each loaded the records at its start, so a
+// volume the first created since (volctl volume create, then volctl nomad register) was unknown
+// to the second: Nomad's NodeStageVolume, and its ControllerValidateVolumeCapabilities at
+// registration with --enable-attach, were answered NOT_FOUND until the plugin job restarted.
+// A volume not in memory is looked up in its record on disk.
+func TestVolumeCreatedByAnotherProcessOnTheRootIsServed(t *testing.T) {
+	root := t.TempDir()
+	for _, attach := range []bool{false, true} {
+		cfg := hostpath.Config{Root: root, NodeID: "n1", EnableAttach: attach}
+		local, _ := startFake(t, cfg)
+		nomad, _ := startFake(t, cfg)
+		v := local.createVolume(t, "late")
+		ctx := context.Background()
+		if _, err := nomad.ctl.ValidateVolumeCapabilities(ctx, &csi.ValidateVolumeCapabilitiesRequest{
+			VolumeId: v.GetVolumeId(), VolumeCapabilities: []*csi.VolumeCapability{snw}}); err != nil {
+			t.Fatalf("attach %v: ValidateVolumeCapabilities through the other process of a volume created since it started: %v", attach, err)
+		}
+		var pc map[string]string
+		if attach {
+			resp, err := nomad.ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{
+				VolumeId: v.GetVolumeId(), NodeId: "n1", VolumeCapability: snw})
+			if err != nil {
+				t.Fatalf("ControllerPublishVolume through the other process: %v", err)
+			}
+			pc = resp.GetPublishContext()
+		}
+		p := newPaths(t)
+		mustOK(t, nomad.stage(v, p, pc))
+		mustOK(t, nomad.publish(v, p, p.target, false, pc))
+		mustOK(t, nomad.unpublish(v, p.target))
+		mustOK(t, nomad.unstage(v, p))
+		// A volume that has no record anywhere is still not found.
+		_, err := nomad.nd.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "vol-" + "0123456789abcdef01234567",
+			StagingTargetPath: p.staging, VolumeCapability: snw, PublishContext: pc})
+		wantCode(t, err, codes.NotFound, "not found")
+	}
+}
+
+// A plugin's start throws away the copies a crash interrupted (partial/), but not one another
+// process serving the same root is making: it emptied partial/ whole, under a snapshot or
+// clone being copied there by the other (volctl's own plugin restarted by the agent while
+// Nomad's copies, or Nomad's job restarted while volctl's does), whose copy then failed or,
+// renamed to its final name while the removal went on inside it, was answered OK with files
+// missing. A copy holds a lock on its directory in partial/ while it runs; a start removes only
+// the directories it can lock.
+func TestStartLeavesACopyInProgressOfAnotherProcess(t *testing.T) {
+	root := t.TempDir()
+	startFake(t, hostpath.Config{Root: root, NodeID: "n1"}) // makes partial/
+	busy, left := filepath.Join(root, "partial", "copy-busy"), filepath.Join(root, "partial", "copy-left")
+	for _, d := range []string{busy, left} {
+		if err := os.MkdirAll(filepath.Join(d, "data"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lockAsAnotherProcess(t, busy) // its copy
+	startFake(t, hostpath.Config{Root: root, NodeID: "n1"})
+	if _, err := os.Stat(filepath.Join(busy, "data")); err != nil {
+		t.Errorf("a copy in progress, its directory locked, after another process started on the root: %v", err)
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("a copy a crash interrupted (its directory not locked), after a start: %v, want it removed", err)
+	}
+}
+
+// Nor does a start sweep up as an interrupted create's the directory of a volume or snapshot
+// another process on the root has just put in place and not yet recorded: a create holds a
+// lock on it until its record is saved, and the sweep removes only those it can lock. Before,
+// it removed it, and the other process answered the create OK with no directory behind it.
+func TestStartLeavesACreateInProgressOfAnotherProcess(t *testing.T) {
+	root := t.TempDir()
+	startFake(t, hostpath.Config{Root: root, NodeID: "n1"}) // makes volumes/ and snapshots/
+	var held []string
+	for _, d := range []string{
+		filepath.Join(root, "volumes", "vol-"+strings.Repeat("c", 24)),
+		filepath.Join(root, "snapshots", "snap-"+strings.Repeat("d", 24)),
+	} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		lockAsAnotherProcess(t, d) // its create
+		held = append(held, d)
+	}
+	startFake(t, hostpath.Config{Root: root, NodeID: "n1"})
+	for _, d := range held {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("a create in progress, its directory locked, after another process started on the root: %v", err)
+		}
+	}
+}
+
+// lockAsAnotherProcess holds dir's lock, as another plugin process on the root holds that of
+// a copy or create it has in progress, until the test ends.
+func lockAsAnotherProcess(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+}
