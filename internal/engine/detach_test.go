@@ -282,3 +282,20 @@ func TestDeregisterPluginRefusesWhileAnUnpublishIsOwed(t *testing.T) {
 		t.Fatalf("deregister --force once the unpublish was sent: %v", err)
 	}
 }
+
+// A plugin deregister refused for an owed unpublish of a volume handed over to Nomad says how
+// to take it back with commands that name the mark's cluster, namespace and region: the
+// environment they are pasted into may name another, where a bare `nomad volume deregister`
+// would deregister another volume by the ID.
+func TestDeregisterPluginRefusalNamesWhereAHandedOverVolumeIs(t *testing.T) {
+	h := newHarness(t, nil)
+	forceDetachFailingControllerUnpublish(t, h)
+	to := HandoverTarget{Address: "http://nomad.example:4646", Namespace: "prod", Region: "eu"}
+	// --force: handed over with the unpublish owed (volctl sends it once it is taken back).
+	if _, err := h.e.HandOver(h.ctx, "v", to, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	err := h.e.DeregisterPlugin(h.ctx, "mem", true)
+	checkNamesTheOwedUnpublish(t, err,
+		"`NOMAD_ADDR=http://nomad.example:4646 nomad volume deregister -namespace prod -region eu v`, then `NOMAD_ADDR=http://nomad.example:4646 volctl nomad release v`")
+}

@@ -231,14 +231,21 @@ func (h HandoverInfo) Elsewhere(to HandoverTarget) error {
 	if h.To(to) {
 		return nil
 	}
-	// The commands name the mark's address, namespace and region themselves: the environment
-	// they are pasted into is the one refused here, which names another cluster or namespace,
-	// where a bare `nomad volume deregister` would deregister another volume by the ID.
-	addr := "NOMAD_ADDR=" + shellquote.Arg(h.Address) + " "
-	return conflictf("volume %q is already handed over to %s, not to %s: take it back from there first (`%s`, then `%s`), or hand it over there again with %s",
+	return conflictf("volume %q is already handed over to %s, not to %s: take it back from there first (%s), or hand it over there again with %s",
 		h.VolumeID, handoverWhere(store.Handover{Address: h.Address, Namespace: h.Namespace, Region: h.Region}),
 		handoverWhere(store.Handover{Address: to.Address, Namespace: to.Namespace, Region: to.Region}),
-		addr+h.NomadCommand("volume deregister", h.VolumeID), addr+shellquote.Command("volctl nomad release", h.VolumeID), h.environment())
+		h.TakeBackCommands(), h.environment())
+}
+
+// TakeBackCommands is what a person runs to take the volume back from where it was handed over: the
+// nomad CLI's deregister there, then `volctl nomad release`, in backquotes. The commands name
+// the mark's address, namespace and region themselves: the environment they are pasted into
+// may name another cluster or namespace, where a bare `nomad volume deregister` would
+// deregister another volume by the ID.
+func (h HandoverInfo) TakeBackCommands() string {
+	addr := "NOMAD_ADDR=" + shellquote.Arg(h.Address) + " "
+	return fmt.Sprintf("`%s`, then `%s`", addr+h.NomadCommand("volume deregister", h.VolumeID),
+		addr+shellquote.Command("volctl nomad release", h.VolumeID))
 }
 
 // environment is the NOMAD_* settings under which `volctl nomad register` names where the

@@ -593,7 +593,8 @@ func refuseOwedUnpublishes(tx *store.Tx, id string, vols []store.Volume) error {
 		return err
 	}
 	type owed struct{ volume, node string }
-	var all, nomad []owed // nomad: handed over, the attachment kept for Nomad's allocations
+	var all []owed
+	var nomad []store.Handover // handed over, the attachment kept for Nomad's allocations
 	for _, st := range stagings {
 		if !mine[st.VolumeID] {
 			continue
@@ -606,8 +607,8 @@ func refuseOwedUnpublishes(tx *store.Tx, id string, vols []store.Volume) error {
 			continue
 		}
 		all = append(all, owed{st.VolumeID, attachedNode(st)})
-		if _, err := tx.Handovers().Get(st.VolumeID); err == nil {
-			nomad = append(nomad, all[len(all)-1])
+		if h, err := tx.Handovers().Get(st.VolumeID); err == nil {
+			nomad = append(nomad, h)
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -622,9 +623,9 @@ func refuseOwedUnpublishes(tx *store.Tx, id string, vols []store.Volume) error {
 	handed := ""
 	if len(nomad) > 0 {
 		// Reconcile leaves those alone and volume deregister refuses them until the take-back.
-		handed = fmt.Sprintf(". Of those, %s handed over to Nomad: take each back first (nomad volume deregister there, then %s)",
-			listSome(nomad, 5, func(o owed) string { return fmt.Sprintf("%q", o.volume) }),
-			listSome(nomad, 5, func(o owed) string { return "`" + shellquote.Command("volctl nomad release", o.volume) + "`" }))
+		handed = fmt.Sprintf(". Of those, %s handed over to Nomad: take each back first (%s)",
+			listSome(nomad, 5, func(h store.Handover) string { return fmt.Sprintf("%q", h.VolumeID) }),
+			listSome(nomad, 5, func(h store.Handover) string { return handoverInfo(h).TakeBackCommands() }))
 	}
 	return conflictf("plugin %q owes ControllerUnpublishVolume for %d volume(s) recorded attached with no claim (a forced detach could not send it, or the plugin lost PUBLISH_UNPUBLISH_VOLUME): %s; "+
 		"deregistering the plugin, even with --force, would leave nothing to send it through. Run `volctl reconcile` once plugin %q answers (it sends it), then deregister again; "+
