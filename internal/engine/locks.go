@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -34,7 +32,7 @@ const lockRetry = 5 * time.Millisecond
 type locker struct {
 	dir string
 	// stoppedWait is how long a wait for a lock lasts once every holder is stopped by a signal
-	// (await); defaultStoppedWait, shorter in tests.
+	// (await); store.DefaultStoppedWait, shorter in tests.
 	stoppedWait time.Duration
 }
 
@@ -43,7 +41,7 @@ func newLocker(stateDir string) (*locker, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("lock dir: %w", err)
 	}
-	return &locker{dir: dir, stoppedWait: defaultStoppedWait}, nil
+	return &locker{dir: dir, stoppedWait: store.DefaultStoppedWait}, nil
 }
 
 // lockOpen is how a lock file is opened: created 0600 if missing, never through a symlink, and
@@ -259,13 +257,6 @@ func (l *locker) lock(ctx context.Context, name, what string, shared bool) (func
 	return func() { _ = fl.Unlock() }, nil
 }
 
-// holderCheck is how often a process waiting for a lock looks again at who holds it.
-const holderCheck = time.Second
-
-// defaultStoppedWait is how long a process waits for a lock whose every holder is stopped by a
-// signal before it gives up (locker.stoppedWait).
-const defaultStoppedWait = 10 * time.Second
-
 // await waits for the lock fl, which another process holds, trying it every lockRetry while
 // ctx lasts. It says who holds it (store.FlockHolders: pid, command, stopped) as progress, and
 // again when that changes, and in every error it returns. It gives up past ctx's bound
@@ -275,42 +266,34 @@ const defaultStoppedWait = 10 * time.Second
 // takes (docs/architecture.md, Lock waits).
 func (l *locker) await(ctx context.Context, fl *flock.Flock, try func() (bool, error), what string) error {
 	start, bound := time.Now(), lockWaitOf(ctx)
-	var (
-		holders      []store.LockHolder
-		said         string
-		looked       time.Time
-		stoppedSince time.Time
-	)
+	watch := store.NewHolderWatch(func() []store.LockHolder { return lockHolders(fl) })
+	said := ""
 	tick := time.NewTicker(lockRetry)
 	defer tick.Stop()
 	for {
 		now := time.Now()
-		if now.Sub(looked) >= holderCheck {
-			looked, holders = now, lockHolders(fl)
-			if step := "waiting for the lock on " + what + " (" + heldBy(holders) + ")"; step != said {
-				csi.ReportProgress(ctx, step)
-				said = step
-			}
-			switch {
-			case !store.AllStopped(holders):
-				stoppedSince = time.Time{}
-			case stoppedSince.IsZero():
-				stoppedSince = now
-			}
+		stopped := watch.Look(now)
+		if step := "waiting for the lock on " + what + " (" + heldBy(watch.Holders()) + ")"; step != said {
+			csi.ReportProgress(ctx, step)
+			said = step
 		}
-		if !stoppedSince.IsZero() && now.Sub(stoppedSince) >= l.stoppedWait {
-			return stoppedHolders(what, holders, now.Sub(stoppedSince))
+		if stopped > 0 && stopped >= l.stoppedWait {
+			return fmt.Errorf("the lock on %s is %s", what, store.StoppedHolders(watch.Holders(), stopped))
 		}
 		if bound > 0 && now.Sub(start) >= bound {
+			var by string
+			if hs := watch.Holders(); len(hs) > 0 {
+				by = " (" + store.LockHolders(hs) + ")"
+			}
 			return fmt.Errorf("the lock on %s: another volctl%s has held it for more than %s (an operation still running, or a process stopped or hung while holding it); left for the next pass",
-				what, parenthesized(store.LockHolders(holders)), bound)
+				what, by, bound)
 		}
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.Canceled) {
-				return fmt.Errorf("interrupted while waiting for the lock on %s (%s): %w", what, heldBy(holders), ctx.Err())
+				return fmt.Errorf("interrupted while waiting for the lock on %s (%s): %w", what, heldBy(watch.Holders()), ctx.Err())
 			}
-			return fmt.Errorf("waiting for the lock on %s (%s): %w", what, heldBy(holders), ctx.Err())
+			return fmt.Errorf("waiting for the lock on %s (%s): %w", what, heldBy(watch.Holders()), ctx.Err())
 		case <-tick.C:
 		}
 		if ok, err := try(); err != nil {
@@ -337,27 +320,6 @@ func heldBy(holders []store.LockHolder) string {
 		return "another volctl is working on it"
 	}
 	return "held by " + store.LockHolders(holders)
-}
-
-// parenthesized is " (s)", or "" for an empty s.
-func parenthesized(s string) string {
-	if s == "" {
-		return ""
-	}
-	return " (" + s + ")"
-}
-
-// stoppedHolders is the error of a wait for a lock whose holders have all been stopped by a
-// signal for d: who they are, and how to resume or end them.
-func stoppedHolders(what string, holders []store.LockHolder, d time.Duration) error {
-	pids := make([]string, len(holders))
-	for i, h := range holders {
-		pids[i] = strconv.Itoa(h.Pid)
-	}
-	list := strings.Join(pids, " ")
-	return fmt.Errorf("the lock on %s is held by %s by a signal (^Z or SIGSTOP) for %s, and keeps it until it is resumed or ended: "+
-		"resume it (`kill -CONT %s`, or `fg` in its shell) or end it (`kill %s`; `volctl reconcile` then finishes what it left half-done), and run this again",
-		what, store.LockHolders(holders), d.Round(time.Second), list, list)
 }
 
 // lockWaitKey is the context key of a bound on lock waits (withLockWait).
