@@ -108,10 +108,11 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 		if !locked {
 			if unlock, err = e.locks.volume(ctx, cl.VolumeID); err != nil {
 				e.noteUnlocked(ctx, cl, err)
+				note := leftNote(cl)
 				if ctx.Err() != nil {
-					err = fmt.Errorf("%w (%s)", err, interruptedNote(cl))
+					note = interruptedNote(cl)
 				}
-				return fail(err)
+				return fail(fmt.Errorf("%w (%s)", err, note))
 			}
 			defer unlock()
 		}
@@ -682,7 +683,12 @@ func releaseCommand(cl store.Claim) string {
 }
 
 func interruptedNote(cl store.Claim) string {
-	return fmt.Sprintf("interrupted: the claim is left %s, not published; `volctl reconcile` will finish publishing it, "+
+	return "interrupted: " + leftNote(cl)
+}
+
+// leftNote says what becomes of an admitted claim whose command ends before publishing it.
+func leftNote(cl store.Claim) string {
+	return fmt.Sprintf("the claim is left %s, not published; `volctl reconcile` will finish publishing it, "+
 		"or `%s` will undo it", cl.State, releaseCommand(cl))
 }
 

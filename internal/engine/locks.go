@@ -31,6 +31,9 @@ const lockRetry = 5 * time.Millisecond
 // held only around mkdir and rmdir calls, never while taking another lock or sending an RPC.
 type locker struct {
 	dir string
+	// stoppedWait is how long a wait for a lock lasts once every holder is stopped by a signal
+	// (await); store.DefaultStoppedWait, shorter in tests.
+	stoppedWait time.Duration
 }
 
 func newLocker(stateDir string) (*locker, error) {
@@ -38,7 +41,7 @@ func newLocker(stateDir string) (*locker, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("lock dir: %w", err)
 	}
-	return &locker{dir: dir}, nil
+	return &locker{dir: dir, stoppedWait: store.DefaultStoppedWait}, nil
 }
 
 // lockOpen is how a lock file is opened: created 0600 if missing, never through a symlink, and
@@ -233,40 +236,90 @@ func (l *locker) lock(ctx context.Context, name, what string, shared bool) (func
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", what, err)
 	}
-	lock, try := fl.TryLock, fl.TryLockContext
+	try := fl.TryLock
 	if shared {
-		lock, try = fl.TryRLock, fl.TryRLockContext
+		try = fl.TryRLock
 	}
-	ok, err := lock()
+	ok, err := try()
 	if err == nil && !ok {
-		csi.ReportProgress(ctx, fmt.Sprintf("waiting for the lock on %s (another volctl is working on it)", what))
-		wait, bound := ctx, lockWaitOf(ctx)
-		if bound > 0 {
-			var cancel context.CancelFunc
-			wait, cancel = context.WithTimeout(ctx, bound)
-			defer cancel()
-		}
-		ok, err = try(wait, lockRetry)
-		if err != nil && ctx.Err() == nil && wait.Err() != nil {
-			_ = fl.Close()
-			return nil, fmt.Errorf("the lock on %s: another volctl has held it for more than %s (an operation still running, or a process stopped or hung while holding it); left for the next pass", what, bound)
-		}
+		err = l.await(ctx, fl, try, what)
+		ok = err == nil
+	} else if err != nil {
+		err = fmt.Errorf("lock %s: %w", what, err)
 	}
-	if err != nil {
+	if err != nil || !ok {
 		_ = fl.Close()
-		if errors.Is(ctx.Err(), context.Canceled) {
-			return nil, fmt.Errorf("interrupted while waiting for the lock on %s (another volctl is working on it): %w", what, ctx.Err())
+		if err == nil {
+			err = fmt.Errorf("lock %s: not acquired", what)
 		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("waiting for the lock on %s (another volctl is working on it): %w", what, ctx.Err())
-		}
-		return nil, fmt.Errorf("lock %s: %w", what, err)
-	}
-	if !ok {
-		_ = fl.Close()
-		return nil, fmt.Errorf("lock %s: not acquired", what)
+		return nil, err
 	}
 	return func() { _ = fl.Unlock() }, nil
+}
+
+// await waits for the lock fl, which another process holds, trying it every lockRetry while
+// ctx lasts. It says who holds it (store.FlockHolders: pid, command, stopped) as progress, and
+// again when that changes, and in every error it returns. It gives up past ctx's bound
+// (withLockWait: a background pass), and once every holder has been stopped by a signal (^Z,
+// SIGSTOP) for stoppedWait: such a process holds the lock until someone resumes or ends it, and
+// a command waiting for it would otherwise wait, in a script silently, for as long as that
+// takes (docs/architecture.md, Lock waits).
+func (l *locker) await(ctx context.Context, fl *flock.Flock, try func() (bool, error), what string) error {
+	start, bound := time.Now(), lockWaitOf(ctx)
+	watch := store.NewHolderWatch(func() []store.LockHolder { return lockHolders(fl) })
+	said := ""
+	tick := time.NewTicker(lockRetry)
+	defer tick.Stop()
+	for {
+		now := time.Now()
+		stopped := watch.Look(now)
+		if step := "waiting for the lock on " + what + " (" + heldBy(watch.Holders()) + ")"; step != said {
+			csi.ReportProgress(ctx, step)
+			said = step
+		}
+		if stopped > 0 && stopped >= l.stoppedWait {
+			return fmt.Errorf("the lock on %s is %s", what, store.StoppedHolders(watch.Holders(), stopped))
+		}
+		if bound > 0 && now.Sub(start) >= bound {
+			var by string
+			if hs := watch.Holders(); len(hs) > 0 {
+				by = " (" + store.LockHolders(hs) + ")"
+			}
+			return fmt.Errorf("the lock on %s: another volctl%s has held it for more than %s (an operation still running, or a process stopped or hung while holding it); left for the next pass",
+				what, by, bound)
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return fmt.Errorf("interrupted while waiting for the lock on %s (%s): %w", what, heldBy(watch.Holders()), ctx.Err())
+			}
+			return fmt.Errorf("waiting for the lock on %s (%s): %w", what, heldBy(watch.Holders()), ctx.Err())
+		case <-tick.C:
+		}
+		if ok, err := try(); err != nil {
+			return fmt.Errorf("lock %s: %w", what, err)
+		} else if ok {
+			return nil
+		}
+	}
+}
+
+// lockHolders is who holds fl, as /proc names them; nil when it cannot say.
+func lockHolders(fl *flock.Flock) []store.LockHolder {
+	fi, err := fl.Stat()
+	if err != nil {
+		return nil
+	}
+	return store.FlockHolders(fi)
+}
+
+// heldBy says who holds a lock: "held by pid 12: volctl volume claim db", or "another volctl is
+// working on it" when /proc does not say (a holder in this process, or in another PID namespace).
+func heldBy(holders []store.LockHolder) string {
+	if len(holders) == 0 {
+		return "another volctl is working on it"
+	}
+	return "held by " + store.LockHolders(holders)
 }
 
 // lockWaitKey is the context key of a bound on lock waits (withLockWait).

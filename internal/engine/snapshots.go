@@ -127,8 +127,9 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 
 // finishSnapshot sends CreateSnapshot for a recorded intent and records the snapshot in place
 // of the intent. replay says an earlier call may have sent it already. A final error to the only
-// CreateSnapshot ever sent means nothing was made, and the intent is forgotten; any other
-// failure keeps it for reconcile. The caller holds the source volume's lock.
+// CreateSnapshot ever sent means nothing was made, and the intent is forgotten, as it is after
+// ALREADY_EXISTS to any of them (the name is another snapshot's); any other failure keeps it for
+// reconcile. The caller holds the source volume's lock.
 func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.SnapshotCreate, replay bool) (store.Snapshot, csi.Snapshot, error) {
 	snap, sent, err := controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, func(ctx context.Context) (csi.Snapshot, error) {
 		return c.client.CreateSnapshot(ctx, csi.CreateSnapshotRequest{
@@ -149,7 +150,11 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 					"again while it is recorded, which would take it again",
 				intent.PluginID, shellquote.Command("volctl volume snapshot delete", intent.PluginID, intent.Name), intent.Name)})
 		}
-		if csi.IsRetryable(err) || ctx.Err() != nil || replay || sent > 1 {
+		// ALREADY_EXISTS says the name is another source's snapshot (the CSI spec's "already
+		// exists but is incompatible"): names are unique, so the plugin made none of this
+		// intent's under it, however many were sent, and no later one will.
+		nameTaken := csi.IsAlreadyExists(err)
+		if csi.IsRetryable(err) || ctx.Err() != nil || ((replay || sent > 1) && !nameTaken) {
 			ev.Message = fmt.Sprintf("snapshot %q left for reconcile: %v", intent.Name, err)
 			e.event(ctx, ev)
 			return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w (the plugin may have made it: it stays recorded as being created; `volctl reconcile` finishes it, `%s` removes it)",

@@ -84,7 +84,7 @@ func (p *pool) get(ctx context.Context, wait time.Duration) (*conn, error) {
 	err := retryBusy(ctx, wait, func() (err error) {
 		sc, err = p.db.Conn(ctx)
 		return err
-	})
+	}, nil)
 	if err != nil {
 		<-p.tokens
 		return nil, err

@@ -181,6 +181,9 @@ func mapBusy(err error) error {
 			return interruptedWait(ctxErr)
 		}
 	}
+	if be := (*busyError)(nil); errors.As(err, &be) {
+		return err // retryBusy's, naming the holders
+	}
 	return &busyError{why: "another volctl held the write lock too long", cause: err}
 }
 

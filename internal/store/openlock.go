@@ -1,14 +1,10 @@
 package store
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -108,41 +104,17 @@ func (s *Store) lockShared(ctx context.Context, deadline time.Time) (held bool, 
 	}
 }
 
-// holders is " (pid 12, pid 34)": the processes other than this one that hold a flock on f, as
-// /proc/locks lists them, or "" when none can be named.
+// holders is " (pid 12: volctl agent; pid 34: volctl tui)": the processes other than this one
+// that hold a flock on f (FlockHolders), or "" when none can be named.
 func holders(f *os.File) string {
 	fi, err := f.Stat()
 	if err != nil {
 		return ""
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return ""
+	if hs := FlockHolders(fi); len(hs) > 0 {
+		return " (" + LockHolders(hs) + ")"
 	}
-	locks, err := os.Open("/proc/locks")
-	if err != nil {
-		return ""
-	}
-	defer locks.Close()
-	// A line: "1: FLOCK  ADVISORY  READ  1234 08:01:5678 0 EOF"; a waiter's has "->" after
-	// the number. The device is the major and minor number in hex.
-	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
-	self := strconv.Itoa(os.Getpid())
-	var pids []string
-	sc := bufio.NewScanner(locks)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || fields[1] != "FLOCK" || fields[5] != id || fields[4] == self {
-			continue
-		}
-		if pid := "pid " + fields[4]; len(pids) < shownNames && !slices.Contains(pids, pid) {
-			pids = append(pids, pid)
-		}
-	}
-	if len(pids) == 0 {
-		return ""
-	}
-	return " (" + strings.Join(pids, ", ") + ")"
+	return ""
 }
 
 // checkLockHolds refuses a file system whose flock is a no-op (some 9p and FUSE servers answer

@@ -86,6 +86,7 @@ func openReadOnly(ctx context.Context, dir string, target int, o options) (*Stor
 	s := &Store{
 		path:         path,
 		busyTimeout:  o.busyTimeout,
+		stoppedWait:  DefaultStoppedWait,
 		eventLimit:   o.eventLimit,
 		historyLimit: o.historyLimit,
 		now:          func() time.Time { return decTime(o.now().UnixNano()) },

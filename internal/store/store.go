@@ -77,11 +77,14 @@ const readCacheKiB = 256
 // Store is an open state database. It is safe for concurrent use by multiple goroutines; several
 // processes may have the same database open at once.
 type Store struct {
-	path         string
-	lock         *os.File // the open lock (openlock.go), held shared until Close or the exit
-	w            *pool    // one connection: in-process writers queue here, not in SQLite's busy loop
-	r            *pool    // query_only connections for View
-	busyTimeout  time.Duration
+	path        string
+	lock        *os.File // the open lock (openlock.go), held shared until Close or the exit
+	w           *pool    // one connection: in-process writers queue here, not in SQLite's busy loop
+	r           *pool    // query_only connections for View
+	busyTimeout time.Duration
+	// stoppedWait is how long a writer waits for the write lock once every holder is stopped
+	// by a signal (retryBusy); DefaultStoppedWait, shorter in tests.
+	stoppedWait  time.Duration
 	eventLimit   int
 	historyLimit int
 	now          func() time.Time
@@ -220,6 +223,7 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 		file:         file,
 		lock:         lock,
 		busyTimeout:  o.busyTimeout,
+		stoppedWait:  DefaultStoppedWait,
 		eventLimit:   o.eventLimit,
 		historyLimit: o.historyLimit,
 		// Readings are cut to what the database keeps, so a value returned by a write equals the
@@ -915,7 +919,19 @@ func (s *Store) endTx(c *conn) {
 // retry runs op again while SQLite answers SQLITE_BUSY or SQLITE_LOCKED, for up to the busy
 // timeout; see retryBusy.
 func (s *Store) retry(ctx context.Context, op func() error) error {
-	return retryBusy(ctx, s.busyTimeout, op)
+	return retryBusy(ctx, s.busyTimeout, op, s.writeLockWatch())
+}
+
+// writeLockWatch watches who holds the state database's write lock, for retryBusy.
+func (s *Store) writeLockWatch() *busyWatch {
+	return &busyWatch{HolderWatch: NewHolderWatch(s.writeLockHolders), stoppedWait: s.stoppedWait}
+}
+
+// busyWatch is a wait for SQLite's write lock: who holds it, and how long to wait once every
+// holder is stopped by a signal.
+type busyWatch struct {
+	*HolderWatch
+	stoppedWait time.Duration
 }
 
 // retryBusy runs op again while SQLite answers SQLITE_BUSY or SQLITE_LOCKED. The busy timeout
@@ -924,12 +940,29 @@ func (s *Store) retry(ctx context.Context, op func() error) error {
 // deadlock: a connection holding a read lock that needs the write lock another holds (a new
 // connection turning a fresh file to WAL while another process migrates it, for one), and during
 // a WAL checkpoint or recovery in another process.
-func retryBusy(ctx context.Context, timeout time.Duration, op func() error) error {
+//
+// With a watch, a wait that SQLite answered busy looks at who holds the write lock: one that
+// ends at the timeout names them, and one whose every holder has been stopped by a signal (^Z,
+// SIGSTOP) for the watch's stoppedWait ends then, saying so: such a process keeps the lock until
+// someone resumes or ends it.
+func retryBusy(ctx context.Context, timeout time.Duration, op func() error, watch *busyWatch) error {
 	deadline := time.Now().Add(timeout)
 	waits := backoff.New(time.Millisecond, 100*time.Millisecond)
 	for {
 		err := op()
-		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+		if err == nil || !isBusy(err) {
+			return err
+		}
+		now := time.Now()
+		if watch != nil {
+			if d := watch.Look(now); d > 0 && d >= watch.stoppedWait {
+				return &busyError{why: "the write lock is " + StoppedHolders(watch.Holders(), d), cause: err}
+			}
+			if now.After(deadline) {
+				return &busyError{why: "another volctl" + parenthesized(LockHolders(watch.Holders())) + " held the write lock too long", cause: err}
+			}
+		}
+		if now.After(deadline) {
 			return err
 		}
 		if serr := sleepCtx(ctx, backoff.Jitter(waits.Next())); serr != nil {
