@@ -30,6 +30,9 @@ type checkpoint struct {
 	// stagedUnattached: the volume's staging was recorded without an attachment when the
 	// publish began, and the plugin attaches now (publish; stagedBeforeAttach).
 	stagedUnattached bool
+	// attached: this command sent ControllerPublishVolume for the claim, answered OK; a node
+	// call refused as "not published to the node" then is not one reattach answers.
+	attached bool
 }
 
 // loaded is what an operation read in its first transaction, under the volume lock, handed to

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -168,18 +170,8 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 		if err := p.flushDurable(ctx, "claim"); err != nil {
 			return err
 		}
-		// Read-only attachment follows the volume's access mode, not the claim's, so every claim
-		// of the volume asks for the same attachment and the RPC stays idempotent; a read claim
-		// is made read-only by NodePublishVolume. The CSI spec lets the CO set readonly only
-		// when the plugin has PUBLISH_READONLY: without it, the field MUST be false.
-		req := csi.ControllerPublishVolumeRequest{
-			VolumeID: v.ExternalID, NodeID: c.fp.NodeID, Capability: capability(cl),
-			ReadOnly: cl.AccessMode.ReaderOnly() && c.fp.Capabilities.Controller.PublishReadonly,
-			Secrets:  v.Secrets, VolumeContext: v.Context,
-		}
-		pc, _, err := controllerAnswer(ctx, e, c, csi.RPCControllerPublishVolume, func(ctx context.Context) (map[string]string, error) {
-			return c.client.ControllerPublishVolume(ctx, req)
-		})
+		req := controllerPublishRequest(c, v, cl)
+		pc, err := e.sendControllerPublish(ctx, c, req)
 		if csi.IsAlreadyExists(err) && ownIntent {
 			return e.attachedOtherwise(v, p, req, err)
 		}
@@ -189,6 +181,7 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 		failpoint("rpc:ControllerPublishVolume")
 		cl.PublishContext = pc
 		p.staging(func(st *store.Staging) { st.PublishContext = pc })
+		p.attached = true
 		p.setState(store.ClaimControllerPublished)
 		return nil
 	}
@@ -201,6 +194,57 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 	}
 	p.advance(store.ClaimControllerPublished)
 	return nil
+}
+
+// controllerPublishRequest is the ControllerPublishVolumeRequest of the claim cl's attachment of
+// v to the plugin's node. Read-only attachment follows the volume's access mode, not the
+// claim's, so every claim of the volume asks for the same attachment and the RPC stays
+// idempotent; a read claim is made read-only by NodePublishVolume. The CSI spec lets the CO set
+// readonly only when the plugin has PUBLISH_READONLY: without it, the field MUST be false.
+func controllerPublishRequest(c *conn, v store.Volume, cl *store.Claim) csi.ControllerPublishVolumeRequest {
+	return csi.ControllerPublishVolumeRequest{
+		VolumeID: v.ExternalID, NodeID: c.fp.NodeID, Capability: capability(cl),
+		ReadOnly: cl.AccessMode.ReaderOnly() && c.fp.Capabilities.Controller.PublishReadonly,
+		Secrets:  v.Secrets, VolumeContext: v.Context,
+	}
+}
+
+// sendControllerPublish sends req and returns the publish_context answered.
+func (e *Engine) sendControllerPublish(ctx context.Context, c *conn, req csi.ControllerPublishVolumeRequest) (map[string]string, error) {
+	pc, _, err := controllerAnswer(ctx, e, c, csi.RPCControllerPublishVolume, func(ctx context.Context) (map[string]string, error) {
+		return c.client.ControllerPublishVolume(ctx, req)
+	})
+	return pc, err
+}
+
+// reattach answers a node call (rpc: NodeStageVolume, or NodePublishVolume of a plugin that
+// does not stage) refused with FAILED_PRECONDITION while the volume is
+// recorded attached to the node the plugin reports: the CSI spec's code for a volume not
+// published to the node, which a plugin that does not hold the attachment volctl records
+// answers (one recorded before a ControllerPublishVolume that never reached the plugin and kept
+// through an instance that attached nothing, or the plugin's own records lost; then a reboot).
+// ControllerPublishVolume is idempotent for the same volume, node and capability, so it is sent
+// again, once, under the attachment already recorded (durable), and what it returns recorded
+// with it; true says to stage again. Only when this command has not sent it for the claim
+// already (the attach step found the attachment recorded: a restore, or a claim sharing it):
+// right after an attachment answered OK the refusal is the plugin's final word, and a final
+// error is not retried. false when this does not apply, or when the ControllerPublishVolume
+// failed too: the NodeStageVolume error then stands, and says so.
+func (e *Engine) reattach(ctx context.Context, c *conn, v store.Volume, p *checkpoint, rpc string, stageErr *error) bool {
+	if csi.CodeOf(*stageErr) != codes.FailedPrecondition || !c.controllerPublishes() || p.attached ||
+		!p.st.ControllerPublished || p.st.NodeID != c.fp.NodeID {
+		return false
+	}
+	pc, err := e.sendControllerPublish(ctx, c, controllerPublishRequest(c, v, p.cl))
+	if err != nil {
+		*stageErr = fmt.Errorf("%w (volume %q is recorded attached to node %q; ControllerPublishVolume sent again for it failed too: %v)", *stageErr, v.ID, c.fp.NodeID, err)
+		return false
+	}
+	p.staging(func(st *store.Staging) { st.PublishContext = pc })
+	p.attached = true
+	p.event(&store.Event{Kind: "claim-reattach", VolumeID: v.ID, PluginID: c.plugin.ID, Alloc: p.cl.Alloc,
+		Message: fmt.Sprintf("plugin %q answered %s that volume %q is not published to node %q, which volctl records it attached to: ControllerPublishVolume sent again", c.plugin.ID, rpc, v.ID, c.fp.NodeID)})
+	return true
 }
 
 // publishContext is the publish_context the claim's node calls send: the attachment's, as
@@ -316,9 +360,16 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 			VolumeID: v.ExternalID, PublishContext: p.publishContext(c), StagingPath: path,
 			Capability: capability(cl), Secrets: v.Secrets, VolumeContext: v.Context,
 		}
-		err := e.retry(ctx, c, csi.RPCNodeStageVolume, func(ctx context.Context) error {
-			return c.client.NodeStageVolume(ctx, req)
-		})
+		stage := func() error {
+			return e.retry(ctx, c, csi.RPCNodeStageVolume, func(ctx context.Context) error {
+				return c.client.NodeStageVolume(ctx, req)
+			})
+		}
+		err := stage()
+		if err != nil && e.reattach(ctx, c, v, p, csi.RPCNodeStageVolume, &err) {
+			req.PublishContext = p.publishContext(c)
+			err = stage()
+		}
 		if err != nil && !p.stillStaged(ctx, err) {
 			return err
 		}
@@ -356,9 +407,17 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 			req.StagingPath = stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
 		}
 	}
-	err := e.retry(ctx, c, csi.RPCNodePublishVolume, func(ctx context.Context) error {
-		return c.client.NodePublishVolume(ctx, req)
-	})
+	publish := func() error {
+		return e.retry(ctx, c, csi.RPCNodePublishVolume, func(ctx context.Context) error {
+			return c.client.NodePublishVolume(ctx, req)
+		})
+	}
+	err := publish()
+	if err != nil && !c.stages() && e.reattach(ctx, c, v, p, csi.RPCNodePublishVolume, &err) {
+		// A plugin that does not stage works from the attachment in NodePublishVolume.
+		req.PublishContext = p.publishContext(c)
+		err = publish()
+	}
 	if err != nil && p.stagedUnattached && csi.IsFailedPrecondition(err) {
 		return e.stagedBeforeAttach(ctx, c, v, p, err)
 	}
