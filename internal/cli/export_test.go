@@ -197,3 +197,32 @@ func cancelPastHeap(limit uint64) (context.Context, context.CancelFunc) {
 	}()
 	return ctx, cancel
 }
+
+// TestExportFilterMemoryIsBounded: a --jq filter that builds a value without end and prints
+// nothing while it does ([range(1e9)], a recursion that keeps what it made) is stopped once it
+// holds maxFilterHeap, as a usage error saying so, printing nothing, rather than run the
+// machine, and the agent and plugins beside it, out of memory while nobody presses Ctrl-C.
+func TestExportFilterMemoryIsBounded(t *testing.T) {
+	// A new 64 KiB string each step, so that the filter passes the bound within seconds, even
+	// under the race detector: collected in an array, and kept on a recursion's stack.
+	for _, filter := range []string{`[range(1e9) | "x" * 65536]`, `def f: ["x" * 65536, f]; f`} {
+		code, err := compileJQ(filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := exportFlags{JQ: filter, jq: code}
+		// Past four times the bound, the filter is not bounded: it is stopped (interrupted,
+		// which the check below refuses) before it takes the machine's memory.
+		ctx, cancel := cancelPastHeap(4 * maxFilterHeap)
+		var out bytes.Buffer
+		err = e.Write(ctx, &out, exportSample)
+		cancel()
+		if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "it held more than 512 MiB") {
+			t.Errorf("--jq %s: %v (exit %d), want a usage error saying it held more than 512 MiB", filter, err, ExitCode(err))
+		}
+		if out.Len() > 0 {
+			t.Errorf("--jq %s printed %d bytes", filter, out.Len())
+		}
+		runtime.GC()
+	}
+}
