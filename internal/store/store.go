@@ -765,7 +765,7 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (
 		// handler; they give up after the same busy timeout as a writer in another process would.
 		c, err := p.get(ctx, s.busyTimeout)
 		if err != nil {
-			return nil, fmt.Errorf("state %s: %w", s.path, interrupted(ctx, "before the transaction began", mapBusy(err)))
+			return nil, s.explain(fmt.Errorf("state %s: %w", s.path, interrupted(ctx, "before the transaction began", mapBusy(err))))
 		}
 		tx := &Tx{ctx: ctx, c: c, s: s}
 		if begin == beginNoWait {
