@@ -178,10 +178,11 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	if err != nil {
 		return nil, &DirError{Dir: dir, Err: fmt.Errorf("open state %s: %w", dir, err), Named: true}
 	}
-	if err := checkLocalFS(abs, o.log); err != nil {
+	readOnly, err := checkFS(abs, o.log)
+	if err != nil {
 		return nil, err
 	}
-	if readOnlyFS(abs) {
+	if readOnly {
 		return openReadOnly(ctx, abs, target, o)
 	}
 	// From here every error is about the state dir or a file in it, and names that path.
