@@ -204,13 +204,15 @@ const maxFilterHeap = 512 << 20
 var errFilterHeap = fmt.Errorf("stopped: it held more than %d MiB, more than any filter over a volctl object needs (a filter that builds a value without end?); nothing is printed", maxFilterHeap>>20)
 
 // boundHeap is ctx, cancelled with errFilterHeap as its cause once the heap holds maxFilterHeap
-// more than it did at the call (read every 10 ms, runtime/metrics: no stop of the world), or
-// by stop, which ends the watcher.
+// more than it did at the call, or by stop, which ends the watcher.
 func boundHeap(ctx context.Context) (_ context.Context, stop func()) {
+	return cancelPastHeap(ctx, heapBytes()+maxFilterHeap, errFilterHeap)
+}
+
+// cancelPastHeap is ctx, cancelled with cause once the heap holds more than limit bytes (read
+// every 10 ms), or by stop, which ends the watcher.
+func cancelPastHeap(ctx context.Context, limit uint64, cause error) (_ context.Context, stop func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	heap := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
-	start := heap()
 	crash.Go(func() {
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
@@ -219,14 +221,22 @@ func boundHeap(ctx context.Context) (_ context.Context, stop func()) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				if heap() > start+maxFilterHeap {
-					cancel(errFilterHeap)
+				if heapBytes() > limit {
+					cancel(cause)
 					return
 				}
 			}
 		}
 	})
 	return ctx, func() { cancel(nil) }
+}
+
+// heapBytes is what the heap's objects take now, live and not yet swept (runtime/metrics: no
+// stop of the world, as runtime.ReadMemStats makes).
+func heapBytes() uint64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
 }
 
 var errFilterOutput = fmt.Errorf("its output passed %d MiB, more than any volctl object makes (a filter or template that repeats for good?); nothing is printed", maxFilterOutput>>20)
