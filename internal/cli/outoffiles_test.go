@@ -12,8 +12,8 @@ import (
 
 // TestOutOfFilesAdviceSaysWhatToRaise: an error that met the end of the open files says what to
 // raise, whether it wraps the errno (a lock file's open) or keeps only its words (a gRPC error
-// from dialing a plugin's socket); the system's table full is told apart, and any other error
-// gets nothing added.
+// from dialing a plugin's socket, or the plugin's own message, when the plugin may be the one
+// short of them); the system's table full is told apart, and any other error gets nothing added.
 func TestOutOfFilesAdviceSaysWhatToRaise(t *testing.T) {
 	for _, tt := range []struct {
 		err  error
@@ -21,6 +21,7 @@ func TestOutOfFilesAdviceSaysWhatToRaise(t *testing.T) {
 	}{
 		{fmt.Errorf("lock volume %q: %w", "db", &syscallErr{syscall.EMFILE}), "ulimit -n 4096"},
 		{errors.New(`plugin "hp": rpc error: code = Unavailable desc = dial unix /run/hp.sock: socket: too many open files`), "ulimit -n 4096"},
+		{errors.New(`plugin "hp": rpc error: code = Internal desc = mount: too many open files`), "when the words are the plugin's, the plugin"},
 		{fmt.Errorf("open: %w", syscall.ENFILE), "fs.file-max"},
 		{errors.New("volume \"db\" not found"), ""},
 	} {
