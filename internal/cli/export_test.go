@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -161,7 +162,7 @@ func TestExportFilterOutputIsBounded(t *testing.T) {
 		// parallel go test, the race detector) stretches: past 1 GiB, 16 times the bound, the
 		// output is not bounded, and the filter is stopped (an interrupted one, which the
 		// check below refuses) before it takes the machine's memory.
-		ctx, cancel := cancelPastHeap(1 << 30)
+		ctx, cancel := cancelPastHeap(context.Background(), 1<<30, errors.New("the heap passed 1 GiB"))
 		var out bytes.Buffer
 		err := e.Write(ctx, &out, exportSample)
 		cancel()
@@ -174,26 +175,31 @@ func TestExportFilterOutputIsBounded(t *testing.T) {
 	}
 }
 
-// cancelPastHeap is a context cancelled once the heap holds more than limit bytes (checked
-// every 10 ms), or by cancel.
-func cancelPastHeap(limit uint64) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				var ms runtime.MemStats
-				runtime.ReadMemStats(&ms)
-				if ms.HeapAlloc > limit {
-					cancel()
-					return
-				}
-			}
+// TestExportFilterMemoryIsBounded: a --jq filter that builds a value without end and prints
+// nothing while it does ([range(1e9)], a recursion that keeps what it made) is stopped once it
+// holds maxFilterHeap, as a usage error saying so, printing nothing, rather than run the
+// machine, and the agent and plugins beside it, out of memory while nobody presses Ctrl-C.
+func TestExportFilterMemoryIsBounded(t *testing.T) {
+	// A new 64 KiB string each step, so that the filter passes the bound within seconds, even
+	// under the race detector: collected in an array, and kept on a recursion's stack.
+	for _, filter := range []string{`[range(1e9) | "x" * 65536]`, `def f: ["x" * 65536, f]; f`} {
+		code, err := compileJQ(filter)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	return ctx, cancel
+		e := exportFlags{JQ: filter, jq: code}
+		// Past four times the bound, the filter is not bounded: it is stopped (interrupted,
+		// which the check below refuses) before it takes the machine's memory.
+		ctx, cancel := cancelPastHeap(context.Background(), 4*maxFilterHeap, errors.New("the heap passed 2 GiB"))
+		var out bytes.Buffer
+		err = e.Write(ctx, &out, exportSample)
+		cancel()
+		if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "it held more than 512 MiB") {
+			t.Errorf("--jq %s: %v (exit %d), want a usage error saying it held more than 512 MiB", filter, err, ExitCode(err))
+		}
+		if out.Len() > 0 {
+			t.Errorf("--jq %s printed %d bytes", filter, out.Len())
+		}
+		runtime.GC()
+	}
 }

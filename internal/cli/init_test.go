@@ -103,6 +103,7 @@ func TestInitNamesVolumeAfterFile(t *testing.T) {
 		{"my ${x} vol.hcl", "my ${x} vol"},
 		{"volume.hcl", "data"},
 		{".hcl", "data"},
+		{"d\u200bb.hcl", "data"}, // a zero width space: no ID volctl makes (spec.ValidateNewID)
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			path := filepath.Join(dir, tt.file)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -192,6 +193,53 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 // No volctl object comes near it (the event log's 10,000 events are a few MiB of JSON).
 const maxFilterOutput = 64 << 20
 
+// maxFilterHeap bounds the memory a --jq filter may take while it runs: one that builds a value
+// without end and prints nothing meanwhile ([range(1e9)], a recursion keeping what it made)
+// passes no output bound, and would take the machine's memory, the plugins' and the agent's
+// beside it, while nobody pressed Ctrl-C. gojq looks at its context between any two steps, so
+// the filter stops at the next one once a watcher (boundHeap) sees the heap grown past this.
+// No filter over a volctl object comes near it (the event log's 10,000 events are a few MiB).
+const maxFilterHeap = 512 << 20
+
+var errFilterHeap = fmt.Errorf("stopped: it held more than %d MiB, more than any filter over a volctl object needs (a filter that builds a value without end?); nothing is printed", maxFilterHeap>>20)
+
+// boundHeap is ctx, cancelled with errFilterHeap as its cause once the heap holds maxFilterHeap
+// more than it did at the call, or by stop, which ends the watcher.
+func boundHeap(ctx context.Context) (_ context.Context, stop func()) {
+	return cancelPastHeap(ctx, heapBytes()+maxFilterHeap, errFilterHeap)
+}
+
+// cancelPastHeap is ctx, cancelled with cause once the heap holds more than limit bytes (read
+// every 10 ms), or by stop, which ends the watcher.
+func cancelPastHeap(ctx context.Context, limit uint64, cause error) (_ context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	crash.Go(func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if heapBytes() > limit {
+					cancel(cause)
+					return
+				}
+			}
+		}
+	})
+	return ctx, func() { cancel(nil) }
+}
+
+// heapBytes is what the heap's objects take now, live and not yet swept. ReadMemStats stops
+// the world for a moment, every 10 ms while a filter runs only; runtime/metrics, which would
+// not, is kept out of the binary: every process would initialise it (TestBinaryLeavesOutPrometheusClient).
+func heapBytes() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
 var errFilterOutput = fmt.Errorf("its output passed %d MiB, more than any volctl object makes (a filter or template that repeats for good?); nothing is printed", maxFilterOutput>>20)
 
 // afterDone wraps the error of printing an acting command's result (a --jq filter or -t
@@ -237,7 +285,9 @@ func (e *exportFlags) writeJQ(ctx context.Context, w io.Writer, data any) error 
 		}
 	}
 	var buf bytes.Buffer
-	iter := code.RunWithContext(ctx, data)
+	run, stop := boundHeap(ctx)
+	defer stop()
+	iter := code.RunWithContext(run, data)
 	for {
 		x, ok := iter.Next()
 		if !ok {
@@ -247,6 +297,9 @@ func (e *exportFlags) writeJQ(ctx context.Context, w io.Writer, data any) error 
 			var halt *gojq.HaltError
 			if errors.As(err, &halt) && halt.Value() == nil {
 				break
+			}
+			if context.Cause(run) == errFilterHeap {
+				return usageError("--jq %s: %v", e.JQ, errFilterHeap)
 			}
 			if ctx.Err() != nil { // interrupted: not a usage error, and nothing is printed
 				return fmt.Errorf("--jq %s: interrupted before it ended: %w", e.JQ, ctx.Err())

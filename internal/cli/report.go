@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -23,9 +24,36 @@ func (f *Factory) Report(err error) int {
 		err = unprinted(f.IO.OutError())
 	}
 	if err != nil && !isSilent(err) {
-		fmt.Fprintf(f.IO.ErrOut, "Error: %s\n", escapeLines(err.Error()))
+		fmt.Fprintf(f.IO.ErrOut, "Error: %s%s\n", escapeLines(err.Error()), outOfFilesAdvice(err))
 	}
 	return ExitCode(err)
+}
+
+// outOfFilesAdvice is what to do, appended to an error that met the end of the open files
+// (EMFILE: the process's limit, ENFILE: the system's), which may come from any open volctl
+// makes (the state database, a lock file, a plugin's socket) and says only "too many open
+// files". An error that keeps the words but not the errno (gRPC's, a plugin's message) may be
+// the plugin's own shortage: the advice then names both limits. Go raises the soft limit to
+// the hard one at start, so the limit to raise is the hard one. What the command left
+// half-done (a create whose intent was recorded), reconcile finishes, as after a kill.
+func outOfFilesAdvice(err error) string {
+	const again = "then run the command again; `volctl reconcile` finishes what it left half-done."
+	limit := "its limit"
+	var lim syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
+		limit = fmt.Sprintf("its limit of %d open files", lim.Max)
+	}
+	msg := err.Error()
+	switch {
+	case errors.Is(err, syscall.ENFILE) || strings.Contains(msg, syscall.ENFILE.Error()):
+		return "\nThe system's table of open files is full (fs.file-max): close what holds files open, or raise fs.file-max, " + again
+	case errors.Is(err, syscall.EMFILE):
+		return fmt.Sprintf("\nvolctl ran out of file descriptors at %s (ulimit -Hn): raise it (ulimit -n 4096 in the shell, LimitNOFILE= in a systemd unit), %s", limit, again)
+	case strings.Contains(msg, syscall.EMFILE.Error()):
+		return fmt.Sprintf("\nA process ran out of file descriptors: volctl, at %s (ulimit -Hn; raise it with ulimit -n 4096 in the shell, LimitNOFILE= in a systemd unit), "+
+			"or, when the words are the plugin's, the plugin (raise its service's limit); %s", limit, again)
+	}
+	return ""
 }
 
 // unprinted is the error of a command that succeeded but whose output did not all reach stdout

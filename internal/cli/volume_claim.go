@@ -83,7 +83,7 @@ func (o *VolumeClaimOptions) request() (engine.ClaimRequest, error) {
 	if o.Alloc == "" {
 		return req, usageError("volume claim: --alloc is required: the name of the alloc claiming the volume, e.g. --alloc web-0")
 	}
-	if err := spec.ValidateID("alloc", o.Alloc); err != nil {
+	if err := spec.ValidateNewID("alloc", o.Alloc); err != nil {
 		return req, usageError("volume claim: --alloc: %v", err)
 	}
 	if o.AccessMode != "" {

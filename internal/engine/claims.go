@@ -44,7 +44,7 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 	fail := func(err error) (ClaimInfo, error) {
 		return ClaimInfo{}, fmt.Errorf("claim %q for alloc %q: %w", req.VolumeID, req.Alloc, err)
 	}
-	if err := spec.ValidateID("alloc", req.Alloc); err != nil {
+	if err := spec.ValidateNewID("alloc", req.Alloc); err != nil {
 		return fail(invalidf("%v", err))
 	}
 	if err := spec.ValidateID("volume ID", req.VolumeID); err != nil {

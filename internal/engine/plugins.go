@@ -20,7 +20,7 @@ import (
 // except one the agent starts itself (an exec block): that one is recorded as declared and
 // fingerprinted when the agent has started it.
 func (e *Engine) RegisterPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo, error) {
-	if err := spec.ValidateID("plugin ID", sp.ID); err != nil {
+	if err := spec.ValidateNewID("plugin ID", sp.ID); err != nil {
 		return PluginInfo{}, invalidf("register plugin: %v", err)
 	}
 	return bySpecID(sp.ID, func(id string) (PluginInfo, error) { sp.ID = id; return e.registerPlugin(ctx, sp) })

@@ -168,10 +168,21 @@ func (v longValue) Format(f fmt.State, verb rune) {
 	fmt.Fprintf(f, "%s%s (%d bytes)", q, cutMark, len(v))
 }
 
-// checkID reports s, an identifier of the kind what, as an error summary at rng when
+// checkID reports s, an identifier of the kind what that names something that may be stored
+// already (a volume's plugin_id, a group volume's source), as an error summary at rng when
 // ValidateID refuses it, and says whether it is valid.
 func (d *decoder) checkID(rng hcl.Range, what, summary, s string) bool {
-	if err := ValidateID(what, s); err != nil {
+	return d.reportID(rng, summary, ValidateID(what, s))
+}
+
+// checkNewID is checkID for an ID the spec makes (a volume's id and namespace, a plugin, a
+// group and its allocs), by ValidateNewID's rules.
+func (d *decoder) checkNewID(rng hcl.Range, what, summary, s string) bool {
+	return d.reportID(rng, summary, ValidateNewID(what, s))
+}
+
+func (d *decoder) reportID(rng hcl.Range, summary string, err error) bool {
+	if err != nil {
 		d.errorf(rng, summary, "%s.", err)
 		return false
 	}

@@ -23,7 +23,7 @@ func Example(kind Kind) ([]byte, error) {
 
 // ExampleFor returns the example of a kind as `volctl init` writes it to file: a volume spec is
 // named after the file (web.hcl holds volume "web"), unless the file is the default volume.hcl
-// or "-" or its name is no valid volume ID, and its usage comments name the file.
+// or "-" or its name is no valid new volume ID (ValidateNewID), and its usage comments name the file.
 func ExampleFor(kind Kind, file string) ([]byte, error) {
 	src, err := Example(kind)
 	if err != nil || kind != KindVolume || file == "-" {
@@ -31,7 +31,7 @@ func ExampleFor(kind Kind, file string) ([]byte, error) {
 	}
 	base := filepath.Base(file)
 	id := strings.TrimSuffix(base, filepath.Ext(base))
-	if base == "volume.hcl" || ValidateID("volume ID", id) != nil {
+	if base == "volume.hcl" || ValidateNewID("volume ID", id) != nil {
 		return src, nil
 	}
 	out := string(src)

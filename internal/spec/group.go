@@ -62,13 +62,13 @@ func (d *decoder) group(body hcl.Body) *Group {
 	// reads a typed group name: the label is kept as written by HCL, and a name stored
 	// decomposed would be found by no command.
 	g := &Group{Name: norm.NFC.String(b.Labels[0]), Count: 1}
-	nameOK := d.checkID(b.LabelRanges[0], "group name", "Invalid group name", g.Name)
+	nameOK := d.checkNewID(b.LabelRanges[0], "group name", "Invalid group name", g.Name)
 	gc := d.content(b.Body, groupSchema)
 	if a := gc.Attributes["count"]; a != nil {
 		if n, ok := d.integer(a, 1, math.MaxInt32, "Invalid count"); ok {
 			g.Count = n
 			if nameOK {
-				d.checkID(a.Expr.Range(), "alloc name", "Invalid count", AllocName(g.Name, n-1))
+				d.checkNewID(a.Expr.Range(), "alloc name", "Invalid count", AllocName(g.Name, n-1))
 			}
 		}
 	}
@@ -117,7 +117,7 @@ func AllocName(group string, index int) string { return fmt.Sprintf("%s[%d]", gr
 // that is not a CSI volume request, which gets no further checks.
 func (d *decoder) volumeRequest(b *hcl.Block, count int) (*VolumeRequest, bool) {
 	r := &VolumeRequest{Name: b.Labels[0]}
-	d.checkID(b.LabelRanges[0], "volume name", "Invalid volume name", r.Name)
+	d.checkNewID(b.LabelRanges[0], "volume name", "Invalid volume name", r.Name)
 	c := d.content(b.Body, volumeRequestSchema)
 	attr := func(name string) *hcl.Attribute { return c.Attributes[name] }
 

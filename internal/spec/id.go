@@ -40,3 +40,34 @@ func ValidateID(what, id string) error {
 	}
 	return nil
 }
+
+// ValidateNewID is ValidateID for an ID volctl is about to make (a volume's id and namespace, a
+// plugin, a group, an alloc), which must also look like itself on screen: it refuses a format
+// character (a zero width space or joiner, a byte order mark, a soft hyphen, a bidi override or
+// isolate, which lays the rest of the line out reordered), a space other than U+0020 (a
+// no-break space reads as one) and a combining mark with no character before it. With any of
+// them two IDs ("db", "d\u200bb") or an alloc and another's name written backwards read alike in
+// every table and message. Nomad takes them (it only asks for an ID that is not empty); an ID
+// an older volctl stored with one is still found, released and deleted by ValidateID's rules,
+// which every lookup keeps.
+func ValidateNewID(what, id string) error {
+	if err := ValidateID(what, id); err != nil {
+		return err
+	}
+	for i, r := range id {
+		var kind string
+		switch {
+		case unicode.Is(unicode.Cf, r):
+			kind = "a format character, which shows as nothing or reorders the text around it"
+		case unicode.IsSpace(r) && r != ' ':
+			kind = "a space other than U+0020, which reads as one"
+		case i == 0 && unicode.Is(unicode.M, r):
+			kind = "a combining mark with no character before it, which joins what is printed before the ID"
+		default:
+			continue
+		}
+		return fmt.Errorf("%s %q must not contain %U (its character %d): %s, so two IDs could look alike on screen; write the ID without it",
+			what, id, r, utf8.RuneCountInString(id[:i])+1, kind)
+	}
+	return nil
+}

@@ -124,7 +124,7 @@ func (d *decoder) plugin(b *hcl.Block) *Plugin {
 	// The label is read in NFC, as HCL reads the quoted plugin_id a volume names it by: a file
 	// that spells the ID decomposed names the plugin a volume's file spelling it alike names.
 	p := &Plugin{ID: norm.NFC.String(b.Labels[0])}
-	d.checkID(b.LabelRanges[0], "plugin ID", "Invalid plugin ID", p.ID)
+	d.checkNewID(b.LabelRanges[0], "plugin ID", "Invalid plugin ID", p.ID)
 	c := d.content(b.Body, pluginSchema)
 	attr := func(name string) *hcl.Attribute { return c.Attributes[name] }
 

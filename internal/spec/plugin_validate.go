@@ -17,7 +17,7 @@ func (p *Plugin) Validate() error {
 		msg := strings.TrimSuffix(fmt.Sprintf(format, args...), ".")
 		errs = append(errs, fmt.Errorf("plugin %q: %s", p.ID, msg))
 	}
-	if err := ValidateID("plugin ID", p.ID); err != nil {
+	if err := ValidateNewID("plugin ID", p.ID); err != nil {
 		errs = append(errs, err)
 	}
 	if !slices.Contains(pluginTypes, p.Type) {

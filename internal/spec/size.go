@@ -53,6 +53,11 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("size %q does not start with a number", s)
 	}
 	mult, ok := sizeUnits[unit]
+	if !ok && len(unit) > 1 && unit[0] == 'e' && strings.ContainsRune("0123456789+-", rune(unit[1])) {
+		// "1e3GiB" reads as 1 and the unit "e3GiB": say what the writer meant, which Nomad
+		// refuses too (go-humanize reads no exponent).
+		return 0, fmt.Errorf("size %q has an unknown unit %q: a size takes no exponent; write the number out%s", s, in[end:], writtenOut(num, in[end:]))
+	}
 	if !ok {
 		return 0, fmt.Errorf("size %q has an unknown unit %q (use B, KB, MB, GB, TB, PB, or KiB, MiB, GiB, TiB, PiB)", s, in[end:])
 	}
@@ -76,6 +81,28 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("size %q is too large (the maximum is %d bytes)", s, int64(math.MaxInt64))
 	}
 	return bytes.Int64(), nil
+}
+
+// writtenOut is " (1000GiB)" for the number num and the rest of a size, an exponent and a unit
+// ("e3GiB"), when that is a whole number of a known unit, else "".
+func writtenOut(num, rest string) string {
+	i := 1
+	if i < len(rest) && (rest[i] == '+' || rest[i] == '-') {
+		i++
+	}
+	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+		i++
+	}
+	exp, err := strconv.Atoi(rest[1:i])
+	unit := strings.TrimSpace(rest[i:])
+	if _, known := sizeUnits[strings.ToLower(unit)]; err != nil || !known || exp < -18 || exp > 18 {
+		return ""
+	}
+	r, ok := new(big.Rat).SetString(num + "e" + strconv.Itoa(exp))
+	if !ok || !r.IsInt() {
+		return ""
+	}
+	return " (" + r.Num().String() + unit + ")"
 }
 
 // thousands reports whether s, digits with commas, groups them by three: "1,000", "10,000,000".

@@ -49,6 +49,11 @@ func TestParseSize(t *testing.T) {
 		{"10 GiBs", 0, "unknown unit"},
 		{"10X", 0, "unknown unit"},
 		{"1e9", 0, "unknown unit"},
+		{"1e3GiB", 0, "a size takes no exponent; write the number out (1000GiB)"},
+		{"1.5e2 KiB", 0, "write the number out (150KiB)"},
+		{"1e3XB", 0, "write the number out"},
+		{"1E+3", 0, "a size takes no exponent"},
+		{"1e", 1e18, ""}, // one exabyte: the SI unit E
 		{"+5G", 0, "does not start with a number"},
 		{"8EiB", 0, "too large"},
 		{"9223372036854775808", 0, "too large"},

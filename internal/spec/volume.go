@@ -121,9 +121,10 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 	attr := func(name string) *hcl.Attribute { return c.Attributes[name] }
 
 	// idAttr reads an identifier into *dst, checked; a required one that is absent is missing.
-	idAttr := func(name, what string, dst *string, required bool) {
+	// check is checkNewID for the IDs the volume is known by, checkID for the plugin it names.
+	idAttr := func(name, what string, dst *string, required bool, check func(hcl.Range, string, string, string) bool) {
 		if s, ok := d.weakStr(attr(name)); ok {
-			d.checkID(attr(name).Expr.Range(), what, "Invalid "+what, s)
+			check(attr(name).Expr.Range(), what, "Invalid "+what, s)
 			*dst = s
 		} else if required && attr(name) == nil {
 			d.missing(top, name, "")
@@ -131,8 +132,8 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 	}
 
 	// Identity.
-	idAttr("id", "volume ID", &v.ID, true)
-	idAttr("namespace", "namespace", &v.Namespace, false)
+	idAttr("id", "volume ID", &v.ID, true, d.checkNewID)
+	idAttr("namespace", "namespace", &v.Namespace, false, d.checkNewID)
 	if s, ok := d.str(attr("type")); ok {
 		// Lower-cased, as Nomad reads it: "CSI" is registered (not "cſi", which folds to csi).
 		v.Type = strings.ToLower(s)
@@ -142,7 +143,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 	} else if attr("type") == nil {
 		d.missing(top, "type", `The argument "type" is required; volctl handles CSI volumes: type = "csi".`)
 	}
-	idAttr("plugin_id", "plugin ID", &v.PluginID, true)
+	idAttr("plugin_id", "plugin ID", &v.PluginID, true, d.checkID)
 	if s, ok := d.weakStr(attr("name")); ok {
 		d.checkCSIString("name", s, attr("name").Expr.Range())
 		v.Name = s

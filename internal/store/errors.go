@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"strings"
 
+	"golang.org/x/sys/unix"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -124,6 +126,8 @@ func sqliteCode(err error) int {
 // err is returned as it is.
 func openFailed(err error) error {
 	switch sqliteCode(err) & 0xff {
+	case sqlite3.SQLITE_CANTOPEN:
+		return outOfFiles(err)
 	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
 		return fmt.Errorf("%w (%s)", err, damagedAdvice)
 	case sqlite3.SQLITE_FULL:
@@ -131,6 +135,39 @@ func openFailed(err error) error {
 	}
 	return err
 }
+
+// outOfFiles is err, SQLite's "unable to open database file (14)" (SQLITE_CANTOPEN), which
+// keeps the errno of the open that failed to itself, wrapping EMFILE or ENFILE when the process
+// (its open files limit, ulimit -n) or the system has fewer than minFreeFiles descriptors left:
+// the error then says so, and the command line what to raise (cli's Report), where SQLite's
+// words alone send the reader to the file's permissions. The probe comes after the failure,
+// when SQLite has closed what it opened for the connection (the database and its -wal, the
+// -shm failing) and Open its lock file, so one free descriptor now proves nothing.
+func outOfFiles(err error) error {
+	var fds []int
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	for range minFreeFiles {
+		fd, oerr := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if errors.Is(oerr, unix.EMFILE) || errors.Is(oerr, unix.ENFILE) {
+			return fmt.Errorf("%w: %w", err, oerr)
+		}
+		if oerr != nil {
+			return err
+		}
+		fds = append(fds, fd)
+	}
+	return err
+}
+
+// minFreeFiles is fewer descriptors than any volctl command needs beside those it holds from
+// start: a SQLite connection in WAL mode holds three (the database, its -wal and -shm), a
+// command a write and a read connection, and the state's lock file, a volume's and a
+// plugin's lock files and a plugin's socket one each.
+const minFreeFiles = 8
 
 // damagedAdvice is what to do about a database SQLite cannot read as one.
 const damagedAdvice = "volctl cannot read it as its state: a damaged file, or another file put there. " +
@@ -150,6 +187,8 @@ func (s *Store) explain(err error) error {
 			"free space there, then run the command again; `volctl reconcile` finishes anything an earlier step left half-done"
 	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
 		advice = damagedAdvice
+	case sqlite3.SQLITE_CANTOPEN:
+		return outOfFiles(err)
 	default:
 		return err
 	}

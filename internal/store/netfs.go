@@ -43,36 +43,45 @@ var networkFS = map[int64]string{
 	0x786f4256:             "vboxsf",
 }
 
-// fsTypeOf is statfs's f_type of the file system holding path; a variable so tests can stand
-// in a network file system.
-var fsTypeOf = func(path string) (int64, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(path, &st); err != nil {
-		return 0, err
-	}
-	return int64(st.Type), nil
+// fsInfo is what Open reads of the file system holding the state dir, from one statfs: its
+// f_type and whether it is mounted read-only.
+type fsInfo struct {
+	typ      int64
+	readOnly bool
 }
 
-// checkLocalFS refuses a state dir on a network file system and warns of one on FUSE. A dir
-// not made yet is judged by the nearest of its parents that exists, where it would be made.
-func checkLocalFS(dir string, log *slog.Logger) error {
+// statFS is statfs of the file system holding path; a variable so tests can stand in a network
+// file system.
+var statFS = func(path string) (fsInfo, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return fsInfo{}, err
+	}
+	return fsInfo{typ: int64(st.Type), readOnly: st.Flags&unix.ST_RDONLY != 0}, nil
+}
+
+// checkFS judges the file system of the state dir dir with one statfs: it refuses a network
+// file system and warns of FUSE, and says whether dir is on one mounted read-only (openReadOnly).
+// A dir not made yet is judged by the nearest of its parents that exists, where it would be
+// made, and is not read-only: making it fails, and says so.
+func checkFS(dir string, log *slog.Logger) (readOnly bool, err error) {
 	at := dir
-	typ, err := fsTypeOf(at)
+	fi, err := statFS(at)
 	for errors.Is(err, fs.ErrNotExist) && filepath.Dir(at) != at {
 		at = filepath.Dir(at)
-		typ, err = fsTypeOf(at)
+		fi, err = statFS(at)
 	}
 	if err != nil {
-		return nil // nothing to judge by: the open says what is wrong with the path
+		return false, nil // nothing to judge by: the open says what is wrong with the path
 	}
-	if name, ok := networkFS[typ]; ok {
-		return &DirError{Dir: dir, Err: fmt.Errorf("open state: %s is on a network file system (%s): "+
+	if name, ok := networkFS[fi.typ]; ok {
+		return false, &DirError{Dir: dir, Err: fmt.Errorf("open state: %s is on a network file system (%s): "+
 			"SQLite's write-ahead log, which volctl's state database uses, and volctl's locks work between the processes of one host only, "+
 			"and the state would be lost or damaged without a word; use a state dir on a local disk (--state-dir or VOLCTL_STATE_DIR)", at, name), Named: true}
 	}
-	if typ == unix.FUSE_SUPER_MAGIC {
+	if fi.typ == unix.FUSE_SUPER_MAGIC {
 		log.Warn("the state dir is on a FUSE file system: if it reaches another host's storage (sshfs, s3fs, a network share), "+
 			"SQLite's write-ahead log and volctl's locks do not work there; use a state dir on a local disk", "path", at)
 	}
-	return nil
+	return at == dir && fi.readOnly, nil
 }

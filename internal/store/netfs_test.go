@@ -12,20 +12,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// standInFS makes fsTypeOf answer typ for every path under root, as statfs answers on a file
-// system mounted there; not parallel: fsTypeOf is the package's.
+// standInFS makes statFS answer typ for every path under root, as statfs answers on a file
+// system mounted there; not parallel: statFS is the package's.
 func standInFS(t *testing.T, root string, typ int64) {
-	real := fsTypeOf
-	fsTypeOf = func(path string) (int64, error) {
+	real := statFS
+	statFS = func(path string) (fsInfo, error) {
 		if path == root || strings.HasPrefix(path, root+"/") {
 			if _, err := os.Stat(path); err != nil {
-				return 0, err
+				return fsInfo{}, err
 			}
-			return typ, nil
+			return fsInfo{typ: typ}, nil
 		}
 		return real(path)
 	}
-	t.Cleanup(func() { fsTypeOf = real })
+	t.Cleanup(func() { statFS = real })
 }
 
 // A state dir on NFS (or SMB, 9p, ...) is refused before anything is made there, naming the
@@ -72,5 +72,23 @@ func TestStateDirOnFUSEWarns(t *testing.T) {
 	s.Close()
 	if !strings.Contains(logged.String(), "FUSE") || !strings.Contains(logged.String(), mnt) {
 		t.Errorf("Open of a state dir on FUSE logged:\n%s\nwant a warning naming it", logged.String())
+	}
+}
+
+// TestOpenReadsTheFileSystemOnce: Open judges the state dir's file system (network, FUSE,
+// mounted read-only) from one statfs of it.
+func TestOpenReadsTheFileSystemOnce(t *testing.T) {
+	dir := t.TempDir()
+	real := statFS
+	calls := 0
+	statFS = func(path string) (fsInfo, error) { calls++; return real(path) }
+	t.Cleanup(func() { statFS = real })
+	s, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if calls != 1 {
+		t.Errorf("Open of an existing state dir ran statfs %d times, want 1", calls)
 	}
 }

@@ -12,8 +12,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // A state dir on a read-only file system (a backup mounted read-only, a snapshot, a read-only
@@ -36,15 +34,6 @@ import (
 // ErrReadOnlyFS is matched by the error of a write to a state dir on a read-only file system,
 // and of opening one that cannot be read there.
 var ErrReadOnlyFS = errors.New("read-only file system")
-
-// readOnlyFS says dir is on a file system mounted read-only. A dir that does not exist is not.
-func readOnlyFS(dir string) bool {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return false
-	}
-	return st.Flags&unix.ST_RDONLY != 0
-}
 
 // CheckWritable returns the error every write would return, nil when the store can be written:
 // on a read-only file system, a whole operation that writes (a reconcile, the agent) fails

@@ -182,10 +182,11 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	if err != nil {
 		return nil, &DirError{Dir: dir, Err: fmt.Errorf("open state %s: %w", dir, err), Named: true}
 	}
-	if err := checkLocalFS(abs, o.log); err != nil {
+	readOnly, err := checkFS(abs, o.log)
+	if err != nil {
 		return nil, err
 	}
-	if readOnlyFS(abs) {
+	if readOnly {
 		return openReadOnly(ctx, abs, target, o)
 	}
 	// From here every error is about the state dir or a file in it, and names that path.
@@ -780,7 +781,7 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (
 		// handler; they give up after the same busy timeout as a writer in another process would.
 		c, err := p.get(ctx, s.busyTimeout)
 		if err != nil {
-			return nil, fmt.Errorf("state %s: %w", s.path, interrupted(ctx, "before the transaction began", mapBusy(err)))
+			return nil, s.explain(fmt.Errorf("state %s: %w", s.path, interrupted(ctx, "before the transaction began", mapBusy(err))))
 		}
 		tx := &Tx{ctx: ctx, c: c, s: s}
 		if begin == beginNoWait {
