@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -231,7 +229,7 @@ func (e *Engine) sendControllerPublish(ctx context.Context, c *conn, req csi.Con
 // error is not retried. false when this does not apply, or when the ControllerPublishVolume
 // failed too: the NodeStageVolume error then stands, and says so.
 func (e *Engine) reattach(ctx context.Context, c *conn, v store.Volume, p *checkpoint, rpc string, stageErr *error) bool {
-	if csi.CodeOf(*stageErr) != codes.FailedPrecondition || !c.controllerPublishes() || p.attached ||
+	if !csi.IsFailedPrecondition(*stageErr) || !c.controllerPublishes() || p.attached ||
 		!p.st.ControllerPublished || p.st.NodeID != c.fp.NodeID {
 		return false
 	}
