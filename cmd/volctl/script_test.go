@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +28,15 @@ func TestMain(m *testing.M) {
 	// atexit_sleep_ms). The tests here start hundreds of volctl processes; the ones they start
 	// inherit this and exit at once. (It does not change this process: GORACE is read at start.)
 	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	if filepath.Base(os.Args[0]) != "volctl" && signal.Ignored(syscall.SIGHUP) {
+		// The tests run under nohup (or another runner that ignores SIGHUP): an ignored signal
+		// stays ignored across exec, so every volctl they start would begin with SIGHUP ignored,
+		// which volctl honours by design (stopContext), and the tests of SIGHUP's clean stop
+		// would wait for an agent that never stops. Caught here instead, it is reset to its
+		// default in each process started, as on a terminal; this process still ignores it.
+		// Not in a volctl this binary runs as (testscript), whose disposition is the test's.
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
+	}
 	testscript.Main(cleanBench{m}, map[string]func(){
 		"volctl": func() { os.Exit(run()) },
 	})
