@@ -247,23 +247,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer stopLoops()
 	var wg sync.WaitGroup
 	a.sync(loops, &wg)
-	wg.Add(4)
-	crash.Go(func() {
-		defer wg.Done()
-		a.housekeeping(loops, &wg)
-	})
-	crash.Go(func() {
-		defer wg.Done()
-		a.registerPending(loops)
-	})
-	crash.Go(func() {
-		defer wg.Done()
-		a.keepLogs(loops)
-	})
-	crash.Go(func() {
-		defer wg.Done()
-		reapOnSIGCHLD(loops)
-	})
+	crash.GoGroup(&wg, func() { a.housekeeping(loops, &wg) })
+	crash.GoGroup(&wg, func() { a.registerPending(loops) })
+	crash.GoGroup(&wg, func() { a.keepLogs(loops) })
+	crash.GoGroup(&wg, func() { reapOnSIGCHLD(loops) })
 	<-ctx.Done()
 	a.log.Info("agent stopping")
 	a.tell("STOPPING=1")
@@ -415,11 +402,7 @@ func (a *Agent) sync(ctx context.Context, wg *sync.WaitGroup) {
 		a.runners[id] = r
 		rctx, cancel := context.WithCancel(ctx)
 		r.cancel = cancel
-		wg.Add(1)
-		crash.Go(func() {
-			defer wg.Done()
-			r.loop(rctx)
-		})
+		crash.GoGroup(wg, func() { r.loop(rctx) })
 	}
 }
 
@@ -856,11 +839,7 @@ func (a *Agent) stopPlugins() {
 	a.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, r := range runners {
-		wg.Add(1)
-		crash.Go(func() {
-			defer wg.Done()
-			a.stopIfUnmounted(r, r.spec.ID)
-		})
+		crash.GoGroup(&wg, func() { a.stopIfUnmounted(r, r.spec.ID) })
 	}
 	wg.Wait()
 }

@@ -75,6 +75,19 @@ func Go(fn func()) {
 	}()
 }
 
+// GoGroup is Go for one of wg's goroutines: wg.Add(1) now, wg.Done when fn returns, and not
+// when it panics. A `defer wg.Done()` inside fn would run as the panic unwinds, before Recover
+// ends the process, and whoever waits on wg would go on meanwhile: print a report of work the
+// crash cut short ("nothing to do"), close the state the crash report reads to scrub the
+// panic's value of secrets (which it then withholds).
+func GoGroup(wg *sync.WaitGroup, fn func()) {
+	wg.Add(1)
+	Go(func() {
+		fn()
+		wg.Done()
+	})
+}
+
 // Recover, deferred (directly: `defer crash.Recover()`), ends the process with ExitCode when
 // the function it was deferred in panics, after the OnCrash functions, with the panic's value
 // and stack, and what to do, on stderr. Nothing else on that goroutine runs past it, and only

@@ -3,6 +3,7 @@ package crash
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -20,12 +22,68 @@ import (
 const crashChild = "VOLCTL_CRASH_TEST_CHILD"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(crashChild) != "" {
+	switch os.Getenv(crashChild) {
+	case "":
+	case "group":
+		// A goroutine of a WaitGroup panics while another waits for the group; the crash
+		// report takes a while (as scrubbing the value of secrets through the state does).
+		defer OnCrash(func() { time.Sleep(300 * time.Millisecond) })()
+		var wg sync.WaitGroup
+		GoGroup(&wg, func() { panic("in a goroutine of a group") })
+		wg.Wait()
+		os.Stderr.WriteString("the wait went on past the crash\n")
+		os.Exit(0)
+	default:
 		defer OnCrash(func() { os.Stderr.WriteString("terminal restored\n") })()
 		Go(func() { panic("in a goroutine") })
 		select {}
 	}
 	os.Exit(m.Run())
+}
+
+// A goroutine of a group (GoGroup) that panics is not done: whoever waits for the group does
+// not go on while the crash is reported (reconcile printed "Nothing to do" and closed the
+// state the report reads to scrub the panic's value, which it then withheld).
+func TestPanicInAGroupDoesNotEndTheWait(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashChild+"=group")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != ExitCode {
+		t.Fatalf("a panic in a goroutine of a group: %v; want exit status %d\n%s", err, ExitCode, stderr.String())
+	}
+	if out := stderr.String(); strings.Contains(out, "the wait went on") || !strings.Contains(out, "panic: in a goroutine of a group") {
+		t.Errorf("stderr:\n%s\nwant the panic reported, and the wait for the group not ended by it", out)
+	}
+}
+
+// TestGroupsAreWaitedWithGoGroup: no goroutine started by Go is done with a deferred Done
+// (`defer wg.Done()`), which a panic runs before Recover ends the process: GoGroup.
+func TestGroupsAreWaitedWithGoGroup(t *testing.T) {
+	eachGoFile(t, func(fset *token.FileSet, f *ast.File) {
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) != 1 {
+				return true
+			}
+			if sel, ok := call.Fun.(*ast.SelectorExpr); !ok || sel.Sel.Name != "Go" || fmt.Sprint(sel.X) != "crash" {
+				return true
+			}
+			lit, ok := call.Args[0].(*ast.FuncLit)
+			if !ok {
+				return true
+			}
+			for _, st := range lit.Body.List {
+				if d, ok := st.(*ast.DeferStmt); ok {
+					if sel, ok := d.Call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Done" && len(d.Call.Args) == 0 {
+						t.Errorf("%s: crash.Go with a deferred %s.Done(): use crash.GoGroup, whose Done a panic does not run", fset.Position(d.Pos()), sel.X)
+					}
+				}
+			}
+			return true
+		})
+	})
 }
 
 // A panic in a goroutine started by Go ends the process with ExitCode, the OnCrash functions
@@ -54,6 +112,19 @@ func TestPanicInAGoroutineExitsWithTheCrashCode(t *testing.T) {
 // no goroutine with a go statement, whose panic would exit with Go's status 2, volctl's
 // status for a usage error: crash.Go starts them.
 func TestEveryGoroutineIsStartedByGo(t *testing.T) {
+	eachGoFile(t, func(fset *token.FileSet, f *ast.File) {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if g, ok := n.(*ast.GoStmt); ok {
+				t.Errorf("%s: a go statement: start it with crash.Go, so that a panic in it exits with the crash code", fset.Position(g.Pos()))
+			}
+			return true
+		})
+	})
+}
+
+// eachGoFile parses each of volctl's Go files (not its tests, nor the test doubles) for fn.
+func eachGoFile(t *testing.T, fn func(*token.FileSet, *ast.File)) {
+	t.Helper()
 	root := filepath.Join("..", "..")
 	skip := map[string]bool{"internal/crash": true, "internal/tools": true, "internal/csi/csitest": true, "internal/hostpath/hostpathtest": true}
 	fset := token.NewFileSet()
@@ -75,12 +146,7 @@ func TestEveryGoroutineIsStartedByGo(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			if g, ok := n.(*ast.GoStmt); ok {
-				t.Errorf("%s: a go statement: start it with crash.Go, so that a panic in it exits with the crash code", fset.Position(g.Pos()))
-			}
-			return true
-		})
+		fn(fset, f)
 		return nil
 	})
 	if err != nil {

@@ -389,9 +389,7 @@ func (e *Engine) pluginStatusStored(ctx context.Context, id string) ([]PluginInf
 	readings := make([]reading, len(plugins))
 	var wg sync.WaitGroup
 	for i, p := range plugins {
-		wg.Add(1)
-		crash.Go(func() {
-			defer wg.Done()
+		crash.GoGroup(&wg, func() {
 			readings[i] = e.checkHealth(ctx, p)
 		})
 	}

@@ -589,9 +589,7 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 	next := make(chan []int)
 	var wg sync.WaitGroup
 	for range min(restoreWorkers, len(volumes)) {
-		wg.Add(1)
-		crash.Go(func() {
-			defer wg.Done()
+		crash.GoGroup(&wg, func() {
 			for idx := range next {
 				restoreVolume(idx)
 			}
