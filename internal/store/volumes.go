@@ -266,31 +266,16 @@ type claimCounts struct {
 
 // claimCounts counts the claims of every claimed volume, in volume ID order; "unsettled" is
 // the negation of Claim.AtRest.
-func (vs volumes) claimCounts() (counts []claimCounts, err error) {
-	rows, err := vs.tx.query(`SELECT volume_id, SUM(mode = 'read'), SUM(mode = 'write'),
+func (vs volumes) claimCounts() ([]claimCounts, error) {
+	return listAll(vs.tx, "volume list: count claims", func(sc scanner) (claimCounts, error) {
+		var c claimCounts
+		var rd, wr, unsettled any
+		err := sc.Scan(&c.volumeID, &rd, &wr, &unsettled)
+		c.read, c.write, c.unsettled = int(anyInt64(rd)), int(anyInt64(wr)), int(anyInt64(unsettled))
+		return c, err
+	}, `SELECT volume_id, SUM(mode = 'read'), SUM(mode = 'write'),
 		SUM(NOT (state = 'published' AND releasing = 0 AND needs_reconcile = 0))
 		FROM claims GROUP BY volume_id ORDER BY volume_id`)
-	if err != nil {
-		return nil, fmt.Errorf("volume list: count claims: %w", mapBusy(err))
-	}
-	defer func() {
-		if cerr := rows.close(); err == nil && cerr != nil {
-			err = fmt.Errorf("volume list: count claims: %w", mapBusy(cerr))
-		}
-	}()
-	var c claimCounts
-	var rd, wr, unsettled any
-	for rows.rows.Next() {
-		if err := rows.rows.Scan(&c.volumeID, &rd, &wr, &unsettled); err != nil {
-			return nil, fmt.Errorf("volume list: count claims: %w", err)
-		}
-		c.read, c.write, c.unsettled = int(anyInt64(rd)), int(anyInt64(wr)), int(anyInt64(unsettled))
-		counts = append(counts, c)
-	}
-	if err := rows.c.check(rows.rows.Err()); err != nil {
-		return nil, fmt.Errorf("volume list: count claims: %w", mapBusy(err))
-	}
-	return counts, nil
 }
 
 // anyInt64 is an INTEGER column scanned into an any: int64, or nil for NULL (0).
