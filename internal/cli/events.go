@@ -219,7 +219,7 @@ func (w *eventWriter) write(evs []engine.EventInfo, first bool) error {
 func writeEventTable(out io.Writer, evs []engine.EventInfo, now time.Time, header bool) error {
 	t := newTable(out, "TIME", "AGE", "KIND", "VOLUME", "ALLOC", "PLUGIN", "MESSAGE")
 	if !header {
-		t.rows = t.rows[:0]
+		t.reset()
 	}
 	for _, ev := range evs {
 		t.row(ev.At.Local().Format(time.DateTime), display.Age(now, ev.At), ev.Kind, ev.VolumeID, ev.Alloc, ev.PluginID, ev.Message)

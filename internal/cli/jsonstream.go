@@ -17,7 +17,7 @@ import (
 // error, so a script never takes it for the whole list.
 func writeVolumeListJSON(ctx context.Context, out *bufio.Writer, e *engine.Engine) error {
 	return streamVolumeListJSON(out, func(fn func(*engine.VolumeSummary) error) error {
-		return e.EachVolume(ctx, fn)
+		return e.EachVolume(ctx, engine.AllVolumeFields, fn)
 	})
 }
 

@@ -78,7 +78,10 @@ func TestTableRenderMatchesTabwriter(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got bytes.Buffer
-		tb := &table{out: &got, rows: rows}
+		tb := newTable(&got, rows[0]...)
+		for _, r := range rows[1:] {
+			tb.add(r)
+		}
 		if err := tb.render(); err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -410,15 +411,32 @@ const none = "<none>"
 // table prints aligned columns with <none> in empty cells. Every cell is shown as
 // display.Escape writes it: a control character from a plugin (its version, node ID, a volume's
 // context) is printed as a visible escape, never sent to the terminal, and cannot break a row.
+//
+// A volume list of 10,000 rows is held until its widest cells are known, and a process pays
+// for every fresh page of memory it touches (BENCHMARKS.md, `volume status`). So the rows are
+// packed into chunks of bytes, each row its cell count and then each cell's length and text,
+// rather than kept as a slice of strings per row in a slice grown by copying: about 40 bytes a
+// volume, written once.
 type table struct {
-	out  io.Writer
-	rows [][]string
+	out    io.Writer
+	chunks [][]byte // the rows in order; a row never spans two chunks
+	widths []int    // the widest cell of each column so far, by display.Width
+	cols   int      // cells in the first row
+	rows   int
+	uneven bool // a row of another length than the first, or a cell tabwriter would split
 }
+
+// tableChunk is the most a chunk of rows takes unless one row needs more; the first chunks
+// are smaller, so that a table of a few rows takes a few hundred bytes.
+const tableChunk = 64 << 10
 
 func newTable(out io.Writer, headers ...string) *table {
-	return &table{out: out, rows: [][]string{headers}}
+	t := &table{out: out}
+	t.add(headers)
+	return t
 }
 
+// row adds a row, each cell escaped for the terminal and an empty one shown as <none>.
 func (t *table) row(cells ...string) {
 	for i, c := range cells {
 		if strings.TrimSpace(c) == "" {
@@ -427,7 +445,65 @@ func (t *table) row(cells ...string) {
 			cells[i] = display.Escape(c) // a plugin's strings reach the terminal as text
 		}
 	}
-	t.rows = append(t.rows, cells)
+	t.add(cells)
+}
+
+// add appends a row's cells as they are.
+func (t *table) add(cells []string) {
+	need := binary.MaxVarintLen64 * (1 + len(cells))
+	for _, c := range cells {
+		need += len(c)
+	}
+	last := len(t.chunks) - 1
+	if last < 0 || cap(t.chunks[last])-len(t.chunks[last]) < need {
+		t.chunks = append(t.chunks, make([]byte, 0, max(need, min(tableChunk, 512<<len(t.chunks)))))
+		last++
+	}
+	if t.rows == 0 {
+		t.cols = len(cells)
+	} else if len(cells) != t.cols {
+		t.uneven = true
+	}
+	b := binary.AppendUvarint(t.chunks[last], uint64(len(cells)))
+	for i, c := range cells {
+		if strings.ContainsAny(c, "\t\n\v\f") {
+			t.uneven = true
+		}
+		if i == len(t.widths) {
+			t.widths = append(t.widths, 0)
+		}
+		t.widths[i] = max(t.widths[i], display.Width(c))
+		b = append(binary.AppendUvarint(b, uint64(len(c))), c...)
+	}
+	t.chunks[last] = b
+	t.rows++
+}
+
+// reset drops every row, the header too: a followed event log prints its header once.
+func (t *table) reset() {
+	t.chunks, t.widths, t.cols, t.rows, t.uneven = nil, t.widths[:0], 0, 0, false
+}
+
+// each calls fn with every row's cells in order; cells is reused between calls and its
+// slices point into the table.
+func (t *table) each(fn func(cells [][]byte) error) error {
+	var cells [][]byte
+	for _, b := range t.chunks {
+		for len(b) > 0 {
+			n, k := binary.Uvarint(b)
+			b = b[k:]
+			cells = cells[:0]
+			for range n {
+				l, k := binary.Uvarint(b)
+				cells = append(cells, b[k:k+int(l)])
+				b = b[k+int(l):]
+			}
+			if err := fn(cells); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // render aligns the columns as text/tabwriter does with padding 2 (every column but the last
@@ -438,54 +514,43 @@ func (t *table) row(cells ...string) {
 // tabwriter would read otherwise (a cell with a tab, a newline, \v or \f; rows of unequal
 // length) goes through tabwriter itself (TestTableRenderMatchesTabwriter).
 func (t *table) render() error {
-	if !t.plain() {
+	if t.rows == 0 {
+		return nil
+	}
+	if t.uneven || t.cols == 0 {
 		tw := tabwriter.NewWriter(t.out, 0, 0, 2, ' ', 0)
-		for _, r := range t.rows {
-			fmt.Fprintln(tw, strings.Join(r, "\t"))
+		err := t.each(func(cells [][]byte) error {
+			_, err := tw.Write(append(bytes.Join(cells, []byte{'\t'}), '\n'))
+			return err
+		})
+		if err != nil {
+			return err
 		}
 		return tw.Flush()
 	}
-	cols := len(t.rows[0])
-	widths := make([]int, cols)
-	for _, r := range t.rows {
-		for i, c := range r[:cols-1] {
-			widths[i] = max(widths[i], display.Width(c))
-		}
-	}
 	var line []byte
-	for _, r := range t.rows {
+	return t.each(func(cells [][]byte) error {
 		line = line[:0]
-		for i, c := range r[:cols-1] {
+		for i, c := range cells[:t.cols-1] {
 			line = append(line, c...)
-			for n := widths[i] + 2 - display.Width(c); n > 0; n-- {
+			for n := t.widths[i] + 2 - cellWidth(c); n > 0; n-- {
 				line = append(line, ' ')
 			}
 		}
-		line = append(append(line, r[cols-1]...), '\n')
-		if _, err := t.out.Write(line); err != nil {
-			return err
-		}
-	}
-	return nil
+		line = append(append(line, cells[t.cols-1]...), '\n')
+		_, err := t.out.Write(line)
+		return err
+	})
 }
 
-// plain reports whether every row has the same number of cells and no cell holds a character
-// tabwriter treats as a cell or line boundary.
-func (t *table) plain() bool {
-	if len(t.rows) == 0 || len(t.rows[0]) == 0 {
-		return false
-	}
-	for _, r := range t.rows {
-		if len(r) != len(t.rows[0]) {
-			return false
-		}
-		for _, c := range r {
-			if strings.ContainsAny(c, "\t\n\v\f") {
-				return false
-			}
+// cellWidth is display.Width of a cell's bytes, without a string made for printable ASCII.
+func cellWidth(c []byte) int {
+	for _, b := range c {
+		if b < 0x20 || b >= 0x80 {
+			return display.Width(string(c))
 		}
 	}
-	return true
+	return len(c)
 }
 
 // keyValues prints "Key  = value" lines aligned, as `nomad volume status ID` does, each value

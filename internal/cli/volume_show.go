@@ -21,7 +21,6 @@ import (
 // writeVolumeTable prints the volume list: one row per volume, no per-volume lookups.
 func writeVolumeTable(out io.Writer, vols []engine.VolumeSummary) error {
 	t := newVolumeTable(out)
-	t.rows = slices.Grow(t.rows, len(vols))
 	for i := range vols {
 		addVolumeRow(t, &vols[i])
 	}

@@ -68,14 +68,14 @@ func volumeStatusRun(ctx context.Context, opts *VolumeStatusOptions) (err error)
 		if !opts.Exporter.Enabled() {
 			// The table's cells straight from the rows, without the list in between.
 			t := newVolumeTable(out)
-			err := e.EachVolume(ctx, func(v *engine.VolumeSummary) error {
+			err := e.EachVolume(ctx, engine.TableVolumeFields, func(v *engine.VolumeSummary) error {
 				addVolumeRow(t, v)
 				return nil
 			})
 			if err != nil {
 				return fmt.Errorf("volume status: %w", err)
 			}
-			if len(t.rows) == 1 {
+			if t.rows == 1 {
 				return writeVolumeList(ctx, out, opts.IO, &opts.Exporter, nil)
 			}
 			return t.render()

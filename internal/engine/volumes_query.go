@@ -15,7 +15,7 @@ import (
 // the number of volumes.
 func (e *Engine) Volumes(ctx context.Context) ([]VolumeSummary, error) {
 	out := []VolumeSummary{}
-	err := e.EachVolume(ctx, func(v *VolumeSummary) error {
+	err := e.EachVolume(ctx, AllVolumeFields, func(v *VolumeSummary) error {
 		out = append(out, *v)
 		return nil
 	})
@@ -25,11 +25,24 @@ func (e *Engine) Volumes(ctx context.Context) ([]VolumeSummary, error) {
 	return out, nil
 }
 
+// VolumeFields says which of a VolumeSummary's fields EachVolume fills.
+type VolumeFields = store.BriefColumns
+
+const (
+	// TableVolumeFields fills what the volume table shows: ID, name, plugin, state,
+	// schedulable, access mode and the claim counts; namespace, attachment mode and capacity
+	// stay zero.
+	TableVolumeFields = store.BriefShown
+	// AllVolumeFields fills every field.
+	AllVolumeFields = store.BriefAll
+)
+
 // EachVolume is Volumes streamed: fn sees each volume, in ID order, as its row is read, so a
 // list of 10,000 volumes is written out without being built first. v is reused between
-// calls (copy what you keep). fn runs inside the read's snapshot, which never holds up a
-// writer: it must not call the engine. An error from fn stops the list and is returned.
-func (e *Engine) EachVolume(ctx context.Context, fn func(v *VolumeSummary) error) error {
+// calls (copy what you keep). fields says which of v's fields are filled. fn runs inside the
+// read's snapshot, which never holds up a writer: it must not call the engine. An error from
+// fn stops the list and is returned.
+func (e *Engine) EachVolume(ctx context.Context, fields VolumeFields, fn func(v *VolumeSummary) error) error {
 	return e.store.View(ctx, func(tx *store.Tx) error {
 		plugins, err := tx.Plugins().List()
 		if err != nil {
@@ -40,7 +53,7 @@ func (e *Engine) EachVolume(ctx context.Context, fn func(v *VolumeSummary) error
 			healthy[p.ID] = p.Health.Healthy
 		}
 		var v VolumeSummary
-		return tx.Volumes().EachBrief(func(b *store.VolumeBrief) error {
+		return tx.Volumes().EachBrief(fields, func(b *store.VolumeBrief) error {
 			v = VolumeSummary{
 				ID: b.ID, Namespace: b.Namespace, Name: b.Name, PluginID: b.PluginID, State: string(b.State),
 				Schedulable: b.State == store.VolumeReady && healthy[b.PluginID],

@@ -34,10 +34,10 @@ func (gs groups) Delete(name string) error {
 }
 
 // Briefs lists every volume's list fields with its live claims counted, ordered by ID, as
-// EachBrief streams them.
+// EachBrief streams them, every field read.
 func (vs volumes) Briefs() ([]VolumeBrief, error) {
 	out := []VolumeBrief{}
-	err := vs.EachBrief(func(b *VolumeBrief) error {
+	err := vs.EachBrief(BriefAll, func(b *VolumeBrief) error {
 		out = append(out, *b)
 		return nil
 	})

@@ -164,3 +164,45 @@ func TestReadConnectionsHaveASmallPageCache(t *testing.T) {
 		t.Errorf("the write connection's cache_size = %d, want SQLite's default -2000", write)
 	}
 }
+
+// The volume table reads only what it shows (BriefShown): those fields as BriefAll reads them,
+// the others left zero rather than half-read.
+func TestVolumeBriefsShownReadTheTableFields(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	mode := spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}
+	update(t, s, func(tx *Tx) error {
+		for _, id := range []string{"a", "b"} {
+			v := Volume{ID: id, Namespace: "prod", Name: "name-" + id, PluginID: "hp", State: VolumeReady,
+				CapacityBytes: 1 << 30, Capabilities: []spec.Capability{mode}}
+			if err := tx.Volumes().Insert(&v); err != nil {
+				return err
+			}
+		}
+		c := Claim{VolumeID: "a", Alloc: "w", Mode: ClaimWrite, AccessMode: mode.AccessMode,
+			AttachmentMode: mode.AttachmentMode, State: ClaimPublished, TargetPath: "/t/w"}
+		return tx.Claims().Insert(&c)
+	})
+	var all, shown []VolumeBrief
+	view(t, s, func(tx *Tx) error {
+		var err error
+		if all, err = (volumes{tx}).Briefs(); err != nil {
+			return err
+		}
+		return tx.Volumes().EachBrief(BriefShown, func(b *VolumeBrief) error {
+			shown = append(shown, *b)
+			return nil
+		})
+	})
+	if len(all) != 2 || all[0].Namespace != "prod" || all[0].AttachmentMode != spec.FileSystem || all[0].CapacityBytes != 1<<30 {
+		t.Fatalf("BriefAll = %+v, want every field read", all)
+	}
+	var want []VolumeBrief
+	for _, b := range all {
+		b.Namespace, b.AttachmentMode, b.CapacityBytes = "", "", 0
+		want = append(want, b)
+	}
+	if !reflect.DeepEqual(shown, want) {
+		t.Fatalf("BriefShown =\n%+v\nwant BriefAll's table fields\n%+v", shown, want)
+	}
+}

@@ -102,8 +102,9 @@ type VolumeStore interface {
 	// EachBrief streams every volume's list fields with its live claims counted, ordered by
 	// ID, from one query that decodes none of the JSON columns (what a list of 10,000 volumes
 	// needs): fn sees each row as it is read (b is reused: copy what it keeps), so a list is
-	// written out without building it first.
-	EachBrief(fn func(b *VolumeBrief) error) error
+	// written out without building it first. cols says which fields it reads; the others stay
+	// zero.
+	EachBrief(cols BriefColumns, fn func(b *VolumeBrief) error) error
 	// CountByPlugin counts the volumes that name a plugin.
 	CountByPlugin(pluginID string) (int, error)
 	// SetNodeExpansion records the NodeExpandVolume owed to this node for a volume (min 0: none),
@@ -203,9 +204,21 @@ type VolumeBrief struct {
 	Unsettled      int
 }
 
+// BriefColumns says which of a VolumeBrief's fields a list reads. Every column read of every
+// row is a call into SQLite and, for text, a string made: the volume table reads what it shows.
+type BriefColumns uint8
+
+const (
+	// BriefShown is what the volume table shows: the ID, name, plugin, state and access mode,
+	// and the claim counts.
+	BriefShown BriefColumns = iota
+	// BriefAll adds the namespace, the attachment mode and the capacity (--json).
+	BriefAll
+)
+
 // EachBrief streams the volumes' briefs in ID order to fn, one row at a time (b is reused
 // between calls: copy what you keep). An error from fn stops the read and is returned as is.
-func (vs volumes) EachBrief(fn func(b *VolumeBrief) error) (err error) {
+func (vs volumes) EachBrief(cols BriefColumns, fn func(b *VolumeBrief) error) (err error) {
 	// The claims are counted first, in one pass over the claims table in volume ID order, and
 	// merged with the volumes as they stream in the same order. Counted in the volumes' query
 	// (a join or a subquery on claims' (volume_id, alloc) index), they cost a search of that
@@ -214,16 +227,6 @@ func (vs volumes) EachBrief(fn func(b *VolumeBrief) error) (err error) {
 	if err != nil {
 		return err
 	}
-	rows, err := vs.tx.query(`SELECT id, namespace, name, plugin_id, state, access_mode, attachment_mode,
-		capacity_bytes FROM volumes ORDER BY id`)
-	if err != nil {
-		return fmt.Errorf("volume list: %w", mapBusy(err))
-	}
-	defer func() {
-		if cerr := rows.close(); err == nil && cerr != nil {
-			err = fmt.Errorf("volume list: %w", mapBusy(cerr))
-		}
-	}()
 	// Scanned into *string and any, the destinations database/sql assigns without reflection
 	// (an *int or a named string type goes through reflect and, for integers, a decimal
 	// string and back): this is the list of every volume, 10,000 rows and more.
@@ -232,9 +235,24 @@ func (vs volumes) EachBrief(fn func(b *VolumeBrief) error) (err error) {
 		state, access, attachment string
 		capacity                  any
 	)
+	query := `SELECT id, name, plugin_id, state, access_mode FROM volumes ORDER BY id`
+	dest := []any{&b.ID, &b.Name, &b.PluginID, &state, &access}
+	if cols == BriefAll {
+		query = `SELECT id, name, plugin_id, state, access_mode, namespace, attachment_mode, capacity_bytes
+			FROM volumes ORDER BY id`
+		dest = append(dest, &b.Namespace, &attachment, &capacity)
+	}
+	rows, err := vs.tx.query(query)
+	if err != nil {
+		return fmt.Errorf("volume list: %w", mapBusy(err))
+	}
+	defer func() {
+		if cerr := rows.close(); err == nil && cerr != nil {
+			err = fmt.Errorf("volume list: %w", mapBusy(cerr))
+		}
+	}()
 	for rows.rows.Next() {
-		if err := rows.rows.Scan(&b.ID, &b.Namespace, &b.Name, &b.PluginID, &state, &access, &attachment,
-			&capacity); err != nil {
+		if err := rows.rows.Scan(dest...); err != nil {
 			return fmt.Errorf("volume list: %w", err)
 		}
 		b.State, b.AccessMode, b.AttachmentMode = VolumeState(state), spec.AccessMode(access), spec.AttachmentMode(attachment)
