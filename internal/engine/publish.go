@@ -223,26 +223,26 @@ func (e *Engine) sendControllerPublish(ctx context.Context, c *conn, req csi.Con
 // through an instance that attached nothing, or the plugin's own records lost; then a reboot).
 // ControllerPublishVolume is idempotent for the same volume, node and capability, so it is sent
 // again, once, under the attachment already recorded (durable), and what it returns recorded
-// with it; true says to stage again. Only when this command has not sent it for the claim
-// already (the attach step found the attachment recorded: a restore, or a claim sharing it):
-// right after an attachment answered OK the refusal is the plugin's final word, and a final
-// error is not retried. false when this does not apply, or when the ControllerPublishVolume
-// failed too: the NodeStageVolume error then stands, and says so.
-func (e *Engine) reattach(ctx context.Context, c *conn, v store.Volume, p *checkpoint, rpc string, stageErr *error) bool {
-	if !csi.IsFailedPrecondition(*stageErr) || !c.controllerPublishes() || p.attached ||
+// with it, and the node call sent again (again) with the publish_context now recorded; its
+// error is returned. Only when this command has not sent it for the claim already (the attach
+// step found the attachment recorded: a restore, or a claim sharing it): right after an
+// attachment answered OK the refusal is the plugin's final word, and a final error is not
+// retried. When this does not apply, nodeErr is returned as it is; when the
+// ControllerPublishVolume fails too, nodeErr stands, and says so.
+func (e *Engine) reattach(ctx context.Context, c *conn, v store.Volume, p *checkpoint, rpc string, nodeErr error, again func(publishContext map[string]string) error) error {
+	if !csi.IsFailedPrecondition(nodeErr) || !c.controllerPublishes() || p.attached ||
 		!p.st.ControllerPublished || p.st.NodeID != c.fp.NodeID {
-		return false
+		return nodeErr
 	}
 	pc, err := e.sendControllerPublish(ctx, c, controllerPublishRequest(c, v, p.cl))
 	if err != nil {
-		*stageErr = fmt.Errorf("%w (volume %q is recorded attached to node %q; ControllerPublishVolume sent again for it failed too: %v)", *stageErr, v.ID, c.fp.NodeID, err)
-		return false
+		return fmt.Errorf("%w (volume %q is recorded attached to node %q; ControllerPublishVolume sent again for it failed too: %v)", nodeErr, v.ID, c.fp.NodeID, err)
 	}
 	p.staging(func(st *store.Staging) { st.PublishContext = pc })
 	p.attached = true
 	p.event(&store.Event{Kind: "claim-reattach", VolumeID: v.ID, PluginID: c.plugin.ID, Alloc: p.cl.Alloc,
 		Message: fmt.Sprintf("plugin %q answered %s that volume %q is not published to node %q, which volctl records it attached to: ControllerPublishVolume sent again", c.plugin.ID, rpc, v.ID, c.fp.NodeID)})
-	return true
+	return again(p.publishContext(c))
 }
 
 // publishContext is the publish_context the claim's node calls send: the attachment's, as
@@ -358,15 +358,15 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 			VolumeID: v.ExternalID, PublishContext: p.publishContext(c), StagingPath: path,
 			Capability: capability(cl), Secrets: v.Secrets, VolumeContext: v.Context,
 		}
-		stage := func() error {
+		stage := func(publishContext map[string]string) error {
+			req.PublishContext = publishContext
 			return e.retry(ctx, c, csi.RPCNodeStageVolume, func(ctx context.Context) error {
 				return c.client.NodeStageVolume(ctx, req)
 			})
 		}
-		err := stage()
-		if err != nil && e.reattach(ctx, c, v, p, csi.RPCNodeStageVolume, &err) {
-			req.PublishContext = p.publishContext(c)
-			err = stage()
+		err := stage(req.PublishContext)
+		if err != nil {
+			err = e.reattach(ctx, c, v, p, csi.RPCNodeStageVolume, err, stage)
 		}
 		if err != nil && !p.stillStaged(ctx, err) {
 			return err
@@ -405,16 +405,16 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 			req.StagingPath = stagingPath(e.cfg.StateDir, v.PluginID, v.ID)
 		}
 	}
-	publish := func() error {
+	publish := func(publishContext map[string]string) error {
+		req.PublishContext = publishContext
 		return e.retry(ctx, c, csi.RPCNodePublishVolume, func(ctx context.Context) error {
 			return c.client.NodePublishVolume(ctx, req)
 		})
 	}
-	err := publish()
-	if err != nil && !c.stages() && e.reattach(ctx, c, v, p, csi.RPCNodePublishVolume, &err) {
+	err := publish(req.PublishContext)
+	if err != nil && !c.stages() {
 		// A plugin that does not stage works from the attachment in NodePublishVolume.
-		req.PublishContext = p.publishContext(c)
-		err = publish()
+		err = e.reattach(ctx, c, v, p, csi.RPCNodePublishVolume, err, publish)
 	}
 	if err != nil && p.stagedUnattached && csi.IsFailedPrecondition(err) {
 		return e.stagedBeforeAttach(ctx, c, v, p, err)
