@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// A plugin that does not stage answers NodePublishVolume OK having bind-mounted at the claim's
+// target another claim's target (another volume's: its data, which the alloc would read and
+// write beside that volume's own claims), or another alloc's publish directory (on the state
+// dir's disk). No staging path is involved, so the comparison with volctl's directories and
+// other volumes' stagings passed it and the claim was published. A target that is another
+// volume's published target, or any directory of the publish tree other than its own, is
+// refused, naming it, and the claim rolled back. Two claims of one volume share its root, as
+// they must: the second is published. Real mounts, as root.
+func TestTargetBoundFromAnotherClaimsTargetIsRefused(t *testing.T) {
+	wTarget := func(dir string) string {
+		return publishPath(dir, "b", "w", false, spec.FileSystem, spec.MultiNodeMultiWriter)
+	}
+	for _, tc := range []struct {
+		name string
+		from func(dir string) string // what the plugin mounts at v's target for alloc a
+		want func(dir string) string
+	}{
+		{name: "other volume's target", from: wTarget,
+			want: func(dir string) string {
+				return `volume "w"'s target ` + wTarget(dir) + ` (alloc "b"'s claim) bind-mounted`
+			}},
+		{name: "other alloc's publish directory", from: func(dir string) string { return filepath.Join(dir, "publish", "b") },
+			want: func(dir string) string {
+				return "a bind mount of " + filepath.Join(dir, "publish", "b") + ", a directory of volctl's state dir"
+			}},
+		{name: "other volume's target directory", from: func(dir string) string { return filepath.Dir(wTarget(dir)) },
+			want: func(dir string) string {
+				return "a bind mount of " + filepath.Dir(wTarget(dir)) + ", a directory of volctl's state dir"
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var dir string
+			h := kernelHarness(t, func(c *csitest.MemConfig) {
+				c.Node.StageUnstageVolume = false
+				c.PublishFrom = func(_, target string) string {
+					if strings.Contains(target, "/publish/a/v/") {
+						return tc.from(dir)
+					}
+					return ""
+				}
+			})
+			dir = h.dir
+			h.create(volume("w", capab(spec.MultiNodeMultiWriter)))
+			h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+			w := h.claim(ClaimRequest{VolumeID: "w", Alloc: "b"})
+			if err := os.WriteFile(filepath.Join(w.TargetPath, "ws-data"), []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// v's first claim, and a second of the same volume: one root, as it must be.
+			h.claim(ClaimRequest{VolumeID: "v", Alloc: "c"})
+			h.claim(ClaimRequest{VolumeID: "v", Alloc: "d"})
+			h.mem.ResetCalls()
+
+			cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+			target := publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.MultiNodeMultiWriter)
+			if err == nil {
+				entries, _ := os.ReadDir(cl.TargetPath)
+				t.Fatalf("claim published at %s, a bind of %s (what the alloc sees there: %v), want it refused", cl.TargetPath, tc.from(dir), entries)
+			}
+			want := `plugin "mem" answered OK for volume "v", but the target ` + target + " is " + tc.want(h.dir)
+			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "rolled back") {
+				t.Fatalf("claim = %v\nwant an error saying %s, and the claim rolled back", err, want)
+			}
+			if live := h.liveClaims("v"); len(live) != 2 {
+				t.Fatalf("claims of v after the refusal = %+v, want c's and d's only", live)
+			}
+			if got := h.mem.CallCount(csi.RPCNodeUnpublishVolume); got != 1 {
+				t.Errorf("NodeUnpublishVolume sent %d times, want once (the plugin asked to remove what it made)", got)
+			}
+			if _, err := os.Stat(filepath.Join(w.TargetPath, "ws-data")); err != nil {
+				t.Errorf("volume w's claim after v's refusal: %v", err)
+			}
+			h.release("v", "c")
+			h.release("v", "d")
+			h.release("w", "b")
+		})
+	}
+}
