@@ -23,14 +23,22 @@ func TestTargetBoundFromAnotherClaimsTargetIsRefused(t *testing.T) {
 	wTarget := func(dir string) string {
 		return publishPath(dir, "b", "w", false, spec.FileSystem, spec.MultiNodeMultiWriter)
 	}
+	wDevice := func(dir string) string {
+		return publishPath(dir, "b", "w", false, spec.BlockDevice, spec.MultiNodeMultiWriter)
+	}
 	for _, tc := range []struct {
-		name string
-		from func(dir string) string // what the plugin mounts at v's target for alloc a
-		want func(dir string) string
+		name  string
+		block bool                    // v and w are block volumes: a target is the device's file
+		from  func(dir string) string // what the plugin mounts at v's target for alloc a
+		want  func(dir string) string
 	}{
 		{name: "other volume's target", from: wTarget,
 			want: func(dir string) string {
 				return `volume "w"'s target ` + wTarget(dir) + ` (alloc "b"'s claim) bind-mounted`
+			}},
+		{name: "other volume's device", block: true, from: wDevice,
+			want: func(dir string) string {
+				return `volume "w"'s target ` + wDevice(dir) + ` (alloc "b"'s claim) bind-mounted`
 			}},
 		{name: "other alloc's publish directory", from: func(dir string) string { return filepath.Join(dir, "publish", "b") },
 			want: func(dir string) string {
@@ -53,22 +61,27 @@ func TestTargetBoundFromAnotherClaimsTargetIsRefused(t *testing.T) {
 				}
 			})
 			dir = h.dir
-			h.create(volume("w", capab(spec.MultiNodeMultiWriter)))
-			h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
-			w := h.claim(ClaimRequest{VolumeID: "w", Alloc: "b"})
-			if err := os.WriteFile(filepath.Join(w.TargetPath, "ws-data"), []byte("x"), 0o600); err != nil {
+			att, wData := spec.FileSystem, func(target string) string { return filepath.Join(target, "ws-data") }
+			if tc.block {
+				att, wData = spec.BlockDevice, func(target string) string { return target }
+			}
+			capability := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: att}
+			h.create(volume("w", capability))
+			h.create(volume("v", capability))
+			w := h.claim(ClaimRequest{VolumeID: "w", Alloc: "b", AttachmentMode: att})
+			if err := os.WriteFile(wData(w.TargetPath), []byte("w's data"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			// v's first claim, and a second of the same volume: one root, as it must be.
-			h.claim(ClaimRequest{VolumeID: "v", Alloc: "c"})
-			h.claim(ClaimRequest{VolumeID: "v", Alloc: "d"})
+			h.claim(ClaimRequest{VolumeID: "v", Alloc: "c", AttachmentMode: att})
+			h.claim(ClaimRequest{VolumeID: "v", Alloc: "d", AttachmentMode: att})
 			h.mem.ResetCalls()
 
-			cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
-			target := publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.MultiNodeMultiWriter)
+			cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a", AttachmentMode: att})
+			target := publishPath(h.dir, "a", "v", false, att, spec.MultiNodeMultiWriter)
 			if err == nil {
-				entries, _ := os.ReadDir(cl.TargetPath)
-				t.Fatalf("claim published at %s, a bind of %s (what the alloc sees there: %v), want it refused", cl.TargetPath, tc.from(dir), entries)
+				seen, _ := os.ReadFile(wData(cl.TargetPath))
+				t.Fatalf("claim published at %s, a bind of %s (what the alloc reads there: %q), want it refused", cl.TargetPath, tc.from(dir), seen)
 			}
 			want := `plugin "mem" answered OK for volume "v", but the target ` + target + " is " + tc.want(h.dir)
 			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "rolled back") {
@@ -80,7 +93,7 @@ func TestTargetBoundFromAnotherClaimsTargetIsRefused(t *testing.T) {
 			if got := h.mem.CallCount(csi.RPCNodeUnpublishVolume); got != 1 {
 				t.Errorf("NodeUnpublishVolume sent %d times, want once (the plugin asked to remove what it made)", got)
 			}
-			if _, err := os.Stat(filepath.Join(w.TargetPath, "ws-data")); err != nil {
+			if _, err := os.Stat(wData(w.TargetPath)); err != nil {
 				t.Errorf("volume w's claim after v's refusal: %v", err)
 			}
 			h.release("v", "c")
