@@ -12,13 +12,15 @@ import (
 )
 
 // A plugin that does not stage answers NodePublishVolume OK having bind-mounted at the claim's
-// target another claim's target (another volume's: its data, which the alloc would read and
-// write beside that volume's own claims), or another alloc's publish directory (on the state
-// dir's disk). No staging path is involved, so the comparison with volctl's directories and
-// other volumes' stagings passed it and the claim was published. A target that is another
-// volume's published target, or any directory of the publish tree other than its own, is
-// refused, naming it, and the claim rolled back. Two claims of one volume share its root, as
-// they must: the second is published. Real mounts, as root.
+// target another claim's target (another volume's: its data, or its device for a block
+// claim, which the alloc would read and write beside that volume's own claims), or another
+// alloc's publish directory or one of its volume directories (on the state dir's disk). No
+// staging path is involved, so the comparison with volctl's directories and other volumes'
+// stagings passed it and the claim was published; so was a claim of a plugin that stages
+// from another alloc's publish directory. A target that is another volume's published
+// target, or any directory of the publish tree other than its own, is refused, naming it,
+// and the claim rolled back. Two claims of one volume share its root, as they must: the
+// second is published. Real mounts, as root.
 func TestTargetBoundFromAnotherClaimsTargetIsRefused(t *testing.T) {
 	wTarget := func(dir string) string {
 		return publishPath(dir, "b", "w", false, spec.FileSystem, spec.MultiNodeMultiWriter)
@@ -28,7 +30,10 @@ func TestTargetBoundFromAnotherClaimsTargetIsRefused(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		block bool                    // v and w are block volumes: a target is the device's file
+		block bool // v and w are block volumes: a target is the device's file
+		// stage: the plugin stages, v from there (its target the staging path, and the wrong
+		// bind too); else it does not stage, and publishes v from there
+		stage bool
 		from  func(dir string) string // what the plugin mounts at v's target for alloc a
 		want  func(dir string) string
 	}{
@@ -48,10 +53,23 @@ func TestTargetBoundFromAnotherClaimsTargetIsRefused(t *testing.T) {
 			want: func(dir string) string {
 				return "a bind mount of " + filepath.Dir(wTarget(dir)) + ", a directory of volctl's state dir"
 			}},
+		{name: "staged from another alloc's publish directory", stage: true, from: func(dir string) string { return filepath.Join(dir, "publish", "b") },
+			want: func(dir string) string {
+				return "a bind mount of " + filepath.Join(dir, "publish", "b") + ", a directory of volctl's state dir"
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var dir string
 			h := kernelHarness(t, func(c *csitest.MemConfig) {
+				if tc.stage {
+					c.StageFrom = func(staging string) string {
+						if filepath.Base(staging) == "v" {
+							return tc.from(dir)
+						}
+						return ""
+					}
+					return
+				}
 				c.Node.StageUnstageVolume = false
 				c.PublishFrom = func(_, target string) string {
 					if strings.Contains(target, "/publish/a/v/") {
@@ -73,8 +91,13 @@ func TestTargetBoundFromAnotherClaimsTargetIsRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			// v's first claim, and a second of the same volume: one root, as it must be.
-			h.claim(ClaimRequest{VolumeID: "v", Alloc: "c", AttachmentMode: att})
-			h.claim(ClaimRequest{VolumeID: "v", Alloc: "d", AttachmentMode: att})
+			others := []string{"c", "d"}
+			if tc.stage {
+				others = nil // v is staged from the wrong place at its first claim
+			}
+			for _, alloc := range others {
+				h.claim(ClaimRequest{VolumeID: "v", Alloc: alloc, AttachmentMode: att})
+			}
 			h.mem.ResetCalls()
 
 			cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a", AttachmentMode: att})
@@ -87,8 +110,8 @@ func TestTargetBoundFromAnotherClaimsTargetIsRefused(t *testing.T) {
 			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "rolled back") {
 				t.Fatalf("claim = %v\nwant an error saying %s, and the claim rolled back", err, want)
 			}
-			if live := h.liveClaims("v"); len(live) != 2 {
-				t.Fatalf("claims of v after the refusal = %+v, want c's and d's only", live)
+			if live := h.liveClaims("v"); len(live) != len(others) {
+				t.Fatalf("claims of v after the refusal = %+v, want those of %v only", live, others)
 			}
 			if got := h.mem.CallCount(csi.RPCNodeUnpublishVolume); got != 1 {
 				t.Errorf("NodeUnpublishVolume sent %d times, want once (the plugin asked to remove what it made)", got)
@@ -96,8 +119,9 @@ func TestTargetBoundFromAnotherClaimsTargetIsRefused(t *testing.T) {
 			if _, err := os.Stat(wData(w.TargetPath)); err != nil {
 				t.Errorf("volume w's claim after v's refusal: %v", err)
 			}
-			h.release("v", "c")
-			h.release("v", "d")
+			for _, alloc := range others {
+				h.release("v", alloc)
+			}
 			h.release("w", "b")
 		})
 	}
