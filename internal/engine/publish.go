@@ -609,10 +609,10 @@ func (e *Engine) bareStaging(t *pathFD, staging string, mp MountPoint) (bool, er
 // from, is still compared with the directories (a staging that is a bind of one is no
 // better), but not with other volumes' stagings and targets: two volumes of one share may
 // have their stagings on one file system root. This volume's other targets share its root,
-// as they must. bareStaging judges a bare staging. The cost is a read of the state dir, of
-// its staging directories and of the publish tree, and a statx of each staging path and
-// target that does not sync with its file system (a hung NFS staging or target of another
-// volume does not hang this claim).
+// as they must. bareStaging judges a bare staging. The cost is a read of the state dir and of
+// its staging directories, a statx of each staging path that does not sync with its file
+// system (a hung NFS staging of another volume does not hang this claim), and the publish
+// tree's (publishTreeEntry).
 func (e *Engine) ownDirectory(t *pathFD, target, staging, volumeID string, mp MountPoint) (string, error) {
 	if !mp.Mounted {
 		return "", nil
@@ -662,28 +662,45 @@ func (e *Engine) ownDirectory(t *pathFD, target, staging, volumeID string, mp Mo
 			}
 		}
 	}
-	publish := filepath.Join(e.cfg.StateDir, publishDir)
+	return publishTreeEntry(e.cfg.StateDir, tid, volumeID, !ownStaging, ofStateDir), nil
+}
+
+// publishTreeEntry is ownDirectory's walk of the publish tree, one statx a path (the tree is
+// listed, not opened component by component: a path a symlink put there is only compared, and
+// compares as the link): which of its alloc and volume directories the target's identity tid
+// is, or, with targets, which other volume's claim target (a claim of volumeID shares its
+// root, as it must). The directories are on the publish directory's file system, and looked
+// at only when tid is: a target that is a volume's storage elsewhere, the common case, costs
+// one statx unless targets are compared too, one more per claim on the host.
+func publishTreeEntry(stateDir string, tid fileID, volumeID string, targets bool, ofStateDir func(string) string) string {
+	publish := filepath.Join(stateDir, publishDir)
+	pub, ok := statID(publish)
+	dirs := ok && pub.dev == tid.dev
+	if !dirs && !targets {
+		return ""
+	}
+	is := func(path string) bool { id, ok := statID(path); return ok && id == tid }
 	for _, alloc := range subdirs(publish) {
 		allocDir := filepath.Join(publish, alloc)
-		if is(allocDir) {
-			return ofStateDir(allocDir), nil
+		if dirs && is(allocDir) {
+			return ofStateDir(allocDir)
 		}
 		for _, volume := range subdirs(allocDir) {
 			volumeDir := filepath.Join(allocDir, volume)
-			if is(volumeDir) {
-				return ofStateDir(volumeDir), nil
+			if dirs && is(volumeDir) {
+				return ofStateDir(volumeDir)
 			}
-			if ownStaging || volume == volumeID {
+			if !targets || volume == volumeID {
 				continue
 			}
 			for _, usage := range entryNames(volumeDir) { // a block target is a file
 				if other := filepath.Join(volumeDir, usage); is(other) {
-					return fmt.Sprintf("volume %q's target %s (alloc %q's claim) bind-mounted (%s)", volume, other, alloc, anotherVolume), nil
+					return fmt.Sprintf("volume %q's target %s (alloc %q's claim) bind-mounted (%s)", volume, other, alloc, anotherVolume)
 				}
 			}
 		}
 	}
-	return "", nil
+	return ""
 }
 
 // anotherVolume is what ownDirectory says of a target that is another volume's staging or target.
