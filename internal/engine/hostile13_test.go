@@ -62,12 +62,7 @@ func TestTargetBoundFromAnotherClaimsTargetIsRefused(t *testing.T) {
 			var dir string
 			h := kernelHarness(t, func(c *csitest.MemConfig) {
 				if tc.stage {
-					c.StageFrom = func(staging string) string {
-						if filepath.Base(staging) == "v" {
-							return tc.from(dir)
-						}
-						return ""
-					}
+					stageVFrom(c, func(string) string { return tc.from(dir) })
 					return
 				}
 				c.Node.StageUnstageVolume = false
@@ -124,5 +119,16 @@ func TestTargetBoundFromAnotherClaimsTargetIsRefused(t *testing.T) {
 			}
 			h.release("w", "b")
 		})
+	}
+}
+
+// stageVFrom makes the plugin's NodeStageVolume of volume "v" bind-mount from(staging) at the
+// staging path instead of the volume; other volumes it stages as it does.
+func stageVFrom(c *csitest.MemConfig, from func(staging string) string) {
+	c.StageFrom = func(staging string) string {
+		if filepath.Base(staging) == "v" {
+			return from(staging)
+		}
+		return ""
 	}
 }
