@@ -47,12 +47,7 @@ func TestTargetBoundFromVolctlsOwnDirectoriesIsRefused(t *testing.T) {
 			var dir string
 			h := kernelHarness(t, func(c *csitest.MemConfig) {
 				if tc.stage {
-					c.StageFrom = func(staging string) string {
-						if filepath.Base(staging) == "v" {
-							return tc.from(dir, staging)
-						}
-						return ""
-					}
+					stageVFrom(c, func(staging string) string { return tc.from(dir, staging) })
 					return
 				}
 				c.PublishFrom = func(staging, target string) string {

@@ -232,7 +232,21 @@ func (p *pathFD) id() (fileID, error) {
 	if err := unix.Statx(p.fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_INO, &sx); err != nil {
 		return fileID{}, &os.PathError{Op: "stat", Path: p.path, Err: err}
 	}
-	return fileID{dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), ino: sx.Ino}, nil
+	return statxID(&sx), nil
+}
+
+func statxID(sx *unix.Statx_t) fileID {
+	return fileID{dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), ino: sx.Ino}
+}
+
+// statID is path's fileID, its last component not followed, asked without syncing with the
+// file system (as pathFD.id); false when it cannot be had.
+func statID(path string) (fileID, bool) {
+	var sx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_INO, &sx); err != nil {
+		return fileID{}, false
+	}
+	return statxID(&sx), true
 }
 
 // readOnly reports whether the mount the opened path is on refuses writes (statfs's

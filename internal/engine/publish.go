@@ -553,7 +553,7 @@ func (e *Engine) checkTarget(v store.Volume, cl *store.Claim, c *conn, staging s
 		if serr != nil {
 			return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, serr)
 		}
-		own, oerr := e.ownDirectory(t, target, staging, mp)
+		own, oerr := e.ownDirectory(t, target, staging, v.ID, mp)
 		if oerr != nil {
 			return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, oerr)
 		}
@@ -595,21 +595,25 @@ func (e *Engine) bareStaging(t *pathFD, staging string, mp MountPoint) (bool, er
 	return !sp.Mounted, err
 }
 
-// ownDirectory says which of volctl's own directories the mounted target t (at target) is, ""
-// when none: the plugin bind-mounted one there instead of the volume, and the mount point
-// check passes it. A bind mount's root is the file it was made of, so t is compared (device
-// and inode) with the state dir's directories: the target's parents up to the state dir, the
-// state dir's own (staging, publish, locks), each plugin's staging directory (a staging path's
-// parent, which holds every staging of the plugin), and every volume's staging path (another
-// volume's, mounted or not: that volume's data, or the host's disk under it). A target that is
-// this volume's staging path (staging, empty for a plugin that does not stage), which is what
-// a plugin publishes from, is still compared with the directories (a staging that is a bind
-// of one is no better), but not with other volumes' stagings: two volumes of one share may
-// have their stagings on one file system root. bareStaging judges a bare staging. The cost is
-// a read of the state dir and of its staging directories, and a statx of each staging path
-// that does not sync with its file system (a hung NFS staging of another volume does not hang
-// this claim).
-func (e *Engine) ownDirectory(t *pathFD, target, staging string, mp MountPoint) (string, error) {
+// ownDirectory says which of volctl's own directories the mounted target t (at target, a
+// claim of volumeID) is, "" when none: the plugin bind-mounted one there instead of the
+// volume, and the mount point check passes it. A bind mount's root is the file it was made of,
+// so t is compared (device and inode) with the state dir's directories: the target's parents
+// up to the state dir, the state dir's own (staging, publish, locks), each plugin's staging
+// directory (a staging path's parent, which holds every staging of the plugin), every
+// volume's staging path (another volume's, mounted or not: that volume's data, or the host's
+// disk under it), every alloc's publish directory and its volumes' directories, and every
+// other volume's claim target (published, that volume's data, which a plugin that does not
+// stage has at no staging path; or the host's disk). A target that is this volume's staging
+// path (staging, empty for a plugin that does not stage), which is what a plugin publishes
+// from, is still compared with the directories (a staging that is a bind of one is no
+// better), but not with other volumes' stagings and targets: two volumes of one share may
+// have their stagings on one file system root. This volume's other targets share its root,
+// as they must. bareStaging judges a bare staging. The cost is a read of the state dir and of
+// its staging directories, a statx of each staging path that does not sync with its file
+// system (a hung NFS staging of another volume does not hang this claim), and the publish
+// tree's (publishTreeEntry).
+func (e *Engine) ownDirectory(t *pathFD, target, staging, volumeID string, mp MountPoint) (string, error) {
 	if !mp.Mounted {
 		return "", nil
 	}
@@ -654,13 +658,53 @@ func (e *Engine) ownDirectory(t *pathFD, target, staging string, mp MountPoint) 
 		}
 		for _, volume := range subdirs(plugin) {
 			if other := filepath.Join(plugin, volume); is(other) {
-				return fmt.Sprintf("volume %q's staging path %s bind-mounted (another volume: the claim would read and write that volume's data, or the host's disk below it)",
-					volume, other), nil
+				return fmt.Sprintf("volume %q's staging path %s bind-mounted (%s)", volume, other, anotherVolume), nil
 			}
 		}
 	}
-	return "", nil
+	return publishTreeEntry(e.cfg.StateDir, tid, volumeID, !ownStaging, ofStateDir), nil
 }
+
+// publishTreeEntry is ownDirectory's walk of the publish tree, one statx a path (the tree is
+// listed, not opened component by component: a path a symlink put there is only compared, and
+// compares as the link): which of its alloc and volume directories the target's identity tid
+// is, or, with targets, which other volume's claim target (a claim of volumeID shares its
+// root, as it must). The directories are on the publish directory's file system, and looked
+// at only when tid is: a target that is a volume's storage elsewhere, the common case, costs
+// one statx unless targets are compared too, one more per claim on the host.
+func publishTreeEntry(stateDir string, tid fileID, volumeID string, targets bool, ofStateDir func(string) string) string {
+	publish := filepath.Join(stateDir, publishDir)
+	pub, ok := statID(publish)
+	dirs := ok && pub.dev == tid.dev
+	if !dirs && !targets {
+		return ""
+	}
+	is := func(path string) bool { id, ok := statID(path); return ok && id == tid }
+	for _, alloc := range subdirs(publish) {
+		allocDir := filepath.Join(publish, alloc)
+		if dirs && is(allocDir) {
+			return ofStateDir(allocDir)
+		}
+		for _, volume := range subdirs(allocDir) {
+			volumeDir := filepath.Join(allocDir, volume)
+			if dirs && is(volumeDir) {
+				return ofStateDir(volumeDir)
+			}
+			if !targets || volume == volumeID {
+				continue
+			}
+			for _, usage := range entryNames(volumeDir) { // a block target is a file
+				if other := filepath.Join(volumeDir, usage); is(other) {
+					return fmt.Sprintf("volume %q's target %s (alloc %q's claim) bind-mounted (%s)", volume, other, alloc, anotherVolume)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// anotherVolume is what ownDirectory says of a target that is another volume's staging or target.
+const anotherVolume = "another volume: the claim would read and write that volume's data, or the host's disk below it"
 
 // stillStaged reports whether a NodeStageVolume failure says the plugin still holds the
 // volume's staging that other claims made: ALREADY_EXISTS ("staged at this path with another

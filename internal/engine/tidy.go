@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -89,13 +90,22 @@ func (e *Engine) tidyUnused(ctx context.Context, volumeID, path, root string, in
 // subdirs lists the directories in dir by name, symlinks and other files left out; a directory
 // that cannot be read has none.
 func subdirs(dir string) []string {
+	return readNames(dir, fs.DirEntry.IsDir)
+}
+
+// entryNames is the names of every entry of dir, nil when it cannot be read.
+func entryNames(dir string) []string {
+	return readNames(dir, func(fs.DirEntry) bool { return true })
+}
+
+func readNames(dir string, keep func(fs.DirEntry) bool) []string {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
 	var names []string
 	for _, en := range entries {
-		if en.IsDir() {
+		if keep(en) {
 			names = append(names, en.Name())
 		}
 	}

@@ -108,11 +108,16 @@ func (m *MemPlugin) mountVolume(v *memVolume, src, dst string, readOnly bool) er
 }
 
 // mountBlock bind-mounts the volume's backing file (a block volume's device, as far as a test
-// can tell) at dst when the plugin mounts (MountRoot), read-only when asked. The caller holds
-// m.mu.
-func (m *MemPlugin) mountBlock(v *memVolume, dst string, readOnly bool) error {
+// can tell) at dst when the plugin mounts (MountRoot), read-only when asked; or PublishFrom's
+// path, given the request's staging path, when it names one. The caller holds m.mu.
+func (m *MemPlugin) mountBlock(v *memVolume, staging, dst string, readOnly bool) error {
 	if m.cfg.MountRoot == "" {
 		return nil
+	}
+	if m.cfg.PublishFrom != nil {
+		if src := m.cfg.PublishFrom(staging, dst); src != "" {
+			return m.mountVolume(v, src, dst, readOnly)
+		}
 	}
 	src := filepath.Join(m.cfg.MountRoot, url.PathEscape(v.vol.ID)+".block")
 	if err := makeFile(src); err != nil {

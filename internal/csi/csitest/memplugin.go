@@ -79,9 +79,9 @@ type MemConfig struct {
 	// when max_entries leaves it to the plugin (0), the rest on later pages.
 	PageSize int32
 	// PublishFrom, with MountRoot, when set and answering a path, is what NodePublishVolume
-	// bind-mounts at a file-system target, given the request's staging and target paths,
-	// instead of the volume: a plugin that mounts the wrong thing there (the staging path's
-	// parent, another volume's staging) and answers OK.
+	// bind-mounts at a target (a file-system one, or a block one's file), given the request's
+	// staging and target paths, instead of the volume: a plugin that mounts the wrong thing
+	// there (the staging path's parent, another volume's staging or device) and answers OK.
 	PublishFrom func(staging, target string) string
 	// StageFrom, with MountRoot, when set and answering a path, is what NodeStageVolume
 	// bind-mounts at the staging path instead of the volume (likewise).
@@ -1170,7 +1170,7 @@ func (s *memServer) NodePublishVolume(ctx context.Context, req *csipb.NodePublis
 		if err := makeFile(target); err != nil {
 			return nil, errorf(codes.Internal, "create target: %v", err)
 		}
-		if err := m.mountBlock(v, target, want.readOnly && !m.cfg.IgnoreReadOnly); err != nil {
+		if err := m.mountBlock(v, req.GetStagingTargetPath(), target, want.readOnly && !m.cfg.IgnoreReadOnly); err != nil {
 			_ = os.Remove(target)
 			return nil, err
 		}

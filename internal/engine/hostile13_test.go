@@ -1,0 +1,134 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// A plugin that does not stage answers NodePublishVolume OK having bind-mounted at the claim's
+// target another claim's target (another volume's: its data, or its device for a block
+// claim, which the alloc would read and write beside that volume's own claims), or another
+// alloc's publish directory or one of its volume directories (on the state dir's disk). No
+// staging path is involved, so the comparison with volctl's directories and other volumes'
+// stagings passed it and the claim was published; so was a claim of a plugin that stages
+// from another alloc's publish directory. A target that is another volume's published
+// target, or any directory of the publish tree other than its own, is refused, naming it,
+// and the claim rolled back. Two claims of one volume share its root, as they must: the
+// second is published. Real mounts, as root.
+func TestTargetBoundFromAnotherClaimsTargetIsRefused(t *testing.T) {
+	wTarget := func(dir string) string {
+		return publishPath(dir, "b", "w", false, spec.FileSystem, spec.MultiNodeMultiWriter)
+	}
+	wDevice := func(dir string) string {
+		return publishPath(dir, "b", "w", false, spec.BlockDevice, spec.MultiNodeMultiWriter)
+	}
+	for _, tc := range []struct {
+		name  string
+		block bool // v and w are block volumes: a target is the device's file
+		// stage: the plugin stages, v from there (its target the staging path, and the wrong
+		// bind too); else it does not stage, and publishes v from there
+		stage bool
+		from  func(dir string) string // what the plugin mounts at v's target for alloc a
+		want  func(dir string) string
+	}{
+		{name: "other volume's target", from: wTarget,
+			want: func(dir string) string {
+				return `volume "w"'s target ` + wTarget(dir) + ` (alloc "b"'s claim) bind-mounted`
+			}},
+		{name: "other volume's device", block: true, from: wDevice,
+			want: func(dir string) string {
+				return `volume "w"'s target ` + wDevice(dir) + ` (alloc "b"'s claim) bind-mounted`
+			}},
+		{name: "other alloc's publish directory", from: func(dir string) string { return filepath.Join(dir, "publish", "b") },
+			want: func(dir string) string {
+				return "a bind mount of " + filepath.Join(dir, "publish", "b") + ", a directory of volctl's state dir"
+			}},
+		{name: "other volume's target directory", from: func(dir string) string { return filepath.Dir(wTarget(dir)) },
+			want: func(dir string) string {
+				return "a bind mount of " + filepath.Dir(wTarget(dir)) + ", a directory of volctl's state dir"
+			}},
+		{name: "staged from another alloc's publish directory", stage: true, from: func(dir string) string { return filepath.Join(dir, "publish", "b") },
+			want: func(dir string) string {
+				return "a bind mount of " + filepath.Join(dir, "publish", "b") + ", a directory of volctl's state dir"
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var dir string
+			h := kernelHarness(t, func(c *csitest.MemConfig) {
+				if tc.stage {
+					stageVFrom(c, func(string) string { return tc.from(dir) })
+					return
+				}
+				c.Node.StageUnstageVolume = false
+				c.PublishFrom = func(_, target string) string {
+					if strings.Contains(target, "/publish/a/v/") {
+						return tc.from(dir)
+					}
+					return ""
+				}
+			})
+			dir = h.dir
+			att, wData := spec.FileSystem, func(target string) string { return filepath.Join(target, "ws-data") }
+			if tc.block {
+				att, wData = spec.BlockDevice, func(target string) string { return target }
+			}
+			capability := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: att}
+			h.create(volume("w", capability))
+			h.create(volume("v", capability))
+			w := h.claim(ClaimRequest{VolumeID: "w", Alloc: "b", AttachmentMode: att})
+			if err := os.WriteFile(wData(w.TargetPath), []byte("w's data"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// v's first claim, and a second of the same volume: one root, as it must be.
+			others := []string{"c", "d"}
+			if tc.stage {
+				others = nil // v is staged from the wrong place at its first claim
+			}
+			for _, alloc := range others {
+				h.claim(ClaimRequest{VolumeID: "v", Alloc: alloc, AttachmentMode: att})
+			}
+			h.mem.ResetCalls()
+
+			cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a", AttachmentMode: att})
+			target := publishPath(h.dir, "a", "v", false, att, spec.MultiNodeMultiWriter)
+			if err == nil {
+				seen, _ := os.ReadFile(wData(cl.TargetPath))
+				t.Fatalf("claim published at %s, a bind of %s (what the alloc reads there: %q), want it refused", cl.TargetPath, tc.from(dir), seen)
+			}
+			want := `plugin "mem" answered OK for volume "v", but the target ` + target + " is " + tc.want(h.dir)
+			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "rolled back") {
+				t.Fatalf("claim = %v\nwant an error saying %s, and the claim rolled back", err, want)
+			}
+			if live := h.liveClaims("v"); len(live) != len(others) {
+				t.Fatalf("claims of v after the refusal = %+v, want those of %v only", live, others)
+			}
+			if got := h.mem.CallCount(csi.RPCNodeUnpublishVolume); got != 1 {
+				t.Errorf("NodeUnpublishVolume sent %d times, want once (the plugin asked to remove what it made)", got)
+			}
+			if _, err := os.Stat(wData(w.TargetPath)); err != nil {
+				t.Errorf("volume w's claim after v's refusal: %v", err)
+			}
+			for _, alloc := range others {
+				h.release("v", alloc)
+			}
+			h.release("w", "b")
+		})
+	}
+}
+
+// stageVFrom makes the plugin's NodeStageVolume of volume "v" bind-mount from(staging) at the
+// staging path instead of the volume; other volumes it stages as it does.
+func stageVFrom(c *csitest.MemConfig, from func(staging string) string) {
+	c.StageFrom = func(staging string) string {
+		if filepath.Base(staging) == "v" {
+			return from(staging)
+		}
+		return ""
+	}
+}
