@@ -61,7 +61,9 @@ func newCmdNomadRegister(f *Factory, runF func(*NomadRegisterOptions) error) *co
 export nomad writes), after checking that their plugin runs in Nomad, is healthy, and is the
 same driver as here. Registering a volume Nomad has already is an update.
 
-A volume with live local claims is not handed over (exit 4, naming them) unless --force;
+A volume with live local claims is not handed over (exit 4, naming them) unless --force,
+which leaves those claims as they are (volctl's own plugin then refuses Nomad's allocs the
+volume, staged locally, until they go);
 nor is one still recorded attached to a node with no claim (a ControllerUnpublishVolume a
 forced detach could not send: run volctl reconcile first), unless it is handed over already.
 While a volume is handed over,
