@@ -287,7 +287,22 @@ capability {
 	if out := w.volctl(0, "nomad", "release", "db"); !strings.Contains(out, `Took volume "db" back`) {
 		t.Fatalf("release: %s", out)
 	}
-	w.nomad("job", "stop", "-purge", "plugin-hp")
+	// Not purged: a purge drops the plugin and its alloc from the server's view at once, while
+	// the client is still stopping the task, and the agent stopped next left Nomad's plugin
+	// process serving the root beside the local one started below (and running after the test).
+	w.nomad("job", "stop", "plugin-hp")
+	w.poll("the plugin's task to stop", 60*time.Second, func() bool {
+		var allocs []struct{ ClientStatus string }
+		if !w.getJSON("/v1/job/plugin-hp/allocations", &allocs) || len(allocs) == 0 {
+			return false
+		}
+		for _, a := range allocs {
+			if a.ClientStatus == "running" || a.ClientStatus == "pending" {
+				return false
+			}
+		}
+		return true
+	})
 	w.poll("the plugin to leave Nomad", 60*time.Second, func() bool {
 		var p struct{ NodesHealthy int }
 		return !w.getJSON("/v1/plugin/csi/hp", &p) || p.NodesHealthy == 0
