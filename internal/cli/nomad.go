@@ -15,6 +15,7 @@ import (
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/nomad"
 	"github.com/volctl/volctl/internal/shellquote"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 func newCmdNomad(f *Factory) *cobra.Command {
@@ -59,7 +60,9 @@ func newCmdNomadRegister(f *Factory, runF func(*NomadRegisterOptions) error) *co
 		Short: "Register volumes in a Nomad cluster and hand them over",
 		Long: `Register volumes in the Nomad cluster (as nomad volume register would, with the spec volctl
 export nomad writes), after checking that their plugin runs in Nomad, is healthy, and is the
-same driver as here. Registering a volume Nomad has already is an update.
+same driver as here. Registering a volume Nomad has already is an update. A volume whose spec
+names the default namespace goes to NOMAD_NAMESPACE's when that names another (as the job
+volctl export nomad writes for it does), and the command says so.
 
 A volume with live local claims is not handed over (exit 4, naming them) unless --force,
 which leaves those claims as they are (volctl's own plugin then refuses Nomad's allocs the
@@ -181,7 +184,7 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		}
 		switch ch := nomad.Changes(have, want); {
 		case !exists:
-			fmt.Fprintf(opts.IO.Out, "Would register volume %q in Nomad at %s (plugin %q, external ID %q)\n", id, c.Address, info.PluginID, info.ExternalID)
+			fmt.Fprintf(opts.IO.Out, "Would register volume %q in Nomad at %s%s (plugin %q, external ID %q)\n", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, info.ExternalID)
 		case len(ch) == 0:
 			fmt.Fprintf(opts.IO.Out, "Volume %q is registered in Nomad at %s: nothing would change (secrets are not compared)\n", id, c.Address)
 		default:
@@ -230,8 +233,23 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if done.Warnings != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: Nomad: %s\n", escapeLines(done.Warnings))
 	}
-	return printDone(opts.IO.Out, fmt.Sprintf("%s volume %q in Nomad at %s; volctl no longer claims it\n", verb, id, c.Address),
+	where := inNamespace(info.Namespace, to.Namespace)
+	if where != "" {
+		where += ": `" + engine.HandoverInfo{Namespace: to.Namespace, Region: to.Region}.NomadCommand("volume status", id) + "` shows it"
+	}
+	return printDone(opts.IO.Out, fmt.Sprintf("%s volume %q in Nomad at %s%s; volctl no longer claims it\n", verb, id, c.Address, where),
 		"volume %q %s in Nomad at %s", id, strings.ToLower(verb), c.Address)
+}
+
+// inNamespace names the Nomad namespace ns a volume goes to when it is not the one its spec
+// names (specNS): NOMAD_NAMESPACE's, which takes the default one's place as for a job file
+// that names none (nomad.Client's namespaceFor), so that whoever looks for the volume where
+// its spec says knows where it is. Empty when ns is the spec's.
+func inNamespace(specNS, ns string) string {
+	if ns == specNS || specNS == "" && ns == spec.DefaultNamespace {
+		return ""
+	}
+	return fmt.Sprintf(", in namespace %s (NOMAD_NAMESPACE's, in place of the default one its spec names)", display.Escape(ns))
 }
 
 // NomadReleaseOptions are the inputs of `volctl nomad release`.
