@@ -370,11 +370,11 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 					unsettled = " once Nomad is done with the registration of it volctl sent, which ended without Nomad saying how (Nomad would apply it once that one is deregistered)"
 				}
 				return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s has a volume by that ID in namespace %s that is another volume (%s): not this one, which Nomad does not hold under that ID any more (it refuses to change a volume's plugin or external ID); do not `nomad volume deregister` that one, which is someone else's. volctl takes a volume back only on Nomad's word that it has none by the ID: if nothing in Nomad uses this volume's storage, `%s` takes it back%s",
-					h.VolumeID, c.Address, ns, display.Escape(strings.Join(d, ", ")), shellquote.Command("volctl nomad release --force", h.VolumeID), unsettled)}
+					h.VolumeID, c.Address, ns, display.Escape(c.Hide(strings.Join(d, ", "))), shellquote.Command("volctl nomad release --force", h.VolumeID), unsettled)}
 			}
 		}
 		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in Nomad at %s (%d claim(s)): %s; volctl takes it back only once Nomad has let go of it",
-			h.VolumeID, c.Address, have.Claims(), howToDeregister(h, have))}
+			h.VolumeID, c.Address, have.Claims(), howToDeregister(h, have, c.Hide))}
 	case !errors.Is(err, nomad.ErrNotFound):
 		// Nomad electing a leader ("No cluster leader"), unreachable, or refusing the read: no
 		// word either way, so the mark stays.
@@ -404,14 +404,16 @@ func nomadCmd(h engine.HandoverInfo, cmd, arg string) string {
 
 // howToDeregister says what to run so that Nomad lets go of a volume it has, in the namespace
 // and region it was handed over to: Nomad refuses to deregister a volume its allocs claim,
-// so those (and their jobs) come first.
-func howToDeregister(h engine.HandoverInfo, have nomad.VolumeState) string {
+// so those (and their jobs) come first. Nomad's names of them go through hide (the
+// credentials sent to it replaced: what answers for Nomad may echo them anywhere).
+func howToDeregister(h engine.HandoverInfo, have nomad.VolumeState, hide func(string) string) string {
 	deregister := "run " + nomadCmd(h, "volume deregister", h.VolumeID)
 	var allocs, jobs []string
 	for _, a := range have.Allocs {
-		allocs = append(allocs, fmt.Sprintf("%s (%.8s) of job %s", display.Escape(a.Name), display.Escape(a.ID), display.Escape(a.JobID)))
-		if !slices.Contains(jobs, a.JobID) {
-			jobs = append(jobs, a.JobID)
+		job := display.Escape(hide(a.JobID))
+		allocs = append(allocs, fmt.Sprintf("%s (%.8s) of job %s", display.Escape(hide(a.Name)), display.Escape(hide(a.ID)), job))
+		if !slices.Contains(jobs, job) {
+			jobs = append(jobs, job)
 		}
 	}
 	if len(allocs) == 0 {
@@ -419,7 +421,7 @@ func howToDeregister(h engine.HandoverInfo, have nomad.VolumeState) string {
 	}
 	stops := make([]string, len(jobs))
 	for i, j := range jobs {
-		stops[i] = nomadCmd(h, "job stop", display.Escape(j))
+		stops[i] = nomadCmd(h, "job stop", j)
 	}
 	return fmt.Sprintf("Nomad's allocs claim it: %s; Nomad deregisters no volume in use, so stop them first (%s), then %s",
 		strings.Join(allocs, ", "), strings.Join(stops, ", "), deregister)
