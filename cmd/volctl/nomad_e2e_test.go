@@ -747,12 +747,16 @@ parameters {
 	w.volctl(0, "volume", "create", filepath.Join(dir, "rich.hcl"))
 	w.volctl(0, "export", "nomad", "rich", "--include-secrets", "--out", filepath.Join(dir, "out"))
 
-	got := make(chan []byte, 1)
+	type put struct {
+		body      []byte
+		namespace string // the request's: Nomad's for a volume that names none
+	}
+	got := make(chan put, 1)
 	api := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/volume/csi/") {
 			select {
-			case got <- body:
+			case got <- put{body, r.URL.Query().Get("namespace")}:
 			default:
 			}
 		}
@@ -761,7 +765,9 @@ parameters {
 	}))
 	defer api.Close()
 	w.bin, w.agentAddr = bin, api.URL
-	if out, err := w.tryNomad("volume", "register", filepath.Join(dir, "out", "volume-rich.hcl")); err != nil {
+	// In the namespace the command names (-namespace, as NOMAD_NAMESPACE does), where the job
+	// of a group using the volume runs and `volctl nomad register` registers it.
+	if out, err := w.tryNomad("volume", "register", "-namespace", "team", filepath.Join(dir, "out", "volume-rich.hcl")); err != nil {
 		t.Fatalf("nomad volume register: %v\n%s", err, out)
 	}
 	var req struct {
@@ -779,12 +785,16 @@ parameters {
 			Secrets, Parameters, Context map[string]string
 		}
 	}
-	if err := json.Unmarshal(<-got, &req); err != nil {
+	sent := <-got
+	if err := json.Unmarshal(sent.body, &req); err != nil {
 		t.Fatal(err)
 	}
 	v := req.Volumes[0]
+	if v.Namespace != "" || sent.namespace != "team" {
+		t.Errorf("a volume of the default namespace, registered with -namespace team: it names namespace %q, the request %q; want none, and team (where Nomad then puts it)", v.Namespace, sent.namespace)
+	}
 	ext := strings.TrimSpace(w.volctl(0, "volume", "status", "rich", "-t", "{{.external_id}}"))
-	if v.ID != "rich" || v.Name != "rich" || v.ExternalID != ext || v.Namespace != "default" || v.PluginID != "mem" ||
+	if v.ID != "rich" || v.Name != "rich" || v.ExternalID != ext || v.PluginID != "mem" ||
 		v.RequestedCapacityMin != 1<<30 || v.RequestedCapacityMax != 2<<30 {
 		t.Errorf("identity and capacity as Nomad read them: %+v", v)
 	}
