@@ -325,6 +325,29 @@ func TestExportNomadGroupJobNamespace(t *testing.T) {
 	}
 }
 
+// A volume of the default namespace is exported without one, as the job that uses it is: `nomad
+// volume register` then takes it into the namespace the request names (NOMAD_NAMESPACE's, else
+// the default one), where `nomad job run` runs the job and `volctl nomad register` registers
+// it. The file named the default namespace, which Nomad keeps whatever NOMAD_NAMESPACE says:
+// with it set, the volume went to the default namespace and the job to NOMAD_NAMESPACE's,
+// where it found no such volume.
+func TestExportNomadDefaultNamespaceIsTheRequests(t *testing.T) {
+	h := newCLIHarness(t)
+	exportVolume(t, h)
+	var dir string
+	if _, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes = []string{"db"}; dir = o.OutDir }); err != nil {
+		t.Fatal(err)
+	}
+	vol, _ := os.ReadFile(filepath.Join(dir, "volume-db.hcl"))
+	if strings.Contains(string(vol), "namespace") {
+		t.Errorf("the volume file of a volume in the default namespace names one, which Nomad keeps whatever NOMAD_NAMESPACE says:\n%s", vol)
+	}
+	got, diags := spec.ParseVolume("volume-db.hcl", vol, spec.VerbRegister)
+	if diags.HasErrors() || got.Namespace != spec.DefaultNamespace {
+		t.Fatalf("volctl reads the file back in namespace %q (%v), want the default one", got.Namespace, diags)
+	}
+}
+
 // A volume with two keys in one map that differ only in Unicode normalisation is refused by
 // export before any file is written, naming the volume, the map and both keys: the exported
 // file writes keys in normal form C, which would make them one and lose a value. A spec keeps

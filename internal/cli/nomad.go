@@ -15,6 +15,7 @@ import (
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/nomad"
 	"github.com/volctl/volctl/internal/shellquote"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 func newCmdNomad(f *Factory) *cobra.Command {
@@ -59,9 +60,13 @@ func newCmdNomadRegister(f *Factory, runF func(*NomadRegisterOptions) error) *co
 		Short: "Register volumes in a Nomad cluster and hand them over",
 		Long: `Register volumes in the Nomad cluster (as nomad volume register would, with the spec volctl
 export nomad writes), after checking that their plugin runs in Nomad, is healthy, and is the
-same driver as here. Registering a volume Nomad has already is an update.
+same driver as here. Registering a volume Nomad has already is an update. A volume whose spec
+names the default namespace goes to NOMAD_NAMESPACE's when that names another (as the job
+volctl export nomad writes for it does), and the command says so.
 
-A volume with live local claims is not handed over (exit 4, naming them) unless --force;
+A volume with live local claims is not handed over (exit 4, naming them) unless --force,
+which leaves those claims as they are (volctl's own plugin then refuses Nomad's allocs the
+volume, staged locally, until they go);
 nor is one still recorded attached to a node with no claim (a ControllerUnpublishVolume a
 forced detach could not send: run volctl reconcile first), unless it is handed over already.
 While a volume is handed over,
@@ -179,7 +184,7 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		}
 		switch ch := nomad.Changes(have, want); {
 		case !exists:
-			fmt.Fprintf(opts.IO.Out, "Would register volume %q in Nomad at %s (plugin %q, external ID %q)\n", id, c.Address, info.PluginID, info.ExternalID)
+			fmt.Fprintf(opts.IO.Out, "Would register volume %q in Nomad at %s%s (plugin %q, external ID %q)\n", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, info.ExternalID)
 		case len(ch) == 0:
 			fmt.Fprintf(opts.IO.Out, "Volume %q is registered in Nomad at %s: nothing would change (secrets are not compared)\n", id, c.Address)
 		default:
@@ -228,8 +233,23 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if done.Warnings != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: Nomad: %s\n", escapeLines(done.Warnings))
 	}
-	return printDone(opts.IO.Out, fmt.Sprintf("%s volume %q in Nomad at %s; volctl no longer claims it\n", verb, id, c.Address),
+	where := inNamespace(info.Namespace, to.Namespace)
+	if where != "" {
+		where += ": `" + engine.HandoverInfo{Namespace: to.Namespace, Region: to.Region}.NomadCommand("volume status", id) + "` shows it"
+	}
+	return printDone(opts.IO.Out, fmt.Sprintf("%s volume %q in Nomad at %s%s; volctl no longer claims it\n", verb, id, c.Address, where),
 		"volume %q %s in Nomad at %s", id, strings.ToLower(verb), c.Address)
+}
+
+// inNamespace names the Nomad namespace ns a volume goes to when it is not the one its spec
+// names (specNS): NOMAD_NAMESPACE's, which takes the default one's place as for a job file
+// that names none (nomad.Client's namespaceFor), so that whoever looks for the volume where
+// its spec says knows where it is. Empty when ns is the spec's.
+func inNamespace(specNS, ns string) string {
+	if ns == specNS || specNS == "" && ns == spec.DefaultNamespace {
+		return ""
+	}
+	return fmt.Sprintf(", in namespace %s (NOMAD_NAMESPACE's, in place of the default one its spec names)", display.Escape(ns))
 }
 
 // NomadReleaseOptions are the inputs of `volctl nomad release`.
@@ -350,11 +370,11 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 					unsettled = " once Nomad is done with the registration of it volctl sent, which ended without Nomad saying how (Nomad would apply it once that one is deregistered)"
 				}
 				return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q: Nomad at %s has a volume by that ID in namespace %s that is another volume (%s): not this one, which Nomad does not hold under that ID any more (it refuses to change a volume's plugin or external ID); do not `nomad volume deregister` that one, which is someone else's. volctl takes a volume back only on Nomad's word that it has none by the ID: if nothing in Nomad uses this volume's storage, `%s` takes it back%s",
-					h.VolumeID, c.Address, ns, display.Escape(strings.Join(d, ", ")), shellquote.Command("volctl nomad release --force", h.VolumeID), unsettled)}
+					h.VolumeID, c.Address, ns, display.Escape(c.Hide(strings.Join(d, ", "))), shellquote.Command("volctl nomad release --force", h.VolumeID), unsettled)}
 			}
 		}
 		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in Nomad at %s (%d claim(s)): %s; volctl takes it back only once Nomad has let go of it",
-			h.VolumeID, c.Address, have.Claims(), howToDeregister(h, have))}
+			h.VolumeID, c.Address, have.Claims(), howToDeregister(h, have, c.Hide))}
 	case !errors.Is(err, nomad.ErrNotFound):
 		// Nomad electing a leader ("No cluster leader"), unreachable, or refusing the read: no
 		// word either way, so the mark stays.
@@ -384,14 +404,16 @@ func nomadCmd(h engine.HandoverInfo, cmd, arg string) string {
 
 // howToDeregister says what to run so that Nomad lets go of a volume it has, in the namespace
 // and region it was handed over to: Nomad refuses to deregister a volume its allocs claim,
-// so those (and their jobs) come first.
-func howToDeregister(h engine.HandoverInfo, have nomad.VolumeState) string {
+// so those (and their jobs) come first. Nomad's names of them go through hide (the
+// credentials sent to it replaced: what answers for Nomad may echo them anywhere).
+func howToDeregister(h engine.HandoverInfo, have nomad.VolumeState, hide func(string) string) string {
 	deregister := "run " + nomadCmd(h, "volume deregister", h.VolumeID)
 	var allocs, jobs []string
 	for _, a := range have.Allocs {
-		allocs = append(allocs, fmt.Sprintf("%s (%.8s) of job %s", display.Escape(a.Name), display.Escape(a.ID), display.Escape(a.JobID)))
-		if !slices.Contains(jobs, a.JobID) {
-			jobs = append(jobs, a.JobID)
+		job := display.Escape(hide(a.JobID))
+		allocs = append(allocs, fmt.Sprintf("%s (%.8s) of job %s", display.Escape(hide(a.Name)), display.Escape(hide(a.ID)), job))
+		if !slices.Contains(jobs, job) {
+			jobs = append(jobs, job)
 		}
 	}
 	if len(allocs) == 0 {
@@ -399,7 +421,7 @@ func howToDeregister(h engine.HandoverInfo, have nomad.VolumeState) string {
 	}
 	stops := make([]string, len(jobs))
 	for i, j := range jobs {
-		stops[i] = nomadCmd(h, "job stop", display.Escape(j))
+		stops[i] = nomadCmd(h, "job stop", j)
 	}
 	return fmt.Sprintf("Nomad's allocs claim it: %s; Nomad deregisters no volume in use, so stop them first (%s), then %s",
 		strings.Join(allocs, ", "), strings.Join(stops, ", "), deregister)

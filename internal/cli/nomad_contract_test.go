@@ -438,14 +438,9 @@ func TestNomadReleaseContract(t *testing.T) {
 // nothing is marked.
 func TestNomadUnreachable(t *testing.T) {
 	h := nomadHarness(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := "http://" + l.Addr().String()
-	l.Close() // nothing listens there now
+	addr := unansweredAddress(t)
 	ios, _, _, _ := iostreams.Test()
-	err = nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Volumes: []string{"db"},
+	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Volumes: []string{"db"},
 		Nomad: func() (*nomad.Client, error) { return nomad.NewClient(addr) }})
 	for _, want := range []string{`volume "db"`, "Nomad at " + addr, "is Nomad running there?"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -455,6 +450,39 @@ func TestNomadUnreachable(t *testing.T) {
 	if handedOver(t, h) {
 		t.Error("the volume was marked handed over")
 	}
+}
+
+// Nor is a volume taken back while the Nomad it was handed over to does not answer: no word
+// either way, so the mark stays, and the error says what to run once it answers, and what if
+// the cluster is gone.
+func TestNomadReleaseWhileNomadIsUnreachableKeepsTheMark(t *testing.T) {
+	h := nomadHarness(t)
+	addr := unansweredAddress(t)
+	if _, err := h.e.HandOver(h.ctx, "db", engine.HandoverTarget{Address: addr}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	ios, _, _, _ := iostreams.Test()
+	err := nomadReleaseRun(context.Background(), &NomadReleaseOptions{IO: ios, Engine: h.engine, Volumes: []string{"db"},
+		Nomad: func() (*nomad.Client, error) { return nomad.NewClient(addr) }})
+	if !handedOver(t, h) {
+		t.Fatalf("release with Nomad down took the volume back: %v", err)
+	}
+	for _, want := range []string{`volume "db"`, "Nomad at " + addr, "is Nomad running there?", "stays marked handed over", "volctl nomad release db` again", "--force"} {
+		if ExitCode(err) != ExitError || !strings.Contains(err.Error(), want) {
+			t.Errorf("release with Nomad down: %v (exit %d), want exit 1 saying %q", err, ExitCode(err), want)
+		}
+	}
+}
+
+// unansweredAddress is an http:// address on which nothing listens.
+func unansweredAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close() // nothing listens there once the test has it
+	return "http://" + l.Addr().String()
 }
 
 // The table names the claiming allocs as Nomad does, with a short ID.

@@ -71,3 +71,36 @@ func TestNomadStatusDoesNotShowTheToken(t *testing.T) {
 		}
 	}
 }
+
+// nomad release's refusal quotes Nomad's copy of the volume: the allocs that claim it and their
+// jobs, or what differs in another volume by the ID. What echoes the ACL token into those (an
+// alloc's name, a job's, a plugin ID) does not get it printed, as nomad status does not.
+func TestNomadReleaseRefusalDoesNotShowTheToken(t *testing.T) {
+	const token = "4f1a-acl-token-secret"
+	t.Setenv("NOMAD_TOKEN", token)
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(map[string]any)
+		want string
+	}{
+		{"claimed", func(v map[string]any) {
+			v["Allocations"] = []map[string]any{{"ID": "a1", "Name": "web[" + token + "]", "JobID": "job-" + token}}
+			v["WriteAllocs"] = map[string]any{"a1": nil}
+		}, "Nomad's allocs claim it: web["},
+		{"another volume", func(v map[string]any) { v["PluginID"] = "hp-" + token }, "that is another volume"},
+	} {
+		a.readBack = c.edit
+		_, err := runNomadRelease(h, a.client, nil)
+		if err == nil || !handedOver(t, h) || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%s: release while Nomad has it: %v, want it refused saying %q", c.name, err, c.want)
+		}
+		if strings.Contains(err.Error(), token) {
+			t.Errorf("%s: nomad release's refusal shows the ACL token Nomad echoed: %v", c.name, err)
+		}
+	}
+}

@@ -652,3 +652,33 @@ func TestNomadReleaseAsksTheSameClusterSpelledOtherwise(t *testing.T) {
 	}
 	deregisteredThenReleased(t, h, a, spelled)
 }
+
+// A volume whose spec names the default namespace goes to NOMAD_NAMESPACE's, as a job file
+// that names none does (`volctl export nomad` writes none for it). The success line named
+// the address alone, and a user who looked for it where the spec says (`nomad volume status
+// db`, with NOMAD_NAMESPACE unset) did not find it: it says where the volume went, and why.
+func TestNomadRegisterSaysTheNamespaceNOMAD_NAMESPACEChose(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	t.Setenv("NOMAD_NAMESPACE", "team")
+	ios, _, out, _ := iostreams.Test()
+	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, DryRun: true})
+	if err != nil || !strings.Contains(out.String(), "namespace team (NOMAD_NAMESPACE's, in place of the default one its spec names)") {
+		t.Fatalf("dry run with NOMAD_NAMESPACE=team: %q, %v; want it to name namespace team", out, err)
+	}
+	got, _, err := registerIn(h, a)
+	if err != nil || !a.has("team", "db") {
+		t.Fatalf("register with NOMAD_NAMESPACE=team: %q, %v; want volume db in namespace team", got, err)
+	}
+	for _, want := range []string{"namespace team (NOMAD_NAMESPACE's, in place of the default one its spec names)", "nomad volume status -namespace team db"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("register with NOMAD_NAMESPACE=team said %q; want it to say %q", got, want)
+		}
+	}
+	// Where it goes as the spec says, nothing more is said.
+	h2, b := nomadHarness(t), newFakeNomad(t)
+	t.Setenv("NOMAD_NAMESPACE", "")
+	if got, _, err := registerIn(h2, b); err != nil || strings.Contains(got, "namespace") {
+		t.Errorf("register without NOMAD_NAMESPACE said %q, %v", got, err)
+	}
+}

@@ -218,8 +218,11 @@ func (p *Plugin) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 	if err := requireVolumeID("DeleteVolume", id); err != nil {
 		return nil, err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	unlockState, err := p.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlockState()
 	v, ok := p.volume(id)
 	if !ok {
 		return &csi.DeleteVolumeResponse{}, nil
@@ -276,8 +279,11 @@ func (p *Plugin) ControllerPublishVolume(ctx context.Context, req *csi.Controlle
 	if _, err := checkCapability(req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	unlockState, err := p.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlockState()
 	v, err := p.lookupVolume("", id)
 	if err != nil {
 		return nil, err
@@ -316,8 +322,11 @@ func (p *Plugin) ControllerUnpublishVolume(ctx context.Context, req *csi.Control
 	if err := requireVolumeID("ControllerUnpublishVolume", id); err != nil {
 		return nil, err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	unlockState, err := p.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlockState()
 	v, ok := p.volume(id)
 	if !ok || len(v.Attachments) == 0 {
 		return &csi.ControllerUnpublishVolumeResponse{}, nil
@@ -543,8 +552,11 @@ func (p *Plugin) ControllerExpandVolume(ctx context.Context, req *csi.Controller
 	if err != nil {
 		return nil, err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	unlockState, err := p.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlockState()
 	v, err := p.lookupVolume("", id)
 	if err != nil {
 		return nil, err

@@ -75,8 +75,11 @@ func (p *Plugin) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 		return nil, err
 	}
 
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	unlockState, err := p.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlockState()
 	v, err := p.lookupVolume("NodeStageVolume: ", id)
 	if err != nil {
 		return nil, err
@@ -124,8 +127,11 @@ func (p *Plugin) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 	if err != nil {
 		return nil, err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	unlockState, err := p.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlockState()
 	v, err := p.lookupVolume("NodeUnstageVolume: ", id)
 	if err != nil {
 		return nil, err
@@ -183,8 +189,11 @@ func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 		flags |= unix.MS_RDONLY
 	}
 
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	unlockState, err := p.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlockState()
 	v, err := p.lookupVolume("NodePublishVolume: ", id)
 	if err != nil {
 		return nil, err
@@ -246,8 +255,11 @@ func (p *Plugin) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 	if err != nil {
 		return nil, err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	unlockState, err := p.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlockState()
 	v, err := p.lookupVolume("NodeUnpublishVolume: ", id)
 	if err != nil {
 		return nil, err
@@ -452,8 +464,11 @@ func (p *Plugin) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	if err != nil {
 		return nil, err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	unlockState, err := p.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlockState()
 	v, err := p.lookupVolume("NodeExpandVolume: ", id)
 	if err != nil {
 		return nil, err

@@ -80,8 +80,28 @@ type Plugin struct {
 
 	// mu serializes every operation on state and on the volume directories. A single lock is
 	// plenty for a one-host plugin and makes idempotency checks and mounts trivially atomic.
+	// Held through lock, which adds the lock the processes serving one root share.
 	mu    sync.Mutex
 	state *state
+}
+
+// lock takes the plugin's lock for an RPC that changes a volume's record: mu, among this
+// process's RPCs, then the lock on meta/ that every process serving the root takes for one,
+// so that one process changes a volume's record at a time, having read it as the last one
+// left it (volume). Two processes serve one root after a handover to Nomad (volctl's own, and
+// the job `volctl export nomad` writes), and both use one volume at once when it was handed
+// over with --force while local claims were live: each rewrote the record from its own
+// copy, and the staging and targets the other had recorded went from it. An RPC that only
+// reads records, or writes a new one under an ID it generated (a create, whose copy may take
+// long), takes mu alone. The error is INTERNAL.
+func (p *Plugin) lock() (unlock func(), err error) {
+	p.mu.Lock()
+	release, err := lockDir(p.metaDir(), 0)
+	if err != nil {
+		p.mu.Unlock()
+		return nil, internal("locking the records under %s, which every plugin process serving it shares: %v", p.cfg.Root, err)
+	}
+	return func() { release(); p.mu.Unlock() }, nil
 }
 
 // New checks cfg, creates the directories under Root and loads the metadata a previous run left.
@@ -226,8 +246,10 @@ func (p *Plugin) prepareRoot() error {
 			return fmt.Errorf("hostpath: %w", err)
 		}
 	}
-	if err := os.MkdirAll(p.partialDir(), 0o700); err != nil {
-		return fmt.Errorf("hostpath: %w", err)
+	for _, dir := range []string{p.partialDir(), p.metaDir()} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("hostpath: %w", err)
+		}
 	}
 	return p.clearInterruptedCopies()
 }
@@ -284,6 +306,9 @@ func (p *Plugin) snapshotsDir() string { return filepath.Join(p.cfg.Root, "snaps
 // only once it is complete (rename is atomic within one filesystem).
 func (p *Plugin) partialDir() string { return filepath.Join(p.cfg.Root, "partial") }
 
+// metaDir holds the records; lock locks it.
+func (p *Plugin) metaDir() string { return filepath.Join(p.cfg.Root, metaDir) }
+
 // volumePath and snapshotPath take IDs that came from this plugin's own state, which holds only
 // IDs it generated (and validated again at load), never a caller's raw string.
 func (p *Plugin) volumePath(id string) string   { return filepath.Join(p.volumesDir(), id) }
@@ -312,13 +337,11 @@ func (p *Plugin) VolumePath(id string) (string, bool) {
 	return p.volumePath(id), true
 }
 
-// volume returns volume id, or false when there is none. One this process has not loaded is
-// read from its record: another plugin process serving the same root may have created it
-// since this one started (volctl's own and the one Nomad runs after a handover, whose --root
-// is volctl's). The caller holds p.mu.
+// volume returns volume id as its record on disk has it, or false when there is none: another
+// plugin process serving the same root (volctl's own and the one Nomad runs after a handover,
+// whose --root is volctl's) may have created, changed or deleted it since this one last read
+// or wrote it. The copy in memory is used when the record's bytes are those this process last
+// wrote or read. The caller holds p.mu, and lock's lock to change the record.
 func (p *Plugin) volume(id string) (*volume, bool) {
-	if v, ok := p.state.Volumes[id]; ok {
-		return v, true
-	}
-	return p.state.readVolume(p.cfg.Root, id)
+	return p.state.current(p.cfg.Root, id)
 }

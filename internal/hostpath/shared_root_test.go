@@ -6,12 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 )
 
 // Two plugin processes serve one --root after a handover to Nomad: volctl's own (the agent's,
@@ -117,5 +119,85 @@ func lockAsAnotherProcess(t *testing.T, dir string) {
 	t.Cleanup(func() { f.Close() })
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A volume handed over to Nomad with --force while a local claim is live is served by both
+// processes on the root at once, each with the record in memory as it last read or wrote it.
+// Nomad's, which had read the record before the local claim staged the volume, staged it at
+// a second path and rewrote the record from its copy: the local staging and target went from
+// it, and a restart of the local plugin then refused to unmount the target it had published
+// ("refusing to unmount what is mounted there"). Each change reads the record as it is on
+// disk, under a lock on the root the processes share, and writes it back before the other
+// may: one writer at a time, neither losing what the other recorded.
+func TestTwoProcessesOnTheRootDoNotLoseEachOthersRecord(t *testing.T) {
+	root := t.TempDir()
+	kernel := &hostpathtest.FakeMounter{} // one host: both processes see the same mounts
+	cfg := hostpath.Config{Root: root, NodeID: "n1", Mounter: kernel}
+	local := start(t, cfg)
+	v := local.createVolume(t, "db")
+	nomad := start(t, cfg) // loads the record as it is now: nothing staged
+	mine, theirs := newPaths(t), newPaths(t)
+	mustOK(t, local.stage(v, mine, nil))
+	mustOK(t, local.publish(v, mine, mine.target, false, nil))
+
+	// One staging path per volume, whoever staged it.
+	wantCode(t, nomad.stage(v, theirs, nil), codes.FailedPrecondition, "already staged at", mine.staging)
+
+	// What the local process published is on disk: a restart of it unpublishes and unstages.
+	restarted := start(t, cfg)
+	mustOK(t, restarted.unpublish(v, mine.target))
+	mustOK(t, restarted.unstage(v, mine))
+	if m := kernel.Mounts(); len(m) != 0 {
+		t.Fatalf("left mounted: %v", m)
+	}
+
+	// Now free, the volume stages through the other process, and the first one's stale copy
+	// (staged, published) does not bring back what is gone, nor refuse what is there.
+	mustOK(t, nomad.stage(v, theirs, nil))
+	mustOK(t, nomad.publish(v, theirs, theirs.target, false, nil))
+	wantCode(t, local.stage(v, mine, nil), codes.FailedPrecondition, "already staged at", theirs.staging)
+	mustOK(t, local.unpublish(v, mine.target)) // not published there any more: nothing to do
+	mustOK(t, nomad.unpublish(v, theirs.target))
+	mustOK(t, nomad.unstage(v, theirs))
+	if m := kernel.Mounts(); len(m) != 0 {
+		t.Fatalf("left mounted: %v", m)
+	}
+
+	// Deleted through one, the volume is gone for the other, whose copy goes with it.
+	_, err := restarted.ctl.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: v.GetVolumeId()})
+	mustOK(t, err)
+	wantCode(t, local.stage(v, mine, nil), codes.NotFound, "not found")
+}
+
+// A change to a volume's record waits for the lock on meta/ that another process serving the
+// root holds while it changes one: the two never read, change and write one record at once.
+func TestRecordChangesWaitForAnotherProcessOnTheRoot(t *testing.T) {
+	root := t.TempDir()
+	c, _ := startFake(t, hostpath.Config{Root: root, NodeID: "n1"})
+	v := c.createVolume(t, "db")
+	held, err := os.Open(filepath.Join(root, "meta"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := unix.Flock(int(held.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	staged := make(chan error, 1)
+	go func() { staged <- c.stage(v, newPaths(t), nil) }()
+	select {
+	case err := <-staged:
+		t.Fatalf("NodeStageVolume answered (%v) while another process held the records' lock", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := unix.Flock(int(held.Fd()), unix.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-staged:
+		mustOK(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("NodeStageVolume still waiting after the other process let go of the records' lock")
 	}
 }

@@ -224,23 +224,37 @@ func loadDir(dir string, valid func(string) bool, add func(id string, b []byte) 
 	return nil
 }
 
-// readVolume adds volume id to s from its record on disk, written by another plugin process
-// serving the same root since s was loaded; false when there is none, or it is not that
-// volume's. Its bytes are not taken as onDisk's (the directory was not fsynced after this
-// read, as loadState does), so its next save writes it.
-func (s *state) readVolume(root, id string) (*volume, bool) {
+// current returns volume id as its record on disk has it, or false when there is none. The
+// copy in s is kept when the record's bytes are the ones s last wrote or read at start
+// (onDisk); otherwise the record is read (another plugin process serving the same root wrote
+// it since), and s takes it. Its bytes are then not onDisk's (the directory was not fsynced
+// after this read, as loadState does), so its next save writes it. A record that is gone was
+// deleted by the other process (s removes a volume's record only with the volume, and a
+// failed write leaves the one before), and the volume goes from s too; one that cannot be
+// read leaves s's copy as it is.
+func (s *state) current(root, id string) (*volume, bool) {
 	if !isVolumeID(id) { // IDs become path components
 		return nil, false
 	}
+	mine, inMemory := s.Volumes[id]
 	b, err := os.ReadFile(filepath.Join(root, metaDir, "volumes", id+".json"))
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
+		delete(s.Volumes, id)
+		delete(s.onDisk, id)
 		return nil, false
+	}
+	if err != nil {
+		return mine, inMemory
+	}
+	if old, ok := s.onDisk[id]; ok && inMemory && bytes.Equal(old, b) {
+		return mine, true
 	}
 	v := new(volume)
 	if json.Unmarshal(b, v) != nil || v.ID != id {
-		return nil, false
+		return mine, inMemory
 	}
 	s.Volumes[id] = v
+	delete(s.onDisk, id)
 	return v, true
 }
 

@@ -468,6 +468,11 @@ func busy(err error, a *answer) string {
 // answers for it) said (scrubAll).
 func (c *Client) hideCreds(s string) string { return scrubAll(s, c.creds) }
 
+// Hide is s, something Nomad or what answers for it said (a name in Nomad's copy of a volume),
+// with the credentials every request carries replaced, as in Nomad's errors: for a message
+// that quotes what Nomad answered.
+func (c *Client) Hide(s string) string { return c.hideCreds(s) }
+
 // scrubAll replaces each of vals (longest first) in s, something Nomad or what answers for it
 // said, in every form csi.Scrubber finds a value in: as it is, and quoted by JSON or Go,
 // percent-encoded, hex or base64. What answers at NOMAD_ADDR may quote the request's body (a

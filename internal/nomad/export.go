@@ -42,7 +42,13 @@ func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string, error) {
 		}
 	}
 	set("id", v.ID)
-	set("namespace", v.Namespace)
+	if v.Namespace != spec.DefaultNamespace {
+		// The default one is left to the request, as in the job file of a group using the
+		// volume: Nomad keeps a namespace the file names whatever NOMAD_NAMESPACE says, and
+		// would register the volume in the default namespace and run the job in
+		// NOMAD_NAMESPACE's, where `volctl nomad register` registers it (namespaceFor).
+		set("namespace", v.Namespace)
+	}
 	set("name", v.Name)
 	b.attr("type", hclStr("csi"))
 	set("plugin_id", v.PluginID)
