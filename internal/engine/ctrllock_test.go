@@ -187,3 +187,60 @@ func TestControllerLockHoldsAcrossTheSocketDirRecreated(t *testing.T) {
 		t.Fatalf("first create: %v", err)
 	}
 }
+
+// The directory made again, as above, and the socket spelled otherwise by the later command's
+// plugin ID (not in its clean form, through a symlinked directory): the directory's inode no
+// longer ties the two together, so only the lock of the socket's resolved path does, and it
+// must be the same whatever the spelling: a lock on the path as registered (socketName not
+// applied) would let a create through another spelling run beside the one holding the
+// controller, and no other test sees it, the inode's lock covering the spellings meanwhile.
+func TestControllerLockHoldsAcrossTheSocketDirRecreatedWhateverSpelling(t *testing.T) {
+	h := newHarness(t, nil)
+	dir, base := filepath.Dir(h.socket), filepath.Base(h.socket)
+	link := filepath.Join(t.TempDir(), "run")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	spellings := []struct{ id, socket string }{
+		{"unclean", dir + "//./" + base},
+		{"symlinked", filepath.Join(link, base)},
+	}
+	for _, s := range spellings {
+		h.registerPlugin(s.id, s.socket)
+	}
+
+	gate, done := createHoldingTheController(h)
+	old := dir + ".old"
+	if err := os.Rename(dir, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(old, base), h.socket); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts,
+		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, s := range spellings {
+		ctx, cancel := endWhenWaitingForLock(h.ctx)
+		sv := volume("b-" + s.id)
+		sv.PluginID = s.id
+		_, err := other.CreateVolume(ctx, sv)
+		cancel()
+		if n := h.faults.Calls(csi.RPCCreateVolume); n != 1 {
+			t.Errorf("CreateVolume sent %d times: through plugin %q (socket %s), its directory made again, while a create through \"mem\" held the controller", n, s.id, s.socket)
+		}
+		if err == nil || !strings.Contains(err.Error(), "waiting for the lock") {
+			t.Errorf("create through %q while the controller is busy: %v; want it to wait for the controller lock", s.id, err)
+		}
+	}
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatalf("create through mem: %v", err)
+	}
+}
