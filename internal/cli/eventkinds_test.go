@@ -69,19 +69,10 @@ func TestEventKindsNamedAreRecorded(t *testing.T) {
 			t.Errorf("events --kind's help names kind %q, which volctl never records (it records %q)", k, kinds)
 		}
 	}
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		for _, sub := range c.Commands() {
-			walk(sub)
+	forEachExample(root, func(listed *cobra.Command, words []string) {
+		if i := slices.Index(words, "--kind"); i > 0 && i+1 < len(words) && !slices.Contains(kinds, words[i+1]) {
+			t.Errorf("%s --help: example %q filters on kind %q, which volctl never records (it records %q)",
+				listed.CommandPath(), strings.Join(words, " "), words[i+1], kinds)
 		}
-		for line := range strings.SplitSeq(c.Example, "\n") {
-			for _, words := range exampleCommands(line) {
-				if i := slices.Index(words, "--kind"); i > 0 && i+1 < len(words) && !slices.Contains(kinds, words[i+1]) {
-					t.Errorf("%s --help: example %q filters on kind %q, which volctl never records (it records %q)",
-						c.CommandPath(), strings.Join(words, " "), words[i+1], kinds)
-				}
-			}
-		}
-	}
-	walk(root)
+	})
 }

@@ -23,19 +23,22 @@ import (
 // user copies from, and the command refuses it (exit 2).
 func TestHelpExamplesParse(t *testing.T) {
 	ios, _, _, _ := iostreams.Test()
-	root := NewRootCmd(NewFactory(ios))
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-		for line := range strings.SplitSeq(c.Example, "\n") {
-			for _, words := range exampleCommands(line) {
-				checkExample(t, c, words)
-			}
+	forEachExample(NewRootCmd(NewFactory(ios)), func(listed *cobra.Command, words []string) {
+		checkExample(t, listed, words)
+	})
+}
+
+// forEachExample calls f with each volctl command line of the Example of c and of every
+// command under it, as words (exampleCommands), and the command whose help lists it.
+func forEachExample(c *cobra.Command, f func(listed *cobra.Command, words []string)) {
+	for _, sub := range c.Commands() {
+		forEachExample(sub, f)
+	}
+	for line := range strings.SplitSeq(c.Example, "\n") {
+		for _, words := range exampleCommands(line) {
+			f(c, words)
 		}
 	}
-	walk(root)
 }
 
 // exampleCommands is the volctl command lines in one line of an Example, as words: a shell
@@ -193,19 +196,9 @@ func pick(one, all any) func(bool) any {
 // the volume of).
 func TestHelpTemplateExamplesRunOnSparseOutput(t *testing.T) {
 	ios, _, _, _ := iostreams.Test()
-	root := NewRootCmd(NewFactory(ios))
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-		for line := range strings.SplitSeq(c.Example, "\n") {
-			for _, words := range exampleCommands(line) {
-				runTemplateExample(t, c, words)
-			}
-		}
-	}
-	walk(root)
+	forEachExample(NewRootCmd(NewFactory(ios)), func(listed *cobra.Command, words []string) {
+		runTemplateExample(t, listed, words)
+	})
 }
 
 func runTemplateExample(t *testing.T, listed *cobra.Command, words []string) {

@@ -151,30 +151,11 @@ func claimWhileHoldingMounts(t *testing.T, h *harness, held, volume, through str
 // beside it on the one controller.
 func TestControllerLockHoldsAcrossTheSocketDirRecreated(t *testing.T) {
 	h := newHarness(t, nil)
-	dir, base := filepath.Dir(h.socket), filepath.Base(h.socket)
-
 	gate, done := createHoldingTheController(h)
-	// The directory made again: a new inode at the same path, the listening socket moved into it
-	// (a bound socket keeps serving when renamed).
-	old := dir + ".old"
-	if err := os.Rename(dir, old); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(filepath.Join(old, base), h.socket); err != nil {
-		t.Fatal(err)
-	}
-	// Another volctl process: its own connections, the same state dir.
-	other, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts,
-		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	remakeSocketDir(h)
+	other := otherProcess(h)
 	ctx, cancel := endWhenWaitingForLock(h.ctx)
-	_, err = other.CreateVolume(ctx, volume("b"))
+	_, err := other.CreateVolume(ctx, volume("b"))
 	cancel()
 	if n := h.faults.Calls(csi.RPCCreateVolume); n != 1 {
 		t.Errorf("CreateVolume sent %d times: a create started after the socket's directory was made again did not wait for the controller lock another process's create held (%v)", n, err)
@@ -210,22 +191,8 @@ func TestControllerLockHoldsAcrossTheSocketDirRecreatedWhateverSpelling(t *testi
 	}
 
 	gate, done := createHoldingTheController(h)
-	old := dir + ".old"
-	if err := os.Rename(dir, old); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(filepath.Join(old, base), h.socket); err != nil {
-		t.Fatal(err)
-	}
-	other, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts,
-		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	remakeSocketDir(h)
+	other := otherProcess(h)
 	for _, s := range spellings {
 		ctx, cancel := endWhenWaitingForLock(h.ctx)
 		sv := volume("b-" + s.id)
@@ -243,4 +210,34 @@ func TestControllerLockHoldsAcrossTheSocketDirRecreatedWhateverSpelling(t *testi
 	if err := <-done; err != nil {
 		t.Fatalf("create through mem: %v", err)
 	}
+}
+
+// remakeSocketDir makes the harness's socket directory again: a new inode at the same path, the
+// listening socket moved into it (a bound socket keeps serving when renamed).
+func remakeSocketDir(h *harness) {
+	h.t.Helper()
+	dir, base := filepath.Dir(h.socket), filepath.Base(h.socket)
+	old := dir + ".old"
+	if err := os.Rename(dir, old); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(old, base), h.socket); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// otherProcess is another volctl process on the harness's state dir: its own connections,
+// closed when the test ends.
+func otherProcess(h *harness) *Engine {
+	h.t.Helper()
+	other, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts,
+		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { other.Close() })
+	return other
 }
