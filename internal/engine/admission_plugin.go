@@ -31,8 +31,14 @@ func checkPublishable(v store.Volume, p *store.Plugin) error {
 // RPCs the driver expects (ControllerPublishVolume before staging, ValidateVolumeCapabilities),
 // as Nomad refuses it with "no controllers available for plugin".
 func noControllerHalf(v store.Volume) error {
-	return invalidf("plugin %q advertises CONTROLLER_SERVICE but only its node half is registered: nothing can attach or validate volume %q; "+
-		"register the plugin's controller half too (a plugin block with the same ID, type \"controller\")", v.PluginID, v.ID)
+	return controllerHalfMissing(v.PluginID, v.ID, "attach or validate")
+}
+
+// controllerHalfMissing is noControllerHalf for what nothing can do to volume volumeID (a
+// create: "create").
+func controllerHalfMissing(pluginID, volumeID, what string) error {
+	return invalidf("plugin %q advertises CONTROLLER_SERVICE but only its node half is registered: nothing can %s volume %q; "+
+		"register the plugin's controller half too (a plugin block with the same ID, type \"controller\")", pluginID, what, volumeID)
 }
 
 // needsControllerHalf reports a connection to a plugin that advertises CONTROLLER_SERVICE
