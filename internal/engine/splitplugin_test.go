@@ -143,6 +143,14 @@ func TestNodeHalfAloneOfAControllerPlugin(t *testing.T) {
 			t.Errorf("%s sent %d time(s) for a volume never attached", rpc, n)
 		}
 	}
+	// Nor is it snapshotted or deleted: each refusal names the missing half, not a capability
+	// the driver has.
+	if _, err := h.e.CreateSnapshot(h.ctx, "v", "", nil); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "only its node half is registered") {
+		t.Errorf("snapshot with no controller half registered = %v; want ErrInvalid naming the missing controller half", err)
+	}
+	if err := h.e.DeleteVolume(h.ctx, "v"); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "only its node half is registered") {
+		t.Errorf("delete with no controller half registered = %v; want ErrInvalid naming the missing controller half", err)
+	}
 }
 
 // TestNodeExpansionOwedWhileOnlyTheControllerHalfIsRegistered: a split plugin's controller half

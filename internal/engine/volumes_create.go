@@ -193,7 +193,7 @@ func checkCreateCapabilities(c *conn, sv spec.Volume) error {
 	switch {
 	case needsControllerHalf(c):
 		// "Register an existing volume instead" would be refused in its turn: the half is missing.
-		return controllerHalfMissing(c.plugin.ID, sv.ID, "create")
+		return controllerHalfMissing(c.plugin.ID, fmt.Sprintf("create volume %q", sv.ID))
 	case !c.fp.Controller || !ctrl.CreateDeleteVolume:
 		return invalidf("plugin %q cannot create volumes (no CREATE_DELETE_VOLUME controller capability); register an existing volume instead", c.plugin.ID)
 	case sv.CloneID != "" && !ctrl.CloneVolume:
