@@ -87,7 +87,8 @@ func (s Settings) Validate() error {
 	return nil
 }
 
-// fields names each setting as the config file and the flags spell it (with _ for -).
+// fields names each setting as the config file and the flags spell it (with _ for -); the
+// restart backoff's two, which neither sets (spec.AgentSettings), as tests know them.
 func (s *Settings) fields() []struct {
 	name string
 	d    *time.Duration

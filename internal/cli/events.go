@@ -48,7 +48,7 @@ log keeps the newest events only (store.WithEventLimit; 10,000 by default).
 each event is then one JSON object per line, else the list is one JSON array (docs/json.md).`,
 		Example: `  volctl events --since 10m
   volctl events --volume db --follow
-  volctl events --kind claim-error --json
+  volctl events --kind plugin-health --json
   volctl events --follow --json | jq -r 'select(.code != null) | .message'`,
 		Args: exactArgs(0),
 		RunE: runOpts(opts, nil, runF, eventsRun),

@@ -249,7 +249,7 @@ it off the command line, which every user of the host can read. Without it, volc
 created with, when they all carry the same ones; when they differ, it sends none and warns.`,
 		Example: `  volctl volume snapshot list
   volctl volume snapshot list --plugin hostpath --json
-  volctl volume snapshot list -t '{{range .snapshots}}{{.id}} {{.source_volume_id}}{{"\n"}}{{end}}'`,
+  volctl volume snapshot list -t '{{range .snapshots}}{{.id}} {{.source_external_id}}{{"\n"}}{{end}}'`,
 		Args: exactArgs(0),
 		RunE: runOpts(opts, nil, runF, snapshotListRun),
 	}

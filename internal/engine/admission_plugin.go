@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -31,8 +32,15 @@ func checkPublishable(v store.Volume, p *store.Plugin) error {
 // RPCs the driver expects (ControllerPublishVolume before staging, ValidateVolumeCapabilities),
 // as Nomad refuses it with "no controllers available for plugin".
 func noControllerHalf(v store.Volume) error {
-	return invalidf("plugin %q advertises CONTROLLER_SERVICE but only its node half is registered: nothing can attach or validate volume %q; "+
-		"register the plugin's controller half too (a plugin block with the same ID, type \"controller\")", v.PluginID, v.ID)
+	return controllerHalfMissing(v.PluginID, fmt.Sprintf("attach or validate volume %q", v.ID))
+}
+
+// controllerHalfMissing is noControllerHalf for any controller work (what: `create volume "db"`,
+// "delete snapshots"): what is missing is not a capability of the driver, which has them, but
+// the half of it that serves them, and the refusal says so rather than name the capability.
+func controllerHalfMissing(pluginID, what string) error {
+	return invalidf("plugin %q advertises CONTROLLER_SERVICE but only its node half is registered: nothing can %s; "+
+		"register the plugin's controller half too (a plugin block with the same ID, type \"controller\")", pluginID, what)
 }
 
 // needsControllerHalf reports a connection to a plugin that advertises CONTROLLER_SERVICE

@@ -151,30 +151,11 @@ func claimWhileHoldingMounts(t *testing.T, h *harness, held, volume, through str
 // beside it on the one controller.
 func TestControllerLockHoldsAcrossTheSocketDirRecreated(t *testing.T) {
 	h := newHarness(t, nil)
-	dir, base := filepath.Dir(h.socket), filepath.Base(h.socket)
-
 	gate, done := createHoldingTheController(h)
-	// The directory made again: a new inode at the same path, the listening socket moved into it
-	// (a bound socket keeps serving when renamed).
-	old := dir + ".old"
-	if err := os.Rename(dir, old); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(filepath.Join(old, base), h.socket); err != nil {
-		t.Fatal(err)
-	}
-	// Another volctl process: its own connections, the same state dir.
-	other, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts,
-		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	remakeSocketDir(h)
+	other := otherProcess(h)
 	ctx, cancel := endWhenWaitingForLock(h.ctx)
-	_, err = other.CreateVolume(ctx, volume("b"))
+	_, err := other.CreateVolume(ctx, volume("b"))
 	cancel()
 	if n := h.faults.Calls(csi.RPCCreateVolume); n != 1 {
 		t.Errorf("CreateVolume sent %d times: a create started after the socket's directory was made again did not wait for the controller lock another process's create held (%v)", n, err)
@@ -186,4 +167,77 @@ func TestControllerLockHoldsAcrossTheSocketDirRecreated(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("first create: %v", err)
 	}
+}
+
+// The directory made again, as above, and the socket spelled otherwise by the later command's
+// plugin ID (not in its clean form, through a symlinked directory): the directory's inode no
+// longer ties the two together, so only the lock of the socket's resolved path does, and it
+// must be the same whatever the spelling: a lock on the path as registered (socketName not
+// applied) would let a create through another spelling run beside the one holding the
+// controller, and no other test sees it, the inode's lock covering the spellings meanwhile.
+func TestControllerLockHoldsAcrossTheSocketDirRecreatedWhateverSpelling(t *testing.T) {
+	h := newHarness(t, nil)
+	dir, base := filepath.Dir(h.socket), filepath.Base(h.socket)
+	link := filepath.Join(t.TempDir(), "run")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	spellings := []struct{ id, socket string }{
+		{"unclean", dir + "//./" + base},
+		{"symlinked", filepath.Join(link, base)},
+	}
+	for _, s := range spellings {
+		h.registerPlugin(s.id, s.socket)
+	}
+
+	gate, done := createHoldingTheController(h)
+	remakeSocketDir(h)
+	other := otherProcess(h)
+	for _, s := range spellings {
+		ctx, cancel := endWhenWaitingForLock(h.ctx)
+		sv := volume("b-" + s.id)
+		sv.PluginID = s.id
+		_, err := other.CreateVolume(ctx, sv)
+		cancel()
+		if n := h.faults.Calls(csi.RPCCreateVolume); n != 1 {
+			t.Errorf("CreateVolume sent %d times: through plugin %q (socket %s), its directory made again, while a create through \"mem\" held the controller", n, s.id, s.socket)
+		}
+		if err == nil || !strings.Contains(err.Error(), "waiting for the lock") {
+			t.Errorf("create through %q while the controller is busy: %v; want it to wait for the controller lock", s.id, err)
+		}
+	}
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatalf("create through mem: %v", err)
+	}
+}
+
+// remakeSocketDir makes the harness's socket directory again: a new inode at the same path, the
+// listening socket moved into it (a bound socket keeps serving when renamed).
+func remakeSocketDir(h *harness) {
+	h.t.Helper()
+	dir, base := filepath.Dir(h.socket), filepath.Base(h.socket)
+	old := dir + ".old"
+	if err := os.Rename(dir, old); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(old, base), h.socket); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// otherProcess is another volctl process on the harness's state dir: its own connections,
+// closed when the test ends.
+func otherProcess(h *harness) *Engine {
+	h.t.Helper()
+	other, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts,
+		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { other.Close() })
+	return other
 }

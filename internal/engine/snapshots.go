@@ -270,8 +270,12 @@ func snapshotOfMate(tx *store.Tx, pluginID, snapshotID string) (store.Snapshot, 
 	return store.Snapshot{}, nil
 }
 
-// canSnapshot refuses a plugin without CREATE_DELETE_SNAPSHOT, saying what could not be done.
+// canSnapshot refuses a plugin without CREATE_DELETE_SNAPSHOT, or without its controller half,
+// saying what could not be done.
 func canSnapshot(c *conn, what string) error {
+	if needsControllerHalf(c) {
+		return controllerHalfMissing(c.plugin.ID, what)
+	}
 	if !c.fp.Controller || !c.fp.Capabilities.Controller.CreateDeleteSnapshot {
 		return invalidf("plugin %q cannot %s (no CREATE_DELETE_SNAPSHOT controller capability)", c.plugin.ID, what)
 	}

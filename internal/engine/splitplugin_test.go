@@ -92,7 +92,8 @@ func TestSplitPluginServesTheWholeLifecycle(t *testing.T) {
 // TestNodeHalfAloneOfAControllerPlugin: only the node half of a driver that advertises
 // CONTROLLER_SERVICE is registered (its controller job not yet, as happens with Nomad's two
 // plugin jobs). Nothing can validate or attach its volumes, as Nomad's "no controllers available
-// for plugin" says: registering a volume is refused rather than recorded unvalidated, and a
+// for plugin" says: registering a volume is refused rather than recorded unvalidated, creating
+// one is refused naming the missing half (not sent to a plugin that cannot take it), and a
 // claim is refused at admission, before any RPC and with no claim left, rather than staged on a
 // volume that was never ControllerPublished.
 func TestNodeHalfAloneOfAControllerPlugin(t *testing.T) {
@@ -115,6 +116,15 @@ func TestNodeHalfAloneOfAControllerPlugin(t *testing.T) {
 		t.Fatalf("register a volume with no controller to validate it = %v; want a refusal naming the missing controller", err)
 	}
 
+	// Creating one is refused naming the missing half, not answered "register an existing
+	// volume instead", which is refused in its turn.
+	cv := volume("c")
+	cv.PluginID = "split"
+	_, err = h.e.CreateVolume(h.ctx, cv)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "only its node half is registered") || strings.Contains(err.Error(), "register an existing volume") {
+		t.Fatalf("create a volume with no controller half registered = %v; want ErrInvalid naming the missing controller half", err)
+	}
+
 	// Recorded anyway (by an older volctl, or before the controller half was deregistered).
 	h.update(func(tx *store.Tx) error {
 		v := store.VolumeFromSpec(sv)
@@ -132,6 +142,14 @@ func TestNodeHalfAloneOfAControllerPlugin(t *testing.T) {
 		if n := nodeFaults.Calls(rpc); n != 0 {
 			t.Errorf("%s sent %d time(s) for a volume never attached", rpc, n)
 		}
+	}
+	// Nor is it snapshotted or deleted: each refusal names the missing half, not a capability
+	// the driver has.
+	if _, err := h.e.CreateSnapshot(h.ctx, "v", "", nil); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "only its node half is registered") {
+		t.Errorf("snapshot with no controller half registered = %v; want ErrInvalid naming the missing controller half", err)
+	}
+	if err := h.e.DeleteVolume(h.ctx, "v"); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "only its node half is registered") {
+		t.Errorf("delete with no controller half registered = %v; want ErrInvalid naming the missing controller half", err)
 	}
 }
 

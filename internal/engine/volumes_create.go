@@ -191,6 +191,9 @@ func (e *Engine) cloneSource(tx *store.Tx, sv spec.Volume) (string, error) {
 func checkCreateCapabilities(c *conn, sv spec.Volume) error {
 	ctrl := c.fp.Capabilities.Controller
 	switch {
+	case needsControllerHalf(c):
+		// "Register an existing volume instead" would be refused in its turn: the half is missing.
+		return controllerHalfMissing(c.plugin.ID, fmt.Sprintf("create volume %q", sv.ID))
 	case !c.fp.Controller || !ctrl.CreateDeleteVolume:
 		return invalidf("plugin %q cannot create volumes (no CREATE_DELETE_VOLUME controller capability); register an existing volume instead", c.plugin.ID)
 	case sv.CloneID != "" && !ctrl.CloneVolume:

@@ -60,6 +60,9 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 		return fail(err)
 	}
 	defer e.done(c)
+	if needsControllerHalf(c) {
+		return fail(controllerHalfMissing(v.PluginID, fmt.Sprintf("delete volume %q", v.ID)))
+	}
 	if !c.fp.Controller || !c.fp.Capabilities.Controller.CreateDeleteVolume {
 		return fail(invalidf("plugin %q cannot delete volumes (no CREATE_DELETE_VOLUME controller capability); use `volctl volume deregister` to forget the volume", v.PluginID))
 	}
