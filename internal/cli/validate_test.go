@@ -259,3 +259,68 @@ func TestValidateStopsWhenInterrupted(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateShowsAFilesFirstDiagnostics: a spec within the 1 MiB read limit may hold 100,000
+// problems (an unknown argument a line). validate printed every one, 15 MB on stderr or 42 MB
+// of JSON, where the first ones say what is wrong; it shows the first spec.MaxShownDiagnostics
+// of a file and one more that counts the rest and points at the first of them, the exit
+// status still that of every diagnostic: 2 when any error, shown or not, and an error among
+// those left out makes the counting one an error too.
+func TestValidateShowsAFilesFirstDiagnostics(t *testing.T) {
+	const n = 5000
+	var many, warned strings.Builder
+	many.WriteString(validVolume)
+	for i := range n {
+		fmt.Fprintf(&many, "unknown_%d = 1\n", i)
+	}
+	// Warnings (a deprecated access mode, a capability listed again) first, an error last.
+	warned.WriteString(validVolume)
+	for range spec.MaxShownDiagnostics + 50 {
+		warned.WriteString("capability {\n  access_mode = \"single-node-reader\"\n  attachment_mode = \"file-system\"\n}\n")
+	}
+	warnings := warned.String()
+	warned.WriteString("unknown_last = 1\n")
+	dir := writeSpecs(t, map[string]string{"many.hcl": many.String(), "warned.hcl": warned.String(), "warnings.hcl": warnings})
+	for _, c := range []struct {
+		file, severity string
+		code           int
+		more           string
+	}{
+		{"many.hcl", "error", ExitUsage, fmt.Sprintf("%d more errors", n-spec.MaxShownDiagnostics)},
+		{"warned.hcl", "error", ExitUsage, "1 more error and "},
+		{"warnings.hcl", "warning", 0, "more warnings"},
+	} {
+		file := filepath.Join(dir, c.file)
+		ios, _, out, errOut := iostreams.Test()
+		err := validateRun(context.Background(), &ValidateOptions{IO: ios, Files: []string{file}, ReadFile: os.ReadFile})
+		if ExitCode(err) != c.code {
+			t.Errorf("%s: exit %d (%v), want %d", c.file, ExitCode(err), err, c.code)
+		}
+		if got := strings.Count(errOut.String(), "\n  on "+file+":"); got != spec.MaxShownDiagnostics+1 {
+			t.Errorf("%s: %d diagnostics on stderr (%d bytes), want the first %d and one counting the rest", c.file, got, errOut.Len(), spec.MaxShownDiagnostics)
+		}
+		if !strings.Contains(errOut.String(), c.more) {
+			t.Errorf("%s: stderr does not say %q of what it left out:\n%s", c.file, c.more, errOut.String()[max(0, errOut.Len()-600):])
+		}
+		if c.code == 0 && !strings.Contains(out.String(), "valid volume") {
+			t.Errorf("%s: not reported valid: %q", c.file, out)
+		}
+
+		ios, _, out, _ = iostreams.Test()
+		err = validateRun(context.Background(), &ValidateOptions{IO: ios, Files: []string{file}, Export: exportFlags{JSON: true}, ReadFile: os.ReadFile})
+		if ExitCode(err) != c.code {
+			t.Errorf("%s --json: exit %d (%v), want %d", c.file, ExitCode(err), err, c.code)
+		}
+		var got []spec.JSONDiagnostic
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatalf("%s --json: %v", c.file, err)
+		}
+		if len(got) != spec.MaxShownDiagnostics+1 {
+			t.Fatalf("%s --json: %d diagnostics (%d bytes), want %d", c.file, len(got), out.Len(), spec.MaxShownDiagnostics+1)
+		}
+		last := got[len(got)-1]
+		if last.Severity != c.severity || !strings.Contains(last.Detail, c.more) || last.Range == nil || last.File != file {
+			t.Errorf("%s --json: the last diagnostic is %+v, want a %s saying %q where the rest begin", c.file, last, c.severity, c.more)
+		}
+	}
+}
