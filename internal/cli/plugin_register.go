@@ -143,6 +143,7 @@ func (o *PluginRegisterOptions) plugins(ctx context.Context) ([]spec.Plugin, err
 	)
 	for _, s := range sources {
 		ps, diags := parser.ParsePlugins(s.Name, s.Src)
+		diags = append(diags, exposedSecrets(s, heldSecrets(nil, ps))...)
 		if err := writeSpecDiagnostics(o.IO, parser, diags); err != nil {
 			return nil, err
 		}

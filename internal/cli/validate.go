@@ -102,6 +102,7 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 		}
 		f, diags := p.Parse(s.Name, s.Src, opts.Verb)
 		if f != nil {
+			diags = append(diags, exposedSecrets(s, heldSecrets(f.Volume, f.Plugins))...)
 			if d := duplicates(seen, f, s.Name); len(d) > 0 {
 				diags, f = append(diags, d...), nil
 			}
