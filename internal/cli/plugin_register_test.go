@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -107,20 +108,19 @@ func TestSocketExposure(t *testing.T) {
 		t.Skip("chown to another user needs root")
 	}
 	root := t.TempDir()
-	dir := func(name string, mode os.FileMode, owner int) string {
-		p := filepath.Join(root, name)
-		if err := os.Mkdir(p, 0o700); err != nil {
+	for _, d := range []struct {
+		name  string
+		mode  os.FileMode
+		owner int
+	}{{"tmp", os.ModeSticky | 0o777, 0}, {"open", 0o777, 0}, {"users", 0o755, 4242}, {"private", 0o755, 0}} {
+		p := filepath.Join(root, d.name)
+		err := errors.Join(os.Mkdir(p, 0o700), os.Chmod(p, d.mode), os.Chown(p, d.owner, d.owner))
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Chmod(p, mode); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(p, owner, owner); err != nil {
-			t.Fatal(err)
-		}
-		return p
 	}
-	theirs := filepath.Join(dir("private2", 0o755, 0), "p.sock")
+	dir := func(name string) string { return filepath.Join(root, name) }
+	theirs := filepath.Join(root, "private", "theirs.sock")
 	if err := os.WriteFile(theirs, nil, 0o600); err != nil { // standing in for a socket file
 		t.Fatal(err)
 	}
@@ -128,11 +128,11 @@ func TestSocketExposure(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ socket, want string }{
-		{filepath.Join(dir("tmp", os.ModeSticky|0o777, 0), "p.sock"), "which other users may write (mode 01777)"},
-		{filepath.Join(dir("open", 0o777, 0), "p.sock"), "which other users may write (mode 0777)"},
-		{filepath.Join(dir("users", 0o755, 4242), "p.sock"), "which uid 4242 owns"},
+		{filepath.Join(dir("tmp"), "p.sock"), "which other users may write (mode 01777)"},
+		{filepath.Join(dir("open"), "p.sock"), "which other users may write (mode 0777)"},
+		{filepath.Join(dir("users"), "p.sock"), "which uid 4242 owns"},
 		{theirs, "is owned by uid 4242, another user"},
-		{filepath.Join(dir("private", 0o755, 0), "p.sock"), ""},
+		{filepath.Join(dir("private"), "p.sock"), ""},
 		{"", ""},
 	} {
 		got := socketExposure(c.socket)
