@@ -158,27 +158,31 @@ func checkSpecText(src []byte) error {
 }
 
 // exposedSecrets is a warning for a spec file that holds secrets (held: a volume's secrets, a
-// plugin's exec env; see heldSecrets) and that users other than its owner may read: by the
-// other bits, or a group's that is neither root's nor this user's own (a umask of 002 gives a
-// user's files to their private group). A spec written under the usual umask 022 is 0644,
+// plugin's exec env; see heldSecrets) and that users other than its owner may read
+// (othersMayRead; a umask of 002 gives a user's files to their private group, not to others). A spec written under the usual umask 022 is 0644,
 // its secrets anyone's on the host, and nothing said so. Warned of, not refused: the secrets
 // were exposed before volctl read them, and a command refused would not take them back.
 func exposedSecrets(s specSource, held string) hcl.Diagnostics {
 	if held == "" || s.info == nil {
 		return nil
 	}
-	mode := s.info.Mode().Perm()
-	st, ok := s.info.Sys().(*syscall.Stat_t)
-	group := mode&0o040 != 0 && ok && st.Gid != 0 && int(st.Gid) != os.Getegid()
-	if mode&0o004 == 0 && !group {
+	if !othersMayRead(s.info) {
 		return nil
 	}
 	return hcl.Diagnostics{{
 		Severity: hcl.DiagWarning,
 		Summary:  "Secrets readable by other users",
 		Detail: fmt.Sprintf("%s holds %s, and users other than its owner may read it (mode %#o): the secrets are theirs too. Make it private: %s",
-			s.Name, held, uint32(mode), shellquote.Command("chmod 600", s.Name)),
+			s.Name, held, uint32(s.info.Mode().Perm()), shellquote.Command("chmod 600", s.Name)),
 	}}
+}
+
+// othersMayRead says whether users other than a file's owner may read it: by its other bits,
+// or its group's when the group is neither root's nor this user's own.
+func othersMayRead(fi fs.FileInfo) bool {
+	mode := fi.Mode().Perm()
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return mode&0o004 != 0 || mode&0o040 != 0 && ok && st.Gid != 0 && int(st.Gid) != os.Getegid()
 }
 
 // heldSecrets says where a spec holds secrets, for exposedSecrets: "a secrets block", "a
