@@ -2,6 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -94,5 +97,47 @@ plugin "b" {
 	if got != nil || ExitCode(err) != ExitUsage || err == nil ||
 		!strings.Contains(err.Error(), `plugin "b" is declared in both good.hcl and b-again.hcl; nothing was registered`) {
 		t.Fatalf("plugins, err = %v, %v (exit %d); want none, exit 2, naming both files", got, err, ExitCode(err))
+	}
+}
+
+// TestSocketExposure: a plugin socket another user could stand in for is named with why: its
+// directory other users may write, sticky (/tmp) or not, or own, or the socket file theirs. A
+// socket in a directory of root's (or this user's) that no one else may write is not.
+func TestSocketExposure(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown to another user needs root")
+	}
+	root := t.TempDir()
+	for _, d := range []struct {
+		name  string
+		mode  os.FileMode
+		owner int
+	}{{"tmp", os.ModeSticky | 0o777, 0}, {"open", 0o777, 0}, {"users", 0o755, 4242}, {"private", 0o755, 0}} {
+		p := filepath.Join(root, d.name)
+		err := errors.Join(os.Mkdir(p, 0o700), os.Chmod(p, d.mode), os.Chown(p, d.owner, d.owner))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := func(name string) string { return filepath.Join(root, name) }
+	theirs := filepath.Join(root, "private", "theirs.sock")
+	if err := os.WriteFile(theirs, nil, 0o600); err != nil { // standing in for a socket file
+		t.Fatal(err)
+	}
+	if err := os.Chown(theirs, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ socket, want string }{
+		{filepath.Join(dir("tmp"), "p.sock"), "which other users may write (mode 01777)"},
+		{filepath.Join(dir("open"), "p.sock"), "which other users may write (mode 0777)"},
+		{filepath.Join(dir("users"), "p.sock"), "which uid 4242 owns"},
+		{theirs, "is owned by uid 4242, another user"},
+		{filepath.Join(dir("private"), "p.sock"), ""},
+		{"", ""},
+	} {
+		got := socketExposure(c.socket)
+		if c.want == "" && got != "" || c.want != "" && (!strings.Contains(got, c.want) || !strings.Contains(got, "/run/csi")) {
+			t.Errorf("socketExposure(%s) = %q, want it to say %q", c.socket, got, c.want)
+		}
 	}
 }

@@ -8,11 +8,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -24,6 +26,7 @@ const specStdinName = spec.StdinName
 type specSource struct {
 	Name string // as shown in diagnostics: the path, or <stdin>
 	Src  []byte
+	info fs.FileInfo // the file's, after it was read; nil for standard input
 }
 
 // checkSpecArgs refuses "-" given more than once: standard input can be read only once.
@@ -77,6 +80,9 @@ func readSpecSource(ctx context.Context, in io.Reader, readFile func(string) ([]
 	s.Src = src
 	if err == nil {
 		err = checkSpecText(s.Src)
+	}
+	if err == nil && name != "-" {
+		s.info, _ = os.Stat(name) // for exposedSecrets; a file gone since is not warned of
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -149,6 +155,48 @@ func checkSpecText(src []byte) error {
 		return fmt.Errorf("not a text file (a NUL byte at offset %d)", i)
 	}
 	return nil
+}
+
+// exposedSecrets is a warning for a spec file that holds secrets (held: a volume's secrets, a
+// plugin's exec env; see heldSecrets) and that users other than its owner may read
+// (othersMayRead; a umask of 002 gives a user's files to their private group, not to others). A spec written under the usual umask 022 is 0644,
+// its secrets anyone's on the host, and nothing said so. Warned of, not refused: the secrets
+// were exposed before volctl read them, and a command refused would not take them back.
+func exposedSecrets(s specSource, held string) hcl.Diagnostics {
+	if held == "" || s.info == nil {
+		return nil
+	}
+	if !othersMayRead(s.info) {
+		return nil
+	}
+	return hcl.Diagnostics{{
+		Severity: hcl.DiagWarning,
+		Summary:  "Secrets readable by other users",
+		Detail: fmt.Sprintf("%s holds %s, and users other than its owner may read it (mode %#o): the secrets are theirs too. Make it private: %s",
+			s.Name, held, uint32(s.info.Mode().Perm()), shellquote.Command("chmod 600", s.Name)),
+	}}
+}
+
+// othersMayRead says whether users other than a file's owner may read it: by its other bits,
+// or its group's when the group is neither root's nor this user's own.
+func othersMayRead(fi fs.FileInfo) bool {
+	mode := fi.Mode().Perm()
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return mode&0o004 != 0 || mode&0o040 != 0 && ok && st.Gid != 0 && int(st.Gid) != os.Getegid()
+}
+
+// heldSecrets says where a spec holds secrets, for exposedSecrets: "a secrets block", "a
+// plugin's exec env", or "" for none.
+func heldSecrets(v *spec.Volume, plugins []*spec.Plugin) string {
+	if v != nil && len(v.Secrets) > 0 {
+		return "a secrets block"
+	}
+	for _, p := range plugins {
+		if p.Exec != nil && len(p.Exec.Env) > 0 {
+			return "a plugin's exec env"
+		}
+	}
+	return ""
 }
 
 // diagnosticStyle is how diagnostics are rendered on stderr: wrapped at the terminal's width

@@ -33,7 +33,8 @@ func newCmdValidate(f *Factory, runF func(*ValidateOptions) error) *cobra.Comman
 JSON), plugin specs and group specs. The kind is told from the file: plugin blocks make a
 plugin spec, a group block a group spec, anything else a volume spec.
 
-Every problem in a file is reported at once, each with its file, line and column. Warnings
+Every problem in a file is reported at once, each with its file, line and column, up to 100
+a file: then one more counts those not shown and points at the first of them. Warnings
 (an old spelling of an access mode, say) are shown but do not make a spec invalid. A volume or
 plugin ID declared in two of the files is an error too: volume create and register and plugin
 register refuse such files together.
@@ -101,6 +102,7 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 		}
 		f, diags := p.Parse(s.Name, s.Src, opts.Verb)
 		if f != nil {
+			diags = append(diags, exposedSecrets(s, heldSecrets(f.Volume, f.Plugins))...)
 			if d := duplicates(seen, f, s.Name); len(d) > 0 {
 				diags, f = append(diags, d...), nil
 			}
@@ -115,7 +117,7 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 		if dw == nil {
 			dw = p.DiagnosticWriter(ios.ErrOut, width, color)
 		}
-		for _, d := range diags {
+		for _, d := range spec.Shown(diags) {
 			// Each is written whole; Ctrl-C stops the list between two of them.
 			if ctx.Err() != nil {
 				return interrupted(ctx)

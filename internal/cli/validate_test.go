@@ -259,3 +259,133 @@ func TestValidateStopsWhenInterrupted(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateShowsAFilesFirstDiagnostics: a spec within the 1 MiB read limit may hold 100,000
+// problems (an unknown argument a line). validate printed every one, 15 MB on stderr or 42 MB
+// of JSON, where the first ones say what is wrong; it shows the first spec.MaxShownDiagnostics
+// of a file and one more that counts the rest and points at the first of them, the exit
+// status still that of every diagnostic: 2 when any error, shown or not, and an error among
+// those left out makes the counting one an error too.
+func TestValidateShowsAFilesFirstDiagnostics(t *testing.T) {
+	const n = 5000
+	var many, warned strings.Builder
+	many.WriteString(validVolume)
+	for i := range n {
+		fmt.Fprintf(&many, "unknown_%d = 1\n", i)
+	}
+	// Warnings (a deprecated access mode, a capability listed again) first, an error last.
+	warned.WriteString(validVolume)
+	for range spec.MaxShownDiagnostics + 50 {
+		warned.WriteString("capability {\n  access_mode = \"single-node-reader\"\n  attachment_mode = \"file-system\"\n}\n")
+	}
+	warnings := warned.String()
+	warned.WriteString("unknown_last = 1\n")
+	dir := writeSpecs(t, map[string]string{"many.hcl": many.String(), "warned.hcl": warned.String(), "warnings.hcl": warnings})
+	for _, c := range []struct {
+		file, severity string
+		code           int
+		more           string
+	}{
+		{"many.hcl", "error", ExitUsage, fmt.Sprintf("%d more errors", n-spec.MaxShownDiagnostics)},
+		{"warned.hcl", "error", ExitUsage, "1 more error and "},
+		{"warnings.hcl", "warning", 0, "more warnings"},
+	} {
+		file := filepath.Join(dir, c.file)
+		ios, _, out, errOut := iostreams.Test()
+		err := validateRun(context.Background(), &ValidateOptions{IO: ios, Files: []string{file}, ReadFile: os.ReadFile})
+		if ExitCode(err) != c.code {
+			t.Errorf("%s: exit %d (%v), want %d", c.file, ExitCode(err), err, c.code)
+		}
+		if got := strings.Count(errOut.String(), "\n  on "+file+":"); got != spec.MaxShownDiagnostics+1 {
+			t.Errorf("%s: %d diagnostics on stderr (%d bytes), want the first %d and one counting the rest", c.file, got, errOut.Len(), spec.MaxShownDiagnostics)
+		}
+		if !strings.Contains(errOut.String(), c.more) {
+			t.Errorf("%s: stderr does not say %q of what it left out:\n%s", c.file, c.more, errOut.String()[max(0, errOut.Len()-600):])
+		}
+		if c.code == 0 && !strings.Contains(out.String(), "valid volume") {
+			t.Errorf("%s: not reported valid: %q", c.file, out)
+		}
+
+		ios, _, out, _ = iostreams.Test()
+		err = validateRun(context.Background(), &ValidateOptions{IO: ios, Files: []string{file}, Export: exportFlags{JSON: true}, ReadFile: os.ReadFile})
+		if ExitCode(err) != c.code {
+			t.Errorf("%s --json: exit %d (%v), want %d", c.file, ExitCode(err), err, c.code)
+		}
+		var got []spec.JSONDiagnostic
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatalf("%s --json: %v", c.file, err)
+		}
+		if len(got) != spec.MaxShownDiagnostics+1 {
+			t.Fatalf("%s --json: %d diagnostics (%d bytes), want %d", c.file, len(got), out.Len(), spec.MaxShownDiagnostics+1)
+		}
+		last := got[len(got)-1]
+		if last.Severity != c.severity || !strings.Contains(last.Detail, c.more) || last.Range == nil || last.File != file {
+			t.Errorf("%s --json: the last diagnostic is %+v, want a %s saying %q where the rest begin", c.file, last, c.severity, c.more)
+		}
+	}
+}
+
+// TestSpecSecretsReadableByOthersAreWarnedOf: a spec file holding secrets (a volume's secrets
+// block, a plugin's exec env) that users other than its owner may read (mode 0644, the
+// default under umask 022) gave them away without a word; validate, volume create and
+// register and plugin register say so, a warning that names the file, its mode and the chmod
+// that keeps them private. A private file, or one holding no secret, is not warned of.
+func TestSpecSecretsReadableByOthersAreWarnedOf(t *testing.T) {
+	withSecret := validVolume + "secrets {\n  token = \"s3cr3t-value\"\n}\n"
+	plugin := "plugin \"p\" {\n  type = \"node\"\n  socket = \"/run/p.sock\"\n  exec {\n    command = \"/bin/p\"\n    env { TOKEN = \"s3cr3t-value\" }\n  }\n}\n"
+	dir := writeSpecs(t, map[string]string{"open.hcl": withSecret, "private.hcl": withSecret, "plain.hcl": validVolume, "plugin.hcl": plugin})
+	path := func(name string) string { return filepath.Join(dir, name) }
+	for name, mode := range map[string]os.FileMode{"open.hcl": 0o644, "private.hcl": 0o600, "plain.hcl": 0o644, "plugin.hcl": 0o640} {
+		if err := os.Chmod(path(name), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// plugin.hcl: readable by a group that is neither root's nor this process's.
+	if err := os.Chown(path("plugin.hcl"), -1, os.Getegid()+4242); err != nil {
+		t.Skipf("chgrp: %v", err)
+	}
+	for _, c := range []struct {
+		file string
+		warn string // "" for none
+	}{
+		{"open.hcl", "mode 0644"},
+		{"plugin.hcl", "mode 0640"},
+		{"private.hcl", ""},
+		{"plain.hcl", ""},
+	} {
+		ios, _, out, errOut := iostreams.Test()
+		err := validateRun(context.Background(), &ValidateOptions{IO: ios, Files: []string{path(c.file)}, ReadFile: os.ReadFile})
+		if err != nil {
+			t.Errorf("%s: %v, want it valid", c.file, err)
+		}
+		warned := strings.Contains(errOut.String(), "Warning: Secrets readable by other users")
+		if c.warn == "" {
+			if warned || strings.Contains(out.String(), "warning") {
+				t.Errorf("%s: warned of:\n%s", c.file, errOut)
+			}
+			continue
+		}
+		if !warned || !strings.Contains(errOut.String(), c.warn) || !strings.Contains(errOut.String(), "chmod 600 "+path(c.file)) || strings.Contains(errOut.String(), "s3cr3t") {
+			t.Errorf("%s: want a warning naming %q and the chmod, without the secret; stderr:\n%s", c.file, c.warn, errOut)
+		}
+		if !strings.Contains(out.String(), "1 warning") {
+			t.Errorf("%s: stdout %q does not count the warning", c.file, out)
+		}
+		ios, _, out, _ = iostreams.Test()
+		if err := validateRun(context.Background(), &ValidateOptions{IO: ios, Files: []string{path(c.file)}, Export: exportFlags{JSON: true}, ReadFile: os.ReadFile}); err != nil {
+			t.Errorf("%s --json: %v", c.file, err)
+		}
+		if !strings.Contains(out.String(), `"severity": "warning"`) || !strings.Contains(out.String(), "Secrets readable by other users") {
+			t.Errorf("%s --json: no warning in\n%s", c.file, out)
+		}
+	}
+	// volume register reads its files as validate does.
+	ios, _, _, errOut := iostreams.Test()
+	opts := &VolumeSubmitOptions{IO: ios, Verb: spec.VerbCreate, Files: []string{path("open.hcl")}, ReadFile: os.ReadFile}
+	if _, err := parseVolumeSpecs(context.Background(), opts, "volume create"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut.String(), "Warning: Secrets readable by other users") {
+		t.Errorf("volume create: no warning:\n%s", errOut)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -140,8 +142,8 @@ func (sf *secretFlags) add(cmd *cobra.Command) {
 }
 
 // parse reads the flags; nil when there are none. An error names the key and the file, never a
-// value.
-func (sf *secretFlags) parse(stdin io.Reader) (spec.Secrets, error) {
+// value. A file other users may read is warned of on errOut: the secret was theirs already.
+func (sf *secretFlags) parse(stdin io.Reader, errOut io.Writer) (spec.Secrets, error) {
 	if len(sf.Values)+len(sf.Files) == 0 {
 		return nil, nil
 	}
@@ -177,7 +179,12 @@ func (sf *secretFlags) parse(stdin io.Reader) (spec.Secrets, error) {
 			stdinRead = true
 			b, err = io.ReadAll(io.LimitReader(stdin, maxSecretFile+1))
 		} else {
-			b, err = readLimited(file, maxSecretFile+1)
+			var fi fs.FileInfo
+			b, fi, err = readLimited(file, maxSecretFile+1)
+			if err == nil && othersMayRead(fi) {
+				fmt.Fprintf(errOut, "Warning: --secret-file %s: %s may be read by users other than its owner (mode %#o): the secret is theirs too; make it private: %s\n",
+					escapeLines(k), escapeLines(file), uint32(fi.Mode().Perm()), escapeLines(shellquote.Command("chmod 600", file)))
+			}
 		}
 		switch {
 		case err != nil:
@@ -199,14 +206,19 @@ func (sf *secretFlags) parse(stdin io.Reader) (spec.Secrets, error) {
 // maxSecretFile bounds what --secret-file reads: a secret, not a file given by mistake.
 const maxSecretFile = 64 << 10
 
-// readLimited reads at most n bytes of the file at path.
-func readLimited(path string, n int64) ([]byte, error) {
+// readLimited reads at most n bytes of the file at path, and says what file it read.
+func readLimited(path string, n int64) ([]byte, fs.FileInfo, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, n))
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, n))
+	return b, fi, err
 }
 
 func sizeOrUnknown(n int64) string {
@@ -260,7 +272,7 @@ created with, when they all carry the same ones; when they differ, it sends none
 }
 
 func snapshotListRun(ctx context.Context, opts *SnapshotListOptions) error {
-	secrets, err := opts.Secrets.parse(opts.IO.In)
+	secrets, err := opts.Secrets.parse(opts.IO.In, opts.IO.ErrOut)
 	if err != nil {
 		return err
 	}
@@ -361,7 +373,7 @@ terminal and needs --yes otherwise.`,
 }
 
 func snapshotDeleteRun(ctx context.Context, opts *SnapshotDeleteOptions) error {
-	secrets, err := opts.Secrets.parse(opts.IO.In)
+	secrets, err := opts.Secrets.parse(opts.IO.In, opts.IO.ErrOut)
 	if err != nil {
 		return err
 	}

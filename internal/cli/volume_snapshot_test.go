@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -134,7 +135,7 @@ hp      snap-3       db       old      <none>   missing  <none>
 func TestParseSecrets(t *testing.T) {
 	parse := func(values []string) (spec.Secrets, error) {
 		sf := secretFlags{Values: values}
-		return sf.parse(strings.NewReader(""))
+		return sf.parse(strings.NewReader(""), io.Discard)
 	}
 	got, err := parse([]string{"token=a=b", "empty="})
 	if err != nil || got.Plain()["token"] != "a=b" || len(got) != 2 {
@@ -165,7 +166,7 @@ func TestSecretFile(t *testing.T) {
 	}
 	tok, multi := write("tok", "hunter2\n"), write("multi", "line1\nline2\r\n")
 	sf := secretFlags{Values: []string{"user=x"}, Files: []string{"token=" + tok, "cert=" + multi, "pin=-"}}
-	got, err := sf.parse(strings.NewReader("1234\n"))
+	got, err := sf.parse(strings.NewReader("1234\n"), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,9 +184,35 @@ func TestSecretFile(t *testing.T) {
 		{Values: []string{"token=x"}, Files: []string{"token=" + tok}},
 		{Files: []string{"a=-", "b=-"}},
 	} {
-		_, err := bad.parse(strings.NewReader("hunter2"))
+		_, err := bad.parse(strings.NewReader("hunter2"), io.Discard)
 		if expectErr(t, err, "--secret", ExitUsage); err != nil && strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("%+v: the error leaks the value: %v", bad, err)
 		}
+	}
+}
+
+// TestSecretFileReadableByOthersIsWarnedOf: --secret-file keeps a secret out of every user's
+// sight on the command line; a file they may read (0644, as written under umask 022) gave it
+// to them anyway, and nothing said so. A warning names the key, the file and the chmod.
+func TestSecretFileReadableByOthersIsWarnedOf(t *testing.T) {
+	dir := t.TempDir()
+	open, private := filepath.Join(dir, "open"), filepath.Join(dir, "private")
+	for p, mode := range map[string]os.FileMode{open: 0o644, private: 0o600} {
+		if err := os.WriteFile(p, []byte("hunter2\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var errOut strings.Builder
+	sf := secretFlags{Files: []string{"token=" + open, "pin=" + private}}
+	if _, err := sf.parse(strings.NewReader(""), &errOut); err != nil {
+		t.Fatal(err)
+	}
+	got := errOut.String()
+	if !strings.Contains(got, "Warning: --secret-file token: "+open+" may be read by users other than its owner (mode 0644)") ||
+		!strings.Contains(got, "chmod 600 "+open) || strings.Contains(got, private) || strings.Contains(got, "hunter2") {
+		t.Errorf("stderr = %q, want one warning naming token, %s and the chmod, and no secret", got, open)
 	}
 }

@@ -179,6 +179,7 @@ func parseVolumeSpecs(ctx context.Context, opts *VolumeSubmitOptions, command st
 	seen := declarations{}
 	for _, s := range sources {
 		v, diags := parser.ParseVolume(s.Name, s.Src, opts.Verb)
+		diags = append(diags, exposedSecrets(s, heldSecrets(v, nil))...)
 		if err := writeSpecDiagnostics(opts.IO, parser, diags); err != nil {
 			return nil, err
 		}

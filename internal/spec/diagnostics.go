@@ -73,8 +73,9 @@ const (
 	ansiReset     = "\x1b[0m"
 )
 
+// WriteDiagnostics writes what Shown keeps of one file's diagnostics.
 func (dw *diagnosticWriter) WriteDiagnostics(diags hcl.Diagnostics) error {
-	for _, d := range diags {
+	for _, d := range Shown(diags) {
 		if err := dw.WriteDiagnostic(d); err != nil {
 			return err
 		}
@@ -379,9 +380,10 @@ type JSONPos struct {
 	Byte   int `json:"byte"`
 }
 
-// JSONDiagnostics converts the diagnostics of one file. It never returns nil, so an empty
-// result marshals as [].
+// JSONDiagnostics converts what Shown keeps of the diagnostics of one file. It never returns
+// nil, so an empty result marshals as [].
 func JSONDiagnostics(file string, diags hcl.Diagnostics) []JSONDiagnostic {
+	diags = Shown(diags)
 	out := make([]JSONDiagnostic, 0, len(diags))
 	for _, d := range diags {
 		j := JSONDiagnostic{File: file, Severity: "error", Summary: d.Summary, Detail: d.Detail}
@@ -398,6 +400,52 @@ func JSONDiagnostics(file string, diags hcl.Diagnostics) []JSONDiagnostic {
 		out = append(out, j)
 	}
 	return out
+}
+
+// MaxShownDiagnostics is how many of one file's diagnostics a report shows. A file within the
+// 1 MiB read limit may hold 100,000 problems (an unknown argument a line): printed, 15 MB of
+// text or 42 MB of JSON, where the first few say what is wrong (the same mistake, often) and
+// the rest scroll them away.
+const MaxShownDiagnostics = 100
+
+// Shown is what a report shows of one file's diagnostics (sorted by position, as the parser
+// leaves them): all of them up to MaxShownDiagnostics, else the first MaxShownDiagnostics and
+// one more at the first of the rest that counts them, an error when any of them is one, so
+// that whoever reads only severities still finds the file invalid. Whether a file is valid
+// is never judged from what it keeps: callers ask the whole list (HasErrors).
+func Shown(diags hcl.Diagnostics) hcl.Diagnostics {
+	if len(diags) <= MaxShownDiagnostics {
+		return diags
+	}
+	rest := diags[MaxShownDiagnostics:]
+	errs := 0
+	for _, d := range rest {
+		if d.Severity == hcl.DiagError {
+			errs++
+		}
+	}
+	more := &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "More diagnostics not shown", Subject: rest[0].Subject}
+	if errs > 0 {
+		more.Severity = hcl.DiagError
+	}
+	var counts []string
+	if errs > 0 {
+		counts = append(counts, plural(errs, "more error", "more errors"))
+	}
+	if warns := len(rest) - errs; warns > 0 {
+		counts = append(counts, plural(warns, "more warning", "more warnings"))
+	}
+	more.Detail = fmt.Sprintf("This file has %s from here on, not shown: only the first %d diagnostics of a file are. Fix those and run the command again to see the rest.",
+		strings.Join(counts, " and "), MaxShownDiagnostics)
+	return append(diags[:MaxShownDiagnostics:MaxShownDiagnostics], more)
+}
+
+// plural is n with the singular or the plural noun.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // detailWordMax is the longest word (run of characters without white space) a diagnostic's

@@ -273,3 +273,26 @@ func TestSuggestSkipsWhatCannotBeNear(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteDiagnosticsShowsTheFirst: the writer volume create and register, plugin register,
+// group run and the agent's config render through shows a file's first MaxShownDiagnostics
+// and one counting the rest, as validate does (TestValidateShowsAFilesFirstDiagnostics).
+func TestWriteDiagnosticsShowsTheFirst(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("id = \"db\"\ntype = \"csi\"\nplugin_id = \"ebs\"\n")
+	for i := range MaxShownDiagnostics + 20 {
+		fmt.Fprintf(&src, "a%d = 1\n", i)
+	}
+	p := NewParser()
+	_, diags := p.ParseVolume("v.hcl", []byte(src.String()), VerbAny)
+	var out strings.Builder
+	if err := p.WriteDiagnostics(&out, diags, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(out.String(), "Error: "); got != MaxShownDiagnostics+1 || len(diags) <= MaxShownDiagnostics+1 {
+		t.Errorf("%d of %d diagnostics written, want %d", got, len(diags), MaxShownDiagnostics+1)
+	}
+	if want := fmt.Sprintf("This file has %d more errors", len(diags)-MaxShownDiagnostics); !strings.Contains(out.String(), want) {
+		t.Errorf("no %q:\n%s", want, out.String()[max(0, out.Len()-400):])
+	}
+}

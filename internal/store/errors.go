@@ -70,6 +70,21 @@ func (e *ownerError) Error() string {
 }
 func (e *ownerError) Is(target error) bool { return target == ErrNotOwned }
 
+// ancestorError is a state dir reached through a directory or symlink another user controls
+// (checkAncestors); it matches ErrNotOwned.
+type ancestorError struct {
+	dir, path string // the state dir; the directory or "symlink PATH" on the way to it
+	why       string // "is owned by uid 4242, ...", "is writable by other users (mode 0777)"
+}
+
+func (e *ancestorError) Error() string {
+	return fmt.Sprintf("state dir %s is reached through %s, which %s: another user could replace the state dir with one of theirs while volctl uses it, "+
+		"and redirect volctl's mounts; use a state dir whose every parent directory (and symlink) is root's or this user's and writable by no other user, "+
+		"or a sticky one such as /tmp (chown or chmod %s, or use another --state-dir)",
+		e.dir, e.path, e.why, strings.TrimPrefix(e.path, "symlink "))
+}
+func (e *ancestorError) Is(target error) bool { return target == ErrNotOwned }
+
 // plantedError is a state dir other users could write that holds entries they own
 // (checkPlanted); it matches ErrNotOwned.
 type plantedError struct {

@@ -92,10 +92,12 @@ func perm(t *testing.T, path string) fs.FileMode {
 
 // Not parallel: it sets the process umask, which parallel tests would inherit.
 func TestOpenCreatesPrivateFilesWhateverTheUmask(t *testing.T) {
+	// The test's own directory before the umask: made under umask 0 it would be writable by
+	// every user, a parent Open refuses (TestStateDirOthersCouldReplaceIsRefused).
+	dir := filepath.Join(t.TempDir(), "nested", "state")
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
 
-	dir := filepath.Join(t.TempDir(), "nested", "state")
 	s, err := Open(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
