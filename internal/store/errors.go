@@ -342,6 +342,8 @@ func FileKind(m fs.FileMode) string {
 // restore a backup) would throw away every claim recorded since the backup.
 func diskFailed(path string, err error) string {
 	switch code := sqliteCode(err) & 0xff; {
+	case sqliteCode(err) == sqlite3.SQLITE_IOERR_NOMEM: // memory, not the disk
+		return ""
 	case errors.Is(err, unix.EIO) || code == sqlite3.SQLITE_IOERR:
 	case code == sqlite3.SQLITE_CANTOPEN || code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB:
 		if !readsWithEIO(path) {
