@@ -281,7 +281,7 @@ func TestCreateWhoseAnswerWasLostSaysWhatItCannotKnow(t *testing.T) {
 	if n := h.faults.Calls(csi.RPCCreateVolume); n != 2 {
 		t.Fatalf("CreateVolume sent %d time(s), want 2 (the first answer lost)", n)
 	}
-	name := csiName(v.Namespace, "v")
+	name := v.CSIName
 	msgs := h.eventMessages("volume-create", "v")
 	if !strings.Contains(msgs, "answer was lost") || !strings.Contains(msgs, `"`+name+`"`) || !strings.Contains(msgs, "cannot see whether") {
 		t.Errorf("created event = %q; want it to say an answer was lost, name %q, and what volctl cannot see", msgs, name)

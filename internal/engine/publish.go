@@ -303,7 +303,7 @@ func (e *Engine) unstageUnattached(ctx context.Context, c *conn, v store.Volume,
 			return c.client.NodeUnpublishVolume(ctx, csi.NodeUnpublishVolumeRequest{VolumeID: v.ExternalID, TargetPath: p.cl.TargetPath})
 		})
 		if err == nil || csi.IsIgnorable(err) {
-			err = e.checkUnmounted(v, csi.RPCNodeUnpublishVolume, "target", p.cl.TargetPath, c)
+			err = e.checkUnmounted(v, csi.RPCNodeUnpublishVolume, "target", p.cl.TargetPath, c, err)
 		}
 		if err != nil {
 			return fmt.Errorf("volume %q was staged at %s before plugin %q attached it, so not from the attachment, and unpublishing alloc %q's target to stage it again failed: %w",

@@ -85,11 +85,11 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 	if err := e.unbind(ctx, cl); err != nil {
 		return err
 	}
-	err := e.retry(ctx, c, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {
+	answer := e.retry(ctx, c, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {
 		return c.client.NodeUnpublishVolume(ctx, csi.NodeUnpublishVolumeRequest{VolumeID: v.ExternalID, TargetPath: cl.TargetPath})
 	})
-	if err != nil && !csi.IsIgnorable(err) {
-		return err
+	if answer != nil && !csi.IsIgnorable(answer) {
+		return answer
 	}
 	failpoint("rpc:NodeUnpublishVolume")
 	// A symlink the plugin left at the target is no mount (checkUnmounted passes it), but it
@@ -103,7 +103,7 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 		p.event(&store.Event{Kind: "target-link-removed", VolumeID: v.ID, Alloc: cl.Alloc, PluginID: v.PluginID, Message: msg})
 	}
 	e.locks.removeEmptyDirs(ctx, e.realPath(cl.TargetPath), filepath.Join(e.cfg.StateDir, publishDir))
-	if err := e.checkUnmounted(v, csi.RPCNodeUnpublishVolume, "target", cl.TargetPath, c); err != nil {
+	if err := e.checkUnmounted(v, csi.RPCNodeUnpublishVolume, "target", cl.TargetPath, c, answer); err != nil {
 		return err
 	}
 	p.setState(store.ClaimNodeDetached)
@@ -221,7 +221,7 @@ func (e *Engine) unstage(ctx context.Context, c *conn, v store.Volume, st store.
 		return err
 	}
 	failpoint("rpc:NodeUnstageVolume")
-	return e.checkUnmounted(v, csi.RPCNodeUnstageVolume, "staging", st.StagingPath, c)
+	return e.checkUnmounted(v, csi.RPCNodeUnstageVolume, "staging", st.StagingPath, c, err)
 }
 
 // controllerUnpublish sends ControllerUnpublishVolume for volume v and node nodeID, with the
@@ -246,18 +246,27 @@ func (e *Engine) controllerUnpublish(ctx context.Context, c *conn, v store.Volum
 // directory that is not a mount point (the staging directory kept for the volume), costs no
 // read of the mount table (mountsLeft). One still mounted is an error naming it, so the claim
 // stays on the release path (and the staging recorded) for reconcile, which sends the RPC
-// again and checks again.
-func (e *Engine) checkUnmounted(v store.Volume, rpc, what, path string, c *conn) error {
+// again and checks again. answer is the plugin's (nil, or the NOT_FOUND taken as done): a
+// plugin that does not know a volume it mounted was most likely restarted with another state
+// (another root or data directory), and the one that mounted it, restarted as it ran, would
+// unmount it and drop its record of the target; unmounted by hand instead, that record stays.
+func (e *Engine) checkUnmounted(v store.Volume, rpc, what, path string, c *conn, answer error) error {
 	left, err := e.mountsLeft(path)
 	if err != nil {
 		return fmt.Errorf("checking the mount table for volume %q's %s at %s after %s: %w", v.ID, what, path, rpc, err)
 	}
-	if len(left) > 0 {
-		return fmt.Errorf("volume %q's %s at %s is still mounted after plugin %q answered %s: "+
-			"the plugin did not unmount it; unmount %s by hand (or restart the plugin), then run `volctl reconcile`",
-			v.ID, what, path, c.plugin.ID, rpc, strings.Join(left, " and "))
+	switch {
+	case len(left) == 0:
+		return nil
+	case answer != nil:
+		return fmt.Errorf("volume %q's %s at %s is still mounted, but plugin %q answered %s NOT_FOUND (%v): it does not know volume %q (external ID %q) that it mounted: "+
+			"it was most likely restarted with another state (another root or data directory) than the one it mounted with; "+
+			"restart it as it ran then and run `volctl reconcile`, or, if that state is lost, unmount %s by hand, then run `volctl reconcile`",
+			v.ID, what, path, c.plugin.ID, rpc, answer, v.ID, v.ExternalID, strings.Join(left, " and "))
 	}
-	return nil
+	return fmt.Errorf("volume %q's %s at %s is still mounted after plugin %q answered %s: "+
+		"the plugin did not unmount it; unmount %s by hand (or restart the plugin), then run `volctl reconcile`",
+		v.ID, what, path, c.plugin.ID, rpc, strings.Join(left, " and "))
 }
 
 // mountsLeft returns what the mount table has at path or below it, sorted; nothing, without

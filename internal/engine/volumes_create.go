@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -16,11 +17,32 @@ import (
 	"github.com/volctl/volctl/internal/store"
 )
 
-// csiName is the name sent to CreateVolume: its idempotency key, derived only from namespace and
-// ID so that a replay after a crash names the same volume. It is short, lower-case and made of
-// letters, digits and dashes, which every plugin accepts, and a hash keeps distinct IDs distinct.
-func csiName(namespace, id string) string {
-	sum := sha256.Sum256([]byte(namespace + "/" + id))
+// csiName is the volume's name as a CSI name, from namespace and ID: a new create's is
+// createName, and a snapshot's starts with it. It is short, lower-case and made of letters,
+// digits and dashes, which every plugin accepts, and a hash keeps distinct IDs distinct.
+func csiName(namespace, id string) string { return saltedName(namespace, id, "") }
+
+// createName is the name sent to CreateVolume, its idempotency key: csiName's, its hash taken
+// over a nonce too, so each create of an ID sends another name. It is recorded with the
+// create's intent, before the first CreateVolume, and every replay after a crash sends the
+// recorded one. A name derived from the ID alone was the name of every earlier volume of
+// the ID: a delete whose storage the plugin kept (it answered DeleteVolume of a volume it did
+// not know, restarted with another root; or it deletes lazily, the name still held) gave the
+// next create of the ID that storage, the deleted volume's data with it
+// (TestCreateAfterADeleteThePluginDidNotDoGetsNewStorage).
+func createName(namespace, id string) string {
+	nonce := make([]byte, 8)
+	_, _ = rand.Read(nonce) // crypto/rand.Read never fails (Go 1.24+)
+	return saltedName(namespace, id, hex.EncodeToString(nonce))
+}
+
+// saltedName is csiName's name with salt in its hash.
+func saltedName(namespace, id, salt string) string {
+	key := namespace + "/" + id
+	if salt != "" {
+		key += "/" + salt
+	}
+	sum := sha256.Sum256([]byte(key))
 	var b strings.Builder
 	for _, r := range strings.ToLower(id) {
 		switch {
@@ -76,7 +98,7 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 			v = store.VolumeFromSpec(sv)
 			v.ExternalID = ""
 			v.State = store.VolumeCreating
-			v.CSIName = csiName(sv.Namespace, sv.ID)
+			v.CSIName = createName(sv.Namespace, sv.ID)
 			if v.CloneID, err = e.cloneSource(tx, sv); err != nil {
 				return err
 			}

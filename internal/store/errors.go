@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -138,8 +140,12 @@ func sqliteCode(err error) int {
 // openFailed is Open's error err, saying what to do when SQLite could not read the database
 // as one (SQLITE_NOTADB, SQLITE_CORRUPT) or found its file system full (SQLITE_FULL), whose
 // words alone are "file is not a database (26)", "database or disk is full (13)". Any other
-// err is returned as it is.
-func openFailed(err error) error {
+// err is returned as it is, and so is one of a disk that failed (diskFailed), to which inDir
+// adds what to do.
+func openFailed(path string, err error) error {
+	if diskFailed(path, err) != "" {
+		return err
+	}
 	switch sqliteCode(err) & 0xff {
 	case sqlite3.SQLITE_CANTOPEN:
 		return outOfFiles(err)
@@ -193,19 +199,24 @@ const damagedAdvice = "volctl cannot read it as its state: a damaged file, or an
 // transaction was written), or a page of the database damaged (SQLITE_CORRUPT, SQLITE_NOTADB:
 // Open reads no more than the schema version, so a damaged table is met by the first
 // transaction that reads it), whose words alone are "database or disk is full (13)" and
-// "database disk image is malformed (11)". Any other err is returned as it is.
+// "database disk image is malformed (11)", or the disk under it failed (diskFailed). Any other
+// err is returned as it is.
 func (s *Store) explain(err error) error {
-	var advice string
-	switch sqliteCode(err) & 0xff {
-	case sqlite3.SQLITE_FULL:
+	advice := diskFailed(s.path, err)
+	switch code := sqliteCode(err) & 0xff; {
+	case advice != "":
+	case code == sqlite3.SQLITE_FULL:
 		advice = "the file system holding the state dir is full, and this change was not recorded: " +
 			"free space there, then run the command again; `volctl reconcile` finishes anything an earlier step left half-done"
-	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
+	case code == sqlite3.SQLITE_NOTADB, code == sqlite3.SQLITE_CORRUPT:
 		advice = damagedAdvice
-	case sqlite3.SQLITE_CANTOPEN:
+	case code == sqlite3.SQLITE_CANTOPEN:
 		return outOfFiles(err)
 	default:
 		return err
+	}
+	if strings.Contains(err.Error(), advice) {
+		return err // explained already, by a transaction within this one's function
 	}
 	if !strings.Contains(err.Error(), s.path) {
 		err = fmt.Errorf("state %s: %w", s.path, err)
@@ -336,4 +347,55 @@ func FileKind(m fs.FileMode) string {
 		return "a regular file"
 	}
 	return "a special file"
+}
+
+// diskFailed is the advice for err, an error of the state database at path, when the disk
+// under it failed: err is an I/O error (EIO, SQLITE_IOERR), or SQLite's words for a file it
+// could not open or read as a database (SQLITE_CANTOPEN, SQLITE_CORRUPT, SQLITE_NOTADB) while
+// the file reads with EIO. It names the disk (mountedFrom) and is empty for any other error:
+// a disk that fails is not a damaged file, and the advice for one (move the database aside,
+// restore a backup) would throw away every claim recorded since the backup.
+func diskFailed(path string, err error) string {
+	switch code := sqliteCode(err) & 0xff; {
+	case sqliteCode(err) == sqlite3.SQLITE_IOERR_NOMEM: // memory, not the disk
+		return ""
+	case errors.Is(err, unix.EIO) || code == sqlite3.SQLITE_IOERR:
+	case code == sqlite3.SQLITE_CANTOPEN || code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB:
+		if !readsWithEIO(path) {
+			return ""
+		}
+	default:
+		return ""
+	}
+	return fmt.Sprintf("an I/O error: the disk holding the state dir (%s) failed to read or write it, so what this command meant to change may not be recorded; "+
+		"check that disk and the kernel's log (dmesg), and once it reads and writes again run the command again and `volctl reconcile`, which finishes what was left half-done. "+
+		"The database may well be whole: do not move it aside or restore a backup over it because of this error", mountedFrom(path))
+}
+
+// readsWithEIO reports whether reading path's first page fails with EIO.
+func readsWithEIO(path string) bool {
+	f, err := os.Open(path)
+	if err == nil {
+		_, err = f.Read(make([]byte, 4096))
+		f.Close()
+	}
+	return errors.Is(err, unix.EIO)
+}
+
+// mountedFrom names the file system holding path: its source (the device) and mount point,
+// "/dev/sdb1 mounted at /var/lib"; or, when the mount table cannot be read, the directory the
+// database is in.
+func mountedFrom(path string) string {
+	mounts, err := mountinfo.GetMounts(mountinfo.ParentsFilter(path))
+	if err != nil || len(mounts) == 0 {
+		return filepath.Dir(path)
+	}
+	// The deepest mount point; of mounts stacked on one, the last mounted, the one seen.
+	m := mounts[0]
+	for _, o := range mounts[1:] {
+		if len(o.Mountpoint) >= len(m.Mountpoint) {
+			m = o
+		}
+	}
+	return m.Source + " mounted at " + m.Mountpoint
 }

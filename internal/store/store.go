@@ -242,7 +242,7 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	if err := s.migrateTo(ctx, target); err != nil {
 		s.w.close()
 		lock.Close()
-		return nil, inDir(abs, openFailed(err))
+		return nil, inDir(abs, openFailed(path, err))
 	}
 	// SQLite creates -wal and -shm with the database's mode, but only while that mode survives
 	// the umask intact; make sure neither is readable by others whatever the umask was.
@@ -263,11 +263,15 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	return s, nil
 }
 
-// inDir makes err, whose text names the state dir or a path in it, Open's *DirError; one that
-// is a *DirError already is left as it is.
+// inDir makes err, whose text names the state dir or a path in it, Open's *DirError, saying
+// what to do when the disk under it failed (diskFailed); one that is a *DirError already is
+// left as it is.
 func inDir(dir string, err error) error {
 	if de := (*DirError)(nil); errors.As(err, &de) {
 		return err
+	}
+	if advice := diskFailed(filepath.Join(dir, FileName), err); advice != "" {
+		err = fmt.Errorf("%w (%s)", err, advice)
 	}
 	return &DirError{Dir: dir, Err: err, Named: true}
 }
@@ -881,7 +885,7 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (
 					return nil, fmt.Errorf("state %s: begin: %w", s.path, &busyError{why: "another volctl holds the write lock", cause: err})
 				}
 				if !broken || attempt > 0 {
-					return nil, fmt.Errorf("state %s: begin: %w", s.path, interrupted(ctx, "before the transaction began", err))
+					return nil, s.explain(fmt.Errorf("state %s: begin: %w", s.path, interrupted(ctx, "before the transaction began", err)))
 				}
 				continue
 			}
@@ -921,7 +925,7 @@ func (s *Store) begin(ctx context.Context, p *pool, begin string, kind txKind) (
 			return nil, fmt.Errorf("state %s: begin: %w", s.path, interruptedWait(ctx.Err()))
 		}
 		if !broken || attempt > 0 {
-			return nil, fmt.Errorf("state %s: begin: %w", s.path, interrupted(ctx, "before the transaction began", mapBusy(err)))
+			return nil, s.explain(fmt.Errorf("state %s: begin: %w", s.path, interrupted(ctx, "before the transaction began", mapBusy(err))))
 		}
 	}
 }

@@ -1,0 +1,122 @@
+package store
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The disk under the state dir fails: every read and write of it returns EIO (an ext4 shut
+// down, as the kernel does it on a journal error, or a disk gone from the bus). Whatever meets
+// it, a transaction of a store already open, a read beginning, or a new Open, says the disk
+// failed, names it (the device under the state dir) and what to do: not SQLite's words alone,
+// and never the advice for a damaged file (move the database aside, restore a backup), which
+// for a database that is whole on a disk that fails would throw away the state of every claim
+// recorded since the backup. Needs root, for a loop-mounted ext4.
+func TestStateDiskIOErrorNamesTheDisk(t *testing.T) {
+	mnt, dev, shutDown := failingExt4(t)
+	dir := filepath.Join(mnt, "state")
+	ctx := context.Background()
+	s, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	insert := func(id string) error {
+		return s.Update(ctx, func(tx *Tx) error {
+			return tx.Volumes().Insert(&Volume{ID: id, PluginID: "p", State: VolumeReady})
+		})
+	}
+	if err := insert("before"); err != nil {
+		t.Fatal(err)
+	}
+	shutDown()
+
+	check := func(what string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Errorf("%s on a failed disk: no error", what)
+			return
+		}
+		msg := err.Error()
+		for _, want := range []string{s.Path(), "I/O error", dev, "dmesg", "volctl reconcile"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s on a failed disk: err = %q\nwant it to say %q", what, msg, want)
+			}
+		}
+		if strings.Contains(msg, damagedAdvice) {
+			t.Errorf("%s on a failed disk: err = %q\nwant no advice to move the database aside: the file is not known to be damaged", what, msg)
+		}
+	}
+	check("a write", insert("after"))
+	check("a read", s.View(ctx, func(tx *Tx) error {
+		_, err := tx.Volumes().List(VolumeFilter{})
+		return err
+	}))
+	_, err = Open(ctx, dir)
+	check("an open", err)
+}
+
+// failingExt4 mounts a small ext4 on a loop device and returns where, the device, and a
+// function that shuts the file system down (EXT4_IOC_SHUTDOWN, journal not flushed): from then
+// on every read and write of it fails with EIO, as on a disk that failed.
+func failingExt4(t *testing.T) (mnt, dev string, shutDown func()) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to loop-mount an ext4 to fail")
+	}
+	for _, tool := range []string{"losetup", "mkfs.ext4"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s, to make an ext4 to fail: %v", tool, err)
+		}
+	}
+	img := filepath.Join(t.TempDir(), "disk.img")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 32<<20); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("losetup", "--find", "--show", img).Output()
+	if err != nil {
+		t.Skipf("cannot attach a loop device: %v", err)
+	}
+	dev = strings.TrimSpace(string(out))
+	t.Cleanup(func() {
+		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
+			t.Errorf("losetup -d %s: %v: %s", dev, err, out)
+		}
+	})
+	if out, err := exec.Command("mkfs.ext4", "-q", dev).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4 %s: %v: %s", dev, err, out)
+	}
+	mnt = t.TempDir()
+	if err := unix.Mount(dev, mnt, "ext4", 0, ""); err != nil {
+		t.Skipf("cannot mount an ext4: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", mnt, err)
+		}
+	})
+	return mnt, dev, func() {
+		t.Helper()
+		const ext4IOCShutdown = 0x8004587d // _IOR('X', 125, __u32)
+		const noLogFlush = 2               // EXT4_GOING_FLAGS_NOLOGFLUSH
+		f, err := os.Open(mnt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		flags := uint32(noLogFlush)
+		if _, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), ext4IOCShutdown, uintptr(unsafe.Pointer(&flags))); errno != 0 {
+			t.Fatalf("shutting down the ext4 at %s: %v", mnt, errno)
+		}
+	}
+}
