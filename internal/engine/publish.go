@@ -215,8 +215,9 @@ func (e *Engine) sendControllerPublish(ctx context.Context, c *conn, req csi.Con
 	return pc, err
 }
 
-// reattach answers a node call (rpc: NodeStageVolume, or NodePublishVolume of a plugin that
-// does not stage) refused with FAILED_PRECONDITION while the volume is
+// reattach answers a node call (rpc: NodeStageVolume, or NodePublishVolume, which a plugin
+// that does not stage works from and a staging one may check the attachment in) refused with
+// FAILED_PRECONDITION while the volume is
 // recorded attached to the node the plugin reports: the CSI spec's code for a volume not
 // published to the node, which a plugin that does not hold the attachment volctl records
 // answers (one recorded before a ControllerPublishVolume that never reached the plugin and kept
@@ -412,8 +413,11 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 		})
 	}
 	err := publish(req.PublishContext)
-	if err != nil && !c.stages() {
-		// A plugin that does not stage works from the attachment in NodePublishVolume.
+	if err != nil && !p.stagedUnattached {
+		// A plugin that does not stage works from the attachment in NodePublishVolume, and one
+		// that stages may check it there too (volctl's hostpath does): a claim joining a
+		// staging other claims made sends no NodeStageVolume to be refused. A staging made
+		// before the attachment is stagedBeforeAttach's.
 		err = e.reattach(ctx, c, v, p, csi.RPCNodePublishVolume, err, publish)
 	}
 	if err != nil && p.stagedUnattached && csi.IsFailedPrecondition(err) {

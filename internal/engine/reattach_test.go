@@ -61,3 +61,38 @@ func restoreAttachesAgain(t *testing.T, stages bool) {
 		t.Errorf("attachment's publish_context = %v, want what ControllerPublishVolume returned", st.PublishContext)
 	}
 }
+
+// The same for a claim that joins a staging other claims made (chaos13): the plugin lost the
+// attachment volctl records (its attach capability came and went), NodeStageVolume is not sent
+// (the volume is staged), and NodePublishVolume is refused FAILED_PRECONDITION, as a staging
+// plugin answers for a volume not published to the node. The claim attaches again, once, and
+// publishes, rather than being refused until every claim of the volume is released.
+func TestClaimJoiningAStagingAttachesAgainWhenThePluginLostTheAttachment(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.StageUnstageVolume, c.PublishChecksAttachment = true, true })
+	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	c, err := csi.New(csi.Config{ControllerSocket: h.socket, NodeSocket: h.socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.ControllerUnpublishVolume(h.ctx, csi.ControllerUnpublishVolumeRequest{VolumeID: h.externalID("v"), NodeID: "node-1"}); err != nil {
+		t.Fatal(err)
+	}
+	h.mem.ResetCalls()
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b"}); err != nil {
+		t.Fatalf("claim b: %v; want it published after attaching again", err)
+	}
+	if nodes := h.mem.PublishedNodes(h.externalID("v")); !slices.Equal(nodes, []string{"node-1"}) {
+		t.Errorf("plugin's attachments = %v, want node-1's made again", nodes)
+	}
+	if n := h.mem.CallCount(csi.RPCControllerPublishVolume); n != 1 {
+		t.Errorf("ControllerPublishVolume sent %d times, want once", n)
+	}
+	if n := h.mem.CallCount(csi.RPCNodeStageVolume); n != 0 {
+		t.Errorf("NodeStageVolume sent %d times, want none (the volume is staged)", n)
+	}
+	if live := h.liveClaims("v"); len(live) != 2 || !live[0].AtRest() || !live[1].AtRest() {
+		t.Errorf("claims = %+v, want both published", live)
+	}
+}

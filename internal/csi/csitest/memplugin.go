@@ -102,6 +102,10 @@ type MemConfig struct {
 	// the attachment (logs in to the device ControllerPublishVolume named), so a staging made
 	// before the attachment, or from another one, is not the attached volume's.
 	StageFromAttachment bool
+	// PublishChecksAttachment makes a staging plugin's NodePublishVolume insist on the
+	// attachment too (FAILED_PRECONDITION without it), as volctl's hostpath plugin does; one that
+	// does not stage always does.
+	PublishChecksAttachment bool
 	// SnapshotIDPrefix is put before a snapshot's name to make its ID (none: the ID is the
 	// name), as plugins whose IDs are not the names asked for do.
 	SnapshotIDPrefix string
@@ -1141,6 +1145,11 @@ func (s *memServer) NodePublishVolume(ctx context.Context, req *csipb.NodePublis
 		if m.cfg.StageFromAttachment && !maps.Equal(v.stagingCtx, req.GetPublishContext()) {
 			return nil, errorf(codes.FailedPrecondition, "volume %q is staged at %s from another attachment (publish_context %v, given %v): unstage and stage it again",
 				v.vol.ID, v.staging, v.stagingCtx, req.GetPublishContext())
+		}
+		if m.cfg.PublishChecksAttachment {
+			if err := m.checkAttached(v, req.GetPublishContext()); err != nil {
+				return nil, err
+			}
 		}
 	} else if err := m.checkAttached(v, req.GetPublishContext()); err != nil {
 		return nil, err
