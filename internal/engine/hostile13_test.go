@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
+	"golang.org/x/sys/unix"
 )
 
 // A plugin that does not stage answers NodePublishVolume OK having bind-mounted at the claim's
@@ -130,5 +132,53 @@ func stageVFrom(c *csitest.MemConfig, from func(staging string) string) {
 			return from(staging)
 		}
 		return ""
+	}
+}
+
+// A restore checks every target it publishes again against the publish tree, walked once for
+// the pass (publishIndex) rather than once a claim: after a reboot, a plugin that does not
+// stage binds another volume's published target at this claim's target. The restore refuses
+// it, naming that target, and the other volume's data is left as it was.
+func TestRestoreRefusesATargetBoundFromAnotherClaimsTarget(t *testing.T) {
+	var root string
+	h := kernelHarness(t, func(c *csitest.MemConfig) {
+		root, c.Node.StageUnstageVolume = c.MountRoot, false
+	})
+	capability := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}
+	h.create(volume("w", capability))
+	h.create(volume("v", capability))
+	w := h.claim(ClaimRequest{VolumeID: "w", Alloc: "b"})
+	if err := os.WriteFile(filepath.Join(w.TargetPath, "ws-data"), []byte("w's data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if err := unix.Unmount(v.TargetPath, unix.MNT_DETACH); err != nil { // a reboot, for v's target
+		t.Fatal(err)
+	}
+	p := h.restartPlugin(func(c *csitest.MemConfig) {
+		c.MountRoot, c.Node.StageUnstageVolume = root, false
+		c.PublishFrom = func(_, target string) string {
+			if target == v.TargetPath {
+				return w.TargetPath
+			}
+			return ""
+		}
+	}, "w", "v")
+	t.Cleanup(func() {
+		if err := p.UnmountAll(); err != nil {
+			t.Errorf("memplugin: %v", err)
+		}
+	})
+	rep, err := h.e.Reconcile(h.ctx)
+	want := `volume "w"'s target ` + w.TargetPath + ` (alloc "b"'s claim) bind-mounted`
+	if err == nil && len(rep.Problems) == 0 {
+		seen, _ := os.ReadFile(filepath.Join(v.TargetPath, "ws-data"))
+		t.Fatalf("restore published v at %s, a bind of w's target (what the alloc reads there: %q), want it refused", v.TargetPath, seen)
+	}
+	if !strings.Contains(fmt.Sprint(err, rep.Problems), want) {
+		t.Fatalf("reconcile = %v, problems %v\nwant the restore to say %s", err, rep.Problems, want)
+	}
+	if data, err := os.ReadFile(filepath.Join(w.TargetPath, "ws-data")); err != nil || string(data) != "w's data" {
+		t.Errorf("volume w's claim after v's refusal: %q, %v", data, err)
 	}
 }

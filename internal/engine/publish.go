@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
@@ -427,7 +428,7 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 		return err
 	}
 	failpoint("rpc:NodePublishVolume")
-	if err := e.checkTarget(v, cl, c, req.StagingPath); err != nil {
+	if err := e.checkTarget(ctx, v, cl, c, req.StagingPath); err != nil {
 		return err
 	}
 	p.setState(store.ClaimPublished)
@@ -518,7 +519,7 @@ func (o *otherNodesAttachment) Is(target error) bool { return target == ErrConfl
 // target is opened as every path below the state dir is (nofollow.go), without following any
 // component. A failure is final (errBadAnswer): the claim is rolled back, and the release's
 // NodeUnpublishVolume asks the plugin to remove what it made.
-func (e *Engine) checkTarget(v store.Volume, cl *store.Claim, c *conn, staging string) error {
+func (e *Engine) checkTarget(ctx context.Context, v store.Volume, cl *store.Claim, c *conn, staging string) error {
 	target := e.realPath(cl.TargetPath)
 	t, err := openNoFollow(e.cfg.StateDir, target, createNothing)
 	var what string
@@ -557,7 +558,7 @@ func (e *Engine) checkTarget(v store.Volume, cl *store.Claim, c *conn, staging s
 		if serr != nil {
 			return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, serr)
 		}
-		own, oerr := e.ownDirectory(t, target, staging, v.ID, mp)
+		own, oerr := e.ownDirectory(ctx, t, target, staging, v.ID, mp)
 		if oerr != nil {
 			return fmt.Errorf("checking the target %s after %s: %w", cl.TargetPath, csi.RPCNodePublishVolume, oerr)
 		}
@@ -616,8 +617,8 @@ func (e *Engine) bareStaging(t *pathFD, staging string, mp MountPoint) (bool, er
 // as they must. bareStaging judges a bare staging. The cost is a read of the state dir and of
 // its staging directories, a statx of each staging path that does not sync with its file
 // system (a hung NFS staging of another volume does not hang this claim), and the publish
-// tree's (publishTreeEntry).
-func (e *Engine) ownDirectory(t *pathFD, target, staging, volumeID string, mp MountPoint) (string, error) {
+// tree's (publishTreeEntry; a restore's pass walks it once, publishIndex).
+func (e *Engine) ownDirectory(ctx context.Context, t *pathFD, target, staging, volumeID string, mp MountPoint) (string, error) {
 	if !mp.Mounted {
 		return "", nil
 	}
@@ -666,6 +667,9 @@ func (e *Engine) ownDirectory(t *pathFD, target, staging, volumeID string, mp Mo
 			}
 		}
 	}
+	if idx := publishIndexOf(ctx); idx != nil {
+		return idx.entry(e.cfg.StateDir, tid, target, volumeID, !ownStaging, ofStateDir), nil
+	}
 	return publishTreeEntry(e.cfg.StateDir, tid, volumeID, !ownStaging, ofStateDir), nil
 }
 
@@ -705,6 +709,88 @@ func publishTreeEntry(stateDir string, tid fileID, volumeID string, targets bool
 		}
 	}
 	return ""
+}
+
+// publishIndex is publishTreeEntry's walk made once for a pass that checks many targets: a
+// restore publishes every claim again, and a walk per claim costs a statx per claim on the
+// host, n² in all (a restore of 1,000 claims took 3.4 s rather than 0.8, most of it these
+// statx calls; BENCHMARKS.md). The tree's directories and targets are indexed by identity
+// when the first target is checked, and each target checked after is added with the identity
+// it then has (its volume's root, published), so that a later target bound from it is still
+// told. What another process adds to the tree meanwhile is not in the index: its own claim
+// walks the tree for its target.
+type publishIndex struct {
+	mu    sync.Mutex
+	built bool
+	byID  map[fileID][]publishEntry
+}
+
+// publishEntry is a path of the publish tree: an alloc's or volume's directory, or a claim
+// target (alloc, volume) of a volume.
+type publishEntry struct {
+	path, alloc, volume string
+	target              bool
+}
+
+type publishIndexKey struct{}
+
+// withPublishIndex returns ctx carrying a new publishIndex for the checks made under it.
+func withPublishIndex(ctx context.Context) context.Context {
+	return context.WithValue(ctx, publishIndexKey{}, &publishIndex{})
+}
+
+func publishIndexOf(ctx context.Context) *publishIndex {
+	idx, _ := ctx.Value(publishIndexKey{}).(*publishIndex)
+	return idx
+}
+
+// entry is publishTreeEntry from the index (built on first use); the target checked (tid, at
+// target, a claim of volumeID) is added to it.
+func (x *publishIndex) entry(stateDir string, tid fileID, target, volumeID string, targets bool, ofStateDir func(string) string) string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.built {
+		x.build(stateDir)
+	}
+	found := ""
+	for _, en := range x.byID[tid] {
+		switch {
+		case !en.target:
+			found = ofStateDir(en.path)
+		case targets && en.volume != volumeID:
+			found = fmt.Sprintf("volume %q's target %s (alloc %q's claim) bind-mounted (%s)", en.volume, en.path, en.alloc, anotherVolume)
+		default:
+			continue
+		}
+		break
+	}
+	if found == "" {
+		alloc := filepath.Base(filepath.Dir(filepath.Dir(target)))
+		x.byID[tid] = append(x.byID[tid], publishEntry{path: target, alloc: alloc, volume: volumeID, target: true})
+	}
+	return found
+}
+
+// build walks the publish tree as publishTreeEntry does, every path of it indexed.
+func (x *publishIndex) build(stateDir string) {
+	x.built, x.byID = true, map[fileID][]publishEntry{}
+	add := func(en publishEntry) {
+		if id, ok := statID(en.path); ok {
+			x.byID[id] = append(x.byID[id], en)
+		}
+	}
+	publish := filepath.Join(stateDir, publishDir)
+	for _, alloc := range subdirs(publish) {
+		allocDir := filepath.Join(publish, alloc)
+		add(publishEntry{path: allocDir})
+		for _, volume := range subdirs(allocDir) {
+			volumeDir := filepath.Join(allocDir, volume)
+			add(publishEntry{path: volumeDir})
+			for _, usage := range entryNames(volumeDir) {
+				add(publishEntry{path: filepath.Join(volumeDir, usage), alloc: alloc, volume: volume, target: true})
+			}
+		}
+	}
 }
 
 // anotherVolume is what ownDirectory says of a target that is another volume's staging or target.

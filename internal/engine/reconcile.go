@@ -534,6 +534,7 @@ const restoreWorkers = 8
 // report lists the results in the listed order whatever order they finished in. inUse are the
 // volumes a claim was restored or found mounted on, which cleanStagings need not look at.
 func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []store.Claim, pass *reconcilePass) (inUse map[string]bool) {
+	ctx = withPublishIndex(ctx) // the publish tree walked once for every target the pass checks
 	type result struct {
 		err            error
 		restored, held bool     // held: restored, or found mounted and settled
