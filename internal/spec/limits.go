@@ -27,6 +27,23 @@ func (d *decoder) checkCSIString(field, value string, rng hcl.Range) {
 	if len(value) > MaxCSIString {
 		d.errorf(rng, "Value too long", "%s is %d bytes long; the CSI spec limits string fields to %d bytes.", field, len(value), MaxCSIString)
 	}
+	d.checkControl(field, value, rng)
+}
+
+// checkPluginID applies checkCSIString's rules to an ID a plugin made (a volume's external_id,
+// a snapshot_id, a clone_id): past 128 bytes is a warning, not an error. Plugins exceed the
+// spec's limit (Azure's disk IDs are resource paths of 150 bytes and more), volctl stores and
+// sends back what they answered, and `volctl export` writes it: a spec refusing it could not
+// register again a volume volctl itself created.
+func (d *decoder) checkPluginID(field, value string, rng hcl.Range) {
+	if len(value) > MaxCSIString {
+		d.warnf(rng, "Value longer than the CSI spec allows", "%s is %d bytes long, past the %d bytes the CSI spec allows a string field; it is the plugin's own ID, which some plugins make longer, so volctl sends it back as it is.", field, len(value), MaxCSIString)
+	}
+	d.checkControl(field, value, rng)
+}
+
+// checkControl refuses control characters other than the common whitespace ones.
+func (d *decoder) checkControl(field, value string, rng hcl.Range) {
 	for _, r := range value {
 		if r <= 0x1f && r != '\t' && r != '\n' && r != '\r' || r >= 0x7f && r <= 0x9f {
 			d.errorf(rng, "Invalid character", "%s contains the control character %U, which the CSI spec does not allow.", field, r)

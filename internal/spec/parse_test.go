@@ -121,8 +121,12 @@ func TestVolumeRules(t *testing.T) {
 		{name: "capacity with a decimal comma", src: baseVolume + `capacity_max = "1,5GiB"`, summary: "Invalid capacity", detail: "not a thousands separator"},
 		{name: "secret key rule", src: baseVolume + "secrets = { \"a b\" = \"x\" }", summary: "Invalid secret key", detail: `"a b"`},
 		{name: "secret keys allowed", src: baseVolume + "secrets = { \"a.b-c_D9\" = \"x\" }"},
-		{name: "string field limit", src: baseVolume + `external_id = "` + strings.Repeat("x", 129) + `"`, summary: "Value too long", detail: "128 bytes"},
-		{name: "string field at the limit", src: baseVolume + `external_id = "` + strings.Repeat("x", 128) + `"`},
+		{name: "string field limit", src: baseVolume + `name = "` + strings.Repeat("x", 129) + `"`, summary: "Value too long", detail: "128 bytes"},
+		{name: "string field at the limit", src: baseVolume + `name = "` + strings.Repeat("x", 128) + `"`},
+		// A plugin's own ID past the limit is kept (warned of): volctl stores what plugins
+		// answer, and a spec it exports must register again (TestPluginIDsPastTheCSILimitAreWarnedOf).
+		{name: "plugin ID past the string limit", src: baseVolume + `external_id = "` + strings.Repeat("x", 200) + `"`},
+		{name: "plugin ID with a control character", src: baseVolume + "external_id = \"a\\u0001b\"", summary: "Invalid character", detail: "external_id"},
 		{name: "map limit", src: baseVolume + "parameters = { a = \"" + strings.Repeat("x", 4096) + "\" }", summary: "Map too large", detail: "4097 bytes"},
 		{name: "map at the limit", src: baseVolume + "parameters = { a = \"" + strings.Repeat("x", 4095) + "\" }"},
 		{name: "long map value is fine", src: baseVolume + "secrets = { cert = \"" + strings.Repeat("x", 2000) + "\" }"},
@@ -713,6 +717,33 @@ func TestJSONInvalidUTF8IsRefused(t *testing.T) {
 			t.Errorf("%q: want one error \"Invalid character encoding\" at 1:%d, got:\n%s", c.src, c.col, renderPlain(p, diags))
 		} else if out := renderPlain(p, diags); strings.Contains(out, "hun") {
 			t.Errorf("the secret is shown:\n%s", out)
+		}
+	}
+}
+
+// A plugin's own IDs (external_id, snapshot_id, clone_id) past the CSI spec's 128 bytes: Azure's
+// disk IDs are resource paths longer than that. volctl stores what a plugin answers and exports
+// it, so a spec holding one must register (or create from the snapshot) again: a warning that
+// names the field and the limit, not an error.
+func TestPluginIDsPastTheCSILimitAreWarnedOf(t *testing.T) {
+	long := "/subscriptions/0b5b0a2e-1a2b-4c3d-9e8f-0123456789ab/resourceGroups/mc_prod-aks_westeurope/providers/Microsoft.Compute/disks/pvc-3f0e8a7c-2b1d-4e5f-8a9b-0c1d2e3f4a5b"
+	for _, tc := range []struct {
+		field string
+		verb  Verb
+	}{{"external_id", VerbRegister}, {"snapshot_id", VerbCreate}, {"clone_id", VerbCreate}} {
+		src := baseVolume + tc.field + ` = "` + long + `"` + "\n"
+		if tc.verb == VerbCreate {
+			src += "name = \"db\"\n"
+		}
+		v, diags := ParseVolume("v.hcl", []byte(src), tc.verb)
+		if diags.HasErrors() || v == nil {
+			t.Fatalf("%s of %d bytes: %v; want it kept, with a warning", tc.field, len(long), diags)
+		}
+		if len(diags) != 1 || diags[0].Severity != hcl.DiagWarning || !strings.Contains(diags[0].Detail, tc.field) || !strings.Contains(diags[0].Detail, "128 bytes") {
+			t.Errorf("%s: diagnostics %v, want one warning naming it and the 128-byte limit", tc.field, diags)
+		}
+		if got := map[string]string{"external_id": v.ExternalID, "snapshot_id": v.SnapshotID, "clone_id": v.CloneID}[tc.field]; got != long {
+			t.Errorf("%s = %q, want it as written", tc.field, got)
 		}
 	}
 }

@@ -158,7 +158,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 
 	// Register and create differ in what they take.
 	if s, ok := d.weakStr(attr("external_id")); ok {
-		d.checkCSIString("external_id", s, attr("external_id").Expr.Range())
+		d.checkPluginID("external_id", s, attr("external_id").Expr.Range())
 		v.ExternalID = s
 	}
 	switch {
@@ -178,7 +178,7 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 		if !ok {
 			continue
 		}
-		d.checkCSIString(name, s, a.Expr.Range())
+		d.checkPluginID(name, s, a.Expr.Range())
 		if verb == VerbRegister {
 			d.errorf(a.NameRange, "Argument not allowed for register",
 				"%s is only used to create a volume; a registered volume already exists. Remove %s, or create the volume instead.", name, name)
