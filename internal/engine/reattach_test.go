@@ -33,14 +33,7 @@ func restoreAttachesAgain(t *testing.T, stages bool) {
 	if st, _ := h.staging("v"); st.StagingPath != "" {
 		h.mounts.markGone(st.StagingPath)
 	}
-	c, err := csi.New(csi.Config{ControllerSocket: h.socket, NodeSocket: h.socket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.ControllerUnpublishVolume(h.ctx, csi.ControllerUnpublishVolumeRequest{VolumeID: h.externalID("v"), NodeID: "node-1"}); err != nil {
-		t.Fatal(err)
-	}
+	unpublishBehindVolctl(t, h, "v")
 	h.open(Config{}) // a new process after the reboot
 	h.mem.ResetCalls()
 	rep, err := h.e.Reconcile(h.ctx)
@@ -71,14 +64,7 @@ func TestClaimJoiningAStagingAttachesAgainWhenThePluginLostTheAttachment(t *test
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.StageUnstageVolume, c.PublishChecksAttachment = true, true })
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	c, err := csi.New(csi.Config{ControllerSocket: h.socket, NodeSocket: h.socket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.ControllerUnpublishVolume(h.ctx, csi.ControllerUnpublishVolumeRequest{VolumeID: h.externalID("v"), NodeID: "node-1"}); err != nil {
-		t.Fatal(err)
-	}
+	unpublishBehindVolctl(t, h, "v")
 	h.mem.ResetCalls()
 	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b"}); err != nil {
 		t.Fatalf("claim b: %v; want it published after attaching again", err)
@@ -94,5 +80,19 @@ func TestClaimJoiningAStagingAttachesAgainWhenThePluginLostTheAttachment(t *test
 	}
 	if live := h.liveClaims("v"); len(live) != 2 || !live[0].AtRest() || !live[1].AtRest() {
 		t.Errorf("claims = %+v, want both published", live)
+	}
+}
+
+// unpublishBehindVolctl sends the plugin ControllerUnpublishVolume of vol from node-1 itself:
+// the plugin no longer holds the attachment volctl records.
+func unpublishBehindVolctl(t *testing.T, h *harness, vol string) {
+	t.Helper()
+	c, err := csi.New(csi.Config{ControllerSocket: h.socket, NodeSocket: h.socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.ControllerUnpublishVolume(h.ctx, csi.ControllerUnpublishVolumeRequest{VolumeID: h.externalID(vol), NodeID: "node-1"}); err != nil {
+		t.Fatal(err)
 	}
 }
