@@ -182,3 +182,46 @@ func TestRestoreRefusesATargetBoundFromAnotherClaimsTarget(t *testing.T) {
 		t.Errorf("volume w's claim after v's refusal: %q, %v", data, err)
 	}
 }
+
+// A restore's pass indexes the publish tree when it checks its first target (publishIndex).
+// Meanwhile another command (the agent serving a claim, or a CLI process) publishes volume w
+// for alloc b: its own claim walks the tree, finds nothing wrong, and is published. Then the
+// pass publishes v, and the plugin binds w's target there. The index, built before w's target
+// was mounted, knows it as the bare directory it was: v's check must still tell w's data,
+// as the walk it replaced did (both claims were held, v reading and writing w's data).
+func TestRestoreIndexSeesATargetPublishedSinceItWasBuilt(t *testing.T) {
+	var wTarget string
+	h := kernelHarness(t, func(c *csitest.MemConfig) {
+		c.Node.StageUnstageVolume = false
+		c.PublishFrom = func(_, target string) string {
+			if strings.Contains(target, "/publish/a/v/") {
+				return wTarget
+			}
+			return ""
+		}
+	})
+	capability := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}
+	for _, id := range []string{"x", "w", "v"} {
+		h.create(volume(id, capability))
+	}
+	wTarget = publishPath(h.dir, "b", "w", false, spec.FileSystem, spec.MultiNodeMultiWriter)
+	pass := withPublishIndex(h.ctx)
+	if _, err := h.e.Claim(pass, ClaimRequest{VolumeID: "x", Alloc: "c"}); err != nil { // the pass's first check builds the index
+		t.Fatal(err)
+	}
+	w := h.claim(ClaimRequest{VolumeID: "w", Alloc: "b"}) // another command, outside the pass
+	if err := os.WriteFile(filepath.Join(w.TargetPath, "ws-data"), []byte("w's data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := h.e.Claim(pass, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if err == nil {
+		seen, _ := os.ReadFile(filepath.Join(cl.TargetPath, "ws-data"))
+		t.Fatalf("claim of v published at %s, a bind of w's target (what the alloc reads there: %q), want it refused", cl.TargetPath, seen)
+	}
+	want := `volume "w"'s target ` + w.TargetPath + ` (alloc "b"'s claim) bind-mounted`
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("claim = %v\nwant an error saying %s", err, want)
+	}
+	h.release("w", "b")
+	h.release("x", "c")
+}
