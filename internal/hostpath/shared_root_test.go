@@ -201,3 +201,48 @@ func TestRecordChangesWaitForAnotherProcessOnTheRoot(t *testing.T) {
 		t.Fatal("NodeStageVolume still waiting after the other process let go of the records' lock")
 	}
 }
+
+// The lock on the records the processes serving a root share is taken while holding the
+// process's own lock (mu) in the old order: while the other process held it (stopped, frozen
+// by a cgroup freezer, or slow in a mount), an RPC that changes a record waited for it holding
+// mu, and every RPC of this process that takes mu alone (ListVolumes, GetCapacity, snapshots,
+// a create) waited behind it, however short its deadline. The shared lock is taken first,
+// given up when the RPC's deadline passes, and only then mu.
+func TestRecordsLockHeldElsewhereBlocksNoReadingRPC(t *testing.T) {
+	root := t.TempDir()
+	c, _ := startFake(t, hostpath.Config{Root: root, NodeID: "n1"})
+	v := c.createVolume(t, "busy")
+	held, err := os.Open(filepath.Join(root, "meta"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := unix.Flock(int(held.Fd()), unix.LOCK_EX); err != nil { // another process's RPC
+		t.Fatal(err)
+	}
+	deleted := make(chan error, 1)
+	go func() {
+		_, err := c.ctl.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: v.GetVolumeId()})
+		deleted <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // the delete waits for the lock
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := c.ctl.ListVolumes(ctx, &csi.ListVolumesRequest{}); err != nil {
+		t.Errorf("ListVolumes while another process holds the records' lock and a delete waits for it: %v, want an answer", err)
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancelShort()
+	_, err = c.ctl.ControllerExpandVolume(short, &csi.ControllerExpandVolumeRequest{VolumeId: v.GetVolumeId(),
+		CapacityRange: &csi.CapacityRange{RequiredBytes: 2 << 20}})
+	wantCode(t, err, codes.DeadlineExceeded)
+	if err := unix.Flock(int(held.Fd()), unix.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-deleted:
+		mustOK(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("DeleteVolume did not finish once the other process let the lock go")
+	}
+}
