@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -224,4 +225,36 @@ func TestRestoreIndexSeesATargetPublishedSinceItWasBuilt(t *testing.T) {
 	}
 	h.release("w", "b")
 	h.release("x", "c")
+}
+
+// A target the pass's index took in, and that then failed its check (a read claim the plugin
+// mounted read-write) and was rolled back, unmounted, stayed in the index as volume u's
+// published target. A later claim of the pass that the plugin publishes from u's storage (two
+// volumes the plugin maps onto one; a fresh claim's walk finds no target of u and publishes
+// it) was refused as "volume u's target bind-mounted", naming a target no longer there. A
+// path the index matches is looked at again.
+func TestRestoreIndexForgetsATargetRolledBack(t *testing.T) {
+	var root, uBacking string
+	h := kernelHarness(t, func(c *csitest.MemConfig) {
+		root, c.Node.StageUnstageVolume, c.IgnoreReadOnly = c.MountRoot, false, true
+		c.PublishFrom = func(_, target string) string {
+			if strings.Contains(target, "/publish/b/w/") {
+				return uBacking
+			}
+			return ""
+		}
+	})
+	capability := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}
+	h.create(volume("u", capability))
+	h.create(volume("w", capability))
+	uBacking = filepath.Join(root, url.PathEscape(h.volumeInfo("u").ExternalID))
+	pass := withPublishIndex(h.ctx)
+	_, err := h.e.Claim(pass, ClaimRequest{VolumeID: "u", Alloc: "a", ReadOnly: true})
+	if err == nil || !strings.Contains(err.Error(), "mounted read-write") {
+		t.Fatalf("read claim of u mounted read-write = %v, want it refused", err)
+	}
+	if _, err := h.e.Claim(pass, ClaimRequest{VolumeID: "w", Alloc: "b"}); err != nil {
+		t.Fatalf("claim of w, published from u's storage after u's only target was rolled back: %v\nwant it published, as a claim outside a pass is", err)
+	}
+	h.release("w", "b")
 }

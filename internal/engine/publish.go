@@ -792,9 +792,15 @@ func (x *publishIndex) entry(stateDir string, tid fileID, target, volumeID strin
 	return found
 }
 
-// lookup is what the index says of identity tid, as publishTreeEntry does.
+// lookup is what the index says of identity tid, as publishTreeEntry does. A path found is
+// looked at again (a statx, for a match only): since the index took it, a claim's rollback or
+// another command's release may have unmounted it or removed it, and its identity may be
+// another file's now (an inode number reused).
 func (x *publishIndex) lookup(tid fileID, volumeID string, targets bool, ofStateDir func(string) string) string {
 	for _, en := range x.byID[tid] {
+		if id, ok := statID(en.path); !ok || id != tid {
+			continue
+		}
 		switch {
 		case !en.target:
 			return ofStateDir(en.path)
