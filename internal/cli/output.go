@@ -456,7 +456,8 @@ func (t *table) add(cells []string) {
 	}
 	last := len(t.chunks) - 1
 	if last < 0 || cap(t.chunks[last])-len(t.chunks[last]) < need {
-		t.chunks = append(t.chunks, make([]byte, 0, max(need, min(tableChunk, 512<<len(t.chunks)))))
+		// The shift is bounded: past 54 chunks 512<<len overflows, and every row took a chunk.
+		t.chunks = append(t.chunks, make([]byte, 0, max(need, min(tableChunk, 512<<min(len(t.chunks), 7)))))
 		last++
 	}
 	if t.rows == 0 {

@@ -64,3 +64,19 @@ func TestTableHoldsManyRowsInFewAllocations(t *testing.T) {
 		t.Errorf("last row = %q, want %q", out.String()[max(0, out.Len()-80):], want)
 	}
 }
+
+// Past 54 chunks, 512<<len(chunks) overflowed (0, then negative), so every row after took a
+// chunk of its own: a list of 200,000 volumes (8 MB of cells) made an allocation a row, as
+// the slice of rows it replaced did, and the chunk list grew by copying. The chunks stay at
+// 64 KiB however many there are.
+func TestTableChunksStayWholePastManyChunks(t *testing.T) {
+	var out bytes.Buffer
+	tb := newTable(&out, "ID", "NAME")
+	cell := strings.Repeat("x", 40)
+	for range 200_000 {
+		tb.row(cell, cell)
+	}
+	if n := len(tb.chunks); n > 300 {
+		t.Errorf("200,000 rows of 80 bytes took %d chunks, want at most 300 (64 KiB each)", n)
+	}
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -181,4 +182,79 @@ func TestRestoreRefusesATargetBoundFromAnotherClaimsTarget(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(w.TargetPath, "ws-data")); err != nil || string(data) != "w's data" {
 		t.Errorf("volume w's claim after v's refusal: %q, %v", data, err)
 	}
+}
+
+// A restore's pass indexes the publish tree when it checks its first target (publishIndex).
+// Meanwhile another command (the agent serving a claim, or a CLI process) publishes volume w
+// for alloc b: its own claim walks the tree, finds nothing wrong, and is published. Then the
+// pass publishes v, and the plugin binds w's target there. The index, built before w's target
+// was mounted, knows it as the bare directory it was: v's check must still tell w's data,
+// as the walk it replaced did (both claims were held, v reading and writing w's data).
+func TestRestoreIndexSeesATargetPublishedSinceItWasBuilt(t *testing.T) {
+	var wTarget string
+	h := kernelHarness(t, func(c *csitest.MemConfig) {
+		c.Node.StageUnstageVolume = false
+		c.PublishFrom = func(_, target string) string {
+			if strings.Contains(target, "/publish/a/v/") {
+				return wTarget
+			}
+			return ""
+		}
+	})
+	capability := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}
+	for _, id := range []string{"x", "w", "v"} {
+		h.create(volume(id, capability))
+	}
+	wTarget = publishPath(h.dir, "b", "w", false, spec.FileSystem, spec.MultiNodeMultiWriter)
+	pass := withPublishIndex(h.ctx)
+	if _, err := h.e.Claim(pass, ClaimRequest{VolumeID: "x", Alloc: "c"}); err != nil { // the pass's first check builds the index
+		t.Fatal(err)
+	}
+	w := h.claim(ClaimRequest{VolumeID: "w", Alloc: "b"}) // another command, outside the pass
+	if err := os.WriteFile(filepath.Join(w.TargetPath, "ws-data"), []byte("w's data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := h.e.Claim(pass, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if err == nil {
+		seen, _ := os.ReadFile(filepath.Join(cl.TargetPath, "ws-data"))
+		t.Fatalf("claim of v published at %s, a bind of w's target (what the alloc reads there: %q), want it refused", cl.TargetPath, seen)
+	}
+	want := `volume "w"'s target ` + w.TargetPath + ` (alloc "b"'s claim) bind-mounted`
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("claim = %v\nwant an error saying %s", err, want)
+	}
+	h.release("w", "b")
+	h.release("x", "c")
+}
+
+// A target the pass's index took in, and that then failed its check (a read claim the plugin
+// mounted read-write) and was rolled back, unmounted, stayed in the index as volume u's
+// published target. A later claim of the pass that the plugin publishes from u's storage (two
+// volumes the plugin maps onto one; a fresh claim's walk finds no target of u and publishes
+// it) was refused as "volume u's target bind-mounted", naming a target no longer there. A
+// path the index matches is looked at again.
+func TestRestoreIndexForgetsATargetRolledBack(t *testing.T) {
+	var root, uBacking string
+	h := kernelHarness(t, func(c *csitest.MemConfig) {
+		root, c.Node.StageUnstageVolume, c.IgnoreReadOnly = c.MountRoot, false, true
+		c.PublishFrom = func(_, target string) string {
+			if strings.Contains(target, "/publish/b/w/") {
+				return uBacking
+			}
+			return ""
+		}
+	})
+	capability := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}
+	h.create(volume("u", capability))
+	h.create(volume("w", capability))
+	uBacking = filepath.Join(root, url.PathEscape(h.volumeInfo("u").ExternalID))
+	pass := withPublishIndex(h.ctx)
+	_, err := h.e.Claim(pass, ClaimRequest{VolumeID: "u", Alloc: "a", ReadOnly: true})
+	if err == nil || !strings.Contains(err.Error(), "mounted read-write") {
+		t.Fatalf("read claim of u mounted read-write = %v, want it refused", err)
+	}
+	if _, err := h.e.Claim(pass, ClaimRequest{VolumeID: "w", Alloc: "b"}); err != nil {
+		t.Fatalf("claim of w, published from u's storage after u's only target was rolled back: %v\nwant it published, as a claim outside a pass is", err)
+	}
+	h.release("w", "b")
 }

@@ -8,9 +8,11 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
+	"github.com/moby/sys/mountinfo"
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -717,12 +719,34 @@ func publishTreeEntry(stateDir string, tid fileID, volumeID string, targets bool
 // statx calls; BENCHMARKS.md). The tree's directories and targets are indexed by identity
 // when the first target is checked, and each target checked after is added with the identity
 // it then has (its volume's root, published), so that a later target bound from it is still
-// told. What another process adds to the tree meanwhile is not in the index: its own claim
-// walks the tree for its target.
+// told. A target mounted since the index was built by anything else (another command's claim,
+// in this process or another, or one of the pass's own claims published but not yet checked)
+// is not: the index knows it as the bare directory it was, and a target bound from it would
+// pass, reading and writing that volume's data. So a target the index finds nothing for is
+// looked up again after the mounts made under the publish tree since (the kernel's mount
+// table, read under the publish directory: a mount the index has not seen, by its ID, mount
+// point, device and root, as the kernel reuses the IDs of mounts undone) are added, each a
+// statx once (and the alloc and volume directories above a new target): one read of the
+// table a check of a target compared with other volumes' targets (a plugin that does not
+// stage), rather than a statx a claim. A staging plugin's target, a bind of its own staging,
+// is compared with the tree's directories only, and reads no table (the restore of 1,000
+// claims BENCHMARKS.md measures): a directory another command made since, and has not
+// mounted a target under yet, is not told.
 type publishIndex struct {
-	mu    sync.Mutex
-	built bool
-	byID  map[fileID][]publishEntry
+	mu     sync.Mutex
+	built  bool
+	byID   map[fileID][]publishEntry
+	mounts map[seenMount]bool // mounts under the publish tree whose mount points are indexed
+}
+
+// seenMount tells a mount of the table from any made after it was undone.
+type seenMount struct {
+	id, major, minor int
+	point, root      string
+}
+
+func seen(m *mountinfo.Info) seenMount {
+	return seenMount{id: m.ID, major: m.Major, minor: m.Minor, point: m.Mountpoint, root: m.Root}
 }
 
 // publishEntry is a path of the publish tree: an alloc's or volume's directory, or a claim
@@ -744,53 +768,111 @@ func publishIndexOf(ctx context.Context) *publishIndex {
 	return idx
 }
 
-// entry is publishTreeEntry from the index (built on first use); the target checked (tid, at
-// target, a claim of volumeID) is added to it.
+// entry is publishTreeEntry from the index (built on first use, brought up to the mount
+// table on a miss); the target checked (tid, at target, a claim of volumeID) is added to it.
+// When the mount table cannot be read, the tree is walked as publishTreeEntry does.
 func (x *publishIndex) entry(stateDir string, tid fileID, target, volumeID string, targets bool, ofStateDir func(string) string) string {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	publish := filepath.Join(stateDir, publishDir)
 	if !x.built {
-		x.build(stateDir)
+		x.build(publish)
 	}
-	found := ""
-	for _, en := range x.byID[tid] {
-		switch {
-		case !en.target:
-			found = ofStateDir(en.path)
-		case targets && en.volume != volumeID:
-			found = fmt.Sprintf("volume %q's target %s (alloc %q's claim) bind-mounted (%s)", en.volume, en.path, en.alloc, anotherVolume)
-		default:
-			continue
+	found := x.lookup(tid, volumeID, targets, ofStateDir)
+	if found == "" && targets { // a staging plugin's target, its staging's bind, reads no table
+		if !x.refresh(publish) {
+			found = publishTreeEntry(stateDir, tid, volumeID, targets, ofStateDir)
+		} else {
+			found = x.lookup(tid, volumeID, targets, ofStateDir)
 		}
-		break
 	}
 	if found == "" {
-		alloc := filepath.Base(filepath.Dir(filepath.Dir(target)))
-		x.byID[tid] = append(x.byID[tid], publishEntry{path: target, alloc: alloc, volume: volumeID, target: true})
+		x.add(publishEntry{path: target, alloc: filepath.Base(filepath.Dir(filepath.Dir(target))), volume: volumeID, target: true}, tid)
 	}
 	return found
 }
 
-// build walks the publish tree as publishTreeEntry does, every path of it indexed.
-func (x *publishIndex) build(stateDir string) {
-	x.built, x.byID = true, map[fileID][]publishEntry{}
-	add := func(en publishEntry) {
-		if id, ok := statID(en.path); ok {
-			x.byID[id] = append(x.byID[id], en)
+// lookup is what the index says of identity tid, as publishTreeEntry does. A path found is
+// looked at again (a statx, for a match only): since the index took it, a claim's rollback or
+// another command's release may have unmounted it or removed it, and its identity may be
+// another file's now (an inode number reused).
+func (x *publishIndex) lookup(tid fileID, volumeID string, targets bool, ofStateDir func(string) string) string {
+	for _, en := range x.byID[tid] {
+		if id, ok := statID(en.path); !ok || id != tid {
+			continue
+		}
+		switch {
+		case !en.target:
+			return ofStateDir(en.path)
+		case targets && en.volume != volumeID:
+			return fmt.Sprintf("volume %q's target %s (alloc %q's claim) bind-mounted (%s)", en.volume, en.path, en.alloc, anotherVolume)
 		}
 	}
-	publish := filepath.Join(stateDir, publishDir)
+	return ""
+}
+
+// add indexes en under identity id, once.
+func (x *publishIndex) add(en publishEntry, id fileID) {
+	if !slices.Contains(x.byID[id], en) {
+		x.byID[id] = append(x.byID[id], en)
+	}
+}
+
+// build walks the publish tree as publishTreeEntry does, every path of it indexed, and notes
+// the mounts under it, whose mount points the walk indexed as they are.
+func (x *publishIndex) build(publish string) {
+	x.built, x.byID, x.mounts = true, map[fileID][]publishEntry{}, map[seenMount]bool{}
+	if mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(publish)); err == nil {
+		for _, m := range mounts {
+			x.mounts[seen(m)] = true
+		}
+	}
 	for _, alloc := range subdirs(publish) {
 		allocDir := filepath.Join(publish, alloc)
-		add(publishEntry{path: allocDir})
+		x.stat(publishEntry{path: allocDir})
 		for _, volume := range subdirs(allocDir) {
 			volumeDir := filepath.Join(allocDir, volume)
-			add(publishEntry{path: volumeDir})
+			x.stat(publishEntry{path: volumeDir})
 			for _, usage := range entryNames(volumeDir) {
-				add(publishEntry{path: filepath.Join(volumeDir, usage), alloc: alloc, volume: volume, target: true})
+				x.stat(publishEntry{path: filepath.Join(volumeDir, usage), alloc: alloc, volume: volume, target: true})
 			}
 		}
 	}
+}
+
+// stat indexes en under the identity its path has now.
+func (x *publishIndex) stat(en publishEntry) {
+	if id, ok := statID(en.path); ok {
+		x.add(en, id)
+	}
+}
+
+// refresh indexes the mount points under the publish tree of mounts made since it last
+// looked; false when the mount table cannot be read.
+func (x *publishIndex) refresh(publish string) bool {
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(publish))
+	if err != nil {
+		return false
+	}
+	for _, m := range mounts {
+		if x.mounts[seen(m)] {
+			continue
+		}
+		x.mounts[seen(m)] = true
+		rel, err := filepath.Rel(publish, m.Mountpoint)
+		if err != nil {
+			continue
+		}
+		switch parts := strings.Split(rel, string(filepath.Separator)); len(parts) {
+		case 1, 2: // an alloc's or volume's directory, mounted over
+			x.stat(publishEntry{path: m.Mountpoint})
+		case 3: // a target, and the directories made for it, which may be new too
+			x.stat(publishEntry{path: m.Mountpoint, alloc: parts[0], volume: parts[1], target: true})
+			x.stat(publishEntry{path: filepath.Dir(m.Mountpoint)})
+			x.stat(publishEntry{path: filepath.Join(publish, parts[0])})
+		}
+	}
+	return true
 }
 
 // anotherVolume is what ownDirectory says of a target that is another volume's staging or target.

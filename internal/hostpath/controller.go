@@ -218,7 +218,7 @@ func (p *Plugin) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 	if err := requireVolumeID("DeleteVolume", id); err != nil {
 		return nil, err
 	}
-	unlockState, err := p.lock()
+	unlockState, err := p.lock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +279,7 @@ func (p *Plugin) ControllerPublishVolume(ctx context.Context, req *csi.Controlle
 	if _, err := checkCapability(req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
-	unlockState, err := p.lock()
+	unlockState, err := p.lock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +322,7 @@ func (p *Plugin) ControllerUnpublishVolume(ctx context.Context, req *csi.Control
 	if err := requireVolumeID("ControllerUnpublishVolume", id); err != nil {
 		return nil, err
 	}
-	unlockState, err := p.lock()
+	unlockState, err := p.lock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -552,7 +552,7 @@ func (p *Plugin) ControllerExpandVolume(ctx context.Context, req *csi.Controller
 	if err != nil {
 		return nil, err
 	}
-	unlockState, err := p.lock()
+	unlockState, err := p.lock(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -75,7 +75,7 @@ func (p *Plugin) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 		return nil, err
 	}
 
-	unlockState, err := p.lock()
+	unlockState, err := p.lock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (p *Plugin) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 	if err != nil {
 		return nil, err
 	}
-	unlockState, err := p.lock()
+	unlockState, err := p.lock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +189,7 @@ func (p *Plugin) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 		flags |= unix.MS_RDONLY
 	}
 
-	unlockState, err := p.lock()
+	unlockState, err := p.lock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +255,7 @@ func (p *Plugin) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 	if err != nil {
 		return nil, err
 	}
-	unlockState, err := p.lock()
+	unlockState, err := p.lock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -464,7 +464,7 @@ func (p *Plugin) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	if err != nil {
 		return nil, err
 	}
-	unlockState, err := p.lock()
+	unlockState, err := p.lock(ctx)
 	if err != nil {
 		return nil, err
 	}

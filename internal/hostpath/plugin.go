@@ -21,6 +21,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 
 	"github.com/volctl/volctl/internal/crash"
 )
@@ -85,23 +86,44 @@ type Plugin struct {
 	state *state
 }
 
-// lock takes the plugin's lock for an RPC that changes a volume's record: mu, among this
-// process's RPCs, then the lock on meta/ that every process serving the root takes for one,
-// so that one process changes a volume's record at a time, having read it as the last one
-// left it (volume). Two processes serve one root after a handover to Nomad (volctl's own, and
+// lock takes the plugin's lock for an RPC that changes a volume's record: the lock on meta/
+// that every process serving the root takes for one, so that one process changes a volume's
+// record at a time, having read it as the last one left it (volume), then mu, among this
+// process's RPCs. Two processes serve one root after a handover to Nomad (volctl's own, and
 // the job `volctl export nomad` writes), and both use one volume at once when it was handed
 // over with --force while local claims were live: each rewrote the record from its own
 // copy, and the staging and targets the other had recorded went from it. An RPC that only
 // reads records, or writes a new one under an ID it generated (a create, whose copy may take
-// long), takes mu alone. The error is INTERNAL.
-func (p *Plugin) lock() (unlock func(), err error) {
-	p.mu.Lock()
-	release, err := lockDir(p.metaDir(), 0)
-	if err != nil {
-		p.mu.Unlock()
-		return nil, internal("locking the records under %s, which every plugin process serving it shares: %v", p.cfg.Root, err)
+// long), takes mu alone. The shared lock comes first, and is waited for only as long as ctx
+// allows: taken while holding mu, an RPC waiting for another process (stopped, frozen, slow)
+// held up every RPC of this one, the reading ones too, past any deadline. The error is
+// ctx's, or INTERNAL.
+func (p *Plugin) lock(ctx context.Context) (unlock func(), err error) {
+	fail := func(err error) error {
+		return internal("locking the records under %s, which every plugin process serving it shares: %v", p.cfg.Root, err)
 	}
-	return func() { release(); p.mu.Unlock() }, nil
+	f, err := os.Open(p.metaDir())
+	if err != nil {
+		return nil, fail(err)
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close()
+			return nil, fail(err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, status.FromContextError(ctx.Err()).Err()
+		case <-time.After(5 * time.Millisecond): // another process's RPC holds it
+		}
+	}
+	p.mu.Lock()
+	return func() { p.mu.Unlock(); f.Close() }, nil // closing the descriptor releases the lock
 }
 
 // New checks cfg, creates the directories under Root and loads the metadata a previous run left.

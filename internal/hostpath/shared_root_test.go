@@ -109,8 +109,9 @@ func TestStartLeavesACreateInProgressOfAnotherProcess(t *testing.T) {
 }
 
 // lockAsAnotherProcess holds dir's lock, as another plugin process on the root holds that of
-// a copy or create it has in progress, until the test ends.
-func lockAsAnotherProcess(t *testing.T, dir string) {
+// a copy or create it has in progress, or of its records (meta/) while it changes one, until
+// unlock is called or the test ends.
+func lockAsAnotherProcess(t *testing.T, dir string) (unlock func()) {
 	t.Helper()
 	f, err := os.Open(dir)
 	if err != nil {
@@ -119,6 +120,11 @@ func lockAsAnotherProcess(t *testing.T, dir string) {
 	t.Cleanup(func() { f.Close() })
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		t.Fatal(err)
+	}
+	return func() {
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -172,18 +178,15 @@ func TestTwoProcessesOnTheRootDoNotLoseEachOthersRecord(t *testing.T) {
 
 // A change to a volume's record waits for the lock on meta/ that another process serving the
 // root holds while it changes one: the two never read, change and write one record at once.
+// It waits for it before taking the process's own lock (mu), and no longer than its deadline:
+// taken under mu, while the other process held it (stopped, frozen by a cgroup freezer, or
+// slow in a mount), every RPC of this process that takes mu alone (ListVolumes, GetCapacity,
+// snapshots, a create) waited behind the change, past any deadline.
 func TestRecordChangesWaitForAnotherProcessOnTheRoot(t *testing.T) {
 	root := t.TempDir()
 	c, _ := startFake(t, hostpath.Config{Root: root, NodeID: "n1"})
 	v := c.createVolume(t, "db")
-	held, err := os.Open(filepath.Join(root, "meta"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
-	if err := unix.Flock(int(held.Fd()), unix.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
+	unlock := lockAsAnotherProcess(t, filepath.Join(root, "meta")) // another process's RPC
 	staged := make(chan error, 1)
 	go func() { staged <- c.stage(v, newPaths(t), nil) }()
 	select {
@@ -191,9 +194,17 @@ func TestRecordChangesWaitForAnotherProcessOnTheRoot(t *testing.T) {
 		t.Fatalf("NodeStageVolume answered (%v) while another process held the records' lock", err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	if err := unix.Flock(int(held.Fd()), unix.LOCK_UN); err != nil {
-		t.Fatal(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := c.ctl.ListVolumes(ctx, &csi.ListVolumesRequest{}); err != nil {
+		t.Errorf("ListVolumes while another process holds the records' lock and a stage waits for it: %v, want an answer", err)
 	}
+	short, cancelShort := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancelShort()
+	_, err := c.ctl.ControllerExpandVolume(short, &csi.ControllerExpandVolumeRequest{VolumeId: v.GetVolumeId(),
+		CapacityRange: &csi.CapacityRange{RequiredBytes: 2 << 20}})
+	wantCode(t, err, codes.DeadlineExceeded)
+	unlock()
 	select {
 	case err := <-staged:
 		mustOK(t, err)
