@@ -15,6 +15,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/nomadcorpus"
@@ -38,8 +39,33 @@ func TestMain(m *testing.M) {
 		signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
 	}
 	testscript.Main(cleanBench{m}, map[string]func(){
-		"volctl": func() { os.Exit(run()) },
+		"volctl": func() {
+			scriptRetry()
+			os.Exit(run())
+		},
 	})
+}
+
+// scriptRetryEnv, in a volctl's environment, is the first wait between a command's tries of a
+// retryable RPC (engine.DefaultRetry.Base), the cap being eight times it. TestScripts sets it
+// short for every script: a script proves that a plugin answering UNAVAILABLE is tried
+// DefaultRetry.Attempts times and the claim then left for reconcile, which the waits' length
+// does not change (their growth and cap are internal/engine's tests'), while at the default
+// (250 ms, 500 ms, 1 s) each such command waited 1.75 s. The number of tries is kept.
+const scriptRetryEnv = "VOLCTL_TEST_RETRY_BASE"
+
+// scriptRetry applies scriptRetryEnv to this process's commands, when set.
+func scriptRetry() {
+	v := os.Getenv(scriptRetryEnv)
+	if v == "" {
+		return
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		fmt.Fprintf(os.Stderr, "%s=%q: want a positive duration\n", scriptRetryEnv, v)
+		os.Exit(2)
+	}
+	engine.DefaultRetry.Base, engine.DefaultRetry.Max = d, 8*d
 }
 
 // cleanBench removes the volctl the benchmarks built (benchVolctl) once the tests have run.
@@ -75,6 +101,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("STATE", state)
 			env.Setenv("VOLCTL_STATE_DIR", state)
 			env.Setenv("NO_COLOR", "1")
+			env.Setenv(scriptRetryEnv, "10ms")
 			// Mounts must not outlive a script, even one that fails before releasing its
 			// claims: unmount whatever is left under its work dir before the dir is removed.
 			env.Defer(func() {
