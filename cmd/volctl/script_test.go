@@ -15,6 +15,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/volctl/volctl/internal/agent"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
@@ -40,32 +41,42 @@ func TestMain(m *testing.M) {
 	}
 	testscript.Main(cleanBench{m}, map[string]func(){
 		"volctl": func() {
-			scriptRetry()
+			testRetry()
 			os.Exit(run())
 		},
 	})
 }
 
-// scriptRetryEnv, in a volctl's environment, is the first wait between a command's tries of a
-// retryable RPC (engine.DefaultRetry.Base), the cap being eight times it. TestScripts sets it
-// short for every script: a script proves that a plugin answering UNAVAILABLE is tried
-// DefaultRetry.Attempts times and the claim then left for reconcile, which the waits' length
-// does not change (their growth and cap are internal/engine's tests'), while at the default
-// (250 ms, 500 ms, 1 s) each such command waited 1.75 s. The number of tries is kept.
-const scriptRetryEnv = "VOLCTL_TEST_RETRY_BASE"
+// Test-only retry waits. In a volctl's environment (this test binary run as volctl), each is the
+// first wait between tries of a retryable RPC, the cap being eight times it: commandRetryEnv for
+// a command's (engine.DefaultRetry: 250 ms, 500 ms, 1 s by default, 1.75 s per command against a
+// plugin answering UNAVAILABLE), agentRetryEnv for the agent's (agent.Retry: 15.5 s per RPC).
+// The number of tries is kept. A test sets one only where what it proves (tried that many
+// times, then left for reconcile or counted as failed, the error kept) does not depend on the
+// waits' length, whose growth and cap internal/engine's and internal/agent's tests prove.
+// TestScripts sets commandRetryEnv for every script.
+const (
+	commandRetryEnv = "VOLCTL_TEST_RETRY_BASE"
+	agentRetryEnv   = "VOLCTL_TEST_AGENT_RETRY_BASE"
+)
 
-// scriptRetry applies scriptRetryEnv to this process's commands, when set.
-func scriptRetry() {
-	v := os.Getenv(scriptRetryEnv)
+// testRetry applies commandRetryEnv and agentRetryEnv to this process, when set.
+func testRetry() {
+	setRetryBase(commandRetryEnv, &engine.DefaultRetry)
+	setRetryBase(agentRetryEnv, &agent.Retry)
+}
+
+func setRetryBase(name string, p *engine.RetryPolicy) {
+	v := os.Getenv(name)
 	if v == "" {
 		return
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		fmt.Fprintf(os.Stderr, "%s=%q: want a positive duration\n", scriptRetryEnv, v)
+		fmt.Fprintf(os.Stderr, "%s=%q: want a positive duration\n", name, v)
 		os.Exit(2)
 	}
-	engine.DefaultRetry.Base, engine.DefaultRetry.Max = d, 8*d
+	p.Base, p.Max = d, 8*d
 }
 
 // cleanBench removes the volctl the benchmarks built (benchVolctl) once the tests have run.
@@ -101,7 +112,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("STATE", state)
 			env.Setenv("VOLCTL_STATE_DIR", state)
 			env.Setenv("NO_COLOR", "1")
-			env.Setenv(scriptRetryEnv, "10ms")
+			env.Setenv(commandRetryEnv, "10ms")
 			// Mounts must not outlive a script, even one that fails before releasing its
 			// claims: unmount whatever is left under its work dir before the dir is removed.
 			env.Defer(func() {
