@@ -63,6 +63,7 @@ func killed(err error) bool {
 // each RPC before its answer is committed, on the publish and release paths and in create and
 // delete; `volctl reconcile` must then bring everything back in line.
 func TestCrashAtEveryCheckpoint(t *testing.T) {
+	t.Parallel()
 	env := newHostEnv(t)
 	bin := buildVolctl(t, failpointsTag)
 	env.createVolume("vol", spec.SingleNodeWriter)
@@ -128,6 +129,8 @@ func TestCrashAtEveryCheckpoint(t *testing.T) {
 // TestCrashAtRandomMoments kills claim and release processes with SIGKILL after a random delay,
 // many rounds, then reconciles and checks the invariants.
 func TestCrashAtRandomMoments(t *testing.T) {
+	// Not parallel: its kills come 0-40 ms after a start, and a loaded machine would move
+	// them all before the command does anything, which is not what it means to test.
 	env := newHostEnv(t)
 	env.createVolume("shared", spec.MultiNodeSingleWriter)
 	env.createVolume("solo", spec.SingleNodeWriter)
@@ -177,6 +180,7 @@ func TestCrashAtRandomMoments(t *testing.T) {
 // TestClaimRace: 8 processes claim one single-node-writer volume at once, 20 rounds; exactly
 // one wins each round, and the others exit 4 naming the holder.
 func TestClaimRace(t *testing.T) {
+	t.Parallel()
 	env := newHostEnv(t)
 	env.createVolume("solo", spec.SingleNodeWriter)
 	const procs, rounds = 8, 20
@@ -238,6 +242,7 @@ func TestClaimRace(t *testing.T) {
 // released, does not kill itself whatever VOLCTL_FAILPOINT says. Every checkpoint a claim, a
 // release, a create and a delete pass is armed; each command completes and exits 0.
 func TestDefaultBuildIgnoresFailpoints(t *testing.T) {
+	t.Parallel()
 	bin := buildVolctl(t) // no tags: the release build
 	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())))
 	env := &hostEnv{t: t, state: t.TempDir(), socket: socket}
@@ -273,6 +278,7 @@ func TestDefaultBuildIgnoresFailpoints(t *testing.T) {
 // same expand again (the second) sends it. The in-memory plugin bind-mounts what it publishes
 // (volctl insists on a mount point at the target), so this needs mount privileges.
 func TestCrashExpandNodeOwed(t *testing.T) {
+	t.Parallel()
 	bin := buildVolctl(t, failpointsTag)
 	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
 	socket, _ := csitest.Serve(t, csitest.WithServer(mem))
@@ -312,6 +318,7 @@ func TestCrashExpandNodeOwed(t *testing.T) {
 // PLUGIN NAME` removes it, leaving the plugin and the records in agreement. Snapshots need no
 // mounts, so this runs without mount privileges.
 func TestCrashSnapshot(t *testing.T) {
+	t.Parallel()
 	bin := buildVolctl(t, failpointsTag)
 	srv := hostpathtest.Start(t, hostpath.Config{Root: hostpathtest.ShortDir(t), NodeID: "n1", Mounter: &hostpathtest.FakeMounter{}})
 	env := &hostEnv{t: t, state: hostpathtest.ShortDir(t), socket: srv.Socket, plugin: srv.Plugin}
@@ -363,6 +370,7 @@ func TestCrashSnapshot(t *testing.T) {
 // it dies at, the claim is never freed (issue 13 rule 1: it is still there, for the same alloc)
 // and the next reconcile publishes it again, mounted, with nothing left over.
 func TestCrashDuringARestore(t *testing.T) {
+	t.Parallel()
 	env := newHostEnv(t)
 	bin := buildVolctl(t, failpointsTag)
 	env.createVolume("vol", spec.SingleNodeWriter)
@@ -395,6 +403,7 @@ func TestCrashDuringARestore(t *testing.T) {
 // it) or freed (the kill came after it), never lost half-way; the reconcile after them finishes
 // the release.
 func TestCrashReleaseThenReadFirst(t *testing.T) {
+	t.Parallel()
 	env := newHostEnv(t)
 	bin := buildVolctl(t, failpointsTag)
 	env.createVolume("vol", spec.SingleNodeWriter)

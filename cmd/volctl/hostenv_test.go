@@ -30,6 +30,8 @@ type hostEnv struct {
 	plugin *hostpath.Plugin
 }
 
+// newHostEnv makes a hostEnv of t's own: state dir, plugin and mount root are t's temp dirs, so
+// tests on one each run in parallel (t.Parallel), sharing nothing but the machine.
 func newHostEnv(t *testing.T) *hostEnv {
 	t.Helper()
 	hostpathtest.RequireMount(t)

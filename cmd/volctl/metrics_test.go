@@ -34,7 +34,8 @@ func TestAgentMetricsEndToEnd(t *testing.T) {
 	state := filepath.Join(dir, "state")
 	volctl := func(args ...string) (string, error) {
 		cmd := exec.Command("volctl", args...)
-		cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+state, "NO_COLOR=1")
+		// Short retry waits (testRetry): the release below fails its tries either way.
+		cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+state, "NO_COLOR=1", commandRetryEnv+"=10ms")
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
@@ -73,7 +74,9 @@ func TestAgentMetricsEndToEnd(t *testing.T) {
 	cmd := exec.Command("volctl", "agent", "--config", filepath.Join(dir, "agent.hcl"), "--metrics-addr", "127.0.0.1:0",
 		"--log-format", "json", "--probe-interval", "100ms", "--probe-interval-ready", "200ms",
 		"--reconcile-interval", "300ms", "--gc-interval", "1h")
-	cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+state, "NO_COLOR=1", "NOTIFY_SOCKET="+notifyName)
+	// Short retry waits (testRetry): a reconcile pass on the failing release is counted failed
+	// once its tries are spent, which took 15.5 s of waits at agent.Retry's own.
+	cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+state, "NO_COLOR=1", "NOTIFY_SOCKET="+notifyName, agentRetryEnv+"=10ms")
 	// The supervised plugin outlives a killed agent: stop it by its pid file, after the agent
 	// (cleanups run last registered first).
 	t.Cleanup(func() {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/volctl/volctl/internal/agent"
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/nomadcorpus"
@@ -38,8 +40,43 @@ func TestMain(m *testing.M) {
 		signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
 	}
 	testscript.Main(cleanBench{m}, map[string]func(){
-		"volctl": func() { os.Exit(run()) },
+		"volctl": func() {
+			testRetry()
+			os.Exit(run())
+		},
 	})
+}
+
+// Test-only retry waits. In a volctl's environment (this test binary run as volctl), each is the
+// first wait between tries of a retryable RPC, the cap being eight times it: commandRetryEnv for
+// a command's (engine.DefaultRetry: 250 ms, 500 ms, 1 s by default, 1.75 s per command against a
+// plugin answering UNAVAILABLE), agentRetryEnv for the agent's (agent.Retry: 15.5 s per RPC).
+// The number of tries is kept. A test sets one only where what it proves (tried that many
+// times, then left for reconcile or counted as failed, the error kept) does not depend on the
+// waits' length, whose growth and cap internal/engine's and internal/agent's tests prove.
+// TestScripts sets commandRetryEnv for every script.
+const (
+	commandRetryEnv = "VOLCTL_TEST_RETRY_BASE"
+	agentRetryEnv   = "VOLCTL_TEST_AGENT_RETRY_BASE"
+)
+
+// testRetry applies commandRetryEnv and agentRetryEnv to this process, when set.
+func testRetry() {
+	setRetryBase(commandRetryEnv, &engine.DefaultRetry)
+	setRetryBase(agentRetryEnv, &agent.Retry)
+}
+
+func setRetryBase(name string, p *engine.RetryPolicy) {
+	v := os.Getenv(name)
+	if v == "" {
+		return
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		fmt.Fprintf(os.Stderr, "%s=%q: want a positive duration\n", name, v)
+		os.Exit(2)
+	}
+	p.Base, p.Max = d, 8*d
 }
 
 // cleanBench removes the volctl the benchmarks built (benchVolctl) once the tests have run.
@@ -75,6 +112,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("STATE", state)
 			env.Setenv("VOLCTL_STATE_DIR", state)
 			env.Setenv("NO_COLOR", "1")
+			env.Setenv(commandRetryEnv, "10ms")
 			// Mounts must not outlive a script, even one that fails before releasing its
 			// claims: unmount whatever is left under its work dir before the dir is removed.
 			env.Defer(func() {

@@ -451,7 +451,9 @@ func (e *leakEnv) volctl(stdin string, args ...string) procResult {
 	cmd := exec.Command("volctl", args...)
 	cmd.Dir = e.dir
 	// TMPDIR: quickstart makes its directory, socket included, under the short test dir.
-	cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+e.state, "NO_COLOR=1", "TMPDIR="+e.dir, "NOMAD_ADDR="+e.nomadAddr)
+	// Short retry waits (testRetry): what is scanned is the same however long the waits between
+	// a retried RPC's tries.
+	cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+e.state, "NO_COLOR=1", "TMPDIR="+e.dir, "NOMAD_ADDR="+e.nomadAddr, commandRetryEnv+"=10ms")
 	if stdin != "" {
 		f, err := os.Open(filepath.Join(e.dir, stdin))
 		if err != nil {
