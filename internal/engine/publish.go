@@ -690,27 +690,48 @@ func publishTreeEntry(stateDir string, tid fileID, volumeID string, targets bool
 		return ""
 	}
 	is := func(path string) bool { id, ok := statID(path); return ok && id == tid }
+	found := ""
+	eachPublishPath(publish, func(volume string) bool { return targets && volume != volumeID }, func(en publishEntry) bool {
+		switch {
+		case en.target && is(en.path):
+			found = targetBound(en)
+		case !en.target && dirs && is(en.path):
+			found = ofStateDir(en.path)
+		}
+		return found == ""
+	})
+	return found
+}
+
+// eachPublishPath calls fn with each path of the publish tree, in order, until fn returns
+// false: each alloc's directory, each of its volumes' directories, and, for a volume
+// withTargets says to list, the claim targets in its directory (a block target is a file).
+func eachPublishPath(publish string, withTargets func(volume string) bool, fn func(en publishEntry) bool) {
 	for _, alloc := range subdirs(publish) {
 		allocDir := filepath.Join(publish, alloc)
-		if dirs && is(allocDir) {
-			return ofStateDir(allocDir)
+		if !fn(publishEntry{path: allocDir}) {
+			return
 		}
 		for _, volume := range subdirs(allocDir) {
 			volumeDir := filepath.Join(allocDir, volume)
-			if dirs && is(volumeDir) {
-				return ofStateDir(volumeDir)
+			if !fn(publishEntry{path: volumeDir}) {
+				return
 			}
-			if !targets || volume == volumeID {
+			if !withTargets(volume) {
 				continue
 			}
-			for _, usage := range entryNames(volumeDir) { // a block target is a file
-				if other := filepath.Join(volumeDir, usage); is(other) {
-					return fmt.Sprintf("volume %q's target %s (alloc %q's claim) bind-mounted (%s)", volume, other, alloc, anotherVolume)
+			for _, usage := range entryNames(volumeDir) {
+				if !fn(publishEntry{path: filepath.Join(volumeDir, usage), alloc: alloc, volume: volume, target: true}) {
+					return
 				}
 			}
 		}
 	}
-	return ""
+}
+
+// targetBound is what ownDirectory says of a target that is a bind of another volume's target en.
+func targetBound(en publishEntry) string {
+	return fmt.Sprintf("volume %q's target %s (alloc %q's claim) bind-mounted (%s)", en.volume, en.path, en.alloc, anotherVolume)
 }
 
 // publishIndex is publishTreeEntry's walk made once for a pass that checks many targets: a
@@ -805,7 +826,7 @@ func (x *publishIndex) lookup(tid fileID, volumeID string, targets bool, ofState
 		case !en.target:
 			return ofStateDir(en.path)
 		case targets && en.volume != volumeID:
-			return fmt.Sprintf("volume %q's target %s (alloc %q's claim) bind-mounted (%s)", en.volume, en.path, en.alloc, anotherVolume)
+			return targetBound(en)
 		}
 	}
 	return ""
@@ -827,17 +848,10 @@ func (x *publishIndex) build(publish string) {
 			x.mounts[seen(m)] = true
 		}
 	}
-	for _, alloc := range subdirs(publish) {
-		allocDir := filepath.Join(publish, alloc)
-		x.stat(publishEntry{path: allocDir})
-		for _, volume := range subdirs(allocDir) {
-			volumeDir := filepath.Join(allocDir, volume)
-			x.stat(publishEntry{path: volumeDir})
-			for _, usage := range entryNames(volumeDir) {
-				x.stat(publishEntry{path: filepath.Join(volumeDir, usage), alloc: alloc, volume: volume, target: true})
-			}
-		}
-	}
+	eachPublishPath(publish, func(string) bool { return true }, func(en publishEntry) bool {
+		x.stat(en)
+		return true
+	})
 }
 
 // stat indexes en under the identity its path has now.
