@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -128,6 +129,59 @@ func rawLifecycle(ctx context.Context, c *csi.Client, id string, attach bool, st
 		}
 	}
 	return nil
+}
+
+// BenchmarkClaimAmongPublished measures one claim and its release of a volume on a host with
+// no other claim ("none"), and with 1,000 other volumes published, each to an alloc of its own
+// (root; real mounts: the plugin's root and the state dir on one file system, as they are by
+// default; ~15 s of setup): the claim's check of its target then looks up the publish tree in
+// the mount table ("1000"), or walks it, as every claim did before 2026-11-29 ("1000-walk").
+//
+//	go test ./internal/engine -run '^$' -bench ClaimAmongPublished -benchtime 30x -count 2
+func BenchmarkClaimAmongPublished(b *testing.B) {
+	hostpathtest.RequireMount(b)
+	ctx := context.Background()
+	p, err := hostpath.New(hostpath.Config{Root: hostpathtest.MountDir(b), NodeID: "n1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	socket, _ := csitest.Serve(b, csitest.WithServer(p))
+	e, err := Open(ctx, Config{StateDir: hostpathtest.MountDir(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { e.Close() })
+	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		b.Fatal(err)
+	}
+	create := func(id string) {
+		if _, err := e.CreateVolume(ctx, spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+			Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	lifecycle := func(b *testing.B) {
+		for b.Loop() {
+			if _, err := e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := e.Release(ctx, "v", "a"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	create("v")
+	b.Run("none", lifecycle)
+	for i := range 1000 {
+		id := fmt.Sprintf("w%04d", i)
+		create(id)
+		if _, err := e.Claim(ctx, ClaimRequest{VolumeID: id, Alloc: "a" + id}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("1000", lifecycle)
+	e.publishWalkAllocs = math.MaxInt
+	b.Run("1000-walk", lifecycle)
 }
 
 // BenchmarkRestore1000 measures reconcile restoring 1,000 published claims whose mounts are

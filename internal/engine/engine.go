@@ -124,6 +124,11 @@ type Engine struct {
 	retired map[*conn]bool   // replaced connections still in use, closed by their last user
 
 	scrubbers scrubberCache // Redactor's last scrubber, for the same values
+
+	// publishWalkAllocs: the publish tree of at most this many allocs is walked, a larger one
+	// looked up in the mount table (publishTreeEntry); publishWalks counts the walks.
+	publishWalkAllocs int
+	publishWalks      atomic.Int64
 }
 
 // Open builds an engine on a state dir, opening its database unless cfg.Store is given.
@@ -171,7 +176,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		// resolving changed it (a symlink).
 		return nil, &store.DirError{Dir: given, Err: err, Named: cfg.StateDir == given}
 	}
-	e := &Engine{cfg: cfg, store: st, ownsStore: owns, locks: locks, log: cfg.Logger, linkDir: linkDir, conns: map[string]*conn{}, retired: map[*conn]bool{}}
+	e := &Engine{cfg: cfg, store: st, ownsStore: owns, locks: locks, log: cfg.Logger, linkDir: linkDir, conns: map[string]*conn{}, retired: map[*conn]bool{},
+		publishWalkAllocs: publishWalkAllocs}
 	e.log = e.RedactLogger(cfg.Logger) // what the engine words from plugin data may hold an echoed secret
 	return e, nil
 }

@@ -43,50 +43,54 @@ func TestTargetBoundFromVolctlsOwnDirectoriesIsRefused(t *testing.T) {
 		{name: "staged from the staging parent", stage: true, from: func(_, staging string) string { return filepath.Dir(staging) },
 			want: func(dir string) string { return ofStateDir(filepath.Join(dir, "staging", "mem")) }},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var dir string
-			h := kernelHarness(t, func(c *csitest.MemConfig) {
-				if tc.stage {
-					stageVFrom(c, func(staging string) string { return tc.from(dir, staging) })
-					return
-				}
-				c.PublishFrom = func(staging, target string) string {
-					if strings.Contains(target, "/publish/a/v/") {
-						return tc.from(dir, staging)
+		for _, lookup := range publishLookups {
+			t.Run(tc.name+"/"+lookup.name, func(t *testing.T) {
+				var dir string
+				h := kernelHarness(t, func(c *csitest.MemConfig) {
+					if tc.stage {
+						stageVFrom(c, func(staging string) string { return tc.from(dir, staging) })
+						return
 					}
-					return ""
+					c.PublishFrom = func(staging, target string) string {
+						if strings.Contains(target, "/publish/a/v/") {
+							return tc.from(dir, staging)
+						}
+						return ""
+					}
+				})
+				dir = h.dir
+				lookup.use(h)
+				h.create(volume("w"))
+				h.create(volume("v"))
+				w := h.claim(ClaimRequest{VolumeID: "w", Alloc: "b"})
+				if err := os.WriteFile(filepath.Join(w.TargetPath, "ws-data"), []byte("x"), 0o600); err != nil {
+					t.Fatal(err)
 				}
-			})
-			dir = h.dir
-			h.create(volume("w"))
-			h.create(volume("v"))
-			w := h.claim(ClaimRequest{VolumeID: "w", Alloc: "b"})
-			if err := os.WriteFile(filepath.Join(w.TargetPath, "ws-data"), []byte("x"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			h.mem.ResetCalls()
+				h.mem.ResetCalls()
 
-			cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
-			target := publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.SingleNodeWriter)
-			if err == nil {
-				entries, _ := os.ReadDir(cl.TargetPath)
-				t.Fatalf("claim published at %s, a bind of %s (what the alloc sees there: %v), want it refused", cl.TargetPath, tc.from(dir, stagingPath(dir, "mem", "v")), entries)
-			}
-			want := `plugin "mem" answered OK for volume "v", but the target ` + target + " is " + tc.want(h.dir)
-			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "rolled back") {
-				t.Fatalf("claim = %v\nwant an error saying %s, and the claim rolled back", err, want)
-			}
-			if live := h.liveClaims("v"); len(live) != 0 {
-				t.Fatalf("claims after the refusal = %+v, want none", live)
-			}
-			if got := h.mem.CallCount(csi.RPCNodeUnpublishVolume); got != 1 {
-				t.Errorf("NodeUnpublishVolume sent %d times, want once (the plugin asked to remove what it made)", got)
-			}
-			if _, err := os.Stat(filepath.Join(w.TargetPath, "ws-data")); err != nil {
-				t.Errorf("volume w's claim after v's refusal: %v", err)
-			}
-			h.release("w", "b")
-		})
+				cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+				target := publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.SingleNodeWriter)
+				if err == nil {
+					entries, _ := os.ReadDir(cl.TargetPath)
+					t.Fatalf("claim published at %s, a bind of %s (what the alloc sees there: %v), want it refused", cl.TargetPath, tc.from(dir, stagingPath(dir, "mem", "v")), entries)
+				}
+				want := `plugin "mem" answered OK for volume "v", but the target ` + target + " is " + tc.want(h.dir)
+				if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "rolled back") {
+					t.Fatalf("claim = %v\nwant an error saying %s, and the claim rolled back", err, want)
+				}
+				lookup.check(t, h, false)
+				if live := h.liveClaims("v"); len(live) != 0 {
+					t.Fatalf("claims after the refusal = %+v, want none", live)
+				}
+				if got := h.mem.CallCount(csi.RPCNodeUnpublishVolume); got != 1 {
+					t.Errorf("NodeUnpublishVolume sent %d times, want once (the plugin asked to remove what it made)", got)
+				}
+				if _, err := os.Stat(filepath.Join(w.TargetPath, "ws-data")); err != nil {
+					t.Errorf("volume w's claim after v's refusal: %v", err)
+				}
+				h.release("w", "b")
+			})
+		}
 	}
 }
 

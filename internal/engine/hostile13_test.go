@@ -61,67 +61,71 @@ func TestTargetBoundFromAnotherClaimsTargetIsRefused(t *testing.T) {
 				return "a bind mount of " + filepath.Join(dir, "publish", "b") + ", a directory of volctl's state dir"
 			}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var dir string
-			h := kernelHarness(t, func(c *csitest.MemConfig) {
-				if tc.stage {
-					stageVFrom(c, func(string) string { return tc.from(dir) })
-					return
-				}
-				c.Node.StageUnstageVolume = false
-				c.PublishFrom = func(_, target string) string {
-					if strings.Contains(target, "/publish/a/v/") {
-						return tc.from(dir)
+		for _, lookup := range publishLookups {
+			t.Run(tc.name+"/"+lookup.name, func(t *testing.T) {
+				var dir string
+				h := kernelHarness(t, func(c *csitest.MemConfig) {
+					if tc.stage {
+						stageVFrom(c, func(string) string { return tc.from(dir) })
+						return
 					}
-					return ""
+					c.Node.StageUnstageVolume = false
+					c.PublishFrom = func(_, target string) string {
+						if strings.Contains(target, "/publish/a/v/") {
+							return tc.from(dir)
+						}
+						return ""
+					}
+				})
+				dir = h.dir
+				lookup.use(h)
+				att, wData := spec.FileSystem, func(target string) string { return filepath.Join(target, "ws-data") }
+				if tc.block {
+					att, wData = spec.BlockDevice, func(target string) string { return target }
 				}
-			})
-			dir = h.dir
-			att, wData := spec.FileSystem, func(target string) string { return filepath.Join(target, "ws-data") }
-			if tc.block {
-				att, wData = spec.BlockDevice, func(target string) string { return target }
-			}
-			capability := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: att}
-			h.create(volume("w", capability))
-			h.create(volume("v", capability))
-			w := h.claim(ClaimRequest{VolumeID: "w", Alloc: "b", AttachmentMode: att})
-			if err := os.WriteFile(wData(w.TargetPath), []byte("w's data"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			// v's first claim, and a second of the same volume: one root, as it must be.
-			others := []string{"c", "d"}
-			if tc.stage {
-				others = nil // v is staged from the wrong place at its first claim
-			}
-			for _, alloc := range others {
-				h.claim(ClaimRequest{VolumeID: "v", Alloc: alloc, AttachmentMode: att})
-			}
-			h.mem.ResetCalls()
+				capability := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: att}
+				h.create(volume("w", capability))
+				h.create(volume("v", capability))
+				w := h.claim(ClaimRequest{VolumeID: "w", Alloc: "b", AttachmentMode: att})
+				if err := os.WriteFile(wData(w.TargetPath), []byte("w's data"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				// v's first claim, and a second of the same volume: one root, as it must be.
+				others := []string{"c", "d"}
+				if tc.stage {
+					others = nil // v is staged from the wrong place at its first claim
+				}
+				for _, alloc := range others {
+					h.claim(ClaimRequest{VolumeID: "v", Alloc: alloc, AttachmentMode: att})
+				}
+				h.mem.ResetCalls()
 
-			cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a", AttachmentMode: att})
-			target := publishPath(h.dir, "a", "v", false, att, spec.MultiNodeMultiWriter)
-			if err == nil {
-				seen, _ := os.ReadFile(wData(cl.TargetPath))
-				t.Fatalf("claim published at %s, a bind of %s (what the alloc reads there: %q), want it refused", cl.TargetPath, tc.from(dir), seen)
-			}
-			want := `plugin "mem" answered OK for volume "v", but the target ` + target + " is " + tc.want(h.dir)
-			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "rolled back") {
-				t.Fatalf("claim = %v\nwant an error saying %s, and the claim rolled back", err, want)
-			}
-			if live := h.liveClaims("v"); len(live) != len(others) {
-				t.Fatalf("claims of v after the refusal = %+v, want those of %v only", live, others)
-			}
-			if got := h.mem.CallCount(csi.RPCNodeUnpublishVolume); got != 1 {
-				t.Errorf("NodeUnpublishVolume sent %d times, want once (the plugin asked to remove what it made)", got)
-			}
-			if _, err := os.Stat(wData(w.TargetPath)); err != nil {
-				t.Errorf("volume w's claim after v's refusal: %v", err)
-			}
-			for _, alloc := range others {
-				h.release("v", alloc)
-			}
-			h.release("w", "b")
-		})
+				cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a", AttachmentMode: att})
+				target := publishPath(h.dir, "a", "v", false, att, spec.MultiNodeMultiWriter)
+				if err == nil {
+					seen, _ := os.ReadFile(wData(cl.TargetPath))
+					t.Fatalf("claim published at %s, a bind of %s (what the alloc reads there: %q), want it refused", cl.TargetPath, tc.from(dir), seen)
+				}
+				want := `plugin "mem" answered OK for volume "v", but the target ` + target + " is " + tc.want(h.dir)
+				if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "rolled back") {
+					t.Fatalf("claim = %v\nwant an error saying %s, and the claim rolled back", err, want)
+				}
+				lookup.check(t, h, tc.block)
+				if live := h.liveClaims("v"); len(live) != len(others) {
+					t.Fatalf("claims of v after the refusal = %+v, want those of %v only", live, others)
+				}
+				if got := h.mem.CallCount(csi.RPCNodeUnpublishVolume); got != 1 {
+					t.Errorf("NodeUnpublishVolume sent %d times, want once (the plugin asked to remove what it made)", got)
+				}
+				if _, err := os.Stat(wData(w.TargetPath)); err != nil {
+					t.Errorf("volume w's claim after v's refusal: %v", err)
+				}
+				for _, alloc := range others {
+					h.release("v", alloc)
+				}
+				h.release("w", "b")
+			})
+		}
 	}
 }
 

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,6 +18,7 @@ import (
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
+	"golang.org/x/sys/unix"
 )
 
 // publish drives a claim along the publish path (docs/architecture.md, Claim state machine): taken ->
@@ -641,6 +644,9 @@ func (e *Engine) ownDirectory(ctx context.Context, t *pathFD, target, staging, v
 	ofStateDir := func(dir string) string {
 		return fmt.Sprintf("a bind mount of %s, a directory of volctl's state dir (on the host's disk, not the volume: the claim would read and write volctl's own files)", dir)
 	}
+	if boundOntoItself(target, tid) {
+		return "a bind mount of itself (the bare target, on the host's disk under volctl's state dir, not the volume: the alloc would write there)", nil
+	}
 	for dir := filepath.Dir(target); strings.HasPrefix(dir, e.cfg.StateDir+"/"); dir = filepath.Dir(dir) {
 		if is(dir) {
 			return ofStateDir(dir), nil
@@ -670,28 +676,89 @@ func (e *Engine) ownDirectory(ctx context.Context, t *pathFD, target, staging, v
 		}
 	}
 	if idx := publishIndexOf(ctx); idx != nil {
-		return idx.entry(e.cfg.StateDir, tid, target, volumeID, !ownStaging, ofStateDir), nil
+		return idx.entry(e, tid, target, volumeID, !ownStaging, ofStateDir), nil
 	}
-	return publishTreeEntry(e.cfg.StateDir, tid, volumeID, !ownStaging, ofStateDir), nil
+	return e.publishTreeEntry(tid, target, volumeID, !ownStaging, ofStateDir), nil
 }
 
-// publishTreeEntry is ownDirectory's walk of the publish tree, one statx a path (the tree is
-// listed, not opened component by component: a path a symlink put there is only compared, and
-// compares as the link): which of its alloc and volume directories the target's identity tid
-// is, or, with targets, which other volume's claim target (a claim of volumeID shares its
-// root, as it must). The directories are on the publish directory's file system, and looked
-// at only when tid is: a target that is a volume's storage elsewhere, the common case, costs
-// one statx unless targets are compared too, one more per claim on the host.
-func publishTreeEntry(stateDir string, tid fileID, volumeID string, targets bool, ofStateDir func(string) string) string {
-	publish := filepath.Join(stateDir, publishDir)
+// boundOntoItself reports whether the mount at target, whose root is tid, is a bind of the
+// target itself: what the plugin made there, on the state dir's disk, which the mount covers
+// (no path shows it, so no comparison of identities tells it). A directory's entry keeps the
+// inode of what it names on the parent's file system, whatever is mounted over it: the
+// target's entry in its parent is then tid. (It is tid too for a target nothing is mounted on,
+// which a mount table other than the kernel's, a test's, can call mounted: the kernel is asked
+// first whether the target is a mount's root.)
+func boundOntoItself(target string, tid fileID) bool {
+	if root, err := mountinfo.Mounted(target); err != nil || !root {
+		return false
+	}
+	dir, err := os.Open(filepath.Dir(target))
+	if err != nil {
+		return false
+	}
+	defer dir.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(dir.Fd()), &st); err != nil || uint64(st.Dev) != tid.dev {
+		return false
+	}
+	ino, ok := entryIno(dir, filepath.Base(target))
+	return ok && ino == tid.ino
+}
+
+// entryIno is the inode number dir's entry name holds (getdents' d_ino, the inode on dir's
+// file system, not that of a mount over it).
+func entryIno(dir *os.File, name string) (uint64, bool) {
+	buf := make([]byte, 8<<10)
+	for {
+		n, err := unix.Getdents(int(dir.Fd()), buf)
+		if err != nil || n <= 0 {
+			return 0, false
+		}
+		for rec := buf[:n]; len(rec) >= 19; {
+			// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name.
+			reclen := int(binary.NativeEndian.Uint16(rec[16:18]))
+			if reclen < 19 || reclen > len(rec) {
+				return 0, false
+			}
+			entry := rec[19:reclen]
+			if i := bytes.IndexByte(entry, 0); i >= 0 {
+				entry = entry[:i]
+			}
+			if string(entry) == name {
+				return binary.NativeEndian.Uint64(rec[0:8]), true
+			}
+			rec = rec[reclen:]
+		}
+	}
+}
+
+// publishTreeEntry is ownDirectory's look at the publish tree: which of its alloc and volume
+// directories the target's identity tid is, or, with targets, which other volume's claim
+// target (a claim of volumeID shares its root, as it must). The directories are on the
+// publish directory's file system, and looked at only when tid is: a target that is a
+// volume's storage elsewhere, the common case, costs one statx unless targets are compared
+// too. A tree of a few allocs is walked, one statx a path (the tree is listed, not opened
+// component by component: a path a symlink put there is only compared, and compares as the
+// link). A larger one is looked up in the mount table (publishTableEntry): a walk costs a
+// directory read an alloc and a statx a claim on the host, and a claim among 1,000 others
+// spent most of its time there (BENCHMARKS.md, BenchmarkClaimAmongPublished).
+func (e *Engine) publishTreeEntry(tid fileID, target, volumeID string, targets bool, ofStateDir func(string) string) string {
+	publish := filepath.Join(e.cfg.StateDir, publishDir)
 	pub, ok := statID(publish)
 	dirs := ok && pub.dev == tid.dev
 	if !dirs && !targets {
 		return ""
 	}
+	allocs := subdirs(publish)
+	if len(allocs) > e.publishWalkAllocs {
+		if found, ok := publishTableEntry(publish, tid, target, volumeID, targets, ofStateDir); ok {
+			return found
+		}
+	}
+	e.publishWalks.Add(1)
 	is := func(path string) bool { id, ok := statID(path); return ok && id == tid }
 	found := ""
-	eachPublishPath(publish, func(volume string) bool { return targets && volume != volumeID }, func(en publishEntry) bool {
+	eachPublishPath(publish, allocs, func(volume string) bool { return targets && volume != volumeID }, func(en publishEntry) bool {
 		switch {
 		case en.target && is(en.path):
 			found = targetBound(en)
@@ -703,11 +770,108 @@ func publishTreeEntry(stateDir string, tid fileID, volumeID string, targets bool
 	return found
 }
 
+// publishWalkAllocs is the number of alloc directories up to which publishTreeEntry walks the
+// publish tree rather than read the mount table, which costs more than a walk of a few
+// directories (about 0.3 ms for a table of 30 mounts). An engine's own, which tests set to -1
+// to take the table's way (Engine.publishWalks counts the walks).
+const publishWalkAllocs = 16
+
+// publishTableEntry is publishTreeEntry read from the kernel's mount table rather than by a
+// walk; ok is false when the table cannot answer, and the tree is walked. What a path of the
+// tree is, the target's identity included, is a directory of some file system: the root of
+// the topmost mount at that path when one is mounted there (a published target), and else
+// the directory the mount holding the path has there. A bind mount's root is the directory
+// it was made of, which the table names by its path within its file system, and a directory
+// has one such path. So the target's mount (its file system and root) is compared with the
+// mounts at the paths of the tree (a volume's published target) and with the mount holding
+// the publish directory, each naming a path of the file system with its place in the tree;
+// a root at or below one of them is the directory at that place, if its identity is tid,
+// which one statx checks for a place the walk would report. A target that is not a
+// directory (a block claim's device file, which can have other names) is walked, and so is
+// any answer the statx does not confirm (the tree changed since the table was read).
+func publishTableEntry(publish string, tid fileID, target, volumeID string, targets bool, ofStateDir func(string) string) (string, bool) {
+	var sx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, target, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_INO, &sx); err != nil ||
+		statxID(&sx) != tid || uint32(sx.Mode)&unix.S_IFMT != unix.S_IFDIR {
+		return "", false
+	}
+	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) {
+		return !within(m.Mountpoint, publish) && !within(publish, m.Mountpoint) && m.Mountpoint != target, false
+	})
+	if err != nil {
+		return "", false
+	}
+	// The topmost mount at each path (the table lists a mount after the one it covers): the
+	// target's, the one holding the publish directory, and those at the tree's paths.
+	var top, holder *mountinfo.Info
+	places := map[string]*mountinfo.Info{}
+	for _, m := range mounts {
+		switch {
+		case m.Mountpoint == target:
+			top = m
+		case within(publish, m.Mountpoint) && (holder == nil || len(m.Mountpoint) >= len(holder.Mountpoint)):
+			holder = m
+		case within(m.Mountpoint, publish) && m.Mountpoint != publish && publishDepth(publish, m.Mountpoint) <= 3:
+			places[m.Mountpoint] = m
+		}
+	}
+	if top == nil || holder == nil {
+		return "", false
+	}
+	rel, _ := filepath.Rel(holder.Mountpoint, publish)
+	places[publish] = &mountinfo.Info{Major: holder.Major, Minor: holder.Minor, Root: filepath.Join(holder.Root, rel)}
+	for point, m := range places {
+		if m.Major != top.Major || m.Minor != top.Minor {
+			continue
+		}
+		rest, ok := below(m.Root, top.Root)
+		if !ok {
+			continue
+		}
+		path := filepath.Join(point, rest)
+		parts := strings.Split(strings.TrimPrefix(path, publish+"/"), "/")
+		var found string
+		switch {
+		case path == publish || path == target || len(parts) > 3:
+			continue
+		case len(parts) < 3:
+			found = ofStateDir(path)
+		case targets && parts[1] != volumeID:
+			found = targetBound(publishEntry{path: path, alloc: parts[0], volume: parts[1], target: true})
+		default:
+			continue // this volume's target: its root, as it must be
+		}
+		if id, ok := statID(path); !ok || id != tid {
+			return "", false
+		}
+		return found, true
+	}
+	return "", true
+}
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool {
+	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
+}
+
+// below is path's part below dir ("" for dir itself), false when path is not within dir.
+func below(dir, path string) (string, bool) {
+	if !within(path, dir) {
+		return "", false
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(path, dir), "/"), true
+}
+
+// publishDepth is the number of components of path below publish.
+func publishDepth(publish, path string) int {
+	return strings.Count(strings.TrimPrefix(path, publish), "/")
+}
+
 // eachPublishPath calls fn with each path of the publish tree, in order, until fn returns
-// false: each alloc's directory, each of its volumes' directories, and, for a volume
+// false: each alloc's directory (allocs, the publish directory's subdirectories), each of its volumes' directories, and, for a volume
 // withTargets says to list, the claim targets in its directory (a block target is a file).
-func eachPublishPath(publish string, withTargets func(volume string) bool, fn func(en publishEntry) bool) {
-	for _, alloc := range subdirs(publish) {
+func eachPublishPath(publish string, allocs []string, withTargets func(volume string) bool, fn func(en publishEntry) bool) {
+	for _, alloc := range allocs {
 		allocDir := filepath.Join(publish, alloc)
 		if !fn(publishEntry{path: allocDir}) {
 			return
@@ -792,17 +956,17 @@ func publishIndexOf(ctx context.Context) *publishIndex {
 // entry is publishTreeEntry from the index (built on first use, brought up to the mount
 // table on a miss); the target checked (tid, at target, a claim of volumeID) is added to it.
 // When the mount table cannot be read, the tree is walked as publishTreeEntry does.
-func (x *publishIndex) entry(stateDir string, tid fileID, target, volumeID string, targets bool, ofStateDir func(string) string) string {
+func (x *publishIndex) entry(e *Engine, tid fileID, target, volumeID string, targets bool, ofStateDir func(string) string) string {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	publish := filepath.Join(stateDir, publishDir)
+	publish := filepath.Join(e.cfg.StateDir, publishDir)
 	if !x.built {
 		x.build(publish)
 	}
 	found := x.lookup(tid, volumeID, targets, ofStateDir)
 	if found == "" && targets { // a staging plugin's target, its staging's bind, reads no table
 		if !x.refresh(publish) {
-			found = publishTreeEntry(stateDir, tid, volumeID, targets, ofStateDir)
+			found = e.publishTreeEntry(tid, target, volumeID, targets, ofStateDir)
 		} else {
 			found = x.lookup(tid, volumeID, targets, ofStateDir)
 		}
@@ -848,7 +1012,7 @@ func (x *publishIndex) build(publish string) {
 			x.mounts[seen(m)] = true
 		}
 	}
-	eachPublishPath(publish, func(string) bool { return true }, func(en publishEntry) bool {
+	eachPublishPath(publish, subdirs(publish), func(string) bool { return true }, func(en publishEntry) bool {
 		x.stat(en)
 		return true
 	})
