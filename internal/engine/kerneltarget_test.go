@@ -109,28 +109,42 @@ func TestBlockClaimPublishedAsAFileOnKernelMounts(t *testing.T) {
 	}
 }
 
-// A plugin that answers NodeStageVolume OK having mounted nothing at the staging path, then
-// publishes by bind-mounting the staging path at the target, leaves a target that is a mount
-// point, but of the bare staging directory on the state dir's own disk: the alloc's writes
-// would land on the host, not the volume. That target is refused like one with nothing mounted
-// on it, naming the staging path, and the claim rolled back. Real mounts, as root.
+// A plugin that answers NodeStageVolume OK having mounted nothing at the staging path, or only
+// the staging directory bound onto itself (a mount point, whose root is the bare directory),
+// then publishes by bind-mounting the staging path at the target, leaves a target that is a
+// mount point, but of the bare staging directory on the state dir's own disk: the alloc's
+// writes would land on the host, not the volume. That target is refused like one with nothing
+// mounted on it, naming the staging path, and the claim rolled back. Real mounts, as root.
 func TestTargetBoundFromAnEmptyStagingIsRefused(t *testing.T) {
-	h := kernelHarness(t, func(c *csitest.MemConfig) { c.StageNothing = true })
-	h.create(volume("v"))
-	cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
-	staging := stagingPath(h.dir, "mem", "v")
-	if err == nil {
-		werr := os.WriteFile(filepath.Join(cl.TargetPath, "data"), []byte("x"), 0o600)
-		_, serr := os.Stat(filepath.Join(staging, "data"))
-		t.Fatalf("claim published at %s, a bind of the unmounted staging path (a write through it: %v; found in the staging directory on the host's disk: %v)",
-			cl.TargetPath, werr, serr == nil)
-	}
-	target := publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.SingleNodeWriter)
-	want := `plugin "mem" answered OK for volume "v", but the target ` + target + " is the staging path " + staging + ", where nothing is mounted"
-	if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "rolled back") {
-		t.Fatalf("claim = %v\nwant an error saying %s, and the claim rolled back", err, want)
-	}
-	if live := h.liveClaims("v"); len(live) != 0 {
-		t.Fatalf("claims after the refusal = %+v, want none", live)
+	for _, tc := range []struct {
+		name   string
+		mutate func(*csitest.MemConfig)
+		want   string
+	}{
+		{name: "nothing staged", mutate: func(c *csitest.MemConfig) { c.StageNothing = true }, want: "where nothing is mounted"},
+		{name: "staging bound onto itself", mutate: func(c *csitest.MemConfig) {
+			stageVFrom(c, func(staging string) string { return staging })
+		}, want: "where only the staging directory itself is mounted (bound onto itself)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := kernelHarness(t, tc.mutate)
+			h.create(volume("v"))
+			cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+			staging := stagingPath(h.dir, "mem", "v")
+			if err == nil {
+				werr := os.WriteFile(filepath.Join(cl.TargetPath, "data"), []byte("x"), 0o600)
+				_, serr := os.Stat(filepath.Join(staging, "data"))
+				t.Fatalf("claim published at %s, a bind of the bare staging path (a write through it: %v; found in the staging directory: %v)",
+					cl.TargetPath, werr, serr == nil)
+			}
+			target := publishPath(h.dir, "a", "v", false, spec.FileSystem, spec.SingleNodeWriter)
+			want := `plugin "mem" answered OK for volume "v", but the target ` + target + " is the staging path " + staging + ", " + tc.want
+			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "rolled back") {
+				t.Fatalf("claim = %v\nwant an error saying %s, and the claim rolled back", err, want)
+			}
+			if live := h.liveClaims("v"); len(live) != 0 {
+				t.Fatalf("claims after the refusal = %+v, want none", live)
+			}
+		})
 	}
 }

@@ -570,8 +570,8 @@ func (e *Engine) checkTarget(ctx context.Context, v store.Volume, cl *store.Clai
 		switch {
 		case !mp.Mounted:
 			what = "not a mount point (nothing is mounted on it, so the claim would write to the host's disk)"
-		case bare:
-			what = fmt.Sprintf("the staging path %s, where nothing is mounted, bind-mounted (NodeStageVolume staged nothing there, so the claim would write to the host's disk)", staging)
+		case bare != "":
+			what = fmt.Sprintf("the staging path %s, %s, bind-mounted (NodeStageVolume staged nothing there, so the claim would write to the host's disk)", staging, bare)
 		case own != "":
 			what = own
 		case cl.Mode == store.ClaimRead && cl.AttachmentMode == spec.FileSystem && !mp.ReadOnly:
@@ -584,25 +584,39 @@ func (e *Engine) checkTarget(ctx context.Context, v store.Volume, cl *store.Clai
 		csi.RPCNodePublishVolume, c.plugin.ID, v.ID, cl.TargetPath, what)
 }
 
-// bareStaging reports whether the mounted target t is the staging path itself (one file: a bind
-// mount of it) while nothing is mounted at the staging path: the plugin published the bare
-// staging directory, on the state dir's disk. staging is empty for a plugin that does not stage.
-func (e *Engine) bareStaging(t *pathFD, staging string, mp MountPoint) (bool, error) {
+// bareStaging says how the mounted target t is the bare staging directory, on the state dir's
+// disk, "" when it is not: t is the staging path itself (one file: a bind mount of it) while
+// nothing is mounted at the staging path, or only the staging directory itself, bound onto
+// itself (boundOntoItself). staging is empty for a plugin that does not stage.
+func (e *Engine) bareStaging(t *pathFD, staging string, mp MountPoint) (string, error) {
 	if staging == "" || !mp.Mounted {
-		return false, nil
+		return "", nil
 	}
 	real := e.realPath(staging)
 	s, err := openNoFollow(e.cfg.StateDir, real, createNothing)
 	if err != nil {
-		return false, nil // not there, or not reachable without a symlink: not what t is
+		return "", nil // not there, or not reachable without a symlink: not what t is
 	}
+	defer s.close()
 	same, err := t.sameFile(s)
-	s.close()
 	if err != nil || !same {
-		return false, err
+		return "", err
 	}
 	sp, err := e.cfg.Mounts.Mounted(e.cfg.StateDir, real)
-	return !sp.Mounted, err
+	switch {
+	case err != nil:
+		return "", err
+	case !sp.Mounted:
+		return "where nothing is mounted", nil
+	}
+	sid, err := s.id()
+	if err != nil {
+		return "", err
+	}
+	if boundOntoItself(real, sid) {
+		return "where only the staging directory itself is mounted (bound onto itself)", nil
+	}
+	return "", nil
 }
 
 // ownDirectory says which of volctl's own directories the mounted target t (at target, a
