@@ -55,6 +55,24 @@ func TestNonRootUserMeetsRootsFiles(t *testing.T) {
 		}
 	})
 
+	t.Run("state dir out of reach", func(t *testing.T) {
+		t.Parallel()
+		private := filepath.Join(filepath.Dir(home), "private") // root's, 0700
+		if err := os.Mkdir(private, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		state := filepath.Join(private, "state")
+		code, out := runAsNobody(t, bin, home, state, "status")
+		if code != 1 {
+			t.Errorf("status exited %d, want 1\n%s", code, out)
+		}
+		for _, want := range []string{state, "permission denied", "volctl runs as uid 65534", "run volctl as root", "--state-dir"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("status on a state dir this user cannot make lacks %q:\n%s", want, out)
+			}
+		}
+	})
+
 	t.Run("root's state dir", func(t *testing.T) {
 		t.Parallel()
 		state := filepath.Join(filepath.Dir(home), "roots-state") // beside home: nobody can reach it
