@@ -14,30 +14,13 @@ import (
 // bits at all, and a user other than root, whom no permission bit binds, was refused every
 // command after ("open state: open DIR: permission denied") until they chmod-ed them by hand.
 func TestOwnerlessUmaskLeavesAUsableStateDir(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("runs volctl as another user, which needs root")
-	}
-	home := t.TempDir()
-	if err := os.Chown(home, 65534, 65534); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(filepath.Dir(home), 0o711); err != nil { // the test's own dir: traversable
-		t.Fatal(err)
-	}
-	built, err := os.ReadFile(buildVolctl(t)) // where that user can run it
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(home, "volctl")
-	if err := os.WriteFile(bin, built, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin, home := nobodysVolctl(t)
 	state := filepath.Join(home, "sub", "state") // a parent made too
 	run := func(umask string) {
 		t.Helper()
 		cmd := exec.Command("/bin/sh", "-c", "umask "+umask+" && exec \"$0\" volume status", bin)
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "VOLCTL_STATE_DIR=" + state}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		cmd.SysProcAttr = asNobody()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("volume status under umask %s: %v\n%s", umask, err, out)
 		}
@@ -55,4 +38,37 @@ func TestOwnerlessUmaskLeavesAUsableStateDir(t *testing.T) {
 			t.Errorf("%s is mode %v, want %v", path, fi.Mode().Perm(), want)
 		}
 	}
+}
+
+// nobody is the user tests run volctl as when it must not be root.
+const nobody = 65534
+
+// nobodysVolctl skips unless the test runs as root, and returns a copy of volctl in a home
+// directory of its own that nobody owns, where nobody can run it.
+func nobodysVolctl(t *testing.T) (bin, home string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("runs volctl as another user, which needs root")
+	}
+	home = t.TempDir()
+	if err := os.Chown(home, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(home), 0o711); err != nil { // the test's own dir: traversable
+		t.Fatal(err)
+	}
+	built, err := os.ReadFile(buildVolctl(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin = filepath.Join(home, "volctl")
+	if err := os.WriteFile(bin, built, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, home
+}
+
+// asNobody makes a command run as nobody, with no supplementary groups.
+func asNobody() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -116,7 +117,8 @@ func TestEngineStateDirErrors(t *testing.T) {
 			}
 			t.Cleanup(func() { os.Chmod(parent, 0o700) })
 			dir := filepath.Join(parent, "state")
-			return dir, mkdirFailed + dir + ": permission denied"
+			return dir, mkdirFailed + dir + ": permission denied (volctl runs as uid " + strconv.Itoa(os.Geteuid()) +
+				", which may not make it there: run volctl as root, or give a state dir this user may write with --state-dir or VOLCTL_STATE_DIR)"
 		}},
 		{"dangling symlink", func(t *testing.T, tmp string) (string, string) {
 			dir := filepath.Join(tmp, "state")

@@ -136,7 +136,7 @@ func (o *PluginRegisterOptions) plugins(ctx context.Context) ([]spec.Plugin, err
 	}
 	sources, err := readSpecSources(ctx, o.IO.In, o.ReadFile, o.Files)
 	if err != nil {
-		return nil, fmt.Errorf("plugin register: %w", err)
+		return nil, unreadSpecs("plugin register", "registered", o.Files, err)
 	}
 	parser := spec.NewParser()
 	var (

@@ -60,6 +60,16 @@ func readSpecSources(ctx context.Context, in io.Reader, readFile func(string) ([
 	return out, errors.Join(errs...)
 }
 
+// unreadSpecs is command's error for spec files readSpecSources could not all read: with
+// several files, it says that none was acted on, the readable ones neither (a volume that
+// fails later does not stop the others, and a reader must not take this for that).
+func unreadSpecs(command, done string, files []string, err error) error {
+	if len(files) > 1 && !errors.Is(err, errSpecReadInterrupted) {
+		return fmt.Errorf("%s: %w; nothing was %s", command, err, done)
+	}
+	return fmt.Errorf("%s: %w", command, err)
+}
+
 // readSpecSource reads one named file, "-" being standard input; readFile is readSpecFile when
 // nil. The source is named even when reading fails, and the error is then the bare cause, for
 // the caller to say which file in its own words.

@@ -58,7 +58,7 @@ secrets and context may change and capacity may grow, but name, external_id, plu
 parameters and topology cannot (exit 4; deregister and register it again to change them).
 
 Every file is checked before any volume is registered: an invalid one registers nothing
-(exit 2, with every problem shown). A volume that fails to register does not stop the others.`
+(exit 2, with every problem shown), and so does one that cannot be read (exit 1). A volume that fails to register does not stop the others.`
 		cmd.Example = `  volctl volume register db.hcl
   volctl register db.hcl cache.hcl --json
   nomad-render db | volctl volume register -`
@@ -77,7 +77,7 @@ A create interrupted by a crash is finished by the same create or by volctl reco
 by creating a second volume.
 
 Every file is checked before any volume is created: an invalid one creates nothing (exit 2,
-with every problem shown). A volume that fails to create does not stop the others.`
+with every problem shown), and so does one that cannot be read (exit 1). A volume that fails to create does not stop the others.`
 		cmd.Example = `  volctl volume create db.hcl
   volctl create db.hcl -t '{{range .}}{{.id}} {{.external_id}}{{"\n"}}{{end}}'`
 	}
@@ -169,7 +169,7 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 func parseVolumeSpecs(ctx context.Context, opts *VolumeSubmitOptions, command string) ([]*spec.Volume, error) {
 	sources, err := readSpecSources(ctx, opts.IO.In, opts.ReadFile, opts.Files)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", command, err)
+		return nil, unreadSpecs(command, pastTense(opts.Verb), opts.Files, err)
 	}
 	parser := spec.NewParser()
 	var (

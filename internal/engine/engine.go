@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -476,6 +477,21 @@ func (e *Engine) connectRead(ctx context.Context, pluginID string, p store.Plugi
 // errNoSocket is a plugin's socket file missing at connect (connectPlugin).
 var errNoSocket = errors.New("does not exist")
 
+// unreachableSocket says why identify found no socket at path: none there (errNoSocket: the
+// plugin may be starting), or one this user cannot reach (a directory it may not search, as
+// root's private state dir to any other user), which no wait for the plugin changes.
+func unreachableSocket(path string) error {
+	_, err := os.Stat(path)
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("socket %s %w (is the plugin running?)", path, errNoSocket)
+	}
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		err = pe.Err // the path is named already
+	}
+	return fmt.Errorf("socket %s: %w (volctl runs as uid %d: run it as the plugin's user or root, or check the socket's path and the permissions of its directories)",
+		path, err, os.Geteuid())
+}
+
 // PluginNotAnswering says err is a plugin that did not answer at all: its socket missing, or
 // nothing listening on it (UNAVAILABLE). So reads a plugin starting or restarting, which may
 // answer in a moment; not one that answered, nor one that hung (DEADLINE_EXCEEDED).
@@ -500,7 +516,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 
 	for _, s := range ids {
 		if s.inode == 0 {
-			return nil, fmt.Errorf("socket %s %w (is the plugin running?)", s.path, errNoSocket)
+			return nil, unreachableSocket(s.path)
 		}
 	}
 	client, err := dialCSI(p, e.cfg.Timeouts, e.log, e.secretValues, e.cfg.ObserveRPC)

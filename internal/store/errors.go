@@ -67,6 +67,12 @@ type ownerError struct {
 }
 
 func (e *ownerError) Error() string {
+	if e.owner == 0 {
+		// Root's state (made with sudo, or the tour's root shell), met by a user: root's is
+		// used as root. A chown would hand that user root's state and, through it, its mounts.
+		return fmt.Sprintf("%s %s is owned by uid 0 (root), not by this user (uid %d): run volctl as root (sudo) to use it, or use another --state-dir",
+			e.what, e.path, e.uid)
+	}
 	return fmt.Sprintf("%s %s is owned by uid %d, not by this user (uid %d): another user could %s through it; chown it to this user or use another --state-dir",
 		e.what, e.path, e.owner, e.uid, e.risk)
 }

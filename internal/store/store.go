@@ -320,7 +320,7 @@ func checkDir(dir string) (held bool, err error) {
 		// the parent that is missing its way (a file, no permission).
 		var pe *fs.PathError
 		named := errors.As(err, &pe) && pe.Path == dir
-		return false, &DirError{Dir: dir, Err: fmt.Errorf("open state: create state directory: %w%s", err, brokenLink(dir)), Named: named}
+		return false, &DirError{Dir: dir, Err: fmt.Errorf("open state: create state directory: %w%s%s", err, brokenLink(dir), denied(err)), Named: named}
 	}
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -427,6 +427,15 @@ func lstat(path string) (*syscall.Stat_t, error) {
 		return nil, err
 	}
 	return &st, nil
+}
+
+// denied says what to do when this user may not make the state dir (a parent that is root's, as
+// root's own state dir is to any other user): nothing volctl can do, as this user, changes it.
+func denied(err error) string {
+	if !errors.Is(err, fs.ErrPermission) {
+		return ""
+	}
+	return fmt.Sprintf(" (volctl runs as uid %d, which may not make it there: run volctl as root, or give a state dir this user may write with --state-dir or VOLCTL_STATE_DIR)", os.Geteuid())
 }
 
 // brokenLink says why a state dir that is a symlink could not be made, for MkdirAll's words
