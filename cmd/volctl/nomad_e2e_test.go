@@ -29,6 +29,10 @@ import (
 	"github.com/volctl/volctl/internal/spec"
 )
 
+// execTaskStart bounds the wait for an exec task's first write: its chroot is built first, which
+// took 2 min 3 s at a load average of 20 on a 2-core host.
+const execTaskStart = 4 * time.Minute
+
 // TestNomadEndToEnd hands a volume volctl created over to a real Nomad agent and takes it back:
 // the exported plugin job becomes healthy, volctl nomad register registers the volume (and
 // refuses one in a namespace Nomad lacks, and hands one named db?x over and back), a local
@@ -55,8 +59,9 @@ func TestNomadEndToEnd(t *testing.T) {
 	}
 	start := time.Now()
 	// The whole run's bound. Each exec task's start builds its chroot by copying the host's
-	// /bin, /lib and /usr: 45 s on an idle 2-core host, 100 s on a loaded one, three times.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// /bin, /lib and /usr: 45 s on an idle 2-core host, 100 s on a loaded one, past 2 min at
+	// a load average of 20 (execTaskStart), three times; within go test's -timeout 20m.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	volctlBin, err := exec.LookPath("volctl")
 	if err != nil {
@@ -203,7 +208,7 @@ capability {
 	}
 	w.writeFile("late.nomad.hcl", jobLate)
 	w.nomad("job", "run", "-detach", filepath.Join(dir, "late.nomad.hcl"))
-	w.poll("the task's file in volume late", 120*time.Second, func() bool {
+	w.poll("the task's file in volume late", execTaskStart, func() bool {
 		b, err := os.ReadFile(filepath.Join(root, "volumes", lateExt, "out.txt"))
 		return err == nil && strings.TrimSpace(string(b)) == "hello-from-nomad"
 	})
@@ -222,7 +227,7 @@ capability {
 	step("run the exported job; its task writes into the volume")
 	w.nomad("job", "run", "-detach", filepath.Join(dir, "export", "job-web.nomad.hcl"))
 	written := filepath.Join(root, "volumes", ext, "out.txt")
-	w.poll("the task's file in the volume", 120*time.Second, func() bool {
+	w.poll("the task's file in the volume", execTaskStart, func() bool {
 		b, err := os.ReadFile(written)
 		return err == nil && strings.TrimSpace(string(b)) == "hello-from-nomad"
 	})

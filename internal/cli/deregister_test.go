@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // A volume a forced detach left attached (its plugin gone) is not deregistered without
@@ -47,7 +47,8 @@ func TestVolumeDeregisterOfAVolumeLeftAttached(t *testing.T) {
 	}
 }
 
-// `volume status` of a volume handed over to Nomad while a local claim held it (forced), once
+// `volume status` of a volume handed over to Nomad while a local claim held it (forced, by an
+// older volctl), once
 // that claim is released: the attachment is kept for Nomad's allocations, and the status says
 // what sends the unpublish owed (the take-back), not that a forced detach failed.
 func TestVolumeStatusOfAnAttachmentKeptForNomad(t *testing.T) {
@@ -55,8 +56,17 @@ func TestVolumeStatusOfAnAttachmentKeptForNomad(t *testing.T) {
 	h := newCLIHarness(t)
 	h.createVolume(t, "db", spec.SingleNodeWriter)
 	h.claim(t, "db", "web-0")
-	if _, err := h.e.HandOver(h.ctx, "db", engine.HandoverTarget{Address: "http://127.0.0.1:4646"}, true, nil); err != nil {
+	// Marked as a volctl before engine's TestForcedHandoverRefusesClaimsHoldingAnAttachment
+	// did (the claim holds an attachment: HandOver refuses it now, even forced).
+	st, err := store.Open(h.ctx, h.state)
+	if err != nil {
 		t.Fatal(err)
+	}
+	err = st.Update(h.ctx, func(tx *store.Tx) error {
+		return tx.Handovers().Put(&store.Handover{VolumeID: "db", Address: "http://127.0.0.1:4646", Forced: true})
+	})
+	if cerr := st.Close(); err != nil || cerr != nil {
+		t.Fatal(err, cerr)
 	}
 	if _, err := h.e.Release(h.ctx, "db", "web-0"); err != nil {
 		t.Fatal(err)

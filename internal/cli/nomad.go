@@ -66,7 +66,10 @@ volctl export nomad writes for it does), and the command says so.
 
 A volume with live local claims is not handed over (exit 4, naming them) unless --force,
 which leaves those claims as they are (volctl's own plugin then refuses Nomad's allocs the
-volume, staged locally, until they go);
+volume, staged locally, until they go); not even with --force when they hold an attachment
+(the volume is recorded attached, or its plugin attaches volumes): Nomad sends
+ControllerUnpublishVolume for this node when an alloc's claim of it ends, which would detach
+the volume from under them;
 nor is one still recorded attached to a node with no claim (a ControllerUnpublishVolume a
 forced detach could not send: run volctl reconcile first), unless it is handed over already.
 While a volume is handed over,
@@ -94,7 +97,7 @@ does not take it back on Nomad's word that it has no such volume either.
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "register every volume")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would change; change nothing")
-	cmd.Flags().BoolVar(&opts.Force, "force", false, "hand volumes over despite live local claims or an unpublish owed")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "hand volumes over despite live local claims (none holding an attachment) or an unpublish owed")
 	return cmd
 }
 
@@ -196,8 +199,12 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		if h := info.Handover; h != nil && !h.To(to) {
 			fmt.Fprintf(opts.IO.Out, "  but it is handed over to Nomad at %s (namespace %s, region %q) already: it would be refused\n", h.Address, h.Namespace, h.Region)
 		}
-		if len(info.Claims) > 0 && !opts.Force {
-			fmt.Fprintf(opts.IO.Out, "  but it has %d live local claim(s): it would be refused without --force\n", len(info.Claims))
+		if len(info.Claims) > 0 {
+			if how := attachedUnderClaims(ctx, e, info); how != "" && info.Handover == nil {
+				fmt.Fprintf(opts.IO.Out, "  but it has %d live local claim(s) and %s: it would be refused, --force or not (Nomad's ControllerUnpublishVolume would detach it from under them)\n", len(info.Claims), how)
+			} else if !opts.Force {
+				fmt.Fprintf(opts.IO.Out, "  but it has %d live local claim(s): it would be refused without --force\n", len(info.Claims))
+			}
 		}
 		return nil
 	}
@@ -239,6 +246,22 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	}
 	return printDone(opts.IO.Out, fmt.Sprintf("%s volume %q in Nomad at %s%s; volctl no longer claims it\n", verb, id, c.Address, where),
 		"volume %q %s in Nomad at %s", id, strings.ToLower(verb), c.Address)
+}
+
+// attachedUnderClaims says how the volume's live local claims hold an attachment, for
+// --dry-run to say what HandOver's check of it (engine attachedUnderClaims) would refuse: one
+// recorded, or a plugin that attaches. Empty when they hold none.
+func attachedUnderClaims(ctx context.Context, e *engine.Engine, info engine.VolumeInfo) string {
+	if info.AttachedTo != "" {
+		return fmt.Sprintf("is recorded as attached to node %q", info.AttachedTo)
+	}
+	ps, _ := e.Plugins(ctx) // the fingerprint recorded, as HandOver reads it
+	for _, p := range ps {
+		if p.ID == info.PluginID && slices.Contains(p.Capabilities.Controller, "PUBLISH_UNPUBLISH_VOLUME") {
+			return fmt.Sprintf("its plugin %q attaches volumes", info.PluginID)
+		}
+	}
+	return ""
 }
 
 // inNamespace names the Nomad namespace ns a volume goes to when it is not the one its spec

@@ -173,6 +173,12 @@ func registerStep(t *testing.T, h *cliHarness, name string) []nomadExchange {
 // mount point), and whatever is mounted under the state dir at the end is unmounted.
 func nomadHarness(t *testing.T) *cliHarness {
 	t.Helper()
+	return nomadHarnessWith(t, hostpath.Config{NodeID: "n1"})
+}
+
+// nomadHarnessWith is nomadHarness with its hostpath plugin configured as cfg.
+func nomadHarnessWith(t *testing.T, cfg hostpath.Config) *cliHarness {
+	t.Helper()
 	requireMount(t) // its hostpath plugin mounts what the tests claim
 	h := newCLIHarness(t)
 	t.Cleanup(func() {
@@ -180,7 +186,7 @@ func nomadHarness(t *testing.T) *cliHarness {
 			t.Errorf("cleaning up mounts: %v", err)
 		}
 	})
-	srv := hostpathtest.Start(t, hostpath.Config{NodeID: "n1"})
+	srv := hostpathtest.Start(t, cfg)
 	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: strings.TrimPrefix(srv.Endpoint, "unix://")}); err != nil {
 		t.Fatal(err)
 	}
@@ -370,6 +376,31 @@ func TestNomadRegisterLiveClaimsContract(t *testing.T) {
 	r = newReplayNomad(t, registerStep(t, h, "volctl nomad register")...)
 	if _, _, err := runNomadRegister(h, r, func(o *NomadRegisterOptions) { o.Force = true }); err != nil {
 		t.Fatalf("--force: %v", err)
+	}
+}
+
+// A volume whose live local claims hold an attachment (its plugin served with --enable-attach)
+// is not handed over even with --force: Nomad would send ControllerUnpublishVolume for this node
+// when one of its allocs' claims ends, detaching the volume from under them. Exit 4, naming the
+// claim, nothing sent, no mark; --dry-run --force says so too.
+func TestNomadRegisterForcedRefusesClaimsHoldingAnAttachment(t *testing.T) {
+	h := nomadHarnessWith(t, hostpath.Config{NodeID: "n1", EnableAttach: true})
+	if _, err := h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "local-0"}); err != nil {
+		t.Fatal(err)
+	}
+	force := func(o *NomadRegisterOptions) { o.Force = true }
+	r := newReplayNomad(t, registerStep(t, h, "volctl nomad register")...)
+	out, _, err := runNomadRegister(h, r, func(o *NomadRegisterOptions) { o.Force, o.DryRun = true, true })
+	if err != nil || !strings.Contains(out, `recorded as attached to node "n1": it would be refused, --force or not`) {
+		t.Fatalf("--dry-run --force: %v, out %q; want it to say the forced handover would be refused", err, out)
+	}
+	r = newReplayNomad(t, registerStep(t, h, "volctl nomad register")...)
+	_, _, err = runNomadRegister(h, r, force)
+	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), `alloc "local-0"`) || !strings.Contains(err.Error(), "ControllerUnpublishVolume") {
+		t.Fatalf("--force with a claim holding the attachment: %v (exit %d), want exit 4 naming the claim and why", err, ExitCode(err))
+	}
+	if n := len(r.sent(http.MethodPut)); n != 0 || handedOver(t, h) {
+		t.Fatalf("refused handover sent %d registrations, marked=%v", n, handedOver(t, h))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,6 +132,11 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
+		if len(live) > 0 && !marked {
+			if err := attachedUnderClaims(tx, v, live); err != nil {
+				return err
+			}
+		}
 		st, owed, err := owedUnpublish(tx, v.ID)
 		if err != nil {
 			return err
@@ -198,6 +204,34 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		return HandoverInfo{}, err
 	}
 	return handoverInfo(h), nil
+}
+
+// attachedUnderClaims refuses, --force or not, to hand over a volume whose live local claims
+// hold (or, not yet at rest, may take) an attachment: one recorded, or a plugin with
+// PUBLISH_UNPUBLISH_VOLUME. Nomad, once it has the volume, sends ControllerUnpublishVolume to
+// this node when an alloc's claim of it goes, which it does as soon as the alloc fails to stage
+// the volume the local claims hold (volctl's own plugin refuses it that staging): the plugin
+// then detaches the volume from under the local claims' mounts. volctl never unpublishes a
+// handed-over volume itself, but cannot stop Nomad from doing so; the claims must go first.
+func attachedUnderClaims(tx *store.Tx, v store.Volume, live []store.Claim) error {
+	how := ""
+	if st, err := tx.Stagings().Get(v.ID); err == nil && st.ControllerPublished {
+		how = fmt.Sprintf("it is recorded as attached to node %q", attachedNode(st))
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if how == "" {
+		p, err := tx.Plugins().Get(v.PluginID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if !slices.Contains(p.Fingerprint.ControllerCaps, "PUBLISH_UNPUBLISH_VOLUME") {
+			return nil
+		}
+		how = fmt.Sprintf("its plugin %q attaches volumes (PUBLISH_UNPUBLISH_VOLUME)", v.PluginID)
+	}
+	return conflictf("volume %q has %d live local claim(s): %s, and %s: once Nomad has the volume, it sends ControllerUnpublishVolume for this node whenever an alloc's claim of it ends (its allocs here are refused the staging the local claims hold), which would detach the volume from under them, so --force does not hand it over; release them first (volctl volume release / group stop), then hand it over",
+		v.ID, len(live), describeClaims(live), how)
 }
 
 // NomadFlags are the nomad CLI's flags that name where the volume was handed over (its

@@ -11,6 +11,7 @@ import (
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // A volume handed over to Nomad is claimed by Nomad only: a local claim is refused, naming the
@@ -43,8 +44,10 @@ func TestHandedOverVolumeRefusesLocalClaims(t *testing.T) {
 }
 
 // A volume with live local claims is not handed over unless forced; the refusal names the claims.
+// (Its plugin attaches nothing: claims holding an attachment are refused even forced,
+// TestForcedHandoverRefusesClaimsHoldingAnAttachment.)
 func TestHandOverRefusesLiveClaimsUnlessForced(t *testing.T) {
-	h := newHarness(t, nil)
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.PublishUnpublishVolume = false })
 	h.create(volume("db", capab(spec.MultiNodeMultiWriter)))
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
 	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
@@ -259,16 +262,15 @@ func checkUnpublishedAfterTakeBack(t *testing.T, h *harness, id string) {
 	}
 }
 
-// handOverClaimed registers volume "db", claims it for alloc web-0, and hands it over to Nomad
-// anyway (forced), returning where to.
+// handOverClaimed registers volume "db", claims it for alloc web-0, and marks it handed over to
+// Nomad anyway, as a forced handover before TestForcedHandoverRefusesClaimsHoldingAnAttachment
+// did (the claim holds an attachment), returning where to.
 func handOverClaimed(t *testing.T, h *harness) HandoverTarget {
 	t.Helper()
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
 	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
-	if _, err := h.e.HandOver(h.ctx, "db", to, true, nil); err != nil {
-		t.Fatal(err)
-	}
+	markForcedAsBefore(t, h, "db", to)
 	return to
 }
 
@@ -548,4 +550,71 @@ func TestHandOverElsewhereSaysWhatWorksAsPasted(t *testing.T) {
 			t.Errorf("hand over with no region of a volume handed over in region eu-west: %v\nwant a conflict saying %s", err, want)
 		}
 	}
+}
+
+// A volume whose live local claims hold an attachment is not handed over, --force or not:
+// Nomad, once it has it, sends ControllerUnpublishVolume for this node when an alloc's claim of
+// it goes (an alloc refused the staging the local claims hold, for one), and the plugin detaches
+// the volume from under their mounts. The refusal names the claims, the attachment and what to
+// do, and leaves no mark. A plugin that attaches (PUBLISH_UNPUBLISH_VOLUME) is refused so even
+// before the claim recorded an attachment; one that does not may still be handed over forced.
+func TestForcedHandoverRefusesClaimsHoldingAnAttachment(t *testing.T) {
+	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
+	t.Run("recorded attachment", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.create(volume("db", capab(spec.SingleNodeWriter)))
+		h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+		_, err := h.e.HandOver(h.ctx, "db", to, true, nil)
+		if !errors.Is(err, ErrConflict) {
+			t.Fatalf("forced hand over of a volume attached under a live claim: %v, want a conflict", err)
+		}
+		for _, want := range []string{`alloc "web-0"`, `attached to node "node-1"`, "ControllerUnpublishVolume", "--force does not", "volctl volume release"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("refusal %q does not say %q", err, want)
+			}
+		}
+		if hs, _ := h.e.Handovers(h.ctx, "db"); len(hs) != 0 {
+			t.Fatalf("refused handover left a mark: %+v", hs)
+		}
+		h.release("db", "web-0")
+		if _, err := h.e.HandOver(h.ctx, "db", to, false, nil); err != nil {
+			t.Fatalf("hand over once the claim went: %v", err)
+		}
+	})
+	t.Run("attaching plugin, nothing attached yet", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.create(volume("db", capab(spec.SingleNodeWriter)))
+		h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+		// The claim left for reconcile before its ControllerPublishVolume: it takes one later.
+		h.update(func(tx *store.Tx) error {
+			st, err := tx.Stagings().Get("db")
+			if err != nil {
+				return err
+			}
+			st.ControllerPublished = false
+			return tx.Stagings().Put(&st)
+		})
+		_, err := h.e.HandOver(h.ctx, "db", to, true, nil)
+		if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `plugin "mem" attaches volumes`) {
+			t.Fatalf("forced hand over under a live claim of an attaching plugin: %v, want a conflict naming the plugin", err)
+		}
+	})
+	t.Run("plugin that does not attach", func(t *testing.T) {
+		h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.PublishUnpublishVolume = false })
+		h.create(volume("db", capab(spec.SingleNodeWriter)))
+		h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+		if info, err := h.e.HandOver(h.ctx, "db", to, true, nil); err != nil || !info.Forced {
+			t.Fatalf("forced hand over, no attachment: %+v, %v", info, err)
+		}
+	})
+}
+
+// markForcedAsBefore marks volume id handed over to Nomad at to, forced past its live claims,
+// as a volctl from before TestForcedHandoverRefusesClaimsHoldingAnAttachment did for a volume
+// attached under them: such marks outlive an upgrade, and what volctl does with them holds.
+func markForcedAsBefore(t *testing.T, h *harness, id string, to HandoverTarget) {
+	t.Helper()
+	h.update(func(tx *store.Tx) error {
+		return tx.Handovers().Put(&store.Handover{VolumeID: id, Address: to.Address, Region: to.Region, Namespace: to.Namespace, Forced: true})
+	})
 }

@@ -74,15 +74,14 @@ func TestRedriveAfterNodeIDChangeDetachesTheRecordedNode(t *testing.T) {
 	}
 }
 
-// The same re-drive of a volume handed over to Nomad meanwhile (forced, the claim still there):
+// The same re-drive of a volume handed over to Nomad meanwhile (forced, the claim still there,
+// as a volctl before TestForcedHandoverRefusesClaimsHoldingAnAttachment did):
 // the attachment recorded to the old node may be Nomad's allocations' now, and volctl never
 // sends ControllerUnpublishVolume for a handed-over volume. The claim goes no further, the
 // attachment stays recorded, and it is undone once the volume is taken back.
 func TestRedriveAfterNodeIDChangeOfAHandedOverVolumeKeepsTheAttachment(t *testing.T) {
 	h := claimWithThePublishAnswerLost(t)
-	if _, err := h.e.HandOver(h.ctx, "v", HandoverTarget{Address: "http://127.0.0.1:4646"}, true, nil); err != nil {
-		t.Fatalf("forced handover: %v", err)
-	}
+	markForcedAsBefore(t, h, "v", HandoverTarget{Address: "http://127.0.0.1:4646"})
 
 	h.stopServe()
 	h.mem.SetNodeID("node-2")

@@ -92,6 +92,9 @@ func NewClient(address string) (*Client, error) {
 	}
 	// Longest first, so that a credential holding another is replaced whole.
 	sort.Slice(creds, func(i, j int) bool { return len(creds[i]) > len(creds[j]) })
+	if err := speakable(cfg.Address, shown); err != nil {
+		return nil, err
+	}
 	hc, err := httpClient(cfg.TLSConfig, cfg.Address)
 	if err != nil {
 		return nil, fmt.Errorf("Nomad at %s: %w", shown, err)
@@ -121,6 +124,25 @@ func NewClient(address string) (*Client, error) {
 		out.trusts = "NOMAD_CAPATH=" + t.CAPath
 	}
 	return out, nil
+}
+
+// speakable refuses an address the API client cannot speak to, before any request: one with no
+// scheme (host:port, as Nomad prints the address it binds) is parsed as a scheme or a path and
+// fails as "unsupported protocol scheme", which said() took for a Nomad not running, sending
+// the user to look for one that was. The error says what NOMAD_ADDR must start with, and for
+// one with no scheme what to write. shown is the address as messages may show it.
+func speakable(address, shown string) error {
+	scheme, _, found := strings.Cut(address, "://")
+	if s := strings.ToLower(scheme); found && (s == "http" || s == "https" || s == "unix") {
+		return nil
+	}
+	if !found {
+		if i := strings.LastIndex(shown, "@"); i >= 0 { // user:password@host, not parsed as such
+			shown = "xxxxx@" + shown[i+1:]
+		}
+		return fmt.Errorf("Nomad at %s: NOMAD_ADDR=%s must start with http://, https:// or unix://: NOMAD_ADDR=http://%s (https:// if Nomad's tls block enables TLS for its HTTP API)", shown, shown, shown)
+	}
+	return fmt.Errorf("Nomad at %s: NOMAD_ADDR=%s must start with http://, https:// or unix://", shown, shown)
 }
 
 // httpClient is the api module's HTTP client (TLS 1.2 at least, HTTP/1, the TLS variables'
@@ -377,6 +399,10 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 		return fmt.Sprintf("interrupted before Nomad answered (%v)", context.Cause(ctx))
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("no answer within %s (is Nomad, or a proxy before it, hung? NOMAD_ADDR says where it is)", c.timeout())
+	case strings.Contains(err.Error(), "malformed HTTP"):
+		// net/http's words (untyped) for an answer that is not HTTP/1: what listens there is
+		// running, and is something else than Nomad's API.
+		return fmt.Sprintf("%v: what answers there does not speak HTTP/1.1 as Nomad's API does (a gRPC server, such as a CSI plugin's socket, or another service): NOMAD_ADDR must name Nomad's HTTP API (by default http://127.0.0.1:4646)", err)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		// It answered, and the connection closed before the answer was whole.
 		return fmt.Sprintf("its answer was cut short (%v): the connection closed before it was whole (Nomad restarting, or a proxy before it cutting it off); asking again may get it whole", err)

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// killNomad stands in for Nomad's HTTP API: plugin hp healthy, volumes kept by ID as registered,
+// and the first registration applied but never answered (held until the test ends), so that the
+// volctl sending it can be killed once Nomad has taken it.
+type killNomad struct {
+	mu      sync.Mutex
+	index   uint64
+	volumes map[string]map[string]any
+	puts    int
+	taken   chan struct{} // closed once the first registration is applied
+	hold    chan struct{} // closed when the test ends: the held answer goes
+}
+
+func (n *killNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n.mu.Lock()
+	n.index++
+	w.Header().Set("X-Nomad-Index", strconv.FormatUint(n.index, 10))
+	id := strings.TrimPrefix(r.URL.Path, "/v1/volume/csi/")
+	switch {
+	case r.URL.Path == "/v1/plugin/csi/hp":
+		n.mu.Unlock()
+		json.NewEncoder(w).Encode(map[string]any{"ID": "hp", "Provider": "hostpath.csi.volctl.dev", "ControllerRequired": true,
+			"ControllersHealthy": 1, "ControllersExpected": 1, "NodesHealthy": 1, "NodesExpected": 1})
+	case r.Method == http.MethodGet:
+		v, ok := n.volumes[id]
+		n.mu.Unlock()
+		if !ok {
+			http.Error(w, "volume not found", http.StatusNotFound)
+			return
+		}
+		json.NewEncoder(w).Encode(v)
+	case r.Method == http.MethodPut:
+		var req struct{ Volumes []map[string]any }
+		body, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(body, &req); err != nil || len(req.Volumes) != 1 {
+			n.mu.Unlock()
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		v := req.Volumes[0]
+		if v["Namespace"] == nil || v["Namespace"] == "" {
+			v["Namespace"] = "default"
+		}
+		n.volumes[id] = v
+		n.puts++
+		first := n.puts == 1
+		n.mu.Unlock()
+		if first {
+			close(n.taken)
+			<-n.hold // applied, never answered while the volctl that sent it lives
+			return
+		}
+		w.Write([]byte("{}"))
+	default:
+		n.mu.Unlock()
+		http.Error(w, "unexpected", http.StatusMethodNotAllowed)
+	}
+}
+
+// A volctl killed (SIGKILL) after Nomad applied its registration and before it answered: the
+// mark, committed before the registration was sent, stays, unsettled, so a local claim is
+// refused and the release refuses Nomad's word while the outcome is unknown; the same command
+// again is an update of the one volume Nomad has and settles the mark; once Nomad deregisters
+// it, the release takes it back and a local claim works again.
+func TestNomadRegisterKilledAfterNomadTookItConverges(t *testing.T) {
+	env := newHostEnv(t)
+	env.createVolume("db", spec.SingleNodeWriter)
+	fake := &killNomad{volumes: map[string]map[string]any{}, taken: make(chan struct{}), hold: make(chan struct{})}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	defer close(fake.hold)
+	nomadEnv := []string{"NOMAD_ADDR=" + srv.URL, "NOMAD_TOKEN=", "NOMAD_NAMESPACE=", "NOMAD_REGION="}
+
+	cmd := exec.Command("volctl", "nomad", "register", "db") // as env.run starts it
+	cmd.Env = append(append(os.Environ(), "VOLCTL_STATE_DIR="+env.state, "NO_COLOR=1"), nomadEnv...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-fake.taken:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the registration never reached Nomad:\n%s", out.String())
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	claimOut, err := env.run(nomadEnv, "volume", "claim", "db", "--alloc", "local-0")
+	if code := exitCode(err); code != 4 || !strings.Contains(claimOut, "volctl nomad register db") {
+		t.Fatalf("claim after the kill: exit %d\n%s\nwant exit 4 naming the registration again as what finishes it", code, claimOut)
+	}
+	relOut, err := env.run(nomadEnv, "nomad", "release", "db")
+	if code := exitCode(err); code != 4 {
+		t.Fatalf("release while Nomad has the volume: exit %d\n%s\nwant exit 4", code, relOut)
+	}
+	again, err := env.run(nomadEnv, "nomad", "register", "db")
+	if err != nil {
+		t.Fatalf("register again: %v\n%s", err, again)
+	}
+	if !strings.Contains(again, `Updated volume "db"`) {
+		t.Fatalf("register again: %q, want an update of the volume Nomad took", again)
+	}
+	fake.mu.Lock()
+	n, puts := len(fake.volumes), fake.puts
+	fake.mu.Unlock()
+	if n != 1 || puts != 2 {
+		t.Fatalf("Nomad has %d volume(s) after %d registrations, want 1 after 2", n, puts)
+	}
+	var st struct {
+		Handover *struct {
+			Unsettled bool `json:"unsettled"`
+		} `json:"handover"`
+	}
+	if err := json.Unmarshal([]byte(env.ok("volume", "status", "db", "--json")), &st); err != nil || st.Handover == nil || st.Handover.Unsettled {
+		t.Fatalf("volume status after the registration again: %+v (%v), want handed over, settled", st, err)
+	}
+
+	// `nomad volume deregister db`, then the take-back and a local claim.
+	fake.mu.Lock()
+	delete(fake.volumes, "db")
+	fake.mu.Unlock()
+	if out, err := env.run(nomadEnv, "nomad", "release", "db"); err != nil {
+		t.Fatalf("release once Nomad deregistered it: %v\n%s", err, out)
+	}
+	env.ok("volume", "claim", "db", "--alloc", "local-0")
+	env.ok("volume", "release", "db", "--alloc", "local-0")
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}

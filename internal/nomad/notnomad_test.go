@@ -1,0 +1,89 @@
+package nomad
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// NOMAD_ADDR with no scheme (host:port, as `nomad agent` prints its bind address) or one the
+// API client cannot speak: the error says what NOMAD_ADDR must start with, and what to write,
+// not "is Nomad running there?", which sent the user looking for a Nomad that was running.
+func TestNomadAddressWithoutAnHTTPSchemeIsNamed(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"localhost:4646", "NOMAD_ADDR=localhost:4646 must start with http://, https:// or unix://: NOMAD_ADDR=http://localhost:4646"},
+		{"127.0.0.1:4646", "NOMAD_ADDR=127.0.0.1:4646 must start with http://, https:// or unix://: NOMAD_ADDR=http://127.0.0.1:4646"},
+		{"nomad.example", "NOMAD_ADDR=nomad.example must start with http://, https:// or unix://: NOMAD_ADDR=http://nomad.example"},
+		{"ftp://127.0.0.1:4646", "NOMAD_ADDR=ftp://127.0.0.1:4646 must start with http://, https:// or unix://"},
+		// A password before the host, not parsed as one without a scheme, is not shown.
+		{"ops:s3cret@nomad.example:4646", "NOMAD_ADDR=xxxxx@nomad.example:4646 must start with http://, https:// or unix://: NOMAD_ADDR=http://xxxxx@nomad.example:4646"},
+	} {
+		_, err := NewClient(tc.addr)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "running there") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("NOMAD_ADDR=%s: %v; want an error saying %q", tc.addr, err, tc.want)
+		}
+	}
+	for _, addr := range []string{"http://127.0.0.1:4646", "HTTPS://nomad.example", "unix:///run/nomad.sock"} {
+		if _, err := NewClient(addr); err != nil {
+			t.Errorf("NOMAD_ADDR=%s: %v, want a client", addr, err)
+		}
+	}
+}
+
+// What answers at NOMAD_ADDR and does not speak HTTP/1.1 (a CSI plugin's gRPC socket, which
+// answers with an HTTP/2 frame; an SSH server): the error names the address, says it is not
+// Nomad's HTTP API and what NOMAD_ADDR must name, not "is Nomad running there?".
+func TestNomadAddressAnsweringNotHTTPIsNamed(t *testing.T) {
+	for _, tc := range []struct{ name, network, greeting string }{
+		{"grpc on a unix socket", "unix", "\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x05\x00\x00@\x00"},
+		{"ssh on tcp", "tcp", "SSH-2.0-OpenSSH_9.6\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := "127.0.0.1:0"
+			if tc.network == "unix" {
+				addr = filepath.Join(t.TempDir(), "csi.sock")
+			}
+			l, err := net.Listen(tc.network, addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			go func() {
+				for {
+					conn, err := l.Accept()
+					if err != nil {
+						return
+					}
+					// The request read whole first, as a gRPC server reads its preface, so
+					// that the client sees the answer, not its own write refused.
+					var req []byte
+					buf := make([]byte, 4096)
+					for !strings.Contains(string(req), "\r\n\r\n") {
+						n, err := conn.Read(buf)
+						if err != nil {
+							break
+						}
+						req = append(req, buf[:n]...)
+					}
+					conn.Write([]byte(tc.greeting))
+					conn.Close()
+				}
+			}()
+			nomadAddr := "http://" + l.Addr().String()
+			if tc.network == "unix" {
+				nomadAddr = "unix://" + addr
+			}
+			c, err := NewClient(nomadAddr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Plugin(context.Background(), "hp")
+			if err == nil || !strings.Contains(err.Error(), "Nomad at "+nomadAddr) || !strings.Contains(err.Error(), "does not speak HTTP") ||
+				!strings.Contains(err.Error(), "NOMAD_ADDR must name Nomad's HTTP API") || strings.Contains(err.Error(), "running there") {
+				t.Errorf("plugin read from %s: %v; want the address named as not Nomad's HTTP API", nomadAddr, err)
+			}
+		})
+	}
+}
