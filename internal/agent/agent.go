@@ -778,8 +778,7 @@ func (a *Agent) kickReconcile() {
 	}
 }
 
-// reconcile runs one reconcile pass and logs what it did; each remaining problem is logged
-// once, not on every pass, and again only after it was gone.
+// reconcile runs one reconcile pass and logs what it did and what is left (logProblems).
 func (a *Agent) reconcile(ctx context.Context, why string) {
 	rep, err := a.e.Reconcile(ctx)
 	for _, act := range rep.Actions {
@@ -789,8 +788,17 @@ func (a *Agent) reconcile(ctx context.Context, why string) {
 		return // what a pass cut short by shutdown left undone is the next agent's
 	}
 	a.obs.Reconciled(why, rep, err)
+	a.logProblems(why, rep.Problems)
+	if err != nil && len(rep.Problems) == 0 {
+		a.log.Warn("reconcile", "err", err)
+	}
+}
+
+// logProblems logs each problem of a reconcile pass once, not on every pass, and again only
+// after it was gone.
+func (a *Agent) logProblems(why string, problems []engine.ReconcileAction) {
 	now := map[string]bool{}
-	for _, p := range rep.Problems {
+	for _, p := range problems {
 		now[p.Message] = true
 		if !a.problems[p.Message] {
 			a.log.Warn("reconcile: "+p.Message, "kind", p.Kind, "volume", p.VolumeID, "alloc", p.Alloc, "trigger", why)
@@ -802,9 +810,6 @@ func (a *Agent) reconcile(ctx context.Context, why string) {
 		}
 	}
 	a.problems = now
-	if err != nil && len(rep.Problems) == 0 {
-		a.log.Warn("reconcile", "err", err)
-	}
 }
 
 // gc releases past claims: claims whose release was asked for but did not finish, and claims
