@@ -165,7 +165,7 @@ type Agent struct {
 
 	mu       sync.Mutex
 	runners  map[string]*runner
-	problems map[string]bool // reconcile problems already logged, to log each once
+	problems map[string]string // reconcile problems already logged, to log each once: message -> subject (logProblems)
 	// logWarned are the plugins whose log was found replaced (trimOrphanedLog), warned once.
 	logWarned map[string]bool
 	// mateWarned are the pairs of exec plugins on one socket (oneProcessPerSocket), told once.
@@ -204,7 +204,7 @@ func New(cfg Config) (*Agent, error) {
 		obs: obs, notify: notify,
 		e: cfg.Engine, log: log, s: s, decl: cfg.Plugins, now: now, afterCount: cfg.afterCount,
 		runDir: filepath.Join(dir, "run"), logDir: filepath.Join(dir, "logs"),
-		kick: make(chan struct{}, 1), runners: map[string]*runner{}, problems: map[string]bool{}, logWarned: map[string]bool{},
+		kick: make(chan struct{}, 1), runners: map[string]*runner{}, problems: map[string]string{}, logWarned: map[string]bool{},
 		mateWarned: map[string]bool{},
 	}, nil
 }
@@ -778,8 +778,7 @@ func (a *Agent) kickReconcile() {
 	}
 }
 
-// reconcile runs one reconcile pass and logs what it did; each remaining problem is logged
-// once, not on every pass, and again only after it was gone.
+// reconcile runs one reconcile pass and logs what it did and what is left (logProblems).
 func (a *Agent) reconcile(ctx context.Context, why string) {
 	rep, err := a.e.Reconcile(ctx)
 	for _, act := range rep.Actions {
@@ -789,22 +788,41 @@ func (a *Agent) reconcile(ctx context.Context, why string) {
 		return // what a pass cut short by shutdown left undone is the next agent's
 	}
 	a.obs.Reconciled(why, rep, err)
-	now := map[string]bool{}
-	for _, p := range rep.Problems {
-		now[p.Message] = true
-		if !a.problems[p.Message] {
+	a.logProblems(why, rep.Problems)
+	if err != nil && len(rep.Problems) == 0 {
+		a.log.Warn("reconcile", "err", err)
+	}
+}
+
+// logProblems logs each problem of a reconcile pass once, not on every pass, and again only
+// after it was gone. A problem is logged resolved when nothing about its subject is wrong any
+// more: a claim's problem is reworded as the step that fails changes (one commit, then
+// another), and a new wording is no resolution (TestRewordedProblemIsNotLoggedResolved).
+func (a *Agent) logProblems(why string, problems []engine.ReconcileAction) {
+	now := map[string]string{} // message -> subject
+	wrong := map[string]bool{} // subjects with a problem now
+	for _, p := range problems {
+		now[p.Message] = problemSubject(p)
+		wrong[problemSubject(p)] = true
+		if _, logged := a.problems[p.Message]; !logged {
 			a.log.Warn("reconcile: "+p.Message, "kind", p.Kind, "volume", p.VolumeID, "alloc", p.Alloc, "trigger", why)
 		}
 	}
-	for msg := range a.problems {
-		if !now[msg] {
+	for msg, subject := range a.problems {
+		if _, still := now[msg]; !still && !wrong[subject] {
 			a.log.Info("reconcile: resolved: " + msg)
 		}
 	}
 	a.problems = now
-	if err != nil && len(rep.Problems) == 0 {
-		a.log.Warn("reconcile", "err", err)
+}
+
+// problemSubject is what a reconcile problem is about: its kind, volume and alloc, or, for one
+// that names neither (a mount nothing accounts for), its message.
+func problemSubject(p engine.ReconcileAction) string {
+	if p.VolumeID == "" && p.Alloc == "" {
+		return "\x00" + p.Message
 	}
+	return p.Kind + "\x00" + p.VolumeID + "\x00" + p.Alloc
 }
 
 // gc releases past claims: claims whose release was asked for but did not finish, and claims

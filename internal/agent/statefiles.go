@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -49,8 +50,16 @@ func readStateFile(path string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// writeStateFile is os.WriteFile (mode 0600) through openStateFile.
-func writeStateFile(path string, data []byte) error {
+// writeStateFile is os.WriteFile (mode 0600) through openStateFile. A full file system says so
+// and what to do, as the store's errors do: the agent retries a plugin's start (retry_in) while its pid
+// file cannot be written, and meanwhile commands find no plugin on the socket
+// (TestPidFileOnAFullDiskSaysWhatToDo).
+func writeStateFile(path string, data []byte) (err error) {
+	defer func() {
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			err = fmt.Errorf("%w (the file system holding the state dir is full: free space there)", err)
+		}
+	}()
 	f, err := openStateFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
 		return err

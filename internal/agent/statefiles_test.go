@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,5 +74,38 @@ func TestAgentStateFileThatIsANamedPipeIsRefused(t *testing.T) {
 				t.Errorf("err = %v, want it to say %q", err, want)
 			}
 		})
+	}
+}
+
+// The state dir's file system full when the agent starts a plugin: its pid file cannot be
+// written, and the plugin is not started (a later agent could neither adopt nor stop it). In a
+// chaos run the agent logged only "pid file: write .../run/hp.pid.tmp: no space left on
+// device" while every command said "is the plugin running?": the error now says the state dir's
+// file system is full and what to do, as the store's own errors on a full disk do.
+func TestPidFileOnAFullDiskSaysWhatToDo(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to mount a small tmpfs to fill")
+	}
+	mnt := t.TempDir()
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=64k"); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(mnt, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", mnt, err)
+		}
+	})
+	// Everything but the pid file's page is taken.
+	if err := os.WriteFile(filepath.Join(mnt, "fill"), make([]byte, 128<<10), 0o600); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("filling %s: %v, want ENOSPC", mnt, err)
+	}
+	err := writePidFile(mnt, "hp", &process{pid: os.Getpid()})
+	if err == nil {
+		t.Fatal("a pid file was written on a full file system")
+	}
+	for _, want := range []string{filepath.Join(mnt, "hp.pid.tmp"), "no space left on device", "the file system holding the state dir is full", "free space there"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %q, want it to say %q", err, want)
+		}
 	}
 }

@@ -82,7 +82,27 @@ func (e *Engine) bindMount(target string, b spec.VolumeMount) (made bool, err er
 		return false, fmt.Errorf("volume_mount %s: %s mounted below it, which this bind would hide: volctl does not mount over it; "+
 			"bind the outer destination first, or give the volume_mount another destination", b.Destination, listPaths(below))
 	}
+	// The target must still be the volume's mount: a reconcile pass judges a target mounted by
+	// the table it read at its start, and a reboot (or an unmount by hand) since leaves an
+	// empty directory of the state dir there, which bound would hand the alloc the state
+	// dir's disk as its volume, and hold the destination against the restore that follows
+	// (TestReconcileDoesNotBindATargetUnmountedSinceItReadTheTable). Read from the table, as
+	// reconcile's checks are: a statfs of a dead NFS mount would block.
+	if mp, err := e.mountedByTable(target); err != nil {
+		return false, fmt.Errorf("volume_mount %s: checking that the claim's target %s is mounted: %w", b.Destination, target, err)
+	} else if !mp.Mounted {
+		return false, &targetUnmounted{target: target, dest: b.Destination}
+	}
 	return true, bindFD(src, dst, b)
+}
+
+// targetUnmounted is a published claim's target found unmounted when its volume_mount was to be
+// bound: nothing is bound, and the claim is left for reconcile to restore.
+type targetUnmounted struct{ target, dest string }
+
+func (t *targetUnmounted) Error() string {
+	return fmt.Sprintf("volume_mount %s: the claim's target %s is no longer mounted (a reboot or an unmount since it was checked): "+
+		"volctl does not bind the empty directory there as the volume; `volctl reconcile` mounts the target again, then binds it", t.dest, t.target)
 }
 
 // mountsBelow lists the mount points strictly below dest, sorted; none when dest is an empty
