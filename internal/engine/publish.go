@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/moby/sys/mountinfo"
 	"github.com/volctl/volctl/internal/csi"
@@ -670,7 +671,7 @@ func (e *Engine) ownDirectory(ctx context.Context, t *pathFD, target, staging, v
 		}
 	}
 	if idx := publishIndexOf(ctx); idx != nil {
-		return idx.entry(e.cfg.StateDir, tid, target, volumeID, !ownStaging, ofStateDir), nil
+		return idx.entry(e.cfg.StateDir, tid, t.born, target, volumeID, !ownStaging, ofStateDir), nil
 	}
 	return publishTreeEntry(e.cfg.StateDir, tid, volumeID, !ownStaging, ofStateDir), nil
 }
@@ -751,14 +752,28 @@ func targetBound(en publishEntry) string {
 // table a check of a target compared with other volumes' targets (a plugin that does not
 // stage), rather than a statx a claim. A staging plugin's target, a bind of its own staging,
 // is compared with the tree's directories only, and reads no table (the restore of 1,000
-// claims BENCHMARKS.md measures): a directory another command made since, and has not
-// mounted a target under yet, is not told.
+// claims BENCHMARKS.md measures). Neither the table nor the index knows a directory another
+// command made since (an alloc's or a volume's, its target not mounted yet, or not read from
+// the table: a staging plugin's check), and a target bound from one passed, handing the alloc
+// the state dir's disk and, the mount shared, each target mounted under that directory after
+// (TestRestoreIndexSeesADirectoryMadeSinceItWasBuilt). Such a target is on the publish
+// directory's file system and was born after the index was built (a statx of the open target,
+// for a target the index finds nothing for on that file system only): the tree is indexed
+// again then. A staging's root is born when its volume is made, before the pass as a rule, so
+// the restore of 1,000 claims walks the tree once still.
 type publishIndex struct {
-	mu     sync.Mutex
-	built  bool
-	byID   map[fileID][]publishEntry
-	mounts map[seenMount]bool // mounts under the publish tree whose mount points are indexed
+	mu      sync.Mutex
+	built   bool
+	builtAt time.Time // when the walk started: a directory of the tree born since may be unindexed
+	dev     uint64    // the publish directory's device, 0 when it could not be had
+	byID    map[fileID][]publishEntry
+	mounts  map[seenMount]bool // mounts under the publish tree whose mount points are indexed
+	builds  int                // walks of the tree made, for tests of what a pass costs
 }
+
+// clockLag is how far a file system's timestamps may lag the clock time.Now reads: the kernel
+// stamps files from a coarse clock, a tick (up to 10 ms) behind.
+const clockLag = 100 * time.Millisecond
 
 // seenMount tells a mount of the table from any made after it was undone.
 type seenMount struct {
@@ -790,9 +805,10 @@ func publishIndexOf(ctx context.Context) *publishIndex {
 }
 
 // entry is publishTreeEntry from the index (built on first use, brought up to the mount
-// table on a miss); the target checked (tid, at target, a claim of volumeID) is added to it.
-// When the mount table cannot be read, the tree is walked as publishTreeEntry does.
-func (x *publishIndex) entry(stateDir string, tid fileID, target, volumeID string, targets bool, ofStateDir func(string) string) string {
+// table on a miss, built again for a target born since on its file system: born says when);
+// the target checked (tid, at target, a claim of volumeID) is added to it. When the mount
+// table cannot be read, the tree is walked as publishTreeEntry does.
+func (x *publishIndex) entry(stateDir string, tid fileID, born func() (time.Time, error), target, volumeID string, targets bool, ofStateDir func(string) string) string {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	publish := filepath.Join(stateDir, publishDir)
@@ -806,6 +822,10 @@ func (x *publishIndex) entry(stateDir string, tid fileID, target, volumeID strin
 		} else {
 			found = x.lookup(tid, volumeID, targets, ofStateDir)
 		}
+	}
+	if found == "" && x.bornSince(tid, born) {
+		x.build(publish)
+		found = x.lookup(tid, volumeID, targets, ofStateDir)
 	}
 	if found == "" {
 		x.add(publishEntry{path: target, alloc: filepath.Base(filepath.Dir(filepath.Dir(target))), volume: volumeID, target: true}, tid)
@@ -839,10 +859,26 @@ func (x *publishIndex) add(en publishEntry, id fileID) {
 	}
 }
 
+// bornSince reports whether identity tid may be a directory of the publish tree the index has
+// not seen: on the publish directory's file system, and born (born's answer) after the index
+// was built, or when that cannot be told.
+func (x *publishIndex) bornSince(tid fileID, born func() (time.Time, error)) bool {
+	if x.dev != 0 && tid.dev != x.dev {
+		return false
+	}
+	at, err := born()
+	return err != nil || !at.Before(x.builtAt.Add(-clockLag))
+}
+
 // build walks the publish tree as publishTreeEntry does, every path of it indexed, and notes
 // the mounts under it, whose mount points the walk indexed as they are.
 func (x *publishIndex) build(publish string) {
-	x.built, x.byID, x.mounts = true, map[fileID][]publishEntry{}, map[seenMount]bool{}
+	x.built, x.builtAt, x.byID, x.mounts = true, time.Now(), map[fileID][]publishEntry{}, map[seenMount]bool{}
+	x.builds++
+	x.dev = 0
+	if id, ok := statID(publish); ok {
+		x.dev = id.dev
+	}
 	if mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(publish)); err == nil {
 		for _, m := range mounts {
 			x.mounts[seen(m)] = true

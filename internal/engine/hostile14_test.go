@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// A restore's pass indexes the publish tree when it checks its first target (publishIndex).
+// Meanwhile another command (the agent serving a claim, or a CLI process) claims volume w for
+// alloc b: it makes alloc b's publish directory, and its target under it. Then the pass
+// publishes v through a staging plugin that stages v from alloc b's publish directory, and
+// binds that staging at v's target. The target is the plugin's own staging, so it is compared
+// with the tree's directories only, and the index, built before alloc b's directory was made,
+// does not know it: the claim was published, alloc a handed a directory of volctl's state dir
+// (and, the mount being shared, every target mounted under alloc b's directory after). The
+// check must tell it as a claim outside a pass does.
+func TestRestoreIndexSeesADirectoryMadeSinceItWasBuilt(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		from func(dir string) string
+	}{
+		{name: "alloc directory", from: func(dir string) string { return filepath.Join(dir, "publish", "b") }},
+		{name: "volume directory", from: func(dir string) string { return filepath.Join(dir, "publish", "b", "w") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var dir string
+			h := kernelHarness(t, func(c *csitest.MemConfig) {
+				stageVFrom(c, func(string) string { return tc.from(dir) })
+			})
+			dir = h.dir
+			capability := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}
+			for _, id := range []string{"x", "w", "v"} {
+				h.create(volume(id, capability))
+			}
+			pass := withPublishIndex(h.ctx)
+			if _, err := h.e.Claim(pass, ClaimRequest{VolumeID: "x", Alloc: "c"}); err != nil { // the pass's first check builds the index
+				t.Fatal(err)
+			}
+			h.claim(ClaimRequest{VolumeID: "w", Alloc: "b"}) // another command, outside the pass
+			cl, err := h.e.Claim(pass, ClaimRequest{VolumeID: "v", Alloc: "a"})
+			if err == nil {
+				entries, _ := os.ReadDir(cl.TargetPath)
+				t.Fatalf("claim of v published at %s, a bind of %s (what the alloc sees there: %v), want it refused", cl.TargetPath, tc.from(dir), entries)
+			}
+			want := "a bind mount of " + tc.from(h.dir) + ", a directory of volctl's state dir"
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("claim = %v\nwant an error saying %s", err, want)
+			}
+			h.release("w", "b")
+			h.release("x", "c")
+		})
+	}
+}
+
+// What catching a directory made since the index was built costs a pass: a target bound from
+// its volume's staging, born before the pass (as a volume's storage is, made at its create),
+// is not a reason to walk the tree again; the pass's claims are checked against one walk.
+func TestRestoreIndexWalksTheTreeOnceForStoragesBornBefore(t *testing.T) {
+	h := kernelHarness(t, nil)
+	capability := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}
+	ids := []string{"x", "w", "v"}
+	for _, id := range ids {
+		h.create(volume(id, capability))
+		h.claim(ClaimRequest{VolumeID: id, Alloc: "before"}) // the plugin makes the storage at its first staging
+		h.release(id, "before")
+	}
+	time.Sleep(2 * clockLag) // the storages are born before the pass, as after a reboot
+	pass := withPublishIndex(h.ctx)
+	for _, id := range ids {
+		if _, err := h.e.Claim(pass, ClaimRequest{VolumeID: id, Alloc: "a-" + id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := publishIndexOf(pass).builds; got != 1 {
+		t.Errorf("the pass walked the publish tree %d times for %d claims, want once", got, len(ids))
+	}
+	for _, id := range ids {
+		h.release(id, "a-"+id)
+	}
+}
