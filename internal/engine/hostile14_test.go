@@ -84,3 +84,66 @@ func TestRestoreIndexWalksTheTreeOnceForStoragesBornBefore(t *testing.T) {
 		h.release(id, "a-"+id)
 	}
 }
+
+// A block claim's target is a file: the device file bind-mounted there. A plugin that answers
+// NodePublishVolume OK having bind-mounted one of volctl's own files there instead (the state
+// database, its write-ahead log, a lock file) leaves a mount point that is not a directory,
+// which every check passed: ownDirectory compared the target with volctl's directories only.
+// The alloc was handed the state database as its "device", to read (every volume's secrets)
+// and write (the record of every claim). A target that is a file of the state dir, or below
+// its directories (its staging and publish trees aside, which are compared as they are), is
+// refused naming the file, and the claim rolled back. Real mounts, as root.
+func TestBlockTargetBoundFromVolctlsOwnFilesIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		from func(dir string) string
+	}{
+		{name: "state database", from: func(dir string) string { return filepath.Join(dir, "volctl.db") }},
+		{name: "lock file", from: func(dir string) string { return filepath.Join(dir, "locks", lockFileOf(t, dir)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var dir string
+			h := kernelHarness(t, func(c *csitest.MemConfig) {
+				c.Node.StageUnstageVolume = false
+				c.PublishFrom = func(_, target string) string {
+					if strings.Contains(target, "/publish/a/v/") {
+						return tc.from(dir)
+					}
+					return ""
+				}
+			})
+			dir = h.dir
+			capability := spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.BlockDevice}
+			h.create(volume("v", capability))
+			h.mem.ResetCalls()
+			cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a", AttachmentMode: spec.BlockDevice})
+			if err == nil {
+				head := make([]byte, 16)
+				if f, err := os.Open(cl.TargetPath); err == nil {
+					f.Read(head)
+					f.Close()
+				}
+				t.Fatalf("block claim published at %s, a bind of %s (what the alloc reads there: %q), want it refused", cl.TargetPath, tc.from(dir), head)
+			}
+			want := "a bind mount of " + tc.from(h.dir) + ", a file of volctl's state dir"
+			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "rolled back") {
+				t.Fatalf("claim = %v\nwant an error saying %s, and the claim rolled back", err, want)
+			}
+			if live := h.liveClaims("v"); len(live) != 0 {
+				t.Fatalf("claims after the refusal = %+v, want none", live)
+			}
+		})
+	}
+}
+
+// lockFileOf names a file of the state dir's lock directory.
+func lockFileOf(t *testing.T, dir string) string {
+	t.Helper()
+	for _, name := range entryNames(filepath.Join(dir, "locks")) {
+		if fi, err := os.Stat(filepath.Join(dir, "locks", name)); err == nil && fi.Mode().IsRegular() {
+			return name
+		}
+	}
+	t.Fatalf("no lock file in %s", filepath.Join(dir, "locks"))
+	return ""
+}

@@ -612,7 +612,8 @@ func (e *Engine) bareStaging(t *pathFD, staging string, mp MountPoint) (bool, er
 // volume's staging path (another volume's, mounted or not: that volume's data, or the host's
 // disk under it), every alloc's publish directory and its volumes' directories, and every
 // other volume's claim target (published, that volume's data, which a plugin that does not
-// stage has at no staging path; or the host's disk). A target that is this volume's staging
+// stage has at no staging path; or the host's disk); a target that is not a directory (a block
+// claim's) is compared with the state dir's files too (stateFile). A target that is this volume's staging
 // path (staging, empty for a plugin that does not stage), which is what a plugin publishes
 // from, is still compared with the directories (a staging that is a bind of one is no
 // better), but not with other volumes' stagings and targets: two volumes of one share may
@@ -641,6 +642,13 @@ func (e *Engine) ownDirectory(ctx context.Context, t *pathFD, target, staging, v
 	ownStaging := staging != "" && is(e.realPath(staging))
 	ofStateDir := func(dir string) string {
 		return fmt.Sprintf("a bind mount of %s, a directory of volctl's state dir (on the host's disk, not the volume: the claim would read and write volctl's own files)", dir)
+	}
+	if dir, err := t.isDir(); err != nil {
+		return "", err
+	} else if !dir {
+		if file := stateFile(e.cfg.StateDir, tid); file != "" {
+			return fmt.Sprintf("a bind mount of %s, a file of volctl's state dir (on the host's disk, not the volume: the claim would read and write volctl's own files)", file), nil
+		}
 	}
 	for dir := filepath.Dir(target); strings.HasPrefix(dir, e.cfg.StateDir+"/"); dir = filepath.Dir(dir) {
 		if is(dir) {
@@ -674,6 +682,34 @@ func (e *Engine) ownDirectory(ctx context.Context, t *pathFD, target, staging, v
 		return idx.entry(e.cfg.StateDir, tid, t.born, target, volumeID, !ownStaging, ofStateDir), nil
 	}
 	return publishTreeEntry(e.cfg.StateDir, tid, volumeID, !ownStaging, ofStateDir), nil
+}
+
+// stateFile says which file of the state dir a target that is not a directory (a block claim's,
+// the device file bound there) is by its identity tid, "" when none: one of the state dir's own
+// (volctl.db and its log, which hold every volume's secrets and every claim) or of its
+// directories outside the staging and publish trees (locks/), which ownDirectory compares as
+// they are. The files are on their directory's file system, so a directory whose device is not
+// tid's is not read: a block volume's device file, on devtmpfs, costs a statx of the state dir
+// and of each of its few directories.
+func stateFile(stateDir string, tid fileID) string {
+	dirs := []string{stateDir}
+	for _, name := range subdirs(stateDir) {
+		if name != stagingDir && name != publishDir {
+			dirs = append(dirs, filepath.Join(stateDir, name))
+		}
+	}
+	for _, dir := range dirs {
+		if id, ok := statID(dir); !ok || id.dev != tid.dev {
+			continue
+		}
+		for _, name := range entryNames(dir) {
+			path := filepath.Join(dir, name)
+			if id, ok := statID(path); ok && id == tid {
+				return path
+			}
+		}
+	}
+	return ""
 }
 
 // publishTreeEntry is ownDirectory's walk of the publish tree, one statx a path (the tree is
