@@ -19,18 +19,34 @@ import (
 // with the tree's directories only, and the index, built before alloc b's directory was made,
 // does not know it: the claim was published, alloc a handed a directory of volctl's state dir
 // (and, the mount being shared, every target mounted under alloc b's directory after). The
-// check must tell it as a claim outside a pass does.
+// check must tell it as a claim outside a pass does. So must that of a plugin that does not
+// stage, whose check reads the mount table, when the directory has no target mounted under
+// it yet (the other command between making it and its NodePublishVolume).
 func TestRestoreIndexSeesADirectoryMadeSinceItWasBuilt(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		from func(dir string) string
+		// unstaged: the plugin does not stage, and publishes v from there; w's claim has made
+		// its directories and not published yet
+		unstaged bool
 	}{
 		{name: "alloc directory", from: func(dir string) string { return filepath.Join(dir, "publish", "b") }},
 		{name: "volume directory", from: func(dir string) string { return filepath.Join(dir, "publish", "b", "w") }},
+		{name: "volume directory, no target yet", unstaged: true, from: func(dir string) string { return filepath.Join(dir, "publish", "b", "w") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var dir string
 			h := kernelHarness(t, func(c *csitest.MemConfig) {
+				if tc.unstaged {
+					c.Node.StageUnstageVolume = false
+					c.PublishFrom = func(_, target string) string {
+						if strings.Contains(target, "/publish/a/v/") {
+							return tc.from(dir)
+						}
+						return ""
+					}
+					return
+				}
 				stageVFrom(c, func(string) string { return tc.from(dir) })
 			})
 			dir = h.dir
@@ -42,7 +58,14 @@ func TestRestoreIndexSeesADirectoryMadeSinceItWasBuilt(t *testing.T) {
 			if _, err := h.e.Claim(pass, ClaimRequest{VolumeID: "x", Alloc: "c"}); err != nil { // the pass's first check builds the index
 				t.Fatal(err)
 			}
-			h.claim(ClaimRequest{VolumeID: "w", Alloc: "b"}) // another command, outside the pass
+			if tc.unstaged {
+				if err := os.MkdirAll(tc.from(dir), 0o700); err != nil { // another command's claim, before its NodePublishVolume
+					t.Fatal(err)
+				}
+			} else {
+				h.claim(ClaimRequest{VolumeID: "w", Alloc: "b"}) // another command, outside the pass
+				defer h.release("w", "b")
+			}
 			cl, err := h.e.Claim(pass, ClaimRequest{VolumeID: "v", Alloc: "a"})
 			if err == nil {
 				entries, _ := os.ReadDir(cl.TargetPath)
@@ -52,7 +75,6 @@ func TestRestoreIndexSeesADirectoryMadeSinceItWasBuilt(t *testing.T) {
 			if !strings.Contains(err.Error(), want) {
 				t.Fatalf("claim = %v\nwant an error saying %s", err, want)
 			}
-			h.release("w", "b")
 			h.release("x", "c")
 		})
 	}
