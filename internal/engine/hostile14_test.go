@@ -169,3 +169,52 @@ func lockFileOf(t *testing.T, dir string) string {
 	t.Fatalf("no lock file in %s", filepath.Join(dir, "locks"))
 	return ""
 }
+
+// A plugin that answers NodePublishVolume OK having bind-mounted at the target a directory the
+// state dir is under (its parent, or the host's root) passed every check: only the state dir
+// and what is below it were compared. The alloc was handed, on the same file system, the
+// state dir itself one level down: the state database, every staging and target, and the rest
+// of the host's disk. A target that is a directory above the state dir is refused, naming it,
+// and the claim rolled back; so is a staging made of one. Real mounts, as root.
+func TestTargetBoundFromAboveTheStateDirIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		from  func(dir string) string
+		stage bool // the plugin stages v from there, and publishes from the staging path
+	}{
+		{name: "state dir's parent", from: filepath.Dir},
+		{name: "host's root", from: func(string) string { return "/" }},
+		{name: "staged from the state dir's parent", stage: true, from: filepath.Dir},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var dir string
+			h := kernelHarness(t, func(c *csitest.MemConfig) {
+				if tc.stage {
+					stageVFrom(c, func(string) string { return tc.from(dir) })
+					return
+				}
+				c.PublishFrom = func(_, target string) string {
+					if strings.Contains(target, "/publish/a/v/") {
+						return tc.from(dir)
+					}
+					return ""
+				}
+			})
+			dir = h.dir
+			h.create(volume("v"))
+			h.mem.ResetCalls()
+			cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+			if err == nil {
+				_, serr := os.Stat(filepath.Join(cl.TargetPath, strings.TrimPrefix(h.dir, tc.from(h.dir)), "volctl.db"))
+				t.Fatalf("claim published at %s, a bind of %s (the state database reached through it: %v), want it refused", cl.TargetPath, tc.from(dir), serr)
+			}
+			want := "a bind mount of " + tc.from(h.dir) + ", a directory above volctl's state dir"
+			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "rolled back") {
+				t.Fatalf("claim = %v\nwant an error saying %s, and the claim rolled back", err, want)
+			}
+			if live := h.liveClaims("v"); len(live) != 0 {
+				t.Fatalf("claims after the refusal = %+v, want none", live)
+			}
+		})
+	}
+}

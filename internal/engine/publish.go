@@ -607,7 +607,8 @@ func (e *Engine) bareStaging(t *pathFD, staging string, mp MountPoint) (bool, er
 // claim of volumeID) is, "" when none: the plugin bind-mounted one there instead of the
 // volume, and the mount point check passes it. A bind mount's root is the file it was made of,
 // so t is compared (device and inode) with the state dir's directories: the target's parents
-// up to the state dir, the state dir's own (staging, publish, locks), each plugin's staging
+// up to the state dir, the directories above it (which hold it: aboveStateDir), the state
+// dir's own (staging, publish, locks), each plugin's staging
 // directory (a staging path's parent, which holds every staging of the plugin), every
 // volume's staging path (another volume's, mounted or not: that volume's data, or the host's
 // disk under it), every alloc's publish directory and its volumes' directories, and every
@@ -658,6 +659,9 @@ func (e *Engine) ownDirectory(ctx context.Context, t *pathFD, target, staging, v
 	if is(e.cfg.StateDir) {
 		return ofStateDir(e.cfg.StateDir), nil
 	}
+	if above := aboveStateDir(e.cfg.StateDir, tid); above != "" {
+		return fmt.Sprintf("a bind mount of %s, a directory above volctl's state dir (the claim would reach the state dir, its database among it, and the host's disk around it)", above), nil
+	}
 	for _, name := range subdirs(e.cfg.StateDir) {
 		if top := filepath.Join(e.cfg.StateDir, name); is(top) {
 			return ofStateDir(top), nil
@@ -682,6 +686,21 @@ func (e *Engine) ownDirectory(ctx context.Context, t *pathFD, target, staging, v
 		return idx.entry(e.cfg.StateDir, tid, t.born, target, volumeID, !ownStaging, ofStateDir), nil
 	}
 	return publishTreeEntry(e.cfg.StateDir, tid, volumeID, !ownStaging, ofStateDir), nil
+}
+
+// aboveStateDir says which directory above the state dir (its parent up to the host's root) the
+// identity tid is, "" when none: a target bound from one holds the state dir, on its file
+// system. They are the host's own directories, which the state dir is reached through, so
+// they are asked as the host resolves them: a statx each, a few.
+func aboveStateDir(stateDir string, tid fileID) string {
+	for dir := filepath.Dir(stateDir); ; dir = filepath.Dir(dir) {
+		if id, ok := statID(dir); ok && id == tid {
+			return dir
+		}
+		if dir == filepath.Dir(dir) {
+			return ""
+		}
+	}
 }
 
 // stateFile says which file of the state dir a target that is not a directory (a block claim's,
