@@ -35,21 +35,8 @@ func TestRestoreIndexSeesADirectoryMadeSinceItWasBuilt(t *testing.T) {
 		{name: "volume directory, no target yet", unstaged: true, from: func(dir string) string { return filepath.Join(dir, "publish", "b", "w") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var dir string
-			h := kernelHarness(t, func(c *csitest.MemConfig) {
-				if tc.unstaged {
-					c.Node.StageUnstageVolume = false
-					c.PublishFrom = func(_, target string) string {
-						if strings.Contains(target, "/publish/a/v/") {
-							return tc.from(dir)
-						}
-						return ""
-					}
-					return
-				}
-				stageVFrom(c, func(string) string { return tc.from(dir) })
-			})
-			dir = h.dir
+			h := wrongBindHarness(t, !tc.unstaged, tc.from, func(c *csitest.MemConfig) { c.Node.StageUnstageVolume = !tc.unstaged })
+			dir := h.dir
 			capability := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}
 			for _, id := range []string{"x", "w", "v"} {
 				h.create(volume(id, capability))
@@ -124,17 +111,8 @@ func TestBlockTargetBoundFromVolctlsOwnFilesIsRefused(t *testing.T) {
 		{name: "lock file", from: func(dir string) string { return filepath.Join(dir, "locks", lockFileOf(t, dir)) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var dir string
-			h := kernelHarness(t, func(c *csitest.MemConfig) {
-				c.Node.StageUnstageVolume = false
-				c.PublishFrom = func(_, target string) string {
-					if strings.Contains(target, "/publish/a/v/") {
-						return tc.from(dir)
-					}
-					return ""
-				}
-			})
-			dir = h.dir
+			h := wrongBindHarness(t, false, tc.from, func(c *csitest.MemConfig) { c.Node.StageUnstageVolume = false })
+			dir := h.dir
 			capability := spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.BlockDevice}
 			h.create(volume("v", capability))
 			h.mem.ResetCalls()
@@ -147,13 +125,7 @@ func TestBlockTargetBoundFromVolctlsOwnFilesIsRefused(t *testing.T) {
 				}
 				t.Fatalf("block claim published at %s, a bind of %s (what the alloc reads there: %q), want it refused", cl.TargetPath, tc.from(dir), head)
 			}
-			want := "a bind mount of " + tc.from(h.dir) + ", a file of volctl's state dir"
-			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "rolled back") {
-				t.Fatalf("claim = %v\nwant an error saying %s, and the claim rolled back", err, want)
-			}
-			if live := h.liveClaims("v"); len(live) != 0 {
-				t.Fatalf("claims after the refusal = %+v, want none", live)
-			}
+			h.wantRefused(err, "a bind mount of "+tc.from(h.dir)+", a file of volctl's state dir")
 		})
 	}
 }
@@ -187,20 +159,8 @@ func TestTargetBoundFromAboveTheStateDirIsRefused(t *testing.T) {
 		{name: "staged from the state dir's parent", stage: true, from: filepath.Dir},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var dir string
-			h := kernelHarness(t, func(c *csitest.MemConfig) {
-				if tc.stage {
-					stageVFrom(c, func(string) string { return tc.from(dir) })
-					return
-				}
-				c.PublishFrom = func(_, target string) string {
-					if strings.Contains(target, "/publish/a/v/") {
-						return tc.from(dir)
-					}
-					return ""
-				}
-			})
-			dir = h.dir
+			h := wrongBindHarness(t, tc.stage, tc.from, nil)
+			dir := h.dir
 			h.create(volume("v"))
 			h.mem.ResetCalls()
 			cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
@@ -208,13 +168,50 @@ func TestTargetBoundFromAboveTheStateDirIsRefused(t *testing.T) {
 				_, serr := os.Stat(filepath.Join(cl.TargetPath, strings.TrimPrefix(h.dir, tc.from(h.dir)), "volctl.db"))
 				t.Fatalf("claim published at %s, a bind of %s (the state database reached through it: %v), want it refused", cl.TargetPath, tc.from(dir), serr)
 			}
-			want := "a bind mount of " + tc.from(h.dir) + ", a directory above volctl's state dir"
-			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "rolled back") {
-				t.Fatalf("claim = %v\nwant an error saying %s, and the claim rolled back", err, want)
-			}
-			if live := h.liveClaims("v"); len(live) != 0 {
-				t.Fatalf("claims after the refusal = %+v, want none", live)
-			}
+			h.wantRefused(err, "a bind mount of "+tc.from(h.dir)+", a directory above volctl's state dir")
 		})
+	}
+}
+
+// wrongBindHarness is kernelHarness with a plugin that, mutated as mutate says, stages volume
+// "v" from from(the state dir) when stage is true, else publishes v's target for alloc "a"
+// from there (publishAVFrom).
+func wrongBindHarness(t *testing.T, stage bool, from func(dir string) string, mutate func(*csitest.MemConfig)) *harness {
+	t.Helper()
+	var dir string
+	h := kernelHarness(t, func(c *csitest.MemConfig) {
+		if mutate != nil {
+			mutate(c)
+		}
+		if stage {
+			stageVFrom(c, func(string) string { return from(dir) })
+			return
+		}
+		publishAVFrom(c, func() string { return from(dir) })
+	})
+	dir = h.dir
+	return h
+}
+
+// publishAVFrom makes the plugin's NodePublishVolume of volume "v" for alloc "a" bind-mount
+// from() at the target instead of the volume; other targets it publishes as it does.
+func publishAVFrom(c *csitest.MemConfig, from func() string) {
+	c.PublishFrom = func(_, target string) string {
+		if strings.Contains(target, "/publish/a/v/") {
+			return from()
+		}
+		return ""
+	}
+}
+
+// wantRefused fails the test unless err refuses volume v's claim saying want, rolled back, and
+// v is left with no live claim.
+func (h *harness) wantRefused(err error, want string) {
+	h.t.Helper()
+	if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "rolled back") {
+		h.t.Fatalf("claim = %v\nwant an error saying %s, and the claim rolled back", err, want)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		h.t.Fatalf("claims after the refusal = %+v, want none", live)
 	}
 }
