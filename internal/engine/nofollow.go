@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -233,6 +234,21 @@ func (p *pathFD) id() (fileID, error) {
 		return fileID{}, &os.PathError{Op: "stat", Path: p.path, Err: err}
 	}
 	return statxID(&sx), nil
+}
+
+// born is when the opened file was made: its birth time (statx's STATX_BTIME), or, on a file
+// system that keeps none, its last change (ctime, never earlier than its birth), asked without
+// syncing with the file system (as id).
+func (p *pathFD) born() (time.Time, error) {
+	var sx unix.Statx_t
+	if err := unix.Statx(p.fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_BTIME|unix.STATX_CTIME, &sx); err != nil {
+		return time.Time{}, &os.PathError{Op: "stat", Path: p.path, Err: err}
+	}
+	ts := sx.Ctime
+	if sx.Mask&unix.STATX_BTIME != 0 {
+		ts = sx.Btime
+	}
+	return time.Unix(ts.Sec, int64(ts.Nsec)), nil
 }
 
 func statxID(sx *unix.Statx_t) fileID {

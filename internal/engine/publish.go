@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/moby/sys/mountinfo"
 	"github.com/volctl/volctl/internal/csi"
@@ -623,12 +624,14 @@ func (e *Engine) bareStaging(t *pathFD, staging string, mp MountPoint) (string, 
 // claim of volumeID) is, "" when none: the plugin bind-mounted one there instead of the
 // volume, and the mount point check passes it. A bind mount's root is the file it was made of,
 // so t is compared (device and inode) with the state dir's directories: the target's parents
-// up to the state dir, the state dir's own (staging, publish, locks), each plugin's staging
+// up to the state dir, the directories above it (which hold it: aboveStateDir), the state
+// dir's own (staging, publish, locks), each plugin's staging
 // directory (a staging path's parent, which holds every staging of the plugin), every
 // volume's staging path (another volume's, mounted or not: that volume's data, or the host's
 // disk under it), every alloc's publish directory and its volumes' directories, and every
 // other volume's claim target (published, that volume's data, which a plugin that does not
-// stage has at no staging path; or the host's disk). A target that is this volume's staging
+// stage has at no staging path; or the host's disk); a target that is not a directory (a block
+// claim's) is compared with the state dir's files too (stateFile). A target that is this volume's staging
 // path (staging, empty for a plugin that does not stage), which is what a plugin publishes
 // from, is still compared with the directories (a staging that is a bind of one is no
 // better), but not with other volumes' stagings and targets: two volumes of one share may
@@ -661,6 +664,13 @@ func (e *Engine) ownDirectory(ctx context.Context, t *pathFD, target, staging, v
 	if boundOntoItself(target, tid) {
 		return "a bind mount of itself (the bare target, on the host's disk under volctl's state dir, not the volume: the alloc would write there)", nil
 	}
+	if dir, err := t.isDir(); err != nil {
+		return "", err
+	} else if !dir {
+		if file := stateFile(e.cfg.StateDir, tid); file != "" {
+			return fmt.Sprintf("a bind mount of %s, a file of volctl's state dir (on the host's disk, not the volume: the claim would read and write volctl's own files)", file), nil
+		}
+	}
 	for dir := filepath.Dir(target); strings.HasPrefix(dir, e.cfg.StateDir+"/"); dir = filepath.Dir(dir) {
 		if is(dir) {
 			return ofStateDir(dir), nil
@@ -668,6 +678,9 @@ func (e *Engine) ownDirectory(ctx context.Context, t *pathFD, target, staging, v
 	}
 	if is(e.cfg.StateDir) {
 		return ofStateDir(e.cfg.StateDir), nil
+	}
+	if above := aboveStateDir(e.cfg.StateDir, tid); above != "" {
+		return fmt.Sprintf("a bind mount of %s, a directory above volctl's state dir (the claim would reach the state dir, its database among it, and the host's disk around it)", above), nil
 	}
 	for _, name := range subdirs(e.cfg.StateDir) {
 		if top := filepath.Join(e.cfg.StateDir, name); is(top) {
@@ -690,7 +703,7 @@ func (e *Engine) ownDirectory(ctx context.Context, t *pathFD, target, staging, v
 		}
 	}
 	if idx := publishIndexOf(ctx); idx != nil {
-		return idx.entry(e, tid, target, volumeID, !ownStaging, ofStateDir), nil
+		return idx.entry(e, tid, t.born, target, volumeID, !ownStaging, ofStateDir), nil
 	}
 	return e.publishTreeEntry(tid, target, volumeID, !ownStaging, ofStateDir), nil
 }
@@ -744,6 +757,49 @@ func entryIno(dir *os.File, name string) (uint64, bool) {
 			rec = rec[reclen:]
 		}
 	}
+}
+
+// aboveStateDir says which directory above the state dir (its parent up to the host's root) the
+// identity tid is, "" when none: a target bound from one holds the state dir, on its file
+// system. They are the host's own directories, which the state dir is reached through, so
+// they are asked as the host resolves them: a statx each, a few.
+func aboveStateDir(stateDir string, tid fileID) string {
+	for dir := filepath.Dir(stateDir); ; dir = filepath.Dir(dir) {
+		if id, ok := statID(dir); ok && id == tid {
+			return dir
+		}
+		if dir == filepath.Dir(dir) {
+			return ""
+		}
+	}
+}
+
+// stateFile says which file of the state dir a target that is not a directory (a block claim's,
+// the device file bound there) is by its identity tid, "" when none: one of the state dir's own
+// (volctl.db and its log, which hold every volume's secrets and every claim) or of its
+// directories outside the staging and publish trees (locks/), which ownDirectory compares as
+// they are. The files are on their directory's file system, so a directory whose device is not
+// tid's is not read: a block volume's device file, on devtmpfs, costs a statx of the state dir
+// and of each of its few directories.
+func stateFile(stateDir string, tid fileID) string {
+	dirs := []string{stateDir}
+	for _, name := range subdirs(stateDir) {
+		if name != stagingDir && name != publishDir {
+			dirs = append(dirs, filepath.Join(stateDir, name))
+		}
+	}
+	for _, dir := range dirs {
+		if id, ok := statID(dir); !ok || id.dev != tid.dev {
+			continue
+		}
+		for _, name := range entryNames(dir) {
+			path := filepath.Join(dir, name)
+			if id, ok := statID(path); ok && id == tid {
+				return path
+			}
+		}
+	}
+	return ""
 }
 
 // publishTreeEntry is ownDirectory's look at the publish tree: which of its alloc and volume
@@ -929,14 +985,28 @@ func targetBound(en publishEntry) string {
 // table a check of a target compared with other volumes' targets (a plugin that does not
 // stage), rather than a statx a claim. A staging plugin's target, a bind of its own staging,
 // is compared with the tree's directories only, and reads no table (the restore of 1,000
-// claims BENCHMARKS.md measures): a directory another command made since, and has not
-// mounted a target under yet, is not told.
+// claims BENCHMARKS.md measures). Neither the table nor the index knows a directory another
+// command made since (an alloc's or a volume's, its target not mounted yet, or not read from
+// the table: a staging plugin's check), and a target bound from one passed, handing the alloc
+// the state dir's disk and, the mount shared, each target mounted under that directory after
+// (TestRestoreIndexSeesADirectoryMadeSinceItWasBuilt). Such a target is on the publish
+// directory's file system and was born after the index was built (a statx of the open target,
+// for a target the index finds nothing for on that file system only): the tree is indexed
+// again then. A staging's root is born when its volume is made, before the pass as a rule, so
+// the restore of 1,000 claims walks the tree once still.
 type publishIndex struct {
-	mu     sync.Mutex
-	built  bool
-	byID   map[fileID][]publishEntry
-	mounts map[seenMount]bool // mounts under the publish tree whose mount points are indexed
+	mu      sync.Mutex
+	built   bool
+	builtAt time.Time // when the walk started: a directory of the tree born since may be unindexed
+	dev     uint64    // the publish directory's device, 0 when it could not be had
+	byID    map[fileID][]publishEntry
+	mounts  map[seenMount]bool // mounts under the publish tree whose mount points are indexed
+	builds  int                // walks of the tree made, for tests of what a pass costs
 }
+
+// clockLag is how far a file system's timestamps may lag the clock time.Now reads: the kernel
+// stamps files from a coarse clock, a tick (up to 10 ms) behind.
+const clockLag = 100 * time.Millisecond
 
 // seenMount tells a mount of the table from any made after it was undone.
 type seenMount struct {
@@ -968,9 +1038,10 @@ func publishIndexOf(ctx context.Context) *publishIndex {
 }
 
 // entry is publishTreeEntry from the index (built on first use, brought up to the mount
-// table on a miss); the target checked (tid, at target, a claim of volumeID) is added to it.
-// When the mount table cannot be read, the tree is walked as publishTreeEntry does.
-func (x *publishIndex) entry(e *Engine, tid fileID, target, volumeID string, targets bool, ofStateDir func(string) string) string {
+// table on a miss, built again for a target born since on its file system: born says when);
+// the target checked (tid, at target, a claim of volumeID) is added to it. When the mount
+// table cannot be read, the tree is walked as publishTreeEntry does.
+func (x *publishIndex) entry(e *Engine, tid fileID, born func() (time.Time, error), target, volumeID string, targets bool, ofStateDir func(string) string) string {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	publish := filepath.Join(e.cfg.StateDir, publishDir)
@@ -984,6 +1055,10 @@ func (x *publishIndex) entry(e *Engine, tid fileID, target, volumeID string, tar
 		} else {
 			found = x.lookup(tid, volumeID, targets, ofStateDir)
 		}
+	}
+	if found == "" && x.bornSince(tid, born) {
+		x.build(publish)
+		found = x.lookup(tid, volumeID, targets, ofStateDir)
 	}
 	if found == "" {
 		x.add(publishEntry{path: target, alloc: filepath.Base(filepath.Dir(filepath.Dir(target))), volume: volumeID, target: true}, tid)
@@ -1017,10 +1092,26 @@ func (x *publishIndex) add(en publishEntry, id fileID) {
 	}
 }
 
+// bornSince reports whether identity tid may be a directory of the publish tree the index has
+// not seen: on the publish directory's file system, and born (born's answer) after the index
+// was built, or when that cannot be told.
+func (x *publishIndex) bornSince(tid fileID, born func() (time.Time, error)) bool {
+	if x.dev != 0 && tid.dev != x.dev {
+		return false
+	}
+	at, err := born()
+	return err != nil || !at.Before(x.builtAt.Add(-clockLag))
+}
+
 // build walks the publish tree as publishTreeEntry does, every path of it indexed, and notes
 // the mounts under it, whose mount points the walk indexed as they are.
 func (x *publishIndex) build(publish string) {
-	x.built, x.byID, x.mounts = true, map[fileID][]publishEntry{}, map[seenMount]bool{}
+	x.built, x.builtAt, x.byID, x.mounts = true, time.Now(), map[fileID][]publishEntry{}, map[seenMount]bool{}
+	x.builds++
+	x.dev = 0
+	if id, ok := statID(publish); ok {
+		x.dev = id.dev
+	}
 	if mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(publish)); err == nil {
 		for _, m := range mounts {
 			x.mounts[seen(m)] = true
