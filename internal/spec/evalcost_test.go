@@ -140,14 +140,14 @@ func TestNumberStringsAsCtyMakesThem(t *testing.T) {
 // took 13 s and 460 MB. Past the most entries 4 KiB can hold, they are refused uncounted.
 func TestLongListsAndMapsAreCountedBeforeEvaluation(t *testing.T) {
 	var entries strings.Builder
-	for i := range 20000 {
+	for i := range 5000 {
 		fmt.Fprintf(&entries, "  k%d = %d\n", i, i)
 	}
 	block := entries.String()
 	for _, c := range []struct{ name, src, detail string }{
-		{"mount_flags", baseVolume + "mount_options {\n  mount_flags = " + listOf(100000, "1") + "\n}\n", fmt.Sprintf("mount_flags holds 100000 flags; the CSI spec limits them to %d bytes", MaxCSIMountOpts)},
-		{"parameters block", baseVolume + "parameters {\n" + block + "}\n", fmt.Sprintf("parameters has 20000 entries; the CSI spec limits a map to %d bytes", MaxCSIMap)},
-		{"context attribute", baseVolume + "context = {\n" + block + "}\n", fmt.Sprintf("context has 20000 entries; the CSI spec limits a map to %d bytes", MaxCSIMap)},
+		{"mount_flags", baseVolume + "mount_options {\n  mount_flags = " + listOf(10000, "1") + "\n}\n", fmt.Sprintf("mount_flags holds 10000 flags; the CSI spec limits them to %d bytes", MaxCSIMountOpts)},
+		{"parameters block", baseVolume + "parameters {\n" + block + "}\n", fmt.Sprintf("parameters has 5000 entries; the CSI spec limits a map to %d bytes", MaxCSIMap)},
+		{"context attribute", baseVolume + "context = {\n" + block + "}\n", fmt.Sprintf("context has 5000 entries; the CSI spec limits a map to %d bytes", MaxCSIMap)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var diags hcl.Diagnostics
