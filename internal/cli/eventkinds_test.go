@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 )
 
@@ -75,4 +76,12 @@ func TestEventKindsNamedAreRecorded(t *testing.T) {
 				listed.CommandPath(), strings.Join(words, " "), words[i+1], kinds)
 		}
 	})
+}
+
+// TestEventKindsListsEveryRecordedKind holds engine.EventKinds, the kinds `events --kind`
+// takes, to the kinds the code records: a kind missing from it would be refused as a typo.
+func TestEventKindsListsEveryRecordedKind(t *testing.T) {
+	if got, want := engine.EventKinds, recordedEventKinds(t); !slices.Equal(got, want) {
+		t.Errorf("engine.EventKinds = %q\nthe code records %q", got, want)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // EventsOptions are the inputs of `volctl events`.
@@ -44,7 +46,8 @@ volume creates and deletes — what the dashboard (volctl tui) shows in its even
 log keeps the newest events only (store.WithEventLimit; 10,000 by default).
 
 --since keeps the events of the last DURATION ("10m", "2h") or since an RFC 3339 time;
--n the newest N. --follow prints new events as they are recorded until Ctrl-C; with --json
+-n the newest N; --kind the events of one kind, matched exactly (a kind volctl never records,
+unless the log holds events of it from an older volctl, is a usage error listing the kinds). --follow prints new events as they are recorded until Ctrl-C; with --json
 each event is then one JSON object per line, else the list is one JSON array (docs/json.md).`,
 		Example: `  volctl events --since 10m
   volctl events --volume db --follow
@@ -97,6 +100,9 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 	evs, err := e.Events(ctx, opts.Limit, opts.Filter)
 	if err != nil {
 		return fmt.Errorf("events: %w", err)
+	}
+	if err := checkEventKind(opts.Filter.Kind, evs); err != nil {
+		return err
 	}
 	evs = slices.DeleteFunc(evs, func(ev engine.EventInfo) bool { return ev.At.Before(since) })
 	slices.Reverse(evs) // oldest first, as a log reads
@@ -174,6 +180,21 @@ func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {
 			return err
 		}
 	}
+}
+
+// checkEventKind refuses a --kind volctl never records and no event matched (evs): --kind
+// matches exactly, so a typo ("claims", "plugin_health") matched nothing, printed "No events
+// match." and exited 0, and a script or a --follow waiting on it waited forever. A kind an
+// older volctl recorded is still taken while its events are in the log.
+func checkEventKind(kind string, evs []engine.EventInfo) error {
+	if kind == "" || len(evs) > 0 || slices.Contains(engine.EventKinds, kind) {
+		return nil
+	}
+	msg := fmt.Sprintf("events: --kind %q is no kind of event volctl records", kind)
+	if sug := spec.Suggest(kind, engine.EventKinds); sug != "" {
+		msg += fmt.Sprintf("; did you mean %q?", sug)
+	}
+	return usageError("%s; the kinds are %s", msg, strings.Join(engine.EventKinds, ", "))
 }
 
 // eventWriter prints followed events: a JSON object per line, the template per event, or

@@ -104,3 +104,50 @@ func TestEventsFollow(t *testing.T) {
 		t.Fatal("follow did not end within 30s of its context's cancel")
 	}
 }
+
+// TestEventsUnknownKindIsAUsageError: --kind matches exactly, and a kind volctl never records
+// (a typo: "claims", "plugin_health") printed "No events match." and exited 0, so a CI check
+// passed, and a --follow on it waited forever. A kind an older volctl recorded that the log
+// still holds is taken.
+func TestEventsUnknownKindIsAUsageError(t *testing.T) {
+	h := newCLIHarness(t)
+	h.createVolume(t, "db", spec.SingleNodeWriter)
+	for _, kind := range []string{"claims", "plugin_health", "nope"} {
+		for _, follow := range []bool{false, true} {
+			ios, _, out, _ := iostreams.Test()
+			ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
+			opts := &EventsOptions{IO: ios, Engine: h.engine, Now: time.Now, Follow: follow, Poll: 10 * time.Millisecond, Filter: engine.EventFilter{Kind: kind}}
+			err := eventsRun(ctx, opts)
+			cancel()
+			if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), `--kind "`+kind+`"`) || !strings.Contains(err.Error(), "plugin-health, plugin-register") {
+				t.Errorf("events --kind %s (follow %v): %v (exit %d), want a usage error naming the kind and the kinds volctl records", kind, follow, err, ExitCode(err))
+			}
+			if out.Len() != 0 {
+				t.Errorf("events --kind %s printed %q", kind, out)
+			}
+		}
+	}
+	ios, _, _, _ := iostreams.Test()
+	opts := &EventsOptions{IO: ios, Engine: h.engine, Now: time.Now, Filter: engine.EventFilter{Kind: "claims"}}
+	if err := eventsRun(h.ctx, opts); err == nil || !strings.Contains(err.Error(), `did you mean "claim"?`) {
+		t.Errorf("events --kind claims: %v, want it to suggest \"claim\"", err)
+	}
+
+	// An older volctl's kind, in the log: taken, its events printed.
+	e, err := h.engine(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.PluginEvent(h.ctx, "mem", "plugin-retired-kind", "recorded by an older volctl")
+	ios, _, out, _ := iostreams.Test()
+	opts = &EventsOptions{IO: ios, Engine: h.engine, Now: time.Now, Filter: engine.EventFilter{Kind: "plugin-retired-kind"}}
+	if err := eventsRun(h.ctx, opts); err != nil || !strings.Contains(out.String(), "recorded by an older volctl") {
+		t.Errorf("events --kind of a kind the log holds: %v\n%s", err, out)
+	}
+	// A kind volctl records that has no event yet is no error.
+	ios, _, _, errOut := iostreams.Test()
+	opts = &EventsOptions{IO: ios, Engine: h.engine, Now: time.Now, Filter: engine.EventFilter{Kind: "volume-expand"}}
+	if err := eventsRun(h.ctx, opts); err != nil || !strings.Contains(errOut.String(), "No events match") {
+		t.Errorf("events --kind volume-expand with none recorded: %v, %q", err, errOut)
+	}
+}

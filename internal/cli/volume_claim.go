@@ -117,6 +117,9 @@ func volumeClaimRun(ctx context.Context, opts *VolumeClaimOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := checkTemplateFields[engine.ClaimInfo](&opts.Exporter); err != nil {
+		return err
+	}
 	e, err := opts.Engine(ctx)
 	if err != nil {
 		return err

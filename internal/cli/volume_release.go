@@ -50,6 +50,9 @@ func volumeReleaseRun(ctx context.Context, opts *VolumeReleaseOptions) error {
 	if err := spec.ValidateID("alloc", opts.Alloc); err != nil {
 		return usageError("volume release: --alloc: %v", err)
 	}
+	if err := checkTemplateFields[engine.ReleaseResult](&opts.Exporter); err != nil {
+		return err
+	}
 	e, err := opts.Engine(ctx)
 	if err != nil {
 		return err

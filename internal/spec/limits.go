@@ -18,6 +18,13 @@ const (
 	MaxCSIMap       = 4 << 10
 	MaxCSIMountOpts = 4 << 10
 	maxSegmentPart  = 63
+
+	// maxCSIMapEntries is the most entries a map within MaxCSIMap can hold: one empty key,
+	// the others a byte each. A map of more is refused before its values are evaluated
+	// (HCL's numbers are slow to make strings of: a spec of 200,000 took seconds).
+	maxCSIMapEntries = MaxCSIMap + 1
+	// maxMountFlags is the most mount flags MaxCSIMountOpts holds, a byte each.
+	maxMountFlags = MaxCSIMountOpts
 )
 
 // checkCSIString applies the general CSI string rules to a field sent to plugins: at most 128

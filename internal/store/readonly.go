@@ -47,6 +47,11 @@ func readOnlyError(dir string) error {
 
 // openReadOnly is Open for a state dir on a read-only file system.
 func openReadOnly(ctx context.Context, dir string, target int, o options) (*Store, error) {
+	// The directories on the way to it are checked as a writable one's (checkDir): a user
+	// owning one could move their own state dir into its place, for volctl to show as the host's.
+	if err := checkAncestors(dir); err != nil {
+		return nil, inDir(dir, fmt.Errorf("open state: %w", err))
+	}
 	fi, err := os.Stat(dir)
 	if err == nil && !fi.IsDir() {
 		err = fmt.Errorf("%s is not a directory", dir)

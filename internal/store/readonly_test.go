@@ -166,3 +166,55 @@ func TestOpenOnAReadOnlyFileSystemWithoutWALOrIndex(t *testing.T) {
 		t.Errorf("Open of an empty read-only directory: %v", err)
 	}
 }
+
+// TestReadOnlyStateDirOthersCouldReplaceIsRefused: a state dir on a read-only file system is
+// opened by another path (openReadOnly) that checked the dir's own owner, not the directories
+// on the way to it as a writable one's (checkAncestors): a read-only mount reached through a
+// directory another user owns was read, though that user could move their own state dir in its
+// place, and volctl would show it (its claims, plugins, sockets) as the host's.
+func TestReadOnlyStateDirOthersCouldReplaceIsRefused(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("chown to another user needs root")
+	}
+	dir := t.TempDir()
+	w, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro := readOnlyView(t, dir)
+	root := t.TempDir()
+	theirs := mkdir(t, root, "theirs", 0o755, 4242)
+	at := filepath.Join(theirs, "state")
+	if err := os.Mkdir(at, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(ro, at, "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("needs root with CAP_SYS_ADMIN to bind-mount: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(at, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmounting %s: %v", at, err)
+		}
+	})
+	if err := unix.Mount("", at, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+		t.Skipf("needs root with CAP_SYS_ADMIN to remount a bind read-only: %v", err)
+	}
+	s, err := Open(context.Background(), at)
+	if err == nil {
+		s.Close()
+		t.Fatalf("Open(%s), a read-only state dir in a directory uid 4242 owns: opened, want it refused", at)
+	}
+	if !errors.Is(err, ErrNotOwned) || !strings.Contains(err.Error(), theirs+", which is owned by uid 4242") {
+		t.Errorf("Open(%s): %v, want ErrNotOwned naming %s and its owner", at, err, theirs)
+	}
+	// Its own path, in directories root owns, still opens.
+	s, err = Open(context.Background(), ro)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", ro, err)
+	}
+	s.Close()
+}
