@@ -27,7 +27,15 @@ import (
 var bench struct {
 	mu   sync.Mutex
 	dir  string            // removed by TestMain once the tests have run
-	bins map[string]string // what was built (builtOnce's key) -> binary
+	bins map[string]*built // what was built (builtOnce's key) -> binary
+}
+
+// built is one build of builtOnce: done once, by the first test to want it, while tests that
+// want another build (with other tags) build theirs meanwhile rather than queue behind it.
+type built struct {
+	once sync.Once
+	bin  string
+	err  error // with the go command's output
 }
 
 // benchVolctl builds volctl once per test process as the release is built and returns its
@@ -57,30 +65,36 @@ func benchBuild(b testing.TB, pkg string) string {
 func builtOnce(b testing.TB, key, pkg, name string, args, env []string) string {
 	b.Helper()
 	bench.mu.Lock()
-	defer bench.mu.Unlock()
-	if bin, ok := bench.bins[key]; ok {
-		return bin
-	}
 	if bench.dir == "" {
 		dir, err := os.MkdirTemp("", "volctl-bench-")
 		if err != nil {
+			bench.mu.Unlock()
 			b.Fatal(err)
 		}
-		bench.dir, bench.bins = dir, map[string]string{}
+		bench.dir, bench.bins = dir, map[string]*built{}
 	}
-	bin := filepath.Join(bench.dir, fmt.Sprintf("bin%d", len(bench.bins)), name)
-	args = append(append(args[:len(args):len(args)], "-o", bin), pkg)
-	gocmd, err := exec.LookPath("go")
-	if err != nil {
-		gocmd = filepath.Join(runtime.GOROOT(), "bin", "go")
+	bb, ok := bench.bins[key]
+	if !ok {
+		bb = &built{bin: filepath.Join(bench.dir, fmt.Sprintf("bin%d", len(bench.bins)), name)}
+		bench.bins[key] = bb
 	}
-	cmd := exec.Command(gocmd, args...)
-	cmd.Env = append(os.Environ(), env...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("building %s: go %s: %v\n%s", pkg, strings.Join(args, " "), err, out)
+	bench.mu.Unlock()
+	bb.once.Do(func() {
+		args = append(append(args[:len(args):len(args)], "-o", bb.bin), pkg)
+		gocmd, err := exec.LookPath("go")
+		if err != nil {
+			gocmd = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
+		cmd := exec.Command(gocmd, args...)
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			bb.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	})
+	if bb.err != nil {
+		b.Fatalf("building %s: %v", pkg, bb.err)
 	}
-	bench.bins[key] = bin
-	return bin
+	return bb.bin
 }
 
 // releaseTags are the build tags the release is built with (README's build command).

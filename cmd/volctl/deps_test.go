@@ -16,6 +16,7 @@ import (
 // initialised by every volctl process, `volctl volume claim` included, and these are needed only
 // to write docs/man, which `go run ./internal/tools/genman docs/man` does (internal/manpages).
 func TestBinaryLeavesOutManPageGenerator(t *testing.T) {
+	t.Parallel()
 	unwanted := map[string]string{
 		"github.com/spf13/cobra/doc":         "the man page generator",
 		"github.com/cpuguy83/go-md2man/v2":   "cobra/doc's Markdown-to-roff converter",
@@ -33,6 +34,7 @@ func TestBinaryLeavesOutManPageGenerator(t *testing.T) {
 // and reads the Go runtime's figures with ReadMemStats rather than runtime/metrics.
 // Tests may use the library (promlint, the parser, the byte-for-byte comparisons).
 func TestBinaryLeavesOutPrometheusClient(t *testing.T) {
+	t.Parallel()
 	unwanted := map[string]string{
 		"github.com/prometheus/client_golang": "the Prometheus client library",
 		"github.com/prometheus/procfs":        "its process collector's /proc reader",
@@ -58,6 +60,7 @@ func leavesOut(t *testing.T, unwanted map[string]string, fix string) {
 // compiles regexps (about 0.6 ms a process, per GODEBUG=inittrace=1), paid by every volctl
 // process though only `export nomad` writes HCL. Tests may use both (they are not linked in).
 func TestBinaryLeavesOutHCLWrite(t *testing.T) {
+	t.Parallel()
 	unwanted := map[string]string{
 		"github.com/hashicorp/hcl/v2/hclwrite": "HCL's writer, replaced by internal/nomad's",
 		"github.com/google/go-cmp":             "hclwrite's comparison library, whose init compiles regexps",
@@ -70,6 +73,7 @@ func TestBinaryLeavesOutHCLWrite(t *testing.T) {
 // what internal/spec, csi and cli did at init); a pattern is compiled on first use
 // (sync.OnceValue) instead.
 func TestNoRegexpCompiledAtInit(t *testing.T) {
+	t.Parallel()
 	for _, line := range volctlPackages(t, "{{.ImportPath}} {{.Dir}} {{join .GoFiles \" \"}}") {
 		fields := strings.Fields(line)
 		if !strings.HasPrefix(fields[0], "github.com/volctl/volctl/") {

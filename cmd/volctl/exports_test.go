@@ -24,6 +24,7 @@ import (
 // server) — is used only by tests: it moves to the tests or goes. A name that something else
 // shares (a field, another type's method) does not count as a use here.
 func TestExportedMethodsHaveCallers(t *testing.T) {
+	t.Parallel()
 	// Exported for the tests of other packages, which cannot reach a _test.go file; each says why.
 	allowed := map[string]string{
 		"hostpath.Plugin.VolumePath": "the csi and engine tests find a volume's directory with it",

@@ -30,6 +30,7 @@ import (
 // release the plugin fails (left for the agent's reconcile), the agent's reconcile finishing
 // it, and a kill of the supervised plugin: the values move with what happened.
 func TestAgentMetricsEndToEnd(t *testing.T) {
+	t.Parallel()
 	dir := hostpathtest.ShortDir(t)
 	state := filepath.Join(dir, "state")
 	volctl := func(args ...string) (string, error) {

@@ -16,6 +16,7 @@ import (
 // rather than started empty over them. Before, the reconcile said only "open
 // /proc/self/mountinfo: no such file or directory", and the Open started an empty state.
 func TestNoProcIsAClearRefusal(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("a mount namespace without /proc needs root")
 	}

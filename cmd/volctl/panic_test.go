@@ -19,6 +19,7 @@ import (
 // Go's 2, which volctl's table gives to usage errors, and leaves the panic and what to do on
 // stderr. Failpoints armed NAME=panic panic where a bug would.
 func TestPanicExitsWithTheCrashCode(t *testing.T) {
+	t.Parallel()
 	env := newHostEnv(t)
 	bin := buildVolctl(t, failpointsTag)
 	check := func(what string, out string, err error, panicked string) {
@@ -52,6 +53,7 @@ func TestPanicExitsWithTheCrashCode(t *testing.T) {
 // error is (crash.Redact, cli's redactCrashes): a panic carrying a volume's secret (a failpoint
 // armed panic:TEXT) does not print it, and still exits with the crash code and its stack.
 func TestPanicCarryingASecretIsScrubbed(t *testing.T) {
+	t.Parallel()
 	env := newHostEnv(t)
 	bin := buildVolctl(t, failpointsTag)
 	const secret = "crash-report-secret-5f3a9c"

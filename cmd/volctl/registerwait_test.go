@@ -20,6 +20,7 @@ import (
 // one that starts listening 1 s later; one that never does fails after the wait, the error
 // naming the socket and the wait.
 func TestPluginRegisterWaitsForAPluginRestarting(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		stale bool // the socket file is there, nothing listening on it
@@ -28,6 +29,7 @@ func TestPluginRegisterWaitsForAPluginRestarting(t *testing.T) {
 		{"connections refused", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			dir, err := os.MkdirTemp("", "regwait")
 			if err != nil {
 				t.Fatal(err)

@@ -42,6 +42,7 @@ func readOnlyBind(t *testing.T, dir string) string {
 // the WAL the writer's exit left (CloseAtExit). Everything that writes fails, naming the state
 // dir and that its file system is read-only; nothing is written.
 func TestReadOnlyStateDir(t *testing.T) {
+	t.Parallel()
 	bin := buildVolctl(t)
 	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())))
 	env := &hostEnv{t: t, state: hostpathtest.MountDir(t), socket: socket}

@@ -97,6 +97,7 @@ func (c cleanBench) Run() int {
 // Variables: SHARED (the ../shared folder beside the project), STATE (a fresh state dir,
 // also exported as VOLCTL_STATE_DIR).
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	shared, err := filepath.Abs(filepath.Join("..", "..", "..", "shared"))
 	if err != nil {
 		t.Fatal(err)

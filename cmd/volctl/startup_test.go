@@ -110,6 +110,7 @@ const colourQuery = "\x1b]11;?"
 // terminal was sent and whether the process quit on the key, never a stopwatch: this machine
 // may be loaded.
 func TestStartNeverQueriesTheTerminal(t *testing.T) {
+	t.Parallel()
 	bin := buildVolctl(t)
 	const patience = 30 * time.Second // far past termenv's 5 s: only a hang or a lost key fails
 	noQuery := func(t *testing.T, r *ptyRun, what string) {

@@ -16,6 +16,7 @@ import (
 // never exit 0 and an empty file. The commands here are those that printed through a writer
 // whose error nobody looked at: cobra's help, validate's summary lines.
 func TestStdoutFullFailsTheCommand(t *testing.T) {
+	t.Parallel()
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
 		t.Skipf("no /dev/full to write to: %v", err)

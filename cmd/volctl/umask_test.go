@@ -14,6 +14,7 @@ import (
 // bits at all, and a user other than root, whom no permission bit binds, was refused every
 // command after ("open state: open DIR: permission denied") until they chmod-ed them by hand.
 func TestOwnerlessUmaskLeavesAUsableStateDir(t *testing.T) {
+	t.Parallel()
 	bin, home := nobodysVolctl(t)
 	state := filepath.Join(home, "sub", "state") // a parent made too
 	run := func(umask string) {

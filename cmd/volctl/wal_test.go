@@ -20,6 +20,7 @@ import (
 // claims and releases leave 4 MiB to read back at every open) and nothing committed is
 // lost.
 func TestCommandsLeaveTheWALToTheNext(t *testing.T) {
+	t.Parallel()
 	bin := buildVolctl(t)
 	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())))
 	env := &hostEnv{t: t, state: t.TempDir(), socket: socket}
@@ -85,6 +86,7 @@ func sizeOf(fi os.FileInfo) int64 {
 // writer, started together right after a writer exited. Every one must succeed; the -wal and
 // -shm files the exit left stay 0600.
 func TestReadCommandsFirstToOpenAfterAWriterExited(t *testing.T) {
+	t.Parallel()
 	bin := buildVolctl(t)
 	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())))
 	env := &hostEnv{t: t, state: t.TempDir(), socket: socket}
