@@ -180,7 +180,7 @@ func BenchmarkClaimAmongPublished(b *testing.B) {
 		}
 	}
 	b.Run("1000", lifecycle)
-	e.publishWalkAllocs = math.MaxInt
+	e.publishWalkPaths = math.MaxInt
 	b.Run("1000-walk", lifecycle)
 }
 

@@ -126,10 +126,10 @@ type Engine struct {
 
 	scrubbers scrubberCache // Redactor's last scrubber, for the same values
 
-	// publishWalkAllocs: the publish tree of at most this many allocs is walked, a larger one
+	// publishWalkPaths: the publish tree of at most this many paths is walked, a larger one
 	// looked up in the mount table (publishTreeEntry); publishWalks counts the walks.
-	publishWalkAllocs int
-	publishWalks      atomic.Int64
+	publishWalkPaths int
+	publishWalks     atomic.Int64
 }
 
 // Open builds an engine on a state dir, opening its database unless cfg.Store is given.
@@ -178,7 +178,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, &store.DirError{Dir: given, Err: err, Named: cfg.StateDir == given}
 	}
 	e := &Engine{cfg: cfg, store: st, ownsStore: owns, locks: locks, log: cfg.Logger, linkDir: linkDir, conns: map[string]*conn{}, retired: map[*conn]bool{},
-		publishWalkAllocs: publishWalkAllocs}
+		publishWalkPaths: publishWalkPaths}
 	e.log = e.RedactLogger(cfg.Logger) // what the engine words from plugin data may hold an echoed secret
 	return e, nil
 }

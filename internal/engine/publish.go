@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -807,7 +808,7 @@ func stateFile(stateDir string, tid fileID) string {
 // target (a claim of volumeID shares its root, as it must). The directories are on the
 // publish directory's file system, and looked at only when tid is: a target that is a
 // volume's storage elsewhere, the common case, costs one statx unless targets are compared
-// too. A tree of a few allocs is walked, one statx a path (the tree is listed, not opened
+// too. A tree of a few paths is walked, one statx a path (the tree is listed, not opened
 // component by component: a path a symlink put there is only compared, and compares as the
 // link). A larger one is looked up in the mount table (publishTableEntry): a walk costs a
 // directory read an alloc and a statx a claim on the host, and a claim among 1,000 others
@@ -820,31 +821,43 @@ func (e *Engine) publishTreeEntry(tid fileID, target, volumeID string, targets b
 		return ""
 	}
 	allocs := subdirs(publish)
-	if len(allocs) > e.publishWalkAllocs {
-		if found, ok := publishTableEntry(publish, tid, target, volumeID, targets, ofStateDir); ok {
+	is := func(path string) bool { id, ok := statID(path); return ok && id == tid }
+	// walk walks the tree until a path is tid, or for at most budget paths (whole: false).
+	walk := func(budget int) (found string, whole bool) {
+		paths := 0
+		whole = true
+		eachPublishPath(publish, allocs, func(volume string) bool { return targets && volume != volumeID }, func(en publishEntry) bool {
+			if paths++; paths > budget {
+				whole = false
+				return false
+			}
+			switch {
+			case en.target && is(en.path):
+				found = targetBound(en)
+			case !en.target && dirs && is(en.path):
+				found = ofStateDir(en.path)
+			}
+			return found == ""
+		})
+		return found, whole
+	}
+	found, whole := walk(e.publishWalkPaths)
+	if !whole {
+		var ok bool
+		if found, ok = publishTableEntry(publish, tid, target, volumeID, targets, ofStateDir); ok {
 			return found
 		}
+		found, _ = walk(math.MaxInt)
 	}
 	e.publishWalks.Add(1)
-	is := func(path string) bool { id, ok := statID(path); return ok && id == tid }
-	found := ""
-	eachPublishPath(publish, allocs, func(volume string) bool { return targets && volume != volumeID }, func(en publishEntry) bool {
-		switch {
-		case en.target && is(en.path):
-			found = targetBound(en)
-		case !en.target && dirs && is(en.path):
-			found = ofStateDir(en.path)
-		}
-		return found == ""
-	})
 	return found
 }
 
-// publishWalkAllocs is the number of alloc directories up to which publishTreeEntry walks the
-// publish tree rather than read the mount table, which costs more than a walk of a few
-// directories (about 0.3 ms for a table of 30 mounts). An engine's own, which tests set to -1
-// to take the table's way (Engine.publishWalks counts the walks).
-const publishWalkAllocs = 16
+// publishWalkPaths is the number of paths publishTreeEntry walks before it reads the mount
+// table instead, which costs more than a walk of a few paths (about 0.3 ms for a table of 30
+// mounts). An engine's own, which tests set to 0 to take the table's way (Engine.publishWalks
+// counts the walks made whole).
+const publishWalkPaths = 64
 
 // publishTableEntry is publishTreeEntry read from the kernel's mount table rather than by a
 // walk; ok is false when the table cannot answer, and the tree is walked. What a path of the

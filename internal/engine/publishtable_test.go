@@ -15,7 +15,7 @@ import (
 )
 
 // publishLookup is one of publishTreeEntry's two ways of looking at the publish tree, which
-// the tests of a target bound from the tree run each: the walk (a tree of a few allocs, the
+// the tests of a target bound from the tree run each: the walk (a tree of a few paths, the
 // tests' own) and the mount table (a larger one; the tests' engine told to use it always).
 type publishLookup struct {
 	name  string
@@ -27,7 +27,7 @@ var publishLookups = []publishLookup{{name: "walk"}, {name: "table", table: true
 // use sets h's engine to this way.
 func (l publishLookup) use(h *harness) {
 	if l.table {
-		h.e.publishWalkAllocs = -1
+		h.e.publishWalkPaths = 0
 	}
 }
 
@@ -45,16 +45,18 @@ func (l publishLookup) check(t *testing.T, h *harness, walked bool) {
 	}
 }
 
-// On a host with more allocs than publishTreeEntry walks, a claim's check reads the mount table
-// instead (a walk costs a directory read an alloc and a statx a claim). It still tells each
-// thing a plugin that does not stage can bind at the target, as the walk does: another
+// On a host with more paths in the publish tree than publishTreeEntry walks, a claim's check
+// reads the mount table instead (a walk costs a directory read an alloc and a statx a claim).
+// A claim of the volume's own root, which nothing in the tree is, walks as far as its limit and
+// is then answered from the table, not by the rest of the walk. The table still tells each
+// thing a plugin that does not stage can bind at the target, as the walk does (the engine told
+// to read the table at once, as the order a walk meets paths in is the directories'): another
 // volume's published target, another alloc's directory, a volume directory of it, and a bare
-// target of another volume (its directory on the state dir's disk, unmounted since); a second
-// claim of the same volume shares its root and is published. The same with the state dir a
-// bind mount of another directory (a container's, say), which the table names by that
-// directory's path. Real mounts, as root.
+// target of another volume (its directory on the state dir's disk, unmounted since). The same
+// with the state dir a bind mount of another directory (a container's, say), which the table
+// names by that directory's path. Real mounts, as root.
 func TestLargePublishTreeIsLookedUpInTheMountTable(t *testing.T) {
-	const allocs = publishWalkAllocs + 4
+	const others = publishWalkPaths + 6 // one alloc's volume directories
 	wTarget := func(dir, alloc string) string {
 		return publishPath(dir, alloc, "w", false, spec.FileSystem, spec.MultiNodeMultiWriter)
 	}
@@ -122,16 +124,19 @@ func TestLargePublishTreeIsLookedUpInTheMountTable(t *testing.T) {
 				if err := os.MkdirAll(wTarget(dir, "x"), 0o750); err != nil { // a claim of w left unmounted
 					t.Fatal(err)
 				}
-				for i := range allocs {
-					if err := os.MkdirAll(filepath.Join(dir, "publish", fmt.Sprintf("other-%02d", i)), 0o750); err != nil {
+				for i := range others {
+					if err := os.MkdirAll(filepath.Join(dir, "publish", "other", fmt.Sprintf("vol-%02d", i)), 0o750); err != nil {
 						t.Fatal(err)
 					}
+				}
+				if tc.want != nil {
+					h.e.publishWalkPaths = 0
 				}
 				walks := h.e.publishWalks.Load()
 
 				cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
 				if n := h.e.publishWalks.Load() - walks; n != 0 {
-					t.Errorf("the publish tree of %d allocs was walked %d times, want the check answered from the mount table", allocs+4, n)
+					t.Errorf("the publish tree of over %d paths was walked %d times, want the check answered from the mount table", others, n)
 				}
 				if tc.want == nil {
 					if err != nil {
