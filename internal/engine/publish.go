@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -711,53 +709,28 @@ func (e *Engine) ownDirectory(ctx context.Context, t *pathFD, target, staging, v
 
 // boundOntoItself reports whether the mount at target, whose root is tid, is a bind of the
 // target itself: what the plugin made there, on the state dir's disk, which the mount covers
-// (no path shows it, so no comparison of identities tells it). A directory's entry keeps the
-// inode of what it names on the parent's file system, whatever is mounted over it: the
-// target's entry in its parent is then tid. (It is tid too for a target nothing is mounted on,
-// which a mount table other than the kernel's, a test's, can call mounted: the kernel is asked
-// first whether the target is a mount's root.)
+// (no path shows it, so no comparison of identities tells it). The covered entry is looked at
+// through a copy of the parent's mount without the mounts below it (open_tree(2), no
+// AT_RECURSIVE: what the target's name holds on the parent's file system), one statx, whatever
+// the size of the directory (a plugin's staging directory holds every volume's staging). The
+// kernel is asked first whether the target is a mount's root: a mount table other than the
+// kernel's, a test's, can call a bare directory mounted, and its entry is then tid too. Where
+// the copy cannot be made (a kernel before 5.2, a user without CAP_SYS_ADMIN, who cannot mount
+// either), nothing is told.
 func boundOntoItself(target string, tid fileID) bool {
 	if root, err := mountinfo.Mounted(target); err != nil || !root {
 		return false
 	}
-	dir, err := os.Open(filepath.Dir(target))
+	tree, err := unix.OpenTree(unix.AT_FDCWD, filepath.Dir(target), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 	if err != nil {
 		return false
 	}
-	defer dir.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(dir.Fd()), &st); err != nil || uint64(st.Dev) != tid.dev {
+	defer unix.Close(tree)
+	var sx unix.Statx_t
+	if err := unix.Statx(tree, filepath.Base(target), unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_INO, &sx); err != nil {
 		return false
 	}
-	ino, ok := entryIno(dir, filepath.Base(target))
-	return ok && ino == tid.ino
-}
-
-// entryIno is the inode number dir's entry name holds (getdents' d_ino, the inode on dir's
-// file system, not that of a mount over it).
-func entryIno(dir *os.File, name string) (uint64, bool) {
-	buf := make([]byte, 8<<10)
-	for {
-		n, err := unix.Getdents(int(dir.Fd()), buf)
-		if err != nil || n <= 0 {
-			return 0, false
-		}
-		for rec := buf[:n]; len(rec) >= 19; {
-			// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name.
-			reclen := int(binary.NativeEndian.Uint16(rec[16:18]))
-			if reclen < 19 || reclen > len(rec) {
-				return 0, false
-			}
-			entry := rec[19:reclen]
-			if i := bytes.IndexByte(entry, 0); i >= 0 {
-				entry = entry[:i]
-			}
-			if string(entry) == name {
-				return binary.NativeEndian.Uint64(rec[0:8]), true
-			}
-			rec = rec[reclen:]
-		}
-	}
+	return statxID(&sx) == tid
 }
 
 // aboveStateDir says which directory above the state dir (its parent up to the host's root) the
