@@ -713,20 +713,21 @@ func (e *Engine) ownDirectory(ctx context.Context, t *pathFD, target, staging, v
 // through a copy of the parent's mount without the mounts below it (open_tree(2), no
 // AT_RECURSIVE: what the target's name holds on the parent's file system), one statx, whatever
 // the size of the directory (a plugin's staging directory holds every volume's staging). The
-// kernel is asked first whether the target is a mount's root: a mount table other than the
-// kernel's, a test's, can call a bare directory mounted, and its entry is then tid too. Where
-// the copy cannot be made (a kernel before 5.2, a user without CAP_SYS_ADMIN, who cannot mount
-// either), nothing is told.
+// kernel is asked first whether the target is a mount's root (statx's STATX_ATTR_MOUNT_ROOT):
+// a mount table other than the kernel's, a test's, can call a bare directory mounted, and its
+// entry is then tid too. Where the kernel cannot say (before 5.8) or the copy cannot be made (a
+// user without CAP_SYS_ADMIN, who cannot mount either), nothing is told.
 func boundOntoItself(target string, tid fileID) bool {
-	if root, err := mountinfo.Mounted(target); err != nil || !root {
-		return false
+	var sx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, target, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_INO, &sx); err != nil ||
+		sx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 || sx.Attributes&unix.STATX_ATTR_MOUNT_ROOT == 0 || statxID(&sx) != tid {
+		return false // not a mount's root, or one the kernel (before 5.8) does not say is
 	}
 	tree, err := unix.OpenTree(unix.AT_FDCWD, filepath.Dir(target), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 	if err != nil {
 		return false
 	}
 	defer unix.Close(tree)
-	var sx unix.Statx_t
 	if err := unix.Statx(tree, filepath.Base(target), unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_INO, &sx); err != nil {
 		return false
 	}
