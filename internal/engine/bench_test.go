@@ -139,21 +139,8 @@ func rawLifecycle(ctx context.Context, c *csi.Client, id string, attach bool, st
 //
 //	go test ./internal/engine -run '^$' -bench ClaimAmongPublished -benchtime 30x -count 2
 func BenchmarkClaimAmongPublished(b *testing.B) {
-	hostpathtest.RequireMount(b)
 	ctx := context.Background()
-	p, err := hostpath.New(hostpath.Config{Root: hostpathtest.MountDir(b), NodeID: "n1"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	socket, _ := csitest.Serve(b, csitest.WithServer(p))
-	e, err := Open(ctx, Config{StateDir: hostpathtest.MountDir(b)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { e.Close() })
-	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		b.Fatal(err)
-	}
+	e, _ := benchHostpathEngine(b, nil)
 	create := func(id string) {
 		if _, err := e.CreateVolume(ctx, spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
 			Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}); err != nil {
@@ -192,23 +179,9 @@ func BenchmarkClaimAmongPublished(b *testing.B) {
 //
 //	go test ./internal/engine -run '^$' -bench Restore1000 -benchtime 3x
 func BenchmarkRestore1000(b *testing.B) {
-	hostpathtest.RequireMount(b)
 	ctx := context.Background()
-	p, err := hostpath.New(hostpath.Config{Root: hostpathtest.MountDir(b), NodeID: "n1"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	socket, _ := csitest.Serve(b, csitest.WithServer(p))
-	state := hostpathtest.MountDir(b)
 	mounts := &countingMounts{}
-	e, err := Open(ctx, Config{StateDir: state, Mounts: mounts})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { e.Close() })
-	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		b.Fatal(err)
-	}
+	e, state := benchHostpathEngine(b, mounts)
 	const n = 1000
 	for i := range n {
 		id := fmt.Sprintf("v%04d", i)
@@ -237,6 +210,28 @@ func BenchmarkRestore1000(b *testing.B) {
 		b.ReportMetric(float64(mounts.reads), "mount-table-reads/op")
 	}
 	b.ReportMetric(float64(cpuTotal)/float64(b.N), "cpu-ns/op")
+}
+
+// benchHostpathEngine is an engine on a state dir of its own (returned) with volctl's hostpath plugin
+// registered as "hp", its root on the state dir's file system (root; real mounts). mounts nil
+// is the kernel's table.
+func benchHostpathEngine(b *testing.B, mounts MountTable) (*Engine, string) {
+	hostpathtest.RequireMount(b)
+	p, err := hostpath.New(hostpath.Config{Root: hostpathtest.MountDir(b), NodeID: "n1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	socket, _ := csitest.Serve(b, csitest.WithServer(p))
+	state := hostpathtest.MountDir(b)
+	e, err := Open(context.Background(), Config{StateDir: state, Mounts: mounts})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { e.Close() })
+	if _, err := e.RegisterPlugin(context.Background(), spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		b.Fatal(err)
+	}
+	return e, state
 }
 
 // processCPU is the CPU time (user + system) the process has used so far.
