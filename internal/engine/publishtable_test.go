@@ -89,17 +89,8 @@ func TestLargePublishTreeIsLookedUpInTheMountTable(t *testing.T) {
 				name += "/state dir bound from elsewhere"
 			}
 			t.Run(name, func(t *testing.T) {
-				var dir string
-				h := kernelHarness(t, func(c *csitest.MemConfig) {
-					c.Node.StageUnstageVolume = false
-					c.PublishFrom = func(_, target string) string {
-						if strings.Contains(target, "/publish/a/v/") {
-							return tc.from(dir)
-						}
-						return ""
-					}
-				})
-				dir = h.dir
+				h := wrongBindHarness(t, false, tc.from, func(c *csitest.MemConfig) { c.Node.StageUnstageVolume = false })
+				dir := h.dir
 				if bound {
 					src := hostpathtest.MountDir(t)
 					if err := unix.Mount(src, dir, "", unix.MS_BIND, ""); err != nil {
@@ -171,15 +162,8 @@ func TestTargetBoundOntoItselfIsRefused(t *testing.T) {
 	for _, att := range []spec.AttachmentMode{spec.FileSystem, spec.BlockDevice} {
 		for _, stage := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stage=%v", att, stage), func(t *testing.T) {
-				h := kernelHarness(t, func(c *csitest.MemConfig) {
-					c.Node.StageUnstageVolume = stage
-					c.PublishFrom = func(_, target string) string {
-						if strings.Contains(target, "/publish/a/v/") {
-							return target
-						}
-						return ""
-					}
-				})
+				itself := func(dir string) string { return publishPath(dir, "a", "v", false, att, spec.SingleNodeWriter) }
+				h := wrongBindHarness(t, false, itself, func(c *csitest.MemConfig) { c.Node.StageUnstageVolume = stage })
 				capability := spec.Capability{AccessMode: spec.SingleNodeWriter, AttachmentMode: att}
 				h.create(volume("v", capability))
 				cl, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a", AttachmentMode: att})
