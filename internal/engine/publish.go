@@ -709,8 +709,9 @@ func (e *Engine) ownDirectory(ctx context.Context, t *pathFD, target, staging, v
 
 // boundOntoItself reports whether the mount at target, whose root is tid, is a bind of the
 // target itself: what the plugin made there, on the state dir's disk, which the mount covers
-// (no path shows it, so no comparison of identities tells it). The covered entry is looked at
-// through a copy of the parent's mount without the mounts below it (open_tree(2), no
+// (no path shows it, so no comparison of identities tells it). It is on the parent's file
+// system, so a root on another (a volume's storage elsewhere) is not it. The covered entry is
+// looked at through a copy of the parent's mount without the mounts below it (open_tree(2), no
 // AT_RECURSIVE: what the target's name holds on the parent's file system), one statx, whatever
 // the size of the directory (a plugin's staging directory holds every volume's staging). The
 // kernel is asked first whether the target is a mount's root (statx's STATX_ATTR_MOUNT_ROOT):
@@ -722,6 +723,9 @@ func boundOntoItself(target string, tid fileID) bool {
 	if err := unix.Statx(unix.AT_FDCWD, target, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_INO, &sx); err != nil ||
 		sx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 || sx.Attributes&unix.STATX_ATTR_MOUNT_ROOT == 0 || statxID(&sx) != tid {
 		return false // not a mount's root, or one the kernel (before 5.8) does not say is
+	}
+	if err := unix.Statx(unix.AT_FDCWD, filepath.Dir(target), unix.AT_STATX_DONT_SYNC, unix.STATX_INO, &sx); err != nil || statxID(&sx).dev != tid.dev {
+		return false // what the target's name covers is on its parent's file system, and tid is not
 	}
 	tree, err := unix.OpenTree(unix.AT_FDCWD, filepath.Dir(target), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 	if err != nil {
