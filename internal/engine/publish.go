@@ -862,21 +862,26 @@ func publishTableEntry(publish string, tid fileID, target, volumeID string, targ
 	if err != nil {
 		return "", false
 	}
-	// The topmost mount at each path (the table lists a mount after the one it covers): the
-	// target's, the one holding the publish directory, and those at the tree's paths.
+	// The mount at each path: the target's, the one holding the publish directory, and those
+	// at the tree's paths (the table lists a mount after the one it covers, as mounts are made;
+	// two at the target or at the holder's path, which a mount moved since can list otherwise,
+	// are left to the walk, as a wrong one there would hide a bind).
 	var top, holder *mountinfo.Info
+	stacked := false
 	places := map[string]*mountinfo.Info{}
 	for _, m := range mounts {
 		switch {
 		case m.Mountpoint == target:
+			stacked = stacked || top != nil
 			top = m
 		case within(publish, m.Mountpoint) && (holder == nil || len(m.Mountpoint) >= len(holder.Mountpoint)):
+			stacked = stacked || holder != nil && holder.Mountpoint == m.Mountpoint
 			holder = m
 		case within(m.Mountpoint, publish) && m.Mountpoint != publish && publishDepth(publish, m.Mountpoint) <= 3:
 			places[m.Mountpoint] = m
 		}
 	}
-	if top == nil || holder == nil {
+	if top == nil || holder == nil || stacked {
 		return "", false
 	}
 	rel, _ := filepath.Rel(holder.Mountpoint, publish)
