@@ -83,13 +83,7 @@ func TestTargetBoundFromAnotherClaimsTargetIsRefused(t *testing.T) {
 				if tc.block {
 					att, wData = spec.BlockDevice, func(target string) string { return target }
 				}
-				capability := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: att}
-				h.create(volume("w", capability))
-				h.create(volume("v", capability))
-				w := h.claim(ClaimRequest{VolumeID: "w", Alloc: "b", AttachmentMode: att})
-				if err := os.WriteFile(wData(w.TargetPath), []byte("w's data"), 0o600); err != nil {
-					t.Fatal(err)
-				}
+				w := h.wHoldingData(att)
 				// v's first claim, and a second of the same volume: one root, as it must be.
 				others := []string{"c", "d"}
 				if tc.stage {
@@ -129,6 +123,25 @@ func TestTargetBoundFromAnotherClaimsTargetIsRefused(t *testing.T) {
 	}
 }
 
+// wHoldingData creates volumes "w" and "v" (multi-node multi-writer, attachment att), claims w
+// for alloc "b" and writes "w's data" into it (ws-data in its directory, or its device file),
+// which a claim of v must never show.
+func (h *harness) wHoldingData(att spec.AttachmentMode) ClaimInfo {
+	h.t.Helper()
+	capability := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: att}
+	h.create(volume("w", capability))
+	h.create(volume("v", capability))
+	w := h.claim(ClaimRequest{VolumeID: "w", Alloc: "b", AttachmentMode: att})
+	data := w.TargetPath
+	if att == spec.FileSystem {
+		data = filepath.Join(data, "ws-data")
+	}
+	if err := os.WriteFile(data, []byte("w's data"), 0o600); err != nil {
+		h.t.Fatal(err)
+	}
+	return w
+}
+
 // stageVFrom makes the plugin's NodeStageVolume of volume "v" bind-mount from(staging) at the
 // staging path instead of the volume; other volumes it stages as it does.
 func stageVFrom(c *csitest.MemConfig, from func(staging string) string) {
@@ -149,13 +162,7 @@ func TestRestoreRefusesATargetBoundFromAnotherClaimsTarget(t *testing.T) {
 	h := kernelHarness(t, func(c *csitest.MemConfig) {
 		root, c.Node.StageUnstageVolume = c.MountRoot, false
 	})
-	capability := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}
-	h.create(volume("w", capability))
-	h.create(volume("v", capability))
-	w := h.claim(ClaimRequest{VolumeID: "w", Alloc: "b"})
-	if err := os.WriteFile(filepath.Join(w.TargetPath, "ws-data"), []byte("w's data"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	w := h.wHoldingData(spec.FileSystem)
 	v := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 	if err := unix.Unmount(v.TargetPath, unix.MNT_DETACH); err != nil { // a reboot, for v's target
 		t.Fatal(err)

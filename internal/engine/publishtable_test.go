@@ -104,13 +104,7 @@ func TestLargePublishTreeIsLookedUpInTheMountTable(t *testing.T) {
 					h.open(Config{Mounts: kernelMounts{}})
 					h.registerPlugin("mem", h.socket)
 				}
-				capability := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}
-				h.create(volume("w", capability))
-				h.create(volume("v", capability))
-				w := h.claim(ClaimRequest{VolumeID: "w", Alloc: "b"})
-				if err := os.WriteFile(filepath.Join(w.TargetPath, "ws-data"), []byte("w's data"), 0o600); err != nil {
-					t.Fatal(err)
-				}
+				w := h.wHoldingData(spec.FileSystem)
 				h.claim(ClaimRequest{VolumeID: "v", Alloc: "c"})
 				if err := os.MkdirAll(wTarget(dir, "x"), 0o750); err != nil { // a claim of w left unmounted
 					t.Fatal(err)
