@@ -710,32 +710,52 @@ func (e *Engine) ownDirectory(ctx context.Context, t *pathFD, target, staging, v
 // boundOntoItself reports whether the mount at target, whose root is tid, is a bind of the
 // target itself: what the plugin made there, on the state dir's disk, which the mount covers
 // (no path shows it, so no comparison of identities tells it). It is on the parent's file
-// system, so a root on another (a volume's storage elsewhere) is not it. The covered entry is
-// looked at through a copy of the parent's mount without the mounts below it (open_tree(2), no
-// AT_RECURSIVE: what the target's name holds on the parent's file system), one statx, whatever
-// the size of the directory (a plugin's staging directory holds every volume's staging). The
-// kernel is asked first whether the target is a mount's root (statx's STATX_ATTR_MOUNT_ROOT):
-// a mount table other than the kernel's, a test's, can call a bare directory mounted, and its
-// entry is then tid too. Where the kernel cannot say (before 5.8) or the copy cannot be made (a
-// user without CAP_SYS_ADMIN, who cannot mount either), nothing is told.
+// system, so a root on another (a volume's storage elsewhere) is not it. The kernel is asked
+// first whether the target is a mount's root (statx's STATX_ATTR_MOUNT_ROOT): a mount table
+// other than the kernel's, a test's, can call a bare directory mounted, and its entry is then
+// tid too. A directory is then answered from the kernel's record of its mount and the one
+// holding its name (statmount(2), Linux 6.8: coversItself). Otherwise, and for a file (a
+// block claim's device file, which can have other names), the covered entry is looked at
+// through a copy of the parent's mount without the mounts below it (open_tree(2), no
+// AT_RECURSIVE: what the target's name holds on the parent's file system), one statx,
+// whatever the size of the directory (a plugin's staging directory holds every volume's
+// staging). Where the kernel cannot say (before 5.8) or the copy cannot be made (a user
+// without CAP_SYS_ADMIN, who cannot mount either), nothing is told.
 func boundOntoItself(target string, tid fileID) bool {
+	itself, _ := selfBound(target, tid, true)
+	return itself
+}
+
+// selfBound is boundOntoItself, also saying how it was answered: "statmount", "copy", or ""
+// when it was not asked further than the statx of the target and its parent. Tests take the
+// copy's way with useStatmount false.
+func selfBound(target string, tid fileID, useStatmount bool) (bool, string) {
 	var sx unix.Statx_t
-	if err := unix.Statx(unix.AT_FDCWD, target, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_INO, &sx); err != nil ||
+	if err := unix.Statx(unix.AT_FDCWD, target, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_INO|unix.STATX_MNT_ID_UNIQUE, &sx); err != nil ||
 		sx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 || sx.Attributes&unix.STATX_ATTR_MOUNT_ROOT == 0 || statxID(&sx) != tid {
-		return false // not a mount's root, or one the kernel (before 5.8) does not say is
+		return false, "" // not a mount's root, or one the kernel (before 5.8) does not say is
+	}
+	mnt := uint64(0)
+	if useStatmount && sx.Mask&unix.STATX_MNT_ID_UNIQUE != 0 && uint32(sx.Mode)&unix.S_IFMT == unix.S_IFDIR {
+		mnt = sx.Mnt_id
 	}
 	if err := unix.Statx(unix.AT_FDCWD, filepath.Dir(target), unix.AT_STATX_DONT_SYNC, unix.STATX_INO, &sx); err != nil || statxID(&sx).dev != tid.dev {
-		return false // what the target's name covers is on its parent's file system, and tid is not
+		return false, "" // what the target's name covers is on its parent's file system, and tid is not
+	}
+	if mnt != 0 {
+		if itself, ok := coversItself(target, mnt); ok {
+			return itself, "statmount"
+		}
 	}
 	tree, err := unix.OpenTree(unix.AT_FDCWD, filepath.Dir(target), unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 	if err != nil {
-		return false
+		return false, "copy"
 	}
 	defer unix.Close(tree)
 	if err := unix.Statx(tree, filepath.Base(target), unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_INO, &sx); err != nil {
-		return false
+		return false, "copy"
 	}
-	return statxID(&sx) == tid
+	return statxID(&sx) == tid, "copy"
 }
 
 // aboveStateDir says which directory above the state dir (its parent up to the host's root) the

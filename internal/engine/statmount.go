@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"path/filepath"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// statmount(2) (Linux 6.8) describes one mount by its unique ID: its file system, its parent,
+// its root within the file system and where it is mounted. It answers boundOntoItself for a
+// directory in a few microseconds, where a copy of the parent's mount (open_tree(2)) costs
+// hundreds: closing the copy unmounts it, which waits on the kernel's namespace lock (measured
+// 320 µs against 10 µs for the statx and two statmounts, on Linux 6.18).
+
+// The request mask: the file system's device, the mount's IDs, its root and its mount point.
+const (
+	statmountSBBasic  = 0x1
+	statmountMntBasic = 0x2
+	statmountMntRoot  = 0x8
+	statmountMntPoint = 0x10
+	statmountWant     = statmountSBBasic | statmountMntBasic | statmountMntRoot | statmountMntPoint
+)
+
+// mntIDReq is struct mnt_id_req as first published (MNT_ID_REQ_SIZE_VER0, 24 bytes): the
+// mount, of the caller's mount namespace, and the request mask.
+type mntIDReq struct {
+	size  uint32
+	spare uint32
+	mntID uint64
+	param uint64
+}
+
+// struct statmount's fixed part is 512 bytes, its strings after it; the fields read here.
+const (
+	statmountHeader       = 512
+	statmountOffMask      = 8
+	statmountOffDevMajor  = 16
+	statmountOffDevMinor  = 20
+	statmountOffMntID     = 40
+	statmountOffParentID  = 48
+	statmountOffMntRoot   = 104
+	statmountOffMntPoint  = 108
+	statmountStringsLimit = 3 * unix.PathMax // two paths; a longer answer is not needed
+)
+
+// statmountMissing is set once the kernel has said it has no statmount(2) (ENOSYS).
+var statmountMissing atomic.Bool
+
+// mountRecord is what statmount says of one mount.
+type mountRecord struct {
+	id, parent uint64
+	dev        uint64 // the file system's device (major, minor)
+	root       string // the mount's root, as a path within its file system
+	point      string // where it is mounted, as a path from the caller's root
+}
+
+// statMount asks statmount(2) about the mount with unique ID id.
+func statMount(id uint64) (mountRecord, error) {
+	if statmountMissing.Load() {
+		return mountRecord{}, unix.ENOSYS
+	}
+	req := mntIDReq{size: uint32(unsafe.Sizeof(mntIDReq{})), mntID: id, param: statmountWant}
+	buf := make([]byte, statmountHeader+1024)
+	for {
+		_, _, errno := unix.Syscall6(unix.SYS_STATMOUNT, uintptr(unsafe.Pointer(&req)), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0, 0)
+		switch {
+		case errno == unix.EOVERFLOW && len(buf) < statmountHeader+statmountStringsLimit:
+			buf = make([]byte, statmountHeader+statmountStringsLimit)
+			continue
+		case errno == unix.ENOSYS:
+			statmountMissing.Store(true)
+			return mountRecord{}, errno
+		case errno != 0:
+			return mountRecord{}, errno
+		}
+		break
+	}
+	ne := binary.NativeEndian
+	if ne.Uint64(buf[statmountOffMask:])&statmountWant != statmountWant {
+		return mountRecord{}, errors.New("statmount: fields not answered")
+	}
+	str := func(off int) (string, bool) {
+		s := buf[statmountHeader:]
+		at := int(ne.Uint32(buf[off:]))
+		if at >= len(s) {
+			return "", false
+		}
+		end := at
+		for end < len(s) && s[end] != 0 {
+			end++
+		}
+		return string(s[at:end]), end < len(s)
+	}
+	root, ok1 := str(statmountOffMntRoot)
+	point, ok2 := str(statmountOffMntPoint)
+	if !ok1 || !ok2 {
+		return mountRecord{}, errors.New("statmount: malformed strings")
+	}
+	return mountRecord{
+		id:     ne.Uint64(buf[statmountOffMntID:]),
+		parent: ne.Uint64(buf[statmountOffParentID:]),
+		dev:    unix.Mkdev(ne.Uint32(buf[statmountOffDevMajor:]), ne.Uint32(buf[statmountOffDevMinor:])),
+		root:   root,
+		point:  point,
+	}, nil
+}
+
+// coversItself answers boundOntoItself for the directory target, the root of the mount with
+// unique ID mnt, from the kernel's record of the mounts: the mount's root is, on the same file
+// system, the path the target has within the mount that holds the target's name (its
+// parent's: below any other mount stacked at the target, as the copy of boundOntoItself sees
+// it). A path within one file system is one directory. ok is false when the record cannot
+// answer (no statmount(2), a target reached through a symlink or outside this root, a mount
+// gone meanwhile), and the copy is made instead.
+func coversItself(target string, mnt uint64) (itself, ok bool) {
+	top, err := statMount(mnt)
+	if err != nil || top.point != target {
+		return false, false
+	}
+	holder := top
+	for holder.point == target {
+		if holder.parent == holder.id {
+			return false, false // the root mount is at the target: no name is covered
+		}
+		if holder, err = statMount(holder.parent); err != nil {
+			return false, false
+		}
+	}
+	rest, ok := below(holder.point, target)
+	if !ok || rest == "" {
+		return false, false
+	}
+	return top.dev == holder.dev && top.root == filepath.Join(holder.root, rest), true
+}
