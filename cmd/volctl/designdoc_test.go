@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -163,6 +164,135 @@ func TestExportsAreUsed(t *testing.T) {
 	for name, path := range declared {
 		if used[name] <= 1 && allowed[name] == "" { // the declaration is the one use
 			t.Errorf("%s declares %s, which only tests call: move it to the tests, or use it", path, name)
+		}
+	}
+}
+
+// designImports is the package layering docs/architecture.md states (its package table and
+// "Data flows one way"), for volctl's own code (tests and test doubles aside): for each
+// package, the packages of ours it imports, and, where the document limits an import to a
+// few names, those names (nil: any). An import not listed is one the document does not
+// describe: change the document and this table together.
+var designImports = map[string]map[string][]string{
+	"cmd/volctl":                 {"cli": nil, "crash": nil, "iostreams": nil, "noquery": nil},
+	"internal/backoff":           {},
+	"internal/buildinfo":         {},
+	"internal/iostreams":         {},
+	"internal/manpages":          {},
+	"internal/noquery":           {},
+	"internal/nomadcorpus":       {},
+	"internal/shellquote":        {},
+	"internal/spec":              {"shellquote": nil},
+	"internal/crash":             {"spec": {"EscapeLines"}},
+	"internal/display":           {"spec": nil},
+	"internal/csi":               {"csi/internal/wire": nil, "spec": nil},
+	"internal/csi/internal/wire": {"spec": nil},
+	"internal/store":             {"backoff": nil, "shellquote": nil, "spec": nil},
+	"internal/hostpath":          {"buildinfo": nil, "crash": nil, "spec": nil},
+	"internal/engine":            {"backoff": nil, "crash": nil, "csi": nil, "display": {"Latency"}, "shellquote": nil, "spec": nil, "store": nil},
+	"internal/nomad": {"csi": {"Scrubber"}, "engine": {"VolumeInfo"},
+		"shellquote": nil, "spec": nil},
+	"internal/tui": {"crash": nil, "display": nil, "engine": nil, "shellquote": nil, "spec": nil},
+	"internal/agent": {"backoff": nil, "crash": nil, "engine": nil, "hostpath": {"RemoveStaleSocket"},
+		"spec": nil, "store": {"FileKind"}},
+	"internal/agent/metrics": {"agent": nil, "crash": nil, "engine": nil, "store": {"ClaimStates"}},
+	"internal/cli": {"agent": nil, "agent/metrics": nil, "backoff": nil, "buildinfo": nil, "crash": nil,
+		"csi": nil, "display": nil, "engine": nil, "hostpath": nil, "iostreams": nil, "nomad": nil,
+		"shellquote": nil, "spec": nil, "store": {"DirError", "FileName"}, "tui": nil},
+	"internal/tools/genman": {"cli": nil, "iostreams": nil, "manpages": nil},
+}
+
+// testOnlyPackages hold test doubles and helpers: no volctl code imports them.
+var testOnlyPackages = []string{"internal/csi/csitest", "internal/hostpath/hostpathtest",
+	"internal/hostpath/csisanity", "internal/iostreams/ptytest", "internal/shellquote/shellquotetest"}
+
+// TestPackagesImportAsTheDesignSays holds volctl's code to designImports: every import of one
+// of our packages is listed for the importing package, a limited one uses only its names
+// (the store, opened by the engine alone, lends the others an error type and a few names;
+// the agent takes hostpath's RemoveStaleSocket and nomad csi's Scrubber only), the CSI
+// protobuf stubs are imported by the internal/csi tree and internal/hostpath only, and
+// database/sql by internal/store only (nothing else writes SQL).
+func TestPackagesImportAsTheDesignSays(t *testing.T) {
+	const mod = "github.com/volctl/volctl/internal/"
+	seen := map[string]bool{}
+	for _, root := range []string{"../../internal", "."} {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return nil
+			}
+			pkg := strings.TrimPrefix(filepath.ToSlash(filepath.Dir(path)), "../../")
+			if pkg == "." {
+				pkg = "cmd/volctl"
+			}
+			testOnly := slices.ContainsFunc(testOnlyPackages, func(p string) bool { return pkg == p || strings.HasPrefix(pkg, p+"/") })
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+			if err != nil {
+				return err
+			}
+			for _, imp := range f.Imports {
+				p := strings.Trim(imp.Path.Value, `"`)
+				switch {
+				case p == "github.com/container-storage-interface/spec/lib/go/csi" &&
+					!strings.HasPrefix(pkg, "internal/csi") && !strings.HasPrefix(pkg, "internal/hostpath"):
+					t.Errorf("%s imports the CSI protobuf stubs: only the internal/csi tree and internal/hostpath do (docs/architecture.md)", path)
+				case p == "database/sql" && pkg != "internal/store":
+					t.Errorf("%s imports database/sql: nothing but internal/store writes SQL (docs/architecture.md)", path)
+				}
+				ours, ok := strings.CutPrefix(p, mod)
+				if !ok || testOnly {
+					continue
+				}
+				if slices.ContainsFunc(testOnlyPackages, func(tp string) bool { return "internal/"+ours == tp || strings.HasPrefix("internal/"+ours, tp+"/") }) {
+					t.Errorf("%s imports %s, a package of test doubles", path, p)
+					continue
+				}
+				allowed, listed := designImports[pkg]
+				if !listed {
+					t.Errorf("%s: package %s is not in designImports: add it, and to docs/architecture.md's package table", path, pkg)
+					continue
+				}
+				seen[pkg+" "+ours] = true
+				names, ok := allowed[ours]
+				if !ok {
+					t.Errorf("%s imports %s, which docs/architecture.md does not have %s import: change the document and designImports, or drop the import", path, p, pkg)
+					continue
+				}
+				if names == nil {
+					continue
+				}
+				local := filepath.Base(ours)
+				if imp.Name != nil {
+					local = imp.Name.Name
+				}
+				ast.Inspect(f, func(n ast.Node) bool {
+					sel, ok := n.(*ast.SelectorExpr)
+					if !ok {
+						return true
+					}
+					if x, ok := sel.X.(*ast.Ident); ok && x.Name == local && x.Obj == nil && !slices.Contains(names, sel.Sel.Name) {
+						t.Errorf("%s uses %s.%s: docs/architecture.md has %s take only %v from %s", path, local, sel.Sel.Name, pkg, names, ours)
+					}
+					return true
+				})
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An edge the table allows that no code has is a stale line of the document's layering.
+	for pkg, allowed := range designImports {
+		for ours := range allowed {
+			if !seen[pkg+" "+ours] {
+				t.Errorf("designImports lets %s import %s, which it no longer does: drop it here and in docs/architecture.md", pkg, ours)
+			}
 		}
 	}
 }
