@@ -296,3 +296,21 @@ func TestPackagesImportAsTheDesignSays(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrationsAreInTheDesign: docs/architecture.md's Schema paragraph names every migration
+// of the store (what each adds), so that a new one is described where the schema is.
+func TestMigrationsAreInTheDesign(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob("../../internal/store/migrations/*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no migrations found (%v)", err)
+	}
+	for _, f := range files {
+		if name := filepath.Base(f); !strings.Contains(string(doc), name+"`") {
+			t.Errorf("docs/architecture.md does not name migration %s: say what it adds under Schema", name)
+		}
+	}
+}
