@@ -93,6 +93,26 @@ func TestAgentImportsNoHCL(t *testing.T) {
 func imports(t *testing.T, roots ...string) map[string]map[string]bool {
 	t.Helper()
 	out := map[string]map[string]bool{}
+	walkGoFiles(t, roots, func(path string) error {
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		out[path] = map[string]bool{}
+		for _, imp := range f.Imports {
+			out[path][strings.Trim(imp.Path.Value, `"`)] = true
+		}
+		return nil
+	})
+	if len(out) == 0 {
+		t.Fatalf("no Go files below %v", roots)
+	}
+	return out
+}
+
+// walkGoFiles calls fn with each Go file below roots, tests and testdata left out.
+func walkGoFiles(t *testing.T, roots []string, fn func(path string) error) {
+	t.Helper()
 	for _, root := range roots {
 		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -104,24 +124,12 @@ func imports(t *testing.T, roots ...string) map[string]map[string]bool {
 			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return nil
 			}
-			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
-			if err != nil {
-				return err
-			}
-			out[path] = map[string]bool{}
-			for _, imp := range f.Imports {
-				out[path][strings.Trim(imp.Path.Value, `"`)] = true
-			}
-			return nil
+			return fn(path)
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(out) == 0 {
-		t.Fatalf("no Go files below %v", roots)
-	}
-	return out
 }
 
 // TestExportsAreUsed: an exported function or method of the engine, the store, the spec or the
@@ -226,78 +234,64 @@ var testOnlyPackages = []string{"internal/csi/csitest", "internal/hostpath/hostp
 func TestPackagesImportAsTheDesignSays(t *testing.T) {
 	const mod = "github.com/volctl/volctl/internal/"
 	seen := map[string]bool{}
-	for _, root := range []string{"../../internal", "."} {
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() && d.Name() == "testdata" {
-				return filepath.SkipDir
-			}
-			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return nil
-			}
-			pkg := strings.TrimPrefix(filepath.ToSlash(filepath.Dir(path)), "../../")
-			if pkg == "." {
-				pkg = "cmd/volctl"
-			}
-			testOnly := slices.ContainsFunc(testOnlyPackages, func(p string) bool { return pkg == p || strings.HasPrefix(pkg, p+"/") })
-			f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
-			if err != nil {
-				return err
-			}
-			for _, imp := range f.Imports {
-				p := strings.Trim(imp.Path.Value, `"`)
-				switch {
-				case p == "github.com/container-storage-interface/spec/lib/go/csi" &&
-					!strings.HasPrefix(pkg, "internal/csi") && !strings.HasPrefix(pkg, "internal/hostpath"):
-					t.Errorf("%s imports the CSI protobuf stubs: only the internal/csi tree and internal/hostpath do (docs/architecture.md)", path)
-				case p == "database/sql" && pkg != "internal/store":
-					t.Errorf("%s imports database/sql: nothing but internal/store writes SQL (docs/architecture.md)", path)
-				}
-				ours, ok := strings.CutPrefix(p, mod)
-				if !ok || testOnly {
-					continue
-				}
-				if slices.ContainsFunc(testOnlyPackages, func(tp string) bool { return "internal/"+ours == tp || strings.HasPrefix("internal/"+ours, tp+"/") }) {
-					t.Errorf("%s imports %s, a package of test doubles", path, p)
-					continue
-				}
-				allowed, listed := designImports[pkg]
-				if !listed {
-					t.Errorf("%s: package %s is not in designImports: add it, and to docs/architecture.md's package table", path, pkg)
-					continue
-				}
-				seen[pkg+" "+ours] = true
-				names, ok := allowed[ours]
-				if !ok {
-					t.Errorf("%s imports %s, which docs/architecture.md does not have %s import: change the document and designImports, or drop the import", path, p, pkg)
-					continue
-				}
-				if names == nil {
-					continue
-				}
-				local := filepath.Base(ours)
-				if imp.Name != nil {
-					local = imp.Name.Name
-				}
-				ast.Inspect(f, func(n ast.Node) bool {
-					sel, ok := n.(*ast.SelectorExpr)
-					if !ok {
-						return true
-					}
-					if x, ok := sel.X.(*ast.Ident); ok && x.Name == local && x.Obj == nil && !slices.Contains(names, sel.Sel.Name) {
-						t.Errorf("%s uses %s.%s: docs/architecture.md has %s take only %v from %s", path, local, sel.Sel.Name, pkg, names, ours)
-					}
-					return true
-				})
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+	walkGoFiles(t, []string{"../../internal", "."}, func(path string) error {
+		pkg := strings.TrimPrefix(filepath.ToSlash(filepath.Dir(path)), "../../")
+		if pkg == "." {
+			pkg = "cmd/volctl"
 		}
-	}
+		testOnly := slices.ContainsFunc(testOnlyPackages, func(p string) bool { return pkg == p || strings.HasPrefix(pkg, p+"/") })
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p := strings.Trim(imp.Path.Value, `"`)
+			switch {
+			case p == "github.com/container-storage-interface/spec/lib/go/csi" &&
+				!strings.HasPrefix(pkg, "internal/csi") && !strings.HasPrefix(pkg, "internal/hostpath"):
+				t.Errorf("%s imports the CSI protobuf stubs: only the internal/csi tree and internal/hostpath do (docs/architecture.md)", path)
+			case p == "database/sql" && pkg != "internal/store":
+				t.Errorf("%s imports database/sql: nothing but internal/store writes SQL (docs/architecture.md)", path)
+			}
+			ours, ok := strings.CutPrefix(p, mod)
+			if !ok || testOnly {
+				continue
+			}
+			if slices.ContainsFunc(testOnlyPackages, func(tp string) bool { return "internal/"+ours == tp || strings.HasPrefix("internal/"+ours, tp+"/") }) {
+				t.Errorf("%s imports %s, a package of test doubles", path, p)
+				continue
+			}
+			allowed, listed := designImports[pkg]
+			if !listed {
+				t.Errorf("%s: package %s is not in designImports: add it, and to docs/architecture.md's package table", path, pkg)
+				continue
+			}
+			seen[pkg+" "+ours] = true
+			names, ok := allowed[ours]
+			if !ok {
+				t.Errorf("%s imports %s, which docs/architecture.md does not have %s import: change the document and designImports, or drop the import", path, p, pkg)
+				continue
+			}
+			if names == nil {
+				continue
+			}
+			local := filepath.Base(ours)
+			if imp.Name != nil {
+				local = imp.Name.Name
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if x, ok := sel.X.(*ast.Ident); ok && x.Name == local && x.Obj == nil && !slices.Contains(names, sel.Sel.Name) {
+					t.Errorf("%s uses %s.%s: docs/architecture.md has %s take only %v from %s", path, local, sel.Sel.Name, pkg, names, ours)
+				}
+				return true
+			})
+		}
+		return nil
+	})
 	// An edge the table allows that no code has is a stale line of the document's layering.
 	for pkg, allowed := range designImports {
 		for ours := range allowed {
