@@ -10,8 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/volctl/volctl/internal/agent"
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -244,4 +247,47 @@ func listedPath(listed []string, emitted map[string]bool, p string) bool {
 func pathUnder(l, p string) bool {
 	ls := strings.Split(l, ".")
 	return len(ls) > len(strings.Split(p, ".")) && pathMatches(strings.Join(ls[:len(strings.Split(p, "."))], "."), p)
+}
+
+// TestEveryJSONCommandIsDocumented: every command that takes --json has its section in
+// docs/json.md (its path, `volctl ... --json`, in a heading), and every section is one
+// jsonDocSections holds to a Go value, so that no command's JSON is a contract nobody wrote
+// down or no test compares with what it prints.
+func TestEveryJSONCommandIsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/json.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := splitJSONDoc(string(doc))
+	var headings []string
+	for h := range sections {
+		headings = append(headings, h)
+	}
+	ios, _, _, _ := iostreams.Test()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Flags().Lookup("json") != nil && !c.Hidden {
+			want := "`" + c.CommandPath() + " --json`"
+			documented := slices.ContainsFunc(headings, func(h string) bool { return strings.Contains(h, want) })
+			// A top-level form of a volume command ("same as volume create") is named in the
+			// section of the command it is ("Also `volctl register` and `volctl create`").
+			if !documented && strings.Contains(c.Short, "(same as ") {
+				documented = slices.ContainsFunc(headings, func(h string) bool {
+					return strings.Contains(sections[h], "`"+c.CommandPath()+"`")
+				})
+			}
+			if !documented {
+				t.Errorf("%s takes --json, but docs/json.md has no section headed %s", c.CommandPath(), want)
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(NewRootCmd(NewFactory(ios)))
+	for _, h := range headings {
+		if !slices.ContainsFunc(jsonDocSections, func(s jsonDocSection) bool { return s.heading == h }) {
+			t.Errorf("docs/json.md's section %q is not in jsonDocSections: add it with the value its command prints", h)
+		}
+	}
 }

@@ -26,7 +26,7 @@ var (
 	}
 )
 
-// lastRequest fetches what the MemPlugin received and checks it equals what was sent: the
+// checkReceived fetches what the MemPlugin received and checks it equals what was sent: the
 // owned types survive the trip to the wire and back.
 func checkReceived[T any](t *testing.T, mem *csitest.MemPlugin, sent T) {
 	t.Helper()

@@ -175,7 +175,11 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		if err := tx.Volumes().Update(&v); err != nil {
 			return err
 		}
-		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
+		ev := &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, Message: msg}
+		if ctrl { // the plugin's controller did it: the event names its RPC, as a create's does
+			ev.RPC = csi.RPCControllerExpandVolume
+		}
+		return tx.Events().Append(ev)
 	}); err != nil {
 		return fail(err)
 	}

@@ -195,7 +195,7 @@ func (e *Engine) LockAgent() (release func(), err error) {
 // its RPCs (publish.go), so that the agent, which takes it exclusively to count the plugin's
 // mounts and stop it (HoldPluginMounts), never stops the plugin between a count that missed a
 // claim and that claim's NodeStageVolume or NodePublishVolume. It is the node socket's (the
-// process the mounts go through, whichever plugin ID they are sent through): publishLock.
+// process the mounts go through, whichever plugin ID they are sent through): publishLocks.
 func (l *locker) publishing(ctx context.Context, p store.Plugin) (func(), error) {
 	return l.all(ctx, publishLocks(p), fmt.Sprintf("plugin %q's publishes (the agent stops it under it)", p.ID), true)
 }

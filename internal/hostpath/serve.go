@@ -63,7 +63,7 @@ func Listen(path string) (net.Listener, error) {
 	}
 	// A directory Listen makes is private (0700), as the socket is: the README's tour serves
 	// the plugin in the directory it then uses as volctl's state dir, which volctl makes
-	// private and would refuse to take over from others (store.prepareDir).
+	// private and would refuse to take over from others (store.checkDir, checkAdoptable).
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("socket %q: %w", path, err)

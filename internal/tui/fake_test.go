@@ -335,7 +335,7 @@ func keyMsg(k string) tea.KeyMsg {
 	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
 }
 
-// selectedKeys lists the keys of the active table's rows in view order.
+// viewKeys lists the keys of the active table's rows in view order.
 func (h *harness) viewKeys() []string {
 	t := h.m.tabs[h.m.active]
 	out := make([]string, len(t.view))
