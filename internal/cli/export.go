@@ -46,7 +46,7 @@ func newCmdExportNomad(f *Factory, runF func(*ExportNomadOptions) error) *cobra.
 		Short: "Write volumes, groups and volctl's plugin as files Nomad accepts unchanged",
 		Long: `Write files for moving to a Nomad cluster, into --out (default ./nomad):
 
-  volume-ID.hcl          per volume, a register spec (nomad volume register FILE): the recorded
+  volume-ID.hcl          per volume, a register spec in Nomad's format: the recorded
                          external_id (a volume volctl created is registered, not created again),
                          capabilities, mount options, parameters, the plugin's context, its
                          accessible topology as topology_request.required, and its capacity
@@ -69,7 +69,9 @@ The task driver defaults to exec; raw_exec, java and mock cannot mount CSI volum
 refused. The plugin job runs under raw_exec, so it needs the clients' data_dir to tell the
 plugin Nomad's host paths (--nomad-data-dir).
 
-Register the volumes with volctl nomad register (which also stops volctl from claiming them).`,
+Register the volumes with volctl nomad register, which also stops volctl from claiming,
+detaching or deleting them; registered with nomad volume register FILE instead, a volume is
+held by both orchestrators at once.`,
 		Example: `  volctl export nomad db
   volctl export nomad --group web --out ./cluster
   volctl export nomad --all --driver exec --command /bin/sh --arg -c --arg 'echo hi > /data/x; sleep 3600'`,

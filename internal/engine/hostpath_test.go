@@ -26,6 +26,7 @@ type hostpathEngine struct {
 	plugin *hostpath.Plugin
 	faults *csitest.Faults
 	state  string
+	root   string // the plugin's --root
 }
 
 // claimNew creates a 1 MiB volume id on the plugin "hp" with one access mode and claims it for
@@ -72,8 +73,8 @@ func requireKept(t *testing.T, target, what string) {
 func newHostpathEngine(t *testing.T) *hostpathEngine {
 	t.Helper()
 	hostpathtest.RequireMount(t)
-	h := &hostpathEngine{ctx: context.Background(), faults: csitest.NewFaults(), state: hostpathtest.MountDir(t)}
-	p, err := hostpath.New(hostpath.Config{Root: hostpathtest.MountDir(t), NodeID: "n1", EnableAttach: true})
+	h := &hostpathEngine{ctx: context.Background(), faults: csitest.NewFaults(), state: hostpathtest.MountDir(t), root: hostpathtest.MountDir(t)}
+	p, err := hostpath.New(hostpath.Config{Root: h.root, NodeID: "n1", EnableAttach: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -250,14 +250,25 @@ func (p *Plugin) checkNotInUse(v *volume) error {
 	if nodes := slices.Sorted(maps.Keys(v.Attachments)); len(nodes) > 0 {
 		return failedPrecondition("volume %q is in use: published to node %q (ControllerUnpublishVolume first)", v.ID, nodes[0])
 	}
+	return p.checkNotMounted("", v)
+}
+
+// checkNotMounted refuses what needs volume v unmounted on this node (rpc names the request,
+// "" for a delete): a staging or target the records name that is still a mount point. Only
+// the mount table is taken at its word: a path whose mount went without the node RPCs (a
+// forced detach unmounts volctl's own paths itself) holds nothing.
+func (p *Plugin) checkNotMounted(rpc string, v *volume) error {
+	if rpc != "" {
+		rpc += ": "
+	}
 	if v.Staging != nil {
 		if mounted, _ := p.mounter.IsMountPoint(v.Staging.Path); mounted {
-			return failedPrecondition("volume %q is in use: staged at %q (NodeUnstageVolume first)", v.ID, v.Staging.Path)
+			return failedPrecondition("%svolume %q is in use: staged at %q (NodeUnstageVolume first)", rpc, v.ID, v.Staging.Path)
 		}
 	}
 	for _, target := range slices.Sorted(maps.Keys(v.Targets)) {
 		if mounted, _ := p.mounter.IsMountPoint(target); mounted {
-			return failedPrecondition("volume %q is in use: published at %q (NodeUnpublishVolume first)", v.ID, target)
+			return failedPrecondition("%svolume %q is in use: published at %q (NodeUnpublishVolume first)", rpc, v.ID, target)
 		}
 	}
 	return nil
@@ -313,7 +324,12 @@ func publishContext(node string, a attachment) map[string]string {
 }
 
 // ControllerUnpublishVolume implements csi.ControllerServer. Unknown volumes and nodes are
-// already unpublished; an empty node_id unpublishes from every node.
+// already unpublished; an empty node_id unpublishes from every node. A volume still staged or
+// published on this node is refused (FAILED_PRECONDITION): CSI has the CO send this RPC only
+// after NodeUnpublishVolume and NodeUnstageVolume, and one sent before (a second orchestrator
+// on the root, whose alloc was refused the staging the first one's claim holds; Nomad ending
+// one alloc's claim while another on the node takes it) would pull the attachment from under
+// the mounts, and the publish_context the node RPCs still to come carry with it.
 func (p *Plugin) ControllerUnpublishVolume(ctx context.Context, req *csi.ControllerUnpublishVolumeRequest) (*csi.ControllerUnpublishVolumeResponse, error) {
 	if !p.cfg.EnableAttach {
 		return nil, status.Error(codes.Unimplemented, "hostpath: ControllerUnpublishVolume needs --enable-attach")
@@ -331,11 +347,19 @@ func (p *Plugin) ControllerUnpublishVolume(ctx context.Context, req *csi.Control
 	if !ok || len(v.Attachments) == 0 {
 		return &csi.ControllerUnpublishVolumeResponse{}, nil
 	}
-	before := maps.Clone(v.Attachments)
-	if node := req.GetNodeId(); node != "" {
+	node := req.GetNodeId()
+	if node != "" {
 		if _, ok := v.Attachments[node]; !ok {
 			return &csi.ControllerUnpublishVolumeResponse{}, nil
 		}
+	}
+	if _, ours := v.Attachments[p.cfg.NodeID]; ours && (node == "" || node == p.cfg.NodeID) {
+		if err := p.checkNotMounted("ControllerUnpublishVolume", v); err != nil {
+			return nil, err
+		}
+	}
+	before := maps.Clone(v.Attachments)
+	if node != "" {
 		delete(v.Attachments, node)
 	} else {
 		clear(v.Attachments)

@@ -212,3 +212,57 @@ func TestRecordChangesWaitForAnotherProcessOnTheRoot(t *testing.T) {
 		t.Fatal("NodeStageVolume still waiting after the other process let go of the records' lock")
 	}
 }
+
+// ControllerUnpublishVolume of a volume still staged or published on the node is refused
+// (FAILED_PRECONDITION, naming the path): the CSI spec has the CO send it only after every
+// NodeUnpublishVolume and NodeUnstageVolume, and one sent before pulled the attachment from
+// under the mounts. Two orchestrators reach that: Nomad's allocs refused the staging volctl's
+// claim holds (a handover of an older volctl, or one registered with nomad volume register by
+// hand) end their claims with ControllerUnpublishVolume through the plugin Nomad runs on the
+// root, and so does Nomad itself when an alloc's claim ends while another alloc on the node
+// is claiming the volume. Before, it was answered OK and the attachment went: the node RPCs
+// still to come with the publish_context the mounts were made with (another target, a restore
+// after a reboot) were refused as "not controller-published", and --max-volumes counted the
+// volume out while it was mounted. Once unmounted (unstaged, or by hand: a forced detach
+// unmounts volctl's paths itself), it detaches.
+func TestControllerUnpublishOfAVolumeStillMountedIsRefused(t *testing.T) {
+	root := t.TempDir()
+	kernel := &hostpathtest.FakeMounter{}
+	cfg := hostpath.Config{Root: root, NodeID: "n1", Mounter: kernel, EnableAttach: true, MaxVolumes: 1}
+	local := start(t, cfg)
+	nomad := start(t, cfg)
+	ctx := context.Background()
+	v := local.createVolume(t, "db")
+	other := local.createVolume(t, "other")
+	pub, err := local.ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "n1", VolumeCapability: snw})
+	mustOK(t, err)
+	pc := pub.GetPublishContext()
+	p := newPaths(t)
+	mustOK(t, local.stage(v, p, pc))
+	mustOK(t, local.publish(v, p, p.target, false, pc))
+
+	for _, c := range []*client{local, nomad} {
+		for _, node := range []string{"n1", ""} {
+			_, err := c.ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: node})
+			wantCode(t, err, codes.FailedPrecondition, v.GetVolumeId(), "staged at", p.staging, "NodeUnstageVolume first")
+		}
+	}
+	// The attachment stands: a second target publishes with the publish_context it handed out,
+	// and --max-volumes still counts it.
+	second := filepath.Join(filepath.Dir(p.target), "second")
+	mustOK(t, local.publish(v, p, second, false, pc))
+	_, err = nomad.ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: other.GetVolumeId(), NodeId: "n1", VolumeCapability: snw})
+	wantCode(t, err, codes.ResourceExhausted, "max volumes 1")
+
+	mustOK(t, local.unpublish(v, second))
+	kernel.Forget(p.staging) // unmounted by hand: the target is still mounted, and refused, named
+	_, err = nomad.ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "n1"})
+	wantCode(t, err, codes.FailedPrecondition, "published at", p.target, "NodeUnpublishVolume first")
+	// A mount gone without the node RPCs (a forced detach unmounts volctl's paths itself) is no
+	// use: the attachment goes.
+	kernel.Forget(p.target)
+	_, err = nomad.ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "n1"})
+	mustOK(t, err)
+	_, err = nomad.ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: other.GetVolumeId(), NodeId: "n1", VolumeCapability: snw})
+	mustOK(t, err)
+}

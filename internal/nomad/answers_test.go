@@ -143,3 +143,36 @@ func TestNomadNullAnswerIsNotAPanic(t *testing.T) {
 		t.Errorf("volume read answered null: %+v, taken for volume db", v)
 	}
 }
+
+// A namespace Nomad does not have (the spec's, or NOMAD_NAMESPACE's for a volume of the
+// default one): Nomad refuses the registration with a 500 "volume ID is in nonexistent
+// namespace NS". The error said only that; it names the namespace, where it came from, and
+// the command that creates it.
+func TestNomadNamespaceItLacksIsNamed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "volume db is in nonexistent namespace "+r.URL.Query().Get("namespace"), http.StatusInternalServerError)
+	}))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		env, spec string
+		want      []string
+	}{
+		{"", "team", []string{"nonexistent namespace team", `no namespace "team"`, "the volume's spec names", "nomad namespace apply team"}},
+		{"team", "default", []string{"nonexistent namespace team", `no namespace "team"`, "NOMAD_NAMESPACE names", "nomad namespace apply team"}},
+		{"team", "", []string{"nonexistent namespace team", `no namespace "team"`, "NOMAD_NAMESPACE names", "nomad namespace apply team"}},
+		{"team", "team", []string{"nonexistent namespace team", "the volume's spec names", "nomad namespace apply team"}},
+	} {
+		t.Setenv("NOMAD_NAMESPACE", tc.env)
+		c, err := NewClient(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = c.register(context.Background(), spec.Volume{ID: "db", Namespace: tc.spec, PluginID: "hp", ExternalID: "vol-1",
+			Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}})
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("NOMAD_NAMESPACE=%q, spec namespace %q: registration in a namespace Nomad lacks: %v\nwant it to say %q", tc.env, tc.spec, err, w)
+			}
+		}
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -470,6 +471,22 @@ func (c *Client) noRegion(err error, region string) string {
 	return fmt.Sprintf(" (Nomad there knows no region %q, the one the volume was handed over in)", region)
 }
 
+// noNamespace is what volctl adds to err when it is Nomad's refusal of volume v's registration
+// in namespace ns, which it does not have: which namespace, where the name came from, and the
+// command that creates it (the volume's own namespace cannot change).
+func (c *Client) noNamespace(err error, v spec.Volume, ns string) string {
+	var ure api.UnexpectedResponseError
+	if !errors.As(err, &ure) || !ure.HasStatusCode() || !strings.Contains(ure.Body(), " is in nonexistent namespace ") {
+		return ""
+	}
+	create := "create it with `" + shellquote.Command("nomad namespace apply", ns) + "` and run the command again"
+	if ns != v.Namespace && ns == c.Namespace {
+		// namespaceFor: a volume of the default namespace goes to NOMAD_NAMESPACE's.
+		return fmt.Sprintf(" (Nomad there has no namespace %q, which NOMAD_NAMESPACE names for a volume of the default one: %s, or unset NOMAD_NAMESPACE to register it in the default namespace)", ns, create)
+	}
+	return fmt.Sprintf(" (Nomad there has no namespace %q, which the volume's spec names: %s)", ns, create)
+}
+
 // busy is what volctl adds to err when it is a 429 or a 503 (Nomad's limit of connections
 // per client, limits.http_max_conns_per_client, answers 429; a proxy's rate limit or a server
 // not ready either): when to run the command again, as the answer's Retry-After says
@@ -770,7 +787,7 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 		(&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region}).WithContext(rctx))
 	if err != nil {
 		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + c.denied(err, "csi-write-volume in namespace "+vol.Namespace+", and "+pluginRead) +
-			c.noRegion(err, c.Region) + busy(err, a)
+			c.noRegion(err, c.Region) + c.noNamespace(err, v, vol.Namespace) + busy(err, a)
 		switch {
 		case answered(err) && settled(err):
 			return "", 0, &registerError{fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, said), err}

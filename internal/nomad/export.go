@@ -10,9 +10,11 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -35,7 +37,17 @@ func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string, error) {
 	}
 	b := &hclBody{}
 	var notes []string
-	b.comment(fmt.Sprintf("Volume %q, exported by volctl. Register it with: nomad volume register FILE", v.ID))
+	// The way to hand it over is volctl's: registered with nomad volume register, it has no
+	// handover mark, and volctl would go on claiming, detaching and deleting it. An ID with a
+	// control character (none a spec takes) is not written raw into the comment.
+	register := shellquote.Command("volctl nomad register", v.ID)
+	if strings.ContainsFunc(v.ID, unicode.IsControl) {
+		register = "volctl nomad register with the ID above"
+	}
+	b.comment(fmt.Sprintf("Volume %q, exported by volctl. Hand it over with: %s\n"+
+		"(it registers this volume in Nomad and keeps volctl from claiming, detaching or deleting it;\n"+
+		"nomad volume register FILE alone leaves volctl free to, the volume held by both at once)",
+		v.ID, register))
 	set := func(name string, val string) {
 		if val != "" {
 			b.attr(name, hclStr(val))
