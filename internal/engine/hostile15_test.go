@@ -3,11 +3,14 @@ package engine
 import (
 	"bytes"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -182,4 +185,95 @@ func TestDeleteAnsweredNotFoundWhileStillListedKeepsTheVolumeDeleting(t *testing
 	if n := h.faults.Calls(csi.RPCListVolumes); n == 0 || !slices.Contains(h.rpcs(), csi.RPCListVolumes) {
 		t.Errorf("ListVolumes sent %d time(s): want the NOT_FOUND checked", n)
 	}
+}
+
+// A plugin answers NodePublishVolume OK having bind-mounted at v's target a file or directory
+// inside volume w's staging path, where w's file system is mounted: a block claim handed a
+// file of w as its device, a file-system claim one of w's directories, or a block claim handed
+// the device w's staging has mounted. ownDirectory compared the target with w's staging path
+// itself only, and each was published: the alloc read and wrote w's data (the device one
+// under w's mounted file system, which two writers corrupt). Each is refused naming w, and
+// the claim rolled back. v's own storage on the same file system as w's (the test plugin keeps
+// both under one directory) is published as before. Real mounts, as root.
+func TestTargetBoundFromInsideAnotherVolumesStagingIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		block bool
+		// from is what the plugin binds at v's target, given the state dir and w's staging
+		// path ("" publishes v itself)
+		from func(t *testing.T, dir, wStaging string) string
+		want string
+	}{
+		{name: "block, own storage beside w's", block: true, from: func(*testing.T, string, string) string { return "" }},
+		{name: "block, a file of w", block: true, want: `inside volume "w"'s staging path`,
+			from: func(t *testing.T, _, w string) string { return makeIn(t, w, "data.img", false) }},
+		{name: "file system, a directory of w", want: `inside volume "w"'s staging path`,
+			from: func(t *testing.T, _, w string) string { return makeIn(t, w, "sub", true) }},
+		{name: "block, the device w has mounted", block: true, want: `the device of volume "w"`,
+			from: func(t *testing.T, _, w string) string { return deviceNodeOf(t, w) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var from func() string
+			h := kernelHarness(t, func(c *csitest.MemConfig) { publishAVFrom(c, func() string { return from() }) })
+			capability := spec.Capability{AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}
+			h.create(volume("w", capability))
+			h.claim(ClaimRequest{VolumeID: "w", Alloc: "b"})
+			defer h.release("w", "b")
+			wst, ok := h.staging("w")
+			if !ok || wst.StagingPath == "" {
+				t.Fatalf("w's staging = %+v (found %v), want it staged", wst, ok)
+			}
+			src := tc.from(t, h.dir, wst.StagingPath)
+			from = func() string { return src }
+			req := ClaimRequest{VolumeID: "v", Alloc: "a"}
+			if tc.block {
+				capability.AttachmentMode = spec.BlockDevice
+				req.AttachmentMode = spec.BlockDevice
+			}
+			h.create(volume("v", capability))
+			cl, err := h.e.Claim(h.ctx, req)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("claim of v through its own storage: %v", err)
+				}
+				h.release("v", "a")
+				return
+			}
+			if err == nil {
+				t.Fatalf("claim of v published at %s, a bind of %s inside w's staging, want it refused", cl.TargetPath, src)
+			}
+			h.wantRefused(err, tc.want)
+		})
+	}
+}
+
+// makeIn makes a file (or a directory) name in dir, and returns its path.
+func makeIn(t *testing.T, dir, name string, isDir bool) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	var err error
+	if isDir {
+		err = os.Mkdir(p, 0o700)
+	} else {
+		err = os.WriteFile(p, []byte("w's data"), 0o600)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// deviceNodeOf makes a block device file of the device the file system mounted at path is on
+// (what a plugin handing out that volume's device would bind), in a temp dir.
+func deviceNodeOf(t *testing.T, path string) string {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	node := filepath.Join(t.TempDir(), "dev")
+	if err := unix.Mknod(node, unix.S_IFBLK|0o600, int(st.Dev)); err != nil {
+		t.Skipf("cannot make a block device file: %v", err)
+	}
+	return node
 }
