@@ -277,3 +277,20 @@ func deviceNodeOf(t *testing.T, path string) string {
 	}
 	return node
 }
+
+// A plugin asked for an empty volume answers with one whose content_source is set to a type
+// volctl does not know (a oneof member of a later spec, or the plugin's own): the volume says it
+// was pre-populated, from something volctl cannot compare with what was asked, perhaps
+// someone's data. It read as no source (every getter empty) and was recorded as the empty
+// volume asked for. It is refused as a volume from another source is, and left alone.
+func TestCreateAnsweredWithAContentSourceOfAnUnknownTypeIsRefused(t *testing.T) {
+	h := newHarness(t, nil)
+	// volume (1) . content_source (4) . a oneof member CSI's protobuf here does not have (9)
+	h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Raw: csitest.AppendString("group-snap-1", 1, 4, 9), Times: 1})
+	_, err := h.e.CreateVolume(h.ctx, volume("fresh"))
+	ext := ""
+	if vols := h.mem.Volumes(); len(vols) == 1 {
+		ext = vols[0].ID
+	}
+	h.refusedCreate(err, "fresh", ext, "pre-populated from a content source of a type volctl does not know", "an empty volume was asked")
+}
