@@ -49,18 +49,22 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 			"it is not recorded as the clone, and left alone (the plugin does not clone: report it to the plugin's authors)",
 			RPCCreateVolume, r.Name, r.CloneID, v.ID)
 	}
+	// A content source of a type volctl does not know (a oneof member added to the spec since,
+	// or a plugin's own) still says the volume was pre-populated, from what volctl cannot
+	// compare with what was asked: not this request's volume, as for another source.
+	if src := resp.GetVolume().GetContentSource(); src != nil && src.GetType() == nil && len(src.ProtoReflect().GetUnknown()) > 0 {
+		return Volume{}, fmt.Errorf("%s: the plugin answered %q with volume %q, pre-populated from a content source of a type volctl does not know, where %s: "+
+			"it is not recorded, and left alone (delete it with the storage provider's tools if nothing uses it)",
+			RPCCreateVolume, r.Name, v.ID, askedSource(r))
+	}
 	// A content source in the answer says what the volume was pre-populated from (the spec
 	// leaves it out as it likes, so only one that is there is compared). Another source than
 	// asked is not this request's volume, however the plugin came to answer with it: its data
 	// is not what was asked for, and it may be someone's, so it is not returned to delete.
 	if (v.SnapshotID != "" || v.CloneID != "") && (v.SnapshotID != r.SnapshotID || v.CloneID != r.CloneID) {
-		asked := "an empty volume was asked"
-		if r.SnapshotID != "" || r.CloneID != "" {
-			asked = "one from " + describeSource(r.SnapshotID, r.CloneID) + " was asked"
-		}
 		return Volume{}, fmt.Errorf("%s: the plugin answered %q with volume %q, pre-populated from %s, where %s: "+
 			"it is not recorded, and left alone (delete it with the storage provider's tools if nothing uses it)",
-			RPCCreateVolume, r.Name, v.ID, describeSource(v.SnapshotID, v.CloneID), asked)
+			RPCCreateVolume, r.Name, v.ID, describeSource(v.SnapshotID, v.CloneID), askedSource(r))
 	}
 	// Zero capacity means the plugin does not know the size, which the spec allows.
 	if r.CapacityMin > 0 && v.CapacityBytes > 0 && v.CapacityBytes < r.CapacityMin {
@@ -79,6 +83,14 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 			RPCCreateVolume, v.ID, describeTopologies(v.AccessibleTopology), describeTopologies(req.Required))
 	}
 	return v, nil
+}
+
+// askedSource says what content a CreateVolume request asked for, for messages.
+func askedSource(r CreateVolumeRequest) string {
+	if r.SnapshotID != "" || r.CloneID != "" {
+		return "one from " + describeSource(r.SnapshotID, r.CloneID) + " was asked"
+	}
+	return "an empty volume was asked"
 }
 
 // describeSource names a volume's content source (one is set), for messages.

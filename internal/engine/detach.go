@@ -165,11 +165,9 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 			if nodeID == "" {
 				nodeID = c.fp.NodeID
 			}
-			err := e.withController(ctx, c, func(ctx context.Context) error {
-				return e.attempt(ctx, c, csi.RPCControllerUnpublishVolume, func(ctx context.Context) error {
-					return c.client.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{VolumeID: v.ExternalID, NodeID: nodeID, Secrets: v.Secrets})
-				})
-			})
+			// Sent once, and checked as a release's is: a plugin that still lists the volume
+			// published to the node keeps it recorded attached, owed.
+			err := e.unpublishChecked(ctx, c, v, nodeID, e.attempt)
 			switch {
 			case err != nil && !csi.IsIgnorable(err) && attached:
 				warn("%v (`volctl reconcile` sends it again)", err)

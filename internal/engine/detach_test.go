@@ -97,8 +97,9 @@ func TestDeleteAfterAFailedForceDetach(t *testing.T) {
 	if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	// ListVolumes: the plugin (LIST_VOLUMES) is asked whether the volume is gone.
-	if got, want := h.rpcs(), []string{csi.RPCControllerUnpublishVolume, csi.RPCDeleteVolume, csi.RPCListVolumes}; !slices.Equal(got, want) {
+	// ListVolumes: the plugin (LIST_VOLUMES, LIST_VOLUMES_PUBLISHED_NODES) is asked whether it
+	// still lists the volume published to the node, then whether the volume is gone.
+	if got, want := h.rpcs(), []string{csi.RPCControllerUnpublishVolume, csi.RPCListVolumes, csi.RPCDeleteVolume, csi.RPCListVolumes}; !slices.Equal(got, want) {
 		t.Errorf("delete sent %v, want %v", got, want)
 	}
 	if n := h.pluginVolumeCount(); n != 0 {

@@ -43,8 +43,8 @@ type Config struct {
 	Timeouts csi.Timeouts
 	// Now is the clock.
 	Now func() time.Time
-	// ListCheck bounds the time of the listing that checks a delete answered OK
-	// (deleteChecked); DefaultListCheck when zero.
+	// ListCheck bounds the time of the listing that checks a teardown answered OK or
+	// NOT_FOUND (teardownChecked); DefaultListCheck when zero.
 	ListCheck time.Duration
 	// ListTime bounds the time of a listing shown to the user, paging through a plugin's
 	// ListSnapshots (listPluginSnapshots); DefaultListTime when zero.

@@ -75,7 +75,9 @@ func TestLifecyclePublishAndReleasePaths(t *testing.T) {
 	if err != nil || !res.Released || res.Claim.Outcome != "released" || res.Claim.FreedAt.IsZero() || res.Claim.ID != cl.ID {
 		t.Fatalf("release = %+v, %v", res, err)
 	}
-	if got, want := h.rpcs(), []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume}; !reflect.DeepEqual(got, want) {
+	// ListVolumes: the plugin (LIST_VOLUMES_PUBLISHED_NODES) is asked whether it still lists
+	// the volume published to the node (unpublishChecked).
+	if got, want := h.rpcs(), []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume, csi.RPCListVolumes}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("release path RPCs = %v, want %v", got, want)
 	}
 	if n := len(h.liveClaims("db")); n != 0 {
@@ -113,7 +115,7 @@ func TestCapabilityGating(t *testing.T) {
 		{"no controller publish", func(c *csitest.MemConfig) { c.Controller.PublishUnpublishVolume = false },
 			[]string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume}, true},
 		{"no staging", func(c *csitest.MemConfig) { c.Node.StageUnstageVolume = false },
-			[]string{csi.RPCControllerPublishVolume, csi.RPCNodePublishVolume, csi.RPCNodeUnpublishVolume, csi.RPCControllerUnpublishVolume}, false},
+			[]string{csi.RPCControllerPublishVolume, csi.RPCNodePublishVolume, csi.RPCNodeUnpublishVolume, csi.RPCControllerUnpublishVolume, csi.RPCListVolumes}, false},
 		{"node only RPCs", func(c *csitest.MemConfig) {
 			c.Controller.PublishUnpublishVolume = false
 			c.Node.StageUnstageVolume = false
@@ -172,7 +174,7 @@ func TestStagingIsSharedAndReferenceCounted(t *testing.T) {
 		t.Fatalf("first release RPCs = %v: the staging and attachment are still used by b", got)
 	}
 	h.release("shared", "b")
-	if got := h.rpcs(); !reflect.DeepEqual(got, []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume}) {
+	if got := h.rpcs(); !reflect.DeepEqual(got, []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume, csi.RPCListVolumes}) {
 		t.Fatalf("RPCs after the last release = %v", got)
 	}
 }

@@ -17,7 +17,7 @@ import (
 // a plugin whose tokens never end (each new: one that repeats a token is stopped at the repeat).
 const maxListPages = 10000
 
-// maxCheckPages bounds the listing after a delete (deleteChecked), which holds the plugin's
+// maxCheckPages bounds the listing after a teardown (teardownChecked), which holds the plugin's
 // controller lock: fewer pages than a listing shown to the user may take, and DefaultListCheck
 // bounds its time. A listing cut short by either reads "not checked".
 const maxCheckPages = 1000
@@ -154,34 +154,40 @@ func (e *Engine) listPages(ctx context.Context, c *conn, rpc string, maxPages in
 // maxTokenShown is how much of a plugin's next_token an error quotes.
 const maxTokenShown = 64
 
-// deleteChecked sends a delete RPC (del, with retries) and, when the plugin answers OK (not
-// NOT_FOUND, which says it is already gone), asks it whether it still lists what it deleted
-// (lists), both under the plugin's controller lock, so no other volctl's create comes between.
-// listed says the plugin still lists it; unchecked, why that could not be learnt (the listing
-// failed or did not end); err is the delete's own error. The listing holds the lock others wait
-// for, so it is bounded: maxCheckPages pages (listsID) within cfg.ListCheck, past which it is
-// unchecked, never a failure of the delete the plugin answered OK.
-func (e *Engine) deleteChecked(ctx context.Context, c *conn, rpc string, del func(context.Context) error,
-	lists func(context.Context) (bool, error)) (listed bool, unchecked, err error) {
+// sender sends an RPC of an operation: retry, or attempt where it is tried once.
+type sender func(ctx context.Context, c *conn, rpc string, call func(context.Context) error) error
+
+// teardownChecked sends a teardown RPC (call, through send: retry, or attempt) and, when the plugin answers OK or
+// NOT_FOUND (its word that it is done, or that there was nothing to do), asks it whether what
+// it undid is still there (still), both under the plugin's controller lock, so no other
+// volctl's create, delete or publish comes between: a delete still listed, an attachment still
+// reported (docs/architecture.md, "A delete is finished when the plugin no longer has the
+// volume" and the detach's rule after it). stillThere says the plugin still reports it; unchecked, why that could not be learnt
+// (the listing failed or did not end); err is the teardown's own error (NOT_FOUND included,
+// which callers take as done). The listing holds the lock others wait for, so it is bounded:
+// maxCheckPages pages (listsID) within cfg.ListCheck, past which it is unchecked, never a
+// failure of the teardown the plugin answered.
+func (e *Engine) teardownChecked(ctx context.Context, c *conn, send sender, rpc string, call func(context.Context) error,
+	still func(context.Context) (bool, error)) (stillThere bool, unchecked, err error) {
 	err = e.withController(ctx, c, func(ctx context.Context) error {
-		err := e.retry(ctx, c, rpc, del)
-		if err == nil {
+		err := send(ctx, c, rpc, call)
+		if err == nil || csi.IsIgnorable(err) {
 			unchecked = boundList(ctx, e.cfg.ListCheck, "the bound on this check (it holds the plugin's controller lock)",
 				func(ctx context.Context) error {
 					var err error
-					listed, err = lists(ctx)
+					stillThere, err = still(ctx)
 					return err
 				})
 		}
 		return err
 	})
-	return listed, unchecked, err
+	return stillThere, unchecked, err
 }
 
 // errListBound is the cause of a listing cut short by its time bound (boundList).
 var errListBound = errors.New("the listing's time bound passed")
 
-// listsID says whether a list RPC names id, after a delete (deleteChecked): page sends rpc from
+// listsID says whether a list RPC names id, after a delete (teardownChecked): page sends rpc from
 // token and returns the IDs of one page and the next token. Paging stops at the page naming id,
 // or after maxCheckPages pages (listPages).
 func (e *Engine) listsID(ctx context.Context, c *conn, rpc, id string, page func(ctx context.Context, token string) (ids []string, next string, err error)) (listed bool, err error) {
@@ -194,9 +200,9 @@ func (e *Engine) listsID(ctx context.Context, c *conn, rpc, id string, page func
 }
 
 // listsVolume says whether the plugin still lists its volume externalID, asked after a
-// DeleteVolume of it answered OK; the caller holds the plugin's controller lock. A plugin
-// without LIST_VOLUMES is not asked (false, nil). err says the listing failed or did not end:
-// volctl could not check.
+// DeleteVolume of it answered OK or NOT_FOUND; the caller holds the plugin's controller lock. A
+// plugin without LIST_VOLUMES is not asked (false, nil). err says the listing failed or did
+// not end: volctl could not check.
 func (e *Engine) listsVolume(ctx context.Context, c *conn, externalID string) (bool, error) {
 	if !c.fp.Controller || !c.fp.Capabilities.Controller.ListVolumes {
 		return false, nil
@@ -209,6 +215,33 @@ func (e *Engine) listsVolume(ctx context.Context, c *conn, externalID string) (b
 		}
 		return ids, page.NextToken, err
 	})
+}
+
+// listsPublished says whether the plugin still reports its volume externalID published to
+// nodeID (ListVolumes' published_node_ids), asked after a ControllerUnpublishVolume of it
+// answered OK or NOT_FOUND; the caller holds the plugin's controller lock. Only a plugin with
+// LIST_VOLUMES and LIST_VOLUMES_PUBLISHED_NODES says (the spec fills the field in only with
+// the latter); another is not asked (false, nil). Paging stops at the volume's entry; a volume
+// not listed is published nowhere. err says the listing failed or did not end.
+func (e *Engine) listsPublished(ctx context.Context, c *conn, externalID, nodeID string) (published bool, err error) {
+	ctrl := c.fp.Capabilities.Controller
+	if !c.fp.Controller || !ctrl.ListVolumes || !ctrl.ListVolumesPublishedNodes {
+		return false, nil
+	}
+	err = e.listPages(ctx, c, csi.RPCListVolumes, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
+		page, err := c.client.ListVolumes(ctx, csi.ListVolumesRequest{StartingToken: token})
+		if err != nil {
+			return "", false, err
+		}
+		for _, en := range page.Entries {
+			if en.Volume.ID == externalID {
+				published = slices.Contains(en.PublishedNodeIDs, nodeID)
+				return "", true, nil
+			}
+		}
+		return page.NextToken, false, nil
+	})
+	return published, err
 }
 
 // listsSnapshot is listsVolume of a snapshot, after a DeleteSnapshot answered OK: ListSnapshots
@@ -232,21 +265,32 @@ func (e *Engine) listsSnapshot(ctx context.Context, c *conn, id string, secrets 
 	return listed, err
 }
 
-// stillListed is what a delete answered OK is when the plugin still lists what it deleted
-// (listsVolume, listsSnapshot): rpc is the delete, what and id name it.
-func stillListed(pluginID, rpc, what, id string) error {
-	return fmt.Errorf("plugin %q answered %s OK but still lists %s %q: it may be deleting it in the background, or did not delete it",
-		pluginID, rpc, what, id)
+// stillListed is what a delete answered OK or NOT_FOUND (answer: nil or that error) is when
+// the plugin still lists what it deleted (listsVolume, listsSnapshot): rpc is the delete, what
+// and id name it.
+func stillListed(pluginID, rpc string, answer error, what, id string) error {
+	return fmt.Errorf("plugin %q answered %s %s but still lists %s %q: it may be deleting it in the background, or did not delete it",
+		pluginID, rpc, answerWord(answer), what, id)
 }
 
-// uncheckedNote is what a delete answered OK says when whether the plugin still lists what it
-// deleted (what id) could not be checked (unchecked, deleteChecked's): the words its event
-// adds, "" when it was checked. It logs the warning (stderr, for the command line).
-func (e *Engine) uncheckedNote(unchecked error, pluginID, rpc, what, id string) string {
+// answerWord is how an error says what a plugin answered a teardown it took as done: OK, or
+// the NOT_FOUND that says there was nothing to undo.
+func answerWord(answer error) string {
+	if answer == nil {
+		return "OK"
+	}
+	return "NOT_FOUND"
+}
+
+// uncheckedNote is what a delete answered OK or NOT_FOUND (answer: nil or that error) says when
+// whether the plugin still lists what it deleted (what id) could not be checked (unchecked,
+// teardownChecked's): the words its event adds, "" when it was checked. It logs the warning
+// (stderr, for the command line).
+func (e *Engine) uncheckedNote(unchecked, answer error, pluginID, rpc, what, id string) string {
 	if unchecked == nil {
 		return ""
 	}
-	e.log.Warn(fmt.Sprintf("plugin %q answered %s OK for %s %q, but whether it still lists it could not be checked", pluginID, rpc, what, id),
+	e.log.Warn(fmt.Sprintf("plugin %q answered %s %s for %s %q, but whether it still lists it could not be checked", pluginID, rpc, answerWord(answer), what, id),
 		"err", unchecked)
 	return fmt.Sprintf(" (not checked that the plugin no longer lists it: %v)", unchecked)
 }

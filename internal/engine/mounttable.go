@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/store"
 )
@@ -78,6 +79,23 @@ func (kernelMounts) MountsUnder(dir string) (map[string]bool, error) {
 	out := make(map[string]bool, len(mounts))
 	for _, m := range mounts {
 		out[m.Mountpoint] = true
+	}
+	return out, nil
+}
+
+// MountRoots reads the kernel's table once for the mounts at paths (mountRoots).
+func (kernelMounts) MountRoots(paths ...string) (map[string]mountRoot, error) {
+	want := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		want[filepath.Clean(p)] = true
+	}
+	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) { return !want[m.Mountpoint], false })
+	if err != nil {
+		return nil, store.MountTableUnreadable(err)
+	}
+	out := make(map[string]mountRoot, len(mounts))
+	for _, m := range mounts { // stacked mounts are listed in the order made: the topmost last
+		out[m.Mountpoint] = mountRoot{dev: unix.Mkdev(uint32(m.Major), uint32(m.Minor)), root: m.Root}
 	}
 	return out, nil
 }

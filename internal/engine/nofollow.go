@@ -192,6 +192,15 @@ func (p *pathFD) isDir() (bool, error) {
 	return st.Mode&unix.S_IFMT == unix.S_IFDIR, nil
 }
 
+// blockDevice says whether the opened path is a block device file, and which device (its rdev).
+func (p *pathFD) blockDevice() (rdev uint64, block bool, err error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(p.fd, &st); err != nil {
+		return 0, false, &os.PathError{Op: "stat", Path: p.path, Err: err}
+	}
+	return st.Rdev, st.Mode&unix.S_IFMT == unix.S_IFBLK, nil
+}
+
 // mounted reports whether the opened path is a mount point: opening it crossed into another
 // mount than its parent directory's.
 func (p *pathFD) mounted() (bool, error) {
@@ -253,6 +262,23 @@ func (p *pathFD) born() (time.Time, error) {
 
 func statxID(sx *unix.Statx_t) fileID {
 	return fileID{dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), ino: sx.Ino}
+}
+
+// mountRootID is path's fileID, and whether path is a mount's root (statx's
+// STATX_ATTR_MOUNT_ROOT; before Linux 5.8, which does not say, another device than its
+// parent's), its last component not followed, asked without syncing with the file system;
+// false when it is not one or cannot be asked.
+func mountRootID(path string) (fileID, bool) {
+	var sx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_INO, &sx); err != nil {
+		return fileID{}, false
+	}
+	id := statxID(&sx)
+	if sx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 {
+		return id, sx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
+	}
+	parent, ok := statID(filepath.Dir(path))
+	return id, ok && parent.dev != id.dev
 }
 
 // statID is path's fileID, its last component not followed, asked without syncing with the

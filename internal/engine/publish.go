@@ -630,7 +630,9 @@ func (e *Engine) bareStaging(t *pathFD, staging string, mp MountPoint) (string, 
 // disk under it), every alloc's publish directory and its volumes' directories, and every
 // other volume's claim target (published, that volume's data, which a plugin that does not
 // stage has at no staging path; or the host's disk); a target that is not a directory (a block
-// claim's) is compared with the state dir's files too (stateFile). A target that is this volume's staging
+// claim's) is compared with the state dir's files too (stateFile). A part of another volume's
+// mounted staging (a file or directory inside it: inOtherStaging), or a block device file of
+// the device that staging's file system is on, is that volume's data too. A target that is this volume's staging
 // path (staging, empty for a plugin that does not stage), which is what a plugin publishes
 // from, is still compared with the directories (a staging that is a bind of one is no
 // better), but not with other volumes' stagings and targets: two volumes of one share may
@@ -687,6 +689,11 @@ func (e *Engine) ownDirectory(ctx context.Context, t *pathFD, target, staging, v
 		}
 	}
 	stagings := filepath.Join(e.cfg.StateDir, stagingDir)
+	var near []otherStaging // other volumes' stagings on the target's file system (inOtherStaging)
+	rdev, block, err := t.blockDevice()
+	if err != nil {
+		return "", err
+	}
 	for _, name := range subdirs(stagings) {
 		plugin := filepath.Join(stagings, name)
 		if is(plugin) {
@@ -696,9 +703,26 @@ func (e *Engine) ownDirectory(ctx context.Context, t *pathFD, target, staging, v
 			continue // another volume's staging may be this one's storage too (one share)
 		}
 		for _, volume := range subdirs(plugin) {
-			if other := filepath.Join(plugin, volume); is(other) {
+			other := filepath.Join(plugin, volume)
+			if is(other) {
 				return fmt.Sprintf("volume %q's staging path %s bind-mounted (%s)", volume, other, anotherVolume), nil
 			}
+			oid, mounted := mountRootID(other)
+			switch {
+			case volume == volumeID:
+				// This volume's own staging: what it publishes from.
+			case !mounted:
+				// Not there, or nothing mounted there: no data of the volume's to be handed.
+			case block && rdev == oid.dev:
+				return fmt.Sprintf("the device of volume %q, whose file system is mounted at its staging path %s (%s, and the file system mounted from it corrupted by two writers)", volume, other, anotherVolume), nil
+			case oid.dev == tid.dev:
+				near = append(near, otherStaging{volume: volume, path: other})
+			}
+		}
+	}
+	if len(near) > 0 {
+		if in, err := e.inOtherStaging(target, staging, near); err != nil || in != "" {
+			return in, err
 		}
 	}
 	if idx := publishIndexOf(ctx); idx != nil {
@@ -1172,6 +1196,70 @@ func (x *publishIndex) refresh(publish string) bool {
 		}
 	}
 	return true
+}
+
+// otherStaging is another volume's staging path, mounted from the target's file system
+// (ownDirectory, inOtherStaging).
+type otherStaging struct{ volume, path string }
+
+// mountRoots is a MountTable that can say which directory of its file system each of some
+// mount points shows (mountinfo's root) and on which file system: inOtherStaging asks it. The
+// kernel's table can; a test's fake cannot, and is not asked.
+type mountRoots interface {
+	// MountRoots returns, for each of paths (as the table spells them) that is a mount point,
+	// its topmost mount's file system and root.
+	MountRoots(paths ...string) (map[string]mountRoot, error)
+}
+
+// mountRoot is what a mount shows: the directory (or file) root of the file system dev.
+type mountRoot struct {
+	dev  uint64
+	root string
+}
+
+// inOtherStaging says which other volume's staging the mounted target is a part of, "" when
+// none: a bind of a file or directory inside another volume's staging path, where that
+// volume's file system is mounted, which ownDirectory's identities (a staging path itself)
+// do not tell. A bind mount's root is the file it was made of, named by the mount table by
+// its path within its file system, as the staging's mount is: a target on the same file
+// system whose root lies below that staging's root is that volume's data (a block claim
+// handed a file of it as its device, a file-system claim one of its directories). near are
+// the other stagings on the target's file system (the caller compared devices, so a target on
+// a file system of its own, the common case, reads no table); staging is this volume's own:
+// a target inside it is what this volume publishes from (one share staged for several volumes
+// at their roots holds each one's), and is not refused.
+func (e *Engine) inOtherStaging(target, staging string, near []otherStaging) (string, error) {
+	mr, ok := e.cfg.Mounts.(mountRoots)
+	if !ok {
+		return "", nil
+	}
+	paths := []string{target}
+	if staging != "" {
+		paths = append(paths, e.realPath(staging))
+	}
+	for _, o := range near {
+		paths = append(paths, o.path)
+	}
+	roots, err := mr.MountRoots(paths...)
+	if err != nil {
+		return "", err
+	}
+	t, ok := roots[target]
+	if !ok {
+		return "", nil
+	}
+	within := func(r mountRoot) bool {
+		return r.dev == t.dev && (r.root == "/" || strings.HasPrefix(t.root, strings.TrimSuffix(r.root, "/")+"/"))
+	}
+	if own, ok := roots[e.realPath(staging)]; staging != "" && ok && (within(own) || own == t) {
+		return "", nil
+	}
+	for _, o := range near {
+		if r, ok := roots[o.path]; ok && within(r) {
+			return fmt.Sprintf("a bind mount of %s, inside volume %q's staging path %s (%s)", t.root, o.volume, o.path, anotherVolume), nil
+		}
+	}
+	return "", nil
 }
 
 // anotherVolume is what ownDirectory says of a target that is another volume's staging or target.

@@ -16,8 +16,12 @@ import (
 // name, and a name derived from the ID alone handed the new volume the deleted one's storage
 // and its data (the chaos run: a file written to v12 before its delete was in v12 created
 // again). Each create sends a name of its own.
+//
+// The plugin here cannot list (no LIST_VOLUMES), so its NOT_FOUND is all volctl has; one that
+// lists and contradicts it keeps the volume deleting
+// (TestDeleteAnsweredNotFoundWhileStillListedKeepsTheVolumeDeleting).
 func TestCreateAfterADeleteThePluginDidNotDoGetsNewStorage(t *testing.T) {
-	h := newHarness(t, nil)
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ListVolumes = false })
 	first := h.create(volume("v"))
 	h.faults.FailAlways(csi.RPCDeleteVolume, codes.NotFound) // answered without deleting
 	if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {

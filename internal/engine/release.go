@@ -225,17 +225,43 @@ func (e *Engine) unstage(ctx context.Context, c *conn, v store.Volume, st store.
 }
 
 // controllerUnpublish sends ControllerUnpublishVolume for volume v and node nodeID, with the
-// engine's retries under the plugin's controller lock; NOT_FOUND counts as done. The caller has
+// engine's retries under the plugin's controller lock; NOT_FOUND counts as done, unless the
+// plugin still reports the volume published to the node (unpublishChecked). The caller has
 // committed what the RPC depends on.
 func (e *Engine) controllerUnpublish(ctx context.Context, c *conn, v store.Volume, nodeID string) error {
-	err := e.controllerCall(ctx, c, csi.RPCControllerUnpublishVolume, func(ctx context.Context) error {
+	return e.unpublishChecked(ctx, c, v, nodeID, e.retry)
+}
+
+// unpublishChecked sends ControllerUnpublishVolume for volume v and node nodeID through send
+// (retry, or attempt for a forced detach's one try) under the plugin's controller lock and,
+// when the plugin answers OK or NOT_FOUND and can say which nodes a volume is published to
+// (LIST_VOLUMES_PUBLISHED_NODES), asks it, under the same lock, whether it still reports the
+// volume published to nodeID (listsPublished, bounded as a delete's check is). One that does
+// is not detached: recorded detached, the volume would be handed to Nomad, or published to
+// another node (a node ID changed), while the storage still has it attached here, and a
+// single-writer volume written from two nodes loses data. That is an error naming both
+// answers; the attachment stays recorded and `volctl reconcile` sends the RPC again. A
+// listing that cannot be had (it fails, or runs past its bounds) leaves the plugin's word as
+// it is, with a warning. Without the capability, the plugin's word is all there is.
+func (e *Engine) unpublishChecked(ctx context.Context, c *conn, v store.Volume, nodeID string, send sender) error {
+	published, unchecked, err := e.teardownChecked(ctx, c, send, csi.RPCControllerUnpublishVolume, func(ctx context.Context) error {
 		return c.client.ControllerUnpublishVolume(ctx, csi.ControllerUnpublishVolumeRequest{
 			VolumeID: v.ExternalID, NodeID: nodeID, Secrets: v.Secrets})
-	})
+	}, func(ctx context.Context) (bool, error) { return e.listsPublished(ctx, c, v.ExternalID, nodeID) })
 	if err != nil && !csi.IsIgnorable(err) {
 		return err
 	}
 	failpoint("rpc:ControllerUnpublishVolume")
+	if published {
+		return fmt.Errorf("plugin %q answered %s %s for volume %q (external ID %q) but still lists it published to node %q (ListVolumes' published_node_ids): "+
+			"the volume may still be attached there, so volctl keeps it recorded attached and `volctl reconcile` sends %s again; "+
+			"if the plugin keeps listing it, detach it from that node with the storage provider's tools",
+			c.plugin.ID, csi.RPCControllerUnpublishVolume, answerWord(err), v.ID, v.ExternalID, nodeID, csi.RPCControllerUnpublishVolume)
+	}
+	if unchecked != nil {
+		e.log.Warn(fmt.Sprintf("plugin %q answered %s %s for volume %q, but whether it still lists it published to node %q could not be checked",
+			c.plugin.ID, csi.RPCControllerUnpublishVolume, answerWord(err), v.ID, nodeID), "err", unchecked)
+	}
 	return nil
 }
 

@@ -384,7 +384,7 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 			}
 		}
 	}
-	listed, unchecked, err := e.deleteChecked(ctx, c, csi.RPCDeleteSnapshot, func(ctx context.Context) error {
+	listed, unchecked, err := e.teardownChecked(ctx, c, e.retry, csi.RPCDeleteSnapshot, func(ctx context.Context) error {
 		return c.client.DeleteSnapshot(ctx, csi.DeleteSnapshotRequest{SnapshotID: snapshotID, Secrets: secrets})
 	}, func(ctx context.Context) (bool, error) { return e.listsSnapshot(ctx, c, snapshotID, secrets) })
 	if err != nil && !csi.IsIgnorable(err) {
@@ -393,7 +393,7 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	if listed {
 		// The snapshot (someone's data) is still there: forgetting its record would leave it
 		// unaccounted for while saying it was deleted.
-		err := stillListed(pluginID, csi.RPCDeleteSnapshot, "snapshot", snapshotID)
+		err := stillListed(pluginID, csi.RPCDeleteSnapshot, err, "snapshot", snapshotID)
 		e.event(ctx, &store.Event{Kind: "snapshot-delete", VolumeID: rec.SourceVolumeID, PluginID: pluginID, RPC: csi.RPCListSnapshots,
 			Message: "delete not finished, snapshot kept: " + err.Error()})
 		// The way out names the ID: the record is the ID's, and a NAME that found the snapshot
@@ -402,11 +402,11 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		if named != "" {
 			again += fmt.Sprintf(" (by its ID: its name %q found it only while it was pending)", named)
 		}
-		return fail(fmt.Errorf("%w (the snapshot stays recorded: %s sends DeleteSnapshot again and forgets it once the plugin answers NOT_FOUND or no longer lists it; "+
+		return fail(fmt.Errorf("%w (the snapshot stays recorded: %s sends DeleteSnapshot again and forgets it once the plugin answers OK or NOT_FOUND and no longer lists it; "+
 			"if the plugin keeps listing it, `%s` forgets the record and leaves the snapshot)", err, again,
 			shellquote.Command("volctl volume snapshot deregister", pluginID, snapshotID)))
 	}
-	note := e.uncheckedNote(unchecked, pluginID, csi.RPCDeleteSnapshot, "snapshot", snapshotID)
+	note := e.uncheckedNote(unchecked, err, pluginID, csi.RPCDeleteSnapshot, "snapshot", snapshotID)
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		if recorded {
 			if err := tx.Snapshots().Delete(pluginID, snapshotID); err != nil && !errors.Is(err, store.ErrNotFound) {

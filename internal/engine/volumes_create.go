@@ -300,11 +300,11 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		derr := e.attempt(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
 			return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: created.ID, Secrets: v.Secrets})
 		})
-		if derr == nil {
+		if derr == nil || csi.IsIgnorable(derr) {
 			if listed, unchecked := e.listsVolume(ctx, c, created.ID); listed {
-				derr = stillListed(v.PluginID, csi.RPCDeleteVolume, "volume", created.ID)
+				derr = stillListed(v.PluginID, csi.RPCDeleteVolume, derr, "volume", created.ID)
 			} else {
-				e.uncheckedNote(unchecked, v.PluginID, csi.RPCDeleteVolume, "volume", created.ID)
+				e.uncheckedNote(unchecked, derr, v.PluginID, csi.RPCDeleteVolume, "volume", created.ID)
 			}
 		}
 		if derr != nil && !csi.IsIgnorable(derr) {

@@ -209,12 +209,13 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 			e.leftBehind(ctx, v), err, v.PluginID)
 	}
 	var unchecked error // why whether the plugin still lists the volume could not be checked
+	var answer error    // the plugin's answer taken as done: nil (OK) or NOT_FOUND
 	if v.ExternalID != "" {
 		var (
 			listed bool
 			err    error
 		)
-		listed, unchecked, err = e.deleteChecked(ctx, c, csi.RPCDeleteVolume, func(ctx context.Context) error {
+		listed, unchecked, err = e.teardownChecked(ctx, c, e.retry, csi.RPCDeleteVolume, func(ctx context.Context) error {
 			return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: v.ExternalID, Secrets: v.Secrets})
 		}, func(ctx context.Context) (bool, error) { return e.listsVolume(ctx, c, v.ExternalID) })
 		if err != nil && !csi.IsIgnorable(err) {
@@ -232,18 +233,20 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 			}
 			return fmt.Errorf("%w (the volume is marked deleting; run the delete again or `volctl reconcile`)", err)
 		}
+		answer = err
 		if listed {
 			// The storage (someone's data) is still there: forgetting it would leak it while
-			// saying it was deleted. The plugin may be deleting it in the background.
-			err := stillListed(v.PluginID, csi.RPCDeleteVolume, "volume", v.ExternalID)
+			// saying it was deleted. The plugin may be deleting it in the background, or answer
+			// NOT_FOUND for a volume it holds (a lookup that failed, an ID it mangled).
+			err := stillListed(v.PluginID, csi.RPCDeleteVolume, err, "volume", v.ExternalID)
 			e.event(ctx, &store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCListVolumes,
 				Message: "delete not finished, volume kept deleting: " + err.Error()})
-			return fmt.Errorf("%w (volume %q stays marked deleting: running the delete again or `volctl reconcile` sends DeleteVolume again and forgets the volume once the plugin answers NOT_FOUND or no longer lists it; "+
+			return fmt.Errorf("%w (volume %q stays marked deleting: running the delete again or `volctl reconcile` sends DeleteVolume again and forgets the volume once the plugin answers OK or NOT_FOUND and no longer lists it; "+
 				"if the plugin keeps listing it, `%s` forgets the volume and leaves the storage)", err, v.ID, shellquote.Command("volctl volume deregister", v.ID))
 		}
 	}
 	failpoint("rpc:DeleteVolume")
-	note := e.uncheckedNote(unchecked, v.PluginID, csi.RPCDeleteVolume, "volume", v.ExternalID)
+	note := e.uncheckedNote(unchecked, answer, v.PluginID, csi.RPCDeleteVolume, "volume", v.ExternalID)
 	err := e.store.Update(ctx, func(tx *store.Tx) error {
 		if err := tx.Volumes().Delete(v.ID); err != nil {
 			return err

@@ -323,7 +323,9 @@ func TestDeleteAndDeregister(t *testing.T) {
 		t.Fatal("DeleteVolume sent for a claimed volume")
 	}
 	h.release("v", "web-0")
-	// NOT_FOUND from the plugin counts as deleted.
+	// NOT_FOUND from the plugin counts as deleted (the plugin lost the volume: its listing
+	// agrees; TestDeleteAnsweredNotFoundWhileStillListedKeepsTheVolumeDeleting when it does not).
+	h.mem.DropVolume(v.ExternalID)
 	h.faults.FailOnce(csi.RPCDeleteVolume, codes.NotFound)
 	if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {
 		t.Fatal(err)

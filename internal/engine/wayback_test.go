@@ -187,7 +187,7 @@ func TestNodeUnstageDoneAfterTheTimeout(t *testing.T) {
 	if rep, err := h.e.Reconcile(h.ctx); err != nil {
 		t.Fatalf("reconcile: %+v, %v", rep, err)
 	}
-	if got, want := h.rpcs(), []string{csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume}; !slices.Equal(got, want) {
+	if got, want := h.rpcs(), []string{csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume, csi.RPCListVolumes}; !slices.Equal(got, want) {
 		t.Errorf("reconcile sent %v, want %v", got, want)
 	}
 	if live := h.liveClaims("v"); len(live) != 0 {
@@ -340,7 +340,7 @@ func TestTwoReleasesOfOneClaimRace(t *testing.T) {
 			if results[0].Released == results[1].Released {
 				t.Fatalf("released = %v / %v, want exactly one", results[0].Released, results[1].Released)
 			}
-			if got, want := h.rpcs(), []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume}; !slices.Equal(got, want) {
+			if got, want := h.rpcs(), []string{csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume, csi.RPCListVolumes}; !slices.Equal(got, want) {
 				t.Fatalf("RPCs = %v, want %v", got, want)
 			}
 			if hist, _ := h.e.History(h.ctx, "v", 0); len(hist) != 1 {

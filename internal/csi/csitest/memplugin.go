@@ -97,6 +97,11 @@ type MemConfig struct {
 	// were asked to delete, until a test turns it off (Reconfigure) and the next delete
 	// deletes: a plugin that deletes in the background, or says it deleted and did not.
 	DeleteLater bool
+	// UnpublishLater makes ControllerUnpublishVolume answer OK and keep the attachment, listed
+	// in ListVolumes' published_node_ids, until a test turns it off (Reconfigure) and the next
+	// unpublish detaches: a plugin that detaches in the background, or says it detached and
+	// did not.
+	UnpublishLater bool
 	// StageFromAttachment makes NodePublishVolume refuse, FAILED_PRECONDITION, a staging made
 	// with another publish_context than the one it is given: a plugin whose staging works from
 	// the attachment (logs in to the device ControllerPublishVolume named), so a staging made
@@ -833,6 +838,9 @@ func (s *memServer) ControllerUnpublishVolume(ctx context.Context, req *csipb.Co
 	v, err := m.volume(req.GetVolumeId())
 	if err != nil {
 		return nil, err
+	}
+	if m.cfg.UnpublishLater {
+		return &csipb.ControllerUnpublishVolumeResponse{}, nil
 	}
 	if req.GetNodeId() == "" {
 		v.nodes = nil // the spec: an empty node ID unpublishes from every node
