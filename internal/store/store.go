@@ -103,7 +103,8 @@ type Store struct {
 	// file is the database file opened (replaced.go): a write checks the path still leads to it.
 	file fileID
 	// roErr is every write's error when the state dir is on a read-only file system
-	// (readonly.go), which leaves w nil.
+	// (readonly.go), which leaves w nil, or is reached through another path than the one it
+	// is used at (statepath.go).
 	roErr error
 	// ro is how a store on a read-only file system reads (readonly.go); nil otherwise.
 	ro *readOnlyState
@@ -260,6 +261,7 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 		return nil, inDir(abs, fmt.Errorf("open state %s: %w", path, err))
 	}
 	s.r = newPool(rdb, readConns)
+	s.roErr = checkPath(abs, o.log)
 	return s, nil
 }
 
