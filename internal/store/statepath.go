@@ -28,7 +28,7 @@ const PathFileName = "volctl.path"
 
 // ErrOtherPath is matched by the error of a write through another path to a state dir than
 // the one it is used at.
-var ErrOtherPath = errors.New("state dir reached through another path than the one it is used at")
+var ErrOtherPath = errors.New("the state dir is used at another path")
 
 // checkPath returns the error every write through dir (absolute) must fail with when dir is the
 // state dir recorded at another path, nil otherwise, recording dir's real path when nothing is
@@ -51,8 +51,8 @@ func checkPath(dir string, log *slog.Logger) error {
 	case recorded == real:
 		return nil
 	case recorded != "" && sameDir(recorded, real):
-		return &DirError{Dir: dir, Err: fmt.Errorf("%w: it is %s, used there, reached through another mount of it (a bind): volctl's mounts for this state dir are under %s, where the agent and the other commands look for them, so nothing is changed through %s; run volctl with VOLCTL_STATE_DIR=%s (or --state-dir %s). Only when no volume is claimed or staged, remove %s to use the state dir at %s from now on",
-			ErrOtherPath, recorded, recorded, dir, recorded, recorded, file, real)}
+		return &DirError{Dir: dir, Named: true, Err: fmt.Errorf("state dir %s is %s reached through a bind mount of it (%w): volctl's mounts for it are made and looked for under %s, by the agent and every other command, so nothing is changed through %s; run volctl with VOLCTL_STATE_DIR=%s (or --state-dir %s). Only with no volume claimed or staged, remove %s to use it at %s from now on",
+			dir, recorded, ErrOtherPath, recorded, dir, recorded, recorded, filepath.Join(recorded, PathFileName), real)}
 	}
 	if err := writeAtomic(file, []byte(real+"\n")); err != nil {
 		log.Warn("state dir: cannot record the path it is used at", "file", file, "err", err)
