@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -109,5 +110,46 @@ func TestAStateDirMovedIsUsedAtItsNewPath(t *testing.T) {
 	update(t, m, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "moved"}) })
 	if got, err := os.ReadFile(filepath.Join(moved, PathFileName)); err != nil || strings.TrimSpace(string(got)) != moved {
 		t.Errorf("%s holds %q (%v), want %s", PathFileName, got, err, moved)
+	}
+}
+
+// The state dir's ext4 turned read-only under volctl after an error (errors=remount-ro: the
+// kernel marks it emergency read-only, and statfs still says read-write): every open failed
+// ("open state: open .../volctl.db: read-only file system"), status and the dashboard with it,
+// when the operator needs them most. It opens for reading, as a read-only file system does,
+// and every write fails with ErrReadOnlyFS naming the directory.
+func TestStateDirTurnedReadOnlyByAnErrorOpensForReading(t *testing.T) {
+	mnt, dev, _ := failingExt4(t)
+	if err := unix.Mount("", mnt, "", unix.MS_REMOUNT, "errors=remount-ro"); err != nil {
+		t.Skipf("cannot remount the ext4 errors=remount-ro: %v", err)
+	}
+	trigger := filepath.Join("/sys/fs/ext4", filepath.Base(dev), "trigger_fs_error")
+	if _, err := os.Stat(trigger); err != nil {
+		t.Skipf("needs the kernel's %s to make the ext4 fail read-only: %v", trigger, err)
+	}
+	ctx := context.Background()
+	dir := filepath.Join(mnt, "state")
+	s, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "first"}) })
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(trigger, []byte("1"), 0o200); err != nil {
+		t.Skipf("cannot trigger an ext4 error: %v", err)
+	}
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatalf("open after the file system turned read-only: %v", err)
+	}
+	defer r.Close()
+	if kinds := eventKinds(t, r); len(kinds) != 1 || kinds[0] != "first" {
+		t.Errorf("events read: %v, want [first]", kinds)
+	}
+	err = r.Update(ctx, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "second"}) })
+	if !errors.Is(err, ErrReadOnlyFS) || !strings.Contains(fmt.Sprint(err), dir) {
+		t.Errorf("write: %v, want ErrReadOnlyFS naming %s", err, dir)
 	}
 }

@@ -190,6 +190,20 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	if readOnly {
 		return openReadOnly(ctx, abs, target, o)
 	}
+	st, err := openWritable(ctx, abs, target, o)
+	if errors.Is(err, syscall.EROFS) {
+		// statfs said read-write and the file system refused a write: an ext4 the kernel made
+		// read-only after an error (errors=remount-ro) keeps its mount's rw flag. Nothing could
+		// be changed there, so it opens as a read-only file system does: status and the
+		// dashboard still read the state, when they are needed most.
+		o.log.Warn("the state dir's file system refuses writes though it is mounted read-write (made read-only after an error? see dmesg): opened for reading", "dir", abs)
+		return openReadOnly(ctx, abs, target, o)
+	}
+	return st, err
+}
+
+// openWritable is open for a state dir on a file system statfs says is writable.
+func openWritable(ctx context.Context, abs string, target int, o options) (*Store, error) {
 	// From here every error is about the state dir or a file in it, and names that path.
 	held, err := checkDir(abs)
 	if err != nil {
