@@ -149,7 +149,7 @@ func TestStateDirTurnedReadOnlyByAnErrorOpensForReading(t *testing.T) {
 		t.Errorf("events read: %v, want [first]", kinds)
 	}
 	err = r.Update(ctx, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "second"}) })
-	if !errors.Is(err, ErrReadOnlyFS) || !strings.Contains(fmt.Sprint(err), dir) {
-		t.Errorf("write: %v, want ErrReadOnlyFS naming %s", err, dir)
+	if !errors.Is(err, ErrReadOnlyFS) || !strings.Contains(fmt.Sprint(err), dir) || !strings.Contains(fmt.Sprint(err), "fsck") {
+		t.Errorf("write: %v, want ErrReadOnlyFS naming %s and the repair", err, dir)
 	}
 }

@@ -197,7 +197,11 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 		// be changed there, so it opens as a read-only file system does: status and the
 		// dashboard still read the state, when they are needed most.
 		o.log.Warn("the state dir's file system refuses writes though it is mounted read-write (made read-only after an error? see dmesg): opened for reading", "dir", abs)
-		return openReadOnly(ctx, abs, target, o)
+		st, err := openReadOnly(ctx, abs, target, o)
+		if err == nil {
+			st.roErr = &DirError{Dir: abs, Err: fmt.Errorf("%w: its file system refuses writes though it is mounted read-write (made read-only after an error: see dmesg); volctl can read the state there but not change it: repair the file system (fsck), mount it read-write again, then run volctl reconcile", ErrReadOnlyFS)}
+		}
+		return st, err
 	}
 	return st, err
 }
