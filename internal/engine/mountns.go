@@ -24,22 +24,31 @@ import (
 // since as nothing: its claim was rolled back as "the plugin did not publish the volume there",
 // and its reconcile took every claim published since for a lost mount, recording each degraded
 // and node-staged while its mount was in place (chaos15). So the operations that act on mounts
-// (claim, release, detach, a group's run and stop, reconcile and the claim GC) first ask each
-// registered plugin's node socket which process serves it (SO_PEERCRED), and refuse, changing
-// nothing, when that process's mount namespace is another and the mount holding the state dir
-// is not in a peer group both namespaces share (a mount made on either side then appears on
-// the other: `unshare --propagation unchanged`, a containerized plugin given the state dir
-// rshared, as docs/agent.md says to). Reads (status, the dashboard) are left alone.
+// (claim, release, detach, a group's run and stop, reconcile and the claim GC) first compare
+// their mount namespace with that of the running agent (the holder of the agent lock), whose
+// plugins mount where it runs, or, with no agent, of each registered plugin's node socket's
+// server (SO_PEERCRED), and refuse, changing nothing, when it is another and the mount holding
+// the state dir is not in a peer group both namespaces share (a mount made on either side then
+// appears on the other: `unshare --propagation unchanged`, a containerized plugin given the
+// state dir rshared, as docs/agent.md says to). The agent, not its plugins, when it runs: a
+// plugin misplaced in a namespace of its own (a container without rshared) fails its own
+// claims, and must not stop the agent's passes for every other plugin. Reads (status, the
+// dashboard) are left alone.
 
 // procRoot is where the mount namespaces are read; a test points it at a tree of its own.
 var procRoot = "/proc"
 
-// checkMountView is the error the operations that act on mounts fail with when a registered
-// plugin's node mounts are not this process's (above), nil otherwise, and with a mount table
-// of the caller's (a test's fake, which is no namespace's).
+// checkMountView is the error the operations that act on mounts fail with when the agent's, or
+// without one a registered plugin's, mounts are not this process's (above), nil otherwise, and
+// with a mount table of the caller's (a test's fake, which is no namespace's).
 func (e *Engine) checkMountView(ctx context.Context) error {
 	if _, ok := e.cfg.Mounts.(kernelMounts); !ok {
 		return nil
+	}
+	if fi, err := os.Stat(filepath.Join(e.locks.dir, "agent.lock")); err == nil {
+		if hs := store.FlockHolders(fi); len(hs) > 0 {
+			return mountView(e.cfg.StateDir, strconv.Itoa(hs[0].Pid), fmt.Sprintf("the agent (pid %d)", hs[0].Pid))
+		}
 	}
 	plugins, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Plugin, error) { return tx.Plugins().List() })
 	if err != nil {
@@ -105,7 +114,7 @@ func mountView(stateDir, pid, who string) error {
 	if strings.Contains(ours.Optional, "master:") {
 		how = "a slave of another: mounts made here reach no other namespace"
 	}
-	return fmt.Errorf("volctl runs in mount namespace %s, %s in %s, and the mount holding the state dir %s (%s) is %s: the mounts the plugin makes are not the ones volctl would check here, so nothing is mounted or unmounted from here; run volctl in the plugin's mount namespace (nsenter -t %s -m -- volctl ...), or share the state dir's mount with it (unshare --propagation unchanged)",
+	return fmt.Errorf("volctl runs in mount namespace %s, %s in %s, and the mount holding the state dir %s (%s) is %s: the mounts the plugin makes are not the ones volctl would check here, so nothing is mounted or unmounted from here; run volctl in that mount namespace (nsenter -t %s -m -- volctl ...), or share the state dir's mount with it (unshare --propagation unchanged)",
 		self, who, theirs, stateDir, ours.Mountpoint, how, pid)
 }
 

@@ -29,12 +29,31 @@ func TestOperationsOnMountsRefusedInAPrivateMountNamespace(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to start a process in a mount namespace of its own")
 	}
+	// Without an agent the plugin's namespace is the reference; with one, the agent's (here
+	// this process, holding the agent lock, as the plugin's server is).
+	t.Run("plugin", func(t *testing.T) { refusedInAPrivateMountNamespace(t, false) })
+	t.Run("agent", func(t *testing.T) { refusedInAPrivateMountNamespace(t, true) })
+}
+
+func refusedInAPrivateMountNamespace(t *testing.T, agent bool) {
 	h := newHarness(t, nil)
 	h.create(volume("v1"))
 	h.claim(ClaimRequest{VolumeID: "v1", Alloc: "a"})
 	before := h.liveClaims("v1")
 	if len(before) != 1 || before[0].State != store.ClaimPublished {
 		t.Fatalf("claims before: %+v", before)
+	}
+	who := `plugin "mem" (pid `
+	if agent {
+		f, err := os.OpenFile(filepath.Join(h.dir, lockDir, "agent.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			t.Fatal(err)
+		}
+		who = fmt.Sprintf("the agent (pid %d)", os.Getpid())
 	}
 	h.e.Close() // the child opens the state itself
 	h.e = nil
@@ -54,8 +73,8 @@ func TestOperationsOnMountsRefusedInAPrivateMountNamespace(t *testing.T) {
 				line = l
 			}
 		}
-		if !strings.Contains(line, "plugin \"mem\" (pid ") || !strings.Contains(line, h.dir) || !strings.Contains(line, "nsenter -t ") {
-			t.Errorf("%s in a private mount namespace: %q, want a refusal naming the namespaces, the state dir %s and nsenter", op, line, h.dir)
+		if !strings.Contains(line, who) || !strings.Contains(line, h.dir) || !strings.Contains(line, "nsenter -t ") {
+			t.Errorf("%s in a private mount namespace: %q, want a refusal naming the namespaces, %s..., the state dir %s and nsenter", op, line, who, h.dir)
 		}
 	}
 	h.open(Config{})
