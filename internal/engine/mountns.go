@@ -114,7 +114,7 @@ func mountView(stateDir, pid, who string) error {
 	if strings.Contains(ours.Optional, "master:") {
 		how = "a slave of another: mounts made here reach no other namespace"
 	}
-	return fmt.Errorf("volctl runs in mount namespace %s, %s in %s, and the mount holding the state dir %s (%s) is %s: the mounts the plugin makes are not the ones volctl would check here, so nothing is mounted or unmounted from here; run volctl in that mount namespace (nsenter -t %s -m -- volctl ...), or share the state dir's mount with it (unshare --propagation unchanged)",
+	return fmt.Errorf("volctl runs in mount namespace %s, %s in %s, and the mount holding the state dir %s (%s) is %s: the mounts the plugins make are not the ones volctl would check here, so nothing is mounted or unmounted from here; run volctl in that mount namespace (nsenter -t %s -m -- volctl ...), or share the state dir's mount with it (unshare --propagation unchanged)",
 		self, who, theirs, stateDir, ours.Mountpoint, how, pid)
 }
 
