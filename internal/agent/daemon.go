@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/crash"
+	"github.com/volctl/volctl/internal/engine"
 )
 
 // A plugin that daemonises (forks, the child calls setsid and maybe forks again, the process the
@@ -223,23 +223,7 @@ func socketServer(path string, ours func(pid int) bool) int {
 
 // peerPid is the pid SO_PEERCRED reports for a connection to the unix socket at path: the
 // process that called listen() on it. 0 when nothing answers there.
-func peerPid(path string) int {
-	c, err := net.DialTimeout("unix", path, time.Second)
-	if err != nil {
-		return 0
-	}
-	defer c.Close()
-	raw, err := c.(*net.UnixConn).SyscallConn()
-	if err != nil {
-		return 0
-	}
-	var cred *unix.Ucred
-	_ = raw.Control(func(fd uintptr) { cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
-	if err != nil || cred == nil {
-		return 0
-	}
-	return int(cred.Pid)
-}
+func peerPid(path string) int { return engine.SocketPeer(path) }
 
 // orphanOfAgent reports whether pid is a live descendant of this process through an orphan
 // re-parented to it: not through a child an exec.Cmd owns (another plugin's process, whose

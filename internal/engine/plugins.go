@@ -487,8 +487,10 @@ func (e *Engine) checkHealth(ctx context.Context, p store.Plugin) reading {
 		}
 	case errors.Is(err, store.ErrBusy):
 		e.log.Debug("plugin health not recorded: another volctl holds the state's write lock", "plugin", p.ID)
-	case errors.Is(err, store.ErrReadOnlyFS):
-		e.log.Debug("plugin health not recorded: the state dir is on a read-only file system", "plugin", p.ID)
+	case e.store.CheckWritable() != nil:
+		// A read-only file system, or a bind of the state dir at another path: the reading is
+		// shown, and every write would fail the same way.
+		e.log.Debug("plugin health not recorded: the state cannot be written here", "plugin", p.ID, "err", err)
 	case !errors.Is(err, store.ErrNotFound):
 		e.log.Warn("recording plugin health", "plugin", p.ID, "err", err)
 	}

@@ -57,6 +57,9 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	if err := e.store.CheckWritable(); err != nil {
 		return rep, err
 	}
+	if err := e.checkMountView(ctx); err != nil {
+		return rep, fmt.Errorf("reconcile: %w", err)
+	}
 	var (
 		vols     []store.Volume
 		claims   []store.Claim
@@ -442,6 +445,9 @@ func (e *Engine) ReleasePast(ctx context.Context) (ReconcileReport, error) {
 		claims []store.Claim
 	)
 	ctx = withLockWait(ctx, e.cfg.PassLockWait)
+	if err := e.checkMountView(ctx); err != nil {
+		return rep, fmt.Errorf("release past claims: %w", err)
+	}
 	err := e.store.View(ctx, func(tx *store.Tx) error {
 		all, err := tx.Claims().ListAll()
 		if err != nil {

@@ -103,7 +103,8 @@ type Store struct {
 	// file is the database file opened (replaced.go): a write checks the path still leads to it.
 	file fileID
 	// roErr is every write's error when the state dir is on a read-only file system
-	// (readonly.go), which leaves w nil.
+	// (readonly.go), which leaves w nil, or is reached through another path than the one it
+	// is used at (statepath.go).
 	roErr error
 	// ro is how a store on a read-only file system reads (readonly.go); nil otherwise.
 	ro *readOnlyState
@@ -189,6 +190,24 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 	if readOnly {
 		return openReadOnly(ctx, abs, target, o)
 	}
+	st, err := openWritable(ctx, abs, target, o)
+	if errors.Is(err, syscall.EROFS) {
+		// statfs said read-write and the file system refused a write: an ext4 the kernel made
+		// read-only after an error (errors=remount-ro) keeps its mount's rw flag. Nothing could
+		// be changed there, so it opens as a read-only file system does: status and the
+		// dashboard still read the state, when they are needed most.
+		o.log.Warn("the state dir's file system refuses writes though it is mounted read-write (made read-only after an error? see dmesg): opened for reading", "dir", abs)
+		st, err := openReadOnly(ctx, abs, target, o)
+		if err == nil {
+			st.roErr = &DirError{Dir: abs, Err: fmt.Errorf("%w: its file system refuses writes though it is mounted read-write (made read-only after an error: see dmesg); volctl can read the state there but not change it: repair the file system (fsck), mount it read-write again, then run volctl reconcile", ErrReadOnlyFS)}
+		}
+		return st, err
+	}
+	return st, err
+}
+
+// openWritable is open for a state dir on a file system statfs says is writable.
+func openWritable(ctx context.Context, abs string, target int, o options) (*Store, error) {
 	// From here every error is about the state dir or a file in it, and names that path.
 	held, err := checkDir(abs)
 	if err != nil {
@@ -260,6 +279,7 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 		return nil, inDir(abs, fmt.Errorf("open state %s: %w", path, err))
 	}
 	s.r = newPool(rdb, readConns)
+	s.roErr = checkPath(abs, o.log)
 	return s, nil
 }
 

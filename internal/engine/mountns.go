@@ -1,0 +1,173 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// Mounts are per mount namespace. A node plugin mounts a volume in its own namespace, and
+// volctl checks the mount in its own (the mount table, a target's mount ID). A volctl started
+// in another namespace than the plugin's (`unshare -m`, a shell left in one, a unit with
+// PrivateMounts=) whose state dir is not shared with the plugin's sees what the plugin mounted
+// since as nothing: its claim was rolled back as "the plugin did not publish the volume there",
+// and its reconcile took every claim published since for a lost mount, recording each degraded
+// and node-staged while its mount was in place (chaos15). So the operations that act on mounts
+// (claim, release, detach, a group's run and stop, reconcile and the claim GC) first compare
+// their mount namespace with that of the running agent (the holder of the agent lock), whose
+// plugins mount where it runs, or, with no agent, of each registered plugin's node socket's
+// server (SO_PEERCRED), and refuse, changing nothing, when it is another and the mount holding
+// the state dir is not in a peer group both namespaces share (a mount made on either side then
+// appears on the other: `unshare --propagation unchanged`, a containerized plugin given the
+// state dir rshared, as docs/agent.md says to). The agent, not its plugins, when it runs: a
+// plugin misplaced in a namespace of its own (a container without rshared) fails its own
+// claims, and must not stop the agent's passes for every other plugin. Reads (status, the
+// dashboard) are left alone.
+
+// procRoot is where the mount namespaces are read; a test points it at a tree of its own.
+var procRoot = "/proc"
+
+// checkMountView is the error the operations that act on mounts fail with when the agent's, or
+// without one a registered plugin's, mounts are not this process's (above), nil otherwise, and
+// with a mount table of the caller's (a test's fake, which is no namespace's).
+func (e *Engine) checkMountView(ctx context.Context) error {
+	if _, ok := e.cfg.Mounts.(kernelMounts); !ok {
+		return nil
+	}
+	if fi, err := os.Stat(filepath.Join(e.locks.dir, "agent.lock")); err == nil {
+		if hs := store.FlockHolders(fi); len(hs) > 0 {
+			return mountView(e.cfg.StateDir, strconv.Itoa(hs[0].Pid), fmt.Sprintf("the agent (pid %d)", hs[0].Pid))
+		}
+	}
+	plugins, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Plugin, error) { return tx.Plugins().List() })
+	if err != nil {
+		return err
+	}
+	for _, p := range plugins {
+		sp := p.Spec()
+		socket := csi.ConfigFromSpec(&sp).NodeSocket
+		if socket == "" {
+			continue
+		}
+		if pid := SocketPeer(socket); pid > 0 {
+			if err := mountView(e.cfg.StateDir, strconv.Itoa(pid), fmt.Sprintf("plugin %q (pid %d, socket %s)", p.ID, pid, socket)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// SocketPeer is the pid SO_PEERCRED reports for a connection to the unix socket at path: the
+// process that called listen() on it. 0 when nothing answers there.
+func SocketPeer(path string) int {
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return 0
+	}
+	defer c.Close()
+	raw, err := c.(*net.UnixConn).SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var cred *unix.Ucred
+	_ = raw.Control(func(fd uintptr) { cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
+	if err != nil || cred == nil {
+		return 0
+	}
+	return int(cred.Pid)
+}
+
+// mountView says whether this process's mounts under stateDir are those of the process pid
+// (who names it): nil when they are, or when that cannot be told (the process's namespace is
+// not readable: another user's, or gone).
+func mountView(stateDir, pid, who string) error {
+	self, err := os.Readlink(filepath.Join(procRoot, "self/ns/mnt"))
+	if err != nil {
+		return nil
+	}
+	theirs, err := os.Readlink(filepath.Join(procRoot, pid, "ns/mnt"))
+	if err != nil || theirs == self {
+		return nil
+	}
+	ours, err := holdingMount(filepath.Join(procRoot, "self/mountinfo"), stateDir)
+	if err != nil {
+		return nil
+	}
+	if group := peerGroup(ours); group != "" {
+		if shared, err := hasPeerGroup(filepath.Join(procRoot, pid, "mountinfo"), group); err != nil || shared {
+			return nil
+		}
+	}
+	how := "private to it"
+	if strings.Contains(ours.Optional, "master:") {
+		how = "a slave of another: mounts made here reach no other namespace"
+	}
+	return fmt.Errorf("volctl runs in mount namespace %s, %s in %s, and the mount holding the state dir %s (%s) is %s: the mounts the plugins make are not the ones volctl would check here, so nothing is mounted or unmounted from here; run volctl in that mount namespace (nsenter -t %s -m -- volctl ...), or share the state dir's mount with it (unshare --propagation unchanged)",
+		self, who, theirs, stateDir, ours.Mountpoint, how, pid)
+}
+
+// holdingMount is the mount, in the table at path, that dir is on: the last listed (topmost)
+// of those whose mount point is dir or above it.
+func holdingMount(path, dir string) (*mountinfo.Info, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	mounts, err := mountinfo.GetMountsFromReader(f, func(m *mountinfo.Info) (skip, stop bool) {
+		return !underOrAt(dir, m.Mountpoint), false
+	})
+	if err != nil {
+		return nil, err
+	}
+	var best *mountinfo.Info
+	for _, m := range mounts {
+		if best == nil || len(m.Mountpoint) >= len(best.Mountpoint) {
+			best = m
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("no mount holds %s", dir)
+	}
+	return best, nil
+}
+
+// underOrAt reports whether path is dir or below it.
+func underOrAt(path, dir string) bool {
+	return dir == "/" || path == dir || strings.HasPrefix(path, dir+"/")
+}
+
+// peerGroup is the shared peer group ("shared:N") of m, "" when m is not shared.
+func peerGroup(m *mountinfo.Info) string {
+	for f := range strings.FieldsSeq(m.Optional) {
+		if strings.HasPrefix(f, "shared:") {
+			return f
+		}
+	}
+	return ""
+}
+
+// hasPeerGroup reports whether a mount in the table at path is in the peer group.
+func hasPeerGroup(path, group string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	mounts, err := mountinfo.GetMountsFromReader(f, func(m *mountinfo.Info) (skip, stop bool) {
+		return peerGroup(m) != group, peerGroup(m) == group
+	})
+	return len(mounts) > 0, err
+}

@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/volctl/volctl/internal/store"
+)
+
+// privateNSEnv, set, makes TestPrivateMountNamespaceChild act: it runs in the child process
+// TestOperationsOnMountsRefusedInAPrivateMountNamespace starts in a mount namespace of its own.
+const privateNSEnv = "VOLCTL_TEST_PRIVATE_NS_DIR"
+
+// The adversary: a shell left in a mount namespace of its own (`unshare -m`, whose mounts are
+// private) from before a claim was made. The plugin mounts in the host's namespace, so the
+// claim's target is nothing in this one: a reconcile run there took the claim for one whose
+// mount was lost, sent NodePublishVolume again, found no mount, and recorded the claim
+// degraded and node-staged while its mount was in place; a claim there was rolled back as one
+// the plugin had not published. Every operation on mounts now refuses up front, naming the two
+// namespaces and what to do, and changes nothing.
+func TestOperationsOnMountsRefusedInAPrivateMountNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to start a process in a mount namespace of its own")
+	}
+	// Without an agent the plugin's namespace is the reference; with one, the agent's (here
+	// this process, holding the agent lock, as the plugin's server is).
+	t.Run("plugin", func(t *testing.T) { refusedInAPrivateMountNamespace(t, false) })
+	t.Run("agent", func(t *testing.T) { refusedInAPrivateMountNamespace(t, true) })
+}
+
+func refusedInAPrivateMountNamespace(t *testing.T, agent bool) {
+	h := newHarness(t, nil)
+	h.create(volume("v1"))
+	h.claim(ClaimRequest{VolumeID: "v1", Alloc: "a"})
+	before := h.liveClaims("v1")
+	if len(before) != 1 || before[0].State != store.ClaimPublished {
+		t.Fatalf("claims before: %+v", before)
+	}
+	who := `plugin "mem" (pid `
+	if agent {
+		f, err := os.OpenFile(filepath.Join(h.dir, lockDir, "agent.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			t.Fatal(err)
+		}
+		who = fmt.Sprintf("the agent (pid %d)", os.Getpid())
+	}
+	h.e.Close() // the child opens the state itself
+	h.e = nil
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPrivateMountNamespaceChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), privateNSEnv+"="+h.dir)
+	// CLONE_NEWNS makes os/exec remount / recursively private in the child, as unshare -m does.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child in a private mount namespace: %v\n%s", err, out)
+	}
+	for _, op := range []string{"reconcile", "claim", "release", "detach"} {
+		line := ""
+		for l := range strings.Lines(string(out)) {
+			if strings.HasPrefix(l, op+": ") {
+				line = l
+			}
+		}
+		if !strings.Contains(line, who) || !strings.Contains(line, h.dir) || !strings.Contains(line, "nsenter -t ") {
+			t.Errorf("%s in a private mount namespace: %q, want a refusal naming the namespaces, %s..., the state dir %s and nsenter", op, line, who, h.dir)
+		}
+	}
+	h.open(Config{})
+	after := h.liveClaims("v1")
+	if len(after) != 1 || after[0].State != store.ClaimPublished || after[0].LastError != "" || after[0].Releasing {
+		t.Errorf("claims after the child's operations: %+v, want alloc a's claim published as before, and no other", after)
+	}
+}
+
+// TestPrivateMountNamespaceChild is the child of TestOperationsOnMountsRefusedInAPrivateMountNamespace;
+// it does nothing unless started by it. It prints each operation's error, one a line.
+func TestPrivateMountNamespaceChild(t *testing.T) {
+	dir := os.Getenv(privateNSEnv)
+	if dir == "" {
+		t.Skip("run by TestOperationsOnMountsRefusedInAPrivateMountNamespace only")
+	}
+	ctx := context.Background()
+	e, err := Open(ctx, Config{StateDir: dir, Retry: fastRetry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	say := func(op string, err error) {
+		fmt.Printf("%s: %v\n", op, strings.ReplaceAll(fmt.Sprint(err), "\n", " "))
+	}
+	_, err = e.Reconcile(ctx)
+	say("reconcile", err)
+	_, err = e.Claim(ctx, ClaimRequest{VolumeID: "v1", Alloc: "b", ReadOnly: true})
+	say("claim", err)
+	_, err = e.Release(ctx, "v1", "a")
+	say("release", err)
+	_, err = e.Detach(ctx, "v1", true)
+	say("detach", err)
+	if errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+}
+
+// A process in another mount namespace than its plugin's, whose state dir's mount is in a peer group the plugin's
+// namespace shares (unshare --propagation unchanged; a container given the state dir rshared),
+// sees the plugin's mounts there: it is let act. One whose
+// mount is a slave of another, or private, is not.
+func TestMountViewSharedPeerGroup(t *testing.T) {
+	root := t.TempDir()
+	write := func(pid, ns, mountinfo string) {
+		d := filepath.Join(root, pid, "ns")
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(ns, filepath.Join(d, "mnt")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, pid, "mountinfo"), []byte(mountinfo), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host := "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n" +
+		"30 22 8:2 / /var rw,relatime shared:7 - ext4 /dev/sda2 rw\n"
+	write("1", "mnt:[4026531841]", host)
+	old := procRoot
+	procRoot = root
+	t.Cleanup(func() { procRoot = old })
+	for _, c := range []struct {
+		name, self string
+		ok         bool
+	}{
+		{"shared with the host's", "122 121 8:2 / /var rw,relatime shared:7 - ext4 /dev/sda2 rw\n", true},
+		{"slave of the host's", "122 121 8:2 / /var rw,relatime master:7 - ext4 /dev/sda2 rw\n", false},
+		{"private", "122 121 8:2 / /var rw,relatime - ext4 /dev/sda2 rw\n", false},
+		{"shared, another group", "122 121 8:2 / /var rw,relatime shared:99 - ext4 /dev/sda2 rw\n", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.RemoveAll(filepath.Join(root, "self")); err != nil {
+				t.Fatal(err)
+			}
+			write("self", "mnt:[4026532999]", "121 100 8:1 / / rw shared:50 - ext4 /dev/sda1 rw\n"+c.self)
+			err := mountView("/var/lib/volctl", "1", `plugin "hp" (pid 1)`)
+			if (err == nil) != c.ok {
+				t.Fatalf("mountView: %v, want ok %v", err, c.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), "mnt:[4026532999]") {
+				t.Errorf("error %q does not name this process's namespace", err)
+			}
+		})
+	}
+}

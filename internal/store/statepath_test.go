@@ -1,0 +1,155 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// bindView bind-mounts dir at a new directory, unmounted when the test ends, and skips, saying
+// why, where mounting is not allowed.
+func bindView(t *testing.T, dir string) string {
+	t.Helper()
+	b := t.TempDir()
+	if err := unix.Mount(dir, b, "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("needs root with CAP_SYS_ADMIN to bind-mount a state dir: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(b, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmounting %s: %v", b, err)
+		}
+	})
+	return b
+}
+
+// The state dir used at one path and then reached through a bind of it at another: the
+// mounts volctl made are recorded under the first path, where the agent and every other command
+// look for them. A command through the bind would stage and publish under the second path,
+// which the others see as nothing mounted (a reconcile restores the claim a second time; a
+// release there leaves the mounts made through the bind, with the plugin's staging, for
+// good). So writes through the bind are refused, naming both paths and the one to use; reads
+// (status, a dashboard) work, and so does everything through the first path.
+func TestWritesThroughABindOfTheStateDirAreRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	update(t, a, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "first"}) })
+
+	bind := bindView(t, dir)
+	b, err := Open(ctx, bind)
+	if err != nil {
+		t.Fatalf("open through the bind (reads must work): %v", err)
+	}
+	defer b.Close()
+	if kinds := eventKinds(t, b); len(kinds) != 1 || kinds[0] != "first" {
+		t.Fatalf("read through the bind: %v, want [first]", kinds)
+	}
+	err = b.Update(ctx, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "through-bind"}) })
+	if err == nil {
+		t.Fatal("a write through a bind of the state dir was accepted: its mounts would be recorded under another path than the agent's")
+	}
+	if !errors.Is(err, ErrOtherPath) || b.CheckWritable() == nil {
+		t.Errorf("error %v (CheckWritable %v) is not ErrOtherPath", err, b.CheckWritable())
+	}
+	for _, want := range []string{bind, dir, "VOLCTL_STATE_DIR=" + dir} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+	// The first path still writes, and a process opening it anew does too.
+	update(t, a, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "second"}) })
+	c, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	update(t, c, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "third"}) })
+	kinds := eventKinds(t, c)
+	slices.Sort(kinds)
+	if strings.Join(kinds, ",") != "first,second,third" {
+		t.Errorf("events %v, want first, second and third, nothing written through the bind", kinds)
+	}
+}
+
+// A state dir moved (or copied) to another path is used there: the path it was used at is no
+// longer the same directory, so nothing is refused and the new path is the one recorded.
+func TestAStateDirMovedIsUsedAtItsNewPath(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	parent := t.TempDir()
+	old := filepath.Join(parent, "old")
+	s, err := Open(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "first"}) })
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	moved := filepath.Join(parent, "new")
+	if err := os.Rename(old, moved); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Open(ctx, moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	update(t, m, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "moved"}) })
+	if got, err := os.ReadFile(filepath.Join(moved, PathFileName)); err != nil || strings.TrimSpace(string(got)) != moved {
+		t.Errorf("%s holds %q (%v), want %s", PathFileName, got, err, moved)
+	}
+}
+
+// The state dir's ext4 turned read-only under volctl after an error (errors=remount-ro: the
+// kernel marks it emergency read-only, and statfs still says read-write): every open failed
+// ("open state: open .../volctl.db: read-only file system"), status and the dashboard with it,
+// when the operator needs them most. It opens for reading, as a read-only file system does,
+// and every write fails with ErrReadOnlyFS naming the directory.
+func TestStateDirTurnedReadOnlyByAnErrorOpensForReading(t *testing.T) {
+	mnt, dev, _ := failingExt4(t)
+	if err := unix.Mount("", mnt, "", unix.MS_REMOUNT, "errors=remount-ro"); err != nil {
+		t.Skipf("cannot remount the ext4 errors=remount-ro: %v", err)
+	}
+	trigger := filepath.Join("/sys/fs/ext4", filepath.Base(dev), "trigger_fs_error")
+	if _, err := os.Stat(trigger); err != nil {
+		t.Skipf("needs the kernel's %s to make the ext4 fail read-only: %v", trigger, err)
+	}
+	ctx := context.Background()
+	dir := filepath.Join(mnt, "state")
+	s, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "first"}) })
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(trigger, []byte("1"), 0o200); err != nil {
+		t.Skipf("cannot trigger an ext4 error: %v", err)
+	}
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatalf("open after the file system turned read-only: %v", err)
+	}
+	defer r.Close()
+	if kinds := eventKinds(t, r); len(kinds) != 1 || kinds[0] != "first" {
+		t.Errorf("events read: %v, want [first]", kinds)
+	}
+	err = r.Update(ctx, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "second"}) })
+	if !errors.Is(err, ErrReadOnlyFS) || !strings.Contains(fmt.Sprint(err), dir) || !strings.Contains(fmt.Sprint(err), "fsck") {
+		t.Errorf("write: %v, want ErrReadOnlyFS naming %s and the repair", err, dir)
+	}
+}
