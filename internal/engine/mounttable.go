@@ -83,8 +83,18 @@ func (kernelMounts) MountsUnder(dir string) (map[string]bool, error) {
 	return out, nil
 }
 
-// MountRoots reads the kernel's table once for the mounts at paths (mountRoots).
+// MountRoots answers for the mounts at paths (mountRoots) from statmount(2) where the kernel
+// has it, a statx and a statmount a path (mountRootsByStatmount), and else from one read of the
+// kernel's table, whose size grows with every claim on the host.
 func (kernelMounts) MountRoots(paths ...string) (map[string]mountRoot, error) {
+	if out, ok := mountRootsByStatmount(paths); ok {
+		return out, nil
+	}
+	return mountRootsFromTable(paths)
+}
+
+// mountRootsFromTable is MountRoots read from the kernel's table.
+func mountRootsFromTable(paths []string) (map[string]mountRoot, error) {
 	want := make(map[string]bool, len(paths))
 	for _, p := range paths {
 		want[filepath.Clean(p)] = true

@@ -1233,12 +1233,13 @@ func (e *Engine) inOtherStaging(target, staging string, near []otherStaging) (st
 	if !ok {
 		return "", nil
 	}
+	// The target and this volume's staging first: a target published from its own staging,
+	// as a plugin that stages publishes, needs no look at the others (statmount(2) answers
+	// for a few paths without the table; a plugin root holding every volume's staging makes
+	// near every staging).
 	paths := []string{target}
 	if staging != "" {
 		paths = append(paths, e.realPath(staging))
-	}
-	for _, o := range near {
-		paths = append(paths, o.path)
 	}
 	roots, err := mr.MountRoots(paths...)
 	if err != nil {
@@ -1253,6 +1254,13 @@ func (e *Engine) inOtherStaging(target, staging string, near []otherStaging) (st
 	}
 	if own, ok := roots[e.realPath(staging)]; staging != "" && ok && (within(own) || own == t) {
 		return "", nil
+	}
+	paths = paths[:0]
+	for _, o := range near {
+		paths = append(paths, o.path)
+	}
+	if roots, err = mr.MountRoots(paths...); err != nil {
+		return "", err
 	}
 	for _, o := range near {
 		if r, ok := roots[o.path]; ok && within(r) {

@@ -136,3 +136,34 @@ func coversItself(target string, mnt uint64) (itself, ok bool) {
 	}
 	return top.dev == holder.dev && top.root == filepath.Join(holder.root, rest), true
 }
+
+// mountRootsByStatmount is MountRoots asked of statmount(2): the topmost mount at each path
+// (statx, not following a last symlink nor syncing with the file system, names the mount a
+// path shows), where the kernel records it mounted there (a path that is no mount point shows
+// the mount holding it, elsewhere). ok is false when statmount cannot answer for every path
+// (before Linux 6.8, a path reached through a symlink), and the table is read instead.
+func mountRootsByStatmount(paths []string) (map[string]mountRoot, bool) {
+	out := make(map[string]mountRoot, len(paths))
+	for _, p := range paths {
+		p = filepath.Clean(p)
+		var sx unix.Statx_t
+		err := unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID_UNIQUE, &sx)
+		switch {
+		case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
+			continue // nothing there: no mount
+		case err != nil || sx.Mask&unix.STATX_MNT_ID_UNIQUE == 0:
+			return nil, false
+		}
+		m, err := statMount(sx.Mnt_id)
+		if err != nil {
+			return nil, false
+		}
+		switch {
+		case m.point == p:
+			out[p] = mountRoot{dev: m.dev, root: m.root}
+		case !within(p, m.point):
+			return nil, false // the path, as the kernel spells it, is another (a symlink in it)
+		}
+	}
+	return out, true
+}

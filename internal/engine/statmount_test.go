@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -148,5 +149,64 @@ func TestSelfBoundByStatmountAgreesWithTheCopy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMountRootsByStatmountAgreeWithTheTable: the mounts at paths, their file systems and
+// roots, as statmount(2) gives them are what the kernel's table says, for a bind, stacked
+// binds, a file, a path that is no mount point, a missing one, and a mount reached through a
+// symlink (which statmount leaves to the table).
+func TestMountRootsByStatmountAgreeWithTheTable(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	if _, err := statMount(1); errors.Is(err, unix.ENOSYS) {
+		t.Skip("statmount(2) came in Linux 6.8; this kernel has none, and MountRoots reads the table")
+	}
+	dir := hostpathtest.MountDir(t)
+	for _, d := range []string{"src/sub", "bind", "stack", "plain", "real/m"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "src", "f"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range [][2]string{
+		{"src", "bind"}, {"src", "stack"}, {"src/sub", "stack"}, {"src/f", "file"}, {"src", "real/m"},
+	} {
+		if err := unix.Mount(filepath.Join(dir, b[0]), filepath.Join(dir, b[1]), "", unix.MS_BIND, ""); err != nil {
+			t.Fatalf("bind %s at %s: %v", b[0], b[1], err)
+		}
+	}
+	var paths []string
+	for _, p := range []string{"bind", "stack", "file", "plain", "missing", "src/sub", "real/m"} {
+		paths = append(paths, filepath.Join(dir, p))
+	}
+	byStatmount, ok := mountRootsByStatmount(paths)
+	if !ok {
+		t.Fatalf("statmount did not answer for %v", paths)
+	}
+	fromTable, err := mountRootsFromTable(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(byStatmount) != 4 || len(fromTable) != 4 {
+		t.Errorf("mounts found: statmount %v, table %v; want bind, stack, file and real/m each", byStatmount, fromTable)
+	}
+	for p, r := range fromTable {
+		if byStatmount[p] != r {
+			t.Errorf("%s: statmount says %+v, the table %+v", p, byStatmount[p], r)
+		}
+	}
+	if r := byStatmount[filepath.Join(dir, "stack")]; !strings.HasSuffix(r.root, "/src/sub") {
+		t.Errorf("stack: root %q, want the topmost mount's (…/src/sub)", r.root)
+	}
+	if _, ok := mountRootsByStatmount([]string{filepath.Join(dir, "link", "m")}); ok {
+		t.Errorf("a mount reached through a symlink was answered by statmount, want it left to the table")
 	}
 }
