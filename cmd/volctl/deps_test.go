@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -74,7 +75,7 @@ func TestBinaryLeavesOutHCLWrite(t *testing.T) {
 // (sync.OnceValue) instead.
 func TestNoRegexpCompiledAtInit(t *testing.T) {
 	t.Parallel()
-	for _, line := range volctlPackages(t, "{{.ImportPath}} {{.Dir}} {{join .GoFiles \" \"}}") {
+	for _, line := range volctlPackages(t) {
 		fields := strings.Fields(line)
 		if !strings.HasPrefix(fields[0], "github.com/volctl/volctl/") {
 			continue
@@ -123,33 +124,51 @@ func regexpCompile(expr ast.Expr) (found string) {
 // the release's build tags.
 func volctlDeps(t *testing.T) []string {
 	t.Helper()
-	return volctlPackages(t, "{{.ImportPath}}")
+	var deps []string
+	for _, line := range volctlPackages(t) {
+		deps = append(deps, strings.Fields(line)[0])
+	}
+	return deps
 }
 
-// volctlPackages is `go list -deps -f format` of volctl's main package with the release's build
-// tags: a line per package.
-func volctlPackages(t *testing.T, format string) []string {
+// volctlPackages is `go list -deps` of volctl's main package with the release's build tags: a
+// line per package, its import path, its directory and its Go files, separated by spaces.
+func volctlPackages(t *testing.T) []string {
 	t.Helper()
+	l := volctlListing()
+	if l.err != nil {
+		if ee, ok := l.err.(*exec.ExitError); ok {
+			t.Fatalf("go %s: %v\n%s", strings.Join(l.args, " "), l.err, ee.Stderr)
+		}
+		t.Skipf("listing volctl's packages needs the go command (%v)", l.err)
+	}
+	deps := strings.Split(strings.TrimSpace(string(l.out)), "\n")
+	if len(deps) < 100 {
+		t.Fatalf("go list -deps listed only %d packages for volctl: the listing is broken\n%s", len(deps), l.out)
+	}
+	return deps
+}
+
+// listing is one run of the go command: its arguments, its output and how it failed.
+type listing struct {
+	args []string
+	out  []byte
+	err  error
+}
+
+// volctlListing runs `go list -deps` for volctlPackages once per test process: four tests read
+// the same listing, each of them a second of CPU.
+var volctlListing = sync.OnceValue(func() listing {
 	gocmd, err := exec.LookPath("go")
 	if err != nil {
 		gocmd = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	args := []string{"list", "-deps", "-f", format}
+	args := []string{"list", "-deps", "-f", `{{.ImportPath}} {{.Dir}} {{join .GoFiles " "}}`}
 	if releaseTags != "" {
 		args = append(args, "-tags", releaseTags)
 	}
 	cmd := exec.Command(gocmd, append(args, ".")...)
 	cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.Output()
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, ee.Stderr)
-		}
-		t.Skipf("listing volctl's packages needs the go command (%v)", err)
-	}
-	deps := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(deps) < 100 {
-		t.Fatalf("go list -deps listed only %d packages for volctl: the listing is broken\n%s", len(deps), out)
-	}
-	return deps
-}
+	return listing{args: args, out: out, err: err}
+})

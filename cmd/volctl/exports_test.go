@@ -183,7 +183,7 @@ type modulePackage struct {
 	path       string
 	types      *types.Package
 	info       *types.Info
-	testDouble bool // csitest, hostpathtest, ptytest, nomadcorpus, shellquotetest and what lives below them: test code by purpose
+	testDouble bool // csitest, hostpathtest, ptytest, nomadcorpus, shellquotetest, storetest and what lives below them: test code by purpose
 }
 
 // loadModule type-checks every package of the module from source, and the packages it imports
@@ -258,9 +258,9 @@ func loadModule(t *testing.T) []*modulePackage {
 }
 
 // testSupport reports whether a package of volctl's is there for tests only: the CSI test
-// doubles, the pty opener and the Nomad corpus locator.
+// doubles, the pty opener, the Nomad corpus locator and the schema database's copier.
 func testSupport(path string) bool {
-	for _, p := range []string{"/csitest", "/hostpathtest", "/iostreams/ptytest", "/internal/nomadcorpus", "/shellquote/shellquotetest"} {
+	for _, p := range []string{"/csitest", "/hostpathtest", "/iostreams/ptytest", "/internal/nomadcorpus", "/shellquote/shellquotetest", "/store/storetest"} {
 		if strings.Contains(path, p) {
 			return true
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store/storetest"
 )
 
 // The test binary doubles as the plugins the agent supervises: with pluginModeEnv set, TestMain
@@ -518,6 +519,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{t: t, ctx: context.Background(), dir: hostpathtest.ShortDir(t), logs: &iostreams.SyncBuffer{}}
+	storetest.Seed(t, f.dir) // the schema database, copied
 	f.e = f.openEngine()
 	t.Cleanup(f.killPlugins)
 	t.Cleanup(func() {

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -9,6 +12,8 @@ import (
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+	"github.com/volctl/volctl/internal/store/storetest"
 )
 
 // requireMount skips a test that claims where bind mounts are not allowed: the harness's
@@ -52,9 +57,13 @@ func newCLIHarness(t *testing.T) *cliHarness {
 	return h
 }
 
-// openEngine opens an engine on the state dir, closed when the test ends.
+// openEngine opens an engine on the state dir, closed when the test ends. A state dir with no
+// database yet starts from a copy of the schema database (storetest), as Open would make it.
 func openEngine(t *testing.T, state string) *engine.Engine {
 	t.Helper()
+	if _, err := os.Stat(filepath.Join(state, store.FileName)); errors.Is(err, fs.ErrNotExist) {
+		storetest.Seed(t, state)
+	}
 	e, err := engine.Open(context.Background(), engine.Config{StateDir: state})
 	if err != nil {
 		t.Fatal(err)

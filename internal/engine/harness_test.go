@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
+	"github.com/volctl/volctl/internal/store/storetest"
 )
 
 // harness is an engine on a temp state dir with an in-memory plugin ("mem") behind a real
@@ -44,50 +44,12 @@ func newHarness(t *testing.T, mutate func(*csitest.MemConfig)) *harness {
 		mutate(&cfg)
 	}
 	h := &harness{t: t, ctx: context.Background(), mem: csitest.NewMemPlugin(cfg), faults: csitest.NewFaults(), dir: t.TempDir()}
-	copySchema(t, h.dir)
+	storetest.Seed(t, h.dir) // the schema database, copied
 	h.socket, h.stopServe = csitest.Serve(t, csitest.WithServer(h.mem), csitest.WithFaults(h.faults))
 	h.mounts = newFakeMounts(h.mem)
 	h.open(Config{})
 	h.registerPlugin("mem", h.socket)
 	return h
-}
-
-// schemaDB is a state database at the current schema version, nothing in it, made by store.Open
-// once per test process. The package's hundreds of harnesses each start from a copy of it: a new
-// database's schema and migrations, run for each, were a sixth of the package's CPU time under
-// -race. What Open does with a new or an older database is the store's tests' to prove, and
-// volctl's scripts', which start every state from nothing.
-var schemaDB = sync.OnceValues(func() ([]byte, error) {
-	dir, err := os.MkdirTemp("", "engine-schema-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	st, err := store.Open(context.Background(), dir)
-	if err != nil {
-		return nil, err
-	}
-	if err := st.Close(); err != nil {
-		return nil, err
-	}
-	// The last connection's close checkpoints the WAL into the file and deletes it: the file
-	// alone is the whole database.
-	if _, err := os.Stat(filepath.Join(dir, store.FileName+"-wal")); !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("the schema database's WAL is left after its close (%v): the file alone is not the database", err)
-	}
-	return os.ReadFile(filepath.Join(dir, store.FileName))
-})
-
-// copySchema puts a copy of schemaDB in the state dir dir, as store.Open would leave it (0600).
-func copySchema(t *testing.T, dir string) {
-	t.Helper()
-	db, err := schemaDB()
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, store.FileName), db, 0o600)
-	}
-	if err != nil {
-		t.Fatalf("the state database with the schema: %v", err)
-	}
 }
 
 // open (re)opens the engine on the harness's state dir, as a new volctl process would.
