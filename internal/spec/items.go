@@ -18,12 +18,14 @@ const MaxItems = 1 << 16
 // checkItems returns one error diagnostic at the item past MaxItems, or nil. It reads the bytes
 // alone, before any lexer or checkNesting (which lexes a file with non-ASCII code).
 func (f *source) checkItems() hcl.Diagnostics {
-	at := itemLimitAt(f.src, MaxItems)
-	if at < 0 {
+	end := f.pastItems()
+	if end < 0 {
 		return nil
 	}
-	_, n := utf8.DecodeRune(f.src[at:])
-	end := at + n
+	at := end - 1
+	for !utf8.RuneStart(f.src[at]) {
+		at--
+	}
 	// The lines up to the item alone: no more than MaxItems of them.
 	m := &offsetMap{src: f.src, lineStarts: lineStarts(f.src[:end])}
 	rng := hcl.Range{Filename: f.filename, Start: m.pos(at), End: m.pos(end)}

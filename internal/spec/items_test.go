@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -35,8 +36,8 @@ func manyItemSpecs() map[string]string {
 
 // TestItemLimit: a file of more than MaxItems items is refused with one diagnostic, at the
 // item past the limit and naming the file and the limit, before HCL's scanners make a token of
-// any but the first MaxItems (those of a file with non-ASCII code, for the nesting check): the
-// refusal allocates under 64 MiB. Without the check each of these took
+// any but the first MaxItems (those of a file with non-ASCII code, for the nesting check, and
+// for the mask of its snippet): the refusal, shown, allocates under 64 MiB. Without the check each of these took
 // 200 to 700 MB and seconds (`volctl validate blocks.hcl`: 34 s, 734 MB), for a screenful of
 // diagnostics.
 func TestItemLimit(t *testing.T) {
@@ -46,6 +47,10 @@ func TestItemLimit(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			v, diags := p.ParseVolume(name, []byte(src), VerbAny)
+			var out strings.Builder // as volctl shows it, the snippet's secrets masked
+			if err := p.WriteDiagnostics(&out, diags, 80, false); err != nil {
+				t.Fatal(err)
+			}
 			runtime.ReadMemStats(&after)
 			if v != nil || len(diags) != 1 || diags[0].Summary != "Too many items" {
 				out := renderPlain(p, diags)
@@ -64,6 +69,9 @@ func TestItemLimit(t *testing.T) {
 			}
 			if used := after.TotalAlloc - before.TotalAlloc; used > 64<<20 {
 				t.Errorf("refusing it allocated %d MiB", used>>20)
+			}
+			if !strings.Contains(out.String(), fmt.Sprintf("on %s:%d:%d", name, d.Subject.Start.Line, d.Subject.Start.Column)) {
+				t.Errorf("shown without its place:\n%.600s", out.String())
 			}
 		})
 	}

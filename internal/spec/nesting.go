@@ -120,8 +120,8 @@ type nestScan struct {
 }
 
 // scanSource scans the file and stops where a limit is first passed, over its tokens (f.tokens)
-// where the byte scan leaves it to them: those of the first MaxItems items of a file holding
-// more, which checkItems refuses after (lexed whole, it would take what that check bounds).
+// where the byte scan leaves it to them: of a file past MaxItems, which checkItems refuses
+// after, those up to the item past the limit.
 func scanSource(f *source, limitDepth, limitOps int) *nestScan {
 	s := newNestScan(f.src, limitDepth, limitOps)
 	if f.json {
@@ -131,18 +131,9 @@ func scanSource(f *source, limitDepth, limitOps int) *nestScan {
 	s.limitParts = MaxTemplateParts
 	s.native()
 	if s.nonASCII {
-		toks := f.tokens
-		if at := itemLimitAt(f.src, MaxItems); at >= 0 {
-			// Too many items to be lexed whole (checkItems refuses the file after this):
-			// the tokens of those within the limit say whether a limit is passed first.
-			toks = func() hclsyntax.Tokens {
-				t, _ := hclsyntax.LexConfig(f.src[:at], f.filename, hcl.InitialPos)
-				return t
-			}
-		}
 		s = newNestScan(f.src, limitDepth, limitOps)
 		s.limitParts = MaxTemplateParts
-		s.tokens(toks())
+		s.tokens(f.tokens())
 	}
 	return s
 }
