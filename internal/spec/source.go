@@ -87,7 +87,6 @@ func (s *source) pastItems() int {
 	return at + n
 }
 
-
 // settle ends the parse that made diags: the tokens, some hundred bytes each, are not kept
 // with the file (a Parser keeps every file it read, for its diagnostics), but when a snippet
 // will show the file, the masked bytes it reads are made from them first.
