@@ -233,8 +233,8 @@ func jsonStructFields(t reflect.Type) []jsonField {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		switch {
 		case name == "-" || !f.IsExported():
-		case name == "" && f.Anonymous:
-			out = append(out, jsonStructFields(f.Type)...)
+		case name == "" && f.Anonymous && jsonShape(f.Type) != nil && jsonShape(f.Type).Kind() == reflect.Struct:
+			out = append(out, jsonStructFields(jsonShape(f.Type))...)
 		case name == "":
 			out = append(out, jsonField{f.Name, f.Type})
 		default:
