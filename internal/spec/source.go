@@ -59,8 +59,8 @@ func (s *source) tokens() hclsyntax.Tokens {
 func (s *source) redacted() []byte {
 	if !s.masks {
 		src := s.src
-		if end := s.pastItems(); end >= 0 && !s.json {
-			src = s.src[:end] // what tokens lexes
+		if end := s.pastItems(); end >= 0 {
+			src = s.src[:end] // what tokens lexes; a JSON mask reads no more either
 		}
 		s.masked = redactTokens(src, s.json, s.tokens)
 		if len(src) < len(s.src) {
