@@ -52,7 +52,7 @@ before 1 when allocs fail differently), with each failed alloc named.`,
 		Args: exactArgs(1),
 		RunE: runOpts(opts, firstArg(&opts.File), runF, groupRunRun),
 	}
-	addExportFlags(cmd, &opts.Exporter)
+	addActingExportFlags[engine.GroupInfo](cmd, &opts.Exporter)
 	return cmd
 }
 
@@ -287,7 +287,7 @@ for volctl reconcile, which releases the claims of stopped groups (exit 1 meanwh
 		Args:    exactArgs(1),
 		RunE:    runOpts(opts, idArg(&opts.Name), runF, groupStopRun),
 	}
-	addExportFlags(cmd, &opts.Exporter)
+	addActingExportFlags[engine.GroupInfo](cmd, &opts.Exporter)
 	return cmd
 }
 

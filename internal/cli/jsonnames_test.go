@@ -18,32 +18,6 @@ var jsonOutputs = []any{
 	engine.SnapshotInfo{},
 }
 
-// jsonField is a field of a struct as JSON prints it: its name and type.
-type jsonField struct {
-	name string
-	typ  reflect.Type
-}
-
-// jsonStructFields is the fields JSON prints of struct t, those of embedded structs it
-// promotes in place.
-func jsonStructFields(t reflect.Type) []jsonField {
-	var out []jsonField
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		switch {
-		case name == "-" || !f.IsExported():
-		case name == "" && f.Anonymous:
-			out = append(out, jsonStructFields(f.Type)...)
-		case name == "":
-			out = append(out, jsonField{f.Name, f.Type})
-		default:
-			out = append(out, jsonField{name, f.Type})
-		}
-	}
-	return out
-}
-
 // jsonFields collects the JSON field names of t and the types under them, with the Go type of
 // each.
 func jsonFields(t reflect.Type, seen map[reflect.Type]bool, out map[string][]reflect.Type) {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -59,14 +60,34 @@ type exportFlags struct {
 	JQ       string
 	tmpl     *template.Template // Template, parsed when the flag was set
 	jq       *gojq.Code         // JQ, compiled when the flag was set
+	result   reflect.Type       // what an acting command prints (addActingExportFlags), or nil
 }
 
+// addExportFlags adds the flags to a command that only shows something.
 func addExportFlags(cmd *cobra.Command, e *exportFlags) {
 	cmd.Flags().BoolVar(&e.JSON, "json", false, "print JSON (a stable contract, see docs/json.md)")
 	cmd.Flags().VarP(parsedValue[*gojq.Code]{&e.JQ, &e.Template, &e.jq, "expression", compileJQ},
 		"jq", "q", "filter the JSON form with a jq expression (gojq); strings print bare")
-	cmd.Flags().VarP(parsedValue[*template.Template]{&e.Template, &e.JQ, &e.tmpl, "string", parseTemplate},
+	cmd.Flags().VarP(parsedValue[*template.Template]{&e.Template, &e.JQ, &e.tmpl, "string", e.parseTemplate},
 		"template", "t", "format output with a Go template over the JSON form; a missing field is an error")
+}
+
+// addActingExportFlags adds the flags to a command that acts (claims, creates, registers,
+// stops...) and then prints a T: a -t template reading a field no T has is refused as the
+// flag is set, before anything is done (templateFieldsError), rather than exit 2 once the
+// work was done, by a script that then knows nothing of it.
+func addActingExportFlags[T any](cmd *cobra.Command, e *exportFlags) {
+	e.result = reflect.TypeFor[T]()
+	addExportFlags(cmd, e)
+}
+
+// parseTemplate parses -t, and holds it to the fields of what an acting command prints.
+func (e *exportFlags) parseTemplate(s string) (*template.Template, error) {
+	t, err := parseTemplate(s)
+	if err == nil {
+		err = templateFieldsError(t, e.result)
+	}
+	return t, err
 }
 
 // parsedValue is -t or --jq: parsed (or compiled) as the flag is set, so that a broken

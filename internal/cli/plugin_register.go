@@ -98,7 +98,7 @@ be reached or fingerprinted.`,
 	fl.StringVar(&opts.NodeSocket, "node-socket", "", "a split monolith's node socket")
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "timeout of the long RPCs (create, publish, stage, ...); 0 is the default, 2m")
 	fl.DurationVar(&opts.Wait, "wait", defaultRegisterWait, "how long to wait for a plugin whose socket is missing or refuses connections (starting, or restarting); 0 fails at once")
-	addExportFlags(cmd, &opts.Exporter)
+	addActingExportFlags[[]engine.PluginInfo](cmd, &opts.Exporter)
 	return cmd
 }
 

@@ -40,7 +40,7 @@ runs the same pass at start and on a timer.`,
 		Args: exactArgs(0),
 		RunE: runOpts(opts, nil, runF, reconcileRun),
 	}
-	addExportFlags(cmd, &opts.Exporter)
+	addActingExportFlags[engine.ReconcileReport](cmd, &opts.Exporter)
 	return cmd
 }
 

@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"encoding"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
+	"text/template"
 	"text/template/parse"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -12,120 +15,231 @@ import (
 
 // checkTemplateFields refuses, before an acting command does anything, a -t template that
 // reads a field the command's result (of type T) never has: {{.target}} for a claim's
-// target_path. The template is parsed as its flag is set, but a field is looked up only as
-// it runs, on the result: the claim was made, the volume created, and then the command failed
-// with exit 2 on a typo, leaving a script that stops at the error with a claim it does not
-// know it holds. Only fields read from the result itself are checked (., $, and the else of a
-// with or range, where . is still the result); one left out when empty is in the type, and
-// passes.
+// target_path. Commands that act declare T with addActingExportFlags, which checks -t as it is
+// set; this is the same check for a template set without the flag, by a caller in this
+// package.
 func checkTemplateFields[T any](e *exportFlags) error {
 	tmpl := e.tmpl
-	if tmpl == nil && e.Template != "" { // set without the flag, by a caller in this package
+	if tmpl == nil && e.Template != "" {
 		tmpl, _ = parseTemplate(e.Template) // a template that does not parse fails as it is written
 	}
-	if tmpl == nil || tmpl.Tree == nil {
-		return nil
+	if err := templateFieldsError(tmpl, reflect.TypeFor[T]()); err != nil {
+		return usageError("--template: %v", err)
 	}
-	fields, ok := resultFields(reflect.TypeFor[T]())
-	if !ok {
-		return nil
-	}
-	var bad []string
-	check := func(name string) {
-		if !slices.Contains(fields, name) && !slices.Contains(bad, name) {
-			bad = append(bad, name)
-		}
-	}
-	var walk func(n parse.Node, dotIsResult bool)
-	walkList := func(l *parse.ListNode, dotIsResult bool) {
-		if l != nil {
-			for _, n := range l.Nodes {
-				walk(n, dotIsResult)
-			}
-		}
-	}
-	walkBranch := func(b *parse.BranchNode, bodyDot bool, dotIsResult bool) {
-		walk(b.Pipe, dotIsResult)
-		walkList(b.List, bodyDot)
-		walkList(b.ElseList, dotIsResult)
-	}
-	walk = func(n parse.Node, dotIsResult bool) {
-		switch n := n.(type) {
-		case *parse.ListNode:
-			walkList(n, dotIsResult)
-		case *parse.ActionNode:
-			walk(n.Pipe, dotIsResult)
-		case *parse.PipeNode:
-			if n == nil {
-				return
-			}
-			for _, c := range n.Cmds {
-				for _, a := range c.Args {
-					walk(a, dotIsResult)
-				}
-			}
-		case *parse.FieldNode:
-			if dotIsResult {
-				check(n.Ident[0])
-			}
-		case *parse.VariableNode:
-			if n.Ident[0] == "$" && len(n.Ident) > 1 {
-				check(n.Ident[1])
-			}
-		case *parse.ChainNode:
-			walk(n.Node, dotIsResult)
-		case *parse.IfNode:
-			walkBranch(&n.BranchNode, dotIsResult, dotIsResult)
-		case *parse.WithNode:
-			walkBranch(&n.BranchNode, false, dotIsResult)
-		case *parse.RangeNode:
-			walkBranch(&n.BranchNode, false, dotIsResult)
-		case *parse.TemplateNode:
-			walk(n.Pipe, dotIsResult)
-		}
-	}
-	walk(tmpl.Tree.Root, true)
-	if len(bad) == 0 {
-		return nil
-	}
-	hint := ""
-	if sug := spec.Suggest(bad[0], fields); sug != "" {
-		hint = " (did you mean " + sug + "?)"
-	}
-	return usageError("--template: the result has no field %s%s, so the template would fail once the work was done: "+
-		"nothing was done. The fields are %s (docs/json.md)", quotedIDs(bad), hint, strings.Join(fields, ", "))
+	return nil
 }
 
-// resultFields is the names of the fields T's JSON form has (any of them left out when empty),
-// or false when that is not known from the type: not a struct, or one that marshals itself.
-func resultFields(t reflect.Type) ([]string, bool) {
-	if t.Kind() == reflect.Pointer {
+// templateFieldsError says why tmpl would fail on every result of type result, or nil. The
+// template is parsed as its flag is set, but a field is looked up only as it runs, on the
+// result: the claim was made, the volume created, and then the command failed with exit 2 on a
+// typo, leaving a script that stops at the error with a claim it does not know it holds. What
+// the template reads is followed through the result's type as its JSON form has it: a field of
+// the result, of a field (.claim.state), of what a with or range gives dot (the elements of a
+// list, the values of a map), of $; a field the type never has is refused, in a branch that
+// may not run too (a typo there fails the day it runs), and so is a field read from a list
+// (the result of a create is a list of volumes: {{.id}} for {{range .}}{{.id}}{{end}}). What
+// is left to the run: a field left out when empty (it is in the type), what a function or
+// variable other than $ gives, a map's keys, a type that writes its own JSON.
+func templateFieldsError(tmpl *template.Template, result reflect.Type) error {
+	if tmpl == nil || tmpl.Tree == nil || result == nil {
+		return nil
+	}
+	c := fieldCheck{root: result}
+	c.list(tmpl.Tree.Root, result)
+	if c.bad == "" {
+		return nil
+	}
+	if c.fields == nil {
+		list := c.of
+		if list == "" {
+			list = "."
+		}
+		return fmt.Errorf("%s reads a field of a list, which has none, so the template would fail once the work was done: nothing was done. "+
+			"Range over the list: {{range %s}}{{.%s}}{{end}} (docs/json.md)", c.bad, list, c.name)
+	}
+	hint := ""
+	if sug := spec.Suggest(c.name, c.fields); sug != "" {
+		hint = " (did you mean " + sug + "?)"
+	}
+	where := "the result"
+	if c.of != "" {
+		where = c.of
+	}
+	return fmt.Errorf("%s has no field %q%s, so the template would fail once the work was done: nothing was done. "+
+		"Its fields are %s (docs/json.md)", where, c.name, hint, strings.Join(c.fields, ", "))
+}
+
+// fieldCheck walks a template's tree, following the type of dot (nil: not known, nothing
+// checked), and keeps the first field no result could have.
+type fieldCheck struct {
+	root reflect.Type
+
+	bad    string   // the first refused read, as written (.claim.nosuch)
+	name   string   // the field it names
+	of     string   // what it was read from, as written (.claim), "" for the result
+	fields []string // the fields there are; nil when it was read from a list
+}
+
+func (c *fieldCheck) list(l *parse.ListNode, dot reflect.Type) {
+	if l == nil {
+		return
+	}
+	for _, n := range l.Nodes {
+		switch n := n.(type) {
+		case *parse.ActionNode:
+			c.pipe(n.Pipe, dot)
+		case *parse.IfNode:
+			c.pipe(n.Pipe, dot)
+			c.list(n.List, dot)
+			c.list(n.ElseList, dot)
+		case *parse.WithNode:
+			c.list(n.List, c.pipe(n.Pipe, dot))
+			c.list(n.ElseList, dot)
+		case *parse.RangeNode:
+			c.list(n.List, elemType(c.pipe(n.Pipe, dot)))
+			c.list(n.ElseList, dot)
+		case *parse.TemplateNode:
+			c.pipe(n.Pipe, dot)
+		}
+	}
+}
+
+// pipe checks what the pipeline reads and returns its type: that of its one argument, when
+// it is nothing else.
+func (c *fieldCheck) pipe(p *parse.PipeNode, dot reflect.Type) reflect.Type {
+	if p == nil {
+		return nil
+	}
+	var last reflect.Type
+	for _, cmd := range p.Cmds {
+		for _, a := range cmd.Args {
+			last = c.arg(a, dot)
+		}
+	}
+	if len(p.Cmds) != 1 || len(p.Cmds[0].Args) != 1 {
+		return nil
+	}
+	return last
+}
+
+// arg checks what one argument reads and returns its type.
+func (c *fieldCheck) arg(n parse.Node, dot reflect.Type) reflect.Type {
+	switch n := n.(type) {
+	case *parse.DotNode:
+		return dot
+	case *parse.FieldNode:
+		return c.follow(dot, n.Ident, "")
+	case *parse.VariableNode:
+		if n.Ident[0] == "$" {
+			return c.follow(c.root, n.Ident[1:], "$")
+		}
+	case *parse.ChainNode:
+		t := c.arg(n.Node, dot)
+		return c.follow(t, n.Field, "("+n.Node.String()+")")
+	case *parse.PipeNode:
+		return c.pipe(n, dot)
+	}
+	return nil
+}
+
+// follow follows the field names from t, written after prefix, and returns the type reached.
+func (c *fieldCheck) follow(t reflect.Type, names []string, prefix string) reflect.Type {
+	path := prefix
+	for _, name := range names {
+		t = jsonShape(t)
+		if t == nil {
+			return nil
+		}
+		of := path
+		path += "." + name
+		switch t.Kind() {
+		case reflect.Struct:
+			fields := jsonStructFields(t)
+			i := slices.IndexFunc(fields, func(f jsonField) bool { return f.name == name })
+			if i < 0 {
+				names := make([]string, len(fields))
+				for j, f := range fields {
+					names[j] = f.name
+				}
+				c.refuse(path, name, of, names)
+				return nil
+			}
+			t = fields[i].typ
+		case reflect.Map:
+			if t.Key().Kind() != reflect.String {
+				return nil
+			}
+			t = t.Elem()
+		case reflect.Slice, reflect.Array:
+			c.refuse(path, name, of, nil)
+			return nil
+		default:
+			return nil
+		}
+	}
+	return t
+}
+
+func (c *fieldCheck) refuse(path, name, of string, fields []string) {
+	if c.bad == "" {
+		c.bad, c.name, c.of, c.fields = path, name, of, fields
+	}
+}
+
+// elemType is the type of dot in a range over a t: a list's elements, a map's values.
+func elemType(t reflect.Type) reflect.Type {
+	switch t = jsonShape(t); {
+	case t == nil:
+		return nil
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array, t.Kind() == reflect.Map:
+		return t.Elem()
+	}
+	return nil
+}
+
+// jsonShape is t as its JSON form is shaped (a pointer is what it points to), or nil when that
+// is not known from the type: an interface, a type that writes its own JSON or text (a time, a
+// duration, redacted secrets), a []byte (a string).
+func jsonShape(t reflect.Type) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t.Kind() != reflect.Struct || t.Implements(reflect.TypeFor[json.Marshaler]()) || reflect.PointerTo(t).Implements(reflect.TypeFor[json.Marshaler]()) {
-		return nil, false
+	if t == nil || t.Kind() == reflect.Interface {
+		return nil
 	}
-	var out []string
-	for f := range t.Fields() {
-		if !f.IsExported() {
-			continue
+	for _, m := range []reflect.Type{reflect.TypeFor[json.Marshaler](), reflect.TypeFor[encoding.TextMarshaler]()} {
+		if t.Implements(m) || reflect.PointerTo(t).Implements(m) {
+			return nil
 		}
+	}
+	if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
+		return nil
+	}
+	return t
+}
+
+// jsonField is a field of a struct as JSON prints it: its name and type.
+type jsonField struct {
+	name string
+	typ  reflect.Type
+}
+
+// jsonStructFields is the fields JSON prints of struct t, those of embedded structs it
+// promotes in place.
+func jsonStructFields(t reflect.Type) []jsonField {
+	var out []jsonField
+	for i := range t.NumField() {
+		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
-			continue
+		switch {
+		case name == "-" || !f.IsExported():
+		case name == "" && f.Anonymous && jsonShape(f.Type) != nil && jsonShape(f.Type).Kind() == reflect.Struct:
+			out = append(out, jsonStructFields(jsonShape(f.Type))...)
+		case name == "":
+			out = append(out, jsonField{f.Name, f.Type})
+		default:
+			out = append(out, jsonField{name, f.Type})
 		}
-		if f.Anonymous && name == "" {
-			inner, ok := resultFields(f.Type)
-			if !ok {
-				return nil, false
-			}
-			out = append(out, inner...)
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out = append(out, name)
 	}
-	return out, true
+	return out
 }

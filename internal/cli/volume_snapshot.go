@@ -70,7 +70,7 @@ take. Exits 2 when the plugin cannot snapshot (no CREATE_DELETE_SNAPSHOT).`,
 		}, runF, snapshotCreateRun),
 	}
 	cmd.Flags().StringArrayVar(&opts.Parameters, "parameter", nil, "a parameter for the plugin, KEY=VALUE (repeatable)")
-	addExportFlags(cmd, &opts.Exporter)
+	addActingExportFlags[engine.SnapshotInfo](cmd, &opts.Exporter)
 	return cmd
 }
 

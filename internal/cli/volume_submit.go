@@ -81,7 +81,7 @@ with every problem shown), and so does one that cannot be read (exit 1). A volum
 		cmd.Example = `  volctl volume create db.hcl
   volctl create db.hcl -t '{{range .}}{{.id}} {{.external_id}}{{"\n"}}{{end}}'`
 	}
-	addExportFlags(cmd, &opts.Exporter)
+	addActingExportFlags[[]engine.VolumeInfo](cmd, &opts.Exporter)
 	return cmd
 }
 

@@ -16,7 +16,7 @@ var fuzzVerbs = []Verb{VerbAny, VerbCreate, VerbRegister}
 // FuzzParseVolume feeds the volume parser arbitrary bytes. It must never panic; what it
 // accepts must be a sound volume; its diagnostics must point inside the file, with line and
 // column agreeing with the byte offset; the nesting check must see HCL's tokens nest at least
-// as deep as they do; and parsing the same input again must give the same result.
+// as deep as they do, and the item count count at least as many; and parsing the same input again must give the same result.
 func FuzzParseVolume(f *testing.F) {
 	seeds := map[string]Verb{}
 	for _, dir := range []string{filepath.Join("..", "..", "fixtures", "valid"), filepath.Join("..", "..", "fixtures", "invalid")} {
@@ -53,6 +53,7 @@ func FuzzParseVolume(f *testing.F) {
 		checkDiagnosticRanges(t, src, diags)
 		if !isJSON("fuzz.hcl", src) {
 			checkNestingScan(t, src)
+			checkItemsCountTokens(t, src)
 		}
 		if v != nil {
 			checkSoundVolume(t, v)

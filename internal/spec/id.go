@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -69,5 +70,70 @@ func ValidateNewID(what, id string) error {
 		return fmt.Errorf("%s %q must not contain %U (its character %d): %s, so two IDs could look alike on screen; write the ID without it",
 			what, id, r, utf8.RuneCountInString(id[:i])+1, kind)
 	}
+	return mixedScripts(what, id)
+}
+
+// mixedScripts refuses an ID whose letters are of two scripts that are not written together:
+// Latin "db" and "dЬ", its b the Cyrillic soft sign, or "pаypal" with a Cyrillic а, look alike in
+// every table and message, and a delete or release typed from what the screen shows would name
+// the other volume, or none. Letters of one script, and Latin with Han, Hiragana, Katakana,
+// Hangul or Bopomofo, as Japanese, Chinese and Korean names are written, are taken (Unicode's
+// "highly restrictive" profile, UTS #39); digits, punctuation and marks are of no script. A
+// whole ID in a script whose letters look like Latin ones ("сс", Cyrillic) is not refused:
+// that would refuse the script.
+func mixedScripts(what, id string) error {
+	type letter struct {
+		script string
+		r      rune
+	}
+	var seen []letter // each script's first letter, in order
+	for _, r := range id {
+		script := scriptOf(r)
+		if script == "" || slices.ContainsFunc(seen, func(l letter) bool { return l.script == script }) {
+			continue
+		}
+		for _, l := range seen {
+			if !writtenTogether(l.script, script) {
+				return fmt.Errorf("%s %q mixes the %s letter %q (%U) with the %s letter %q (%U), so it could look like an ID of one script on screen; "+
+					"write it in one script", what, id, l.script, l.r, l.r, script, r, r)
+			}
+		}
+		seen = append(seen, letter{script, r})
+	}
 	return nil
+}
+
+// scriptOf is the name of r's script, "" for a character of no script of its own (Common,
+// Inherited: digits, punctuation, marks).
+func scriptOf(r rune) string {
+	if r < utf8.RuneSelf {
+		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' {
+			return "Latin"
+		}
+		return ""
+	}
+	if unicode.In(r, unicode.Common, unicode.Inherited) {
+		return ""
+	}
+	for name, table := range unicode.Scripts {
+		if unicode.Is(table, r) {
+			return name
+		}
+	}
+	return ""
+}
+
+// eastAsian are the scripts written beside Latin and Han in Japanese, Chinese and Korean.
+var eastAsian = map[string]bool{"Latin": true, "Han": true, "Hiragana": true, "Katakana": true, "Hangul": true, "Bopomofo": true}
+
+// writtenTogether says whether letters of scripts a and b may stand in one ID: Latin, Han and
+// one of Japanese's kana, Hangul or Bopomofo.
+func writtenTogether(a, b string) bool {
+	if !eastAsian[a] || !eastAsian[b] {
+		return false
+	}
+	kana := func(s string) bool { return s == "Hiragana" || s == "Katakana" }
+	other := func(s string) bool { return s == "Hangul" || s == "Bopomofo" }
+	// Hangul or Bopomofo go with Latin and Han only; kana with each other, Latin and Han.
+	return !(other(a) && (kana(b) || other(b)) || other(b) && kana(a))
 }

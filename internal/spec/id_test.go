@@ -101,6 +101,34 @@ func TestValidateNewIDRefusesWhatCannotBeSeen(t *testing.T) {
 	}
 }
 
+// TestValidateNewIDRefusesMixedScripts: an ID whose letters mix Latin with a script whose
+// letters look like Latin ones ("dЬ", "pаypal" with a Cyrillic а, "αpi" with a Greek α) reads
+// as another ID in every table; it is refused naming both letters, and an ID of one script, or
+// of Latin with the scripts Japanese, Chinese and Korean write beside it, is taken. What is
+// stored already is still found: ValidateID, which lookups keep, takes it.
+func TestValidateNewIDRefusesMixedScripts(t *testing.T) {
+	for _, tt := range []struct{ id, want string }{
+		{"d\u042c", `the Latin letter 'd' (U+0064) with the Cyrillic letter 'Ь' (U+042C)`},
+		{"p\u0430ypal", "U+0430"},
+		{"\u03b1pi-0", "the Greek letter 'α' (U+03B1) with the Latin letter 'p'"},
+		{"db-\u0501", "U+0501"},
+		{"\u65e5\uac00\u3042", "Hangul"}, // Han, Hangul, Hiragana: no one script writes them all
+	} {
+		err := ValidateNewID("volume ID", tt.id)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "volume ID") {
+			t.Errorf("ValidateNewID(%+q) = %v, want an error naming the volume ID and %s", tt.id, err, tt.want)
+		}
+		if err := ValidateID("volume ID", tt.id); err != nil {
+			t.Errorf("ValidateID(%+q) = %v: a stored ID must still be found", tt.id, err)
+		}
+	}
+	for _, id := range []string{"db", "сс", "данные-1", "βάση", "日本-0", "web日本", "データ-db", "한국db", "中文ㄅ", "v1.2_3", "Nguyễn", "cafe\u0301"} {
+		if err := ValidateNewID("volume ID", id); err != nil {
+			t.Errorf("ValidateNewID(%+q) = %v, want nil: one script, or scripts written together", id, err)
+		}
+	}
+}
+
 // TestSpecIDsThatCannotBeSeenAreRefused: the spec files' IDs volctl makes (a volume's id and
 // namespace, a plugin's label, a group's name) are refused with a diagnostic at the value that
 // names the character's code point; the IDs a spec refers to (plugin_id, a group volume's

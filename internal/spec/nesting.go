@@ -120,7 +120,8 @@ type nestScan struct {
 }
 
 // scanSource scans the file and stops where a limit is first passed, over its tokens (f.tokens)
-// where the byte scan leaves it to them.
+// where the byte scan leaves it to them: of a file past MaxItems, which checkItems refuses
+// after, those up to the item past the limit.
 func scanSource(f *source, limitDepth, limitOps int) *nestScan {
 	s := newNestScan(f.src, limitDepth, limitOps)
 	if f.json {

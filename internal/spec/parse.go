@@ -154,15 +154,21 @@ func (p *Parser) parseSource(s *source, kind Kind, verb Verb) (*File, hcl.Diagno
 }
 
 // load parses the file as JSON (a .json name, or content starting with "{") or HCL, once
-// checkNesting has found it shallow enough for their parsers. HCL that the HCL2 parser
+// checkNesting has found it shallow enough for their parsers and checkItems small enough for
+// their scanners. HCL that the HCL2 parser
 // rejects is retried through the HCL1 rewrite; then the returned offsetMap maps the body's
 // ranges back to src, and the returned diagnostics are already mapped.
 func (p *Parser) load(s *source) (hcl.Body, *offsetMap, []byte, hcl.Diagnostics) {
 	filename, src := s.filename, s.src
-	if diags := s.checkNesting(); diags.HasErrors() {
-		// Too deep for HCL's recursive parsers (nesting.go): no parser sees the bytes.
+	limits := s.checkNesting()
+	if !limits.HasErrors() {
+		limits = s.checkItems()
+	}
+	if limits.HasErrors() {
+		// Too deep for HCL's recursive parsers (nesting.go), or too many items for its
+		// scanners (items.go): no parser sees the bytes.
 		p.files[filename] = &hcl.File{Body: hcl.EmptyBody(), Bytes: src}
-		return hcl.EmptyBody(), nil, nil, diags
+		return hcl.EmptyBody(), nil, nil, limits
 	}
 	if s.json {
 		// A byte order mark is skipped as hclsyntax skips it: no column, its bytes counted.

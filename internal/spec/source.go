@@ -1,6 +1,9 @@
 package spec
 
 import (
+	"bytes"
+	"unicode/utf8"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
@@ -31,10 +34,16 @@ func newSource(filename string, src []byte, json bool) *source {
 	return &source{filename: filename, src: src, json: json}
 }
 
-// tokens returns hclsyntax's tokens of the file (read as native syntax).
+// tokens returns hclsyntax's tokens of the file (read as native syntax). Of a file of more
+// than MaxItems items, which checkItems refuses, it returns those of the items up to the one
+// past the limit: lexed whole, it would take what that check bounds (some hundred bytes a token).
 func (s *source) tokens() hclsyntax.Tokens {
 	if !s.lexed {
-		s.toks, _ = hclsyntax.LexConfig(s.src, s.filename, hcl.InitialPos)
+		src := s.src
+		if end := s.pastItems(); end >= 0 {
+			src = s.src[:end]
+		}
+		s.toks, _ = hclsyntax.LexConfig(src, s.filename, hcl.InitialPos)
 		s.lexed = true
 		s.lexes++
 	}
@@ -43,13 +52,39 @@ func (s *source) tokens() hclsyntax.Tokens {
 
 // redacted returns the file's bytes with sensitive values masked (redactSource). It is shared:
 // never written to.
+//
+// A file of more than MaxItems items, which checkItems refuses, is not lexed whole (that is
+// what the limit bounds): its items up to the one past the limit are masked as any file's, and
+// what comes after them, which no diagnostic points at, is blanked.
 func (s *source) redacted() []byte {
 	if !s.masks {
-		s.masked = redactTokens(s.src, s.json, s.tokens)
+		src := s.src
+		if end := s.pastItems(); end >= 0 {
+			src = s.src[:end] // what tokens lexes; a JSON mask reads no more either
+		}
+		s.masked = redactTokens(src, s.json, s.tokens)
+		if len(src) < len(s.src) {
+			s.masked = append(s.masked, bytes.Map(func(r rune) rune {
+				if r == '\n' {
+					return r
+				}
+				return ' '
+			}, s.src[len(src):])...)
+		}
 		s.masks = true
 		s.maskings++
 	}
 	return s.masked
+}
+
+// pastItems is where the item past MaxItems ends, or -1 for a file of no more.
+func (s *source) pastItems() int {
+	at := itemLimitAt(s.src, MaxItems)
+	if at < 0 {
+		return -1
+	}
+	_, n := utf8.DecodeRune(s.src[at:])
+	return at + n
 }
 
 // settle ends the parse that made diags: the tokens, some hundred bytes each, are not kept

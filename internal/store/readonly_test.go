@@ -30,6 +30,17 @@ func readOnlyView(t *testing.T, dir string) string {
 	return ro
 }
 
+// TestStateDirToMakeOnAReadOnlyFileSystem: a state dir not made yet on a read-only file system
+// is refused saying so and what to do; mkdir's "read-only file system" was all it said.
+func TestStateDirToMakeOnAReadOnlyFileSystem(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(readOnlyView(t, t.TempDir()), "state")
+	_, err := Open(context.Background(), dir)
+	if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "mounted read-only: give a state dir on a writable one with --state-dir or VOLCTL_STATE_DIR") {
+		t.Errorf("Open of %s to make on a read-only file system: %v, want it named with what to do", dir, err)
+	}
+}
+
 // eventKinds is the kinds of the events in s, oldest first.
 func eventKinds(t *testing.T, s *Store) []string {
 	t.Helper()

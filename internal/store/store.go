@@ -452,6 +452,9 @@ func lstat(path string) (*syscall.Stat_t, error) {
 // denied says what to do when this user may not make the state dir (a parent that is root's, as
 // root's own state dir is to any other user): nothing volctl can do, as this user, changes it.
 func denied(err error) string {
+	if errors.Is(err, syscall.EROFS) {
+		return " (its file system is mounted read-only: give a state dir on a writable one with --state-dir or VOLCTL_STATE_DIR)"
+	}
 	if !errors.Is(err, fs.ErrPermission) {
 		return ""
 	}
