@@ -191,11 +191,12 @@ func open(ctx context.Context, dir string, target int, opts ...Option) (*Store, 
 		return openReadOnly(ctx, abs, target, o)
 	}
 	st, err := openWritable(ctx, abs, target, o)
-	if errors.Is(err, syscall.EROFS) {
+	if _, serr := os.Stat(abs); errors.Is(err, syscall.EROFS) && serr == nil {
 		// statfs said read-write and the file system refused a write: an ext4 the kernel made
 		// read-only after an error (errors=remount-ro) keeps its mount's rw flag. Nothing could
 		// be changed there, so it opens as a read-only file system does: status and the
-		// dashboard still read the state, when they are needed most.
+		// dashboard still read the state, when they are needed most. A state dir the refusal
+		// kept from being made has nothing to read: its error says what to do (denied).
 		o.log.Warn("the state dir's file system refuses writes though it is mounted read-write (made read-only after an error? see dmesg): opened for reading", "dir", abs)
 		st, err := openReadOnly(ctx, abs, target, o)
 		if err == nil {
