@@ -130,6 +130,12 @@ type Engine struct {
 	// looked up in the mount table (publishTreeEntry); publishWalks counts the walks.
 	publishWalkPaths int
 	publishWalks     atomic.Int64
+	// sharedViews holds the plugin node sockets (by their identity: a plugin started again
+	// makes its socket anew) whose server checkMountView found sharing this process's mounts,
+	// so an engine that claims and releases many times (the agent) asks each server once;
+	// peerDials counts the servers asked.
+	sharedViews sync.Map
+	peerDials   atomic.Int64
 }
 
 // Open builds an engine on a state dir, opening its database unless cfg.Store is given.

@@ -60,10 +60,16 @@ func (e *Engine) checkMountView(ctx context.Context) error {
 		if socket == "" {
 			continue
 		}
+		id := identify(socket)[0]
+		if _, ok := e.sharedViews.Load(id); ok && id.inode != 0 {
+			continue // the same server as when it was found sharing them
+		}
+		e.peerDials.Add(1)
 		if pid := SocketPeer(socket); pid > 0 {
 			if err := mountView(e.cfg.StateDir, strconv.Itoa(pid), fmt.Sprintf("plugin %q (pid %d, socket %s)", p.ID, pid, socket)); err != nil {
 				return err
 			}
+			e.sharedViews.Store(id, struct{}{})
 		}
 	}
 	return nil

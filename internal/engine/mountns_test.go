@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/volctl/volctl/internal/store"
 )
@@ -159,5 +160,31 @@ func TestMountViewSharedPeerGroup(t *testing.T) {
 				t.Errorf("error %q does not name this process's namespace", err)
 			}
 		})
+	}
+}
+
+// TestMountViewAsksEachPluginServerOnce: the engine asks a plugin's node socket's server for
+// its mount namespace once, not before every claim and release (a connection the server sets
+// up and tears down each time), and again once the socket is another (the plugin started
+// again makes it anew; its ctime changes here).
+func TestMountViewAsksEachPluginServerOnce(t *testing.T) {
+	h := kernelHarness(t, nil)
+	for range 3 {
+		if err := h.e.checkMountView(h.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := h.e.peerDials.Load(); n != 1 {
+		t.Fatalf("the plugin's server was asked %d times for three operations, want once", n)
+	}
+	time.Sleep(10 * time.Millisecond) // a ctime of its own, on a file system of coarse timestamps
+	if err := os.Chmod(h.socket, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.checkMountView(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.e.peerDials.Load(); n != 2 {
+		t.Fatalf("after the socket changed the server was asked %d times in all, want twice", n)
 	}
 }
