@@ -34,9 +34,11 @@ func (h *harness) attachOutside(vol string, vc csi.VolumeCapability, readOnly bo
 // answers ALREADY_EXISTS. Before, the claim's rollback sent ControllerUnpublishVolume for the
 // attachment admission had recorded as this claim's intent, detaching a volume this claim never
 // attached and someone else may be using. Now the claim fails naming the volume, the node and
-// the conflict, sends no unpublish, and records no attachment.
+// the conflict, sends no unpublish, and records no attachment. The plugin cannot list the nodes
+// a volume is published to: one that can is refused before the RPC
+// (TestClaimOfAVolumeAnotherStateDirAttachedLeavesItsAttachment).
 func TestAttachmentAnsweredAlreadyExistsIsNotUndone(t *testing.T) {
-	h := newHarness(t, nil)
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ListVolumesPublishedNodes = false })
 	h.create(volume("v", capab(spec.SingleNodeWriter), capab(spec.MultiNodeReaderOnly)))
 	h.attachOutside("v", csi.VolumeCapability{Capability: capab(spec.MultiNodeReaderOnly)}, true)
 	h.mem.ResetCalls()
@@ -147,7 +149,8 @@ func TestStagingMadeBeforeTheAttachmentIsMadeAgainFromIt(t *testing.T) {
 		t.Fatalf("claims after the re-drive = %+v; want a's published", live)
 	}
 	// NodeUnpublishVolume first: the NodePublishVolume cut off may have been carried out.
-	want := []string{csi.RPCControllerPublishVolume, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume}
+	// ListVolumes: no attachment is recorded, so whether the plugin has one already (attachedAlready).
+	want := []string{csi.RPCListVolumes, csi.RPCControllerPublishVolume, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume}
 	if got := h.rpcs(); !slices.Equal(got, want) {
 		t.Errorf("RPCs of the re-drive = %v, want %v", got, want)
 	}
@@ -295,7 +298,8 @@ func TestStagingMadeBeforeTheAttachmentUnderItsOwnClaimsTarget(t *testing.T) {
 	if live := h.liveClaims("v"); len(live) != 1 || live[0].State != store.ClaimPublished {
 		t.Fatalf("claims after the re-drive = %+v; want a's published", live)
 	}
-	want := []string{csi.RPCControllerPublishVolume, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume}
+	// ListVolumes: no attachment is recorded, so whether the plugin has one already (attachedAlready).
+	want := []string{csi.RPCListVolumes, csi.RPCControllerPublishVolume, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume}
 	if got := h.rpcs(); !slices.Equal(got, want) {
 		t.Errorf("RPCs of the re-drive = %v, want %v", got, want)
 	}

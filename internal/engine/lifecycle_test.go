@@ -27,7 +27,8 @@ func TestLifecyclePublishAndReleasePaths(t *testing.T) {
 
 	cl := h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0",
 		MountOptions: &spec.MountOptions{FSType: "xfs", MountFlags: spec.MountFlags{"nodev", "sync"}}})
-	if got, want := h.rpcs(), []string{csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume}; !reflect.DeepEqual(got, want) {
+	// ListVolumes: whether the volume is attached to the node already, not by volctl (attachedAlready).
+	if got, want := h.rpcs(), []string{csi.RPCListVolumes, csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume, csi.RPCNodePublishVolume}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("publish path RPCs = %v, want %v", got, want)
 	}
 	wantTarget := filepath.Join(h.dir, "publish", "web-0", "db", "rw-file-system-single-node-writer")
@@ -115,7 +116,9 @@ func TestCapabilityGating(t *testing.T) {
 		{"no controller publish", func(c *csitest.MemConfig) { c.Controller.PublishUnpublishVolume = false },
 			[]string{csi.RPCNodeStageVolume, csi.RPCNodePublishVolume, csi.RPCNodeUnpublishVolume, csi.RPCNodeUnstageVolume}, true},
 		{"no staging", func(c *csitest.MemConfig) { c.Node.StageUnstageVolume = false },
-			[]string{csi.RPCControllerPublishVolume, csi.RPCNodePublishVolume, csi.RPCNodeUnpublishVolume, csi.RPCControllerUnpublishVolume, csi.RPCListVolumes}, false},
+			// ListVolumes first: whether the volume is attached already, not by volctl
+			// (attachedAlready); last: whether it still is after the unpublish.
+			[]string{csi.RPCListVolumes, csi.RPCControllerPublishVolume, csi.RPCNodePublishVolume, csi.RPCNodeUnpublishVolume, csi.RPCControllerUnpublishVolume, csi.RPCListVolumes}, false},
 		{"node only RPCs", func(c *csitest.MemConfig) {
 			c.Controller.PublishUnpublishVolume = false
 			c.Node.StageUnstageVolume = false

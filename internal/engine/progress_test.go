@@ -34,7 +34,7 @@ func TestProgressReportsRPCsRetriesAndLockWaits(t *testing.T) {
 	if _, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume,
+	want := []string{csi.RPCListVolumes, csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume,
 		"NodeStageVolume failed with Unavailable, retrying (attempt 2 of 3)",
 		csi.RPCNodeStageVolume, csi.RPCNodePublishVolume}
 	mu.Lock()

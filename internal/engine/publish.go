@@ -166,6 +166,10 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 			p.staging(func(st *store.Staging) { st.NodeID, st.PublishContext = c.fp.NodeID, nil })
 			ownIntent = true // the old node's attachment is undone; the new node's is this claim's
 		}
+		req := controllerPublishRequest(c, v, cl)
+		if ownIntent && e.attachedAlready(ctx, c, v) {
+			return e.attachedOtherwise(v, p, req, nil)
+		}
 		if !p.st.ControllerPublished {
 			p.staging(func(st *store.Staging) {
 				st.PluginID, st.NodeID, st.ControllerPublished = v.PluginID, c.fp.NodeID, true
@@ -174,7 +178,6 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 		if err := p.flushDurable(ctx, "claim"); err != nil {
 			return err
 		}
-		req := controllerPublishRequest(c, v, cl)
 		pc, err := e.sendControllerPublish(ctx, c, req)
 		if csi.IsAlreadyExists(err) && ownIntent {
 			return e.attachedOtherwise(v, p, req, err)
@@ -265,18 +268,52 @@ func (p *checkpoint) publishContext(c *conn) map[string]string {
 	return p.cl.PublishContext
 }
 
-// attachedOtherwise is a ControllerPublishVolume answered ALREADY_EXISTS while the attach intent
-// is this claim's own (ownIntent): the CSI spec's "already published to this node with an
-// incompatible capability or read-only flag". Every attempt of a claim sends the same request,
-// which a plugin answers OK when it made the attachment itself, so the attachment is not this
-// claim's: another CO's, or made by hand, possibly in use. The intent is withdrawn, to be
-// committed by the failure's flush, so that the rollback's release has no attachment to undo
-// and sends no ControllerUnpublishVolume (an attachment volctl records for other claims is
-// never this claim's intent: it is shared, or kept while they hold it). The error is final
-// and names the volume, the node and what the claim asked for.
+// attachedAlready says whether the plugin lists volume v published to its node already (ListVolumes'
+// published_node_ids, asked under the plugin's controller lock and bounded as a teardown's
+// check is) while volctl records no attachment of it: the attachment is another orchestrator's
+// (another volctl state dir on the same plugin, Nomad after a handover) or made by hand, and
+// possibly in use. ControllerPublishVolume is idempotent: a plugin answers OK to the same
+// request for an attachment it has, so the claim would take it for its own, and its release,
+// or its rollback when the node calls are refused (a second staging path), would detach the
+// volume from under that other user's mounts. Only a plugin with LIST_VOLUMES_PUBLISHED_NODES
+// can say; another is not asked, and a listing that fails or runs past its bound is logged and
+// not held against the claim.
+func (e *Engine) attachedAlready(ctx context.Context, c *conn, v store.Volume) bool {
+	var published bool
+	err := e.withController(ctx, c, func(ctx context.Context) error {
+		return boundList(ctx, e.cfg.ListCheck, "the bound on this check (it holds the plugin's controller lock)", func(ctx context.Context) error {
+			var err error
+			published, err = e.listsPublished(ctx, c, v.ExternalID, c.fp.NodeID)
+			return err
+		})
+	})
+	if err != nil {
+		e.log.Warn(fmt.Sprintf("plugin %q: whether volume %q is attached to node %q already, not by volctl, could not be checked", c.plugin.ID, v.ID, c.fp.NodeID), "err", err)
+		return false
+	}
+	return published
+}
+
+// attachedOtherwise is an attachment of the volume to the plugin's node that is not this
+// claim's, while the attach intent is this claim's own (ownIntent): either the plugin lists
+// it before any ControllerPublishVolume was sent (attachedAlready; err nil), or it answered
+// ControllerPublishVolume ALREADY_EXISTS (err), the CSI spec's "already published to this node
+// with an incompatible capability or read-only flag". Every attempt of a claim sends the same
+// request, which a plugin answers OK when it made the attachment itself, so the attachment is
+// not this claim's: another CO's, or made by hand, possibly in use. The intent is withdrawn, to
+// be committed by the failure's flush, so that the rollback's release has no attachment to
+// undo and sends no ControllerUnpublishVolume (an attachment volctl records for other claims
+// is never this claim's intent: it is shared, or kept while they hold it). The error is final
+// (a conflict) and names the volume, the node and what the claim asked for.
 func (e *Engine) attachedOtherwise(v store.Volume, p *checkpoint, req csi.ControllerPublishVolumeRequest, err error) error {
 	p.staging(func(st *store.Staging) { st.ControllerPublished, st.PublishContext = false, nil })
 	p.attachIntent = false
+	if err == nil {
+		return conflictf("volume %q (external ID %q) is attached to node %q already, and not by this volctl state dir (plugin %q lists it published there): "+
+			"another orchestrator (another volctl state dir, or Nomad) may be using it; volctl sent no ControllerPublishVolume and leaves that attachment as it is: "+
+			"release the volume where it is claimed, or, if nothing uses it, detach it with the storage provider's tools, then claim again",
+			v.ID, v.ExternalID, req.NodeID, v.PluginID)
+	}
 	return fmt.Errorf("volume %q is attached to node %q already, otherwise than this claim asks (%s/%s, read-only %t), and not by this claim: %w; "+
 		"volctl left that attachment as it is, since what made it may be using the volume: find what holds it with the storage provider's tools, "+
 		"detach it there once nothing uses it, then claim again",

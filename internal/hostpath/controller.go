@@ -32,7 +32,11 @@ func (p *Plugin) ControllerGetCapabilities(context.Context, *csi.ControllerGetCa
 		csi.ControllerServiceCapability_RPC_GET_CAPACITY,
 	}
 	if p.cfg.EnableAttach {
-		types = append(types, csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME)
+		// LIST_VOLUMES_PUBLISHED_NODES lets an orchestrator see an attachment it did not make
+		// (another volctl state dir's on this root) before it sends ControllerPublishVolume,
+		// which answers OK for it, and would take it for its own (engine attachedAlready).
+		types = append(types, csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME,
+			csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES)
 	}
 	resp := &csi.ControllerGetCapabilitiesResponse{}
 	for _, t := range types {
@@ -415,7 +419,12 @@ func (p *Plugin) ListVolumes(ctx context.Context, req *csi.ListVolumesRequest) (
 	page, next := paginate(slices.Sorted(maps.Keys(p.state.Volumes)), token, int(req.GetMaxEntries()))
 	resp := &csi.ListVolumesResponse{NextToken: next}
 	for _, id := range page {
-		resp.Entries = append(resp.Entries, &csi.ListVolumesResponse_Entry{Volume: p.csiVolume(p.state.Volumes[id])})
+		v := p.state.Volumes[id]
+		entry := &csi.ListVolumesResponse_Entry{Volume: p.csiVolume(v)}
+		if p.cfg.EnableAttach {
+			entry.Status = &csi.ListVolumesResponse_VolumeStatus{PublishedNodeIds: slices.Sorted(maps.Keys(v.Attachments))}
+		}
+		resp.Entries = append(resp.Entries, entry)
 	}
 	return resp, nil
 }

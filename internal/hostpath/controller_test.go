@@ -39,7 +39,8 @@ func TestControllerCapabilities(t *testing.T) {
 		for _, cp := range resp.GetCapabilities() {
 			got = append(got, cp.GetRpc().GetType())
 		}
-		if slices.Contains(got, csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME) != attach {
+		if slices.Contains(got, csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME) != attach ||
+			slices.Contains(got, csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES) != attach {
 			t.Errorf("attach=%t: capabilities %v", attach, got)
 		}
 		for _, want := range []csi.ControllerServiceCapability_RPC_Type{
@@ -527,4 +528,24 @@ func TestControllerPublish(t *testing.T) {
 	mustOK(t, err)
 	_, err = c.ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: ids[0]})
 	mustOK(t, err)
+}
+
+// With --enable-attach, ListVolumes names the nodes each volume is attached to
+// (LIST_VOLUMES_PUBLISHED_NODES): an orchestrator that did not make an attachment (another volctl
+// state dir on this plugin) sees it before its ControllerPublishVolume, which answers OK for it.
+func TestListVolumesNamesTheNodesAVolumeIsAttachedTo(t *testing.T) {
+	ctx := context.Background()
+	c := start(t, hostpath.Config{NodeID: "n1", EnableAttach: true})
+	v, w := c.createVolume(t, "v"), c.createVolume(t, "w")
+	_, err := c.ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "n1", VolumeCapability: snw})
+	mustOK(t, err)
+	resp, err := c.ctl.ListVolumes(ctx, &csi.ListVolumesRequest{})
+	mustOK(t, err)
+	got := map[string][]string{}
+	for _, e := range resp.GetEntries() {
+		got[e.GetVolume().GetVolumeId()] = e.GetStatus().GetPublishedNodeIds()
+	}
+	if !slices.Equal(got[v.GetVolumeId()], []string{"n1"}) || len(got[w.GetVolumeId()]) != 0 || len(got) != 2 {
+		t.Errorf("published nodes = %v, want %s on n1 and %s on none", got, v.GetVolumeId(), w.GetVolumeId())
+	}
 }

@@ -153,3 +153,40 @@ func TestStateDirTurnedReadOnlyByAnErrorOpensForReading(t *testing.T) {
 		t.Errorf("write: %v, want ErrReadOnlyFS naming %s and the repair", err, dir)
 	}
 }
+
+// Two processes open a new state dir at once through two paths (the dir and a bind of it),
+// both first writers: each finds no path recorded. The one that records first uses the state
+// dir; the other, recording after it, must check against that record and refuse writes. Before,
+// its record was renamed over the first's and both wrote, each making its mounts under its own
+// path.
+func TestFirstOpensThroughTwoPathsAtOnceLeaveOneWriter(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	bind := bindView(t, dir)
+	var b *Store
+	beforePathRecord = func() {
+		// The process through dir has read that nothing is recorded; the one through the bind
+		// records first.
+		beforePathRecord = nil
+		var err error
+		if b, err = Open(ctx, bind); err != nil {
+			t.Errorf("open through the bind: %v", err)
+		}
+	}
+	t.Cleanup(func() { beforePathRecord = nil })
+	a, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if b == nil {
+		t.Fatal("the second open did not run while the first was recording its path")
+	}
+	defer b.Close()
+	if err := b.CheckWritable(); err != nil {
+		t.Errorf("the first to record (through %s) cannot write: %v", bind, err)
+	}
+	if err := a.CheckWritable(); !errors.Is(err, ErrOtherPath) || !strings.Contains(err.Error(), "VOLCTL_STATE_DIR="+bind) {
+		t.Errorf("the second to record (through %s) may write: %v; want ErrOtherPath naming %s, recorded first", dir, err, bind)
+	}
+}
