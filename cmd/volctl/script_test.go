@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,6 +42,7 @@ func TestMain(m *testing.M) {
 	}
 	testscript.Main(cleanBench{m}, map[string]func(){
 		"volctl": func() {
+			execRaceBuilt()
 			testRetry()
 			os.Exit(run())
 		},
@@ -79,6 +81,63 @@ func setRetryBase(name string, p *engine.RetryPolicy) {
 	p.Base, p.Max = d, 8*d
 }
 
+// A script's volctl commands are many (600 processes in all), and the race detector triples a
+// command's CPU time (about 0.1 s to 0.3 s each): under -race, scripts run volctl from this
+// package's test binary built without it (scriptVolctl), but for the commands that live on
+// beside others, `agent`, `plugin serve` and `tui`, which replace themselves with this race-built
+// binary (execRaceBuilt). What runs without the race detector is one command's own code,
+// which internal/cli's and internal/engine's tests run in process under -race; what the
+// scripts' agents and plugins do while commands come and go is still race-checked, and so is
+// every volctl the other tests here run (hostEnv's, the concurrency test's).
+const raceVolctlEnv = "VOLCTL_TEST_RACE_VOLCTL" // the race-built volctl, in a script's environment
+
+// scriptVolctl returns the directory of a volctl built as this package's test binary without
+// -race, once per test process, or "" when this binary is not race-built (it is that volctl).
+func scriptVolctl(t *testing.T) string {
+	if !raceBuilt {
+		return ""
+	}
+	args := []string{"test", "-c"}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "-tags" && s.Value != "" {
+				args = append(args, "-tags", s.Value) // a script may want what they compile in
+			}
+		}
+	}
+	return filepath.Dir(builtOnce(t, strings.Join(args, " "), ".", "volctl", args, nil))
+}
+
+// execRaceBuilt replaces a script's volctl built without -race with the race-built one
+// ($VOLCTL_TEST_RACE_VOLCTL) when it runs a command that lives on beside others.
+func execRaceBuilt() {
+	bin := os.Getenv(raceVolctlEnv)
+	if bin == "" || raceBuilt || !longLived(os.Args[1:]) {
+		return
+	}
+	err := syscall.Exec(bin, append([]string{"volctl"}, os.Args[1:]...), os.Environ())
+	fmt.Fprintf(os.Stderr, "exec %s: %v\n", bin, err)
+	os.Exit(2)
+}
+
+// longLived reports whether volctl's arguments run the agent, a plugin server or the
+// dashboard: the first word not a flag is agent or tui, or plugin followed by serve.
+func longLived(args []string) bool {
+	var words []string
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			words = append(words, a)
+		}
+	}
+	switch {
+	case len(words) == 0:
+		return false
+	case words[0] == "agent", words[0] == "tui":
+		return true
+	}
+	return len(words) > 1 && words[0] == "plugin" && words[1] == "serve"
+}
+
 // cleanBench removes the volctl the benchmarks built (benchVolctl) once the tests have run.
 type cleanBench struct{ m *testing.M }
 
@@ -102,6 +161,14 @@ func TestScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Under -race, `exec volctl` finds the volctl built without it first (scriptVolctl).
+	var path, raceVolctl string
+	if dir := scriptVolctl(t); dir != "" {
+		if raceVolctl, err = exec.LookPath("volctl"); err != nil {
+			t.Fatal(err)
+		}
+		path = dir + string(os.PathListSeparator) + os.Getenv("PATH")
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: filepath.Join("testdata", "script"),
 		// Scripts put plugin sockets in $WORK: keep it short whatever $TMPDIR is.
@@ -114,6 +181,10 @@ func TestScripts(t *testing.T) {
 			env.Setenv("VOLCTL_STATE_DIR", state)
 			env.Setenv("NO_COLOR", "1")
 			env.Setenv(commandRetryEnv, "10ms")
+			if path != "" {
+				env.Setenv("PATH", path)
+				env.Setenv(raceVolctlEnv, raceVolctl)
+			}
 			// Mounts must not outlive a script, even one that fails before releasing its
 			// claims: unmount whatever is left under its work dir before the dir is removed.
 			env.Defer(func() {

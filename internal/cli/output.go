@@ -162,7 +162,7 @@ func (e *exportFlags) Write(ctx context.Context, w io.Writer, v any) error {
 			return usageError("--template: %v", err)
 		}
 	}
-	var buf bytes.Buffer // nothing is printed from a template that fails half-way
+	var buf heldOutput // nothing is printed from a template that fails half-way
 	if err := executeTemplate(ctx, tmpl, &buf, data); err != nil {
 		if ctx.Err() != nil { // interrupted: not a usage error, and nothing is printed
 			return fmt.Errorf("--template: interrupted before it ended: %w", ctx.Err())
@@ -172,7 +172,7 @@ func (e *exportFlags) Write(ctx context.Context, w io.Writer, v any) error {
 		}
 		return usageError("--template: %v (the fields are those of --json: docs/json.md; for one left out when empty, {{with index . \"FIELD\"}}...{{end}})", err)
 	}
-	_, err = w.Write(buf.Bytes())
+	_, err = buf.WriteTo(w)
 	return err
 }
 
@@ -180,7 +180,7 @@ func (e *exportFlags) Write(ctx context.Context, w io.Writer, v any) error {
 // template can loop for good ({{define "x"}}{{range $}}{{template "x" $}}{{end}}{{end}} over two
 // items): one that writes stops at its next write, which fails once ctx has ended; one that
 // only loops is left running, its output unread, until the process exits, as the command does.
-func executeTemplate(ctx context.Context, tmpl *template.Template, buf *bytes.Buffer, data any) error {
+func executeTemplate(ctx context.Context, tmpl *template.Template, buf *heldOutput, data any) error {
 	done := make(chan error, 1)
 	crash.Go(func() { done <- tmpl.Execute(ctxWriter{ctx, buf}, data) })
 	select {
@@ -195,7 +195,7 @@ func executeTemplate(ctx context.Context, tmpl *template.Template, buf *bytes.Bu
 // maxFilterOutput, it fails with errFilterOutput.
 type ctxWriter struct {
 	ctx context.Context
-	w   *bytes.Buffer
+	w   *heldOutput
 }
 
 func (c ctxWriter) Write(p []byte) (int, error) {
@@ -262,6 +262,56 @@ func heapBytes() uint64 {
 	return ms.HeapAlloc
 }
 
+// heldOutput holds a filter's or template's output until it ends, in blocks that double in size
+// up to heldBlockMax: a bytes.Buffer copies all it holds each time it doubles, and one that
+// reached maxFilterOutput had copied as much again and held half as much more meanwhile (96 MiB
+// at once). Each byte here is copied once in, once out (WriteTo).
+type heldOutput struct {
+	blocks [][]byte
+	n      int
+}
+
+const heldBlockMax = 1 << 20
+
+func (h *heldOutput) Len() int { return h.n }
+
+func (h *heldOutput) Write(p []byte) (int, error) { return hold(h, p) }
+
+func (h *heldOutput) WriteString(s string) (int, error) { return hold(h, s) }
+
+func hold[T string | []byte](h *heldOutput, p T) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		if len(h.blocks) == 0 || len(h.blocks[len(h.blocks)-1]) == cap(h.blocks[len(h.blocks)-1]) {
+			h.blocks = append(h.blocks, make([]byte, 0, min(heldBlockMax, max(4<<10, h.n, len(p)))))
+		}
+		last := &h.blocks[len(h.blocks)-1]
+		k := min(len(p), cap(*last)-len(*last))
+		*last = append(*last, p[:k]...)
+		p = p[k:]
+	}
+	h.n += n
+	return n, nil
+}
+
+func (h *heldOutput) WriteByte(c byte) error {
+	_, err := h.Write([]byte{c})
+	return err
+}
+
+// WriteTo writes what h holds to w, block by block.
+func (h *heldOutput) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	for _, b := range h.blocks {
+		k, err := w.Write(b)
+		n += int64(k)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
 var errFilterOutput = fmt.Errorf("its output passed %d MiB, more than any volctl object makes (a filter or template that repeats for good?); nothing is printed", maxFilterOutput>>20)
 
 // afterDone wraps the error of printing an acting command's result (a --jq filter or -t
@@ -306,7 +356,7 @@ func (e *exportFlags) writeJQ(ctx context.Context, w io.Writer, data any) error 
 			return usageError("--jq: %v", err)
 		}
 	}
-	var buf bytes.Buffer
+	var buf heldOutput
 	run, stop := boundHeap(ctx)
 	defer stop()
 	iter := code.RunWithContext(run, data)
@@ -342,7 +392,7 @@ func (e *exportFlags) writeJQ(ctx context.Context, w io.Writer, data any) error 
 			return usageError("--jq %s: %v", e.JQ, errFilterOutput)
 		}
 	}
-	_, err := w.Write(buf.Bytes())
+	_, err := buf.WriteTo(w)
 	return err
 }
 

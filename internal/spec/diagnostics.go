@@ -50,10 +50,11 @@ type diagnosticWriter struct {
 	visited  int                // bytes of the source lines looked at, for tests
 }
 
-// source returns the file's bytes with sensitive values masked (see redactSource).
-func (dw *diagnosticWriter) source(name string, file *hcl.File) []byte {
+// source returns the file's bytes with sensitive values masked (see redactSource), those of
+// src[:need] at least (a file of this Parser's: source.redactedTo).
+func (dw *diagnosticWriter) source(name string, file *hcl.File, need int) []byte {
 	if s := dw.sources[name]; s != nil && len(s.src) == len(file.Bytes) && (len(s.src) == 0 || &s.src[0] == &file.Bytes[0]) {
-		return s.redacted() // the bytes the parse read and masked
+		return s.redactedTo(need) // the bytes the parse read and masked
 	}
 	if src, ok := dw.redacted[name]; ok {
 		return src
@@ -142,7 +143,7 @@ func (dw *diagnosticWriter) snippet(b *strings.Builder, d *hcl.Diagnostic) {
 		show.End.Byte++
 		show.End.Column++
 	}
-	src := dw.source(subject.Filename, file)
+	src := dw.source(subject.Filename, file, snippetReach(d))
 	// The lines from the first shown to the last, not the whole file, and by bytes, without
 	// the columns hcl.RangeScanner counts: a file of many diagnostics (140,000 unknown
 	// arguments fit in the 1 MiB read limit, or 90,000 on one line of JSON) would cost a
@@ -163,7 +164,7 @@ func (dw *diagnosticWriter) snippet(b *strings.Builder, d *hcl.Diagnostic) {
 		if sure && lineNo == show.Start.Line {
 			scan = max(from, min(show.Start.Byte, len(src)))
 		}
-		limit := min(len(src), max(show.End.Byte, scan)+4*snippetMaxLine+4)
+		limit := min(len(src), max(show.End.Byte, scan)+snippetLook)
 		end, next := limit, limit+1
 		if i := bytes.IndexByte(src[scan:limit], '\n'); i >= 0 {
 			end, next = scan+i, scan+i+1
@@ -225,6 +226,20 @@ const (
 	snippetMarked  = 200
 	cutMark        = "..."
 )
+
+// snippetLook is how far past what a snippet shows it reads the source for the end of its last
+// line: a longer line is cut anyway (snippetMaxLine characters, 4 bytes at most each).
+const snippetLook = 4*snippetMaxLine + 4
+
+// snippetReach is the end of the source a snippet of d reads: to snippetLook past what it shows
+// (its subject and context, an empty one widened to a character).
+func snippetReach(d *hcl.Diagnostic) int {
+	end := d.Subject.End.Byte
+	if d.Context != nil {
+		end = max(end, d.Context.End.Byte)
+	}
+	return end + 1 + snippetLook
+}
 
 // head is b's first n characters, and cutMark when it left some out.
 func head(b []byte, n int) ([]byte, string) {

@@ -96,13 +96,27 @@ func redactTokens(src []byte, json bool, lex func() hclsyntax.Tokens) []byte {
 				depth--
 			case hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc:
 				// A string, whatever it holds, up to its own closing token: keys stay
-				// readable (diagnostics name them anyway); values are masked whole.
-				end := closingToken(toks, k)
+				// readable (diagnostics name them anyway); values are masked whole. One
+				// never closed holds the rest of the tokens (of the file, or of the part of
+				// it lexed: source.redactedTo), its last one too.
+				end, closed := closingToken(toks, k)
+				to := toks[end].Range.End.Byte
+				if closed {
+					to = toks[end].Range.Start.Byte
+				}
 				if !isKey(toks, k, end) && end > k {
-					maskRange(out, t.Range.End.Byte, toks[end].Range.Start.Byte)
+					maskRange(out, t.Range.End.Byte, to)
 				}
 				k = end
 				t = toks[k]
+			case hclsyntax.TokenSlash:
+				// "/*" lexed as '/' and '*' opens a comment never closed (in the file, or in
+				// the part of it lexed), whose words are lexed as code: all of it is the
+				// value's, to the end.
+				if k+1 < len(toks) && toks[k+1].Type == hclsyntax.TokenStar && toks[k+1].Range.Start.Byte == t.Range.End.Byte {
+					maskRange(out, t.Range.Start.Byte, len(out))
+					k = len(toks)
+				}
 			case hclsyntax.TokenQuotedLit, hclsyntax.TokenStringLit, hclsyntax.TokenNumberLit, hclsyntax.TokenIdent:
 				// Outside quotes: a stray literal of a broken file, a number, a bare name.
 				if !isKey(toks, k, k) {
@@ -126,7 +140,8 @@ func redactTokens(src []byte, json bool, lex func() hclsyntax.Tokens) []byte {
 // under its subject that redactSource masks in the snippet: HCL quotes what it refuses ("%q is
 // not a valid template control keyword", "%q is not a valid JSON keyword"), and in a secrets
 // map that is a secret's text (`k = "%{hunter2}"`, `"k": hunter2`). The source is masked only
-// for a file with a diagnostic that has a subject, and once for the file (source.redacted).
+// for a file with a diagnostic that has a subject, and once for the file and its snippets
+// (source.redactedTo).
 func hideMasked(diags hcl.Diagnostics, s *source) hcl.Diagnostics {
 	src := s.src
 	var masked []byte
@@ -139,7 +154,14 @@ func hideMasked(diags hcl.Diagnostics, s *source) hcl.Diagnostics {
 			continue
 		}
 		if masked == nil {
-			masked = s.redacted()
+			// As far as any of them shows the file, masked once for them all and their snippets.
+			need := 0
+			for _, d := range diags {
+				if d.Subject != nil {
+					need = max(need, snippetReach(d))
+				}
+			}
+			masked = s.redactedTo(need)
 		}
 		for i := from; i < to; {
 			if masked[i] == src[i] {
@@ -208,9 +230,9 @@ func unescape(s string) string {
 }
 
 // closingToken returns the index of the token that closes the string or heredoc opened at
-// toks[open], past any template sequences and strings nested in them, or the last token
-// before the end of the file if it is never closed.
-func closingToken(toks hclsyntax.Tokens, open int) int {
+// toks[open], past any template sequences and strings nested in them, and true; or, if it is
+// never closed, the last token before the end of the file, and false.
+func closingToken(toks hclsyntax.Tokens, open int) (int, bool) {
 	depth := 0
 	for k := open; k < len(toks); k++ {
 		switch toks[k].Type {
@@ -219,13 +241,13 @@ func closingToken(toks hclsyntax.Tokens, open int) int {
 		case hclsyntax.TokenCQuote, hclsyntax.TokenCHeredoc:
 			depth--
 			if depth == 0 {
-				return k
+				return k, true
 			}
 		case hclsyntax.TokenEOF:
-			return max(k-1, open)
+			return max(k-1, open), false
 		}
 	}
-	return len(toks) - 1
+	return len(toks) - 1, false
 }
 
 // isKey reports whether the value spanning toks[from..to] is a map key: it follows an opening

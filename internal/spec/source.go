@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"bytes"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
@@ -24,6 +23,7 @@ type source struct {
 
 	toks     hclsyntax.Tokens
 	masked   []byte
+	maskedTo int  // masked is masked up to there, blanked after (len(src): as far as it will be)
 	lexed    bool // toks is set
 	masks    bool // masked is set
 	lexes    int  // times lexed, for tests
@@ -52,30 +52,61 @@ func (s *source) tokens() hclsyntax.Tokens {
 
 // redacted returns the file's bytes with sensitive values masked (redactSource). It is shared:
 // never written to.
+func (s *source) redacted() []byte { return s.redactedTo(len(s.src)) }
+
+// redactedTo returns the file's bytes with the sensitive values of src[:need] at least masked,
+// and what comes after the part masked blanked (spaces, its line breaks kept, so every byte and
+// line stays where it was). It is shared: never written to.
+//
+// A file the parse did not lex (a plain HCL2 file, JSON) is lexed here only as far as the
+// diagnostics look: up to maskMargin past need, the first time. A mask reads forward only (a
+// name, then its value), and where a part lexed stops mid-string, mid-heredoc or mid-comment,
+// what it holds of it is a value's to the end (redactTokens), so src[:need] is masked at
+// least as the whole file's mask masks it (TestMaskedPartMasksAsTheWholeFile). A file of
+// 100,000 levels of nesting, its diagnostic on the first line, was lexed whole (a gigabyte of
+// tokens for 1 MiB) for a snippet of 500 bytes. A later call needing more masks the whole file:
+// no file is masked more than twice. A file the parse lexed is masked whole, from its tokens.
 //
 // A file of more than MaxItems items, which checkItems refuses, is not lexed whole (that is
 // what the limit bounds): its items up to the one past the limit are masked as any file's, and
 // what comes after them, which no diagnostic points at, is blanked.
-func (s *source) redacted() []byte {
-	if !s.masks {
-		src := s.src
-		if end := s.pastItems(); end >= 0 {
-			src = s.src[:end] // what tokens lexes; a JSON mask reads no more either
-		}
-		s.masked = redactTokens(src, s.json, s.tokens)
-		if len(src) < len(s.src) {
-			s.masked = append(s.masked, bytes.Map(func(r rune) rune {
-				if r == '\n' {
-					return r
-				}
-				return ' '
-			}, s.src[len(src):])...)
-		}
-		s.masks = true
-		s.maskings++
+func (s *source) redactedTo(need int) []byte {
+	if s.masks && s.maskedTo >= min(need, len(s.src)) {
+		return s.masked
 	}
+	end, all := len(s.src), len(s.src)
+	if e := s.pastItems(); e >= 0 {
+		end = e // what tokens lexes; a JSON mask reads no more either
+	}
+	if !s.lexed && !s.masks && need+maskMargin < end {
+		end, all = need+maskMargin, need
+	}
+	lex := s.tokens
+	if !s.lexed { // lexed for the mask alone: the tokens are not kept
+		lex = func() hclsyntax.Tokens {
+			s.lexes++
+			toks, _ := hclsyntax.LexConfig(s.src[:end], s.filename, hcl.InitialPos)
+			return toks
+		}
+	}
+	s.masked = redactTokens(s.src[:end], s.json, lex)
+	if end < len(s.src) {
+		s.masked = append(s.masked, s.src[end:]...)
+		for i := end; i < len(s.masked); i++ {
+			if s.masked[i] != '\n' {
+				s.masked[i] = ' '
+			}
+		}
+	}
+	s.masks, s.maskedTo = true, all
+	s.maskings++
 	return s.masked
 }
+
+// maskMargin is how far past what is needed redactedTo lexes a file: what a token cut there
+// changes (a key taken for a value and masked, a character cut in two) stays clear of what
+// is shown.
+const maskMargin = 4 << 10
 
 // pastItems is where the item past MaxItems ends, or -1 for a file of no more.
 func (s *source) pastItems() int {
