@@ -47,37 +47,16 @@ const execTaskStart = 4 * time.Minute
 // proxy and is written to FILE, labelled by step: that is how internal/cli/testdata's captures
 // were made.
 func TestNomadEndToEnd(t *testing.T) {
-	bin := os.Getenv("NOMAD_BIN")
-	if bin == "" {
-		t.Skip("set NOMAD_BIN to a Nomad binary (built with cgo, for the exec driver) to run the end-to-end test against a real agent")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("the Nomad end-to-end test runs the agent's client, the exec driver and bind mounts: it needs root")
-	}
-	if err := hostpathtest.CanMount(); err != nil {
-		t.Skipf("bind mounts are not allowed here: %v", err)
-	}
 	start := time.Now()
 	// The whole run's bound. Each exec task's start builds its chroot by copying the host's
 	// /bin, /lib and /usr: 45 s on an idle 2-core host, 100 s on a loaded one, past 2 min at
 	// a load average of 20 (execTaskStart), three times; within go test's -timeout 20m.
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
+	w := newNomadWorld(t, 15*time.Minute)
+	dir := w.dir
 	volctlBin, err := exec.LookPath("volctl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "volctl-nomad-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := hostpath.UnmountAll(dir); err != nil {
-			t.Error(err)
-		}
-		os.RemoveAll(dir)
-	})
-	w := &nomadWorld{t: t, ctx: ctx, dir: dir, bin: bin, state: filepath.Join(dir, "state")}
 	step := func(s string) {
 		w.step = s
 		t.Logf("%6.1fs  %s", time.Since(start).Seconds(), s)
@@ -333,6 +312,36 @@ capability {
 	w.checkClean()
 	w.saveCaptures()
 	t.Logf("%6.1fs  done (%s)", time.Since(start).Seconds(), w.version)
+}
+
+// newNomadWorld is the world of an end-to-end test against a real Nomad agent, bounded by
+// limit: a temporary directory (unmounted and removed after), volctl's state in it. It skips
+// the test without NOMAD_BIN (a Nomad binary built with cgo, for the exec driver), root, or
+// bind mounts.
+func newNomadWorld(t *testing.T, limit time.Duration) *nomadWorld {
+	bin := os.Getenv("NOMAD_BIN")
+	if bin == "" {
+		t.Skip("set NOMAD_BIN to a Nomad binary (built with cgo, for the exec driver) to run the end-to-end test against a real agent")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the Nomad end-to-end test runs the agent's client, the exec driver and bind mounts: it needs root")
+	}
+	if err := hostpathtest.CanMount(); err != nil {
+		t.Skipf("bind mounts are not allowed here: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	t.Cleanup(cancel)
+	dir, err := os.MkdirTemp("", "volctl-nomad-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := hostpath.UnmountAll(dir); err != nil {
+			t.Error(err)
+		}
+		os.RemoveAll(dir)
+	})
+	return &nomadWorld{t: t, ctx: ctx, dir: dir, bin: bin, state: filepath.Join(dir, "state")}
 }
 
 type nomadWorld struct {

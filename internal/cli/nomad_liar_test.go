@@ -262,3 +262,44 @@ func TestNomadReleaseDoesNotTakeA404FromAnEarlierState(t *testing.T) {
 		t.Fatalf("release on Nomad's 404 at index 6: %v (marked: %v)", err, handedOver(t, h))
 	}
 }
+
+// nomad release refused while Nomad still holds the claim of an alloc that has stopped: Nomad
+// frees it only once its ControllerUnpublishVolume succeeds (volctl's own plugin refuses one
+// while the volume is still staged on the node), and tries again only at its claim GC. Stopping
+// the alloc's job, which the refusal advised, does nothing (it has stopped); the refusal names
+// the alloc as stopped and `nomad volume detach` for its node, which tries the unpublish now.
+func TestNomadReleaseRefusalOfAStoppedAllocsClaimNamesDetach(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	t.Setenv("NOMAD_NAMESPACE", "team")
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NOMAD_NAMESPACE", "")
+	a.readBack = func(v map[string]any) {
+		v["Allocations"] = []map[string]any{
+			{"ID": "1b80f67e-0000", "Name": "web.web[0]", "JobID": "web", "NodeID": "5e3ac1f0-9a0d-4c57-8c9e-0f0e2b1c7d11", "ClientStatus": "failed"},
+			{"ID": "2c91a780-0000", "Name": "api.api[0]", "JobID": "api", "NodeID": "77aa0000-9a0d-4c57-8c9e-0f0e2b1c7d11", "ClientStatus": "running"},
+		}
+		v["WriteAllocs"] = map[string]any{"1b80f67e-0000": nil}
+		v["ReadAllocs"] = map[string]any{"2c91a780-0000": nil}
+	}
+	_, err := runNomadRelease(h, a.client, nil)
+	if ExitCode(err) != ExitConflict {
+		t.Fatalf("release while Nomad holds a stopped alloc's claim: %v (exit %d), want exit 4", err, ExitCode(err))
+	}
+	for _, want := range []string{
+		"web.web[0] (1b80f67e) of job web has stopped (failed)",
+		"nomad volume detach -namespace team db 5e3ac1f0-9a0d-4c57-8c9e-0f0e2b1c7d11",
+		"csi_volume_claim_gc_interval",
+		"api.api[0] (2c91a780) of job api", "nomad job stop -namespace team api",
+		"nomad volume deregister -namespace team db",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("release refused: %v\nwant it to say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "job stop -namespace team web") {
+		t.Errorf("release refused: %v\nadvises stopping job web, whose alloc has stopped", err)
+	}
+}
