@@ -71,7 +71,9 @@ volume, staged locally, until they go); not even with --force when they hold an 
 ControllerUnpublishVolume for this node when an alloc's claim of it ends, which would detach
 the volume from under them;
 nor is one still recorded attached to a node with no claim (a ControllerUnpublishVolume a
-forced detach could not send: run volctl reconcile first), unless it is handed over already.
+forced detach could not send: run volctl reconcile first), unless it is handed over already;
+nor, unless --force, is one still owed a NodeExpandVolume (grown while on no path here: volctl
+sends it at the next publish, Nomad never would): claim and release it once first.
 While a volume is handed over,
 volctl never sends ControllerUnpublishVolume for it: when the last local claim of a volume
 handed over with --force goes, its attachment stays recorded until volctl nomad release.
@@ -97,7 +99,7 @@ does not take it back on Nomad's word that it has no such volume either.
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "register every volume")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would change; change nothing")
-	cmd.Flags().BoolVar(&opts.Force, "force", false, "hand volumes over despite live local claims (none holding an attachment) or an unpublish owed")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "hand volumes over despite live local claims (none holding an attachment), an unpublish or a node expansion owed")
 	return cmd
 }
 
@@ -198,6 +200,9 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		}
 		if h := info.Handover; h != nil && !h.To(to) {
 			fmt.Fprintf(opts.IO.Out, "  but it is handed over to Nomad at %s (namespace %s, region %q) already: it would be refused\n", h.Address, h.Namespace, h.Region)
+		}
+		if info.NodeExpansionOwed > 0 && info.Handover == nil && !opts.Force {
+			fmt.Fprintf(opts.IO.Out, "  but it is owed a NodeExpandVolume to %s, which Nomad would never send: it would be refused without --force\n", spec.FormatSize(info.NodeExpansionOwed))
 		}
 		if len(info.Claims) > 0 {
 			if how := attachedUnderClaims(ctx, e, info); how != "" && info.Handover == nil {
