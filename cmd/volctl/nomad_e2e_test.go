@@ -273,22 +273,7 @@ capability {
 	if out := w.volctl(0, "nomad", "release", "db"); !strings.Contains(out, `Took volume "db" back`) {
 		t.Fatalf("release: %s", out)
 	}
-	// Not purged: a purge drops the plugin and its alloc from the server's view at once, while
-	// the client is still stopping the task, and the agent stopped next left Nomad's plugin
-	// process serving the root beside the local one started below (and running after the test).
-	w.nomad("job", "stop", "plugin-hp")
-	w.poll("the plugin's task to stop", 60*time.Second, func() bool {
-		var allocs []struct{ ClientStatus string }
-		if !w.getJSON("/v1/job/plugin-hp/allocations", &allocs) || len(allocs) == 0 {
-			return false
-		}
-		for _, a := range allocs {
-			if a.ClientStatus == "running" || a.ClientStatus == "pending" {
-				return false
-			}
-		}
-		return true
-	})
+	w.stopPluginJob()
 	w.poll("the plugin to leave Nomad", 60*time.Second, func() bool {
 		var p struct{ NodesHealthy int }
 		return !w.getJSON("/v1/plugin/csi/hp", &p) || p.NodesHealthy == 0
@@ -372,6 +357,27 @@ type capture struct {
 	Request string `json:"request,omitempty"`
 	Status  int    `json:"status"`
 	Body    string `json:"body"`
+}
+
+// stopPluginJob stops the plugin job plugin-hp and waits until its task has stopped. Not
+// purged: a purge drops the plugin and its alloc from the server's view at once, while the
+// client is still stopping the task, and the agent stopped next left Nomad's plugin process
+// serving the root beside a local one started after (and running after the test).
+func (w *nomadWorld) stopPluginJob() {
+	w.t.Helper()
+	w.nomad("job", "stop", "plugin-hp")
+	w.poll("the plugin's task to stop", 60*time.Second, func() bool {
+		var allocs []struct{ ClientStatus string }
+		if !w.getJSON("/v1/job/plugin-hp/allocations", &allocs) || len(allocs) == 0 {
+			return false
+		}
+		for _, a := range allocs {
+			if a.ClientStatus == "running" || a.ClientStatus == "pending" {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func (w *nomadWorld) writeFile(name, content string) {
@@ -584,12 +590,17 @@ func (w *nomadWorld) nomadProcesses() []int {
 }
 
 // ourProcesses lists what the run started and left: processes of the Nomad binary that were
-// not there before the agent started, and processes whose command line names the test's
-// directory (the plugin, tasks).
+// not there before the agent started and run with this run's NOMAD_ADDR (the agent and the CLI
+// get it from nomadCmd, and the agent's executors and logmon inherit its environment), and
+// processes whose command line names the test's directory (the plugin, tasks). Another test's
+// Nomad on the same host (this package's corpus tests, another checkout's end-to-end run) is
+// not this run's: it was killed by the cleanup and reported as left running.
 func (w *nomadWorld) ourProcesses() []int {
 	var out []int
+	mine := []byte("NOMAD_ADDR=" + w.agentAddr + "\x00")
 	for _, pid := range w.nomadProcesses() {
-		if !w.before[pid] && pid != os.Getpid() {
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if !w.before[pid] && pid != os.Getpid() && err == nil && bytes.Contains(env, mine) {
 			out = append(out, pid)
 		}
 	}

@@ -426,29 +426,26 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 
 // nomadCmd is a nomad CLI command, quoted, with the flags naming where the volume was handed
 // over (only when there are any).
-func nomadCmd(h engine.HandoverInfo, cmd string, args ...string) string {
-	return "`" + h.NomadCommand(cmd, args...) + "`"
+func nomadCmd(h engine.HandoverInfo, cmd, arg string) string {
+	return "`" + h.NomadCommand(cmd, arg) + "`"
 }
 
 // howToDeregister says what to run so that Nomad lets go of a volume it has, in the namespace
 // and region it was handed over to: Nomad refuses to deregister a volume its allocs claim,
 // so those (and their jobs) come first. An alloc that has stopped keeps its claim until Nomad's
-// unpublish of the volume from its node succeeds, and one its plugin refused (volctl's own
-// refuses ControllerUnpublishVolume while the volume is still staged or published on the
-// node) Nomad tries again only at its claim GC: stopping its job does nothing, `nomad volume
-// detach` for its node tries it now. Nomad's names of them go through hide (the credentials
-// sent to it replaced: what answers for Nomad may echo them anywhere).
+// unpublish of the volume from its node succeeds, which Nomad tries again by itself while the
+// plugin refuses it (volctl's own refuses ControllerUnpublishVolume while the volume is still
+// staged or published on the node): stopping its job does nothing, releasing the local claims
+// that stage it does. Nomad's names of them go through hide (the credentials sent to it
+// replaced: what answers for Nomad may echo them anywhere).
 func howToDeregister(h engine.HandoverInfo, have nomad.VolumeState, hide func(string) string) string {
 	deregister := "run " + nomadCmd(h, "volume deregister", h.VolumeID)
-	var live, jobs, stopped, detach []string
+	var live, jobs, stopped []string
 	for _, a := range have.Allocs {
 		job := display.Escape(hide(a.JobID))
 		name := fmt.Sprintf("%s (%.8s) of job %s", display.Escape(hide(a.Name)), display.Escape(hide(a.ID)), job)
 		if a.Stopped() {
 			stopped = append(stopped, fmt.Sprintf("%s has stopped (%s)", name, display.Escape(a.Status)))
-			if cmd := nomadCmd(h, "volume detach", h.VolumeID, display.Escape(hide(a.NodeID))); a.NodeID != "" && !slices.Contains(detach, cmd) {
-				detach = append(detach, cmd)
-			}
 			continue
 		}
 		live = append(live, name)
@@ -465,20 +462,17 @@ func howToDeregister(h engine.HandoverInfo, have nomad.VolumeState, hide func(st
 		first = append(first, fmt.Sprintf("Nomad's allocs claim it: %s; Nomad deregisters no volume in use, so stop them first (%s)",
 			strings.Join(live, ", "), strings.Join(stops, ", ")))
 	}
-	if len(stopped) > 0 {
-		how := "`nomad volume status` names its node, where `nomad volume detach` tries it now"
-		if len(detach) > 0 {
-			how = strings.Join(detach, ", ") + " tries it now, once nothing else uses the volume on that node, and says what the plugin answers"
-		}
+	if unlisted := have.Claims() - len(have.Allocs); len(stopped) > 0 || unlisted > 0 {
 		its := "its claim"
 		if len(stopped) > 1 {
 			its = "the claim of each"
 		}
-		first = append(first, fmt.Sprintf("%s, but Nomad holds %s until its unpublish of the volume from the alloc's node succeeds, and tries one the plugin refused (volctl's own refuses ControllerUnpublishVolume while the volume is still staged or published there) again only at its claim GC, every csi_volume_claim_gc_interval (5 min by default): %s",
-			strings.Join(stopped, ", "), its, how))
-	}
-	if unlisted := have.Claims() - len(have.Allocs); unlisted > 0 {
-		first = append(first, fmt.Sprintf("%d claim(s) of allocs Nomad no longer lists, which it frees once its unpublish of the volume succeeds: `nomad system gc` has it try now", unlisted))
+		if unlisted > 0 {
+			stopped = append(stopped, fmt.Sprintf("%d claim(s) of allocs Nomad no longer lists", unlisted))
+			its = "their claims"
+		}
+		first = append(first, fmt.Sprintf("%s, but Nomad holds %s until its unpublish of the volume from the alloc's node succeeds, which it tries again by itself while the plugin refuses it (volctl's own refuses ControllerUnpublishVolume while the volume is still staged or published there: release the local claims `%s` lists; %s shows Nomad's claims)",
+			strings.Join(stopped, ", "), its, shellquote.Command("volctl volume status", h.VolumeID), nomadCmd(h, "volume status", h.VolumeID)))
 	}
 	if len(first) == 0 {
 		return deregister + " first"

@@ -200,18 +200,8 @@ func TestNomadRegisterReadBackLost(t *testing.T) {
 // alone would look in NOMAD_NAMESPACE's namespace (not found there), and Nomad refuses to
 // deregister a volume its running allocs claim, so they are named, with their jobs, first.
 func TestNomadReleaseRefusalSaysWhatWorks(t *testing.T) {
-	h := nomadHarness(t)
-	a := newFakeNomad(t)
-	t.Setenv("NOMAD_NAMESPACE", "team")
-	if _, _, err := registerIn(h, a); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("NOMAD_NAMESPACE", "")
-	a.readBack = func(v map[string]any) {
-		v["Allocations"] = []map[string]any{{"ID": "1b80f67e-0000", "Name": "web.web[0]", "JobID": "web", "ClientStatus": "running"}}
-		v["WriteAllocs"] = map[string]any{"1b80f67e-0000": nil}
-	}
-	_, err := runNomadRelease(h, a.client, nil)
+	h, err := releaseWhileNomadClaims(t, []map[string]any{{"ID": "1b80f67e-0000", "Name": "web.web[0]", "JobID": "web", "ClientStatus": "running"}},
+		map[string]any{"1b80f67e-0000": nil}, nil)
 	if ExitCode(err) != ExitConflict {
 		t.Fatalf("release while Nomad's alloc claims it: %v (exit %d), want exit 4", err, ExitCode(err))
 	}
@@ -264,34 +254,24 @@ func TestNomadReleaseDoesNotTakeA404FromAnEarlierState(t *testing.T) {
 }
 
 // nomad release refused while Nomad still holds the claim of an alloc that has stopped: Nomad
-// frees it only once its ControllerUnpublishVolume succeeds (volctl's own plugin refuses one
-// while the volume is still staged on the node), and tries again only at its claim GC. Stopping
-// the alloc's job, which the refusal advised, does nothing (it has stopped); the refusal names
-// the alloc as stopped and `nomad volume detach` for its node, which tries the unpublish now.
-func TestNomadReleaseRefusalOfAStoppedAllocsClaimNamesDetach(t *testing.T) {
-	h := nomadHarness(t)
-	a := newFakeNomad(t)
-	t.Setenv("NOMAD_NAMESPACE", "team")
-	if _, _, err := registerIn(h, a); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("NOMAD_NAMESPACE", "")
-	a.readBack = func(v map[string]any) {
-		v["Allocations"] = []map[string]any{
-			{"ID": "1b80f67e-0000", "Name": "web.web[0]", "JobID": "web", "NodeID": "5e3ac1f0-9a0d-4c57-8c9e-0f0e2b1c7d11", "ClientStatus": "failed"},
-			{"ID": "2c91a780-0000", "Name": "api.api[0]", "JobID": "api", "NodeID": "77aa0000-9a0d-4c57-8c9e-0f0e2b1c7d11", "ClientStatus": "running"},
-		}
-		v["WriteAllocs"] = map[string]any{"1b80f67e-0000": nil}
-		v["ReadAllocs"] = map[string]any{"2c91a780-0000": nil}
-	}
-	_, err := runNomadRelease(h, a.client, nil)
+// frees it only once its ControllerUnpublishVolume succeeds, which it tries again by itself
+// while the plugin refuses it (volctl's own, while a local claim stages the volume:
+// TestNomadRefusedControllerUnpublishConverges). Stopping the alloc's job, which the refusal
+// advised, does nothing (it has stopped); the refusal names the alloc as stopped, and the local
+// claims to release.
+func TestNomadReleaseRefusalOfAStoppedAllocsClaimSaysWhatWorks(t *testing.T) {
+	_, err := releaseWhileNomadClaims(t, []map[string]any{
+		{"ID": "1b80f67e-0000", "Name": "web.web[0]", "JobID": "web", "ClientStatus": "failed"},
+		{"ID": "2c91a780-0000", "Name": "api.api[0]", "JobID": "api", "ClientStatus": "running"},
+	}, map[string]any{"1b80f67e-0000": nil}, map[string]any{"2c91a780-0000": nil})
 	if ExitCode(err) != ExitConflict {
 		t.Fatalf("release while Nomad holds a stopped alloc's claim: %v (exit %d), want exit 4", err, ExitCode(err))
 	}
 	for _, want := range []string{
 		"web.web[0] (1b80f67e) of job web has stopped (failed)",
-		"nomad volume detach -namespace team db 5e3ac1f0-9a0d-4c57-8c9e-0f0e2b1c7d11",
-		"csi_volume_claim_gc_interval",
+		"tries again by itself while the plugin refuses it",
+		"release the local claims `volctl volume status db` lists",
+		"`nomad volume status -namespace team db` shows Nomad's claims",
 		"api.api[0] (2c91a780) of job api", "nomad job stop -namespace team api",
 		"nomad volume deregister -namespace team db",
 	} {
@@ -302,4 +282,24 @@ func TestNomadReleaseRefusalOfAStoppedAllocsClaimNamesDetach(t *testing.T) {
 	if strings.Contains(err.Error(), "job stop -namespace team web") {
 		t.Errorf("release refused: %v\nadvises stopping job web, whose alloc has stopped", err)
 	}
+}
+
+// releaseWhileNomadClaims registers db in namespace team (through NOMAD_NAMESPACE, unset after)
+// with a fake Nomad whose copy has the allocs given claiming it, and runs nomad release.
+func releaseWhileNomadClaims(t *testing.T, allocs []map[string]any, write, read map[string]any) (*cliHarness, error) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	t.Setenv("NOMAD_NAMESPACE", "team")
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NOMAD_NAMESPACE", "")
+	a.readBack = func(v map[string]any) {
+		v["Allocations"], v["WriteAllocs"] = allocs, write
+		if read != nil {
+			v["ReadAllocs"] = read
+		}
+	}
+	_, err := runNomadRelease(h, a.client, nil)
+	return h, err
 }

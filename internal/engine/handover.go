@@ -258,10 +258,10 @@ func (h HandoverInfo) NomadFlags() string {
 	return strings.Join(f, " ")
 }
 
-// NomadCommand is the nomad CLI command `nomad CMD [FLAGS] ARGS...` on the volume where it was
+// NomadCommand is the nomad CLI command `nomad CMD [FLAGS] ARG` on the volume where it was
 // handed over (NomadFlags), its words quoted for a shell (shellquote).
-func (h HandoverInfo) NomadCommand(cmd string, args ...string) string {
-	return shellquote.Command(strings.TrimSpace("nomad "+cmd+" "+h.NomadFlags()), args...)
+func (h HandoverInfo) NomadCommand(cmd, arg string) string {
+	return shellquote.Command(strings.TrimSpace("nomad "+cmd+" "+h.NomadFlags()), arg)
 }
 
 // Elsewhere is the error (ErrConflict) refusing to hand the volume over to to when its mark

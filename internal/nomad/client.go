@@ -660,9 +660,6 @@ type AllocClaim struct {
 	JobID  string `json:"job_id"`
 	Mode   string `json:"mode"` // read | write
 	Status string `json:"client_status"`
-	// NodeID is the Nomad node the alloc was placed on: where `nomad volume detach` unpublishes
-	// the claim of one that has stopped.
-	NodeID string `json:"node_id,omitempty"`
 }
 
 // Stopped reports whether the alloc has stopped on its node (complete, failed or lost): its
@@ -722,7 +719,7 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 		} else if _, ok := v.ReadAllocs[a.ID]; ok {
 			mode = "read"
 		}
-		out.Allocs = append(out.Allocs, AllocClaim{ID: a.ID, Name: a.Name, JobID: a.JobID, Mode: mode, Status: a.ClientStatus, NodeID: a.NodeID})
+		out.Allocs = append(out.Allocs, AllocClaim{ID: a.ID, Name: a.Name, JobID: a.JobID, Mode: mode, Status: a.ClientStatus})
 	}
 	for _, c := range v.RequestedCapabilities {
 		if c != nil {
