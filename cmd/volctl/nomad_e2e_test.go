@@ -68,16 +68,7 @@ func TestNomadEndToEnd(t *testing.T) {
 	hp := exec.Command("volctl", "plugin", "serve", "hostpath", "--socket", filepath.Join(dir, "hp.sock"), "--root", root, "--node-id", "n1")
 	stopHP := startBackground(t, hp)
 	waitForPath(t, filepath.Join(dir, "hp.sock"))
-	w.writeFile("db.hcl", `id = "db"
-name = "db"
-type = "csi"
-plugin_id = "hp"
-capacity_min = "10MiB"
-capability {
-  access_mode     = "single-node-writer"
-  attachment_mode = "file-system"
-}
-`)
+	w.writeFile("db.hcl", dbSpec)
 	mnt := filepath.Join(dir, "mnt")
 	w.writeFile("web.hcl", fmt.Sprintf(`group "web" {
   volume "data" {
@@ -298,6 +289,18 @@ capability {
 	w.saveCaptures()
 	t.Logf("%6.1fs  done (%s)", time.Since(start).Seconds(), w.version)
 }
+
+// dbSpec is volume db of plugin hp, as the end-to-end tests create it.
+const dbSpec = `id = "db"
+name = "db"
+type = "csi"
+plugin_id = "hp"
+capacity_min = "10MiB"
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+`
 
 // newNomadWorld is the world of an end-to-end test against a real Nomad agent, bounded by
 // limit: a temporary directory (unmounted and removed after), volctl's state in it. It skips

@@ -40,16 +40,7 @@ func TestNomadRefusedControllerUnpublishConverges(t *testing.T) {
 	root := filepath.Join(dir, "hproot")
 	stopHP := startBackground(t, exec.Command("volctl", "plugin", "serve", "hostpath", "--socket", filepath.Join(dir, "hp.sock"), "--root", root, "--node-id", "n1"))
 	waitForPath(t, filepath.Join(dir, "hp.sock"))
-	w.writeFile("db.hcl", `id = "db"
-name = "db"
-type = "csi"
-plugin_id = "hp"
-capacity_min = "10MiB"
-capability {
-  access_mode     = "single-node-writer"
-  attachment_mode = "file-system"
-}
-`)
+	w.writeFile("db.hcl", dbSpec)
 	w.volctl(0, "plugin", "register", "--id", "hp", "--socket", filepath.Join(dir, "hp.sock"))
 	w.volctl(0, "volume", "create", filepath.Join(dir, "db.hcl"))
 	w.volctl(0, "volume", "claim", "db", "--alloc", "local-0")
