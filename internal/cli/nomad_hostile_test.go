@@ -612,7 +612,10 @@ func TestNomadRegisterSendsTheVolumeAsItIsUnderTheLock(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := registerIn(h, a); err != nil {
+	// --force: the expand leaves a NodeExpandVolume owed (hostpath, the volume on no path),
+	// which a handover refuses without it (TestNomadRegisterOfAVolumeOwedANodeExpansion).
+	ios, _, _, _ := iostreams.Test()
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, Force: true}); err != nil {
 		t.Fatalf("register: %v", err)
 	}
 	a.mu.Lock()
