@@ -47,37 +47,16 @@ const execTaskStart = 4 * time.Minute
 // proxy and is written to FILE, labelled by step: that is how internal/cli/testdata's captures
 // were made.
 func TestNomadEndToEnd(t *testing.T) {
-	bin := os.Getenv("NOMAD_BIN")
-	if bin == "" {
-		t.Skip("set NOMAD_BIN to a Nomad binary (built with cgo, for the exec driver) to run the end-to-end test against a real agent")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("the Nomad end-to-end test runs the agent's client, the exec driver and bind mounts: it needs root")
-	}
-	if err := hostpathtest.CanMount(); err != nil {
-		t.Skipf("bind mounts are not allowed here: %v", err)
-	}
 	start := time.Now()
 	// The whole run's bound. Each exec task's start builds its chroot by copying the host's
 	// /bin, /lib and /usr: 45 s on an idle 2-core host, 100 s on a loaded one, past 2 min at
 	// a load average of 20 (execTaskStart), three times; within go test's -timeout 20m.
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
+	w := newNomadWorld(t, 15*time.Minute)
+	dir := w.dir
 	volctlBin, err := exec.LookPath("volctl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "volctl-nomad-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := hostpath.UnmountAll(dir); err != nil {
-			t.Error(err)
-		}
-		os.RemoveAll(dir)
-	})
-	w := &nomadWorld{t: t, ctx: ctx, dir: dir, bin: bin, state: filepath.Join(dir, "state")}
 	step := func(s string) {
 		w.step = s
 		t.Logf("%6.1fs  %s", time.Since(start).Seconds(), s)
@@ -89,16 +68,7 @@ func TestNomadEndToEnd(t *testing.T) {
 	hp := exec.Command("volctl", "plugin", "serve", "hostpath", "--socket", filepath.Join(dir, "hp.sock"), "--root", root, "--node-id", "n1")
 	stopHP := startBackground(t, hp)
 	waitForPath(t, filepath.Join(dir, "hp.sock"))
-	w.writeFile("db.hcl", `id = "db"
-name = "db"
-type = "csi"
-plugin_id = "hp"
-capacity_min = "10MiB"
-capability {
-  access_mode     = "single-node-writer"
-  attachment_mode = "file-system"
-}
-`)
+	w.writeFile("db.hcl", dbSpec)
 	mnt := filepath.Join(dir, "mnt")
 	w.writeFile("web.hcl", fmt.Sprintf(`group "web" {
   volume "data" {
@@ -294,22 +264,7 @@ capability {
 	if out := w.volctl(0, "nomad", "release", "db"); !strings.Contains(out, `Took volume "db" back`) {
 		t.Fatalf("release: %s", out)
 	}
-	// Not purged: a purge drops the plugin and its alloc from the server's view at once, while
-	// the client is still stopping the task, and the agent stopped next left Nomad's plugin
-	// process serving the root beside the local one started below (and running after the test).
-	w.nomad("job", "stop", "plugin-hp")
-	w.poll("the plugin's task to stop", 60*time.Second, func() bool {
-		var allocs []struct{ ClientStatus string }
-		if !w.getJSON("/v1/job/plugin-hp/allocations", &allocs) || len(allocs) == 0 {
-			return false
-		}
-		for _, a := range allocs {
-			if a.ClientStatus == "running" || a.ClientStatus == "pending" {
-				return false
-			}
-		}
-		return true
-	})
+	w.stopPluginJob()
 	w.poll("the plugin to leave Nomad", 60*time.Second, func() bool {
 		var p struct{ NodesHealthy int }
 		return !w.getJSON("/v1/plugin/csi/hp", &p) || p.NodesHealthy == 0
@@ -333,6 +288,48 @@ capability {
 	w.checkClean()
 	w.saveCaptures()
 	t.Logf("%6.1fs  done (%s)", time.Since(start).Seconds(), w.version)
+}
+
+// dbSpec is volume db of plugin hp, as the end-to-end tests create it.
+const dbSpec = `id = "db"
+name = "db"
+type = "csi"
+plugin_id = "hp"
+capacity_min = "10MiB"
+capability {
+  access_mode     = "single-node-writer"
+  attachment_mode = "file-system"
+}
+`
+
+// newNomadWorld is the world of an end-to-end test against a real Nomad agent, bounded by
+// limit: a temporary directory (unmounted and removed after), volctl's state in it. It skips
+// the test without NOMAD_BIN (a Nomad binary built with cgo, for the exec driver), root, or
+// bind mounts.
+func newNomadWorld(t *testing.T, limit time.Duration) *nomadWorld {
+	bin := os.Getenv("NOMAD_BIN")
+	if bin == "" {
+		t.Skip("set NOMAD_BIN to a Nomad binary (built with cgo, for the exec driver) to run the end-to-end test against a real agent")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the Nomad end-to-end test runs the agent's client, the exec driver and bind mounts: it needs root")
+	}
+	if err := hostpathtest.CanMount(); err != nil {
+		t.Skipf("bind mounts are not allowed here: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	t.Cleanup(cancel)
+	dir, err := os.MkdirTemp("", "volctl-nomad-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := hostpath.UnmountAll(dir); err != nil {
+			t.Error(err)
+		}
+		os.RemoveAll(dir)
+	})
+	return &nomadWorld{t: t, ctx: ctx, dir: dir, bin: bin, state: filepath.Join(dir, "state")}
 }
 
 type nomadWorld struct {
@@ -363,6 +360,27 @@ type capture struct {
 	Request string `json:"request,omitempty"`
 	Status  int    `json:"status"`
 	Body    string `json:"body"`
+}
+
+// stopPluginJob stops the plugin job plugin-hp and waits until its task has stopped. Not
+// purged: a purge drops the plugin and its alloc from the server's view at once, while the
+// client is still stopping the task, and the agent stopped next left Nomad's plugin process
+// serving the root beside a local one started after (and running after the test).
+func (w *nomadWorld) stopPluginJob() {
+	w.t.Helper()
+	w.nomad("job", "stop", "plugin-hp")
+	w.poll("the plugin's task to stop", 60*time.Second, func() bool {
+		var allocs []struct{ ClientStatus string }
+		if !w.getJSON("/v1/job/plugin-hp/allocations", &allocs) || len(allocs) == 0 {
+			return false
+		}
+		for _, a := range allocs {
+			if a.ClientStatus == "running" || a.ClientStatus == "pending" {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func (w *nomadWorld) writeFile(name, content string) {
@@ -575,12 +593,17 @@ func (w *nomadWorld) nomadProcesses() []int {
 }
 
 // ourProcesses lists what the run started and left: processes of the Nomad binary that were
-// not there before the agent started, and processes whose command line names the test's
-// directory (the plugin, tasks).
+// not there before the agent started and run with this run's NOMAD_ADDR (the agent and the CLI
+// get it from nomadCmd, and the agent's executors and logmon inherit its environment), and
+// processes whose command line names the test's directory (the plugin, tasks). Another test's
+// Nomad on the same host (this package's corpus tests, another checkout's end-to-end run) is
+// not this run's: it was killed by the cleanup and reported as left running.
 func (w *nomadWorld) ourProcesses() []int {
 	var out []int
+	mine := []byte("NOMAD_ADDR=" + w.agentAddr + "\x00")
 	for _, pid := range w.nomadProcesses() {
-		if !w.before[pid] && pid != os.Getpid() {
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if !w.before[pid] && pid != os.Getpid() && err == nil && bytes.Contains(env, mine) {
 			out = append(out, pid)
 		}
 	}

@@ -71,7 +71,9 @@ volume, staged locally, until they go); not even with --force when they hold an 
 ControllerUnpublishVolume for this node when an alloc's claim of it ends, which would detach
 the volume from under them;
 nor is one still recorded attached to a node with no claim (a ControllerUnpublishVolume a
-forced detach could not send: run volctl reconcile first), unless it is handed over already.
+forced detach could not send: run volctl reconcile first), unless it is handed over already;
+nor, unless --force, is one still owed a NodeExpandVolume (grown while on no path here: volctl
+sends it at the next publish, Nomad never would): claim and release it once first.
 While a volume is handed over,
 volctl never sends ControllerUnpublishVolume for it: when the last local claim of a volume
 handed over with --force goes, its attachment stays recorded until volctl nomad release.
@@ -97,7 +99,7 @@ does not take it back on Nomad's word that it has no such volume either.
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "register every volume")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would change; change nothing")
-	cmd.Flags().BoolVar(&opts.Force, "force", false, "hand volumes over despite live local claims (none holding an attachment) or an unpublish owed")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "hand volumes over despite live local claims (none holding an attachment), an unpublish or a node expansion owed")
 	return cmd
 }
 
@@ -198,6 +200,9 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		}
 		if h := info.Handover; h != nil && !h.To(to) {
 			fmt.Fprintf(opts.IO.Out, "  but it is handed over to Nomad at %s (namespace %s, region %q) already: it would be refused\n", h.Address, h.Namespace, h.Region)
+		}
+		if info.NodeExpansionOwed > 0 && info.Handover == nil && !opts.Force {
+			fmt.Fprintf(opts.IO.Out, "  but it is owed a NodeExpandVolume to %s, which Nomad would never send: it would be refused without --force\n", spec.FormatSize(info.NodeExpansionOwed))
 		}
 		if len(info.Claims) > 0 {
 			if how := attachedUnderClaims(ctx, e, info); how != "" && info.Handover == nil {
@@ -427,27 +432,52 @@ func nomadCmd(h engine.HandoverInfo, cmd, arg string) string {
 
 // howToDeregister says what to run so that Nomad lets go of a volume it has, in the namespace
 // and region it was handed over to: Nomad refuses to deregister a volume its allocs claim,
-// so those (and their jobs) come first. Nomad's names of them go through hide (the
-// credentials sent to it replaced: what answers for Nomad may echo them anywhere).
+// so those (and their jobs) come first. An alloc that has stopped keeps its claim until Nomad's
+// unpublish of the volume from its node succeeds, which Nomad tries again by itself while the
+// plugin refuses it (volctl's own refuses ControllerUnpublishVolume while the volume is still
+// staged or published on the node): stopping its job does nothing, releasing the local claims
+// that stage it does. Nomad's names of them go through hide (the credentials sent to it
+// replaced: what answers for Nomad may echo them anywhere).
 func howToDeregister(h engine.HandoverInfo, have nomad.VolumeState, hide func(string) string) string {
 	deregister := "run " + nomadCmd(h, "volume deregister", h.VolumeID)
-	var allocs, jobs []string
+	var live, jobs, stopped []string
 	for _, a := range have.Allocs {
 		job := display.Escape(hide(a.JobID))
-		allocs = append(allocs, fmt.Sprintf("%s (%.8s) of job %s", display.Escape(hide(a.Name)), display.Escape(hide(a.ID)), job))
+		name := fmt.Sprintf("%s (%.8s) of job %s", display.Escape(hide(a.Name)), display.Escape(hide(a.ID)), job)
+		if a.Stopped() {
+			stopped = append(stopped, fmt.Sprintf("%s has stopped (%s)", name, display.Escape(a.Status)))
+			continue
+		}
+		live = append(live, name)
 		if !slices.Contains(jobs, job) {
 			jobs = append(jobs, job)
 		}
 	}
-	if len(allocs) == 0 {
+	var first []string
+	if len(live) > 0 {
+		stops := make([]string, len(jobs))
+		for i, j := range jobs {
+			stops[i] = nomadCmd(h, "job stop", j)
+		}
+		first = append(first, fmt.Sprintf("Nomad's allocs claim it: %s; Nomad deregisters no volume in use, so stop them first (%s)",
+			strings.Join(live, ", "), strings.Join(stops, ", ")))
+	}
+	if unlisted := have.Claims() - len(have.Allocs); len(stopped) > 0 || unlisted > 0 {
+		its := "its claim"
+		if len(stopped) > 1 {
+			its = "the claim of each"
+		}
+		if unlisted > 0 {
+			stopped = append(stopped, fmt.Sprintf("%d claim(s) of allocs Nomad no longer lists", unlisted))
+			its = "their claims"
+		}
+		first = append(first, fmt.Sprintf("%s, but Nomad holds %s until its unpublish of the volume from the alloc's node succeeds, which it tries again by itself while the plugin refuses it (volctl's own refuses ControllerUnpublishVolume while the volume is still staged or published there: release the local claims `%s` lists; %s shows Nomad's claims)",
+			strings.Join(stopped, ", "), its, shellquote.Command("volctl volume status", h.VolumeID), nomadCmd(h, "volume status", h.VolumeID)))
+	}
+	if len(first) == 0 {
 		return deregister + " first"
 	}
-	stops := make([]string, len(jobs))
-	for i, j := range jobs {
-		stops[i] = nomadCmd(h, "job stop", j)
-	}
-	return fmt.Sprintf("Nomad's allocs claim it: %s; Nomad deregisters no volume in use, so stop them first (%s), then %s",
-		strings.Join(allocs, ", "), strings.Join(stops, ", "), deregister)
+	return strings.Join(first, "; ") + "; then " + deregister
 }
 
 // NomadStatusOptions are the inputs of `volctl nomad status`.

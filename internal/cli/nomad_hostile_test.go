@@ -612,7 +612,10 @@ func TestNomadRegisterSendsTheVolumeAsItIsUnderTheLock(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := registerIn(h, a); err != nil {
+	// --force: the expand leaves a NodeExpandVolume owed (hostpath, the volume on no path),
+	// which a handover refuses without it (TestNomadRegisterOfAVolumeOwedANodeExpansion).
+	ios, _, _, _ := iostreams.Test()
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, Force: true}); err != nil {
 		t.Fatalf("register: %v", err)
 	}
 	a.mu.Lock()
@@ -680,5 +683,31 @@ func TestNomadRegisterSaysTheNamespaceNOMAD_NAMESPACEChose(t *testing.T) {
 	t.Setenv("NOMAD_NAMESPACE", "")
 	if got, _, err := registerIn(h2, b); err != nil || strings.Contains(got, "namespace") {
 		t.Errorf("register without NOMAD_NAMESPACE said %q, %v", got, err)
+	}
+}
+
+// A volume owed a NodeExpandVolume (grown while on no path here; hostpath answers
+// node_expansion_required) is refused a handover without --force, exit 4, naming the size and
+// the claim that finishes it, and --dry-run says it would be refused; nothing is marked.
+func TestNomadRegisterOfAVolumeOwedANodeExpansion(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	if _, err := h.e.ExpandVolume(h.ctx, "db", 20<<20, 0); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := h.e.Volume(h.ctx, "db"); err != nil || v.NodeExpansionOwed == 0 {
+		t.Fatalf("expanded volume on no path: %+v, %v; want a node expansion owed", v, err)
+	}
+	ios, _, out, _ := iostreams.Test()
+	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, DryRun: true})
+	if err != nil || !strings.Contains(out.String(), "owed a NodeExpandVolume to 20MiB, which Nomad would never send: it would be refused without --force") {
+		t.Fatalf("dry run: %q, %v; want it to say the handover would be refused", out, err)
+	}
+	_, _, err = registerIn(h, a)
+	if ExitCode(err) != ExitConflict || err == nil || !strings.Contains(err.Error(), "`volctl volume claim db --alloc expand`") {
+		t.Fatalf("register: %v (exit %d), want exit 4 naming the claim that finishes the expansion", err, ExitCode(err))
+	}
+	if handedOver(t, h) || a.has("default", "db") {
+		t.Fatalf("a refused handover left a mark or a registration")
 	}
 }

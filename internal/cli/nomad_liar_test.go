@@ -200,18 +200,8 @@ func TestNomadRegisterReadBackLost(t *testing.T) {
 // alone would look in NOMAD_NAMESPACE's namespace (not found there), and Nomad refuses to
 // deregister a volume its running allocs claim, so they are named, with their jobs, first.
 func TestNomadReleaseRefusalSaysWhatWorks(t *testing.T) {
-	h := nomadHarness(t)
-	a := newFakeNomad(t)
-	t.Setenv("NOMAD_NAMESPACE", "team")
-	if _, _, err := registerIn(h, a); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("NOMAD_NAMESPACE", "")
-	a.readBack = func(v map[string]any) {
-		v["Allocations"] = []map[string]any{{"ID": "1b80f67e-0000", "Name": "web.web[0]", "JobID": "web", "ClientStatus": "running"}}
-		v["WriteAllocs"] = map[string]any{"1b80f67e-0000": nil}
-	}
-	_, err := runNomadRelease(h, a.client, nil)
+	h, err := releaseWhileNomadClaims(t, []map[string]any{{"ID": "1b80f67e-0000", "Name": "web.web[0]", "JobID": "web", "ClientStatus": "running"}},
+		map[string]any{"1b80f67e-0000": nil}, nil)
 	if ExitCode(err) != ExitConflict {
 		t.Fatalf("release while Nomad's alloc claims it: %v (exit %d), want exit 4", err, ExitCode(err))
 	}
@@ -261,4 +251,55 @@ func TestNomadReleaseDoesNotTakeA404FromAnEarlierState(t *testing.T) {
 	if _, err := runNomadRelease(h, a.client, nil); err != nil || handedOver(t, h) {
 		t.Fatalf("release on Nomad's 404 at index 6: %v (marked: %v)", err, handedOver(t, h))
 	}
+}
+
+// nomad release refused while Nomad still holds the claim of an alloc that has stopped: Nomad
+// frees it only once its ControllerUnpublishVolume succeeds, which it tries again by itself
+// while the plugin refuses it (volctl's own, while a local claim stages the volume:
+// TestNomadRefusedControllerUnpublishConverges). Stopping the alloc's job, which the refusal
+// advised, does nothing (it has stopped); the refusal names the alloc as stopped, and the local
+// claims to release.
+func TestNomadReleaseRefusalOfAStoppedAllocsClaimSaysWhatWorks(t *testing.T) {
+	_, err := releaseWhileNomadClaims(t, []map[string]any{
+		{"ID": "1b80f67e-0000", "Name": "web.web[0]", "JobID": "web", "ClientStatus": "failed"},
+		{"ID": "2c91a780-0000", "Name": "api.api[0]", "JobID": "api", "ClientStatus": "running"},
+	}, map[string]any{"1b80f67e-0000": nil}, map[string]any{"2c91a780-0000": nil})
+	if ExitCode(err) != ExitConflict {
+		t.Fatalf("release while Nomad holds a stopped alloc's claim: %v (exit %d), want exit 4", err, ExitCode(err))
+	}
+	for _, want := range []string{
+		"web.web[0] (1b80f67e) of job web has stopped (failed)",
+		"tries again by itself while the plugin refuses it",
+		"release the local claims `volctl volume status db` lists",
+		"`nomad volume status -namespace team db` shows Nomad's claims",
+		"api.api[0] (2c91a780) of job api", "nomad job stop -namespace team api",
+		"nomad volume deregister -namespace team db",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("release refused: %v\nwant it to say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "job stop -namespace team web") {
+		t.Errorf("release refused: %v\nadvises stopping job web, whose alloc has stopped", err)
+	}
+}
+
+// releaseWhileNomadClaims registers db in namespace team (through NOMAD_NAMESPACE, unset after)
+// with a fake Nomad whose copy has the allocs given claiming it, and runs nomad release.
+func releaseWhileNomadClaims(t *testing.T, allocs []map[string]any, write, read map[string]any) (*cliHarness, error) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	t.Setenv("NOMAD_NAMESPACE", "team")
+	if _, _, err := registerIn(h, a); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NOMAD_NAMESPACE", "")
+	a.readBack = func(v map[string]any) {
+		v["Allocations"], v["WriteAllocs"] = allocs, write
+		if read != nil {
+			v["ReadAllocs"] = read
+		}
+	}
+	_, err := runNomadRelease(h, a.client, nil)
+	return h, err
 }

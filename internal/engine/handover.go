@@ -148,6 +148,15 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 			return conflictf("volume %q is still recorded as attached to node %q, a ControllerUnpublishVolume a forced detach could not send: run `volctl reconcile` once plugin %q answers, then hand it over; or pass --force to hand it over anyway (volctl then sends that unpublish only after the volume is taken back)",
 				v.ID, attachedNode(st), v.PluginID)
 		}
+		// A NodeExpandVolume owed (sent at the volume's next publish here) is one Nomad never
+		// sends: it expands a node's filesystem only while it expands a claimed volume. Marked
+		// already, the volume was not expanded since (expand refuses a marked volume).
+		if v.NodeExpandMin > 0 && !force && !marked {
+			return conflictf("volume %q is still owed a NodeExpandVolume to %s (plugin %q grew it, and its filesystem on the node grows at the volume's next publish here), which Nomad would never send: its allocs would get the filesystem at the old size; claim it once to finish the expansion (`%s`, then `%s`), then hand it over; or pass --force to hand it over anyway (the expansion then waits for the volume to be taken back)",
+				v.ID, spec.FormatSize(v.NodeExpandMin), v.PluginID,
+				shellquote.CommandFlags("volctl volume claim", []string{v.ID}, "--alloc", "expand"),
+				shellquote.CommandFlags("volctl volume release", []string{v.ID}, "--alloc", "expand"))
+		}
 		// A registration about to be sent is unsettled until it ends (Registered); with none,
 		// the mark keeps what it said.
 		wasUnsettled = marked && prev.Unsettled

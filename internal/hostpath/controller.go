@@ -331,9 +331,9 @@ func publishContext(node string, a attachment) map[string]string {
 // already unpublished; an empty node_id unpublishes from every node. A volume still staged or
 // published on this node is refused (FAILED_PRECONDITION): CSI has the CO send this RPC only
 // after NodeUnpublishVolume and NodeUnstageVolume, and one sent before (a second orchestrator
-// on the root, whose alloc was refused the staging the first one's claim holds; Nomad ending
-// one alloc's claim while another on the node takes it) would pull the attachment from under
-// the mounts, and the publish_context the node RPCs still to come carry with it.
+// on the root, whose alloc was refused the staging the first one's claim holds) would pull the
+// attachment from under the mounts, and the publish_context the node RPCs still to come carry
+// with it. Nomad tries a refused one again by itself, and frees its claim once it succeeds.
 func (p *Plugin) ControllerUnpublishVolume(ctx context.Context, req *csi.ControllerUnpublishVolumeRequest) (*csi.ControllerUnpublishVolumeResponse, error) {
 	if !p.cfg.EnableAttach {
 		return nil, status.Error(codes.Unimplemented, "hostpath: ControllerUnpublishVolume needs --enable-attach")

@@ -144,8 +144,11 @@ func (p *Plugin) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 	if mounted && !ours {
 		return nil, failedPrecondition("NodeUnstageVolume: volume %q is not staged at %q; refusing to unmount what is mounted there", id, path)
 	}
+	// The targets are published from the volume's own staging path: they hold that one only.
+	// Another path, not mounted (a second orchestrator's, refused the staging), is not staged:
+	// OK, as CSI has it, and the other claim's mounts are not touched.
 	for _, target := range slices.Sorted(maps.Keys(v.Targets)) {
-		if m, _ := p.mounter.IsMountPoint(target); m {
+		if m, _ := p.mounter.IsMountPoint(target); m && ours {
 			return nil, failedPrecondition("NodeUnstageVolume: volume %q is still published at %q (NodeUnpublishVolume first)", id, target)
 		}
 	}

@@ -266,3 +266,33 @@ func TestControllerUnpublishOfAVolumeStillMountedIsRefused(t *testing.T) {
 	_, err = nomad.ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: other.GetVolumeId(), NodeId: "n1", VolumeCapability: snw})
 	mustOK(t, err)
 }
+
+// NodeUnstageVolume at a path the volume is not staged at, with nothing mounted there, is OK
+// (CSI: "not staged to the staging_target_path: reply OK"), while another orchestrator's claim
+// stages and publishes the volume at its own paths: Nomad's alloc, refused the staging volctl's
+// claim holds, unstages its own path when it ends. Refused there ("still published at" the
+// other claim's target), Nomad's client retried it every minute for a day and named the volume
+// as not unmounted. Nothing of the other claim is touched.
+func TestNodeUnstageAtAPathNotStagedIsOKBesideAnotherClaim(t *testing.T) {
+	root := t.TempDir()
+	kernel := &hostpathtest.FakeMounter{}
+	cfg := hostpath.Config{Root: root, NodeID: "n1", Mounter: kernel}
+	local := start(t, cfg)
+	nomad := start(t, cfg)
+	v := local.createVolume(t, "db")
+	p := newPaths(t)
+	mustOK(t, local.stage(v, p, nil))
+	mustOK(t, local.publish(v, p, p.target, false, nil))
+
+	theirs := newPaths(t)
+	wantCode(t, nomad.stage(v, theirs, nil), codes.FailedPrecondition, "already staged at", p.staging)
+	mustOK(t, nomad.unpublish(v, theirs.target))
+	mustOK(t, nomad.unstage(v, theirs))
+	for _, path := range []string{p.staging, p.target} {
+		if mounted, _ := kernel.IsMountPoint(path); !mounted {
+			t.Errorf("%s unmounted by another orchestrator's unstage of its own path", path)
+		}
+	}
+	mustOK(t, local.unpublish(v, p.target))
+	mustOK(t, local.unstage(v, p))
+}

@@ -662,6 +662,12 @@ type AllocClaim struct {
 	Status string `json:"client_status"`
 }
 
+// Stopped reports whether the alloc has stopped on its node (complete, failed or lost): its
+// claim is one Nomad holds only until its unpublish of the volume succeeds.
+func (a AllocClaim) Stopped() bool {
+	return a.Status == "complete" || a.Status == "failed" || a.Status == "lost"
+}
+
 // Claims is how many allocs claim the volume in Nomad.
 func (v VolumeState) Claims() int { return len(v.ReadAllocs) + len(v.WriteAllocs) }
 

@@ -1,0 +1,39 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+)
+
+// A volume whose controller expansion left a NodeExpandVolume owed (node_expansion_required, the
+// volume on no path here: volctl sends it at the next publish) is not handed over unless forced:
+// Nomad, which sends NodeExpandVolume only while it expands a claimed volume, would never send
+// it, and its allocs would get the filesystem at the old size while Nomad records the new one.
+// The refusal names the size and what finishes the expansion; forced, it stays owed for after
+// the take-back.
+func TestHandOverRefusesAnOwedNodeExpansionUnlessForced(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err != nil {
+		t.Fatal(err)
+	}
+	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
+	_, err := h.e.HandOver(h.ctx, "v", to, false, nil)
+	if err == nil {
+		t.Fatalf("handed over a volume owed a NodeExpandVolume: the expansion would be lost in Nomad")
+	}
+	for _, want := range []string{`volume "v"`, "NodeExpandVolume", "4MiB", "`volctl volume claim v --alloc expand`", "`volctl volume release v --alloc expand`", "--force"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal: %v\nwant it to say %q", err, want)
+		}
+	}
+	if hs, _ := h.e.Handovers(h.ctx, "v"); len(hs) != 0 {
+		t.Fatalf("refused handover left a mark: %+v", hs)
+	}
+	if _, err := h.e.HandOver(h.ctx, "v", to, true, nil); err != nil {
+		t.Fatalf("forced hand over: %v", err)
+	}
+	if got := h.owed("v"); got != 4*mib {
+		t.Errorf("node expansion owed after a forced handover = %d, want %d (for after the take-back)", got, 4*mib)
+	}
+}
