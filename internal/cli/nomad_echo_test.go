@@ -17,10 +17,10 @@ func TestNomadWarningsAndRedirectsDoNotShowSecrets(t *testing.T) {
 	t.Setenv("NOMAD_TOKEN", token)
 	h := nomadHarness(t)
 	a := newFakeNomad(t)
-	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+	a.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
 		a.take("default", "db")
 		return answerOK(w, `{"Warnings":"policy: request by `+r.Header.Get("X-Nomad-Token")+`"}`)
-	}
+	})
 	out, errOut, err := registerIn(h, a)
 	if err != nil || !strings.Contains(errOut, "Warning: Nomad: policy: request by") {
 		t.Fatalf("register with warnings: %q %q %v", out, errOut, err)

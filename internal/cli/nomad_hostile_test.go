@@ -105,9 +105,10 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 			}
 			n.sent[ns+"/"+id] = req.Volumes[0]
 		}
+		onPut := n.onPut
 		n.mu.Unlock()
-		if n.onPut != nil {
-			switch status, body := n.onPut(w, r); {
+		if onPut != nil {
+			switch status, body := onPut(w, r); {
 			case status < 0: // answered (or hung up) by the hook
 				return
 			case status != 0:
@@ -126,6 +127,14 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (n *fakeNomad) client() (*nomad.Client, error) { return nomad.NewClient(n.srv.URL) }
+
+// setOnPut sets the registration hook (onPut). Under the lock: the handler of a registration
+// the client gave up on may still be reading it when a test changes it for the next one.
+func (n *fakeNomad) setOnPut(f func(w http.ResponseWriter, r *http.Request) (status int, body string)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.onPut = f
+}
 
 // take registers the volume in the namespace, as a hook does that then answers otherwise.
 func (n *fakeNomad) take(namespace, id string) {
@@ -285,7 +294,7 @@ func TestNomadReleaseRacingRegister(t *testing.T) {
 	a := newFakeNomad(t)
 	other := openEngine(t, h.state) // the second process's engine
 	released := make(chan error, 1)
-	a.onPut = func(http.ResponseWriter, *http.Request) (int, string) {
+	a.setOnPut(func(http.ResponseWriter, *http.Request) (int, string) {
 		// The registration has reached Nomad, not applied yet: release now, from the other
 		// process, and let the registration go on once the release is done or waits its turn.
 		ctx, waiting := waitsForTheLock()
@@ -302,7 +311,7 @@ func TestNomadReleaseRacingRegister(t *testing.T) {
 			t.Error("nomad release neither finished nor waited for the lock")
 		}
 		return 0, ""
-	}
+	})
 	if _, _, err := registerIn(h, a); err != nil {
 		t.Fatalf("register: %v", err)
 	}
@@ -326,7 +335,7 @@ func TestNomadRegisterRacingRegister(t *testing.T) {
 	var secondOut strings.Builder
 	var inFlight, most atomic.Int32
 	var started, waited atomic.Bool
-	a.onPut = func(http.ResponseWriter, *http.Request) (int, string) {
+	a.setOnPut(func(http.ResponseWriter, *http.Request) (int, string) {
 		if n := inFlight.Add(1); n > most.Load() {
 			most.Store(n)
 		}
@@ -353,7 +362,7 @@ func TestNomadRegisterRacingRegister(t *testing.T) {
 			t.Error("the second nomad register neither finished nor waited for the lock")
 		}
 		return 0, ""
-	}
+	})
 	if _, _, err := registerIn(h, a); err != nil {
 		t.Fatalf("first register: %v", err)
 	}
@@ -415,7 +424,7 @@ func TestNomadRegisterWithoutAnAnswerKeepsTheMark(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := nomadHarness(t)
 			a := newFakeNomad(t)
-			a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) { return tc.answer(a, w, r) }
+			a.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) { return tc.answer(a, w, r) })
 			_, _, err := registerIn(h, a)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("register: %v, want it to say %q", err, tc.want)
@@ -450,7 +459,7 @@ func TestNomadHungIsBounded(t *testing.T) {
 			t.Cleanup(func() { close(release) })
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+			a.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
 				if tc.cancel {
 					// Ctrl-C once Nomad has the registration, not at a fixed time: on a loaded
 					// machine, 300ms came before the command had sent it ("commit: context
@@ -462,7 +471,7 @@ func TestNomadHungIsBounded(t *testing.T) {
 				case <-release:
 				}
 				return http.StatusInternalServerError, "too late"
-			}
+			})
 			done := make(chan error, 1)
 			go func() {
 				ios, _, _, _ := iostreams.Test()
@@ -520,10 +529,10 @@ func TestNomadRedirectIsNotFollowed(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	}(a.srv.Config.Handler)
-	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+	a.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
 		http.Redirect(w, r, b.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
 		return -1, ""
-	}
+	})
 	_, _, err := registerIn(h, a)
 	if err == nil || !strings.Contains(err.Error(), "redirect to "+b.URL) {
 		t.Errorf("register redirected: %v, want it to name the redirect", err)
@@ -532,7 +541,7 @@ func TestNomadRedirectIsNotFollowed(t *testing.T) {
 		t.Error("a registration redirected elsewhere left the volume marked")
 	}
 	// Registered in A; then A's API redirects its reads to B, which has no such volume.
-	a.onPut = nil
+	a.setOnPut(nil)
 	if _, _, err := registerIn(h, a); err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func TestNomadRegisterInFlightKeepsTheMarkOnA404(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := nomadHarness(t)
 			a := newFakeNomad(t)
-			a.onPut = tc.answer // and Nomad does not have the volume when asked right after
+			a.setOnPut(tc.answer) // and Nomad does not have the volume when asked right after
 			client := func() (*nomad.Client, error) {
 				c, err := a.client()
 				if c != nil && tc.timeout > 0 {
@@ -74,7 +74,7 @@ func TestNomadRegisterInFlightKeepsTheMarkOnA404(t *testing.T) {
 			}
 			// Nomad applies the registration after all: the same command finishes the handover.
 			a.take("default", "db")
-			a.onPut = nil
+			a.setOnPut(nil)
 			if out, _, err := registerIn(h, a); err != nil || !strings.Contains(out, "Updated volume") || !handedOver(t, h) {
 				t.Fatalf("the same command again: %q, %v (marked: %v)", out, err, handedOver(t, h))
 			}
@@ -117,9 +117,9 @@ func TestNomadRegisterNeverSentLosesTheMark(t *testing.T) {
 
 	h2 := nomadHarness(t)
 	b := newFakeNomad(t)
-	b.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+	b.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
 		return http.StatusInternalServerError, "no CSI plugin named: hp could be found"
-	}
+	})
 	if _, _, err := registerIn(h2, b); err == nil || handedOver(t, h2) {
 		t.Errorf("a registration Nomad refused with its 500, then a 404: %v (marked: %v), want the mark gone", err, handedOver(t, h2))
 	}
@@ -133,7 +133,7 @@ func TestNomadRegisterNeverSentLosesTheMark(t *testing.T) {
 func TestNomadReleaseAfterAnUnsettledRegistrationKeepsTheMark(t *testing.T) {
 	h := nomadHarness(t)
 	a := newFakeNomad(t)
-	a.onPut = hangUp
+	a.setOnPut(hangUp)
 	if _, _, err := registerIn(h, a); err == nil || !handedOver(t, h) {
 		t.Fatalf("register without an answer: %v (marked: %v)", err, handedOver(t, h))
 	}
@@ -154,14 +154,14 @@ func TestNomadReleaseAfterAnUnsettledRegistrationKeepsTheMark(t *testing.T) {
 		}
 	}
 	released("right after")
-	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+	a.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
 		return http.StatusBadRequest, "bad request"
-	}
+	})
 	if _, _, err := registerIn(h, a); err == nil || !strings.Contains(err.Error(), "400") {
 		t.Fatalf("register refused with a 400: %v", err)
 	}
 	released("after a registration Nomad refused")
-	a.onPut = nil
+	a.setOnPut(nil)
 	if out, _, err := registerIn(h, a); err != nil || !strings.Contains(out, "Registered volume") {
 		t.Fatalf("register answered OK: %q, %v", out, err)
 	}
@@ -195,14 +195,14 @@ func TestNomadRegisterInFlightBesideAnotherVolumeKeepsTheMark(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := nomadHarness(t)
 			a := newFakeNomad(t)
-			a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+			a.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
 				// Someone else registers their volume under the ID while ours is on its way.
 				a.mu.Lock()
 				a.vols["default/db"] = true
 				a.readBack = func(v map[string]any) { v["PluginID"], v["ExternalID"] = "ebs", "someone-elses-disk" }
 				a.mu.Unlock()
 				return tc.answer(w, r)
-			}
+			})
 			_, _, err := registerIn(h, a)
 			if handedOver(t, h) != tc.marked {
 				t.Fatalf("marked: %v, want %v, after %s and Nomad has another volume by the ID: %v", !tc.marked, tc.marked, tc.name, err)
@@ -266,7 +266,7 @@ func TestNomadRegisterUnknown500IsUnsettled(t *testing.T) {
 		t.Run(fmt.Sprintf("%d %s", tc.status, tc.body), func(t *testing.T) {
 			h := nomadHarness(t)
 			a := newFakeNomad(t)
-			a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) { return tc.status, tc.body }
+			a.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) { return tc.status, tc.body })
 			_, _, err := registerIn(h, a)
 			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%d: %s", tc.status, tc.body)) {
 				t.Fatalf("register: %v, want it to say what Nomad answered", err)
@@ -307,12 +307,12 @@ func TestNomadRegisterUnansweredButAppliedIsSettled(t *testing.T) {
 					t.Fatalf("release --force: %v", err)
 				}
 			}
-			a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+			a.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
 				a.take("default", "db")
 				conn, _, _ := w.(http.Hijacker).Hijack()
 				conn.Close()
 				return -1, ""
-			}
+			})
 			_, _, err := registerIn(h, a)
 			hs, _ := h.e.Handovers(h.ctx, "db")
 			if err == nil || len(hs) != 1 || hs[0].Unsettled != had {

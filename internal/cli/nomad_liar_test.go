@@ -38,13 +38,13 @@ func TestNomadA404NotFromNomadIsNotItsWord(t *testing.T) {
 	// took it: the mark stays.
 	h2 := nomadHarness(t)
 	b := newFakeNomad(t)
-	b.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+	b.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
 		b.take("default", "db")
 		b.notNomad404.Store(true)
 		conn, _, _ := w.(http.Hijacker).Hijack()
 		conn.Close()
 		return -1, ""
-	}
+	})
 	_, _, err = registerIn(h2, b)
 	if !handedOver(t, h2) {
 		t.Fatalf("a registration Nomad took, answered by a dropped connection, lost its mark on a proxy's 404: %v", err)
@@ -57,10 +57,10 @@ func TestNomadA404NotFromNomadIsNotItsWord(t *testing.T) {
 func TestNomadRegisterRefusedAfterTakingKeepsTheMark(t *testing.T) {
 	h := nomadHarness(t)
 	a := newFakeNomad(t)
-	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+	a.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
 		a.take("default", "db")
 		return http.StatusInternalServerError, "rpc error: timed out enqueuing operation"
-	}
+	})
 	_, _, err := registerIn(h, a)
 	if !handedOver(t, h) {
 		t.Fatalf("Nomad has the volume, and volctl took its mark back on Nomad's 500 (%v): both may claim it", err)
@@ -70,7 +70,7 @@ func TestNomadRegisterRefusedAfterTakingKeepsTheMark(t *testing.T) {
 			t.Errorf("register answered 500 after Nomad took it: %v, want it to say %q", err, want)
 		}
 	}
-	a.onPut = nil
+	a.setOnPut(nil)
 	if out, _, err := registerIn(h, a); err != nil || !strings.Contains(out, "Updated volume") || !handedOver(t, h) {
 		t.Fatalf("the same command again: %q, %v (marked: %v)", out, err, handedOver(t, h))
 	}
@@ -140,13 +140,13 @@ func TestNomadRegisterReadsBack(t *testing.T) {
 			a := newFakeNomad(t)
 			a.readBack = tc.edit
 			if tc.edit == nil {
-				a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+				a.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
 					if tc.marked {
 						return answerOK(w, `{}`) // at index 2, and not taken
 					}
 					io.WriteString(w, `{}`) // at the 404's index (1), and not taken
 					return -1, ""
-				}
+				})
 			}
 			out, _, err := registerIn(h, a)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "answered the registration OK") {

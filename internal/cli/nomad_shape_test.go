@@ -75,13 +75,13 @@ func TestNomadErrorQuotingTheRequestDoesNotShowSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := newFakeNomad(t)
-	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+	a.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
 		a.mu.Lock()
 		body := a.puts[len(a.puts)-1]
 		a.mu.Unlock()
 		auth, _ := json.Marshal(map[string]string{"user": "admin", "password": password})
 		return http.StatusBadRequest, "request refused by policy: " + body + " from " + string(auth)
-	}
+	})
 	ios, _, out, errOut := iostreams.Test()
 	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"sec"}})
 	if err == nil || !strings.Contains(err.Error(), "request refused by policy") {
@@ -154,7 +154,7 @@ func TestNomadRegisterOfAVolumeReplacedMeanwhile(t *testing.T) {
 func TestVolumeStatusOfAnUnsettledHandoverSaysWhatWorks(t *testing.T) {
 	h := nomadHarness(t)
 	a := newFakeNomad(t)
-	a.onPut = hangUp
+	a.setOnPut(hangUp)
 	if _, _, err := registerIn(h, a); err == nil {
 		t.Fatal("register with the connection lost: no error")
 	}
@@ -184,16 +184,16 @@ func TestVolumeStatusOfAnUnsettledHandoverSaysWhatWorks(t *testing.T) {
 func TestNomadRegisterOKNotFromNomadDoesNotSettle(t *testing.T) {
 	h := nomadHarness(t)
 	a := newFakeNomad(t)
-	a.onPut = hangUp
+	a.setOnPut(hangUp)
 	if _, _, err := registerIn(h, a); err == nil {
 		t.Fatal("register without an answer: no error")
 	}
-	a.onPut = func(w http.ResponseWriter, r *http.Request) (int, string) {
+	a.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
 		w.Header().Del("X-Nomad-Index")
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{}`)
 		return -1, ""
-	}
+	})
 	_, _, rerr := registerIn(h, a)
 	if hs, _ := h.e.Handovers(h.ctx, "db"); len(hs) != 1 || !hs[0].Unsettled {
 		t.Fatalf("mark after an OK not from Nomad: %+v (register: %v), want it kept, unsettled", hs, rerr)
