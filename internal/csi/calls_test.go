@@ -22,7 +22,9 @@ type world struct {
 
 func newWorld(t testing.TB) *world {
 	t.Helper()
-	h := newHarness(t, csitest.DefaultMemConfig())
+	cfg := csitest.DefaultMemConfig()
+	cfg.Controller.GetVolume = true // off by default, so that the engine's tests ask by ListVolumes
+	h := newHarness(t, cfg)
 	w := &world{harness: h}
 	ctx := context.Background()
 	var err error
@@ -88,6 +90,10 @@ func (w *world) calls() map[string]func(context.Context) error {
 			return c.ValidateVolumeCapabilities(ctx, csi.ValidateVolumeCapabilitiesRequest{VolumeID: w.vol.ID, Capabilities: []csi.VolumeCapability{fsWriter}})
 		},
 		csi.RPCListVolumes: func(ctx context.Context) error { _, err := c.ListVolumes(ctx, csi.ListVolumesRequest{}); return err },
+		csi.RPCControllerGetVolume: func(ctx context.Context) error {
+			_, err := c.ControllerGetVolume(ctx, csi.ControllerGetVolumeRequest{VolumeID: w.vol.ID})
+			return err
+		},
 		csi.RPCGetCapacity: func(ctx context.Context) error {
 			_, err := c.GetCapacity(ctx, csi.GetCapacityRequest{Capabilities: []csi.VolumeCapability{fsWriter}})
 			return err

@@ -324,6 +324,30 @@ func (c *Client) ListVolumes(ctx context.Context, r ListVolumesRequest) (ListVol
 	return out, nil
 }
 
+// ControllerGetVolumeResponse is what ControllerGetVolume says of one volume: the volume, and
+// the nodes it is published to (filled in only by a plugin with LIST_VOLUMES_PUBLISHED_NODES,
+// as ListVolumes' are).
+type ControllerGetVolumeResponse struct {
+	Volume           Volume   `json:"volume"`
+	PublishedNodeIDs []string `json:"published_node_ids,omitempty"`
+}
+
+// ControllerGetVolume asks a plugin with GET_VOLUME about one volume. The engine sends it, as it
+// sends ListVolumes, only after a DeleteVolume or ControllerUnpublishVolume answered OK or
+// NOT_FOUND, to a plugin that cannot be asked by ListVolumes; NOT_FOUND is its word that it no
+// longer has the volume.
+func (c *Client) ControllerGetVolume(ctx context.Context, r ControllerGetVolumeRequest) (ControllerGetVolumeResponse, error) {
+	req := &csipb.ControllerGetVolumeRequest{VolumeId: r.VolumeID}
+	resp, err := send(ctx, c, RPCControllerGetVolume, req, csipb.ControllerClient.ControllerGetVolume)
+	if err != nil {
+		return ControllerGetVolumeResponse{}, err
+	}
+	return ControllerGetVolumeResponse{
+		Volume:           volumeFromCSI(resp.GetVolume()),
+		PublishedNodeIDs: resp.GetStatus().GetPublishedNodeIds(),
+	}, nil
+}
+
 // ControllerExpandVolume grows a volume on the controller.
 func (c *Client) ControllerExpandVolume(ctx context.Context, r ControllerExpandVolumeRequest) (ControllerExpandVolumeResponse, error) {
 	capacity, capacityErr := capacityRange(r.CapacityMin, r.CapacityMax)

@@ -23,6 +23,7 @@ const (
 	RPCControllerUnpublishVolume  = "ControllerUnpublishVolume"
 	RPCValidateVolumeCapabilities = "ValidateVolumeCapabilities"
 	RPCListVolumes                = "ListVolumes"
+	RPCControllerGetVolume        = "ControllerGetVolume"
 	RPCGetCapacity                = "GetCapacity"
 	RPCControllerGetCapabilities  = "ControllerGetCapabilities"
 	RPCCreateSnapshot             = "CreateSnapshot"
@@ -43,7 +44,7 @@ const (
 var RPCs = []string{
 	RPCGetPluginInfo, RPCGetPluginCapabilities, RPCProbe,
 	RPCCreateVolume, RPCDeleteVolume, RPCControllerPublishVolume, RPCControllerUnpublishVolume,
-	RPCValidateVolumeCapabilities, RPCListVolumes, RPCGetCapacity, RPCControllerGetCapabilities,
+	RPCValidateVolumeCapabilities, RPCListVolumes, RPCControllerGetVolume, RPCGetCapacity, RPCControllerGetCapabilities,
 	RPCCreateSnapshot, RPCDeleteSnapshot, RPCListSnapshots, RPCControllerExpandVolume,
 	RPCNodeStageVolume, RPCNodeUnstageVolume, RPCNodePublishVolume, RPCNodeUnpublishVolume,
 	RPCNodeGetCapabilities, RPCNodeGetInfo, RPCNodeExpandVolume, RPCNodeGetVolumeStats,
@@ -138,6 +139,9 @@ var rpcTable = map[string]rpcFacts{
 	RPCListVolumes: {service: ServiceController, large: largePage, hints: map[codes.Code]string{
 		codes.InvalidArgument: hintListRejected,
 		codes.Aborted:         hintPageToken,
+	}},
+	RPCControllerGetVolume: {service: ServiceController, large: "its volume_context or topology", hints: map[codes.Code]string{
+		codes.NotFound: "the plugin no longer has the volume",
 	}},
 	RPCGetCapacity:               {service: ServiceController},
 	RPCControllerGetCapabilities: {service: ServiceController},

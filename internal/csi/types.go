@@ -123,6 +123,11 @@ type ListVolumesRequest struct {
 	StartingToken string
 }
 
+// ControllerGetVolumeRequest asks a controller with GET_VOLUME about one volume.
+type ControllerGetVolumeRequest struct {
+	VolumeID string
+}
+
 // GetCapacityRequest asks how much space the plugin has for volumes like these (csitest records it; only
 // the tests send it).
 type GetCapacityRequest struct {

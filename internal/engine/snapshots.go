@@ -393,7 +393,7 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	if listed {
 		// The snapshot (someone's data) is still there: forgetting its record would leave it
 		// unaccounted for while saying it was deleted.
-		err := stillListed(pluginID, csi.RPCDeleteSnapshot, err, "snapshot", snapshotID)
+		err := stillListed(pluginID, csi.RPCDeleteSnapshot, err, "snapshot", snapshotID, csi.RPCListSnapshots)
 		e.event(ctx, &store.Event{Kind: "snapshot-delete", VolumeID: rec.SourceVolumeID, PluginID: pluginID, RPC: csi.RPCListSnapshots,
 			Message: "delete not finished, snapshot kept: " + err.Error()})
 		// The way out names the ID: the record is the ID's, and a NAME that found the snapshot

@@ -98,7 +98,7 @@ type MemConfig struct {
 	// deletes: a plugin that deletes in the background, or says it deleted and did not.
 	DeleteLater bool
 	// UnpublishLater makes ControllerUnpublishVolume answer OK and keep the attachment, listed
-	// in ListVolumes' published_node_ids, until a test turns it off (Reconfigure) and the next
+	// in ListVolumes' and ControllerGetVolume's published_node_ids, until a test turns it off (Reconfigure) and the next
 	// unpublish detaches: a plugin that detaches in the background, or says it detached and
 	// did not.
 	UnpublishLater bool
@@ -895,6 +895,24 @@ func (s *memServer) ListVolumes(ctx context.Context, req *csipb.ListVolumesReque
 			e.Status = &csipb.ListVolumesResponse_VolumeStatus{PublishedNodeIds: slices.Sorted(maps.Keys(v.nodes))}
 		}
 		resp.Entries = append(resp.Entries, e)
+	}
+	return resp, nil
+}
+
+func (s *memServer) ControllerGetVolume(ctx context.Context, req *csipb.ControllerGetVolumeRequest) (resp *csipb.ControllerGetVolumeResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCControllerGetVolume, csi.ControllerGetVolumeRequest{VolumeID: req.GetVolumeId()})
+	defer func() { m.end(i, err) }()
+	if !m.cfg.Controller.GetVolume {
+		return nil, errorf(codes.Unimplemented, "ControllerGetVolume: GET_VOLUME is off")
+	}
+	v, err := m.volume(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	resp = &csipb.ControllerGetVolumeResponse{Volume: volumeToCSI(v.vol), Status: &csipb.ControllerGetVolumeResponse_VolumeStatus{}}
+	if m.cfg.Controller.ListVolumesPublishedNodes {
+		resp.Status.PublishedNodeIds = slices.Sorted(maps.Keys(v.nodes))
 	}
 	return resp, nil
 }

@@ -1,0 +1,168 @@
+package engine
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// getVolumeOnly is a controller that answers for one volume (GET_VOLUME, with
+// LIST_VOLUMES_PUBLISHED_NODES, which fills in ControllerGetVolume's published_node_ids) but
+// lists none (no LIST_VOLUMES), as some do whose backend has no cheap listing.
+func getVolumeOnly(c *csitest.MemConfig) {
+	c.Controller.ListVolumes = false
+	c.Controller.GetVolume = true
+}
+
+// A plugin without LIST_VOLUMES, but with GET_VOLUME and LIST_VOLUMES_PUBLISHED_NODES, answers
+// ControllerUnpublishVolume OK (or NOT_FOUND) and still reports the volume published to the
+// node in ControllerGetVolume: round 15's check asked ListVolumes only, so the release recorded
+// the volume detached (free to be handed to Nomad, or attached to another node) while the
+// storage still had it attached here. It is kept as a plugin still listing it is, and once the
+// plugin detaches, reconcile finishes the release.
+func TestControllerUnpublishAnsweredWhileGetVolumeStillReportsItPublished(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer string
+		lie    func(h *harness)
+		honest func(h *harness)
+	}{
+		{name: "OK", answer: "answered ControllerUnpublishVolume OK",
+			lie:    func(h *harness) { h.mem.Reconfigure(func(c *csitest.MemConfig) { c.UnpublishLater = true }) },
+			honest: func(h *harness) { h.mem.Reconfigure(func(c *csitest.MemConfig) { c.UnpublishLater = false }) }},
+		{name: "NOT_FOUND", answer: "answered ControllerUnpublishVolume NOT_FOUND",
+			lie:    func(h *harness) { h.faults.FailAlways(csi.RPCControllerUnpublishVolume, codes.NotFound) },
+			honest: func(h *harness) { h.faults.Clear() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, getVolumeOnly)
+			h.create(volume("v", capab(spec.SingleNodeWriter)))
+			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+			ext := h.externalID("v")
+			tc.lie(h)
+			_, err := h.e.Release(h.ctx, "v", "a")
+			if err == nil || !strings.Contains(err.Error(), tc.answer) || !strings.Contains(err.Error(), "ControllerGetVolume's published_node_ids") {
+				t.Fatalf("release through a plugin whose ControllerGetVolume still reports the attachment: %v; want an error saying so", err)
+			}
+			if nodes := h.mem.PublishedNodes(ext); len(nodes) != 1 {
+				t.Fatalf("plugin's attachments = %v, want the one it kept", nodes)
+			}
+			if st, ok := h.staging("v"); !ok || !st.ControllerPublished {
+				t.Fatalf("staging after the release = %+v (found %v): want the attachment still recorded", st, ok)
+			}
+			if live := h.liveClaims("v"); len(live) != 1 || !live[0].Releasing {
+				t.Fatalf("claims after the release = %+v: want the claim kept releasing for reconcile", live)
+			}
+			tc.honest(h)
+			if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
+				t.Fatalf("reconcile once the plugin detaches: %+v, %v", rep, err)
+			}
+			if st, ok := h.staging("v"); ok {
+				t.Errorf("staging row left after reconcile: %+v", st)
+			}
+			if nodes := h.mem.PublishedNodes(ext); len(nodes) != 0 {
+				t.Errorf("still attached to %v after reconcile", nodes)
+			}
+			if n := h.faults.Calls(csi.RPCListVolumes); n != 0 {
+				t.Errorf("ListVolumes sent %d time(s) to a plugin without LIST_VOLUMES", n)
+			}
+		})
+	}
+}
+
+// The same plugin answers DeleteVolume OK (or NOT_FOUND) and ControllerGetVolume still answers
+// the volume: the storage, someone's data, is still there. Round 15's check asked ListVolumes
+// only, and the volume was forgotten while the plugin kept it. It stays deleting; once the
+// plugin deletes (ControllerGetVolume answers NOT_FOUND), the delete again forgets it.
+func TestDeleteAnsweredWhileGetVolumeStillAnswersItKeepsTheVolumeDeleting(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer string
+		lie    func(h *harness)
+		honest func(h *harness)
+	}{
+		{name: "OK", answer: "answered DeleteVolume OK but still has volume",
+			lie:    func(h *harness) { h.mem.Reconfigure(func(c *csitest.MemConfig) { c.DeleteLater = true }) },
+			honest: func(h *harness) { h.mem.Reconfigure(func(c *csitest.MemConfig) { c.DeleteLater = false }) }},
+		{name: "NOT_FOUND", answer: "answered DeleteVolume NOT_FOUND but still has volume",
+			lie:    func(h *harness) { h.faults.FailAlways(csi.RPCDeleteVolume, codes.NotFound) },
+			honest: func(h *harness) { h.faults.Clear() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, getVolumeOnly)
+			ext := h.create(volume("v")).ExternalID
+			tc.lie(h)
+			err := h.e.DeleteVolume(h.ctx, "v")
+			if err == nil || !strings.Contains(err.Error(), tc.answer) || !strings.Contains(err.Error(), "(ControllerGetVolume)") {
+				t.Fatalf("delete through a plugin whose ControllerGetVolume still answers the volume: %v; want an error saying so", err)
+			}
+			if v, verr := h.e.Volume(h.ctx, "v"); verr != nil || v.State != string(store.VolumeDeleting) || v.ExternalID != ext {
+				t.Fatalf("volume v after the delete: %+v, %v; want it kept, deleting %q (the plugin still has it)", v, verr, ext)
+			}
+			tc.honest(h)
+			if err := h.e.DeleteVolume(h.ctx, "v"); err != nil {
+				t.Fatalf("delete once the plugin deletes: %v", err)
+			}
+			if _, ok := h.mem.Volume(ext); ok {
+				t.Errorf("the plugin still has %q", ext)
+			}
+			if n := h.faults.Calls(csi.RPCControllerGetVolume); n == 0 {
+				t.Errorf("ControllerGetVolume never sent")
+			}
+		})
+	}
+}
+
+// Through a plugin that answers ControllerGetVolume and lists nothing, the detach's check is
+// asked only with LIST_VOLUMES_PUBLISHED_NODES (the spec fills published_node_ids in only
+// then), and a ControllerGetVolume that fails leaves the plugin's OK as it is, with a warning:
+// the release finishes, as through a listing that fails.
+func TestControllerUnpublishCheckedByGetVolumeOnlyWhenItCanBe(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*csitest.MemConfig)
+		fault  func(*csitest.Faults)
+		gets   int
+		warned bool
+	}{
+		{name: "no LIST_VOLUMES_PUBLISHED_NODES", mutate: func(c *csitest.MemConfig) { c.Controller.ListVolumesPublishedNodes = false }},
+		{name: "no GET_VOLUME", mutate: func(c *csitest.MemConfig) { c.Controller.GetVolume = false }},
+		{name: "ControllerGetVolume fails", fault: func(f *csitest.Faults) { f.FailAlways(csi.RPCControllerGetVolume, codes.Internal) }, gets: 1, warned: true},
+		{name: "checked", gets: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *csitest.MemConfig) {
+				getVolumeOnly(c)
+				if tc.mutate != nil {
+					tc.mutate(c)
+				}
+			})
+			var logs bytes.Buffer
+			h.open(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+			h.create(volume("v", capab(spec.SingleNodeWriter)))
+			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+			if tc.fault != nil {
+				tc.fault(h.faults)
+			}
+			h.faults.ResetCounts()
+			h.release("v", "a")
+			if n := h.faults.Calls(csi.RPCControllerGetVolume); n != tc.gets {
+				t.Errorf("ControllerGetVolume sent %d time(s), want %d", n, tc.gets)
+			}
+			if warned := strings.Contains(logs.String(), "could not be checked"); warned != tc.warned {
+				t.Errorf("warned %v, want %v; log: %q", warned, tc.warned, logs.String())
+			}
+			if st, ok := h.staging("v"); ok {
+				t.Errorf("staging row left after the release: %+v", st)
+			}
+		})
+	}
+}
