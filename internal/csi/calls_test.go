@@ -18,12 +18,14 @@ type world struct {
 	nodeID          string
 	pctx            map[string]string
 	staging, target string
+	snap            string
 }
 
 func newWorld(t testing.TB) *world {
 	t.Helper()
 	cfg := csitest.DefaultMemConfig()
-	cfg.Controller.GetVolume = true // off by default, so that the engine's tests ask by ListVolumes
+	// Off by default, so that the engine's tests ask by ListVolumes and ListSnapshots.
+	cfg.Controller.GetVolume, cfg.Controller.GetSnapshot = true, true
 	h := newHarness(t, cfg)
 	w := &world{harness: h}
 	ctx := context.Background()
@@ -48,8 +50,9 @@ func newWorld(t testing.TB) *world {
 	must(os.Mkdir(w.staging, 0o700))
 	must(h.client.NodeStageVolume(ctx, w.stageReq()))
 	must(h.client.NodePublishVolume(ctx, w.publishReq()))
-	_, err = h.client.CreateSnapshot(ctx, csi.CreateSnapshotRequest{SourceVolumeID: w.vol.ID, Name: "w-snap"})
+	snap, err := h.client.CreateSnapshot(ctx, csi.CreateSnapshotRequest{SourceVolumeID: w.vol.ID, Name: "w-snap"})
 	must(err)
+	w.snap = snap.ID
 	h.mem.ResetCalls()
 	h.faults.ResetCounts()
 	return w
@@ -108,6 +111,10 @@ func (w *world) calls() map[string]func(context.Context) error {
 		},
 		csi.RPCListSnapshots: func(ctx context.Context) error {
 			_, err := c.ListSnapshots(ctx, csi.ListSnapshotsRequest{})
+			return err
+		},
+		csi.RPCGetSnapshot: func(ctx context.Context) error {
+			_, err := c.GetSnapshot(ctx, csi.GetSnapshotRequest{SnapshotID: w.snap})
 			return err
 		},
 		csi.RPCControllerExpandVolume: func(ctx context.Context) error {

@@ -274,6 +274,18 @@ func (c *Client) DeleteSnapshot(ctx context.Context, r DeleteSnapshotRequest) er
 	return err
 }
 
+// GetSnapshot asks a plugin with GET_SNAPSHOT about one snapshot. The engine sends it, as it
+// sends ListSnapshots, only after a DeleteSnapshot answered OK or NOT_FOUND, to a plugin that
+// cannot be asked by ListSnapshots; NOT_FOUND is its word that it no longer has the snapshot.
+func (c *Client) GetSnapshot(ctx context.Context, r GetSnapshotRequest) (Snapshot, error) {
+	req := &csipb.GetSnapshotRequest{SnapshotId: r.SnapshotID, Secrets: r.Secrets.Plain()}
+	resp, err := send(ctx, c, RPCGetSnapshot, req, csipb.ControllerClient.GetSnapshot)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	return snapshotFromCSI(resp.GetSnapshot()), nil
+}
+
 // ListSnapshots returns one page of snapshots.
 func (c *Client) ListSnapshots(ctx context.Context, r ListSnapshotsRequest) (ListSnapshotsResponse, error) {
 	req := &csipb.ListSnapshotsRequest{

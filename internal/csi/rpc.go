@@ -29,6 +29,7 @@ const (
 	RPCCreateSnapshot             = "CreateSnapshot"
 	RPCDeleteSnapshot             = "DeleteSnapshot"
 	RPCListSnapshots              = "ListSnapshots"
+	RPCGetSnapshot                = "GetSnapshot"
 	RPCControllerExpandVolume     = "ControllerExpandVolume"
 	RPCNodeStageVolume            = "NodeStageVolume"
 	RPCNodeUnstageVolume          = "NodeUnstageVolume"
@@ -45,7 +46,7 @@ var RPCs = []string{
 	RPCGetPluginInfo, RPCGetPluginCapabilities, RPCProbe,
 	RPCCreateVolume, RPCDeleteVolume, RPCControllerPublishVolume, RPCControllerUnpublishVolume,
 	RPCValidateVolumeCapabilities, RPCListVolumes, RPCControllerGetVolume, RPCGetCapacity, RPCControllerGetCapabilities,
-	RPCCreateSnapshot, RPCDeleteSnapshot, RPCListSnapshots, RPCControllerExpandVolume,
+	RPCCreateSnapshot, RPCDeleteSnapshot, RPCListSnapshots, RPCGetSnapshot, RPCControllerExpandVolume,
 	RPCNodeStageVolume, RPCNodeUnstageVolume, RPCNodePublishVolume, RPCNodeUnpublishVolume,
 	RPCNodeGetCapabilities, RPCNodeGetInfo, RPCNodeExpandVolume, RPCNodeGetVolumeStats,
 }
@@ -161,6 +162,9 @@ var rpcTable = map[string]rpcFacts{
 		codes.InvalidArgument: hintListRejected,
 		codes.NotFound:        hintSnapshotGone,
 		codes.Aborted:         hintPageToken,
+	}},
+	RPCGetSnapshot: {service: ServiceController, hints: map[codes.Code]string{
+		codes.NotFound: "the plugin no longer has the snapshot",
 	}},
 	RPCControllerExpandVolume: {service: ServiceController, long: true, hints: map[codes.Code]string{
 		codes.InvalidArgument:    hintExpandInvalid,

@@ -169,6 +169,12 @@ type ListSnapshotsRequest struct {
 	Secrets        spec.Secrets
 }
 
+// GetSnapshotRequest asks a controller with GET_SNAPSHOT about one snapshot.
+type GetSnapshotRequest struct {
+	SnapshotID string
+	Secrets    spec.Secrets
+}
+
 // ListSnapshotsResponse is one page of snapshots.
 type ListSnapshotsResponse struct {
 	Snapshots []Snapshot `json:"snapshots"`

@@ -166,3 +166,49 @@ func TestControllerUnpublishCheckedByGetVolumeOnlyWhenItCanBe(t *testing.T) {
 		})
 	}
 }
+
+// A plugin with GET_SNAPSHOT but no LIST_SNAPSHOTS answers DeleteSnapshot OK (or NOT_FOUND)
+// and GetSnapshot still answers the snapshot: it was not asked, and the record was forgotten
+// while the plugin kept the snapshot, its data unaccounted for. The record stays, the error
+// says so; once the plugin deletes (GetSnapshot answers NOT_FOUND), the delete again forgets it.
+func TestDeleteSnapshotAnsweredWhileGetSnapshotStillAnswersItKeepsItsRecord(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer string
+		lie    func(h *harness)
+		honest func(h *harness)
+	}{
+		{name: "OK", answer: "answered DeleteSnapshot OK but still has snapshot",
+			lie:    func(h *harness) { h.mem.Reconfigure(func(c *csitest.MemConfig) { c.DeleteLater = true }) },
+			honest: func(h *harness) { h.mem.Reconfigure(func(c *csitest.MemConfig) { c.DeleteLater = false }) }},
+		{name: "NOT_FOUND", answer: "answered DeleteSnapshot NOT_FOUND but still has snapshot",
+			lie:    func(h *harness) { h.faults.FailAlways(csi.RPCDeleteSnapshot, codes.NotFound) },
+			honest: func(h *harness) { h.faults.Clear() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, _ := snapshotHarness(t, func(c *csitest.MemConfig) {
+				c.Controller.ListSnapshots = false
+				c.Controller.GetSnapshot = true
+			})
+			s := h.snapshot("keep")
+			tc.lie(h)
+			err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.answer) || !strings.Contains(err.Error(), "(GetSnapshot)") || !strings.Contains(err.Error(), "stays recorded") {
+				t.Fatalf("delete of a snapshot GetSnapshot still answers: %v; want an error saying so, the record kept", err)
+			}
+			if !h.recordedSnapshot(s.ID) {
+				t.Fatalf("snapshot %s forgotten while the plugin still has it", s.ID)
+			}
+			tc.honest(h)
+			if err := h.e.DeleteSnapshot(h.ctx, "mem", s.ID, nil); err != nil {
+				t.Fatalf("delete once the plugin deletes: %v", err)
+			}
+			if h.recordedSnapshot(s.ID) || len(h.mem.Snapshots()) != 0 {
+				t.Errorf("after the delete: recorded %v, plugin holds %+v", h.recordedSnapshot(s.ID), h.mem.Snapshots())
+			}
+			if n := h.faults.Calls(csi.RPCListSnapshots); n != 0 {
+				t.Errorf("ListSnapshots sent %d time(s) to a plugin without LIST_SNAPSHOTS", n)
+			}
+		})
+	}
+}

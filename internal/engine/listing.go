@@ -303,21 +303,43 @@ func (e *Engine) listsPublished(ctx context.Context, c *conn, externalID, nodeID
 	return published, err
 }
 
-// listsSnapshot is listsVolume of a snapshot, after a DeleteSnapshot answered OK: ListSnapshots
-// with its snapshot_id (and the delete's secrets), a plugin that ignores that filter paged
-// through; NOT_FOUND says it is not listed. A plugin without LIST_SNAPSHOTS is not asked.
-func (e *Engine) listsSnapshot(ctx context.Context, c *conn, id string, secrets spec.Secrets) (bool, error) {
-	if !c.fp.Controller || !c.fp.Capabilities.Controller.ListSnapshots {
-		return false, nil
+// snapshotCheck is volumeCheck of a snapshot: ListSnapshots where the plugin has
+// LIST_SNAPSHOTS, else GetSnapshot where it has GET_SNAPSHOT, else "".
+func snapshotCheck(c *conn) string {
+	ctrl := c.fp.Capabilities.Controller
+	switch {
+	case !c.fp.Controller:
+		return ""
+	case ctrl.ListSnapshots:
+		return csi.RPCListSnapshots
+	case ctrl.GetSnapshot:
+		return csi.RPCGetSnapshot
 	}
-	listed, err := e.listsID(ctx, c, csi.RPCListSnapshots, id, func(ctx context.Context, token string) ([]string, string, error) {
-		page, err := c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{SnapshotID: id, StartingToken: token, Secrets: secrets})
-		ids := make([]string, 0, len(page.Snapshots))
-		for _, s := range page.Snapshots {
-			ids = append(ids, s.ID)
-		}
-		return ids, page.NextToken, err
-	})
+	return ""
+}
+
+// listsSnapshot is listsVolume of a snapshot, after a DeleteSnapshot answered OK (snapshotCheck):
+// ListSnapshots with its snapshot_id (and the delete's secrets), a plugin that ignores that
+// filter paged through, or GetSnapshot; NOT_FOUND says it is not there. A plugin that cannot be
+// asked is not.
+func (e *Engine) listsSnapshot(ctx context.Context, c *conn, id string, secrets spec.Secrets) (listed bool, err error) {
+	switch snapshotCheck(c) {
+	case csi.RPCListSnapshots:
+		listed, err = e.listsID(ctx, c, csi.RPCListSnapshots, id, func(ctx context.Context, token string) ([]string, string, error) {
+			page, err := c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{SnapshotID: id, StartingToken: token, Secrets: secrets})
+			ids := make([]string, 0, len(page.Snapshots))
+			for _, s := range page.Snapshots {
+				ids = append(ids, s.ID)
+			}
+			return ids, page.NextToken, err
+		})
+	case csi.RPCGetSnapshot:
+		err = e.retry(ctx, c, csi.RPCGetSnapshot, func(ctx context.Context) error {
+			_, err := c.client.GetSnapshot(ctx, csi.GetSnapshotRequest{SnapshotID: id, Secrets: secrets})
+			return err
+		})
+		listed = err == nil
+	}
 	if csi.IsNotFound(err) {
 		return false, nil
 	}
@@ -326,11 +348,11 @@ func (e *Engine) listsSnapshot(ctx context.Context, c *conn, id string, secrets 
 
 // stillListed is what a delete answered OK or NOT_FOUND (answer: nil or that error) is when
 // the plugin still lists what it deleted (listsVolume, listsSnapshot): rpc is the delete, what
-// and id name it, asked is the RPC that said it is still there (volumeCheck, ListSnapshots).
+// and id name it, asked is the RPC that said it is still there (volumeCheck, snapshotCheck).
 func stillListed(pluginID, rpc string, answer error, what, id, asked string) error {
 	still := "still lists"
-	if asked == csi.RPCControllerGetVolume {
-		still = "still has" // ControllerGetVolume answered it, not NOT_FOUND
+	if asked == csi.RPCControllerGetVolume || asked == csi.RPCGetSnapshot {
+		still = "still has" // it answered for it, not NOT_FOUND
 	}
 	return fmt.Errorf("plugin %q answered %s %s but %s %s %q (%s): it may be deleting it in the background, or did not delete it",
 		pluginID, rpc, answerWord(answer), still, what, id, asked)

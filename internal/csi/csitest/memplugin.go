@@ -1025,6 +1025,20 @@ func (s *memServer) ListSnapshots(ctx context.Context, req *csipb.ListSnapshotsR
 	return resp, nil
 }
 
+func (s *memServer) GetSnapshot(ctx context.Context, req *csipb.GetSnapshotRequest) (resp *csipb.GetSnapshotResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCGetSnapshot, csi.GetSnapshotRequest{SnapshotID: req.GetSnapshotId(), Secrets: secrets(req.GetSecrets())})
+	defer func() { m.end(i, err) }()
+	if !m.cfg.Controller.GetSnapshot {
+		return nil, errorf(codes.Unimplemented, "GetSnapshot: GET_SNAPSHOT is off")
+	}
+	snap, ok := m.snapshots[req.GetSnapshotId()]
+	if !ok {
+		return nil, errorf(codes.NotFound, "snapshot %q does not exist", req.GetSnapshotId())
+	}
+	return &csipb.GetSnapshotResponse{Snapshot: snapshotToCSI(snap)}, nil
+}
+
 func (s *memServer) ControllerExpandVolume(ctx context.Context, req *csipb.ControllerExpandVolumeRequest) (resp *csipb.ControllerExpandVolumeResponse, err error) {
 	m := s.m
 	i := m.begin(csi.RPCControllerExpandVolume, decodeControllerExpand(req))
