@@ -29,53 +29,7 @@ func getVolumeOnly(c *csitest.MemConfig) {
 // storage still had it attached here. It is kept as a plugin still listing it is, and once the
 // plugin detaches, reconcile finishes the release.
 func TestControllerUnpublishAnsweredWhileGetVolumeStillReportsItPublished(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		answer string
-		lie    func(h *harness)
-		honest func(h *harness)
-	}{
-		{name: "OK", answer: "answered ControllerUnpublishVolume OK",
-			lie:    func(h *harness) { h.mem.Reconfigure(func(c *csitest.MemConfig) { c.UnpublishLater = true }) },
-			honest: func(h *harness) { h.mem.Reconfigure(func(c *csitest.MemConfig) { c.UnpublishLater = false }) }},
-		{name: "NOT_FOUND", answer: "answered ControllerUnpublishVolume NOT_FOUND",
-			lie:    func(h *harness) { h.faults.FailAlways(csi.RPCControllerUnpublishVolume, codes.NotFound) },
-			honest: func(h *harness) { h.faults.Clear() }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, getVolumeOnly)
-			h.create(volume("v", capab(spec.SingleNodeWriter)))
-			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-			ext := h.externalID("v")
-			tc.lie(h)
-			_, err := h.e.Release(h.ctx, "v", "a")
-			if err == nil || !strings.Contains(err.Error(), tc.answer) || !strings.Contains(err.Error(), "ControllerGetVolume's published_node_ids") {
-				t.Fatalf("release through a plugin whose ControllerGetVolume still reports the attachment: %v; want an error saying so", err)
-			}
-			if nodes := h.mem.PublishedNodes(ext); len(nodes) != 1 {
-				t.Fatalf("plugin's attachments = %v, want the one it kept", nodes)
-			}
-			if st, ok := h.staging("v"); !ok || !st.ControllerPublished {
-				t.Fatalf("staging after the release = %+v (found %v): want the attachment still recorded", st, ok)
-			}
-			if live := h.liveClaims("v"); len(live) != 1 || !live[0].Releasing {
-				t.Fatalf("claims after the release = %+v: want the claim kept releasing for reconcile", live)
-			}
-			tc.honest(h)
-			if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
-				t.Fatalf("reconcile once the plugin detaches: %+v, %v", rep, err)
-			}
-			if st, ok := h.staging("v"); ok {
-				t.Errorf("staging row left after reconcile: %+v", st)
-			}
-			if nodes := h.mem.PublishedNodes(ext); len(nodes) != 0 {
-				t.Errorf("still attached to %v after reconcile", nodes)
-			}
-			if n := h.faults.Calls(csi.RPCListVolumes); n != 0 {
-				t.Errorf("ListVolumes sent %d time(s) to a plugin without LIST_VOLUMES", n)
-			}
-		})
-	}
+	unpublishStillPublishedKept(t, getVolumeOnly, "(ControllerGetVolume's published_node_ids)")
 }
 
 // The same plugin answers DeleteVolume OK (or NOT_FOUND) and ControllerGetVolume still answers

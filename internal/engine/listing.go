@@ -206,13 +206,19 @@ func (e *Engine) listsID(ctx context.Context, c *conn, rpc, id string, page func
 // (it cannot be asked, and its word is all there is).
 func volumeCheck(c *conn) string {
 	ctrl := c.fp.Capabilities.Controller
+	return checkBy(c, ctrl.ListVolumes, csi.RPCListVolumes, ctrl.GetVolume, csi.RPCControllerGetVolume)
+}
+
+// checkBy is the RPC volumeCheck and snapshotCheck choose: list where the plugin's controller
+// can list (canList), else get where it can answer for one (canGet), else "".
+func checkBy(c *conn, canList bool, list string, canGet bool, get string) string {
 	switch {
 	case !c.fp.Controller:
 		return ""
-	case ctrl.ListVolumes:
-		return csi.RPCListVolumes
-	case ctrl.GetVolume:
-		return csi.RPCControllerGetVolume
+	case canList:
+		return list
+	case canGet:
+		return get
 	}
 	return ""
 }
@@ -307,15 +313,7 @@ func (e *Engine) listsPublished(ctx context.Context, c *conn, externalID, nodeID
 // LIST_SNAPSHOTS, else GetSnapshot where it has GET_SNAPSHOT, else "".
 func snapshotCheck(c *conn) string {
 	ctrl := c.fp.Capabilities.Controller
-	switch {
-	case !c.fp.Controller:
-		return ""
-	case ctrl.ListSnapshots:
-		return csi.RPCListSnapshots
-	case ctrl.GetSnapshot:
-		return csi.RPCGetSnapshot
-	}
-	return ""
+	return checkBy(c, ctrl.ListSnapshots, csi.RPCListSnapshots, ctrl.GetSnapshot, csi.RPCGetSnapshot)
 }
 
 // listsSnapshot is listsVolume of a snapshot, after a DeleteSnapshot answered OK (snapshotCheck):
