@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"bytes"
-	"log/slog"
 	"strings"
 	"testing"
 
@@ -10,7 +8,6 @@ import (
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
-	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -80,45 +77,12 @@ func TestDeleteAnsweredWhileGetVolumeStillAnswersItKeepsTheVolumeDeleting(t *tes
 // then), and a ControllerGetVolume that fails leaves the plugin's OK as it is, with a warning:
 // the release finishes, as through a listing that fails.
 func TestControllerUnpublishCheckedByGetVolumeOnlyWhenItCanBe(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		mutate func(*csitest.MemConfig)
-		fault  func(*csitest.Faults)
-		gets   int
-		warned bool
-	}{
+	unpublishCheckedWhenItCanBe(t, getVolumeOnly, csi.RPCControllerGetVolume, []unpublishCheckCase{
 		{name: "no LIST_VOLUMES_PUBLISHED_NODES", mutate: func(c *csitest.MemConfig) { c.Controller.ListVolumesPublishedNodes = false }},
 		{name: "no GET_VOLUME", mutate: func(c *csitest.MemConfig) { c.Controller.GetVolume = false }},
-		{name: "ControllerGetVolume fails", fault: func(f *csitest.Faults) { f.FailAlways(csi.RPCControllerGetVolume, codes.Internal) }, gets: 1, warned: true},
-		{name: "checked", gets: 1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, func(c *csitest.MemConfig) {
-				getVolumeOnly(c)
-				if tc.mutate != nil {
-					tc.mutate(c)
-				}
-			})
-			var logs bytes.Buffer
-			h.open(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-			h.create(volume("v", capab(spec.SingleNodeWriter)))
-			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-			if tc.fault != nil {
-				tc.fault(h.faults)
-			}
-			h.faults.ResetCounts()
-			h.release("v", "a")
-			if n := h.faults.Calls(csi.RPCControllerGetVolume); n != tc.gets {
-				t.Errorf("ControllerGetVolume sent %d time(s), want %d", n, tc.gets)
-			}
-			if warned := strings.Contains(logs.String(), "could not be checked"); warned != tc.warned {
-				t.Errorf("warned %v, want %v; log: %q", warned, tc.warned, logs.String())
-			}
-			if st, ok := h.staging("v"); ok {
-				t.Errorf("staging row left after the release: %+v", st)
-			}
-		})
-	}
+		{name: "ControllerGetVolume fails", fault: func(f *csitest.Faults) { f.FailAlways(csi.RPCControllerGetVolume, codes.Internal) }, sent: 1, warned: true},
+		{name: "checked", sent: 1},
+	})
 }
 
 // A plugin with GET_SNAPSHOT but no LIST_SNAPSHOTS answers DeleteSnapshot OK (or NOT_FOUND)
