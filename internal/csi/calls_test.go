@@ -18,11 +18,15 @@ type world struct {
 	nodeID          string
 	pctx            map[string]string
 	staging, target string
+	snap            string
 }
 
 func newWorld(t testing.TB) *world {
 	t.Helper()
-	h := newHarness(t, csitest.DefaultMemConfig())
+	cfg := csitest.DefaultMemConfig()
+	// Off by default, so that the engine's tests ask by ListVolumes and ListSnapshots.
+	cfg.Controller.GetVolume, cfg.Controller.GetSnapshot = true, true
+	h := newHarness(t, cfg)
 	w := &world{harness: h}
 	ctx := context.Background()
 	var err error
@@ -46,8 +50,9 @@ func newWorld(t testing.TB) *world {
 	must(os.Mkdir(w.staging, 0o700))
 	must(h.client.NodeStageVolume(ctx, w.stageReq()))
 	must(h.client.NodePublishVolume(ctx, w.publishReq()))
-	_, err = h.client.CreateSnapshot(ctx, csi.CreateSnapshotRequest{SourceVolumeID: w.vol.ID, Name: "w-snap"})
+	snap, err := h.client.CreateSnapshot(ctx, csi.CreateSnapshotRequest{SourceVolumeID: w.vol.ID, Name: "w-snap"})
 	must(err)
+	w.snap = snap.ID
 	h.mem.ResetCalls()
 	h.faults.ResetCounts()
 	return w
@@ -88,6 +93,10 @@ func (w *world) calls() map[string]func(context.Context) error {
 			return c.ValidateVolumeCapabilities(ctx, csi.ValidateVolumeCapabilitiesRequest{VolumeID: w.vol.ID, Capabilities: []csi.VolumeCapability{fsWriter}})
 		},
 		csi.RPCListVolumes: func(ctx context.Context) error { _, err := c.ListVolumes(ctx, csi.ListVolumesRequest{}); return err },
+		csi.RPCControllerGetVolume: func(ctx context.Context) error {
+			_, err := c.ControllerGetVolume(ctx, csi.ControllerGetVolumeRequest{VolumeID: w.vol.ID})
+			return err
+		},
 		csi.RPCGetCapacity: func(ctx context.Context) error {
 			_, err := c.GetCapacity(ctx, csi.GetCapacityRequest{Capabilities: []csi.VolumeCapability{fsWriter}})
 			return err
@@ -102,6 +111,10 @@ func (w *world) calls() map[string]func(context.Context) error {
 		},
 		csi.RPCListSnapshots: func(ctx context.Context) error {
 			_, err := c.ListSnapshots(ctx, csi.ListSnapshotsRequest{})
+			return err
+		},
+		csi.RPCGetSnapshot: func(ctx context.Context) error {
+			_, err := c.GetSnapshot(ctx, csi.GetSnapshotRequest{SnapshotID: w.snap})
 			return err
 		},
 		csi.RPCControllerExpandVolume: func(ctx context.Context) error {

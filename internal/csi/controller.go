@@ -274,6 +274,18 @@ func (c *Client) DeleteSnapshot(ctx context.Context, r DeleteSnapshotRequest) er
 	return err
 }
 
+// GetSnapshot asks a plugin with GET_SNAPSHOT about one snapshot. The engine sends it, as it
+// sends ListSnapshots, only after a DeleteSnapshot answered OK or NOT_FOUND, to a plugin that
+// cannot be asked by ListSnapshots; NOT_FOUND is its word that it no longer has the snapshot.
+func (c *Client) GetSnapshot(ctx context.Context, r GetSnapshotRequest) (Snapshot, error) {
+	req := &csipb.GetSnapshotRequest{SnapshotId: r.SnapshotID, Secrets: r.Secrets.Plain()}
+	resp, err := send(ctx, c, RPCGetSnapshot, req, csipb.ControllerClient.GetSnapshot)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	return snapshotFromCSI(resp.GetSnapshot()), nil
+}
+
 // ListSnapshots returns one page of snapshots.
 func (c *Client) ListSnapshots(ctx context.Context, r ListSnapshotsRequest) (ListSnapshotsResponse, error) {
 	req := &csipb.ListSnapshotsRequest{
@@ -322,6 +334,30 @@ func (c *Client) ListVolumes(ctx context.Context, r ListVolumesRequest) (ListVol
 		})
 	}
 	return out, nil
+}
+
+// ControllerGetVolumeResponse is what ControllerGetVolume says of one volume: the volume, and
+// the nodes it is published to (filled in only by a plugin with LIST_VOLUMES_PUBLISHED_NODES,
+// as ListVolumes' are).
+type ControllerGetVolumeResponse struct {
+	Volume           Volume   `json:"volume"`
+	PublishedNodeIDs []string `json:"published_node_ids,omitempty"`
+}
+
+// ControllerGetVolume asks a plugin with GET_VOLUME about one volume. The engine sends it, as it
+// sends ListVolumes, only after a DeleteVolume or ControllerUnpublishVolume answered OK or
+// NOT_FOUND, to a plugin that cannot be asked by ListVolumes; NOT_FOUND is its word that it no
+// longer has the volume.
+func (c *Client) ControllerGetVolume(ctx context.Context, r ControllerGetVolumeRequest) (ControllerGetVolumeResponse, error) {
+	req := &csipb.ControllerGetVolumeRequest{VolumeId: r.VolumeID}
+	resp, err := send(ctx, c, RPCControllerGetVolume, req, csipb.ControllerClient.ControllerGetVolume)
+	if err != nil {
+		return ControllerGetVolumeResponse{}, err
+	}
+	return ControllerGetVolumeResponse{
+		Volume:           volumeFromCSI(resp.GetVolume()),
+		PublishedNodeIDs: resp.GetStatus().GetPublishedNodeIds(),
+	}, nil
 }
 
 // ControllerExpandVolume grows a volume on the controller.

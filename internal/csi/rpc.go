@@ -23,11 +23,13 @@ const (
 	RPCControllerUnpublishVolume  = "ControllerUnpublishVolume"
 	RPCValidateVolumeCapabilities = "ValidateVolumeCapabilities"
 	RPCListVolumes                = "ListVolumes"
+	RPCControllerGetVolume        = "ControllerGetVolume"
 	RPCGetCapacity                = "GetCapacity"
 	RPCControllerGetCapabilities  = "ControllerGetCapabilities"
 	RPCCreateSnapshot             = "CreateSnapshot"
 	RPCDeleteSnapshot             = "DeleteSnapshot"
 	RPCListSnapshots              = "ListSnapshots"
+	RPCGetSnapshot                = "GetSnapshot"
 	RPCControllerExpandVolume     = "ControllerExpandVolume"
 	RPCNodeStageVolume            = "NodeStageVolume"
 	RPCNodeUnstageVolume          = "NodeUnstageVolume"
@@ -43,8 +45,8 @@ const (
 var RPCs = []string{
 	RPCGetPluginInfo, RPCGetPluginCapabilities, RPCProbe,
 	RPCCreateVolume, RPCDeleteVolume, RPCControllerPublishVolume, RPCControllerUnpublishVolume,
-	RPCValidateVolumeCapabilities, RPCListVolumes, RPCGetCapacity, RPCControllerGetCapabilities,
-	RPCCreateSnapshot, RPCDeleteSnapshot, RPCListSnapshots, RPCControllerExpandVolume,
+	RPCValidateVolumeCapabilities, RPCListVolumes, RPCControllerGetVolume, RPCGetCapacity, RPCControllerGetCapabilities,
+	RPCCreateSnapshot, RPCDeleteSnapshot, RPCListSnapshots, RPCGetSnapshot, RPCControllerExpandVolume,
 	RPCNodeStageVolume, RPCNodeUnstageVolume, RPCNodePublishVolume, RPCNodeUnpublishVolume,
 	RPCNodeGetCapabilities, RPCNodeGetInfo, RPCNodeExpandVolume, RPCNodeGetVolumeStats,
 }
@@ -139,6 +141,9 @@ var rpcTable = map[string]rpcFacts{
 		codes.InvalidArgument: hintListRejected,
 		codes.Aborted:         hintPageToken,
 	}},
+	RPCControllerGetVolume: {service: ServiceController, large: "its volume_context or topology", hints: map[codes.Code]string{
+		codes.NotFound: "the plugin no longer has the volume",
+	}},
 	RPCGetCapacity:               {service: ServiceController},
 	RPCControllerGetCapabilities: {service: ServiceController},
 	RPCCreateSnapshot: {service: ServiceController, long: true, hints: map[codes.Code]string{
@@ -157,6 +162,9 @@ var rpcTable = map[string]rpcFacts{
 		codes.InvalidArgument: hintListRejected,
 		codes.NotFound:        hintSnapshotGone,
 		codes.Aborted:         hintPageToken,
+	}},
+	RPCGetSnapshot: {service: ServiceController, hints: map[codes.Code]string{
+		codes.NotFound: "the plugin no longer has the snapshot",
 	}},
 	RPCControllerExpandVolume: {service: ServiceController, long: true, hints: map[codes.Code]string{
 		codes.InvalidArgument:    hintExpandInvalid,

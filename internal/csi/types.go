@@ -123,6 +123,11 @@ type ListVolumesRequest struct {
 	StartingToken string
 }
 
+// ControllerGetVolumeRequest asks a controller with GET_VOLUME about one volume.
+type ControllerGetVolumeRequest struct {
+	VolumeID string
+}
+
 // GetCapacityRequest asks how much space the plugin has for volumes like these (csitest records it; only
 // the tests send it).
 type GetCapacityRequest struct {
@@ -162,6 +167,12 @@ type ListSnapshotsRequest struct {
 	SourceVolumeID string
 	SnapshotID     string
 	Secrets        spec.Secrets
+}
+
+// GetSnapshotRequest asks a controller with GET_SNAPSHOT about one snapshot.
+type GetSnapshotRequest struct {
+	SnapshotID string
+	Secrets    spec.Secrets
 }
 
 // ListSnapshotsResponse is one page of snapshots.

@@ -264,6 +264,8 @@ type Plugin interface {
 	DeleteSnapshot(ctx context.Context, r csi.DeleteSnapshotRequest) error
 	ListSnapshots(ctx context.Context, r csi.ListSnapshotsRequest) (csi.ListSnapshotsResponse, error)
 	ListVolumes(ctx context.Context, r csi.ListVolumesRequest) (csi.ListVolumesResponse, error)
+	GetSnapshot(ctx context.Context, r csi.GetSnapshotRequest) (csi.Snapshot, error)
+	ControllerGetVolume(ctx context.Context, r csi.ControllerGetVolumeRequest) (csi.ControllerGetVolumeResponse, error)
 	NodeStageVolume(ctx context.Context, r csi.NodeStageVolumeRequest) error
 	NodeUnstageVolume(ctx context.Context, r csi.NodeUnstageVolumeRequest) error
 	NodePublishVolume(ctx context.Context, r csi.NodePublishVolumeRequest) error

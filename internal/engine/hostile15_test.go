@@ -25,6 +25,15 @@ import (
 // attached here). The release fails saying so, the claim and the attachment stay recorded, and
 // once the plugin detaches, reconcile finishes the release.
 func TestControllerUnpublishAnsweredWhileStillPublishedKeepsTheAttachment(t *testing.T) {
+	unpublishStillPublishedKept(t, nil, "(ListVolumes' published_node_ids)")
+}
+
+// unpublishStillPublishedKept runs a plugin (newHarness's, mutated) that answers
+// ControllerUnpublishVolume OK, then NOT_FOUND, and still reports the volume published to the
+// node, by the RPC field names: the release fails naming field, keeps the claim and the
+// attachment, reconcile keeps them while the plugin still reports it, and once it detaches,
+// reconcile finishes the release.
+func unpublishStillPublishedKept(t *testing.T, mutate func(*csitest.MemConfig), field string) {
 	for _, tc := range []struct {
 		name   string
 		answer string
@@ -39,14 +48,15 @@ func TestControllerUnpublishAnsweredWhileStillPublishedKeepsTheAttachment(t *tes
 			honest: func(h *harness) { h.faults.Clear() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, nil)
+			h := newHarness(t, mutate)
 			h.create(volume("v", capab(spec.SingleNodeWriter)))
 			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 			ext := h.externalID("v")
 			tc.lie(h)
 			_, err := h.e.Release(h.ctx, "v", "a")
-			if err == nil || !strings.Contains(err.Error(), tc.answer) || !strings.Contains(err.Error(), "still lists it published to node") {
-				t.Fatalf("release through a plugin still listing the attachment: %v; want an error saying it still lists it published", err)
+			if err == nil || !strings.Contains(err.Error(), tc.answer) || !strings.Contains(err.Error(), "still lists it published to node") ||
+				!strings.Contains(err.Error(), field) {
+				t.Fatalf("release through a plugin still reporting the attachment: %v; want an error saying it still lists it published, in %s", err, field)
 			}
 			if nodes := h.mem.PublishedNodes(ext); len(nodes) != 1 {
 				t.Fatalf("plugin's attachments = %v, want the one it kept", nodes)
@@ -112,21 +122,39 @@ func TestForceDetachThroughAPluginStillListingTheAttachmentKeepsItOwed(t *testin
 // and a listing that fails leaves the plugin's OK as it is, with a warning: the release
 // finishes.
 func TestControllerUnpublishCheckedOnlyWhenItCanBe(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		mutate   func(*csitest.MemConfig)
-		fault    func(*csitest.Faults)
-		listings int
-		warned   bool
-	}{
+	unpublishCheckedWhenItCanBe(t, nil, csi.RPCListVolumes, []unpublishCheckCase{
 		{name: "no LIST_VOLUMES_PUBLISHED_NODES", mutate: func(c *csitest.MemConfig) { c.Controller.ListVolumesPublishedNodes = false }},
 		{name: "no LIST_VOLUMES", mutate: func(c *csitest.MemConfig) { c.Controller.ListVolumes = false }},
-		{name: "listing fails", fault: func(f *csitest.Faults) { f.FailAlways(csi.RPCListVolumes, codes.Internal) }, listings: 1, warned: true},
-		{name: "listing times out", fault: func(f *csitest.Faults) { f.Hang(csi.RPCListVolumes) }, listings: 1, warned: true},
-		{name: "checked", listings: 1},
-	} {
+		{name: "listing fails", fault: func(f *csitest.Faults) { f.FailAlways(csi.RPCListVolumes, codes.Internal) }, sent: 1, warned: true},
+		{name: "listing times out", fault: func(f *csitest.Faults) { f.Hang(csi.RPCListVolumes) }, sent: 1, warned: true},
+		{name: "checked", sent: 1},
+	})
+}
+
+// unpublishCheckCase is one plugin of unpublishCheckedWhenItCanBe: the harness's plugin mutated
+// (after the test's base), a fault injected after the claim, how many times the check's RPC is
+// sent by the release, and whether the release warns that it could not check.
+type unpublishCheckCase struct {
+	name   string
+	mutate func(*csitest.MemConfig)
+	fault  func(*csitest.Faults)
+	sent   int
+	warned bool
+}
+
+// unpublishCheckedWhenItCanBe claims and releases a volume through each case's plugin, base
+// then its mutate applied, and checks how many times rpc (the detach's check) was sent, the
+// warning, and that the release finished.
+func unpublishCheckedWhenItCanBe(t *testing.T, base func(*csitest.MemConfig), rpc string, cases []unpublishCheckCase) {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, tc.mutate)
+			h := newHarness(t, func(c *csitest.MemConfig) {
+				for _, m := range []func(*csitest.MemConfig){base, tc.mutate} {
+					if m != nil {
+						m(c)
+					}
+				}
+			})
 			var logs bytes.Buffer
 			h.open(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 				Timeouts: csi.Timeouts{Short: 200 * time.Millisecond, Long: 5 * time.Second}})
@@ -137,8 +165,8 @@ func TestControllerUnpublishCheckedOnlyWhenItCanBe(t *testing.T) {
 			}
 			h.faults.ResetCounts()
 			h.release("v", "a")
-			if n := h.faults.Calls(csi.RPCListVolumes); n != tc.listings {
-				t.Errorf("ListVolumes sent %d time(s), want %d", n, tc.listings)
+			if n := h.faults.Calls(rpc); n != tc.sent {
+				t.Errorf("%s sent %d time(s), want %d", rpc, n, tc.sent)
 			}
 			if warned := strings.Contains(logs.String(), "could not be checked"); warned != tc.warned {
 				t.Errorf("warned %v, want %v; log: %q", warned, tc.warned, logs.String())

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -199,66 +200,144 @@ func (e *Engine) listsID(ctx context.Context, c *conn, rpc, id string, page func
 	return listed, err
 }
 
-// listsVolume says whether the plugin still lists its volume externalID, asked after a
-// DeleteVolume of it answered OK or NOT_FOUND; the caller holds the plugin's controller lock. A
-// plugin without LIST_VOLUMES is not asked (false, nil). err says the listing failed or did
+// volumeCheck is the RPC that asks the plugin whether it still has a volume, after a teardown
+// it answered OK or NOT_FOUND: ListVolumes where it has LIST_VOLUMES, else ControllerGetVolume
+// where it has GET_VOLUME (a controller that answers for one volume and lists none), else ""
+// (it cannot be asked, and its word is all there is).
+func volumeCheck(c *conn) string {
+	ctrl := c.fp.Capabilities.Controller
+	return checkBy(c, ctrl.ListVolumes, csi.RPCListVolumes, ctrl.GetVolume, csi.RPCControllerGetVolume)
+}
+
+// checkBy is the RPC volumeCheck and snapshotCheck choose: list where the plugin's controller
+// can list (canList), else get where it can answer for one (canGet), else "".
+func checkBy(c *conn, canList bool, list string, canGet bool, get string) string {
+	switch {
+	case !c.fp.Controller:
+		return ""
+	case canList:
+		return list
+	case canGet:
+		return get
+	}
+	return ""
+}
+
+// publishedCheck is volumeCheck for the nodes a volume is published to: either RPC says them
+// (published_node_ids) only with LIST_VOLUMES_PUBLISHED_NODES, as the CSI spec fills the field
+// in only then.
+func publishedCheck(c *conn) string {
+	if !c.fp.Capabilities.Controller.ListVolumesPublishedNodes {
+		return ""
+	}
+	return volumeCheck(c)
+}
+
+// possessive is an RPC's name as the owner of a field: "ListVolumes'", "ControllerGetVolume's".
+func possessive(rpc string) string {
+	if strings.HasSuffix(rpc, "s") {
+		return rpc + "'"
+	}
+	return rpc + "'s"
+}
+
+// getsVolume asks a plugin with GET_VOLUME about its volume externalID (ControllerGetVolume):
+// found is false when it answers NOT_FOUND, its word that it has no such volume; nodes are the
+// ones it reports the volume published to. The caller holds the plugin's controller lock.
+func (e *Engine) getsVolume(ctx context.Context, c *conn, externalID string) (found bool, nodes []string, err error) {
+	var got csi.ControllerGetVolumeResponse
+	err = e.retry(ctx, c, csi.RPCControllerGetVolume, func(ctx context.Context) error {
+		var err error
+		got, err = c.client.ControllerGetVolume(ctx, csi.ControllerGetVolumeRequest{VolumeID: externalID})
+		return err
+	})
+	if csi.IsNotFound(err) {
+		return false, nil, nil
+	}
+	return err == nil, got.PublishedNodeIDs, err
+}
+
+// listsVolume says whether the plugin still has its volume externalID (volumeCheck), asked
+// after a DeleteVolume of it answered OK or NOT_FOUND; the caller holds the plugin's controller
+// lock. A plugin that cannot be asked is not (false, nil). err says the check failed or did
 // not end: volctl could not check.
 func (e *Engine) listsVolume(ctx context.Context, c *conn, externalID string) (bool, error) {
-	if !c.fp.Controller || !c.fp.Capabilities.Controller.ListVolumes {
-		return false, nil
+	switch volumeCheck(c) {
+	case csi.RPCListVolumes:
+		return e.listsID(ctx, c, csi.RPCListVolumes, externalID, func(ctx context.Context, token string) ([]string, string, error) {
+			page, err := c.client.ListVolumes(ctx, csi.ListVolumesRequest{StartingToken: token})
+			ids := make([]string, 0, len(page.Entries))
+			for _, en := range page.Entries {
+				ids = append(ids, en.Volume.ID)
+			}
+			return ids, page.NextToken, err
+		})
+	case csi.RPCControllerGetVolume:
+		found, _, err := e.getsVolume(ctx, c, externalID)
+		return found, err
 	}
-	return e.listsID(ctx, c, csi.RPCListVolumes, externalID, func(ctx context.Context, token string) ([]string, string, error) {
-		page, err := c.client.ListVolumes(ctx, csi.ListVolumesRequest{StartingToken: token})
-		ids := make([]string, 0, len(page.Entries))
-		for _, en := range page.Entries {
-			ids = append(ids, en.Volume.ID)
-		}
-		return ids, page.NextToken, err
-	})
+	return false, nil
 }
 
 // listsPublished says whether the plugin still reports its volume externalID published to
-// nodeID (ListVolumes' published_node_ids), asked after a ControllerUnpublishVolume of it
-// answered OK or NOT_FOUND; the caller holds the plugin's controller lock. Only a plugin with
-// LIST_VOLUMES and LIST_VOLUMES_PUBLISHED_NODES says (the spec fills the field in only with
-// the latter); another is not asked (false, nil). Paging stops at the volume's entry; a volume
-// not listed is published nowhere. err says the listing failed or did not end.
+// nodeID (publishedCheck: ListVolumes' or ControllerGetVolume's published_node_ids), asked
+// after a ControllerUnpublishVolume of it answered OK or NOT_FOUND; the caller holds the
+// plugin's controller lock. A plugin that cannot say is not asked (false, nil). Paging stops
+// at the volume's entry; a volume not listed, or that ControllerGetVolume answers NOT_FOUND,
+// is published nowhere. err says the check failed or did not end.
 func (e *Engine) listsPublished(ctx context.Context, c *conn, externalID, nodeID string) (published bool, err error) {
-	ctrl := c.fp.Capabilities.Controller
-	if !c.fp.Controller || !ctrl.ListVolumes || !ctrl.ListVolumesPublishedNodes {
-		return false, nil
-	}
-	err = e.listPages(ctx, c, csi.RPCListVolumes, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
-		page, err := c.client.ListVolumes(ctx, csi.ListVolumesRequest{StartingToken: token})
-		if err != nil {
-			return "", false, err
-		}
-		for _, en := range page.Entries {
-			if en.Volume.ID == externalID {
-				published = slices.Contains(en.PublishedNodeIDs, nodeID)
-				return "", true, nil
+	switch publishedCheck(c) {
+	case csi.RPCListVolumes:
+		err = e.listPages(ctx, c, csi.RPCListVolumes, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
+			page, err := c.client.ListVolumes(ctx, csi.ListVolumesRequest{StartingToken: token})
+			if err != nil {
+				return "", false, err
 			}
-		}
-		return page.NextToken, false, nil
-	})
+			for _, en := range page.Entries {
+				if en.Volume.ID == externalID {
+					published = slices.Contains(en.PublishedNodeIDs, nodeID)
+					return "", true, nil
+				}
+			}
+			return page.NextToken, false, nil
+		})
+	case csi.RPCControllerGetVolume:
+		var nodes []string
+		_, nodes, err = e.getsVolume(ctx, c, externalID)
+		published = slices.Contains(nodes, nodeID)
+	}
 	return published, err
 }
 
-// listsSnapshot is listsVolume of a snapshot, after a DeleteSnapshot answered OK: ListSnapshots
-// with its snapshot_id (and the delete's secrets), a plugin that ignores that filter paged
-// through; NOT_FOUND says it is not listed. A plugin without LIST_SNAPSHOTS is not asked.
-func (e *Engine) listsSnapshot(ctx context.Context, c *conn, id string, secrets spec.Secrets) (bool, error) {
-	if !c.fp.Controller || !c.fp.Capabilities.Controller.ListSnapshots {
-		return false, nil
+// snapshotCheck is volumeCheck of a snapshot: ListSnapshots where the plugin has
+// LIST_SNAPSHOTS, else GetSnapshot where it has GET_SNAPSHOT, else "".
+func snapshotCheck(c *conn) string {
+	ctrl := c.fp.Capabilities.Controller
+	return checkBy(c, ctrl.ListSnapshots, csi.RPCListSnapshots, ctrl.GetSnapshot, csi.RPCGetSnapshot)
+}
+
+// listsSnapshot is listsVolume of a snapshot, after a DeleteSnapshot answered OK (snapshotCheck):
+// ListSnapshots with its snapshot_id (and the delete's secrets), a plugin that ignores that
+// filter paged through, or GetSnapshot; NOT_FOUND says it is not there. A plugin that cannot be
+// asked is not.
+func (e *Engine) listsSnapshot(ctx context.Context, c *conn, id string, secrets spec.Secrets) (listed bool, err error) {
+	switch snapshotCheck(c) {
+	case csi.RPCListSnapshots:
+		listed, err = e.listsID(ctx, c, csi.RPCListSnapshots, id, func(ctx context.Context, token string) ([]string, string, error) {
+			page, err := c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{SnapshotID: id, StartingToken: token, Secrets: secrets})
+			ids := make([]string, 0, len(page.Snapshots))
+			for _, s := range page.Snapshots {
+				ids = append(ids, s.ID)
+			}
+			return ids, page.NextToken, err
+		})
+	case csi.RPCGetSnapshot:
+		err = e.retry(ctx, c, csi.RPCGetSnapshot, func(ctx context.Context) error {
+			_, err := c.client.GetSnapshot(ctx, csi.GetSnapshotRequest{SnapshotID: id, Secrets: secrets})
+			return err
+		})
+		listed = err == nil
 	}
-	listed, err := e.listsID(ctx, c, csi.RPCListSnapshots, id, func(ctx context.Context, token string) ([]string, string, error) {
-		page, err := c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{SnapshotID: id, StartingToken: token, Secrets: secrets})
-		ids := make([]string, 0, len(page.Snapshots))
-		for _, s := range page.Snapshots {
-			ids = append(ids, s.ID)
-		}
-		return ids, page.NextToken, err
-	})
 	if csi.IsNotFound(err) {
 		return false, nil
 	}
@@ -267,10 +346,14 @@ func (e *Engine) listsSnapshot(ctx context.Context, c *conn, id string, secrets 
 
 // stillListed is what a delete answered OK or NOT_FOUND (answer: nil or that error) is when
 // the plugin still lists what it deleted (listsVolume, listsSnapshot): rpc is the delete, what
-// and id name it.
-func stillListed(pluginID, rpc string, answer error, what, id string) error {
-	return fmt.Errorf("plugin %q answered %s %s but still lists %s %q: it may be deleting it in the background, or did not delete it",
-		pluginID, rpc, answerWord(answer), what, id)
+// and id name it, asked is the RPC that said it is still there (volumeCheck, snapshotCheck).
+func stillListed(pluginID, rpc string, answer error, what, id, asked string) error {
+	still := "still lists"
+	if asked == csi.RPCControllerGetVolume || asked == csi.RPCGetSnapshot {
+		still = "still has" // it answered for it, not NOT_FOUND
+	}
+	return fmt.Errorf("plugin %q answered %s %s but %s %s %q (%s): it may be deleting it in the background, or did not delete it",
+		pluginID, rpc, answerWord(answer), still, what, id, asked)
 }
 
 // answerWord is how an error says what a plugin answered a teardown it took as done: OK, or

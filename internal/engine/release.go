@@ -235,7 +235,7 @@ func (e *Engine) controllerUnpublish(ctx context.Context, c *conn, v store.Volum
 // unpublishChecked sends ControllerUnpublishVolume for volume v and node nodeID through send
 // (retry, or attempt for a forced detach's one try) under the plugin's controller lock and,
 // when the plugin answers OK or NOT_FOUND and can say which nodes a volume is published to
-// (LIST_VOLUMES_PUBLISHED_NODES), asks it, under the same lock, whether it still reports the
+// (LIST_VOLUMES_PUBLISHED_NODES, with LIST_VOLUMES or GET_VOLUME: publishedCheck), asks it, under the same lock, whether it still reports the
 // volume published to nodeID (listsPublished, bounded as a delete's check is). One that does
 // is not detached: recorded detached, the volume would be handed to Nomad, or published to
 // another node (a node ID changed), while the storage still has it attached here, and a
@@ -253,10 +253,10 @@ func (e *Engine) unpublishChecked(ctx context.Context, c *conn, v store.Volume, 
 	}
 	failpoint("rpc:ControllerUnpublishVolume")
 	if published {
-		return fmt.Errorf("plugin %q answered %s %s for volume %q (external ID %q) but still lists it published to node %q (ListVolumes' published_node_ids): "+
+		return fmt.Errorf("plugin %q answered %s %s for volume %q (external ID %q) but still lists it published to node %q (%s published_node_ids): "+
 			"the volume may still be attached there, so volctl keeps it recorded attached and `volctl reconcile` sends %s again; "+
 			"if the plugin keeps listing it, detach it from that node with the storage provider's tools",
-			c.plugin.ID, csi.RPCControllerUnpublishVolume, answerWord(err), v.ID, v.ExternalID, nodeID, csi.RPCControllerUnpublishVolume)
+			c.plugin.ID, csi.RPCControllerUnpublishVolume, answerWord(err), v.ID, v.ExternalID, nodeID, possessive(publishedCheck(c)), csi.RPCControllerUnpublishVolume)
 	}
 	if unchecked != nil {
 		e.log.Warn(fmt.Sprintf("plugin %q answered %s %s for volume %q, but whether it still lists it published to node %q could not be checked",

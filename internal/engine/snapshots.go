@@ -393,8 +393,8 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	if listed {
 		// The snapshot (someone's data) is still there: forgetting its record would leave it
 		// unaccounted for while saying it was deleted.
-		err := stillListed(pluginID, csi.RPCDeleteSnapshot, err, "snapshot", snapshotID)
-		e.event(ctx, &store.Event{Kind: "snapshot-delete", VolumeID: rec.SourceVolumeID, PluginID: pluginID, RPC: csi.RPCListSnapshots,
+		err := stillListed(pluginID, csi.RPCDeleteSnapshot, err, "snapshot", snapshotID, snapshotCheck(c))
+		e.event(ctx, &store.Event{Kind: "snapshot-delete", VolumeID: rec.SourceVolumeID, PluginID: pluginID, RPC: snapshotCheck(c),
 			Message: "delete not finished, snapshot kept: " + err.Error()})
 		// The way out names the ID: the record is the ID's, and a NAME that found the snapshot
 		// pending finds nothing now (a delete by it is of a snapshot ID nobody has).

@@ -302,7 +302,7 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		})
 		if derr == nil || csi.IsIgnorable(derr) {
 			if listed, unchecked := e.listsVolume(ctx, c, created.ID); listed {
-				derr = stillListed(v.PluginID, csi.RPCDeleteVolume, derr, "volume", created.ID)
+				derr = stillListed(v.PluginID, csi.RPCDeleteVolume, derr, "volume", created.ID, volumeCheck(c))
 			} else {
 				e.uncheckedNote(unchecked, derr, v.PluginID, csi.RPCDeleteVolume, "volume", created.ID)
 			}

@@ -98,7 +98,7 @@ type MemConfig struct {
 	// deletes: a plugin that deletes in the background, or says it deleted and did not.
 	DeleteLater bool
 	// UnpublishLater makes ControllerUnpublishVolume answer OK and keep the attachment, listed
-	// in ListVolumes' published_node_ids, until a test turns it off (Reconfigure) and the next
+	// in ListVolumes' and ControllerGetVolume's published_node_ids, until a test turns it off (Reconfigure) and the next
 	// unpublish detaches: a plugin that detaches in the background, or says it detached and
 	// did not.
 	UnpublishLater bool
@@ -899,6 +899,24 @@ func (s *memServer) ListVolumes(ctx context.Context, req *csipb.ListVolumesReque
 	return resp, nil
 }
 
+func (s *memServer) ControllerGetVolume(ctx context.Context, req *csipb.ControllerGetVolumeRequest) (resp *csipb.ControllerGetVolumeResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCControllerGetVolume, csi.ControllerGetVolumeRequest{VolumeID: req.GetVolumeId()})
+	defer func() { m.end(i, err) }()
+	if !m.cfg.Controller.GetVolume {
+		return nil, errorf(codes.Unimplemented, "ControllerGetVolume: GET_VOLUME is off")
+	}
+	v, err := m.volume(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	resp = &csipb.ControllerGetVolumeResponse{Volume: volumeToCSI(v.vol), Status: &csipb.ControllerGetVolumeResponse_VolumeStatus{}}
+	if m.cfg.Controller.ListVolumesPublishedNodes {
+		resp.Status.PublishedNodeIds = slices.Sorted(maps.Keys(v.nodes))
+	}
+	return resp, nil
+}
+
 func (s *memServer) GetCapacity(ctx context.Context, req *csipb.GetCapacityRequest) (resp *csipb.GetCapacityResponse, err error) {
 	m := s.m
 	i := m.begin(csi.RPCGetCapacity, decodeGetCapacity(req))
@@ -1005,6 +1023,20 @@ func (s *memServer) ListSnapshots(ctx context.Context, req *csipb.ListSnapshotsR
 		resp.Entries = append(resp.Entries, &csipb.ListSnapshotsResponse_Entry{Snapshot: snapshotToCSI(m.snapshots[id])})
 	}
 	return resp, nil
+}
+
+func (s *memServer) GetSnapshot(ctx context.Context, req *csipb.GetSnapshotRequest) (resp *csipb.GetSnapshotResponse, err error) {
+	m := s.m
+	i := m.begin(csi.RPCGetSnapshot, csi.GetSnapshotRequest{SnapshotID: req.GetSnapshotId(), Secrets: secrets(req.GetSecrets())})
+	defer func() { m.end(i, err) }()
+	if !m.cfg.Controller.GetSnapshot {
+		return nil, errorf(codes.Unimplemented, "GetSnapshot: GET_SNAPSHOT is off")
+	}
+	snap, ok := m.snapshots[req.GetSnapshotId()]
+	if !ok {
+		return nil, errorf(codes.NotFound, "snapshot %q does not exist", req.GetSnapshotId())
+	}
+	return &csipb.GetSnapshotResponse{Snapshot: snapshotToCSI(snap)}, nil
 }
 
 func (s *memServer) ControllerExpandVolume(ctx context.Context, req *csipb.ControllerExpandVolumeRequest) (resp *csipb.ControllerExpandVolumeResponse, err error) {
