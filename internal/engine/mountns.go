@@ -50,7 +50,8 @@ func (e *Engine) checkMountView(ctx context.Context) error {
 			return mountView(e.cfg.StateDir, strconv.Itoa(hs[0].Pid), fmt.Sprintf("the agent (pid %d)", hs[0].Pid))
 		}
 	}
-	plugins, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Plugin, error) { return tx.Plugins().List() })
+	var plugins []store.Plugin
+	err := e.store.ViewShort(ctx, func(tx *store.Tx) (err error) { plugins, err = tx.Plugins().List(); return err })
 	if err != nil {
 		return err
 	}
