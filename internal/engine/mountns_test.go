@@ -204,8 +204,8 @@ func TestMountViewOpensNoReadConnectionInACommand(t *testing.T) {
 		} else {
 			h.release("v1", "a")
 		}
-		if st := h.e.store.Stats(); st.ReadConns != 0 {
-			t.Errorf("a %s opened %d read connection(s), want none", op, st.ReadConns)
+		if n := h.e.store.ReadConns(); n != 0 {
+			t.Errorf("a %s opened %d read connection(s), want none", op, n)
 		}
 		if n := h.e.peerDials.Load(); n != 1 {
 			t.Errorf("a %s asked the plugin's server %d times, want once", op, n)

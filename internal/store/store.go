@@ -119,9 +119,6 @@ type Stats struct {
 	Reads          int64 // View
 	DurableWrites  int64 // Update: each one waits for the disk
 	ProgressWrites int64 // UpdateProgress: on disk with the next durable commit
-	// ReadConns counts the read connections opened: each reads and parses the schema, which
-	// a command that reads little is spared (ViewShort).
-	ReadConns int64
 }
 
 // Stats returns the commit counts so far.
@@ -130,9 +127,12 @@ func (s *Store) Stats() Stats {
 		Reads:          s.commits[readOnly].Load(),
 		DurableWrites:  s.commits[durable].Load(),
 		ProgressWrites: s.commits[relaxed].Load(),
-		ReadConns:      s.reader().opened.Load(),
 	}
 }
+
+// ReadConns counts the read connections opened since Open: each reads and parses the schema,
+// which a command that reads little is spared (ViewShort).
+func (s *Store) ReadConns() int64 { return s.reader().opened.Load() }
 
 // RowsRead counts the rows the queries that list (collect) have read since Open: tests pin
 // with it what a read that must not grow with a table costs.
