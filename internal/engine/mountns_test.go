@@ -190,29 +190,6 @@ func TestMountViewAsksEachPluginServerOnce(t *testing.T) {
 	}
 }
 
-// A claim and a release, each in an engine of its own as a command's, read the registered
-// plugins for the mount-view check on the store's write connection: no read connection is
-// opened for it (SQLite reading and parsing the schema once more, 4.5% of a claim process's
-// CPU), the check still made (the plugin's server asked once per engine).
-func TestMountViewOpensNoReadConnectionInACommand(t *testing.T) {
-	h := kernelHarness(t, nil)
-	h.create(volume("v1"))
-	for _, op := range []string{"claim", "release"} {
-		h.open(Config{Mounts: kernelMounts{}})
-		if op == "claim" {
-			h.claim(ClaimRequest{VolumeID: "v1", Alloc: "a"})
-		} else {
-			h.release("v1", "a")
-		}
-		if n := h.e.store.ReadConns(); n != 0 {
-			t.Errorf("a %s opened %d read connection(s), want none", op, n)
-		}
-		if n := h.e.peerDials.Load(); n != 1 {
-			t.Errorf("a %s asked the plugin's server %d times, want once", op, n)
-		}
-	}
-}
-
 // With two plugins registered, a claim and a release of a volume of one ask that plugin's
 // server only: the other's mounts are not the ones they act on. A group's run, reconcile
 // (checkMountView of no volume) and a volume not found as named still ask every plugin.

@@ -130,10 +130,6 @@ func (s *Store) Stats() Stats {
 	}
 }
 
-// ReadConns counts the read connections opened since Open: each reads and parses the schema,
-// which a command that reads little is spared (ViewShort).
-func (s *Store) ReadConns() int64 { return s.reader().opened.Load() }
-
 // RowsRead counts the rows the queries that list (collect) have read since Open: tests pin
 // with it what a read that must not grow with a table costs.
 func (s *Store) RowsRead() int64 { return s.rows.Load() }
