@@ -36,7 +36,7 @@ type ClaimRequest struct {
 // claim refused because another alloc holds the volume is an ErrConflict naming the holder.
 // Claiming again for an alloc that already holds an equal claim returns the same claim.
 func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimInfo, error) {
-	if err := e.checkMountView(ctx); err != nil {
+	if err := e.checkMountView(ctx, req.VolumeID); err != nil {
 		return ClaimInfo{}, fmt.Errorf("claim %q for alloc %q: %w", req.VolumeID, req.Alloc, err)
 	}
 	return byStoredID(ctx, e, store.VolumeIDs, req.VolumeID, func(id string) (ClaimInfo, error) { req.VolumeID = id; return e.claimStored(ctx, req) })

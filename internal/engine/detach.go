@@ -24,7 +24,7 @@ type DetachResult struct {
 // the node RPCs are skipped, volctl unmounts its own target and staging paths itself, the
 // controller unpublish is still tried, and the claims are freed whatever happens, with warnings.
 func (e *Engine) Detach(ctx context.Context, volumeID string, force bool) (DetachResult, error) {
-	if err := e.checkMountView(ctx); err != nil {
+	if err := e.checkMountView(ctx, volumeID); err != nil {
 		return DetachResult{}, fmt.Errorf("detach %q: %w", volumeID, err)
 	}
 	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (DetachResult, error) { return e.detachStored(ctx, id, force) })

@@ -39,7 +39,7 @@ type AllocInfo struct {
 // interrupted alloc shows the claims it holds, and the error says what finishes the group
 // (`group run` again, or reconcile for the claims) and what undoes it (`group stop`).
 func (e *Engine) RunGroup(ctx context.Context, g spec.Group) (GroupInfo, error) {
-	if err := e.checkMountView(ctx); err != nil {
+	if err := e.checkMountView(ctx, ""); err != nil {
 		return GroupInfo{}, fmt.Errorf("run group %q: %w", g.Name, err)
 	}
 	return bySpecID(g.Name, func(name string) (GroupInfo, error) { g.Name = name; return e.runGroup(ctx, g) })
@@ -223,7 +223,7 @@ func allocIndex(group, alloc string) int {
 
 // StopGroup marks a group stopped and releases every claim its allocs hold.
 func (e *Engine) StopGroup(ctx context.Context, name string) (GroupInfo, error) {
-	if err := e.checkMountView(ctx); err != nil {
+	if err := e.checkMountView(ctx, ""); err != nil {
 		return GroupInfo{}, fmt.Errorf("stop group %q: %w", name, err)
 	}
 	return byStoredID(ctx, e, store.GroupNames, name, func(id string) (GroupInfo, error) { return e.stopGroupStored(ctx, id) })

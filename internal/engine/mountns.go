@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -40,8 +41,12 @@ var procRoot = "/proc"
 
 // checkMountView is the error the operations that act on mounts fail with when the agent's, or
 // without one a registered plugin's, mounts are not this process's (above), nil otherwise, and
-// with a mount table of the caller's (a test's fake, which is no namespace's).
-func (e *Engine) checkMountView(ctx context.Context) error {
+// with a mount table of the caller's (a test's fake, which is no namespace's). An operation on
+// one volume (claim, release, detach) names it: only its plugin is asked, the one whose mounts
+// the operation acts on; one on many (a group, reconcile, the claim GC), or a volume not found
+// by the ID as given (byStoredID finds it in another normal form, or it is not there), asks
+// every registered plugin.
+func (e *Engine) checkMountView(ctx context.Context, volumeID string) error {
 	if _, ok := e.cfg.Mounts.(kernelMounts); !ok {
 		return nil
 	}
@@ -50,7 +55,10 @@ func (e *Engine) checkMountView(ctx context.Context) error {
 			return mountView(e.cfg.StateDir, strconv.Itoa(hs[0].Pid), fmt.Sprintf("the agent (pid %d)", hs[0].Pid))
 		}
 	}
-	plugins, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Plugin, error) { return tx.Plugins().List() })
+	// A short read, on the write connection of a command that has no read connection open
+	// (ViewShort), through the statements admission and release use next on it.
+	var plugins []store.Plugin
+	err := e.store.ViewShort(ctx, func(tx *store.Tx) (err error) { plugins, err = mountViewPlugins(tx, volumeID); return err })
 	if err != nil {
 		return err
 	}
@@ -73,6 +81,25 @@ func (e *Engine) checkMountView(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// mountViewPlugins is the plugins checkMountView asks: volumeID's, or every registered one
+// when volumeID is "" or not found as given.
+func mountViewPlugins(tx *store.Tx, volumeID string) ([]store.Plugin, error) {
+	if volumeID != "" {
+		v, err := tx.Volumes().Get(volumeID)
+		if err == nil {
+			p, err := tx.Plugins().Get(v.PluginID)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, nil // the operation says its plugin is not registered
+			}
+			return []store.Plugin{p}, err
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+	}
+	return tx.Plugins().List()
 }
 
 // SocketPeer is the pid SO_PEERCRED reports for a connection to the unix socket at path: the

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -170,7 +171,7 @@ func TestMountViewSharedPeerGroup(t *testing.T) {
 func TestMountViewAsksEachPluginServerOnce(t *testing.T) {
 	h := kernelHarness(t, nil)
 	for range 3 {
-		if err := h.e.checkMountView(h.ctx); err != nil {
+		if err := h.e.checkMountView(h.ctx, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -181,10 +182,35 @@ func TestMountViewAsksEachPluginServerOnce(t *testing.T) {
 	if err := os.Chmod(h.socket, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.e.checkMountView(h.ctx); err != nil {
+	if err := h.e.checkMountView(h.ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	if n := h.e.peerDials.Load(); n != 2 {
 		t.Fatalf("after the socket changed the server was asked %d times in all, want twice", n)
+	}
+}
+
+// With two plugins registered, a claim and a release of a volume of one ask that plugin's
+// server only: the other's mounts are not the ones they act on. A group's run, reconcile
+// (checkMountView of no volume) and a volume not found as named still ask every plugin.
+func TestMountViewAsksOnlyTheVolumesPlugin(t *testing.T) {
+	h := kernelHarness(t, nil)
+	otherSocket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())))
+	h.registerPlugin("other", otherSocket)
+	h.create(volume("v1"))
+	h.open(Config{Mounts: kernelMounts{}})
+	h.claim(ClaimRequest{VolumeID: "v1", Alloc: "a"})
+	h.release("v1", "a")
+	if n := h.e.peerDials.Load(); n != 1 {
+		t.Errorf("a claim and a release of a volume of plugin mem asked %d plugin servers, want mem's alone", n)
+	}
+	for _, vol := range []string{"", "no-such-volume"} {
+		h.open(Config{Mounts: kernelMounts{}})
+		if err := h.e.checkMountView(h.ctx, vol); err != nil {
+			t.Fatal(err)
+		}
+		if n := h.e.peerDials.Load(); n != 2 {
+			t.Errorf("checkMountView of volume %q asked %d plugin servers, want both", vol, n)
+		}
 	}
 }

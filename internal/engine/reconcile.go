@@ -57,7 +57,7 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	if err := e.store.CheckWritable(); err != nil {
 		return rep, err
 	}
-	if err := e.checkMountView(ctx); err != nil {
+	if err := e.checkMountView(ctx, ""); err != nil {
 		return rep, fmt.Errorf("reconcile: %w", err)
 	}
 	var (
@@ -445,7 +445,7 @@ func (e *Engine) ReleasePast(ctx context.Context) (ReconcileReport, error) {
 		claims []store.Claim
 	)
 	ctx = withLockWait(ctx, e.cfg.PassLockWait)
-	if err := e.checkMountView(ctx); err != nil {
+	if err := e.checkMountView(ctx, ""); err != nil {
 		return rep, fmt.Errorf("release past claims: %w", err)
 	}
 	err := e.store.View(ctx, func(tx *store.Tx) error {

@@ -360,7 +360,7 @@ type ReleaseResult struct {
 // Release frees an alloc's claim on a volume through the release path. Releasing a claim that
 // does not exist is a no-op (Released is false).
 func (e *Engine) Release(ctx context.Context, volumeID, alloc string) (ReleaseResult, error) {
-	if err := e.checkMountView(ctx); err != nil {
+	if err := e.checkMountView(ctx, volumeID); err != nil {
 		return ReleaseResult{}, fmt.Errorf("release %q for alloc %q: %w", volumeID, alloc, err)
 	}
 	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (ReleaseResult, error) { return e.releaseStored(ctx, id, alloc) })

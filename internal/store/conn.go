@@ -93,6 +93,17 @@ func (p *pool) get(ctx context.Context, wait time.Duration) (*conn, error) {
 	return &conn{sc: sc, stmts: map[string]*stmt{}}, nil
 }
 
+// free says the pool has a connection open and not in use. Another goroutine may take it
+// right after: it is an answer for now (Store.ViewShort).
+func (p *pool) free() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.closed && len(p.idle) > 0 && len(p.tokens) < cap(p.tokens)
+}
+
+// unopened says the pool has never opened a connection.
+func (p *pool) unopened() bool { return p.opened.Load() == 0 }
+
 // put gives a connection back. A broken one, or any once the store is closed, is closed instead,
 // its statements first.
 func (p *pool) put(c *conn) {

@@ -564,3 +564,53 @@ func closeLeftForExit(s *Store) {
 		p.db.Close()
 	}
 }
+
+// A command that reads once before it writes (a claim's mount-view check reads the registered
+// plugins) reads on its write connection, open already, rather than opening a read connection
+// of its own for it (SQLite reading and parsing the schema again); and a ViewShort that meets
+// the write connection in use, by an Update of this goroutine itself among others, reads on a
+// read connection instead of waiting for it.
+func TestViewShortReadsOnTheWriteConnectionUntilAReadConnectionIsOpen(t *testing.T) {
+	s := newStore(t, WithBusyTimeout(200*time.Millisecond))
+	update(t, s, func(tx *Tx) error {
+		return tx.Events().Append(&Event{Kind: "k", VolumeID: "v", Message: "written"})
+	})
+	short := func() []Event {
+		t.Helper()
+		var evs []Event
+		if err := s.ViewShort(context.Background(), func(tx *Tx) (err error) {
+			evs, err = tx.Events().Recent(0, EventFilter{})
+			return err
+		}); err != nil {
+			t.Fatalf("ViewShort: %v", err)
+		}
+		return evs
+	}
+	if evs := short(); len(evs) != 1 || evs[0].Message != "written" {
+		t.Fatalf("ViewShort read %+v, want the one event written", evs)
+	}
+	if n, st := s.ReadConns(), s.Stats(); n != 0 || st.Reads != 1 {
+		t.Fatalf("after one ViewShort: %d read connection(s) opened, %d read(s); want none opened, one read", n, st.Reads)
+	}
+	// Inside an Update the write connection is this goroutine's: waiting for it would wait for
+	// itself until the busy timeout.
+	update(t, s, func(tx *Tx) error {
+		if evs := short(); len(evs) != 1 {
+			t.Errorf("ViewShort inside an Update read %d events, want 1 (the Update's own write unseen)", len(evs))
+		}
+		return tx.Events().Append(&Event{Kind: "k", VolumeID: "v", Message: "second"})
+	})
+	if n := s.ReadConns(); n != 1 {
+		t.Fatalf("ViewShort inside an Update: %d read connection(s) opened, want 1", n)
+	}
+	// With a read connection open, ViewShort is View.
+	if evs := short(); len(evs) != 2 {
+		t.Fatalf("ViewShort read %d events, want 2", len(evs))
+	}
+	if got := s.w.opened.Load(); got != 1 {
+		t.Errorf("write connections opened = %d, want 1", got)
+	}
+	if idle := idleConns(s.r); len(idle) != 1 {
+		t.Errorf("idle read connections: %d, want the one ViewShort opened and reused", len(idle))
+	}
+}

@@ -826,6 +826,23 @@ func (s *Store) View(ctx context.Context, fn func(tx *Tx) error) error {
 	return s.run(ctx, r, "BEGIN", readOnly, fn)
 }
 
+// ViewShort is View for a short read a process makes before it reads anything else: the check
+// an operation on mounts makes before it acts (the engine's checkMountView), in a command that
+// otherwise reads and writes on the write connection only (a claim, a release). While no read
+// connection has been opened and the write connection is open and free, it reads there, in a
+// read-only transaction as View's: opening a read connection (SQLite reading and parsing the
+// schema) was 4.5% of a claim process's CPU, and all it read was the registered plugins.
+// Otherwise it is View. A writer of this process that comes meanwhile waits for the read, as
+// for another writer; fn must be short and must not begin a transaction of its own.
+func (s *Store) ViewShort(ctx context.Context, fn func(tx *Tx) error) error {
+	if s.ro == nil && s.w != nil {
+		if s.reader().unopened() && s.w.free() {
+			return s.run(ctx, s.w, "BEGIN", readOnly, fn)
+		}
+	}
+	return s.View(ctx, fn)
+}
+
 // txKind is what a transaction does and, for a write, how durable its commit is.
 type txKind int
 

@@ -46,3 +46,7 @@ func (vs volumes) Briefs() ([]VolumeBrief, error) {
 	}
 	return out, nil
 }
+
+// ReadConns counts the read connections opened since Open: each reads and parses the schema,
+// which a command that reads little is spared (ViewShort).
+func (s *Store) ReadConns() int64 { return s.reader().opened.Load() }
