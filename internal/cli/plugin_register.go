@@ -66,6 +66,7 @@ waited for, up to --wait (5s), then the error names the socket. One that answers
 or does not answer in time, fails at once.
 
 Every file is checked before any plugin is registered; an invalid one registers nothing.
+Files of more than 32 MiB together are refused, unread past that (exit 2).
 Exit status: 0 when all are registered, 2 for invalid specs or flags, 1 when a plugin cannot
 be reached or fingerprinted.`,
 		Example: `  volctl plugin register plugins.hcl
