@@ -139,13 +139,13 @@ func (o *PluginRegisterOptions) plugins(ctx context.Context) ([]spec.Plugin, err
 	if err != nil {
 		return nil, unreadSpecs("plugin register", "registered", o.Files, err)
 	}
-	parser := spec.NewParser()
 	var (
 		out     []spec.Plugin
 		invalid int
 		seen    = declarations{}
 	)
 	for _, s := range sources {
+		parser := spec.NewParser() // one a file: a parser keeps every file it parsed
 		ps, diags := parser.ParsePlugins(s.Name, s.Src)
 		diags = append(diags, exposedSecrets(s, heldSecrets(nil, ps))...)
 		if err := writeSpecDiagnostics(o.IO, parser, diags); err != nil {

@@ -175,13 +175,13 @@ func parseVolumeSpecs(ctx context.Context, opts *VolumeSubmitOptions, command st
 	if err != nil {
 		return nil, unreadSpecs(command, pastTense(opts.Verb), opts.Files, err)
 	}
-	parser := spec.NewParser()
 	var (
 		vols    []*spec.Volume
 		invalid int
 	)
 	seen := declarations{}
 	for _, s := range sources {
+		parser := spec.NewParser() // one a file: a parser keeps every file it parsed
 		v, diags := parser.ParseVolume(s.Name, s.Src, opts.Verb)
 		diags = append(diags, exposedSecrets(s, heldSecrets(v, nil))...)
 		if err := writeSpecDiagnostics(opts.IO, parser, diags); err != nil {
