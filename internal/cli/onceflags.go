@@ -13,7 +13,8 @@ import (
 // acted on the state dir the command line names last, with nothing said. Which one was meant
 // is a guess volctl does not make: a flag given again with another value is a usage error
 // naming both. Given again with the same value (--json --json, --alloc a --alloc a) it means
-// one thing, and is taken. Flags meant to be repeated (--parameter, --secret: pflag's slice
+// one thing, and is taken. A flag whose default is empty given empty is refused too, as an
+// empty argument is. Flags meant to be repeated (--parameter, --secret: pflag's slice
 // and array values) are left as they are.
 
 // onceValue is a flag's value that refuses a second, different value.
@@ -24,6 +25,13 @@ type onceValue struct {
 }
 
 func (v *onceValue) Set(s string) error {
+	if s == "" && v.flag.DefValue == "" {
+		// Empty is what the flag is when not given: a variable left unset
+		// (--state-dir "$STATE", events --volume "$V") would quietly be the default (the
+		// system's state dir, every volume's events), as an empty argument would be
+		// (argsChecker).
+		return fmt.Errorf("--%s is empty: give a value, or leave the flag out (a variable left unset?)", v.flag.Name)
+	}
 	if !v.flag.Changed {
 		v.first = s
 		return v.Value.Set(s)

@@ -62,3 +62,35 @@ func TestFlagGivenTwiceWithAnotherValueIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagGivenEmptyIsRefused: a flag whose default is empty, given empty (a variable left
+// unset: --state-dir "$STATE", events --volume "$V"), was the flag not given: the state dir
+// fell back to $VOLCTL_STATE_DIR or /var/lib/volctl, the system's, and the events filter to
+// every volume's. It is refused as an empty argument is, naming the flag.
+func TestFlagGivenEmptyIsRefused(t *testing.T) {
+	// Where the old code went for an empty --state-dir: never /var/lib/volctl.
+	t.Setenv("VOLCTL_STATE_DIR", t.TempDir())
+	for _, tt := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--state-dir", "", "volume", "status"}, "state-dir"},
+		{[]string{"volume", "status", "--state-dir="}, "state-dir"},
+		{[]string{"events", "--volume", ""}, "volume"},
+		{[]string{"volume", "snapshot", "list", "--plugin="}, "plugin"},
+		{[]string{"volume", "status", "-t", ""}, "template"},
+		{[]string{"volume", "status", "--jq", ""}, "jq"},
+	} {
+		ios, _, _, _ := iostreams.Test()
+		err := runCmd(t, NewRootCmd(NewFactory(ios)), tt.args...)
+		if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--"+tt.flag+" is empty") {
+			t.Errorf("%q: %v (exit %d), want a usage error saying --%s is empty", tt.args, err, ExitCode(err), tt.flag)
+		}
+	}
+	// A flag whose default is not empty takes an empty value to its command, which judges it.
+	ios, _, _, _ := iostreams.Test()
+	err := runCmd(t, NewRootCmd(NewFactory(ios)), "export", "nomad", "--all", "--out", "")
+	if err == nil || !strings.Contains(err.Error(), "--out must name a directory") {
+		t.Errorf("export nomad --out '': %v", err)
+	}
+}
