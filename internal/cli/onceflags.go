@@ -46,25 +46,15 @@ func (v *onceValue) Set(s string) error {
 	return nil
 }
 
-// onceBool is a onceValue of a boolean flag, which pflag and cobra tell by IsBoolFlag.
-type onceBool struct{ *onceValue }
-
-func (b onceBool) IsBoolFlag() bool { return true }
-
 // refuseRepeatedFlags makes every flag of c and its subcommands that takes one value a
 // onceValue.
 func refuseRepeatedFlags(c *cobra.Command) {
 	once := func(f *pflag.Flag) {
 		switch f.Value.(type) {
-		case *onceValue, onceBool, pflag.SliceValue:
+		case *onceValue, pflag.SliceValue:
 			return
 		}
-		v := &onceValue{Value: f.Value, flag: f}
-		if f.Value.Type() == "bool" {
-			f.Value = onceBool{v}
-		} else {
-			f.Value = v
-		}
+		f.Value = &onceValue{Value: f.Value, flag: f}
 		// pflag's help leaves out a zero default by the value's own type, which it no longer
 		// sees: "0s", a zero duration's, is written as the other zeros are, "0".
 		if f.DefValue == "0s" {
