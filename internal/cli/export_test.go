@@ -203,3 +203,36 @@ func TestExportFilterMemoryIsBounded(t *testing.T) {
 		runtime.GC()
 	}
 }
+
+// TestExportTemplateMemoryIsBounded: a -t template that builds a value without printing it
+// (a string doubled by printf in a range, html escaping its own escapes, a recursion keeping a
+// string in each call) is stopped as a usage error saying why, printing nothing, rather than take
+// the machine's memory (the agent's and the plugins' beside it) while nobody presses Ctrl-C.
+// Each template here ends on its own, so that the old code's failure is an answer, not the
+// test's process killed.
+func TestExportTemplateMemoryIsBounded(t *testing.T) {
+	for _, text := range []string{
+		// A string doubled by printf, none of it written: 2^26 bytes here, 2^40 for 40.
+		`{{$x := "x"}}{{range 26}}{{$x = printf "%s%s" $x $x}}{{end}}{{len $x}}`,
+		// js escapes \ as \: doubled again without printf.
+		`{{$x := "\\"}}{{range 26}}{{$x = js $x}}{{end}}{{len $x}}`,
+		// 2,000 calls deep, each holding its own copy of what it was given, 500 bytes shorter
+		// each time, 1 GB in all: no one step is large.
+		`{{define "r"}}{{$k := printf "%s" .}}{{if gt (len .) 500}}{{template "r" (slice . 500)}}{{end}}{{end}}{{template "r" (printf "%1000000d" 1)}}`,
+	} {
+		tm, err := parseTemplate(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := exportFlags{Template: text, tmpl: tm}
+		var out bytes.Buffer
+		err = e.Write(context.Background(), &out, exportSample)
+		if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "64 MiB") && !strings.Contains(err.Error(), "it held more than 512 MiB") {
+			t.Errorf("-t %s: %v (exit %d), want a usage error saying it passed a bound", text, err, ExitCode(err))
+		}
+		if out.Len() > 0 {
+			t.Errorf("-t %s printed %q", text, out.String())
+		}
+		runtime.GC()
+	}
+}

@@ -129,7 +129,7 @@ func compileJQ(s string) (*gojq.Code, error) {
 // key"), not a quiet "<no value>" and exit 0; a field left out when empty reads as
 // {{with index . "field"}}...{{end}} (docs/json.md says which fields may be absent).
 func parseTemplate(s string) (*template.Template, error) {
-	return template.New("output").Option("missingkey=error").Funcs(templateFuncs).Parse(s)
+	return template.New("output").Option("missingkey=error").Funcs(textFuncs).Funcs(templateFuncs).Parse(s)
 }
 
 // Enabled reports whether machine output was asked for.
@@ -163,11 +163,16 @@ func (e *exportFlags) Write(ctx context.Context, w io.Writer, v any) error {
 		}
 	}
 	var buf heldOutput // nothing is printed from a template that fails half-way
-	if err := executeTemplate(ctx, tmpl, &buf, data); err != nil {
+	run, stop := boundHeap(ctx)
+	defer stop()
+	if err := executeTemplate(run, tmpl, &buf, data); err != nil {
+		if context.Cause(run) == errFilterHeap {
+			return usageError("--template: %v", errFilterHeap)
+		}
 		if ctx.Err() != nil { // interrupted: not a usage error, and nothing is printed
 			return fmt.Errorf("--template: interrupted before it ended: %w", ctx.Err())
 		}
-		if errors.Is(err, errFilterOutput) {
+		if isTemplateBound(err) {
 			return usageError("--template: %v", err)
 		}
 		return usageError("--template: %v (the fields are those of --json: docs/json.md; for one left out when empty, {{with index . \"FIELD\"}}...{{end}})", err)
@@ -215,7 +220,7 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 // No volctl object comes near it (the event log's 10,000 events are a few MiB of JSON).
 const maxFilterOutput = 64 << 20
 
-// maxFilterHeap bounds the memory a --jq filter may take while it runs: one that builds a value
+// maxFilterHeap bounds the memory a --jq filter or -t template may take while it runs: one that builds a value
 // without end and prints nothing meanwhile ([range(1e9)], a recursion keeping what it made)
 // passes no output bound, and would take the machine's memory, the plugins' and the agent's
 // beside it, while nobody pressed Ctrl-C. gojq looks at its context between any two steps, so
@@ -223,7 +228,7 @@ const maxFilterOutput = 64 << 20
 // No filter over a volctl object comes near it (the event log's 10,000 events are a few MiB).
 const maxFilterHeap = 512 << 20
 
-var errFilterHeap = fmt.Errorf("stopped: it held more than %d MiB, more than any filter over a volctl object needs (a filter that builds a value without end?); nothing is printed", maxFilterHeap>>20)
+var errFilterHeap = fmt.Errorf("stopped: it held more than %d MiB, more than any filter or template over a volctl object needs (one that builds a value without end?); nothing is printed", maxFilterHeap>>20)
 
 // boundHeap is ctx, cancelled with errFilterHeap as its cause once the heap holds maxFilterHeap
 // more than it did at the call, or by stop, which ends the watcher.
@@ -398,18 +403,15 @@ func (e *exportFlags) writeJQ(ctx context.Context, w io.Writer, data any) error 
 
 var templateFuncs = template.FuncMap{
 	"json": func(v any) (string, error) {
+		if err := checkText("json", textGrowth*argSize(v)); err != nil {
+			return "", err
+		}
 		b, err := marshalJSON(v, false)
 		return strings.TrimSuffix(string(b), "\n"), err
 	},
-	"join": func(sep string, v []any) string {
-		parts := make([]string, len(v))
-		for i, x := range v {
-			parts[i] = fmt.Sprint(x)
-		}
-		return strings.Join(parts, sep)
-	},
-	"upper": strings.ToUpper,
-	"lower": strings.ToLower,
+	"join":  boundedJoin,
+	"upper": boundedCase("upper", strings.ToUpper),
+	"lower": boundedCase("lower", strings.ToLower),
 }
 
 // writeJSON prints v indented, as marshalJSON makes it.

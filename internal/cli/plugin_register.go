@@ -66,6 +66,7 @@ waited for, up to --wait (5s), then the error names the socket. One that answers
 or does not answer in time, fails at once.
 
 Every file is checked before any plugin is registered; an invalid one registers nothing.
+Files of more than 32 MiB together are refused, unread past that (exit 2).
 Exit status: 0 when all are registered, 2 for invalid specs or flags, 1 when a plugin cannot
 be reached or fingerprinted.`,
 		Example: `  volctl plugin register plugins.hcl
@@ -138,13 +139,13 @@ func (o *PluginRegisterOptions) plugins(ctx context.Context) ([]spec.Plugin, err
 	if err != nil {
 		return nil, unreadSpecs("plugin register", "registered", o.Files, err)
 	}
-	parser := spec.NewParser()
 	var (
 		out     []spec.Plugin
 		invalid int
 		seen    = declarations{}
 	)
 	for _, s := range sources {
+		parser := spec.NewParser() // one a file: a parser keeps every file it parsed
 		ps, diags := parser.ParsePlugins(s.Name, s.Src)
 		diags = append(diags, exposedSecrets(s, heldSecrets(nil, ps))...)
 		if err := writeSpecDiagnostics(o.IO, parser, diags); err != nil {

@@ -101,6 +101,7 @@ refused, volume in use), 70 volctl crashed (a panic: a bug in volctl, its text o
 	}
 	rejectUnknownSubcommands(root)
 	registerCompletions(root, f)
+	refuseRepeatedFlags(root)
 	return root
 }
 

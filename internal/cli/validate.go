@@ -80,12 +80,10 @@ is printed).`,
 // stdout (see docs/json.md).
 func validateRun(ctx context.Context, opts *ValidateOptions) error {
 	ios := opts.IO
-	p := spec.NewParser()
 	width, color := diagnosticStyle(ios)
 	all := []spec.JSONDiagnostic{}
 	invalid, unreadable := false, false
 	seen := declarations{}
-	var dw hcl.DiagnosticWriter
 	for _, name := range opts.Files {
 		if ctx.Err() != nil {
 			return interrupted(ctx)
@@ -100,6 +98,9 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 			unreadable = true
 			continue
 		}
+		// A parser of its own: a parser keeps each file it parsed, for the snippets, and
+		// validate may be given any number of them.
+		p := spec.NewParser()
 		f, diags := p.Parse(s.Name, s.Src, opts.Verb)
 		if f != nil {
 			diags = append(diags, exposedSecrets(s, heldSecrets(f.Volume, f.Plugins))...)
@@ -114,9 +115,7 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 			all = append(all, spec.JSONDiagnostics(s.Name, diags)...)
 			continue
 		}
-		if dw == nil {
-			dw = p.DiagnosticWriter(ios.ErrOut, width, color)
-		}
+		dw := p.DiagnosticWriter(ios.ErrOut, width, color)
 		for _, d := range spec.Shown(diags) {
 			// Each is written whole; Ctrl-C stops the list between two of them.
 			if ctx.Err() != nil {

@@ -58,7 +58,9 @@ secrets and context may change and capacity may grow, but name, external_id, plu
 parameters and topology cannot (exit 4; deregister and register it again to change them).
 
 Every file is checked before any volume is registered: an invalid one registers nothing
-(exit 2, with every problem shown), and so does one that cannot be read (exit 1). A volume that fails to register does not stop the others.`
+(exit 2, with every problem shown), and so does one that cannot be read (exit 1). A volume that fails to register does not stop the others.
+Files of more than 32 MiB together are refused, unread past that (exit 2): give them in
+several commands.`
 		cmd.Example = `  volctl volume register db.hcl
   volctl register db.hcl cache.hcl --json
   nomad-render db | volctl volume register -`
@@ -77,7 +79,9 @@ A create interrupted by a crash is finished by the same create or by volctl reco
 by creating a second volume.
 
 Every file is checked before any volume is created: an invalid one creates nothing (exit 2,
-with every problem shown), and so does one that cannot be read (exit 1). A volume that fails to create does not stop the others.`
+with every problem shown), and so does one that cannot be read (exit 1). A volume that fails to create does not stop the others.
+Files of more than 32 MiB together are refused, unread past that (exit 2): give them in
+several commands.`
 		cmd.Example = `  volctl volume create db.hcl
   volctl create db.hcl -t '{{range .}}{{.id}} {{.external_id}}{{"\n"}}{{end}}'`
 	}
@@ -171,13 +175,13 @@ func parseVolumeSpecs(ctx context.Context, opts *VolumeSubmitOptions, command st
 	if err != nil {
 		return nil, unreadSpecs(command, pastTense(opts.Verb), opts.Files, err)
 	}
-	parser := spec.NewParser()
 	var (
 		vols    []*spec.Volume
 		invalid int
 	)
 	seen := declarations{}
 	for _, s := range sources {
+		parser := spec.NewParser() // one a file: a parser keeps every file it parsed
 		v, diags := parser.ParseVolume(s.Name, s.Src, opts.Verb)
 		diags = append(diags, exposedSecrets(s, heldSecrets(v, nil))...)
 		if err := writeSpecDiagnostics(opts.IO, parser, diags); err != nil {

@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// A flag that takes one value keeps the last one given, as pflag parses it: `volctl volume
+// claim db --alloc web-0 ... --alloc web-1` claimed for web-1, `-t X -t Y` printed Y, and
+// `volctl --state-dir /srv/a ... --state-dir /srv/b` (a wrapper's defaults, then the user's)
+// acted on the state dir the command line names last, with nothing said. Which one was meant
+// is a guess volctl does not make: a flag given again with another value is a usage error
+// naming both. Given again with the same value (--json --json, --alloc a --alloc a) it means
+// one thing, and is taken. A flag whose default is empty given empty is refused too, as an
+// empty argument is. Flags meant to be repeated (--parameter, --secret: pflag's slice
+// and array values) are left as they are.
+
+// onceValue is a flag's value that refuses a second, different value.
+type onceValue struct {
+	pflag.Value
+	flag  *pflag.Flag
+	first string // the value as given the first time
+}
+
+func (v *onceValue) Set(s string) error {
+	if s == "" && v.flag.DefValue == "" {
+		// Empty is what the flag is when not given: a variable left unset
+		// (--state-dir "$STATE", events --volume "$V") would quietly be the default (the
+		// system's state dir, every volume's events), as an empty argument would be
+		// (argsChecker).
+		return fmt.Errorf("--%s is empty: give a value, or leave the flag out (a variable left unset?)", v.flag.Name)
+	}
+	if !v.flag.Changed {
+		v.first = s
+		return v.Value.Set(s)
+	}
+	was := v.Value.String()
+	if err := v.Value.Set(s); err != nil {
+		return err
+	}
+	if v.Value.String() != was {
+		return fmt.Errorf("--%s was given before as %q: give it once (volctl does not guess which of the two was meant)", v.flag.Name, v.first)
+	}
+	return nil
+}
+
+// refuseRepeatedFlags makes every flag of c and its subcommands that takes one value a
+// onceValue.
+func refuseRepeatedFlags(c *cobra.Command) {
+	once := func(f *pflag.Flag) {
+		switch f.Value.(type) {
+		case *onceValue, pflag.SliceValue:
+			return
+		}
+		f.Value = &onceValue{Value: f.Value, flag: f}
+		// pflag's help leaves out a zero default by the value's own type, which it no longer
+		// sees: "0s", a zero duration's, is written as the other zeros are, "0".
+		if f.DefValue == "0s" {
+			f.DefValue = "0"
+		}
+	}
+	c.Flags().VisitAll(once)
+	c.PersistentFlags().VisitAll(once)
+	for _, sub := range c.Commands() {
+		refuseRepeatedFlags(sub)
+	}
+}
