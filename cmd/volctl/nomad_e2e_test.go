@@ -203,9 +203,11 @@ func TestNomadEndToEnd(t *testing.T) {
 	})
 	step("volctl nomad status shows the write claim")
 	var st []struct {
-		HandedOver bool `json:"handed_over"`
-		Registered bool `json:"registered"`
-		Nomad      struct {
+		HandedOver    bool     `json:"handed_over"`
+		Registered    bool     `json:"registered"`
+		AnotherVolume []string `json:"another_volume"`
+		Differs       []string `json:"differs"`
+		Nomad         struct {
 			Schedulable bool     `json:"schedulable"`
 			WriteAllocs []string `json:"write_allocs"`
 		} `json:"nomad"`
@@ -213,7 +215,10 @@ func TestNomadEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(w.volctl(0, "nomad", "status", "db", "--json")), &st); err != nil {
 		t.Fatal(err)
 	}
-	if len(st) != 1 || !st[0].HandedOver || !st[0].Registered || !st[0].Nomad.Schedulable || len(st[0].Nomad.WriteAllocs) != 1 {
+	// Nomad's copy is this volume, as volctl sent it: no field reads as another volume's, or
+	// as changed.
+	if len(st) != 1 || !st[0].HandedOver || !st[0].Registered || !st[0].Nomad.Schedulable || len(st[0].Nomad.WriteAllocs) != 1 ||
+		len(st[0].AnotherVolume) > 0 || len(st[0].Differs) > 0 {
 		t.Fatalf("nomad status: %+v", st)
 	}
 	step("registering again while Nomad uses it is an update")
