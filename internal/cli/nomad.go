@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -574,7 +575,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			err = fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s: `%s` asks that cluster",
 				info.ID, h.Address, c.Address, "NOMAD_ADDR="+shellquote.Arg(h.Address)+" "+shellquote.Command("volctl nomad status", info.ID))
 		case h != nil: // where it was registered, whatever NOMAD_NAMESPACE says now
-			st.NomadNamespace = h.Namespace
+			st.NomadNamespace = cmp.Or(h.Namespace, spec.DefaultNamespace) // none recorded: Nomad's default one
 			have, err = c.VolumeIn(ctx, info.ID, h.Namespace, h.Region)
 		default:
 			st.NomadNamespace = c.APIVolume(want).Namespace
@@ -582,9 +583,6 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		}
 		switch {
 		case err == nil:
-			if st.NomadNamespace == "" { // a mark without one: asked in the namespace Nomad then used
-				st.NomadNamespace = have.Namespace
-			}
 			// Nomad's volume of the ID may be someone else's (another volctl host's, one
 			// registered over it since): not this volume in Nomad, nor are its allocs claims
 			// of this one.
