@@ -363,7 +363,7 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 			fmt.Fprintf(opts.IO.ErrOut, "Volume %q is not handed over to Nomad: nothing to take back\n", id)
 			continue
 		}
-		if err := printDone(opts.IO.Out, fmt.Sprintf("Took volume %q back from Nomad at %s; volctl may claim it again\n", id, h.Address),
+		if err := printDone(opts.IO.Out, fmt.Sprintf("Took volume %q back from %s; volctl may claim it again\n", id, h.Where()),
 			"volume %q taken back from Nomad at %s", id, h.Address); err != nil {
 			errs = append(errs, err)
 		}
@@ -405,8 +405,8 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 					h.VolumeID, c.Address, ns, display.Escape(c.Hide(strings.Join(d, ", "))), shellquote.Command("volctl nomad release --force", h.VolumeID), unsettled)}
 			}
 		}
-		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in Nomad at %s (%d claim(s)): %s; volctl takes it back only once Nomad has let go of it",
-			h.VolumeID, c.Address, have.Claims(), howToDeregister(h, have, c.Hide))}
+		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in %s (%d claim(s)): %s; volctl takes it back only once Nomad has let go of it",
+			h.VolumeID, h.Where(), have.Claims(), howToDeregister(h, have, c.Hide))}
 	case !errors.Is(err, nomad.ErrNotFound):
 		// Nomad electing a leader ("No cluster leader"), unreachable, or refusing the read: no
 		// word either way, so the mark stays.

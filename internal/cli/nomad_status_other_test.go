@@ -133,3 +133,28 @@ func TestNomadNamespaceWildcard(t *testing.T) {
 		t.Errorf("register with NOMAD_NAMESPACE=*: %v\nadvises creating namespace *", err)
 	}
 }
+
+// `volctl nomad release` asks Nomad in the namespace the volume was handed over to, whatever
+// NOMAD_NAMESPACE says now, and says which: its refusal named the address alone ("still
+// registered in Nomad at ADDR"), and its success too, so a user whose NOMAD_NAMESPACE names
+// another could not tell where volctl looked, nor where to look.
+func TestNomadReleaseSaysWhichNamespace(t *testing.T) {
+	h := nomadHarness(t)
+	n := newFakeNomad(t)
+	t.Setenv("NOMAD_NAMESPACE", "team")
+	if _, _, err := registerIn(h, n); err != nil || !n.has("team", "db") {
+		t.Fatalf("register with NOMAD_NAMESPACE=team: %v", err)
+	}
+	t.Setenv("NOMAD_NAMESPACE", "other")
+	_, err := runNomadRelease(h, n.client, nil)
+	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "still registered in Nomad at "+n.srv.URL+" (namespace team)") {
+		t.Errorf("release while Nomad has it in namespace team: %v (exit %d), want it to name namespace team", err, ExitCode(err))
+	}
+	n.mu.Lock()
+	delete(n.vols, "team/db")
+	n.mu.Unlock()
+	out, err := runNomadRelease(h, n.client, nil)
+	if err != nil || handedOver(t, h) || !strings.Contains(out, `Took volume "db" back from Nomad at `+n.srv.URL+" (namespace team)") {
+		t.Errorf("release once Nomad has let go of it: %q, %v; want it to name namespace team", out, err)
+	}
+}
