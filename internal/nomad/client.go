@@ -493,9 +493,18 @@ func (c *Client) noNamespace(err error, v spec.Volume, ns string) string {
 // (a.retryAfter, in seconds or an HTTP date). volctl does not retry itself: a command that
 // waited as long as the other side asks would hold the volume lock a registration holds all
 // that time, and the command is safe to run again.
+//
+// So too Nomad's "No cluster leader" (a 500, or a proxy's 503): its servers are electing one,
+// or too few are up for a quorum, and nothing is answered until one is elected.
 func busy(err error, a *answer) string {
 	var ure api.UnexpectedResponseError
-	if !errors.As(err, &ure) || !ure.HasStatusCode() || ure.StatusCode() != http.StatusTooManyRequests && ure.StatusCode() != http.StatusServiceUnavailable {
+	if !errors.As(err, &ure) || !ure.HasStatusCode() {
+		return ""
+	}
+	if strings.Contains(ure.Body(), "No cluster leader") {
+		return " (Nomad's servers have no leader: an election is under way, or too few servers are up for a quorum; `nomad operator raft list-peers` shows them, and volctl does not retry: run the command again once one is elected)"
+	}
+	if ure.StatusCode() != http.StatusTooManyRequests && ure.StatusCode() != http.StatusServiceUnavailable {
 		return ""
 	}
 	when := "later"
