@@ -47,7 +47,6 @@ const execTaskStart = 4 * time.Minute
 // proxy and is written to FILE, labelled by step: that is how internal/cli/testdata's captures
 // were made.
 func TestNomadEndToEnd(t *testing.T) {
-	start := time.Now()
 	// The whole run's bound. Each exec task's start builds its chroot by copying the host's
 	// /bin, /lib and /usr: 45 s on an idle 2-core host, 100 s on a loaded one, past 2 min at
 	// a load average of 20 (execTaskStart), three times; within go test's -timeout 20m.
@@ -57,10 +56,7 @@ func TestNomadEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	step := func(s string) {
-		w.step = s
-		t.Logf("%6.1fs  %s", time.Since(start).Seconds(), s)
-	}
+	step := w.stepTo
 
 	// volctl creates the volume and runs the group on its own plugin, then stops both.
 	step("volctl creates volume db and runs group web on its hostpath plugin")
@@ -203,9 +199,11 @@ func TestNomadEndToEnd(t *testing.T) {
 	})
 	step("volctl nomad status shows the write claim")
 	var st []struct {
-		HandedOver bool `json:"handed_over"`
-		Registered bool `json:"registered"`
-		Nomad      struct {
+		HandedOver    bool     `json:"handed_over"`
+		Registered    bool     `json:"registered"`
+		AnotherVolume []string `json:"another_volume"`
+		Differs       []string `json:"differs"`
+		Nomad         struct {
 			Schedulable bool     `json:"schedulable"`
 			WriteAllocs []string `json:"write_allocs"`
 		} `json:"nomad"`
@@ -213,7 +211,10 @@ func TestNomadEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(w.volctl(0, "nomad", "status", "db", "--json")), &st); err != nil {
 		t.Fatal(err)
 	}
-	if len(st) != 1 || !st[0].HandedOver || !st[0].Registered || !st[0].Nomad.Schedulable || len(st[0].Nomad.WriteAllocs) != 1 {
+	// Nomad's copy is this volume, as volctl sent it: no field reads as another volume's, or
+	// as changed.
+	if len(st) != 1 || !st[0].HandedOver || !st[0].Registered || !st[0].Nomad.Schedulable || len(st[0].Nomad.WriteAllocs) != 1 ||
+		len(st[0].AnotherVolume) > 0 || len(st[0].Differs) > 0 {
 		t.Fatalf("nomad status: %+v", st)
 	}
 	step("registering again while Nomad uses it is an update")
@@ -279,15 +280,8 @@ func TestNomadEndToEnd(t *testing.T) {
 		t.Fatalf("the file Nomad's task wrote, through the local claim: %q, %v", b, err)
 	}
 	w.volctl(0, "volume", "release", "db", "--alloc", "local-1")
-	if out, err := stopHP(); err != nil {
-		t.Fatalf("local hostpath plugin: %v\n%s", err, out)
-	}
-
-	step("stop the agent; nothing left running or mounted")
-	w.stopAgent()
-	w.checkClean()
+	w.finish(stopHP)
 	w.saveCaptures()
-	t.Logf("%6.1fs  done (%s)", time.Since(start).Seconds(), w.version)
 }
 
 // dbSpec is volume db of plugin hp, as the end-to-end tests create it.
@@ -329,7 +323,28 @@ func newNomadWorld(t *testing.T, limit time.Duration) *nomadWorld {
 		}
 		os.RemoveAll(dir)
 	})
-	return &nomadWorld{t: t, ctx: ctx, dir: dir, bin: bin, state: filepath.Join(dir, "state")}
+	return &nomadWorld{t: t, ctx: ctx, dir: dir, bin: bin, state: filepath.Join(dir, "state"), start: time.Now()}
+}
+
+// stepTo names the step the run is at, for the failures and captures after it, and logs it
+// with the time since the run began.
+func (w *nomadWorld) stepTo(s string) {
+	w.step = s
+	w.t.Logf("%6.1fs  %s", time.Since(w.start).Seconds(), s)
+}
+
+// finish is the end-to-end tests' shared last steps, once volctl has the volumes back: the
+// local hostpath plugin stopped (stopHP, startBackground's), then the agent, and nothing the
+// run started left running or mounted.
+func (w *nomadWorld) finish(stopHP func() (string, error)) {
+	w.t.Helper()
+	if out, err := stopHP(); err != nil {
+		w.t.Fatalf("local hostpath plugin: %v\n%s", err, out)
+	}
+	w.stepTo("stop the agent; nothing left running or mounted")
+	w.stopAgent()
+	w.checkClean()
+	w.t.Logf("%6.1fs  done (%s)", time.Since(w.start).Seconds(), w.version)
 }
 
 type nomadWorld struct {
@@ -342,6 +357,7 @@ type nomadWorld struct {
 	agentAddr string
 	nomadAddr string // what volctl talks to: the agent, or the recording proxy in front of it
 	version   string
+	start     time.Time // when the run began, for the steps' times
 	step      string
 	agent     *exec.Cmd
 	agentOut  *iostreams.SyncBuffer

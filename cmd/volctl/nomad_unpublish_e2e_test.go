@@ -24,13 +24,9 @@ import (
 //
 // Opt-in, as TestNomadEndToEnd: NOMAD_BIN, root.
 func TestNomadRefusedControllerUnpublishConverges(t *testing.T) {
-	start := time.Now()
 	w := newNomadWorld(t, 10*time.Minute)
 	dir := w.dir
-	step := func(s string) {
-		w.step = s
-		t.Logf("%6.1fs  %s", time.Since(start).Seconds(), s)
-	}
+	step := w.stepTo
 	volctlBin, err := exec.LookPath("volctl")
 	if err != nil {
 		t.Fatal(err)
@@ -136,12 +132,5 @@ func TestNomadRefusedControllerUnpublishConverges(t *testing.T) {
 	w.stopPluginJob()
 	w.volctl(0, "volume", "claim", "db", "--alloc", "local-1")
 	w.volctl(0, "volume", "release", "db", "--alloc", "local-1")
-	if out, err := stopHP(); err != nil {
-		t.Fatalf("local hostpath plugin: %v\n%s", err, out)
-	}
-
-	step("stop the agent; nothing left running or mounted")
-	w.stopAgent()
-	w.checkClean()
-	t.Logf("%6.1fs  done (%s)", time.Since(start).Seconds(), w.version)
+	w.finish(stopHP)
 }

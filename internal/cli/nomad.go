@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -157,6 +158,9 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	}
 	id = info.ID // as stored: Nomad gets the ID volctl has
 	want := nomad.RegisterSpec(info)
+	if err := c.WildcardNamespace(want); err != nil {
+		return err
+	}
 	to := engine.HandoverTarget{Address: c.Address, Region: c.Region, Namespace: c.APIVolume(want).Namespace}
 	if h := info.Handover; h != nil && !opts.DryRun {
 		// Handed over elsewhere: refused whatever this cluster says (HandOver checks it again
@@ -359,7 +363,7 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 			fmt.Fprintf(opts.IO.ErrOut, "Volume %q is not handed over to Nomad: nothing to take back\n", id)
 			continue
 		}
-		if err := printDone(opts.IO.Out, fmt.Sprintf("Took volume %q back from Nomad at %s; volctl may claim it again\n", id, h.Address),
+		if err := printDone(opts.IO.Out, fmt.Sprintf("Took volume %q back from %s; volctl may claim it again\n", id, h.Where()),
 			"volume %q taken back from Nomad at %s", id, h.Address); err != nil {
 			errs = append(errs, err)
 		}
@@ -401,8 +405,8 @@ func askedToTakeBack(ctx context.Context, e *engine.Engine, c *nomad.Client, h e
 					h.VolumeID, c.Address, ns, display.Escape(c.Hide(strings.Join(d, ", "))), shellquote.Command("volctl nomad release --force", h.VolumeID), unsettled)}
 			}
 		}
-		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in Nomad at %s (%d claim(s)): %s; volctl takes it back only once Nomad has let go of it",
-			h.VolumeID, c.Address, have.Claims(), howToDeregister(h, have, c.Hide))}
+		return "", &exitError{code: ExitConflict, err: fmt.Errorf("volume %q is still registered in %s (%d claim(s)): %s; volctl takes it back only once Nomad has let go of it",
+			h.VolumeID, h.Where(), have.Claims(), howToDeregister(h, have, c.Hide))}
 	case !errors.Is(err, nomad.ErrNotFound):
 		// Nomad electing a leader ("No cluster leader"), unreachable, or refusing the read: no
 		// word either way, so the mark stays.
@@ -500,7 +504,16 @@ type NomadVolumeStatus struct {
 	Registered   bool                 `json:"registered"`
 	Nomad        *nomad.VolumeState   `json:"nomad,omitempty"`
 	NomadAddress string               `json:"nomad_address"`
-	Error        string               `json:"error,omitempty"`
+	// NomadNamespace is the namespace Nomad was asked in: the handover's, else the one a
+	// registration would use (nomad.Client's namespaceFor).
+	NomadNamespace string `json:"nomad_namespace,omitempty"`
+	// AnotherVolume: Nomad's volume of the ID is not this one (nomad.IdentityIn: another
+	// plugin or external ID), so Registered is false; how it differs.
+	AnotherVolume []string `json:"another_volume,omitempty"`
+	// Differs names the fields Nomad's copy of this volume has otherwise than volctl's
+	// (nomad.Changes): changed in Nomad since it was registered, or here.
+	Differs []string `json:"differs,omitempty"`
+	Error   string   `json:"error,omitempty"`
 }
 
 func newCmdNomadStatus(f *Factory, runF func(*NomadStatusOptions) error) *cobra.Command {
@@ -510,7 +523,10 @@ func newCmdNomadStatus(f *Factory, runF func(*NomadStatusOptions) error) *cobra.
 		Short: "Show local volumes beside their Nomad counterparts",
 		Long: `Show each local volume (or those named) beside Nomad's copy: handed over or not, registered
 in Nomad or not, schedulable, the plugin's health there, and the allocs that claim it for
-reading and for writing.`,
+reading and for writing. A handed-over volume is looked up in the namespace and region of its
+handover; any other where volctl nomad register would put it. A volume Nomad has by the same ID
+with another plugin or external ID is another volume (IN NOMAD: another), and a note says how;
+a note names the fields Nomad's copy of this one has otherwise than volctl's.`,
 		Example: `  volctl nomad status
   volctl nomad status db --json`,
 		RunE: runOpts(opts, idArgs(&opts.Volumes), runF, nomadStatusRun),
@@ -552,19 +568,28 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			st.HandedOver, st.Handover = true, &hs[0]
 		}
 		var have nomad.VolumeState
+		want := nomad.RegisterSpec(info)
 		switch h := st.Handover; {
 		case h != nil && !engine.SameNomadAddress(h.Address, c.Address):
 			// Another cluster would say it has no such volume: not asked.
 			err = fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s: `%s` asks that cluster",
 				info.ID, h.Address, c.Address, "NOMAD_ADDR="+shellquote.Arg(h.Address)+" "+shellquote.Command("volctl nomad status", info.ID))
 		case h != nil: // where it was registered, whatever NOMAD_NAMESPACE says now
+			st.NomadNamespace = cmp.Or(h.Namespace, spec.DefaultNamespace) // none recorded: Nomad's default one
 			have, err = c.VolumeIn(ctx, info.ID, h.Namespace, h.Region)
 		default:
-			have, err = c.Volume(ctx, info.ID, info.Namespace)
+			st.NomadNamespace = c.APIVolume(want).Namespace
+			have, err = c.VolumeIn(ctx, info.ID, st.NomadNamespace, c.Region)
 		}
 		switch {
 		case err == nil:
-			st.Registered, st.Nomad = true, &have
+			// Nomad's volume of the ID may be someone else's (another volctl host's, one
+			// registered over it since): not this volume in Nomad, nor are its allocs claims
+			// of this one.
+			st.Nomad = &have
+			if st.AnotherVolume = nomad.IdentityIn(have, want, st.NomadNamespace); len(st.AnotherVolume) == 0 {
+				st.Registered, st.Differs = true, nomad.Changes(have, want)
+			}
 		case errors.Is(err, nomad.ErrNotFound):
 		default:
 			st.Error = err.Error()
@@ -590,20 +615,42 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			if s.Error != "" {
 				reg = "error"
 			}
-			if n := s.Nomad; n != nil {
+			if n := s.Nomad; n != nil && s.Registered {
 				reg, sched, plugin = "yes", yesNo(n.Schedulable), n.Plugin.Describe()
 				reads, writes = allocNames(n, "read"), allocNames(n, "write")
+			} else if n != nil {
+				reg = "another"
 			}
 			tw.row(s.ID, strconv.Itoa(s.LocalClaims), yesNo(s.HandedOver), reg, sched, plugin, reads, writes)
 		}
 		if err := tw.render(); err != nil {
 			return err
 		}
+		for _, s := range out {
+			if note := nomadStatusNote(s); note != "" {
+				fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", note)
+			}
+		}
 	}
 	if failed != nil {
 		return fmt.Errorf("nomad status: %w", failed)
 	}
 	return nil
+}
+
+// nomadStatusNote says, under the table, what its cells cannot: that Nomad's volume of the ID
+// is another one, and how; or which fields Nomad's copy of this one has otherwise. Empty when
+// there is nothing to say.
+func nomadStatusNote(s NomadVolumeStatus) string {
+	switch {
+	case len(s.AnotherVolume) > 0:
+		return fmt.Sprintf("volume %q: Nomad at %s has a volume by that ID in namespace %s that is another volume (%s): not this one, nor are its allocs claims of this one",
+			s.ID, s.NomadAddress, display.Escape(s.NomadNamespace), display.Escape(strings.Join(s.AnotherVolume, ", ")))
+	case len(s.Differs) > 0:
+		return fmt.Sprintf("volume %q: Nomad's copy in namespace %s differs from volctl's in %s (changed in Nomad since it was registered, or here): Nomad serves its own; `%s` shows what registering volctl's would change",
+			s.ID, display.Escape(s.NomadNamespace), strings.Join(s.Differs, ", "), shellquote.Command("volctl nomad register --dry-run", s.ID))
+	}
+	return ""
 }
 
 func yesNo(b bool) string {

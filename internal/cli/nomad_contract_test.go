@@ -421,11 +421,16 @@ func TestNomadStatusContract(t *testing.T) {
 		}
 		return st
 	}
-	st := run(newReplayNomad(t, step(t, "volctl nomad status shows the write claim")...))
+	// The capture's volume as the harness's (its external ID): Nomad's volume of another
+	// external ID is another volume, which status does not show as this one.
+	st := run(newReplayNomad(t, asHarnessVolume(t, h, step(t, "volctl nomad status shows the write claim"))...))
 	n := st[0].Nomad
 	if len(st) != 1 || !st[0].Registered || n == nil || !n.Schedulable || len(n.WriteAllocs) != 1 || len(n.ReadAllocs) != 0 ||
 		!n.Plugin.Healthy() || n.Plugin.NodesHealthy != 1 || len(n.Allocs) != 1 || !strings.HasPrefix(n.Allocs[0].Name, "web.web[0]") {
 		t.Fatalf("status while claimed: %+v %+v", st, n)
+	}
+	if st[0].NomadNamespace != "default" || len(st[0].AnotherVolume) > 0 || len(st[0].Differs) > 0 {
+		t.Fatalf("status of the volume as Nomad registered it: asked in %q, another volume %q, differs %q; want default and none", st[0].NomadNamespace, st[0].AnotherVolume, st[0].Differs)
 	}
 	st = run(newReplayNomad(t, step(t, "volctl nomad status after deregister")...))
 	if st[0].Registered || st[0].Nomad != nil {
@@ -519,7 +524,7 @@ func unansweredAddress(t *testing.T) string {
 // The table names the claiming allocs as Nomad does, with a short ID.
 func TestNomadStatusTableContract(t *testing.T) {
 	h := nomadHarness(t)
-	r := newReplayNomad(t, step(t, "volctl nomad status shows the write claim")...)
+	r := newReplayNomad(t, asHarnessVolume(t, h, step(t, "volctl nomad status shows the write claim"))...)
 	ios, _, out, _ := iostreams.Test()
 	if err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: r.client}); err != nil {
 		t.Fatal(err)

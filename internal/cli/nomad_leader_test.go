@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
 // nomad release while Nomad elects a leader: its read of the volume is answered "No cluster
@@ -48,5 +51,30 @@ func TestNomadReleaseDuringALeaderElection(t *testing.T) {
 				t.Fatalf("release once Nomad has a leader: %v (marked: %v)", err, handedOver(t, h))
 			}
 		})
+	}
+}
+
+// nomad register and nomad status while Nomad elects a leader (or has lost its quorum): every
+// read is answered 500 "No cluster leader", and the error said Nomad's words alone, with
+// nothing of what they mean or what to do. It now says that Nomad's servers have no leader,
+// how to see them, and to run the command again once one is elected; nothing is marked.
+func TestNomadRegisterAndStatusDuringALeaderElection(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	a.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "rpc error: No cluster leader", http.StatusInternalServerError)
+	})
+	_, _, err := registerIn(h, a)
+	if handedOver(t, h) {
+		t.Fatalf("register marked the volume with Nomad leaderless: %v", err)
+	}
+	ios, _, _, _ := iostreams.Test()
+	serr := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}})
+	for name, err := range map[string]error{"register": err, "status": serr} {
+		for _, want := range []string{"No cluster leader", "no leader", "nomad operator raft list-peers", "run the command again once"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %v\nwant it to say %q", name, err, want)
+			}
+		}
 	}
 }

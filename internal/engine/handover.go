@@ -348,6 +348,12 @@ func nomadAddressKey(addr string) string {
 
 // handoverWhere names where a volume was handed over: the address, and the namespace and
 // region when they were set.
+// Where names the cluster, namespace and region the volume was handed over to, for messages:
+// "Nomad at ADDR (namespace team, region eu)".
+func (h HandoverInfo) Where() string {
+	return handoverWhere(store.Handover{Address: h.Address, Namespace: h.Namespace, Region: h.Region})
+}
+
 func handoverWhere(h store.Handover) string {
 	var in []string
 	if h.Namespace != "" {

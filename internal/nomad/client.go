@@ -493,9 +493,18 @@ func (c *Client) noNamespace(err error, v spec.Volume, ns string) string {
 // (a.retryAfter, in seconds or an HTTP date). volctl does not retry itself: a command that
 // waited as long as the other side asks would hold the volume lock a registration holds all
 // that time, and the command is safe to run again.
+//
+// So too Nomad's "No cluster leader" (a 500, or a proxy's 503): its servers are electing one,
+// or too few are up for a quorum, and nothing is answered until one is elected.
 func busy(err error, a *answer) string {
 	var ure api.UnexpectedResponseError
-	if !errors.As(err, &ure) || !ure.HasStatusCode() || ure.StatusCode() != http.StatusTooManyRequests && ure.StatusCode() != http.StatusServiceUnavailable {
+	if !errors.As(err, &ure) || !ure.HasStatusCode() {
+		return ""
+	}
+	if strings.Contains(ure.Body(), "No cluster leader") {
+		return " (Nomad's servers have no leader: an election is under way, or too few servers are up for a quorum; `nomad operator raft list-peers` shows them, and volctl does not retry: run the command again once one is elected)"
+	}
+	if ure.StatusCode() != http.StatusTooManyRequests && ure.StatusCode() != http.StatusServiceUnavailable {
 		return ""
 	}
 	when := "later"
@@ -563,15 +572,30 @@ func answered(err error) bool {
 }
 
 // Namespace is the Nomad namespace a volume goes to: its own, unless that is the default and
-// NOMAD_NAMESPACE names another.
+// NOMAD_NAMESPACE names another. NOMAD_NAMESPACE=* (every namespace, to the nomad CLI's
+// listings) names none: Nomad answers a read in namespace "*" with its 404 whatever it has,
+// and refuses a registration there, so a volume is looked for where its spec says
+// (WildcardNamespace refuses its registration).
 func (c *Client) namespaceFor(v spec.Volume) string {
-	if (v.Namespace == "" || v.Namespace == spec.DefaultNamespace) && c.Namespace != "" {
+	if (v.Namespace == "" || v.Namespace == spec.DefaultNamespace) && c.Namespace != "" && c.Namespace != api.AllNamespacesNamespace {
 		return c.Namespace
 	}
 	if v.Namespace == "" {
 		return spec.DefaultNamespace
 	}
 	return v.Namespace
+}
+
+// WildcardNamespace is the error of a registration of v while NOMAD_NAMESPACE is "*", which
+// names every namespace and so no one to put a volume of the default namespace in (nil for
+// any other): the job volctl export nomad writes for it, which names no namespace, would not
+// run there either (Nomad has no namespace "*"), and registering it in the default one would
+// part the two.
+func (c *Client) WildcardNamespace(v spec.Volume) error {
+	if c.Namespace != api.AllNamespacesNamespace || v.Namespace != "" && v.Namespace != spec.DefaultNamespace {
+		return nil
+	}
+	return fmt.Errorf("volume %q: NOMAD_NAMESPACE=* names every namespace, not one to register a volume of the default namespace in (Nomad has no namespace \"*\"): unset NOMAD_NAMESPACE to register it in the default namespace, or set it to the namespace its jobs run in", v.ID)
 }
 
 // pluginRead is the ACL rule reading a CSI plugin needs (registering a volume too).

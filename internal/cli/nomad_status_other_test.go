@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/iostreams"
+)
+
+// runNomadStatusOf runs `volctl nomad status db`, as JSON (decoded into maps, so that a field
+// the command lacks fails the test rather than its build) and as the table, with its notes.
+func runNomadStatusOf(t *testing.T, h *cliHarness, n *fakeNomad) (st []map[string]any, table, notes string) {
+	t.Helper()
+	ios, _, out, _ := iostreams.Test()
+	if err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"},
+		Exporter: exportFlags{JSON: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil || len(st) != 1 {
+		t.Fatalf("nomad status --json: %v\n%s", err, out)
+	}
+	ios, _, out, errOut := iostreams.Test()
+	if err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}}); err != nil {
+		t.Fatal(err)
+	}
+	return st, out.String(), errOut.String()
+}
+
+// A Nomad volume of the same ID that is not this one — registered by someone else, or by
+// another volctl host whose own volume "db" it is (another external ID) — is not this volume
+// in Nomad: `volctl nomad status` said "registered" (IN NOMAD yes) and showed that volume's
+// allocs as this one's claims, so the user of a volume volctl still claims read it as handed
+// over and in use there. It now says Nomad has another volume by the ID, and how it differs.
+func TestNomadStatusNamesAnotherVolumeByTheID(t *testing.T) {
+	h := nomadHarness(t)
+	n := newFakeNomad(t)
+	n.mu.Lock()
+	n.vols["default/db"] = true
+	n.sent["default/db"] = map[string]any{"ExternalID": "other-hosts-db", "PluginID": "hp"}
+	n.mu.Unlock()
+	st, table, notes := runNomadStatusOf(t, h, n)
+	if st[0]["registered"] != false {
+		t.Errorf("status: registered = %v with Nomad's volume db another one (external ID other-hosts-db): %v", st[0]["registered"], st[0])
+	}
+	if a, _ := st[0]["another_volume"].([]any); len(a) == 0 || !strings.Contains(a[0].(string), `external_id "other-hosts-db"`) {
+		t.Errorf("status --json: another_volume = %v, want it to name Nomad's external ID", st[0]["another_volume"])
+	}
+	if st[0]["nomad_namespace"] != "default" {
+		t.Errorf("status --json: nomad_namespace = %v, want default, the namespace asked", st[0]["nomad_namespace"])
+	}
+	if row := strings.Split(strings.TrimSpace(table), "\n"); len(row) != 2 || !strings.Contains(row[1], "another") {
+		t.Errorf("status table:\n%s\nwant IN NOMAD to say another volume", table)
+	}
+	for _, want := range []string{`volume "db"`, "another volume", `external_id "other-hosts-db"`, "namespace default"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("status notes: %q\nwant %q", notes, want)
+		}
+	}
+}
+
+// Nomad changed the volume after the handover (its capacity and mount options edited with
+// `nomad volume register`): it is still this volume, in Nomad and claimed there, but volctl's
+// copy is not what Nomad uses. `volctl nomad status` said nothing of it; it now names the
+// fields that differ.
+func TestNomadStatusNamesWhatNomadChanged(t *testing.T) {
+	h := nomadHarness(t)
+	n := newFakeNomad(t)
+	if _, _, err := registerIn(h, n); err != nil {
+		t.Fatal(err)
+	}
+	n.mu.Lock()
+	n.readBack = func(v map[string]any) {
+		v["RequestedCapacityMin"] = 1 << 30
+		v["MountOptions"] = map[string]any{"FSType": "xfs", "MountFlags": []string{"noatime"}}
+	}
+	n.mu.Unlock()
+	st, _, notes := runNomadStatusOf(t, h, n)
+	if st[0]["registered"] != true {
+		t.Fatalf("status: registered = %v for the volume Nomad has, changed", st[0]["registered"])
+	}
+	d, _ := st[0]["differs"].([]any)
+	if len(d) != 2 || d[0] != "mount_options" || d[1] != "capacity" {
+		t.Errorf("status --json: differs = %v, want [mount_options capacity]", st[0]["differs"])
+	}
+	for _, want := range []string{`volume "db"`, "mount_options, capacity", "volctl nomad register --dry-run db"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("status notes: %q\nwant %q", notes, want)
+		}
+	}
+}
+
+// NOMAD_NAMESPACE=* (which the nomad CLI takes as every namespace, for listings) names no one
+// namespace. Nomad answers a read of a volume in namespace "*" with its 404, so `volctl nomad
+// status` said a volume Nomad has in the default namespace was not in Nomad; and a
+// registration in "*" is one Nomad refuses (no such namespace), with volctl advising
+// `nomad namespace apply *`, a name Nomad refuses too. Reads now ask the namespace the
+// volume's spec names, and a registration of a volume of the default namespace is refused
+// before anything is sent, saying what to set.
+func TestNomadNamespaceWildcard(t *testing.T) {
+	h := nomadHarness(t)
+	n := newFakeNomad(t)
+	info, err := h.e.Volume(h.ctx, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.mu.Lock()
+	n.vols["default/db"] = true // this volume, registered there (by `nomad volume register`)
+	n.sent["default/db"] = map[string]any{"ExternalID": info.ExternalID, "PluginID": "hp"}
+	n.mu.Unlock()
+	t.Setenv("NOMAD_NAMESPACE", "*")
+	st, _, _ := runNomadStatusOf(t, h, n)
+	if st[0]["registered"] != true || st[0]["nomad_namespace"] != "default" {
+		t.Errorf("with NOMAD_NAMESPACE=*, status of a volume Nomad has in the default namespace: registered %v, asked in %v", st[0]["registered"], st[0]["nomad_namespace"])
+	}
+	n.mu.Lock()
+	delete(n.vols, "default/db")
+	n.mu.Unlock()
+	_, _, err = registerIn(h, n)
+	n.mu.Lock()
+	puts := len(n.puts)
+	n.mu.Unlock()
+	if puts != 0 || handedOver(t, h) {
+		t.Fatalf("with NOMAD_NAMESPACE=*, register sent %d registration(s), marked=%v: %v", puts, handedOver(t, h), err)
+	}
+	for _, want := range []string{`volume "db"`, "NOMAD_NAMESPACE=*", "unset NOMAD_NAMESPACE"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("register with NOMAD_NAMESPACE=*: %v\nwant it to say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "namespace apply") {
+		t.Errorf("register with NOMAD_NAMESPACE=*: %v\nadvises creating namespace *", err)
+	}
+}
+
+// `volctl nomad release` asks Nomad in the namespace the volume was handed over to, whatever
+// NOMAD_NAMESPACE says now, and says which: its refusal named the address alone ("still
+// registered in Nomad at ADDR"), and its success too, so a user whose NOMAD_NAMESPACE names
+// another could not tell where volctl looked, nor where to look.
+func TestNomadReleaseSaysWhichNamespace(t *testing.T) {
+	h := nomadHarness(t)
+	n := newFakeNomad(t)
+	t.Setenv("NOMAD_NAMESPACE", "team")
+	if _, _, err := registerIn(h, n); err != nil || !n.has("team", "db") {
+		t.Fatalf("register with NOMAD_NAMESPACE=team: %v", err)
+	}
+	t.Setenv("NOMAD_NAMESPACE", "other")
+	_, err := runNomadRelease(h, n.client, nil)
+	if ExitCode(err) != ExitConflict || !strings.Contains(err.Error(), "still registered in Nomad at "+n.srv.URL+" (namespace team)") {
+		t.Errorf("release while Nomad has it in namespace team: %v (exit %d), want it to name namespace team", err, ExitCode(err))
+	}
+	n.mu.Lock()
+	delete(n.vols, "team/db")
+	n.mu.Unlock()
+	out, err := runNomadRelease(h, n.client, nil)
+	if err != nil || handedOver(t, h) || !strings.Contains(out, `Took volume "db" back from Nomad at `+n.srv.URL+" (namespace team)") {
+		t.Errorf("release once Nomad has let go of it: %q, %v; want it to name namespace team", out, err)
+	}
+}
