@@ -45,6 +45,12 @@ const (
 func TestMain(m *testing.M) {
 	switch os.Getenv(pluginModeEnv) {
 	case "":
+		// Under -race every process sleeps 1 s before it exits (the race runtime's default
+		// atexit_sleep_ms), and each test here starts plugins (this binary) that exit, or are
+		// stopped and waited for: the processes this one starts inherit this, the plugins get
+		// it in their exec block's env (execPlugin), and exit at once, as cmd/volctl's tests'.
+		// (It does not change this process: GORACE is read at start.)
+		os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 		os.Exit(m.Run())
 	case "hostpath":
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -105,9 +111,6 @@ func TestMain(m *testing.M) {
 		os.Exit(serveMem(cfg, func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			return h(ctx, req)
 		}))
-	case "exits":
-		// A plugin that exits 0 at once, every time.
-		os.Exit(0)
 	case "stubborn":
 		// hostpath that ignores SIGTERM: only SIGKILL ends it.
 		signal.Ignore(syscall.SIGTERM, os.Interrupt)
@@ -562,7 +565,8 @@ func (f *fixture) execPlugin(id, mode string) spec.Plugin {
 	}
 	return spec.Plugin{ID: id, Type: spec.PluginMonolith, Socket: filepath.Join(f.dir, "sockets", id+".sock"),
 		Exec: &spec.Exec{Command: self, Args: []string{"-test.run=^$"},
-			Env: spec.Secrets{pluginModeEnv: mode, pluginRootEnv: filepath.Join(f.dir, "hostpath-"+id)}}}
+			Env: spec.Secrets{pluginModeEnv: mode, pluginRootEnv: filepath.Join(f.dir, "hostpath-"+id),
+				"GORACE": os.Getenv("GORACE")}}} // the agent passes none of its own (TestMain)
 }
 
 func (f *fixture) register(sp spec.Plugin) {
