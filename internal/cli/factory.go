@@ -14,6 +14,7 @@ import (
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -83,7 +84,25 @@ func (f *Factory) Logger() *slog.Logger {
 	if f.Verbose() {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+	return slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level, ReplaceAttr: cutLongWords}))
+}
+
+// cutLongWords is a log line's message or value with each word past maxEchoedWord cut, as
+// escapeLines cuts an error's: a plugin's ID or a typed one of 10,000 bytes was logged whole.
+func cutLongWords(_ []string, a slog.Attr) slog.Attr {
+	var s string
+	switch v := a.Value.Any().(type) {
+	case string:
+		s = v
+	case error:
+		s = v.Error()
+	default:
+		return a
+	}
+	if cut := spec.CutWords(s, maxEchoedWord); cut != s {
+		return slog.String(a.Key, cut)
+	}
+	return a
 }
 
 // Engine opens the engine on the state dir once per process; Close closes it.

@@ -472,8 +472,14 @@ const detailWordMax = 2500
 
 // cutWords is s with each word over detailWordMax characters cut to its first detailValueMax,
 // cutMark and how many bytes were left out.
-func cutWords(s string) string {
-	if utf8.RuneCountInString(s) <= detailWordMax {
+func cutWords(s string) string { return CutWords(s, detailWordMax) }
+
+// CutWords is s with each word (a run of characters without white space) over maxWord characters
+// cut to its first detailValueMax, cutMark and how many bytes it left out: for text that
+// quotes what it was given whole (a value typed, a plugin's ID, HCL's own diagnostics).
+// Anything to be replaced in s (a secret) must be replaced first, as for Cut.
+func CutWords(s string, maxWord int) string {
+	if utf8.RuneCountInString(s) <= maxWord {
 		return s
 	}
 	var b strings.Builder
@@ -483,7 +489,7 @@ func cutWords(s string) string {
 			i = len(s)
 		}
 		word := s[:i]
-		if utf8.RuneCountInString(word) > detailWordMax {
+		if utf8.RuneCountInString(word) > maxWord {
 			h, _ := head([]byte(word), detailValueMax)
 			fmt.Fprintf(&b, "%s%s (%d more bytes)", h, cutMark, len(word)-len(h))
 		} else {
