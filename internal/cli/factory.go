@@ -84,7 +84,13 @@ func (f *Factory) Logger() *slog.Logger {
 	if f.Verbose() {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level, ReplaceAttr: cutLongWords}))
+	return slog.New(slog.NewTextHandler(f.IO.ErrOut, logOptions(level)))
+}
+
+// logOptions are every logger's (commands', the agent's, the dashboard's log file): level, and
+// long words cut (cutLongWords).
+func logOptions(level slog.Level) *slog.HandlerOptions {
+	return &slog.HandlerOptions{Level: level, ReplaceAttr: cutLongWords}
 }
 
 // cutLongWords is a log line's message or value with each word past maxEchoedWord cut, as
