@@ -142,6 +142,13 @@ const maxSpecSize = 1 << 20
 // readSpecFile reads a regular file of at most maxSpecSize bytes.
 func readSpecFile(name string) ([]byte, error) {
 	f, err := os.Open(name)
+	if errors.Is(err, syscall.ENXIO) {
+		// A Unix socket cannot be opened (ENXIO, "no such device or address", which reads
+		// as a path missing): say what it is.
+		if fi, serr := os.Stat(name); serr == nil && fi.Mode().Type()&fs.ModeSocket != 0 {
+			return nil, errors.New("is a socket, not a spec file")
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -54,5 +56,21 @@ func TestSpecTextRefusalSaysWhereAndWhy(t *testing.T) {
 	}
 	if err := checkSpecText([]byte(spec)); err != nil {
 		t.Errorf("a UTF-8 spec with CRLF line endings refused: %v", err)
+	}
+}
+
+// TestSpecFileThatIsASocketSaysSo: readSpecFile has a word for a socket ("is a socket, not a
+// spec file") that it never said: opening a Unix socket fails first (ENXIO), and the refusal
+// read "no such device or address", as if the path were missing.
+func TestSpecFileThatIsASocketSaysSo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plugin.sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, err = readSpecFile(path)
+	if err == nil || !strings.Contains(err.Error(), "is a socket, not a spec file") {
+		t.Errorf("reading a socket as a spec: %v, want it named a socket", err)
 	}
 }
