@@ -49,6 +49,12 @@ func (f *Factory) StateDir() (string, error) {
 	if dir == "" {
 		dir = f.getenv("VOLCTL_STATE_DIR")
 	}
+	if strings.HasPrefix(dir, "~") {
+		// Only a shell expands "~", and not in quotes, after "=" (--state-dir=~/volctl) or in
+		// a service's Environment=: taken as a relative path, it made a directory named "~"
+		// in the working directory.
+		return "", usageError("state dir %q begins with \"~\", which only a shell expands, and it was not expanded (quoted, after \"=\", or in a service's environment): write the full path ($HOME/... for your home directory)", dir)
+	}
 	if dir == "" && f.geteuid() == 0 {
 		dir = "/var/lib/volctl"
 	}
