@@ -29,19 +29,13 @@ func TestLongTypedValueIsNotEchoedWhole(t *testing.T) {
 		{[]string{long}, ExitUsage},
 		{[]string{"volume", "status", "--" + long}, ExitUsage},
 	} {
-		ios, _, _, errOut := iostreams.Test()
-		f := NewFactory(ios)
-		root := NewRootCmd(f)
-		root.SetArgs(append([]string{"--state-dir", h.state}, tt.args...))
-		err := root.Execute()
-		code := f.Report(f.RedactError(h.ctx, err))
-		f.Close()
+		code, _, errOut := h.runReported(tt.args...)
 		name := strings.Join(tt.args, " ")[:20]
 		if code != tt.code {
-			t.Errorf("%s…: exit %d, want %d: %s", name, code, tt.code, errOut.String()[:min(300, errOut.Len())])
+			t.Errorf("%s…: exit %d, want %d: %s", name, code, tt.code, errOut[:min(300, len(errOut))])
 		}
-		if errOut.Len() > 2*maxEchoedWord || !strings.Contains(errOut.String(), " more bytes)") {
-			t.Errorf("%s…: %d bytes on stderr, want the 10,000-byte value cut, saying how much was left out: %s…", name, errOut.Len(), errOut.String()[:min(300, errOut.Len())])
+		if len(errOut) > 2*maxEchoedWord || !strings.Contains(errOut, " more bytes)") {
+			t.Errorf("%s…: %d bytes on stderr, want the 10,000-byte value cut, saying how much was left out: %s…", name, len(errOut), errOut[:min(300, len(errOut))])
 		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
-	"github.com/volctl/volctl/internal/spec"
 )
 
 // TestExitCodesByFailureClass runs commands into each class of failure a user or host makes
@@ -26,12 +25,7 @@ func TestExitCodesByFailureClass(t *testing.T) {
 	ctx := context.Background()
 	faults := csitest.NewFaults()
 	_, e, _ := serveMem(t, csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig()), csitest.WithFaults(faults))
-	for _, id := range []string{"db", "free"} {
-		if _, err := e.CreateVolume(ctx, spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "mem",
-			Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createSingleWriter(t, e, "db", "free")
 	if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "a1"}); err != nil {
 		t.Fatal(err)
 	}
