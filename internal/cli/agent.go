@@ -153,9 +153,9 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 	if opts.Verbose {
 		level = slog.LevelDebug
 	}
-	var h slog.Handler = slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: level})
+	var h slog.Handler = slog.NewTextHandler(opts.IO.ErrOut, logOptions(level))
 	if opts.LogFormat == "json" {
-		h = slog.NewJSONHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: level})
+		h = slog.NewJSONHandler(opts.IO.ErrOut, logOptions(level))
 	}
 	log := slog.New(h)
 	defer outliveLogReader()()

@@ -11,6 +11,7 @@ import (
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 	"github.com/volctl/volctl/internal/store/storetest"
@@ -124,4 +125,28 @@ func serveMem(t *testing.T, mem *csitest.MemPlugin, opts ...csitest.ServeOption)
 		t.Fatal(err)
 	}
 	return socket, e, func(context.Context) (*engine.Engine, error) { return e, nil }
+}
+
+// runReported runs volctl with args on the harness's state dir, as main does (the error
+// redacted and reported), and returns the exit status and what went to stdout and stderr.
+func (h *cliHarness) runReported(args ...string) (code int, out, errOut string) {
+	ios, _, o, eo := iostreams.Test()
+	f := NewFactory(ios)
+	root := NewRootCmd(f)
+	root.SetArgs(append([]string{"--state-dir", h.state}, args...))
+	err := root.Execute()
+	code = f.Report(f.RedactError(h.ctx, err))
+	f.Close()
+	return code, o.String(), eo.String()
+}
+
+// createSingleWriter creates single-node-writer volumes with these IDs on e's "mem" plugin.
+func createSingleWriter(t *testing.T, e *engine.Engine, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		if _, err := e.CreateVolume(context.Background(), spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "mem",
+			Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

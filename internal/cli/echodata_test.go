@@ -305,12 +305,7 @@ func TestPluginDataControlCharactersEscaped(t *testing.T) {
 		return resp, err
 	}
 	socket, e, eng := serveMem(t, mem, csitest.WithInterceptor(answer))
-	for _, id := range []string{"db", "elsewhere"} {
-		if _, err := e.CreateVolume(ctx, spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "mem",
-			Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createSingleWriter(t, e, "db", "elsewhere")
 	if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "a1"}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -47,6 +48,12 @@ func (f *Factory) StateDir() (string, error) {
 	dir := f.stateDirFlag
 	if dir == "" {
 		dir = f.getenv("VOLCTL_STATE_DIR")
+	}
+	if strings.HasPrefix(dir, "~") {
+		// Only a shell expands "~", and not in quotes, after "=" (--state-dir=~/volctl) or in
+		// a service's Environment=: taken as a relative path, it made a directory named "~"
+		// in the working directory.
+		return "", usageError("state dir %q begins with \"~\", which only a shell expands, and it was not expanded (quoted, after \"=\", or in a service's environment): write the full path ($HOME/... for your home directory)", dir)
 	}
 	if dir == "" && f.geteuid() == 0 {
 		dir = "/var/lib/volctl"
@@ -83,7 +90,31 @@ func (f *Factory) Logger() *slog.Logger {
 	if f.Verbose() {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+	return slog.New(slog.NewTextHandler(f.IO.ErrOut, logOptions(level)))
+}
+
+// logOptions are every logger's (commands', the agent's, the dashboard's log file): level, and
+// long words cut (cutLongWords).
+func logOptions(level slog.Level) *slog.HandlerOptions {
+	return &slog.HandlerOptions{Level: level, ReplaceAttr: cutLongWords}
+}
+
+// cutLongWords is a log line's message or value with each word past maxEchoedWord cut, as
+// escapeLines cuts an error's: a plugin's ID or a typed one of 10,000 bytes was logged whole.
+func cutLongWords(_ []string, a slog.Attr) slog.Attr {
+	var s string
+	switch v := a.Value.Any().(type) {
+	case string:
+		s = v
+	case error:
+		s = v.Error()
+	default:
+		return a
+	}
+	if cut := spec.CutWords(s, maxEchoedWord); cut != s {
+		return slog.String(a.Key, cut)
+	}
+	return a
 }
 
 // Engine opens the engine on the state dir once per process; Close closes it.

@@ -283,3 +283,37 @@ func TestCommandsOpeningTheirOwnEngineNameTheStateDirOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestStateDirWithAnUnexpandedTildeIsRefused: a "~" is the shell's to expand, and it does
+// not in quotes, after "=" in a flag (--state-dir=~/volctl) or in a systemd unit's
+// Environment=: volctl took "~/volctl" as a relative path and made a directory named "~" in
+// the working directory, a state each directory had its own of, and a "~" a later `rm -rf ~`
+// would mistake. It is refused (exit 2), saying what to write; "./~x" or "a/~" are paths as
+// any other.
+func TestStateDirWithAnUnexpandedTildeIsRefused(t *testing.T) {
+	for _, dir := range []string{"~", "~/volctl", "~root/volctl"} {
+		for _, viaFlag := range []bool{false, true} {
+			f := NewFactory(nil)
+			f.getenv = func(k string) string {
+				if k == "VOLCTL_STATE_DIR" && !viaFlag {
+					return dir
+				}
+				return ""
+			}
+			if viaFlag {
+				f.stateDirFlag = dir
+			}
+			got, err := f.StateDir()
+			if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "$HOME") {
+				t.Errorf("state dir %q (flag %v): %q, %v; want it refused, exit 2, saying to write $HOME", dir, viaFlag, got, err)
+			}
+		}
+	}
+	for _, dir := range []string{"./~x", "a/~", "/tmp/~"} {
+		f := NewFactory(nil)
+		f.stateDirFlag = dir
+		if _, err := f.StateDir(); err != nil {
+			t.Errorf("state dir %q: %v", dir, err)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package cli
 import (
 	"testing"
 
-	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -26,14 +25,8 @@ func TestJSONOnFailurePrintsNothing(t *testing.T) {
 		{[]string{"volume", "snapshot", "list", "--plugin", "nope", "-t", "{{.}}"}, ExitError},
 		{[]string{"volume", "status", "db", "-t", "{{.nope}}"}, ExitUsage},
 	} {
-		ios, _, out, errOut := iostreams.Test()
-		f := NewFactory(ios)
-		root := NewRootCmd(f)
-		root.SetArgs(append([]string{"--state-dir", h.state}, tt.args...))
-		err := root.Execute()
-		code := f.Report(f.RedactError(h.ctx, err))
-		f.Close()
-		if code != tt.code || out.Len() > 0 || errOut.Len() == 0 {
+		code, out, errOut := h.runReported(tt.args...)
+		if code != tt.code || out != "" || errOut == "" {
 			t.Errorf("volctl %q: exit %d, stdout %q, stderr %q; want exit %d, nothing on stdout and the error on stderr",
 				tt.args, code, out, errOut, tt.code)
 		}

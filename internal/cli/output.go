@@ -339,8 +339,15 @@ func printDone(w io.Writer, line, format string, args ...any) error {
 
 // escapeLines is s with every control character but the newlines between its lines, and the
 // tabs that indent a line, shown as display.Escape shows it (spec.EscapeLines): for messages of
-// more than one line (an error joining several) that word data from outside volctl.
-func escapeLines(s string) string { return spec.EscapeLines(s) }
+// more than one line (an error joining several) that word data from outside volctl; a word
+// past maxEchoedWord is cut (spec.CutWords), saying how much was left out: a value of 10,000
+// bytes typed or given by a plugin was repeated whole by the error refusing it.
+func escapeLines(s string) string { return spec.EscapeLines(spec.CutWords(s, maxEchoedWord)) }
+
+// maxEchoedWord is the longest word (a run of characters without white space) a message on
+// stderr keeps whole: more than any ID quoted, escaped as %q may (128 bytes, 4 characters a
+// byte), and any path a user means to read.
+const maxEchoedWord = 1024
 
 // quotedIDs lists IDs quoted, comma-separated: "a", "b".
 func quotedIDs(ids []string) string {

@@ -8,7 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -140,6 +142,13 @@ const maxSpecSize = 1 << 20
 // readSpecFile reads a regular file of at most maxSpecSize bytes.
 func readSpecFile(name string) ([]byte, error) {
 	f, err := os.Open(name)
+	if errors.Is(err, syscall.ENXIO) {
+		// A Unix socket cannot be opened (ENXIO, "no such device or address", which reads
+		// as a path missing): say what it is.
+		if fi, serr := os.Stat(name); serr == nil && fi.Mode().Type()&fs.ModeSocket != 0 {
+			return nil, errors.New("is a socket, not a spec file")
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -172,12 +181,42 @@ func readSpecBytes(r io.Reader) ([]byte, error) {
 }
 
 // checkSpecText refuses content that is not text (a NUL byte), which would otherwise be
-// parsed into thousands of diagnostics, each echoing binary to the terminal.
+// parsed into thousands of diagnostics, each echoing binary to the terminal. Text in UTF-16 or
+// UTF-32 (Windows editors and PowerShell's `>` write UTF-16) has NULs between its ASCII
+// characters: it is named as such, with what to do, rather than as binary; a NUL elsewhere is
+// placed by line and column, as a diagnostic is.
 func checkSpecText(src []byte) error {
-	if i := bytes.IndexByte(src, 0); i >= 0 {
-		return fmt.Errorf("not a text file (a NUL byte at offset %d)", i)
+	i := bytes.IndexByte(src, 0)
+	if i < 0 {
+		return nil
 	}
-	return nil
+	if enc := wideEncoding(src); enc != "" {
+		return fmt.Errorf("encoded as %s, which neither Nomad nor volctl reads: save it as UTF-8 (iconv -f %s -t UTF-8 converts it)", enc, strings.Fields(enc)[0])
+	}
+	line := 1 + bytes.Count(src[:i], []byte("\n"))
+	col := 1 + utf8.RuneCount(src[bytes.LastIndexByte(src[:i], '\n')+1:i])
+	return fmt.Errorf("not a text file (a NUL byte at line %d, column %d, byte offset %d)", line, col, i)
+}
+
+// wideEncoding names the UTF-16 or UTF-32 encoding src is in, told by its byte order mark or,
+// without one, by a NUL beside its first character (ASCII, as a spec's first character is);
+// "" for anything else.
+func wideEncoding(src []byte) string {
+	switch {
+	case bytes.HasPrefix(src, []byte{0xff, 0xfe, 0, 0}):
+		return "UTF-32 (little-endian, byte order mark FF FE 00 00)"
+	case bytes.HasPrefix(src, []byte{0, 0, 0xfe, 0xff}):
+		return "UTF-32 (big-endian, byte order mark 00 00 FE FF)"
+	case bytes.HasPrefix(src, []byte{0xff, 0xfe}):
+		return "UTF-16 (little-endian, byte order mark FF FE)"
+	case bytes.HasPrefix(src, []byte{0xfe, 0xff}):
+		return "UTF-16 (big-endian, byte order mark FE FF)"
+	case len(src) >= 2 && src[0] != 0 && src[0] < 0x80 && src[1] == 0:
+		return "UTF-16 (little-endian, no byte order mark)"
+	case len(src) >= 2 && src[0] == 0 && src[1] != 0 && src[1] < 0x80:
+		return "UTF-16 (big-endian, no byte order mark)"
+	}
+	return ""
 }
 
 // exposedSecrets is a warning for a spec file that holds secrets (held: a volume's secrets, a

@@ -122,5 +122,5 @@ func tuiLogger(path string, verbose bool) (*slog.Logger, func(), error) {
 	if verbose {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: level})), func() { f.Close() }, nil
+	return slog.New(slog.NewTextHandler(f, logOptions(level))), func() { f.Close() }, nil
 }

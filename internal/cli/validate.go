@@ -34,7 +34,8 @@ JSON), plugin specs and group specs. The kind is told from the file: plugin bloc
 plugin spec, a group block a group spec, anything else a volume spec.
 
 Every problem in a file is reported at once, each with its file, line and column, up to 100
-a file: then one more counts those not shown and points at the first of them. Warnings
+a file (--json: 1000 over all the files): then one more counts those not shown and points at
+the first of them. Warnings
 (an old spelling of an access mode, say) are shown but do not make a spec invalid. A volume or
 plugin ID declared in two of the files is an error too: volume create and register and plugin
 register refuse such files together.
@@ -81,7 +82,7 @@ is printed).`,
 func validateRun(ctx context.Context, opts *ValidateOptions) error {
 	ios := opts.IO
 	width, color := diagnosticStyle(ios)
-	all := []spec.JSONDiagnostic{}
+	var all spec.DiagnosticList // bounded over all the files: the array is held until written
 	invalid, unreadable := false, false
 	seen := declarations{}
 	for _, name := range opts.Files {
@@ -112,7 +113,7 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 			invalid = true
 		}
 		if opts.Export.Enabled() {
-			all = append(all, spec.JSONDiagnostics(s.Name, diags)...)
+			all.Add(s.Name, diags)
 			continue
 		}
 		dw := p.DiagnosticWriter(ios.ErrOut, width, color)
@@ -133,7 +134,7 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 		if ctx.Err() != nil {
 			return interrupted(ctx) // not the array of what was read so far
 		}
-		if err := opts.Export.Write(ctx, ios.Out, all); err != nil {
+		if err := opts.Export.Write(ctx, ios.Out, all.List()); err != nil {
 			return err
 		}
 	}

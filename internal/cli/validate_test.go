@@ -389,3 +389,52 @@ func TestSpecSecretsReadableByOthersAreWarnedOf(t *testing.T) {
 		t.Errorf("volume create: no warning:\n%s", errOut)
 	}
 }
+
+// TestValidateJSONBoundsDiagnosticsOverAllFiles: validate --json holds every file's diagnostics
+// until it writes the array, up to 101 a file (spec.Shown) but unbounded in total: 300 files
+// of 150 unknown arguments made 30,300 diagnostics, 12 MB of JSON held in memory, and as many
+// files as a command line takes made gigabytes. The array lists the first
+// spec.MaxListedDiagnostics of the whole run and one more that counts the rest (errors,
+// warnings and the files they are in), where the first of them is, an error when any of them
+// is one; the exit status is still that of every diagnostic.
+func TestValidateJSONBoundsDiagnosticsOverAllFiles(t *testing.T) {
+	const files, each = 30, 150
+	var bad strings.Builder
+	for i := range each {
+		fmt.Fprintf(&bad, "unknown_%d = 1\n", i)
+	}
+	specs := map[string]string{}
+	for i := range files {
+		// IDs of their own: one declared twice would add a diagnostic.
+		id := fmt.Sprintf("id        = \"db%d\"", i)
+		specs[fmt.Sprintf("f%02d.hcl", i)] = strings.Replace(validVolume, `id        = "db"`, id, 1) + bad.String()
+	}
+	dir := writeSpecs(t, specs)
+	var names []string
+	for i := range files {
+		names = append(names, filepath.Join(dir, fmt.Sprintf("f%02d.hcl", i)))
+	}
+	ios, _, out, _ := iostreams.Test()
+	err := validateRun(context.Background(), &ValidateOptions{IO: ios, Files: names, Export: exportFlags{JSON: true}, ReadFile: os.ReadFile})
+	if ExitCode(err) != ExitUsage {
+		t.Errorf("exit %d (%v), want %d", ExitCode(err), err, ExitUsage)
+	}
+	var got []spec.JSONDiagnostic
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != spec.MaxListedDiagnostics+1 {
+		t.Fatalf("%d diagnostics (%d bytes of JSON) for %d files of %d problems, want the first %d and one counting the rest",
+			len(got), out.Len(), files, each, spec.MaxListedDiagnostics)
+	}
+	// The first file to be cut: how many of its own diagnostics were listed before.
+	perFile := spec.MaxShownDiagnostics + 1
+	cut := spec.MaxListedDiagnostics / perFile
+	listed := spec.MaxListedDiagnostics % perFile
+	left := (each - listed) + (files-cut-1)*each
+	last := got[len(got)-1]
+	want := fmt.Sprintf("%d more errors in %d files", left, files-cut)
+	if last.Severity != "error" || last.File != names[cut] || last.Range == nil || last.Range.Start.Line == 0 || !strings.Contains(last.Detail, want) {
+		t.Errorf("the last diagnostic is %+v, want an error in %s saying %q", last, names[cut], want)
+	}
+}

@@ -472,8 +472,14 @@ const detailWordMax = 2500
 
 // cutWords is s with each word over detailWordMax characters cut to its first detailValueMax,
 // cutMark and how many bytes were left out.
-func cutWords(s string) string {
-	if utf8.RuneCountInString(s) <= detailWordMax {
+func cutWords(s string) string { return CutWords(s, detailWordMax) }
+
+// CutWords is s with each word (a run of characters without white space) over maxWord characters
+// cut to its first detailValueMax, cutMark and how many bytes it left out: for text that
+// quotes what it was given whole (a value typed, a plugin's ID, HCL's own diagnostics).
+// Anything to be replaced in s (a secret) must be replaced first, as for Cut.
+func CutWords(s string, maxWord int) string {
+	if utf8.RuneCountInString(s) <= maxWord {
 		return s
 	}
 	var b strings.Builder
@@ -483,7 +489,7 @@ func cutWords(s string) string {
 			i = len(s)
 		}
 		word := s[:i]
-		if utf8.RuneCountInString(word) > detailWordMax {
+		if utf8.RuneCountInString(word) > maxWord {
 			h, _ := head([]byte(word), detailValueMax)
 			fmt.Fprintf(&b, "%s%s (%d more bytes)", h, cutMark, len(word)-len(h))
 		} else {
@@ -498,4 +504,69 @@ func cutWords(s string) string {
 		s = s[j:]
 	}
 	return b.String()
+}
+
+// MaxListedDiagnostics bounds the diagnostics one report lists over all its files (validate
+// --json): MaxShownDiagnostics bounds each file's, but a command may be given thousands of
+// files, and the array is held whole until it is written.
+const MaxListedDiagnostics = 1000
+
+// DiagnosticList gathers the JSON diagnostics of several files for one report: each file's
+// Shown, up to MaxListedDiagnostics in all, then one more that counts the rest (errors,
+// warnings, the files they are in) where the first of them is, an error when any of them is
+// one, as Shown's does for one file. Whether a file is valid is still judged from the whole
+// list of its diagnostics.
+type DiagnosticList struct {
+	listed      []JSONDiagnostic
+	first       *JSONDiagnostic // the first left out
+	errs, warns int
+	files       int // the files any left out are in
+}
+
+// Add lists file's diagnostics, or counts them once the list is full.
+func (l *DiagnosticList) Add(file string, diags hcl.Diagnostics) {
+	room := 0
+	if l.first == nil {
+		shown := JSONDiagnostics(file, diags)
+		room = MaxListedDiagnostics - len(l.listed)
+		if len(shown) <= room {
+			l.listed = append(l.listed, shown...)
+			return
+		}
+		// room < len(shown) <= MaxShownDiagnostics+1: the first room shown are diags[:room].
+		l.listed = append(l.listed, shown[:room]...)
+		l.first = &JSONDiagnostics(file, diags[room:room+1])[0]
+	}
+	if len(diags) > room {
+		l.files++
+	}
+	for _, d := range diags[min(room, len(diags)):] {
+		if d.Severity == hcl.DiagError {
+			l.errs++
+		} else {
+			l.warns++
+		}
+	}
+}
+
+// List is what was listed, and the diagnostic counting what was not.
+func (l *DiagnosticList) List() []JSONDiagnostic {
+	if l.first == nil {
+		return append([]JSONDiagnostic{}, l.listed...) // [] in JSON when every file is valid, not null
+	}
+	more := *l.first
+	more.Severity, more.Summary = "warning", "More diagnostics not shown"
+	if l.errs > 0 {
+		more.Severity = "error"
+	}
+	var counts []string
+	if l.errs > 0 {
+		counts = append(counts, plural(l.errs, "more error", "more errors"))
+	}
+	if l.warns > 0 {
+		counts = append(counts, plural(l.warns, "more warning", "more warnings"))
+	}
+	more.Detail = fmt.Sprintf("There are %s in %s from here on, not shown: only the first %d diagnostics of one command are. Give fewer files at a time, or fix those and run the command again to see the rest.",
+		strings.Join(counts, " and "), plural(l.files, "file", "files"), MaxListedDiagnostics)
+	return append(l.listed, more)
 }

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/hcl/v2"
 )
 
 const typoSpec = `id = "db"
@@ -294,5 +296,39 @@ func TestWriteDiagnosticsShowsTheFirst(t *testing.T) {
 	}
 	if want := fmt.Sprintf("This file has %d more errors", len(diags)-MaxShownDiagnostics); !strings.Contains(out.String(), want) {
 		t.Errorf("no %q:\n%s", want, out.String()[max(0, out.Len()-400):])
+	}
+}
+
+// TestDiagnosticListCountsWhatItLeavesOut: past MaxListedDiagnostics over all files, the list
+// ends with one diagnostic counting the rest, a warning when only warnings were left out, an
+// error when any error was, at the first left out; files of no diagnostics are not counted.
+func TestDiagnosticListCountsWhatItLeavesOut(t *testing.T) {
+	diags := func(sev hcl.DiagnosticSeverity, n int) hcl.Diagnostics {
+		var out hcl.Diagnostics
+		for i := range n {
+			out = append(out, &hcl.Diagnostic{Severity: sev, Summary: "s", Subject: &hcl.Range{Start: hcl.Pos{Line: i + 1, Column: 1}}})
+		}
+		return out
+	}
+	var l DiagnosticList
+	for range MaxListedDiagnostics / 50 {
+		l.Add("full.hcl", diags(hcl.DiagError, 50))
+	}
+	l.Add("valid.hcl", nil)
+	l.Add("warned.hcl", diags(hcl.DiagWarning, 3))
+	got := l.List()
+	last := got[len(got)-1]
+	if len(got) != MaxListedDiagnostics+1 || last.Severity != "warning" || last.File != "warned.hcl" ||
+		last.Range == nil || last.Range.Start.Line != 1 || !strings.Contains(last.Detail, "3 more warnings in 1 file ") {
+		t.Errorf("%d listed, the last %+v; want %d and a warning counting 3 warnings in 1 file", len(got), last, MaxListedDiagnostics+1)
+	}
+	l.Add("bad.hcl", diags(hcl.DiagError, 1))
+	if last := l.List()[MaxListedDiagnostics]; last.Severity != "error" || !strings.Contains(last.Detail, "1 more error and 3 more warnings in 2 files") {
+		t.Errorf("after an error left out: %+v", last)
+	}
+	var none DiagnosticList
+	none.Add("valid.hcl", nil)
+	if got := none.List(); got == nil || len(got) != 0 {
+		t.Errorf("no diagnostics: %#v, want an empty list (JSON [])", got)
 	}
 }

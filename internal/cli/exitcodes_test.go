@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/iostreams"
+)
+
+// TestExitCodesByFailureClass runs commands into each class of failure a user or host makes
+// (a usage error, an invalid spec, a thing not found, a conflict, a plugin that errs, times out
+// or cannot be reached, a state dir that cannot be one, an interrupted command) and checks the
+// exit status against the table of docs/architecture.md (Command line) and
+// docs/troubleshooting.md: 1 runtime, 2 usage or invalid spec, 3 declined, 4 conflict.
+func TestExitCodesByFailureClass(t *testing.T) {
+	requireMount(t)
+	ctx := context.Background()
+	faults := csitest.NewFaults()
+	_, e, _ := serveMem(t, csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig()), csitest.WithFaults(faults))
+	createSingleWriter(t, e, "db", "free")
+	if _, err := e.Claim(ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "a1"}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.hcl")
+	notADir := filepath.Join(dir, "file")
+	for path, text := range map[string]string{bad: invalidVolume, notADir: "x"} {
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+
+	for _, tt := range []struct {
+		class  string
+		args   []string
+		code   int
+		before func() // arms a fault
+		ctx    context.Context
+		own    bool   // the command opens its own engine (a state dir case)
+		answer string // typed at a terminal's prompt
+	}{
+		{class: "declined at the prompt", args: []string{"volume", "delete", "free"}, code: ExitDeclined, answer: "n\n"},
+		{class: "usage: no terminal to confirm on, no --yes", args: []string{"volume", "delete", "free"}, code: ExitUsage},
+		{class: "usage: unknown flag", args: []string{"volume", "status", "--bogus"}, code: ExitUsage},
+		{class: "usage: a required flag missing", args: []string{"volume", "claim", "free"}, code: ExitUsage},
+		{class: "usage: too many arguments", args: []string{"volume", "delete", "free", "db"}, code: ExitUsage},
+		{class: "invalid spec", args: []string{"volume", "create", bad}, code: ExitUsage},
+		{class: "not found: volume status", args: []string{"volume", "status", "nope"}, code: ExitError},
+		{class: "not found: volume claim", args: []string{"volume", "claim", "nope", "--alloc", "a2"}, code: ExitError},
+		{class: "not found: volume release", args: []string{"volume", "release", "nope", "--alloc", "a1"}, code: ExitError},
+		{class: "not found: volume delete", args: []string{"volume", "delete", "nope", "--yes"}, code: ExitError},
+		{class: "not found: plugin status", args: []string{"plugin", "status", "nope"}, code: ExitError},
+		{class: "not found: group status", args: []string{"group", "status", "nope"}, code: ExitError},
+		{class: "conflict: claim held by another alloc", args: []string{"volume", "claim", "db", "--alloc", "a2"}, code: ExitConflict},
+		{class: "conflict: delete a volume in use", args: []string{"volume", "delete", "db", "--yes"}, code: ExitConflict},
+		{class: "plugin error", args: []string{"volume", "expand", "free", "--size", "2GiB"}, code: ExitError,
+			before: func() { faults.FailOnce(csi.RPCControllerExpandVolume, codes.Internal) }},
+		{class: "plugin timeout", args: []string{"volume", "expand", "free", "--size", "3GiB"}, code: ExitError,
+			before: func() { faults.FailAlways(csi.RPCControllerExpandVolume, codes.DeadlineExceeded) }},
+		{class: "plugin unreachable", args: []string{"volume", "expand", "free", "--size", "4GiB"}, code: ExitError,
+			before: func() { faults.FailAlways(csi.RPCControllerExpandVolume, codes.Unavailable) }},
+		{class: "interrupted", args: []string{"volume", "expand", "free", "--size", "5GiB"}, code: ExitError, ctx: canceled},
+		{class: "state dir is a file", args: []string{"--state-dir", notADir, "volume", "status"}, code: ExitError, own: true},
+		{class: "state dir under a file", args: []string{"--state-dir", filepath.Join(notADir, "state"), "volume", "status"}, code: ExitError, own: true},
+	} {
+		if tt.before != nil {
+			tt.before()
+		}
+		ios, in, _, errOut := iostreams.Test()
+		if tt.answer != "" {
+			ios.SetTTY(true, true, true)
+			in.WriteString(tt.answer)
+		}
+		f := NewFactory(ios)
+		if !tt.own {
+			f.engine = e
+		}
+		root := NewRootCmd(f)
+		root.SetArgs(tt.args)
+		runCtx := ctx
+		if tt.ctx != nil {
+			runCtx = tt.ctx
+		}
+		err := root.ExecuteContext(runCtx)
+		code := f.Report(err)
+		if tt.own {
+			f.Close()
+		}
+		faults.Clear()
+		if code != tt.code {
+			t.Errorf("%s: volctl %s: exit %d, want %d: %s", tt.class, strings.Join(tt.args, " "), code, tt.code, errOut)
+		}
+	}
+}
