@@ -119,6 +119,18 @@ func cutLongWords(_ []string, a slog.Attr) slog.Attr {
 
 // Engine opens the engine on the state dir once per process; Close closes it.
 func (f *Factory) Engine(ctx context.Context) (*engine.Engine, error) {
+	return f.openEngine(ctx, false)
+}
+
+// ReadingEngine is Engine for a command that reads and seldom writes (a list, a status): its
+// database is opened without the write connection, which a write opens if one comes
+// (engine.Config.Reading). A process has one engine: the first of Engine and ReadingEngine
+// called opens it.
+func (f *Factory) ReadingEngine(ctx context.Context) (*engine.Engine, error) {
+	return f.openEngine(ctx, true)
+}
+
+func (f *Factory) openEngine(ctx context.Context, reading bool) (*engine.Engine, error) {
 	if f.engine != nil {
 		return f.engine, nil
 	}
@@ -126,7 +138,7 @@ func (f *Factory) Engine(ctx context.Context) (*engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := engine.Open(ctx, engine.Config{StateDir: dir, Logger: f.Logger()})
+	e, err := engine.Open(ctx, engine.Config{StateDir: dir, Logger: f.Logger(), Reading: reading})
 	if err != nil {
 		return nil, stateDirError(dir, err)
 	}

@@ -29,7 +29,7 @@ type StatusOptions struct {
 const statusSummaryVolumes = 20
 
 func newCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
-	opts := &StatusOptions{IO: f.IO, Engine: f.Engine, Now: time.Now, MaxVolumes: statusSummaryVolumes}
+	opts := &StatusOptions{IO: f.IO, Engine: f.ReadingEngine, Now: time.Now, MaxVolumes: statusSummaryVolumes}
 	cmd := &cobra.Command{
 		Use:   "status [ID]",
 		Short: "Summary of plugins, volumes and unsettled claims, or one volume",

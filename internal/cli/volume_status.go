@@ -24,7 +24,7 @@ type VolumeStatusOptions struct {
 }
 
 func newCmdVolumeStatus(f *Factory, runF func(*VolumeStatusOptions) error) *cobra.Command {
-	opts := &VolumeStatusOptions{IO: f.IO, Engine: f.Engine, Now: time.Now}
+	opts := &VolumeStatusOptions{IO: f.IO, Engine: f.ReadingEngine, Now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "status [ID | PREFIX]",
 		Short: "List volumes, or show one volume with its claims",

@@ -35,6 +35,9 @@ type Config struct {
 	Store *store.Store
 	// Logger gets warnings and, at debug level, RPC traces with secrets redacted.
 	Logger *slog.Logger
+	// Reading says the engine is for a command that reads and seldom or never writes (a list,
+	// a status): the database it opens is opened store.ForReading.
+	Reading bool
 	// Mounts answers which paths are mounted; the kernel's table by default.
 	Mounts MountTable
 	// Retry bounds how a retryable RPC failure is retried before the claim is left for reconcile.
@@ -147,7 +150,11 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	st, owns := cfg.Store, false
 	if st == nil {
 		var err error
-		st, err = store.Open(ctx, cfg.StateDir, store.WithLogger(cfg.Logger), store.WithClock(cfg.Now), store.WithForget(csi.Scrubber))
+		opts := []store.Option{store.WithLogger(cfg.Logger), store.WithClock(cfg.Now), store.WithForget(csi.Scrubber)}
+		if cfg.Reading {
+			opts = append(opts, store.ForReading())
+		}
+		st, err = store.Open(ctx, cfg.StateDir, opts...)
 		if err != nil {
 			return nil, err
 		}

@@ -614,3 +614,67 @@ func TestViewShortReadsOnTheWriteConnectionUntilAReadConnectionIsOpen(t *testing
 		t.Errorf("idle read connections: %d, want the one ViewShort opened and reused", len(idle))
 	}
 }
+
+// A store opened ForReading on an up-to-date database reads its schema version on a read
+// connection, which its reads then reuse, and opens no write connection (SQLite reading and
+// parsing the schema again) until something writes; a new database, or one at an older schema
+// version, is still made or migrated, on the write connection.
+func TestForReadingOpensNoWriteConnectionUntilAWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "state")
+	fresh, err := Open(ctx, dir, ForReading())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _, err := schemaVersion(ctx, fresh.w.db); err != nil || v != SchemaVersion() {
+		t.Fatalf("a new database opened ForReading is at version %d (%v), want %d", v, err, SchemaVersion())
+	}
+	update(t, fresh, func(tx *Tx) error {
+		return tx.Events().Append(&Event{Kind: "k", VolumeID: "v", Message: "written"})
+	})
+	fresh.Close()
+
+	s, err := Open(ctx, dir, ForReading())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var evs []Event
+	view(t, s, func(tx *Tx) (err error) {
+		evs, err = tx.Events().Recent(0, EventFilter{})
+		return err
+	})
+	if len(evs) != 1 || evs[0].Message != "written" {
+		t.Fatalf("read %+v, want the one event written", evs)
+	}
+	if w, r := s.w.opened.Load(), s.ReadConns(); w != 0 || r != 1 {
+		t.Fatalf("after Open ForReading and a View: %d write and %d read connection(s) opened, want 0 and 1", w, r)
+	}
+	update(t, s, func(tx *Tx) error {
+		return tx.Events().Append(&Event{Kind: "k", VolumeID: "v", Message: "second"})
+	})
+	if w := s.w.opened.Load(); w != 1 {
+		t.Fatalf("after a write: %d write connection(s) opened, want 1", w)
+	}
+}
+
+// ForReading on a database at an older schema version migrates it as Open always does.
+func TestForReadingMigratesAnOlderDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	old, err := open(ctx, dir, SchemaVersion()-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	s, err := Open(ctx, dir, ForReading())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, _, err := schemaVersion(ctx, s.r.db); err != nil || v != SchemaVersion() {
+		t.Fatalf("opened ForReading, the database is at version %d (%v), want %d", v, err, SchemaVersion())
+	}
+}

@@ -137,7 +137,7 @@ func inspect(ctx context.Context, q querier) (version, appID int, names []string
 // its old version or at the new one, never in between; a crash or an error mid-way loses nothing.
 // It takes the open lock shared, which the store holds until it closes, and a migration takes it
 // exclusive: a database is not migrated under another volctl that has it open (openlock.go).
-func (s *Store) migrateTo(ctx context.Context, target int) error {
+func (s *Store) migrateTo(ctx context.Context, versions *pool, target int) error {
 	deadline := time.Now().Add(s.busyTimeout)
 	waits := backoff.New(time.Millisecond, 100*time.Millisecond)
 	probed := false // checkLockHolds ran
@@ -152,7 +152,7 @@ func (s *Store) migrateTo(ctx context.Context, target int) error {
 			}
 			probed = true
 		}
-		version, appID, err := s.readVersion(ctx)
+		version, appID, err := s.readVersion(ctx, versions)
 		if err != nil {
 			return err
 		}
@@ -186,14 +186,15 @@ func (s *Store) migrateTo(ctx context.Context, target int) error {
 	}
 }
 
-// readVersion is schemaVersion on the write connection, outside a transaction.
-func (s *Store) readVersion(ctx context.Context) (version, appID int, err error) {
+// readVersion is schemaVersion on a connection of p (the write pool unless ForReading), outside
+// a transaction.
+func (s *Store) readVersion(ctx context.Context, p *pool) (version, appID int, err error) {
 	// Cut short by its context (Ctrl-C, the command's deadline), the read says so rather than
 	// what the pool or SQLite's query answered ("read schema version: context canceled").
 	interrupted := func() error {
 		return fmt.Errorf("open state %s: interrupted while reading the state database's schema version, nothing written: %w", s.path, ctx.Err())
 	}
-	c, err := s.w.get(ctx, s.busyTimeout)
+	c, err := p.get(ctx, s.busyTimeout)
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, 0, interrupted()
@@ -207,7 +208,7 @@ func (s *Store) readVersion(ctx context.Context) (version, appID int, err error)
 		version, appID, err = schemaVersion(ctx, c.sc)
 		return err
 	})
-	s.w.put(c)
+	p.put(c)
 	if err != nil && ctx.Err() != nil {
 		return 0, 0, interrupted()
 	}

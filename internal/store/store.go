@@ -144,6 +144,7 @@ type options struct {
 	now          func() time.Time
 	log          *slog.Logger
 	forget       func(values []string) func(string) string
+	reading      bool // ForReading
 }
 
 // WithClock sets the clock that stamps created/updated times, for deterministic tests.
@@ -151,6 +152,14 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 
 // WithLogger sets where the store reports what it fixed on its own (e.g. tightened permissions).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// ForReading is for a process that reads and may never write (a list, a status): Open reads
+// an existing database's schema version on a read connection, which the process's reads then
+// use, and the write connection is opened by the first write, if one comes. Each connection
+// SQLite opens reads and parses the schema: the write connection opened for that one version
+// read was a twentieth of `volume status`'s CPU, and the command never wrote. A new database,
+// or one to migrate, is still made and migrated on the write connection.
+func ForReading() Option { return func(o *options) { o.reading = true } }
 
 // Open opens the state database in dir, creating the directory (0700) and the database (0600) if
 // they do not exist, and migrates its schema to the one this binary knows. A database written by
@@ -259,7 +268,20 @@ func openWritable(ctx context.Context, abs string, target int, o options) (*Stor
 		return nil, inDir(abs, fmt.Errorf("open state %s: %w", path, err))
 	}
 	s.w = newPool(wdb, 1)
-	if err := s.migrateTo(ctx, target); err != nil {
+	// Neither pool has a connection yet: each opens its first when it is first used.
+	rdb, err := openDB(dsn(path, o.busyTimeout, true))
+	if err != nil {
+		s.w.close()
+		lock.Close()
+		return nil, inDir(abs, fmt.Errorf("open state %s: %w", path, err))
+	}
+	s.r = newPool(rdb, readConns)
+	versions := s.w
+	if o.reading && sizes[path] > 0 {
+		versions = s.r
+	}
+	if err := s.migrateTo(ctx, versions, target); err != nil {
+		s.r.close()
 		s.w.close()
 		lock.Close()
 		return nil, inDir(abs, openFailed(path, err))
@@ -268,18 +290,12 @@ func openWritable(ctx context.Context, abs string, target int, o options) (*Stor
 	// the umask intact; make sure neither is readable by others whatever the umask was.
 	for _, suffix := range []string{"-wal", "-shm"} {
 		if err := tighten(path+suffix, 0o600, true, o.log); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.r.close()
 			s.w.close()
 			lock.Close()
 			return nil, inDir(abs, fmt.Errorf("open state %s: %w", path, err))
 		}
 	}
-	rdb, err := openDB(dsn(path, o.busyTimeout, true))
-	if err != nil {
-		s.w.close()
-		lock.Close()
-		return nil, inDir(abs, fmt.Errorf("open state %s: %w", path, err))
-	}
-	s.r = newPool(rdb, readConns)
 	s.roErr = checkPath(abs, o.log)
 	return s, nil
 }

@@ -206,3 +206,53 @@ func TestVolumeBriefsShownReadTheTableFields(t *testing.T) {
 		t.Fatalf("BriefShown =\n%+v\nwant BriefAll's table fields\n%+v", shown, want)
 	}
 }
+
+// EachBrief reads a row's text columns packed into one, NUL between them, the name last: a
+// name holding NULs, what looks like the other fields, or nothing at all, and empty namespaces
+// and modes, still come back field for field as the full rows have them, in both column sets.
+func TestVolumeBriefsPackedFieldsRoundTrip(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	names := map[string]string{"a": "\x00", "b": "", "c": "x\x00hp\x00ready\x00\x00", "d": "日本\x00", "e": " trailing\x00"}
+	update(t, s, func(tx *Tx) error {
+		for id, name := range names {
+			v := Volume{ID: id, Name: name, PluginID: "hp-" + id, State: VolumeReady, CapacityBytes: int64(len(name))}
+			if id == "c" {
+				v.Namespace, v.AccessMode, v.AttachmentMode = "prod", spec.SingleNodeWriter, spec.FileSystem
+			}
+			if err := tx.Volumes().Insert(&v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var vols []Volume
+	briefs := map[BriefColumns][]VolumeBrief{}
+	view(t, s, func(tx *Tx) (err error) {
+		if vols, err = tx.Volumes().List(VolumeFilter{}); err != nil {
+			return err
+		}
+		for _, cols := range []BriefColumns{BriefShown, BriefAll} {
+			if err := tx.Volumes().EachBrief(cols, func(b *VolumeBrief) error {
+				briefs[cols] = append(briefs[cols], *b)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, cols := range []BriefColumns{BriefShown, BriefAll} {
+		var want []VolumeBrief
+		for _, v := range vols {
+			b := VolumeBrief{ID: v.ID, Name: v.Name, PluginID: v.PluginID, State: v.State, AccessMode: v.AccessMode}
+			if cols == BriefAll {
+				b.Namespace, b.AttachmentMode, b.CapacityBytes = v.Namespace, v.AttachmentMode, v.CapacityBytes
+			}
+			want = append(want, b)
+		}
+		if len(want) != len(names) || !reflect.DeepEqual(briefs[cols], want) {
+			t.Errorf("EachBrief(%d) =\n%+v\nwant (from the full rows)\n%+v", cols, briefs[cols], want)
+		}
+	}
+}

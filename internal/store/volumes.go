@@ -227,22 +227,21 @@ func (vs volumes) EachBrief(cols BriefColumns, fn func(b *VolumeBrief) error) (e
 	if err != nil {
 		return err
 	}
-	// Scanned into *string and any, the destinations database/sql assigns without reflection
-	// (an *int or a named string type goes through reflect and, for integers, a decimal
-	// string and back): this is the list of every volume, 10,000 rows and more.
+	// The text columns come packed into one, NUL between them (briefPacked), and capacity as
+	// a second column scanned into an any, which database/sql assigns without reflection: each
+	// column of each row is a few calls into SQLite, each taking the connection's mutex, and a
+	// string and its boxing made, and this is the list of every volume, 10,000 rows and more.
+	// The packed scan takes three quarters of the time of the columns one by one.
 	var (
-		b                         VolumeBrief
-		state, access, attachment string
-		capacity                  any
+		b        VolumeBrief
+		packed   string
+		capacity any
 	)
-	query := `SELECT id, name, plugin_id, state, access_mode FROM volumes ORDER BY id`
-	dest := []any{&b.ID, &b.Name, &b.PluginID, &state, &access}
+	query, fields, dest := briefPacked(false), 5, []any{&packed}
 	if cols == BriefAll {
-		query = `SELECT id, name, plugin_id, state, access_mode, namespace, attachment_mode, capacity_bytes
-			FROM volumes ORDER BY id`
-		dest = append(dest, &b.Namespace, &attachment, &capacity)
+		query, fields, dest = briefPacked(true)+`, capacity_bytes`, 7, append(dest, &capacity)
 	}
-	rows, err := vs.tx.query(query)
+	rows, err := vs.tx.query(query + ` FROM volumes ORDER BY id`)
 	if err != nil {
 		return fmt.Errorf("volume list: %w", mapBusy(err))
 	}
@@ -251,11 +250,16 @@ func (vs volumes) EachBrief(cols BriefColumns, fn func(b *VolumeBrief) error) (e
 			err = fmt.Errorf("volume list: %w", mapBusy(cerr))
 		}
 	}()
+	var f [7]string
 	for rows.rows.Next() {
 		if err := rows.rows.Scan(dest...); err != nil {
 			return fmt.Errorf("volume list: %w", err)
 		}
-		b.State, b.AccessMode, b.AttachmentMode = VolumeState(state), spec.AccessMode(access), spec.AttachmentMode(attachment)
+		unpackBrief(packed, f[:fields])
+		b.ID, b.PluginID, b.State, b.AccessMode, b.Name = f[0], f[1], VolumeState(f[2]), spec.AccessMode(f[3]), f[fields-1]
+		if cols == BriefAll {
+			b.Namespace, b.AttachmentMode = f[4], spec.AttachmentMode(f[5])
+		}
 		b.CapacityBytes = anyInt64(capacity)
 		// Both lists are in SQLite's BINARY order, which is Go's order of strings (bytewise).
 		for len(counts) > 0 && counts[0].volumeID < b.ID {
@@ -274,6 +278,29 @@ func (vs volumes) EachBrief(cols BriefColumns, fn func(b *VolumeBrief) error) (e
 		return fmt.Errorf("volume list: %w", mapBusy(err))
 	}
 	return nil
+}
+
+// briefPacked is the SELECT of a volume's brief text columns as one, separated by NUL: the
+// ID, plugin, state and access mode, with all the namespace and attachment mode, and the name
+// last. None of them but the name can hold a NUL (IDs are checked by spec.ValidateID, the
+// others are volctl's own words), so the name, which is free text, is what follows the last
+// separator unpackBrief looks for, whatever it holds.
+func briefPacked(all bool) string {
+	cols := `id || char(0) || plugin_id || char(0) || state || char(0) || access_mode`
+	if all {
+		cols += ` || char(0) || namespace || char(0) || attachment_mode`
+	}
+	return `SELECT ` + cols + ` || char(0) || name`
+}
+
+// unpackBrief splits a briefPacked row into f, whose last element takes the rest (the name).
+// The query puts each separator there, so every one is found.
+func unpackBrief(packed string, f []string) {
+	rest := packed
+	for i := range len(f) - 1 {
+		f[i], rest, _ = strings.Cut(rest, "\x00")
+	}
+	f[len(f)-1] = rest
 }
 
 // claimCounts is a volume's live claims counted as VolumeBrief counts them.
