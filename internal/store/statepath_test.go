@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -188,5 +190,96 @@ func TestFirstOpensThroughTwoPathsAtOnceLeaveOneWriter(t *testing.T) {
 	}
 	if err := a.CheckWritable(); !errors.Is(err, ErrOtherPath) || !strings.Contains(err.Error(), "VOLCTL_STATE_DIR="+bind) {
 		t.Errorf("the second to record (through %s) may write: %v; want ErrOtherPath naming %s, recorded first", dir, err, bind)
+	}
+}
+
+// A state dir moved, then opened at once through its new path and through a bind of it: both
+// find the record of the old path, which no longer leads to the directory, and both replace it.
+// Before, each replaced it with an ordinary rename, the last winning, and both wrote, each making
+// its mounts under its own path. The replacement is one process's at a time: the other reads
+// the record made meanwhile and refuses writes, naming both paths.
+func TestAMovedStateDirOpenedThroughTwoPathsAtOnceLeavesOneWriter(t *testing.T) {
+	ctx := context.Background()
+	parent := t.TempDir()
+	old := filepath.Join(parent, "old")
+	s, err := Open(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "first"}) })
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	moved := filepath.Join(parent, "new")
+	if err := os.Rename(old, moved); err != nil {
+		t.Fatal(err)
+	}
+	bind := bindView(t, moved)
+
+	var b *Store
+	beforePathRecord = func() {
+		// The open through the new path has read the stale record; the one through the bind
+		// reads it too, and replaces it first.
+		beforePathRecord = nil
+		var err error
+		if b, err = Open(ctx, bind); err != nil {
+			t.Errorf("open through the bind: %v", err)
+		}
+	}
+	t.Cleanup(func() { beforePathRecord = nil })
+	a, err := Open(ctx, moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if b == nil {
+		t.Fatal("the second open did not run while the first was recording its path")
+	}
+	defer b.Close()
+	if err := b.CheckWritable(); err != nil {
+		t.Errorf("the first to record (through %s) cannot write: %v", bind, err)
+	}
+	err = a.CheckWritable()
+	if err == nil {
+		t.Fatalf("both opens write, through %s and through %s: each would make its mounts under its own path", bind, moved)
+	}
+	for _, want := range []string{bind, moved, "VOLCTL_STATE_DIR=" + bind} {
+		if !errors.Is(err, ErrOtherPath) || !strings.Contains(err.Error(), want) {
+			t.Errorf("the second to record (through %s): %v; want ErrOtherPath naming %q", moved, err, want)
+		}
+	}
+	if got, err := os.ReadFile(filepath.Join(moved, PathFileName)); err != nil || strings.TrimSpace(string(got)) != bind {
+		t.Errorf("%s holds %q (%v), want %s, recorded first", PathFileName, got, err, bind)
+	}
+}
+
+// A process stopped while it holds the path lock (recording the state dir's path) keeps every
+// other first open from checking its path: after the wait, the open reads and refuses writes,
+// naming the lock's holder and what to do, rather than record unchecked.
+func TestThePathLockHeldTooLongRefusesWritesNamingTheHolder(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	// Another open file description of dir holds the lock, as another process's would.
+	g, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := unix.Flock(int(g.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Skipf("no flock on a directory here: %v", err)
+	}
+	s, err := Open(ctx, dir, WithBusyTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatalf("open with the path lock held (reads must work): %v", err)
+	}
+	defer s.Close()
+	err = s.CheckWritable()
+	for _, want := range []string{dir, PathFileName, "try again"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("writes with the path lock held elsewhere: %v; want an error naming %q", err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, PathFileName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s recorded without the path lock: %v", PathFileName, err)
 	}
 }
