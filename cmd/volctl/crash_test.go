@@ -68,7 +68,10 @@ func TestCrashAtEveryCheckpoint(t *testing.T) {
 	bin := buildVolctl(t, failpointsTag)
 	env.createVolume("vol", spec.SingleNodeWriter)
 
-	claimPoints := []string{"claim:taken", "rpc:ControllerPublishVolume", "claim:controller-published",
+	// check:* are the plugin's checks round 16 added (hostEnv's plugin attaches and lists
+	// published nodes): the ListVolumes before a first attachment, and the one after
+	// ControllerUnpublishVolume and DeleteVolume answered, before their answer is recorded.
+	claimPoints := []string{"claim:taken", "check:attached-already", "rpc:ControllerPublishVolume", "claim:controller-published",
 		"rpc:NodeStageVolume", "claim:node-staged", "rpc:NodePublishVolume"}
 	for _, fp := range claimPoints {
 		t.Run(fp, func(t *testing.T) {
@@ -86,7 +89,7 @@ func TestCrashAtEveryCheckpoint(t *testing.T) {
 		})
 	}
 	releasePoints := []string{"release:unpublishing", "rpc:NodeUnpublishVolume", "release:node-detached",
-		"rpc:NodeUnstageVolume", "rpc:ControllerUnpublishVolume", "release:controller-detached"}
+		"rpc:NodeUnstageVolume", "check:ControllerUnpublishVolume", "rpc:ControllerUnpublishVolume", "release:controller-detached"}
 	for _, fp := range releasePoints {
 		t.Run(fp, func(t *testing.T) {
 			env.t = t
@@ -111,7 +114,7 @@ func TestCrashAtEveryCheckpoint(t *testing.T) {
 			env.checkInvariants()
 		})
 	}
-	for _, fp := range []string{"delete:intent", "rpc:DeleteVolume"} {
+	for _, fp := range []string{"delete:intent", "check:DeleteVolume", "rpc:DeleteVolume"} {
 		t.Run(fp, func(t *testing.T) {
 			env.t = t
 			id := "d-" + strings.NewReplacer(":", "-").Replace(fp)
@@ -408,7 +411,7 @@ func TestCrashReleaseThenReadFirst(t *testing.T) {
 	bin := buildVolctl(t, failpointsTag)
 	env.createVolume("vol", spec.SingleNodeWriter)
 	for _, fp := range []string{"release:unpublishing", "rpc:NodeUnpublishVolume", "release:node-detached",
-		"rpc:NodeUnstageVolume", "rpc:ControllerUnpublishVolume", "release:controller-detached"} {
+		"rpc:NodeUnstageVolume", "check:ControllerUnpublishVolume", "rpc:ControllerUnpublishVolume", "release:controller-detached"} {
 		t.Run(fp, func(t *testing.T) {
 			env.t = t
 			env.ok("volume", "claim", "vol", "--alloc", "a")

@@ -284,6 +284,7 @@ func (e *Engine) attachedAlready(ctx context.Context, c *conn, v store.Volume) b
 		return boundList(ctx, e.cfg.ListCheck, "the bound on this check (it holds the plugin's controller lock)", func(ctx context.Context) error {
 			var err error
 			published, err = e.listsPublished(ctx, c, v.ExternalID, c.fp.NodeID)
+			failpoint("check:attached-already") // the claim taken, no intent recorded yet
 			return err
 		})
 	})
