@@ -1,11 +1,13 @@
 package store
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -162,13 +164,21 @@ func TestStateDirTurnedReadOnlyByAnErrorOpensForReading(t *testing.T) {
 // its record was renamed over the first's and both wrote, each making its mounts under its own
 // path.
 func TestFirstOpensThroughTwoPathsAtOnceLeaveOneWriter(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
-	bind := bindView(t, dir)
+	opensAtOnceLeaveOneWriter(t, dir, bindView(t, dir))
+}
+
+// opensAtOnceLeaveOneWriter opens the state dir through path and, once that open has read the
+// record and found it must write one, through bind (another path to it), which records first:
+// the open through bind must write, and the one through path refuse writes with ErrOtherPath
+// naming both paths and the one to use, and bind must be the path recorded.
+func opensAtOnceLeaveOneWriter(t *testing.T, path, bind string) {
+	t.Helper()
+	ctx := context.Background()
 	var b *Store
 	beforePathRecord = func() {
-		// The process through dir has read that nothing is recorded; the one through the bind
-		// records first.
+		// The process through path has read the record; the one through the bind reads it too,
+		// and records first.
 		beforePathRecord = nil
 		var err error
 		if b, err = Open(ctx, bind); err != nil {
@@ -176,7 +186,7 @@ func TestFirstOpensThroughTwoPathsAtOnceLeaveOneWriter(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { beforePathRecord = nil })
-	a, err := Open(ctx, dir)
+	a, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +198,17 @@ func TestFirstOpensThroughTwoPathsAtOnceLeaveOneWriter(t *testing.T) {
 	if err := b.CheckWritable(); err != nil {
 		t.Errorf("the first to record (through %s) cannot write: %v", bind, err)
 	}
-	if err := a.CheckWritable(); !errors.Is(err, ErrOtherPath) || !strings.Contains(err.Error(), "VOLCTL_STATE_DIR="+bind) {
-		t.Errorf("the second to record (through %s) may write: %v; want ErrOtherPath naming %s, recorded first", dir, err, bind)
+	err = a.CheckWritable()
+	if err == nil {
+		t.Fatalf("both opens write, through %s and through %s: each would make its mounts under its own path", bind, path)
+	}
+	for _, want := range []string{bind, path, "VOLCTL_STATE_DIR=" + bind} {
+		if !errors.Is(err, ErrOtherPath) || !strings.Contains(err.Error(), want) {
+			t.Errorf("the second to record (through %s): %v; want ErrOtherPath naming %q, recorded first", path, err, want)
+		}
+	}
+	if got, err := os.ReadFile(filepath.Join(path, PathFileName)); err != nil || strings.TrimSpace(string(got)) != bind {
+		t.Errorf("%s holds %q (%v), want %s, recorded first", PathFileName, got, err, bind)
 	}
 }
 
@@ -214,43 +233,7 @@ func TestAMovedStateDirOpenedThroughTwoPathsAtOnceLeavesOneWriter(t *testing.T) 
 	if err := os.Rename(old, moved); err != nil {
 		t.Fatal(err)
 	}
-	bind := bindView(t, moved)
-
-	var b *Store
-	beforePathRecord = func() {
-		// The open through the new path has read the stale record; the one through the bind
-		// reads it too, and replaces it first.
-		beforePathRecord = nil
-		var err error
-		if b, err = Open(ctx, bind); err != nil {
-			t.Errorf("open through the bind: %v", err)
-		}
-	}
-	t.Cleanup(func() { beforePathRecord = nil })
-	a, err := Open(ctx, moved)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	if b == nil {
-		t.Fatal("the second open did not run while the first was recording its path")
-	}
-	defer b.Close()
-	if err := b.CheckWritable(); err != nil {
-		t.Errorf("the first to record (through %s) cannot write: %v", bind, err)
-	}
-	err = a.CheckWritable()
-	if err == nil {
-		t.Fatalf("both opens write, through %s and through %s: each would make its mounts under its own path", bind, moved)
-	}
-	for _, want := range []string{bind, moved, "VOLCTL_STATE_DIR=" + bind} {
-		if !errors.Is(err, ErrOtherPath) || !strings.Contains(err.Error(), want) {
-			t.Errorf("the second to record (through %s): %v; want ErrOtherPath naming %q", moved, err, want)
-		}
-	}
-	if got, err := os.ReadFile(filepath.Join(moved, PathFileName)); err != nil || strings.TrimSpace(string(got)) != bind {
-		t.Errorf("%s holds %q (%v), want %s, recorded first", PathFileName, got, err, bind)
-	}
+	opensAtOnceLeaveOneWriter(t, moved, bindView(t, moved))
 }
 
 // A process stopped while it holds the path lock (recording the state dir's path) keeps every
@@ -259,14 +242,19 @@ func TestAMovedStateDirOpenedThroughTwoPathsAtOnceLeavesOneWriter(t *testing.T) 
 func TestThePathLockHeldTooLongRefusesWritesNamingTheHolder(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	// Another open file description of dir holds the lock, as another process's would.
-	g, err := os.Open(dir)
+	// Another process holds the lock on the directory (flock(1) stands in for a volctl stopped
+	// while it records the path), and says so once it does.
+	holder := exec.Command("flock", "--exclusive", dir, "sh", "-c", "echo held; exec sleep 60")
+	out, err := holder.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer g.Close()
-	if err := unix.Flock(int(g.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		t.Skipf("no flock on a directory here: %v", err)
+	if err := holder.Start(); err != nil {
+		t.Skipf("needs flock(1) to hold the state dir's lock from another process: %v", err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "held\n" {
+		t.Fatalf("flock(1) did not take the lock on %s: %q, %v", dir, line, err)
 	}
 	s, err := Open(ctx, dir, WithBusyTimeout(200*time.Millisecond))
 	if err != nil {
@@ -274,7 +262,7 @@ func TestThePathLockHeldTooLongRefusesWritesNamingTheHolder(t *testing.T) {
 	}
 	defer s.Close()
 	err = s.CheckWritable()
-	for _, want := range []string{dir, PathFileName, "try again"} {
+	for _, want := range []string{dir, PathFileName, "try again", fmt.Sprintf("pid %d", holder.Process.Pid)} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("writes with the path lock held elsewhere: %v; want an error naming %q", err, want)
 		}
