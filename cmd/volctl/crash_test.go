@@ -1,17 +1,23 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -68,7 +74,10 @@ func TestCrashAtEveryCheckpoint(t *testing.T) {
 	bin := buildVolctl(t, failpointsTag)
 	env.createVolume("vol", spec.SingleNodeWriter)
 
-	claimPoints := []string{"claim:taken", "rpc:ControllerPublishVolume", "claim:controller-published",
+	// check:* are the plugin's checks round 16 added (hostEnv's plugin attaches and lists
+	// published nodes): the ListVolumes before a first attachment, and the one after
+	// ControllerUnpublishVolume and DeleteVolume answered, before their answer is recorded.
+	claimPoints := []string{"claim:taken", "check:attached-already", "rpc:ControllerPublishVolume", "claim:controller-published",
 		"rpc:NodeStageVolume", "claim:node-staged", "rpc:NodePublishVolume"}
 	for _, fp := range claimPoints {
 		t.Run(fp, func(t *testing.T) {
@@ -86,7 +95,7 @@ func TestCrashAtEveryCheckpoint(t *testing.T) {
 		})
 	}
 	releasePoints := []string{"release:unpublishing", "rpc:NodeUnpublishVolume", "release:node-detached",
-		"rpc:NodeUnstageVolume", "rpc:ControllerUnpublishVolume", "release:controller-detached"}
+		"rpc:NodeUnstageVolume", "check:ControllerUnpublishVolume", "rpc:ControllerUnpublishVolume", "release:controller-detached"}
 	for _, fp := range releasePoints {
 		t.Run(fp, func(t *testing.T) {
 			env.t = t
@@ -111,7 +120,7 @@ func TestCrashAtEveryCheckpoint(t *testing.T) {
 			env.checkInvariants()
 		})
 	}
-	for _, fp := range []string{"delete:intent", "rpc:DeleteVolume"} {
+	for _, fp := range []string{"delete:intent", "check:DeleteVolume", "rpc:DeleteVolume"} {
 		t.Run(fp, func(t *testing.T) {
 			env.t = t
 			id := "d-" + strings.NewReplacer(":", "-").Replace(fp)
@@ -408,7 +417,7 @@ func TestCrashReleaseThenReadFirst(t *testing.T) {
 	bin := buildVolctl(t, failpointsTag)
 	env.createVolume("vol", spec.SingleNodeWriter)
 	for _, fp := range []string{"release:unpublishing", "rpc:NodeUnpublishVolume", "release:node-detached",
-		"rpc:NodeUnstageVolume", "rpc:ControllerUnpublishVolume", "release:controller-detached"} {
+		"rpc:NodeUnstageVolume", "check:ControllerUnpublishVolume", "rpc:ControllerUnpublishVolume", "release:controller-detached"} {
 		t.Run(fp, func(t *testing.T) {
 			env.t = t
 			env.ok("volume", "claim", "vol", "--alloc", "a")
@@ -427,4 +436,70 @@ func TestCrashReleaseThenReadFirst(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCrashInTheNodeIDCorrection kills volctl in each step of round 16's node-ID correction: a
+// claim recorded attached to node n1 (its ControllerPublishVolume answered, the process killed
+// before recording the answer), the plugin restarted as node n2, and the reconcile that
+// re-drives the claim killed after it detached n1 and before it recorded anything of n2, then
+// after it listed n2's attachments and after its ControllerPublishVolume to n2. `volctl
+// reconcile` must then finish the claim attached to n2 alone, and the release leave the volume
+// attached nowhere.
+func TestCrashInTheNodeIDCorrection(t *testing.T) {
+	t.Parallel()
+	hostpathtest.RequireMount(t)
+	bin := buildVolctl(t, failpointsTag)
+	for _, fp := range []string{"claim:old-node-detached", "check:attached-already", "rpc:ControllerPublishVolume"} {
+		t.Run(fp, func(t *testing.T) {
+			root := hostpathtest.MountDir(t)
+			srv := hostpathtest.Start(t, hostpath.Config{Root: root, NodeID: "n1", EnableAttach: true})
+			env := &hostEnv{t: t, state: hostpathtest.MountDir(t), socket: srv.Socket, plugin: srv.Plugin}
+			env.ok("plugin", "register", "--id", "hp", "--socket", env.socket)
+			env.createVolume("vol", spec.SingleNodeWriter)
+			env.crash(bin, "rpc:ControllerPublishVolume", "volume", "claim", "vol", "--alloc", "a")
+			if nodes := publishedNodes(t, env.socket); !slices.Equal(nodes, []string{"n1"}) {
+				t.Fatalf("attached to %v after the first crash, want n1", nodes)
+			}
+			if err := srv.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			env.plugin = hostpathtest.StartAt(t, hostpath.Config{Root: root, NodeID: "n2", EnableAttach: true}, srv.Socket).Plugin
+
+			env.crash(bin, fp, "reconcile")
+			env.ok("reconcile")
+			env.checkInvariants()
+			if nodes := publishedNodes(t, env.socket); !slices.Equal(nodes, []string{"n2"}) {
+				t.Errorf("attached to %v after reconcile, want n2 alone", nodes)
+			}
+			if out := env.ok("volume", "status", "vol", "--json"); strings.Count(out, `"alloc": "a"`) != 1 {
+				t.Fatalf("after reconcile the claim is not there exactly once:\n%s", out)
+			}
+			env.ok("volume", "release", "vol", "--alloc", "a")
+			env.checkInvariants()
+			if nodes := publishedNodes(t, env.socket); len(nodes) != 0 {
+				t.Errorf("still attached to %v after the release: an attachment was forgotten", nodes)
+			}
+		})
+	}
+}
+
+// publishedNodes is every node ID the plugin on socket lists a volume published to
+// (ListVolumes' published_node_ids), over a connection of its own, sorted.
+func publishedNodes(t *testing.T, socket string) []string {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	resp, err := csipb.NewControllerClient(conn).ListVolumes(context.Background(), &csipb.ListVolumesRequest{})
+	if err != nil {
+		t.Fatalf("ListVolumes on %s: %v", socket, err)
+	}
+	var nodes []string
+	for _, e := range resp.GetEntries() {
+		nodes = append(nodes, e.GetStatus().GetPublishedNodeIds()...)
+	}
+	slices.Sort(nodes)
+	return nodes
 }

@@ -173,6 +173,7 @@ func (e *Engine) teardownChecked(ctx context.Context, c *conn, send sender, rpc 
 	err = e.withController(ctx, c, func(ctx context.Context) error {
 		err := send(ctx, c, rpc, call)
 		if err == nil || csi.IsIgnorable(err) {
+			failpoint("check:" + rpc) // answered, not yet checked nor recorded
 			unchecked = boundList(ctx, e.cfg.ListCheck, "the bound on this check (it holds the plugin's controller lock)",
 				func(ctx context.Context) error {
 					var err error

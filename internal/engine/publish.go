@@ -162,6 +162,7 @@ func (e *Engine) controllerPublish(ctx context.Context, c *conn, v store.Volume,
 				if err := e.controllerUnpublish(ctx, c, v, p.st.NodeID); err != nil {
 					return err
 				}
+				failpoint("claim:old-node-detached") // recorded attached to the old node still
 			}
 			p.staging(func(st *store.Staging) { st.NodeID, st.PublishContext = c.fp.NodeID, nil })
 			ownIntent = true // the old node's attachment is undone; the new node's is this claim's
@@ -284,6 +285,7 @@ func (e *Engine) attachedAlready(ctx context.Context, c *conn, v store.Volume) b
 		return boundList(ctx, e.cfg.ListCheck, "the bound on this check (it holds the plugin's controller lock)", func(ctx context.Context) error {
 			var err error
 			published, err = e.listsPublished(ctx, c, v.ExternalID, c.fp.NodeID)
+			failpoint("check:attached-already") // the claim taken, no intent recorded yet
 			return err
 		})
 	})

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/volctl/volctl/internal/backoff"
 )
 
 // A state dir is used at one path. The stagings and publish targets volctl makes are under it,
@@ -36,16 +42,20 @@ var ErrOtherPath = errors.New("the state dir is used at another path")
 // write the record is logged, not fatal: the check guards against a misuse, and the state is
 // whole without it.
 //
-// The first record is made exclusively (linked into place, never renamed over another): two
-// processes opening the state dir at once through two paths, both finding nothing recorded,
-// would otherwise both record, the last rename winning, and both write, each making its mounts
-// under its own path. The one that finds the record made meanwhile checks against it.
-func checkPath(dir string, log *slog.Logger) error {
+// A record is made or replaced by one process at a time: two processes opening the state dir
+// at once through two paths, both finding nothing recorded, or both finding the stale record of
+// a move, would otherwise both record, the last rename winning, and both write, each making its
+// mounts under its own path. So a process about to record takes the state dir's path lock
+// (lockPathRecord) and reads the record again under it: the one that finds a record made
+// meanwhile checks against it. On a file system without flock the first record is still made
+// exclusively (linked into place, never renamed over another); a stale one is replaced as before.
+func checkPath(ctx context.Context, dir string, wait time.Duration, log *slog.Logger) error {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		real = dir
 	}
 	file := filepath.Join(dir, PathFileName)
+	locked := false
 	for {
 		b, err := os.ReadFile(file)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -60,8 +70,17 @@ func checkPath(dir string, log *slog.Logger) error {
 			return &DirError{Dir: dir, Named: true, Err: fmt.Errorf("state dir %s is %s reached through a bind mount of it (%w): volctl's mounts for it are made and looked for under %s, by the agent and every other command, so nothing is changed through %s; run volctl with VOLCTL_STATE_DIR=%s (or --state-dir %s). Only with no volume claimed or staged, remove %s to use it at %s from now on",
 				dir, recorded, ErrOtherPath, recorded, dir, recorded, recorded, filepath.Join(recorded, PathFileName), real)}
 		}
-		if beforePathRecord != nil {
-			beforePathRecord()
+		if !locked {
+			if beforePathRecord != nil {
+				beforePathRecord()
+			}
+			unlock, err := lockPathRecord(ctx, dir, wait, log)
+			if err != nil {
+				return err
+			}
+			defer unlock()
+			locked = true
+			continue // read again under the lock: another process may have recorded meanwhile
 		}
 		if errors.Is(err, fs.ErrNotExist) {
 			err = writeNew(file, []byte(real+"\n"))
@@ -78,9 +97,48 @@ func checkPath(dir string, log *slog.Logger) error {
 	}
 }
 
-// beforePathRecord, when set (by tests), runs after checkPath read the record and before it
-// writes one.
+// beforePathRecord, when set (by tests), runs after checkPath read the record and found it must
+// write one, before it takes the path lock.
 var beforePathRecord func()
+
+// lockPathRecord takes the state dir's path lock, an exclusive flock on the directory dir
+// itself (the same directory whatever path reaches it, and nothing else volctl locks), waiting
+// up to wait while another process records, and returns what releases it. A process holds it
+// for a read and a write of a small file, so a wait that long means the holder is stopped: the
+// error then refuses writes (the record cannot be checked), naming the holder. Where the file
+// system has no flock, or the directory cannot be opened to lock, it is not taken (logged): the
+// record is written as before.
+func lockPathRecord(ctx context.Context, dir string, wait time.Duration, log *slog.Logger) (unlock func(), err error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		log.Warn("state dir: cannot open it to lock the path it is used at", "dir", dir, "err", err)
+		return func() {}, nil
+	}
+	deadline := time.Now().Add(wait)
+	waits := backoff.New(time.Millisecond, 50*time.Millisecond)
+	for {
+		ok, err := flockFile(f, unix.LOCK_EX)
+		if err != nil {
+			f.Close()
+			if !unsupportedLock(err) {
+				log.Warn("state dir: cannot lock the path it is used at", "dir", dir, "err", err)
+			}
+			return func() {}, nil
+		}
+		if ok {
+			return func() { f.Close() }, nil // closing the only descriptor releases the flock
+		}
+		if time.Now().After(deadline) {
+			err = fmt.Errorf("state dir %s: another volctl%s has held the lock on the path it is used at (%s) for %s, so which path is its own cannot be checked and nothing is changed through it: try again, and if that process is stopped, continue or end it", dir, holders(f), filepath.Join(dir, PathFileName), wait)
+		} else if cerr := sleepCtx(ctx, backoff.Jitter(waits.Next())); cerr != nil {
+			err = fmt.Errorf("state dir %s: interrupted while waiting for another volctl to record the path it is used at: %w", dir, cerr)
+		}
+		if err != nil {
+			f.Close()
+			return nil, &DirError{Dir: dir, Named: true, Err: err}
+		}
+	}
+}
 
 // sameDir reports whether the paths a and b lead to one directory (device and inode).
 func sameDir(a, b string) bool {

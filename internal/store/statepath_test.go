@@ -1,14 +1,18 @@
 package store
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -160,13 +164,21 @@ func TestStateDirTurnedReadOnlyByAnErrorOpensForReading(t *testing.T) {
 // its record was renamed over the first's and both wrote, each making its mounts under its own
 // path.
 func TestFirstOpensThroughTwoPathsAtOnceLeaveOneWriter(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
-	bind := bindView(t, dir)
+	opensAtOnceLeaveOneWriter(t, dir, bindView(t, dir))
+}
+
+// opensAtOnceLeaveOneWriter opens the state dir through path and, once that open has read the
+// record and found it must write one, through bind (another path to it), which records first:
+// the open through bind must write, and the one through path refuse writes with ErrOtherPath
+// naming both paths and the one to use, and bind must be the path recorded.
+func opensAtOnceLeaveOneWriter(t *testing.T, path, bind string) {
+	t.Helper()
+	ctx := context.Background()
 	var b *Store
 	beforePathRecord = func() {
-		// The process through dir has read that nothing is recorded; the one through the bind
-		// records first.
+		// The process through path has read the record; the one through the bind reads it too,
+		// and records first.
 		beforePathRecord = nil
 		var err error
 		if b, err = Open(ctx, bind); err != nil {
@@ -174,7 +186,7 @@ func TestFirstOpensThroughTwoPathsAtOnceLeaveOneWriter(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { beforePathRecord = nil })
-	a, err := Open(ctx, dir)
+	a, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +198,76 @@ func TestFirstOpensThroughTwoPathsAtOnceLeaveOneWriter(t *testing.T) {
 	if err := b.CheckWritable(); err != nil {
 		t.Errorf("the first to record (through %s) cannot write: %v", bind, err)
 	}
-	if err := a.CheckWritable(); !errors.Is(err, ErrOtherPath) || !strings.Contains(err.Error(), "VOLCTL_STATE_DIR="+bind) {
-		t.Errorf("the second to record (through %s) may write: %v; want ErrOtherPath naming %s, recorded first", dir, err, bind)
+	err = a.CheckWritable()
+	if err == nil {
+		t.Fatalf("both opens write, through %s and through %s: each would make its mounts under its own path", bind, path)
+	}
+	for _, want := range []string{bind, path, "VOLCTL_STATE_DIR=" + bind} {
+		if !errors.Is(err, ErrOtherPath) || !strings.Contains(err.Error(), want) {
+			t.Errorf("the second to record (through %s): %v; want ErrOtherPath naming %q, recorded first", path, err, want)
+		}
+	}
+	if got, err := os.ReadFile(filepath.Join(path, PathFileName)); err != nil || strings.TrimSpace(string(got)) != bind {
+		t.Errorf("%s holds %q (%v), want %s, recorded first", PathFileName, got, err, bind)
+	}
+}
+
+// A state dir moved, then opened at once through its new path and through a bind of it: both
+// find the record of the old path, which no longer leads to the directory, and both replace it.
+// Before, each replaced it with an ordinary rename, the last winning, and both wrote, each making
+// its mounts under its own path. The replacement is one process's at a time: the other reads
+// the record made meanwhile and refuses writes, naming both paths.
+func TestAMovedStateDirOpenedThroughTwoPathsAtOnceLeavesOneWriter(t *testing.T) {
+	ctx := context.Background()
+	parent := t.TempDir()
+	old := filepath.Join(parent, "old")
+	s, err := Open(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "first"}) })
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	moved := filepath.Join(parent, "new")
+	if err := os.Rename(old, moved); err != nil {
+		t.Fatal(err)
+	}
+	opensAtOnceLeaveOneWriter(t, moved, bindView(t, moved))
+}
+
+// A process stopped while it holds the path lock (recording the state dir's path) keeps every
+// other first open from checking its path: after the wait, the open reads and refuses writes,
+// naming the lock's holder and what to do, rather than record unchecked.
+func TestThePathLockHeldTooLongRefusesWritesNamingTheHolder(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	// Another process holds the lock on the directory (flock(1) stands in for a volctl stopped
+	// while it records the path), and says so once it does.
+	holder := exec.Command("flock", "--exclusive", dir, "sh", "-c", "echo held; exec sleep 60")
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Skipf("needs flock(1) to hold the state dir's lock from another process: %v", err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "held\n" {
+		t.Fatalf("flock(1) did not take the lock on %s: %q, %v", dir, line, err)
+	}
+	s, err := Open(ctx, dir, WithBusyTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatalf("open with the path lock held (reads must work): %v", err)
+	}
+	defer s.Close()
+	err = s.CheckWritable()
+	for _, want := range []string{dir, PathFileName, "try again", fmt.Sprintf("pid %d", holder.Process.Pid)} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("writes with the path lock held elsewhere: %v; want an error naming %q", err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, PathFileName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s recorded without the path lock: %v", PathFileName, err)
 	}
 }

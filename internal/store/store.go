@@ -296,7 +296,7 @@ func openWritable(ctx context.Context, abs string, target int, o options) (*Stor
 			return nil, inDir(abs, fmt.Errorf("open state %s: %w", path, err))
 		}
 	}
-	s.roErr = checkPath(abs, o.log)
+	s.roErr = checkPath(ctx, abs, o.busyTimeout, o.log)
 	return s, nil
 }
 
