@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// listsEachVolumeTwice makes the plugin's ListVolumes list every volume twice, two ways: first
+// published nowhere, then as it is (published where it is). A plugin whose pages disagree with
+// each other does this: offset paging over a list that changed between two pages, a listing
+// merged from two backends, or a cache listed before the truth.
+func listsEachVolumeTwice(h *harness) {
+	h.faults.Inject(csi.RPCListVolumes, csitest.Fault{Answer: func(m proto.Message) {
+		resp := m.(*csipb.ListVolumesResponse)
+		var twice []*csipb.ListVolumesResponse_Entry
+		for _, en := range resp.GetEntries() {
+			nowhere := proto.Clone(en).(*csipb.ListVolumesResponse_Entry)
+			nowhere.Status = &csipb.ListVolumesResponse_VolumeStatus{}
+			twice = append(twice, nowhere, en)
+		}
+		resp.Entries = twice
+	}})
+}
+
+// A plugin lists the volume twice, once published nowhere and once published to the node,
+// after answering ControllerUnpublishVolume OK while it keeps the attachment. The detach's
+// check stopped at the first entry and recorded the volume detached (free to be handed to
+// Nomad, or attached to another node) while the plugin itself said, on the same listing, that
+// it is attached here. A listing that disagrees with itself about the node counts as still
+// published, the safe answer: the attachment stays recorded, the claim releasing.
+func TestControllerUnpublishCheckedByAListingThatDisagreesWithItself(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.SingleNodeWriter)))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	ext := h.externalID("v")
+	h.mem.Reconfigure(func(c *csitest.MemConfig) { c.UnpublishLater = true })
+	listsEachVolumeTwice(h)
+	_, err := h.e.Release(h.ctx, "v", "a")
+	if err == nil || !strings.Contains(err.Error(), "still lists it published to node") {
+		t.Fatalf("release through a plugin that lists the volume both detached and attached: %v; want an error saying it still lists it published", err)
+	}
+	if nodes := h.mem.PublishedNodes(ext); len(nodes) != 1 {
+		t.Fatalf("plugin's attachments = %v, want the one it kept", nodes)
+	}
+	if st, ok := h.staging("v"); !ok || !st.ControllerPublished {
+		t.Fatalf("staging after the release = %+v (found %v): want the attachment still recorded", st, ok)
+	}
+	// Once the plugin detaches, both entries agree and reconcile finishes the release.
+	h.mem.Reconfigure(func(c *csitest.MemConfig) { c.UnpublishLater = false })
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("reconcile once the plugin detaches: %+v, %v", rep, err)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claims after reconcile = %+v, want none", live)
+	}
+}
+
+// The same listing before a claim's first ControllerPublishVolume (attachedAlready): the
+// volume is attached to the node by another state dir, and the plugin lists it first as
+// published nowhere. The check stopped there, and the claim took the other's attachment as its
+// own (ControllerPublishVolume answers OK for it); its rollback, or its release, would detach
+// the volume from under the other's mounts. It is refused, as when the listing agrees.
+func TestClaimCheckedByAListingThatDisagreesWithItself(t *testing.T) {
+	h := newHarness(t, nil)
+	ext := h.create(volume("v")).ExternalID
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	other := h.otherStateDir()
+	if _, err := other.RegisterVolume(h.ctx, registered("w", ext)); err != nil {
+		t.Fatalf("register the volume in the other state dir: %v", err)
+	}
+	listsEachVolumeTwice(h)
+	h.mem.ResetCalls()
+	_, err := other.Claim(h.ctx, ClaimRequest{VolumeID: "w", Alloc: "b"})
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `is attached to node "node-1" already, and not by this volctl state dir`) {
+		t.Errorf("claim from the other state dir = %v, want a conflict saying the volume is attached to node-1 already", err)
+	}
+	if got := h.rpcs(); slices.Contains(got, csi.RPCControllerPublishVolume) || slices.Contains(got, csi.RPCControllerUnpublishVolume) {
+		t.Errorf("RPCs = %v, want neither ControllerPublishVolume nor ControllerUnpublishVolume for an attachment another state dir made", got)
+	}
+	if nodes := h.mem.PublishedNodes(ext); !slices.Equal(nodes, []string{"node-1"}) {
+		t.Errorf("volume published to %v, want still node-1", nodes)
+	}
+}
