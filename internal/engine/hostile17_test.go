@@ -90,3 +90,49 @@ func TestClaimCheckedByAListingThatDisagreesWithItself(t *testing.T) {
 		t.Errorf("volume published to %v, want still node-1", nodes)
 	}
 }
+
+// A snapshot the plugin says is not ready (ready_to_use false: cut, and still being processed,
+// uploaded say) is not ready "to create new volumes", in the CSI spec's words; a plugin that
+// restores from it anyway hands the user a volume missing what the processing had not done,
+// and says nothing. volctl sent the CreateVolume without asking. The create asks the plugin
+// first (ListSnapshots filtered by the ID, or GetSnapshot where it cannot list) and refuses,
+// a conflict naming the snapshot and what to do, sending no CreateVolume and recording
+// nothing; once the plugin says it is ready, the same create restores it.
+func TestRestoreFromASnapshotThePluginSaysIsNotReadyIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*csitest.MemConfig)
+		asked  string
+	}{
+		{name: "ListSnapshots", asked: csi.RPCListSnapshots},
+		{name: "GetSnapshot", asked: csi.RPCGetSnapshot, mutate: func(c *csitest.MemConfig) {
+			c.Controller.ListSnapshots = false
+			c.Controller.GetSnapshot = true
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, db := snapshotHarness(t, tc.mutate)
+			processing := csi.Snapshot{ID: "snap-uploading", SourceVolumeID: db.ExternalID, SizeBytes: db.CapacityBytes}
+			h.mem.AddSnapshot(processing)
+			h.mem.ResetCalls()
+			sv := volume("restored")
+			sv.SnapshotID = processing.ID
+			_, err := h.e.CreateVolume(h.ctx, sv)
+			if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `snapshot "snap-uploading"`) || !strings.Contains(err.Error(), "not ready") ||
+				!strings.Contains(err.Error(), "volctl volume snapshot list") {
+				t.Fatalf("restore from a snapshot the plugin says is not ready = %v; want a conflict naming it, not ready, and how to see when it is", err)
+			}
+			if got := h.rpcs(); slices.Contains(got, csi.RPCCreateVolume) || !slices.Contains(got, tc.asked) {
+				t.Errorf("RPCs = %v, want %s and no CreateVolume", got, tc.asked)
+			}
+			if _, err := h.e.Volume(h.ctx, "restored"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("volume after the refused restore: %v, want not recorded", err)
+			}
+			processing.ReadyToUse = true
+			h.mem.AddSnapshot(processing)
+			if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+				t.Fatalf("restore once the snapshot is ready: %v", err)
+			}
+		})
+	}
+}

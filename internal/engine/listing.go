@@ -319,32 +319,39 @@ func snapshotCheck(c *conn) string {
 	return checkBy(c, ctrl.ListSnapshots, csi.RPCListSnapshots, ctrl.GetSnapshot, csi.RPCGetSnapshot)
 }
 
-// listsSnapshot is listsVolume of a snapshot, after a DeleteSnapshot answered OK (snapshotCheck):
-// ListSnapshots with its snapshot_id (and the delete's secrets), a plugin that ignores that
-// filter paged through, or GetSnapshot; NOT_FOUND says it is not there. A plugin that cannot be
-// asked is not.
-func (e *Engine) listsSnapshot(ctx context.Context, c *conn, id string, secrets spec.Secrets) (listed bool, err error) {
+// listsSnapshot is listsVolume of a snapshot, after a DeleteSnapshot answered OK (snapshotCheck,
+// findsSnapshot). A plugin that cannot be asked is not.
+func (e *Engine) listsSnapshot(ctx context.Context, c *conn, id string, secrets spec.Secrets) (bool, error) {
+	_, listed, err := e.findsSnapshot(ctx, c, id, secrets)
+	return listed, err
+}
+
+// findsSnapshot asks the plugin for its snapshot id (snapshotCheck): ListSnapshots with its
+// snapshot_id (and secrets), a plugin that ignores that filter paged through to the entry, or
+// GetSnapshot; NOT_FOUND says it is not there. found is false, with no error, from a plugin
+// that cannot be asked. The caller holds the plugin's controller lock.
+func (e *Engine) findsSnapshot(ctx context.Context, c *conn, id string, secrets spec.Secrets) (snap csi.Snapshot, found bool, err error) {
 	switch snapshotCheck(c) {
 	case csi.RPCListSnapshots:
-		listed, err = e.listsID(ctx, c, csi.RPCListSnapshots, id, func(ctx context.Context, token string) ([]string, string, error) {
+		err = e.listPages(ctx, c, csi.RPCListSnapshots, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
 			page, err := c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{SnapshotID: id, StartingToken: token, Secrets: secrets})
-			ids := make([]string, 0, len(page.Snapshots))
-			for _, s := range page.Snapshots {
-				ids = append(ids, s.ID)
+			if i := slices.IndexFunc(page.Snapshots, func(s csi.Snapshot) bool { return s.ID == id }); err == nil && i >= 0 {
+				snap, found = page.Snapshots[i], true
 			}
-			return ids, page.NextToken, err
+			return page.NextToken, found, err
 		})
 	case csi.RPCGetSnapshot:
 		err = e.retry(ctx, c, csi.RPCGetSnapshot, func(ctx context.Context) error {
-			_, err := c.client.GetSnapshot(ctx, csi.GetSnapshotRequest{SnapshotID: id, Secrets: secrets})
+			var err error
+			snap, err = c.client.GetSnapshot(ctx, csi.GetSnapshotRequest{SnapshotID: id, Secrets: secrets})
 			return err
 		})
-		listed = err == nil
+		found = err == nil
 	}
 	if csi.IsNotFound(err) {
-		return false, nil
+		return csi.Snapshot{}, false, nil
 	}
-	return listed, err
+	return snap, found, err
 }
 
 // stillListed is what a delete answered OK or NOT_FOUND (answer: nil or that error) is when
