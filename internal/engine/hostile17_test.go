@@ -2,11 +2,14 @@ package engine
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -134,5 +137,56 @@ func TestRestoreFromASnapshotThePluginSaysIsNotReadyIsRefused(t *testing.T) {
 				t.Fatalf("restore once the snapshot is ready: %v", err)
 			}
 		})
+	}
+}
+
+// A plugin whose NodePublishVolume mounts over the target's parent, the claim's own publish
+// directory (publish/<alloc>/<volume>, which volctl made), then makes the target inside that
+// mount and mounts it too; its NodeUnpublishVolume unmounts the target alone. The release's
+// check looked at the target (gone, its directory removed from inside the mount) and recorded
+// the claim released, the staging then unstaged and the volume detached, with the mount over
+// the publish directory left, and the claim's first target mount hidden under it: "nothing
+// recorded released while a mount is left". The check covers the claim's publish directory:
+// the release fails naming what is left, and once it is unmounted reconcile finishes it.
+// Real mounts, as root.
+func TestNodeUnpublishLeavingAMountOverTheClaimsPublishDirectory(t *testing.T) {
+	h := kernelHarness(t, nil)
+	h.create(volume("v"))
+	target := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"}).TargetPath
+	dir := filepath.Dir(target)
+	// What the plugin did besides the target it was asked for: a mount over dir, the target
+	// made inside it and mounted there.
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mount over the publish directory: %v", err)
+	}
+	unmountByHand := func() {
+		_ = unix.Unmount(dir, unix.MNT_DETACH)    // the mount over dir and what is mounted in it
+		_ = unix.Unmount(target, unix.MNT_DETACH) // the first target mount, hidden under it
+	}
+	t.Cleanup(unmountByHand)
+	if err := os.Mkdir(target, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", target, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mount at the target inside it: %v", err)
+	}
+
+	_, err := h.e.Release(h.ctx, "v", "a")
+	if err == nil || !strings.Contains(err.Error(), "still mounted") || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("release with a mount left over the claim's publish directory %s = %v\nwant an error saying it is still mounted", dir, err)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || !live[0].Releasing {
+		t.Fatalf("claims after the release = %+v: want the claim kept releasing for reconcile", live)
+	}
+	if st, ok := h.staging("v"); !ok || !st.Staged || !st.ControllerPublished {
+		t.Fatalf("staging after the release = %+v (found %v): want it still staged and attached", st, ok)
+	}
+
+	unmountByHand()
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("reconcile once the mounts are gone: %+v, %v", rep, err)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claims after reconcile = %+v, want none", live)
 	}
 }
