@@ -173,16 +173,27 @@ func (e *Engine) teardownChecked(ctx context.Context, c *conn, send sender, rpc 
 	err = e.withController(ctx, c, func(ctx context.Context) error {
 		err := send(ctx, c, rpc, call)
 		if err == nil || csi.IsIgnorable(err) {
-			unchecked = boundList(ctx, e.cfg.ListCheck, "the bound on this check (it holds the plugin's controller lock)",
-				func(ctx context.Context) error {
-					var err error
-					stillThere, err = still(ctx)
-					return err
-				})
+			unchecked = e.boundCheck(ctx, func(ctx context.Context) error {
+				var err error
+				stillThere, err = still(ctx)
+				return err
+			})
 		}
 		return err
 	})
 	return stillThere, unchecked, err
+}
+
+// boundCheck runs check, a listing asked of the plugin under its controller lock, within
+// cfg.ListCheck (boundList): the lock it holds is the one every other create, delete, publish
+// and snapshot of the plugin waits for.
+func (e *Engine) boundCheck(ctx context.Context, check func(context.Context) error) error {
+	return boundList(ctx, e.cfg.ListCheck, "the bound on this check (it holds the plugin's controller lock)", check)
+}
+
+// controllerCheck is boundCheck taking the plugin's controller lock for check.
+func (e *Engine) controllerCheck(ctx context.Context, c *conn, check func(context.Context) error) error {
+	return e.withController(ctx, c, func(ctx context.Context) error { return e.boundCheck(ctx, check) })
 }
 
 // errListBound is the cause of a listing cut short by its time bound (boundList).

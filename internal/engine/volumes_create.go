@@ -250,12 +250,10 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) erro
 		snap  csi.Snapshot
 		found bool
 	)
-	err := e.withController(ctx, c, func(ctx context.Context) error {
-		return boundList(ctx, e.cfg.ListCheck, "the bound on this check (it holds the plugin's controller lock)", func(ctx context.Context) error {
-			var err error
-			snap, found, err = e.findsSnapshot(ctx, c, sv.SnapshotID, sv.Secrets)
-			return err
-		})
+	err := e.controllerCheck(ctx, c, func(ctx context.Context) error {
+		var err error
+		snap, found, err = e.findsSnapshot(ctx, c, sv.SnapshotID, sv.Secrets)
+		return err
 	})
 	switch {
 	case err != nil:
