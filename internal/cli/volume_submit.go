@@ -67,7 +67,8 @@ several commands.`
 	case spec.VerbCreate:
 		cmd.Long = `Create volumes through their plugin (CreateVolume), from volume spec files (Nomad's format,
 HCL or JSON; - reads standard input), and register them. The plugin must be registered,
-reachable and able to create volumes (CREATE_DELETE_VOLUME). snapshot_id restores a snapshot,
+reachable and able to create volumes (CREATE_DELETE_VOLUME). snapshot_id restores a snapshot
+(refused, exit 4, while the plugin says it is not ready to use: still processing it),
 clone_id copies another volume (a volctl volume ID or the provider's).
 
 Creating an existing volume with the same spec changes nothing and says "unchanged" (a larger

@@ -174,16 +174,27 @@ func (e *Engine) teardownChecked(ctx context.Context, c *conn, send sender, rpc 
 		err := send(ctx, c, rpc, call)
 		if err == nil || csi.IsIgnorable(err) {
 			failpoint("check:" + rpc) // answered, not yet checked nor recorded
-			unchecked = boundList(ctx, e.cfg.ListCheck, "the bound on this check (it holds the plugin's controller lock)",
-				func(ctx context.Context) error {
-					var err error
-					stillThere, err = still(ctx)
-					return err
-				})
+			unchecked = e.boundCheck(ctx, func(ctx context.Context) error {
+				var err error
+				stillThere, err = still(ctx)
+				return err
+			})
 		}
 		return err
 	})
 	return stillThere, unchecked, err
+}
+
+// boundCheck runs check, a listing asked of the plugin under its controller lock, within
+// cfg.ListCheck (boundList): the lock it holds is the one every other create, delete, publish
+// and snapshot of the plugin waits for.
+func (e *Engine) boundCheck(ctx context.Context, check func(context.Context) error) error {
+	return boundList(ctx, e.cfg.ListCheck, "the bound on this check (it holds the plugin's controller lock)", check)
+}
+
+// controllerCheck is boundCheck taking the plugin's controller lock for check.
+func (e *Engine) controllerCheck(ctx context.Context, c *conn, check func(context.Context) error) error {
+	return e.withController(ctx, c, func(ctx context.Context) error { return e.boundCheck(ctx, check) })
 }
 
 // errListBound is the cause of a listing cut short by its time bound (boundList).
@@ -284,8 +295,14 @@ func (e *Engine) listsVolume(ctx context.Context, c *conn, externalID string) (b
 // nodeID (publishedCheck: ListVolumes' or ControllerGetVolume's published_node_ids), asked
 // after a ControllerUnpublishVolume of it answered OK or NOT_FOUND; the caller holds the
 // plugin's controller lock. A plugin that cannot say is not asked (false, nil). Paging stops
-// at the volume's entry; a volume not listed, or that ControllerGetVolume answers NOT_FOUND,
-// is published nowhere. err says the check failed or did not end.
+// at an entry of the volume published to the node; one that lists it elsewhere, or nowhere,
+// is paged past, as a listing may name the volume again and disagree with itself (offset
+// paging over a list that changed between two pages, two backends merged), and any entry
+// naming the node counts, the safe answer (`TestControllerUnpublishCheckedByAListingThatDisagreesWithItself`;
+// before, the first entry decided, and a volume listed published nowhere, then attached here,
+// was recorded detached, or taken by a claim as its own attachment, `TestClaimCheckedByAListingThatDisagreesWithItself`).
+// A volume not listed, or that ControllerGetVolume answers NOT_FOUND, is published nowhere.
+// err says the check failed or did not end.
 func (e *Engine) listsPublished(ctx context.Context, c *conn, externalID, nodeID string) (published bool, err error) {
 	switch publishedCheck(c) {
 	case csi.RPCListVolumes:
@@ -294,13 +311,10 @@ func (e *Engine) listsPublished(ctx context.Context, c *conn, externalID, nodeID
 			if err != nil {
 				return "", false, err
 			}
-			for _, en := range page.Entries {
-				if en.Volume.ID == externalID {
-					published = slices.Contains(en.PublishedNodeIDs, nodeID)
-					return "", true, nil
-				}
-			}
-			return page.NextToken, false, nil
+			published = slices.ContainsFunc(page.Entries, func(en csi.ListedVolume) bool {
+				return en.Volume.ID == externalID && slices.Contains(en.PublishedNodeIDs, nodeID)
+			})
+			return page.NextToken, published, nil
 		})
 	case csi.RPCControllerGetVolume:
 		var nodes []string
@@ -317,32 +331,39 @@ func snapshotCheck(c *conn) string {
 	return checkBy(c, ctrl.ListSnapshots, csi.RPCListSnapshots, ctrl.GetSnapshot, csi.RPCGetSnapshot)
 }
 
-// listsSnapshot is listsVolume of a snapshot, after a DeleteSnapshot answered OK (snapshotCheck):
-// ListSnapshots with its snapshot_id (and the delete's secrets), a plugin that ignores that
-// filter paged through, or GetSnapshot; NOT_FOUND says it is not there. A plugin that cannot be
-// asked is not.
-func (e *Engine) listsSnapshot(ctx context.Context, c *conn, id string, secrets spec.Secrets) (listed bool, err error) {
+// listsSnapshot is listsVolume of a snapshot, after a DeleteSnapshot answered OK (snapshotCheck,
+// findsSnapshot). A plugin that cannot be asked is not.
+func (e *Engine) listsSnapshot(ctx context.Context, c *conn, id string, secrets spec.Secrets) (bool, error) {
+	_, listed, err := e.findsSnapshot(ctx, c, id, secrets)
+	return listed, err
+}
+
+// findsSnapshot asks the plugin for its snapshot id (snapshotCheck): ListSnapshots with its
+// snapshot_id (and secrets), a plugin that ignores that filter paged through to the entry, or
+// GetSnapshot; NOT_FOUND says it is not there. found is false, with no error, from a plugin
+// that cannot be asked. The caller holds the plugin's controller lock.
+func (e *Engine) findsSnapshot(ctx context.Context, c *conn, id string, secrets spec.Secrets) (snap csi.Snapshot, found bool, err error) {
 	switch snapshotCheck(c) {
 	case csi.RPCListSnapshots:
-		listed, err = e.listsID(ctx, c, csi.RPCListSnapshots, id, func(ctx context.Context, token string) ([]string, string, error) {
+		err = e.listPages(ctx, c, csi.RPCListSnapshots, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
 			page, err := c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{SnapshotID: id, StartingToken: token, Secrets: secrets})
-			ids := make([]string, 0, len(page.Snapshots))
-			for _, s := range page.Snapshots {
-				ids = append(ids, s.ID)
+			if i := slices.IndexFunc(page.Snapshots, func(s csi.Snapshot) bool { return s.ID == id }); err == nil && i >= 0 {
+				snap, found = page.Snapshots[i], true
 			}
-			return ids, page.NextToken, err
+			return page.NextToken, found, err
 		})
 	case csi.RPCGetSnapshot:
 		err = e.retry(ctx, c, csi.RPCGetSnapshot, func(ctx context.Context) error {
-			_, err := c.client.GetSnapshot(ctx, csi.GetSnapshotRequest{SnapshotID: id, Secrets: secrets})
+			var err error
+			snap, err = c.client.GetSnapshot(ctx, csi.GetSnapshotRequest{SnapshotID: id, Secrets: secrets})
 			return err
 		})
-		listed = err == nil
+		found = err == nil
 	}
 	if csi.IsNotFound(err) {
-		return false, nil
+		return csi.Snapshot{}, false, nil
 	}
-	return listed, err
+	return snap, found, err
 }
 
 // stillListed is what a delete answered OK or NOT_FOUND (answer: nil or that error) is when

@@ -281,13 +281,11 @@ func (p *checkpoint) publishContext(c *conn) map[string]string {
 // not held against the claim.
 func (e *Engine) attachedAlready(ctx context.Context, c *conn, v store.Volume) bool {
 	var published bool
-	err := e.withController(ctx, c, func(ctx context.Context) error {
-		return boundList(ctx, e.cfg.ListCheck, "the bound on this check (it holds the plugin's controller lock)", func(ctx context.Context) error {
-			var err error
-			published, err = e.listsPublished(ctx, c, v.ExternalID, c.fp.NodeID)
-			failpoint("check:attached-already") // the claim taken, no intent recorded yet
-			return err
-		})
+	err := e.controllerCheck(ctx, c, func(ctx context.Context) error {
+		var err error
+		published, err = e.listsPublished(ctx, c, v.ExternalID, c.fp.NodeID)
+		failpoint("check:attached-already") // the claim taken, no intent recorded yet
+		return err
 	})
 	if err != nil {
 		e.log.Warn(fmt.Sprintf("plugin %q: whether volume %q is attached to node %q already, not by volctl, could not be checked", c.plugin.ID, v.ID, c.fp.NodeID), "err", err)

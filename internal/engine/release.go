@@ -106,6 +106,15 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 	if err := e.checkUnmounted(v, csi.RPCNodeUnpublishVolume, "target", cl.TargetPath, c, answer); err != nil {
 		return err
 	}
+	// Then the claim's own publish directory, which volctl made for it (publish/<alloc>/
+	// <volume>, no other claim's) and the plugin has no business mounting over: one that
+	// mounted there and made the target inside leaves that mount, and the target's first
+	// mount hidden under it, while the target, gone, passes
+	// (`TestNodeUnpublishLeavingAMountOverTheClaimsPublishDirectory`). Removed with the
+	// target, as it is, the directory costs no read of the mount table.
+	if err := e.checkUnmounted(v, csi.RPCNodeUnpublishVolume, "publish directory", filepath.Dir(cl.TargetPath), c, answer); err != nil {
+		return err
+	}
 	p.setState(store.ClaimNodeDetached)
 	return nil
 }

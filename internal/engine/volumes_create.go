@@ -82,6 +82,9 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 	if err := checkCreateCapabilities(c, sv); err != nil {
 		return fail(err)
 	}
+	if err := e.restoreReady(ctx, c, sv); err != nil {
+		return fail(err)
+	}
 
 	var v store.Volume
 	done, replay := false, false
@@ -222,6 +225,43 @@ func checkCreateCapabilities(c *conn, sv spec.Volume) error {
 		return invalidf("plugin %q cannot clone volumes (no CLONE_VOLUME controller capability)", c.plugin.ID)
 	case sv.SnapshotID != "" && !ctrl.CreateDeleteSnapshot:
 		return invalidf("plugin %q cannot restore snapshots (no CREATE_DELETE_SNAPSHOT controller capability)", c.plugin.ID)
+	}
+	return nil
+}
+
+// restoreReady refuses the restore of a snapshot the plugin says is not ready (ready_to_use
+// false: cut, and still being processed), which the CSI spec has ready "to create new volumes"
+// only once that flips: a plugin that restores from it anyway hands over a volume missing what
+// the processing had not done, and says nothing of it. Only a create not yet recorded is
+// asked about (the volume's lock is held): one recorded is done already, or an interrupted
+// one whose CreateVolume may have made the volume, and its replay is sent as first asked. The
+// plugin is asked as a snapshot delete's check asks it (findsSnapshot), under its controller
+// lock and within that check's bound; one that cannot be asked, a snapshot it does not find
+// (its CreateVolume says NOT_FOUND), or a check that fails (logged) leave it to the plugin.
+// The refusal is a conflict, before anything is recorded or sent.
+func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) error {
+	if sv.SnapshotID == "" || snapshotCheck(c) == "" {
+		return nil
+	}
+	if _, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(sv.ID) }); !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	var (
+		snap  csi.Snapshot
+		found bool
+	)
+	err := e.controllerCheck(ctx, c, func(ctx context.Context) error {
+		var err error
+		snap, found, err = e.findsSnapshot(ctx, c, sv.SnapshotID, sv.Secrets)
+		return err
+	})
+	switch {
+	case err != nil:
+		e.log.Warn(fmt.Sprintf("plugin %q: whether snapshot %q is ready to restore volume %q from could not be checked", c.plugin.ID, sv.SnapshotID, sv.ID), "err", err)
+	case found && !snap.ReadyToUse:
+		return conflictf("plugin %q says snapshot %q is not ready to use (ready_to_use false, %s): it is still processing it, and a volume restored from it now "+
+			"may miss what that has not done; nothing was created: wait until the plugin says it is ready (`%s` shows what the plugin lists), then create volume %q again",
+			c.plugin.ID, sv.SnapshotID, snapshotCheck(c), "volctl volume snapshot list "+shellquote.Flag("--plugin", c.plugin.ID), sv.ID)
 	}
 	return nil
 }

@@ -60,7 +60,11 @@ type Fault struct {
 	// metadata (its status details, a dump of its request), past the 16 MiB of header and
 	// trailer lists gRPC's client reads, which drops the answer unread.
 	Trailer int
-	Times   int // how many calls it applies to; 0 means every call from now on
+	// Answer, when set, lets the call through and rewrites its answer (OK) in place, before
+	// NextToken, Pad and Raw apply: a plugin whose answer says what its state does not (an
+	// entry listed twice, two ways), made of the honest one.
+	Answer func(resp proto.Message)
+	Times  int // how many calls it applies to; 0 means every call from now on
 }
 
 // Count is how often an RPC was called and how many of those calls failed, whether by an
@@ -419,6 +423,9 @@ func (f *Faults) apply(ctx context.Context, rpc string, req any, handler grpc.Un
 		asked = first
 	}
 	resp, err := handler(ctx, asked)
+	if m, ok := resp.(proto.Message); ok && err == nil && fault.Answer != nil {
+		fault.Answer(m)
+	}
 	if m, ok := resp.(proto.Message); ok && err == nil && fault.NextToken != nil {
 		setNextToken(req, m, fault.NextToken)
 	}
