@@ -74,24 +74,7 @@ func TestControllerUnpublishCheckedByAListingThatDisagreesWithItself(t *testing.
 // the volume from under the other's mounts. It is refused, as when the listing agrees.
 func TestClaimCheckedByAListingThatDisagreesWithItself(t *testing.T) {
 	h := newHarness(t, nil)
-	ext := h.create(volume("v")).ExternalID
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	other := h.otherStateDir()
-	if _, err := other.RegisterVolume(h.ctx, registered("w", ext)); err != nil {
-		t.Fatalf("register the volume in the other state dir: %v", err)
-	}
-	listsEachVolumeTwice(h)
-	h.mem.ResetCalls()
-	_, err := other.Claim(h.ctx, ClaimRequest{VolumeID: "w", Alloc: "b"})
-	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `is attached to node "node-1" already, and not by this volctl state dir`) {
-		t.Errorf("claim from the other state dir = %v, want a conflict saying the volume is attached to node-1 already", err)
-	}
-	if got := h.rpcs(); slices.Contains(got, csi.RPCControllerPublishVolume) || slices.Contains(got, csi.RPCControllerUnpublishVolume) {
-		t.Errorf("RPCs = %v, want neither ControllerPublishVolume nor ControllerUnpublishVolume for an attachment another state dir made", got)
-	}
-	if nodes := h.mem.PublishedNodes(ext); !slices.Equal(nodes, []string{"node-1"}) {
-		t.Errorf("volume published to %v, want still node-1", nodes)
-	}
+	claimAttachedByAnotherStateDir(t, h, func() { listsEachVolumeTwice(h) })
 }
 
 // A snapshot the plugin says is not ready (ready_to_use false: cut, and still being processed,

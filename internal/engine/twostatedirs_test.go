@@ -40,12 +40,34 @@ func (h *harness) otherStateDir() *Engine {
 // refused as a conflict, no RPC sent that could undo the other's attachment.
 func TestClaimOfAVolumeAnotherStateDirAttachedLeavesItsAttachment(t *testing.T) {
 	h := newHarness(t, nil)
+	other := claimAttachedByAnotherStateDir(t, h, func() {})
+	if live := h.liveClaims("v"); len(live) != 1 || live[0].State != "published" {
+		t.Errorf("first state dir's claims = %+v, want its one claim published", live)
+	}
+	if cl, err := other.Volume(h.ctx, "w"); err != nil || len(cl.Claims) != 0 {
+		t.Errorf("other state dir's volume w = %+v, %v, want no claim left", cl.Claims, err)
+	}
+	// Once the first releases, the attachment goes with it and the second claims as usual.
+	h.release("v", "a")
+	if _, err := other.Claim(h.ctx, ClaimRequest{VolumeID: "w", Alloc: "b"}); err != nil {
+		t.Errorf("claim after the first state dir released the volume: %v", err)
+	}
+}
+
+// claimAttachedByAnotherStateDir has this state dir claim volume v (the plugin attaches it to
+// node-1), registers the same storage volume as w in another state dir, runs plugin (what the
+// plugin does besides), and claims w there for alloc b: the claim must be refused as a conflict
+// naming the attachment, with neither ControllerPublishVolume nor ControllerUnpublishVolume
+// sent and the volume still published to node-1. It returns the other state dir's engine.
+func claimAttachedByAnotherStateDir(t *testing.T, h *harness, plugin func()) *Engine {
+	t.Helper()
 	ext := h.create(volume("v")).ExternalID
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 	other := h.otherStateDir()
 	if _, err := other.RegisterVolume(h.ctx, registered("w", ext)); err != nil {
 		t.Fatalf("register the volume in the other state dir: %v", err)
 	}
+	plugin()
 	h.mem.ResetCalls()
 
 	_, err := other.Claim(h.ctx, ClaimRequest{VolumeID: "w", Alloc: "b"})
@@ -58,15 +80,5 @@ func TestClaimOfAVolumeAnotherStateDirAttachedLeavesItsAttachment(t *testing.T) 
 	if nodes := h.mem.PublishedNodes(ext); !slices.Equal(nodes, []string{"node-1"}) {
 		t.Errorf("volume published to %v, want still node-1: the first state dir's claim is published", nodes)
 	}
-	if live := h.liveClaims("v"); len(live) != 1 || live[0].State != "published" {
-		t.Errorf("first state dir's claims = %+v, want its one claim published", live)
-	}
-	if cl, err := other.Volume(h.ctx, "w"); err != nil || len(cl.Claims) != 0 {
-		t.Errorf("other state dir's volume w = %+v, %v, want no claim left", cl.Claims, err)
-	}
-	// Once the first releases, the attachment goes with it and the second claims as usual.
-	h.release("v", "a")
-	if _, err := other.Claim(h.ctx, ClaimRequest{VolumeID: "w", Alloc: "b"}); err != nil {
-		t.Errorf("claim after the first state dir released the volume: %v", err)
-	}
+	return other
 }

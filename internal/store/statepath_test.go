@@ -92,9 +92,25 @@ func TestWritesThroughABindOfTheStateDirAreRefused(t *testing.T) {
 func TestAStateDirMovedIsUsedAtItsNewPath(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	moved := movedStateDir(t)
+	m, err := Open(ctx, moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	update(t, m, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "moved"}) })
+	if got, err := os.ReadFile(filepath.Join(moved, PathFileName)); err != nil || strings.TrimSpace(string(got)) != moved {
+		t.Errorf("%s holds %q (%v), want %s", PathFileName, got, err, moved)
+	}
+}
+
+// movedStateDir makes a state dir, writes to it through its path, and moves it: it returns the
+// new path, where the recorded path no longer leads.
+func movedStateDir(t *testing.T) string {
+	t.Helper()
 	parent := t.TempDir()
 	old := filepath.Join(parent, "old")
-	s, err := Open(ctx, old)
+	s, err := Open(context.Background(), old)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,15 +122,7 @@ func TestAStateDirMovedIsUsedAtItsNewPath(t *testing.T) {
 	if err := os.Rename(old, moved); err != nil {
 		t.Fatal(err)
 	}
-	m, err := Open(ctx, moved)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	update(t, m, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "moved"}) })
-	if got, err := os.ReadFile(filepath.Join(moved, PathFileName)); err != nil || strings.TrimSpace(string(got)) != moved {
-		t.Errorf("%s holds %q (%v), want %s", PathFileName, got, err, moved)
-	}
+	return moved
 }
 
 // The state dir's ext4 turned read-only under volctl after an error (errors=remount-ro: the
@@ -218,21 +226,7 @@ func opensAtOnceLeaveOneWriter(t *testing.T, path, bind string) {
 // its mounts under its own path. The replacement is one process's at a time: the other reads
 // the record made meanwhile and refuses writes, naming both paths.
 func TestAMovedStateDirOpenedThroughTwoPathsAtOnceLeavesOneWriter(t *testing.T) {
-	ctx := context.Background()
-	parent := t.TempDir()
-	old := filepath.Join(parent, "old")
-	s, err := Open(ctx, old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	update(t, s, func(tx *Tx) error { return tx.Events().Append(&Event{Kind: "first"}) })
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	moved := filepath.Join(parent, "new")
-	if err := os.Rename(old, moved); err != nil {
-		t.Fatal(err)
-	}
+	moved := movedStateDir(t)
 	opensAtOnceLeaveOneWriter(t, moved, bindView(t, moved))
 }
 
