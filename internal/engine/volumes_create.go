@@ -243,7 +243,10 @@ func (e *Engine) restoreReady(ctx context.Context, c *conn, sv spec.Volume) erro
 	if sv.SnapshotID == "" || snapshotCheck(c) == "" {
 		return nil
 	}
-	if _, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(sv.ID) }); !errors.Is(err, store.ErrNotFound) {
+	switch _, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Volume, error) { return tx.Volumes().Get(sv.ID) }); {
+	case err == nil:
+		return nil // recorded: created already, or a replay, sent as it was first asked
+	case !errors.Is(err, store.ErrNotFound):
 		return err
 	}
 	var (
