@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,6 +42,14 @@ const (
 	pluginRootEnv = "VOLCTL_AGENT_TEST_ROOT"
 	startedPidEnv = "VOLCTL_AGENT_TEST_STARTED_PID" // the pid of the process the agent started
 )
+
+// init keeps the test binary's first thread for its main goroutine when it runs as
+// "first-thread-exits", which ends that thread alone.
+func init() {
+	if os.Getenv(pluginModeEnv) == "first-thread-exits" {
+		runtime.LockOSThread()
+	}
+}
 
 func TestMain(m *testing.M) {
 	switch os.Getenv(pluginModeEnv) {
@@ -265,6 +274,43 @@ func TestMain(m *testing.M) {
 			os.Exit(rc)
 		}
 		select {}
+	case "heavy-ignores-term":
+		// A process that ignores SIGTERM, listens on $CSI_ENDPOINT and holds 256 MiB it has
+		// written: SIGKILL ends it, and the kernel takes a while to tear down its memory
+		// before it closes its files, the socket among them. It prints "ready" once set.
+		signal.Ignore(syscall.SIGTERM, os.Interrupt)
+		lis, err := net.Listen("unix", os.Getenv("CSI_ENDPOINT"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer lis.Close()
+		ballast := make([]byte, 256<<20)
+		for i := 0; i < len(ballast); i += 4096 {
+			ballast[i] = 1
+		}
+		fmt.Println("ready")
+		select {}
+	case "first-thread-exits":
+		// A process that listens on $CSI_ENDPOINT, prints "ready", and ends its first thread
+		// alone (a C plugin whose main calls pthread_exit): /proc shows it a zombie while its
+		// other threads hold the socket, and answer on it.
+		lis, err := net.Listen("unix", os.Getenv("CSI_ENDPOINT"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		go func() {
+			for {
+				c, err := lis.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+			}
+		}()
+		fmt.Println("ready")
+		syscall.RawSyscall(syscall.SYS_EXIT, 0, 0, 0) // the thread, locked to main by init
 	case "serves-inherited":
 		// The daemon of listens-then-daemonises: hostpath on the listening socket it inherited
 		// as fd 3.

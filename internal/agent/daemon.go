@@ -109,7 +109,7 @@ func hasStrayChild() bool {
 		if ownedChildren[pid] {
 			continue
 		}
-		if f, err := procStat(pid); err == nil && len(f) >= 2 && f[0] != "Z" && f[0] != "X" && f[1] == strconv.Itoa(self) {
+		if f, err := procStat(pid); err == nil && len(f) >= 2 && !ended(pid, f[0]) && f[1] == strconv.Itoa(self) {
 			return true
 		}
 	}
@@ -134,7 +134,7 @@ func leftBy(instance string, orphansOnly bool) []int {
 	var out []int
 	for _, pid := range procPids() {
 		f, err := procStat(pid)
-		if err != nil || len(f) < 3 || f[0] == "Z" || f[0] == "X" || f[2] == ownGroup || (orphansOnly && subreaper && f[1] != self) {
+		if err != nil || len(f) < 3 || ended(pid, f[0]) || f[2] == ownGroup || (orphansOnly && subreaper && f[1] != self) {
 			continue
 		}
 		childMu.Lock()
@@ -152,7 +152,7 @@ func leftBy(instance string, orphansOnly bool) []int {
 // recorded yet (the plugin's process still ran, or the agent stopped while it looked for the
 // daemon), found by the plugin's instance in its environment, which nothing but the plugin's
 // own processes carries. Each gets SIGTERM (its group, when it leads one), up to timeout to
-// end, then SIGKILL. It returns the pids it found.
+// end, then SIGKILL and up to killWait more. It returns the pids it found.
 func stopLeft(instance string, timeout time.Duration) []int {
 	pids := leftBy(instance, false)
 	left := make([]*process, 0, len(pids))
@@ -184,13 +184,28 @@ func stopLeft(instance string, timeout time.Duration) []int {
 		return true
 	}
 	signal(syscall.SIGTERM)
-	for deadline := time.Now().Add(timeout); !gone(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			signal(syscall.SIGKILL)
-			break
-		}
+	if !waitUntil(gone, timeout) {
+		// The kernel ends a killed process a while after kill(2) returns (longer the more
+		// memory it tears down), and closes its files, the plugin's socket among them, only
+		// then: waited for, as process.stop waits, or the restart that follows finds the
+		// socket live and takes it for a plugin no agent started.
+		signal(syscall.SIGKILL)
+		waitUntil(gone, killWait)
 	}
 	return pids
+}
+
+// killWait is how long a stop waits for a process to end after SIGKILL.
+const killWait = 5 * time.Second
+
+// waitUntil polls done every 50 ms for up to d, and reports whether it came true.
+func waitUntil(done func() bool, d time.Duration) bool {
+	for deadline := time.Now().Add(d); !done(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
 }
 
 // procPids lists the pids in /proc.
@@ -232,7 +247,7 @@ func orphanOfAgent(pid int) bool {
 	self := os.Getpid()
 	for range 64 { // a chain of parents longer than that is no daemon of ours
 		f, err := procStat(pid)
-		if err != nil || len(f) < 2 || f[0] == "Z" || f[0] == "X" {
+		if err != nil || len(f) < 2 || ended(pid, f[0]) {
 			return false
 		}
 		ppid, err := strconv.Atoi(f[1])
@@ -352,7 +367,17 @@ func hasInstance(pid int, instance string) bool {
 	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 	if err != nil {
-		return false
+		// A process whose first thread has exited (ended) has its environment read through
+		// a thread still running.
+		tids, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		for _, tid := range tids {
+			if b, err = os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/environ", pid, tid.Name())); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			return false
+		}
 	}
 	return slices.Contains(strings.Split(string(b), "\x00"), instanceEnv+"="+instance)
 }

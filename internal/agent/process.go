@@ -357,7 +357,7 @@ func (p *process) stop(timeout time.Duration) error {
 		return nil
 	}
 	p.signal(syscall.SIGKILL)
-	if p.waitGroup(5 * time.Second) {
+	if p.waitGroup(killWait) {
 		return nil
 	}
 	if p.alive() {
@@ -422,10 +422,10 @@ func (p *process) groupRest() []int {
 }
 
 // procGroup reads a process's process group (field 5 of /proc/<pid>/stat) and whether it runs
-// (a zombie does not).
+// (a zombie does not: see ended).
 func procGroup(pid int) (pgrp int, live bool) {
 	f, err := procStat(pid)
-	if err != nil || len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+	if err != nil || len(f) < 3 || ended(pid, f[0]) {
 		return 0, false
 	}
 	pgrp, err = strconv.Atoi(f[2])
@@ -484,15 +484,53 @@ func procStartTick(pid int) (uint64, error) {
 	if len(f) < 20 {
 		return 0, fmt.Errorf("pid %d: malformed stat", pid)
 	}
-	if f[0] == "Z" || f[0] == "X" {
+	if ended(pid, f[0]) {
 		return 0, fmt.Errorf("pid %d has exited", pid)
 	}
 	return strconv.ParseUint(f[19], 10, 64) // field 22 overall; f[0] is field 3
 }
 
+// ended reports whether the process pid, whose /proc stat shows state, has ended: dead (X), or
+// a zombie (Z) with none of its threads left running. A process's first thread shows Z as soon
+// as it has exited while the others run on and hold the process's files, its sockets among
+// them: a plugin whose main thread called pthread_exit, and any multi-threaded process killed
+// with SIGKILL, whose threads end one by one, tearing its memory down before its files close.
+func ended(pid int, state string) bool {
+	switch state {
+	case "X":
+		return true
+	case "Z":
+		return !threadsRun(pid)
+	}
+	return false
+}
+
+// threadsRun reports whether a thread of process pid other than its first runs (is no zombie).
+func threadsRun(pid int) bool {
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, en := range entries {
+		if en.Name() == strconv.Itoa(pid) {
+			continue
+		}
+		if f, err := statFields(filepath.Join(dir, en.Name(), "stat")); err == nil && len(f) > 0 && f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
+}
+
 // procStat reads /proc/<pid>/stat's fields from the third (the state) on.
 func procStat(pid int) ([]string, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	return statFields(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+}
+
+// statFields reads a /proc stat file's fields from the third (the state) on.
+func statFields(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -500,7 +538,7 @@ func procStat(pid int) ([]string, error) {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return nil, fmt.Errorf("pid %d: malformed stat", pid)
+		return nil, fmt.Errorf("%s: malformed", path)
 	}
 	return strings.Fields(s[i+1:]), nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -869,5 +870,58 @@ func TestPluginGetsNoneOfTheAgentsSecrets(t *testing.T) {
 	if got[instanceEnv] == "" || got[startHelperEnv] != "" {
 		t.Errorf("the plugin's %s = %q and %s = %q, want its instance and not the start helper's mark",
 			instanceEnv, got[instanceEnv], startHelperEnv, got[startHelperEnv])
+	}
+}
+
+// startLeft starts the test binary as mode, in a session of its own with instance in its
+// environment, as a plugin's process leaves a daemon, listening on socket; it returns once the
+// process says it is ready and answers there.
+func startLeft(t *testing.T, mode, instance, socket string) int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), pluginModeEnv+"="+mode, instanceEnv+"="+instance, "CSI_ENDPOINT="+socket)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line := make([]byte, len("ready\n"))
+	if _, err := io.ReadFull(out, line); err != nil || string(line) != "ready\n" {
+		t.Fatalf("%s did not get ready: %q, %v", mode, line, err)
+	}
+	waitFor(t, mode+" to answer on its socket", func() bool { return socketsLive([]string{socket}) })
+	return cmd.Process.Pid
+}
+
+// What a plugin left outside its process group has ended, its socket closed, by the time
+// stopLeft returns, so that the restart that follows at once finds the socket free, never live
+// and taken for a plugin no agent started:
+//   - "heavy-ignores-term" ignores SIGTERM: SIGKILL ends it, and the kernel ends a killed
+//     process a while after kill(2) returns, tearing its memory (256 MiB written) down before
+//     it closes its files, while /proc already shows its first thread a zombie;
+//   - "first-thread-exits" ends its first thread alone: /proc shows it a zombie while its other
+//     threads serve the socket, and a look at the first thread alone passed it over.
+func TestStopLeftReturnsOnceWhatItStoppedHasEnded(t *testing.T) {
+	for _, mode := range []string{"heavy-ignores-term", "first-thread-exits"} {
+		t.Run(mode, func(t *testing.T) {
+			instance := newInstance()
+			socket := filepath.Join(t.TempDir(), "left.sock")
+			pid := startLeft(t, mode, instance, socket)
+			if _, live := procGroup(pid); !live {
+				t.Errorf("pid %d, serving %s, is taken for ended", pid, socket)
+			}
+			if got := stopLeft(instance, 10*time.Millisecond); !slices.Equal(got, []int{pid}) {
+				t.Errorf("stopLeft found %v, want [%d]", got, pid)
+			}
+			_, live := procGroup(pid)
+			if served := socketsLive([]string{socket}); live || served {
+				t.Errorf("stopLeft returned while the process it stopped (pid %d) still ran (%v) or its socket still answered (%v)", pid, live, served)
+			}
+		})
 	}
 }
