@@ -53,6 +53,9 @@ type Client struct {
 	// serverName is NOMAD_TLS_SERVER_NAME, the host Nomad's certificate is checked to be for
 	// instead of NOMAD_ADDR's.
 	serverName string
+	// stopped names the first request Nomad did not answer or answered busy (noteStopped),
+	// shared by the client's copies; nil for a Client not made by NewClient.
+	stopped *atomic.Pointer[string]
 }
 
 // request returns the context one request to Nomad runs under: ctx (Ctrl-C ends it), bounded
@@ -117,7 +120,7 @@ func NewClient(address string) (*Client, error) {
 	region, namespace := cfg.Region, cfg.Namespace
 	c.SetNamespace("")
 	out := &Client{api: c, Address: shown, Region: region, Namespace: namespace, creds: creds, token: cfg.SecretID != "",
-		serverName: cfg.TLSConfig.TLSServerName}
+		serverName: cfg.TLSConfig.TLSServerName, stopped: new(atomic.Pointer[string])}
 	switch t := cfg.TLSConfig; {
 	case t.CACert != "": // read before NOMAD_CAPATH, which is then not read
 		out.trusts = "NOMAD_CACERT=" + t.CACert
@@ -546,6 +549,46 @@ func scrubAll(s string, vals []string) string {
 // header's encoding), for a command to replace in Nomad's answers it prints.
 func (c *Client) Credentials() []string { return slices.Clone(c.creds) }
 
+// noteStopped notes err, the failure of the request about what (`volume "db"`), when it says
+// that Nomad does not answer this command's requests for now, whatever they ask (stopsAll),
+// unless one was noted before.
+func (c *Client) noteStopped(err error, what string) {
+	if c.stopped != nil && stopsAll(err) {
+		c.stopped.CompareAndSwap(nil, &what)
+	}
+}
+
+// stopsAll reports whether err, a request's failure, says that every other request of the
+// command would fail so too, and the first ones wait as long: no HTTP answer (no connection,
+// a TLS mismatch, no answer in time, Ctrl-C, an answer that is not Nomad's JSON or cut
+// short), a redirect, a gateway's 502, 503 or 504, a 429 (Nomad's limit of connections per
+// client, a proxy's rate limit), or Nomad's "No cluster leader" (which it says after waiting
+// for one to be elected).
+func stopsAll(err error) bool {
+	var ure api.UnexpectedResponseError
+	if !errors.As(err, &ure) || !ure.HasStatusCode() {
+		return true
+	}
+	switch ure.StatusCode() {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return strings.Contains(ure.Body(), "No cluster leader")
+}
+
+// Stopped is the error to report for a volume a command over many did not ask Nomad about,
+// once a request of the client (or a copy) went unanswered or was answered busy (stopsAll):
+// asking about each of the rest would wait out the timeout or fail the same (hours for a few
+// hundred volumes against a Nomad that takes requests and never answers), a registration
+// Nomad cannot apply would leave each volume marked with its outcome unsaid, and a Nomad
+// rate-limiting volctl would be asked again for each. nil while Nomad answers.
+func (c *Client) Stopped() error {
+	if c == nil || c.stopped == nil || c.stopped.Load() == nil {
+		return nil
+	}
+	return fmt.Errorf("Nomad at %s did not answer the request about %s, or answered it busy (said above), and every other request would wait or fail the same", c.Address, *c.stopped.Load())
+}
+
 func (c *Client) timeout() time.Duration {
 	if c.Timeout > 0 {
 		return c.Timeout
@@ -636,6 +679,7 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 	p := &api.CSIPlugin{}
 	_, err := c.api.Raw().Query(apiPath("/v1/plugin/csi/", id), p, (&api.QueryOptions{Region: c.Region}).WithContext(rctx))
 	if err != nil {
+		c.noteStopped(err, fmt.Sprintf("plugin %q", id))
 		switch {
 		case isNotFound(err) && a.fromNomad:
 			return PluginHealth{}, fmt.Errorf("plugin %q: %w at %s", id, ErrNotFound, c.Address)
@@ -709,6 +753,7 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 	v := &api.CSIVolume{}
 	_, err := c.api.Raw().Query(apiPath("/v1/volume/csi/", id), v, (&api.QueryOptions{Namespace: ns, Region: region}).WithContext(rctx))
 	if err != nil {
+		c.noteStopped(err, fmt.Sprintf("volume %q", id))
 		switch {
 		case isNotFound(err) && a.fromNomad:
 			return VolumeState{}, &indexedError{fmt.Errorf("volume %q (namespace %s): %w at %s", id, ns, ErrNotFound, c.Address), a.index}
@@ -816,6 +861,7 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 	wm, err := c.api.Raw().Write(apiPath("/v1/volume/csi/", vol.ID), &api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{vol}}, resp,
 		(&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region}).WithContext(rctx))
 	if err != nil {
+		c.noteStopped(err, fmt.Sprintf("volume %q", v.ID))
 		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + c.denied(err, "csi-write-volume in namespace "+vol.Namespace+", and "+pluginRead) +
 			c.noRegion(err, c.Region) + c.noNamespace(err, v, vol.Namespace) + busy(err, a)
 		switch {
