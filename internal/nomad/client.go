@@ -709,7 +709,8 @@ type VolumeState struct {
 	WriteAllocs []string     `json:"write_allocs"`
 	// Allocs names the claiming allocs, with their job and mode.
 	Allocs []AllocClaim `json:"allocs"`
-	// Capabilities, mount options (flag count only), parameters, context and topology, to say
+	// Capabilities, mount options (MountFlags: how many flags Nomad answered, 1 for any
+	// number, which it answers as one "[REDACTED]"), parameters, context and topology, to say
 	// what a re-registration would change.
 	Capabilities []spec.Capability `json:"capabilities"`
 	FSType       string            `json:"fs_type,omitempty"`
@@ -943,7 +944,9 @@ func Changes(have VolumeState, want spec.Volume) []string {
 	if want.MountOptions != nil {
 		fs, n = want.MountOptions.FSType, len(want.MountOptions.MountFlags)
 	}
-	if have.FSType != fs || have.MountFlags != n {
+	// Nomad answers a volume's mount flags, however many, as one "[REDACTED]" (its
+	// CSIMountOptions.Sanitize): only whether there are any can be compared.
+	if have.FSType != fs || (have.MountFlags > 0) != (n > 0) {
 		out = append(out, "mount_options")
 	}
 	if !maps.Equal(have.Parameters, want.Parameters) && (len(have.Parameters) > 0 || len(want.Parameters) > 0) {
