@@ -407,6 +407,15 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 		// net/http's words (untyped) for an answer that is not HTTP/1: what listens there is
 		// running, and is something else than Nomad's API.
 		return fmt.Sprintf("%v: what answers there does not speak HTTP/1.1 as Nomad's API does (a gRPC server, such as a CSI plugin's socket, or another service): NOMAD_ADDR must name Nomad's HTTP API (by default http://127.0.0.1:4646)", err)
+	case errors.Is(err, io.EOF):
+		// It took the connection and closed it without a byte of an answer: something listens
+		// there. A TLS server that is not Go's HTTP one (a TLS proxy or load balancer before
+		// Nomad) does so with a plain request, where Go's answers a 400 (said above).
+		fix := "something other than Nomad's HTTP API listens there, or Nomad restarted: NOMAD_ADDR must name Nomad's HTTP API"
+		if u, perr := url.Parse(c.Address); perr == nil && strings.EqualFold(u.Scheme, "http") {
+			fix = "a TLS server (Nomad's tls block enabling TLS for its HTTP API, or a TLS proxy before it) does so with a plain HTTP request: NOMAD_ADDR must say https://, and NOMAD_CACERT name the CA that signed its certificate; else " + fix
+		}
+		return fmt.Sprintf("%v: what listens there closed the connection without answering; %s", err, fix)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		// It answered, and the connection closed before the answer was whole.
 		return fmt.Sprintf("its answer was cut short (%v): the connection closed before it was whole (Nomad restarting, or a proxy before it cutting it off); asking again may get it whole", err)
