@@ -53,6 +53,33 @@ func marked(t *testing.T, h *cliHarness, ids []string) []string {
 	return out
 }
 
+// neverAnswers makes n take every request and answer none (until the test ends): how many it
+// took.
+func neverAnswers(t *testing.T, n *fakeNomad) *atomic.Int32 {
+	var asked atomic.Int32
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	n.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
+	return &asked
+}
+
+// saysAll fails the test unless err, what the command named by what returned, says each of
+// wants.
+func saysAll(t *testing.T, what string, err error, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want it to say %q", what, err, want)
+		}
+	}
+}
+
 // shortTimeout is n's client with each request bounded by d.
 func shortTimeout(n *fakeNomad, d time.Duration) func() (*nomad.Client, error) {
 	return func() (*nomad.Client, error) {
@@ -90,11 +117,7 @@ func TestNomadRegisterAllStopsAtANomadThatDoesNotAnswer(t *testing.T) {
 	if got := marked(t, h, ids); len(got) != 1 || got[0] != "db" {
 		t.Errorf("volumes marked handed over: %v, want only db, whose registration got no answer", got)
 	}
-	for _, want := range []string{`volume "db"`, "no answer within", `volumes "v1", "v2", "v3", "v4": not asked`, "Nomad at " + n.srv.URL, "volctl nomad register --all` again once it answers"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("register --all: %v, want it to say %q", err, want)
-		}
-	}
+	saysAll(t, "register --all", err, `volume "db"`, "no answer within", `volumes "v1", "v2", "v3", "v4": not asked`, "Nomad at "+n.srv.URL, "volctl nomad register --all` again once it answers")
 }
 
 // Nomad's 429 (its http_max_conns_per_client, a proxy's rate limit) to the first volume's
@@ -114,11 +137,7 @@ func TestNomadRegisterOfManyStopsAtA429(t *testing.T) {
 	if asked.Load() != 1 {
 		t.Errorf("Nomad answering 429 was asked %d times, want once", asked.Load())
 	}
-	for _, want := range []string{"429", "in 30s", `volumes "v1", "v2", "v3": not asked`, "`volctl nomad register v1 v2 v3` again"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("register of %v: %v, want it to say %q", ids, err, want)
-		}
-	}
+	saysAll(t, fmt.Sprintf("register of %v", ids), err, "429", "in 30s", `volumes "v1", "v2", "v3": not asked`, "`volctl nomad register v1 v2 v3` again")
 	if got := marked(t, h, ids); len(got) != 0 {
 		t.Errorf("volumes marked handed over: %v, want none", got)
 	}
@@ -144,11 +163,7 @@ func TestNomadRegisterOfManyEndsAtCtrlC(t *testing.T) {
 	if puts != 1 {
 		t.Errorf("register --all interrupted during the first registration sent %d, want 1", puts)
 	}
-	for _, want := range []string{"interrupted", `volumes "v1", "v2", "v3": not asked: the command was interrupted (context canceled); run ` + "`volctl nomad register --all` again"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("register --all interrupted: %v, want it to say %q", err, want)
-		}
-	}
+	saysAll(t, "register --all interrupted", err, "interrupted", `volumes "v1", "v2", "v3": not asked: the command was interrupted (context canceled); run `+"`volctl nomad register --all` again")
 	if err != nil && strings.HasSuffix(err.Error(), "once it answers") {
 		t.Errorf("register --all interrupted: %v, want no wait for an answer", err)
 	}
@@ -160,16 +175,7 @@ func TestNomadStatusOfManyStopsAtANomadThatDoesNotAnswer(t *testing.T) {
 	h := nomadHarness(t)
 	manyVolumes(t, h, 4)
 	n := newFakeNomad(t)
-	var asked atomic.Int32
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	n.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked.Add(1)
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	})
+	asked := neverAnswers(t, n)
 	ios, _, out, _ := iostreams.Test()
 	err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: shortTimeout(n, 200*time.Millisecond)})
 	if asked.Load() != 1 {
@@ -178,11 +184,7 @@ func TestNomadStatusOfManyStopsAtANomadThatDoesNotAnswer(t *testing.T) {
 	if rows := strings.Count(out.String(), "\n"); rows != 6 {
 		t.Errorf("status table has %d lines, want a header and 5 rows:\n%s", rows, out)
 	}
-	for _, want := range []string{"no answer within", `volumes "v1", "v2", "v3", "v4": not asked`, "`volctl nomad status` again once it answers"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("status: %v, want it to say %q", err, want)
-		}
-	}
+	saysAll(t, "status", err, "no answer within", `volumes "v1", "v2", "v3", "v4": not asked`, "`volctl nomad status` again once it answers")
 }
 
 // release --all against a Nomad that does not answer: one question; every mark stays.
@@ -195,16 +197,7 @@ func TestNomadReleaseAllStopsAtANomadThatDoesNotAnswer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var asked atomic.Int32
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	n.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked.Add(1)
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	})
+	asked := neverAnswers(t, n)
 	_, err := runNomadRelease(h, shortTimeout(n, 200*time.Millisecond), func(o *NomadReleaseOptions) { o.Volumes, o.All = nil, true })
 	if asked.Load() != 1 {
 		t.Errorf("a Nomad that never answers was asked %d times, want once", asked.Load())
@@ -212,11 +205,7 @@ func TestNomadReleaseAllStopsAtANomadThatDoesNotAnswer(t *testing.T) {
 	if got := marked(t, h, ids); len(got) != len(ids) {
 		t.Errorf("marks left: %v, want all of %v", got, ids)
 	}
-	for _, want := range []string{"no answer within", `volumes "v1", "v2", "v3": not asked`, "`volctl nomad release --all` again once it answers"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("release --all: %v, want it to say %q", err, want)
-		}
-	}
+	saysAll(t, "release --all", err, "no answer within", `volumes "v1", "v2", "v3": not asked`, "`volctl nomad release --all` again once it answers")
 }
 
 // The volumes not asked are named, the first ten of them when there are more.

@@ -52,28 +52,20 @@ func TestNomadAddressAnsweringNotHTTPIsNamed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer l.Close()
-			go func() {
-				for {
-					conn, err := l.Accept()
+			acceptEach(t, l, func(conn net.Conn) {
+				// The request read whole first, as a gRPC server reads its preface, so
+				// that the client sees the answer, not its own write refused.
+				var req []byte
+				buf := make([]byte, 4096)
+				for !strings.Contains(string(req), "\r\n\r\n") {
+					n, err := conn.Read(buf)
 					if err != nil {
-						return
+						break
 					}
-					// The request read whole first, as a gRPC server reads its preface, so
-					// that the client sees the answer, not its own write refused.
-					var req []byte
-					buf := make([]byte, 4096)
-					for !strings.Contains(string(req), "\r\n\r\n") {
-						n, err := conn.Read(buf)
-						if err != nil {
-							break
-						}
-						req = append(req, buf[:n]...)
-					}
-					conn.Write([]byte(tc.greeting))
-					conn.Close()
+					req = append(req, buf[:n]...)
 				}
-			}()
+				conn.Write([]byte(tc.greeting))
+			})
 			nomadAddr := "http://" + l.Addr().String()
 			if tc.network == "unix" {
 				nomadAddr = "unix://" + addr
@@ -104,17 +96,9 @@ func TestNomadAddressClosingWithoutAnAnswerIsNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_ = conn.(*tls.Conn).Handshake() // fails on the plain request: closed, no answer
-			conn.Close()
-		}
-	}()
+	acceptEach(t, l, func(conn net.Conn) {
+		_ = conn.(*tls.Conn).Handshake() // fails on the plain request: closed, no answer
+	})
 	c, err := NewClient("http://" + l.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -125,4 +109,20 @@ func TestNomadAddressClosingWithoutAnAnswerIsNamed(t *testing.T) {
 			t.Errorf("plugin read from a TLS server at an http:// address: %v; want it to say %q, not ask whether Nomad runs there", err, want)
 		}
 	}
+}
+
+// acceptEach serves each connection l accepts with serve, then closes it, until the test ends
+// (which closes l).
+func acceptEach(t *testing.T, l net.Listener, serve func(net.Conn)) {
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			serve(conn)
+			conn.Close()
+		}
+	}()
 }
