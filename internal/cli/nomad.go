@@ -140,7 +140,7 @@ func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
 	if err != nil {
 		return fmt.Errorf("nomad register: %w", err)
 	}
-	errs, _ := askEach(ctx, c, ids, func(rest []string) string {
+	errs := askEach(ctx, c, ids, func(rest []string) string {
 		var flags []string
 		if opts.Force {
 			flags = append(flags, "--force")
@@ -159,19 +159,18 @@ func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
 // askEach runs ask for each volume of ids in turn, collecting the errors, while Nomad answers:
 // once a request of c's went unanswered or was answered busy (nomad.Client.Stopped), or the
 // command was interrupted, the rest are not asked (each would wait out the request's timeout
-// or fail the same) and one error names them and again(rest), the command that does them;
-// rest is returned for a caller that shows them all the same.
-func askEach(ctx context.Context, c *nomad.Client, ids []string, again func(rest []string) string, ask func(id string) error) (errs []error, rest []string) {
+// or fail the same) and one error names them and again(rest), the command that does them.
+// (nomad status, which shows every volume all the same, checks stopAsking itself.)
+func askEach(ctx context.Context, c *nomad.Client, ids []string, again func(rest []string) string, ask func(id string) error) (errs []error) {
 	for i, id := range ids {
 		if why := stopAsking(ctx, c); why != nil {
-			rest = ids[i:]
-			return append(errs, notAsked(rest, why, again)), rest
+			return append(errs, notAsked(ids[i:], why, again))
 		}
 		if err := ask(id); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return errs, nil
+	return errs
 }
 
 // stopAsking is why a command over many volumes asks Nomad nothing more (askEach): a request
@@ -414,7 +413,7 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 			return fmt.Errorf("nomad release: %w", err)
 		}
 	}
-	errs, _ := askEach(ctx, c, ids, func(rest []string) string {
+	errs := askEach(ctx, c, ids, func(rest []string) string {
 		switch {
 		case opts.All && opts.Force:
 			return "volctl nomad release --all --force"
@@ -635,7 +634,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 	var failed, stopped error
 	for i, id := range ids {
 		// Once Nomad leaves a request unanswered or answers it busy, the rest are shown
-		// without asking it (askEach), each saying so.
+		// without asking it (as askEach does), each row saying so.
 		why := stopAsking(ctx, c)
 		if why != nil && stopped == nil {
 			stopped = notAsked(ids[i:], why, func(rest []string) string {
