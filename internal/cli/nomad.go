@@ -25,7 +25,11 @@ NOMAD_TOKEN, NOMAD_NAMESPACE, NOMAD_REGION, NOMAD_CACERT, NOMAD_CLIENT_CERT, NOM
 NOMAD_SKIP_VERIFY.
 
 One orchestrator at a time: a volume registered in Nomad is marked as handed over, and volctl
-refuses to claim it until volctl nomad release takes it back.`,
+refuses to claim it until volctl nomad release takes it back.
+
+A command over many volumes stops asking Nomad once a request goes unanswered or is answered
+busy (429, 502, 503, 504, no leader), or at Ctrl-C: the volumes not yet asked are named, with
+the command that does them.`,
 		newCmdNomadRegister(f, nil), newCmdNomadRelease(f, nil), newCmdNomadStatus(f, nil))
 }
 
@@ -136,16 +140,82 @@ func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
 	if err != nil {
 		return fmt.Errorf("nomad register: %w", err)
 	}
-	var errs []error
-	for _, id := range ids {
-		if err := nomadRegisterOne(ctx, opts, e, c, id); err != nil {
-			errs = append(errs, err)
+	errs := askEach(ctx, c, ids, func(rest []string) string {
+		var flags []string
+		if opts.Force {
+			flags = append(flags, "--force")
 		}
-	}
+		if opts.All {
+			return strings.Join(append([]string{"volctl nomad register --all"}, flags...), " ")
+		}
+		return shellquote.CommandFlags("volctl nomad register", rest, flags...)
+	}, func(id string) error { return nomadRegisterOne(ctx, opts, e, c, id) })
 	if len(errs) > 0 {
 		return fmt.Errorf("nomad register: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// askEach runs ask for each volume of ids in turn, collecting the errors, while Nomad answers:
+// once a request of c's went unanswered or was answered busy (nomad.Client.Stopped), or the
+// command was interrupted, the rest are not asked (each would wait out the request's timeout
+// or fail the same) and one error names them and again(rest), the command that does them.
+// (nomad status, which shows every volume all the same, checks stopAsking itself.)
+func askEach(ctx context.Context, c *nomad.Client, ids []string, again func(rest []string) string, ask func(id string) error) (errs []error) {
+	for i, id := range ids {
+		if why := stopAsking(ctx, c); why != nil {
+			return append(errs, notAsked(ids[i:], why, again))
+		}
+		if err := ask(id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// stopAsking is why a command over many volumes asks Nomad nothing more (askEach): a request
+// of c's went unanswered or was answered busy, or the command was interrupted. nil to go on.
+func stopAsking(ctx context.Context, c *nomad.Client) error {
+	if ctx.Err() != nil {
+		return &interruptedAsking{context.Cause(ctx)}
+	}
+	return c.Stopped()
+}
+
+// interruptedAsking is stopAsking's error for a command interrupted (Ctrl-C).
+type interruptedAsking struct{ cause error }
+
+func (e *interruptedAsking) Error() string {
+	return fmt.Sprintf("the command was interrupted (%v)", e.cause)
+}
+func (e *interruptedAsking) Unwrap() error { return e.cause }
+
+// notAsked is the error naming the volumes rest that a command did not ask Nomad about, why
+// (stopAsking), and again(rest), the command that does them.
+func notAsked(rest []string, why error, again func(rest []string) string) error {
+	when := " once it answers"
+	if _, ok := why.(*interruptedAsking); ok {
+		when = ""
+	}
+	return fmt.Errorf("%s: not asked: %w; run `%s` again%s", namedVolumes(rest), why, again(rest), when)
+}
+
+// namedVolumes names the volumes ids for a message, the first ten of them when there are
+// more: volume "a", or volumes "a", "b" and 3 more.
+func namedVolumes(ids []string) string {
+	if len(ids) == 1 {
+		return fmt.Sprintf("volume %q", ids[0])
+	}
+	const most = 10
+	quoted := make([]string, 0, most)
+	for _, id := range ids[:min(len(ids), most)] {
+		quoted = append(quoted, strconv.Quote(id))
+	}
+	s := "volumes " + strings.Join(quoted, ", ")
+	if len(ids) > most {
+		s += fmt.Sprintf(" and %d more", len(ids)-most)
+	}
+	return s
 }
 
 func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine.Engine, c *nomad.Client, id string) error {
@@ -343,8 +413,17 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 			return fmt.Errorf("nomad release: %w", err)
 		}
 	}
-	var errs []error
-	for _, id := range ids {
+	errs := askEach(ctx, c, ids, func(rest []string) string {
+		switch {
+		case opts.All && opts.Force:
+			return "volctl nomad release --all --force"
+		case opts.All:
+			return "volctl nomad release --all"
+		case opts.Force:
+			return shellquote.CommandFlags("volctl nomad release", rest, "--force")
+		}
+		return shellquote.Command("volctl nomad release", rest...)
+	}, func(id string) error {
 		// Nomad is asked under the volume's lock, so a nomad register in progress finishes
 		// (or fails) before the answer is taken as final.
 		var h engine.HandoverInfo
@@ -356,18 +435,15 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 			return askedToTakeBack(ctx, e, c, m)
 		})
 		if err != nil {
-			errs = append(errs, err)
-			continue
+			return err
 		}
 		if !had {
 			fmt.Fprintf(opts.IO.ErrOut, "Volume %q is not handed over to Nomad: nothing to take back\n", id)
-			continue
+			return nil
 		}
-		if err := printDone(opts.IO.Out, fmt.Sprintf("Took volume %q back from %s; volctl may claim it again\n", id, h.Where()),
-			"volume %q taken back from Nomad at %s", id, h.Address); err != nil {
-			errs = append(errs, err)
-		}
-	}
+		return printDone(opts.IO.Out, fmt.Sprintf("Took volume %q back from %s; volctl may claim it again\n", id, h.Where()),
+			"volume %q taken back from Nomad at %s", id, h.Address)
+	})
 	if len(errs) == 1 {
 		return fmt.Errorf("nomad release: %w", errs[0])
 	}
@@ -555,8 +631,19 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		}
 	}
 	out := make([]NomadVolumeStatus, 0, len(ids))
-	var failed error
-	for _, id := range ids {
+	var failed, stopped error
+	for i, id := range ids {
+		// Once Nomad leaves a request unanswered or answers it busy, the rest are shown
+		// without asking it (as askEach does), each row saying so.
+		why := stopAsking(ctx, c)
+		if why != nil && stopped == nil {
+			stopped = notAsked(ids[i:], why, func(rest []string) string {
+				if len(opts.Volumes) == 0 {
+					return "volctl nomad status"
+				}
+				return shellquote.Command("volctl nomad status", rest...)
+			})
+		}
 		info, err := e.Volume(ctx, id)
 		if err != nil {
 			return fmt.Errorf("nomad status: %w", err)
@@ -570,6 +657,8 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		var have nomad.VolumeState
 		want := nomad.RegisterSpec(info)
 		switch h := st.Handover; {
+		case why != nil:
+			err = fmt.Errorf("volume %q: not asked: %w", info.ID, why)
 		case h != nil && !engine.SameNomadAddress(h.Address, c.Address):
 			// Another cluster would say it has no such volume: not asked.
 			err = fmt.Errorf("volume %q is handed over to Nomad at %s, but NOMAD_ADDR says %s: `%s` asks that cluster",
@@ -591,12 +680,15 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 				st.Registered, st.Differs = true, nomad.Changes(have, want)
 			}
 		case errors.Is(err, nomad.ErrNotFound):
+		case why != nil:
+			st.Error = err.Error()
 		default:
 			st.Error = err.Error()
 			failed = err
 		}
 		out = append(out, st)
 	}
+	failed = errors.Join(failed, stopped)
 	// Nomad's copy holds what the plugin told Nomad (its version, the volume's context), and
 	// Nomad's errors what it was sent: no secret volctl knows is shown from either, nor the
 	// credentials sent to Nomad, which what answers for it may echo anywhere.

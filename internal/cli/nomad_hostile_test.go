@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -85,6 +86,15 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 		v := map[string]any{"ID": id, "Namespace": ns, "PluginID": "hp"}
 		for k, x := range n.sent[ns+"/"+id] {
 			v[k] = x
+		}
+		if mo, ok := v["MountOptions"].(map[string]any); ok {
+			// Nomad answers a volume's mount flags, however many, as one "[REDACTED]"
+			// (structs.CSIMountOptions.Sanitize, in every volume it encodes).
+			if fl, _ := mo["MountFlags"].([]any); len(fl) > 0 {
+				mo = maps.Clone(mo)
+				mo["MountFlags"] = []string{"[REDACTED]"}
+				v["MountOptions"] = mo
+			}
 		}
 		if n.readBack != nil {
 			n.readBack(v)

@@ -53,6 +53,9 @@ type Client struct {
 	// serverName is NOMAD_TLS_SERVER_NAME, the host Nomad's certificate is checked to be for
 	// instead of NOMAD_ADDR's.
 	serverName string
+	// stopped names the first request Nomad did not answer or answered busy (noteStopped),
+	// shared by the client's copies; nil for a Client not made by NewClient.
+	stopped *atomic.Pointer[string]
 }
 
 // request returns the context one request to Nomad runs under: ctx (Ctrl-C ends it), bounded
@@ -117,7 +120,7 @@ func NewClient(address string) (*Client, error) {
 	region, namespace := cfg.Region, cfg.Namespace
 	c.SetNamespace("")
 	out := &Client{api: c, Address: shown, Region: region, Namespace: namespace, creds: creds, token: cfg.SecretID != "",
-		serverName: cfg.TLSConfig.TLSServerName}
+		serverName: cfg.TLSConfig.TLSServerName, stopped: new(atomic.Pointer[string])}
 	switch t := cfg.TLSConfig; {
 	case t.CACert != "": // read before NOMAD_CAPATH, which is then not read
 		out.trusts = "NOMAD_CACERT=" + t.CACert
@@ -404,6 +407,15 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 		// net/http's words (untyped) for an answer that is not HTTP/1: what listens there is
 		// running, and is something else than Nomad's API.
 		return fmt.Sprintf("%v: what answers there does not speak HTTP/1.1 as Nomad's API does (a gRPC server, such as a CSI plugin's socket, or another service): NOMAD_ADDR must name Nomad's HTTP API (by default http://127.0.0.1:4646)", err)
+	case errors.Is(err, io.EOF):
+		// It took the connection and closed it without a byte of an answer: something listens
+		// there. A TLS server that is not Go's HTTP one (a TLS proxy or load balancer before
+		// Nomad) does so with a plain request, where Go's answers a 400 (said above).
+		fix := "something other than Nomad's HTTP API listens there, or Nomad restarted: NOMAD_ADDR must name Nomad's HTTP API"
+		if u, perr := url.Parse(c.Address); perr == nil && strings.EqualFold(u.Scheme, "http") {
+			fix = "a TLS server (Nomad's tls block enabling TLS for its HTTP API, or a TLS proxy before it) does so with a plain HTTP request: NOMAD_ADDR must say https://, and NOMAD_CACERT name the CA that signed its certificate; else " + fix
+		}
+		return fmt.Sprintf("%v: what listens there closed the connection without answering; %s", err, fix)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		// It answered, and the connection closed before the answer was whole.
 		return fmt.Sprintf("its answer was cut short (%v): the connection closed before it was whole (Nomad restarting, or a proxy before it cutting it off); asking again may get it whole", err)
@@ -546,6 +558,46 @@ func scrubAll(s string, vals []string) string {
 // header's encoding), for a command to replace in Nomad's answers it prints.
 func (c *Client) Credentials() []string { return slices.Clone(c.creds) }
 
+// noteStopped notes err, the failure of the request about what (`volume "db"`), when it says
+// that Nomad does not answer this command's requests for now, whatever they ask (stopsAll),
+// unless one was noted before.
+func (c *Client) noteStopped(err error, what string) {
+	if c.stopped != nil && stopsAll(err) {
+		c.stopped.CompareAndSwap(nil, &what)
+	}
+}
+
+// stopsAll reports whether err, a request's failure, says that every other request of the
+// command would fail so too, and the first ones wait as long: no HTTP answer (no connection,
+// a TLS mismatch, no answer in time, Ctrl-C, an answer that is not Nomad's JSON or cut
+// short), a redirect, a gateway's 502, 503 or 504, a 429 (Nomad's limit of connections per
+// client, a proxy's rate limit), or Nomad's "No cluster leader" (which it says after waiting
+// for one to be elected).
+func stopsAll(err error) bool {
+	var ure api.UnexpectedResponseError
+	if !errors.As(err, &ure) || !ure.HasStatusCode() {
+		return true
+	}
+	switch ure.StatusCode() {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return strings.Contains(ure.Body(), "No cluster leader")
+}
+
+// Stopped is the error to report for a volume a command over many did not ask Nomad about,
+// once a request of the client (or a copy) went unanswered or was answered busy (stopsAll):
+// asking about each of the rest would wait out the timeout or fail the same (hours for a few
+// hundred volumes against a Nomad that takes requests and never answers), a registration
+// Nomad cannot apply would leave each volume marked with its outcome unsaid, and a Nomad
+// rate-limiting volctl would be asked again for each. nil while Nomad answers.
+func (c *Client) Stopped() error {
+	if c == nil || c.stopped == nil || c.stopped.Load() == nil {
+		return nil
+	}
+	return fmt.Errorf("Nomad at %s did not answer the request about %s, or answered it busy (said above), and every other request would wait or fail the same", c.Address, *c.stopped.Load())
+}
+
 func (c *Client) timeout() time.Duration {
 	if c.Timeout > 0 {
 		return c.Timeout
@@ -636,6 +688,7 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 	p := &api.CSIPlugin{}
 	_, err := c.api.Raw().Query(apiPath("/v1/plugin/csi/", id), p, (&api.QueryOptions{Region: c.Region}).WithContext(rctx))
 	if err != nil {
+		c.noteStopped(err, fmt.Sprintf("plugin %q", id))
 		switch {
 		case isNotFound(err) && a.fromNomad:
 			return PluginHealth{}, fmt.Errorf("plugin %q: %w at %s", id, ErrNotFound, c.Address)
@@ -665,7 +718,8 @@ type VolumeState struct {
 	WriteAllocs []string     `json:"write_allocs"`
 	// Allocs names the claiming allocs, with their job and mode.
 	Allocs []AllocClaim `json:"allocs"`
-	// Capabilities, mount options (flag count only), parameters, context and topology, to say
+	// Capabilities, mount options (MountFlags: how many flags Nomad answered, 1 for any
+	// number, which it answers as one "[REDACTED]"), parameters, context and topology, to say
 	// what a re-registration would change.
 	Capabilities []spec.Capability `json:"capabilities"`
 	FSType       string            `json:"fs_type,omitempty"`
@@ -709,6 +763,7 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 	v := &api.CSIVolume{}
 	_, err := c.api.Raw().Query(apiPath("/v1/volume/csi/", id), v, (&api.QueryOptions{Namespace: ns, Region: region}).WithContext(rctx))
 	if err != nil {
+		c.noteStopped(err, fmt.Sprintf("volume %q", id))
 		switch {
 		case isNotFound(err) && a.fromNomad:
 			return VolumeState{}, &indexedError{fmt.Errorf("volume %q (namespace %s): %w at %s", id, ns, ErrNotFound, c.Address), a.index}
@@ -816,6 +871,7 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 	wm, err := c.api.Raw().Write(apiPath("/v1/volume/csi/", vol.ID), &api.CSIVolumeRegisterRequest{Volumes: []*api.CSIVolume{vol}}, resp,
 		(&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region}).WithContext(rctx))
 	if err != nil {
+		c.noteStopped(err, fmt.Sprintf("volume %q", v.ID))
 		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + c.denied(err, "csi-write-volume in namespace "+vol.Namespace+", and "+pluginRead) +
 			c.noRegion(err, c.Region) + c.noNamespace(err, v, vol.Namespace) + busy(err, a)
 		switch {
@@ -897,7 +953,9 @@ func Changes(have VolumeState, want spec.Volume) []string {
 	if want.MountOptions != nil {
 		fs, n = want.MountOptions.FSType, len(want.MountOptions.MountFlags)
 	}
-	if have.FSType != fs || have.MountFlags != n {
+	// Nomad answers a volume's mount flags, however many, as one "[REDACTED]" (its
+	// CSIMountOptions.Sanitize): only whether there are any can be compared.
+	if have.FSType != fs || (have.MountFlags > 0) != (n > 0) {
 		out = append(out, "mount_options")
 	}
 	if !maps.Equal(have.Parameters, want.Parameters) && (len(have.Parameters) > 0 || len(want.Parameters) > 0) {

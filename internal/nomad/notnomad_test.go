@@ -2,7 +2,10 @@ package nomad
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,28 +52,20 @@ func TestNomadAddressAnsweringNotHTTPIsNamed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer l.Close()
-			go func() {
-				for {
-					conn, err := l.Accept()
+			acceptEach(t, l, func(conn net.Conn) {
+				// The request read whole first, as a gRPC server reads its preface, so
+				// that the client sees the answer, not its own write refused.
+				var req []byte
+				buf := make([]byte, 4096)
+				for !strings.Contains(string(req), "\r\n\r\n") {
+					n, err := conn.Read(buf)
 					if err != nil {
-						return
+						break
 					}
-					// The request read whole first, as a gRPC server reads its preface, so
-					// that the client sees the answer, not its own write refused.
-					var req []byte
-					buf := make([]byte, 4096)
-					for !strings.Contains(string(req), "\r\n\r\n") {
-						n, err := conn.Read(buf)
-						if err != nil {
-							break
-						}
-						req = append(req, buf[:n]...)
-					}
-					conn.Write([]byte(tc.greeting))
-					conn.Close()
+					req = append(req, buf[:n]...)
 				}
-			}()
+				conn.Write([]byte(tc.greeting))
+			})
 			nomadAddr := "http://" + l.Addr().String()
 			if tc.network == "unix" {
 				nomadAddr = "unix://" + addr
@@ -86,4 +81,48 @@ func TestNomadAddressAnsweringNotHTTPIsNamed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A TLS server that is not Go's HTTP one (OpenSSL's s_server, a TLS proxy or load balancer
+// before Nomad) at an http:// NOMAD_ADDR: it fails the handshake on the plain request and
+// closes the connection without an answer. The error says that something there closed it,
+// and that a TLS server does so, with the fix (https://); before, Go's "EOF" and "is Nomad
+// running there?", which sent the user looking for a Nomad that was running.
+func TestNomadAddressClosingWithoutAnAnswerIsNamed(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.StartTLS() // for its certificate
+	srv.Close()
+	l, err := tls.Listen("tcp", "127.0.0.1:0", srv.TLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acceptEach(t, l, func(conn net.Conn) {
+		_ = conn.(*tls.Conn).Handshake() // fails on the plain request: closed, no answer
+	})
+	c, err := NewClient("http://" + l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Plugin(context.Background(), "hp")
+	for _, want := range []string{"closed the connection without answering", "a TLS server", "NOMAD_ADDR must say https://"} {
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "is Nomad running there?") {
+			t.Errorf("plugin read from a TLS server at an http:// address: %v; want it to say %q, not ask whether Nomad runs there", err, want)
+		}
+	}
+}
+
+// acceptEach serves each connection l accepts with serve, then closes it, until the test ends
+// (which closes l).
+func acceptEach(t *testing.T, l net.Listener, serve func(net.Conn)) {
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			serve(conn)
+			conn.Close()
+		}
+	}()
 }
