@@ -339,18 +339,27 @@ func (e *Engine) listsSnapshot(ctx context.Context, c *conn, id string, secrets 
 }
 
 // findsSnapshot asks the plugin for its snapshot id (snapshotCheck): ListSnapshots with its
-// snapshot_id (and secrets), a plugin that ignores that filter paged through to the entry, or
-// GetSnapshot; NOT_FOUND says it is not there. found is false, with no error, from a plugin
-// that cannot be asked. The caller holds the plugin's controller lock.
+// snapshot_id (and secrets), a plugin that ignores that filter paged through, or GetSnapshot;
+// NOT_FOUND says it is not there. found is false, with no error, from a plugin that cannot be
+// asked. Paging stops at an entry of the snapshot that is not ready (ready_to_use false); one
+// ready is paged past, as a listing may name the snapshot again and disagree with itself
+// (listsPublished), and any entry saying not ready is the answer, the safe one for a restore
+// (`TestRestoreCheckedByASnapshotListingThatDisagreesWithItself`; before, the first entry
+// decided). The caller holds the plugin's controller lock.
 func (e *Engine) findsSnapshot(ctx context.Context, c *conn, id string, secrets spec.Secrets) (snap csi.Snapshot, found bool, err error) {
 	switch snapshotCheck(c) {
 	case csi.RPCListSnapshots:
 		err = e.listPages(ctx, c, csi.RPCListSnapshots, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
 			page, err := c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{SnapshotID: id, StartingToken: token, Secrets: secrets})
-			if i := slices.IndexFunc(page.Snapshots, func(s csi.Snapshot) bool { return s.ID == id }); err == nil && i >= 0 {
-				snap, found = page.Snapshots[i], true
+			if err != nil {
+				return "", false, err
 			}
-			return page.NextToken, found, err
+			for _, s := range page.Snapshots {
+				if s.ID == id && (!found || !s.ReadyToUse) {
+					snap, found = s, true
+				}
+			}
+			return page.NextToken, found && !snap.ReadyToUse, nil
 		})
 	case csi.RPCGetSnapshot:
 		err = e.retry(ctx, c, csi.RPCGetSnapshot, func(ctx context.Context) error {
