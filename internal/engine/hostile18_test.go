@@ -2,11 +2,14 @@ package engine
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -42,5 +45,113 @@ func TestRestoreCheckedByASnapshotListingThatDisagreesWithItself(t *testing.T) {
 	}
 	if got := h.rpcs(); slices.Contains(got, csi.RPCCreateVolume) {
 		t.Errorf("RPCs = %v, want no CreateVolume", got)
+	}
+}
+
+// The adversary: a plugin whose NodePublishVolume mounts over the alloc's publish directory
+// (publish/<alloc>, shared by the alloc's claims on every volume), makes the target inside
+// that mount and mounts it too; its NodeUnpublishVolume unmounts the target alone. The
+// release's checks looked at the target and the claim's own publish/<alloc>/<volume> (both
+// gone, removed from inside the mount) and recorded the claim released, the volume unstaged
+// and detached, with the mount over publish/<alloc> left: the alloc's other claims' targets
+// hidden under it, their paths now the plugin's tmpfs. A mount at a directory volctl shares
+// between claims, and mounts nothing at, is checked for too: the release fails naming it,
+// and once it is unmounted reconcile finishes, the other claim untouched. Real mounts, as root.
+func TestNodeUnpublishLeavingAMountOverTheAllocsPublishDirectory(t *testing.T) {
+	h := kernelHarness(t, nil)
+	h.create(volume("v"))
+	h.create(volume("w"))
+	target := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"}).TargetPath
+	other := h.claim(ClaimRequest{VolumeID: "w", Alloc: "a"}).TargetPath
+	allocDir := filepath.Dir(filepath.Dir(target))
+	if filepath.Dir(filepath.Dir(other)) != allocDir {
+		t.Fatalf("targets %s and %s: want both under one alloc directory", target, other)
+	}
+	if err := unix.Mount("tmpfs", allocDir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mount over the alloc's publish directory: %v", err)
+	}
+	unmountByHand := func() {
+		_ = unix.Unmount(allocDir, unix.MNT_DETACH) // the mount over it and the target in it
+		_ = unix.Unmount(target, unix.MNT_DETACH)   // v's first target mount, hidden under it
+	}
+	t.Cleanup(unmountByHand)
+	if err := os.MkdirAll(target, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", target, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mount at the target inside it: %v", err)
+	}
+
+	_, err := h.e.Release(h.ctx, "v", "a")
+	if err == nil || !strings.Contains(err.Error(), "still mounted") || !strings.Contains(err.Error(), allocDir) {
+		t.Fatalf("release with a mount left over the alloc's publish directory %s = %v\nwant an error saying it is still mounted", allocDir, err)
+	}
+	if live := h.liveClaims("v"); len(live) != 1 || !live[0].Releasing {
+		t.Fatalf("claims of v after the release = %+v: want the claim kept releasing for reconcile", live)
+	}
+	if st, ok := h.staging("v"); !ok || !st.Staged {
+		t.Fatalf("staging of v after the release = %+v (found %v): want it still staged", st, ok)
+	}
+
+	unmountByHand()
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("reconcile once the mount is gone: %+v, %v", rep, err)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claims of v after reconcile = %+v, want none", live)
+	}
+	if live := h.liveClaims("w"); len(live) != 1 || live[0].Releasing || live[0].LastError != "" {
+		t.Fatalf("claims of w after reconcile = %+v, want its claim published as before", live)
+	}
+}
+
+// The same at the plugin's staging directory (staging/<plugin>, shared by the plugin's
+// volumes): a plugin that mounted over it to stage a volume inside, and unstages that volume
+// alone, leaves a mount hiding every other volume's staging. The unstage fails naming it; once
+// it is unmounted, reconcile finishes, the other volume's claim untouched. Real mounts, as root.
+func TestNodeUnstageLeavingAMountOverThePluginsStagingDirectory(t *testing.T) {
+	h := kernelHarness(t, nil)
+	h.create(volume("v"))
+	h.create(volume("w"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	h.claim(ClaimRequest{VolumeID: "w", Alloc: "b"})
+	stV, _ := h.staging("v")
+	stW, _ := h.staging("w")
+	pluginDir := filepath.Dir(stV.StagingPath)
+	if filepath.Dir(stW.StagingPath) != pluginDir {
+		t.Fatalf("staging paths %s and %s: want both under one plugin directory", stV.StagingPath, stW.StagingPath)
+	}
+	if err := unix.Mount("tmpfs", pluginDir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mount over the plugin's staging directory: %v", err)
+	}
+	unmountByHand := func() {
+		_ = unix.Unmount(pluginDir, unix.MNT_DETACH)       // the mount over it and the staging in it
+		_ = unix.Unmount(stV.StagingPath, unix.MNT_DETACH) // v's first staging mount, hidden under it
+	}
+	t.Cleanup(unmountByHand)
+	if err := os.MkdirAll(stV.StagingPath, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", stV.StagingPath, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mount at v's staging path inside it: %v", err)
+	}
+
+	_, err := h.e.Release(h.ctx, "v", "a")
+	if err == nil || !strings.Contains(err.Error(), "still mounted") || !strings.Contains(err.Error(), pluginDir) {
+		t.Fatalf("release with a mount left over the plugin's staging directory %s = %v\nwant an error saying it is still mounted", pluginDir, err)
+	}
+	if st, ok := h.staging("v"); !ok || !st.Staged {
+		t.Fatalf("staging of v after the release = %+v (found %v): want it still staged", st, ok)
+	}
+
+	unmountByHand()
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("reconcile once the mount is gone: %+v, %v", rep, err)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claims of v after reconcile = %+v, want none", live)
+	}
+	if live := h.liveClaims("w"); len(live) != 1 || live[0].Releasing || live[0].LastError != "" {
+		t.Fatalf("claims of w after reconcile = %+v, want its claim published as before", live)
 	}
 }
