@@ -155,3 +155,41 @@ func TestNodeUnstageLeavingAMountOverThePluginsStagingDirectory(t *testing.T) {
 		t.Fatalf("claims of w after reconcile = %+v, want its claim published as before", live)
 	}
 }
+
+// The adversary: a plugin that mounted over the claim's own publish directory
+// (publish/<alloc>/<volume>) and made the target inside, then went away, and the user forces
+// a detach. The forced detach unmounted the target inside that mount and stopped: the mount
+// over the directory, and the claim's first target mount hidden under it (the volume's data,
+// at volctl's own path), stayed, and the volume was detached and its claims dropped saying
+// nothing of them. The claim's publish directory is volctl's own path, made for that claim
+// alone: it is unmounted as the target is, and what is still mounted there after is warned of.
+// Real mounts, as root.
+func TestForcedDetachUnmountsAMountOverTheClaimsPublishDirectory(t *testing.T) {
+	h := kernelHarness(t, nil)
+	h.create(volume("v"))
+	target := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"}).TargetPath
+	dir := filepath.Dir(target)
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mount over the publish directory: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = unix.Unmount(dir, unix.MNT_DETACH)
+		_ = unix.Unmount(target, unix.MNT_DETACH)
+	})
+	if err := os.Mkdir(target, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", target, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mount at the target inside it: %v", err)
+	}
+	if _, err := h.e.Detach(h.ctx, "v", true); err != nil {
+		t.Fatalf("forced detach: %v", err)
+	}
+	left, err := kernelMounts{}.MountsUnder(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Fatalf("after the forced detach, mounted at or below the claim's publish directory %s: %v; want nothing", dir, left)
+	}
+}
