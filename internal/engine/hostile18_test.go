@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -192,4 +193,54 @@ func TestForcedDetachUnmountsAMountOverTheClaimsPublishDirectory(t *testing.T) {
 	if len(left) > 0 {
 		t.Fatalf("after the forced detach, mounted at or below the claim's publish directory %s: %v; want nothing", dir, left)
 	}
+}
+
+// answersAboutAnotherVolume makes the plugin's ControllerGetVolume answer about another volume
+// than the one asked (its ID rename(asked)), published to the nodes nodes(those it answered)
+// says.
+func answersAboutAnotherVolume(h *harness, rename func(string) string, nodes func([]string) []string) {
+	h.faults.Inject(csi.RPCControllerGetVolume, csitest.Fault{Answer: func(m proto.Message) {
+		resp := m.(*csipb.ControllerGetVolumeResponse)
+		resp.Volume.VolumeId = rename(resp.GetVolume().GetVolumeId())
+		if resp.Status == nil {
+			resp.Status = &csipb.ControllerGetVolumeResponse_VolumeStatus{}
+		}
+		resp.Status.PublishedNodeIds = nodes(resp.GetStatus().GetPublishedNodeIds())
+	}})
+}
+
+// The adversary: a plugin that answers ControllerUnpublishVolume OK, keeps the attachment, and
+// answers the check's ControllerGetVolume with another volume's entry, published nowhere. The
+// detach's check took that for the asked volume's word that it is published nowhere, and the
+// release finished as checked. An answer about another ID says nothing of the asked volume
+// when it is the unsafe answer (not published): the check is said not made (a warning naming
+// both IDs), as when it fails. The safe answer (published to the node) is believed whatever
+// the ID (a plugin that normalises IDs answers so of the volume asked): the attachment stays.
+func TestControllerUnpublishCheckedByGetVolumeAnsweringAnotherVolume(t *testing.T) {
+	t.Run("not published", func(t *testing.T) {
+		h := newHarness(t, getVolumeOnly)
+		var logs strings.Builder
+		h.open(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		h.create(volume("v"))
+		h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+		ext := h.externalID("v")
+		h.mem.Reconfigure(func(c *csitest.MemConfig) { c.UnpublishLater = true })
+		answersAboutAnotherVolume(h, func(string) string { return "other-volume" }, func([]string) []string { return nil })
+		if _, err := h.e.Release(h.ctx, "v", "a"); err != nil {
+			t.Fatalf("release: %v", err)
+		}
+		if !strings.Contains(logs.String(), "could not be checked") || !strings.Contains(logs.String(), "answered about volume") || !strings.Contains(logs.String(), ext) {
+			t.Fatalf("release checked by a ControllerGetVolume answering about volume other-volume, not %s; logs:\n%s\nwant a warning that the check could not be made, naming both", ext, logs.String())
+		}
+	})
+	t.Run("published", func(t *testing.T) {
+		h := newHarness(t, getVolumeOnly)
+		h.create(volume("v"))
+		h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+		h.mem.Reconfigure(func(c *csitest.MemConfig) { c.UnpublishLater = true })
+		answersAboutAnotherVolume(h, strings.ToUpper, func(n []string) []string { return n })
+		if _, err := h.e.Release(h.ctx, "v", "a"); err == nil || !strings.Contains(err.Error(), "still lists it published to node") {
+			t.Fatalf("release checked by a ControllerGetVolume answering the volume (its ID normalised) published here: %v; want it kept attached", err)
+		}
+	})
 }
