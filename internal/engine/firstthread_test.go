@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/volctl/volctl/internal/procfs"
+	"github.com/volctl/volctl/internal/procfs/procfstest"
 )
 
 // firstThreadExitsEnv, set to a socket path, makes the test binary a plugin server whose first
@@ -30,26 +30,11 @@ func init() {
 		return
 	}
 	_ = os.Remove(path)
-	lis, err := net.Listen("unix", path)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	go func() {
-		for {
-			c, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
 	go func() {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
 	}()
-	fmt.Println("ready")
-	syscall.RawSyscall(syscall.SYS_EXIT, 0, 0, 0)
+	procfstest.ServeThenEndFirstThread(path)
 }
 
 // startFirstThreadExits starts the test binary as firstThreadExitsEnv's server on socket, in a

@@ -3,14 +3,12 @@ package engine
 import (
 	"errors"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
-	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -68,39 +66,7 @@ func TestNodeUnpublishLeavingAMountOverTheAllocsPublishDirectory(t *testing.T) {
 	if filepath.Dir(filepath.Dir(other)) != allocDir {
 		t.Fatalf("targets %s and %s: want both under one alloc directory", target, other)
 	}
-	if err := unix.Mount("tmpfs", allocDir, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatalf("mount over the alloc's publish directory: %v", err)
-	}
-	unmountByHand := func() {
-		_ = unix.Unmount(allocDir, unix.MNT_DETACH) // the mount over it and the target in it
-		_ = unix.Unmount(target, unix.MNT_DETACH)   // v's first target mount, hidden under it
-	}
-	t.Cleanup(unmountByHand)
-	if err := os.MkdirAll(target, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", target, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatalf("mount at the target inside it: %v", err)
-	}
-
-	_, err := h.e.Release(h.ctx, "v", "a")
-	if err == nil || !strings.Contains(err.Error(), "still mounted") || !strings.Contains(err.Error(), allocDir) {
-		t.Fatalf("release with a mount left over the alloc's publish directory %s = %v\nwant an error saying it is still mounted", allocDir, err)
-	}
-	if live := h.liveClaims("v"); len(live) != 1 || !live[0].Releasing {
-		t.Fatalf("claims of v after the release = %+v: want the claim kept releasing for reconcile", live)
-	}
-	if st, ok := h.staging("v"); !ok || !st.Staged {
-		t.Fatalf("staging of v after the release = %+v (found %v): want it still staged", st, ok)
-	}
-
-	unmountByHand()
-	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
-		t.Fatalf("reconcile once the mount is gone: %+v, %v", rep, err)
-	}
-	if live := h.liveClaims("v"); len(live) != 0 {
-		t.Fatalf("claims of v after reconcile = %+v, want none", live)
-	}
+	releaseLeftOverAMount(t, h, "v", "a", allocDir, mountOverAndInside(t, allocDir, target))
 	if live := h.liveClaims("w"); len(live) != 1 || live[0].Releasing || live[0].LastError != "" {
 		t.Fatalf("claims of w after reconcile = %+v, want its claim published as before", live)
 	}
@@ -122,36 +88,7 @@ func TestNodeUnstageLeavingAMountOverThePluginsStagingDirectory(t *testing.T) {
 	if filepath.Dir(stW.StagingPath) != pluginDir {
 		t.Fatalf("staging paths %s and %s: want both under one plugin directory", stV.StagingPath, stW.StagingPath)
 	}
-	if err := unix.Mount("tmpfs", pluginDir, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatalf("mount over the plugin's staging directory: %v", err)
-	}
-	unmountByHand := func() {
-		_ = unix.Unmount(pluginDir, unix.MNT_DETACH)       // the mount over it and the staging in it
-		_ = unix.Unmount(stV.StagingPath, unix.MNT_DETACH) // v's first staging mount, hidden under it
-	}
-	t.Cleanup(unmountByHand)
-	if err := os.MkdirAll(stV.StagingPath, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", stV.StagingPath, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatalf("mount at v's staging path inside it: %v", err)
-	}
-
-	_, err := h.e.Release(h.ctx, "v", "a")
-	if err == nil || !strings.Contains(err.Error(), "still mounted") || !strings.Contains(err.Error(), pluginDir) {
-		t.Fatalf("release with a mount left over the plugin's staging directory %s = %v\nwant an error saying it is still mounted", pluginDir, err)
-	}
-	if st, ok := h.staging("v"); !ok || !st.Staged {
-		t.Fatalf("staging of v after the release = %+v (found %v): want it still staged", st, ok)
-	}
-
-	unmountByHand()
-	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
-		t.Fatalf("reconcile once the mount is gone: %+v, %v", rep, err)
-	}
-	if live := h.liveClaims("v"); len(live) != 0 {
-		t.Fatalf("claims of v after reconcile = %+v, want none", live)
-	}
+	releaseLeftOverAMount(t, h, "v", "a", pluginDir, mountOverAndInside(t, pluginDir, stV.StagingPath))
 	if live := h.liveClaims("w"); len(live) != 1 || live[0].Releasing || live[0].LastError != "" {
 		t.Fatalf("claims of w after reconcile = %+v, want its claim published as before", live)
 	}
@@ -170,19 +107,7 @@ func TestForcedDetachUnmountsAMountOverTheClaimsPublishDirectory(t *testing.T) {
 	h.create(volume("v"))
 	target := h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"}).TargetPath
 	dir := filepath.Dir(target)
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatalf("mount over the publish directory: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = unix.Unmount(dir, unix.MNT_DETACH)
-		_ = unix.Unmount(target, unix.MNT_DETACH)
-	})
-	if err := os.Mkdir(target, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", target, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatalf("mount at the target inside it: %v", err)
-	}
+	mountOverAndInside(t, dir, target)
 	if _, err := h.e.Detach(h.ctx, "v", true); err != nil {
 		t.Fatalf("forced detach: %v", err)
 	}
