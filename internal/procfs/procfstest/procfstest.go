@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"syscall"
+
+	"github.com/volctl/volctl/internal/crash"
 )
 
 // ServeThenEndFirstThread listens on the unix socket at path, answers every connection there
@@ -21,7 +23,7 @@ func ServeThenEndFirstThread(path string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	go func() {
+	crash.Go(func() {
 		var held []net.Conn // kept open: the process serves them until it ends
 		for {
 			c, err := lis.Accept()
@@ -30,7 +32,7 @@ func ServeThenEndFirstThread(path string) {
 			}
 			held = append(held, c)
 		}
-	}()
+	})
 	fmt.Println("ready")
 	syscall.RawSyscall(syscall.SYS_EXIT, 0, 0, 0)
 }
