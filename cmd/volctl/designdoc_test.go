@@ -199,6 +199,7 @@ var designImports = map[string]map[string][]string{
 	"internal/iostreams":         {},
 	"internal/manpages":          {},
 	"internal/noquery":           {},
+	"internal/procfs":            {},
 	"internal/nomadcorpus":       {},
 	"internal/shellquote":        {},
 	"internal/spec":              {"shellquote": nil},
@@ -208,11 +209,11 @@ var designImports = map[string]map[string][]string{
 	"internal/csi/internal/wire": {"spec": nil},
 	"internal/store":             {"backoff": nil, "shellquote": nil, "spec": nil},
 	"internal/hostpath":          {"buildinfo": nil, "crash": nil, "spec": nil},
-	"internal/engine":            {"backoff": nil, "crash": nil, "csi": nil, "display": {"Latency"}, "shellquote": nil, "spec": nil, "store": nil},
+	"internal/engine":            {"backoff": nil, "crash": nil, "csi": nil, "display": {"Latency"}, "procfs": nil, "shellquote": nil, "spec": nil, "store": nil},
 	"internal/nomad": {"csi": {"Scrubber"}, "engine": {"VolumeInfo"},
 		"shellquote": nil, "spec": nil},
 	"internal/tui": {"crash": nil, "display": nil, "engine": nil, "shellquote": nil, "spec": nil},
-	"internal/agent": {"backoff": nil, "crash": nil, "engine": nil, "hostpath": {"RemoveStaleSocket"},
+	"internal/agent": {"backoff": nil, "crash": nil, "engine": nil, "hostpath": {"RemoveStaleSocket"}, "procfs": nil,
 		"spec": nil, "store": {"FileKind"}},
 	"internal/agent/metrics": {"agent": nil, "crash": nil, "engine": nil, "store": {"ClaimStates"}},
 	"internal/cli": {"agent": nil, "agent/metrics": nil, "backoff": nil, "buildinfo": nil, "crash": nil,
@@ -223,7 +224,7 @@ var designImports = map[string]map[string][]string{
 
 // testOnlyPackages hold test doubles and helpers: no volctl code imports them.
 var testOnlyPackages = []string{"internal/csi/csitest", "internal/hostpath/hostpathtest",
-	"internal/hostpath/csisanity", "internal/iostreams/ptytest", "internal/shellquote/shellquotetest",
+	"internal/hostpath/csisanity", "internal/iostreams/ptytest", "internal/procfs/procfstest", "internal/shellquote/shellquotetest",
 	"internal/store/storetest"}
 
 // TestPackagesImportAsTheDesignSays holds volctl's code to designImports: every import of one

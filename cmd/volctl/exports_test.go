@@ -258,9 +258,10 @@ func loadModule(t *testing.T) []*modulePackage {
 }
 
 // testSupport reports whether a package of volctl's is there for tests only: the CSI test
-// doubles, the pty opener, the Nomad corpus locator and the schema database's copier.
+// doubles, the pty opener, the Nomad corpus locator, the schema database's copier and the
+// process whose first thread ends.
 func testSupport(path string) bool {
-	for _, p := range []string{"/csitest", "/hostpathtest", "/iostreams/ptytest", "/internal/nomadcorpus", "/shellquote/shellquotetest", "/store/storetest"} {
+	for _, p := range []string{"/csitest", "/hostpathtest", "/iostreams/ptytest", "/internal/nomadcorpus", "/procfs/procfstest", "/shellquote/shellquotetest", "/store/storetest"} {
 		if strings.Contains(path, p) {
 			return true
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/procfs/procfstest"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store/storetest"
 )
@@ -294,23 +295,9 @@ func TestMain(m *testing.M) {
 	case "first-thread-exits":
 		// A process that listens on $CSI_ENDPOINT, prints "ready", and ends its first thread
 		// alone (a C plugin whose main calls pthread_exit): /proc shows it a zombie while its
-		// other threads hold the socket, and answer on it.
-		lis, err := net.Listen("unix", os.Getenv("CSI_ENDPOINT"))
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		go func() {
-			for {
-				c, err := lis.Accept()
-				if err != nil {
-					return
-				}
-				defer c.Close()
-			}
-		}()
-		fmt.Println("ready")
-		syscall.RawSyscall(syscall.SYS_EXIT, 0, 0, 0) // the thread, locked to main by init
+		// other threads hold the socket, and answer on it. init locked the main goroutine to
+		// the first thread.
+		procfstest.ServeThenEndFirstThread(os.Getenv("CSI_ENDPOINT"))
 	case "serves-inherited":
 		// The daemon of listens-then-daemonises: hostpath on the listening socket it inherited
 		// as fd 3.

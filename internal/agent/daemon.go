@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/procfs"
 )
 
 // A plugin that daemonises (forks, the child calls setsid and maybe forks again, the process the
@@ -365,19 +367,11 @@ func hasInstance(pid int, instance string) bool {
 	if instance == "" {
 		return false
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	// A process whose first thread has exited (ended) has its environment read through a
+	// thread still running.
+	b, err := os.ReadFile(filepath.Join(procfs.Dir("/proc", pid), "environ"))
 	if err != nil {
-		// A process whose first thread has exited (ended) has its environment read through
-		// a thread still running.
-		tids, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-		for _, tid := range tids {
-			if b, err = os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/environ", pid, tid.Name())); err == nil {
-				break
-			}
-		}
-		if err != nil {
-			return false
-		}
+		return false
 	}
 	return slices.Contains(strings.Split(string(b), "\x00"), instanceEnv+"="+instance)
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/volctl/volctl/internal/crash"
+	"github.com/volctl/volctl/internal/procfs"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -500,47 +501,15 @@ func ended(pid int, state string) bool {
 	case "X":
 		return true
 	case "Z":
-		return !threadsRun(pid)
-	}
-	return false
-}
-
-// threadsRun reports whether a thread of process pid other than its first runs (is no zombie).
-func threadsRun(pid int) bool {
-	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return false
-	}
-	for _, en := range entries {
-		if en.Name() == strconv.Itoa(pid) {
-			continue
-		}
-		if f, err := statFields(filepath.Join(dir, en.Name(), "stat")); err == nil && len(f) > 0 && f[0] != "Z" && f[0] != "X" {
-			return true
-		}
+		_, runs := procfs.RunningThread("/proc", pid)
+		return !runs
 	}
 	return false
 }
 
 // procStat reads /proc/<pid>/stat's fields from the third (the state) on.
 func procStat(pid int) ([]string, error) {
-	return statFields(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-}
-
-// statFields reads a /proc stat file's fields from the third (the state) on.
-func statFields(path string) ([]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	// The command name (field 2) is in parentheses and may hold spaces: parse after it.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return nil, fmt.Errorf("%s: malformed", path)
-	}
-	return strings.Fields(s[i+1:]), nil
+	return procfs.StatFields(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 }
 
 func pidFilePath(runDir, id string) string { return filepath.Join(runDir, id+".pid") }

@@ -925,3 +925,24 @@ func TestStopLeftReturnsOnceWhatItStoppedHasEnded(t *testing.T) {
 		})
 	}
 }
+
+// A plugin's daemon whose first thread has exited (a C daemon whose main calls pthread_exit)
+// holds the socket it serves, but /proc/<pid>/fd of such a process lists no descriptor: the
+// look for the process holding a socket passed it over, so the agent took a daemonised
+// plugin's daemon for none (daemonOf, adoptDaemon) and a log line named no server. Its
+// descriptors are read through a thread that runs.
+func TestSocketHolderWhoseFirstThreadExited(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "held.sock")
+	pid := startLeft(t, "first-thread-exits", newInstance(), socket)
+	waitFor(t, "its first thread to exit", func() bool {
+		f, err := procStat(pid)
+		return err == nil && len(f) > 0 && f[0] == "Z"
+	})
+	// The listener itself, and a daemon found among the plugin's processes when the pid
+	// SO_PEERCRED names (here this process) holds the socket no more.
+	for _, peer := range []int{pid, os.Getpid()} {
+		if got, seen := holderOf(socket, peer, func(p int) bool { return p == pid }); got != pid || !seen {
+			t.Errorf("holder of %s with peer %d: pid %d (seen %v), want %d, whose first thread exited, seen holding it", socket, peer, got, seen, pid)
+		}
+	}
+}

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/volctl/volctl/internal/procfs"
 )
 
 // SO_PEERCRED names the process that called listen() on a unix socket, not the one that holds
@@ -76,8 +79,10 @@ func servedBy(path string) []any {
 
 // holdsSocket reports whether pid has a descriptor on the socket with inode ino; an error when
 // its descriptors cannot be read (it has exited: fs.ErrNotExist; another user's: permission).
+// They are read through a thread that runs: a process whose first thread has exited shows
+// none through it (procfs).
 func holdsSocket(pid int, ino uint32) (bool, error) {
-	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	dir := filepath.Join(procfs.Dir("/proc", pid), "fd")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return false, err

@@ -118,10 +118,24 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		if err := e.unbind(ctx, &cl); err != nil {
 			warn("alloc %q: %v", cl.Alloc, err)
 		}
-		if err := forceUnmount(e.cfg.StateDir, e.realPath(cl.TargetPath)); err != nil {
-			warn("alloc %q: %v", cl.Alloc, err)
+		// The claim's publish directory first (publish/<alloc>/<volume>, volctl's own, made
+		// for this claim alone): a plugin that mounted over it and made the target inside
+		// leaves the claim's first target mount hidden under that mount, which unmounting the
+		// target alone does not reach
+		// (`TestForcedDetachUnmountsAMountOverTheClaimsPublishDirectory`).
+		dir := filepath.Dir(cl.TargetPath)
+		for _, path := range []string{dir, cl.TargetPath} {
+			if err := forceUnmount(e.cfg.StateDir, e.realPath(path)); err != nil {
+				warn("alloc %q: %v", cl.Alloc, err)
+			}
 		}
 		e.locks.removeEmptyDirs(ctx, e.realPath(cl.TargetPath), filepath.Join(e.cfg.StateDir, publishDir))
+		if left, err := e.mountsLeft(dir); err != nil {
+			warn("checking the mount table for alloc %q's publish directory %s: %v", cl.Alloc, dir, err)
+		} else if len(left) > 0 {
+			warn("alloc %q's publish directory %s of volume %q is still mounted at %s after a forced detach unmounted it: unmount it by hand",
+				cl.Alloc, dir, v.ID, strings.Join(left, " and "))
+		}
 	}
 	st, hasStaging, err := e.getStaging(ctx, v.ID)
 	if err != nil {

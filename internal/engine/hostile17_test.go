@@ -139,29 +139,46 @@ func TestNodeUnpublishLeavingAMountOverTheClaimsPublishDirectory(t *testing.T) {
 	dir := filepath.Dir(target)
 	// What the plugin did besides the target it was asked for: a mount over dir, the target
 	// made inside it and mounted there.
+	releaseLeftOverAMount(t, h, "v", "a", dir, mountOverAndInside(t, dir, target))
+}
+
+// mountOverAndInside mounts a tmpfs over dir and another at inner inside it (made there), as
+// a plugin does that mounts over a directory volctl made and makes the path it was given
+// inside. It returns what unmounts them by hand, and the first mount at inner hidden under
+// dir (the plugin's own, made before), also run at the test's end.
+func mountOverAndInside(t *testing.T, dir, inner string) (unmountByHand func()) {
+	t.Helper()
 	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatalf("mount over the publish directory: %v", err)
+		t.Fatalf("mount over %s: %v", dir, err)
 	}
-	unmountByHand := func() {
-		_ = unix.Unmount(dir, unix.MNT_DETACH)    // the mount over dir and what is mounted in it
-		_ = unix.Unmount(target, unix.MNT_DETACH) // the first target mount, hidden under it
+	unmountByHand = func() {
+		_ = unix.Unmount(dir, unix.MNT_DETACH)   // the mount over dir and what is mounted in it
+		_ = unix.Unmount(inner, unix.MNT_DETACH) // the first mount at inner, hidden under it
 	}
 	t.Cleanup(unmountByHand)
-	if err := os.Mkdir(target, 0o750); err != nil {
+	if err := os.MkdirAll(inner, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Mount("tmpfs", target, "tmpfs", 0, "size=1m"); err != nil {
-		t.Fatalf("mount at the target inside it: %v", err)
+	if err := unix.Mount("tmpfs", inner, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mount at %s inside it: %v", inner, err)
 	}
+	return unmountByHand
+}
 
-	_, err := h.e.Release(h.ctx, "v", "a")
+// releaseLeftOverAMount releases alloc's claim of vol through a plugin that left the mount
+// over dir (mountOverAndInside): the release fails saying dir is still mounted, the claim kept
+// releasing and the volume staged and attached; once unmountByHand has run, reconcile
+// finishes the release.
+func releaseLeftOverAMount(t *testing.T, h *harness, vol, alloc, dir string, unmountByHand func()) {
+	t.Helper()
+	_, err := h.e.Release(h.ctx, vol, alloc)
 	if err == nil || !strings.Contains(err.Error(), "still mounted") || !strings.Contains(err.Error(), dir) {
-		t.Fatalf("release with a mount left over the claim's publish directory %s = %v\nwant an error saying it is still mounted", dir, err)
+		t.Fatalf("release with a mount left over %s = %v\nwant an error saying it is still mounted", dir, err)
 	}
-	if live := h.liveClaims("v"); len(live) != 1 || !live[0].Releasing {
+	if live := h.liveClaims(vol); len(live) != 1 || !live[0].Releasing {
 		t.Fatalf("claims after the release = %+v: want the claim kept releasing for reconcile", live)
 	}
-	if st, ok := h.staging("v"); !ok || !st.Staged || !st.ControllerPublished {
+	if st, ok := h.staging(vol); !ok || !st.Staged || !st.ControllerPublished {
 		t.Fatalf("staging after the release = %+v (found %v): want it still staged and attached", st, ok)
 	}
 
@@ -169,7 +186,7 @@ func TestNodeUnpublishLeavingAMountOverTheClaimsPublishDirectory(t *testing.T) {
 	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("reconcile once the mounts are gone: %+v, %v", rep, err)
 	}
-	if live := h.liveClaims("v"); len(live) != 0 {
+	if live := h.liveClaims(vol); len(live) != 0 {
 		t.Fatalf("claims after reconcile = %+v, want none", live)
 	}
 }

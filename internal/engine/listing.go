@@ -254,19 +254,18 @@ func possessive(rpc string) string {
 }
 
 // getsVolume asks a plugin with GET_VOLUME about its volume externalID (ControllerGetVolume):
-// found is false when it answers NOT_FOUND, its word that it has no such volume; nodes are the
-// ones it reports the volume published to. The caller holds the plugin's controller lock.
-func (e *Engine) getsVolume(ctx context.Context, c *conn, externalID string) (found bool, nodes []string, err error) {
-	var got csi.ControllerGetVolumeResponse
+// found is false when it answers NOT_FOUND, its word that it has no such volume; got is its
+// answer. The caller holds the plugin's controller lock.
+func (e *Engine) getsVolume(ctx context.Context, c *conn, externalID string) (found bool, got csi.ControllerGetVolumeResponse, err error) {
 	err = e.retry(ctx, c, csi.RPCControllerGetVolume, func(ctx context.Context) error {
 		var err error
 		got, err = c.client.ControllerGetVolume(ctx, csi.ControllerGetVolumeRequest{VolumeID: externalID})
 		return err
 	})
 	if csi.IsNotFound(err) {
-		return false, nil, nil
+		return false, csi.ControllerGetVolumeResponse{}, nil
 	}
-	return err == nil, got.PublishedNodeIDs, err
+	return err == nil, got, err
 }
 
 // listsVolume says whether the plugin still has its volume externalID (volumeCheck), asked
@@ -286,7 +285,7 @@ func (e *Engine) listsVolume(ctx context.Context, c *conn, externalID string) (b
 		})
 	case csi.RPCControllerGetVolume:
 		found, _, err := e.getsVolume(ctx, c, externalID)
-		return found, err
+		return found, err // an answer about another ID says found too: the safe answer
 	}
 	return false, nil
 }
@@ -302,6 +301,10 @@ func (e *Engine) listsVolume(ctx context.Context, c *conn, externalID string) (b
 // before, the first entry decided, and a volume listed published nowhere, then attached here,
 // was recorded detached, or taken by a claim as its own attachment, `TestClaimCheckedByAListingThatDisagreesWithItself`).
 // A volume not listed, or that ControllerGetVolume answers NOT_FOUND, is published nowhere.
+// ControllerGetVolume answering about another volume ID than asked is believed when it says
+// published to the node (a plugin that normalises IDs answers so of the volume asked), and is
+// no answer (err) when it says not: that is another volume's state
+// (`TestControllerUnpublishCheckedByGetVolumeAnsweringAnotherVolume`).
 // err says the check failed or did not end.
 func (e *Engine) listsPublished(ctx context.Context, c *conn, externalID, nodeID string) (published bool, err error) {
 	switch publishedCheck(c) {
@@ -317,9 +320,13 @@ func (e *Engine) listsPublished(ctx context.Context, c *conn, externalID, nodeID
 			return page.NextToken, published, nil
 		})
 	case csi.RPCControllerGetVolume:
-		var nodes []string
-		_, nodes, err = e.getsVolume(ctx, c, externalID)
-		published = slices.Contains(nodes, nodeID)
+		var got csi.ControllerGetVolumeResponse
+		_, got, err = e.getsVolume(ctx, c, externalID)
+		published = slices.Contains(got.PublishedNodeIDs, nodeID)
+		if err == nil && !published && got.Volume.ID != "" && got.Volume.ID != externalID {
+			err = fmt.Errorf("%s of volume %q answered about volume %q, published to %v: that says nothing of the volume asked",
+				csi.RPCControllerGetVolume, externalID, got.Volume.ID, got.PublishedNodeIDs)
+		}
 	}
 	return published, err
 }
@@ -339,18 +346,27 @@ func (e *Engine) listsSnapshot(ctx context.Context, c *conn, id string, secrets 
 }
 
 // findsSnapshot asks the plugin for its snapshot id (snapshotCheck): ListSnapshots with its
-// snapshot_id (and secrets), a plugin that ignores that filter paged through to the entry, or
-// GetSnapshot; NOT_FOUND says it is not there. found is false, with no error, from a plugin
-// that cannot be asked. The caller holds the plugin's controller lock.
+// snapshot_id (and secrets), a plugin that ignores that filter paged through, or GetSnapshot;
+// NOT_FOUND says it is not there. found is false, with no error, from a plugin that cannot be
+// asked. Paging stops at an entry of the snapshot that is not ready (ready_to_use false); one
+// ready is paged past, as a listing may name the snapshot again and disagree with itself
+// (listsPublished), and any entry saying not ready is the answer, the safe one for a restore
+// (`TestRestoreCheckedByASnapshotListingThatDisagreesWithItself`; before, the first entry
+// decided). The caller holds the plugin's controller lock.
 func (e *Engine) findsSnapshot(ctx context.Context, c *conn, id string, secrets spec.Secrets) (snap csi.Snapshot, found bool, err error) {
 	switch snapshotCheck(c) {
 	case csi.RPCListSnapshots:
 		err = e.listPages(ctx, c, csi.RPCListSnapshots, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
 			page, err := c.client.ListSnapshots(ctx, csi.ListSnapshotsRequest{SnapshotID: id, StartingToken: token, Secrets: secrets})
-			if i := slices.IndexFunc(page.Snapshots, func(s csi.Snapshot) bool { return s.ID == id }); err == nil && i >= 0 {
-				snap, found = page.Snapshots[i], true
+			if err != nil {
+				return "", false, err
 			}
-			return page.NextToken, found, err
+			for _, s := range page.Snapshots {
+				if s.ID == id && (!found || !s.ReadyToUse) {
+					snap, found = s, true
+				}
+			}
+			return page.NextToken, found && !snap.ReadyToUse, nil
 		})
 	case csi.RPCGetSnapshot:
 		err = e.retry(ctx, c, csi.RPCGetSnapshot, func(ctx context.Context) error {

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/procfs"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -52,7 +52,7 @@ func (e *Engine) checkMountView(ctx context.Context, volumeID string) error {
 	}
 	if fi, err := os.Stat(filepath.Join(e.locks.dir, "agent.lock")); err == nil {
 		if hs := store.FlockHolders(fi); len(hs) > 0 {
-			return mountView(e.cfg.StateDir, strconv.Itoa(hs[0].Pid), fmt.Sprintf("the agent (pid %d)", hs[0].Pid))
+			return mountView(e.cfg.StateDir, hs[0].Pid, fmt.Sprintf("the agent (pid %d)", hs[0].Pid))
 		}
 	}
 	// A short read, on the write connection of a command that has no read connection open
@@ -74,7 +74,7 @@ func (e *Engine) checkMountView(ctx context.Context, volumeID string) error {
 		}
 		e.peerDials.Add(1)
 		if pid := SocketPeer(socket); pid > 0 {
-			if err := mountView(e.cfg.StateDir, strconv.Itoa(pid), fmt.Sprintf("plugin %q (pid %d, socket %s)", p.ID, pid, socket)); err != nil {
+			if err := mountView(e.cfg.StateDir, pid, fmt.Sprintf("plugin %q (pid %d, socket %s)", p.ID, pid, socket)); err != nil {
 				return err
 			}
 			e.sharedViews.Store(id, struct{}{})
@@ -124,13 +124,17 @@ func SocketPeer(path string) int {
 
 // mountView says whether this process's mounts under stateDir are those of the process pid
 // (who names it): nil when they are, or when that cannot be told (the process's namespace is
-// not readable: another user's, or gone).
-func mountView(stateDir, pid, who string) error {
+// not readable: another user's, or gone). Its namespace is read through a thread that runs
+// (procfs.Dir): through a first thread that has exited (a plugin whose main called
+// pthread_exit) it cannot be read, and "cannot be told" would let every operation act on
+// mounts it does not see.
+func mountView(stateDir string, pid int, who string) error {
 	self, err := os.Readlink(filepath.Join(procRoot, "self/ns/mnt"))
 	if err != nil {
 		return nil
 	}
-	theirs, err := os.Readlink(filepath.Join(procRoot, pid, "ns/mnt"))
+	dir := procfs.Dir(procRoot, pid)
+	theirs, err := os.Readlink(filepath.Join(dir, "ns/mnt"))
 	if err != nil || theirs == self {
 		return nil
 	}
@@ -139,7 +143,7 @@ func mountView(stateDir, pid, who string) error {
 		return nil
 	}
 	if group := peerGroup(ours); group != "" {
-		if shared, err := hasPeerGroup(filepath.Join(procRoot, pid, "mountinfo"), group); err != nil || shared {
+		if shared, err := hasPeerGroup(filepath.Join(dir, "mountinfo"), group); err != nil || shared {
 			return nil
 		}
 	}
@@ -147,7 +151,7 @@ func mountView(stateDir, pid, who string) error {
 	if strings.Contains(ours.Optional, "master:") {
 		how = "a slave of another: mounts made here reach no other namespace"
 	}
-	return fmt.Errorf("volctl runs in mount namespace %s, %s in %s, and the mount holding the state dir %s (%s) is %s: the mounts the plugins make are not the ones volctl would check here, so nothing is mounted or unmounted from here; run volctl in that mount namespace (nsenter -t %s -m -- volctl ...), or share the state dir's mount with it (unshare --propagation unchanged)",
+	return fmt.Errorf("volctl runs in mount namespace %s, %s in %s, and the mount holding the state dir %s (%s) is %s: the mounts the plugins make are not the ones volctl would check here, so nothing is mounted or unmounted from here; run volctl in that mount namespace (nsenter -t %d -m -- volctl ...), or share the state dir's mount with it (unshare --propagation unchanged)",
 		self, who, theirs, stateDir, ours.Mountpoint, how, pid)
 }
 

@@ -153,7 +153,7 @@ func TestMountViewSharedPeerGroup(t *testing.T) {
 				t.Fatal(err)
 			}
 			write("self", "mnt:[4026532999]", "121 100 8:1 / / rw shared:50 - ext4 /dev/sda1 rw\n"+c.self)
-			err := mountView("/var/lib/volctl", "1", `plugin "hp" (pid 1)`)
+			err := mountView("/var/lib/volctl", 1, `plugin "hp" (pid 1)`)
 			if (err == nil) != c.ok {
 				t.Fatalf("mountView: %v, want ok %v", err, c.ok)
 			}

@@ -242,9 +242,7 @@ func mountFree(path string) bool {
 		return false
 	}
 	defer unix.Close(fd)
-	var stx unix.Statx_t
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_TYPE, &stx); err != nil ||
-		stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 || stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0 {
+	if root, known := isMountRoot(fd, ""); !known || root {
 		return false
 	}
 	var buf [512]byte
@@ -260,4 +258,24 @@ func mountFree(path string) bool {
 			return false
 		}
 	}
+}
+
+// isMountRoot says whether the file name names, relative to the directory descriptor dirfd (the
+// file itself when name is ""), is the root of a mount (statx's STATX_ATTR_MOUNT_ROOT), never
+// following a symlink; known is false when the kernel does not say (before Linux 5.8) or it
+// cannot be read. A name that is gone is no mount root (known).
+func isMountRoot(dirfd int, name string) (root, known bool) {
+	flags := unix.AT_SYMLINK_NOFOLLOW
+	if name == "" {
+		flags |= unix.AT_EMPTY_PATH
+	}
+	var stx unix.Statx_t
+	err := unix.Statx(dirfd, name, flags, unix.STATX_TYPE, &stx)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return false, true
+	case err != nil || stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0:
+		return false, false
+	}
+	return stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0, true
 }

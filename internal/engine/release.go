@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
@@ -113,6 +115,12 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 	// (`TestNodeUnpublishLeavingAMountOverTheClaimsPublishDirectory`). Removed with the
 	// target, as it is, the directory costs no read of the mount table.
 	if err := e.checkUnmounted(v, csi.RPCNodeUnpublishVolume, "publish directory", filepath.Dir(cl.TargetPath), c, answer); err != nil {
+		return err
+	}
+	// And the alloc's publish directory (publish/<alloc>), shared with its claims on other
+	// volumes, for a mount at it, not below it (their targets are):
+	// `TestNodeUnpublishLeavingAMountOverTheAllocsPublishDirectory`.
+	if err := e.checkSharedDir(v, csi.RPCNodeUnpublishVolume, "the alloc's publish directory", filepath.Dir(filepath.Dir(cl.TargetPath)), c); err != nil {
 		return err
 	}
 	p.setState(store.ClaimNodeDetached)
@@ -230,7 +238,10 @@ func (e *Engine) unstage(ctx context.Context, c *conn, v store.Volume, st store.
 		return err
 	}
 	failpoint("rpc:NodeUnstageVolume")
-	return e.checkUnmounted(v, csi.RPCNodeUnstageVolume, "staging", st.StagingPath, c, err)
+	if err := e.checkUnmounted(v, csi.RPCNodeUnstageVolume, "staging", st.StagingPath, c, err); err != nil {
+		return err
+	}
+	return e.checkSharedDir(v, csi.RPCNodeUnstageVolume, "the plugin's staging directory", filepath.Dir(st.StagingPath), c)
 }
 
 // controllerUnpublish sends ControllerUnpublishVolume for volume v and node nodeID, with the
@@ -302,6 +313,33 @@ func (e *Engine) checkUnmounted(v store.Volume, rpc, what, path string, c *conn,
 	return fmt.Errorf("volume %q's %s at %s is still mounted after plugin %q answered %s: "+
 		"the plugin did not unmount it; unmount %s by hand (or restart the plugin), then run `volctl reconcile`",
 		v.ID, what, path, c.plugin.ID, rpc, strings.Join(left, " and "))
+}
+
+// checkSharedDir checks, after the plugin answered rpc for volume v, that nothing is mounted
+// at dir itself, a directory volctl shares between claims or volumes (publish/<alloc>, the
+// alloc's claims on several volumes; staging/<plugin>, the plugin's volumes) and mounts
+// nothing at: a plugin that mounted over it to make the path it was given inside, and undid
+// that path alone, leaves a mount hiding every other claim's or volume's mount below dir, and
+// what they use would be the plugin's file system instead. Recorded done, nothing would ever
+// undo it: the error names it, so the claim stays on the release path for reconcile. What is
+// mounted below dir is not looked at (the other claims' and volumes' own mounts are). A dir
+// that statx says is no mount root costs no read of the mount table.
+func (e *Engine) checkSharedDir(v store.Volume, rpc, what, dir string, c *conn) error {
+	if root, known := isMountRoot(unix.AT_FDCWD, e.realPath(dir)); known && !root {
+		return nil
+	}
+	under, err := e.mountsAt(dir)
+	if err != nil {
+		return fmt.Errorf("checking the mount table for %s %s after %s of volume %q: %w", what, dir, rpc, v.ID, err)
+	}
+	real := e.realPath(dir)
+	if !slices.ContainsFunc(under, func(m string) bool { return m == dir || m == real }) {
+		return nil
+	}
+	return fmt.Errorf("%s %s is still mounted after plugin %q answered %s for volume %q: volctl mounts nothing there, and the mount hides the mounts of the "+
+		"other claims and volumes below it; the plugin (or someone) mounted over it: unmount %s by hand (`umount -l`, which takes what the plugin mounted inside it too), "+
+		"then run `volctl reconcile`",
+		what, dir, c.plugin.ID, rpc, v.ID, dir)
 }
 
 // mountsLeft returns what the mount table has at path or below it, sorted; nothing, without
