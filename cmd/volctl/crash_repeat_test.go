@@ -15,6 +15,27 @@ import (
 	"github.com/volctl/volctl/internal/spec"
 )
 
+// remountingStage does to NodeStageVolume what remountingPublish does to NodePublishVolume:
+// asked again for a staging path that is already a mount, it answers OK and binds the staging
+// over itself once more.
+func remountingStage(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	stage, ok := req.(*csipb.NodeStageVolumeRequest)
+	if !ok {
+		return handler(ctx, req)
+	}
+	already, err := hostpath.SystemMounter{}.IsMountPoint(stage.GetStagingTargetPath())
+	if err != nil {
+		return nil, err
+	}
+	resp, err := handler(ctx, req)
+	if err == nil && already {
+		if merr := unix.Mount(stage.GetStagingTargetPath(), stage.GetStagingTargetPath(), "", unix.MS_BIND, ""); merr != nil {
+			return nil, merr
+		}
+	}
+	return resp, err
+}
+
 // remountingPublish makes the hostpath plugin's NodePublishVolume not idempotent, as plugins
 // that mount without looking first are: asked again for a target that is already a mount, it
 // answers OK and binds the staging over the target once more, stacking a second mount that its
@@ -39,23 +60,38 @@ func remountingPublish(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 
 // TestCrashAfterNodePublishAgainstARemountingPlugin kills a claim right after NodePublishVolume
 // answered, before its answer is recorded, against a plugin whose NodePublishVolume stacks a
-// second mount when sent again; reconcile, which finishes the claim, must leave the store and
-// the mount table agreeing, and the claim must release cleanly.
+// second mount when sent again; reconcile, which finishes the claim, must leave one mount at
+// the target, the store and the mount table agreeing, and the claim must release cleanly.
 func TestCrashAfterNodePublishAgainstARemountingPlugin(t *testing.T) {
 	t.Parallel()
+	crashAgainstARemountingPlugin(t, remountingPublish, "rpc:NodePublishVolume", "publish/a/vol/rw-file-system-single-node-writer")
+}
+
+// TestCrashAfterNodeStageAgainstARemountingPlugin is the same for NodeStageVolume: killed
+// after it answered, before its answer is recorded, against a plugin whose NodeStageVolume
+// stacks a second mount at the staging path when sent again.
+func TestCrashAfterNodeStageAgainstARemountingPlugin(t *testing.T) {
+	t.Parallel()
+	crashAgainstARemountingPlugin(t, remountingStage, "rpc:NodeStageVolume", "staging/hp/vol")
+}
+
+// crashAgainstARemountingPlugin kills a claim at failpoint against the hostpath plugin made
+// not idempotent by remount, reconciles, and checks that path (under the state dir) holds one
+// mount and that the claim then releases cleanly.
+func crashAgainstARemountingPlugin(t *testing.T, remount grpc.UnaryServerInterceptor, failpoint, path string) {
 	hostpathtest.RequireMount(t)
 	srv := hostpathtest.Start(t, hostpath.Config{Root: hostpathtest.MountDir(t), NodeID: "n1", EnableAttach: true,
-		ServerOptions: []grpc.ServerOption{grpc.ChainUnaryInterceptor(remountingPublish)}})
+		ServerOptions: []grpc.ServerOption{grpc.ChainUnaryInterceptor(remount)}})
 	env := &hostEnv{t: t, state: hostpathtest.MountDir(t), socket: srv.Socket, plugin: srv.Plugin}
 	env.ok("plugin", "register", "--id", "hp", "--socket", env.socket)
 	bin := buildVolctl(t, failpointsTag)
 	env.createVolume("vol", spec.SingleNodeWriter)
-	env.crash(bin, "rpc:NodePublishVolume", "volume", "claim", "vol", "--alloc", "a")
+	env.crash(bin, failpoint, "volume", "claim", "vol", "--alloc", "a")
 	env.ok("reconcile")
 	env.checkInvariants()
-	target := filepath.Join(env.state, "publish", "a", "vol", "rw-file-system-single-node-writer")
-	if mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (bool, bool) { return m.Mountpoint != target, false }); err != nil || len(mounts) != 1 {
-		t.Fatalf("after reconcile, %d mounts at the claim's target %s (%v); want one", len(mounts), target, err)
+	at := filepath.Join(env.state, path)
+	if mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (bool, bool) { return m.Mountpoint != at, false }); err != nil || len(mounts) != 1 {
+		t.Fatalf("after reconcile, %d mounts at %s (%v); want one", len(mounts), at, err)
 	}
 	env.ok("volume", "release", "vol", "--alloc", "a")
 	env.checkInvariants()

@@ -27,6 +27,9 @@ type checkpoint struct {
 	free    store.Outcome // when set, the flush moves the claim to the history
 	// attachIntent: the staging's attach intent is admission's, sent to no node yet (loaded).
 	attachIntent bool
+	// stagingIntent: this command recorded the staging path, so no earlier one can have sent
+	// NodeStageVolume for it (stagedBefore).
+	stagingIntent bool
 	// keptAttach: undoUnused kept the volume's attachment recorded, owed, because the plugin
 	// lost PUBLISH_UNPUBLISH_VOLUME; it says so (keptAttachment).
 	keptAttach string
@@ -50,6 +53,8 @@ type loaded struct {
 	// attachIntent: admission's transaction recorded the attach intent (recordIntents), from
 	// the plugin's stored fingerprint, and no RPC has been sent for it.
 	attachIntent bool
+	// stagingIntent: admission's transaction recorded the staging path (recordIntents).
+	stagingIntent bool
 }
 
 // usage is what a volume's claims other than the one being driven use: its staging (claims
@@ -122,7 +127,7 @@ func load(tx *store.Tx, v store.Volume) (*loaded, error) {
 // holds the volume lock, so nothing else changes it meanwhile.
 func (e *Engine) newCheckpoint(ctx context.Context, cl *store.Claim, ld *loaded) (*checkpoint, error) {
 	if ld != nil {
-		return &checkpoint{e: e, cl: cl, saved: cl.State, from: cl.State, st: ld.staging, hasSt: ld.hasStaging, others: ld.others, attachIntent: ld.attachIntent}, nil
+		return &checkpoint{e: e, cl: cl, saved: cl.State, from: cl.State, st: ld.staging, hasSt: ld.hasStaging, others: ld.others, attachIntent: ld.attachIntent, stagingIntent: ld.stagingIntent}, nil
 	}
 	st, ok, err := e.getStaging(ctx, cl.VolumeID)
 	if err != nil {

@@ -394,28 +394,31 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 		}
 		if p.st.StagingPath != path {
 			p.staging(func(st *store.Staging) { st.PluginID, st.StagingPath = v.PluginID, path })
+			p.stagingIntent = true
 		}
 		if err := p.flush(ctx, "claim"); err != nil {
 			return err
 		}
-		req := csi.NodeStageVolumeRequest{
-			VolumeID: v.ExternalID, PublishContext: p.publishContext(c), StagingPath: path,
-			Capability: capability(cl), Secrets: v.Secrets, VolumeContext: v.Context,
+		if !e.stagedBefore(v, p, path) {
+			req := csi.NodeStageVolumeRequest{
+				VolumeID: v.ExternalID, PublishContext: p.publishContext(c), StagingPath: path,
+				Capability: capability(cl), Secrets: v.Secrets, VolumeContext: v.Context,
+			}
+			stage := func(publishContext map[string]string) error {
+				req.PublishContext = publishContext
+				return e.retry(ctx, c, csi.RPCNodeStageVolume, func(ctx context.Context) error {
+					return c.client.NodeStageVolume(ctx, req)
+				})
+			}
+			err := stage(req.PublishContext)
+			if err != nil {
+				err = e.reattach(ctx, c, v, p, csi.RPCNodeStageVolume, err, stage)
+			}
+			if err != nil && !p.stillStaged(ctx, err) {
+				return err
+			}
+			failpoint("rpc:NodeStageVolume")
 		}
-		stage := func(publishContext map[string]string) error {
-			req.PublishContext = publishContext
-			return e.retry(ctx, c, csi.RPCNodeStageVolume, func(ctx context.Context) error {
-				return c.client.NodeStageVolume(ctx, req)
-			})
-		}
-		err := stage(req.PublishContext)
-		if err != nil {
-			err = e.reattach(ctx, c, v, p, csi.RPCNodeStageVolume, err, stage)
-		}
-		if err != nil && !p.stillStaged(ctx, err) {
-			return err
-		}
-		failpoint("rpc:NodeStageVolume")
 		p.staging(func(st *store.Staging) { st.Staged = true })
 	}
 	p.setState(store.ClaimNodeStaged)
@@ -480,6 +483,26 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 	p.event(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
 		Message: fmt.Sprintf("%s claim published at %s", cl.Mode, cl.TargetPath)})
 	return nil
+}
+
+// stagedBefore says whether the volume's staging path, recorded by an earlier command that may
+// have sent NodeStageVolume and died before recording its answer (the store has the volume
+// unstaged), is a mount point already: only the plugin mounts there, for this volume. Then the
+// RPC is not sent again, for the reason publishedBefore gives (a plugin that mounts without
+// looking first stacks a second mount that its NodeUnstageVolume leaves behind:
+// `TestCrashAfterNodeStageAgainstARemountingPlugin`); the NodePublishVolume that follows is
+// checked as always (checkTarget). A path this command recorded costs nothing.
+func (e *Engine) stagedBefore(v store.Volume, p *checkpoint, path string) bool {
+	if p.stagingIntent {
+		return false
+	}
+	mp, err := e.cfg.Mounts.Mounted(e.cfg.StateDir, e.realPath(path))
+	if err != nil || !mp.Mounted {
+		return false // sent again, as before
+	}
+	e.log.Info("not sending NodeStageVolume again: the staging path is mounted already (an earlier volctl sent it and did not record the answer)",
+		"volume", v.ID, "staging", path)
+	return true
 }
 
 // publishedBefore says whether the claim's target already holds the volume as checkTarget
