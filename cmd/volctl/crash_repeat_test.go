@@ -15,48 +15,42 @@ import (
 	"github.com/volctl/volctl/internal/spec"
 )
 
-// remountingStage does to NodeStageVolume what remountingPublish does to NodePublishVolume:
-// asked again for a staging path that is already a mount, it answers OK and binds the staging
-// over itself once more.
-func remountingStage(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	stage, ok := req.(*csipb.NodeStageVolumeRequest)
-	if !ok {
-		return handler(ctx, req)
-	}
-	already, err := hostpath.SystemMounter{}.IsMountPoint(stage.GetStagingTargetPath())
-	if err != nil {
-		return nil, err
-	}
-	resp, err := handler(ctx, req)
-	if err == nil && already {
-		if merr := unix.Mount(stage.GetStagingTargetPath(), stage.GetStagingTargetPath(), "", unix.MS_BIND, ""); merr != nil {
-			return nil, merr
+// remounting makes one of the hostpath plugin's node RPCs not idempotent, as plugins that mount
+// without looking first are: asked again for a path (the one pathOf finds in its request) that
+// is already a mount, it answers OK and binds the path over itself once more, stacking a second
+// mount that its reverse RPC, which unmounts once, leaves behind.
+func remounting(pathOf func(req any) (string, bool)) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		path, ok := pathOf(req)
+		if !ok {
+			return handler(ctx, req)
 		}
+		already, err := hostpath.SystemMounter{}.IsMountPoint(path)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := handler(ctx, req)
+		if err == nil && already {
+			if merr := unix.Mount(path, path, "", unix.MS_BIND, ""); merr != nil {
+				return nil, merr
+			}
+		}
+		return resp, err
 	}
-	return resp, err
 }
 
-// remountingPublish makes the hostpath plugin's NodePublishVolume not idempotent, as plugins
-// that mount without looking first are: asked again for a target that is already a mount, it
-// answers OK and binds the staging over the target once more, stacking a second mount that its
-// own NodeUnpublishVolume, which unmounts once, leaves behind.
-func remountingPublish(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	pub, ok := req.(*csipb.NodePublishVolumeRequest)
-	if !ok {
-		return handler(ctx, req)
-	}
-	already, err := hostpath.SystemMounter{}.IsMountPoint(pub.GetTargetPath())
-	if err != nil {
-		return nil, err
-	}
-	resp, err := handler(ctx, req)
-	if err == nil && already {
-		if merr := unix.Mount(pub.GetStagingTargetPath(), pub.GetTargetPath(), "", unix.MS_BIND, ""); merr != nil {
-			return nil, merr
-		}
-	}
-	return resp, err
-}
+// remountingStage stacks a mount at the staging path when NodeStageVolume is sent again;
+// remountingPublish, at the target when NodePublishVolume is.
+var (
+	remountingStage = remounting(func(req any) (string, bool) {
+		r, ok := req.(*csipb.NodeStageVolumeRequest)
+		return r.GetStagingTargetPath(), ok
+	})
+	remountingPublish = remounting(func(req any) (string, bool) {
+		r, ok := req.(*csipb.NodePublishVolumeRequest)
+		return r.GetTargetPath(), ok
+	})
+)
 
 // TestCrashAfterNodePublishAgainstARemountingPlugin kills a claim right after NodePublishVolume
 // answered, before its answer is recorded, against a plugin whose NodePublishVolume stacks a
