@@ -493,8 +493,8 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 // `TestCrashAfterNodeStageAgainstARemountingPlugin`); the NodePublishVolume that follows is
 // checked as always (checkTarget). A path this command recorded costs nothing.
 func (e *Engine) stagedBefore(v store.Volume, p *checkpoint, path string) bool {
-	if p.stagingIntent {
-		return false
+	if p.stagingIntent || p.cl.Degraded {
+		return false // a restore marked the staging unstaged from the mount table itself
 	}
 	mp, err := e.cfg.Mounts.Mounted(e.cfg.StateDir, e.realPath(path))
 	if err != nil || !mp.Mounted {
@@ -515,8 +515,8 @@ func (e *Engine) stagedBefore(v store.Volume, p *checkpoint, path string) bool {
 // (`TestCrashAfterNodePublishAgainstARemountingPlugin`). A first publish, and a restore (its
 // target unmounted), costs one lstat of a missing or unmounted target at most.
 func (e *Engine) publishedBefore(ctx context.Context, v store.Volume, p *checkpoint, c *conn, staging string) bool {
-	if p.from != store.ClaimNodeStaged {
-		return false
+	if p.from != store.ClaimNodeStaged || p.cl.Degraded {
+		return false // a restore is driven because its target was found unmounted
 	}
 	if _, err := os.Lstat(e.realPath(p.cl.TargetPath)); err != nil {
 		return false
