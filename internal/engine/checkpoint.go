@@ -12,13 +12,10 @@ import (
 // the rule of docs/architecture.md (Checkpoints) — every state change is committed before the next RPC — with no transaction
 // spent on a step that sends no RPC.
 type checkpoint struct {
-	e     *Engine
-	cl    *store.Claim
-	saved store.ClaimState // the claim's state as the store has it
-	// from is the claim's state when the operation began: past the point where an earlier
-	// command may have sent an RPC whose answer it never recorded (publishedBefore).
-	from    store.ClaimState
-	others  *usage // nil: count when needed
+	e       *Engine
+	cl      *store.Claim
+	saved   store.ClaimState // the claim's state as the store has it
+	others  *usage           // nil: count when needed
 	st      store.Staging
 	hasSt   bool // a staging row exists in the store
 	clDirty bool
@@ -27,9 +24,6 @@ type checkpoint struct {
 	free    store.Outcome // when set, the flush moves the claim to the history
 	// attachIntent: the staging's attach intent is admission's, sent to no node yet (loaded).
 	attachIntent bool
-	// stagingIntent: this command recorded the staging path, so no earlier one can have sent
-	// NodeStageVolume for it (stagedBefore).
-	stagingIntent bool
 	// keptAttach: undoUnused kept the volume's attachment recorded, owed, because the plugin
 	// lost PUBLISH_UNPUBLISH_VOLUME; it says so (keptAttachment).
 	keptAttach string
@@ -53,8 +47,6 @@ type loaded struct {
 	// attachIntent: admission's transaction recorded the attach intent (recordIntents), from
 	// the plugin's stored fingerprint, and no RPC has been sent for it.
 	attachIntent bool
-	// stagingIntent: admission's transaction recorded the staging path (recordIntents).
-	stagingIntent bool
 }
 
 // usage is what a volume's claims other than the one being driven use: its staging (claims
@@ -127,13 +119,13 @@ func load(tx *store.Tx, v store.Volume) (*loaded, error) {
 // holds the volume lock, so nothing else changes it meanwhile.
 func (e *Engine) newCheckpoint(ctx context.Context, cl *store.Claim, ld *loaded) (*checkpoint, error) {
 	if ld != nil {
-		return &checkpoint{e: e, cl: cl, saved: cl.State, from: cl.State, st: ld.staging, hasSt: ld.hasStaging, others: ld.others, attachIntent: ld.attachIntent, stagingIntent: ld.stagingIntent}, nil
+		return &checkpoint{e: e, cl: cl, saved: cl.State, st: ld.staging, hasSt: ld.hasStaging, others: ld.others, attachIntent: ld.attachIntent}, nil
 	}
 	st, ok, err := e.getStaging(ctx, cl.VolumeID)
 	if err != nil {
 		return nil, err
 	}
-	return &checkpoint{e: e, cl: cl, saved: cl.State, from: cl.State, st: st, hasSt: ok}, nil
+	return &checkpoint{e: e, cl: cl, saved: cl.State, st: st, hasSt: ok}, nil
 }
 
 // advance moves the claim past a step that sends no RPC (a plugin without controller publishing,

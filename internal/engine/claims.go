@@ -394,7 +394,7 @@ func recordIntents(tx *store.Tx, ld *loaded, v store.Volume, stateDir string) er
 	}
 	if path := stagingPath(stateDir, v.PluginID, v.ID); slices.Contains(fp.NodeCaps, "STAGE_UNSTAGE_VOLUME") && !st.Staged && st.StagingPath != path {
 		st.PluginID, st.StagingPath = v.PluginID, path
-		changed, ld.stagingIntent = true, true
+		changed = true
 	}
 	if !changed {
 		return nil

@@ -394,31 +394,28 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 		}
 		if p.st.StagingPath != path {
 			p.staging(func(st *store.Staging) { st.PluginID, st.StagingPath = v.PluginID, path })
-			p.stagingIntent = true
 		}
 		if err := p.flush(ctx, "claim"); err != nil {
 			return err
 		}
-		if !e.stagedBefore(v, p, path) {
-			req := csi.NodeStageVolumeRequest{
-				VolumeID: v.ExternalID, PublishContext: p.publishContext(c), StagingPath: path,
-				Capability: capability(cl), Secrets: v.Secrets, VolumeContext: v.Context,
-			}
-			stage := func(publishContext map[string]string) error {
-				req.PublishContext = publishContext
-				return e.retry(ctx, c, csi.RPCNodeStageVolume, func(ctx context.Context) error {
-					return c.client.NodeStageVolume(ctx, req)
-				})
-			}
-			err := stage(req.PublishContext)
-			if err != nil {
-				err = e.reattach(ctx, c, v, p, csi.RPCNodeStageVolume, err, stage)
-			}
-			if err != nil && !p.stillStaged(ctx, err) {
-				return err
-			}
-			failpoint("rpc:NodeStageVolume")
+		req := csi.NodeStageVolumeRequest{
+			VolumeID: v.ExternalID, PublishContext: p.publishContext(c), StagingPath: path,
+			Capability: capability(cl), Secrets: v.Secrets, VolumeContext: v.Context,
 		}
+		stage := func(publishContext map[string]string) error {
+			req.PublishContext = publishContext
+			return e.retry(ctx, c, csi.RPCNodeStageVolume, func(ctx context.Context) error {
+				return c.client.NodeStageVolume(ctx, req)
+			})
+		}
+		err := stage(req.PublishContext)
+		if err != nil {
+			err = e.reattach(ctx, c, v, p, csi.RPCNodeStageVolume, err, stage)
+		}
+		if err != nil && !p.stillStaged(ctx, err) {
+			return err
+		}
+		failpoint("rpc:NodeStageVolume")
 		p.staging(func(st *store.Staging) { st.Staged = true })
 	}
 	p.setState(store.ClaimNodeStaged)
@@ -458,75 +455,29 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 			return c.client.NodePublishVolume(ctx, req)
 		})
 	}
-	if !e.publishedBefore(ctx, v, p, c, req.StagingPath) {
-		err := publish(req.PublishContext)
-		if err != nil && !p.stagedUnattached {
-			// A plugin that does not stage works from the attachment in NodePublishVolume, and one
-			// that stages may check it there too (volctl's hostpath does): a claim joining a
-			// staging other claims made sends no NodeStageVolume to be refused. A staging made
-			// before the attachment is stagedBeforeAttach's.
-			err = e.reattach(ctx, c, v, p, csi.RPCNodePublishVolume, err, publish)
-		}
-		if err != nil && p.stagedUnattached && csi.IsFailedPrecondition(err) {
-			return e.stagedBeforeAttach(ctx, c, v, p, err)
-		}
-		if err != nil {
-			return err
-		}
-		failpoint("rpc:NodePublishVolume")
-		if err := e.checkTarget(ctx, v, cl, c, req.StagingPath); err != nil {
-			return err
-		}
+	err := publish(req.PublishContext)
+	if err != nil && !p.stagedUnattached {
+		// A plugin that does not stage works from the attachment in NodePublishVolume, and one
+		// that stages may check it there too (volctl's hostpath does): a claim joining a
+		// staging other claims made sends no NodeStageVolume to be refused. A staging made
+		// before the attachment is stagedBeforeAttach's.
+		err = e.reattach(ctx, c, v, p, csi.RPCNodePublishVolume, err, publish)
+	}
+	if err != nil && p.stagedUnattached && csi.IsFailedPrecondition(err) {
+		return e.stagedBeforeAttach(ctx, c, v, p, err)
+	}
+	if err != nil {
+		return err
+	}
+	failpoint("rpc:NodePublishVolume")
+	if err := e.checkTarget(ctx, v, cl, c, req.StagingPath); err != nil {
+		return err
 	}
 	p.setState(store.ClaimPublished)
 	cl.NeedsReconcile, cl.Attempts, cl.Degraded = false, 0, false
 	p.event(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
 		Message: fmt.Sprintf("%s claim published at %s", cl.Mode, cl.TargetPath)})
 	return nil
-}
-
-// stagedBefore says whether the volume's staging path, recorded by an earlier command that may
-// have sent NodeStageVolume and died before recording its answer (the store has the volume
-// unstaged), is a mount point already: only the plugin mounts there, for this volume. Then the
-// RPC is not sent again, for the reason publishedBefore gives (a plugin that mounts without
-// looking first stacks a second mount that its NodeUnstageVolume leaves behind:
-// `TestCrashAfterNodeStageAgainstARemountingPlugin`); the NodePublishVolume that follows is
-// checked as always (checkTarget). A path this command recorded costs nothing.
-func (e *Engine) stagedBefore(v store.Volume, p *checkpoint, path string) bool {
-	if p.stagingIntent || p.cl.Degraded {
-		return false // a restore marked the staging unstaged from the mount table itself
-	}
-	mp, err := e.cfg.Mounts.Mounted(e.cfg.StateDir, e.realPath(path))
-	if err != nil || !mp.Mounted {
-		return false // sent again, as before
-	}
-	e.log.Info("not sending NodeStageVolume again: the staging path is mounted already (an earlier volctl sent it and did not record the answer)",
-		"volume", v.ID, "staging", path)
-	return true
-}
-
-// publishedBefore says whether the claim's target already holds the volume as checkTarget
-// accepts it after NodePublishVolume answered OK, when an earlier command may have sent that
-// RPC and died before recording its answer (the claim was node-staged when this drive began:
-// a kill, or a power loss that kept the mount's record out). Then the RPC is not sent again:
-// CSI makes it idempotent, but a plugin that mounts without looking first stacks a second
-// mount over the target, which its NodeUnpublishVolume, unmounting once, leaves behind, and
-// the claim's release would fail on it at every try
-// (`TestCrashAfterNodePublishAgainstARemountingPlugin`). A first publish, and a restore (its
-// target unmounted), costs one lstat of a missing or unmounted target at most.
-func (e *Engine) publishedBefore(ctx context.Context, v store.Volume, p *checkpoint, c *conn, staging string) bool {
-	if p.from != store.ClaimNodeStaged || p.cl.Degraded {
-		return false // a restore is driven because its target was found unmounted
-	}
-	if _, err := os.Lstat(e.realPath(p.cl.TargetPath)); err != nil {
-		return false
-	}
-	if e.checkTarget(ctx, v, p.cl, c, staging) != nil {
-		return false // sent again, and checked again after its answer
-	}
-	e.log.Info("not sending NodePublishVolume again: the target holds the volume already (an earlier volctl sent it and did not record the answer)",
-		"volume", v.ID, "target", p.cl.TargetPath)
-	return true
 }
 
 // attachedElsewhere refuses to send rpc, the node RPC that works from the volume's attachment
