@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -59,32 +60,36 @@ type signature struct {
 	names []string
 }
 
-var signatures = map[Kind]*signature{
-	KindVolume: {
-		// id, name, type and namespace could be anything's.
-		signals: []string{
-			"plugin_id", "external_id", "snapshot_id", "clone_id", "capacity_min", "capacity_max",
-			"access_mode", "attachment_mode", "capability", "mount_options", "topology_request",
-			"secrets", "parameters", "context",
+// signatures is built at the first spec read, not at every process's start: `volctl version`
+// and the commands that read no spec do not pay for it (BENCHMARKS.md, Start-up).
+var signatures = sync.OnceValue(func() map[Kind]*signature {
+	return map[Kind]*signature{
+		KindVolume: {
+			// id, name, type and namespace could be anything's.
+			signals: []string{
+				"plugin_id", "external_id", "snapshot_id", "clone_id", "capacity_min", "capacity_max",
+				"access_mode", "attachment_mode", "capability", "mount_options", "topology_request",
+				"secrets", "parameters", "context",
+			},
+			names: append(volumeSchema.names(), slices.Sorted(maps.Keys(hostOnly))...),
 		},
-		names: append(volumeSchema.names(), slices.Sorted(maps.Keys(hostOnly))...),
-	},
-	KindPlugin: {
-		signals:      []string{"plugin"},
-		blockSignals: true,
-		names:        append([]string{"plugin"}, pluginSchema.names()...),
-	},
-	KindGroup: {
-		signals:      []string{"group"},
-		blockSignals: true,
-		names:        append([]string{"group"}, groupSchema.names()...),
-	},
-	kindAgent: {
-		signals:      []string{"agent"},
-		blockSignals: true,
-		names:        []string{"agent", "plugin"},
-	},
-}
+		KindPlugin: {
+			signals:      []string{"plugin"},
+			blockSignals: true,
+			names:        append([]string{"plugin"}, pluginSchema.names()...),
+		},
+		KindGroup: {
+			signals:      []string{"group"},
+			blockSignals: true,
+			names:        append([]string{"group"}, groupSchema.names()...),
+		},
+		kindAgent: {
+			signals:      []string{"agent"},
+			blockSignals: true,
+			names:        []string{"agent", "plugin"},
+		},
+	}
+})
 
 // otherKinds is the order in which a file's kind is looked for: an agent config first, since it
 // holds plugin blocks as well.
@@ -105,7 +110,7 @@ func (s *signature) signal(names []topName) (topName, bool) {
 // anything else a volume spec.
 func detectKind(names []topName) Kind {
 	for _, k := range []Kind{KindPlugin, KindGroup} {
-		if _, ok := signatures[k].signal(names); ok {
+		if _, ok := signatures()[k].signal(names); ok {
 			return k
 		}
 	}
@@ -122,14 +127,14 @@ func otherKind(names []topName, want Kind) (Kind, topName, bool) {
 		if k == want {
 			continue
 		}
-		other := signatures[k]
+		other := signatures()[k]
 		at, ok := other.signal(names)
 		if !ok {
 			continue
 		}
 		mine := false
 		for _, n := range names {
-			if slices.Contains(signatures[want].names, n.name) && !slices.Contains(other.names, n.name) {
+			if slices.Contains(signatures()[want].names, n.name) && !slices.Contains(other.names, n.name) {
 				mine = true
 				break
 			}
