@@ -98,7 +98,7 @@ func looksLikeItself(what, id string) error {
 		default:
 			continue
 		}
-		return fmt.Errorf("%s %q must not contain %U (its character %d): %s, so two could look alike on screen; write it without that character",
+		return fmt.Errorf("%s %q must not contain %U (its character %d): %s, so two IDs could look alike on screen; write the ID without it",
 			what, id, r, utf8.RuneCountInString(id[:i])+1, kind)
 	}
 	return mixedScripts(what, id)
