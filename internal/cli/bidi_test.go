@@ -16,10 +16,13 @@ import (
 // PDI): printed raw, a terminal that does bidi lays the rest of the line out right to left, so
 // a plugin's version can make a table row, or volctl's own words after it, read as something
 // else ("Trojan Source", CVE-2021-42574).
-const bidiText = "1.0\u202edeliaf\u202c\u2067x\u2069\u202a\u202b\u202d\u2066\u2068"
+// It ends with the characters that show as nothing (a zero width space, a word joiner, a byte
+// order mark, a soft hyphen): raw, a node ID "node-1.0\u200b" reads as "node-1.0".
+const bidiText = "1.0\u202edeliaf\u202c\u2067x\u2069\u202a\u202b\u202d\u2066\u2068\u200b\u2060\ufeff\u00ad"
 
 // TestPluginDataBidiControlsEscaped: what volctl prints for a person from a plugin's strings
-// shows each bidi control as an escape, as it shows control characters.
+// shows each bidi control, and each character that shows as nothing, as an escape, as it shows
+// control characters.
 func TestPluginDataBidiControlsEscaped(t *testing.T) {
 	ctx := context.Background()
 	mem := csitest.NewMemPlugin(echoingMemConfig(bidiText))
@@ -28,12 +31,14 @@ func TestPluginDataBidiControlsEscaped(t *testing.T) {
 		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
 		t.Fatal(err)
 	}
-	isBidi := func(r rune) bool { return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 }
+	isBidi := func(r rune) bool {
+		return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || strings.ContainsRune("\u200b\u2060\ufeff\u00ad", r)
+	}
 	check := func(what string, out ...fmt.Stringer) {
 		t.Helper()
 		for _, o := range out {
 			if s := o.String(); strings.ContainsFunc(s, isBidi) {
-				t.Errorf("%s prints a bidi control raw to the terminal:\n%+q", what, s)
+				t.Errorf("%s prints a bidi control or an invisible character raw to the terminal:\n%+q", what, s)
 			}
 		}
 	}

@@ -51,7 +51,9 @@ again with the same NAME returns the same snapshot. Without NAME, volctl derives
 volume and the current second (<the volume's CSI name>-<unix time>, with -2, -3, ... when the
 plugin has a snapshot of that name already): retries within one command never make a second
 snapshot, while two commands make two, even within one second. Pass NAME when a script must be
-safe to re-run. --parameter KEY=VALUE (repeatable) is passed to the plugin as is.
+safe to re-run. NAME is at most 128 bytes (the CSI spec's limit) and holds no control character,
+nor one that shows as nothing or as another (a zero width space, a bidi override, letters of
+two scripts), as a volume's ID may not. --parameter KEY=VALUE (repeatable) is passed to the plugin as is.
 
 volctl records the snapshot (name, volume, plugin) before asking the plugin, so a create cut
 short (a crash, a plugin that stopped answering) leaves a snapshot listed as pending: volctl
@@ -79,8 +81,12 @@ func snapshotCreateRun(ctx context.Context, opts *SnapshotCreateOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.Name != "" && strings.TrimSpace(opts.Name) == "" {
-		return usageError("snapshot create: NAME must not be blank")
+	if opts.Name != "" {
+		// The name is sent to the plugin and names the snapshot while it is pending: held to
+		// the CSI spec's limits and to what reads as itself, as a volume's name and ID are.
+		if err := spec.ValidateNewName("snapshot NAME", opts.Name); err != nil {
+			return usageError("snapshot create: %v", err)
+		}
 	}
 	e, err := opts.Engine(ctx)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
@@ -214,5 +215,50 @@ func TestSecretFileReadableByOthersIsWarnedOf(t *testing.T) {
 	if !strings.Contains(got, "Warning: --secret-file token: "+open+" may be read by users other than its owner (mode 0644)") ||
 		!strings.Contains(got, "chmod 600 "+open) || strings.Contains(got, private) || strings.Contains(got, "hunter2") {
 		t.Errorf("stderr = %q, want one warning naming token, %s and the chmod, and no secret", got, open)
+	}
+}
+
+// TestSnapshotNameReadsAsItself: a snapshot's NAME is typed, sent to the plugin as a CSI name
+// and names the snapshot while it is pending. One holding an escape sequence, a newline, a zero
+// width space ("pre" and "pre\u200b" read alike in the list), a bidi override, a Cyrillic letter
+// among Latin ones, other bytes than UTF-8 or more than the CSI spec's 128 bytes is refused as
+// the usage error it is, before anything is recorded or sent; volume names and IDs already were.
+func TestSnapshotNameReadsAsItself(t *testing.T) {
+	ctx := context.Background()
+	mem := csitest.NewMemPlugin(csitest.DefaultMemConfig())
+	_, e, eng := serveMem(t, mem)
+	createSingleWriter(t, e, "db")
+	for _, tt := range []struct{ name, want string }{
+		{"pre\u200b", "U+200B"},
+		{"\x1b]0;pwned\a", "control character U+001B"},
+		{"before\nupgrade", "control character U+000A"},
+		{"nightly\u202eevil", "U+202E"},
+		{"nightlу", "mixes the Latin letter"},
+		{"\xff\xfe", "not valid UTF-8"},
+		{strings.Repeat("x", 129), "129 bytes long; the CSI spec limits a name to 128"},
+		{" ", "must not be blank"},
+	} {
+		ios, _, out, _ := iostreams.Test()
+		err := snapshotCreateRun(ctx, &SnapshotCreateOptions{IO: ios, Engine: eng, VolumeID: "db", Name: tt.name})
+		if err == nil || !strings.Contains(err.Error(), tt.want) || ExitCode(err) != ExitUsage {
+			t.Errorf("snapshot create db %q: err = %v (exit %d), want %q (exit %d)", tt.name, err, ExitCode(err), tt.want, ExitUsage)
+		}
+		if out.Len() > 0 {
+			t.Errorf("snapshot create db %q printed %q", tt.name, out)
+		}
+	}
+	if snaps, err := e.RecordedSnapshots(ctx, "mem"); err != nil || len(snaps) != 0 {
+		names := make([]string, len(snaps))
+		for i, s := range snaps {
+			names[i] = s.Name
+		}
+		t.Errorf("refused names left snapshots recorded (%v): %q", err, names)
+	}
+	// What reads as itself is taken: a slash, non-Latin letters of one script, 128 bytes.
+	for _, name := range []string{"db/before-upgrade", "数据库-备份", strings.Repeat("x", 128)} {
+		ios, _, _, _ := iostreams.Test()
+		if err := snapshotCreateRun(ctx, &SnapshotCreateOptions{IO: ios, Engine: eng, VolumeID: "db", Name: name}); err != nil {
+			t.Errorf("snapshot create db %q: %v", name, err)
+		}
 	}
 }

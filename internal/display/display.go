@@ -136,11 +136,13 @@ func Plural(n int, noun string) string {
 
 // Escape makes text from outside volctl — a plugin's version, node ID, topology or context, a
 // name in a spec file — fit to print on a terminal: each control character (C0, newline and tab
-// included, DEL, C1) and each byte that is not UTF-8 is written as strconv.Quote writes it
-// ("\x1b", "\n", "\u009b", "\xff"), the rest (non-ASCII letters, backslashes) as it is. An
+// included, DEL, C1), bidi override or isolate, character that shows as nothing (a zero width
+// space) and byte that is not UTF-8 is written as strconv.Quote writes it ("\x1b", "\n",
+// "\u009b", "\u200b", "\xff"), the rest (non-ASCII letters, backslashes) as it is. An
 // escape sequence in a plugin's answer then reads as text, not as an order to recolour the
-// screen, retitle the window or move the cursor; a newline cannot start a line of its own.
-// The dashboard blanks such characters instead (tui's clean): it draws cells, not text. It is
+// screen, retitle the window or move the cursor; a newline cannot start a line of its own; "n1"
+// and "n1\u200b" read as two. The dashboard blanks the controls instead (tui's clean): it draws
+// cells, not text; it writes the invisible ones as this does. It is
 // spec.EscapeControl, which the spec diagnostics' source lines go through too.
 func Escape(s string) string { return spec.EscapeControl(s) }
 

@@ -328,8 +328,9 @@ func EscapeLines(s string) string {
 // EscapeControl writes each control character in s (C0, newline and tab included, DEL, C1),
 // each bidi embedding, override and isolate (U+202A..U+202E, U+2066..U+2069: raw, a terminal
 // that does bidi lays out the rest of the line reordered, so text could make the words after
-// it read as others) and each byte that is not UTF-8 as strconv.Quote writes it ("\x1b", "\n",
-// "\u009b", "\u202e", "\xff"), and
+// it read as others), each character that shows as nothing (IsInvisible: "db\u200b" would read
+// as "db") and each byte that is not UTF-8 as strconv.Quote writes it ("\x1b", "\n",
+// "\u009b", "\u202e", "\u200b", "\xff"), and
 // leaves the rest, non-ASCII letters and backslashes included, as it is: text from outside
 // volctl made fit for a terminal. The command line shows plugins' data through it
 // (display.Escape), and diagnostics the source lines of spec files.
@@ -361,9 +362,25 @@ func EscapeControl(s string) string {
 	return b.String()
 }
 
-// isControl reports a C0 or C1 control character, DEL, or a bidi embedding, override or
-// isolate (IsBidiControl).
-func isControl(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f || IsBidiControl(r) }
+// isControl reports a C0 or C1 control character, DEL, a bidi embedding, override or
+// isolate (IsBidiControl), or a character that shows as nothing (IsInvisible).
+func isControl(r rune) bool {
+	return r < 0x20 || r >= 0x7f && r <= 0x9f || IsBidiControl(r) || IsInvisible(r)
+}
+
+// IsInvisible reports the format characters that show as nothing wherever they stand: ZERO
+// WIDTH SPACE, WORD JOINER and the invisible operators (U+2060..U+2064), ZERO WIDTH NO-BREAK
+// SPACE (a byte order mark), SOFT HYPHEN and MONGOLIAN VOWEL SEPARATOR. Printed raw, a
+// plugin's node ID "n1\u200b" reads as "n1", and a topology or claim refused over the difference
+// names two alike. The joiners (ZWJ, ZWNJ), which shape emoji and the scripts written with
+// them, and the bidi marks are left alone.
+func IsInvisible(r rune) bool {
+	switch r {
+	case 0x00ad, 0x180e, 0x200b, 0xfeff:
+		return true
+	}
+	return r >= 0x2060 && r <= 0x2064
+}
 
 // IsBidiControl reports Unicode's explicit bidi formatting characters that reorder the text
 // after them: LRE, RLE, PDF, LRO, RLO (U+202A..U+202E) and LRI, RLI, FSI, PDI

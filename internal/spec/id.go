@@ -55,6 +55,37 @@ func ValidateNewID(what, id string) error {
 	if err := ValidateID(what, id); err != nil {
 		return err
 	}
+	return looksLikeItself(what, id)
+}
+
+// ValidateNewName checks a name typed for volctl to send a plugin as a CSI name and to record as
+// what later names the object (a snapshot's NAME, which finds a pending snapshot and makes its
+// creation idempotent): not empty, at most the CSI spec's 128 bytes, UTF-8, no control
+// character (an escape sequence, a newline), and none of ValidateNewID's characters that show as
+// something else ("pre" and "pre\u200b" read alike in the list). It may hold a "/" or start with
+// a "-": a name is no path, and follows "--" on a command line.
+func ValidateNewName(what, name string) error {
+	switch {
+	case strings.TrimSpace(name) == "":
+		return fmt.Errorf("%s must not be blank", what)
+	case len(name) > MaxCSIString:
+		return fmt.Errorf("%s is %d bytes long; the CSI spec limits a name to %d", what, len(name), MaxCSIString)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%s %q is not valid UTF-8, as CSI's strings must be", what, name)
+	}
+	for i, r := range name {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%s %q must not contain the control character %U (its character %d); write the name without it",
+				what, name, r, utf8.RuneCountInString(name[:i])+1)
+		}
+	}
+	return looksLikeItself(what, name)
+}
+
+// looksLikeItself refuses what would make an ID or name read as another on screen: a format
+// character, a space other than U+0020, a leading combining mark, or letters of scripts not
+// written together (mixedScripts).
+func looksLikeItself(what, id string) error {
 	for i, r := range id {
 		var kind string
 		switch {

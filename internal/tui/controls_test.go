@@ -75,3 +75,23 @@ func TestReadErrorIsCleaned(t *testing.T) {
 		t.Errorf("the status line draws %U raw to the terminal:\n%+q", r, out)
 	}
 }
+
+// TestInvisibleCharactersAreShown: a plugin's node ID or a volume's name holding a character
+// that shows as nothing (a zero width space, a word joiner, a byte order mark, a soft hyphen)
+// is drawn with it written out, "\u200b", as the command line writes it: blanked or raw, the
+// node "n1\u200b" and the volume name "mysql\u2060" would read as "n1" and "mysql".
+func TestInvisibleCharactersAreShown(t *testing.T) {
+	fake := fixture()
+	fake.data.Volumes[0].Name = "mysql\u2060"
+	fake.data.Plugins[0].NodeID = "n1\u200b\ufeff\u00ad"
+	h := newHarness(t, fake, Options{})
+	h.send(sizeMsg(200))
+	invisible := func(r rune) bool { return spec.IsInvisible(r) || strings.ContainsRune("\u200b\u2060\ufeff\u00ad", r) }
+	if out := h.m.View(); strings.ContainsFunc(out, invisible) || !strings.Contains(out, `mysql\u2060`) {
+		t.Errorf("the volume list does not show the name's word joiner as \\u2060:\n%+q", out)
+	}
+	h.keys("3", "enter")
+	if out := h.m.View(); strings.ContainsFunc(out, invisible) || !strings.Contains(out, `n1\u200b\ufeff\u00ad`) {
+		t.Errorf("the plugin's detail does not show its node ID's invisible characters written out:\n%+q", out)
+	}
+}

@@ -151,22 +151,36 @@ func newRow(key string, ref int, cells []string) row {
 }
 
 // clean replaces control characters, escape sequences' ESC included, and bidi embeddings,
-// overrides and isolates (which would reorder the rest of the row) with spaces.
+// overrides and isolates (which would reorder the rest of the row) with spaces, and writes a
+// character that shows as nothing (spec.IsInvisible) as the command line does, "\u200b": blanked,
+// "n1\u200b" would still read as "n1".
 func clean(s string) string {
-	for i := 0; i < len(s); i++ {
-		// C1 controls (U+0080..U+009F, UTF-8 0xC2 0x80..0x9F) can start sequences too; the
-		// bidi controls are U+202A..U+202E and U+2066..U+2069 (UTF-8 0xE2 0x80|0x81 ...).
-		if s[i] < 0x20 || s[i] == 0x7f || (s[i] == 0xc2 && i+1 < len(s) && s[i+1] < 0xa0) ||
-			s[i] == 0xe2 && i+1 < len(s) && (s[i+1] == 0x80 || s[i+1] == 0x81) {
-			return strings.Map(func(r rune) rune {
-				if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || spec.IsBidiControl(r) {
-					return ' '
-				}
-				return r
-			}, s)
+	i := 0
+	for i < len(s) && s[i] >= 0x20 && s[i] < 0x7f {
+		i++
+	}
+	if i == len(s) || !strings.ContainsFunc(s[i:], unclean) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		switch {
+		case spec.IsInvisible(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		case unclean(r):
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(r)
 		}
 	}
-	return s
+	return b.String()
+}
+
+// unclean is what clean changes: a C0 or C1 control, DEL, a bidi control, an invisible.
+func unclean(r rune) bool {
+	return r < 0x20 || r >= 0x7f && r < 0xa0 || spec.IsBidiControl(r) || spec.IsInvisible(r)
 }
 
 func modeText(a spec.AccessMode, m spec.AttachmentMode) string {

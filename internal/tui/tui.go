@@ -128,7 +128,7 @@ func (m *Model) Init() tea.Cmd { return m.live.start() }
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.c.Width, m.c.Height = msg.Width, msg.Height
+		m.c.Width, m.c.Height = min(msg.Width, maxWidth), min(msg.Height, maxHeight)
 		m.resize()
 	case tea.KeyMsg:
 		return m, m.onKey(msg)

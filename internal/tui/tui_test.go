@@ -596,6 +596,32 @@ func TestSmallAndResizedScreens(t *testing.T) {
 	}
 }
 
+// TestHugeScreenIsBounded: a terminal may report up to 65535x65535 (stty rows 65535 cols
+// 65535). Each frame is padded to the screen, so one that large was 4 billion cells and took
+// more than 12 GB; the dashboard draws at most maxWidth x maxHeight of it, in every view.
+func TestHugeScreenIsBounded(t *testing.T) {
+	h := newHarness(t, fixture(), Options{})
+	// 5000x3000 first: it fails the old code in a second, where 65535x65535 took the machine.
+	for _, size := range [][2]int{{5000, 3000}, {65535, 65535}, {65535, 20}, {80, 65535}} {
+		h.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		w, ht := min(size[0], 2000), min(size[1], 1000)
+		for _, tab := range []string{"1", "2", "3", "4"} {
+			h.keys(tab)
+			for _, view := range []string{"list", "detail"} {
+				if view == "detail" {
+					h.keys("enter")
+				}
+				out := h.m.View()
+				if n := strings.Count(out, "\n") + 1; n > ht {
+					t.Fatalf("%dx%d, tab %s's %s: a frame of %d lines, more than the %d drawn at most", size[0], size[1], tab, view, n, ht)
+				}
+				checkScreen(t, out, w, ht)
+			}
+			h.keys("esc")
+		}
+	}
+}
+
 // Plugin strings reach the screen: escape sequences in them must not.
 func TestControlCharactersAreCleaned(t *testing.T) {
 	fake := fixture()

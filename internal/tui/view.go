@@ -16,6 +16,13 @@ import (
 // Smallest screen the layout works in.
 const minWidth, minHeight = 40, 10
 
+// Largest screen the dashboard draws: past it, it draws in the top left corner. Every frame
+// is padded to the screen's size, so its cost grows with width times height: a terminal set to
+// the most TIOCGWINSZ reports (stty rows 65535 cols 65535) made each frame 4 billion cells,
+// which took more than 12 GB before the first was drawn. The largest displays' terminals are
+// well inside the bound.
+const maxWidth, maxHeight = 2000, 1000
+
 // View lays out the tab bar, the body (a table, a detail, or help, with a dialog over it), the
 // status line and the key help. It formats nothing but what is on screen.
 func (m *Model) View() string {
