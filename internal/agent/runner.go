@@ -287,7 +287,7 @@ type holdKind int
 const (
 	holdNone       holdKind = iota
 	holdMounts              // the store records mounts or mounts in doubt
-	holdPublishing          // a publish through the plugin holds its publish lock
+	holdPublishing          // a publish or a release through the plugin holds its publish lock
 	holdUncounted           // the count failed, which counts as mounts
 )
 
@@ -302,7 +302,7 @@ func (r *runner) mountsHeld(ctx context.Context) (why string, kind holdKind, rel
 	case err != nil:
 		why, kind = fmt.Sprintf("its mounts could not be counted (%v)", err), holdUncounted
 	case m.Publishing:
-		why, kind = "a volume is being published through it", holdPublishing
+		why, kind = "a volume is being published or released through it", holdPublishing
 	case m.Any():
 		why, kind = fmt.Sprintf("it has %d mounts and %d in doubt", m.Mounts, m.InDoubt), holdMounts
 	}
