@@ -89,16 +89,9 @@ func refusedInAPrivateMountNamespace(t *testing.T, agent bool) {
 // TestPrivateMountNamespaceChild is the child of TestOperationsOnMountsRefusedInAPrivateMountNamespace;
 // it does nothing unless started by it. It prints each operation's error, one a line.
 func TestPrivateMountNamespaceChild(t *testing.T) {
-	dir := os.Getenv(privateNSEnv)
-	if dir == "" {
-		t.Skip("run by TestOperationsOnMountsRefusedInAPrivateMountNamespace only")
-	}
 	ctx := context.Background()
-	e, err := Open(ctx, Config{StateDir: dir, Retry: fastRetry})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := childEngine(t, privateNSEnv, "TestOperationsOnMountsRefusedInAPrivateMountNamespace", Config{})
+	var err error
 	say := func(op string, err error) {
 		fmt.Printf("%s: %v\n", op, strings.ReplaceAll(fmt.Sprint(err), "\n", " "))
 	}
@@ -246,16 +239,8 @@ func TestRedactingAFailedClaimWithoutFileDescriptors(t *testing.T) {
 // TestRedactWithoutFileDescriptorsChild is the child of
 // TestRedactingAFailedClaimWithoutFileDescriptors; it does nothing unless started by it.
 func TestRedactWithoutFileDescriptorsChild(t *testing.T) {
-	dir := os.Getenv(fdlessEnv)
-	if dir == "" {
-		t.Skip("run by TestRedactingAFailedClaimWithoutFileDescriptors only")
-	}
 	ctx := context.Background()
-	e, err := Open(ctx, Config{StateDir: dir, Retry: fastRetry, Mounts: kernelMounts{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := childEngine(t, fdlessEnv, "TestRedactingAFailedClaimWithoutFileDescriptors", Config{Mounts: kernelMounts{}})
 	_, cerr := e.Claim(ctx, ClaimRequest{VolumeID: "v1", Alloc: "a"})
 	if cerr == nil {
 		t.Fatal("a claim through a plugin stopped succeeded")
@@ -301,4 +286,22 @@ func TestRedactWithoutFileDescriptorsChild(t *testing.T) {
 		return
 	}
 	fmt.Printf("redacted: %s\n", redact(cerr.Error()))
+}
+
+// childEngine opens, in a child process a test started, an engine on the state dir the
+// environment variable env names, closed when the test ends; without it, the test is skipped:
+// only parent starts it.
+func childEngine(t *testing.T, env, parent string, cfg Config) *Engine {
+	t.Helper()
+	dir := os.Getenv(env)
+	if dir == "" {
+		t.Skip("run by " + parent + " only")
+	}
+	cfg.StateDir, cfg.Retry = dir, fastRetry
+	e, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
 }
