@@ -710,7 +710,7 @@ func checkUsedWithoutDatabase(path string) error {
 	}
 	return fmt.Errorf("open state: state database %s is missing or empty, but the state dir held one: %s, which volctl writes once its database is made, is there%s; "+
 		"the database was lost (a disk that filled up, a copy cut short, a file removed), and a new, empty state would forget every volume, claim and staging it recorded: "+
-		"restore %s (with its -wal and -shm) from a backup (docs/architecture.md, Backups), or, to start with an empty state, remove %s",
+		"restore %s (with its -wal and -shm) from a backup, or, to start with an empty state, remove %s",
 		path, record, also, FileName, record)
 }
 
