@@ -1274,3 +1274,26 @@ func TestAgentKeepsAnUnhealthyPluginItCannotStop(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A restart withheld for the plugin's mounts is not logged again when a look finds a release
+// of them under way (its undoing of the staging and attachment holds the publish lock: the
+// kind "publishing"), nor when the mounts are found again after it; a publish under way first,
+// then mounts, and a count that failed, are each news.
+func TestWithheldRestartIsNotLoggedAgainForAReleaseOfItsMounts(t *testing.T) {
+	for _, tt := range []struct {
+		logged, now holdKind
+		news        bool
+	}{
+		{holdNone, holdMounts, true},
+		{holdNone, holdPublishing, true},
+		{holdMounts, holdMounts, false},
+		{holdMounts, holdPublishing, false},
+		{holdPublishing, holdMounts, true},
+		{holdMounts, holdUncounted, true},
+		{holdUncounted, holdMounts, true},
+	} {
+		if got := withholdNews(tt.logged, tt.now); got != tt.news {
+			t.Errorf("withholdNews(logged %d, now %d) = %v, want %v", tt.logged, tt.now, got, tt.news)
+		}
+	}
+}

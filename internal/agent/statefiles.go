@@ -53,7 +53,9 @@ func readStateFile(path string) ([]byte, error) {
 // writeStateFile is os.WriteFile (mode 0600) through openStateFile. A full file system says so
 // and what to do, as the store's errors do: the agent retries a plugin's start (retry_in) while its pid
 // file cannot be written, and meanwhile commands find no plugin on the socket
-// (TestPidFileOnAFullDiskSaysWhatToDo).
+// (TestPidFileOnAFullDiskSaysWhatToDo). A write that fails removes the file: truncated, it
+// would name no process to whoever reads it (a plugin's pid file is written to a temporary
+// one and renamed, so its last record stays; the agent's is its own, under the agent lock).
 func writeStateFile(path string, data []byte) (err error) {
 	defer func() {
 		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
@@ -67,6 +69,9 @@ func writeStateFile(path string, data []byte) (err error) {
 	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(path)
 	}
 	return err
 }

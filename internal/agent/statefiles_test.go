@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,6 +107,16 @@ func TestPidFileOnAFullDiskSaysWhatToDo(t *testing.T) {
 	for _, want := range []string{filepath.Join(mnt, "hp.pid.tmp"), "no space left on device", "the file system holding the state dir is full", "free space there"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %q, want it to say %q", err, want)
+		}
+	}
+	// Nothing half-written is left: the agent's pid file, written in place, was left empty
+	// (run/agent.pid naming no process for whoever reads it), and the plugin's temporary one too.
+	if err := writeStateFile(filepath.Join(mnt, "agent.pid"), []byte("1234\n")); err == nil {
+		t.Fatal("the agent's pid file was written on a full file system")
+	}
+	for _, left := range []string{"hp.pid.tmp", "hp.pid", "agent.pid"} {
+		if _, err := os.Lstat(filepath.Join(mnt, left)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s left behind by a write that failed: %v", left, err)
 		}
 	}
 }

@@ -183,8 +183,13 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 				nodeID = c.fp.NodeID
 			}
 			// Sent once, and checked as a release's is: a plugin that still lists the volume
-			// published to the node keeps it recorded attached, owed.
-			err := e.unpublishChecked(ctx, c, v, nodeID, e.attempt)
+			// published to the node keeps it recorded attached, owed. Under the plugin's
+			// publish lock, as a release's (undoUnused): the agent does not stop it meanwhile.
+			unlock, err := e.locks.publishing(ctx, c.plugin)
+			if err == nil {
+				err = e.unpublishChecked(ctx, c, v, nodeID, e.attempt)
+				unlock()
+			}
 			switch {
 			case err != nil && !csi.IsIgnorable(err) && attached:
 				warn("%v (`volctl reconcile` sends it again)", err)

@@ -302,8 +302,19 @@ func dialCSI(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger, redact fun
 // Scrubbing them all, not only the volume's at hand, needs no knowledge of which volume a
 // call is about, and over-redacting is harmless. It is read when a plugin message is to be
 // shown, which is rare enough that nothing is cached.
+//
+// It reads as ViewShort does: on the write connection, open already, in a command that has
+// opened no read connection (a claim, a release), rather than opening one for it. A command
+// that failed for want of file descriptors had none left for that connection either, and its
+// error, redacted through this read, was replaced by "the error is withheld: reading the state
+// to redact secrets from it: ... too many open files" (TestRedactingAFailedClaimOpensNoReadConnection).
 func (e *Engine) secretValues(ctx context.Context) ([]string, error) {
-	return viewOne(ctx, e.store, func(tx *store.Tx) ([]string, error) { return tx.SecretValues() })
+	var values []string
+	err := e.store.ViewShort(ctx, func(tx *store.Tx) (err error) {
+		values, err = tx.SecretValues()
+		return err
+	})
+	return values, err
 }
 
 // SecretValues is every secret value and mount flag in the state (store.Tx.SecretValues), for

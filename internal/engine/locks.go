@@ -192,12 +192,14 @@ func (e *Engine) LockAgent() (release func(), err error) {
 }
 
 // publishing takes a plugin's publish lock shared, waiting for it: every publish holds it for
-// its RPCs (publish.go), so that the agent, which takes it exclusively to count the plugin's
+// its RPCs (publish.go), and every undoing of a staging or an attachment for its own
+// (undoUnused, a forced detach), so that the agent, which takes it exclusively to count the plugin's
 // mounts and stop it (HoldPluginMounts), never stops the plugin between a count that missed a
-// claim and that claim's NodeStageVolume or NodePublishVolume. It is the node socket's (the
+// claim and that claim's NodeStageVolume or NodePublishVolume, nor under a release's
+// ControllerUnpublishVolume sent once the store shows no mount. It is the node socket's (the
 // process the mounts go through, whichever plugin ID they are sent through): publishLocks.
 func (l *locker) publishing(ctx context.Context, p store.Plugin) (func(), error) {
-	return l.all(ctx, publishLocks(p), fmt.Sprintf("plugin %q's publishes (the agent stops it under it)", p.ID), true)
+	return l.all(ctx, publishLocks(p), fmt.Sprintf("plugin %q's publishes and releases (the agent stops it under it)", p.ID), true)
 }
 
 // publishLocks names a plugin's publish locks: its node socket's (socketLocks).

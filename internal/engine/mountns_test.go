@@ -89,16 +89,9 @@ func refusedInAPrivateMountNamespace(t *testing.T, agent bool) {
 // TestPrivateMountNamespaceChild is the child of TestOperationsOnMountsRefusedInAPrivateMountNamespace;
 // it does nothing unless started by it. It prints each operation's error, one a line.
 func TestPrivateMountNamespaceChild(t *testing.T) {
-	dir := os.Getenv(privateNSEnv)
-	if dir == "" {
-		t.Skip("run by TestOperationsOnMountsRefusedInAPrivateMountNamespace only")
-	}
 	ctx := context.Background()
-	e, err := Open(ctx, Config{StateDir: dir, Retry: fastRetry})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := childEngine(t, privateNSEnv, "TestOperationsOnMountsRefusedInAPrivateMountNamespace", Config{})
+	var err error
 	say := func(op string, err error) {
 		fmt.Printf("%s: %v\n", op, strings.ReplaceAll(fmt.Sprint(err), "\n", " "))
 	}
@@ -213,4 +206,102 @@ func TestMountViewAsksOnlyTheVolumesPlugin(t *testing.T) {
 			t.Errorf("checkMountView of volume %q asked %d plugin servers, want both", vol, n)
 		}
 	}
+}
+
+// fdlessEnv, set, makes TestRedactWithoutFileDescriptorsChild act: it runs in the child process
+// TestRedactingAFailedClaimWithoutFileDescriptors starts.
+const fdlessEnv = "VOLCTL_TEST_FDLESS_DIR"
+
+// A command out of file descriptors (`ulimit -n 14` for `volctl volume claim`) had its claim
+// fail, and its error, saying which claim was left where and why, replaced by "the error is
+// withheld: reading the state to redact secrets from it: ... too many open files": the
+// redaction (cli's RedactError, through Redactor) opened a read connection to read the
+// secrets, with no descriptor left for it. It reads on the write connection the command has
+// open. The child, an engine of its own as a command's, claims through the harness's plugin,
+// stopped, then uses up every file descriptor and redacts the error.
+func TestRedactingAFailedClaimWithoutFileDescriptors(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v1"))
+	h.stopServe() // the plugin gone: the claim's error is volctl's words, no plugin message
+	h.e.Close()   // the child opens the state itself
+	h.e = nil
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRedactWithoutFileDescriptorsChild$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), fdlessEnv+"="+h.dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `redacted: `) || !strings.Contains(string(out), h.socket) {
+		t.Fatalf("the failed claim's error, redacted with no file descriptor left:\n%s", out)
+	}
+}
+
+// TestRedactWithoutFileDescriptorsChild is the child of
+// TestRedactingAFailedClaimWithoutFileDescriptors; it does nothing unless started by it.
+func TestRedactWithoutFileDescriptorsChild(t *testing.T) {
+	ctx := context.Background()
+	e := childEngine(t, fdlessEnv, "TestRedactingAFailedClaimWithoutFileDescriptors", Config{Mounts: kernelMounts{}})
+	_, cerr := e.Claim(ctx, ClaimRequest{VolumeID: "v1", Alloc: "a"})
+	if cerr == nil {
+		t.Fatal("a claim through a plugin stopped succeeded")
+	}
+	// No descriptor left: the limit just past the highest open one, every one below it taken.
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	highest := 0
+	for _, ent := range ents {
+		var n int
+		if _, err := fmt.Sscan(ent.Name(), &n); err == nil {
+			highest = max(highest, n)
+		}
+	}
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	lim := old
+	lim.Cur = uint64(highest + 1)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	var fill []int
+	for {
+		fd, err := syscall.Open("/dev/null", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			break
+		}
+		fill = append(fill, fd)
+	}
+	redact, rerr := e.Redactor(ctx)
+	for _, fd := range fill {
+		syscall.Close(fd)
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	if rerr != nil {
+		fmt.Printf("withheld: %v\n", rerr)
+		return
+	}
+	fmt.Printf("redacted: %s\n", redact(cerr.Error()))
+}
+
+// childEngine opens, in a child process a test started, an engine on the state dir the
+// environment variable env names, closed when the test ends; without it, the test is skipped:
+// only parent starts it.
+func childEngine(t *testing.T, env, parent string, cfg Config) *Engine {
+	t.Helper()
+	dir := os.Getenv(env)
+	if dir == "" {
+		t.Skip("run by " + parent + " only")
+	}
+	cfg.StateDir, cfg.Retry = dir, fastRetry
+	e, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
 }

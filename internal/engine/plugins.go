@@ -260,7 +260,9 @@ type PluginMounts struct {
 	InDoubt int
 	// Publishing says a publish through the plugin (a claim's or a restore's, by any process)
 	// holds its publish lock: it may be about to send NodeStageVolume or NodePublishVolume, or
-	// be sending one, before the store shows it (HoldPluginMounts).
+	// be sending one, before the store shows it (HoldPluginMounts). So does the undoing of a
+	// staging or an attachment (a release's, reconcile's, a forced detach's: undoUnused),
+	// whose ControllerUnpublishVolume follows a commit that leaves no mount to count.
 	Publishing bool
 }
 

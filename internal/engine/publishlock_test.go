@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -105,4 +107,46 @@ func TestHoldPluginMountsOfAPluginStoredDecomposed(t *testing.T) {
 	h.create(v)
 
 	claimWhileHoldingMounts(t, h, typed, "v", stored)
+}
+
+// A release holds the plugin's publish lock shared for its RPCs, as a publish does: past its
+// node steps the store shows no mount (its staging removed, its claim node-detached), and the
+// agent, counting the plugin's mounts to restart it past its health timeout
+// (HoldPluginMounts), took the plugin for idle and stopped it under the release's
+// ControllerUnpublishVolume, which found the socket gone and left the claim for reconcile
+// (TestAgentDoesNotRestartAnUnhealthyPluginUnderMounts, flaky under load). The agent's count,
+// made while the release waits on that RPC, says a publish holds the lock, and once the
+// release is done, the plugin is idle.
+func TestReleaseHoldsThePublishLockAgainstTheAgentsStop(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db"))
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCControllerUnpublishVolume, csitest.Fault{Gate: gate, Times: 1})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.e.Release(h.ctx, "db", "web-0")
+		done <- err
+	}()
+	h.waitInFlight(gate, done)
+	other, err := newLocker(h.dir) // the agent, another process
+	if err != nil {
+		close(gate)
+		t.Fatal(err)
+	}
+	agent := &Engine{locks: other, store: h.e.store}
+	m, hold, err := agent.HoldPluginMounts(h.ctx, "mem")
+	hold()
+	close(gate)
+	if rerr := <-done; rerr != nil {
+		t.Errorf("release: %v", rerr)
+	}
+	if err != nil || !m.Publishing {
+		t.Fatalf("the agent's count during the release's ControllerUnpublishVolume = %+v, %v; want the publish lock held (Publishing)", m, err)
+	}
+	m, hold, err = agent.HoldPluginMounts(h.ctx, "mem")
+	hold()
+	if err != nil || m.Any() {
+		t.Fatalf("the agent's count after the release = %+v, %v; want no mounts and the lock free", m, err)
+	}
 }

@@ -130,10 +130,22 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 // undoUnused unstages a volume when no live claim uses its staging, and controller-unpublishes
 // it when no live claim holds it. Claims on their way out (node-detached and later) count for
 // neither: the one being released is one of them. The staging row changes go into p.
+//
+// It holds the plugin's publish lock shared, as a publish does (publish.go): once its unstage
+// is committed the store shows no mount, and the agent, which counts the plugin's mounts under
+// that lock to stop or restart it (HoldPluginMounts), took the plugin for idle and stopped it
+// under the ControllerUnpublishVolume that follows, which found the socket gone and left the
+// claim for reconcile (TestReleaseHoldsThePublishLockAgainstTheAgentsStop). The steps before
+// it (NodeUnpublishVolume) are under a claim or a staging the count sees.
 func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {
 	if !p.hasSt && !p.stDirty {
 		return nil
 	}
+	unlock, err := e.locks.publishing(ctx, c.plugin)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	u, err := p.usage(ctx)
 	if err != nil {
 		return err

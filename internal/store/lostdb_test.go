@@ -108,3 +108,72 @@ func TestOpenRefusesADatabaseFileThatIsNotARegularFile(t *testing.T) {
 		})
 	}
 }
+
+// A state dir that held a database (its path record, volctl.path, written once the database
+// is made, is there) whose database is now empty or gone, with nothing mounted below it (a
+// reboot took the mounts), is refused, naming the record and what to do: it was taken for a
+// new state dir, and an empty state started over it, every volume and claim forgotten. A new
+// state dir opens, and so does this one once the record is removed, as the error says.
+func TestOpenRefusesAnEmptyDatabaseInAStateDirThatHeldOne(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		db   []byte // nil: no database file
+	}{{"database removed", nil}, {"database empty", []byte{}}} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dir := filepath.Join(t.TempDir(), "state")
+			s, err := Open(ctx, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			update(t, s, func(tx *Tx) error {
+				return tx.Volumes().Insert(&Volume{ID: "db", PluginID: "p", State: VolumeReady})
+			})
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, FileName)
+			for _, suffix := range []string{"-wal", "-shm"} {
+				if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if tt.db != nil {
+				if err := os.WriteFile(path, tt.db, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.MkdirAll(filepath.Join(dir, "publish", "web-0", "db"), 0o750); err != nil {
+				t.Fatal(err)
+			}
+			s, err = Open(ctx, dir)
+			if err == nil {
+				s.Close()
+				t.Fatal("Open started a new, empty state in a state dir whose database was lost")
+			}
+			record := filepath.Join(dir, PathFileName)
+			for _, want := range []string{path + " is missing or empty", record + ", which volctl writes once its database is made",
+				filepath.Join(dir, "publish"), "restore volctl.db", "remove " + record} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("Open: %v\nwant it to say %q", err, want)
+				}
+			}
+			if fi, err := os.Stat(path); (tt.db == nil) != os.IsNotExist(err) || (err == nil && fi.Size() != 0) {
+				t.Errorf("refused, Open changed %s: %v, %v", path, fi, err)
+			}
+			if err := os.Remove(record); err != nil {
+				t.Fatal(err)
+			}
+			s, err = Open(ctx, dir)
+			if err != nil {
+				t.Fatalf("Open once the record is removed: %v", err)
+			}
+			s.Close()
+		})
+	}
+}

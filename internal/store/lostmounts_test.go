@@ -57,9 +57,21 @@ func TestOpenRefusesANewStateOverMountsOfALostOne(t *testing.T) {
 	if err := syscall.Unmount(target, 0); err != nil {
 		t.Fatal(err)
 	}
+	// The mount gone, the state dir still held a database (its path record says so:
+	// TestOpenRefusesAnEmptyDatabaseInAStateDirThatHeldOne); removing the record starts afresh.
+	record := filepath.Join(dir, PathFileName)
+	if s, err = Open(ctx, dir); err == nil || !strings.Contains(err.Error(), "remove "+record) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("Open once the mount is gone: %v, want it refused until %s is removed", err, record)
+	}
+	if err := os.Remove(record); err != nil {
+		t.Fatal(err)
+	}
 	s, err = Open(ctx, dir)
 	if err != nil {
-		t.Fatalf("Open once the mount is gone: %v", err)
+		t.Fatalf("Open once the mount and the path record are gone: %v", err)
 	}
 	s.Close()
 }

@@ -574,6 +574,9 @@ func prepareFile(path string, sizes map[string]int64, log *slog.Logger) error {
 		if err := checkMountsWithoutDatabase(path); err != nil {
 			return err
 		}
+		if err := checkUsedWithoutDatabase(path); err != nil {
+			return err
+		}
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -672,6 +675,43 @@ func checkMountsWithoutDatabase(path string) error {
 		"a state dir's claims and stagings, whose database was lost, which a new, empty state would forget and leave mounted: "+
 		"restore %s (with its -wal and -shm) from a backup, or unmount them (`umount PATH`) to start with an empty state, or use another --state-dir",
 		path, list, FileName)
+}
+
+// checkUsedWithoutDatabase refuses to start a new, empty state in a state dir that held a
+// database once: its path record (PathFileName), which a process writes only once the database
+// is made (checkPath runs after the migrations commit), is there. A database so lost (truncated
+// by a disk that filled up, a copy cut short, removed by hand) with no mount left below it (a
+// reboot took them) was taken for a first run's, and the state started empty: every volume,
+// claim and staging it recorded forgotten, the plugin's volumes and attachments with them, the
+// allocs' claims never restored. A first run cut short before its first write has no record.
+func checkUsedWithoutDatabase(path string) error {
+	dir := filepath.Dir(path)
+	record := filepath.Join(dir, PathFileName)
+	if _, err := os.Lstat(record); err != nil {
+		return nil // none (a new state dir), or unreadable: the check guards, the mounts' is above
+	}
+	// Read after the record: another process's first open, which wrote the database's first page
+	// before its record, made it meanwhile (two commands run at once on a new state dir).
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+		return nil
+	}
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > walHeaderSize {
+		return nil
+	}
+	var left []string
+	for _, sub := range []string{"publish", "staging"} {
+		if entries, err := os.ReadDir(filepath.Join(dir, sub)); err == nil && len(entries) > 0 {
+			left = append(left, filepath.Join(dir, sub))
+		}
+	}
+	also := ""
+	if len(left) > 0 {
+		also = fmt.Sprintf(" (and the claims and stagings it recorded left directories in %s)", strings.Join(left, " and "))
+	}
+	return fmt.Errorf("open state: state database %s is missing or empty, but the state dir held one: %s, which volctl writes once its database is made, is there%s; "+
+		"the database was lost (a disk that filled up, a copy cut short, a file removed), and a new, empty state would forget every volume, claim and staging it recorded: "+
+		"restore %s (with its -wal and -shm) from a backup, or, to start with an empty state, remove %s",
+		path, record, also, FileName, record)
 }
 
 // walHeaderSize is the size of a WAL file's header; a WAL no larger holds no commit.
