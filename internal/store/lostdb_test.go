@@ -28,10 +28,7 @@ func TestOpenRefusesAWriteAheadLogWithoutItsDatabase(t *testing.T) {
 	if len(wal) <= walHeaderSize {
 		t.Fatalf("the live store's WAL holds %d bytes, want commits in it", len(wal))
 	}
-	for _, tt := range []struct {
-		name string
-		db   []byte // nil: no database file
-	}{{"database removed", nil}, {"database empty", []byte{}}} {
+	for _, tt := range lostDatabases {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
@@ -116,10 +113,7 @@ func TestOpenRefusesADatabaseFileThatIsNotARegularFile(t *testing.T) {
 // state dir opens, and so does this one once the record is removed, as the error says.
 func TestOpenRefusesAnEmptyDatabaseInAStateDirThatHeldOne(t *testing.T) {
 	t.Parallel()
-	for _, tt := range []struct {
-		name string
-		db   []byte // nil: no database file
-	}{{"database removed", nil}, {"database empty", []byte{}}} {
+	for _, tt := range lostDatabases {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -166,14 +160,28 @@ func TestOpenRefusesAnEmptyDatabaseInAStateDirThatHeldOne(t *testing.T) {
 			if fi, err := os.Stat(path); (tt.db == nil) != os.IsNotExist(err) || (err == nil && fi.Size() != 0) {
 				t.Errorf("refused, Open changed %s: %v, %v", path, fi, err)
 			}
-			if err := os.Remove(record); err != nil {
-				t.Fatal(err)
-			}
-			s, err = Open(ctx, dir)
-			if err != nil {
-				t.Fatalf("Open once the record is removed: %v", err)
-			}
-			s.Close()
+			opensOnceRecordRemoved(t, dir, record, "the record is removed")
 		})
 	}
+}
+
+// lostDatabases are the two ways a state dir's database is lost: the file removed, or left
+// empty (nil: no database file).
+var lostDatabases = []struct {
+	name string
+	db   []byte
+}{{"database removed", nil}, {"database empty", []byte{}}}
+
+// opensOnceRecordRemoved removes a state dir's path record, as the refusal says to, and checks
+// that the state dir then opens (when says what else is gone by then).
+func opensOnceRecordRemoved(t *testing.T, dir, record, when string) {
+	t.Helper()
+	if err := os.Remove(record); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatalf("Open once %s: %v", when, err)
+	}
+	s.Close()
 }
