@@ -12,10 +12,13 @@ import (
 // the rule of docs/architecture.md (Checkpoints) — every state change is committed before the next RPC — with no transaction
 // spent on a step that sends no RPC.
 type checkpoint struct {
-	e       *Engine
-	cl      *store.Claim
-	saved   store.ClaimState // the claim's state as the store has it
-	others  *usage           // nil: count when needed
+	e     *Engine
+	cl    *store.Claim
+	saved store.ClaimState // the claim's state as the store has it
+	// from is the claim's state when the operation began: past the point where an earlier
+	// command may have sent an RPC whose answer it never recorded (publishedBefore).
+	from    store.ClaimState
+	others  *usage // nil: count when needed
 	st      store.Staging
 	hasSt   bool // a staging row exists in the store
 	clDirty bool
@@ -119,13 +122,13 @@ func load(tx *store.Tx, v store.Volume) (*loaded, error) {
 // holds the volume lock, so nothing else changes it meanwhile.
 func (e *Engine) newCheckpoint(ctx context.Context, cl *store.Claim, ld *loaded) (*checkpoint, error) {
 	if ld != nil {
-		return &checkpoint{e: e, cl: cl, saved: cl.State, st: ld.staging, hasSt: ld.hasStaging, others: ld.others, attachIntent: ld.attachIntent}, nil
+		return &checkpoint{e: e, cl: cl, saved: cl.State, from: cl.State, st: ld.staging, hasSt: ld.hasStaging, others: ld.others, attachIntent: ld.attachIntent}, nil
 	}
 	st, ok, err := e.getStaging(ctx, cl.VolumeID)
 	if err != nil {
 		return nil, err
 	}
-	return &checkpoint{e: e, cl: cl, saved: cl.State, st: st, hasSt: ok}, nil
+	return &checkpoint{e: e, cl: cl, saved: cl.State, from: cl.State, st: st, hasSt: ok}, nil
 }
 
 // advance moves the claim past a step that sends no RPC (a plugin without controller publishing,

@@ -455,29 +455,55 @@ func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *ch
 			return c.client.NodePublishVolume(ctx, req)
 		})
 	}
-	err := publish(req.PublishContext)
-	if err != nil && !p.stagedUnattached {
-		// A plugin that does not stage works from the attachment in NodePublishVolume, and one
-		// that stages may check it there too (volctl's hostpath does): a claim joining a
-		// staging other claims made sends no NodeStageVolume to be refused. A staging made
-		// before the attachment is stagedBeforeAttach's.
-		err = e.reattach(ctx, c, v, p, csi.RPCNodePublishVolume, err, publish)
-	}
-	if err != nil && p.stagedUnattached && csi.IsFailedPrecondition(err) {
-		return e.stagedBeforeAttach(ctx, c, v, p, err)
-	}
-	if err != nil {
-		return err
-	}
-	failpoint("rpc:NodePublishVolume")
-	if err := e.checkTarget(ctx, v, cl, c, req.StagingPath); err != nil {
-		return err
+	if !e.publishedBefore(ctx, v, p, c, req.StagingPath) {
+		err := publish(req.PublishContext)
+		if err != nil && !p.stagedUnattached {
+			// A plugin that does not stage works from the attachment in NodePublishVolume, and one
+			// that stages may check it there too (volctl's hostpath does): a claim joining a
+			// staging other claims made sends no NodeStageVolume to be refused. A staging made
+			// before the attachment is stagedBeforeAttach's.
+			err = e.reattach(ctx, c, v, p, csi.RPCNodePublishVolume, err, publish)
+		}
+		if err != nil && p.stagedUnattached && csi.IsFailedPrecondition(err) {
+			return e.stagedBeforeAttach(ctx, c, v, p, err)
+		}
+		if err != nil {
+			return err
+		}
+		failpoint("rpc:NodePublishVolume")
+		if err := e.checkTarget(ctx, v, cl, c, req.StagingPath); err != nil {
+			return err
+		}
 	}
 	p.setState(store.ClaimPublished)
 	cl.NeedsReconcile, cl.Attempts, cl.Degraded = false, 0, false
 	p.event(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc, PluginID: v.PluginID,
 		Message: fmt.Sprintf("%s claim published at %s", cl.Mode, cl.TargetPath)})
 	return nil
+}
+
+// publishedBefore says whether the claim's target already holds the volume as checkTarget
+// accepts it after NodePublishVolume answered OK, when an earlier command may have sent that
+// RPC and died before recording its answer (the claim was node-staged when this drive began:
+// a kill, or a power loss that kept the mount's record out). Then the RPC is not sent again:
+// CSI makes it idempotent, but a plugin that mounts without looking first stacks a second
+// mount over the target, which its NodeUnpublishVolume, unmounting once, leaves behind, and
+// the claim's release would fail on it at every try
+// (`TestCrashAfterNodePublishAgainstARemountingPlugin`). A first publish, and a restore (its
+// target unmounted), costs one lstat of a missing or unmounted target at most.
+func (e *Engine) publishedBefore(ctx context.Context, v store.Volume, p *checkpoint, c *conn, staging string) bool {
+	if p.from != store.ClaimNodeStaged || p.cl.Degraded {
+		return false // a restore is driven because its target was found unmounted
+	}
+	if _, err := os.Lstat(e.realPath(p.cl.TargetPath)); err != nil {
+		return false
+	}
+	if e.checkTarget(ctx, v, p.cl, c, staging) != nil {
+		return false // sent again, and checked again after its answer
+	}
+	e.log.Info("not sending NodePublishVolume again: the target holds the volume already (an earlier volctl sent it and did not record the answer)",
+		"volume", v.ID, "target", p.cl.TargetPath)
+	return true
 }
 
 // attachedElsewhere refuses to send rpc, the node RPC that works from the volume's attachment
