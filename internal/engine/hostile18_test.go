@@ -67,9 +67,7 @@ func TestNodeUnpublishLeavingAMountOverTheAllocsPublishDirectory(t *testing.T) {
 		t.Fatalf("targets %s and %s: want both under one alloc directory", target, other)
 	}
 	releaseLeftOverAMount(t, h, "v", "a", allocDir, mountOverAndInside(t, allocDir, target))
-	if live := h.liveClaims("w"); len(live) != 1 || live[0].Releasing || live[0].LastError != "" {
-		t.Fatalf("claims of w after reconcile = %+v, want its claim published as before", live)
-	}
+	claimUntouched(t, h, "w")
 }
 
 // The same at the plugin's staging directory (staging/<plugin>, shared by the plugin's
@@ -89,9 +87,7 @@ func TestNodeUnstageLeavingAMountOverThePluginsStagingDirectory(t *testing.T) {
 		t.Fatalf("staging paths %s and %s: want both under one plugin directory", stV.StagingPath, stW.StagingPath)
 	}
 	releaseLeftOverAMount(t, h, "v", "a", pluginDir, mountOverAndInside(t, pluginDir, stV.StagingPath))
-	if live := h.liveClaims("w"); len(live) != 1 || live[0].Releasing || live[0].LastError != "" {
-		t.Fatalf("claims of w after reconcile = %+v, want its claim published as before", live)
-	}
+	claimUntouched(t, h, "w")
 }
 
 // The adversary: a plugin that mounted over the claim's own publish directory
@@ -168,4 +164,13 @@ func TestControllerUnpublishCheckedByGetVolumeAnsweringAnotherVolume(t *testing.
 			t.Fatalf("release checked by a ControllerGetVolume answering the volume (its ID normalised) published here: %v; want it kept attached", err)
 		}
 	})
+}
+
+// claimUntouched checks, after reconcile, that volume's one claim is published as before: a
+// release that found a mount over a directory it shares with another claim left that claim alone.
+func claimUntouched(t *testing.T, h *harness, volume string) {
+	t.Helper()
+	if live := h.liveClaims(volume); len(live) != 1 || live[0].Releasing || live[0].LastError != "" {
+		t.Fatalf("claims of %s after reconcile = %+v, want its claim published as before", volume, live)
+	}
 }
