@@ -455,8 +455,9 @@ func (e *Engine) unstageUnrecorded(ctx context.Context, c *conn, v store.Volume,
 		return c.client.NodeUnstageVolume(ctx, csi.NodeUnstageVolumeRequest{VolumeID: v.ExternalID, StagingPath: path})
 	})
 	if err != nil && !csi.IsIgnorable(err) {
-		return fmt.Errorf("volume %q's staging at %s is mounted but not recorded staged, and %s, sent before staging it again, failed: %w",
-			v.ID, path, csi.RPCNodeUnstageVolume, err)
+		return fmt.Errorf("volume %q's staging at %s is mounted but not recorded staged (an earlier volctl's %s whose answer was not recorded, or a mount made by hand), "+
+			"and plugin %q failed %s, sent so that it stages the volume once: %w; if nothing uses that mount, unmount %s by hand, then run `volctl reconcile` and claim again",
+			v.ID, path, csi.RPCNodeStageVolume, c.plugin.ID, csi.RPCNodeUnstageVolume, err, path)
 	}
 	return e.checkUnmounted(v, csi.RPCNodeUnstageVolume, "staging", path, c, err)
 }
