@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -62,5 +64,38 @@ func TestClaimFindingItsStagingMountedByAnotherRefusesAndNamesIt(t *testing.T) {
 	}
 	if cl.State != string(store.ClaimPublished) {
 		t.Fatalf("claim once the mount is gone is %s, want published", cl.State)
+	}
+}
+
+// TestPluginRestartedWithAnExposedSocketIsWarnedOf: the plugin, registered on a socket in a
+// directory only root may write, restarts and leaves that directory writable by every user
+// (mode 0777): while it restarts, any local user could bind the name first and be sent every
+// request, secrets included. `plugin register` warned of exposure only when it ran; the next
+// connection, which fingerprints the restarted plugin afresh, logs it and records a
+// plugin-exposed event, so that the agent's log and `volctl events` show it.
+func TestPluginRestartedWithAnExposedSocketIsWarnedOf(t *testing.T) {
+	h := newHarness(t, nil)
+	var logs strings.Builder
+	h.open(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	h.create(volume("v"))
+	if evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "plugin-exposed"}); err != nil || len(evs) != 0 {
+		t.Fatalf("plugin-exposed events before the restart: %+v %v; want none", evs, err)
+	}
+	dir := filepath.Dir(h.socket)
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	h.restartKeepingState(func(*csitest.MemConfig) {})
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "plugin-exposed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "which other users may write (mode 0777)"
+	if len(evs) != 1 || !strings.Contains(evs[0].Message, want) || !strings.Contains(evs[0].Message, h.socket) {
+		t.Fatalf("plugin-exposed events after the plugin restarted in a directory of mode 0777: %+v; want one naming %s, saying %q", evs, h.socket, want)
+	}
+	if !strings.Contains(logs.String(), want) {
+		t.Fatalf("log after the plugin restarted in a directory of mode 0777:\n%s\nwant a warning saying %q", logs.String(), want)
 	}
 }
