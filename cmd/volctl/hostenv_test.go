@@ -85,7 +85,7 @@ func writeVolumeSpec(tb testing.TB, id string, mode spec.AccessMode) string {
 
 // checkInvariants asserts what must hold after a reconcile: the store and the kernel's mount
 // table agree (every published claim mounted, read claims read-only, every staged volume
-// staged, nothing else mounted under the state dir), no claim is stuck, no volume is claimed
+// staged, nothing else mounted under the state dir, no two mounts stacked at one path), no claim is stuck, no volume is claimed
 // beyond its access mode, and the plugin has exactly the volumes the store knows (none created
 // twice).
 func (env *hostEnv) checkInvariants() {
@@ -121,6 +121,11 @@ func (env *hostEnv) checkInvariants() {
 	}
 	mounted := map[string]*mountinfo.Info{}
 	for _, m := range mounts {
+		if mounted[m.Mountpoint] != nil {
+			// A plugin that mounts without looking first, sent an RPC again: the RPC that undoes
+			// it unmounts one, and the release fails on the other at every try.
+			t.Errorf("%s holds two mounts or more, stacked: %s and %s", m.Mountpoint, mounted[m.Mountpoint].Source, m.Source)
+		}
 		mounted[m.Mountpoint] = m
 	}
 	expected := map[string]bool{}

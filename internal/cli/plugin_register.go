@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -180,43 +177,6 @@ func (o *PluginRegisterOptions) plugins(ctx context.Context) ([]spec.Plugin, err
 	return out, nil
 }
 
-// socketExposure says why another user could stand in for the plugin at socket, or "": its
-// directory is another user's, or other users may write it (a sticky one, /tmp, too: while
-// the plugin does not listen, as when it restarts, anyone may bind the name first), or the
-// socket file there is another user's. volctl, root, would send that user's process every
-// request for the plugin's volumes, their secrets included. A warning: a plugin may well run
-// as its own user, and the admin's choice of path was made before volctl saw it.
-func socketExposure(socket string) string {
-	if socket == "" {
-		return ""
-	}
-	dir := filepath.Dir(socket)
-	uid := uint32(os.Geteuid())
-	trusted := func(u uint32) bool { return u == 0 || u == uid }
-	const risk = "another user could listen there while the plugin does not, and be sent volctl's requests, secrets included; " +
-		"put the socket in a directory only root (or this user) may write, such as /run/csi"
-	if fi, err := os.Stat(dir); err == nil {
-		st, _ := fi.Sys().(*syscall.Stat_t)
-		mode := fi.Mode().Perm()
-		switch {
-		case st != nil && !trusted(st.Uid):
-			return fmt.Sprintf("socket %s is in %s, which uid %d owns: %s", socket, dir, st.Uid, risk)
-		case mode&0o002 != 0 || st != nil && mode&0o020 != 0 && st.Gid != 0 && int(st.Gid) != os.Getegid():
-			shown := uint32(mode)
-			if fi.Mode()&os.ModeSticky != 0 {
-				shown |= 0o1000
-			}
-			return fmt.Sprintf("socket %s is in %s, which other users may write (mode %#o): %s", socket, dir, shown, risk)
-		}
-	}
-	if fi, err := os.Lstat(socket); err == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && !trusted(st.Uid) {
-			return fmt.Sprintf("socket %s is owned by uid %d, another user, whose process may be what listens there; if it is not the plugin, %s", socket, st.Uid, risk)
-		}
-	}
-	return ""
-}
-
 // defaultRegisterWait is --wait's default: the short RPC timeout, the time a plugin is given
 // to answer GetPluginInfo (docs/architecture.md, Timeouts).
 const defaultRegisterWait = csi.DefaultShortTimeout
@@ -255,7 +215,7 @@ func pluginRegisterRun(ctx context.Context, opts *PluginRegisterOptions) error {
 	notePluginSecrets(plugins)
 	for _, p := range plugins {
 		for _, sock := range []string{p.Socket, p.ControllerSocket, p.NodeSocket} {
-			if w := socketExposure(sock); w != "" {
+			if w := engine.SocketExposure(sock); w != "" {
 				fmt.Fprintf(opts.IO.ErrOut, "Warning: plugin %q: %s\n", p.ID, escapeLines(w))
 			}
 		}

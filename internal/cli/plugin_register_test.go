@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -101,8 +103,9 @@ plugin "b" {
 }
 
 // TestSocketExposure: a plugin socket another user could stand in for is named with why: its
-// directory other users may write, sticky (/tmp) or not, or own, or the socket file theirs. A
-// socket in a directory of root's (or this user's) that no one else may write is not.
+// directory other users may write, sticky (/tmp) or not, or own, or the socket file theirs; so
+// is one every user may connect to, in a directory they may enter. A socket in a directory of
+// root's (or this user's) that no one else may write is not, nor one that no one else can reach.
 func TestSocketExposure(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("chown to another user needs root")
@@ -127,7 +130,25 @@ func TestSocketExposure(t *testing.T) {
 	if err := os.Chown(theirs, 4242, 4242); err != nil {
 		t.Fatal(err)
 	}
+	// A socket every user may connect to, in a directory every user may enter, and in one only
+	// root may enter (mode 0700: unreachable to others).
+	open, hidden := filepath.Join(dir("private"), "open.sock"), filepath.Join(dir("shut"), "open.sock")
+	if err := os.Mkdir(dir("shut"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{open, hidden} {
+		l, err := net.Listen("unix", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		if err := os.Chmod(s, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, c := range []struct{ socket, want string }{
+		{open, "may be connected to by every user (mode 0777)"},
+		{hidden, ""},
 		{filepath.Join(dir("tmp"), "p.sock"), "which other users may write (mode 01777)"},
 		{filepath.Join(dir("open"), "p.sock"), "which other users may write (mode 0777)"},
 		{filepath.Join(dir("users"), "p.sock"), "which uid 4242 owns"},
@@ -135,9 +156,9 @@ func TestSocketExposure(t *testing.T) {
 		{filepath.Join(dir("private"), "p.sock"), ""},
 		{"", ""},
 	} {
-		got := socketExposure(c.socket)
-		if c.want == "" && got != "" || c.want != "" && (!strings.Contains(got, c.want) || !strings.Contains(got, "/run/csi")) {
-			t.Errorf("socketExposure(%s) = %q, want it to say %q", c.socket, got, c.want)
+		got := engine.SocketExposure(c.socket)
+		if c.want == "" && got != "" || c.want != "" && (!strings.Contains(got, c.want) || !strings.Contains(got, "/run/csi") && !strings.Contains(got, "mode 0660 or 0600")) {
+			t.Errorf("SocketExposure(%s) = %q, want it to say %q", c.socket, got, c.want)
 		}
 	}
 }

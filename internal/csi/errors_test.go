@@ -78,6 +78,7 @@ func TestHints(t *testing.T) {
 		{csi.RPCCreateVolume, codes.NotFound, "snapshot or clone source does not exist"},
 		{csi.RPCControllerExpandVolume, codes.OutOfRange, "requested size outside the plugin's supported range"},
 		{csi.RPCNodeExpandVolume, codes.OutOfRange, "requested size outside the plugin's supported range"},
+		{csi.RPCNodeExpandVolume, codes.NotFound, "neither staged nor published at that path on this node"},
 		{csi.RPCNodeStageVolume, codes.Unimplemented, "the plugin does not implement NodeStageVolume; check its capabilities"},
 		{csi.RPCDeleteVolume, codes.FailedPrecondition, "in use or has snapshots"},
 		{csi.RPCListVolumes, codes.Aborted, "list again from the start"},

@@ -190,6 +190,10 @@ var rpcTable = map[string]rpcFacts{
 	RPCNodeExpandVolume: {service: ServiceNode, long: true, hints: map[codes.Code]string{
 		codes.InvalidArgument:    hintExpandInvalid,
 		codes.FailedPrecondition: "the filesystem cannot be expanded while staged or published",
+		// CSI: no volume with that volume_id on this node, or none at volume_path (hostpath's
+		// "not staged or published at"): the mount volctl recorded may be lost.
+		codes.NotFound: "the plugin has the volume neither staged nor published at that path on this node, or does not know it; " +
+			"`volctl reconcile` restores a claim whose mount was lost, else check its external_id",
 	}},
 	RPCNodeGetVolumeStats: {service: ServiceNode, hints: map[codes.Code]string{
 		codes.NotFound: "the volume is not at that path; it may not be published",

@@ -578,6 +578,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		// another process, for another driver or on other sockets, keeps its own fingerprint
 		// (which pins its driver), and this connection, to a driver the ID no longer names, is
 		// refused (pluginStillRegistered; TestVolumeCreateOvertakenByPluginReregisteredForAnotherDriver).
+		exposed := exposedSockets(c) // a restart may have left its sockets open to other users
 		if err := e.store.UpdateProgress(ctx, func(tx *store.Tx) error {
 			if err := pluginStillRegistered(tx, c); err != nil {
 				return err
@@ -585,10 +586,18 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 			if err := e.noteCapabilityChange(tx, p.ID, fp); err != nil {
 				return err
 			}
+			for _, msg := range exposed {
+				if err := tx.Events().Append(&store.Event{Kind: "plugin-exposed", PluginID: p.ID, Message: msg}); err != nil {
+					return err
+				}
+			}
 			return tx.Plugins().SetFingerprint(p.ID, c.storedFingerprint(e.cfg.Now()))
 		}); err != nil {
 			_ = client.Close()
 			return nil, err
+		}
+		for _, msg := range exposed {
+			e.log.Warn(msg)
 		}
 		c.fpRecorded.Store(true)
 	}

@@ -62,7 +62,7 @@ func storedFilter(tx *store.Tx, f EventFilter) (_ EventFilter, changed bool, err
 var EventKinds = []string{
 	"capability-lost", "claim", "claim-reattach", "nomad-attachment-kept", "nomad-handover",
 	"nomad-release", "plugin-capabilities", "plugin-daemon", "plugin-deregister", "plugin-exit",
-	"plugin-handover", "plugin-health", "plugin-register", "plugin-restart", "plugin-restart-withheld",
+	"plugin-exposed", "plugin-handover", "plugin-health", "plugin-register", "plugin-restart", "plugin-restart-withheld",
 	"plugin-start", "plugin-stop", "plugin-stop-failed", "release", "restore", "snapshot-create",
 	"snapshot-delete", "snapshot-deregister", "target-link-removed", "volume-create", "volume-delete",
 	"volume-deregister", "volume-expand", "volume-register",

@@ -398,6 +398,9 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 		if err := p.flush(ctx, "claim"); err != nil {
 			return err
 		}
+		if err := e.unstageUnrecorded(ctx, c, v, p, path); err != nil {
+			return err
+		}
 		req := csi.NodeStageVolumeRequest{
 			VolumeID: v.ExternalID, PublishContext: p.publishContext(c), StagingPath: path,
 			Capability: capability(cl), Secrets: v.Secrets, VolumeContext: v.Context,
@@ -420,6 +423,50 @@ func (e *Engine) nodeStage(ctx context.Context, c *conn, v store.Volume, p *chec
 	}
 	p.setState(store.ClaimNodeStaged)
 	return nil
+}
+
+// unstageUnrecorded sends NodeUnstageVolume before a staging's NodeStageVolume when something
+// is mounted at the staging path (or below it) though the volume is recorded unstaged and no
+// other claim uses its staging: an earlier command sent NodeStageVolume and died before
+// recording its answer (a kill, a power loss that kept the record out), or the record was lost.
+// CSI makes NodeStageVolume idempotent, but a plugin that mounts without looking first stacks
+// a second mount over the staging path, which its NodeUnstageVolume, unmounting once, leaves
+// behind, and the volume's release would fail on it at every try
+// (`TestCrashAfterNodeStageAgainstARemountingPlugin`). Skipping NodeStageVolume instead would
+// trust a mount the plugin's current instance may not have made, or made with another publish
+// context (a plugin that attaches now): undone, the staging is made again by this instance
+// with this claim's publish context. What the plugin leaves mounted is an error naming the
+// path (checkUnmounted); the claim is rolled back, or held for reconcile. A first staging costs
+// one open of the empty staging directory (mountsLeft).
+func (e *Engine) unstageUnrecorded(ctx context.Context, c *conn, v store.Volume, p *checkpoint, path string) error {
+	if p.cl.Degraded {
+		// A restore, driven because the staging was found unmounted: the plugin may still hold
+		// the claim's own target, and NodeUnstageVolume before its NodeUnpublishVolume breaks
+		// CSI's order (a plugin refuses it, and the restore would fail at every re-drive:
+		// TestAgentHoldsADegradedClaimAndRedrivesItWithBackoff). It is staged as before.
+		return nil
+	}
+	left, err := e.mountsLeft(path)
+	if err != nil {
+		return fmt.Errorf("checking the mount table for volume %q's staging at %s before %s: %w", v.ID, path, csi.RPCNodeStageVolume, err)
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	if u, err := p.usage(ctx); err != nil || u.staging > 0 {
+		return err // the staging other claims use is theirs: published from as it is
+	}
+	e.log.Warn(fmt.Sprintf("volume %q's staging at %s is mounted but not recorded staged (an earlier volctl sent %s and did not record the answer): "+
+		"sending %s first, so that the plugin stages it once", v.ID, path, csi.RPCNodeStageVolume, csi.RPCNodeUnstageVolume), "mounts", left)
+	err = e.retry(ctx, c, csi.RPCNodeUnstageVolume, func(ctx context.Context) error {
+		return c.client.NodeUnstageVolume(ctx, csi.NodeUnstageVolumeRequest{VolumeID: v.ExternalID, StagingPath: path})
+	})
+	if err != nil && !csi.IsIgnorable(err) {
+		return fmt.Errorf("volume %q's staging at %s is mounted but not recorded staged (an earlier volctl's %s whose answer was not recorded, or a mount made by hand), "+
+			"and plugin %q failed %s, sent so that it stages the volume once: %w; if nothing uses that mount, unmount %s by hand, then run `volctl reconcile` and claim again",
+			v.ID, path, csi.RPCNodeStageVolume, c.plugin.ID, csi.RPCNodeUnstageVolume, err, path)
+	}
+	return e.checkUnmounted(v, csi.RPCNodeUnstageVolume, "staging", path, c, err)
 }
 
 func (e *Engine) nodePublish(ctx context.Context, c *conn, v store.Volume, p *checkpoint) error {

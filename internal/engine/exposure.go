@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// SocketExposure says why another user could stand in for the plugin at socket, or drive it,
+// or "": its directory is another user's, or other users may write it (a sticky one, /tmp,
+// too: while the plugin does not listen, as when it restarts, anyone may bind the name first),
+// or the socket file there is another user's, or every user may connect to it (its mode lets
+// others write it, in a directory they may enter: any local user could send the plugin
+// NodePublishVolume, as the plugin's user, root most often). volctl, root, would send another
+// user's process every request for the plugin's volumes, their secrets included. A warning,
+// not a refusal: a plugin may well run as its own user, and the admin chose the path. `plugin
+// register` says it; every connection that fingerprints the plugin afresh (its socket files
+// are new: it restarted) says it again (exposedSockets), since a restart may have made them so.
+func SocketExposure(socket string) string {
+	if socket == "" {
+		return ""
+	}
+	dir := filepath.Dir(socket)
+	uid := uint32(os.Geteuid())
+	trusted := func(u uint32) bool { return u == 0 || u == uid }
+	const risk = "another user could listen there while the plugin does not, and be sent volctl's requests, secrets included; " +
+		"put the socket in a directory only root (or this user) may write, such as /run/csi"
+	enterable := false
+	if fi, err := os.Stat(dir); err == nil {
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		mode := fi.Mode().Perm()
+		enterable = mode&0o001 != 0
+		switch {
+		case st != nil && !trusted(st.Uid):
+			return fmt.Sprintf("socket %s is in %s, which uid %d owns: %s", socket, dir, st.Uid, risk)
+		case mode&0o002 != 0 || st != nil && mode&0o020 != 0 && st.Gid != 0 && int(st.Gid) != os.Getegid():
+			shown := uint32(mode)
+			if fi.Mode()&os.ModeSticky != 0 {
+				shown |= 0o1000
+			}
+			return fmt.Sprintf("socket %s is in %s, which other users may write (mode %#o): %s", socket, dir, shown, risk)
+		}
+	}
+	fi, err := os.Lstat(socket)
+	if err != nil {
+		return ""
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case ok && !trusted(st.Uid):
+		return fmt.Sprintf("socket %s is owned by uid %d, another user, whose process may be what listens there; if it is not the plugin, %s", socket, st.Uid, risk)
+	case fi.Mode()&os.ModeSocket != 0 && fi.Mode().Perm()&0o002 != 0 && enterable:
+		return fmt.Sprintf("socket %s may be connected to by every user (mode %#o), in %s, which every user may enter: "+
+			"any local user could send the plugin requests, NodePublishVolume of a volume wherever they like among them, carried out as the plugin's user; "+
+			"start the plugin with a socket only root (or its user) may write (mode 0660 or 0600), or in a directory only they may enter",
+			socket, uint32(fi.Mode().Perm()), dir)
+	}
+	return ""
+}
+
+// exposedSockets is a warning for each of c's sockets that SocketExposure finds exposed,
+// naming the plugin: a connection that fingerprints the plugin afresh logs them and records
+// them as plugin-exposed events with the fingerprint (connectPlugin).
+func exposedSockets(c *conn) []string {
+	var out []string
+	for _, s := range c.sockets {
+		if w := SocketExposure(s.path); w != "" {
+			out = append(out, fmt.Sprintf("plugin %q: %s", c.plugin.ID, w))
+		}
+	}
+	return out
+}
