@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,7 +98,9 @@ func failingExt4(t *testing.T) (mnt, dev string, shutDown func()) {
 		t.Fatalf("mkfs.ext4 %s: %v: %s", dev, err, out)
 	}
 	mnt = t.TempDir()
-	if err := unix.Mount(dev, mnt, "ext4", 0, ""); err != nil {
+	// errors=remount-ro, as distributions mount their disks: an error the kernel meets makes
+	// the file system read-only (TestStateFileSystemTurnedReadOnlyIsNamed).
+	if err := unix.Mount(dev, mnt, "ext4", 0, "errors=remount-ro"); err != nil {
 		t.Skipf("cannot mount an ext4: %v", err)
 	}
 	t.Cleanup(func() {
@@ -117,6 +120,57 @@ func failingExt4(t *testing.T) (mnt, dev string, shutDown func()) {
 		flags := uint32(noLogFlush)
 		if _, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), ext4IOCShutdown, uintptr(unsafe.Pointer(&flags))); errno != 0 {
 			t.Fatalf("shutting down the ext4 at %s: %v", mnt, errno)
+		}
+	}
+}
+
+// The state dir's file system turns read-only under a store already open: the kernel met an
+// error on the ext4 holding it (errors=remount-ro; its mount still says rw, as Open's own
+// check knows). Every write after, the first (SQLite's "disk I/O error") and the next ones
+// (its "attempt to write a readonly database", which the store took for a write inside View, a
+// bug of volctl's), says the file system turned read-only, names the state dir and what to do,
+// and matches ErrReadOnlyFS, as a write to a state dir opened on a read-only file system does.
+// Needs root, for a loop-mounted ext4.
+func TestStateFileSystemTurnedReadOnlyIsNamed(t *testing.T) {
+	mnt, dev, _ := failingExt4(t)
+	trigger := filepath.Join("/sys/fs/ext4", filepath.Base(dev), "trigger_fs_error")
+	if _, err := os.Stat(trigger); err != nil {
+		t.Skipf("needs ext4's %s, to make the file system meet an error: %v", trigger, err)
+	}
+	dir := filepath.Join(mnt, "state")
+	ctx := context.Background()
+	s, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	insert := func(id string) error {
+		return s.Update(ctx, func(tx *Tx) error {
+			return tx.Volumes().Insert(&Volume{ID: id, PluginID: "p", State: VolumeReady})
+		})
+	}
+	if err := insert("before"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(trigger, []byte("volctl test\n"), 0); err != nil {
+		t.Fatalf("making the ext4 meet an error: %v", err)
+	}
+	for _, id := range []string{"first", "second", "third"} {
+		err := insert(id)
+		if err == nil {
+			t.Fatalf("write %q on a file system turned read-only: no error", id)
+		}
+		msg := err.Error()
+		for _, want := range []string{dir, "read-only", "dmesg", "fsck", "volctl reconcile"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("write %q on a file system turned read-only: err = %q\nwant it to say %q", id, msg, want)
+			}
+		}
+		if !errors.Is(err, ErrReadOnlyFS) {
+			t.Errorf("write %q on a file system turned read-only: err = %q, want it to match ErrReadOnlyFS", id, msg)
+		}
+		if strings.Contains(msg, errReadOnly.Error()) {
+			t.Errorf("write %q on a file system turned read-only: err = %q\nwant no word of a write inside View", id, msg)
 		}
 	}
 }
