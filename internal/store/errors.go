@@ -441,3 +441,28 @@ func mountedFrom(path string) string {
 	}
 	return m.Source + " mounted at " + m.Mountpoint
 }
+
+// NoSpace is err, volctl's failure to make a file or directory under the state dir (a lock
+// file, a staging or publish directory: an *os.PathError naming it), saying what to do when
+// the file system holding it had no room for it: out of space, out of inodes (which df, showing
+// space free, does not show: `df -i` does), or over the user's quota. Any other err is returned
+// as it is.
+func NoSpace(err error) error {
+	var pe *os.PathError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	dir := filepath.Dir(pe.Path)
+	switch {
+	case errors.Is(err, unix.EDQUOT):
+		return fmt.Errorf("%w (this user's disk quota on the file system holding the state dir (%s) is used up: free space there or raise the quota, then run the command again)", err, mountedFrom(dir))
+	case !errors.Is(err, unix.ENOSPC):
+		return err
+	}
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) == nil && st.Files > 0 && st.Ffree == 0 {
+		return fmt.Errorf("%w (the file system holding the state dir (%s) has no free inodes left, though it may have space free: `df -i %s` shows them; remove files there, or give it more inodes, then run the command again)",
+			err, mountedFrom(dir), dir)
+	}
+	return fmt.Errorf("%w (the file system holding the state dir is full (%s): free space there, then run the command again)", err, mountedFrom(dir))
+}
