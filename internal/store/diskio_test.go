@@ -24,19 +24,7 @@ func TestStateDiskIOErrorNamesTheDisk(t *testing.T) {
 	mnt, dev, shutDown := failingExt4(t)
 	dir := filepath.Join(mnt, "state")
 	ctx := context.Background()
-	s, err := Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	insert := func(id string) error {
-		return s.Update(ctx, func(tx *Tx) error {
-			return tx.Volumes().Insert(&Volume{ID: id, PluginID: "p", State: VolumeReady})
-		})
-	}
-	if err := insert("before"); err != nil {
-		t.Fatal(err)
-	}
+	s, insert := openInserting(t, dir)
 	shutDown()
 
 	check := func(what string, err error) {
@@ -60,7 +48,7 @@ func TestStateDiskIOErrorNamesTheDisk(t *testing.T) {
 		_, err := tx.Volumes().List(VolumeFilter{})
 		return err
 	}))
-	_, err = Open(ctx, dir)
+	_, err := Open(ctx, dir)
 	check("an open", err)
 }
 
@@ -138,20 +126,7 @@ func TestStateFileSystemTurnedReadOnlyIsNamed(t *testing.T) {
 		t.Skipf("needs ext4's %s, to make the file system meet an error: %v", trigger, err)
 	}
 	dir := filepath.Join(mnt, "state")
-	ctx := context.Background()
-	s, err := Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	insert := func(id string) error {
-		return s.Update(ctx, func(tx *Tx) error {
-			return tx.Volumes().Insert(&Volume{ID: id, PluginID: "p", State: VolumeReady})
-		})
-	}
-	if err := insert("before"); err != nil {
-		t.Fatal(err)
-	}
+	_, insert := openInserting(t, dir)
 	if err := os.WriteFile(trigger, []byte("volctl test\n"), 0); err != nil {
 		t.Fatalf("making the ext4 meet an error: %v", err)
 	}
@@ -173,4 +148,25 @@ func TestStateFileSystemTurnedReadOnlyIsNamed(t *testing.T) {
 			t.Errorf("write %q on a file system turned read-only: err = %q\nwant no word of a write inside View", id, msg)
 		}
 	}
+}
+
+// openInserting opens the store in dir, closed at the test's end, and returns it and a write
+// that inserts a volume, done once.
+func openInserting(t *testing.T, dir string) (*Store, func(id string) error) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	insert := func(id string) error {
+		return s.Update(ctx, func(tx *Tx) error {
+			return tx.Volumes().Insert(&Volume{ID: id, PluginID: "p", State: VolumeReady})
+		})
+	}
+	if err := insert("before"); err != nil {
+		t.Fatal(err)
+	}
+	return s, insert
 }
