@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -57,11 +56,7 @@ func readStateFile(path string) ([]byte, error) {
 // would name no process to whoever reads it (a plugin's pid file is written to a temporary
 // one and renamed, so its last record stays; the agent's is its own, under the agent lock).
 func writeStateFile(path string, data []byte) (err error) {
-	defer func() {
-		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-			err = fmt.Errorf("%w (the file system holding the state dir is full: free space there)", err)
-		}
-	}()
+	defer func() { err = store.NoSpace(err) }()
 	f, err := openStateFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
 		return err

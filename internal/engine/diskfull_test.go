@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,19 +22,8 @@ import (
 // that RPC, which must record what it did, finds the disk full.
 func diskFullHarness(t *testing.T) (h *harness, fillAfter *string, free func()) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to mount a small tmpfs as the state dir's file system")
-	}
-	mnt := t.TempDir()
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=2m"); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v", err)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID = "node-1"
-	h = &harness{t: t, ctx: context.Background(), mem: csitest.NewMemPlugin(cfg), faults: csitest.NewFaults(), dir: filepath.Join(mnt, "state")}
-	fill := filepath.Join(mnt, "fill")
 	var after string
+	var fill string
 	fillUp := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		resp, err := handler(ctx, req)
 		if err == nil && after != "" && strings.HasSuffix(info.FullMethod, "/"+after) {
@@ -50,16 +40,36 @@ func diskFullHarness(t *testing.T) (h *harness, fillAfter *string, free func()) 
 		}
 		return resp, err
 	}
-	h.socket, h.stopServe = csitest.Serve(t, csitest.WithServer(h.mem), csitest.WithFaults(h.faults), csitest.WithInterceptor(fillUp))
-	h.mounts = newFakeMounts(h.mem)
-	h.open(Config{})
-	h.registerPlugin("mem", h.socket)
+	h, mnt := tmpfsStateHarness(t, "size=2m", fillUp)
+	fill = filepath.Join(mnt, "fill")
 	return h, &after, func() {
 		after = ""
 		if err := os.Remove(fill); err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// tmpfsStateHarness is a harness whose state dir is on a tmpfs mounted with opts at mnt, its
+// plugin served through ic.
+func tmpfsStateHarness(t *testing.T, opts string, ic grpc.UnaryServerInterceptor) (h *harness, mnt string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to mount a small tmpfs as the state dir's file system")
+	}
+	mnt = t.TempDir()
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, opts); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	h = &harness{t: t, ctx: context.Background(), mem: csitest.NewMemPlugin(cfg), faults: csitest.NewFaults(), dir: filepath.Join(mnt, "state")}
+	h.socket, h.stopServe = csitest.Serve(t, csitest.WithServer(h.mem), csitest.WithFaults(h.faults), csitest.WithInterceptor(ic))
+	h.mounts = newFakeMounts(h.mem)
+	h.open(Config{})
+	h.registerPlugin("mem", h.socket)
+	return h, mnt
 }
 
 // wantDiskFull checks err says the state's file system is full, naming the database, and what
@@ -220,4 +230,61 @@ func TestDiskFullAfterCreateDeleteAndSnapshot(t *testing.T) {
 			t.Fatalf("after reconcile: snapshots %+v, intents %+v, plugin's %+v; want the plugin's one recorded", snaps, intents, h.mem.Snapshots())
 		}
 	})
+}
+
+// The state dir's file system has no free inodes left (a tmpfs with few, an ext4 holding many
+// small files) while it has space: the directories a claim makes (staging, publish) and the
+// lock file a new volume's first operation makes cannot be made. Each error names the path,
+// says that inodes, not space, ran out, where to see them (df -i) and what to do: "no space
+// left on device" alone sent the reader to df, which shows space free. Nothing is recorded past
+// what the plugin did, and once inodes are freed, reconcile publishes the claim.
+func TestStateDirOutOfInodesSaysSo(t *testing.T) {
+	h, mnt := tmpfsStateHarness(t, "size=16m,nr_inodes=200", func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		return handler(ctx, req)
+	})
+	// A claim and release made the plugin's lock files; db's staging directory is still to make.
+	h.create(volume("old"))
+	h.claim(ClaimRequest{VolumeID: "old", Alloc: "web-0"})
+	h.release("old", "web-0")
+	h.create(volume("db"))
+	fill := filepath.Join(mnt, "fill")
+	if err := os.Mkdir(fill, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		f, err := os.Create(filepath.Join(fill, strconv.Itoa(i)))
+		if err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling %s's inodes: %v, want ENOSPC", mnt, err)
+			}
+			break
+		}
+		f.Close()
+	}
+	wantNoInodes := func(what string, err error, path string) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("%s with no free inodes: no error", what)
+		}
+		for _, want := range []string{path, "no free inodes", "df -i", mnt} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s with no free inodes: %v\nwant it to say %q", what, err, want)
+			}
+		}
+	}
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	wantNoInodes("claim", err, filepath.Join(h.dir, "staging", "mem", "db"))
+	wantLeftAsStored(t, "claim", err, h)
+	_, err = h.e.CreateVolume(h.ctx, volume("logs"))
+	wantNoInodes("create", err, filepath.Join(h.dir, "locks", "volume-logs.lock"))
+
+	if err := os.RemoveAll(fill); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile once inodes are freed: %v", err)
+	}
+	if cls := h.liveClaims("db"); len(cls) != 1 || cls[0].State != store.ClaimPublished {
+		t.Fatalf("claims after reconcile = %+v, want one published", cls)
+	}
 }

@@ -133,6 +133,7 @@ func (l *locker) dirs(ctx context.Context, exclusive bool) (func(), error) {
 	if err == nil && !ok {
 		ok, err = try(ctx, lockRetry)
 	}
+	err = store.NoSpace(err) // dirs.lock made anew in a full state dir
 	if err != nil || !ok {
 		_ = fl.Close()
 		if err == nil {
@@ -153,7 +154,7 @@ func (l *locker) exclusive(name string) (release func(), ok bool, err error) {
 	ok, err = fl.TryLock()
 	if err != nil || !ok {
 		_ = fl.Close()
-		return nil, ok, err
+		return nil, ok, store.NoSpace(err)
 	}
 	return func() { _ = fl.Unlock() }, true, nil
 }
@@ -247,7 +248,7 @@ func (l *locker) lock(ctx context.Context, name, what string, shared bool) (func
 		err = l.await(ctx, fl, try, what)
 		ok = err == nil
 	} else if err != nil {
-		err = fmt.Errorf("lock %s: %w", what, err)
+		err = fmt.Errorf("lock %s: %w", what, store.NoSpace(err))
 	}
 	if err != nil || !ok {
 		_ = fl.Close()

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/volctl/volctl/internal/store"
 )
 
 // Paths that volctl mounts on or creates as root are resolved without following symlinks: a
@@ -113,7 +115,7 @@ func openNoFollow(root, path string, mode create) (*pathFD, error) {
 		done = filepath.Join(done, name)
 		if err := makeComponent(p.fd, name, mode, last); err != nil {
 			p.close()
-			return nil, &os.PathError{Op: "create", Path: done, Err: err}
+			return nil, store.NoSpace(&os.PathError{Op: "create", Path: done, Err: err})
 		}
 		next, err := openComponent(p.fd, name)
 		if errors.Is(err, unix.ELOOP) {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,19 +24,7 @@ func TestStateDiskIOErrorNamesTheDisk(t *testing.T) {
 	mnt, dev, shutDown := failingExt4(t)
 	dir := filepath.Join(mnt, "state")
 	ctx := context.Background()
-	s, err := Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	insert := func(id string) error {
-		return s.Update(ctx, func(tx *Tx) error {
-			return tx.Volumes().Insert(&Volume{ID: id, PluginID: "p", State: VolumeReady})
-		})
-	}
-	if err := insert("before"); err != nil {
-		t.Fatal(err)
-	}
+	s, insert := openInserting(t, dir)
 	shutDown()
 
 	check := func(what string, err error) {
@@ -59,7 +48,7 @@ func TestStateDiskIOErrorNamesTheDisk(t *testing.T) {
 		_, err := tx.Volumes().List(VolumeFilter{})
 		return err
 	}))
-	_, err = Open(ctx, dir)
+	_, err := Open(ctx, dir)
 	check("an open", err)
 }
 
@@ -97,7 +86,9 @@ func failingExt4(t *testing.T) (mnt, dev string, shutDown func()) {
 		t.Fatalf("mkfs.ext4 %s: %v: %s", dev, err, out)
 	}
 	mnt = t.TempDir()
-	if err := unix.Mount(dev, mnt, "ext4", 0, ""); err != nil {
+	// errors=remount-ro, as distributions mount their disks: an error the kernel meets makes
+	// the file system read-only (TestStateFileSystemTurnedReadOnlyIsNamed).
+	if err := unix.Mount(dev, mnt, "ext4", 0, "errors=remount-ro"); err != nil {
 		t.Skipf("cannot mount an ext4: %v", err)
 	}
 	t.Cleanup(func() {
@@ -119,4 +110,63 @@ func failingExt4(t *testing.T) (mnt, dev string, shutDown func()) {
 			t.Fatalf("shutting down the ext4 at %s: %v", mnt, errno)
 		}
 	}
+}
+
+// The state dir's file system turns read-only under a store already open: the kernel met an
+// error on the ext4 holding it (errors=remount-ro; its mount still says rw, as Open's own
+// check knows). Every write after, the first (SQLite's "disk I/O error") and the next ones
+// (its "attempt to write a readonly database", which the store took for a write inside View, a
+// bug of volctl's), says the file system turned read-only, names the state dir and what to do,
+// and matches ErrReadOnlyFS, as a write to a state dir opened on a read-only file system does.
+// Needs root, for a loop-mounted ext4.
+func TestStateFileSystemTurnedReadOnlyIsNamed(t *testing.T) {
+	mnt, dev, _ := failingExt4(t)
+	trigger := filepath.Join("/sys/fs/ext4", filepath.Base(dev), "trigger_fs_error")
+	if _, err := os.Stat(trigger); err != nil {
+		t.Skipf("needs ext4's %s, to make the file system meet an error: %v", trigger, err)
+	}
+	dir := filepath.Join(mnt, "state")
+	_, insert := openInserting(t, dir)
+	if err := os.WriteFile(trigger, []byte("volctl test\n"), 0); err != nil {
+		t.Fatalf("making the ext4 meet an error: %v", err)
+	}
+	for _, id := range []string{"first", "second", "third"} {
+		err := insert(id)
+		if err == nil {
+			t.Fatalf("write %q on a file system turned read-only: no error", id)
+		}
+		msg := err.Error()
+		for _, want := range []string{dir, "read-only", "dmesg", "fsck", "volctl reconcile"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("write %q on a file system turned read-only: err = %q\nwant it to say %q", id, msg, want)
+			}
+		}
+		if !errors.Is(err, ErrReadOnlyFS) {
+			t.Errorf("write %q on a file system turned read-only: err = %q, want it to match ErrReadOnlyFS", id, msg)
+		}
+		if strings.Contains(msg, errReadOnly.Error()) {
+			t.Errorf("write %q on a file system turned read-only: err = %q\nwant no word of a write inside View", id, msg)
+		}
+	}
+}
+
+// openInserting opens the store in dir, closed at the test's end, and returns it and a write
+// that inserts a volume, done once.
+func openInserting(t *testing.T, dir string) (*Store, func(id string) error) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	insert := func(id string) error {
+		return s.Update(ctx, func(tx *Tx) error {
+			return tx.Volumes().Insert(&Volume{ID: id, PluginID: "p", State: VolumeReady})
+		})
+	}
+	if err := insert("before"); err != nil {
+		t.Fatal(err)
+	}
+	return s, insert
 }

@@ -208,6 +208,11 @@ const damagedAdvice = "volctl cannot read it as its state: a damaged file, or an
 // "database disk image is malformed (11)", or the disk under it failed (diskFailed). Any other
 // err is returned as it is.
 func (s *Store) explain(err error) error {
+	if se := (*sqlite.Error)(nil); s.turnedReadOnly(err) && errors.As(err, &se) {
+		return &DirError{Dir: filepath.Dir(s.path), Err: fmt.Errorf("%w: its file system turned read-only under volctl (the kernel does so after an error on the disk, errors=remount-ro: see dmesg), "+
+			"so what this command meant to change may not be recorded (SQLite: %v); repair the file system (fsck), mount it read-write again, "+
+			"then run the command again and `volctl reconcile`, which finishes what was left half-done", ErrReadOnlyFS, se)}
+	}
 	advice := diskFailed(s.path, err)
 	switch code := sqliteCode(err) & 0xff; {
 	case advice != "":
@@ -297,13 +302,44 @@ func wrap(err error, what, onForeignKey string) error {
 		return fmt.Errorf("%s: %w", what, &conflictError{reason: reason, cause: err})
 	}
 	if code&0xff == sqlite3.SQLITE_READONLY {
-		return fmt.Errorf("%s: %w", what, errReadOnly)
+		return fmt.Errorf("%s: %w", what, &readOnlyWrite{cause: err})
 	}
 	return fmt.Errorf("%s: %w", what, mapBusy(err))
 }
 
 // errReadOnly is a programming error: a write inside View, whose connections are query-only.
 var errReadOnly = errors.New("write inside a read-only transaction (use Store.Update)")
+
+// readOnlyWrite is SQLite's refusal of a write (SQLITE_READONLY), cause: inside View, whose
+// connections are query-only, errReadOnly; in Update, the state's file system turned read-only
+// under the store, which explain says instead (turnedReadOnly reads the code from cause).
+type readOnlyWrite struct{ cause error }
+
+func (e *readOnlyWrite) Error() string   { return errReadOnly.Error() }
+func (e *readOnlyWrite) Unwrap() []error { return []error{errReadOnly, e.cause} }
+
+// turnedReadOnly reports whether err, a write's, is the state dir's file system refusing it
+// now: SQLite's write failed (SQLITE_IOERR, whose errno SQLite keeps to itself) or was refused
+// as one to a read-only database (SQLITE_READONLY, SQLite's answer once a write failed so),
+// and a file can no longer be made in the state dir (EROFS). An ext4 the kernel made
+// read-only after an error (errors=remount-ro) keeps its mount's rw flag, which Open's check
+// reads, so only a write tells. The file made to ask, O_TMPFILE, has no name: nothing is left
+// where the file system is writable still; one that cannot make such a file is not judged.
+func (s *Store) turnedReadOnly(err error) bool {
+	switch sqliteCode(err) & 0xff {
+	case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY:
+	default:
+		return false
+	}
+	if s.roErr != nil || sqliteCode(err) == sqlite3.SQLITE_IOERR_NOMEM {
+		return false
+	}
+	fd, oerr := unix.Open(filepath.Dir(s.path), unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+	if oerr == nil {
+		unix.Close(fd)
+	}
+	return errors.Is(oerr, unix.EROFS)
+}
 
 // detail is the driver message without its generic prefix and numeric code, e.g.
 // "CHECK constraint failed: state IN (...)". SQLite's constraint messages name columns and
@@ -404,4 +440,29 @@ func mountedFrom(path string) string {
 		}
 	}
 	return m.Source + " mounted at " + m.Mountpoint
+}
+
+// NoSpace is err, volctl's failure to make a file or directory under the state dir (a lock
+// file, a staging or publish directory: an *os.PathError naming it), saying what to do when
+// the file system holding it had no room for it: out of space, out of inodes (which df, showing
+// space free, does not show: `df -i` does), or over the user's quota. Any other err is returned
+// as it is.
+func NoSpace(err error) error {
+	var pe *os.PathError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	dir := filepath.Dir(pe.Path)
+	switch {
+	case errors.Is(err, unix.EDQUOT):
+		return fmt.Errorf("%w (this user's disk quota on the file system holding the state dir (%s) is used up: free space there or raise the quota, then run the command again)", err, mountedFrom(dir))
+	case !errors.Is(err, unix.ENOSPC):
+		return err
+	}
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) == nil && st.Files > 0 && st.Ffree == 0 {
+		return fmt.Errorf("%w (the file system holding the state dir (%s) has no free inodes left, though it may have space free: `df -i %s` shows them; remove files there, or give it more inodes, then run the command again)",
+			err, mountedFrom(dir), dir)
+	}
+	return fmt.Errorf("%w (the file system holding the state dir is full (%s): free space there, then run the command again)", err, mountedFrom(dir))
 }

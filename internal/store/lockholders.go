@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/volctl/volctl/internal/procfs"
 	"github.com/volctl/volctl/internal/shellquote"
 )
 
@@ -201,10 +202,12 @@ func held(hs []LockHolder, pid int) bool {
 }
 
 // holderOf reads what /proc says of pid: its command line up to the first flag, and whether it
-// is stopped.
+// is stopped. Both are read through a thread that runs (procfs.Dir): a process whose first
+// thread has exited shows through /proc/<pid> no command line and the state of a zombie, never
+// stopped, and a wait on it stopped did not give up (TestLockHolderWhoseFirstThreadExited).
 func holderOf(pid int) LockHolder {
 	h := LockHolder{Pid: pid}
-	dir := filepath.Join("/proc", strconv.Itoa(pid))
+	dir := procfs.Dir("/proc", pid)
 	if b, err := os.ReadFile(filepath.Join(dir, "cmdline")); err == nil {
 		var words []string
 		for i, w := range strings.Split(strings.TrimRight(string(b), "\x00"), "\x00") {

@@ -1,0 +1,107 @@
+package store
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/procfs"
+	"github.com/volctl/volctl/internal/procfs/procfstest"
+)
+
+// lockThenEndFirstThreadEnv, set to a directory, makes the test binary a process that holds a
+// flock on lock in that directory, then ends its first thread alone (a C program whose main
+// calls pthread_exit), its other threads running on until its stdin closes.
+const lockThenEndFirstThreadEnv = "VOLCTL_TEST_LOCK_THEN_END_FIRST_THREAD"
+
+// init acts as lockThenEndFirstThreadEnv says, on the first thread, where the runtime runs it.
+func init() {
+	dir := os.Getenv(lockThenEndFirstThreadEnv)
+	if dir == "" {
+		return
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err == nil {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+	}
+	if err != nil {
+		os.Exit(1)
+	}
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}()
+	procfstest.ServeThenEndFirstThread(filepath.Join(dir, "sock"))
+}
+
+// A lock's holder whose first thread has exited (a C program whose main called pthread_exit)
+// is named by its command line, and seen stopped once SIGSTOP stops it, as any other holder
+// is: read through its first thread, /proc shows a zombie with no command line, and a stopped
+// holder was never seen stopped, so a command waited on it with no word of the stop and no
+// end (the lock waits give up on a holder stopped for 10 s).
+func TestLockHolderWhoseFirstThreadExited(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), lockThenEndFirstThreadEnv+"="+dir)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() {
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+		stdin.Close()
+		_ = cmd.Wait()
+	})
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("the lock holder whose first thread exits said %q (%v), want ready", line, err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if f, _ := procfs.StatFields("/proc/" + strconv.Itoa(pid) + "/stat"); len(f) > 0 && f[0] == "Z" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d: its first thread did not exit", pid)
+		}
+	}
+	fi, err := os.Stat(filepath.Join(dir, "lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := FlockHolders(fi)
+	if len(hs) != 1 || hs[0].Pid != pid {
+		t.Fatalf("holders = %+v, want pid %d", hs, pid)
+	}
+	if want := filepath.Base(os.Args[0]); !strings.Contains(hs[0].Command, want) {
+		t.Errorf("holder's command = %q, want it to name %q", hs[0].Command, want)
+	}
+	if hs[0].Stopped {
+		t.Errorf("holder = %+v, seen stopped before it was", hs[0])
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		hs = FlockHolders(fi)
+		if len(hs) == 1 && hs[0].Stopped {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("holders after SIGSTOP = %+v, want pid %d seen stopped", hs, pid)
+		}
+	}
+}
