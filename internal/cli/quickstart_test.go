@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -76,9 +77,10 @@ func TestQuickstart(t *testing.T) {
 	assertCleanedUp(t, parent)
 }
 
-func TestQuickstartKeep(t *testing.T) {
-	hostpathtest.RequireMount(t)
-	parent := hostpathtest.MountDir(t)
+// quickstartKept runs quickstart --keep under parent and returns the directory it kept and what
+// it printed.
+func quickstartKept(t *testing.T, parent string) (string, *bytes.Buffer) {
+	t.Helper()
 	ios, _, out, _ := iostreams.Test()
 	if err := quickstartRun(context.Background(), &QuickstartOptions{IO: ios, TempDir: parent, Keep: true}); err != nil {
 		t.Fatalf("quickstart --keep: %v\n%s", err, out)
@@ -87,10 +89,17 @@ func TestQuickstartKeep(t *testing.T) {
 	if len(dirs) != 1 {
 		t.Fatalf("kept dirs = %v, want one", dirs)
 	}
-	if _, err := os.Stat(filepath.Join(dirs[0], "state", "volctl.db")); err != nil {
+	return dirs[0], out
+}
+
+func TestQuickstartKeep(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	parent := hostpathtest.MountDir(t)
+	dir, out := quickstartKept(t, parent)
+	if _, err := os.Stat(filepath.Join(dir, "state", "volctl.db")); err != nil {
 		t.Errorf("the state dir was not kept: %v", err)
 	}
-	if !strings.Contains(out.String(), "volctl --state-dir "+filepath.Join(dirs[0], "state")+" volume status demo") {
+	if !strings.Contains(out.String(), "volctl --state-dir "+filepath.Join(dir, "state")+" volume status demo") {
 		t.Errorf("stdout does not say how to inspect the state:\n%s", out)
 	}
 	if strings.Contains(out.String(), `Volume "demo" deleted`) {
@@ -235,14 +244,7 @@ func TestQuickstartCommandsRunAsShown(t *testing.T) {
 	if err := os.Mkdir(parent, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	ios, _, out, _ := iostreams.Test()
-	if err := quickstartRun(context.Background(), &QuickstartOptions{IO: ios, TempDir: parent, Keep: true}); err != nil {
-		t.Fatalf("quickstart --keep: %v\n%s", err, out)
-	}
-	dirs, _ := filepath.Glob(filepath.Join(parent, "volctl-quickstart-*"))
-	if len(dirs) != 1 {
-		t.Fatalf("kept dirs = %v, want one", dirs)
-	}
+	dir, out := quickstartKept(t, parent)
 	sh := func(line string) string {
 		t.Helper()
 		got, err := exec.Command("sh", "-c", line).Output()
@@ -260,7 +262,7 @@ func TestQuickstartCommandsRunAsShown(t *testing.T) {
 		switch {
 		case strings.HasPrefix(cmd, "export "):
 			shell++
-			if got, want := sh(cmd+`; printf %s "$VOLCTL_STATE_DIR"`), filepath.Join(dirs[0], "state"); got != want {
+			if got, want := sh(cmd+`; printf %s "$VOLCTL_STATE_DIR"`), filepath.Join(dir, "state"); got != want {
 				t.Errorf("%s\nsets VOLCTL_STATE_DIR to %q, want %q", cmd, got, want)
 			}
 		case strings.HasPrefix(cmd, "cat "):
@@ -270,8 +272,8 @@ func TestQuickstartCommandsRunAsShown(t *testing.T) {
 			shell++
 			// The claim is released, its target gone: the words after > are printed instead.
 			_, target, _ := strings.Cut(cmd, " > ")
-			if got, want := sh("printf %s "+target), "/hello.txt"; !strings.HasPrefix(got, filepath.Join(dirs[0], "state", "publish")+"/") || !strings.HasSuffix(got, want) {
-				t.Errorf("%s\nwrites to %q, want a file in the claim's target under %s", cmd, got, dirs[0])
+			if got, want := sh("printf %s "+target), "/hello.txt"; !strings.HasPrefix(got, filepath.Join(dir, "state", "publish")+"/") || !strings.HasSuffix(got, want) {
+				t.Errorf("%s\nwrites to %q, want a file in the claim's target under %s", cmd, got, dir)
 			}
 		}
 	}
