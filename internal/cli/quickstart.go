@@ -210,7 +210,7 @@ func (q *quickstart) begin(title string, commands ...string) {
 
 func (q *quickstart) run(ctx context.Context) error {
 	q.begin("Point volctl at a state dir of its own (yours is not touched)",
-		"export VOLCTL_STATE_DIR="+q.state)
+		"export VOLCTL_STATE_DIR="+shellquote.Arg(q.state))
 
 	q.begin("Start the built-in hostpath plugin",
 		q.serveCommand()+" &")
@@ -237,7 +237,7 @@ func (q *quickstart) run(ctx context.Context) error {
 	}
 
 	specPath := filepath.Join(q.dir, "demo.hcl")
-	q.begin("Create a volume from a Nomad volume spec", "cat "+specPath)
+	q.begin("Create a volume from a Nomad volume spec", shellquote.Command("cat", specPath))
 	if err := os.WriteFile(specPath, []byte(quickstartSpec), 0o600); err != nil {
 		return fmt.Errorf("quickstart: %w", err)
 	}
@@ -270,7 +270,7 @@ func (q *quickstart) run(ctx context.Context) error {
 
 	file := filepath.Join(cl.TargetPath, "hello.txt")
 	q.begin("Write a file through the claim's target: it lands in the volume's directory",
-		fmt.Sprintf("echo 'hello from volctl' > %s", file))
+		"echo 'hello from volctl' > "+shellquote.Arg(file))
 	if err := os.WriteFile(file, []byte("hello from volctl\n"), 0o644); err != nil {
 		return fmt.Errorf("quickstart: writing through the target: %w", err)
 	}
@@ -279,7 +279,7 @@ func (q *quickstart) run(ctx context.Context) error {
 		return fmt.Errorf("quickstart: the plugin does not know volume %q", vol.ExternalID)
 	}
 	inVolume := filepath.Join(volDir, "hello.txt")
-	fmt.Fprintf(q.out, "$ cat %s\n", inVolume)
+	fmt.Fprintf(q.out, "$ %s\n", shellquote.Command("cat", inVolume))
 	got, err := os.ReadFile(inVolume)
 	if err != nil {
 		return fmt.Errorf("quickstart: the file written through the target is not in the volume: %w", err)

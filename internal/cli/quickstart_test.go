@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,9 +77,10 @@ func TestQuickstart(t *testing.T) {
 	assertCleanedUp(t, parent)
 }
 
-func TestQuickstartKeep(t *testing.T) {
-	hostpathtest.RequireMount(t)
-	parent := hostpathtest.MountDir(t)
+// quickstartKept runs quickstart --keep under parent and returns the directory it kept and what
+// it printed.
+func quickstartKept(t *testing.T, parent string) (string, *bytes.Buffer) {
+	t.Helper()
 	ios, _, out, _ := iostreams.Test()
 	if err := quickstartRun(context.Background(), &QuickstartOptions{IO: ios, TempDir: parent, Keep: true}); err != nil {
 		t.Fatalf("quickstart --keep: %v\n%s", err, out)
@@ -86,10 +89,17 @@ func TestQuickstartKeep(t *testing.T) {
 	if len(dirs) != 1 {
 		t.Fatalf("kept dirs = %v, want one", dirs)
 	}
-	if _, err := os.Stat(filepath.Join(dirs[0], "state", "volctl.db")); err != nil {
+	return dirs[0], out
+}
+
+func TestQuickstartKeep(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	parent := hostpathtest.MountDir(t)
+	dir, out := quickstartKept(t, parent)
+	if _, err := os.Stat(filepath.Join(dir, "state", "volctl.db")); err != nil {
 		t.Errorf("the state dir was not kept: %v", err)
 	}
-	if !strings.Contains(out.String(), "volctl --state-dir "+filepath.Join(dirs[0], "state")+" volume status demo") {
+	if !strings.Contains(out.String(), "volctl --state-dir "+filepath.Join(dir, "state")+" volume status demo") {
 		t.Errorf("stdout does not say how to inspect the state:\n%s", out)
 	}
 	if strings.Contains(out.String(), `Volume "demo" deleted`) {
@@ -221,4 +231,53 @@ func TestQuickstartStateDirErrorNamesTheDirOnce(t *testing.T) {
 		t.Errorf("%q names the state dir %d times, want once", err, n)
 	}
 	assertCleanedUp(t, parent)
+}
+
+// TestQuickstartCommandsRunAsShown: quickstart says each step "shows the command you would type
+// to do it yourself", and its paths are under $TMPDIR, whatever a user set that to. In a
+// directory named with a space and a "$", the export, cat and echo lines printed the paths
+// raw: pasted, `export VOLCTL_STATE_DIR=/tmp/a b$x/...` sets the state dir to "/tmp/a" and cat
+// reads files that are not there. Each line, run by sh, gives the path quickstart used.
+func TestQuickstartCommandsRunAsShown(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	parent := filepath.Join(hostpathtest.MountDir(t), "a b$x")
+	if err := os.Mkdir(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir, out := quickstartKept(t, parent)
+	sh := func(line string) string {
+		t.Helper()
+		got, err := exec.Command("sh", "-c", line).Output()
+		if err != nil {
+			t.Errorf("sh -c %q: %v", line, err)
+		}
+		return string(got)
+	}
+	var shell int
+	for line := range strings.Lines(out.String()) {
+		cmd, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "$ ")
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(cmd, "export "):
+			shell++
+			if got, want := sh(cmd+`; printf %s "$VOLCTL_STATE_DIR"`), filepath.Join(dir, "state"); got != want {
+				t.Errorf("%s\nsets VOLCTL_STATE_DIR to %q, want %q", cmd, got, want)
+			}
+		case strings.HasPrefix(cmd, "cat "):
+			shell++
+			sh(cmd) // the spec and the file written through the claim are kept: cat fails on any other path
+		case strings.HasPrefix(cmd, "echo "):
+			shell++
+			// The claim is released, its target gone: the words after > are printed instead.
+			_, target, _ := strings.Cut(cmd, " > ")
+			if got, want := sh("printf %s "+target), "/hello.txt"; !strings.HasPrefix(got, filepath.Join(dir, "state", "publish")+"/") || !strings.HasSuffix(got, want) {
+				t.Errorf("%s\nwrites to %q, want a file in the claim's target under %s", cmd, got, dir)
+			}
+		}
+	}
+	if shell != 4 {
+		t.Errorf("%d shell lines (export, cat, echo, cat) checked, want 4:\n%s", shell, out)
+	}
 }

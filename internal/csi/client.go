@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
@@ -120,7 +121,10 @@ func (c *Client) dial(socket string) (*endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plugin socket %s: %w", socket, err)
 	}
-	conn, err := grpc.NewClient("unix://"+abs,
+	// gRPC reads its target as a URL: the path goes in escaped, so that a "#", "?" or "%41" in a
+	// file name is not read as a fragment, a query or an "A" (another socket, maybe another
+	// plugin's), and a control character or a lone "%" is not refused as a bad URL.
+	conn, err := grpc.NewClient("unix://"+(&url.URL{Path: abs}).EscapedPath(),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: time.Second}),
 		grpc.WithChainUnaryInterceptor(traceInterceptor(c.log, abs, c.pluginText, c.observe)),

@@ -45,12 +45,14 @@ func (f *source) checkItems() hcl.Diagnostics {
 // ASCII letters, digits and underscores is one item, and so is a run of blanks (spaces, tabs,
 // carriage returns: in a string, one between template sequences is a token of its own); every
 // other character (a non-ASCII one, punctuation, a line end; each byte of invalid UTF-8) is
-// one. Strings and comments are counted as code is: no spec's strings come near (a map of
-// values is at most 4 KiB), and a count that follows no context cannot be led to skip what a
-// scanner would read.
+// one, and a letter or underscore after a run's leading digits starts another (HCL reads "0a"
+// as a number and a name). Strings and comments are counted as code is: no spec's strings come
+// near (a map of values is at most 4 KiB), and a count that follows no context cannot be led to
+// skip what a scanner would read.
 func itemLimitAt(src []byte, limit int) int {
 	n := 0
-	var run byte // the class of the run the last byte was in: 'a' a name, ' ' blanks, 0 none
+	var run byte    // the class of the run the last byte was in: 'a' a name, ' ' blanks, 0 none
+	digits := false // the name run so far is digits alone: a letter after them starts a token
 	for i := 0; i < len(src); {
 		c, size, class := src[i], 1, byte(0)
 		switch {
@@ -61,11 +63,15 @@ func itemLimitAt(src []byte, limit int) int {
 		case c >= utf8.RuneSelf:
 			_, size = utf8.DecodeRune(src[i:])
 		}
-		if class == 0 || class != run {
+		isDigit := '0' <= c && c <= '9'
+		// "0a" is a number and a name, two tokens; a number takes every digit, so a run holds
+		// at most one such turn ("1e5x" is read "1", "e5x": two items, as many as its tokens).
+		if class == 0 || class != run || digits && !isDigit {
 			if n++; n > limit {
 				return i
 			}
 		}
+		digits = class == 'a' && isDigit && (run != 'a' || digits)
 		run = class
 		i += size
 	}

@@ -105,6 +105,9 @@ func TestItemsCountAtLeastHCLsTokens(t *testing.T) {
 		"a = \"%{ if x ~}y%{ else }z%{ endif }\"",
 		"a { b { c = {d = [1, 2]} } }",
 		`{"a": [1, 2, {"b": "c d e"}], "f": null}`,
+		// A number and a name in one run of letters and digits are two tokens (the fuzzer's
+		// find): counted as one, a file of "0a" lines held half again the tokens MaxItems allows.
+		"a = 0A000000000\nb = 1e5x\nc = 0_0\n" + strings.Repeat("0a\n", 100),
 	}
 	for _, kind := range Kinds {
 		src, _ := Example(kind)

@@ -77,6 +77,7 @@ type Model struct {
 	dialog   *confirm // open confirmation, or nil
 	failure  *failure // an action's error too long for the status line, or nil
 	showHelp bool
+	sized    bool // a size has come: 0x0 after it is a terminal that does not know its size
 
 	filtering bool
 	filter    filterInput
@@ -128,7 +129,10 @@ func (m *Model) Init() tea.Cmd { return m.live.start() }
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.c.Width, m.c.Height = min(msg.Width, maxWidth), min(msg.Height, maxHeight)
+		// A multiplexer or a test can send a negative size: below zero, every column hid and
+		// the table sorted by column -1.
+		m.c.Width, m.c.Height = min(max(0, msg.Width), maxWidth), min(max(0, msg.Height), maxHeight)
+		m.sized = true
 		m.resize()
 	case tea.KeyMsg:
 		return m, m.onKey(msg)

@@ -1,14 +1,17 @@
 package tui
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/muesli/termenv"
 
 	"github.com/volctl/volctl/internal/engine"
 )
@@ -620,6 +623,40 @@ func TestHugeScreenIsBounded(t *testing.T) {
 			h.keys("esc")
 		}
 	}
+}
+
+// TestNoOrNegativeScreenSize: a terminal that does not know its size (a serial console, a pty
+// nobody sized) reports 0x0, and a multiplexer or a test can send a negative size. A negative
+// width hid every column and sorted by column -1 (a panic); 0x0 drew nothing at all, as if no
+// size had come yet. Each says what it needs and how to set the size, in every view.
+func TestNoOrNegativeScreenSize(t *testing.T) {
+	if out := New(context.Background(), Options{Engine: fixture(), Renderer: FixedRenderer(termenv.Ascii)}).View(); out != "" {
+		t.Errorf("before any size: %q, want nothing", out)
+	}
+	h := newHarness(t, fixture(), Options{})
+	for _, size := range [][2]int{{-1, -1}, {-5, 30}, {80, -3}, {math.MinInt32, math.MinInt32}, {0, 0}, {0, 24}, {80, 0}} {
+		h.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		for _, tab := range []string{"1", "2", "3", "4"} {
+			h.keys(tab)
+			for _, view := range []string{"list", "detail", "help"} {
+				switch view {
+				case "detail":
+					h.keys("enter")
+				case "help":
+					h.keys("esc", "?")
+				}
+				out := h.m.View()
+				if !strings.Contains(out, "needs at least 40x10") || !strings.Contains(out, "stty rows") {
+					t.Errorf("%dx%d, tab %s's %s: %q, want what it needs and how to set it", size[0], size[1], tab, view, out)
+				}
+			}
+			h.keys("?")
+		}
+	}
+	// Back to a real size, the dashboard draws as before.
+	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	h.keys("1")
+	checkScreen(t, h.m.View(), 80, 24)
 }
 
 // Plugin strings reach the screen: escape sequences in them must not.

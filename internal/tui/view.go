@@ -27,11 +27,14 @@ const maxWidth, maxHeight = 2000, 1000
 // status line and the key help. It formats nothing but what is on screen.
 func (m *Model) View() string {
 	c := m.c
-	if c.Width == 0 || c.Height == 0 {
+	if !m.sized {
 		return "" // before the first size: nothing sensible to draw
 	}
 	if c.Width < minWidth || c.Height < minHeight {
-		return fmt.Sprintf("volctl tui needs at least %dx%d; this terminal is %dx%d", minWidth, minHeight, c.Width, c.Height)
+		// A terminal that does not know its size (a serial console, a pty nobody sized)
+		// reports 0x0: said, with how to set it, rather than a blank screen.
+		return fmt.Sprintf("volctl tui needs at least %dx%d; this terminal is %dx%d: make it larger, or set its size with stty rows %d cols %d",
+			minWidth, minHeight, c.Width, c.Height, max(c.Height, 24), max(c.Width, 80))
 	}
 	var body string
 	switch {
