@@ -269,6 +269,9 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		default:
 			fmt.Fprintf(opts.IO.Out, "Would update volume %q in Nomad at %s: %s\n", id, c.Address, display.Escape(strings.Join(ch, ", ")))
 		}
+		if r := nomad.Refused(have, want); exists && len(r) > 0 {
+			fmt.Fprintf(opts.IO.Out, "  but Nomad does not change a registered volume's %s, and volctl's differ from its copy's: it would be refused (deregister it in Nomad and register it again to change them)\n", strings.Join(r, ", "))
+		}
 		if d := c.Identity(have, want); exists && len(d) > 0 {
 			fmt.Fprintf(opts.IO.Out, "  but Nomad's volume %q is another one (%s): it would be refused\n", id, display.Escape(strings.Join(d, ", ")))
 		}
@@ -677,7 +680,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			// of this one.
 			st.Nomad = &have
 			if st.AnotherVolume = nomad.IdentityIn(have, want, st.NomadNamespace); len(st.AnotherVolume) == 0 {
-				st.Registered, st.Differs = true, nomad.Changes(have, want)
+				st.Registered, st.Differs = true, append(nomad.Changes(have, want), nomad.Refused(have, want)...)
 			}
 		case errors.Is(err, nomad.ErrNotFound):
 		case why != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -76,6 +77,13 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 		}
 	}
 	out := Handed{Updated: err == nil}
+	if out.Updated && len(v.Context) == 0 && len(have.Context) > 0 {
+		// A volume volctl has no context for, whose copy in Nomad has one (the plugin's, from
+		// `nomad volume create`, or written there): Nomad 1.9.6 and later keep it when an
+		// update sends none, earlier ones (1.8.10 and 1.7.18 Enterprise aside) clear it, and
+		// the plugin's node calls may need it. Sent back, it is kept by both.
+		v.Context = maps.Clone(have.Context)
+	}
 	warnings, index, err := c.register(ctx, v)
 	if err != nil {
 		if !first { // marked from before: the mark stays whatever happened
