@@ -140,6 +140,7 @@ func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
 	if err != nil {
 		return fmt.Errorf("nomad register: %w", err)
 	}
+	plugins := map[string]pluginAnswer{}
 	errs := askEach(ctx, c, ids, func(rest []string) string {
 		var flags []string
 		if opts.Force {
@@ -149,7 +150,7 @@ func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
 			return strings.Join(append([]string{"volctl nomad register --all"}, flags...), " ")
 		}
 		return shellquote.CommandFlags("volctl nomad register", rest, flags...)
-	}, func(id string) error { return nomadRegisterOne(ctx, opts, e, c, id) })
+	}, func(id string) error { return nomadRegisterOne(ctx, opts, e, c, plugins, id) })
 	if len(errs) > 0 {
 		return fmt.Errorf("nomad register: %w", errors.Join(errs...))
 	}
@@ -218,7 +219,14 @@ func namedVolumes(ids []string) string {
 	return s
 }
 
-func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine.Engine, c *nomad.Client, id string) error {
+// pluginAnswer is Nomad's answer about a plugin, kept for the rest of a command
+// (nomadRegisterOne).
+type pluginAnswer struct {
+	health nomad.PluginHealth
+	err    error
+}
+
+func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine.Engine, c *nomad.Client, plugins map[string]pluginAnswer, id string) error {
 	info, err := e.Volume(ctx, id)
 	if err != nil {
 		return err
@@ -239,8 +247,16 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 			return err
 		}
 	}
-	// The plugin must run in Nomad, be healthy, and be the same driver.
-	p, err := c.Plugin(ctx, info.PluginID)
+	// The plugin must run in Nomad, be healthy, and be the same driver. Nomad is asked once
+	// per plugin in a command (a handover of hundreds of volumes of one plugin asked it as
+	// many times); the health it gives with each volume it reads back then stands for it, so
+	// a plugin that turns unhealthy part way is named for the volumes after.
+	pa, asked := plugins[info.PluginID]
+	if !asked {
+		pa.health, pa.err = c.Plugin(ctx, info.PluginID)
+		plugins[info.PluginID] = pa
+	}
+	p, err := pa.health, pa.err
 	if errors.Is(err, nomad.ErrNotFound) {
 		return fmt.Errorf("volume %q: plugin %q does not run in Nomad at %s: run its job first (volctl export nomad writes the hostpath plugin's)", id, info.PluginID, c.Address)
 	}
@@ -307,6 +323,9 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		}
 		var err error
 		done, err = c.HandOver(ctx, nomad.RegisterSpec(v), first)
+		if done.Plugin != nil && done.Plugin.ID == info.PluginID {
+			plugins[info.PluginID] = pluginAnswer{health: *done.Plugin}
+		}
 		if errors.Is(err, nomad.ErrOtherVolume) {
 			err = withCode(ExitConflict, err)
 		}

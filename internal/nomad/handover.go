@@ -40,6 +40,10 @@ type Handed struct {
 	InFlight bool
 	// Index is the X-Nomad-Index of Nomad's OK (0: none).
 	Index uint64
+	// Plugin is the volume's plugin's health as Nomad's read-back of it said (Nomad answers a
+	// volume with its plugin's health as of the read): set when the registration was read
+	// back as sent.
+	Plugin *PluginHealth
 }
 
 // HandOver registers v in Nomad for a handover (engine.HandOver's Register): first says the
@@ -128,6 +132,7 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 			v.ID, c.Address, c.shown(strings.Join(d, ", "), v), c.nomadCmd("volume status", ns, v.ID),
 			volctl("register", v.ID), volctl("release", v.ID))
 	}
+	out.Plugin = &got.Plugin
 	return out, nil
 }
 
