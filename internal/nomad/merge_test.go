@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,18 +24,37 @@ import (
 // taken when one is sent. The context is replaced by the one sent, empty or not, as Nomad
 // before 1.9.6 (and 1.8.10, 1.7.18) did; keepContext keeps it when none is sent, as later ones
 // do (GH-24922).
+//
+// With redactsOnRead, a read of the volume replaces the secrets it holds with "[REDACTED]"
+// as it answers, as every Nomad before 1.11.1 (1.10.7 and 1.8.19 Enterprise) did (GH-27176:
+// its answer was sanitized without a copy), so that the plugin is sent those afterwards.
+// Without a volume (none), a read is answered 404 and a registration takes the volume sent.
 type mergingNomad struct {
-	keepContext bool
-	mu          sync.Mutex
-	vol         api.CSIVolume
+	keepContext   bool
+	redactsOnRead bool
+	none          bool
+	mu            sync.Mutex
+	vol           api.CSIVolume
+	puts          int
 }
 
 func (n *mergingNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	w.Header().Set("X-Nomad-Index", "7")
+	w.Header().Set("X-Nomad-Index", strconv.Itoa(7+n.puts))
 	if r.Method == http.MethodGet {
-		json.NewEncoder(w).Encode(n.vol)
+		if n.none {
+			http.Error(w, "volume not found", http.StatusNotFound)
+			return
+		}
+		if n.redactsOnRead {
+			for k := range n.vol.Secrets {
+				n.vol.Secrets[k] = "[REDACTED]"
+			}
+		}
+		answer := n.vol
+		answer.Secrets = nil
+		json.NewEncoder(w).Encode(answer)
 		return
 	}
 	var req api.CSIVolumeRegisterRequest
@@ -42,12 +62,18 @@ func (n *mergingNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
+	n.puts++
 	upd := req.Volumes[0]
+	if n.none {
+		n.vol, n.none = *upd, false
+		w.Write([]byte(`{}`))
+		return
+	}
 	if len(upd.Parameters) != 0 && !maps.Equal(n.vol.Parameters, upd.Parameters) {
 		http.Error(w, "unable to update volume: volume parameters cannot be updated", http.StatusInternalServerError)
 		return
 	}
-	n.vol.RequestedCapabilities, n.vol.MountOptions = upd.RequestedCapabilities, upd.MountOptions
+	n.vol.RequestedCapabilities, n.vol.MountOptions, n.vol.Secrets = upd.RequestedCapabilities, upd.MountOptions, upd.Secrets
 	if !n.keepContext || len(upd.Context) != 0 {
 		n.vol.Context = upd.Context
 	}
@@ -156,5 +182,45 @@ func TestChangesAreWhatNomadsUpdateChanges(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Every Nomad before 1.11.1 redacted a volume's secrets in its state as it answered a read of
+// the volume (GH-27176), and sent the plugin "[REDACTED]" for them from then on: volctl's
+// read-back after the registration did that to every volume with secrets it handed over.
+// Now a registration of a volume with secrets that was read back as sent is sent once more
+// (an update, not read back), which leaves Nomad with the secrets sent.
+func TestHandOverLeavesNomadTheSecrets(t *testing.T) {
+	secrets := spec.Secrets{"token": "s3cret"}
+	for _, tc := range []struct {
+		name string
+		n    *mergingNomad
+	}{
+		{"a new volume", &mergingNomad{none: true, redactsOnRead: true}},
+		{"an update", &mergingNomad{redactsOnRead: true, vol: api.CSIVolume{ID: "db", Namespace: "default", PluginID: "hp", ExternalID: "ext-db",
+			Secrets: api.CSISecrets{"token": "old"}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.n)
+			defer srv.Close()
+			c, err := NewClient(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := spec.Volume{ID: "db", Namespace: "default", PluginID: "hp", ExternalID: "ext-db", Secrets: secrets,
+				Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
+			done, err := c.HandOver(context.Background(), v, true)
+			if err != nil || !done.OK {
+				t.Fatalf("handover: %+v, %v", done, err)
+			}
+			tc.n.mu.Lock()
+			defer tc.n.mu.Unlock()
+			if got := tc.n.vol.Secrets["token"]; got != "s3cret" {
+				t.Errorf("after the handover, Nomad holds secret token = %q, and sends the plugin that; want the one sent", got)
+			}
+			if done.Index != uint64(7+tc.n.puts-1) {
+				t.Errorf("handover index %d, want %d, the last registration's", done.Index, 7+tc.n.puts-1)
+			}
+		})
 	}
 }
