@@ -140,6 +140,7 @@ func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
 	if err != nil {
 		return fmt.Errorf("nomad register: %w", err)
 	}
+	plugins := map[string]pluginAnswer{}
 	errs := askEach(ctx, c, ids, func(rest []string) string {
 		var flags []string
 		if opts.Force {
@@ -149,7 +150,7 @@ func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
 			return strings.Join(append([]string{"volctl nomad register --all"}, flags...), " ")
 		}
 		return shellquote.CommandFlags("volctl nomad register", rest, flags...)
-	}, func(id string) error { return nomadRegisterOne(ctx, opts, e, c, id) })
+	}, func(id string) error { return nomadRegisterOne(ctx, opts, e, c, plugins, id) })
 	if len(errs) > 0 {
 		return fmt.Errorf("nomad register: %w", errors.Join(errs...))
 	}
@@ -218,7 +219,14 @@ func namedVolumes(ids []string) string {
 	return s
 }
 
-func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine.Engine, c *nomad.Client, id string) error {
+// pluginAnswer is Nomad's answer about a plugin, kept for the rest of a command
+// (nomadRegisterOne).
+type pluginAnswer struct {
+	health nomad.PluginHealth
+	err    error
+}
+
+func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine.Engine, c *nomad.Client, plugins map[string]pluginAnswer, id string) error {
 	info, err := e.Volume(ctx, id)
 	if err != nil {
 		return err
@@ -239,8 +247,16 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 			return err
 		}
 	}
-	// The plugin must run in Nomad, be healthy, and be the same driver.
-	p, err := c.Plugin(ctx, info.PluginID)
+	// The plugin must run in Nomad, be healthy, and be the same driver. Nomad is asked once
+	// per plugin in a command (a handover of hundreds of volumes of one plugin asked it as
+	// many times); the health it gives with each volume it reads back then stands for it, so
+	// a plugin that turns unhealthy part way is named for the volumes after.
+	pa, asked := plugins[info.PluginID]
+	if !asked {
+		pa.health, pa.err = c.Plugin(ctx, info.PluginID)
+		plugins[info.PluginID] = pa
+	}
+	p, err := pa.health, pa.err
 	if errors.Is(err, nomad.ErrNotFound) {
 		return fmt.Errorf("volume %q: plugin %q does not run in Nomad at %s: run its job first (volctl export nomad writes the hostpath plugin's)", id, info.PluginID, c.Address)
 	}
@@ -268,6 +284,9 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 			fmt.Fprintf(opts.IO.Out, "Volume %q is registered in Nomad at %s: nothing would change (secrets are not compared)\n", id, c.Address)
 		default:
 			fmt.Fprintf(opts.IO.Out, "Would update volume %q in Nomad at %s: %s\n", id, c.Address, display.Escape(strings.Join(ch, ", ")))
+		}
+		if r := nomad.Refused(have, want); exists && len(r) > 0 {
+			fmt.Fprintf(opts.IO.Out, "  but Nomad does not change a registered volume's %s, and volctl's differ from its copy's: it would be refused (deregister it in Nomad and register it again to change them)\n", strings.Join(r, ", "))
 		}
 		if d := c.Identity(have, want); exists && len(d) > 0 {
 			fmt.Fprintf(opts.IO.Out, "  but Nomad's volume %q is another one (%s): it would be refused\n", id, display.Escape(strings.Join(d, ", ")))
@@ -304,6 +323,9 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		}
 		var err error
 		done, err = c.HandOver(ctx, nomad.RegisterSpec(v), first)
+		if done.Plugin != nil && done.Plugin.ID == info.PluginID {
+			plugins[info.PluginID] = pluginAnswer{health: *done.Plugin}
+		}
 		if errors.Is(err, nomad.ErrOtherVolume) {
 			err = withCode(ExitConflict, err)
 		}
@@ -602,7 +624,10 @@ in Nomad or not, schedulable, the plugin's health there, and the allocs that cla
 reading and for writing. A handed-over volume is looked up in the namespace and region of its
 handover; any other where volctl nomad register would put it. A volume Nomad has by the same ID
 with another plugin or external ID is another volume (IN NOMAD: another), and a note says how;
-a note names the fields Nomad's copy of this one has otherwise than volctl's.`,
+a note names the fields Nomad's copy of this one has otherwise than volctl's. A Nomad before
+1.11.1 redacts a volume's secrets in its state as it answers a read of the volume (its bug
+GH-27176; nomad volume status does the same), and sends its plugin "[REDACTED]" for them from
+then on: volctl nomad register ID again restores them.`,
 		Example: `  volctl nomad status
   volctl nomad status db --json`,
 		RunE: runOpts(opts, idArgs(&opts.Volumes), runF, nomadStatusRun),
@@ -677,7 +702,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			// of this one.
 			st.Nomad = &have
 			if st.AnotherVolume = nomad.IdentityIn(have, want, st.NomadNamespace); len(st.AnotherVolume) == 0 {
-				st.Registered, st.Differs = true, nomad.Changes(have, want)
+				st.Registered, st.Differs = true, append(nomad.Changes(have, want), nomad.Refused(have, want)...)
 			}
 		case errors.Is(err, nomad.ErrNotFound):
 		case why != nil:

@@ -48,6 +48,10 @@ type fakeNomad struct {
 	notNomad404 atomic.Bool
 	// index, when set, is the X-Nomad-Index of every answer (1 when not).
 	index atomic.Uint64
+	// nodesDown is how many of plugin hp's nodes are not healthy: answered as
+	// NodesHealthy of 1 less, down to 0, in a plugin lookup and in each volume read, as
+	// Nomad answers a volume with its plugin's health.
+	nodesDown atomic.Int32
 }
 
 func newFakeNomad(t *testing.T) *fakeNomad {
@@ -72,8 +76,8 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 		if n.onPlugin != nil {
 			n.onPlugin()
 		}
-		fmt.Fprintf(w, `{"ID":%q,"Provider":"hostpath.csi.volctl.dev","NodesHealthy":1,"NodesExpected":1}`,
-			strings.TrimPrefix(r.URL.Path, "/v1/plugin/csi/"))
+		fmt.Fprintf(w, `{"ID":%q,"Provider":"hostpath.csi.volctl.dev","NodesHealthy":%d,"NodesExpected":1}`,
+			strings.TrimPrefix(r.URL.Path, "/v1/plugin/csi/"), n.nodesHealthy())
 	case ok && r.Method == http.MethodGet:
 		n.mu.Lock()
 		has := n.vols[ns+"/"+id]
@@ -96,6 +100,7 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 				v["MountOptions"] = mo
 			}
 		}
+		v["Provider"], v["NodesHealthy"], v["NodesExpected"] = "hostpath.csi.volctl.dev", n.nodesHealthy(), 1
 		if n.readBack != nil {
 			n.readBack(v)
 		}
@@ -137,6 +142,9 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (n *fakeNomad) client() (*nomad.Client, error) { return nomad.NewClient(n.srv.URL) }
+
+// nodesHealthy is how many healthy nodes plugin hp has (nodesDown).
+func (n *fakeNomad) nodesHealthy() int { return max(1-int(n.nodesDown.Load()), 0) }
 
 // setOnPut sets the registration hook (onPut). Under the lock: the handler of a registration
 // the client gave up on may still be reading it when a test changes it for the next one.

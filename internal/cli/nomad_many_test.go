@@ -228,3 +228,33 @@ func TestNamedVolumesNamesTenAtMost(t *testing.T) {
 		}
 	}
 }
+
+// A handover of many volumes of one plugin asks Nomad for the plugin once: it asked once per
+// volume, as many requests as volumes (each bounded by the request timeout). The health Nomad
+// gives with each volume it reads back stands for the plugin's after that: a plugin whose
+// nodes turn unhealthy part way is named for the volumes after, which are not registered.
+func TestNomadRegisterAsksForThePluginOnce(t *testing.T) {
+	h := nomadHarness(t)
+	ids := manyVolumes(t, h, 4)
+	n := newFakeNomad(t)
+	var lookups atomic.Int32
+	n.onPlugin = func() { lookups.Add(1) }
+	n.setOnPut(func(w http.ResponseWriter, r *http.Request) (int, string) {
+		n.mu.Lock()
+		taken := len(n.puts)
+		n.mu.Unlock()
+		if taken == 2 { // the plugin's node goes down as the second volume is registered
+			n.nodesDown.Store(1)
+		}
+		return 0, ""
+	})
+	ios, _, _, _ := iostreams.Test()
+	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: ids})
+	if got := lookups.Load(); got != 1 {
+		t.Errorf("a handover of %d volumes of plugin hp asked Nomad for the plugin %d times, want once", len(ids), got)
+	}
+	if got := marked(t, h, ids); len(got) != 2 {
+		t.Errorf("handed over %q; want the two registered before the plugin's node went down", got)
+	}
+	saysAll(t, "register once the plugin's node is down", err, `volume "v2"`, `plugin "hp"`, "is not healthy", "nodes 0/1 healthy")
+}

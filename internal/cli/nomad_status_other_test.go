@@ -197,3 +197,59 @@ func TestNomadStatusOfAVolumeWithMountFlagsIsNotChanged(t *testing.T) {
 		t.Errorf("register --dry-run of the volume just handed over: %q, want nothing to change", out)
 	}
 }
+
+// `volctl nomad register --dry-run` and `volctl nomad status` say of Nomad's copy what a
+// registration would change there, as Nomad updates a registered volume (nomad.Changes,
+// nomad.Refused). Before: parameters and a context Nomad's copy has and volctl's lacks (the
+// plugin's, set in Nomad) were said to be updated by a registration, which keeps Nomad's
+// (sending none), so `nomad status` named them as differing after every registration; and
+// parameters that differ, which Nomad refuses to update, were "Would update", the
+// registration then refused.
+func TestNomadRegisterDryRunSaysWhatNomadWouldDo(t *testing.T) {
+	h := nomadHarness(t)
+	n := newFakeNomad(t)
+	if _, _, err := registerIn(h, n); err != nil {
+		t.Fatal(err)
+	}
+	dryRun := func(id string) string {
+		t.Helper()
+		ios, _, out, _ := iostreams.Test()
+		if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{id}, DryRun: true}); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	n.mu.Lock()
+	n.readBack = func(v map[string]any) {
+		v["Parameters"] = map[string]string{"type": "gp3"}
+		if v["ID"] == "db" {
+			v["Context"] = map[string]string{"node_attach_driver": "nfs"}
+		}
+	}
+	n.mu.Unlock()
+	if out := dryRun("db"); !strings.Contains(out, "nothing would change") {
+		t.Errorf("register --dry-run of a volume whose copy in Nomad has parameters and a context volctl's lacks: %q, want nothing to change (Nomad keeps its own)", out)
+	}
+	if st, _, notes := runNomadStatusOf(t, h, n); st[0]["differs"] != nil || notes != "" {
+		t.Errorf("status of a volume whose copy in Nomad has parameters and a context volctl's lacks: differs %v, notes %q; want none", st[0]["differs"], notes)
+	}
+	// A volume whose parameters differ from those of its copy in Nomad: refused, not updated.
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "pv", Name: "pv", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
+		Parameters:   map[string]string{"type": "io2"}}); err != nil {
+		t.Fatal(err)
+	}
+	ios, _, _, _ := iostreams.Test()
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"pv"}}); err != nil {
+		t.Fatal(err)
+	}
+	out := dryRun("pv")
+	for _, want := range []string{"Nomad does not change a registered volume's parameters", "it would be refused"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("register --dry-run of a volume whose parameters differ from Nomad's copy's: %q\nwant it to say %q", out, want)
+		}
+	}
+	if strings.Contains(out, "Would update") {
+		t.Errorf("register --dry-run of a volume whose parameters differ from Nomad's copy's: %q\nsays Nomad would update them, which it refuses", out)
+	}
+}

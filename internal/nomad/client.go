@@ -936,8 +936,12 @@ type registerError struct{ shown, cause error }
 func (e *registerError) Error() string   { return e.shown.Error() }
 func (e *registerError) Unwrap() []error { return []error{e.shown, e.cause} }
 
-// Changes lists what registering v would change in Nomad's copy: field names, sorted. Secrets
-// are not compared (Nomad does not return them).
+// Changes lists what registering want would change in Nomad's copy have: field names, in a
+// fixed order. It follows Nomad's update of a registered volume (CSIVolume.Register's
+// Merge, and expandVolume for the capacity): capabilities and mount options are replaced by
+// what is sent; the context and the capacity only when one is sent (a later Nomad keeps its
+// own otherwise, and HandOver sends an earlier one, which cleared the context, its own back);
+// the parameters never (Refused). Secrets are not compared (Nomad does not return them).
 func Changes(have VolumeState, want spec.Volume) []string {
 	var out []string
 	if have.ExternalID != want.ExternalID {
@@ -958,16 +962,23 @@ func Changes(have VolumeState, want spec.Volume) []string {
 	if have.FSType != fs || (have.MountFlags > 0) != (n > 0) {
 		out = append(out, "mount_options")
 	}
-	if !maps.Equal(have.Parameters, want.Parameters) && (len(have.Parameters) > 0 || len(want.Parameters) > 0) {
-		out = append(out, "parameters")
-	}
-	if !maps.Equal(have.Context, want.Context) && (len(have.Context) > 0 || len(want.Context) > 0) {
+	if len(want.Context) > 0 && !maps.Equal(have.Context, want.Context) {
 		out = append(out, "context")
 	}
-	if have.CapacityMin != want.CapacityMin || have.CapacityMax != want.CapacityMax {
+	if (want.CapacityMin != 0 || want.CapacityMax != 0) && (have.CapacityMin != want.CapacityMin || have.CapacityMax != want.CapacityMax) {
 		out = append(out, "capacity")
 	}
 	return out
+}
+
+// Refused lists what Nomad refuses to change in a registered volume that registering want
+// would: its parameters, when want has some and they differ ("unable to update volume: volume
+// parameters cannot be updated"; none sent keeps Nomad's).
+func Refused(have VolumeState, want spec.Volume) []string {
+	if len(want.Parameters) > 0 && !maps.Equal(have.Parameters, want.Parameters) {
+		return []string{"parameters"}
+	}
+	return nil
 }
 
 // scrub replaces the volume's secret values and mount flags in what Nomad said: an error that

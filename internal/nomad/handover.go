@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -39,6 +40,10 @@ type Handed struct {
 	InFlight bool
 	// Index is the X-Nomad-Index of Nomad's OK (0: none).
 	Index uint64
+	// Plugin is the volume's plugin's health as Nomad's read-back of it said (Nomad answers a
+	// volume with its plugin's health as of the read): set when the registration was read
+	// back as sent.
+	Plugin *PluginHealth
 }
 
 // HandOver registers v in Nomad for a handover (engine.HandOver's Register): first says the
@@ -76,6 +81,13 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 		}
 	}
 	out := Handed{Updated: err == nil}
+	if out.Updated && len(v.Context) == 0 && len(have.Context) > 0 {
+		// A volume volctl has no context for, whose copy in Nomad has one (the plugin's, from
+		// `nomad volume create`, or written there): Nomad 1.9.6 and later keep it when an
+		// update sends none, earlier ones (1.8.10 and 1.7.18 Enterprise aside) clear it, and
+		// the plugin's node calls may need it. Sent back, it is kept by both.
+		v.Context = maps.Clone(have.Context)
+	}
 	warnings, index, err := c.register(ctx, v)
 	if err != nil {
 		if !first { // marked from before: the mark stays whatever happened
@@ -120,6 +132,19 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 			v.ID, c.Address, c.shown(strings.Join(d, ", "), v), c.nomadCmd("volume status", ns, v.ID),
 			volctl("register", v.ID), volctl("release", v.ID))
 	}
+	if len(v.Secrets) > 0 {
+		// Every Nomad before 1.11.1 (1.10.7 and 1.8.19 Enterprise) redacted a volume's
+		// secrets in its state as it answered a read of the volume (GH-27176), and sent its
+		// plugin "[REDACTED]" for them from then on: the read-back just now did that. Sent
+		// again, and not read back, the volume keeps them (an update, of what was just checked).
+		_, again, err := c.register(ctx, v)
+		if err != nil {
+			return out, fmt.Errorf("%w: the volume's secrets are sent again after its read-back, since a Nomad before 1.11.1 redacts them in its state as it answers a read (GH-27176), and this one may send its plugin \"[REDACTED]\" for them; it stays marked handed over: `%s` again sends them anew",
+				err, volctl("register", v.ID))
+		}
+		out.Index = max(out.Index, again)
+	}
+	out.Plugin = &got.Plugin
 	return out, nil
 }
 

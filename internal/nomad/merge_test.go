@@ -1,0 +1,226 @@
+package nomad
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// mergingNomad is a Nomad holding one registered volume, which it updates on a registration as
+// Nomad's CSIVolume.Register does (structs.CSIVolume.Merge, then expandVolume for the
+// capacity): capabilities, mount options (not in use) and secrets replaced; parameters that
+// are sent and differ refused ("volume parameters cannot be updated", a 500); the capacity
+// taken when one is sent. The context is replaced by the one sent, empty or not, as Nomad
+// before 1.9.6 (and 1.8.10, 1.7.18) did; keepContext keeps it when none is sent, as later ones
+// do (GH-24922).
+//
+// With redactsOnRead, a read of the volume replaces the secrets it holds with "[REDACTED]"
+// as it answers, as every Nomad before 1.11.1 (1.10.7 and 1.8.19 Enterprise) did (GH-27176:
+// its answer was sanitized without a copy), so that the plugin is sent those afterwards.
+// Without a volume (none), a read is answered 404 and a registration takes the volume sent.
+type mergingNomad struct {
+	keepContext   bool
+	redactsOnRead bool
+	none          bool
+	mu            sync.Mutex
+	vol           api.CSIVolume
+	puts          int
+}
+
+func (n *mergingNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	w.Header().Set("X-Nomad-Index", strconv.Itoa(7+n.puts))
+	if r.Method == http.MethodGet {
+		if n.none {
+			http.Error(w, "volume not found", http.StatusNotFound)
+			return
+		}
+		if n.redactsOnRead {
+			for k := range n.vol.Secrets {
+				n.vol.Secrets[k] = "[REDACTED]"
+			}
+		}
+		answer := n.vol
+		answer.Secrets = nil
+		json.NewEncoder(w).Encode(answer)
+		return
+	}
+	var req api.CSIVolumeRegisterRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Volumes) != 1 {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	n.puts++
+	upd := req.Volumes[0]
+	if n.none {
+		n.vol, n.none = *upd, false
+		w.Write([]byte(`{}`))
+		return
+	}
+	if len(upd.Parameters) != 0 && !maps.Equal(n.vol.Parameters, upd.Parameters) {
+		http.Error(w, "unable to update volume: volume parameters cannot be updated", http.StatusInternalServerError)
+		return
+	}
+	n.vol.RequestedCapabilities, n.vol.MountOptions, n.vol.Secrets = upd.RequestedCapabilities, upd.MountOptions, upd.Secrets
+	if !n.keepContext || len(upd.Context) != 0 {
+		n.vol.Context = upd.Context
+	}
+	if upd.RequestedCapacityMin != 0 || upd.RequestedCapacityMax != 0 {
+		n.vol.RequestedCapacityMin, n.vol.RequestedCapacityMax = upd.RequestedCapacityMin, upd.RequestedCapacityMax
+	}
+	w.Write([]byte(`{}`))
+}
+
+// changed names the fields of Nomad's copy that differ between before and after, by the
+// names Changes uses.
+func changed(before, after VolumeState) []string {
+	var out []string
+	if !slices.Equal(before.Capabilities, after.Capabilities) {
+		out = append(out, "capabilities")
+	}
+	if before.FSType != after.FSType || before.MountFlags != after.MountFlags {
+		out = append(out, "mount_options")
+	}
+	if !maps.Equal(before.Parameters, after.Parameters) {
+		out = append(out, "parameters")
+	}
+	if !maps.Equal(before.Context, after.Context) {
+		out = append(out, "context")
+	}
+	if before.CapacityMin != after.CapacityMin || before.CapacityMax != after.CapacityMax {
+		out = append(out, "capacity")
+	}
+	return out
+}
+
+// What `volctl nomad register --dry-run` (and `volctl nomad status`) say a registration
+// would change in Nomad's copy of a volume is what it changes, on a Nomad before 1.9.6 and on
+// a later one alike; what Nomad refuses to change is said as refused, and the registration
+// is refused. Before: a volctl volume without a context, whose copy in Nomad has one (the
+// plugin's, from `nomad volume create`, or written into its spec there), was said to change
+// in "context", which a later Nomad keeps whatever volctl sends, so `nomad status` named it
+// as differing after every registration; on an earlier Nomad the update cleared that context,
+// which the plugin's node calls may need (democratic-csi #438). Parameters that differ, which
+// Nomad refuses to update, were said to be an update, and a capacity volctl does not send,
+// which Nomad keeps, a change.
+func TestChangesAreWhatNomadsUpdateChanges(t *testing.T) {
+	nomads := []struct {
+		name string
+		keep bool
+	}{{"Nomad 1.9.5", false}, {"Nomad 1.9.6", true}}
+	capability := []*api.CSIVolumeCapability{{AccessMode: "single-node-writer", AttachmentMode: "file-system"}}
+	for _, tc := range []struct {
+		name    string
+		have    api.CSIVolume
+		want    spec.Volume
+		refused []string
+	}{
+		{name: "Nomad's context, none here",
+			have: api.CSIVolume{Context: map[string]string{"node_attach_driver": "nfs"}}},
+		{name: "another context here",
+			have: api.CSIVolume{Context: map[string]string{"node_attach_driver": "nfs"}},
+			want: spec.Volume{Context: map[string]string{"node_attach_driver": "iscsi"}}},
+		{name: "Nomad's parameters, none here",
+			have: api.CSIVolume{Parameters: map[string]string{"type": "gp3"}}},
+		{name: "other parameters here",
+			have:    api.CSIVolume{Parameters: map[string]string{"type": "gp3"}},
+			want:    spec.Volume{Parameters: map[string]string{"type": "io2"}},
+			refused: []string{"parameters"}},
+		{name: "Nomad's capacity, none here",
+			have: api.CSIVolume{RequestedCapacityMin: 1 << 30}},
+		{name: "another capacity here",
+			have: api.CSIVolume{RequestedCapacityMin: 1 << 30},
+			want: spec.Volume{CapacityMin: 2 << 30}},
+	} {
+		for _, nv := range nomads {
+			t.Run(tc.name+"/"+nv.name, func(t *testing.T) {
+				n := &mergingNomad{keepContext: nv.keep, vol: tc.have}
+				n.vol.ID, n.vol.Namespace, n.vol.PluginID, n.vol.ExternalID = "db", "default", "hp", "ext-db"
+				n.vol.RequestedCapabilities, n.vol.MountOptions = capability, &api.CSIMountOptions{}
+				srv := httptest.NewServer(n)
+				defer srv.Close()
+				c, err := NewClient(srv.URL)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := tc.want
+				want.ID, want.Namespace, want.PluginID, want.ExternalID = "db", "default", "hp", "ext-db"
+				want.Capabilities = []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}
+				before, err := c.Volume(context.Background(), "db", "default")
+				if err != nil {
+					t.Fatal(err)
+				}
+				said, refused := Changes(before, want), Refused(before, want)
+				_, herr := c.HandOver(context.Background(), want, true)
+				after, err := c.Volume(context.Background(), "db", "default")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if did := changed(before, after); !slices.Equal(said, did) {
+					t.Errorf("Changes said the registration would change %q; it changed %q", said, did)
+				}
+				if len(want.Context) == 0 && !maps.Equal(after.Context, before.Context) {
+					t.Errorf("a registration without a context left Nomad's copy with context %q; it had %q (the plugin's, which its node calls may need)", after.Context, before.Context)
+				}
+				if !slices.Equal(refused, tc.refused) {
+					t.Errorf("Refused said %q; want %q", refused, tc.refused)
+				}
+				if (herr != nil) != (len(tc.refused) > 0) || herr != nil && !strings.Contains(herr.Error(), "cannot be updated") {
+					t.Errorf("registration: %v; want it refused only for %q", herr, tc.refused)
+				}
+			})
+		}
+	}
+}
+
+// Every Nomad before 1.11.1 redacted a volume's secrets in its state as it answered a read of
+// the volume (GH-27176), and sent the plugin "[REDACTED]" for them from then on: volctl's
+// read-back after the registration did that to every volume with secrets it handed over.
+// Now a registration of a volume with secrets that was read back as sent is sent once more
+// (an update, not read back), which leaves Nomad with the secrets sent.
+func TestHandOverLeavesNomadTheSecrets(t *testing.T) {
+	secrets := spec.Secrets{"token": "s3cret"}
+	for _, tc := range []struct {
+		name string
+		n    *mergingNomad
+	}{
+		{"a new volume", &mergingNomad{none: true, redactsOnRead: true}},
+		{"an update", &mergingNomad{redactsOnRead: true, vol: api.CSIVolume{ID: "db", Namespace: "default", PluginID: "hp", ExternalID: "ext-db",
+			Secrets: api.CSISecrets{"token": "old"}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.n)
+			defer srv.Close()
+			c, err := NewClient(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := spec.Volume{ID: "db", Namespace: "default", PluginID: "hp", ExternalID: "ext-db", Secrets: secrets,
+				Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
+			done, err := c.HandOver(context.Background(), v, true)
+			if err != nil || !done.OK {
+				t.Fatalf("handover: %+v, %v", done, err)
+			}
+			tc.n.mu.Lock()
+			defer tc.n.mu.Unlock()
+			if got := tc.n.vol.Secrets["token"]; got != "s3cret" {
+				t.Errorf("after the handover, Nomad holds secret token = %q, and sends the plugin that; want the one sent", got)
+			}
+			if done.Index != uint64(7+tc.n.puts-1) {
+				t.Errorf("handover index %d, want %d, the last registration's", done.Index, 7+tc.n.puts-1)
+			}
+		})
+	}
+}
