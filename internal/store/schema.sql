@@ -1,4 +1,4 @@
--- volctl schema at version 7
+-- volctl schema at version 8
 -- Written by `VOLCTL_WRITE_SCHEMA=1 go test ./internal/store -run TestSchemaFileIsTheMigrationsApplied`
 -- from the migrations in migrations/, which stay the record of how the schema came to be: a new
 -- database gets this in one step (migrate.go, schemaFile). Do not edit it by hand.
@@ -83,10 +83,6 @@ CREATE TABLE claims (
     updated_at      INTEGER NOT NULL, degraded INTEGER NOT NULL DEFAULT 0 CHECK (degraded IN (0, 1)),
     UNIQUE (volume_id, alloc)
 ) STRICT;
-
-CREATE INDEX claims_state ON claims (state, needs_reconcile);
-
-CREATE INDEX claims_alloc ON claims (alloc);
 
 CREATE TABLE claim_history (
     id              INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
