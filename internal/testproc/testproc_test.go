@@ -144,3 +144,75 @@ func TestLeftoverMaker(t *testing.T) {
 	os.Stdout.Write(append(b, '\n'))
 	time.Sleep(time.Hour)
 }
+
+// A run directory whose lock nobody holds (its test binary and watchdog both killed, as a CI
+// runner kills a whole cgroup) is swept by the next Start under the same temp dir: its process
+// killed, its mount undone, it and its lock removed. A run whose lock is held, and one whose lock
+// file is too new to have been locked yet, are left alone.
+func TestStaleRunIsSweptAtStart(t *testing.T) {
+	base, err := os.MkdirTemp("/tmp", "testproc-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	old := time.Now().Add(-2 * staleAfter)
+	run := func(name string, age time.Time) string {
+		dir := filepath.Join(base, runPrefix+name)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dir+lockSuffix, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(dir+lockSuffix, age, age); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	dead, held, young := run("dead", old), run("held", old), run("young", time.Now())
+	lock, err := os.Open(held + lockSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	leftover := exec.Command("sleep", "600")
+	leftover.Dir = dead
+	if err := leftover.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { leftover.Process.Kill(); leftover.Wait() })
+	var mount string
+	if os.Geteuid() == 0 {
+		src, dst := filepath.Join(dead, "src"), filepath.Join(dead, "dst")
+		os.Mkdir(src, 0o700)
+		os.Mkdir(dst, 0o700)
+		if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err == nil {
+			mount = dst
+			t.Cleanup(func() { unix.Unmount(dst, unix.MNT_DETACH) })
+		}
+	}
+
+	sweepStale(base)
+
+	if err := leftover.Wait(); err == nil || leftover.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("the dead run's process was not killed: %v", err)
+	}
+	if mount != "" {
+		if mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(mount)); err != nil || len(mounts) > 0 {
+			t.Errorf("%s: still mounted after the sweep (%v)", mount, err)
+		}
+	}
+	for _, p := range []string{dead, dead + lockSuffix} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s: still there after the sweep (%v)", p, err)
+		}
+	}
+	for _, p := range []string{held, held + lockSuffix, young, young + lockSuffix} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("a live or new run's %s was swept: %v", p, err)
+		}
+	}
+}
