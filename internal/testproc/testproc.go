@@ -148,7 +148,7 @@ func watch(dir string) int {
 	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
 	end := os.NewFile(3, "test binary")
 	io.Copy(io.Discard, end) // EOF: the test binary is gone
-	if err := Sweep(dir); err != nil {
+	if err := sweep(dir); err != nil {
 		fmt.Fprintf(os.Stderr, "testproc: cleaning up after the test binary: %v\n", err)
 		return 1
 	}
@@ -168,7 +168,7 @@ func sweepStale(base string) {
 			continue
 		}
 		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
-			if err := Sweep(strings.TrimSuffix(name, lockSuffix)); err != nil {
+			if err := sweep(strings.TrimSuffix(name, lockSuffix)); err != nil {
 				fmt.Fprintf(os.Stderr, "testproc: cleaning up after an earlier test run: %v\n", err)
 			}
 		}
@@ -176,10 +176,10 @@ func sweepStale(base string) {
 	}
 }
 
-// Sweep kills the processes of the run in dir, unmounts what is mounted inside it and removes
+// sweep kills the processes of the run in dir, unmounts what is mounted inside it and removes
 // it and its lock file; it says what it found on stderr. dir is left in place while anything
 // is still mounted inside it, so that removing it never reaches into a mounted filesystem.
-func Sweep(dir string) error {
+func sweep(dir string) error {
 	killed := killRun(dir)
 	unmounted, err := unmountUnder(dir)
 	if killed+unmounted > 0 {
