@@ -137,7 +137,7 @@ func startWatchdog(dir string, lock *os.File) error {
 	// Not waited for: it outlives this process by design. w stays open (never closed, kept
 	// reachable) until this process ends, whichever way.
 	keep = append(keep, w)
-	go cmd.Process.Release()
+	cmd.Process.Release()
 	return nil
 }
 
