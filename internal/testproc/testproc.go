@@ -3,8 +3,9 @@
 // agents and volctl commands its tests started run on, and their bind mounts stay, under /tmp.
 //
 // Start, called first in a package's TestMain, gives the test binary a run directory of its own
-// (TMPDIR, so every t.TempDir and os.MkdirTemp("", ...) of its tests lands there, and every
-// process they start inherits it) and a watchdog: a second copy of the test binary, in a process
+// (TMPDIR, so every os.MkdirTemp("", ...) of its tests, hostpathtest's mount dirs and scripts'
+// work dirs included, lands there, and every process they start inherits it; t.TempDir stays in
+// GOTMPDIR, where it was) and a watchdog: a second copy of the test binary, in a process
 // group of its own, that waits for the test binary to end (the end of a pipe only the test
 // binary holds) and then sweeps the run directory: it kills every process still marked as the
 // run's (its TMPDIR or working directory inside it, or the run's owner variable: plugins an
@@ -70,6 +71,11 @@ func Start() {
 	}
 	if err := startWatchdog(dir, lock); err != nil {
 		fmt.Fprintf(os.Stderr, "testproc: %v: a test binary that dies leaves its processes and mounts behind\n", err)
+	}
+	if os.Getenv("GOTMPDIR") == "" {
+		// t.TempDir (which takes GOTMPDIR first) stays where it was: its paths hold the test's
+		// name, up to 64 bytes, and tests put sockets there, which must stay under 108 bytes.
+		os.Setenv("GOTMPDIR", os.TempDir())
 	}
 	os.Setenv("TMPDIR", dir)
 	os.Setenv(ownerEnv, dir)

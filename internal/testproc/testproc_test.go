@@ -130,7 +130,11 @@ func TestLeftoverMaker(t *testing.T) {
 		left.Pids = append(left.Pids, c.Process.Pid)
 	}
 	if os.Geteuid() == 0 {
-		src, dst := filepath.Join(t.TempDir(), "src"), filepath.Join(t.TempDir(), "dst")
+		dir, err := os.MkdirTemp("", "mounts-") // as hostpathtest.MountDir's (t.TempDir is GOTMPDIR's)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
 		for _, d := range []string{src, dst} {
 			if err := os.Mkdir(d, 0o700); err != nil {
 				t.Fatal(err)
