@@ -225,7 +225,7 @@ var designImports = map[string]map[string][]string{
 // testOnlyPackages hold test doubles and helpers: no volctl code imports them.
 var testOnlyPackages = []string{"internal/csi/csitest", "internal/hostpath/hostpathtest",
 	"internal/hostpath/csisanity", "internal/iostreams/ptytest", "internal/procfs/procfstest", "internal/shellquote/shellquotetest",
-	"internal/store/storetest"}
+	"internal/store/storetest", "internal/testproc"}
 
 // TestPackagesImportAsTheDesignSays holds volctl's code to designImports: every import of one
 // of our packages is listed for the importing package, a limited one uses only its names

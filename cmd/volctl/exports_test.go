@@ -183,7 +183,7 @@ type modulePackage struct {
 	path       string
 	types      *types.Package
 	info       *types.Info
-	testDouble bool // csitest, hostpathtest, ptytest, nomadcorpus, shellquotetest, storetest and what lives below them: test code by purpose
+	testDouble bool // csitest, hostpathtest, ptytest, nomadcorpus, shellquotetest, storetest, testproc and what lives below them: test code by purpose
 }
 
 // loadModule type-checks every package of the module from source, and the packages it imports
@@ -261,7 +261,7 @@ func loadModule(t *testing.T) []*modulePackage {
 // doubles, the pty opener, the Nomad corpus locator, the schema database's copier and the
 // process whose first thread ends.
 func testSupport(path string) bool {
-	for _, p := range []string{"/csitest", "/hostpathtest", "/iostreams/ptytest", "/internal/nomadcorpus", "/procfs/procfstest", "/shellquote/shellquotetest", "/store/storetest"} {
+	for _, p := range []string{"/csitest", "/hostpathtest", "/iostreams/ptytest", "/internal/nomadcorpus", "/procfs/procfstest", "/shellquote/shellquotetest", "/store/storetest", "/internal/testproc"} {
 		if strings.Contains(path, p) {
 			return true
 		}

@@ -22,10 +22,15 @@ import (
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/nomadcorpus"
 	"github.com/volctl/volctl/internal/noquery"
+	"github.com/volctl/volctl/internal/testproc"
 )
 
 // TestMain lets testscript run this test binary as the volctl command.
 func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) != "volctl" { // the test binary, not a volctl it runs
+		// What the tests start and mount goes with a test binary that dies (internal/testproc).
+		testproc.Start()
+	}
 	noquery.Restore() // main.go imports it: the test binary's output goes to os.Stdout too
 	// Under -race every process sleeps 1 s before it exits (the race runtime's default
 	// atexit_sleep_ms). The tests here start hundreds of volctl processes; the ones they start

@@ -33,6 +33,7 @@ import (
 	"github.com/volctl/volctl/internal/procfs/procfstest"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store/storetest"
+	"github.com/volctl/volctl/internal/testproc"
 )
 
 // The test binary doubles as the plugins the agent supervises: with pluginModeEnv set, TestMain
@@ -55,6 +56,7 @@ func init() {
 func TestMain(m *testing.M) {
 	switch os.Getenv(pluginModeEnv) {
 	case "":
+		testproc.Start() // the plugins of a test binary that dies go with it (internal/testproc)
 		// Under -race every process sleeps 1 s before it exits (the race runtime's default
 		// atexit_sleep_ms), and each test here starts plugins (this binary) that exit, or are
 		// stopped and waited for: the processes this one starts inherit this, the plugins get

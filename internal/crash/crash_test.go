@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/volctl/volctl/internal/testproc"
 )
 
 // crashChild, set in the environment, makes the test binary panic in a goroutine started by
@@ -24,6 +26,7 @@ const crashChild = "VOLCTL_CRASH_TEST_CHILD"
 func TestMain(m *testing.M) {
 	switch os.Getenv(crashChild) {
 	case "":
+		testproc.Start() // the children of a test binary that dies go with it (internal/testproc)
 	case "group":
 		// A goroutine of a WaitGroup panics while another waits for the group; the crash
 		// report takes a while (as scrubbing the value of secrets through the state does).

@@ -24,6 +24,7 @@ import (
 	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/testproc"
 )
 
 // serveEnv makes the test binary a plugin process: TestMain serves on the socket it names, with
@@ -38,6 +39,7 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(serveEnv); spec != "" {
 		os.Exit(serveForTest(spec))
 	}
+	testproc.Start() // the plugins and mounts of a test binary that dies go with it (internal/testproc)
 	os.Exit(m.Run())
 }
 
