@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volctl/volctl/internal/procfs"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -110,13 +112,51 @@ func TestCtrlCWhileQueuedBehindAnotherWriter(t *testing.T) {
 			t.Fatalf("volctl never opened %s; stderr:\n%s", wal, stderr.String())
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The WAL open is at the store's open; the claim then reads before its write BEGIN, and on a
+	// loaded machine that took more than the 300 ms once slept here (a ^C that landed before the
+	// wait: "interrupted before the transaction began"). Queued, it sleeps in the busy handler.
+	if err := waitQuiet(cmd.Process.Pid, 500*time.Millisecond, 30*time.Second); err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("volctl volume claim, queued for the write lock: %v; stderr:\n%s", err, stderr.String())
+	}
 	err = interrupt(t, cmd, &stderr, 15*time.Second, "volctl volume claim, queued for the write lock,")
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(stderr.String(), "interrupted while waiting for another volctl") ||
 		!strings.Contains(stderr.String(), "nothing written") {
 		t.Fatalf("volctl volume claim after Ctrl-C while queued: %v, stderr:\n%s\nwant a failure saying it was waiting and wrote nothing", err, stderr.String())
 	}
+}
+
+// waitQuiet waits until every thread of process pid has been asleep (state S), with no CPU time
+// added, for quiet in a row, as a process waiting for a lock is and one still working (or
+// runnable, waiting for a CPU on a loaded machine) is not. It fails after within.
+func waitQuiet(pid int, quiet, within time.Duration) error {
+	const every = 25 * time.Millisecond
+	proc := filepath.Join("/proc", strconv.Itoa(pid))
+	lastCPU, since := "", time.Time{}
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(every) {
+		f, err := procfs.StatFields(filepath.Join(proc, "stat"))
+		if err != nil || len(f) < 13 {
+			return fmt.Errorf("reading process %d's stat: %v", pid, err)
+		}
+		cpu := f[11] + "+" + f[12] // utime+stime, fields 14 and 15, of every thread
+		asleep := true
+		tasks, _ := filepath.Glob(filepath.Join(proc, "task", "*", "stat"))
+		for _, task := range tasks {
+			if tf, err := procfs.StatFields(task); err == nil && len(tf) > 0 && tf[0] != "S" {
+				asleep = false
+			}
+		}
+		switch {
+		case !asleep || cpu != lastCPU:
+			lastCPU, since = cpu, time.Time{}
+		case since.IsZero():
+			since = time.Now()
+		case time.Since(since) >= quiet:
+			return nil
+		}
+	}
+	return fmt.Errorf("process %d was never asleep with no CPU time added for %v within %v", pid, quiet, within)
 }
 
 // hasOpen says whether process pid has path open.
