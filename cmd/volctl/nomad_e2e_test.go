@@ -313,7 +313,16 @@ func newNomadWorld(t *testing.T, limit time.Duration) *nomadWorld {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	t.Cleanup(cancel)
-	dir, err := os.MkdirTemp("", "volctl-nomad-")
+	// Nomad makes unix sockets deep in its data dir (nomadDataDir's
+	// alloc/<alloc ID>/<task>/secrets/api.sock, client/csi/plugins/<alloc ID>/csi.sock), which
+	// must fit in 107 bytes: under a long $TMPDIR (a test binary's run directory, testproc) the
+	// plugin never listened and the test waited out its health wait. The world goes under /tmp
+	// when they would not fit (its processes are still the run's: they inherit TMPDIR).
+	dir, err := os.MkdirTemp("", "n")
+	if err == nil && len(dir)+len(nomadDataDir)+len("/alloc/")+36+len("/plugin/secrets/api.sock") > 107 {
+		os.Remove(dir)
+		dir, err = os.MkdirTemp("/tmp", "n")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,11 +483,14 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// nomadDataDir is the agent's data dir in the world's directory: short, for the sockets in it.
+const nomadDataDir = "/n/d"
+
 // startAgent runs nomad agent -dev bound to 127.0.0.1 only, on free ports, with a temporary
 // data dir, no update check, no cloud metadata fingerprints, and raw_exec enabled.
 func (w *nomadWorld) startAgent() {
 	t := w.t
-	w.dataDir = filepath.Join(w.dir, "nomad", "data") // alloc_mounts goes beside it
+	w.dataDir = filepath.Join(w.dir, nomadDataDir) // alloc_mounts goes beside it
 	if err := os.MkdirAll(w.dataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
