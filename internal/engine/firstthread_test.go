@@ -1,18 +1,14 @@
 package engine
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/volctl/volctl/internal/procfs"
 	"github.com/volctl/volctl/internal/procfs/procfstest"
 )
 
@@ -22,19 +18,12 @@ import (
 // closes.
 const firstThreadExitsEnv = "VOLCTL_TEST_FIRST_THREAD_EXITS"
 
-// init acts as firstThreadExitsEnv says. The runtime runs init on the first thread, the main
-// goroutine locked to it, so the thread it exits is the first.
+// init acts as firstThreadExitsEnv says (procfstest.Child).
 func init() {
-	path := os.Getenv(firstThreadExitsEnv)
-	if path == "" {
-		return
-	}
-	_ = os.Remove(path)
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		os.Exit(0)
-	}()
-	procfstest.ServeThenEndFirstThread(path)
+	procfstest.Child(firstThreadExitsEnv, func(path string) (string, any) {
+		_ = os.Remove(path)
+		return path, nil
+	})
 }
 
 // startFirstThreadExits starts the test binary as firstThreadExitsEnv's server on socket, in a
@@ -42,40 +31,17 @@ func init() {
 // thread a zombie while the server answers on the socket.
 func startFirstThreadExits(t *testing.T, socket string, privateNS bool) int {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), firstThreadExitsEnv+"="+socket)
+	var sys *syscall.SysProcAttr
 	if privateNS {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+		sys = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
 	}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		_ = cmd.Wait()
-	})
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("the server whose first thread exits said %q (%v), want ready", line, err)
-	}
-	pid := cmd.Process.Pid
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		f, _ := procfs.StatFields("/proc/" + strconv.Itoa(pid) + "/stat")
-		if len(f) > 0 && f[0] == "Z" && SocketPeer(socket) == pid {
-			return pid
-		}
+	pid := procfstest.Start(t, firstThreadExitsEnv, socket, sys)
+	for deadline := time.Now().Add(5 * time.Second); SocketPeer(socket) != pid; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("pid %d: /proc stat %v, socket peer %d: want its first thread a zombie and it answering on %s", pid, f, SocketPeer(socket), socket)
+			t.Fatalf("pid %d: socket peer %d: want it answering on %s", pid, SocketPeer(socket), socket)
 		}
 	}
+	return pid
 }
 
 // The adversary: a node plugin in a mount namespace of its own (a container without the state

@@ -1,18 +1,13 @@
 package store
 
 import (
-	"bufio"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/volctl/volctl/internal/procfs"
 	"github.com/volctl/volctl/internal/procfs/procfstest"
 )
 
@@ -21,24 +16,18 @@ import (
 // calls pthread_exit), its other threads running on until its stdin closes.
 const lockThenEndFirstThreadEnv = "VOLCTL_TEST_LOCK_THEN_END_FIRST_THREAD"
 
-// init acts as lockThenEndFirstThreadEnv says, on the first thread, where the runtime runs it.
+// init acts as lockThenEndFirstThreadEnv says (procfstest.Child).
 func init() {
-	dir := os.Getenv(lockThenEndFirstThreadEnv)
-	if dir == "" {
-		return
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err == nil {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-	}
-	if err != nil {
-		os.Exit(1)
-	}
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		os.Exit(0)
-	}()
-	procfstest.ServeThenEndFirstThread(filepath.Join(dir, "sock"))
+	procfstest.Child(lockThenEndFirstThreadEnv, func(dir string) (string, any) {
+		f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+		if err == nil {
+			err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		}
+		if err != nil {
+			os.Exit(1)
+		}
+		return filepath.Join(dir, "sock"), f
+	})
 }
 
 // A lock's holder whose first thread has exited (a C program whose main called pthread_exit)
@@ -48,36 +37,7 @@ func init() {
 // end (the lock waits give up on a holder stopped for 10 s).
 func TestLockHolderWhoseFirstThreadExited(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), lockThenEndFirstThreadEnv+"="+dir)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := cmd.Process.Pid
-	t.Cleanup(func() {
-		_ = syscall.Kill(pid, syscall.SIGCONT)
-		stdin.Close()
-		_ = cmd.Wait()
-	})
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("the lock holder whose first thread exits said %q (%v), want ready", line, err)
-	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if f, _ := procfs.StatFields("/proc/" + strconv.Itoa(pid) + "/stat"); len(f) > 0 && f[0] == "Z" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d: its first thread did not exit", pid)
-		}
-	}
+	pid := procfstest.Start(t, lockThenEndFirstThreadEnv, dir, nil)
 	fi, err := os.Stat(filepath.Join(dir, "lock"))
 	if err != nil {
 		t.Fatal(err)
