@@ -481,15 +481,9 @@ func (e *Engine) withController(ctx context.Context, c *conn, fn func(context.Co
 	return fn(ctx)
 }
 
-// controllerCall sends a controller RPC, with retries (retry), holding the plugin's controller
-// lock (withController).
-func (e *Engine) controllerCall(ctx context.Context, c *conn, rpc string, call func(context.Context) error) error {
-	return e.withController(ctx, c, func(ctx context.Context) error { return e.retry(ctx, c, rpc, call) })
-}
-
-// controllerAnswer is controllerCall for an RPC whose answer is wanted: the last answer (kept
-// even with an error: a plugin may answer and fail), and whether an earlier attempt reached the
-// plugin (sendAnswered).
+// controllerAnswer sends a controller RPC whose answer is wanted, with retries, holding the
+// plugin's controller lock (withController): the last answer (kept even with an error: a plugin
+// may answer and fail), and whether an earlier attempt reached the plugin (sendAnswered).
 func controllerAnswer[T any](ctx context.Context, e *Engine, c *conn, rpc string,
 	call func(context.Context) (T, error)) (answer T, earlier bool, err error) {
 	err = e.withController(ctx, c, func(ctx context.Context) error {
