@@ -892,11 +892,23 @@ func (e *Engine) attempt(ctx context.Context, c *conn, rpc string, call func(con
 	return err
 }
 
-// destroysData reports whether rpc, answered OK by whatever driver is on the socket, destroys
-// that driver's data under the ID it is given: another driver holding a volume or snapshot of
-// the same ID (the sequential IDs many drivers give) would delete its own, and volctl would
-// forget the one the registered driver still holds.
-func destroysData(rpc string) bool { return rpc == csi.RPCDeleteVolume || rpc == csi.RPCDeleteSnapshot }
+// bindsStorage reports whether rpc, answered OK by whatever driver is on the socket, ties an
+// ID volctl records to that driver's data: a delete destroys the driver's volume or snapshot
+// under the ID it is given, and a create's answer is an ID volctl records as the registered
+// driver's storage, to claim, restore from and delete later. Another driver holding a volume or
+// snapshot of the same ID (the sequential IDs many drivers give) would delete its own, and
+// volctl would forget the one the registered driver still holds; or it answers a create with
+// an ID of its own, which the registered driver, once back, may use for a volume or snapshot
+// that is not volctl's (another state dir's, Nomad's): recorded, its delete deleted that one
+// and a claim handed its data to the alloc
+// (`TestCreateThroughAHeldSocketServedByAnotherDriverRecordsNothing`).
+func bindsStorage(rpc string) bool {
+	switch rpc {
+	case csi.RPCDeleteVolume, csi.RPCDeleteSnapshot, csi.RPCCreateVolume, csi.RPCCreateSnapshot:
+		return true
+	}
+	return false
+}
 
 // checkSockets runs before each attempt of an RPC: when a socket of c's plugin is no longer
 // the file it was when c was fingerprinted (the plugin restarted mid-operation, or another
@@ -908,13 +920,15 @@ func destroysData(rpc string) bool { return rpc == csi.RPCDeleteVolume || rpc ==
 // the plugin afresh. A socket missing (the plugin restarting) reads as the plugin unavailable.
 //
 // The same file does not prove the same plugin: one behind a socket something else holds
-// (systemd socket activation) is replaced without the file changing. Before an RPC that
-// destroys data (destroysData), the driver on the socket is asked its name (GetPluginInfo,
-// one short RPC) whatever the file: DeleteVolume is not sent to another driver.
+// (systemd socket activation) is replaced without the file changing. Before an RPC that ties
+// a recorded ID to the driver's data (bindsStorage: a delete, a create), the driver on the
+// socket is asked its name (GetPluginInfo, one short RPC) whatever the file: DeleteVolume is
+// not sent to another driver, nor CreateVolume, whose answer would be recorded as the
+// registered driver's storage.
 func (e *Engine) checkSockets(ctx context.Context, c *conn, rpc string) error {
 	ids := identify(pluginSockets(c.plugin)...)
 	if sameSockets(c.sockets, ids) {
-		if !destroysData(rpc) {
+		if !bindsStorage(rpc) {
 			return nil
 		}
 		replaced, err := e.otherInstance(ctx, c, false)

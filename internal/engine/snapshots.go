@@ -131,7 +131,7 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 // ALREADY_EXISTS to any of them (the name is another snapshot's); any other failure keeps it for
 // reconcile. The caller holds the source volume's lock.
 func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.SnapshotCreate, replay bool) (store.Snapshot, csi.Snapshot, error) {
-	snap, sent, err := controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, func(ctx context.Context) (csi.Snapshot, error) {
+	snap, earlier, err := controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, func(ctx context.Context) (csi.Snapshot, error) {
 		return c.client.CreateSnapshot(ctx, csi.CreateSnapshotRequest{
 			SourceVolumeID: intent.SourceExternalID, Name: intent.Name, Secrets: intent.Secrets, Parameters: intent.Parameters})
 	})
@@ -154,7 +154,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 		// exists but is incompatible"): names are unique, so the plugin made none of this
 		// intent's under it, however many were sent, and no later one will.
 		nameTaken := csi.IsAlreadyExists(err)
-		if csi.IsRetryable(err) || ctx.Err() != nil || ((replay || sent > 1) && !nameTaken) {
+		if csi.IsRetryable(err) || ctx.Err() != nil || ((replay || earlier) && !nameTaken) {
 			ev.Message = fmt.Sprintf("snapshot %q left for reconcile: %v", intent.Name, err)
 			e.event(ctx, ev)
 			return store.Snapshot{}, snap, fmt.Errorf("snapshot %q: %w (the plugin may have made it: it stays recorded as being created; `volctl reconcile` finishes it, `%s` removes it)",
@@ -179,7 +179,7 @@ func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.Snaps
 	// What becomes of the intent when the answer is refused: forgotten, unless a CreateSnapshot
 	// under the name was sent before and its answer lost, which may have made a snapshot only
 	// the name still finds (as after a final error to a call sent again, above).
-	resent := replay || sent > 1
+	resent := replay || earlier
 	fate := "this snapshot is forgotten"
 	if resent {
 		// Not `snapshot delete NAME`: it finishes the intent first, sending CreateSnapshot again,

@@ -292,20 +292,15 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		SnapshotID: v.SnapshotID, CloneID: v.CloneID, TopologyRequest: v.TopologyRequest,
 	}
 	return e.withController(ctx, c, func(ctx context.Context) error {
-		var created csi.Volume
-		sent := 0
-		err := e.retry(ctx, c, csi.RPCCreateVolume, func(ctx context.Context) error {
-			var err error
-			sent++
-			created, err = c.client.CreateVolume(ctx, req)
-			return err
+		created, earlier, err := sendAnswered(ctx, e, c, csi.RPCCreateVolume, func(ctx context.Context) (csi.Volume, error) {
+			return c.client.CreateVolume(ctx, req)
 		})
 		failpoint("rpc:CreateVolume")
 		testHookCreateAnswered(v.ID)
 		if err != nil {
-			return e.createFailed(ctx, c, v, replay || sent > 1, created, err)
+			return e.createFailed(ctx, c, v, replay || earlier, created, err)
 		}
-		return e.recordCreated(ctx, v, created, replay || sent > 1)
+		return e.recordCreated(ctx, v, created, replay || earlier)
 	})
 }
 
@@ -486,23 +481,37 @@ func (e *Engine) withController(ctx context.Context, c *conn, fn func(context.Co
 	return fn(ctx)
 }
 
-// controllerCall sends a controller RPC, with retries (retry), holding the plugin's controller
-// lock (withController).
-func (e *Engine) controllerCall(ctx context.Context, c *conn, rpc string, call func(context.Context) error) error {
-	return e.withController(ctx, c, func(ctx context.Context) error { return e.retry(ctx, c, rpc, call) })
-}
-
-// controllerAnswer is controllerCall for an RPC whose answer is wanted: the last answer (kept
-// even with an error: a plugin may answer and fail), and how many times the RPC was sent.
+// controllerAnswer sends a controller RPC whose answer is wanted, with retries, holding the
+// plugin's controller lock (withController): the last answer (kept even with an error: a plugin
+// may answer and fail), and whether an earlier attempt reached the plugin (sendAnswered).
 func controllerAnswer[T any](ctx context.Context, e *Engine, c *conn, rpc string,
-	call func(context.Context) (T, error)) (answer T, sent int, err error) {
-	err = e.controllerCall(ctx, c, rpc, func(ctx context.Context) error {
+	call func(context.Context) (T, error)) (answer T, earlier bool, err error) {
+	err = e.withController(ctx, c, func(ctx context.Context) error {
 		var err error
-		sent++
-		answer, err = call(ctx)
+		answer, earlier, err = sendAnswered(ctx, e, c, rpc, call)
 		return err
 	})
-	return answer, sent, err
+	return answer, earlier, err
+}
+
+// sendAnswered sends rpc with retries (retry) and returns its last answer, its error, and
+// whether an attempt reached the plugin before the one that answered err (or the answer): one
+// whose answer was lost may have made what the RPC asks for, which a final err does not undo,
+// as it speaks for its own attempt only. An err that is no attempt's answer (the next attempt
+// was not sent: checkSockets found the plugin replaced behind its socket) speaks for none, so
+// the one attempt sent before it counts: before, a create whose first CreateVolume's answer
+// was lost and whose second was not sent was forgotten as if nothing had been sent, and the
+// plugin's volume leaked (`TestCreateRefusedAfterALostAnswerKeepsTheIntent`).
+func sendAnswered[T any](ctx context.Context, e *Engine, c *conn, rpc string,
+	call func(context.Context) (T, error)) (answer T, earlier bool, err error) {
+	sent := 0
+	var last error
+	err = e.retry(ctx, c, rpc, func(ctx context.Context) error {
+		sent++
+		answer, last = call(ctx)
+		return last
+	})
+	return answer, sent > 1 || sent == 1 && err != nil && !errors.Is(err, last), err
 }
 
 // volumeCapabilities are the spec's capabilities as CSI requests them, each with the volume's
