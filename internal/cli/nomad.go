@@ -624,10 +624,9 @@ in Nomad or not, schedulable, the plugin's health there, and the allocs that cla
 reading and for writing. A handed-over volume is looked up in the namespace and region of its
 handover; any other where volctl nomad register would put it. A volume Nomad has by the same ID
 with another plugin or external ID is another volume (IN NOMAD: another), and a note says how;
-a note names the fields Nomad's copy of this one has otherwise than volctl's. A Nomad before
-1.11.1 redacts a volume's secrets in its state as it answers a read of the volume (its bug
-GH-27176; nomad volume status does the same), and sends its plugin "[REDACTED]" for them from
-then on: volctl nomad register ID again restores them.`,
+a note names the fields Nomad's copy of this one has otherwise than volctl's, and those Nomad
+would refuse to change. It only reads: Nomad answers a read with a copy of the volume, its
+secrets left out and its mount flags redacted, and keeps its own as registered.`,
 		Example: `  volctl nomad status
   volctl nomad status db --json`,
 		RunE: runOpts(opts, idArgs(&opts.Volumes), runF, nomadStatusRun),

@@ -253,3 +253,29 @@ func TestNomadRegisterDryRunSaysWhatNomadWouldDo(t *testing.T) {
 		t.Errorf("register --dry-run of a volume whose parameters differ from Nomad's copy's: %q\nsays Nomad would update them, which it refuses", out)
 	}
 }
+
+// Looking never writes: `volctl nomad status`, `volctl nomad register --dry-run` and a
+// release Nomad refuses read the volume and send Nomad nothing else (a write would go through
+// its plugin's validation and the volume's Raft log, and is no one's to send but a
+// registration's). Nomad's answer to a read is a copy, so the reads leave its volume as it is
+// (nomad.TestHandOverSendsTheSecretsOnce).
+func TestNomadLookingNeverWrites(t *testing.T) {
+	h := nomadHarness(t)
+	n := newFakeNomad(t) // any request but a read or a registration fails the test
+	if _, _, err := registerIn(h, n); err != nil {
+		t.Fatal(err)
+	}
+	runNomadStatusOf(t, h, n)
+	ios, _, _, _ := iostreams.Test()
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}, DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runNomadRelease(h, n.client, nil); err == nil {
+		t.Fatal("release while Nomad has the volume: taken back")
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.puts) != 1 {
+		t.Errorf("Nomad got %d registrations, want 1, the handover's: status, --dry-run and release wrote", len(n.puts))
+	}
+}
