@@ -1,11 +1,13 @@
 package nomad
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,11 +69,18 @@ func (n *mergingNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	upd := req.Volumes[0]
 	if n.none {
 		n.vol, n.none = *upd, false
+		if len(n.vol.Topologies) == 0 && upd.RequestedTopologies != nil {
+			n.vol.Topologies = upd.RequestedTopologies.Required // a registered volume's topology
+		}
 		w.Write([]byte(`{}`))
 		return
 	}
 	if len(upd.Parameters) != 0 && !maps.Equal(n.vol.Parameters, upd.Parameters) {
 		http.Error(w, "unable to update volume: volume parameters cannot be updated", http.StatusInternalServerError)
+		return
+	}
+	if len(n.vol.Topologies) > 0 && !sameRequest(n.vol.RequestedTopologies, upd.RequestedTopologies) {
+		http.Error(w, "unable to update volume: volume topology request update was not compatible with existing topology", http.StatusInternalServerError)
 		return
 	}
 	n.vol.RequestedCapabilities, n.vol.MountOptions, n.vol.Secrets = upd.RequestedCapabilities, upd.MountOptions, upd.Secrets
@@ -82,6 +91,21 @@ func (n *mergingNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		n.vol.RequestedCapacityMin, n.vol.RequestedCapacityMax = upd.RequestedCapacityMin, upd.RequestedCapacityMax
 	}
 	w.Write([]byte(`{}`))
+}
+
+// sameRequest is Nomad's CSITopologyRequest.Equal: none equals only none; otherwise the
+// required and preferred topologies pair up in order, by their segments.
+func sameRequest(a, b *api.CSITopologyRequest) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	same := func(x, y *api.CSITopology) bool {
+		if x == nil || y == nil {
+			return x == y
+		}
+		return maps.Equal(x.Segments, y.Segments)
+	}
+	return slices.EqualFunc(a.Required, b.Required, same) && slices.EqualFunc(a.Preferred, b.Preferred, same)
 }
 
 // changed names the fields of Nomad's copy that differ between before and after, by the
@@ -103,6 +127,10 @@ func changed(before, after VolumeState) []string {
 	if before.CapacityMin != after.CapacityMin || before.CapacityMax != after.CapacityMax {
 		out = append(out, "capacity")
 	}
+	if !slices.EqualFunc(before.Topologies, after.Topologies, func(a, b spec.Topology) bool { return maps.Equal(a.Segments, b.Segments) }) ||
+		!reflect.DeepEqual(before.TopologyRequest, after.TopologyRequest) {
+		out = append(out, "topology_request")
+	}
 	return out
 }
 
@@ -122,11 +150,13 @@ func TestChangesAreWhatNomadsUpdateChanges(t *testing.T) {
 		keep bool
 	}{{"Nomad 1.9.5", false}, {"Nomad 1.9.6", true}}
 	capability := []*api.CSIVolumeCapability{{AccessMode: "single-node-writer", AttachmentMode: "file-system"}}
+	n1 := []*api.CSITopology{{Segments: map[string]string{"node": "n1"}}}
 	for _, tc := range []struct {
 		name    string
 		have    api.CSIVolume
 		want    spec.Volume
 		refused []string
+		refusal string // what Nomad's refusal says (default: parameters')
 	}{
 		{name: "Nomad's context, none here",
 			have: api.CSIVolume{Context: map[string]string{"node_attach_driver": "nfs"}}},
@@ -144,6 +174,22 @@ func TestChangesAreWhatNomadsUpdateChanges(t *testing.T) {
 		{name: "another capacity here",
 			have: api.CSIVolume{RequestedCapacityMin: 1 << 30},
 			want: spec.Volume{CapacityMin: 2 << 30}},
+		{name: "the same topology here",
+			have: api.CSIVolume{Topologies: n1, RequestedTopologies: &api.CSITopologyRequest{Required: n1}},
+			want: spec.Volume{TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"node": "n1"}}}}}},
+		{name: "another topology here",
+			have:    api.CSIVolume{Topologies: n1, RequestedTopologies: &api.CSITopologyRequest{Required: n1}},
+			want:    spec.Volume{TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"node": "n2"}}}}},
+			refused: []string{"topology_request"}, refusal: "not compatible with existing topology"},
+		{name: "Nomad's topology, none here",
+			have:    api.CSIVolume{Topologies: n1, RequestedTopologies: &api.CSITopologyRequest{Required: n1}},
+			refused: []string{"topology_request"}, refusal: "not compatible with existing topology"},
+		{name: "Nomad's topology, preferred too",
+			have:    api.CSIVolume{Topologies: n1, RequestedTopologies: &api.CSITopologyRequest{Required: n1, Preferred: n1}},
+			want:    spec.Volume{TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"node": "n1"}}}}},
+			refused: []string{"topology_request"}, refusal: "not compatible with existing topology"},
+		{name: "a topology here, none in Nomad",
+			want: spec.Volume{TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"node": "n1"}}}}}},
 	} {
 		for _, nv := range nomads {
 			t.Run(tc.name+"/"+nv.name, func(t *testing.T) {
@@ -178,7 +224,8 @@ func TestChangesAreWhatNomadsUpdateChanges(t *testing.T) {
 				if !slices.Equal(refused, tc.refused) {
 					t.Errorf("Refused said %q; want %q", refused, tc.refused)
 				}
-				if (herr != nil) != (len(tc.refused) > 0) || herr != nil && !strings.Contains(herr.Error(), "cannot be updated") {
+				refusal := cmp.Or(tc.refusal, "cannot be updated")
+				if (herr != nil) != (len(tc.refused) > 0) || herr != nil && !strings.Contains(herr.Error(), refusal) {
 					t.Errorf("registration: %v; want it refused only for %q", herr, tc.refused)
 				}
 			})
