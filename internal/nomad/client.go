@@ -1000,6 +1000,20 @@ func Changes(have VolumeState, want spec.Volume) []string {
 	return out
 }
 
+// NotCompared lists what of want Nomad's answer to a read leaves out, so that Changes cannot
+// compare it: its secrets (never answered) and its mount flags' values (answered as one
+// "[REDACTED]": only whether there are any is compared).
+func NotCompared(want spec.Volume) []string {
+	var out []string
+	if len(want.Secrets) > 0 {
+		out = append(out, "secrets")
+	}
+	if want.MountOptions != nil && len(want.MountOptions.MountFlags) > 0 {
+		out = append(out, "mount_flags")
+	}
+	return out
+}
+
 // Refused lists what Nomad refuses to change in a registered volume that registering want
 // would (CSIVolume.Merge, "unable to update volume: ..."): its parameters, when want has some
 // and they differ ("volume parameters cannot be updated"; none sent keeps Nomad's); its
