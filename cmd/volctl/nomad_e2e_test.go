@@ -149,6 +149,34 @@ func TestNomadEndToEnd(t *testing.T) {
 		t.Fatalf("release of db?x: %s", out)
 	}
 
+	step("a volume Nomad has with another topology_request: --dry-run and nomad status say Nomad would refuse it, and it does")
+	// Registered with nomad volume register, from the exported file with a preferred topology
+	// besides: Nomad keeps a registered volume's topology and refuses an update whose
+	// topology_request is not the one it was registered with (CSIVolume.Merge).
+	otherTopology := strings.Replace(w.readFile(filepath.Join("export", "volume-db?x.hcl")), "topology_request {\n",
+		"topology_request {\n  preferred {\n    topology {\n      segments = {\n        \"topology.hostpath.volctl.dev/node\" = \"n1\"\n      }\n    }\n  }\n", 1)
+	if !strings.Contains(otherTopology, "preferred {") {
+		t.Fatalf("the exported file of db?x has no topology_request: %s", otherTopology)
+	}
+	w.writeFile("other-topology.hcl", otherTopology)
+	w.nomad("volume", "register", filepath.Join(dir, "other-topology.hcl"))
+	if out := w.volctl(0, "nomad", "register", "db?x", "--dry-run"); !strings.Contains(out, "topology_request") || !strings.Contains(out, "it would be refused") {
+		t.Fatalf("dry run of db?x, whose topology_request in Nomad is another: %s", out)
+	}
+	if out := w.volctl(0, "nomad", "status", "db?x", "-t", `{{range .}}{{range .differs}}{{.}} {{end}}{{end}}`); strings.TrimSpace(out) != "topology_request" {
+		t.Fatalf("nomad status of db?x, whose topology_request in Nomad is another, says it differs in %q", out)
+	}
+	// Refused, but Nomad has the volume (registered there by hand): it stays marked handed
+	// over, so volctl does not claim it beside Nomad, until it is deregistered and released.
+	if out := w.volctl(1, "nomad", "register", "db?x"); !strings.Contains(out, "not compatible with existing topology") ||
+		!strings.Contains(out, "refused the registration") || !strings.Contains(out, "nonetheless, so it stays marked handed over") {
+		t.Fatalf("register of db?x, whose topology_request in Nomad is another: %s", out)
+	}
+	w.nomad("volume", "deregister", "db?x")
+	if out := w.volctl(0, "nomad", "release", "db?x"); !strings.Contains(out, `Took volume "db?x" back`) {
+		t.Fatalf("release of db?x: %s", out)
+	}
+
 	step("a local claim is refused, naming the Nomad address")
 	if out := w.volctl(4, "volume", "claim", "db", "--alloc", "local-0"); !strings.Contains(out, "handed over to Nomad at "+w.nomadAddr) {
 		t.Fatalf("local claim: %s", out)

@@ -611,7 +611,10 @@ type NomadVolumeStatus struct {
 	// Differs names the fields Nomad's copy of this volume has otherwise than volctl's
 	// (nomad.Changes): changed in Nomad since it was registered, or here.
 	Differs []string `json:"differs,omitempty"`
-	Error   string   `json:"error,omitempty"`
+	// NotCompared names what volctl's volume has that Nomad does not answer, so that Differs
+	// cannot say whether Nomad's copy has the same (nomad.NotCompared).
+	NotCompared []string `json:"not_compared,omitempty"`
+	Error       string   `json:"error,omitempty"`
 }
 
 func newCmdNomadStatus(f *Factory, runF func(*NomadStatusOptions) error) *cobra.Command {
@@ -624,10 +627,10 @@ in Nomad or not, schedulable, the plugin's health there, and the allocs that cla
 reading and for writing. A handed-over volume is looked up in the namespace and region of its
 handover; any other where volctl nomad register would put it. A volume Nomad has by the same ID
 with another plugin or external ID is another volume (IN NOMAD: another), and a note says how;
-a note names the fields Nomad's copy of this one has otherwise than volctl's. A Nomad before
-1.11.1 redacts a volume's secrets in its state as it answers a read of the volume (its bug
-GH-27176; nomad volume status does the same), and sends its plugin "[REDACTED]" for them from
-then on: volctl nomad register ID again restores them.`,
+a note names the fields Nomad's copy of this one has otherwise than volctl's, and those Nomad
+would refuse to change. It only reads: Nomad answers a read with a copy of the volume, its
+secrets left out and its mount flags redacted, and keeps its own as registered; a note says
+which volumes' secrets or mount flags could not be compared so.`,
 		Example: `  volctl nomad status
   volctl nomad status db --json`,
 		RunE: runOpts(opts, idArgs(&opts.Volumes), runF, nomadStatusRun),
@@ -703,6 +706,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			st.Nomad = &have
 			if st.AnotherVolume = nomad.IdentityIn(have, want, st.NomadNamespace); len(st.AnotherVolume) == 0 {
 				st.Registered, st.Differs = true, append(nomad.Changes(have, want), nomad.Refused(have, want)...)
+				st.NotCompared = nomad.NotCompared(want)
 			}
 		case errors.Is(err, nomad.ErrNotFound):
 		case why != nil:
@@ -746,6 +750,10 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		for _, s := range out {
 			if note := nomadStatusNote(s); note != "" {
 				fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", note)
+			}
+			if len(s.NotCompared) > 0 {
+				fmt.Fprintf(opts.IO.ErrOut, "Note: volume %q: Nomad does not answer a volume's %s, so volctl's are not compared with its copy's: `%s` sends them again\n",
+					s.ID, strings.ReplaceAll(strings.Join(s.NotCompared, " or "), "_", " "), shellquote.Command("volctl nomad register", s.ID))
 			}
 		}
 	}

@@ -253,3 +253,71 @@ func TestNomadRegisterDryRunSaysWhatNomadWouldDo(t *testing.T) {
 		t.Errorf("register --dry-run of a volume whose parameters differ from Nomad's copy's: %q\nsays Nomad would update them, which it refuses", out)
 	}
 }
+
+// Looking never writes: `volctl nomad status`, `volctl nomad register --dry-run` and a
+// release Nomad refuses read the volume and send Nomad nothing else (a write would go through
+// its plugin's validation and the volume's Raft log, and is no one's to send but a
+// registration's). Nomad's answer to a read is a copy, so the reads leave its volume as it is
+// (nomad.TestHandOverSendsTheSecretsOnce).
+func TestNomadLookingNeverWrites(t *testing.T) {
+	h := nomadHarness(t)
+	n := newFakeNomad(t) // any request but a read or a registration fails the test
+	if _, _, err := registerIn(h, n); err != nil {
+		t.Fatal(err)
+	}
+	runNomadStatusOf(t, h, n)
+	ios, _, _, _ := iostreams.Test()
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}, DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runNomadRelease(h, n.client, nil); err == nil {
+		t.Fatal("release while Nomad has the volume: taken back")
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.puts) != 1 {
+		t.Errorf("Nomad got %d registrations, want 1, the handover's: status, --dry-run and release wrote", len(n.puts))
+	}
+}
+
+// Nomad answers no secrets and a volume's mount flags as one "[REDACTED]": `volctl nomad
+// status` cannot compare volctl's with Nomad's copy's, and said nothing of them, so a volume
+// whose secrets Nomad lost (its event stream before 1.11.1 redacts them: GH-27176) showed no
+// difference. It now says, per volume, that they are not compared and what sends them again.
+func TestNomadStatusSaysWhatItDidNotCompare(t *testing.T) {
+	h := nomadHarness(t)
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "sec", Name: "sec", Type: "csi", PluginID: "hp", CapacityMin: 10 << 20,
+		Secrets: spec.Secrets{"token": "s3cret"}, MountOptions: &spec.MountOptions{MountFlags: spec.MountFlags{"noatime"}},
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	n := newFakeNomad(t)
+	ios, _, _, _ := iostreams.Test()
+	for _, id := range []string{"db", "sec"} {
+		if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{id}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ios, _, out, _ := iostreams.Test()
+	if err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: n.client, Exporter: exportFlags{JSON: true}}); err != nil {
+		t.Fatal(err)
+	}
+	var st []NomadVolumeStatus
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil || len(st) != 2 {
+		t.Fatalf("nomad status --json: %v\n%s", err, out)
+	}
+	for _, s := range st {
+		want := map[string]string{"db": "", "sec": "secrets mount_flags"}[s.ID]
+		if got := strings.Join(s.NotCompared, " "); got != want || len(s.Differs) != 0 {
+			t.Errorf("status of %s: not_compared %q, differs %q; want not_compared %q and no difference", s.ID, got, s.Differs, want)
+		}
+	}
+	ios, _, _, errOut := iostreams.Test()
+	if err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: n.client}); err != nil {
+		t.Fatal(err)
+	}
+	if notes := errOut.String(); !strings.Contains(notes, `volume "sec": Nomad does not answer a volume's secrets or mount flags`) ||
+		!strings.Contains(notes, "volctl nomad register sec") || strings.Contains(notes, `volume "db"`) || strings.Contains(notes, "s3cret") {
+		t.Errorf("status notes:\n%s\nwant one for sec alone, naming what was not compared and the registration that sends them", notes)
+	}
+}

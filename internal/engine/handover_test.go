@@ -618,3 +618,21 @@ func markForcedAsBefore(t *testing.T, h *harness, id string, to HandoverTarget) 
 		return tx.Handovers().Put(&store.Handover{VolumeID: id, Address: to.Address, Region: to.Region, Namespace: to.Namespace, Forced: true})
 	})
 }
+
+// A volume handed over forced, whose last local claim left its attachment kept for Nomad, then
+// gone from Nomad and from its storage (`nomad volume deregister -force` and the provider's
+// delete, or `nomad volume delete`): Nomad answers 404, the release takes it back, and
+// reconcile's owed ControllerUnpublishVolume is answered NOT_FOUND. The local state finishes:
+// the attachment is no longer recorded, nothing is left owed, and a second reconcile has
+// nothing to do. (Holds: NOT_FOUND counts as done when the plugin lists no attachment.)
+func TestTakeBackOfAVolumeGoneFromNomadAndItsStorageFinishes(t *testing.T) {
+	h := newHarness(t, nil)
+	handOverClaimed(t, h)
+	h.release("db", "web-0")
+	checkAttachmentKeptForNomad(t, h, "db")
+	h.mem.DropVolume(h.externalID("db"))
+	checkUnpublishedAfterTakeBack(t, h, "db") // the owed unpublish sent once, nothing left recorded
+	if rep, err := h.e.Reconcile(h.ctx); err != nil || len(rep.Actions) != 0 {
+		t.Errorf("a second reconcile = %+v, %v; want nothing to do", rep, err)
+	}
+}

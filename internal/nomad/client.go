@@ -727,8 +727,11 @@ type VolumeState struct {
 	Parameters   map[string]string `json:"parameters,omitempty"`
 	Context      map[string]string `json:"context,omitempty"`
 	Topologies   []spec.Topology   `json:"topologies,omitempty"`
-	CapacityMin  int64             `json:"capacity_min,omitempty"`
-	CapacityMax  int64             `json:"capacity_max,omitempty"`
+	// TopologyRequest is the topology_request Nomad's copy was registered with (nil: none),
+	// which Nomad refuses to change once the volume has a topology (Refused).
+	TopologyRequest *spec.TopologyRequest `json:"topology_request,omitempty"`
+	CapacityMin     int64                 `json:"capacity_min,omitempty"`
+	CapacityMax     int64                 `json:"capacity_max,omitempty"`
 }
 
 // AllocClaim is one Nomad alloc's claim on a volume.
@@ -813,7 +816,24 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 			out.Topologies = append(out.Topologies, spec.Topology{Segments: t.Segments})
 		}
 	}
+	if tr := v.RequestedTopologies; tr != nil {
+		out.TopologyRequest = &spec.TopologyRequest{Required: topologies(tr.Required), Preferred: topologies(tr.Preferred)}
+	}
 	return out, nil
+}
+
+// topologies are Nomad's topologies as volctl's (a nil one as one without segments, as Nomad
+// compares them: CSITopology.Equal compares their segments' maps).
+func topologies(ts []*api.CSITopology) []spec.Topology {
+	var out []spec.Topology
+	for _, t := range ts {
+		var segs map[string]string
+		if t != nil {
+			segs = t.Segments
+		}
+		out = append(out, spec.Topology{Segments: segs})
+	}
+	return out
 }
 
 func sortedKeys(m map[string]*api.Allocation) []string {
@@ -846,7 +866,7 @@ func (c *Client) APIVolume(v spec.Volume) *api.CSIVolume {
 	if mo := v.MountOptions; mo != nil {
 		out.MountOptions = &api.CSIMountOptions{FSType: mo.FSType, MountFlags: slices.Clone(mo.MountFlags.Plain())}
 	}
-	if tr := v.TopologyRequest; tr != nil && (len(tr.Required) > 0 || len(tr.Preferred) > 0) {
+	if tr := sentTopologyRequest(v); tr != nil {
 		out.RequestedTopologies = &api.CSITopologyRequest{}
 		for _, t := range tr.Required {
 			out.RequestedTopologies.Required = append(out.RequestedTopologies.Required, &api.CSITopology{Segments: maps.Clone(t.Segments)})
@@ -856,6 +876,15 @@ func (c *Client) APIVolume(v spec.Volume) *api.CSIVolume {
 		}
 	}
 	return out
+}
+
+// sentTopologyRequest is the topology_request a registration of v sends: nil when it has
+// neither required nor preferred topologies.
+func sentTopologyRequest(v spec.Volume) *spec.TopologyRequest {
+	if tr := v.TopologyRequest; tr != nil && (len(tr.Required) > 0 || len(tr.Preferred) > 0) {
+		return tr
+	}
+	return nil
 }
 
 // register registers (or, when Nomad has it already, updates) a volume: Nomad's warnings,
@@ -971,14 +1000,46 @@ func Changes(have VolumeState, want spec.Volume) []string {
 	return out
 }
 
-// Refused lists what Nomad refuses to change in a registered volume that registering want
-// would: its parameters, when want has some and they differ ("unable to update volume: volume
-// parameters cannot be updated"; none sent keeps Nomad's).
-func Refused(have VolumeState, want spec.Volume) []string {
-	if len(want.Parameters) > 0 && !maps.Equal(have.Parameters, want.Parameters) {
-		return []string{"parameters"}
+// NotCompared lists what of want Nomad's answer to a read leaves out, so that Changes cannot
+// compare it: its secrets (never answered) and its mount flags' values (answered as one
+// "[REDACTED]": only whether there are any is compared).
+func NotCompared(want spec.Volume) []string {
+	var out []string
+	if len(want.Secrets) > 0 {
+		out = append(out, "secrets")
 	}
-	return nil
+	if want.MountOptions != nil && len(want.MountOptions.MountFlags) > 0 {
+		out = append(out, "mount_flags")
+	}
+	return out
+}
+
+// Refused lists what Nomad refuses to change in a registered volume that registering want
+// would (CSIVolume.Merge, "unable to update volume: ..."): its parameters, when want has some
+// and they differ ("volume parameters cannot be updated"; none sent keeps Nomad's); its
+// topology_request, once the volume has a topology, when the one sent is not the one Nomad's
+// copy was registered with ("volume topology request update was not compatible with existing
+// topology"; none sent differs from one, since Nomad keeps a registered volume's topology).
+func Refused(have VolumeState, want spec.Volume) []string {
+	var out []string
+	if len(want.Parameters) > 0 && !maps.Equal(have.Parameters, want.Parameters) {
+		out = append(out, "parameters")
+	}
+	if len(have.Topologies) > 0 && !sameTopologyRequest(have.TopologyRequest, sentTopologyRequest(want)) {
+		out = append(out, "topology_request")
+	}
+	return out
+}
+
+// sameTopologyRequest compares two topology requests as Nomad does (CSITopologyRequest.Equal):
+// none and one (even empty) differ; otherwise required and preferred topologies pair up in
+// order, by their segments.
+func sameTopologyRequest(a, b *spec.TopologyRequest) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	same := func(x, y spec.Topology) bool { return maps.Equal(x.Segments, y.Segments) }
+	return slices.EqualFunc(a.Required, b.Required, same) && slices.EqualFunc(a.Preferred, b.Preferred, same)
 }
 
 // scrub replaces the volume's secret values and mount flags in what Nomad said: an error that

@@ -132,18 +132,6 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 			v.ID, c.Address, c.shown(strings.Join(d, ", "), v), c.nomadCmd("volume status", ns, v.ID),
 			volctl("register", v.ID), volctl("release", v.ID))
 	}
-	if len(v.Secrets) > 0 {
-		// Every Nomad before 1.11.1 (1.10.7 and 1.8.19 Enterprise) redacted a volume's
-		// secrets in its state as it answered a read of the volume (GH-27176), and sent its
-		// plugin "[REDACTED]" for them from then on: the read-back just now did that. Sent
-		// again, and not read back, the volume keeps them (an update, of what was just checked).
-		_, again, err := c.register(ctx, v)
-		if err != nil {
-			return out, fmt.Errorf("%w: the volume's secrets are sent again after its read-back, since a Nomad before 1.11.1 redacts them in its state as it answers a read (GH-27176), and this one may send its plugin \"[REDACTED]\" for them; it stays marked handed over: `%s` again sends them anew",
-				err, volctl("register", v.ID))
-		}
-		out.Index = max(out.Index, again)
-	}
 	out.Plugin = &got.Plugin
 	return out, nil
 }

@@ -1,11 +1,13 @@
 package nomad
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,17 +27,17 @@ import (
 // before 1.9.6 (and 1.8.10, 1.7.18) did; keepContext keeps it when none is sent, as later ones
 // do (GH-24922).
 //
-// With redactsOnRead, a read of the volume replaces the secrets it holds with "[REDACTED]"
-// as it answers, as every Nomad before 1.11.1 (1.10.7 and 1.8.19 Enterprise) did (GH-27176:
-// its answer was sanitized without a copy), so that the plugin is sent those afterwards.
-// Without a volume (none), a read is answered 404 and a registration takes the volume sent.
+// A read is answered as Nomad answers it: a copy of the volume (state.CSIVolumeByID returns
+// vol.Copy()), its secrets dropped and its mount flags, however many, one "[REDACTED]"
+// (csiVolumeExt, which on a Nomad before 1.11.1 sanitized in place — GH-27176 — but in place
+// of that copy: what Nomad holds is left as it is). Without a volume (none), a read is
+// answered 404 and a registration takes the volume sent.
 type mergingNomad struct {
-	keepContext   bool
-	redactsOnRead bool
-	none          bool
-	mu            sync.Mutex
-	vol           api.CSIVolume
-	puts          int
+	keepContext bool
+	none        bool
+	mu          sync.Mutex
+	vol         api.CSIVolume
+	puts        int
 }
 
 func (n *mergingNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -47,13 +49,14 @@ func (n *mergingNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "volume not found", http.StatusNotFound)
 			return
 		}
-		if n.redactsOnRead {
-			for k := range n.vol.Secrets {
-				n.vol.Secrets[k] = "[REDACTED]"
-			}
-		}
 		answer := n.vol
 		answer.Secrets = nil
+		if mo := n.vol.MountOptions; mo != nil {
+			answer.MountOptions = &api.CSIMountOptions{FSType: mo.FSType}
+			if len(mo.MountFlags) > 0 {
+				answer.MountOptions.MountFlags = []string{"[REDACTED]"}
+			}
+		}
 		json.NewEncoder(w).Encode(answer)
 		return
 	}
@@ -66,11 +69,18 @@ func (n *mergingNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	upd := req.Volumes[0]
 	if n.none {
 		n.vol, n.none = *upd, false
+		if len(n.vol.Topologies) == 0 && upd.RequestedTopologies != nil {
+			n.vol.Topologies = upd.RequestedTopologies.Required // a registered volume's topology
+		}
 		w.Write([]byte(`{}`))
 		return
 	}
 	if len(upd.Parameters) != 0 && !maps.Equal(n.vol.Parameters, upd.Parameters) {
 		http.Error(w, "unable to update volume: volume parameters cannot be updated", http.StatusInternalServerError)
+		return
+	}
+	if len(n.vol.Topologies) > 0 && !sameRequest(n.vol.RequestedTopologies, upd.RequestedTopologies) {
+		http.Error(w, "unable to update volume: volume topology request update was not compatible with existing topology", http.StatusInternalServerError)
 		return
 	}
 	n.vol.RequestedCapabilities, n.vol.MountOptions, n.vol.Secrets = upd.RequestedCapabilities, upd.MountOptions, upd.Secrets
@@ -81,6 +91,21 @@ func (n *mergingNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		n.vol.RequestedCapacityMin, n.vol.RequestedCapacityMax = upd.RequestedCapacityMin, upd.RequestedCapacityMax
 	}
 	w.Write([]byte(`{}`))
+}
+
+// sameRequest is Nomad's CSITopologyRequest.Equal: none equals only none; otherwise the
+// required and preferred topologies pair up in order, by their segments.
+func sameRequest(a, b *api.CSITopologyRequest) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	same := func(x, y *api.CSITopology) bool {
+		if x == nil || y == nil {
+			return x == y
+		}
+		return maps.Equal(x.Segments, y.Segments)
+	}
+	return slices.EqualFunc(a.Required, b.Required, same) && slices.EqualFunc(a.Preferred, b.Preferred, same)
 }
 
 // changed names the fields of Nomad's copy that differ between before and after, by the
@@ -102,6 +127,10 @@ func changed(before, after VolumeState) []string {
 	if before.CapacityMin != after.CapacityMin || before.CapacityMax != after.CapacityMax {
 		out = append(out, "capacity")
 	}
+	if !slices.EqualFunc(before.Topologies, after.Topologies, func(a, b spec.Topology) bool { return maps.Equal(a.Segments, b.Segments) }) ||
+		!reflect.DeepEqual(before.TopologyRequest, after.TopologyRequest) {
+		out = append(out, "topology_request")
+	}
 	return out
 }
 
@@ -121,11 +150,13 @@ func TestChangesAreWhatNomadsUpdateChanges(t *testing.T) {
 		keep bool
 	}{{"Nomad 1.9.5", false}, {"Nomad 1.9.6", true}}
 	capability := []*api.CSIVolumeCapability{{AccessMode: "single-node-writer", AttachmentMode: "file-system"}}
+	n1 := []*api.CSITopology{{Segments: map[string]string{"node": "n1"}}}
 	for _, tc := range []struct {
 		name    string
 		have    api.CSIVolume
 		want    spec.Volume
 		refused []string
+		refusal string // what Nomad's refusal says (default: parameters')
 	}{
 		{name: "Nomad's context, none here",
 			have: api.CSIVolume{Context: map[string]string{"node_attach_driver": "nfs"}}},
@@ -143,6 +174,22 @@ func TestChangesAreWhatNomadsUpdateChanges(t *testing.T) {
 		{name: "another capacity here",
 			have: api.CSIVolume{RequestedCapacityMin: 1 << 30},
 			want: spec.Volume{CapacityMin: 2 << 30}},
+		{name: "the same topology here",
+			have: api.CSIVolume{Topologies: n1, RequestedTopologies: &api.CSITopologyRequest{Required: n1}},
+			want: spec.Volume{TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"node": "n1"}}}}}},
+		{name: "another topology here",
+			have:    api.CSIVolume{Topologies: n1, RequestedTopologies: &api.CSITopologyRequest{Required: n1}},
+			want:    spec.Volume{TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"node": "n2"}}}}},
+			refused: []string{"topology_request"}, refusal: "not compatible with existing topology"},
+		{name: "Nomad's topology, none here",
+			have:    api.CSIVolume{Topologies: n1, RequestedTopologies: &api.CSITopologyRequest{Required: n1}},
+			refused: []string{"topology_request"}, refusal: "not compatible with existing topology"},
+		{name: "Nomad's topology, preferred too",
+			have:    api.CSIVolume{Topologies: n1, RequestedTopologies: &api.CSITopologyRequest{Required: n1, Preferred: n1}},
+			want:    spec.Volume{TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"node": "n1"}}}}},
+			refused: []string{"topology_request"}, refusal: "not compatible with existing topology"},
+		{name: "a topology here, none in Nomad",
+			want: spec.Volume{TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"node": "n1"}}}}}},
 	} {
 		for _, nv := range nomads {
 			t.Run(tc.name+"/"+nv.name, func(t *testing.T) {
@@ -177,7 +224,8 @@ func TestChangesAreWhatNomadsUpdateChanges(t *testing.T) {
 				if !slices.Equal(refused, tc.refused) {
 					t.Errorf("Refused said %q; want %q", refused, tc.refused)
 				}
-				if (herr != nil) != (len(tc.refused) > 0) || herr != nil && !strings.Contains(herr.Error(), "cannot be updated") {
+				refusal := cmp.Or(tc.refusal, "cannot be updated")
+				if (herr != nil) != (len(tc.refused) > 0) || herr != nil && !strings.Contains(herr.Error(), refusal) {
 					t.Errorf("registration: %v; want it refused only for %q", herr, tc.refused)
 				}
 			})
@@ -185,20 +233,24 @@ func TestChangesAreWhatNomadsUpdateChanges(t *testing.T) {
 	}
 }
 
-// Every Nomad before 1.11.1 redacted a volume's secrets in its state as it answered a read of
-// the volume (GH-27176), and sent the plugin "[REDACTED]" for them from then on: volctl's
-// read-back after the registration did that to every volume with secrets it handed over.
-// Now a registration of a volume with secrets that was read back as sent is sent once more
-// (an update, not read back), which leaves Nomad with the secrets sent.
-func TestHandOverLeavesNomadTheSecrets(t *testing.T) {
-	secrets := spec.Secrets{"token": "s3cret"}
+// A Nomad before 1.11.1 (1.10.7 and 1.8.19 Enterprise) redacts a CSI volume's secrets and
+// mount flags in its state when it encodes the volume in place (GH-27176), but what a read
+// (GET /v1/volume/csi/ID, `nomad volume status`, `volctl nomad status`) encodes is a copy
+// (state.CSIVolumeByID returns vol.Copy(), whose secrets map and mount options are its own):
+// only its event stream encodes the volume Nomad holds. volctl registered every volume with
+// secrets a second time after its read-back, on the belief that the read-back had erased them:
+// a second Raft write and a second ControllerValidateVolumeCapabilities at the plugin for
+// nothing (and none against an event-stream subscriber, whose event of the second would
+// redact them again). Now the registration is sent once, and Nomad, read back and read again
+// as a status reads it, keeps the secrets and mount flags sent.
+func TestHandOverSendsTheSecretsOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		n    *mergingNomad
 	}{
-		{"a new volume", &mergingNomad{none: true, redactsOnRead: true}},
-		{"an update", &mergingNomad{redactsOnRead: true, vol: api.CSIVolume{ID: "db", Namespace: "default", PluginID: "hp", ExternalID: "ext-db",
-			Secrets: api.CSISecrets{"token": "old"}}}},
+		{"a new volume", &mergingNomad{none: true}},
+		{"an update", &mergingNomad{vol: api.CSIVolume{ID: "db", Namespace: "default", PluginID: "hp", ExternalID: "ext-db",
+			Secrets: api.CSISecrets{"token": "old"}, MountOptions: &api.CSIMountOptions{}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.n)
@@ -207,19 +259,31 @@ func TestHandOverLeavesNomadTheSecrets(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := spec.Volume{ID: "db", Namespace: "default", PluginID: "hp", ExternalID: "ext-db", Secrets: secrets,
+			v := spec.Volume{ID: "db", Namespace: "default", PluginID: "hp", ExternalID: "ext-db", Secrets: spec.Secrets{"token": "s3cret"},
+				MountOptions: &spec.MountOptions{MountFlags: spec.MountFlags{"password=hunter2", "ro"}},
 				Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
 			done, err := c.HandOver(context.Background(), v, true)
 			if err != nil || !done.OK {
 				t.Fatalf("handover: %+v, %v", done, err)
 			}
+			for range 2 { // what volctl nomad status reads
+				if _, err := c.Volume(context.Background(), "db", "default"); err != nil {
+					t.Fatal(err)
+				}
+			}
 			tc.n.mu.Lock()
 			defer tc.n.mu.Unlock()
-			if got := tc.n.vol.Secrets["token"]; got != "s3cret" {
-				t.Errorf("after the handover, Nomad holds secret token = %q, and sends the plugin that; want the one sent", got)
+			if tc.n.puts != 1 {
+				t.Errorf("the handover sent %d registrations, want 1", tc.n.puts)
 			}
-			if done.Index != uint64(7+tc.n.puts-1) {
-				t.Errorf("handover index %d, want %d, the last registration's", done.Index, 7+tc.n.puts-1)
+			if got := tc.n.vol.Secrets["token"]; got != "s3cret" {
+				t.Errorf("after the handover and two reads, Nomad holds secret token = %q; want the one sent", got)
+			}
+			if got := tc.n.vol.MountOptions.MountFlags; !slices.Equal(got, []string{"password=hunter2", "ro"}) {
+				t.Errorf("after the handover and two reads, Nomad holds mount flags %q; want the ones sent", got)
+			}
+			if done.Index != 7 {
+				t.Errorf("handover index %d, want 7, the registration's", done.Index)
 			}
 		})
 	}
