@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -133,4 +134,64 @@ func TestReadmeTourPutsVolctlOnPath(t *testing.T) {
 		}
 	}
 	t.Fatal("the tour runs no volctl command")
+}
+
+// TestReadmeTourIsScripted: every volctl command of the README's tour, and every `volctl ...`
+// the paragraphs after it quote (up to the exit codes), is run by testdata/script/
+// readme_tour.txtar, the tour's in its order, with the tour's /tmp/volctl-tour as $WORK/tour.
+// A command the README changes, or adds, fails here until the script runs it as written; the
+// script holds each command to what the README says it does. `volctl tui` and `volctl agent`
+// are left to tui.txtar and agent.txtar: a dashboard and a daemon.
+func TestReadmeTourIsScripted(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "script", "readme_tour.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The script's commands, without what runs them: "exec", "exitcode N", "! exec".
+	runner := regexp.MustCompile(`^(\[[^]]+\] )*(! )?(exec|exitcode [0-9]+) `)
+	var ran []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if loc := runner.FindStringIndex(l); loc != nil {
+			ran = append(ran, strings.TrimSuffix(strings.TrimSpace(l[loc[1]:]), " &hp&"))
+		}
+	}
+	asScripted := func(c string) string { return strings.ReplaceAll(c, "/tmp/volctl-tour", "$WORK/tour") }
+
+	blocks := readmeBlocks(t)
+	next := 0 // the tour's commands run in its order
+	for _, line := range blocks[1] {
+		c := command(line)
+		i := strings.Index(c, "volctl ")
+		if i < 0 || strings.HasPrefix(c, "export ") {
+			continue
+		}
+		c = asScripted(strings.TrimSuffix(strings.TrimSuffix(c[i:], " &"), ")")) // TARGET=$(volctl ...)
+		j := slices.Index(ran[next:], c)
+		if j < 0 {
+			t.Errorf("README tour runs %q; readme_tour.txtar does not, after %q", c, ran[max(next-1, 0)])
+			continue
+		}
+		next += j + 1
+	}
+
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := string(readme)
+	after = after[strings.LastIndex(after, strings.Join(blocks[1][len(blocks[1])-2:], "\n")):]
+	after, _, _ = strings.Cut(after, "\nExit codes:")
+	quoted := regexp.MustCompile("`(volctl [^`]+)`").FindAllStringSubmatch(strings.ReplaceAll(after, "\n", " "), -1)
+	if len(quoted) < 10 {
+		t.Fatalf("the paragraphs after the README's tour quote %d volctl commands; want the groups', snapshots', export's and handover's", len(quoted))
+	}
+	for _, q := range quoted {
+		c := asScripted(q[1])
+		if c == "volctl tui" || c == "volctl agent" {
+			continue
+		}
+		if !slices.ContainsFunc(ran, func(r string) bool { return r == c || strings.HasPrefix(r, c+" ") }) {
+			t.Errorf("README quotes `%s` after its tour; readme_tour.txtar does not run it", q[1])
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/volctl/volctl/internal/atomicfile"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/iostreams"
@@ -260,7 +261,7 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 	var printErr error
 	for _, f := range files {
 		path := filepath.Join(opts.OutDir, f.name)
-		if err := writeFileAtomic(path, f.data, f.mode); err != nil {
+		if err := atomicfile.Write(path, f.data, f.mode); err != nil {
 			return fmt.Errorf("export nomad: %s: %w", f.what, err)
 		}
 		if printErr == nil {
@@ -403,46 +404,6 @@ func flagValue(args []string, name string) string {
 	}
 	return ""
 }
-
-// writeFileAtomic writes data to path through a temporary file in the same directory, with
-// mode set before any byte is written.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".volctl-export-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	// On disk before the rename, and the rename on disk before the command says it wrote the
-	// file: after a power loss the path holds the old file or the whole new one, never an
-	// empty or partial one.
-	if err := syncFile(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	return syncFile(dir)
-}
-
-// syncFile is (*os.File).Sync; a test records what writeFileAtomic syncs.
-var syncFile = (*os.File).Sync
 
 func orUnknown(s string) string {
 	if s == "" {

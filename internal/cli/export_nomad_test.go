@@ -499,7 +499,7 @@ func TestExportNomadReplacesWhatIsAtTheDestination(t *testing.T) {
 	}
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".volctl-export-") {
+		if strings.HasPrefix(e.Name(), ".") {
 			t.Errorf("temporary file left: %s", e.Name())
 		}
 	}

@@ -128,3 +128,41 @@ func TestInitNamesVolumeAfterFile(t *testing.T) {
 		})
 	}
 }
+
+// `init group web.hcl` and `init plugin hp.hcl` write usage comments that name the file
+// written, as `init volume` does: the commands a new user copies from the example's head
+// named group.hcl and plugin.hcl, files that are not there. Standard output keeps the names.
+func TestInitUsageCommentsNameTheFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		kind spec.Kind
+		file string
+		want []string
+	}{
+		{spec.KindGroup, "web.hcl", []string{"#   volctl validate web.hcl\n", "#   volctl group run web.hcl\n"}},
+		{spec.KindPlugin, "hp.hcl", []string{"#   volctl validate hp.hcl\n", "#   volctl plugin register hp.hcl\n"}},
+		{spec.KindGroup, "my group.hcl", []string{"#   volctl validate 'my group.hcl'\n", "#   volctl group run 'my group.hcl'\n"}},
+		{spec.KindGroup, "-", []string{"#   volctl group run group.hcl\n"}},
+	} {
+		ios, _, out, _ := iostreams.Test()
+		file := tt.file
+		if file != "-" {
+			file = filepath.Join(dir, tt.file)
+		}
+		if err := initRun(&InitOptions{IO: ios, Kind: tt.kind, File: file}); err != nil {
+			t.Fatal(err)
+		}
+		src := out.Bytes()
+		if file != "-" {
+			var err error
+			if src, err = os.ReadFile(file); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(string(src), w) {
+				t.Errorf("init %s %s: the example lacks %q:\n%s", tt.kind, tt.file, w, src)
+			}
+		}
+	}
+}

@@ -63,4 +63,31 @@ func TestTypedIDFlagsReadInNFC(t *testing.T) {
 	if err != nil || grp.Name != pre {
 		t.Errorf("group status %+q: %+q (%v), want %+q", dec, grp.Name, err, pre)
 	}
+	// Every other ID flag and ID argument (docs/architecture.md, Command line: `--alloc`,
+	// `--id`, `--volume`, `--plugin`, `--group`, and an ID typed as an argument). Before, this
+	// test named a few; a flag declared as a plain string was not seen.
+	check := func(what, got string, err error) {
+		t.Helper()
+		if err != nil || got != pre {
+			t.Errorf("%s %+q: read as %+q (%v), want %+q", what, dec, got, err, pre)
+		}
+	}
+	ev, err := parseOptions(t, newCmdEvents, "--volume", dec, "--alloc", dec, "--plugin", dec)
+	check("events --volume", ev.Filter.VolumeID, err)
+	check("events --alloc", ev.Filter.Alloc, err)
+	check("events --plugin", ev.Filter.PluginID, err)
+	sl, err := parseOptions(t, newCmdVolumeSnapshotList, "--plugin", dec)
+	check("volume snapshot list --plugin", sl.PluginID, err)
+	sd, err := parseOptions(t, newCmdVolumeSnapshotDelete, dec, "snap-1", "--yes")
+	check("volume snapshot delete PLUGIN", sd.PluginID, err)
+	cl, err := parseOptions(t, newCmdVolumeClaim, dec, "--alloc", dec)
+	check("volume claim VOLUME", cl.VolumeID, err)
+	check("volume claim --alloc", cl.Alloc, err)
+	rl, err := parseOptions(t, newCmdVolumeRelease, dec, "--alloc", dec)
+	check("volume release VOLUME", rl.VolumeID, err)
+	check("volume release --alloc", rl.Alloc, err)
+	ps, err := parseOptions(t, newCmdPluginStatus, dec)
+	check("plugin status ID", ps.ID, err)
+	pd, err := parseOptions(t, newCmdPluginDeregister, dec)
+	check("plugin deregister ID", pd.ID, err)
 }

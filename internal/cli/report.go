@@ -12,6 +12,7 @@ import (
 	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -24,7 +25,7 @@ func (f *Factory) Report(err error) int {
 		err = unprinted(f.IO.OutError())
 	}
 	if err != nil && !isSilent(err) {
-		fmt.Fprintf(f.IO.ErrOut, "Error: %s%s\n", escapeLines(err.Error()), outOfFilesAdvice(err))
+		fmt.Fprintf(f.IO.ErrOut, "Error: %s%s%s\n", escapeLines(err.Error()), outOfFilesAdvice(err), f.notFoundAdvice(err))
 	}
 	return ExitCode(err)
 }
@@ -54,6 +55,22 @@ func outOfFilesAdvice(err error) string {
 			"or, when the words are the plugin's, the plugin (raise its service's limit); %s", limit, again)
 	}
 	return ""
+}
+
+// notFoundAdvice is what to do, appended to an error saying a volume, plugin, group or claim is
+// not in the state: name the state dir looked in, as a new user's volume "not found" is most
+// often in another one (made with sudo, as root's is /var/lib/volctl, or with another
+// VOLCTL_STATE_DIR), or mistyped, which a listing shows.
+func (f *Factory) notFoundAdvice(err error) string {
+	if !errors.Is(err, engine.ErrNotFound) {
+		return ""
+	}
+	dir, derr := f.StateDir()
+	if derr != nil || strings.Contains(err.Error(), dir) {
+		return ""
+	}
+	return fmt.Sprintf("\nvolctl looked in state dir %s (`volctl status` lists its plugins and volumes, `volctl group status` its groups); "+
+		"what was made as another user (sudo) or with another --state-dir or VOLCTL_STATE_DIR is in that state dir, not this one.", shellquote.Arg(dir))
 }
 
 // unprinted is the error of a command that succeeded but whose output did not all reach stdout

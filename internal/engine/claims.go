@@ -456,8 +456,8 @@ func describeCapabilities(caps []spec.Capability) string {
 func checkAdmission(v store.Volume, live []store.Claim, mode store.ClaimMode, c spec.Capability) error {
 	if len(live) > 0 && v.AccessMode != "" {
 		if c.AccessMode != v.AccessMode || c.AttachmentMode != v.AttachmentMode {
-			return conflictf("volume %q is in use as %s/%s by %s; this claim asks for %s/%s",
-				v.ID, v.AccessMode, v.AttachmentMode, holder(live[0]), c.AccessMode, c.AttachmentMode)
+			return conflictf("volume %q is in use as %s/%s by %s; this claim asks for %s/%s%s",
+				v.ID, v.AccessMode, v.AttachmentMode, holder(live[0]), c.AccessMode, c.AttachmentMode, wayOut(live[0]))
 		}
 	}
 	var readers, writers []store.Claim
@@ -471,18 +471,31 @@ func checkAdmission(v store.Volume, live []store.Claim, mode store.ClaimMode, c 
 	switch c.AccessMode {
 	case spec.SingleNodeReaderOnly:
 		if len(readers) > 0 {
-			return conflictf("volume %q is single-node-reader-only and %s holds it", v.ID, holder(readers[0]))
+			return conflictf("volume %q is single-node-reader-only and %s holds it%s", v.ID, holder(readers[0]), wayOut(readers[0]))
 		}
 	case spec.SingleNodeWriter:
 		if len(live) > 0 {
-			return conflictf("volume %q is single-node-writer and %s holds it", v.ID, holder(live[0]))
+			return conflictf("volume %q is single-node-writer and %s holds it%s", v.ID, holder(live[0]), wayOut(live[0]))
 		}
 	case spec.MultiNodeSingleWriter:
 		if mode == store.ClaimWrite && len(writers) > 0 {
-			return conflictf("volume %q is multi-node-single-writer and %s holds the write claim", v.ID, holder(writers[0]))
+			return conflictf("volume %q is multi-node-single-writer and %s holds the write claim%s", v.ID, holder(writers[0]), wayOut(writers[0]))
 		}
 	}
 	return nil
+}
+
+// wayOut is what frees a volume from the claim c that refused another: the command that
+// releases it (a group's claim by its group's stop, so that `group status` agrees), or nothing
+// where holder already says what finishes it (a release under way, a restore not finished).
+func wayOut(c store.Claim) string {
+	switch {
+	case c.Releasing || c.Degraded:
+		return ""
+	case c.Group != "":
+		return fmt.Sprintf(" (`%s` releases it)", shellquote.Command("volctl group stop", c.Group))
+	}
+	return fmt.Sprintf(" (`%s` releases it)", releaseCommand(c))
 }
 
 func holder(c store.Claim) string {

@@ -212,6 +212,8 @@ func TestAdmissionRules(t *testing.T) {
 					t.Fatalf("claim by %s: err %v, want %v", s.alloc, err, s.want)
 				case errors.Is(err, ErrConflict) && !strings.Contains(err.Error(), `alloc "`):
 					t.Fatalf("conflict does not name the holder: %v", err)
+				case errors.Is(err, ErrConflict) && !strings.Contains(err.Error(), "(`volctl volume release v --alloc "):
+					t.Fatalf("conflict does not say what releases the holder: %v", err)
 				}
 			}
 			// A refused claim leaves no trace.

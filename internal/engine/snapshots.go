@@ -346,13 +346,19 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		}
 		intent, err = tx.Snapshots().GetCreate(pluginID, snapshotID)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil
+			rec, recorded, err = recordNamed(tx, pluginID, snapshotID)
+			return err
 		}
 		pending = err == nil
 		return err
 	})
 	if err != nil {
 		return fail(err)
+	}
+	if recorded && rec.SnapshotID != snapshotID {
+		// Named by its NAME (the usage's SNAPSHOT_ID|NAME): the plugin knows it by its ID. Sent
+		// the name, a plugin answered OK for an ID it did not know, and the snapshot stayed.
+		snapshotID = rec.SnapshotID
 	}
 	named := "" // the NAME a pending snapshot was named by, once its ID is learnt
 	if pending {
@@ -420,6 +426,21 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		return fail(err)
 	}
 	return nil
+}
+
+// recordNamed is the snapshot of pluginID recorded under name, if one is (a plugin's snapshot
+// names are unique: NameTaken).
+func recordNamed(tx *store.Tx, pluginID, name string) (store.Snapshot, bool, error) {
+	all, err := tx.Snapshots().List(pluginID)
+	if err != nil {
+		return store.Snapshot{}, false, err
+	}
+	for _, sn := range all {
+		if sn.Name == name && sn.PluginID == pluginID {
+			return sn, true, nil
+		}
+	}
+	return store.Snapshot{}, false, nil
 }
 
 // keptIntent is a create's error that keeps its intent (a snapshot's or a volume's): the

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/volctl/volctl/internal/atomicfile"
 )
 
 // stateVersion is bumped when the metadata layout changes incompatibly. Version 1 was one
@@ -300,9 +302,8 @@ func (s *state) saveSnapshot(root, id string) error {
 	return saveObject(root, "snapshots", id, b)
 }
 
-// saveObject writes b to meta/KIND/ID.json atomically — a temp file in the same directory,
-// fsynced, renamed over the old one, and the directory fsynced, so a crash leaves either the old
-// or the new record — or removes it when b is nil.
+// saveObject writes b to meta/KIND/ID.json atomically (atomicfile: a crash leaves either the old
+// or the new record), or removes it when b is nil.
 func saveObject(root, kind, id string, b []byte) error {
 	meta := filepath.Join(root, metaDir)
 	dir := filepath.Join(meta, kind)
@@ -316,27 +317,10 @@ func saveObject(root, kind, id string, b []byte) error {
 	if err := ensureMetaDir(meta, dir); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*.json")
-	if err != nil {
+	if err := atomicfile.Write(path, b, 0o600); err != nil {
 		return fmt.Errorf("saving state: %w", err)
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op once renamed
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("saving state: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("saving state: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("saving state: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("saving state: %w", err)
-	}
-	return syncDir(dir)
+	return nil
 }
 
 // ensureMetaDir creates meta/KIND (and meta/VERSION) the first time something is saved.

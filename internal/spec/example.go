@@ -23,13 +23,23 @@ func Example(kind Kind) ([]byte, error) {
 
 // ExampleFor returns the example of a kind as `volctl init` writes it to file: a volume spec is
 // named after the file (web.hcl holds volume "web"), unless the file is the default volume.hcl
-// or "-" or its name is no valid new volume ID (ValidateNewID), and its usage comments name the file.
+// or "-" or its name is no valid new volume ID (ValidateNewID); the usage comments of every
+// kind name the file.
 func ExampleFor(kind Kind, file string) ([]byte, error) {
 	src, err := Example(kind)
-	if err != nil || kind != KindVolume || file == "-" {
+	if err != nil || file == "-" {
 		return src, err
 	}
 	base := filepath.Base(file)
+	if kind != KindVolume {
+		// The usage comments name the file written, as a volume's do: the example's own name
+		// (plugin.hcl, group.hcl) is a file a user who wrote web.hcl does not have.
+		if strings.ContainsAny(base, "\n\r") { // the command is a line of a comment
+			return src, nil
+		}
+		own := " " + string(kind) + ".hcl\n"
+		return []byte(strings.ReplaceAll(string(src), own, " "+shellWord(base)+"\n")), nil
+	}
 	id := strings.TrimSuffix(base, filepath.Ext(base))
 	if base == "volume.hcl" || ValidateNewID("volume ID", id) != nil {
 		return src, nil

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/volctl/volctl/internal/atomicfile"
 	"github.com/volctl/volctl/internal/backoff"
 )
 
@@ -83,12 +84,12 @@ func checkPath(ctx context.Context, dir string, wait time.Duration, log *slog.Lo
 			continue // read again under the lock: another process may have recorded meanwhile
 		}
 		if errors.Is(err, fs.ErrNotExist) {
-			err = writeNew(file, []byte(real+"\n"))
+			err = atomicfile.WriteNew(file, []byte(real+"\n"), 0o600)
 			if errors.Is(err, fs.ErrExist) {
 				continue // recorded meanwhile by another process: check against it
 			}
 		} else {
-			err = writeAtomic(file, []byte(real+"\n")) // a moved state dir's stale record, or an empty one
+			err = atomicfile.Write(file, []byte(real+"\n"), 0o600) // a moved state dir's stale record, or an empty one
 		}
 		if err != nil {
 			log.Warn("state dir: cannot record the path it is used at", "file", file, "err", err)
@@ -148,41 +149,4 @@ func sameDir(a, b string) bool {
 	}
 	ib, err := idAt(b)
 	return err == nil && ia == ib
-}
-
-// writeAtomic replaces the file at path with data, mode 0600: written beside it and renamed over
-// it, so a reader finds the old content or the new, never a part.
-func writeAtomic(path string, data []byte) error {
-	return writeBeside(path, data, os.Rename)
-}
-
-// writeNew is writeAtomic for a file that must not exist yet: linked into place, it fails with
-// fs.ErrExist, changing nothing, when another process made it first.
-func writeNew(path string, data []byte) error {
-	return writeBeside(path, data, func(tmp, path string) error {
-		err := os.Link(tmp, path)
-		_ = os.Remove(tmp)
-		return err
-	})
-}
-
-// writeBeside writes data to a new file beside path (mode 0600) and puts it in place with
-// place(tmp, path); the temporary file goes if that fails.
-func writeBeside(path string, data []byte, place func(tmp, path string) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = place(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-	}
-	return err
 }
