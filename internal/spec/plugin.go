@@ -269,7 +269,7 @@ func SocketEndpoint(name, s string) (path, problem string) {
 		}
 		return path, ""
 	case strings.HasPrefix(rest, "//") || isPort(rest):
-		return "", fmt.Sprintf("%s %s is a network address, and only unix sockets are supported: volctl reaches CSI plugins on this host, on the socket they serve on; give its path (PATH or unix:///PATH).", name, QuoteName(s))
+		return "", fmt.Sprintf("%s %s is a network address, and only unix sockets are supported: volctl and its CSI plugins meet on this host, on the socket the plugin serves on; give its path (PATH or unix:///PATH).", name, QuoteName(s))
 	}
 	return s, "" // "a:b.sock", a file name with a colon
 }
