@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 
@@ -35,6 +36,19 @@ func wrapHelp(c *cobra.Command) {
 	}
 	c.SetHelpTemplate(help)
 	c.SetUsageTemplate(usage)
+	// Help from a template is written by text/template, whose write error cobra prints
+	// ("write |1: broken pipe" after `volctl --help | head -1`). It is made whole here, then
+	// written, and a failed write is told as any other output's is (Report, IOStreams.OutError;
+	// a reader gone, EPIPE, not at all).
+	templated := c.HelpFunc()
+	c.SetHelpFunc(func(cmd *cobra.Command, args []string) {
+		out := cmd.OutOrStdout()
+		var buf bytes.Buffer
+		cmd.SetOut(&buf)
+		templated(cmd, args)
+		cmd.SetOut(out)
+		_, _ = out.Write(buf.Bytes())
+	})
 }
 
 // wrapProse fills each paragraph of text (lines between blank ones) to helpWidth columns,
