@@ -40,7 +40,7 @@ func newCmdEvents(f *Factory, runF func(*EventsOptions) error) *cobra.Command {
 	opts := &EventsOptions{IO: f.IO, Engine: f.Engine, Now: time.Now, Poll: eventsPoll}
 	cmd := &cobra.Command{
 		Use:   "events",
-		Short: "Show the event log (what the dashboard's events view shows), or follow it",
+		Short: "Show the event log (the dashboard's events view), or follow it",
 		Long: `The event log, oldest first: claims and releases, RPC errors, plugin health changes,
 volume creates and deletes — what the dashboard (volctl tui) shows in its events view. The
 log keeps the newest events only (store.WithEventLimit; 10,000 by default).

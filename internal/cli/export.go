@@ -44,15 +44,18 @@ func newCmdExportNomad(f *Factory, runF func(*ExportNomadOptions) error) *cobra.
 	opts := &ExportNomadOptions{IO: f.IO, Engine: f.Engine}
 	cmd := &cobra.Command{
 		Use:   "nomad [VOLUME...] [--group NAME]... [--all] [--out DIR]",
-		Short: "Write volumes, groups and volctl's plugin as files Nomad accepts unchanged",
+		Short: "Write volumes, groups and volctl's plugin as files for Nomad",
 		Long: `Write files for moving to a Nomad cluster, into --out (default ./nomad):
 
-  volume-ID.hcl          per volume, a register spec in Nomad's format: the recorded
-                         external_id (a volume volctl created is registered, not created again),
-                         capabilities, mount options, parameters, the plugin's context, its
-                         accessible topology as topology_request.required, and its capacity
-  job-GROUP.nomad.hcl    per group, a job whose group keeps its volume blocks and gets one task
-                         per volume_mount; {index} becomes ${NOMAD_ALLOC_INDEX}
+  volume-ID.hcl          per volume, a register spec in Nomad's format: the
+                         recorded external_id (a volume volctl created is
+                         registered, not created again), capabilities, mount
+                         options, parameters, the plugin's context, its
+                         accessible topology as topology_request.required,
+                         and its capacity
+  job-GROUP.nomad.hcl    per group, a job whose group keeps its volume blocks
+                         and gets one task per volume_mount; {index} becomes
+                         ${NOMAD_ALLOC_INDEX}
   plugin-ID.nomad.hcl    for volctl's own hostpath plugin, a system job running
                          volctl plugin serve hostpath as a csi_plugin monolith
 

@@ -88,22 +88,44 @@ type probeCapabilities struct {
 	Node       []string `json:"node"`
 }
 
-// sockets returns the controller and node socket paths the flags name.
-// socketFlagPath is a socket flag's path: flags take PATH or unix://PATH, as CSI_ENDPOINT
-// and plugin docs write it.
-func socketFlagPath(s string) string { return strings.TrimPrefix(s, "unix://") }
+// socketFlags reads socket flags: each PATH, unix:///PATH or unix:/PATH (spec.SocketEndpoint),
+// as CSI_ENDPOINT and plugin docs write it; an empty flag is "". An endpoint that names no
+// socket path (tcp://, host:port, a relative unix:// URL) is a usage error saying why.
+func socketFlags(command string, flags ...socketFlag) error {
+	for _, f := range flags {
+		if *f.value == "" {
+			continue
+		}
+		path, problem := spec.SocketEndpoint("--"+f.name, *f.value)
+		if problem != "" {
+			return usageError("%s: %s", command, strings.TrimSuffix(problem, "."))
+		}
+		*f.value = path
+	}
+	return nil
+}
 
+// socketFlag is a socket flag's name and value, for socketFlags to read.
+type socketFlag struct {
+	name  string
+	value *string
+}
+
+// sockets returns the controller and node socket paths the flags name.
 func (o *PluginProbeOptions) sockets() (controller, node string, err error) {
-	path := socketFlagPath
+	sock, ctrlSock, nodeSock := o.Socket, o.ControllerSocket, o.NodeSocket
+	if err := socketFlags("plugin probe", socketFlag{"socket", &sock}, socketFlag{"controller-socket", &ctrlSock}, socketFlag{"node-socket", &nodeSock}); err != nil {
+		return "", "", err
+	}
 	switch {
-	case o.Socket != "" && (o.ControllerSocket != "" || o.NodeSocket != ""):
+	case sock != "" && (ctrlSock != "" || nodeSock != ""):
 		return "", "", usageError("plugin probe: --socket is for a monolith; give a split plugin's sockets with --controller-socket and --node-socket only")
-	case o.Socket != "":
-		controller, node = path(o.Socket), path(o.Socket)
-	case o.ControllerSocket == "" && o.NodeSocket == "":
+	case sock != "":
+		controller, node = sock, sock
+	case ctrlSock == "" && nodeSock == "":
 		return "", "", usageError("plugin probe: --socket is required (or --controller-socket and/or --node-socket for a split plugin)")
 	default:
-		controller, node = path(o.ControllerSocket), path(o.NodeSocket)
+		controller, node = ctrlSock, nodeSock
 	}
 	// A path no socket can have (too long for sun_path) is said as plugin register says it,
 	// not left to the dial, whose "does not exist (is the plugin running?)" cannot be helped.
@@ -113,9 +135,9 @@ func (o *PluginProbeOptions) sockets() (controller, node string, err error) {
 		}
 		abs, err := filepath.Abs(s)
 		if err != nil {
-			return "", "", fmt.Errorf("plugin probe: socket %s: %w", s, err)
+			return "", "", fmt.Errorf("plugin probe: socket %s: %w", spec.QuoteName(s), err)
 		}
-		if problem := spec.SocketPathProblem("socket "+s, abs); problem != "" {
+		if problem := spec.SocketPathProblem("socket "+spec.QuoteName(s), abs); problem != "" {
 			return "", "", usageError("plugin probe: %s", problem)
 		}
 	}

@@ -102,10 +102,13 @@ be reached or fingerprinted.`,
 
 // flagPlugin builds the plugin the flags declare, placing --socket as a plugin block places
 // socket: the one socket of a monolith, or a controller's or node plugin's only socket.
-func (o *PluginRegisterOptions) flagPlugin() spec.Plugin {
-	p := spec.Plugin{ID: o.ID, Type: spec.PluginType(o.Type), Timeout: o.Timeout,
-		ControllerSocket: socketFlagPath(o.ControllerSocket), NodeSocket: socketFlagPath(o.NodeSocket)}
-	switch sock := socketFlagPath(o.Socket); {
+func (o *PluginRegisterOptions) flagPlugin() (spec.Plugin, error) {
+	sock, ctrlSock, nodeSock := o.Socket, o.ControllerSocket, o.NodeSocket
+	if err := socketFlags("plugin register", socketFlag{"socket", &sock}, socketFlag{"controller-socket", &ctrlSock}, socketFlag{"node-socket", &nodeSock}); err != nil {
+		return spec.Plugin{}, err
+	}
+	p := spec.Plugin{ID: o.ID, Type: spec.PluginType(o.Type), Timeout: o.Timeout, ControllerSocket: ctrlSock, NodeSocket: nodeSock}
+	switch {
 	case p.Type == spec.PluginController && o.ControllerSocket == "":
 		p.ControllerSocket = sock
 	case p.Type == spec.PluginNode && o.NodeSocket == "":
@@ -113,7 +116,7 @@ func (o *PluginRegisterOptions) flagPlugin() spec.Plugin {
 	default:
 		p.Socket = sock
 	}
-	return p
+	return p, nil
 }
 
 // plugins returns the plugins to register: all of every file, or the one of the flags. Specs
@@ -123,7 +126,10 @@ func (o *PluginRegisterOptions) plugins(ctx context.Context) ([]spec.Plugin, err
 		return nil, usageError("plugin register: --wait must not be negative, got %s", o.Wait)
 	}
 	if len(o.Files) == 0 {
-		p := o.flagPlugin()
+		p, err := o.flagPlugin()
+		if err != nil {
+			return nil, err
+		}
 		if o.Timeout < 0 {
 			return nil, usageError("plugin register: --timeout must not be negative, got %s", o.Timeout)
 		}

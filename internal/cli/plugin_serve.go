@@ -67,9 +67,9 @@ in doubt.`,
 
 // pluginServeHostpathRun checks the options and serves until ctx is done.
 func pluginServeHostpathRun(ctx context.Context, opts *PluginServeHostpathOptions) error {
-	endpoint := opts.Socket
+	endpoint, from := opts.Socket, "--socket"
 	if endpoint == "" && opts.Getenv != nil {
-		endpoint = opts.Getenv("CSI_ENDPOINT")
+		endpoint, from = opts.Getenv("CSI_ENDPOINT"), "CSI_ENDPOINT"
 	}
 	switch {
 	case endpoint == "":
@@ -80,6 +80,9 @@ func pluginServeHostpathRun(ctx context.Context, opts *PluginServeHostpathOption
 		return usageError("plugin serve hostpath: --node-id is required")
 	case opts.MaxVolumes < 0:
 		return usageError("plugin serve hostpath: --max-volumes must not be negative, got %d", opts.MaxVolumes)
+	}
+	if _, problem := spec.SocketEndpoint(from, endpoint); problem != "" { // named as the user gave it
+		return usageError("plugin serve hostpath: %s", strings.TrimSuffix(problem, "."))
 	}
 	socket, err := hostpath.ParseEndpoint(endpoint)
 	if err != nil {

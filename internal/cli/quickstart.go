@@ -50,7 +50,7 @@ func newCmdQuickstart(f *Factory, runF func(*QuickstartOptions) error) *cobra.Co
 	opts := &QuickstartOptions{IO: f.IO, Now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "quickstart",
-		Short: "Run the whole volume lifecycle against the built-in plugin, then clean up",
+		Short: "Run the volume lifecycle on the built-in plugin, then clean up",
 		Long: `Run the whole lifecycle with nothing else installed: start volctl's own hostpath CSI plugin
 in this process, register it, create a volume, claim it, write a file through the claim's
 mount, show the volume's status, release the claim, delete the volume and deregister the

@@ -88,6 +88,7 @@ refused, volume in use), 70 volctl crashed (a panic: a bug in volctl, its text o
 	// --version as well as `volctl version`, printing the same line.
 	root.Version = buildinfo.String()
 	root.SetVersionTemplate("{{.Version}}\n")
+	wrapHelp(root)
 
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.stateDirFlag, "state-dir", "", "state directory (default $VOLCTL_STATE_DIR, /var/lib/volctl as root, else $XDG_STATE_HOME/volctl)")

@@ -55,13 +55,13 @@ func readSpecSources(ctx context.Context, in io.Reader, readFile func(string) ([
 	for i, name := range names {
 		s, err := readSpecSource(ctx, in, readFile, name)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("read %s: %w", s.Name, err))
+			errs = append(errs, fmt.Errorf("read %s: %w", spec.QuoteName(s.Name), err))
 			continue
 		}
 		if total += len(s.Src); total > maxSpecFilesSize {
 			// The rest are not read: the command does nothing with any.
 			errs = append(errs, usageError("the %d spec files hold more than %d MiB together (passed at %s, file %d), more than volctl reads in one command: give them in several commands",
-				len(names), maxSpecFilesSize>>20, s.Name, i+1))
+				len(names), maxSpecFilesSize>>20, spec.QuoteName(s.Name), i+1))
 			break
 		}
 		out = append(out, s)

@@ -92,10 +92,10 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 		s, err := readSpecSource(ctx, ios.In, opts.ReadFile, name)
 		if err != nil && ctx.Err() != nil {
 			// Not a file that cannot be read: the read gave up, and says so.
-			return fmt.Errorf("validate %s: %w", s.Name, err)
+			return fmt.Errorf("validate %s: %w", spec.QuoteName(s.Name), err)
 		}
 		if err != nil {
-			fmt.Fprintf(ios.ErrOut, "Error: %s\n", escapeLines(fmt.Sprintf("validate %s: %v", s.Name, err)))
+			fmt.Fprintf(ios.ErrOut, "Error: %s\n", escapeLines(fmt.Sprintf("validate %s: %v", spec.QuoteName(s.Name), err)))
 			unreadable = true
 			continue
 		}

@@ -119,7 +119,7 @@ func (c *Client) dial(socket string) (*endpoint, error) {
 	// CSI_ENDPOINT's unix:// form is what plugin docs print; take it as the path it names.
 	abs, err := filepath.Abs(strings.TrimPrefix(socket, "unix://"))
 	if err != nil {
-		return nil, fmt.Errorf("plugin socket %s: %w", socket, err)
+		return nil, fmt.Errorf("plugin socket %s: %w", spec.QuoteName(socket), err)
 	}
 	// gRPC reads its target as a URL: the path goes in escaped, so that a "#", "?" or "%41" in a
 	// file name is not read as a fragment, a query or an "A" (another socket, maybe another
@@ -130,7 +130,7 @@ func (c *Client) dial(socket string) (*endpoint, error) {
 		grpc.WithChainUnaryInterceptor(traceInterceptor(c.log, abs, c.pluginText, c.observe)),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("plugin socket %s: %w", abs, err)
+		return nil, fmt.Errorf("plugin socket %s: %w", spec.QuoteName(abs), err)
 	}
 	return &endpoint{
 		socket:     abs,

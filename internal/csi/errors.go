@@ -501,19 +501,19 @@ func socketProblem(socket string) (msg, hint string) {
 	fi, err := os.Stat(socket)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Sprintf("plugin socket %s does not exist", socket), "is the plugin running?"
+		return fmt.Sprintf("plugin socket %s does not exist", spec.QuoteName(socket)), "is the plugin running?"
 	case err != nil:
-		return fmt.Sprintf("plugin socket %s: %v", socket, err), "check the socket path and its permissions"
+		return fmt.Sprintf("plugin socket %s: %v", spec.QuoteName(socket), unnamed(err)), "check the socket path and its permissions"
 	case fi.Mode()&fs.ModeSocket == 0:
-		return fmt.Sprintf("plugin socket %s is not a socket", socket), "check the plugin's socket path"
+		return fmt.Sprintf("plugin socket %s is not a socket", spec.QuoteName(socket)), "check the plugin's socket path"
 	}
 	conn, err := net.DialTimeout("unix", socket, time.Second)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) {
-			return fmt.Sprintf("nothing is listening on plugin socket %s", socket),
+			return fmt.Sprintf("nothing is listening on plugin socket %s", spec.QuoteName(socket)),
 				"is the plugin running? the socket file may be left over from one that died"
 		}
-		return fmt.Sprintf("plugin socket %s: %v", socket, err), "check the socket's permissions"
+		return fmt.Sprintf("plugin socket %s: %v", spec.QuoteName(socket), unnamed(err)), "check the socket's permissions"
 	}
 	conn.Close()
 	return "", ""
@@ -558,4 +558,19 @@ func hint(rpc string, code codes.Code, plugin, socket string, timeout time.Durat
 		h = codeHints[code]
 	}
 	return strings.NewReplacer("{rpc}", rpc, "{plugin}", plugin, "{socket}", socket, "{timeout}", timeout.String()).Replace(h)
+}
+
+// unnamed is err without the path or address it names (an fs.PathError's, a net.OpError's):
+// the message names the socket already, quoted where it must be (spec.QuoteName), and the
+// error's own copy of it would print a newline in it raw.
+func unnamed(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return oe.Err
+	}
+	return err
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -344,6 +345,27 @@ func TestTimeoutFlag(t *testing.T) {
 		}
 		if tt.is(nil) || tt.is(errors.New("other")) {
 			t.Errorf("%s is true for nil or a plain error", tt.name)
+		}
+	}
+}
+
+// TestUnavailableQuotesASocketNamedWithAControlCharacter: a socket path holding a newline or an
+// escape (a directory name may) is quoted in the error, the character written out: printed raw,
+// the rest of the path read as a line of its own ("b.sock does not exist ..."), and an escape
+// sequence recoloured the terminal.
+func TestUnavailableQuotesASocketNamedWithAControlCharacter(t *testing.T) {
+	dir, err := os.MkdirTemp("", "csie")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	for _, name := range []string{"a\nb.sock", "a\x1b[31mb.sock"} {
+		socket := filepath.Join(dir, name)
+		c := csitest.NewClient(t, csi.Config{ControllerSocket: socket, NodeSocket: socket})
+		_, err = c.GetPluginInfo(context.Background())
+		want := "plugin socket " + strconv.Quote(socket) + " does not exist (is the plugin running?)"
+		if err == nil || !strings.Contains(err.Error(), want) || strings.ContainsAny(err.Error(), "\n\x1b") {
+			t.Errorf("GetPluginInfo = %q, want %q and no raw control character", err, want)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // GetPluginInfo returns the plugin's name, version and manifest.
@@ -82,7 +84,7 @@ func (c *Client) fingerprint(ctx context.Context) (*Fingerprint, error) {
 		}
 		if nodeInfo.Name != info.Name {
 			return nil, fmt.Errorf("controller socket %s serves plugin %q but node socket %s serves %q",
-				c.controller.socket, info.Name, c.node.socket, nodeInfo.Name)
+				spec.QuoteName(c.controller.socket), info.Name, spec.QuoteName(c.node.socket), nodeInfo.Name)
 		}
 	}
 	fp := &Fingerprint{Provider: info.Name, Version: info.VendorVersion, Manifest: info.Manifest}

@@ -8,13 +8,13 @@ package display
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
-	"github.com/dustin/go-humanize"
 
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -22,12 +22,35 @@ import (
 // None is what an empty cell or value shows.
 const None = "<none>"
 
-// Bytes renders a size as people read capacities ("10 GiB"); 0 or less is empty.
+// Bytes renders a size as people read capacities ("10 GiB", "1.5 MiB", "999 B"): under 10 of
+// its unit with one decimal, else none; 0 or less is empty. The size is rounded before its unit
+// is chosen: one a byte under 1 MiB is "1.0 MiB", not humanize.IBytes's "1024 KiB", and one
+// that rounds to 10 KiB is "10 KiB", not "10.0 KiB".
 func Bytes(n int64) string {
 	if n <= 0 {
 		return ""
 	}
-	return humanize.IBytes(uint64(n))
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, unit := float64(n)/1024, 0
+	for unit < len(iecUnits)-1 && shownSize(v) >= 1024 {
+		v, unit = v/1024, unit+1
+	}
+	if shownSize(v) < 10 {
+		return fmt.Sprintf("%.1f %s", v, iecUnits[unit])
+	}
+	return fmt.Sprintf("%.0f %s", v, iecUnits[unit])
+}
+
+var iecUnits = []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+
+// shownSize is v as Bytes prints it: to one decimal under 10, to a whole number from there.
+func shownSize(v float64) float64 {
+	if r := math.Round(v*10) / 10; r < 10 {
+		return r
+	}
+	return math.Round(v)
 }
 
 // Age renders how long ago t was in its largest whole unit: "45s", "2m", "5h", "3d"; empty for
@@ -70,19 +93,23 @@ func Stamp(now, t time.Time) string {
 }
 
 // Latency renders a duration with two significant digits at most, in the unit that reads:
-// "800µs", "1.2ms", "12ms", "5.0s", "1m30s"; 0 is empty.
+// "800µs", "1.2ms", "12ms", "5.0s", "1m30s", and "450ns" under a microsecond; 0 is empty. It
+// is rounded before its unit is chosen: 999.5µs is "1.0ms", not "1000µs", 9.96ms "10ms", not
+// "10.0ms", 59.97s "1m0s", not "60.0s".
 func Latency(d time.Duration) string {
 	switch {
 	case d <= 0:
 		return ""
-	case d < time.Millisecond:
+	case d.Round(time.Microsecond) == 0:
+		return fmt.Sprintf("%dns", d)
+	case d.Round(time.Microsecond) < time.Millisecond:
 		return fmt.Sprintf("%dµs", d.Round(time.Microsecond)/time.Microsecond)
-	case d < 10*time.Millisecond:
-		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
-	case d < time.Second:
+	case d.Round(100*time.Microsecond) < 10*time.Millisecond:
+		return fmt.Sprintf("%.1fms", float64(d.Round(100*time.Microsecond))/float64(time.Millisecond))
+	case d.Round(time.Millisecond) < time.Second:
 		return fmt.Sprintf("%dms", d.Round(time.Millisecond)/time.Millisecond)
-	case d < time.Minute:
-		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d.Round(100*time.Millisecond) < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Round(100*time.Millisecond).Seconds())
 	}
 	return d.Round(time.Second).String()
 }

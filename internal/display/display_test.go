@@ -104,3 +104,37 @@ func TestWidth(t *testing.T) {
 		}
 	}
 }
+
+// TestLatencyAtItsRoundingBoundaries: a latency is rounded before its unit is chosen, so a
+// value that rounds up into the next unit is shown in that unit ("1.0ms", not "1000µs"; "10ms",
+// not "10.0ms"), and one under a microsecond is not shown as none ("0µs").
+func TestLatencyAtItsRoundingBoundaries(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		1: "1ns", 499: "499ns", 500: "1µs",
+		999*time.Microsecond + 499: "999µs", 999*time.Microsecond + 500: "1.0ms",
+		9949 * time.Microsecond: "9.9ms", 9950 * time.Microsecond: "10ms", 9999 * time.Microsecond: "10ms",
+		999*time.Millisecond + 499*time.Microsecond: "999ms", 999*time.Millisecond + 500*time.Microsecond: "1.0s",
+		59949 * time.Millisecond: "59.9s", 59950 * time.Millisecond: "1m0s", 59999 * time.Millisecond: "1m0s",
+		time.Minute + 499*time.Millisecond: "1m0s", time.Minute + 500*time.Millisecond: "1m1s",
+	} {
+		if got := Latency(d); got != want {
+			t.Errorf("Latency(%d) = %q, want %q", int64(d), got, want)
+		}
+	}
+}
+
+// TestBytesAtItsRoundingBoundaries: a size is rounded before its unit is chosen, so one that
+// rounds up to 1024 of a unit is shown as 1.0 of the next ("1.0 MiB", not "1024 KiB"), and one
+// that rounds up to 10 has no decimal, as every size of 10 or more ("10 KiB", not "10.0 KiB").
+func TestBytesAtItsRoundingBoundaries(t *testing.T) {
+	for n, want := range map[int64]string{
+		1: "1 B", 1023: "1023 B", 1024: "1.0 KiB", 1075: "1.0 KiB", 1076: "1.1 KiB",
+		10188: "9.9 KiB", 10189: "10 KiB", 10239: "10 KiB", 10240: "10 KiB",
+		1<<20 - 513: "1023 KiB", 1<<20 - 512: "1.0 MiB", 1<<20 - 1: "1.0 MiB", 1 << 20: "1.0 MiB",
+		1<<30 - 1: "1.0 GiB", 10 << 30: "10 GiB", 1<<60 - 1: "1.0 EiB", 1<<63 - 1: "8.0 EiB",
+	} {
+		if got := Bytes(n); got != want {
+			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -509,13 +509,13 @@ var errNoSocket = errors.New("does not exist")
 func unreachableSocket(path string) error {
 	_, err := os.Stat(path)
 	if err == nil || errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("socket %s %w (is the plugin running?)", path, errNoSocket)
+		return fmt.Errorf("socket %s %w (is the plugin running?)", spec.QuoteName(path), errNoSocket)
 	}
 	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
 		err = pe.Err // the path is named already
 	}
 	return fmt.Errorf("socket %s: %w (volctl runs as uid %d: run it as the plugin's user or root, or check the socket's path and the permissions of its directories)",
-		path, err, os.Geteuid())
+		spec.QuoteName(path), err, os.Geteuid())
 }
 
 // PluginNotAnswering says err is a plugin that did not answer at all: its socket missing, or
@@ -678,7 +678,7 @@ func checkIdentity(p store.Plugin, fp *csi.Fingerprint, sockets []socketID) erro
 	}
 	return conflictf("socket %s now served by %q, registered as %q: no volume RPC goes to it "+
 		"(start %q on that socket again; if the driver changed on purpose, deregister the plugin and register it anew)",
-		sockets[0].path, fp.Provider, p.Fingerprint.Provider, p.Fingerprint.Provider)
+		spec.QuoteName(sockets[0].path), fp.Provider, p.Fingerprint.Provider, p.Fingerprint.Provider)
 }
 
 // noteCapabilityChange appends an event when a plugin comes back (a restart: a new socket
@@ -1012,7 +1012,7 @@ func (e *Engine) otherInstance(ctx context.Context, c *conn, full bool) (replace
 		fp = &csi.Fingerprint{Provider: info.Name}
 	}
 	if fp.Provider != c.fp.Provider {
-		return conflictf("socket %s now served by %q, registered as %q", c.sockets[0].path, fp.Provider, c.fp.Provider), nil
+		return conflictf("socket %s now served by %q, registered as %q", spec.QuoteName(c.sockets[0].path), fp.Provider, c.fp.Provider), nil
 	}
 	if !full {
 		return nil, nil

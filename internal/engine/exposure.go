@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // SocketExposure says why another user could stand in for the plugin at socket, or drive it,
@@ -33,13 +35,13 @@ func SocketExposure(socket string) string {
 		enterable = mode&0o001 != 0
 		switch {
 		case st != nil && !trusted(st.Uid):
-			return fmt.Sprintf("socket %s is in %s, which uid %d owns: %s", socket, dir, st.Uid, risk)
+			return fmt.Sprintf("socket %s is in %s, which uid %d owns: %s", spec.QuoteName(socket), spec.QuoteName(dir), st.Uid, risk)
 		case mode&0o002 != 0 || st != nil && mode&0o020 != 0 && st.Gid != 0 && int(st.Gid) != os.Getegid():
 			shown := uint32(mode)
 			if fi.Mode()&os.ModeSticky != 0 {
 				shown |= 0o1000
 			}
-			return fmt.Sprintf("socket %s is in %s, which other users may write (mode %#o): %s", socket, dir, shown, risk)
+			return fmt.Sprintf("socket %s is in %s, which other users may write (mode %#o): %s", spec.QuoteName(socket), spec.QuoteName(dir), shown, risk)
 		}
 	}
 	fi, err := os.Lstat(socket)
@@ -49,12 +51,12 @@ func SocketExposure(socket string) string {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	switch {
 	case ok && !trusted(st.Uid):
-		return fmt.Sprintf("socket %s is owned by uid %d, another user, whose process may be what listens there; if it is not the plugin, %s", socket, st.Uid, risk)
+		return fmt.Sprintf("socket %s is owned by uid %d, another user, whose process may be what listens there; if it is not the plugin, %s", spec.QuoteName(socket), st.Uid, risk)
 	case fi.Mode()&os.ModeSocket != 0 && fi.Mode().Perm()&0o002 != 0 && enterable:
 		return fmt.Sprintf("socket %s may be connected to by every user (mode %#o), in %s, which every user may enter: "+
 			"any local user could send the plugin requests, NodePublishVolume of a volume wherever they like among them, carried out as the plugin's user; "+
 			"start the plugin with a socket only root (or its user) may write (mode 0660 or 0600), or in a directory only they may enter",
-			socket, uint32(fi.Mode().Perm()), dir)
+			spec.QuoteName(socket), uint32(fi.Mode().Perm()), spec.QuoteName(dir))
 	}
 	return ""
 }

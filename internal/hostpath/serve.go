@@ -23,27 +23,21 @@ import (
 // socket: two plugins on one socket would split the orchestrator's calls between them.
 var ErrSocketInUse = errors.New("another plugin instance is listening on it")
 
-// ParseEndpoint returns the socket path of a CSI endpoint, given as a path or as unix://PATH
-// (the form supervisors pass in CSI_ENDPOINT). Other schemes are refused: CSI plugins are
-// reached on unix sockets.
+// ParseEndpoint returns the socket path of a CSI endpoint, given as a path or as unix:///PATH
+// or unix:/PATH (the forms supervisors pass in CSI_ENDPOINT), made absolute. Other schemes, a
+// host:port and a unix: URL of a relative path are refused (spec.SocketEndpoint): CSI plugins
+// are reached on unix sockets.
 func ParseEndpoint(endpoint string) (string, error) {
-	path := endpoint
-	switch {
-	case endpoint == "":
+	if endpoint == "" {
 		return "", errors.New("endpoint is empty")
-	case strings.HasPrefix(endpoint, "unix://"):
-		path = strings.TrimPrefix(endpoint, "unix://")
-	case strings.HasPrefix(endpoint, "unix:"):
-		path = strings.TrimPrefix(endpoint, "unix:")
-	case strings.Contains(endpoint, "://"):
-		return "", fmt.Errorf("endpoint %q: only unix sockets are supported (unix://PATH or PATH)", endpoint)
 	}
-	if path == "" {
-		return "", fmt.Errorf("endpoint %q: no socket path", endpoint)
+	path, problem := spec.SocketEndpoint("endpoint", endpoint)
+	if problem != "" {
+		return "", errors.New(strings.TrimSuffix(problem, "."))
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", fmt.Errorf("endpoint %q: %w", endpoint, err)
+		return "", fmt.Errorf("endpoint %s: %w", spec.QuoteName(endpoint), err)
 	}
 	return abs, nil
 }

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -148,8 +149,8 @@ func (d *decoder) plugin(b *hcl.Block) *Plugin {
 	sockets := map[string]string{}
 	for _, name := range []string{"socket", "controller_socket", "node_socket"} {
 		if s, ok := d.str(attr(name)); ok {
-			if d.socketPath(name, s, attr(name).Expr.Range()) {
-				sockets[name] = s
+			if path, ok := d.socketPath(name, s, attr(name).Expr.Range()); ok {
+				sockets[name] = path
 			}
 		}
 	}
@@ -224,13 +225,72 @@ func (d *decoder) pluginSockets(p *Plugin, b *hcl.Block, attr func(string) *hcl.
 	}
 }
 
-// socketPath checks a unix socket path: absolute, and short enough for sun_path.
-func (d *decoder) socketPath(name, s string, rng hcl.Range) bool {
-	if problem := socketPathProblem(name, s); problem != "" {
-		d.errorf(rng, "Invalid socket path", "%s", problem)
-		return false
+// socketPath reads a unix socket path, written as a path or a unix: URL (SocketEndpoint), and
+// checks it: absolute, and short enough for sun_path.
+func (d *decoder) socketPath(name, s string, rng hcl.Range) (string, bool) {
+	path, problem := SocketEndpoint(name, s)
+	if problem == "" {
+		problem = socketPathProblem(name, path)
 	}
-	return true
+	if problem != "" {
+		d.errorf(rng, "Invalid socket path", "%s", problem)
+		return "", false
+	}
+	return path, true
+}
+
+// SocketEndpoint reads a plugin's socket as users write it (in a spec, a flag, CSI_ENDPOINT)
+// and returns its path, or, as a sentence naming the argument name, why it names none.
+// Besides a path, the URL forms Kubernetes' and Nomad's configs hold are read: unix:///PATH
+// and unix:/PATH, the path absolute ("unix://csi/csi.sock" is refused, not read as the
+// relative "csi/csi.sock" one plugin takes it for or as host "csi" gRPC does). Another
+// scheme (tcp://, dns:) or a host:port is refused, saying why: volctl reaches its plugins on
+// unix sockets on this host; taken as a path, each was looked for as a file in the working
+// directory, "does not exist (is the plugin running?)". A path is returned as written, relative
+// or not, for the caller's rule (register wants an absolute one, probe takes the working
+// directory's).
+func SocketEndpoint(name, s string) (path, problem string) {
+	scheme, rest, hasScheme := strings.Cut(s, ":")
+	switch {
+	case !hasScheme || strings.Contains(scheme, "/"):
+		return s, "" // a path, perhaps with a colon in a file name
+	case strings.EqualFold(scheme, "unix"):
+		path = strings.TrimPrefix(rest, "//")
+		switch {
+		case path == "":
+			return "", fmt.Sprintf("%s %s names no socket path: write unix:///PATH or the absolute PATH.", name, QuoteName(s))
+		case !filepath.IsAbs(path):
+			read := "a path relative to the working directory"
+			if strings.HasPrefix(rest, "//") {
+				read = fmt.Sprintf("gRPC reads %q as a host, some plugins as a directory of their working directory", strings.SplitN(path, "/", 2)[0])
+			}
+			return "", fmt.Sprintf("%s %s: a unix: URL must name the socket's absolute path (%s): write unix:///PATH or the absolute PATH, e.g. %s.",
+				name, QuoteName(s), read, QuoteName("/"+path))
+		}
+		return path, ""
+	case strings.HasPrefix(rest, "//") || isPort(rest):
+		return "", fmt.Sprintf("%s %s is a network address, and only unix sockets are supported: volctl and its CSI plugins meet on this host, on the socket the plugin serves on; give its path (PATH or unix:///PATH).", name, QuoteName(s))
+	}
+	return s, "" // "a:b.sock", a file name with a colon
+}
+
+// isPort reports a TCP port number: what follows the colon of host:port.
+func isPort(s string) bool {
+	n, err := strconv.ParseUint(s, 10, 16)
+	return err == nil && n > 0
+}
+
+// QuoteName is a name from a user or a plugin (a path, a socket, an ID) as a message shows it:
+// as it is, or, when it holds a character that does not print as itself (a newline, an escape,
+// a zero width space: display.Escape's), quoted with those written out ("a\nb"): printed raw, a
+// newline in a socket's path made the rest of the path read as a line of its own, and an
+// escape sequence recoloured the terminal. escapeLines, which errors pass through, keeps
+// newlines: it cannot tell a name's from the message's own.
+func QuoteName(s string) string {
+	if EscapeControl(s) == s {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 // SocketPathProblem says what is wrong with a unix socket path, named as name in the sentence,

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/volctl/volctl/internal/display"
+)
+
+// helpWidth is the width --help is laid out for: the terminal of 80 columns a help text is
+// read in when nothing else is known. The descriptions are written at about 95 and the flags'
+// usage lines ran to 170: an 80-column terminal broke them mid-word, one line in three.
+const helpWidth = 80
+
+// wrapHelp lays c's help (and, as cobra inherits templates, that of every command under it)
+// out for helpWidth columns: its description's prose paragraphs are filled again
+// (wrapProse), each flag's usage wraps under its own column (pflag's FlagUsagesWrapped), and
+// the closing pointer to a subcommand's help is shorter.
+// Only the layout changes: Long, Example and the flags' words stay as written, so the man
+// pages, made from them, are untouched, and an example is never broken (a script runs them).
+func wrapHelp(c *cobra.Command) {
+	cobra.AddTemplateFunc("wrapProse", wrapProse)
+	help := strings.Replace(c.HelpTemplate(), "{{. | trimTrailingWhitespaces}}", "{{. | trimTrailingWhitespaces | wrapProse}}", 1)
+	usage := strings.ReplaceAll(c.UsageTemplate(), ".FlagUsages | ", ".FlagUsagesWrapped "+strconv.Itoa(helpWidth)+" | ")
+	// "volctl volume snapshot [command] --help" left 80 columns behind with cobra's words.
+	const more = `--help" for more information about a command.`
+	if strings.Count(usage, more) != 1 {
+		panic("cli: cobra's usage template changed; wrapHelp must follow it")
+	}
+	usage = strings.Replace(usage, more, `--help" for more about a command.`, 1)
+	if help == c.HelpTemplate() || strings.Count(usage, ".FlagUsagesWrapped") != 2 {
+		panic("cli: cobra's help templates changed; wrapHelp must follow them") // caught by every test that builds the root
+	}
+	c.SetHelpTemplate(help)
+	c.SetUsageTemplate(usage)
+	// Help from a template is written by text/template, whose write error cobra prints
+	// ("write |1: broken pipe" after `volctl --help | head -1`). It is made whole here, then
+	// written, and a failed write is told as any other output's is (Report, IOStreams.OutError;
+	// a reader gone, EPIPE, not at all).
+	templated := c.HelpFunc()
+	c.SetHelpFunc(func(cmd *cobra.Command, args []string) {
+		out := cmd.OutOrStdout()
+		var buf bytes.Buffer
+		cmd.SetOut(&buf)
+		templated(cmd, args)
+		cmd.SetOut(out)
+		_, _ = out.Write(buf.Bytes())
+	})
+}
+
+// wrapProse fills each paragraph of text (lines between blank ones) to helpWidth columns,
+// when it is prose: one whose lines all start at the margin. A paragraph with an indented
+// line (a table of files, a command to run, a list) is kept as it is: its line breaks mean
+// something.
+func wrapProse(text string) string {
+	paras := strings.Split(text, "\n\n")
+	for i, p := range paras {
+		lines := strings.Split(p, "\n")
+		prose := true
+		for _, l := range lines {
+			if l == "" || l[0] == ' ' || l[0] == '\t' {
+				prose = false
+				break
+			}
+		}
+		if prose {
+			paras[i] = fill(strings.Fields(p), helpWidth)
+		}
+	}
+	return strings.Join(paras, "\n\n")
+}
+
+// fill lays words out in lines of at most width columns (a word longer than that on a line of
+// its own).
+func fill(words []string, width int) string {
+	var b strings.Builder
+	col := 0
+	for _, w := range words {
+		n := display.Width(w)
+		switch {
+		case col == 0:
+		case col+1+n > width:
+			b.WriteByte('\n')
+			col = 0
+		default:
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(w)
+		col += n
+	}
+	return b.String()
+}
