@@ -65,7 +65,14 @@ func failingExt4(t *testing.T) (mnt, dev string, shutDown func()) {
 			t.Skipf("needs %s, to make an ext4 to fail: %v", tool, err)
 		}
 	}
-	img := filepath.Join(t.TempDir(), "disk.img")
+	// In the test binary's run dir (os.TempDir; t.TempDir is elsewhere): a test binary that
+	// dies with the device attached and mounted leaves neither (internal/testproc).
+	dir, err := os.MkdirTemp("", "disk-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	img := filepath.Join(dir, "disk.img")
 	if err := os.WriteFile(img, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +92,10 @@ func failingExt4(t *testing.T) (mnt, dev string, shutDown func()) {
 	if out, err := exec.Command("mkfs.ext4", "-q", dev).CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4 %s: %v: %s", dev, err, out)
 	}
-	mnt = t.TempDir()
+	mnt = filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	// errors=remount-ro, as distributions mount their disks: an error the kernel meets makes
 	// the file system read-only (TestStateFileSystemTurnedReadOnlyIsNamed).
 	if err := unix.Mount(dev, mnt, "ext4", 0, "errors=remount-ro"); err != nil {

@@ -10,10 +10,13 @@
 // binary holds) and then sweeps the run directory: it kills every process still marked as the
 // run's (its TMPDIR or working directory inside it, or the run's owner variable: plugins an
 // agent starts keep TMPDIR but not the rest of the environment), unmounts whatever is mounted
-// inside it, deepest first, and removes it. A run ended normally leaves nothing to find.
+// inside it, deepest first, detaches every loop device whose backing file is inside it (a disk
+// test's image: removing the file alone leaves the device attached to it, "(deleted)", until
+// reboot), and removes it. A run ended normally leaves nothing to find.
 //
 // A watchdog killed too (the whole cgroup killed by a CI runner) leaves its run directory behind:
-// the next Start under the same temp dir sweeps every run directory whose lock nobody holds.
+// the next Start under the same temp dir sweeps every run directory whose lock nobody holds, and
+// detaches the loop devices left on a run directory already removed.
 package testproc
 
 import (
@@ -163,6 +166,7 @@ func watch(dir string) int {
 
 // sweepStale sweeps the run directories under base whose lock nobody holds.
 func sweepStale(base string) {
+	sweepOrphanLoops(base)
 	locks, _ := filepath.Glob(filepath.Join(base, runPrefix+"*"+lockSuffix))
 	for _, name := range locks {
 		fi, err := os.Stat(name)
@@ -182,17 +186,45 @@ func sweepStale(base string) {
 	}
 }
 
-// sweep kills the processes of the run in dir, unmounts what is mounted inside it and removes
-// it and its lock file; it says what it found on stderr. dir is left in place while anything
-// is still mounted inside it, so that removing it never reaches into a mounted filesystem.
+// sweepOrphanLoops detaches the loop devices whose backing file was in a run directory under
+// base that is gone with its lock file (removed by a sweep that left its loop devices: a run
+// directory's lock file goes last, so a run with none has ended and nothing of it can be live).
+func sweepOrphanLoops(base string) {
+	prefix := filepath.Join(base, runPrefix)
+	detached, err := detachLoops(func(backing string) bool {
+		rest, ok := strings.CutPrefix(backing, prefix)
+		if !ok {
+			return false
+		}
+		run, _, _ := strings.Cut(rest, "/")
+		_, err := os.Lstat(prefix + run + lockSuffix)
+		return os.IsNotExist(err)
+	})
+	if detached > 0 {
+		fmt.Fprintf(os.Stderr, "testproc: detached %d loop devices left by earlier test runs under %s\n", detached, base)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testproc: cleaning up after an earlier test run: %v\n", err)
+	}
+}
+
+// sweep kills the processes of the run in dir, unmounts what is mounted inside it, detaches the
+// loop devices whose backing file is inside it, and removes it and its lock file; it says what
+// it found on stderr. dir is left in place while anything is still mounted inside it, so that
+// removing it never reaches into a mounted filesystem.
 func sweep(dir string) error {
 	killed := killRun(dir)
 	unmounted, err := unmountUnder(dir)
-	if killed+unmounted > 0 {
-		fmt.Fprintf(os.Stderr, "testproc: %s outlived its test binary: killed %d processes, unmounted %d mounts\n", dir, killed, unmounted)
+	// After the unmounts: a device still mounted is detached only once the mount lets go of it.
+	detached, loopErr := detachLoops(func(backing string) bool { return inside(backing, dir) })
+	if killed+unmounted+detached > 0 {
+		fmt.Fprintf(os.Stderr, "testproc: %s outlived its test binary: killed %d processes, unmounted %d mounts, detached %d loop devices\n", dir, killed, unmounted, detached)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w; unmount it, then remove the directory", dir, err)
+	}
+	if loopErr != nil {
+		return fmt.Errorf("%s: %w", dir, loopErr)
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return err
@@ -293,4 +325,76 @@ func unmountUnder(dir string) (int, error) {
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// loopDetachWait bounds how long detachLoops waits for a device still open (by a file system
+// being lazily unmounted) to be let go of and detached.
+const loopDetachWait = 10 * time.Second
+
+// detachLoops detaches every loop device whose backing file (as the kernel names it, " (deleted)"
+// when it is removed) matches, and returns how many. A device still open is detached by the
+// kernel on its last close (LOOP_CLR_FD sets autoclear); detachLoops waits for that, bounded.
+func detachLoops(match func(backing string) bool) (int, error) {
+	var errs []error
+	pending := map[string]bool{}
+	for _, dev := range attachedLoops() {
+		backing, ok := loopBacking(dev)
+		if !ok || !match(backing) {
+			continue
+		}
+		if err := detachLoop(dev); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		pending[dev] = true
+	}
+	n := len(pending)
+	for deadline := time.Now().Add(loopDetachWait); ; time.Sleep(20 * time.Millisecond) {
+		for dev := range pending {
+			if _, ok := loopBacking(dev); !ok {
+				delete(pending, dev)
+			}
+		}
+		if len(pending) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for dev := range pending {
+		n--
+		errs = append(errs, fmt.Errorf("loop device /dev/%s: still attached %v after its detach (something holds it open: see `losetup -l`, then `losetup -d /dev/%s`)", dev, loopDetachWait, dev))
+	}
+	return n, errors.Join(errs...)
+}
+
+// attachedLoops returns the names (loop0, ...) of the loop devices bound to a backing file.
+func attachedLoops() []string {
+	devs, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	names := make([]string, 0, len(devs))
+	for _, d := range devs {
+		names = append(names, filepath.Base(filepath.Dir(filepath.Dir(d))))
+	}
+	return names
+}
+
+// loopBacking returns the path of loop device dev's backing file, and false when dev is not
+// attached.
+func loopBacking(dev string) (string, bool) {
+	b, err := os.ReadFile("/sys/block/" + dev + "/loop/backing_file")
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), " (deleted)"), true
+}
+
+func detachLoop(dev string) error {
+	f, err := os.OpenFile("/dev/"+dev, os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("loop device %s: %w; detach it with `losetup -d /dev/%s`", dev, err, dev)
+	}
+	defer f.Close()
+	// ENXIO: detached meanwhile.
+	if err := unix.IoctlSetInt(int(f.Fd()), unix.LOOP_CLR_FD, 0); err != nil && !errors.Is(err, unix.ENXIO) {
+		return fmt.Errorf("detaching loop device /dev/%s: %w; detach it with `losetup -d /dev/%s`", dev, err, dev)
+	}
+	return nil
 }

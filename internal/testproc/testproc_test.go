@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,11 +33,18 @@ type leftovers struct {
 	Dir   string // its run directory (its TMPDIR)
 	Pids  []int
 	Mount string // "" where this host cannot bind-mount
+	Loop  string // a loop device (loop3) on Image, mounted at LoopMount; "" where none can be had
+	Image string
+	// LoopMount is where an ext4 on Loop is mounted; "" where it cannot be (the device is then
+	// only attached).
+	LoopMount string
 }
 
 // A test binary killed outright (as -timeout ends one: no cleanup runs) leaves nothing: neither
 // a plugin it started in a session of its own with the filtered environment the agent gives
-// plugins, nor an ordinary child, nor a bind mount under its temp dir, nor the dir.
+// plugins, nor an ordinary child, nor a bind mount under its temp dir, nor a loop device on an
+// image in its temp dir with a file system on it mounted there (as the store's disk tests
+// make), nor the dir.
 func TestKilledTestBinaryLeavesNothing(t *testing.T) {
 	base, err := os.MkdirTemp("/tmp", "testproc-")
 	if err != nil {
@@ -78,6 +87,10 @@ func TestKilledTestBinaryLeavesNothing(t *testing.T) {
 		if left.Mount != "" {
 			unix.Unmount(left.Mount, unix.MNT_DETACH)
 		}
+		if left.LoopMount != "" {
+			unix.Unmount(left.LoopMount, unix.MNT_DETACH)
+		}
+		detachIfOn(left.Loop, left.Image)
 		os.RemoveAll(left.Dir)
 	})
 
@@ -96,11 +109,59 @@ func TestKilledTestBinaryLeavesNothing(t *testing.T) {
 			t.Errorf("%s: still mounted after the test binary was killed (%v)", left.Mount, err)
 		}
 	}
+	if left.Loop != "" {
+		if backing, ok := loopBacking(left.Loop); ok && backing == left.Image {
+			t.Errorf("loop device /dev/%s is still attached to %s after the test binary was killed", left.Loop, backing)
+		}
+	} else {
+		t.Log("no loop device could be attached here: the loop device sweep is not exercised")
+	}
 	if _, err := os.Stat(left.Dir); !os.IsNotExist(err) {
 		t.Errorf("the test binary's temp dir %s is still there (%v)", left.Dir, err)
 	}
-	if want := "outlived its test binary: killed 2 processes"; !strings.Contains(stderr.String(), want) {
+	want := "outlived its test binary: killed 2 processes"
+	if left.Loop != "" {
+		want += ", unmounted " + strconv.Itoa(btoi(left.Mount != "")+btoi(left.LoopMount != "")) + " mounts, detached 1 loop devices"
+	}
+	if !strings.Contains(stderr.String(), want) {
 		t.Errorf("the test binary's output does not say what was left (%q):\n%s", want, stderr.Bytes())
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// attachLoop attaches a free loop device to a new 32 MiB image at img and returns its name
+// (loop3), or "" and why not where this host has no loop devices to give.
+func attachLoop(img string) (string, error) {
+	if os.Geteuid() != 0 {
+		return "", errors.New("needs root")
+	}
+	if _, err := exec.LookPath("losetup"); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		return "", err
+	}
+	if err := os.Truncate(img, 32<<20); err != nil {
+		return "", err
+	}
+	out, err := exec.Command("losetup", "--find", "--show", img).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("losetup: %v: %s", err, out)
+	}
+	return filepath.Base(strings.TrimSpace(string(out))), nil
+}
+
+// detachIfOn detaches loop device dev if it is still attached to img (and not, since, to
+// another test's image).
+func detachIfOn(dev, img string) {
+	if backing, ok := loopBacking(dev); dev != "" && ok && backing == img {
+		exec.Command("losetup", "-d", "/dev/"+dev).Run()
 	}
 }
 
@@ -143,6 +204,25 @@ func TestLeftoverMaker(t *testing.T) {
 		if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err == nil {
 			left.Mount = dst
 		}
+		// As the store's disk tests: an ext4 on a loop device over an image in the run dir,
+		// mounted there.
+		left.Image = filepath.Join(dir, "disk.img")
+		if dev, err := attachLoop(left.Image); err != nil {
+			t.Logf("no loop device: %v", err)
+		} else {
+			left.Loop = dev
+			mnt := filepath.Join(dir, "disk")
+			if err := os.Mkdir(mnt, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("mkfs.ext4", "-q", "/dev/"+dev).CombinedOutput(); err != nil {
+				t.Logf("mkfs.ext4 /dev/%s: %v: %s", dev, err, out)
+			} else if err := unix.Mount("/dev/"+dev, mnt, "ext4", 0, ""); err != nil {
+				t.Logf("mount /dev/%s: %v", dev, err)
+			} else {
+				left.LoopMount = mnt
+			}
+		}
 	}
 	b, _ := json.Marshal(left)
 	os.Stdout.Write(append(b, '\n'))
@@ -151,8 +231,10 @@ func TestLeftoverMaker(t *testing.T) {
 
 // A run directory whose lock nobody holds (its test binary and watchdog both killed, as a CI
 // runner kills a whole cgroup) is swept by the next Start under the same temp dir: its process
-// killed, its mount undone, it and its lock removed. A run whose lock is held, and one whose lock
-// file is too new to have been locked yet, are left alone.
+// killed, its mount undone, its loop device detached, it and its lock removed; so is a loop
+// device left attached to an image, deleted, of a run directory already removed with its lock
+// (by a sweep that did not know loop devices). A run whose lock is held, and one whose lock file
+// is too new to have been locked yet, are left alone, their loop devices too.
 func TestStaleRunIsSweptAtStart(t *testing.T) {
 	base, err := os.MkdirTemp("/tmp", "testproc-")
 	if err != nil {
@@ -188,6 +270,30 @@ func TestStaleRunIsSweptAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { leftover.Process.Kill(); leftover.Wait() })
+	// loops are the loop devices attached here, on an image in the dead run, the held one and a
+	// run already removed, and whether the sweep must detach each.
+	type loop struct {
+		dev, img string
+		detach   bool
+	}
+	var loops []loop
+	gone := filepath.Join(base, runPrefix+"gone")
+	if err := os.Mkdir(gone, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{dead, held, gone} {
+		img := filepath.Join(dir, "disk.img")
+		dev, err := attachLoop(img)
+		if err != nil {
+			t.Logf("no loop device: %v; the loop device sweep is not exercised", err)
+			break
+		}
+		loops = append(loops, loop{dev, img, dir != held})
+		t.Cleanup(func() { detachIfOn(dev, img) })
+	}
+	if err := os.RemoveAll(gone); err != nil { // its loop device's image now "(deleted)"
+		t.Fatal(err)
+	}
 	var mount string
 	if os.Geteuid() == 0 {
 		src, dst := filepath.Join(dead, "src"), filepath.Join(dead, "dst")
@@ -207,6 +313,12 @@ func TestStaleRunIsSweptAtStart(t *testing.T) {
 	if mount != "" {
 		if mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(mount)); err != nil || len(mounts) > 0 {
 			t.Errorf("%s: still mounted after the sweep (%v)", mount, err)
+		}
+	}
+	for _, l := range loops {
+		backing, attached := loopBacking(l.dev)
+		if attached = attached && backing == l.img; attached == l.detach {
+			t.Errorf("loop device /dev/%s on %s: attached after the sweep = %v, want %v", l.dev, l.img, attached, !l.detach)
 		}
 	}
 	for _, p := range []string{dead, dead + lockSuffix} {
