@@ -50,6 +50,25 @@ func TestReleaseLeavesTheStagingOfATargetTheDatabaseLost(t *testing.T) {
 		t.Fatalf("claims after the refused release: %+v; want a's left node-detached", got)
 	}
 
+	// Reconcile says what it cannot tell, and leaves the staging as the release did.
+	rep, err := h.e.Reconcile(h.ctx)
+	var said []string
+	for _, p := range rep.Problems {
+		said = append(said, p.Message)
+	}
+	all := strings.Join(said, "\n")
+	for _, want := range []string{lost + ` is mounted, named as alloc "c"'s target of volume "v", but no claim records it`, "cannot tell whether the alloc still uses it",
+		`volume "v" is left staged and attached`} {
+		if err == nil || !strings.Contains(all, want) {
+			t.Fatalf("reconcile with %s mounted: %v, problems:\n%s\nwant one saying %q", lost, err, all, want)
+		}
+	}
+	for _, c := range h.mem.Calls() {
+		if c.RPC == csi.RPCNodeUnstageVolume || c.RPC == csi.RPCControllerUnpublishVolume {
+			t.Fatalf("reconcile sent %s with %s mounted from the staging", c.RPC, lost)
+		}
+	}
+
 	if err := unix.Unmount(lost, 0); err != nil {
 		t.Fatal(err)
 	}
