@@ -1063,7 +1063,7 @@ func (e *Engine) orphanMessage(path string) string {
 		return fmt.Sprintf("%s is mounted but no claim or staging accounts for it (unmount it by hand once you know what it is)", path)
 	}
 	return fmt.Sprintf("%s is mounted, named as alloc %q's target of volume %q, but no claim records it: the state database is older than the mount "+
-		"(a backup restored, its last commits lost) or the claim was dropped by `volctl volume detach --force`, and volctl cannot tell whether the alloc still uses it; "+
+		"(a backup restored, its last commits lost), and volctl cannot tell whether the alloc still uses it; "+
 		"the volume's staging and attachment are kept while it is mounted: once nothing uses it, unmount it by hand", path, parts[0], parts[1])
 }
 
