@@ -57,6 +57,9 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	if err := e.store.CheckWritable(); err != nil {
 		return rep, err
 	}
+	if err := e.store.CheckFile(); err != nil {
+		return rep, fmt.Errorf("reconcile: %w", err)
+	}
 	if err := e.checkMountView(ctx, ""); err != nil {
 		return rep, fmt.Errorf("reconcile: %w", err)
 	}
