@@ -799,7 +799,7 @@ func (a *Agent) reconcile(ctx context.Context, why string) {
 	}
 	a.obs.Reconciled(why, rep, err)
 	a.logProblems(why, rep.Problems)
-	if store.Unusable(err) {
+	if engine.StateUnusable(err) {
 		// Pass after pass would read what it cannot, or an old file (a backup restored over
 		// it: what a restart opens), while a command reads the new one.
 		select {
