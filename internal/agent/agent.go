@@ -158,6 +158,9 @@ type Agent struct {
 	afterCount   func(pluginID string)
 
 	kick chan struct{} // asks for a reconcile pass soon (a restarted plugin may have lost mounts)
+	// unusable receives the error of a pass that found the state database unusable (replaced
+	// under the agent, or damaged: store.Unusable), which stops the agent.
+	unusable chan error
 
 	obs    Observer
 	notify func(state string) error
@@ -204,14 +207,15 @@ func New(cfg Config) (*Agent, error) {
 		obs: obs, notify: notify,
 		e: cfg.Engine, log: log, s: s, decl: cfg.Plugins, now: now, afterCount: cfg.afterCount,
 		runDir: filepath.Join(dir, "run"), logDir: filepath.Join(dir, "logs"),
-		kick: make(chan struct{}, 1), runners: map[string]*runner{}, problems: map[string]string{}, logWarned: map[string]bool{},
+		kick: make(chan struct{}, 1), unusable: make(chan error, 1), runners: map[string]*runner{}, problems: map[string]string{}, logWarned: map[string]bool{},
 		mateWarned: map[string]bool{},
 	}, nil
 }
 
-// Run runs the agent until ctx ends (SIGTERM, SIGINT), then stops its loops and, last, the
-// plugins it supervises that have no mounts. It refuses to start while another agent runs on
-// the same state dir (an engine.ErrConflict).
+// Run runs the agent until ctx ends (SIGTERM, SIGINT), or a reconcile pass finds the state
+// database unusable (replaced under it, or damaged: its error is Run's), then stops its loops
+// and, last, the plugins it supervises that have no mounts. It refuses to start while another
+// agent runs on the same state dir (an engine.ErrConflict).
 func (a *Agent) Run(ctx context.Context) error {
 	release, err := a.e.LockAgent()
 	if err != nil {
@@ -252,14 +256,20 @@ func (a *Agent) Run(ctx context.Context) error {
 	crash.GoGroup(&wg, func() { a.registerPending(loops) })
 	crash.GoGroup(&wg, func() { a.keepLogs(loops) })
 	crash.GoGroup(&wg, func() { reapOnSIGCHLD(loops) })
-	<-ctx.Done()
+	var stopErr error
+	select {
+	case <-ctx.Done():
+	case err := <-a.unusable:
+		stopErr = fmt.Errorf("agent: %w", err)
+		a.log.Error("agent stopping: the state database cannot be used", "err", err)
+	}
 	a.log.Info("agent stopping")
 	a.tell("STOPPING=1")
 	stopLoops()
 	wg.Wait()
 	a.stopPlugins()
 	a.log.Info("agent stopped")
-	return nil
+	return stopErr
 }
 
 // registerDeclared registers the config file's plugins. An invalid declaration stops the agent;
@@ -571,7 +581,7 @@ func (a *Agent) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 			ready = nil
 			a.reconcile(ctx, "start")
 			started = true
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && len(a.unusable) == 0 { // not ready on a state it cannot use: it stops
 				a.ready.Store(true)
 				a.obs.Ready()
 				a.tell("READY=1")
@@ -789,6 +799,15 @@ func (a *Agent) reconcile(ctx context.Context, why string) {
 	}
 	a.obs.Reconciled(why, rep, err)
 	a.logProblems(why, rep.Problems)
+	if engine.StateUnusable(err) {
+		// Pass after pass would read what it cannot, or an old file (a backup restored over
+		// it: what a restart opens), while a command reads the new one.
+		select {
+		case a.unusable <- err:
+		default:
+		}
+		return
+	}
 	if err != nil && len(rep.Problems) == 0 {
 		a.log.Warn("reconcile", "err", err)
 	}

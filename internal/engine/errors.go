@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+
+	"github.com/volctl/volctl/internal/store"
 )
 
 // Sentinel kinds of engine errors; the command line maps them to exit codes.
@@ -48,3 +50,8 @@ func conflictf(format string, args ...any) error {
 func invalidf(format string, args ...any) error {
 	return &kindError{kind: ErrInvalid, msg: fmt.Sprintf(format, args...)}
 }
+
+// StateUnusable reports whether err says the state database cannot be used as it is: replaced
+// under this process (a restart opens the new file) or damaged (a backup to restore). The
+// agent stops on it (store.Unusable).
+func StateUnusable(err error) bool { return store.Unusable(err) }

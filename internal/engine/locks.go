@@ -31,8 +31,8 @@ const lockRetry = 5 * time.Millisecond
 // held only around mkdir and rmdir calls, never while taking another lock or sending an RPC.
 type locker struct {
 	dir string
-	// stoppedWait is how long a wait for a lock lasts once every holder is stopped by a signal
-	// (await); store.DefaultStoppedWait, shorter in tests.
+	// stoppedWait is how long a wait for a lock lasts once every holder is stuck (stopped by a signal,
+	// or blocked in the kernel: await); store.DefaultStoppedWait, shorter in tests.
 	stoppedWait time.Duration
 }
 
@@ -264,7 +264,8 @@ func (l *locker) lock(ctx context.Context, name, what string, shared bool) (func
 // ctx lasts. It says who holds it (store.FlockHolders: pid, command, stopped) as progress, and
 // again when that changes, and in every error it returns. It gives up past ctx's bound
 // (withLockWait: a background pass), and once every holder has been stopped by a signal (^Z,
-// SIGSTOP) for stoppedWait: such a process holds the lock until someone resumes or ends it, and
+// SIGSTOP), or blocked in the kernel in one sleep (a FUSE daemon or NFS server that does not
+// answer), for stoppedWait: such a process holds the lock until someone resumes or ends it, and
 // a command waiting for it would otherwise wait, in a script silently, for as long as that
 // takes (docs/architecture.md, Lock waits).
 func (l *locker) await(ctx context.Context, fl *flock.Flock, try func() (bool, error), what string) error {
@@ -281,7 +282,7 @@ func (l *locker) await(ctx context.Context, fl *flock.Flock, try func() (bool, e
 			said = step
 		}
 		if stopped > 0 && stopped >= l.stoppedWait {
-			return fmt.Errorf("the lock on %s is %s", what, store.StoppedHolders(watch.Holders(), stopped))
+			return fmt.Errorf("the lock on %s is %s", what, store.StuckHolders(watch.Holders(), stopped))
 		}
 		if bound > 0 && now.Sub(start) >= bound {
 			var by string

@@ -57,6 +57,9 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	if err := e.store.CheckWritable(); err != nil {
 		return rep, err
 	}
+	if err := e.store.CheckFile(); err != nil {
+		return rep, fmt.Errorf("reconcile: %w", err)
+	}
 	if err := e.checkMountView(ctx, ""); err != nil {
 		return rep, fmt.Errorf("reconcile: %w", err)
 	}
@@ -1049,9 +1052,22 @@ func (e *Engine) findOrphans(ctx context.Context, rep *ReconcileReport, mounted 
 		still[o] = again[o]
 	}
 	for _, o := range orphanMounts(e.cfg.StateDir, still, claims, stagings) {
-		rep.Problems = append(rep.Problems, ReconcileAction{Kind: "orphan",
-			Message: fmt.Sprintf("%s is mounted but no claim or staging accounts for it (unmount it by hand once you know what it is)", o)})
+		rep.Problems = append(rep.Problems, ReconcileAction{Kind: "orphan", Message: e.orphanMessage(o)})
 	}
+}
+
+// orphanMessage says what a mount no claim or staging accounts for is. One at a path volctl
+// names a claim's target by (publish/<alloc>/<volume>/...) is that alloc's, which the state
+// database does not know: an alloc may still be using it, and volctl cannot tell.
+func (e *Engine) orphanMessage(path string) string {
+	rel, err := filepath.Rel(e.realPath(filepath.Join(e.cfg.StateDir, publishDir)), path)
+	parts := strings.Split(rel, string(filepath.Separator))
+	if err != nil || len(parts) < 3 || parts[0] == ".." {
+		return fmt.Sprintf("%s is mounted but no claim or staging accounts for it (unmount it by hand once you know what it is)", path)
+	}
+	return fmt.Sprintf("%s is mounted, named as alloc %q's target of volume %q, but no claim records it: the state database is older than the mount "+
+		"(a backup restored, its last commits lost), and volctl cannot tell whether the alloc still uses it; "+
+		"the volume's staging and attachment are kept while it is mounted: once nothing uses it, unmount it by hand", path, parts[0], parts[1])
 }
 
 // orphanMounts are the paths mounted says are mounted under the staging and publish dirs that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -152,6 +153,11 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 	}
 	stagingUsers, holders := u.staging, u.holders
 	st := p.st
+	if (st.StagingPath != "" && stagingUsers == 0) || (holders == 0 && st.ControllerPublished) {
+		if err := e.checkUnrecordedTargets(ctx, v); err != nil {
+			return err
+		}
+	}
 	if st.StagingPath != "" && stagingUsers == 0 {
 		if err := e.unstage(ctx, c, v, st, p); err != nil {
 			return err
@@ -196,6 +202,68 @@ func (e *Engine) undoUnused(ctx context.Context, c *conn, v store.Volume, p *che
 		p.staging(func(st *store.Staging) { st.ControllerPublished, st.PublishContext = false, nil })
 	}
 	return nil
+}
+
+// checkUnrecordedTargets refuses to take volume v's staging or attachment away while a path
+// volctl names a target of v by (publish/<alloc>/<volume>/...) is mounted that no claim of v
+// records. The store says no claim uses them, but the mount table says an alloc's target is
+// still there: the database lost the claim (a backup older than the mounts restored, its last
+// commits lost). CSI leaves it to the CO to unpublish every target before NodeUnstageVolume,
+// and a plugin that does not check unmounts the staging and detaches the storage from under
+// that live mount. Only a volume with a publish directory of its own under some alloc's reads
+// the mount table, then the store: a release leaves none behind.
+func (e *Engine) checkUnrecordedTargets(ctx context.Context, v store.Volume) error {
+	pub := filepath.Join(e.cfg.StateDir, publishDir)
+	allocs, err := os.ReadDir(e.realPath(pub))
+	if err != nil {
+		return nil // no publish directory: no target at all
+	}
+	var dirs []string
+	for _, a := range allocs {
+		if fi, err := os.Lstat(filepath.Join(e.realPath(pub), a.Name(), v.ID)); err == nil && fi.IsDir() {
+			dirs = append(dirs, filepath.Join(pub, a.Name(), v.ID))
+		}
+	}
+	var mounted []string
+	for _, d := range dirs {
+		left, err := e.mountsAt(d)
+		if err != nil {
+			return fmt.Errorf("checking the mount table for targets of volume %q before taking its staging or attachment away: %w", v.ID, err)
+		}
+		mounted = append(mounted, left...)
+	}
+	if len(mounted) == 0 {
+		return nil
+	}
+	var claims []store.Claim
+	if err := e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		claims, err = tx.Claims().ByVolume(v.ID)
+		return err
+	}); err != nil {
+		return err
+	}
+	unrecorded := slices.DeleteFunc(mounted, func(m string) bool {
+		return slices.ContainsFunc(claims, func(c store.Claim) bool {
+			t := e.realPath(c.TargetPath)
+			return c.TargetPath != "" && (m == t || strings.HasPrefix(m, t+"/"))
+		})
+	})
+	if len(unrecorded) == 0 {
+		return nil
+	}
+	return fmt.Errorf("volume %q is left staged and attached: %s mounted, named as a target of volume %q, but no claim records it, so the state database "+
+		"is older than the mounts (a backup restored, its last commits lost) and cannot tell whether an alloc still uses the volume there; "+
+		"unstaging or detaching it would take the storage from under that mount: once nothing uses it, unmount %s, then run `volctl reconcile`",
+		v.ID, isAre(unrecorded), v.ID, strings.Join(unrecorded, " and "))
+}
+
+// isAre is "PATH is" for one path, "PATH and PATH are" for more.
+func isAre(paths []string) string {
+	if len(paths) == 1 {
+		return paths[0] + " is"
+	}
+	return strings.Join(paths, " and ") + " are"
 }
 
 // keptAttachment says that volume v's attachment, which staging row st records, stays recorded

@@ -63,6 +63,9 @@ func TestDamagedPageFoundByATransactionSaysWhatToDo(t *testing.T) {
 				t.Errorf("%s of a damaged table: %v\nwant it to say %q", what, err, w)
 			}
 		}
+		if !Unusable(fmt.Errorf("a pass: %w", err)) {
+			t.Errorf("%s of a damaged table: %v; want Unusable (the agent stops on it)", what, err)
+		}
 	}
 	check("View", s.View(ctx, func(tx *Tx) error { _, err := tx.Volumes().List(VolumeFilter{}); return err }))
 	check("Update", s.Update(ctx, func(tx *Tx) error {

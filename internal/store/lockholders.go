@@ -30,16 +30,40 @@ type LockHolder struct {
 	Command string
 	// Stopped is true when the process is stopped by a signal (state T in /proc/PID/stat).
 	Stopped bool
+	// Blocked is a thread of the process in uninterruptible sleep in the kernel (state D), nil
+	// when none is: waiting on a file system or device that may never answer (a FUSE daemon
+	// stopped or hung, a hard NFS mount whose server is gone), which no signal but SIGKILL (if
+	// that) ends. Every thread is looked at: a Go process's first thread idles in a futex (S)
+	// while another is the one blocked.
+	Blocked *KernelSleep
 }
 
-// String is "pid 12: volctl volume claim db, stopped".
+// KernelSleep is a thread in uninterruptible sleep (state D in /proc/PID/task/TID/stat).
+type KernelSleep struct {
+	Tid int
+	// Wchan is the kernel function it sleeps in ("fuse_get_req", "rpc_wait_bit_killable"), as
+	// /proc/PID/task/TID/wchan says; "" when it does not.
+	Wchan string
+	// switches is the thread's context switches (voluntary and not) when it was seen: the same
+	// at the next look, the thread has not run since, so it is in the same sleep, not one of
+	// the short ones any disk I/O makes.
+	switches string
+}
+
+// String is "pid 12: volctl volume claim db, stopped", or "pid 12: volctl volume claim db,
+// blocked in the kernel (uninterruptible sleep in fuse_get_req)".
 func (h LockHolder) String() string {
 	s := "pid " + strconv.Itoa(h.Pid)
 	if h.Command != "" {
 		s += ": " + h.Command
 	}
-	if h.Stopped {
+	switch {
+	case h.Stopped:
 		s += ", stopped"
+	case h.Blocked != nil && h.Blocked.Wchan != "":
+		s += ", blocked in the kernel (uninterruptible sleep in " + h.Blocked.Wchan + ")"
+	case h.Blocked != nil:
+		s += ", blocked in the kernel (uninterruptible sleep)"
 	}
 	return s
 }
@@ -61,15 +85,30 @@ func parenthesized(s string) string {
 	return " (" + s + ")"
 }
 
-// AllStopped reports whether there are holders and every one is stopped by a signal: then
-// nothing will let the lock go until someone resumes or ends them.
-func AllStopped(hs []LockHolder) bool {
+// allStuck reports whether there are holders and every one is stuck: stopped by a signal, or
+// blocked in the kernel in the same sleep as at the look before (prev), not having run since.
+// Then nothing will let the lock go until someone resumes or ends them, or what they wait on
+// answers.
+func allStuck(prev, hs []LockHolder) bool {
 	for _, h := range hs {
-		if !h.Stopped {
+		if !h.Stopped && !sameSleep(prev, h) {
 			return false
 		}
 	}
 	return len(hs) > 0
+}
+
+// sameSleep reports whether h is blocked in the kernel in the very sleep prev saw it in.
+func sameSleep(prev []LockHolder, h LockHolder) bool {
+	if h.Blocked == nil {
+		return false
+	}
+	for _, p := range prev {
+		if p.Pid == h.Pid {
+			return p.Blocked != nil && h.Blocked.switches != "" && *p.Blocked == *h.Blocked
+		}
+	}
+	return false
 }
 
 // FlockHolders lists the processes other than this one holding a flock on the file fi is the
@@ -137,22 +176,36 @@ func lockHolders(fi fs.FileInfo, match func(fields []string) bool) []LockHolder 
 	return hs
 }
 
-// StoppedHolders says that holders, all stopped by a signal for d, keep a lock, and what to do:
-// "held by pid 12: volctl volume claim db, stopped by a signal (^Z or SIGSTOP) for 10s, ...".
-func StoppedHolders(holders []LockHolder, d time.Duration) string {
+// StuckHolders says that holders, all stuck for d (stopped by a signal, or blocked in the
+// kernel), keep a lock, and what to do: "held by pid 12: volctl volume claim db, stopped by a
+// signal (^Z or SIGSTOP) for 10s, ...".
+func StuckHolders(holders []LockHolder, d time.Duration) string {
 	pids := make([]string, len(holders))
+	blocked, stopped := false, false
 	for i, h := range holders {
 		pids[i] = strconv.Itoa(h.Pid)
+		blocked = blocked || !h.Stopped
+		stopped = stopped || h.Stopped
 	}
 	list := strings.Join(pids, " ")
-	return fmt.Sprintf("held by %s by a signal (^Z or SIGSTOP) for %s, which keeps it until resumed or ended: "+
-		"resume it (`kill -CONT %s`, or `fg` in its shell) or end it (`kill %s`; `volctl reconcile` then finishes what it left half-done), and run this again",
-		LockHolders(holders), d.Round(time.Second), list, list)
+	if !blocked {
+		return fmt.Sprintf("held by %s by a signal (^Z or SIGSTOP) for %s, which keeps it until resumed or ended: "+
+			"resume it (`kill -CONT %s`, or `fg` in its shell) or end it (`kill %s`; `volctl reconcile` then finishes what it left half-done), and run this again",
+			LockHolders(holders), d.Round(time.Second), list, list)
+	}
+	resume := ""
+	if stopped {
+		resume = ", resume one stopped (`kill -CONT`)"
+	}
+	return fmt.Sprintf("held by %s for %s, which keeps it until what it waits on answers (a file system or device that does not: "+
+		"a FUSE daemon stopped or hung, an NFS server gone): bring that back%s, or end it (`kill -KILL %s`; `volctl reconcile` then finishes what it left half-done), and run this again",
+		LockHolders(holders), d.Round(time.Second), resume, list)
 }
 
 // HolderWatch follows who holds a lock a process waits for, looking every holderCheck: a wait
-// says who, and gives up once every holder has been stopped by a signal for a while (the
-// engine's volume and controller locks, the state database's write lock).
+// says who, and gives up once every holder has been stuck for a while, stopped by a signal or
+// blocked in the kernel (the engine's volume and controller locks, the state database's write
+// lock).
 type HolderWatch struct {
 	holders      func() []LockHolder
 	last         []LockHolder
@@ -175,12 +228,14 @@ const holderCheck = time.Second
 const DefaultStoppedWait = 10 * time.Second
 
 // Look reads the holders again when holderCheck has passed, and returns how long they have all
-// been stopped (0 when one runs, or none is known).
+// been stuck (0 when one runs, or none is known). A holder blocked in the kernel counts from
+// the second look that finds it in the same sleep: the first may catch a short one.
 func (w *HolderWatch) Look(now time.Time) time.Duration {
 	if now.Sub(w.looked) >= holderCheck {
+		prev := w.last
 		w.looked, w.last = now, w.holders()
 		switch {
-		case !AllStopped(w.last):
+		case !allStuck(prev, w.last):
 			w.stoppedSince = time.Time{}
 		case w.stoppedSince.IsZero():
 			w.stoppedSince = now
@@ -229,5 +284,50 @@ func holderOf(pid int) LockHolder {
 			h.Stopped = len(rest) > 0 && rest[0] == "T"
 		}
 	}
+	if !h.Stopped {
+		h.Blocked = kernelSleep(pid)
+	}
 	return h
+}
+
+// kernelSleep is a thread of pid in uninterruptible sleep (state D), nil when none is or /proc
+// does not say.
+func kernelSleep(pid int) *KernelSleep {
+	task := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	entries, err := os.ReadDir(task)
+	if err != nil {
+		return nil
+	}
+	for _, en := range entries {
+		dir := filepath.Join(task, en.Name())
+		if f, err := procfs.StatFields(filepath.Join(dir, "stat")); err != nil || len(f) == 0 || f[0] != "D" {
+			continue
+		}
+		tid, err := strconv.Atoi(en.Name())
+		if err != nil {
+			continue
+		}
+		k := &KernelSleep{Tid: tid, switches: contextSwitches(filepath.Join(dir, "status"))}
+		if b, err := os.ReadFile(filepath.Join(dir, "wchan")); err == nil && string(b) != "0" {
+			k.Wchan = strings.TrimSpace(string(b))
+		}
+		return k
+	}
+	return nil
+}
+
+// contextSwitches is what a /proc status file says of its thread's context switches
+// ("voluntary_ctxt_switches: 12 nonvoluntary_ctxt_switches: 3"), "" when it cannot be read.
+func contextSwitches(status string) string {
+	b, err := os.ReadFile(status)
+	if err != nil {
+		return ""
+	}
+	var counts []string
+	for line := range strings.Lines(string(b)) {
+		if strings.Contains(line, "ctxt_switches:") {
+			counts = append(counts, strings.Join(strings.Fields(line), " "))
+		}
+	}
+	return strings.Join(counts, " ")
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // A process keeps the database file it opened, by inode, for as long as it runs. When that file
@@ -31,6 +33,23 @@ func idAt(path string) (fileID, error) {
 		return fileID{}, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
 	return fileID{dev: st.Dev, ino: st.Ino}, nil
+}
+
+// CheckFile returns ErrReplaced, saying what to do, when the database file at the store's path
+// is not the one it opened: a long-running process (the agent) checks it before each pass, as
+// a pass that writes nothing would not find out, and would go on reading the old file.
+func (s *Store) CheckFile() error { return s.checkFile() }
+
+// Unusable reports whether err says the state database cannot be used as it is: replaced under
+// this process (ErrReplaced: a restart opens the new file) or damaged (SQLITE_CORRUPT,
+// SQLITE_NOTADB: a backup to restore). A process that runs on (the agent) stops then, saying
+// so, rather than pass after pass on what it cannot read or has lost.
+func Unusable(err error) bool {
+	switch sqliteCode(err) & 0xff {
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		return true
+	}
+	return errors.Is(err, ErrReplaced)
 }
 
 // checkFile returns ErrReplaced, saying what to do, when the database file at s.path is not the

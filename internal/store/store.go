@@ -1127,7 +1127,7 @@ func (s *Store) writeLockWatch() *busyWatch {
 }
 
 // busyWatch is a wait for SQLite's write lock: who holds it, and how long to wait once every
-// holder is stopped by a signal.
+// holder is stuck (stopped by a signal, or blocked in the kernel).
 type busyWatch struct {
 	*HolderWatch
 	stoppedWait time.Duration
@@ -1141,9 +1141,9 @@ type busyWatch struct {
 // a WAL checkpoint or recovery in another process.
 //
 // With a watch, a wait that SQLite answered busy looks at who holds the write lock: one that
-// ends at the timeout names them, and one whose every holder has been stopped by a signal (^Z,
-// SIGSTOP) for the watch's stoppedWait ends then, saying so: such a process keeps the lock until
-// someone resumes or ends it.
+// ends at the timeout names them, and one whose every holder has been stuck (stopped by a
+// signal, ^Z or SIGSTOP, or blocked in the kernel) for the watch's stoppedWait ends then, saying
+// so: such a process keeps the lock until someone resumes or ends it.
 func retryBusy(ctx context.Context, timeout time.Duration, op func() error, watch *busyWatch) error {
 	deadline := time.Now().Add(timeout)
 	waits := backoff.New(time.Millisecond, 100*time.Millisecond)
@@ -1155,7 +1155,7 @@ func retryBusy(ctx context.Context, timeout time.Duration, op func() error, watc
 		now := time.Now()
 		if watch != nil {
 			if d := watch.Look(now); d > 0 && d >= watch.stoppedWait {
-				return &busyError{why: "the write lock is " + StoppedHolders(watch.Holders(), d), cause: err}
+				return &busyError{why: "the write lock is " + StuckHolders(watch.Holders(), d), cause: err}
 			}
 			if now.After(deadline) {
 				return &busyError{why: "another volctl" + parenthesized(LockHolders(watch.Holders())) + " held the write lock too long", cause: err}
