@@ -194,6 +194,7 @@ func TestExportsAreUsed(t *testing.T) {
 // describe: change the document and this table together.
 var designImports = map[string]map[string][]string{
 	"cmd/volctl":                 {"cli": nil, "crash": nil, "iostreams": nil, "noquery": nil},
+	"internal/atomicfile":        {},
 	"internal/backoff":           {},
 	"internal/buildinfo":         {},
 	"internal/iostreams":         {},
@@ -207,8 +208,8 @@ var designImports = map[string]map[string][]string{
 	"internal/display":           {"spec": nil},
 	"internal/csi":               {"csi/internal/wire": nil, "spec": nil},
 	"internal/csi/internal/wire": {"spec": nil},
-	"internal/store":             {"backoff": nil, "procfs": nil, "shellquote": nil, "spec": nil},
-	"internal/hostpath":          {"buildinfo": nil, "crash": nil, "spec": nil},
+	"internal/store":             {"atomicfile": nil, "backoff": nil, "procfs": nil, "shellquote": nil, "spec": nil},
+	"internal/hostpath":          {"atomicfile": nil, "buildinfo": nil, "crash": nil, "spec": nil},
 	"internal/engine":            {"backoff": nil, "crash": nil, "csi": nil, "display": {"Latency"}, "procfs": nil, "shellquote": nil, "spec": nil, "store": nil},
 	"internal/nomad": {"csi": {"Scrubber"}, "engine": {"VolumeInfo"},
 		"shellquote": nil, "spec": nil},
@@ -216,7 +217,7 @@ var designImports = map[string]map[string][]string{
 	"internal/agent": {"backoff": nil, "crash": nil, "engine": nil, "hostpath": {"RemoveStaleSocket"}, "procfs": nil,
 		"spec": nil, "store": {"FileKind", "NoSpace"}},
 	"internal/agent/metrics": {"agent": nil, "crash": nil, "engine": nil, "store": {"ClaimStates"}},
-	"internal/cli": {"agent": nil, "agent/metrics": nil, "backoff": nil, "buildinfo": nil, "crash": nil,
+	"internal/cli": {"agent": nil, "agent/metrics": nil, "atomicfile": nil, "backoff": nil, "buildinfo": nil, "crash": nil,
 		"csi": nil, "display": nil, "engine": nil, "hostpath": nil, "iostreams": nil, "nomad": nil,
 		"shellquote": nil, "spec": nil, "store": {"DirError", "FileName"}, "tui": nil},
 	"internal/tools/genman": {"cli": nil, "iostreams": nil, "manpages": nil},
