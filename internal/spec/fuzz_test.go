@@ -13,6 +13,20 @@ import (
 
 var fuzzVerbs = []Verb{VerbAny, VerbCreate, VerbRegister}
 
+// checkParseResult holds what every parse a fuzz target makes must keep: its diagnostics can be
+// written, a result comes back exactly when there is no error, and every diagnostic's range
+// lies within the source.
+func checkParseResult(t *testing.T, p *Parser, src []byte, diags hcl.Diagnostics, parsed bool) {
+	t.Helper()
+	if err := p.WriteDiagnostics(io.Discard, diags, 80, false); err != nil {
+		t.Fatal(err)
+	}
+	if parsed == diags.HasErrors() {
+		t.Fatalf("a result returned (%v) with errors=%v", parsed, diags.HasErrors())
+	}
+	checkDiagnosticRanges(t, src, diags)
+}
+
 // FuzzParseVolume feeds the volume parser arbitrary bytes. It must never panic; what it
 // accepts must be a sound volume; its diagnostics must point inside the file, with line and
 // column agreeing with the byte offset; the nesting check must see HCL's tokens nest at least
@@ -44,13 +58,7 @@ func FuzzParseVolume(f *testing.F) {
 		verb := fuzzVerbs[int(verbIndex)%len(fuzzVerbs)]
 		p := NewParser()
 		v, diags := p.ParseVolume("fuzz.hcl", src, verb)
-		if err := p.WriteDiagnostics(io.Discard, diags, 80, false); err != nil {
-			t.Fatal(err)
-		}
-		if (v != nil) == diags.HasErrors() {
-			t.Fatalf("volume %v returned with errors=%v", v, diags.HasErrors())
-		}
-		checkDiagnosticRanges(t, src, diags)
+		checkParseResult(t, p, src, diags, v != nil)
 		if !isJSON("fuzz.hcl", src) {
 			checkNestingScan(t, src)
 			checkItemsCountTokens(t, src)

@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -36,13 +35,7 @@ func FuzzParseAnyKind(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src []byte) {
 		p := NewParser()
 		file, diags := p.Parse("fuzz.hcl", src, VerbAny)
-		if err := p.WriteDiagnostics(io.Discard, diags, 80, false); err != nil {
-			t.Fatal(err)
-		}
-		if (file != nil) == diags.HasErrors() {
-			t.Fatalf("file %+v returned with errors=%v", file, diags.HasErrors())
-		}
-		checkDiagnosticRanges(t, src, diags)
+		checkParseResult(t, p, src, diags, file != nil)
 		if file != nil {
 			for _, pl := range file.Plugins {
 				if err := pl.Validate(); err != nil {
