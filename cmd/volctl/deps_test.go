@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -42,6 +43,39 @@ func TestBinaryLeavesOutPrometheusClient(t *testing.T) {
 		"runtime/metrics":                     "the runtime's metric descriptions, built at initialisation (0.06 ms)",
 	}
 	leavesOut(t, unwanted, "keep the agent's metrics in internal/agent/metrics without it")
+}
+
+// TestBinaryLeavesOutGRPCTracing: the release is built with grpcnotrace (releaseTags), which
+// leaves out gRPC's request tracing: golang.org/x/net/trace and the html/template it renders
+// its pages with, initialised by every process (about 110,000 instructions and 30 page faults
+// of `volctl version`'s start-up, issue 16) for a feature volctl never turns on
+// (grpc.EnableTracing).
+func TestBinaryLeavesOutGRPCTracing(t *testing.T) {
+	t.Parallel()
+	unwanted := map[string]string{
+		"golang.org/x/net/trace": "gRPC's request tracing",
+		"html/template":          "the templates x/net/trace renders its pages with",
+	}
+	leavesOut(t, unwanted, "build with -tags "+releaseTags+" as the release does (releaseTags, .goreleaser.yaml, README)")
+}
+
+// TestReleaseBuildTags: the benchmarks and the package listings above build volctl with
+// releaseTags, which must be the tags the release is built with (.goreleaser.yaml) and the
+// README's build command gives.
+func TestReleaseBuildTags(t *testing.T) {
+	t.Parallel()
+	for _, f := range []struct{ file, want string }{
+		{"../../.goreleaser.yaml", "      - -tags=" + releaseTags + "\n"},
+		{"../../README.md", "go build -tags " + releaseTags + " -o bin/volctl ./cmd/volctl"},
+	} {
+		b, err := os.ReadFile(f.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), f.want) {
+			t.Errorf("%s does not build with the release's tags: want %q in it (releaseTags)", f.file, f.want)
+		}
+	}
 }
 
 // leavesOut fails for each package volctl links under a prefix of unwanted (prefix: what it is).

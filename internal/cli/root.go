@@ -22,10 +22,19 @@ func NewRootCmd(f *Factory) *cobra.Command {
 // cobra's hidden __complete, a mistyped name wanting suggestions) gets the whole tree. A
 // command behaves the same in either tree: its help, flags and errors depend only on it
 // and its parents (TestOneCommandsTreeRunsAsTheWholeOne).
+//
+// A command that only groups others and has a table of them (volume, plugin: makeFor) is built
+// the same way one level down: `volume claim` builds volume with claim alone (the rest of the
+// volume subtree, its flags and their completions, cost each claim and release about 250,000
+// instructions). A second argument that names none of its subcommands (an alias, a flag, a
+// mistyped name) gets the group whole (groupFor).
 func NewRootCmdFor(f *Factory, args []string) *cobra.Command {
 	if len(args) > 0 {
 		for _, tc := range topCommands {
 			if tc.name == args[0] {
+				if makeFor := groupFor(tc.name); makeFor != nil {
+					tc.make = func(f *Factory) *cobra.Command { return makeFor(f, args[1:]) }
+				}
 				root := newRoot(f, []topCommand{tc})
 				// The completion command, which cobra adds at Execute, writes scripts from the
 				// whole tree: it is never this command.
@@ -37,11 +46,47 @@ func NewRootCmdFor(f *Factory, args []string) *cobra.Command {
 	return NewRootCmd(f)
 }
 
-// topCommand is one top-level command: its name (none has an alias; the test checks the
-// table against what each constructor builds) and its constructor.
+// versionLine is the template function, registered with cobra once per process, that --version
+// prints: buildinfo.String, the line `volctl version` prints.
+const versionLine = "volctlVersionLine"
+
+func init() { cobra.AddTemplateFunc(versionLine, buildinfo.String) }
+
+// topCommand is one top-level command, or one subcommand in a group's table: its name (none
+// has an alias; the test checks the table against what each constructor builds) and its
+// constructor.
 type topCommand struct {
 	name string
 	make func(*Factory) *cobra.Command
+}
+
+// groupFor is the constructor of the top-level command name, if it only groups others from a
+// table, that builds it for the arguments after its name (subcommandsFor); nil for the others.
+func groupFor(name string) func(f *Factory, args []string) *cobra.Command {
+	switch name {
+	case "volume":
+		return newCmdVolume
+	case "plugin":
+		return newCmdPlugin
+	}
+	return nil
+}
+
+// subcommandsFor builds the subcommands of table that a group given args (those after its
+// name) needs: the one args[0] names, or, when it names none, all of them.
+func subcommandsFor(f *Factory, table []topCommand, args []string) []*cobra.Command {
+	if len(args) > 0 {
+		for _, tc := range table {
+			if tc.name == args[0] {
+				return []*cobra.Command{tc.make(f)}
+			}
+		}
+	}
+	cmds := make([]*cobra.Command, len(table))
+	for i, tc := range table {
+		cmds[i] = tc.make(f)
+	}
+	return cmds
 }
 
 // topCommands are volctl's top-level commands, in the order help lists them.
@@ -49,8 +94,8 @@ var topCommands = []topCommand{
 	{"version", newCmdVersion},
 	{"validate", func(f *Factory) *cobra.Command { return newCmdValidate(f, nil) }},
 	{"init", func(f *Factory) *cobra.Command { return newCmdInit(f, nil) }},
-	{"plugin", newCmdPlugin},
-	{"volume", newCmdVolume},
+	{"plugin", func(f *Factory) *cobra.Command { return newCmdPlugin(f, nil) }},
+	{"volume", func(f *Factory) *cobra.Command { return newCmdVolume(f, nil) }},
 	{"group", newCmdGroup},
 	{"register", func(f *Factory) *cobra.Command { return newCmdRegister(f, nil) }},
 	{"create", func(f *Factory) *cobra.Command { return newCmdCreate(f, nil) }},
@@ -85,9 +130,15 @@ refused, volume in use), 70 volctl crashed (a panic: a bug in volctl, its text o
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &flagError{err: fmt.Errorf("%w%s\nSee '%s --help'.", err, flagHint(cmd, err), cmd.CommandPath())}
 	})
-	// --version as well as `volctl version`, printing the same line.
-	root.Version = buildinfo.String()
-	root.SetVersionTemplate("{{.Version}}\n")
+	// --version as well as `volctl version`, printing the same line. The line is made when it
+	// is printed (versionLine): reading the binary's build information (debug.ReadBuildInfo)
+	// costs every process about 70,000 instructions, and cobra needs Version only to be set
+	// (it adds the flag then) and only prints it through the template.
+	root.Version = buildinfo.Version
+	if root.Version == "" {
+		root.Version = "dev"
+	}
+	root.SetVersionTemplate("{{" + versionLine + "}}\n")
 	wrapHelp(root)
 
 	pf := root.PersistentFlags()

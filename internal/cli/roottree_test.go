@@ -79,8 +79,47 @@ func TestOneCommandsTreeRunsAsTheWholeOne(t *testing.T) {
 			if n := len(one.Commands()); n != 1 {
 				t.Fatalf("NewRootCmdFor(%q) built %d top-level commands, want only %q", args, n, args[0])
 			}
+			if groupFor(args[0]) != nil && len(p) > 1 {
+				if n := len(one.Commands()[0].Commands()); n != 1 {
+					t.Fatalf("NewRootCmdFor(%q) built %d %s subcommands, want only %q", args, n, args[0], args[1])
+				}
+			}
 			if got := run(one, args); got != want {
 				t.Errorf("volctl %s through %q's tree:\n%s\nthrough the whole tree:\n%s", strings.Join(args, " "), args[0], got, want)
+			}
+		}
+	}
+
+	// The groups built from a table (groupFor) are built with each of its subcommands, and an
+	// alias or a flag where a subcommand's name would be gets the group whole.
+	for _, g := range []struct {
+		name  string
+		table []topCommand
+	}{{"volume", volumeCommands}, {"plugin", pluginCommands}} {
+		if groupFor(g.name) == nil {
+			t.Errorf("%s has a table of subcommands but no groupFor", g.name)
+		}
+		var built, want []string
+		for _, c := range whole.Commands() {
+			if c.Name() == g.name {
+				for _, sub := range c.Commands() {
+					built = append(built, sub.Name())
+				}
+			}
+		}
+		for _, tc := range g.table {
+			want = append(want, tc.name)
+		}
+		slices.Sort(built)
+		slices.Sort(want)
+		if !slices.Equal(built, want) {
+			t.Errorf("%s's table has %q, the whole tree %q", g.name, want, built)
+		}
+		for _, args := range [][]string{{g.name, "list"}, {g.name, "ls"}, {g.name, "--help"}, {g.name, "stauts"}} {
+			iosP, _, _, _ := iostreams.Test()
+			group := NewRootCmdFor(NewFactory(iosP), args).Commands()[0]
+			if n := len(group.Commands()); n != len(g.table) {
+				t.Errorf("NewRootCmdFor(%q) built %d %s subcommands, want all %d", args, n, g.name, len(g.table))
 			}
 		}
 	}
