@@ -776,7 +776,9 @@ func (s *Store) closeLock() error {
 // after Close, but the connections are left for the exit to close. The last connection to a
 // database that closes makes SQLite checkpoint the WAL into the database file and delete it: an
 // fsync of the WAL and one of the database, the unlink, and for the next process a new WAL, whose
-// first commit fsyncs its header and the directory too. Left to the exit, the WAL stays; the next
+// first commit fsyncs its header. (The directory is fsynced once by every process's first sync
+// of the WAL either way: SQLite marks a WAL it opens with O_CREAT for a directory sync whether
+// or not the file was there, so keeping the WAL saves no directory fsync.) Left to the exit, the WAL stays; the next
 // process to open the database reads it back (SQLite's recovery, as after a crash) and a commit
 // checkpoints it once it holds walAutocheckpoint pages. Nothing committed is lost: every commit
 // is in the WAL, each durable one fsynced when it committed ("The engine", Durability). Progress
