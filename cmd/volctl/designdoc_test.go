@@ -214,7 +214,7 @@ var designImports = map[string]map[string][]string{
 	"internal/nomad": {"csi": {"Scrubber"}, "engine": {"VolumeInfo"},
 		"shellquote": nil, "spec": nil},
 	"internal/tui": {"crash": nil, "display": nil, "engine": nil, "shellquote": nil, "spec": nil},
-	"internal/agent": {"backoff": nil, "crash": nil, "engine": nil, "hostpath": {"RemoveStaleSocket"}, "procfs": nil,
+	"internal/agent": {"atomicfile": nil, "backoff": nil, "crash": nil, "engine": nil, "hostpath": {"RemoveStaleSocket"}, "procfs": nil,
 		"spec": nil, "store": {"FileKind", "NoSpace"}},
 	"internal/agent/metrics": {"agent": nil, "crash": nil, "engine": nil, "store": {"ClaimStates"}},
 	"internal/cli": {"agent": nil, "agent/metrics": nil, "atomicfile": nil, "backoff": nil, "buildinfo": nil, "crash": nil,

@@ -231,7 +231,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	agentPid := filepath.Join(a.runDir, "agent.pid")
-	if err := writeStateFile(agentPid, []byte(strconv.Itoa(os.Getpid())+"\n")); err != nil {
+	if err := writeRunFile(agentPid, []byte(strconv.Itoa(os.Getpid())+"\n")); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
 	defer os.Remove(agentPid)

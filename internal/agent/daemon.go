@@ -21,6 +21,7 @@ import (
 	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/procfs"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // A plugin that daemonises (forks, the child calls setsid and maybe forks again, the process the
@@ -300,13 +301,13 @@ func daemonOf(ctx context.Context, p *process, socket string, wait, patience tim
 			case pgrp == p.group() || pgrp == syscall.Getpgrp():
 				return nil, errNoDaemon // in the plugin's group: stopped with it (groupRest)
 			case others(pid, pgrp):
-				return nil, fmt.Errorf("socket %s is served by pid %d, which the agent supervises as another plugin", socket, pid)
+				return nil, fmt.Errorf("socket %s is served by pid %d, which the agent supervises as another plugin", spec.QuoteName(socket), pid)
 			case !orphanOfAgent(pid) && !hasInstance(pid, p.instance):
 				why := "it is not an orphan re-parented to the agent, nor has the plugin's instance in its environment"
 				if !subreaper {
 					why = fmt.Sprintf("the agent could not make itself a child subreaper (%v), so a daemon is not re-parented to it", subreaperErr)
 				}
-				return nil, fmt.Errorf("socket %s is served by pid %d, outside the plugin's process group, which the agent cannot tell for the plugin's: %s", socket, pid, why)
+				return nil, fmt.Errorf("socket %s is served by pid %d, outside the plugin's process group, which the agent cannot tell for the plugin's: %s", spec.QuoteName(socket), pid, why)
 			default:
 				if d := daemonProcess(ctx, pid, pgrp, p.instance); d != nil {
 					return d, nil

@@ -518,20 +518,14 @@ func pidFilePath(runDir, id string) string { return filepath.Join(runDir, id+".p
 // process it finds is the one an agent started and not another that reused the pid, find the
 // daemon it left by its instance (adoptDaemon), and stop a daemon that does not lead its
 // process group with that group (pgid; 0 when the process leads its own). An instance-less
-// process is written "-", which an older agent reads as an instance nothing carries.
+// process is written "-", which an older agent reads as an instance nothing carries. It is
+// written whole (writeRunFile).
 func writePidFile(runDir, id string, p *process) error {
-	tmp := pidFilePath(runDir, id) + ".tmp"
 	instance := p.instance
 	if instance == "" {
 		instance = "-"
 	}
-	if err := writeStateFile(tmp, fmt.Appendf(nil, "%d %d %s %d\n", p.pid, p.startTick, instance, p.pgid)); err != nil {
-		return fmt.Errorf("pid file: %w", err)
-	}
-	if err := os.Rename(tmp, pidFilePath(runDir, id)); err != nil {
-		return fmt.Errorf("pid file: %w", err)
-	}
-	return nil
+	return writeRunFile(pidFilePath(runDir, id), fmt.Appendf(nil, "%d %d %s %d\n", p.pid, p.startTick, instance, p.pgid))
 }
 
 // removePidFile forgets a plugin's pid. Failing to is harmless: a stale pid file's start time

@@ -613,11 +613,15 @@ func TestAgentRefusesADeclaredSocketWithTwoCommands(t *testing.T) {
 // (unless it is empty): the restart then says why as the test expects, however long the plugin's
 // process took to get there (on a loaded machine, it had not made its socket when the test's
 // clock was 7s on). It returns the plugin, the agent's stop, and the pid of its first process.
-func (f *fixture) runUntilRestarted(id, mode, probed string) (sp spec.Plugin, stop func() error, first int) {
+// adjust, if given, changes the plugin before it is registered.
+func (f *fixture) runUntilRestarted(id, mode, probed string, adjust ...func(*spec.Plugin)) (sp spec.Plugin, stop func() error, first int) {
 	f.t.Helper()
 	clock := &fakeClock{t: time.Now()}
 	f.now = clock.Now
 	sp = f.execPlugin(id, mode)
+	for _, a := range adjust {
+		a(&sp)
+	}
 	f.register(sp)
 	stop = f.startAgent(testSettings)
 	waitFor(f.t, "the plugin to be started", func() bool { return alive(f.pid(id)) })
@@ -643,6 +647,23 @@ func TestAgentSaysAPluginRunsWithoutItsSocket(t *testing.T) {
 	}
 	want := fmt.Sprintf("its process (pid %d) runs but has not made its socket %s", pid, sp.Socket)
 	if ev := f.events("plugin-restart")[0]; !strings.Contains(ev, want) || strings.Contains(ev, "is the plugin running?") {
+		t.Errorf("plugin-restart event = %q, want it to say %q", ev, want)
+	}
+}
+
+// The same, the socket's path holding an escape sequence (a directory named so): the restart
+// names the socket quoted, as every other message names a socket (spec.QuoteName), not raw,
+// where the escape would recolour the terminal of whoever reads the event or the log.
+func TestAgentQuotesTheSocketAPluginHasNotMade(t *testing.T) {
+	f := newFixture(t)
+	sp, stop, pid := f.runUntilRestarted("ns", "nosocket", "", func(sp *spec.Plugin) {
+		sp.Socket = filepath.Join(f.dir, "sock\x1b[31mets", "ns.sock")
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("its process (pid %d) runs but has not made its socket %s", pid, spec.QuoteName(sp.Socket))
+	if ev := f.events("plugin-restart")[0]; !strings.Contains(ev, want) {
 		t.Errorf("plugin-restart event = %q, want it to say %q", ev, want)
 	}
 }

@@ -124,7 +124,11 @@ func (r *runner) loop(ctx context.Context) {
 			}
 			if missing := missingSockets(execSockets(r.spec)); len(missing) > 0 && r.proc.alive() {
 				// The engine's "is the plugin running?" is the wrong question: it runs.
-				reason = fmt.Sprintf("its process (pid %d) runs but has not made its socket %s", r.proc.pid, strings.Join(missing, ", "))
+				quoted := make([]string, len(missing))
+				for i, m := range missing {
+					quoted[i] = spec.QuoteName(m)
+				}
+				reason = fmt.Sprintf("its process (pid %d) runs but has not made its socket %s", r.proc.pid, strings.Join(quoted, ", "))
 			}
 			unhealthyFor := fmt.Sprintf("plugin %q unhealthy for %s (health timeout %s): %s", id,
 				now.Sub(lastGood).Round(time.Millisecond), a.s.HealthTimeout, reason)

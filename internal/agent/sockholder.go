@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/procfs"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // SO_PEERCRED names the process that called listen() on a unix socket, not the one that holds
@@ -114,7 +115,7 @@ func listenerInode(path string) (uint32, error) {
 		return 0, err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
-		return 0, fmt.Errorf("%s is not a socket", path)
+		return 0, fmt.Errorf("%s is not a socket", spec.QuoteName(path))
 	}
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/volctl/volctl/internal/atomicfile"
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -49,24 +51,17 @@ func readStateFile(path string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// writeStateFile is os.WriteFile (mode 0600) through openStateFile. A full file system says so
-// and what to do, as the store's errors do: the agent retries a plugin's start (retry_in) while its pid
-// file cannot be written, and meanwhile commands find no plugin on the socket
-// (TestPidFileOnAFullDiskSaysWhatToDo). A write that fails removes the file: truncated, it
-// would name no process to whoever reads it (a plugin's pid file is written to a temporary
-// one and renamed, so its last record stays; the agent's is its own, under the agent lock).
-func writeStateFile(path string, data []byte) (err error) {
-	defer func() { err = store.NoSpace(err) }()
-	f, err := openStateFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
-	if err != nil {
-		return err
+// writeRunFile writes a pid file (a plugin's, run/<id>.pid, or the agent's, run/agent.pid)
+// with internal/atomicfile, mode 0600: written beside it, synced, and renamed over it, so that
+// whoever reads it (a later agent adopting the plugin, a second agent naming the first, after a
+// crash or a power loss) finds the last record or the new one, never an empty or partial file
+// that names no process or the wrong one, and whatever was at its place (a named pipe, a
+// symlink) is replaced, not opened. A full file system says so and what to do, as the store's
+// errors do: the agent retries a plugin's start (retry_in) while its pid file cannot be written,
+// and meanwhile commands find no plugin on the socket (TestPidFileOnAFullDiskSaysWhatToDo).
+func writeRunFile(path string, data []byte) error {
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
+		return fmt.Errorf("pid file %s: %w", spec.QuoteName(path), store.NoSpace(err))
 	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(path)
-	}
-	return err
+	return nil
 }

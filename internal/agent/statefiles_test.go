@@ -2,9 +2,9 @@ package agent
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,8 +15,8 @@ import (
 
 // A named pipe in place of one of the agent's files in the state dir is refused, naming it, not
 // waited on in open(2), where neither a signal nor the agent's context reaches: the agent's pid
-// file (read by a second agent, written by the first), a plugin's pid file, its log and the log's
-// rotation (trimLog's .log.1).
+// file (read by a second agent), a plugin's log and the log's rotation (trimLog's .log.1). A pid
+// file is written beside its place and renamed there (TestAgentPidFileReplacesWhatWasThere).
 func TestAgentStateFileThatIsANamedPipeIsRefused(t *testing.T) {
 	tests := []struct {
 		name string
@@ -29,9 +29,6 @@ func TestAgentStateFileThatIsANamedPipeIsRefused(t *testing.T) {
 			}
 			_, err := readStateFile(filepath.Join(dir, "agent.pid"))
 			return err
-		}},
-		{"plugin pid, written", "p.pid.tmp", func(dir string) error {
-			return writePidFile(dir, "p", &process{pid: 1, startTick: 1})
 		}},
 		{"plugin log's rotation", "p.log.1", func(dir string) error {
 			log := filepath.Join(dir, "p.log")
@@ -104,19 +101,79 @@ func TestPidFileOnAFullDiskSaysWhatToDo(t *testing.T) {
 	if err == nil {
 		t.Fatal("a pid file was written on a full file system")
 	}
-	for _, want := range []string{filepath.Join(mnt, "hp.pid.tmp"), "no space left on device", "the file system holding the state dir is full", "free space there"} {
+	for _, want := range []string{"pid file " + filepath.Join(mnt, "hp.pid"), "no space left on device", "the file system holding the state dir is full", "free space there"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %q, want it to say %q", err, want)
 		}
 	}
-	// Nothing half-written is left: the agent's pid file, written in place, was left empty
-	// (run/agent.pid naming no process for whoever reads it), and the plugin's temporary one too.
-	if err := writeStateFile(filepath.Join(mnt, "agent.pid"), []byte("1234\n")); err == nil {
+	// Nothing half-written is left: the agent's pid file, once written in place, was left empty
+	// (run/agent.pid naming no process for whoever reads it), and no temporary file either.
+	if err := writeRunFile(filepath.Join(mnt, "agent.pid"), []byte("1234\n")); err == nil {
 		t.Fatal("the agent's pid file was written on a full file system")
 	}
-	for _, left := range []string{"hp.pid.tmp", "hp.pid", "agent.pid"} {
-		if _, err := os.Lstat(filepath.Join(mnt, left)); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("%s left behind by a write that failed: %v", left, err)
+	entries, err := os.ReadDir(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != "fill" {
+			t.Errorf("%s left behind by a write that failed", e.Name())
 		}
+	}
+}
+
+// A pid file is replaced whole (internal/atomicfile: written beside it, synced, renamed over
+// it), never truncated and rewritten in place, where a reader (a second agent naming the first,
+// a later agent adopting a plugin), or the disk after a power loss, could find it empty or
+// half-written. What was at its place is replaced, not written through: a crashed agent's
+// run/agent.pid hard-linked to another file keeps that file as it was (the agent's pid was
+// written into it), and a named pipe at a plugin's pid file is replaced without waiting for a
+// reader.
+func TestAgentPidFileReplacesWhatWasThere(t *testing.T) {
+	f := newFixture(t)
+	run := filepath.Join(f.e.StateDir(), "run")
+	if err := os.MkdirAll(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(f.e.StateDir(), "other")
+	if err := os.WriteFile(other, []byte("999999\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(other, filepath.Join(run, "agent.pid")); err != nil {
+		t.Fatal(err)
+	}
+	stop := f.startAgent(testSettings)
+	want := strconv.Itoa(os.Getpid())
+	waitFor(t, "the agent to write its pid file", func() bool { return readAgentPid(run) == want })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(other); err != nil || string(b) != "999999\n" {
+		t.Errorf("%s, hard-linked at run/agent.pid before the agent started, holds %q (%v), want it untouched: the pid file was written through it", other, b, err)
+	}
+
+	// In a directory of its own, which no agent's clean-up reads, and with a pid no process can
+	// have (above the kernel's largest pid_max): a pid file is what an agent signals through.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.pid")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const noPid = 1<<22 + 1
+	done := make(chan error, 1)
+	go func() { done <- writePidFile(dir, "p", &process{pid: noPid, startTick: 1}) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("writePidFile over a named pipe: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		if f, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
+			f.Close()
+		}
+		t.Fatalf("writing %s over a named pipe hung", path)
+	}
+	if p := readPidFile(dir, "p"); p == nil || p.pid != noPid || p.startTick != 1 {
+		t.Errorf("readPidFile after writePidFile over a named pipe = %+v, want pid %d start 1", p, noPid)
 	}
 }

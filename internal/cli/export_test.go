@@ -91,7 +91,8 @@ func TestExportUsageErrors(t *testing.T) {
 // range) stops when the command's context does. main turns Ctrl-C and SIGTERM into that
 // context's end, not the process's: without this, Ctrl-C and timeout(1) could not stop such a
 // filter (only SIGKILL did). The error is not a usage error (the filter was valid), nothing is
-// printed, and an acting command says what was done.
+// printed, and an acting command says what was done. The error says what ended the filter
+// (main's cause: "interrupt signal received"), not Go's "context canceled".
 func TestExportFilterEndsWithTheContext(t *testing.T) {
 	jq := func(filter string) exportFlags {
 		code, err := compileJQ(filter)
@@ -117,8 +118,10 @@ func TestExportFilterEndsWithTheContext(t *testing.T) {
 			what = "-t " + e.Template
 		}
 		t.Run(what, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-			defer cancel()
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			// As main's stopContext ends it at Ctrl-C.
+			time.AfterFunc(100*time.Millisecond, func() { cancel(errors.New("interrupt signal received")) })
 			var out bytes.Buffer
 			done := make(chan error, 1)
 			go func() { done <- e.Write(ctx, &out, exportSample) }()
@@ -128,8 +131,9 @@ func TestExportFilterEndsWithTheContext(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatalf("%s still runs 10s after its context ended", what)
 			}
-			if err == nil || !strings.Contains(err.Error(), "interrupted before it ended") {
-				t.Errorf("%s = %v, want it interrupted", what, err)
+			if err == nil || !strings.Contains(err.Error(), "interrupted before it ended (interrupt signal received), so nothing was printed") ||
+				strings.Contains(err.Error(), "context canceled") || !errors.Is(err, context.Canceled) {
+				t.Errorf("%s = %v, want it interrupted, saying by what and that nothing was printed, not \"context canceled\"", what, err)
 			}
 			if c := ExitCode(err); c != ExitError {
 				t.Errorf("%s interrupted exits %d, want %d", what, c, ExitError)

@@ -170,7 +170,7 @@ func (e *exportFlags) Write(ctx context.Context, w io.Writer, v any) error {
 			return usageError("--template: %v", errFilterHeap)
 		}
 		if ctx.Err() != nil { // interrupted: not a usage error, and nothing is printed
-			return fmt.Errorf("--template: interrupted before it ended: %w", ctx.Err())
+			return fmt.Errorf("--template: %w", interruptedFilter(ctx))
 		}
 		if isTemplateBound(err) {
 			return usageError("--template: %v", err)
@@ -180,6 +180,26 @@ func (e *exportFlags) Write(ctx context.Context, w io.Writer, v any) error {
 	_, err = buf.WriteTo(w)
 	return err
 }
+
+// filterInterrupted is a --jq filter or -t template ended by ctx (Ctrl-C, the SIGTERM of
+// timeout(1)): it says so, and what ended it (context.Cause: main's "interrupt signal
+// received"), not Go's "context canceled", and that nothing was printed; it is ctx's error for
+// errors.Is.
+type filterInterrupted struct{ err, cause error }
+
+func interruptedFilter(ctx context.Context) error {
+	return filterInterrupted{err: ctx.Err(), cause: context.Cause(ctx)}
+}
+
+func (f filterInterrupted) Error() string {
+	by := ""
+	if f.cause != nil && f.cause != f.err {
+		by = " (" + f.cause.Error() + ")"
+	}
+	return "interrupted before it ended" + by + ", so nothing was printed; a filter that never ends (repeat, range(infinite), until(false; ...)) runs until interrupted"
+}
+
+func (f filterInterrupted) Unwrap() error { return f.err }
 
 // executeTemplate runs tmpl until it ends or ctx does. text/template cannot be stopped, and a
 // template can loop for good ({{define "x"}}{{range $}}{{template "x" $}}{{end}}{{end}} over two
@@ -386,7 +406,7 @@ func (e *exportFlags) writeJQ(ctx context.Context, w io.Writer, data any) error 
 				return usageError("--jq %s: %v", e.JQ, errFilterHeap)
 			}
 			if ctx.Err() != nil { // interrupted: not a usage error, and nothing is printed
-				return fmt.Errorf("--jq %s: interrupted before it ended: %w", e.JQ, ctx.Err())
+				return fmt.Errorf("--jq %s: %w", e.JQ, interruptedFilter(ctx))
 			}
 			return usageError("--jq %s: %v", e.JQ, err)
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/store"
@@ -134,7 +133,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 			warn("checking the mount table for alloc %q's publish directory %s: %v", cl.Alloc, dir, err)
 		} else if len(left) > 0 {
 			warn("alloc %q's publish directory %s of volume %q is still mounted at %s after a forced detach unmounted it: unmount it by hand",
-				cl.Alloc, dir, v.ID, strings.Join(left, " and "))
+				cl.Alloc, dir, v.ID, e.mountNames(left))
 		}
 	}
 	st, hasStaging, err := e.getStaging(ctx, v.ID)
@@ -151,7 +150,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 			warn("checking the mount table for volume %q's staging at %s: %v", v.ID, st.StagingPath, err)
 		} else if len(left) > 0 {
 			warn("volume %q's staging at %s is still mounted at %s, which the plugin made and a forced detach does not unmount: unmount it by hand",
-				v.ID, st.StagingPath, strings.Join(left, " and "))
+				v.ID, st.StagingPath, e.mountNames(left))
 		}
 	}
 	// The controller unpublish is tried whatever the records say (it is idempotent), but a

@@ -1,11 +1,9 @@
 package engine
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/volctl/volctl/internal/procfs/procfstest"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -81,21 +80,7 @@ func TestLockHeldByAProcessBlockedInTheKernelIsNamedAndNotWaitedForEver(t *testi
 	h.e.locks.stoppedWait = 2 * time.Second
 	lock := filepath.Join(h.e.locks.dir, "volume-v.lock")
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), lockThenHangEnv+"="+lock+"\n"+hang)
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := cmd.Process.Pid
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("the lock holder said %q (%v), want ready", line, err)
-	}
+	pid := procfstest.StartReady(t, lockThenHangEnv, lock+"\n"+hang)
 	fi, err := os.Stat(lock)
 	if err != nil {
 		t.Fatal(err)

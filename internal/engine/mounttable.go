@@ -2,6 +2,7 @@ package engine
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
@@ -45,6 +46,13 @@ type tableMounts interface {
 	MountedInTable(path string) (MountPoint, error)
 }
 
+// stackCounter is a MountTable that can say how many mounts are stacked at each of a few paths.
+type stackCounter interface {
+	// StackedMounts returns how many mounts the table lists at each of paths (as the table
+	// spells them): more than one are stacked, the topmost last.
+	StackedMounts(paths []string) (map[string]int, error)
+}
+
 // kernelMounts reads the kernel's mount table (/proc/self/mountinfo).
 type kernelMounts struct{}
 
@@ -79,6 +87,18 @@ func (kernelMounts) MountsUnder(dir string) (map[string]bool, error) {
 	out := make(map[string]bool, len(mounts))
 	for _, m := range mounts {
 		out[m.Mountpoint] = true
+	}
+	return out, nil
+}
+
+func (kernelMounts) StackedMounts(paths []string) (map[string]int, error) {
+	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) { return !slices.Contains(paths, m.Mountpoint), false })
+	if err != nil {
+		return nil, store.MountTableUnreadable(err)
+	}
+	out := make(map[string]int, len(paths))
+	for _, m := range mounts {
+		out[m.Mountpoint]++
 	}
 	return out, nil
 }

@@ -405,11 +405,11 @@ func (e *Engine) checkUnmounted(v store.Volume, rpc, what, path string, c *conn,
 		return fmt.Errorf("volume %q's %s at %s is still mounted, but plugin %q answered %s NOT_FOUND (%v): it does not know volume %q (external ID %q) that it mounted: "+
 			"it was most likely restarted with another state (another root or data directory) than the one it mounted with; "+
 			"restart it as it ran then and run `volctl reconcile`, or, if that state is lost, unmount %s by hand, then run `volctl reconcile`",
-			v.ID, what, path, c.plugin.ID, rpc, answer, v.ID, v.ExternalID, strings.Join(left, " and "))
+			v.ID, what, path, c.plugin.ID, rpc, answer, v.ID, v.ExternalID, e.mountNames(left))
 	}
 	return fmt.Errorf("volume %q's %s at %s is still mounted after plugin %q answered %s: "+
 		"the plugin did not unmount it; unmount %s by hand (or restart the plugin), then run `volctl reconcile`",
-		v.ID, what, path, c.plugin.ID, rpc, strings.Join(left, " and "))
+		v.ID, what, path, c.plugin.ID, rpc, e.mountNames(left))
 }
 
 // checkSharedDir checks, after the plugin answered rpc for volume v, that nothing is mounted
@@ -449,6 +449,27 @@ func (e *Engine) mountsLeft(path string) ([]string, error) {
 	return e.mountsAt(path)
 }
 
+// mountNames names the mount points left (mountsAt's), for an error that asks to unmount them
+// by hand, joined with "and": a path holding several mounts stacked one over another (a plugin
+// that mounts without looking first, asked twice) says how many, as one umount takes away the
+// topmost only, and the error would come back naming the same path after each. The kernel's
+// table is read for the count (a MountTable that can count, stackCounter); an unread count
+// names the path alone.
+func (e *Engine) mountNames(left []string) string {
+	var counts map[string]int
+	if sc, ok := e.cfg.Mounts.(stackCounter); ok {
+		counts, _ = sc.StackedMounts(left)
+	}
+	names := make([]string, len(left))
+	for i, m := range left {
+		names[i] = m
+		if n := counts[m]; n > 1 {
+			names[i] = fmt.Sprintf("%s (%d mounts are stacked there: unmount it %d times)", m, n, n)
+		}
+	}
+	return strings.Join(names, " and ")
+}
+
 // mountsAt returns what the mount table has at path or below it, sorted, the path compared as
 // recorded and as the table has it (realPath).
 func (e *Engine) mountsAt(path string) ([]string, error) {
@@ -484,7 +505,7 @@ func (e *Engine) checkUnstageable(v store.Volume, st store.Staging, c *conn, p *
 	}
 	if len(left) > 0 {
 		return fmt.Errorf("volume %q's staging at %s is still mounted, but %s: %s, or unmount %s by hand, then run `volctl reconcile`",
-			v.ID, st.StagingPath, why, remedy, strings.Join(left, " and "))
+			v.ID, st.StagingPath, why, remedy, e.mountNames(left))
 	}
 	if st.Staged {
 		msg := fmt.Sprintf("volume %q was recorded as staged at %s, but %s; nothing is mounted there, so the record is dropped",

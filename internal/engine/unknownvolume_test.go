@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -46,5 +47,31 @@ func TestNotFoundOverAMountSaysThePluginDoesNotKnowTheVolume(t *testing.T) {
 	}
 	if live := h.liveClaims("v"); len(live) != 0 {
 		t.Fatalf("claims after reconcile = %+v, want none", live)
+	}
+}
+
+// The same plugin, whose target was also bound over itself once more (a plugin that mounts
+// without looking first, asked twice): two mounts are stacked at the target, and one umount by
+// hand takes the topmost only, the release failing again on the same path. The error says how
+// many are stacked there and to unmount it that many times. Real mounts, as root.
+func TestAMountLeftStackedSaysHowManyToUnmount(t *testing.T) {
+	h := kernelHarness(t, nil)
+	h.create(volume("v"))
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	live := h.liveClaims("v")
+	if len(live) != 1 {
+		t.Fatalf("claims = %+v, want one", live)
+	}
+	target := live[0].TargetPath
+	if err := unix.Mount(target, target, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
+	h.faults.FailAlways(csi.RPCNodeUnpublishVolume, codes.NotFound)
+	_, err := h.e.Release(h.ctx, "v", "a")
+	if want := target + " (2 mounts are stacked there: unmount it 2 times)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("release error = %v\nwant it to say %q", err, want)
 	}
 }

@@ -42,6 +42,38 @@ func Child(env string, prepare func(arg string) (socket string, keep any)) {
 // first thread a zombie. The test's cleanup resumes it if stopped, closes its stdin and waits.
 func Start(t testing.TB, env, arg string, sys *syscall.SysProcAttr) int {
 	t.Helper()
+	pid := start(t, env, arg, sys, func(cmd *exec.Cmd, stdin io.Closer) {
+		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
+		stdin.Close()
+		_ = cmd.Wait()
+	})
+	stat := filepath.Join("/proc", strconv.Itoa(pid), "stat")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if f, _ := procfs.StatFields(stat); len(f) > 0 && f[0] == "Z" {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d (%s=%s): its first thread did not exit", pid, env, arg)
+		}
+	}
+}
+
+// StartReady starts the test binary with env set to arg, for a package's own init to make it
+// whatever process the test needs (one that takes a lock and then blocks), and returns its
+// pid once it has printed "ready" on its own line. The test's cleanup kills it and waits.
+func StartReady(t testing.TB, env, arg string) int {
+	t.Helper()
+	return start(t, env, arg, nil, func(cmd *exec.Cmd, _ io.Closer) {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+}
+
+// start starts the test binary (no test run) with env set to arg and the process attributes
+// sys, registers stop as the test's cleanup, and returns the pid once the process has printed
+// "ready".
+func start(t testing.TB, env, arg string, sys *syscall.SysProcAttr, stop func(cmd *exec.Cmd, stdin io.Closer)) int {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), env+"="+arg)
 	cmd.SysProcAttr = sys
@@ -57,22 +89,9 @@ func Start(t testing.TB, env, arg string, sys *syscall.SysProcAttr) int {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	pid := cmd.Process.Pid
-	t.Cleanup(func() {
-		_ = syscall.Kill(pid, syscall.SIGCONT)
-		stdin.Close()
-		_ = cmd.Wait()
-	})
+	t.Cleanup(func() { stop(cmd, stdin) })
 	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("the test binary as %s=%s said %q (%v), want ready", env, arg, line, err)
 	}
-	stat := filepath.Join("/proc", strconv.Itoa(pid), "stat")
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if f, _ := procfs.StatFields(stat); len(f) > 0 && f[0] == "Z" {
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d (%s=%s): its first thread did not exit", pid, env, arg)
-		}
-	}
+	return cmd.Process.Pid
 }
