@@ -1,0 +1,58 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// A plugin restarted with other node limits in NodeGetInfo (another accessible topology, a
+// max_volumes_per_node the volumes on the node already pass) while claims hold volumes here:
+// the claims stand (they are mounted), but the change is the plugin-capabilities event that
+// a node ID change gets, naming the old and new limit and the volumes on the node it rules
+// out, so the user learns of it before a later claim of them is refused. Before, nothing was
+// said: the event was made only for other capabilities or another node ID.
+func TestNodeLimitsChangeIsAnEventNamingTheVolumesOnTheNode(t *testing.T) {
+	zoneA := &spec.Topology{Segments: map[string]string{"zone": "a"}}
+	for _, tc := range []struct {
+		name string
+		edit func(*csitest.MemConfig)
+		want []string
+	}{
+		{"topology", func(c *csitest.MemConfig) { c.Topology = &spec.Topology{Segments: map[string]string{"zone": "b"}} },
+			[]string{"{zone=b}", "{zone=a}", `"v1"`, `"v2"`}},
+		{"max_volumes_per_node", func(c *csitest.MemConfig) { c.MaxVolumes = 1 },
+			[]string{"max_volumes_per_node is now 1", "was 0", "2 volume(s)", `"v1"`, `"v2"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *csitest.MemConfig) { c.Topology, c.CreateTopology = zoneA, zoneA })
+			h.create(volume("v1"))
+			h.create(volume("v2"))
+			h.claim(ClaimRequest{VolumeID: "v1", Alloc: "a"})
+			h.claim(ClaimRequest{VolumeID: "v2", Alloc: "a"})
+
+			h.restartWith(tc.edit)
+			if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil {
+				t.Fatal(err)
+			}
+			evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "plugin-capabilities"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) != 1 {
+				t.Fatalf("plugin-capabilities events after a restart with another %s = %+v; want one", tc.name, evs)
+			}
+			t.Log(evs[0].Message)
+			for _, want := range tc.want {
+				if !strings.Contains(evs[0].Message, want) {
+					t.Errorf("the event %q does not say %s", evs[0].Message, want)
+				}
+			}
+			if live := h.liveClaims("v1"); len(live) != 1 {
+				t.Errorf("claims of v1 after the restart = %+v, want the one it had", live)
+			}
+		})
+	}
+}
