@@ -56,3 +56,57 @@ func TestNodeLimitsChangeIsAnEventNamingTheVolumesOnTheNode(t *testing.T) {
 		})
 	}
 }
+
+// A plugin whose Probe answers ready=false, for ever: its volumes cannot take claims by
+// volctl's own words (its health is "not ready", not healthy; docs/json.md's schedulable is
+// "its plugin was healthy when last probed") and by Nomad's, whose scheduler places no claim
+// on a node whose plugin's Probe says not ready. Every view of the volume says so, and why:
+// the volume list, its status and the dashboard. Before, they said "yes", counting only that
+// the Probe answered.
+func TestVolumesOfAPluginThatIsNotReadyAreNotSchedulable(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	notReady := false
+	h.mem.SetReady(&notReady)
+	ps, err := h.e.PluginStatus(h.ctx, "mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 1 || ps[0].Health() != PluginNotReady {
+		t.Fatalf("plugin status = %+v, want one plugin, not ready", ps)
+	}
+	plugin := &ps[0]
+	const want = "no: plugin not ready"
+
+	vols, err := h.e.Volumes(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vols) != 1 || vols[0].Schedulable || vols[0].Schedulability(plugin).String() != want {
+		t.Errorf("volume list = %+v (schedulability %q), want v not schedulable: %q", vols, vols[0].Schedulability(plugin), want)
+	}
+	info, err := h.e.Volume(h.ctx, "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := info.Schedulability()
+	if info.Schedulable || s.String() != want || !strings.Contains(s.Sentence(), `its plugin "mem"`) || !strings.Contains(s.Sentence(), "not ready") {
+		t.Errorf("volume status: schedulable %v, %q (%q); want %q, naming the plugin", info.Schedulable, s, s.Sentence(), want)
+	}
+	d, err := h.e.Dashboard(h.ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Volumes) != 1 || d.Volumes[0].Schedulable {
+		t.Errorf("dashboard volumes = %+v, want v not schedulable", d.Volumes)
+	}
+
+	// Ready again: schedulable again.
+	h.mem.SetReady(nil)
+	if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := h.e.Volume(h.ctx, "v"); err != nil || !info.Schedulable {
+		t.Errorf("volume status once the plugin is ready = schedulable %v, %v; want schedulable", info.Schedulable, err)
+	}
+}
