@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -108,5 +111,38 @@ func TestVolumesOfAPluginThatIsNotReadyAreNotSchedulable(t *testing.T) {
 	}
 	if info, err := h.e.Volume(h.ctx, "v"); err != nil || !info.Schedulable {
 		t.Errorf("volume status once the plugin is ready = schedulable %v, %v; want schedulable", info.Schedulable, err)
+	}
+}
+
+// Two plugin IDs registered on one socket (one process, one storage) list the same snapshots:
+// `snapshot list` of the second shows the first's recorded snapshot as one of its own that
+// volctl does not record, and `snapshot delete` through the second ID took it for such a
+// plugin snapshot: it deleted it (the first ID's recorded snapshot, someone's backup) and left
+// the first ID's record of a snapshot gone. It is refused as a conflict naming the ID that
+// records it and the command that deletes it, nothing sent.
+func TestDeleteSnapshotThroughASocketMateOfTheIDThatRecordsItIsRefused(t *testing.T) {
+	h, _ := snapshotHarness(t, nil)
+	snap := h.snapshot("nightly")
+	h.registerPlugin("mem2", h.socket)
+	h.faults.ResetCounts()
+
+	err := h.e.DeleteSnapshot(h.ctx, "mem2", snap.ID, nil)
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("delete through the socket mate of the ID that records the snapshot = %v, want a conflict", err)
+	}
+	for _, want := range []string{`plugin "mem"`, "volctl volume snapshot delete mem " + snap.ID} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	if n := h.faults.Count(csi.RPCDeleteSnapshot).Calls; n != 0 {
+		t.Errorf("DeleteSnapshot sent %d times", n)
+	}
+	if !slices.ContainsFunc(h.mem.Snapshots(), func(s csi.Snapshot) bool { return s.ID == snap.ID }) {
+		t.Errorf("the plugin no longer has snapshot %q", snap.ID)
+	}
+	// The ID that records it deletes it.
+	if err := h.e.DeleteSnapshot(h.ctx, "mem", snap.ID, nil); err != nil {
+		t.Fatalf("delete through the ID that records it: %v", err)
 	}
 }
