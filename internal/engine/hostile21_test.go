@@ -37,17 +37,10 @@ func TestNodeLimitsChangeIsAnEventNamingTheVolumesOnTheNode(t *testing.T) {
 			h.claim(ClaimRequest{VolumeID: "v2", Alloc: "a"})
 
 			h.restartWith(tc.edit)
-			if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil {
-				t.Fatal(err)
-			}
-			evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "plugin-capabilities"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			evs := h.capabilityEventsSeenByAProbe()
 			if len(evs) != 1 {
 				t.Fatalf("plugin-capabilities events after a restart with another %s = %+v; want one", tc.name, evs)
 			}
-			t.Log(evs[0].Message)
 			for _, want := range tc.want {
 				if !strings.Contains(evs[0].Message, want) {
 					t.Errorf("the event %q does not say %s", evs[0].Message, want)
@@ -145,4 +138,18 @@ func TestDeleteSnapshotThroughASocketMateOfTheIDThatRecordsItIsRefused(t *testin
 	if err := h.e.DeleteSnapshot(h.ctx, "mem", snap.ID, nil); err != nil {
 		t.Fatalf("delete through the ID that records it: %v", err)
 	}
+}
+
+// capabilityEventsSeenByAProbe probes the harness's plugin (plugin status), which fingerprints
+// it again after a restart, and returns the plugin-capabilities events.
+func (h *harness) capabilityEventsSeenByAProbe() []EventInfo {
+	h.t.Helper()
+	if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil {
+		h.t.Fatal(err)
+	}
+	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "plugin-capabilities"})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return evs
 }
