@@ -170,6 +170,15 @@ func (v VolumeSummary) Schedulability(plugin *PluginInfo) Schedulability {
 	return s
 }
 
+// WithPluginProbed is v with Schedulable as plugin's health says, plugin being what a live
+// probe found (PluginStatus), which a read command may not have been able to record: the
+// volume's summary was read with the health last recorded. plugin nil is its plugin not
+// registered.
+func (v VolumeSummary) WithPluginProbed(plugin *PluginInfo) VolumeSummary {
+	v.Schedulable = stateReason(v.State) == Schedulable && plugin != nil && plugin.Health() == PluginHealthy
+	return v
+}
+
 // Schedulability says whether the volume can take claims, from its own read.
 func (v VolumeInfo) Schedulability() Schedulability {
 	s := Schedulability{Why: stateReason(v.State), Plugin: v.PluginID}
