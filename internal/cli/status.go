@@ -96,7 +96,15 @@ func statusRun(ctx context.Context, opts *StatusOptions) (err error) {
 		sum.Plugins = []engine.PluginInfo{}
 	}
 	sum.Volumes.Total = len(vols)
-	for _, v := range vols {
+	probed := make(map[string]*engine.PluginInfo, len(plugins))
+	for i := range plugins {
+		probed[plugins[i].ID] = &plugins[i]
+	}
+	for i, v := range vols {
+		// The plugins were probed just now, which another process's write lock may have kept
+		// from being recorded: the volumes say what the probes found, as the plugin table does.
+		v = v.WithPluginProbed(probed[v.PluginID])
+		vols[i] = v
 		if v.Schedulable {
 			sum.Volumes.Schedulable++
 		}

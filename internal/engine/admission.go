@@ -45,19 +45,10 @@ func checkNode(tx *store.Tx, v store.Volume, onNode bool, p *store.Plugin) error
 	if fp.MaxVolumes > 0 {
 		// The limit is the node plugin's, a process: the volumes of every plugin ID registered
 		// on its sockets count (socketMates), as they share its storage and its mounts.
-		mates, err := socketMates(tx, p.ID)
+		on, err := volumesOnNode(tx, p.ID)
 		if err != nil {
 			return err
 		}
-		var on []string
-		for _, id := range slices.Sorted(maps.Keys(mates)) {
-			ids, err := tx.Volumes().OnNode(id)
-			if err != nil {
-				return err
-			}
-			on = append(on, ids...)
-		}
-		slices.Sort(on)
 		on = slices.DeleteFunc(on, func(id string) bool { return id == v.ID })
 		if int64(len(on)) >= fp.MaxVolumes {
 			return conflictf("plugin %q allows %d volume(s) per node (NodeGetInfo max_volumes_per_node) and node %q has %d: %s; release one of them first",
@@ -65,6 +56,26 @@ func checkNode(tx *store.Tx, v store.Volume, onNode bool, p *store.Plugin) error
 		}
 	}
 	return nil
+}
+
+// volumesOnNode lists, sorted, the volumes on the node (a live claim or a staging) that the
+// node plugin serving pluginID holds: those of every plugin ID registered on its sockets
+// (socketMates), which share its storage, its mounts and its max_volumes_per_node.
+func volumesOnNode(tx *store.Tx, pluginID string) ([]string, error) {
+	mates, err := socketMates(tx, pluginID)
+	if err != nil {
+		return nil, err
+	}
+	var on []string
+	for _, id := range slices.Sorted(maps.Keys(mates)) {
+		ids, err := tx.Volumes().OnNode(id)
+		if err != nil {
+			return nil, err
+		}
+		on = append(on, ids...)
+	}
+	slices.Sort(on)
+	return on, nil
 }
 
 // volumeTopologies is where a volume is accessible from: what CreateVolume reported, or for a

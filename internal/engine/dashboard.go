@@ -56,7 +56,7 @@ func (e *Engine) Dashboard(ctx context.Context, events int) (Dashboard, error) {
 		}
 		healthy := make(map[string]bool, len(plugins))
 		for _, p := range plugins {
-			healthy[p.ID] = p.Health.Healthy
+			healthy[p.ID] = takesClaims(p.Health)
 		}
 		perPlugin := make(map[string]int, len(plugins))
 		d.Volumes = make([]VolumeSummary, 0, len(vols))

@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -688,7 +690,9 @@ func checkIdentity(p store.Plugin, fp *csi.Fingerprint, sockets []socketID) erro
 // cannot be undone through it any more, which their releases check against the mount table
 // (checkUnstageable) and report. A plugin that comes back with another node ID gets the event
 // too, naming the volumes attached to the old node: its claims' releases detach that node, and
-// no claim or restore stages them here with its attachment (attachedElsewhere).
+// no claim or restore stages them here with its attachment (attachedElsewhere). So does one
+// that comes back with other node limits (nodeLimitsNews): another accessible topology or
+// max_volumes_per_node, naming the volumes on the node they rule out.
 func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fingerprint) error {
 	cur, err := tx.Plugins().Get(pluginID)
 	if err != nil || cur.Fingerprint.At.IsZero() {
@@ -706,7 +710,11 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 	}
 	oldNode := cur.Fingerprint.NodeID
 	movedNode := oldNode != "" && now.NodeID != "" && now.NodeID != oldNode
-	if len(lost) == 0 && len(gained) == 0 && !movedNode {
+	limits, err := nodeLimitsNews(tx, pluginID, cur.Fingerprint, now)
+	if err != nil {
+		return err
+	}
+	if len(lost) == 0 && len(gained) == 0 && !movedNode && limits == "" {
 		return nil
 	}
 	msg := fmt.Sprintf("plugin %q came back with other capabilities", pluginID)
@@ -750,8 +758,69 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 				len(onOldNode), oldNode, strings.Join(onOldNode, ", "), now.NodeID)
 		}
 	}
+	msg += limits
 	e.log.Warn(msg)
 	return tx.Events().Append(&store.Event{Kind: "plugin-capabilities", PluginID: pluginID, Message: msg})
+}
+
+// nodeLimitsNews words, for the plugin-capabilities event, the node limits NodeGetInfo states
+// otherwise than it did before the restart (was, now): another accessible topology, naming the
+// plugin's volumes on the node it rules out, and another max_volumes_per_node, naming the
+// volumes on the node (counted as admission counts them: volumesOnNode) when they reach it.
+// Their claims stand, mounted as they are; admission applies the new limits to what comes next
+// (checkNode), so the user learns here, not from a later refusal, that a volume released here
+// cannot be claimed here again. "" when neither changed.
+func nodeLimitsNews(tx *store.Tx, pluginID string, was, now store.Fingerprint) (string, error) {
+	var msg string
+	if !maps.Equal(was.Topology, now.Topology) {
+		msg += fmt.Sprintf("; its node's accessible topology is now %s, was %s", segmentsOrNone(now.Topology), segmentsOrNone(was.Topology))
+		ids, err := tx.Volumes().OnNode(pluginID)
+		if err != nil {
+			return "", err
+		}
+		var off []string
+		for _, id := range ids {
+			v, err := tx.Volumes().Get(id)
+			if err != nil {
+				return "", err
+			}
+			if topos := volumeTopologies(v); len(topos) > 0 && !topologyMatch(now.Topology, topos) {
+				off = append(off, id)
+			}
+		}
+		if len(off) > 0 {
+			msg += fmt.Sprintf("; %d volume(s) on the node are accessible only from other topologies: %s (their claims stand; "+
+				"once released, a claim of one here is refused while the plugin states this topology)", len(off), describeIDs(off))
+		}
+	}
+	if was.MaxVolumes != now.MaxVolumes {
+		msg += fmt.Sprintf("; its max_volumes_per_node is now %s, was %s", maxVolumesWords(now.MaxVolumes), maxVolumesWords(was.MaxVolumes))
+		if now.MaxVolumes > 0 {
+			on, err := volumesOnNode(tx, pluginID)
+			if err != nil {
+				return "", err
+			}
+			if int64(len(on)) >= now.MaxVolumes {
+				msg += fmt.Sprintf("; node %q has %d volume(s), at or past it: %s (their claims stand; no other volume is claimed here "+
+					"until releases bring them under it)", now.NodeID, len(on), describeIDs(on))
+			}
+		}
+	}
+	return msg, nil
+}
+
+func segmentsOrNone(s map[string]string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return formatSegments(s)
+}
+
+func maxVolumesWords(n int64) string {
+	if n == 0 {
+		return "0 (no limit)"
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // missingFrom returns the names in a that b lacks, in a's order.

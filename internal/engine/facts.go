@@ -91,6 +91,7 @@ const (
 	PluginNotRegistered Unschedulable = "plugin not registered"
 	PluginDown          Unschedulable = "plugin unhealthy"
 	PluginNotProbed     Unschedulable = "plugin not probed yet"
+	PluginUnready       Unschedulable = "plugin not ready"     // its Probe answers, saying not ready
 	HandedOver          Unschedulable = "handed over to Nomad" // Nomad is its orchestrator now
 )
 
@@ -123,6 +124,8 @@ func (s Schedulability) Sentence() string {
 		return "its plugin " + quote(s.Plugin) + " is not registered"
 	case PluginNotProbed:
 		return "its plugin " + quote(s.Plugin) + " has not been probed healthy yet"
+	case PluginUnready:
+		return "its plugin " + quote(s.Plugin) + " is not ready: its Probe answers, saying so (still starting, or waiting for what it needs)"
 	case HandedOver:
 		return "it is handed over to the Nomad cluster at " + s.Detail + ", which claims it now"
 	}
@@ -157,11 +160,23 @@ func (v VolumeSummary) Schedulability(plugin *PluginInfo) Schedulability {
 	s.Why = PluginDown
 	if plugin != nil {
 		s.Detail = plugin.LastError
-		if plugin.Health() == PluginUnknown {
+		switch plugin.Health() {
+		case PluginUnknown:
 			s.Why = PluginNotProbed
+		case PluginNotReady:
+			s.Why = PluginUnready
 		}
 	}
 	return s
+}
+
+// WithPluginProbed is v with Schedulable as plugin's health says, plugin being what a live
+// probe found (PluginStatus), which a read command may not have been able to record: the
+// volume's summary was read with the health last recorded. plugin nil is its plugin not
+// registered.
+func (v VolumeSummary) WithPluginProbed(plugin *PluginInfo) VolumeSummary {
+	v.Schedulable = stateReason(v.State) == Schedulable && plugin != nil && plugin.Health() == PluginHealthy
+	return v
 }
 
 // Schedulability says whether the volume can take claims, from its own read.
@@ -177,6 +192,8 @@ func (v VolumeInfo) Schedulability() Schedulability {
 	switch {
 	case strings.HasSuffix(v.PluginError, "is not registered"):
 		s.Why = PluginNotRegistered
+	case v.PluginHealth() == PluginNotReady:
+		s.Why = PluginUnready
 	case v.PluginError == "":
 		s.Why = PluginNotProbed
 	default:
@@ -230,3 +247,8 @@ func (c ClaimInfo) LastErrorText() string {
 	}
 	return strings.Join(parts, ": ")
 }
+
+// takesClaims says whether a plugin's last probe lets its volumes take claims: it answered,
+// and said ready. A plugin whose Probe says not ready is not healthy (PluginNotReady), and
+// Nomad's scheduler places no claim on a node whose plugin says so.
+func takesClaims(h store.Health) bool { return h.Healthy && h.Ready }

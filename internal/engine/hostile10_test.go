@@ -222,21 +222,12 @@ func TestNodeIDChangeIsAnEventNamingTheVolumesAttachedToTheOldNode(t *testing.T)
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 
 	h.restartWith(func(c *csitest.MemConfig) {})
-	if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil {
-		t.Fatal(err)
-	}
-	if evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "plugin-capabilities"}); err != nil || len(evs) != 0 {
-		t.Fatalf("events after a restart as it was = %+v, %v; want none", evs, err)
+	if evs := h.capabilityEventsSeenByAProbe(); len(evs) != 0 {
+		t.Fatalf("events after a restart as it was = %+v; want none", evs)
 	}
 
 	h.restartWith(func(c *csitest.MemConfig) { c.NodeID = "node-2" })
-	if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil {
-		t.Fatal(err)
-	}
-	evs, err := h.e.Events(h.ctx, 0, EventFilter{Kind: "plugin-capabilities"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := h.capabilityEventsSeenByAProbe()
 	if len(evs) != 1 {
 		t.Fatalf("events after a restart with another node ID = %+v; want one", evs)
 	}

@@ -346,8 +346,10 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		}
 		intent, err = tx.Snapshots().GetCreate(pluginID, snapshotID)
 		if errors.Is(err, store.ErrNotFound) {
-			rec, recorded, err = recordNamed(tx, pluginID, snapshotID)
-			return err
+			if rec, recorded, err = recordNamed(tx, pluginID, snapshotID); err != nil || recorded {
+				return err
+			}
+			return notMatesSnapshot(tx, pluginID, snapshotID)
 		}
 		pending = err == nil
 		return err
@@ -426,6 +428,22 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		return fail(err)
 	}
 	return nil
+}
+
+// notMatesSnapshot refuses a delete through pluginID of a snapshot it does not record that
+// another plugin ID on one of its sockets records (snapshotOfMate): one process, one storage,
+// so the plugin lists that snapshot under both IDs, and `snapshot list` of this one shows it
+// as a plugin snapshot volctl does not record. Deleted through this ID, the other's record was
+// left naming a snapshot gone, and the user, told an unrecorded snapshot was deleted, had
+// deleted a recorded one (TestDeleteSnapshotThroughASocketMateOfTheIDThatRecordsItIsRefused).
+func notMatesSnapshot(tx *store.Tx, pluginID, snapshotID string) error {
+	mate, err := snapshotOfMate(tx, pluginID, snapshotID)
+	if err != nil || mate.PluginID == "" {
+		return err
+	}
+	return conflictf("snapshot %q is recorded by plugin %q (of volume %q), registered on the same socket as plugin %q: "+
+		"nothing was sent; `%s` deletes it and its record", snapshotID, mate.PluginID, mate.SourceVolumeID, pluginID,
+		shellquote.Command("volctl volume snapshot delete", mate.PluginID, snapshotID))
 }
 
 // recordNamed is the snapshot of pluginID recorded under name, if one is (a plugin's snapshot

@@ -50,7 +50,7 @@ func (e *Engine) EachVolume(ctx context.Context, fields VolumeFields, fn func(v 
 		}
 		healthy := make(map[string]bool, len(plugins))
 		for _, p := range plugins {
-			healthy[p.ID] = p.Health.Healthy
+			healthy[p.ID] = takesClaims(p.Health)
 		}
 		var v VolumeSummary
 		return tx.Volumes().EachBrief(fields, func(b *store.VolumeBrief) error {
@@ -65,10 +65,10 @@ func (e *Engine) EachVolume(ctx context.Context, fields VolumeFields, fn func(v 
 	})
 }
 
-func volumeSummary(v store.Volume, claims []store.Claim, pluginHealthy bool) VolumeSummary {
+func volumeSummary(v store.Volume, claims []store.Claim, pluginTakesClaims bool) VolumeSummary {
 	s := VolumeSummary{
 		ID: v.ID, Namespace: v.Namespace, Name: v.Name, PluginID: v.PluginID, State: string(v.State),
-		Schedulable: v.State == store.VolumeReady && pluginHealthy,
+		Schedulable: v.State == store.VolumeReady && pluginTakesClaims,
 		AccessMode:  v.AccessMode, AttachmentMode: v.AttachmentMode, CapacityBytes: v.CapacityBytes,
 	}
 	for _, c := range claims {
@@ -172,7 +172,7 @@ func (e *Engine) resolveVolume(tx *store.Tx, idOrPrefix string) (store.Volume, e
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return store.Volume{}, err
 			}
-			h = err == nil && p.Health.Healthy
+			h = err == nil && takesClaims(p.Health)
 			healthy[m.PluginID] = h
 		}
 		amb.Matches = append(amb.Matches, volumeSummary(m, claims, h))
@@ -182,7 +182,7 @@ func (e *Engine) resolveVolume(tx *store.Tx, idOrPrefix string) (store.Volume, e
 
 func volumeInfo(v store.Volume, claims []store.Claim, p store.Plugin, pluginKnown, staged bool) VolumeInfo {
 	info := VolumeInfo{
-		VolumeSummary: volumeSummary(v, claims, pluginKnown && p.Health.Healthy),
+		VolumeSummary: volumeSummary(v, claims, pluginKnown && takesClaims(p.Health)),
 		ExternalID:    v.ExternalID, CSIName: v.CSIName,
 		Provider: p.Fingerprint.Provider, ProviderVersion: p.Fingerprint.Version,
 		PluginHealthy: pluginKnown && p.Health.Healthy, PluginReady: pluginKnown && p.Health.Ready,
