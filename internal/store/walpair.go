@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 )
 
 // SQLite applies volctl.db-wal to whatever database file it finds beside it: nothing in a WAL
@@ -53,6 +54,29 @@ func checkWALPair(path string, size, walSize int64) error {
 	if size == 0 || walSize <= walHeaderSize {
 		return nil
 	}
+	// A pair refused is looked at again: a page read while a live volctl's checkpoint wrote it
+	// may read torn. What is wrong with the files is wrong at every look.
+	var err error
+	for attempt := range pairLooks {
+		if err = lookAtPair(path); err == nil {
+			return nil
+		}
+		if attempt+1 < pairLooks {
+			time.Sleep(pairLookPause)
+		}
+	}
+	return err
+}
+
+// pairLooks is how many times checkWALPair looks at a pair before refusing it, pairLookPause
+// the pause between looks.
+const (
+	pairLooks     = 3
+	pairLookPause = 5 * time.Millisecond
+)
+
+// lookAtPair is one look of checkWALPair's.
+func lookAtPair(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil // checkFiles saw it; SQLite says what is wrong

@@ -192,3 +192,48 @@ func TestOpenAcceptsItsOwnWAL(t *testing.T) {
 		reopen(t, dir, 4)
 	})
 }
+
+// TestOpenBesideALiveWriterIsNotRefused: the pair check reads the WAL and the file while
+// another volctl commits, checkpoints and restarts the WAL; every open must take them for the
+// pair they are.
+func TestOpenBesideALiveWriterIsNotRefused(t *testing.T) {
+	t.Parallel()
+	w := newStore(t)
+	dir := filepath.Dir(w.Path())
+	done := make(chan error, 1)
+	go func() {
+		for i := range 300 {
+			if err := w.Update(context.Background(), func(tx *Tx) error {
+				return tx.Volumes().Insert(&Volume{ID: fmt.Sprintf("v%d", i), PluginID: "p", State: VolumeReady})
+			}); err != nil {
+				done <- err
+				return
+			}
+			if i%7 == 6 {
+				w.checkpointNow() // the next commit restarts the WAL
+			}
+		}
+		done <- nil
+	}()
+	opens := 0
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("writer: %v", err)
+			}
+			if opens == 0 {
+				t.Fatal("no open ran while the writer wrote")
+			}
+			t.Logf("%d opens beside the writer", opens)
+			return
+		default:
+		}
+		s, err := Open(context.Background(), dir)
+		if err != nil {
+			t.Fatalf("open %d beside a live writer: %v", opens, err)
+		}
+		s.Close()
+		opens++
+	}
+}
