@@ -139,7 +139,7 @@ func lookAtPair(path string) error {
 func walPairError(path, why string) error {
 	return fmt.Errorf("open state: the write-ahead log %s is not the one of the state database %s: %s; "+
 		"SQLite would apply the log's pages to the database, mixing two states without an error. "+
-		"To use %s as it is (a backup restored: docs/architecture.md, Backups), with every volctl stopped move %s and %s out of the state dir; "+
+		"To use %s as it is (a backup restored: see Backups in docs/architecture.md), with every volctl stopped move %s and %s out of the state dir; "+
 		"to use the log's state, put back the %s it was written beside",
 		path+"-wal", path, why, FileName, path+"-wal", path+"-shm", FileName)
 }
