@@ -35,13 +35,29 @@ func readFile(t *testing.T, path string) []byte {
 func openMismatched(t *testing.T, db, wal []byte, want string) {
 	t.Helper()
 	dir := t.TempDir()
+	writeState(t, dir, db, wal, nil)
+	refusedPair(t, dir, db, wal, want)
+}
+
+// writeState writes a state database, its WAL and, unless nil, its -shm in dir.
+func writeState(t *testing.T, dir string, db, wal, shm []byte) {
+	t.Helper()
 	path := filepath.Join(dir, FileName)
-	if err := os.WriteFile(path, db, 0o600); err != nil {
-		t.Fatal(err)
+	for name, b := range map[string][]byte{path: db, path + "-wal": wal, path + "-shm": shm} {
+		if b == nil {
+			continue
+		}
+		if err := os.WriteFile(name, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(path+"-wal", wal, 0o600); err != nil {
-		t.Fatal(err)
-	}
+}
+
+// refusedPair opens the state dir dir, whose database db and WAL wal are not a pair: the open
+// must be refused saying why (want) and what to do, and change neither file.
+func refusedPair(t *testing.T, dir string, db, wal []byte, want string) {
+	t.Helper()
+	path := filepath.Join(dir, FileName)
 	s, err := Open(context.Background(), dir)
 	if err == nil {
 		var ids []string
@@ -90,6 +106,24 @@ func TestOpenRefusesTheWALOfAnotherDatabase(t *testing.T) {
 		t.Fatalf("the live store's WAL holds %d bytes, want commits in it", len(wal))
 	}
 	openMismatched(t, db, wal, "the log holds commits of another database (state mark ")
+}
+
+// TestOpenOnAReadOnlyFileSystemRefusesTheWALOfAnotherDatabase: the same on a read-only file
+// system (a backup mounted read-only), where SQLite reads the WAL into memory.
+func TestOpenOnAReadOnlyFileSystemRefusesTheWALOfAnotherDatabase(t *testing.T) {
+	t.Parallel()
+	other := newStore(t)
+	commitVolumes(t, other, "other", 3)
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db := readFile(t, other.Path())
+	live := newStore(t)
+	commitVolumes(t, live, "live", 3)
+	wal, shm := readFile(t, live.Path()+"-wal"), readFile(t, live.Path()+"-shm")
+	dir := t.TempDir()
+	writeState(t, dir, db, wal, shm)
+	refusedPair(t, readOnlyView(t, dir), db, wal, "the log holds commits of another database (state mark ")
 }
 
 // TestOpenRefusesAnOlderDatabaseUnderItsWAL: a backup of volctl.db restored over it while the
