@@ -957,7 +957,7 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn 
 		}
 		return s.explain(fmt.Errorf("state %s: commit: %w", s.path, mapBusy(err)))
 	}
-	if tx.wrote && s.marked {
+	if kind != readOnly && tx.wrote && s.marked {
 		// Last before the COMMIT: the commit's frames carry the state mark (walpair.go).
 		if _, err := tx.exec(markUpdate); err != nil {
 			return notCommitted(fmt.Errorf("update the state mark: %w", err))
@@ -1221,23 +1221,36 @@ func (tx *Tx) exec(query string, args ...any) (sql.Result, error) {
 	}
 	if st == nil {
 		res, err := tx.c.sc.ExecContext(tx.ctx, query, args...)
-		tx.noteWrite(res, err)
+		tx.noteWrite(query, res, err)
 		return res, tx.c.check(err)
 	}
 	defer tx.c.release(st)
 	res, err := st.s.ExecContext(tx.ctx, args...)
-	tx.noteWrite(res, err)
+	tx.noteWrite(query, res, err)
 	return res, tx.c.check(err)
 }
 
-// noteWrite records that a statement run by exec changed a row.
-func (tx *Tx) noteWrite(res sql.Result, err error) {
-	if err != nil || tx.wrote {
+// noteWrite records that a statement run by exec changed a row. Only an INSERT, UPDATE or
+// DELETE is asked: the count of rows changed is SQLite's sqlite3_changes, which any other
+// statement (BEGIN, a PRAGMA) leaves as the last such statement on the connection set it.
+func (tx *Tx) noteWrite(query string, res sql.Result, err error) {
+	if err != nil || tx.wrote || !changesRows(query) {
 		return
 	}
 	if n, err := res.RowsAffected(); err == nil && n > 0 {
 		tx.wrote = true
 	}
+}
+
+// changesRows says whether the statement query is one whose rows-changed count is its own.
+func changesRows(query string) bool {
+	q := strings.TrimLeft(query, " \t\r\n")
+	for _, verb := range []string{"INSERT", "UPDATE", "DELETE", "REPLACE"} {
+		if len(q) > len(verb) && strings.EqualFold(q[:len(verb)], verb) {
+			return true
+		}
+	}
+	return false
 }
 
 // noteReturning records that a statement read as rows may change some: its RETURNING clause.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // commitVolumes commits one volume per transaction, each a commit that carries the state mark.
@@ -269,5 +270,41 @@ func TestOpenBesideALiveWriterIsNotRefused(t *testing.T) {
 		}
 		s.Close()
 		opens++
+	}
+}
+
+// TestReadOnTheWriteConnectionWritesNoMark: a read on the write connection (ViewShort) after a
+// write, while another volctl holds the write lock, reads and writes nothing. Its BEGIN left the
+// connection's count of changed rows as the write before it had set it; counted as a write, it
+// made the read update the state mark and wait for the lock, failing with "database is locked".
+func TestReadOnTheWriteConnectionWritesNoMark(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, WithBusyTimeout(300*time.Millisecond))
+	commitVolumes(t, s, "v", 1)
+	other, err := Open(context.Background(), filepath.Dir(s.Path()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	holding, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- other.Update(context.Background(), func(tx *Tx) error {
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+	err = s.ViewShort(context.Background(), func(tx *Tx) error {
+		_, err := tx.Volumes().List(VolumeFilter{})
+		return err
+	})
+	close(release)
+	if err != nil {
+		t.Errorf("a read on the write connection while another holds the write lock: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
