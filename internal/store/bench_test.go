@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -82,6 +83,37 @@ func BenchmarkOpen(b *testing.B) {
 			b.Fatal(err)
 		}
 		s.Close()
+	}
+}
+
+// BenchmarkOpenBesideALiveWAL is a command's open while another volctl (the agent) has the
+// database open and its WAL holds commits, one volume each, short of a checkpoint: SQLite
+// reads the WAL index the other keeps, and the pair check (walpair.go) reads the WAL.
+func BenchmarkOpenBesideALiveWAL(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "state")
+	s, err := Open(context.Background(), dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 20 {
+		if err := s.Update(context.Background(), func(tx *Tx) error {
+			v := benchVolume(fmt.Sprintf("v-%05d", i))
+			return tx.Volumes().Insert(&v)
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if fi, err := os.Stat(s.Path() + "-wal"); err != nil || fi.Size() <= walHeaderSize {
+		b.Fatalf("the WAL holds no commits: %v", err)
+	}
+	defer cpuPerOp(b)()
+	for b.Loop() {
+		o, err := Open(context.Background(), dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		o.Close()
 	}
 }
 

@@ -97,6 +97,10 @@ type dbFile struct {
 	wal      *os.File         // nil without a WAL with commits
 	frames   map[uint32]int64 // page -> offset in the WAL of its last committed copy
 	salts    []byte           // the WAL header's salts, which each of its frames repeats
+	// findMarks has readWAL keep, in marks, the copies of the state mark its committed frames
+	// hold (walpair.go).
+	findMarks bool
+	marks     []walMark
 }
 
 // readWAL finds the committed frames of the WAL at path, as SQLite's recovery does: from the
@@ -133,6 +137,7 @@ func (db *dbFile) readWAL(path string, size int64) {
 		off  int64
 	}
 	var frames []walFrame
+	var marks []walMark
 	committed := 0
 	frame := make([]byte, 24+db.pageSize)
 	for off := int64(walHeaderSize); off+int64(len(frame)) <= size; off += int64(len(frame)) {
@@ -147,6 +152,11 @@ func (db *dbFile) readWAL(path string, size int64) {
 		if s0 != binary.BigEndian.Uint32(frame[16:20]) || s1 != binary.BigEndian.Uint32(frame[20:24]) {
 			break
 		}
+		if db.findMarks {
+			if id, seq, ok := parseMark(frame[24:]); ok {
+				marks = append(marks, walMark{frame: len(frames), page: binary.BigEndian.Uint32(frame[0:4]), id: id, seq: seq})
+			}
+		}
 		frames = append(frames, walFrame{binary.BigEndian.Uint32(frame[0:4]), off + 24})
 		if binary.BigEndian.Uint32(frame[4:8]) != 0 { // a commit frame
 			committed = len(frames)
@@ -157,6 +167,11 @@ func (db *dbFile) readWAL(path string, size int64) {
 		return
 	}
 	db.wal, db.frames, db.salts = w, make(map[uint32]int64, committed), hdr[16:24]
+	for _, m := range marks {
+		if m.frame < committed {
+			db.marks = append(db.marks, m)
+		}
+	}
 	for _, fr := range frames[:committed] {
 		db.frames[fr.page] = fr.off
 	}

@@ -64,6 +64,9 @@ func openReadOnly(ctx context.Context, dir string, target int, o options) (*Stor
 	}
 	path := filepath.Join(dir, FileName)
 	sizes, err := checkFiles(path)
+	if err == nil {
+		err = checkWALPair(path, sizes[path], sizes[path+"-wal"])
+	}
 	if err != nil {
 		return nil, inDir(dir, err)
 	}

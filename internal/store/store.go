@@ -111,6 +111,9 @@ type Store struct {
 	// forget scrubs the event log of the secret values a transaction took out of the state
 	// (forget.go); nil leaves it as it is.
 	forget func(values []string) func(string) string
+	// marked says the schema has the state mark (markVersion on), which every commit that
+	// changes a row updates (walpair.go).
+	marked bool
 }
 
 // Stats counts the transactions this Store has committed since Open, by kind. Tests and
@@ -230,6 +233,9 @@ func openWritable(ctx context.Context, abs string, target int, o options) (*Stor
 	if err == nil {
 		err = identify(path, sizes[path], sizes[path+"-wal"])
 	}
+	if err == nil {
+		err = checkWALPair(path, sizes[path], sizes[path+"-wal"])
+	}
 	if err != nil {
 		return nil, inDir(abs, err)
 	}
@@ -286,6 +292,7 @@ func openWritable(ctx context.Context, abs string, target int, o options) (*Stor
 		lock.Close()
 		return nil, inDir(abs, openFailed(path, err))
 	}
+	s.marked = target >= markVersion
 	// SQLite creates -wal and -shm with the database's mode, but only while that mode survives
 	// the umask intact; make sure neither is readable by others whatever the umask was.
 	for _, suffix := range []string{"-wal", "-shm"} {
@@ -945,15 +952,24 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn 
 	if err := tx.forgetGone(); err != nil {
 		return s.explain(err)
 	}
-	if err := s.retry(ctx, func() error {
-		_, err := tx.exec("COMMIT")
-		return err
-	}); err != nil {
+	notCommitted := func(err error) error {
 		if cerr := ctx.Err(); cerr != nil && !isBusy(err) && errors.Is(err, cerr) {
 			// The COMMIT was not run, or SQLite stopped it: the rollback below undoes fn's writes.
 			return fmt.Errorf("state %s: commit: interrupted before it committed, nothing written: %w", s.path, cerr)
 		}
 		return s.explain(fmt.Errorf("state %s: commit: %w", s.path, mapBusy(err)))
+	}
+	if kind != readOnly && tx.wrote && s.marked {
+		// Last before the COMMIT: the commit's frames carry the state mark (walpair.go).
+		if _, err := tx.exec(markUpdate); err != nil {
+			return notCommitted(fmt.Errorf("update the state mark: %w", err))
+		}
+	}
+	if err := s.retry(ctx, func() error {
+		_, err := tx.exec("COMMIT")
+		return err
+	}); err != nil {
+		return notCommitted(err)
 	}
 	done = true
 	s.commits[kind].Add(1)
@@ -1194,6 +1210,9 @@ type Tx struct {
 	// change that may remove some (forget.go); noted says they were read.
 	secretsBefore []string
 	noted         bool
+	// wrote says a statement of the transaction changed a row (or may have: an INSERT, UPDATE
+	// or DELETE with RETURNING, read as rows), so its commit updates the state mark (walpair.go).
+	wrote bool
 }
 
 // exec runs a statement that returns no rows, prepared once per connection.
@@ -1204,11 +1223,43 @@ func (tx *Tx) exec(query string, args ...any) (sql.Result, error) {
 	}
 	if st == nil {
 		res, err := tx.c.sc.ExecContext(tx.ctx, query, args...)
+		tx.noteWrite(query, res, err)
 		return res, tx.c.check(err)
 	}
 	defer tx.c.release(st)
 	res, err := st.s.ExecContext(tx.ctx, args...)
+	tx.noteWrite(query, res, err)
 	return res, tx.c.check(err)
+}
+
+// noteWrite records that a statement run by exec changed a row. Only an INSERT, UPDATE or
+// DELETE is asked: the count of rows changed is SQLite's sqlite3_changes, which any other
+// statement (BEGIN, a PRAGMA) leaves as the last such statement on the connection set it.
+func (tx *Tx) noteWrite(query string, res sql.Result, err error) {
+	if err != nil || tx.wrote || !changesRows(query) {
+		return
+	}
+	if n, err := res.RowsAffected(); err == nil && n > 0 {
+		tx.wrote = true
+	}
+}
+
+// changesRows says whether the statement query is one whose rows-changed count is its own.
+func changesRows(query string) bool {
+	q := strings.TrimLeft(query, " \t\r\n")
+	for _, verb := range []string{"INSERT", "UPDATE", "DELETE", "REPLACE"} {
+		if len(q) > len(verb) && strings.EqualFold(q[:len(verb)], verb) {
+			return true
+		}
+	}
+	return false
+}
+
+// noteReturning records that a statement read as rows may change some: its RETURNING clause.
+func (tx *Tx) noteReturning(query string) {
+	if !tx.wrote && strings.Contains(query, "RETURNING") {
+		tx.wrote = true
+	}
 }
 
 // execOnce runs SQL that runs once per database, such as a migration, without keeping its
@@ -1221,6 +1272,7 @@ func (tx *Tx) execOnce(query string) error {
 // query runs a statement that returns rows, prepared once per connection; collect reads and
 // closes the result.
 func (tx *Tx) query(query string, args ...any) (*cursor, error) {
+	tx.noteReturning(query)
 	st, err := tx.c.stmt(tx.ctx, query)
 	if err != nil {
 		return nil, tx.c.check(err)
@@ -1240,6 +1292,7 @@ func (tx *Tx) query(query string, args ...any) (*cursor, error) {
 
 // queryRow runs a statement that returns at most one row, prepared once per connection.
 func (tx *Tx) queryRow(query string, args ...any) row {
+	tx.noteReturning(query)
 	st, err := tx.c.stmt(tx.ctx, query)
 	if err != nil {
 		return row{c: tx.c, err: err}
