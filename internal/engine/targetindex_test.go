@@ -16,8 +16,8 @@ import (
 func TestClaimRewritesALongTargetIndexListWithoutItsStaleLines(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
-	index := filepath.Join(h.dir, "targets") // targetIndexDir
-	if err := os.Mkdir(index, 0o700); err != nil { // whole: no publish directory yet
+	index := filepath.Join(h.dir, "targets") // targetIndexDir; made here whole: no publish directory yet
+	if err := os.Mkdir(index, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "keeper"})
