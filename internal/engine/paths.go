@@ -170,12 +170,14 @@ func (l *locker) removeEmptyDirs(ctx context.Context, path, root string) {
 // registered (docs/architecture.md, State on disk), and its plugin's directory if that is left
 // empty: called once the volume is deleted or deregistered, under its volume lock. With
 // volumeID "", it removes the plugin's directory alone, if empty (the plugin deregistered). A
-// directory still mounted (EBUSY) or not empty stays.
+// directory still mounted (EBUSY) or not empty stays. The volume's list in the target index
+// goes too, unless a directory it names is still there (dropTargetList).
 func (e *Engine) removeStagingDir(ctx context.Context, pluginID, volumeID string) {
 	root := filepath.Join(e.cfg.StateDir, stagingDir)
 	path := filepath.Join(root, pluginID)
 	if volumeID != "" {
 		path = stagingPath(e.cfg.StateDir, pluginID, volumeID)
+		e.dropTargetList(volumeID)
 	}
 	e.locks.removeEmptyDirs(ctx, path, root)
 }

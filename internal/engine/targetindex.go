@@ -133,6 +133,21 @@ func (e *Engine) indexedTargetDirs(ctx context.Context, volume string) (dirs []s
 	return dirs, true
 }
 
+// dropTargetList removes the volume's list from the target index when no publish directory it
+// names is there: what a volume deleted or deregistered leaves when no release looked (its
+// plugin neither stages nor attaches). The caller holds the volume lock.
+func (e *Engine) dropTargetList(volume string) {
+	dir, err := unix.Open(filepath.Join(e.cfg.StateDir, targetIndexDir), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(dir)
+	allocs, err := readTargetIndex(dir, volume)
+	if err == nil && len(liveTargetAllocs(e.realPath(filepath.Join(e.cfg.StateDir, publishDir)), volume, allocs)) == 0 {
+		_ = unix.Unlinkat(dir, volume, 0)
+	}
+}
+
 // readTargetIndex reads the volume's list from the index directory dir: its allocs, each once.
 // No list is none.
 func readTargetIndex(dir int, volume string) ([]string, error) {

@@ -37,3 +37,33 @@ func TestClaimRewritesALongTargetIndexListWithoutItsStaleLines(t *testing.T) {
 			len(stale)+len("keeper\n"), len(list), list[:min(len(list), 40)], err)
 	}
 }
+
+// A volume deleted leaves no list in the target index: one whose plugin neither stages nor
+// attaches has no release that looks and drops it. A list naming a publish directory still
+// there (a claim the database lost) stays.
+func TestDeleteDropsTheVolumesTargetIndexList(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+	h.create(volume("w", capab(spec.MultiNodeMultiWriter)))
+	index := filepath.Join(h.dir, "targets") // targetIndexDir
+	if err := os.MkdirAll(filepath.Join(h.dir, "publish", "lost", "w"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(index, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"v", "w"} {
+		if err := os.WriteFile(filepath.Join(index, id), []byte("gone\nlost\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.e.DeleteVolume(h.ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(index, "v")); !os.IsNotExist(err) {
+		t.Fatalf("the target index's list of volume v, deleted, none of whose publish directories is there: %v; want it removed", err)
+	}
+	if _, err := os.Lstat(filepath.Join(index, "w")); err != nil {
+		t.Fatalf("the target index's list of volume w, deleted while publish/lost/w is there: %v; want it kept", err)
+	}
+}
