@@ -77,7 +77,9 @@ func (l *locker) openDirs(ctx context.Context, path string) (*pathFD, func(), er
 // makeTargetParent is makeDirs for the parent of a claim's publish target, and also refuses
 // the target itself when it is a symlink: the plugin makes the target and mounts on it, and
 // would follow one. The target is looked up from the parent's descriptor the walk opened, not
-// by walking the path again.
+// by walking the path again. It adds the target's alloc to the volume's list in the target
+// index (indexTarget) under the same hold of the directory lock, before anything can be
+// mounted there.
 func (l *locker) makeTargetParent(ctx context.Context, target string) error {
 	target = filepath.Clean(target)
 	p, unlock, err := l.openDirs(ctx, filepath.Dir(target))
@@ -86,6 +88,9 @@ func (l *locker) makeTargetParent(ctx context.Context, target string) error {
 	}
 	defer unlock()
 	defer p.close()
+	if err := l.indexTarget(target); err != nil {
+		return err
+	}
 	fd, err := openComponent(p.fd, filepath.Base(target))
 	switch {
 	case errors.Is(err, unix.ENOENT):
@@ -165,12 +170,14 @@ func (l *locker) removeEmptyDirs(ctx context.Context, path, root string) {
 // registered (docs/architecture.md, State on disk), and its plugin's directory if that is left
 // empty: called once the volume is deleted or deregistered, under its volume lock. With
 // volumeID "", it removes the plugin's directory alone, if empty (the plugin deregistered). A
-// directory still mounted (EBUSY) or not empty stays.
+// directory still mounted (EBUSY) or not empty stays. The volume's list in the target index
+// goes too, unless a directory it names is still there (dropTargetList).
 func (e *Engine) removeStagingDir(ctx context.Context, pluginID, volumeID string) {
 	root := filepath.Join(e.cfg.StateDir, stagingDir)
 	path := filepath.Join(root, pluginID)
 	if volumeID != "" {
 		path = stagingPath(e.cfg.StateDir, pluginID, volumeID)
+		e.dropTargetList(volumeID)
 	}
 	e.locks.removeEmptyDirs(ctx, path, root)
 }

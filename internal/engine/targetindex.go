@@ -1,0 +1,276 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// targetIndexDir is the index of the publish tree by volume (docs/architecture.md, State on
+// disk): <state>/targets/<volume> lists, one a line, the allocs under whose publish directory
+// volctl made a directory for the volume (publish/<alloc>/<volume>). The release's look for
+// targets no claim records (checkUnrecordedTargets) reads the volume's list instead of looking
+// in every alloc's directory, so its cost no longer grows with the other claims on the host.
+//
+// The index is kept outside the state database on purpose: what the look guards against is a
+// database older than the mounts (a backup restored), which no record in it can show. It needs
+// no fsync: it stands for mounts, and none outlives what loses the page cache (a power cut,
+// a kernel crash). A line is added before NodePublishVolume can mount there (makeTargetParent,
+// under the directory lock), so no directory volctl mounts in is missing from it; a line whose
+// directory is gone is stale and costs one lookup, until a release's look or the next claim of
+// the volume drops it. The directory's existence says the index is whole: a state dir from
+// before it has publish directories no line names, so the first look builds it from one walk
+// of the publish tree, under the directory lock held exclusively (the additions hold it
+// shared), and moves it into place whole.
+const targetIndexDir = "targets"
+
+// targetIndexCompact is the size past which an addition rewrites a volume's list without its
+// stale lines: a volume claimed and released by many allocs while one claim keeps it staged
+// has no look to drop them.
+const targetIndexCompact = 4096
+
+// indexTarget adds the alloc of target (<state>/publish/<alloc>/<volume>/<usage>) to the
+// volume's list in the target index, if the index exists (the first look builds it, walking the
+// publish directories made before). The caller holds the directory lock (shared) and the volume
+// lock, and has made the target's parent directory: the line goes in before any mount can.
+func (l *locker) indexTarget(target string) error {
+	stateDir := filepath.Dir(l.dir)
+	alloc, volume, ok := targetAllocVolume(stateDir, target)
+	if !ok {
+		return nil
+	}
+	index := filepath.Join(stateDir, targetIndexDir)
+	dir, err := unix.Open(index, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil // not built yet: its build walks the publish tree, this directory with it
+	}
+	if err != nil {
+		return targetIndexError(index, index, "open", err)
+	}
+	defer unix.Close(dir)
+	fd, err := unix.Openat(dir, volume, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return targetIndexError(index, filepath.Join(index, volume), "open", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		_ = unix.Close(fd)
+		return targetIndexError(index, filepath.Join(index, volume), "open", fmt.Errorf("not a regular file as volctl makes them"))
+	}
+	if st.Size > targetIndexCompact {
+		_ = unix.Close(fd)
+		allocs, err := readTargetIndex(dir, volume)
+		if err != nil {
+			return err
+		}
+		live := liveTargetAllocs(filepath.Join(stateDir, publishDir), volume, allocs)
+		if !slices.Contains(live, alloc) {
+			live = append(live, alloc)
+		}
+		return writeTargetIndex(dir, index, volume, live)
+	}
+	_, err = unix.Write(fd, []byte(alloc+"\n"))
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return targetIndexError(index, filepath.Join(index, volume), "write", err)
+	}
+	return nil
+}
+
+// targetAllocVolume takes the alloc and volume out of a claim's target path,
+// <state>/publish/<alloc>/<volume>/<usage>; ok is false for a path laid out otherwise.
+func targetAllocVolume(stateDir, target string) (alloc, volume string, ok bool) {
+	rel, err := filepath.Rel(filepath.Join(stateDir, publishDir), filepath.Clean(target))
+	if err != nil {
+		return "", "", false
+	}
+	parts := strings.Split(rel, "/")
+	if len(parts) != 3 || parts[0] == ".." {
+		return "", "", false
+	}
+	return parts[0], parts[1], true
+}
+
+// indexedTargetDirs is volumeTargetDirs read from the target index: the <alloc>/<volume>
+// directories under the publish directory that the volume's list names and that are there. The
+// list is dropped when none is. The index is built first when it is missing. ok is false when
+// the index cannot be used (a state dir volctl cannot write): the caller walks the tree.
+func (e *Engine) indexedTargetDirs(ctx context.Context, volume string) (dirs []string, ok bool) {
+	index := filepath.Join(e.cfg.StateDir, targetIndexDir)
+	dir, err := unix.Open(index, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		if err := e.buildTargetIndex(ctx); err != nil {
+			e.log.Warn(fmt.Sprintf("the index of the publish tree by volume could not be built (%v): the release looks in every alloc's publish directory", err))
+			return nil, false
+		}
+		dir, err = unix.Open(index, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return nil, false
+	}
+	defer unix.Close(dir)
+	allocs, err := readTargetIndex(dir, volume)
+	if err != nil {
+		return nil, false
+	}
+	pub := e.realPath(filepath.Join(e.cfg.StateDir, publishDir))
+	live := liveTargetAllocs(pub, volume, allocs)
+	if len(live) == 0 && len(allocs) > 0 {
+		_ = unix.Unlinkat(dir, volume, 0) // stale, every line: the caller holds the volume lock
+	}
+	for _, a := range live {
+		dirs = append(dirs, a+"/"+volume)
+	}
+	return dirs, true
+}
+
+// dropTargetList removes the volume's list from the target index when no publish directory it
+// names is there: what a volume deleted or deregistered leaves when no release looked (its
+// plugin neither stages nor attaches). The caller holds the volume lock.
+func (e *Engine) dropTargetList(volume string) {
+	dir, err := unix.Open(filepath.Join(e.cfg.StateDir, targetIndexDir), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(dir)
+	allocs, err := readTargetIndex(dir, volume)
+	if err == nil && len(liveTargetAllocs(e.realPath(filepath.Join(e.cfg.StateDir, publishDir)), volume, allocs)) == 0 {
+		_ = unix.Unlinkat(dir, volume, 0)
+	}
+}
+
+// readTargetIndex reads the volume's list from the index directory dir: its allocs, each once.
+// No list is none.
+func readTargetIndex(dir int, volume string) ([]string, error) {
+	fd, err := unix.Openat(dir, volume, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), volume)
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s in the target index is not a regular file as volctl makes them", volume)
+	}
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(f); err != nil {
+		return nil, err
+	}
+	var allocs []string
+	for line := range strings.SplitSeq(buf.String(), "\n") {
+		if line != "" && !slices.Contains(allocs, line) {
+			allocs = append(allocs, line)
+		}
+	}
+	return allocs, nil
+}
+
+// liveTargetAllocs is the allocs of allocs whose publish directory holds a directory for
+// volume: one lookup each, relative to the publish directory pub opened once.
+func liveTargetAllocs(pub, volume string, allocs []string) []string {
+	if len(allocs) == 0 {
+		return nil
+	}
+	f, err := os.Open(pub)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var live []string
+	var st unix.Stat_t
+	for _, a := range allocs {
+		if unix.Fstatat(int(f.Fd()), a+"/"+volume, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			live = append(live, a)
+		}
+	}
+	return live
+}
+
+// writeTargetIndex replaces the volume's list in the index directory dir (at path index) with
+// allocs, or removes it when there are none. The new list is written beside it under a name no
+// volume ID can have (IDs do not start with "-") and renamed over it.
+func writeTargetIndex(dir int, index, volume string, allocs []string) error {
+	if len(allocs) == 0 {
+		if err := unix.Unlinkat(dir, volume, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			return targetIndexError(index, filepath.Join(index, volume), "remove", err)
+		}
+		return nil
+	}
+	tmp := "-" + volume
+	fd, err := unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return targetIndexError(index, filepath.Join(index, tmp), "open", err)
+	}
+	_, err = unix.Write(fd, []byte(strings.Join(allocs, "\n")+"\n"))
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(dir, tmp, dir, volume)
+	}
+	if err != nil {
+		_ = unix.Unlinkat(dir, tmp, 0)
+		return targetIndexError(index, filepath.Join(index, volume), "write", err)
+	}
+	return nil
+}
+
+// buildTargetIndex makes the target index from one walk of the publish tree, under the
+// directory lock held exclusively, so that no claim makes a publish directory meanwhile
+// without its line: it is written whole under targets.new and renamed into place (the
+// directory's existence says the index is whole). A partial one a killed build left is
+// removed first.
+func (e *Engine) buildTargetIndex(ctx context.Context) error {
+	unlock, err := e.locks.dirs(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	index := filepath.Join(e.cfg.StateDir, targetIndexDir)
+	if _, err := os.Lstat(index); err == nil {
+		return nil // another process built it first
+	}
+	tmp := index + ".new"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return err
+	}
+	lists := map[string][]string{}
+	pub := e.realPath(filepath.Join(e.cfg.StateDir, publishDir))
+	for _, alloc := range subdirs(pub) {
+		for _, volume := range subdirs(filepath.Join(pub, alloc)) {
+			lists[volume] = append(lists[volume], alloc)
+		}
+	}
+	dir, err := unix.Open(tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	for volume, allocs := range lists {
+		if err := writeTargetIndex(dir, tmp, volume, allocs); err != nil {
+			return err
+		}
+	}
+	return os.Rename(tmp, index)
+}
+
+// targetIndexError says that a file of the target index could not be used, and what to do.
+func targetIndexError(index, path, op string, err error) error {
+	return fmt.Errorf("the index of volctl's publish directories by volume: %s %s: %w; volctl makes %s and the files in it: "+
+		"if something else is there, remove %s whole (`rm -r %s`) and volctl builds it again from the publish directories",
+		op, path, err, index, index, index)
+}
