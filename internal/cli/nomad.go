@@ -288,6 +288,9 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		if r := nomad.Refused(have, want); exists && len(r) > 0 {
 			fmt.Fprintf(opts.IO.Out, "  but Nomad does not change a registered volume's %s, and volctl's differ from its copy's: it would be refused (deregister it in Nomad and register it again to change them)\n", strings.Join(r, ", "))
 		}
+		if k := nomad.Kept(have, want); exists && len(k) > 0 {
+			fmt.Fprintf(opts.IO.Out, "  but Nomad's copy has no %s, and volctl's has: Nomad keeps what a volume was first registered with, so it would stay without (its allocs placed on nodes that may not reach the volume): deregister it in Nomad and register it again to give it one\n", strings.Join(k, ", "))
+		}
 		if d := c.Identity(have, want); exists && len(d) > 0 {
 			fmt.Fprintf(opts.IO.Out, "  but Nomad's volume %q is another one (%s): it would be refused\n", id, display.Escape(strings.Join(d, ", ")))
 		}
@@ -705,7 +708,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			// of this one.
 			st.Nomad = &have
 			if st.AnotherVolume = nomad.IdentityIn(have, want, st.NomadNamespace); len(st.AnotherVolume) == 0 {
-				st.Registered, st.Differs = true, append(nomad.Changes(have, want), nomad.Refused(have, want)...)
+				st.Registered, st.Differs = true, slices.Concat(nomad.Changes(have, want), nomad.Refused(have, want), nomad.Kept(have, want))
 				st.NotCompared = nomad.NotCompared(want)
 			}
 		case errors.Is(err, nomad.ErrNotFound):

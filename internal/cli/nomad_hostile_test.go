@@ -118,6 +118,13 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 			if bid, ok := req.Volumes[0]["ID"].(string); ok {
 				id = bid
 			}
+			// A volume's topology is the one of its first registration (Register takes
+			// topology_request.required as it; Merge never changes it).
+			if prev, had := n.sent[ns+"/"+id]; had && n.vols[ns+"/"+id] {
+				req.Volumes[0]["Topologies"] = prev["Topologies"]
+			} else if tr, ok := req.Volumes[0]["RequestedTopologies"].(map[string]any); ok {
+				req.Volumes[0]["Topologies"] = tr["Required"]
+			}
 			n.sent[ns+"/"+id] = req.Volumes[0]
 		}
 		onPut := n.onPut

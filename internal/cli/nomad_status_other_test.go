@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -320,4 +321,65 @@ func TestNomadStatusSaysWhatItDidNotCompare(t *testing.T) {
 		!strings.Contains(notes, "volctl nomad register sec") || strings.Contains(notes, `volume "db"`) || strings.Contains(notes, "s3cret") {
 		t.Errorf("status notes:\n%s\nwant one for sec alone, naming what was not compared and the registration that sends them", notes)
 	}
+}
+
+// A volume Nomad has without a topology — registered there before without one (`nomad volume
+// register` of a file with no topology_request, another tool) — keeps none whatever a
+// registration sends: Nomad takes a volume's topology from its first registration only
+// (CSIVolume.Merge drops an update's when the volume has none), and places its allocs on any
+// node. `volctl nomad register --dry-run` and `volctl nomad status` name it, and the
+// registration's read-back fails naming the deregistration that lets one give it a topology.
+// Before: "nothing would change", no difference, and "Registered", Nomad's copy still without
+// one. TestNomadCorpusRoundTrip shows the real Nomad keep none.
+func TestNomadTopologyNomadKeepsIsNamed(t *testing.T) {
+	h := nomadHarness(t)
+	info, err := h.e.Volume(h.ctx, "db")
+	if err != nil || len(info.AccessibleTopology) == 0 {
+		t.Fatalf("volume db: %+v, %v; want one with a topology", info.AccessibleTopology, err)
+	}
+	n := newFakeNomad(t)
+	n.mu.Lock()
+	n.vols["default/db"] = true
+	n.sent["default/db"] = map[string]any{"ID": "db", "Name": "db", "PluginID": "hp", "ExternalID": info.ExternalID,
+		"RequestedCapabilities": []map[string]string{{"AccessMode": "single-node-writer", "AttachmentMode": "file-system"}},
+		"MountOptions":          map[string]any{}, "RequestedCapacityMin": info.CapacityBytes}
+	n.mu.Unlock()
+	ios, _, out, _ := iostreams.Test()
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}, DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Nomad's copy has no topology") {
+		t.Errorf("register --dry-run of a volume Nomad has without its topology: %q\nwant it to say Nomad's copy has none, and would keep none", out)
+	}
+	if st, _, notes := runNomadStatusOf(t, h, n); !slices.Contains(anyStrings(st[0]["differs"]), "topology") || !strings.Contains(notes, "topology") {
+		t.Errorf("status of a volume Nomad has without its topology: differs %v, notes %q; want topology named", st[0]["differs"], notes)
+	}
+	_, _, err = registerIn(h, n)
+	if err == nil || !strings.Contains(err.Error(), "topologies none") || !strings.Contains(err.Error(), "nomad volume deregister -namespace default db") {
+		t.Fatalf("register of a volume Nomad has without its topology: %v; want it to fail naming the topology and the deregistration", err)
+	}
+	if !handedOver(t, h) {
+		t.Fatal("a registration Nomad answered OK left no handover mark")
+	}
+	// Deregistered in Nomad, registered again: Nomad takes the topology sent.
+	n.mu.Lock()
+	delete(n.vols, "default/db")
+	n.mu.Unlock()
+	if _, _, err := registerIn(h, n); err != nil {
+		t.Fatalf("register again once Nomad deregistered it: %v", err)
+	}
+	if st, _, _ := runNomadStatusOf(t, h, n); st[0]["differs"] != nil {
+		t.Errorf("status once registered anew: differs %v, want none", st[0]["differs"])
+	}
+}
+
+// anyStrings is a JSON array of strings as decoded into an any, as strings.
+func anyStrings(v any) []string {
+	var out []string
+	a, _ := v.([]any)
+	for _, x := range a {
+		s, _ := x.(string)
+		out = append(out, s)
+	}
+	return out
 }
