@@ -383,3 +383,59 @@ func anyStrings(v any) []string {
 	}
 	return out
 }
+
+// A Nomad whose servers run a version before 1.11.1 (1.10.7 and 1.8.19 Enterprise) erases a
+// volume's secrets and mount flags from its copy each time it sends the volume's event to an
+// event-stream subscriber (hashicorp/nomad#27176): `volctl nomad register` and its --dry-run
+// warn, naming the servers and their versions, for a volume with secrets or mount flags; not
+// for one without, nor on a fixed Nomad, nor when Nomad does not say (a token without node
+// read). Before: nothing said so, and Nomad sent the plugin a volume without its secrets.
+func TestNomadRegisterWarnsOfANomadThatErasesSecrets(t *testing.T) {
+	h := nomadHarness(t)
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "sec", Name: "sec", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
+		Secrets:      spec.Secrets{"token": "s3cret"}}); err != nil {
+		t.Fatal(err)
+	}
+	register := func(n *fakeNomad, id string, dryRun bool) string {
+		t.Helper()
+		ios, _, _, errOut := iostreams.Test()
+		if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{id}, DryRun: dryRun}); err != nil {
+			t.Fatalf("nomad register %s (dry run %v): %v", id, dryRun, err)
+		}
+		return errOut.String()
+	}
+	old := newFakeNomad(t)
+	old.builds = []string{"1.11.1", "1.10.5"}
+	for _, dryRun := range []bool{true, false} {
+		warned := register(old, "sec", dryRun)
+		for _, want := range []string{`volume "sec" has secrets`, "s2.global (1.10.5)", "hashicorp/nomad#27176", "stop such subscribers or upgrade"} {
+			if !strings.Contains(warned, want) {
+				t.Errorf("register of a volume with secrets on a Nomad with a server of 1.10.5 (dry run %v) warned %q\nwant it to say %q", dryRun, warned, want)
+			}
+		}
+		if strings.Contains(warned, "s1.global") {
+			t.Errorf("the warning names server s1, of 1.11.1, which keeps the secrets: %q", warned)
+		}
+	}
+	if warned := register(old, "db", false); strings.Contains(warned, "27176") {
+		t.Errorf("register of a volume without secrets or mount flags warned: %q", warned)
+	}
+	for _, builds := range [][]string{{"1.11.1"}, {"1.10.7+ent"}, {"2.0.0"}, {"403"}} {
+		n := newFakeNomad(t)
+		n.builds = builds
+		h2 := nomadHarness(t)
+		if _, err := h2.e.CreateVolume(h2.ctx, spec.Volume{ID: "sec", Name: "sec", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+			Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
+			Secrets:      spec.Secrets{"token": "s3cret"}}); err != nil {
+			t.Fatal(err)
+		}
+		ios, _, _, errOut := iostreams.Test()
+		if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h2.engine, Nomad: n.client, Volumes: []string{"sec"}}); err != nil {
+			t.Fatalf("register on a Nomad of %v: %v", builds, err)
+		}
+		if strings.Contains(errOut.String(), "27176") {
+			t.Errorf("register on a Nomad of %v warned: %q", builds, errOut)
+		}
+	}
+}
