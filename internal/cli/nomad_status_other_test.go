@@ -330,7 +330,7 @@ func TestNomadStatusSaysWhatItDidNotCompare(t *testing.T) {
 // node. `volctl nomad register --dry-run` and `volctl nomad status` name it, and the
 // registration's read-back fails naming the deregistration that lets one give it a topology.
 // Before: "nothing would change", no difference, and "Registered", Nomad's copy still without
-// one. TestNomadCorpusRoundTrip shows the real Nomad keep none.
+// one.
 func TestNomadTopologyNomadKeepsIsNamed(t *testing.T) {
 	h := nomadHarness(t)
 	info, err := h.e.Volume(h.ctx, "db")
