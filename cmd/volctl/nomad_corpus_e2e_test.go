@@ -91,7 +91,7 @@ func TestNomadCorpusRoundTrip(t *testing.T) {
 	cfg.NodeID = "n1"
 	mem := csitest.NewMemPlugin(cfg)
 	var mu sync.Mutex
-	var nomadAsks atomic.Bool // while volctl nomad register runs: the calls are Nomad's
+	var nomadAsks atomic.Bool                                          // while volctl nomad register runs: the calls are Nomad's
 	validated := map[string]*csipb.ValidateVolumeCapabilitiesRequest{} // by external ID: the last one
 	record := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if r, ok := req.(*csipb.ValidateVolumeCapabilitiesRequest); ok {
@@ -189,6 +189,53 @@ func TestNomadCorpusRoundTrip(t *testing.T) {
 		delete(validated, got.ExternalID)
 		mu.Unlock()
 		compareStored(t, name, e.verb, v, info, ns, &got, sent)
+	}
+
+	w.stepTo("a volume Nomad has without its topology keeps none: --dry-run, nomad status and the registration name it")
+	// The corpus's register spec with a topology, registered in Nomad by hand from a copy
+	// without its topology_request (Nomad's Merge drops an update's topology when the
+	// volume has none).
+	var topo *entry
+	for i := range corpus {
+		if e := &corpus[i]; e.verb == spec.VerbRegister && e.vol.TopologyRequest != nil && len(e.vol.TopologyRequest.Required) > 0 {
+			topo = e
+		}
+	}
+	if topo == nil {
+		t.Fatalf("no register spec with a topology in the corpus at %s", dir)
+	}
+	w.state = filepath.Join(w.dir, "state-topology")
+	w.putJSON("/v1/namespace/topology", map[string]string{"Name": "topology"})
+	w.env = []string{"NOMAD_NAMESPACE=topology"}
+	w.volctl(0, "plugin", "register", "--id", topo.vol.PluginID, "--socket", socket)
+	w.volctl(0, "volume", "register", topo.file)
+	b, err := os.ReadFile(topo.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(b)
+	start := strings.Index(src, "topology_request {")
+	end := strings.Index(src[start:], "\n}\n")
+	if start < 0 || end < 0 {
+		t.Fatalf("%s: no topology_request block to leave out", topo.file)
+	}
+	w.writeFile("no-topology.hcl", src[:start]+src[start+end+3:])
+	w.nomad("volume", "register", "-namespace", "topology", filepath.Join(w.dir, "no-topology.hcl"))
+	if out := w.volctl(0, "nomad", "register", topo.vol.ID, "--dry-run"); !strings.Contains(out, "Nomad's copy has no topology") {
+		t.Errorf("dry run of a volume Nomad has without its topology: %s", out)
+	}
+	if out := w.volctl(0, "nomad", "status", topo.vol.ID, "-t", `{{range .}}{{range .differs}}{{.}} {{end}}{{end}}`); !strings.Contains(out, "topology") {
+		t.Errorf("nomad status of a volume Nomad has without its topology says it differs in %q", out)
+	}
+	nomadAsks.Store(true)
+	out := w.volctl(1, "nomad", "register", topo.vol.ID)
+	nomadAsks.Store(false)
+	if !strings.Contains(out, "topologies none") || !strings.Contains(out, "nomad volume deregister") {
+		t.Errorf("register of a volume Nomad has without its topology: %s", out)
+	}
+	var got api.CSIVolume
+	if !w.getJSON("/v1/volume/csi/"+url.PathEscape(topo.vol.ID)+"?namespace=topology", &got) || len(got.Topologies) != 0 {
+		t.Errorf("Nomad's copy after the registration: topologies %v; want none still (Nomad keeps a registered volume's)", got.Topologies)
 	}
 
 	w.stepTo("stop the plugins' job and the agent; nothing left running")
