@@ -60,6 +60,13 @@ func (n *killNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if v["Namespace"] == nil || v["Namespace"] == "" {
 			v["Namespace"] = "default"
 		}
+		// A volume's topology is its first registration's topology_request.required, as
+		// Nomad's: an update keeps it.
+		if prev, ok := n.volumes[id]; ok {
+			v["Topologies"] = prev["Topologies"]
+		} else if tr, ok := v["RequestedTopologies"].(map[string]any); ok {
+			v["Topologies"] = tr["Required"]
+		}
 		n.volumes[id] = v
 		n.puts++
 		first := n.puts == 1

@@ -97,6 +97,10 @@ it; the error says what to run: the same command again finishes the handover (an
 if Nomad took it). Until Nomad answers a registration of the volume OK, volctl nomad release
 does not take it back on Nomad's word that it has no such volume either.
 
+For a volume with secrets or mount flags, the command warns when Nomad's servers run a
+version before 1.11.1 (1.10.7 and 1.8.19 Enterprise), which erase them from Nomad's copy each
+time they send the volume's event to an event-stream subscriber (hashicorp/nomad#27176).
+
 --dry-run shows what would be registered or changed, and changes nothing.`,
 		Example: `  NOMAD_ADDR=http://127.0.0.1:4646 volctl nomad register db
   volctl nomad register --all --dry-run`,
@@ -140,7 +144,7 @@ func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
 	if err != nil {
 		return fmt.Errorf("nomad register: %w", err)
 	}
-	plugins := map[string]pluginAnswer{}
+	plugins, erasing := map[string]pluginAnswer{}, &erasingAnswer{}
 	errs := askEach(ctx, c, ids, func(rest []string) string {
 		var flags []string
 		if opts.Force {
@@ -150,7 +154,7 @@ func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
 			return strings.Join(append([]string{"volctl nomad register --all"}, flags...), " ")
 		}
 		return shellquote.CommandFlags("volctl nomad register", rest, flags...)
-	}, func(id string) error { return nomadRegisterOne(ctx, opts, e, c, plugins, id) })
+	}, func(id string) error { return nomadRegisterOne(ctx, opts, e, c, plugins, erasing, id) })
 	if len(errs) > 0 {
 		return fmt.Errorf("nomad register: %w", errors.Join(errs...))
 	}
@@ -226,7 +230,7 @@ type pluginAnswer struct {
 	err    error
 }
 
-func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine.Engine, c *nomad.Client, plugins map[string]pluginAnswer, id string) error {
+func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine.Engine, c *nomad.Client, plugins map[string]pluginAnswer, erasing *erasingAnswer, id string) error {
 	info, err := e.Volume(ctx, id)
 	if err != nil {
 		return err
@@ -288,6 +292,9 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		if r := nomad.Refused(have, want); exists && len(r) > 0 {
 			fmt.Fprintf(opts.IO.Out, "  but Nomad does not change a registered volume's %s, and volctl's differ from its copy's: it would be refused (deregister it in Nomad and register it again to change them)\n", strings.Join(r, ", "))
 		}
+		if k := nomad.Kept(have, want); exists && len(k) > 0 {
+			fmt.Fprintf(opts.IO.Out, "  but Nomad's copy has no %s, and volctl's has: Nomad keeps what a volume was first registered with, so it would stay without (its allocs placed on nodes that may not reach the volume): deregister it in Nomad and register it again to give it one\n", strings.Join(k, ", "))
+		}
 		if d := c.Identity(have, want); exists && len(d) > 0 {
 			fmt.Fprintf(opts.IO.Out, "  but Nomad's volume %q is another one (%s): it would be refused\n", id, display.Escape(strings.Join(d, ", ")))
 		}
@@ -296,6 +303,9 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		}
 		if info.NodeExpansionOwed > 0 && info.Handover == nil && !opts.Force {
 			fmt.Fprintf(opts.IO.Out, "  but it is owed a NodeExpandVolume to %s, which Nomad would never send: it would be refused without --force\n", spec.FormatSize(info.NodeExpansionOwed))
+		}
+		if w := erasing.warning(ctx, c, want, "before handing it over"); w != "" {
+			fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
 		}
 		if len(info.Claims) > 0 {
 			if how := attachedUnderClaims(ctx, e, info); how != "" && info.Handover == nil {
@@ -341,12 +351,44 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if done.Warnings != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: Nomad: %s\n", escapeLines(done.Warnings))
 	}
+	if w := erasing.warning(ctx, c, want, "then run `"+shellquote.Command("volctl nomad register", id)+"` again"); w != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
+	}
 	where := inNamespace(info.Namespace, to.Namespace)
 	if where != "" {
 		where += ": `" + engine.HandoverInfo{Namespace: to.Namespace, Region: to.Region}.NomadCommand("volume status", id) + "` shows it"
 	}
 	return printDone(opts.IO.Out, fmt.Sprintf("%s volume %q in Nomad at %s%s; volctl no longer claims it\n", verb, id, c.Address, where),
 		"volume %q %s in Nomad at %s", id, strings.ToLower(verb), c.Address)
+}
+
+// erasingAnswer is what a command learnt of Nomad's servers that erase a volume's secrets and
+// mount flags whenever they send its event to an event-stream subscriber
+// (nomad.ErasesSecretsOnEvents): asked once, for the first volume that has any.
+type erasingAnswer struct {
+	asked   bool
+	servers []string // "NAME (BUILD)"
+}
+
+// warning says, for a volume want with secrets or mount flags, that Nomad at c would erase
+// them (then: what to do once that is seen to); empty when it would not, or when Nomad does
+// not say its servers' versions (a token without node read: nothing to go by).
+func (a *erasingAnswer) warning(ctx context.Context, c *nomad.Client, want spec.Volume, then string) string {
+	has := nomad.NotCompared(want) // its secrets and mount flags: what is erased
+	if len(has) == 0 {
+		return ""
+	}
+	if !a.asked {
+		a.asked = true
+		if servers, err := c.Servers(ctx); err == nil {
+			a.servers = nomad.ErasingServers(servers)
+		}
+	}
+	if len(a.servers) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("volume %q has %s, which Nomad at %s erases from its copy each time it sends the volume's event to a subscriber of its event stream (topic CSIVolume or *; a registration makes one), and it then sends its plugin none (mount flags as [REDACTED]): its server(s) %s run a version before 1.11.1 (1.10.7, 1.8.19 Enterprise; hashicorp/nomad#27176); stop such subscribers or upgrade those servers, %s",
+		want.ID, strings.ReplaceAll(strings.Join(has, " and "), "_", " "), c.Address, display.Escape(strings.Join(a.servers, ", ")), then)
 }
 
 // attachedUnderClaims says how the volume's live local claims hold an attachment, for
@@ -705,7 +747,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			// of this one.
 			st.Nomad = &have
 			if st.AnotherVolume = nomad.IdentityIn(have, want, st.NomadNamespace); len(st.AnotherVolume) == 0 {
-				st.Registered, st.Differs = true, append(nomad.Changes(have, want), nomad.Refused(have, want)...)
+				st.Registered, st.Differs = true, slices.Concat(nomad.Changes(have, want), nomad.Refused(have, want), nomad.Kept(have, want))
 				st.NotCompared = nomad.NotCompared(want)
 			}
 		case errors.Is(err, nomad.ErrNotFound):

@@ -48,6 +48,9 @@ type fakeNomad struct {
 	notNomad404 atomic.Bool
 	// index, when set, is the X-Nomad-Index of every answer (1 when not).
 	index atomic.Uint64
+	// builds, when set, are the builds of the servers /v1/agent/members answers with (their
+	// names s1, s2...), "403" for a token without node read; one server of 1.11.1 when not.
+	builds []string
 	// nodesDown is how many of plugin hp's nodes are not healthy: answered as
 	// NodesHealthy of 1 less, down to 0, in a plugin lookup and in each volume read, as
 	// Nomad answers a volume with its plugin's health.
@@ -72,6 +75,22 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("X-Nomad-Index", strconv.FormatUint(max(n.index.Load(), 1), 10))
 	switch id, ok := strings.CutPrefix(r.URL.Path, "/v1/volume/csi/"); {
+	case r.URL.Path == "/v1/agent/members":
+		n.mu.Lock()
+		builds := n.builds
+		n.mu.Unlock()
+		if len(builds) == 0 {
+			builds = []string{"1.11.1"}
+		}
+		if builds[0] == "403" {
+			http.Error(w, "Permission denied", http.StatusForbidden)
+			return
+		}
+		var members []map[string]any
+		for i, b := range builds {
+			members = append(members, map[string]any{"Name": fmt.Sprintf("s%d.global", i+1), "Status": "alive", "Tags": map[string]string{"build": b, "region": "global"}})
+		}
+		json.NewEncoder(w).Encode(map[string]any{"ServerRegion": "global", "Members": members})
 	case strings.HasPrefix(r.URL.Path, "/v1/plugin/csi/"):
 		if n.onPlugin != nil {
 			n.onPlugin()
@@ -117,6 +136,13 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 			// Nomad registers the volume the body names: the path's ID is not read.
 			if bid, ok := req.Volumes[0]["ID"].(string); ok {
 				id = bid
+			}
+			// A volume's topology is the one of its first registration (Register takes
+			// topology_request.required as it; Merge never changes it).
+			if prev, had := n.sent[ns+"/"+id]; had && n.vols[ns+"/"+id] {
+				req.Volumes[0]["Topologies"] = prev["Topologies"]
+			} else if tr, ok := req.Volumes[0]["RequestedTopologies"].(map[string]any); ok {
+				req.Volumes[0]["Topologies"] = tr["Required"]
 			}
 			n.sent[ns+"/"+id] = req.Volumes[0]
 		}

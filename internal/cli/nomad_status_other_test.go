@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -319,5 +320,122 @@ func TestNomadStatusSaysWhatItDidNotCompare(t *testing.T) {
 	if notes := errOut.String(); !strings.Contains(notes, `volume "sec": Nomad does not answer a volume's secrets or mount flags`) ||
 		!strings.Contains(notes, "volctl nomad register sec") || strings.Contains(notes, `volume "db"`) || strings.Contains(notes, "s3cret") {
 		t.Errorf("status notes:\n%s\nwant one for sec alone, naming what was not compared and the registration that sends them", notes)
+	}
+}
+
+// A volume Nomad has without a topology — registered there before without one (`nomad volume
+// register` of a file with no topology_request, another tool) — keeps none whatever a
+// registration sends: Nomad takes a volume's topology from its first registration only
+// (CSIVolume.Merge drops an update's when the volume has none), and places its allocs on any
+// node. `volctl nomad register --dry-run` and `volctl nomad status` name it, and the
+// registration's read-back fails naming the deregistration that lets one give it a topology.
+// Before: "nothing would change", no difference, and "Registered", Nomad's copy still without
+// one.
+func TestNomadTopologyNomadKeepsIsNamed(t *testing.T) {
+	h := nomadHarness(t)
+	info, err := h.e.Volume(h.ctx, "db")
+	if err != nil || len(info.AccessibleTopology) == 0 {
+		t.Fatalf("volume db: %+v, %v; want one with a topology", info.AccessibleTopology, err)
+	}
+	n := newFakeNomad(t)
+	n.mu.Lock()
+	n.vols["default/db"] = true
+	n.sent["default/db"] = map[string]any{"ID": "db", "Name": "db", "PluginID": "hp", "ExternalID": info.ExternalID,
+		"RequestedCapabilities": []map[string]string{{"AccessMode": "single-node-writer", "AttachmentMode": "file-system"}},
+		"MountOptions":          map[string]any{}, "RequestedCapacityMin": info.CapacityBytes}
+	n.mu.Unlock()
+	ios, _, out, _ := iostreams.Test()
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}, DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Nomad's copy has no topology") {
+		t.Errorf("register --dry-run of a volume Nomad has without its topology: %q\nwant it to say Nomad's copy has none, and would keep none", out)
+	}
+	if st, _, notes := runNomadStatusOf(t, h, n); !slices.Contains(anyStrings(st[0]["differs"]), "topology") || !strings.Contains(notes, "topology") {
+		t.Errorf("status of a volume Nomad has without its topology: differs %v, notes %q; want topology named", st[0]["differs"], notes)
+	}
+	_, _, err = registerIn(h, n)
+	if err == nil || !strings.Contains(err.Error(), "topologies none") || !strings.Contains(err.Error(), "nomad volume deregister -namespace default db") {
+		t.Fatalf("register of a volume Nomad has without its topology: %v; want it to fail naming the topology and the deregistration", err)
+	}
+	if !handedOver(t, h) {
+		t.Fatal("a registration Nomad answered OK left no handover mark")
+	}
+	// Deregistered in Nomad, registered again: Nomad takes the topology sent.
+	n.mu.Lock()
+	delete(n.vols, "default/db")
+	n.mu.Unlock()
+	if _, _, err := registerIn(h, n); err != nil {
+		t.Fatalf("register again once Nomad deregistered it: %v", err)
+	}
+	if st, _, _ := runNomadStatusOf(t, h, n); st[0]["differs"] != nil {
+		t.Errorf("status once registered anew: differs %v, want none", st[0]["differs"])
+	}
+}
+
+// anyStrings is a JSON array of strings as decoded into an any, as strings.
+func anyStrings(v any) []string {
+	var out []string
+	a, _ := v.([]any)
+	for _, x := range a {
+		s, _ := x.(string)
+		out = append(out, s)
+	}
+	return out
+}
+
+// A Nomad whose servers run a version before 1.11.1 (1.10.7 and 1.8.19 Enterprise) erases a
+// volume's secrets and mount flags from its copy each time it sends the volume's event to an
+// event-stream subscriber (hashicorp/nomad#27176): `volctl nomad register` and its --dry-run
+// warn, naming the servers and their versions, for a volume with secrets or mount flags; not
+// for one without, nor on a fixed Nomad, nor when Nomad does not say (a token without node
+// read). Before: nothing said so, and Nomad sent the plugin a volume without its secrets.
+func TestNomadRegisterWarnsOfANomadThatErasesSecrets(t *testing.T) {
+	h := nomadHarness(t)
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "sec", Name: "sec", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
+		Secrets:      spec.Secrets{"token": "s3cret"}}); err != nil {
+		t.Fatal(err)
+	}
+	register := func(n *fakeNomad, id string, dryRun bool) string {
+		t.Helper()
+		ios, _, _, errOut := iostreams.Test()
+		if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{id}, DryRun: dryRun}); err != nil {
+			t.Fatalf("nomad register %s (dry run %v): %v", id, dryRun, err)
+		}
+		return errOut.String()
+	}
+	old := newFakeNomad(t)
+	old.builds = []string{"1.11.1", "1.10.5"}
+	for _, dryRun := range []bool{true, false} {
+		warned := register(old, "sec", dryRun)
+		for _, want := range []string{`volume "sec" has secrets`, "s2.global (1.10.5)", "hashicorp/nomad#27176", "stop such subscribers or upgrade"} {
+			if !strings.Contains(warned, want) {
+				t.Errorf("register of a volume with secrets on a Nomad with a server of 1.10.5 (dry run %v) warned %q\nwant it to say %q", dryRun, warned, want)
+			}
+		}
+		if strings.Contains(warned, "s1.global") {
+			t.Errorf("the warning names server s1, of 1.11.1, which keeps the secrets: %q", warned)
+		}
+	}
+	if warned := register(old, "db", false); strings.Contains(warned, "27176") {
+		t.Errorf("register of a volume without secrets or mount flags warned: %q", warned)
+	}
+	for _, builds := range [][]string{{"1.11.1"}, {"1.10.7+ent"}, {"2.0.0"}, {"403"}} {
+		n := newFakeNomad(t)
+		n.builds = builds
+		h2 := nomadHarness(t)
+		if _, err := h2.e.CreateVolume(h2.ctx, spec.Volume{ID: "sec", Name: "sec", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+			Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
+			Secrets:      spec.Secrets{"token": "s3cret"}}); err != nil {
+			t.Fatal(err)
+		}
+		ios, _, _, errOut := iostreams.Test()
+		if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h2.engine, Nomad: n.client, Volumes: []string{"sec"}}); err != nil {
+			t.Fatalf("register on a Nomad of %v: %v", builds, err)
+		}
+		if strings.Contains(errOut.String(), "27176") {
+			t.Errorf("register on a Nomad of %v warned: %q", builds, errOut)
+		}
 	}
 }

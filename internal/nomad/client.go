@@ -1031,6 +1031,21 @@ func Refused(have VolumeState, want spec.Volume) []string {
 	return out
 }
 
+// Kept lists what Nomad's copy have has otherwise than want and keeps whatever a registration
+// of want sends, without refusing it (Changes lists what it would change, Refused what it
+// refuses to): its topology, when it has none and want's registration sends required ones.
+// Nomad takes a registered volume's topology (Topologies) from the topology_request of its
+// first registration only; an update's is compared with it when there is one (Refused) and
+// otherwise dropped (CSIVolume.Merge), so a copy registered without one keeps none, and Nomad
+// places the volume's allocs on any node, where volctl's plugin says it is reachable on these.
+// Only `nomad volume deregister` and a registration anew give it one.
+func Kept(have VolumeState, want spec.Volume) []string {
+	if tr := sentTopologyRequest(want); len(have.Topologies) == 0 && tr != nil && len(tr.Required) > 0 {
+		return []string{"topology"}
+	}
+	return nil
+}
+
 // sameTopologyRequest compares two topology requests as Nomad does (CSITopologyRequest.Equal):
 // none and one (even empty) differ; otherwise required and preferred topologies pair up in
 // order, by their segments.
@@ -1038,8 +1053,7 @@ func sameTopologyRequest(a, b *spec.TopologyRequest) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	same := func(x, y spec.Topology) bool { return maps.Equal(x.Segments, y.Segments) }
-	return slices.EqualFunc(a.Required, b.Required, same) && slices.EqualFunc(a.Preferred, b.Preferred, same)
+	return slices.EqualFunc(a.Required, b.Required, sameSegments) && slices.EqualFunc(a.Preferred, b.Preferred, sameSegments)
 }
 
 // scrub replaces the volume's secret values and mount flags in what Nomad said: an error that

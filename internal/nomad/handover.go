@@ -53,7 +53,7 @@ type Handed struct {
 //   - Nomad's copy is read first: one that is another volume (Identity) is not overwritten;
 //     nothing is sent, and the error matches ErrOtherVolume.
 //   - A registration Nomad answered OK is read back, and must be what was sent (ID,
-//     namespace, plugin and external ID, capabilities, capacity): one that is not stays
+//     namespace, plugin and external ID, capabilities, capacity, topology): one that is not stays
 //     marked (Nomad said it took it), with an error saying what differs; one Nomad then says
 //     it has no such volume goes.
 //   - A registration that failed, answered or not (a 500 may come after Nomad took it), of a
@@ -128,9 +128,15 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 			v.ID, c.Address, gerr, volctl("status", v.ID), volctl("register", v.ID))
 	}
 	if d := c.differs(got, v); len(d) > 0 {
-		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK, but has it with %s; it stays marked handed over, as Nomad said it took it, so volctl does not claim it: see `%s`; `%s` again sends it anew, and once Nomad has let go of it (nomad volume deregister), `%s` takes it back",
+		again := fmt.Sprintf("`%s` again sends it anew", volctl("register", v.ID))
+		if len(Kept(got, v)) > 0 {
+			// Registered before without one: no registration gives it one now (Kept).
+			again = fmt.Sprintf("Nomad keeps the topology a volume was first registered with, none here, whatever a registration sends, so its allocs may be placed on nodes that cannot reach it: once none uses it, `%s`, then `%s` again registers it anew with volctl's",
+				c.nomadCmd("volume deregister", ns, v.ID), volctl("register", v.ID))
+		}
+		return out, fmt.Errorf("volume %q: Nomad at %s answered the registration OK, but has it with %s; it stays marked handed over, as Nomad said it took it, so volctl does not claim it: see `%s`; %s, and once Nomad has let go of it (nomad volume deregister), `%s` takes it back",
 			v.ID, c.Address, c.shown(strings.Join(d, ", "), v), c.nomadCmd("volume status", ns, v.ID),
-			volctl("register", v.ID), volctl("release", v.ID))
+			again, volctl("release", v.ID))
 	}
 	out.Plugin = &got.Plugin
 	return out, nil
@@ -298,8 +304,9 @@ func IdentityIn(have VolumeState, v spec.Volume, ns string) []string {
 	return out
 }
 
-// differs is Identity, and the capabilities and capacity (when volctl sends one) besides:
-// what a registration Nomad took must read back as.
+// differs is Identity, and the capabilities, the capacity and the topologies (when volctl sends
+// them) besides: what a registration Nomad took must read back as. A copy registered before
+// without a topology keeps none (Kept).
 func (c *Client) differs(have VolumeState, v spec.Volume) []string {
 	out := c.Identity(have, v)
 	if !slices.Equal(have.Capabilities, v.Capabilities) {
@@ -308,7 +315,30 @@ func (c *Client) differs(have VolumeState, v spec.Volume) []string {
 	if (v.CapacityMin != 0 || v.CapacityMax != 0) && (have.CapacityMin != v.CapacityMin || have.CapacityMax != v.CapacityMax) {
 		out = append(out, fmt.Sprintf("capacity min %d, max %d (volctl's: %d, %d)", have.CapacityMin, have.CapacityMax, v.CapacityMin, v.CapacityMax))
 	}
+	if tr := sentTopologyRequest(v); tr != nil && len(tr.Required) > 0 && !slices.EqualFunc(have.Topologies, tr.Required, sameSegments) {
+		out = append(out, fmt.Sprintf("topologies %s (volctl's: %s)", topologyList(have.Topologies), topologyList(tr.Required)))
+	}
 	return out
+}
+
+// sameSegments compares two topologies by their segments, as Nomad's CSITopology.Equal does.
+func sameSegments(a, b spec.Topology) bool { return maps.Equal(a.Segments, b.Segments) }
+
+// topologyList words topologies for an error: each one's segments, keys sorted, "none" for
+// none.
+func topologyList(ts []spec.Topology) string {
+	if len(ts) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		var segs []string
+		for _, k := range slices.Sorted(maps.Keys(t.Segments)) {
+			segs = append(segs, fmt.Sprintf("%q=%q", k, t.Segments[k]))
+		}
+		parts[i] = "{" + strings.Join(segs, " ") + "}"
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
 
 func capabilities(cs []spec.Capability) string {

@@ -156,7 +156,8 @@ func TestChangesAreWhatNomadsUpdateChanges(t *testing.T) {
 		have    api.CSIVolume
 		want    spec.Volume
 		refused []string
-		refusal string // what Nomad's refusal says (default: parameters')
+		refusal string   // what Nomad's refusal says (default: parameters')
+		kept    []string // what Nomad keeps of its own however it differs: the handover's read-back says so
 	}{
 		{name: "Nomad's context, none here",
 			have: api.CSIVolume{Context: map[string]string{"node_attach_driver": "nfs"}}},
@@ -189,7 +190,8 @@ func TestChangesAreWhatNomadsUpdateChanges(t *testing.T) {
 			want:    spec.Volume{TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"node": "n1"}}}}},
 			refused: []string{"topology_request"}, refusal: "not compatible with existing topology"},
 		{name: "a topology here, none in Nomad",
-			want: spec.Volume{TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"node": "n1"}}}}}},
+			want: spec.Volume{TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"node": "n1"}}}}},
+			kept: []string{"topology"}},
 	} {
 		for _, nv := range nomads {
 			t.Run(tc.name+"/"+nv.name, func(t *testing.T) {
@@ -224,8 +226,16 @@ func TestChangesAreWhatNomadsUpdateChanges(t *testing.T) {
 				if !slices.Equal(refused, tc.refused) {
 					t.Errorf("Refused said %q; want %q", refused, tc.refused)
 				}
+				if kept := Kept(before, want); !slices.Equal(kept, tc.kept) {
+					t.Errorf("Kept said %q; want %q", kept, tc.kept)
+				}
 				refusal := cmp.Or(tc.refusal, "cannot be updated")
-				if (herr != nil) != (len(tc.refused) > 0) || herr != nil && !strings.Contains(herr.Error(), refusal) {
+				if len(tc.kept) > 0 {
+					// Taken, and read back without what Nomad kept.
+					if herr == nil || !strings.Contains(herr.Error(), "topologies none") || !strings.Contains(herr.Error(), "nomad volume deregister") {
+						t.Errorf("registration: %v; want it to name the topology Nomad's copy lacks, and the deregistration that lets a registration give it one", herr)
+					}
+				} else if (herr != nil) != (len(tc.refused) > 0) || herr != nil && !strings.Contains(herr.Error(), refusal) {
 					t.Errorf("registration: %v; want it refused only for %q", herr, tc.refused)
 				}
 			})

@@ -1,0 +1,390 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/hashicorp/nomad/api"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/nomadcorpus"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// TestNomadCorpusRoundTrip registers every CSI volume spec of the corpus of real Nomad specs
+// (../shared/compat/nomad-specs) that volctl takes, for register or else for create, in a real
+// Nomad agent through `volctl nomad register`, reads each back through Nomad's API, and
+// compares every field volctl parsed with what Nomad stored: ID, name, namespace, plugin,
+// external ID, capabilities, mount options (the fs_type; the flags only as present, since
+// Nomad answers them as one "[REDACTED]"), topology (Nomad's topology_request and the
+// volume's topologies), parameters, context, capacity, and the secrets, which Nomad never
+// answers but sends its plugin: as ControllerValidateVolumeCapabilities carried them at the
+// registration. A volume volctl created has the plugin's external ID, context, capacity and
+// accessible topology, which are compared with volctl's record instead of the spec.
+//
+// Every plugin ID of the corpus runs in Nomad as a csi_plugin task (raw_exec) whose socket is
+// a link to one in-memory plugin of this test, which volctl uses under the same IDs: Nomad
+// validates each registration against the volume volctl registered or created there. Each
+// spec gets its own volctl state and Nomad namespace (two specs share an ID).
+//
+// Opt-in: NOMAD_BIN names a Nomad binary. No mounts.
+func TestNomadCorpusRoundTrip(t *testing.T) {
+	if os.Getenv("NOMAD_BIN") == "" {
+		t.Skip("set NOMAD_BIN to a Nomad binary to register the corpus of Nomad volume specs in a real Nomad and compare what it stores")
+	}
+	dir := nomadcorpus.Dir(t)
+	w := makeNomadWorld(t, 3*time.Minute)
+
+	type entry struct {
+		file string
+		verb spec.Verb
+		vol  spec.Volume
+	}
+	var corpus []entry
+	files, err := filepath.Glob(filepath.Join(dir, "*.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugins := map[string]bool{}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, verb := range []spec.Verb{spec.VerbRegister, spec.VerbCreate} {
+			if v, diags := spec.NewParser().ParseVolume(filepath.Base(f), src, verb); v != nil && !diags.HasErrors() && v.Type == "csi" {
+				corpus = append(corpus, entry{f, verb, *v})
+				plugins[v.PluginID] = true
+				break
+			}
+		}
+	}
+	registers := 0
+	for _, e := range corpus {
+		if e.verb == spec.VerbRegister {
+			registers++
+		}
+	}
+	if registers < 5 {
+		t.Fatalf("only %d specs of the corpus at %s read for register, want at least 5", registers, dir)
+	}
+
+	// One in-memory plugin, which records what each ValidateVolumeCapabilities carried.
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "n1"
+	mem := csitest.NewMemPlugin(cfg)
+	var mu sync.Mutex
+	var nomadAsks atomic.Bool                                          // while volctl nomad register runs: the calls are Nomad's
+	validated := map[string]*csipb.ValidateVolumeCapabilitiesRequest{} // by external ID: the last one
+	record := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if r, ok := req.(*csipb.ValidateVolumeCapabilitiesRequest); ok {
+			mu.Lock()
+			validated[r.GetVolumeId()] = proto.Clone(r).(*csipb.ValidateVolumeCapabilitiesRequest)
+			mu.Unlock()
+			// Confirmed without the capabilities echoed: Nomad's client compares each
+			// requested capability with every confirmed one (plugins/csi compareCapabilities),
+			// so a volume of two capabilities that differ (file-system and block-device,
+			// two access modes) is refused from a plugin that echoes them all. No
+			// capabilities confirmed are compared with none. (volctl's own calls, which
+			// check the echo, are answered whole.)
+			resp, err := handler(ctx, req)
+			if r, ok := resp.(*csipb.ValidateVolumeCapabilitiesResponse); ok && r.GetConfirmed() != nil && nomadAsks.Load() {
+				r.Confirmed.VolumeCapabilities = nil
+			}
+			return resp, err
+		}
+		return handler(ctx, req)
+	}
+	socket := filepath.Join(w.dir, "mem.sock")
+	csitest.ServeAt(t, socket, csitest.WithServer(mem), csitest.WithInterceptor(record))
+
+	w.stepTo("start nomad agent -dev on 127.0.0.1")
+	w.startAgent()
+	w.nomadAddr = w.agentAddr
+
+	w.stepTo("run every plugin ID of the corpus in Nomad, each a link to the test's plugin")
+	ids := slices.Sorted(maps.Keys(plugins))
+	var job strings.Builder
+	fmt.Fprintf(&job, "job \"corpus-plugins\" {\n  datacenters = [\"*\"]\n  group \"plugins\" {\n")
+	for i, id := range ids {
+		// Nomad gives a raw_exec plugin task the host path of the socket it dials in
+		// CSI_ENDPOINT (unix://PATH); the task links it to the test's socket and stays.
+		fmt.Fprintf(&job, `    task "p%d" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "ln -sf %s \"$(echo \"$CSI_ENDPOINT\" | cut -c8-)\" && while sleep 1; do :; done"]
+      }
+      csi_plugin {
+        id        = %q
+        type      = "monolith"
+        mount_dir = "/csi"
+      }
+    }
+`, i, socket, id)
+	}
+	job.WriteString("  }\n}\n")
+	w.writeFile("plugins.nomad.hcl", job.String())
+	w.nomad("job", "run", "-detach", filepath.Join(w.dir, "plugins.nomad.hcl"))
+	for _, id := range ids {
+		w.poll(fmt.Sprintf("plugin %q to be healthy in Nomad", id), 60*time.Second, func() bool {
+			var p struct{ NodesHealthy, ControllersHealthy int }
+			return w.getJSON("/v1/plugin/csi/"+url.PathEscape(id), &p) && p.NodesHealthy == 1 && p.ControllersHealthy == 1
+		})
+	}
+
+	for i, e := range corpus {
+		name := filepath.Base(e.file)
+		v := e.vol
+		w.stepTo(fmt.Sprintf("%s: volume %s %q of plugin %q, then volctl nomad register", name, e.verb, v.ID, v.PluginID))
+		w.state = filepath.Join(w.dir, fmt.Sprintf("state%d", i))
+		ns := fmt.Sprintf("corpus%d", i)
+		w.putJSON("/v1/namespace/"+ns, map[string]string{"Name": ns})
+		w.env = []string{"NOMAD_NAMESPACE=" + ns}
+		w.volctl(0, "plugin", "register", "--id", v.PluginID, "--socket", socket)
+		verb := "create"
+		if e.verb == spec.VerbRegister {
+			verb = "register"
+			mem.AddVolume(csi.Volume{ID: v.ExternalID, CapacityBytes: v.CapacityMin})
+		}
+		w.volctl(0, "volume", verb, e.file)
+		var info engine.VolumeInfo
+		if err := json.Unmarshal([]byte(w.volctl(0, "volume", "status", v.ID, "--json")), &info); err != nil {
+			t.Fatalf("%s: volume status --json: %v", name, err)
+		}
+		// The context as the plugin made it: volctl's output replaces a secret's value
+		// wherever it appears (juicefs's name is one of its secrets).
+		if pv, ok := mem.Volume(info.ExternalID); ok && e.verb == spec.VerbCreate {
+			info.Context = pv.Context
+		}
+		nomadAsks.Store(true)
+		out := w.volctl(0, "nomad", "register", v.ID)
+		nomadAsks.Store(false)
+		if !strings.Contains(out, fmt.Sprintf("Registered volume %q", v.ID)) {
+			t.Fatalf("%s: volctl nomad register: %s", name, out)
+		}
+		var got api.CSIVolume
+		if !w.getJSON("/v1/volume/csi/"+url.PathEscape(v.ID)+"?namespace="+ns, &got) {
+			t.Fatalf("%s: Nomad has no volume %q in namespace %s after its registration", name, v.ID, ns)
+		}
+		mu.Lock()
+		sent := validated[got.ExternalID]
+		delete(validated, got.ExternalID)
+		mu.Unlock()
+		compareStored(t, name, e.verb, v, info, ns, &got, sent)
+	}
+
+	w.stepTo("a volume Nomad has without its topology keeps none: --dry-run, nomad status and the registration name it")
+	// The corpus's register spec with a topology, registered in Nomad by hand from a copy
+	// without its topology_request (Nomad's Merge drops an update's topology when the
+	// volume has none).
+	var topo *entry
+	for i := range corpus {
+		if e := &corpus[i]; e.verb == spec.VerbRegister && e.vol.TopologyRequest != nil && len(e.vol.TopologyRequest.Required) > 0 {
+			topo = e
+		}
+	}
+	if topo == nil {
+		t.Fatalf("no register spec with a topology in the corpus at %s", dir)
+	}
+	w.state = filepath.Join(w.dir, "state-topology")
+	w.putJSON("/v1/namespace/topology", map[string]string{"Name": "topology"})
+	w.env = []string{"NOMAD_NAMESPACE=topology"}
+	w.volctl(0, "plugin", "register", "--id", topo.vol.PluginID, "--socket", socket)
+	w.volctl(0, "volume", "register", topo.file)
+	b, err := os.ReadFile(topo.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(b)
+	start := strings.Index(src, "topology_request {")
+	end := strings.Index(src[start:], "\n}\n")
+	if start < 0 || end < 0 {
+		t.Fatalf("%s: no topology_request block to leave out", topo.file)
+	}
+	w.writeFile("no-topology.hcl", src[:start]+src[start+end+3:])
+	w.nomad("volume", "register", "-namespace", "topology", filepath.Join(w.dir, "no-topology.hcl"))
+	if out := w.volctl(0, "nomad", "register", topo.vol.ID, "--dry-run"); !strings.Contains(out, "Nomad's copy has no topology") {
+		t.Errorf("dry run of a volume Nomad has without its topology: %s", out)
+	}
+	if out := w.volctl(0, "nomad", "status", topo.vol.ID, "-t", `{{range .}}{{range .differs}}{{.}} {{end}}{{end}}`); !strings.Contains(out, "topology") {
+		t.Errorf("nomad status of a volume Nomad has without its topology says it differs in %q", out)
+	}
+	nomadAsks.Store(true)
+	out := w.volctl(1, "nomad", "register", topo.vol.ID)
+	nomadAsks.Store(false)
+	if !strings.Contains(out, "topologies none") || !strings.Contains(out, "nomad volume deregister") {
+		t.Errorf("register of a volume Nomad has without its topology: %s", out)
+	}
+	var got api.CSIVolume
+	if !w.getJSON("/v1/volume/csi/"+url.PathEscape(topo.vol.ID)+"?namespace=topology", &got) || len(got.Topologies) != 0 {
+		t.Errorf("Nomad's copy after the registration: topologies %v; want none still (Nomad keeps a registered volume's)", got.Topologies)
+	}
+
+	w.stepTo("stop the plugins' job and the agent; nothing left running")
+	w.env = nil
+	w.nomad("job", "stop", "-detach", "corpus-plugins")
+	w.stopAgent()
+	w.checkClean()
+}
+
+// compareStored compares what Nomad stored (got) for the corpus spec name, read for verb as v,
+// with the volume volctl parsed (and, for one it created, info: what the plugin made), and
+// sent, the ValidateVolumeCapabilities Nomad sent the plugin at the registration, with its
+// secrets.
+func compareStored(t *testing.T, name string, verb spec.Verb, v spec.Volume, info engine.VolumeInfo, ns string, got *api.CSIVolume, sent *csipb.ValidateVolumeCapabilitiesRequest) {
+	t.Helper()
+	differ := func(field string, nomad, volctl any) {
+		t.Helper()
+		a, _ := json.Marshal(nomad)
+		b, _ := json.Marshal(volctl)
+		t.Errorf("%s: Nomad stored %s %s; volctl parsed %s", name, field, a, b)
+	}
+	str := func(field, nomad, volctl string) {
+		t.Helper()
+		if nomad != volctl {
+			differ(field, nomad, volctl)
+		}
+	}
+	str("ID", got.ID, v.ID)
+	str("name", got.Name, v.Name)
+	str("namespace", got.Namespace, ns)
+	str("plugin_id", got.PluginID, v.PluginID)
+	ext, context, capMin := v.ExternalID, v.Context, v.CapacityMin
+	wantTopo := v.TopologyRequest
+	if verb == spec.VerbCreate {
+		// What the plugin made: volctl's record.
+		ext, context, capMin = info.ExternalID, info.Context, info.CapacityBytes
+		wantTopo = nil
+		if len(info.AccessibleTopology) > 0 {
+			wantTopo = &spec.TopologyRequest{Required: info.AccessibleTopology}
+		}
+	}
+	str("external_id", got.ExternalID, ext)
+
+	var caps []spec.Capability
+	for _, c := range got.RequestedCapabilities {
+		caps = append(caps, spec.Capability{AccessMode: spec.AccessMode(c.AccessMode), AttachmentMode: spec.AttachmentMode(c.AttachmentMode)})
+	}
+	if !slices.Equal(caps, v.Capabilities) {
+		differ("capabilities", caps, v.Capabilities)
+	}
+
+	fs, flags := "", 0
+	if mo := got.MountOptions; mo != nil {
+		fs, flags = mo.FSType, len(mo.MountFlags)
+	}
+	wantFS, wantFlags := "", 0
+	if mo := v.MountOptions; mo != nil {
+		wantFS, wantFlags = mo.FSType, len(mo.MountFlags)
+	}
+	str("mount_options.fs_type", fs, wantFS)
+	if (flags > 0) != (wantFlags > 0) {
+		differ("mount_options.mount_flags (how many; Nomad answers any as one [REDACTED])", flags, wantFlags)
+	}
+
+	if !sameMap(got.Parameters, v.Parameters) {
+		differ("parameters", got.Parameters, v.Parameters)
+	}
+	if !sameMap(got.Context, context) {
+		differ("context", got.Context, context)
+	}
+	if sent == nil {
+		t.Errorf("%s: Nomad sent its plugin no ControllerValidateVolumeCapabilities for external ID %q at the registration", name, got.ExternalID)
+	} else if !sameMap(sent.GetSecrets(), v.Secrets.Plain()) {
+		t.Errorf("%s: Nomad sent its plugin secrets with keys %q; volctl parsed keys %q", name, slices.Sorted(maps.Keys(sent.GetSecrets())), slices.Sorted(maps.Keys(v.Secrets)))
+	}
+
+	if got.RequestedCapacityMin != capMin {
+		differ("capacity_min", got.RequestedCapacityMin, capMin)
+	}
+	if got.RequestedCapacityMax != v.CapacityMax {
+		differ("capacity_max", got.RequestedCapacityMax, v.CapacityMax)
+	}
+
+	if !sameTopologies(requested(got.RequestedTopologies, false), wantTopo, false) ||
+		!sameTopologies(requested(got.RequestedTopologies, true), wantTopo, true) {
+		differ("topology_request", got.RequestedTopologies, wantTopo)
+	}
+	var required []spec.Topology
+	if wantTopo != nil {
+		required = wantTopo.Required
+	}
+	if !sameTopologies(topologiesOf(got.Topologies), &spec.TopologyRequest{Required: required}, false) {
+		differ("topologies (the volume's, a registered one's being its topology_request.required)", got.Topologies, required)
+	}
+}
+
+// sameMap compares two string maps, none and empty alike.
+func sameMap(a, b map[string]string) bool { return len(a) == 0 && len(b) == 0 || maps.Equal(a, b) }
+
+// requested is Nomad's required (or preferred) topologies as volctl's.
+func requested(tr *api.CSITopologyRequest, preferred bool) []spec.Topology {
+	if tr == nil {
+		return nil
+	}
+	if preferred {
+		return topologiesOf(tr.Preferred)
+	}
+	return topologiesOf(tr.Required)
+}
+
+func topologiesOf(ts []*api.CSITopology) []spec.Topology {
+	var out []spec.Topology
+	for _, t := range ts {
+		if t != nil {
+			out = append(out, spec.Topology{Segments: t.Segments})
+		}
+	}
+	return out
+}
+
+// sameTopologies compares ts with want's required (or preferred) topologies, in order.
+func sameTopologies(ts []spec.Topology, want *spec.TopologyRequest, preferred bool) bool {
+	var w []spec.Topology
+	if want != nil {
+		w = want.Required
+		if preferred {
+			w = want.Preferred
+		}
+	}
+	return slices.EqualFunc(ts, w, func(a, b spec.Topology) bool { return sameMap(a.Segments, b.Segments) })
+}
+
+// putJSON PUTs v as JSON to the agent's path and fails the test unless it answers 200.
+func (w *nomadWorld) putJSON(path string, v any) {
+	w.t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(w.ctx, http.MethodPut, w.agentAddr+path, strings.NewReader(string(b)))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		w.t.Fatalf("PUT %s: %s", path, resp.Status)
+	}
+}
