@@ -118,14 +118,9 @@ func (e *Engine) indexedTargetDirs(ctx context.Context, volume string) (dirs []s
 		return nil, false
 	}
 	defer unix.Close(dir)
-	allocs, err := readTargetIndex(dir, volume)
+	live, err := e.liveTargetList(dir, volume)
 	if err != nil {
 		return nil, false
-	}
-	pub := e.realPath(filepath.Join(e.cfg.StateDir, publishDir))
-	live := liveTargetAllocs(pub, volume, allocs)
-	if len(live) == 0 && len(allocs) > 0 {
-		_ = unix.Unlinkat(dir, volume, 0) // stale, every line: the caller holds the volume lock
 	}
 	for _, a := range live {
 		dirs = append(dirs, a+"/"+volume)
@@ -142,10 +137,22 @@ func (e *Engine) dropTargetList(volume string) {
 		return
 	}
 	defer unix.Close(dir)
+	_, _ = e.liveTargetList(dir, volume)
+}
+
+// liveTargetList is the allocs of the volume's list in the index directory dir whose publish
+// directory holds one for the volume; the list is removed when it names none (every line
+// stale). The caller holds the volume lock.
+func (e *Engine) liveTargetList(dir int, volume string) ([]string, error) {
 	allocs, err := readTargetIndex(dir, volume)
-	if err == nil && len(liveTargetAllocs(e.realPath(filepath.Join(e.cfg.StateDir, publishDir)), volume, allocs)) == 0 {
+	if err != nil {
+		return nil, err
+	}
+	live := liveTargetAllocs(e.realPath(filepath.Join(e.cfg.StateDir, publishDir)), volume, allocs)
+	if len(live) == 0 && len(allocs) > 0 {
 		_ = unix.Unlinkat(dir, volume, 0)
 	}
+	return live, nil
 }
 
 // readTargetIndex reads the volume's list from the index directory dir: its allocs, each once.
