@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -306,5 +307,118 @@ func TestReadOnTheWriteConnectionWritesNoMark(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOpenBesideAWALHoldingAVacuumIsNotRefused: a VACUUM run by hand (sqlite3) while a volctl
+// holds the database open writes the whole database again into the WAL, its tables at other
+// pages, the state mark among them; the WAL then holds copies of the mark at two pages, and the
+// file's page where the WAL's first copy is may hold anything. The pair is one database's, and
+// the refusal's advice (move the WAL aside) would lose the commits in it.
+func TestOpenBesideAWALHoldingAVacuumIsNotRefused(t *testing.T) {
+	t.Parallel()
+	for _, first := range []string{"commits before the vacuum", "the vacuum first"} {
+		t.Run(first, func(t *testing.T) {
+			live := newStore(t)
+			commitVolumes(t, live, "a", 40)
+			update(t, live, func(tx *Tx) error { // free pages for the vacuum to take back
+				for i := range 30 {
+					if err := tx.Volumes().Delete(fmt.Sprintf("a%d", i)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			db, err := sql.Open("sqlite", live.Path())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if first == "the vacuum first" {
+				// A checkpoint that restarts the WAL, so that the vacuum is its first commit.
+				if _, err := db.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := db.Exec("VACUUM"); err != nil {
+				t.Fatal(err)
+			}
+			commitVolumes(t, live, "b", 3)
+			if fi, err := os.Stat(live.Path() + "-wal"); err != nil || fi.Size() <= walHeaderSize {
+				t.Fatalf("the WAL after the vacuum: %v, %v; want commits in it", fi, err)
+			}
+			s, err := Open(context.Background(), filepath.Dir(live.Path()))
+			if err != nil {
+				t.Fatalf("Open beside the WAL of a vacuum of the same database: %v", err)
+			}
+			defer s.Close()
+			var n int
+			if err := s.View(context.Background(), func(tx *Tx) error {
+				vs, err := tx.Volumes().List(VolumeFilter{})
+				n = len(vs)
+				return err
+			}); err != nil || n != 13 {
+				t.Errorf("after the vacuum the state reads %d volumes (%v), want 13", n, err)
+			}
+		})
+	}
+}
+
+// TestOpenRefusesTheWALOfAnotherDatabaseWhoseMarkIsElsewhere: another state dir's volctl.db
+// copied in, its state mark at another page than this WAL's copies (it was vacuumed; a database
+// migrated from an older schema with rows in it has it elsewhere too): the mark is found where
+// it is, and the pair refused.
+func TestOpenRefusesTheWALOfAnotherDatabaseWhoseMarkIsElsewhere(t *testing.T) {
+	t.Parallel()
+	other := newStore(t)
+	commitVolumes(t, other, "other", 40)
+	path := other.Path()
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	vacuum(t, path, "DELETE FROM volumes WHERE id LIKE 'other1%'", "VACUUM")
+	db := readFile(t, path)
+
+	live := newStore(t)
+	commitVolumes(t, live, "live", 3)
+	wal := readFile(t, live.Path()+"-wal")
+	openMismatched(t, db, wal, "the log holds commits of another database (state mark ")
+}
+
+// TestOpenRefusesADatabaseWithoutMarkUnderAMarkedWAL: a volctl.db with no state mark (from a
+// volctl before it, or its row removed) beside a WAL whose commits carry one and did not make
+// it: the file is not the one the WAL's commits were checkpointed into.
+func TestOpenRefusesADatabaseWithoutMarkUnderAMarkedWAL(t *testing.T) {
+	t.Parallel()
+	other := newStore(t)
+	commitVolumes(t, other, "other", 3)
+	path := other.Path()
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	vacuum(t, path, "DELETE FROM state_mark")
+	db := readFile(t, path)
+
+	live := newStore(t)
+	commitVolumes(t, live, "live", 3)
+	vacuum(t, live.Path(), "PRAGMA wal_checkpoint(TRUNCATE)") // the WAL restarts: its first commit is not the mark's first
+	commitVolumes(t, live, "later", 3)
+	wal := readFile(t, live.Path()+"-wal")
+	openMismatched(t, db, wal, "the log's commits carry a state mark, and the database has none")
+}
+
+// vacuum runs statements on the database at path through a connection of its own, which
+// checkpoints and removes the WAL when it is the last to close.
+func vacuum(t *testing.T, path string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
 	}
 }
