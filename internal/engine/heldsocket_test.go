@@ -248,7 +248,10 @@ func claimLeftThenReconciled(t *testing.T, h *harness, want string) {
 func TestDeleteWhoseDriverCheckHangsIsNotRetried(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("db"))
-	h.open(Config{Timeouts: csi.Timeouts{Short: 100 * time.Millisecond, Long: 5 * time.Second}, Retry: RetryPolicy{Attempts: 4, Base: time.Millisecond, Max: time.Millisecond}})
+	// The short timeout must outlast the call's way to the plugin, or the test shows nothing:
+	// at 100 ms a whole-suite run at load 25 timed out before the plugin counted the call
+	// ("GetPluginInfo asked 0 times"). The hang lasts it out once, so it is the test's time.
+	h.open(Config{Timeouts: csi.Timeouts{Short: 500 * time.Millisecond, Long: 5 * time.Second}, Retry: RetryPolicy{Attempts: 4, Base: time.Millisecond, Max: time.Millisecond}})
 	h.faults.Hang(csi.RPCGetPluginInfo)
 	h.faults.ResetCounts()
 	err := h.e.DeleteVolume(h.ctx, "db")
