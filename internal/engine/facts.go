@@ -158,16 +158,27 @@ func (v VolumeSummary) Schedulability(plugin *PluginInfo) Schedulability {
 		return s
 	}
 	s.Why = PluginDown
+	if v.pluginWhy != "" {
+		s.Why = v.pluginWhy
+	}
 	if plugin != nil {
 		s.Detail = plugin.LastError
-		switch plugin.Health() {
-		case PluginUnknown:
-			s.Why = PluginNotProbed
-		case PluginNotReady:
-			s.Why = PluginUnready
-		}
+		s.Why = healthWhy(plugin.Health())
 	}
 	return s
+}
+
+// healthWhy is why a plugin of health h takes no claims.
+func healthWhy(h PluginHealth) Unschedulable {
+	switch h {
+	case PluginHealthy:
+		return Schedulable
+	case PluginUnknown:
+		return PluginNotProbed
+	case PluginNotReady:
+		return PluginUnready
+	}
+	return PluginDown
 }
 
 // WithPluginProbed is v with Schedulable as plugin's health says, plugin being what a live

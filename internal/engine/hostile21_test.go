@@ -81,6 +81,10 @@ func TestVolumesOfAPluginThatIsNotReadyAreNotSchedulable(t *testing.T) {
 	if len(vols) != 1 || vols[0].Schedulable || vols[0].Schedulability(plugin).String() != want {
 		t.Errorf("volume list = %+v (schedulability %q), want v not schedulable: %q", vols, vols[0].Schedulability(plugin), want)
 	}
+	// The list as `volume ls` words it, which has the plugins' health of its own read only.
+	if got := vols[0].Schedulability(nil).String(); got != want {
+		t.Errorf("volume list without the plugin's status: schedulability %q, want %q", got, want)
+	}
 	info, err := h.e.Volume(h.ctx, "v")
 	if err != nil {
 		t.Fatal(err)

@@ -66,6 +66,9 @@ type VolumeSummary struct {
 	ReadClaims     int                 `json:"read_claims"`
 	WriteClaims    int                 `json:"write_claims"`
 	Unsettled      int                 `json:"unsettled_claims"` // claims not at rest
+	// pluginWhy is why its plugin takes no claims, as a list that read the plugins found it
+	// (EachVolume); "" when not known there. Schedulability(nil) words it.
+	pluginWhy Unschedulable
 }
 
 // VolumeInfo is everything volctl knows about one volume, as `volume status ID` shows it.

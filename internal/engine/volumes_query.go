@@ -48,17 +48,22 @@ func (e *Engine) EachVolume(ctx context.Context, fields VolumeFields, fn func(v 
 		if err != nil {
 			return err
 		}
-		healthy := make(map[string]bool, len(plugins))
+		why := make(map[string]Unschedulable, len(plugins)) // a plugin not there is not registered
 		for _, p := range plugins {
-			healthy[p.ID] = takesClaims(p.Health)
+			why[p.ID] = healthWhy(PluginInfo{Healthy: p.Health.Healthy, Ready: p.Health.Ready, ProbedAt: p.Health.ProbedAt}.Health())
 		}
 		var v VolumeSummary
 		return tx.Volumes().EachBrief(fields, func(b *store.VolumeBrief) error {
+			pw, known := why[b.PluginID]
+			if !known {
+				pw = PluginNotRegistered
+			}
 			v = VolumeSummary{
 				ID: b.ID, Namespace: b.Namespace, Name: b.Name, PluginID: b.PluginID, State: string(b.State),
-				Schedulable: b.State == store.VolumeReady && healthy[b.PluginID],
+				Schedulable: b.State == store.VolumeReady && pw == Schedulable,
 				AccessMode:  b.AccessMode, AttachmentMode: b.AttachmentMode, CapacityBytes: b.CapacityBytes,
 				ReadClaims: b.ReadClaims, WriteClaims: b.WriteClaims, Unsettled: b.Unsettled,
+				pluginWhy: pw,
 			}
 			return fn(&v)
 		})
