@@ -58,12 +58,14 @@ func nobodysVolctl(t *testing.T) (bin, home string) {
 	if err := os.Chmod(filepath.Dir(home), 0o711); err != nil { // the test's own dir: traversable
 		t.Fatal(err)
 	}
-	built, err := os.ReadFile(buildVolctl(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Copied by cp, not written by this process: a file this process holds open for writing
+	// is held open too by every child another parallel test forks meanwhile (until its exec),
+	// and exec of it then fails with "Text file busy" (ETXTBSY; seen in CI at load).
 	bin = filepath.Join(home, "volctl")
-	if err := os.WriteFile(bin, built, 0o755); err != nil {
+	if out, err := exec.Command("cp", buildVolctl(t), bin).CombinedOutput(); err != nil {
+		t.Fatalf("cp volctl: %v\n%s", err, out)
+	}
+	if err := os.Chmod(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return bin, home
