@@ -656,7 +656,11 @@ type NomadVolumeStatus struct {
 	// NotCompared names what volctl's volume has that Nomad does not answer, so that Differs
 	// cannot say whether Nomad's copy has the same (nomad.NotCompared).
 	NotCompared []string `json:"not_compared,omitempty"`
-	Error       string   `json:"error,omitempty"`
+	// Erasing says that Nomad's servers erase this volume's secrets and mount flags from its
+	// copy at each event-stream event of it (erasingAnswer): what the register warns of, for a
+	// volume registered there.
+	Erasing string `json:"erasing,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 func newCmdNomadStatus(f *Factory, runF func(*NomadStatusOptions) error) *cobra.Command {
@@ -672,7 +676,8 @@ with another plugin or external ID is another volume (IN NOMAD: another), and a 
 a note names the fields Nomad's copy of this one has otherwise than volctl's, and those Nomad
 would refuse to change. It only reads: Nomad answers a read with a copy of the volume, its
 secrets left out and its mount flags redacted, and keeps its own as registered; a note says
-which volumes' secrets or mount flags could not be compared so.`,
+which volumes' secrets or mount flags could not be compared so, and a warning which of them
+Nomad's servers erase at each event-stream event of the volume (a version before 1.11.1).`,
 		Example: `  volctl nomad status
   volctl nomad status db --json`,
 		RunE: runOpts(opts, idArgs(&opts.Volumes), runF, nomadStatusRun),
@@ -702,6 +707,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 	}
 	out := make([]NomadVolumeStatus, 0, len(ids))
 	var failed, stopped error
+	erasing := &erasingAnswer{}
 	for i, id := range ids {
 		// Once Nomad leaves a request unanswered or answers it busy, the rest are shown
 		// without asking it (as askEach does), each row saying so.
@@ -749,6 +755,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			if st.AnotherVolume = nomad.IdentityIn(have, want, st.NomadNamespace); len(st.AnotherVolume) == 0 {
 				st.Registered, st.Differs = true, slices.Concat(nomad.Changes(have, want), nomad.Refused(have, want), nomad.Kept(have, want))
 				st.NotCompared = nomad.NotCompared(want)
+				st.Erasing = erasing.warning(ctx, c, want, "then run `"+shellquote.Command("volctl nomad register", info.ID)+"` again")
 			}
 		case errors.Is(err, nomad.ErrNotFound):
 		case why != nil:
@@ -792,6 +799,9 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 		for _, s := range out {
 			if note := nomadStatusNote(s); note != "" {
 				fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", note)
+			}
+			if s.Erasing != "" {
+				fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", s.Erasing)
 			}
 			if len(s.NotCompared) > 0 {
 				fmt.Fprintf(opts.IO.ErrOut, "Note: volume %q: Nomad does not answer a volume's %s, so volctl's are not compared with its copy's: `%s` sends them again\n",

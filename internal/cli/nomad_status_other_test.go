@@ -439,3 +439,52 @@ func TestNomadRegisterWarnsOfANomadThatErasesSecrets(t *testing.T) {
 		}
 	}
 }
+
+// nomad status warns, as register does, of a volume with secrets registered in a Nomad whose
+// servers erase them at each event-stream event of the volume; not of one without, nor when
+// every server keeps them.
+func TestNomadStatusWarnsOfANomadThatErasesSecrets(t *testing.T) {
+	for _, builds := range [][]string{{"1.11.1", "1.10.5"}, {"1.11.1"}} {
+		h := nomadHarness(t)
+		if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "sec", Name: "sec", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+			Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
+			Secrets:      spec.Secrets{"token": "s3cret"}}); err != nil {
+			t.Fatal(err)
+		}
+		n := newFakeNomad(t)
+		n.builds = builds
+		ios, _, _, _ := iostreams.Test()
+		for _, id := range []string{"sec", "db"} {
+			if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{id}}); err != nil {
+				t.Fatalf("nomad register %s: %v", id, err)
+			}
+		}
+		ios, _, out, errOut := iostreams.Test()
+		if err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"sec", "db"}}); err != nil {
+			t.Fatalf("nomad status on a Nomad of %v: %v", builds, err)
+		}
+		erases := slices.Contains(builds, "1.10.5")
+		warned := errOut.String()
+		for _, want := range []string{`Warning: volume "sec" has secrets`, "s2.global (1.10.5)", "hashicorp/nomad#27176", "`volctl nomad register sec` again"} {
+			if erases != strings.Contains(warned, want) {
+				t.Errorf("nomad status on a Nomad of %v said %q\nsaying %q: %v, want %v", builds, warned, want, !erases, erases)
+			}
+		}
+		if strings.Contains(warned, `volume "db" has`) {
+			t.Errorf("nomad status warned of db, which has no secrets or mount flags: %q", warned)
+		}
+		ios, _, out, _ = iostreams.Test()
+		if err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"sec"},
+			Exporter: exportFlags{JSON: true}}); err != nil {
+			t.Fatal(err)
+		}
+		var got []map[string]any
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got) != 1 {
+			t.Fatalf("nomad status --json: %v\n%s", err, out)
+		}
+		e, _ := got[0]["erasing"].(string)
+		if (e != "") != erases || erases && !strings.Contains(e, "s2.global (1.10.5)") {
+			t.Errorf("nomad status --json on a Nomad of %v: erasing %q, want it set %v, naming the server", builds, e, erases)
+		}
+	}
+}
