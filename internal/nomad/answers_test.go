@@ -176,3 +176,28 @@ func TestNomadNamespaceItLacksIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// A proxy before Nomad (or in its place at NOMAD_ADDR) answering an error with its own web page:
+// the error names the page by its title and says what it means, without the page's markup,
+// which said nothing a user could act on (nomad21 saw it shown raw, cut to 4 KiB).
+func TestNomadErrorPageOfAProxyIsNamed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		io.WriteString(w, "<html>\r\n<head><title>502 Bad\n Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n")
+	}))
+	t.Cleanup(srv.Close)
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Plugin(context.Background(), "hp")
+	for _, w := range []string{`502: a web page titled "502 Bad Gateway", not Nomad's answer`, "NOMAD_ADDR"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("plugin read answered with a proxy's error page: %v\nwant it to say %q", err, w)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "<center>") {
+		t.Errorf("plugin read answered with a proxy's error page: %v\nshows the page's markup", err)
+	}
+}

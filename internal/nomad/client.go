@@ -377,6 +377,9 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 		if clean != nil {
 			body = clean(body)
 		}
+		if page, ok := htmlPage(body); ok {
+			body = page
+		}
 		body = spec.Cut(body, maxShown)
 		if body == "" {
 			body = ure.StatusText()
@@ -421,6 +424,27 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 		return fmt.Sprintf("its answer was cut short (%v): the connection closed before it was whole (Nomad restarting, or a proxy before it cutting it off); asking again may get it whole", err)
 	}
 	return err.Error() + " (is Nomad running there? NOMAD_ADDR says where it is)"
+}
+
+// htmlPage words an answer's body that is a web page (a proxy's or load balancer's error page,
+// a login form) by its title and what it means, instead of the page's markup: Nomad answers
+// errors in plain text. ok is false for any other body.
+func htmlPage(body string) (string, bool) {
+	lower := strings.ToLower(body)
+	if !strings.HasPrefix(lower, "<!doctype html") && !strings.HasPrefix(lower, "<html") {
+		return "", false
+	}
+	title := ""
+	if i := strings.Index(lower, "<title>"); i >= 0 {
+		if j := strings.Index(lower[i:], "</title>"); j >= 0 {
+			title = strings.Join(strings.Fields(body[i+len("<title>"):i+j]), " ")
+		}
+	}
+	what := "a web page"
+	if title != "" {
+		what = fmt.Sprintf("a web page titled %q", spec.Cut(title, 120))
+	}
+	return what + ", not Nomad's answer (Nomad answers errors in plain text): a proxy or another web server answers at NOMAD_ADDR, or stands before Nomad and could not reach it", true
 }
 
 // tlsFix says what to set or change when err is a TLS mismatch between volctl and what
