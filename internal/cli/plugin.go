@@ -8,9 +8,9 @@ func newCmdPlugin(f *Factory, args []string) *cobra.Command {
 
 // pluginCommands are plugin's subcommands, in the order help lists them.
 var pluginCommands = []topCommand{
-	{"register", func(f *Factory) *cobra.Command { return newCmdPluginRegister(f, nil) }},
-	{"status", func(f *Factory) *cobra.Command { return withListAliases(newCmdPluginStatus(f, nil)) }},
-	{"deregister", func(f *Factory) *cobra.Command { return newCmdPluginDeregister(f, nil) }},
-	{"probe", func(f *Factory) *cobra.Command { return newCmdPluginProbe(f, nil) }},
-	{"serve", newCmdPluginServe},
+	{name: "register", make: func(f *Factory) *cobra.Command { return newCmdPluginRegister(f, nil) }},
+	{name: "status", make: func(f *Factory) *cobra.Command { return withListAliases(newCmdPluginStatus(f, nil)) }},
+	{name: "deregister", make: func(f *Factory) *cobra.Command { return newCmdPluginDeregister(f, nil) }},
+	{name: "probe", make: func(f *Factory) *cobra.Command { return newCmdPluginProbe(f, nil) }},
+	{name: "serve", make: newCmdPluginServe},
 }

@@ -12,7 +12,7 @@ import (
 
 // NewRootCmd builds the volctl command tree.
 func NewRootCmd(f *Factory) *cobra.Command {
-	return newRoot(f, topCommands)
+	return NewRootCmdFor(f, nil)
 }
 
 // NewRootCmdFor builds the tree that runs args (os.Args[1:]): when the first argument names a
@@ -27,23 +27,9 @@ func NewRootCmd(f *Factory) *cobra.Command {
 // the same way one level down: `volume claim` builds volume with claim alone (the rest of the
 // volume subtree, its flags and their completions, cost each claim and release about 250,000
 // instructions). A second argument that names none of its subcommands (an alias, a flag, a
-// mistyped name) gets the group whole (groupFor).
+// mistyped name) gets the group whole (subcommandsFor).
 func NewRootCmdFor(f *Factory, args []string) *cobra.Command {
-	if len(args) > 0 {
-		for _, tc := range topCommands {
-			if tc.name == args[0] {
-				if makeFor := groupFor(tc.name); makeFor != nil {
-					tc.make = func(f *Factory) *cobra.Command { return makeFor(f, args[1:]) }
-				}
-				root := newRoot(f, []topCommand{tc})
-				// The completion command, which cobra adds at Execute, writes scripts from the
-				// whole tree: it is never this command.
-				root.CompletionOptions.DisableDefaultCmd = true
-				return root
-			}
-		}
-	}
-	return NewRootCmd(f)
+	return newRoot(f, subcommandsFor(f, topCommands, args))
 }
 
 // versionLine is the template function, registered with cobra once per process, that --version
@@ -54,63 +40,61 @@ func init() { cobra.AddTemplateFunc(versionLine, buildinfo.String) }
 
 // topCommand is one top-level command, or one subcommand in a group's table: its name (none
 // has an alias; the test checks the table against what each constructor builds) and its
-// constructor.
+// constructor: make, or makeFor for a command that groups others from a table of its own
+// (volume, plugin), which builds it for the arguments after its name (subcommandsFor).
 type topCommand struct {
-	name string
-	make func(*Factory) *cobra.Command
+	name    string
+	make    func(*Factory) *cobra.Command
+	makeFor func(f *Factory, args []string) *cobra.Command
 }
 
-// groupFor is the constructor of the top-level command name, if it only groups others from a
-// table, that builds it for the arguments after its name (subcommandsFor); nil for the others.
-func groupFor(name string) func(f *Factory, args []string) *cobra.Command {
-	switch name {
-	case "volume":
-		return newCmdVolume
-	case "plugin":
-		return newCmdPlugin
+// build builds the command for the arguments after its name.
+func (tc topCommand) build(f *Factory, args []string) *cobra.Command {
+	if tc.makeFor != nil {
+		return tc.makeFor(f, args)
 	}
-	return nil
+	return tc.make(f)
 }
 
-// subcommandsFor builds the subcommands of table that a group given args (those after its
-// name) needs: the one args[0] names, or, when it names none, all of them.
+// subcommandsFor builds the commands of table that args (those after their parent's name)
+// need: the one args[0] names, or, when it names none, all of them.
 func subcommandsFor(f *Factory, table []topCommand, args []string) []*cobra.Command {
 	if len(args) > 0 {
 		for _, tc := range table {
 			if tc.name == args[0] {
-				return []*cobra.Command{tc.make(f)}
+				return []*cobra.Command{tc.build(f, args[1:])}
 			}
 		}
 	}
 	cmds := make([]*cobra.Command, len(table))
 	for i, tc := range table {
-		cmds[i] = tc.make(f)
+		cmds[i] = tc.build(f, nil)
 	}
 	return cmds
 }
 
 // topCommands are volctl's top-level commands, in the order help lists them.
 var topCommands = []topCommand{
-	{"version", newCmdVersion},
-	{"validate", func(f *Factory) *cobra.Command { return newCmdValidate(f, nil) }},
-	{"init", func(f *Factory) *cobra.Command { return newCmdInit(f, nil) }},
-	{"plugin", func(f *Factory) *cobra.Command { return newCmdPlugin(f, nil) }},
-	{"volume", func(f *Factory) *cobra.Command { return newCmdVolume(f, nil) }},
-	{"group", newCmdGroup},
-	{"register", func(f *Factory) *cobra.Command { return newCmdRegister(f, nil) }},
-	{"create", func(f *Factory) *cobra.Command { return newCmdCreate(f, nil) }},
-	{"status", func(f *Factory) *cobra.Command { return newCmdStatus(f, nil) }},
-	{"reconcile", func(f *Factory) *cobra.Command { return newCmdReconcile(f, nil) }},
-	{"events", func(f *Factory) *cobra.Command { return newCmdEvents(f, nil) }},
-	{"agent", func(f *Factory) *cobra.Command { return newCmdAgent(f, nil) }},
-	{"tui", func(f *Factory) *cobra.Command { return newCmdTUI(f, nil) }},
-	{"quickstart", func(f *Factory) *cobra.Command { return newCmdQuickstart(f, nil) }},
-	{"export", newCmdExport},
-	{"nomad", newCmdNomad},
+	{name: "version", make: newCmdVersion},
+	{name: "validate", make: func(f *Factory) *cobra.Command { return newCmdValidate(f, nil) }},
+	{name: "init", make: func(f *Factory) *cobra.Command { return newCmdInit(f, nil) }},
+	{name: "plugin", makeFor: newCmdPlugin},
+	{name: "volume", makeFor: newCmdVolume},
+	{name: "group", make: newCmdGroup},
+	{name: "register", make: func(f *Factory) *cobra.Command { return newCmdRegister(f, nil) }},
+	{name: "create", make: func(f *Factory) *cobra.Command { return newCmdCreate(f, nil) }},
+	{name: "status", make: func(f *Factory) *cobra.Command { return newCmdStatus(f, nil) }},
+	{name: "reconcile", make: func(f *Factory) *cobra.Command { return newCmdReconcile(f, nil) }},
+	{name: "events", make: func(f *Factory) *cobra.Command { return newCmdEvents(f, nil) }},
+	{name: "agent", make: func(f *Factory) *cobra.Command { return newCmdAgent(f, nil) }},
+	{name: "tui", make: func(f *Factory) *cobra.Command { return newCmdTUI(f, nil) }},
+	{name: "quickstart", make: func(f *Factory) *cobra.Command { return newCmdQuickstart(f, nil) }},
+	{name: "export", make: newCmdExport},
+	{name: "nomad", make: newCmdNomad},
 }
 
 // newRoot builds the root command with the top-level commands cmds.
-func newRoot(f *Factory, cmds []topCommand) *cobra.Command {
+func newRoot(f *Factory, cmds []*cobra.Command) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "volctl",
 		Short: "Orchestrate CSI volumes on one host",
@@ -145,11 +129,13 @@ refused, volume in use), 70 volctl crashed (a panic: a bug in volctl, its text o
 	pf.StringVar(&f.stateDirFlag, "state-dir", "", "state directory (default $VOLCTL_STATE_DIR, /var/lib/volctl as root, else $XDG_STATE_HOME/volctl)")
 	pf.BoolVarP(&f.verbose, "verbose", "v", false, "log debug output and CSI RPC traces (secrets redacted) to stderr")
 
-	for _, tc := range cmds {
-		root.AddCommand(tc.make(f))
-	}
+	root.AddCommand(cmds...)
 	if len(cmds) == len(topCommands) {
 		root.InitDefaultCompletionCmd() // now, not at Execute, so that the walks below see it
+	} else {
+		// The completion command, which cobra adds at Execute, writes scripts from the whole
+		// tree: it is never a tree of one command.
+		root.CompletionOptions.DisableDefaultCmd = true
 	}
 	rejectUnknownSubcommands(root)
 	registerCompletions(root, f)

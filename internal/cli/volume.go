@@ -9,14 +9,14 @@ func newCmdVolume(f *Factory, args []string) *cobra.Command {
 
 // volumeCommands are volume's subcommands, in the order help lists them.
 var volumeCommands = []topCommand{
-	{"register", func(f *Factory) *cobra.Command { return newCmdVolumeRegister(f, nil) }},
-	{"create", func(f *Factory) *cobra.Command { return newCmdVolumeCreate(f, nil) }},
-	{"status", func(f *Factory) *cobra.Command { return withListAliases(newCmdVolumeStatus(f, nil)) }},
-	{"claim", func(f *Factory) *cobra.Command { return newCmdVolumeClaim(f, nil) }},
-	{"release", func(f *Factory) *cobra.Command { return newCmdVolumeRelease(f, nil) }},
-	{"detach", func(f *Factory) *cobra.Command { return newCmdVolumeDetach(f, nil) }},
-	{"deregister", func(f *Factory) *cobra.Command { return newCmdVolumeDeregister(f, nil) }},
-	{"delete", func(f *Factory) *cobra.Command { return newCmdVolumeDelete(f, nil) }},
-	{"expand", func(f *Factory) *cobra.Command { return newCmdVolumeExpand(f, nil) }},
-	{"snapshot", newCmdVolumeSnapshot},
+	{name: "register", make: func(f *Factory) *cobra.Command { return newCmdVolumeRegister(f, nil) }},
+	{name: "create", make: func(f *Factory) *cobra.Command { return newCmdVolumeCreate(f, nil) }},
+	{name: "status", make: func(f *Factory) *cobra.Command { return withListAliases(newCmdVolumeStatus(f, nil)) }},
+	{name: "claim", make: func(f *Factory) *cobra.Command { return newCmdVolumeClaim(f, nil) }},
+	{name: "release", make: func(f *Factory) *cobra.Command { return newCmdVolumeRelease(f, nil) }},
+	{name: "detach", make: func(f *Factory) *cobra.Command { return newCmdVolumeDetach(f, nil) }},
+	{name: "deregister", make: func(f *Factory) *cobra.Command { return newCmdVolumeDeregister(f, nil) }},
+	{name: "delete", make: func(f *Factory) *cobra.Command { return newCmdVolumeDelete(f, nil) }},
+	{name: "expand", make: func(f *Factory) *cobra.Command { return newCmdVolumeExpand(f, nil) }},
+	{name: "snapshot", make: newCmdVolumeSnapshot},
 }
