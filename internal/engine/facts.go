@@ -2,6 +2,7 @@ package engine
 
 import (
 	"strings"
+	"time"
 
 	"github.com/volctl/volctl/internal/store"
 )
@@ -37,11 +38,15 @@ func ProbeHealth(healthy, ready bool) PluginHealth {
 }
 
 // Health is the plugin's health as its last probe left it.
-func (p PluginInfo) Health() PluginHealth {
-	if !p.Healthy && p.ProbedAt.IsZero() {
+func (p PluginInfo) Health() PluginHealth { return recordedHealth(p.Healthy, p.Ready, p.ProbedAt) }
+
+// recordedHealth is the health a plugin's record says: unknown before its first probe, else
+// what that probe's answer words.
+func recordedHealth(healthy, ready bool, probedAt time.Time) PluginHealth {
+	if !healthy && probedAt.IsZero() {
 		return PluginUnknown
 	}
-	return ProbeHealth(p.Healthy, p.Ready)
+	return ProbeHealth(healthy, ready)
 }
 
 // HealthWhy says why the plugin is not healthy ("" when it is): its last error, or that it

@@ -50,7 +50,7 @@ func (e *Engine) EachVolume(ctx context.Context, fields VolumeFields, fn func(v 
 		}
 		why := make(map[string]Unschedulable, len(plugins)) // a plugin not there is not registered
 		for _, p := range plugins {
-			why[p.ID] = healthWhy(PluginInfo{Healthy: p.Health.Healthy, Ready: p.Health.Ready, ProbedAt: p.Health.ProbedAt}.Health())
+			why[p.ID] = healthWhy(recordedHealth(p.Health.Healthy, p.Health.Ready, p.Health.ProbedAt))
 		}
 		var v VolumeSummary
 		return tx.Volumes().EachBrief(fields, func(b *store.VolumeBrief) error {
