@@ -322,3 +322,136 @@ func TestMigrationsAreInTheDesign(t *testing.T) {
 		}
 	}
 }
+
+// docFiles is the documentation a user or a reader of the code is pointed to: README.md,
+// BENCHMARKS.md and docs/*.md.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no docs/*.md (%v)", err)
+	}
+	return append(files, "../../README.md", "../../BENCHMARKS.md")
+}
+
+// repoText calls fn with the path and text of every file of the repository a test, benchmark or
+// function may be cited in: the documentation (docFiles), every Go file (tests included), the
+// test scripts, and CI's and the release's configuration.
+func repoText(t *testing.T, fn func(path, text string)) {
+	t.Helper()
+	files := append(docFiles(t), "../../.ci/run", "../../.goreleaser.yaml")
+	for _, root := range []string{"../../internal", "."} {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && (strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".txtar")) {
+				files = append(files, path)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(f, string(raw))
+	}
+}
+
+// testFuncs is the Test, Benchmark and Fuzz functions volctl's tests declare.
+func testFuncs(t *testing.T) []string {
+	t.Helper()
+	var names []string
+	for _, root := range []string{"../../internal", "."} {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			for _, d := range f.Decls {
+				if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && testFuncName.MatchString(fd.Name.Name) {
+					names = append(names, fd.Name.Name)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(names) == 0 {
+		t.Fatal("no Test, Benchmark or Fuzz function found")
+	}
+	return names
+}
+
+var (
+	testFuncName = regexp.MustCompile(`^(Test|Benchmark|Fuzz)[A-Z0-9_]`)
+	// citedTest is a test, benchmark or fuzz target named in text; one after a dot is a field
+	// or method of another package's (sanity.TestConfig, testscript.TestScript).
+	citedTest = regexp.MustCompile(`(?:^|[^.\w])((?:Test|Benchmark|Fuzz)[A-Z0-9_]\w*)`)
+	// goTestPattern is a go test -run or -bench pattern: its argument, quoted or not; one
+	// starts with a capital, ^ or . (prose goes on in lower case: "-run of").
+	goTestPattern = regexp.MustCompile(`(?:^|[\s` + "`" + `(])-(run|bench)[ =]('[^']*'|"[^"]*"|[A-Z^.][^\s'"` + "`" + `)]*)`)
+)
+
+// TestCitedTestsExist: every test, benchmark or fuzz target the documentation, a comment, a
+// message or a script names by its name is one the tests declare, and every `go test -run`
+// or `-bench` pattern they give selects at least one. A test renamed or removed leaves its
+// citations pointing at nothing, and a reader who looks for the proof of a claim finds none;
+// a reproduce command that selects no benchmark runs nothing and says PASS.
+func TestCitedTestsExist(t *testing.T) {
+	declared := testFuncs(t)
+	cited := 0
+	repoText(t, func(path, text string) {
+		flat := commentLineBreak.ReplaceAllString(text, " ")
+		for _, m := range goTestPattern.FindAllStringSubmatch(flat, -1) {
+			pattern := strings.Trim(m[2], `'"`)
+			if pattern == "^$" {
+				continue
+			}
+			// A pattern's first element selects the top-level function; what follows a slash
+			// selects subtests or a fuzz corpus entry.
+			top, _, _ := strings.Cut(pattern, "/")
+			re, err := regexp.Compile(top)
+			if err != nil {
+				t.Errorf("%s: go test -%s %s: not a pattern go test takes: %v", path, m[1], m[2], err)
+				continue
+			}
+			prefix := "Test|Fuzz"
+			if m[1] == "bench" {
+				prefix = "Benchmark"
+			}
+			kind := regexp.MustCompile("^(" + prefix + ")")
+			cited++
+			if !slices.ContainsFunc(declared, func(n string) bool { return kind.MatchString(n) && re.MatchString(n) }) {
+				t.Errorf("%s: go test -%s %s selects no %s function of volctl's tests", path, m[1], m[2], strings.ReplaceAll(prefix, "|", " or "))
+			}
+		}
+		for _, m := range citedTest.FindAllStringSubmatch(flat, -1) {
+			cited++
+			if !slices.Contains(declared, m[1]) && !prefixOfPattern(flat, m[1]) {
+				t.Errorf("%s names %s, which no test declares: name the test as it is now", path, m[1])
+			}
+		}
+	})
+	if cited < 100 {
+		t.Fatalf("found %d citations of tests: the patterns no longer match how tests are named", cited)
+	}
+}
+
+// prefixOfPattern says whether name occurs in text as (the start of) a go test -run or -bench
+// pattern, which TestCitedTestsExist checks as a pattern: -run TestCompatCorpus.
+func prefixOfPattern(text, name string) bool {
+	for _, m := range goTestPattern.FindAllStringSubmatch(text, -1) {
+		if strings.HasPrefix(strings.TrimLeft(m[2], `'"^`), name) {
+			return true
+		}
+	}
+	return false
+}
