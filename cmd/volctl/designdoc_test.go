@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -454,4 +455,102 @@ func prefixOfPattern(text, name string) bool {
 		}
 	}
 	return false
+}
+
+// goDeclared is every name volctl's Go code declares, tests included: functions, methods, types,
+// variables, constants, struct fields and interface methods; and, of them, the types.
+func goDeclared(t *testing.T) (names, types map[string]bool) {
+	t.Helper()
+	names, types = map[string]bool{}, map[string]bool{}
+	for _, root := range []string{"../../internal", "."} {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+				return err
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.FuncDecl:
+					names[n.Name.Name] = true
+				case *ast.TypeSpec:
+					names[n.Name.Name], types[n.Name.Name] = true, true
+				case *ast.ValueSpec:
+					for _, id := range n.Names {
+						names[id.Name] = true
+					}
+				case *ast.Field:
+					for _, id := range n.Names {
+						names[id.Name] = true
+					}
+				}
+				return true
+			})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return names, types
+}
+
+// citedGoName is a code span of the documentation that reads as a Go name: camel case (a
+// unit, `MiB`, is not), maybe qualified by its package or type (`store.Tx`,
+// `engine.ErrConflict`), maybe called (`spec.ParseVolume()`).
+var citedGoName = regexp.MustCompile("`(?:([A-Za-z_][A-Za-z0-9_]*)\\.)?(?:[A-Za-z_][A-Za-z0-9_]*\\.)*([A-Za-z_]*[a-z][A-Z][A-Za-z0-9_]*)(?:\\(\\))?`")
+
+// camelName is a Go name of words, not a unit's or a letter's: one with two lower-case letters.
+var camelName = regexp.MustCompile(`[a-z]{2}`)
+
+// foreignGoNames are names the documentation cites that are not volctl's: another program's, a
+// library's or a service manager's, each with whose.
+var foreignGoNames = map[string]string{
+	"TimeoutStopSec":            "systemd's unit setting (docs/agent.md)",
+	"TimeoutStartSec":           "systemd's unit setting (docs/agent.md)",
+	"controllerUnpublishVolume": "Nomad's csi_endpoint.go",
+	"isReadyForConsistentReads": "Nomad's server",
+	"DialContext":               "gRPC's",
+	"WithBlock":                 "gRPC's",
+	"RunWithContext":            "gojq's Code.RunWithContext",
+	"DeadlineExceeded":          "a gRPC status code",
+	"CSIVolumeByID":             "Nomad's state store",
+}
+
+// TestCitedGoNamesExist: every Go name the documentation quotes as code (README.md,
+// BENCHMARKS.md, docs/*.md) is one volctl's code declares, or another program's it names
+// (foreignGoNames). A function renamed or folded into another leaves the document pointing a
+// reader at nothing.
+func TestCitedGoNamesExist(t *testing.T) {
+	declared, types := goDeclared(t)
+	// A name qualified by what is not volctl's package or type (`sync.OnceValue`, `api.DefaultConfig`) is the
+	// standard library's or another module's.
+	ours := maps.Clone(types)
+	walkGoFiles(t, []string{"../../internal"}, func(path string) error {
+		ours[filepath.Base(filepath.Dir(path))] = true
+		return nil
+	})
+	cited := 0
+	for _, path := range docFiles(t) {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(raw), "\n") {
+			for _, m := range citedGoName.FindAllStringSubmatch(line, -1) {
+				if (m[1] != "" && !ours[m[1]]) || !camelName.MatchString(m[2]) {
+					continue
+				}
+				cited++
+				if !declared[m[2]] && foreignGoNames[m[2]] == "" {
+					t.Errorf("%s:%d quotes %s, which volctl's code does not declare: name it as it is now", path, i+1, m[0])
+				}
+			}
+		}
+	}
+	if cited < 100 {
+		t.Fatalf("the documentation quotes %d Go names: the pattern no longer matches how it quotes them", cited)
+	}
 }
