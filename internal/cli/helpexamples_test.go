@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -362,4 +367,76 @@ var placeholder = regexp.MustCompile(`^[A-Z][A-Z_:]*$`)
 // line: what they are.
 var docQuotedOutput = map[string]string{
 	"volctl looked in state dir": "a not-found error's text (docs/troubleshooting.md)",
+}
+
+// TestMessageCommandsParse holds the advice volctl's messages give to the command tree: every
+// volctl command line a string of its code quotes in a code span (`volctl reconcile`), and
+// every one it builds with shellquote.Command or CommandFlags, names a command volctl has,
+// with flags it takes. An error that tells the user to run a command that was renamed leaves
+// them with a refusal (exit 2) where it promised the way out. Arguments are not counted: a
+// message's are filled in as it is made.
+func TestMessageCommandsParse(t *testing.T) {
+	verb := regexp.MustCompile(`%[-+# 0-9.]*[a-zA-Z]`)
+	checked := map[string]bool{}
+	check := func(pos token.Position, line string) {
+		for _, words := range exampleCommands(verb.ReplaceAllString(line, "X")) {
+			checked[strings.Join(words, " ")] = true
+			if err := exampleRefused(synopsisWords(words), false); err != nil {
+				t.Errorf("%s: %q: %v", pos, strings.Join(words, " "), err)
+			}
+		}
+	}
+	err := filepath.WalkDir("../../internal", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() && d.Name() == "testdata" {
+			if err == nil {
+				err = filepath.SkipDir
+			}
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				sel, _ := n.Fun.(*ast.SelectorExpr)
+				if sel == nil || len(n.Args) == 0 || (sel.Sel.Name != "Command" && sel.Sel.Name != "CommandFlags") {
+					return true
+				}
+				pkg, _ := sel.X.(*ast.Ident)
+				lit, _ := n.Args[0].(*ast.BasicLit)
+				if pkg == nil || pkg.Name != "shellquote" || lit == nil {
+					return true
+				}
+				if s, err := strconv.Unquote(lit.Value); err == nil {
+					check(fset.Position(lit.Pos()), s)
+				}
+			case *ast.BasicLit:
+				s, err := strconv.Unquote(n.Value)
+				if n.Kind != token.STRING || err != nil || n.Value[0] == '`' {
+					return true
+				}
+				for line := range strings.SplitSeq(s, "\n") {
+					for i, part := range strings.Split(line, "`") {
+						if i%2 == 1 {
+							check(fset.Position(n.Pos()), part)
+						}
+					}
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(checked) < 25 {
+		t.Fatalf("volctl's messages quote %d volctl command lines: the patterns no longer find them", len(checked))
+	}
 }
