@@ -361,30 +361,41 @@ func repoText(t *testing.T, fn func(path, text string)) {
 	}
 }
 
-// testFuncs is the Test, Benchmark and Fuzz functions volctl's tests declare.
-func testFuncs(t *testing.T) []string {
+// parsedGoFiles calls fn with every Go file of volctl, tests included, parsed.
+func parsedGoFiles(t *testing.T, fn func(path string, f *ast.File)) {
 	t.Helper()
-	var names []string
 	for _, root := range []string{"../../internal", "."} {
 		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
 				return err
 			}
 			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
 			if err != nil {
 				return err
 			}
-			for _, d := range f.Decls {
-				if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && testFuncName.MatchString(fd.Name.Name) {
-					names = append(names, fd.Name.Name)
-				}
-			}
+			fn(path, f)
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// testFuncs is the Test, Benchmark and Fuzz functions volctl's tests declare.
+func testFuncs(t *testing.T) []string {
+	t.Helper()
+	var names []string
+	parsedGoFiles(t, func(path string, f *ast.File) {
+		if !strings.HasSuffix(path, "_test.go") {
+			return
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && testFuncName.MatchString(fd.Name.Name) {
+				names = append(names, fd.Name.Name)
+			}
+		}
+	})
 	if len(names) == 0 {
 		t.Fatal("no Test, Benchmark or Fuzz function found")
 	}
@@ -462,38 +473,25 @@ func prefixOfPattern(text, name string) bool {
 func goDeclared(t *testing.T) (names, types map[string]bool) {
 	t.Helper()
 	names, types = map[string]bool{}, map[string]bool{}
-	for _, root := range []string{"../../internal", "."} {
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
-				return err
-			}
-			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
-			if err != nil {
-				return err
-			}
-			ast.Inspect(f, func(n ast.Node) bool {
-				switch n := n.(type) {
-				case *ast.FuncDecl:
-					names[n.Name.Name] = true
-				case *ast.TypeSpec:
-					names[n.Name.Name], types[n.Name.Name] = true, true
-				case *ast.ValueSpec:
-					for _, id := range n.Names {
-						names[id.Name] = true
-					}
-				case *ast.Field:
-					for _, id := range n.Names {
-						names[id.Name] = true
-					}
+	parsedGoFiles(t, func(_ string, f *ast.File) {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncDecl:
+				names[n.Name.Name] = true
+			case *ast.TypeSpec:
+				names[n.Name.Name], types[n.Name.Name] = true, true
+			case *ast.ValueSpec:
+				for _, id := range n.Names {
+					names[id.Name] = true
 				}
-				return true
-			})
-			return nil
+			case *ast.Field:
+				for _, id := range n.Names {
+					names[id.Name] = true
+				}
+			}
+			return true
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	return names, types
 }
 
