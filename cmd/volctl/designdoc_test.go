@@ -552,3 +552,45 @@ func TestCitedGoNamesExist(t *testing.T) {
 		t.Fatalf("the documentation quotes %d Go names: the pattern no longer matches how it quotes them", cited)
 	}
 }
+
+// TestPackageTableNamesEveryPackage: docs/architecture.md's package table (the block that opens
+// it) names every package of volctl, test doubles and tools included, by its path under
+// internal/ or, for one inside another's directory, by its path below it in that one's row
+// ("storetest/", "csitest/bareclient/"). A package added without a line in the table is one
+// the design document does not describe.
+func TestPackageTableNamesEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := strings.Cut(string(doc), "```\n")
+	table, _, ok := strings.Cut(table, "```")
+	if !ok {
+		t.Fatal("docs/architecture.md opens with no package table (a ``` block)")
+	}
+	pkgs := map[string]bool{}
+	parsedGoFiles(t, func(path string, _ *ast.File) {
+		if !strings.Contains(path, "testdata") {
+			pkgs[strings.TrimPrefix(filepath.ToSlash(filepath.Dir(path)), "../../")] = true
+		}
+	})
+	for pkg := range pkgs {
+		if pkg == "." {
+			pkg = "cmd/volctl"
+		}
+		rel := strings.TrimPrefix(pkg, "internal/")
+		named := regexp.MustCompile(`(^|[\s(])(internal/)?` + regexp.QuoteMeta(rel) + `/?([\s),:;]|$)`).MatchString(table)
+		// Inside an ancestor's row, by its path below that ancestor: "storetest/ (for tests)",
+		// "csitest/bareclient/" in csi's.
+		parts := strings.Split(rel, "/")
+		for i := 1; i < len(parts) && !named; i++ {
+			named = regexp.MustCompile(`(^|[\s(])` + regexp.QuoteMeta(strings.Join(parts[i:], "/")) + `/`).MatchString(table)
+		}
+		if !named {
+			t.Errorf("docs/architecture.md's package table does not name %s: add it (and to designImports, or testOnlyPackages)", pkg)
+		}
+	}
+	if len(pkgs) < 20 {
+		t.Fatalf("found %d packages: the walk no longer finds volctl's", len(pkgs))
+	}
+}
