@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -320,5 +321,276 @@ func TestMigrationsAreInTheDesign(t *testing.T) {
 		if name := filepath.Base(f); !strings.Contains(string(doc), name+"`") {
 			t.Errorf("docs/architecture.md does not name migration %s: say what it adds under Schema", name)
 		}
+	}
+}
+
+// docFiles is the documentation a user or a reader of the code is pointed to: README.md,
+// BENCHMARKS.md and docs/*.md.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no docs/*.md (%v)", err)
+	}
+	return append(files, "../../README.md", "../../BENCHMARKS.md")
+}
+
+// repoText calls fn with the path and text of every file of the repository a test, benchmark or
+// function may be cited in: the documentation (docFiles), every Go file (tests included), the
+// test scripts, and CI's and the release's configuration.
+func repoText(t *testing.T, fn func(path, text string)) {
+	t.Helper()
+	files := append(docFiles(t), "../../.ci/run", "../../.goreleaser.yaml")
+	for _, root := range []string{"../../internal", "."} {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && (strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".txtar")) {
+				files = append(files, path)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(f, string(raw))
+	}
+}
+
+// parsedGoFiles calls fn with every Go file of volctl, tests included, parsed.
+func parsedGoFiles(t *testing.T, fn func(path string, f *ast.File)) {
+	t.Helper()
+	for _, root := range []string{"../../internal", "."} {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+				return err
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			fn(path, f)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// testFuncs is the Test, Benchmark and Fuzz functions volctl's tests declare.
+func testFuncs(t *testing.T) []string {
+	t.Helper()
+	var names []string
+	parsedGoFiles(t, func(path string, f *ast.File) {
+		if !strings.HasSuffix(path, "_test.go") {
+			return
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && testFuncName.MatchString(fd.Name.Name) {
+				names = append(names, fd.Name.Name)
+			}
+		}
+	})
+	if len(names) == 0 {
+		t.Fatal("no Test, Benchmark or Fuzz function found")
+	}
+	return names
+}
+
+var (
+	testFuncName = regexp.MustCompile(`^(Test|Benchmark|Fuzz)[A-Z0-9_]`)
+	// citedTest is a test, benchmark or fuzz target named in text; one after a dot is a field
+	// or method of another package's (sanity.TestConfig, testscript.TestScript).
+	citedTest = regexp.MustCompile(`(?:^|[^.\w])((?:Test|Benchmark|Fuzz)[A-Z0-9_]\w*)`)
+	// goTestPattern is a go test -run or -bench pattern: its argument, quoted or not; one
+	// starts with a capital, ^ or . (prose goes on in lower case: "-run of").
+	goTestPattern = regexp.MustCompile(`(?:^|[\s` + "`" + `(])-(run|bench)[ =]('[^']*'|"[^"]*"|[A-Z^.][^\s'"` + "`" + `)]*)`)
+)
+
+// TestCitedTestsExist: every test, benchmark or fuzz target the documentation, a comment, a
+// message or a script names by its name is one the tests declare, and every `go test -run`
+// or `-bench` pattern they give selects at least one. A test renamed or removed leaves its
+// citations pointing at nothing, and a reader who looks for the proof of a claim finds none;
+// a reproduce command that selects no benchmark runs nothing and says PASS.
+func TestCitedTestsExist(t *testing.T) {
+	declared := testFuncs(t)
+	cited := 0
+	repoText(t, func(path, text string) {
+		flat := commentLineBreak.ReplaceAllString(text, " ")
+		for _, m := range goTestPattern.FindAllStringSubmatch(flat, -1) {
+			pattern := strings.Trim(m[2], `'"`)
+			if pattern == "^$" {
+				continue
+			}
+			// A pattern's first element selects the top-level function; what follows a slash
+			// selects subtests or a fuzz corpus entry.
+			top, _, _ := strings.Cut(pattern, "/")
+			re, err := regexp.Compile(top)
+			if err != nil {
+				t.Errorf("%s: go test -%s %s: not a pattern go test takes: %v", path, m[1], m[2], err)
+				continue
+			}
+			prefix := "Test|Fuzz"
+			if m[1] == "bench" {
+				prefix = "Benchmark"
+			}
+			kind := regexp.MustCompile("^(" + prefix + ")")
+			cited++
+			if !slices.ContainsFunc(declared, func(n string) bool { return kind.MatchString(n) && re.MatchString(n) }) {
+				t.Errorf("%s: go test -%s %s selects no %s function of volctl's tests", path, m[1], m[2], strings.ReplaceAll(prefix, "|", " or "))
+			}
+		}
+		for _, m := range citedTest.FindAllStringSubmatch(flat, -1) {
+			cited++
+			if !slices.Contains(declared, m[1]) && !prefixOfPattern(flat, m[1]) {
+				t.Errorf("%s names %s, which no test declares: name the test as it is now", path, m[1])
+			}
+		}
+	})
+	if cited < 100 {
+		t.Fatalf("found %d citations of tests: the patterns no longer match how tests are named", cited)
+	}
+}
+
+// prefixOfPattern says whether name occurs in text as (the start of) a go test -run or -bench
+// pattern, which TestCitedTestsExist checks as a pattern: -run TestCompatCorpus.
+func prefixOfPattern(text, name string) bool {
+	for _, m := range goTestPattern.FindAllStringSubmatch(text, -1) {
+		if strings.HasPrefix(strings.TrimLeft(m[2], `'"^`), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// goDeclared is every name volctl's Go code declares, tests included: functions, methods, types,
+// variables, constants, struct fields and interface methods; and, of them, the types.
+func goDeclared(t *testing.T) (names, types map[string]bool) {
+	t.Helper()
+	names, types = map[string]bool{}, map[string]bool{}
+	parsedGoFiles(t, func(_ string, f *ast.File) {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncDecl:
+				names[n.Name.Name] = true
+			case *ast.TypeSpec:
+				names[n.Name.Name], types[n.Name.Name] = true, true
+			case *ast.ValueSpec:
+				for _, id := range n.Names {
+					names[id.Name] = true
+				}
+			case *ast.Field:
+				for _, id := range n.Names {
+					names[id.Name] = true
+				}
+			}
+			return true
+		})
+	})
+	return names, types
+}
+
+// citedGoName is a code span of the documentation that reads as a Go name: camel case (a
+// unit, `MiB`, is not), maybe qualified by its package or type (`store.Tx`,
+// `engine.ErrConflict`), maybe called (`spec.ParseVolume()`).
+var citedGoName = regexp.MustCompile("`(?:([A-Za-z_][A-Za-z0-9_]*)\\.)?(?:[A-Za-z_][A-Za-z0-9_]*\\.)*([A-Za-z_]*[a-z][A-Z][A-Za-z0-9_]*)(?:\\(\\))?`")
+
+// camelName is a Go name of words, not a unit's or a letter's: one with two lower-case letters.
+var camelName = regexp.MustCompile(`[a-z]{2}`)
+
+// foreignGoNames are names the documentation cites that are not volctl's: another program's, a
+// library's or a service manager's, each with whose.
+var foreignGoNames = map[string]string{
+	"TimeoutStopSec":            "systemd's unit setting (docs/agent.md)",
+	"TimeoutStartSec":           "systemd's unit setting (docs/agent.md)",
+	"controllerUnpublishVolume": "Nomad's csi_endpoint.go",
+	"isReadyForConsistentReads": "Nomad's server",
+	"DialContext":               "gRPC's",
+	"WithBlock":                 "gRPC's",
+	"RunWithContext":            "gojq's Code.RunWithContext",
+	"DeadlineExceeded":          "a gRPC status code",
+	"CSIVolumeByID":             "Nomad's state store",
+}
+
+// TestCitedGoNamesExist: every Go name the documentation quotes as code (README.md,
+// BENCHMARKS.md, docs/*.md) is one volctl's code declares, or another program's it names
+// (foreignGoNames). A function renamed or folded into another leaves the document pointing a
+// reader at nothing.
+func TestCitedGoNamesExist(t *testing.T) {
+	declared, types := goDeclared(t)
+	// A name qualified by what is not volctl's package or type (`sync.OnceValue`, `api.DefaultConfig`) is the
+	// standard library's or another module's.
+	ours := maps.Clone(types)
+	walkGoFiles(t, []string{"../../internal"}, func(path string) error {
+		ours[filepath.Base(filepath.Dir(path))] = true
+		return nil
+	})
+	cited := 0
+	for _, path := range docFiles(t) {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(raw), "\n") {
+			for _, m := range citedGoName.FindAllStringSubmatch(line, -1) {
+				if (m[1] != "" && !ours[m[1]]) || !camelName.MatchString(m[2]) {
+					continue
+				}
+				cited++
+				if !declared[m[2]] && foreignGoNames[m[2]] == "" {
+					t.Errorf("%s:%d quotes %s, which volctl's code does not declare: name it as it is now", path, i+1, m[0])
+				}
+			}
+		}
+	}
+	if cited < 100 {
+		t.Fatalf("the documentation quotes %d Go names: the pattern no longer matches how it quotes them", cited)
+	}
+}
+
+// TestPackageTableNamesEveryPackage: docs/architecture.md's package table (the block that opens
+// it) names every package of volctl, test doubles and tools included, by its path under
+// internal/ or, for one inside another's directory, by its path below it in that one's row
+// ("storetest/", "csitest/bareclient/"). A package added without a line in the table is one
+// the design document does not describe.
+func TestPackageTableNamesEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := strings.Cut(string(doc), "```\n")
+	table, _, ok := strings.Cut(table, "```")
+	if !ok {
+		t.Fatal("docs/architecture.md opens with no package table (a ``` block)")
+	}
+	pkgs := map[string]bool{}
+	parsedGoFiles(t, func(path string, _ *ast.File) {
+		if !strings.Contains(path, "testdata") {
+			pkgs[strings.TrimPrefix(filepath.ToSlash(filepath.Dir(path)), "../../")] = true
+		}
+	})
+	for pkg := range pkgs {
+		if pkg == "." {
+			pkg = "cmd/volctl"
+		}
+		rel := strings.TrimPrefix(pkg, "internal/")
+		named := regexp.MustCompile(`(^|[\s(])(internal/)?` + regexp.QuoteMeta(rel) + `/?([\s),:;]|$)`).MatchString(table)
+		// Inside an ancestor's row, by its path below that ancestor: "storetest/ (for tests)",
+		// "csitest/bareclient/" in csi's.
+		parts := strings.Split(rel, "/")
+		for i := 1; i < len(parts) && !named; i++ {
+			named = regexp.MustCompile(`(^|[\s(])` + regexp.QuoteMeta(strings.Join(parts[i:], "/")) + `/`).MatchString(table)
+		}
+		if !named {
+			t.Errorf("docs/architecture.md's package table does not name %s: add it (and to designImports, or testOnlyPackages)", pkg)
+		}
+	}
+	if len(pkgs) < 20 {
+		t.Fatalf("found %d packages: the walk no longer finds volctl's", len(pkgs))
 	}
 }

@@ -3,9 +3,17 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -117,27 +125,39 @@ func exampleCommands(line string) [][]string {
 
 func checkExample(t *testing.T, listed *cobra.Command, words []string) {
 	t.Helper()
-	example := strings.Join(words, " ")
+	if err := exampleRefused(words, true); err != nil {
+		t.Errorf("%s --help: example %q: %v", listed.CommandPath(), strings.Join(words, " "), err)
+	}
+}
+
+// exampleRefused is why volctl would refuse the command line words (its first word volctl)
+// before running it: a command it does not have, a flag the command does not take or a value
+// the flag refuses, and, with args, arguments the command does not take.
+func exampleRefused(words []string, args bool) error {
 	// A tree of its own: flags keep what a parse set (-t refuses a --jq set before it).
 	ios, _, _, _ := iostreams.Test()
 	root := NewRootCmd(NewFactory(ios))
 	cmd, rest, err := root.Find(words[1:])
 	if err != nil {
-		t.Errorf("%s --help: example %q: %v", listed.CommandPath(), example, err)
-		return
+		return err
 	}
 	fs := pflag.NewFlagSet(cmd.CommandPath(), pflag.ContinueOnError)
 	fs.AddFlagSet(cmd.Flags())
 	fs.AddFlagSet(cmd.InheritedFlags())
 	if err := fs.Parse(slices.Clone(rest)); err != nil {
-		t.Errorf("%s --help: example %q: %s refuses its flags: %v", listed.CommandPath(), example, cmd.CommandPath(), err)
-		return
+		return fmt.Errorf("%s refuses its flags: %v", cmd.CommandPath(), err)
 	}
-	if cmd.Args != nil {
+	// A command that only groups others refuses an argument as an unknown command
+	// (rejectUnknownSubcommands), in its RunE: Find stops at it, the argument left over.
+	if cmd.HasSubCommands() && fs.NArg() > 0 {
+		return fmt.Errorf("%s has no command %q", cmd.CommandPath(), fs.Arg(0))
+	}
+	if args && cmd.Args != nil {
 		if err := cmd.Args(cmd, fs.Args()); err != nil {
-			t.Errorf("%s --help: example %q: %s refuses its arguments %q: %v", listed.CommandPath(), example, cmd.CommandPath(), fs.Args(), err)
+			return fmt.Errorf("%s refuses its arguments %q: %v", cmd.CommandPath(), fs.Args(), err)
 		}
 	}
+	return nil
 }
 
 // subshellOuter is the command line a $(...) interrupts: its words so far and the word it is in.
@@ -244,5 +264,179 @@ func fillOne(v reflect.Value) {
 				fillOne(v.Field(i))
 			}
 		}
+	}
+}
+
+// docRefusedExamples are command lines the documentation quotes as ones volctl refuses, each
+// with where: they must stay refused.
+var docRefusedExamples = map[string]string{
+	"volctl create db.hcl -t {{.id}}": "docs/json.md: -t reading a field of a list is refused as the flag is read",
+}
+
+// TestDocCommandsParse holds the documentation to the command tree as TestHelpExamplesParse
+// holds the help: every volctl command line the README, BENCHMARKS.md and docs/*.md quote, in
+// a code span or a sh block (a unit's ExecStart= too), names a command volctl has, with flags
+// it takes. A synopsis's brackets and "..." are read as the flags and arguments they stand
+// for; arguments are not counted, since prose names a command without them (`volctl
+// validate`). A command renamed, a flag dropped, leaves a reader copying a line volctl
+// refuses (exit 2).
+func TestDocCommandsParse(t *testing.T) {
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no docs/*.md (%v)", err)
+	}
+	span := regexp.MustCompile("``? ?([^`]+?) ?``?")
+	refused := map[string]bool{}
+	checked := 0
+	for _, path := range append(files, "../../README.md", "../../BENCHMARKS.md") {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fence := "" // the info string of the fenced block we are in, "" outside one
+		in := false
+		for i, line := range strings.Split(string(raw), "\n") {
+			if strings.HasPrefix(line, "```") {
+				in, fence = !in, strings.TrimPrefix(line, "```")
+				continue
+			}
+			var frags []string
+			switch {
+			case in && (fence == "sh" || fence == "ini"):
+				frags = []string{strings.TrimPrefix(line, "ExecStart=")}
+			case !in:
+				for _, m := range span.FindAllStringSubmatch(line, -1) {
+					frags = append(frags, m[1])
+				}
+			}
+			for _, frag := range frags {
+				for _, words := range exampleCommands(frag) {
+					words = synopsisWords(words)
+					example := strings.Join(words, " ")
+					if docQuotedOutput[example] != "" {
+						continue
+					}
+					checked++
+					err := exampleRefused(words, false)
+					if why, ok := docRefusedExamples[example]; ok {
+						refused[example] = true
+						if err == nil {
+							t.Errorf("%s:%d: %q is taken, where %s", path, i+1, example, why)
+						}
+						continue
+					}
+					if err != nil {
+						t.Errorf("%s:%d: %q: %v", path, i+1, example, err)
+					}
+				}
+			}
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("the documentation quotes %d volctl command lines: the patterns no longer find them", checked)
+	}
+	for example, why := range docRefusedExamples {
+		if !refused[example] {
+			t.Errorf("%q is no longer quoted (%s): drop it from docRefusedExamples", example, why)
+		}
+	}
+}
+
+// synopsisWords is a command line of a synopsis as a line a user would type: brackets
+// around optional flags taken off, "..." (more of the same) and a redirection left out, and a
+// flag's value written as a placeholder (--max-volumes K) given one every kind of flag takes.
+func synopsisWords(words []string) []string {
+	var out []string
+	for _, w := range words {
+		w = strings.Trim(w, "[]")
+		if w == "" || w == "..." || strings.HasPrefix(strings.TrimLeft(w, "0123456789"), ">") {
+			continue
+		}
+		if n := len(out); n > 0 && strings.HasPrefix(out[n-1], "-") && !strings.Contains(out[n-1], "=") && placeholder.MatchString(w) {
+			w = "1"
+		}
+		out = append(out, strings.TrimSuffix(w, "..."))
+	}
+	return out
+}
+
+// placeholder is a synopsis's word for a value: K, FILE, HOST:PORT.
+var placeholder = regexp.MustCompile(`^[A-Z][A-Z_:]*$`)
+
+// docQuotedOutput are volctl's own words the documentation quotes, which read as a command
+// line: what they are.
+var docQuotedOutput = map[string]string{
+	"volctl looked in state dir": "a not-found error's text (docs/troubleshooting.md)",
+}
+
+// TestMessageCommandsParse holds the advice volctl's messages give to the command tree: every
+// volctl command line a string of its code quotes in a code span (`volctl reconcile`), and
+// every one it builds with shellquote.Command or CommandFlags, names a command volctl has,
+// with flags it takes. An error that tells the user to run a command that was renamed leaves
+// them with a refusal (exit 2) where it promised the way out. Arguments are not counted: a
+// message's are filled in as it is made.
+func TestMessageCommandsParse(t *testing.T) {
+	verb := regexp.MustCompile(`%[-+# 0-9.]*[a-zA-Z]`)
+	checked := map[string]bool{}
+	check := func(pos token.Position, line string) {
+		for _, words := range exampleCommands(verb.ReplaceAllString(line, "X")) {
+			checked[strings.Join(words, " ")] = true
+			if err := exampleRefused(synopsisWords(words), false); err != nil {
+				t.Errorf("%s: %q: %v", pos, strings.Join(words, " "), err)
+			}
+		}
+	}
+	err := filepath.WalkDir("../../internal", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() && d.Name() == "testdata" {
+			if err == nil {
+				err = filepath.SkipDir
+			}
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				sel, _ := n.Fun.(*ast.SelectorExpr)
+				if sel == nil || len(n.Args) == 0 || (sel.Sel.Name != "Command" && sel.Sel.Name != "CommandFlags") {
+					return true
+				}
+				pkg, _ := sel.X.(*ast.Ident)
+				lit, _ := n.Args[0].(*ast.BasicLit)
+				if pkg == nil || pkg.Name != "shellquote" || lit == nil {
+					return true
+				}
+				if s, err := strconv.Unquote(lit.Value); err == nil {
+					check(fset.Position(lit.Pos()), s)
+				}
+			case *ast.BasicLit:
+				s, err := strconv.Unquote(n.Value)
+				if n.Kind != token.STRING || err != nil || n.Value[0] == '`' {
+					return true
+				}
+				for line := range strings.SplitSeq(s, "\n") {
+					for i, part := range strings.Split(line, "`") {
+						if i%2 == 1 {
+							check(fset.Position(n.Pos()), part)
+						}
+					}
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(checked) < 25 {
+		t.Fatalf("volctl's messages quote %d volctl command lines: the patterns no longer find them", len(checked))
 	}
 }

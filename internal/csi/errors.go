@@ -187,7 +187,7 @@ func classify(rpc string, code codes.Code) Class {
 
 // translate turns an RPC failure into an *Error, or returns the caller's own context error
 // when it was the caller who gave up. text makes the plugin's message fit to show: it scrubs
-// the secret values and mount flags a careless or hostile plugin might echo in it. reqSize is
+// the secret values and mount flags a careless or hostile plugin might echo in it. req is
 // the request sent; deadline is the one its timeout set on the call.
 // reached says the call got a stream on a connection whose gRPC handshake was done (gRPC's
 // Peer call option was filled): its error is then the plugin's answer or a connection lost

@@ -309,7 +309,7 @@ func dialCSI(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger, redact fun
 // opened no read connection (a claim, a release), rather than opening one for it. A command
 // that failed for want of file descriptors had none left for that connection either, and its
 // error, redacted through this read, was replaced by "the error is withheld: reading the state
-// to redact secrets from it: ... too many open files" (TestRedactingAFailedClaimOpensNoReadConnection).
+// to redact secrets from it: ... too many open files" (TestRedactingAFailedClaimWithoutFileDescriptors).
 func (e *Engine) secretValues(ctx context.Context) ([]string, error) {
 	var values []string
 	err := e.store.ViewShort(ctx, func(tx *store.Tx) (err error) {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -28,5 +29,36 @@ func TestSpecReferenceCoversEveryField(t *testing.T) {
 				t.Errorf("docs/specs.md does not document %q of the %s schema", name, what)
 			}
 		}
+	}
+}
+
+// TestSpecReferenceCoversEverySizeUnit: docs/specs.md names every unit a size takes
+// (sizeUnits), each of the 1024 and 1000 families written out with its B (`EiB`, `EB`) and
+// the forms without it (`Gi`, `G`) and in any case said, so that a reader does not take a
+// unit volctl and Nomad read for one they refuse.
+func TestSpecReferenceCoversEverySizeUnit(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "specs.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	for unit := range sizeUnits {
+		var want string
+		switch {
+		case unit == "" || unit == "b":
+			want = "`B`"
+		case strings.HasSuffix(unit, "ib"):
+			want = "`" + strings.ToUpper(unit[:1]) + "iB`"
+		case strings.HasSuffix(unit, "b"):
+			want = "`" + strings.ToUpper(unit) + "`"
+		default: // k, ki, ...: the unit without its B
+			want = "without the `B`"
+		}
+		if !strings.Contains(doc, want) {
+			t.Errorf("docs/specs.md does not say a size takes %q: want %s in its Sizes sentence", unit, want)
+		}
+	}
+	if !strings.Contains(doc, "in any case") {
+		t.Error("docs/specs.md does not say a size's unit is read in any case (`10gib`)")
 	}
 }
