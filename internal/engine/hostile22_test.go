@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"strings"
 	"testing"
+
+	"github.com/volctl/volctl/internal/csi/csitest"
 )
 
 // TestListSnapshotsThroughASocketMateNamesTheIDThatRecordsIt: two plugin IDs registered on one
@@ -42,5 +45,36 @@ func TestListSnapshotsThroughASocketMateNamesTheIDThatRecordsIt(t *testing.T) {
 		if want := map[string]int{"mem2": 1, "": 2}[id]; len(under) != want {
 			t.Errorf("list %q: snapshot %q shown %d times, want %d: %+v", id, snap.ID, len(under), want, under)
 		}
+	}
+}
+
+// A plugin restarted as another version of its driver (GetPluginInfo's vendor_version: an
+// upgrade, a downgrade, another build on the socket) while volumes are claimed through it,
+// with the same capabilities: the new version is recorded, and the plugin-capabilities event
+// that a restart with other capabilities or node limits gets says so, naming both. Before,
+// the record was overwritten in silence: nothing in the event log said the driver under the
+// claims had changed, nor when. The version is the plugin's word, and is quoted.
+func TestPluginRestartedAsAnotherVersionIsAnEvent(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+
+	h.restartWith(func(c *csitest.MemConfig) { c.Version = "2.0.0-rc1\x1b[2J" })
+	evs := h.capabilityEventsSeenByAProbe()
+	if len(evs) != 1 {
+		t.Fatalf("plugin-capabilities events after a restart as another version = %+v; want one", evs)
+	}
+	for _, want := range []string{`plugin "mem" came back`, `"2.0.0-rc1\x1b[2J"`, `"1.0.0"`} {
+		if !strings.Contains(evs[0].Message, want) {
+			t.Errorf("the event %q does not say %s", evs[0].Message, want)
+		}
+	}
+	if strings.Contains(evs[0].Message, "\x1b") {
+		t.Errorf("the event %q carries the plugin's control characters as they are", evs[0].Message)
+	}
+	// The same version again says nothing more.
+	h.restartWith(func(*csitest.MemConfig) {})
+	if evs := h.capabilityEventsSeenByAProbe(); len(evs) != 1 {
+		t.Errorf("plugin-capabilities events after a restart as the same version = %+v; want still one", evs)
 	}
 }
