@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 
@@ -77,4 +78,35 @@ func TestPluginRestartedAsAnotherVersionIsAnEvent(t *testing.T) {
 	if evs := h.capabilityEventsSeenByAProbe(); len(evs) != 1 {
 		t.Errorf("plugin-capabilities events after a restart as the same version = %+v; want still one", evs)
 	}
+}
+
+// TestWrappedEchoedSecretsScrubbedOnEveryPath is TestEchoedSecretsScrubbedOnEveryPath with a
+// plugin that echoes every value also as base64 broken into lines, as MIME, PEM, openssl and
+// Python's base64.encodebytes write it (at 76 or 64 columns; 16 here, for values this short),
+// as a quoted dump writes those breaks (\n), and indented as YAML is. The quoted forms are
+// also how an error shows the others (its control characters escaped after the scrub). Before,
+// base64 was looked for unbroken only: every path showed each value's lines.
+func TestWrappedEchoedSecretsScrubbedOnEveryPath(t *testing.T) {
+	wrapped := func(enc *base64.Encoding, prefix, sep string) func(string) string {
+		return func(s string) string {
+			b64 := enc.EncodeToString([]byte(prefix + s))
+			var lines []string
+			for len(b64) > 16 {
+				lines, b64 = append(lines, b64[:16]), b64[16:]
+			}
+			return strings.Join(append(lines, b64), sep)
+		}
+	}
+	encodings := map[string]func(string) string{
+		"MIME":          wrapped(base64.StdEncoding, "", "\r\n"),
+		"PEM":           wrapped(base64.StdEncoding, "", "\n"),
+		"URL alphabet":  wrapped(base64.URLEncoding, "", "\n"),
+		"quoted dump":   wrapped(base64.StdEncoding, "", `\n`),
+		"quoted MIME":   wrapped(base64.StdEncoding, "", `\r\n`),
+		"YAML":          wrapped(base64.StdEncoding, "", "\n    "),
+		"quoted YAML":   wrapped(base64.StdEncoding, "", `\n    `),
+		"basic auth us": wrapped(base64.StdEncoding, "us:", "\n"),
+	}
+	echoedSecretsScrubbed(t, echoSentinels{secret: "echo-secret@7f3a/x y+z?", volFlag: "volflag:7f3a/p@ss=?",
+		claimFlag: "claimflag 7f3a+q@r", other: "other-volume-secret/7f3a:s@t"}, encodings)
 }
