@@ -83,6 +83,7 @@ func TestScrubLeavesOtherTextAlone(t *testing.T) {
 		"sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
 		"mount -o ro,noatime,rw /dev/sdb1 /mnt: exit 32; a+b=c; ab; \"a\\u0020b\"",
 		"ctl \x01 and ü and \xff invalid",
+		"volume vol-1\nnot found\r\n  at c2Vj\n    cmV0 line 2\\nx y\\r\\nz",
 	} {
 		if got := scrub(msg); got != msg {
 			t.Errorf("scrubbed %q\n      to %q", msg, got)
