@@ -259,7 +259,10 @@ volctl created that the plugin no longer lists shows as missing. For a plugin wi
 LIST_SNAPSHOTS, or one that cannot be reached, or whose listing does not end (it gives a
 next_token twice, or runs past 10,000 pages, 2 minutes or 64 MiB of snapshots), volctl's records are shown, none
 marked missing, and a warning on stderr (and in the JSON's warnings) says so. Snapshots whose creation was cut short show as
-pending, without an ID (volctl reconcile finishes them).
+pending, without an ID (volctl reconcile finishes them). A snapshot volctl recorded through
+another plugin ID registered on the same socket (one plugin process) is listed under both
+IDs; under the other, its name says which ID records it ("recorded_by" in the JSON): delete it
+through that ID.
 
 --secret KEY=VALUE (repeatable) is sent with ListSnapshots, as nomad volume snapshot list
 -secret does; --secret-file KEY=FILE reads the value from FILE (- for standard input) and keeps
@@ -314,14 +317,18 @@ func writeSnapshotTable(out io.Writer, snaps []engine.SnapshotInfo, now time.Tim
 		if source == "" && s.SourceExternalID != "" {
 			source = "(" + s.SourceExternalID + ")" // a volume volctl does not know, by its external ID
 		}
-		ready, id := strconv.FormatBool(s.ReadyToUse), s.ID
+		ready, id, name := strconv.FormatBool(s.ReadyToUse), s.ID, s.Name
+		if s.RecordedBy != "" {
+			// Another plugin ID on the plugin's socket records it, and deletes it.
+			name = strings.TrimSpace(s.Name + " (recorded by " + s.RecordedBy + ")")
+		}
 		switch {
 		case s.Missing:
 			ready = "missing"
 		case s.Pending:
 			ready, id = "pending", "-"
 		}
-		t.row(s.PluginID, id, source, s.Name, bytesIEC(s.SizeBytes), ready, age(now, s.CreatedAt))
+		t.row(s.PluginID, id, source, name, bytesIEC(s.SizeBytes), ready, age(now, s.CreatedAt))
 	}
 	return t.render()
 }

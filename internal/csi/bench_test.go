@@ -31,7 +31,8 @@ func BenchmarkClient(b *testing.B) {
 // BenchmarkScrub measures the plugin-message scrubber (csi.Scrubber) with 40 secrets of 20
 // to 40 bytes: building it (the engine builds one for each message, record or value it shows),
 // and scrubbing a message that holds none of them, one with a URL and base64 in it that holds
-// none either, and one that echoes two.
+// none either, one that echoes two, and one of several lines, a plugin's dump of its request
+// with base64 broken into lines, that holds none (the lines joined again: unwrappedView).
 func BenchmarkScrub(b *testing.B) {
 	var secrets []string
 	for i := range 40 {
@@ -40,6 +41,7 @@ func BenchmarkScrub(b *testing.B) {
 	clean := "rpc error: NodeStageVolume: volume vol-1 could not be staged at /var/lib/volctl/staging/vol-1: mount failed: exit status 32"
 	urlish := "GET https://api.example.com/v1/volumes/vol-1?token=c2VjcmV0&zone=eu%2Dwest%2D1 Authorization: Basic dXNlcjpwYXNzd29yZA=="
 	echo := clean + " (" + secrets[3] + ", " + secrets[27] + ")"
+	lines := clean + ":\n  request:\n    volume_id: vol-1\n    data: |\n      dXNlcjpwYXNzd29yZA==dXNlcjpwYXNzd29yZA==dXNlcjpwYXNzd29yZA==dXNl\n      cjpwYXNzd29yZA==\n  stderr: mount: wrong fs type\n"
 	b.Run("build", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -47,7 +49,7 @@ func BenchmarkScrub(b *testing.B) {
 		}
 	})
 	scrub := csi.Scrubber(secrets)
-	for _, c := range []struct{ name, msg string }{{"clean", clean}, {"url", urlish}, {"echo", echo}} {
+	for _, c := range []struct{ name, msg string }{{"clean", clean}, {"url", urlish}, {"echo", echo}, {"lines", lines}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

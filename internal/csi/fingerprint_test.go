@@ -193,3 +193,60 @@ func TestProbeReadyOverride(t *testing.T) {
 		t.Fatalf("Probe = %v, want a retryable error", err)
 	}
 }
+
+// TestFingerprintBoundsThePluginsIdentity: a plugin whose GetPluginInfo name or NodeGetInfo
+// node ID is far past the CSI spec's bounds (63 characters; 256 bytes), up to gRPC's 4 MiB, had
+// it recorded, sent back in every RPC naming the node and printed in full: every `plugin ls`
+// row padded to its width (every other plugin's too), every refusal naming the driver a
+// megabyte long. Past 256 bytes and 1 KiB, four times what CSI allows, it is refused, naming
+// the plugin, the size and what to do; up to them it is taken as it is. vendor_version, which
+// CSI leaves unbounded and volctl only shows, is kept cut to 256 bytes, saying how much more.
+func TestFingerprintBoundsThePluginsIdentity(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		edit func(*csitest.MemConfig)
+		want []string // in the error; none: no error
+	}{
+		{"name at the bound", func(c *csitest.MemConfig) { c.Name = strings.Repeat("n", 256) }, nil},
+		{"name past it", func(c *csitest.MemConfig) { c.Name = strings.Repeat("n", 257) }, []string{"GetPluginInfo", "name of 257 bytes", "63 characters", "fix the plugin"}},
+		{"name of 1 MiB", func(c *csitest.MemConfig) { c.Name = strings.Repeat("n", 1<<20) }, []string{"name of 1048576 bytes"}},
+		{"node ID at the bound", func(c *csitest.MemConfig) { c.NodeID = strings.Repeat("i", 1024) }, nil},
+		{"node ID past it", func(c *csitest.MemConfig) { c.NodeID = strings.Repeat("i", 1025) }, []string{"NodeGetInfo", `plugin "mem.csi.volctl.test"`, "node ID of 1025 bytes", "256 bytes", "fix the plugin"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := csitest.DefaultMemConfig()
+			tt.edit(&cfg)
+			h := newHarness(t, cfg)
+			fp, err := h.client.Fingerprint(context.Background())
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Fingerprint = %v, want it taken", err)
+				}
+				if fp.Provider != cfg.Name || fp.NodeID != cfg.NodeID {
+					t.Errorf("fingerprint = %q, node %q; want them as the plugin said", fp.Provider, fp.NodeID)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Fingerprint took %s", tt.name)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %s", err, w)
+				}
+			}
+			if len(err.Error()) > 1024 {
+				t.Errorf("the error is %d bytes long", len(err.Error()))
+			}
+		})
+	}
+	cfg := csitest.DefaultMemConfig()
+	cfg.Version = strings.Repeat("v", 1<<20)
+	fp, err := newHarness(t, cfg).client.Fingerprint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(fp.Version, strings.Repeat("v", 256)+"…") || !strings.Contains(fp.Version, "1048320 bytes more") || len(fp.Version) > 300 {
+		t.Errorf("a vendor_version of 1 MiB is kept as %d bytes: %.300q", len(fp.Version), fp.Version)
+	}
+}

@@ -54,11 +54,22 @@ func (c *Client) Probe(ctx context.Context) (ready bool, err error) {
 	return ready, nil
 }
 
+// The bounds a plugin's identity is held to (Fingerprint), four times the CSI spec's: a name
+// (GetPluginInfo's; CSI: 63 characters) and a node ID (NodeGetInfo's; CSI: 256 bytes) past them
+// are refused, and a vendor_version (unbounded in CSI, and only shown) is cut there. Past them,
+// up to gRPC's 4 MiB, each was recorded, sent back in RPCs and printed whole: a table row of
+// every plugin padded to its width, every refusal naming the driver a megabyte long.
+const (
+	maxPluginName    = 256
+	maxNodeID        = 1024
+	maxVendorVersion = 256
+)
+
 // Fingerprint collects everything volctl needs to know about the plugin in one value:
 // GetPluginInfo and GetPluginCapabilities, ControllerGetCapabilities when the plugin
 // advertises CONTROLLER_SERVICE and a controller socket is configured, and NodeGetCapabilities
 // and NodeGetInfo when a node socket is configured. An empty plugin name, or an empty node ID
-// from a node service, is an error.
+// from a node service, is an error, as is either past its bound (maxPluginName, maxNodeID).
 func (c *Client) Fingerprint(ctx context.Context) (*Fingerprint, error) {
 	fp, err := c.fingerprint(ctx)
 	if err != nil {
@@ -75,6 +86,10 @@ func (c *Client) fingerprint(ctx context.Context) (*Fingerprint, error) {
 	if info.Name == "" {
 		return nil, errors.New("GetPluginInfo: the plugin reported an empty name")
 	}
+	if len(info.Name) > maxPluginName {
+		return nil, fmt.Errorf("GetPluginInfo: the plugin reported a name of %d bytes (%q), far past the CSI spec's 63 characters "+
+			"(volctl takes up to %d bytes): fix the plugin", len(info.Name), spec.Cut(info.Name, 64), maxPluginName)
+	}
 	if c.controller != nil && c.node != nil && c.node != c.controller {
 		// Split sockets must belong to one plugin, or capabilities from one would be applied
 		// to the other.
@@ -87,7 +102,8 @@ func (c *Client) fingerprint(ctx context.Context) (*Fingerprint, error) {
 				spec.QuoteName(c.controller.socket), info.Name, spec.QuoteName(c.node.socket), nodeInfo.Name)
 		}
 	}
-	fp := &Fingerprint{Provider: info.Name, Version: info.VendorVersion, Manifest: info.Manifest}
+	// vendor_version, unbounded by CSI, is only shown: kept, cut, whatever its size.
+	fp := &Fingerprint{Provider: info.Name, Version: spec.Cut(info.VendorVersion, maxVendorVersion), Manifest: info.Manifest}
 	if fp.Capabilities.Plugin, err = c.GetPluginCapabilities(ctx); err != nil {
 		return nil, err
 	}
@@ -107,6 +123,11 @@ func (c *Client) fingerprint(ctx context.Context) (*Fingerprint, error) {
 		}
 		if ni.NodeID == "" {
 			return nil, errors.New("NodeGetInfo: the plugin reported an empty node ID")
+		}
+		if len(ni.NodeID) > maxNodeID {
+			// Sent back in every RPC naming the node, recorded with each attachment, shown.
+			return nil, fmt.Errorf("NodeGetInfo: plugin %q reported a node ID of %d bytes (%q), far past the CSI spec's 256 bytes "+
+				"(volctl takes up to %d): fix the plugin or its configuration", info.Name, len(ni.NodeID), spec.Cut(ni.NodeID, 64), maxNodeID)
 		}
 		if ni.MaxVolumes < 0 {
 			// Read as "no limit", it would let volctl publish past whatever the node allows.

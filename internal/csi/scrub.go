@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -68,12 +69,15 @@ func wordByte(c byte) bool {
 // as it is; quoted by Go, by protobuf's text form or by JSON (quotes, backslashes and control
 // characters escaped); percent-encoded, as in a URL the plugin built (any of its parts, digits
 // of either case, '+' for a space); hex (either case); base64 in the standard and URL alphabets,
-// padded or not, on its own or inside a longer base64 text (appendEncodedForms). Where occurrences
+// padded or not, on its own or inside a longer base64 text (appendEncodedForms); any of those
+// broken into lines, as MIME, PEM and base64 tools write base64, or a quoted dump of that
+// (unwrappedView). Where occurrences
 // overlap (a value that contains another, values that share a stretch, a percent-encoded value
 // around one as it is), the whole stretch they cover becomes one marker, so no part of either
 // is left shown. Not covered: other encodings (base32, HTML entities, double percent-encoding,
-// hex with separators), a value split across lines (MIME's base64), one transformed before
-// it was encoded (compressed, encrypted, hashed), and what appendEncodedForms leaves of base64.
+// hex with separators), a value split across lines other than between two base64 characters,
+// one transformed before it was encoded (compressed, encrypted, hashed), and what
+// appendEncodedForms leaves of base64.
 func scrub(msg string, sensitive []string) string { return Scrubber(sensitive)(msg) }
 
 // Scrubber is scrub with the forms of the values worked out once, for many texts: the engine
@@ -122,17 +126,23 @@ type scrubber struct {
 }
 
 func (sc *scrubber) scrub(msg string) string {
-	spans := sc.find(nil, msg, nil)
+	spans := sc.find(nil, msg, nil, nil)
 	// Percent-encoded forms are found by decoding the message, not by listing encodings:
 	// which characters a URL escapes depends on the part and on the library.
 	if strings.IndexByte(msg, '%') >= 0 {
 		if view, at := percentView(msg, false); at != nil {
-			spans = sc.find(spans, view, at)
+			spans = sc.find(spans, view, at, nil)
 		}
 	}
 	if sc.space && strings.IndexByte(msg, '+') >= 0 {
 		if view, at := percentView(msg, true); at != nil {
-			spans = sc.find(spans, view, at)
+			spans = sc.find(spans, view, at, nil)
+		}
+	}
+	// Base64 or hex broken into lines (MIME, PEM, a dump's quoted "\n") is found joined again.
+	if strings.ContainsAny(msg, "\n\r\\") {
+		if view, cuts := unwrappedView(msg); cuts != nil {
+			spans = sc.find(spans, view, nil, cuts)
 		}
 	}
 	if len(spans) == 0 {
@@ -142,9 +152,11 @@ func (sc *scrubber) scrub(msg string) string {
 }
 
 // find appends every occurrence in text of every form, overlapping ones too. at maps text's
-// offsets to the message's (nil: text is the message). A form whose first or last three bytes
-// text does not hold anywhere is not looked for: most forms, in most messages.
-func (sc *scrubber) find(spans []span, text string, at []int) []span {
+// offsets to the message's (nil: text is the message); with cuts, text is the message with
+// stretches left out (unwrappedView), and an occurrence ends after its last byte, not before
+// the next byte kept. A form whose first or last three bytes text does not hold anywhere is not
+// looked for: most forms, in most messages.
+func (sc *scrubber) find(spans []span, text string, at []int, cuts []cut) []span {
 	var held trigrams
 	for i := 0; i+3 <= len(text); i++ {
 		held.add(trigram(text, i))
@@ -159,7 +171,10 @@ func (sc *scrubber) find(spans []span, text string, at []int) []span {
 				break
 			}
 			from, to := i+j, i+j+len(f)
-			if at != nil {
+			switch {
+			case cuts != nil:
+				from, to = joinedAt(cuts, from), joinedAt(cuts, to-1)+1
+			case at != nil:
 				from, to = at[from], at[to]
 			}
 			spans = append(spans, span{from, to})
@@ -242,6 +257,81 @@ func percentView(msg string, plus bool) (view string, at []int) {
 		return "", nil
 	}
 	return string(b), append(at, len(msg))
+}
+
+// unwrappedView is msg with each line break that stands between two base64 characters left
+// out, with the spaces and tabs around it: base64 (or hex) as MIME, PEM, openssl and Python's
+// base64.encodebytes write it, in lines of 76 or 64 characters, and as a JSON or Go-quoted dump
+// of that writes it (the break as \n, \r\n), or indented under a key as YAML does. cuts says
+// where the view's offsets stand in msg (joinedAt); it is nil when nothing was left out, and
+// then nothing is copied.
+func unwrappedView(msg string) (view string, cuts []cut) {
+	var b []byte
+	kept := 0 // msg[:kept] is in b, or was left out
+	for i := 0; i < len(msg); {
+		k := strings.IndexAny(msg[i:], "\n\r\\")
+		if k < 0 {
+			break
+		}
+		from := i + k
+		for from > 0 && (msg[from-1] == ' ' || msg[from-1] == '\t') {
+			from--
+		}
+		to := lineBreakEnd(msg, from)
+		if from == 0 || to == from || to == len(msg) || !isBase64(msg[from-1]) || !isBase64(msg[to]) || from < kept {
+			i += k + 1
+			continue
+		}
+		if b == nil {
+			b = make([]byte, 0, len(msg))
+		}
+		b = append(b, msg[kept:from]...)
+		kept = to
+		cuts = append(cuts, cut{view: len(b), msg: to})
+		i = to
+	}
+	if cuts == nil {
+		return "", nil
+	}
+	return string(append(b, msg[kept:]...)), cuts
+}
+
+// cut says that from the view's offset view on, its bytes are msg's from offset msg on.
+type cut struct{ view, msg int }
+
+// joinedAt is the offset in msg of the view's byte i (unwrappedView).
+func joinedAt(cuts []cut, i int) int {
+	n := sort.Search(len(cuts), func(k int) bool { return cuts[k].view > i })
+	if n == 0 {
+		return i
+	}
+	return cuts[n-1].msg + i - cuts[n-1].view
+}
+
+// lineBreakEnd returns the end of the line break at msg[i:] (one of \r\n, \n, \r, or the
+// two-character escapes a quoted dump writes for them), with the spaces and tabs before and
+// after it, or i when there is none.
+func lineBreakEnd(msg string, i int) int {
+	j := skipBlanks(msg, i)
+	for _, br := range []string{"\r\n", "\n", "\r", `\r\n`, `\n`, `\r`} {
+		if strings.HasPrefix(msg[j:], br) {
+			return skipBlanks(msg, j+len(br))
+		}
+	}
+	return i
+}
+
+func skipBlanks(msg string, i int) int {
+	for i < len(msg) && (msg[i] == ' ' || msg[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// isBase64 reports whether c is a character of base64's standard or URL alphabet (hex's are
+// among them).
+func isBase64(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '-' || c == '_'
 }
 
 func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }

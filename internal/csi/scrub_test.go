@@ -83,6 +83,7 @@ func TestScrubLeavesOtherTextAlone(t *testing.T) {
 		"sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
 		"mount -o ro,noatime,rw /dev/sdb1 /mnt: exit 32; a+b=c; ab; \"a\\u0020b\"",
 		"ctl \x01 and ü and \xff invalid",
+		"volume vol-1\nnot found\r\n  at c2Vj\n    cmV0 line 2\\nx y\\r\\nz",
 	} {
 		if got := scrub(msg); got != msg {
 			t.Errorf("scrubbed %q\n      to %q", msg, got)
@@ -133,6 +134,67 @@ func TestScrubSecretsWithPercentAndPlus(t *testing.T) {
 	} {
 		if got := scrub(c.msg); got != c.want {
 			t.Errorf("scrubbed %q\n to %q\nwant %q", c.msg, got, c.want)
+		}
+	}
+}
+
+// wrapLines breaks s into lines of width characters joined by sep, as MIME (76, "\r\n"), PEM
+// and openssl (64, "\n") and Python's base64.encodebytes (76, "\n") write base64.
+func wrapLines(s string, width int, sep string) string {
+	var lines []string
+	for len(s) > width {
+		lines, s = append(lines, s[:width]), s[width:]
+	}
+	return strings.Join(append(lines, s), sep)
+}
+
+// TestScrubBase64WrappedAcrossLines: a plugin that dumps a long secret (a service account's
+// key, a token) as base64 the way MIME, PEM, openssl or Python's base64.encodebytes write it,
+// broken into lines, or a JSON or Go-quoted dump of that (the breaks written \n), or indented
+// under a key as YAML is: every line of it is scrubbed, breaks and all, and the text around it
+// kept. Before, base64 was looked for only unbroken, and every line of such a dump was shown,
+// the whole secret in a few lines.
+func TestScrubBase64WrappedAcrossLines(t *testing.T) {
+	secret := strings.Repeat("k3y-m@terial/", 9) + "end" // 120 bytes: two lines at 76, three at 64
+	scrub := csi.Scrubber([]string{secret})
+	for _, c := range []struct {
+		name, sep string
+		width     int
+		enc       *base64.Encoding
+		prefix    string
+	}{
+		{"MIME", "\r\n", 76, base64.StdEncoding, ""},
+		{"PEM", "\n", 64, base64.StdEncoding, ""},
+		{"encodebytes", "\n", 76, base64.StdEncoding, ""},
+		{"URL alphabet", "\n", 64, base64.URLEncoding, ""},
+		{"quoted dump", `\n`, 64, base64.StdEncoding, ""},
+		{"quoted MIME dump", `\r\n`, 76, base64.StdEncoding, ""},
+		{"YAML", "\n    ", 64, base64.StdEncoding, ""},
+		{"basic auth", "\n", 64, base64.StdEncoding, "user:"},
+		{"basic auth us", "\r\n", 76, base64.StdEncoding, "us:"},
+	} {
+		b64 := c.enc.EncodeToString([]byte(c.prefix + secret))
+		wrapped := wrapLines(b64, c.width, c.sep)
+		if !strings.Contains(wrapped, strings.TrimSpace(strings.ReplaceAll(c.sep, `\`, ""))) && wrapped == b64 {
+			t.Fatalf("%s: %q is not wrapped", c.name, wrapped)
+		}
+		msg := "key:\n" + wrapped + "\n-- end of dump"
+		got := scrub(msg)
+		for i := 0; i+8 <= len(b64); i++ {
+			if chunk := b64[i : i+8]; strings.Contains(got, chunk) && !strings.Contains(c.enc.EncodeToString([]byte(c.prefix)), chunk) {
+				t.Errorf("%s: %q is left in\n%q", c.name, chunk, got)
+				break
+			}
+		}
+		inner, ok := strings.CutPrefix(got, "key:\n")
+		if inner, ok = strings.CutSuffix(inner, "\n-- end of dump"); !ok || strings.Count(inner, "[REDACTED]") != 1 {
+			t.Errorf("%s: scrubbed %q\n to %q; want the text around the secret kept, the secret one marker", c.name, msg, got)
+			continue
+		}
+		// Of a secret encoded with a prefix, the prefix's characters and at most a character at
+		// each end holding some of the secret's bits stay, and the padding (as within one line).
+		if left, most := len(inner)-len("[REDACTED]"), len(b64)-(8*len(secret))/6+2; (c.prefix == "" && left != 0) || left > most {
+			t.Errorf("%s: %d characters of the encoded secret left in %q", c.name, left, got)
 		}
 	}
 }

@@ -692,7 +692,8 @@ func checkIdentity(p store.Plugin, fp *csi.Fingerprint, sockets []socketID) erro
 // too, naming the volumes attached to the old node: its claims' releases detach that node, and
 // no claim or restore stages them here with its attachment (attachedElsewhere). So does one
 // that comes back with other node limits (nodeLimitsNews): another accessible topology or
-// max_volumes_per_node, naming the volumes on the node they rule out.
+// max_volumes_per_node, naming the volumes on the node they rule out; and one that comes back
+// as another version of its driver (GetPluginInfo's vendor_version), naming both.
 func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fingerprint) error {
 	cur, err := tx.Plugins().Get(pluginID)
 	if err != nil || cur.Fingerprint.At.IsZero() {
@@ -714,7 +715,14 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 	if err != nil {
 		return err
 	}
-	if len(lost) == 0 && len(gained) == 0 && !movedNode && limits == "" {
+	// Another version of the driver (an upgrade, a downgrade, another build): the plugin's
+	// word, quoted and cut, as CSI leaves vendor_version unbounded.
+	var version string
+	if cur.Fingerprint.Version != now.Version {
+		version = fmt.Sprintf("; its vendor_version is now %q, was %q",
+			spec.Cut(now.Version, maxVersionShown), spec.Cut(cur.Fingerprint.Version, maxVersionShown))
+	}
+	if len(lost) == 0 && len(gained) == 0 && !movedNode && limits == "" && version == "" {
 		return nil
 	}
 	msg := fmt.Sprintf("plugin %q came back with other capabilities", pluginID)
@@ -727,6 +735,7 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 	if len(gained) > 0 {
 		msg += "; gained: " + strings.Join(gained, ", ")
 	}
+	msg += version
 	if movedNode {
 		msg += fmt.Sprintf("; its node ID is now node %q, was node %q", now.NodeID, oldNode)
 	}
@@ -762,6 +771,9 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 	e.log.Warn(msg)
 	return tx.Events().Append(&store.Event{Kind: "plugin-capabilities", PluginID: pluginID, Message: msg})
 }
+
+// maxVersionShown is how much of a vendor_version the plugin-capabilities event shows.
+const maxVersionShown = 256
 
 // nodeLimitsNews words, for the plugin-capabilities event, the node limits NodeGetInfo states
 // otherwise than it did before the restart (was, now): another accessible topology, naming the

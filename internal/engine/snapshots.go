@@ -31,6 +31,10 @@ type SnapshotInfo struct {
 	Recorded         bool              `json:"recorded"` // volctl has a record of it (it created it)
 	Listed           bool              `json:"listed"`   // the plugin's ListSnapshots reported it just now
 	Missing          bool              `json:"missing"`  // recorded, but the plugin's list no longer has it
+	// RecordedBy: not recorded through this plugin ID, but through another registered on one
+	// of its sockets (one process, one storage, which lists it under both): that ID names it,
+	// and deletes it. Name and SourceVolumeID are that record's.
+	RecordedBy string `json:"recorded_by,omitempty"`
 	// Pending: volctl recorded the intent to create it but not the plugin's answer (a crash, or
 	// a plugin that failed in a way that may have made it): ID is empty until `volctl reconcile`
 	// finishes it; `snapshot delete PLUGIN NAME` removes it.
@@ -596,6 +600,7 @@ func (e *Engine) listSnapshotsStored(ctx context.Context, pluginID string, secre
 		records []store.Snapshot
 		intents []store.SnapshotCreate
 		vols    []store.Volume
+		mates   map[string][]store.Snapshot
 	)
 	err := e.store.View(ctx, func(tx *store.Tx) error {
 		var err error
@@ -608,7 +613,10 @@ func (e *Engine) listSnapshotsStored(ctx context.Context, pluginID string, secre
 		if intents, err = tx.Snapshots().ListCreates(pluginID); err != nil {
 			return err
 		}
-		vols, err = tx.Volumes().List(store.VolumeFilter{PluginID: pluginID})
+		if vols, err = tx.Volumes().List(store.VolumeFilter{PluginID: pluginID}); err != nil {
+			return err
+		}
+		mates, err = matesRecords(tx, plugins, records, pluginID == "")
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
@@ -643,12 +651,12 @@ func (e *Engine) listSnapshotsStored(ctx context.Context, pluginID string, secre
 		if why != "" {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("plugin %q: %s: showing volctl's records only", p.ID, why))
 		}
-		out.Snapshots = append(out.Snapshots, mergeSnapshots(p.ID, listed, recs, why == "", volumeOf)...)
+		out.Snapshots = append(out.Snapshots, mergeSnapshots(p.ID, listed, recs, mates[p.ID], why == "", volumeOf)...)
 	}
 	// Records of plugins no longer registered (deregistered with --force).
 	for _, id := range slices.Sorted(maps.Keys(byPlugin)) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("plugin %q is not registered: showing volctl's records only", id))
-		out.Snapshots = append(out.Snapshots, mergeSnapshots(id, nil, byPlugin[id], false, volumeOf)...)
+		out.Snapshots = append(out.Snapshots, mergeSnapshots(id, nil, byPlugin[id], nil, false, volumeOf)...)
 	}
 	for _, in := range intents {
 		out.Snapshots = append(out.Snapshots, SnapshotInfo{PluginID: in.PluginID, Name: in.Name, SourceVolumeID: in.SourceVolumeID,
@@ -746,12 +754,51 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 	return snaps, ""
 }
 
+// matesRecords returns, for each plugin listed, the snapshots recorded through the other plugin
+// IDs registered on one of its sockets (socketMates): one process, one storage, whose listing
+// under either ID holds the snapshots recorded through both. recs are the records read already,
+// every plugin's when all is set; a mate's are read here otherwise.
+func matesRecords(tx *store.Tx, plugins []store.Plugin, recs []store.Snapshot, all bool) (map[string][]store.Snapshot, error) {
+	read := map[string][]store.Snapshot{}
+	for _, r := range recs {
+		read[r.PluginID] = append(read[r.PluginID], r)
+	}
+	out := map[string][]store.Snapshot{}
+	for _, p := range plugins {
+		mates, err := socketMates(tx, p.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range slices.Sorted(maps.Keys(mates)) {
+			if id == p.ID {
+				continue
+			}
+			theirs, ok := read[id]
+			if !ok && !all {
+				if theirs, err = tx.Snapshots().List(id); err != nil {
+					return nil, err
+				}
+				read[id] = theirs
+			}
+			out[p.ID] = append(out[p.ID], theirs...)
+		}
+	}
+	return out, nil
+}
+
 // mergeSnapshots joins what a plugin listed with volctl's records of its snapshots. When the
-// plugin was listed (complete), a record it did not report is marked missing.
-func mergeSnapshots(pluginID string, listed []csi.Snapshot, recs []store.Snapshot, complete bool, volumeOf map[[2]string]string) []SnapshotInfo {
+// plugin was listed (complete), a record it did not report is marked missing. A snapshot it
+// listed that a socket mate records (matesRecs) is not this ID's, and says whose it is.
+func mergeSnapshots(pluginID string, listed []csi.Snapshot, recs, matesRecs []store.Snapshot, complete bool, volumeOf map[[2]string]string) []SnapshotInfo {
 	byID := map[string]store.Snapshot{}
 	for _, r := range recs {
 		byID[r.SnapshotID] = r
+	}
+	ofMate := map[string]store.Snapshot{}
+	for _, r := range matesRecs {
+		if _, ok := ofMate[r.SnapshotID]; !ok {
+			ofMate[r.SnapshotID] = r
+		}
 	}
 	out := make([]SnapshotInfo, 0, len(listed)+len(recs))
 	seen := map[string]bool{}
@@ -770,6 +817,11 @@ func mergeSnapshots(pluginID string, listed []csi.Snapshot, recs []store.Snapsho
 			}
 			if info.CreatedAt.IsZero() {
 				info.CreatedAt = r.CreatedAt
+			}
+		} else if r, ok := ofMate[s.ID]; ok {
+			info.RecordedBy, info.Name = r.PluginID, r.Name
+			if info.SourceVolumeID == "" {
+				info.SourceVolumeID = r.SourceVolumeID
 			}
 		}
 		out = append(out, info)
