@@ -101,7 +101,9 @@ For a volume with secrets or mount flags, the command warns when Nomad's servers
 version before 1.11.1 (1.10.7 and 1.8.19 Enterprise), which erase them from Nomad's copy each
 time they send the volume's event to an event-stream subscriber (hashicorp/nomad#27176).
 
---dry-run shows what would be registered or changed, and changes nothing.`,
+--dry-run shows what would be registered or changed, and changes nothing; it exits 4 when a
+registration would not go through (refused, or failing its read-back), each reason on a line
+of its own, so that a script or CI can gate the handover on it.`,
 		Example: `  NOMAD_ADDR=http://127.0.0.1:4646 volctl nomad register db
   volctl nomad register --all --dry-run`,
 		RunE: runOpts(opts, idArgs(&opts.Volumes), runF, nomadRegisterRun),
@@ -281,7 +283,15 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		if herr != nil && !errors.Is(herr, nomad.ErrNotFound) {
 			return fmt.Errorf("volume %q: %w", id, herr)
 		}
+		// Nomad's volume of the ID may be another one (someone else's): what registering this
+		// one would change in it, or Nomad keep of it, is beside the point.
+		other := []string(nil)
+		if exists {
+			other = c.Identity(have, want)
+		}
 		switch ch := nomad.Changes(have, want); {
+		case len(other) > 0:
+			fmt.Fprintf(opts.IO.Out, "Would not register volume %q in Nomad at %s%s (plugin %q, external ID %q)\n", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, info.ExternalID)
 		case !exists:
 			fmt.Fprintf(opts.IO.Out, "Would register volume %q in Nomad at %s%s (plugin %q, external ID %q)\n", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, info.ExternalID)
 		case len(ch) == 0:
@@ -289,30 +299,41 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		default:
 			fmt.Fprintf(opts.IO.Out, "Would update volume %q in Nomad at %s: %s\n", id, c.Address, display.Escape(strings.Join(ch, ", ")))
 		}
-		if r := nomad.Refused(have, want); exists && len(r) > 0 {
-			fmt.Fprintf(opts.IO.Out, "  but Nomad does not change a registered volume's %s, and volctl's differ from its copy's: it would be refused (deregister it in Nomad and register it again to change them)\n", strings.Join(r, ", "))
+		// What would stop the registration, each said on a line of its own: the plan fails
+		// (exit 4) when there is any, so that a script or CI gating on it stops where the
+		// registration would.
+		var wouldFail []string
+		but := func(why, format string, args ...any) {
+			wouldFail = append(wouldFail, why)
+			fmt.Fprintf(opts.IO.Out, "  but "+format+"\n", args...)
 		}
-		if k := nomad.Kept(have, want); exists && len(k) > 0 {
-			fmt.Fprintf(opts.IO.Out, "  but Nomad's copy has no %s, and volctl's has: Nomad keeps what a volume was first registered with, so it would stay without (its allocs placed on nodes that may not reach the volume): deregister it in Nomad and register it again to give it one\n", strings.Join(k, ", "))
+		if r := nomad.Refused(have, want); exists && len(other) == 0 && len(r) > 0 {
+			but("Nomad refuses to change its "+strings.Join(r, ", "), "Nomad does not change a registered volume's %s, and volctl's differ from its copy's: it would be refused (deregister it in Nomad and register it again to change them)", strings.Join(r, ", "))
 		}
-		if d := c.Identity(have, want); exists && len(d) > 0 {
-			fmt.Fprintf(opts.IO.Out, "  but Nomad's volume %q is another one (%s): it would be refused\n", id, display.Escape(strings.Join(d, ", ")))
+		if k := nomad.Kept(have, want); exists && len(other) == 0 && len(k) > 0 {
+			but("Nomad's copy would keep no "+strings.Join(k, ", "), "Nomad's copy has no %s, and volctl's has: Nomad keeps what a volume was first registered with, so it would stay without (its allocs placed on nodes that may not reach the volume), and the registration's read-back would fail on it: deregister it in Nomad and register it again to give it one", strings.Join(k, ", "))
+		}
+		if len(other) > 0 {
+			but("Nomad's volume of the ID is another one", "Nomad's volume %q is another one (%s): it would be refused", id, display.Escape(strings.Join(other, ", ")))
 		}
 		if h := info.Handover; h != nil && !h.To(to) {
-			fmt.Fprintf(opts.IO.Out, "  but it is handed over to Nomad at %s (namespace %s, region %q) already: it would be refused\n", h.Address, h.Namespace, h.Region)
+			but("it is handed over elsewhere", "it is handed over to Nomad at %s (namespace %s, region %q) already: it would be refused", h.Address, h.Namespace, h.Region)
 		}
 		if info.NodeExpansionOwed > 0 && info.Handover == nil && !opts.Force {
-			fmt.Fprintf(opts.IO.Out, "  but it is owed a NodeExpandVolume to %s, which Nomad would never send: it would be refused without --force\n", spec.FormatSize(info.NodeExpansionOwed))
+			but("it is owed a NodeExpandVolume", "it is owed a NodeExpandVolume to %s, which Nomad would never send: it would be refused without --force", spec.FormatSize(info.NodeExpansionOwed))
 		}
 		if w := erasing.warning(ctx, c, want, "before handing it over"); w != "" {
 			fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
 		}
 		if len(info.Claims) > 0 {
 			if how := attachedUnderClaims(ctx, e, info); how != "" && info.Handover == nil {
-				fmt.Fprintf(opts.IO.Out, "  but it has %d live local claim(s) and %s: it would be refused, --force or not (Nomad's ControllerUnpublishVolume would detach it from under them)\n", len(info.Claims), how)
+				but("its live local claims hold an attachment", "it has %d live local claim(s) and %s: it would be refused, --force or not (Nomad's ControllerUnpublishVolume would detach it from under them)", len(info.Claims), how)
 			} else if !opts.Force {
-				fmt.Fprintf(opts.IO.Out, "  but it has %d live local claim(s): it would be refused without --force\n", len(info.Claims))
+				but("it has live local claims", "it has %d live local claim(s): it would be refused without --force", len(info.Claims))
 			}
+		}
+		if len(wouldFail) > 0 {
+			return withCode(ExitConflict, fmt.Errorf("volume %q: the registration would not go through: %s (said above)", id, strings.Join(wouldFail, "; ")))
 		}
 		return nil
 	}

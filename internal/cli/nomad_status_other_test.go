@@ -212,11 +212,12 @@ func TestNomadRegisterDryRunSaysWhatNomadWouldDo(t *testing.T) {
 	if _, _, err := registerIn(h, n); err != nil {
 		t.Fatal(err)
 	}
-	dryRun := func(id string) string {
+	// code: the exit code the dry run must end with (4: the registration would not go through).
+	dryRun := func(id string, code int) string {
 		t.Helper()
 		ios, _, out, _ := iostreams.Test()
-		if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{id}, DryRun: true}); err != nil {
-			t.Fatal(err)
+		if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{id}, DryRun: true}); ExitCode(err) != code {
+			t.Fatalf("register --dry-run %s: %v (exit %d), want exit %d", id, err, ExitCode(err), code)
 		}
 		return out.String()
 	}
@@ -228,7 +229,7 @@ func TestNomadRegisterDryRunSaysWhatNomadWouldDo(t *testing.T) {
 		}
 	}
 	n.mu.Unlock()
-	if out := dryRun("db"); !strings.Contains(out, "nothing would change") {
+	if out := dryRun("db", ExitOK); !strings.Contains(out, "nothing would change") {
 		t.Errorf("register --dry-run of a volume whose copy in Nomad has parameters and a context volctl's lacks: %q, want nothing to change (Nomad keeps its own)", out)
 	}
 	if st, _, notes := runNomadStatusOf(t, h, n); st[0]["differs"] != nil || notes != "" {
@@ -244,7 +245,7 @@ func TestNomadRegisterDryRunSaysWhatNomadWouldDo(t *testing.T) {
 	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"pv"}}); err != nil {
 		t.Fatal(err)
 	}
-	out := dryRun("pv")
+	out := dryRun("pv", ExitConflict)
 	for _, want := range []string{"Nomad does not change a registered volume's parameters", "it would be refused"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("register --dry-run of a volume whose parameters differ from Nomad's copy's: %q\nwant it to say %q", out, want)
@@ -345,8 +346,8 @@ func TestNomadTopologyNomadKeepsIsNamed(t *testing.T) {
 		"MountOptions":          map[string]any{}, "RequestedCapacityMin": info.CapacityBytes}
 	n.mu.Unlock()
 	ios, _, out, _ := iostreams.Test()
-	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}, DryRun: true}); err != nil {
-		t.Fatal(err)
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}, DryRun: true}); ExitCode(err) != ExitConflict {
+		t.Fatalf("register --dry-run of a volume Nomad has without its topology: %v (exit %d), want exit 4: the registration's read-back would fail", err, ExitCode(err))
 	}
 	if !strings.Contains(out.String(), "Nomad's copy has no topology") {
 		t.Errorf("register --dry-run of a volume Nomad has without its topology: %q\nwant it to say Nomad's copy has none, and would keep none", out)
