@@ -99,7 +99,8 @@ does not take it back on Nomad's word that it has no such volume either.
 
 For a volume with secrets or mount flags, the command warns when Nomad's servers run a
 version before 1.11.1 (1.10.7 and 1.8.19 Enterprise), which erase them from Nomad's copy each
-time they send the volume's event to an event-stream subscriber (hashicorp/nomad#27176).
+time they send the volume's event to an event-stream subscriber (hashicorp/nomad#27176),
+and notes that it cannot tell when NOMAD_TOKEN may not read them (the "node" policy "read").
 
 --dry-run shows what would be registered or changed, and changes nothing; it exits 4 when a
 registration would not go through (refused, or failing its read-back), each reason on a line
@@ -325,6 +326,9 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		if w := erasing.warning(ctx, c, want, "before handing it over"); w != "" {
 			fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
 		}
+		if n := erasing.note(); n != "" {
+			fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
+		}
 		if len(info.Claims) > 0 {
 			if how := attachedUnderClaims(ctx, e, info); how != "" && info.Handover == nil {
 				but("its live local claims hold an attachment", "it has %d live local claim(s) and %s: it would be refused, --force or not (Nomad's ControllerUnpublishVolume would detach it from under them)", len(info.Claims), how)
@@ -375,6 +379,9 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if w := erasing.warning(ctx, c, want, "then run `"+shellquote.Command("volctl nomad register", id)+"` again"); w != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
 	}
+	if n := erasing.note(); n != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
+	}
 	where := inNamespace(info.Namespace, to.Namespace)
 	if where != "" {
 		where += ": `" + engine.HandoverInfo{Namespace: to.Namespace, Region: to.Region}.NomadCommand("volume status", id) + "` shows it"
@@ -389,11 +396,16 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 type erasingAnswer struct {
 	asked   bool
 	servers []string // "NAME (BUILD)"
+	// unchecked says, once (note), that Nomad refused to say which versions its servers run
+	// (a token without node read), for the first volume that has secrets or mount flags.
+	unchecked string
+	noted     bool
 }
 
 // warning says, for a volume want with secrets or mount flags, that Nomad at c would erase
 // them (then: what to do once that is seen to); empty when it would not, or when Nomad does
-// not say its servers' versions (a token without node read: nothing to go by).
+// not say its servers' versions: when it refuses to (a token without node read), note then
+// says that volctl could not check, and how to.
 func (a *erasingAnswer) warning(ctx context.Context, c *nomad.Client, want spec.Volume, then string) string {
 	has := nomad.NotCompared(want) // its secrets and mount flags: what is erased
 	if len(has) == 0 {
@@ -401,8 +413,13 @@ func (a *erasingAnswer) warning(ctx context.Context, c *nomad.Client, want spec.
 	}
 	if !a.asked {
 		a.asked = true
-		if servers, err := c.Servers(ctx); err == nil {
+		servers, err := c.Servers(ctx)
+		switch {
+		case err == nil:
 			a.servers = nomad.ErasingServers(servers)
+		case errors.Is(err, nomad.ErrPermissionDenied):
+			a.unchecked = fmt.Sprintf("volume %q has %s, which Nomad erases from its copy each time it sends the volume's event to a subscriber of its event stream when its servers run a version before 1.11.1 (1.10.7, 1.8.19 Enterprise; hashicorp/nomad#27176), and Nomad at %s did not say which versions its servers run: NOMAD_TOKEN's ACL policy does not grant the \"node\" policy \"read\" that asking needs; `nomad server members`, run with a token whose policy does, shows them",
+				want.ID, strings.ReplaceAll(strings.Join(has, " and "), "_", " "), c.Address)
 		}
 	}
 	if len(a.servers) == 0 {
@@ -410,6 +427,16 @@ func (a *erasingAnswer) warning(ctx context.Context, c *nomad.Client, want spec.
 	}
 	return fmt.Sprintf("volume %q has %s, which Nomad at %s erases from its copy each time it sends the volume's event to a subscriber of its event stream (topic CSIVolume or *; a registration makes one), and it then sends its plugin none (mount flags as [REDACTED]): its server(s) %s run a version before 1.11.1 (1.10.7, 1.8.19 Enterprise; hashicorp/nomad#27176); stop such subscribers or upgrade those servers, %s",
 		want.ID, strings.ReplaceAll(strings.Join(has, " and "), "_", " "), c.Address, display.Escape(strings.Join(a.servers, ", ")), then)
+}
+
+// note is what warning could not check (a token without node read), once per command: empty
+// after the first call, and when there is nothing to say.
+func (a *erasingAnswer) note() string {
+	if a.noted {
+		return ""
+	}
+	a.noted = a.unchecked != ""
+	return a.unchecked
 }
 
 // attachedUnderClaims says how the volume's live local claims hold an attachment, for
@@ -823,6 +850,9 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			}
 			if s.Erasing != "" {
 				fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", s.Erasing)
+			}
+			if n := erasing.note(); n != "" {
+				fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
 			}
 			if len(s.NotCompared) > 0 {
 				fmt.Fprintf(opts.IO.ErrOut, "Note: volume %q: Nomad does not answer a volume's %s, so volctl's are not compared with its copy's: `%s` sends them again\n",
