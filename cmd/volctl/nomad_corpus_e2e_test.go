@@ -221,7 +221,7 @@ func TestNomadCorpusRoundTrip(t *testing.T) {
 	}
 	w.writeFile("no-topology.hcl", src[:start]+src[start+end+3:])
 	w.nomad("volume", "register", "-namespace", "topology", filepath.Join(w.dir, "no-topology.hcl"))
-	if out := w.volctl(0, "nomad", "register", topo.vol.ID, "--dry-run"); !strings.Contains(out, "Nomad's copy has no topology") {
+	if out := w.volctl(4, "nomad", "register", topo.vol.ID, "--dry-run"); !strings.Contains(out, "Nomad's copy has no topology") {
 		t.Errorf("dry run of a volume Nomad has without its topology: %s", out)
 	}
 	if out := w.volctl(0, "nomad", "status", topo.vol.ID, "-t", `{{range .}}{{range .differs}}{{.}} {{end}}{{end}}`); !strings.Contains(out, "topology") {
@@ -379,7 +379,7 @@ func (w *nomadWorld) putJSON(path string, v any) {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := w.secure.do(req)
 	if err != nil {
 		w.t.Fatal(err)
 	}
