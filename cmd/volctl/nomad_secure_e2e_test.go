@@ -205,7 +205,7 @@ plugin {
 // the test makes), and a token whose policy grants what a handover needs and no more
 // (handoverPolicy: no node read). With the TLS variables and that token, status, the plan
 // and the handover work, and the plan of a volume Nomad has another of fails as the
-// registration does (exit 4); a token of csi-write-volume alone is refused the handover,
+// registration does (exit 4), as JSON too; a token of csi-write-volume alone is refused the handover,
 // named csi-read-volume (Nomad's write does not include it); each TLS and ACL mistake —
 // no NOMAD_CACERT (NOMAD_SKIP_VERIFY then works), no client certificate, http:// for an
 // https API, no token, a token Nomad does not know, an unknown NOMAD_REGION, a
@@ -330,6 +330,16 @@ func TestNomadWithACLsAndTLS(t *testing.T) {
 	expect(run(0, user, "nomad", "status", "db"), "db ")
 	expect(run(0, user, "nomad", "register", "db", "--dry-run"), `Would register volume "db"`, `Note: volume "db" has secrets`, `"node" policy "read"`)
 	expect(run(4, user, "nomad", "register", "twin", "--dry-run"), `Nomad's volume "twin" is another one`, "would not go through")
+	var plans []struct {
+		ID        string   `json:"id"`
+		Action    string   `json:"action"`
+		WouldFail []string `json:"would_fail"`
+	}
+	// The JSON is stdout, which run puts before stderr's notes.
+	if err := json.NewDecoder(strings.NewReader(run(4, user, "nomad", "register", "db", "twin", "--dry-run", "--json"))).Decode(&plans); err != nil || len(plans) != 2 ||
+		plans[0].Action != "register" || len(plans[0].WouldFail) != 0 || plans[1].Action != "another" || len(plans[1].WouldFail) != 1 {
+		t.Errorf("the plan of db and twin as JSON: %+v, %v; want db registered, twin another volume, which would stop it", plans, err)
+	}
 	run(4, user, "nomad", "register", "twin")
 	expect(run(0, user, "nomad", "register", "db"), `Registered volume "db"`, `Note: volume "db" has secrets`)
 	var st []struct {

@@ -2,11 +2,14 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // `volctl nomad register --dry-run` is the plan a script or CI gates a handover on: it fails
@@ -55,5 +58,56 @@ func TestNomadRegisterDryRunFailsWhereTheRegistrationWould(t *testing.T) {
 	}
 	if handedOver(t, h) {
 		t.Error("a dry run or a refused registration left the volume marked")
+	}
+}
+
+// --dry-run --json is the plan as data: one object per volume, its action, what an update
+// would change, what would stop it (exit 4 all the same), and why a volume could not be
+// planned (exit 1); --json without --dry-run is a usage error, nothing registered. Before,
+// register had no --json, and a script had to read the plan's sentences.
+func TestNomadRegisterDryRunJSONIsThePlan(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "other", Name: "other", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	a.vols["default/other"] = true
+	a.sent["default/other"] = map[string]any{"ExternalID": "someone-elses-disk", "PluginID": "hp"}
+	a.mu.Unlock()
+	plan := func(ids ...string) ([]NomadRegisterPlan, error) {
+		t.Helper()
+		ios, _, out, _ := iostreams.Test()
+		err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: ids, DryRun: true, Exporter: exportFlags{JSON: true}})
+		var plans []NomadRegisterPlan
+		if jerr := json.Unmarshal(out.Bytes(), &plans); jerr != nil {
+			t.Fatalf("register --dry-run --json %v: %v\n%s", ids, jerr, out)
+		}
+		return plans, err
+	}
+	plans, err := plan("db", "other", "nosuch")
+	if ExitCode(err) != ExitConflict {
+		t.Errorf("plan of db, other (another volume in Nomad) and nosuch: %v (exit %d), want exit 4", err, ExitCode(err))
+	}
+	if len(plans) != 3 {
+		t.Fatalf("plans %+v, want one per volume", plans)
+	}
+	if p := plans[0]; p.ID != "db" || p.Action != "register" || p.NomadNamespace != "default" || len(p.WouldFail) != 0 || p.Error != "" {
+		t.Errorf("plan of db: %+v, want a registration in namespace default", p)
+	}
+	if p := plans[1]; p.ID != "other" || p.Action != "another" || !slices.Contains(p.WouldFail, "Nomad's volume of the ID is another one") {
+		t.Errorf("plan of other: %+v, want it another one, which would stop the registration", p)
+	}
+	if p := plans[2]; p.ID != "nosuch" || p.Action != "" || !strings.Contains(p.Error, `"nosuch"`) {
+		t.Errorf("plan of nosuch: %+v, want the error naming it", p)
+	}
+	if plans, err := plan("db"); err != nil || len(plans) != 1 || plans[0].Action != "register" {
+		t.Errorf("plan of db alone: %+v, %v (exit %d), want exit 0", plans, err, ExitCode(err))
+	}
+	ios, _, _, _ := iostreams.Test()
+	err = nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, Exporter: exportFlags{JSON: true}})
+	if ExitCode(err) != ExitUsage || handedOver(t, h) || a.has("default", "db") {
+		t.Errorf("register --json without --dry-run: %v (exit %d), want a usage error and nothing registered", err, ExitCode(err))
 	}
 }
