@@ -441,7 +441,8 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		but("Nomad's copy would keep no "+strings.Join(k, ", "), "Nomad's copy has no %s, and volctl's has: Nomad keeps what a volume was first registered with, so it would stay without (its allocs placed on nodes that may not reach the volume), and the registration's read-back would fail on it: deregister it in Nomad and register it again to give it one", strings.Join(k, ", "))
 	}
 	if len(other) > 0 {
-		but("Nomad's volume of the ID is another one", "Nomad's volume %q is another one (%s): it would be refused", id, display.Escape(strings.Join(other, ", ")))
+		// Nomad's words, which what answers for it may have filled with the token.
+		but("Nomad's volume of the ID is another one", "Nomad's volume %q is another one (%s): it would be refused", id, display.Escape(c.Hide(strings.Join(other, ", "))))
 	}
 	if h := info.Handover; h != nil && !h.To(to) {
 		but("it is handed over elsewhere", "it is handed over to Nomad at %s (namespace %s, region %q) already: it would be refused", h.Address, h.Namespace, h.Region)
