@@ -205,7 +205,8 @@ plugin {
 // the test makes), and a token whose policy grants what a handover needs and no more
 // (handoverPolicy: no node read). With the TLS variables and that token, status, the plan
 // and the handover work, and the plan of a volume Nomad has another of fails as the
-// registration does (exit 4), as JSON too; a token of csi-write-volume alone is refused the handover,
+// registration does (exit 4), as JSON too, and so does one of a volume Nomad has under
+// another name (registered there first), whose name Nomad refuses to change; a token of csi-write-volume alone is refused the handover,
 // named csi-read-volume (Nomad's write does not include it); each TLS and ACL mistake —
 // no NOMAD_CACERT (NOMAD_SKIP_VERIFY then works), no client certificate, http:// for an
 // https API, no token, a token Nomad does not know, an unknown NOMAD_REGION, a
@@ -224,7 +225,7 @@ func TestNomadWithACLsAndTLS(t *testing.T) {
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "n1"
 	mem := csitest.NewMemPlugin(cfg)
-	for _, ext := range []string{"ext-db", "ext-twin", "ext-nomads-twin"} {
+	for _, ext := range []string{"ext-db", "ext-twin", "ext-nomads-twin", "ext-named"} {
 		mem.AddVolume(csi.Volume{ID: ext, CapacityBytes: 1 << 20})
 	}
 	socket := filepath.Join(w.dir, "mem.sock")
@@ -271,7 +272,7 @@ func TestNomadWithACLsAndTLS(t *testing.T) {
 		return w.getJSON("/v1/plugin/csi/mem", &p) && p.NodesHealthy == 1 && p.ControllersHealthy == 1
 	})
 
-	w.stepTo("volctl registers db and twin locally; Nomad has another twin")
+	w.stepTo("volctl registers db, twin and named locally; Nomad has another twin, and named under another name")
 	w.writeFile("db.hcl", secureVolume)
 	w.writeFile("twin.hcl", strings.NewReplacer(`"db"`, `"twin"`, "ext-db", "ext-twin").Replace(secureVolume))
 	w.writeFile("nomads-twin.hcl", strings.NewReplacer(`"db"`, `"twin"`, "ext-db", "ext-nomads-twin").Replace(secureVolume))
@@ -279,6 +280,11 @@ func TestNomadWithACLsAndTLS(t *testing.T) {
 	w.volctl(0, "volume", "register", filepath.Join(w.dir, "db.hcl"))
 	w.volctl(0, "volume", "register", filepath.Join(w.dir, "twin.hcl"))
 	w.nomad("volume", "register", filepath.Join(w.dir, "nomads-twin.hcl"))
+	named := strings.NewReplacer(`"db"`, `"named"`, "ext-db", "ext-named").Replace(secureVolume)
+	w.writeFile("named.hcl", named)
+	w.writeFile("nomads-named.hcl", strings.Replace(named, `name        = "named"`, `name        = "nomads-name"`, 1))
+	w.volctl(0, "volume", "register", filepath.Join(w.dir, "named.hcl"))
+	w.nomad("volume", "register", filepath.Join(w.dir, "nomads-named.hcl"))
 
 	secrets := []string{"s3cret-Passw0rd-volctl", handover, writeOnly, w.secure.token}
 	user := append(w.secure.tlsEnv(), "NOMAD_TOKEN="+handover)
@@ -341,6 +347,11 @@ func TestNomadWithACLsAndTLS(t *testing.T) {
 		t.Errorf("the plan of db and twin as JSON: %+v, %v; want db registered, twin another volume, which would stop it", plans, err)
 	}
 	run(4, user, "nomad", "register", "twin")
+	// Nomad refuses to change a registered volume's name: the plan, status and the
+	// registration say so alike.
+	expect(run(4, user, "nomad", "register", "named", "--dry-run"), "does not change a registered volume's name", "would not go through")
+	expect(run(0, user, "nomad", "status", "named", "-t", `{{range .}}{{range .differs}}{{.}} {{end}}{{end}}`), "name")
+	expect(run(1, user, "nomad", "register", "named"), "volume name cannot be updated")
 	expect(run(0, user, "nomad", "register", "db"), `Registered volume "db"`, `Note: volume "db" has secrets`)
 	var st []struct {
 		Registered bool `json:"registered"`

@@ -746,8 +746,10 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 
 // VolumeState is a CSI volume as Nomad has it.
 type VolumeState struct {
-	ID          string       `json:"id"`
-	Namespace   string       `json:"namespace"`
+	ID        string `json:"id"`
+	Namespace string `json:"namespace"`
+	// Name is the volume's name in Nomad, which Nomad refuses to change (Refused).
+	Name        string       `json:"name"`
 	ExternalID  string       `json:"external_id"`
 	PluginID    string       `json:"plugin_id"`
 	Provider    string       `json:"provider"`
@@ -820,7 +822,7 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s %s", id, c.Address,
 			c.notTheOneAsked("volume", fmt.Sprintf("ID %q, namespace %q (asked in namespace %s)", v.ID, v.Namespace, ns)))
 	}
-	out := VolumeState{ID: v.ID, Namespace: v.Namespace, ExternalID: v.ExternalID, PluginID: v.PluginID, Provider: v.Provider,
+	out := VolumeState{ID: v.ID, Namespace: v.Namespace, Name: v.Name, ExternalID: v.ExternalID, PluginID: v.PluginID, Provider: v.Provider,
 		Schedulable: v.Schedulable,
 		Plugin: PluginHealth{ID: v.PluginID, Provider: v.Provider, ControllerRequired: v.ControllerRequired,
 			ControllersHealthy: v.ControllersHealthy, ControllersExpected: v.ControllersExpected,
@@ -1054,13 +1056,18 @@ func NotCompared(want spec.Volume) []string {
 }
 
 // Refused lists what Nomad refuses to change in a registered volume that registering want
-// would (CSIVolume.Merge, "unable to update volume: ..."): its parameters, when want has some
+// would (CSIVolume.Merge, "unable to update volume: ..."): its name, when want's differs
+// ("volume name cannot be updated", as Nomad 2.0.5 answers an update of a volume registered
+// there first under another name); its parameters, when want has some
 // and they differ ("volume parameters cannot be updated"; none sent keeps Nomad's); its
 // topology_request, once the volume has a topology, when the one sent is not the one Nomad's
 // copy was registered with ("volume topology request update was not compatible with existing
 // topology"; none sent differs from one, since Nomad keeps a registered volume's topology).
 func Refused(have VolumeState, want spec.Volume) []string {
 	var out []string
+	if want.Name != "" && have.Name != want.Name {
+		out = append(out, "name")
+	}
 	if len(want.Parameters) > 0 && !maps.Equal(have.Parameters, want.Parameters) {
 		out = append(out, "parameters")
 	}
