@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -10,6 +11,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"math/big"
 	"net"
 	"net/http"
@@ -17,8 +19,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -206,7 +212,9 @@ plugin {
 // (handoverPolicy: no node read). With the TLS variables and that token, status, the plan
 // and the handover work, and the plan of a volume Nomad has another of fails as the
 // registration does (exit 4), as JSON too, and so does one of a volume Nomad has under
-// another name (registered there first), whose name Nomad refuses to change; a token of csi-write-volume alone is refused the handover,
+// another name (registered there first), whose name Nomad refuses to change; the plan and
+// the update of a volume registered there first with a secret volctl's copy lacks say that
+// Nomad's secrets are replaced by none, as Nomad then validates it with none; a token of csi-write-volume alone is refused the handover,
 // named csi-read-volume (Nomad's write does not include it); each TLS and ACL mistake —
 // no NOMAD_CACERT (NOMAD_SKIP_VERIFY then works), no client certificate, http:// for an
 // https API, no token, a token Nomad does not know, an unknown NOMAD_REGION, a
@@ -225,11 +233,23 @@ func TestNomadWithACLsAndTLS(t *testing.T) {
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "n1"
 	mem := csitest.NewMemPlugin(cfg)
-	for _, ext := range []string{"ext-db", "ext-twin", "ext-nomads-twin", "ext-named"} {
+	for _, ext := range []string{"ext-db", "ext-twin", "ext-nomads-twin", "ext-named", "ext-first"} {
 		mem.AddVolume(csi.Volume{ID: ext, CapacityBytes: 1 << 20})
 	}
+	// The secrets of the last ControllerValidateVolumeCapabilities of each volume, by external
+	// ID: Nomad sends its copy's, merged with a registration's, at each registration.
+	var mu sync.Mutex
+	validated := map[string]map[string]string{}
+	record := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if r, ok := req.(*csipb.ValidateVolumeCapabilitiesRequest); ok {
+			mu.Lock()
+			validated[r.GetVolumeId()] = maps.Clone(r.GetSecrets())
+			mu.Unlock()
+		}
+		return handler(ctx, req)
+	}
 	socket := filepath.Join(w.dir, "mem.sock")
-	csitest.ServeAt(t, socket, csitest.WithServer(mem))
+	csitest.ServeAt(t, socket, csitest.WithServer(mem), csitest.WithInterceptor(record))
 
 	w.stepTo("start nomad agent -dev with ACLs and TLS")
 	w.startAgent()
@@ -285,6 +305,12 @@ func TestNomadWithACLsAndTLS(t *testing.T) {
 	w.writeFile("nomads-named.hcl", strings.Replace(named, `name        = "named"`, `name        = "nomads-name"`, 1))
 	w.volctl(0, "volume", "register", filepath.Join(w.dir, "named.hcl"))
 	w.nomad("volume", "register", filepath.Join(w.dir, "nomads-named.hcl"))
+	// first: registered in Nomad first with a secret; volctl's copy has none.
+	first := strings.NewReplacer(`"db"`, `"first"`, "ext-db", "ext-first").Replace(secureVolume)
+	w.writeFile("nomads-first.hcl", first)
+	w.writeFile("first.hcl", first[:strings.Index(first, "secrets {")])
+	w.nomad("volume", "register", filepath.Join(w.dir, "nomads-first.hcl"))
+	w.volctl(0, "volume", "register", filepath.Join(w.dir, "first.hcl"))
 
 	secrets := []string{"s3cret-Passw0rd-volctl", handover, writeOnly, w.secure.token}
 	user := append(w.secure.tlsEnv(), "NOMAD_TOKEN="+handover)
@@ -352,6 +378,15 @@ func TestNomadWithACLsAndTLS(t *testing.T) {
 	expect(run(4, user, "nomad", "register", "named", "--dry-run"), "does not change a registered volume's name", "would not go through")
 	expect(run(0, user, "nomad", "status", "named", "-t", `{{range .}}{{range .differs}}{{.}} {{end}}{{end}}`), "name")
 	expect(run(1, user, "nomad", "register", "named"), "volume name cannot be updated")
+	// Nomad does not show a copy's secrets, and its update takes the ones sent, none
+	// included: the plan and the registration say so of a volume registered there first.
+	expect(run(0, user, "nomad", "register", "first", "--dry-run"), "Nomad does not show its copy's secrets", "would replace them with volctl's, which are none")
+	expect(run(0, user, "nomad", "register", "first"), `Updated volume "first"`, "the registration replaced them with volctl's, which are none")
+	mu.Lock()
+	if got := validated["ext-first"]; len(got) != 0 {
+		t.Errorf("Nomad validated volume first with secrets %v after volctl's registration without any; the note says it takes none", slices.Collect(maps.Keys(got)))
+	}
+	mu.Unlock()
 	expect(run(0, user, "nomad", "register", "db"), `Registered volume "db"`, `Note: volume "db" has secrets`)
 	var st []struct {
 		Registered bool `json:"registered"`

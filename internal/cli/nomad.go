@@ -104,6 +104,9 @@ For a volume with secrets or mount flags, the command warns when Nomad's servers
 version before 1.11.1 (1.10.7 and 1.8.19 Enterprise), which erase them from Nomad's copy each
 time they send the volume's event to an event-stream subscriber (hashicorp/nomad#27176),
 and notes that it cannot tell when NOMAD_TOKEN may not read them (the "node" policy "read").
+Registering a volume Nomad has already, not handed over by volctl, replaces the secrets of
+Nomad's copy (which Nomad never shows) with volctl's: for one without any here, the command
+and its --dry-run say so.
 
 --dry-run shows what would be registered or changed, and changes nothing; it exits 4 when a
 registration would not go through (refused, or failing its read-back), each reason on a line
@@ -359,6 +362,11 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if n := erasing.note(); n != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
 	}
+	if done.Updated && info.Handover == nil {
+		if n := secretsReplaced(want, true); n != "" {
+			fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
+		}
+	}
 	where := inNamespace(info.Namespace, to.Namespace)
 	if where != "" {
 		where += ": `" + engine.HandoverInfo{Namespace: to.Namespace, Region: to.Region}.NomadCommand("volume status", id) + "` shows it"
@@ -458,6 +466,12 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		plan.Warnings = append(plan.Warnings, n)
 		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
 	}
+	if exists && len(other) == 0 && info.Handover == nil {
+		if n := secretsReplaced(want, false); n != "" {
+			plan.Warnings = append(plan.Warnings, n)
+			fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
+		}
+	}
 	if len(info.Claims) > 0 {
 		if how := attachedUnderClaims(ctx, e, info); how != "" && info.Handover == nil {
 			but("its live local claims hold an attachment", "it has %d live local claim(s) and %s: it would be refused, --force or not (Nomad's ControllerUnpublishVolume would detach it from under them)", len(info.Claims), how)
@@ -512,6 +526,24 @@ func (a *erasingAnswer) warning(ctx context.Context, c *nomad.Client, want spec.
 	}
 	return fmt.Sprintf("volume %q has %s, which Nomad at %s erases from its copy each time it sends the volume's event to a subscriber of its event stream (topic CSIVolume or *; a registration makes one), and it then sends its plugin none (mount flags as [REDACTED]): its server(s) %s run a version before 1.11.1 (1.10.7, 1.8.19 Enterprise; hashicorp/nomad#27176); stop such subscribers or upgrade those servers, %s",
 		want.ID, strings.ReplaceAll(strings.Join(has, " and "), "_", " "), c.Address, display.Escape(strings.Join(a.servers, ", ")), then)
+}
+
+// secretsReplaced says, for a volume want without secrets that Nomad has already and volctl
+// did not hand over (registered there first, by `nomad volume register` or another tool), that
+// a registration replaces the secrets of Nomad's copy with volctl's, none: Nomad's update takes
+// the secrets sent, none included (Nomad 2.0.5 then sent the plugin none), and its answers
+// never show a copy's secrets, so volctl cannot tell whether it had any. done: said after the
+// registration. Empty for a volume with secrets (they are sent).
+func secretsReplaced(want spec.Volume, done bool) string {
+	if len(want.Secrets) > 0 {
+		return ""
+	}
+	if done {
+		return fmt.Sprintf("volume %q was registered in Nomad before volctl handed it over, and Nomad does not show its copy's secrets: the registration replaced them with volctl's, which are none, so if it had some, the plugin's calls for the volume now go without them; put them in volctl's volume (the secrets block of its spec, then `volctl volume register FILE`) and run `%s` again",
+			want.ID, shellquote.Command("volctl nomad register", want.ID))
+	}
+	return fmt.Sprintf("volume %q is registered in Nomad already, not handed over by volctl, and Nomad does not show its copy's secrets: a registration would replace them with volctl's, which are none, so if it has some, the plugin's calls for the volume would go without them; put them in volctl's volume first (the secrets block of its spec, then `volctl volume register FILE`)",
+		want.ID)
 }
 
 // note is what warning could not check (a token without node read), once per command: empty

@@ -111,3 +111,37 @@ func TestNomadRegisterDryRunJSONIsThePlan(t *testing.T) {
 		t.Errorf("register --json without --dry-run: %v (exit %d), want a usage error and nothing registered", err, ExitCode(err))
 	}
 }
+
+// A volume Nomad has already that volctl did not hand over (registered there first, with
+// secrets volctl's copy lacks): Nomad does not show a copy's secrets, and its update takes the
+// secrets sent, none included (Nomad 2.0.5 then sent the plugin's ControllerValidateVolume
+// none). The plan and the registration say so, and what to do; not for a volume volctl handed
+// over itself. Before: "nothing would change (secrets are not compared)", then "Updated", and
+// Nomad's secrets were gone.
+func TestNomadRegisterSaysNomadsSecretsWouldBeReplaced(t *testing.T) {
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	if _, _, err := registerIn(h, a); err != nil { // Nomad's copy, as if registered there first
+		t.Fatal(err)
+	}
+	if _, err := runNomadRelease(h, a.client, func(o *NomadReleaseOptions) { o.Force = true }); err != nil {
+		t.Fatal(err)
+	}
+	const note = `Note: volume "db" is registered in Nomad already, not handed over by volctl, and Nomad does not show its copy's secrets`
+	ios, _, out, errOut := iostreams.Test()
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, DryRun: true}); err != nil {
+		t.Fatalf("--dry-run: %v", err)
+	}
+	if !strings.Contains(errOut.String(), note) || !strings.Contains(errOut.String(), "volctl volume register FILE") {
+		t.Errorf("--dry-run of a volume Nomad has already, without secrets here: out %q, stderr %q\nwant it to say %q", out, errOut, note)
+	}
+	_, errs, err := registerIn(h, a)
+	if err != nil || !strings.Contains(errs, "the registration replaced them with volctl's, which are none") || !strings.Contains(errs, "`volctl nomad register db` again") {
+		t.Errorf("registration of a volume Nomad has already, without secrets here: %v, stderr %q; want it to say Nomad's secrets were replaced", err, errs)
+	}
+	// Handed over by volctl: Nomad's copy's secrets are volctl's.
+	ios, _, _, errOut = iostreams.Test()
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, DryRun: true}); err != nil || strings.Contains(errOut.String(), "secrets") {
+		t.Errorf("--dry-run of a volume volctl handed over: %v, stderr %q; want no word of Nomad's secrets", err, errOut)
+	}
+}
