@@ -48,48 +48,46 @@ type secureNomad struct {
 func newSecureNomad(t *testing.T, dir string) *secureNomad {
 	t.Helper()
 	s := &secureNomad{dir: dir}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "volctl test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.caFile = filepath.Join(dir, "ca.pem")
-	writePEM(t, s.caFile, "CERTIFICATE", caDER)
-	leaf := func(serial int64, name string, dns []string, ips []net.IP, usage []x509.ExtKeyUsage) (certFile, keyFile string) {
+	// issue makes a key and a certificate of tmpl for it, signed by parent's key (its own for
+	// the CA: parent nil), and writes both under dir as NAME.pem and NAME-key.pem.
+	issue := func(tmpl *x509.Certificate, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (cert *x509.Certificate, key *ecdsa.PrivateKey, certFile, keyFile string) {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), DNSNames: dns, IPAddresses: ips,
-			KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: usage}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if parent == nil {
+			parent, parentKey = tmpl, key
+		}
+		tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), now.Add(24*time.Hour)
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 		if err != nil {
+			t.Fatal(err)
+		}
+		if cert, err = x509.ParseCertificate(der); err != nil {
 			t.Fatal(err)
 		}
 		kder, err := x509.MarshalECPrivateKey(key)
 		if err != nil {
 			t.Fatal(err)
 		}
+		name := tmpl.Subject.CommonName
 		certFile, keyFile = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
 		writePEM(t, certFile, "CERTIFICATE", der)
 		writePEM(t, keyFile, "EC PRIVATE KEY", kder)
+		return cert, key, certFile, keyFile
+	}
+	ca, caKey, caFile, _ := issue(&x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"},
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}, nil, nil)
+	s.caFile = caFile
+	leaf := func(serial int64, name string, dns []string, ips []net.IP, usage ...x509.ExtKeyUsage) (certFile, keyFile string) {
+		_, _, certFile, keyFile = issue(&x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+			DNSNames: dns, IPAddresses: ips, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: usage}, ca, caKey)
 		return certFile, keyFile
 	}
 	s.certFile, s.keyFile = leaf(2, "server.global.nomad", []string{"server.global.nomad", "localhost"}, []net.IP{net.ParseIP("127.0.0.1")},
-		[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth})
-	s.clientCertFile, s.clientKeyFile = leaf(3, "cli.global.nomad", []string{"cli.global.nomad"}, nil, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth})
+		x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+	s.clientCertFile, s.clientKeyFile = leaf(3, "cli.global.nomad", []string{"cli.global.nomad"}, nil, x509.ExtKeyUsageClientAuth)
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
 	pair, err := tls.LoadX509KeyPair(s.clientCertFile, s.clientKeyFile)
@@ -256,25 +254,7 @@ func TestNomadWithACLsAndTLS(t *testing.T) {
 	w.nomadAddr = w.agentAddr
 
 	w.stepTo("run plugin mem in Nomad; tokens for a handover, and for csi-write-volume alone")
-	w.writeFile("plugin.nomad.hcl", fmt.Sprintf(`job "mem-plugin" {
-  datacenters = ["*"]
-  group "p" {
-    task "p" {
-      driver = "raw_exec"
-      config {
-        command = "/bin/sh"
-        args    = ["-c", "ln -sf %s \"$(echo \"$CSI_ENDPOINT\" | cut -c8-)\" && while sleep 1; do :; done"]
-      }
-      csi_plugin {
-        id        = "mem"
-        type      = "monolith"
-        mount_dir = "/csi"
-      }
-    }
-  }
-}
-`, socket))
-	w.nomad("job", "run", "-detach", filepath.Join(w.dir, "plugin.nomad.hcl"))
+	w.runLinkedPlugins("mem-plugin", socket, []string{"mem"})
 	token := func(name, policy string) string {
 		t.Helper()
 		w.writeFile(name+".hcl", policy)
@@ -287,10 +267,6 @@ func TestNomadWithACLsAndTLS(t *testing.T) {
 	}
 	handover := token("handover", handoverPolicy)
 	writeOnly := token("write-only", strings.Replace(handoverPolicy, `"csi-read-volume", `, "", 1))
-	w.poll(`plugin "mem" to be healthy in Nomad`, 60*time.Second, func() bool {
-		var p struct{ NodesHealthy, ControllersHealthy int }
-		return w.getJSON("/v1/plugin/csi/mem", &p) && p.NodesHealthy == 1 && p.ControllersHealthy == 1
-	})
 
 	w.stepTo("volctl registers db, twin and named locally; Nomad has another twin, and named under another name")
 	w.writeFile("db.hcl", secureVolume)
