@@ -120,35 +120,7 @@ func TestNomadCorpusRoundTrip(t *testing.T) {
 	w.nomadAddr = w.agentAddr
 
 	w.stepTo("run every plugin ID of the corpus in Nomad, each a link to the test's plugin")
-	ids := slices.Sorted(maps.Keys(plugins))
-	var job strings.Builder
-	fmt.Fprintf(&job, "job \"corpus-plugins\" {\n  datacenters = [\"*\"]\n  group \"plugins\" {\n")
-	for i, id := range ids {
-		// Nomad gives a raw_exec plugin task the host path of the socket it dials in
-		// CSI_ENDPOINT (unix://PATH); the task links it to the test's socket and stays.
-		fmt.Fprintf(&job, `    task "p%d" {
-      driver = "raw_exec"
-      config {
-        command = "/bin/sh"
-        args    = ["-c", "ln -sf %s \"$(echo \"$CSI_ENDPOINT\" | cut -c8-)\" && while sleep 1; do :; done"]
-      }
-      csi_plugin {
-        id        = %q
-        type      = "monolith"
-        mount_dir = "/csi"
-      }
-    }
-`, i, socket, id)
-	}
-	job.WriteString("  }\n}\n")
-	w.writeFile("plugins.nomad.hcl", job.String())
-	w.nomad("job", "run", "-detach", filepath.Join(w.dir, "plugins.nomad.hcl"))
-	for _, id := range ids {
-		w.poll(fmt.Sprintf("plugin %q to be healthy in Nomad", id), 60*time.Second, func() bool {
-			var p struct{ NodesHealthy, ControllersHealthy int }
-			return w.getJSON("/v1/plugin/csi/"+url.PathEscape(id), &p) && p.NodesHealthy == 1 && p.ControllersHealthy == 1
-		})
-	}
+	w.runLinkedPlugins("corpus-plugins", socket, slices.Sorted(maps.Keys(plugins)))
 
 	for i, e := range corpus {
 		name := filepath.Base(e.file)
@@ -221,7 +193,7 @@ func TestNomadCorpusRoundTrip(t *testing.T) {
 	}
 	w.writeFile("no-topology.hcl", src[:start]+src[start+end+3:])
 	w.nomad("volume", "register", "-namespace", "topology", filepath.Join(w.dir, "no-topology.hcl"))
-	if out := w.volctl(0, "nomad", "register", topo.vol.ID, "--dry-run"); !strings.Contains(out, "Nomad's copy has no topology") {
+	if out := w.volctl(4, "nomad", "register", topo.vol.ID, "--dry-run"); !strings.Contains(out, "Nomad's copy has no topology") {
 		t.Errorf("dry run of a volume Nomad has without its topology: %s", out)
 	}
 	if out := w.volctl(0, "nomad", "status", topo.vol.ID, "-t", `{{range .}}{{range .differs}}{{.}} {{end}}{{end}}`); !strings.Contains(out, "topology") {
@@ -368,6 +340,40 @@ func sameTopologies(ts []spec.Topology, want *spec.TopologyRequest, preferred bo
 	return slices.EqualFunc(ts, w, func(a, b spec.Topology) bool { return sameMap(a.Segments, b.Segments) })
 }
 
+// runLinkedPlugins runs job, a job of one raw_exec csi_plugin task (monolith) per plugin ID of
+// ids, each a link to the test's plugin at socket, and waits until each plugin is healthy.
+func (w *nomadWorld) runLinkedPlugins(job, socket string, ids []string) {
+	w.t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "job %q {\n  datacenters = [\"*\"]\n  group \"plugins\" {\n", job)
+	for i, id := range ids {
+		// Nomad gives a raw_exec plugin task the host path of the socket it dials in
+		// CSI_ENDPOINT (unix://PATH); the task links it to the test's socket and stays.
+		fmt.Fprintf(&b, `    task "p%d" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "ln -sf %s \"$(echo \"$CSI_ENDPOINT\" | cut -c8-)\" && while sleep 1; do :; done"]
+      }
+      csi_plugin {
+        id        = %q
+        type      = "monolith"
+        mount_dir = "/csi"
+      }
+    }
+`, i, socket, id)
+	}
+	b.WriteString("  }\n}\n")
+	w.writeFile(job+".nomad.hcl", b.String())
+	w.nomad("job", "run", "-detach", filepath.Join(w.dir, job+".nomad.hcl"))
+	for _, id := range ids {
+		w.poll(fmt.Sprintf("plugin %q to be healthy in Nomad", id), 60*time.Second, func() bool {
+			var p struct{ NodesHealthy, ControllersHealthy int }
+			return w.getJSON("/v1/plugin/csi/"+url.PathEscape(id), &p) && p.NodesHealthy == 1 && p.ControllersHealthy == 1
+		})
+	}
+}
+
 // putJSON PUTs v as JSON to the agent's path and fails the test unless it answers 200.
 func (w *nomadWorld) putJSON(path string, v any) {
 	w.t.Helper()
@@ -379,7 +385,7 @@ func (w *nomadWorld) putJSON(path string, v any) {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := w.secure.do(req)
 	if err != nil {
 		w.t.Fatal(err)
 	}

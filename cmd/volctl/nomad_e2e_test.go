@@ -160,7 +160,7 @@ func TestNomadEndToEnd(t *testing.T) {
 	}
 	w.writeFile("other-topology.hcl", otherTopology)
 	w.nomad("volume", "register", filepath.Join(dir, "other-topology.hcl"))
-	if out := w.volctl(0, "nomad", "register", "db?x", "--dry-run"); !strings.Contains(out, "topology_request") || !strings.Contains(out, "it would be refused") {
+	if out := w.volctl(4, "nomad", "register", "db?x", "--dry-run"); !strings.Contains(out, "topology_request") || !strings.Contains(out, "it would be refused") {
 		t.Fatalf("dry run of db?x, whose topology_request in Nomad is another: %s", out)
 	}
 	if out := w.volctl(0, "nomad", "status", "db?x", "-t", `{{range .}}{{range .differs}}{{.}} {{end}}{{end}}`); strings.TrimSpace(out) != "topology_request" {
@@ -408,6 +408,10 @@ type nomadWorld struct {
 	agentOut  *iostreams.SyncBuffer
 	agentDone chan error
 	before    map[int]bool // processes of the Nomad binary that ran before the agent started
+	// secure, when set before startAgent, runs the agent with ACLs and TLS for its HTTP API
+	// (nomad_secure_e2e_test.go): the test's own requests and nomad commands then carry its
+	// management token and certificates.
+	secure *secureNomad
 
 	mu       sync.Mutex
 	captures []capture
@@ -485,7 +489,7 @@ func (w *nomadWorld) nomadCmd(args ...string) *exec.Cmd {
 		// (its jobs first), never SIGKILLed with its tasks still running.
 		cmd = exec.Command(w.bin, args...)
 	}
-	env := []string{"NOMAD_ADDR=" + w.agentAddr}
+	env := append([]string{"NOMAD_ADDR=" + w.agentAddr}, w.secure.env()...)
 	for _, kv := range os.Environ() {
 		// Nothing of the environment may point the agent or the CLI elsewhere.
 		if !strings.HasPrefix(kv, "AWS_CA_BUNDLE=") && !strings.HasPrefix(kv, "NOMAD_") {
@@ -550,7 +554,10 @@ plugin "raw_exec" {
     enabled = true
   }
 }
-`, w.dataDir, http, rpc, serf))
+%s`, w.dataDir, http, rpc, serf, w.secure.agentConfig()))
+	if w.secure != nil {
+		w.agentAddr = fmt.Sprintf("https://127.0.0.1:%d", http)
+	}
 	w.before = map[int]bool{}
 	for _, pid := range w.nomadProcesses() {
 		w.before[pid] = true
@@ -584,6 +591,7 @@ plugin "raw_exec" {
 			t.Logf("nomad agent log:\n%s", w.agentOut.String())
 		}
 	})
+	w.secure.bootstrap(w)
 	w.poll("the agent to have a leader and a ready node", 60*time.Second, func() bool {
 		var nodes []struct{ Status string }
 		return w.getJSON("/v1/nodes", &nodes) && len(nodes) == 1 && nodes[0].Status == "ready"
@@ -712,7 +720,11 @@ func (w *nomadWorld) checkClean() {
 }
 
 func (w *nomadWorld) getJSON(path string, v any) bool {
-	resp, err := http.Get(w.agentAddr + path)
+	req, err := http.NewRequest(http.MethodGet, w.agentAddr+path, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := w.secure.do(req)
 	if err != nil {
 		return false
 	}

@@ -46,6 +46,7 @@ var jsonDocSections = []jsonDocSection{
 	{"`volctl events --json`", engine.EventInfo{}, nil},
 	{"`volctl agent --metrics-addr ADDR`: `GET /healthz`", agent.Status{}, nil},
 	{"`volctl nomad status --json`", NomadVolumeStatus{}, nil},
+	{"`volctl nomad register --json` (with `--dry-run`)", NomadRegisterPlan{}, nil},
 }
 
 // TestJSONDocMatchesOutput holds docs/json.md to the JSON the commands print: every field a

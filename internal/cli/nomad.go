@@ -52,10 +52,13 @@ type NomadRegisterOptions struct {
 	Engine func(context.Context) (*engine.Engine, error)
 	Nomad  func() (*nomad.Client, error)
 
-	Volumes []string
-	All     bool
-	DryRun  bool
-	Force   bool
+	Volumes  []string
+	All      bool
+	DryRun   bool
+	Force    bool
+	Exporter exportFlags // --json, --jq, -t: the plan of --dry-run
+
+	plans *[]NomadRegisterPlan // --dry-run's, collected for --json
 }
 
 func newCmdNomadRegister(f *Factory, runF func(*NomadRegisterOptions) error) *cobra.Command {
@@ -99,16 +102,25 @@ does not take it back on Nomad's word that it has no such volume either.
 
 For a volume with secrets or mount flags, the command warns when Nomad's servers run a
 version before 1.11.1 (1.10.7 and 1.8.19 Enterprise), which erase them from Nomad's copy each
-time they send the volume's event to an event-stream subscriber (hashicorp/nomad#27176).
+time they send the volume's event to an event-stream subscriber (hashicorp/nomad#27176),
+and notes that it cannot tell when NOMAD_TOKEN may not read them (the "node" policy "read").
+Registering a volume Nomad has already, not handed over by volctl, replaces the secrets of
+Nomad's copy (which Nomad never shows) with volctl's: for one without any here, the command
+and its --dry-run say so.
 
---dry-run shows what would be registered or changed, and changes nothing.`,
+--dry-run shows what would be registered or changed, and changes nothing; it exits 4 when a
+registration would not go through (refused, or failing its read-back), each reason on a line
+of its own, so that a script or CI can gate the handover on it. With --json (or --jq, -t) it
+prints that plan as JSON instead, one object per volume (docs/json.md).`,
 		Example: `  NOMAD_ADDR=http://127.0.0.1:4646 volctl nomad register db
-  volctl nomad register --all --dry-run`,
+  volctl nomad register --all --dry-run
+  volctl nomad register --all --dry-run --jq '.[] | select(.would_fail) | .id'`,
 		RunE: runOpts(opts, idArgs(&opts.Volumes), runF, nomadRegisterRun),
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "register every volume")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would change; change nothing")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "hand volumes over despite live local claims (none holding an attachment), an unpublish or a node expansion owed")
+	addActingExportFlags[[]NomadRegisterPlan](cmd, &opts.Exporter)
 	return cmd
 }
 
@@ -140,9 +152,16 @@ func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.Exporter.Enabled() && !opts.DryRun {
+		return usageError("nomad register: --json, --jq and -t print the plan of --dry-run: add --dry-run")
+	}
 	c, err := connectNomad(opts.Nomad)
 	if err != nil {
 		return fmt.Errorf("nomad register: %w", err)
+	}
+	var planned []NomadRegisterPlan
+	if opts.DryRun {
+		opts.plans = &planned
 	}
 	plugins, erasing := map[string]pluginAnswer{}, &erasingAnswer{}
 	errs := askEach(ctx, c, ids, func(rest []string) string {
@@ -154,7 +173,27 @@ func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
 			return strings.Join(append([]string{"volctl nomad register --all"}, flags...), " ")
 		}
 		return shellquote.CommandFlags("volctl nomad register", rest, flags...)
-	}, func(id string) error { return nomadRegisterOne(ctx, opts, e, c, plugins, erasing, id) })
+	}, func(id string) error {
+		n := len(planned)
+		err := nomadRegisterOne(ctx, opts, e, c, plugins, erasing, id)
+		if err != nil && opts.DryRun && len(planned) == n { // not planned: why
+			planned = append(planned, NomadRegisterPlan{ID: id, NomadAddress: c.Address, Error: err.Error()})
+		}
+		return err
+	})
+	if opts.Exporter.Enabled() {
+		if planned == nil {
+			planned = []NomadRegisterPlan{}
+		}
+		// What Nomad said is scrubbed of every secret volctl knows and the credentials sent
+		// to it, as nomad status's output is.
+		if err := redactOutput(ctx, e, c.Credentials(), &planned); err != nil {
+			return fmt.Errorf("nomad register: %w", err)
+		}
+		if err := opts.Exporter.Write(ctx, opts.IO.Out, planned); err != nil {
+			return err
+		}
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("nomad register: %w", errors.Join(errs...))
 	}
@@ -276,45 +315,11 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 			id, info.PluginID, c.Address, p.Describe(), shellquote.Command("nomad plugin status", info.PluginID))
 	}
 	if opts.DryRun {
-		have, herr := c.Volume(ctx, id, info.Namespace)
-		exists := herr == nil
-		if herr != nil && !errors.Is(herr, nomad.ErrNotFound) {
-			return fmt.Errorf("volume %q: %w", id, herr)
+		plan, err := planRegistration(ctx, opts, e, c, erasing, info, want, to)
+		if plan != nil && opts.plans != nil {
+			*opts.plans = append(*opts.plans, *plan)
 		}
-		switch ch := nomad.Changes(have, want); {
-		case !exists:
-			fmt.Fprintf(opts.IO.Out, "Would register volume %q in Nomad at %s%s (plugin %q, external ID %q)\n", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, info.ExternalID)
-		case len(ch) == 0:
-			fmt.Fprintf(opts.IO.Out, "Volume %q is registered in Nomad at %s: nothing would change (secrets are not compared)\n", id, c.Address)
-		default:
-			fmt.Fprintf(opts.IO.Out, "Would update volume %q in Nomad at %s: %s\n", id, c.Address, display.Escape(strings.Join(ch, ", ")))
-		}
-		if r := nomad.Refused(have, want); exists && len(r) > 0 {
-			fmt.Fprintf(opts.IO.Out, "  but Nomad does not change a registered volume's %s, and volctl's differ from its copy's: it would be refused (deregister it in Nomad and register it again to change them)\n", strings.Join(r, ", "))
-		}
-		if k := nomad.Kept(have, want); exists && len(k) > 0 {
-			fmt.Fprintf(opts.IO.Out, "  but Nomad's copy has no %s, and volctl's has: Nomad keeps what a volume was first registered with, so it would stay without (its allocs placed on nodes that may not reach the volume): deregister it in Nomad and register it again to give it one\n", strings.Join(k, ", "))
-		}
-		if d := c.Identity(have, want); exists && len(d) > 0 {
-			fmt.Fprintf(opts.IO.Out, "  but Nomad's volume %q is another one (%s): it would be refused\n", id, display.Escape(strings.Join(d, ", ")))
-		}
-		if h := info.Handover; h != nil && !h.To(to) {
-			fmt.Fprintf(opts.IO.Out, "  but it is handed over to Nomad at %s (namespace %s, region %q) already: it would be refused\n", h.Address, h.Namespace, h.Region)
-		}
-		if info.NodeExpansionOwed > 0 && info.Handover == nil && !opts.Force {
-			fmt.Fprintf(opts.IO.Out, "  but it is owed a NodeExpandVolume to %s, which Nomad would never send: it would be refused without --force\n", spec.FormatSize(info.NodeExpansionOwed))
-		}
-		if w := erasing.warning(ctx, c, want, "before handing it over"); w != "" {
-			fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
-		}
-		if len(info.Claims) > 0 {
-			if how := attachedUnderClaims(ctx, e, info); how != "" && info.Handover == nil {
-				fmt.Fprintf(opts.IO.Out, "  but it has %d live local claim(s) and %s: it would be refused, --force or not (Nomad's ControllerUnpublishVolume would detach it from under them)\n", len(info.Claims), how)
-			} else if !opts.Force {
-				fmt.Fprintf(opts.IO.Out, "  but it has %d live local claim(s): it would be refused without --force\n", len(info.Claims))
-			}
-		}
-		return nil
+		return err
 	}
 	// Mark first: from here on volctl refuses to claim the volume. The registration runs under
 	// the volume's lock, which nomad release takes to ask Nomad and remove the mark, and sends
@@ -354,6 +359,14 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if w := erasing.warning(ctx, c, want, "then run `"+shellquote.Command("volctl nomad register", id)+"` again"); w != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
 	}
+	if n := erasing.note(); n != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
+	}
+	if done.Updated && info.Handover == nil {
+		if n := secretsReplaced(want, true); n != "" {
+			fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
+		}
+	}
 	where := inNamespace(info.Namespace, to.Namespace)
 	if where != "" {
 		where += ": `" + engine.HandoverInfo{Namespace: to.Namespace, Region: to.Region}.NomadCommand("volume status", id) + "` shows it"
@@ -362,17 +375,136 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		"volume %q %s in Nomad at %s", id, strings.ToLower(verb), c.Address)
 }
 
+// NomadRegisterPlan is what `volctl nomad register --dry-run` finds for one volume: what the
+// registration would do in Nomad, and what would stop it (docs/json.md).
+type NomadRegisterPlan struct {
+	ID           string `json:"id"`
+	NomadAddress string `json:"nomad_address"`
+	// NomadNamespace is the namespace the volume would be registered in.
+	NomadNamespace string `json:"nomad_namespace,omitempty"`
+	// Action is "register" (Nomad has no volume by the ID there), "update", "none" (Nomad has
+	// it, and nothing compared would change) or "another" (Nomad's volume of the ID is another
+	// one); absent with error.
+	Action string `json:"action,omitempty"`
+	// Changes names the fields an update would change (nomad.Changes).
+	Changes []string `json:"changes,omitempty"`
+	// WouldFail says what would stop the registration, one reason each: the command then
+	// exits 4.
+	WouldFail []string `json:"would_fail,omitempty"`
+	// Warnings are what the command warns and notes of on stderr for the volume.
+	Warnings []string `json:"warnings,omitempty"`
+	// Error says why the volume could not be planned (its plugin not in Nomad, Nomad not
+	// answering): the command then exits 1.
+	Error string `json:"error,omitempty"`
+}
+
+// planRegistration is --dry-run's look at volume info, whose registration spec is want, going
+// to Nomad at c as to: it reads Nomad's copy and says (on opts.IO.Out, unless --json) what a
+// registration would do and what would stop it, each on a line of its own. The error is exit
+// 4 when anything would stop it, so that a script or CI gating on the plan stops where the
+// registration would; the plan is nil when Nomad's copy could not be read.
+func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine.Engine, c *nomad.Client, erasing *erasingAnswer, info engine.VolumeInfo, want spec.Volume, to engine.HandoverTarget) (*NomadRegisterPlan, error) {
+	id := info.ID
+	text := !opts.Exporter.Enabled()
+	have, herr := c.Volume(ctx, id, info.Namespace)
+	exists := herr == nil
+	if herr != nil && !errors.Is(herr, nomad.ErrNotFound) {
+		return nil, fmt.Errorf("volume %q: %w", id, herr)
+	}
+	plan := &NomadRegisterPlan{ID: id, NomadAddress: c.Address, NomadNamespace: to.Namespace}
+	// Nomad's volume of the ID may be another one (someone else's): what registering this
+	// one would change in it, or Nomad keep of it, is beside the point.
+	other := []string(nil)
+	if exists {
+		other = c.Identity(have, want)
+	}
+	var line string
+	switch ch := nomad.Changes(have, want); {
+	case len(other) > 0:
+		plan.Action = "another"
+		line = fmt.Sprintf("Would not register volume %q in Nomad at %s%s (plugin %q, external ID %q)", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, info.ExternalID)
+	case !exists:
+		plan.Action = "register"
+		line = fmt.Sprintf("Would register volume %q in Nomad at %s%s (plugin %q, external ID %q)", id, c.Address, inNamespace(info.Namespace, to.Namespace), info.PluginID, info.ExternalID)
+	case len(ch) == 0:
+		plan.Action = "none"
+		line = fmt.Sprintf("Volume %q is registered in Nomad at %s: nothing would change (secrets are not compared)", id, c.Address)
+	default:
+		plan.Action, plan.Changes = "update", ch
+		line = fmt.Sprintf("Would update volume %q in Nomad at %s: %s", id, c.Address, display.Escape(strings.Join(ch, ", ")))
+	}
+	if text {
+		fmt.Fprintln(opts.IO.Out, line)
+	}
+	but := func(why, format string, args ...any) {
+		plan.WouldFail = append(plan.WouldFail, why)
+		if text {
+			fmt.Fprintf(opts.IO.Out, "  but "+format+"\n", args...)
+		}
+	}
+	if r := nomad.Refused(have, want); exists && len(other) == 0 && len(r) > 0 {
+		but("Nomad refuses to change its "+strings.Join(r, ", "), "Nomad does not change a registered volume's %s, and volctl's differ from its copy's: it would be refused (deregister it in Nomad and register it again to change them)", strings.Join(r, ", "))
+	}
+	if k := nomad.Kept(have, want); exists && len(other) == 0 && len(k) > 0 {
+		but("Nomad's copy would keep no "+strings.Join(k, ", "), "Nomad's copy has no %s, and volctl's has: Nomad keeps what a volume was first registered with, so it would stay without (its allocs placed on nodes that may not reach the volume), and the registration's read-back would fail on it: deregister it in Nomad and register it again to give it one", strings.Join(k, ", "))
+	}
+	if len(other) > 0 {
+		// Nomad's words, which what answers for it may have filled with the token.
+		but("Nomad's volume of the ID is another one", "Nomad's volume %q is another one (%s): it would be refused", id, display.Escape(c.Hide(strings.Join(other, ", "))))
+	}
+	if h := info.Handover; h != nil && !h.To(to) {
+		but("it is handed over elsewhere", "it is handed over to Nomad at %s (namespace %s, region %q) already: it would be refused", h.Address, h.Namespace, h.Region)
+	}
+	if info.NodeExpansionOwed > 0 && info.Handover == nil && !opts.Force {
+		but("it is owed a NodeExpandVolume", "it is owed a NodeExpandVolume to %s, which Nomad would never send: it would be refused without --force", spec.FormatSize(info.NodeExpansionOwed))
+	}
+	if w := erasing.warning(ctx, c, want, "before handing it over"); w != "" {
+		plan.Warnings = append(plan.Warnings, w)
+		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
+	}
+	if n := erasing.note(); n != "" {
+		plan.Warnings = append(plan.Warnings, n)
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
+	}
+	if exists && len(other) == 0 && info.Handover == nil {
+		if n := secretsReplaced(want, false); n != "" {
+			plan.Warnings = append(plan.Warnings, n)
+			fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
+		}
+	}
+	if len(info.Claims) > 0 {
+		if how := attachedUnderClaims(ctx, e, info); how != "" && info.Handover == nil {
+			but("its live local claims hold an attachment", "it has %d live local claim(s) and %s: it would be refused, --force or not (Nomad's ControllerUnpublishVolume would detach it from under them)", len(info.Claims), how)
+		} else if !opts.Force {
+			but("it has live local claims", "it has %d live local claim(s): it would be refused without --force", len(info.Claims))
+		}
+	}
+	if len(plan.WouldFail) > 0 {
+		where := "said above"
+		if !text {
+			where = "its would_fail"
+		}
+		return plan, withCode(ExitConflict, fmt.Errorf("volume %q: the registration would not go through: %s (%s)", id, strings.Join(plan.WouldFail, "; "), where))
+	}
+	return plan, nil
+}
+
 // erasingAnswer is what a command learnt of Nomad's servers that erase a volume's secrets and
 // mount flags whenever they send its event to an event-stream subscriber
 // (nomad.ErasesSecretsOnEvents): asked once, for the first volume that has any.
 type erasingAnswer struct {
 	asked   bool
 	servers []string // "NAME (BUILD)"
+	// unchecked says, once (note), that Nomad refused to say which versions its servers run
+	// (a token without node read), for the first volume that has secrets or mount flags.
+	unchecked string
+	noted     bool
 }
 
 // warning says, for a volume want with secrets or mount flags, that Nomad at c would erase
 // them (then: what to do once that is seen to); empty when it would not, or when Nomad does
-// not say its servers' versions (a token without node read: nothing to go by).
+// not say its servers' versions: when it refuses to (a token without node read), note then
+// says that volctl could not check, and how to.
 func (a *erasingAnswer) warning(ctx context.Context, c *nomad.Client, want spec.Volume, then string) string {
 	has := nomad.NotCompared(want) // its secrets and mount flags: what is erased
 	if len(has) == 0 {
@@ -380,8 +512,13 @@ func (a *erasingAnswer) warning(ctx context.Context, c *nomad.Client, want spec.
 	}
 	if !a.asked {
 		a.asked = true
-		if servers, err := c.Servers(ctx); err == nil {
+		servers, err := c.Servers(ctx)
+		switch {
+		case err == nil:
 			a.servers = nomad.ErasingServers(servers)
+		case errors.Is(err, nomad.ErrPermissionDenied):
+			a.unchecked = fmt.Sprintf("volume %q has %s, which Nomad erases from its copy each time it sends the volume's event to a subscriber of its event stream when its servers run a version before 1.11.1 (1.10.7, 1.8.19 Enterprise; hashicorp/nomad#27176), and Nomad at %s did not say which versions its servers run: NOMAD_TOKEN's ACL policy does not grant the \"node\" policy \"read\" that asking needs; `nomad server members`, run with a token whose policy does, shows them",
+				want.ID, strings.ReplaceAll(strings.Join(has, " and "), "_", " "), c.Address)
 		}
 	}
 	if len(a.servers) == 0 {
@@ -389,6 +526,34 @@ func (a *erasingAnswer) warning(ctx context.Context, c *nomad.Client, want spec.
 	}
 	return fmt.Sprintf("volume %q has %s, which Nomad at %s erases from its copy each time it sends the volume's event to a subscriber of its event stream (topic CSIVolume or *; a registration makes one), and it then sends its plugin none (mount flags as [REDACTED]): its server(s) %s run a version before 1.11.1 (1.10.7, 1.8.19 Enterprise; hashicorp/nomad#27176); stop such subscribers or upgrade those servers, %s",
 		want.ID, strings.ReplaceAll(strings.Join(has, " and "), "_", " "), c.Address, display.Escape(strings.Join(a.servers, ", ")), then)
+}
+
+// secretsReplaced says, for a volume want without secrets that Nomad has already and volctl
+// did not hand over (registered there first, by `nomad volume register` or another tool), that
+// a registration replaces the secrets of Nomad's copy with volctl's, none: Nomad's update takes
+// the secrets sent, none included (Nomad 2.0.5 then sent the plugin none), and its answers
+// never show a copy's secrets, so volctl cannot tell whether it had any. done: said after the
+// registration. Empty for a volume with secrets (they are sent).
+func secretsReplaced(want spec.Volume, done bool) string {
+	if len(want.Secrets) > 0 {
+		return ""
+	}
+	if done {
+		return fmt.Sprintf("volume %q was registered in Nomad before volctl handed it over, and Nomad does not show its copy's secrets: the registration replaced them with volctl's, which are none, so if it had some, the plugin's calls for the volume now go without them; put them in volctl's volume (the secrets block of its spec, then `volctl volume register FILE`) and run `%s` again",
+			want.ID, shellquote.Command("volctl nomad register", want.ID))
+	}
+	return fmt.Sprintf("volume %q is registered in Nomad already, not handed over by volctl, and Nomad does not show its copy's secrets: a registration would replace them with volctl's, which are none, so if it has some, the plugin's calls for the volume would go without them; put them in volctl's volume first (the secrets block of its spec, then `volctl volume register FILE`)",
+		want.ID)
+}
+
+// note is what warning could not check (a token without node read), once per command: empty
+// after the first call, and when there is nothing to say.
+func (a *erasingAnswer) note() string {
+	if a.noted {
+		return ""
+	}
+	a.noted = a.unchecked != ""
+	return a.unchecked
 }
 
 // attachedUnderClaims says how the volume's live local claims hold an attachment, for
@@ -802,6 +967,9 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			}
 			if s.Erasing != "" {
 				fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", s.Erasing)
+			}
+			if n := erasing.note(); n != "" {
+				fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", n)
 			}
 			if len(s.NotCompared) > 0 {
 				fmt.Fprintf(opts.IO.ErrOut, "Note: volume %q: Nomad does not answer a volume's %s, so volctl's are not compared with its copy's: `%s` sends them again\n",

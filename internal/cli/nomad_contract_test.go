@@ -391,7 +391,7 @@ func TestNomadRegisterForcedRefusesClaimsHoldingAnAttachment(t *testing.T) {
 	force := func(o *NomadRegisterOptions) { o.Force = true }
 	r := newReplayNomad(t, registerStep(t, h, "volctl nomad register")...)
 	out, _, err := runNomadRegister(h, r, func(o *NomadRegisterOptions) { o.Force, o.DryRun = true, true })
-	if err != nil || !strings.Contains(out, `recorded as attached to node "n1": it would be refused, --force or not`) {
+	if ExitCode(err) != ExitConflict || !strings.Contains(out, `recorded as attached to node "n1": it would be refused, --force or not`) {
 		t.Fatalf("--dry-run --force: %v, out %q; want it to say the forced handover would be refused", err, out)
 	}
 	r = newReplayNomad(t, registerStep(t, h, "volctl nomad register")...)

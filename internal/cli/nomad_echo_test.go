@@ -104,3 +104,28 @@ func TestNomadReleaseRefusalDoesNotShowTheToken(t *testing.T) {
 		}
 	}
 }
+
+// What answers for Nomad may echo the ACL token anywhere, in the fields of another volume by
+// the ID included: `volctl nomad register --dry-run` says how that one differs without it, as
+// the registration, nomad status and release do (and its --json, redacted as status's is).
+// Before, the plan's text printed what Nomad said as it was.
+func TestNomadRegisterDryRunDoesNotShowTheToken(t *testing.T) {
+	const token = "4f1a-acl-token-secret"
+	t.Setenv("NOMAD_TOKEN", token)
+	h := nomadHarness(t)
+	a := newFakeNomad(t)
+	a.mu.Lock()
+	a.vols["default/db"] = true
+	a.sent["default/db"] = map[string]any{"ExternalID": "disk-" + token, "PluginID": "hp-" + token}
+	a.mu.Unlock()
+	for _, json := range []bool{false, true} {
+		ios, _, out, errOut := iostreams.Test()
+		err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, DryRun: true, Exporter: exportFlags{JSON: json}})
+		if ExitCode(err) != ExitConflict || !strings.Contains(out.String(), "another") {
+			t.Fatalf("--dry-run (json %v) over another volume: %v (exit %d), out %q; want exit 4 saying it is another one", json, err, ExitCode(err), out)
+		}
+		if all := out.String() + errOut.String() + err.Error(); strings.Contains(all, token) {
+			t.Errorf("--dry-run (json %v) shows the ACL token Nomad echoed: %s", json, all)
+		}
+	}
+}

@@ -680,7 +680,7 @@ func TestNomadRegisterDryRunSaysAnotherHandoverWouldRefuse(t *testing.T) {
 	t.Setenv("NOMAD_NAMESPACE", "team")
 	ios, _, out, _ := iostreams.Test()
 	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, DryRun: true})
-	if err != nil || !strings.Contains(out.String(), "it would be refused") || !strings.Contains(out.String(), "namespace default") {
+	if ExitCode(err) != ExitConflict || !strings.Contains(out.String(), "it would be refused") || !strings.Contains(out.String(), "namespace default") {
 		t.Fatalf("dry run of a register the mark refuses: %q, %v", out, err)
 	}
 }
@@ -788,7 +788,7 @@ func TestNomadRegisterOfAVolumeOwedANodeExpansion(t *testing.T) {
 	}
 	ios, _, out, _ := iostreams.Test()
 	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, DryRun: true})
-	if err != nil || !strings.Contains(out.String(), "owed a NodeExpandVolume to 20MiB, which Nomad would never send: it would be refused without --force") {
+	if ExitCode(err) != ExitConflict || !strings.Contains(out.String(), "owed a NodeExpandVolume to 20MiB, which Nomad would never send: it would be refused without --force") {
 		t.Fatalf("dry run: %q, %v; want it to say the handover would be refused", out, err)
 	}
 	_, _, err = registerIn(h, a)

@@ -105,7 +105,7 @@ func TestNomadRegisterDoesNotOverwriteAnotherVolume(t *testing.T) {
 			}
 			// --dry-run says it would be refused.
 			ios, _, out, _ := iostreams.Test()
-			if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, DryRun: true}); err != nil ||
+			if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: a.client, Volumes: []string{"db"}, DryRun: true}); ExitCode(err) != ExitConflict ||
 				!strings.Contains(out.String(), "it would be refused") {
 				t.Errorf("dry run over another volume: %q, %v", out, err)
 			}

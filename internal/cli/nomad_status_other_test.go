@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -212,11 +213,12 @@ func TestNomadRegisterDryRunSaysWhatNomadWouldDo(t *testing.T) {
 	if _, _, err := registerIn(h, n); err != nil {
 		t.Fatal(err)
 	}
-	dryRun := func(id string) string {
+	// code: the exit code the dry run must end with (4: the registration would not go through).
+	dryRun := func(id string, code int) string {
 		t.Helper()
 		ios, _, out, _ := iostreams.Test()
-		if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{id}, DryRun: true}); err != nil {
-			t.Fatal(err)
+		if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{id}, DryRun: true}); ExitCode(err) != code {
+			t.Fatalf("register --dry-run %s: %v (exit %d), want exit %d", id, err, ExitCode(err), code)
 		}
 		return out.String()
 	}
@@ -228,7 +230,7 @@ func TestNomadRegisterDryRunSaysWhatNomadWouldDo(t *testing.T) {
 		}
 	}
 	n.mu.Unlock()
-	if out := dryRun("db"); !strings.Contains(out, "nothing would change") {
+	if out := dryRun("db", ExitOK); !strings.Contains(out, "nothing would change") {
 		t.Errorf("register --dry-run of a volume whose copy in Nomad has parameters and a context volctl's lacks: %q, want nothing to change (Nomad keeps its own)", out)
 	}
 	if st, _, notes := runNomadStatusOf(t, h, n); st[0]["differs"] != nil || notes != "" {
@@ -244,7 +246,7 @@ func TestNomadRegisterDryRunSaysWhatNomadWouldDo(t *testing.T) {
 	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"pv"}}); err != nil {
 		t.Fatal(err)
 	}
-	out := dryRun("pv")
+	out := dryRun("pv", ExitConflict)
 	for _, want := range []string{"Nomad does not change a registered volume's parameters", "it would be refused"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("register --dry-run of a volume whose parameters differ from Nomad's copy's: %q\nwant it to say %q", out, want)
@@ -345,8 +347,8 @@ func TestNomadTopologyNomadKeepsIsNamed(t *testing.T) {
 		"MountOptions":          map[string]any{}, "RequestedCapacityMin": info.CapacityBytes}
 	n.mu.Unlock()
 	ios, _, out, _ := iostreams.Test()
-	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}, DryRun: true}); err != nil {
-		t.Fatal(err)
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}, DryRun: true}); ExitCode(err) != ExitConflict {
+		t.Fatalf("register --dry-run of a volume Nomad has without its topology: %v (exit %d), want exit 4: the registration's read-back would fail", err, ExitCode(err))
 	}
 	if !strings.Contains(out.String(), "Nomad's copy has no topology") {
 		t.Errorf("register --dry-run of a volume Nomad has without its topology: %q\nwant it to say Nomad's copy has none, and would keep none", out)
@@ -389,7 +391,8 @@ func anyStrings(v any) []string {
 // event-stream subscriber (hashicorp/nomad#27176): `volctl nomad register` and its --dry-run
 // warn, naming the servers and their versions, for a volume with secrets or mount flags; not
 // for one without, nor on a fixed Nomad, nor when Nomad does not say (a token without node
-// read). Before: nothing said so, and Nomad sent the plugin a volume without its secrets.
+// read: TestNomadRegisterWithoutNodeReadSaysItCouldNotCheck). Before: nothing said so, and
+// Nomad sent the plugin a volume without its secrets.
 func TestNomadRegisterWarnsOfANomadThatErasesSecrets(t *testing.T) {
 	h := nomadHarness(t)
 	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "sec", Name: "sec", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
@@ -421,7 +424,7 @@ func TestNomadRegisterWarnsOfANomadThatErasesSecrets(t *testing.T) {
 	if warned := register(old, "db", false); strings.Contains(warned, "27176") {
 		t.Errorf("register of a volume without secrets or mount flags warned: %q", warned)
 	}
-	for _, builds := range [][]string{{"1.11.1"}, {"1.10.7+ent"}, {"2.0.0"}, {"403"}} {
+	for _, builds := range [][]string{{"1.11.1"}, {"1.10.7+ent"}, {"2.0.0"}} {
 		n := newFakeNomad(t)
 		n.builds = builds
 		h2 := nomadHarness(t)
@@ -487,4 +490,46 @@ func TestNomadStatusWarnsOfANomadThatErasesSecrets(t *testing.T) {
 			t.Errorf("nomad status --json on a Nomad of %v: erasing %q, want it set %v, naming the server", builds, e, erases)
 		}
 	}
+}
+
+// A token without node read (a policy that writes volumes and reads plugins, as a handover
+// needs, and nothing more): Nomad refuses /v1/agent/members, so volctl cannot tell whether its
+// servers erase a volume's secrets at each event-stream event (before 1.11.1). register, its
+// --dry-run and status say so once per command, for a volume with secrets, naming the rule
+// and `nomad server members`; they warn of nothing they could not see. Before: nothing, as
+// on a fixed Nomad, and a volume handed to an old one lost its secrets unannounced.
+func TestNomadRegisterWithoutNodeReadSaysItCouldNotCheck(t *testing.T) {
+	h := nomadHarness(t)
+	for _, id := range []string{"sec", "sec2"} {
+		if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+			Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
+			Secrets:      spec.Secrets{"token": "s3cret"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := newFakeNomad(t)
+	n.builds = []string{"403"}
+	check := func(what, errOut string) {
+		t.Helper()
+		for _, want := range []string{`Note: volume "sec" has secrets`, "hashicorp/nomad#27176", `"node" policy "read"`, "`nomad server members`"} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("%s with a token without node read: %q\nwant it to say %q", what, errOut, want)
+			}
+		}
+		if strings.Count(errOut, "27176") != 1 || strings.Contains(errOut, "Warning") {
+			t.Errorf("%s with a token without node read: %q\nwant one note, no warning", what, errOut)
+		}
+	}
+	for _, dryRun := range []bool{true, false} {
+		ios, _, _, errOut := iostreams.Test()
+		if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"sec", "sec2"}, DryRun: dryRun}); err != nil {
+			t.Fatalf("nomad register (dry run %v): %v", dryRun, err)
+		}
+		check(fmt.Sprintf("register (dry run %v)", dryRun), errOut.String())
+	}
+	ios, _, _, errOut := iostreams.Test()
+	if err := nomadStatusRun(context.Background(), &NomadStatusOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"sec", "sec2"}}); err != nil {
+		t.Fatalf("nomad status: %v", err)
+	}
+	check("status", errOut.String())
 }

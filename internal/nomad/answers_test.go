@@ -96,6 +96,43 @@ func TestNomadPermissionDeniedSaysWhatOfTheToken(t *testing.T) {
 	}
 }
 
+// With ACLs, Nomad answers a request in a namespace it does not have 403 to a token whose policy
+// names no glob matching it, as it answers one the policy does not grant: NOMAD_NAMESPACE
+// misspelt (nosuch) read as a policy to widen. The error names NOMAD_NAMESPACE as where the
+// namespace came from, and says how to tell whether it exists (against Nomad 2.0.5:
+// TestNomadWithACLsAndTLS).
+func TestNomadPermissionDeniedInANamespaceNamesWhereItCameFrom(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Permission denied", http.StatusForbidden)
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv("NOMAD_TOKEN", "0b9bd8e6-52d4-4d1c-b4a2-6e9cb0dd0f0e")
+	t.Setenv("NOMAD_NAMESPACE", "nosuch")
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	v := spec.Volume{ID: "db", Namespace: "default", PluginID: "hp"}
+	_, err = c.Volume(ctx, "db", v.Namespace)
+	_, _, rerr := c.register(ctx, v)
+	for what, err := range map[string]error{"volume read": err, "registration": rerr} {
+		for _, w := range []string{"in namespace nosuch, which NOMAD_NAMESPACE names", `no namespace "nosuch"`, "`nomad namespace status nosuch`"} {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s refused in NOMAD_NAMESPACE's namespace: %v\nwant it to say %q", what, err, w)
+			}
+		}
+	}
+	if !strings.Contains(rerr.Error(), `"plugin" policy "read"`) {
+		t.Errorf("registration refused: %v\nwant it to name plugin read too", rerr)
+	}
+	// A namespace the volume's spec names is not said to be NOMAD_NAMESPACE's.
+	_, err = c.VolumeIn(ctx, "db", "team", "")
+	if err == nil || strings.Contains(err.Error(), "NOMAD_NAMESPACE") || !strings.Contains(err.Error(), `no namespace "team"`) {
+		t.Errorf("volume read refused in the spec's namespace team: %v\nwant it to say Nomad may have no namespace team, and not name NOMAD_NAMESPACE", err)
+	}
+}
+
 // A region Nomad does not know (NOMAD_REGION misspelt, or the region a volume was handed over
 // in gone from the federation): Nomad answers 500 "No path to region"; the error names the
 // region asked for and where it came from, not only Nomad's words.

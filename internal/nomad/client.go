@@ -478,20 +478,35 @@ func (c *Client) tlsFix(err error) string {
 	return ""
 }
 
-// denied is what volctl adds to err when it is Nomad's 403: the ACL capability (need) the
-// request needs of the token. Nomad answers "Permission denied" alike to a request without a
-// token (its anonymous policy), with a token it does not know, and with one that has expired
-// (a token with a TTL may expire between two requests of one command), so all of them are
-// named.
-func (c *Client) denied(err error, need string) string {
-	var ure api.UnexpectedResponseError
-	if !errors.As(err, &ure) || !ure.HasStatusCode() || ure.StatusCode() != http.StatusForbidden {
+// denied is what volctl adds to err when it is Nomad's 403: the ACL rule (need) the request
+// needs of the token, the namespace ns it needs it in ("" for a rule of no namespace), and
+// the rules it needs besides (also).
+// Nomad answers "Permission denied" alike to a request without a token (its anonymous
+// policy), with a token it does not know, and with one that has expired (a token with a TTL
+// may expire between two requests of one command), so all of them are named. A namespaced
+// capability is a namespace's, and a token's policy names namespaces by name (or a glob):
+// Nomad answers so too in a namespace that does not exist, which no rule grants anything in
+// unless a glob matches it, so that one is named too, and NOMAD_NAMESPACE when it names that
+// one (a typo there reads as a policy to widen).
+func (c *Client) denied(err error, need, ns string, also ...string) string {
+	if !isDenied(err) {
 		return ""
 	}
-	if !c.token {
-		return " (NOMAD_TOKEN is not set, and Nomad's anonymous policy does not grant " + need + ": set NOMAD_TOKEN to a token whose ACL policy does)"
+	where := ""
+	if ns != "" {
+		need += " in namespace " + ns
+		if ns == c.Namespace {
+			need += ", which NOMAD_NAMESPACE names"
+		}
+		where = fmt.Sprintf("; so it answers too when Nomad has no namespace %q (`%s` says whether it has)", ns, shellquote.Command("nomad namespace status", ns))
 	}
-	return " (NOMAD_TOKEN's ACL policy must grant " + need + "; Nomad answers so too for a token it does not know or that has expired: `nomad acl token self` says which)"
+	for _, a := range also {
+		need += ", and " + a
+	}
+	if !c.token {
+		return " (NOMAD_TOKEN is not set, and Nomad's anonymous policy does not grant " + need + ": set NOMAD_TOKEN to a token whose ACL policy does" + where + ")"
+	}
+	return " (NOMAD_TOKEN's ACL policy must grant " + need + "; Nomad answers so too for a token it does not know or that has expired: `nomad acl token self` says which" + where + ")"
 }
 
 // noRegion is what volctl adds to err when it is Nomad's answer that it knows no region by the
@@ -719,7 +734,7 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 		case isNotFound(err):
 			return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
-		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, pluginRead)+c.noRegion(err, c.Region)+busy(err, a))
+		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, pluginRead, "")+c.noRegion(err, c.Region)+busy(err, a))
 	}
 	if p.ID != id {
 		return PluginHealth{}, fmt.Errorf("plugin %q: Nomad at %s %s", id, c.Address, c.notTheOneAsked("plugin", fmt.Sprintf("ID %q", p.ID)))
@@ -731,8 +746,10 @@ func (c *Client) Plugin(ctx context.Context, id string) (PluginHealth, error) {
 
 // VolumeState is a CSI volume as Nomad has it.
 type VolumeState struct {
-	ID          string       `json:"id"`
-	Namespace   string       `json:"namespace"`
+	ID        string `json:"id"`
+	Namespace string `json:"namespace"`
+	// Name is the volume's name in Nomad, which Nomad refuses to change (Refused).
+	Name        string       `json:"name"`
 	ExternalID  string       `json:"external_id"`
 	PluginID    string       `json:"plugin_id"`
 	Provider    string       `json:"provider"`
@@ -797,7 +814,7 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 		case isNotFound(err):
 			return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s: %s", id, c.Address, c.said(ctx, err, nil), notNomads)
 		}
-		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, "csi-read-volume in namespace "+ns)+c.noRegion(err, region)+busy(err, a))
+		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s: %s%s", id, c.Address, c.said(ctx, err, nil), c.denied(err, "csi-read-volume", ns)+c.noRegion(err, region)+busy(err, a))
 	}
 	// Nomad answers a volume's read with that volume, in the namespace asked (one that names
 	// none is an older Nomad's).
@@ -805,7 +822,7 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 		return VolumeState{}, fmt.Errorf("volume %q: Nomad at %s %s", id, c.Address,
 			c.notTheOneAsked("volume", fmt.Sprintf("ID %q, namespace %q (asked in namespace %s)", v.ID, v.Namespace, ns)))
 	}
-	out := VolumeState{ID: v.ID, Namespace: v.Namespace, ExternalID: v.ExternalID, PluginID: v.PluginID, Provider: v.Provider,
+	out := VolumeState{ID: v.ID, Namespace: v.Namespace, Name: v.Name, ExternalID: v.ExternalID, PluginID: v.PluginID, Provider: v.Provider,
 		Schedulable: v.Schedulable,
 		Plugin: PluginHealth{ID: v.PluginID, Provider: v.Provider, ControllerRequired: v.ControllerRequired,
 			ControllersHealthy: v.ControllersHealthy, ControllersExpected: v.ControllersExpected,
@@ -925,7 +942,7 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 		(&api.WriteOptions{Namespace: vol.Namespace, Region: c.Region}).WithContext(rctx))
 	if err != nil {
 		c.noteStopped(err, fmt.Sprintf("volume %q", v.ID))
-		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + c.denied(err, "csi-write-volume in namespace "+vol.Namespace+", and "+pluginRead) +
+		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + c.denied(err, "csi-write-volume", vol.Namespace, pluginRead) +
 			c.noRegion(err, c.Region) + c.noNamespace(err, v, vol.Namespace) + busy(err, a)
 		switch {
 		case answered(err) && settled(err):
@@ -1039,13 +1056,18 @@ func NotCompared(want spec.Volume) []string {
 }
 
 // Refused lists what Nomad refuses to change in a registered volume that registering want
-// would (CSIVolume.Merge, "unable to update volume: ..."): its parameters, when want has some
+// would (CSIVolume.Merge, "unable to update volume: ..."): its name, when want's differs
+// ("volume name cannot be updated", as Nomad 2.0.5 answers an update of a volume registered
+// there first under another name); its parameters, when want has some
 // and they differ ("volume parameters cannot be updated"; none sent keeps Nomad's); its
 // topology_request, once the volume has a topology, when the one sent is not the one Nomad's
 // copy was registered with ("volume topology request update was not compatible with existing
 // topology"; none sent differs from one, since Nomad keeps a registered volume's topology).
 func Refused(have VolumeState, want spec.Volume) []string {
 	var out []string
+	if want.Name != "" && have.Name != want.Name {
+		out = append(out, "name")
+	}
 	if len(want.Parameters) > 0 && !maps.Equal(have.Parameters, want.Parameters) {
 		out = append(out, "parameters")
 	}

@@ -21,8 +21,9 @@ import (
 
 // mergingNomad is a Nomad holding one registered volume, which it updates on a registration as
 // Nomad's CSIVolume.Register does (structs.CSIVolume.Merge, then expandVolume for the
-// capacity): capabilities, mount options (not in use) and secrets replaced; parameters that
-// are sent and differ refused ("volume parameters cannot be updated", a 500); the capacity
+// capacity): capabilities, mount options (not in use) and secrets replaced; a name or
+// parameters that are sent and differ refused ("volume name cannot be updated", "volume
+// parameters cannot be updated", a 500); the capacity
 // taken when one is sent. The context is replaced by the one sent, empty or not, as Nomad
 // before 1.9.6 (and 1.8.10, 1.7.18) did; keepContext keeps it when none is sent, as later ones
 // do (GH-24922).
@@ -73,6 +74,10 @@ func (n *mergingNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			n.vol.Topologies = upd.RequestedTopologies.Required // a registered volume's topology
 		}
 		w.Write([]byte(`{}`))
+		return
+	}
+	if upd.Name != "" && upd.Name != n.vol.Name {
+		http.Error(w, "unable to update volume: 1 error occurred:\n\t* volume name cannot be updated", http.StatusInternalServerError)
 		return
 	}
 	if len(upd.Parameters) != 0 && !maps.Equal(n.vol.Parameters, upd.Parameters) {
@@ -189,6 +194,12 @@ func TestChangesAreWhatNomadsUpdateChanges(t *testing.T) {
 			have:    api.CSIVolume{Topologies: n1, RequestedTopologies: &api.CSITopologyRequest{Required: n1, Preferred: n1}},
 			want:    spec.Volume{TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"node": "n1"}}}}},
 			refused: []string{"topology_request"}, refusal: "not compatible with existing topology"},
+		{name: "Nomad's name, none here",
+			have: api.CSIVolume{Name: "nomads-name"}},
+		{name: "another name here",
+			have:    api.CSIVolume{Name: "nomads-name"},
+			want:    spec.Volume{Name: "db"},
+			refused: []string{"name"}, refusal: "volume name cannot be updated"},
 		{name: "a topology here, none in Nomad",
 			want: spec.Volume{TopologyRequest: &spec.TopologyRequest{Required: []spec.Topology{{Segments: map[string]string{"node": "n1"}}}}},
 			kept: []string{"topology"}},

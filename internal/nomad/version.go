@@ -2,7 +2,9 @@ package nomad
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,7 +28,10 @@ func (c *Client) Servers(ctx context.Context) ([]Server, error) {
 	var out api.ServerMembers
 	if _, err := c.api.Raw().Query("/v1/agent/members", &out, (&api.QueryOptions{Region: c.Region}).WithContext(rctx)); err != nil {
 		c.noteStopped(err, "its servers")
-		return nil, fmt.Errorf("Nomad at %s: its servers: %s%s", c.Address, c.said(ctx, err, nil), c.denied(err, `the "node" policy "read"`)+c.noRegion(err, c.Region)+busy(err, a))
+		if isDenied(err) {
+			return nil, &deniedError{fmt.Errorf("Nomad at %s: its servers: %s%s", c.Address, c.said(ctx, err, nil), c.denied(err, `the "node" policy "read"`, ""))}
+		}
+		return nil, fmt.Errorf("Nomad at %s: its servers: %s%s", c.Address, c.said(ctx, err, nil), c.denied(err, `the "node" policy "read"`, "")+c.noRegion(err, c.Region)+busy(err, a))
 	}
 	region := c.Region
 	if region == "" {
@@ -41,6 +46,20 @@ func (c *Client) Servers(ctx context.Context) ([]Server, error) {
 	}
 	slices.SortFunc(servers, func(a, b Server) int { return strings.Compare(a.Name, b.Name) })
 	return servers, nil
+}
+
+// ErrPermissionDenied matches the error of a request Nomad refused the token (its 403).
+var ErrPermissionDenied = errors.New("permission denied")
+
+// deniedError is an error of Nomad's 403 (ErrPermissionDenied).
+type deniedError struct{ error }
+
+func (e *deniedError) Is(target error) bool { return target == ErrPermissionDenied }
+
+// isDenied reports whether err is a 403.
+func isDenied(err error) bool {
+	var ure api.UnexpectedResponseError
+	return errors.As(err, &ure) && ure.HasStatusCode() && ure.StatusCode() == http.StatusForbidden
 }
 
 // ErasesSecretsOnEvents reports whether a Nomad server of build redacts a CSI volume's secrets
