@@ -620,6 +620,9 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 	if perr == nil {
 		return cl, nil
 	}
+	if errors.Is(perr, errLockLost) {
+		return cl, perr // it says what is left; nothing more is sent or written
+	}
 	if cl.Degraded {
 		// A claim that was published and is being restored is never rolled back, whatever the
 		// class of the error: its alloc may be using the volume, and freeing the claim would let
@@ -797,6 +800,12 @@ var errMovedOn = errors.New("the claim moved on")
 // left for reconcile with this very failure (the same RPC and message): a claim that fails the
 // same way pass after pass counts its attempts, but says so in the event log once.
 func (e *Engine) recordFailure(ctx context.Context, cl *store.Claim, rpc string, cause error, update func(tx *store.Tx) error) {
+	if errors.Is(cause, errLockLost) {
+		// Another process may hold the volume's lock now and be moving the claim: this one
+		// writes nothing over it.
+		e.log.Warn("the volume's lock was lost: the claim's failure is not recorded", "volume", cl.VolumeID, "alloc", cl.Alloc, "err", cause)
+		return
+	}
 	repeat := cl.NeedsReconcile && cl.LastRPC == rpc && cl.LastError == cause.Error()
 	cl.NeedsReconcile = true
 	cl.Attempts++
