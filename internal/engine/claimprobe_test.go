@@ -25,27 +25,7 @@ func TestClaimOnAPluginNotReadyIsRefused(t *testing.T) {
 	h.mem.SetReady(&notReady)
 	h.mem.ResetCalls()
 
-	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
-	if err == nil {
-		t.Fatal("a claim on a plugin whose Probe says not ready was admitted and published")
-	}
-	if !errors.Is(err, ErrConflict) {
-		t.Errorf("refusal %q is not a conflict (exit 4, as the other refusals of a volume that cannot take claims)", err)
-	}
-	for _, want := range []string{`plugin "mem"`, `volume "db"`, "not ready", "ready=false", "no claim was admitted", "volctl plugin status mem"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("refusal = %q; want it to say %q", err, want)
-		}
-	}
-	if live := h.liveClaims("db"); len(live) != 0 {
-		t.Errorf("claims after the refusal = %+v; want none", live)
-	}
-	if st, ok := h.staging("db"); ok {
-		t.Errorf("staging after the refusal = %+v; want none (no intent recorded)", st)
-	}
-	if rpcs := h.rpcs(); len(rpcs) != 0 {
-		t.Errorf("RPCs sent for the refused claim = %v; want none", rpcs)
-	}
+	h.claimRefusedForItsPlugin("a plugin whose Probe says not ready", "not ready", "ready=false")
 	if n := h.mem.CallCount(csi.RPCProbe); n != 1 {
 		t.Errorf("the claim sent Probe %d times; want once", n)
 	}
@@ -74,24 +54,7 @@ func TestClaimOnAPluginWhoseProbeFailsIsRefused(t *testing.T) {
 	h.faults.Inject(csi.RPCProbe, csitest.Fault{Code: codes.FailedPrecondition, Message: "backend unreachable"})
 	h.mem.ResetCalls()
 
-	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
-	if err == nil {
-		t.Fatal("a claim on a plugin whose Probe fails was admitted")
-	}
-	if !errors.Is(err, ErrConflict) {
-		t.Errorf("refusal %q is not a conflict", err)
-	}
-	for _, want := range []string{`plugin "mem"`, "unhealthy", "backend unreachable", "no claim was admitted", "volctl plugin status mem"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("refusal = %q; want it to say %q", err, want)
-		}
-	}
-	if live := h.liveClaims("db"); len(live) != 0 {
-		t.Errorf("claims after the refusal = %+v; want none", live)
-	}
-	if rpcs := h.rpcs(); len(rpcs) != 0 {
-		t.Errorf("RPCs sent for the refused claim = %v; want none", rpcs)
-	}
+	h.claimRefusedForItsPlugin("a plugin whose Probe fails", "unhealthy", "backend unreachable")
 	if s := h.volumeInfo("db").Schedulability(); s.Why != PluginDown || !strings.Contains(s.Detail, "backend unreachable") {
 		t.Errorf("volume db after the refusal: %q (%s); want the probe's failure recorded", s, s.Detail)
 	}
@@ -125,5 +88,33 @@ func TestPluginNotReadyStillUndoesAndRestoresClaims(t *testing.T) {
 	h.release("logs", "web-0")
 	if live := append(h.liveClaims("db"), h.liveClaims("logs")...); len(live) != 0 {
 		t.Errorf("claims after the releases = %+v; want none", live)
+	}
+}
+
+// claimRefusedForItsPlugin claims volume db for alloc web-0, whose plugin mem (what) is not
+// healthy, and checks the claim is refused as a conflict (exit 4, as the other refusals of a
+// volume that cannot take claims) saying why, with no claim, no intent and no RPC left.
+func (h *harness) claimRefusedForItsPlugin(what string, why ...string) {
+	h.t.Helper()
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	if err == nil {
+		h.t.Fatalf("a claim on %s was admitted and published", what)
+	}
+	if !errors.Is(err, ErrConflict) {
+		h.t.Errorf("refusal %q is not a conflict", err)
+	}
+	for _, want := range append([]string{`plugin "mem"`, `volume "db"`, "no claim was admitted", "volctl plugin status mem"}, why...) {
+		if !strings.Contains(err.Error(), want) {
+			h.t.Errorf("refusal = %q; want it to say %q", err, want)
+		}
+	}
+	if live := h.liveClaims("db"); len(live) != 0 {
+		h.t.Errorf("claims after the refusal = %+v; want none", live)
+	}
+	if st, ok := h.staging("db"); ok {
+		h.t.Errorf("staging after the refusal = %+v; want none (no intent recorded)", st)
+	}
+	if rpcs := h.rpcs(); len(rpcs) != 0 {
+		h.t.Errorf("RPCs sent for the refused claim = %v; want none", rpcs)
 	}
 }
