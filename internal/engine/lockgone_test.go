@@ -63,6 +63,47 @@ func TestLockFileDeletedWhileHeldStopsTheHolder(t *testing.T) {
 	h.release("db", "web-0")
 }
 
+// The same on the release path: a release whose lock file is deleted while its
+// NodeUnpublishVolume is in flight stops at its next checkpoint, and the second volctl's release,
+// on the new lock file, finishes it alone: NodeUnstageVolume and ControllerUnpublishVolume once.
+func TestLockFileDeletedWhileHeldStopsTheRelease(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	h.faults.Delay(csi.RPCNodeUnpublishVolume, 300*time.Millisecond)
+	h.mem.ResetCalls()
+	first := make(chan error, 1)
+	go func() { _, err := h.e.Release(h.ctx, "db", "web-0"); first <- err }()
+	for deadline := time.Now().Add(30 * time.Second); h.faults.Calls(csi.RPCNodeUnpublishVolume) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("NodeUnpublishVolume was never sent")
+		}
+	}
+	lockPath := filepath.Join(h.dir, lockDir, "volume-db.lock")
+	if err := os.Remove(lockPath); err != nil {
+		t.Fatal(err)
+	}
+	second, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if _, err := second.Release(h.ctx, "db", "web-0"); err != nil {
+		t.Fatalf("the second release: %v", err)
+	}
+	if ferr := <-first; ferr == nil || !strings.Contains(ferr.Error(), lockPath) {
+		t.Errorf("the first release, whose lock file was deleted under it: %v; want it stopped, naming %s", ferr, lockPath)
+	}
+	for _, rpc := range []string{csi.RPCNodeUnstageVolume, csi.RPCControllerUnpublishVolume} {
+		if n := h.mem.CallCount(rpc); n != 1 {
+			t.Errorf("%s sent %d times; want once, by the second release alone", rpc, n)
+		}
+	}
+	if live := h.liveClaims("db"); len(live) != 0 {
+		t.Errorf("claims = %+v; want none", live)
+	}
+}
+
 // A lock taken on a file that another process removed, and made anew at the path, between the
 // taker's open and its flock guards nothing (the other process locks the new file): it is
 // errNotAtPath, which lock and exclusive answer by taking the lock again on the file at the path.
