@@ -26,15 +26,7 @@ func TestLockFileDeletedWhileHeldStopsTheHolder(t *testing.T) {
 	h.mem.ResetCalls()
 	first := h.claimWithStageInFlight("db", "web-0")
 
-	lockPath := filepath.Join(h.dir, lockDir, "volume-db.lock")
-	if err := os.Remove(lockPath); err != nil {
-		t.Fatal(err)
-	}
-	second, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer second.Close()
+	second, lockPath := h.removeLockThenOpenAnother("db")
 	// The same alloc's claim again, from another process: it takes the lock at the path and
 	// drives the claim the first admitted.
 	cl, err := second.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
@@ -79,15 +71,7 @@ func TestLockFileDeletedWhileHeldStopsTheRelease(t *testing.T) {
 			t.Fatal("NodeUnpublishVolume was never sent")
 		}
 	}
-	lockPath := filepath.Join(h.dir, lockDir, "volume-db.lock")
-	if err := os.Remove(lockPath); err != nil {
-		t.Fatal(err)
-	}
-	second, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer second.Close()
+	second, lockPath := h.removeLockThenOpenAnother("db")
 	if _, err := second.Release(h.ctx, "db", "web-0"); err != nil {
 		t.Fatalf("the second release: %v", err)
 	}
@@ -102,6 +86,22 @@ func TestLockFileDeletedWhileHeldStopsTheRelease(t *testing.T) {
 	if live := h.liveClaims("db"); len(live) != 0 {
 		t.Errorf("claims = %+v; want none", live)
 	}
+}
+
+// removeLockThenOpenAnother removes volume vol's lock file, as by hand, and opens a second
+// engine on the state dir, as another volctl process; it returns the engine and the path.
+func (h *harness) removeLockThenOpenAnother(vol string) (*Engine, string) {
+	h.t.Helper()
+	lockPath := filepath.Join(h.dir, lockDir, "volume-"+vol+".lock")
+	if err := os.Remove(lockPath); err != nil {
+		h.t.Fatal(err)
+	}
+	second, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { second.Close() })
+	return second, lockPath
 }
 
 // A lock taken on a file that another process removed, and made anew at the path, between the
