@@ -71,7 +71,7 @@ func TestStatusExplainsUnhealthyAndUnschedulable(t *testing.T) {
 	writePluginProblems(&b, plugins)
 	want := `Plugin "hp" is unhealthy: plugin socket /run/hp.sock does not exist (is the plugin running?)
   volumes using it cannot take claims; once it runs again, volctl plugin status hp probes it
-Plugin "slow" is not ready: its Probe says so; claims on its volumes wait until it is
+Plugin "slow" is not ready: its Probe says so; claims on its volumes are refused until it is ready
 `
 	if b.String() != want {
 		t.Errorf("plugin problems:\n%s\nwant\n%s", b.String(), want)

@@ -50,7 +50,7 @@ func writePluginProblems(out io.Writer, plugins []engine.PluginInfo) {
 		case engine.PluginHealthy:
 			continue
 		case engine.PluginNotReady:
-			fmt.Fprintf(out, "Plugin %q is %s: its Probe says so; claims on its volumes wait until it is\n", p.ID, h)
+			fmt.Fprintf(out, "Plugin %q is %s: its Probe says so; claims on its volumes are refused until it is ready\n", p.ID, h)
 			continue
 		case engine.PluginUnknown:
 			fmt.Fprintf(out, "Plugin %q health is %s: %s\n", p.ID, h, display.Escape(p.HealthWhy()))

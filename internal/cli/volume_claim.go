@@ -38,7 +38,9 @@ plugin's capabilities ask, and print the target path where the volume is mounted
 Admission follows Nomad: single-node-writer allows one claim; single-node-reader-only and
 multi-node-reader-only allow readers only (--read-only); multi-node-single-writer allows one
 writer and any readers; multi-node-multi-writer allows any. A claim refused because another
-alloc holds the volume names the holder and exits 4. Without --access-mode and
+alloc holds the volume names the holder and exits 4; so does one whose plugin's Probe, sent
+before the claim is admitted, says it is not ready or fails (volctl plugin status shows its
+health; a release, and a claim again of a claim held, need no probe). Without --access-mode and
 --attachment-mode the volume's current mode is used, or its first capability that fits.
 --fs-type replaces the volume's fs type; --mount-flag (repeatable) replaces its mount flags.
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/volctl/volctl/internal/engine"
@@ -63,5 +64,30 @@ func TestVolumeClaimOutput(t *testing.T) {
 				t.Errorf("stdout = %q, want %q", out.String(), tt.want)
 			}
 		})
+	}
+}
+
+// `volume claim` on a volume whose plugin's Probe says not ready exits 4, as the other
+// refusals of a volume that cannot take claims, with --json printing nothing on stdout (as any
+// failure, docs/json.md) and the refusal on stderr naming the plugin and what to do; once the
+// plugin is ready, the same command claims. Before, it claimed and published through the plugin
+// not ready, exit 0.
+func TestVolumeClaimOnAPluginNotReadyExits4(t *testing.T) {
+	h := newCLIHarness(t)
+	h.createVolume(t, "db", spec.SingleNodeWriter)
+	notReady := false
+	h.mem.SetReady(&notReady)
+	code, out, errOut := h.runReported("volume", "claim", "db", "--alloc", "web-0", "--json")
+	if code != ExitConflict || out != "" || !strings.Contains(errOut, `plugin "mem" is not ready`) || !strings.Contains(errOut, "volctl plugin status mem") {
+		t.Fatalf("volume claim through a plugin not ready: exit %d, stdout %q, stderr %q; want exit %d, nothing on stdout, the refusal on stderr",
+			code, out, errOut, ExitConflict)
+	}
+	requireMount(t)
+	h.mem.SetReady(nil)
+	if code, out, errOut := h.runReported("volume", "claim", "db", "--alloc", "web-0", "--json"); code != ExitOK || !strings.Contains(out, `"target_path"`) {
+		t.Fatalf("volume claim once the plugin is ready: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, _, errOut := h.runReported("volume", "release", "db", "--alloc", "web-0"); code != ExitOK {
+		t.Fatalf("volume release: exit %d, %s", code, errOut)
 	}
 }

@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/volctl/volctl/internal/shellquote"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -53,4 +56,90 @@ func needsControllerHalf(c *conn) bool {
 func noNodeService(v store.Volume) error {
 	return invalidf("plugin %q has no node service on this host (it is registered as a controller plugin, or serves no node service): volume %q cannot be published here; register the plugin's node service (type \"node\" or \"monolith\") to claim it",
 		v.PluginID, v.ID)
+}
+
+// claimProbe is what a claim's Probe of its volume's plugin found, before admission inserts the
+// claim (probeForClaim): Nomad's scheduler places no claim on a node whose plugin is not
+// healthy, and a volume whose plugin says so shows "no: plugin not ready" (takesClaims). A
+// plugin the probe could not reach (its socket missing, nothing listening, its connection
+// refused) is not judged here (reached false): the publish path's connection fails the same way
+// and leaves the claim for reconcile, saying so (TestPluginGoneAtConnectSaysWhatIsLeft).
+type claimProbe struct {
+	plugin  string
+	reached bool
+	health  store.Health
+	err     error // the Probe's error; nil when it answered
+}
+
+// refusal is the claim's refusal when the probe found the plugin unhealthy or not ready: a
+// conflict (exit 4), as the other refusals of a volume that cannot take claims.
+func (pr *claimProbe) refusal(v store.Volume) error {
+	if !pr.reached || takesClaims(pr.health) {
+		return nil
+	}
+	status := shellquote.Command("volctl plugin status", pr.plugin)
+	if pr.err != nil {
+		return conflictf("volume %q cannot take claims: its plugin %q is unhealthy: its Probe failed: %v; no claim was admitted: fix the plugin (`%s` probes it again), then claim again",
+			v.ID, pr.plugin, pr.err, status)
+	}
+	return conflictf("volume %q cannot take claims: its plugin %q is not ready: its Probe answered ready=false (still starting, or waiting for what it needs); no claim was admitted: claim again once `%s` shows it healthy",
+		v.ID, pr.plugin, status)
+}
+
+// unprobed is admission's answer to a claim it would admit before its plugin was probed: no
+// RPC is sent inside admission's transaction, so the caller probes plugin (probeForClaim) and
+// admits again with what the probe found. Only a claim admission would insert is probed: one
+// refused anyway is refused at once, and the alloc's claim held already is handed back without
+// a word to the plugin.
+type unprobed struct{ plugin store.Plugin }
+
+func (u *unprobed) Error() string { return fmt.Sprintf("plugin %q not probed yet", u.plugin.ID) }
+
+// probeForClaim connects to plugin p, as the publish path does (the connection is kept for it),
+// sends it one Probe, and records the health it found when it differs from what p's row says.
+// The error is only the caller's interruption.
+func (e *Engine) probeForClaim(ctx context.Context, p store.Plugin) (*claimProbe, error) {
+	pr := &claimProbe{plugin: p.ID}
+	c, err := e.connectPlugin(ctx, p, true)
+	defer e.done(c)
+	if err == nil {
+		var h store.Health
+		h, err = e.probeErr(ctx, c)
+		if err == nil || !PluginNotAnswering(err) {
+			pr.reached, pr.health, pr.err = true, h, err
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("interrupted while probing plugin %q (no claim was admitted): %w", p.ID, ctx.Err())
+	}
+	if pr.reached {
+		e.noteProbed(ctx, p, pr.health)
+	}
+	return pr, nil
+}
+
+// noteProbed records the health a claim's probe of plugin p found, when it says otherwise than
+// p's row, so that `volume ls` and the dashboard agree with the claim's verdict; a reading that
+// agrees costs no commit. As a status command's reading, it never waits for another process's
+// write lock (TryUpdateProgress): the next probe records it.
+func (e *Engine) noteProbed(ctx context.Context, p store.Plugin, h store.Health) {
+	if was := p.Health; !was.ProbedAt.IsZero() && was.Healthy == h.Healthy && was.Ready == h.Ready && was.LastError == h.LastError {
+		return
+	}
+	err := e.store.TryUpdateProgress(ctx, func(tx *store.Tx) error {
+		cur, err := tx.Plugins().Get(p.ID)
+		if err != nil {
+			return err
+		}
+		if err := tx.Plugins().SetHealth(p.ID, h); err != nil {
+			return err
+		}
+		if ev := healthEvent(p.ID, cur.Health, h); ev != nil {
+			return tx.Events().Append(ev)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, store.ErrBusy) && !errors.Is(err, store.ErrNotFound) {
+		e.log.Warn("recording a plugin's health", "plugin", p.ID, "err", err)
+	}
 }

@@ -172,6 +172,13 @@ func (p *checkpoint) flushDurable(ctx context.Context, path string) error {
 }
 
 func (p *checkpoint) commit(ctx context.Context, path string, update func(context.Context, func(*store.Tx) error) error) error {
+	// Every step of the claim and release paths, the commit before each RPC and the last one,
+	// comes through here, pending writes or not: the volume's lock must still be this
+	// process's (stillHeld).
+	if err := p.e.locks.stillHeld(p.cl.VolumeID); err != nil {
+		p.cl.State = p.saved
+		return err
+	}
 	if !p.clDirty && !p.stDirty && len(p.events) == 0 && p.free == "" {
 		return nil
 	}

@@ -66,7 +66,7 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 	if locked {
 		defer unlock()
 	}
-	cl, v, ld, fresh, err := e.admit(ctx, req, locked)
+	cl, v, ld, fresh, err := e.admitProbed(ctx, req, locked)
 	if errors.Is(err, errHolderInFlight) {
 		// What is in the way is the work of the operation holding the lock: wait for it to
 		// end, as for any operation on the volume, then admit again under the lock.
@@ -75,7 +75,7 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 		}
 		defer unlock()
 		locked = true
-		cl, v, ld, fresh, err = e.admit(ctx, req, locked)
+		cl, v, ld, fresh, err = e.admitProbed(ctx, req, locked)
 	}
 	if err != nil {
 		return fail(err)
@@ -184,10 +184,26 @@ func notReady(v store.Volume) error {
 // operation holding the lock, in flight. The claim waits for the lock and is admitted again.
 var errHolderInFlight = errors.New("the operation holding the volume is in flight")
 
+// admitProbed is admit with the volume's plugin probed when admission would insert the claim
+// (unprobed): admitted again with what the probe found, which refuses a plugin not healthy.
+func (e *Engine) admitProbed(ctx context.Context, req ClaimRequest, locked bool) (cl store.Claim, v store.Volume, ld *loaded, fresh bool, err error) {
+	cl, v, ld, fresh, err = e.admit(ctx, req, locked, nil)
+	if up := (*unprobed)(nil); errors.As(err, &up) {
+		pr, perr := e.probeForClaim(ctx, up.plugin)
+		if perr != nil {
+			return cl, v, nil, false, perr
+		}
+		cl, v, ld, fresh, err = e.admit(ctx, req, locked, pr)
+	}
+	return cl, v, ld, fresh, err
+}
+
 // admit runs admission in one write transaction and returns the claim: a new one in state
 // taken (fresh), or the alloc's existing equal claim.
 // With locked (the caller holds the volume lock), it also loads what the publish path reads.
-func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl store.Claim, v store.Volume, ld *loaded, fresh bool, err error) {
+// probed is what a Probe of the volume's plugin found (probeForClaim); nil when it was not
+// probed yet, and a claim admission would insert is then not inserted: the error is unprobed.
+func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probed *claimProbe) (cl store.Claim, v store.Volume, ld *loaded, fresh bool, err error) {
 	mode := store.ClaimWrite
 	if req.ReadOnly {
 		mode = store.ClaimRead
@@ -276,6 +292,12 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool) (cl s
 		}
 		ld.onNode = len(live) > 0 || ld.hasStaging
 		if err := checkNode(tx, v, ld.onNode, ld.plugin); err != nil {
+			return err
+		}
+		if probed == nil {
+			return &unprobed{plugin: *ld.plugin} // checkPublishable refused a plugin not registered
+		}
+		if err := probed.refusal(v); err != nil {
 			return err
 		}
 		mo := v.MountOptions.Merge(req.MountOptions)
@@ -382,13 +404,17 @@ func groupStillRunning(tx *store.Tx, name string) error {
 // attached to this node and staged, as the plugin's recorded capabilities say it will be. If the
 // plugin has changed since (a restart with other capabilities), the publish path still commits
 // any intent missing here before its RPC, and an intent recorded needlessly only makes the
-// release path check for something that is not there.
+// release path check for something that is not there. No attach intent is recorded while
+// other claims are past the attach step with no attachment recorded (a plugin instance that
+// attached nothing took them there, and this one attaches): the publish path would take it
+// for their attachment and share it, sending no ControllerPublishVolume, over a staging not
+// made from an attachment (stagedUnattached); the publish path records it itself.
 func recordIntents(tx *store.Tx, ld *loaded, v store.Volume, stateDir string) error {
 	if ld.plugin == nil {
 		return nil
 	}
 	fp, st, changed := ld.plugin.Fingerprint, &ld.staging, false
-	if slices.Contains(fp.ControllerCaps, "PUBLISH_UNPUBLISH_VOLUME") && !st.ControllerPublished {
+	if slices.Contains(fp.ControllerCaps, "PUBLISH_UNPUBLISH_VOLUME") && !st.ControllerPublished && (ld.others == nil || ld.others.attached == 0) {
 		st.PluginID, st.NodeID, st.ControllerPublished = v.PluginID, fp.NodeID, true
 		changed, ld.attachIntent = true, true
 	}
@@ -594,6 +620,9 @@ func (e *Engine) driveClaim(ctx context.Context, cl store.Claim, v store.Volume,
 	if perr == nil {
 		return cl, nil
 	}
+	if errors.Is(perr, errLockLost) {
+		return cl, perr // it says what is left; nothing more is sent or written
+	}
 	if cl.Degraded {
 		// A claim that was published and is being restored is never rolled back, whatever the
 		// class of the error: its alloc may be using the volume, and freeing the claim would let
@@ -771,6 +800,12 @@ var errMovedOn = errors.New("the claim moved on")
 // left for reconcile with this very failure (the same RPC and message): a claim that fails the
 // same way pass after pass counts its attempts, but says so in the event log once.
 func (e *Engine) recordFailure(ctx context.Context, cl *store.Claim, rpc string, cause error, update func(tx *store.Tx) error) {
+	if errors.Is(cause, errLockLost) {
+		// Another process may hold the volume's lock now and be moving the claim: this one
+		// writes nothing over it.
+		e.log.Warn("the volume's lock was lost: the claim's failure is not recorded", "volume", cl.VolumeID, "alloc", cl.Alloc, "err", cause)
+		return
+	}
 	repeat := cl.NeedsReconcile && cl.LastRPC == rpc && cl.LastError == cause.Error()
 	cl.NeedsReconcile = true
 	cl.Attempts++

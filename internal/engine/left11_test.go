@@ -230,7 +230,20 @@ func TestReconcileSaysWhatItDidWithALeftStaging(t *testing.T) {
 // cannot be made again under the first claim's mount, so the second claim is rolled back
 // (nothing of the first one is touched); before, the error was the plugin's alone. Now it
 // says what happened and which release lets the staging be made from the attachment.
+// The same when the plugin's new capabilities were recorded before the claim (a `plugin
+// status`, the agent's probe, the claim's own probe): admission recorded the attach intent from
+// them, and the publish path took it for claim a's attachment and shared it, sending no
+// ControllerPublishVolume; claim b was published over the unattached staging, the volume
+// recorded attached though nothing attached it.
 func TestClaimOverAStagingMadeBeforeTheAttachmentNamesTheWayOut(t *testing.T) {
+	for _, statusFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("status first %t", statusFirst), func(t *testing.T) {
+			testClaimOverAStagingMadeBeforeTheAttachment(t, statusFirst)
+		})
+	}
+}
+
+func testClaimOverAStagingMadeBeforeTheAttachment(t *testing.T, statusFirst bool) {
 	h := newHarness(t, func(cfg *csitest.MemConfig) {
 		cfg.Controller.PublishUnpublishVolume = false
 		cfg.StageFromAttachment = true
@@ -238,6 +251,11 @@ func TestClaimOverAStagingMadeBeforeTheAttachmentNamesTheWayOut(t *testing.T) {
 	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
 	h.restartKeepingState(func(cfg *csitest.MemConfig) { cfg.Controller.PublishUnpublishVolume = true })
+	if statusFirst {
+		if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	h.mem.ResetCalls()
 
 	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b"})

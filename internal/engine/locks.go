@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -34,6 +35,91 @@ type locker struct {
 	// stoppedWait is how long a wait for a lock lasts once every holder is stuck (stopped by a signal,
 	// or blocked in the kernel: await); store.DefaultStoppedWait, shorter in tests.
 	stoppedWait time.Duration
+	// held are the exclusive locks this process holds, by lock name (*heldLock): the file each is
+	// on, which stillHeld compares with the file at its path (docs/architecture.md, Locks).
+	held sync.Map
+}
+
+// heldLock is a lock file this process holds a volume's lock on, as the device and inode of the
+// file it locked.
+type heldLock struct {
+	path     string
+	dev, ino uint64
+}
+
+// lockReopens bounds how many times a lock is taken again because its file was no longer at its
+// path once locked (lockedAtPath): a path replaced that often is someone's doing, and said so.
+const lockReopens = 10
+
+// errNotAtPath is a lock taken on a file no longer at its path (lockedAtPath).
+var errNotAtPath = errors.New("the lock file was removed or replaced while this volctl took its lock")
+
+// lockedAtPath returns the file fl locked when it is the file at fl's path: one opened just before
+// another process removed it (by hand: volctl never removes a lock file) and made a new one,
+// which that process locks, guards nothing, and its lock is errNotAtPath. The caller unlocks it
+// and takes the lock again, on the file at the path.
+func lockedAtPath(fl *flock.Flock) (heldLock, error) {
+	fi, err := fl.Stat()
+	if err != nil {
+		return heldLock{}, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return heldLock{}, fmt.Errorf("lock file %s: no device and inode", fl.Path())
+	}
+	h := heldLock{path: fl.Path(), dev: uint64(st.Dev), ino: st.Ino}
+	if !h.atPath() {
+		return h, errNotAtPath
+	}
+	return h, nil
+}
+
+// atPath says whether h's file is still the one at its path.
+func (h heldLock) atPath() bool {
+	var st syscall.Stat_t
+	return syscall.Lstat(h.path, &st) == nil && uint64(st.Dev) == h.dev && st.Ino == h.ino
+}
+
+// errLockLost marks a volume operation stopped because its lock file is no longer the one it
+// locked (stillHeld): no RPC is sent and nothing written after it, not even the claim's failure
+// (recordFailure), since another process may hold the volume's lock and be driving the claim.
+var errLockLost = errors.New("the volume's lock was lost")
+
+// stillHeld checks, before a step of an operation holding volume id's lock (every checkpoint of
+// a claim or a release: the commit before each RPC, and the last), that the file it locked is
+// still the one at its path. One removed (by hand, or by a cleanup of the state dir) while held
+// lets a second volctl make a new file there and lock it, and two processes would work on the
+// volume at once: this one stops instead, with an error naming the file and what to do, leaving
+// the claim where its last commit put it, which the other process, or the next command or
+// reconcile, resumes. It costs one lstat(2); a volume whose lock this process does not hold
+// (none taken through locker.volume or tryVolume) passes.
+func (l *locker) stillHeld(id string) error {
+	v, ok := l.held.Load("volume-" + id)
+	if !ok {
+		return nil
+	}
+	h := v.(*heldLock)
+	if h.atPath() {
+		return nil
+	}
+	how := "removed"
+	if _, err := os.Lstat(h.path); err == nil {
+		how = "removed, and another file made at its path,"
+	}
+	return &kindError{kind: errLockLost, msg: fmt.Sprintf("volume %q's lock file %s was %s while this volctl held the volume's lock (volctl never removes its lock files; something else did): "+
+		"another volctl may hold the lock on the new file and be working on the volume, so this one stopped before its next step, leaving what it did recorded; "+
+		"`volctl volume status %s` shows where the claims are, and `volctl reconcile` resumes them once no other volctl is working on the volume; never remove the files in %s",
+		id, h.path, how, id, filepath.Dir(h.path))}
+}
+
+// hold keeps the record of a volume lock this process took (stillHeld) and returns its release.
+func (l *locker) hold(name string, fl *flock.Flock, h heldLock) func() {
+	rec := &h
+	l.held.Store(name, rec)
+	return func() {
+		l.held.CompareAndDelete(name, rec)
+		_ = fl.Unlock()
+	}
 }
 
 func newLocker(stateDir string) (*locker, error) {
@@ -147,16 +233,32 @@ func (l *locker) dirs(ctx context.Context, exclusive bool) (func(), error) {
 // exclusive takes a named lock without waiting (e.g. one agent per state dir); ok is false when
 // another process holds it.
 func (l *locker) exclusive(name string) (release func(), ok bool, err error) {
-	fl, err := l.file(name)
-	if err != nil {
-		return nil, false, err
+	for range lockReopens {
+		fl, err := l.file(name)
+		if err != nil {
+			return nil, false, err
+		}
+		ok, err = fl.TryLock()
+		if err != nil || !ok {
+			_ = fl.Close()
+			return nil, ok, store.NoSpace(err)
+		}
+		h, err := lockedAtPath(fl)
+		if err == nil {
+			return l.hold(name, fl, h), true, nil
+		}
+		_ = fl.Unlock()
+		if !errors.Is(err, errNotAtPath) {
+			return nil, false, err
+		}
 	}
-	ok, err = fl.TryLock()
-	if err != nil || !ok {
-		_ = fl.Close()
-		return nil, ok, store.NoSpace(err)
-	}
-	return func() { _ = fl.Unlock() }, true, nil
+	return nil, false, reopenedTooOften(filepath.Join(l.dir, name+".lock"))
+}
+
+// reopenedTooOften is the error of a lock whose file was not at its path lockReopens times over.
+func reopenedTooOften(path string) error {
+	return fmt.Errorf("lock file %s was removed or replaced %d times while volctl took its lock: stop whatever removes the files in %s (volctl never does)",
+		path, lockReopens, filepath.Dir(path))
 }
 
 // exclusiveAll takes the named locks, in order, without waiting: all of them, or none when
@@ -233,8 +335,30 @@ func (l *locker) take(ctx context.Context, name, what string) (func(), error) {
 }
 
 // lock takes a named lock, exclusive or shared, waiting for it while ctx lasts and saying so
-// as progress.
+// as progress, on the file at its path (lockedAtPath).
 func (l *locker) lock(ctx context.Context, name, what string, shared bool) (func(), error) {
+	for range lockReopens {
+		fl, err := l.lockOnce(ctx, name, what, shared)
+		if err != nil {
+			return nil, err
+		}
+		h, err := lockedAtPath(fl)
+		if err == nil {
+			if shared {
+				return func() { _ = fl.Unlock() }, nil
+			}
+			return l.hold(name, fl, h), nil
+		}
+		_ = fl.Unlock()
+		if !errors.Is(err, errNotAtPath) {
+			return nil, fmt.Errorf("lock %s: %w", what, err)
+		}
+	}
+	return nil, fmt.Errorf("lock %s: %w", what, reopenedTooOften(filepath.Join(l.dir, name+".lock")))
+}
+
+// lockOnce takes a named lock on the file its open finds, which lock checks is still at its path.
+func (l *locker) lockOnce(ctx context.Context, name, what string, shared bool) (*flock.Flock, error) {
 	fl, err := l.file(name)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", what, err)
@@ -257,7 +381,7 @@ func (l *locker) lock(ctx context.Context, name, what string, shared bool) (func
 		}
 		return nil, err
 	}
-	return func() { _ = fl.Unlock() }, nil
+	return fl, nil
 }
 
 // await waits for the lock fl, which another process holds, trying it every lockRetry while

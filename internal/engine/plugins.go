@@ -216,6 +216,12 @@ func checkPluginType(sp spec.Plugin, fp *csi.Fingerprint) error {
 
 // probe asks a plugin whether it is healthy and ready, timing the answer.
 func (e *Engine) probe(ctx context.Context, c *conn) store.Health {
+	h, _ := e.probeErr(ctx, c)
+	return h
+}
+
+// probeErr is probe with the Probe's error, which the health words as its LastError.
+func (e *Engine) probeErr(ctx context.Context, c *conn) (store.Health, error) {
 	start := time.Now()
 	ready, err := c.client.Probe(ctx)
 	h := store.Health{Healthy: err == nil, Ready: err == nil && ready, ProbeLatency: time.Since(start), ProbedAt: e.cfg.Now()}
@@ -224,7 +230,7 @@ func (e *Engine) probe(ctx context.Context, c *conn) store.Health {
 	} else if !ready {
 		h.LastError = "plugin says it is not ready yet"
 	}
-	return h
+	return h, err
 }
 
 // Plugins lists the registered plugins with their last recorded health, without contacting them.

@@ -21,8 +21,10 @@ func TestAnUnhealthyProbeDoesNotCancelAnRPCInFlight(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("db", capab("single-node-writer")))
 	h.faults.Delay(csi.RPCNodeStageVolume, 300*time.Millisecond)
-	h.faults.FailAlways(csi.RPCProbe, codes.Internal)
 	claimed := h.claimWithStageInFlight("db", "web-0")
+	// The plugin turns unhealthy once the claim, admitted while it was healthy, is sending
+	// NodeStageVolume (a claim's own probe refuses a plugin unhealthy before admission).
+	h.faults.FailAlways(csi.RPCProbe, codes.Internal)
 	if infos, err := h.e.PluginStatus(context.Background(), "mem"); err != nil || infos[0].Healthy {
 		t.Fatalf("PluginStatus = %+v, %v; want the plugin probed unhealthy", infos, err)
 	}

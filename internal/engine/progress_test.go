@@ -34,7 +34,8 @@ func TestProgressReportsRPCsRetriesAndLockWaits(t *testing.T) {
 	if _, err := h.e.Claim(ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{csi.RPCListVolumes, csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume,
+	// Probe first: the claim asks the plugin whether it is ready before admitting it.
+	want := []string{csi.RPCProbe, csi.RPCListVolumes, csi.RPCControllerPublishVolume, csi.RPCNodeStageVolume,
 		"NodeStageVolume failed with Unavailable, retrying (attempt 2 of 3)",
 		csi.RPCNodeStageVolume, csi.RPCNodePublishVolume}
 	mu.Lock()

@@ -94,6 +94,9 @@ func (e *Engine) publish(ctx context.Context, c *conn, v store.Volume, cl *store
 		default:
 			return fmt.Errorf("claim is on the release path (%s)", cl.State)
 		}
+		if errors.Is(err, errLockLost) {
+			return err // nothing more is written: another process may hold the volume
+		}
 		if err != nil {
 			// Keep what was done before the failure (a state reached without an RPC).
 			if ferr := p.flush(ctx, "claim"); ferr != nil {

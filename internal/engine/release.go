@@ -48,6 +48,9 @@ func (e *Engine) release(ctx context.Context, c *conn, v store.Volume, cl *store
 				p.setState(store.ClaimControllerDetached)
 			}
 		}
+		if errors.Is(err, errLockLost) {
+			return fmt.Errorf("release: %w", err) // nothing more is sent or written
+		}
 		if err != nil {
 			// A release cannot be rolled back: whatever the class, it is left for reconcile.
 			if ferr := p.flush(ctx, "release"); ferr != nil {

@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// A claim on a volume whose plugin's Probe answers ready=false is refused before admission, as
+// Nomad's scheduler places no claim on a node whose plugin is not healthy: `volume ls` said
+// "no: plugin not ready" while `volume claim` admitted the claim and sent the not-ready plugin
+// ControllerPublishVolume and NodeStageVolume. Nothing is recorded for the refused claim, and
+// nothing is sent but the Probe; once the plugin says ready, the same claim goes ahead.
+func TestClaimOnAPluginNotReadyIsRefused(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	notReady, ready := false, true
+	h.mem.SetReady(&notReady)
+	h.mem.ResetCalls()
+
+	h.claimRefusedForItsPlugin("a plugin whose Probe says not ready", "not ready", "ready=false")
+	if n := h.mem.CallCount(csi.RPCProbe); n != 1 {
+		t.Errorf("the claim sent Probe %d times; want once", n)
+	}
+	if s := h.volumeInfo("db").Schedulability(); s.Why != PluginUnready {
+		t.Errorf("volume db after the refusal: %q; want the probe's answer recorded (%q)", s, PluginUnready)
+	}
+
+	// The plugin ready again: the same claim goes ahead, and the health recorded says so.
+	h.mem.SetReady(&ready)
+	cl := h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	if cl.State != string(store.ClaimPublished) {
+		t.Fatalf("claim once the plugin is ready: %+v; want it published", cl)
+	}
+	if s := h.volumeInfo("db").Schedulability(); !s.OK() {
+		t.Errorf("volume db after the plugin became ready and the claim went ahead: %q; want schedulable", s)
+	}
+}
+
+// A claim whose plugin answers its Probe with an error (the plugin's own verdict: its backend
+// is down) is refused the same way, naming the plugin's answer. A plugin that does not answer
+// at all (its socket gone) is not judged here: the claim is admitted and left for reconcile as
+// before (TestPluginGoneAtConnectSaysWhatIsLeft).
+func TestClaimOnAPluginWhoseProbeFailsIsRefused(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	h.faults.Inject(csi.RPCProbe, csitest.Fault{Code: codes.FailedPrecondition, Message: "backend unreachable"})
+	h.mem.ResetCalls()
+
+	h.claimRefusedForItsPlugin("a plugin whose Probe fails", "unhealthy", "backend unreachable")
+	if s := h.volumeInfo("db").Schedulability(); s.Why != PluginDown || !strings.Contains(s.Detail, "backend unreachable") {
+		t.Errorf("volume db after the refusal: %q (%s); want the probe's failure recorded", s, s.Detail)
+	}
+
+	h.faults.Clear(csi.RPCProbe)
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+}
+
+// Undoing is always allowed: a plugin that stops being ready after a claim was published still
+// gets the claim's release, a claim again of the alloc that holds it is handed the same claim,
+// and reconcile restores a published claim whose mounts a reboot took.
+func TestPluginNotReadyStillUndoesAndRestoresClaims(t *testing.T) {
+	h := newHarness(t, nil)
+	h.claimThenReboot("db", "web-0", spec.SingleNodeWriter)
+	h.create(volume("logs", capab(spec.SingleNodeWriter)))
+	h.claim(ClaimRequest{VolumeID: "logs", Alloc: "web-0"})
+	notReady := false
+	h.mem.SetReady(&notReady)
+
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "logs", Alloc: "web-0"}); err != nil {
+		t.Errorf("claim again of the alloc holding the claim, its plugin not ready: %v; want the same claim", err)
+	}
+	rep, err := h.e.Reconcile(h.ctx)
+	if err != nil || !rep.OK() {
+		t.Fatalf("reconcile restoring a claim through a plugin not ready: %+v, %v", rep, err)
+	}
+	if live := h.liveClaims("db"); len(live) != 1 || live[0].State != store.ClaimPublished {
+		t.Errorf("claims on db after reconcile = %+v; want it restored, published", live)
+	}
+	h.release("db", "web-0")
+	h.release("logs", "web-0")
+	if live := append(h.liveClaims("db"), h.liveClaims("logs")...); len(live) != 0 {
+		t.Errorf("claims after the releases = %+v; want none", live)
+	}
+}
+
+// claimRefusedForItsPlugin claims volume db for alloc web-0, whose plugin mem (what) is not
+// healthy, and checks the claim is refused as a conflict (exit 4, as the other refusals of a
+// volume that cannot take claims) saying why, with no claim, no intent and no RPC left.
+func (h *harness) claimRefusedForItsPlugin(what string, why ...string) {
+	h.t.Helper()
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	if err == nil {
+		h.t.Fatalf("a claim on %s was admitted and published", what)
+	}
+	if !errors.Is(err, ErrConflict) {
+		h.t.Errorf("refusal %q is not a conflict", err)
+	}
+	for _, want := range append([]string{`plugin "mem"`, `volume "db"`, "no claim was admitted", "volctl plugin status mem"}, why...) {
+		if !strings.Contains(err.Error(), want) {
+			h.t.Errorf("refusal = %q; want it to say %q", err, want)
+		}
+	}
+	if live := h.liveClaims("db"); len(live) != 0 {
+		h.t.Errorf("claims after the refusal = %+v; want none", live)
+	}
+	if st, ok := h.staging("db"); ok {
+		h.t.Errorf("staging after the refusal = %+v; want none (no intent recorded)", st)
+	}
+	if rpcs := h.rpcs(); len(rpcs) != 0 {
+		h.t.Errorf("RPCs sent for the refused claim = %v; want none", rpcs)
+	}
+}
