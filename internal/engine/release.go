@@ -54,6 +54,12 @@ func (e *Engine) release(ctx context.Context, c *conn, v store.Volume, cl *store
 				err = errors.Join(err, ferr)
 			}
 			e.markForReconcile(ctx, cl, lastRPC(err), err)
+			if ctx.Err() != nil {
+				// The caller gave up (Ctrl-C, SIGTERM), not the plugin: the release is resumable,
+				// and dropping it by force would forget what the plugin may still hold.
+				return fmt.Errorf("release: %w (interrupted: the claim is left %s, releasing; `volctl reconcile` will finish releasing it, as will `%s` run again)",
+					err, cl.State, releaseCommand(*cl))
+			}
 			return fmt.Errorf("release: %w (the claim is left %s for `volctl reconcile`; `%s` drops it if the plugin is gone)", err, cl.State, shellquote.CommandFlags("volctl volume detach", []string{cl.VolumeID}, "--force"))
 		}
 	}
