@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -281,6 +283,9 @@ func (e *Engine) restoreIfUnmounted(ctx context.Context, cl store.Claim, locked 
 	cl, err = viewOne(ctx, e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Get(cl.ID) })
 	if errors.Is(err, store.ErrNotFound) {
 		return cl, conflictf("the claim was released by another volctl meanwhile")
+	}
+	if errors.As(rerr, new(*unrecordedBeside)) {
+		return cl, fmt.Errorf("restoring its mount at %s: %w", cl.TargetPath, rerr)
 	}
 	if rerr != nil {
 		return cl, fmt.Errorf("restoring its mount at %s: %w (the claim is held, degraded, %s; `volctl volume release` frees it)", cl.TargetPath, rerr, heldUntil(rerr))
@@ -587,6 +592,8 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 			}
 			switch {
 			case errors.Is(err, ErrNotFound):
+			case errors.As(err, new(*unrecordedBeside)):
+				results[i].err = fmt.Errorf("restore claim %q for alloc %q: %w", cl.VolumeID, cl.Alloc, err)
 			case errors.As(err, new(*otherNodesAttachment)):
 				results[i].err = fmt.Errorf("restore claim %q for alloc %q: %w (the claim stays held, degraded, %s)", cl.VolumeID, cl.Alloc, err, heldUntil(err))
 			case err != nil:
@@ -828,6 +835,9 @@ func (e *Engine) restoreLocked(ctx context.Context, claimID int64, listed listed
 		if !listed.claim.IsZero() && !cl.UpdatedAt.Equal(listed.claim) {
 			return errWrittenSinceListed
 		}
+		if err := e.checkRestoreBeside(tx, cl, mounted, !listed.claim.IsZero()); err != nil {
+			return err
+		}
 		cl.State, cl.Degraded = store.ClaimNodeStaged, true
 		if stagingLost {
 			if err := unstageLost(tx, v.ID, mounted, listed.staging); err != nil {
@@ -877,6 +887,79 @@ func (e *Engine) restoreLocked(ctx context.Context, claimID int64, listed listed
 	// Published through a plugin that stages: publish staged the volume first (or found it
 	// staged), and recorded it so.
 	return c.stages(), nil
+}
+
+// unrecordedBeside refuses to restore a claim of a volume beside a mounted target of it that
+// no claim records (checkRestoreBeside): reconcile reports it every pass, the claim held as
+// the database has it and nothing sent, and its alloc claiming it again gets a conflict.
+type unrecordedBeside struct {
+	cl      store.Claim
+	mounted []string // the unrecorded targets, as the mount table spells them
+	allocs  []string // the allocs their paths name, in the same order
+}
+
+func (u *unrecordedBeside) Is(target error) bool { return target == ErrConflict }
+
+func (u *unrecordedBeside) Error() string {
+	var named []string
+	for i, m := range u.mounted {
+		named = append(named, fmt.Sprintf("%s (named as alloc %q's)", m, u.allocs[i]))
+	}
+	return fmt.Sprintf("not restored: %s mounted, a target of volume %q that no claim records, so the state database is older than the mounts "+
+		"(a backup restored, its last commits lost) and alloc %q's claim may be one released since; publishing the volume to it again "+
+		"beside that mount could give the volume a second writer. The claim stays held as the database has it, nothing sent: "+
+		"if alloc %q is gone, `%s`; else, once nothing uses %s, unmount it and run `volctl reconcile`, which restores the claim",
+		isAre(named), u.cl.VolumeID, u.cl.Alloc, u.cl.Alloc, releaseCommand(u.cl), strings.Join(u.mounted, " and "))
+}
+
+// checkRestoreBeside refuses, as an *unrecordedBeside, to restore claim cl (published, its
+// target not mounted) while a path volctl names a target of its volume by
+// (publish/<alloc>/<volume>/...) is mounted that no claim of the volume records: the rule
+// the release applies before unstaging (checkUnrecordedTargets), here before publishing. An
+// old backup restored holds claims released since; the one whose target is unmounted is one
+// of them, and the mount the database lost is the alloc that took the volume after it. Before,
+// reconcile sent NodePublishVolume for the gone alloc beside that live mount: a single-writer
+// volume published to two allocs, unless the plugin checks. mounted is the caller's read of
+// the mount table; stale says it was read before the volume lock (a reconcile pass's), when a
+// claim released since may still show its mount: the table is read again before refusing.
+func (e *Engine) checkRestoreBeside(tx *store.Tx, cl store.Claim, mounted map[string]bool, stale bool) error {
+	pub := e.realPath(filepath.Join(e.cfg.StateDir, publishDir))
+	find := func(mounted map[string]bool, claims []store.Claim) (u *unrecordedBeside) {
+		for _, m := range slices.Sorted(maps.Keys(mounted)) {
+			rel, err := filepath.Rel(pub, m)
+			parts := strings.Split(rel, "/")
+			if err != nil || len(parts) < 3 || parts[0] == ".." || parts[1] != cl.VolumeID {
+				continue
+			}
+			if slices.ContainsFunc(claims, func(c store.Claim) bool {
+				t := e.realPath(c.TargetPath)
+				return c.TargetPath != "" && (m == t || strings.HasPrefix(m, t+"/"))
+			}) {
+				continue
+			}
+			if u == nil {
+				u = &unrecordedBeside{cl: cl}
+			}
+			u.mounted, u.allocs = append(u.mounted, m), append(u.allocs, parts[0])
+		}
+		return u
+	}
+	claims, err := tx.Claims().ByVolume(cl.VolumeID)
+	if err != nil {
+		return err
+	}
+	u := find(mounted, claims)
+	if u != nil && stale {
+		again, err := e.mountsAgain()
+		if err != nil {
+			return err
+		}
+		u = find(again, claims)
+	}
+	if u == nil {
+		return nil
+	}
+	return u
 }
 
 // cleanStagings undoes stagings and controller publications that no live claim uses any more.
