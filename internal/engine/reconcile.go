@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -923,41 +922,54 @@ func (u *unrecordedBeside) Error() string {
 // the mount table; stale says it was read before the volume lock (a reconcile pass's), when a
 // claim released since may still show its mount: the table is read again before refusing.
 func (e *Engine) checkRestoreBeside(tx *store.Tx, cl store.Claim, mounted map[string]bool, stale bool) error {
-	pub := e.realPath(filepath.Join(e.cfg.StateDir, publishDir))
-	find := func(mounted map[string]bool, claims []store.Claim) (u *unrecordedBeside) {
-		for _, m := range slices.Sorted(maps.Keys(mounted)) {
-			rel, err := filepath.Rel(pub, m)
-			parts := strings.Split(rel, "/")
-			if err != nil || len(parts) < 3 || parts[0] == ".." || parts[1] != cl.VolumeID {
+	pub := e.realPath(filepath.Join(e.cfg.StateDir, publishDir)) + "/"
+	// The volume's mounted targets, by one prefix test a mount and no read of the store: a pass
+	// restoring many claims beside many mounts runs this once a claim, and the claims are read
+	// only when one is there.
+	targets := func(mounted map[string]bool) (found []string) {
+		for m := range mounted {
+			rest, ok := strings.CutPrefix(m, pub)
+			if !ok {
 				continue
 			}
-			if slices.ContainsFunc(claims, func(c store.Claim) bool {
-				t := e.realPath(c.TargetPath)
-				return c.TargetPath != "" && (m == t || strings.HasPrefix(m, t+"/"))
-			}) {
-				continue
+			_, rest, ok = strings.Cut(rest, "/")
+			if vol, _, ok2 := strings.Cut(rest, "/"); ok && ok2 && vol == cl.VolumeID {
+				found = append(found, m)
 			}
-			if u == nil {
-				u = &unrecordedBeside{cl: cl}
-			}
-			u.mounted, u.allocs = append(u.mounted, m), append(u.allocs, parts[0])
 		}
-		return u
+		return found
+	}
+	found := targets(mounted)
+	if len(found) == 0 {
+		return nil
 	}
 	claims, err := tx.Claims().ByVolume(cl.VolumeID)
 	if err != nil {
 		return err
 	}
-	u := find(mounted, claims)
-	if u != nil && stale {
+	unrecorded := func(found []string) []string {
+		return slices.DeleteFunc(found, func(m string) bool {
+			return slices.ContainsFunc(claims, func(c store.Claim) bool {
+				t := e.realPath(c.TargetPath)
+				return c.TargetPath != "" && (m == t || strings.HasPrefix(m, t+"/"))
+			})
+		})
+	}
+	if found = unrecorded(found); len(found) > 0 && stale {
 		again, err := e.mountsAgain()
 		if err != nil {
 			return err
 		}
-		u = find(again, claims)
+		found = unrecorded(targets(again))
 	}
-	if u == nil {
+	if len(found) == 0 {
 		return nil
+	}
+	slices.Sort(found)
+	u := &unrecordedBeside{cl: cl, mounted: found}
+	for _, m := range found {
+		alloc, _, _ := strings.Cut(strings.TrimPrefix(m, pub), "/")
+		u.allocs = append(u.allocs, alloc)
 	}
 	return u
 }
