@@ -84,3 +84,47 @@ func writeList(t *testing.T, index, contents string) {
 		t.Fatal(err)
 	}
 }
+
+// A target index restored with its times, then claims made before any release looked: one of
+// another volume (a new list: the directory's times new) and one of volume v (a line appended:
+// the list's times new). Had they written into it, nothing would show the restore any more;
+// the first claim to find it moves it aside, and the release's look builds it from the
+// publish tree, finding c's target.
+func TestClaimMovesARestoredTargetIndexAside(t *testing.T) {
+	h := kernelHarness(t, nil)
+	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+	h.create(volume("w", capab(spec.MultiNodeMultiWriter)))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "first"})
+	h.release("v", "first") // builds the index
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	c := h.claim(ClaimRequest{VolumeID: "v", Alloc: "c"})
+	index := filepath.Join(h.dir, "targets") // targetIndexDir
+	writeList(t, index, "a\n")
+	old := time.Now().Add(-24 * time.Hour)
+	for _, p := range []string{filepath.Join(index, "v"), index} {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.update(func(tx *store.Tx) error { return tx.Claims().Free(c.ID, store.OutcomeReleased) }) // lost with the backup
+	h.claim(ClaimRequest{VolumeID: "w", Alloc: "x"})
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "d"})
+	h.release("v", "d")
+	h.mem.ResetCalls()
+
+	_, err := h.e.Release(h.ctx, "v", "a")
+	for _, call := range h.mem.Calls() {
+		if call.RPC == csi.RPCNodeUnstageVolume || call.RPC == csi.RPCControllerUnpublishVolume {
+			t.Fatalf("%s sent with %s mounted from the staging (release: %v)", call.RPC, c.TargetPath, err)
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), c.TargetPath+" is mounted, named as a target of volume \"v\", but no claim records it") {
+		t.Fatalf("release of the last recorded claim while c's target %s is mounted: %v; want it refused, naming that target", c.TargetPath, err)
+	}
+	if left, _ := filepath.Glob(index + ".*"); len(left) != 0 {
+		t.Errorf("left beside the target index: %v", left)
+	}
+	if err := unix.Unmount(c.TargetPath, 0); err != nil {
+		t.Fatal(err)
+	}
+}
