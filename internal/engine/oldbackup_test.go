@@ -13,8 +13,9 @@ import (
 )
 
 // backupState copies the state database's files of h, its engine closed (a backup made with
-// every volctl stopped), reopens it with cfg, and returns a restore: the engine closed, the WAL and shared-memory
-// index removed and the copies put in their place, as docs/architecture.md (Backups) says.
+// every volctl stopped), reopens it with cfg, and returns a restore: the engine closed, the
+// WAL and shared-memory index removed and the copies put in their place, as the design
+// document's backup section says.
 func backupState(t *testing.T, h *harness, cfg Config) (restore func()) {
 	t.Helper()
 	h.e.Close()
