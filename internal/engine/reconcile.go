@@ -947,20 +947,12 @@ func (e *Engine) checkRestoreBeside(tx *store.Tx, cl store.Claim, mounted map[st
 	if err != nil {
 		return err
 	}
-	unrecorded := func(found []string) []string {
-		return slices.DeleteFunc(found, func(m string) bool {
-			return slices.ContainsFunc(claims, func(c store.Claim) bool {
-				t := e.realPath(c.TargetPath)
-				return c.TargetPath != "" && (m == t || strings.HasPrefix(m, t+"/"))
-			})
-		})
-	}
-	if found = unrecorded(found); len(found) > 0 && stale {
+	if found = e.unrecordedMounts(found, claims); len(found) > 0 && stale {
 		again, err := e.mountsAgain()
 		if err != nil {
 			return err
 		}
-		found = unrecorded(targets(again))
+		found = e.unrecordedMounts(targets(again), claims)
 	}
 	if len(found) == 0 {
 		return nil

@@ -249,12 +249,7 @@ func (e *Engine) checkUnrecordedTargets(ctx context.Context, v store.Volume) err
 	}); err != nil {
 		return err
 	}
-	unrecorded := slices.DeleteFunc(mounted, func(m string) bool {
-		return slices.ContainsFunc(claims, func(c store.Claim) bool {
-			t := e.realPath(c.TargetPath)
-			return c.TargetPath != "" && (m == t || strings.HasPrefix(m, t+"/"))
-		})
-	})
+	unrecorded := e.unrecordedMounts(mounted, claims)
 	if len(unrecorded) == 0 {
 		return nil
 	}
@@ -262,6 +257,17 @@ func (e *Engine) checkUnrecordedTargets(ctx context.Context, v store.Volume) err
 		"is older than the mounts (a backup restored, its last commits lost) and cannot tell whether an alloc still uses the volume there; "+
 		"unstaging or detaching it would take the storage from under that mount: once nothing uses it, unmount %s, then run `volctl reconcile`",
 		v.ID, isAre(unrecorded), v.ID, strings.Join(unrecorded, " and "))
+}
+
+// unrecordedMounts is mounted (paths as the mount table spells them) without those at or below
+// a target one of claims records: what no claim accounts for. It reuses mounted's array.
+func (e *Engine) unrecordedMounts(mounted []string, claims []store.Claim) []string {
+	return slices.DeleteFunc(mounted, func(m string) bool {
+		return slices.ContainsFunc(claims, func(c store.Claim) bool {
+			t := e.realPath(c.TargetPath)
+			return c.TargetPath != "" && (m == t || strings.HasPrefix(m, t+"/"))
+		})
+	})
 }
 
 // volumeTargetDirs returns the <alloc>/<volume> directories under publish directory pub, the

@@ -47,13 +47,7 @@ func TestReleaseLooksPastATargetIndexRestoredOrDamaged(t *testing.T) {
 		{"emptied", func(t *testing.T, index string) { writeList(t, index, "") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := kernelHarness(t, nil)
-			h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
-			h.claim(ClaimRequest{VolumeID: "v", Alloc: "first"})
-			h.release("v", "first") // builds the index
-			h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-			c := h.claim(ClaimRequest{VolumeID: "v", Alloc: "c"})
-			index := filepath.Join(h.dir, "targets") // targetIndexDir
+			h, c, index := claimsAAndC(t, "v")
 			tc.replace(t, index)
 			h.update(func(tx *store.Tx) error { return tx.Claims().Free(c.ID, store.OutcomeReleased) }) // lost with the backup
 			h.mem.ResetCalls()
@@ -91,14 +85,7 @@ func writeList(t *testing.T, index, contents string) {
 // the first claim to find it moves it aside, and the release's look builds it from the
 // publish tree, finding c's target.
 func TestClaimMovesARestoredTargetIndexAside(t *testing.T) {
-	h := kernelHarness(t, nil)
-	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
-	h.create(volume("w", capab(spec.MultiNodeMultiWriter)))
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "first"})
-	h.release("v", "first") // builds the index
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	c := h.claim(ClaimRequest{VolumeID: "v", Alloc: "c"})
-	index := filepath.Join(h.dir, "targets") // targetIndexDir
+	h, c, index := claimsAAndC(t, "v", "w")
 	writeList(t, index, "a\n")
 	old := time.Now().Add(-24 * time.Hour)
 	for _, p := range []string{filepath.Join(index, "v"), index} {
@@ -127,4 +114,20 @@ func TestClaimMovesARestoredTargetIndexAside(t *testing.T) {
 	if err := unix.Unmount(c.TargetPath, 0); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// claimsAAndC is a kernel harness with multi-writer volumes vols, the target index built (a
+// claim of vols[0] and its release), and allocs a and c claiming vols[0]: c's claim, and its
+// index directory, index.
+func claimsAAndC(t *testing.T, vols ...string) (h *harness, c ClaimInfo, index string) {
+	t.Helper()
+	h = kernelHarness(t, nil)
+	for _, v := range vols {
+		h.create(volume(v, capab(spec.MultiNodeMultiWriter)))
+	}
+	h.claim(ClaimRequest{VolumeID: vols[0], Alloc: "first"})
+	h.release(vols[0], "first") // builds the index
+	h.claim(ClaimRequest{VolumeID: vols[0], Alloc: "a"})
+	c = h.claim(ClaimRequest{VolumeID: vols[0], Alloc: "c"})
+	return h, c, filepath.Join(h.dir, "targets") // targetIndexDir
 }
