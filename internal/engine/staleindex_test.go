@@ -43,12 +43,34 @@ func TestReleaseLooksPastATargetIndexRestoredOrDamaged(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{"the directory's times alone", func(t *testing.T, index string) {
+			// The list as c's claim left it but without c (its times a write's): the release
+			// drops it, naming no live directory, which makes the directory's times new.
+			writeList(t, index, "a\n")
+			if err := os.Chtimes(index, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"the directory's times, then a volume deleted", func(t *testing.T, index string) {
+			// The delete of volume w drops its list, which names no live directory, and that
+			// makes the directory's times new before any release looks.
+			writeList(t, index, "a\n")
+			if err := os.WriteFile(filepath.Join(index, "w"), []byte("gone\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(index, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{"torn", func(t *testing.T, index string) { writeList(t, index, "a\nc\x00\x00") }},
 		{"emptied", func(t *testing.T, index string) { writeList(t, index, "") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, c, index := claimsAAndC(t, "v")
+			h, c, index := claimsAAndC(t, "v", "w")
 			tc.replace(t, index)
+			if err := h.e.DeleteVolume(h.ctx, "w"); err != nil {
+				t.Fatal(err)
+			}
 			h.update(func(tx *store.Tx) error { return tx.Claims().Free(c.ID, store.OutcomeReleased) }) // lost with the backup
 			h.mem.ResetCalls()
 

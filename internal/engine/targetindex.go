@@ -132,8 +132,13 @@ func (e *Engine) indexedTargetDirs(ctx context.Context, volume string) (dirs []s
 	if err != nil {
 		return nil, false
 	}
-	live, err := e.liveTargetList(dir, volume)
-	if errors.Is(err, errIndexNotVolctls) || (err == nil && !writtenByVolctl(dir)) {
+	// The directory's times first: the list read next may be dropped, which makes them new.
+	var live []string
+	err = errIndexNotVolctls
+	if writtenByVolctl(dir) {
+		live, err = e.liveTargetList(dir, volume)
+	}
+	if errors.Is(err, errIndexNotVolctls) {
 		// Not as volctl left it (docs/architecture.md, State on disk): a line it lacks would
 		// hide a target. Built again from the publish tree, once.
 		_ = unix.Close(dir)
@@ -170,6 +175,11 @@ func (e *Engine) dropTargetList(volume string) {
 		return
 	}
 	defer unix.Close(dir)
+	if !writtenByVolctl(dir) {
+		// Dropping the list would make the directory's times new, and hide that.
+		_ = discardTargetIndex(filepath.Join(e.cfg.StateDir, targetIndexDir))
+		return
+	}
 	_, _ = e.liveTargetList(dir, volume)
 }
 
