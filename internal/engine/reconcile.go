@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -281,6 +282,9 @@ func (e *Engine) restoreIfUnmounted(ctx context.Context, cl store.Claim, locked 
 	cl, err = viewOne(ctx, e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Get(cl.ID) })
 	if errors.Is(err, store.ErrNotFound) {
 		return cl, conflictf("the claim was released by another volctl meanwhile")
+	}
+	if errors.As(rerr, new(*unrecordedBeside)) {
+		return cl, fmt.Errorf("restoring its mount at %s: %w", cl.TargetPath, rerr)
 	}
 	if rerr != nil {
 		return cl, fmt.Errorf("restoring its mount at %s: %w (the claim is held, degraded, %s; `volctl volume release` frees it)", cl.TargetPath, rerr, heldUntil(rerr))
@@ -587,6 +591,8 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 			}
 			switch {
 			case errors.Is(err, ErrNotFound):
+			case errors.As(err, new(*unrecordedBeside)):
+				results[i].err = fmt.Errorf("restore claim %q for alloc %q: %w", cl.VolumeID, cl.Alloc, err)
 			case errors.As(err, new(*otherNodesAttachment)):
 				results[i].err = fmt.Errorf("restore claim %q for alloc %q: %w (the claim stays held, degraded, %s)", cl.VolumeID, cl.Alloc, err, heldUntil(err))
 			case err != nil:
@@ -828,6 +834,9 @@ func (e *Engine) restoreLocked(ctx context.Context, claimID int64, listed listed
 		if !listed.claim.IsZero() && !cl.UpdatedAt.Equal(listed.claim) {
 			return errWrittenSinceListed
 		}
+		if err := e.checkRestoreBeside(tx, cl, mounted, !listed.claim.IsZero()); err != nil {
+			return err
+		}
 		cl.State, cl.Degraded = store.ClaimNodeStaged, true
 		if stagingLost {
 			if err := unstageLost(tx, v.ID, mounted, listed.staging); err != nil {
@@ -877,6 +886,84 @@ func (e *Engine) restoreLocked(ctx context.Context, claimID int64, listed listed
 	// Published through a plugin that stages: publish staged the volume first (or found it
 	// staged), and recorded it so.
 	return c.stages(), nil
+}
+
+// unrecordedBeside refuses to restore a claim of a volume beside a mounted target of it that
+// no claim records (checkRestoreBeside): reconcile reports it every pass, the claim held as
+// the database has it and nothing sent, and its alloc claiming it again gets a conflict.
+type unrecordedBeside struct {
+	cl      store.Claim
+	mounted []string // the unrecorded targets, as the mount table spells them
+	allocs  []string // the allocs their paths name, in the same order
+}
+
+func (u *unrecordedBeside) Is(target error) bool { return target == ErrConflict }
+
+func (u *unrecordedBeside) Error() string {
+	var named []string
+	for i, m := range u.mounted {
+		named = append(named, fmt.Sprintf("%s (named as alloc %q's)", m, u.allocs[i]))
+	}
+	return fmt.Sprintf("not restored: %s mounted, a target of volume %q that no claim records, so the state database is older than the mounts "+
+		"(a backup restored, its last commits lost) and alloc %q's claim may be one released since; publishing the volume to it again "+
+		"beside that mount could give the volume a second writer. The claim stays held as the database has it, nothing sent: "+
+		"if alloc %q is gone, `%s`; else, once nothing uses %s, unmount it and run `volctl reconcile`, which restores the claim",
+		isAre(named), u.cl.VolumeID, u.cl.Alloc, u.cl.Alloc, releaseCommand(u.cl), strings.Join(u.mounted, " and "))
+}
+
+// checkRestoreBeside refuses, as an *unrecordedBeside, to restore claim cl (published, its
+// target not mounted) while a path volctl names a target of its volume by
+// (publish/<alloc>/<volume>/...) is mounted that no claim of the volume records: the rule
+// the release applies before unstaging (checkUnrecordedTargets), here before publishing. An
+// old backup restored holds claims released since; the one whose target is unmounted is one
+// of them, and the mount the database lost is the alloc that took the volume after it. Before,
+// reconcile sent NodePublishVolume for the gone alloc beside that live mount: a single-writer
+// volume published to two allocs, unless the plugin checks. mounted is the caller's read of
+// the mount table; stale says it was read before the volume lock (a reconcile pass's), when a
+// claim released since may still show its mount: the table is read again before refusing.
+func (e *Engine) checkRestoreBeside(tx *store.Tx, cl store.Claim, mounted map[string]bool, stale bool) error {
+	pub := e.realPath(filepath.Join(e.cfg.StateDir, publishDir)) + "/"
+	// The volume's mounted targets, by one prefix test a mount and no read of the store: a pass
+	// restoring many claims beside many mounts runs this once a claim, and the claims are read
+	// only when one is there.
+	targets := func(mounted map[string]bool) (found []string) {
+		for m := range mounted {
+			rest, ok := strings.CutPrefix(m, pub)
+			if !ok {
+				continue
+			}
+			_, rest, ok = strings.Cut(rest, "/")
+			if vol, _, ok2 := strings.Cut(rest, "/"); ok && ok2 && vol == cl.VolumeID {
+				found = append(found, m)
+			}
+		}
+		return found
+	}
+	found := targets(mounted)
+	if len(found) == 0 {
+		return nil
+	}
+	claims, err := tx.Claims().ByVolume(cl.VolumeID)
+	if err != nil {
+		return err
+	}
+	if found = e.unrecordedMounts(found, claims); len(found) > 0 && stale {
+		again, err := e.mountsAgain()
+		if err != nil {
+			return err
+		}
+		found = e.unrecordedMounts(targets(again), claims)
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	slices.Sort(found)
+	u := &unrecordedBeside{cl: cl, mounted: found}
+	for _, m := range found {
+		alloc, _, _ := strings.Cut(strings.TrimPrefix(m, pub), "/")
+		u.allocs = append(u.allocs, alloc)
+	}
+	return u
 }
 
 // cleanStagings undoes stagings and controller publications that no live claim uses any more.

@@ -57,6 +57,12 @@ func (e *Engine) release(ctx context.Context, c *conn, v store.Volume, cl *store
 				err = errors.Join(err, ferr)
 			}
 			e.markForReconcile(ctx, cl, lastRPC(err), err)
+			if ctx.Err() != nil {
+				// The caller gave up (Ctrl-C, SIGTERM), not the plugin: the release is resumable,
+				// and dropping it by force would forget what the plugin may still hold.
+				return fmt.Errorf("release: %w (interrupted: the claim is left %s, releasing; `volctl reconcile` will finish releasing it, as will `%s` run again)",
+					err, cl.State, releaseCommand(*cl))
+			}
 			return fmt.Errorf("release: %w (the claim is left %s for `volctl reconcile`; `%s` drops it if the plugin is gone)", err, cl.State, shellquote.CommandFlags("volctl volume detach", []string{cl.VolumeID}, "--force"))
 		}
 	}
@@ -246,12 +252,7 @@ func (e *Engine) checkUnrecordedTargets(ctx context.Context, v store.Volume) err
 	}); err != nil {
 		return err
 	}
-	unrecorded := slices.DeleteFunc(mounted, func(m string) bool {
-		return slices.ContainsFunc(claims, func(c store.Claim) bool {
-			t := e.realPath(c.TargetPath)
-			return c.TargetPath != "" && (m == t || strings.HasPrefix(m, t+"/"))
-		})
-	})
+	unrecorded := e.unrecordedMounts(mounted, claims)
 	if len(unrecorded) == 0 {
 		return nil
 	}
@@ -259,6 +260,17 @@ func (e *Engine) checkUnrecordedTargets(ctx context.Context, v store.Volume) err
 		"is older than the mounts (a backup restored, its last commits lost) and cannot tell whether an alloc still uses the volume there; "+
 		"unstaging or detaching it would take the storage from under that mount: once nothing uses it, unmount %s, then run `volctl reconcile`",
 		v.ID, isAre(unrecorded), v.ID, strings.Join(unrecorded, " and "))
+}
+
+// unrecordedMounts is mounted (paths as the mount table spells them) without those at or below
+// a target one of claims records: what no claim accounts for. It reuses mounted's array.
+func (e *Engine) unrecordedMounts(mounted []string, claims []store.Claim) []string {
+	return slices.DeleteFunc(mounted, func(m string) bool {
+		return slices.ContainsFunc(claims, func(c store.Claim) bool {
+			t := e.realPath(c.TargetPath)
+			return c.TargetPath != "" && (m == t || strings.HasPrefix(m, t+"/"))
+		})
+	})
 }
 
 // volumeTargetDirs returns the <alloc>/<volume> directories under publish directory pub, the

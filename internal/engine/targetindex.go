@@ -9,8 +9,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // targetIndexDir is the index of the publish tree by volume (docs/architecture.md, State on
@@ -55,6 +58,11 @@ func (l *locker) indexTarget(target string) error {
 		return targetIndexError(index, index, "open", err)
 	}
 	defer unix.Close(dir)
+	if !writtenByVolctl(dir) {
+		// Put back from a backup, or changed by hand: this line would make its times new and
+		// hide that. Moved away whole, it is built again by the next look.
+		return discardTargetIndex(index)
+	}
 	fd, err := unix.Openat(dir, volume, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return targetIndexError(index, filepath.Join(index, volume), "open", err)
@@ -64,9 +72,16 @@ func (l *locker) indexTarget(target string) error {
 		_ = unix.Close(fd)
 		return targetIndexError(index, filepath.Join(index, volume), "open", fmt.Errorf("not a regular file as volctl makes them"))
 	}
+	if !timesOfAWrite(&st) {
+		_ = unix.Close(fd)
+		return discardTargetIndex(index)
+	}
 	if st.Size > targetIndexCompact {
 		_ = unix.Close(fd)
 		allocs, err := readTargetIndex(dir, volume)
+		if errors.Is(err, errIndexNotVolctls) {
+			return discardTargetIndex(index)
+		}
 		if err != nil {
 			return err
 		}
@@ -117,8 +132,31 @@ func (e *Engine) indexedTargetDirs(ctx context.Context, volume string) (dirs []s
 	if err != nil {
 		return nil, false
 	}
+	// The directory's times first: the list read next may be dropped, which makes them new.
+	var live []string
+	err = errIndexNotVolctls
+	if writtenByVolctl(dir) {
+		live, err = e.liveTargetList(dir, volume)
+	}
+	if errors.Is(err, errIndexNotVolctls) {
+		// Not as volctl left it (docs/architecture.md, State on disk): a line it lacks would
+		// hide a target. Built again from the publish tree, once.
+		_ = unix.Close(dir)
+		e.log.Warn(fmt.Sprintf("the index of volctl's publish directories by volume, %s, is not as volctl left it (put back from a backup, or changed by hand): it is built again from the publish directories", index))
+		if err := discardTargetIndex(index); err != nil {
+			e.log.Warn(err.Error())
+			return nil, false
+		}
+		if err := e.buildTargetIndex(ctx); err != nil {
+			e.log.Warn(fmt.Sprintf("the index of the publish tree by volume could not be built (%v): the release looks in every alloc's publish directory", err))
+			return nil, false
+		}
+		if dir, err = unix.Open(index, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+			return nil, false
+		}
+		live, err = e.liveTargetList(dir, volume)
+	}
 	defer unix.Close(dir)
-	live, err := e.liveTargetList(dir, volume)
 	if err != nil {
 		return nil, false
 	}
@@ -137,6 +175,11 @@ func (e *Engine) dropTargetList(volume string) {
 		return
 	}
 	defer unix.Close(dir)
+	if !writtenByVolctl(dir) {
+		// Dropping the list would make the directory's times new, and hide that.
+		_ = discardTargetIndex(filepath.Join(e.cfg.StateDir, targetIndexDir))
+		return
+	}
 	_, _ = e.liveTargetList(dir, volume)
 }
 
@@ -167,20 +210,74 @@ func readTargetIndex(dir int, volume string) ([]string, error) {
 	}
 	f := os.NewFile(uintptr(fd), volume)
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, fmt.Errorf("%s in the target index is not a regular file as volctl makes them", volume)
+	}
+	if !timesOfAWrite(&st) {
+		return nil, fmt.Errorf("%s in the target index: %w", volume, errIndexNotVolctls)
 	}
 	var buf bytes.Buffer
 	if _, err := buf.ReadFrom(f); err != nil {
 		return nil, err
 	}
+	// volctl writes whole lines, each an alloc ID, and removes a list it would leave empty.
+	text, whole := strings.CutSuffix(buf.String(), "\n")
+	if !whole {
+		return nil, fmt.Errorf("%s in the target index: %w", volume, errIndexNotVolctls)
+	}
 	var allocs []string
-	for line := range strings.SplitSeq(buf.String(), "\n") {
-		if line != "" && !slices.Contains(allocs, line) {
+	for line := range strings.SplitSeq(text, "\n") {
+		if spec.ValidateID("alloc ID", line) != nil {
+			return nil, fmt.Errorf("%s in the target index: %w", volume, errIndexNotVolctls)
+		}
+		if !slices.Contains(allocs, line) {
 			allocs = append(allocs, line)
 		}
 	}
 	return allocs, nil
+}
+
+// errIndexNotVolctls is a list of the target index that volctl did not leave as it is: its
+// contents are not whole lines of alloc IDs, or its times are not a write's (timesOfAWrite).
+var errIndexNotVolctls = errors.New("not as volctl left it")
+
+// indexTimeSlack is how far past its last write (mtime) the last change of a target index
+// file's inode (ctime) may be and still be volctl's: its rename of a list written, or of the
+// index built, just after the write, and a file system whose times count whole seconds.
+const indexTimeSlack = 2 * time.Second
+
+// timesOfAWrite says whether the times of st, a file or directory of the target index, are
+// those its last write left: every change volctl makes to one (a line appended, a list or the
+// index renamed into place, a list added or removed) sets its ctime with, or just after, its
+// mtime. A copy put back with its times as they were (tar, cp -a, rsync -a: a backup of the
+// state dir restored whole), or touched since by hand (chmod, touch -d), has its ctime, which
+// no program can set, past its mtime: it may lack a line for a directory made since, and the
+// release's look would find no target there.
+func timesOfAWrite(st *unix.Stat_t) bool {
+	ctime := time.Unix(st.Ctim.Unix())
+	mtime := time.Unix(st.Mtim.Unix())
+	return ctime.Sub(mtime) <= indexTimeSlack
+}
+
+// writtenByVolctl is timesOfAWrite of the index directory open at dir.
+func writtenByVolctl(dir int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(dir, &st) == nil && timesOfAWrite(&st)
+}
+
+// discardTargetIndex moves the target index at index away, to a name of its own, and removes
+// it there: the next look builds it again from the publish tree. The move is atomic, so a
+// claim adding a line meanwhile (under the directory lock, shared, as the caller may hold it)
+// writes into the index moved away, or finds none (and the build's walk sees its directory),
+// never into a half-removed one that would then read as whole.
+func discardTargetIndex(index string) error {
+	aside := fmt.Sprintf("%s.old-%d-%d", index, os.Getpid(), time.Now().UnixNano())
+	if err := os.Rename(index, aside); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return targetIndexError(index, index, "move aside", err)
+	}
+	_ = os.RemoveAll(aside)
+	return nil
 }
 
 // liveTargetAllocs is the allocs of allocs whose publish directory holds a directory for
@@ -251,6 +348,11 @@ func (e *Engine) buildTargetIndex(ctx context.Context) error {
 	tmp := index + ".new"
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
+	}
+	if left, _ := filepath.Glob(index + ".old-*"); len(left) > 0 { // discardTargetIndex's, cut short
+		for _, l := range left {
+			_ = os.RemoveAll(l)
+		}
 	}
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return err
