@@ -3,12 +3,14 @@ package csi_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -345,5 +347,38 @@ func TestTimeouts(t *testing.T) {
 		if csi.IsLong(rpc) {
 			t.Errorf("%s should get the short timeout", rpc)
 		}
+	}
+}
+
+// An ID past volctl's bound (4 KiB; CSI's strings are 128 bytes) in CreateVolume's answer is an
+// error, the volume returned with it for the caller to delete (the plugin made it); one at the
+// bound is taken. CreateSnapshot's is an answer not read (IsAnswerUnread): its name finds it.
+func TestCreateAnswersWithAnIDPastTheBoundAreRefused(t *testing.T) {
+	for _, n := range []int{4096, 4097} {
+		id := strings.Repeat("v", n)
+		h := newHarness(t, csitest.DefaultMemConfig(), withOverride(csi.RPCCreateVolume, func(req any) (any, error) {
+			return createVolumeResponse(id, 1<<20), nil
+		}))
+		vol, err := h.client.CreateVolume(context.Background(), csi.CreateVolumeRequest{Name: "v", Capabilities: []csi.VolumeCapability{fsWriter}})
+		if n == 4096 {
+			if err != nil || vol.ID != id {
+				t.Errorf("CreateVolume answered with an ID of 4096 bytes = %.200v; want it taken", err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "volume ID of 4097 bytes") || len(err.Error()) > 1024 {
+			t.Errorf("CreateVolume answered with an ID of 4097 bytes = %.300v; want a short error naming its size", err)
+		}
+		if vol.ID != id {
+			t.Errorf("CreateVolume returned %.40q with its error; the caller needs the whole ID to delete the volume", vol.ID)
+		}
+	}
+	id := strings.Repeat("s", 4097)
+	h := newHarness(t, csitest.DefaultMemConfig(), withOverride(csi.RPCCreateSnapshot, func(req any) (any, error) {
+		return &csipb.CreateSnapshotResponse{Snapshot: &csipb.Snapshot{SnapshotId: id, SourceVolumeId: "src", ReadyToUse: true}}, nil
+	}))
+	snap, err := h.client.CreateSnapshot(context.Background(), csi.CreateSnapshotRequest{Name: "s", SourceVolumeID: "src"})
+	if !csi.IsAnswerUnread(err) || !strings.Contains(fmt.Sprint(err), "snapshot ID of 4097 bytes") || snap.ID != "" {
+		t.Errorf("CreateSnapshot answered with an ID of 4097 bytes = %q, %.300v; want an answer not read, naming its size", snap.ID, err)
 	}
 }

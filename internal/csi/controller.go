@@ -66,6 +66,11 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 			"it is not recorded, and left alone (delete it with the storage provider's tools if nothing uses it)",
 			RPCCreateVolume, r.Name, v.ID, describeSource(v.SnapshotID, v.CloneID), askedSource(r))
 	}
+	// An ID past maxObjectID: the plugin made the volume (unlike the answers above, which name
+	// one it did not make for this request), so it is returned to be deleted again.
+	if len(v.ID) > maxObjectID {
+		return v, oversizedID(RPCCreateVolume, r.Name, "volume", v.ID)
+	}
 	// Zero capacity means the plugin does not know the size, which the spec allows.
 	if r.CapacityMin > 0 && v.CapacityBytes > 0 && v.CapacityBytes < r.CapacityMin {
 		return v, fmt.Errorf("%s: the plugin created volume %q with %d bytes, below the requested minimum of %d",
@@ -264,7 +269,26 @@ func (c *Client) CreateSnapshot(ctx context.Context, r CreateSnapshotRequest) (S
 	if resp.GetSnapshot().GetSnapshotId() == "" {
 		return Snapshot{}, unreadError{fmt.Errorf("%s: the plugin returned no snapshot ID for %q", RPCCreateSnapshot, r.Name)}
 	}
+	if id := resp.GetSnapshot().GetSnapshotId(); len(id) > maxObjectID {
+		// Taken, but by an answer volctl does not use: as one without an ID, its name is what
+		// finds it (the snapshot's create stays recorded, saying so).
+		return Snapshot{}, unreadError{oversizedID(RPCCreateSnapshot, r.Name, "snapshot", id)}
+	}
 	return snapshotFromCSI(resp.GetSnapshot()), nil
+}
+
+// maxObjectID bounds the ID of a volume or snapshot a plugin's CreateVolume or CreateSnapshot
+// answers with. The CSI spec bounds a string to 128 bytes, but drivers that put a server, a
+// share and a path in their IDs go past that, so volctl takes up to 4 KiB (Linux's bound on a
+// path) and refuses longer: before, an ID up to gRPC's 4 MiB was recorded, shown whole in every
+// listing and error, and sent back in every RPC on the volume.
+const maxObjectID = 4096
+
+// oversizedID is the error of an answer to rpc for name whose ID (of a kind) is past
+// maxObjectID, the ID shown cut.
+func oversizedID(rpc, name, kind, id string) error {
+	return fmt.Errorf("%s: the plugin answered %q with a %s ID of %d bytes (%q), far past the CSI spec's 128 bytes (volctl takes up to %d): it is not used; fix the plugin",
+		rpc, name, kind, len(id), spec.Cut(id, 64), maxObjectID)
 }
 
 // DeleteSnapshot deletes a snapshot. NOT_FOUND is ignorable.

@@ -321,6 +321,9 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		// or create of that storage meanwhile (another process) sees it recorded and is refused,
 		// and a cleanup cut short is finished by reconcile like any delete.
 		var dup error
+		// The ID as messages show it: a plugin's answer may hold one of megabytes (refused for
+		// that, csi's maxObjectID, and deleted here by it whole).
+		shown := spec.Cut(created.ID, 256)
 		doomed := v
 		doomed.ExternalID, doomed.State = created.ID, store.VolumeDeleting
 		if uerr := e.store.Update(ctx, func(tx *store.Tx) error {
@@ -340,17 +343,17 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		})
 		if derr == nil || csi.IsIgnorable(derr) {
 			if listed, unchecked := e.listsVolume(ctx, c, created.ID); listed {
-				derr = stillListed(v.PluginID, csi.RPCDeleteVolume, derr, "volume", created.ID, volumeCheck(c))
+				derr = stillListed(v.PluginID, csi.RPCDeleteVolume, derr, "volume", shown, volumeCheck(c))
 			} else {
-				e.uncheckedNote(unchecked, derr, v.PluginID, csi.RPCDeleteVolume, "volume", created.ID)
+				e.uncheckedNote(unchecked, derr, v.PluginID, csi.RPCDeleteVolume, "volume", shown)
 			}
 		}
 		if derr != nil && !csi.IsIgnorable(derr) {
 			// The plugin still has the volume: it stays recorded, deleting, rather than leak.
 			e.event(ctx, &store.Event{Kind: "volume-create", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCDeleteVolume,
-				Code: csi.CodeOf(derr).String(), Message: fmt.Sprintf("create refused; deleting volume %q failed, left for reconcile: %v; %v", created.ID, err, derr)})
+				Code: csi.CodeOf(derr).String(), Message: fmt.Sprintf("create refused; deleting volume %q failed, left for reconcile: %v; %v", shown, err, derr)})
 			return fmt.Errorf("%w; deleting the unusable volume %q failed: %v (volume %q stays marked deleting with it: `volctl reconcile` or `%s` deletes it)",
-				err, created.ID, derr, v.ID, shellquote.Command("volctl volume delete", v.ID))
+				err, shown, derr, v.ID, shellquote.Command("volctl volume delete", v.ID))
 		}
 		// Deleted: back to the bare intent, which what follows keeps or forgets.
 		if uerr := e.store.Update(ctx, func(tx *store.Tx) error { return tx.Volumes().Update(&v) }); uerr != nil {
