@@ -62,7 +62,7 @@ func (c *Client) Probe(ctx context.Context) (ready bool, err error) {
 const (
 	maxPluginName    = 256
 	maxNodeID        = 1024
-	maxVendorVersion = 256
+	MaxVendorVersion = 256
 )
 
 // Fingerprint collects everything volctl needs to know about the plugin in one value:
@@ -103,7 +103,7 @@ func (c *Client) fingerprint(ctx context.Context) (*Fingerprint, error) {
 		}
 	}
 	// vendor_version, unbounded by CSI, is only shown: kept, cut, whatever its size.
-	fp := &Fingerprint{Provider: info.Name, Version: spec.Cut(info.VendorVersion, maxVendorVersion), Manifest: info.Manifest}
+	fp := &Fingerprint{Provider: info.Name, Version: spec.Cut(info.VendorVersion, MaxVendorVersion), Manifest: info.Manifest}
 	if fp.Capabilities.Plugin, err = c.GetPluginCapabilities(ctx); err != nil {
 		return nil, err
 	}

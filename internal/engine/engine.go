@@ -716,11 +716,12 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 		return err
 	}
 	// Another version of the driver (an upgrade, a downgrade, another build): the plugin's
-	// word, quoted and cut, as CSI leaves vendor_version unbounded.
+	// word, quoted and cut as the fingerprint cuts it (a version recorded before that bound may
+	// be longer).
 	var version string
 	if cur.Fingerprint.Version != now.Version {
 		version = fmt.Sprintf("; its vendor_version is now %q, was %q",
-			spec.Cut(now.Version, maxVersionShown), spec.Cut(cur.Fingerprint.Version, maxVersionShown))
+			spec.Cut(now.Version, csi.MaxVendorVersion), spec.Cut(cur.Fingerprint.Version, csi.MaxVendorVersion))
 	}
 	if len(lost) == 0 && len(gained) == 0 && !movedNode && limits == "" && version == "" {
 		return nil
@@ -771,9 +772,6 @@ func (e *Engine) noteCapabilityChange(tx *store.Tx, pluginID string, fp *csi.Fin
 	e.log.Warn(msg)
 	return tx.Events().Append(&store.Event{Kind: "plugin-capabilities", PluginID: pluginID, Message: msg})
 }
-
-// maxVersionShown is how much of a vendor_version the plugin-capabilities event shows.
-const maxVersionShown = 256
 
 // nodeLimitsNews words, for the plugin-capabilities event, the node limits NodeGetInfo states
 // otherwise than it did before the restart (was, now): another accessible topology, naming the
