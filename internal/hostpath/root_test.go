@@ -19,85 +19,53 @@ func TestRootAnotherUserControlsIsRefused(t *testing.T) {
 		t.Skip("needs root: the test gives directories to another user (chown)")
 	}
 	const other = 4242
+	// dir is a directory (or, with link set, a symlink to link) the case makes below the test's
+	// private directory, with mode, and given to uid other when theirs is set.
+	type dir struct {
+		path, link string
+		mode       os.FileMode
+		theirs     bool
+	}
 	for _, tt := range []struct {
 		name    string
-		setup   func(t *testing.T, base string) string // returns the root to serve
-		refused []string                               // fragments of the error; none: served
+		made    []dir
+		root    string   // the root to serve, below the test's directory
+		refused []string // fragments of the error (ROOT: the root); none: served
 	}{
-		{"a new root in a private directory", func(t *testing.T, base string) string {
-			return filepath.Join(base, "root")
-		}, nil},
-		{"an existing root of this user's that others may read", func(t *testing.T, base string) string {
-			root := filepath.Join(base, "root")
-			mustOK(t, os.Mkdir(root, 0o755))
-			mustOK(t, os.Chmod(root, 0o755))
-			return root
-		}, nil},
-		{"a root another user owns", func(t *testing.T, base string) string {
-			root := filepath.Join(base, "root")
-			mustOK(t, os.Mkdir(root, 0o700))
-			mustOK(t, os.Chown(root, other, other))
-			return root
-		}, []string{"owned by uid 4242"}},
-		{"a root others may write", func(t *testing.T, base string) string {
-			root := filepath.Join(base, "root")
-			mustOK(t, os.Mkdir(root, 0o700))
-			mustOK(t, os.Chmod(root, 0o777))
-			return root
-		}, []string{"writable by other users (mode 0777)", "chmod 700"}},
-		{"a sticky root others may write", func(t *testing.T, base string) string {
-			root := filepath.Join(base, "root")
-			mustOK(t, os.Mkdir(root, 0o700))
-			mustOK(t, os.Chmod(root, 0o777|os.ModeSticky))
-			return root
-		}, []string{"writable by other users"}},
-		{"a root in a directory others may write", func(t *testing.T, base string) string {
-			shared := filepath.Join(base, "shared")
-			mustOK(t, os.Mkdir(shared, 0o700))
-			mustOK(t, os.Chmod(shared, 0o777))
-			return filepath.Join(shared, "root")
-		}, []string{"is reached through", "shared", "writable by other users"}},
-		{"a root reached through another user's symlink", func(t *testing.T, base string) string {
-			real := filepath.Join(base, "real")
-			mustOK(t, os.Mkdir(real, 0o700))
-			link := filepath.Join(base, "link")
-			mustOK(t, os.Symlink(real, link))
-			mustOK(t, os.Lchown(link, other, other))
-			return link
-		}, []string{"symlink", "owned by uid 4242"}},
-		{"a volumes directory another user owns", func(t *testing.T, base string) string {
-			root := filepath.Join(base, "root")
-			mustOK(t, os.MkdirAll(filepath.Join(root, "volumes"), 0o700))
-			mustOK(t, os.Chown(filepath.Join(root, "volumes"), other, other))
-			return root
-		}, []string{"volumes", "owned by uid 4242"}},
-		{"a meta directory that is this user's symlink to a private directory", func(t *testing.T, base string) string {
-			root := filepath.Join(base, "root")
-			mustOK(t, os.Mkdir(root, 0o700))
-			elsewhere := filepath.Join(base, "elsewhere")
-			mustOK(t, os.Mkdir(elsewhere, 0o700))
-			mustOK(t, os.Symlink(elsewhere, filepath.Join(root, "meta")))
-			return root
-		}, nil},
-		{"a meta directory that is another user's symlink", func(t *testing.T, base string) string {
-			root := filepath.Join(base, "root")
-			mustOK(t, os.Mkdir(root, 0o700))
-			elsewhere := filepath.Join(base, "elsewhere")
-			mustOK(t, os.Mkdir(elsewhere, 0o700))
-			mustOK(t, os.Symlink(elsewhere, filepath.Join(root, "meta")))
-			mustOK(t, os.Lchown(filepath.Join(root, "meta"), other, other))
-			return root
-		}, []string{"symlink " + "ROOT/meta", "owned by uid 4242"}},
-		{"a snapshots directory others may write", func(t *testing.T, base string) string {
-			root := filepath.Join(base, "root")
-			mustOK(t, os.MkdirAll(filepath.Join(root, "snapshots"), 0o700))
-			mustOK(t, os.Chmod(filepath.Join(root, "snapshots"), 0o777))
-			return root
-		}, []string{"snapshots", "writable by other users"}},
+		{"a new root in a private directory", nil, "root", nil},
+		{"an existing root of this user's that others may read", []dir{{path: "root", mode: 0o755}}, "root", nil},
+		{"a root another user owns", []dir{{path: "root", mode: 0o700, theirs: true}}, "root", []string{"owned by uid 4242"}},
+		{"a root others may write", []dir{{path: "root", mode: 0o777}}, "root", []string{"writable by other users (mode 0777)", "chmod 700"}},
+		{"a sticky root others may write", []dir{{path: "root", mode: 0o777 | os.ModeSticky}}, "root", []string{"writable by other users"}},
+		{"a root in a directory others may write", []dir{{path: "shared", mode: 0o777}}, "shared/root",
+			[]string{"is reached through", "shared", "writable by other users"}},
+		{"a root reached through another user's symlink", []dir{{path: "real", mode: 0o700}, {path: "link", link: "real", theirs: true}}, "link",
+			[]string{"symlink", "owned by uid 4242"}},
+		{"a volumes directory another user owns", []dir{{path: "root", mode: 0o700}, {path: "root/volumes", mode: 0o700, theirs: true}}, "root",
+			[]string{"volumes", "owned by uid 4242"}},
+		{"a meta directory that is this user's symlink to a private directory",
+			[]dir{{path: "root", mode: 0o700}, {path: "elsewhere", mode: 0o700}, {path: "root/meta", link: "../elsewhere"}}, "root", nil},
+		{"a meta directory that is another user's symlink",
+			[]dir{{path: "root", mode: 0o700}, {path: "elsewhere", mode: 0o700}, {path: "root/meta", link: "../elsewhere", theirs: true}}, "root",
+			[]string{"symlink ROOT/meta", "owned by uid 4242"}},
+		{"a snapshots directory others may write", []dir{{path: "root", mode: 0o700}, {path: "root/snapshots", mode: 0o777}}, "root",
+			[]string{"snapshots", "writable by other users"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			base := t.TempDir()
-			root := tt.setup(t, base)
+			for _, d := range tt.made {
+				path := filepath.Join(base, d.path)
+				if d.link != "" {
+					mustOK(t, os.Symlink(d.link, path))
+				} else {
+					mustOK(t, os.Mkdir(path, 0o700))
+					mustOK(t, os.Chmod(path, d.mode))
+				}
+				if d.theirs {
+					mustOK(t, os.Lchown(path, other, other))
+				}
+			}
+			root := filepath.Join(base, tt.root)
 			_, err := hostpath.New(hostpath.Config{Root: root, NodeID: "n1"})
 			if tt.refused == nil {
 				if err != nil {
