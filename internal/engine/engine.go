@@ -559,6 +559,10 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		c.fpRecorded.Store(true)
 		return e.cache(c), nil
 	}
+	if err := checkServers(ids); err != nil {
+		_ = client.Close()
+		return nil, err
+	}
 	fp, err := client.Fingerprint(ctx)
 	if err != nil {
 		_ = client.Close()

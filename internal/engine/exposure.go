@@ -73,3 +73,35 @@ func exposedSockets(c *conn) []string {
 	}
 	return out
 }
+
+// checkServers refuses a plugin whose socket is served by a process of a user who could have
+// put it there only as "any user": not root, not this user, not the owner of the socket's
+// directory, nor of its group where the group may write it. Such a user bound the socket's
+// name in a directory everyone may write (/tmp) while the plugin was not listening (a restart),
+// and would be sent every request for the plugin's volumes, their secrets included, and answer
+// them about storage of theirs. SocketExposure warns of the directory; this refuses the
+// impostor itself, before any RPC: asked of each socket when the plugin is fingerprinted afresh
+// (its socket files are new), as checkIdentity asks the driver's name. A plugin that runs as a
+// user of its own serves from a directory that user (or its group) may write.
+func checkServers(sockets []socketID) error {
+	for _, s := range sockets {
+		cred := socketCred(s.path)
+		if cred == nil {
+			continue // nothing answers: the fingerprint says so
+		}
+		if cred.Uid == 0 || int(cred.Uid) == os.Geteuid() {
+			continue
+		}
+		dir := filepath.Dir(s.path)
+		var st syscall.Stat_t
+		if err := syscall.Stat(dir, &st); err == nil && (st.Uid == cred.Uid || st.Mode&0o020 != 0 && st.Gid == cred.Gid) {
+			continue
+		}
+		return conflictf("socket %s is served by pid %d of uid %d, neither root, this user (uid %d), nor the owner of %s (or a member of its group where the group may write it): "+
+			"another user may have bound the socket's name while the plugin was not listening, and would be sent the requests for its volumes, secrets included; "+
+			"no RPC goes to it: stop that process and start the plugin again (and move its socket to a directory only root may write, such as /run/csi); "+
+			"a plugin that runs as uid %d on purpose needs a socket directory that uid owns",
+			spec.QuoteName(s.path), cred.Pid, cred.Uid, os.Geteuid(), spec.QuoteName(dir), cred.Uid)
+	}
+	return nil
+}

@@ -105,21 +105,30 @@ func mountViewPlugins(tx *store.Tx, volumeID string) ([]store.Plugin, error) {
 // SocketPeer is the pid SO_PEERCRED reports for a connection to the unix socket at path: the
 // process that called listen() on it. 0 when nothing answers there.
 func SocketPeer(path string) int {
+	if cred := socketCred(path); cred != nil {
+		return int(cred.Pid)
+	}
+	return 0
+}
+
+// socketCred is what SO_PEERCRED reports for a connection to the unix socket at path: the
+// process that called listen() on it, its user and group. nil when nothing answers there.
+func socketCred(path string) *unix.Ucred {
 	c, err := net.DialTimeout("unix", path, time.Second)
 	if err != nil {
-		return 0
+		return nil
 	}
 	defer c.Close()
 	raw, err := c.(*net.UnixConn).SyscallConn()
 	if err != nil {
-		return 0
+		return nil
 	}
 	var cred *unix.Ucred
 	_ = raw.Control(func(fd uintptr) { cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
-	if err != nil || cred == nil {
-		return 0
+	if err != nil {
+		return nil
 	}
-	return int(cred.Pid)
+	return cred
 }
 
 // mountView says whether this process's mounts under stateDir are those of the process pid

@@ -2,61 +2,172 @@ package hostpath
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+	"slices"
+	"strconv"
+
+	"golang.org/x/sys/unix"
 )
+
+// A volume's directory is its consumers' (0777, reached through their bind mounts): while the
+// plugin, as root, copies it for a snapshot or a clone, or walks it for its stats, a consumer
+// may rename any entry and put a symlink in its place, to /etc/shadow, say, or to /. A walk by
+// path (filepath.WalkDir) looks at an entry and then opens it by its name again: an entry that
+// was a regular file of the consumer's when looked at was opened through the symlink swapped in
+// meanwhile, and a directory's name was listed through one, so the copy held root-only files'
+// content, owned by the consumer (TestSnapshotDoesNotFollowASymlinkSwappedInWhileCopying). So
+// the walk opens each entry once, relative to its directory's descriptor, with O_PATH and
+// O_NOFOLLOW (a symlink is opened as itself), and everything it does with the entry (its type,
+// owner and mode, its content, its listing) goes through that descriptor: whatever is renamed
+// in later, the walk reads the file it looked at.
+
+// maxTreeDepth bounds how deep a walk descends: each level holds a descriptor, and no path a
+// program can name (PATH_MAX, 4096 bytes) is deeper than this. A consumer may nest directories
+// further, one relative mkdir at a time; such a tree is refused, not walked until the plugin
+// runs out of descriptors.
+const maxTreeDepth = 2048
+
+// treeEntry is one file of a walked tree: fd is an O_PATH descriptor of the file st describes
+// (for a symlink, the link itself), rel its path below the root ("" for the root).
+type treeEntry struct {
+	rel string
+	fd  int
+	st  unix.Stat_t
+}
+
+func (e *treeEntry) kind() uint32 { return e.st.Mode & unix.S_IFMT }
+
+// walkTree calls visit for the directory root and everything below it, parents before their
+// entries, entries in lexical order, never following a symlink. An entry removed after its
+// directory was listed is left out. It stops early when ctx is done or visit fails.
+func walkTree(ctx context.Context, root string, visit func(*treeEntry) error) error {
+	fd, err := unix.Open(root, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: root, Err: err}
+	}
+	return walkEntry(ctx, root, "", fd, 0, visit)
+}
+
+// walkEntry visits the entry at rel, whose descriptor fd it closes, and, when it is a
+// directory, walks its entries.
+func walkEntry(ctx context.Context, root, rel string, fd, depth int, visit func(*treeEntry) error) error {
+	defer unix.Close(fd)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	path := filepath.Join(root, rel)
+	e := &treeEntry{rel: rel, fd: fd}
+	if err := unix.Fstat(fd, &e.st); err != nil {
+		return &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if err := visit(e); err != nil {
+		return err
+	}
+	if e.kind() != unix.S_IFDIR {
+		return nil
+	}
+	if depth >= maxTreeDepth {
+		return fmt.Errorf("%s: more than %d directories deep, deeper than any path can name; refusing to walk it", path, maxTreeDepth)
+	}
+	names, err := listDir(fd, path)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		child, err := unix.Openat(fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			continue // removed since the listing
+		}
+		if err != nil {
+			return &fs.PathError{Op: "open", Path: filepath.Join(path, name), Err: err}
+		}
+		if err := walkEntry(ctx, root, filepath.Join(rel, name), child, depth+1, visit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listDir lists the directory dirfd (an O_PATH descriptor) holds, sorted.
+func listDir(dirfd int, path string) ([]string, error) {
+	fd, err := unix.Openat(dirfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	d := os.NewFile(uintptr(fd), path)
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// reopen opens the file an O_PATH descriptor holds for reading: through /proc/self/fd, which
+// reaches that very file, whatever its name holds now.
+func reopen(fd int, path string) (*os.File, error) {
+	f, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(fd), os.O_RDONLY|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reopening %s: %w", path, err)
+	}
+	return f, nil
+}
 
 // copyTree copies the directory src to dst, which must not exist: directories, regular files
 // and symlinks, with their modes and, when the plugin runs as root, their owners. Sockets,
 // FIFOs and devices are skipped: they are endpoints, not data, and a snapshot of one means
-// nothing. It stops early when ctx is done.
+// nothing. It stops early when ctx is done. It never follows a symlink (walkTree).
 func copyTree(ctx context.Context, src, dst string) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			if err := os.Mkdir(target, info.Mode().Perm()); err != nil {
+	return walkTree(ctx, src, func(e *treeEntry) error {
+		target := filepath.Join(dst, e.rel)
+		perm := fs.FileMode(e.st.Mode) & fs.ModePerm
+		switch e.kind() {
+		case unix.S_IFDIR:
+			if err := os.Mkdir(target, perm); err != nil {
 				return err
 			}
-		case d.Type()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(path)
+		case unix.S_IFLNK:
+			link, err := readLink(e.fd)
 			if err != nil {
-				return err
+				return &fs.PathError{Op: "readlink", Path: filepath.Join(src, e.rel), Err: err}
 			}
 			if err := os.Symlink(link, target); err != nil {
 				return err
 			}
-		case d.Type().IsRegular():
-			if err := copyFile(path, target, info.Mode().Perm()); err != nil {
+		case unix.S_IFREG:
+			if err := copyFile(e, filepath.Join(src, e.rel), target, perm); err != nil {
 				return err
 			}
 		default:
 			return nil
 		}
-		return copyOwnerAndMode(target, info)
+		return copyOwnerAndMode(target, &e.st)
 	})
 }
 
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
+// readLink is what the symlink an O_PATH descriptor holds points to.
+func readLink(fd int) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(fd, "", buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
+}
+
+// copyFile copies the regular file e to dst, which it creates with perm.
+func copyFile(e *treeEntry, src, dst string, perm fs.FileMode) error {
+	in, err := reopen(e.fd, src)
 	if err != nil {
 		return err
 	}
@@ -74,16 +185,25 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 
 // copyOwnerAndMode repeats the source's owner (best effort: only root may give files away) and
 // its exact permission bits, which Mkdir and OpenFile filtered through the umask.
-func copyOwnerAndMode(target string, info fs.FileInfo) error {
-	if st, ok := info.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
+func copyOwnerAndMode(target string, st *unix.Stat_t) error {
+	if os.Geteuid() == 0 {
 		if err := os.Lchown(target, int(st.Uid), int(st.Gid)); err != nil {
 			return err
 		}
 	}
-	if info.Mode()&fs.ModeSymlink != 0 {
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 		return nil // a symlink's own mode means nothing on Linux
 	}
-	return os.Chmod(target, info.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+	mode := fs.FileMode(st.Mode) & fs.ModePerm
+	for _, bit := range []struct {
+		unix uint32
+		mode fs.FileMode
+	}{{unix.S_ISUID, fs.ModeSetuid}, {unix.S_ISGID, fs.ModeSetgid}, {unix.S_ISVTX, fs.ModeSticky}} {
+		if st.Mode&bit.unix != 0 {
+			mode |= bit.mode
+		}
+	}
+	return os.Chmod(target, mode)
 }
 
 // usage is what a directory tree occupies: bytes of allocated blocks and the number of inodes.
@@ -93,26 +213,14 @@ type usage struct {
 }
 
 // diskUsage walks dir like du: it counts allocated blocks, not apparent sizes, and every entry
-// as one inode (hard links counted once per link; good enough for a stats RPC).
+// as one inode (hard links counted once per link; good enough for a stats RPC). It never
+// follows a symlink (walkTree): a directory swapped for a link to / is not counted as the
+// volume's.
 func diskUsage(ctx context.Context, dir string) (usage, error) {
 	var u usage
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
+	err := walkTree(ctx, dir, func(e *treeEntry) error {
 		u.inodes++
-		if st, ok := info.Sys().(*syscall.Stat_t); ok {
-			u.bytes += st.Blocks * 512
-		} else {
-			u.bytes += info.Size()
-		}
+		u.bytes += e.st.Blocks * 512
 		return nil
 	})
 	return u, err

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -24,6 +25,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/volctl/volctl/internal/crash"
+	"github.com/volctl/volctl/internal/pathtrust"
 )
 
 const (
@@ -260,20 +262,67 @@ func crashRPC(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grp
 func (p *Plugin) prepareRoot() error {
 	// The root is private: the metadata names every volume. Volumes reach their consumers
 	// through bind mounts, which do not need the parent directories to be traversable.
+	if err := p.checkRootDir(p.cfg.Root); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(p.cfg.Root, 0o700); err != nil {
 		return fmt.Errorf("hostpath: root %q: %w", p.cfg.Root, err)
 	}
-	for _, dir := range []string{p.volumesDir(), p.snapshotsDir()} {
+	if err := p.checkRootDir(p.cfg.Root); err != nil {
+		return err
+	}
+	for _, dir := range []string{p.volumesDir(), p.snapshotsDir(), p.partialDir(), p.metaDir()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("hostpath: %w", err)
 		}
-	}
-	for _, dir := range []string{p.partialDir(), p.metaDir()} {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("hostpath: %w", err)
+		if err := p.checkRootDir(dir); err != nil {
+			return err
 		}
 	}
 	return p.clearInterruptedCopies()
+}
+
+// checkRootDir refuses the root, or one of its directories (dir), when another user controls
+// it: owns it, may write it, or may replace it (pathtrust.Ancestors: a directory on the way
+// that they own or may write). The plugin, as root, bind-mounts what volumes/<id> holds on the
+// staging path it is given, copies snapshots as root, and trusts the records in meta/ to say
+// where it mounted: whoever could put a symlink at volumes/<id> (to /etc) would have /etc
+// handed to the volume's consumer. A dir that does not exist yet passes (MkdirAll makes it,
+// private, and it is checked again then).
+func (p *Plugin) checkRootDir(dir string) error {
+	refuse := func(what, why, fix string) error {
+		in := ""
+		if dir != p.cfg.Root {
+			in = fmt.Sprintf(", its directory %s", dir)
+		}
+		return fmt.Errorf("hostpath: root %s%s %s %s: another user could put a symlink where a volume's directory is, "+
+			"and have the plugin, as root, mount what it points to for the volume's consumer; %s, or serve another --root",
+			p.cfg.Root, in, what, why, fix)
+	}
+	if pr := pathtrust.Ancestors(dir); pr != nil {
+		return refuse("is reached through "+pr.Path+", which", pr.Why, "chown or chmod go-w "+pr.Dir())
+	}
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("hostpath: root %q: %w", p.cfg.Root, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("hostpath: root %s: %s is not a directory", p.cfg.Root, dir)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !ok:
+		return nil // no owner to check: volctl only runs on Linux
+	case int(st.Uid) != os.Geteuid():
+		return refuse("is", fmt.Sprintf("owned by uid %d, not by this user (uid %d)", st.Uid, os.Geteuid()), "chown it to this user")
+	case pathtrust.OthersMayWrite(st.Mode, st.Gid):
+		mode := st.Mode & 0o7777
+		return refuse("is", fmt.Sprintf("writable by other users (mode %#o)", mode), "chmod 700 it once you know what they put there")
+	}
+	return nil
 }
 
 // clearInterruptedCopies removes the copies in partial/ that no process is making: another

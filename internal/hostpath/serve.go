@@ -64,7 +64,7 @@ func Listen(path string) (net.Listener, error) {
 	}
 	// Two plugins starting together could each find the socket stale, and the second would
 	// delete the first one's fresh socket. The directory lock makes check-remove-listen atomic.
-	unlock, err := lockDir(dir, 0)
+	unlock, err := lockSocketDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("socket %q: %w", path, err)
 	}
@@ -107,7 +107,7 @@ func Listen(path string) (net.Listener, error) {
 // calls it before starting a plugin: a plugin killed with SIGKILL leaves its socket file, and
 // a plugin that binds with a plain listen cannot start again while the file is there.
 func RemoveStaleSocket(path string) error {
-	unlock, err := lockDir(filepath.Dir(path), 0)
+	unlock, err := lockSocketDir(filepath.Dir(path))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -142,6 +142,38 @@ func removeStale(path string) error {
 		return fmt.Errorf("socket %q: removing stale socket: %w", path, err)
 	}
 	return nil
+}
+
+// socketLockWait bounds the wait for the lock on a socket's directory. Its holder, another
+// plugin starting there, holds it for a check, a remove and a listen: milliseconds, up to the 2 s
+// a dial to a socket whose listener does not accept may take (removeStale).
+const socketLockWait = 5 * time.Second
+
+// lockSocketDir takes the lock on a socket's directory (lockDir), waiting at most
+// socketLockWait. Any user who may read the directory (/tmp, a /run/csi made 0755) may take
+// that lock too, a flock on the directory opened for reading: a wait without end would let
+// them keep the plugin, and the agent starting it, blocked in flock(2) for good, where neither
+// a context nor a signal reaches.
+func lockSocketDir(dir string) (func(), error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	for deadline := time.Now().Add(socketLockWait); ; time.Sleep(20 * time.Millisecond) {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
+			f.Close()
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				return nil, fmt.Errorf("the lock on its directory %s has been held by another process for %v, longer than a plugin starting there holds it: "+
+					"any user who may read the directory may hold it, to keep plugins from starting; `lslocks` names the holder (its PATH column, the directory); "+
+					"put the socket in a directory only root may read, such as /run/csi (mode 0700)", dir, socketLockWait)
+			}
+			return nil, fmt.Errorf("locking %q: %w", dir, err)
+		}
+	}
 }
 
 // lockDir takes dir's lock (how: 0 to wait for it, unix.LOCK_NB not to) and returns what

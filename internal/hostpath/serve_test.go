@@ -1,6 +1,7 @@
 package hostpath_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -293,5 +294,63 @@ func TestRemoveStaleSocketLeavesABusyPluginsSocket(t *testing.T) {
 	}
 	if _, serr := os.Lstat(socket); serr != nil {
 		t.Fatalf("the busy plugin's socket was removed (RemoveStaleSocket: %v): %v", err, serr)
+	}
+}
+
+// The lock Listen and RemoveStaleSocket take on the socket's directory, to check, remove and
+// listen as one step, is one any user who may read the directory may take too (a flock on a
+// directory opened for reading): held by another user's process, it makes a start fail after
+// a bound, naming the directory and what to do, never wait for good (the agent's start of the
+// plugin blocked in flock(2), where neither its context nor a signal reaches it).
+func TestSocketDirectoryLockHeldByAnotherUserIsBounded(t *testing.T) {
+	t.Parallel()
+	// In the run directory (0755), not t.TempDir's private one: the other user must reach it.
+	dir, err := os.MkdirTemp("", "socketdir-")
+	mustOK(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	mustOK(t, os.Chmod(dir, 0o755)) // as /run/csi or /tmp: every user may read it
+	holder := exec.Command("flock", "--exclusive", dir, "sh", "-c", "echo locked; exec sleep 120")
+	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // flock(1) and its sleep, killed together
+	if os.Geteuid() == 0 {
+		holder.SysProcAttr.Credential = &syscall.Credential{Uid: 4242, Gid: 4242}
+	}
+	var said strings.Builder
+	out, err := holder.StdoutPipe()
+	mustOK(t, err)
+	holder.Stderr = &said
+	if err := holder.Start(); err != nil {
+		t.Skipf("no flock(1) to hold the directory's lock as another process: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL); _ = holder.Wait() })
+	// flock(1) runs the command once it holds the lock.
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "locked\n" {
+		t.Fatalf("flock(1) did not take the lock on %s: %q %s", dir, line, said.String())
+	}
+	socket := filepath.Join(dir, "p.sock")
+	for _, tt := range []struct {
+		name string
+		call func() error
+	}{
+		{"Listen", func() error {
+			l, err := hostpath.Listen(socket)
+			if err == nil {
+				l.Close()
+			}
+			return err
+		}},
+		{"RemoveStaleSocket", func() error { return hostpath.RemoveStaleSocket(socket) }},
+	} {
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { done <- tt.call() }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "lslocks") {
+				t.Errorf("%s while another process holds the lock on %s: %v, want an error naming the directory and how to find the holder", tt.name, dir, err)
+			}
+			t.Logf("%s after %v: %v", tt.name, time.Since(start).Round(time.Millisecond), err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s still waiting after 30s for the lock on %s, which another user's process holds", tt.name, dir)
+		}
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/backoff"
+	"github.com/volctl/volctl/internal/pathtrust"
 )
 
 // FileName is the name of the database file inside the state directory.
@@ -390,87 +391,17 @@ func checkDir(dir string) (held bool, err error) {
 	return held, checkPlanted(dir, shown, fi.Mode().Perm())
 }
 
-// maxLinks bounds the symlinks checkAncestors follows, as the kernel's (40) does a lookup's.
-const maxLinks = 40
-
-// checkAncestors refuses a state dir that another user could replace while volctl uses it: one
-// reached through a directory or symlink another user owns, or through a directory other users
-// may write that is not sticky (/tmp is, so a state dir of this user's in it stays its own). Such
-// a user could rename the state dir away and put one of theirs in its place, whose staging and
-// publish directories, lock files and database volctl, often root and an agent for days, goes
-// on using by their paths: checking the dir itself at Open (checkOwner) settles nothing after
-// it. Owned by root or this user is trusted, as OpenSSH's StrictModes trusts a path; a
-// directory a group may write is trusted only when the group is root's or this user's own
-// (a umask of 002 makes a user's directories writable by their private group). It walks dir as the
-// kernel resolves it, each symlink's own owner checked and its target walked in turn; a part
-// that does not exist yet ends the walk (MkdirAll makes it, this user's), as does anything it
-// cannot read (MkdirAll and Stat then say what).
+// checkAncestors refuses a state dir that another user could replace while volctl uses it
+// (pathtrust.Ancestors): one reached through a directory or symlink another user owns, or
+// through a directory other users may write that is not sticky. Such a user could rename the
+// state dir away and put one of theirs in its place, whose staging and publish directories,
+// lock files and database volctl, often root and an agent for days, goes on using by their
+// paths: checking the dir itself at Open (checkOwner) settles nothing after it.
 func checkAncestors(dir string) error {
-	uid, gid := uint32(os.Geteuid()), uint32(os.Getegid())
-	trusted := func(st *syscall.Stat_t) bool { return st.Uid == 0 || st.Uid == uid }
-	cur, todo, links := "/", strings.Split(dir, "/"), 0
-	for len(todo) > 0 {
-		name := todo[0]
-		todo = todo[1:]
-		switch name {
-		case "", ".":
-			continue
-		case "..":
-			cur = filepath.Dir(cur)
-			continue
-		}
-		parent, err := lstat(cur)
-		if err != nil {
-			return nil
-		}
-		if parent.Mode&0o002 != 0 || parent.Mode&0o020 != 0 && parent.Gid != 0 && parent.Gid != gid {
-			if parent.Mode&syscall.S_ISVTX == 0 { // sticky: only its owner renames an entry
-				return &ancestorError{dir: dir, path: cur, why: fmt.Sprintf("is writable by other users (mode %#o)", parent.Mode&0o777)}
-			}
-		}
-		next := filepath.Join(cur, name)
-		fi, err := os.Lstat(next)
-		if err != nil {
-			return nil
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			return nil // no owner to check: volctl only runs on Linux
-		}
-		last := len(todo) == 0 && fi.Mode()&fs.ModeSymlink == 0
-		if !last && !trusted(st) { // the state dir's own owner is checkOwner's to judge
-			what := ""
-			if fi.Mode()&fs.ModeSymlink != 0 {
-				what = "symlink "
-			}
-			return &ancestorError{dir: dir, path: what + next, why: fmt.Sprintf("is owned by uid %d, neither root nor this user (uid %d)", st.Uid, uid)}
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			cur = next
-			continue
-		}
-		if links++; links > maxLinks {
-			return nil // a loop: Stat says so
-		}
-		target, err := os.Readlink(next)
-		if err != nil {
-			return nil
-		}
-		if filepath.IsAbs(target) {
-			cur = "/"
-		}
-		todo = append(strings.Split(target, "/"), todo...)
+	if p := pathtrust.Ancestors(dir); p != nil {
+		return &ancestorError{dir: dir, path: p.Path, why: p.Why}
 	}
 	return nil
-}
-
-// lstat is the Stat_t of path, not followed.
-func lstat(path string) (*syscall.Stat_t, error) {
-	var st syscall.Stat_t
-	if err := syscall.Lstat(path, &st); err != nil {
-		return nil, err
-	}
-	return &st, nil
 }
 
 // denied says what to do when this user may not make the state dir (a parent that is root's, as

@@ -1,0 +1,164 @@
+package hostpath_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
+
+	"github.com/volctl/volctl/internal/hostpath"
+)
+
+// swapper keeps replacing, one atomic rename at a time, each of a volume's entries with a
+// symlink to a file (or directory) outside it and back again, as a consumer of the volume may:
+// its directory is 0777, reached through the consumer's bind mount.
+type swapper struct {
+	stop chan struct{}
+	done sync.WaitGroup
+}
+
+func startSwapper(t *testing.T, dir string, n int, outsideFile, outsideDir string) *swapper {
+	t.Helper()
+	s := &swapper{stop: make(chan struct{})}
+	for i := range n {
+		file, sub := filepath.Join(dir, fmt.Sprintf("f%d", i)), filepath.Join(dir, fmt.Sprintf("d%d", i))
+		mustOK(t, os.WriteFile(file, []byte("mine"), 0o644))
+		mustOK(t, os.Mkdir(sub, 0o755))
+		mustOK(t, os.WriteFile(filepath.Join(sub, filepath.Base(outsideFile)), []byte("mine"), 0o644))
+		s.done.Add(1)
+		go func() {
+			defer s.done.Done()
+			tmpLink, tmpFile, subLink := file+".l", file+".r", sub+".l"
+			_ = os.Symlink(outsideDir, subLink)
+			for {
+				select {
+				case <-s.stop:
+					return
+				default:
+				}
+				// The entry is a symlink outside, then a regular file (a directory) again.
+				_ = os.Symlink(outsideFile, tmpLink)
+				_ = os.Rename(tmpLink, file)
+				_ = os.WriteFile(tmpFile, []byte("mine"), 0o644)
+				_ = os.Rename(tmpFile, file)
+				_ = unix.Renameat2(unix.AT_FDCWD, sub, unix.AT_FDCWD, subLink, unix.RENAME_EXCHANGE)
+				_ = unix.Renameat2(unix.AT_FDCWD, sub, unix.AT_FDCWD, subLink, unix.RENAME_EXCHANGE)
+			}
+		}()
+	}
+	t.Cleanup(s.halt)
+	return s
+}
+
+func (s *swapper) halt() {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	s.done.Wait()
+}
+
+// holdsContent names a regular file under dir whose content is want ("" for none).
+func holdsContent(t *testing.T, dir string, want []byte) string {
+	t.Helper()
+	found := ""
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || found != "" || !d.Type().IsRegular() {
+			return err
+		}
+		if got, err := os.ReadFile(path); err == nil && bytes.Equal(got, want) {
+			found = path
+		}
+		return nil
+	})
+	mustOK(t, err)
+	return found
+}
+
+// A consumer of a volume swaps its entries for symlinks to a root-only file and back while the
+// plugin, as root, snapshots the volume: the snapshot must hold the symlinks, never the
+// content of what they pointed to, nor a file or directory the consumer did not make.
+func TestSnapshotDoesNotFollowASymlinkSwappedInWhileCopying(t *testing.T) {
+	c := start(t, hostpath.Config{})
+	ctx := context.Background()
+	src := c.createVolume(t, "src")
+	srcDir := c.volumeDir(t, src.GetVolumeId())
+
+	outside := t.TempDir()
+	secret := []byte("root-only content outside the volume")
+	outsideFile := filepath.Join(outside, "secret")
+	mustOK(t, os.WriteFile(outsideFile, secret, 0o600))
+	s := startSwapper(t, srcDir, 8, outsideFile, outside)
+
+	deadline := time.Now().Add(5 * time.Second)
+	snapshots, failed := 0, 0
+	var firstErr error
+	for i := 0; snapshots < 30 && time.Now().Before(deadline); i++ {
+		resp, err := c.ctl.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: fmt.Sprintf("s%d", i), SourceVolumeId: src.GetVolumeId()})
+		if err != nil {
+			// Said after the loop: what the copy may have leaked matters first.
+			if failed++; firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		id := resp.GetSnapshot().GetSnapshotId()
+		dir, ok := c.srv.Plugin.SnapshotPath(id)
+		if !ok {
+			t.Fatalf("snapshot %s has no directory", id)
+		}
+		if leaked := holdsContent(t, dir, secret); leaked != "" {
+			t.Fatalf("snapshot %d: %s holds the content of %s, which the volume only linked to (the copy followed a symlink swapped in under it)", snapshots, leaked, outsideFile)
+		}
+		_, err = c.ctl.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: id})
+		mustOK(t, err)
+		snapshots++
+	}
+	s.halt()
+	if failed > 0 {
+		t.Errorf("%d of %d CreateSnapshot calls failed while the volume's entries changed under the copy, the first: %v", failed, failed+snapshots, firstErr)
+	}
+	t.Logf("%d snapshots taken while the volume's entries were swapped", snapshots)
+}
+
+// The stats of a volume a consumer swaps a directory of for a symlink to a large tree outside
+// it are the volume's own: the walk does not follow the symlink into the other tree.
+func TestVolumeStatsDoNotFollowASymlinkSwappedIn(t *testing.T) {
+	c, _ := startFake(t, hostpath.Config{})
+	ctx := context.Background()
+	v, p := c.staged(t, "v")
+	mustOK(t, c.publish(v, p, p.target, false, nil))
+
+	outside := t.TempDir()
+	const outsideFiles = 2000
+	for i := range outsideFiles {
+		mustOK(t, os.WriteFile(filepath.Join(outside, fmt.Sprintf("x%d", i)), nil, 0o600))
+	}
+	outsideFile := filepath.Join(outside, "x0")
+	// The volume holds its directory and, per swapped entry, at most six more: f, f.l, f.r, d,
+	// d.l and the file in d.
+	const entries = 8
+	const most = 1 + 6*entries
+	s := startSwapper(t, c.volumeDir(t, v.GetVolumeId()), entries, outsideFile, outside)
+
+	deadline := time.Now().Add(5 * time.Second)
+	for i := 0; i < 200 && time.Now().Before(deadline); i++ {
+		stats, err := c.nd.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: v.GetVolumeId(), VolumePath: p.target})
+		mustOK(t, err)
+		for _, u := range stats.GetUsage() {
+			if u.GetUnit() == csi.VolumeUsage_INODES && u.GetUsed() > most {
+				t.Fatalf("call %d: %d inodes used, more than the volume's %d at most: the walk followed a symlink to %s (%d files)", i, u.GetUsed(), most, outside, outsideFiles)
+			}
+		}
+	}
+	s.halt()
+}
