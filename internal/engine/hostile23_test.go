@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// hugeZone is a node topology far past CSI's bounds: one segment of 1 MiB.
+var hugeZone = map[string]string{"zone": strings.Repeat("z", 1<<20)}
+
+// A plugin whose NodeGetInfo answers a node topology of a megabyte (a segment of 1 MiB), at
+// registration or after a restart under claims: before, it was recorded with the fingerprint
+// (the store's plugin row a megabyte, read by every command), printed whole by plugin status
+// and the dashboard, and matched at each claim. Registering it is refused, naming the plugin
+// and what to do; a restart into it refuses the connection, recording nothing of it.
+func TestNodeTopologyPastItsBoundIsRefused(t *testing.T) {
+	h := newHarness(t, nil)
+	cfg := csitest.DefaultMemConfig()
+	cfg.Topology = &spec.Topology{Segments: hugeZone}
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+	_, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "big", Type: spec.PluginMonolith, Socket: socket})
+	if err == nil || !strings.Contains(err.Error(), `"big"`) || !strings.Contains(err.Error(), "value of 1048576 bytes") || !strings.Contains(err.Error(), "fix the plugin") {
+		t.Fatalf("register a plugin whose node topology holds 1 MiB = %.300v\nwant it refused, naming the plugin \"big\" and the size", err)
+	}
+	if len(err.Error()) > 2048 {
+		t.Errorf("the refusal is %d bytes long", len(err.Error()))
+	}
+
+	h.create(volume("v"))
+	h.restartWith(func(c *csitest.MemConfig) { c.Topology = &spec.Topology{Segments: hugeZone} })
+	_, err = h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if err == nil || !strings.Contains(err.Error(), "value of 1048576 bytes") {
+		t.Fatalf("claim through a plugin restarted with a node topology of 1 MiB = %.300v; want the connection refused, saying why", err)
+	}
+	if p := h.storedPlugin("mem"); len(p.Fingerprint.Topology["zone"]) > 512 {
+		t.Errorf("the store records a node topology segment of %d bytes", len(p.Fingerprint.Topology["zone"]))
+	}
+}
+
+// A node topology past the bound that an older volctl recorded with the fingerprint is not
+// matched at admission (the claim is refused, saying what reads it again), nor reused with the
+// fingerprint while the socket file is the same: the plugin is fingerprinted again, and its
+// present topology is what is recorded and used. Before, the claim's refusal quoted the
+// megabyte whole.
+func TestNodeTopologyPastItsBoundRecordedIsNotReused(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Topology = &spec.Topology{Segments: map[string]string{"zone": "a"}} })
+	h.create(volume("v"))
+	h.update(func(tx *store.Tx) error {
+		p, err := tx.Plugins().Get("mem")
+		if err != nil {
+			return err
+		}
+		p.Fingerprint.Topology = hugeZone
+		return tx.Plugins().SetFingerprint("mem", p.Fingerprint)
+	})
+	h.open(Config{})
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if err == nil || !strings.Contains(err.Error(), `plugin "mem"`) || !strings.Contains(err.Error(), "value of 1048576 bytes") ||
+		!strings.Contains(err.Error(), "volctl plugin status mem") || len(err.Error()) > 2048 {
+		t.Fatalf("claim with a node topology of 1 MiB recorded = %.600v\nwant it refused in a few lines, naming the plugin and what to do", err)
+	}
+	if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil {
+		t.Fatal(err)
+	}
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if got := h.storedPlugin("mem").Fingerprint.Topology; len(got) != 1 || got["zone"] != "a" {
+		t.Errorf("the recorded node topology after a claim holds %d bytes in zone; want the plugin's {zone=a}", len(got["zone"]))
+	}
+}
+
+// storedPlugin reads plugin id's row from the store; an error fails the test.
+func (h *harness) storedPlugin(id string) store.Plugin {
+	h.t.Helper()
+	var p store.Plugin
+	h.update(func(tx *store.Tx) error {
+		var err error
+		p, err = tx.Plugins().Get(id)
+		return err
+	})
+	return p
+}
