@@ -71,6 +71,9 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 	if len(v.ID) > maxObjectID {
 		return v, oversizedID(RPCCreateVolume, r.Name, "volume", v.ID)
 	}
+	if err := checkVolumeTopologies(r.Name, v); err != nil {
+		return v, err
+	}
 	// Zero capacity means the plugin does not know the size, which the spec allows.
 	if r.CapacityMin > 0 && v.CapacityBytes > 0 && v.CapacityBytes < r.CapacityMin {
 		return v, fmt.Errorf("%s: the plugin created volume %q with %d bytes, below the requested minimum of %d",
@@ -275,6 +278,29 @@ func (c *Client) CreateSnapshot(ctx context.Context, r CreateSnapshotRequest) (S
 		return Snapshot{}, unreadError{oversizedID(RPCCreateSnapshot, r.Name, "snapshot", id)}
 	}
 	return snapshotFromCSI(resp.GetSnapshot()), nil
+}
+
+// checkVolumeTopologies refuses a created volume (v, made for request name) whose accessible
+// topologies are past their bounds: each as a node's (segmentsProblem), all of them together
+// maxTopologies. The plugin made the volume, so it is returned with the error, to be deleted
+// again, as one with an ID past maxObjectID. Before, a megabyte of topologies (as many as
+// gRPC's 4 MiB holds) was recorded with the volume, shown whole by volume status, the
+// dashboard and export, and matched at each claim.
+func checkVolumeTopologies(name string, v Volume) error {
+	total := 0
+	for _, t := range v.AccessibleTopology {
+		problem, size := segmentsProblem(t.Segments)
+		if problem != "" {
+			return fmt.Errorf("%s: the plugin answered %q with volume %q accessible from a topology with %s: it is not used; fix the plugin",
+				RPCCreateVolume, name, spec.Cut(v.ID, 256), problem)
+		}
+		total += size
+	}
+	if total > maxTopologies {
+		return fmt.Errorf("%s: the plugin answered %q with volume %q accessible from %d topologies, %d bytes of keys and values (volctl takes up to %d): it is not used; fix the plugin",
+			RPCCreateVolume, name, spec.Cut(v.ID, 256), len(v.AccessibleTopology), total, maxTopologies)
+	}
+	return nil
 }
 
 // maxObjectID bounds the ID of a volume or snapshot a plugin's CreateVolume or CreateSnapshot

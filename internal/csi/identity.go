@@ -147,12 +147,15 @@ func (c *Client) fingerprint(ctx context.Context) (*Fingerprint, error) {
 	return fp, nil
 }
 
-// The bounds on the node's accessible_topology NodeGetInfo answers (CheckNodeTopology), four
-// times the CSI spec's, as the identity's are: a segment's key and value are strings (CSI: 128
-// bytes), the segments a map (CSI: 4 KiB of keys and values).
+// The bounds on a topology a plugin answers with (CheckNodeTopology, and each of a created
+// volume's, checkVolumeTopologies), four times the CSI spec's, as the identity's are: a
+// segment's key and value are strings (CSI: 128 bytes), the segments a map (CSI: 4 KiB of keys
+// and values). A created volume's topologies together are held to maxTopologies (the CSI spec
+// does not bound how many: real volumes name a few zones).
 const (
 	maxTopologyPart = 4 * spec.MaxCSIString
 	maxTopology     = 4 * spec.MaxCSIMap
+	maxTopologies   = 4 * maxTopology
 )
 
 // CheckNodeTopology refuses a node topology (NodeGetInfo's accessible_topology) of plugin
@@ -162,22 +165,30 @@ const (
 // is: a segment cut is another segment, one left out lets a volume of another zone in.
 // Exported for the engine, which does not reuse a fingerprint an older volctl recorded with one.
 func CheckNodeTopology(provider string, segments map[string]string) error {
-	total := 0
+	if problem, _ := segmentsProblem(segments); problem != "" {
+		return fmt.Errorf("NodeGetInfo: plugin %q reported an accessible_topology with %s: fix the plugin or its configuration", provider, problem)
+	}
+	return nil
+}
+
+// segmentsProblem says what of a topology's segments is past its bounds, "" when none is, and
+// their size (keys and values).
+func segmentsProblem(segments map[string]string) (problem string, size int) {
 	for _, k := range slices.Sorted(maps.Keys(segments)) {
 		v := segments[k]
 		switch {
 		case len(k) > maxTopologyPart:
-			return fmt.Errorf("NodeGetInfo: plugin %q reported an accessible_topology segment key of %d bytes (%q), far past the CSI spec's %d bytes "+
-				"(volctl takes up to %d): fix the plugin or its configuration", provider, len(k), spec.Cut(k, 64), spec.MaxCSIString, maxTopologyPart)
+			return fmt.Sprintf("a segment key of %d bytes (%q), far past the CSI spec's %d bytes (volctl takes up to %d)",
+				len(k), spec.Cut(k, 64), spec.MaxCSIString, maxTopologyPart), 0
 		case len(v) > maxTopologyPart:
-			return fmt.Errorf("NodeGetInfo: plugin %q reported accessible_topology segment %q with a value of %d bytes (%q), far past the CSI spec's %d bytes "+
-				"(volctl takes up to %d): fix the plugin or its configuration", provider, k, len(v), spec.Cut(v, 64), spec.MaxCSIString, maxTopologyPart)
+			return fmt.Sprintf("segment %q with a value of %d bytes (%q), far past the CSI spec's %d bytes (volctl takes up to %d)",
+				k, len(v), spec.Cut(v, 64), spec.MaxCSIString, maxTopologyPart), 0
 		}
-		total += len(k) + len(v)
+		size += len(k) + len(v)
 	}
-	if total > maxTopology {
-		return fmt.Errorf("NodeGetInfo: plugin %q reported an accessible_topology of %d segments, %d bytes of keys and values, far past the CSI spec's 4 KiB for a map "+
-			"(volctl takes up to %d): fix the plugin or its configuration", provider, len(segments), total, maxTopology)
+	if size > maxTopology {
+		return fmt.Sprintf("%d segments, %d bytes of keys and values, far past the CSI spec's 4 KiB for a map (volctl takes up to %d)",
+			len(segments), size, maxTopology), 0
 	}
-	return nil
+	return "", size
 }

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -82,4 +84,48 @@ func (h *harness) storedPlugin(id string) store.Plugin {
 		return err
 	})
 	return p
+}
+
+// A plugin whose CreateVolume answers a volume accessible from a megabyte of topology (one
+// segment of 1 MiB, or 50,000 topologies): before, it was recorded with the volume, shown whole
+// by volume status, the dashboard and export, and matched against the node's at each claim.
+// Past the bounds a node's topology is held to (512 bytes a key or value, 16 KiB a topology)
+// or 64 KiB of them in all, the answer is refused as one with an ID past its bound is: the
+// volume the plugin made is deleted again and nothing is recorded.
+func TestCreateAnsweredWithAHugeTopologyIsRefusedAndTheVolumeDeleted(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		edit func(h *harness)
+		want string
+	}{
+		{"a topology segment of 1 MiB", func(h *harness) {
+			h.mem.Reconfigure(func(c *csitest.MemConfig) { c.CreateTopology = &spec.Topology{Segments: hugeZone} })
+		}, "value of 1048576 bytes"},
+		{"50,000 topologies", func(h *harness) {
+			h.faults.Inject(csi.RPCCreateVolume, csitest.Fault{Raw: manyZones(50000), Times: 1})
+		}, "50000 topologies"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			tt.edit(h)
+			_, err := h.e.CreateVolume(h.ctx, volume("big"))
+			if err == nil {
+				t.Fatalf("a create answered with %s was recorded with %d topologies", tt.name, len(h.volumeInfo("big").AccessibleTopology))
+			}
+			for _, want := range []string{"CreateVolume", `"big"`, tt.want, "fix the plugin"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("create error = %.600q; want it to say %q", err, want)
+				}
+			}
+			if n := len(err.Error()); n > 4096 {
+				t.Errorf("create error is %d bytes long", n)
+			}
+			if vols := h.mem.Volumes(); len(vols) != 0 {
+				t.Errorf("the plugin still holds %d volume(s) made for the refused create: DeleteVolume was not sent", len(vols))
+			}
+			if _, err := h.e.Volume(h.ctx, "big"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("the refused create of big is still recorded: %v", err)
+			}
+		})
+	}
 }
