@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,5 +128,52 @@ func TestCreateAnsweredWithAHugeTopologyIsRefusedAndTheVolumeDeleted(t *testing.
 				t.Errorf("the refused create of big is still recorded: %v", err)
 			}
 		})
+	}
+}
+
+// A plugin whose ListSnapshots names snapshots by IDs of a megabyte (or their source volumes
+// so), among snapshots volctl made: the listing was kept whole, and `snapshot list` printed a
+// row a megabyte wide, padding every other row of the table to it, and --json carried it. No
+// such snapshot can be volctl's (a create answered with an ID past 4 KiB is refused, as a
+// volume's is) nor be deleted by hand through it: the entries past the bound are left out, and
+// a warning says how many and of what size; the others are listed as before.
+func TestSnapshotListingWithHugeIDsLeavesThemOutSayingSo(t *testing.T) {
+	h, db := snapshotHarness(t, nil)
+	mine := h.snapshot("nightly")
+	h.mem.AddSnapshot(csi.Snapshot{ID: strings.Repeat("s", 1<<20), SourceVolumeID: db.ExternalID, ReadyToUse: true})
+	h.mem.AddSnapshot(csi.Snapshot{ID: "snap-other", SourceVolumeID: strings.Repeat("v", 1<<20), ReadyToUse: true})
+	h.mem.AddSnapshot(csi.Snapshot{ID: "snap-fine", SourceVolumeID: "vol-elsewhere", ReadyToUse: true})
+
+	list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range list.Snapshots {
+		if len(s.ID) > 4096 || len(s.SourceExternalID) > 4096 {
+			t.Errorf("the listing shows a snapshot of %d bytes of ID, from %d bytes of source volume ID", len(s.ID), len(s.SourceExternalID))
+			continue
+		}
+		ids = append(ids, s.ID)
+	}
+	if len(ids) != 2 || !slices.Contains(ids, mine.ID) || !slices.Contains(ids, "snap-fine") {
+		t.Errorf("snapshots listed = %q; want %s and snap-fine", ids, mine.ID)
+	}
+	var said []string
+	for _, w := range list.Warnings {
+		if strings.Contains(w, `plugin "mem"`) && strings.Contains(w, "2 snapshots") && strings.Contains(w, "1048576 bytes") {
+			said = append(said, w)
+		}
+		if len(w) > 1024 {
+			t.Errorf("a warning is %d bytes long", len(w))
+		}
+	}
+	if len(said) != 1 {
+		t.Errorf("warnings = %.1000q; want one saying plugin mem listed 2 snapshots with IDs of up to 1048576 bytes, left out", list.Warnings)
+	}
+	for _, s := range list.Snapshots {
+		if s.Missing {
+			t.Errorf("snapshot %q is marked missing", s.ID)
+		}
 	}
 }
