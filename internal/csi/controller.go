@@ -71,9 +71,6 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 	if len(v.ID) > MaxObjectID {
 		return v, oversizedID(RPCCreateVolume, r.Name, "volume", v.ID)
 	}
-	if err := checkVolumeTopologies(r.Name, v); err != nil {
-		return v, err
-	}
 	// Zero capacity means the plugin does not know the size, which the spec allows.
 	if r.CapacityMin > 0 && v.CapacityBytes > 0 && v.CapacityBytes < r.CapacityMin {
 		return v, fmt.Errorf("%s: the plugin created volume %q with %d bytes, below the requested minimum of %d",
@@ -89,6 +86,15 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 		!topologiesOverlap(v.AccessibleTopology, req.Required) {
 		return v, fmt.Errorf("%s: the plugin created volume %q accessible from %s, outside the requisite topology %s that was asked",
 			RPCCreateVolume, v.ID, describeTopologies(v.AccessibleTopology), describeTopologies(req.Required))
+	}
+	// Past their bounds, a volume's topologies and context (which the refusals above do not
+	// quote whole) are refused too.
+	if err := checkVolumeTopologies(r.Name, v); err != nil {
+		return v, err
+	}
+	if n := mapSize(v.Context); n > maxVolumeContext {
+		return v, fmt.Errorf("%s: the plugin answered %q with volume %q whose volume_context holds %d bytes of keys and values (%d entries), far past the CSI spec's 4 KiB for a map (volctl takes up to %d): it is not used; fix the plugin",
+			RPCCreateVolume, r.Name, spec.Cut(v.ID, 256), n, len(v.Context), maxVolumeContext)
 	}
 	return v, nil
 }
@@ -301,6 +307,22 @@ func checkVolumeTopologies(name string, v Volume) error {
 			RPCCreateVolume, name, spec.Cut(v.ID, 256), len(v.AccessibleTopology), total, maxTopologies)
 	}
 	return nil
+}
+
+// maxVolumeContext bounds the volume_context of a volume CreateVolume answers with, four times
+// the CSI spec's 4 KiB for a map, as a topology's: past it the volume is refused and deleted
+// again, as one with an ID past MaxObjectID. Before, one up to gRPC's 4 MiB was recorded,
+// shown whole by volume status and the dashboard, and sent back in every NodeStageVolume and
+// NodePublishVolume of the volume.
+const maxVolumeContext = 4 * spec.MaxCSIMap
+
+// mapSize is a map's keys and values in bytes, as the CSI spec measures a map.
+func mapSize(m map[string]string) int {
+	n := 0
+	for k, v := range m {
+		n += len(k) + len(v)
+	}
+	return n
 }
 
 // MaxObjectID bounds the ID of a volume or snapshot a plugin's CreateVolume or CreateSnapshot

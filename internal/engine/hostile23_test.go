@@ -177,3 +177,38 @@ func TestSnapshotListingWithHugeIDsLeavesThemOutSayingSo(t *testing.T) {
 		}
 	}
 }
+
+// A plugin whose CreateVolume answers a volume with a megabyte of volume_context (CSI: 4 KiB
+// for a map): before, it was recorded with the volume, shown whole by volume status and the
+// dashboard, and sent back in every NodeStageVolume and NodePublishVolume. Past four times
+// CSI's bound (16 KiB) the answer is refused as one with a topology or an ID past its bound:
+// the volume the plugin made is deleted again and nothing is recorded. Below it, it is kept.
+func TestCreateAnsweredWithAHugeVolumeContextIsRefusedAndTheVolumeDeleted(t *testing.T) {
+	// Past CSI's bound, within volctl's: kept whole.
+	h := newHarness(t, func(c *csitest.MemConfig) { c.CreateContext = map[string]string{"blob": strings.Repeat("c", 8<<10)} })
+	h.create(volume("v"))
+	if got := len(h.volumeInfo("v").Context["blob"]); got != 8<<10 {
+		t.Fatalf("a volume_context of 8 KiB is recorded as %d bytes", got)
+	}
+	h.mem.Reconfigure(func(c *csitest.MemConfig) { c.CreateContext = map[string]string{"blob": strings.Repeat("c", 1<<20)} })
+	_, err := h.e.CreateVolume(h.ctx, volume("big"))
+	if err == nil {
+		t.Fatalf("a create answered with a volume_context of 1 MiB was recorded: %d bytes of context", len(h.volumeInfo("big").Context["blob"]))
+	}
+	for _, want := range []string{"CreateVolume", `"big"`, "volume_context holds 1048", "4 KiB", "fix the plugin"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("create error = %.600q; want it to say %q", err, want)
+		}
+	}
+	if n := len(err.Error()); n > 4096 {
+		t.Errorf("create error is %d bytes long", n)
+	}
+	if _, err := h.e.Volume(h.ctx, "big"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the refused create of big is still recorded: %v", err)
+	}
+	for _, v := range h.mem.Volumes() {
+		if len(v.Context["blob"]) > 16<<10 {
+			t.Errorf("the plugin still holds volume %.40q made for the refused create: DeleteVolume was not sent", v.ID)
+		}
+	}
+}
