@@ -92,7 +92,7 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 	if err := checkVolumeTopologies(r.Name, v); err != nil {
 		return v, err
 	}
-	if n := mapSize(v.Context); n > maxVolumeContext {
+	if n := MapSize(v.Context); n > maxVolumeContext {
 		return v, fmt.Errorf("%s: the plugin answered %q with volume %q whose volume_context holds %d bytes of keys and values (%d entries), far past the CSI spec's 4 KiB for a map (volctl takes up to %d): it is not used; fix the plugin",
 			RPCCreateVolume, r.Name, spec.Cut(v.ID, 256), n, len(v.Context), maxVolumeContext)
 	}
@@ -309,15 +309,19 @@ func checkVolumeTopologies(name string, v Volume) error {
 	return nil
 }
 
-// maxVolumeContext bounds the volume_context of a volume CreateVolume answers with, four times
-// the CSI spec's 4 KiB for a map, as a topology's: past it the volume is refused and deleted
+// maxVolumeContext bounds the volume_context of a volume CreateVolume answers with (and
+// MaxPublishContext the publish_context ControllerPublishVolume answers with, which the engine
+// checks), four times the CSI spec's 4 KiB for a map, as a topology's: past it the volume is refused and deleted
 // again, as one with an ID past MaxObjectID. Before, one up to gRPC's 4 MiB was recorded,
 // shown whole by volume status and the dashboard, and sent back in every NodeStageVolume and
 // NodePublishVolume of the volume.
-const maxVolumeContext = 4 * spec.MaxCSIMap
+const (
+	maxVolumeContext  = 4 * spec.MaxCSIMap
+	MaxPublishContext = maxVolumeContext
+)
 
-// mapSize is a map's keys and values in bytes, as the CSI spec measures a map.
-func mapSize(m map[string]string) int {
+// MapSize is a map's keys and values in bytes, as the CSI spec measures a map.
+func MapSize(m map[string]string) int {
 	n := 0
 	for k, v := range m {
 		n += len(k) + len(v)

@@ -212,3 +212,36 @@ func TestCreateAnsweredWithAHugeVolumeContextIsRefusedAndTheVolumeDeleted(t *tes
 		}
 	}
 }
+
+// A plugin whose ControllerPublishVolume answers a megabyte of publish_context (CSI: 4 KiB for
+// a map), under gRPC's limit: before, it was recorded with the claim and the staging and sent
+// back in every NodeStageVolume and NodePublishVolume. Past four times CSI's bound (16 KiB) the
+// answer is refused as one over gRPC's limit is: sent once, the claim rolled back (which undoes
+// the attachment the plugin made), the error saying what the plugin answered.
+func TestPublishContextPastItsBoundIsRefusedAndRolledBack(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) {
+		c.PublishContext = map[string]string{"device": strings.Repeat("x", 1<<20)}
+	})
+	h.create(volume("v"))
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	if err == nil {
+		t.Fatalf("a claim whose ControllerPublishVolume answered 1 MiB of publish_context succeeded, recording %d bytes of it", len(h.liveClaims("v")[0].PublishContext["device"]))
+	}
+	for _, want := range []string{"ControllerPublishVolume", "publish_context that holds 1048", "4 KiB", "rolled back"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("claim error = %.600q; want it to say %q", err, want)
+		}
+	}
+	if n := len(err.Error()); n > 4096 {
+		t.Errorf("claim error is %d bytes long", n)
+	}
+	if n := h.faults.Calls(csi.RPCControllerPublishVolume); n != 1 {
+		t.Errorf("ControllerPublishVolume sent %d times, want once", n)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Fatalf("claim left after the refused answer: %d", len(live))
+	}
+	if pub := h.mem.PublishedNodes(h.externalID("v")); len(pub) != 0 {
+		t.Fatalf("volume still controller-published to %v after rollback", pub)
+	}
+}
