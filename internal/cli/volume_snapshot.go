@@ -262,7 +262,8 @@ marked missing, and a warning on stderr (and in the JSON's warnings) says so. Sn
 pending, without an ID (volctl reconcile finishes them). A snapshot volctl recorded through
 another plugin ID registered on the same socket (one plugin process) is listed under both
 IDs; under the other, its name says which ID records it ("recorded_by" in the JSON): delete it
-through that ID.
+through that ID. A snapshot the plugin lists with an ID (or a source volume ID) past 4 KiB is
+not shown, and a warning says how many were left out.
 
 --secret KEY=VALUE (repeatable) is sent with ListSnapshots, as nomad volume snapshot list
 -secret does; --secret-file KEY=FILE reads the value from FILE (- for standard input) and keeps

@@ -66,9 +66,9 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 			"it is not recorded, and left alone (delete it with the storage provider's tools if nothing uses it)",
 			RPCCreateVolume, r.Name, v.ID, describeSource(v.SnapshotID, v.CloneID), askedSource(r))
 	}
-	// An ID past maxObjectID: the plugin made the volume (unlike the answers above, which name
+	// An ID past MaxObjectID: the plugin made the volume (unlike the answers above, which name
 	// one it did not make for this request), so it is returned to be deleted again.
-	if len(v.ID) > maxObjectID {
+	if len(v.ID) > MaxObjectID {
 		return v, oversizedID(RPCCreateVolume, r.Name, "volume", v.ID)
 	}
 	// Zero capacity means the plugin does not know the size, which the spec allows.
@@ -86,6 +86,15 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 		!topologiesOverlap(v.AccessibleTopology, req.Required) {
 		return v, fmt.Errorf("%s: the plugin created volume %q accessible from %s, outside the requisite topology %s that was asked",
 			RPCCreateVolume, v.ID, describeTopologies(v.AccessibleTopology), describeTopologies(req.Required))
+	}
+	// Past their bounds, a volume's topologies and context (which the refusals above do not
+	// quote whole) are refused too.
+	if err := checkVolumeTopologies(r.Name, v); err != nil {
+		return v, err
+	}
+	if n := MapSize(v.Context); n > maxVolumeContext {
+		return v, fmt.Errorf("%s: the plugin answered %q with volume %q whose volume_context holds %d bytes of keys and values (%d entries), far past the CSI spec's 4 KiB for a map (volctl takes up to %d): it is not used; fix the plugin",
+			RPCCreateVolume, r.Name, spec.Cut(v.ID, 256), n, len(v.Context), maxVolumeContext)
 	}
 	return v, nil
 }
@@ -269,7 +278,7 @@ func (c *Client) CreateSnapshot(ctx context.Context, r CreateSnapshotRequest) (S
 	if resp.GetSnapshot().GetSnapshotId() == "" {
 		return Snapshot{}, unreadError{fmt.Errorf("%s: the plugin returned no snapshot ID for %q", RPCCreateSnapshot, r.Name)}
 	}
-	if id := resp.GetSnapshot().GetSnapshotId(); len(id) > maxObjectID {
+	if id := resp.GetSnapshot().GetSnapshotId(); len(id) > MaxObjectID {
 		// Taken, but by an answer volctl does not use: as one without an ID, its name is what
 		// finds it (the snapshot's create stays recorded, saying so).
 		return Snapshot{}, unreadError{oversizedID(RPCCreateSnapshot, r.Name, "snapshot", id)}
@@ -277,18 +286,63 @@ func (c *Client) CreateSnapshot(ctx context.Context, r CreateSnapshotRequest) (S
 	return snapshotFromCSI(resp.GetSnapshot()), nil
 }
 
-// maxObjectID bounds the ID of a volume or snapshot a plugin's CreateVolume or CreateSnapshot
+// checkVolumeTopologies refuses a created volume (v, made for request name) whose accessible
+// topologies are past their bounds: each as a node's (segmentsProblem), all of them together
+// maxTopologies. The plugin made the volume, so it is returned with the error, to be deleted
+// again, as one with an ID past MaxObjectID. Before, a megabyte of topologies (as many as
+// gRPC's 4 MiB holds) was recorded with the volume, shown whole by volume status, the
+// dashboard and export, and matched at each claim.
+func checkVolumeTopologies(name string, v Volume) error {
+	total := 0
+	for _, t := range v.AccessibleTopology {
+		problem, size := segmentsProblem(t.Segments)
+		if problem != "" {
+			return fmt.Errorf("%s: the plugin answered %q with volume %q accessible from a topology with %s: it is not used; fix the plugin",
+				RPCCreateVolume, name, spec.Cut(v.ID, 256), problem)
+		}
+		total += size
+	}
+	if total > maxTopologies {
+		return fmt.Errorf("%s: the plugin answered %q with volume %q accessible from %d topologies, %d bytes of keys and values (volctl takes up to %d): it is not used; fix the plugin",
+			RPCCreateVolume, name, spec.Cut(v.ID, 256), len(v.AccessibleTopology), total, maxTopologies)
+	}
+	return nil
+}
+
+// maxVolumeContext bounds the volume_context of a volume CreateVolume answers with (and
+// MaxPublishContext the publish_context ControllerPublishVolume answers with, which the engine
+// checks), four times the CSI spec's 4 KiB for a map, as a topology's: past it the volume is refused and deleted
+// again, as one with an ID past MaxObjectID. Before, one up to gRPC's 4 MiB was recorded,
+// shown whole by volume status and the dashboard, and sent back in every NodeStageVolume and
+// NodePublishVolume of the volume.
+const (
+	maxVolumeContext  = 4 * spec.MaxCSIMap
+	MaxPublishContext = maxVolumeContext
+)
+
+// MapSize is a map's keys and values in bytes, as the CSI spec measures a map.
+func MapSize(m map[string]string) int {
+	n := 0
+	for k, v := range m {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// MaxObjectID bounds the ID of a volume or snapshot a plugin's CreateVolume or CreateSnapshot
 // answers with. The CSI spec bounds a string to 128 bytes, but drivers that put a server, a
 // share and a path in their IDs go past that, so volctl takes up to 4 KiB (Linux's bound on a
 // path) and refuses longer: before, an ID up to gRPC's 4 MiB was recorded, shown whole in every
-// listing and error, and sent back in every RPC on the volume.
-const maxObjectID = 4096
+// listing and error, and sent back in every RPC on the volume. A snapshot a listing names by
+// an ID past it, or its source volume so, is left out of what `snapshot list` shows
+// (engine's listPluginSnapshots): no such snapshot is volctl's.
+const MaxObjectID = 4096
 
 // oversizedID is the error of an answer to rpc for name whose ID (of a kind) is past
-// maxObjectID, the ID shown cut.
+// MaxObjectID, the ID shown cut.
 func oversizedID(rpc, name, kind, id string) error {
 	return fmt.Errorf("%s: the plugin answered %q with a %s ID of %d bytes (%q), far past the CSI spec's 128 bytes (volctl takes up to %d): it is not used; fix the plugin",
-		rpc, name, kind, len(id), spec.Cut(id, 64), maxObjectID)
+		rpc, name, kind, len(id), spec.Cut(id, 64), MaxObjectID)
 }
 
 // DeleteSnapshot deletes a snapshot. NOT_FOUND is ignorable.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 
@@ -134,8 +136,59 @@ func (c *Client) fingerprint(ctx context.Context) (*Fingerprint, error) {
 			return nil, fmt.Errorf("NodeGetInfo: plugin %q reported max_volumes_per_node %d, which the CSI spec does not allow (0 is no limit, else a positive count): fix the plugin's configuration and restart it",
 				info.Name, ni.MaxVolumes)
 		}
+		if ni.AccessibleTopology != nil {
+			if err := CheckNodeTopology(info.Name, ni.AccessibleTopology.Segments); err != nil {
+				return nil, err
+			}
+		}
 		fp.NodeID, fp.MaxVolumes, fp.AccessibleTopology = ni.NodeID, ni.MaxVolumes, ni.AccessibleTopology
 		fp.Node = true
 	}
 	return fp, nil
+}
+
+// The bounds on a topology a plugin answers with (CheckNodeTopology, and each of a created
+// volume's, checkVolumeTopologies), four times the CSI spec's, as the identity's are: a
+// segment's key and value are strings (CSI: 128 bytes), the segments a map (CSI: 4 KiB of keys
+// and values). A created volume's topologies together are held to maxTopologies (the CSI spec
+// does not bound how many: real volumes name a few zones).
+const (
+	maxTopologyPart = 4 * spec.MaxCSIString
+	maxTopology     = 4 * spec.MaxCSIMap
+	maxTopologies   = 4 * maxTopology
+)
+
+// CheckNodeTopology refuses a node topology (NodeGetInfo's accessible_topology) of plugin
+// provider past its bounds (maxTopologyPart, maxTopology): before, one up to gRPC's 4 MiB was
+// recorded with the fingerprint, printed whole by every listing of the plugin and matched
+// against every volume's topology at each claim. A topology cannot be cut as a vendor_version
+// is: a segment cut is another segment, one left out lets a volume of another zone in.
+// Exported for the engine, which does not reuse a fingerprint an older volctl recorded with one.
+func CheckNodeTopology(provider string, segments map[string]string) error {
+	if problem, _ := segmentsProblem(segments); problem != "" {
+		return fmt.Errorf("NodeGetInfo: plugin %q reported an accessible_topology with %s: fix the plugin or its configuration", provider, problem)
+	}
+	return nil
+}
+
+// segmentsProblem says what of a topology's segments is past its bounds, "" when none is, and
+// their size (keys and values).
+func segmentsProblem(segments map[string]string) (problem string, size int) {
+	for _, k := range slices.Sorted(maps.Keys(segments)) {
+		v := segments[k]
+		switch {
+		case len(k) > maxTopologyPart:
+			return fmt.Sprintf("a segment key of %d bytes (%q), far past the CSI spec's %d bytes (volctl takes up to %d)",
+				len(k), spec.Cut(k, 64), spec.MaxCSIString, maxTopologyPart), 0
+		case len(v) > maxTopologyPart:
+			return fmt.Sprintf("segment %q with a value of %d bytes (%q), far past the CSI spec's %d bytes (volctl takes up to %d)",
+				k, len(v), spec.Cut(v, 64), spec.MaxCSIString, maxTopologyPart), 0
+		}
+		size += len(k) + len(v)
+	}
+	if size > maxTopology {
+		return fmt.Sprintf("%d segments, %d bytes of keys and values, far past the CSI spec's 4 KiB for a map (volctl takes up to %d)",
+			len(segments), size, maxTopology), 0
+	}
+	return "", size
 }

@@ -29,6 +29,13 @@ func checkNode(tx *store.Tx, v store.Volume, onNode bool, p *store.Plugin) error
 		return nil // the publish path reports the missing plugin
 	}
 	fp := p.Fingerprint
+	if err := csi.CheckNodeTopology(fp.Provider, fp.Topology); err != nil {
+		// Recorded before fingerprinting refused it: not matched, nor shown in a refusal. The
+		// next connection fingerprints the plugin again (reusableFingerprint), recording what
+		// it says now, or refusing it.
+		return badAnswerf("plugin %q: %v (recorded by an older volctl): run `volctl plugin status %s` to fingerprint it again",
+			p.ID, err, p.ID)
+	}
 	if topos := volumeTopologies(v); len(topos) > 0 && !topologyMatch(fp.Topology, topos) {
 		node := "has no accessible topology"
 		if len(fp.Topology) > 0 {

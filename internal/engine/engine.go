@@ -646,8 +646,9 @@ func (c *conn) storedFingerprint(now time.Time) store.Fingerprint {
 // Every socket must match, so split sockets cannot pair a new instance with an old one.
 func reusableFingerprint(p store.Plugin, ids []socketID) *csi.Fingerprint {
 	sf := p.Fingerprint
-	if sf.At.IsZero() || sf.Provider == "" || len(sf.Sockets) != len(ids) || sf.MaxVolumes < 0 {
-		return nil // (a negative limit, recorded by an older volctl: fingerprinting refuses it)
+	if sf.At.IsZero() || sf.Provider == "" || len(sf.Sockets) != len(ids) || sf.MaxVolumes < 0 ||
+		csi.CheckNodeTopology(sf.Provider, sf.Topology) != nil {
+		return nil // (a negative limit, a topology past its bounds, recorded by an older volctl: fingerprinting refuses them)
 	}
 	for i, s := range sf.Sockets {
 		if ids[i].inode == 0 || (socketID{path: s.Path, dev: s.Dev, inode: s.Inode, ctime: s.CtimeNs}) != ids[i] {

@@ -225,6 +225,15 @@ func (e *Engine) sendControllerPublish(ctx context.Context, c *conn, req csi.Con
 	pc, _, err := controllerAnswer(ctx, e, c, csi.RPCControllerPublishVolume, func(ctx context.Context) (map[string]string, error) {
 		return c.client.ControllerPublishVolume(ctx, req)
 	})
+	if n := csi.MapSize(pc); err == nil && n > csi.MaxPublishContext {
+		// The plugin attached the volume, and its answer is not used: a bad answer, final (the
+		// same call gets the same one), so a claim is rolled back, detaching it, as after an
+		// answer past gRPC's limit. Before, a megabyte of it was recorded with the claim and the
+		// staging and sent back in every NodeStageVolume and NodePublishVolume.
+		return nil, badAnswerf("%s: plugin %q answered for volume %q on node %q with a publish_context that holds %d bytes of keys and values (%d entries), "+
+			"far past the CSI spec's 4 KiB for a map (volctl takes up to %d): it is not used; fix the plugin",
+			csi.RPCControllerPublishVolume, c.plugin.ID, spec.Cut(req.VolumeID, 256), spec.Cut(req.NodeID, 256), n, len(pc), csi.MaxPublishContext)
+	}
 	return pc, err
 }
 

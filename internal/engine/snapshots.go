@@ -648,6 +648,10 @@ func (e *Engine) listSnapshotsStored(ctx context.Context, pluginID string, secre
 			}
 		}
 		listed, why := e.listPluginSnapshots(ctx, p, pluginID != "" || len(recs) > 0, sec)
+		listed, left := withoutOversizedIDs(p.ID, listed)
+		if left != "" {
+			out.Warnings = append(out.Warnings, left)
+		}
 		if why != "" {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("plugin %q: %s: showing volctl's records only", p.ID, why))
 		}
@@ -752,6 +756,33 @@ func (e *Engine) listPluginSnapshots(ctx context.Context, p store.Plugin, cares 
 		return nil, err.Error()
 	}
 	return snaps, ""
+}
+
+// withoutOversizedIDs leaves out of a plugin's listing the snapshots it names by an ID past
+// csi.MaxObjectID, or whose source volume it names so, and says how many it left out and how
+// large their IDs are (warning; "" when none). No such snapshot is volctl's (a create answered
+// with one is refused), and one could neither be read in a table nor given to snapshot delete:
+// before, `snapshot list` printed a row a megabyte wide, padding every other row to it.
+func withoutOversizedIDs(pluginID string, listed []csi.Snapshot) (kept []csi.Snapshot, warning string) {
+	left, largest := 0, 0
+	kept = slices.DeleteFunc(listed, func(s csi.Snapshot) bool {
+		n := max(len(s.ID), len(s.SourceVolumeID))
+		if n <= csi.MaxObjectID {
+			return false
+		}
+		left, largest = left+1, max(largest, n)
+		return true
+	})
+	if left == 0 {
+		return kept, ""
+	}
+	what := "snapshots"
+	if left == 1 {
+		what = "snapshot"
+	}
+	return kept, fmt.Sprintf("plugin %q listed %d %s with a snapshot or source volume ID of up to %d bytes, past the %d volctl takes (the CSI spec says 128): "+
+		"not shown (no snapshot volctl made has one; list them with the plugin's own tools)",
+		pluginID, left, what, largest, csi.MaxObjectID)
 }
 
 // matesRecords returns, for each plugin listed, the snapshots recorded through the other plugin

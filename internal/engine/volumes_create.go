@@ -322,7 +322,7 @@ func (e *Engine) createFailed(ctx context.Context, c *conn, v store.Volume, sent
 		// and a cleanup cut short is finished by reconcile like any delete.
 		var dup error
 		// The ID as messages show it: a plugin's answer may hold one of megabytes (refused for
-		// that, csi's maxObjectID, and deleted here by it whole).
+		// that, csi's MaxObjectID, and deleted here by it whole).
 		shown := spec.Cut(created.ID, 256)
 		doomed := v
 		doomed.ExternalID, doomed.State = created.ID, store.VolumeDeleting
