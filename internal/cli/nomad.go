@@ -388,6 +388,9 @@ type NomadRegisterPlan struct {
 	Action string `json:"action,omitempty"`
 	// Changes names the fields an update would change (nomad.Changes).
 	Changes []string `json:"changes,omitempty"`
+	// Differences says, for each field an update would change, Nomad would refuse to change
+	// or keep, what Nomad's copy has and what volctl's volume has (nomad.Differences).
+	Differences []nomad.Difference `json:"differences,omitempty"`
 	// WouldFail says what would stop the registration, one reason each: the command then
 	// exits 4.
 	WouldFail []string `json:"would_fail,omitempty"`
@@ -433,8 +436,19 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		plan.Action, plan.Changes = "update", ch
 		line = fmt.Sprintf("Would update volume %q in Nomad at %s: %s", id, c.Address, display.Escape(strings.Join(ch, ", ")))
 	}
+	if exists && len(other) == 0 {
+		// Both sides' values (a context's may be a secret's), with no secret volctl knows
+		// nor the credentials sent to Nomad, as nomad status shows them.
+		plan.Differences = nomad.Differences(have, want, slices.Concat(plan.Changes, nomad.Refused(have, want), nomad.Kept(have, want)))
+		if err := redactOutput(ctx, e, c.Credentials(), &plan.Differences); err != nil {
+			return nil, fmt.Errorf("volume %q: %w", id, err)
+		}
+	}
 	if text {
 		fmt.Fprintln(opts.IO.Out, line)
+		for _, d := range plan.Differences {
+			fmt.Fprintf(opts.IO.Out, "  %s\n", display.Escape(differenceWords([]nomad.Difference{d})))
+		}
 	}
 	but := func(why, format string, args ...any) {
 		plan.WouldFail = append(plan.WouldFail, why)
@@ -818,6 +832,9 @@ type NomadVolumeStatus struct {
 	// Differs names the fields Nomad's copy of this volume has otherwise than volctl's
 	// (nomad.Changes): changed in Nomad since it was registered, or here.
 	Differs []string `json:"differs,omitempty"`
+	// Differences says, for each field of Differs, what Nomad's copy has and what volctl's
+	// volume has (nomad.Differences).
+	Differences []nomad.Difference `json:"differences,omitempty"`
 	// NotCompared names what volctl's volume has that Nomad does not answer, so that Differs
 	// cannot say whether Nomad's copy has the same (nomad.NotCompared).
 	NotCompared []string `json:"not_compared,omitempty"`
@@ -839,7 +856,7 @@ reading and for writing. A handed-over volume is looked up in the namespace and 
 handover; any other where volctl nomad register would put it. A volume Nomad has by the same ID
 with another plugin or external ID is another volume (IN NOMAD: another), and a note says how;
 a note names the fields Nomad's copy of this one has otherwise than volctl's, and those Nomad
-would refuse to change. It only reads: Nomad answers a read with a copy of the volume, its
+would refuse to change, with what each side has. It only reads: Nomad answers a read with a copy of the volume, its
 secrets left out and its mount flags redacted, and keeps its own as registered; a note says
 which volumes' secrets or mount flags could not be compared so, and a warning which of them
 Nomad's servers erase at each event-stream event of the volume (a version before 1.11.1).`,
@@ -919,6 +936,9 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			st.Nomad = &have
 			if st.AnotherVolume = nomad.IdentityIn(have, want, st.NomadNamespace); len(st.AnotherVolume) == 0 {
 				st.Registered, st.Differs = true, slices.Concat(nomad.Changes(have, want), nomad.Refused(have, want), nomad.Kept(have, want))
+				if len(st.Differs) > 0 {
+					st.Differences = nomad.Differences(have, want, st.Differs)
+				}
 				st.NotCompared = nomad.NotCompared(want)
 				st.Erasing = erasing.warning(ctx, c, want, "then run `"+shellquote.Command("volctl nomad register", info.ID)+"` again")
 			}
@@ -992,10 +1012,20 @@ func nomadStatusNote(s NomadVolumeStatus) string {
 		return fmt.Sprintf("volume %q: Nomad at %s has a volume by that ID in namespace %s that is another volume (%s): not this one, nor are its allocs claims of this one",
 			s.ID, s.NomadAddress, display.Escape(s.NomadNamespace), display.Escape(strings.Join(s.AnotherVolume, ", ")))
 	case len(s.Differs) > 0:
-		return fmt.Sprintf("volume %q: Nomad's copy in namespace %s differs from volctl's in %s (changed in Nomad since it was registered, or here): Nomad serves its own; `%s` shows what registering volctl's would change",
-			s.ID, display.Escape(s.NomadNamespace), strings.Join(s.Differs, ", "), shellquote.Command("volctl nomad register --dry-run", s.ID))
+		return fmt.Sprintf("volume %q: Nomad's copy in namespace %s differs from volctl's in %s (changed in Nomad since it was registered, or here): %s; Nomad serves its own; `%s` shows what registering volctl's would change",
+			s.ID, display.Escape(s.NomadNamespace), strings.Join(s.Differs, ", "), display.Escape(differenceWords(s.Differences)), shellquote.Command("volctl nomad register --dry-run", s.ID))
 	}
 	return ""
+}
+
+// differenceWords says field by field what Nomad's copy and volctl's volume have:
+// "capacity: Nomad's min 1GiB, max none; volctl's min 10MiB, max none", joined by " | ".
+func differenceWords(ds []nomad.Difference) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = fmt.Sprintf("%s: Nomad's %s; volctl's %s", d.Field, d.Nomad, d.Volctl)
+	}
+	return strings.Join(parts, " | ")
 }
 
 func yesNo(b bool) string {
