@@ -29,7 +29,10 @@ refuses to claim it until volctl nomad release takes it back.
 
 A command over many volumes stops asking Nomad once a request goes unanswered or is answered
 busy (429, 502, 503, 504, no leader), or at Ctrl-C: the volumes not yet asked are named, with
-the command that does them.`,
+the command that does them. register and release exit 1 when any volume failed otherwise
+than by a refusal (Nomad not answering, a volume not asked, an error), which the same command
+run again may get past, and 4 when every failure was a refusal (a conflict); what each volume
+came to is said on its own line.`,
 		newCmdNomadRegister(f, nil), newCmdNomadRelease(f, nil), newCmdNomadStatus(f, nil))
 }
 
@@ -194,10 +197,33 @@ func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
 			return err
 		}
 	}
-	if len(errs) > 0 {
+	if opts.DryRun && len(errs) > 0 {
+		// The plan exits 4 when any registration would not go through, an error beside
+		// it or not: a CI gating the handover on it stops there (docs/json.md).
 		return fmt.Errorf("nomad register: %w", errors.Join(errs...))
 	}
-	return nil
+	return manyFailed("nomad register", errs)
+}
+
+// manyFailed is the error of a command over many volumes (cmd) whose volumes failed with errs
+// (nil for none): exit 1 when any of them failed otherwise than by a refusal, a conflict
+// (exit 4: Nomad not answering, a volume not asked, an error), which the same command run
+// again may get past, so that a script reading 4 as "refused: change something first" does
+// not leave the rest of a handover cut short undone; else their own code.
+func manyFailed(cmd string, errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	err := fmt.Errorf("%s: %w", cmd, errors.Join(errs...))
+	if len(errs) == 1 {
+		err = fmt.Errorf("%s: %w", cmd, errs[0])
+	}
+	for _, e := range errs {
+		if ExitCode(e) == ExitError {
+			return withCode(ExitError, err)
+		}
+	}
+	return err
 }
 
 // askEach runs ask for each volume of ids in turn, collecting the errors, while Nomad answers:
@@ -687,13 +713,7 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 		return printDone(opts.IO.Out, fmt.Sprintf("Took volume %q back from %s; volctl may claim it again\n", id, h.Where()),
 			"volume %q taken back from Nomad at %s", id, h.Address)
 	})
-	if len(errs) == 1 {
-		return fmt.Errorf("nomad release: %w", errs[0])
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("nomad release: %w", errors.Join(errs...))
-	}
-	return nil
+	return manyFailed("nomad release", errs)
 }
 
 // askedToTakeBack asks the Nomad the volume was handed over to whether it has let go of it:
