@@ -99,3 +99,42 @@ func TestNomadRegisterDryRunSaysWhatDiffersFieldByField(t *testing.T) {
 		t.Errorf("register --dry-run --json: differences %+v, want %+v", plans[0].Differences, want)
 	}
 }
+
+// What Nomad's copy has is what Nomad, or what answers for it, says: a name or a context that
+// echoes the ACL token is shown in the differences with the token replaced, in the plan's
+// lines and JSON and in nomad status's note and JSON.
+func TestNomadDifferencesDoNotShowTheToken(t *testing.T) {
+	const token = "5d2f-acl-token-secret"
+	t.Setenv("NOMAD_TOKEN", token)
+	h := nomadHarness(t)
+	n := newFakeNomad(t)
+	if _, _, err := registerIn(h, n); err != nil {
+		t.Fatal(err)
+	}
+	n.mu.Lock()
+	n.readBack = func(v map[string]any) {
+		v["Name"] = "by " + token
+		v["Context"] = map[string]string{"who": token}
+		v["RequestedCapacityMin"] = 1 << 30
+	}
+	n.mu.Unlock()
+	var shown strings.Builder
+	for _, asJSON := range []bool{false, true} {
+		ios, _, out, errOut := iostreams.Test()
+		err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}, DryRun: true,
+			Exporter: exportFlags{JSON: asJSON}})
+		if ExitCode(err) != ExitConflict {
+			t.Fatalf("register --dry-run: %v", err)
+		}
+		shown.WriteString(out.String() + errOut.String() + err.Error())
+	}
+	st, table, notes := runNomadStatusOf(t, h, n)
+	b, _ := json.Marshal(st)
+	shown.WriteString(string(b) + table + notes)
+	if !strings.Contains(shown.String(), `name: Nomad's "by `) {
+		t.Fatalf("the differences are not shown: %s", shown.String())
+	}
+	if strings.Contains(shown.String(), token) {
+		t.Errorf("the ACL token Nomad's copy echoes is shown: %s", shown.String())
+	}
+}
