@@ -465,7 +465,7 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if exists && len(other) == 0 {
 		// Both sides' values (a context's may be a secret's), with no secret volctl knows
 		// nor the credentials sent to Nomad, as nomad status shows them.
-		plan.Differences = nomad.Differences(have, want, slices.Concat(plan.Changes, nomad.Refused(have, want), nomad.Kept(have, want)))
+		plan.Differences = nomad.Differences(have, info, slices.Concat(plan.Changes, nomad.Refused(have, want), nomad.Kept(have, want), nomad.Sized(have, info)))
 		if err := redactOutput(ctx, e, c.Credentials(), &plan.Differences); err != nil {
 			return nil, fmt.Errorf("volume %q: %w", id, err)
 		}
@@ -955,9 +955,9 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			// of this one.
 			st.Nomad = &have
 			if st.AnotherVolume = nomad.IdentityIn(have, want, st.NomadNamespace); len(st.AnotherVolume) == 0 {
-				st.Registered, st.Differs = true, slices.Concat(nomad.Changes(have, want), nomad.Refused(have, want), nomad.Kept(have, want))
+				st.Registered, st.Differs = true, slices.Concat(nomad.Changes(have, want), nomad.Refused(have, want), nomad.Kept(have, want), nomad.Sized(have, info))
 				if len(st.Differs) > 0 {
-					st.Differences = nomad.Differences(have, want, st.Differs)
+					st.Differences = nomad.Differences(have, info, st.Differs)
 				}
 				st.NotCompared = nomad.NotCompared(want)
 				st.Erasing = erasing.warning(ctx, c, want, "then run `"+shellquote.Command("volctl nomad register", info.ID)+"` again")

@@ -138,3 +138,26 @@ func TestNomadDifferencesDoNotShowTheToken(t *testing.T) {
 		t.Errorf("the ACL token Nomad's copy echoes is shown: %s", shown.String())
 	}
 }
+
+// Nomad expands a registered volume through its plugin when `nomad volume register` asks a
+// larger capacity_min, and keeps that capacity whatever volctl's registration asks after: the
+// storage is that large, volctl's record of it behind. nomad status said nothing differs (it
+// compared the requested capacities only, which volctl's registration sets back); it now
+// names capacity_bytes, with Nomad's capacity and volctl's.
+func TestNomadStatusSaysNomadGrewTheVolume(t *testing.T) {
+	h := nomadHarness(t)
+	n := newFakeNomad(t)
+	if _, _, err := registerIn(h, n); err != nil {
+		t.Fatal(err)
+	}
+	n.mu.Lock()
+	n.readBack = func(v map[string]any) { v["Capacity"] = 20 << 20 }
+	n.mu.Unlock()
+	st, _, notes := runNomadStatusOf(t, h, n)
+	if d := anyStrings(st[0]["differs"]); !slices.Equal(d, []string{"capacity_bytes"}) {
+		t.Errorf("status of a volume Nomad has at 20MiB, volctl at 10MiB: differs %v, want [capacity_bytes]", d)
+	}
+	if want := "capacity_bytes: Nomad's 20MiB; volctl's 10MiB"; !strings.Contains(notes, want) {
+		t.Errorf("status notes: %q\nwant %q", notes, want)
+	}
+}

@@ -773,6 +773,9 @@ type VolumeState struct {
 	TopologyRequest *spec.TopologyRequest `json:"topology_request,omitempty"`
 	CapacityMin     int64                 `json:"capacity_min,omitempty"`
 	CapacityMax     int64                 `json:"capacity_max,omitempty"`
+	// Capacity is the volume's capacity as Nomad has it (0: none known), the plugin's answer
+	// to a creation or expansion Nomad made: a registration asking less keeps it.
+	Capacity int64 `json:"capacity,omitempty"`
 }
 
 // AllocClaim is one Nomad alloc's claim on a volume.
@@ -829,7 +832,7 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 			NodesHealthy: v.NodesHealthy, NodesExpected: v.NodesExpected},
 		ReadAllocs: sortedKeys(v.ReadAllocs), WriteAllocs: sortedKeys(v.WriteAllocs),
 		Parameters: v.Parameters, Context: v.Context,
-		CapacityMin: v.RequestedCapacityMin, CapacityMax: v.RequestedCapacityMax,
+		CapacityMin: v.RequestedCapacityMin, CapacityMax: v.RequestedCapacityMax, Capacity: v.Capacity,
 	}
 	out.Allocs = []AllocClaim{}
 	for _, a := range v.Allocations {

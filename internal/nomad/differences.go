@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -20,9 +21,23 @@ type Difference struct {
 	Volctl string `json:"volctl"`
 }
 
-// Differences words each of fields (named by Changes, Refused or Kept) as Nomad's copy have
-// and volctl's volume want have it; a field it does not know is left out.
-func Differences(have VolumeState, want spec.Volume, fields []string) []Difference {
+// Sized lists "capacity_bytes" when Nomad's copy of volume info has a capacity other than the
+// one volctl records for it (both known): Nomad expands a registered volume through its
+// plugin when a registration asks a larger capacity_min than it has (`nomad volume register`),
+// and keeps that capacity whatever a registration asking less sends, so volctl's record of
+// the storage's size is behind, and no registration of volctl's changes either.
+func Sized(have VolumeState, info engine.VolumeInfo) []string {
+	if have.Capacity > 0 && info.CapacityBytes > 0 && have.Capacity != info.CapacityBytes {
+		return []string{"capacity_bytes"}
+	}
+	return nil
+}
+
+// Differences words each of fields (named by Changes, Refused, Kept or Sized) as Nomad's copy
+// have and volctl's volume info (registered as RegisterSpec makes it) have it; a field it does
+// not know is left out.
+func Differences(have VolumeState, info engine.VolumeInfo, fields []string) []Difference {
+	want := RegisterSpec(info)
 	out := make([]Difference, 0, len(fields))
 	for _, f := range fields {
 		d := Difference{Field: f}
@@ -47,6 +62,8 @@ func Differences(have VolumeState, want spec.Volume, fields []string) []Differen
 			d.Nomad, d.Volctl = mapWords(have.Parameters), mapWords(want.Parameters)
 		case "capacity":
 			d.Nomad, d.Volctl = capacityWords(have.CapacityMin, have.CapacityMax), capacityWords(want.CapacityMin, want.CapacityMax)
+		case "capacity_bytes":
+			d.Nomad, d.Volctl = spec.FormatSize(have.Capacity), spec.FormatSize(info.CapacityBytes)
 		case "topology_request":
 			d.Nomad, d.Volctl = topologyRequestWords(have.TopologyRequest), topologyRequestWords(sentTopologyRequest(want))
 		case "topology":
