@@ -17,18 +17,11 @@ import (
 // Nomad from one shrunk, or which access mode Nomad's copy took away. Each difference now
 // carries both sides (differences[].nomad, .volctl), and the note under the table says them.
 func TestNomadStatusSaysWhatDiffersFieldByField(t *testing.T) {
-	h := nomadHarness(t)
-	n := newFakeNomad(t)
-	if _, _, err := registerIn(h, n); err != nil {
-		t.Fatal(err)
-	}
-	n.mu.Lock()
-	n.readBack = func(v map[string]any) {
+	h, n := handedOverThenEdited(t, func(v map[string]any) {
 		v["RequestedCapacityMin"], v["RequestedCapacityMax"] = 1<<30, 2<<30
 		v["RequestedCapabilities"] = []map[string]string{{"AccessMode": "multi-node-reader-only", "AttachmentMode": "file-system"}}
 		v["MountOptions"] = map[string]any{"FSType": "xfs", "MountFlags": []string{"noatime"}}
-	}
-	n.mu.Unlock()
+	})
 	st, _, notes := runNomadStatusOf(t, h, n)
 	want := map[string][2]string{
 		"capabilities":  {`["multi-node-reader-only"/"file-system"]`, `["single-node-writer"/"file-system"]`},
@@ -61,17 +54,10 @@ func TestNomadStatusSaysWhatDiffersFieldByField(t *testing.T) {
 // refuse to change, without what Nomad's copy and volctl's have: its plan now says both, in
 // its lines and in its JSON (differences), a secret volctl knows replaced in either.
 func TestNomadRegisterDryRunSaysWhatDiffersFieldByField(t *testing.T) {
-	h := nomadHarness(t)
-	n := newFakeNomad(t)
-	if _, _, err := registerIn(h, n); err != nil {
-		t.Fatal(err)
-	}
-	n.mu.Lock()
-	n.readBack = func(v map[string]any) {
+	h, n := handedOverThenEdited(t, func(v map[string]any) {
 		v["RequestedCapacityMin"] = 1 << 30
 		v["Name"] = "other-name"
-	}
-	n.mu.Unlock()
+	})
 	var plans []struct {
 		Differences []nomad.Difference `json:"differences"`
 	}
@@ -106,18 +92,11 @@ func TestNomadRegisterDryRunSaysWhatDiffersFieldByField(t *testing.T) {
 func TestNomadDifferencesDoNotShowTheToken(t *testing.T) {
 	const token = "5d2f-acl-token-secret"
 	t.Setenv("NOMAD_TOKEN", token)
-	h := nomadHarness(t)
-	n := newFakeNomad(t)
-	if _, _, err := registerIn(h, n); err != nil {
-		t.Fatal(err)
-	}
-	n.mu.Lock()
-	n.readBack = func(v map[string]any) {
+	h, n := handedOverThenEdited(t, func(v map[string]any) {
 		v["Name"] = "by " + token
 		v["Context"] = map[string]string{"who": token}
 		v["RequestedCapacityMin"] = 1 << 30
-	}
-	n.mu.Unlock()
+	})
 	var shown strings.Builder
 	for _, asJSON := range []bool{false, true} {
 		ios, _, out, errOut := iostreams.Test()
@@ -145,14 +124,7 @@ func TestNomadDifferencesDoNotShowTheToken(t *testing.T) {
 // compared the requested capacities only, which volctl's registration sets back); it now
 // names capacity_bytes, with Nomad's capacity and volctl's.
 func TestNomadStatusSaysNomadGrewTheVolume(t *testing.T) {
-	h := nomadHarness(t)
-	n := newFakeNomad(t)
-	if _, _, err := registerIn(h, n); err != nil {
-		t.Fatal(err)
-	}
-	n.mu.Lock()
-	n.readBack = func(v map[string]any) { v["Capacity"] = 20 << 20 }
-	n.mu.Unlock()
+	h, n := handedOverThenEdited(t, func(v map[string]any) { v["Capacity"] = 20 << 20 })
 	st, _, notes := runNomadStatusOf(t, h, n)
 	if d := anyStrings(st[0]["differs"]); !slices.Equal(d, []string{"capacity_bytes"}) {
 		t.Errorf("status of a volume Nomad has at 20MiB, volctl at 10MiB: differs %v, want [capacity_bytes]", d)
@@ -160,4 +132,19 @@ func TestNomadStatusSaysNomadGrewTheVolume(t *testing.T) {
 	if want := "capacity_bytes: Nomad's 20MiB; volctl's 10MiB"; !strings.Contains(notes, want) {
 		t.Errorf("status notes: %q\nwant %q", notes, want)
 	}
+}
+
+// handedOverThenEdited hands volume db of a harness over to a fake Nomad, which then answers
+// every read of it as edit makes it: Nomad's copy edited there since.
+func handedOverThenEdited(t *testing.T, edit func(v map[string]any)) (*cliHarness, *fakeNomad) {
+	t.Helper()
+	h := nomadHarness(t)
+	n := newFakeNomad(t)
+	if _, _, err := registerIn(h, n); err != nil {
+		t.Fatal(err)
+	}
+	n.mu.Lock()
+	n.readBack = edit
+	n.mu.Unlock()
+	return h, n
 }

@@ -27,15 +27,7 @@ func TestNomadRegisterCutShortExitsOneBesideAConflict(t *testing.T) {
 		n.mu.Lock()
 		n.sent["default/db"] = map[string]any{"ExternalID": "someone-elses", "PluginID": "hp"}
 		n.mu.Unlock()
-		// Nomad is gone once asked about v1: it answers nothing more.
-		inner := n.srv.Config.Handler
-		n.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if strings.HasPrefix(r.URL.Path, "/v1/volume/csi/v") {
-				hangUp(w, r)
-				return
-			}
-			inner.ServeHTTP(w, r)
-		})
+		goneAtV(n) // once asked about v1
 		ios, _, _, _ := iostreams.Test()
 		err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Volumes: ids, Nomad: n.client, DryRun: dryRun})
 		saysAll(t, "register", err, `volume "db"`, "another", `volume "v1"`, `volumes "v2", "v3": not asked`)
@@ -55,14 +47,7 @@ func TestNomadReleaseCutShortExitsOneBesideAConflict(t *testing.T) {
 	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Volumes: ids, Nomad: n.client}); err != nil {
 		t.Fatal(err)
 	}
-	inner := n.srv.Config.Handler
-	n.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/v1/volume/csi/v") {
-			hangUp(w, r)
-			return
-		}
-		inner.ServeHTTP(w, r)
-	})
+	goneAtV(n)
 	_, err := runNomadRelease(h, n.client, func(o *NomadReleaseOptions) { o.Volumes = ids })
 	saysAll(t, "release", err, `volume "db"`, "still registered in Nomad", `volume "v1"`, `volume "v2": not asked`)
 	if ExitCode(err) != ExitError {
@@ -71,4 +56,17 @@ func TestNomadReleaseCutShortExitsOneBesideAConflict(t *testing.T) {
 	if got := marked(t, h, ids); len(got) != 3 {
 		t.Errorf("volumes still marked handed over: %v, want all three", got)
 	}
+}
+
+// goneAtV makes n hang up every request about a volume v1, v2...: Nomad gone once asked
+// about the first of them.
+func goneAtV(n *fakeNomad) {
+	inner := n.srv.Config.Handler
+	n.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/volume/csi/v") {
+			hangUp(w, r)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
 }
