@@ -876,8 +876,9 @@ reading and for writing. A handed-over volume is looked up in the namespace and 
 handover; any other where volctl nomad register would put it. A volume Nomad has by the same ID
 with another plugin or external ID is another volume (IN NOMAD: another), and a note says how;
 a note names the fields Nomad's copy of this one has otherwise than volctl's, and those Nomad
-would refuse to change, with what each side has. It only reads: Nomad answers a read with a copy of the volume, its
-secrets left out and its mount flags redacted, and keeps its own as registered; a note says
+would refuse to change, with what each side has. It only reads: Nomad answers a read with a
+copy of the volume, its secrets left out and its mount flags redacted, and keeps its own as
+registered; a note says
 which volumes' secrets or mount flags could not be compared so, and a warning which of them
 Nomad's servers erase at each event-stream event of the volume (a version before 1.11.1).`,
 		Example: `  volctl nomad status
