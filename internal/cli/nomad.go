@@ -29,7 +29,10 @@ refuses to claim it until volctl nomad release takes it back.
 
 A command over many volumes stops asking Nomad once a request goes unanswered or is answered
 busy (429, 502, 503, 504, no leader), or at Ctrl-C: the volumes not yet asked are named, with
-the command that does them.`,
+the command that does them. register and release exit 1 when any volume failed otherwise
+than by a refusal (Nomad not answering, a volume not asked, an error), which the same command
+run again may get past, and 4 when every failure was a refusal (a conflict); what each volume
+came to is said on its own line.`,
 		newCmdNomadRegister(f, nil), newCmdNomadRelease(f, nil), newCmdNomadStatus(f, nil))
 }
 
@@ -194,10 +197,33 @@ func nomadRegisterRun(ctx context.Context, opts *NomadRegisterOptions) error {
 			return err
 		}
 	}
-	if len(errs) > 0 {
+	if opts.DryRun && len(errs) > 0 {
+		// The plan exits 4 when any registration would not go through, an error beside
+		// it or not: a CI gating the handover on it stops there (docs/json.md).
 		return fmt.Errorf("nomad register: %w", errors.Join(errs...))
 	}
-	return nil
+	return manyFailed("nomad register", errs)
+}
+
+// manyFailed is the error of a command over many volumes (cmd) whose volumes failed with errs
+// (nil for none): exit 1 when any of them failed otherwise than by a refusal, a conflict
+// (exit 4: Nomad not answering, a volume not asked, an error), which the same command run
+// again may get past, so that a script reading 4 as "refused: change something first" does
+// not leave the rest of a handover cut short undone; else their own code.
+func manyFailed(cmd string, errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	err := fmt.Errorf("%s: %w", cmd, errors.Join(errs...))
+	if len(errs) == 1 {
+		err = fmt.Errorf("%s: %w", cmd, errs[0])
+	}
+	for _, e := range errs {
+		if ExitCode(e) == ExitError {
+			return withCode(ExitError, err)
+		}
+	}
+	return err
 }
 
 // askEach runs ask for each volume of ids in turn, collecting the errors, while Nomad answers:
@@ -388,6 +414,9 @@ type NomadRegisterPlan struct {
 	Action string `json:"action,omitempty"`
 	// Changes names the fields an update would change (nomad.Changes).
 	Changes []string `json:"changes,omitempty"`
+	// Differences says, for each field an update would change, Nomad would refuse to change
+	// or keep, what Nomad's copy has and what volctl's volume has (nomad.Differences).
+	Differences []nomad.Difference `json:"differences,omitempty"`
 	// WouldFail says what would stop the registration, one reason each: the command then
 	// exits 4.
 	WouldFail []string `json:"would_fail,omitempty"`
@@ -433,8 +462,19 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		plan.Action, plan.Changes = "update", ch
 		line = fmt.Sprintf("Would update volume %q in Nomad at %s: %s", id, c.Address, display.Escape(strings.Join(ch, ", ")))
 	}
+	if exists && len(other) == 0 {
+		// Both sides' values (a context's may be a secret's), with no secret volctl knows
+		// nor the credentials sent to Nomad, as nomad status shows them.
+		plan.Differences = nomad.Differences(have, info, slices.Concat(plan.Changes, nomad.Refused(have, want), nomad.Kept(have, want), nomad.Sized(have, info)))
+		if err := redactOutput(ctx, e, c.Credentials(), &plan.Differences); err != nil {
+			return nil, fmt.Errorf("volume %q: %w", id, err)
+		}
+	}
 	if text {
 		fmt.Fprintln(opts.IO.Out, line)
+		for _, d := range plan.Differences {
+			fmt.Fprintf(opts.IO.Out, "  %s\n", display.Escape(differenceWords([]nomad.Difference{d})))
+		}
 	}
 	but := func(why, format string, args ...any) {
 		plan.WouldFail = append(plan.WouldFail, why)
@@ -673,13 +713,7 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 		return printDone(opts.IO.Out, fmt.Sprintf("Took volume %q back from %s; volctl may claim it again\n", id, h.Where()),
 			"volume %q taken back from Nomad at %s", id, h.Address)
 	})
-	if len(errs) == 1 {
-		return fmt.Errorf("nomad release: %w", errs[0])
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("nomad release: %w", errors.Join(errs...))
-	}
-	return nil
+	return manyFailed("nomad release", errs)
 }
 
 // askedToTakeBack asks the Nomad the volume was handed over to whether it has let go of it:
@@ -818,6 +852,9 @@ type NomadVolumeStatus struct {
 	// Differs names the fields Nomad's copy of this volume has otherwise than volctl's
 	// (nomad.Changes): changed in Nomad since it was registered, or here.
 	Differs []string `json:"differs,omitempty"`
+	// Differences says, for each field of Differs, what Nomad's copy has and what volctl's
+	// volume has (nomad.Differences).
+	Differences []nomad.Difference `json:"differences,omitempty"`
 	// NotCompared names what volctl's volume has that Nomad does not answer, so that Differs
 	// cannot say whether Nomad's copy has the same (nomad.NotCompared).
 	NotCompared []string `json:"not_compared,omitempty"`
@@ -839,8 +876,9 @@ reading and for writing. A handed-over volume is looked up in the namespace and 
 handover; any other where volctl nomad register would put it. A volume Nomad has by the same ID
 with another plugin or external ID is another volume (IN NOMAD: another), and a note says how;
 a note names the fields Nomad's copy of this one has otherwise than volctl's, and those Nomad
-would refuse to change. It only reads: Nomad answers a read with a copy of the volume, its
-secrets left out and its mount flags redacted, and keeps its own as registered; a note says
+would refuse to change, with what each side has. It only reads: Nomad answers a read with a
+copy of the volume, its secrets left out and its mount flags redacted, and keeps its own as
+registered; a note says
 which volumes' secrets or mount flags could not be compared so, and a warning which of them
 Nomad's servers erase at each event-stream event of the volume (a version before 1.11.1).`,
 		Example: `  volctl nomad status
@@ -918,7 +956,10 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			// of this one.
 			st.Nomad = &have
 			if st.AnotherVolume = nomad.IdentityIn(have, want, st.NomadNamespace); len(st.AnotherVolume) == 0 {
-				st.Registered, st.Differs = true, slices.Concat(nomad.Changes(have, want), nomad.Refused(have, want), nomad.Kept(have, want))
+				st.Registered, st.Differs = true, slices.Concat(nomad.Changes(have, want), nomad.Refused(have, want), nomad.Kept(have, want), nomad.Sized(have, info))
+				if len(st.Differs) > 0 {
+					st.Differences = nomad.Differences(have, info, st.Differs)
+				}
 				st.NotCompared = nomad.NotCompared(want)
 				st.Erasing = erasing.warning(ctx, c, want, "then run `"+shellquote.Command("volctl nomad register", info.ID)+"` again")
 			}
@@ -992,10 +1033,20 @@ func nomadStatusNote(s NomadVolumeStatus) string {
 		return fmt.Sprintf("volume %q: Nomad at %s has a volume by that ID in namespace %s that is another volume (%s): not this one, nor are its allocs claims of this one",
 			s.ID, s.NomadAddress, display.Escape(s.NomadNamespace), display.Escape(strings.Join(s.AnotherVolume, ", ")))
 	case len(s.Differs) > 0:
-		return fmt.Sprintf("volume %q: Nomad's copy in namespace %s differs from volctl's in %s (changed in Nomad since it was registered, or here): Nomad serves its own; `%s` shows what registering volctl's would change",
-			s.ID, display.Escape(s.NomadNamespace), strings.Join(s.Differs, ", "), shellquote.Command("volctl nomad register --dry-run", s.ID))
+		return fmt.Sprintf("volume %q: Nomad's copy in namespace %s differs from volctl's in %s (changed in Nomad since it was registered, or here): %s; Nomad serves its own; `%s` shows what registering volctl's would change",
+			s.ID, display.Escape(s.NomadNamespace), strings.Join(s.Differs, ", "), display.Escape(differenceWords(s.Differences)), shellquote.Command("volctl nomad register --dry-run", s.ID))
 	}
 	return ""
+}
+
+// differenceWords says field by field what Nomad's copy and volctl's volume have:
+// "capacity: Nomad's min 1GiB, max none; volctl's min 10MiB, max none", joined by " | ".
+func differenceWords(ds []nomad.Difference) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = fmt.Sprintf("%s: Nomad's %s; volctl's %s", d.Field, d.Nomad, d.Volctl)
+	}
+	return strings.Join(parts, " | ")
 }
 
 func yesNo(b bool) string {

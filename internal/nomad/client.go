@@ -56,13 +56,17 @@ type Client struct {
 	// stopped names the first request Nomad did not answer or answered busy (noteStopped),
 	// shared by the client's copies; nil for a Client not made by NewClient.
 	stopped *atomic.Pointer[string]
+	// seen: Nomad answered a request of the client or a copy (answer.fromNomad), so one
+	// whose connection it then closes unanswered met a Nomad that went away part way, not
+	// something else at NOMAD_ADDR; nil for a Client not made by NewClient.
+	seen *atomic.Bool
 }
 
 // request returns the context one request to Nomad runs under: ctx (Ctrl-C ends it), bounded
 // by the client's timeout.
 // The answer is what the transport noted of its answer.
 func (c *Client) request(ctx context.Context) (context.Context, *answer, context.CancelFunc) {
-	a := &answer{}
+	a := &answer{seen: c.seen}
 	rctx, cancel := context.WithTimeout(context.WithValue(ctx, answerKey{}, a), c.timeout())
 	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { a.connected.Store(true) }})
 	return rctx, a, cancel
@@ -120,7 +124,7 @@ func NewClient(address string) (*Client, error) {
 	region, namespace := cfg.Region, cfg.Namespace
 	c.SetNamespace("")
 	out := &Client{api: c, Address: shown, Region: region, Namespace: namespace, creds: creds, token: cfg.SecretID != "",
-		serverName: cfg.TLSConfig.TLSServerName, stopped: new(atomic.Pointer[string])}
+		serverName: cfg.TLSConfig.TLSServerName, stopped: new(atomic.Pointer[string]), seen: new(atomic.Bool)}
 	switch t := cfg.TLSConfig; {
 	case t.CACert != "": // read before NOMAD_CAPATH, which is then not read
 		out.trusts = "NOMAD_CACERT=" + t.CACert
@@ -240,6 +244,9 @@ func (b boundedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if a, ok := req.Context().Value(answerKey{}).(*answer); ok {
 		a.fromNomad = resp.Header.Get("X-Nomad-Index") != ""
+		if a.fromNomad && a.seen != nil {
+			a.seen.Store(true)
+		}
 		a.index, _ = strconv.ParseUint(resp.Header.Get("X-Nomad-Index"), 10, 64)
 		a.retryAfter = resp.Header.Get("Retry-After")
 	}
@@ -266,6 +273,8 @@ type answer struct {
 	index uint64
 	// retryAfter is the answer's Retry-After header, as it is.
 	retryAfter string
+	// seen is the client's (Client.seen), set when Nomad answers.
+	seen *atomic.Bool
 	// connected: the request got a connection to write on (the transport calls GotConn before
 	// it writes a byte), so it may have reached Nomad whole. A request that never got one (the
 	// dial or the TLS handshake failed, or Ctrl-C came first) did not.
@@ -410,6 +419,10 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 		// net/http's words (untyped) for an answer that is not HTTP/1: what listens there is
 		// running, and is something else than Nomad's API.
 		return fmt.Sprintf("%v: what answers there does not speak HTTP/1.1 as Nomad's API does (a gRPC server, such as a CSI plugin's socket, or another service): NOMAD_ADDR must name Nomad's HTTP API (by default http://127.0.0.1:4646)", err)
+	case errors.Is(err, io.EOF) && c.seen != nil && c.seen.Load():
+		// Nomad answered this command's earlier requests there: not a TLS mismatch or
+		// another server, but Nomad gone part way.
+		return fmt.Sprintf("%v: Nomad closed the connection without answering, having answered this command's earlier requests there: it stopped or restarted part way (or a proxy before it cut the connection); run the command again once it answers", err)
 	case errors.Is(err, io.EOF):
 		// It took the connection and closed it without a byte of an answer: something listens
 		// there. A TLS server that is not Go's HTTP one (a TLS proxy or load balancer before
@@ -422,6 +435,9 @@ func (c *Client) said(ctx context.Context, err error, clean func(string) string)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		// It answered, and the connection closed before the answer was whole.
 		return fmt.Sprintf("its answer was cut short (%v): the connection closed before it was whole (Nomad restarting, or a proxy before it cutting it off); asking again may get it whole", err)
+	}
+	if c.seen != nil && c.seen.Load() {
+		return err.Error() + " (Nomad answered this command's earlier requests there: it stopped or went out of reach part way; run the command again once it answers)"
 	}
 	return err.Error() + " (is Nomad running there? NOMAD_ADDR says where it is)"
 }
@@ -773,6 +789,9 @@ type VolumeState struct {
 	TopologyRequest *spec.TopologyRequest `json:"topology_request,omitempty"`
 	CapacityMin     int64                 `json:"capacity_min,omitempty"`
 	CapacityMax     int64                 `json:"capacity_max,omitempty"`
+	// Capacity is the volume's capacity as Nomad has it (0: none known), the plugin's answer
+	// to a creation or expansion Nomad made: a registration asking less keeps it.
+	Capacity int64 `json:"capacity,omitempty"`
 }
 
 // AllocClaim is one Nomad alloc's claim on a volume.
@@ -829,7 +848,7 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 			NodesHealthy: v.NodesHealthy, NodesExpected: v.NodesExpected},
 		ReadAllocs: sortedKeys(v.ReadAllocs), WriteAllocs: sortedKeys(v.WriteAllocs),
 		Parameters: v.Parameters, Context: v.Context,
-		CapacityMin: v.RequestedCapacityMin, CapacityMax: v.RequestedCapacityMax,
+		CapacityMin: v.RequestedCapacityMin, CapacityMax: v.RequestedCapacityMax, Capacity: v.Capacity,
 	}
 	out.Allocs = []AllocClaim{}
 	for _, a := range v.Allocations {

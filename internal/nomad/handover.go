@@ -332,11 +332,10 @@ func topologyList(ts []spec.Topology) string {
 	}
 	parts := make([]string, len(ts))
 	for i, t := range ts {
-		var segs []string
-		for _, k := range slices.Sorted(maps.Keys(t.Segments)) {
-			segs = append(segs, fmt.Sprintf("%q=%q", k, t.Segments[k]))
+		parts[i] = "{}"
+		if len(t.Segments) > 0 {
+			parts[i] = mapWords(t.Segments)
 		}
-		parts[i] = "{" + strings.Join(segs, " ") + "}"
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/nomad"
+)
+
+// startMemPluginInNomad is the world of an end-to-end test against a real Nomad agent that
+// needs no mounts: the agent, and an in-memory CSI plugin of the test's (node n1) that volctl
+// uses as plugin id, and Nomad runs as id too (a raw_exec task whose socket is a link to the
+// test's: runLinkedPlugins). volctl's requests go to the agent itself.
+func startMemPluginInNomad(t *testing.T, id string) (w *nomadWorld, socket string) {
+	t.Helper()
+	if os.Getenv("NOMAD_BIN") == "" {
+		t.Skip("set NOMAD_BIN to a Nomad binary to run the end-to-end test against a real agent")
+	}
+	w = makeNomadWorld(t, 3*time.Minute)
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "n1"
+	socket = filepath.Join(w.dir, "mem.sock")
+	csitest.ServeAt(t, socket, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+	w.stepTo("start nomad agent -dev on 127.0.0.1")
+	w.startAgent()
+	w.nomadAddr = w.agentAddr
+	w.stepTo(fmt.Sprintf("run plugin %q in Nomad, a link to the test's", id))
+	w.runLinkedPlugins(id+"-plugin", socket, []string{id})
+	w.volctl(0, "plugin", "register", "--id", id, "--socket", socket)
+	return w, socket
+}
+
+// stopMemPluginInNomad stops what startMemPluginInNomad started, and checks that nothing is
+// left running.
+func (w *nomadWorld) stopMemPluginInNomad(id string) {
+	w.t.Helper()
+	w.stepTo("stop the plugin's job and the agent; nothing left running")
+	w.nomad("job", "stop", "-detach", id+"-plugin")
+	w.stopAgent()
+	w.checkClean()
+}
+
+// TestNomadStatusSaysWhatNomadChanged hands a volume over to a real Nomad, edits Nomad's copy
+// with `nomad volume register` (another access mode, a file system type, a larger capacity,
+// which Nomad expands the volume to through the plugin), and checks that `volctl nomad status
+// --json` and `volctl nomad register --dry-run` say, field by field, what Nomad's copy has and
+// what volctl's has (before, they named the fields only), and that once volctl's copy is sent
+// back, the capacity Nomad keeps is said to differ from volctl's record (before, nothing).
+//
+// Opt-in: NOMAD_BIN names a Nomad binary. No mounts.
+func TestNomadStatusSaysWhatNomadChanged(t *testing.T) {
+	w, _ := startMemPluginInNomad(t, "mem")
+	w.stepTo("volctl creates volume db and hands it over")
+	w.writeFile("db.hcl", strings.Replace(dbSpec, `plugin_id = "hp"`, `plugin_id = "mem"`, 1))
+	w.volctl(0, "volume", "create", filepath.Join(w.dir, "db.hcl"))
+	ext := strings.TrimSpace(w.volctl(0, "volume", "status", "db", "-t", "{{.external_id}}"))
+	if out := w.volctl(0, "nomad", "register", "db"); !strings.Contains(out, `Registered volume "db"`) {
+		t.Fatalf("register: %s", out)
+	}
+	statusOf := func() (differs []string, ds []nomad.Difference) {
+		t.Helper()
+		var st []struct {
+			Registered  bool               `json:"registered"`
+			Differs     []string           `json:"differs"`
+			Differences []nomad.Difference `json:"differences"`
+		}
+		if err := json.Unmarshal([]byte(w.volctl(0, "nomad", "status", "db", "--json")), &st); err != nil || len(st) != 1 || !st[0].Registered {
+			t.Fatalf("nomad status --json: %v, %+v", err, st)
+		}
+		return st[0].Differs, st[0].Differences
+	}
+	if differs, ds := statusOf(); len(differs) > 0 || len(ds) > 0 {
+		t.Fatalf("nomad status just after the handover: differs %v, differences %+v; want none", differs, ds)
+	}
+
+	w.stepTo("nomad volume register edits Nomad's copy: another access mode, fs_type xfs, capacity_min 20MiB")
+	w.writeFile("edited.hcl", fmt.Sprintf(`id = "db"
+name = "db"
+type = "csi"
+plugin_id = "mem"
+external_id = %q
+capacity_min = "20MiB"
+capability {
+  access_mode     = "single-node-reader-only"
+  attachment_mode = "file-system"
+}
+mount_options {
+  fs_type = "xfs"
+}
+topology_request {
+  required {
+    topology {
+      segments = {
+        "topology.hostpath.volctl.dev/node" = "n1"
+      }
+    }
+  }
+}
+`, ext))
+	if out, err := w.tryNomad("volume", "register", filepath.Join(w.dir, "edited.hcl")); err != nil {
+		t.Fatalf("nomad volume register of the edited copy: %v\n%s", err, out)
+	}
+	want := map[string][2]string{
+		"capabilities":  {`["single-node-reader-only"/"file-system"]`, `["single-node-writer"/"file-system"]`},
+		"mount_options": {`fs_type "xfs", no mount flags`, `fs_type "", no mount flags`},
+		"capacity":      {"min 20MiB, max none", "min 10MiB, max none"},
+		// Nomad expanded the volume through the plugin for the larger capacity_min.
+		"capacity_bytes": {"20MiB", "10MiB"},
+	}
+	check := func(what string, ds []nomad.Difference) {
+		t.Helper()
+		got := map[string][2]string{}
+		for _, d := range ds {
+			got[d.Field] = [2]string{d.Nomad, d.Volctl}
+		}
+		for f, v := range want {
+			if got[f] != v {
+				t.Errorf("%s: the difference in %s is %q; want Nomad's %q and volctl's %q (all: %+v)", what, f, got[f], v[0], v[1], ds)
+			}
+		}
+	}
+	differs, ds := statusOf()
+	check("nomad status --json", ds)
+	if len(ds) != len(differs) {
+		t.Errorf("nomad status --json: differs %v, differences %+v: one each", differs, ds)
+	}
+	var plans []struct {
+		Differences []nomad.Difference `json:"differences"`
+	}
+	if err := json.Unmarshal([]byte(w.volctl(0, "nomad", "register", "db", "--dry-run", "--json")), &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("register --dry-run --json: %v", err)
+	}
+	check("register --dry-run --json", plans[0].Differences)
+
+	w.stepTo("volctl nomad register sends volctl's back; only the capacity Nomad expanded the volume to differs")
+	if out := w.volctl(0, "nomad", "register", "db"); !strings.Contains(out, `Updated volume "db"`) {
+		t.Fatalf("register again: %s", out)
+	}
+	// Nomad keeps the capacity it expanded the volume to, whatever a registration asks: the
+	// storage is that large, and volctl's record of it is behind (before, "no difference").
+	if differs, ds := statusOf(); len(differs) != 1 || len(ds) != 1 || ds[0] != (nomad.Difference{Field: "capacity_bytes", Nomad: "20MiB", Volctl: "10MiB"}) {
+		t.Errorf("nomad status after volctl's copy was sent again: differs %v, differences %+v; want only capacity_bytes, Nomad's 20MiB and volctl's 10MiB", differs, ds)
+	}
+	w.nomad("volume", "deregister", "db")
+	w.volctl(0, "nomad", "release", "db")
+	w.stopMemPluginInNomad("mem")
+}
