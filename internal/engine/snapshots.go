@@ -94,6 +94,9 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 		Parameters: params, Secrets: v.Secrets, Reach: reachOf(c)}
 	replay := false
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := e.locks.stillHeld(v.ID); err != nil {
+			return err
+		}
 		if name == "" {
 			base := snapshotName(v.Namespace, v.ID, e.cfg.Now())
 			intent.Name = base
@@ -134,12 +137,22 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 // CreateSnapshot ever sent means nothing was made, and the intent is forgotten, as it is after
 // ALREADY_EXISTS to any of them (the name is another snapshot's); any other failure keeps it for
 // reconcile. The caller holds the source volume's lock.
+//
+// The source volume's lock is checked before CreateSnapshot and once it answered, before
+// anything is recorded or forgotten (stillHeld): a lock file removed meanwhile lets another
+// volctl finish, or delete, the same snapshot beside this one, which stops, leaving the intent.
 func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.SnapshotCreate, replay bool) (store.Snapshot, csi.Snapshot, error) {
+	if err := e.locks.stillHeld(intent.SourceVolumeID); err != nil {
+		return store.Snapshot{}, csi.Snapshot{}, err
+	}
 	snap, earlier, err := controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, func(ctx context.Context) (csi.Snapshot, error) {
 		return c.client.CreateSnapshot(ctx, csi.CreateSnapshotRequest{
 			SourceVolumeID: intent.SourceExternalID, Name: intent.Name, Secrets: intent.Secrets, Parameters: intent.Parameters})
 	})
 	failpoint("rpc:CreateSnapshot")
+	if lost := e.locks.stillHeld(intent.SourceVolumeID); lost != nil {
+		return store.Snapshot{}, snap, lost
+	}
 	if err != nil {
 		ev := &store.Event{Kind: "snapshot-create", VolumeID: intent.SourceVolumeID, PluginID: intent.PluginID,
 			RPC: csi.RPCCreateSnapshot, Code: csi.CodeOf(err).String()}
