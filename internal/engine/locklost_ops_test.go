@@ -210,3 +210,27 @@ func (h *harness) eventsSaying(kind, text string) []string {
 	}
 	return out
 }
+
+// The same for `volume deregister --force` of a volume whose ControllerUnpublishVolume is owed:
+// the lock file removed while it sends it, and reconcile, from another volctl, sending it too.
+// Before, the deregister took the lost lock for a reason the attachment could not be undone,
+// forgot it and the volume with it, beside the reconcile working on them. It stops, leaving the
+// volume registered, for the deregister to be run again.
+func TestLockFileDeletedWhileDeregisterUnpublishesStopsTheDeregister(t *testing.T) {
+	h := newHarness(t, nil)
+	forceDetachFailingControllerUnpublish(t, h)
+	var warnings []string
+	ferr, _, lockPath := h.lockLostBeside("v", csi.RPCControllerUnpublishVolume,
+		func() error { var err error; warnings, err = h.e.DeregisterVolume(h.ctx, "v", true); return err },
+		func(ctx context.Context, second *Engine) error { _, err := second.Reconcile(ctx); return err })
+	wantLockLost(t, "the deregister", ferr, lockPath, "v")
+	if ferr == nil {
+		t.Logf("the deregister's warnings: %q", warnings)
+	}
+	if _, err := h.e.Volume(h.ctx, "v"); err != nil {
+		t.Errorf("volume v after the deregister stopped: %v; want it still registered", err)
+	}
+	if evs := h.eventsSaying("volume-deregister", "deregistered"); len(evs) != 0 {
+		t.Errorf("volume-deregister events %q; want none", evs)
+	}
+}

@@ -392,6 +392,9 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 		forgot   string
 	)
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := e.locks.stillHeld(id); err != nil {
+			return err
+		}
 		forgot = ""
 		v, err := tx.Volumes().Get(id)
 		if err != nil {
@@ -472,7 +475,12 @@ func (e *Engine) sendOwedUnpublish(ctx context.Context, id string) (unsent, err 
 		return err, nil
 	}
 	defer e.done(c)
-	return e.undoLeftStaging(ctx, c, v), nil
+	unsent = e.undoLeftStaging(ctx, c, v)
+	if errors.Is(unsent, errLockLost) {
+		// Not a reason to forget the attachment: another volctl may be working on the volume.
+		return nil, unsent
+	}
+	return unsent, nil
 }
 
 // refuseOwedUnpublish is the conflict of deregistering volume v while a ControllerUnpublishVolume
