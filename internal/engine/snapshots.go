@@ -389,6 +389,9 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		}
 		recorded, named, snapshotID = true, snapshotID, rec.SnapshotID
 	}
+	if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseRestoreInFlight(tx, pluginID, snapshotID) }); err != nil {
+		return fail(err)
+	}
 	c, err := e.snapshotConn(ctx, pluginID, rec.Reach)
 	if err != nil {
 		return fail(err)
@@ -443,6 +446,28 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	})
 	if err != nil {
 		return fail(err)
+	}
+	return nil
+}
+
+// refuseRestoreInFlight refuses to delete snapshot snapshotID of plugin pluginID while a volume
+// of the plugin is recorded as being created from it: its CreateVolume is in flight, or was
+// interrupted, and only a CreateVolume sent again, which restores from the snapshot, finishes
+// it. Deleted under it, every CreateVolume after was answered NOT_FOUND, which keeps the intent
+// of a create sent before (that one may have made the volume), and reconcile reported the create
+// every pass for good (TestSnapshotDeleteRefusedWhileAVolumeIsBeingRestoredFromIt). It is the
+// counterpart of refuseSnapshotInFlight, which keeps a volume a snapshot is being taken of.
+func refuseRestoreInFlight(tx *store.Tx, pluginID, snapshotID string) error {
+	vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: pluginID, State: store.VolumeCreating})
+	if err != nil {
+		return err
+	}
+	for _, v := range vols {
+		if v.SnapshotID == snapshotID {
+			return conflictf("volume %q is being created from snapshot %q (its CreateVolume is in flight, or was interrupted, and only one sent again, which restores from the snapshot, finishes it): "+
+				"run `volctl reconcile` to finish that create, or `%s`, then delete the snapshot",
+				v.ID, snapshotID, shellquote.Command("volctl volume delete", v.ID))
+		}
 	}
 	return nil
 }
