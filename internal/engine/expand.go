@@ -97,11 +97,22 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		over  error // the plugin answered OK with more than limit: done, but not as asked
 	)
 	if ctrl {
+		// The volume's lock is checked before ControllerExpandVolume and once it answered,
+		// before anything is recorded (stillHeld): a lock file removed meanwhile lets another
+		// volctl expand the volume, or claim or delete it, beside this one, which stops, and
+		// its answer, read from a volume record the other may have changed, is not written
+		// over the other's.
+		if err := e.locks.stillHeld(v.ID); err != nil {
+			return fail(err)
+		}
 		resp, _, err := controllerAnswer(ctx, e, c, csi.RPCControllerExpandVolume,
 			func(ctx context.Context) (csi.ControllerExpandVolumeResponse, error) {
 				return c.client.ControllerExpandVolume(ctx, csi.ControllerExpandVolumeRequest{
 					VolumeID: v.ExternalID, CapacityMin: size, CapacityMax: limit, Secrets: v.Secrets})
 			})
+		if lost := e.locks.stillHeld(v.ID); lost != nil {
+			return fail(lost)
+		}
 		if err != nil {
 			if csi.IsRetryable(err) || csi.IsTimeout(err) || csi.IsAnswerUnread(err) {
 				// The plugin may have expanded the storage without volctl reading the answer:
@@ -172,6 +183,9 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		msg += "; the node expansion owed since an earlier expand is still owed"
 	}
 	if err := e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := e.locks.stillHeld(v.ID); err != nil {
+			return err
+		}
 		if err := tx.Volumes().Update(&v); err != nil {
 			return err
 		}
@@ -294,12 +308,18 @@ func (e *Engine) nodeExpandRequest(c *conn, v store.Volume, cl *store.Claim, pat
 // OK below the size asked (the spec: the plugin reaches required_bytes or fails, OUT_OF_RANGE),
 // is logged as an event and returned saying the expansion stays owed.
 func (e *Engine) sendNodeExpand(ctx context.Context, c *conn, v store.Volume, req csi.NodeExpandVolumeRequest, whom string) (int64, error) {
+	if err := e.locks.stillHeld(v.ID); err != nil {
+		return 0, err
+	}
 	var answered int64
 	err := e.retry(ctx, c, csi.RPCNodeExpandVolume, func(ctx context.Context) error {
 		var err error
 		answered, err = c.client.NodeExpandVolume(ctx, req)
 		return err
 	})
+	if lost := e.locks.stillHeld(v.ID); lost != nil {
+		return 0, lost
+	}
 	if err == nil {
 		failpoint("rpc:NodeExpandVolume")
 		if answered == 0 || answered >= req.CapacityMin {
@@ -324,6 +344,9 @@ func (e *Engine) nodeExpanded(ctx context.Context, v store.Volume, answered int6
 		msg = "node expansion went above the limit: " + over.Error()
 	}
 	err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		if err := e.locks.stillHeld(v.ID); err != nil {
+			return err
+		}
 		if answered > currentSize(v) {
 			cur, err := tx.Volumes().Get(v.ID)
 			if err != nil {
@@ -429,6 +452,9 @@ func expandCommand(v store.Volume) string { return shellquote.Command("volctl vo
 // expansion may have been paid just before), with a volume-expand event saying so.
 func (e *Engine) setRequestedMax(ctx context.Context, volumeID string, limit int64) error {
 	return e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := e.locks.stillHeld(volumeID); err != nil {
+			return err
+		}
 		v, err := tx.Volumes().Get(volumeID)
 		if err != nil {
 			return err

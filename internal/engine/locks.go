@@ -86,8 +86,10 @@ func (h heldLock) atPath() bool {
 var errLockLost = errors.New("the volume's lock was lost")
 
 // stillHeld checks, before a step of an operation holding volume id's lock (every checkpoint of
-// a claim or a release: the commit before each RPC, and the last), that the file it locked is
-// still the one at its path. One removed (by hand, or by a cleanup of the state dir) while held
+// a claim or a release: the commit before each RPC, and the last; and each step of a create, a
+// delete, an expand and a snapshot's create or delete: before each write and each RPC, and once
+// an RPC has answered, before its answer is recorded), that the file it locked is still the one
+// at its path. One removed (by hand, or by a cleanup of the state dir) while held
 // lets a second volctl make a new file there and lock it, and two processes would work on the
 // volume at once: this one stops instead, with an error naming the file and what to do, leaving
 // the claim where its last commit put it, which the other process, or the next command or
@@ -108,7 +110,7 @@ func (l *locker) stillHeld(id string) error {
 	}
 	return &kindError{kind: errLockLost, msg: fmt.Sprintf("volume %q's lock file %s was %s while this volctl held the volume's lock (volctl never removes its lock files; something else did): "+
 		"another volctl may hold the lock on the new file and be working on the volume, so this one stopped before its next step, leaving what it did recorded; "+
-		"`volctl volume status %s` shows where the claims are, and `volctl reconcile` resumes them once no other volctl is working on the volume; never remove the files in %s",
+		"`volctl volume status %s` shows where the volume and its claims are, and `volctl reconcile` resumes what was cut short once no other volctl is working on the volume; never remove the files in %s",
 		id, h.path, how, id, filepath.Dir(h.path))}
 }
 

@@ -94,6 +94,9 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 		Parameters: params, Secrets: v.Secrets, Reach: reachOf(c)}
 	replay := false
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := e.locks.stillHeld(v.ID); err != nil {
+			return err
+		}
 		if name == "" {
 			base := snapshotName(v.Namespace, v.ID, e.cfg.Now())
 			intent.Name = base
@@ -134,12 +137,22 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 // CreateSnapshot ever sent means nothing was made, and the intent is forgotten, as it is after
 // ALREADY_EXISTS to any of them (the name is another snapshot's); any other failure keeps it for
 // reconcile. The caller holds the source volume's lock.
+//
+// The source volume's lock is checked before CreateSnapshot and once it answered, before
+// anything is recorded or forgotten (stillHeld): a lock file removed meanwhile lets another
+// volctl finish, or delete, the same snapshot beside this one, which stops, leaving the intent.
 func (e *Engine) finishSnapshot(ctx context.Context, c *conn, intent store.SnapshotCreate, replay bool) (store.Snapshot, csi.Snapshot, error) {
+	if err := e.locks.stillHeld(intent.SourceVolumeID); err != nil {
+		return store.Snapshot{}, csi.Snapshot{}, err
+	}
 	snap, earlier, err := controllerAnswer(ctx, e, c, csi.RPCCreateSnapshot, func(ctx context.Context) (csi.Snapshot, error) {
 		return c.client.CreateSnapshot(ctx, csi.CreateSnapshotRequest{
 			SourceVolumeID: intent.SourceExternalID, Name: intent.Name, Secrets: intent.Secrets, Parameters: intent.Parameters})
 	})
 	failpoint("rpc:CreateSnapshot")
+	if lost := e.locks.stillHeld(intent.SourceVolumeID); lost != nil {
+		return store.Snapshot{}, snap, lost
+	}
 	if err != nil {
 		ev := &store.Event{Kind: "snapshot-create", VolumeID: intent.SourceVolumeID, PluginID: intent.PluginID,
 			RPC: csi.RPCCreateSnapshot, Code: csi.CodeOf(err).String()}
@@ -376,6 +389,9 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 		}
 		recorded, named, snapshotID = true, snapshotID, rec.SnapshotID
 	}
+	if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseRestoreInFlight(tx, pluginID, snapshotID) }); err != nil {
+		return fail(err)
+	}
 	c, err := e.snapshotConn(ctx, pluginID, rec.Reach)
 	if err != nil {
 		return fail(err)
@@ -430,6 +446,28 @@ func (e *Engine) deleteSnapshotStored(ctx context.Context, pluginID, snapshotID 
 	})
 	if err != nil {
 		return fail(err)
+	}
+	return nil
+}
+
+// refuseRestoreInFlight refuses to delete snapshot snapshotID of plugin pluginID while a volume
+// of the plugin is recorded as being created from it: its CreateVolume is in flight, or was
+// interrupted, and only a CreateVolume sent again, which restores from the snapshot, finishes
+// it. Deleted under it, every CreateVolume after was answered NOT_FOUND, which keeps the intent
+// of a create sent before (that one may have made the volume), and reconcile reported the create
+// every pass for good (TestSnapshotDeleteRefusedWhileAVolumeIsBeingRestoredFromIt). It is the
+// counterpart of refuseSnapshotInFlight, which keeps a volume a snapshot is being taken of.
+func refuseRestoreInFlight(tx *store.Tx, pluginID, snapshotID string) error {
+	vols, err := tx.Volumes().List(store.VolumeFilter{PluginID: pluginID, State: store.VolumeCreating})
+	if err != nil {
+		return err
+	}
+	for _, v := range vols {
+		if v.SnapshotID == snapshotID {
+			return conflictf("volume %q is being created from snapshot %q (its CreateVolume is in flight, or was interrupted, and only one sent again, which restores from the snapshot, finishes it): "+
+				"run `volctl reconcile` to finish that create, or `%s`, then delete the snapshot",
+				v.ID, snapshotID, shellquote.Command("volctl volume delete", v.ID))
+		}
 	}
 	return nil
 }

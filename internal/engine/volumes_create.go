@@ -89,6 +89,9 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 	var v store.Volume
 	done, replay := false, false
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := e.locks.stillHeld(sv.ID); err != nil {
+			return err
+		}
 		if err := pluginStillRegistered(tx, c); err != nil {
 			return err
 		}
@@ -292,11 +295,21 @@ func (e *Engine) finishCreate(ctx context.Context, c *conn, v store.Volume, repl
 		SnapshotID: v.SnapshotID, CloneID: v.CloneID, TopologyRequest: v.TopologyRequest,
 	}
 	return e.withController(ctx, c, func(ctx context.Context) error {
+		// The volume's lock, held since the intent was read, is checked before CreateVolume is
+		// sent and again once it answers, before anything is recorded or cleaned up: a lock file
+		// removed meanwhile lets another volctl drive the same create (or delete it) beside this
+		// one, and this one stops, leaving the intent as recorded (stillHeld).
+		if err := e.locks.stillHeld(v.ID); err != nil {
+			return err
+		}
 		created, earlier, err := sendAnswered(ctx, e, c, csi.RPCCreateVolume, func(ctx context.Context) (csi.Volume, error) {
 			return c.client.CreateVolume(ctx, req)
 		})
 		failpoint("rpc:CreateVolume")
 		testHookCreateAnswered(v.ID)
+		if lost := e.locks.stillHeld(v.ID); lost != nil {
+			return lost
+		}
 		if err != nil {
 			return e.createFailed(ctx, c, v, replay || earlier, created, err)
 		}

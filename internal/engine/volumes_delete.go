@@ -75,6 +75,9 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 		}
 	}
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := e.locks.stillHeld(id); err != nil {
+			return err
+		}
 		if err := refuseClaimed(tx, id, "delete"); err != nil {
 			return err
 		}
@@ -113,6 +116,9 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 // The caller holds the volume lock.
 func (e *Engine) finishCreateForDelete(ctx context.Context, c *conn, v store.Volume) (_ store.Volume, done bool, err error) {
 	ferr := e.finishCreate(ctx, c, v, true)
+	if errors.Is(ferr, errLockLost) {
+		return v, true, ferr // another volctl drives the volume now: nothing more is written
+	}
 	cause := ferr // the call's own error, without what the create says of its intent
 	if k := new(keptIntent); errors.As(ferr, &k) {
 		cause = k.cause
@@ -138,6 +144,9 @@ func (e *Engine) finishCreateForDelete(ctx context.Context, c *conn, v store.Vol
 		msg = fmt.Sprintf("volume %q forgotten, not deleted: its create was interrupted, and plugin %q does not give the volume it holds under the name %q (%v)", v.ID, v.PluginID, cur.CSIName, cause)
 	}
 	err = e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		if err := e.locks.stillHeld(v.ID); err != nil {
+			return err
+		}
 		if err := tx.Volumes().Delete(v.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -193,7 +202,15 @@ func refuseSharedDelete(tx *store.Tx, v store.Volume) error {
 // finishDelete sends DeleteVolume for a volume in state deleting and forgets it. An attachment
 // or staging left without a claim is undone first: a plugin may refuse to delete an attached
 // volume, and the record of it would keep the volume's row.
+//
+// Each step checks first that the volume's lock is still held (stillHeld): before the RPCs
+// that undo what is left, before DeleteVolume, and once it answered, before the volume is
+// forgotten or kept. A lock file removed meanwhile lets another volctl drive the same delete,
+// or another command on the volume, beside this one, which stops, leaving the volume deleting.
 func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) error {
+	if err := e.locks.stillHeld(v.ID); err != nil {
+		return err
+	}
 	if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseSharedDelete(tx, v) }); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return e.keepRefusedDelete(ctx, v, err)
@@ -211,6 +228,9 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 	var unchecked error // why whether the plugin still lists the volume could not be checked
 	var answer error    // the plugin's answer taken as done: nil (OK) or NOT_FOUND
 	if v.ExternalID != "" {
+		if err := e.locks.stillHeld(v.ID); err != nil {
+			return err
+		}
 		var (
 			listed bool
 			err    error
@@ -218,6 +238,9 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 		listed, unchecked, err = e.teardownChecked(ctx, c, e.retry, csi.RPCDeleteVolume, func(ctx context.Context) error {
 			return c.client.DeleteVolume(ctx, csi.DeleteVolumeRequest{VolumeID: v.ExternalID, Secrets: v.Secrets})
 		}, func(ctx context.Context) (bool, error) { return e.listsVolume(ctx, c, v.ExternalID) })
+		if lost := e.locks.stillHeld(v.ID); lost != nil {
+			return lost
+		}
 		if err != nil && !csi.IsIgnorable(err) {
 			if csi.IsFailedPrecondition(err) {
 				// The plugin refuses for the volume's own state (snapshots, in use elsewhere): it
@@ -248,6 +271,9 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 	failpoint("rpc:DeleteVolume")
 	note := e.uncheckedNote(unchecked, answer, v.PluginID, csi.RPCDeleteVolume, "volume", v.ExternalID)
 	err := e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := e.locks.stillHeld(v.ID); err != nil {
+			return err
+		}
 		if err := tx.Volumes().Delete(v.ID); err != nil {
 			return err
 		}

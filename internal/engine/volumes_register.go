@@ -87,6 +87,9 @@ func (e *Engine) registerVolume(ctx context.Context, sv spec.Volume) (VolumeInfo
 		if err := checkImmutable(old, sv, true); err != nil {
 			return err
 		}
+		if err := refuseCapabilityInUse(tx, old.ID, sv.Capabilities); err != nil {
+			return err
+		}
 		v := mergeRegistered(old, sv)
 		if err := tx.Volumes().Update(&v); err != nil {
 			return err
@@ -242,6 +245,34 @@ func topologyOrNil(t *spec.TopologyRequest) *spec.TopologyRequest {
 	return t
 }
 
+// refuseCapabilityInUse refuses a registration again whose capabilities leave out one that a
+// live claim of volume id holds, as Nomad refuses it ("not compatible with existing capability
+// in use"). Taken, the volume recorded capabilities the plugin had validated without the one
+// its claims are published, staged and attached under, and a claim admitted under it without
+// the lock, waiting for the registration's to publish, went on to publish under a capability
+// the volume no longer had. It is checked in the registration's transaction, which a claim's
+// admission either committed before (the claim is seen) or reads after (the new capabilities).
+func refuseCapabilityInUse(tx *store.Tx, id string, caps []spec.Capability) error {
+	claims, err := tx.Claims().ByVolume(id)
+	if err != nil {
+		return err
+	}
+	for _, c := range claims {
+		used := spec.Capability{AccessMode: c.AccessMode, AttachmentMode: c.AttachmentMode}
+		if slices.Contains(caps, used) {
+			continue
+		}
+		way := wayOut(c)
+		if way == "" {
+			way = " (once its release is finished)"
+		}
+		return conflictf("volume %q is in use as %s/%s by %s, and this spec's capabilities (%s) leave that one out: "+
+			"keep it in the spec's capabilities, or release the volume's claims first%s, then register it again",
+			id, used.AccessMode, used.AttachmentMode, holder(c), describeCapabilities(caps), way)
+	}
+	return nil
+}
+
 // mergeRegistered applies a re-registration to the stored volume.
 func mergeRegistered(old store.Volume, sv spec.Volume) store.Volume {
 	v := old
@@ -361,6 +392,9 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 		forgot   string
 	)
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
+		if err := e.locks.stillHeld(id); err != nil {
+			return err
+		}
 		forgot = ""
 		v, err := tx.Volumes().Get(id)
 		if err != nil {
@@ -441,7 +475,12 @@ func (e *Engine) sendOwedUnpublish(ctx context.Context, id string) (unsent, err 
 		return err, nil
 	}
 	defer e.done(c)
-	return e.undoLeftStaging(ctx, c, v), nil
+	unsent = e.undoLeftStaging(ctx, c, v)
+	if errors.Is(unsent, errLockLost) {
+		// Not a reason to forget the attachment: another volctl may be working on the volume.
+		return nil, unsent
+	}
+	return unsent, nil
 }
 
 // refuseOwedUnpublish is the conflict of deregistering volume v while a ControllerUnpublishVolume
