@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -502,4 +503,58 @@ func publishedNodes(t *testing.T, socket string) []string {
 	}
 	slices.Sort(nodes)
 	return nodes
+}
+
+// TestCrashExpandControllerAnswered kills `volume expand` once it recorded the expansion as
+// pending, before ControllerExpandVolume (expand:intent), and right after ControllerExpandVolume
+// answered OK (the storage grown, the node expansion required), before the new size and the owed
+// node expansion are recorded. `volume status` says the expansion is pending in between, and
+// `volctl reconcile` sends the RPC again (idempotent), records the size the plugin has, and sends
+// the node expansion to the claim's target. Before, nothing recorded it: after the second kill
+// the volume stayed at the old size in volctl's records, its file system never grown, and no
+// command said so.
+func TestCrashExpandControllerAnswered(t *testing.T) {
+	t.Parallel()
+	bin := buildVolctl(t, failpointsTag)
+	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
+	socket, _ := csitest.Serve(t, csitest.WithServer(mem))
+	env := &hostEnv{t: t, state: hostpathtest.MountDir(t), socket: socket}
+	env.ok("plugin", "register", "--id", "hp", "--socket", socket)
+	env.createVolume("vol", spec.SingleNodeWriter)
+	target := strings.TrimSpace(env.ok("volume", "claim", "vol", "--alloc", "a"))
+	status := func(jq string) string { return strings.TrimSpace(env.ok("volume", "status", "vol", "--jq", jq)) }
+	externalID := status(".external_id")
+
+	for i, fp := range []string{"expand:intent", "rpc:ControllerExpandVolume"} {
+		size := int64(2<<20) << i // 2 MiB, then 4 MiB
+		before := int64(1<<20) << i
+		env.crash(bin, fp, "volume", "expand", "vol", "--size", strconv.FormatInt(size, 10))
+		grown := before
+		if fp == "rpc:ControllerExpandVolume" {
+			grown = size
+		}
+		if v, ok := mem.Volume(externalID); !ok || v.CapacityBytes != grown {
+			t.Fatalf("killed at %s: the plugin's volume is %+v, want %d bytes", fp, v, grown)
+		}
+		if got := status("[.capacity_bytes, .expansion_pending // 0] | @csv"); got != fmt.Sprintf("%d,%d", before, size) {
+			t.Fatalf("killed at %s: volume status shows capacity, expansion pending = %s, want %d,%d (the expand asked, its answer not recorded)", fp, got, before, size)
+		}
+		if out := env.ok("volume", "status", "vol"); !strings.Contains(out, "Expansion Pending") || !strings.Contains(out, "volctl reconcile") {
+			t.Fatalf("killed at %s: volume status does not say the expansion is pending and what sends it:\n%s", fp, out)
+		}
+		env.ok("reconcile")
+		reqs := csitest.Requests[csi.NodeExpandVolumeRequest](mem)
+		if got := status("[.capacity_bytes, .expansion_pending // 0, .node_expansion_owed // 0] | @csv"); got != fmt.Sprintf("%d,0,0", size) ||
+			len(reqs) != i+1 || reqs[i].VolumePath != target || reqs[i].CapacityMin != size {
+			t.Fatalf("killed at %s, after reconcile: capacity, expansion pending, node expansion owed = %s; NodeExpandVolume %+v; want %d,0,0 and it sent at %s",
+				fp, got, reqs, size, target)
+		}
+		if v, _ := mem.Volume(externalID); v.CapacityBytes != size {
+			t.Fatalf("killed at %s, after reconcile: the plugin's volume is %+v, want %d bytes", fp, v, size)
+		}
+		env.ok("reconcile") // nothing left to do
+		if n := len(csitest.Requests[csi.NodeExpandVolumeRequest](mem)); n != i+1 {
+			t.Fatalf("killed at %s: a second reconcile sent NodeExpandVolume again (%d sent)", fp, n)
+		}
+	}
 }
