@@ -558,3 +558,45 @@ func TestCrashExpandControllerAnswered(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashSnapshotDelete kills `volume snapshot delete` right after DeleteSnapshot answered,
+// before the plugin's list was checked and the record forgotten: the record stays, and `snapshot
+// list` says the plugin no longer has it (missing), which is true; reconcile leaves it (a
+// snapshot only a list does not show may be a plugin's listing at fault), and the same delete
+// again finishes it (the plugin answers NOT_FOUND), leaving the plugin and the records in
+// agreement. Snapshots need no mounts, so this runs without mount privileges.
+func TestCrashSnapshotDelete(t *testing.T) {
+	t.Parallel()
+	bin := buildVolctl(t, failpointsTag)
+	srv := hostpathtest.Start(t, hostpath.Config{Root: hostpathtest.ShortDir(t), NodeID: "n1", Mounter: &hostpathtest.FakeMounter{}})
+	env := &hostEnv{t: t, state: hostpathtest.ShortDir(t), socket: srv.Socket, plugin: srv.Plugin}
+	env.ok("plugin", "register", "--id", "hp", "--socket", env.socket)
+	env.createVolume("vol", spec.SingleNodeWriter)
+	find := func(name string) (engine.SnapshotInfo, bool) {
+		var l engine.SnapshotList
+		if err := json.Unmarshal([]byte(env.ok("volume", "snapshot", "list", "--plugin", "hp", "--json")), &l); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range l.Snapshots {
+			if s.Name == name {
+				return s, true
+			}
+		}
+		return engine.SnapshotInfo{}, false
+	}
+	env.ok("volume", "snapshot", "create", "vol", "snap")
+	s, ok := find("snap")
+	if !ok || !s.Recorded || !s.Listed {
+		t.Fatalf("snapshot after create: %+v (found %v), want recorded and listed", s, ok)
+	}
+	env.crash(bin, "check:DeleteSnapshot", "volume", "snapshot", "delete", "hp", s.ID, "--yes")
+	if got, ok := find("snap"); !ok || !got.Recorded || got.Listed || !got.Missing {
+		t.Fatalf("after the kill: %+v (found %v), want still recorded, shown missing (the plugin deleted it)", got, ok)
+	}
+	env.ok("reconcile")
+	env.ok("volume", "snapshot", "delete", "hp", s.ID, "--yes")
+	if got, ok := find("snap"); ok {
+		t.Fatalf("after the delete again: %+v still there", got)
+	}
+	env.ok("reconcile")
+}
