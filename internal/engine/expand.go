@@ -421,6 +421,9 @@ func (e *Engine) reconcilePendingExpansions(ctx context.Context, rep *ReconcileR
 				e.expansionAnswered(ctx, v.ID) // the record has the size already
 				return nil
 			}
+			if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseHandedOver(tx, v.ID) }); err != nil {
+				return nil // handed over anyway (forced): it waits for the volume to be taken back
+			}
 			info, err = e.expandLocked(ctx, c, v, v.ExpandMin, v.ExpandMax)
 			done = err == nil
 			return err
