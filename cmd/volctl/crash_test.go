@@ -290,13 +290,7 @@ func TestDefaultBuildIgnoresFailpoints(t *testing.T) {
 func TestCrashExpandNodeOwed(t *testing.T) {
 	t.Parallel()
 	bin := buildVolctl(t, failpointsTag)
-	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
-	socket, _ := csitest.Serve(t, csitest.WithServer(mem))
-	// MountDir: whatever is mounted under the state dir is unmounted before it is removed.
-	env := &hostEnv{t: t, state: hostpathtest.MountDir(t), socket: socket}
-	env.ok("plugin", "register", "--id", "hp", "--socket", socket)
-	env.createVolume("vol", spec.SingleNodeWriter)
-	target := strings.TrimSpace(env.ok("volume", "claim", "vol", "--alloc", "a"))
+	env, mem, target := newClaimedMemEnv(t)
 	owed := func() string {
 		// node_expansion_owed is left out when nothing is owed.
 		return strings.TrimSpace(env.ok("volume", "status", "vol", "--jq", ".node_expansion_owed // 0"))
@@ -330,21 +324,8 @@ func TestCrashExpandNodeOwed(t *testing.T) {
 func TestCrashSnapshot(t *testing.T) {
 	t.Parallel()
 	bin := buildVolctl(t, failpointsTag)
-	srv := hostpathtest.Start(t, hostpath.Config{Root: hostpathtest.ShortDir(t), NodeID: "n1", Mounter: &hostpathtest.FakeMounter{}})
-	env := &hostEnv{t: t, state: hostpathtest.ShortDir(t), socket: srv.Socket, plugin: srv.Plugin}
-	env.ok("plugin", "register", "--id", "hp", "--socket", env.socket)
-	env.createVolume("vol", spec.SingleNodeWriter)
-	list := func() map[string]engine.SnapshotInfo {
-		var l engine.SnapshotList
-		if err := json.Unmarshal([]byte(env.ok("volume", "snapshot", "list", "--plugin", "hp", "--json")), &l); err != nil {
-			env.t.Fatal(err)
-		}
-		out := map[string]engine.SnapshotInfo{}
-		for _, s := range l.Snapshots {
-			out[s.Name] = s
-		}
-		return out
-	}
+	env := newSnapshotEnv(t)
+	list := env.snapshots
 	for _, fp := range []string{"snapshot:intent", "rpc:CreateSnapshot"} {
 		for _, finish := range []string{"reconcile", "delete"} {
 			t.Run(fp+"/"+finish, func(t *testing.T) {
@@ -516,12 +497,7 @@ func publishedNodes(t *testing.T, socket string) []string {
 func TestCrashExpandControllerAnswered(t *testing.T) {
 	t.Parallel()
 	bin := buildVolctl(t, failpointsTag)
-	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
-	socket, _ := csitest.Serve(t, csitest.WithServer(mem))
-	env := &hostEnv{t: t, state: hostpathtest.MountDir(t), socket: socket}
-	env.ok("plugin", "register", "--id", "hp", "--socket", socket)
-	env.createVolume("vol", spec.SingleNodeWriter)
-	target := strings.TrimSpace(env.ok("volume", "claim", "vol", "--alloc", "a"))
+	env, mem, target := newClaimedMemEnv(t)
 	status := func(jq string) string { return strings.TrimSpace(env.ok("volume", "status", "vol", "--jq", jq)) }
 	externalID := status(".external_id")
 
@@ -568,22 +544,8 @@ func TestCrashExpandControllerAnswered(t *testing.T) {
 func TestCrashSnapshotDelete(t *testing.T) {
 	t.Parallel()
 	bin := buildVolctl(t, failpointsTag)
-	srv := hostpathtest.Start(t, hostpath.Config{Root: hostpathtest.ShortDir(t), NodeID: "n1", Mounter: &hostpathtest.FakeMounter{}})
-	env := &hostEnv{t: t, state: hostpathtest.ShortDir(t), socket: srv.Socket, plugin: srv.Plugin}
-	env.ok("plugin", "register", "--id", "hp", "--socket", env.socket)
-	env.createVolume("vol", spec.SingleNodeWriter)
-	find := func(name string) (engine.SnapshotInfo, bool) {
-		var l engine.SnapshotList
-		if err := json.Unmarshal([]byte(env.ok("volume", "snapshot", "list", "--plugin", "hp", "--json")), &l); err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range l.Snapshots {
-			if s.Name == name {
-				return s, true
-			}
-		}
-		return engine.SnapshotInfo{}, false
-	}
+	env := newSnapshotEnv(t)
+	find := func(name string) (engine.SnapshotInfo, bool) { s, ok := env.snapshots()[name]; return s, ok }
 	env.ok("volume", "snapshot", "create", "vol", "snap")
 	s, ok := find("snap")
 	if !ok || !s.Recorded || !s.Listed {
@@ -599,4 +561,40 @@ func TestCrashSnapshotDelete(t *testing.T) {
 		t.Fatalf("after the delete again: %+v still there", got)
 	}
 	env.ok("reconcile")
+}
+
+// newSnapshotEnv is a hostEnv on a hostpath plugin "hp" that mounts nothing, with a volume
+// "vol": what the snapshot crash tests need, without mount privileges.
+func newSnapshotEnv(t *testing.T) *hostEnv {
+	srv := hostpathtest.Start(t, hostpath.Config{Root: hostpathtest.ShortDir(t), NodeID: "n1", Mounter: &hostpathtest.FakeMounter{}})
+	env := &hostEnv{t: t, state: hostpathtest.ShortDir(t), socket: srv.Socket, plugin: srv.Plugin}
+	env.ok("plugin", "register", "--id", "hp", "--socket", env.socket)
+	env.createVolume("vol", spec.SingleNodeWriter)
+	return env
+}
+
+// snapshots is `snapshot list --plugin hp`, by name.
+func (env *hostEnv) snapshots() map[string]engine.SnapshotInfo {
+	var l engine.SnapshotList
+	if err := json.Unmarshal([]byte(env.ok("volume", "snapshot", "list", "--plugin", "hp", "--json")), &l); err != nil {
+		env.t.Fatal(err)
+	}
+	out := map[string]engine.SnapshotInfo{}
+	for _, s := range l.Snapshots {
+		out[s.Name] = s
+	}
+	return out
+}
+
+// newClaimedMemEnv is a hostEnv on an in-memory plugin "hp" that bind-mounts what it publishes
+// (volctl insists on a mount point at the target), with a volume "vol" claimed by alloc "a":
+// the plugin and the claim's target. The state dir is a MountDir: whatever is mounted under it
+// is unmounted before it is removed.
+func newClaimedMemEnv(t *testing.T) (*hostEnv, *csitest.MemPlugin, string) {
+	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
+	socket, _ := csitest.Serve(t, csitest.WithServer(mem))
+	env := &hostEnv{t: t, state: hostpathtest.MountDir(t), socket: socket}
+	env.ok("plugin", "register", "--id", "hp", "--socket", socket)
+	env.createVolume("vol", spec.SingleNodeWriter)
+	return env, mem, strings.TrimSpace(env.ok("volume", "claim", "vol", "--alloc", "a"))
 }
