@@ -421,8 +421,16 @@ func (e *Engine) reconcilePendingExpansions(ctx context.Context, rep *ReconcileR
 				e.expansionAnswered(ctx, v.ID) // the record has the size already
 				return nil
 			}
-			if err := e.store.View(ctx, func(tx *store.Tx) error { return refuseHandedOver(tx, v.ID) }); err != nil {
-				return nil // handed over anyway (forced): it waits for the volume to be taken back
+			var handed bool
+			if err := e.store.View(ctx, func(tx *store.Tx) error {
+				_, err := tx.Handovers().Get(v.ID)
+				handed = err == nil
+				if errors.Is(err, store.ErrNotFound) {
+					return nil
+				}
+				return err
+			}); err != nil || handed {
+				return err // handed over anyway (forced): it waits for the volume to be taken back
 			}
 			info, err = e.expandLocked(ctx, c, v, v.ExpandMin, v.ExpandMax)
 			done = err == nil
