@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -289,13 +290,7 @@ func TestDefaultBuildIgnoresFailpoints(t *testing.T) {
 func TestCrashExpandNodeOwed(t *testing.T) {
 	t.Parallel()
 	bin := buildVolctl(t, failpointsTag)
-	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
-	socket, _ := csitest.Serve(t, csitest.WithServer(mem))
-	// MountDir: whatever is mounted under the state dir is unmounted before it is removed.
-	env := &hostEnv{t: t, state: hostpathtest.MountDir(t), socket: socket}
-	env.ok("plugin", "register", "--id", "hp", "--socket", socket)
-	env.createVolume("vol", spec.SingleNodeWriter)
-	target := strings.TrimSpace(env.ok("volume", "claim", "vol", "--alloc", "a"))
+	env, mem, target := newClaimedMemEnv(t)
 	owed := func() string {
 		// node_expansion_owed is left out when nothing is owed.
 		return strings.TrimSpace(env.ok("volume", "status", "vol", "--jq", ".node_expansion_owed // 0"))
@@ -329,21 +324,8 @@ func TestCrashExpandNodeOwed(t *testing.T) {
 func TestCrashSnapshot(t *testing.T) {
 	t.Parallel()
 	bin := buildVolctl(t, failpointsTag)
-	srv := hostpathtest.Start(t, hostpath.Config{Root: hostpathtest.ShortDir(t), NodeID: "n1", Mounter: &hostpathtest.FakeMounter{}})
-	env := &hostEnv{t: t, state: hostpathtest.ShortDir(t), socket: srv.Socket, plugin: srv.Plugin}
-	env.ok("plugin", "register", "--id", "hp", "--socket", env.socket)
-	env.createVolume("vol", spec.SingleNodeWriter)
-	list := func() map[string]engine.SnapshotInfo {
-		var l engine.SnapshotList
-		if err := json.Unmarshal([]byte(env.ok("volume", "snapshot", "list", "--plugin", "hp", "--json")), &l); err != nil {
-			env.t.Fatal(err)
-		}
-		out := map[string]engine.SnapshotInfo{}
-		for _, s := range l.Snapshots {
-			out[s.Name] = s
-		}
-		return out
-	}
+	env := newSnapshotEnv(t)
+	list := env.snapshots
 	for _, fp := range []string{"snapshot:intent", "rpc:CreateSnapshot"} {
 		for _, finish := range []string{"reconcile", "delete"} {
 			t.Run(fp+"/"+finish, func(t *testing.T) {
@@ -502,4 +484,117 @@ func publishedNodes(t *testing.T, socket string) []string {
 	}
 	slices.Sort(nodes)
 	return nodes
+}
+
+// TestCrashExpandControllerAnswered kills `volume expand` once it recorded the expansion as
+// pending, before ControllerExpandVolume (expand:intent), and right after ControllerExpandVolume
+// answered OK (the storage grown, the node expansion required), before the new size and the owed
+// node expansion are recorded. `volume status` says the expansion is pending in between, and
+// `volctl reconcile` sends the RPC again (idempotent), records the size the plugin has, and sends
+// the node expansion to the claim's target. Before, nothing recorded it: after the second kill
+// the volume stayed at the old size in volctl's records, its file system never grown, and no
+// command said so.
+func TestCrashExpandControllerAnswered(t *testing.T) {
+	t.Parallel()
+	bin := buildVolctl(t, failpointsTag)
+	env, mem, target := newClaimedMemEnv(t)
+	status := func(jq string) string { return strings.TrimSpace(env.ok("volume", "status", "vol", "--jq", jq)) }
+	externalID := status(".external_id")
+
+	for i, fp := range []string{"expand:intent", "rpc:ControllerExpandVolume"} {
+		size := int64(2<<20) << i // 2 MiB, then 4 MiB
+		before := int64(1<<20) << i
+		env.crash(bin, fp, "volume", "expand", "vol", "--size", strconv.FormatInt(size, 10))
+		grown := before
+		if fp == "rpc:ControllerExpandVolume" {
+			grown = size
+		}
+		if v, ok := mem.Volume(externalID); !ok || v.CapacityBytes != grown {
+			t.Fatalf("killed at %s: the plugin's volume is %+v, want %d bytes", fp, v, grown)
+		}
+		if got := status("[.capacity_bytes, .expansion_pending // 0] | @csv"); got != fmt.Sprintf("%d,%d", before, size) {
+			t.Fatalf("killed at %s: volume status shows capacity, expansion pending = %s, want %d,%d (the expand asked, its answer not recorded)", fp, got, before, size)
+		}
+		if out := env.ok("volume", "status", "vol"); !strings.Contains(out, "Expansion Pending") || !strings.Contains(out, "volctl reconcile") {
+			t.Fatalf("killed at %s: volume status does not say the expansion is pending and what sends it:\n%s", fp, out)
+		}
+		env.ok("reconcile")
+		reqs := csitest.Requests[csi.NodeExpandVolumeRequest](mem)
+		if got := status("[.capacity_bytes, .expansion_pending // 0, .node_expansion_owed // 0] | @csv"); got != fmt.Sprintf("%d,0,0", size) ||
+			len(reqs) != i+1 || reqs[i].VolumePath != target || reqs[i].CapacityMin != size {
+			t.Fatalf("killed at %s, after reconcile: capacity, expansion pending, node expansion owed = %s; NodeExpandVolume %+v; want %d,0,0 and it sent at %s",
+				fp, got, reqs, size, target)
+		}
+		if v, _ := mem.Volume(externalID); v.CapacityBytes != size {
+			t.Fatalf("killed at %s, after reconcile: the plugin's volume is %+v, want %d bytes", fp, v, size)
+		}
+		env.ok("reconcile") // nothing left to do
+		if n := len(csitest.Requests[csi.NodeExpandVolumeRequest](mem)); n != i+1 {
+			t.Fatalf("killed at %s: a second reconcile sent NodeExpandVolume again (%d sent)", fp, n)
+		}
+	}
+}
+
+// TestCrashSnapshotDelete kills `volume snapshot delete` right after DeleteSnapshot answered,
+// before the plugin's list was checked and the record forgotten: the record stays, and `snapshot
+// list` says the plugin no longer has it (missing), which is true; reconcile leaves it (a
+// snapshot only a list does not show may be a plugin's listing at fault), and the same delete
+// again finishes it (the plugin answers NOT_FOUND), leaving the plugin and the records in
+// agreement. Snapshots need no mounts, so this runs without mount privileges.
+func TestCrashSnapshotDelete(t *testing.T) {
+	t.Parallel()
+	bin := buildVolctl(t, failpointsTag)
+	env := newSnapshotEnv(t)
+	find := func(name string) (engine.SnapshotInfo, bool) { s, ok := env.snapshots()[name]; return s, ok }
+	env.ok("volume", "snapshot", "create", "vol", "snap")
+	s, ok := find("snap")
+	if !ok || !s.Recorded || !s.Listed {
+		t.Fatalf("snapshot after create: %+v (found %v), want recorded and listed", s, ok)
+	}
+	env.crash(bin, "check:DeleteSnapshot", "volume", "snapshot", "delete", "hp", s.ID, "--yes")
+	if got, ok := find("snap"); !ok || !got.Recorded || got.Listed || !got.Missing {
+		t.Fatalf("after the kill: %+v (found %v), want still recorded, shown missing (the plugin deleted it)", got, ok)
+	}
+	env.ok("reconcile")
+	env.ok("volume", "snapshot", "delete", "hp", s.ID, "--yes")
+	if got, ok := find("snap"); ok {
+		t.Fatalf("after the delete again: %+v still there", got)
+	}
+	env.ok("reconcile")
+}
+
+// newSnapshotEnv is a hostEnv on a hostpath plugin "hp" that mounts nothing, with a volume
+// "vol": what the snapshot crash tests need, without mount privileges.
+func newSnapshotEnv(t *testing.T) *hostEnv {
+	srv := hostpathtest.Start(t, hostpath.Config{Root: hostpathtest.ShortDir(t), NodeID: "n1", Mounter: &hostpathtest.FakeMounter{}})
+	env := &hostEnv{t: t, state: hostpathtest.ShortDir(t), socket: srv.Socket, plugin: srv.Plugin}
+	env.ok("plugin", "register", "--id", "hp", "--socket", env.socket)
+	env.createVolume("vol", spec.SingleNodeWriter)
+	return env
+}
+
+// snapshots is `snapshot list --plugin hp`, by name.
+func (env *hostEnv) snapshots() map[string]engine.SnapshotInfo {
+	var l engine.SnapshotList
+	if err := json.Unmarshal([]byte(env.ok("volume", "snapshot", "list", "--plugin", "hp", "--json")), &l); err != nil {
+		env.t.Fatal(err)
+	}
+	out := map[string]engine.SnapshotInfo{}
+	for _, s := range l.Snapshots {
+		out[s.Name] = s
+	}
+	return out
+}
+
+// newClaimedMemEnv is a hostEnv on an in-memory plugin "hp" that bind-mounts what it publishes
+// (volctl insists on a mount point at the target), with a volume "vol" claimed by alloc "a":
+// the plugin and the claim's target. The state dir is a MountDir: whatever is mounted under it
+// is unmounted before it is removed.
+func newClaimedMemEnv(t *testing.T) (*hostEnv, *csitest.MemPlugin, string) {
+	mem := csitest.NewMountingMemPlugin(t, csitest.DefaultMemConfig())
+	socket, _ := csitest.Serve(t, csitest.WithServer(mem))
+	env := &hostEnv{t: t, state: hostpathtest.MountDir(t), socket: socket}
+	env.ok("plugin", "register", "--id", "hp", "--socket", socket)
+	env.createVolume("vol", spec.SingleNodeWriter)
+	return env, mem, strings.TrimSpace(env.ok("volume", "claim", "vol", "--alloc", "a"))
 }

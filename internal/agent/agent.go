@@ -359,12 +359,18 @@ type configError string
 func (e configError) Error() string        { return string(e) }
 func (e configError) Is(target error) bool { return target == engine.ErrInvalid }
 
+// readAgentPid is the pid run/agent.pid records, "" when it records none: what is there is
+// read only as a pid (a positive number), never handed on as it is to the error that names it.
 func readAgentPid(runDir string) string {
 	b, err := readStateFile(filepath.Join(runDir, "agent.pid"))
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(string(b))
+	pid := strings.TrimSpace(string(b))
+	if n, err := strconv.Atoi(pid); err != nil || n <= 0 {
+		return ""
+	}
+	return pid
 }
 
 // sync starts a runner for each registered plugin without one, and stops the runners of

@@ -41,14 +41,27 @@ func notRegular(path string, fi os.FileInfo) error {
 	return fmt.Errorf("%s is %s, not a regular file as the agent makes them: remove it", path, store.FileKind(fi.Mode()))
 }
 
-// readStateFile is os.ReadFile through openStateFile.
+// maxRunFileSize bounds what is read of a pid file: the agent writes one line of a few numbers
+// and a token (writePidFile), well under it.
+const maxRunFileSize = 4 << 10
+
+// readStateFile is os.ReadFile through openStateFile, of a file of at most maxRunFileSize
+// bytes: a larger one is not as the agent writes them, and is refused, naming it, after that
+// many bytes are read. Before, a pid file grown huge (a damaged file system, a tool writing
+// through the run dir, a sparse file truncated up) was read whole into memory, by the agent
+// adopting its plugins at start and by a second agent naming the first, whose refusal printed
+// all of it (TestAgentPidFileGrownHugeIsRefused).
 func readStateFile(path string) ([]byte, error) {
 	f, err := openStateFile(path, os.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(f)
+	b, err := io.ReadAll(io.LimitReader(f, maxRunFileSize+1))
+	if err == nil && len(b) > maxRunFileSize {
+		return nil, fmt.Errorf("%s is larger than %d bytes, not a pid file as the agent writes them: remove it", path, maxRunFileSize)
+	}
+	return b, err
 }
 
 // writeRunFile writes a pid file (a plugin's, run/<id>.pid, or the agent's, run/agent.pid)

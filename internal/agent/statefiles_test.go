@@ -177,3 +177,66 @@ func TestAgentPidFileReplacesWhatWasThere(t *testing.T) {
 		t.Errorf("readPidFile after writePidFile over a named pipe = %+v, want pid %d start 1", p, noPid)
 	}
 }
+
+// A pid file grown huge (a damaged file system, a tool writing through the run dir, a file
+// truncated up to a sparse size) is refused after a few KiB, naming it, and read as no pid
+// file: the plugin's is written anew when the agent starts the plugin, and a second agent's
+// refusal names no pid. Before, each was read whole into memory, by the agent adopting its
+// plugins at start and by a second agent naming the first: a 64 MiB file was read and its
+// first line taken as a pid, a sparse one of a few TiB held the agent in read(2) until it ran
+// out of memory.
+func TestAgentPidFileGrownHugeIsRefused(t *testing.T) {
+	const huge = 64 << 20
+	for _, tt := range []struct {
+		name, file string
+		read       func(dir string) string // what the agent took from it, "" for nothing
+	}{
+		{"plugin pid", "p.pid", func(dir string) string {
+			if p := readPidFile(dir, "p"); p != nil {
+				return strconv.Itoa(p.pid)
+			}
+			return ""
+		}},
+		{"agent pid", "agent.pid", func(dir string) string { return readAgentPid(dir) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, tt.file)
+			if err := os.WriteFile(path, []byte("12345 1 - 0\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(path, huge); err != nil { // sparse
+				t.Fatal(err)
+			}
+			if got := tt.read(dir); got != "" {
+				t.Errorf("a %d-byte %s was read as a pid of %d bytes (%.40q...), want it refused", huge, tt.file, len(got), got)
+			}
+			_, err := readStateFile(path)
+			if want := path + " is larger than"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "remove it") {
+				t.Errorf("reading a %d-byte %s: %v, want it refused saying %q and to remove it", huge, tt.file, err, want)
+			}
+		})
+	}
+}
+
+// What run/agent.pid holds is named in a second agent's refusal only as a pid: a file holding
+// anything else (a terminal's escape sequences, a line of text) names none. Before, it was
+// handed on as it was.
+func TestAgentPidFileNotAPidNamesNone(t *testing.T) {
+	for _, text := range []string{"\x1b]0;owned\x07\n", "12345 and more\n", "-1\n", "0\n", ""} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "agent.pid"), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := readAgentPid(dir); got != "" {
+			t.Errorf("agent.pid holding %q read as pid %q, want none", text, got)
+		}
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "agent.pid"), []byte("4321\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAgentPid(dir); got != "4321" {
+		t.Errorf("agent.pid holding 4321 read as %q", got)
+	}
+}

@@ -498,6 +498,9 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if info.NodeExpansionOwed > 0 && info.Handover == nil && !opts.Force {
 		but("it is owed a NodeExpandVolume", "it is owed a NodeExpandVolume to %s, which Nomad would never send: it would be refused without --force", spec.FormatSize(info.NodeExpansionOwed))
 	}
+	if info.ExpansionPending > 0 && info.Handover == nil && !opts.Force {
+		but("it has an expansion pending", "it has an expansion to %s pending, which Nomad would never finish: it would be refused without --force (`volctl reconcile` finishes it)", spec.FormatSize(info.ExpansionPending))
+	}
 	if w := erasing.warning(ctx, c, want, "before handing it over"); w != "" {
 		plan.Warnings = append(plan.Warnings, w)
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)

@@ -104,6 +104,10 @@ func writeVolumeDetail(out io.Writer, v engine.VolumeInfo, now time.Time) error 
 		[2]string{"Mount Options", strings.Join(v.MountOptions.Describe(), ", ")},
 		[2]string{"Staged", display.YesNo(v.Staged)},
 	)
+	if v.ExpansionPending > 0 {
+		pairs = append(pairs, [2]string{"Expansion Pending", fmt.Sprintf("to %s: ControllerExpandVolume was sent and its answer not recorded (the expand was killed or lost it), so the storage may be that size already; `volctl reconcile` sends it again and records the answer, as does the expand run again",
+			bytesIEC(v.ExpansionPending))})
+	}
 	switch {
 	case v.UnpublishOwed() && v.Handover != nil:
 		pairs = append(pairs, [2]string{"Attached", fmt.Sprintf("to node %q with no local claim: the ControllerUnpublishVolume owed waits for the volume to be taken back from Nomad at %s (`%s`), then `volctl reconcile` sends it", v.AttachedTo, v.Handover.Address, shellquote.Command("volctl nomad release", v.ID))})

@@ -97,15 +97,29 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		over  error // the plugin answered OK with more than limit: done, but not as asked
 	)
 	if ctrl {
-		// The volume's lock is checked before ControllerExpandVolume and once it answered,
-		// before anything is recorded (stillHeld): a lock file removed meanwhile lets another
-		// volctl expand the volume, or claim or delete it, beside this one, which stops, and
-		// its answer, read from a volume record the other may have changed, is not written
-		// over the other's.
+		// The expansion is recorded as pending, durably, before it is sent: killed before its
+		// answer is recorded, volctl leaves the storage grown and the record at the old size,
+		// with no node expansion owed. The record says so, and reconcile sends it again
+		// (reconcilePendingExpansions); the commit that records the answer clears it.
+		//
+		// The volume's lock is checked before that write, before ControllerExpandVolume and
+		// once it answered, before anything is recorded (stillHeld): a lock file removed
+		// meanwhile lets another volctl expand the volume, or claim or delete it, beside this
+		// one, which stops, and its answer, read from a volume record the other may have
+		// changed, is not written over the other's.
+		if err := e.store.Update(ctx, func(tx *store.Tx) error {
+			if err := e.locks.stillHeld(v.ID); err != nil {
+				return err
+			}
+			return tx.Volumes().SetExpansionIntent(v.ID, size, limit)
+		}); err != nil {
+			return fail(err)
+		}
+		failpoint("expand:intent")
 		if err := e.locks.stillHeld(v.ID); err != nil {
 			return fail(err)
 		}
-		resp, _, err := controllerAnswer(ctx, e, c, csi.RPCControllerExpandVolume,
+		resp, earlier, err := controllerAnswer(ctx, e, c, csi.RPCControllerExpandVolume,
 			func(ctx context.Context) (csi.ControllerExpandVolumeResponse, error) {
 				return c.client.ControllerExpandVolume(ctx, csi.ControllerExpandVolumeRequest{
 					VolumeID: v.ExternalID, CapacityMin: size, CapacityMax: limit, Secrets: v.Secrets})
@@ -114,16 +128,21 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 			return fail(lost)
 		}
 		if err != nil {
-			if csi.IsRetryable(err) || csi.IsTimeout(err) || csi.IsAnswerUnread(err) {
+			if csi.IsRetryable(err) || csi.IsTimeout(err) || csi.IsAnswerUnread(err) || earlier || ctx.Err() != nil {
 				// The plugin may have expanded the storage without volctl reading the answer:
-				// nothing records that, so say how to learn it (the RPC is idempotent).
-				err = fmt.Errorf("%w (the plugin may have expanded volume %q without volctl reading its answer; it stays recorded at %s: "+
-					"run the same `%s` again, which the plugin answers with the size it has)", err, v.ID, spec.FormatSize(cur), expandCommand(v))
+				// the expansion stays pending, and the error says how to learn it (the RPC is
+				// idempotent).
+				err = fmt.Errorf("%w (the plugin may have expanded volume %q without volctl reading its answer; it stays recorded at %s, the expansion to %s pending: "+
+					"run the same `%s` again, or `volctl reconcile`, which the plugin answers with the size it has)",
+					err, v.ID, spec.FormatSize(cur), spec.FormatSize(size), expandCommand(v))
 				e.event(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCControllerExpandVolume,
 					Code: csi.CodeOf(err).String(), Message: "expansion answer not read: " + err.Error()})
+			} else {
+				e.expansionAnswered(ctx, v.ID) // refused: the plugin did nothing
 			}
 			return fail(err)
 		}
+		failpoint("rpc:ControllerExpandVolume") // answered, not yet recorded
 		if resp.CapacityBytes > 0 {
 			newSize = resp.CapacityBytes
 		}
@@ -143,6 +162,7 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 			if newSize <= cur {
 				e.event(ctx, &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID,
 					RPC: csi.RPCControllerExpandVolume, Message: "expansion fell short: " + short.Error()})
+				e.expansionAnswered(ctx, v.ID)
 				return fail(short)
 			}
 		}
@@ -188,6 +208,11 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		}
 		if err := tx.Volumes().Update(&v); err != nil {
 			return err
+		}
+		if ctrl || v.ExpandMin != 0 { // its answer recorded: nothing pending
+			if err := tx.Volumes().SetExpansionIntent(v.ID, 0, 0); err != nil {
+				return err
+			}
 		}
 		ev := &store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, Message: msg}
 		if ctrl { // the plugin's controller did it: the event names its RPC, as a create's does
@@ -382,6 +407,73 @@ func (e *Engine) expandOnPublish(ctx context.Context, c *conn, v store.Volume, c
 	}
 	if err != nil {
 		e.log.Warn("owed node expansion", "volume", v.ID, "alloc", cl.Alloc, "err", err)
+	}
+}
+
+// expansionAnswered clears a volume's pending expansion once the plugin answered it with a
+// refusal, which says it did nothing (the answers it took are recorded with their size in the
+// same commit, expandLocked). Failing to clear it leaves it for reconcile, which sends the RPC
+// again: the plugin refuses it again, or answers it, and either is recorded then.
+func (e *Engine) expansionAnswered(ctx context.Context, volumeID string) {
+	if err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		return tx.Volumes().SetExpansionIntent(volumeID, 0, 0)
+	}); err != nil {
+		e.log.Warn("clearing a refused expansion", "volume", volumeID, "err", err)
+	}
+}
+
+// reconcilePendingExpansions sends again the ControllerExpandVolume of each volume whose
+// expansion is recorded as pending (vols, as the pass listed them): volctl was killed, or lost
+// the answer, after it was sent and before its answer was recorded, so the storage may be grown
+// with the record at the old size and no node expansion owed. The RPC is idempotent: the
+// plugin answers with the size it has, which is recorded with the node expansion it requires,
+// sent where the volume is on this node (expandLocked).
+func (e *Engine) reconcilePendingExpansions(ctx context.Context, rep *ReconcileReport, vols []store.Volume) {
+	for _, listed := range vols {
+		if listed.ExpandMin <= 0 || listed.State != store.VolumeReady || ctx.Err() != nil {
+			continue
+		}
+		var (
+			info VolumeInfo
+			done bool
+		)
+		err := func() error {
+			v, c, unlock, err := e.lockedVolume(ctx, listed.ID)
+			if err != nil {
+				return err
+			}
+			defer unlock()
+			if v.ExpandMin <= 0 || v.State != store.VolumeReady {
+				return nil // answered since the pass listed it
+			}
+			if v.ExpandMin <= currentSize(v) {
+				e.expansionAnswered(ctx, v.ID) // the record has the size already
+				return nil
+			}
+			var handed bool
+			if err := e.store.View(ctx, func(tx *store.Tx) error {
+				_, err := tx.Handovers().Get(v.ID)
+				handed = err == nil
+				if errors.Is(err, store.ErrNotFound) {
+					return nil
+				}
+				return err
+			}); err != nil || handed {
+				return err // handed over anyway (forced): it waits for the volume to be taken back
+			}
+			info, err = e.expandLocked(ctx, c, v, v.ExpandMin, v.ExpandMax)
+			done = err == nil
+			return err
+		}()
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			rep.problem(listed.ID, "", fmt.Errorf("volume %q: its expansion to %s, pending since an expand that did not record the answer: %w",
+				listed.ID, spec.FormatSize(listed.ExpandMin), err))
+		case done:
+			rep.did("expanded", listed.ID, "", "volume %q expanded to %s (the expand pending since an earlier run, its answer not recorded)",
+				listed.ID, spec.FormatSize(info.CapacityBytes))
+		}
 	}
 }
 

@@ -192,3 +192,42 @@ func TestExpandAnsweredWithANegativeCapacity(t *testing.T) {
 		t.Errorf("capacity %d after the expand again, want %d", v.CapacityBytes, 4*mib)
 	}
 }
+
+// A ControllerExpandVolume whose answer is lost every time leaves the expansion recorded as
+// pending (the plugin may have grown the storage), and reconcile sends it again and records the
+// size the plugin answers, without the expand being run again. Before, nothing recorded it:
+// reconcile did nothing and the record kept the old size until someone ran the same expand.
+func TestExpandWhoseAnswerIsLostIsSentAgainByReconcile(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume = false })
+	h.create(volume("v"))
+	h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil || !strings.Contains(err.Error(), "volctl reconcile") {
+		t.Fatalf("expand whose answers were all lost: %v; want it failed saying reconcile sends it again", err)
+	}
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if v := h.volumeInfo("v"); v.CapacityBytes != 4*mib || v.ExpansionPending != 0 {
+		t.Errorf("after reconcile: capacity %d, expansion pending %d; want %d, none pending", v.CapacityBytes, v.ExpansionPending, 4*mib)
+	}
+}
+
+// An expansion the plugin refuses (OUT_OF_RANGE: it did nothing) is not left pending: reconcile
+// does not send it again, and status shows none pending.
+func TestRefusedExpandIsNotLeftPending(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume = false; c.MaxVolumeSize = 2 * mib })
+	h.create(volume("v"))
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
+		t.Fatal("expand past the plugin's largest size succeeded")
+	}
+	if v := h.volumeInfo("v"); v.ExpansionPending != 0 || v.CapacityBytes != 1*mib {
+		t.Errorf("after a refused expand: capacity %d, expansion pending %d; want %d, none pending", v.CapacityBytes, v.ExpansionPending, 1*mib)
+	}
+	n := h.faults.Calls(csi.RPCControllerExpandVolume)
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if got := h.faults.Calls(csi.RPCControllerExpandVolume); got != n {
+		t.Errorf("reconcile sent a refused ControllerExpandVolume again (%d sent, %d before)", got, n)
+	}
+}

@@ -3,6 +3,9 @@ package engine
 import (
 	"strings"
 	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
 )
 
 // A volume whose controller expansion left a NodeExpandVolume owed (node_expansion_required, the
@@ -35,5 +38,37 @@ func TestHandOverRefusesAnOwedNodeExpansionUnlessForced(t *testing.T) {
 	}
 	if got := h.owed("v"); got != 4*mib {
 		t.Errorf("node expansion owed after a forced handover = %d, want %d (for after the take-back)", got, 4*mib)
+	}
+}
+
+// A volume with an expansion pending (ControllerExpandVolume sent, its answer lost) is not
+// handed over unless forced: Nomad would register it at the old size and never finish the
+// expansion. The refusal names the size and that reconcile finishes it; forced, reconcile
+// leaves the expansion pending for after the take-back, reporting no problem each pass.
+func TestHandOverRefusesAPendingExpansionUnlessForced(t *testing.T) {
+	h := newHarness(t, func(c *csitest.MemConfig) { c.Node.ExpandVolume = false })
+	h.create(volume("v"))
+	h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Lost: true, Times: fastRetry.Attempts})
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); err == nil {
+		t.Fatal("expand whose answers were all lost succeeded")
+	}
+	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
+	_, err := h.e.HandOver(h.ctx, "v", to, false, nil)
+	if err == nil {
+		t.Fatalf("handed over a volume with an expansion pending: Nomad would never finish it")
+	}
+	for _, want := range []string{`volume "v"`, "expansion to 4MiB pending", "`volctl reconcile`", "--force"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal: %v\nwant it to say %q", err, want)
+		}
+	}
+	if _, err := h.e.HandOver(h.ctx, "v", to, true, nil); err != nil {
+		t.Fatalf("forced hand over: %v", err)
+	}
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Errorf("reconcile of a handed-over volume with an expansion pending: %v, want it left for the take-back", err)
+	}
+	if v := h.volumeInfo("v"); v.ExpansionPending != 4*mib {
+		t.Errorf("expansion pending after a forced handover and a reconcile = %d, want %d (for after the take-back)", v.ExpansionPending, 4*mib)
 	}
 }

@@ -141,6 +141,7 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	}
 	if ctx.Err() == nil {
 		inUse := e.restore(ctx, &rep, published, pass)
+		e.reconcilePendingExpansions(ctx, &rep, vols)
 		e.reconcileExpansions(ctx, &rep, vols, claims, stagings)
 		e.cleanStagings(ctx, &rep, stagings, inUse)
 		e.findOrphans(ctx, &rep, mounted, claims, stagings)

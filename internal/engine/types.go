@@ -100,6 +100,10 @@ type VolumeInfo struct {
 	// NodeExpansionOwed is the size a NodeExpandVolume owed to this node asks for, 0 when
 	// none is: the filesystem may still be the old size until it is sent.
 	NodeExpansionOwed int64 `json:"node_expansion_owed,omitempty"`
+	// ExpansionPending is the size a ControllerExpandVolume asked for whose answer is not
+	// recorded (the expand was killed, or lost the answer), 0 when none is: the storage may be
+	// that size already; reconcile or the same expand again sends it again and records it.
+	ExpansionPending int64 `json:"expansion_pending,omitempty"`
 	// Handover is set while the volume is handed over to a Nomad cluster: Nomad is its
 	// orchestrator and local claims are refused.
 	Handover  *HandoverInfo `json:"handover,omitempty"`

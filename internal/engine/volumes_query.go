@@ -196,7 +196,7 @@ func volumeInfo(v store.Volume, claims []store.Claim, p store.Plugin, pluginKnow
 		Capabilities: v.Capabilities, MountOptions: v.MountOptions, TopologyRequest: v.TopologyRequest,
 		AccessibleTopology: v.AccessibleTopology, Secrets: v.Secrets,
 		Parameters: v.Parameters, Context: maps.Clone(v.Context),
-		SnapshotID: v.SnapshotID, CloneID: v.CloneID, Staged: staged, NodeExpansionOwed: v.NodeExpandMin,
+		SnapshotID: v.SnapshotID, CloneID: v.CloneID, Staged: staged, NodeExpansionOwed: v.NodeExpandMin, ExpansionPending: v.ExpandMin,
 		Claims: make([]ClaimInfo, 0, len(claims)), CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
 	}
 	if !pluginKnown {

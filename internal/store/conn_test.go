@@ -69,7 +69,7 @@ func TestStatementsAreReusedAcrossTransactions(t *testing.T) {
 	if len(w) != 1 || len(r) != 1 {
 		t.Fatalf("idle connections: %d write, %d read; want 1 each", len(w), len(r))
 	}
-	getQuery := `SELECT ` + volumeColumns + ` FROM volumes WHERE id = ?`
+	getQuery := `SELECT ` + volumeReadColumns + ` FROM volumes WHERE id = ?`
 	getStmt := cached(r[0], getQuery)
 	if getStmt == nil {
 		t.Fatalf("the read connection did not keep the statement of Volumes().Get")

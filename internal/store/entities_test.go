@@ -101,6 +101,10 @@ func TestRoundTripEveryField(t *testing.T) {
 		if err := tx.Volumes().Insert(&vol); err != nil {
 			return err
 		}
+		// The pending expansion is written by SetExpansionIntent alone, as the fingerprint is.
+		if err := tx.Volumes().SetExpansionIntent(vol.ID, vol.ExpandMin, vol.ExpandMax); err != nil {
+			return err
+		}
 		if err := tx.Claims().Insert(&claim); err != nil {
 			return err
 		}

@@ -48,8 +48,14 @@ type Volume struct {
 	// range to send. 0 when none is owed.
 	NodeExpandMin int64
 	NodeExpandMax int64
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// ExpandMin and ExpandMax are the capacity range of a ControllerExpandVolume recorded
+	// before it was sent and whose answer is not recorded yet (SetExpansionIntent): the
+	// storage may be that size already. 0 when none is pending. Read only: Insert and Update
+	// leave them alone.
+	ExpandMin int64
+	ExpandMax int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // VolumeFromSpec is a Volume with the fields a volume spec gives; the caller sets State and what
@@ -110,6 +116,10 @@ type VolumeStore interface {
 	// SetNodeExpansion records the NodeExpandVolume owed to this node for a volume (min 0: none),
 	// touching nothing else; ErrNotFound if there is no such volume.
 	SetNodeExpansion(id string, min, max int64) error
+	// SetExpansionIntent records the ControllerExpandVolume about to be sent for a volume (min
+	// 0: none pending, its answer recorded), touching nothing else; ErrNotFound if there is no
+	// such volume.
+	SetExpansionIntent(id string, min, max int64) error
 	// OnNode lists, ordered, the IDs of a plugin's volumes that are on this node: those with a
 	// live claim or a staging row (an attachment or staging, or the intent of one).
 	OnNode(pluginID string) ([]string, error)
@@ -125,6 +135,10 @@ const volumeColumns = `id, namespace, name, plugin_id, external_id, csi_name, st
 	requested_min, requested_max, snapshot_id, clone_id, access_mode, attachment_mode, node_expand_min,
 	node_expand_max, created_at, updated_at`
 
+// volumeReadColumns are volumeColumns and the ones only SetExpansionIntent writes, which
+// scanVolume reads.
+const volumeReadColumns = volumeColumns + `, expand_min, expand_max`
+
 func scanVolume(sc scanner) (Volume, error) {
 	var (
 		v                                     Volume
@@ -134,7 +148,7 @@ func scanVolume(sc scanner) (Volume, error) {
 	err := sc.Scan(&v.ID, &v.Namespace, &v.Name, &v.PluginID, &v.ExternalID, &v.CSIName, &v.State, &caps,
 		&mo, &sec, &params, &vctx, &tr, &topo, &v.CapacityBytes,
 		&v.RequestedMin, &v.RequestedMax, &v.SnapshotID, &v.CloneID, &v.AccessMode, &v.AttachmentMode,
-		&v.NodeExpandMin, &v.NodeExpandMax, &c, &u)
+		&v.NodeExpandMin, &v.NodeExpandMax, &c, &u, &v.ExpandMin, &v.ExpandMax)
 	if err != nil {
 		return Volume{}, err
 	}
@@ -167,7 +181,7 @@ func volumeArgs(v *Volume) ([]any, error) {
 func volumeWhat(id string) string { return fmt.Sprintf("volume %q", id) }
 
 func (vs volumes) Get(id string) (Volume, error) {
-	return getOne(vs.tx, volumeWhat(id), scanVolume, `SELECT `+volumeColumns+` FROM volumes WHERE id = ?`, id)
+	return getOne(vs.tx, volumeWhat(id), scanVolume, `SELECT `+volumeReadColumns+` FROM volumes WHERE id = ?`, id)
 }
 
 func (vs volumes) List(f VolumeFilter) ([]Volume, error) {
@@ -181,7 +195,7 @@ func (vs volumes) List(f VolumeFilter) ([]Volume, error) {
 			args = append(args, c.val)
 		}
 	}
-	q := `SELECT ` + volumeColumns + ` FROM volumes`
+	q := `SELECT ` + volumeReadColumns + ` FROM volumes`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -333,7 +347,7 @@ func (vs volumes) ByPrefix(prefix string) ([]Volume, error) {
 	// A range on the primary key rather than LIKE, which would treat '_' and '%' in IDs as
 	// wildcards. 0xFF never occurs in UTF-8, so prefix+"\xff" sorts after every ID with prefix.
 	return listAll(vs.tx, fmt.Sprintf("volumes with prefix %q", prefix), scanVolume,
-		`SELECT `+volumeColumns+` FROM volumes WHERE id >= ? AND id < ? ORDER BY id`, prefix, prefix+"\xff")
+		`SELECT `+volumeReadColumns+` FROM volumes WHERE id >= ? AND id < ? ORDER BY id`, prefix, prefix+"\xff")
 }
 
 func (vs volumes) Insert(v *Volume) error {
@@ -408,5 +422,10 @@ func (vs volumes) OnNode(pluginID string) ([]string, error) {
 
 func (vs volumes) SetNodeExpansion(id string, min, max int64) error {
 	res, err := vs.tx.exec(`UPDATE volumes SET node_expand_min = ?, node_expand_max = ? WHERE id = ?`, min, max, id)
+	return affected(res, err, volumeWhat(id), "")
+}
+
+func (vs volumes) SetExpansionIntent(id string, min, max int64) error {
+	res, err := vs.tx.exec(`UPDATE volumes SET expand_min = ?, expand_max = ? WHERE id = ?`, min, max, id)
 	return affected(res, err, volumeWhat(id), "")
 }
