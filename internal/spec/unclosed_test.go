@@ -1,0 +1,60 @@
+package spec
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestUnclosedAtTheEndIsPlacedOnWhatIsOpen: a file that ends inside a heredoc, a map block or
+// a list got HCL's error at its very end ("Unterminated template string" at the last line,
+// shown with every line after the heredoc's and never the `<<EOT` line, nor the marker;
+// "Missing expression ... found the end of the file" with no line shown at all), and the user
+// had to hunt through the file for what was left open. The error is placed on the opener, and
+// says what to add; a secret in the heredoc stays masked in the snippet.
+func TestUnclosedAtTheEndIsPlacedOnWhatIsOpen(t *testing.T) {
+	const head = "id        = \"db\"\nnamespace = \"default\"\ntype      = \"csi\"\nplugin_id = \"p\"\n\n# a comment\n"
+	const capability = "capability {\n  access_mode     = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n"
+	filler := strings.Repeat("# more\n", 40)
+	for _, tt := range []struct {
+		name      string
+		src       string
+		line, col int
+		summary   string
+		words     []string
+	}{
+		{"heredoc without its marker", head + "name = <<EOT\nvolume\n" + filler + capability, 7, 8, "Unterminated heredoc",
+			[]string{"<<EOT", "marker EOT", "holding only EOT"}},
+		{"indented heredoc without its marker", head + capability + "secrets {\n  key = <<-PEM\n  hunter2hunter2\n" + filler, 12, 9, "Unterminated heredoc",
+			[]string{"<<-PEM", "marker PEM"}},
+		{"heredoc marker on the last line without a newline", head + capability + "name = <<EOF\nx\nEOF", 11, 8, "Unterminated heredoc",
+			[]string{"ended by a newline"}},
+		{"map block without its brace", head + capability + "parameters {\n  skuname = \"Premium_LRS\"\n" + filler, 11, 12, "Unclosed brace",
+			[]string{"closing brace"}},
+		{"string without its quote", head + capability + "name = \"vol", 11, 8, "Unterminated string",
+			[]string{"closing quote"}},
+	} {
+		p := NewParser()
+		_, diags := p.ParseVolume("v.hcl", []byte(tt.src), VerbAny)
+		if !diags.HasErrors() {
+			t.Errorf("%s: accepted", tt.name)
+			continue
+		}
+		d := diags[0]
+		if d.Subject == nil || d.Subject.Start.Line != tt.line || d.Subject.Start.Column != tt.col || d.Summary != tt.summary {
+			t.Errorf("%s: %q at %v, want %q at %d:%d: %s", tt.name, d.Summary, d.Subject, tt.summary, tt.line, tt.col, renderPlain(p, diags))
+			continue
+		}
+		for _, w := range tt.words {
+			if !strings.Contains(d.Detail, w) {
+				t.Errorf("%s: %q does not say %q", tt.name, d.Detail, w)
+			}
+		}
+		out := renderPlain(p, diags)
+		if !strings.Contains(out, tt.src[d.Subject.Start.Byte:d.Subject.End.Byte]) {
+			t.Errorf("%s: the opener is not shown:\n%s", tt.name, out)
+		}
+		if strings.Contains(out, "hunter2") {
+			t.Errorf("%s: a secret shown:\n%s", tt.name, out)
+		}
+	}
+}
