@@ -115,3 +115,27 @@ func unclosedWords(ty hclsyntax.TokenType, text []byte) (summary, detail string)
 	return "Unclosed brace", "There is no closing brace (}) for this { before the end of the file. Add one where the block or map ends " +
 		"(or, if this one is closed where you meant it, a block inside it lacks its own)."
 }
+
+// unterminatedEchoes drops HCL's "Unterminated template string" where another error stands
+// at the same place: the template parser says it of any token it did not expect in a string,
+// and a byte that is not UTF-8 or a line break in a quoted string is such a token, which the
+// scanner reported already ("Invalid character encoding", "Invalid multi-line string"). The
+// echo was false (the string's closing quote is there) and sent the user looking for a quote
+// (TestAStringsBadByteIsOneError).
+func unterminatedEchoes(diags hcl.Diagnostics) hcl.Diagnostics {
+	const echo = "Unterminated template string"
+	reported := map[int]bool{}
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError && d.Subject != nil && d.Summary != echo {
+			reported[d.Subject.Start.Byte] = true
+		}
+	}
+	out := diags[:0]
+	for _, d := range diags {
+		if _, own := d.Extra.(ownWords); !own && d.Summary == echo && d.Subject != nil && reported[d.Subject.Start.Byte] {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}

@@ -58,3 +58,27 @@ func TestUnclosedAtTheEndIsPlacedOnWhatIsOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestAStringsBadByteIsOneError: a string holding a byte that is not UTF-8 (`id = "caf\xe9"`,
+// Latin-1 from an old editor) or broken over a line got a second error at the same place,
+// "Unterminated template string: No closing marker was found for the string", which is false
+// (the string's quote is there) and sent the user looking for a quote. The one error that says
+// what is wrong is kept.
+func TestAStringsBadByteIsOneError(t *testing.T) {
+	for _, src := range []string{
+		"id = \"caf\xe9\"\ntype = \"csi\"\n",
+		"id = \"a\nb\"\ntype = \"csi\"\n",
+		"parameters {\n  k = \"v\xff\"\n}\n",
+	} {
+		p := NewParser()
+		_, diags := p.ParseVolume("v.hcl", []byte(src), VerbAny)
+		for _, d := range diags {
+			if d.Summary == "Unterminated template string" {
+				t.Errorf("%q: a string with its closing quote said to be unterminated:\n%s", src, renderPlain(p, diags))
+			}
+		}
+		if !diags.HasErrors() {
+			t.Errorf("%q: accepted", src)
+		}
+	}
+}
