@@ -115,6 +115,10 @@ func (p *Parser) parseSource(s *source, kind Kind, verb Verb) (*File, hcl.Diagno
 		return nil, finishDiagnostics(diags, s)
 	}
 	names := topLevel(body)
+	if len(names) == 0 && kind != kindAgent {
+		// Nothing in it: one error saying so, not one for each argument its kind needs.
+		return nil, finishDiagnostics(append(diags, emptySpec(filename, src, kind, s.json)...), s)
+	}
 	validate := kind == ""
 	if validate {
 		kind = detectKind(names)
