@@ -19,6 +19,7 @@ func TestNotFoundNamesTheNearestID(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("data", capab(spec.MultiNodeMultiWriter)))
 	h.create(volume("logs-archive"))
+	h.create(volume("db"))
 	if _, err := h.e.RunGroup(h.ctx, spec.Group{Name: "web", Count: 1, Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: "data",
 		AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
 		t.Fatal(err)
@@ -34,6 +35,7 @@ func TestNotFoundNamesTheNearestID(t *testing.T) {
 		{"plugin status in another case", func() error { _, err := h.e.PluginStatus(h.ctx, "MEM"); return err }, "mem"},
 		{"group stop of a typo", func() error { _, err := h.e.StopGroup(h.ctx, "wbe"); return err }, "web"},
 		{"nothing near", func() error { _, err := h.e.Volume(h.ctx, "zzzzzzzz"); return err }, ""},
+		{"a short ID every character of which differs", func() error { return h.e.DeleteVolume(h.ctx, "x") }, ""},
 		{"the volume is there, the claim is not", func() error { _, err := h.e.Release(h.ctx, "data", "nobody"); return err }, ""},
 	} {
 		err := tt.run()

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/agext/levenshtein"
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/volctl/volctl/internal/spec"
@@ -41,9 +43,10 @@ func byStoredID[T any](ctx context.Context, e *Engine, t store.IDTable, id strin
 // nearStoredID is err, a not-found of id in table t, naming the stored key the user likely
 // meant when there is one: the same but for case (IDs differing only in case are distinct on
 // the host, and `volume status Data` for "data" is the usual slip), else the nearest by edit
-// distance, as the spec validator suggests names (spec.Suggest). Before, the error said only
-// "not found" (TestNotFoundNamesTheNearestID). When id itself is stored, what was not found is
-// something else (a claim): err as it is. A failure to read the keys leaves err as it is too.
+// distance, as the spec validator suggests names (spec.Suggest), but not one with every
+// character changed. Before, the error said only "not found" (TestNotFoundNamesTheNearestID).
+// When id itself is stored, what was not found is something else (a claim): err as it is. A
+// failure to read the keys leaves err as it is too.
 func nearStoredID(ctx context.Context, e *Engine, t store.IDTable, id string, err error) error {
 	if !errors.Is(err, ErrNotFound) && !errors.Is(err, store.ErrNotFound) {
 		return err
@@ -63,7 +66,11 @@ func nearStoredID(ctx context.Context, e *Engine, t store.IDTable, id string, er
 				return k, nil
 			}
 		}
-		return spec.Suggest(id, keys), nil
+		near := spec.Suggest(id, keys)
+		if near != "" && levenshtein.Distance(id, near, nil) >= utf8.RuneCountInString(id) {
+			return "", nil // every character changed: "db" is no typo of "x"
+		}
+		return near, nil
 	})
 	if kerr != nil || near == "" {
 		return err
