@@ -116,23 +116,25 @@ func unclosedWords(ty hclsyntax.TokenType, text []byte) (summary, detail string)
 		"(or, if this one is closed where you meant it, a block inside it lacks its own)."
 }
 
-// unterminatedEchoes drops HCL's "Unterminated template string" where another error stands
-// at the same place: the template parser says it of any token it did not expect in a string,
-// and a byte that is not UTF-8 or a line break in a quoted string is such a token, which the
-// scanner reported already ("Invalid character encoding", "Invalid multi-line string"). The
-// echo was false (the string's closing quote is there) and sent the user looking for a quote
-// (TestAStringsBadByteIsOneError).
+// unterminatedEchoes drops the errors HCL's parsers add where another error stands at the
+// same place, which are false there: the native template parser says "Unterminated template
+// string" of any token it did not expect in a string, and a byte that is not UTF-8 or a line
+// break in a quoted string is such a token, which the scanner reported already ("Invalid
+// character encoding", "Invalid multi-line string"), though the string's closing quote is
+// there (TestAStringsBadByteIsOneError); the JSON parser says "Root value must be object" of
+// a top-level object it found "Unclosed" (TestAnUnclosedJSONObjectIsNotSaidToBeNoObject). Each
+// sent the user looking for another problem than the one there.
 func unterminatedEchoes(diags hcl.Diagnostics) hcl.Diagnostics {
-	const echo = "Unterminated template string"
+	echoes := map[string]bool{"Unterminated template string": true, "Root value must be object": true}
 	reported := map[int]bool{}
 	for _, d := range diags {
-		if d.Severity == hcl.DiagError && d.Subject != nil && d.Summary != echo {
+		if d.Severity == hcl.DiagError && d.Subject != nil && !echoes[d.Summary] {
 			reported[d.Subject.Start.Byte] = true
 		}
 	}
 	out := diags[:0]
 	for _, d := range diags {
-		if _, own := d.Extra.(ownWords); !own && d.Summary == echo && d.Subject != nil && reported[d.Subject.Start.Byte] {
+		if _, own := d.Extra.(ownWords); !own && echoes[d.Summary] && d.Subject != nil && reported[d.Subject.Start.Byte] {
 			continue
 		}
 		out = append(out, d)

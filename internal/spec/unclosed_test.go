@@ -82,3 +82,27 @@ func TestAStringsBadByteIsOneError(t *testing.T) {
 		}
 	}
 }
+
+// TestAnUnclosedJSONObjectIsNotSaidToBeNoObject: a JSON spec whose top-level object is not
+// closed got, beside "Unclosed object", "Root value must be object: The root value in a
+// JSON-based configuration must be either a JSON object or a JSON array of objects" at the same
+// brace, which is false (it is an object) and sent the user looking at the wrong problem.
+func TestAnUnclosedJSONObjectIsNotSaidToBeNoObject(t *testing.T) {
+	for _, src := range []string{
+		"{\n  \"id\": \"db\",\n  \"parameters\": {\n    \"a\": \"b\"\n",
+		"{\n  \"id\": \"db\"\n",
+	} {
+		p := NewParser()
+		_, diags := p.ParseVolume("v.json", []byte(src), VerbAny)
+		unclosed := false
+		for _, d := range diags {
+			unclosed = unclosed || d.Summary == "Unclosed object"
+			if d.Summary == "Root value must be object" {
+				t.Errorf("%q: an object said not to be one:\n%s", src, renderPlain(p, diags))
+			}
+		}
+		if !unclosed {
+			t.Errorf("%q: not said to be unclosed:\n%s", src, renderPlain(p, diags))
+		}
+	}
+}
