@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -122,22 +123,93 @@ func unclosedWords(ty hclsyntax.TokenType, text []byte) (summary, detail string)
 // break in a quoted string is such a token, which the scanner reported already ("Invalid
 // character encoding", "Invalid multi-line string"), though the string's closing quote is
 // there (TestAStringsBadByteIsOneError); the JSON parser says "Root value must be object" of
-// a top-level object it found "Unclosed" (TestAnUnclosedJSONObjectIsNotSaidToBeNoObject). Each
-// sent the user looking for another problem than the one there.
+// a top-level object it gave up on for any other error in it, "Unclosed object", a comma
+// missing (TestAnUnclosedJSONObjectIsNotSaidToBeNoObject). Each sent the user looking for
+// another problem than the one there.
 func unterminatedEchoes(diags hcl.Diagnostics) hcl.Diagnostics {
-	echoes := map[string]bool{"Unterminated template string": true, "Root value must be object": true}
-	reported := map[int]bool{}
+	const unterminated, notObject = "Unterminated template string", "Root value must be object"
+	reported, others := map[int]bool{}, false
 	for _, d := range diags {
-		if d.Severity == hcl.DiagError && d.Subject != nil && !echoes[d.Summary] {
-			reported[d.Subject.Start.Byte] = true
+		if d.Severity == hcl.DiagError && d.Subject != nil && d.Summary != unterminated && d.Summary != notObject {
+			reported[d.Subject.Start.Byte], others = true, true
 		}
 	}
 	out := diags[:0]
 	for _, d := range diags {
-		if _, own := d.Extra.(ownWords); !own && echoes[d.Summary] && d.Subject != nil && reported[d.Subject.Start.Byte] {
+		if _, own := d.Extra.(ownWords); !own && d.Subject != nil &&
+			(d.Summary == unterminated && reported[d.Subject.Start.Byte] || d.Summary == notObject && others) {
 			continue
 		}
 		out = append(out, d)
 	}
 	return out
+}
+
+// missingJSONComma places hcl/json's "Missing attribute seperator comma", which it reports
+// where it stopped skipping (the end of the object or the file), on the member or item that
+// follows a value without a comma (TestAMissingJSONCommaIsPlacedWhereItIsMissing).
+func missingJSONComma(diags hcl.Diagnostics, s *source) hcl.Diagnostics {
+	if !s.json {
+		return diags
+	}
+	for _, d := range diags {
+		if _, own := d.Extra.(ownWords); own || d.Summary != "Missing attribute seperator comma" {
+			continue
+		}
+		at := commaMissingAt(s.src)
+		if at < 0 {
+			continue
+		}
+		m := &offsetMap{src: s.src, lineStarts: lineStarts(s.src)}
+		_, n := utf8.DecodeRune(s.src[at:])
+		rng := hcl.Range{Filename: s.filename, Start: m.pos(at), End: m.pos(at + n)}
+		d.Subject, d.Context = rng.Ptr(), nil
+		d.Detail = "A comma must appear between each property definition in an object, and between the items of an array: one is missing before this."
+		d.Extra = ownWords{}
+	}
+	return diags
+}
+
+// commaMissingAt returns the offset of the first token of JSON src that follows a value (not
+// an object's key) with no comma, colon or closing bracket between, or -1.
+func commaMissingAt(src []byte) int {
+	var stack []byte    // the open objects and arrays
+	afterValue := false // the last token ended a value
+	keyNext := false    // in an object, a string here is a key
+	for i := 0; i < len(src); {
+		c := src[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			i++
+			continue
+		case c == ',' || c == ':':
+			afterValue, keyNext = false, c == ',' && len(stack) > 0 && stack[len(stack)-1] == '{'
+			i++
+			continue
+		case c == '}' || c == ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			afterValue, keyNext = true, false
+			i++
+			continue
+		}
+		if afterValue && len(stack) > 0 {
+			return i
+		}
+		switch {
+		case c == '{' || c == '[':
+			stack = append(stack, c)
+			afterValue, keyNext = false, c == '{'
+			i++
+			continue
+		case c == '"':
+			i = jsonStringEnd(src, i)
+		default: // a number or a keyword, up to what ends it
+			for i++; i < len(src) && bytes.IndexByte([]byte(" \t\r\n,:]}\"[{"), src[i]) < 0; i++ {
+			}
+		}
+		afterValue, keyNext = !keyNext, false
+	}
+	return -1
 }

@@ -106,3 +106,37 @@ func TestAnUnclosedJSONObjectIsNotSaidToBeNoObject(t *testing.T) {
 		}
 	}
 }
+
+// TestAMissingJSONCommaIsPlacedWhereItIsMissing: hcl/json reports a comma missing between two
+// members or items after skipping to the end of the object, so the error stood at the file's
+// end, with no line shown, and beside it "Root value must be object" at the first brace: in a
+// spec of a hundred lines the user had to find the line that lacks its comma. The error is on
+// the member or item that follows the value without one.
+func TestAMissingJSONCommaIsPlacedWhereItIsMissing(t *testing.T) {
+	for _, tt := range []struct {
+		src       string
+		line, col int
+	}{
+		{"{\n  \"id\": \"db\",\n  \"type\": \"csi\"\n  \"plugin_id\": \"ebs\"\n}\n", 4, 3},
+		{"{\n  \"id\": \"db\",\n  \"mount_options\": {\"mount_flags\": [\"a\" \"b\"]},\n  \"type\": \"csi\"\n}\n", 3, 41},
+		{"{\"id\": \"x\\\"y\", \"n\": 1 \"type\": \"csi\"}", 1, 23},
+	} {
+		p := NewParser()
+		_, diags := p.ParseVolume("v.json", []byte(tt.src), VerbAny)
+		found := false
+		for _, d := range diags {
+			if d.Summary == "Root value must be object" {
+				t.Errorf("%q: an object said not to be one:\n%s", tt.src, renderPlain(p, diags))
+			}
+			if d.Summary == "Missing attribute seperator comma" || d.Summary == "Missing comma" {
+				found = true
+				if d.Subject.Start.Line != tt.line || d.Subject.Start.Column != tt.col {
+					t.Errorf("%q: %q at %d:%d, want %d:%d:\n%s", tt.src, d.Summary, d.Subject.Start.Line, d.Subject.Start.Column, tt.line, tt.col, renderPlain(p, diags))
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%q: no missing comma reported:\n%s", tt.src, renderPlain(p, diags))
+		}
+	}
+}
