@@ -146,7 +146,7 @@ func readSpecFile(name string) ([]byte, error) {
 		// A Unix socket cannot be opened (ENXIO, "no such device or address", which reads
 		// as a path missing): say what it is.
 		if fi, serr := os.Stat(name); serr == nil && fi.Mode().Type()&fs.ModeSocket != 0 {
-			return nil, errors.New("is a socket, not a spec file")
+			return nil, usageError("is a socket, not a spec file")
 		}
 	}
 	if err != nil {
@@ -156,11 +156,11 @@ func readSpecFile(name string) ([]byte, error) {
 	if fi, err := f.Stat(); err != nil {
 		return nil, err
 	} else if fi.IsDir() {
-		return nil, errors.New("is a directory")
+		return nil, usageError("is a directory")
 	} else if t := fi.Mode().Type(); t&fs.ModeDevice != 0 {
-		return nil, errors.New("is a device, not a spec file")
+		return nil, usageError("is a device, not a spec file")
 	} else if t&fs.ModeSocket != 0 {
-		return nil, errors.New("is a socket, not a spec file")
+		return nil, usageError("is a socket, not a spec file")
 	}
 	return readSpecBytes(f)
 }
@@ -172,10 +172,16 @@ func readSpecFile(name string) ([]byte, error) {
 const maxSpecFilesSize = 32 << 20
 
 // readSpecBytes reads r to its end, refusing more than maxSpecSize bytes.
+//
+// What is refused here and in readSpecFile and checkSpecText for what the file is (too large,
+// not text, not UTF-8 text, a directory, a device, a socket) is a usage error, exit 2, as an
+// invalid spec is: a file read whole and found to be no spec was exit 1, a runtime error a
+// CI script retries, while an invalid byte in it was exit 2 (TestAFileThatIsNoSpecIsAUsageError).
+// A file missing or unreadable stays a runtime error.
 func readSpecBytes(r io.Reader) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, maxSpecSize+1))
 	if err == nil && len(b) > maxSpecSize {
-		err = fmt.Errorf("larger than %d KiB: not a spec file", maxSpecSize>>10)
+		err = usageError("larger than %d KiB: not a spec file", maxSpecSize>>10)
 	}
 	return b, err
 }
@@ -191,11 +197,11 @@ func checkSpecText(src []byte) error {
 		return nil
 	}
 	if enc := wideEncoding(src); enc != "" {
-		return fmt.Errorf("encoded as %s, which neither Nomad nor volctl reads: save it as UTF-8 (iconv -f %s -t UTF-8 converts it)", enc, strings.Fields(enc)[0])
+		return usageError("encoded as %s, which neither Nomad nor volctl reads: save it as UTF-8 (iconv -f %s -t UTF-8 converts it)", enc, strings.Fields(enc)[0])
 	}
 	line := 1 + bytes.Count(src[:i], []byte("\n"))
 	col := 1 + utf8.RuneCount(src[bytes.LastIndexByte(src[:i], '\n')+1:i])
-	return fmt.Errorf("not a text file (a NUL byte at line %d, column %d, byte offset %d)", line, col, i)
+	return usageError("not a text file (a NUL byte at line %d, column %d, byte offset %d)", line, col, i)
 }
 
 // wideEncoding names the UTF-16 or UTF-32 encoding src is in, told by its byte order mark or,

@@ -44,8 +44,9 @@ register refuse such files together.
 create-only fields (snapshot_id, clone_id, topology_request.preferred); create needs name and
 refuses external_id and context. Without --for only the rules common to both apply.
 
-Exit status: 0 when every file is valid, 2 when any is invalid, 1 when a file cannot be read
-or when it is interrupted (Ctrl-C stops it between two diagnostics; with --json or -t nothing
+Exit status: 0 when every file is valid, 2 when any is invalid or no spec at all (binary,
+UTF-16, over 1 MiB, a directory), 1 when a file cannot be read (missing, not permitted) or
+when it is interrupted (Ctrl-C stops it between two diagnostics; with --json or -t nothing
 is printed).`,
 		Example: `  volctl validate volume.hcl
   volctl validate --for create volume.hcl plugin.hcl group.hcl
@@ -96,7 +97,11 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 		}
 		if err != nil {
 			fmt.Fprintf(ios.ErrOut, "Error: %s\n", escapeLines(fmt.Sprintf("validate %s: %v", spec.QuoteName(s.Name), err)))
-			unreadable = true
+			if ExitCode(err) == ExitUsage {
+				invalid = true // read, or found, to be no spec at all (readSpecBytes): exit 2, as an invalid one
+			} else {
+				unreadable = true
+			}
 			continue
 		}
 		// A parser of its own: a parser keeps each file it parsed, for the snippets, and

@@ -58,7 +58,8 @@ secrets and context may change and capacity may grow, but name, external_id, plu
 parameters and topology cannot (exit 4; deregister and register it again to change them).
 
 Every file is checked before any volume is registered: an invalid one registers nothing
-(exit 2, with every problem shown), and so does one that cannot be read (exit 1). A volume that fails to register does not stop the others.
+(exit 2, with every problem shown), and so does one that cannot be read (exit 1) or is no spec at all
+(binary, UTF-16, over 1 MiB, a directory: exit 2). A volume that fails to register does not stop the others.
 Files of more than 32 MiB together are refused, unread past that (exit 2): give them in
 several commands.`
 		cmd.Example = `  volctl volume register db.hcl
@@ -80,7 +81,8 @@ A create interrupted by a crash is finished by the same create or by volctl reco
 by creating a second volume.
 
 Every file is checked before any volume is created: an invalid one creates nothing (exit 2,
-with every problem shown), and so does one that cannot be read (exit 1). A volume that fails to create does not stop the others.
+with every problem shown), and so does one that cannot be read (exit 1) or is no spec at all
+(binary, UTF-16, over 1 MiB, a directory: exit 2). A volume that fails to create does not stop the others.
 Files of more than 32 MiB together are refused, unread past that (exit 2): give them in
 several commands.`
 		cmd.Example = `  volctl volume create db.hcl

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/agext/levenshtein"
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
@@ -32,9 +35,47 @@ func byStoredID[T any](ctx context.Context, e *Engine, t store.IDTable, id strin
 		return zero, ferr
 	}
 	if stored == "" {
-		return r, err
+		return r, nearStoredID(ctx, e, t, id, err)
 	}
 	return op(stored)
+}
+
+// nearStoredID is err, a not-found of id in table t, naming the stored key the user likely
+// meant when there is one: the same but for case (IDs differing only in case are distinct on
+// the host, and `volume status Data` for "data" is the usual slip), else the nearest by edit
+// distance, as the spec validator suggests names (spec.Suggest), but not one with every
+// character changed. Before, the error said only "not found" (TestNotFoundNamesTheNearestID).
+// When id itself is stored, what was not found is something else (a claim): err as it is. A
+// failure to read the keys leaves err as it is too.
+func nearStoredID(ctx context.Context, e *Engine, t store.IDTable, id string, err error) error {
+	if !errors.Is(err, ErrNotFound) && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	near, kerr := viewOne(ctx, e.store, func(tx *store.Tx) (string, error) {
+		keys, err := tx.Keys(t)
+		if err != nil {
+			return "", err
+		}
+		for _, k := range keys {
+			if k == id {
+				return "", nil
+			}
+		}
+		for _, k := range keys {
+			if strings.EqualFold(k, id) {
+				return k, nil
+			}
+		}
+		near := spec.Suggest(id, keys)
+		if near != "" && levenshtein.Distance(id, near, nil) >= utf8.RuneCountInString(id) {
+			return "", nil // every character changed: "db" is no typo of "x"
+		}
+		return near, nil
+	})
+	if kerr != nil || near == "" {
+		return err
+	}
+	return fmt.Errorf("%w (did you mean %q?)", err, near)
 }
 
 // storedForm returns the one stored key of a table that is id in another normal form, or ""

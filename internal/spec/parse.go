@@ -115,6 +115,10 @@ func (p *Parser) parseSource(s *source, kind Kind, verb Verb) (*File, hcl.Diagno
 		return nil, finishDiagnostics(diags, s)
 	}
 	names := topLevel(body)
+	if len(names) == 0 && kind != kindAgent {
+		// Nothing in it: one error saying so, not one for each argument its kind needs.
+		return nil, finishDiagnostics(append(diags, emptySpec(filename, src, kind, s.json)...), s)
+	}
 	validate := kind == ""
 	if validate {
 		kind = detectKind(names)
@@ -297,13 +301,15 @@ func isJSON(filename string, src []byte) bool {
 }
 
 // finishDiagnostics is how every diagnostic of a file leaves the parser: ranges fixed
-// (fixRanges), words cut (cutWords), sensitive text their subjects cover kept out of their
+// (fixRanges), an error at the end of a file that ends inside something open placed on it
+// (unclosedAtEnd), HCL's false "Unterminated template string" beside the error it echoes
+// dropped (unterminatedEchoes), a JSON comma missing placed (missingJSONComma), words cut (cutWords), sensitive text their subjects cover kept out of their
 // words (hideMasked), sorted.
 func finishDiagnostics(diags hcl.Diagnostics, s *source) hcl.Diagnostics {
 	for _, d := range diags {
 		d.Summary, d.Detail = cutWords(d.Summary), cutWords(d.Detail)
 	}
-	return sortDiagnostics(hideMasked(fixRanges(diags, s.src, s.json), s))
+	return sortDiagnostics(hideMasked(unterminatedEchoes(missingJSONComma(unclosedAtEnd(fixRanges(diags, s.src, s.json), s), s)), s))
 }
 
 // sortDiagnostics orders diagnostics by position, so output is stable and reads top to

@@ -29,9 +29,9 @@ const (
 // --follow polls so); other tables ignore afterID.
 func (tx *Tx) SameInNFC(t IDTable, id string, afterID int64) ([]string, error) {
 	q := map[IDTable]string{
-		VolumeIDs:  `SELECT id FROM volumes ORDER BY id`,
-		PluginIDs:  `SELECT id FROM plugins ORDER BY id`,
-		GroupNames: `SELECT name FROM groups ORDER BY name`,
+		VolumeIDs:  keysQuery[VolumeIDs],
+		PluginIDs:  keysQuery[PluginIDs],
+		GroupNames: keysQuery[GroupNames],
 		// The log is bounded (DefaultEventLimit rows); events_volume indexes volume_id; id is
 		// the rowid, so "id > ?" reads only the rows after it.
 		EventVolumeIDs: `SELECT DISTINCT volume_id FROM events WHERE id > ? ORDER BY volume_id`,
@@ -42,10 +42,7 @@ func (tx *Tx) SameInNFC(t IDTable, id string, afterID int64) ([]string, error) {
 	if t == EventVolumeIDs || t == EventAllocs || t == EventPluginIDs {
 		args = append(args, afterID)
 	}
-	keys, err := listAll(tx, fmt.Sprintf("keys like %q", id), func(sc scanner) (string, error) {
-		var k string
-		return k, sc.Scan(&k)
-	}, q, args...)
+	keys, err := tx.keys(fmt.Sprintf("keys like %q", id), q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -57,4 +54,29 @@ func (tx *Tx) SameInNFC(t IDTable, id string, afterID int64) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// keysQuery reads every key of a table, ordered.
+var keysQuery = map[IDTable]string{
+	VolumeIDs:  `SELECT id FROM volumes ORDER BY id`,
+	PluginIDs:  `SELECT id FROM plugins ORDER BY id`,
+	GroupNames: `SELECT name FROM groups ORDER BY name`,
+}
+
+// Keys lists, ordered, every stored key of VolumeIDs, PluginIDs or GroupNames: for the path
+// where a key typed was not found and volctl looks for the one meant (engine's nearStoredID),
+// never the common one.
+func (tx *Tx) Keys(t IDTable) ([]string, error) {
+	q, ok := keysQuery[t]
+	if !ok {
+		return nil, fmt.Errorf("store: no keys to list of table %d", t)
+	}
+	return tx.keys("keys", q)
+}
+
+func (tx *Tx) keys(what, q string, args ...any) ([]string, error) {
+	return listAll(tx, what, func(sc scanner) (string, error) {
+		var k string
+		return k, sc.Scan(&k)
+	}, q, args...)
 }
