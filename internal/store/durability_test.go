@@ -36,10 +36,13 @@ func TestDurabilityLevels(t *testing.T) {
 			t.Fatalf("%d %s: synchronous = %d, want %d", i, tt.name, got, tt.want)
 		}
 	}
-	// Stats counts commits by kind; a transaction rolled back is not counted.
+	// Stats counts commits by kind; a transaction rolled back is not counted as a commit, but as
+	// rolled back when it was a write's (a read's has nothing to undo).
 	_ = s.View(ctx, func(*Tx) error { return nil })
+	_ = s.View(ctx, func(*Tx) error { return errors.New("a read that failed") })
 	_ = s.Update(ctx, func(*Tx) error { return errors.New("rolled back") })
-	want := Stats{Reads: base.Reads + 1, DurableWrites: base.DurableWrites + 2, ProgressWrites: base.ProgressWrites + 2}
+	want := Stats{Reads: base.Reads + 1, DurableWrites: base.DurableWrites + 2, ProgressWrites: base.ProgressWrites + 2,
+		RolledBack: base.RolledBack + 1}
 	if got := s.Stats(); got != want {
 		t.Fatalf("Stats() = %+v, want %+v", got, want)
 	}
