@@ -330,13 +330,15 @@ func inDir(dir string, err error) error {
 // directory with '?' or '#' in its name still works.
 func dsn(path string, busy time.Duration, readOnly bool) string {
 	q := url.Values{}
-	if !readOnly {
-		// The write connection waits for another process's write lock in Go (retryBusy, up to
-		// the busy timeout), not in SQLite's busy handler, which sleeps through a cancelled
-		// context: Ctrl-C must end a command queued behind another volctl.
-		busy = 0
+	// The write connection waits for another process's write lock in Go (retryBusy, up to the
+	// busy timeout), not in SQLite's busy handler, which sleeps through a cancelled context:
+	// Ctrl-C must end a command queued behind another volctl. A connection has no busy handler
+	// until one is set, so the write connection's DSN sets none: a PRAGMA busy_timeout(0)
+	// there was one more statement prepared and run by every process that writes
+	// (TestWriteConnectionWaitsInGoOnly).
+	if readOnly {
+		q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")")
 	}
-	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	if readOnly {
 		q.Add("_pragma", "cache_size(-"+strconv.Itoa(readCacheKiB)+")")
