@@ -88,9 +88,12 @@ func (pr *claimProbe) refusal(v store.Volume) error {
 
 // unprobed is admission's answer to a claim it would admit before its plugin was probed: no
 // RPC is sent inside admission's transaction, so the caller probes plugin (probeForClaim) and
-// admits again with what the probe found. Only a claim admission would insert is probed: one
-// refused anyway is refused at once, and the alloc's claim held already is handed back without
-// a word to the plugin.
+// admits again with what the probe found. A claim's plugin is most often probed before
+// admission already, when the claim's preview read found a claim admission would insert
+// (claimPreview); admission answers unprobed when that read could not tell, or found otherwise
+// than admission does. Only a claim admission would insert is probed: one refused anyway by
+// the checks the preview makes is refused at once, and the alloc's claim held already is
+// handed back without a word to the plugin.
 type unprobed struct{ plugin store.Plugin }
 
 func (u *unprobed) Error() string { return fmt.Sprintf("plugin %q not probed yet", u.plugin.ID) }

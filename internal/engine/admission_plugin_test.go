@@ -50,7 +50,7 @@ func TestClaimOnAPluginWithoutNodeServiceIsRefusedAtAdmission(t *testing.T) {
 func TestClaimRolledBackWhenThePluginLostItsNodeService(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("v"))
-	cl, _, _, _, err := h.e.admitProbed(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}, false)
+	cl, _, _, _, err := h.e.admitProbed(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"}, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,14 +36,99 @@ type ClaimRequest struct {
 // claim refused because another alloc holds the volume is an ErrConflict naming the holder.
 // Claiming again for an alloc that already holds an equal claim returns the same claim.
 func (e *Engine) Claim(ctx context.Context, req ClaimRequest) (ClaimInfo, error) {
-	if err := e.checkMountView(ctx, req.VolumeID); err != nil {
+	pre, err := e.previewClaim(ctx, req)
+	if err == nil {
+		err = e.checkMountViewOf(ctx, func() ([]store.Plugin, error) { return pre.plugins, nil })
+	}
+	if err != nil {
 		return ClaimInfo{}, fmt.Errorf("claim %q for alloc %q: %w", req.VolumeID, req.Alloc, err)
 	}
-	return byStoredID(ctx, e, store.VolumeIDs, req.VolumeID, func(id string) (ClaimInfo, error) { req.VolumeID = id; return e.claimStored(ctx, req) })
+	return byStoredID(ctx, e, store.VolumeIDs, req.VolumeID, func(id string) (ClaimInfo, error) {
+		probeFirst := pre.probe
+		if id != req.VolumeID {
+			probeFirst = nil // another normal form of the ID: not the volume the preview read
+		}
+		req.VolumeID = id
+		return e.claimStored(ctx, req, probeFirst)
+	})
 }
 
-// claimStored is Claim of the ID as stored (byStoredID).
-func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, error) {
+// claimPreview is what a claim reads before it takes its volume's lock, in one short read
+// (ViewShort): the plugins checkMountView asks (mountViewPlugins), and the plugin to Probe
+// before admission (probeFirst), nil when admission, as far as the read can tell, would not
+// insert a claim.
+type claimPreview struct {
+	plugins []store.Plugin
+	probe   *store.Plugin
+}
+
+// previewClaim reads the claim's preview: the volume as given, its plugin and its live claims.
+// With them, the claim sends its Probe first and runs admission once, where admission answering
+// unprobed and running again cost a transaction per claim. The checks are admission's own, on
+// what the read found; admission runs them again in its transaction, and when it would insert
+// a claim after all without a probe of that plugin (the alloc's claim was released meanwhile,
+// the volume got another plugin), it answers unprobed as before (admitProbed).
+func (e *Engine) previewClaim(ctx context.Context, req ClaimRequest) (claimPreview, error) {
+	var pre claimPreview
+	err := e.store.ViewShort(ctx, func(tx *store.Tx) error {
+		pre = claimPreview{}
+		v, err := tx.Volumes().Get(req.VolumeID)
+		if errors.Is(err, store.ErrNotFound) {
+			pre.plugins, err = mountViewPlugins(tx, "")
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		p, err := tx.Plugins().Get(v.PluginID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // the claim says its plugin is not registered
+		}
+		if err != nil {
+			return err
+		}
+		pre.plugins = []store.Plugin{p}
+		live, err := tx.Claims().ByVolume(v.ID)
+		if err != nil {
+			return err
+		}
+		if wouldInsert(v, &p, live, req) {
+			pre.probe = &p
+		}
+		return nil
+	})
+	return pre, err
+}
+
+// wouldInsert says whether admission, finding volume v with plugin p and the live claims,
+// would insert req's claim as far as its checks that read nothing more can tell: the volume
+// ready, the alloc holding no claim on it (a claim again is handed back without a word to the
+// plugin), the plugin able to publish it, and a capability the access mode admits. A claim
+// refused here is refused by admission at once, with no Probe.
+func wouldInsert(v store.Volume, p *store.Plugin, live []store.Claim, req ClaimRequest) bool {
+	if v.State != store.VolumeReady || checkPublishable(v, p) != nil {
+		return false
+	}
+	for _, c := range live {
+		if sameAlloc(c.Alloc, req.Alloc) {
+			return false
+		}
+	}
+	capab, err := chooseCapability(v, req)
+	return err == nil && checkAdmission(v, live, claimMode(req), capab) == nil
+}
+
+// claimMode is the mode of req's claim.
+func claimMode(req ClaimRequest) store.ClaimMode {
+	if req.ReadOnly {
+		return store.ClaimRead
+	}
+	return store.ClaimWrite
+}
+
+// claimStored is Claim of the ID as stored (byStoredID). probeFirst is the plugin to Probe
+// before admission (claimPreview), nil for none.
+func (e *Engine) claimStored(ctx context.Context, req ClaimRequest, probeFirst *store.Plugin) (ClaimInfo, error) {
 	fail := func(err error) (ClaimInfo, error) {
 		return ClaimInfo{}, fmt.Errorf("claim %q for alloc %q: %w", req.VolumeID, req.Alloc, err)
 	}
@@ -66,16 +151,17 @@ func (e *Engine) claimStored(ctx context.Context, req ClaimRequest) (ClaimInfo, 
 	if locked {
 		defer unlock()
 	}
-	cl, v, ld, fresh, err := e.admitProbed(ctx, req, locked)
+	cl, v, ld, fresh, err := e.admitProbed(ctx, req, locked, probeFirst)
 	if errors.Is(err, errHolderInFlight) {
 		// What is in the way is the work of the operation holding the lock: wait for it to
-		// end, as for any operation on the volume, then admit again under the lock.
+		// end, as for any operation on the volume, then admit again under the lock (probing
+		// the plugin again if admission would insert the claim: the wait may have been long).
 		if unlock, err = e.locks.volume(ctx, req.VolumeID); err != nil {
 			return fail(err)
 		}
 		defer unlock()
 		locked = true
-		cl, v, ld, fresh, err = e.admitProbed(ctx, req, locked)
+		cl, v, ld, fresh, err = e.admitProbed(ctx, req, locked, nil)
 	}
 	if err != nil {
 		return fail(err)
@@ -184,10 +270,18 @@ func notReady(v store.Volume) error {
 // operation holding the lock, in flight. The claim waits for the lock and is admitted again.
 var errHolderInFlight = errors.New("the operation holding the volume is in flight")
 
-// admitProbed is admit with the volume's plugin probed when admission would insert the claim
-// (unprobed): admitted again with what the probe found, which refuses a plugin not healthy.
-func (e *Engine) admitProbed(ctx context.Context, req ClaimRequest, locked bool) (cl store.Claim, v store.Volume, ld *loaded, fresh bool, err error) {
-	cl, v, ld, fresh, err = e.admit(ctx, req, locked, nil)
+// admitProbed is admit with the volume's plugin probed when admission would insert the claim:
+// probeFirst (the plugin claimPreview found) probed before admission, or, when admission
+// answers unprobed (no probe first, or of another plugin), the plugin it names probed and the
+// claim admitted again with what the probe found, which refuses a plugin not healthy.
+func (e *Engine) admitProbed(ctx context.Context, req ClaimRequest, locked bool, probeFirst *store.Plugin) (cl store.Claim, v store.Volume, ld *loaded, fresh bool, err error) {
+	var pr *claimProbe
+	if probeFirst != nil {
+		if pr, err = e.probeForClaim(ctx, *probeFirst); err != nil {
+			return cl, v, nil, false, err
+		}
+	}
+	cl, v, ld, fresh, err = e.admit(ctx, req, locked, pr)
 	if up := (*unprobed)(nil); errors.As(err, &up) {
 		pr, perr := e.probeForClaim(ctx, up.plugin)
 		if perr != nil {
@@ -202,12 +296,10 @@ func (e *Engine) admitProbed(ctx context.Context, req ClaimRequest, locked bool)
 // taken (fresh), or the alloc's existing equal claim.
 // With locked (the caller holds the volume lock), it also loads what the publish path reads.
 // probed is what a Probe of the volume's plugin found (probeForClaim); nil when it was not
-// probed yet, and a claim admission would insert is then not inserted: the error is unprobed.
+// probed yet (or another plugin was), and a claim admission would insert is then not inserted:
+// the error is unprobed.
 func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probed *claimProbe) (cl store.Claim, v store.Volume, ld *loaded, fresh bool, err error) {
-	mode := store.ClaimWrite
-	if req.ReadOnly {
-		mode = store.ClaimRead
-	}
+	mode := claimMode(req)
 	err = e.store.Update(ctx, func(tx *store.Tx) error {
 		if err := groupStillRunning(tx, req.Group); err != nil {
 			return err
@@ -294,7 +386,7 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probe
 		if err := checkNode(tx, v, ld.onNode, ld.plugin); err != nil {
 			return err
 		}
-		if probed == nil {
+		if probed == nil || probed.plugin != ld.plugin.ID {
 			return &unprobed{plugin: *ld.plugin} // checkPublishable refused a plugin not registered
 		}
 		if err := probed.refusal(v); err != nil {

@@ -47,6 +47,17 @@ var procRoot = "/proc"
 // by the ID as given (byStoredID finds it in another normal form, or it is not there), asks
 // every registered plugin.
 func (e *Engine) checkMountView(ctx context.Context, volumeID string) error {
+	return e.checkMountViewOf(ctx, func() (plugins []store.Plugin, err error) {
+		// A short read, on the write connection of a command that has no read connection open
+		// (ViewShort), through the statements admission and release use next on it.
+		err = e.store.ViewShort(ctx, func(tx *store.Tx) (err error) { plugins, err = mountViewPlugins(tx, volumeID); return err })
+		return plugins, err
+	})
+}
+
+// checkMountViewOf is checkMountView asking the plugins read returns, read only when no agent
+// runs (a claim passes those its preview read: claimPreview).
+func (e *Engine) checkMountViewOf(ctx context.Context, read func() ([]store.Plugin, error)) error {
 	if _, ok := e.cfg.Mounts.(kernelMounts); !ok {
 		return nil
 	}
@@ -55,10 +66,7 @@ func (e *Engine) checkMountView(ctx context.Context, volumeID string) error {
 			return mountView(e.cfg.StateDir, hs[0].Pid, fmt.Sprintf("the agent (pid %d)", hs[0].Pid))
 		}
 	}
-	// A short read, on the write connection of a command that has no read connection open
-	// (ViewShort), through the statements admission and release use next on it.
-	var plugins []store.Plugin
-	err := e.store.ViewShort(ctx, func(tx *store.Tx) (err error) { plugins, err = mountViewPlugins(tx, volumeID); return err })
+	plugins, err := read()
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestDurabilityLevels: Update commits with synchronous=FULL (forced to disk), UpdateProgress
@@ -36,10 +38,13 @@ func TestDurabilityLevels(t *testing.T) {
 			t.Fatalf("%d %s: synchronous = %d, want %d", i, tt.name, got, tt.want)
 		}
 	}
-	// Stats counts commits by kind; a transaction rolled back is not counted.
+	// Stats counts commits by kind; a transaction rolled back is not counted as a commit, but as
+	// rolled back when it was a write's (a read's has nothing to undo).
 	_ = s.View(ctx, func(*Tx) error { return nil })
+	_ = s.View(ctx, func(*Tx) error { return errors.New("a read that failed") })
 	_ = s.Update(ctx, func(*Tx) error { return errors.New("rolled back") })
-	want := Stats{Reads: base.Reads + 1, DurableWrites: base.DurableWrites + 2, ProgressWrites: base.ProgressWrites + 2}
+	want := Stats{Reads: base.Reads + 1, DurableWrites: base.DurableWrites + 2, ProgressWrites: base.ProgressWrites + 2,
+		RolledBack: base.RolledBack + 1}
 	if got := s.Stats(); got != want {
 		t.Fatalf("Stats() = %+v, want %+v", got, want)
 	}
@@ -60,5 +65,28 @@ func TestDurabilityLevels(t *testing.T) {
 		return err
 	}); err != nil || len(evs) != 1 {
 		t.Fatalf("progress commit not visible to another store: %v %v", evs, err)
+	}
+}
+
+// TestWriteConnectionWaitsInGoOnly: the write connection has no busy handler of SQLite's (a
+// writer waits for another process's lock in retryBusy, which a cancelled context ends), and
+// its DSN does not set one to 0, which SQLite's connection is at already: that PRAGMA was a
+// statement every writing process prepared and ran at its connection's open for nothing. The
+// read connections wait in SQLite, up to the busy timeout.
+func TestWriteConnectionWaitsInGoOnly(t *testing.T) {
+	if d := dsn("/state/volctl.db", time.Second, false); strings.Contains(d, "busy_timeout") {
+		t.Errorf("the write connection's DSN %s sets a busy timeout; want none (SQLite's default: no busy handler)", d)
+	}
+	s := newStore(t)
+	ctx := context.Background()
+	var w, r int
+	if err := s.Update(ctx, func(tx *Tx) error { return tx.queryRow("PRAGMA busy_timeout").Scan(&w) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.View(ctx, func(tx *Tx) error { return tx.queryRow("PRAGMA busy_timeout").Scan(&r) }); err != nil {
+		t.Fatal(err)
+	}
+	if w != 0 || int64(r) != s.busyTimeout.Milliseconds() || r == 0 {
+		t.Errorf("busy timeouts: write connection %d ms, read connection %d ms; want 0 and %d", w, r, s.busyTimeout.Milliseconds())
 	}
 }

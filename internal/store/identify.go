@@ -196,18 +196,45 @@ var readWALAt = func(w *os.File, b []byte, off int64) (int, error) { return w.Re
 // walChecksum continues the WAL's checksum (s0, s1) over b, read as 32-bit words, big-endian
 // or little-endian as the WAL's magic number says. Each byte order has its loop of its own:
 // through a binary.ByteOrder, each word was a call through an interface, and this loop, over
-// the whole WAL at every open, was a sixth of a claim process's instructions.
+// the whole WAL at every open, was a sixth of a claim process's instructions. Each loop takes
+// 32 bytes a turn, from a slice of exactly that length, so the compiler checks its bounds once
+// a turn and not at each word: half the instructions of a loop of 8 bytes a turn (9 against
+// 18 for each 8 bytes, callgrind), what every command beside a WAL pays for each of its pages.
 func walChecksum(bigEndian bool, b []byte, s0, s1 uint32) (uint32, uint32) {
 	if bigEndian {
+		be := binary.BigEndian
+		for ; len(b) >= 32; b = b[32:] {
+			w := b[:32:32]
+			s0 += be.Uint32(w[0:]) + s1
+			s1 += be.Uint32(w[4:]) + s0
+			s0 += be.Uint32(w[8:]) + s1
+			s1 += be.Uint32(w[12:]) + s0
+			s0 += be.Uint32(w[16:]) + s1
+			s1 += be.Uint32(w[20:]) + s0
+			s0 += be.Uint32(w[24:]) + s1
+			s1 += be.Uint32(w[28:]) + s0
+		}
 		for ; len(b) >= 8; b = b[8:] {
-			s0 += binary.BigEndian.Uint32(b) + s1
-			s1 += binary.BigEndian.Uint32(b[4:]) + s0
+			s0 += be.Uint32(b) + s1
+			s1 += be.Uint32(b[4:]) + s0
 		}
 		return s0, s1
 	}
+	le := binary.LittleEndian
+	for ; len(b) >= 32; b = b[32:] {
+		w := b[:32:32]
+		s0 += le.Uint32(w[0:]) + s1
+		s1 += le.Uint32(w[4:]) + s0
+		s0 += le.Uint32(w[8:]) + s1
+		s1 += le.Uint32(w[12:]) + s0
+		s0 += le.Uint32(w[16:]) + s1
+		s1 += le.Uint32(w[20:]) + s0
+		s0 += le.Uint32(w[24:]) + s1
+		s1 += le.Uint32(w[28:]) + s0
+	}
 	for ; len(b) >= 8; b = b[8:] {
-		s0 += binary.LittleEndian.Uint32(b) + s1
-		s1 += binary.LittleEndian.Uint32(b[4:]) + s0
+		s0 += le.Uint32(b) + s1
+		s1 += le.Uint32(b[4:]) + s0
 	}
 	return s0, s1
 }

@@ -91,6 +91,7 @@ type Store struct {
 	now          func() time.Time
 	log          *slog.Logger
 	commits      [3]atomic.Int64 // committed transactions, indexed by txKind
+	rolledBack   atomic.Int64    // write transactions begun and rolled back (Stats)
 	// unsynced says the last write committed was progress (synchronous=NORMAL): the WAL holds
 	// commits not yet forced to disk, which CloseAtExit forces there.
 	unsynced atomic.Bool
@@ -117,12 +118,16 @@ type Store struct {
 	marked bool
 }
 
-// Stats counts the transactions this Store has committed since Open, by kind. Tests and
-// benchmarks read it to pin what an operation costs in commits and in forced writes to disk.
+// Stats counts the transactions this Store has committed since Open, by kind, and the write
+// transactions it rolled back. Tests and benchmarks read it to pin what an operation costs in
+// commits, in forced writes to disk, and in write transactions that commit nothing.
 type Stats struct {
 	Reads          int64 // View
 	DurableWrites  int64 // Update: each one waits for the disk
 	ProgressWrites int64 // UpdateProgress: on disk with the next durable commit
+	// RolledBack counts the write transactions begun and not committed (fn's error, a refusal
+	// included): each took the write lock, ran its statements and wrote nothing.
+	RolledBack int64
 }
 
 // Stats returns the commit counts so far.
@@ -131,6 +136,7 @@ func (s *Store) Stats() Stats {
 		Reads:          s.commits[readOnly].Load(),
 		DurableWrites:  s.commits[durable].Load(),
 		ProgressWrites: s.commits[relaxed].Load(),
+		RolledBack:     s.rolledBack.Load(),
 	}
 }
 
@@ -325,13 +331,15 @@ func inDir(dir string, err error) error {
 // directory with '?' or '#' in its name still works.
 func dsn(path string, busy time.Duration, readOnly bool) string {
 	q := url.Values{}
-	if !readOnly {
-		// The write connection waits for another process's write lock in Go (retryBusy, up to
-		// the busy timeout), not in SQLite's busy handler, which sleeps through a cancelled
-		// context: Ctrl-C must end a command queued behind another volctl.
-		busy = 0
+	// The write connection waits for another process's write lock in Go (retryBusy, up to the
+	// busy timeout), not in SQLite's busy handler, which sleeps through a cancelled context:
+	// Ctrl-C must end a command queued behind another volctl. A connection has no busy handler
+	// until one is set, so the write connection's DSN sets none: a PRAGMA busy_timeout(0)
+	// there was one more statement prepared and run by every process that writes
+	// (TestWriteConnectionWaitsInGoOnly).
+	if readOnly {
+		q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")")
 	}
-	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	if readOnly {
 		q.Add("_pragma", "cache_size(-"+strconv.Itoa(readCacheKiB)+")")
@@ -871,6 +879,9 @@ func (s *Store) run(ctx context.Context, p *pool, begin string, kind txKind, fn 
 		}
 		// fn failed or panicked: the transaction must not stay open on a kept connection.
 		s.rollback(tx.c)
+		if kind != readOnly {
+			s.rolledBack.Add(1)
+		}
 	}()
 	if kind != readOnly {
 		if err := s.checkFile(); err != nil {

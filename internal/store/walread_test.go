@@ -167,3 +167,35 @@ func TestReadWALReadsFewTimes(t *testing.T) { // not parallel: it replaces readW
 			(len(wal)-walHeaderSize)/(24+pageSizeOf(binary.BigEndian.Uint16(db[16:18]))), reads, most)
 	}
 }
+
+// TestWALChecksumOverEveryLength checks walChecksum, which takes 32 bytes a turn, against the
+// file format's definition word pair by word pair, in both byte orders, over every length of
+// whole word pairs up to a few turns and a page's, from a running checksum.
+func TestWALChecksumOverEveryLength(t *testing.T) {
+	t.Parallel()
+	b := make([]byte, 4096+24)
+	for i := range b {
+		b[i] = byte(i*131 + i>>8)
+	}
+	for _, bigEndian := range []bool{false, true} {
+		var order binary.ByteOrder = binary.LittleEndian
+		if bigEndian {
+			order = binary.BigEndian
+		}
+		for _, n := range append([]int{4096, 4096 + 24}, func() (ns []int) {
+			for n := 0; n <= 104; n += 8 {
+				ns = append(ns, n)
+			}
+			return ns
+		}()...) {
+			w0, w1 := uint32(0x12345678), uint32(0x9abcdef0)
+			for i := 0; i+8 <= n; i += 8 {
+				w0 += order.Uint32(b[i:]) + w1
+				w1 += order.Uint32(b[i+4:]) + w0
+			}
+			if s0, s1 := walChecksum(bigEndian, b[:n], 0x12345678, 0x9abcdef0); s0 != w0 || s1 != w1 {
+				t.Errorf("big-endian %t, %d bytes: checksum %08x %08x, want %08x %08x", bigEndian, n, s0, s1, w0, w1)
+			}
+		}
+	}
+}
