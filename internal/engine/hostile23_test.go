@@ -45,34 +45,50 @@ func TestNodeTopologyPastItsBoundIsRefused(t *testing.T) {
 }
 
 // A node topology past the bound that an older volctl recorded with the fingerprint is not
-// matched at admission (the claim is refused, saying what reads it again), nor reused with the
-// fingerprint while the socket file is the same: the plugin is fingerprinted again, and its
-// present topology is what is recorded and used. Before, the claim's refusal quoted the
-// megabyte whole.
+// reused with the fingerprint while the socket file is the same: the claim's Probe, sent before
+// admission, fingerprints the plugin again, and its present topology is what is recorded and
+// used. Nor is it matched at admission when the plugin cannot be fingerprinted again (it does
+// not answer): the claim is refused, saying what reads it again. Before, the claim's refusal
+// quoted the megabyte whole.
 func TestNodeTopologyPastItsBoundRecordedIsNotReused(t *testing.T) {
 	h := newHarness(t, func(c *csitest.MemConfig) { c.Topology = &spec.Topology{Segments: map[string]string{"zone": "a"}} })
 	h.create(volume("v"))
-	h.update(func(tx *store.Tx) error {
-		p, err := tx.Plugins().Get("mem")
-		if err != nil {
-			return err
+	recordHuge := func() {
+		h.update(func(tx *store.Tx) error {
+			p, err := tx.Plugins().Get("mem")
+			if err != nil {
+				return err
+			}
+			p.Fingerprint.Topology = hugeZone
+			return tx.Plugins().SetFingerprint("mem", p.Fingerprint)
+		})
+		h.open(Config{})
+	}
+	wantRecorded := func(when string) {
+		t.Helper()
+		if got := h.storedPlugin("mem").Fingerprint.Topology; len(got) != 1 || got["zone"] != "a" {
+			t.Errorf("the recorded node topology %s holds %d bytes in zone; want the plugin's {zone=a}", when, len(got["zone"]))
 		}
-		p.Fingerprint.Topology = hugeZone
-		return tx.Plugins().SetFingerprint("mem", p.Fingerprint)
-	})
-	h.open(Config{})
-	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "a"})
+	}
+
+	recordHuge()
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
+	wantRecorded("after a claim through the same socket file")
+	h.release("v", "a")
+
+	recordHuge()
+	h.restartable(t)()
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "b"})
 	if err == nil || !strings.Contains(err.Error(), `plugin "mem"`) || !strings.Contains(err.Error(), "value of 1048576 bytes") ||
 		!strings.Contains(err.Error(), "volctl plugin status mem") || len(err.Error()) > 2048 {
-		t.Fatalf("claim with a node topology of 1 MiB recorded = %.600v\nwant it refused in a few lines, naming the plugin and what to do", err)
+		t.Fatalf("claim with a node topology of 1 MiB recorded and the plugin not answering = %.600v\nwant it refused in a few lines, naming the plugin and what to do", err)
 	}
+	h.serveAgain(t)
 	if _, err := h.e.PluginStatus(h.ctx, "mem"); err != nil {
 		t.Fatal(err)
 	}
-	h.claim(ClaimRequest{VolumeID: "v", Alloc: "a"})
-	if got := h.storedPlugin("mem").Fingerprint.Topology; len(got) != 1 || got["zone"] != "a" {
-		t.Errorf("the recorded node topology after a claim holds %d bytes in zone; want the plugin's {zone=a}", len(got["zone"]))
-	}
+	wantRecorded("after plugin status")
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "b"})
 }
 
 // storedPlugin reads plugin id's row from the store; an error fails the test.
