@@ -127,7 +127,7 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 	}
 	var file agent.File
 	if opts.ConfigFile != "" {
-		srcs, err := readSpecSources(ctx, opts.IO.In, nil, []string{opts.ConfigFile})
+		srcs, err := readSpecSources(ctx, opts.IO, nil, []string{opts.ConfigFile})
 		if err != nil {
 			return withCode(ExitUsage, fmt.Errorf("agent: --config: %w", err))
 		}

@@ -57,7 +57,7 @@ before 1 when allocs fail differently), with each failed alloc named.`,
 }
 
 func groupRunRun(ctx context.Context, opts *GroupRunOptions) error {
-	sources, err := readSpecSources(ctx, opts.IO.In, opts.ReadFile, []string{opts.File})
+	sources, err := readSpecSources(ctx, opts.IO, opts.ReadFile, []string{opts.File})
 	if err != nil {
 		return fmt.Errorf("group run: %w", err)
 	}

@@ -138,7 +138,7 @@ func (o *PluginRegisterOptions) plugins(ctx context.Context) ([]spec.Plugin, err
 		}
 		return []spec.Plugin{p}, nil
 	}
-	sources, err := readSpecSources(ctx, o.IO.In, o.ReadFile, o.Files)
+	sources, err := readSpecSources(ctx, o.IO, o.ReadFile, o.Files)
 	if err != nil {
 		return nil, unreadSpecs("plugin register", "registered", o.Files, err)
 	}

@@ -45,15 +45,15 @@ func checkSpecArgs(args []string) error {
 	return nil
 }
 
-// readSpecSources reads every named file ("-" is in) before anything is parsed, so that a
+// readSpecSources reads every named file ("-" is ios.In) before anything is parsed, so that a
 // command acting on several files knows all of them are readable first. readFile is
 // readSpecFile unless a test replaces it.
-func readSpecSources(ctx context.Context, in io.Reader, readFile func(string) ([]byte, error), names []string) ([]specSource, error) {
+func readSpecSources(ctx context.Context, ios *iostreams.IOStreams, readFile func(string) ([]byte, error), names []string) ([]specSource, error) {
 	out := make([]specSource, 0, len(names))
 	var errs []error
 	total := 0
 	for i, name := range names {
-		s, err := readSpecSource(ctx, in, readFile, name)
+		s, err := readSpecSource(ctx, ios, readFile, name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("read %s: %w", spec.QuoteName(s.Name), err))
 			continue
@@ -79,20 +79,25 @@ func unreadSpecs(command, done string, files []string, err error) error {
 	return fmt.Errorf("%s: %w", command, err)
 }
 
-// readSpecSource reads one named file, "-" being standard input; readFile is readSpecFile when
-// nil. The source is named even when reading fails, and the error is then the bare cause, for
-// the caller to say which file in its own words.
-func readSpecSource(ctx context.Context, in io.Reader, readFile func(string) ([]byte, error), name string) (specSource, error) {
+// readSpecSource reads one named file, "-" being standard input (ios.In); readFile is
+// readSpecFile when nil. The source is named even when reading fails, and the error is then the
+// bare cause, for the caller to say which file in its own words.
+func readSpecSource(ctx context.Context, ios *iostreams.IOStreams, readFile func(string) ([]byte, error), name string) (specSource, error) {
 	if readFile == nil {
 		readFile = readSpecFile
 	}
 	s := specSource{Name: name}
 	if name == "-" {
 		s.Name = specStdinName
+		if ios.IsStdinTTY() && ios.IsStderrTTY() {
+			// "-" typed at a terminal: volctl waits for the spec with the cursor on an empty
+			// line, which reads as a hang to whoever meant a file (TestStdinAtATerminalSaysItIsRead).
+			fmt.Fprintln(ios.ErrOut, stdinAtTerminal)
+		}
 	}
 	src, err := readInterruptibly(ctx, func() ([]byte, error) {
 		if name == "-" {
-			return readSpecBytes(in)
+			return readSpecBytes(ios.In)
 		}
 		return readFile(name)
 	})
@@ -109,6 +114,10 @@ func readSpecSource(ctx context.Context, in io.Reader, readFile func(string) ([]
 	}
 	return s, err
 }
+
+// stdinAtTerminal is what a command reading a spec from standard input says first when that is a
+// terminal: how to end the spec and how to give up.
+const stdinAtTerminal = "Reading the spec from standard input: type or paste it, then press Ctrl-D on a line of its own (Ctrl-C gives up; give a file's path instead of - to read a file)"
 
 // errSpecReadInterrupted is a spec read given up on when the command's context ends: main
 // cancels it at SIGINT or SIGTERM.

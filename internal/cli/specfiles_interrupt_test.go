@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
 // TestSpecReadStopsOnInterrupt: a spec read that blocks (standard input nobody closes, a named
@@ -22,12 +24,14 @@ func TestSpecReadStopsOnInterrupt(t *testing.T) {
 	}
 	stdin, w := io.Pipe() // never written, never closed until the test ends
 	defer w.Close()
+	ios, _, _, _ := iostreams.Test()
+	ios.In = stdin
 	for _, arg := range []string{"-", fifo} {
 		t.Run(filepath.Base(arg), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() {
-				_, err := readSpecSources(ctx, stdin, nil, []string{arg})
+				_, err := readSpecSources(ctx, ios, nil, []string{arg})
 				done <- err
 			}()
 			cancel()

@@ -90,7 +90,7 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 		if ctx.Err() != nil {
 			return interrupted(ctx)
 		}
-		s, err := readSpecSource(ctx, ios.In, opts.ReadFile, name)
+		s, err := readSpecSource(ctx, ios, opts.ReadFile, name)
 		if err != nil && ctx.Err() != nil {
 			// Not a file that cannot be read: the read gave up, and says so.
 			return fmt.Errorf("validate %s: %w", spec.QuoteName(s.Name), err)

@@ -174,7 +174,7 @@ func volumeSubmitRun(ctx context.Context, opts *VolumeSubmitOptions) error {
 // parseVolumeSpecs reads and checks every file before anything is done with any, rendering
 // diagnostics as validate does. Two files declaring the same ID are refused too.
 func parseVolumeSpecs(ctx context.Context, opts *VolumeSubmitOptions, command string) ([]*spec.Volume, error) {
-	sources, err := readSpecSources(ctx, opts.IO.In, opts.ReadFile, opts.Files)
+	sources, err := readSpecSources(ctx, opts.IO, opts.ReadFile, opts.Files)
 	if err != nil {
 		return nil, unreadSpecs(command, pastTense(opts.Verb), opts.Files, err)
 	}
