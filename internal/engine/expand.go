@@ -107,12 +107,9 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		// meanwhile lets another volctl expand the volume, or claim or delete it, beside this
 		// one, which stops, and its answer, read from a volume record the other may have
 		// changed, is not written over the other's.
-		if err := e.store.Update(ctx, func(tx *store.Tx) error {
-			if err := e.locks.stillHeld(v.ID); err != nil {
-				return err
-			}
+		if err := e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
 			return tx.Volumes().SetExpansionIntent(v.ID, size, limit)
-		}); err != nil {
+		})); err != nil {
 			return fail(err)
 		}
 		failpoint("expand:intent")
@@ -202,10 +199,7 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		}
 		msg += "; the node expansion owed since an earlier expand is still owed"
 	}
-	if err := e.store.Update(ctx, func(tx *store.Tx) error {
-		if err := e.locks.stillHeld(v.ID); err != nil {
-			return err
-		}
+	if err := e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
 		if err := tx.Volumes().Update(&v); err != nil {
 			return err
 		}
@@ -219,7 +213,7 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 			ev.RPC = csi.RPCControllerExpandVolume
 		}
 		return tx.Events().Append(ev)
-	}); err != nil {
+	})); err != nil {
 		return fail(err)
 	}
 	failpoint("expand:node-owed")
@@ -368,10 +362,7 @@ func (e *Engine) nodeExpanded(ctx context.Context, v store.Volume, answered int6
 	if over != nil {
 		msg = "node expansion went above the limit: " + over.Error()
 	}
-	err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
-		if err := e.locks.stillHeld(v.ID); err != nil {
-			return err
-		}
+	err := e.store.Update(context.WithoutCancel(ctx), e.locks.holding(v.ID, func(tx *store.Tx) error {
 		if answered > currentSize(v) {
 			cur, err := tx.Volumes().Get(v.ID)
 			if err != nil {
@@ -389,7 +380,7 @@ func (e *Engine) nodeExpanded(ctx context.Context, v store.Volume, answered int6
 		}
 		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCNodeExpandVolume,
 			Message: msg})
-	})
+	}))
 	return errors.Join(err, over)
 }
 
@@ -543,10 +534,7 @@ func expandCommand(v store.Volume) string { return shellquote.Command("volctl vo
 // setRequestedMax records a volume's new capacity_max, read again in the commit (an owed node
 // expansion may have been paid just before), with a volume-expand event saying so.
 func (e *Engine) setRequestedMax(ctx context.Context, volumeID string, limit int64) error {
-	return e.store.Update(ctx, func(tx *store.Tx) error {
-		if err := e.locks.stillHeld(volumeID); err != nil {
-			return err
-		}
+	return e.store.Update(ctx, e.locks.holding(volumeID, func(tx *store.Tx) error {
 		v, err := tx.Volumes().Get(volumeID)
 		if err != nil {
 			return err
@@ -558,7 +546,7 @@ func (e *Engine) setRequestedMax(ctx context.Context, volumeID string, limit int
 		}
 		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID,
 			Message: fmt.Sprintf("volume %q capacity_max set to %s (was %s); its size, %s, is unchanged", v.ID, spec.FormatSize(limit), describeLimit(was), spec.FormatSize(currentSize(v)))})
-	})
+	}))
 }
 
 // describeLimit words a capacity_max, 0 being none.

@@ -114,6 +114,18 @@ func (l *locker) stillHeld(id string) error {
 		id, h.path, how, id, filepath.Dir(h.path))}
 }
 
+// holding is fn, a write of an operation holding volume id's lock, run only while that lock is
+// still held (stillHeld): checked inside the transaction, so that nothing fn writes is written
+// once another volctl may hold the volume.
+func (l *locker) holding(id string, fn func(*store.Tx) error) func(*store.Tx) error {
+	return func(tx *store.Tx) error {
+		if err := l.stillHeld(id); err != nil {
+			return err
+		}
+		return fn(tx)
+	}
+}
+
 // hold keeps the record of a volume lock this process took (stillHeld) and returns its release.
 func (l *locker) hold(name string, fl *flock.Flock, h heldLock) func() {
 	rec := &h

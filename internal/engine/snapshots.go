@@ -93,10 +93,7 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 	intent := store.SnapshotCreate{PluginID: v.PluginID, Name: name, SourceVolumeID: v.ID, SourceExternalID: v.ExternalID,
 		Parameters: params, Secrets: v.Secrets, Reach: reachOf(c)}
 	replay := false
-	err = e.store.Update(ctx, func(tx *store.Tx) error {
-		if err := e.locks.stillHeld(v.ID); err != nil {
-			return err
-		}
+	err = e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
 		if name == "" {
 			base := snapshotName(v.Namespace, v.ID, e.cfg.Now())
 			intent.Name = base
@@ -118,7 +115,7 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 			return err
 		}
 		return tx.Snapshots().PutCreate(&intent)
-	})
+	}))
 	if err != nil {
 		return fail(err)
 	}

@@ -88,10 +88,7 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 
 	var v store.Volume
 	done, replay := false, false
-	err = e.store.Update(ctx, func(tx *store.Tx) error {
-		if err := e.locks.stillHeld(sv.ID); err != nil {
-			return err
-		}
+	err = e.store.Update(ctx, e.locks.holding(sv.ID, func(tx *store.Tx) error {
 		if err := pluginStillRegistered(tx, c); err != nil {
 			return err
 		}
@@ -137,7 +134,7 @@ func (e *Engine) createVolume(ctx context.Context, sv spec.Volume) (VolumeInfo, 
 		v = old // an earlier create was interrupted: replay it with the stored name
 		replay = true
 		return nil
-	})
+	}))
 	if err != nil {
 		return fail(err)
 	}

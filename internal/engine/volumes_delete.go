@@ -74,10 +74,7 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 			return nil
 		}
 	}
-	err = e.store.Update(ctx, func(tx *store.Tx) error {
-		if err := e.locks.stillHeld(id); err != nil {
-			return err
-		}
+	err = e.store.Update(ctx, e.locks.holding(id, func(tx *store.Tx) error {
 		if err := refuseClaimed(tx, id, "delete"); err != nil {
 			return err
 		}
@@ -89,7 +86,7 @@ func (e *Engine) deleteVolumeStored(ctx context.Context, id string) error {
 		}
 		v.State = store.VolumeDeleting
 		return tx.Volumes().Update(&v)
-	})
+	}))
 	if err != nil {
 		return fail(err)
 	}
@@ -143,16 +140,13 @@ func (e *Engine) finishCreateForDelete(ctx context.Context, c *conn, v store.Vol
 	if kept {
 		msg = fmt.Sprintf("volume %q forgotten, not deleted: its create was interrupted, and plugin %q does not give the volume it holds under the name %q (%v)", v.ID, v.PluginID, cur.CSIName, cause)
 	}
-	err = e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
-		if err := e.locks.stillHeld(v.ID); err != nil {
-			return err
-		}
+	err = e.store.Update(context.WithoutCancel(ctx), e.locks.holding(v.ID, func(tx *store.Tx) error {
 		if err := tx.Volumes().Delete(v.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 		return tx.Events().Append(&store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID, RPC: csi.RPCCreateVolume,
 			Code: csi.CodeOf(cause).String(), Message: msg})
-	})
+	}))
 	if err != nil {
 		return cur, true, errors.Join(ferr, err)
 	}
@@ -270,16 +264,13 @@ func (e *Engine) finishDelete(ctx context.Context, c *conn, v store.Volume) erro
 	}
 	failpoint("rpc:DeleteVolume")
 	note := e.uncheckedNote(unchecked, answer, v.PluginID, csi.RPCDeleteVolume, "volume", v.ExternalID)
-	err := e.store.Update(ctx, func(tx *store.Tx) error {
-		if err := e.locks.stillHeld(v.ID); err != nil {
-			return err
-		}
+	err := e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
 		if err := tx.Volumes().Delete(v.ID); err != nil {
 			return err
 		}
 		return tx.Events().Append(&store.Event{Kind: "volume-delete", VolumeID: v.ID, PluginID: v.PluginID,
 			RPC: csi.RPCDeleteVolume, Message: fmt.Sprintf("volume %q deleted", v.ID) + note})
-	})
+	}))
 	if err == nil {
 		e.removeStagingDir(ctx, v.PluginID, v.ID)
 	}

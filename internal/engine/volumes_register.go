@@ -391,10 +391,7 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 		pluginID string
 		forgot   string
 	)
-	err = e.store.Update(ctx, func(tx *store.Tx) error {
-		if err := e.locks.stillHeld(id); err != nil {
-			return err
-		}
+	err = e.store.Update(ctx, e.locks.holding(id, func(tx *store.Tx) error {
 		forgot = ""
 		v, err := tx.Volumes().Get(id)
 		if err != nil {
@@ -436,7 +433,7 @@ func (e *Engine) deregisterVolumeStored(ctx context.Context, id string, force bo
 			return err
 		}
 		return tx.Events().Append(&store.Event{Kind: "volume-deregister", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
-	})
+	}))
 	if err != nil {
 		return fail(err)
 	}
