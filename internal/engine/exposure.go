@@ -130,8 +130,8 @@ func serverRefused(socket string, cred *unix.Ucred) error {
 
 // socketDirOf says whether dir is the user's cred names (its owner, or its group where the
 // group may write it) and, if so, the parent of dir, its symlinks resolved (where the directory
-// is), when every user may write that parent (sticky or not): where anyone could have made dir;
-// "" where not.
+// is), when other users may write that parent (sticky or not; by its mode or its ACL): where
+// anyone could have made dir; "" where not.
 func socketDirOf(dir string, cred *unix.Ucred) (ours bool, madeByAnyone string) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(dir, &st); err != nil || st.Uid != cred.Uid && (st.Mode&0o020 == 0 || st.Gid != cred.Gid) {
@@ -142,7 +142,7 @@ func socketDirOf(dir string, cred *unix.Ucred) (ours bool, madeByAnyone string) 
 		return true, filepath.Dir(dir) // cannot tell where it is: not vouched for
 	}
 	parent := filepath.Dir(resolved)
-	if err := syscall.Stat(parent, &st); err != nil || pathtrust.OthersMayWrite(st.Mode, st.Gid) {
+	if err := syscall.Stat(parent, &st); err != nil || pathtrust.OthersMayWrite(st.Mode, st.Gid) || pathtrust.ACLWriter(parent) != "" {
 		return true, parent
 	}
 	return true, ""
