@@ -142,7 +142,7 @@ func socketDirOf(dir string, cred *unix.Ucred) (ours bool, madeByAnyone string) 
 		return true, filepath.Dir(dir) // cannot tell where it is: not vouched for
 	}
 	parent := filepath.Dir(resolved)
-	if err := syscall.Stat(parent, &st); err != nil || pathtrust.OthersMayWrite(st.Mode, st.Gid) || pathtrust.ACLWriter(parent) != "" {
+	if err := syscall.Stat(parent, &st); err != nil || pathtrust.OthersMayWrite(st.Mode, st.Gid) || pathtrust.ACLWriter(parent, st.Mode) != "" {
 		return true, parent
 	}
 	return true, ""

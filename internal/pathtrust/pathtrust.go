@@ -59,8 +59,12 @@ const (
 // mask, not the owning group's permission, so OthersMayWrite, of the mode alone, sees a
 // directory root owns with mode 0775 and group root, writable by uid 4242 through
 // `setfacl -m u:4242:rwx`, as no other user's to write. chmod go-w (or 700) drops the mask's
-// write, and so every named entry's.
-func ACLWriter(path string) string {
+// write, and so every named entry's. mode is the file's: with no group write in it the mask has
+// none either, and nothing is read (most directories: 0755).
+func ACLWriter(path string, mode uint32) string {
+	if mode&0o020 == 0 {
+		return ""
+	}
 	buf := make([]byte, 4+8*32)
 	for {
 		n, err := unix.Lgetxattr(path, aclAttr, buf)
@@ -128,7 +132,7 @@ func Ancestors(dir string) *Problem {
 			if OthersMayWrite(parent.Mode, parent.Gid) {
 				return &Problem{Path: cur, Why: fmt.Sprintf("is writable by other users (mode %#o)", parent.Mode&0o777)}
 			}
-			if who := ACLWriter(cur); who != "" {
+			if who := ACLWriter(cur, parent.Mode); who != "" {
 				return &Problem{Path: cur, Why: fmt.Sprintf("is writable by %s through its ACL (mode %#o, getfacl shows it)", who, parent.Mode&0o777)}
 			}
 		}
