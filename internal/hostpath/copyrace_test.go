@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
 // swapper keeps replacing, one atomic rename at a time, each of a volume's entries with a
@@ -132,19 +133,27 @@ func TestSnapshotDoesNotFollowASymlinkSwappedInWhileCopying(t *testing.T) {
 	t.Logf("%d snapshots taken while the volume's entries were swapped", snapshots)
 }
 
+// publishedBesideATree is a plugin whose mounts are only bookkept with a volume v staged and
+// published at p, and a directory outside holding n empty files, a tree the volume's stats must
+// not count.
+func publishedBesideATree(t *testing.T, n int) (c *client, v *csi.Volume, p paths, outside string) {
+	t.Helper()
+	c, _ = startFake(t, hostpath.Config{})
+	v, p = c.staged(t, "v")
+	mustOK(t, c.publish(v, p, p.target, false, nil))
+	outside = t.TempDir()
+	for i := range n {
+		mustOK(t, os.WriteFile(filepath.Join(outside, fmt.Sprintf("x%d", i)), nil, 0o600))
+	}
+	return c, v, p, outside
+}
+
 // The stats of a volume a consumer swaps a directory of for a symlink to a large tree outside
 // it are the volume's own: the walk does not follow the symlink into the other tree.
 func TestVolumeStatsDoNotFollowASymlinkSwappedIn(t *testing.T) {
-	c, _ := startFake(t, hostpath.Config{})
-	ctx := context.Background()
-	v, p := c.staged(t, "v")
-	mustOK(t, c.publish(v, p, p.target, false, nil))
-
-	outside := t.TempDir()
 	const outsideFiles = 2000
-	for i := range outsideFiles {
-		mustOK(t, os.WriteFile(filepath.Join(outside, fmt.Sprintf("x%d", i)), nil, 0o600))
-	}
+	c, v, p, outside := publishedBesideATree(t, outsideFiles)
+	ctx := context.Background()
 	outsideFile := filepath.Join(outside, "x0")
 	// The volume holds its directory and, per swapped entry, at most six more: f, f.l, f.r, d,
 	// d.l and the file in d.
@@ -163,24 +172,6 @@ func TestVolumeStatsDoNotFollowASymlinkSwappedIn(t *testing.T) {
 		}
 	}
 	s.halt()
-}
-
-// syncBuffer is a log destination safe for the plugin's goroutines and the test's.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // mountInside mounts, inside a volume's directory dir, as a consumer of the volume may (a
@@ -207,7 +198,7 @@ func mountInside(t *testing.T, dir, outside string) {
 // of the volume holds the volume's files, not what is mounted in it, and the plugin says which
 // mounts it left out.
 func TestSnapshotStaysOnTheVolumesMount(t *testing.T) {
-	log := &syncBuffer{}
+	log := &iostreams.SyncBuffer{}
 	c := start(t, hostpath.Config{Logger: slog.New(slog.NewTextHandler(log, nil))})
 	ctx := context.Background()
 	src := c.createVolume(t, "src")
@@ -243,16 +234,9 @@ func TestSnapshotStaysOnTheVolumesMount(t *testing.T) {
 
 // The stats of a volume with a tree bound inside it count the volume's own files only.
 func TestVolumeStatsStayOnTheVolumesMount(t *testing.T) {
-	c, _ := startFake(t, hostpath.Config{})
-	ctx := context.Background()
-	v, p := c.staged(t, "v")
-	mustOK(t, c.publish(v, p, p.target, false, nil))
-
-	outside := t.TempDir()
 	const outsideFiles = 500
-	for i := range outsideFiles {
-		mustOK(t, os.WriteFile(filepath.Join(outside, fmt.Sprintf("x%d", i)), nil, 0o600))
-	}
+	c, v, p, outside := publishedBesideATree(t, outsideFiles)
+	ctx := context.Background()
 	mountInside(t, c.volumeDir(t, v.GetVolumeId()), outside)
 	stats, err := c.nd.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: v.GetVolumeId(), VolumePath: p.target})
 	mustOK(t, err)

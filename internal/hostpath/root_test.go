@@ -49,6 +49,7 @@ func TestRootAnotherUserControlsIsRefused(t *testing.T) {
 		mode       os.FileMode
 		theirs     bool
 		acl        bool // uid other may write it through an ACL (setfacl -m u:4242:rwx)
+		masked     bool // then the ACL's mask made r-x, its group bits (chmod g-w): other may not
 	}
 	for _, tt := range []struct {
 		name    string
@@ -78,6 +79,7 @@ func TestRootAnotherUserControlsIsRefused(t *testing.T) {
 			[]string{"writable by uid 4242 through its ACL", "chmod 700"}},
 		{"a root in a directory another user may write through an ACL", []dir{{path: "shared", mode: 0o755, acl: true}}, "shared/root",
 			[]string{"is reached through", "shared", "writable by uid 4242 through its ACL"}},
+		{"a root in a directory whose ACL's write for another user its mask takes away", []dir{{path: "shared", mode: 0o755, acl: true, masked: true}}, "shared/root", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			base := t.TempDir()
@@ -94,6 +96,9 @@ func TestRootAnotherUserControlsIsRefused(t *testing.T) {
 				}
 				if d.acl {
 					grantWrite(t, path, other)
+				}
+				if d.masked {
+					mustOK(t, os.Chmod(path, d.mode))
 				}
 			}
 			root := filepath.Join(base, tt.root)
