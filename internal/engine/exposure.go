@@ -115,7 +115,7 @@ func serverRefused(socket string, cred *unix.Ucred) error {
 		return nil
 	}
 	if ours {
-		return conflictf("socket %s is served by pid %d of uid %d, whose %s is (its owner, or its group where the group may write it), but that directory is in %s, which every user may write: "+
+		return conflictf("socket %s is served by pid %d of uid %d, whose %s is (its owner, or its group where the group may write it), but that directory is in %s, which other users may write: "+
 			"any user could have made it once the plugin's was gone, and bound the socket's name in it, and would be sent the requests for the plugin's volumes, secrets included; "+
 			"no RPC goes to it: if that process is not the plugin, stop it, remove %s and start the plugin again; "+
 			"a plugin that runs as uid %d on purpose needs its socket directory in one only root may write, such as /run",

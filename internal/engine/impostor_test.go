@@ -152,7 +152,7 @@ func TestSocketDirectoryMadeByAnotherUserIsNoLicence(t *testing.T) {
 			if err == nil {
 				t.Fatal("volume create through a socket another user serves, in a directory they made, succeeded")
 			}
-			for _, want := range []string{"socket " + registered, "uid 65534", "if that process is not the plugin, stop it", "which every user may write", "/run"} {
+			for _, want := range []string{"socket " + registered, "uid 65534", "if that process is not the plugin, stop it", "which other users may write", "/run"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("the refusal lacks %q: %v", want, err)
 				}
