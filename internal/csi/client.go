@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
@@ -44,6 +47,13 @@ type Config struct {
 	// Name is the plugin's name in the client's errors (volctl's plugin ID): a timeout's says
 	// `plugin "mem" did not answer within 2m0s`. Empty says "the plugin".
 	Name string
+	// CheckPeer, when set, is asked about every connection the client makes, the first and each
+	// one gRPC makes again by itself after the plugin went away, with the credentials of the
+	// process listening on the socket (SO_PEERCRED), before anything is sent over it: an error
+	// closes the connection unused, and the RPC that waited for it fails with that error (the
+	// RPC's name before it). So whatever checks a plugin's listener checks the very connection
+	// the requests, and their secrets, go over, not one dialled beside it.
+	CheckPeer func(socket string, cred *unix.Ucred) error
 }
 
 // ConfigFromSpec derives a Config from a plugin spec: a monolith's socket serves both
@@ -64,6 +74,8 @@ type Client struct {
 	observe func(rpc, code string, d time.Duration)
 	// named is how errors name the plugin (Config.Name).
 	named string
+	// checkPeer is Config.CheckPeer; nil connects to whoever listens.
+	checkPeer func(socket string, cred *unix.Ucred) error
 }
 
 // endpoint is one socket and the CSI service clients on it.
@@ -73,6 +85,9 @@ type endpoint struct {
 	identity   csipb.IdentityClient
 	controller csipb.ControllerClient
 	node       csipb.NodeClient
+	// refused is checkPeer's refusal of the last connection made to the socket, nil when it was
+	// accepted: what an RPC that got no connection fails with (invoke).
+	refused atomic.Pointer[error]
 }
 
 // New builds a client. It does not connect: gRPC connects on the first RPC, and a socket that
@@ -81,7 +96,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.ControllerSocket == "" && cfg.NodeSocket == "" {
 		return nil, errors.New("csi client: no controller or node socket given")
 	}
-	c := &Client{timeouts: cfg.Timeouts.withDefaults(), log: cfg.Logger, redact: cfg.Redact, observe: cfg.Observe, named: "the plugin"}
+	c := &Client{timeouts: cfg.Timeouts.withDefaults(), log: cfg.Logger, redact: cfg.Redact, observe: cfg.Observe, named: "the plugin", checkPeer: cfg.CheckPeer}
 	if cfg.Name != "" {
 		c.named = fmt.Sprintf("plugin %q", EscapeControl(cfg.Name))
 	}
@@ -124,21 +139,68 @@ func (c *Client) dial(socket string) (*endpoint, error) {
 	// gRPC reads its target as a URL: the path goes in escaped, so that a "#", "?" or "%41" in a
 	// file name is not read as a fragment, a query or an "A" (another socket, maybe another
 	// plugin's), and a control character or a lone "%" is not refused as a bad URL.
-	conn, err := grpc.NewClient("unix://"+(&url.URL{Path: abs}).EscapedPath(),
+	ep := &endpoint{socket: abs}
+	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: time.Second}),
 		grpc.WithChainUnaryInterceptor(traceInterceptor(c.log, abs, c.pluginText, c.observe)),
-	)
+	}
+	if c.checkPeer != nil {
+		opts = append(opts, grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			return ep.dialChecked(ctx, c.checkPeer)
+		}))
+	}
+	conn, err := grpc.NewClient("unix://"+(&url.URL{Path: abs}).EscapedPath(), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("plugin socket %s: %w", spec.QuoteName(abs), err)
 	}
-	return &endpoint{
-		socket:     abs,
-		conn:       conn,
-		identity:   csipb.NewIdentityClient(conn),
-		controller: csipb.NewControllerClient(conn),
-		node:       csipb.NewNodeClient(conn),
-	}, nil
+	ep.conn = conn
+	ep.identity, ep.controller, ep.node = csipb.NewIdentityClient(conn), csipb.NewControllerClient(conn), csipb.NewNodeClient(conn)
+	return ep, nil
+}
+
+// dialChecked connects to the endpoint's socket and asks check about the process listening
+// there (Config.CheckPeer): gRPC's dialer, for each connection it makes. A refused connection
+// is closed before gRPC sends anything over it, and the refusal kept for the RPC that waited.
+func (ep *endpoint) dialChecked(ctx context.Context, check func(string, *unix.Ucred) error) (net.Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", ep.socket)
+	if err != nil {
+		return nil, err
+	}
+	cred, err := PeerCred(nc)
+	if err == nil {
+		err = check(ep.socket, cred)
+	}
+	if err != nil {
+		nc.Close()
+		ep.refused.Store(&err)
+		return nil, err
+	}
+	ep.refused.Store(nil)
+	return nc, nil
+}
+
+// PeerCred is what SO_PEERCRED says of the process at the other end of a unix socket
+// connection: the one that listened, for a connection made by connect(2).
+func PeerCred(nc net.Conn) (*unix.Ucred, error) {
+	uc, ok := nc.(*net.UnixConn)
+	if !ok {
+		return nil, fmt.Errorf("a %T, not a unix socket connection", nc)
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) { cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
+		return nil, err
+	}
+	if credErr != nil {
+		return nil, fmt.Errorf("reading who listens on the socket (SO_PEERCRED): %w", credErr)
+	}
+	return cred, nil
 }
 
 // Close releases the connections.
@@ -235,6 +297,9 @@ func invoke[Req proto.Message, Resp any](ctx context.Context, c *Client, ep *end
 	if err != nil {
 		var zero Resp
 		text := func(msg string) string { return c.pluginText(ctx, req, msg) }
+		if refused := ep.refused.Load(); refused != nil && p.Addr == nil {
+			return zero, fmt.Errorf("%s: %w", rpc, *refused) // nothing was sent: who listens was refused
+		}
 		deadline, _ := cctx.Deadline()
 		return zero, translate(ctx, rpc, c.named, ep.socket, timeout, deadline, err, text, req, p.Addr != nil)
 	}

@@ -291,6 +291,7 @@ func dialCSI(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger, redact fun
 	cfg.Logger = log.With("plugin", p.ID) // the RPC trace names the plugin beside the rpc
 	cfg.Name = p.ID                       // and so do its errors' hints
 	cfg.Redact = redact
+	cfg.CheckPeer = serverRefused // every connection, gRPC's reconnects too, not only checkServers' own
 	if observe != nil {
 		id := p.ID
 		cfg.Observe = func(rpc, code string, d time.Duration) { observe(id, rpc, code, d) }

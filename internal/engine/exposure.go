@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -75,33 +78,72 @@ func exposedSockets(c *conn) []string {
 }
 
 // checkServers refuses a plugin whose socket is served by a process of a user who could have
-// put it there only as "any user": not root, not this user, not the owner of the socket's
-// directory, nor of its group where the group may write it. Such a user bound the socket's
-// name in a directory everyone may write (/tmp) while the plugin was not listening (a restart),
-// and would be sent every request for the plugin's volumes, their secrets included, and answer
-// them about storage of theirs. SocketExposure warns of the directory; this refuses the
-// impostor itself, before any RPC: asked of each socket when the plugin is fingerprinted afresh
-// (its socket files are new), as checkIdentity asks the driver's name. A plugin that runs as a
-// user of its own serves from a directory that user (or its group) may write.
+// put it there only as "any user" (serverRefused), before any RPC: asked of each socket when
+// the plugin is fingerprinted afresh (its socket files are new), as checkIdentity asks the
+// driver's name. Every connection the plugin's client makes afterwards, gRPC's own reconnects
+// after the plugin went away among them, is asked the same by the client itself
+// (csi.Config.CheckPeer, set by dialCSI): a check of one connection says nothing of the next,
+// which may reach whoever bound the name since.
 func checkServers(sockets []socketID) error {
 	for _, s := range sockets {
 		cred := socketCred(s.path)
 		if cred == nil {
 			continue // nothing answers: the fingerprint says so
 		}
-		if cred.Uid == 0 || int(cred.Uid) == os.Geteuid() {
-			continue
+		if err := serverRefused(s.path, cred); err != nil {
+			return err
 		}
-		dir := filepath.Dir(s.path)
-		var st syscall.Stat_t
-		if err := syscall.Stat(dir, &st); err == nil && (st.Uid == cred.Uid || st.Mode&0o020 != 0 && st.Gid == cred.Gid) {
-			continue
-		}
-		return conflictf("socket %s is served by pid %d of uid %d, neither root, this user (uid %d), nor the owner of %s (or a member of its group where the group may write it): "+
-			"another user may have bound the socket's name while the plugin was not listening, and would be sent the requests for its volumes, secrets included; "+
-			"no RPC goes to it: stop that process and start the plugin again (and move its socket to a directory only root may write, such as /run/csi); "+
-			"a plugin that runs as uid %d on purpose needs a socket directory that uid owns",
-			spec.QuoteName(s.path), cred.Pid, cred.Uid, os.Geteuid(), spec.QuoteName(dir), cred.Uid)
 	}
 	return nil
+}
+
+// serverRefused refuses the process cred that listens on socket unless its user is root, this
+// user, the owner of the socket's directory, or of its group where the group may write it. Any
+// other user bound the socket's name in a directory everyone may write (/tmp) while the plugin
+// was not listening (a restart), and would be sent every request for the plugin's volumes, their
+// secrets included, and answer them about storage of theirs. A plugin that runs as a user of
+// its own serves from a directory that user (or its group) may write; but a directory in one
+// every user may write, sticky or not (/tmp), any user may have made, once the plugin's was
+// gone (its cleanup, a reboot): owning that one vouches for nothing (socketDirOf).
+func serverRefused(socket string, cred *unix.Ucred) error {
+	if cred.Uid == 0 || int(cred.Uid) == os.Geteuid() {
+		return nil
+	}
+	dir := filepath.Dir(socket)
+	ours, madeByAnyone := socketDirOf(dir, cred) // dir's symlinks resolved: where it is
+	if ours && madeByAnyone == "" {
+		return nil
+	}
+	if ours {
+		return conflictf("socket %s is served by pid %d of uid %d, whose %s is (its owner, or its group where the group may write it), but that directory is in %s, which other users may write: "+
+			"any user could have made it once the plugin's was gone, and bound the socket's name in it, and would be sent the requests for the plugin's volumes, secrets included; "+
+			"no RPC goes to it: if that process is not the plugin, stop it, remove %s and start the plugin again; "+
+			"a plugin that runs as uid %d on purpose needs its socket directory in one only root may write, such as /run",
+			spec.QuoteName(socket), cred.Pid, cred.Uid, spec.QuoteName(dir), spec.QuoteName(madeByAnyone), spec.QuoteName(dir), cred.Uid)
+	}
+	return conflictf("socket %s is served by pid %d of uid %d, neither root, this user (uid %d), nor the owner of %s (or a member of its group where the group may write it): "+
+		"another user may have bound the socket's name while the plugin was not listening, and would be sent the requests for its volumes, secrets included; "+
+		"no RPC goes to it: stop that process and start the plugin again (and move its socket to a directory only root may write, such as /run/csi); "+
+		"a plugin that runs as uid %d on purpose needs a socket directory that uid owns",
+		spec.QuoteName(socket), cred.Pid, cred.Uid, os.Geteuid(), spec.QuoteName(dir), cred.Uid)
+}
+
+// socketDirOf says whether dir is the user's cred names (its owner, or its group where the
+// group may write it) and, if so, the parent of dir, its symlinks resolved (where the directory
+// is), when other users may write that parent (sticky or not; by its mode or its ACL): where
+// anyone could have made dir; "" where not.
+func socketDirOf(dir string, cred *unix.Ucred) (ours bool, madeByAnyone string) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil || st.Uid != cred.Uid && (st.Mode&0o020 == 0 || st.Gid != cred.Gid) {
+		return false, ""
+	}
+	resolved, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return true, filepath.Dir(dir) // cannot tell where it is: not vouched for
+	}
+	parent := filepath.Dir(resolved)
+	if err := syscall.Stat(parent, &st); err != nil || pathtrust.OthersMayWrite(st.Mode, st.Gid) || pathtrust.ACLWriter(parent, st.Mode) != "" {
+		return true, parent
+	}
+	return true, ""
 }

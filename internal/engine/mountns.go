@@ -127,12 +127,7 @@ func socketCred(path string) *unix.Ucred {
 		return nil
 	}
 	defer c.Close()
-	raw, err := c.(*net.UnixConn).SyscallConn()
-	if err != nil {
-		return nil
-	}
-	var cred *unix.Ucred
-	_ = raw.Control(func(fd uintptr) { cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
+	cred, err := csi.PeerCred(c)
 	if err != nil {
 		return nil
 	}

@@ -179,10 +179,22 @@ func (p *Plugin) copyInto(ctx context.Context, src, dst string) error {
 	}
 	defer unlock()
 	work := tmp + "/data"
-	if err := copyTree(ctx, src, work); err != nil {
+	mounts, err := copyTree(ctx, src, work)
+	if err != nil {
 		return err
 	}
+	p.mountsLeftOut("its copy", src, mounts)
 	return os.Rename(work, dst)
+}
+
+// mountsLeftOut says, one warning each, which mounts inside the directory dir a walk for what
+// (its copy, its stats) left out (walkTree).
+func (p *Plugin) mountsLeftOut(what, dir string, mounts []string) {
+	for _, m := range mounts {
+		p.log.Warn("hostpath: a mount inside a volume's directory is left out of "+what+", as another file system, not the volume's data; "+
+			"unmount it (a consumer's mount, or one propagated from its target) to have what is under it included",
+			"dir", dir, "mount", m)
+	}
 }
 
 // copyStatus maps a copy failure: a cancelled or expired request keeps its own code, so the

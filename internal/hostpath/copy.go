@@ -26,6 +26,15 @@ import (
 // owner and mode, its content, its listing) goes through that descriptor: whatever is renamed
 // in later, the walk reads the file it looked at.
 
+// A file system mounted inside a volume's directory is not the volume's data: a consumer's own
+// mount (a privileged one, or made in its target and propagated back, as a shared mount does)
+// of a tmpfs, of another volume, of the host's / itself. The walk stays on the volume's mount,
+// as du -x and cp -x do: an entry that is the root of another mount (statx's
+// STATX_ATTR_MOUNT_ROOT, which a bind mount of a directory of the same file system has too;
+// else its st_dev) is neither visited nor entered, and the walk returns its path for the caller
+// to say so. Before, a snapshot of a volume with the host's / bind-mounted in it copied the
+// whole host, its root-only files and every other volume among them, and its stats counted it.
+
 // maxTreeDepth bounds how deep a walk descends: each level holds a descriptor, and no path a
 // program can name (PATH_MAX, 4096 bytes) is deeper than this. A consumer may nest directories
 // further, one relative mkdir at a time; such a tree is refused, not walked until the plugin
@@ -42,30 +51,64 @@ type treeEntry struct {
 
 func (e *treeEntry) kind() uint32 { return e.st.Mode & unix.S_IFMT }
 
-// walkTree calls visit for the directory root and everything below it, parents before their
-// entries, entries in lexical order, never following a symlink. An entry removed after its
-// directory was listed is left out. It stops early when ctx is done or visit fails.
-func walkTree(ctx context.Context, root string, visit func(*treeEntry) error) error {
-	fd, err := unix.Open(root, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return &fs.PathError{Op: "open", Path: root, Err: err}
-	}
-	return walkEntry(ctx, root, "", fd, 0, visit)
+// walk is one walkTree: what it calls, the device of its root, and the mounts it left out.
+type walk struct {
+	root   string
+	visit  func(*treeEntry) error
+	dev    uint64
+	mounts []string
 }
 
-// walkEntry visits the entry at rel, whose descriptor fd it closes, and, when it is a
-// directory, walks its entries.
-func walkEntry(ctx context.Context, root, rel string, fd, depth int, visit func(*treeEntry) error) error {
+// walkTree calls visit for the directory root and everything below it on root's mount, parents
+// before their entries, entries in lexical order, never following a symlink. An entry removed
+// after its directory was listed is left out, and so is one another file system is mounted on:
+// the paths of those, sorted, are mounts. It stops early when ctx is done or visit fails.
+func walkTree(ctx context.Context, root string, visit func(*treeEntry) error) (mounts []string, err error) {
+	fd, err := unix.Open(root, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: root, Err: err}
+	}
+	w := &walk{root: root, visit: visit}
+	err = w.entry(ctx, "", fd, 0)
+	return w.mounts, err
+}
+
+// stat is fstat(2) of the O_PATH descriptor fd, and whether the file is the root of a mount
+// (below a walk's root: another file system mounted there), from one statx(2).
+func stat(fd int, st *unix.Stat_t) (mountRoot bool, err error) {
+	var sx unix.Statx_t
+	const want = unix.STATX_TYPE | unix.STATX_MODE | unix.STATX_UID | unix.STATX_GID | unix.STATX_BLOCKS | unix.STATX_INO
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, want, &sx); err != nil {
+		return false, err
+	}
+	*st = unix.Stat_t{
+		Dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), Ino: sx.Ino, Mode: uint32(sx.Mode),
+		Uid: sx.Uid, Gid: sx.Gid, Size: int64(sx.Size), Blocks: int64(sx.Blocks),
+	}
+	return sx.Attributes_mask&sx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0, nil
+}
+
+// entry visits the entry at rel, whose descriptor fd it closes, and, when it is a directory,
+// walks its entries. An entry below the root that is another mount's root is left out.
+func (w *walk) entry(ctx context.Context, rel string, fd, depth int) error {
 	defer unix.Close(fd)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	path := filepath.Join(root, rel)
+	path := filepath.Join(w.root, rel)
 	e := &treeEntry{rel: rel, fd: fd}
-	if err := unix.Fstat(fd, &e.st); err != nil {
+	mountRoot, err := stat(fd, &e.st)
+	if err != nil {
 		return &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if err := visit(e); err != nil {
+	switch {
+	case rel == "":
+		w.dev = e.st.Dev
+	case mountRoot || e.st.Dev != w.dev:
+		w.mounts = append(w.mounts, path)
+		return nil
+	}
+	if err := w.visit(e); err != nil {
 		return err
 	}
 	if e.kind() != unix.S_IFDIR {
@@ -86,7 +129,7 @@ func walkEntry(ctx context.Context, root, rel string, fd, depth int, visit func(
 		if err != nil {
 			return &fs.PathError{Op: "open", Path: filepath.Join(path, name), Err: err}
 		}
-		if err := walkEntry(ctx, root, filepath.Join(rel, name), child, depth+1, visit); err != nil {
+		if err := w.entry(ctx, filepath.Join(rel, name), child, depth+1); err != nil {
 			return err
 		}
 	}
@@ -122,8 +165,9 @@ func reopen(fd int, path string) (*os.File, error) {
 // copyTree copies the directory src to dst, which must not exist: directories, regular files
 // and symlinks, with their modes and, when the plugin runs as root, their owners. Sockets,
 // FIFOs and devices are skipped: they are endpoints, not data, and a snapshot of one means
-// nothing. It stops early when ctx is done. It never follows a symlink (walkTree).
-func copyTree(ctx context.Context, src, dst string) error {
+// nothing. It stops early when ctx is done. It never follows a symlink, nor enters a mount
+// inside src (walkTree): mounts are the paths of those it left out.
+func copyTree(ctx context.Context, src, dst string) (mounts []string, err error) {
 	return walkTree(ctx, src, func(e *treeEntry) error {
 		target := filepath.Join(dst, e.rel)
 		perm := fs.FileMode(e.st.Mode) & fs.ModePerm
@@ -206,19 +250,22 @@ func copyOwnerAndMode(target string, st *unix.Stat_t) error {
 	return os.Chmod(target, mode)
 }
 
-// usage is what a directory tree occupies: bytes of allocated blocks and the number of inodes.
+// usage is what a directory tree occupies: bytes of allocated blocks and the number of inodes,
+// and the mounts inside it its walk left out.
 type usage struct {
 	bytes  int64
 	inodes int64
+	mounts []string
 }
 
 // diskUsage walks dir like du: it counts allocated blocks, not apparent sizes, and every entry
 // as one inode (hard links counted once per link; good enough for a stats RPC). It never
-// follows a symlink (walkTree): a directory swapped for a link to / is not counted as the
-// volume's.
+// follows a symlink, nor enters a mount (walkTree): a directory swapped for a link to /, or
+// with / mounted on it, is not counted as the volume's.
 func diskUsage(ctx context.Context, dir string) (usage, error) {
 	var u usage
-	err := walkTree(ctx, dir, func(e *treeEntry) error {
+	var err error
+	u.mounts, err = walkTree(ctx, dir, func(e *treeEntry) error {
 		u.inodes++
 		u.bytes += e.st.Blocks * 512
 		return nil

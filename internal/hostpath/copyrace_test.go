@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/iostreams"
 )
 
 // swapper keeps replacing, one atomic rename at a time, each of a volume's entries with a
@@ -130,19 +133,27 @@ func TestSnapshotDoesNotFollowASymlinkSwappedInWhileCopying(t *testing.T) {
 	t.Logf("%d snapshots taken while the volume's entries were swapped", snapshots)
 }
 
+// publishedBesideATree is a plugin whose mounts are only bookkept with a volume v staged and
+// published at p, and a directory outside holding n empty files, a tree the volume's stats must
+// not count.
+func publishedBesideATree(t *testing.T, n int) (c *client, v *csi.Volume, p paths, outside string) {
+	t.Helper()
+	c, _ = startFake(t, hostpath.Config{})
+	v, p = c.staged(t, "v")
+	mustOK(t, c.publish(v, p, p.target, false, nil))
+	outside = t.TempDir()
+	for i := range n {
+		mustOK(t, os.WriteFile(filepath.Join(outside, fmt.Sprintf("x%d", i)), nil, 0o600))
+	}
+	return c, v, p, outside
+}
+
 // The stats of a volume a consumer swaps a directory of for a symlink to a large tree outside
 // it are the volume's own: the walk does not follow the symlink into the other tree.
 func TestVolumeStatsDoNotFollowASymlinkSwappedIn(t *testing.T) {
-	c, _ := startFake(t, hostpath.Config{})
-	ctx := context.Background()
-	v, p := c.staged(t, "v")
-	mustOK(t, c.publish(v, p, p.target, false, nil))
-
-	outside := t.TempDir()
 	const outsideFiles = 2000
-	for i := range outsideFiles {
-		mustOK(t, os.WriteFile(filepath.Join(outside, fmt.Sprintf("x%d", i)), nil, 0o600))
-	}
+	c, v, p, outside := publishedBesideATree(t, outsideFiles)
+	ctx := context.Background()
 	outsideFile := filepath.Join(outside, "x0")
 	// The volume holds its directory and, per swapped entry, at most six more: f, f.l, f.r, d,
 	// d.l and the file in d.
@@ -161,4 +172,78 @@ func TestVolumeStatsDoNotFollowASymlinkSwappedIn(t *testing.T) {
 		}
 	}
 	s.halt()
+}
+
+// mountInside mounts, inside a volume's directory dir, as a consumer of the volume may (a
+// privileged one, or through its target with shared propagation): a tmpfs holding a file at
+// dir/tmpfs, and outside, a directory of the same file system as the volume's, bound at
+// dir/bind. Both are unmounted when the test ends.
+func mountInside(t *testing.T, dir, outside string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting inside a volume needs root")
+	}
+	bind, tmpfs := filepath.Join(dir, "bind"), filepath.Join(dir, "tmpfs")
+	mustOK(t, os.Mkdir(bind, 0o755))
+	mustOK(t, os.Mkdir(tmpfs, 0o755))
+	mustOK(t, unix.Mount(outside, bind, "", unix.MS_BIND, ""))
+	t.Cleanup(func() { _ = unix.Unmount(bind, unix.MNT_DETACH) })
+	mustOK(t, unix.Mount("tmpfs", tmpfs, "tmpfs", 0, "size=1m"))
+	t.Cleanup(func() { _ = unix.Unmount(tmpfs, unix.MNT_DETACH) })
+	mustOK(t, os.WriteFile(filepath.Join(tmpfs, "other-fs"), []byte("on another file system"), 0o644))
+}
+
+// A consumer mounts, inside its volume's directory, a directory from outside it (the host's /,
+// say, with root-only files and other volumes in it) and a file system of its own. A snapshot
+// of the volume holds the volume's files, not what is mounted in it, and the plugin says which
+// mounts it left out.
+func TestSnapshotStaysOnTheVolumesMount(t *testing.T) {
+	log := &iostreams.SyncBuffer{}
+	c := start(t, hostpath.Config{Logger: slog.New(slog.NewTextHandler(log, nil))})
+	ctx := context.Background()
+	src := c.createVolume(t, "src")
+	srcDir := c.volumeDir(t, src.GetVolumeId())
+	mustOK(t, os.WriteFile(filepath.Join(srcDir, "mine"), []byte("mine"), 0o644))
+
+	outside := t.TempDir()
+	secret := []byte("root-only content outside the volume")
+	mustOK(t, os.WriteFile(filepath.Join(outside, "secret"), secret, 0o600))
+	mountInside(t, srcDir, outside)
+
+	resp, err := c.ctl.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: "s", SourceVolumeId: src.GetVolumeId()})
+	mustOK(t, err)
+	dir, ok := c.srv.Plugin.SnapshotPath(resp.GetSnapshot().GetSnapshotId())
+	if !ok {
+		t.Fatal("the snapshot has no directory")
+	}
+	if leaked := holdsContent(t, dir, secret); leaked != "" {
+		t.Errorf("%s holds the content of %s, bind-mounted inside the volume: the copy crossed into another mount", leaked, filepath.Join(outside, "secret"))
+	}
+	if leaked := holdsContent(t, dir, []byte("on another file system")); leaked != "" {
+		t.Errorf("%s holds a file of the tmpfs mounted inside the volume: the copy crossed into another file system", leaked)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "mine")); err != nil || string(got) != "mine" {
+		t.Errorf("the snapshot's copy of the volume's own file: %q, %v", got, err)
+	}
+	for _, m := range []string{"bind", "tmpfs"} {
+		if said := log.String(); !strings.Contains(said, "mount="+filepath.Join(srcDir, m)) || !strings.Contains(said, "left out of its copy") {
+			t.Errorf("the plugin's log does not say the mount at %s was left out of the copy:\n%s", filepath.Join(srcDir, m), said)
+		}
+	}
+}
+
+// The stats of a volume with a tree bound inside it count the volume's own files only.
+func TestVolumeStatsStayOnTheVolumesMount(t *testing.T) {
+	const outsideFiles = 500
+	c, v, p, outside := publishedBesideATree(t, outsideFiles)
+	ctx := context.Background()
+	mountInside(t, c.volumeDir(t, v.GetVolumeId()), outside)
+	stats, err := c.nd.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: v.GetVolumeId(), VolumePath: p.target})
+	mustOK(t, err)
+	const most = 3 // the volume's directory and the two mount points in it, counted or not
+	for _, u := range stats.GetUsage() {
+		if u.GetUnit() == csi.VolumeUsage_INODES && u.GetUsed() > most {
+			t.Errorf("%d inodes used, more than the volume's %d: the walk counted what is mounted inside it (%d files bound from %s)", u.GetUsed(), most, outsideFiles, outside)
+		}
+	}
 }

@@ -389,6 +389,7 @@ func (p *Plugin) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeS
 		}
 		return nil, internal("NodeGetVolumeStats: volume %q: %v", id, err)
 	}
+	p.mountsLeftOut("its stats", p.volumePath(id), u.mounts)
 	var st unix.Statfs_t
 	if err := unix.Statfs(p.volumePath(id), &st); err != nil {
 		return nil, internal("NodeGetVolumeStats: volume %q: statfs: %v", id, err)

@@ -322,6 +322,9 @@ func (p *Plugin) checkRootDir(dir string) error {
 		mode := st.Mode & 0o7777
 		return refuse("is", fmt.Sprintf("writable by other users (mode %#o)", mode), "chmod 700 it once you know what they put there")
 	}
+	if who := pathtrust.ACLWriter(dir, st.Mode); who != "" {
+		return refuse("is", fmt.Sprintf("writable by %s through its ACL (getfacl shows it)", who), "chmod 700 it (or setfacl -b) once you know what they put there")
+	}
 	return nil
 }
 

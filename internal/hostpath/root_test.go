@@ -1,13 +1,36 @@
 package hostpath_test
 
 import (
+	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/volctl/volctl/internal/hostpath"
 )
+
+// grantWrite gives uid rwx on path through a POSIX access ACL, as setfacl -m u:UID:rwx does
+// (acl(5): version 2, then tag, permissions, id; the mask rwx). It skips the test on a file
+// system without ACLs.
+func grantWrite(t *testing.T, path string, uid uint32) {
+	t.Helper()
+	acl := binary.LittleEndian.AppendUint32(nil, 2)
+	for _, e := range []struct {
+		tag, perm uint16
+		id        uint32
+	}{{0x01, 7, ^uint32(0)}, {0x02, 7, uid}, {0x04, 5, ^uint32(0)}, {0x10, 7, ^uint32(0)}, {0x20, 5, ^uint32(0)}} {
+		acl = binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint16(binary.LittleEndian.AppendUint16(acl, e.tag), e.perm), e.id)
+	}
+	if err := unix.Setxattr(path, "system.posix_acl_access", acl, 0); errors.Is(err, unix.EOPNOTSUPP) {
+		t.Skipf("the file system of %s has no POSIX ACLs", path)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+}
 
 // A --root another user owns or may write, or reached through a directory they may write, is
 // refused before the plugin uses it: whoever controls it could put a symlink where a volume's
@@ -25,6 +48,8 @@ func TestRootAnotherUserControlsIsRefused(t *testing.T) {
 		path, link string
 		mode       os.FileMode
 		theirs     bool
+		acl        bool // uid other may write it through an ACL (setfacl -m u:4242:rwx)
+		masked     bool // then the ACL's mask made r-x, its group bits (chmod g-w): other may not
 	}
 	for _, tt := range []struct {
 		name    string
@@ -50,6 +75,11 @@ func TestRootAnotherUserControlsIsRefused(t *testing.T) {
 			[]string{"symlink ROOT/meta", "owned by uid 4242"}},
 		{"a snapshots directory others may write", []dir{{path: "root", mode: 0o700}, {path: "root/snapshots", mode: 0o777}}, "root",
 			[]string{"snapshots", "writable by other users"}},
+		{"a root another user may write through an ACL", []dir{{path: "root", mode: 0o755, acl: true}}, "root",
+			[]string{"writable by uid 4242 through its ACL", "chmod 700"}},
+		{"a root in a directory another user may write through an ACL", []dir{{path: "shared", mode: 0o755, acl: true}}, "shared/root",
+			[]string{"is reached through", "shared", "writable by uid 4242 through its ACL"}},
+		{"a root in a directory whose ACL's write for another user its mask takes away", []dir{{path: "shared", mode: 0o755, acl: true, masked: true}}, "shared/root", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			base := t.TempDir()
@@ -63,6 +93,12 @@ func TestRootAnotherUserControlsIsRefused(t *testing.T) {
 				}
 				if d.theirs {
 					mustOK(t, os.Lchown(path, other, other))
+				}
+				if d.acl {
+					grantWrite(t, path, other)
+				}
+				if d.masked {
+					mustOK(t, os.Chmod(path, d.mode))
 				}
 			}
 			root := filepath.Join(base, tt.root)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -88,17 +89,40 @@ func Listen(path string) (net.Listener, error) {
 	ul := l.(*net.UnixListener)
 	ul.SetUnlinkOnClose(false) // socketListener.Close removes it, and only if it is still ours
 	// And by name, whatever the kernel made of the mode of an unbound socket.
-	if err := os.Chmod(path, socketMode); err != nil {
-		ul.Close()
-		_ = os.Remove(path)
-		return nil, fmt.Errorf("socket %q: %w", path, err)
-	}
-	fi, err := os.Lstat(path)
+	fi, err := chmodSocket(path)
 	if err != nil {
 		ul.Close()
 		return nil, fmt.Errorf("socket %q: %w", path, err)
 	}
 	return &socketListener{UnixListener: ul, path: path, info: fi}, nil
+}
+
+// chmodSocket gives the socket file at path socketMode through a descriptor opened without
+// following a symlink, and returns what it is. Whoever else may write the socket's directory
+// could swap the file for a symlink between the bind and a chmod by name, which the plugin, as
+// root, would follow: to /etc/passwd, made 0600, and no user could log in
+// (TestListenDoesNotChmodThroughASymlinkSwappedIn). What is not a socket is refused, naming
+// the directory.
+func chmodSocket(path string) (fs.FileInfo, error) {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode().Type() != fs.ModeSocket {
+		return nil, fmt.Errorf("replaced as soon as it was bound, by something that is no socket (mode %s): another user may write its directory %s; "+
+			"serve the socket in a directory only root may write, such as /run/csi", fi.Mode(), filepath.Dir(path))
+	}
+	// An O_PATH descriptor takes no fchmod; its /proc/self/fd link reaches the very file.
+	if err := os.Chmod("/proc/self/fd/"+strconv.Itoa(fd), socketMode); err != nil {
+		return nil, err
+	}
+	return fi, nil
 }
 
 // RemoveStaleSocket removes the socket file at path if nothing listens on it (connecting is

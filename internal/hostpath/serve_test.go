@@ -354,3 +354,58 @@ func TestSocketDirectoryLockHeldByAnotherUserIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// The socket's directory is another user's, or one every user may write that is not sticky:
+// between the plugin's bind and its chmod of the socket by name, that user swaps the socket
+// file for a symlink to a file of root's. The plugin, as root, must not change that file's
+// mode (0600: /etc/passwd so made unreadable locks every user out).
+func TestListenDoesNotChmodThroughASymlinkSwappedIn(t *testing.T) {
+	dir := shortDir(t)
+	socket := filepath.Join(dir, "csi.sock")
+	victim := filepath.Join(t.TempDir(), "passwd")
+	if err := os.WriteFile(victim, []byte("root:x:0:0::/root:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	swapped := make(chan int, 1)
+	go func() { // the directory's other user: a socket appears, a symlink takes its place
+		n := 0
+		defer func() { swapped <- n }()
+		link := socket + ".l"
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if fi, err := os.Lstat(socket); err == nil && fi.Mode()&os.ModeSocket != 0 {
+				_ = os.Symlink(victim, link)
+				if os.Rename(link, socket) == nil {
+					n++
+				}
+			}
+		}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	listened := 0
+	for i := 0; i < 2000 && time.Now().Before(deadline); i++ {
+		l, err := hostpath.Listen(socket)
+		if err == nil {
+			listened++
+			l.Close()
+		} else if strings.Contains(err.Error(), "replaced as soon as it was bound") && (!strings.Contains(err.Error(), "directory "+dir) || !strings.Contains(err.Error(), "/run/csi")) {
+			t.Errorf("listen %d: the refusal does not name the directory another user may write, nor where to serve instead: %v", i, err)
+		}
+		_ = os.Remove(socket)
+		fi, err := os.Stat(victim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o644 {
+			close(stop)
+			t.Fatalf("listen %d: %s, which the socket's name was swapped for a symlink to, is now mode %#o (was 0644): the plugin changed its mode through the symlink", i, victim, fi.Mode().Perm())
+		}
+	}
+	close(stop)
+	t.Logf("%d listens, %d swaps", listened, <-swapped)
+}

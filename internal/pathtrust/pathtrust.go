@@ -4,12 +4,16 @@
 package pathtrust
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // maxLinks bounds the symlinks Ancestors follows, as the kernel's (40) does a lookup's.
@@ -37,8 +41,68 @@ func OthersMayWrite(mode, gid uint32) bool {
 	return mode&0o002 != 0 || mode&0o020 != 0 && gid != 0 && gid != uint32(os.Getegid())
 }
 
+// The POSIX access ACL as Linux stores it in the system.posix_acl_access attribute: a version
+// (2), then entries of a tag, permissions and an id, little-endian (acl(5), posix_acl_xattr.h).
+const (
+	aclAttr    = "system.posix_acl_access"
+	aclVersion = 2
+	aclUser    = 0x02 // ACL_USER: a named user, id a uid
+	aclGroup   = 0x08 // ACL_GROUP: a named group, id a gid
+	aclMask    = 0x10 // ACL_MASK: what named entries and the owning group get at most
+	aclWrite   = 0o2
+)
+
+// ACLWriter names a user or group other than root, this user and this user's group that the
+// POSIX access ACL of the file at path (not followed if a symlink) lets write it: "uid 4242",
+// "gid 4242"; "" for none, or no ACL (none set, or a file system without them). A named
+// entry's write counts where the mask lets it through; the mode's group bits then show the
+// mask, not the owning group's permission, so OthersMayWrite, of the mode alone, sees a
+// directory root owns with mode 0775 and group root, writable by uid 4242 through
+// `setfacl -m u:4242:rwx`, as no other user's to write. chmod go-w (or 700) drops the mask's
+// write, and so every named entry's. mode is the file's: with no group write in it the mask has
+// none either, and nothing is read (most directories: 0755).
+func ACLWriter(path string, mode uint32) string {
+	if mode&0o020 == 0 {
+		return ""
+	}
+	buf := make([]byte, 4+8*32)
+	for {
+		n, err := unix.Lgetxattr(path, aclAttr, buf)
+		if errors.Is(err, unix.ERANGE) && len(buf) < 1<<20 {
+			buf = make([]byte, len(buf)*4)
+			continue
+		}
+		if err != nil || n < 4 || binary.LittleEndian.Uint32(buf) != aclVersion {
+			return ""
+		}
+		return aclWriter(buf[4:n])
+	}
+}
+
+// aclWriter is ACLWriter of an ACL's entries.
+func aclWriter(entries []byte) string {
+	mask := uint16(aclWrite) // no mask entry: no named entries either
+	who := ""
+	for ; len(entries) >= 8; entries = entries[8:] {
+		tag, perm, id := binary.LittleEndian.Uint16(entries), binary.LittleEndian.Uint16(entries[2:]), binary.LittleEndian.Uint32(entries[4:])
+		switch {
+		case tag == aclMask:
+			mask = perm
+		case who != "" || perm&aclWrite == 0:
+		case tag == aclUser && !Trusted(id):
+			who = fmt.Sprintf("uid %d", id)
+		case tag == aclGroup && id != 0 && id != uint32(os.Getegid()):
+			who = fmt.Sprintf("gid %d", id)
+		}
+	}
+	if mask&aclWrite == 0 {
+		return ""
+	}
+	return who
+}
+
 // Ancestors returns what another user controls on the way to dir, or nil: a directory or
-// symlink another user owns, or a directory other users may write that is not sticky (/tmp is,
+// symlink another user owns, or a directory other users may write (by its mode or its ACL) that is not sticky (/tmp is,
 // so a directory of this user's in it stays its own). Such a user could rename dir away and put
 // one of theirs in its place, which volctl, often root and a daemon for days, goes on using by
 // its path: checking dir itself when opening it settles nothing after that. Owned by root or
@@ -64,8 +128,13 @@ func Ancestors(dir string) *Problem {
 		if err := syscall.Lstat(cur, &parent); err != nil {
 			return nil
 		}
-		if OthersMayWrite(parent.Mode, parent.Gid) && parent.Mode&syscall.S_ISVTX == 0 { // sticky: only its owner renames an entry
-			return &Problem{Path: cur, Why: fmt.Sprintf("is writable by other users (mode %#o)", parent.Mode&0o777)}
+		if parent.Mode&syscall.S_ISVTX == 0 { // sticky: only its owner renames an entry
+			if OthersMayWrite(parent.Mode, parent.Gid) {
+				return &Problem{Path: cur, Why: fmt.Sprintf("is writable by other users (mode %#o)", parent.Mode&0o777)}
+			}
+			if who := ACLWriter(cur, parent.Mode); who != "" {
+				return &Problem{Path: cur, Why: fmt.Sprintf("is writable by %s through its ACL (mode %#o, getfacl shows it)", who, parent.Mode&0o777)}
+			}
 		}
 		next := filepath.Join(cur, name)
 		fi, err := os.Lstat(next)

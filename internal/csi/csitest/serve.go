@@ -1,13 +1,16 @@
 package csitest
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -21,6 +24,8 @@ type serveConfig struct {
 	interceptors []grpc.UnaryServerInterceptor
 	faults       *Faults
 	errs         []string
+	// uid is the user the socket listens as (AsUser); nil: this process's.
+	uid *uint32
 }
 
 // Registrar is a server that registers its CSI services itself, as MemPlugin does.
@@ -88,6 +93,57 @@ func Serve(t testing.TB, opts ...ServeOption) (socket string, stop func()) {
 	return socket, ServeAt(t, socket, opts...)
 }
 
+// AsUser makes the server listen as user uid, and group uid (a user's own group), as a plugin
+// another user started would: SO_PEERCRED tells whoever connects that uid listens there. The socket file is made as this process's user
+// (root), only the listen(2) is the other user's. It needs root.
+func AsUser(uid uint32) ServeOption {
+	return func(c *serveConfig) { c.uid = &uid }
+}
+
+// listenAs listens on socket with uid as the effective user and group of the listen(2), which is what the
+// kernel records as the listener's credentials. Only the thread that listens takes those ids (the
+// raw system call: Go's Setresuid changes every thread of the process), and that thread ends with
+// its goroutine, never unlocked: no other goroutine ever runs as uid.
+func listenAs(socket string, uid uint32) (net.Listener, error) {
+	type result struct {
+		lis net.Listener
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		f := os.NewFile(uintptr(fd), socket)
+		defer f.Close()
+		if err := unix.Bind(fd, &unix.SockaddrUnix{Name: socket}); err != nil {
+			done <- result{err: fmt.Errorf("bind %s: %w", socket, err)}
+			return
+		}
+		const keep = ^uintptr(0) // -1: leave the real and saved ids as they are
+		for _, set := range []struct {
+			call uintptr
+			name string
+		}{{unix.SYS_SETRESGID, "setresgid"}, {unix.SYS_SETRESUID, "setresuid"}} { // the group while still root
+			if _, _, errno := unix.RawSyscall(set.call, keep, uintptr(uid), keep); errno != 0 {
+				done <- result{err: fmt.Errorf("%s(-1, %d, -1): %w", set.name, uid, errno)}
+				return
+			}
+		}
+		if err := unix.Listen(fd, 128); err != nil {
+			done <- result{err: fmt.Errorf("listen on %s as uid %d: %w", socket, uid, err)}
+			return
+		}
+		lis, err := net.FileListener(f)
+		done <- result{lis, err}
+	}()
+	r := <-done
+	return r.lis, r.err
+}
+
 // ServeAt serves on the given socket path, so a test can restart a plugin where it was.
 // It returns the stop function; the server is also stopped when the test ends.
 func ServeAt(t testing.TB, socket string, opts ...ServeOption) (stop func()) {
@@ -110,7 +166,13 @@ func ServeAt(t testing.TB, socket string, opts ...ServeOption) (stop func()) {
 	for _, r := range cfg.register {
 		r(srv)
 	}
-	lis, err := net.Listen("unix", socket)
+	var lis net.Listener
+	var err error
+	if cfg.uid != nil {
+		lis, err = listenAs(socket, *cfg.uid)
+	} else {
+		lis, err = net.Listen("unix", socket)
+	}
 	if err != nil {
 		t.Fatalf("csitest: listen on %s: %v", socket, err)
 	}

@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// impostorUID is the user another user's plugin runs as in these tests: nobody.
+const impostorUID = 65534
+
+// serveImpostor serves, on socket, a plugin of the same driver listening as impostorUID, as a
+// user who bound the socket's name while the plugin was down would. It returns the RPCs that
+// reached it.
+func serveImpostor(t *testing.T, socket string) (reached func() []string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("listening as another user needs root")
+	}
+	var mu sync.Mutex
+	var got []string
+	record := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		mu.Lock()
+		got = append(got, filepath.Base(info.FullMethod))
+		mu.Unlock()
+		return handler(ctx, req)
+	}
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	csitest.ServeAt(t, socket, csitest.WithServer(csitest.NewMemPlugin(cfg)), csitest.WithInterceptor(record), csitest.AsUser(impostorUID))
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
+}
+
+// A plugin restarts while volctl holds its connection (an operation between two RPCs, or the
+// agent between two of its commands): gRPC dials the socket's name again by itself, and another
+// user who bound that name meanwhile (its directory, as /tmp, lets them while nothing listens)
+// is what it reaches. The connection checked when the plugin was fingerprinted is gone; the one
+// the next RPC goes over, with the volume's secrets, must be checked too. It is refused before
+// anything is sent, naming the socket, the listener's user and what to do.
+func TestPluginReplacedUnderAHeldConnectionGetsNoRequest(t *testing.T) {
+	h := newHarness(t, nil)
+	if err := os.Chmod(filepath.Dir(h.socket), 0o777|os.ModeSticky); err != nil { // as /tmp
+		t.Fatal(err)
+	}
+	c, err := h.e.connect(h.ctx, "mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.e.done(c)
+	h.stopServe()
+	reached := serveImpostor(t, h.socket)
+
+	const secret = "AQDsIoxgHqpeBBAAtmd9Ndu4m1xspTbvwZdIzA=="
+	// The first RPC may go over the connection the plugin's stop broke (UNAVAILABLE: EOF), as
+	// an RPC in flight when the plugin stopped would; volctl retries it, and gRPC dials again.
+	for range 5 {
+		err = c.client.NodeStageVolume(h.ctx, csi.NodeStageVolumeRequest{
+			VolumeID:    "vol-1",
+			StagingPath: filepath.Join(h.dir, "staging"),
+			Capability:  csi.VolumeCapability{Capability: capab(spec.SingleNodeWriter)},
+			Secrets:     spec.Secrets{"key": secret},
+		})
+		if err == nil || !strings.Contains(err.Error(), "EOF") {
+			break
+		}
+	}
+	if got := reached(); len(got) > 0 {
+		t.Fatalf("uid %d's listener on %s was sent %v over the connection held to the plugin (err %v)", impostorUID, h.socket, got, err)
+	}
+	if err == nil {
+		t.Fatal("NodeStageVolume through a socket another user serves succeeded")
+	}
+	for _, want := range []string{"socket " + h.socket, "uid 65534", "stop that process"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal lacks %q: %v", want, err)
+		}
+	}
+	if !errors.Is(err, ErrConflict) {
+		t.Errorf("the refusal is not a conflict, as checkServers' at a fresh fingerprint is: %v", err)
+	}
+}
+
+// A plugin's socket directory sits in a directory every user may write (/tmp, sticky), and is
+// gone while the plugin is down (its own cleanup, a reboot's empty /tmp). Another user makes
+// the directory again, theirs, and binds the socket's name in it. Owning the directory is what
+// lets a plugin that runs as its own user through (serverRefused); but any user could have made
+// this one: the impostor is refused alike, before any RPC, and the refusal says where such a
+// plugin's directory must be. So too where the registered socket's directory is root's symlink
+// to that one: where anyone could make it is where it resolves.
+func TestSocketDirectoryMadeByAnotherUserIsNoLicence(t *testing.T) {
+	for _, throughLink := range []bool{false, true} {
+		t.Run(map[bool]string{false: "direct", true: "through a symlink"}[throughLink], func(t *testing.T) {
+			h := newHarness(t, nil)
+			shared := filepath.Join(t.TempDir(), "shared")
+			if err := os.Mkdir(shared, 0o777|os.ModeSticky); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(shared, 0o777|os.ModeSticky); err != nil { // as /tmp, past the umask
+				t.Fatal(err)
+			}
+			dir := filepath.Join(shared, "hp")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			registered := filepath.Join(dir, "csi.sock")
+			if throughLink { // root's /run/csi -> /tmp/hp, say
+				link := filepath.Join(t.TempDir(), "csi")
+				if err := os.Symlink(dir, link); err != nil {
+					t.Fatal(err)
+				}
+				registered = filepath.Join(link, "csi.sock")
+			}
+			socket := filepath.Join(dir, "csi.sock")
+			cfg := csitest.DefaultMemConfig()
+			cfg.NodeID = "node-1"
+			stop := csitest.ServeAt(t, socket, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+			h.registerPlugin("hp", registered)
+			stop()
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+
+			// Another user makes the directory again and serves the same driver in it.
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(dir, impostorUID, impostorUID); err != nil {
+				t.Fatal(err)
+			}
+			reached := serveImpostor(t, socket)
+
+			sv := volume("data")
+			sv.PluginID = "hp"
+			_, err := h.e.CreateVolume(h.ctx, sv)
+			if got := reached(); len(got) > 0 {
+				t.Fatalf("uid %d's listener on %s, in a directory it made in %s, was sent %v (err %v)", impostorUID, registered, shared, got, err)
+			}
+			if err == nil {
+				t.Fatal("volume create through a socket another user serves, in a directory they made, succeeded")
+			}
+			for _, want := range []string{"socket " + registered, "uid 65534", "if that process is not the plugin, stop it", "which other users may write", "/run"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("the refusal lacks %q: %v", want, err)
+				}
+			}
+		})
+	}
+}
