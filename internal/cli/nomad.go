@@ -465,7 +465,7 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if exists && len(other) == 0 {
 		// Both sides' values (a context's may be a secret's), with no secret volctl knows
 		// nor the credentials sent to Nomad, as nomad status shows them.
-		plan.Differences = nomad.Differences(have, info, slices.Concat(plan.Changes, nomad.Refused(have, want), nomad.Kept(have, want), nomad.Sized(have, info)))
+		plan.Differences = nomad.Differences(have, info, nomad.Differing(have, info))
 		if err := redactOutput(ctx, e, c.Credentials(), &plan.Differences); err != nil {
 			return nil, fmt.Errorf("volume %q: %w", id, err)
 		}
@@ -853,7 +853,7 @@ type NomadVolumeStatus struct {
 	// plugin or external ID), so Registered is false; how it differs.
 	AnotherVolume []string `json:"another_volume,omitempty"`
 	// Differs names the fields Nomad's copy of this volume has otherwise than volctl's
-	// (nomad.Changes): changed in Nomad since it was registered, or here.
+	// (nomad.Differing): changed in Nomad since it was registered, or here.
 	Differs []string `json:"differs,omitempty"`
 	// Differences says, for each field of Differs, what Nomad's copy has and what volctl's
 	// volume has (nomad.Differences).
@@ -959,7 +959,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			// of this one.
 			st.Nomad = &have
 			if st.AnotherVolume = nomad.IdentityIn(have, want, st.NomadNamespace); len(st.AnotherVolume) == 0 {
-				st.Registered, st.Differs = true, slices.Concat(nomad.Changes(have, want), nomad.Refused(have, want), nomad.Kept(have, want), nomad.Sized(have, info))
+				st.Registered, st.Differs = true, nomad.Differing(have, info)
 				if len(st.Differs) > 0 {
 					st.Differences = nomad.Differences(have, info, st.Differs)
 				}

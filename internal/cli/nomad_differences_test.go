@@ -148,3 +148,35 @@ func handedOverThenEdited(t *testing.T, edit func(v map[string]any)) (*cliHarnes
 	n.mu.Unlock()
 	return h, n
 }
+
+// nomad status names (differs) and register --dry-run words (differences) one list of the
+// fields Nomad's copy has otherwise, made in one place (nomad.Differing): a field one of them
+// compares, the other does too, in the same order.
+func TestNomadStatusAndPlanNameTheSameDifferences(t *testing.T) {
+	h, n := handedOverThenEdited(t, func(v map[string]any) {
+		v["RequestedCapacityMin"] = 1 << 30 // changed: capacity
+		v["Name"] = "other-name"            // refused: name
+		v["Capacity"] = 1 << 30             // sized: capacity_bytes
+	})
+	st, _, _ := runNomadStatusOf(t, h, n)
+	differs := anyStrings(st[0]["differs"])
+	ios, _, out, _ := iostreams.Test()
+	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}, DryRun: true,
+		Exporter: exportFlags{JSON: true}})
+	if ExitCode(err) != ExitConflict {
+		t.Fatalf("register --dry-run of a volume whose name Nomad's copy has otherwise: %v (exit %d), want exit %d", err, ExitCode(err), ExitConflict)
+	}
+	var plans []struct {
+		Differences []nomad.Difference `json:"differences"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("register --dry-run --json: %v\n%s", err, out)
+	}
+	var planned []string
+	for _, d := range plans[0].Differences {
+		planned = append(planned, d.Field)
+	}
+	if want := []string{"capacity", "name", "capacity_bytes"}; !slices.Equal(differs, want) || !slices.Equal(planned, want) {
+		t.Errorf("nomad status differs %v, register --dry-run differences %v; want both %v", differs, planned, want)
+	}
+}
