@@ -650,7 +650,13 @@ with NOMAD_ADDR naming another cluster, the volume is not taken back. Nor is it 
 registration whose outcome Nomad did not say (no answer, or an error after which it may still
 apply it), until Nomad answers one OK: volctl nomad register again settles it.
 --force takes it back without asking Nomad (when the cluster is gone); two orchestrators must
-never claim one volume at once, so be sure Nomad no longer uses it.`,
+never claim one volume at once, so be sure Nomad no longer uses it.
+
+Nomad grows a volume it has through its plugin (a registration asking a larger capacity_min),
+while volctl grows none handed over: once a volume is taken back, its plugin is asked what size
+it has (ListVolumes, else ControllerGetVolume), and a larger one is recorded and said, the file
+system owed its NodeExpandVolume (sent at the volume's next publish here). A plugin that cannot
+say, or does not answer, leaves the take-back done, and a note names what records the size.`,
 		Example: `  nomad volume deregister db && volctl nomad release db`,
 		RunE:    runOpts(opts, idArgs(&opts.Volumes), runF, nomadReleaseRun),
 	}
@@ -713,10 +719,42 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 			fmt.Fprintf(opts.IO.ErrOut, "Volume %q is not handed over to Nomad: nothing to take back\n", id)
 			return nil
 		}
-		return printDone(opts.IO.Out, fmt.Sprintf("Took volume %q back from %s; volctl may claim it again\n", id, h.Where()),
-			"volume %q taken back from Nomad at %s", id, h.Address)
+		if err := printDone(opts.IO.Out, fmt.Sprintf("Took volume %q back from %s; volctl may claim it again\n", id, h.Where()),
+			"volume %q taken back from Nomad at %s", id, h.Address); err != nil {
+			return err
+		}
+		return sizeAfterTakeBack(ctx, opts.IO, e, id)
 	})
 	return manyFailed("nomad release", errs)
+}
+
+// sizeAfterTakeBack asks the plugin of volume id, just taken back from Nomad, what size it has
+// (engine.SizeAfterHandover), and says so when it grew while in Nomad, which expands a volume
+// through the plugin for a registration asking a larger capacity_min while volctl refuses to:
+// its record was left at the size handed over. A plugin that cannot say, or does not answer,
+// leaves the take-back done, and a note says that the record may be behind and what records
+// the size.
+func sizeAfterTakeBack(ctx context.Context, ios *iostreams.IOStreams, e *engine.Engine, id string) error {
+	sc, err := e.SizeAfterHandover(ctx, id)
+	had := "volctl's record"
+	if sc.Recorded > 0 {
+		had += " of it (" + spec.FormatSize(sc.Recorded) + ")"
+	}
+	fix := fmt.Sprintf("if Nomad expanded it, %s is behind: `%s SIZE`, with the size Nomad expanded it to, records it (the plugin answers with the size it has)",
+		had, shellquote.Command("volctl volume expand", id))
+	switch {
+	case err != nil:
+		fmt.Fprintf(ios.ErrOut, "Warning: volume %q: volctl could not learn from its plugin what size it has now (%s); %s\n", id, escapeLines(err.Error()), fix)
+	case sc.CannotSay:
+		fmt.Fprintf(ios.ErrOut, "Note: volume %q: its plugin cannot say what size a volume has (no LIST_VOLUMES or GET_VOLUME); %s\n", id, fix)
+	case sc.Grown:
+		line := fmt.Sprintf("Volume %q is %s as its plugin lists it, grown while in Nomad (volctl had %s): recorded", id, spec.FormatSize(sc.Listed), spec.FormatSize(sc.Recorded))
+		if sc.NodeOwed > 0 {
+			line += "; its file system is grown to it (NodeExpandVolume) at its next publish here, or by `volctl reconcile` while it is staged here"
+		}
+		return printDone(ios.Out, line+"\n", "volume %q recorded at %s", id, spec.FormatSize(sc.Listed))
+	}
+	return nil
 }
 
 // askedToTakeBack asks the Nomad the volume was handed over to whether it has let go of it:
