@@ -147,7 +147,15 @@ topology_request {
 	if differs, ds := statusOf(); len(differs) != 1 || len(ds) != 1 || ds[0] != (nomad.Difference{Field: "capacity_bytes", Nomad: "20MiB", Volctl: "10MiB"}) {
 		t.Errorf("nomad status after volctl's copy was sent again: differs %v, differences %+v; want only capacity_bytes, Nomad's 20MiB and volctl's 10MiB", differs, ds)
 	}
+	w.stepTo("nomad volume deregister; volctl nomad release takes the volume back at the size Nomad grew it to")
 	w.nomad("volume", "deregister", "db")
-	w.volctl(0, "nomad", "release", "db")
+	// The record was left at the size handed over (before, volume status said 10MiB): the
+	// take-back asks the plugin, which lists the volume at 20MiB.
+	if out := w.volctl(0, "nomad", "release", "db"); !strings.Contains(out, `Volume "db" is 20MiB as its plugin lists it, grown while in Nomad (volctl had 10MiB): recorded`) {
+		t.Errorf("release of a volume Nomad grew: %s\nwant it to say the size recorded", out)
+	}
+	if got := strings.TrimSpace(w.volctl(0, "volume", "status", "db", "-t", "{{.capacity_bytes}}")); got != "20971520" {
+		t.Errorf("capacity_bytes after the take-back = %s, want 20971520", got)
+	}
 	w.stopMemPluginInNomad("mem")
 }
