@@ -482,7 +482,13 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 			fmt.Fprintf(opts.IO.Out, "  but "+format+"\n", args...)
 		}
 	}
-	if r := nomad.Refused(have, want); exists && len(other) == 0 && len(r) > 0 {
+	r := nomad.Refused(have, want)
+	if exists && len(other) == 0 && slices.Contains(r, "capacity_max") {
+		r = slices.DeleteFunc(r, func(f string) bool { return f == "capacity_max" })
+		but("Nomad refuses a capacity_max below its copy's capacity", "Nomad's copy has a capacity of %s (grown in Nomad), above volctl's capacity_max of %s, and Nomad refuses a capacity_max below a volume's capacity: it would be refused (once deregistered in Nomad, `%s` records the size its plugin lists, and `%s SIZE --limit MAX` a larger limit)",
+			spec.FormatSize(have.Capacity), spec.FormatSize(want.CapacityMax), shellquote.Command("volctl nomad release", id), shellquote.Command("volctl volume expand", id))
+	}
+	if exists && len(other) == 0 && len(r) > 0 {
 		but("Nomad refuses to change its "+strings.Join(r, ", "), "Nomad does not change a registered volume's %s, and volctl's differ from its copy's: it would be refused (deregister it in Nomad and register it again to change them)", strings.Join(r, ", "))
 	}
 	if k := nomad.Kept(have, want); exists && len(other) == 0 && len(k) > 0 {

@@ -180,3 +180,38 @@ func TestNomadStatusAndPlanNameTheSameDifferences(t *testing.T) {
 		t.Errorf("nomad status differs %v, register --dry-run differences %v; want both %v", differs, planned, want)
 	}
 }
+
+// Nomad refuses an update whose capacity_max is below the capacity its copy has
+// ("max requested capacity ... less than or equal to current"), which it has once it grew the
+// volume past the capacity_max volctl created it with. --dry-run said "Would update" and
+// exited 0; it now says the registration would be refused, with both sizes, and exits 4, and
+// nomad status names capacity_max among the differences.
+func TestNomadRegisterDryRunSaysAMaxBelowNomadsCapacityIsRefused(t *testing.T) {
+	h := nomadHarness(t)
+	if _, err := h.e.ExpandVolume(h.ctx, "db", 10<<20, 15<<20); err != nil { // capacity_max 15MiB
+		t.Fatal(err)
+	}
+	n := newFakeNomad(t)
+	if _, _, err := registerIn(h, n); err != nil {
+		t.Fatal(err)
+	}
+	n.mu.Lock()
+	n.readBack = func(v map[string]any) {
+		v["Capacity"], v["RequestedCapacityMin"], v["RequestedCapacityMax"] = 20<<20, 20<<20, 30<<20
+	}
+	n.mu.Unlock()
+	ios, _, out, _ := iostreams.Test()
+	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}, DryRun: true})
+	if ExitCode(err) != ExitConflict {
+		t.Errorf("register --dry-run of a capacity_max below Nomad's capacity: %v (exit %d), want exit %d\n%s", err, ExitCode(err), ExitConflict, out)
+	}
+	for _, want := range []string{"capacity_max: Nomad's capacity 20MiB; volctl's max 15MiB", "above volctl's capacity_max of 15MiB", "it would be refused"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("register --dry-run: %q\nwant it to say %q", out, want)
+		}
+	}
+	st, _, _ := runNomadStatusOf(t, h, n)
+	if d := anyStrings(st[0]["differs"]); !slices.Contains(d, "capacity_max") {
+		t.Errorf("nomad status: differs %v, want capacity_max among them", d)
+	}
+}

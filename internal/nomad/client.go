@@ -1082,10 +1082,19 @@ func NotCompared(want spec.Volume) []string {
 // topology_request, once the volume has a topology, when the one sent is not the one Nomad's
 // copy was registered with ("volume topology request update was not compatible with existing
 // topology"; none sent differs from one, since Nomad keeps a registered volume's topology).
+//
+// And its capacity_max, when want's is below the capacity Nomad's copy has and the capacity
+// range sent differs from the copy's ("max requested capacity ... less than or equal to
+// current", CSIVolume.expandVolume, which compares the range only when it changes): Nomad's
+// copy has more than volctl's record once Nomad grew the volume through the plugin, past the
+// capacity_max volctl created it with.
 func Refused(have VolumeState, want spec.Volume) []string {
 	var out []string
 	if want.Name != "" && have.Name != want.Name {
 		out = append(out, "name")
+	}
+	if want.CapacityMax > 0 && have.Capacity > want.CapacityMax && (have.CapacityMin != want.CapacityMin || have.CapacityMax != want.CapacityMax) {
+		out = append(out, "capacity_max")
 	}
 	if len(want.Parameters) > 0 && !maps.Equal(have.Parameters, want.Parameters) {
 		out = append(out, "parameters")

@@ -72,6 +72,8 @@ func Differences(have VolumeState, info engine.VolumeInfo, fields []string) []Di
 			d.Nomad, d.Volctl = mapWords(have.Parameters), mapWords(want.Parameters)
 		case "capacity":
 			d.Nomad, d.Volctl = capacityWords(have.CapacityMin, have.CapacityMax), capacityWords(want.CapacityMin, want.CapacityMax)
+		case "capacity_max":
+			d.Nomad, d.Volctl = "capacity "+spec.FormatSize(have.Capacity), "max "+spec.FormatSize(want.CapacityMax)
 		case "capacity_bytes":
 			d.Nomad, d.Volctl = spec.FormatSize(have.Capacity), spec.FormatSize(info.CapacityBytes)
 		case "topology_request":
