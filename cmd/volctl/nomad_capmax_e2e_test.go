@@ -59,8 +59,11 @@ topology_request {
 		}
 	}
 	// As the plan said: Nomad refuses it (a settled refusal, exit 1 as any error of Nomad's).
-	if out := w.volctl(1, "nomad", "register", "db"); !strings.Contains(out, "max requested capacity") {
-		t.Errorf("register: %s\nwant Nomad's refusal of the capacity_max", out)
+	out := w.volctl(1, "nomad", "register", "db")
+	for _, want := range []string{"max requested capacity", "past volctl's capacity_max of 15MiB", "`volctl nomad release db` records the size"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("register: %s\nwant Nomad's refusal of the capacity_max, saying %q", out, want)
+		}
 	}
 	w.stepTo("deregistered and taken back at 20MiB, the volume registers again (--force: the node expansion to 20MiB is owed)")
 	w.nomad("volume", "deregister", "db")

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -213,5 +214,32 @@ func TestNomadRegisterDryRunSaysAMaxBelowNomadsCapacityIsRefused(t *testing.T) {
 	st, _, _ := runNomadStatusOf(t, h, n)
 	if d := anyStrings(st[0]["differs"]); !slices.Contains(d, "capacity_max") {
 		t.Errorf("nomad status: differs %v, want capacity_max among them", d)
+	}
+}
+
+// Nomad's refusal of an update whose capacity_max is below its copy's capacity said Nomad's
+// words alone ("max requested capacity (16 MB) less than or equal to current (21 MB)", as
+// Nomad 2.0.5 answers): the error now says that Nomad grew the volume past volctl's
+// capacity_max, and what works.
+func TestNomadRefusalOfAMaxBelowItsCapacitySaysWhatWorks(t *testing.T) {
+	h := nomadHarness(t)
+	if _, err := h.e.ExpandVolume(h.ctx, "db", 10<<20, 15<<20); err != nil {
+		t.Fatal(err)
+	}
+	n := newFakeNomad(t)
+	if _, _, err := registerIn(h, n); err != nil {
+		t.Fatal(err)
+	}
+	n.setOnPut(func(http.ResponseWriter, *http.Request) (int, string) {
+		return http.StatusInternalServerError, "unable to update volume: max requested capacity (16 MB) less than or equal to current (21 MB)"
+	})
+	_, _, err := registerIn(h, n)
+	if err == nil {
+		t.Fatal("register: no error")
+	}
+	for _, want := range []string{"max requested capacity", "grown, in Nomad, past volctl's capacity_max of 15MiB", "`volctl nomad release db` records the size its plugin lists"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("register: %v\nwant it to say %q", err, want)
+		}
 	}
 }
