@@ -697,6 +697,7 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 			return fmt.Errorf("nomad release: %w", err)
 		}
 	}
+	unanswered := map[string]error{} // plugins whose size check failed in this command
 	errs := askEach(ctx, c, ids, func(rest []string) string {
 		switch {
 		case opts.All && opts.Force:
@@ -729,7 +730,7 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 			"volume %q taken back from Nomad at %s", id, h.Address); err != nil {
 			return err
 		}
-		return sizeAfterTakeBack(ctx, opts.IO, e, id)
+		return sizeAfterTakeBack(ctx, opts.IO, e, id, unanswered)
 	})
 	return manyFailed("nomad release", errs)
 }
@@ -739,9 +740,26 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 // through the plugin for a registration asking a larger capacity_min while volctl refuses to:
 // its record was left at the size handed over. A plugin that cannot say, or does not answer,
 // leaves the take-back done, and a note says that the record may be behind and what records
-// the size.
-func sizeAfterTakeBack(ctx context.Context, ios *iostreams.IOStreams, e *engine.Engine, id string) error {
-	sc, err := e.SizeAfterHandover(ctx, id)
+// the size. A plugin whose check failed (unanswered, by plugin ID) is not asked again in the
+// command: a plugin that hangs would hold each volume of a release --all for its RPCs'
+// timeouts and retries.
+func sizeAfterTakeBack(ctx context.Context, ios *iostreams.IOStreams, e *engine.Engine, id string, unanswered map[string]error) error {
+	var (
+		sc  engine.SizeCheck
+		err error
+	)
+	info, verr := e.Volume(ctx, id)
+	sc.Recorded = info.CapacityBytes
+	switch failed, before := unanswered[info.PluginID]; {
+	case verr != nil:
+		err = verr
+	case before:
+		err = fmt.Errorf("not asked: %w, for another volume of this command", failed)
+	default:
+		if sc, err = e.SizeAfterHandover(ctx, id); err != nil {
+			unanswered[info.PluginID] = err
+		}
+	}
 	had := "volctl's record"
 	if sc.Recorded > 0 {
 		had += " of it (" + spec.FormatSize(sc.Recorded) + ")"

@@ -9,6 +9,7 @@ import (
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // growAsNomadDoes expands volume db through its plugin, as Nomad does for a registration of
@@ -124,4 +125,34 @@ func hpSocket(t *testing.T, h *cliHarness) string {
 	}
 	t.Fatalf("no plugin hp among %+v", ps)
 	return ""
+}
+
+// A plugin whose size check failed is not asked again for the other volumes of one release:
+// one that hangs would hold each volume of a release --all for its RPCs' timeouts and retries.
+// Each volume's warning still says its record may be behind.
+func TestNomadReleaseAsksAFailedPluginOnce(t *testing.T) {
+	h := nomadHarness(t)
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "db2", Name: "db2", Type: "csi", PluginID: "hp", CapacityMin: 10 << 20,
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	n := newFakeNomad(t)
+	ios, _, _, _ := iostreams.Test()
+	if err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db", "db2"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(hpSocket(t, h)); err != nil {
+		t.Fatal(err)
+	}
+	ios, _, _, errOut := iostreams.Test()
+	if err := nomadReleaseRun(context.Background(), &NomadReleaseOptions{IO: ios, Engine: h.engine, All: true, Force: true}); err != nil {
+		t.Fatalf("release --all --force with the plugin gone: %v", err)
+	}
+	warnings := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+	if len(warnings) != 2 {
+		t.Fatalf("release: stderr %q, want a warning for each volume", errOut)
+	}
+	if !strings.Contains(warnings[1], "not asked: ") || !strings.Contains(warnings[1], "for another volume of this command") {
+		t.Errorf("release: the second warning %q\nwant it to say its plugin was not asked again", warnings[1])
+	}
 }
