@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,30 +25,12 @@ func TestNomadRegisterDryRunSaysNomadRefusesAMaxBelowItsCapacity(t *testing.T) {
 	w.volctl(0, "nomad", "register", "db")
 
 	w.stepTo("nomad volume register grows it to 20MiB, capacity_max 30MiB")
-	w.writeFile("grown.hcl", fmt.Sprintf(`id = "db"
-name = "db"
-type = "csi"
-plugin_id = "mem"
-external_id = %q
-capacity_min = "20MiB"
+	w.editInNomad("grown.hcl", ext, `capacity_min = "20MiB"
 capacity_max = "30MiB"
 capability {
   access_mode     = "single-node-writer"
   attachment_mode = "file-system"
-}
-topology_request {
-  required {
-    topology {
-      segments = {
-        "topology.hostpath.volctl.dev/node" = "n1"
-      }
-    }
-  }
-}
-`, ext))
-	if out, err := w.tryNomad("volume", "register", filepath.Join(w.dir, "grown.hcl")); err != nil {
-		t.Fatalf("nomad volume register of the grown copy: %v\n%s", err, out)
-	}
+}`)
 
 	w.stepTo("volctl nomad register --dry-run says Nomad would refuse it; the registration is refused")
 	plan := w.volctl(4, "nomad", "register", "db", "--dry-run")

@@ -36,6 +36,32 @@ func startMemPluginInNomad(t *testing.T, id string) (w *nomadWorld, socket strin
 	return w, socket
 }
 
+// editInNomad registers Nomad's copy of volume db (plugin mem, external ID ext, node n1's
+// topology) from a file name whose fields between the external ID and the topology are body,
+// as `nomad volume register`: an edit made in Nomad after the handover.
+func (w *nomadWorld) editInNomad(name, ext, body string) {
+	w.t.Helper()
+	w.writeFile(name, fmt.Sprintf(`id = "db"
+name = "db"
+type = "csi"
+plugin_id = "mem"
+external_id = %q
+%s
+topology_request {
+  required {
+    topology {
+      segments = {
+        "topology.hostpath.volctl.dev/node" = "n1"
+      }
+    }
+  }
+}
+`, ext, body))
+	if out, err := w.tryNomad("volume", "register", filepath.Join(w.dir, name)); err != nil {
+		w.t.Fatalf("nomad volume register of %s: %v\n%s", name, err, out)
+	}
+}
+
 // stopMemPluginInNomad stops what startMemPluginInNomad started, and checks that nothing is
 // left running.
 func (w *nomadWorld) stopMemPluginInNomad(id string) {
@@ -80,32 +106,14 @@ func TestNomadStatusSaysWhatNomadChanged(t *testing.T) {
 	}
 
 	w.stepTo("nomad volume register edits Nomad's copy: another access mode, fs_type xfs, capacity_min 20MiB")
-	w.writeFile("edited.hcl", fmt.Sprintf(`id = "db"
-name = "db"
-type = "csi"
-plugin_id = "mem"
-external_id = %q
-capacity_min = "20MiB"
+	w.editInNomad("edited.hcl", ext, `capacity_min = "20MiB"
 capability {
   access_mode     = "single-node-reader-only"
   attachment_mode = "file-system"
 }
 mount_options {
   fs_type = "xfs"
-}
-topology_request {
-  required {
-    topology {
-      segments = {
-        "topology.hostpath.volctl.dev/node" = "n1"
-      }
-    }
-  }
-}
-`, ext))
-	if out, err := w.tryNomad("volume", "register", filepath.Join(w.dir, "edited.hcl")); err != nil {
-		t.Fatalf("nomad volume register of the edited copy: %v\n%s", err, out)
-	}
+}`)
 	want := map[string][2]string{
 		"capabilities":  {`["single-node-reader-only"/"file-system"]`, `["single-node-writer"/"file-system"]`},
 		"mount_options": {`fs_type "xfs", no mount flags`, `fs_type "", no mount flags`},
