@@ -772,7 +772,11 @@ func sizeAfterTakeBack(ctx context.Context, ios *iostreams.IOStreams, e *engine.
 	case sc.CannotSay:
 		fmt.Fprintf(ios.ErrOut, "Note: volume %q: its plugin cannot say what size a volume has (no LIST_VOLUMES or GET_VOLUME); %s\n", id, fix)
 	case sc.Grown:
-		line := fmt.Sprintf("Volume %q is %s as its plugin lists it, grown while in Nomad (volctl had %s): recorded", id, spec.FormatSize(sc.Listed), spec.FormatSize(sc.Recorded))
+		was := "none recorded"
+		if sc.Recorded > 0 {
+			was = "volctl had " + spec.FormatSize(sc.Recorded)
+		}
+		line := fmt.Sprintf("Volume %q is %s as its plugin lists it, grown while in Nomad (%s): recorded", id, spec.FormatSize(sc.Listed), was)
 		if sc.NodeOwed > 0 {
 			line += "; its file system is grown to it (NodeExpandVolume) at its next publish here, or by `volctl reconcile` while it is staged here"
 		}
