@@ -36,6 +36,32 @@ func startMemPluginInNomad(t *testing.T, id string) (w *nomadWorld, socket strin
 	return w, socket
 }
 
+// editInNomad registers Nomad's copy of volume db (plugin mem, external ID ext, node n1's
+// topology) from a file name whose fields between the external ID and the topology are body,
+// as `nomad volume register`: an edit made in Nomad after the handover.
+func (w *nomadWorld) editInNomad(name, ext, body string) {
+	w.t.Helper()
+	w.writeFile(name, fmt.Sprintf(`id = "db"
+name = "db"
+type = "csi"
+plugin_id = "mem"
+external_id = %q
+%s
+topology_request {
+  required {
+    topology {
+      segments = {
+        "topology.hostpath.volctl.dev/node" = "n1"
+      }
+    }
+  }
+}
+`, ext, body))
+	if out, err := w.tryNomad("volume", "register", filepath.Join(w.dir, name)); err != nil {
+		w.t.Fatalf("nomad volume register of %s: %v\n%s", name, err, out)
+	}
+}
+
 // stopMemPluginInNomad stops what startMemPluginInNomad started, and checks that nothing is
 // left running.
 func (w *nomadWorld) stopMemPluginInNomad(id string) {
@@ -80,32 +106,14 @@ func TestNomadStatusSaysWhatNomadChanged(t *testing.T) {
 	}
 
 	w.stepTo("nomad volume register edits Nomad's copy: another access mode, fs_type xfs, capacity_min 20MiB")
-	w.writeFile("edited.hcl", fmt.Sprintf(`id = "db"
-name = "db"
-type = "csi"
-plugin_id = "mem"
-external_id = %q
-capacity_min = "20MiB"
+	w.editInNomad("edited.hcl", ext, `capacity_min = "20MiB"
 capability {
   access_mode     = "single-node-reader-only"
   attachment_mode = "file-system"
 }
 mount_options {
   fs_type = "xfs"
-}
-topology_request {
-  required {
-    topology {
-      segments = {
-        "topology.hostpath.volctl.dev/node" = "n1"
-      }
-    }
-  }
-}
-`, ext))
-	if out, err := w.tryNomad("volume", "register", filepath.Join(w.dir, "edited.hcl")); err != nil {
-		t.Fatalf("nomad volume register of the edited copy: %v\n%s", err, out)
-	}
+}`)
 	want := map[string][2]string{
 		"capabilities":  {`["single-node-reader-only"/"file-system"]`, `["single-node-writer"/"file-system"]`},
 		"mount_options": {`fs_type "xfs", no mount flags`, `fs_type "", no mount flags`},
@@ -147,7 +155,15 @@ topology_request {
 	if differs, ds := statusOf(); len(differs) != 1 || len(ds) != 1 || ds[0] != (nomad.Difference{Field: "capacity_bytes", Nomad: "20MiB", Volctl: "10MiB"}) {
 		t.Errorf("nomad status after volctl's copy was sent again: differs %v, differences %+v; want only capacity_bytes, Nomad's 20MiB and volctl's 10MiB", differs, ds)
 	}
+	w.stepTo("nomad volume deregister; volctl nomad release takes the volume back at the size Nomad grew it to")
 	w.nomad("volume", "deregister", "db")
-	w.volctl(0, "nomad", "release", "db")
+	// The record was left at the size handed over (before, volume status said 10MiB): the
+	// take-back asks the plugin, which lists the volume at 20MiB.
+	if out := w.volctl(0, "nomad", "release", "db"); !strings.Contains(out, `Volume "db" is 20MiB as its plugin lists it, grown while in Nomad (volctl had 10MiB): recorded`) {
+		t.Errorf("release of a volume Nomad grew: %s\nwant it to say the size recorded", out)
+	}
+	if got := strings.TrimSpace(w.volctl(0, "volume", "status", "db", "-t", "{{.capacity_bytes}}")); got != "20971520" {
+		t.Errorf("capacity_bytes after the take-back = %s, want 20971520", got)
+	}
 	w.stopMemPluginInNomad("mem")
 }

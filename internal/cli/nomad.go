@@ -465,7 +465,7 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if exists && len(other) == 0 {
 		// Both sides' values (a context's may be a secret's), with no secret volctl knows
 		// nor the credentials sent to Nomad, as nomad status shows them.
-		plan.Differences = nomad.Differences(have, info, slices.Concat(plan.Changes, nomad.Refused(have, want), nomad.Kept(have, want), nomad.Sized(have, info)))
+		plan.Differences = nomad.Differences(have, info, nomad.Differing(have, info))
 		if err := redactOutput(ctx, e, c.Credentials(), &plan.Differences); err != nil {
 			return nil, fmt.Errorf("volume %q: %w", id, err)
 		}
@@ -482,7 +482,13 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 			fmt.Fprintf(opts.IO.Out, "  but "+format+"\n", args...)
 		}
 	}
-	if r := nomad.Refused(have, want); exists && len(other) == 0 && len(r) > 0 {
+	r := nomad.Refused(have, want)
+	if exists && len(other) == 0 && slices.Contains(r, "capacity_max") {
+		r = slices.DeleteFunc(r, func(f string) bool { return f == "capacity_max" })
+		but("Nomad refuses a capacity_max below its copy's capacity", "Nomad's copy has a capacity of %s (grown in Nomad), above volctl's capacity_max of %s, and Nomad refuses a capacity_max below a volume's capacity: it would be refused (once deregistered in Nomad, `%s` records the size its plugin lists, and `%s SIZE --limit MAX` a larger limit)",
+			spec.FormatSize(have.Capacity), spec.FormatSize(want.CapacityMax), shellquote.Command("volctl nomad release", id), shellquote.Command("volctl volume expand", id))
+	}
+	if exists && len(other) == 0 && len(r) > 0 {
 		but("Nomad refuses to change its "+strings.Join(r, ", "), "Nomad does not change a registered volume's %s, and volctl's differ from its copy's: it would be refused (deregister it in Nomad and register it again to change them)", strings.Join(r, ", "))
 	}
 	if k := nomad.Kept(have, want); exists && len(other) == 0 && len(k) > 0 {
@@ -650,7 +656,13 @@ with NOMAD_ADDR naming another cluster, the volume is not taken back. Nor is it 
 registration whose outcome Nomad did not say (no answer, or an error after which it may still
 apply it), until Nomad answers one OK: volctl nomad register again settles it.
 --force takes it back without asking Nomad (when the cluster is gone); two orchestrators must
-never claim one volume at once, so be sure Nomad no longer uses it.`,
+never claim one volume at once, so be sure Nomad no longer uses it.
+
+Nomad grows a volume it has through its plugin (a registration asking a larger capacity_min),
+while volctl grows none handed over: once a volume is taken back, its plugin is asked what size
+it has (ListVolumes, else ControllerGetVolume), and a larger one is recorded and said, the file
+system owed its NodeExpandVolume (sent at the volume's next publish here). A plugin that cannot
+say, or does not answer, leaves the take-back done, and a note names what records the size.`,
 		Example: `  nomad volume deregister db && volctl nomad release db`,
 		RunE:    runOpts(opts, idArgs(&opts.Volumes), runF, nomadReleaseRun),
 	}
@@ -685,6 +697,7 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 			return fmt.Errorf("nomad release: %w", err)
 		}
 	}
+	unanswered := map[string]error{} // plugins whose size check failed in this command
 	errs := askEach(ctx, c, ids, func(rest []string) string {
 		switch {
 		case opts.All && opts.Force:
@@ -713,10 +726,63 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 			fmt.Fprintf(opts.IO.ErrOut, "Volume %q is not handed over to Nomad: nothing to take back\n", id)
 			return nil
 		}
-		return printDone(opts.IO.Out, fmt.Sprintf("Took volume %q back from %s; volctl may claim it again\n", id, h.Where()),
-			"volume %q taken back from Nomad at %s", id, h.Address)
+		if err := printDone(opts.IO.Out, fmt.Sprintf("Took volume %q back from %s; volctl may claim it again\n", id, h.Where()),
+			"volume %q taken back from Nomad at %s", id, h.Address); err != nil {
+			return err
+		}
+		return sizeAfterTakeBack(ctx, opts.IO, e, id, unanswered)
 	})
 	return manyFailed("nomad release", errs)
+}
+
+// sizeAfterTakeBack asks the plugin of volume id, just taken back from Nomad, what size it has
+// (engine.SizeAfterHandover), and says so when it grew while in Nomad, which expands a volume
+// through the plugin for a registration asking a larger capacity_min while volctl refuses to:
+// its record was left at the size handed over. A plugin that cannot say, or does not answer,
+// leaves the take-back done, and a note says that the record may be behind and what records
+// the size. A plugin whose check failed (unanswered, by plugin ID) is not asked again in the
+// command: a plugin that hangs would hold each volume of a release --all for its RPCs'
+// timeouts and retries.
+func sizeAfterTakeBack(ctx context.Context, ios *iostreams.IOStreams, e *engine.Engine, id string, unanswered map[string]error) error {
+	var (
+		sc  engine.SizeCheck
+		err error
+	)
+	info, verr := e.Volume(ctx, id)
+	sc.Recorded = info.CapacityBytes
+	switch failed, before := unanswered[info.PluginID]; {
+	case verr != nil:
+		err = verr
+	case before:
+		err = fmt.Errorf("not asked: %w, for another volume of this command", failed)
+	default:
+		if sc, err = e.SizeAfterHandover(ctx, id); err != nil {
+			unanswered[info.PluginID] = err
+		}
+	}
+	had := "volctl's record"
+	if sc.Recorded > 0 {
+		had += " of it (" + spec.FormatSize(sc.Recorded) + ")"
+	}
+	fix := fmt.Sprintf("if Nomad expanded it, %s is behind: `%s SIZE`, with the size Nomad expanded it to, records it (the plugin answers with the size it has)",
+		had, shellquote.Command("volctl volume expand", id))
+	switch {
+	case err != nil:
+		fmt.Fprintf(ios.ErrOut, "Warning: volume %q: volctl could not learn from its plugin what size it has now (%s); %s\n", id, escapeLines(err.Error()), fix)
+	case sc.CannotSay:
+		fmt.Fprintf(ios.ErrOut, "Note: volume %q: its plugin cannot say what size a volume has (no LIST_VOLUMES or GET_VOLUME); %s\n", id, fix)
+	case sc.Grown:
+		was := "none recorded"
+		if sc.Recorded > 0 {
+			was = "volctl had " + spec.FormatSize(sc.Recorded)
+		}
+		line := fmt.Sprintf("Volume %q is %s as its plugin lists it, grown while in Nomad (%s): recorded", id, spec.FormatSize(sc.Listed), was)
+		if sc.NodeOwed > 0 {
+			line += "; its file system is grown to it (NodeExpandVolume) at its next publish here, or by `volctl reconcile` while it is staged here"
+		}
+		return printDone(ios.Out, line+"\n", "volume %q recorded at %s", id, spec.FormatSize(sc.Listed))
+	}
+	return nil
 }
 
 // askedToTakeBack asks the Nomad the volume was handed over to whether it has let go of it:
@@ -853,7 +919,7 @@ type NomadVolumeStatus struct {
 	// plugin or external ID), so Registered is false; how it differs.
 	AnotherVolume []string `json:"another_volume,omitempty"`
 	// Differs names the fields Nomad's copy of this volume has otherwise than volctl's
-	// (nomad.Changes): changed in Nomad since it was registered, or here.
+	// (nomad.Differing): changed in Nomad since it was registered, or here.
 	Differs []string `json:"differs,omitempty"`
 	// Differences says, for each field of Differs, what Nomad's copy has and what volctl's
 	// volume has (nomad.Differences).
@@ -959,7 +1025,7 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 			// of this one.
 			st.Nomad = &have
 			if st.AnotherVolume = nomad.IdentityIn(have, want, st.NomadNamespace); len(st.AnotherVolume) == 0 {
-				st.Registered, st.Differs = true, slices.Concat(nomad.Changes(have, want), nomad.Refused(have, want), nomad.Kept(have, want), nomad.Sized(have, info))
+				st.Registered, st.Differs = true, nomad.Differing(have, info)
 				if len(st.Differs) > 0 {
 					st.Differences = nomad.Differences(have, info, st.Differs)
 				}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -147,4 +148,98 @@ func handedOverThenEdited(t *testing.T, edit func(v map[string]any)) (*cliHarnes
 	n.readBack = edit
 	n.mu.Unlock()
 	return h, n
+}
+
+// nomad status names (differs) and register --dry-run words (differences) one list of the
+// fields Nomad's copy has otherwise, made in one place (nomad.Differing): a field one of them
+// compares, the other does too, in the same order.
+func TestNomadStatusAndPlanNameTheSameDifferences(t *testing.T) {
+	h, n := handedOverThenEdited(t, func(v map[string]any) {
+		v["RequestedCapacityMin"] = 1 << 30 // changed: capacity
+		v["Name"] = "other-name"            // refused: name
+		v["Capacity"] = 1 << 30             // sized: capacity_bytes
+	})
+	st, _, _ := runNomadStatusOf(t, h, n)
+	differs := anyStrings(st[0]["differs"])
+	ios, _, out, _ := iostreams.Test()
+	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}, DryRun: true,
+		Exporter: exportFlags{JSON: true}})
+	if ExitCode(err) != ExitConflict {
+		t.Fatalf("register --dry-run of a volume whose name Nomad's copy has otherwise: %v (exit %d), want exit %d", err, ExitCode(err), ExitConflict)
+	}
+	var plans []struct {
+		Differences []nomad.Difference `json:"differences"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("register --dry-run --json: %v\n%s", err, out)
+	}
+	var planned []string
+	for _, d := range plans[0].Differences {
+		planned = append(planned, d.Field)
+	}
+	if want := []string{"capacity", "name", "capacity_bytes"}; !slices.Equal(differs, want) || !slices.Equal(planned, want) {
+		t.Errorf("nomad status differs %v, register --dry-run differences %v; want both %v", differs, planned, want)
+	}
+}
+
+// Nomad refuses an update whose capacity_max is below the capacity its copy has
+// ("max requested capacity ... less than or equal to current"), which it has once it grew the
+// volume past the capacity_max volctl created it with. --dry-run said "Would update" and
+// exited 0; it now says the registration would be refused, with both sizes, and exits 4, and
+// nomad status names capacity_max among the differences.
+func TestNomadRegisterDryRunSaysAMaxBelowNomadsCapacityIsRefused(t *testing.T) {
+	h := nomadHarness(t)
+	if _, err := h.e.ExpandVolume(h.ctx, "db", 10<<20, 15<<20); err != nil { // capacity_max 15MiB
+		t.Fatal(err)
+	}
+	n := newFakeNomad(t)
+	if _, _, err := registerIn(h, n); err != nil {
+		t.Fatal(err)
+	}
+	n.mu.Lock()
+	n.readBack = func(v map[string]any) {
+		v["Capacity"], v["RequestedCapacityMin"], v["RequestedCapacityMax"] = 20<<20, 20<<20, 30<<20
+	}
+	n.mu.Unlock()
+	ios, _, out, _ := iostreams.Test()
+	err := nomadRegisterRun(context.Background(), &NomadRegisterOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}, DryRun: true})
+	if ExitCode(err) != ExitConflict {
+		t.Errorf("register --dry-run of a capacity_max below Nomad's capacity: %v (exit %d), want exit %d\n%s", err, ExitCode(err), ExitConflict, out)
+	}
+	for _, want := range []string{"capacity_max: Nomad's capacity 20MiB; volctl's max 15MiB", "above volctl's capacity_max of 15MiB", "it would be refused"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("register --dry-run: %q\nwant it to say %q", out, want)
+		}
+	}
+	st, _, _ := runNomadStatusOf(t, h, n)
+	if d := anyStrings(st[0]["differs"]); !slices.Contains(d, "capacity_max") {
+		t.Errorf("nomad status: differs %v, want capacity_max among them", d)
+	}
+}
+
+// Nomad's refusal of an update whose capacity_max is below its copy's capacity said Nomad's
+// words alone ("max requested capacity (16 MB) less than or equal to current (21 MB)", as
+// Nomad 2.0.5 answers): the error now says that Nomad grew the volume past volctl's
+// capacity_max, and what works.
+func TestNomadRefusalOfAMaxBelowItsCapacitySaysWhatWorks(t *testing.T) {
+	h := nomadHarness(t)
+	if _, err := h.e.ExpandVolume(h.ctx, "db", 10<<20, 15<<20); err != nil {
+		t.Fatal(err)
+	}
+	n := newFakeNomad(t)
+	if _, _, err := registerIn(h, n); err != nil {
+		t.Fatal(err)
+	}
+	n.setOnPut(func(http.ResponseWriter, *http.Request) (int, string) {
+		return http.StatusInternalServerError, "unable to update volume: max requested capacity (16 MB) less than or equal to current (21 MB)"
+	})
+	_, _, err := registerIn(h, n)
+	if err == nil {
+		t.Fatal("register: no error")
+	}
+	for _, want := range []string{"max requested capacity", "grown, in Nomad, past volctl's capacity_max of 15MiB", "`volctl nomad release db` records the size its plugin lists"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("register: %v\nwant it to say %q", err, want)
+		}
+	}
 }

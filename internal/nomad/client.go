@@ -554,6 +554,20 @@ func (c *Client) noNamespace(err error, v spec.Volume, ns string) string {
 	return fmt.Sprintf(" (Nomad there has no namespace %q, which the volume's spec names: %s)", ns, create)
 }
 
+// maxBelowCapacity is what volctl adds to err when it is Nomad's refusal of volume v's update
+// whose capacity_max is below the capacity Nomad's copy has (CSIVolume.expandVolume): Nomad
+// grew the volume past the capacity_max volctl has (Refused names it, and --dry-run says so).
+// What works: the take-back records the size the plugin lists, and a registration after sends
+// no capacity_max below it.
+func maxBelowCapacity(err error, v spec.Volume) string {
+	var ure api.UnexpectedResponseError
+	if !errors.As(err, &ure) || !ure.HasStatusCode() || !strings.Contains(ure.Body(), "max requested capacity") {
+		return ""
+	}
+	return fmt.Sprintf(" (Nomad's copy of the volume was grown, in Nomad, past volctl's capacity_max of %s, and Nomad refuses a capacity_max below a volume's capacity: Nomad serves its own copy, `%s` shows both; once the volume is deregistered in Nomad, `%s` records the size its plugin lists, and a registration after sends no capacity_max below it)",
+		spec.FormatSize(v.CapacityMax), volctl("status", v.ID), volctl("release", v.ID))
+}
+
 // busy is what volctl adds to err when it is a 429 or a 503 (Nomad's limit of connections
 // per client, limits.http_max_conns_per_client, answers 429; a proxy's rate limit or a server
 // not ready either): when to run the command again, as the answer's Retry-After says
@@ -962,7 +976,7 @@ func (c *Client) register(ctx context.Context, v spec.Volume) (warnings string, 
 	if err != nil {
 		c.noteStopped(err, fmt.Sprintf("volume %q", v.ID))
 		said := scrub(c.said(ctx, err, func(s string) string { return scrub(s, v) }), v) + c.denied(err, "csi-write-volume", vol.Namespace, pluginRead) +
-			c.noRegion(err, c.Region) + c.noNamespace(err, v, vol.Namespace) + busy(err, a)
+			c.noRegion(err, c.Region) + c.noNamespace(err, v, vol.Namespace) + maxBelowCapacity(err, v) + busy(err, a)
 		switch {
 		case answered(err) && settled(err):
 			return "", 0, &registerError{fmt.Errorf("volume %q: Nomad at %s %w: %s", v.ID, c.Address, ErrRefused, said), err}
@@ -1082,10 +1096,19 @@ func NotCompared(want spec.Volume) []string {
 // topology_request, once the volume has a topology, when the one sent is not the one Nomad's
 // copy was registered with ("volume topology request update was not compatible with existing
 // topology"; none sent differs from one, since Nomad keeps a registered volume's topology).
+//
+// And its capacity_max, when want's is below the capacity Nomad's copy has and the capacity
+// range sent differs from the copy's ("max requested capacity ... less than or equal to
+// current", CSIVolume.expandVolume, which compares the range only when it changes): Nomad's
+// copy has more than volctl's record once Nomad grew the volume through the plugin, past the
+// capacity_max volctl created it with.
 func Refused(have VolumeState, want spec.Volume) []string {
 	var out []string
 	if want.Name != "" && have.Name != want.Name {
 		out = append(out, "name")
+	}
+	if want.CapacityMax > 0 && have.Capacity > want.CapacityMax && (have.CapacityMin != want.CapacityMin || have.CapacityMax != want.CapacityMax) {
+		out = append(out, "capacity_max")
 	}
 	if len(want.Parameters) > 0 && !maps.Equal(have.Parameters, want.Parameters) {
 		out = append(out, "parameters")

@@ -13,7 +13,7 @@ import (
 // Difference is one field in which Nomad's copy of a volume differs from volctl's, with what
 // each side has, in words: so that a difference can be judged without reading both copies.
 type Difference struct {
-	// Field is the field's name, as Changes, Refused and Kept name it.
+	// Field is the field's name, as Differing names it.
 	Field string `json:"field"`
 	// Nomad is what Nomad's copy has, Volctl what volctl's volume has (or, for topology and
 	// topology_request, what a registration of it sends); "none" for nothing.
@@ -33,7 +33,17 @@ func Sized(have VolumeState, info engine.VolumeInfo) []string {
 	return nil
 }
 
-// Differences words each of fields (named by Changes, Refused, Kept or Sized) as Nomad's copy
+// Differing names every field in which Nomad's copy have of volume info differs from volctl's
+// (registered as RegisterSpec makes it), in a fixed order: those a registration would change
+// (Changes), those Nomad refuses to change (Refused) or keeps whatever is sent (Kept), and the
+// capacity Nomad has when it is not volctl's record (Sized). The one list `volctl nomad
+// status` names and `volctl nomad register --dry-run` words (Differences).
+func Differing(have VolumeState, info engine.VolumeInfo) []string {
+	want := RegisterSpec(info)
+	return slices.Concat(Changes(have, want), Refused(have, want), Kept(have, want), Sized(have, info))
+}
+
+// Differences words each of fields (named by Differing) as Nomad's copy
 // have and volctl's volume info (registered as RegisterSpec makes it) have it; a field it does
 // not know is left out.
 func Differences(have VolumeState, info engine.VolumeInfo, fields []string) []Difference {
@@ -62,6 +72,8 @@ func Differences(have VolumeState, info engine.VolumeInfo, fields []string) []Di
 			d.Nomad, d.Volctl = mapWords(have.Parameters), mapWords(want.Parameters)
 		case "capacity":
 			d.Nomad, d.Volctl = capacityWords(have.CapacityMin, have.CapacityMax), capacityWords(want.CapacityMin, want.CapacityMax)
+		case "capacity_max":
+			d.Nomad, d.Volctl = "capacity "+spec.FormatSize(have.Capacity), "max "+spec.FormatSize(want.CapacityMax)
 		case "capacity_bytes":
 			d.Nomad, d.Volctl = spec.FormatSize(have.Capacity), spec.FormatSize(info.CapacityBytes)
 		case "topology_request":

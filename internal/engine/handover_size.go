@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// SizeCheck is what SizeAfterHandover learnt of a volume's size from its plugin.
+type SizeCheck struct {
+	// Asked is the RPC the plugin was asked by (ListVolumes, else ControllerGetVolume); "" when
+	// nothing was asked: the plugin cannot say (CannotSay), or the volume is handed over again,
+	// or not ready.
+	Asked string
+	// CannotSay: the plugin has no RPC that says a volume's size (no LIST_VOLUMES nor
+	// GET_VOLUME, or no controller here).
+	CannotSay bool
+	// Recorded is the size volctl had recorded (0: unknown); Listed the plugin's (0 when it
+	// did not list the volume, or answered no size).
+	Recorded, Listed int64
+	// Grown: Listed is larger than Recorded, and is the volume's recorded size now.
+	Grown bool
+	// NodeOwed is the NodeExpandVolume owed since (0: none): the size, when the plugin's node
+	// service can expand and the record had a size the file system was grown to.
+	NodeOwed int64
+}
+
+// SizeAfterHandover asks the plugin of a volume taken back from Nomad what size the volume's
+// storage has (ListVolumes where the plugin lists volumes, else ControllerGetVolume), and
+// records it when it is larger than volctl's record. Nomad grows a volume it has through the
+// plugin (a registration asking a larger capacity_min: `nomad volume register`), while volctl
+// refuses to expand a volume handed over, so its record stayed at the size it handed over:
+// `volume status` showed that, a handover again sent it as capacity_min, and an expand between
+// the two sizes was sent as a growth. A file system grown by Nomad only where its allocs had
+// the volume is owed a NodeExpandVolume to the new size when the plugin's node can expand (CSI
+// makes it idempotent): sent at the next publish, or by reconcile where the volume is staged
+// here, as an expand's. A smaller size, or none, changes nothing (volumes never shrink).
+// Nothing is asked of a volume handed over again meanwhile.
+func (e *Engine) SizeAfterHandover(ctx context.Context, volumeID string) (SizeCheck, error) {
+	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (SizeCheck, error) { return e.sizeAfterHandoverStored(ctx, id) })
+}
+
+// sizeAfterHandoverStored is SizeAfterHandover of the ID as stored (byStoredID).
+func (e *Engine) sizeAfterHandoverStored(ctx context.Context, volumeID string) (SizeCheck, error) {
+	v, c, unlock, err := e.lockedVolume(ctx, volumeID)
+	out := SizeCheck{Recorded: v.CapacityBytes} // read before the plugin is connected
+	if err != nil {
+		return out, err
+	}
+	defer unlock()
+	marked := false
+	if err := e.store.View(ctx, func(tx *store.Tx) error {
+		_, err := tx.Handovers().Get(volumeID)
+		marked = err == nil
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		return err
+	}); err != nil || marked || v.State != store.VolumeReady {
+		return out, err
+	}
+	if out.Asked = volumeCheck(c); out.Asked == "" {
+		out.CannotSay = true
+		return out, nil
+	}
+	err = e.withController(ctx, c, func(ctx context.Context) error {
+		var err error
+		out.Listed, err = e.listedSize(ctx, c, out.Asked, v.ExternalID)
+		return err
+	})
+	if err != nil {
+		return out, fmt.Errorf("volume %q: %s of plugin %q: %w", volumeID, out.Asked, v.PluginID, err)
+	}
+	if out.Listed <= currentSize(v) {
+		return out, nil
+	}
+	if v.CapacityBytes > 0 && c.fp.Node && c.fp.Capabilities.Node.ExpandVolume {
+		out.NodeOwed = out.Listed
+	}
+	err = e.store.Update(ctx, e.locks.holding(volumeID, func(tx *store.Tx) error {
+		cur, err := tx.Volumes().Get(volumeID)
+		if err != nil {
+			return err
+		}
+		if out.Listed <= currentSize(cur) {
+			out.NodeOwed = 0
+			return nil // grown by an expand meanwhile
+		}
+		cur.CapacityBytes = out.Listed
+		msg := fmt.Sprintf("volume %q is %s as plugin %q lists it, grown while handed over to Nomad (volctl had %s): recorded",
+			volumeID, spec.FormatSize(out.Listed), v.PluginID, spec.FormatSize(currentSize(v)))
+		if out.NodeOwed > 0 {
+			cur.NodeExpandMin, cur.NodeExpandMax = max(cur.NodeExpandMin, out.NodeOwed), 0
+			msg += "; the node expansion is owed"
+		}
+		if err := tx.Volumes().Update(&cur); err != nil {
+			return err
+		}
+		out.Grown = true
+		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: volumeID, PluginID: v.PluginID, RPC: out.Asked, Message: msg})
+	}))
+	if err != nil {
+		return out, fmt.Errorf("volume %q: recording the size plugin %q lists it at: %w", volumeID, v.PluginID, err)
+	}
+	return out, nil
+}
+
+// listedSize is the size the plugin answers rpc (ListVolumes or ControllerGetVolume) with for
+// its volume externalID: 0 when it does not list it, answers about another volume, or answers
+// a negative size, which CSI does not allow. ListVolumes is paged until the page naming it
+// (maxCheckPages, as listsID); the caller holds the plugin's controller lock.
+func (e *Engine) listedSize(ctx context.Context, c *conn, rpc, externalID string) (int64, error) {
+	var size int64
+	switch rpc {
+	case csi.RPCListVolumes:
+		err := e.listPages(ctx, c, rpc, maxCheckPages, func(ctx context.Context, token string) (string, bool, error) {
+			page, err := c.client.ListVolumes(ctx, csi.ListVolumesRequest{StartingToken: token})
+			if err != nil {
+				return "", false, err
+			}
+			for _, en := range page.Entries {
+				if en.Volume.ID == externalID {
+					size = en.Volume.CapacityBytes
+					return page.NextToken, true, nil
+				}
+			}
+			return page.NextToken, false, nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	case csi.RPCControllerGetVolume:
+		found, got, err := e.getsVolume(ctx, c, externalID)
+		if err != nil || !found || got.Volume.ID != externalID {
+			return 0, err
+		}
+		size = got.Volume.CapacityBytes
+	}
+	return max(size, 0), nil
+}
