@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"time"
@@ -118,6 +119,14 @@ func (p *Plugin) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 		if err == nil {
 			err = os.Chmod(p.volumePath(v.ID), volumeMode) // past the umask
 		}
+		if err == nil {
+			// On disk, with its mode, before the record that names it is written: a power
+			// loss would otherwise leave the record and no directory.
+			err = syncDir(p.volumePath(v.ID))
+		}
+		if err == nil {
+			err = syncDir(p.volumesDir())
+		}
 	}
 	var unlock func()
 	if err == nil {
@@ -182,7 +191,11 @@ func (p *Plugin) copyInto(ctx context.Context, src, dst string) error {
 	if err := copyTree(ctx, src, work); err != nil {
 		return err
 	}
-	return os.Rename(work, dst)
+	if err := os.Rename(work, dst); err != nil {
+		return err
+	}
+	// The rename on disk before the record that names dst is written.
+	return syncDir(filepath.Dir(dst))
 }
 
 // copyStatus maps a copy failure: a cancelled or expired request keeps its own code, so the

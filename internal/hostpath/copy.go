@@ -123,8 +123,15 @@ func reopen(fd int, path string) (*os.File, error) {
 // and symlinks, with their modes and, when the plugin runs as root, their owners. Sockets,
 // FIFOs and devices are skipped: they are endpoints, not data, and a snapshot of one means
 // nothing. It stops early when ctx is done. It never follows a symlink (walkTree).
+//
+// What it made is on disk when it returns: each file synced once written, each directory once
+// all of it was made (dst included). The copy is a snapshot or a new volume whose record is
+// written (durably) once it is renamed into place: unsynced, a power loss in the next seconds
+// left that record naming a copy of empty or partial files, or directories without their
+// entries (TestCopiesAndNewVolumesAreOnDiskBeforeTheirRecords).
 func copyTree(ctx context.Context, src, dst string) error {
-	return walkTree(ctx, src, func(e *treeEntry) error {
+	var dirs []string
+	err := walkTree(ctx, src, func(e *treeEntry) error {
 		target := filepath.Join(dst, e.rel)
 		perm := fs.FileMode(e.st.Mode) & fs.ModePerm
 		switch e.kind() {
@@ -132,6 +139,7 @@ func copyTree(ctx context.Context, src, dst string) error {
 			if err := os.Mkdir(target, perm); err != nil {
 				return err
 			}
+			dirs = append(dirs, target)
 		case unix.S_IFLNK:
 			link, err := readLink(e.fd)
 			if err != nil {
@@ -149,6 +157,15 @@ func copyTree(ctx context.Context, src, dst string) error {
 		}
 		return copyOwnerAndMode(target, &e.st)
 	})
+	if err != nil {
+		return err
+	}
+	for _, dir := range slices.Backward(dirs) {
+		if err := syncDir(dir); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readLink is what the symlink an O_PATH descriptor holds points to.
@@ -179,6 +196,10 @@ func copyFile(e *treeEntry, src, dst string, perm fs.FileMode) error {
 	if _, err := io.Copy(out, in); err != nil {
 		out.Close()
 		return fmt.Errorf("copying %q: %w", src, err)
+	}
+	if err := syncFile(out); err != nil {
+		out.Close()
+		return fmt.Errorf("copying %q: syncing %q: %w", src, dst, err)
 	}
 	return out.Close()
 }

@@ -346,11 +346,14 @@ func syncDir(dir string) error {
 		return fmt.Errorf("syncing %q: %w", dir, err)
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := syncFile(d); err != nil {
 		return fmt.Errorf("syncing %q: %w", dir, err)
 	}
 	return nil
 }
+
+// syncFile is (*os.File).Sync; tests record what is synced, and when.
+var syncFile = (*os.File).Sync
 
 // volumeByName finds a volume by its CreateVolume name, for idempotent creates.
 func (s *state) volumeByName(name string) *volume {
