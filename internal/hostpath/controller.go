@@ -73,6 +73,7 @@ func (p *Plugin) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.keepReserve()
 
 	if v := p.state.volumeByName(name); v != nil {
 		switch {
@@ -381,7 +382,7 @@ func (p *Plugin) ControllerUnpublishVolume(ctx context.Context, req *csi.Control
 	} else {
 		clear(v.Attachments)
 	}
-	if err := p.saveOrUndo("", id, func() { v.Attachments = before }); err != nil {
+	if err := p.saveTeardownOrUndo("", id, func() { v.Attachments = before }); err != nil {
 		return nil, err
 	}
 	return &csi.ControllerUnpublishVolumeResponse{}, nil
@@ -494,6 +495,7 @@ func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.keepReserve()
 	if sn := p.state.snapshotByName(name); sn != nil {
 		if sn.SourceVolume != src {
 			return nil, alreadyExists("snapshot %q exists for source volume %q, not %q", name, sn.SourceVolume, src)
