@@ -3,6 +3,7 @@ package hostpath
 import (
 	"context"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,23 +13,42 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 )
 
-// syncEvent is one sync the plugin made: of what, how many records were on disk then, and the
-// names volumes/ and snapshots/ held then.
+// syncEvent is one sync the plugin made: of what (a file, or with fs the file system holding
+// it), how many records were on disk then, the names volumes/ and snapshots/ held then, and for
+// a file system's sync, the size of each file under the root then (-1 for a directory).
 type syncEvent struct {
 	path    string
+	fs      bool
 	records int
 	placed  []string // "volumes/ID" and "snapshots/ID" present at the sync
+	tree    map[string]int64
 }
 
-// recordCopySyncs replaces syncFile for the test with one that logs each sync (syncEvent).
+// recordCopySyncs replaces syncFile and syncFS for the test with ones that log each sync
+// (syncEvent).
 func recordCopySyncs(t *testing.T, root string) *[]syncEvent {
 	t.Helper()
 	var log []syncEvent
-	old := syncFile
-	t.Cleanup(func() { syncFile = old })
+	oldFile, oldFS := syncFile, syncFS
+	t.Cleanup(func() { syncFile, syncFS = oldFile, oldFS })
 	syncFile = func(f *os.File) error {
 		log = append(log, syncEvent{path: f.Name(), records: countRecords(t, root), placed: placedDirs(root)})
-		return old(f)
+		return oldFile(f)
+	}
+	syncFS = func(f *os.File) error {
+		tree := map[string]int64{}
+		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err == nil {
+				if fi, ierr := d.Info(); ierr == nil && d.IsDir() {
+					tree[path] = -1
+				} else if ierr == nil && fi.Mode().IsRegular() {
+					tree[path] = fi.Size()
+				}
+			}
+			return nil
+		})
+		log = append(log, syncEvent{path: f.Name(), fs: true, records: countRecords(t, root), placed: placedDirs(root), tree: tree})
+		return oldFS(f)
 	}
 	return &log
 }
@@ -58,53 +78,76 @@ func placedDirs(root string) []string {
 	return out
 }
 
+// copyRel is rel when path is root/KIND/ID/REL (final) or root/partial/copy-XXX/data/REL (the
+// copy before its rename), "." for the directory itself.
+func copyRel(root, final, path string) (string, bool) {
+	if rel, err := filepath.Rel(final, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel, true
+	}
+	if rel, err := filepath.Rel(filepath.Join(root, "partial"), path); err == nil && !strings.HasPrefix(rel, "..") {
+		if parts := strings.SplitN(rel, string(filepath.Separator), 3); len(parts) >= 2 && parts[1] == "data" {
+			if len(parts) == 3 {
+				return parts[2], true
+			}
+			return ".", true
+		}
+	}
+	return "", false
+}
+
 // wantDurableBeforeRecorded fails unless every directory and regular file of root/KIND/ID (the
-// directory a create just put in place, with records records on disk before it) was synced
-// before its record was written: at its path there, or in the partial copy renamed there; and
+// directory a create just put in place, with records records on disk before it) was on disk
+// before its record was written: synced itself, at its path there or in the partial copy
+// renamed there, or its file system synced once it was there whole (its final size); and
 // unless root/KIND was synced with KIND/ID in it, before the record too. Without that, a power
-// loss after the plugin answered may leave the record, durable, naming a copy whose files
-// are empty or partial, or no directory at all: a snapshot that restores as nothing.
+// loss after the plugin answered may leave the record, durable, naming a copy whose files are
+// empty or partial, or no directory at all: a snapshot that restores as nothing.
 func wantDurableBeforeRecorded(t *testing.T, root string, log []syncEvent, records int, kind, id string) {
 	t.Helper()
 	final := filepath.Join(root, kind, id)
-	synced := map[string]bool{} // rel of the copy, synced before the record
-	parentSynced := false
-	for _, ev := range log {
-		if ev.records != records {
-			continue
-		}
-		if ev.path == filepath.Join(root, kind) && slices.Contains(ev.placed, kind+"/"+id) {
-			parentSynced = true
-		}
-		if rel, err := filepath.Rel(final, ev.path); err == nil && !strings.HasPrefix(rel, "..") {
-			synced[rel] = true
-		}
-		if rel, err := filepath.Rel(filepath.Join(root, "partial"), ev.path); err == nil && !strings.HasPrefix(rel, "..") {
-			// partial/copy-XXX/data/REL
-			if parts := strings.SplitN(rel, string(filepath.Separator), 3); len(parts) >= 2 && parts[1] == "data" {
-				r := "."
-				if len(parts) == 3 {
-					r = parts[2]
-				}
-				synced[r] = true
-			}
-		}
-	}
+	want := map[string]int64{} // rel -> size, -1 for a directory
 	err := filepath.WalkDir(final, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && !d.Type().IsRegular() {
-			return nil
-		}
 		rel, _ := filepath.Rel(final, path)
-		if !synced[rel] {
-			t.Errorf("%s (%s of %s) was not synced before its record was written: a power loss may leave it empty or gone under a record that says it is there", path, rel, id)
+		switch fi, err := d.Info(); {
+		case err != nil:
+			return err
+		case d.IsDir():
+			want[rel] = -1
+		case fi.Mode().IsRegular():
+			want[rel] = fi.Size()
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	synced := map[string]bool{} // rel of the copy, on disk before the record
+	parentSynced := false
+	for _, ev := range log {
+		if ev.records != records {
+			continue
+		}
+		placed := slices.Contains(ev.placed, kind+"/"+id)
+		if ev.path == filepath.Join(root, kind) && placed || ev.fs && placed {
+			parentSynced = true
+		}
+		if rel, ok := copyRel(root, final, ev.path); ok && !ev.fs {
+			synced[rel] = true
+		}
+		for path, size := range ev.tree {
+			if rel, ok := copyRel(root, final, path); ok && want[rel] == size {
+				synced[rel] = true
+			}
+		}
+	}
+	for _, rel := range slices.Sorted(maps.Keys(want)) {
+		if !synced[rel] {
+			t.Errorf("%s (%s of %s) was not synced before its record was written: a power loss may leave it empty or gone under a record that says it is there",
+				filepath.Join(final, rel), rel, id)
+		}
 	}
 	if !parentSynced {
 		t.Errorf("%s was not synced with %s in it before its record was written: a power loss may leave the record naming no directory", filepath.Join(root, kind), id)
