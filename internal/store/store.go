@@ -253,6 +253,9 @@ func openWritable(ctx context.Context, abs string, target int, o options) (*Stor
 	if err := prepareFile(path, sizes, blank, o.log); err != nil {
 		return nil, inDir(abs, err)
 	}
+	if err := checkWALGone(path, sizes); err != nil {
+		return nil, inDir(abs, err)
+	}
 
 	file, err := idAt(path)
 	if err != nil {
@@ -754,7 +757,9 @@ func (s *Store) CloseAtExit() error {
 	if s.w == nil {
 		return nil // read-only: nothing written
 	}
-	if s.bulk() {
+	if s.bulk() || s.writes.Load() > 0 && walRemoved(s.path) {
+		// A WAL removed under this process (walgone.go) has its commits in this process
+		// alone: the checkpoint copies them into the file, which the exit would lose.
 		s.checkpointNow()
 	}
 	s.w.abandon()
