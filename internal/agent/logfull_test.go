@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 )
 
 // A plugin's log past its bound on a state dir whose file system is full (the flood outran the
@@ -18,27 +20,13 @@ import (
 // how much output was dropped and why, no partial .log.1 is left, and the error names the
 // file that could not be written.
 func TestTrimLogOnAFullDiskGivesTheSpaceBack(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to mount a small tmpfs to fill")
-	}
-	mnt := t.TempDir()
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=16m"); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(mnt, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", mnt, err)
-		}
-	})
+	mnt := hostpathtest.Tmpfs(t, "size=16m")
 	path := filepath.Join(mnt, "p.log")
 	line := strings.Repeat("x", 1023) + "\n"
 	if err := os.WriteFile(path, bytes.Repeat([]byte(line), (maxLogSize+maxLogSize/8)/len(line)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fill := filepath.Join(mnt, "fill")
-	if err := os.WriteFile(fill, make([]byte, 16<<20), 0o600); !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("filling %s: %v, want ENOSPC", mnt, err)
-	}
+	hostpathtest.Fill(t, filepath.Join(mnt, "fill"))
 	err := trimLog(path)
 	if err == nil {
 		t.Fatalf("trimLog on a full file system succeeded; want an error naming %s.1", path)

@@ -1,12 +1,12 @@
 package cli
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 )
 
 // The output directory's file system is full: the export fails naming the file it could not
@@ -14,25 +14,12 @@ import (
 // is full, and what to do; nothing half-written is left there. Before, the error was the
 // temporary file's write error alone.
 func TestExportNomadOnAFullDiskSaysWhatToDo(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to mount a small tmpfs to fill")
-	}
-	mnt := t.TempDir()
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=64k"); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(mnt, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", mnt, err)
-		}
-	})
+	mnt := hostpathtest.Tmpfs(t, "size=64k")
 	out := filepath.Join(mnt, "out")
 	if err := os.Mkdir(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(mnt, "fill"), make([]byte, 128<<10), 0o600); !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("filling %s: %v, want ENOSPC", mnt, err)
-	}
+	hostpathtest.Fill(t, filepath.Join(mnt, "fill"))
 	h := newCLIHarness(t)
 	exportVolume(t, h)
 	_, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes = []string{"db"}; o.OutDir = out })

@@ -2,15 +2,13 @@ package hostpath_test
 
 import (
 	"context"
-	"errors"
-	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
 	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 )
 
 // The plugin's root is the file system its volumes' data is on: a consumer writing to its
@@ -22,18 +20,7 @@ import (
 // away from its consumers, succeed on a full root, and what they recorded is there after a
 // restart.
 func TestTeardownsSucceedOnAFullRoot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to mount a small tmpfs as the plugin's root")
-	}
-	root := t.TempDir()
-	if err := syscall.Mount("tmpfs", root, "tmpfs", 0, "size=2m,mode=0700"); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(root, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", root, err)
-		}
-	})
+	root := hostpathtest.Tmpfs(t, "size=2m,mode=0700")
 	cfg := hostpath.Config{Root: root, NodeID: "n1", EnableAttach: true}
 	c, _ := startFake(t, cfg)
 	ctx := context.Background()
@@ -45,17 +32,7 @@ func TestTeardownsSucceedOnAFullRoot(t *testing.T) {
 	mustOK(t, c.publish(v, p, p.target, false, pub.GetPublishContext()))
 
 	// The consumer fills its volume, and with it the root.
-	f, err := os.Create(filepath.Join(c.volumeDir(t, v.GetVolumeId()), "fill"))
-	mustOK(t, err)
-	for {
-		if _, err := f.Write(make([]byte, 64<<10)); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("filling the volume: %v, want ENOSPC", err)
-			}
-			break
-		}
-	}
-	mustOK(t, f.Close())
+	hostpathtest.Fill(t, filepath.Join(c.volumeDir(t, v.GetVolumeId()), "fill"))
 
 	if err := c.unpublish(v, p.target); err != nil {
 		t.Fatalf("NodeUnpublishVolume on a full root: %v", err)
