@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/procfs"
 	"github.com/volctl/volctl/internal/spec"
@@ -221,7 +223,11 @@ func trimLog(path string) error {
 	return trimOpen(src, path+".1")
 }
 
-// trimOpen is trimLog for the log open as src, rotated to the path rotated.
+// trimOpen is trimLog for the log open as src, rotated to the path rotated. When the newest
+// output cannot be kept there (the file system is full, rotated is not a regular file), the log
+// is emptied all the same (dropAll): its bound comes first, since it shares the store's file
+// system, and before, a full disk kept the log at its size, the space the rotation exists to
+// give back never given (TestTrimLogOnAFullDiskGivesTheSpaceBack).
 func trimOpen(src *os.File, rotated string) error {
 	st, err := src.Stat()
 	if err != nil || st.Size() <= maxLogSize {
@@ -229,7 +235,7 @@ func trimOpen(src *os.File, rotated string) error {
 	}
 	dst, err := openStateFile(rotated, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
-		return err
+		return dropAll(src, st.Size(), err)
 	}
 	if drop := st.Size() - maxLogSize; drop > 0 {
 		fmt.Fprintf(dst, "%s volctl agent: %d bytes of earlier output dropped: the log grew past %d bytes between two checks\n",
@@ -243,9 +249,25 @@ func trimOpen(src *os.File, rotated string) error {
 		err = cerr
 	}
 	if err != nil {
-		return err
+		_ = os.Remove(rotated) // a part of the output, its newest lines missing: none is clearer
+		return dropAll(src, st.Size(), err)
 	}
 	return src.Truncate(0)
+}
+
+// dropAll empties the log src, of size bytes, whose output could not be kept (why), and says
+// so in it, on a line appended as the plugin's writes are, after any the plugin made since.
+func dropAll(src *os.File, size int64, why error) error {
+	if err := src.Truncate(0); err != nil {
+		return errors.Join(why, fmt.Errorf("emptying the log %s: %w", src.Name(), err))
+	}
+	if flags, err := unix.FcntlInt(src.Fd(), unix.F_GETFL, 0); err == nil {
+		if _, err := unix.FcntlInt(src.Fd(), unix.F_SETFL, flags|unix.O_APPEND); err == nil {
+			fmt.Fprintf(src, "%s volctl agent: %d bytes of output dropped: the log grew past %d bytes and its newest output could not be kept: %v\n",
+				time.Now().Format(time.RFC3339), size, maxLogSize, why)
+		}
+	}
+	return fmt.Errorf("%w (the plugin's log was emptied instead, %d bytes of its output dropped, to keep it within %d bytes on the state dir's file system)", why, size, maxLogSize)
 }
 
 // orphanedLog opens the file a running plugin writes its output to when the log's path no

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -81,22 +81,8 @@ func TestAgentStateFileThatIsANamedPipeIsRefused(t *testing.T) {
 // device" while every command said "is the plugin running?": the error now says the state dir's
 // file system is full and what to do, as the store's own errors on a full disk do.
 func TestPidFileOnAFullDiskSaysWhatToDo(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to mount a small tmpfs to fill")
-	}
-	mnt := t.TempDir()
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=64k"); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(mnt, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", mnt, err)
-		}
-	})
-	// Everything but the pid file's page is taken.
-	if err := os.WriteFile(filepath.Join(mnt, "fill"), make([]byte, 128<<10), 0o600); !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("filling %s: %v, want ENOSPC", mnt, err)
-	}
+	mnt := hostpathtest.Tmpfs(t, "size=64k")
+	hostpathtest.Fill(t, filepath.Join(mnt, "fill"))
 	err := writePidFile(mnt, "hp", &process{pid: os.Getpid()})
 	if err == nil {
 		t.Fatal("a pid file was written on a full file system")

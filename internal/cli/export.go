@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -262,10 +263,10 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		return fmt.Errorf("export nomad: output directory: %w", err)
 	}
 	var printErr error
-	for _, f := range files {
+	for i, f := range files {
 		path := filepath.Join(opts.OutDir, f.name)
 		if err := atomicfile.Write(path, f.data, f.mode); err != nil {
-			return fmt.Errorf("export nomad: %s: %w", f.what, err)
+			return fmt.Errorf("export nomad: %s: writing %s: %w%s", f.what, path, err, noRoomToExport(err, opts.OutDir, i, len(files)))
 		}
 		if printErr == nil {
 			printErr = printDone(opts.IO.Out, fmt.Sprintf("Wrote %s to %s\n", f.what, path), "export nomad: wrote %d file(s) to %s", len(files), opts.OutDir)
@@ -279,6 +280,21 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(n))
 	}
 	return printErr
+}
+
+// noRoomToExport says what to do when err, writing a file into dir, found its file system full
+// (or the user's quota on it used up): "" for any other error. written of total files were
+// written before it, each whole (atomicfile), and the failed one left nothing.
+func noRoomToExport(err error, dir string, written, total int) string {
+	full := "full"
+	switch {
+	case errors.Is(err, syscall.EDQUOT):
+		full = "at this user's disk quota"
+	case !errors.Is(err, syscall.ENOSPC):
+		return ""
+	}
+	return fmt.Sprintf(" (the file system holding %s is %s: free space there, or give another directory with --out, then run the export again; %d of the %d files were written before this one, each whole)",
+		dir, full, written, total)
 }
 
 // echoedIntoIdentity refuses a volume whose external ID or accessible topology holds a secret

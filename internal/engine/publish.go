@@ -1160,10 +1160,13 @@ type publishIndex struct {
 	mu      sync.Mutex
 	built   bool
 	builtAt time.Time // when the walk started: a directory of the tree born since may be unindexed
-	dev     uint64    // the publish directory's device, 0 when it could not be had
-	byID    map[fileID][]publishEntry
-	mounts  map[seenMount]bool // mounts under the publish tree whose mount points are indexed
-	builds  int                // walks of the tree made, for tests of what a pass costs
+	// builtMono is time.Now at the walk's start, whose monotonic reading tells how long ago that
+	// was whatever the wall clock (builtAt's, the engine's clock) did since (bornSince).
+	builtMono time.Time
+	dev       uint64 // the publish directory's device, 0 when it could not be had
+	byID      map[fileID][]publishEntry
+	mounts    map[seenMount]bool // mounts under the publish tree whose mount points are indexed
+	builds    int                // walks of the tree made, for tests of what a pass costs
 }
 
 // clockLag is how far a file system's timestamps may lag the clock time.Now reads: the kernel
@@ -1208,7 +1211,7 @@ func (x *publishIndex) entry(e *Engine, tid fileID, born func() (time.Time, erro
 	defer x.mu.Unlock()
 	publish := filepath.Join(e.cfg.StateDir, publishDir)
 	if !x.built {
-		x.build(publish)
+		x.build(publish, e.cfg.Now())
 	}
 	found := x.lookup(tid, volumeID, targets, ofStateDir)
 	if found == "" && targets { // a staging plugin's target, its staging's bind, reads no table
@@ -1218,8 +1221,8 @@ func (x *publishIndex) entry(e *Engine, tid fileID, born func() (time.Time, erro
 			found = x.lookup(tid, volumeID, targets, ofStateDir)
 		}
 	}
-	if found == "" && x.bornSince(tid, born) {
-		x.build(publish)
+	if found == "" && x.bornSince(tid, born, e.cfg.Now()) {
+		x.build(publish, e.cfg.Now())
 		found = x.lookup(tid, volumeID, targets, ofStateDir)
 	}
 	if found == "" {
@@ -1256,10 +1259,18 @@ func (x *publishIndex) add(en publishEntry, id fileID) {
 
 // bornSince reports whether identity tid may be a directory of the publish tree the index has
 // not seen: on the publish directory's file system, and born (born's answer) after the index
-// was built, or when that cannot be told.
-func (x *publishIndex) bornSince(tid fileID, born func() (time.Time, error)) bool {
+// was built, or when that cannot be told. A birth time is the wall clock's: when that clock
+// reads (now) less time since the build than the monotonic clock measured, it was stepped back
+// meanwhile (NTP, a date set by hand), and a directory born since may carry a time before the
+// build's, so every one is taken for born since: one walk more, where the step made a
+// directory another command made after the walk look walked
+// (TestRestoreIndexSeesADirectoryMadeSinceItWasBuiltAfterTheClockSteppedBack).
+func (x *publishIndex) bornSince(tid fileID, born func() (time.Time, error), now time.Time) bool {
 	if x.dev != 0 && tid.dev != x.dev {
 		return false
+	}
+	if now.Round(0).Sub(x.builtAt.Round(0)) < time.Since(x.builtMono)-clockLag {
+		return true
 	}
 	at, err := born()
 	return err != nil || !at.Before(x.builtAt.Add(-clockLag))
@@ -1267,8 +1278,8 @@ func (x *publishIndex) bornSince(tid fileID, born func() (time.Time, error)) boo
 
 // build walks the publish tree as publishTreeEntry does, every path of it indexed, and notes
 // the mounts under it, whose mount points the walk indexed as they are.
-func (x *publishIndex) build(publish string) {
-	x.built, x.builtAt, x.byID, x.mounts = true, time.Now(), map[fileID][]publishEntry{}, map[seenMount]bool{}
+func (x *publishIndex) build(publish string, now time.Time) {
+	x.built, x.builtAt, x.builtMono, x.byID, x.mounts = true, now, time.Now(), map[fileID][]publishEntry{}, map[seenMount]bool{}
 	x.builds++
 	x.dev = 0
 	if id, ok := statID(publish); ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"time"
@@ -72,6 +73,7 @@ func (p *Plugin) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.keepReserve()
 
 	if v := p.state.volumeByName(name); v != nil {
 		switch {
@@ -117,6 +119,14 @@ func (p *Plugin) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 		err = os.Mkdir(p.volumePath(v.ID), volumeMode)
 		if err == nil {
 			err = os.Chmod(p.volumePath(v.ID), volumeMode) // past the umask
+		}
+		if err == nil {
+			// On disk, with its mode, before the record that names it is written: a power
+			// loss would otherwise leave the record and no directory.
+			err = syncDir(p.volumePath(v.ID))
+		}
+		if err == nil {
+			err = syncDir(p.volumesDir())
 		}
 	}
 	var unlock func()
@@ -184,7 +194,11 @@ func (p *Plugin) copyInto(ctx context.Context, src, dst string) error {
 		return err
 	}
 	p.mountsLeftOut("its copy", src, mounts)
-	return os.Rename(work, dst)
+	if err := os.Rename(work, dst); err != nil {
+		return err
+	}
+	// The rename on disk before the record that names dst is written.
+	return syncDir(filepath.Dir(dst))
 }
 
 // mountsLeftOut says, one warning each, which mounts inside the directory dir a walk for what
@@ -380,7 +394,7 @@ func (p *Plugin) ControllerUnpublishVolume(ctx context.Context, req *csi.Control
 	} else {
 		clear(v.Attachments)
 	}
-	if err := p.saveOrUndo("", id, func() { v.Attachments = before }); err != nil {
+	if err := p.saveTeardownOrUndo("", id, func() { v.Attachments = before }); err != nil {
 		return nil, err
 	}
 	return &csi.ControllerUnpublishVolumeResponse{}, nil
@@ -493,6 +507,7 @@ func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.keepReserve()
 	if sn := p.state.snapshotByName(name); sn != nil {
 		if sn.SourceVolume != src {
 			return nil, alreadyExists("snapshot %q exists for source volume %q, not %q", name, sn.SourceVolume, src)

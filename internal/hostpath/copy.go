@@ -167,8 +167,15 @@ func reopen(fd int, path string) (*os.File, error) {
 // FIFOs and devices are skipped: they are endpoints, not data, and a snapshot of one means
 // nothing. It stops early when ctx is done. It never follows a symlink, nor enters a mount
 // inside src (walkTree): mounts are the paths of those it left out.
+//
+// What it made is on disk when it returns: its file system synced once it is all made
+// (syncfs(2): one call, where a sync of each file cost a journal commit each, thousands for a
+// volume of many small files). The copy is a snapshot or a new volume whose record is written
+// (durably) once it is renamed into place: unsynced, a power loss in the next seconds left that
+// record naming a copy of empty or partial files, or directories without their entries
+// (TestCopiesAndNewVolumesAreOnDiskBeforeTheirRecords).
 func copyTree(ctx context.Context, src, dst string) (mounts []string, err error) {
-	return walkTree(ctx, src, func(e *treeEntry) error {
+	mounts, err = walkTree(ctx, src, func(e *treeEntry) error {
 		target := filepath.Join(dst, e.rel)
 		perm := fs.FileMode(e.st.Mode) & fs.ModePerm
 		switch e.kind() {
@@ -193,7 +200,22 @@ func copyTree(ctx context.Context, src, dst string) (mounts []string, err error)
 		}
 		return copyOwnerAndMode(target, &e.st)
 	})
+	if err != nil {
+		return mounts, err
+	}
+	d, err := os.Open(dst)
+	if err != nil {
+		return mounts, err
+	}
+	defer d.Close()
+	if err := syncFS(d); err != nil {
+		return mounts, fmt.Errorf("syncing the file system holding %s: %w", dst, err)
+	}
+	return mounts, nil
 }
+
+// syncFS is syncfs(2) of the file system holding f; tests record what is synced, and when.
+var syncFS = func(f *os.File) error { return unix.Syncfs(int(f.Fd())) }
 
 // readLink is what the symlink an O_PATH descriptor holds points to.
 func readLink(fd int) (string, error) {

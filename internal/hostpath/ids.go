@@ -100,13 +100,25 @@ func (p *Plugin) lookupVolume(prefix, id string) (*volume, error) {
 // saveOrUndo saves volume id's record after a change to it. When saving fails, undo (when set)
 // puts the change back and the INTERNAL error starts with prefix. The caller holds p.mu.
 func (p *Plugin) saveOrUndo(prefix, id string, undo func()) error {
-	if err := p.saveVolume(id); err != nil {
-		if undo != nil {
-			undo()
-		}
-		return internal("%svolume %q: %v", prefix, id, err)
+	return undoFailed(prefix, id, p.saveVolume(id), undo)
+}
+
+// saveTeardownOrUndo is saveOrUndo for a teardown's change (a target, the staging or an
+// attachment gone): on a root with no room for the record's new copy, it may use the room
+// kept for it (state.saveTeardown).
+func (p *Plugin) saveTeardownOrUndo(prefix, id string, undo func()) error {
+	return undoFailed(prefix, id, p.state.saveTeardown(p.cfg.Root, id), undo)
+}
+
+// undoFailed is what saveOrUndo does with the save's err.
+func undoFailed(prefix, id string, err error, undo func()) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	if undo != nil {
+		undo()
+	}
+	return internal("%svolume %q: %v", prefix, id, err)
 }
 
 // isMountPoint is p.mounter.IsMountPoint for volume id's path, its failure INTERNAL, named rpc.

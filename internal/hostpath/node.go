@@ -160,7 +160,7 @@ func (p *Plugin) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 	if ours {
 		prev := v.Staging
 		v.Staging = nil
-		if err := p.saveOrUndo("NodeUnstageVolume: ", id, func() { v.Staging = prev }); err != nil {
+		if err := p.saveTeardownOrUndo("NodeUnstageVolume: ", id, func() { v.Staging = prev }); err != nil {
 			return nil, err
 		}
 	}
@@ -289,7 +289,7 @@ func (p *Plugin) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 	if ours {
 		prev := v.Targets[target]
 		delete(v.Targets, target)
-		if err := p.saveOrUndo("NodeUnpublishVolume: ", id, func() { v.Targets[target] = prev }); err != nil {
+		if err := p.saveTeardownOrUndo("NodeUnpublishVolume: ", id, func() { v.Targets[target] = prev }); err != nil {
 			return nil, err
 		}
 	}

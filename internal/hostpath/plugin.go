@@ -162,7 +162,16 @@ func New(cfg Config) (*Plugin, error) {
 	}
 	p.state = st
 	p.sweepUnrecorded()
+	p.keepReserve()
 	return p, nil
+}
+
+// keepReserve keeps room for teardowns' records (state.go, reserveFile), at start and before
+// each create; a root with no room for it is logged, and the next create tries again.
+func (p *Plugin) keepReserve() {
+	if err := keepReserve(p.cfg.Root); err != nil {
+		p.log.Warn("hostpath: "+err.Error(), "root", p.cfg.Root)
+	}
 }
 
 // sweepUnrecorded removes the volume and snapshot directories no record names: a create puts

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/volctl/volctl/internal/atomicfile"
 )
 
@@ -289,6 +291,50 @@ func (s *state) saveVolume(root, id string) error {
 	return nil
 }
 
+// The root's file system is the one its volumes' data is on: a consumer filling its volume
+// fills it, and a record, written beside its old one and renamed over it (atomicfile), then
+// finds no room for its new copy. A create or a publish may fail then; a teardown (a target, the
+// staging, an attachment gone) must not, or no consumer can let go of a volume until someone
+// frees space by hand (TestTeardownsSucceedOnAFullRoot). meta/.reserve holds room for it:
+// reserveSize bytes allocated at start and at each create (keepReserve), given up by a
+// teardown's save that found the file system full, which is then tried again.
+const (
+	reserveFile = ".reserve"
+	reserveSize = 64 << 10
+)
+
+// keepReserve makes meta/.reserve hold reserveSize bytes allocated, when there is room.
+func keepReserve(root string) error {
+	f, err := os.OpenFile(filepath.Join(root, metaDir, reserveFile), os.O_WRONLY|os.O_CREATE|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	err = unix.Fallocate(int(f.Fd()), 0, 0, reserveSize)
+	if errors.Is(err, unix.EOPNOTSUPP) { // a file system without fallocate: the bytes written
+		_, err = f.WriteAt(make([]byte, reserveSize), 0)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("keeping room for teardowns in %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// saveTeardown is saveVolume of a teardown's change: when the file system has no room for the
+// record's new copy, meta/.reserve is given up and the save tried again.
+func (s *state) saveTeardown(root, id string) error {
+	err := s.saveVolume(root, id)
+	if !errors.Is(err, unix.ENOSPC) && !errors.Is(err, unix.EDQUOT) {
+		return err
+	}
+	if rerr := os.Remove(filepath.Join(root, metaDir, reserveFile)); rerr != nil {
+		return err // no room kept (given up already, by this process or another)
+	}
+	return s.saveVolume(root, id)
+}
+
 // saveSnapshot writes one snapshot's record, or removes it when the snapshot is gone from s.
 func (s *state) saveSnapshot(root, id string) error {
 	sn := s.Snapshots[id]
@@ -346,11 +392,14 @@ func syncDir(dir string) error {
 		return fmt.Errorf("syncing %q: %w", dir, err)
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := syncFile(d); err != nil {
 		return fmt.Errorf("syncing %q: %w", dir, err)
 	}
 	return nil
 }
+
+// syncFile is (*os.File).Sync; tests record what is synced, and when.
+var syncFile = (*os.File).Sync
 
 // volumeByName finds a volume by its CreateVolume name, for idempotent creates.
 func (s *state) volumeByName(name string) *volume {

@@ -30,50 +30,54 @@ const sqliteMagic = "SQLite format 3\x00"
 // identify refuses the file at path when its header or schema says it is not volctl's: not a
 // SQLite file, another application's, or an unmarked one with tables. A missing or empty file,
 // volctl's, or an unmarked one with an empty schema (what a volctl that stopped before its first
-// migration leaves) is nil. walSize is the size of path's -wal, 0 when it has none.
-func identify(path string, size, walSize int64) error {
+// migration leaves) is nil; blank says it is one of the first or the last, a file that holds no
+// state, as last committed (the WAL's commits read with it).
+func identify(path string, size, walSize int64) (blank bool, err error) {
 	if size == 0 {
-		return nil
+		return true, nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("open state: %w", err)
+		return false, fmt.Errorf("open state: %w", err)
 	}
 	defer f.Close()
 	head := make([]byte, 100)
 	if _, err := io.ReadFull(f, head); err != nil || string(head[:16]) != sqliteMagic {
-		return fmt.Errorf("open state %s: not a SQLite database: it does not start with SQLite's header (%s)", path, damagedAdvice)
+		return false, fmt.Errorf("open state %s: not a SQLite database: it does not start with SQLite's header (%s)", path, damagedAdvice)
 	}
 	if int(int32(binary.BigEndian.Uint32(head[68:72]))) == applicationID {
 		// The file's own header is volctl's: every command opens one so, once a checkpoint has
 		// moved the first migration out of the WAL, and pays no read of the WAL for it. (The
 		// marks are never changed back; migrate reads them again under the write lock.)
-		return nil
+		return false, nil
 	}
 	db := &dbFile{f: f, pageSize: pageSizeOf(binary.BigEndian.Uint16(head[16:18])), reserved: int(head[20])}
 	defer db.close()
 	if db.pageSize == 0 {
-		return nil // a damaged header: SQLite says so
+		return false, nil // a damaged header: SQLite says so
 	}
 	if walSize > walHeaderSize {
 		db.readWAL(path+"-wal", walSize)
 	}
 	p1, err := db.page(1)
 	if err != nil {
-		return nil
+		return false, nil
 	}
 	version := int(int32(binary.BigEndian.Uint32(p1[60:64])))
 	appID := int(int32(binary.BigEndian.Uint32(p1[68:72])))
 	if appID == applicationID {
-		return nil
+		return false, nil
 	}
 	var names []string
 	if appID == 0 && version == 0 {
 		if names, err = db.schemaNames(); err != nil {
-			return nil // SQLite says what is wrong with the schema
+			return false, nil // SQLite says what is wrong with the schema
+		}
+		if len(names) == 0 {
+			return true, nil
 		}
 	}
-	return refuseForeign(path, version, appID, names)
+	return false, refuseForeign(path, version, appID, names)
 }
 
 // pageSizeOf is the page size a database header's field says; 0 for one no SQLite writes.

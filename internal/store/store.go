@@ -237,8 +237,9 @@ func openWritable(ctx context.Context, abs string, target int, o options) (*Stor
 	// volctl's or new (identify.go): another program's file there is refused as it was found.
 	path := filepath.Join(abs, FileName)
 	sizes, err := checkFiles(path)
+	blank := false
 	if err == nil {
-		err = identify(path, sizes[path], sizes[path+"-wal"])
+		blank, err = identify(path, sizes[path], sizes[path+"-wal"])
 	}
 	if err == nil {
 		err = checkWALPair(path, sizes[path], sizes[path+"-wal"])
@@ -249,7 +250,10 @@ func openWritable(ctx context.Context, abs string, target int, o options) (*Stor
 	if err := tighten(abs, 0o700, held, o.log); err != nil {
 		return nil, inDir(abs, fmt.Errorf("open state: state directory: %w", err))
 	}
-	if err := prepareFile(path, sizes, o.log); err != nil {
+	if err := prepareFile(path, sizes, blank, o.log); err != nil {
+		return nil, inDir(abs, err)
+	}
+	if err := checkWALGone(path, sizes); err != nil {
 		return nil, inDir(abs, err)
 	}
 
@@ -310,7 +314,11 @@ func openWritable(ctx context.Context, abs string, target int, o options) (*Stor
 			return nil, inDir(abs, fmt.Errorf("open state %s: %w", path, err))
 		}
 	}
-	s.roErr = checkPath(ctx, abs, o.busyTimeout, o.log)
+	// The path record says the state dir's database is made (checkUsedWithoutDatabase), which
+	// at target 0 (the tests' empty database, no table in it) it is not.
+	if target > 0 {
+		s.roErr = checkPath(ctx, abs, o.busyTimeout, o.log)
+	}
 	return s, nil
 }
 
@@ -514,13 +522,20 @@ func checkPlanted(dir, shown string, mode fs.FileMode) error {
 }
 
 // prepareFile creates the database file 0600 before SQLite sees it, so its mode never depends on
-// the umask, and tightens an existing one that is looser. sizes are what checkFiles found.
-func prepareFile(path string, sizes map[string]int64, log *slog.Logger) error {
-	if sizes[path] == 0 {
-		if err := checkMountsWithoutDatabase(path); err != nil {
+// the umask, and tightens an existing one that is looser. sizes are what checkFiles found; blank
+// says the database holds no state (identify), which a new state dir's does not, nor does one
+// whose state was lost: missing or empty, or with no table left in it, the commits that made
+// them in a WAL that is gone (a volctl command leaves them there, CloseAtExit).
+func prepareFile(path string, sizes map[string]int64, blank bool, log *slog.Logger) error {
+	if blank {
+		lost := "is missing or empty"
+		if sizes[path] > 0 {
+			lost = fmt.Sprintf("holds no state (no table of volctl's: the commits that made them, which a volctl command leaves in its write-ahead log, are not in the file, and %s is gone or empty: removed by hand or by a cleanup of the state dir?)", path+"-wal")
+		}
+		if err := checkMountsWithoutDatabase(path, lost); err != nil {
 			return err
 		}
-		if err := checkUsedWithoutDatabase(path); err != nil {
+		if err := checkUsedWithoutDatabase(path, lost); err != nil {
 			return err
 		}
 	}
@@ -582,7 +597,7 @@ func checkFiles(path string) (sizes map[string]int64, err error) {
 // claims and stagings of a database that was lost (removed, moved aside, not restored), which an
 // empty state would forget and leave mounted for good, a volume's data reachable at a path
 // nothing releases. Only a missing or empty database pays for it (one read of the mount table).
-func checkMountsWithoutDatabase(path string) error {
+func checkMountsWithoutDatabase(path, lost string) error {
 	dir, err := filepath.EvalSymlinks(filepath.Dir(path)) // as the mount table spells it
 	if err != nil {
 		return nil // not made yet: nothing can be mounted in it
@@ -594,8 +609,8 @@ func checkMountsWithoutDatabase(path string) error {
 		// has nothing there to lose).
 		for _, sub := range []string{"publish", "staging"} {
 			if entries, rerr := os.ReadDir(filepath.Join(dir, sub)); rerr == nil && len(entries) > 0 {
-				return fmt.Errorf("open state: state database %s is missing or empty, and whether paths below %s are mounted, claims and stagings of a lost database, cannot be told: %w",
-					path, filepath.Join(dir, sub), MountTableUnreadable(err))
+				return fmt.Errorf("open state: state database %s %s, and whether paths below %s are mounted, claims and stagings of a lost database, cannot be told: %w",
+					path, lost, filepath.Join(dir, sub), MountTableUnreadable(err))
 			}
 		}
 		return nil
@@ -617,10 +632,10 @@ func checkMountsWithoutDatabase(path string) error {
 	if len(below) > shownNames {
 		list += fmt.Sprintf(", ... (%d in all)", len(below))
 	}
-	return fmt.Errorf("open state: state database %s is missing or empty, but paths below the state dir are mounted: %s; "+
+	return fmt.Errorf("open state: state database %s %s, but paths below the state dir are mounted: %s; "+
 		"a state dir's claims and stagings, whose database was lost, which a new, empty state would forget and leave mounted: "+
 		"restore %s (with its -wal and -shm) from a backup, or unmount them (`umount PATH`) to start with an empty state, or use another --state-dir",
-		path, list, FileName)
+		path, lost, list, FileName)
 }
 
 // checkUsedWithoutDatabase refuses to start a new, empty state in a state dir that held a
@@ -630,19 +645,22 @@ func checkMountsWithoutDatabase(path string) error {
 // reboot took them) was taken for a first run's, and the state started empty: every volume,
 // claim and staging it recorded forgotten, the plugin's volumes and attachments with them, the
 // allocs' claims never restored. A first run cut short before its first write has no record.
-func checkUsedWithoutDatabase(path string) error {
+func checkUsedWithoutDatabase(path, lost string) error {
 	dir := filepath.Dir(path)
 	record := filepath.Join(dir, PathFileName)
 	if _, err := os.Lstat(record); err != nil {
 		return nil // none (a new state dir), or unreadable: the check guards, the mounts' is above
 	}
 	// Read after the record: another process's first open, which wrote the database's first page
-	// before its record, made it meanwhile (two commands run at once on a new state dir).
-	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
-		return nil
-	}
+	// and then its first commit, to the WAL, before its record, made it meanwhile (two commands
+	// run at once on a new state dir); or a checkpoint since moved that commit into the file.
 	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > walHeaderSize {
 		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+		if blank, err := identify(path, fi.Size(), 0); err != nil || !blank {
+			return nil
+		}
 	}
 	var left []string
 	for _, sub := range []string{"publish", "staging"} {
@@ -654,10 +672,10 @@ func checkUsedWithoutDatabase(path string) error {
 	if len(left) > 0 {
 		also = fmt.Sprintf(" (and the claims and stagings it recorded left directories in %s)", strings.Join(left, " and "))
 	}
-	return fmt.Errorf("open state: state database %s is missing or empty, but the state dir held one: %s, which volctl writes once its database is made, is there%s; "+
+	return fmt.Errorf("open state: state database %s %s, but the state dir held one: %s, which volctl writes once its database is made, is there%s; "+
 		"the database was lost (a disk that filled up, a copy cut short, a file removed), and a new, empty state would forget every volume, claim and staging it recorded: "+
 		"restore %s (with its -wal and -shm) from a backup, or, to start with an empty state, remove %s",
-		path, record, also, FileName, record)
+		path, lost, record, also, FileName, record)
 }
 
 // walHeaderSize is the size of a WAL file's header; a WAL no larger holds no commit.
@@ -739,7 +757,9 @@ func (s *Store) CloseAtExit() error {
 	if s.w == nil {
 		return nil // read-only: nothing written
 	}
-	if s.bulk() {
+	if s.bulk() || s.writes.Load() > 0 && walRemoved(s.path) {
+		// A WAL removed under this process (walgone.go) has its commits in this process
+		// alone: the checkpoint copies them into the file, which the exit would lose.
 		s.checkpointNow()
 	}
 	s.w.abandon()

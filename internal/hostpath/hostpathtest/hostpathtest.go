@@ -4,6 +4,7 @@ package hostpathtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -122,6 +123,46 @@ func RequireMount(t testing.TB) {
 	t.Helper()
 	if err := CanMount(); err != nil {
 		t.Skipf("needs root with CAP_SYS_ADMIN to bind-mount: %v", err)
+	}
+}
+
+// Tmpfs mounts a tmpfs with opts ("size=64k", ...) on a fresh temp dir for the test and returns
+// it, unmounted at the end; the test is skipped, saying why, where it cannot be mounted (not
+// root). Tests of a full file system make ENOSPC real on it (Fill).
+func Tmpfs(t testing.TB, opts string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to mount a small tmpfs")
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, opts); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// Fill writes the file path until its file system is full, failing the test unless the write
+// that stops it fails with ENOSPC.
+func Fill(t testing.TB, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, unix.ENOSPC) {
+				t.Fatalf("filling %s: %v, want ENOSPC", path, err)
+			}
+			return
+		}
 	}
 }
 

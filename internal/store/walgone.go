@@ -1,0 +1,84 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// A volctl command leaves its commits in the WAL (CloseAtExit), and so does a running agent
+// until a checkpoint copies them into volctl.db: the WAL holds the state's latest commits, which
+// volctl.db does not have yet. A WAL removed or truncated (by hand, by a cleanup of the state
+// dir) takes them away, and SQLite, finding none, opened volctl.db as it was at the last
+// checkpoint, every claim and staging recorded since forgotten without a word (their mounts left
+// for reconcile to report); one removed under a process that has it open made every other
+// command fail with a "disk I/O error" that sent the reader to the disk. SQLite's index of the
+// WAL, volctl.db-shm, says how many frames the WAL held and how many of them the file has
+// (the WAL-index header and its checkpoint info, https://www.sqlite.org/walformat.html), so
+// checkWALGone tells such a loss before SQLite opens the files.
+
+// walIndexVersion is the WAL-index header's iVersion.
+const walIndexVersion = 3007000
+
+// shmDMSOffset is the byte of volctl.db-shm that every process with the database open holds a
+// shared lock on (SQLite's unix VFS: its "dead man switch").
+const shmDMSOffset = 128
+
+// checkWALGone refuses a database whose WAL is gone or empty while its -shm says the WAL held
+// commits the file does not have: naming the process that still has them when one has the
+// database open, else saying they are lost and what to do. sizes are what checkFiles found.
+func checkWALGone(path string, sizes map[string]int64) error {
+	shm, ok := sizes[path+"-shm"]
+	if sizes[path] == 0 || sizes[path+"-wal"] > walHeaderSize || !ok || shm < 136 {
+		return nil
+	}
+	f, err := os.Open(path + "-shm")
+	if err != nil {
+		return nil // gone meanwhile, or unreadable: SQLite says what is wrong
+	}
+	defer f.Close()
+	hdr := make([]byte, 136)
+	if _, err := io.ReadFull(f, hdr); err != nil {
+		return nil
+	}
+	le := binary.NativeEndian // the WAL-index is in the host's byte order
+	// Both copies of the header alike and initialised: one a writer was not changing.
+	if string(hdr[:48]) != string(hdr[48:96]) || le.Uint32(hdr[0:4]) != walIndexVersion || hdr[12] != 1 {
+		return nil
+	}
+	frames, backfilled := le.Uint32(hdr[16:20]), le.Uint32(hdr[96:100])
+	if frames <= backfilled {
+		return nil // the file has every frame: nothing is lost with the WAL
+	}
+	wal, shmPath := path+"-wal", path+"-shm"
+	// Looked at again after the index: a live writer writes a commit's frames to the WAL before
+	// the index says it has them, so a WAL made meanwhile (the first commit after a clean close
+	// removed the last one) holds them by now.
+	if fi, err := os.Stat(wal); err == nil && fi.Size() > walHeaderSize {
+		return nil
+	}
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: shmDMSOffset, Len: 1}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_GETLK, &lk); err == nil && lk.Type != unix.F_UNLCK {
+		return fmt.Errorf("open state: the write-ahead log %s was removed or emptied while process %d has the state database open: "+
+			"the %d frames of commits %s says it held, not yet in %s, are in that process alone; leave %s and %s as they are, "+
+			"stop that process cleanly (the agent: stop its service, or SIGTERM), which writes them into %s as it exits, then run the command again",
+			wal, lk.Pid, frames-backfilled, shmPath, FileName, FileName, shmPath, FileName)
+	}
+	return fmt.Errorf("open state: the write-ahead log %s is gone or empty, but %s, SQLite's index of it, says it held %d frames of commits not yet in %s: "+
+		"they were lost with it (removed by hand or by a cleanup of the state dir: volctl leaves its latest commits there), and opening %s would go on "+
+		"with the state as of its last checkpoint, what was recorded since forgotten; restore %s with its -wal and -shm from a backup, "+
+		"or, to go on with that older state, remove %s and run `volctl reconcile`, which reports what is mounted that it no longer records",
+		wal, shmPath, frames-backfilled, FileName, FileName, FileName, shmPath)
+}
+
+// walRemoved reports whether the WAL of the database at path is gone from its path, while this
+// process may have it open.
+func walRemoved(path string) bool {
+	_, err := os.Stat(path + "-wal")
+	return errors.Is(err, fs.ErrNotExist)
+}
