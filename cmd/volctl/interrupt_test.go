@@ -169,3 +169,29 @@ func hasOpen(pid int, path string) bool {
 	}
 	return false
 }
+
+// TestStopLeavesTheSignalsToTheExit: the stop function run defers ends the command's context
+// and hands no signal back to the runtime: signal.Stop is a round trip per signal to the
+// runtime's signal thread, which every process would pay at its exit for nothing (run's caller
+// exits right after stop). Shown in a child process (this test binary run again), where a
+// SIGTERM sent after stop still goes to stopContext's channel; handed back, its default action
+// would have killed the child.
+func TestStopLeavesTheSignalsToTheExit(t *testing.T) {
+	if os.Getenv("VOLCTL_TEST_STOP_CHILD") == "1" {
+		_, stop := stopContext(context.Background())
+		stop()
+		if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond) // the signal delivered meanwhile, to a thread of ours
+		return
+	}
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestStopLeavesTheSignalsToTheExit$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "VOLCTL_TEST_STOP_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestStopLeavesTheSignalsToTheExit") {
+		t.Fatalf("a SIGTERM after stopContext's stop: %v, want the child to live and pass (the signal still "+
+			"routed to stopContext's channel, not handed back to its default action); output:\n%s", err, out)
+	}
+}
