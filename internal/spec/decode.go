@@ -725,8 +725,13 @@ func (d *decoder) tooManyEntries(m *stringMap, n, limit int) bool {
 	if limit == 0 || n <= limit {
 		return false
 	}
-	d.errorf(m.nameRange, "Map too large", "%s has %d entries; the CSI spec limits a map to %d bytes (4 KiB) of keys and values, which hold at most %d entries (every key but one empty key a byte or more). "+
-		"Pass the plugin fewer.", m.name, n, MaxCSIMap, limit)
+	if limit == maxPluginContextEntries {
+		d.errorf(m.nameRange, "Map too large", "%s has %d entries; volctl takes a volume's context of up to %d bytes (16 KiB) of keys and values, the most it takes from a plugin, "+
+			"which hold at most %d entries (every key but one empty key a byte or more).", m.name, n, MaxPluginContext, limit)
+	} else {
+		d.errorf(m.nameRange, "Map too large", "%s has %d entries; the CSI spec limits a map to %d bytes (4 KiB) of keys and values, which hold at most %d entries (every key but one empty key a byte or more). "+
+			"Pass the plugin fewer.", m.name, n, MaxCSIMap, limit)
+	}
 	m.refused = true
 	return true
 }

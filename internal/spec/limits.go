@@ -25,6 +25,17 @@ const (
 	maxCSIMapEntries = MaxCSIMap + 1
 	// maxMountFlags is the most mount flags MaxCSIMountOpts holds, a byte each.
 	maxMountFlags = MaxCSIMountOpts
+
+	// MaxPluginContext bounds a volume's context: the volume_context a plugin's CreateVolume
+	// answers with (csi refuses one past it), and so a register spec's context, which is the
+	// plugin's, copied from what it answered (`volctl export nomad` writes it so). Four times
+	// the CSI spec's 4 KiB for a map, as volctl takes a plugin's IDs past the spec's 128 bytes
+	// (checkPluginID): past 4 KiB a spec's context is a warning, past this an error. Before, a
+	// register spec was held to 4 KiB, and the export of a volume whose plugin answered more
+	// failed its own check.
+	MaxPluginContext = 4 * MaxCSIMap
+	// maxPluginContextEntries is maxCSIMapEntries of a context.
+	maxPluginContextEntries = MaxPluginContext + 1
 )
 
 // checkCSIString applies the general CSI string rules to a field sent to plugins: at most 128
@@ -70,6 +81,26 @@ func (d *decoder) checkCSIMap(m *stringMap) {
 	}
 	if total > MaxCSIMap {
 		d.errorf(m.nameRange, "Map too large", "%s holds %d bytes of keys and values; the CSI spec limits a map to %d bytes (4 KiB).", m.name, total, MaxCSIMap)
+	}
+}
+
+// checkContext applies MaxPluginContext to a register spec's context: past the CSI spec's
+// 4 KiB a warning, past MaxPluginContext an error.
+func (d *decoder) checkContext(m *stringMap) {
+	if m == nil {
+		return
+	}
+	total := 0
+	for _, e := range m.entries {
+		total += len(e.key) + len(e.value)
+	}
+	switch {
+	case total > MaxPluginContext:
+		d.errorf(m.nameRange, "Map too large", "%s holds %d bytes of keys and values; volctl takes a volume's context of up to %d bytes (16 KiB), "+
+			"the most it takes from a plugin's CreateVolume (the CSI spec limits a map to %d bytes).", m.name, total, MaxPluginContext, MaxCSIMap)
+	case total > MaxCSIMap:
+		d.warnf(m.nameRange, "Map larger than the CSI spec allows", "%s holds %d bytes of keys and values, past the %d bytes (4 KiB) the CSI spec allows a map; "+
+			"it is the plugin's own context, which some plugins make larger, so volctl sends it back as it is (it takes up to %d bytes).", m.name, total, MaxCSIMap, MaxPluginContext)
 	}
 }
 

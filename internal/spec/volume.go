@@ -243,8 +243,8 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 		d.checkCSIMap(m)
 		v.Parameters = m.values()
 	}
-	if m := d.nomadMap(c, "context"); m != nil {
-		d.checkCSIMap(m)
+	if m := d.stringMapOf(c, "context", maxPluginContextEntries, d.weakString); m != nil {
+		d.checkContext(m)
 		v.Context = m.values()
 		if verb == VerbCreate {
 			d.errorf(m.nameRange, "Argument not allowed for create",

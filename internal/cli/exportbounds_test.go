@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi/csitest"
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// A volume whose plugin answered CreateVolume with a volume_context past the CSI spec's 4 KiB
+// (and within the 16 KiB volctl takes from a plugin) is exported as a register spec volctl's
+// own parser takes back: the context is the plugin's, copied into the spec, and register takes
+// what create took from the plugin. Before, the export failed on its own check ("the exported
+// spec does not validate for register (a volctl bug)"), and such a volume could not be moved.
+func TestExportNomadVolumeWithTheLargestContextAPluginGives(t *testing.T) {
+	cfg := csitest.DefaultMemConfig()
+	cfg.CreateContext = map[string]string{}
+	for _, k := range []string{"a", "b", "c", "d", "e"} {
+		cfg.CreateContext["cert-"+k] = strings.Repeat(k, 2<<10) // 10 KiB in all
+	}
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+	h := &cliHarness{ctx: context.Background(), state: filepath.Join(t.TempDir(), "state")}
+	h.e = openEngine(t, h.state)
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	if _, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes = []string{"db"}; dir = o.OutDir }); err != nil {
+		t.Fatalf("export of a volume with a 10 KiB context: %v", err)
+	}
+	src, err := os.ReadFile(filepath.Join(dir, "volume-db.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, diags := spec.ParseVolume("volume-db.hcl", src, spec.VerbRegister)
+	if diags.HasErrors() || got.Context["cert-e"] != cfg.CreateContext["cert-e"] || len(got.Context) != 6 {
+		t.Fatalf("the exported spec read back: %d context keys, %v", len(got.Context), diags)
+	}
+}
