@@ -45,3 +45,21 @@ func TestExportNomadVolumeWithTheLargestContextAPluginGives(t *testing.T) {
 		t.Fatalf("the exported spec read back: %d context keys, %v", len(got.Context), diags)
 	}
 }
+
+func TestExportNomadVolumeWithAPluginsOwnTopology(t *testing.T) {
+	cfg := csitest.DefaultMemConfig()
+	cfg.CreateTopology = &spec.Topology{Segments: map[string]string{"Topology.Example.COM/zone": strings.Repeat("z", 100), "rack": "r 1/2"}}
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+	h := &cliHarness{ctx: context.Background(), state: filepath.Join(t.TempDir(), "state")}
+	h.e = openEngine(t, h.state)
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes = []string{"db"} }); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+}
