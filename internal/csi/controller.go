@@ -316,7 +316,7 @@ func checkVolumeTopologies(name string, v Volume) error {
 // shown whole by volume status and the dashboard, and sent back in every NodeStageVolume and
 // NodePublishVolume of the volume.
 const (
-	maxVolumeContext  = spec.MaxPluginContext // a register spec's context is held to it too
+	maxVolumeContext  = spec.MaxPluginMap // a register spec's context is held to it too
 	MaxPublishContext = maxVolumeContext
 )
 

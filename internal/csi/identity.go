@@ -156,7 +156,7 @@ func (c *Client) fingerprint(ctx context.Context) (*Fingerprint, error) {
 // connection, held with the plugin's fingerprint and printed whole by `plugin probe --json`.
 // A manifest cannot be cut as a vendor_version is: a map cut is another map, shown as the
 // plugin's.
-const maxManifest = 4 * spec.MaxCSIMap
+const maxManifest = spec.MaxPluginMap
 
 // manifestProblem says what of a manifest is past maxManifest, "" when nothing is.
 func manifestProblem(m map[string]string) string {
@@ -172,8 +172,8 @@ func manifestProblem(m map[string]string) string {
 // and values). A created volume's topologies together are held to maxTopologies (the CSI spec
 // does not bound how many: real volumes name a few zones).
 const (
-	maxTopologyPart = 4 * spec.MaxCSIString
-	maxTopology     = 4 * spec.MaxCSIMap
+	maxTopologyPart = spec.MaxPluginString
+	maxTopology     = spec.MaxPluginMap
 	maxTopologies   = 4 * maxTopology
 )
 

@@ -26,16 +26,19 @@ const (
 	// maxMountFlags is the most mount flags MaxCSIMountOpts holds, a byte each.
 	maxMountFlags = MaxCSIMountOpts
 
-	// MaxPluginContext bounds a volume's context: the volume_context a plugin's CreateVolume
-	// answers with (csi refuses one past it), and so a register spec's context, which is the
-	// plugin's, copied from what it answered (`volctl export nomad` writes it so). Four times
-	// the CSI spec's 4 KiB for a map, as volctl takes a plugin's IDs past the spec's 128 bytes
-	// (checkPluginID): past 4 KiB a spec's context is a warning, past this an error. Before, a
-	// register spec was held to 4 KiB, and the export of a volume whose plugin answered more
-	// failed its own check.
-	MaxPluginContext = 4 * MaxCSIMap
-	// maxPluginContextEntries is maxCSIMapEntries of a context.
-	maxPluginContextEntries = MaxPluginContext + 1
+	// MaxPluginString and MaxPluginMap bound what volctl takes from a plugin past the CSI
+	// spec's bounds (a string, a map), four times them: a volume_context a plugin's CreateVolume
+	// answers with, a topology segment's key and value and a topology's segments it or
+	// NodeGetInfo answers with, GetPluginInfo's manifest (csi refuses each past them). A register
+	// spec's context and topology_request.required are the plugin's too, copied from what it
+	// answered (`volctl export nomad` writes them so), and are held to the same bounds
+	// (checkContext, checkPluginSegments): past the CSI spec's a warning, past these an error.
+	// Before, a register spec was held to the CSI spec's, and the export of a volume whose
+	// plugin answered more failed its own check of the spec it wrote.
+	MaxPluginString = 4 * MaxCSIString
+	MaxPluginMap    = 4 * MaxCSIMap
+	// maxPluginMapEntries is maxCSIMapEntries of a map a plugin made.
+	maxPluginMapEntries = MaxPluginMap + 1
 )
 
 // checkCSIString applies the general CSI string rules to a field sent to plugins: at most 128
@@ -84,8 +87,8 @@ func (d *decoder) checkCSIMap(m *stringMap) {
 	}
 }
 
-// checkContext applies MaxPluginContext to a register spec's context: past the CSI spec's
-// 4 KiB a warning, past MaxPluginContext an error.
+// checkContext applies MaxPluginMap to a register spec's context: past the CSI spec's
+// 4 KiB a warning, past MaxPluginMap an error.
 func (d *decoder) checkContext(m *stringMap) {
 	if m == nil {
 		return
@@ -95,12 +98,49 @@ func (d *decoder) checkContext(m *stringMap) {
 		total += len(e.key) + len(e.value)
 	}
 	switch {
-	case total > MaxPluginContext:
+	case total > MaxPluginMap:
 		d.errorf(m.nameRange, "Map too large", "%s holds %d bytes of keys and values; volctl takes a volume's context of up to %d bytes (16 KiB), "+
-			"the most it takes from a plugin's CreateVolume (the CSI spec limits a map to %d bytes).", m.name, total, MaxPluginContext, MaxCSIMap)
+			"the most it takes from a plugin's CreateVolume (the CSI spec limits a map to %d bytes).", m.name, total, MaxPluginMap, MaxCSIMap)
 	case total > MaxCSIMap:
 		d.warnf(m.nameRange, "Map larger than the CSI spec allows", "%s holds %d bytes of keys and values, past the %d bytes (4 KiB) the CSI spec allows a map; "+
-			"it is the plugin's own context, which some plugins make larger, so volctl sends it back as it is (it takes up to %d bytes).", m.name, total, MaxCSIMap, MaxPluginContext)
+			"it is the plugin's own context, which some plugins make larger, so volctl sends it back as it is (it takes up to %d bytes).", m.name, total, MaxCSIMap, MaxPluginMap)
+	}
+}
+
+// checkPluginSegments is checkSegments for a register spec's topology_request.required: the
+// accessible topology of an existing volume, as its plugin answered it, which the CSI spec's
+// rules on a segment (checkSegments) a plugin may break and volctl takes (matching it as it
+// is): past them a warning, past MaxPluginString a key or value and MaxPluginMap the segments,
+// the bounds volctl takes a plugin's topology to, an error.
+func (d *decoder) checkPluginSegments(m *stringMap) {
+	const own = "it is the volume's accessible topology as its plugin answered it, which volctl matches as it is"
+	seen := map[string]string{}
+	total := 0
+	for _, e := range m.entries {
+		total += len(e.key) + len(e.value)
+		switch {
+		case len(e.key) > MaxPluginString:
+			d.errorf(e.keyRange, "Invalid topology segment", "Segment key %q is %d bytes long; volctl takes a plugin's topology segment of up to %d bytes.", Cut(e.key, 64), len(e.key), MaxPluginString)
+		case len(e.value) > MaxPluginString:
+			d.errorf(e.valueRange, "Invalid topology segment", "Segment value %q (for %q) is %d bytes long; volctl takes a plugin's topology segment of up to %d bytes.", Cut(e.value, 64), Cut(e.key, 64), len(e.value), MaxPluginString)
+		default:
+			if why := segmentKeyProblem(e.key); why != "" {
+				d.warnf(e.keyRange, "Topology segment the CSI spec does not allow", "Segment key %q is not one the CSI spec allows: %s; %s.", e.key, why, own)
+			}
+			if why := segmentNameProblem(e.value); why != "" {
+				d.warnf(e.valueRange, "Topology segment the CSI spec does not allow", "Segment value %q (for %q) is not one the CSI spec allows: it %s; %s.", e.value, e.key, why, own)
+			}
+		}
+		if prev, ok := seen[strings.ToLower(e.key)]; ok {
+			d.warnf(e.keyRange, "Topology segment the CSI spec does not allow", "Segment keys %q and %q differ only in case, which the CSI spec does not allow (its topology keys are case-insensitive); %s.", Cut(prev, 64), Cut(e.key, 64), own)
+		}
+		seen[strings.ToLower(e.key)] = e.key
+	}
+	switch {
+	case total > MaxPluginMap:
+		d.errorf(m.nameRange, "Map too large", "%s holds %d bytes of keys and values; volctl takes a plugin's topology of up to %d bytes (16 KiB).", m.name, total, MaxPluginMap)
+	case total > MaxCSIMap:
+		d.warnf(m.nameRange, "Map larger than the CSI spec allows", "%s holds %d bytes of keys and values, past the %d bytes (4 KiB) the CSI spec allows a map; %s.", m.name, total, MaxCSIMap, own)
 	}
 }
 
