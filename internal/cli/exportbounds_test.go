@@ -2,12 +2,18 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -79,5 +85,60 @@ func TestExportNomadVolumeWithAPluginsOwnTopology(t *testing.T) {
 	if diags.HasErrors() || got.TopologyRequest == nil || len(got.TopologyRequest.Required) != 1 ||
 		!maps.Equal(got.TopologyRequest.Required[0].Segments, segments) {
 		t.Fatalf("the exported spec read back: %+v, %v", got.TopologyRequest, diags)
+	}
+}
+
+// A volume whose plugin answered at every bound volctl takes a plugin's answer to (an ID of
+// 4 KiB, a context of 16 KiB, four topologies of 16 KiB each, segments of 512 bytes, none of
+// them within the CSI spec's) is exported as a register spec volctl's own parser takes back
+// whole: what volctl records of a plugin, it can write and read again.
+func TestExportNomadVolumeAtEveryBoundAPluginIsHeldTo(t *testing.T) {
+	pad := func(prefix string, n int) string { return prefix + strings.Repeat("x", n-len(prefix)) }
+	id := pad("vol-", csi.MaxObjectID)
+	vctx := map[string]string{}
+	for i := range 16 {
+		vctx[pad(fmt.Sprintf("k%02d-", i), 24)] = strings.Repeat("v", 1000)
+	}
+	var topologies []*csipb.Topology
+	for i := range 4 {
+		segs := map[string]string{}
+		for j := range 16 {
+			segs[pad(fmt.Sprintf("topology.example.com/t%d-s%02d-", i, j), spec.MaxPluginString)] = pad("zone-", spec.MaxPluginString)
+		}
+		topologies = append(topologies, &csipb.Topology{Segments: segs})
+	}
+	answer := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := handler(ctx, req)
+		if r, ok := resp.(*csipb.CreateVolumeResponse); ok && err == nil {
+			r.Volume.VolumeId, r.Volume.VolumeContext, r.Volume.AccessibleTopology = id, vctx, topologies
+		}
+		return resp, err
+	}
+	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())), csitest.WithInterceptor(answer))
+	h := &cliHarness{ctx: context.Background(), state: filepath.Join(t.TempDir(), "state")}
+	h.e = openEngine(t, h.state)
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatalf("create answered at every bound: %v", err)
+	}
+	var dir string
+	if _, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes = []string{"db"}; dir = o.OutDir }); err != nil {
+		t.Fatalf("export: %.600v", err)
+	}
+	src, err := os.ReadFile(filepath.Join(dir, "volume-db.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, diags := spec.ParseVolume("volume-db.hcl", src, spec.VerbRegister)
+	if diags.HasErrors() || got.ExternalID != id || !maps.Equal(got.Context, vctx) || got.TopologyRequest == nil || len(got.TopologyRequest.Required) != 4 {
+		t.Fatalf("the exported spec read back: %.600v", diags)
+	}
+	for i, tp := range got.TopologyRequest.Required {
+		if !slices.ContainsFunc(topologies, func(w *csipb.Topology) bool { return maps.Equal(w.Segments, tp.Segments) }) {
+			t.Errorf("topology %d read back is not one the plugin answered", i)
+		}
 	}
 }
