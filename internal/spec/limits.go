@@ -65,12 +65,21 @@ func (d *decoder) checkPluginID(field, value string, rng hcl.Range) {
 
 // checkControl refuses control characters other than the common whitespace ones.
 func (d *decoder) checkControl(field, value string, rng hcl.Range) {
-	for _, r := range value {
+	if r, ok := ControlIn(value); ok {
+		d.errorf(rng, "Invalid character", "%s contains the control character %U, which the CSI spec does not allow.", field, r)
+	}
+}
+
+// ControlIn returns the first control character of s a spec's string may not hold (checkControl:
+// C0 but tab, newline and carriage return, DEL, C1), and whether there is one. csi refuses a
+// plugin's ID holding one, which no spec could name.
+func ControlIn(s string) (rune, bool) {
+	for _, r := range s {
 		if r <= 0x1f && r != '\t' && r != '\n' && r != '\r' || r >= 0x7f && r <= 0x9f {
-			d.errorf(rng, "Invalid character", "%s contains the control character %U, which the CSI spec does not allow.", field, r)
-			return
+			return r, true
 		}
 	}
+	return 0, false
 }
 
 // checkCSIMap applies the CSI limit on a whole map: keys and values together at most 4 KiB.
