@@ -29,24 +29,7 @@ func TestExportNomadVolumeWithTheLargestContextAPluginGives(t *testing.T) {
 	for _, k := range []string{"a", "b", "c", "d", "e"} {
 		cfg.CreateContext["cert-"+k] = strings.Repeat(k, 2<<10) // 10 KiB in all
 	}
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)))
-	h := &cliHarness{ctx: context.Background(), state: filepath.Join(t.TempDir(), "state")}
-	h.e = openEngine(t, h.state)
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
-	var dir string
-	if _, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes = []string{"db"}; dir = o.OutDir }); err != nil {
-		t.Fatalf("export of a volume with a 10 KiB context: %v", err)
-	}
-	src, err := os.ReadFile(filepath.Join(dir, "volume-db.hcl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := exportCreated(t, csitest.WithServer(csitest.NewMemPlugin(cfg)))
 	got, diags := spec.ParseVolume("volume-db.hcl", src, spec.VerbRegister)
 	if diags.HasErrors() || got.Context["cert-e"] != cfg.CreateContext["cert-e"] || len(got.Context) != 6 {
 		t.Fatalf("the exported spec read back: %d context keys, %v", len(got.Context), diags)
@@ -63,24 +46,7 @@ func TestExportNomadVolumeWithAPluginsOwnTopology(t *testing.T) {
 	cfg := csitest.DefaultMemConfig()
 	segments := map[string]string{"Topology.Example.COM/zone": strings.Repeat("z", 100), "rack": "r 1/2"}
 	cfg.CreateTopology = &spec.Topology{Segments: segments}
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(cfg)))
-	h := &cliHarness{ctx: context.Background(), state: filepath.Join(t.TempDir(), "state")}
-	h.e = openEngine(t, h.state)
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatal(err)
-	}
-	var dir string
-	if _, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes = []string{"db"}; dir = o.OutDir }); err != nil {
-		t.Fatalf("export of a volume accessible from %v: %v", segments, err)
-	}
-	src, err := os.ReadFile(filepath.Join(dir, "volume-db.hcl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := exportCreated(t, csitest.WithServer(csitest.NewMemPlugin(cfg)))
 	got, diags := spec.ParseVolume("volume-db.hcl", src, spec.VerbRegister)
 	if diags.HasErrors() || got.TopologyRequest == nil || len(got.TopologyRequest.Required) != 1 ||
 		!maps.Equal(got.TopologyRequest.Required[0].Segments, segments) {
@@ -114,24 +80,7 @@ func TestExportNomadVolumeAtEveryBoundAPluginIsHeldTo(t *testing.T) {
 		}
 		return resp, err
 	}
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())), csitest.WithInterceptor(answer))
-	h := &cliHarness{ctx: context.Background(), state: filepath.Join(t.TempDir(), "state")}
-	h.e = openEngine(t, h.state)
-	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
-		t.Fatalf("create answered at every bound: %v", err)
-	}
-	var dir string
-	if _, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes = []string{"db"}; dir = o.OutDir }); err != nil {
-		t.Fatalf("export: %.600v", err)
-	}
-	src, err := os.ReadFile(filepath.Join(dir, "volume-db.hcl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := exportCreated(t, csitest.WithServer(csitest.NewMemPlugin(csitest.DefaultMemConfig())), csitest.WithInterceptor(answer))
 	got, diags := spec.ParseVolume("volume-db.hcl", src, spec.VerbRegister)
 	if diags.HasErrors() || got.ExternalID != id || !maps.Equal(got.Context, vctx) || got.TopologyRequest == nil || len(got.TopologyRequest.Required) != 4 {
 		t.Fatalf("the exported spec read back: %.600v", diags)
@@ -141,4 +90,29 @@ func TestExportNomadVolumeAtEveryBoundAPluginIsHeldTo(t *testing.T) {
 			t.Errorf("topology %d read back is not one the plugin answered", i)
 		}
 	}
+}
+
+// exportCreated creates volume "db" through a mem plugin served with opts and returns the spec
+// `volctl export nomad` writes of it.
+func exportCreated(t *testing.T, opts ...csitest.ServeOption) []byte {
+	t.Helper()
+	socket, _ := csitest.Serve(t, opts...)
+	h := &cliHarness{ctx: context.Background(), state: filepath.Join(t.TempDir(), "state")}
+	h.e = openEngine(t, h.state)
+	if _, err := h.e.RegisterPlugin(h.ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.CreateVolume(h.ctx, spec.Volume{ID: "db", Name: "db", Type: "csi", PluginID: "mem",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	var dir string
+	if _, _, err := runExportNomad(t, h, func(o *ExportNomadOptions) { o.Volumes = []string{"db"}; dir = o.OutDir }); err != nil {
+		t.Fatalf("export: %.600v", err)
+	}
+	src, err := os.ReadFile(filepath.Join(dir, "volume-db.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
 }

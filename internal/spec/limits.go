@@ -87,11 +87,7 @@ func (d *decoder) checkCSIMap(m *stringMap) {
 	if m == nil {
 		return
 	}
-	total := 0
-	for _, e := range m.entries {
-		total += len(e.key) + len(e.value)
-	}
-	if total > MaxCSIMap {
+	if total := m.size(); total > MaxCSIMap {
 		d.errorf(m.nameRange, "Map too large", "%s holds %d bytes of keys and values; the CSI spec limits a map to %d bytes (4 KiB).", m.name, total, MaxCSIMap)
 	}
 }
@@ -102,11 +98,7 @@ func (d *decoder) checkContext(m *stringMap) {
 	if m == nil {
 		return
 	}
-	total := 0
-	for _, e := range m.entries {
-		total += len(e.key) + len(e.value)
-	}
-	switch {
+	switch total := m.size(); {
 	case total > MaxPluginMap:
 		d.errorf(m.nameRange, "Map too large", "%s holds %d bytes of keys and values; volctl takes a volume's context of up to %d bytes (16 KiB), "+
 			"the most it takes from a plugin's CreateVolume (the CSI spec limits a map to %d bytes).", m.name, total, MaxPluginMap, MaxCSIMap)
@@ -124,9 +116,7 @@ func (d *decoder) checkContext(m *stringMap) {
 func (d *decoder) checkPluginSegments(m *stringMap) {
 	const own = "it is the volume's accessible topology as its plugin answered it, which volctl matches as it is"
 	seen := map[string]string{}
-	total := 0
 	for _, e := range m.entries {
-		total += len(e.key) + len(e.value)
 		switch {
 		case len(e.key) > MaxPluginString:
 			d.errorf(e.keyRange, "Invalid topology segment", "Segment key %q is %d bytes long; volctl takes a plugin's topology segment of up to %d bytes.", Cut(e.key, 64), len(e.key), MaxPluginString)
@@ -145,12 +135,21 @@ func (d *decoder) checkPluginSegments(m *stringMap) {
 		}
 		seen[strings.ToLower(e.key)] = e.key
 	}
-	switch {
+	switch total := m.size(); {
 	case total > MaxPluginMap:
 		d.errorf(m.nameRange, "Map too large", "%s holds %d bytes of keys and values; volctl takes a plugin's topology of up to %d bytes (16 KiB).", m.name, total, MaxPluginMap)
 	case total > MaxCSIMap:
 		d.warnf(m.nameRange, "Map larger than the CSI spec allows", "%s holds %d bytes of keys and values, past the %d bytes (4 KiB) the CSI spec allows a map; %s.", m.name, total, MaxCSIMap, own)
 	}
+}
+
+// size is a map's keys and values in bytes, as the CSI spec measures a map.
+func (m *stringMap) size() int {
+	n := 0
+	for _, e := range m.entries {
+		n += len(e.key) + len(e.value)
+	}
+	return n
 }
 
 // validSecretKey applies the CSI secrets rule: letters, digits, '-', '_' or '.'.
