@@ -6,40 +6,42 @@ import (
 	"testing"
 	"time"
 
-	csipb "github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc"
-
 	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
 )
 
-// TestCompletionShowsNoControlCharacters plays a plugin whose snapshot IDs carry an escape
-// sequence and a spec whose volume name holds a carriage return and a bidi override (the CSI
-// string rules let \t, \n and \r through, and no rule refuses bidi formatting). Shells show
+// TestCompletionShowsNoControlCharacters plays a snapshot whose ID carries an escape sequence
+// and a spec whose volume name holds a carriage return and a bidi override (the CSI string
+// rules let \t, \n and \r through, and no rule refuses bidi formatting). Shells show
 // completions' descriptions as they get them (zsh's and fish's menus) and insert the value in
 // the command line: a description is shown escaped, as a table cell is, and a value a terminal
-// would act on, which could not be typed as offered anyway, is not offered.
+// would act on, which could not be typed as offered anyway, is not offered. The snapshot is
+// recorded as an older volctl recorded a plugin's CreateSnapshot answer with such an ID (volctl
+// refuses one now: TestCreateAnsweredWithAnIDHoldingAControlCharacterIsRefused).
 func TestCompletionShowsNoControlCharacters(t *testing.T) {
 	ctx := context.Background()
-	hostileSnap := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		resp, err := handler(ctx, req)
-		if r, ok := resp.(*csipb.CreateSnapshotResponse); ok && err == nil && req.(*csipb.CreateSnapshotRequest).GetName() != "" &&
-			strings.Contains(req.(*csipb.CreateSnapshotRequest).GetName(), "evil") {
-			r.Snapshot.SnapshotId = "snap" + hostileText
-		}
-		return resp, err
-	}
-	_, e, _ := serveMem(t, csitest.NewMemPlugin(csitest.DefaultMemConfig()), csitest.WithInterceptor(hostileSnap))
+	_, e, _ := serveMem(t, csitest.NewMemPlugin(csitest.DefaultMemConfig()))
 	state := e.StateDir()
-	if _, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "a\rb\u202ec", Type: "csi", PluginID: "mem",
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}); err != nil {
+	db, err := e.CreateVolume(ctx, spec.Volume{ID: "db", Name: "a\rb\u202ec", Type: "csi", PluginID: "mem",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"good", "evil"} {
-		if _, err := e.CreateSnapshot(ctx, "db", name, nil); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := e.CreateSnapshot(ctx, "db", "good", nil); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.Update(ctx, func(tx *store.Tx) error {
+		return tx.Snapshots().Put(&store.Snapshot{PluginID: "mem", SnapshotID: "snap" + hostileText, Name: "evil",
+			SourceVolumeID: "db", SourceExternalID: db.ExternalID, ReadyToUse: true})
+	})
+	if cerr := st.Close(); err != nil || cerr != nil {
+		t.Fatal(err, cerr)
 	}
 	for _, tt := range []struct {
 		args []string

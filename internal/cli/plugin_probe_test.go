@@ -221,3 +221,21 @@ func TestPluginProbeSocketTooLongSaysSo(t *testing.T) {
 		expectErr(t, pluginProbeRun(context.Background(), &opts), "is 123 bytes long; a unix socket path must fit in sun_path, at most 107 bytes", ExitUsage)
 	}
 }
+
+// A plugin whose GetPluginInfo answers a manifest of megabytes (CSI: 4 KiB for a map): before,
+// `plugin probe --json` printed it whole, 3 MiB of it. Now the probe fails, naming the plugin
+// and its manifest, and prints nothing.
+func TestPluginProbeRefusesAManifestPastItsBound(t *testing.T) {
+	cfg := csitest.DefaultMemConfig()
+	cfg.Manifest = map[string]string{"blob": strings.Repeat("b", 3<<20)}
+	socket, _ := probePlugin(t, cfg)
+	ios, _, out, _ := iostreams.Test()
+	err := pluginProbeRun(context.Background(), &PluginProbeOptions{IO: ios, Socket: socket, Timeout: 5 * time.Second,
+		Exporter: exportFlags{JSON: true}})
+	if err == nil || !strings.Contains(err.Error(), `plugin "mem.csi.volctl.test" reported a manifest with 3145732 bytes`) {
+		t.Errorf("probe = %.300v; want the manifest refused, naming the plugin", err)
+	}
+	if out.Len() > 0 {
+		t.Errorf("probe printed %d bytes", out.Len())
+	}
+}

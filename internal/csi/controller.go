@@ -66,10 +66,11 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 			"it is not recorded, and left alone (delete it with the storage provider's tools if nothing uses it)",
 			RPCCreateVolume, r.Name, v.ID, describeSource(v.SnapshotID, v.CloneID), askedSource(r))
 	}
-	// An ID past MaxObjectID: the plugin made the volume (unlike the answers above, which name
-	// one it did not make for this request), so it is returned to be deleted again.
-	if len(v.ID) > MaxObjectID {
-		return v, oversizedID(RPCCreateVolume, r.Name, "volume", v.ID)
+	// An ID past MaxObjectID, or holding a control character: the plugin made the volume
+	// (unlike the answers above, which name one it did not make for this request), so it is
+	// returned to be deleted again.
+	if err := unusableID(RPCCreateVolume, r.Name, "volume", v.ID); err != nil {
+		return v, err
 	}
 	// Zero capacity means the plugin does not know the size, which the spec allows.
 	if r.CapacityMin > 0 && v.CapacityBytes > 0 && v.CapacityBytes < r.CapacityMin {
@@ -278,10 +279,10 @@ func (c *Client) CreateSnapshot(ctx context.Context, r CreateSnapshotRequest) (S
 	if resp.GetSnapshot().GetSnapshotId() == "" {
 		return Snapshot{}, unreadError{fmt.Errorf("%s: the plugin returned no snapshot ID for %q", RPCCreateSnapshot, r.Name)}
 	}
-	if id := resp.GetSnapshot().GetSnapshotId(); len(id) > MaxObjectID {
+	if err := unusableID(RPCCreateSnapshot, r.Name, "snapshot", resp.GetSnapshot().GetSnapshotId()); err != nil {
 		// Taken, but by an answer volctl does not use: as one without an ID, its name is what
 		// finds it (the snapshot's create stays recorded, saying so).
-		return Snapshot{}, unreadError{oversizedID(RPCCreateSnapshot, r.Name, "snapshot", id)}
+		return Snapshot{}, unreadError{err}
 	}
 	return snapshotFromCSI(resp.GetSnapshot()), nil
 }
@@ -316,7 +317,7 @@ func checkVolumeTopologies(name string, v Volume) error {
 // shown whole by volume status and the dashboard, and sent back in every NodeStageVolume and
 // NodePublishVolume of the volume.
 const (
-	maxVolumeContext  = 4 * spec.MaxCSIMap
+	maxVolumeContext  = spec.MaxPluginMap // a register spec's context is held to it too
 	MaxPublishContext = maxVolumeContext
 )
 
@@ -338,11 +339,21 @@ func MapSize(m map[string]string) int {
 // (engine's listPluginSnapshots): no such snapshot is volctl's.
 const MaxObjectID = 4096
 
-// oversizedID is the error of an answer to rpc for name whose ID (of a kind) is past
-// MaxObjectID, the ID shown cut.
-func oversizedID(rpc, name, kind, id string) error {
-	return fmt.Errorf("%s: the plugin answered %q with a %s ID of %d bytes (%q), far past the CSI spec's 128 bytes (volctl takes up to %d): it is not used; fix the plugin",
-		rpc, name, kind, len(id), spec.Cut(id, 64), MaxObjectID)
+// unusableID is the error of an answer to rpc for name whose ID (of a kind) is past
+// MaxObjectID, the ID shown cut, or holds a control character (spec.ControlIn), which no spec
+// can name: before, such an ID was recorded, and `volctl export nomad` of the volume failed its
+// own check of the spec it wrote, a snapshot_id naming the snapshot could not be written. nil
+// for an ID volctl uses.
+func unusableID(rpc, name, kind, id string) error {
+	if len(id) > MaxObjectID {
+		return fmt.Errorf("%s: the plugin answered %q with a %s ID of %d bytes (%q), far past the CSI spec's 128 bytes (volctl takes up to %d): it is not used; fix the plugin",
+			rpc, name, kind, len(id), spec.Cut(id, 64), MaxObjectID)
+	}
+	if ch, ok := spec.ControlIn(id); ok {
+		return fmt.Errorf("%s: the plugin answered %q with a %s ID holding the control character %U (%q), which no volctl spec can name: it is not used; fix the plugin",
+			rpc, name, kind, ch, id)
+	}
+	return nil
 }
 
 // DeleteSnapshot deletes a snapshot. NOT_FOUND is ignorable.

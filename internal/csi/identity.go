@@ -104,6 +104,9 @@ func (c *Client) fingerprint(ctx context.Context) (*Fingerprint, error) {
 				spec.QuoteName(c.controller.socket), info.Name, spec.QuoteName(c.node.socket), nodeInfo.Name)
 		}
 	}
+	if problem := manifestProblem(info.Manifest); problem != "" {
+		return nil, fmt.Errorf("GetPluginInfo: plugin %q reported a manifest with %s: fix the plugin", info.Name, problem)
+	}
 	// vendor_version, unbounded by CSI, is only shown: kept, cut, whatever its size.
 	fp := &Fingerprint{Provider: info.Name, Version: spec.Cut(info.VendorVersion, MaxVendorVersion), Manifest: info.Manifest}
 	if fp.Capabilities.Plugin, err = c.GetPluginCapabilities(ctx); err != nil {
@@ -147,14 +150,30 @@ func (c *Client) fingerprint(ctx context.Context) (*Fingerprint, error) {
 	return fp, nil
 }
 
+// maxManifest bounds GetPluginInfo's manifest (a map: CSI's 4 KiB of keys and values), four
+// times the spec's, as a node's topology is: past it the fingerprint is refused, naming the
+// plugin, as a name past its bound is. Before, one up to gRPC's 4 MiB was taken at every
+// connection, held with the plugin's fingerprint and printed whole by `plugin probe --json`.
+// A manifest cannot be cut as a vendor_version is: a map cut is another map, shown as the
+// plugin's.
+const maxManifest = spec.MaxPluginMap
+
+// manifestProblem says what of a manifest is past maxManifest, "" when nothing is.
+func manifestProblem(m map[string]string) string {
+	if n := MapSize(m); n > maxManifest {
+		return fmt.Sprintf("%d bytes of keys and values in %d entries, far past the CSI spec's 4 KiB for a map (volctl takes up to %d)", n, len(m), maxManifest)
+	}
+	return ""
+}
+
 // The bounds on a topology a plugin answers with (CheckNodeTopology, and each of a created
 // volume's, checkVolumeTopologies), four times the CSI spec's, as the identity's are: a
 // segment's key and value are strings (CSI: 128 bytes), the segments a map (CSI: 4 KiB of keys
 // and values). A created volume's topologies together are held to maxTopologies (the CSI spec
 // does not bound how many: real volumes name a few zones).
 const (
-	maxTopologyPart = 4 * spec.MaxCSIString
-	maxTopology     = 4 * spec.MaxCSIMap
+	maxTopologyPart = spec.MaxPluginString
+	maxTopology     = spec.MaxPluginMap
 	maxTopologies   = 4 * maxTopology
 )
 

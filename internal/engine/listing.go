@@ -324,8 +324,16 @@ func (e *Engine) listsPublished(ctx context.Context, c *conn, externalID, nodeID
 		_, got, err = e.getsVolume(ctx, c, externalID)
 		published = slices.Contains(got.PublishedNodeIDs, nodeID)
 		if err == nil && !published && got.Volume.ID != "" && got.Volume.ID != externalID {
-			err = fmt.Errorf("%s of volume %q answered about volume %q, published to %v: that says nothing of the volume asked",
-				csi.RPCControllerGetVolume, externalID, got.Volume.ID, got.PublishedNodeIDs)
+			// Quoted cut: the plugin's answer, unbounded but by gRPC's 4 MiB, is no ID volctl made.
+			nodes := "no node"
+			switch n := got.PublishedNodeIDs; {
+			case len(n) == 1:
+				nodes = fmt.Sprintf("node %q", spec.Cut(n[0], 256))
+			case len(n) > 1:
+				nodes = fmt.Sprintf("%d nodes (%s)", len(n), listSome(n, 5, func(id string) string { return fmt.Sprintf("%q", spec.Cut(id, 256)) }))
+			}
+			err = fmt.Errorf("%s of volume %q answered about volume %q, published to %s: that says nothing of the volume asked",
+				csi.RPCControllerGetVolume, externalID, spec.Cut(got.Volume.ID, 256), nodes)
 		}
 	}
 	return published, err

@@ -637,9 +637,10 @@ func (d *decoder) stringMap(c *hcl.BodyContent, name string) *stringMap {
 }
 
 // literalMap is stringMap for topology segments, which Nomad decodes straight into strings:
-// a number is sent as written (zone = 01 is "01"), as a mount option is (literalString).
-func (d *decoder) literalMap(c *hcl.BodyContent, name string) *stringMap {
-	return d.stringMapOf(c, name, maxCSIMapEntries, func(expr hcl.Expression, v cty.Value) (string, error) {
+// a number is sent as written (zone = 01 is "01"), as a mount option is (literalString). A map
+// of more than limit entries is refused before any is evaluated.
+func (d *decoder) literalMap(c *hcl.BodyContent, name string, limit int) *stringMap {
+	return d.stringMapOf(c, name, limit, func(expr hcl.Expression, v cty.Value) (string, error) {
 		if s, ok := d.literalString(expr, v, "In "+name+","); ok {
 			return s, nil
 		}
@@ -725,8 +726,13 @@ func (d *decoder) tooManyEntries(m *stringMap, n, limit int) bool {
 	if limit == 0 || n <= limit {
 		return false
 	}
-	d.errorf(m.nameRange, "Map too large", "%s has %d entries; the CSI spec limits a map to %d bytes (4 KiB) of keys and values, which hold at most %d entries (every key but one empty key a byte or more). "+
-		"Pass the plugin fewer.", m.name, n, MaxCSIMap, limit)
+	if limit == maxPluginMapEntries {
+		d.errorf(m.nameRange, "Map too large", "%s has %d entries; volctl takes a plugin's map (a volume's context, a topology's segments) of up to %d bytes (16 KiB) of keys and values, "+
+			"which hold at most %d entries (every key but one empty key a byte or more).", m.name, n, MaxPluginMap, limit)
+	} else {
+		d.errorf(m.nameRange, "Map too large", "%s has %d entries; the CSI spec limits a map to %d bytes (4 KiB) of keys and values, which hold at most %d entries (every key but one empty key a byte or more). "+
+			"Pass the plugin fewer.", m.name, n, MaxCSIMap, limit)
+	}
 	m.refused = true
 	return true
 }

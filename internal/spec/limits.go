@@ -25,6 +25,20 @@ const (
 	maxCSIMapEntries = MaxCSIMap + 1
 	// maxMountFlags is the most mount flags MaxCSIMountOpts holds, a byte each.
 	maxMountFlags = MaxCSIMountOpts
+
+	// MaxPluginString and MaxPluginMap bound what volctl takes from a plugin past the CSI
+	// spec's bounds (a string, a map), four times them: a volume_context a plugin's CreateVolume
+	// answers with, a topology segment's key and value and a topology's segments it or
+	// NodeGetInfo answers with, GetPluginInfo's manifest (csi refuses each past them). A register
+	// spec's context and topology_request.required are the plugin's too, copied from what it
+	// answered (`volctl export nomad` writes them so), and are held to the same bounds
+	// (checkContext, checkPluginSegments): past the CSI spec's a warning, past these an error.
+	// Before, a register spec was held to the CSI spec's, and the export of a volume whose
+	// plugin answered more failed its own check of the spec it wrote.
+	MaxPluginString = 4 * MaxCSIString
+	MaxPluginMap    = 4 * MaxCSIMap
+	// maxPluginMapEntries is maxCSIMapEntries of a map a plugin made.
+	maxPluginMapEntries = MaxPluginMap + 1
 )
 
 // checkCSIString applies the general CSI string rules to a field sent to plugins: at most 128
@@ -51,12 +65,21 @@ func (d *decoder) checkPluginID(field, value string, rng hcl.Range) {
 
 // checkControl refuses control characters other than the common whitespace ones.
 func (d *decoder) checkControl(field, value string, rng hcl.Range) {
-	for _, r := range value {
+	if r, ok := ControlIn(value); ok {
+		d.errorf(rng, "Invalid character", "%s contains the control character %U, which the CSI spec does not allow.", field, r)
+	}
+}
+
+// ControlIn returns the first control character of s a spec's string may not hold (checkControl:
+// C0 but tab, newline and carriage return, DEL, C1), and whether there is one. csi refuses a
+// plugin's ID holding one, which no spec could name.
+func ControlIn(s string) (rune, bool) {
+	for _, r := range s {
 		if r <= 0x1f && r != '\t' && r != '\n' && r != '\r' || r >= 0x7f && r <= 0x9f {
-			d.errorf(rng, "Invalid character", "%s contains the control character %U, which the CSI spec does not allow.", field, r)
-			return
+			return r, true
 		}
 	}
+	return 0, false
 }
 
 // checkCSIMap applies the CSI limit on a whole map: keys and values together at most 4 KiB.
@@ -64,13 +87,69 @@ func (d *decoder) checkCSIMap(m *stringMap) {
 	if m == nil {
 		return
 	}
-	total := 0
-	for _, e := range m.entries {
-		total += len(e.key) + len(e.value)
-	}
-	if total > MaxCSIMap {
+	if total := m.size(); total > MaxCSIMap {
 		d.errorf(m.nameRange, "Map too large", "%s holds %d bytes of keys and values; the CSI spec limits a map to %d bytes (4 KiB).", m.name, total, MaxCSIMap)
 	}
+}
+
+// checkContext applies MaxPluginMap to a register spec's context: past the CSI spec's
+// 4 KiB a warning, past MaxPluginMap an error.
+func (d *decoder) checkContext(m *stringMap) {
+	if m == nil {
+		return
+	}
+	switch total := m.size(); {
+	case total > MaxPluginMap:
+		d.errorf(m.nameRange, "Map too large", "%s holds %d bytes of keys and values; volctl takes a volume's context of up to %d bytes (16 KiB), "+
+			"the most it takes from a plugin's CreateVolume (the CSI spec limits a map to %d bytes).", m.name, total, MaxPluginMap, MaxCSIMap)
+	case total > MaxCSIMap:
+		d.warnf(m.nameRange, "Map larger than the CSI spec allows", "%s holds %d bytes of keys and values, past the %d bytes (4 KiB) the CSI spec allows a map; "+
+			"it is the plugin's own context, which some plugins make larger, so volctl sends it back as it is (it takes up to %d bytes).", m.name, total, MaxCSIMap, MaxPluginMap)
+	}
+}
+
+// checkPluginSegments is checkSegments for a register spec's topology_request.required: the
+// accessible topology of an existing volume, as its plugin answered it, which the CSI spec's
+// rules on a segment (checkSegments) a plugin may break and volctl takes (matching it as it
+// is): past them a warning, past MaxPluginString a key or value and MaxPluginMap the segments,
+// the bounds volctl takes a plugin's topology to, an error.
+func (d *decoder) checkPluginSegments(m *stringMap) {
+	const own = "it is the volume's accessible topology as its plugin answered it, which volctl matches as it is"
+	seen := map[string]string{}
+	for _, e := range m.entries {
+		switch {
+		case len(e.key) > MaxPluginString:
+			d.errorf(e.keyRange, "Invalid topology segment", "Segment key %q is %d bytes long; volctl takes a plugin's topology segment of up to %d bytes.", Cut(e.key, 64), len(e.key), MaxPluginString)
+		case len(e.value) > MaxPluginString:
+			d.errorf(e.valueRange, "Invalid topology segment", "Segment value %q (for %q) is %d bytes long; volctl takes a plugin's topology segment of up to %d bytes.", Cut(e.value, 64), Cut(e.key, 64), len(e.value), MaxPluginString)
+		default:
+			if why := segmentKeyProblem(e.key); why != "" {
+				d.warnf(e.keyRange, "Topology segment the CSI spec does not allow", "Segment key %q is not one the CSI spec allows: %s; %s.", e.key, why, own)
+			}
+			if why := segmentNameProblem(e.value); why != "" {
+				d.warnf(e.valueRange, "Topology segment the CSI spec does not allow", "Segment value %q (for %q) is not one the CSI spec allows: it %s; %s.", e.value, e.key, why, own)
+			}
+		}
+		if prev, ok := seen[strings.ToLower(e.key)]; ok {
+			d.warnf(e.keyRange, "Topology segment the CSI spec does not allow", "Segment keys %q and %q differ only in case, which the CSI spec does not allow (its topology keys are case-insensitive); %s.", Cut(prev, 64), Cut(e.key, 64), own)
+		}
+		seen[strings.ToLower(e.key)] = e.key
+	}
+	switch total := m.size(); {
+	case total > MaxPluginMap:
+		d.errorf(m.nameRange, "Map too large", "%s holds %d bytes of keys and values; volctl takes a plugin's topology of up to %d bytes (16 KiB).", m.name, total, MaxPluginMap)
+	case total > MaxCSIMap:
+		d.warnf(m.nameRange, "Map larger than the CSI spec allows", "%s holds %d bytes of keys and values, past the %d bytes (4 KiB) the CSI spec allows a map; %s.", m.name, total, MaxCSIMap, own)
+	}
+}
+
+// size is a map's keys and values in bytes, as the CSI spec measures a map.
+func (m *stringMap) size() int {
+	n := 0
+	for _, e := range m.entries {
+		n += len(e.key) + len(e.value)
+	}
+	return n
 }
 
 // validSecretKey applies the CSI secrets rule: letters, digits, '-', '_' or '.'.

@@ -243,8 +243,8 @@ func (d *decoder) volume(body hcl.Body, verb Verb) *Volume {
 		d.checkCSIMap(m)
 		v.Parameters = m.values()
 	}
-	if m := d.nomadMap(c, "context"); m != nil {
-		d.checkCSIMap(m)
+	if m := d.stringMapOf(c, "context", maxPluginMapEntries, d.weakString); m != nil {
+		d.checkContext(m)
 		v.Context = m.values()
 		if verb == VerbCreate {
 			d.errorf(m.nameRange, "Argument not allowed for create",
@@ -436,11 +436,11 @@ func (d *decoder) topologyRequest(b *hcl.Block, verb Verb) *TopologyRequest {
 	out := &TopologyRequest{}
 	if rb := d.single(c, "required", "a topology_request block"); rb != nil {
 		d.jsonList(rb)
-		out.Required = d.topologies(rb)
+		out.Required = d.topologies(rb, verb)
 	}
 	if pb := d.single(c, "preferred", "a topology_request block"); pb != nil {
 		d.jsonList(pb)
-		out.Preferred = d.topologies(pb)
+		out.Preferred = d.topologies(pb, verb)
 		if verb == VerbRegister {
 			d.errorf(pb.TypeRange, "Block not allowed for register",
 				"topology_request.preferred is only used to create a volume (it guides where the plugin provisions it); a registered volume already exists. Remove the preferred block, or create the volume instead.")
@@ -471,12 +471,19 @@ func (d *decoder) jsonList(b *hcl.Block) {
 		"In a JSON spec, Nomad reads %s only as a list of objects; written as one object, it is dropped and Nomad sends no topology. Write it as a list: \"%s\": [{\"topology\": [{\"segments\": {...}}]}].", b.Type, b.Type)
 }
 
-func (d *decoder) topologies(b *hcl.Block) []Topology {
+// topologies reads a topology_request's required or preferred: of a register spec (verb), a
+// volume's accessible topology as its plugin answered it, held to what volctl takes from a
+// plugin (checkPluginSegments), else the CSI spec's rules (checkSegments).
+func (d *decoder) topologies(b *hcl.Block, verb Verb) []Topology {
 	c := d.content(b.Body, topologyListSchema)
 	var out []Topology
 	for _, tb := range blocksOf(c, "topology") {
 		tc := d.content(tb.Body, topologySchema)
-		m := d.literalMap(tc, "segments")
+		limit := maxCSIMapEntries
+		if verb == VerbRegister {
+			limit = maxPluginMapEntries
+		}
+		m := d.literalMap(tc, "segments", limit)
 		if m != nil && m.refused {
 			continue // the error says what is wrong with them, and they are there
 		}
@@ -489,7 +496,11 @@ func (d *decoder) topologies(b *hcl.Block) []Topology {
 				`Each topology needs at least one segment, e.g. topology { segments { rack = "R1" } }.`)
 			continue
 		}
-		d.checkSegments(m)
+		if verb == VerbRegister {
+			d.checkPluginSegments(m)
+		} else {
+			d.checkSegments(m)
+		}
 		out = append(out, Topology{Segments: m.values()})
 	}
 	return out
