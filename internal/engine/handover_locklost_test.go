@@ -1,0 +1,135 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// A volume's lock file removed by hand while `volctl nomad release` asks Nomad, under the
+// volume's lock, whether it still has the volume: a second volctl takes a new file at the
+// path and registers the volume in Nomad again (`volctl nomad register`, a re-registration
+// Nomad answers OK). Before, the first, told 404 by its question from before that
+// registration, removed the mark anyway: Nomad had the volume and volctl claimed it locally
+// too. The take-back removes the mark only while its lock is still held, and stops instead,
+// naming the lock file and the command to run again; the mark, and the refusal of local
+// claims, stay.
+func TestLockFileDeletedWhileTakeBackAsksNomadKeepsTheMark(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
+	if _, err := h.e.HandOver(h.ctx, "db", to, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	asking, answer := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.e.TakeBack(h.ctx, "db", func(HandoverInfo) (string, error) {
+			close(asking)
+			<-answer
+			return "Nomad answered 404 (asked before the second volctl's registration)", nil
+		})
+		done <- err
+	}()
+	<-asking
+	second, lockPath := h.removeLockThenOpenAnother("db")
+	if _, err := second.HandOver(h.ctx, "db", to, false, func(context.Context, bool, VolumeInfo) (Registered, error) {
+		return Registered{OK: true, Index: 7}, nil
+	}); err != nil {
+		close(answer)
+		t.Fatalf("the second volctl's registration: %v", err)
+	}
+	close(answer)
+	err := <-done
+	wantLockLost(t, "the take-back", err, lockPath, "db")
+	if err != nil && !strings.Contains(err.Error(), "volctl nomad release db") {
+		t.Errorf("the take-back's error = %q; want it to name `volctl nomad release db` to run again", err)
+	}
+	hs, herr := h.e.Handovers(h.ctx, "db")
+	if herr != nil || len(hs) != 1 || hs[0].Index != 7 {
+		t.Fatalf("handover marks after the take-back = %+v, %v; want the second volctl's, index 7 (Nomad has the volume)", hs, herr)
+	}
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"}); !errors.Is(err, ErrConflict) {
+		t.Errorf("a local claim of the volume Nomad has: %v; want it refused (handed over)", err)
+	}
+}
+
+// The same on the hand-over's way: the first registration of a volume on its way to Nomad, the
+// lock file removed, and a second volctl registers it again (its mark now a re-registration),
+// which Nomad answers OK; then Nomad refuses the first's. Before, the first took the mark back
+// ("Nomad did not take the volume") though Nomad had the second's registration: local claims
+// were admitted beside Nomad's. The first writes nothing once its lock is lost: the mark stays
+// as the second left it, settled at its index.
+func TestLockFileDeletedWhileHandOverRegistersKeepsTheOtherRegistration(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
+	registering, answer := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.e.HandOver(h.ctx, "db", to, false, func(context.Context, bool, VolumeInfo) (Registered, error) {
+			close(registering)
+			<-answer
+			return Registered{Undo: true}, errors.New("Nomad refused the registration: 400 Bad Request")
+		})
+		done <- err
+	}()
+	<-registering
+	second, lockPath := h.removeLockThenOpenAnother("db")
+	if _, err := second.HandOver(h.ctx, "db", to, false, func(_ context.Context, first bool, _ VolumeInfo) (Registered, error) {
+		if first {
+			t.Error("the second volctl's registration was told it is the first; want a re-registration (the first's mark stands)")
+		}
+		return Registered{OK: true, Index: 9}, nil
+	}); err != nil {
+		close(answer)
+		t.Fatalf("the second volctl's registration: %v", err)
+	}
+	close(answer)
+	err := <-done
+	wantLockLost(t, "the first hand-over", err, lockPath, "db")
+	hs, herr := h.e.Handovers(h.ctx, "db")
+	if herr != nil || len(hs) != 1 || hs[0].Unsettled || hs[0].Index != 9 {
+		t.Fatalf("handover marks after the first hand-over = %+v, %v; want the second volctl's, settled at index 9 (Nomad has the volume)", hs, herr)
+	}
+	if _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"}); !errors.Is(err, ErrConflict) {
+		t.Errorf("a local claim of the volume Nomad has: %v; want it refused (handed over)", err)
+	}
+}
+
+// The same when the second volctl's registration ends without Nomad saying how (its mark
+// unsettled: Nomad may yet apply it) and Nomad then answers the first's OK: before, the first
+// recorded its outcome over the second's and settled the mark, so that `volctl nomad release`
+// took Nomad's 404 as its word while the second registration could still be applied. The first
+// records nothing once its lock is lost.
+func TestLockFileDeletedWhileHandOverRegistersKeepsTheOtherOutcome(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
+	registering, answer := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.e.HandOver(h.ctx, "db", to, false, func(context.Context, bool, VolumeInfo) (Registered, error) {
+			close(registering)
+			<-answer
+			return Registered{OK: true, Index: 3}, nil
+		})
+		done <- err
+	}()
+	<-registering
+	second, lockPath := h.removeLockThenOpenAnother("db")
+	if _, err := second.HandOver(h.ctx, "db", to, false, func(context.Context, bool, VolumeInfo) (Registered, error) {
+		return Registered{InFlight: true}, nil
+	}); err != nil {
+		close(answer)
+		t.Fatalf("the second volctl's registration: %v", err)
+	}
+	close(answer)
+	wantLockLost(t, "the first hand-over", <-done, lockPath, "db")
+	if hs, herr := h.e.Handovers(h.ctx, "db"); herr != nil || len(hs) != 1 || !hs[0].Unsettled {
+		t.Fatalf("handover marks after the first hand-over = %+v, %v; want the second volctl's, unsettled (its registration may yet be applied)", hs, herr)
+	}
+}
