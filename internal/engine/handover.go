@@ -188,6 +188,10 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 		}
 		return tx.Events().Append(&store.Event{Kind: "nomad-handover", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
 	}))
+	if errors.Is(err, errLockLost) {
+		return fail(fmt.Errorf("%w; nothing was marked nor sent to Nomad: `%s` hands it over once no other volctl is working on the volume",
+			err, shellquote.Command("volctl nomad register", volumeID)))
+	}
 	if err != nil {
 		return fail(err)
 	}

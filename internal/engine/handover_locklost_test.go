@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,8 +18,37 @@ import (
 // registration, removed the mark anyway: Nomad had the volume and volctl claimed it locally
 // too. The take-back removes the mark only while its lock is still held, and stops instead,
 // naming the lock file and the command to run again; the mark, and the refusal of local
-// claims, stay.
+// claims, stay. The same when the state dir's whole locks/ is replaced by a new one.
 func TestLockFileDeletedWhileTakeBackAsksNomadKeepsTheMark(t *testing.T) {
+	for name, lose := range map[string]func(h *harness) (*Engine, string){
+		"lock file removed":  func(h *harness) (*Engine, string) { return h.removeLockThenOpenAnother("db") },
+		"locks dir replaced": func(h *harness) (*Engine, string) { return h.replaceLocksDirThenOpenAnother("db") },
+	} {
+		t.Run(name, func(t *testing.T) { takeBackWhileLockLost(t, lose) })
+	}
+}
+
+// replaceLocksDirThenOpenAnother moves the state dir's locks/ aside and makes a new, empty one,
+// as a cleanup of the state dir might, and opens a second engine on the state dir, as another
+// volctl process; it returns the engine and the path of volume vol's lock file.
+func (h *harness) replaceLocksDirThenOpenAnother(vol string) (*Engine, string) {
+	h.t.Helper()
+	dir := filepath.Join(h.dir, lockDir)
+	if err := os.Rename(dir, dir+".old"); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		h.t.Fatal(err)
+	}
+	second, err := Open(h.ctx, Config{StateDir: h.dir, Retry: fastRetry, Mounts: h.mounts})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { second.Close() })
+	return second, filepath.Join(dir, "volume-"+vol+".lock")
+}
+
+func takeBackWhileLockLost(t *testing.T, lose func(h *harness) (*Engine, string)) {
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
@@ -35,7 +66,7 @@ func TestLockFileDeletedWhileTakeBackAsksNomadKeepsTheMark(t *testing.T) {
 		done <- err
 	}()
 	<-asking
-	second, lockPath := h.removeLockThenOpenAnother("db")
+	second, lockPath := lose(h)
 	if _, err := second.HandOver(h.ctx, "db", to, false, func(context.Context, bool, VolumeInfo) (Registered, error) {
 		return Registered{OK: true, Index: 7}, nil
 	}); err != nil {
