@@ -96,31 +96,16 @@ func takeBackWhileLockLost(t *testing.T, lose func(h *harness) (*Engine, string)
 // as the second left it, settled at its index.
 func TestLockFileDeletedWhileHandOverRegistersKeepsTheOtherRegistration(t *testing.T) {
 	h := newHarness(t, nil)
-	h.create(volume("db", capab(spec.SingleNodeWriter)))
-	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
-	registering, answer := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		_, err := h.e.HandOver(h.ctx, "db", to, false, func(context.Context, bool, VolumeInfo) (Registered, error) {
-			close(registering)
-			<-answer
+	lockPath, err := h.handOverBesideAnother(
+		func() (Registered, error) {
 			return Registered{Undo: true}, errors.New("Nomad refused the registration: 400 Bad Request")
+		},
+		func(first bool) (Registered, error) {
+			if first {
+				t.Error("the second volctl's registration was told it is the first; want a re-registration (the first's mark stands)")
+			}
+			return Registered{OK: true, Index: 9}, nil
 		})
-		done <- err
-	}()
-	<-registering
-	second, lockPath := h.removeLockThenOpenAnother("db")
-	if _, err := second.HandOver(h.ctx, "db", to, false, func(_ context.Context, first bool, _ VolumeInfo) (Registered, error) {
-		if first {
-			t.Error("the second volctl's registration was told it is the first; want a re-registration (the first's mark stands)")
-		}
-		return Registered{OK: true, Index: 9}, nil
-	}); err != nil {
-		close(answer)
-		t.Fatalf("the second volctl's registration: %v", err)
-	}
-	close(answer)
-	err := <-done
 	wantLockLost(t, "the first hand-over", err, lockPath, "db")
 	hs, herr := h.e.Handovers(h.ctx, "db")
 	if herr != nil || len(hs) != 1 || hs[0].Unsettled || hs[0].Index != 9 {
@@ -138,6 +123,21 @@ func TestLockFileDeletedWhileHandOverRegistersKeepsTheOtherRegistration(t *testi
 // records nothing once its lock is lost.
 func TestLockFileDeletedWhileHandOverRegistersKeepsTheOtherOutcome(t *testing.T) {
 	h := newHarness(t, nil)
+	lockPath, err := h.handOverBesideAnother(
+		func() (Registered, error) { return Registered{OK: true, Index: 3}, nil },
+		func(bool) (Registered, error) { return Registered{InFlight: true}, nil })
+	wantLockLost(t, "the first hand-over", err, lockPath, "db")
+	if hs, herr := h.e.Handovers(h.ctx, "db"); herr != nil || len(hs) != 1 || !hs[0].Unsettled {
+		t.Fatalf("handover marks after the first hand-over = %+v, %v; want the second volctl's, unsettled (its registration may yet be applied)", hs, herr)
+	}
+}
+
+// handOverBesideAnother makes volume db and hands it over to Nomad for the first time, its
+// registration held until a second volctl, after db's lock file is removed, has handed it
+// over again; the first's registration then ends as first says, the second's as second. It
+// returns the lock file's path and the first hand-over's error.
+func (h *harness) handOverBesideAnother(first func() (Registered, error), second func(first bool) (Registered, error)) (lockPath string, err error) {
+	h.t.Helper()
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	to := HandoverTarget{Address: "http://127.0.0.1:4646"}
 	registering, answer := make(chan struct{}), make(chan struct{})
@@ -146,21 +146,18 @@ func TestLockFileDeletedWhileHandOverRegistersKeepsTheOtherOutcome(t *testing.T)
 		_, err := h.e.HandOver(h.ctx, "db", to, false, func(context.Context, bool, VolumeInfo) (Registered, error) {
 			close(registering)
 			<-answer
-			return Registered{OK: true, Index: 3}, nil
+			return first()
 		})
 		done <- err
 	}()
 	<-registering
-	second, lockPath := h.removeLockThenOpenAnother("db")
-	if _, err := second.HandOver(h.ctx, "db", to, false, func(context.Context, bool, VolumeInfo) (Registered, error) {
-		return Registered{InFlight: true}, nil
+	other, lockPath := h.removeLockThenOpenAnother("db")
+	if _, err = other.HandOver(h.ctx, "db", to, false, func(_ context.Context, isFirst bool, _ VolumeInfo) (Registered, error) {
+		return second(isFirst)
 	}); err != nil {
 		close(answer)
-		t.Fatalf("the second volctl's registration: %v", err)
+		h.t.Fatalf("the second volctl's registration: %v", err)
 	}
 	close(answer)
-	wantLockLost(t, "the first hand-over", <-done, lockPath, "db")
-	if hs, herr := h.e.Handovers(h.ctx, "db"); herr != nil || len(hs) != 1 || !hs[0].Unsettled {
-		t.Fatalf("handover marks after the first hand-over = %+v, %v; want the second volctl's, unsettled (its registration may yet be applied)", hs, herr)
-	}
+	return lockPath, <-done
 }
