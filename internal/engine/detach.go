@@ -77,7 +77,11 @@ func (e *Engine) detachStored(ctx context.Context, volumeID string, force bool) 
 		return fail(err)
 	}
 	if force {
-		res.Warnings = e.forceDetach(ctx, v, claims)
+		var lost error
+		res.Warnings, lost = e.forceDetach(ctx, v, claims)
+		if lost != nil {
+			return fail(lost)
+		}
 		for _, cl := range claims {
 			res.Released = append(res.Released, claimInfo(cl))
 		}
@@ -103,7 +107,12 @@ func (e *Engine) detachStored(ctx context.Context, volumeID string, force bool) 
 }
 
 // forceDetach drops a volume's claims without the node RPCs. It returns what it could not do.
-func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store.Claim) []string {
+// Before each step that undoes something (a claim's mounts, the staging's, the attachment) and
+// in its last write, it checks that the volume's lock is still held (stillHeld): once its file
+// was removed, another volctl may have claimed the volume on a new one, and these steps would
+// undo that claim's mounts and attachment. It stops then, with errLockLost, leaving the claims
+// marked releasing for the next release or reconcile.
+func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store.Claim) ([]string, error) {
 	// The warnings are returned, not logged: the caller shows them (the command line prints
 	// each one), and logging them as well would print everything twice.
 	var warnings []string
@@ -114,6 +123,9 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 		warn("forced detach of volume %q: NodeUnpublishVolume and NodeUnstageVolume are skipped; volctl unmounts its own paths and frees %d claim(s) without the plugin", v.ID, len(claims))
 	}
 	for _, cl := range claims {
+		if err := e.locks.stillHeld(v.ID); err != nil {
+			return warnings, err
+		}
 		if err := e.unbind(ctx, &cl); err != nil {
 			warn("alloc %q: %v", cl.Alloc, err)
 		}
@@ -135,6 +147,9 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 			warn("alloc %q's publish directory %s of volume %q is still mounted at %s after a forced detach unmounted it: unmount it by hand",
 				cl.Alloc, dir, v.ID, e.mountNames(left))
 		}
+	}
+	if err := e.locks.stillHeld(v.ID); err != nil {
+		return warnings, err
 	}
 	st, hasStaging, err := e.getStaging(ctx, v.ID)
 	if err != nil {
@@ -186,6 +201,11 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 			// publish lock, as a release's (undoUnused): the agent does not stop it meanwhile.
 			unlock, err := e.locks.publishing(ctx, c.plugin)
 			if err == nil {
+				// The wait for the publish lock may have been long (the agent holds it).
+				if lost := e.locks.stillHeld(v.ID); lost != nil {
+					unlock()
+					return warnings, lost
+				}
 				err = e.unpublishChecked(ctx, c, v, nodeID, e.attempt)
 				unlock()
 			}
@@ -208,7 +228,7 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 			attached = false // the plugin attaches nothing now
 		}
 	}
-	err = e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+	err = e.store.Update(context.WithoutCancel(ctx), e.locks.holding(v.ID, func(tx *store.Tx) error {
 		for _, cl := range claims {
 			if err := tx.Claims().Free(cl.ID, store.OutcomeForced); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
@@ -232,11 +252,14 @@ func (e *Engine) forceDetach(ctx context.Context, v store.Volume, claims []store
 			return err
 		}
 		return nil
-	})
+	}))
+	if errors.Is(err, errLockLost) {
+		return warnings, err
+	}
 	if err != nil {
 		warn("freeing the claims: %v", err)
 	}
-	return warnings
+	return warnings, nil
 }
 
 // owedUnpublish returns a volume's staging row when it records an attachment no live claim

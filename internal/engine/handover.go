@@ -103,7 +103,7 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 	defer unlock()
 	var h store.Handover
 	first, wasUnsettled := false, false
-	err = e.store.Update(ctx, func(tx *store.Tx) error {
+	err = e.store.Update(ctx, e.locks.holding(volumeID, func(tx *store.Tx) error {
 		v, err := tx.Volumes().Get(volumeID)
 		if errors.Is(err, store.ErrNotFound) {
 			return notFoundf("volume %q not found", volumeID)
@@ -187,7 +187,11 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 			msg += fmt.Sprintf(" while still recorded as attached to node %q (%s; the ControllerUnpublishVolume owed waits for the volume to be taken back)", attachedNode(st), why)
 		}
 		return tx.Events().Append(&store.Event{Kind: "nomad-handover", VolumeID: v.ID, PluginID: v.PluginID, Message: msg})
-	})
+	}))
+	if errors.Is(err, errLockLost) {
+		return fail(fmt.Errorf("%w; nothing was marked nor sent to Nomad: `%s` hands it over once no other volctl is working on the volume",
+			err, shellquote.Command("volctl nomad register", volumeID)))
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -202,16 +206,20 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 	if err != nil && r.Undo && first {
 		// The mark goes even when ctx has ended: Nomad did not take the volume.
 		if _, terr := e.removeMark(context.WithoutCancel(ctx), volumeID, "Nomad refused the registration"); terr != nil {
-			return HandoverInfo{}, fmt.Errorf("%w; taking the handover mark back also failed: %v (run `%s`)", err, terr, shellquote.Command("volctl nomad release", volumeID))
+			return HandoverInfo{}, fmt.Errorf("%w; taking the handover mark back also failed: %w (run `%s`)", err, terr, shellquote.Command("volctl nomad release", volumeID))
 		}
 		return HandoverInfo{}, err
 	}
 	unsettled, index := r.InFlight || (!r.OK && wasUnsettled), max(h.Index, r.Index)
 	if unsettled != h.Unsettled || index != h.Index {
 		// Recorded even when ctx has ended; a failure leaves it unsettled, the safe side.
-		serr := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error { return tx.Handovers().SetOutcome(volumeID, unsettled, index) })
+		// Only while the volume's lock is still held: once it is lost, another volctl may have
+		// marked the volume again, with its own registration, whose outcome this would overwrite.
+		serr := e.store.Update(context.WithoutCancel(ctx), e.locks.holding(volumeID, func(tx *store.Tx) error {
+			return tx.Handovers().SetOutcome(volumeID, unsettled, index)
+		}))
 		if serr != nil {
-			serr = fmt.Errorf("recording how Nomad answered the registration of volume %q failed: %v; its mark stays as it was, unsettled, which `%s` again settles", volumeID, serr, shellquote.Command("volctl nomad register", volumeID))
+			serr = fmt.Errorf("recording how Nomad answered the registration of volume %q failed: %w; its mark stays as it was, unsettled, which `%s` again settles", volumeID, serr, shellquote.Command("volctl nomad register", volumeID))
 			return HandoverInfo{}, errors.Join(err, serr)
 		}
 		h.Unsettled, h.Index = unsettled, index
@@ -414,10 +422,12 @@ func (e *Engine) takeBackStored(ctx context.Context, volumeID string, check func
 }
 
 // removeMark deletes a volume's handover mark, with a nomad-release event saying why; the
-// caller holds the volume's lock.
+// caller holds the volume's lock, and the mark goes only while it still does (locker.holding):
+// once the lock file is removed, another volctl may have registered the volume in Nomad again
+// since the caller asked Nomad, and the mark is that registration's.
 func (e *Engine) removeMark(ctx context.Context, volumeID, why string) (bool, error) {
 	had := true
-	err := e.store.Update(ctx, func(tx *store.Tx) error {
+	err := e.store.Update(ctx, e.locks.holding(volumeID, func(tx *store.Tx) error {
 		h, err := tx.Handovers().Get(volumeID)
 		if errors.Is(err, store.ErrNotFound) {
 			had = false
@@ -431,7 +441,11 @@ func (e *Engine) removeMark(ctx context.Context, volumeID, why string) (bool, er
 		}
 		return tx.Events().Append(&store.Event{Kind: "nomad-release", VolumeID: volumeID,
 			Message: fmt.Sprintf("volume %q taken back from Nomad at %s: %s", volumeID, h.Address, why)})
-	})
+	}))
+	if errors.Is(err, errLockLost) {
+		return false, fmt.Errorf("take volume %q back from Nomad: %w; its handover mark stays: `%s` asks Nomad again once no other volctl is working on the volume",
+			volumeID, err, shellquote.Command("volctl nomad release", volumeID))
+	}
 	if err != nil {
 		return false, fmt.Errorf("take volume %q back from Nomad: %w", volumeID, err)
 	}

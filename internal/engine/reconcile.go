@@ -263,22 +263,33 @@ func (e *Engine) restoreIfUnmounted(ctx context.Context, cl store.Claim, locked 
 	if mounted[e.realPath(cl.TargetPath)] {
 		return cl, nil
 	}
+	var rerr error // the restore's
 	if !locked {
 		unlock, err := e.locks.volume(ctx, cl.VolumeID)
 		if err != nil {
 			return cl, err
 		}
 		defer unlock()
+		// The table was read before the lock, which another operation held: it may have
+		// staged the volume again, or restored this very claim, meanwhile. Restoring from
+		// that table would mark its staging unstaged and stage over it, or publish again onto
+		// a target it mounted (ALREADY_EXISTS from a plugin that looks: the claim, in use,
+		// left degraded). It is read again under the lock.
+		if mounted, err = e.cfg.Mounts.MountsUnder(e.cfg.StateDir); err != nil {
+			return cl, fmt.Errorf("checking the target %s again once another volctl's operation on volume %q had ended: %w", cl.TargetPath, cl.VolumeID, err)
+		}
 	}
-	st, ok, err := e.getStaging(ctx, cl.VolumeID)
-	if err != nil {
-		return cl, err
-	}
-	lost := ok && st.Staged && st.StagingPath != "" && !mounted[e.realPath(st.StagingPath)]
-	_, rerr := e.restoreLocked(ctx, cl.ID, listedRows{}, lost, mounted)
-	if errors.Is(rerr, ErrNotFound) {
-		// Released or changed by another volctl meanwhile: what it is now is the answer.
-		rerr = nil
+	if !mounted[e.realPath(cl.TargetPath)] {
+		st, ok, err := e.getStaging(ctx, cl.VolumeID)
+		if err != nil {
+			return cl, err
+		}
+		lost := ok && st.Staged && st.StagingPath != "" && !mounted[e.realPath(st.StagingPath)]
+		_, rerr = e.restoreLocked(ctx, cl.ID, listedRows{}, lost, mounted)
+		if errors.Is(rerr, ErrNotFound) {
+			// Released or changed by another volctl meanwhile: what it is now is the answer.
+			rerr = nil
+		}
 	}
 	cl, err = viewOne(ctx, e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Get(cl.ID) })
 	if errors.Is(err, store.ErrNotFound) {

@@ -7,6 +7,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -74,6 +75,8 @@ func (d *decoder) group(body hcl.Body) *Group {
 	}
 
 	reqs := map[string]*VolumeRequest{}
+	// claimed: the blocks that claim a volume, for the check that no two claim one (sameVolume).
+	var claimed []*VolumeRequest
 	vblocks := blocksOf(gc, "volume")
 	if len(vblocks) == 0 {
 		d.errorf(b.DefRange, "Missing volume block", `A group needs at least one volume block, e.g. volume "data" { type = "csi" source = "db" ... }.`)
@@ -94,6 +97,13 @@ func (d *decoder) group(body hcl.Body) *Group {
 		}
 		if ok {
 			g.Volumes = append(g.Volumes, *r)
+			if r.Source != "" {
+				if prev, alloc := sameVolume(claimed, r, g); prev != nil {
+					d.errorf(vb.DefRange, "Volume claimed twice", "%s, and an alloc holds one claim of a volume, in one mode (a second claim of it is refused at every run): "+
+						"use one volume block for it, with a volume_mount block for each destination.", bothClaim(prev, r, alloc, g.Name))
+				}
+				claimed = append(claimed, r)
+			}
 		}
 		reqs[key] = r
 	}
@@ -108,6 +118,60 @@ func (d *decoder) group(body hcl.Body) *Group {
 		}
 	}
 	return g
+}
+
+// sameVolume returns the block among claimed that claims a volume r claims too, for some
+// alloc of g: the same source (per_alloc both or neither), or a per_alloc source and another's
+// that names one of its volumes ("db" per_alloc, "db[1]" with count 2 or more). alloc is the
+// index of the first alloc both claim it for (-1: every alloc). Sources are compared as HCL
+// reads them, in NFC, as volume IDs are stored.
+func sameVolume(claimed []*VolumeRequest, r *VolumeRequest, g *Group) (prev *VolumeRequest, alloc int) {
+	for _, p := range claimed {
+		switch {
+		case p.PerAlloc == r.PerAlloc && p.Source == r.Source:
+			return p, -1
+		case p.PerAlloc && !r.PerAlloc:
+			if n := allocOf(p.Source, r.Source, g.Count); n >= 0 {
+				return p, n
+			}
+		case r.PerAlloc && !p.PerAlloc:
+			if n := allocOf(r.Source, p.Source, g.Count); n >= 0 {
+				return p, n
+			}
+		}
+	}
+	return nil, -1
+}
+
+// allocOf is the index of the alloc, below count, whose per_alloc volume of source perAlloc
+// is id ("db", "db[1]": 1), or -1.
+func allocOf(perAlloc, id string, count int) int {
+	rest, ok := strings.CutPrefix(id, perAlloc+"[")
+	if !ok || !strings.HasSuffix(rest, "]") {
+		return -1
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(rest, "]"))
+	if err != nil || n < 0 || n >= count || AllocName(perAlloc, n) != id {
+		return -1
+	}
+	return n
+}
+
+// bothClaim says which volume two blocks both claim (sameVolume), and for which allocs.
+func bothClaim(prev, r *VolumeRequest, alloc int, group string) string {
+	switch {
+	case alloc >= 0:
+		per, plain := prev, r
+		if r.PerAlloc {
+			per, plain = r, prev
+		}
+		return fmt.Sprintf("Volume block %q claims volume %q, which per_alloc volume block %q claims for alloc %s",
+			plain.Name, plain.Source, per.Name, AllocName(group, alloc))
+	case r.PerAlloc:
+		return fmt.Sprintf("Volume blocks %q and %q both claim volume %q for each alloc (per_alloc: %s, ...)",
+			prev.Name, r.Name, r.Source, AllocName(r.Source, 0))
+	}
+	return fmt.Sprintf("Volume blocks %q and %q both claim volume %q for each alloc", prev.Name, r.Name, r.Source)
 }
 
 // AllocName is the name of a group's alloc: "web[0]", as Nomad names them.
