@@ -115,7 +115,7 @@ func (v positiveDuration) String() string { return v.d.String() }
 func (v positiveDuration) Type() string   { return "duration" }
 
 func (v positiveDuration) Set(s string) error {
-	d, err := time.ParseDuration(s)
+	d, err := spec.ParseDuration(s)
 	if err != nil {
 		return err
 	}
