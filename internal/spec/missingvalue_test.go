@@ -36,16 +36,8 @@ func TestAnArgumentWithoutItsValueIsNamed(t *testing.T) {
 		{"JSON nested", "{\"MountOptions\": {\"FSType\":\n}}", 1, 19, "FSType", "a closing brace"},
 		{"JSON escaped key", `{"ID": "v1", "Plugin\"ID": }`, 1, 14, `Plugin"ID`, "a closing brace"},
 	} {
-		p := NewParser()
-		_, diags := p.ParseVolume("v.hcl", []byte(tt.src), VerbAny)
-		if !diags.HasErrors() {
-			t.Errorf("%s: accepted", tt.name)
-			continue
-		}
-		d := diags[0]
-		want := fmt.Sprintf("Missing value for %q", tt.arg)
-		if d.Summary != want || d.Subject == nil || d.Subject.Start.Line != tt.line || d.Subject.Start.Column != tt.col {
-			t.Errorf("%s: %q at %v, want %q at %d:%d:\n%s", tt.name, d.Summary, d.Subject, want, tt.line, tt.col, renderPlain(p, diags))
+		p, diags, d := firstErrorAt(t, tt.name, tt.src, fmt.Sprintf("Missing value for %q", tt.arg), tt.line, tt.col)
+		if d == nil {
 			continue
 		}
 		if !strings.Contains(d.Detail, "and then "+tt.found+", where its value must start") {
