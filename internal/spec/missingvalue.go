@@ -78,15 +78,26 @@ func hclNameBefore(toks hclsyntax.Tokens, at int) (a unvalued, ok bool) {
 		return unvalued{}, false
 	}
 	a.to, a.colon = toks[i-1].Range.End.Byte, toks[i-1].Type == hclsyntax.TokenColon
+	start := i - 2 // the name's first token
 	switch n := toks[i-2]; {
 	case n.Type == hclsyntax.TokenIdent:
-		a.name, a.from = string(n.Bytes), n.Range.Start.Byte
+		a.name = string(n.Bytes)
 	case n.Type == hclsyntax.TokenCQuote && i >= 4 && toks[i-3].Type == hclsyntax.TokenQuotedLit && toks[i-4].Type == hclsyntax.TokenOQuote:
-		a.name, a.from = string(toks[i-3].Bytes), toks[i-4].Range.Start.Byte
+		a.name, start = string(toks[i-3].Bytes), i-4
 	case n.Type == hclsyntax.TokenCQuote && i >= 3 && toks[i-3].Type == hclsyntax.TokenOQuote: // ""
-		a.from = toks[i-3].Range.Start.Byte
+		start = i - 3
 	default:
 		return unvalued{}, false
+	}
+	a.from = toks[start].Range.Start.Byte
+	// The name begins an argument or an object's item (not `[for v in list : ]`, whose colon
+	// follows the list).
+	if start > 0 {
+		switch toks[start-1].Type {
+		case hclsyntax.TokenNewline, hclsyntax.TokenComment, hclsyntax.TokenOBrace, hclsyntax.TokenComma:
+		default:
+			return unvalued{}, false
+		}
 	}
 	switch toks[i].Type {
 	case hclsyntax.TokenNewline:

@@ -49,6 +49,26 @@ func TestAnArgumentWithoutItsValueIsNamed(t *testing.T) {
 	}
 }
 
+// TestAForsColonIsNoArgument: the colon of a for expression with nothing after it is HCL's
+// "Invalid expression", not an argument named after the list it ranges over.
+func TestAForsColonIsNoArgument(t *testing.T) {
+	for _, src := range []string{
+		"id = \"v1\"\nparameters = { for k in list : }\n",
+		"id = \"v1\"\nx = [for v in list : ]\n",
+	} {
+		p := NewParser()
+		_, diags := p.ParseVolume("v.hcl", []byte(src), VerbAny)
+		for _, d := range diags {
+			if strings.HasPrefix(d.Summary, "Missing value for") {
+				t.Errorf("%q: %s", src, renderPlain(p, diags))
+			}
+		}
+		if !diags.HasErrors() {
+			t.Errorf("%q: accepted", src)
+		}
+	}
+}
+
 // TestNomadSpecsWithAValueCutAreNamed mutates every spec of the Nomad corpus: each argument
 // written on one line, in turn, loses its value. The first error must name that argument, at
 // its line and column (where HCL's "Invalid expression" named neither).
