@@ -2,14 +2,8 @@ package spec
 
 import (
 	"fmt"
-	"regexp"
+	"strings"
 	"time"
-)
-
-var (
-	durationForm   = regexp.MustCompile(`^[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
-	exponentForm   = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)[eE][+-]?[0-9]`)
-	unitlessNumber = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)$`)
 )
 
 // ParseDuration is time.ParseDuration with words for what is wrong, for a setting's diagnostic
@@ -22,13 +16,57 @@ func ParseDuration(s string) (time.Duration, error) {
 	if err == nil {
 		return d, nil
 	}
-	switch {
-	case durationForm.MatchString(s):
+	unsigned := strings.TrimLeft(s, "+-")
+	if len(s)-len(unsigned) > 1 {
+		return 0, fmt.Errorf("%q is not a duration", shown(s))
+	}
+	n := numberPrefix(unsigned)
+	switch rest := unsigned[n:]; {
+	case n == 0:
+	case durationShaped(unsigned):
 		return 0, fmt.Errorf("%q is longer than the longest duration volctl holds (2562047h, about 292 years)", shown(s))
-	case exponentForm.MatchString(s):
-		return 0, fmt.Errorf("%q is not a duration: a duration takes no exponent", shown(s))
-	case unitlessNumber.MatchString(s):
+	case rest == "":
 		return 0, fmt.Errorf("%q is not a duration: it has no unit (ns, us, ms, s, m or h)", shown(s))
+	case (rest[0] == 'e' || rest[0] == 'E') && numberPrefix(strings.TrimLeft(rest[1:], "+-")) > 0:
+		return 0, fmt.Errorf("%q is not a duration: a duration takes no exponent", shown(s))
 	}
 	return 0, fmt.Errorf("%q is not a duration", shown(s))
+}
+
+// durationShaped reports whether s is written as a duration is, numbers each with a unit
+// (its sign taken off), whatever its size.
+func durationShaped(s string) bool {
+	for s != "" {
+		n := numberPrefix(s)
+		if n == 0 {
+			return false
+		}
+		s = s[n:]
+		unit := len(s) - len(strings.TrimLeft(s, "nuµμmsh"))
+		switch s[:unit] {
+		case "ns", "us", "µs", "μs", "ms", "s", "m", "h":
+		default:
+			return false
+		}
+		s = s[unit:]
+	}
+	return true
+}
+
+// numberPrefix is the length of the decimal number s begins with (digits, a point, digits,
+// at least one digit), 0 when it begins with none.
+func numberPrefix(s string) int {
+	digits, i := 0, 0
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		digits++
+	}
+	if i < len(s) && s[i] == '.' {
+		for i++; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			digits++
+		}
+	}
+	if digits == 0 {
+		return 0
+	}
+	return i
 }
