@@ -97,9 +97,33 @@ a systemd unit and containerized plugins.`,
 		{&s.StopTimeout, "stop-timeout", agent.DefaultStopTimeout, "time a plugin gets to stop after SIGTERM before SIGKILL"},
 	} {
 		// The default is shown but not set, so that a flag not given leaves the config file's value.
-		fl.DurationVar(d.p, d.name, 0, fmt.Sprintf("%s (default %s)", d.usage, d.def))
+		fl.Var(positiveDuration{d.p, d.def}, d.name, fmt.Sprintf("%s (default %s)", d.usage, d.def))
 	}
 	return cmd
+}
+
+// positiveDuration is an agent's duration flag. Its zero is "not given" (the config file's
+// value, or the default), so a zero given was that, silently: `--gc-interval 0` or
+// `--health-timeout 0`, read as "never", ran every minute, or every 30 s, where the config
+// file refuses a zero (TestAgentFlags). A duration given must be more than zero.
+type positiveDuration struct {
+	d   *time.Duration
+	def time.Duration
+}
+
+func (v positiveDuration) String() string { return v.d.String() }
+func (v positiveDuration) Type() string   { return "duration" }
+
+func (v positiveDuration) Set(s string) error {
+	d, err := spec.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if d <= 0 {
+		return fmt.Errorf("must be more than zero (leave the flag out for the default, %s)", v.def)
+	}
+	*v.d = d
+	return nil
 }
 
 // agentRun reads the config, opens the engine with the agent's retry policy and runs the agent

@@ -26,6 +26,12 @@ func TestAgentFlags(t *testing.T) {
 				GCInterval: 2 * time.Minute, ReconcileInterval: 3 * time.Minute, StopTimeout: 4 * time.Second}}},
 		{name: "short config flag", args: []string{"-c", "b.hcl"}, want: agentFlags{config: "b.hcl"}},
 		{name: "bad duration", args: []string{"--probe-interval", "often"}, wantErr: "invalid argument"},
+		{name: "zero duration", args: []string{"--gc-interval", "0"},
+			wantErr: `invalid argument "0" for "--gc-interval" flag: must be more than zero (leave the flag out for the default, 1m0s)`},
+		{name: "zero with a unit", args: []string{"--health-timeout", "0s"}, wantErr: `for "--health-timeout" flag: must be more than zero`},
+		{name: "negative duration", args: []string{"--stop-timeout", "-5s"}, wantErr: `for "--stop-timeout" flag: must be more than zero`},
+		{name: "too long a duration", args: []string{"--reconcile-interval", "9999999999999h"},
+			wantErr: `for "--reconcile-interval" flag: "9999999999999h" is longer than the longest duration volctl holds`},
 		{name: "extra argument", args: []string{"x"}, wantErr: "accepts 0 arg"},
 	}
 	checkFlagCases(t, newCmdAgent, tests, func(_ *testing.T, o AgentOptions) (agentFlags, error) {

@@ -25,7 +25,7 @@ type Factory struct {
 
 	stateDirFlag string
 	verbose      bool
-	getenv       func(string) string
+	lookupEnv    func(string) (string, bool)
 	geteuid      func() int
 	// completionTimeout, when set, replaces the product's bound on a completion
 	// (completionTimeout, the constant): tests of what completion offers set one that load
@@ -39,7 +39,7 @@ type Factory struct {
 
 // NewFactory returns a Factory for the process's environment.
 func NewFactory(ios *iostreams.IOStreams) *Factory {
-	return &Factory{IO: ios, getenv: os.Getenv, geteuid: os.Geteuid}
+	return &Factory{IO: ios, lookupEnv: os.LookupEnv, geteuid: os.Geteuid}
 }
 
 // StateDir resolves the state directory as docs/architecture.md (Command line) says: --state-dir, $VOLCTL_STATE_DIR,
@@ -47,7 +47,13 @@ func NewFactory(ios *iostreams.IOStreams) *Factory {
 func (f *Factory) StateDir() (string, error) {
 	dir := f.stateDirFlag
 	if dir == "" {
-		dir = f.getenv("VOLCTL_STATE_DIR")
+		var set bool
+		if dir, set = f.lookupEnv("VOLCTL_STATE_DIR"); set && dir == "" {
+			// Set empty, as `VOLCTL_STATE_DIR=$STATE volctl ...` sets it with $STATE unset, it
+			// was taken for not set: root's command acted on /var/lib/volctl, the system's state,
+			// where --state-dir "" is refused for that reason (TestEmptyStateDirVariableIsRefused).
+			return "", usageError("VOLCTL_STATE_DIR is set but empty: give it the state dir, or unset it for the default (a variable left unset?)")
+		}
 	}
 	if strings.HasPrefix(dir, "~") {
 		// Only a shell expands "~", and not in quotes, after "=" (--state-dir=~/volctl) or in
@@ -175,4 +181,10 @@ func (f *Factory) closeEngine(close func(*engine.Engine) error) error {
 	err := close(f.engine)
 	f.engine, f.unredact = nil, nil
 	return err
+}
+
+// getenv is the variable k, empty when it is not set.
+func (f *Factory) getenv(k string) string {
+	v, _ := f.lookupEnv(k)
+	return v
 }

@@ -41,7 +41,7 @@ func TestStateDirResolution(t *testing.T) {
 			ios, _, _, _ := iostreams.Test()
 			f := NewFactory(ios)
 			f.stateDirFlag = tt.flag
-			f.getenv = func(k string) string { return tt.env[k] }
+			f.lookupEnv = func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
 			f.geteuid = func() int { return tt.euid }
 			got, err := f.StateDir()
 			if err != nil || got != tt.want {
@@ -294,11 +294,11 @@ func TestStateDirWithAnUnexpandedTildeIsRefused(t *testing.T) {
 	for _, dir := range []string{"~", "~/volctl", "~root/volctl"} {
 		for _, viaFlag := range []bool{false, true} {
 			f := NewFactory(nil)
-			f.getenv = func(k string) string {
+			f.lookupEnv = func(k string) (string, bool) {
 				if k == "VOLCTL_STATE_DIR" && !viaFlag {
-					return dir
+					return dir, true
 				}
-				return ""
+				return "", false
 			}
 			if viaFlag {
 				f.stateDirFlag = dir
@@ -315,5 +315,29 @@ func TestStateDirWithAnUnexpandedTildeIsRefused(t *testing.T) {
 		if _, err := f.StateDir(); err != nil {
 			t.Errorf("state dir %q: %v", dir, err)
 		}
+	}
+}
+
+// TestEmptyStateDirVariableIsRefused: VOLCTL_STATE_DIR set but empty (`VOLCTL_STATE_DIR=$STATE
+// volctl volume delete db --yes` in a script whose $STATE is unset) was taken for not set, and
+// root's command acted on /var/lib/volctl, the system's state, where --state-dir "" is refused
+// for that reason. It is refused (exit 2), naming the variable; --state-dir still wins over it,
+// and a variable not set at all still means the default.
+func TestEmptyStateDirVariableIsRefused(t *testing.T) {
+	f := NewFactory(nil)
+	f.geteuid = func() int { return 0 }
+	f.lookupEnv = func(k string) (string, bool) { return "", k == "VOLCTL_STATE_DIR" }
+	got, err := f.StateDir()
+	if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "VOLCTL_STATE_DIR is set but empty") {
+		t.Errorf("VOLCTL_STATE_DIR empty: %q, %v; want it refused, exit 2, naming the variable", got, err)
+	}
+	f.stateDirFlag = "/srv/state"
+	if got, err := f.StateDir(); err != nil || got != "/srv/state" {
+		t.Errorf("--state-dir with VOLCTL_STATE_DIR empty: %q, %v; want the flag's", got, err)
+	}
+	f.stateDirFlag = ""
+	f.lookupEnv = func(string) (string, bool) { return "", false }
+	if got, err := f.StateDir(); err != nil || got != "/var/lib/volctl" {
+		t.Errorf("VOLCTL_STATE_DIR not set, as root: %q, %v; want /var/lib/volctl", got, err)
 	}
 }

@@ -127,9 +127,15 @@ func compileJQ(s string) (*gojq.Code, error) {
 
 // parseTemplate parses -t. A field the object does not have is an error ("map has no entry for
 // key"), not a quiet "<no value>" and exit 0; a field left out when empty reads as
-// {{with index . "field"}}...{{end}} (docs/json.md says which fields may be absent).
+// {{with index . "field"}}...{{end}} (docs/json.md says which fields may be absent), and index
+// printing a key the map lacks is an error too (templateindex.go).
 func parseTemplate(s string) (*template.Template, error) {
-	return template.New("output").Option("missingkey=error").Funcs(textFuncs).Funcs(templateFuncs).Parse(s)
+	t, err := template.New("output").Option("missingkey=error").Funcs(textFuncs).Funcs(templateFuncs).Funcs(indexFuncs).Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	lenientConditions(t)
+	return t, nil
 }
 
 // Enabled reports whether machine output was asked for.

@@ -226,12 +226,36 @@ func wideEncoding(src []byte) string {
 		return "UTF-16 (little-endian, byte order mark FF FE)"
 	case bytes.HasPrefix(src, []byte{0xfe, 0xff}):
 		return "UTF-16 (big-endian, byte order mark FE FF)"
-	case len(src) >= 2 && src[0] != 0 && src[0] < 0x80 && src[1] == 0:
+	case wideText(src, 0):
 		return "UTF-16 (little-endian, no byte order mark)"
-	case len(src) >= 2 && src[0] == 0 && src[1] != 0 && src[1] < 0x80:
+	case wideText(src, 1):
 		return "UTF-16 (big-endian, no byte order mark)"
 	}
 	return ""
+}
+
+// wideText reports whether src reads as UTF-16 text without a byte order mark, its low bytes
+// at lo (0: little-endian, 1: big-endian): its first character ASCII, and none of its first 32
+// a NUL (0000, which no text holds), most of them with a zero high byte (ASCII and Latin-1, as
+// a spec's names are). Told by the first two bytes alone, a tar archive of a file with a one-letter name
+// ("a" and NULs), or any binary starting with a NUL and a byte under 0x80, was named
+// UTF-16, with iconv to convert it (TestSpecTextRefusalSaysWhereAndWhy).
+func wideText(src []byte, lo int) bool {
+	n := min(len(src)/2, 32)
+	if n == 0 || src[lo] == 0 || src[lo] >= 0x80 || src[1-lo] != 0 {
+		return false
+	}
+	narrow := 0
+	for i := range n {
+		low, high := src[2*i+lo], src[2*i+1-lo]
+		if low == 0 && high == 0 {
+			return false
+		}
+		if high == 0 {
+			narrow++
+		}
+	}
+	return 4*narrow >= 3*n
 }
 
 // exposedSecrets is a warning for a spec file that holds secrets (held: a volume's secrets, a

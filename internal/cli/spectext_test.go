@@ -41,6 +41,13 @@ func TestSpecTextRefusalSaysWhereAndWhy(t *testing.T) {
 		{"utf-16le without bom", utf16le(spec, false), []string{"UTF-16", "save it as UTF-8"}},
 		{"utf-16be", utf16be(spec), []string{"UTF-16", "save it as UTF-8"}},
 		{"utf-32le", []byte{0xff, 0xfe, 0, 0, 'i', 0, 0, 0}, []string{"UTF-32", "save it as UTF-8"}},
+		{"utf-16le with accents", utf16le("# Volumen für die Datenbank\r\nid = \"db\"\r\n", false), []string{"UTF-16 (little-endian", "save it as UTF-8"}},
+		{"utf-16be of one character", []byte{0, 'i'}, []string{"UTF-16 (big-endian", "save it as UTF-8"}},
+		// Binary that starts as UTF-16 might: a tar archive of a file named "a", a NUL and a
+		// byte under 0x80, an ASCII byte and a NUL.
+		{"tar archive", append([]byte("a"), make([]byte, 511)...), []string{"not a text file", "line 1, column 2"}},
+		{"nul and a byte", []byte("\x00\x01binary data \x00\x02 and more"), []string{"not a text file", "line 1, column 1"}},
+		{"ascii and a nul", []byte("P\x00\x03\x04\x14\x00\x00\x00\x08\x00\x00\x00"), []string{"not a text file", "line 1, column 2"}},
 		{"nul on line 3", []byte("id = \"db\"\ntype = \"csi\"\nname\x00 = \"x\"\n"), []string{"line 3, column 5", "NUL"}},
 	} {
 		err := checkSpecText(tt.src)

@@ -128,11 +128,11 @@ func TestActingCommandsRefuseTemplateFieldsBeforeActing(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "state")
 	ios, _, _, _ := iostreams.Test()
 	f := NewFactory(ios)
-	f.getenv = func(k string) string {
+	f.lookupEnv = func(k string) (string, bool) {
 		if k == "VOLCTL_STATE_DIR" {
-			return stateDir
+			return stateDir, true
 		}
-		return ""
+		return "", false
 	}
 	var acting []string
 	var walk func(*cobra.Command)

@@ -70,12 +70,11 @@ the screen, so they go to --log-file, or nowhere.`,
 // errNoTerminal is what scripts get: exit 1 and where to go instead.
 var errNoTerminal = errors.New("volctl tui needs a terminal; use `volctl volume status` (or --json) instead")
 
-// tuiRun checks the terminal and the options, opens the engine with a logger that cannot
+// tuiRun checks the options and the terminal, opens the engine with a logger that cannot
 // write over the screen, decides the colours, and runs the dashboard until the user quits.
 func tuiRun(ctx context.Context, opts *TUIOptions) error {
-	if !opts.IO.IsStdinTTY() || !opts.IO.IsStdoutTTY() {
-		return errNoTerminal
-	}
+	// The flags first: a usage error is exit 2 with or without a terminal (checked after it,
+	// `volctl tui --refresh 0` in a script exited 1, "needs a terminal").
 	switch {
 	case opts.Refresh <= 0:
 		return usageError("tui: --refresh must be positive, got %s", opts.Refresh)
@@ -83,6 +82,9 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 		return usageError("tui: --probe must be positive, got %s", opts.Probe)
 	case opts.Events <= 0:
 		return usageError("tui: --events must be positive, got %d", opts.Events)
+	}
+	if !opts.IO.IsStdinTTY() || !opts.IO.IsStdoutTTY() {
+		return errNoTerminal
 	}
 	logger, closeLog, err := tuiLogger(opts.LogFile, opts.Verbose)
 	if err != nil {

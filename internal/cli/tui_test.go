@@ -43,6 +43,11 @@ func TestTUIRun(t *testing.T) {
 		{name: "piped stdin", stdout: true, wantErr: "needs a terminal", wantCode: ExitError},
 		{name: "bad refresh", stdin: true, stdout: true, mutate: func(o *TUIOptions) { o.Refresh = 0 },
 			wantErr: "--refresh must be positive", wantCode: ExitUsage},
+		// A usage error is exit 2 with no terminal too, not "needs a terminal", exit 1.
+		{name: "bad refresh, no terminal", mutate: func(o *TUIOptions) { o.Refresh = 0 },
+			wantErr: "--refresh must be positive", wantCode: ExitUsage},
+		{name: "bad events, piped stdout", stdin: true, mutate: func(o *TUIOptions) { o.Events = -1 },
+			wantErr: "--events must be positive", wantCode: ExitUsage},
 		{name: "bad probe", stdin: true, stdout: true, mutate: func(o *TUIOptions) { o.Probe = -time.Second },
 			wantErr: "--probe must be positive", wantCode: ExitUsage},
 		{name: "NO_COLOR: no colour profile", stdin: true, stdout: true, wantProfile: termenv.Ascii},

@@ -88,10 +88,10 @@ func (d *decoder) agentSettings(b *hcl.Block, settings map[string]time.Duration)
 			bad(fmt.Sprintf("%s must be a duration string, like \"5s\" or \"1m\".", name))
 			continue
 		}
-		dur, err := time.ParseDuration(v.AsString())
+		dur, err := ParseDuration(v.AsString())
 		switch {
 		case err != nil:
-			bad(fmt.Sprintf("%q is not a duration; write %s like \"5s\" or \"1m\".", shown(v.AsString()), name))
+			bad(fmt.Sprintf("%v; write %s like \"5s\" or \"1m\".", err, name))
 		case dur <= 0:
 			bad(fmt.Sprintf("%s must be more than zero.", name))
 		default:

@@ -303,13 +303,14 @@ func isJSON(filename string, src []byte) bool {
 // finishDiagnostics is how every diagnostic of a file leaves the parser: ranges fixed
 // (fixRanges), an error at the end of a file that ends inside something open placed on it
 // (unclosedAtEnd), HCL's false "Unterminated template string" beside the error it echoes
-// dropped (unterminatedEchoes), a JSON comma missing placed (missingJSONComma), words cut (cutWords), sensitive text their subjects cover kept out of their
-// words (hideMasked), sorted.
+// dropped (unterminatedEchoes), a JSON comma missing placed (missingJSONComma), an argument
+// without its value named (missingValue), words cut (cutWords), sensitive text their subjects
+// cover kept out of their words (hideMasked), sorted.
 func finishDiagnostics(diags hcl.Diagnostics, s *source) hcl.Diagnostics {
 	for _, d := range diags {
 		d.Summary, d.Detail = cutWords(d.Summary), cutWords(d.Detail)
 	}
-	return sortDiagnostics(hideMasked(unterminatedEchoes(missingJSONComma(unclosedAtEnd(fixRanges(diags, s.src, s.json), s), s)), s))
+	return sortDiagnostics(hideMasked(unterminatedEchoes(missingValue(missingJSONComma(unclosedAtEnd(fixRanges(diags, s.src, s.json), s), s), s)), s))
 }
 
 // sortDiagnostics orders diagnostics by position, so output is stable and reads top to

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"golang.org/x/text/unicode/norm"
@@ -158,10 +157,10 @@ func (d *decoder) plugin(b *hcl.Block) *Plugin {
 
 	if a := attr("timeout"); a != nil {
 		if s, ok := d.str(a); ok {
-			t, err := time.ParseDuration(s)
+			t, err := ParseDuration(s)
 			switch {
 			case err != nil:
-				d.errorf(a.Expr.Range(), "Invalid timeout", "%q is not a duration; write it like \"90s\" or \"2m\".", s)
+				d.errorf(a.Expr.Range(), "Invalid timeout", "%v; write it like \"90s\" or \"2m\".", err)
 			case t <= 0:
 				d.errorf(a.Expr.Range(), "Invalid timeout", "timeout must be more than zero.")
 			default:

@@ -3,6 +3,8 @@ package spec
 import (
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/hcl/v2"
 )
 
 // TestUnclosedAtTheEndIsPlacedOnWhatIsOpen: a file that ends inside a heredoc, a map block or
@@ -33,15 +35,8 @@ func TestUnclosedAtTheEndIsPlacedOnWhatIsOpen(t *testing.T) {
 		{"string without its quote", head + capability + "name = \"vol", 11, 8, "Unterminated string",
 			[]string{"closing quote"}},
 	} {
-		p := NewParser()
-		_, diags := p.ParseVolume("v.hcl", []byte(tt.src), VerbAny)
-		if !diags.HasErrors() {
-			t.Errorf("%s: accepted", tt.name)
-			continue
-		}
-		d := diags[0]
-		if d.Subject == nil || d.Subject.Start.Line != tt.line || d.Subject.Start.Column != tt.col || d.Summary != tt.summary {
-			t.Errorf("%s: %q at %v, want %q at %d:%d: %s", tt.name, d.Summary, d.Subject, tt.summary, tt.line, tt.col, renderPlain(p, diags))
+		p, diags, d := firstErrorAt(t, tt.name, tt.src, tt.summary, tt.line, tt.col)
+		if d == nil {
 			continue
 		}
 		for _, w := range tt.words {
@@ -57,6 +52,24 @@ func TestUnclosedAtTheEndIsPlacedOnWhatIsOpen(t *testing.T) {
 			t.Errorf("%s: a secret shown:\n%s", tt.name, out)
 		}
 	}
+}
+
+// firstErrorAt parses src as a volume spec and returns its first diagnostic, when it is an
+// error with summary at line:col; otherwise it says what came instead and returns nil.
+func firstErrorAt(t *testing.T, name, src, summary string, line, col int) (*Parser, hcl.Diagnostics, *hcl.Diagnostic) {
+	t.Helper()
+	p := NewParser()
+	_, diags := p.ParseVolume("v.hcl", []byte(src), VerbAny)
+	if !diags.HasErrors() {
+		t.Errorf("%s: accepted", name)
+		return p, diags, nil
+	}
+	d := diags[0]
+	if d.Subject == nil || d.Subject.Start.Line != line || d.Subject.Start.Column != col || d.Summary != summary {
+		t.Errorf("%s: %q at %v, want %q at %d:%d:\n%s", name, d.Summary, d.Subject, summary, line, col, renderPlain(p, diags))
+		return p, diags, nil
+	}
+	return p, diags, d
 }
 
 // TestAStringsBadByteIsOneError: a string holding a byte that is not UTF-8 (`id = "caf\xe9"`,
