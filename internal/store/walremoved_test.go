@@ -199,3 +199,30 @@ func TestWALRemovedUnderALiveProcessNamesIt(t *testing.T) {
 		t.Errorf("volumes once the process exited: %v, want both, the WAL's commit kept", got)
 	}
 }
+
+// The same on a read-only file system (a backup or snapshot of a state dir mounted read-only,
+// its WAL left out): the state was opened immutable and shown as of its last checkpoint, the
+// commit since missing without a word. It is refused as the writable open refuses it.
+func TestWALRemovedOnAReadOnlyFileSystemIsNotShownAsIfWhole(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWALRemovedChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), walRemovedDirEnv+"="+dir, walRemovedModeEnv+"=checkpointed")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the first command: %v\n%s", err, out)
+	}
+	if err := os.Remove(filepath.Join(dir, FileName+"-wal")); err != nil {
+		t.Fatal(err)
+	}
+	ro := readOnlyView(t, dir)
+	s, err := Open(context.Background(), ro)
+	if err == nil {
+		s.Close()
+		t.Fatalf("Open on a read-only file system showed the state as of the last checkpoint (volumes %v), the WAL's commit since lost without a word", volumeIDs(t, ro))
+	}
+	path := filepath.Join(ro, FileName)
+	for _, want := range []string{path + "-wal is gone or empty", path + "-shm", "not yet in " + FileName} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Open: %v\nwant it to say %q", err, want)
+		}
+	}
+}
