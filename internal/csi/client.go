@@ -143,7 +143,7 @@ func (c *Client) dial(socket string) (*endpoint, error) {
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: time.Second}),
-		grpc.WithChainUnaryInterceptor(traceInterceptor(c.log, abs, c.pluginText, c.observe)),
+		grpc.WithChainUnaryInterceptor(traceInterceptor(c.log, abs, c.pluginTextUpTo, c.observe)),
 	}
 	if c.checkPeer != nil {
 		opts = append(opts, grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
@@ -313,6 +313,11 @@ const withheld = "[the plugin's message is withheld: volctl could not read the s
 // and mount flag the request carried and every one Config.Redact returns scrubbed out, then
 // control characters escaped.
 func (c *Client) pluginText(ctx context.Context, req proto.Message, msg string) string {
+	return c.pluginTextUpTo(ctx, req, msg, MaxPluginMessage)
+}
+
+// pluginTextUpTo is pluginText cut to max bytes (pluginTextUpTo).
+func (c *Client) pluginTextUpTo(ctx context.Context, req proto.Message, msg string, max int) string {
 	if msg == "" {
 		return ""
 	}
@@ -325,5 +330,5 @@ func (c *Client) pluginText(ctx context.Context, req proto.Message, msg string) 
 		}
 		sensitive = append(sensitive, more...)
 	}
-	return pluginText(msg, req, sensitive)
+	return pluginTextUpTo(msg, req, sensitive, max)
 }

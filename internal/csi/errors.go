@@ -530,7 +530,13 @@ const MaxPluginMessage = 4 << 10
 // as a word (scrubWords), then cut to MaxPluginMessage (after the scrub, so that no part of a
 // secret is left at the cut), then control characters escaped.
 func pluginText(msg string, req proto.Message, sensitive []string) string {
-	return EscapeControl(spec.Cut(scrubWords(scrub(msg, sensitive), shortSecrets(req)), MaxPluginMessage))
+	return pluginTextUpTo(msg, req, sensitive, MaxPluginMessage)
+}
+
+// pluginTextUpTo is pluginText cut to max bytes where MaxPluginMessage is not the bound (the
+// trace's answers: MaxTraceAnswer).
+func pluginTextUpTo(msg string, req proto.Message, sensitive []string, max int) string {
+	return EscapeControl(spec.Cut(scrubWords(scrub(msg, sensitive), shortSecrets(req)), max))
 }
 
 // EscapeControl writes each control character in s (C0 including newline and tab, DEL, C1) as

@@ -22,14 +22,22 @@ import (
 // may be sensitive but does not mark them csi_secret, so protosanitizer leaves them alone.
 const mountFlagsField protoreflect.FullName = "csi.v1.VolumeCapability.MountVolume.mount_flags"
 
-// traceInterceptor logs each RPC at Debug: method, request and response with secrets and
-// mount flags redacted, code, duration, and the (scrubbed) error message. It hands every RPC's
-// name, code and duration to observe, when set (Config.Observe).
 // rpcStartKey is a context key: the time invoke started an RPC, before it set the RPC's
 // deadline, which the interceptor measures the RPC from.
 type rpcStartKey struct{}
 
-func traceInterceptor(log *slog.Logger, socket string, text func(context.Context, proto.Message, string) string,
+// MaxTraceAnswer is how much of a plugin's answer the trace logs, in bytes of its text: a
+// plugin may answer with megabytes (a volume context, a listing, gRPC takes up to 4 MiB), and
+// `--verbose` would write each of them whole, at every call. An answer past it is scrubbed of
+// the secrets volctl knows before it is cut (Client.pluginTextUpTo), so that the cut leaves no
+// part of one for the log's own redaction to miss.
+const MaxTraceAnswer = 64 << 10
+
+// traceInterceptor logs each RPC at Debug: method, request and response with secrets and
+// mount flags redacted, code, duration, and the (scrubbed) error message. It hands every RPC's
+// name, code and duration to observe, when set (Config.Observe). text scrubs and cuts a
+// plugin's text (Client.pluginTextUpTo).
+func traceInterceptor(log *slog.Logger, socket string, text func(context.Context, proto.Message, string, int) string,
 	observe func(rpc, code string, d time.Duration)) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		debug := log.Enabled(ctx, slog.LevelDebug)
@@ -68,13 +76,21 @@ func traceInterceptor(log *slog.Logger, socket string, text func(context.Context
 		if err != nil {
 			msg := status.Convert(err).Message()
 			if m, ok := req.(proto.Message); ok {
-				msg = text(ctx, m, msg)
+				msg = text(ctx, m, msg, MaxPluginMessage)
 			} else {
 				msg = withheld
 			}
 			attrs = append(attrs, slog.String("error", msg))
 		} else {
-			attrs = append(attrs, slog.String("response", sanitize(reply)))
+			answer := sanitize(reply)
+			if len(answer) > MaxTraceAnswer {
+				if m, ok := req.(proto.Message); ok {
+					answer = text(ctx, m, answer, MaxTraceAnswer)
+				} else {
+					answer = withheld
+				}
+			}
+			attrs = append(attrs, slog.String("response", answer))
 		}
 		log.LogAttrs(ctx, slog.LevelDebug, "csi rpc", attrs...)
 		return err
