@@ -216,7 +216,7 @@ func executeTemplate(ctx context.Context, tmpl *template.Template, buf *heldOutp
 	crash.Go(func() { done <- tmpl.Execute(ctxWriter{ctx, buf}, data) })
 	select {
 	case err := <-done:
-		return err
+		return indexNamed(err)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

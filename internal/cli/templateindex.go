@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"text/template"
 	"text/template/parse"
 )
@@ -20,6 +21,22 @@ import (
 
 // lenientIndex is the name index goes by in the conditions of if, with and range.
 const lenientIndex = "volctl_index_or_nothing"
+
+// indexNamed is err of a template's execution with index's lenient form named index, as the
+// template's author wrote it: an error of index in a condition ("index out of range: 5")
+// named a function the author never wrote.
+func indexNamed(err error) error {
+	if err == nil || !strings.Contains(err.Error(), lenientIndex) {
+		return err
+	}
+	return renamedIndex{err}
+}
+
+// renamedIndex is an error whose text names index where it said lenientIndex.
+type renamedIndex struct{ err error }
+
+func (r renamedIndex) Error() string { return strings.ReplaceAll(r.err.Error(), lenientIndex, "index") }
+func (r renamedIndex) Unwrap() error { return r.err }
 
 // indexFuncs are index, refusing a missing key, and its lenient form.
 var indexFuncs = template.FuncMap{

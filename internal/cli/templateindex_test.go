@@ -52,10 +52,15 @@ func TestTemplateIndexOfAMissingKeyFails(t *testing.T) {
 		`{{index . 5}}`:           "index out of range: 5",
 		`{{index . "a"}}`:         "cannot index slice/array with type string",
 		`{{index (index . 0) 1}}`: "value has type int; should be string",
+		// In a condition index is lenientIndex underneath: its errors still name index, the
+		// function the template's author wrote.
+		`{{if index (index . 0) 1}}x{{end}}`: "error calling index: value has type int; should be string",
+		`{{with index . 5}}x{{end}}`:         "error calling index: index out of range: 5",
 	} {
 		var out bytes.Buffer
-		if err := runCmd(t, exportCmd(sample, &out), "-t", tmpl); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v, want %q", tmpl, err, want)
+		err := runCmd(t, exportCmd(sample, &out), "-t", tmpl)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), lenientIndex) || ExitCode(err) != ExitUsage {
+			t.Errorf("%s: %v (exit %d), want %q, exit 2", tmpl, err, ExitCode(err), want)
 		}
 	}
 }
