@@ -66,11 +66,7 @@ func TestWALRemovedChild(t *testing.T) {
 // forgotten, without a word. It is refused as a lost database is, naming the WAL and what to do.
 func TestWALRemovedBetweenCommands(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestWALRemovedChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), walRemovedDirEnv+"="+dir)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the first command: %v\n%s", err, out)
-	}
+	runWALRemovedChild(t, dir, "")
 	path := filepath.Join(dir, FileName)
 	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() <= walHeaderSize {
 		t.Skipf("the first command left no WAL with commits (%v): nothing to remove", err)
@@ -98,6 +94,20 @@ func TestWALRemovedBetweenCommands(t *testing.T) {
 }
 
 // volumeIDs lists the volumes the state in dir holds.
+// runWALRemovedChild runs TestWALRemovedChild as a command of its own on the state dir dir,
+// in mode ("" or "checkpointed"): it exits leaving its commits in the WAL, as a command does.
+func runWALRemovedChild(t *testing.T, dir, mode string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWALRemovedChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), walRemovedDirEnv+"="+dir)
+	if mode != "" {
+		cmd.Env = append(cmd.Env, walRemovedModeEnv+"="+mode)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the first command: %v\n%s", err, out)
+	}
+}
+
 func volumeIDs(t *testing.T, dir string) []string {
 	t.Helper()
 	s, err := Open(context.Background(), dir)
@@ -126,11 +136,7 @@ func volumeIDs(t *testing.T, dir string) []string {
 // it says (remove the -shm) opens the older state.
 func TestWALRemovedAfterACheckpointIsNotOpenedAsIfWhole(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestWALRemovedChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), walRemovedDirEnv+"="+dir, walRemovedModeEnv+"=checkpointed")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the first command: %v\n%s", err, out)
-	}
+	runWALRemovedChild(t, dir, "checkpointed")
 	path := filepath.Join(dir, FileName)
 	if err := os.Remove(path + "-wal"); err != nil {
 		t.Fatal(err)
@@ -205,11 +211,7 @@ func TestWALRemovedUnderALiveProcessNamesIt(t *testing.T) {
 // commit since missing without a word. It is refused as the writable open refuses it.
 func TestWALRemovedOnAReadOnlyFileSystemIsNotShownAsIfWhole(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestWALRemovedChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), walRemovedDirEnv+"="+dir, walRemovedModeEnv+"=checkpointed")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the first command: %v\n%s", err, out)
-	}
+	runWALRemovedChild(t, dir, "checkpointed")
 	if err := os.Remove(filepath.Join(dir, FileName+"-wal")); err != nil {
 		t.Fatal(err)
 	}
