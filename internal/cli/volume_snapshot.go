@@ -48,9 +48,9 @@ func newCmdVolumeSnapshotCreate(f *Factory, runF func(*SnapshotCreateOptions) er
 
 NAME is the snapshot's CSI name, which plugins use to make CreateSnapshot idempotent: creating
 again with the same NAME returns the same snapshot. Without NAME, volctl derives one from the
-volume and the current second (<the volume's CSI name>-<unix time>, with -2, -3, ... when the
-plugin has a snapshot of that name already): retries within one command never make a second
-snapshot, while two commands make two, even within one second. Pass NAME when a script must be
+volume, a nonce and the current second (shaped as <the volume's CSI name>-<unix time>, the
+name's hash another each time): retries within one command never make a second snapshot,
+while two commands make two, even within one second. Pass NAME when a script must be
 safe to re-run. NAME is at most 128 bytes (the CSI spec's limit) and holds no control character,
 nor one that shows as nothing or as another (a zero width space, a bidi override, letters of
 two scripts), as a volume's ID may not. --parameter KEY=VALUE (repeatable) is passed to the plugin as is.

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -48,14 +50,22 @@ type SnapshotList struct {
 	Warnings  []string       `json:"warnings"`
 }
 
-// snapshotName is the CSI name of a snapshot created without one: the volume's CSI name and the
-// second it was asked for, made unique among the plugin's recorded snapshots and intents by a
-// counter (-2, -3, ...), so two snapshots within one second get two names. Within one command
-// every retry of CreateSnapshot sends the same name, so a retried request never makes a second
-// snapshot. A script that must be idempotent across runs (re-run after a crash) passes its own
-// NAME: the plugin then returns the snapshot it already made under that name.
+// snapshotName is the CSI name of a snapshot created without one: the volume's CSI name, its
+// hash taken over a nonce too, and the second it was asked for (63 characters at most, as a
+// volume's); one the plugin's recorded snapshots or intents hold is drawn again. The name is recorded with the intent before the
+// first CreateSnapshot, so every retry within the command, and reconcile's replay after a
+// crash, sends the same one, and a retried request never makes a second snapshot. The nonce,
+// as in a create's name (createName): the volume and the second alone named again a snapshot
+// volctl no longer records but the plugin keeps (`snapshot deregister`, then another create in
+// the same second or after the clock stepped back to it), and the plugin, idempotent by name,
+// answered with that old snapshot, recorded as the new one
+// (TestSnapshotWithoutANameAfterOneForgottenIsANewSnapshot). A script that must be idempotent
+// across runs (re-run after a crash) passes its own NAME: the plugin then returns the snapshot
+// it already made under that name.
 func snapshotName(namespace, volumeID string, at time.Time) string {
-	return csiName(namespace, volumeID) + "-" + strconv.FormatInt(at.Unix(), 10)
+	nonce := make([]byte, 8)
+	_, _ = rand.Read(nonce) // crypto/rand.Read never fails (Go 1.24+)
+	return saltedName(namespace, volumeID, hex.EncodeToString(nonce)) + "-" + strconv.FormatInt(at.Unix(), 10)
 }
 
 // reachOf is how a connected plugin is reached, and the driver that answered, recorded with its
@@ -95,17 +105,12 @@ func (e *Engine) createSnapshotStored(ctx context.Context, volumeID, name string
 	replay := false
 	err = e.store.Update(ctx, e.locks.holding(v.ID, func(tx *store.Tx) error {
 		if name == "" {
-			base := snapshotName(v.Namespace, v.ID, e.cfg.Now())
-			intent.Name = base
-			for i := 2; ; i++ {
-				taken, err := tx.Snapshots().NameTaken(v.PluginID, intent.Name)
-				if err != nil {
+			for taken := true; taken; {
+				intent.Name = snapshotName(v.Namespace, v.ID, e.cfg.Now())
+				var err error
+				if taken, err = tx.Snapshots().NameTaken(v.PluginID, intent.Name); err != nil {
 					return err
 				}
-				if !taken {
-					break
-				}
-				intent.Name = base + "-" + strconv.Itoa(i)
 			}
 		} else if old, err := tx.Snapshots().GetCreate(v.PluginID, name); err == nil {
 			// An earlier create under this name was cut short: the plugin may have made the

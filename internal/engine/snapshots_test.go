@@ -65,6 +65,14 @@ func TestCreateSnapshot(t *testing.T) {
 				t.Fatal(err)
 			}
 			req, _ := csitest.LastRequest[csi.CreateSnapshotRequest](h.mem)
+			if tt.given == "" {
+				// The derived name's hash is taken over a nonce (snapshotName): its shape is
+				// the volume's CSI name's, its hash another one each time.
+				if len(req.Name) != len(tt.want) || req.Name == tt.want || !strings.HasPrefix(req.Name, "volctl-db-") || !strings.HasSuffix(req.Name, "-1740830400") {
+					t.Errorf("derived name %q, want one shaped as %q with another hash", req.Name, tt.want)
+				}
+				tt.want = req.Name
+			}
 			if req.Name != tt.want || req.SourceVolumeID != v.ExternalID || req.Secrets["token"] != "s3cr3t" ||
 				!reflect.DeepEqual(req.Parameters, tt.params) {
 				t.Errorf("CreateSnapshot request = name %q source %q params %v", req.Name, req.SourceVolumeID, req.Parameters)
@@ -88,7 +96,8 @@ func TestCreateSnapshot(t *testing.T) {
 
 // The derived name is fixed for one command: a retry after a retryable failure names the same
 // snapshot, and the plugin's idempotency keeps it one snapshot. A second create within the same
-// second is a second snapshot, under a distinct name (issue 13: it used to return the first).
+// second is a second snapshot, under a distinct name (issue 13: it used to return the first;
+// the name's nonce makes it distinct, snapshotName).
 func TestCreateSnapshotDerivedNameIsIdempotent(t *testing.T) {
 	h, _ := snapshotHarness(t, nil)
 	h.faults.FailOnce(csi.RPCCreateSnapshot, codes.Unavailable)
@@ -101,8 +110,8 @@ func TestCreateSnapshotDerivedNameIsIdempotent(t *testing.T) {
 		t.Fatalf("two creates in one second made %d snapshots (%q %q, %q %q), want 2 with distinct names",
 			len(h.mem.Snapshots()), first.ID, first.Name, again.ID, again.Name)
 	}
-	if want := first.Name + "-2"; again.Name != want {
-		t.Errorf("second name %q, want %q", again.Name, want)
+	if len(again.Name) != len(first.Name) || !strings.HasSuffix(again.Name, "-1740830400") {
+		t.Errorf("second name %q, want one shaped as the first's, %q", again.Name, first.Name)
 	}
 }
 
