@@ -129,21 +129,35 @@ func serverRefused(socket string, cred *unix.Ucred) error {
 }
 
 // socketDirOf says whether dir is the user's cred names (its owner, or its group where the
-// group may write it) and, if so, the parent of dir, its symlinks resolved (where the directory
-// is), when other users may write that parent (sticky or not; by its mode or its ACL): where
-// anyone could have made dir; "" where not.
+// group may write it) and, if so, the first directory above it, its symlinks resolved (where
+// the directory is), that is not that user's as well, when other users may write it (sticky or
+// not; by its mode or its ACL): where anyone could have made dir, and the user's own
+// directories between (/tmp/x/hp: x is theirs too, and /tmp anyone's); "" where not.
 func socketDirOf(dir string, cred *unix.Ucred) (ours bool, madeByAnyone string) {
 	var st syscall.Stat_t
-	if err := syscall.Stat(dir, &st); err != nil || st.Uid != cred.Uid && (st.Mode&0o020 == 0 || st.Gid != cred.Gid) {
+	if err := syscall.Stat(dir, &st); err != nil || !listenersDir(&st, cred) {
 		return false, ""
 	}
 	resolved, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return true, filepath.Dir(dir) // cannot tell where it is: not vouched for
 	}
-	parent := filepath.Dir(resolved)
-	if err := syscall.Stat(parent, &st); err != nil || pathtrust.OthersMayWrite(st.Mode, st.Gid) || pathtrust.ACLWriter(parent, st.Mode) != "" {
-		return true, parent
+	for p := filepath.Dir(resolved); ; p = filepath.Dir(p) {
+		if err := syscall.Stat(p, &st); err != nil {
+			return true, p
+		}
+		if listenersDir(&st, cred) && p != "/" {
+			continue // theirs too: made by them, maybe in one anyone may write
+		}
+		if pathtrust.OthersMayWrite(st.Mode, st.Gid) || pathtrust.ACLWriter(p, st.Mode) != "" {
+			return true, p
+		}
+		return true, ""
 	}
-	return true, ""
+}
+
+// listenersDir reports whether the directory st is the user's cred names: its owner, or its
+// group where the group may write it.
+func listenersDir(st *syscall.Stat_t, cred *unix.Ucred) bool {
+	return st.Uid == cred.Uid || st.Mode&0o020 != 0 && st.Gid == cred.Gid
 }

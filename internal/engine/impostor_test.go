@@ -102,8 +102,19 @@ func TestPluginReplacedUnderAHeldConnectionGetsNoRequest(t *testing.T) {
 // plugin's directory must be. So too where the registered socket's directory is root's symlink
 // to that one: where anyone could make it is where it resolves.
 func TestSocketDirectoryMadeByAnotherUserIsNoLicence(t *testing.T) {
-	for _, throughLink := range []bool{false, true} {
-		t.Run(map[bool]string{false: "direct", true: "through a symlink"}[throughLink], func(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		throughLink bool
+		levels      []string // the directories another user makes, the socket's last
+	}{
+		{"direct", false, []string{"hp"}},
+		{"through a symlink", true, []string{"hp"}},
+		// Their own directory in /tmp, and the socket's in it: the socket's parent is theirs,
+		// and not others' to write, but they could make it as anyone could.
+		{"two levels down", false, []string{"x", "hp"}},
+	} {
+		throughLink := tc.throughLink
+		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nil)
 			shared := filepath.Join(t.TempDir(), "shared")
 			if err := os.Mkdir(shared, 0o777|os.ModeSticky); err != nil {
@@ -112,8 +123,8 @@ func TestSocketDirectoryMadeByAnotherUserIsNoLicence(t *testing.T) {
 			if err := os.Chmod(shared, 0o777|os.ModeSticky); err != nil { // as /tmp, past the umask
 				t.Fatal(err)
 			}
-			dir := filepath.Join(shared, "hp")
-			if err := os.Mkdir(dir, 0o755); err != nil {
+			dir := filepath.Join(append([]string{shared}, tc.levels...)...)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
 			registered := filepath.Join(dir, "csi.sock")
@@ -130,16 +141,20 @@ func TestSocketDirectoryMadeByAnotherUserIsNoLicence(t *testing.T) {
 			stop := csitest.ServeAt(t, socket, csitest.WithServer(csitest.NewMemPlugin(cfg)))
 			h.registerPlugin("hp", registered)
 			stop()
-			if err := os.RemoveAll(dir); err != nil {
+			top := filepath.Join(shared, tc.levels[0])
+			if err := os.RemoveAll(top); err != nil {
 				t.Fatal(err)
 			}
 
-			// Another user makes the directory again and serves the same driver in it.
-			if err := os.Mkdir(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chown(dir, impostorUID, impostorUID); err != nil {
-				t.Fatal(err)
+			// Another user makes the directories again and serves the same driver in them.
+			for made := shared; len(made) < len(dir); {
+				made = filepath.Join(made, tc.levels[strings.Count(made[len(shared):], "/")])
+				if err := os.Mkdir(made, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chown(made, impostorUID, impostorUID); err != nil {
+					t.Fatal(err)
+				}
 			}
 			reached := serveImpostor(t, socket)
 
