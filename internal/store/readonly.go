@@ -70,7 +70,7 @@ func openReadOnly(ctx context.Context, dir string, target int, o options) (*Stor
 	if err == nil {
 		// A copy of a state dir (a backup, a snapshot) whose WAL was left out or removed would be
 		// opened immutable and shown as of its last checkpoint, what was recorded since missing.
-		err = checkWALGone(path, sizes)
+		err = checkWALGone(path, sizes, false)
 	}
 	if err != nil {
 		return nil, inDir(dir, err)

@@ -244,6 +244,12 @@ func openWritable(ctx context.Context, abs string, target int, o options) (*Stor
 	if err == nil {
 		err = checkWALPair(path, sizes[path], sizes[path+"-wal"])
 	}
+	if err == nil {
+		// Before prepareFile's lost-database checks: a WAL removed under a live process on a
+		// new state dir leaves a file with no table, which that process's exit can still make
+		// whole (TestWALRemovedUnderALiveProcessOnANewStateDirNamesIt).
+		err = checkWALGone(path, sizes, blank)
+	}
 	if err != nil {
 		return nil, inDir(abs, err)
 	}
@@ -251,9 +257,6 @@ func openWritable(ctx context.Context, abs string, target int, o options) (*Stor
 		return nil, inDir(abs, fmt.Errorf("open state: state directory: %w", err))
 	}
 	if err := prepareFile(path, sizes, blank, o.log); err != nil {
-		return nil, inDir(abs, err)
-	}
-	if err := checkWALGone(path, sizes); err != nil {
 		return nil, inDir(abs, err)
 	}
 
@@ -757,9 +760,11 @@ func (s *Store) CloseAtExit() error {
 	if s.w == nil {
 		return nil // read-only: nothing written
 	}
-	if s.bulk() || s.writes.Load() > 0 && walRemoved(s.path) {
+	if s.bulk() || walRemoved(s.path) {
 		// A WAL removed under this process (walgone.go) has its commits in this process
-		// alone: the checkpoint copies them into the file, which the exit would lose.
+		// alone, its own or the commands' before it, which it has open whether it wrote or
+		// only read (an idle agent, the dashboard): the checkpoint copies them into the file,
+		// which the exit would lose.
 		s.checkpointNow()
 	}
 	s.w.abandon()

@@ -31,8 +31,10 @@ const shmDMSOffset = 128
 
 // checkWALGone refuses a database whose WAL is gone or empty while its -shm says the WAL held
 // commits the file does not have: naming the process that still has them when one has the
-// database open, else saying they are lost and what to do. sizes are what checkFiles found.
-func checkWALGone(path string, sizes map[string]int64) error {
+// database open, else saying they are lost and what to do. sizes are what checkFiles found;
+// blank says the file holds no state (identify), whose loss, with no process to stop,
+// prepareFile's lost-database checks word (a state dir's whole state, not its latest commits).
+func checkWALGone(path string, sizes map[string]int64, blank bool) error {
 	shm, ok := sizes[path+"-shm"]
 	if sizes[path] == 0 || sizes[path+"-wal"] > walHeaderSize || !ok || shm < 136 {
 		return nil
@@ -68,6 +70,9 @@ func checkWALGone(path string, sizes map[string]int64) error {
 			"the %d frames of commits %s says it held, not yet in %s, are in that process alone; leave %s and %s as they are, "+
 			"stop that process cleanly (the agent: stop its service, or SIGTERM), which writes them into %s as it exits, then run the command again",
 			wal, lk.Pid, frames-backfilled, shmPath, FileName, FileName, shmPath, FileName)
+	}
+	if blank {
+		return nil
 	}
 	return fmt.Errorf("open state: the write-ahead log %s is gone or empty, but %s, SQLite's index of it, says it held %d frames of commits not yet in %s: "+
 		"they were lost with it (removed by hand or by a cleanup of the state dir: volctl leaves its latest commits there), and opening %s would go on "+

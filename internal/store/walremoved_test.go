@@ -42,7 +42,33 @@ func TestWALRemovedChild(t *testing.T) {
 			os.Exit(1)
 		}
 	}
+	if os.Getenv(walRemovedModeEnv) == "reader" {
+		// A process that only reads (an idle agent, the dashboard), the state's latest
+		// commits in the WAL another command left.
+		if err := s.View(ctx, func(tx *Tx) error { _, err := tx.Volumes().List(VolumeFilter{}); return err }); err != nil {
+			fmt.Println("view:", err)
+			os.Exit(1)
+		}
+		fmt.Println("READY")
+		io.Copy(io.Discard, os.Stdin)
+		if err := s.CloseAtExit(); err != nil {
+			fmt.Println("close:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	insert("db")
+	if os.Getenv(walRemovedModeEnv) == "live-fresh" {
+		// A new state dir, nothing checkpointed: the file holds SQLite's first page only, its
+		// tables in the WAL with the rest.
+		fmt.Println("READY")
+		io.Copy(io.Discard, os.Stdin)
+		if err := s.CloseAtExit(); err != nil {
+			fmt.Println("close:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv(walRemovedModeEnv) != "" {
 		// The state in the file as of a checkpoint, a commit since in the WAL only.
 		s.checkpointNow()
@@ -93,7 +119,6 @@ func TestWALRemovedBetweenCommands(t *testing.T) {
 	}
 }
 
-// volumeIDs lists the volumes the state in dir holds.
 // runWALRemovedChild runs TestWALRemovedChild as a command of its own on the state dir dir,
 // in mode ("" or "checkpointed"): it exits leaving its commits in the WAL, as a command does.
 func runWALRemovedChild(t *testing.T, dir, mode string) {
@@ -108,6 +133,7 @@ func runWALRemovedChild(t *testing.T, dir, mode string) {
 	}
 }
 
+// volumeIDs lists the volumes the state in dir holds.
 func volumeIDs(t *testing.T, dir string) []string {
 	t.Helper()
 	s, err := Open(context.Background(), dir)
@@ -226,5 +252,87 @@ func TestWALRemovedOnAReadOnlyFileSystemIsNotShownAsIfWhole(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Open: %v\nwant it to say %q", err, want)
 		}
+	}
+}
+
+// The WAL removed under a process that wrote nothing itself (an idle agent, the dashboard): the
+// refusal names it and says its clean exit writes the WAL's commits into the database; it exited
+// without a checkpoint, having written nothing, and they were lost. Its exit checkpoints them.
+func TestWALRemovedUnderAReaderIsKeptByItsExit(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	runWALRemovedChild(t, dir, "checkpointed")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWALRemovedChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), walRemovedDirEnv+"="+dir, walRemovedModeEnv+"=reader")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "READY\n" {
+		t.Fatalf("the reader: %q, %v", line, err)
+	}
+	if err := os.Remove(filepath.Join(dir, FileName+"-wal")); err != nil {
+		t.Fatal(err)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the reader: %v", err)
+	}
+	if got := volumeIDs(t, dir); strings.Join(got, ",") != "after-checkpoint,db" {
+		t.Errorf("volumes once the reader exited: %v, want both, the WAL's commit kept", got)
+	}
+}
+
+// The WAL removed under a live process on a new state dir, nothing checkpointed yet: the file
+// holds no table, and the open was refused as a lost database (restore a backup, or start
+// empty), where the process that has the commits was there to be stopped. It names it.
+func TestWALRemovedUnderALiveProcessOnANewStateDirNamesIt(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWALRemovedChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), walRemovedDirEnv+"="+dir, walRemovedModeEnv+"=live-fresh")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "READY\n" {
+		t.Fatalf("the live process: %q, %v", line, err)
+	}
+	path := filepath.Join(dir, FileName)
+	if err := os.Remove(path + "-wal"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), dir)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open beside a live process whose WAL was removed succeeded")
+	}
+	for _, want := range []string{path + "-wal was removed or emptied while process " + fmt.Sprint(cmd.Process.Pid), "stop that process"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Open: %v\nwant it to say %q", err, want)
+		}
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the live process: %v", err)
+	}
+	if got := volumeIDs(t, dir); strings.Join(got, ",") != "db" {
+		t.Errorf("volumes once the process exited: %v, want its commit kept", got)
 	}
 }
