@@ -166,6 +166,7 @@ func (ep *endpoint) dialChecked(ctx context.Context, check func(string, *unix.Uc
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "unix", ep.socket)
 	if err != nil {
+		ep.refused.Store(nil) // nobody listens now: not the refused process's doing
 		return nil, err
 	}
 	cred, err := PeerCred(nc)

@@ -351,7 +351,7 @@ func unusableID(rpc, name, kind, id string) error {
 	}
 	if ch, ok := spec.ControlIn(id); ok {
 		return fmt.Errorf("%s: the plugin answered %q with a %s ID holding the control character %U (%q), which no volctl spec can name: it is not used; fix the plugin",
-			rpc, name, kind, ch, id)
+			rpc, name, kind, ch, spec.Cut(id, 128))
 	}
 	return nil
 }
