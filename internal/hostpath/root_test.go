@@ -79,6 +79,12 @@ func TestRootAnotherUserControlsIsRefused(t *testing.T) {
 			[]string{"writable by uid 4242 through its ACL", "chmod 700"}},
 		{"a root in a directory another user may write through an ACL", []dir{{path: "shared", mode: 0o755, acl: true}}, "shared/root",
 			[]string{"is reached through", "shared", "writable by uid 4242 through its ACL"}},
+		// The root a symlink of this user's to such a directory: the root's own ACL read is of
+		// the link (a symlink has none), but its directories' ways go through what the link
+		// names (pathtrust.Ancestors follows it), which is refused there.
+		{"a root that is a symlink to a directory another user may write through an ACL",
+			[]dir{{path: "real", mode: 0o755, acl: true}, {path: "root", link: "real"}}, "root",
+			[]string{"writable by uid 4242 through its ACL"}},
 		{"a root in a directory whose ACL's write for another user its mask takes away", []dir{{path: "shared", mode: 0o755, acl: true, masked: true}}, "shared/root", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
