@@ -74,18 +74,32 @@ func walkTree(ctx context.Context, root string, visit func(*treeEntry) error) (m
 }
 
 // stat is fstat(2) of the O_PATH descriptor fd, and whether the file is the root of a mount
-// (below a walk's root: another file system mounted there), from one statx(2).
-func stat(fd int, st *unix.Stat_t) (mountRoot bool, err error) {
+// (below a walk's root: another file system mounted there), from one statx(2); known says the
+// kernel answered that (STATX_ATTR_MOUNT_ROOT, Linux 5.8 on), which leftOut then goes by.
+func stat(fd int, st *unix.Stat_t) (mountRoot, known bool, err error) {
 	var sx unix.Statx_t
 	const want = unix.STATX_TYPE | unix.STATX_MODE | unix.STATX_UID | unix.STATX_GID | unix.STATX_BLOCKS | unix.STATX_INO
 	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, want, &sx); err != nil {
-		return false, err
+		return false, false, err
 	}
 	*st = unix.Stat_t{
 		Dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), Ino: sx.Ino, Mode: uint32(sx.Mode),
 		Uid: sx.Uid, Gid: sx.Gid, Size: int64(sx.Size), Blocks: int64(sx.Blocks),
 	}
-	return sx.Attributes_mask&sx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0, nil
+	known = sx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0
+	return known && sx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0, known, nil
+}
+
+// leftOut says whether a walk leaves out an entry below its root: the root of a mount, as
+// statx says where the kernel can (known); else, on an older kernel, one on another device
+// than the walk's root (dev, rootDev). Not by the device where the kernel can say: a btrfs
+// subvolume, or a directory of an overlayfs whose layers are on two file systems, has a device
+// of its own and is no mount, its files the volume's data, which a snapshot must hold.
+func leftOut(mountRoot, known bool, dev, rootDev uint64) bool {
+	if known {
+		return mountRoot
+	}
+	return dev != rootDev
 }
 
 // entry visits the entry at rel, whose descriptor fd it closes, and, when it is a directory,
@@ -97,14 +111,14 @@ func (w *walk) entry(ctx context.Context, rel string, fd, depth int) error {
 	}
 	path := filepath.Join(w.root, rel)
 	e := &treeEntry{rel: rel, fd: fd}
-	mountRoot, err := stat(fd, &e.st)
+	mountRoot, known, err := stat(fd, &e.st)
 	if err != nil {
 		return &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
 	switch {
 	case rel == "":
 		w.dev = e.st.Dev
-	case mountRoot || e.st.Dev != w.dev:
+	case leftOut(mountRoot, known, e.st.Dev, w.dev):
 		w.mounts = append(w.mounts, path)
 		return nil
 	}
