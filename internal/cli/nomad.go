@@ -740,8 +740,9 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 // through the plugin for a registration asking a larger capacity_min while volctl refuses to:
 // its record was left at the size handed over. A plugin that cannot say, or does not answer,
 // leaves the take-back done, and a note says that the record may be behind and what records
-// the size. A plugin whose check failed (unanswered, by plugin ID) is not asked again in the
-// command: a plugin that hangs would hold each volume of a release --all for its RPCs'
+// the size. A plugin that could not be reached or did not answer (unanswered, by plugin ID;
+// engine.ErrSizeNotAnswered, not a failure of the volume's own, such as its lock) is not asked
+// again in the command: a plugin that hangs would hold each volume of a release --all for its RPCs'
 // timeouts and retries.
 func sizeAfterTakeBack(ctx context.Context, ios *iostreams.IOStreams, e *engine.Engine, id string, unanswered map[string]error) error {
 	var (
@@ -756,8 +757,8 @@ func sizeAfterTakeBack(ctx context.Context, ios *iostreams.IOStreams, e *engine.
 	case before:
 		err = fmt.Errorf("not asked: %w, for another volume of this command", failed)
 	default:
-		if sc, err = e.SizeAfterHandover(ctx, id); err != nil {
-			unanswered[info.PluginID] = err
+		if sc, err = e.SizeAfterHandover(ctx, id); errors.Is(err, engine.ErrSizeNotAnswered) {
+			unanswered[info.PluginID] = err // the plugin's, not this volume's own (its lock, its record)
 		}
 	}
 	had := "volctl's record"

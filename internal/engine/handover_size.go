@@ -44,25 +44,53 @@ func (e *Engine) SizeAfterHandover(ctx context.Context, volumeID string) (SizeCh
 	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (SizeCheck, error) { return e.sizeAfterHandoverStored(ctx, id) })
 }
 
+// ErrSizeNotAnswered is matched by SizeAfterHandover's error when the volume's plugin could
+// not be reached or did not answer: unlike a failure of the volume's own (its lock, its
+// record), one its plugin's other volumes would meet too, which a command taking many back
+// need not ask again.
+var ErrSizeNotAnswered = errors.New("the plugin did not say what size the volume has")
+
+// sizeNotAnswered is an error of the plugin's in SizeAfterHandover (ErrSizeNotAnswered), its
+// text the cause's.
+type sizeNotAnswered struct{ error }
+
+func (s sizeNotAnswered) Unwrap() error      { return s.error }
+func (sizeNotAnswered) Is(target error) bool { return target == ErrSizeNotAnswered }
+
 // sizeAfterHandoverStored is SizeAfterHandover of the ID as stored (byStoredID).
 func (e *Engine) sizeAfterHandoverStored(ctx context.Context, volumeID string) (SizeCheck, error) {
-	v, c, unlock, err := e.lockedVolume(ctx, volumeID)
-	out := SizeCheck{Recorded: v.CapacityBytes} // read before the plugin is connected
+	unlock, err := e.locks.volume(ctx, volumeID)
 	if err != nil {
-		return out, err
+		return SizeCheck{}, err
 	}
 	defer unlock()
+	var v store.Volume
 	marked := false
 	if err := e.store.View(ctx, func(tx *store.Tx) error {
-		_, err := tx.Handovers().Get(volumeID)
+		var err error
+		if v, err = tx.Volumes().Get(volumeID); err != nil {
+			return err
+		}
+		_, err = tx.Handovers().Get(volumeID)
 		marked = err == nil
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		}
 		return err
-	}); err != nil || marked || v.State != store.VolumeReady {
-		return out, err
+	}); errors.Is(err, store.ErrNotFound) {
+		return SizeCheck{}, notFoundf("volume %q not found", volumeID)
+	} else if err != nil {
+		return SizeCheck{}, err
 	}
+	out := SizeCheck{Recorded: v.CapacityBytes}
+	if marked || v.State != store.VolumeReady {
+		return out, nil
+	}
+	c, err := e.connect(ctx, v.PluginID)
+	if err != nil {
+		return out, sizeNotAnswered{err}
+	}
+	defer e.done(c)
 	if out.Asked = volumeCheck(c); out.Asked == "" {
 		out.CannotSay = true
 		return out, nil
@@ -73,7 +101,7 @@ func (e *Engine) sizeAfterHandoverStored(ctx context.Context, volumeID string) (
 		return err
 	})
 	if err != nil {
-		return out, fmt.Errorf("volume %q: %s of plugin %q: %w", volumeID, out.Asked, v.PluginID, err)
+		return out, sizeNotAnswered{fmt.Errorf("volume %q: %s of plugin %q: %w", volumeID, out.Asked, v.PluginID, err)}
 	}
 	if out.Listed <= currentSize(v) {
 		return out, nil

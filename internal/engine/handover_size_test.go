@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
@@ -96,5 +99,30 @@ func TestSizeAfterHandoverNeverShrinksNorAsksWhatItCannot(t *testing.T) {
 	n.create(volume("w"))
 	if sc, err := n.e.SizeAfterHandover(n.ctx, "w"); err != nil || !sc.CannotSay || sc.Asked != "" {
 		t.Errorf("size check of a volume whose plugin cannot say: %+v, %v; want CannotSay, nothing asked", sc, err)
+	}
+}
+
+// A size check that fails for the volume's own sake (its lock held past the command's patience)
+// is not the plugin's failure, and a take-back of many volumes asks the plugin's other volumes
+// all the same; one whose plugin is gone is (ErrSizeNotAnswered), and the others need not wait
+// on it. `nomad release --all` cached every failure by plugin: one volume's held lock left the
+// plugin's other volumes unasked, their records behind what Nomad grew them to.
+func TestSizeAfterHandoverSaysWhenThePluginDidNotAnswer(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	unlock, err := h.e.locks.volume(h.ctx, "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 300*time.Millisecond)
+	_, err = h.e.SizeAfterHandover(ctx, "v")
+	cancel()
+	unlock()
+	if err == nil || errors.Is(err, ErrSizeNotAnswered) {
+		t.Errorf("size check while another operation held the volume's lock: %v; want a failure, not the plugin's", err)
+	}
+	h.stopServe()
+	if _, err := h.e.SizeAfterHandover(h.ctx, "v"); !errors.Is(err, ErrSizeNotAnswered) {
+		t.Errorf("size check with the plugin gone: %v; want ErrSizeNotAnswered", err)
 	}
 }
