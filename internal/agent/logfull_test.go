@@ -58,3 +58,31 @@ func TestTrimLogOnAFullDiskGivesTheSpaceBack(t *testing.T) {
 		t.Errorf("%d bytes free on %s after the rotation; want the log's %d given back", free, mnt, maxLogSize)
 	}
 }
+
+// A rotation that cannot write .log.1 for another reason than a full disk (its directory gone
+// under a cleanup, the agent out of file descriptors for a moment) keeps the log as it is and
+// says why: it was emptied as on a full disk, the plugin's output thrown away where keeping
+// it cost nothing, the next check rotating it once the cause is gone.
+func TestTrimLogKeepsTheLogWhenOnlyItsRotationFails(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.log")
+	line := strings.Repeat("x", 1023) + "\n"
+	if err := os.WriteFile(path, bytes.Repeat([]byte(line), (maxLogSize+maxLogSize/8)/len(line)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := openStateFile(path, os.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	rotated := filepath.Join(t.TempDir(), "gone", "p.log.1")
+	if err := trimOpen(src, rotated); err == nil || !strings.Contains(err.Error(), rotated) {
+		t.Errorf("trimOpen to %s, whose directory is gone: %v; want an error naming it", rotated, err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() != before.Size() {
+		t.Errorf("the log after a rotation that could not open %s: %v bytes (%v), want its %d kept", rotated, st.Size(), err, before.Size())
+	}
+}

@@ -224,10 +224,13 @@ func trimLog(path string) error {
 }
 
 // trimOpen is trimLog for the log open as src, rotated to the path rotated. When the newest
-// output cannot be kept there (the file system is full, rotated is not a regular file), the log
-// is emptied all the same (dropAll): its bound comes first, since it shares the store's file
-// system, and before, a full disk kept the log at its size, the space the rotation exists to
-// give back never given (TestTrimLogOnAFullDiskGivesTheSpaceBack).
+// output cannot be kept there for lack of room (the file system is full, or the quota used up)
+// or rotated is not a regular file, the log is emptied all the same (dropAll): its bound comes
+// first, since it shares the store's file system, and before, a full disk kept the log at its
+// size, the space the rotation exists to give back never given
+// (TestTrimLogOnAFullDiskGivesTheSpaceBack). Any other failure (rotated's directory gone, no
+// file descriptor left for a moment) keeps the log for the next check
+// (TestTrimLogKeepsTheLogWhenOnlyItsRotationFails).
 func trimOpen(src *os.File, rotated string) error {
 	st, err := src.Stat()
 	if err != nil || st.Size() <= maxLogSize {
@@ -235,7 +238,11 @@ func trimOpen(src *os.File, rotated string) error {
 	}
 	dst, err := openStateFile(rotated, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
-		return dropAll(src, st.Size(), err)
+		var nr notRegularError
+		if noRoom(err) || errors.As(err, &nr) {
+			return dropAll(src, st.Size(), err)
+		}
+		return err // the log kept: the next check rotates it once the cause is gone
 	}
 	if drop := st.Size() - maxLogSize; drop > 0 {
 		fmt.Fprintf(dst, "%s volctl agent: %d bytes of earlier output dropped: the log grew past %d bytes between two checks\n",
@@ -250,10 +257,16 @@ func trimOpen(src *os.File, rotated string) error {
 	}
 	if err != nil {
 		_ = os.Remove(rotated) // a part of the output, its newest lines missing: none is clearer
-		return dropAll(src, st.Size(), err)
+		if noRoom(err) {
+			return dropAll(src, st.Size(), err)
+		}
+		return err
 	}
 	return src.Truncate(0)
 }
+
+// noRoom reports whether err is a file system's, or a quota's, lack of room.
+func noRoom(err error) bool { return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) }
 
 // dropAll empties the log src, of size bytes, whose output could not be kept (why), and says
 // so in it, on a line appended as the plugin's writes are, after any the plugin made since.

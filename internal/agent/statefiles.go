@@ -38,7 +38,14 @@ func openStateFile(path string, flag int) (*os.File, error) {
 }
 
 func notRegular(path string, fi os.FileInfo) error {
-	return fmt.Errorf("%s is %s, not a regular file as the agent makes them: remove it", path, store.FileKind(fi.Mode()))
+	return notRegularError{path: path, kind: store.FileKind(fi.Mode())}
+}
+
+// notRegularError is openStateFile's refusal of a path that is not a regular file.
+type notRegularError struct{ path, kind string }
+
+func (e notRegularError) Error() string {
+	return fmt.Sprintf("%s is %s, not a regular file as the agent makes them: remove it", e.path, e.kind)
 }
 
 // maxRunFileSize bounds what is read of a pid file: the agent writes one line of a few numbers
