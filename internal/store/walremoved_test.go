@@ -14,7 +14,8 @@ import (
 
 // walRemovedDirEnv names the state dir TestWALRemovedChild writes in; walRemovedModeEnv, when
 // set, has it checkpoint and commit again ("live": and wait for its stdin to close before it
-// exits, the database open).
+// exits, the database open), commit once and wait so ("live-fresh"), or only read and wait so
+// ("reader").
 const (
 	walRemovedDirEnv  = "VOLCTL_TEST_WAL_REMOVED_DIR"
 	walRemovedModeEnv = "VOLCTL_TEST_WAL_REMOVED_MODE"
@@ -190,25 +191,23 @@ func TestWALRemovedAfterACheckpointIsNotOpenedAsIfWhole(t *testing.T) {
 // that process, which holds the commits, and saying to stop it; stopped (as a command exits,
 // CloseAtExit), it writes them into the database, and the next open has them.
 func TestWALRemovedUnderALiveProcessNamesIt(t *testing.T) {
+	liveHolderIsNamed(t, "live", "after-checkpoint,db")
+}
+
+// The same on a new state dir, nothing checkpointed yet: the file holds no table, and the open
+// was refused as a lost database (restore a backup, or start empty), where the process that
+// has the commits was there to be stopped. It names it.
+func TestWALRemovedUnderALiveProcessOnANewStateDirNamesIt(t *testing.T) {
+	liveHolderIsNamed(t, "live-fresh", "db")
+}
+
+// liveHolderIsNamed runs TestWALRemovedChild in mode, a process that commits and keeps the
+// database open, removes the WAL, and checks that the next open names that process and says to
+// stop it, and that once it exited the state holds the volumes want (comma-separated).
+func liveHolderIsNamed(t *testing.T, mode, want string) {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "state")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestWALRemovedChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), walRemovedDirEnv+"="+dir, walRemovedModeEnv+"=live")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer stdin.Close()
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "READY\n" {
-		t.Fatalf("the live process: %q, %v", line, err)
-	}
+	cmd, stdin := startWALRemovedChild(t, dir, mode)
 	path := filepath.Join(dir, FileName)
 	if err := os.Remove(path + "-wal"); err != nil {
 		t.Fatal(err)
@@ -227,9 +226,34 @@ func TestWALRemovedUnderALiveProcessNamesIt(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("the live process: %v", err)
 	}
-	if got := volumeIDs(t, dir); strings.Join(got, ",") != "after-checkpoint,db" {
-		t.Errorf("volumes once the process exited: %v, want both, the WAL's commit kept", got)
+	if got := volumeIDs(t, dir); strings.Join(got, ",") != want {
+		t.Errorf("volumes once the process exited: %v, want %s, the WAL's commits kept", got, want)
 	}
+}
+
+// startWALRemovedChild starts TestWALRemovedChild in mode, one that keeps the database open
+// until its stdin closes, and returns once it said READY; the test's end closes its stdin
+// and waits for it, if the test did not.
+func startWALRemovedChild(t *testing.T, dir, mode string) (*exec.Cmd, io.Closer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWALRemovedChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), walRemovedDirEnv+"="+dir, walRemovedModeEnv+"="+mode)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "READY\n" {
+		t.Fatalf("the %s process: %q, %v", mode, line, err)
+	}
+	return cmd, stdin
 }
 
 // The same on a read-only file system (a backup or snapshot of a state dir mounted read-only,
@@ -261,24 +285,7 @@ func TestWALRemovedOnAReadOnlyFileSystemIsNotShownAsIfWhole(t *testing.T) {
 func TestWALRemovedUnderAReaderIsKeptByItsExit(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	runWALRemovedChild(t, dir, "checkpointed")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestWALRemovedChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), walRemovedDirEnv+"="+dir, walRemovedModeEnv+"=reader")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer stdin.Close()
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "READY\n" {
-		t.Fatalf("the reader: %q, %v", line, err)
-	}
+	cmd, stdin := startWALRemovedChild(t, dir, "reader")
 	if err := os.Remove(filepath.Join(dir, FileName+"-wal")); err != nil {
 		t.Fatal(err)
 	}
@@ -288,51 +295,5 @@ func TestWALRemovedUnderAReaderIsKeptByItsExit(t *testing.T) {
 	}
 	if got := volumeIDs(t, dir); strings.Join(got, ",") != "after-checkpoint,db" {
 		t.Errorf("volumes once the reader exited: %v, want both, the WAL's commit kept", got)
-	}
-}
-
-// The WAL removed under a live process on a new state dir, nothing checkpointed yet: the file
-// holds no table, and the open was refused as a lost database (restore a backup, or start
-// empty), where the process that has the commits was there to be stopped. It names it.
-func TestWALRemovedUnderALiveProcessOnANewStateDirNamesIt(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "state")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestWALRemovedChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), walRemovedDirEnv+"="+dir, walRemovedModeEnv+"=live-fresh")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer stdin.Close()
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "READY\n" {
-		t.Fatalf("the live process: %q, %v", line, err)
-	}
-	path := filepath.Join(dir, FileName)
-	if err := os.Remove(path + "-wal"); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(context.Background(), dir)
-	if err == nil {
-		s.Close()
-		t.Fatal("Open beside a live process whose WAL was removed succeeded")
-	}
-	for _, want := range []string{path + "-wal was removed or emptied while process " + fmt.Sprint(cmd.Process.Pid), "stop that process"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("Open: %v\nwant it to say %q", err, want)
-		}
-	}
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("the live process: %v", err)
-	}
-	if got := volumeIDs(t, dir); strings.Join(got, ",") != "db" {
-		t.Errorf("volumes once the process exited: %v, want its commit kept", got)
 	}
 }
