@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/iostreams"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -103,7 +104,8 @@ plugin "b" {
 }
 
 // TestSocketExposure: a plugin socket another user could stand in for is named with why: its
-// directory other users may write, sticky (/tmp) or not, or own, or the socket file theirs; so
+// directory other users may write, sticky (/tmp) or not, by its mode or its ACL, or own, or the
+// socket file theirs; so
 // is one every user may connect to, in a directory they may enter. A socket in a directory of
 // root's (or this user's) that no one else may write is not, nor one that no one else can reach.
 func TestSocketExposure(t *testing.T) {
@@ -123,6 +125,11 @@ func TestSocketExposure(t *testing.T) {
 		}
 	}
 	dir := func(name string) string { return filepath.Join(root, name) }
+	// Root's, mode 0755, but uid 4242 may write it through an ACL (setfacl -m u:4242:rwx).
+	if err := os.Mkdir(dir("acl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hostpathtest.GrantWrite(t, dir("acl"), 4242)
 	theirs := filepath.Join(root, "private", "theirs.sock")
 	if err := os.WriteFile(theirs, nil, 0o600); err != nil { // standing in for a socket file
 		t.Fatal(err)
@@ -152,6 +159,7 @@ func TestSocketExposure(t *testing.T) {
 		{filepath.Join(dir("tmp"), "p.sock"), "which other users may write (mode 01777)"},
 		{filepath.Join(dir("open"), "p.sock"), "which other users may write (mode 0777)"},
 		{filepath.Join(dir("users"), "p.sock"), "which uid 4242 owns"},
+		{filepath.Join(dir("acl"), "p.sock"), "which uid 4242 may write through its ACL"},
 		{theirs, "is owned by uid 4242, another user"},
 		{filepath.Join(dir("private"), "p.sock"), ""},
 		{"", ""},

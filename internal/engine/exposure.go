@@ -46,6 +46,15 @@ func SocketExposure(socket string) string {
 			}
 			return fmt.Sprintf("socket %s is in %s, which other users may write (mode %#o): %s", spec.QuoteName(socket), spec.QuoteName(dir), shown, risk)
 		}
+		real := dir
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			real = r // the ACL read is of the directory, not of a symlink to it
+		}
+		if st != nil {
+			if who := pathtrust.ACLWriter(real, st.Mode); who != "" {
+				return fmt.Sprintf("socket %s is in %s, which %s may write through its ACL (getfacl shows it): %s", spec.QuoteName(socket), spec.QuoteName(dir), who, risk)
+			}
+		}
 	}
 	fi, err := os.Lstat(socket)
 	if err != nil {

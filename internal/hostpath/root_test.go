@@ -1,36 +1,14 @@
 package hostpath_test
 
 import (
-	"encoding/binary"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/volctl/volctl/internal/hostpath"
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 )
-
-// grantWrite gives uid rwx on path through a POSIX access ACL, as setfacl -m u:UID:rwx does
-// (acl(5): version 2, then tag, permissions, id; the mask rwx). It skips the test on a file
-// system without ACLs.
-func grantWrite(t *testing.T, path string, uid uint32) {
-	t.Helper()
-	acl := binary.LittleEndian.AppendUint32(nil, 2)
-	for _, e := range []struct {
-		tag, perm uint16
-		id        uint32
-	}{{0x01, 7, ^uint32(0)}, {0x02, 7, uid}, {0x04, 5, ^uint32(0)}, {0x10, 7, ^uint32(0)}, {0x20, 5, ^uint32(0)}} {
-		acl = binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint16(binary.LittleEndian.AppendUint16(acl, e.tag), e.perm), e.id)
-	}
-	if err := unix.Setxattr(path, "system.posix_acl_access", acl, 0); errors.Is(err, unix.EOPNOTSUPP) {
-		t.Skipf("the file system of %s has no POSIX ACLs", path)
-	} else if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // A --root another user owns or may write, or reached through a directory they may write, is
 // refused before the plugin uses it: whoever controls it could put a symlink where a volume's
@@ -101,7 +79,7 @@ func TestRootAnotherUserControlsIsRefused(t *testing.T) {
 					mustOK(t, os.Lchown(path, other, other))
 				}
 				if d.acl {
-					grantWrite(t, path, other)
+					hostpathtest.GrantWrite(t, path, other)
 				}
 				if d.masked {
 					mustOK(t, os.Chmod(path, d.mode))

@@ -4,6 +4,7 @@ package hostpathtest
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -281,4 +282,23 @@ func (m *FakeMounter) Forget(target string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.mounts, strings.TrimSuffix(target, "/"))
+}
+
+// GrantWrite gives uid rwx on path through a POSIX access ACL, as setfacl -m u:UID:rwx does
+// (acl(5): version 2, then tag, permissions, id; the mask rwx). It skips the test on a file
+// system without ACLs.
+func GrantWrite(t testing.TB, path string, uid uint32) {
+	t.Helper()
+	acl := binary.LittleEndian.AppendUint32(nil, 2)
+	for _, e := range []struct {
+		tag, perm uint16
+		id        uint32
+	}{{0x01, 7, ^uint32(0)}, {0x02, 7, uid}, {0x04, 5, ^uint32(0)}, {0x10, 7, ^uint32(0)}, {0x20, 5, ^uint32(0)}} {
+		acl = binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint16(binary.LittleEndian.AppendUint16(acl, e.tag), e.perm), e.id)
+	}
+	if err := unix.Setxattr(path, "system.posix_acl_access", acl, 0); errors.Is(err, unix.EOPNOTSUPP) {
+		t.Skipf("the file system of %s has no POSIX ACLs", path)
+	} else if err != nil {
+		t.Fatal(err)
+	}
 }
