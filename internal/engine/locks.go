@@ -168,6 +168,15 @@ func (l *locker) volume(ctx context.Context, id string) (func(), error) {
 	return l.take(ctx, "volume-"+id, fmt.Sprintf("volume %q", id))
 }
 
+// group locks one group for a `group run`'s recording of the group and its allocs' claims
+// (runGroup): a second run of the group waits for the first, rather than reporting as held a
+// claim the first then releases (it undoes what it took for an alloc one of whose claims
+// failed). It is taken before any volume's lock. The name is hashed, as any ID may be a
+// group's.
+func (l *locker) group(ctx context.Context, name string) (func(), error) {
+	return l.take(ctx, "group-"+lockHash(name), fmt.Sprintf("group %q (another `volctl group run` of it)", name))
+}
+
 // tryVolume takes a volume's lock only if it is free now; ok is false when another operation
 // holds it.
 func (l *locker) tryVolume(id string) (release func(), ok bool, err error) {
