@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -111,5 +114,54 @@ func waitForGoroutineIn(t *testing.T, frames ...string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no goroutine reached %s", strings.Join(frames, " in "))
 		}
+	}
+}
+
+// The same for a claim's failure, which a claim left for reconcile records in a transaction of
+// its own (recordFailure): it checked the lock only by its cause (errLockLost). A failure
+// recorded once the lock file was removed, and the lock taken on a new file by a second
+// volctl, while the record waited for the database, wrote the first's copy of the claim over
+// the row the second drives, with its failure, its attempts and the event. Checked inside the
+// transaction, nothing is written.
+func TestLockFileDeletedWhileAClaimsFailureWaitsForTheDatabaseWritesNothing(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Gate: gate, Code: codes.Unavailable})
+	first := make(chan error, 1)
+	go func() { _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"}); first <- err }()
+	h.waitInFlight(gate, first)
+	before := h.liveClaims("db")
+	if len(before) != 1 {
+		t.Fatalf("claims while NodeStageVolume is in flight: %+v; want one", before)
+	}
+	events := len(h.eventsSaying("claim", "left"))
+	release := h.holdWriteConnection()
+	defer release()
+	close(gate)
+	waitForGoroutineIn(t, "engine.(*Engine).recordFailure", "store.(*pool).get")
+
+	other, err := newLocker(h.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(h.dir, lockDir, "volume-db.lock")); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := other.volume(h.ctx, "db")
+	if err != nil {
+		t.Fatalf("the second volctl's lock: %v", err)
+	}
+	defer unlock()
+	release()
+	if err := <-first; err == nil {
+		t.Error("the claim whose NodeStageVolume failed succeeded")
+	}
+	after := h.liveClaims("db")
+	if len(after) != 1 || after[0].NeedsReconcile != before[0].NeedsReconcile || after[0].Attempts != before[0].Attempts || after[0].LastError != before[0].LastError {
+		t.Errorf("claim after = %+v; want it as it was before the failure (%+v): nothing written once the second volctl held the lock", after, before)
+	}
+	if n := len(h.eventsSaying("claim", "left")); n != events {
+		t.Errorf("%d events recorded for volume db after the lock was lost; want none", n-events)
 	}
 }
