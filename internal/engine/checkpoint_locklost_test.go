@@ -165,3 +165,44 @@ func TestLockFileDeletedWhileAClaimsFailureWaitsForTheDatabaseWritesNothing(t *t
 		t.Errorf("%d events recorded for volume db after the lock was lost; want none", n-events)
 	}
 }
+
+// The same for a release's first checkpoint, which marks the claim releasing in the transaction
+// that reads it (releaseStored) and checked nothing: a release whose lock file was removed,
+// and the lock taken on a new file by a second volctl, while it waited for the database marked
+// the claim releasing and unpublishing under the other's lock (then stopped at its next
+// checkpoint), leaving the mark on a claim another volctl drives. Checked inside the
+// transaction, nothing is written and the release stops, naming the lock file.
+func TestLockFileDeletedWhileAReleaseWaitsForTheDatabaseMarksNothing(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.SingleNodeWriter)))
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	release := h.holdWriteConnection()
+	defer release()
+	done := make(chan error, 1)
+	go func() { _, err := h.e.Release(h.ctx, "db", "web-0"); done <- err }()
+	waitForGoroutineIn(t, "engine.(*Engine).releaseStored", "store.(*pool).get")
+
+	other, err := newLocker(h.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lockPath := filepath.Join(h.dir, lockDir, "volume-db.lock")
+	if err := os.Remove(lockPath); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := other.volume(h.ctx, "db")
+	if err != nil {
+		t.Fatalf("the second volctl's lock: %v", err)
+	}
+	defer unlock()
+	release()
+	if err := <-done; err == nil || !strings.Contains(err.Error(), lockPath) {
+		t.Errorf("the release whose lock file was deleted while it waited: %v; want it stopped, naming %s", err, lockPath)
+	}
+	if live := h.liveClaims("db"); len(live) != 1 || live[0].Releasing || live[0].State != store.ClaimPublished {
+		t.Errorf("claims after = %+v; want the one published, not marked releasing under the second volctl's lock", live)
+	}
+	if n := h.mem.CallCount(csi.RPCNodeUnpublishVolume); n != 0 {
+		t.Errorf("NodeUnpublishVolume sent %d times; want none", n)
+	}
+}
