@@ -176,27 +176,11 @@ func TestLockFileDeletedWhileAReleaseWaitsForTheDatabaseMarksNothing(t *testing.
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
-	release := h.holdWriteConnection()
-	defer release()
-	done := make(chan error, 1)
-	go func() { _, err := h.e.Release(h.ctx, "db", "web-0"); done <- err }()
-	waitForGoroutineIn(t, "engine.(*Engine).releaseStored", "store.(*pool).get")
-
-	other, err := newLocker(h.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lockPath := filepath.Join(h.dir, lockDir, "volume-db.lock")
-	if err := os.Remove(lockPath); err != nil {
-		t.Fatal(err)
-	}
-	unlock, err := other.volume(h.ctx, "db")
-	if err != nil {
-		t.Fatalf("the second volctl's lock: %v", err)
-	}
-	defer unlock()
-	release()
-	if err := <-done; err == nil || !strings.Contains(err.Error(), lockPath) {
+	err, lockPath := h.lockLostWhileWaitingForTheDatabase("db", "engine.(*Engine).releaseStored", func() error {
+		_, err := h.e.Release(h.ctx, "db", "web-0")
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), lockPath) {
 		t.Errorf("the release whose lock file was deleted while it waited: %v; want it stopped, naming %s", err, lockPath)
 	}
 	if live := h.liveClaims("db"); len(live) != 1 || live[0].Releasing || live[0].State != store.ClaimPublished {
@@ -205,4 +189,58 @@ func TestLockFileDeletedWhileAReleaseWaitsForTheDatabaseMarksNothing(t *testing.
 	if n := h.mem.CallCount(csi.RPCNodeUnpublishVolume); n != 0 {
 		t.Errorf("NodeUnpublishVolume sent %d times; want none", n)
 	}
+}
+
+// The same for `volume detach`, whose first transaction marks every claim of the volume
+// releasing: it marked them under the second volctl's lock, then stopped at each claim's next
+// checkpoint, leaving them marked for reconcile to release.
+func TestLockFileDeletedWhileADetachWaitsForTheDatabaseMarksNothing(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db", capab(spec.MultiNodeMultiWriter)))
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
+	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-1"})
+	err, lockPath := h.lockLostWhileWaitingForTheDatabase("db", "engine.(*Engine).detachStored", func() error {
+		_, err := h.e.Detach(h.ctx, "db", false)
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), lockPath) {
+		t.Errorf("the detach whose lock file was deleted while it waited: %v; want it stopped, naming %s", err, lockPath)
+	}
+	for _, c := range h.liveClaims("db") {
+		if c.Releasing || c.State != store.ClaimPublished {
+			t.Errorf("claim of %s after = %+v; want it published, not marked releasing under the second volctl's lock", c.Alloc, c)
+		}
+	}
+	if n := h.mem.CallCount(csi.RPCNodeUnpublishVolume); n != 0 {
+		t.Errorf("NodeUnpublishVolume sent %d times; want none", n)
+	}
+}
+
+// lockLostWhileWaitingForTheDatabase runs op, an operation on volume vol, while this process's
+// write connection is held, until op waits for it in frame (a function name, as
+// waitForGoroutineIn takes it); then removes the volume's lock file and takes the lock on a new
+// one, as a second volctl, and lets op go on. It returns op's error and the lock file's path;
+// the second volctl's lock is held until the test ends.
+func (h *harness) lockLostWhileWaitingForTheDatabase(vol, frame string, op func() error) (error, string) {
+	h.t.Helper()
+	release := h.holdWriteConnection()
+	defer release()
+	done := make(chan error, 1)
+	go func() { done <- op() }()
+	waitForGoroutineIn(h.t, frame, "store.(*pool).get")
+	other, err := newLocker(h.dir)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	lockPath := filepath.Join(h.dir, lockDir, "volume-"+vol+".lock")
+	if err := os.Remove(lockPath); err != nil {
+		h.t.Fatal(err)
+	}
+	unlock, err := other.volume(h.ctx, vol)
+	if err != nil {
+		h.t.Fatalf("the second volctl's lock: %v", err)
+	}
+	h.t.Cleanup(unlock)
+	release()
+	return <-done, lockPath
 }
