@@ -35,24 +35,7 @@ func TestLockFileDeletedWhileACheckpointWaitsForTheDatabaseWritesNothing(t *test
 	defer release()
 	// The claim's commit of NodeStageVolume's answer has checked the lock and waits for the
 	// database.
-	waitForGoroutineIn(t, "engine.(*checkpoint).commit", "store.(*pool).get")
-
-	other, err := newLocker(h.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lockPath := filepath.Join(h.dir, lockDir, "volume-db.lock")
-	if err := os.Remove(lockPath); err != nil {
-		t.Fatal(err)
-	}
-	unlock, err := other.volume(h.ctx, "db")
-	if err != nil {
-		t.Fatalf("the second volctl's lock: %v", err)
-	}
-	defer unlock()
-	release()
-
-	ferr := <-first
+	lockPath, ferr := h.loseLockWhileWaiting("db", "engine.(*checkpoint).commit", release, first)
 	if ferr == nil || !strings.Contains(ferr.Error(), lockPath) {
 		t.Errorf("the claim whose lock file was deleted while its commit waited: %v; want it stopped, naming %s", ferr, lockPath)
 	}
@@ -139,22 +122,7 @@ func TestLockFileDeletedWhileAClaimsFailureWaitsForTheDatabaseWritesNothing(t *t
 	release := h.holdWriteConnection()
 	defer release()
 	close(gate)
-	waitForGoroutineIn(t, "engine.(*Engine).recordFailure", "store.(*pool).get")
-
-	other, err := newLocker(h.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(filepath.Join(h.dir, lockDir, "volume-db.lock")); err != nil {
-		t.Fatal(err)
-	}
-	unlock, err := other.volume(h.ctx, "db")
-	if err != nil {
-		t.Fatalf("the second volctl's lock: %v", err)
-	}
-	defer unlock()
-	release()
-	if err := <-first; err == nil {
+	if _, err := h.loseLockWhileWaiting("db", "engine.(*Engine).recordFailure", release, first); err == nil {
 		t.Error("the claim whose NodeStageVolume failed succeeded")
 	}
 	after := h.liveClaims("db")
@@ -176,7 +144,7 @@ func TestLockFileDeletedWhileAReleaseWaitsForTheDatabaseMarksNothing(t *testing.
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
-	err, lockPath := h.lockLostWhileWaitingForTheDatabase("db", "engine.(*Engine).releaseStored", func() error {
+	lockPath, err := h.lockLostWhileWaitingForTheDatabase("db", "engine.(*Engine).releaseStored", func() error {
 		_, err := h.e.Release(h.ctx, "db", "web-0")
 		return err
 	})
@@ -199,7 +167,7 @@ func TestLockFileDeletedWhileADetachWaitsForTheDatabaseMarksNothing(t *testing.T
 	h.create(volume("db", capab(spec.MultiNodeMultiWriter)))
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-1"})
-	err, lockPath := h.lockLostWhileWaitingForTheDatabase("db", "engine.(*Engine).detachStored", func() error {
+	lockPath, err := h.lockLostWhileWaitingForTheDatabase("db", "engine.(*Engine).detachStored", func() error {
 		_, err := h.e.Detach(h.ctx, "db", false)
 		return err
 	})
@@ -217,22 +185,30 @@ func TestLockFileDeletedWhileADetachWaitsForTheDatabaseMarksNothing(t *testing.T
 }
 
 // lockLostWhileWaitingForTheDatabase runs op, an operation on volume vol, while this process's
-// write connection is held, until op waits for it in frame (a function name, as
-// waitForGoroutineIn takes it); then removes the volume's lock file and takes the lock on a new
-// one, as a second volctl, and lets op go on. It returns op's error and the lock file's path;
-// the second volctl's lock is held until the test ends.
-func (h *harness) lockLostWhileWaitingForTheDatabase(vol, frame string, op func() error) (error, string) {
+// write connection is held, and loses its lock once it waits for the connection in frame
+// (loseLockWhileWaiting).
+func (h *harness) lockLostWhileWaitingForTheDatabase(vol, frame string, op func() error) (lockPath string, err error) {
 	h.t.Helper()
 	release := h.holdWriteConnection()
 	defer release()
 	done := make(chan error, 1)
 	go func() { done <- op() }()
+	return h.loseLockWhileWaiting(vol, frame, release, done)
+}
+
+// loseLockWhileWaiting waits until an operation on volume vol, running and reporting to done,
+// waits for the write connection held until release in frame (a function name, as
+// waitForGoroutineIn takes it); then removes the volume's lock file and takes the lock on a new
+// one, as a second volctl, and lets the operation go on. It returns the lock file's path and the
+// operation's error; the second volctl's lock is held until the test ends.
+func (h *harness) loseLockWhileWaiting(vol, frame string, release func(), done <-chan error) (lockPath string, err error) {
+	h.t.Helper()
 	waitForGoroutineIn(h.t, frame, "store.(*pool).get")
 	other, err := newLocker(h.dir)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	lockPath := filepath.Join(h.dir, lockDir, "volume-"+vol+".lock")
+	lockPath = filepath.Join(h.dir, lockDir, "volume-"+vol+".lock")
 	if err := os.Remove(lockPath); err != nil {
 		h.t.Fatal(err)
 	}
@@ -242,5 +218,5 @@ func (h *harness) lockLostWhileWaitingForTheDatabase(vol, frame string, op func(
 	}
 	h.t.Cleanup(unlock)
 	release()
-	return <-done, lockPath
+	return lockPath, <-done
 }
