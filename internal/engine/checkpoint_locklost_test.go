@@ -25,14 +25,18 @@ import (
 func TestLockFileDeletedWhileACheckpointWaitsForTheDatabaseWritesNothing(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
-	h.faults.Delay(csi.RPCNodeStageVolume, 300*time.Millisecond)
-	first := h.claimWithStageInFlight("db", "web-0")
+	gate := make(chan struct{})
+	h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Gate: gate, Times: 1})
+	first := make(chan error, 1)
+	go func() { _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"}); first <- err }()
+	h.waitInFlight(gate, first)
 	before := h.liveClaims("db")
 	if len(before) != 1 {
 		t.Fatalf("claims while NodeStageVolume is in flight: %+v; want one", before)
 	}
 	release := h.holdWriteConnection()
 	defer release()
+	close(gate)
 	// The claim's commit of NodeStageVolume's answer has checked the lock and waits for the
 	// database.
 	lockPath, ferr := h.loseLockWhileWaiting("db", "engine.(*checkpoint).commit", release, first)
