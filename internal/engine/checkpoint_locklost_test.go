@@ -25,15 +25,7 @@ import (
 func TestLockFileDeletedWhileACheckpointWaitsForTheDatabaseWritesNothing(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
-	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Gate: gate, Times: 1})
-	first := make(chan error, 1)
-	go func() { _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"}); first <- err }()
-	h.waitInFlight(gate, first)
-	before := h.liveClaims("db")
-	if len(before) != 1 {
-		t.Fatalf("claims while NodeStageVolume is in flight: %+v; want one", before)
-	}
+	first, before, gate := h.claimWithStageHeld(csitest.Fault{Times: 1})
 	release := h.holdWriteConnection()
 	defer release()
 	close(gate)
@@ -44,12 +36,31 @@ func TestLockFileDeletedWhileACheckpointWaitsForTheDatabaseWritesNothing(t *test
 		t.Errorf("the claim whose lock file was deleted while its commit waited: %v; want it stopped, naming %s", ferr, lockPath)
 	}
 	after := h.liveClaims("db")
-	if len(after) != 1 || after[0].State != before[0].State {
-		t.Errorf("claims after = %+v; want the one still %s: nothing written once the second volctl held the lock", after, before[0].State)
+	if len(after) != 1 || after[0].State != before.State {
+		t.Errorf("claims after = %+v; want the one still %s: nothing written once the second volctl held the lock", after, before.State)
 	}
 	if n := h.mem.CallCount(csi.RPCNodePublishVolume); n != 0 {
 		t.Errorf("NodePublishVolume sent %d times; want none", n)
 	}
+}
+
+// claimWithStageHeld starts a claim of volume db for alloc web-0 whose NodeStageVolume is held
+// at a gate, then does what fault says (Gate set here); it returns the claim's result, the
+// claim as recorded while NodeStageVolume is held, and the gate to close.
+func (h *harness) claimWithStageHeld(fault csitest.Fault) (done <-chan error, before store.Claim, gate chan struct{}) {
+	h.t.Helper()
+	gate = make(chan struct{})
+	fault.Gate = gate
+	h.faults.Inject(csi.RPCNodeStageVolume, fault)
+	first := make(chan error, 1)
+	go func() { _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"}); first <- err }()
+	h.waitInFlight(gate, first)
+	claims := h.liveClaims("db")
+	if len(claims) != 1 {
+		close(gate)
+		h.t.Fatalf("claims while NodeStageVolume is in flight: %+v; want one", claims)
+	}
+	return first, claims[0], gate
 }
 
 // holdWriteConnection takes the engine's database write connection, as a long write of this
@@ -113,15 +124,7 @@ func waitForGoroutineIn(t *testing.T, frames ...string) {
 func TestLockFileDeletedWhileAClaimsFailureWaitsForTheDatabaseWritesNothing(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("db", capab(spec.SingleNodeWriter)))
-	gate := make(chan struct{})
-	h.faults.Inject(csi.RPCNodeStageVolume, csitest.Fault{Gate: gate, Code: codes.Unavailable})
-	first := make(chan error, 1)
-	go func() { _, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web-0"}); first <- err }()
-	h.waitInFlight(gate, first)
-	before := h.liveClaims("db")
-	if len(before) != 1 {
-		t.Fatalf("claims while NodeStageVolume is in flight: %+v; want one", before)
-	}
+	first, before, gate := h.claimWithStageHeld(csitest.Fault{Code: codes.Unavailable})
 	events := len(h.eventsSaying("claim", "left"))
 	release := h.holdWriteConnection()
 	defer release()
@@ -130,7 +133,7 @@ func TestLockFileDeletedWhileAClaimsFailureWaitsForTheDatabaseWritesNothing(t *t
 		t.Error("the claim whose NodeStageVolume failed succeeded")
 	}
 	after := h.liveClaims("db")
-	if len(after) != 1 || after[0].NeedsReconcile != before[0].NeedsReconcile || after[0].Attempts != before[0].Attempts || after[0].LastError != before[0].LastError {
+	if len(after) != 1 || after[0].NeedsReconcile != before.NeedsReconcile || after[0].Attempts != before.Attempts || after[0].LastError != before.LastError {
 		t.Errorf("claim after = %+v; want it as it was before the failure (%+v): nothing written once the second volctl held the lock", after, before)
 	}
 	if n := len(h.eventsSaying("claim", "left")); n != events {
