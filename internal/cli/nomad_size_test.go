@@ -64,6 +64,13 @@ func TestNomadReleaseRecordsTheSizeNomadGrewTheVolumeTo(t *testing.T) {
 	if want := `Volume "db" is 20MiB as its plugin lists it, grown while in Nomad (volctl had 10MiB): recorded`; !strings.Contains(out, want) {
 		t.Errorf("release: %q\nwant it to say %q", out, want)
 	}
+	// A handover again is refused while the node expansion is owed (Nomad would never send
+	// it): the take-back says so now, with what finishes it, rather than the next handover.
+	for _, want := range []string{"a handover to Nomad again", "`volctl volume claim db --alloc expand`", "`volctl volume release db --alloc expand`", "--force"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("release: %q\nwant it to say %q", out, want)
+		}
+	}
 	// A claim sends the file system the node expansion, as the refusal of a handover owed
 	// one says; a handover again then sends the size the volume has.
 	if _, err := h.e.Claim(h.ctx, engine.ClaimRequest{VolumeID: "db", Alloc: "expand"}); err != nil {

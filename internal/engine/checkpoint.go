@@ -174,7 +174,8 @@ func (p *checkpoint) flushDurable(ctx context.Context, path string) error {
 func (p *checkpoint) commit(ctx context.Context, path string, update func(context.Context, func(*store.Tx) error) error) error {
 	// Every step of the claim and release paths, the commit before each RPC and the last one,
 	// comes through here, pending writes or not: the volume's lock must still be this
-	// process's (stillHeld).
+	// process's (stillHeld), checked again inside the transaction (holding), since the commit
+	// may wait for the database while the lock file is removed and another volctl locks a new one.
 	if err := p.e.locks.stillHeld(p.cl.VolumeID); err != nil {
 		p.cl.State = p.saved
 		return err
@@ -184,7 +185,7 @@ func (p *checkpoint) commit(ctx context.Context, path string, update func(contex
 	}
 	st := p.st
 	dropSt := st.StagingPath == "" && !st.Staged && !st.ControllerPublished
-	err := update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+	err := update(context.WithoutCancel(ctx), p.e.locks.holding(p.cl.VolumeID, func(tx *store.Tx) error {
 		if p.stDirty {
 			switch {
 			case !dropSt:
@@ -214,7 +215,7 @@ func (p *checkpoint) commit(ctx context.Context, path string, update func(contex
 			}
 		}
 		return nil
-	})
+	}))
 	if err != nil {
 		// Nothing was recorded (a full disk, the database replaced): the claim is where the
 		// store has it, and that is what the error says it was left at, what `volume status`

@@ -905,13 +905,21 @@ func (e *Engine) recordFailure(ctx context.Context, cl *store.Claim, rpc string,
 	if rpc != "" {
 		cl.LastCode = csi.CodeOf(cause).String()
 	}
-	err := e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+	// The lock is checked again inside the transaction (holding): the record may wait for the
+	// database while the lock file is removed and another volctl locks a new one, and this copy
+	// of the claim must not be written over the row that one drives. A claim admitted without
+	// the lock (noteUnlocked) holds none, and passes.
+	err := e.store.Update(context.WithoutCancel(ctx), e.locks.holding(cl.VolumeID, func(tx *store.Tx) error {
 		if err := update(tx); err != nil || repeat {
 			return err
 		}
 		return tx.Events().Append(&store.Event{Kind: "claim", VolumeID: cl.VolumeID, Alloc: cl.Alloc,
 			RPC: rpc, Code: cl.LastCode, Message: fmt.Sprintf("claim left %s for reconcile: %v", cl.State, cause)})
-	})
+	}))
+	if errors.Is(err, errLockLost) {
+		e.log.Warn("the volume's lock was lost: the claim's failure is not recorded", "volume", cl.VolumeID, "alloc", cl.Alloc, "err", err)
+		return
+	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, errMovedOn) {
 		e.log.Warn("recording a claim failure", "volume", cl.VolumeID, "alloc", cl.Alloc, "err", err)
 	}

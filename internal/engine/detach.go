@@ -48,7 +48,9 @@ func (e *Engine) detachStored(ctx context.Context, volumeID string, force bool) 
 		v      store.Volume
 		claims []store.Claim
 	)
-	err = e.store.Update(ctx, func(tx *store.Tx) error {
+	// Checked inside the transaction (holding): a detach that waited for the database while its
+	// lock file was removed and another volctl locked a new one marks no claim releasing.
+	err = e.store.Update(ctx, e.locks.holding(volumeID, func(tx *store.Tx) error {
 		var err error
 		if v, err = tx.Volumes().Get(volumeID); err != nil {
 			return err
@@ -72,7 +74,7 @@ func (e *Engine) detachStored(ctx context.Context, volumeID string, force bool) 
 			}
 		}
 		return nil
-	})
+	}))
 	if err != nil {
 		return fail(err)
 	}

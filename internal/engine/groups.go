@@ -52,6 +52,20 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 	if g.Count < 1 {
 		g.Count = 1
 	}
+	// The group's lock, while this run records the group and runs its allocs: another run's
+	// undoing of an alloc's claims would otherwise release a claim this one reports held.
+	// The scale-down after it needs none: each release is checked again under its volume's
+	// lock (releaseGroupPast).
+	unlock, err := e.locks.group(ctx, g.Name)
+	if err != nil {
+		return fail(err)
+	}
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
 	if err := e.store.Update(ctx, func(tx *store.Tx) error {
 		if err := notStoredOtherwise(tx, store.GroupNames, g.Name); err != nil {
 			return err
@@ -77,6 +91,8 @@ func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 	if ctx.Err() != nil {
 		return info, fmt.Errorf("run group %q: %w", g.Name, errors.Join(append(errs, interruptedRun(ctx, g, g.Count))...))
 	}
+	unlock()
+	locked = false
 	// Released as claim GC releases, each checked again under its volume's lock: another
 	// volctl may have run the group again since with a count that covers it.
 	overtaken, err := e.releaseGroupPast(ctx, g.Name, func(c store.Claim) bool { return allocIndex(g.Name, c.Alloc) >= g.Count }, true)

@@ -26,7 +26,10 @@ func TestLockFileThatIsNotARegularFileIsRefused(t *testing.T) {
 			func(ctx context.Context, l *locker) (func(), error) { return l.volume(ctx, "db") },
 			mkfifo, "is a named pipe, not a regular file"},
 		{"named pipe, directory lock", "dirs.lock",
-			func(ctx context.Context, l *locker) (func(), error) { return l.dirs(ctx, false) },
+			func(ctx context.Context, l *locker) (func(), error) {
+				release, _, err := l.dirs(ctx, false)
+				return release, err
+			},
 			mkfifo, "is a named pipe, not a regular file"},
 		{"named pipe, agent lock", "agent.lock",
 			func(_ context.Context, l *locker) (func(), error) {

@@ -168,6 +168,15 @@ func (l *locker) volume(ctx context.Context, id string) (func(), error) {
 	return l.take(ctx, "volume-"+id, fmt.Sprintf("volume %q", id))
 }
 
+// group locks one group for a `group run`'s recording of the group and its allocs' claims
+// (runGroup): a second run of the group waits for the first, rather than reporting as held a
+// claim the first then releases (it undoes what it took for an alloc one of whose claims
+// failed). It is taken before any volume's lock. The name is hashed, as any ID may be a
+// group's.
+func (l *locker) group(ctx context.Context, name string) (func(), error) {
+	return l.take(ctx, "group-"+lockHash(name), fmt.Sprintf("group %q (another `volctl group run` of it)", name))
+}
+
 // tryVolume takes a volume's lock only if it is free now; ok is false when another operation
 // holds it.
 func (l *locker) tryVolume(id string) (release func(), ok bool, err error) {
@@ -219,29 +228,70 @@ func lockHash(key string) string {
 }
 
 // dirs takes the lock on the shared directories under the state dir: shared to make them,
-// exclusive to remove them (makeDirs, removeEmptyDirs).
-func (l *locker) dirs(ctx context.Context, exclusive bool) (func(), error) {
-	fl, err := l.file("dirs")
-	if err != nil {
-		return nil, fmt.Errorf("lock the state dir's directories: %w", err)
-	}
-	lock, try := fl.TryRLock, fl.TryRLockContext
-	if exclusive {
-		lock, try = fl.TryLock, fl.TryLockContext
-	}
-	ok, err := lock()
-	if err == nil && !ok {
-		ok, err = try(ctx, lockRetry)
-	}
-	err = store.NoSpace(err) // dirs.lock made anew in a full state dir
-	if err != nil || !ok {
-		_ = fl.Close()
-		if err == nil {
-			err = ctx.Err()
+// exclusive to remove them (makeDirs, removeEmptyDirs), on the file at its path (lockedAtPath).
+// It returns the lock as taken too, whose atPath says whether its file is still the one at the
+// path; withDirs is how it is used.
+func (l *locker) dirs(ctx context.Context, exclusive bool) (func(), heldLock, error) {
+	for range lockReopens {
+		fl, err := l.file("dirs")
+		if err != nil {
+			return nil, heldLock{}, fmt.Errorf("lock the state dir's directories: %w", err)
 		}
-		return nil, fmt.Errorf("lock the state dir's directories: %w", err)
+		lock, try := fl.TryRLock, fl.TryRLockContext
+		if exclusive {
+			lock, try = fl.TryLock, fl.TryLockContext
+		}
+		ok, err := lock()
+		if err == nil && !ok {
+			ok, err = try(ctx, lockRetry)
+		}
+		err = store.NoSpace(err) // dirs.lock made anew in a full state dir
+		if err != nil || !ok {
+			_ = fl.Close()
+			if err == nil {
+				err = ctx.Err()
+			}
+			return nil, heldLock{}, fmt.Errorf("lock the state dir's directories: %w", err)
+		}
+		h, err := lockedAtPath(fl)
+		if err == nil {
+			return func() { _ = fl.Unlock() }, h, nil
+		}
+		_ = fl.Unlock()
+		if !errors.Is(err, errNotAtPath) {
+			return nil, heldLock{}, fmt.Errorf("lock the state dir's directories: %w", err)
+		}
 	}
-	return func() { _ = fl.Unlock() }, nil
+	return nil, heldLock{}, fmt.Errorf("lock the state dir's directories: %w", reopenedTooOften(filepath.Join(l.dir, "dirs.lock")))
+}
+
+// errDirsLost is what a step run under the directory lock (withDirs) returns when it finds,
+// before an act it must not do unguarded, that the lock's file is no longer the one at its path.
+var errDirsLost = errors.New("the directory lock's file was removed while held")
+
+// withDirs runs fn under the directory lock (dirs), and runs it again, whole, under the lock
+// taken anew at its path, when fn returned errDirsLost or the lock's file was no longer the one
+// at its path once fn returned. Removed while held (by hand: volctl never removes a lock file),
+// it let another volctl lock a new file at the path and make or remove directories beside fn,
+// which made a level that the other then removed (ENOENT), or built the target index without
+// a directory fn made (TestDirsLockFileDeletedWhileTheTargetIndexIsBuiltKeepsTheClaimsLine). So
+// fn must be idempotent; lost tells it whether the lock was lost so far, to check before an
+// act another holder must not see half-done (a removal, the build's move into place).
+func (l *locker) withDirs(ctx context.Context, exclusive bool, fn func(lost func() bool) error) error {
+	for range lockReopens {
+		unlock, h, err := l.dirs(ctx, exclusive)
+		if err != nil {
+			return err
+		}
+		lost := func() bool { return !h.atPath() }
+		err = fn(lost)
+		again := errors.Is(err, errDirsLost) || lost()
+		unlock()
+		if !again {
+			return err
+		}
+	}
+	return fmt.Errorf("lock the state dir's directories: %w", reopenedTooOften(filepath.Join(l.dir, "dirs.lock")))
 }
 
 // exclusive takes a named lock without waiting (e.g. one agent per state dir); ok is false when

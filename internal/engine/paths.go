@@ -50,28 +50,14 @@ func usageName(readOnly bool, att spec.AttachmentMode, acc spec.AccessMode) stri
 // through a symlink (nofollow.go): one planted there is refused, naming it, before anything is
 // made or mounted where it points.
 func (l *locker) makeDirs(ctx context.Context, path string) error {
-	p, unlock, err := l.openDirs(ctx, path)
-	if err != nil {
-		return err
-	}
-	p.close()
-	unlock()
-	return nil
-}
-
-// openDirs is makeDirs returning the deepest directory opened, with the directory lock still
-// held: the caller closes it, then unlocks.
-func (l *locker) openDirs(ctx context.Context, path string) (*pathFD, func(), error) {
-	unlock, err := l.dirs(ctx, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	p, err := openNoFollow(filepath.Dir(l.dir), path, createDirs)
-	if err != nil {
-		unlock()
-		return nil, nil, err
-	}
-	return p, unlock, nil
+	return l.withDirs(ctx, false, func(func() bool) error {
+		p, err := openNoFollow(filepath.Dir(l.dir), path, createDirs)
+		if err != nil {
+			return err
+		}
+		p.close()
+		return nil
+	})
 }
 
 // makeTargetParent is makeDirs for the parent of a claim's publish target, and also refuses
@@ -82,33 +68,34 @@ func (l *locker) openDirs(ctx context.Context, path string) (*pathFD, func(), er
 // mounted there.
 func (l *locker) makeTargetParent(ctx context.Context, target string) error {
 	target = filepath.Clean(target)
-	p, unlock, err := l.openDirs(ctx, filepath.Dir(target))
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	defer p.close()
-	if err := l.indexTarget(target); err != nil {
-		return err
-	}
-	fd, err := openComponent(p.fd, filepath.Base(target))
-	switch {
-	case errors.Is(err, unix.ENOENT):
-		return nil // the plugin makes it
-	case errors.Is(err, unix.ELOOP):
-		// The target is volctl's own path, no one's to choose: say what the link is and that
-		// removing it (not what it points to) is the remedy.
-		what := "it was left there by a plugin or by hand"
-		buf := make([]byte, unix.PathMax)
-		if n, err := unix.Readlinkat(p.fd, filepath.Base(target), buf); err == nil {
-			what = fmt.Sprintf("it points to %q, left there by a plugin or by hand", buf[:n])
+	return l.withDirs(ctx, false, func(func() bool) error {
+		p, err := openNoFollow(filepath.Dir(l.dir), filepath.Dir(target), createDirs)
+		if err != nil {
+			return err
 		}
-		return &symlinkError{Path: target, Component: target, Context: "claim target",
-			Advice: fmt.Sprintf("%s: remove the link with `rm %s`, which leaves what it points to, and claim again", what, target)}
-	case err != nil:
-		return &os.PathError{Op: "open", Path: target, Err: err}
-	}
-	return unix.Close(fd)
+		defer p.close()
+		if err := l.indexTarget(target); err != nil {
+			return err
+		}
+		fd, err := openComponent(p.fd, filepath.Base(target))
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			return nil // the plugin makes it
+		case errors.Is(err, unix.ELOOP):
+			// The target is volctl's own path, no one's to choose: say what the link is and that
+			// removing it (not what it points to) is the remedy.
+			what := "it was left there by a plugin or by hand"
+			buf := make([]byte, unix.PathMax)
+			if n, err := unix.Readlinkat(p.fd, filepath.Base(target), buf); err == nil {
+				what = fmt.Sprintf("it points to %q, left there by a plugin or by hand", buf[:n])
+			}
+			return &symlinkError{Path: target, Component: target, Context: "claim target",
+				Advice: fmt.Sprintf("%s: remove the link with `rm %s`, which leaves what it points to, and claim again", what, target)}
+		case err != nil:
+			return &os.PathError{Op: "open", Path: target, Err: err}
+		}
+		return unix.Close(fd)
+	})
 }
 
 // removeTargetLink removes a symlink at a claim's target, never following it: the link alone is
@@ -122,35 +109,42 @@ func (l *locker) removeTargetLink(ctx context.Context, target string) (string, b
 	if fi, err := os.Lstat(target); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		return "", false, nil // the usual case, gone, costs no lock (the walk below decides)
 	}
-	unlock, err := l.dirs(ctx, true)
-	if err != nil {
-		return "", false, err
-	}
-	defer unlock()
 	target = filepath.Clean(target)
-	p, err := openNoFollow(filepath.Dir(l.dir), filepath.Dir(target), createNothing)
-	var se *symlinkError
-	if errors.Is(err, fs.ErrNotExist) || errors.As(err, &se) {
-		return "", false, nil
-	}
+	var pointed string
+	var removed bool
+	err := l.withDirs(ctx, true, func(lost func() bool) error {
+		p, err := openNoFollow(filepath.Dir(l.dir), filepath.Dir(target), createNothing)
+		var se *symlinkError
+		if errors.Is(err, fs.ErrNotExist) || errors.As(err, &se) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		defer p.close()
+		name := filepath.Base(target)
+		var st unix.Stat_t
+		if err := unix.Fstatat(p.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+			return nil
+		}
+		buf := make([]byte, unix.PathMax)
+		n, err := unix.Readlinkat(p.fd, name, buf)
+		if err != nil {
+			n = 0
+		}
+		if lost() {
+			return errDirsLost
+		}
+		if err := unix.Unlinkat(p.fd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			return &os.PathError{Op: "remove the symlink", Path: target, Err: err}
+		}
+		pointed, removed = string(buf[:n]), true
+		return nil
+	})
 	if err != nil {
 		return "", false, err
 	}
-	defer p.close()
-	name := filepath.Base(target)
-	var st unix.Stat_t
-	if err := unix.Fstatat(p.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
-		return "", false, nil
-	}
-	buf := make([]byte, unix.PathMax)
-	n, err := unix.Readlinkat(p.fd, name, buf)
-	if err != nil {
-		n = 0
-	}
-	if err := unix.Unlinkat(p.fd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-		return "", false, &os.PathError{Op: "remove the symlink", Path: target, Err: err}
-	}
-	return string(buf[:n]), true, nil
+	return pointed, removed, nil
 }
 
 // removeEmptyDirs removes path and then its parents while they are empty, stopping at root,
@@ -158,12 +152,13 @@ func (l *locker) removeTargetLink(ctx context.Context, target string) (string, b
 // not empty to rmdir (EBUSY), so a live mount is never removed from under its user. It is
 // tidying: when the lock cannot be had (the context ended), the directories stay, empty.
 func (l *locker) removeEmptyDirs(ctx context.Context, path, root string) {
-	unlock, err := l.dirs(ctx, true)
-	if err != nil {
-		return
-	}
-	defer unlock()
-	_ = removeEmptyChain(root, path)
+	_ = l.withDirs(ctx, true, func(lost func() bool) error {
+		if lost() {
+			return errDirsLost
+		}
+		_ = removeEmptyChain(root, path)
+		return nil
+	})
 }
 
 // removeStagingDir removes a volume's staging directory, which is kept while the volume is

@@ -571,7 +571,9 @@ func (e *Engine) releaseStored(ctx context.Context, volumeID, alloc string) (Rel
 		ld    *loaded
 		found bool
 	)
-	err = e.store.Update(ctx, func(tx *store.Tx) error {
+	// Checked inside the transaction (holding): a release that waited for the database while its
+	// lock file was removed and another volctl locked a new one marks nothing.
+	err = e.store.Update(ctx, e.locks.holding(volumeID, func(tx *store.Tx) error {
 		var err error
 		if v, err = tx.Volumes().Get(volumeID); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
@@ -607,7 +609,7 @@ func (e *Engine) releaseStored(ctx context.Context, volumeID, alloc string) (Rel
 			cl.State = store.ClaimUnpublishing
 		}
 		return tx.Claims().Update(&cl)
-	})
+	}))
 	if err != nil {
 		return fail(err)
 	}

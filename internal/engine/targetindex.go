@@ -334,48 +334,57 @@ func writeTargetIndex(dir int, index, volume string, allocs []string) error {
 // directory lock held exclusively, so that no claim makes a publish directory meanwhile
 // without its line: it is written whole under targets.new and renamed into place (the
 // directory's existence says the index is whole). A partial one a killed build left is
-// removed first.
+// removed first. A build whose lock file was removed while it walked is not moved into place: it
+// walks again under the lock at the path (withDirs).
 func (e *Engine) buildTargetIndex(ctx context.Context) error {
-	unlock, err := e.locks.dirs(ctx, true)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	index := filepath.Join(e.cfg.StateDir, targetIndexDir)
-	if _, err := os.Lstat(index); err == nil {
-		return nil // another process built it first
-	}
-	tmp := index + ".new"
-	if err := os.RemoveAll(tmp); err != nil {
-		return err
-	}
-	if left, _ := filepath.Glob(index + ".old-*"); len(left) > 0 { // discardTargetIndex's, cut short
-		for _, l := range left {
-			_ = os.RemoveAll(l)
+	return e.locks.withDirs(ctx, true, func(lost func() bool) error {
+		index := filepath.Join(e.cfg.StateDir, targetIndexDir)
+		if _, err := os.Lstat(index); err == nil {
+			return nil // another process built it first
 		}
-	}
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		return err
-	}
-	lists := map[string][]string{}
-	pub := e.realPath(filepath.Join(e.cfg.StateDir, publishDir))
-	for _, alloc := range subdirs(pub) {
-		for _, volume := range subdirs(filepath.Join(pub, alloc)) {
-			lists[volume] = append(lists[volume], alloc)
-		}
-	}
-	dir, err := unix.Open(tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(dir)
-	for volume, allocs := range lists {
-		if err := writeTargetIndex(dir, tmp, volume, allocs); err != nil {
+		tmp := index + ".new"
+		if err := os.RemoveAll(tmp); err != nil {
 			return err
 		}
-	}
-	return os.Rename(tmp, index)
+		if left, _ := filepath.Glob(index + ".old-*"); len(left) > 0 { // discardTargetIndex's, cut short
+			for _, l := range left {
+				_ = os.RemoveAll(l)
+			}
+		}
+		if err := os.Mkdir(tmp, 0o700); err != nil {
+			return err
+		}
+		lists := map[string][]string{}
+		pub := e.realPath(filepath.Join(e.cfg.StateDir, publishDir))
+		for _, alloc := range subdirs(pub) {
+			for _, volume := range subdirs(filepath.Join(pub, alloc)) {
+				lists[volume] = append(lists[volume], alloc)
+			}
+		}
+		testHookTargetIndexWalked()
+		dir, err := unix.Open(tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(dir)
+		for volume, allocs := range lists {
+			if err := writeTargetIndex(dir, tmp, volume, allocs); err != nil {
+				return err
+			}
+		}
+		if lost() {
+			// A claim may have made a directory after the walk, found no index and added no
+			// line, under a lock on the file made anew: walked again under that lock.
+			_ = os.RemoveAll(tmp)
+			return errDirsLost
+		}
+		return os.Rename(tmp, index)
+	})
 }
+
+// testHookTargetIndexWalked runs, in tests, once a build of the target index has walked the
+// publish tree, under the directory lock.
+var testHookTargetIndexWalked = func() {}
 
 // targetIndexError says that a file of the target index could not be used, and what to do.
 func targetIndexError(index, path, op string, err error) error {

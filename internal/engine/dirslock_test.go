@@ -1,0 +1,57 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// The directory lock (dirs) was taken once and never checked again: its file removed by hand
+// while the target index was built under it (exclusive) let a claim of another volctl lock a
+// new file at the path (shared) and make its publish directory after the build's walk, finding
+// no index to add its line to, and the build then moved into place an index without that
+// directory: the release's look for targets the database does not record would not see a mount
+// there. The build checks, before it moves the index into place, that its lock file is still
+// the one at the path, and builds again under the lock at the path when it is not.
+func TestDirsLockFileDeletedWhileTheTargetIndexIsBuiltKeepsTheClaimsLine(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v", capab(spec.MultiNodeMultiWriter)))
+	index := filepath.Join(h.dir, targetIndexDir)
+	if err := os.RemoveAll(index); err != nil {
+		t.Fatal(err)
+	}
+	other, err := newLocker(h.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := publishPath(h.dir, "web-0", "v", false, spec.FileSystem, spec.MultiNodeMultiWriter)
+	lockPath := filepath.Join(h.dir, lockDir, "dirs.lock")
+	walked := 0
+	testHookTargetIndexWalked = func() {
+		if walked++; walked > 1 {
+			return
+		}
+		if err := os.Remove(lockPath); err != nil {
+			t.Error(err)
+			return
+		}
+		// Another volctl's claim, on a new lock file at the path.
+		if err := other.makeTargetParent(h.ctx, target); err != nil {
+			t.Errorf("the other volctl's claim making its target's parent: %v", err)
+		}
+	}
+	t.Cleanup(func() { testHookTargetIndexWalked = func() {} })
+	if err := h.e.buildTargetIndex(h.ctx); err != nil {
+		t.Fatalf("building the target index: %v", err)
+	}
+	if walked == 0 {
+		t.Fatal("the build never walked the publish tree")
+	}
+	list, err := os.ReadFile(filepath.Join(index, "v"))
+	if err != nil || string(list) != "web-0\n" {
+		t.Errorf("the target index's list of volume v, whose publish directory %s was made while the index was built: %q, %v; want \"web-0\\n\"",
+			filepath.Dir(target), list, err)
+	}
+}
