@@ -252,8 +252,12 @@ func overlay(c *Common, body, box string) string {
 			lines[i] = c.Styles.Dim.Render(plain)
 			continue
 		}
-		before := ansi.Truncate(plain, left, "")
-		after := ansi.TruncateLeft(plain, left+bw, "")
+		// A wide character the box's edge falls inside of is left out whole, and its cell
+		// blanked: cut through, the line was a cell short on the left (the box's border out of
+		// line) or a cell too wide on the right (wrapped by the terminal).
+		before := pad(ansi.Truncate(plain, left, ""), left)
+		rest := max(0, c.Width-left-bw)
+		after := fit(lastCells(plain, rest), rest, true, false)
 		lines[i] = c.Styles.Dim.Render(before) + pad(boxLines[j], bw) + c.Styles.Dim.Render(after)
 	}
 	return strings.Join(lines, "\n")
