@@ -11,6 +11,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
 
 	"github.com/volctl/volctl/internal/engine"
@@ -584,7 +585,7 @@ func TestDetailScrolls(t *testing.T) {
 func TestSmallAndResizedScreens(t *testing.T) {
 	h := newHarness(t, fixture(), Options{})
 	h.send(tea.WindowSizeMsg{Width: 30, Height: 8})
-	if out := h.m.View(); !strings.Contains(out, "needs at least 40x10") {
+	if out := h.m.View(); !strings.Contains(strings.Join(strings.Fields(out), " "), "needs at least 40x10") { // wrapped to the screen
 		t.Errorf("tiny screen: %q", out)
 	}
 	for _, size := range [][2]int{{40, 10}, {80, 24}, {100, 30}, {120, 40}, {200, 60}} {
@@ -597,6 +598,37 @@ func TestSmallAndResizedScreens(t *testing.T) {
 			h.keys("esc")
 		}
 	}
+}
+
+// TestTooSmallScreenSaysSoWithinIt: below 40x10 the dashboard says what it needs and how to
+// set the size. Said on one line, the terminal's renderer cut it at the screen's width (bubbletea
+// truncates every line wider than the screen), so a 30x8 terminal read "volctl tui needs at
+// least 40x1" and never how to get there. It is wrapped to the screen, cut to its height, and
+// back to a real size the dashboard draws as before.
+func TestTooSmallScreenSaysSoWithinIt(t *testing.T) {
+	h := newHarness(t, fixture(), Options{})
+	for _, size := range [][2]int{{39, 9}, {30, 8}, {25, 6}, {12, 3}, {1, 1}} {
+		h.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		out := h.m.View()
+		lines := strings.Split(out, "\n")
+		if len(lines) > size[1] {
+			t.Errorf("%dx%d: %d lines, more than the screen's %d: %q", size[0], size[1], len(lines), size[1], out)
+		}
+		for i, l := range lines {
+			if w := ansi.StringWidth(l); w > size[0] {
+				t.Errorf("%dx%d: line %d is %d cells wide, wider than the screen: %q", size[0], size[1], i+1, w, l)
+			}
+		}
+		if size[0]*size[1] < 150 {
+			continue // too small to say it all: said as far as it goes
+		}
+		said := strings.Join(strings.Fields(out), " ")
+		if want := fmt.Sprintf("needs at least 40x10; this terminal is %dx%d: make it larger, or set its size with stty rows 24 cols 80", size[0], size[1]); !strings.Contains(said, want) {
+			t.Errorf("%dx%d: %q does not say %q", size[0], size[1], out, want)
+		}
+	}
+	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	checkScreen(t, h.m.View(), 80, 24)
 }
 
 // TestHugeScreenIsBounded: a terminal may report up to 65535x65535 (stty rows 65535 cols

@@ -33,8 +33,7 @@ func (m *Model) View() string {
 	if c.Width < minWidth || c.Height < minHeight {
 		// A terminal that does not know its size (a serial console, a pty nobody sized)
 		// reports 0x0: said, with how to set it, rather than a blank screen.
-		return fmt.Sprintf("volctl tui needs at least %dx%d; this terminal is %dx%d: make it larger, or set its size with stty rows %d cols %d",
-			minWidth, minHeight, c.Width, c.Height, max(c.Height, 24), max(c.Width, 80))
+		return tooSmall(c)
 	}
 	var body string
 	switch {
@@ -64,6 +63,22 @@ func (m *Model) View() string {
 		fitLine(status, c.Width),
 		m.footer(),
 	}, "\n")
+}
+
+// tooSmall says what the dashboard needs and how to set the size, wrapped to the screen and cut
+// to its height: a line wider than the screen is cut at its width by bubbletea's renderer, which
+// left "volctl tui needs at least 40x1" of it on a 30x8 terminal. A size of 0 is one the
+// terminal does not know, which the renderer cuts nothing to.
+func tooSmall(c *Common) string {
+	msg := fmt.Sprintf("volctl tui needs at least %dx%d; this terminal is %dx%d: make it larger, or set its size with stty rows %d cols %d",
+		minWidth, minHeight, c.Width, c.Height, max(c.Height, 24), max(c.Width, 80))
+	if c.Width > 0 {
+		msg = ansi.Wrap(msg, c.Width, "")
+	}
+	if lines := strings.Split(msg, "\n"); c.Height > 0 && len(lines) > c.Height {
+		msg = strings.Join(lines[:c.Height], "\n")
+	}
+	return msg
 }
 
 // tabBar names the tabs with their row counts; the active one is bracketed, which reads
