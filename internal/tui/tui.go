@@ -142,14 +142,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.live.onProbeTick()
 	case dashboardMsg:
 		wasOK := m.live.err == nil
-		if m.live.onData(msg) {
-			return m, m.setData(msg.data, msg.rows)
+		apply, next := m.live.onData(msg)
+		if apply {
+			return m, tea.Batch(next, m.setData(msg.data, msg.rows))
 		}
 		if wasOK && m.live.err != nil && engine.StateUnusable(m.live.err) {
 			// Replaced under the dashboard (a backup restored) or damaged: no read will work
 			// until a restart or a restore, which the status line's cut words may not say.
 			m.failure = &failure{c: m.c, title: "The state database cannot be read", err: m.live.err.Error()}
 		}
+		return m, next
 	case probedMsg:
 		var expire tea.Cmd
 		if msg.err != nil && !m.status.shown() {

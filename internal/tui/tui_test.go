@@ -498,11 +498,11 @@ func rowText(h *harness) string {
 func TestStaleAndFailedReads(t *testing.T) {
 	fake := fixture()
 	h := newHarness(t, fake, Options{})
-	// Two reads out at once: the older one's answer arrives last and is dropped.
+	// A read asked for while one is out follows that one: the rows end on the newest data.
 	old := h.m.live.read()
 	fake.data.Volumes = fake.data.Volumes[:1]
 	h.run(h.m.live.read())
-	h.run(old) // the fake answers with the current data, but the seq is old
+	h.run(old)
 	if got := h.viewKeys(); len(got) != 1 {
 		t.Errorf("a stale read replaced a newer one: %v", got)
 	}

@@ -136,6 +136,9 @@ func (m *Model) stateText(brief bool) string {
 	default:
 		parts = append(parts, "updated "+m.live.updated.Format("15:04:05"))
 	}
+	if slow := m.live.slow(); slow != "" {
+		parts = append(parts, slow+"…") // the store busy: what is shown is that old
+	}
 	return strings.Join(parts, " · ")
 }
 
