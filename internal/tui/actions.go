@@ -2,7 +2,10 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +39,9 @@ type action struct {
 	group  string // release: the alloc's group, when it belongs to one
 	claims int    // live claims on the volume, for the question
 	allocs []string
+	// asked are the claims the question was about, by ID: a release's one, a detach's all. The
+	// dialog stays open while reads come, and the engine acts on the volume as it is then.
+	asked []int64
 }
 
 func (a action) title() string {
@@ -106,6 +112,9 @@ type actionDoneMsg struct {
 // run performs the action through the engine, off the UI goroutine.
 func (a action) run(ctx context.Context, eng Engine) tea.Cmd {
 	return func() tea.Msg {
+		if err := a.changed(ctx, eng); err != nil {
+			return actionDoneMsg{a: a, err: err}
+		}
 		switch a.kind {
 		case actRelease:
 			res, err := eng.Release(ctx, a.volume, a.alloc)
@@ -135,6 +144,45 @@ func (a action) run(ctx context.Context, eng Engine) tea.Cmd {
 		}
 		return actionDoneMsg{a: a, text: fmt.Sprintf("deleted volume %q", a.volume)}
 	}
+}
+
+// changed reads the volume a release or detach is about as the action starts, and says, as an
+// error, how its claims differ from those the question named: a claim made since (a detach would
+// release it, unnamed; a forced one unmount its target without asking the plugin), or the
+// alloc's claim released and made again (a release would free the new one). A claim released
+// meanwhile is no change: less is done than was confirmed. The engine acts on what it finds
+// then, so this narrows the window to the time between two of its calls.
+func (a action) changed(ctx context.Context, eng Engine) error {
+	if a.kind != actRelease && a.kind != actDetach && a.kind != actForceDetach {
+		return nil
+	}
+	v, err := eng.Volume(ctx, a.volume)
+	switch {
+	case err == nil && v.ID != a.volume, errors.Is(err, engine.ErrNotFound):
+		return fmt.Errorf("volume %q no longer exists: nothing to %s", a.volume, a.verb())
+	case err != nil:
+		return fmt.Errorf("%s %q: read it first, to act only on what was confirmed: %w; nothing done", a.verb(), a.volume, err)
+	}
+	if a.kind == actRelease {
+		for _, c := range v.Claims {
+			if c.Alloc == a.alloc && !slices.Contains(a.asked, c.ID) {
+				return fmt.Errorf("the claim of alloc %q on volume %q is not the one confirmed: released and made again since (claim %d now): nothing released; look at it again and press x",
+					a.alloc, a.volume, c.ID)
+			}
+		}
+		return nil
+	}
+	var since []string
+	for _, c := range v.Claims {
+		if !slices.Contains(a.asked, c.ID) {
+			since = append(since, strconv.Quote(c.Alloc))
+		}
+	}
+	if len(since) > 0 {
+		return fmt.Errorf("volume %q has claims made since the question, which it did not name: %s of %s: nothing detached; look at it again and press %s",
+			a.volume, plural(len(since), "claim"), joinAnd(since), map[bool]string{true: "F", false: "d"}[a.kind == actForceDetach])
+	}
+	return nil
 }
 
 func detachReport(a action, res engine.DetachResult) actionDoneMsg {

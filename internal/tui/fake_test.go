@@ -63,7 +63,18 @@ func (f *fakeEngine) Volume(_ context.Context, id string) (engine.VolumeInfo, er
 	defer f.mu.Unlock()
 	v, ok := f.volumes[id]
 	if !ok {
-		return v, fmt.Errorf("volume %q: %w", id, engine.ErrNotFound)
+		// One without a fixed detail is its summary, as the engine's read has it.
+		i := slices.IndexFunc(f.data.Volumes, func(s engine.VolumeSummary) bool { return s.ID == id })
+		if i < 0 {
+			return v, fmt.Errorf("volume %q: %w", id, engine.ErrNotFound)
+		}
+		v = engine.VolumeInfo{VolumeSummary: f.data.Volumes[i], PluginHealthy: true, PluginReady: true}
+	}
+	v.Claims = nil // its live claims now, as the engine reads them
+	for _, c := range f.data.Claims {
+		if c.VolumeID == id {
+			v.Claims = append(v.Claims, c)
+		}
 	}
 	return v, nil
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,5 +62,57 @@ func TestDetailOfAVolumeGoneNeverShowsAnother(t *testing.T) {
 	h.keys("D")
 	if h.m.dialog != nil {
 		t.Errorf("D in the detail of a deleted volume asks %q", h.m.dialog.a.question())
+	}
+}
+
+// TestConfirmedActionOnAChangedVolumeIsRefused: a confirmation stays open while the dashboard
+// refreshes under it, and the engine acts on the volume as it is when the action runs. A forced
+// detach confirmed for the claims it named (web[1]'s) released a claim made since, unnamed,
+// unmounting its target without asking the plugin; a release confirmed for one claim released
+// the claim its alloc made again since. Each now checks the volume's claims as the action
+// starts, and one that is not what the question said is refused, naming what changed: nothing
+// is done, and the next read shows the volume as it is.
+func TestConfirmedActionOnAChangedVolumeIsRefused(t *testing.T) {
+	claimedSince := func(f *fakeEngine) {
+		c := f.data.Claims[1] // web[1]'s on mysql-1
+		c.ID, c.Alloc, c.Group = 50, "batch-7", ""
+		f.data.Claims = append(f.data.Claims, c)
+	}
+	claimedAgain := func(f *fakeEngine) {
+		f.data.Claims[0].ID = 60 // web[0] released mysql-0 and claimed it again
+	}
+	for _, tt := range []struct {
+		name, refused string
+		keys          []string
+		change        func(*fakeEngine)
+		calls         []string // when nothing changed
+	}{
+		{"force detach", `"batch-7"`, []string{"down", "F"}, claimedSince, []string{"Detach(mysql-1, true)"}},
+		{"detach", `"batch-7"`, []string{"down", "d"}, claimedSince, []string{"Detach(mysql-1, false)"}},
+		{"force detach from the detail", `"batch-7"`, []string{"down", "enter", "F"}, claimedSince, []string{"Detach(mysql-1, true)"}},
+		{"release", `claim 60`, []string{"2", "x"}, claimedAgain, []string{"Release(mysql-0, web[0])"}},
+	} {
+		for _, changed := range []bool{true, false} {
+			h := afterKeys(t, tt.keys...)
+			if h.m.dialog == nil {
+				t.Fatalf("%s: no dialog after %v", tt.name, tt.keys)
+			}
+			if changed {
+				h.fake.mu.Lock()
+				tt.change(h.fake)
+				h.fake.mu.Unlock()
+				h.send(refreshTickMsg{}) // the dashboard refreshes under the open dialog
+			}
+			h.keys("tab", "enter")
+			got := actionCalls(h.fake.Calls())
+			switch {
+			case !changed && !slices.Equal(got, tt.calls):
+				t.Errorf("%s, nothing changed: engine calls %v, want %v (status %q)", tt.name, got, tt.calls, h.m.status.text)
+			case changed && len(got) > 0:
+				t.Errorf("%s confirmed, then the volume changed: the engine was called (%v); want it refused", tt.name, got)
+			case changed && (!h.m.status.failed || !strings.Contains(h.m.status.text, tt.refused) || !strings.Contains(h.m.status.text, "nothing")):
+				t.Errorf("%s refused with %q (failed %v); want an error naming %s and saying nothing was done", tt.name, h.m.status.text, h.m.status.failed, tt.refused)
+			}
+		}
 	}
 }

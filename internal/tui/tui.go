@@ -382,7 +382,7 @@ func (m *Model) target(kind actionKind) (action, error) {
 		default:
 			return a, errors.New("release needs a claim: select one in the claims view (2)")
 		}
-		a.volume, a.alloc, a.group = c.VolumeID, c.Alloc, c.Group
+		a.volume, a.alloc, a.group, a.asked = c.VolumeID, c.Alloc, c.Group, []int64{c.ID}
 		return a, nil
 	}
 	var v engine.VolumeSummary
@@ -402,6 +402,7 @@ func (m *Model) target(kind actionKind) (action, error) {
 				name += fmt.Sprintf(" (group %q)", c.Group)
 			}
 			a.allocs = append(a.allocs, name)
+			a.asked = append(a.asked, c.ID)
 		}
 	}
 	if kind == actDetach && len(a.allocs) == 0 {

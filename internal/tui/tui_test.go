@@ -539,6 +539,7 @@ func TestDetailFollowsRefresh(t *testing.T) {
 		t.Errorf("refresh did not re-read the open volume (%d reads, want %d)", got, reads+1)
 	}
 	delete(fake.volumes, "mysql-0")
+	fake.data.Volumes = fake.data.Volumes[1:] // gone from the store, summary and all
 	h.send(refreshTickMsg{})
 	if !strings.Contains(h.m.View(), `volume "mysql-0" no longer exists`) {
 		t.Errorf("deleted volume's detail:\n%s", h.m.View())
