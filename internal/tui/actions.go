@@ -268,15 +268,54 @@ func (d *confirm) View() string {
 }
 
 // failure shows an action's error in full when the status line would cut it; any of the
-// dialog's keys closes it.
+// dialog's keys closes it. An error taller than the screen (a plugin's message may be 4 KiB, a
+// detach's names every claim that failed) shows as much as fits and scrolls with the movement
+// keys: cut at the screen's foot, its end, where an error says what to do, was never drawn.
 type failure struct {
-	c     *Common
-	title string
-	err   string
+	c      *Common
+	title  string
+	err    string
+	offset int // the first line of the error shown
 }
 
+// Update scrolls the error.
+func (f *failure) Update(msg tea.KeyMsg) {
+	k, room := f.c.Keys, f.room()
+	switch {
+	case matches(msg, k.Up):
+		f.offset--
+	case matches(msg, k.Down):
+		f.offset++
+	case matches(msg, k.PageUp):
+		f.offset -= max(1, room-1)
+	case matches(msg, k.PageDown):
+		f.offset += max(1, room-1)
+	case matches(msg, k.Top):
+		f.offset = 0
+	case matches(msg, k.Bottom):
+		f.offset = len(f.lines())
+	}
+}
+
+// lines is the error wrapped to the box.
+func (f *failure) lines() []string {
+	return strings.Split(lipgloss.NewStyle().Width(dialogInner(f.c)).Render(clean(f.err)), "\n")
+}
+
+// room is how many lines of the error the body has room for: the box's borders, title, blank
+// lines and buttons take six.
+func (f *failure) room() int { return max(1, bodyHeight(f.c)-6) }
+
 func (f *failure) View() string {
-	return dialogBox(f.c, f.title, f.err, button(f.c.Styles, "OK", true))
+	s := f.c.Styles
+	lines, room := f.lines(), f.room()
+	buttons := button(s, "OK", true)
+	if n := len(lines); n > room {
+		f.offset = max(0, min(f.offset, n-room))
+		lines = lines[f.offset : f.offset+room]
+		buttons += s.Dim.Render(fmt.Sprintf("  %d-%d/%d, ↑↓ scroll", f.offset+1, f.offset+room, n))
+	}
+	return boxOf(f.c, f.title, strings.Join(lines, "\n"), buttons)
 }
 
 func button(s *Styles, label string, focused bool) string {
@@ -288,14 +327,22 @@ func button(s *Styles, label string, focused bool) string {
 
 // dialogBox is a bordered box of a title, wrapped text and a row of buttons.
 func dialogBox(c *Common, title, text, buttons string) string {
+	return boxOf(c, title, lipgloss.NewStyle().Width(dialogInner(c)).Render(clean(text)), buttons)
+}
+
+// dialogInner is the width of a dialog's text: the box's, less the border and padding.
+func dialogInner(c *Common) int { return max(10, min(64, c.Width-4)-6) }
+
+// boxOf is the box of a title, text already wrapped and cleaned, and a row of buttons.
+func boxOf(c *Common, title, text, buttons string) string {
 	s := c.Styles
-	inner := max(10, min(64, c.Width-4)-6) // the border and padding
+	inner := dialogInner(c)
 	body := lipgloss.JoinVertical(lipgloss.Left,
 		s.DialogTitle.Render(title),
 		"",
-		lipgloss.NewStyle().Width(inner).Render(clean(text)),
+		text,
 		"",
-		buttons,
+		fitLine(buttons, inner),
 	)
 	return s.Dialog.Width(inner + 4).Render(body)
 }

@@ -221,6 +221,8 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	case m.failure != nil:
 		if matches(msg, k.Choose, k.Cancel, k.Back) {
 			m.failure = nil
+		} else {
+			m.failure.Update(msg)
 		}
 		return nil
 	case m.dialog != nil:

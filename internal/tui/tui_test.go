@@ -342,6 +342,47 @@ func TestActionErrors(t *testing.T) {
 }
 
 // An error longer than the status line opens in a box, whole; any closing key dismisses it.
+// TestErrorTallerThanTheScreenScrolls: a plugin's error message may be 4 KiB (csi's
+// MaxPluginMessage), and a reconcile's or a detach's names every claim that failed: wrapped in
+// the error box, it was taller than the screen, and the box was cut at the body's foot, its end
+// (where an error says what to do), its OK button and its border never drawn. The box now fits
+// the body, says how much it shows, and scrolls with the movement keys.
+func TestErrorTallerThanTheScreenScrolls(t *testing.T) {
+	fake := fixture()
+	fake.releaseErr = errors.New("NodeUnpublishVolume: Internal: " + strings.Repeat("the plugin's many words ", 150) +
+		"(unmount it by hand, then release again)")
+	for _, size := range [][2]int{{80, 24}, {40, 10}, {120, 40}} {
+		h := newHarness(t, fake, Options{})
+		h.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		h.keys("2", "x", "tab", "enter")
+		if h.m.failure == nil {
+			t.Fatalf("%dx%d: no error box for a long error", size[0], size[1])
+		}
+		out := h.m.View()
+		checkScreen(t, out, size[0], size[1])
+		flat := strings.Join(strings.Fields(out), " ")
+		for _, part := range []string{"Release failed", "NodeUnpublishVolume", "[ OK ]", "╰", "scroll"} {
+			if !strings.Contains(flat, part) {
+				t.Errorf("%dx%d: the error box lacks %q: cut at the foot of the screen\n%s", size[0], size[1], part, out)
+			}
+		}
+		h.keys("G")
+		out = h.m.View()
+		checkScreen(t, out, size[0], size[1])
+		if flat := strings.Join(strings.Fields(out), " "); !strings.Contains(flat, "again)") || !strings.Contains(flat, "[ OK ]") {
+			t.Errorf("%dx%d: scrolled to its end, the error box does not show its end:\n%s", size[0], size[1], out)
+		}
+		h.keys("g", "down", "pgdown", "up", "pgup")
+		if flat := strings.Join(strings.Fields(h.m.View()), " "); h.m.failure == nil || strings.Contains(flat, "again)") {
+			t.Errorf("%dx%d: scrolling closed the box or did not come back to its top:\n%s", size[0], size[1], h.m.View())
+		}
+		h.keys("enter")
+		if h.m.failure != nil {
+			t.Errorf("%dx%d: enter does not close the error box", size[0], size[1])
+		}
+	}
+}
+
 func TestLongActionErrorShownWhole(t *testing.T) {
 	long := `claim "pg-data" for alloc "db-0": NodeUnpublishVolume: FailedPrecondition: target is busy: ` +
 		`a process still has files open under /var/lib/volctl/publish/db-0/pg-data (stop it, then release again)`
