@@ -242,6 +242,7 @@ type confirm struct {
 	c      *Common
 	a      action
 	accept bool // focus on the action's button rather than Cancel
+	text   scrolled
 }
 
 func newConfirm(c *Common, a action) *confirm { return &confirm{c: c, a: a} }
@@ -256,6 +257,8 @@ func (d *confirm) Update(msg tea.KeyMsg) (done, run bool) {
 		return true, d.accept
 	case matches(msg, k.Cancel):
 		return true, false
+	default:
+		d.text.Update(d.c, msg)
 	}
 	return false, false
 }
@@ -264,87 +267,80 @@ func (d *confirm) Update(msg tea.KeyMsg) (done, run bool) {
 func (d *confirm) View() string {
 	s := d.c.Styles
 	buttons := button(s, "Cancel", !d.accept) + "   " + button(s, d.a.button(), d.accept)
-	return dialogBox(d.c, d.a.title()+"?", d.a.question(), buttons)
+	return d.text.box(d.c, d.a.title()+"?", d.a.question(), buttons)
 }
 
 // failure shows an action's error in full when the status line would cut it; any of the
-// dialog's keys closes it. An error taller than the screen (a plugin's message may be 4 KiB, a
-// detach's names every claim that failed) shows as much as fits and scrolls with the movement
-// keys: cut at the screen's foot, its end, where an error says what to do, was never drawn.
+// dialog's keys closes it.
 type failure struct {
-	c      *Common
-	title  string
-	err    string
-	offset int // the first line of the error shown
+	c     *Common
+	title string
+	err   string
+	text  scrolled
 }
-
-// Update scrolls the error.
-func (f *failure) Update(msg tea.KeyMsg) {
-	k, room := f.c.Keys, f.room()
-	switch {
-	case matches(msg, k.Up):
-		f.offset--
-	case matches(msg, k.Down):
-		f.offset++
-	case matches(msg, k.PageUp):
-		f.offset -= max(1, room-1)
-	case matches(msg, k.PageDown):
-		f.offset += max(1, room-1)
-	case matches(msg, k.Top):
-		f.offset = 0
-	case matches(msg, k.Bottom):
-		f.offset = len(f.lines())
-	}
-}
-
-// lines is the error wrapped to the box.
-func (f *failure) lines() []string {
-	return strings.Split(lipgloss.NewStyle().Width(dialogInner(f.c)).Render(clean(f.err)), "\n")
-}
-
-// room is how many lines of the error the body has room for: the box's borders, title, blank
-// lines and buttons take six.
-func (f *failure) room() int { return max(1, bodyHeight(f.c)-6) }
 
 func (f *failure) View() string {
-	s := f.c.Styles
-	lines, room := f.lines(), f.room()
-	buttons := button(s, "OK", true)
-	if n := len(lines); n > room {
-		f.offset = max(0, min(f.offset, n-room))
-		lines = lines[f.offset : f.offset+room]
-		buttons += s.Dim.Render(fmt.Sprintf("  %d-%d/%d, ↑↓ scroll", f.offset+1, f.offset+room, n))
-	}
-	return boxOf(f.c, f.title, strings.Join(lines, "\n"), buttons)
+	return f.text.box(f.c, f.title, f.err, button(f.c.Styles, "OK", true))
 }
+
+// scrolled is a dialog's text that may be taller than the screen: a plugin's error may be
+// 4 KiB, a forced detach's question names every alloc it releases. Cut at the screen's foot,
+// its end (where an error says what to do) and the dialog's buttons were never drawn; it shows
+// as much as fits, says which lines, and scrolls with the movement keys.
+type scrolled struct{ offset int } // the first line shown
+
+// Update scrolls the text.
+func (t *scrolled) Update(c *Common, msg tea.KeyMsg) {
+	k, page := c.Keys, max(1, textRoom(c)-1)
+	switch {
+	case matches(msg, k.Up):
+		t.offset--
+	case matches(msg, k.Down):
+		t.offset++
+	case matches(msg, k.PageUp):
+		t.offset -= page
+	case matches(msg, k.PageDown):
+		t.offset += page
+	case matches(msg, k.Top):
+		t.offset = 0
+	case matches(msg, k.Bottom):
+		t.offset = maxHeight * 100 // the last page: box clamps it
+	}
+}
+
+// box is the dialog of title, text and buttons, with as much of the text as the body has room
+// for from the line scrolled to.
+func (t *scrolled) box(c *Common, title, text, buttons string) string {
+	lines := strings.Split(lipgloss.NewStyle().Width(dialogInner(c)).Render(clean(text)), "\n")
+	if n, room := len(lines), textRoom(c); n > room {
+		t.offset = max(0, min(t.offset, n-room))
+		lines = lines[t.offset : t.offset+room]
+		buttons += c.Styles.Dim.Render(fmt.Sprintf("  %d-%d/%d, ↑↓ scroll", t.offset+1, t.offset+room, n))
+	}
+	s := c.Styles
+	inner := dialogInner(c)
+	body := lipgloss.JoinVertical(lipgloss.Left,
+		s.DialogTitle.Render(title),
+		"",
+		strings.Join(lines, "\n"),
+		"",
+		fitLine(buttons, inner),
+	)
+	return s.Dialog.Width(inner + 4).Render(body)
+}
+
+// textRoom is how many lines of a dialog's text the body has room for: the box's borders,
+// title, blank lines and buttons take six.
+func textRoom(c *Common) int { return max(1, bodyHeight(c)-6) }
+
+// dialogInner is the width of a dialog's text: the box's, less the border and padding.
+func dialogInner(c *Common) int { return max(10, min(64, c.Width-4)-6) }
 
 func button(s *Styles, label string, focused bool) string {
 	if focused {
 		return s.ButtonFocused.Render("[ " + label + " ]") // brackets mark focus without colour
 	}
 	return s.Button.Render("  " + label + "  ")
-}
-
-// dialogBox is a bordered box of a title, wrapped text and a row of buttons.
-func dialogBox(c *Common, title, text, buttons string) string {
-	return boxOf(c, title, lipgloss.NewStyle().Width(dialogInner(c)).Render(clean(text)), buttons)
-}
-
-// dialogInner is the width of a dialog's text: the box's, less the border and padding.
-func dialogInner(c *Common) int { return max(10, min(64, c.Width-4)-6) }
-
-// boxOf is the box of a title, text already wrapped and cleaned, and a row of buttons.
-func boxOf(c *Common, title, text, buttons string) string {
-	s := c.Styles
-	inner := dialogInner(c)
-	body := lipgloss.JoinVertical(lipgloss.Left,
-		s.DialogTitle.Render(title),
-		"",
-		text,
-		"",
-		fitLine(buttons, inner),
-	)
-	return s.Dialog.Width(inner + 4).Render(body)
 }
 
 // statusLine is the line above the help: a running action's spinner, or the last result for a

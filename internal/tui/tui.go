@@ -222,7 +222,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		if matches(msg, k.Choose, k.Cancel, k.Back) {
 			m.failure = nil
 		} else {
-			m.failure.Update(msg)
+			m.failure.text.Update(m.c, msg)
 		}
 		return nil
 	case m.dialog != nil:

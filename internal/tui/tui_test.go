@@ -383,6 +383,40 @@ func TestErrorTallerThanTheScreenScrolls(t *testing.T) {
 	}
 }
 
+// TestQuestionTallerThanTheScreenScrolls: a forced detach's question names every alloc it
+// releases, and a volume may have hundreds of claims (a multi-node reader): the box ran past the
+// body's foot and was cut there, its buttons never drawn, so what enter would do was not on the
+// screen. The question fits the body, scrolls as an error does, and the buttons always show.
+func TestQuestionTallerThanTheScreenScrolls(t *testing.T) {
+	fake := fixture()
+	for i := range 300 {
+		c := fake.data.Claims[1] // on mysql-1
+		c.ID, c.Alloc, c.Group = int64(100+i), fmt.Sprintf("reader-%d", i), ""
+		fake.data.Claims = append(fake.data.Claims, c)
+	}
+	h := newHarness(t, fake, Options{})
+	h.keys("down", "F")
+	if h.m.dialog == nil {
+		t.Fatal("no dialog")
+	}
+	out := h.m.View()
+	checkScreen(t, out, 80, 24)
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, part := range []string{"Force-detach volume?", "[ Cancel ]", "Force-detach", "╰", "scroll"} {
+		if !strings.Contains(flat, part) {
+			t.Errorf("the question lacks %q: cut at the foot of the screen\n%s", part, out)
+		}
+	}
+	h.keys("G")
+	if flat := strings.Join(strings.Fields(h.m.View()), " "); !strings.Contains(flat, `"reader-299".`) || !strings.Contains(flat, "[ Cancel ]") {
+		t.Errorf("scrolled to its end, the question does not show its end and its buttons:\n%s", h.m.View())
+	}
+	h.keys("esc")
+	if h.m.dialog != nil || len(actionCalls(h.fake.Calls())) != 0 {
+		t.Error("esc did not cancel the scrolled question")
+	}
+}
+
 func TestLongActionErrorShownWhole(t *testing.T) {
 	long := `claim "pg-data" for alloc "db-0": NodeUnpublishVolume: FailedPrecondition: target is busy: ` +
 		`a process still has files open under /var/lib/volctl/publish/db-0/pg-data (stop it, then release again)`
