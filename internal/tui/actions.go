@@ -230,6 +230,10 @@ func (a action) verb() string {
 	return [...]string{"release", "detach", "delete", "force-detach", "reconcile"}[a.kind]
 }
 
+func (a action) done() string {
+	return [...]string{"Release done", "Detach done", "Delete done", "Force-detach done", "Reconcile done"}[a.kind]
+}
+
 func (a action) failed() string {
 	return [...]string{"Release failed", "Detach failed", "Delete failed", "Force-detach failed", "Reconcile left problems"}[a.kind]
 }
@@ -270,8 +274,8 @@ func (d *confirm) View() string {
 	return d.text.box(d.c, d.a.title()+"?", d.a.question(), buttons)
 }
 
-// failure shows an action's error in full when the status line would cut it; any of the
-// dialog's keys closes it.
+// failure shows an action's result in full when the status line would cut it, an error or a
+// success with warnings; any of the dialog's keys closes it.
 type failure struct {
 	c     *Common
 	title string

@@ -36,6 +36,7 @@ type fakeEngine struct {
 
 	dashErr, releaseErr, detachErr, deleteErr error
 	reconciled                                engine.ReconcileReport // what Reconcile answers
+	detachWarnings                            []string               // what Detach warns of
 }
 
 func (f *fakeEngine) record(format string, args ...any) {
@@ -108,7 +109,7 @@ func (f *fakeEngine) Detach(_ context.Context, vol string, force bool) (engine.D
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var res engine.DetachResult
+	res := engine.DetachResult{Warnings: f.detachWarnings}
 	f.data.Claims = slices.DeleteFunc(f.data.Claims, func(c engine.ClaimInfo) bool {
 		if c.VolumeID == vol {
 			res.Released = append(res.Released, c)

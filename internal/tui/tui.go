@@ -166,8 +166,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case actionDoneMsg:
 		expire := m.status.done(msg)
-		if msg.err != nil && lipgloss.Width("error: "+msg.err.Error()) > m.c.Width-4 {
-			m.failure = &failure{c: m.c, title: msg.a.failed(), err: msg.err.Error()}
+		// A result too long for the status line opens whole in a box: an error, or a success
+		// with warnings of what it left undone (an attachment owed), which the line would cut.
+		title, text, line := msg.a.done(), msg.text, msg.text
+		if msg.err != nil {
+			title, text, line = msg.a.failed(), msg.err.Error(), "error: "+msg.err.Error()
+		}
+		if lipgloss.Width(line) > m.c.Width-4 {
+			m.failure = &failure{c: m.c, title: title, err: text}
 		}
 		if msg.err == nil && msg.a.kind == actDelete && m.detail != nil && m.detail.key == msg.a.volume {
 			m.detail = nil

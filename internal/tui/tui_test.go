@@ -417,6 +417,40 @@ func TestQuestionTallerThanTheScreenScrolls(t *testing.T) {
 	}
 }
 
+// TestLongWarningShownWhole: an action that succeeds may warn of what it left undone: a forced
+// detach whose ControllerUnpublishVolume failed says the attachment is owed and reconcile sends
+// it. Said in the status line only, it was cut at the screen's width, "force-detached "mysql-1":
+// released 1 claim; forced detach of…", and gone five seconds later; only an error opened in a
+// box. A result too long for the line opens whole in the box too, titled as done.
+func TestLongWarningShownWhole(t *testing.T) {
+	fake := fixture()
+	fake.detachWarnings = []string{`forced detach of volume "mysql-1": ControllerUnpublishVolume: Unavailable: connection refused ` +
+		`(volctl reconcile sends it again once plugin "hostpath" answers)`}
+	h := newHarness(t, fake, Options{})
+	h.keys("down", "F", "tab", "enter")
+	if h.m.failure == nil {
+		t.Fatalf("no box for a result too long for the status line; the screen:\n%s", h.m.View())
+	}
+	out := h.m.View()
+	checkScreen(t, out, 80, 24)
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, part := range []string{"Force-detach done", `released 1 claim`, `once plugin "hostpath" answers)`, "[ OK ]"} {
+		if !strings.Contains(flat, part) {
+			t.Errorf("the box lacks %q:\n%s", part, out)
+		}
+	}
+	if h.m.status.failed {
+		t.Error("a detach that succeeded with a warning is shown as failed")
+	}
+	// A short result stays in the status line alone.
+	h.keys("enter")
+	fake.detachWarnings = nil
+	h.keys("1", "home", "F", "tab", "enter")
+	if h.m.failure != nil {
+		t.Errorf("a short result opened a box: %q", h.m.failure.err)
+	}
+}
+
 func TestLongActionErrorShownWhole(t *testing.T) {
 	long := `claim "pg-data" for alloc "db-0": NodeUnpublishVolume: FailedPrecondition: target is busy: ` +
 		`a process still has files open under /var/lib/volctl/publish/db-0/pg-data (stop it, then release again)`
