@@ -175,6 +175,37 @@ func TestSort(t *testing.T) {
 	}
 }
 
+// TestSortOutlastsAResize: a column hidden by a narrow screen cannot be sorted by, so the table
+// sorts by the first shown instead; but that was kept, and the user's sort (by NAME, newest
+// first...) was lost for good by a pane zoomed out and back, a terminal dragged to 1x1 and back.
+// The sort chosen comes back with its column; the cursor stays on its row throughout.
+func TestSortOutlastsAResize(t *testing.T) {
+	fake := fixture()
+	fake.data.Volumes[0].Name = "zz-last" // mysql-0 sorts last by NAME
+	h := newHarness(t, fake, Options{})
+	h.send(tea.WindowSizeMsg{Width: 120, Height: 30})
+	h.keys("s", "S") // NAME, shown at 120 columns, descending
+	want := h.viewKeys()
+	if want[0] != "mysql-0" || h.m.tabs[tabVolumes].cols[h.m.tabs[tabVolumes].sortCol].title != "NAME" {
+		t.Fatalf("not sorted by NAME, descending: %v", want)
+	}
+	h.keys("down", "down")
+	sel := h.selected()
+	for _, size := range [][2]int{{80, 24}, {1, 1}, {40, 10}} {
+		h.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		h.send(tea.WindowSizeMsg{Width: 120, Height: 30})
+		if got := h.viewKeys(); !slices.Equal(got, want) {
+			t.Errorf("after a resize to %dx%d and back, the order is %v, want %v (by NAME, descending)", size[0], size[1], got, want)
+		}
+		if h.selected() != sel {
+			t.Errorf("after a resize to %dx%d and back, the cursor is on %q, want %q", size[0], size[1], h.selected(), sel)
+		}
+	}
+	if out := h.m.View(); !strings.Contains(out, "NAME ↓") {
+		t.Errorf("the header does not mark the sort:\n%s", out)
+	}
+}
+
 func reversed(s []string) []string {
 	out := slices.Clone(s)
 	slices.Reverse(out)
