@@ -79,6 +79,8 @@ type Model struct {
 	showHelp bool
 	sized    bool // a size has come: 0x0 after it is a terminal that does not know its size
 
+	quitArmed bool // q was pressed while an action ran: pressed again, it quits
+
 	filtering bool
 	filter    filterInput
 	help      help.Model
@@ -165,6 +167,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.detail.setVolume(msg)
 		}
 	case actionDoneMsg:
+		m.quitArmed = false
 		expire := m.status.done(msg)
 		// A result too long for the status line opens whole in a box: an error, or a success
 		// with warnings of what it left undone (an attachment owed), which the line would cut.
@@ -247,7 +250,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	case m.showHelp:
 		switch {
 		case matches(msg, k.Quit):
-			return tea.Quit
+			return m.quit()
 		case matches(msg, k.Help, k.Back):
 			m.showHelp = false
 		}
@@ -260,7 +263,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	t := m.tabs[m.active]
 	switch {
 	case matches(msg, k.Quit):
-		return tea.Quit
+		return m.quit()
 	case matches(msg, k.Help):
 		m.showHelp = true
 	case matches(msg, k.Refresh):
@@ -320,6 +323,17 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		return m.openDetail()
 	}
 	return nil
+}
+
+// quit quits, unless an action runs: quitting ends the context its engine calls run under,
+// which would cut it short between its RPCs, its claims or volume left half-way for a reconcile.
+// Then q says so, and quits when pressed again; ctrl+c quits at once.
+func (m *Model) quit() tea.Cmd {
+	if m.status.running == nil || m.quitArmed {
+		return tea.Quit
+	}
+	m.quitArmed = true
+	return m.status.set("q again to quit, cutting it short: what it has not done is left half-way, for reconcile", true)
 }
 
 // onFilterKey edits the filter; the rows narrow as the user types.

@@ -536,6 +536,48 @@ func TestReadOnly(t *testing.T) {
 	}
 }
 
+// TestQuitWhileAnActionRunsAsksAgain: quitting ends the context every engine call runs under,
+// so q while a detach or delete ran cut it short between its RPCs, leaving the claims and the
+// volume half-way for a reconcile to finish (or for nobody, without an agent). q then says what
+// runs and what quitting would do, and quits only when pressed again; ctrl+c quits at once, as
+// ever, and so does q once the action is done.
+func TestQuitWhileAnActionRunsAsksAgain(t *testing.T) {
+	isQuit := func(cmd tea.Cmd) bool {
+		if cmd == nil {
+			return false
+		}
+		_, ok := cmd().(tea.QuitMsg)
+		return ok
+	}
+	for _, first := range []string{"", "?"} { // from the table, and from the help screen
+		h := newHarness(t, fixture(), Options{})
+		h.keys("down", "d", "tab")
+		_, action := h.m.Update(keyMsg("enter")) // chosen; the detach is out
+		h.keys(first)
+		if _, cmd := h.m.Update(keyMsg("q")); isQuit(cmd) {
+			t.Errorf("q (after %q) quit while detaching: the detach is cut short, its claims left half-way", first)
+		}
+		if out := h.m.View(); !strings.Contains(out, "q again") {
+			t.Errorf("q while an action runs does not say to press it again:\n%s", out)
+		}
+		if _, cmd := h.m.Update(keyMsg("q")); !isQuit(cmd) {
+			t.Error("q pressed again does not quit")
+		}
+		h.run(action)
+	}
+	h := newHarness(t, fixture(), Options{})
+	h.keys("down", "d", "tab")
+	h.m.Update(keyMsg("enter"))
+	if _, cmd := h.m.Update(keyMsg("ctrl+c")); !isQuit(cmd) {
+		t.Error("ctrl+c does not quit at once while an action runs")
+	}
+	h = newHarness(t, fixture(), Options{})
+	h.keys("down", "d", "tab", "enter", "q") // the action done, q quits
+	if !h.quit {
+		t.Error("q after the action ended does not quit")
+	}
+}
+
 func TestHelpAndQuit(t *testing.T) {
 	h := newHarness(t, fixture(), Options{})
 	h.keys("?")
