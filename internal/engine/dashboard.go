@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"sort"
 
 	"github.com/volctl/volctl/internal/store"
@@ -20,8 +21,16 @@ type Dashboard struct {
 // Dashboard reads volumes, live claims, plugins (stored health, no probe), up to events recent
 // events and the groups in one read transaction, so a refresh costs one snapshot of the store rather
 // than four that may disagree.
+//
+// The dashboard reads for as long as it runs, and SQLite reads the file it opened, by inode: a
+// backup restored over volctl.db (or the state dir moved) meanwhile would have it show the old
+// file's rows as fresh, read after read. So each read first checks that the file at the path is
+// still the one opened (one stat), as a reconcile pass does, and says to restart when it is not.
 func (e *Engine) Dashboard(ctx context.Context, events int) (Dashboard, error) {
 	var d Dashboard
+	if err := e.store.CheckFile(); err != nil {
+		return d, fmt.Errorf("dashboard: %w", err)
+	}
 	err := e.store.View(ctx, func(tx *store.Tx) error {
 		vols, err := tx.Volumes().List(store.VolumeFilter{})
 		if err != nil {

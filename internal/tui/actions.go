@@ -2,7 +2,10 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +39,9 @@ type action struct {
 	group  string // release: the alloc's group, when it belongs to one
 	claims int    // live claims on the volume, for the question
 	allocs []string
+	// asked are the claims the question was about, by ID: a release's one, a detach's all. The
+	// dialog stays open while reads come, and the engine acts on the volume as it is then.
+	asked []int64
 }
 
 func (a action) title() string {
@@ -106,6 +112,9 @@ type actionDoneMsg struct {
 // run performs the action through the engine, off the UI goroutine.
 func (a action) run(ctx context.Context, eng Engine) tea.Cmd {
 	return func() tea.Msg {
+		if err := a.changed(ctx, eng); err != nil {
+			return actionDoneMsg{a: a, err: err}
+		}
 		switch a.kind {
 		case actRelease:
 			res, err := eng.Release(ctx, a.volume, a.alloc)
@@ -135,6 +144,45 @@ func (a action) run(ctx context.Context, eng Engine) tea.Cmd {
 		}
 		return actionDoneMsg{a: a, text: fmt.Sprintf("deleted volume %q", a.volume)}
 	}
+}
+
+// changed reads the volume a release or detach is about as the action starts, and says, as an
+// error, how its claims differ from those the question named: a claim made since (a detach would
+// release it, unnamed; a forced one unmount its target without asking the plugin), or the
+// alloc's claim released and made again (a release would free the new one). A claim released
+// meanwhile is no change: less is done than was confirmed. The engine acts on what it finds
+// then, so this narrows the window to the time between two of its calls.
+func (a action) changed(ctx context.Context, eng Engine) error {
+	if a.kind != actRelease && a.kind != actDetach && a.kind != actForceDetach {
+		return nil
+	}
+	v, err := eng.Volume(ctx, a.volume)
+	switch {
+	case err == nil && v.ID != a.volume, errors.Is(err, engine.ErrNotFound):
+		return fmt.Errorf("volume %q no longer exists: nothing to %s", a.volume, a.verb())
+	case err != nil:
+		return fmt.Errorf("%s %q: read it first, to act only on what was confirmed: %w; nothing done", a.verb(), a.volume, err)
+	}
+	if a.kind == actRelease {
+		for _, c := range v.Claims {
+			if c.Alloc == a.alloc && !slices.Contains(a.asked, c.ID) {
+				return fmt.Errorf("the claim of alloc %q on volume %q is not the one confirmed: released and made again since (claim %d now): nothing released; look at it again and press x",
+					a.alloc, a.volume, c.ID)
+			}
+		}
+		return nil
+	}
+	var since []string
+	for _, c := range v.Claims {
+		if !slices.Contains(a.asked, c.ID) {
+			since = append(since, strconv.Quote(c.Alloc))
+		}
+	}
+	if len(since) > 0 {
+		return fmt.Errorf("volume %q has claims made since the question, which it did not name: %s of %s: nothing detached; look at it again and press %s",
+			a.volume, plural(len(since), "claim"), joinAnd(since), map[bool]string{true: "F", false: "d"}[a.kind == actForceDetach])
+	}
+	return nil
 }
 
 func detachReport(a action, res engine.DetachResult) actionDoneMsg {
@@ -182,6 +230,10 @@ func (a action) verb() string {
 	return [...]string{"release", "detach", "delete", "force-detach", "reconcile"}[a.kind]
 }
 
+func (a action) done() string {
+	return [...]string{"Release done", "Detach done", "Delete done", "Force-detach done", "Reconcile done"}[a.kind]
+}
+
 func (a action) failed() string {
 	return [...]string{"Release failed", "Detach failed", "Delete failed", "Force-detach failed", "Reconcile left problems"}[a.kind]
 }
@@ -194,6 +246,7 @@ type confirm struct {
 	c      *Common
 	a      action
 	accept bool // focus on the action's button rather than Cancel
+	text   scrolled
 }
 
 func newConfirm(c *Common, a action) *confirm { return &confirm{c: c, a: a} }
@@ -208,6 +261,8 @@ func (d *confirm) Update(msg tea.KeyMsg) (done, run bool) {
 		return true, d.accept
 	case matches(msg, k.Cancel):
 		return true, false
+	default:
+		d.text.Update(d.c, msg)
 	}
 	return false, false
 }
@@ -216,40 +271,80 @@ func (d *confirm) Update(msg tea.KeyMsg) (done, run bool) {
 func (d *confirm) View() string {
 	s := d.c.Styles
 	buttons := button(s, "Cancel", !d.accept) + "   " + button(s, d.a.button(), d.accept)
-	return dialogBox(d.c, d.a.title()+"?", d.a.question(), buttons)
+	return d.text.box(d.c, d.a.title()+"?", d.a.question(), buttons)
 }
 
-// failure shows an action's error in full when the status line would cut it; any of the
-// dialog's keys closes it.
+// failure shows an action's result in full when the status line would cut it, an error or a
+// success with warnings; any of the dialog's keys closes it.
 type failure struct {
 	c     *Common
 	title string
 	err   string
+	text  scrolled
 }
 
 func (f *failure) View() string {
-	return dialogBox(f.c, f.title, f.err, button(f.c.Styles, "OK", true))
+	return f.text.box(f.c, f.title, f.err, button(f.c.Styles, "OK", true))
 }
+
+// scrolled is a dialog's text that may be taller than the screen: a plugin's error may be
+// 4 KiB, a forced detach's question names every alloc it releases. Cut at the screen's foot,
+// its end (where an error says what to do) and the dialog's buttons were never drawn; it shows
+// as much as fits, says which lines, and scrolls with the movement keys.
+type scrolled struct{ offset int } // the first line shown
+
+// Update scrolls the text.
+func (t *scrolled) Update(c *Common, msg tea.KeyMsg) {
+	k, page := c.Keys, max(1, textRoom(c)-1)
+	switch {
+	case matches(msg, k.Up):
+		t.offset--
+	case matches(msg, k.Down):
+		t.offset++
+	case matches(msg, k.PageUp):
+		t.offset -= page
+	case matches(msg, k.PageDown):
+		t.offset += page
+	case matches(msg, k.Top):
+		t.offset = 0
+	case matches(msg, k.Bottom):
+		t.offset = maxHeight * 100 // the last page: box clamps it
+	}
+}
+
+// box is the dialog of title, text and buttons, with as much of the text as the body has room
+// for from the line scrolled to.
+func (t *scrolled) box(c *Common, title, text, buttons string) string {
+	lines := strings.Split(lipgloss.NewStyle().Width(dialogInner(c)).Render(clean(text)), "\n")
+	if n, room := len(lines), textRoom(c); n > room {
+		t.offset = max(0, min(t.offset, n-room))
+		lines = lines[t.offset : t.offset+room]
+		buttons += c.Styles.Dim.Render(fmt.Sprintf("  %d-%d/%d, ↑↓ scroll", t.offset+1, t.offset+room, n))
+	}
+	s := c.Styles
+	inner := dialogInner(c)
+	body := lipgloss.JoinVertical(lipgloss.Left,
+		s.DialogTitle.Render(title),
+		"",
+		strings.Join(lines, "\n"),
+		"",
+		fitLine(buttons, inner),
+	)
+	return s.Dialog.Width(inner + 4).Render(body)
+}
+
+// textRoom is how many lines of a dialog's text the body has room for: the box's borders,
+// title, blank lines and buttons take six.
+func textRoom(c *Common) int { return max(1, bodyHeight(c)-6) }
+
+// dialogInner is the width of a dialog's text: the box's, less the border and padding.
+func dialogInner(c *Common) int { return max(10, min(64, c.Width-4)-6) }
 
 func button(s *Styles, label string, focused bool) string {
 	if focused {
 		return s.ButtonFocused.Render("[ " + label + " ]") // brackets mark focus without colour
 	}
 	return s.Button.Render("  " + label + "  ")
-}
-
-// dialogBox is a bordered box of a title, wrapped text and a row of buttons.
-func dialogBox(c *Common, title, text, buttons string) string {
-	s := c.Styles
-	inner := max(10, min(64, c.Width-4)-6) // the border and padding
-	body := lipgloss.JoinVertical(lipgloss.Left,
-		s.DialogTitle.Render(title),
-		"",
-		lipgloss.NewStyle().Width(inner).Render(clean(text)),
-		"",
-		buttons,
-	)
-	return s.Dialog.Width(inner + 4).Render(body)
 }
 
 // statusLine is the line above the help: a running action's spinner, or the last result for a

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
@@ -93,5 +95,51 @@ func TestInvisibleCharactersAreShown(t *testing.T) {
 	h.keys("3", "enter")
 	if out := h.m.View(); strings.ContainsFunc(out, invisible) || !strings.Contains(out, `n1\u200b\ufeff\u00ad`) {
 		t.Errorf("the plugin's detail does not show its node ID's invisible characters written out:\n%+q", out)
+	}
+}
+
+// TestCharactersOfNoAgreedWidthAreCleaned: the layout measures each cell's width and pads the
+// line to the screen's; a character whose width terminals do not agree on makes the line a
+// cell longer on the screen than measured, and the terminal wraps it, moving every line under
+// it. clean let through LINE and PARAGRAPH SEPARATOR (measured 0 cells, drawn as 1 by
+// wcwidth's terminals), the format characters it did not name (Unicode's tags, which also
+// spell invisible text after a name, "n1" reading as "n1" with "EVIL" hidden behind it; the
+// interlinear annotations), and bytes that are not UTF-8 (a lone 0x9b is C1's CSI to a
+// terminal that takes 8-bit controls). Now the separators are blanked as line breaks are, the
+// format characters written as escapes, as the invisibles are, and bad bytes as U+FFFD; the
+// joiners and the bidi marks, which shape text, are left alone.
+func TestCharactersOfNoAgreedWidthAreCleaned(t *testing.T) {
+	tags := "n1\U000E0045\U000E0056\U000E0049\U000E004C" // "n1" and "EVIL" in tags
+	for _, tt := range []struct{ in, want string }{
+		{"a\u2028b\u2029c", "a b c"},
+		{tags, `n1\U000e0045\U000e0056\U000e0049\U000e004c`},
+		{"x\ufff9ruby\ufffbx", `x\ufff9ruby\ufffbx`},
+		{"a\x9b31mb\xff", "a\ufffd31mb\ufffd"},
+		{"👩\u200d👩", "👩\u200d👩"},                                 // ZWJ: an emoji sequence
+		{"ab\u200ecd\u200fef\u061c", "ab\u200ecd\u200fef\u061c"}, // bidi marks
+		{"café", "café"},
+	} {
+		if got := clean(tt.in); got != tt.want {
+			t.Errorf("clean(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+
+	fake := fixture()
+	fake.data.Plugins[0].NodeID = tags
+	fake.data.Events[0].Message = "a\u2028b\x9b31m" + tags
+	fake.data.Claims[4].LastError = "busy\u2029\xff"
+	h := newHarness(t, fake, Options{})
+	for _, keys := range [][]string{{"2"}, {"enter"}, {"esc", "3"}, {"enter"}, {"esc", "4"}, {"enter"}} {
+		h.keys(keys...)
+		out := h.m.View()
+		if !utf8.ValidString(out) {
+			t.Errorf("after %v the screen is not UTF-8: %q", keys, out)
+		}
+		for _, r := range out {
+			if unicode.In(r, unicode.Zl, unicode.Zp) || unicode.Is(unicode.Cf, r) && !strings.ContainsRune("\u200c\u200d\u200e\u200f\u061c", r) {
+				t.Errorf("after %v the screen holds %U, of no agreed width:\n%s", keys, r, out)
+				break
+			}
+		}
 	}
 }

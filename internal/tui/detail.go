@@ -91,8 +91,13 @@ func (d *detail) gone(note string) {
 	d.rebuild()
 }
 
-// setVolume shows a volume read from the engine.
+// setVolume shows a volume read from the engine. The engine finds a volume by an unambiguous
+// prefix of its ID too: read by the ID of one deleted since, it answers with another whose ID
+// starts so ("db" gone, "db-replica" found), which is not this detail's, and never acted on.
 func (d *detail) setVolume(msg volumeMsg) {
+	if msg.err == nil && msg.info.ID != msg.id {
+		msg.err = fmt.Errorf("volume %q: %w", msg.id, engine.ErrNotFound)
+	}
 	if msg.err != nil {
 		if errors.Is(msg.err, engine.ErrNotFound) {
 			d.gone(fmt.Sprintf("volume %q no longer exists", msg.id))

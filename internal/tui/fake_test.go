@@ -36,6 +36,7 @@ type fakeEngine struct {
 
 	dashErr, releaseErr, detachErr, deleteErr error
 	reconciled                                engine.ReconcileReport // what Reconcile answers
+	detachWarnings                            []string               // what Detach warns of
 }
 
 func (f *fakeEngine) record(format string, args ...any) {
@@ -63,7 +64,18 @@ func (f *fakeEngine) Volume(_ context.Context, id string) (engine.VolumeInfo, er
 	defer f.mu.Unlock()
 	v, ok := f.volumes[id]
 	if !ok {
-		return v, fmt.Errorf("volume %q: %w", id, engine.ErrNotFound)
+		// One without a fixed detail is its summary, as the engine's read has it.
+		i := slices.IndexFunc(f.data.Volumes, func(s engine.VolumeSummary) bool { return s.ID == id })
+		if i < 0 {
+			return v, fmt.Errorf("volume %q: %w", id, engine.ErrNotFound)
+		}
+		v = engine.VolumeInfo{VolumeSummary: f.data.Volumes[i], PluginHealthy: true, PluginReady: true}
+	}
+	v.Claims = nil // its live claims now, as the engine reads them
+	for _, c := range f.data.Claims {
+		if c.VolumeID == id {
+			v.Claims = append(v.Claims, c)
+		}
 	}
 	return v, nil
 }
@@ -97,7 +109,7 @@ func (f *fakeEngine) Detach(_ context.Context, vol string, force bool) (engine.D
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var res engine.DetachResult
+	res := engine.DetachResult{Warnings: f.detachWarnings}
 	f.data.Claims = slices.DeleteFunc(f.data.Claims, func(c engine.ClaimInfo) bool {
 		if c.VolumeID == vol {
 			res.Released = append(res.Released, c)

@@ -6,6 +6,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
 )
 
@@ -47,6 +48,8 @@ type live struct {
 
 	seq, applied int // last read asked for, last read shown
 	reading      bool
+	readSince    time.Time // when the read out started
+	again        bool      // a read was asked for while one was out: it follows that one
 	probing      bool
 	updated      time.Time // when the shown data was read
 	err          error     // the last read's error, shown until a read succeeds
@@ -59,10 +62,16 @@ func (l *live) start() tea.Cmd {
 		l.c.after(l.probeEvery, func() tea.Msg { return probeTickMsg{} }))
 }
 
-// read asks the engine for a fresh snapshot of the store.
+// read asks the engine for a fresh snapshot of the store. While a read is out (the store busy:
+// a writer's lock, a migration, a slow disk hold it up to the busy timeout), another asked for
+// (r, a probe or an action ending) follows it, once, rather than wait on the same lock beside it.
 func (l *live) read() tea.Cmd {
+	if l.reading {
+		l.again = true
+		return nil
+	}
 	l.seq++
-	l.reading = true
+	l.reading, l.readSince = true, l.c.Now()
 	seq, ctx, eng, n, now := l.seq, l.ctx, l.eng, l.events, l.c.Now
 	return func() tea.Msg {
 		d, err := eng.Dashboard(ctx, n)
@@ -108,21 +117,38 @@ func (l *live) onProbeTick() tea.Cmd {
 	return tea.Batch(next, l.probe())
 }
 
-// onData reports whether msg is newer than what is shown.
-func (l *live) onData(msg dashboardMsg) bool {
+// onData reports whether msg is newer than what is shown, and returns the read asked for while
+// it was out, if one was.
+func (l *live) onData(msg dashboardMsg) (bool, tea.Cmd) {
+	var next tea.Cmd
 	if msg.seq == l.seq {
 		l.reading = false
+		if l.again {
+			l.again = false
+			next = l.read()
+		}
 	}
 	if msg.seq <= l.applied {
-		return false
+		return false, next
 	}
 	l.applied = msg.seq
 	if msg.err != nil {
 		l.err = msg.err
-		return false
+		return false, next
 	}
 	l.err, l.updated = nil, msg.at
-	return true
+	return true, next
+}
+
+// slowRead is how long a read is out before the status line says so.
+const slowRead = 3 * time.Second
+
+// slow says how long the read out has been, when that is long enough to say: "" otherwise.
+func (l *live) slow() string {
+	if !l.reading || l.c.Now().Sub(l.readSince) < slowRead {
+		return ""
+	}
+	return "reading for " + display.Age(l.c.Now(), l.readSince)
 }
 
 // onProbed ends a probe; the fresh health is in the store, so a read shows it everywhere

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/volctl/volctl/internal/display"
 	"github.com/volctl/volctl/internal/engine"
@@ -150,23 +152,29 @@ func newRow(key string, ref int, cells []string) row {
 		search: strings.ToLower(strings.Join(cells, "\x00"))}
 }
 
-// clean replaces control characters, escape sequences' ESC included, and bidi embeddings,
-// overrides and isolates (which would reorder the rest of the row) with spaces, and writes a
-// character that shows as nothing (spec.IsInvisible) as the command line does, "\u200b": blanked,
-// "n1\u200b" would still read as "n1".
+// clean replaces control characters, escape sequences' ESC included, LINE and PARAGRAPH
+// SEPARATOR (line breaks too) and bidi embeddings, overrides and isolates (which would reorder
+// the rest of the row) with spaces; writes a character that shows as nothing (spec.IsInvisible)
+// or any other format character, save the joiners and bidi marks that shape text (keptFormat),
+// as the command line writes the invisibles, "\u200b": blanked, "n1\u200b" would still read as
+// "n1", and terminals do not agree on the width of most of them (Unicode's tags, say), which
+// the layout must know; and writes a byte that is not UTF-8 as U+FFFD, never raw (a lone 0x9b
+// is C1's CSI to a terminal that takes 8-bit controls).
 func clean(s string) string {
 	i := 0
 	for i < len(s) && s[i] >= 0x20 && s[i] < 0x7f {
 		i++
 	}
-	if i == len(s) || !strings.ContainsFunc(s[i:], unclean) {
+	if i == len(s) || utf8.ValidString(s[i:]) && !strings.ContainsFunc(s[i:], unclean) {
 		return s
 	}
 	var b strings.Builder
 	b.Grow(len(s))
 	for _, r := range s {
 		switch {
-		case spec.IsInvisible(r):
+		case r == utf8.RuneError:
+			b.WriteRune(r)
+		case spec.IsInvisible(r), escapedFormat(r):
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
 		case unclean(r):
@@ -178,9 +186,28 @@ func clean(s string) string {
 	return b.String()
 }
 
-// unclean is what clean changes: a C0 or C1 control, DEL, a bidi control, an invisible.
+// unclean is what clean changes: a C0 or C1 control, DEL, a line or paragraph separator, a bidi
+// control, an invisible, another format character it does not keep.
 func unclean(r rune) bool {
-	return r < 0x20 || r >= 0x7f && r < 0xa0 || spec.IsBidiControl(r) || spec.IsInvisible(r)
+	return r < 0x20 || r >= 0x7f && r < 0xa0 || r == '\u2028' || r == '\u2029' || spec.IsBidiControl(r) ||
+		spec.IsInvisible(r) || escapedFormat(r)
+}
+
+// escapedFormat is a format character (Cf) clean writes as an escape: any but the bidi controls
+// (blanked) and those kept.
+func escapedFormat(r rune) bool {
+	return r >= 0xa0 && unicode.Is(unicode.Cf, r) && !spec.IsBidiControl(r) && !keptFormat(r)
+}
+
+// keptFormat is a format character that shapes the text beside it and is drawn as it is: ZERO
+// WIDTH NON-JOINER and JOINER (emoji sequences, the scripts written with them) and the bidi
+// marks LRM, RLM and ALM, which act only on the characters beside them.
+func keptFormat(r rune) bool {
+	switch r {
+	case 0x200c, 0x200d, 0x200e, 0x200f, 0x061c:
+		return true
+	}
+	return false
 }
 
 func modeText(a spec.AccessMode, m spec.AttachmentMode) string {

@@ -70,6 +70,10 @@ type table struct {
 	filter  string
 	sortCol int
 	desc    bool
+	// chosen and chosenDesc are the sort the user chose (or the view's own): sortCol and desc
+	// differ only while a narrow screen hides its column, and come back with it.
+	chosen     int
+	chosenDesc bool
 
 	natural []int // widest cell (or title) per column, measured when rows arrive
 	widths  []int // laid out for the screen width; 0 hides a column
@@ -84,7 +88,7 @@ const (
 )
 
 func newTable(c *Common, cols []column, sortCol int, desc bool, empty string) *table {
-	t := &table{c: c, cols: cols, sortCol: sortCol, desc: desc, empty: empty, loading: true}
+	t := &table{c: c, cols: cols, sortCol: sortCol, desc: desc, chosen: sortCol, chosenDesc: desc, empty: empty, loading: true}
 	t.natural = measure(cols, nil)
 	return t
 }
@@ -124,6 +128,7 @@ func (t *table) cycleSort() {
 			break
 		}
 	}
+	t.chosen, t.chosenDesc = t.sortCol, t.desc
 	t.apply(keep)
 }
 
@@ -131,6 +136,7 @@ func (t *table) cycleSort() {
 func (t *table) reverse() {
 	keep := t.selectedKey()
 	t.desc = !t.desc
+	t.chosen, t.chosenDesc = t.sortCol, t.desc
 	t.apply(keep)
 }
 
@@ -262,7 +268,14 @@ func (t *table) layout() {
 		}
 		hidden[give] = true
 	}
-	if t.widths[t.sortCol] == 0 {
+	// A hidden column cannot be sorted by: the first shown stands in for it until it shows
+	// again (a pane zoomed out and back, a terminal dragged small), when the sort chosen returns.
+	switch {
+	case t.widths[t.chosen] > 0 && (t.sortCol != t.chosen || t.desc != t.chosenDesc):
+		keep := t.selectedKey()
+		t.sortCol, t.desc = t.chosen, t.chosenDesc
+		t.apply(keep)
+	case t.widths[t.sortCol] == 0:
 		keep := t.selectedKey()
 		t.sortCol = slices.IndexFunc(t.widths, func(w int) bool { return w > 0 })
 		t.desc = false

@@ -79,6 +79,8 @@ type Model struct {
 	showHelp bool
 	sized    bool // a size has come: 0x0 after it is a terminal that does not know its size
 
+	quitArmed bool // q was pressed while an action ran: pressed again, it quits
+
 	filtering bool
 	filter    filterInput
 	help      help.Model
@@ -141,9 +143,17 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case probeTickMsg:
 		return m, m.live.onProbeTick()
 	case dashboardMsg:
-		if m.live.onData(msg) {
-			return m, m.setData(msg.data, msg.rows)
+		wasOK := m.live.err == nil
+		apply, next := m.live.onData(msg)
+		if apply {
+			return m, tea.Batch(next, m.setData(msg.data, msg.rows))
 		}
+		if wasOK && m.live.err != nil && engine.StateUnusable(m.live.err) {
+			// Replaced under the dashboard (a backup restored) or damaged: no read will work
+			// until a restart or a restore, which the status line's cut words may not say.
+			m.failure = &failure{c: m.c, title: "The state database cannot be read", err: m.live.err.Error()}
+		}
+		return m, next
 	case probedMsg:
 		var expire tea.Cmd
 		if msg.err != nil && !m.status.shown() {
@@ -157,9 +167,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.detail.setVolume(msg)
 		}
 	case actionDoneMsg:
+		m.quitArmed = false
 		expire := m.status.done(msg)
-		if msg.err != nil && lipgloss.Width("error: "+msg.err.Error()) > m.c.Width-4 {
-			m.failure = &failure{c: m.c, title: msg.a.failed(), err: msg.err.Error()}
+		// A result too long for the status line opens whole in a box: an error, or a success
+		// with warnings of what it left undone (an attachment owed), which the line would cut.
+		title, text, line := msg.a.done(), msg.text, msg.text
+		if msg.err != nil {
+			title, text, line = msg.a.failed(), msg.err.Error(), "error: "+msg.err.Error()
+		}
+		if lipgloss.Width(line) > m.c.Width-4 {
+			m.failure = &failure{c: m.c, title: title, err: text}
 		}
 		if msg.err == nil && msg.a.kind == actDelete && m.detail != nil && m.detail.key == msg.a.volume {
 			m.detail = nil
@@ -213,6 +230,8 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	case m.failure != nil:
 		if matches(msg, k.Choose, k.Cancel, k.Back) {
 			m.failure = nil
+		} else {
+			m.failure.text.Update(m.c, msg)
 		}
 		return nil
 	case m.dialog != nil:
@@ -231,7 +250,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	case m.showHelp:
 		switch {
 		case matches(msg, k.Quit):
-			return tea.Quit
+			return m.quit()
 		case matches(msg, k.Help, k.Back):
 			m.showHelp = false
 		}
@@ -244,7 +263,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	t := m.tabs[m.active]
 	switch {
 	case matches(msg, k.Quit):
-		return tea.Quit
+		return m.quit()
 	case matches(msg, k.Help):
 		m.showHelp = true
 	case matches(msg, k.Refresh):
@@ -304,6 +323,17 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		return m.openDetail()
 	}
 	return nil
+}
+
+// quit quits, unless an action runs: quitting ends the context its engine calls run under,
+// which would cut it short between its RPCs, its claims or volume left half-way for a reconcile.
+// Then q says so, and quits when pressed again; ctrl+c quits at once.
+func (m *Model) quit() tea.Cmd {
+	if m.status.running == nil || m.quitArmed {
+		return tea.Quit
+	}
+	m.quitArmed = true
+	return m.status.set("q again to quit, cutting it short: what it has not done is left half-way, for reconcile", true)
 }
 
 // onFilterKey edits the filter; the rows narrow as the user types.
@@ -374,7 +404,7 @@ func (m *Model) target(kind actionKind) (action, error) {
 		default:
 			return a, errors.New("release needs a claim: select one in the claims view (2)")
 		}
-		a.volume, a.alloc, a.group = c.VolumeID, c.Alloc, c.Group
+		a.volume, a.alloc, a.group, a.asked = c.VolumeID, c.Alloc, c.Group, []int64{c.ID}
 		return a, nil
 	}
 	var v engine.VolumeSummary
@@ -394,6 +424,7 @@ func (m *Model) target(kind actionKind) (action, error) {
 				name += fmt.Sprintf(" (group %q)", c.Group)
 			}
 			a.allocs = append(a.allocs, name)
+			a.asked = append(a.asked, c.ID)
 		}
 	}
 	if kind == actDetach && len(a.allocs) == 0 {

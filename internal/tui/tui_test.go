@@ -11,6 +11,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
 
 	"github.com/volctl/volctl/internal/engine"
@@ -171,6 +172,37 @@ func TestSort(t *testing.T) {
 				t.Errorf("order %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSortOutlastsAResize: a column hidden by a narrow screen cannot be sorted by, so the table
+// sorts by the first shown instead; but that was kept, and the user's sort (by NAME, newest
+// first...) was lost for good by a pane zoomed out and back, a terminal dragged to 1x1 and back.
+// The sort chosen comes back with its column; the cursor stays on its row throughout.
+func TestSortOutlastsAResize(t *testing.T) {
+	fake := fixture()
+	fake.data.Volumes[0].Name = "zz-last" // mysql-0 sorts last by NAME
+	h := newHarness(t, fake, Options{})
+	h.send(tea.WindowSizeMsg{Width: 120, Height: 30})
+	h.keys("s", "S") // NAME, shown at 120 columns, descending
+	want := h.viewKeys()
+	if want[0] != "mysql-0" || h.m.tabs[tabVolumes].cols[h.m.tabs[tabVolumes].sortCol].title != "NAME" {
+		t.Fatalf("not sorted by NAME, descending: %v", want)
+	}
+	h.keys("down", "down")
+	sel := h.selected()
+	for _, size := range [][2]int{{80, 24}, {1, 1}, {40, 10}} {
+		h.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		h.send(tea.WindowSizeMsg{Width: 120, Height: 30})
+		if got := h.viewKeys(); !slices.Equal(got, want) {
+			t.Errorf("after a resize to %dx%d and back, the order is %v, want %v (by NAME, descending)", size[0], size[1], got, want)
+		}
+		if h.selected() != sel {
+			t.Errorf("after a resize to %dx%d and back, the cursor is on %q, want %q", size[0], size[1], h.selected(), sel)
+		}
+	}
+	if out := h.m.View(); !strings.Contains(out, "NAME ↓") {
+		t.Errorf("the header does not mark the sort:\n%s", out)
 	}
 }
 
@@ -341,6 +373,115 @@ func TestActionErrors(t *testing.T) {
 }
 
 // An error longer than the status line opens in a box, whole; any closing key dismisses it.
+// TestErrorTallerThanTheScreenScrolls: a plugin's error message may be 4 KiB (csi's
+// MaxPluginMessage), and a reconcile's or a detach's names every claim that failed: wrapped in
+// the error box, it was taller than the screen, and the box was cut at the body's foot, its end
+// (where an error says what to do), its OK button and its border never drawn. The box now fits
+// the body, says how much it shows, and scrolls with the movement keys.
+func TestErrorTallerThanTheScreenScrolls(t *testing.T) {
+	fake := fixture()
+	fake.releaseErr = errors.New("NodeUnpublishVolume: Internal: " + strings.Repeat("the plugin's many words ", 150) +
+		"(unmount it by hand, then release again)")
+	for _, size := range [][2]int{{80, 24}, {40, 10}, {120, 40}} {
+		h := newHarness(t, fake, Options{})
+		h.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		h.keys("2", "x", "tab", "enter")
+		if h.m.failure == nil {
+			t.Fatalf("%dx%d: no error box for a long error", size[0], size[1])
+		}
+		out := h.m.View()
+		checkScreen(t, out, size[0], size[1])
+		flat := strings.Join(strings.Fields(out), " ")
+		for _, part := range []string{"Release failed", "NodeUnpublishVolume", "[ OK ]", "╰", "scroll"} {
+			if !strings.Contains(flat, part) {
+				t.Errorf("%dx%d: the error box lacks %q: cut at the foot of the screen\n%s", size[0], size[1], part, out)
+			}
+		}
+		h.keys("G")
+		out = h.m.View()
+		checkScreen(t, out, size[0], size[1])
+		if flat := strings.Join(strings.Fields(out), " "); !strings.Contains(flat, "again)") || !strings.Contains(flat, "[ OK ]") {
+			t.Errorf("%dx%d: scrolled to its end, the error box does not show its end:\n%s", size[0], size[1], out)
+		}
+		h.keys("g", "down", "pgdown", "up", "pgup")
+		if flat := strings.Join(strings.Fields(h.m.View()), " "); h.m.failure == nil || strings.Contains(flat, "again)") {
+			t.Errorf("%dx%d: scrolling closed the box or did not come back to its top:\n%s", size[0], size[1], h.m.View())
+		}
+		h.keys("enter")
+		if h.m.failure != nil {
+			t.Errorf("%dx%d: enter does not close the error box", size[0], size[1])
+		}
+	}
+}
+
+// TestQuestionTallerThanTheScreenScrolls: a forced detach's question names every alloc it
+// releases, and a volume may have hundreds of claims (a multi-node reader): the box ran past the
+// body's foot and was cut there, its buttons never drawn, so what enter would do was not on the
+// screen. The question fits the body, scrolls as an error does, and the buttons always show.
+func TestQuestionTallerThanTheScreenScrolls(t *testing.T) {
+	fake := fixture()
+	for i := range 300 {
+		c := fake.data.Claims[1] // on mysql-1
+		c.ID, c.Alloc, c.Group = int64(100+i), fmt.Sprintf("reader-%d", i), ""
+		fake.data.Claims = append(fake.data.Claims, c)
+	}
+	h := newHarness(t, fake, Options{})
+	h.keys("down", "F")
+	if h.m.dialog == nil {
+		t.Fatal("no dialog")
+	}
+	out := h.m.View()
+	checkScreen(t, out, 80, 24)
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, part := range []string{"Force-detach volume?", "[ Cancel ]", "Force-detach", "╰", "scroll"} {
+		if !strings.Contains(flat, part) {
+			t.Errorf("the question lacks %q: cut at the foot of the screen\n%s", part, out)
+		}
+	}
+	h.keys("G")
+	if flat := strings.Join(strings.Fields(h.m.View()), " "); !strings.Contains(flat, `"reader-299".`) || !strings.Contains(flat, "[ Cancel ]") {
+		t.Errorf("scrolled to its end, the question does not show its end and its buttons:\n%s", h.m.View())
+	}
+	h.keys("esc")
+	if h.m.dialog != nil || len(actionCalls(h.fake.Calls())) != 0 {
+		t.Error("esc did not cancel the scrolled question")
+	}
+}
+
+// TestLongWarningShownWhole: an action that succeeds may warn of what it left undone: a forced
+// detach whose ControllerUnpublishVolume failed says the attachment is owed and reconcile sends
+// it. Said in the status line only, it was cut at the screen's width, "force-detached "mysql-1":
+// released 1 claim; forced detach of…", and gone five seconds later; only an error opened in a
+// box. A result too long for the line opens whole in the box too, titled as done.
+func TestLongWarningShownWhole(t *testing.T) {
+	fake := fixture()
+	fake.detachWarnings = []string{`forced detach of volume "mysql-1": ControllerUnpublishVolume: Unavailable: connection refused ` +
+		`(volctl reconcile sends it again once plugin "hostpath" answers)`}
+	h := newHarness(t, fake, Options{})
+	h.keys("down", "F", "tab", "enter")
+	if h.m.failure == nil {
+		t.Fatalf("no box for a result too long for the status line; the screen:\n%s", h.m.View())
+	}
+	out := h.m.View()
+	checkScreen(t, out, 80, 24)
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, part := range []string{"Force-detach done", `released 1 claim`, `once plugin "hostpath" answers)`, "[ OK ]"} {
+		if !strings.Contains(flat, part) {
+			t.Errorf("the box lacks %q:\n%s", part, out)
+		}
+	}
+	if h.m.status.failed {
+		t.Error("a detach that succeeded with a warning is shown as failed")
+	}
+	// A short result stays in the status line alone.
+	h.keys("enter")
+	fake.detachWarnings = nil
+	h.keys("1", "home", "F", "tab", "enter")
+	if h.m.failure != nil {
+		t.Errorf("a short result opened a box: %q", h.m.failure.err)
+	}
+}
+
 func TestLongActionErrorShownWhole(t *testing.T) {
 	long := `claim "pg-data" for alloc "db-0": NodeUnpublishVolume: FailedPrecondition: target is busy: ` +
 		`a process still has files open under /var/lib/volctl/publish/db-0/pg-data (stop it, then release again)`
@@ -392,6 +533,48 @@ func TestReadOnly(t *testing.T) {
 	h.keys("?")
 	if out := h.m.View(); strings.Contains(out, "release") && strings.Contains(out, "x ") {
 		t.Errorf("help offers actions in a read-only dashboard:\n%s", out)
+	}
+}
+
+// TestQuitWhileAnActionRunsAsksAgain: quitting ends the context every engine call runs under,
+// so q while a detach or delete ran cut it short between its RPCs, leaving the claims and the
+// volume half-way for a reconcile to finish (or for nobody, without an agent). q then says what
+// runs and what quitting would do, and quits only when pressed again; ctrl+c quits at once, as
+// ever, and so does q once the action is done.
+func TestQuitWhileAnActionRunsAsksAgain(t *testing.T) {
+	isQuit := func(cmd tea.Cmd) bool {
+		if cmd == nil {
+			return false
+		}
+		_, ok := cmd().(tea.QuitMsg)
+		return ok
+	}
+	for _, first := range []string{"", "?"} { // from the table, and from the help screen
+		h := newHarness(t, fixture(), Options{})
+		h.keys("down", "d", "tab")
+		_, action := h.m.Update(keyMsg("enter")) // chosen; the detach is out
+		h.keys(first)
+		if _, cmd := h.m.Update(keyMsg("q")); isQuit(cmd) {
+			t.Errorf("q (after %q) quit while detaching: the detach is cut short, its claims left half-way", first)
+		}
+		if out := h.m.View(); !strings.Contains(out, "q again") {
+			t.Errorf("q while an action runs does not say to press it again:\n%s", out)
+		}
+		if _, cmd := h.m.Update(keyMsg("q")); !isQuit(cmd) {
+			t.Error("q pressed again does not quit")
+		}
+		h.run(action)
+	}
+	h := newHarness(t, fixture(), Options{})
+	h.keys("down", "d", "tab")
+	h.m.Update(keyMsg("enter"))
+	if _, cmd := h.m.Update(keyMsg("ctrl+c")); !isQuit(cmd) {
+		t.Error("ctrl+c does not quit at once while an action runs")
+	}
+	h = newHarness(t, fixture(), Options{})
+	h.keys("down", "d", "tab", "enter", "q") // the action done, q quits
+	if !h.quit {
+		t.Error("q after the action ended does not quit")
 	}
 }
 
@@ -497,11 +680,11 @@ func rowText(h *harness) string {
 func TestStaleAndFailedReads(t *testing.T) {
 	fake := fixture()
 	h := newHarness(t, fake, Options{})
-	// Two reads out at once: the older one's answer arrives last and is dropped.
+	// A read asked for while one is out follows that one: the rows end on the newest data.
 	old := h.m.live.read()
 	fake.data.Volumes = fake.data.Volumes[:1]
 	h.run(h.m.live.read())
-	h.run(old) // the fake answers with the current data, but the seq is old
+	h.run(old)
 	if got := h.viewKeys(); len(got) != 1 {
 		t.Errorf("a stale read replaced a newer one: %v", got)
 	}
@@ -538,6 +721,7 @@ func TestDetailFollowsRefresh(t *testing.T) {
 		t.Errorf("refresh did not re-read the open volume (%d reads, want %d)", got, reads+1)
 	}
 	delete(fake.volumes, "mysql-0")
+	fake.data.Volumes = fake.data.Volumes[1:] // gone from the store, summary and all
 	h.send(refreshTickMsg{})
 	if !strings.Contains(h.m.View(), `volume "mysql-0" no longer exists`) {
 		t.Errorf("deleted volume's detail:\n%s", h.m.View())
@@ -584,7 +768,7 @@ func TestDetailScrolls(t *testing.T) {
 func TestSmallAndResizedScreens(t *testing.T) {
 	h := newHarness(t, fixture(), Options{})
 	h.send(tea.WindowSizeMsg{Width: 30, Height: 8})
-	if out := h.m.View(); !strings.Contains(out, "needs at least 40x10") {
+	if out := h.m.View(); !strings.Contains(strings.Join(strings.Fields(out), " "), "needs at least 40x10") { // wrapped to the screen
 		t.Errorf("tiny screen: %q", out)
 	}
 	for _, size := range [][2]int{{40, 10}, {80, 24}, {100, 30}, {120, 40}, {200, 60}} {
@@ -597,6 +781,37 @@ func TestSmallAndResizedScreens(t *testing.T) {
 			h.keys("esc")
 		}
 	}
+}
+
+// TestTooSmallScreenSaysSoWithinIt: below 40x10 the dashboard says what it needs and how to
+// set the size. Said on one line, the terminal's renderer cut it at the screen's width (bubbletea
+// truncates every line wider than the screen), so a 30x8 terminal read "volctl tui needs at
+// least 40x1" and never how to get there. It is wrapped to the screen, cut to its height, and
+// back to a real size the dashboard draws as before.
+func TestTooSmallScreenSaysSoWithinIt(t *testing.T) {
+	h := newHarness(t, fixture(), Options{})
+	for _, size := range [][2]int{{39, 9}, {30, 8}, {25, 6}, {12, 3}, {1, 1}} {
+		h.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		out := h.m.View()
+		lines := strings.Split(out, "\n")
+		if len(lines) > size[1] {
+			t.Errorf("%dx%d: %d lines, more than the screen's %d: %q", size[0], size[1], len(lines), size[1], out)
+		}
+		for i, l := range lines {
+			if w := ansi.StringWidth(l); w > size[0] {
+				t.Errorf("%dx%d: line %d is %d cells wide, wider than the screen: %q", size[0], size[1], i+1, w, l)
+			}
+		}
+		if size[0]*size[1] < 150 {
+			continue // too small to say it all: said as far as it goes
+		}
+		said := strings.Join(strings.Fields(out), " ")
+		if want := fmt.Sprintf("needs at least 40x10; this terminal is %dx%d: make it larger, or set its size with stty rows 24 cols 80", size[0], size[1]); !strings.Contains(said, want) {
+			t.Errorf("%dx%d: %q does not say %q", size[0], size[1], out, want)
+		}
+	}
+	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	checkScreen(t, h.m.View(), 80, 24)
 }
 
 // TestHugeScreenIsBounded: a terminal may report up to 65535x65535 (stty rows 65535 cols

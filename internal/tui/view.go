@@ -33,8 +33,7 @@ func (m *Model) View() string {
 	if c.Width < minWidth || c.Height < minHeight {
 		// A terminal that does not know its size (a serial console, a pty nobody sized)
 		// reports 0x0: said, with how to set it, rather than a blank screen.
-		return fmt.Sprintf("volctl tui needs at least %dx%d; this terminal is %dx%d: make it larger, or set its size with stty rows %d cols %d",
-			minWidth, minHeight, c.Width, c.Height, max(c.Height, 24), max(c.Width, 80))
+		return tooSmall(c)
 	}
 	var body string
 	switch {
@@ -64,6 +63,22 @@ func (m *Model) View() string {
 		fitLine(status, c.Width),
 		m.footer(),
 	}, "\n")
+}
+
+// tooSmall says what the dashboard needs and how to set the size, wrapped to the screen and cut
+// to its height: a line wider than the screen is cut at its width by bubbletea's renderer, which
+// left "volctl tui needs at least 40x1" of it on a 30x8 terminal. A size of 0 is one the
+// terminal does not know, which the renderer cuts nothing to.
+func tooSmall(c *Common) string {
+	msg := fmt.Sprintf("volctl tui needs at least %dx%d; this terminal is %dx%d: make it larger, or set its size with stty rows %d cols %d",
+		minWidth, minHeight, c.Width, c.Height, max(c.Height, 24), max(c.Width, 80))
+	if c.Width > 0 {
+		msg = ansi.Wrap(msg, c.Width, "")
+	}
+	if lines := strings.Split(msg, "\n"); c.Height > 0 && len(lines) > c.Height {
+		msg = strings.Join(lines[:c.Height], "\n")
+	}
+	return msg
 }
 
 // tabBar names the tabs with their row counts; the active one is bracketed, which reads
@@ -120,6 +135,9 @@ func (m *Model) stateText(brief bool) string {
 		parts = append(parts, "loading…")
 	default:
 		parts = append(parts, "updated "+m.live.updated.Format("15:04:05"))
+	}
+	if slow := m.live.slow(); slow != "" {
+		parts = append(parts, slow+"…") // the store busy: what is shown is that old
 	}
 	return strings.Join(parts, " · ")
 }
@@ -252,8 +270,12 @@ func overlay(c *Common, body, box string) string {
 			lines[i] = c.Styles.Dim.Render(plain)
 			continue
 		}
-		before := ansi.Truncate(plain, left, "")
-		after := ansi.TruncateLeft(plain, left+bw, "")
+		// A wide character the box's edge falls inside of is left out whole, and its cell
+		// blanked: cut through, the line was a cell short on the left (the box's border out of
+		// line) or a cell too wide on the right (wrapped by the terminal).
+		before := pad(ansi.Truncate(plain, left, ""), left)
+		rest := max(0, c.Width-left-bw)
+		after := fit(lastCells(plain, rest), rest, true, false)
 		lines[i] = c.Styles.Dim.Render(before) + pad(boxLines[j], bw) + c.Styles.Dim.Render(after)
 	}
 	return strings.Join(lines, "\n")

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -49,6 +50,53 @@ func TestWideCharactersKeepColumnsAligned(t *testing.T) {
 		if c != plugin[0] {
 			t.Errorf("the PLUGIN column starts at cells %v: a wide character cut left a row out of line\n%s", plugin, h.m.View())
 			break
+		}
+	}
+}
+
+// TestDialogOverWideCharacters: a dialog is drawn over the rows, cut at its left and right
+// edges. A double-width character the cut falls inside of was kept whole on the right (the
+// line one cell wider than the terminal, which wraps it and moves every line under it) and left
+// out on the left (the box's border one cell left of the lines above it). Both edges stay put,
+// and every line is the terminal's width, whatever the rows hold.
+func TestDialogOverWideCharacters(t *testing.T) {
+	for _, width := range []int{80, 120, 200} {
+		for _, shift := range []string{"", "x"} { // the wide characters on odd cells, then even
+			fake := fixture()
+			for i := range 20 { // rows under the whole dialog
+				c := fake.data.Claims[4]
+				c.ID, c.VolumeID, c.Alloc = int64(100+i), strings.Repeat("卷", 20), fmt.Sprintf("分配%d", i+1)
+				fake.data.Claims = append(fake.data.Claims, c)
+			}
+			for i := range fake.data.Claims {
+				fake.data.Claims[i].LastError = shift + strings.Repeat("数据", 200)
+				fake.data.Claims[i].TargetPath = shift + strings.Repeat("库", 200)
+				fake.data.Claims[i].Alloc = shift + strings.Repeat("分配", 10) + fake.data.Claims[i].Alloc
+				fake.data.Claims[i].VolumeID = shift + fake.data.Claims[i].VolumeID
+			}
+			h := newHarness(t, fake, Options{})
+			h.send(sizeMsg(width))
+			h.keys("2", "x") // the release dialog, over the claims
+			out := h.m.View()
+			checkScreen(t, out, width, 24)
+			var borders []int // where the box's left border is on each line it crosses
+			for i, l := range strings.Split(out, "\n") {
+				if w := ansi.StringWidth(l); i > 0 && i < 22 && w != width {
+					t.Errorf("%d columns, %q: line %d is %d cells wide, not %d: %q", width, shift, i+1, w, width, l)
+				}
+				if j := strings.IndexAny(l, "│╭╰"); j >= 0 {
+					borders = append(borders, ansi.StringWidth(l[:j]))
+				}
+			}
+			if len(borders) < 3 {
+				t.Fatalf("%d columns: no dialog drawn:\n%s", width, out)
+			}
+			for _, b := range borders[1:] {
+				if b != borders[0] {
+					t.Errorf("%d columns, %q: the dialog's left border is at cells %v: a wide character cut at its edge moved it\n%s", width, shift, borders, out)
+					break
+				}
+			}
 		}
 	}
 }
