@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/volctl/volctl/internal/atomicfile"
+	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -38,7 +39,7 @@ func openStateFile(path string, flag int) (*os.File, error) {
 }
 
 func notRegular(path string, fi os.FileInfo) error {
-	return notRegularError{path: path, kind: store.FileKind(fi.Mode())}
+	return notRegularError{path: path, kind: pathtrust.FileKind(fi.Mode())}
 }
 
 // notRegularError is openStateFile's refusal of a path that is not a regular file.

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/crash"
+	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -179,7 +180,7 @@ const socketLockWait = 5 * time.Second
 // them keep the plugin, and the agent starting it, blocked in flock(2) for good, where neither
 // a context nor a signal reaches.
 func lockSocketDir(dir string) (func(), error) {
-	f, err := os.Open(dir)
+	f, err := openDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +213,7 @@ func lockDir(dir string, how int) (func(), error) {
 
 // openLocked opens dir and takes its lock (lockDir).
 func openLocked(dir string, how int) (*os.File, error) {
-	f, err := os.Open(dir)
+	f, err := openDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -221,6 +222,23 @@ func openLocked(dir string, how int) (*os.File, error) {
 		return nil, fmt.Errorf("locking %q: %w", dir, err)
 	}
 	return f, nil
+}
+
+// openDir opens dir, to lock it, only if it is a directory: O_DIRECTORY refuses anything else
+// before it is opened. A named pipe put at its name by whoever may write its parent (/tmp,
+// for a socket in /tmp/csi) would otherwise hold the open for good, waiting for a writer, where
+// neither a context nor a signal reaches (TestSocketDirectoryThatIsANamedPipeIsRefusedAtOnce).
+func openDir(dir string) (*os.File, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOTDIR) {
+		if fi, lerr := os.Lstat(dir); lerr == nil && !fi.IsDir() && fi.Mode().Type() != fs.ModeSymlink {
+			return nil, fmt.Errorf("%s is %s, not a directory: another user may have put it there (whoever may write %s); remove it", dir, pathtrust.FileKind(fi.Mode()), filepath.Dir(dir))
+		}
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	return os.NewFile(uintptr(fd), dir), nil
 }
 
 // socketListener removes its socket on Close, unless another process has replaced it since.

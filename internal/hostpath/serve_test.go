@@ -409,3 +409,30 @@ func TestListenDoesNotChmodThroughASymlinkSwappedIn(t *testing.T) {
 	close(stop)
 	t.Logf("%d listens, %d swaps", listened, <-swapped)
 }
+
+// Whoever may write the socket directory's parent (/tmp, for a socket in /tmp/csi) may put a
+// named pipe at the directory's name, before the agent starts or between its MkdirAll and the
+// lock: opening a named pipe for reading waits for a writer, and the plugin's start (the agent
+// clearing a stale socket, or Listen) would wait in open(2) for good, where neither a context
+// nor a signal reaches it. The lock's open must refuse what is not a directory at once, naming it.
+func TestSocketDirectoryThatIsANamedPipeIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(shortDir(t), "csi")
+	mustOK(t, syscall.Mkfifo(dir, 0o666))
+	socket := filepath.Join(dir, "p.sock")
+	done := make(chan error, 1)
+	go func() { done <- hostpath.RemoveStaleSocket(socket) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "named pipe") || !strings.Contains(err.Error(), "remove it") {
+			t.Fatalf("RemoveStaleSocket(%s) with a named pipe for its directory: %v, want an error naming the directory, what it is and what to do", socket, err)
+		}
+		t.Logf("RemoveStaleSocket: %v", err)
+	case <-time.After(10 * time.Second):
+		// Unblock the open, so the goroutine ends with the test.
+		if w, err := os.OpenFile(dir, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		t.Fatalf("RemoveStaleSocket(%s) still blocked after 10s opening %s, a named pipe put where its directory was", socket, dir)
+	}
+}

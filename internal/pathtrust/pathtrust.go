@@ -171,3 +171,23 @@ func Ancestors(dir string) *Problem {
 	}
 	return nil
 }
+
+// FileKind names a file type for an error about a file that is not the regular file or
+// directory volctl makes or expects: "a symlink", "a named pipe".
+func FileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m.IsRegular():
+		return "a regular file"
+	}
+	return "a special file"
+}
