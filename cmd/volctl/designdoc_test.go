@@ -219,7 +219,7 @@ var designImports = map[string]map[string][]string{
 	"internal/agent": {"atomicfile": nil, "backoff": nil, "crash": nil, "engine": nil, "hostpath": {"RemoveStaleSocket"}, "pathtrust": nil, "procfs": nil,
 		"spec": nil, "store": {"NoSpace"}},
 	"internal/agent/metrics": {"agent": nil, "crash": nil, "engine": nil, "store": {"ClaimStates"}},
-	"internal/cli": {"agent": nil, "agent/metrics": nil, "atomicfile": nil, "backoff": nil, "buildinfo": nil, "crash": nil,
+	"internal/cli": {"agent": nil, "agent/metrics": nil, "atomicfile": nil, "backoff": nil, "buildinfo": nil, "crash": nil, "pathtrust": nil,
 		"csi": nil, "display": nil, "engine": nil, "hostpath": nil, "iostreams": nil, "nomad": nil,
 		"shellquote": nil, "spec": nil, "store": {"DirError", "FileName"}, "tui": nil},
 	"internal/tools/genman": {"cli": nil, "iostreams": nil, "manpages": nil},
