@@ -64,6 +64,9 @@ func Listen(path string) (net.Listener, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("socket %q: %w", path, err)
 	}
+	if err := checkSocketDir(path); err != nil {
+		return nil, err
+	}
 	// Two plugins starting together could each find the socket stale, and the second would
 	// delete the first one's fresh socket. The directory lock makes check-remove-listen atomic.
 	unlock, err := lockSocketDir(dir)
@@ -96,6 +99,22 @@ func Listen(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("socket %q: %w", path, err)
 	}
 	return &socketListener{UnixListener: ul, path: path, info: fi}, nil
+}
+
+// checkSocketDir refuses a socket whose directory another user controls: owns it, may write it
+// (a sticky one aside, /tmp: its entries are their owners' alone), or may replace it (a directory
+// on the way that they own or may write: pathtrust.Ancestors, the state dir's and --root's rule).
+// They could take the socket's name from the plugin, which serves as root, while it serves, and a
+// client that does not check who listens (Nomad, a CSI sidecar; volctl does) would send them the
+// requests for its volumes, secrets included (TestListenRefusesASocketDirectoryAnotherUserControls).
+func checkSocketDir(path string) error {
+	pr := pathtrust.Ancestors(path)
+	if pr == nil {
+		return nil
+	}
+	return fmt.Errorf("socket %q: its directory is reached through %s, which %s: another user could take the socket's name while the plugin serves, "+
+		"and be sent the requests for its volumes, secrets included; chown or chmod go-w %s, or serve the socket in a directory only root may write, such as /run/csi",
+		path, pr.Path, pr.Why, pr.Dir())
 }
 
 // chmodSocket gives the socket file at path socketMode through a descriptor opened without
