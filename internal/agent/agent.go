@@ -26,8 +26,8 @@ import (
 	"github.com/volctl/volctl/internal/backoff"
 	"github.com/volctl/volctl/internal/crash"
 	"github.com/volctl/volctl/internal/engine"
+	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
-	"github.com/volctl/volctl/internal/store"
 )
 
 // The defaults of the agent's intervals (docs/architecture.md, Plugins).
@@ -767,7 +767,7 @@ func (a *Agent) trimOrphanedLog(id string, pid int, path string) {
 			what = "another regular file"
 			msg = "the plugin writes its output to a log file replaced at its path by another file: trimming both; its next start appends to the new one"
 		} else if lerr == nil {
-			what = store.FileKind(fi.Mode())
+			what = pathtrust.FileKind(fi.Mode())
 			msg = "the plugin writes its output to a log file no longer at its path: trimming it through the plugin's descriptor, not following what is at the path; " +
 				"remove that: the plugin's next start refuses a log path that is not a regular file as the agent makes them"
 		}

@@ -967,3 +967,39 @@ func TestSocketHolderWhoseFirstThreadExited(t *testing.T) {
 		}
 	}
 }
+
+// The agent inherits whatever descriptors its starter left open without close-on-exec (a
+// shell's, sudo's, a CI runner's, a service wrapper's: here a file of secrets), and Go's exec
+// passes every such one on. A plugin, a third party's program, must get its stdin, stdout and
+// stderr only, not the agent's inheritance: a descriptor of a file it could not open itself
+// reads it as the agent's starter could.
+func TestPluginInheritsNoDescriptorOfTheAgents(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secrets.env")
+	if err := os.WriteFile(secret, []byte("TOKEN=s3cr3t\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(secret, syscall.O_RDONLY, 0) // no O_CLOEXEC: as a starter left it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	dump := filepath.Join(dir, "fds")
+	sp := spec.Plugin{ID: "p", Socket: filepath.Join(dir, "p.sock"), Exec: &spec.Exec{
+		Command: "/bin/sh", Args: []string{"-c", `for f in /proc/$$/fd/*; do echo "${f##*/} $(readlink "$f")"; done > "$0"`, dump},
+	}}
+	p, err := startProcess(sp, dir, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.wait(30 * time.Second) {
+		t.Fatal("the plugin that lists its descriptors did not exit")
+	}
+	b, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), secret) {
+		t.Errorf("the plugin holds descriptor %d of the agent's, open on %s:\n%s", fd, secret, b)
+	}
+}

@@ -1,44 +1,27 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"syscall"
 
 	"github.com/volctl/volctl/internal/atomicfile"
+	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
 
-// The agent's files in the state dir (run/*.pid, logs/*.log) are opened without following a
-// symlink and without blocking: a named pipe put in one's place would hold the agent in open(2)
-// (a writer waits there for a reader, a reader for a writer), where neither a signal nor its
-// context reaches it. One that is not a regular file is refused, naming it.
-const stateFileFlags = syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
-
-// openStateFile opens path with flag and stateFileFlags and makes sure it is a regular file.
+// openStateFile opens one of the agent's files in the state dir (run/*.pid, logs/*.log) with
+// flag, through pathtrust.OpenRegular: without following a symlink and without blocking (a named
+// pipe put in one's place would hold the agent in open(2), where neither a signal nor its context
+// reaches it). One that is not a regular file is refused, naming it.
 func openStateFile(path string, flag int) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|stateFileFlags, 0o600)
-	if err != nil {
-		if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
-			return nil, notRegular(path, fi)
-		}
-		return nil, err
+	f, err := pathtrust.OpenRegular(path, flag, 0o600)
+	if nr := (*pathtrust.NotRegularError)(nil); errors.As(err, &nr) {
+		return nil, notRegularError{path: path, kind: nr.Kind}
 	}
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = notRegular(path, fi)
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-func notRegular(path string, fi os.FileInfo) error {
-	return notRegularError{path: path, kind: store.FileKind(fi.Mode())}
+	return f, err
 }
 
 // notRegularError is openStateFile's refusal of a path that is not a regular file.

@@ -46,7 +46,9 @@ Block volumes are refused. Mounting needs root (CAP_SYS_ADMIN); without it the n
 FAILED_PRECONDITION. State lives under --root and survives a restart.
 
 --socket takes a path or unix://PATH; without it, $CSI_ENDPOINT is used. A stale socket (one
-nothing listens on) is replaced; if another plugin is listening, serve refuses to start.
+nothing listens on) is replaced; if another plugin is listening, serve refuses to start. A socket
+directory another user owns or may write (a sticky one such as /tmp aside), or reached through one,
+is refused: they could take the socket's name while the plugin serves.
 SIGINT, SIGTERM or SIGHUP (unless ignored, as under nohup) stops it and removes the socket.
 A panic in an RPC's handler ends it with exit status 70 (the caller's RPC fails UNAVAILABLE and
 is retried once it is started again; its mounts stay), rather than serving on with its state

@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
+	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/tui"
 )
 
@@ -48,7 +50,7 @@ NO_COLOR turns colour off; the selected row keeps its "> " marker. Engine warnin
 the screen, so they go to --log-file, or nowhere.`,
 		Example: `  volctl tui
   volctl tui --readonly --refresh 5s
-  NO_COLOR=1 volctl tui --log-file /tmp/volctl-tui.log --verbose`,
+  NO_COLOR=1 volctl tui --log-file ~/volctl-tui.log --verbose`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Verbose = f.Verbose()
@@ -63,7 +65,7 @@ the screen, so they go to --log-file, or nowhere.`,
 	fl.DurationVar(&opts.Refresh, "refresh", tui.DefaultRefresh, "how often the state is re-read")
 	fl.DurationVar(&opts.Probe, "probe", tui.DefaultProbe, "how often plugins are probed live")
 	fl.IntVar(&opts.Events, "events", tui.DefaultEvents, "how many recent events the events view keeps")
-	fl.StringVar(&opts.LogFile, "log-file", "", "append engine warnings (and with --verbose, debug logs) to this file")
+	fl.StringVar(&opts.LogFile, "log-file", "", "append engine warnings (and with --verbose, debug logs) to this file (not a symlink, nor another user's file)")
 	return cmd
 }
 
@@ -116,7 +118,7 @@ func tuiLogger(path string, verbose bool) (*slog.Logger, func(), error) {
 	if path == "" {
 		return slog.New(slog.DiscardHandler), func() {}, nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := openLogFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tui: --log-file: %w", err)
 	}
@@ -125,4 +127,29 @@ func tuiLogger(path string, verbose bool) (*slog.Logger, func(), error) {
 		level = slog.LevelDebug
 	}
 	return slog.New(slog.NewTextHandler(f, logOptions(level))), func() { f.Close() }, nil
+}
+
+// openLogFile opens the --log-file to append to, often a path in /tmp, where every user may put
+// a file first: a symlink is not followed (volctl, as root, appended its log to the file it
+// named), a named pipe does not hold the start (pathtrust.OpenRegular), and a file another user
+// owns is refused, since they would read what volctl logs (TestTUILogFileIsNotAnotherUsersToPlant).
+func openLogFile(path string) (*os.File, error) {
+	f, err := pathtrust.OpenRegular(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if nr := (*pathtrust.NotRegularError)(nil); errors.As(err, &nr) {
+		return nil, fmt.Errorf("%w (a symlink is not followed): give the path of a regular file, or of one to create", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && !pathtrust.Trusted(st.Uid) {
+		f.Close()
+		return nil, fmt.Errorf("%s is owned by uid %d, another user, who would read what volctl logs there (one may make it first in a directory every user may write, such as /tmp): "+
+			"remove it, or give a path in a directory only you may write", path, st.Uid)
+	}
+	return f, nil
 }

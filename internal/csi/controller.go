@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/volctl/volctl/internal/csi/internal/wire"
 	"github.com/volctl/volctl/internal/spec"
@@ -38,6 +39,13 @@ func (c *Client) CreateVolume(ctx context.Context, r CreateVolumeRequest) (Volum
 	if err != nil {
 		return Volume{}, err
 	}
+	v, err := createdVolume(r, resp)
+	return v, refusedAnswer(err, req)
+}
+
+// createdVolume is the volume resp, CreateVolume's answer to r, says the plugin made, or why
+// volctl does not use it (with the volume, when the plugin made it for r: to be deleted again).
+func createdVolume(r CreateVolumeRequest, resp *csipb.CreateVolumeResponse) (Volume, error) {
 	if resp.GetVolume().GetVolumeId() == "" {
 		return Volume{}, unreadError{fmt.Errorf("%s: the plugin returned no volume ID for %q", RPCCreateVolume, r.Name)}
 	}
@@ -282,7 +290,7 @@ func (c *Client) CreateSnapshot(ctx context.Context, r CreateSnapshotRequest) (S
 	if err := unusableID(RPCCreateSnapshot, r.Name, "snapshot", resp.GetSnapshot().GetSnapshotId()); err != nil {
 		// Taken, but by an answer volctl does not use: as one without an ID, its name is what
 		// finds it (the snapshot's create stays recorded, saying so).
-		return Snapshot{}, unreadError{err}
+		return Snapshot{}, refusedAnswer(unreadError{err}, req)
 	}
 	return snapshotFromCSI(resp.GetSnapshot()), nil
 }
@@ -338,6 +346,31 @@ func MapSize(m map[string]string) int {
 // an ID past it, or its source volume so, is left out of what `snapshot list` shows
 // (engine's listPluginSnapshots): no such snapshot is volctl's.
 const MaxObjectID = 4096
+
+// refusedAnswer is err, volctl's refusal of a plugin's answer to req (which quotes what the
+// plugin answered: an ID, a topology), with its text scrubbed of req's secret values and mount
+// flags, as the plugin's own messages are (pluginText): the answer may echo them, and a refused
+// create records nothing whose secrets a later scrub (the command line's, the log's) would know.
+// The scrub finds a value the quote cut, too (findAtCuts). Its kind is kept (errors.As).
+func refusedAnswer(err error, req proto.Message) error {
+	if err == nil {
+		return nil
+	}
+	msg := scrubWords(scrub(err.Error(), sensitiveValues(req)), shortSecrets(req))
+	if msg == err.Error() {
+		return err
+	}
+	return &scrubbedError{error: err, msg: msg}
+}
+
+// scrubbedError is an error shown scrubbed (refusedAnswer), that unwraps to the error itself.
+type scrubbedError struct {
+	error
+	msg string
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.error }
 
 // unusableID is the error of an answer to rpc for name whose ID (of a kind) is past
 // MaxObjectID, the ID shown cut, or holds a control character (spec.ControlIn), which no spec

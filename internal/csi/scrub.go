@@ -145,10 +145,62 @@ func (sc *scrubber) scrub(msg string) string {
 			spans = sc.find(spans, view, nil, cuts)
 		}
 	}
+	spans = sc.findAtCuts(spans, msg)
 	if len(spans) == 0 {
 		return msg
 	}
 	return redactSpans(msg, spans)
+}
+
+// cutMark begins what spec.Cut writes where it cut a text: "… (1044480 bytes more)".
+const cutMark = "… ("
+
+// findAtCuts appends, at each place msg says it was cut (spec.Cut's mark), the longest stretch
+// before the mark, of at least minScrubLen bytes, that begins one of the forms: a value cut
+// there, whose whole form no scrub finds any more. Text from outside volctl is to be scrubbed
+// before it is cut, but an error quoting a plugin's answer cut (its ID, a node ID) is scrubbed
+// with the state's secrets only when the command line prints it, after the cut
+// (TestCreateAnsweredWithAnIDHoldingASecretShowsNoPartOfIt).
+func (sc *scrubber) findAtCuts(spans []span, msg string) []span {
+	for i := 0; ; {
+		j := strings.Index(msg[i:], cutMark)
+		if j < 0 {
+			return spans
+		}
+		at := i + j
+		i = at + len(cutMark)
+		if !cutMarkAt(msg[i:]) {
+			continue
+		}
+		longest := 0
+		for _, f := range sc.forms {
+			// From the farthest start a cut form may have, to the nearest: the first whose
+			// stretch up to the mark begins f is the longest. Starts are where f's first byte is.
+			for p := at - min(len(f)-1, at); p <= at-max(minScrubLen, longest+1); p++ {
+				k := strings.IndexByte(msg[p:at-minScrubLen+1], f[0])
+				if k < 0 {
+					break
+				}
+				p += k
+				if at-p > longest && strings.HasPrefix(f, msg[p:at]) {
+					longest = at - p
+					break
+				}
+			}
+		}
+		if longest > 0 {
+			spans = append(spans, span{at - longest, at})
+		}
+	}
+}
+
+// cutMarkAt says whether rest, what follows cutMark, ends spec.Cut's mark: digits, then " bytes more)".
+func cutMarkAt(rest string) bool {
+	digits := 0
+	for digits < len(rest) && rest[digits] >= '0' && rest[digits] <= '9' {
+		digits++
+	}
+	return digits > 0 && strings.HasPrefix(rest[digits:], " bytes more)")
 }
 
 // find appends every occurrence in text of every form, overlapping ones too. at maps text's

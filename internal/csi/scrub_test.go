@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/spec"
 )
 
 // encodedSecret has a character each encoding escapes ('@', '/', ':', ' ', '+', '?', '>'), and
@@ -195,6 +196,28 @@ func TestScrubBase64WrappedAcrossLines(t *testing.T) {
 		// each end holding some of the secret's bits stay, and the padding (as within one line).
 		if left, most := len(inner)-len("[REDACTED]"), len(b64)-(8*len(secret))/6+2; (c.prefix == "" && left != 0) || left > most {
 			t.Errorf("%s: %d characters of the encoded secret left in %q", c.name, left, got)
+		}
+	}
+}
+
+// TestScrubFindsAValueCutShort: text quoting a plugin's answer cut (spec.Cut) before a scrub
+// that knows the value ends in the value's first bytes, which no search for the whole value
+// finds: the longest stretch of at least three bytes before the cut's mark that begins the value
+// (or one of its forms but the percent-encoded: those are found by decoding the whole text) is
+// scrubbed; two bytes, or text that is not spec.Cut's mark, are not.
+func TestScrubFindsAValueCutShort(t *testing.T) {
+	const s = "s3cr3t-value-0123456789"
+	scrub := csi.Scrubber([]string{s, encodedSecret})
+	for _, c := range []struct{ msg, want string }{
+		{"id \"" + spec.Cut("vol-"+s, 17) + "\": refused", "id \"vol-[REDACTED]… (10 bytes more)\": refused"},
+		{spec.Cut("xs3c", 4) + " " + spec.Cut("ab"+s, 4), "xs3c abs3… (21 bytes more)"}, // no cut, then two bytes
+		{spec.Cut("vol-s3c"+s, 7) + ", then " + spec.Cut("vol-s3cr3t-v", 10), "vol-[REDACTED]… (23 bytes more), then vol-[REDACTED]… (2 bytes more)"},
+		{spec.Cut("key="+hex.EncodeToString([]byte(encodedSecret)), 14) + "!", "key=[REDACTED]… (22 bytes more)!"},
+		{"vol-s3cr3t… (see below)", "vol-s3cr3t… (see below)"},
+		{"vol-s3… (5 bytes more)", "vol-s3… (5 bytes more)"},
+	} {
+		if got := scrub(c.msg); got != c.want {
+			t.Errorf("scrubbed %q\n to %q\nwant %q", c.msg, got, c.want)
 		}
 	}
 }

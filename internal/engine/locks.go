@@ -15,6 +15,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
 )
@@ -154,7 +155,7 @@ const lockOpen = os.O_CREATE | os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONB
 func (l *locker) file(name string) (*flock.Flock, error) {
 	path := filepath.Join(l.dir, name+".lock")
 	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("lock file %s is %s, not a regular file as volctl makes them: remove it, and volctl makes it again", path, store.FileKind(fi.Mode()))
+		return nil, fmt.Errorf("lock file %s is %s, not a regular file as volctl makes them: remove it, and volctl makes it again", path, pathtrust.FileKind(fi.Mode()))
 	}
 	return flock.New(path, flock.SetFlag(lockOpen), flock.SetPermissions(0o600)), nil
 }

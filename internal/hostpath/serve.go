@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/crash"
+	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -63,6 +64,9 @@ func Listen(path string) (net.Listener, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("socket %q: %w", path, err)
 	}
+	if err := checkSocketDir(path); err != nil {
+		return nil, err
+	}
 	// Two plugins starting together could each find the socket stale, and the second would
 	// delete the first one's fresh socket. The directory lock makes check-remove-listen atomic.
 	unlock, err := lockSocketDir(dir)
@@ -95,6 +99,22 @@ func Listen(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("socket %q: %w", path, err)
 	}
 	return &socketListener{UnixListener: ul, path: path, info: fi}, nil
+}
+
+// checkSocketDir refuses a socket whose directory another user controls: owns it, may write it
+// (a sticky one aside, /tmp: its entries are their owners' alone), or may replace it (a directory
+// on the way that they own or may write: pathtrust.Ancestors, the state dir's and --root's rule).
+// They could take the socket's name from the plugin, which serves as root, while it serves, and a
+// client that does not check who listens (Nomad, a CSI sidecar; volctl does) would send them the
+// requests for its volumes, secrets included (TestListenRefusesASocketDirectoryAnotherUserControls).
+func checkSocketDir(path string) error {
+	pr := pathtrust.Ancestors(path)
+	if pr == nil {
+		return nil
+	}
+	return fmt.Errorf("socket %q: its directory is reached through %s, which %s: another user could take the socket's name while the plugin serves, "+
+		"and be sent the requests for its volumes, secrets included; chown or chmod go-w %s, or serve the socket in a directory only root may write, such as /run/csi",
+		path, pr.Path, pr.Why, pr.Dir())
 }
 
 // chmodSocket gives the socket file at path socketMode through a descriptor opened without
@@ -179,7 +199,7 @@ const socketLockWait = 5 * time.Second
 // them keep the plugin, and the agent starting it, blocked in flock(2) for good, where neither
 // a context nor a signal reaches.
 func lockSocketDir(dir string) (func(), error) {
-	f, err := os.Open(dir)
+	f, err := openDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +232,7 @@ func lockDir(dir string, how int) (func(), error) {
 
 // openLocked opens dir and takes its lock (lockDir).
 func openLocked(dir string, how int) (*os.File, error) {
-	f, err := os.Open(dir)
+	f, err := openDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -221,6 +241,23 @@ func openLocked(dir string, how int) (*os.File, error) {
 		return nil, fmt.Errorf("locking %q: %w", dir, err)
 	}
 	return f, nil
+}
+
+// openDir opens dir, to lock it, only if it is a directory: O_DIRECTORY refuses anything else
+// before it is opened. A named pipe put at its name by whoever may write its parent (/tmp,
+// for a socket in /tmp/csi) would otherwise hold the open for good, waiting for a writer, where
+// neither a context nor a signal reaches (TestSocketDirectoryThatIsANamedPipeIsRefusedAtOnce).
+func openDir(dir string) (*os.File, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOTDIR) {
+		if fi, lerr := os.Lstat(dir); lerr == nil && !fi.IsDir() && fi.Mode().Type() != fs.ModeSymlink {
+			return nil, fmt.Errorf("%s is %s, not a directory: another user may have put it there (whoever may write %s); remove it", dir, pathtrust.FileKind(fi.Mode()), filepath.Dir(dir))
+		}
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	return os.NewFile(uintptr(fd), dir), nil
 }
 
 // socketListener removes its socket on Close, unless another process has replaced it since.

@@ -409,3 +409,91 @@ func TestListenDoesNotChmodThroughASymlinkSwappedIn(t *testing.T) {
 	close(stop)
 	t.Logf("%d listens, %d swaps", listened, <-swapped)
 }
+
+// Whoever may write the socket directory's parent (/tmp, for a socket in /tmp/csi) may put a
+// named pipe at the directory's name, before the agent starts or between its MkdirAll and the
+// lock: opening a named pipe for reading waits for a writer, and the plugin's start (the agent
+// clearing a stale socket, or Listen) would wait in open(2) for good, where neither a context
+// nor a signal reaches it. The lock's open must refuse what is not a directory at once, naming it.
+func TestSocketDirectoryThatIsANamedPipeIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(shortDir(t), "csi")
+	mustOK(t, syscall.Mkfifo(dir, 0o666))
+	socket := filepath.Join(dir, "p.sock")
+	done := make(chan error, 1)
+	go func() { done <- hostpath.RemoveStaleSocket(socket) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "named pipe") || !strings.Contains(err.Error(), "remove it") {
+			t.Fatalf("RemoveStaleSocket(%s) with a named pipe for its directory: %v, want an error naming the directory, what it is and what to do", socket, err)
+		}
+		t.Logf("RemoveStaleSocket: %v", err)
+	case <-time.After(10 * time.Second):
+		// Unblock the open, so the goroutine ends with the test.
+		if w, err := os.OpenFile(dir, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		t.Fatalf("RemoveStaleSocket(%s) still blocked after 10s opening %s, a named pipe put where its directory was", socket, dir)
+	}
+}
+
+// The plugin serves as root, and whoever controls the socket's directory (owns it, may write
+// it, or may replace it: a directory on the way that they own or may write) may take the
+// socket's name from it while it serves: a client other than volctl (Nomad, a CSI sidecar) then
+// sends them the requests for the plugin's volumes, secrets included. volctl checks who listens
+// (engine.serverRefused); the plugin must refuse such a directory itself, naming it, as it
+// refuses such a --root, and leave no socket there. A sticky directory every user may write
+// (/tmp itself) is as the state dir's rule has it: its entries are their owners' alone.
+func TestListenRefusesASocketDirectoryAnotherUserControls(t *testing.T) {
+	t.Parallel()
+	base := shortDir(t)
+	mk := func(name string, mode os.FileMode, uid int) string {
+		d := filepath.Join(base, name)
+		mustOK(t, os.MkdirAll(d, 0o700))
+		mustOK(t, os.Chmod(d, mode))
+		if uid >= 0 {
+			mustOK(t, os.Chown(d, uid, uid))
+		}
+		return d
+	}
+	asRoot := os.Geteuid() == 0
+	for _, tt := range []struct {
+		name, dir string
+		want      string // in the refusal; "" to listen
+		skip      bool
+	}{
+		{name: "another user's directory", dir: map[bool]string{true: mk("theirs", 0o755, 4242)}[asRoot], want: "uid 4242", skip: !asRoot},
+		{name: "a directory every user may write", dir: mk("open", 0o777, -1), want: "writable by other users"},
+		{name: "below a directory every user may write", dir: filepath.Join(mk("openparent", 0o777, -1), "csi"), want: filepath.Join(base, "openparent")},
+		{name: "a sticky directory every user may write", dir: mk("sticky", os.ModeSticky|0o777, -1)},
+		{name: "a private directory", dir: mk("private", 0o700, -1)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.skip {
+				t.Skip("needs root to give a directory to another user")
+			}
+			socket := filepath.Join(tt.dir, "p.sock")
+			l, err := hostpath.Listen(socket)
+			if err == nil {
+				l.Close()
+			}
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Listen(%s): %v", socket, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Listen(%s), in %s: listened, want a refusal naming the directory", socket, tt.name)
+			}
+			for _, w := range []string{socket, tt.want, "/run/csi"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Listen(%s): %v, want it to say %q", socket, err, w)
+				}
+			}
+			if _, serr := os.Lstat(socket); serr == nil {
+				t.Errorf("Listen(%s) refused (%v) but left a socket there", socket, err)
+			}
+		})
+	}
+}

@@ -171,3 +171,55 @@ func Ancestors(dir string) *Problem {
 	}
 	return nil
 }
+
+// FileKind names a file type for an error about a file that is not the regular file or
+// directory volctl makes or expects: "a symlink", "a named pipe".
+func FileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m.IsRegular():
+		return "a regular file"
+	}
+	return "a special file"
+}
+
+// OpenRegular opens path with flag (made with perm if flag creates it) without following a
+// symlink at its name and without blocking, and makes sure what it opened is a regular file:
+// anything else is a *NotRegularError naming it. Whoever may write the directory may have put
+// something else there first: a symlink, which the open would follow, to a file of root's that
+// volctl would then write; a named pipe, which would hold open(2) for good (a writer waits there
+// for a reader), where neither a signal nor a context reaches.
+func OpenRegular(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, perm)
+	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
+			return nil, &NotRegularError{Path: path, Kind: FileKind(fi.Mode())}
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = &NotRegularError{Path: path, Kind: FileKind(fi.Mode())}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// NotRegularError is OpenRegular's refusal of what is not a regular file: Kind is FileKind's.
+type NotRegularError struct{ Path, Kind string }
+
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("%s is %s, not a regular file", e.Path, e.Kind)
+}

@@ -371,26 +371,6 @@ func affected(res sql.Result, err error, what, onForeignKey string) error {
 	return nil
 }
 
-// FileKind names a file type for an error about a state file that is not the regular file or
-// directory volctl makes: "a symlink", "a named pipe".
-func FileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "a symlink"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m.IsRegular():
-		return "a regular file"
-	}
-	return "a special file"
-}
-
 // diskFailed is the advice for err, an error of the state database at path, when the disk
 // under it failed: err is an I/O error (EIO, SQLITE_IOERR), or SQLite's words for a file it
 // could not open or read as a database (SQLITE_CANTOPEN, SQLITE_CORRUPT, SQLITE_NOTADB) while

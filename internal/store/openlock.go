@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/backoff"
+	"github.com/volctl/volctl/internal/pathtrust"
 )
 
 // A process that has the store open holds a shared flock on <state>/volctl.db-lock for as long
@@ -42,7 +43,7 @@ func openLockFile(path string) (*os.File, error) {
 	}
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("lock file %s is %s, not a regular file as volctl makes it: remove it, and volctl makes it again", p, FileKind(fi.Mode()))
+		err = fmt.Errorf("lock file %s is %s, not a regular file as volctl makes it: remove it, and volctl makes it again", p, pathtrust.FileKind(fi.Mode()))
 	}
 	if err == nil {
 		err = checkOwner(fi, "state lock file", p, "keep volctl from upgrading its state")

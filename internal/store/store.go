@@ -573,7 +573,7 @@ func checkFiles(path string) (sizes map[string]int64, err error) {
 			continue
 		}
 		if err == nil && !fi.Mode().IsRegular() {
-			err = fmt.Errorf("state database %s is %s, not a regular file: SQLite cannot use it; move it out of the state dir", p, FileKind(fi.Mode()))
+			err = fmt.Errorf("state database %s is %s, not a regular file: SQLite cannot use it; move it out of the state dir", p, pathtrust.FileKind(fi.Mode()))
 		}
 		if err == nil {
 			err = checkOwner(fi, "state database", p, "rewrite volctl's state")
