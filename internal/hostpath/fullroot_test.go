@@ -51,3 +51,44 @@ func TestTeardownsSucceedOnAFullRoot(t *testing.T) {
 		t.Fatalf("DeleteVolume after the teardowns, the plugin started again: %v (the teardowns not recorded?)", err)
 	}
 }
+
+// A consumer that goes on writing takes whatever room a teardown frees. Before, the first
+// teardown on a full root removed meta/.reserve and saved again, handing its 64 KiB to the file
+// system: the consumers still writing (this volume's, on a mount not yet gone, or another
+// volume's on the same root) ate them, and the next teardown found no room and no reserve,
+// answering INTERNAL until someone freed space by hand. Each teardown here follows the root
+// filled again, and each succeeds, its record there after a restart.
+func TestTeardownsSucceedWhileAConsumerKeepsWriting(t *testing.T) {
+	root := hostpathtest.Tmpfs(t, "size=2m,mode=0700")
+	cfg := hostpath.Config{Root: root, NodeID: "n1", EnableAttach: true}
+	c, _ := startFake(t, cfg)
+	ctx := context.Background()
+	v := c.createVolume(t, "v")
+	other := c.createVolume(t, "other")
+	pub, err := c.ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "n1", VolumeCapability: snw})
+	mustOK(t, err)
+	p := newPaths(t)
+	mustOK(t, c.stage(v, p, pub.GetPublishContext()))
+	mustOK(t, c.publish(v, p, p.target, false, pub.GetPublishContext()))
+
+	// The other volume's consumer writes until the root is full, before each teardown.
+	fill := filepath.Join(c.volumeDir(t, other.GetVolumeId()), "fill")
+	hostpathtest.Fill(t, fill)
+	if err := c.unpublish(v, p.target); err != nil {
+		t.Fatalf("NodeUnpublishVolume on a full root: %v", err)
+	}
+	hostpathtest.Fill(t, fill)
+	if err := c.unstage(v, p); err != nil {
+		t.Fatalf("NodeUnstageVolume on a root filled again since the unpublish: %v", err)
+	}
+	hostpathtest.Fill(t, fill)
+	if _, err := c.ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "n1"}); err != nil {
+		t.Fatalf("ControllerUnpublishVolume on a root filled again since the unstage: %v", err)
+	}
+
+	mustOK(t, c.srv.Stop())
+	again, _ := startFake(t, cfg)
+	if _, err := again.ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v.GetVolumeId()}); err != nil {
+		t.Fatalf("DeleteVolume after the teardowns, the plugin started again: %v (the teardowns not recorded?)", err)
+	}
+}
