@@ -3,9 +3,11 @@ package hostpath_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
@@ -86,6 +88,60 @@ func TestTeardownsSucceedWhileAConsumerKeepsWriting(t *testing.T) {
 		t.Fatalf("ControllerUnpublishVolume on a root filled again since the unstage: %v", err)
 	}
 
+	mustOK(t, c.srv.Stop())
+	again, _ := startFake(t, cfg)
+	if _, err := again.ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v.GetVolumeId()}); err != nil {
+		t.Fatalf("DeleteVolume after the teardowns, the plugin started again: %v (the teardowns not recorded?)", err)
+	}
+}
+
+// The root's file system turned read-only under the plugin (the kernel does so after a disk
+// error, errors=remount-ro; or an operator's remount): nothing can be recorded there. A teardown
+// then fails, as it must (its record would say the volume is still published), but before it
+// said only "saving state: open .../meta/volumes/.volctl-tmp-vol-...-2992981835: read-only file
+// system", a temporary file's name and nothing of what to do. It names the root and the way
+// out, and once the root is writable again the request sent again finishes, recorded.
+func TestTeardownOnAReadOnlyRootSaysWhatToDo(t *testing.T) {
+	root := hostpathtest.Tmpfs(t, "size=2m,mode=0700")
+	cfg := hostpath.Config{Root: root, NodeID: "n1", EnableAttach: true}
+	c, _ := startFake(t, cfg)
+	ctx := context.Background()
+	v := c.createVolume(t, "v")
+	pub, err := c.ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "n1", VolumeCapability: snw})
+	mustOK(t, err)
+	p := newPaths(t)
+	mustOK(t, c.stage(v, p, pub.GetPublishContext()))
+	mustOK(t, c.publish(v, p, p.target, false, pub.GetPublishContext()))
+
+	if err := unix.Mount("", root, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		t.Skipf("cannot remount the root's tmpfs read-only: %v", err)
+	}
+	err = c.unpublish(v, p.target)
+	if err == nil {
+		t.Fatal("NodeUnpublishVolume on a read-only root succeeded, recording nothing")
+	}
+	for _, want := range []string{root + " is on a read-only file system", "mount it read-write again", "send the request again"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("NodeUnpublishVolume on a read-only root: %v\nwant it to say %q", err, want)
+		}
+	}
+	_, err = c.ctl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "w", VolumeCapabilities: []*csi.VolumeCapability{snw}})
+	if err == nil || !strings.Contains(err.Error(), root+" is on a read-only file system") {
+		t.Errorf("CreateVolume on a read-only root: %v, want it to name the root as read-only", err)
+	}
+
+	if err := unix.Mount("", root, "", unix.MS_REMOUNT, ""); err != nil {
+		t.Fatalf("remounting the root read-write: %v", err)
+	}
+	if err := c.unpublish(v, p.target); err != nil {
+		t.Fatalf("NodeUnpublishVolume sent again, the root writable again: %v", err)
+	}
+	if err := c.unstage(v, p); err != nil {
+		t.Fatalf("NodeUnstageVolume after: %v", err)
+	}
+	if _, err := c.ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "n1"}); err != nil {
+		t.Fatalf("ControllerUnpublishVolume after: %v", err)
+	}
 	mustOK(t, c.srv.Stop())
 	again, _ := startFake(t, cfg)
 	if _, err := again.ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v.GetVolumeId()}); err != nil {

@@ -453,17 +453,31 @@ func saveObject(root, kind, id string, b []byte) error {
 	path := filepath.Join(dir, id+".json")
 	if b == nil {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("saving state: %w", err)
+			return fmt.Errorf("saving state: %w%s", err, readOnlyRoot(root, err))
 		}
 		return syncDir(dir)
 	}
 	if err := ensureMetaDir(meta, dir); err != nil {
-		return err
+		return fmt.Errorf("%w%s", err, readOnlyRoot(root, err))
 	}
 	if err := atomicfile.Write(path, b, 0o600); err != nil {
-		return fmt.Errorf("saving state: %w", err)
+		return fmt.Errorf("saving state: %w%s", err, readOnlyRoot(root, err))
 	}
 	return nil
+}
+
+// readOnlyRoot says, for an error of a write under root that its file system is read-only
+// (EROFS: mounted so, or turned so by the kernel after a disk error, errors=remount-ro), what
+// that means and what to do; "" for any other error. Before, a request failing so said only
+// "open .../meta/volumes/.volctl-tmp-...: read-only file system"
+// (TestTeardownOnAReadOnlyRootSaysWhatToDo).
+func readOnlyRoot(root string, err error) string {
+	if !errors.Is(err, unix.EROFS) {
+		return ""
+	}
+	return fmt.Sprintf(" (the plugin's root %s is on a read-only file system, where nothing can be created or recorded: "+
+		"mount it read-write again, after fsck when the kernel turned it read-only after a disk error (see dmesg), "+
+		"then send the request again)", root)
 }
 
 // ensureMetaDir creates meta/KIND (and meta/VERSION) the first time something is saved.
