@@ -372,10 +372,23 @@ func (s *state) saveTeardown(root, id string) error {
 	if s.saveIntoReserve(root, id) == nil {
 		return nil
 	}
-	if rerr := os.Remove(filepath.Join(root, metaDir, reserveFile)); rerr != nil {
+	if !giveUpReserve(root) {
 		return err // no room kept (given up already, by this process or another)
 	}
 	return s.saveVolume(root, id)
+}
+
+// giveUpReserve removes meta/.reserve, under its lock: another process serving the root may be
+// writing a record into it, and exchanges the reserve's name with the record's, by name.
+// Removed under it, and another reserve made there since, that exchange would put the new
+// reserve's bytes under the record's name.
+func giveUpReserve(root string) bool {
+	f, err := openReserve(root, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return os.Remove(f.Name()) == nil
 }
 
 // saveIntoReserve saves volume id's record, which has one on disk, by writing it over

@@ -260,3 +260,77 @@ func fill(t *testing.T, path string) {
 		}
 	}
 }
+
+// TestTeardownSavesOfTwoProcessesShareTheReserve: two plugin processes serving one full root
+// write their teardowns' records into meta/.reserve and exchange names with it, while a third
+// gives the reserve up and makes it again: every record read back is whole, its own volume's,
+// and the last one saved. The reserve is used, given up and made only under its lock, and each
+// checks that the file locked is still the one its name holds.
+func TestTeardownSavesOfTwoProcessesShareTheReserve(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to mount a small tmpfs")
+	}
+	root := t.TempDir()
+	if err := unix.Mount("tmpfs", root, "tmpfs", 0, "size=1m,mode=0700"); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(root, unix.MNT_DETACH) })
+	ids := []string{volA, volB}
+	states := make([]*state, len(ids))
+	for i, id := range ids {
+		states[i] = newState()
+		states[i].Volumes[id] = &volume{ID: id, Name: id, Capacity: 1, CreatedAt: time.Unix(1, 0).UTC(), Targets: map[string]publication{}}
+		if err := states[i].saveVolume(root, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := keepReserve(root); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, filepath.Join(root, "fill"))
+	const rounds = 200
+	done := make(chan struct{})
+	go func() { // the third process: gives the reserve up and takes it again
+		defer close(done)
+		for range rounds {
+			giveUpReserve(root)
+			_ = keepReserve(root)
+		}
+	}()
+	errs := make(chan error, len(ids))
+	for i, id := range ids {
+		go func() {
+			st := states[i]
+			for n := range rounds {
+				target := fmt.Sprintf("/alloc/%d", n%2)
+				st.Volumes[id].Targets = map[string]publication{target: {}}
+				saved := st.saveTeardown(root, id)
+				if saved != nil && !errors.Is(saved, unix.ENOSPC) {
+					errs <- fmt.Errorf("%s: save %d: %w", id, n, saved)
+					return
+				}
+				got, err := os.ReadFile(filepath.Join(root, metaDir, "volumes", id+".json"))
+				if err != nil {
+					errs <- err
+					return
+				}
+				var v volume
+				if err := json.Unmarshal(got, &v); err != nil || v.ID != id {
+					errs <- fmt.Errorf("%s: record after save %d is not its own, whole: %q (%v)", id, n, got, err)
+					return
+				}
+				if _, ok := v.Targets[target]; saved == nil && !ok {
+					errs <- fmt.Errorf("%s: record after save %d is not the one saved: %s", id, n, got)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range ids {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	<-done
+}
