@@ -83,6 +83,39 @@ func TestNomadReleaseRecordsTheSizeNomadGrewTheVolumeTo(t *testing.T) {
 	}
 }
 
+// The take-back's line could not be printed (stdout a file on a full disk, a closed
+// descriptor), or volctl died right after the mark went (killed, a power loss, SIGPIPE from the
+// reader of its output gone): the mark was removed before the plugin was asked the volume's
+// size, by another call after the line, so the record stayed at the size handed over for good,
+// no node expansion owed, and nothing said so; the command's error said the volume was taken
+// back, "only printing it failed". The size is asked before the mark goes and recorded with its
+// removal: what is left to print is the report of work done.
+func TestNomadReleaseWhoseLineCannotBePrintedStillRecordsTheSize(t *testing.T) {
+	h := nomadHarness(t)
+	n := newFakeNomad(t)
+	if _, _, err := registerIn(h, n); err != nil {
+		t.Fatal(err)
+	}
+	growAsNomadDoes(t, h, 20<<20)
+	n.mu.Lock()
+	delete(n.vols, "default/db") // nomad volume deregister db
+	n.mu.Unlock()
+	ios, _, _, _ := iostreams.Test()
+	ios.Out = fullWriter{}
+	err := nomadReleaseRun(context.Background(), &NomadReleaseOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}})
+	if err == nil || !strings.Contains(err.Error(), "only printing it failed") || handedOver(t, h) {
+		t.Fatalf("release with stdout full: %v (still marked: %v), want the take-back done and its line said unprinted", err, handedOver(t, h))
+	}
+	info, err := h.e.Volume(h.ctx, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.CapacityBytes != 20<<20 || info.NodeExpansionOwed != 20<<20 {
+		t.Errorf("after a take-back whose line could not be printed: capacity %d, node expansion owed %d; want %d and %d, the size Nomad grew the volume to",
+			info.CapacityBytes, info.NodeExpansionOwed, 20<<20, 20<<20)
+	}
+}
+
 // A take-back whose plugin cannot be asked (its socket gone: the plugin not running) is done
 // all the same, and a warning says that volctl's record may be behind and what records the
 // size.

@@ -82,9 +82,33 @@ func (e *Engine) sizeAfterHandoverStored(ctx context.Context, volumeID string) (
 	} else if err != nil {
 		return SizeCheck{}, err
 	}
+	if marked {
+		return SizeCheck{Recorded: v.CapacityBytes}, nil
+	}
+	out, err := e.askSize(ctx, v, nil)
+	if err != nil || out.Listed <= currentSize(v) {
+		return out, err
+	}
+	err = e.store.Update(ctx, e.locks.holding(volumeID, func(tx *store.Tx) error { return recordListedSize(tx, v, &out) }))
+	if err != nil {
+		return out, fmt.Errorf("volume %q: recording the size plugin %q lists it at: %w", volumeID, v.PluginID, err)
+	}
+	return out, nil
+}
+
+// askSize is SizeAfterHandover's question to the plugin of volume v, read under its lock, which
+// the caller holds: what size the plugin lists it at, and the node expansion a larger one would
+// owe (NodeOwed). Nothing is asked of a volume that is not ready, nor when skip (when set) says
+// why not, which is then the error (ErrSizeNotAnswered).
+func (e *Engine) askSize(ctx context.Context, v store.Volume, skip func(pluginID string) error) (SizeCheck, error) {
 	out := SizeCheck{Recorded: v.CapacityBytes}
-	if marked || v.State != store.VolumeReady {
+	if v.State != store.VolumeReady {
 		return out, nil
+	}
+	if skip != nil {
+		if err := skip(v.PluginID); err != nil {
+			return out, sizeNotAnswered{err}
+		}
 	}
 	c, err := e.connect(ctx, v.PluginID)
 	if err != nil {
@@ -101,40 +125,38 @@ func (e *Engine) sizeAfterHandoverStored(ctx context.Context, volumeID string) (
 		return err
 	})
 	if err != nil {
-		return out, sizeNotAnswered{fmt.Errorf("volume %q: %s of plugin %q: %w", volumeID, out.Asked, v.PluginID, err)}
+		return out, sizeNotAnswered{fmt.Errorf("volume %q: %s of plugin %q: %w", v.ID, out.Asked, v.PluginID, err)}
 	}
-	if out.Listed <= currentSize(v) {
-		return out, nil
-	}
-	if v.CapacityBytes > 0 && c.fp.Node && c.fp.Capabilities.Node.ExpandVolume {
+	if out.Listed > currentSize(v) && v.CapacityBytes > 0 && c.fp.Node && c.fp.Capabilities.Node.ExpandVolume {
 		out.NodeOwed = out.Listed
 	}
-	err = e.store.Update(ctx, e.locks.holding(volumeID, func(tx *store.Tx) error {
-		cur, err := tx.Volumes().Get(volumeID)
-		if err != nil {
-			return err
-		}
-		if out.Listed <= currentSize(cur) {
-			out.NodeOwed = 0
-			return nil // grown by an expand meanwhile
-		}
-		cur.CapacityBytes = out.Listed
-		msg := fmt.Sprintf("volume %q is %s as plugin %q lists it, grown while handed over to Nomad (volctl had %s): recorded",
-			volumeID, spec.FormatSize(out.Listed), v.PluginID, spec.FormatSize(currentSize(v)))
-		if out.NodeOwed > 0 {
-			cur.NodeExpandMin, cur.NodeExpandMax = max(cur.NodeExpandMin, out.NodeOwed), 0
-			msg += "; the node expansion is owed"
-		}
-		if err := tx.Volumes().Update(&cur); err != nil {
-			return err
-		}
-		out.Grown = true
-		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: volumeID, PluginID: v.PluginID, RPC: out.Asked, Message: msg})
-	}))
-	if err != nil {
-		return out, fmt.Errorf("volume %q: recording the size plugin %q lists it at: %w", volumeID, v.PluginID, err)
-	}
 	return out, nil
+}
+
+// recordListedSize records out.Listed, what askSize learnt of volume v, as its size in tx when
+// it is larger than the record's (an expand meanwhile may have grown it), with the node
+// expansion owed, and sets out.Grown; otherwise it clears out.NodeOwed and changes nothing.
+func recordListedSize(tx *store.Tx, v store.Volume, out *SizeCheck) error {
+	cur, err := tx.Volumes().Get(v.ID)
+	if err != nil {
+		return err
+	}
+	if out.Listed <= currentSize(cur) {
+		out.NodeOwed = 0
+		return nil // grown by an expand meanwhile, or never larger
+	}
+	cur.CapacityBytes = out.Listed
+	msg := fmt.Sprintf("volume %q is %s as plugin %q lists it, grown while handed over to Nomad (volctl had %s): recorded",
+		v.ID, spec.FormatSize(out.Listed), v.PluginID, spec.FormatSize(currentSize(v)))
+	if out.NodeOwed > 0 {
+		cur.NodeExpandMin, cur.NodeExpandMax = max(cur.NodeExpandMin, out.NodeOwed), 0
+		msg += "; the node expansion is owed"
+	}
+	if err := tx.Volumes().Update(&cur); err != nil {
+		return err
+	}
+	out.Grown = true
+	return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: out.Asked, Message: msg})
 }
 
 // listedSize is the size the plugin answers rpc (ListVolumes or ControllerGetVolume) with for
