@@ -22,36 +22,11 @@ import (
 // away from its consumers, succeed on a full root, and what they recorded is there after a
 // restart.
 func TestTeardownsSucceedOnAFullRoot(t *testing.T) {
-	root := hostpathtest.Tmpfs(t, "size=2m,mode=0700")
-	cfg := hostpath.Config{Root: root, NodeID: "n1", EnableAttach: true}
-	c, _ := startFake(t, cfg)
-	ctx := context.Background()
-	v := c.createVolume(t, "v")
-	pub, err := c.ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "n1", VolumeCapability: snw})
-	mustOK(t, err)
-	p := newPaths(t)
-	mustOK(t, c.stage(v, p, pub.GetPublishContext()))
-	mustOK(t, c.publish(v, p, p.target, false, pub.GetPublishContext()))
-
+	r := publishedOnASmallRoot(t)
 	// The consumer fills its volume, and with it the root.
-	hostpathtest.Fill(t, filepath.Join(c.volumeDir(t, v.GetVolumeId()), "fill"))
-
-	if err := c.unpublish(v, p.target); err != nil {
-		t.Fatalf("NodeUnpublishVolume on a full root: %v", err)
-	}
-	if err := c.unstage(v, p); err != nil {
-		t.Fatalf("NodeUnstageVolume on a full root: %v", err)
-	}
-	if _, err := c.ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "n1"}); err != nil {
-		t.Fatalf("ControllerUnpublishVolume on a full root: %v", err)
-	}
-
-	// Recorded: a plugin started again on the root holds the volume as torn down, and deletes it.
-	mustOK(t, c.srv.Stop())
-	again, _ := startFake(t, cfg)
-	if _, err := again.ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v.GetVolumeId()}); err != nil {
-		t.Fatalf("DeleteVolume after the teardowns, the plugin started again: %v (the teardowns not recorded?)", err)
-	}
+	hostpathtest.Fill(t, filepath.Join(r.c.volumeDir(t, r.v.GetVolumeId()), "fill"))
+	r.teardown(t, "on a full root", nil)
+	r.deletesAfterARestart(t)
 }
 
 // A consumer that goes on writing takes whatever room a teardown frees. Before, the first
@@ -61,38 +36,11 @@ func TestTeardownsSucceedOnAFullRoot(t *testing.T) {
 // answering INTERNAL until someone freed space by hand. Each teardown here follows the root
 // filled again, and each succeeds, its record there after a restart.
 func TestTeardownsSucceedWhileAConsumerKeepsWriting(t *testing.T) {
-	root := hostpathtest.Tmpfs(t, "size=2m,mode=0700")
-	cfg := hostpath.Config{Root: root, NodeID: "n1", EnableAttach: true}
-	c, _ := startFake(t, cfg)
-	ctx := context.Background()
-	v := c.createVolume(t, "v")
-	other := c.createVolume(t, "other")
-	pub, err := c.ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "n1", VolumeCapability: snw})
-	mustOK(t, err)
-	p := newPaths(t)
-	mustOK(t, c.stage(v, p, pub.GetPublishContext()))
-	mustOK(t, c.publish(v, p, p.target, false, pub.GetPublishContext()))
-
+	r := publishedOnASmallRoot(t)
 	// The other volume's consumer writes until the root is full, before each teardown.
-	fill := filepath.Join(c.volumeDir(t, other.GetVolumeId()), "fill")
-	hostpathtest.Fill(t, fill)
-	if err := c.unpublish(v, p.target); err != nil {
-		t.Fatalf("NodeUnpublishVolume on a full root: %v", err)
-	}
-	hostpathtest.Fill(t, fill)
-	if err := c.unstage(v, p); err != nil {
-		t.Fatalf("NodeUnstageVolume on a root filled again since the unpublish: %v", err)
-	}
-	hostpathtest.Fill(t, fill)
-	if _, err := c.ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "n1"}); err != nil {
-		t.Fatalf("ControllerUnpublishVolume on a root filled again since the unstage: %v", err)
-	}
-
-	mustOK(t, c.srv.Stop())
-	again, _ := startFake(t, cfg)
-	if _, err := again.ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v.GetVolumeId()}); err != nil {
-		t.Fatalf("DeleteVolume after the teardowns, the plugin started again: %v (the teardowns not recorded?)", err)
-	}
+	fill := filepath.Join(r.c.volumeDir(t, r.c.createVolume(t, "other").GetVolumeId()), "fill")
+	r.teardown(t, "on a root filled again since the last teardown", func() { hostpathtest.Fill(t, fill) })
+	r.deletesAfterARestart(t)
 }
 
 // The root's file system turned read-only under the plugin (the kernel does so after a disk
@@ -102,49 +50,86 @@ func TestTeardownsSucceedWhileAConsumerKeepsWriting(t *testing.T) {
 // system", a temporary file's name and nothing of what to do. It names the root and the way
 // out, and once the root is writable again the request sent again finishes, recorded.
 func TestTeardownOnAReadOnlyRootSaysWhatToDo(t *testing.T) {
-	root := hostpathtest.Tmpfs(t, "size=2m,mode=0700")
-	cfg := hostpath.Config{Root: root, NodeID: "n1", EnableAttach: true}
-	c, _ := startFake(t, cfg)
-	ctx := context.Background()
-	v := c.createVolume(t, "v")
-	pub, err := c.ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "n1", VolumeCapability: snw})
-	mustOK(t, err)
-	p := newPaths(t)
-	mustOK(t, c.stage(v, p, pub.GetPublishContext()))
-	mustOK(t, c.publish(v, p, p.target, false, pub.GetPublishContext()))
-
-	if err := unix.Mount("", root, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+	r := publishedOnASmallRoot(t)
+	if err := unix.Mount("", r.root, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
 		t.Skipf("cannot remount the root's tmpfs read-only: %v", err)
 	}
-	err = c.unpublish(v, p.target)
+	err := r.c.unpublish(r.v, r.p.target)
 	if err == nil {
 		t.Fatal("NodeUnpublishVolume on a read-only root succeeded, recording nothing")
 	}
-	for _, want := range []string{root + " is on a read-only file system", "mount it read-write again", "send the request again"} {
+	for _, want := range []string{r.root + " is on a read-only file system", "mount it read-write again", "send the request again"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("NodeUnpublishVolume on a read-only root: %v\nwant it to say %q", err, want)
 		}
 	}
-	_, err = c.ctl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "w", VolumeCapabilities: []*csi.VolumeCapability{snw}})
-	if err == nil || !strings.Contains(err.Error(), root+" is on a read-only file system") {
+	_, err = r.c.ctl.CreateVolume(context.Background(), &csi.CreateVolumeRequest{Name: "w", VolumeCapabilities: []*csi.VolumeCapability{snw}})
+	if err == nil || !strings.Contains(err.Error(), r.root+" is on a read-only file system") {
 		t.Errorf("CreateVolume on a read-only root: %v, want it to name the root as read-only", err)
 	}
 
-	if err := unix.Mount("", root, "", unix.MS_REMOUNT, ""); err != nil {
+	if err := unix.Mount("", r.root, "", unix.MS_REMOUNT, ""); err != nil {
 		t.Fatalf("remounting the root read-write: %v", err)
 	}
-	if err := c.unpublish(v, p.target); err != nil {
-		t.Fatalf("NodeUnpublishVolume sent again, the root writable again: %v", err)
+	r.teardown(t, "sent again, the root writable again", nil)
+	r.deletesAfterARestart(t)
+}
+
+// smallRoot is a plugin on a 2 MiB tmpfs root, with volume v controller-published to n1,
+// staged and published at p.
+type smallRoot struct {
+	root string
+	cfg  hostpath.Config
+	c    *client
+	v    *csi.Volume
+	p    paths
+}
+
+func publishedOnASmallRoot(t *testing.T) *smallRoot {
+	t.Helper()
+	r := &smallRoot{root: hostpathtest.Tmpfs(t, "size=2m,mode=0700")}
+	r.cfg = hostpath.Config{Root: r.root, NodeID: "n1", EnableAttach: true}
+	r.c, _ = startFake(t, r.cfg)
+	r.v = r.c.createVolume(t, "v")
+	pub, err := r.c.ctl.ControllerPublishVolume(context.Background(), &csi.ControllerPublishVolumeRequest{VolumeId: r.v.GetVolumeId(), NodeId: "n1", VolumeCapability: snw})
+	mustOK(t, err)
+	r.p = newPaths(t)
+	mustOK(t, r.c.stage(r.v, r.p, pub.GetPublishContext()))
+	mustOK(t, r.c.publish(r.v, r.p, r.p.target, false, pub.GetPublishContext()))
+	return r
+}
+
+// teardown sends NodeUnpublishVolume, NodeUnstageVolume and ControllerUnpublishVolume of v,
+// each after before (when set), and fails the test, saying when (how), at the first that fails.
+func (r *smallRoot) teardown(t *testing.T, how string, before func()) {
+	t.Helper()
+	for _, step := range []struct {
+		rpc  string
+		send func() error
+	}{
+		{"NodeUnpublishVolume", func() error { return r.c.unpublish(r.v, r.p.target) }},
+		{"NodeUnstageVolume", func() error { return r.c.unstage(r.v, r.p) }},
+		{"ControllerUnpublishVolume", func() error {
+			_, err := r.c.ctl.ControllerUnpublishVolume(context.Background(), &csi.ControllerUnpublishVolumeRequest{VolumeId: r.v.GetVolumeId(), NodeId: "n1"})
+			return err
+		}},
+	} {
+		if before != nil {
+			before()
+		}
+		if err := step.send(); err != nil {
+			t.Fatalf("%s %s: %v", step.rpc, how, err)
+		}
 	}
-	if err := c.unstage(v, p); err != nil {
-		t.Fatalf("NodeUnstageVolume after: %v", err)
-	}
-	if _, err := c.ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "n1"}); err != nil {
-		t.Fatalf("ControllerUnpublishVolume after: %v", err)
-	}
-	mustOK(t, c.srv.Stop())
-	again, _ := startFake(t, cfg)
-	if _, err := again.ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v.GetVolumeId()}); err != nil {
+}
+
+// deletesAfterARestart checks that the teardowns were recorded: a plugin started again on the
+// root holds the volume as torn down, and deletes it.
+func (r *smallRoot) deletesAfterARestart(t *testing.T) {
+	t.Helper()
+	mustOK(t, r.c.srv.Stop())
+	again, _ := startFake(t, r.cfg)
+	if _, err := again.ctl.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: r.v.GetVolumeId()}); err != nil {
 		t.Fatalf("DeleteVolume after the teardowns, the plugin started again: %v (the teardowns not recorded?)", err)
 	}
 }
