@@ -712,10 +712,10 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 		// Nomad is asked under the volume's lock, so a nomad register in progress finishes
 		// (or fails) before the answer is taken as final.
 		// The plugin is asked what size the volume has before the mark goes, and a larger one
-		// recorded with its removal (engine.TakeBackSized): what is printed after is the
+		// recorded with its removal (engine.TakeBack): what is printed after is the
 		// report of work done.
 		var h engine.HandoverInfo
-		r, err := e.TakeBackSized(ctx, id, func(m engine.HandoverInfo) (string, error) {
+		r, err := e.TakeBack(ctx, id, func(m engine.HandoverInfo) (string, error) {
 			h = m
 			if opts.Force {
 				return "forced, without asking Nomad", nil
@@ -747,7 +747,7 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 }
 
 // sizeAfterTakeBack says what the take-back of volume id learnt of its size from its plugin
-// (sc, or why nothing, err: engine.TakeBackSized), which it asked because Nomad expands a volume
+// (sc, or why nothing, err: engine.TakeBack), which it asked because Nomad expands a volume
 // through the plugin for a registration asking a larger capacity_min while volctl refuses to:
 // the record was left at the size handed over. A larger size was recorded; a plugin that cannot
 // say, or did not answer, left the take-back done, and a note says that the record may be behind

@@ -383,19 +383,7 @@ func handoverWhere(h store.Handover) string {
 	return fmt.Sprintf("Nomad at %s (%s)", h.Address, strings.Join(in, ", "))
 }
 
-// TakeBack removes a volume's handover mark, so volctl may claim it again, when check, called
-// with the mark under the volume's lock, says why it may go (Nomad no longer has the volume);
-// check's error is returned as it is, and the mark stays. It reports whether there was a mark;
-// check is not called when there is none. The lock keeps a handover (HandOver) from
-// registering the volume between check's question and the mark's removal.
-func (e *Engine) TakeBack(ctx context.Context, volumeID string, check func(HandoverInfo) (why string, err error)) (bool, error) {
-	r, err := byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (TakeBackResult, error) {
-		return e.takeBackStored(ctx, id, check, false, nil)
-	})
-	return r.Had, err
-}
-
-// TakeBackResult is what TakeBackSized did.
+// TakeBackResult is what TakeBack did.
 type TakeBackResult struct {
 	Had bool // there was a mark (removed unless the error says otherwise)
 	// PluginID is the volume's plugin; Size what it said of the volume's size, and SizeErr
@@ -406,23 +394,29 @@ type TakeBackResult struct {
 	SizeErr  error
 }
 
-// TakeBackSized is TakeBack that also asks the plugin, once check lets the mark go and before
-// it goes, what size the volume has (SizeAfterHandover's question; not of a plugin skip, when
-// set, gives a reason not to ask, which is then SizeErr), and records a larger size, with the
-// node expansion it owes, in the commit that removes the mark. Before, the mark went first and
-// the size was asked by another call after: a volctl that died in between (killed, a power
-// loss, SIGPIPE from the reader of its output gone) or whose "Took volume back" line could not
-// be printed left the record at the size handed over for good, no node expansion owed and
-// nothing saying so (TestNomadReleaseWhoseLineCannotBePrintedStillRecordsTheSize). Now a kill
-// before the commit leaves the mark, and the next `volctl nomad release` asks both again.
-func (e *Engine) TakeBackSized(ctx context.Context, volumeID string, check func(HandoverInfo) (why string, err error), skip func(pluginID string) error) (TakeBackResult, error) {
+// TakeBack removes a volume's handover mark, so volctl may claim it again, when check, called
+// with the mark under the volume's lock, says why it may go (Nomad no longer has the volume);
+// check's error is returned as it is, and the mark stays. It reports whether there was a mark;
+// check is not called when there is none. The lock keeps a handover (HandOver) from
+// registering the volume between check's question and the mark's removal.
+//
+// Once check lets the mark go, and before it goes, the plugin is asked what size the volume
+// has (askSize; not a plugin skip, when set, gives a reason not to ask, which is then SizeErr),
+// and a larger size is recorded, with the node expansion it owes, in the commit that removes
+// the mark (handover_size.go). Before, the mark went first and the size was asked by another
+// call after: a volctl that died in between (killed, a power loss, SIGPIPE from the reader of
+// its output gone) or whose "Took volume back" line could not be printed left the record at the
+// size handed over for good, no node expansion owed and nothing saying so
+// (TestNomadReleaseWhoseLineCannotBePrintedStillRecordsTheSize). Now a kill before the commit
+// leaves the mark, and the next `volctl nomad release` asks both again.
+func (e *Engine) TakeBack(ctx context.Context, volumeID string, check func(HandoverInfo) (why string, err error), skip func(pluginID string) error) (TakeBackResult, error) {
 	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (TakeBackResult, error) {
-		return e.takeBackStored(ctx, id, check, true, skip)
+		return e.takeBackStored(ctx, id, check, skip)
 	})
 }
 
-// takeBackStored is TakeBack of the ID as stored (byStoredID), and TakeBackSized when sized.
-func (e *Engine) takeBackStored(ctx context.Context, volumeID string, check func(HandoverInfo) (why string, err error), sized bool, skip func(string) error) (TakeBackResult, error) {
+// takeBackStored is TakeBack of the ID as stored (byStoredID).
+func (e *Engine) takeBackStored(ctx context.Context, volumeID string, check func(HandoverInfo) (why string, err error), skip func(string) error) (TakeBackResult, error) {
 	unlock, err := e.locks.volume(ctx, volumeID)
 	if err != nil {
 		return TakeBackResult{}, fmt.Errorf("take volume %q back from Nomad: %w", volumeID, err)
@@ -447,26 +441,22 @@ func (e *Engine) takeBackStored(ctx context.Context, volumeID string, check func
 	if err != nil {
 		return TakeBackResult{Had: true}, err
 	}
-	var (
-		r    = TakeBackResult{Had: true}
-		grow func(*store.Tx) error
-	)
-	if sized {
-		var v store.Volume
-		if err := e.store.View(ctx, func(tx *store.Tx) error {
-			var err error
-			v, err = tx.Volumes().Get(volumeID)
-			return err
-		}); err != nil {
-			return r, fmt.Errorf("take volume %q back from Nomad: %w", volumeID, err)
-		}
-		r.PluginID = v.PluginID
-		r.Size, r.SizeErr = e.askSize(ctx, v, skip)
-		if r.SizeErr == nil && r.Size.Listed > currentSize(v) {
-			grow = func(tx *store.Tx) error { return recordListedSize(tx, v, &r.Size) }
-		}
-		failpoint("takeback:size-asked")
+	r := TakeBackResult{Had: true}
+	var v store.Volume
+	if err := e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		v, err = tx.Volumes().Get(volumeID)
+		return err
+	}); err != nil {
+		return r, fmt.Errorf("take volume %q back from Nomad: %w", volumeID, err)
 	}
+	r.PluginID = v.PluginID
+	r.Size, r.SizeErr = e.askSize(ctx, v, skip)
+	var grow func(*store.Tx) error
+	if r.SizeErr == nil && r.Size.Listed > currentSize(v) {
+		grow = func(tx *store.Tx) error { return recordListedSize(tx, v, &r.Size) }
+	}
+	failpoint("takeback:size-asked")
 	r.Had, err = e.removeMark(ctx, volumeID, why, grow)
 	return r, err
 }
