@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 )
 
@@ -28,6 +31,7 @@ type killNomad struct {
 	puts    int
 	taken   chan struct{} // closed once the first registration is applied
 	hold    chan struct{} // closed when the test ends: the held answer goes
+	answer  bool          // answer every registration, the first too
 }
 
 func (n *killNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -69,7 +73,7 @@ func (n *killNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		n.volumes[id] = v
 		n.puts++
-		first := n.puts == 1
+		first := n.puts == 1 && !n.answer
 		n.mu.Unlock()
 		if first {
 			close(n.taken)
@@ -153,6 +157,67 @@ func TestNomadRegisterKilledAfterNomadTookItConverges(t *testing.T) {
 	}
 	env.ok("volume", "claim", "db", "--alloc", "local-0")
 	env.ok("volume", "release", "db", "--alloc", "local-0")
+}
+
+// A `volctl nomad release` killed (SIGKILL) once it had asked the plugin what size the volume
+// has (Nomad grew it while it had it), before the commit removing the handover mark and
+// recording the size: the mark stays and the size is not recorded, and the release again asks
+// both and records them. Before, the mark went first and the size was asked by another call
+// after, so a kill between the two left the record at the size handed over for good
+// (TestNomadReleaseWhoseLineCannotBePrintedStillRecordsTheSize, internal/cli).
+func TestCrashTakeBackAfterTheSizeWasAsked(t *testing.T) {
+	bin := buildVolctl(t, failpointsTag)
+	env := newHostEnv(t)
+	env.createVolume("db", spec.SingleNodeWriter)
+	fake := &killNomad{volumes: map[string]map[string]any{}, taken: make(chan struct{}), hold: make(chan struct{}), answer: true}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	nomadEnv := []string{"NOMAD_ADDR=" + srv.URL, "NOMAD_TOKEN=", "NOMAD_NAMESPACE=", "NOMAD_REGION="}
+	if out, err := env.run(nomadEnv, "nomad", "register", "db"); err != nil {
+		t.Fatalf("nomad register db: %v\n%s", err, out)
+	}
+	// Nomad grows it through the plugin (a registration asking a larger capacity_min), then
+	// `nomad volume deregister db`.
+	c, err := csi.New(csi.Config{ControllerSocket: env.socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var st struct {
+		ExternalID string    `json:"external_id"`
+		Capacity   int64     `json:"capacity_bytes"`
+		NodeOwed   int64     `json:"node_expansion_owed"`
+		Handover   *struct{} `json:"handover"`
+	}
+	status := func() {
+		t.Helper()
+		st.Handover = nil
+		if err := json.Unmarshal([]byte(env.ok("volume", "status", "db", "--json")), &st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status()
+	if _, err := c.ControllerExpandVolume(context.Background(), csi.ControllerExpandVolumeRequest{VolumeID: st.ExternalID, CapacityMin: 2 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	fake.mu.Lock()
+	delete(fake.volumes, "db")
+	fake.mu.Unlock()
+
+	out, err := env.runBinary(bin, append([]string{engine.FailpointEnv + "=takeback:size-asked"}, nomadEnv...), "nomad", "release", "db")
+	if !killed(err) {
+		t.Fatalf("nomad release with failpoint takeback:size-asked: %v (want killed there)\n%s", err, out)
+	}
+	if status(); st.Handover == nil || st.Capacity != 1<<20 {
+		t.Fatalf("after the kill: handed over %v, capacity %d; want the mark kept and nothing recorded (1MiB)", st.Handover != nil, st.Capacity)
+	}
+	out, err = env.run(nomadEnv, "nomad", "release", "db")
+	if err != nil || !strings.Contains(out, `Volume "db" is 2MiB as its plugin lists it, grown while in Nomad (volctl had 1MiB): recorded`) {
+		t.Fatalf("nomad release again: %v\n%s\nwant the take-back and the size it grew to said", err, out)
+	}
+	if status(); st.Handover != nil || st.Capacity != 2<<20 || st.NodeOwed != 2<<20 {
+		t.Fatalf("after the release again: handed over %v, capacity %d, node expansion owed %d; want taken back at 2MiB, owed", st.Handover != nil, st.Capacity, st.NodeOwed)
+	}
 }
 
 func exitCode(err error) int {

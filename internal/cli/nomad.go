@@ -711,56 +711,51 @@ func nomadReleaseRun(ctx context.Context, opts *NomadReleaseOptions) error {
 	}, func(id string) error {
 		// Nomad is asked under the volume's lock, so a nomad register in progress finishes
 		// (or fails) before the answer is taken as final.
+		// The plugin is asked what size the volume has before the mark goes, and a larger one
+		// recorded with its removal (engine.TakeBack): what is printed after is the
+		// report of work done.
 		var h engine.HandoverInfo
-		had, err := e.TakeBack(ctx, id, func(m engine.HandoverInfo) (string, error) {
+		r, err := e.TakeBack(ctx, id, func(m engine.HandoverInfo) (string, error) {
 			h = m
 			if opts.Force {
 				return "forced, without asking Nomad", nil
 			}
 			return askedToTakeBack(ctx, e, c, m)
+		}, func(plugin string) error {
+			if failed, before := unanswered[plugin]; before {
+				return fmt.Errorf("not asked: %w, for another volume of this command", failed)
+			}
+			return nil
 		})
 		if err != nil {
 			return err
 		}
-		if !had {
+		if !r.Had {
 			fmt.Fprintf(opts.IO.ErrOut, "Volume %q is not handed over to Nomad: nothing to take back\n", id)
 			return nil
+		}
+		if _, before := unanswered[r.PluginID]; !before && errors.Is(r.SizeErr, engine.ErrSizeNotAnswered) {
+			unanswered[r.PluginID] = r.SizeErr // the plugin's, not this volume's own (its lock, its record)
 		}
 		if err := printDone(opts.IO.Out, fmt.Sprintf("Took volume %q back from %s; volctl may claim it again\n", id, h.Where()),
 			"volume %q taken back from Nomad at %s", id, h.Address); err != nil {
 			return err
 		}
-		return sizeAfterTakeBack(ctx, opts.IO, e, id, unanswered)
+		return sizeAfterTakeBack(opts.IO, id, r.Size, r.SizeErr)
 	})
 	return manyFailed("nomad release", errs)
 }
 
-// sizeAfterTakeBack asks the plugin of volume id, just taken back from Nomad, what size it has
-// (engine.SizeAfterHandover), and says so when it grew while in Nomad, which expands a volume
+// sizeAfterTakeBack says what the take-back of volume id learnt of its size from its plugin
+// (sc, or why nothing, err: engine.TakeBack), which it asked because Nomad expands a volume
 // through the plugin for a registration asking a larger capacity_min while volctl refuses to:
-// its record was left at the size handed over. A plugin that cannot say, or does not answer,
-// leaves the take-back done, and a note says that the record may be behind and what records
-// the size. A plugin that could not be reached or did not answer (unanswered, by plugin ID;
-// engine.ErrSizeNotAnswered, not a failure of the volume's own, such as its lock) is not asked
-// again in the command: a plugin that hangs would hold each volume of a release --all for its RPCs'
+// the record was left at the size handed over. A larger size was recorded; a plugin that cannot
+// say, or did not answer, left the take-back done, and a note says that the record may be behind
+// and what records the size. A plugin that could not be reached or did not answer is not asked
+// again in the command (engine.ErrSizeNotAnswered, not a failure of the volume's own, such as
+// its record): a plugin that hangs would hold each volume of a release --all for its RPCs'
 // timeouts and retries.
-func sizeAfterTakeBack(ctx context.Context, ios *iostreams.IOStreams, e *engine.Engine, id string, unanswered map[string]error) error {
-	var (
-		sc  engine.SizeCheck
-		err error
-	)
-	info, verr := e.Volume(ctx, id)
-	sc.Recorded = info.CapacityBytes
-	switch failed, before := unanswered[info.PluginID]; {
-	case verr != nil:
-		err = verr
-	case before:
-		err = fmt.Errorf("not asked: %w, for another volume of this command", failed)
-	default:
-		if sc, err = e.SizeAfterHandover(ctx, id); errors.Is(err, engine.ErrSizeNotAnswered) {
-			unanswered[info.PluginID] = err // the plugin's, not this volume's own (its lock, its record)
-		}
-	}
+func sizeAfterTakeBack(ios *iostreams.IOStreams, id string, sc engine.SizeCheck, err error) error {
 	had := "volctl's record"
 	if sc.Recorded > 0 {
 		had += " of it (" + spec.FormatSize(sc.Recorded) + ")"

@@ -31,13 +31,11 @@ func growAsNomadDoes(t *testing.T, h *cliHarness, size int64) {
 	}
 }
 
-// A volume Nomad expanded while it had it (through the plugin, for a registration asking a
-// larger capacity_min) was taken back by `volctl nomad release` at the size volctl had handed
-// over: volume status said 10MiB of a 20MiB volume, a handover again sent 10MiB as its
-// capacity_min, and nothing said the record was behind (nomad status names capacity_bytes only
-// while Nomad has the volume). The take-back now asks the plugin what size the volume has,
-// records it, and says so; the file system is owed the node expansion to it.
-func TestNomadReleaseRecordsTheSizeNomadGrewTheVolumeTo(t *testing.T) {
+// grownInNomadThenDeregistered hands volume db (10MiB) over to a fake Nomad, which grows it to
+// 20MiB through the plugin and then deregisters it (`nomad volume deregister db`): a take-back
+// is due, and the size to record.
+func grownInNomadThenDeregistered(t *testing.T) (*cliHarness, *fakeNomad) {
+	t.Helper()
 	h := nomadHarness(t)
 	n := newFakeNomad(t)
 	if _, _, err := registerIn(h, n); err != nil {
@@ -45,8 +43,19 @@ func TestNomadReleaseRecordsTheSizeNomadGrewTheVolumeTo(t *testing.T) {
 	}
 	growAsNomadDoes(t, h, 20<<20)
 	n.mu.Lock()
-	delete(n.vols, "default/db") // nomad volume deregister db
+	delete(n.vols, "default/db")
 	n.mu.Unlock()
+	return h, n
+}
+
+// A volume Nomad expanded while it had it (through the plugin, for a registration asking a
+// larger capacity_min) was taken back by `volctl nomad release` at the size volctl had handed
+// over: volume status said 10MiB of a 20MiB volume, a handover again sent 10MiB as its
+// capacity_min, and nothing said the record was behind (nomad status names capacity_bytes only
+// while Nomad has the volume). The take-back now asks the plugin what size the volume has,
+// records it, and says so; the file system is owed the node expansion to it.
+func TestNomadReleaseRecordsTheSizeNomadGrewTheVolumeTo(t *testing.T) {
+	h, n := grownInNomadThenDeregistered(t)
 	out, err := runNomadRelease(h, n.client, nil)
 	if err != nil || handedOver(t, h) {
 		t.Fatalf("release once Nomad has no such volume: %v (still marked: %v)", err, handedOver(t, h))
@@ -87,6 +96,31 @@ func TestNomadReleaseRecordsTheSizeNomadGrewTheVolumeTo(t *testing.T) {
 	}
 	if last := n.puts[len(n.puts)-1]; !strings.Contains(last, `"RequestedCapacityMin":20971520`) {
 		t.Errorf("the registration after the take-back sent %s; want capacity_min 20MiB", last)
+	}
+}
+
+// The take-back's line could not be printed (stdout a file on a full disk, a closed
+// descriptor), or volctl died right after the mark went (killed, a power loss, SIGPIPE from the
+// reader of its output gone): the mark was removed before the plugin was asked the volume's
+// size, by another call after the line, so the record stayed at the size handed over for good,
+// no node expansion owed, and nothing said so; the command's error said the volume was taken
+// back, "only printing it failed". The size is asked before the mark goes and recorded with its
+// removal: what is left to print is the report of work done.
+func TestNomadReleaseWhoseLineCannotBePrintedStillRecordsTheSize(t *testing.T) {
+	h, n := grownInNomadThenDeregistered(t)
+	ios, _, _, _ := iostreams.Test()
+	ios.Out = fullWriter{}
+	err := nomadReleaseRun(context.Background(), &NomadReleaseOptions{IO: ios, Engine: h.engine, Nomad: n.client, Volumes: []string{"db"}})
+	if err == nil || !strings.Contains(err.Error(), "only printing it failed") || handedOver(t, h) {
+		t.Fatalf("release with stdout full: %v (still marked: %v), want the take-back done and its line said unprinted", err, handedOver(t, h))
+	}
+	info, err := h.e.Volume(h.ctx, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.CapacityBytes != 20<<20 || info.NodeExpansionOwed != 20<<20 {
+		t.Errorf("after a take-back whose line could not be printed: capacity %d, node expansion owed %d; want %d and %d, the size Nomad grew the volume to",
+			info.CapacityBytes, info.NodeExpansionOwed, 20<<20, 20<<20)
 	}
 }
 

@@ -205,7 +205,7 @@ func (e *Engine) handOverStored(ctx context.Context, volumeID string, to Handove
 	}
 	if err != nil && r.Undo && first {
 		// The mark goes even when ctx has ended: Nomad did not take the volume.
-		if _, terr := e.removeMark(context.WithoutCancel(ctx), volumeID, "Nomad refused the registration"); terr != nil {
+		if _, terr := e.removeMark(context.WithoutCancel(ctx), volumeID, "Nomad refused the registration", nil); terr != nil {
 			return HandoverInfo{}, fmt.Errorf("%w; taking the handover mark back also failed: %w (run `%s`)", err, terr, shellquote.Command("volctl nomad release", volumeID))
 		}
 		return HandoverInfo{}, err
@@ -383,30 +383,53 @@ func handoverWhere(h store.Handover) string {
 	return fmt.Sprintf("Nomad at %s (%s)", h.Address, strings.Join(in, ", "))
 }
 
+// TakeBackResult is what TakeBack did.
+type TakeBackResult struct {
+	Had bool // there was a mark (removed unless the error says otherwise)
+	// PluginID is the volume's plugin; Size what it said of the volume's size, and SizeErr
+	// why it said nothing (ErrSizeNotAnswered: the plugin's failure), the take-back done all
+	// the same.
+	PluginID string
+	Size     SizeCheck
+	SizeErr  error
+}
+
 // TakeBack removes a volume's handover mark, so volctl may claim it again, when check, called
 // with the mark under the volume's lock, says why it may go (Nomad no longer has the volume);
 // check's error is returned as it is, and the mark stays. It reports whether there was a mark;
 // check is not called when there is none. The lock keeps a handover (HandOver) from
 // registering the volume between check's question and the mark's removal.
-func (e *Engine) TakeBack(ctx context.Context, volumeID string, check func(HandoverInfo) (why string, err error)) (bool, error) {
-	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (bool, error) { return e.takeBackStored(ctx, id, check) })
+//
+// Once check lets the mark go, and before it goes, the plugin is asked what size the volume
+// has (askSize; not a plugin skip, when set, gives a reason not to ask, which is then SizeErr),
+// and a larger size is recorded, with the node expansion it owes, in the commit that removes
+// the mark (handover_size.go). Before, the mark went first and the size was asked by another
+// call after: a volctl that died in between (killed, a power loss, SIGPIPE from the reader of
+// its output gone) or whose "Took volume back" line could not be printed left the record at the
+// size handed over for good, no node expansion owed and nothing saying so
+// (TestNomadReleaseWhoseLineCannotBePrintedStillRecordsTheSize). Now a kill before the commit
+// leaves the mark, and the next `volctl nomad release` asks both again.
+func (e *Engine) TakeBack(ctx context.Context, volumeID string, check func(HandoverInfo) (why string, err error), skip func(pluginID string) error) (TakeBackResult, error) {
+	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (TakeBackResult, error) {
+		return e.takeBackStored(ctx, id, check, skip)
+	})
 }
 
 // takeBackStored is TakeBack of the ID as stored (byStoredID).
-func (e *Engine) takeBackStored(ctx context.Context, volumeID string, check func(HandoverInfo) (why string, err error)) (bool, error) {
+func (e *Engine) takeBackStored(ctx context.Context, volumeID string, check func(HandoverInfo) (why string, err error), skip func(string) error) (TakeBackResult, error) {
 	unlock, err := e.locks.volume(ctx, volumeID)
 	if err != nil {
-		return false, fmt.Errorf("take volume %q back from Nomad: %w", volumeID, err)
+		return TakeBackResult{}, fmt.Errorf("take volume %q back from Nomad: %w", volumeID, err)
 	}
 	defer unlock()
 	h, had, err := e.handedOver(ctx, volumeID)
 	if err != nil {
-		return false, err
+		return TakeBackResult{}, err
 	}
 	if !had {
 		// No mark: a volume that is not stored under this ID is not found (byStoredID then
 		// looks for it under another normal form), rather than said not to be handed over.
-		return false, e.store.View(ctx, func(tx *store.Tx) error {
+		return TakeBackResult{}, e.store.View(ctx, func(tx *store.Tx) error {
 			_, err := tx.Volumes().Get(volumeID)
 			if errors.Is(err, store.ErrNotFound) {
 				return notFoundf("volume %q not found", volumeID)
@@ -416,16 +439,34 @@ func (e *Engine) takeBackStored(ctx context.Context, volumeID string, check func
 	}
 	why, err := check(handoverInfo(h))
 	if err != nil {
-		return true, err
+		return TakeBackResult{Had: true}, err
 	}
-	return e.removeMark(ctx, volumeID, why)
+	r := TakeBackResult{Had: true}
+	var v store.Volume
+	if err := e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		v, err = tx.Volumes().Get(volumeID)
+		return err
+	}); err != nil {
+		return r, fmt.Errorf("take volume %q back from Nomad: %w", volumeID, err)
+	}
+	r.PluginID = v.PluginID
+	r.Size, r.SizeErr = e.askSize(ctx, v, skip)
+	var grow func(*store.Tx) error
+	if r.SizeErr == nil && r.Size.Listed > currentSize(v) {
+		grow = func(tx *store.Tx) error { return recordListedSize(tx, v, &r.Size) }
+	}
+	failpoint("takeback:size-asked")
+	r.Had, err = e.removeMark(ctx, volumeID, why, grow)
+	return r, err
 }
 
-// removeMark deletes a volume's handover mark, with a nomad-release event saying why; the
-// caller holds the volume's lock, and the mark goes only while it still does (locker.holding):
-// once the lock file is removed, another volctl may have registered the volume in Nomad again
-// since the caller asked Nomad, and the mark is that registration's.
-func (e *Engine) removeMark(ctx context.Context, volumeID, why string) (bool, error) {
+// removeMark deletes a volume's handover mark, with a nomad-release event saying why, and runs
+// also (when set) in the same transaction; the caller holds the volume's lock, and the mark goes
+// only while it still does (locker.holding): once the lock file is removed, another volctl may
+// have registered the volume in Nomad again since the caller asked Nomad, and the mark is that
+// registration's.
+func (e *Engine) removeMark(ctx context.Context, volumeID, why string, also func(*store.Tx) error) (bool, error) {
 	had := true
 	err := e.store.Update(ctx, e.locks.holding(volumeID, func(tx *store.Tx) error {
 		h, err := tx.Handovers().Get(volumeID)
@@ -439,8 +480,14 @@ func (e *Engine) removeMark(ctx context.Context, volumeID, why string) (bool, er
 		if err := tx.Handovers().Delete(volumeID); err != nil {
 			return err
 		}
-		return tx.Events().Append(&store.Event{Kind: "nomad-release", VolumeID: volumeID,
-			Message: fmt.Sprintf("volume %q taken back from Nomad at %s: %s", volumeID, h.Address, why)})
+		if err := tx.Events().Append(&store.Event{Kind: "nomad-release", VolumeID: volumeID,
+			Message: fmt.Sprintf("volume %q taken back from Nomad at %s: %s", volumeID, h.Address, why)}); err != nil {
+			return err
+		}
+		if also != nil {
+			return also(tx)
+		}
+		return nil
 	}))
 	if errors.Is(err, errLockLost) {
 		return false, fmt.Errorf("take volume %q back from Nomad: %w; its handover mark stays: `%s` asks Nomad again once no other volctl is working on the volume",

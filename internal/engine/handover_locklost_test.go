@@ -62,7 +62,7 @@ func takeBackWhileLockLost(t *testing.T, lose func(h *harness) (*Engine, string)
 			close(asking)
 			<-answer
 			return "Nomad answered 404 (asked before the second volctl's registration)", nil
-		})
+		}, nil)
 		done <- err
 	}()
 	<-asking

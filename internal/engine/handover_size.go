@@ -10,11 +10,19 @@ import (
 	"github.com/volctl/volctl/internal/store"
 )
 
-// SizeCheck is what SizeAfterHandover learnt of a volume's size from its plugin.
+// SizeCheck is what a take-back (TakeBack) learnt of a volume's size from its plugin. Nomad grows
+// a volume it has through the plugin (a registration asking a larger capacity_min: `nomad volume
+// register`), while volctl refuses to expand a volume handed over, so its record stayed at the
+// size it handed over: `volume status` showed that, a handover again sent it as capacity_min,
+// and an expand between the two sizes was sent as a growth. The plugin is asked what size the
+// volume's storage has (ListVolumes where the plugin lists volumes, else ControllerGetVolume),
+// and a larger one recorded. A file system grown by Nomad only where its allocs had the volume
+// is owed a NodeExpandVolume to the new size when the plugin's node can expand (CSI makes it
+// idempotent): sent at the next publish, or by reconcile where the volume is staged here, as an
+// expand's. A smaller size, or none, changes nothing (volumes never shrink).
 type SizeCheck struct {
 	// Asked is the RPC the plugin was asked by (ListVolumes, else ControllerGetVolume); "" when
-	// nothing was asked: the plugin cannot say (CannotSay), or the volume is handed over again,
-	// or not ready.
+	// nothing was asked: the plugin cannot say (CannotSay), or the volume is not ready.
 	Asked string
 	// CannotSay: the plugin has no RPC that says a volume's size (no LIST_VOLUMES nor
 	// GET_VOLUME, or no controller here).
@@ -29,62 +37,31 @@ type SizeCheck struct {
 	NodeOwed int64
 }
 
-// SizeAfterHandover asks the plugin of a volume taken back from Nomad what size the volume's
-// storage has (ListVolumes where the plugin lists volumes, else ControllerGetVolume), and
-// records it when it is larger than volctl's record. Nomad grows a volume it has through the
-// plugin (a registration asking a larger capacity_min: `nomad volume register`), while volctl
-// refuses to expand a volume handed over, so its record stayed at the size it handed over:
-// `volume status` showed that, a handover again sent it as capacity_min, and an expand between
-// the two sizes was sent as a growth. A file system grown by Nomad only where its allocs had
-// the volume is owed a NodeExpandVolume to the new size when the plugin's node can expand (CSI
-// makes it idempotent): sent at the next publish, or by reconcile where the volume is staged
-// here, as an expand's. A smaller size, or none, changes nothing (volumes never shrink).
-// Nothing is asked of a volume handed over again meanwhile.
-func (e *Engine) SizeAfterHandover(ctx context.Context, volumeID string) (SizeCheck, error) {
-	return byStoredID(ctx, e, store.VolumeIDs, volumeID, func(id string) (SizeCheck, error) { return e.sizeAfterHandoverStored(ctx, id) })
-}
-
-// ErrSizeNotAnswered is matched by SizeAfterHandover's error when the volume's plugin could
-// not be reached or did not answer: unlike a failure of the volume's own (its lock, its
-// record), one its plugin's other volumes would meet too, which a command taking many back
-// need not ask again.
+// ErrSizeNotAnswered is matched by a take-back's size error (TakeBackResult.SizeErr) when the
+// volume's plugin could not be reached or did not answer: one its plugin's other volumes would
+// meet too, which a command taking many back need not ask again.
 var ErrSizeNotAnswered = errors.New("the plugin did not say what size the volume has")
 
-// sizeNotAnswered is an error of the plugin's in SizeAfterHandover (ErrSizeNotAnswered), its
+// sizeNotAnswered is an error of the plugin's in askSize (ErrSizeNotAnswered), its
 // text the cause's.
 type sizeNotAnswered struct{ error }
 
 func (s sizeNotAnswered) Unwrap() error      { return s.error }
 func (sizeNotAnswered) Is(target error) bool { return target == ErrSizeNotAnswered }
 
-// sizeAfterHandoverStored is SizeAfterHandover of the ID as stored (byStoredID).
-func (e *Engine) sizeAfterHandoverStored(ctx context.Context, volumeID string) (SizeCheck, error) {
-	unlock, err := e.locks.volume(ctx, volumeID)
-	if err != nil {
-		return SizeCheck{}, err
-	}
-	defer unlock()
-	var v store.Volume
-	marked := false
-	if err := e.store.View(ctx, func(tx *store.Tx) error {
-		var err error
-		if v, err = tx.Volumes().Get(volumeID); err != nil {
-			return err
-		}
-		_, err = tx.Handovers().Get(volumeID)
-		marked = err == nil
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-		return err
-	}); errors.Is(err, store.ErrNotFound) {
-		return SizeCheck{}, notFoundf("volume %q not found", volumeID)
-	} else if err != nil {
-		return SizeCheck{}, err
-	}
+// askSize is a take-back's question to the plugin of volume v, read under its lock, which
+// the caller holds: what size the plugin lists it at, and the node expansion a larger one would
+// owe (NodeOwed). Nothing is asked of a volume that is not ready, nor when skip (when set) says
+// why not, which is then the error (ErrSizeNotAnswered).
+func (e *Engine) askSize(ctx context.Context, v store.Volume, skip func(pluginID string) error) (SizeCheck, error) {
 	out := SizeCheck{Recorded: v.CapacityBytes}
-	if marked || v.State != store.VolumeReady {
+	if v.State != store.VolumeReady {
 		return out, nil
+	}
+	if skip != nil {
+		if err := skip(v.PluginID); err != nil {
+			return out, sizeNotAnswered{err}
+		}
 	}
 	c, err := e.connect(ctx, v.PluginID)
 	if err != nil {
@@ -101,40 +78,38 @@ func (e *Engine) sizeAfterHandoverStored(ctx context.Context, volumeID string) (
 		return err
 	})
 	if err != nil {
-		return out, sizeNotAnswered{fmt.Errorf("volume %q: %s of plugin %q: %w", volumeID, out.Asked, v.PluginID, err)}
+		return out, sizeNotAnswered{fmt.Errorf("volume %q: %s of plugin %q: %w", v.ID, out.Asked, v.PluginID, err)}
 	}
-	if out.Listed <= currentSize(v) {
-		return out, nil
-	}
-	if v.CapacityBytes > 0 && c.fp.Node && c.fp.Capabilities.Node.ExpandVolume {
+	if out.Listed > currentSize(v) && v.CapacityBytes > 0 && c.fp.Node && c.fp.Capabilities.Node.ExpandVolume {
 		out.NodeOwed = out.Listed
 	}
-	err = e.store.Update(ctx, e.locks.holding(volumeID, func(tx *store.Tx) error {
-		cur, err := tx.Volumes().Get(volumeID)
-		if err != nil {
-			return err
-		}
-		if out.Listed <= currentSize(cur) {
-			out.NodeOwed = 0
-			return nil // grown by an expand meanwhile
-		}
-		cur.CapacityBytes = out.Listed
-		msg := fmt.Sprintf("volume %q is %s as plugin %q lists it, grown while handed over to Nomad (volctl had %s): recorded",
-			volumeID, spec.FormatSize(out.Listed), v.PluginID, spec.FormatSize(currentSize(v)))
-		if out.NodeOwed > 0 {
-			cur.NodeExpandMin, cur.NodeExpandMax = max(cur.NodeExpandMin, out.NodeOwed), 0
-			msg += "; the node expansion is owed"
-		}
-		if err := tx.Volumes().Update(&cur); err != nil {
-			return err
-		}
-		out.Grown = true
-		return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: volumeID, PluginID: v.PluginID, RPC: out.Asked, Message: msg})
-	}))
-	if err != nil {
-		return out, fmt.Errorf("volume %q: recording the size plugin %q lists it at: %w", volumeID, v.PluginID, err)
-	}
 	return out, nil
+}
+
+// recordListedSize records out.Listed, what askSize learnt of volume v, as its size in tx when
+// it is larger than the record's (an expand meanwhile may have grown it), with the node
+// expansion owed, and sets out.Grown; otherwise it clears out.NodeOwed and changes nothing.
+func recordListedSize(tx *store.Tx, v store.Volume, out *SizeCheck) error {
+	cur, err := tx.Volumes().Get(v.ID)
+	if err != nil {
+		return err
+	}
+	if out.Listed <= currentSize(cur) {
+		out.NodeOwed = 0
+		return nil // grown by an expand meanwhile, or never larger
+	}
+	cur.CapacityBytes = out.Listed
+	msg := fmt.Sprintf("volume %q is %s as plugin %q lists it, grown while handed over to Nomad (volctl had %s): recorded",
+		v.ID, spec.FormatSize(out.Listed), v.PluginID, spec.FormatSize(currentSize(v)))
+	if out.NodeOwed > 0 {
+		cur.NodeExpandMin, cur.NodeExpandMax = max(cur.NodeExpandMin, out.NodeOwed), 0
+		msg += "; the node expansion is owed"
+	}
+	if err := tx.Volumes().Update(&cur); err != nil {
+		return err
+	}
+	out.Grown = true
+	return tx.Events().Append(&store.Event{Kind: "volume-expand", VolumeID: v.ID, PluginID: v.PluginID, RPC: out.Asked, Message: msg})
 }
 
 // listedSize is the size the plugin answers rpc (ListVolumes or ControllerGetVolume) with for

@@ -25,22 +25,26 @@ func (h *harness) growBehindVolctl(id string, size int64) {
 }
 
 // takenBack hands volume id over (no registration) and takes it back, as nomad release does
-// once Nomad has let go of it; between the two, during runs.
-func (h *harness) takenBack(id string, during func()) {
+// once Nomad has let go of it; between the two, during runs. It returns what the take-back
+// learnt of the volume's size. The handover is forced: a volume owed a node expansion is handed
+// over all the same.
+func (h *harness) takenBack(id string, during func()) TakeBackResult {
 	h.t.Helper()
-	if _, err := h.e.HandOver(h.ctx, id, HandoverTarget{Address: "http://127.0.0.1:4646"}, false, nil); err != nil {
+	if _, err := h.e.HandOver(h.ctx, id, HandoverTarget{Address: "http://127.0.0.1:4646"}, true, nil); err != nil {
 		h.t.Fatal(err)
 	}
 	during()
-	if had, err := h.e.TakeBack(h.ctx, id, func(HandoverInfo) (string, error) { return "deregistered", nil }); err != nil || !had {
-		h.t.Fatalf("take back %q: %v, %v", id, had, err)
+	r, err := h.e.TakeBack(h.ctx, id, func(HandoverInfo) (string, error) { return "deregistered", nil }, nil)
+	if err != nil || !r.Had {
+		h.t.Fatalf("take back %q: %v, %v", id, r.Had, err)
 	}
+	return r
 }
 
-// SizeAfterHandover learns the size of a volume grown while in Nomad from the plugin, by
-// ListVolumes or, for a plugin that only answers for one volume, ControllerGetVolume; records
-// it with the node expansion owed, and never lowers the record.
-func TestSizeAfterHandoverRecordsTheSizeThePluginLists(t *testing.T) {
+// A take-back learns the size of a volume grown while in Nomad from the plugin, by ListVolumes
+// or, for a plugin that only answers for one volume, ControllerGetVolume; records it with the
+// node expansion owed, and never lowers the record.
+func TestTakeBackRecordsTheSizeThePluginLists(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		cfg   func(*csitest.MemConfig)
@@ -52,29 +56,27 @@ func TestSizeAfterHandoverRecordsTheSizeThePluginLists(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.cfg)
 			h.create(volume("v"))
-			h.takenBack("v", func() { h.growBehindVolctl("v", 4*mib) })
-			sc, err := h.e.SizeAfterHandover(h.ctx, "v")
-			if err != nil {
-				t.Fatal(err)
+			r := h.takenBack("v", func() { h.growBehindVolctl("v", 4*mib) })
+			if r.SizeErr != nil {
+				t.Fatal(r.SizeErr)
 			}
-			if want := (SizeCheck{Asked: tc.asked, Recorded: mib, Listed: 4 * mib, Grown: true, NodeOwed: 4 * mib}); sc != want {
-				t.Errorf("size check = %+v, want %+v", sc, want)
+			if want := (SizeCheck{Asked: tc.asked, Recorded: mib, Listed: 4 * mib, Grown: true, NodeOwed: 4 * mib}); r.Size != want {
+				t.Errorf("size check = %+v, want %+v", r.Size, want)
 			}
 			if v := h.volumeInfo("v"); v.CapacityBytes != 4*mib || v.NodeExpansionOwed != 4*mib {
 				t.Errorf("recorded capacity %d, node expansion owed %d; want both %d", v.CapacityBytes, v.NodeExpansionOwed, 4*mib)
 			}
-			// Asked again, the plugin lists what volctl has: nothing changes.
-			if sc, err := h.e.SizeAfterHandover(h.ctx, "v"); err != nil || sc.Grown {
-				t.Errorf("size check again: %+v, %v; want nothing grown", sc, err)
+			// Taken back again, the plugin lists what volctl has: nothing changes.
+			if r := h.takenBack("v", func() {}); r.SizeErr != nil || r.Size.Grown {
+				t.Errorf("size check again: %+v, %v; want nothing grown", r.Size, r.SizeErr)
 			}
 		})
 	}
 }
 
 // A plugin that lists a volume smaller than volctl's record (or at a negative size) does not
-// shrink the record; one that cannot say a volume's size is not asked; a volume handed over
-// again is not asked about (Nomad has it, and grows it).
-func TestSizeAfterHandoverNeverShrinksNorAsksWhatItCannot(t *testing.T) {
+// shrink the record; one that cannot say a volume's size is not asked.
+func TestTakeBackNeverShrinksNorAsksWhatItCannot(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("v"))
 	h.mem.AnswerExpandWith(3 * mib) // recorded at 3MiB, the plugin's storage left at 1MiB
@@ -82,47 +84,43 @@ func TestSizeAfterHandoverNeverShrinksNorAsksWhatItCannot(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.mem.AnswerExpandWith(0)
-	sc, err := h.e.SizeAfterHandover(h.ctx, "v")
-	if err != nil || sc.Grown || sc.Listed != mib || h.volumeInfo("v").CapacityBytes != 3*mib {
-		t.Errorf("size check of a volume the plugin lists smaller than recorded: %+v, %v, recorded %d; want the record kept at %d", sc, err, h.volumeInfo("v").CapacityBytes, 3*mib)
-	}
-
-	if _, err := h.e.HandOver(h.ctx, "v", HandoverTarget{Address: "http://127.0.0.1:4646"}, true, nil); err != nil {
-		t.Fatal(err)
-	}
-	h.growBehindVolctl("v", 8*mib)
-	if sc, err := h.e.SizeAfterHandover(h.ctx, "v"); err != nil || sc.Asked != "" || sc.Grown {
-		t.Errorf("size check of a volume handed over: %+v, %v; want nothing asked", sc, err)
+	r := h.takenBack("v", func() {})
+	if r.SizeErr != nil || r.Size.Grown || r.Size.Listed != mib || h.volumeInfo("v").CapacityBytes != 3*mib {
+		t.Errorf("size check of a volume the plugin lists smaller than recorded: %+v, %v, recorded %d; want the record kept at %d", r.Size, r.SizeErr, h.volumeInfo("v").CapacityBytes, 3*mib)
 	}
 
 	n := newHarness(t, func(c *csitest.MemConfig) { c.Controller.ListVolumes, c.Controller.GetVolume = false, false })
 	n.create(volume("w"))
-	if sc, err := n.e.SizeAfterHandover(n.ctx, "w"); err != nil || !sc.CannotSay || sc.Asked != "" {
-		t.Errorf("size check of a volume whose plugin cannot say: %+v, %v; want CannotSay, nothing asked", sc, err)
+	if r := n.takenBack("w", func() {}); r.SizeErr != nil || !r.Size.CannotSay || r.Size.Asked != "" {
+		t.Errorf("size check of a volume whose plugin cannot say: %+v, %v; want CannotSay, nothing asked", r.Size, r.SizeErr)
 	}
 }
 
-// A size check that fails for the volume's own sake (its lock held past the command's patience)
-// is not the plugin's failure, and a take-back of many volumes asks the plugin's other volumes
-// all the same; one whose plugin is gone is (ErrSizeNotAnswered), and the others need not wait
-// on it. `nomad release --all` cached every failure by plugin: one volume's held lock left the
-// plugin's other volumes unasked, their records behind what Nomad grew them to.
-func TestSizeAfterHandoverSaysWhenThePluginDidNotAnswer(t *testing.T) {
+// A take-back that fails for the volume's own sake (its lock held past the command's patience)
+// is the take-back's failure, the mark kept, not a size check's; one whose plugin is gone is
+// done, its size check failed with ErrSizeNotAnswered, so that the plugin's other volumes need
+// not wait on it. `nomad release --all` cached every failure by plugin: one volume's held lock
+// left the plugin's other volumes unasked, their records behind what Nomad grew them to.
+func TestTakeBackSaysWhenThePluginDidNotAnswer(t *testing.T) {
 	h := newHarness(t, nil)
 	h.create(volume("v"))
+	if _, err := h.e.HandOver(h.ctx, "v", HandoverTarget{Address: "http://127.0.0.1:4646"}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	deregistered := func(HandoverInfo) (string, error) { return "deregistered", nil }
 	unlock, err := h.e.locks.volume(h.ctx, "v")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(h.ctx, 300*time.Millisecond)
-	_, err = h.e.SizeAfterHandover(ctx, "v")
+	r, err := h.e.TakeBack(ctx, "v", deregistered, nil)
 	cancel()
 	unlock()
-	if err == nil || errors.Is(err, ErrSizeNotAnswered) {
-		t.Errorf("size check while another operation held the volume's lock: %v; want a failure, not the plugin's", err)
+	if err == nil || errors.Is(err, ErrSizeNotAnswered) || r.SizeErr != nil {
+		t.Errorf("take-back while another operation held the volume's lock: %v (size: %v); want the take-back's failure, not the plugin's", err, r.SizeErr)
 	}
 	h.stopServe()
-	if _, err := h.e.SizeAfterHandover(h.ctx, "v"); !errors.Is(err, ErrSizeNotAnswered) {
-		t.Errorf("size check with the plugin gone: %v; want ErrSizeNotAnswered", err)
+	if r, err := h.e.TakeBack(h.ctx, "v", deregistered, nil); err != nil || !r.Had || !errors.Is(r.SizeErr, ErrSizeNotAnswered) {
+		t.Errorf("take-back with the plugin gone: %v, had %v, size %v; want it done, ErrSizeNotAnswered", err, r.Had, r.SizeErr)
 	}
 }

@@ -34,12 +34,12 @@ func TestHandedOverVolumeRefusesLocalClaims(t *testing.T) {
 	if n := h.faults.Calls("NodePublishVolume"); n != 0 {
 		t.Fatalf("refused claim sent NodePublishVolume %d time(s)", n)
 	}
-	if had, err := h.e.TakeBack(h.ctx, "db", because("deregistered from Nomad")); err != nil || !had {
-		t.Fatalf("take back: had=%v err=%v", had, err)
+	if r, err := h.e.TakeBack(h.ctx, "db", because("deregistered from Nomad"), nil); err != nil || !r.Had {
+		t.Fatalf("take back: had=%v err=%v", r.Had, err)
 	}
 	h.claim(ClaimRequest{VolumeID: "db", Alloc: "web-0"})
-	if had, err := h.e.TakeBack(h.ctx, "db", because("again")); err != nil || had {
-		t.Fatalf("second take back: had=%v err=%v, want no mark and no error", had, err)
+	if r, err := h.e.TakeBack(h.ctx, "db", because("again"), nil); err != nil || r.Had {
+		t.Fatalf("second take back: had=%v err=%v, want no mark and no error", r.Had, err)
 	}
 }
 
@@ -161,7 +161,7 @@ func TestHandedOverVolumeStatusSaysSo(t *testing.T) {
 		!strings.Contains(s.Sentence(), to.Address) {
 		t.Fatalf("handed over: handover %+v, schedulable %v, %q; want the mark, not schedulable, naming %s", v.Handover, v.Schedulable, s.Sentence(), to.Address)
 	}
-	if _, err := h.e.TakeBack(h.ctx, "db", because("test")); err != nil {
+	if _, err := h.e.TakeBack(h.ctx, "db", because("test"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if v, err := h.e.Volume(h.ctx, "db"); err != nil || v.Handover != nil || !v.Schedulability().OK() {
@@ -244,7 +244,7 @@ func checkAttachmentKeptForNomad(t *testing.T, h *harness, id string) {
 // sends the ControllerUnpublishVolume that waited for it.
 func checkUnpublishedAfterTakeBack(t *testing.T, h *harness, id string) {
 	t.Helper()
-	if _, err := h.e.TakeBack(h.ctx, id, because("deregistered from Nomad")); err != nil {
+	if _, err := h.e.TakeBack(h.ctx, id, because("deregistered from Nomad"), nil); err != nil {
 		t.Fatal(err)
 	}
 	h.mem.ResetCalls()

@@ -135,7 +135,7 @@ func (p *Plugin) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 	}
 	if err != nil {
 		_ = os.RemoveAll(p.volumePath(v.ID))
-		return nil, copyStatus(ctx, "volume %q: creating directory: %v", name, err)
+		return nil, copyStatus(ctx, "volume %q: creating directory: %v%s", name, err, readOnlyRoot(p.cfg.Root, err))
 	}
 	defer unlock()
 	p.state.Volumes[v.ID] = v
@@ -266,7 +266,7 @@ func (p *Plugin) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 	// Directory first, record second: a crash in between leaves a record whose directory is
 	// gone, which the next DeleteVolume finishes, rather than an orphaned directory.
 	if err := os.RemoveAll(p.volumePath(id)); err != nil {
-		return nil, internal("volume %q: removing directory: %v", id, err)
+		return nil, internal("volume %q: removing directory: %v%s", id, err, readOnlyRoot(p.cfg.Root, err))
 	}
 	delete(p.state.Volumes, id)
 	if err := p.saveOrUndo("", id, nil); err != nil {
@@ -526,7 +526,7 @@ func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 	}
 	if err != nil {
 		_ = os.RemoveAll(p.snapshotPath(sn.ID))
-		return nil, copyStatus(ctx, "snapshot %q of volume %q: copying: %v", name, v.ID, err)
+		return nil, copyStatus(ctx, "snapshot %q of volume %q: copying: %v%s", name, v.ID, err, readOnlyRoot(p.cfg.Root, err))
 	}
 	defer unlock()
 	p.state.Snapshots[sn.ID] = sn
@@ -560,7 +560,7 @@ func (p *Plugin) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequ
 		return &csi.DeleteSnapshotResponse{}, nil
 	}
 	if err := os.RemoveAll(p.snapshotPath(id)); err != nil {
-		return nil, internal("snapshot %q: removing directory: %v", id, err)
+		return nil, internal("snapshot %q: removing directory: %v%s", id, err, readOnlyRoot(p.cfg.Root, err))
 	}
 	delete(p.state.Snapshots, id)
 	if err := p.saveSnapshot(id); err != nil {

@@ -3,9 +3,11 @@ package hostpath_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
@@ -20,34 +22,114 @@ import (
 // away from its consumers, succeed on a full root, and what they recorded is there after a
 // restart.
 func TestTeardownsSucceedOnAFullRoot(t *testing.T) {
-	root := hostpathtest.Tmpfs(t, "size=2m,mode=0700")
-	cfg := hostpath.Config{Root: root, NodeID: "n1", EnableAttach: true}
-	c, _ := startFake(t, cfg)
-	ctx := context.Background()
-	v := c.createVolume(t, "v")
-	pub, err := c.ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "n1", VolumeCapability: snw})
-	mustOK(t, err)
-	p := newPaths(t)
-	mustOK(t, c.stage(v, p, pub.GetPublishContext()))
-	mustOK(t, c.publish(v, p, p.target, false, pub.GetPublishContext()))
-
+	r := publishedOnASmallRoot(t)
 	// The consumer fills its volume, and with it the root.
-	hostpathtest.Fill(t, filepath.Join(c.volumeDir(t, v.GetVolumeId()), "fill"))
+	hostpathtest.Fill(t, filepath.Join(r.c.volumeDir(t, r.v.GetVolumeId()), "fill"))
+	r.teardown(t, "on a full root", nil)
+	r.deletesAfterARestart(t)
+}
 
-	if err := c.unpublish(v, p.target); err != nil {
-		t.Fatalf("NodeUnpublishVolume on a full root: %v", err)
+// A consumer that goes on writing takes whatever room a teardown frees. Before, the first
+// teardown on a full root removed meta/.reserve and saved again, handing its 64 KiB to the file
+// system: the consumers still writing (this volume's, on a mount not yet gone, or another
+// volume's on the same root) ate them, and the next teardown found no room and no reserve,
+// answering INTERNAL until someone freed space by hand. Each teardown here follows the root
+// filled again, and each succeeds, its record there after a restart.
+func TestTeardownsSucceedWhileAConsumerKeepsWriting(t *testing.T) {
+	r := publishedOnASmallRoot(t)
+	// The other volume's consumer writes until the root is full, before each teardown.
+	fill := filepath.Join(r.c.volumeDir(t, r.c.createVolume(t, "other").GetVolumeId()), "fill")
+	r.teardown(t, "on a root filled again since the last teardown", func() { hostpathtest.Fill(t, fill) })
+	r.deletesAfterARestart(t)
+}
+
+// The root's file system turned read-only under the plugin (the kernel does so after a disk
+// error, errors=remount-ro; or an operator's remount): nothing can be recorded there. A teardown
+// then fails, as it must (its record would say the volume is still published), but before it
+// said only "saving state: open .../meta/volumes/.volctl-tmp-vol-...-2992981835: read-only file
+// system", a temporary file's name and nothing of what to do. It names the root and the way
+// out, and once the root is writable again the request sent again finishes, recorded.
+func TestTeardownOnAReadOnlyRootSaysWhatToDo(t *testing.T) {
+	r := publishedOnASmallRoot(t)
+	if err := unix.Mount("", r.root, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		t.Skipf("cannot remount the root's tmpfs read-only: %v", err)
 	}
-	if err := c.unstage(v, p); err != nil {
-		t.Fatalf("NodeUnstageVolume on a full root: %v", err)
+	err := r.c.unpublish(r.v, r.p.target)
+	if err == nil {
+		t.Fatal("NodeUnpublishVolume on a read-only root succeeded, recording nothing")
 	}
-	if _, err := c.ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: v.GetVolumeId(), NodeId: "n1"}); err != nil {
-		t.Fatalf("ControllerUnpublishVolume on a full root: %v", err)
+	for _, want := range []string{r.root + " is on a read-only file system", "mount it read-write again", "send the request again"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("NodeUnpublishVolume on a read-only root: %v\nwant it to say %q", err, want)
+		}
+	}
+	_, err = r.c.ctl.CreateVolume(context.Background(), &csi.CreateVolumeRequest{Name: "w", VolumeCapabilities: []*csi.VolumeCapability{snw}})
+	if err == nil || !strings.Contains(err.Error(), r.root+" is on a read-only file system") {
+		t.Errorf("CreateVolume on a read-only root: %v, want it to name the root as read-only", err)
 	}
 
-	// Recorded: a plugin started again on the root holds the volume as torn down, and deletes it.
-	mustOK(t, c.srv.Stop())
-	again, _ := startFake(t, cfg)
-	if _, err := again.ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v.GetVolumeId()}); err != nil {
+	if err := unix.Mount("", r.root, "", unix.MS_REMOUNT, ""); err != nil {
+		t.Fatalf("remounting the root read-write: %v", err)
+	}
+	r.teardown(t, "sent again, the root writable again", nil)
+	r.deletesAfterARestart(t)
+}
+
+// smallRoot is a plugin on a 2 MiB tmpfs root, with volume v controller-published to n1,
+// staged and published at p.
+type smallRoot struct {
+	root string
+	cfg  hostpath.Config
+	c    *client
+	v    *csi.Volume
+	p    paths
+}
+
+func publishedOnASmallRoot(t *testing.T) *smallRoot {
+	t.Helper()
+	r := &smallRoot{root: hostpathtest.Tmpfs(t, "size=2m,mode=0700")}
+	r.cfg = hostpath.Config{Root: r.root, NodeID: "n1", EnableAttach: true}
+	r.c, _ = startFake(t, r.cfg)
+	r.v = r.c.createVolume(t, "v")
+	pub, err := r.c.ctl.ControllerPublishVolume(context.Background(), &csi.ControllerPublishVolumeRequest{VolumeId: r.v.GetVolumeId(), NodeId: "n1", VolumeCapability: snw})
+	mustOK(t, err)
+	r.p = newPaths(t)
+	mustOK(t, r.c.stage(r.v, r.p, pub.GetPublishContext()))
+	mustOK(t, r.c.publish(r.v, r.p, r.p.target, false, pub.GetPublishContext()))
+	return r
+}
+
+// teardown sends NodeUnpublishVolume, NodeUnstageVolume and ControllerUnpublishVolume of v,
+// each after before (when set), and fails the test, saying when (how), at the first that fails.
+func (r *smallRoot) teardown(t *testing.T, how string, before func()) {
+	t.Helper()
+	for _, step := range []struct {
+		rpc  string
+		send func() error
+	}{
+		{"NodeUnpublishVolume", func() error { return r.c.unpublish(r.v, r.p.target) }},
+		{"NodeUnstageVolume", func() error { return r.c.unstage(r.v, r.p) }},
+		{"ControllerUnpublishVolume", func() error {
+			_, err := r.c.ctl.ControllerUnpublishVolume(context.Background(), &csi.ControllerUnpublishVolumeRequest{VolumeId: r.v.GetVolumeId(), NodeId: "n1"})
+			return err
+		}},
+	} {
+		if before != nil {
+			before()
+		}
+		if err := step.send(); err != nil {
+			t.Fatalf("%s %s: %v", step.rpc, how, err)
+		}
+	}
+}
+
+// deletesAfterARestart checks that the teardowns were recorded: a plugin started again on the
+// root holds the volume as torn down, and deletes it.
+func (r *smallRoot) deletesAfterARestart(t *testing.T) {
+	t.Helper()
+	mustOK(t, r.c.srv.Stop())
+	again, _ := startFake(t, r.cfg)
+	if _, err := again.ctl.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: r.v.GetVolumeId()}); err != nil {
 		t.Fatalf("DeleteVolume after the teardowns, the plugin started again: %v (the teardowns not recorded?)", err)
 	}
 }

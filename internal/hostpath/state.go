@@ -296,8 +296,15 @@ func (s *state) saveVolume(root, id string) error {
 // finds no room for its new copy. A create or a publish may fail then; a teardown (a target, the
 // staging, an attachment gone) must not, or no consumer can let go of a volume until someone
 // frees space by hand (TestTeardownsSucceedOnAFullRoot). meta/.reserve holds room for it:
-// reserveSize bytes allocated at start and at each create (keepReserve), given up by a
-// teardown's save that found the file system full, which is then tried again.
+// reserveSize bytes allocated at start and at each create (keepReserve). A teardown's save that
+// finds the file system full writes the record into the reserve's own blocks and exchanges the
+// two names (saveIntoReserve): the record's old file, blocks and all, is the reserve from then
+// on, so no byte of it passes through the file system's free space, where a consumer still
+// writing would take it. Before, the reserve was removed and the save tried again: the consumers
+// still writing ate the 64 KiB so freed, and the next teardown found neither room nor reserve
+// (TestTeardownsSucceedWhileAConsumerKeepsWriting). Where the names cannot be exchanged (a
+// file system without RENAME_EXCHANGE, or one that writes every block anew, as btrfs does), the
+// reserve is still given up and the save tried again.
 const (
 	reserveFile = ".reserve"
 	reserveSize = 64 << 10
@@ -305,9 +312,9 @@ const (
 
 // keepReserve makes meta/.reserve hold reserveSize bytes allocated, when there is room.
 func keepReserve(root string) error {
-	f, err := os.OpenFile(filepath.Join(root, metaDir, reserveFile), os.O_WRONLY|os.O_CREATE|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	f, err := openReserve(root, os.O_CREATE)
 	if err != nil {
-		return err
+		return fmt.Errorf("keeping room for teardowns in %s: %w", filepath.Join(root, metaDir, reserveFile), err)
 	}
 	err = unix.Fallocate(int(f.Fd()), 0, 0, reserveSize)
 	if errors.Is(err, unix.EOPNOTSUPP) { // a file system without fallocate: the bytes written
@@ -322,17 +329,120 @@ func keepReserve(root string) error {
 	return nil
 }
 
+// openReserve opens meta/.reserve for writing (flag: os.O_CREATE to make it when missing) and
+// takes its lock, which the caller's Close releases. Two plugin processes may serve one root:
+// the lock keeps one from writing the reserve while the other fills or uses it, and a reserve
+// whose name was exchanged with a record while this one waited for its lock (it is that record
+// now) is let go and the new one opened.
+func openReserve(root string, flag int) (*os.File, error) {
+	path := filepath.Join(root, metaDir, reserveFile)
+	for range 8 {
+		f, err := os.OpenFile(path, os.O_RDWR|flag|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+		held, herr := f.Stat()
+		named, nerr := os.Lstat(path)
+		if herr == nil && nerr == nil && os.SameFile(held, named) && held.Mode().IsRegular() {
+			return f, nil
+		}
+		f.Close()
+		if herr != nil {
+			return nil, herr
+		}
+		if nerr != nil && !errors.Is(nerr, fs.ErrNotExist) {
+			return nil, nerr
+		}
+	}
+	return nil, fmt.Errorf("%s was replaced each time it was opened", path)
+}
+
 // saveTeardown is saveVolume of a teardown's change: when the file system has no room for the
-// record's new copy, meta/.reserve is given up and the save tried again.
+// record's new copy, it is written into meta/.reserve's blocks (saveIntoReserve); where that
+// cannot be, the reserve is given up and the save tried again.
 func (s *state) saveTeardown(root, id string) error {
 	err := s.saveVolume(root, id)
 	if !errors.Is(err, unix.ENOSPC) && !errors.Is(err, unix.EDQUOT) {
 		return err
 	}
-	if rerr := os.Remove(filepath.Join(root, metaDir, reserveFile)); rerr != nil {
+	if s.saveIntoReserve(root, id) == nil {
+		return nil
+	}
+	if !giveUpReserve(root) {
 		return err // no room kept (given up already, by this process or another)
 	}
 	return s.saveVolume(root, id)
+}
+
+// giveUpReserve removes meta/.reserve, under its lock: another process serving the root may be
+// writing a record into it, and exchanges the reserve's name with the record's, by name.
+// Removed under it, and another reserve made there since, that exchange would put the new
+// reserve's bytes under the record's name.
+func giveUpReserve(root string) bool {
+	f, err := openReserve(root, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return os.Remove(f.Name()) == nil
+}
+
+// saveIntoReserve saves volume id's record, which has one on disk, by writing it over
+// meta/.reserve's content, synced, and exchanging the two names (renameat2's RENAME_EXCHANGE,
+// atomic: a crash leaves the old record or the new one under the record's name), then syncing
+// both directories. The old record's file is the reserve from then on: the next teardown writes
+// over its blocks in turn. Nothing is allocated on a file system that writes in place, as long
+// as the record fits in the blocks the reserve holds.
+func (s *state) saveIntoReserve(root, id string) error {
+	v := s.Volumes[id]
+	if v == nil {
+		return errors.New("no record to save")
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	f, err := openReserve(root, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close() // holding the lock until the names are exchanged
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(b, 0); err != nil {
+		return err
+	}
+	if fi.Size() > int64(len(b)) {
+		if err := f.Truncate(int64(len(b))); err != nil {
+			return err
+		}
+	}
+	if err := f.Chmod(0o600); err != nil {
+		return err
+	}
+	if err := syncFile(f); err != nil {
+		return err
+	}
+	delete(s.onDisk, id) // until the exchange is known to be durable
+	meta := filepath.Join(root, metaDir)
+	dir := filepath.Join(meta, "volumes")
+	if err := exchangeNames(f.Name(), filepath.Join(dir, id+".json")); err != nil {
+		return err
+	}
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	if err := syncDir(meta); err != nil {
+		return err
+	}
+	s.onDisk[id] = b
+	return nil
 }
 
 // saveSnapshot writes one snapshot's record, or removes it when the snapshot is gone from s.
@@ -356,17 +466,31 @@ func saveObject(root, kind, id string, b []byte) error {
 	path := filepath.Join(dir, id+".json")
 	if b == nil {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("saving state: %w", err)
+			return fmt.Errorf("saving state: %w%s", err, readOnlyRoot(root, err))
 		}
 		return syncDir(dir)
 	}
 	if err := ensureMetaDir(meta, dir); err != nil {
-		return err
+		return fmt.Errorf("%w%s", err, readOnlyRoot(root, err))
 	}
 	if err := atomicfile.Write(path, b, 0o600); err != nil {
-		return fmt.Errorf("saving state: %w", err)
+		return fmt.Errorf("saving state: %w%s", err, readOnlyRoot(root, err))
 	}
 	return nil
+}
+
+// readOnlyRoot says, for an error of a write under root that its file system is read-only
+// (EROFS: mounted so, or turned so by the kernel after a disk error, errors=remount-ro), what
+// that means and what to do; "" for any other error. Before, a request failing so said only
+// "open .../meta/volumes/.volctl-tmp-...: read-only file system"
+// (TestTeardownOnAReadOnlyRootSaysWhatToDo).
+func readOnlyRoot(root string, err error) string {
+	if !errors.Is(err, unix.EROFS) {
+		return ""
+	}
+	return fmt.Sprintf(" (the plugin's root %s is on a read-only file system, where nothing can be created or recorded: "+
+		"mount it read-write again, after fsck when the kernel turned it read-only after a disk error (see dmesg), "+
+		"then send the request again)", root)
 }
 
 // ensureMetaDir creates meta/KIND (and meta/VERSION) the first time something is saved.
@@ -396,6 +520,12 @@ func syncDir(dir string) error {
 		return fmt.Errorf("syncing %q: %w", dir, err)
 	}
 	return nil
+}
+
+// exchangeNames swaps the files two paths name, atomically; tests make it fail, as a file
+// system without RENAME_EXCHANGE does.
+var exchangeNames = func(a, b string) error {
+	return unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
 }
 
 // syncFile is (*os.File).Sync; tests record what is synced, and when.

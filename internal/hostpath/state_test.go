@@ -2,12 +2,15 @@ package hostpath
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Record IDs have the shape the plugin generates.
@@ -170,4 +173,165 @@ func TestDeletedThenRecreatedVolumeIsWritten(t *testing.T) {
 	if g := got.Volumes[volA]; g == nil || g.Name != "a" {
 		t.Fatalf("after deleting volume %s and creating it again, the plugin reads back %+v; want the volume", volA, g)
 	}
+}
+
+// TestTeardownSaveOnAFullRoot: a teardown's save on a full root writes the record into the
+// reserve's blocks and exchanges the names, the old record's file the reserve after; where the
+// names cannot be exchanged (a file system without RENAME_EXCHANGE), it gives the reserve up
+// and saves again. Either way the record on disk is the new one, and nothing else is left in
+// meta/.
+func TestTeardownSaveOnAFullRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to mount a small tmpfs")
+	}
+	for _, exchange := range []bool{true, false} {
+		t.Run(fmt.Sprintf("exchange=%v", exchange), func(t *testing.T) {
+			root := t.TempDir()
+			if err := unix.Mount("tmpfs", root, "tmpfs", 0, "size=1m,mode=0700"); err != nil {
+				t.Skipf("cannot mount a tmpfs: %v", err)
+			}
+			t.Cleanup(func() { _ = unix.Unmount(root, unix.MNT_DETACH) })
+			if !exchange {
+				old := exchangeNames
+				t.Cleanup(func() { exchangeNames = old })
+				exchangeNames = func(string, string) error { return unix.EINVAL }
+			}
+			st := newState()
+			st.Volumes[volA] = &volume{ID: volA, Name: "a", Capacity: 1, CreatedAt: time.Unix(1, 0).UTC(),
+				Targets: map[string]publication{"/alloc/a": {}}}
+			if err := st.saveVolume(root, volA); err != nil {
+				t.Fatal(err)
+			}
+			if err := keepReserve(root); err != nil {
+				t.Fatal(err)
+			}
+			record := filepath.Join(root, metaDir, "volumes", volA+".json")
+			before, err := os.Stat(record)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fill(t, filepath.Join(root, "fill"))
+			delete(st.Volumes[volA].Targets, "/alloc/a")
+			if err := st.saveTeardown(root, volA); err != nil {
+				t.Fatalf("teardown's save on a full root: %v", err)
+			}
+			got, err := loadState(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(got.Volumes[volA].Targets); n != 0 {
+				t.Errorf("record on disk has %d targets after the teardown's save, want 0", n)
+			}
+			reserve, err := os.Stat(filepath.Join(root, metaDir, reserveFile))
+			switch {
+			case exchange && err != nil:
+				t.Errorf("the reserve after a save into it: %v, want the old record's file", err)
+			case exchange && !os.SameFile(reserve, before):
+				t.Error("the reserve after a save into it is not the old record's file")
+			case !exchange && err == nil:
+				t.Error("the reserve is there after a save that could not use it: not given up?")
+			}
+			entries, err := os.ReadDir(filepath.Join(root, metaDir, "volumes"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(entries) != 1 {
+				t.Errorf("meta/volumes holds %d entries, want the one record", len(entries))
+			}
+		})
+	}
+}
+
+// fill allocates every free block of path's file system to the file path, in one fallocate.
+func fill(t *testing.T, path string) {
+	t.Helper()
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(path), &st); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, int64(st.Bavail)*st.Bsize); err != nil {
+		t.Fatalf("filling %s: %v", path, err)
+	}
+	if err := unix.Statfs(filepath.Dir(path), &st); err != nil || st.Bavail != 0 {
+		t.Fatalf("%s's file system has %d blocks free after filling it (%v)", path, st.Bavail, err)
+	}
+}
+
+// TestTeardownSavesOfTwoProcessesShareTheReserve: two plugin processes serving one full root
+// write their teardowns' records into meta/.reserve and exchange names with it, while a third
+// gives the reserve up and makes it again: every record read back is whole, its own volume's,
+// and the last one saved. The reserve is used, given up and made only under its lock, and each
+// checks that the file locked is still the one its name holds.
+func TestTeardownSavesOfTwoProcessesShareTheReserve(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to mount a small tmpfs")
+	}
+	root := t.TempDir()
+	if err := unix.Mount("tmpfs", root, "tmpfs", 0, "size=1m,mode=0700"); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(root, unix.MNT_DETACH) })
+	ids := []string{volA, volB}
+	states := make([]*state, len(ids))
+	for i, id := range ids {
+		states[i] = newState()
+		states[i].Volumes[id] = &volume{ID: id, Name: id, Capacity: 1, CreatedAt: time.Unix(1, 0).UTC(), Targets: map[string]publication{}}
+		if err := states[i].saveVolume(root, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := keepReserve(root); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, filepath.Join(root, "fill"))
+	const rounds = 200
+	done := make(chan struct{})
+	go func() { // the third process: gives the reserve up and takes it again
+		defer close(done)
+		for range rounds {
+			giveUpReserve(root)
+			_ = keepReserve(root)
+		}
+	}()
+	errs := make(chan error, len(ids))
+	for i, id := range ids {
+		go func() {
+			st := states[i]
+			for n := range rounds {
+				target := fmt.Sprintf("/alloc/%d", n%2)
+				st.Volumes[id].Targets = map[string]publication{target: {}}
+				saved := st.saveTeardown(root, id)
+				if saved != nil && !errors.Is(saved, unix.ENOSPC) {
+					errs <- fmt.Errorf("%s: save %d: %w", id, n, saved)
+					return
+				}
+				got, err := os.ReadFile(filepath.Join(root, metaDir, "volumes", id+".json"))
+				if err != nil {
+					errs <- err
+					return
+				}
+				var v volume
+				if err := json.Unmarshal(got, &v); err != nil || v.ID != id {
+					errs <- fmt.Errorf("%s: record after save %d is not its own, whole: %q (%v)", id, n, got, err)
+					return
+				}
+				if _, ok := v.Targets[target]; saved == nil && !ok {
+					errs <- fmt.Errorf("%s: record after save %d is not the one saved: %s", id, n, got)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range ids {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	<-done
 }
