@@ -564,8 +564,19 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		_ = client.Close()
 		return nil, err
 	}
+	// Fingerprinting asks every socket (identity first): in a pass, not of a plugin that did not
+	// answer earlier in it (hungPlugins).
+	hung := hungPluginsOf(ctx)
+	if err := hung.refuse(p, csi.RPCGetPluginInfo); err != nil {
+		_ = client.Close()
+		return nil, err
+	}
 	fp, err := client.Fingerprint(ctx)
 	if err != nil {
+		var ce *csi.Error
+		if errors.As(err, &ce) {
+			hung.note(p, ce.RPC, err)
+		}
 		_ = client.Close()
 		return nil, err
 	}
@@ -966,15 +977,103 @@ func (s *slowFailure) Unwrap() error { return s.err }
 // state (FAILED_PRECONDITION: what a plugin that gained STAGE_UNSTAGE_VOLUME answers a
 // NodePublishVolume without a staging path, the CSI spec says), checkAnswerer after it. Every
 // RPC of an operation is sent so (retry, and the few sent once).
+//
+// In a background pass (withHungPlugins), an RPC to a socket that did not answer an earlier
+// RPC of the pass within volctl's own timeout is not sent (hungPlugins).
 func (e *Engine) attempt(ctx context.Context, c *conn, rpc string, call func(context.Context) error) error {
+	hung := hungPluginsOf(ctx)
+	if err := hung.refuse(c.plugin, rpc); err != nil {
+		return err
+	}
 	if err := e.checkSockets(ctx, c, rpc); err != nil {
+		hung.note(c.plugin, rpc, err)
 		return err
 	}
 	err := call(ctx)
+	hung.note(c.plugin, rpc, err)
 	if csi.IsNotFound(err) || csi.IsUnimplemented(err) || csi.IsFailedPrecondition(err) {
 		return e.checkAnswerer(ctx, c, rpc, err)
 	}
 	return err
+}
+
+// hungPlugins is a background pass's record (reconcile, claim GC: withHungPlugins) of the
+// plugin sockets that did not answer one of its RPCs within volctl's own timeout, each with
+// that timeout's error. The pass sends them nothing more: their other work is a problem of the
+// pass, left for the next one, as the RPC that timed out left its own. A pass drives its
+// claims, creates and deletes one after another (restores a few at once), and a plugin hung on
+// a dead backend cost it a timeout (2 min) for each of that plugin's volumes before any other
+// plugin's was reached: the agent's pass, every minute, stuck n timeouts behind one plugin
+// (`TestReconcilePassLeavesAHungPluginsOtherWorkForTheNextPass`). Now a hung plugin costs a
+// pass one timeout (one per restore worker that was already waiting on it). A connection's
+// fingerprint is refused and noted the same way (connectPlugin): a plugin restarted and hung
+// from its first RPC cost a short timeout per volume. Keyed by the socket the RPC goes to: a split plugin's controller is not taken for hung with its node,
+// and plugin IDs registered on one socket, one process, are hung together.
+type hungPlugins struct {
+	mu     sync.Mutex
+	socket map[string]error
+}
+
+type hungPluginsKey struct{}
+
+// withHungPlugins returns ctx under which attempt records the sockets that time out
+// (hungPlugins) and sends them nothing more.
+func withHungPlugins(ctx context.Context) context.Context {
+	return context.WithValue(ctx, hungPluginsKey{}, &hungPlugins{socket: map[string]error{}})
+}
+
+// hungPluginsOf is the record withHungPlugins put on ctx, or nil (a command's RPCs, each
+// sent once when it times out: retry).
+func hungPluginsOf(ctx context.Context) *hungPlugins {
+	h, _ := ctx.Value(hungPluginsKey{}).(*hungPlugins)
+	return h
+}
+
+// rpcSockets are the sockets of plugin p that rpc goes to: its service's, both for identity.
+func rpcSockets(p store.Plugin, rpc string) []string {
+	sp := p.Spec()
+	cfg := csi.ConfigFromSpec(&sp)
+	switch csi.ServiceOf(rpc) {
+	case csi.ServiceController:
+		return []string{cfg.ControllerSocket}
+	case csi.ServiceNode:
+		return []string{cfg.NodeSocket}
+	}
+	return pluginSockets(p)
+}
+
+// note records err, when it is volctl's own timeout, against the sockets of plugin p that rpc
+// goes to.
+func (h *hungPlugins) note(p store.Plugin, rpc string, err error) {
+	if h == nil || !csi.IsTimeout(err) {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range rpcSockets(p, rpc) {
+		if _, ok := h.socket[s]; !ok {
+			h.socket[s] = err
+		}
+	}
+}
+
+// refuse is rpc's failure, not sent, when a socket it goes to did not answer earlier in the
+// pass: of that timeout's code and class (retryable, cut off by volctl's timeout, which its
+// caller leaves for reconcile as it does the timeout itself), naming the plugin and the
+// earlier RPC; nil otherwise.
+func (h *hungPlugins) refuse(p store.Plugin, rpc string) error {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range rpcSockets(p, rpc) {
+		if earlier, ok := h.socket[s]; ok {
+			return notSent(rpc, fmt.Sprintf("plugin %q did not answer an earlier RPC of this pass in time, which leaves the rest of its work on socket %s to the next pass",
+				p.ID, spec.QuoteName(s)), earlier)
+		}
+	}
+	return nil
 }
 
 // bindsStorage reports whether rpc, answered OK by whatever driver is on the socket, ties an

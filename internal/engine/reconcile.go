@@ -54,7 +54,7 @@ func (r *ReconcileReport) problem(vol, alloc string, err error) {
 // ControllerPublishVolume, and undoes stagings no claim uses. The mount table is read once.
 func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	rep := ReconcileReport{stopped: func() bool { return ctx.Err() != nil }}
-	ctx = withLockWait(ctx, e.cfg.PassLockWait)
+	ctx = e.passContext(ctx)
 	if err := e.store.CheckWritable(); err != nil {
 		return rep, err
 	}
@@ -156,6 +156,13 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		return rep, fmt.Errorf("reconcile: %d problem(s) remain", len(rep.Problems))
 	}
 	return rep, nil
+}
+
+// passContext is ctx for a background pass (Reconcile, ReleasePast): its lock waits bounded
+// (Config.PassLockWait), and a plugin that does not answer one of its RPCs sent nothing more
+// (withHungPlugins).
+func (e *Engine) passContext(ctx context.Context) context.Context {
+	return withHungPlugins(withLockWait(ctx, e.cfg.PassLockWait))
 }
 
 // reconcilePass is what a reconcile pass read at its start, and the volumes it has staged again
@@ -463,7 +470,7 @@ func (e *Engine) ReleasePast(ctx context.Context) (ReconcileReport, error) {
 		rep    ReconcileReport
 		claims []store.Claim
 	)
-	ctx = withLockWait(ctx, e.cfg.PassLockWait)
+	ctx = e.passContext(ctx)
 	if err := e.checkMountView(ctx, ""); err != nil {
 		return rep, fmt.Errorf("release past claims: %w", err)
 	}

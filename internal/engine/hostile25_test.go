@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+)
+
+// The adversary: a plugin that hangs NodeUnpublishVolume (a node service wedged on a dead
+// backend) while several of its claims wait for reconcile on the release path, beside another
+// plugin whose claim waits too. The pass drove each claim in turn and sent every one of the hung
+// plugin's its RPC, one timeout (2 min) each, before it reached the other plugin's claim: the
+// agent's pass, every minute, stuck for n timeouts behind one plugin, every other plugin's
+// release and restore held up as long. Once one of a plugin's RPCs runs into volctl's own
+// timeout, the pass sends that plugin nothing more: its other work is a problem of the pass,
+// saying the plugin did not answer, left for the next pass, and the other plugins' work goes on.
+// So in the claim GC's pass (ReleasePast), and for a plugin restarted and hung from its first
+// RPC, whose fingerprint each volume's connection asked again, a short timeout each.
+func TestReconcilePassLeavesAHungPluginsOtherWorkForTheNextPass(t *testing.T) {
+	for _, pass := range []struct {
+		name string
+		run  func(e *Engine, ctx context.Context) (ReconcileReport, error)
+	}{
+		{"reconcile", (*Engine).Reconcile},
+		{"claim GC", (*Engine).ReleasePast},
+	} {
+		for _, hang := range []struct {
+			name string
+			// rpc hangs from the pass on; timeout is what it runs into.
+			rpc     string
+			timeout time.Duration
+			restart bool // the plugin restarted (its socket made anew), to be fingerprinted again
+		}{
+			{"NodeUnpublishVolume", csi.RPCNodeUnpublishVolume, hungTimeout, false},
+			{"restarted hung", csi.RPCGetPluginInfo, hungConfig().Timeouts.Short, true},
+		} {
+			t.Run(pass.name+"/"+hang.name, func(t *testing.T) {
+				passLeavesAHungPluginsOtherWork(t, pass.run, hang.rpc, hang.timeout, hang.restart)
+			})
+		}
+	}
+}
+
+func passLeavesAHungPluginsOtherWork(t *testing.T, pass func(e *Engine, ctx context.Context) (ReconcileReport, error),
+	rpc string, timeout time.Duration, restart bool) {
+	h := newHarness(t, nil)
+	okFaults := csitest.NewFaults()
+	okMem := csitest.NewMemPlugin(csitest.DefaultMemConfig())
+	okSocket, _ := csitest.Serve(t, csitest.WithServer(okMem), csitest.WithFaults(okFaults))
+	h.mounts.plugins = append(h.mounts.plugins, okMem)
+	h.registerPlugin("ok", okSocket)
+	hung := []string{"a1", "a2", "a3"}
+	for _, id := range hung {
+		h.create(volume(id))
+		h.claim(ClaimRequest{VolumeID: id, Alloc: "web"})
+	}
+	other := volume("b")
+	other.PluginID = "ok"
+	h.create(other)
+	h.claim(ClaimRequest{VolumeID: "b", Alloc: "web"})
+
+	// Every release left for reconcile by a plugin that is down.
+	h.faults.FailAlways(csi.RPCNodeUnpublishVolume, codes.Unavailable)
+	okFaults.FailAlways(csi.RPCNodeUnpublishVolume, codes.Unavailable)
+	for _, id := range append(hung, "b") {
+		if _, err := h.e.Release(h.ctx, id, "web"); err == nil {
+			t.Fatalf("release of %s with NodeUnpublishVolume unavailable succeeded", id)
+		}
+	}
+	h.faults.Clear()
+	okFaults.Clear()
+	h.open(hungConfig())
+	if restart {
+		h.stopServe()
+		h.serveAgain(t)
+		h.faults.Hang(csi.RPCNodeUnpublishVolume)
+	}
+	h.faults.ResetCounts()
+	h.faults.Hang(rpc)
+
+	rep, err := pass(h.e, h.ctx)
+	if err == nil {
+		t.Fatal("pass with a hung plugin reported no problem")
+	}
+	if n := h.callsAfterIdle(t, rpc); n != 1 {
+		t.Errorf("%s sent %d times to the hung plugin in one pass, want once: the pass waits a timeout for each", rpc, n)
+	}
+	if live := h.liveClaims("b"); len(live) != 0 {
+		t.Errorf("plugin ok's claim not released by the pass: %+v", live)
+	}
+	for _, id := range hung {
+		if live := h.liveClaims(id); len(live) != 1 || !live[0].NeedsReconcile {
+			t.Errorf("claim of %s after the pass = %+v, want it held for the next pass", id, live)
+		}
+	}
+	problems := map[string]string{}
+	for _, p := range rep.Problems {
+		problems[p.VolumeID] = p.Message
+	}
+	for _, id := range hung {
+		msg, ok := problems[id]
+		if !ok {
+			t.Errorf("no problem reported for %s: %+v", id, rep.Problems)
+			continue
+		}
+		for _, want := range []string{rpc, `"mem"`, timeout.String()} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("problem of %s %q does not name %s (the RPC, the plugin and the timeout)", id, msg, want)
+			}
+		}
+	}
+
+	// Once the plugin answers, the next pass finishes what was left.
+	h.faults.Clear()
+	h.open(Config{})
+	if rep, err := pass(h.e, h.ctx); err != nil {
+		t.Fatalf("pass once the plugin answers: %v %+v", err, rep.Problems)
+	}
+	for _, id := range hung {
+		if live := h.liveClaims(id); len(live) != 0 {
+			t.Errorf("claim of %s not released once the plugin answers: %+v", id, live)
+		}
+	}
+}
