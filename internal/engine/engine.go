@@ -997,29 +997,34 @@ func (e *Engine) attempt(ctx context.Context, c *conn, rpc string, call func(con
 	return err
 }
 
-// hungPlugins is a background pass's record (reconcile, claim GC: withHungPlugins) of the
-// plugin sockets that did not answer one of its RPCs within volctl's own timeout, each with
-// that timeout's error. The pass sends them nothing more: their other work is a problem of the
-// pass, left for the next one, as the RPC that timed out left its own. A pass drives its
-// claims, creates and deletes one after another (restores a few at once), and a plugin hung on
-// a dead backend cost it a timeout (2 min) for each of that plugin's volumes before any other
+// hungPlugins is a background pass's record (reconcile, claim GC: withHungPlugins), or a
+// command's that acts on many volumes (group run and stop), of the plugin sockets that did not
+// answer one of its RPCs within volctl's own timeout, each with that timeout's error. It sends
+// them nothing more: their other work is a problem of the pass, left for the next one (for a
+// command, to reconcile), as the RPC that timed out left its own. A pass drives its claims,
+// creates and deletes one after another (restores a few at once), and a plugin hung on a dead
+// backend cost it a timeout (2 min) for each of that plugin's volumes before any other
 // plugin's was reached: the agent's pass, every minute, stuck n timeouts behind one plugin
-// (`TestReconcilePassLeavesAHungPluginsOtherWorkForTheNextPass`). Now a hung plugin costs a
-// pass one timeout (one per restore worker that was already waiting on it). A connection's
-// fingerprint is refused and noted the same way (connectPlugin): a plugin restarted and hung
-// from its first RPC cost a short timeout per volume. Keyed by the socket the RPC goes to: a split plugin's controller is not taken for hung with its node,
-// and plugin IDs registered on one socket, one process, are hung together.
+// (`TestReconcilePassLeavesAHungPluginsOtherWorkForTheNextPass`), and a group run or stop one
+// timeout per alloc (`TestGroupCommandsLeaveAHungPluginsOtherWorkToReconcile`). Now a hung
+// plugin costs one timeout (one per restore worker that was already waiting on it). A
+// connection's fingerprint is refused and noted the same way (connectPlugin): a plugin
+// restarted and hung from its first RPC cost a short timeout per volume. Keyed by the socket
+// the RPC goes to: a split plugin's controller is not taken for hung with its node, and plugin
+// IDs registered on one socket, one process, are hung together.
 type hungPlugins struct {
-	mu     sync.Mutex
-	socket map[string]error
+	of, left string // "this pass", and what does the rest: "the next pass" (withHungPlugins)
+	mu       sync.Mutex
+	socket   map[string]error
 }
 
 type hungPluginsKey struct{}
 
 // withHungPlugins returns ctx under which attempt records the sockets that time out
-// (hungPlugins) and sends them nothing more.
-func withHungPlugins(ctx context.Context) context.Context {
-	return context.WithValue(ctx, hungPluginsKey{}, &hungPlugins{socket: map[string]error{}})
+// (hungPlugins) and sends them nothing more; of names what ctx is for ("this pass", "this
+// group run") and left what does what it leaves ("the next pass", "`volctl reconcile`").
+func withHungPlugins(ctx context.Context, of, left string) context.Context {
+	return context.WithValue(ctx, hungPluginsKey{}, &hungPlugins{of: of, left: left, socket: map[string]error{}})
 }
 
 // hungPluginsOf is the record withHungPlugins put on ctx, or nil (a command's RPCs, each
@@ -1067,10 +1072,13 @@ func (h *hungPlugins) refuse(p store.Plugin, rpc string) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if len(h.socket) == 0 {
+		return nil // the common case: no plugin has hung
+	}
 	for _, s := range rpcSockets(p, rpc) {
 		if earlier, ok := h.socket[s]; ok {
-			return notSent(rpc, fmt.Sprintf("plugin %q did not answer an earlier RPC of this pass in time, which leaves the rest of its work on socket %s to the next pass",
-				p.ID, spec.QuoteName(s)), earlier)
+			return notSent(rpc, fmt.Sprintf("plugin %q did not answer an earlier RPC of %s in time, which leaves the rest of its work on socket %s to %s",
+				p.ID, h.of, spec.QuoteName(s), h.left), earlier)
 		}
 	}
 	return nil

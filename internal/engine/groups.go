@@ -48,6 +48,9 @@ func (e *Engine) RunGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 // runGroup is RunGroup of the name as stored (bySpecID): the allocs' names derive from it, as
 // they did when the stored group's claims were made.
 func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) {
+	// Many claims and releases, as a pass drives: a plugin that does not answer one of them in
+	// time is sent nothing more (hungPlugins), the rest left for reconcile.
+	ctx = withHungPlugins(ctx, "this group run", "`volctl reconcile`")
 	fail := func(err error) (GroupInfo, error) { return GroupInfo{}, fmt.Errorf("run group %q: %w", g.Name, err) }
 	if g.Count < 1 {
 		g.Count = 1
@@ -231,6 +234,7 @@ func (e *Engine) StopGroup(ctx context.Context, name string) (GroupInfo, error) 
 
 // stopGroupStored is StopGroup of the ID as stored (byStoredID).
 func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, error) {
+	ctx = withHungPlugins(ctx, "this group stop", "`volctl reconcile`") // as runGroup's
 	err := e.store.Update(ctx, func(tx *store.Tx) error {
 		g, err := tx.Groups().Get(name)
 		if err != nil {

@@ -128,3 +128,53 @@ func passLeavesAHungPluginsOtherWork(t *testing.T, pass func(e *Engine, ctx cont
 		}
 	}
 }
+
+// The same in the commands that act on many volumes at once: `group run` of a group whose
+// plugin hangs NodeStageVolume tried each alloc's claim in turn, one timeout each (and its
+// undo), and `group stop` released each claim in turn, one timeout each: a group of ten allocs
+// held the command for 20 minutes and more. Once one of the command's RPCs to a plugin runs
+// into the timeout, it sends that plugin nothing more; what is left is said and left for
+// reconcile, which finishes it once the plugin answers.
+func TestGroupCommandsLeaveAHungPluginsOtherWorkToReconcile(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rpc  string
+		// setup runs before the hang; act is the command that meets it.
+		setup func(h *harness)
+		act   func(h *harness) error
+	}{
+		{"group run", csi.RPCNodeStageVolume, func(h *harness) {},
+			func(h *harness) error { _, err := h.e.RunGroup(h.ctx, dbGroup(3)); return err }},
+		{"group stop", csi.RPCNodeUnpublishVolume, func(h *harness) {
+			if _, err := h.e.RunGroup(h.ctx, dbGroup(3)); err != nil {
+				h.t.Fatal(err)
+			}
+		}, func(h *harness) error { _, err := h.e.StopGroup(h.ctx, "db"); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.createDBVolumes(3)
+			tc.setup(h)
+			h.open(hungConfig())
+			h.faults.ResetCounts()
+			h.faults.Hang(tc.rpc)
+			err := tc.act(h)
+			if err == nil {
+				t.Fatalf("%s against a plugin hanging %s succeeded", tc.name, tc.rpc)
+			}
+			if n := h.callsAfterIdle(t, tc.rpc); n != 1 {
+				t.Errorf("%s sent %d times by one %s against a hung plugin, want once", tc.rpc, n, tc.name)
+			}
+			for _, want := range []string{tc.rpc, `"mem"`, hungTimeout.String(), "not sent", "reconcile"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%s's error %q does not name %s", tc.name, err, want)
+				}
+			}
+			h.faults.Clear()
+			h.open(Config{})
+			if rep, err := h.e.Reconcile(h.ctx); err != nil {
+				t.Fatalf("reconcile once the plugin answers: %v %+v", err, rep.Problems)
+			}
+		})
+	}
+}

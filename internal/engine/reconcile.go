@@ -162,7 +162,7 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 // (Config.PassLockWait), and a plugin that does not answer one of its RPCs sent nothing more
 // (withHungPlugins).
 func (e *Engine) passContext(ctx context.Context) context.Context {
-	return withHungPlugins(withLockWait(ctx, e.cfg.PassLockWait))
+	return withHungPlugins(withLockWait(ctx, e.cfg.PassLockWait), "this pass", "the next pass")
 }
 
 // reconcilePass is what a reconcile pass read at its start, and the volumes it has staged again
