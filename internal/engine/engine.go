@@ -939,7 +939,9 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 		}
 		if spent+last > timeout {
 			e.log.Debug("not retrying an RPC failing slowly", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "last", last, "spent", spent, "timeout", timeout, "err", err)
-			return &slowFailure{err: err, plugin: c.plugin.ID, last: last, spent: spent, timeout: timeout}
+			slow := &slowFailure{err: err, plugin: c.plugin.ID, last: last, spent: spent, timeout: timeout}
+			hungPluginsOf(ctx).note(c.plugin, rpc, slow) // as long as a timeout, to a pass
+			return slow
 		}
 		wait := backoff.Jitter(waits.Next())
 		csi.ReportProgress(ctx, fmt.Sprintf("%s failed with %s, retrying (attempt %d of %d)", rpc, csi.CodeOf(err), attempt+1, e.cfg.Retry.Attempts))
@@ -1047,10 +1049,11 @@ func rpcSockets(p store.Plugin, rpc string) []string {
 	return pluginSockets(p)
 }
 
-// note records err, when it is volctl's own timeout, against the sockets of plugin p that rpc
-// goes to.
+// note records err, when it is volctl's own timeout or a failure as slow (slowFailure: a
+// retryable code answered near the timeout, each time), against the sockets of plugin p that
+// rpc goes to.
 func (h *hungPlugins) note(p store.Plugin, rpc string, err error) {
-	if h == nil || !csi.IsTimeout(err) {
+	if h == nil || !csi.IsTimeout(err) && !errors.As(err, new(*slowFailure)) {
 		return
 	}
 	h.mu.Lock()
@@ -1077,7 +1080,7 @@ func (h *hungPlugins) refuse(p store.Plugin, rpc string) error {
 	}
 	for _, s := range rpcSockets(p, rpc) {
 		if earlier, ok := h.socket[s]; ok {
-			return notSent(rpc, fmt.Sprintf("plugin %q did not answer an earlier RPC of %s in time, which leaves the rest of its work on socket %s to %s",
+			return notSent(rpc, fmt.Sprintf("plugin %q ran into an RPC's timeout earlier in %s, which leaves the rest of its work on socket %s to %s",
 				p.ID, h.of, spec.QuoteName(s), h.left), earlier)
 		}
 	}

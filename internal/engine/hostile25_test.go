@@ -178,3 +178,46 @@ func TestGroupCommandsLeaveAHungPluginsOtherWorkToReconcile(t *testing.T) {
 		})
 	}
 }
+
+// A plugin that answers a retryable code only near the timeout (its backend given the deadline
+// gRPC passes on) costs a pass as much as one that hangs: the command's rule (slowFailure: not
+// tried again) left every claim of it one such wait in each pass. It is taken as hung by the
+// pass: its other work is not sent, left for the next pass.
+func TestReconcilePassLeavesAPluginFailingSlowlyForTheNextPass(t *testing.T) {
+	const timeout = 10 * time.Second
+	h := newHarness(t, nil)
+	for _, id := range []string{"a1", "a2", "a3"} {
+		h.create(volume(id))
+		h.claim(ClaimRequest{VolumeID: id, Alloc: "web"})
+	}
+	h.faults.FailAlways(csi.RPCNodeUnpublishVolume, codes.Unavailable)
+	for _, id := range []string{"a1", "a2", "a3"} {
+		if _, err := h.e.Release(h.ctx, id, "web"); err == nil {
+			t.Fatalf("release of %s with NodeUnpublishVolume unavailable succeeded", id)
+		}
+	}
+	clock := &slowClock{rpc: csi.RPCNodeUnpublishVolume, step: timeout * 7 / 10}
+	h.open(Config{
+		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: timeout},
+		Retry:    RetryPolicy{Attempts: DefaultRetry.Attempts, Base: time.Millisecond, Max: 2 * time.Millisecond},
+		Now:      clock.now, ObserveRPC: clock.observe,
+	})
+	h.faults.ResetCounts()
+	clock.slow.Store(true)
+	rep, err := h.e.Reconcile(h.ctx)
+	if err == nil {
+		t.Fatal("reconcile against a plugin failing slowly reported no problem")
+	}
+	if n := h.callsAfterIdle(t, csi.RPCNodeUnpublishVolume); n != 1 {
+		t.Errorf("NodeUnpublishVolume sent %d times in one pass to a plugin answering %s after %s each time, want once",
+			n, codes.Unavailable, timeout*7/10)
+	}
+	if len(rep.Problems) != 3 {
+		t.Errorf("problems = %+v, want one for each claim", rep.Problems)
+	}
+	h.faults.Clear()
+	clock.slow.Store(false)
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Fatalf("reconcile once the plugin answers: %v %+v", err, rep.Problems)
+	}
+}
