@@ -117,7 +117,7 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocIn
 			req.VolumeID = spec.AllocName(r.Source, index)
 		}
 		had := e.holds(ctx, req.VolumeID, alloc)
-		ci, err := e.Claim(ctx, req)
+		ci, err := e.Claim(onVolume(ctx, req.VolumeID), req)
 		if err != nil && ctx.Err() != nil {
 			// Interrupted: nothing is undone (RunGroup). What the alloc holds now is read
 			// without the cancellation, from the state alone.
@@ -135,7 +135,7 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocIn
 				undo = append(undo, req.VolumeID)
 			}
 			for _, vol := range undo {
-				if _, rerr := e.Release(ctx, vol, alloc); rerr != nil {
+				if _, rerr := e.Release(onVolume(ctx, vol), vol, alloc); rerr != nil {
 					err = fmt.Errorf("%w; releasing %q again also failed: %v", err, vol, rerr)
 				}
 			}
