@@ -163,11 +163,7 @@ func TestGroupCommandsLeaveAHungPluginsOtherWorkToReconcile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nil)
 			h.createDBVolumes(4)
-			tc.setup(h)
-			h.open(hungConfig())
-			h.faults.ResetCounts()
-			h.faults.Hang(tc.rpc)
-			err := tc.act(h)
+			err := h.againstAHang(tc.setup, tc.rpc, tc.act)
 			if err == nil {
 				t.Fatalf("%s against a plugin hanging %s succeeded", tc.name, tc.rpc)
 			}
