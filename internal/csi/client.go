@@ -229,7 +229,7 @@ func (c *Client) endpoints() []*endpoint {
 // the controller socket if any, as it decides which controller capabilities apply, else the
 // node socket; a controller or node RPC to the socket of its service, which must be configured.
 func (c *Client) endpointFor(rpc string) (*endpoint, error) {
-	switch svc := serviceOf(rpc); svc {
+	switch svc := ServiceOf(rpc); svc {
 	case ServiceIdentity:
 		if c.controller != nil {
 			return c.controller, nil

@@ -226,8 +226,9 @@ var codeHints = map[codes.Code]string{
 // be working on it.
 const longTimeoutHint = "{plugin} did not answer within {timeout}; it may still be working: run `volctl reconcile` later"
 
-// serviceOf is the service rpc belongs to; zero for an RPC not in rpcTable.
-func serviceOf(rpc string) Service { return rpcTable[rpc].service }
+// ServiceOf is the service rpc belongs to, which decides the socket it goes to; zero for an RPC
+// not in rpcTable.
+func ServiceOf(rpc string) Service { return rpcTable[rpc].service }
 
 // IsLong reports whether rpc gets the long timeout.
 func IsLong(rpc string) bool { return rpcTable[rpc].long }

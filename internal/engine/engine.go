@@ -564,8 +564,19 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		_ = client.Close()
 		return nil, err
 	}
+	// Fingerprinting asks every socket (identity first): in a pass, not of a plugin that did not
+	// answer earlier in it (hungPlugins).
+	hung := hungPluginsOf(ctx)
+	if err := hung.refuse(p, csi.RPCGetPluginInfo, ""); err != nil {
+		_ = client.Close()
+		return nil, err
+	}
 	fp, err := client.Fingerprint(ctx)
 	if err != nil {
+		var ce *csi.Error
+		if errors.As(err, &ce) {
+			hung.note(p, ce.RPC, "", err) // an identity's hang is the plugin's, whatever the volume
+		}
 		_ = client.Close()
 		return nil, err
 	}
@@ -928,7 +939,9 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 		}
 		if spent+last > timeout {
 			e.log.Debug("not retrying an RPC failing slowly", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "last", last, "spent", spent, "timeout", timeout, "err", err)
-			return &slowFailure{err: err, plugin: c.plugin.ID, last: last, spent: spent, timeout: timeout}
+			slow := &slowFailure{err: err, plugin: c.plugin.ID, last: last, spent: spent, timeout: timeout}
+			hungPluginsOf(ctx).note(c.plugin, rpc, passVolume(ctx), slow) // as long as a timeout, to a pass
+			return slow
 		}
 		wait := backoff.Jitter(waits.Next())
 		csi.ReportProgress(ctx, fmt.Sprintf("%s failed with %s, retrying (attempt %d of %d)", rpc, csi.CodeOf(err), attempt+1, e.cfg.Retry.Attempts))
@@ -966,15 +979,153 @@ func (s *slowFailure) Unwrap() error { return s.err }
 // state (FAILED_PRECONDITION: what a plugin that gained STAGE_UNSTAGE_VOLUME answers a
 // NodePublishVolume without a staging path, the CSI spec says), checkAnswerer after it. Every
 // RPC of an operation is sent so (retry, and the few sent once).
+//
+// In a background pass (withHungPlugins), an RPC to a socket that did not answer an earlier
+// RPC of the pass within volctl's own timeout is not sent (hungPlugins).
 func (e *Engine) attempt(ctx context.Context, c *conn, rpc string, call func(context.Context) error) error {
+	hung, volume := hungPluginsOf(ctx), passVolume(ctx)
+	if err := hung.refuse(c.plugin, rpc, volume); err != nil {
+		return err
+	}
 	if err := e.checkSockets(ctx, c, rpc); err != nil {
+		hung.note(c.plugin, rpc, volume, err)
 		return err
 	}
 	err := call(ctx)
+	hung.note(c.plugin, rpc, volume, err)
 	if csi.IsNotFound(err) || csi.IsUnimplemented(err) || csi.IsFailedPrecondition(err) {
 		return e.checkAnswerer(ctx, c, rpc, err)
 	}
 	return err
+}
+
+// hungPlugins is a background pass's record (reconcile, claim GC: withHungPlugins), or a
+// command's that acts on many volumes (group run and stop), of the plugin sockets that did not
+// answer its RPCs within volctl's own timeout (or failed as slowly: slowFailure), with that
+// timeout's error. A socket that timed out for two of the pass's volumes (onVolume), or for an
+// RPC of none (a connection's fingerprint), is hung: the pass sends it nothing more, its other
+// work a problem of the pass, left for the next one (for a command, to reconcile), as the RPC
+// that timed out left its own. One that timed out for one volume is sent nothing more for that
+// volume: a volume whose backend is dead (an NFS server gone, its unmount hanging) does not
+// make its plugin's other volumes wait for the next pass, every pass. A pass drives its claims,
+// creates and deletes one after another (restores a few at once), and a plugin hung on a dead
+// backend cost it a timeout (2 min) for each of that plugin's volumes before any other
+// plugin's was reached: the agent's pass, every minute, stuck n timeouts behind one plugin
+// (`TestReconcilePassLeavesAHungPluginsOtherWorkForTheNextPass`), and a group run or stop one
+// timeout per alloc (`TestGroupCommandsLeaveAHungPluginsOtherWorkToReconcile`). Now a hung
+// plugin costs two (more only for restore workers already waiting on it), and a restarted
+// plugin hung from its first RPC one short timeout, not one per volume (connectPlugin). Keyed
+// by the socket the RPC goes to: a split plugin's controller is not taken for hung with its
+// node, and plugin IDs registered on one socket, one process, are hung together.
+type hungPlugins struct {
+	of, left string // "this pass", and what does the rest: "the next pass" (withHungPlugins)
+	mu       sync.Mutex
+	socket   map[string]*hungSocket
+}
+
+// hungSocket is what a pass saw of one socket: the volumes whose RPCs timed out, and the
+// timeout that makes it hung (nil while it is not).
+type hungSocket struct {
+	volumes map[string]error
+	hung    error
+}
+
+type hungPluginsKey struct{}
+
+// withHungPlugins returns ctx under which attempt records the sockets that time out
+// (hungPlugins) and sends them nothing more; of names what ctx is for ("this pass", "this
+// group run") and left what does what it leaves ("the next pass", "`volctl reconcile`").
+func withHungPlugins(ctx context.Context, of, left string) context.Context {
+	return context.WithValue(ctx, hungPluginsKey{}, &hungPlugins{of: of, left: left, socket: map[string]*hungSocket{}})
+}
+
+// hungPluginsOf is the record withHungPlugins put on ctx, or nil (a command's RPCs, each
+// sent once when it times out: retry).
+func hungPluginsOf(ctx context.Context) *hungPlugins {
+	h, _ := ctx.Value(hungPluginsKey{}).(*hungPlugins)
+	return h
+}
+
+type passVolumeKey struct{}
+
+// onVolume returns ctx for a pass's work on volume id (hungPlugins counts its timeouts by
+// volume); ctx itself outside a pass.
+func onVolume(ctx context.Context, id string) context.Context {
+	if hungPluginsOf(ctx) == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, passVolumeKey{}, id)
+}
+
+// passVolume is the volume onVolume put on ctx, "" for none.
+func passVolume(ctx context.Context) string {
+	v, _ := ctx.Value(passVolumeKey{}).(string)
+	return v
+}
+
+// rpcSockets are the sockets of plugin p that rpc goes to: its service's, both for identity.
+func rpcSockets(p store.Plugin, rpc string) []string {
+	sp := p.Spec()
+	cfg := csi.ConfigFromSpec(&sp)
+	switch csi.ServiceOf(rpc) {
+	case csi.ServiceController:
+		return []string{cfg.ControllerSocket}
+	case csi.ServiceNode:
+		return []string{cfg.NodeSocket}
+	}
+	return pluginSockets(p)
+}
+
+// note records err, when it is volctl's own timeout or a failure as slow, against the sockets
+// of plugin p that rpc goes to, for volume (onVolume; "" for an RPC of no volume, which makes
+// them hung at once).
+func (h *hungPlugins) note(p store.Plugin, rpc, volume string, err error) {
+	if h == nil || !csi.IsTimeout(err) && !errors.As(err, new(*slowFailure)) {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range rpcSockets(p, rpc) {
+		hs := h.socket[s]
+		if hs == nil {
+			hs = &hungSocket{volumes: map[string]error{}}
+			h.socket[s] = hs
+		}
+		if _, ok := hs.volumes[volume]; !ok && volume != "" {
+			hs.volumes[volume] = err
+		}
+		if hs.hung == nil && (volume == "" || len(hs.volumes) >= 2) {
+			hs.hung = err
+		}
+	}
+}
+
+// refuse is rpc's failure, not sent, when a socket it goes to is hung, or timed out for
+// volume: of that timeout's code and class (retryable, cut off by volctl's timeout, which its
+// caller leaves for reconcile as it does the timeout itself), naming the plugin and the
+// earlier RPC; nil otherwise.
+func (h *hungPlugins) refuse(p store.Plugin, rpc, volume string) error {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.socket) == 0 {
+		return nil // the common case: no plugin has hung
+	}
+	for _, s := range rpcSockets(p, rpc) {
+		hs := h.socket[s]
+		switch {
+		case hs == nil:
+		case hs.hung != nil:
+			return notSent(rpc, fmt.Sprintf("plugin %q ran into an RPC's timeout earlier in %s, for more than one volume, which leaves the rest of its work on socket %s to %s",
+				p.ID, h.of, spec.QuoteName(s), h.left), hs.hung)
+		case volume != "" && hs.volumes[volume] != nil:
+			return notSent(rpc, fmt.Sprintf("plugin %q ran into an RPC's timeout for volume %q earlier in %s, which leaves the rest of that volume's work to %s",
+				p.ID, volume, h.of, h.left), hs.volumes[volume])
+		}
+	}
+	return nil
 }
 
 // bindsStorage reports whether rpc, answered OK by whatever driver is on the socket, ties an

@@ -424,6 +424,7 @@ func (e *Engine) reconcilePendingExpansions(ctx context.Context, rep *ReconcileR
 		if listed.ExpandMin <= 0 || listed.State != store.VolumeReady || ctx.Err() != nil {
 			continue
 		}
+		ctx := onVolume(ctx, listed.ID)
 		var (
 			info VolumeInfo
 			done bool
@@ -482,6 +483,7 @@ func (e *Engine) reconcileExpansions(ctx context.Context, rep *ReconcileReport, 
 		if listed.NodeExpandMin <= 0 || listed.State != store.VolumeReady || !here[listed.ID] {
 			continue
 		}
+		ctx := onVolume(ctx, listed.ID)
 		var sent bool
 		err := func() error {
 			v, c, unlock, err := e.lockedVolume(ctx, listed.ID)

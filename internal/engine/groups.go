@@ -48,6 +48,9 @@ func (e *Engine) RunGroup(ctx context.Context, g spec.Group) (GroupInfo, error) 
 // runGroup is RunGroup of the name as stored (bySpecID): the allocs' names derive from it, as
 // they did when the stored group's claims were made.
 func (e *Engine) runGroup(ctx context.Context, g spec.Group) (GroupInfo, error) {
+	// Many claims and releases, as a pass drives: a plugin that does not answer one of them in
+	// time is sent nothing more (hungPlugins), the rest left for reconcile.
+	ctx = withHungPlugins(ctx, "this group run", "`volctl reconcile`")
 	fail := func(err error) (GroupInfo, error) { return GroupInfo{}, fmt.Errorf("run group %q: %w", g.Name, err) }
 	if g.Count < 1 {
 		g.Count = 1
@@ -130,7 +133,7 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocIn
 			req.VolumeID = spec.AllocName(r.Source, index)
 		}
 		had := e.holds(ctx, req.VolumeID, alloc)
-		ci, err := e.Claim(ctx, req)
+		ci, err := e.Claim(onVolume(ctx, req.VolumeID), req)
 		if err != nil && ctx.Err() != nil {
 			// Interrupted: nothing is undone (RunGroup). What the alloc holds now is read
 			// without the cancellation, from the state alone.
@@ -148,7 +151,7 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocIn
 				undo = append(undo, req.VolumeID)
 			}
 			for _, vol := range undo {
-				if _, rerr := e.Release(ctx, vol, alloc); rerr != nil {
+				if _, rerr := e.Release(onVolume(ctx, vol), vol, alloc); rerr != nil {
 					err = fmt.Errorf("%w; releasing %q again also failed: %v", err, vol, rerr)
 				}
 			}
@@ -247,6 +250,7 @@ func (e *Engine) StopGroup(ctx context.Context, name string) (GroupInfo, error) 
 
 // stopGroupStored is StopGroup of the ID as stored (byStoredID).
 func (e *Engine) stopGroupStored(ctx context.Context, name string) (GroupInfo, error) {
+	ctx = withHungPlugins(ctx, "this group stop", "`volctl reconcile`") // as runGroup's
 	err := e.store.Update(ctx, func(tx *store.Tx) error {
 		g, err := tx.Groups().Get(name)
 		if err != nil {

@@ -36,11 +36,7 @@ func TestHungRPCOfEveryPathIsBoundedAndNamed(t *testing.T) {
 	} {
 		t.Run(tc.rpc, func(t *testing.T) {
 			h := newHarness(t, nil)
-			tc.setup(h)
-			h.open(hungConfig())
-			h.faults.ResetCounts()
-			h.faults.Hang(tc.rpc)
-			err := tc.act(h)
+			err := h.againstAHang(tc.setup, tc.rpc, tc.act)
 			if err == nil {
 				t.Fatalf("%s hung, and the command succeeded", tc.rpc)
 			}
@@ -54,4 +50,14 @@ func TestHungRPCOfEveryPathIsBoundedAndNamed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// againstAHang runs setup, then act against the plugin hanging rpc, as a command would
+// (hungConfig), the plugin's call counts reset between the two; it returns act's error.
+func (h *harness) againstAHang(setup func(*harness), rpc string, act func(*harness) error) error {
+	setup(h)
+	h.open(hungConfig())
+	h.faults.ResetCounts()
+	h.faults.Hang(rpc)
+	return act(h)
 }

@@ -54,7 +54,7 @@ func (r *ReconcileReport) problem(vol, alloc string, err error) {
 // ControllerPublishVolume, and undoes stagings no claim uses. The mount table is read once.
 func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	rep := ReconcileReport{stopped: func() bool { return ctx.Err() != nil }}
-	ctx = withLockWait(ctx, e.cfg.PassLockWait)
+	ctx = e.passContext(ctx)
 	if err := e.store.CheckWritable(); err != nil {
 		return rep, err
 	}
@@ -156,6 +156,13 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		return rep, fmt.Errorf("reconcile: %d problem(s) remain", len(rep.Problems))
 	}
 	return rep, nil
+}
+
+// passContext is ctx for a background pass (Reconcile, ReleasePast): its lock waits bounded
+// (Config.PassLockWait), and a plugin that does not answer one of its RPCs sent nothing more
+// (withHungPlugins).
+func (e *Engine) passContext(ctx context.Context) context.Context {
+	return withHungPlugins(withLockWait(ctx, e.cfg.PassLockWait), "this pass", "the next pass")
 }
 
 // reconcilePass is what a reconcile pass read at its start, and the volumes it has staged again
@@ -313,6 +320,7 @@ func (e *Engine) restoreIfUnmounted(ctx context.Context, cl store.Claim, locked 
 // put the volume back to ready (a delete the plugin refused), and finishing from the list
 // would send CreateVolume or DeleteVolume for a volume nobody is creating or deleting.
 func (e *Engine) reconcileVolume(ctx context.Context, rep *ReconcileReport, v store.Volume, kind string, finish func(*conn, store.Volume) error) {
+	ctx = onVolume(ctx, v.ID)
 	moved := false
 	err := func() error {
 		unlock, err := e.locks.volume(ctx, v.ID)
@@ -347,6 +355,7 @@ func (e *Engine) reconcileVolume(ctx context.Context, rep *ReconcileReport, v st
 // reconcileClaim re-drives one claim that is not at rest. A lost staging of its volume (see
 // stagingLost) is staged again first.
 func (e *Engine) reconcileClaim(ctx context.Context, rep *ReconcileReport, cl store.Claim, pass *reconcilePass) {
+	ctx = onVolume(ctx, cl.VolumeID)
 	err := func() error {
 		unlock, err := e.locks.volume(ctx, cl.VolumeID)
 		if err != nil {
@@ -463,7 +472,7 @@ func (e *Engine) ReleasePast(ctx context.Context) (ReconcileReport, error) {
 		rep    ReconcileReport
 		claims []store.Claim
 	)
-	ctx = withLockWait(ctx, e.cfg.PassLockWait)
+	ctx = e.passContext(ctx)
 	if err := e.checkMountView(ctx, ""); err != nil {
 		return rep, fmt.Errorf("release past claims: %w", err)
 	}
@@ -515,6 +524,7 @@ func (e *Engine) ReleasePast(ctx context.Context) (ReconcileReport, error) {
 // releasePast releases claim id, on volumeID, if it is still a past claim (pastClaim, with
 // beyondCount) once its volume is locked, and returns errNotPast if it is not.
 func (e *Engine) releasePast(ctx context.Context, id int64, volumeID string, beyondCount bool) error {
+	ctx = onVolume(ctx, volumeID)
 	unlock, err := e.locks.volume(ctx, volumeID)
 	if err != nil {
 		return err
@@ -577,6 +587,7 @@ func (e *Engine) restore(ctx context.Context, rep *ReconcileReport, published []
 	restoreVolume := func(idx []int) {
 		for _, i := range idx {
 			cl := published[i]
+			ctx := onVolume(ctx, cl.VolumeID)
 			if pass.mounted[cl.TargetPath] {
 				bound, err := e.settleMounted(ctx, cl)
 				results[i].bound = bound
@@ -990,6 +1001,7 @@ func (e *Engine) cleanStagings(ctx context.Context, rep *ReconcileReport, stagin
 		if inUse[st.VolumeID] {
 			continue
 		}
+		ctx := onVolume(ctx, st.VolumeID)
 		// A row with no staging path records only an attachment, owed: say so rather than
 		// call it a staging.
 		what := fmt.Sprintf("unused staging of volume %q", st.VolumeID)

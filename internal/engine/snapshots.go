@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -584,6 +585,7 @@ func (e *Engine) reconcileSnapshots(ctx context.Context, rep *ReconcileReport) {
 	}
 	for _, in := range intents {
 		var rec store.Snapshot
+		ctx := onVolume(ctx, cmp.Or(in.SourceVolumeID, "snapshot "+in.Name))
 		err := func() error {
 			if in.SourceVolumeID != "" {
 				unlock, err := e.locks.volume(ctx, in.SourceVolumeID)
