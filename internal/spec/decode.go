@@ -474,7 +474,7 @@ func (d *decoder) weakStr(attr *hcl.Attribute) (string, bool) {
 	s, err := d.weakString(attr.Expr, v)
 	switch {
 	case errors.Is(err, errNotString):
-		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a string, not %s.", attr.Name, v.Type().FriendlyName())
+		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a string, not %s.", attr.Name, typeName(v))
 		return "", false
 	case err != nil:
 		d.errorf(attr.Expr.Range(), "Invalid value", "%s: %s.", attr.Name, err.Error())
@@ -499,10 +499,28 @@ func (d *decoder) strOf(attr *hcl.Attribute, conv func(hcl.Expression, cty.Value
 		return "", false // weakStr said why
 	}
 	if !ok {
-		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a string, not %s.", attr.Name, v.Type().FriendlyName())
+		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a string, not %s.", attr.Name, typeName(v))
 		return "", false
 	}
 	return s, true
+}
+
+// typeName is what v is, for an error saying it is not what was wanted: its type's name, or
+// "null" for a null, which cty names by its type ("dynamic", for a null written as such).
+func typeName(v cty.Value) string {
+	if v.IsNull() {
+		return "null"
+	}
+	return v.Type().FriendlyName()
+}
+
+// ownIfNull marks the error just added, which names v by typeName, as volctl's words alone
+// (ownWords) when v is a null: a null secret or mount flag is masked in the snippet, and
+// hideMasked scrubbed its text, "null", from the words too ("element 0 is [REDACTED]").
+func (d *decoder) ownIfNull(v cty.Value) {
+	if v.IsNull() {
+		d.diags[len(d.diags)-1].Extra = ownWords{}
+	}
 }
 
 func toString(v cty.Value) (string, bool) {
@@ -533,7 +551,7 @@ func (d *decoder) boolean(attr *hcl.Attribute) (bool, bool) {
 	}
 	bv, err := convert.Convert(v, cty.Bool)
 	if err != nil {
-		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be true or false, not %s.", attr.Name, v.Type().FriendlyName())
+		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be true or false, not %s.", attr.Name, typeName(v))
 		return false, false
 	}
 	return bv.True(), true
@@ -551,7 +569,7 @@ func (d *decoder) integer(attr *hcl.Attribute, lo, hi int, summary string) (int,
 	}
 	nv, err := convert.Convert(v, cty.Number)
 	if err != nil {
-		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a whole number, not %s.", attr.Name, v.Type().FriendlyName())
+		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a whole number, not %s.", attr.Name, typeName(v))
 		return 0, false
 	}
 	bf := nv.AsBigFloat()
@@ -591,7 +609,8 @@ func (d *decoder) strList(attr *hcl.Attribute) ([]string, bool) {
 		_, ev := it.Element()
 		s, ok := toString(ev)
 		if !ok {
-			d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a list of strings; element %d is %s.", attr.Name, len(out), ev.Type().FriendlyName())
+			d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a list of strings; element %d is %s.", attr.Name, len(out), typeName(ev))
+			d.ownIfNull(ev)
 			return nil, false
 		}
 		out = append(out, s)
@@ -785,7 +804,8 @@ func (d *decoder) mapValue(m *stringMap, key string, keyRange hcl.Range, expr hc
 	}
 	s, err := conv(expr, v)
 	if errors.Is(err, errNotString) {
-		d.errorf(expr.Range(), "Incorrect value type", "The value of %s.%s must be a string, not %s.", m.name, key, v.Type().FriendlyName())
+		d.errorf(expr.Range(), "Incorrect value type", "The value of %s.%s must be a string, not %s.", m.name, key, typeName(v))
+		d.ownIfNull(v)
 		return
 	}
 	if err != nil {
