@@ -341,3 +341,39 @@ func TestEmptyStateDirVariableIsRefused(t *testing.T) {
 		t.Errorf("VOLCTL_STATE_DIR not set, as root: %q, %v; want /var/lib/volctl", got, err)
 	}
 }
+
+// TestStateDirWithBlanksOrControlsIsRefused: a state dir of blanks (VOLCTL_STATE_DIR=" ", a
+// template's padding), one with a blank before it (--state-dir " /srv/state", copied from a
+// table) or after it, or with a control character (a newline from `$(cat file)` or a CRLF
+// file) was taken as written: " " and " /srv/state" are relative paths, and volctl made a new,
+// empty state under the working directory and exited 0 with "No volumes registered", the
+// system's state unseen. Each is refused (exit 2), naming where it came from and the
+// character; a blank inside a path is a path as any other.
+func TestStateDirWithBlanksOrControlsIsRefused(t *testing.T) {
+	for _, dir := range []string{" ", "\t", " /srv/state", "/srv/state ", "/srv/state\n", "/srv/a\nb", "/srv/state\r", "/srv/\x1b[31mred"} {
+		for _, viaFlag := range []bool{false, true} {
+			f := NewFactory(nil)
+			f.lookupEnv = func(k string) (string, bool) {
+				if k == "VOLCTL_STATE_DIR" && !viaFlag {
+					return dir, true
+				}
+				return "", false
+			}
+			from := "VOLCTL_STATE_DIR"
+			if viaFlag {
+				f.stateDirFlag, from = dir, "--state-dir"
+			}
+			got, err := f.StateDir()
+			if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), from+" ") || strings.ContainsAny(err.Error(), "\n\r\x1b") {
+				t.Errorf("state dir %q (%s): %q, %v; want it refused, exit 2, naming %s, the text escaped", dir, from, got, err, from)
+			}
+		}
+	}
+	for _, dir := range []string{"/srv/my state", "/srv/état"} {
+		f := NewFactory(nil)
+		f.stateDirFlag = dir
+		if got, err := f.StateDir(); err != nil || got != dir {
+			t.Errorf("state dir %q: %q, %v", dir, got, err)
+		}
+	}
+}
