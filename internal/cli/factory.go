@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
@@ -57,12 +55,14 @@ func (f *Factory) StateDir() (string, error) {
 			return "", usageError("VOLCTL_STATE_DIR is set but empty: give it the state dir, or unset it for the default (a variable left unset?)")
 		}
 	}
-	if problem := pathTypo(dir); problem != "" {
+	// Taken as written, " /srv/state" was a relative path, and volctl made a new, empty state
+	// under the working directory and showed it, exit 0 (TestStateDirWithBlanksOrControlsIsRefused).
+	if stray := spec.StrayText(dir); stray != "" {
 		from := "--state-dir"
 		if f.stateDirFlag == "" {
 			from = "VOLCTL_STATE_DIR"
 		}
-		return "", usageError("%s %q %s", from, dir, problem)
+		return "", usageError("%s %q %s: write the state dir's path without it, or leave %s out for the default", from, dir, stray, from)
 	}
 	if strings.HasPrefix(dir, "~") {
 		// Only a shell expands "~", and not in quotes, after "=" (--state-dir=~/volctl) or in
@@ -91,26 +91,6 @@ func (f *Factory) StateDir() (string, error) {
 		return "", fmt.Errorf("state dir %q: %w", dir, err)
 	}
 	return abs, nil
-}
-
-// pathTypo says what is wrong with a state dir no one means (blanks, a blank before or after
-// it, a control character), "" when nothing is: taken as written, " /srv/state" was a
-// relative path, and volctl made a new, empty state under the working directory and showed
-// it, exit 0 (TestStateDirWithBlanksOrControlsIsRefused). A blank inside is a path's own.
-func pathTypo(dir string) string {
-	if i := strings.IndexFunc(dir, unicode.IsControl); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(dir[i:])
-		return fmt.Sprintf("holds a control character (%q; a newline from $(cat FILE), a CR from a CRLF file?): write the path without it", r)
-	}
-	switch {
-	case dir != "" && strings.TrimSpace(dir) == "":
-		return "is blanks only: give the state dir, or leave it out for the default"
-	case strings.TrimLeftFunc(dir, unicode.IsSpace) != dir:
-		return "begins with a blank, which would make it a path under the working directory, not the one named: write it without the blank"
-	case strings.TrimRightFunc(dir, unicode.IsSpace) != dir:
-		return "ends with a blank, part of no directory one means: write it without the blank"
-	}
-	return ""
 }
 
 // Verbose reports whether RPC traces and debug logs were asked for (--verbose or VOLCTL_LOG=debug).
