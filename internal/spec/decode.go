@@ -238,6 +238,8 @@ func (d *decoder) unknown(s *schema, name string, rng hcl.Range, block bool) {
 	switch {
 	case s.hints[name] != "":
 		detail += " " + s.hints[name]
+	case block && templateBlocks[name] != "":
+		detail += " " + templateBlocks[name]
 	case block && s.isAttr(name):
 		detail += fmt.Sprintf(" %s is an argument: write %s = ...", name, name)
 	case !block && s.isBlock(name) && !d.json:
@@ -248,6 +250,16 @@ func (d *decoder) unknown(s *schema, name string, rng hcl.Range, block bool) {
 		}
 	}
 	d.errorf(rng, summary, "%s", detail)
+}
+
+// templateBlocks are the blocks of HCL's templating languages (Terraform's, a jobspec's
+// HCL2) that a spec, read as Nomad reads it, has none of: they were refused as any unknown
+// block ("Blocks of type "dynamic" are not expected"), leaving the writer to guess why
+// (TestTemplateBlocksSayToWriteTheValuesOut).
+var templateBlocks = map[string]string{
+	"dynamic":  "Specs are not templates (nor are Nomad's volume specs): write each block it would make out in full.",
+	"locals":   "Specs are not templates (nor are Nomad's volume specs): write each value out where it is used.",
+	"variable": "Specs are not templates (nor are Nomad's volume specs): write each value out where it is used.",
 }
 
 // Suggest is the validator's did-you-mean for callers outside the spec files (flags, kinds):

@@ -46,3 +46,30 @@ func TestValueProblemsSayWhatToWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestTemplateBlocksSayToWriteTheValuesOut: a dynamic, locals or variable block, from a
+// Terraform module or an HCL2 jobspec, was refused as any unknown block, saying only that it
+// was not expected; it says that specs are not templates and what to write instead, in a
+// volume, plugin and group spec alike.
+func TestTemplateBlocksSayToWriteTheValuesOut(t *testing.T) {
+	for _, tt := range []struct{ block, want string }{
+		{"dynamic \"capability\" {\n  for_each = [1]\n  content {\n    access_mode = \"single-node-writer\"\n  }\n}\n", "write each block it would make out in full"},
+		{"locals {\n  x = 1\n}\n", "write each value out where it is used"},
+		{"variable \"x\" {\n}\n", "write each value out where it is used"},
+	} {
+		for _, src := range []string{baseVolume + tt.block, "plugin \"p\" {\n  type = \"monolith\"\n  socket = \"/run/p.sock\"\n  " + tt.block + "}\n"} {
+			p := NewParser()
+			_, diags := p.parse("s.hcl", []byte(src), KindVolume, VerbAny)
+			if strings.HasPrefix(src, "plugin") {
+				_, diags = p.ParsePlugins("s.hcl", []byte(src))
+			}
+			found := false
+			for _, d := range diags {
+				found = found || d.Summary == "Unsupported block type" && strings.Contains(d.Detail, "Specs are not templates") && strings.Contains(d.Detail, tt.want)
+			}
+			if !found {
+				t.Errorf("%q: want an error saying specs are not templates and %q, got %v", src, tt.want, diags)
+			}
+		}
+	}
+}
