@@ -293,16 +293,7 @@ func TestCommandsOpeningTheirOwnEngineNameTheStateDirOnce(t *testing.T) {
 func TestStateDirWithAnUnexpandedTildeIsRefused(t *testing.T) {
 	for _, dir := range []string{"~", "~/volctl", "~root/volctl"} {
 		for _, viaFlag := range []bool{false, true} {
-			f := NewFactory(nil)
-			f.lookupEnv = func(k string) (string, bool) {
-				if k == "VOLCTL_STATE_DIR" && !viaFlag {
-					return dir, true
-				}
-				return "", false
-			}
-			if viaFlag {
-				f.stateDirFlag = dir
-			}
+			f := stateDirGiven(dir, viaFlag)
 			got, err := f.StateDir()
 			if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "$HOME") {
 				t.Errorf("state dir %q (flag %v): %q, %v; want it refused, exit 2, saying to write $HOME", dir, viaFlag, got, err)
@@ -316,6 +307,22 @@ func TestStateDirWithAnUnexpandedTildeIsRefused(t *testing.T) {
 			t.Errorf("state dir %q: %v", dir, err)
 		}
 	}
+}
+
+// stateDirGiven is a factory given dir as --state-dir, or as VOLCTL_STATE_DIR, the only
+// variable set.
+func stateDirGiven(dir string, viaFlag bool) *Factory {
+	f := NewFactory(nil)
+	f.lookupEnv = func(k string) (string, bool) {
+		if k == "VOLCTL_STATE_DIR" && !viaFlag {
+			return dir, true
+		}
+		return "", false
+	}
+	if viaFlag {
+		f.stateDirFlag = dir
+	}
+	return f
 }
 
 // TestEmptyStateDirVariableIsRefused: VOLCTL_STATE_DIR set but empty (`VOLCTL_STATE_DIR=$STATE
@@ -352,16 +359,9 @@ func TestEmptyStateDirVariableIsRefused(t *testing.T) {
 func TestStateDirWithBlanksOrControlsIsRefused(t *testing.T) {
 	for _, dir := range []string{" ", "\t", " /srv/state", "/srv/state ", "/srv/state\n", "/srv/a\nb", "/srv/state\r", "/srv/\x1b[31mred"} {
 		for _, viaFlag := range []bool{false, true} {
-			f := NewFactory(nil)
-			f.lookupEnv = func(k string) (string, bool) {
-				if k == "VOLCTL_STATE_DIR" && !viaFlag {
-					return dir, true
-				}
-				return "", false
-			}
-			from := "VOLCTL_STATE_DIR"
+			f, from := stateDirGiven(dir, viaFlag), "VOLCTL_STATE_DIR"
 			if viaFlag {
-				f.stateDirFlag, from = dir, "--state-dir"
+				from = "--state-dir"
 			}
 			got, err := f.StateDir()
 			if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), from+" ") || strings.ContainsAny(err.Error(), "\n\r\x1b") {
