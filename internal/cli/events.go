@@ -82,7 +82,8 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t, nil
 	}
-	return time.Time{}, usageError("events: --since %q is neither a duration (10m, 2h) nor an RFC 3339 time (2026-03-14T09:00:00Z)", s)
+	_, notDuration := spec.ParseDuration(s) // what is wrong with it as a duration, in the words of every duration flag
+	return time.Time{}, usageError("events: --since: %v (write 10m, 2h), nor is it an RFC 3339 time (2026-03-14T09:00:00Z)", notDuration)
 }
 
 func eventsRun(ctx context.Context, opts *EventsOptions) (err error) {

@@ -70,6 +70,19 @@ func TestExitCodesByFailureClass(t *testing.T) {
 		{class: "plugin unreachable", args: []string{"volume", "expand", "free", "--size", "4GiB"}, code: ExitError,
 			before: func() { faults.FailAlways(csi.RPCControllerExpandVolume, codes.Unavailable) }},
 		{class: "interrupted", args: []string{"volume", "expand", "free", "--size", "5GiB"}, code: ExitError, ctx: canceled},
+		// The promises of README.md, docs/json.md, docs/specs.md and the help texts, each the
+		// exit status of its own failure (and no failure 0).
+		{class: "README: plugin status of an unhealthy plugin", args: []string{"plugin", "status", "mem"}, code: ExitError,
+			before: func() { faults.FailAlways(csi.RPCProbe, codes.FailedPrecondition) }},
+		{class: "README: plugin deregister of a plugin a volume uses", args: []string{"plugin", "deregister", "mem"}, code: ExitConflict},
+		{class: "json.md: group stop of an unknown group", args: []string{"group", "stop", "nope"}, code: ExitError},
+		{class: "json.md: nomad register --json without --dry-run", args: []string{"nomad", "register", "free", "--json"}, code: ExitUsage},
+		{class: "json.md: a -t field the result never has", args: []string{"volume", "claim", "free", "--alloc", "a2", "-t", "{{.target}}"}, code: ExitUsage},
+		{class: "json.md: release of an alloc holding no claim is a no-op", args: []string{"volume", "release", "free", "--alloc", "a9"}, code: ExitOK},
+		{class: "validate: a file that cannot be read", args: []string{"validate", filepath.Join(dir, "missing.hcl")}, code: ExitError},
+		{class: "validate: a directory is no spec", args: []string{"validate", dir}, code: ExitUsage},
+		{class: "validate: an invalid spec", args: []string{"validate", bad}, code: ExitUsage},
+		{class: "events: --since neither a duration nor a time", args: []string{"events", "--since", "soon"}, code: ExitUsage},
 		{class: "state dir is a file", args: []string{"--state-dir", notADir, "volume", "status"}, code: ExitError, own: true},
 		{class: "state dir under a file", args: []string{"--state-dir", filepath.Join(notADir, "state"), "volume", "status"}, code: ExitError, own: true},
 	} {

@@ -94,29 +94,8 @@ func TestExportUsageErrors(t *testing.T) {
 // printed, and an acting command says what was done. The error says what ended the filter
 // (main's cause: "interrupt signal received"), not Go's "context canceled".
 func TestExportFilterEndsWithTheContext(t *testing.T) {
-	jq := func(filter string) exportFlags {
-		code, err := compileJQ(filter)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return exportFlags{JQ: filter, jq: code}
-	}
-	tmpl := func(text string) exportFlags {
-		tm, err := parseTemplate(text)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return exportFlags{Template: text, tmpl: tm}
-	}
-	for _, e := range []exportFlags{
-		jq(`last(repeat(1))`), jq(`[range(infinite)] | length`), jq(`[.[] | .id] | until(false; .)`),
-		// Two items, each calling the template again: 2^depth calls, writing as it goes.
-		tmpl(`{{define "x"}}{{range $}}.{{template "x" $}}{{end}}{{end}}{{template "x" .}}`),
-	} {
-		what := "--jq " + e.JQ
-		if e.Template != "" {
-			what = "-t " + e.Template
-		}
+	for _, e := range neverEnding(t) {
+		what := e.what()
 		t.Run(what, func(t *testing.T) {
 			ctx, cancel := context.WithCancelCause(context.Background())
 			defer cancel(nil)
@@ -148,11 +127,85 @@ func TestExportFilterEndsWithTheContext(t *testing.T) {
 	}
 }
 
+// neverEnding are --jq filters and -t templates that never end: the filters print nothing
+// meanwhile, the template writes as it goes.
+func neverEnding(t *testing.T) []exportFlags {
+	return []exportFlags{
+		jqFlags(t, `last(repeat(1))`), jqFlags(t, `[range(infinite)] | length`), jqFlags(t, `[.[] | .id] | until(false; .)`),
+		jqFlags(t, `repeat(empty)`), jqFlags(t, `last(range(1e18))`),
+		// Two items, each calling the template again: 2^depth calls, writing as it goes.
+		templateFlags(t, `{{define "x"}}{{range $}}.{{template "x" $}}{{end}}{{end}}{{template "x" .}}`),
+	}
+}
+
+func jqFlags(t *testing.T, filter string) exportFlags {
+	t.Helper()
+	code, err := compileJQ(filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exportFlags{JQ: filter, jq: code}
+}
+
+func templateFlags(t *testing.T, text string) exportFlags {
+	t.Helper()
+	tm, err := parseTemplate(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exportFlags{Template: text, tmpl: tm}
+}
+
+// what is the flag as typed: --jq FILTER or -t TEMPLATE.
+func (e exportFlags) what() string {
+	if e.Template != "" {
+		return "-t " + e.Template
+	}
+	return "--jq " + e.JQ
+}
+
+// TestExportFilterTimeIsBounded: a --jq filter or -t template that never ends ran until
+// interrupted, and one that prints nothing meanwhile (repeat(empty), last(range(1e18))) passes
+// neither the output's bound nor the heap's: a CI job's `volctl volume status --jq` hung until
+// the job's own timeout, hours later, while nobody pressed Ctrl-C. Past maxFilterTime it is
+// stopped, a usage error (exit 2) saying so and what to do, nothing printed; the context here
+// never ends (but as the test's backstop).
+func TestExportFilterTimeIsBounded(t *testing.T) {
+	d := maxFilterTime
+	maxFilterTime = 300 * time.Millisecond
+	t.Cleanup(func() { maxFilterTime = d })
+	for _, e := range neverEnding(t) {
+		t.Run(e.what(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeoutCause(context.Background(), 20*time.Second, errors.New("the test's backstop, 20s"))
+			defer cancel()
+			var out bytes.Buffer
+			err := e.Write(ctx, &out, exportSample)
+			if want := "stopped: it ran 300ms without ending"; err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), want) ||
+				!strings.Contains(err.Error(), "pipe --json to jq") {
+				t.Errorf("%s: %v (exit %d), want a usage error saying %q and what to do", e.what(), err, ExitCode(err), want)
+			}
+			if out.Len() > 0 {
+				t.Errorf("%s printed %d bytes", e.what(), out.Len())
+			}
+		})
+	}
+}
+
+// untimedFilters lifts maxFilterTime for the rest of t: a test of another bound sees that one,
+// not the time's, which a starved machine reaches first (a template building 64 MiB through
+// js ran past the minute under a load of 24).
+func untimedFilters(t *testing.T) {
+	d := maxFilterTime
+	maxFilterTime = time.Hour
+	t.Cleanup(func() { maxFilterTime = d })
+}
+
 // TestExportFilterOutputIsBounded: a --jq filter or -t template that writes for good is held
 // (nothing is printed from one that fails half-way) only up to maxFilterOutput: past it, it
 // fails as a usage error, printing nothing, rather than hold more until the machine runs out
 // of memory (the context never ends here: nobody pressed Ctrl-C).
 func TestExportFilterOutputIsBounded(t *testing.T) {
+	untimedFilters(t)
 	jq, err := compileJQ(`"x" * 1048576 | repeat(.)`)
 	if err != nil {
 		t.Fatal(err)
@@ -187,6 +240,7 @@ func TestExportFilterOutputIsBounded(t *testing.T) {
 // holds maxFilterHeap, as a usage error saying so, printing nothing, rather than run the
 // machine, and the agent and plugins beside it, out of memory while nobody presses Ctrl-C.
 func TestExportFilterMemoryIsBounded(t *testing.T) {
+	untimedFilters(t)
 	// A new 64 KiB string each step, so that the filter passes the bound within seconds, even
 	// under the race detector: collected in an array, and kept on a recursion's stack.
 	for _, filter := range []string{`[range(1e9) | "x" * 65536]`, `def f: ["x" * 65536, f]; f`} {
@@ -218,6 +272,7 @@ func TestExportFilterMemoryIsBounded(t *testing.T) {
 // Each template here ends on its own, so that the old code's failure is an answer, not the
 // test's process killed.
 func TestExportTemplateMemoryIsBounded(t *testing.T) {
+	untimedFilters(t)
 	for _, text := range []string{
 		// A string doubled by printf, none of it written: 2^26 bytes here, 2^40 for 40.
 		`{{$x := "x"}}{{range 26}}{{$x = printf "%s%s" $x $x}}{{end}}{{len $x}}`,

@@ -25,6 +25,7 @@ type Factory struct {
 
 	stateDirFlag string
 	verbose      bool
+	verboseGiven func() bool // whether --verbose was given, true or false: it wins over VOLCTL_LOG
 	lookupEnv    func(string) (string, bool)
 	geteuid      func() int
 	// completionTimeout, when set, replaces the product's bound on a completion
@@ -55,6 +56,15 @@ func (f *Factory) StateDir() (string, error) {
 			return "", usageError("VOLCTL_STATE_DIR is set but empty: give it the state dir, or unset it for the default (a variable left unset?)")
 		}
 	}
+	// Taken as written, " /srv/state" was a relative path, and volctl made a new, empty state
+	// under the working directory and showed it, exit 0 (TestStateDirWithBlanksOrControlsIsRefused).
+	if stray := spec.StrayText(dir); stray != "" {
+		from := "--state-dir"
+		if f.stateDirFlag == "" {
+			from = "VOLCTL_STATE_DIR"
+		}
+		return "", usageError("%s %q %s: write the state dir's path without it, or leave %s out for the default", from, dir, stray, from)
+	}
 	if strings.HasPrefix(dir, "~") {
 		// Only a shell expands "~", and not in quotes, after "=" (--state-dir=~/volctl) or in
 		// a service's Environment=: taken as a relative path, it made a directory named "~"
@@ -84,9 +94,14 @@ func (f *Factory) StateDir() (string, error) {
 	return abs, nil
 }
 
-// Verbose reports whether RPC traces and debug logs were asked for (--verbose or VOLCTL_LOG=debug).
+// Verbose reports whether RPC traces and debug logs were asked for: --verbose, or, without the
+// flag, VOLCTL_LOG=debug. The flag given wins, --verbose=false too, as every flag wins over
+// its variable (TestFlagWinsOverItsVariable).
 func (f *Factory) Verbose() bool {
-	return f.verbose || strings.EqualFold(f.getenv("VOLCTL_LOG"), "debug")
+	if f.verbose || f.verboseGiven != nil && f.verboseGiven() {
+		return f.verbose
+	}
+	return strings.EqualFold(f.getenv("VOLCTL_LOG"), "debug")
 }
 
 // Logger returns the logger commands and the layers below them use: warnings and errors on

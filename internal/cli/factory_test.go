@@ -293,16 +293,7 @@ func TestCommandsOpeningTheirOwnEngineNameTheStateDirOnce(t *testing.T) {
 func TestStateDirWithAnUnexpandedTildeIsRefused(t *testing.T) {
 	for _, dir := range []string{"~", "~/volctl", "~root/volctl"} {
 		for _, viaFlag := range []bool{false, true} {
-			f := NewFactory(nil)
-			f.lookupEnv = func(k string) (string, bool) {
-				if k == "VOLCTL_STATE_DIR" && !viaFlag {
-					return dir, true
-				}
-				return "", false
-			}
-			if viaFlag {
-				f.stateDirFlag = dir
-			}
+			f := stateDirGiven(dir, viaFlag)
 			got, err := f.StateDir()
 			if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "$HOME") {
 				t.Errorf("state dir %q (flag %v): %q, %v; want it refused, exit 2, saying to write $HOME", dir, viaFlag, got, err)
@@ -316,6 +307,22 @@ func TestStateDirWithAnUnexpandedTildeIsRefused(t *testing.T) {
 			t.Errorf("state dir %q: %v", dir, err)
 		}
 	}
+}
+
+// stateDirGiven is a factory given dir as --state-dir, or as VOLCTL_STATE_DIR, the only
+// variable set.
+func stateDirGiven(dir string, viaFlag bool) *Factory {
+	f := NewFactory(nil)
+	f.lookupEnv = func(k string) (string, bool) {
+		if k == "VOLCTL_STATE_DIR" && !viaFlag {
+			return dir, true
+		}
+		return "", false
+	}
+	if viaFlag {
+		f.stateDirFlag = dir
+	}
+	return f
 }
 
 // TestEmptyStateDirVariableIsRefused: VOLCTL_STATE_DIR set but empty (`VOLCTL_STATE_DIR=$STATE
@@ -339,5 +346,34 @@ func TestEmptyStateDirVariableIsRefused(t *testing.T) {
 	f.lookupEnv = func(string) (string, bool) { return "", false }
 	if got, err := f.StateDir(); err != nil || got != "/var/lib/volctl" {
 		t.Errorf("VOLCTL_STATE_DIR not set, as root: %q, %v; want /var/lib/volctl", got, err)
+	}
+}
+
+// TestStateDirWithBlanksOrControlsIsRefused: a state dir of blanks (VOLCTL_STATE_DIR=" ", a
+// template's padding), one with a blank before it (--state-dir " /srv/state", copied from a
+// table) or after it, or with a control character (a newline from `$(cat file)` or a CRLF
+// file) was taken as written: " " and " /srv/state" are relative paths, and volctl made a new,
+// empty state under the working directory and exited 0 with "No volumes registered", the
+// system's state unseen. Each is refused (exit 2), naming where it came from and the
+// character; a blank inside a path is a path as any other.
+func TestStateDirWithBlanksOrControlsIsRefused(t *testing.T) {
+	for _, dir := range []string{" ", "\t", " /srv/state", "/srv/state ", "/srv/state\n", "/srv/a\nb", "/srv/state\r", "/srv/\x1b[31mred"} {
+		for _, viaFlag := range []bool{false, true} {
+			f, from := stateDirGiven(dir, viaFlag), "VOLCTL_STATE_DIR"
+			if viaFlag {
+				from = "--state-dir"
+			}
+			got, err := f.StateDir()
+			if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), from+" ") || strings.ContainsAny(err.Error(), "\n\r\x1b") {
+				t.Errorf("state dir %q (%s): %q, %v; want it refused, exit 2, naming %s, the text escaped", dir, from, got, err, from)
+			}
+		}
+	}
+	for _, dir := range []string{"/srv/my state", "/srv/état"} {
+		f := NewFactory(nil)
+		f.stateDirFlag = dir
+		if got, err := f.StateDir(); err != nil || got != dir {
+			t.Errorf("state dir %q: %q, %v", dir, got, err)
+		}
 	}
 }

@@ -143,8 +143,9 @@ func (e *exportFlags) Enabled() bool { return e.JSON || e.Template != "" || e.JQ
 
 // Write prints v as indented JSON, or through the jq filter or the template. Both see exactly
 // the JSON form (field names as in --json), so the contracts cannot drift apart. A jq filter
-// runs until ctx ends: one that never ends (repeat, range(infinite)) gives way to Ctrl-C or the
-// SIGTERM of timeout(1), which main turns into ctx's end rather than the end of the process.
+// or template runs until it ends, ctx does (Ctrl-C, the SIGTERM of timeout(1), which main
+// turns into ctx's end rather than the end of the process), or one of its bounds stops it
+// (boundFilter: its time, its heap, its output).
 func (e *exportFlags) Write(ctx context.Context, w io.Writer, v any) error {
 	if e.Template == "" && e.JQ == "" {
 		return writeJSON(w, v)
@@ -169,11 +170,11 @@ func (e *exportFlags) Write(ctx context.Context, w io.Writer, v any) error {
 		}
 	}
 	var buf heldOutput // nothing is printed from a template that fails half-way
-	run, stop := boundHeap(ctx)
+	run, stop := boundFilter(ctx)
 	defer stop()
 	if err := executeTemplate(run, tmpl, &buf, data); err != nil {
-		if context.Cause(run) == errFilterHeap {
-			return usageError("--template: %v", errFilterHeap)
+		if bound := passedBound(run); bound != nil {
+			return usageError("--template: %v", bound)
 		}
 		if ctx.Err() != nil { // interrupted: not a usage error, and nothing is printed
 			return fmt.Errorf("--template: %w", interruptedFilter(ctx))
@@ -202,7 +203,7 @@ func (f filterInterrupted) Error() string {
 	if f.cause != nil && f.cause != f.err {
 		by = " (" + f.cause.Error() + ")"
 	}
-	return "interrupted before it ended" + by + ", so nothing was printed; a filter that never ends (repeat, range(infinite), until(false; ...)) runs until interrupted"
+	return "interrupted before it ended" + by + ", so nothing was printed"
 }
 
 func (f filterInterrupted) Unwrap() error { return f.err }
@@ -250,16 +251,49 @@ const maxFilterOutput = 64 << 20
 // without end and prints nothing meanwhile ([range(1e9)], a recursion keeping what it made)
 // passes no output bound, and would take the machine's memory, the plugins' and the agent's
 // beside it, while nobody pressed Ctrl-C. gojq looks at its context between any two steps, so
-// the filter stops at the next one once a watcher (boundHeap) sees the heap grown past this.
+// the filter stops at the next one once a watcher (boundFilter) sees the heap grown past this.
 // No filter over a volctl object comes near it (the event log's 10,000 events are a few MiB).
 const maxFilterHeap = 512 << 20
 
 var errFilterHeap = fmt.Errorf("stopped: it held more than %d MiB, more than any filter or template over a volctl object needs (one that builds a value without end?); nothing is printed", maxFilterHeap>>20)
 
-// boundHeap is ctx, cancelled with errFilterHeap as its cause once the heap holds maxFilterHeap
-// more than it did at the call, or by stop, which ends the watcher.
-func boundHeap(ctx context.Context) (_ context.Context, stop func()) {
-	return cancelPastHeap(ctx, heapBytes()+maxFilterHeap, errFilterHeap)
+// maxFilterTime bounds the time a --jq filter or -t template may run. One that never ends and
+// prints nothing meanwhile (repeat(empty), last(range(1e18)), a template ranging over
+// 1<<62) passes neither the output's bound nor the heap's, and ran until interrupted: in a CI
+// job, until the job's own timeout, hours later. A bound of steps would not vary with the
+// machine, but a template has no steps to count, and gojq none to give: one bound of time
+// for both. Filters over volctl objects end within a second (group_by or sort_by over the
+// event log's 10,000 events: about 0.1 s, 0.7 s under the race detector); one that pairs each
+// event with every other (10^8 steps) takes minutes, and is better piped: --json | jq. A var
+// for the test (TestExportFilterTimeIsBounded).
+var maxFilterTime = time.Minute
+
+// filterTimedOut is the cause a filter or template stopped by maxFilterTime is cancelled with.
+type filterTimedOut struct{ after time.Duration }
+
+func (f filterTimedOut) Error() string {
+	return fmt.Sprintf("stopped: it ran %s without ending, longer than any filter or template over a volctl object needs (one that never ends? repeat, range(infinite), until(false; ...)); nothing is printed; for one meant to run longer, pipe --json to jq", f.after)
+}
+
+// boundFilter is ctx, cancelled with filterTimedOut as its cause once maxFilterTime has passed,
+// and with errFilterHeap once the heap holds maxFilterHeap more than it did at the call, or by
+// stop, which ends the watcher. passedBound says which, if either.
+func boundFilter(ctx context.Context) (_ context.Context, stop func()) {
+	timed, cancel := context.WithTimeoutCause(ctx, maxFilterTime, filterTimedOut{maxFilterTime})
+	run, stopHeap := cancelPastHeap(timed, heapBytes()+maxFilterHeap, errFilterHeap)
+	return run, func() { stopHeap(); cancel() }
+}
+
+// passedBound is the bound of boundFilter that ended run (its time, its heap), nil when none did.
+func passedBound(run context.Context) error {
+	var timedOut filterTimedOut
+	switch cause := context.Cause(run); {
+	case cause == errFilterHeap:
+		return cause
+	case errors.As(cause, &timedOut):
+		return cause
+	}
+	return nil
 }
 
 // cancelPastHeap is ctx, cancelled with cause once the heap holds more than limit bytes (read
@@ -395,7 +429,7 @@ func (e *exportFlags) writeJQ(ctx context.Context, w io.Writer, data any) error 
 		}
 	}
 	var buf heldOutput
-	run, stop := boundHeap(ctx)
+	run, stop := boundFilter(ctx)
 	defer stop()
 	iter := code.RunWithContext(run, data)
 	for {
@@ -408,8 +442,8 @@ func (e *exportFlags) writeJQ(ctx context.Context, w io.Writer, data any) error 
 			if errors.As(err, &halt) && halt.Value() == nil {
 				break
 			}
-			if context.Cause(run) == errFilterHeap {
-				return usageError("--jq %s: %v", e.JQ, errFilterHeap)
+			if bound := passedBound(run); bound != nil {
+				return usageError("--jq %s: %v", e.JQ, bound)
 			}
 			if ctx.Err() != nil { // interrupted: not a usage error, and nothing is printed
 				return fmt.Errorf("--jq %s: %w", e.JQ, interruptedFilter(ctx))

@@ -60,7 +60,7 @@ error; 2 for a socket path no socket can have (longer than 107 bytes). A plugin 
 	fl.StringVar(&opts.Socket, "socket", "", "the plugin's socket, serving controller and node (PATH or unix://PATH)")
 	fl.StringVar(&opts.ControllerSocket, "controller-socket", "", "a split plugin's controller socket")
 	fl.StringVar(&opts.NodeSocket, "node-socket", "", "a split plugin's node socket")
-	fl.DurationVar(&opts.Timeout, "timeout", csi.DefaultShortTimeout, "timeout of each RPC")
+	durationVar(fl, &opts.Timeout, "timeout", csi.DefaultShortTimeout, "timeout of each RPC")
 	addExportFlags(cmd, &opts.Exporter)
 	return cmd
 }

@@ -128,6 +128,8 @@ refused, volume in use), 70 volctl crashed (a panic: a bug in volctl, its text o
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.stateDirFlag, "state-dir", "", "state directory (default $VOLCTL_STATE_DIR, /var/lib/volctl as root, else $XDG_STATE_HOME/volctl)")
 	pf.BoolVarP(&f.verbose, "verbose", "v", false, "log debug output and CSI RPC traces (secrets redacted) to stderr")
+	verbose := pf.Lookup("verbose")
+	f.verboseGiven = func() bool { return verbose.Changed }
 
 	root.AddCommand(cmds...)
 	if len(cmds) == len(topCommands) {

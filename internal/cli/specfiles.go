@@ -31,16 +31,35 @@ type specSource struct {
 	info fs.FileInfo // the file's, after it was read; nil for standard input
 }
 
-// checkSpecArgs refuses "-" given more than once: standard input can be read only once.
+// checkSpecArgs refuses "-" given more than once: standard input can be read only once; and
+// one file given twice, by one name or two (./db.hcl, a symlink, a hard link): its volume
+// was said to be "declared in both" and to need "its own ID", which no edit of the file
+// could give it (TestSpecFileGivenTwiceIsNamed). A file that cannot be stat'ed is left to the
+// read, which names what is wrong with it.
 func checkSpecArgs(args []string) error {
 	n := 0
-	for _, a := range args {
+	seen := make([]fs.FileInfo, len(args))
+	for i, a := range args {
 		if a == "-" {
-			n++
+			if n++; n > 1 {
+				return usageError("standard input (-) can be given only once")
+			}
+			continue
 		}
-	}
-	if n > 1 {
-		return usageError("standard input (-) can be given only once")
+		fi, err := os.Stat(a)
+		if err != nil {
+			continue
+		}
+		for j, prev := range seen[:i] {
+			if prev != nil && os.SameFile(prev, fi) {
+				as := "by that name both times"
+				if a != args[j] {
+					as = "also as " + spec.QuoteName(a)
+				}
+				return usageError("spec file %s is given twice (%s): give it once", spec.QuoteName(args[j]), as)
+			}
+		}
+		seen[i] = fi
 	}
 	return nil
 }

@@ -62,8 +62,8 @@ the screen, so they go to --log-file, or nowhere.`,
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&opts.ReadOnly, "readonly", false, "show only: no release, detach, delete or reconcile")
-	fl.DurationVar(&opts.Refresh, "refresh", tui.DefaultRefresh, "how often the state is re-read")
-	fl.DurationVar(&opts.Probe, "probe", tui.DefaultProbe, "how often plugins are probed live")
+	durationVar(fl, &opts.Refresh, "refresh", tui.DefaultRefresh, "how often the state is re-read")
+	durationVar(fl, &opts.Probe, "probe", tui.DefaultProbe, "how often plugins are probed live")
 	fl.IntVar(&opts.Events, "events", tui.DefaultEvents, "how many recent events the events view keeps")
 	fl.StringVar(&opts.LogFile, "log-file", "", "append engine warnings (and with --verbose, debug logs) to this file (not a symlink, nor another user's file)")
 	return cmd

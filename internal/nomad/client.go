@@ -139,18 +139,46 @@ func NewClient(address string) (*Client, error) {
 // fails as "unsupported protocol scheme", which said() took for a Nomad not running, sending
 // the user to look for one that was. The error says what NOMAD_ADDR must start with, and for
 // one with no scheme what to write. shown is the address as messages may show it.
+//
+// One with a blank before or after it, or a control character, is named so first, quoted: it
+// was told it "must start with http://" (a blank before it), printed raw (a newline), or got
+// Go's "invalid port" (TestNomadAddressWithStrayTextIsNamed).
 func speakable(address, shown string) error {
+	if stray := spec.StrayText(address); stray != "" {
+		fix := "write the address without it"
+		if strings.TrimSpace(address) == "" {
+			fix = "set it to Nomad's address, or unset it for http://127.0.0.1:4646"
+		}
+		return fmt.Errorf("NOMAD_ADDR=%q %s: %s", hiddenUserinfo(address), stray, fix)
+	}
 	scheme, _, found := strings.Cut(address, "://")
 	if s := strings.ToLower(scheme); found && (s == "http" || s == "https" || s == "unix") {
 		return nil
 	}
 	if !found {
-		if i := strings.LastIndex(shown, "@"); i >= 0 { // user:password@host, not parsed as such
-			shown = "xxxxx@" + shown[i+1:]
-		}
+		shown = hiddenUserinfo(shown) // user:password@host, not parsed as such
 		return fmt.Errorf("Nomad at %s: NOMAD_ADDR=%s must start with http://, https:// or unix://: NOMAD_ADDR=http://%s (https:// if Nomad's tls block enables TLS for its HTTP API)", shown, shown, shown)
 	}
 	return fmt.Errorf("Nomad at %s: NOMAD_ADDR=%s must start with http://, https:// or unix://", shown, shown)
+}
+
+// hiddenUserinfo is address with what may be a user and password before its host (between
+// its scheme, if any, and the last "@" before its path) as xxxxx, for an address that url.Parse
+// cannot read and Redacted cannot hide.
+func hiddenUserinfo(address string) string {
+	start := 0
+	if i := strings.Index(address, "://"); i >= 0 {
+		start = i + len("://")
+	}
+	end := len(address)
+	if i := strings.IndexAny(address[start:], "/?#"); i >= 0 {
+		end = start + i
+	}
+	at := strings.LastIndex(address[start:end], "@")
+	if at < 0 {
+		return address
+	}
+	return address[:start] + "xxxxx" + address[start+at:]
 }
 
 // httpClient is the api module's HTTP client (TLS 1.2 at least, HTTP/1, the TLS variables'

@@ -35,6 +35,29 @@ func TestNomadAddressWithoutAnHTTPSchemeIsNamed(t *testing.T) {
 	}
 }
 
+// TestNomadAddressWithStrayTextIsNamed: NOMAD_ADDR with a blank before it was told it "must
+// start with http://", which it did, after the blank; one with a newline ($(cat FILE)) printed
+// it raw, breaking the error's line, and one with a blank after it got Go's "invalid port
+// ":4646 " after host". Each says what is stray in it, the address quoted (escaped), and
+// what to write.
+func TestNomadAddressWithStrayTextIsNamed(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{" http://127.0.0.1:4646", `NOMAD_ADDR=" http://127.0.0.1:4646" begins with a blank: write the address without it`},
+		{"http://127.0.0.1:4646 ", `NOMAD_ADDR="http://127.0.0.1:4646 " ends with a blank: write the address without it`},
+		{"http://127.0.0.1:4646\n", `NOMAD_ADDR="http://127.0.0.1:4646\n" holds a control character ('\n'`},
+		{"http://127.0.0.1:4646\r", `holds a control character ('\r'`},
+		// A password before the host, which url.Parse cannot read to hide here, is not shown.
+		{"http://ops:s3cret@nomad.example:4646\n", `NOMAD_ADDR="http://xxxxx@nomad.example:4646\n" holds a control character`},
+		{"  ", `NOMAD_ADDR="  " is blanks only: set it to Nomad's address, or unset it for http://127.0.0.1:4646`},
+	} {
+		addr := tc.addr
+		_, err := NewClient(addr)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.ContainsAny(err.Error(), "\n\r") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("NOMAD_ADDR=%q: %v; want an error saying %q, nothing raw, no password", addr, err, tc.want)
+		}
+	}
+}
+
 // What answers at NOMAD_ADDR and does not speak HTTP/1.1 (a CSI plugin's gRPC socket, which
 // answers with an HTTP/2 frame; an SSH server): the error names the address, says it is not
 // Nomad's HTTP API and what NOMAD_ADDR must name, not "is Nomad running there?".

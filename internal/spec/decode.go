@@ -238,6 +238,8 @@ func (d *decoder) unknown(s *schema, name string, rng hcl.Range, block bool) {
 	switch {
 	case s.hints[name] != "":
 		detail += " " + s.hints[name]
+	case block && templateBlocks[name] != "":
+		detail += " " + templateBlocks[name]
 	case block && s.isAttr(name):
 		detail += fmt.Sprintf(" %s is an argument: write %s = ...", name, name)
 	case !block && s.isBlock(name) && !d.json:
@@ -248,6 +250,16 @@ func (d *decoder) unknown(s *schema, name string, rng hcl.Range, block bool) {
 		}
 	}
 	d.errorf(rng, summary, "%s", detail)
+}
+
+// templateBlocks are the blocks of HCL's templating languages (Terraform's, a jobspec's
+// HCL2) that a spec, read as Nomad reads it, has none of: they were refused as any unknown
+// block ("Blocks of type "dynamic" are not expected"), leaving the writer to guess why
+// (TestTemplateBlocksSayToWriteTheValuesOut).
+var templateBlocks = map[string]string{
+	"dynamic":  "Specs are not templates (nor are Nomad's volume specs): write each block it would make out in full.",
+	"locals":   "Specs are not templates (nor are Nomad's volume specs): write each value out where it is used.",
+	"variable": "Specs are not templates (nor are Nomad's volume specs): write each value out where it is used.",
 }
 
 // Suggest is the validator's did-you-mean for callers outside the spec files (flags, kinds):
@@ -474,7 +486,7 @@ func (d *decoder) weakStr(attr *hcl.Attribute) (string, bool) {
 	s, err := d.weakString(attr.Expr, v)
 	switch {
 	case errors.Is(err, errNotString):
-		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a string, not %s.", attr.Name, v.Type().FriendlyName())
+		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a string, not %s.", attr.Name, typeName(v))
 		return "", false
 	case err != nil:
 		d.errorf(attr.Expr.Range(), "Invalid value", "%s: %s.", attr.Name, err.Error())
@@ -499,10 +511,28 @@ func (d *decoder) strOf(attr *hcl.Attribute, conv func(hcl.Expression, cty.Value
 		return "", false // weakStr said why
 	}
 	if !ok {
-		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a string, not %s.", attr.Name, v.Type().FriendlyName())
+		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a string, not %s.", attr.Name, typeName(v))
 		return "", false
 	}
 	return s, true
+}
+
+// typeName is what v is, for an error saying it is not what was wanted: its type's name, or
+// "null" for a null, which cty names by its type ("dynamic", for a null written as such).
+func typeName(v cty.Value) string {
+	if v.IsNull() {
+		return "null"
+	}
+	return v.Type().FriendlyName()
+}
+
+// ownIfNull marks the error just added, which names v by typeName, as volctl's words alone
+// (ownWords) when v is a null: a null secret or mount flag is masked in the snippet, and
+// hideMasked scrubbed its text, "null", from the words too ("element 0 is [REDACTED]").
+func (d *decoder) ownIfNull(v cty.Value) {
+	if v.IsNull() {
+		d.diags[len(d.diags)-1].Extra = ownWords{}
+	}
 }
 
 func toString(v cty.Value) (string, bool) {
@@ -533,7 +563,7 @@ func (d *decoder) boolean(attr *hcl.Attribute) (bool, bool) {
 	}
 	bv, err := convert.Convert(v, cty.Bool)
 	if err != nil {
-		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be true or false, not %s.", attr.Name, v.Type().FriendlyName())
+		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be true or false, not %s.", attr.Name, typeName(v))
 		return false, false
 	}
 	return bv.True(), true
@@ -551,7 +581,7 @@ func (d *decoder) integer(attr *hcl.Attribute, lo, hi int, summary string) (int,
 	}
 	nv, err := convert.Convert(v, cty.Number)
 	if err != nil {
-		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a whole number, not %s.", attr.Name, v.Type().FriendlyName())
+		d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a whole number, not %s.", attr.Name, typeName(v))
 		return 0, false
 	}
 	bf := nv.AsBigFloat()
@@ -591,7 +621,8 @@ func (d *decoder) strList(attr *hcl.Attribute) ([]string, bool) {
 		_, ev := it.Element()
 		s, ok := toString(ev)
 		if !ok {
-			d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a list of strings; element %d is %s.", attr.Name, len(out), ev.Type().FriendlyName())
+			d.errorf(attr.Expr.Range(), "Incorrect value type", "%s must be a list of strings; element %d is %s.", attr.Name, len(out), typeName(ev))
+			d.ownIfNull(ev)
 			return nil, false
 		}
 		out = append(out, s)
@@ -785,7 +816,8 @@ func (d *decoder) mapValue(m *stringMap, key string, keyRange hcl.Range, expr hc
 	}
 	s, err := conv(expr, v)
 	if errors.Is(err, errNotString) {
-		d.errorf(expr.Range(), "Incorrect value type", "The value of %s.%s must be a string, not %s.", m.name, key, v.Type().FriendlyName())
+		d.errorf(expr.Range(), "Incorrect value type", "The value of %s.%s must be a string, not %s.", m.name, key, typeName(v))
+		d.ownIfNull(v)
 		return
 	}
 	if err != nil {

@@ -81,3 +81,27 @@ func TestQuoteName(t *testing.T) {
 		}
 	}
 }
+
+// TestSocketEndpointWithStrayTextIsRefused: a socket with a blank after it or a newline
+// (CSI_ENDPOINT from a template or $(cat FILE), a flag copied from a table) was a path with
+// that blank or newline in its name: `plugin serve hostpath` served on it, and nothing
+// registered with the path meant found it; one with a blank before it was called a network
+// address. Each is refused, quoted, saying what is stray; a blank inside a path is the path's.
+func TestSocketEndpointWithStrayTextIsRefused(t *testing.T) {
+	for in, want := range map[string]string{
+		"unix:///run/hp.sock ":  `CSI_ENDPOINT "unix:///run/hp.sock " ends with a blank: write the socket's path without it.`,
+		" unix:///run/hp.sock":  `CSI_ENDPOINT " unix:///run/hp.sock" begins with a blank`,
+		"unix:///run/hp.sock\n": `CSI_ENDPOINT "unix:///run/hp.sock\n" holds a control character ('\n'`,
+		"/run/hp.sock\r":        `holds a control character ('\r'`,
+		"/run/h\x1bp.sock":      `holds a control character ('\x1b'`,
+		" ":                     `CSI_ENDPOINT " " is blanks only`,
+	} {
+		path, problem := SocketEndpoint("CSI_ENDPOINT", in)
+		if path != "" || !strings.Contains(problem, want) || strings.ContainsAny(problem, "\n\r\x1b") {
+			t.Errorf("SocketEndpoint(%q) = %q, %q; want it refused saying %q, nothing raw", in, path, problem, want)
+		}
+	}
+	if path, problem := SocketEndpoint("CSI_ENDPOINT", "unix:///run/my plugin/hp.sock"); path != "/run/my plugin/hp.sock" || problem != "" {
+		t.Errorf("a blank inside: %q, %q", path, problem)
+	}
+}

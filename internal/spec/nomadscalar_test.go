@@ -354,7 +354,7 @@ func TestNumberFieldsAsNomadReadsThem(t *testing.T) {
 		{line: "capacity_min = 1E3", want: "no exponent"},
 		{line: "capacity_max = 1.5e3", want: "no exponent"},
 		{line: "capacity_min = 08", want: "octal"},
-		{line: "capacity_min = 99999999999999999999", want: "beyond the whole numbers"},
+		{line: "capacity_min = 99999999999999999999", want: `size "99999999999999999999" is too large`}, // in quotes too (TestValueProblemsSayWhatToWrite)
 		{line: "capacity_max = .5", want: "unset", warn: true, get: func(v *Volume) any { return v.CapacityMax }, val: int64(0)},
 		{line: "capacity_min = 0.9", want: "unset", warn: true, get: func(v *Volume) any { return v.CapacityMin }, val: int64(0)},
 		{line: "capacity_min = 1.", get: func(v *Volume) any { return v.CapacityMin }, val: int64(1)},

@@ -248,7 +248,27 @@ func (d *decoder) socketPath(name, s string, rng hcl.Range) (string, bool) {
 // directory, "does not exist (is the plugin running?)". A path is returned as written, relative
 // or not, for the caller's rule (register wants an absolute one, probe takes the working
 // directory's).
+//
+// One with a blank before or after it or a control character is refused, saying so (StrayText):
+// CSI_ENDPOINT="unix:///run/hp.sock " from a template served on a socket whose name ends in a
+// blank, which nothing registered found, and " unix:///run/hp.sock" was called a network
+// address (TestSocketEndpointWithStrayTextIsRefused).
 func SocketEndpoint(name, s string) (path, problem string) {
+	if strings.TrimSpace(s) != s { // before the scheme is read: " unix" is none
+		return "", strayEndpoint(name, s)
+	}
+	path, problem = socketEndpoint(name, s)
+	if problem == "" && StrayText(s) != "" {
+		return "", strayEndpoint(name, s)
+	}
+	return path, problem
+}
+
+func strayEndpoint(name, s string) string {
+	return fmt.Sprintf("%s %q %s: write the socket's path without it.", name, s, StrayText(s))
+}
+
+func socketEndpoint(name, s string) (path, problem string) {
 	scheme, rest, hasScheme := strings.Cut(s, ":")
 	switch {
 	case !hasScheme || strings.Contains(scheme, "/"):

@@ -3,10 +3,13 @@ package spec
 import (
 	"bytes"
 	"fmt"
+	"math"
+	"math/big"
 	"strings"
 	"unicode"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // hostOnly are the arguments and blocks of Nomad host volume specs. In a CSI spec they get a
@@ -267,6 +270,9 @@ func (d *decoder) ok(attr *hcl.Attribute) bool {
 // 0x and no exponent; a fraction of a byte is dropped, so a capacity under 1 byte is unset,
 // as in Nomad, with a warning.
 func (d *decoder) size(attr *hcl.Attribute) int64 {
+	if attr != nil && d.sizeBeyond(attr) {
+		return 0
+	}
 	s, ok := d.str(attr)
 	if !ok || s == "" {
 		return 0
@@ -294,6 +300,32 @@ func (d *decoder) size(attr *hcl.Attribute) int64 {
 		d.warnf(attr.Expr.Range(), "Capacity under 1 byte", "%s is %q, under 1 byte: a fraction of a byte is dropped, as Nomad drops it, and a capacity of 0 is unset (no %s). Write a size such as \"512MiB\", or remove %s.", attr.Name, s, strings.TrimPrefix(attr.Name, "capacity_")+"imum", attr.Name)
 	}
 	return n
+}
+
+// sizeBeyond refuses a capacity written as a number that no size holds, negative or past the
+// largest (-5e3, 1e30, 10^30, 0x1000000000000000000), saying so: rewritten in any other form
+// it is refused as well, so the error does not say how to write it otherwise, as it did (1e30:
+// "write 1000000000000000000000000000000 (bytes)"; 10^30 in HCL1: "write it as a string, in
+// quotes"), each then refused as too large (TestValueProblemsSayWhatToWrite).
+func (d *decoder) sizeBeyond(attr *hcl.Attribute) bool {
+	t, ok := d.numberLiteral(attr.Expr)
+	if !ok {
+		return false
+	}
+	v, diags := d.eval(attr.Expr)
+	if diags.HasErrors() || v.IsNull() || !v.IsKnown() || v.Type() != cty.Number {
+		return false
+	}
+	bf := v.AsBigFloat()
+	switch {
+	case bf.Sign() < 0:
+		d.errorf(attr.Expr.Range(), "Invalid capacity", "%s: size %q is negative.", attr.Name, t)
+	case bf.Cmp(new(big.Float).SetInt64(math.MaxInt64)) > 0:
+		d.errorf(attr.Expr.Range(), "Invalid capacity", "%s: size %q is too large (the maximum is %d bytes).", attr.Name, t, int64(math.MaxInt64))
+	default:
+		return false
+	}
+	return true
 }
 
 // capacityText reports whether Nomad reads the text of a capacity as volctl reads its value

@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/volctl/volctl/internal/iostreams"
+)
+
+// TestEveryDurationFlagSaysWhatIsWrong: the agent's duration flags said what was wrong with a
+// value they could not read (spec.ParseDuration), but plugin probe --timeout, plugin register
+// --timeout and --wait, tui --refresh and --probe kept Go's "time: invalid duration" for all
+// of it, and "time: unknown unit "e"" for an exponent. Every duration flag of the tree, found
+// by its type, says the same words through the whole command line, so a flag added later is
+// held to it too; events --since, a duration or a time, says what is wrong with the duration.
+func TestEveryDurationFlagSaysWhatIsWrong(t *testing.T) {
+	cases := []struct{ value, want string }{
+		{"9999999999999h", `"9999999999999h" is longer than the longest duration volctl holds`},
+		{"1e3s", `"1e3s" is not a duration: a duration takes no exponent`},
+		{"30", `"30" is not a duration: it has no unit (ns, us, ms, s, m or h)`},
+		{"soon", `"soon" is not a duration`},
+	}
+	ios, _, _, _ := iostreams.Test()
+	var flags []string // "volctl tui --refresh"
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(fl *pflag.Flag) {
+			if fl.Value.Type() == "duration" {
+				flags = append(flags, c.CommandPath()+" --"+fl.Name)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(NewRootCmd(NewFactory(ios)))
+	if len(flags) < 10 {
+		t.Fatalf("found %d duration flags (%v), want the agent's, plugin probe's, plugin register's and tui's", len(flags), flags)
+	}
+	for _, flag := range flags {
+		args := strings.Fields(strings.TrimPrefix(flag, "volctl "))
+		for _, tt := range cases {
+			_, err := execRoot(t, append(args, tt.value)...)
+			if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "time:") {
+				t.Errorf("%s %s: err = %v (exit %d), want exit %d saying %q", flag, tt.value, err, ExitCode(err), ExitUsage, tt.want)
+			}
+		}
+	}
+	for _, tt := range cases[:3] {
+		_, err := execRoot(t, "events", "--since", tt.value)
+		if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "RFC 3339") {
+			t.Errorf("events --since %s: err = %v (exit %d), want exit %d saying %q and naming RFC 3339", tt.value, err, ExitCode(err), ExitUsage, tt.want)
+		}
+	}
+}
