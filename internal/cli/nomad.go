@@ -340,12 +340,25 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		return fmt.Errorf("volume %q: plugin %q in Nomad at %s is not healthy (%s): wait for its allocations, or check them with `%s`",
 			id, info.PluginID, c.Address, p.Describe(), shellquote.Command("nomad plugin status", info.PluginID))
 	}
+	// Said before Nomad is sent anything: its refusal names neither the volume nor a way out.
+	capsWarning := ""
+	if why := nomad.CapabilitiesRefused(want.Capabilities); why != "" {
+		capsWarning = fmt.Sprintf("volume %q: Nomad may refuse it: %s; if its plugin does, hand Nomad a volume of the one capability its jobs use: `%s`, then register its external_id (which `%s` shows) again with that capability block alone",
+			id, why, shellquote.Command("volctl volume deregister", id), shellquote.Command("volctl volume status", id))
+	}
 	if opts.DryRun {
 		plan, err := planRegistration(ctx, opts, e, c, erasing, info, want, to)
+		if plan != nil && capsWarning != "" {
+			plan.Warnings = append(plan.Warnings, capsWarning)
+			fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", escapeLines(capsWarning))
+		}
 		if plan != nil && opts.plans != nil {
 			*opts.plans = append(*opts.plans, *plan)
 		}
 		return err
+	}
+	if capsWarning != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", escapeLines(capsWarning))
 	}
 	// Mark first: from here on volctl refuses to claim the volume. The registration runs under
 	// the volume's lock, which nomad release takes to ask Nomad and remove the mark, and sends
