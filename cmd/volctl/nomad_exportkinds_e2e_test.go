@@ -23,8 +23,9 @@ import (
 // with a required and a preferred topology, one with mount options, and one with secrets
 // (written as placeholders without --include-secrets, which export says, and as they are
 // with it). Nomad must take each file as written and store what volctl has; nothing volctl
-// exported is refused. Then the job `export nomad --group` writes for a group using them is
-// validated by Nomad (`nomad job validate`).
+// exported is refused but a volume of a block-device capability beside another, which export
+// and `volctl nomad register` say Nomad may refuse, and it does. Then each is handed over with
+// `volctl nomad register` and taken back.
 //
 // Opt-in: NOMAD_BIN names a Nomad binary. No mounts.
 func TestNomadRegistersTheExportOfEveryVolumeKind(t *testing.T) {
@@ -121,6 +122,17 @@ parameters = { tier = "gold" }
 			}
 			w.nomad("volume", "deregister", "-namespace", ns, id)
 		}
+	}
+	for _, id := range ids {
+		if id == "both" {
+			continue
+		}
+		w.stepTo(fmt.Sprintf("volctl nomad register %q, nomad volume deregister, volctl nomad release", id))
+		if out := w.volctl(0, "nomad", "register", id); !strings.Contains(out, fmt.Sprintf("Registered volume %q", id)) || strings.Contains(out, "Warning") {
+			t.Errorf("volctl nomad register %s: %s", id, out)
+		}
+		w.nomad("volume", "deregister", id)
+		w.volctl(0, "nomad", "release", id)
 	}
 	w.stepTo("volctl nomad register of volume both warns before Nomad refuses it")
 	if out := w.volctl(1, "nomad", "register", "both"); !strings.Contains(out, `Warning: volume "both": Nomad may refuse it`) ||
