@@ -504,6 +504,10 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if exists && len(other) == 0 && len(r) > 0 {
 		but("Nomad refuses to change its "+strings.Join(r, ", "), "Nomad does not change a registered volume's %s, and volctl's differ from its copy's: it would be refused (deregister it in Nomad and register it again to change them)", strings.Join(r, ", "))
 	}
+	if u := nomad.RefusedInUse(have, want); exists && len(other) == 0 && len(u) > 0 {
+		but("Nomad refuses to change the "+strings.Join(u, ", ")+" of a volume in use", "Nomad's allocs claim it (%d claim(s)), and Nomad does not change the %s of a volume in use to what volctl's are: it would be refused (stop the jobs whose allocs claim it first, or leave Nomad's copy as it is)",
+			have.Claims(), strings.Join(u, ", "))
+	}
 	if k := nomad.Kept(have, want); exists && len(other) == 0 && len(k) > 0 {
 		but("Nomad's copy would keep no "+strings.Join(k, ", "), "Nomad's copy has no %s, and volctl's has: Nomad keeps what a volume was first registered with, so it would stay without (its allocs placed on nodes that may not reach the volume), and the registration's read-back would fail on it: deregister it in Nomad and register it again to give it one", strings.Join(k, ", "))
 	}
