@@ -359,9 +359,12 @@ func (w *nomadWorld) runLinkedPlugins(job, socket string, ids []string) {
         id        = %q
         type      = "monolith"
         mount_dir = "/csi"
+        # The host's paths: a raw_exec task sees the host's file system, so the staging and
+        # target paths Nomad gives the plugin must be the host's for its node calls.
+        stage_publish_base_dir = %q
       }
     }
-`, i, socket, id)
+`, i, socket, id, filepath.Join(w.dataDir, "client", "csi", "monolith", id))
 	}
 	b.WriteString("  }\n}\n")
 	w.writeFile(job+".nomad.hcl", b.String())

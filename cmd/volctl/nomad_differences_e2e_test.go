@@ -19,21 +19,33 @@ import (
 // test's: runLinkedPlugins). volctl's requests go to the agent itself.
 func startMemPluginInNomad(t *testing.T, id string) (w *nomadWorld, socket string) {
 	t.Helper()
+	w, socket, _ = startMemPluginInNomadWith(t, id, nil)
+	return w, socket
+}
+
+// startMemPluginInNomadWith is startMemPluginInNomad with the plugin's configuration changed by
+// configure (when not nil) from the default, node n1's; it returns the plugin too.
+func startMemPluginInNomadWith(t *testing.T, id string, configure func(*csitest.MemConfig)) (w *nomadWorld, socket string, mem *csitest.MemPlugin) {
+	t.Helper()
 	if os.Getenv("NOMAD_BIN") == "" {
 		t.Skip("set NOMAD_BIN to a Nomad binary to run the end-to-end test against a real agent")
 	}
 	w = makeNomadWorld(t, 3*time.Minute)
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "n1"
+	if configure != nil {
+		configure(&cfg)
+	}
+	mem = csitest.NewMemPlugin(cfg)
 	socket = filepath.Join(w.dir, "mem.sock")
-	csitest.ServeAt(t, socket, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+	csitest.ServeAt(t, socket, csitest.WithServer(mem))
 	w.stepTo("start nomad agent -dev on 127.0.0.1")
 	w.startAgent()
 	w.nomadAddr = w.agentAddr
 	w.stepTo(fmt.Sprintf("run plugin %q in Nomad, a link to the test's", id))
 	w.runLinkedPlugins(id+"-plugin", socket, []string{id})
 	w.volctl(0, "plugin", "register", "--id", id, "--socket", socket)
-	return w, socket
+	return w, socket, mem
 }
 
 // editInNomad registers Nomad's copy of volume db (plugin mem, external ID ext, node n1's

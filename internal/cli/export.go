@@ -33,6 +33,7 @@ type ExportNomadOptions struct {
 
 	Volumes        []string
 	Groups         []string
+	GroupFiles     []string // group spec files, for groups never run here
 	All            bool
 	OutDir         string
 	IncludeSecrets bool
@@ -44,7 +45,7 @@ type ExportNomadOptions struct {
 func newCmdExportNomad(f *Factory, runF func(*ExportNomadOptions) error) *cobra.Command {
 	opts := &ExportNomadOptions{IO: f.IO, Engine: f.Engine}
 	cmd := &cobra.Command{
-		Use:   "nomad [VOLUME...] [--group NAME]... [--all] [--out DIR]",
+		Use:   "nomad [VOLUME...] [--group NAME|--group-file FILE]...",
 		Short: "Write volumes, groups and volctl's plugin as files for Nomad",
 		Long: `Write files for moving to a Nomad cluster, into --out (default ./nomad):
 
@@ -60,7 +61,8 @@ func newCmdExportNomad(f *Factory, runF func(*ExportNomadOptions) error) *cobra.
   plugin-ID.nomad.hcl    for volctl's own hostpath plugin, a system job running
                          volctl plugin serve hostpath as a csi_plugin monolith
 
-A group brings the volumes it uses. Secret values and mount flags are written as placeholders
+A group is one run here (--group NAME), or the group of a group spec file, run here or not
+(--group-file FILE). A group brings the volumes it uses. Secret values and mount flags are written as placeholders
 unless --include-secrets (the files are then 0600); they are never printed. So is a secret
 value a plugin echoed into a volume's context; one it echoed into the volume's external ID or
 topology, which a placeholder would make another volume's, refuses the volume without
@@ -79,6 +81,7 @@ detaching or deleting them; registered with nomad volume register FILE instead, 
 held by both orchestrators at once.`,
 		Example: `  volctl export nomad db
   volctl export nomad --group web --out ./cluster
+  volctl export nomad --group-file web.hcl
   volctl export nomad --all --driver exec --command /bin/sh --arg -c --arg 'echo hi > /data/x; sleep 3600'`,
 		RunE: runOpts(opts, func(args []string) {
 			opts.Volumes, opts.Groups = typedIDs(args), typedIDs(opts.Groups)
@@ -86,6 +89,7 @@ held by both orchestrators at once.`,
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVar(&opts.Groups, "group", nil, "export a group (a job) and the volumes it uses; repeatable")
+	fl.StringArrayVar(&opts.GroupFiles, "group-file", nil, "export the group of a group spec file (a job), run here or not, and the volumes it uses; repeatable")
 	fl.BoolVar(&opts.All, "all", false, "export every volume and group")
 	fl.StringVarP(&opts.OutDir, "out", "o", "nomad", "directory to write the files into")
 	fl.BoolVar(&opts.IncludeSecrets, "include-secrets", false, "write secret values and mount flags into the files (mode 0600)")
@@ -102,6 +106,39 @@ held by both orchestrators at once.`,
 	return cmd
 }
 
+// groupsOfFiles reads the group of each group spec file, as group run does; an invalid one is
+// refused with its diagnostics.
+func groupsOfFiles(ctx context.Context, ios *iostreams.IOStreams, files []string) ([]spec.Group, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	sources, err := readSpecSources(ctx, ios, nil, files)
+	if err != nil {
+		return nil, unreadSpecs("export nomad", "exported", files, err)
+	}
+	parser := spec.NewParser()
+	var groups []spec.Group
+	invalid := 0
+	for _, src := range sources {
+		g, diags := parser.ParseGroup(src.Name, src.Src)
+		if err := writeSpecDiagnostics(ios, parser, diags); err != nil {
+			return nil, err
+		}
+		if diags.HasErrors() {
+			invalid++
+			continue
+		}
+		if slices.ContainsFunc(groups, func(o spec.Group) bool { return o.Name == g.Name }) {
+			return nil, usageError("export nomad: group %q is in two --group-file files: export one of them", g.Name)
+		}
+		groups = append(groups, *g)
+	}
+	if invalid > 0 {
+		return nil, invalidSpecs("export nomad", "exported", invalid, len(sources))
+	}
+	return groups, nil
+}
+
 type exportFile struct {
 	name string
 	what string
@@ -110,10 +147,10 @@ type exportFile struct {
 }
 
 func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
-	if len(opts.Volumes) == 0 && len(opts.Groups) == 0 && !opts.All {
-		return usageError("export nomad: name volumes, --group NAME, or --all")
+	if len(opts.Volumes) == 0 && len(opts.Groups) == 0 && len(opts.GroupFiles) == 0 && !opts.All {
+		return usageError("export nomad: name volumes, --group NAME, --group-file FILE, or --all")
 	}
-	if opts.All && (len(opts.Volumes) > 0 || len(opts.Groups) > 0) {
+	if opts.All && (len(opts.Volumes) > 0 || len(opts.Groups) > 0 || len(opts.GroupFiles) > 0) {
 		return usageError("export nomad: --all exports everything; do not name volumes or groups with it")
 	}
 	if err := nomad.CheckTaskDriver(opts.Job.Driver); err != nil {
@@ -134,8 +171,22 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 	} else if len(opts.Groups) > 0 {
 		groups, err = e.GroupSpecs(ctx, opts.Groups...)
 	}
+	if errors.Is(err, engine.ErrNotFound) {
+		return fmt.Errorf("export nomad: %w; a group spec never run here is exported with --group-file FILE", err)
+	}
 	if err != nil {
 		return fmt.Errorf("export nomad: %w", err)
+	}
+	fromFiles, err := groupsOfFiles(ctx, opts.IO, opts.GroupFiles)
+	if err != nil {
+		return err
+	}
+	for _, g := range fromFiles {
+		if slices.ContainsFunc(groups, func(o spec.Group) bool { return o.Name == g.Name }) {
+			// Both would be written as one job file.
+			return usageError("export nomad: group %q is named twice (--group, --group-file): export one of them", g.Name)
+		}
+		groups = append(groups, g)
 	}
 	volIDs := slices.Clone(opts.Volumes)
 	if opts.All {

@@ -340,12 +340,25 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		return fmt.Errorf("volume %q: plugin %q in Nomad at %s is not healthy (%s): wait for its allocations, or check them with `%s`",
 			id, info.PluginID, c.Address, p.Describe(), shellquote.Command("nomad plugin status", info.PluginID))
 	}
+	// Said before Nomad is sent anything: its refusal names neither the volume nor a way out.
+	capsWarning := ""
+	if why := nomad.CapabilitiesRefused(want.Capabilities); why != "" {
+		capsWarning = fmt.Sprintf("volume %q: Nomad may refuse it: %s; if its plugin does, hand Nomad a volume of the one capability its jobs use: `%s`, then register its external_id (which `%s` shows) again with that capability block alone",
+			id, why, shellquote.Command("volctl volume deregister", id), shellquote.Command("volctl volume status", id))
+	}
 	if opts.DryRun {
 		plan, err := planRegistration(ctx, opts, e, c, erasing, info, want, to)
+		if plan != nil && capsWarning != "" {
+			plan.Warnings = append(plan.Warnings, capsWarning)
+			fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", escapeLines(capsWarning))
+		}
 		if plan != nil && opts.plans != nil {
 			*opts.plans = append(*opts.plans, *plan)
 		}
 		return err
+	}
+	if capsWarning != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", escapeLines(capsWarning))
 	}
 	// Mark first: from here on volctl refuses to claim the volume. The registration runs under
 	// the volume's lock, which nomad release takes to ask Nomad and remove the mark, and sends
@@ -490,6 +503,10 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	}
 	if exists && len(other) == 0 && len(r) > 0 {
 		but("Nomad refuses to change its "+strings.Join(r, ", "), "Nomad does not change a registered volume's %s, and volctl's differ from its copy's: it would be refused (deregister it in Nomad and register it again to change them)", strings.Join(r, ", "))
+	}
+	if u := nomad.RefusedInUse(have, want); exists && len(other) == 0 && len(u) > 0 {
+		but("Nomad refuses to change the "+strings.Join(u, ", ")+" of a volume in use", "Nomad's allocs claim it (%d claim(s)), and Nomad does not change the %s of a volume in use to what volctl's are: it would be refused (stop the jobs whose allocs claim it first, or leave Nomad's copy as it is)",
+			have.Claims(), strings.Join(u, ", "))
 	}
 	if k := nomad.Kept(have, want); exists && len(other) == 0 && len(k) > 0 {
 		but("Nomad's copy would keep no "+strings.Join(k, ", "), "Nomad's copy has no %s, and volctl's has: Nomad keeps what a volume was first registered with, so it would stay without (its allocs placed on nodes that may not reach the volume), and the registration's read-back would fail on it: deregister it in Nomad and register it again to give it one", strings.Join(k, ", "))

@@ -834,6 +834,9 @@ type VolumeState struct {
 	// Capacity is the volume's capacity as Nomad has it (0: none known), the plugin's answer
 	// to a creation or expansion Nomad made: a registration asking less keeps it.
 	Capacity int64 `json:"capacity,omitempty"`
+	// inUse is the access and attachment mode Nomad's claims hold the volume in (none while
+	// it has none), which a registration's capabilities must keep (RefusedInUse).
+	inUse spec.Capability
 }
 
 // AllocClaim is one Nomad alloc's claim on a volume.
@@ -913,6 +916,7 @@ func (c *Client) VolumeIn(ctx context.Context, id, ns, region string) (VolumeSta
 	if v.MountOptions != nil {
 		out.FSType, out.MountFlags = v.MountOptions.FSType, len(v.MountOptions.MountFlags)
 	}
+	out.inUse = spec.Capability{AccessMode: spec.AccessMode(v.AccessMode), AttachmentMode: spec.AttachmentMode(v.AttachmentMode)}
 	for _, t := range v.Topologies {
 		if t != nil {
 			out.Topologies = append(out.Topologies, spec.Topology{Segments: t.Segments})
@@ -1143,6 +1147,27 @@ func Refused(have VolumeState, want spec.Volume) []string {
 	}
 	if len(have.Topologies) > 0 && !sameTopologyRequest(have.TopologyRequest, sentTopologyRequest(want)) {
 		out = append(out, "topology_request")
+	}
+	return out
+}
+
+// RefusedInUse lists what Nomad refuses to change in a registered volume its allocs claim that
+// registering want would (CSIVolume.Merge): its mount options while it is in use ("can not
+// update mount options while volume is in use"), when want's differ from its copy's as far as
+// Nomad's answer shows them (the fs_type, whether there are mount flags); and its capabilities, when none of want's is the access and attachment
+// mode its claims hold it in ("volume requested capabilities update was not compatible with
+// existing capability in use"). A registration volctl sends while Nomad's allocs claim the
+// volume is refused so, while --dry-run said it would update it.
+func RefusedInUse(have VolumeState, want spec.Volume) []string {
+	if have.Claims() == 0 {
+		return nil
+	}
+	var out []string
+	if have.inUse != (spec.Capability{}) && !slices.Contains(want.Capabilities, have.inUse) {
+		out = append(out, "capabilities")
+	}
+	if slices.Contains(Changes(have, want), "mount_options") {
+		out = append(out, "mount_options")
 	}
 	return out
 }

@@ -5,6 +5,7 @@
 package nomad
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -122,7 +123,14 @@ func VolumeFile(v spec.Volume, includeSecrets bool) ([]byte, []string, error) {
 	if p := b.changed(); p != "" {
 		return nil, nil, fmt.Errorf("volume %q: %s is not in Unicode normal form C, which an exported file writes every string in: Nomad would get another string; `volctl nomad register` sends the volume through Nomad's API unchanged", v.ID, p)
 	}
-	return b.bytesForHCL1(), notes, nil
+	out := b.bytesForHCL1()
+	if why := CapabilitiesRefused(v.Capabilities); why != "" {
+		// Said with the line of the file's first block-device capability, which the user
+		// edits to keep the capability the jobs use.
+		line := 1 + bytes.Count(out[:bytes.Index(out, []byte(`attachment_mode = "block-device"`))], []byte("\n"))
+		notes = append(notes, fmt.Sprintf("volume %q: Nomad may refuse its file: %s; if its plugin does, keep in the file only the capability block its jobs use (line %d is the first block-device one)", v.ID, why, line))
+	}
+	return out, notes, nil
 }
 
 // checkVolumeKeys refuses a volume with two keys in one of the maps its file holds that the

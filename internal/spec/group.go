@@ -236,6 +236,14 @@ func (d *decoder) volumeRequest(b *hcl.Block, count int) (*VolumeRequest, bool) 
 			d.errorf(modeRange, "Read-only access mode needs read_only",
 				"%s allows readers only: set read_only = true in this volume block.", r.AccessMode)
 		}
+		// Nomad's job validation refuses this too ("allows only one writer"): every alloc
+		// would claim the volume for writing, and all but the first be refused at each run.
+		if r.AccessMode == MultiNodeSingleWriter && !r.ReadOnly && count > 1 && !r.PerAlloc {
+			d.errorf(modeRange, "Single writer shared by several allocs",
+				"%s lets one alloc at a time write the volume, but the group has count = %d and each alloc would claim it for writing (Nomad refuses such a job too). "+
+					"Set read_only = true if the allocs only read it, or per_alloc = true so each alloc claims its own volume (%s, %s, ...).",
+				r.AccessMode, count, AllocName(r.Source, 0), AllocName(r.Source, 1))
+		}
 	}
 	if mb := d.single(c, "mount_options", "a volume block"); mb != nil {
 		r.MountOptions = d.mountOptions(mb)

@@ -21,6 +21,11 @@ const StdinName = "<stdin>"
 // spec commands by mistake, since it holds plugin blocks too.
 const kindAgent Kind = "agent"
 
+// kindJob is a Nomad job file: not a spec kind either, but one a user moving between Nomad and
+// volctl hands to group run or validate, since its groups hold the volume blocks a group spec
+// does.
+const kindJob Kind = "job"
+
 // topName is one top-level argument or block of a file.
 type topName struct {
 	name  string
@@ -88,12 +93,17 @@ var signatures = sync.OnceValue(func() map[Kind]*signature {
 			blockSignals: true,
 			names:        []string{"agent", "plugin"},
 		},
+		kindJob: {
+			signals:      []string{"job"},
+			blockSignals: true,
+			names:        []string{"job"},
+		},
 	}
 })
 
 // otherKinds is the order in which a file's kind is looked for: an agent config first, since it
 // holds plugin blocks as well.
-var otherKinds = []Kind{kindAgent, KindPlugin, KindGroup, KindVolume}
+var otherKinds = []Kind{kindAgent, kindJob, KindPlugin, KindGroup, KindVolume}
 
 // signal returns the first of names that signals the kind, if any does.
 func (s *signature) signal(names []topName) (topName, bool) {
@@ -159,6 +169,15 @@ func (d *decoder) wrongKind(filename string, want, other Kind, at topName, names
 		use = fmt.Sprintf(`run it with "volctl group run %s"`, file)
 	case kindAgent:
 		use = fmt.Sprintf(`use it with "volctl agent --config %s"`, file)
+	case kindJob:
+		// Nomad's volume_mount is a task's, its destination inside the task; volctl's is the
+		// group's, its destination on this host.
+		use = `volctl runs a group spec, one group block of the job's (its volume blocks as they are, count) with a volume_mount block beside them for each task's, ` +
+			`its destination a path on this host ("volctl init group" writes an example)`
+		if validate {
+			d.errorf(at.rng, "Not a volume, plugin or group spec", "This is a Nomad job file, which volctl does not read: %s.", use)
+			return
+		}
 	default:
 		has := func(name string) bool {
 			return slices.ContainsFunc(names, func(n topName) bool { return n.name == name })
@@ -184,8 +203,11 @@ func (d *decoder) wrongKind(filename string, want, other Kind, at topName, names
 
 // kindNoun names a kind with its article: "a volume spec", "an agent config".
 func kindNoun(k Kind) string {
-	if k == kindAgent {
+	switch k {
+	case kindAgent:
 		return "an agent config"
+	case kindJob:
+		return "a Nomad job file"
 	}
 	return "a " + string(k) + " spec"
 }

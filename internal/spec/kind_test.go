@@ -11,6 +11,7 @@ const (
 	pluginSpec = "plugin \"hp\" {\n  type   = \"monolith\"\n  socket = \"/run/hp.sock\"\n}\n"
 	groupSpec  = "# web\ngroup \"web\" {\n  volume \"data\" {\n    type = \"csi\"\n    source = \"db\"\n    access_mode = \"single-node-writer\"\n    attachment_mode = \"file-system\"\n  }\n}\n"
 	agentSpec  = "agent {\n  probe_interval = \"5s\"\n}\n" + pluginSpec
+	jobFile    = "# the job\njob \"web\" {\n  datacenters = [\"*\"]\n" + groupSpec + "}\n"
 )
 
 // parseAs parses src as a command expecting kind does; kind "" is `volctl validate`.
@@ -72,6 +73,16 @@ func TestWrongKindIsOneError(t *testing.T) {
 			`This is an agent config, which volctl validate does not check: "volctl agent --config agent.hcl" checks it (and starts the agent when it is valid).`, 1, 1},
 		{"agent settings only to validate", "", "agent.hcl", "# settings\nagent {\n  stop_timeout = \"1s\"\n}\n", "Not a volume, plugin or group spec",
 			`This is an agent config, which volctl validate does not check`, 2, 1},
+		// A Nomad job file, whose group's volume blocks are what a group spec holds: one error,
+		// saying how to make a group spec of it (before: five about a volume spec's arguments
+		// to validate, "Blocks of type job are not expected" to group run).
+		{"job to group", KindGroup, "web.nomad.hcl", jobFile, "Not a group spec",
+			`This is a Nomad job file, not a group spec: volctl runs a group spec, one group block of the job's (its volume blocks as they are, count)` +
+				` with a volume_mount block beside them for each task's, its destination a path on this host ("volctl init group" writes an example).`, 2, 1},
+		{"job to volume", KindVolume, "web.nomad.hcl", jobFile, "Not a volume spec",
+			`This is a Nomad job file, not a volume spec: volctl runs a group spec`, 2, 1},
+		{"job to validate", "", "web.nomad.hcl", jobFile, "Not a volume, plugin or group spec",
+			`This is a Nomad job file, which volctl does not read: volctl runs a group spec`, 2, 1},
 		// JSON, and HCL1 syntax (rewritten before parsing): still the file's own positions.
 		{"JSON volume to plugin", KindPlugin, "v.json", `{"id": "db", "type": "csi", "plugin_id": "x", "capability": [{"access_mode": "single-node-writer", "attachment_mode": "file-system"}]}`, "Not a plugin spec",
 			`This is a volume spec, not a plugin spec`, 1, 29},

@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A user moving to Nomad with a group spec never run here could not export it: --group names
+// a recorded group only, and said "group "web" not found". --group-file FILE exports the
+// group of a spec file as a job, with the volumes it uses, as --group does a recorded one; an
+// invalid file is refused with its diagnostics and nothing written, and --group of a group
+// not run names --group-file.
+func TestExportNomadGroupFileOfAGroupNeverRun(t *testing.T) {
+	h := newCLIHarness(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "web.hcl")
+	if err := os.WriteFile(file, []byte(`group "web" {
+  count = 2
+  volume "data" {
+    type            = "csi"
+    source          = "logs"
+    per_alloc       = true
+    access_mode     = "single-node-writer"
+    attachment_mode = "file-system"
+  }
+  volume_mount {
+    volume      = "data"
+    destination = "/srv/web/{index}"
+  }
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	createSingleWriter(t, h.e, "logs[0]", "logs[1]")
+
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := h.runReported("export", "nomad", "--group-file", file, "--out", out)
+	if code != 0 {
+		t.Fatalf("export nomad --group-file: exit %d\n%s%s", code, stdout, stderr)
+	}
+	job, err := os.ReadFile(filepath.Join(out, "job-web.nomad.hcl"))
+	if err != nil {
+		t.Fatalf("export nomad --group-file wrote no job: %v\n%s%s", err, stdout, stderr)
+	}
+	for _, want := range []string{`job "web"`, `source          = "logs"`, "per_alloc       = true", `destination      = "/srv/web/$${NOMAD_ALLOC_INDEX}"`} {
+		if !strings.Contains(string(job), want) {
+			t.Errorf("job of the group file:\n%s\nwant it to hold %q", job, want)
+		}
+	}
+	for _, v := range []string{"volume-logs[0].hcl", "volume-logs[1].hcl"} {
+		if _, err := os.Stat(filepath.Join(out, v)); err != nil {
+			t.Errorf("the group's volume file %s: %v", v, err)
+		}
+	}
+
+	if code, stdout, stderr := h.runReported("export", "nomad", "--group", "web", "--out", out); code == 0 || !strings.Contains(stderr, "--group-file FILE") {
+		t.Errorf("export nomad --group of a group never run: exit %d\n%s%s\nwant it to name --group-file", code, stdout, stderr)
+	}
+	bad := filepath.Join(dir, "bad.hcl")
+	if err := os.WriteFile(bad, []byte("group \"api\" {\n  volume \"d\" {\n    type = \"csi\"\n  }\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out2 := filepath.Join(dir, "out2")
+	code, stdout, stderr = h.runReported("export", "nomad", "--group-file", bad, "--out", out2)
+	if code != 2 || !strings.Contains(stderr, "bad.hcl:") || !strings.Contains(stderr, "nothing was exported") {
+		t.Errorf("export nomad --group-file of an invalid spec: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(out2); err == nil {
+		t.Errorf("export nomad --group-file of an invalid spec made %s", out2)
+	}
+}
