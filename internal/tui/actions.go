@@ -42,6 +42,35 @@ type action struct {
 	// asked are the claims the question was about, by ID: a release's one, a detach's all. The
 	// dialog stays open while reads come, and the engine acts on the volume as it is then.
 	asked []int64
+	// record is which record of the volume the question was about, read as it opened (a
+	// detach, force-detach or delete): the volume may be deleted and created again under the
+	// same ID, with new storage, before the user confirms. Nil until the read answers.
+	record *volumeRecord
+}
+
+// volumeRecord tells one record of a volume from another of the same ID: the plugin's ID for
+// its storage and when volctl recorded it.
+type volumeRecord struct {
+	externalID string
+	createdAt  time.Time
+	err        error // the read failed: which record it was is not known
+}
+
+// recordMsg is the read of which record a question is about.
+type recordMsg struct {
+	volume string
+	record volumeRecord
+}
+
+// readRecord reads which record of volume a question is about, off the UI goroutine.
+func readRecord(ctx context.Context, eng Engine, volume string) tea.Cmd {
+	return func() tea.Msg {
+		v, err := eng.Volume(ctx, volume)
+		if err == nil && v.ID != volume {
+			err = fmt.Errorf("volume %q: %w", volume, engine.ErrNotFound)
+		}
+		return recordMsg{volume: volume, record: volumeRecord{externalID: v.ExternalID, createdAt: v.CreatedAt, err: err}}
+	}
 }
 
 func (a action) title() string {
@@ -153,7 +182,7 @@ func (a action) run(ctx context.Context, eng Engine) tea.Cmd {
 // meanwhile is no change: less is done than was confirmed. The engine acts on what it finds
 // then, so this narrows the window to the time between two of its calls.
 func (a action) changed(ctx context.Context, eng Engine) error {
-	if a.kind != actRelease && a.kind != actDetach && a.kind != actForceDetach {
+	if a.kind == actReconcile {
 		return nil
 	}
 	v, err := eng.Volume(ctx, a.volume)
@@ -162,6 +191,19 @@ func (a action) changed(ctx context.Context, eng Engine) error {
 		return fmt.Errorf("volume %q no longer exists: nothing to %s", a.volume, a.verb())
 	case err != nil:
 		return fmt.Errorf("%s %q: read it first, to act only on what was confirmed: %w; nothing done", a.verb(), a.volume, err)
+	}
+	if a.kind != actRelease {
+		switch r := a.record; {
+		case r == nil:
+			return fmt.Errorf("volume %q: which of its records the question was about was not read yet: nothing done; look at it again and press %s", a.volume, a.key())
+		case r.err != nil:
+			return fmt.Errorf("volume %q: reading which of its records the question was about: %v: nothing done; look at it again and press %s", a.volume, r.err, a.key())
+		case r.externalID != v.ExternalID || !r.createdAt.Equal(v.CreatedAt):
+			return fmt.Errorf("volume %q was deleted and created again since the question (new storage): nothing done to it; look at it again and press %s", a.volume, a.key())
+		}
+	}
+	if a.kind == actDelete {
+		return nil
 	}
 	if a.kind == actRelease {
 		for _, c := range v.Claims {
@@ -180,7 +222,7 @@ func (a action) changed(ctx context.Context, eng Engine) error {
 	}
 	if len(since) > 0 {
 		return fmt.Errorf("volume %q has claims made since the question, which it did not name: %s of %s: nothing detached; look at it again and press %s",
-			a.volume, plural(len(since), "claim"), joinAnd(since), map[bool]string{true: "F", false: "d"}[a.kind == actForceDetach])
+			a.volume, plural(len(since), "claim"), joinAnd(since), a.key())
 	}
 	return nil
 }
@@ -224,6 +266,11 @@ func reconcileReport(a action, rep engine.ReconcileReport) actionDoneMsg {
 		probs = append(probs, p.Message)
 	}
 	return actionDoneMsg{a: a, err: fmt.Errorf("%s; %s left: %s", text, plural(len(rep.Problems), "problem"), strings.Join(probs, "; "))}
+}
+
+// key is the key that asks for the action.
+func (a action) key() string {
+	return [...]string{"x", "d", "D", "F", "R"}[a.kind]
 }
 
 func (a action) verb() string {

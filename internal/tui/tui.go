@@ -166,6 +166,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.detail != nil && m.detail.tab == tabVolumes && m.detail.key == msg.id {
 			m.detail.setVolume(msg)
 		}
+	case recordMsg:
+		if m.dialog != nil && m.dialog.a.volume == msg.volume && m.dialog.a.record == nil {
+			m.dialog.a.record = &msg.record
+		}
 	case actionDoneMsg:
 		m.quitArmed = false
 		expire := m.status.done(msg)
@@ -384,7 +388,10 @@ func (m *Model) ask(kind actionKind) tea.Cmd {
 		return m.status.set(err.Error(), true)
 	}
 	m.dialog = newConfirm(m.c, a)
-	return nil
+	if kind == actRelease || kind == actReconcile {
+		return nil
+	}
+	return readRecord(m.ctx, m.eng, a.volume)
 }
 
 // target finds what an action applies to: the open detail's volume or claim, or the selected
