@@ -138,41 +138,77 @@ type actionDoneMsg struct {
 	err  error
 }
 
-// run performs the action through the engine, off the UI goroutine.
+// run performs the action through the engine, off the UI goroutine, its result and error
+// scrubbed of the state's secrets before they are shown.
 func (a action) run(ctx context.Context, eng Engine) tea.Cmd {
-	return func() tea.Msg {
-		if err := a.changed(ctx, eng); err != nil {
-			return actionDoneMsg{a: a, err: err}
-		}
-		switch a.kind {
-		case actRelease:
-			res, err := eng.Release(ctx, a.volume, a.alloc)
-			if err != nil {
-				return actionDoneMsg{a: a, err: err}
-			}
-			if !res.Released {
-				return actionDoneMsg{a: a, text: fmt.Sprintf("alloc %q held no claim on %q: nothing to release", a.alloc, a.volume)}
-			}
-			return actionDoneMsg{a: a, text: fmt.Sprintf("released the claim of %q on %q", a.alloc, a.volume)}
-		case actDetach, actForceDetach:
-			res, err := eng.Detach(ctx, a.volume, a.kind == actForceDetach)
-			if err != nil {
-				return actionDoneMsg{a: a, err: err}
-			}
-			return detachReport(a, res)
-		case actReconcile:
-			rep, err := eng.Reconcile(ctx)
-			if err != nil && rep.OK() {
-				return actionDoneMsg{a: a, err: err}
-			}
-			// With problems left, the engine's error only counts them: the report names them.
-			return reconcileReport(a, rep)
-		}
-		if err := eng.DeleteVolume(ctx, a.volume); err != nil {
-			return actionDoneMsg{a: a, err: err}
-		}
-		return actionDoneMsg{a: a, text: fmt.Sprintf("deleted volume %q", a.volume)}
+	return func() tea.Msg { return scrubbed(ctx, eng, a.perform(ctx, eng)) }
+}
+
+// scrubbed has an action's result text and error scrubbed of every secret value the state
+// holds, as the CLI has its output and errors (Factory.RedactError): a plugin may echo a secret
+// into its errors or its node ID, which a detach's warning names. When the secrets cannot be
+// read, the text is withheld, saying why. The read is one of the local state, not cut short by
+// the dashboard's end.
+func scrubbed(ctx context.Context, eng Engine, msg actionDoneMsg) actionDoneMsg {
+	ctx = context.WithoutCancel(ctx)
+	if err := redacted(ctx, eng, &msg.text); err != nil && msg.text != "" {
+		msg.text = fmt.Sprintf("%s done; its result is withheld: reading the state to redact secrets from it: %v", msg.a.title(), err)
 	}
+	if msg.err == nil {
+		return msg
+	}
+	text := msg.err.Error()
+	if err := redacted(ctx, eng, &text); err != nil {
+		text = fmt.Sprintf("the error is withheld: reading the state to redact secrets from it: %v", err)
+	}
+	if text != msg.err.Error() {
+		msg.err = &scrubbedError{err: msg.err, msg: text}
+	}
+	return msg
+}
+
+// scrubbedError is an error shown with its secrets scrubbed, that still unwraps to itself.
+type scrubbedError struct {
+	err error
+	msg string
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// perform runs the action and says how it ended.
+func (a action) perform(ctx context.Context, eng Engine) actionDoneMsg {
+	if err := a.changed(ctx, eng); err != nil {
+		return actionDoneMsg{a: a, err: err}
+	}
+	switch a.kind {
+	case actRelease:
+		res, err := eng.Release(ctx, a.volume, a.alloc)
+		if err != nil {
+			return actionDoneMsg{a: a, err: err}
+		}
+		if !res.Released {
+			return actionDoneMsg{a: a, text: fmt.Sprintf("alloc %q held no claim on %q: nothing to release", a.alloc, a.volume)}
+		}
+		return actionDoneMsg{a: a, text: fmt.Sprintf("released the claim of %q on %q", a.alloc, a.volume)}
+	case actDetach, actForceDetach:
+		res, err := eng.Detach(ctx, a.volume, a.kind == actForceDetach)
+		if err != nil {
+			return actionDoneMsg{a: a, err: err}
+		}
+		return detachReport(a, res)
+	case actReconcile:
+		rep, err := eng.Reconcile(ctx)
+		if err != nil && rep.OK() {
+			return actionDoneMsg{a: a, err: err}
+		}
+		// With problems left, the engine's error only counts them: the report names them.
+		return reconcileReport(a, rep)
+	}
+	if err := eng.DeleteVolume(ctx, a.volume); err != nil {
+		return actionDoneMsg{a: a, err: err}
+	}
+	return actionDoneMsg{a: a, text: fmt.Sprintf("deleted volume %q", a.volume)}
 }
 
 // changed reads the volume a release or detach is about as the action starts, and says, as an
