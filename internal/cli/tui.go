@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/iostreams"
@@ -65,7 +68,7 @@ the screen, so they go to --log-file, or nowhere.`,
 	durationVar(fl, &opts.Refresh, "refresh", tui.DefaultRefresh, "how often the state is re-read")
 	durationVar(fl, &opts.Probe, "probe", tui.DefaultProbe, "how often plugins are probed live")
 	fl.IntVar(&opts.Events, "events", tui.DefaultEvents, "how many recent events the events view keeps")
-	fl.StringVar(&opts.LogFile, "log-file", "", "append engine warnings (and with --verbose, debug logs) to this file (not a symlink, nor another user's file)")
+	fl.StringVar(&opts.LogFile, "log-file", "", "append engine warnings (and with --verbose, debug logs) to this file, pipe or terminal (where another user may write, only a regular file of your own)")
 	return cmd
 }
 
@@ -129,27 +132,92 @@ func tuiLogger(path string, verbose bool) (*slog.Logger, func(), error) {
 	return slog.New(slog.NewTextHandler(f, logOptions(level))), func() { f.Close() }, nil
 }
 
-// openLogFile opens the --log-file to append to, often a path in /tmp, where every user may put
-// a file first: a symlink is not followed (volctl, as root, appended its log to the file it
-// named), a named pipe does not hold the start (pathtrust.OpenRegular), and a file another user
-// owns is refused, since they would read what volctl logs (TestTUILogFileIsNotAnotherUsersToPlant).
+// openLogFile opens the --log-file to append to. It is often a path in /tmp, where every user
+// may put a file first, and volctl often runs as root: there a symlink is not followed (volctl
+// appended its log to the file it named), a named pipe is refused (its planter reads the log)
+// and so is a file another user owns, who would read what volctl logs
+// (TestTUILogFileIsNotAnotherUsersToPlant). Where nobody but root and this user could have put
+// the thing at path (no directory on the way another user may write, no entry of another
+// user's), it is opened as given: /dev/null, /dev/stderr, /proc/self/fd/2, a terminal, the
+// user's own named pipe with a reader, a symlink of their own (TestTUILogFileOfTheUsersOwnOpens).
+// In a directory of another user's that only they may write (sudo volctl tui --log-file
+// ~/tui.log), that user's regular file, or a new one, is opened, nothing else.
 func openLogFile(path string) (*os.File, error) {
-	f, err := pathtrust.OpenRegular(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if nr := (*pathtrust.NotRegularError)(nil); errors.As(err, &nr) {
-		return nil, fmt.Errorf("%w (a symlink is not followed): give the path of a regular file, or of one to create", err)
+	var dir syscall.Stat_t
+	if err := syscall.Stat(filepath.Dir(path), &dir); err == nil && !pathtrust.Trusted(dir.Uid) {
+		return openLogFileIn(path, dir.Uid)
 	}
-	if err != nil {
-		return nil, err
+	planted := ""
+	if pr := pathtrust.Ancestors(path); pr != nil {
+		planted = fmt.Sprintf("%s %s", pr.Path, pr.Why)
+	} else if fi, err := os.Lstat(path); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && !pathtrust.Trusted(st.Uid) {
+			planted = fmt.Sprintf("it is owned by uid %d, another user", st.Uid)
+		}
 	}
-	fi, err := f.Stat()
-	if err != nil {
+	if planted != "" {
+		return openLogFileIn(path, uint32(os.Geteuid()))
+	}
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	switch {
+	case errors.Is(err, unix.ENXIO):
+		// A named pipe (or a socket) nobody has open to read: a blocking open would wait for good.
+		return nil, fmt.Errorf("%s: nothing reads it (a named pipe opens for writing only once a reader has it open): start the reader first, such as cat %s, or give a file", path, path)
+	case err != nil:
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	// Logged lines wait for a slow reader of a pipe or terminal rather than being dropped.
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	if err := logFileKind(f, path, uint32(os.Geteuid())); err != nil {
 		f.Close()
 		return nil, err
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && !pathtrust.Trusted(st.Uid) {
-		f.Close()
-		return nil, fmt.Errorf("%s is owned by uid %d, another user, who would read what volctl logs there (one may make it first in a directory every user may write, such as /tmp): "+
-			"remove it, or give a path in a directory only you may write", path, st.Uid)
 	}
 	return f, nil
+}
+
+// openLogFileIn opens path where someone other than root and this user may have put what is
+// there (owner, the directory's owner, or anyone who may write a directory on the way): only a
+// regular file of owner's, root's or this user's, not through a symlink, is opened.
+func openLogFileIn(path string, owner uint32) (*os.File, error) {
+	f, err := pathtrust.OpenRegular(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if nr := (*pathtrust.NotRegularError)(nil); errors.As(err, &nr) {
+		why := "another user may write its directory, or one on the way, or owns it"
+		if pr := pathtrust.Ancestors(path); pr != nil {
+			why = fmt.Sprintf("%s %s", pr.Path, pr.Why)
+		} else if owner != uint32(os.Geteuid()) {
+			why = fmt.Sprintf("its directory is uid %d's", owner)
+		}
+		return nil, fmt.Errorf("%w, where another user could have put it (%s), so a symlink is not followed: give the path of a regular file, or of one to create, in a directory only you may write", err, why)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := logFileKind(f, path, owner); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// logFileKind refuses an opened log file that is not a regular file, named pipe or character
+// device, or a file or pipe neither root's, this user's nor owner's: its owner would read
+// what volctl logs, and may have put it where volctl looked.
+func logFileKind(f *os.File, path string, owner uint32) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	m := fi.Mode()
+	if !m.IsRegular() && m&fs.ModeNamedPipe == 0 && m&fs.ModeCharDevice == 0 {
+		return fmt.Errorf("%s is %s: give the path of a regular file, a named pipe or a terminal", path, pathtrust.FileKind(m))
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && m&fs.ModeCharDevice == 0 && !pathtrust.Trusted(st.Uid) && st.Uid != owner {
+		return fmt.Errorf("%s is owned by uid %d, another user, who would read what volctl logs there (one may make it first in a directory every user may write, such as /tmp): "+
+			"remove it, or give a path in a directory only you may write", path, st.Uid)
+	}
+	return nil
 }

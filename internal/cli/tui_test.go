@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -98,7 +99,12 @@ func TestTUIRun(t *testing.T) {
 // another user made and left writable to all was appended to, that user reading what volctl
 // logged. Each is refused, naming the file and what to do; a file of the user's own is appended to.
 func TestTUILogFileIsNotAnotherUsersToPlant(t *testing.T) {
+	// What is planted is planted where another user may write: a directory like /tmp, which is
+	// sticky (and the entries then another user's), or a shared one that is not.
 	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
 	victim := filepath.Join(dir, "shadow")
 	if err := os.WriteFile(victim, []byte("root:*:19000:0:99999:7:::\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -179,6 +185,152 @@ func TestTUILogFileIsNotAnotherUsersToPlant(t *testing.T) {
 			}
 			if fi, err := os.Stat(theirs); err == nil && fi.Size() != 0 {
 				t.Errorf("%s, another user's file, now holds %d bytes of volctl's log", theirs, fi.Size())
+			}
+		})
+	}
+}
+
+// Where nobody but root and this user could have put what is at the path, --log-file opens it
+// as given: the usual ways to watch a full-screen program's log (/dev/null, /dev/stderr, a
+// /proc/self/fd link, a named pipe with a reader, a symlink of the user's own) all worked before
+// round 25 and must again. Under sudo, the invoking user's own file in their own directory,
+// which only they may write, opens too; a symlink there is still not followed, and what another
+// user owns in a sticky directory like /tmp is still refused.
+func TestTUILogFileOfTheUsersOwnOpens(t *testing.T) {
+	asRoot := os.Geteuid() == 0
+	dir := t.TempDir()
+	own := filepath.Join(dir, "own.log")
+	if err := os.WriteFile(own, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.log")
+	if err := os.Symlink(own, link); err != nil {
+		t.Fatal(err)
+	}
+	held, err := os.OpenFile(filepath.Join(dir, "held.log"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	fdLink := fmt.Sprintf("/proc/self/fd/%d", held.Fd())
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lonely := filepath.Join(dir, "lonely")
+	if err := syscall.Mkfifo(lonely, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A user's home under sudo: theirs, 0755, only they may write it.
+	home := filepath.Join(dir, "home")
+	mustMkdir := func(d string, mode os.FileMode) {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustMkdir(home, 0o755)
+	homeLog, homeLink := filepath.Join(home, "tui.log"), filepath.Join(home, "link.log")
+	if err := os.WriteFile(homeLog, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(own, homeLink); err != nil {
+		t.Fatal(err)
+	}
+	sticky := filepath.Join(dir, "tmp")
+	mustMkdir(sticky, os.ModeSticky|0o777)
+	stickyLink, stickyFifo := filepath.Join(sticky, "link.log"), filepath.Join(sticky, "fifo.log")
+	if err := os.Symlink(own, stickyLink); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(stickyFifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if asRoot {
+		for _, p := range []string{home, homeLog, homeLink, stickyLink, stickyFifo} {
+			if err := os.Lchown(p, 4242, 4242); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	needsRoot := map[bool]string{false: "needs root to give files to another user"}[asRoot]
+	for _, tt := range []struct {
+		name, path string
+		check      string   // the file that must hold the warning; "" for none to read
+		reader     bool     // a reader holds the pipe open
+		want       []string // in the error; none: opened
+		skip       string
+	}{
+		{name: "/dev/null", path: "/dev/null"},
+		{name: "/dev/stderr", path: "/dev/stderr"},
+		{name: "a /proc/self/fd link", path: fdLink, check: held.Name()},
+		{name: "a symlink of the user's own in their own directory", path: link, check: own},
+		{name: "the user's own named pipe, read", path: fifo, reader: true},
+		{name: "the user's own named pipe, not read", path: lonely, want: []string{lonely, "nothing reads it", "start the reader first"}},
+		{name: "the invoking user's file in their own directory (sudo)", path: homeLog, check: homeLog, skip: needsRoot},
+		{name: "the invoking user's symlink in their own directory (sudo)", path: homeLink, want: []string{homeLink, "a symlink", "not followed", "uid 4242"}, skip: needsRoot},
+		{name: "another user's symlink in a sticky directory", path: stickyLink, want: []string{stickyLink, "a symlink", "not followed"}, skip: needsRoot},
+		{name: "another user's named pipe in a sticky directory", path: stickyFifo, want: []string{stickyFifo, "a named pipe"}, skip: needsRoot},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.skip != "" {
+				t.Skip(tt.skip)
+			}
+			var got chan []byte
+			if tt.reader {
+				r, err := os.OpenFile(tt.path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = make(chan []byte, 1)
+				defer func() {
+					select {
+					case b := <-got:
+						if !strings.Contains(string(b), "a warning") {
+							t.Errorf("the pipe's reader got %q, want the warning", b)
+						}
+					case <-time.After(10 * time.Second):
+						t.Error("the pipe's reader got nothing in 10s")
+					}
+					r.Close()
+				}()
+				go func() {
+					var all []byte
+					buf := make([]byte, 4096)
+					for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !strings.Contains(string(all), "a warning"); {
+						n, _ := r.Read(buf)
+						all = append(all, buf[:n]...)
+						time.Sleep(5 * time.Millisecond)
+					}
+					got <- all
+				}()
+			}
+			logger, closer, err := tuiLogger(tt.path, true)
+			if len(tt.want) > 0 {
+				if err == nil {
+					closer()
+					t.Fatalf("tuiLogger(%s), %s: opened, want a refusal", tt.path, tt.name)
+				}
+				for _, w := range tt.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("tuiLogger(%s): %v, want it to say %q", tt.path, err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("tuiLogger(%s), %s: %v", tt.path, tt.name, err)
+			}
+			if tt.path != "/dev/stderr" {
+				logger.Warn("a warning")
+			}
+			closer()
+			if tt.check != "" {
+				if b, _ := os.ReadFile(tt.check); !strings.Contains(string(b), "a warning") {
+					t.Errorf("%s holds %q, want the warning appended", tt.check, b)
+				}
 			}
 		})
 	}

@@ -61,6 +61,12 @@ func Listen(path string) (net.Listener, error) {
 	// the plugin in the directory it then uses as volctl's state dir, which volctl makes
 	// private and would refuse to take over from others (store.checkDir, checkAdoptable).
 	dir := filepath.Dir(path)
+	// Checked before MkdirAll too, which would follow a symlink planted on the way and make
+	// the missing directories at its target (the walk stops at the first missing part), and
+	// after it, on the directories it made.
+	if err := checkSocketDir(path); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("socket %q: %w", path, err)
 	}

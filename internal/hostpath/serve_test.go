@@ -497,3 +497,28 @@ func TestListenRefusesASocketDirectoryAnotherUserControls(t *testing.T) {
 		})
 	}
 }
+
+// A symlink planted in a directory every user may write leads elsewhere: Listen refuses it,
+// and makes nothing through it first (its MkdirAll would follow the link and make the missing
+// directories at the planted target, as root, before the check said no).
+func TestListenMakesNothingThroughAPlantedSymlink(t *testing.T) {
+	t.Parallel()
+	base := shortDir(t)
+	open, elsewhere := filepath.Join(base, "open"), filepath.Join(base, "elsewhere")
+	mustOK(t, os.Mkdir(open, 0o700))
+	mustOK(t, os.Chmod(open, 0o777))
+	mustOK(t, os.Mkdir(elsewhere, 0o700))
+	mustOK(t, os.Symlink(elsewhere, filepath.Join(open, "csi")))
+	socket := filepath.Join(open, "csi", "sub", "p.sock")
+	l, err := hostpath.Listen(socket)
+	if err == nil {
+		l.Close()
+		t.Fatalf("Listen(%s) through a symlink in a directory every user may write: listened, want a refusal", socket)
+	}
+	if !strings.Contains(err.Error(), open) {
+		t.Errorf("Listen(%s): %v, want it to name %s", socket, err, open)
+	}
+	if _, serr := os.Lstat(filepath.Join(elsewhere, "sub")); serr == nil {
+		t.Errorf("Listen(%s) refused (%v) but first made %s through the planted symlink", socket, err, filepath.Join(elsewhere, "sub"))
+	}
+}

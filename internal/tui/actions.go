@@ -42,6 +42,35 @@ type action struct {
 	// asked are the claims the question was about, by ID: a release's one, a detach's all. The
 	// dialog stays open while reads come, and the engine acts on the volume as it is then.
 	asked []int64
+	// record is which record of the volume the question was about, read as it opened (a
+	// detach, force-detach or delete): the volume may be deleted and created again under the
+	// same ID, with new storage, before the user confirms. Nil until the read answers.
+	record *volumeRecord
+}
+
+// volumeRecord tells one record of a volume from another of the same ID: the plugin's ID for
+// its storage and when volctl recorded it.
+type volumeRecord struct {
+	externalID string
+	createdAt  time.Time
+	err        error // the read failed: which record it was is not known
+}
+
+// recordMsg is the read of which record a question is about.
+type recordMsg struct {
+	volume string
+	record volumeRecord
+}
+
+// readRecord reads which record of volume a question is about, off the UI goroutine.
+func readRecord(ctx context.Context, eng Engine, volume string) tea.Cmd {
+	return func() tea.Msg {
+		v, err := eng.Volume(ctx, volume)
+		if err == nil && v.ID != volume {
+			err = fmt.Errorf("volume %q: %w", volume, engine.ErrNotFound)
+		}
+		return recordMsg{volume: volume, record: volumeRecord{externalID: v.ExternalID, createdAt: v.CreatedAt, err: err}}
+	}
 }
 
 func (a action) title() string {
@@ -109,41 +138,77 @@ type actionDoneMsg struct {
 	err  error
 }
 
-// run performs the action through the engine, off the UI goroutine.
+// run performs the action through the engine, off the UI goroutine, its result and error
+// scrubbed of the state's secrets before they are shown.
 func (a action) run(ctx context.Context, eng Engine) tea.Cmd {
-	return func() tea.Msg {
-		if err := a.changed(ctx, eng); err != nil {
-			return actionDoneMsg{a: a, err: err}
-		}
-		switch a.kind {
-		case actRelease:
-			res, err := eng.Release(ctx, a.volume, a.alloc)
-			if err != nil {
-				return actionDoneMsg{a: a, err: err}
-			}
-			if !res.Released {
-				return actionDoneMsg{a: a, text: fmt.Sprintf("alloc %q held no claim on %q: nothing to release", a.alloc, a.volume)}
-			}
-			return actionDoneMsg{a: a, text: fmt.Sprintf("released the claim of %q on %q", a.alloc, a.volume)}
-		case actDetach, actForceDetach:
-			res, err := eng.Detach(ctx, a.volume, a.kind == actForceDetach)
-			if err != nil {
-				return actionDoneMsg{a: a, err: err}
-			}
-			return detachReport(a, res)
-		case actReconcile:
-			rep, err := eng.Reconcile(ctx)
-			if err != nil && rep.OK() {
-				return actionDoneMsg{a: a, err: err}
-			}
-			// With problems left, the engine's error only counts them: the report names them.
-			return reconcileReport(a, rep)
-		}
-		if err := eng.DeleteVolume(ctx, a.volume); err != nil {
-			return actionDoneMsg{a: a, err: err}
-		}
-		return actionDoneMsg{a: a, text: fmt.Sprintf("deleted volume %q", a.volume)}
+	return func() tea.Msg { return scrubbed(ctx, eng, a.perform(ctx, eng)) }
+}
+
+// scrubbed has an action's result text and error scrubbed of every secret value the state
+// holds, as the CLI has its output and errors (Factory.RedactError): a plugin may echo a secret
+// into its errors or its node ID, which a detach's warning names. When the secrets cannot be
+// read, the text is withheld, saying why. The read is one of the local state, not cut short by
+// the dashboard's end.
+func scrubbed(ctx context.Context, eng Engine, msg actionDoneMsg) actionDoneMsg {
+	ctx = context.WithoutCancel(ctx)
+	if err := redacted(ctx, eng, &msg.text); err != nil && msg.text != "" {
+		msg.text = fmt.Sprintf("%s done; its result is withheld: reading the state to redact secrets from it: %v", msg.a.title(), err)
 	}
+	if msg.err == nil {
+		return msg
+	}
+	text := msg.err.Error()
+	if err := redacted(ctx, eng, &text); err != nil {
+		text = fmt.Sprintf("the error is withheld: reading the state to redact secrets from it: %v", err)
+	}
+	if text != msg.err.Error() {
+		msg.err = &scrubbedError{err: msg.err, msg: text}
+	}
+	return msg
+}
+
+// scrubbedError is an error shown with its secrets scrubbed, that still unwraps to itself.
+type scrubbedError struct {
+	err error
+	msg string
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// perform runs the action and says how it ended.
+func (a action) perform(ctx context.Context, eng Engine) actionDoneMsg {
+	if err := a.changed(ctx, eng); err != nil {
+		return actionDoneMsg{a: a, err: err}
+	}
+	switch a.kind {
+	case actRelease:
+		res, err := eng.Release(ctx, a.volume, a.alloc)
+		if err != nil {
+			return actionDoneMsg{a: a, err: err}
+		}
+		if !res.Released {
+			return actionDoneMsg{a: a, text: fmt.Sprintf("alloc %q held no claim on %q: nothing to release", a.alloc, a.volume)}
+		}
+		return actionDoneMsg{a: a, text: fmt.Sprintf("released the claim of %q on %q", a.alloc, a.volume)}
+	case actDetach, actForceDetach:
+		res, err := eng.Detach(ctx, a.volume, a.kind == actForceDetach)
+		if err != nil {
+			return actionDoneMsg{a: a, err: err}
+		}
+		return detachReport(a, res)
+	case actReconcile:
+		rep, err := eng.Reconcile(ctx)
+		if err != nil && rep.OK() {
+			return actionDoneMsg{a: a, err: err}
+		}
+		// With problems left, the engine's error only counts them: the report names them.
+		return reconcileReport(a, rep)
+	}
+	if err := eng.DeleteVolume(ctx, a.volume); err != nil {
+		return actionDoneMsg{a: a, err: err}
+	}
+	return actionDoneMsg{a: a, text: fmt.Sprintf("deleted volume %q", a.volume)}
 }
 
 // changed reads the volume a release or detach is about as the action starts, and says, as an
@@ -153,7 +218,7 @@ func (a action) run(ctx context.Context, eng Engine) tea.Cmd {
 // meanwhile is no change: less is done than was confirmed. The engine acts on what it finds
 // then, so this narrows the window to the time between two of its calls.
 func (a action) changed(ctx context.Context, eng Engine) error {
-	if a.kind != actRelease && a.kind != actDetach && a.kind != actForceDetach {
+	if a.kind == actReconcile {
 		return nil
 	}
 	v, err := eng.Volume(ctx, a.volume)
@@ -162,6 +227,19 @@ func (a action) changed(ctx context.Context, eng Engine) error {
 		return fmt.Errorf("volume %q no longer exists: nothing to %s", a.volume, a.verb())
 	case err != nil:
 		return fmt.Errorf("%s %q: read it first, to act only on what was confirmed: %w; nothing done", a.verb(), a.volume, err)
+	}
+	if a.kind != actRelease {
+		switch r := a.record; {
+		case r == nil:
+			return fmt.Errorf("volume %q: which of its records the question was about was not read yet: nothing done; look at it again and press %s", a.volume, a.key())
+		case r.err != nil:
+			return fmt.Errorf("volume %q: reading which of its records the question was about: %v: nothing done; look at it again and press %s", a.volume, r.err, a.key())
+		case r.externalID != v.ExternalID || !r.createdAt.Equal(v.CreatedAt):
+			return fmt.Errorf("volume %q was deleted and created again since the question (new storage): nothing done to it; look at it again and press %s", a.volume, a.key())
+		}
+	}
+	if a.kind == actDelete {
+		return nil
 	}
 	if a.kind == actRelease {
 		for _, c := range v.Claims {
@@ -180,7 +258,7 @@ func (a action) changed(ctx context.Context, eng Engine) error {
 	}
 	if len(since) > 0 {
 		return fmt.Errorf("volume %q has claims made since the question, which it did not name: %s of %s: nothing detached; look at it again and press %s",
-			a.volume, plural(len(since), "claim"), joinAnd(since), map[bool]string{true: "F", false: "d"}[a.kind == actForceDetach])
+			a.volume, plural(len(since), "claim"), joinAnd(since), a.key())
 	}
 	return nil
 }
@@ -224,6 +302,11 @@ func reconcileReport(a action, rep engine.ReconcileReport) actionDoneMsg {
 		probs = append(probs, p.Message)
 	}
 	return actionDoneMsg{a: a, err: fmt.Errorf("%s; %s left: %s", text, plural(len(rep.Problems), "problem"), strings.Join(probs, "; "))}
+}
+
+// key is the key that asks for the action.
+func (a action) key() string {
+	return [...]string{"x", "d", "D", "F", "R"}[a.kind]
 }
 
 func (a action) verb() string {

@@ -81,6 +81,14 @@ func TestConfirmedActionOnAChangedVolumeIsRefused(t *testing.T) {
 	claimedAgain := func(f *fakeEngine) {
 		f.data.Claims[0].ID = 60 // web[0] released mysql-0 and claimed it again
 	}
+	recreated := func(f *fakeEngine) {
+		v := f.volumes["scratch"]
+		v.ExternalID, v.CreatedAt = "vol-new", testNow
+		f.volumes["scratch"] = v
+	}
+	recreatedMysql1 := func(f *fakeEngine) {
+		f.volumes["mysql-1"] = engine.VolumeInfo{VolumeSummary: f.data.Volumes[1], ExternalID: "vol-new", CreatedAt: testNow}
+	}
 	for _, tt := range []struct {
 		name, refused string
 		keys          []string
@@ -91,6 +99,12 @@ func TestConfirmedActionOnAChangedVolumeIsRefused(t *testing.T) {
 		{"detach", `"batch-7"`, []string{"down", "d"}, claimedSince, []string{"Detach(mysql-1, false)"}},
 		{"force detach from the detail", `"batch-7"`, []string{"down", "enter", "F"}, claimedSince, []string{"Detach(mysql-1, true)"}},
 		{"release", `claim 60`, []string{"2", "x"}, claimedAgain, []string{"Release(mysql-0, web[0])"}},
+		// Deleted and created again under the same ID, with new storage: the new one was never
+		// asked about. A force-detach of a volume without claims has no claim to tell them apart.
+		{"delete", `"scratch" was deleted and created again`, []string{"down", "down", "down", "D"}, recreated, []string{"DeleteVolume(scratch)"}},
+		{"delete from the detail", `"scratch" was deleted and created again`, []string{"down", "down", "down", "enter", "D"}, recreated, []string{"DeleteVolume(scratch)"}},
+		{"force detach without claims", `"scratch" was deleted and created again`, []string{"down", "down", "down", "F"}, recreated, []string{"Detach(scratch, true)"}},
+		{"detach", `"mysql-1" was deleted and created again`, []string{"down", "d"}, recreatedMysql1, []string{"Detach(mysql-1, false)"}},
 	} {
 		for _, changed := range []bool{true, false} {
 			h := afterKeys(t, tt.keys...)

@@ -79,7 +79,8 @@ type Model struct {
 	showHelp bool
 	sized    bool // a size has come: 0x0 after it is a terminal that does not know its size
 
-	quitArmed bool // q was pressed while an action ran: pressed again, it quits
+	quitArmed bool // q was pressed while an action ran: pressed again, while its message shows, it quits
+	quitSeq   int  // the status message that says so
 
 	filtering bool
 	filter    filterInput
@@ -165,6 +166,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case volumeMsg:
 		if m.detail != nil && m.detail.tab == tabVolumes && m.detail.key == msg.id {
 			m.detail.setVolume(msg)
+		}
+	case recordMsg:
+		if m.dialog != nil && m.dialog.a.volume == msg.volume && m.dialog.a.record == nil {
+			m.dialog.a.record = &msg.record
 		}
 	case actionDoneMsg:
 		m.quitArmed = false
@@ -329,11 +334,15 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 // which would cut it short between its RPCs, its claims or volume left half-way for a reconcile.
 // Then q says so, and quits when pressed again; ctrl+c quits at once.
 func (m *Model) quit() tea.Cmd {
-	if m.status.running == nil || m.quitArmed {
+	if m.status.running == nil || m.quitArmed && m.status.seq == m.quitSeq && m.status.shown() {
 		return tea.Quit
 	}
+	// Armed for as long as its message shows: a q pressed after it expired (or was replaced)
+	// asks again rather than quitting at once.
 	m.quitArmed = true
-	return m.status.set("q again to quit, cutting it short: what it has not done is left half-way, for reconcile", true)
+	cmd := m.status.set("q again to quit, cutting it short: what it has not done is left half-way, for reconcile", true)
+	m.quitSeq = m.status.seq
+	return cmd
 }
 
 // onFilterKey edits the filter; the rows narrow as the user types.
@@ -384,7 +393,10 @@ func (m *Model) ask(kind actionKind) tea.Cmd {
 		return m.status.set(err.Error(), true)
 	}
 	m.dialog = newConfirm(m.c, a)
-	return nil
+	if kind == actRelease || kind == actReconcile {
+		return nil
+	}
+	return readRecord(m.ctx, m.eng, a.volume)
 }
 
 // target finds what an action applies to: the open detail's volume or claim, or the selected

@@ -542,13 +542,6 @@ func TestReadOnly(t *testing.T) {
 // runs and what quitting would do, and quits only when pressed again; ctrl+c quits at once, as
 // ever, and so does q once the action is done.
 func TestQuitWhileAnActionRunsAsksAgain(t *testing.T) {
-	isQuit := func(cmd tea.Cmd) bool {
-		if cmd == nil {
-			return false
-		}
-		_, ok := cmd().(tea.QuitMsg)
-		return ok
-	}
 	for _, first := range []string{"", "?"} { // from the table, and from the help screen
 		h := newHarness(t, fixture(), Options{})
 		h.keys("down", "d", "tab")
@@ -924,4 +917,41 @@ func TestDarkBackground(t *testing.T) {
 			t.Errorf("darkBackground(%q) = %v, want %v", in, got, want)
 		}
 	}
+}
+
+// The arming of q lasts as long as its message: once "q again" has left the status line, a
+// single q later (the action still running) asks again instead of quitting at once.
+func TestQuitArmingExpiresWithItsMessage(t *testing.T) {
+	for _, expiry := range []string{"timer delivered", "frame after its time"} {
+		now := testNow
+		h := newHarness(t, fixture(), Options{Now: func() time.Time { return now }})
+		h.keys("down", "d", "tab")
+		_, action := h.m.Update(keyMsg("enter")) // the detach is out
+		if _, cmd := h.m.Update(keyMsg("q")); isQuit(cmd) {
+			t.Fatal("the first q quit while detaching")
+		}
+		now = now.Add(2*statusTTL + time.Second) // "q again" has expired
+		if expiry == "timer delivered" {
+			h.m.Update(statusExpiredMsg{seq: h.m.status.seq})
+		}
+		if _, cmd := h.m.Update(keyMsg("q")); isQuit(cmd) {
+			t.Errorf("%s: a q after the \"q again\" message expired quit at once while detaching", expiry)
+		}
+		if out := h.m.View(); !strings.Contains(out, "q again") {
+			t.Errorf("%s: the later q does not say to press it again:\n%s", expiry, out)
+		}
+		if _, cmd := h.m.Update(keyMsg("q")); !isQuit(cmd) {
+			t.Errorf("%s: q pressed again while its message shows does not quit", expiry)
+		}
+		h.run(action)
+	}
+}
+
+// isQuit says whether cmd quits the program.
+func isQuit(cmd tea.Cmd) bool {
+	if cmd == nil {
+		return false
+	}
+	_, ok := cmd().(tea.QuitMsg)
+	return ok
 }
