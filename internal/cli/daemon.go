@@ -19,6 +19,18 @@ func outliveLogReader() (restore func()) {
 	return func() { signal.Stop(ch) }
 }
 
+// outliveReaderForGood is outliveLogReader for the rest of the process, for a command that may
+// change the state (Factory.Engine): piped into a reader that stops reading (`volctl volume
+// claim db --alloc a --verbose 2>&1 | head -1`), it was killed by SIGPIPE at its first write
+// after that, between two RPCs or two commits, its claim or release left half-way for a
+// reconcile to finish (TestCommandThatWritesFinishesWhenItsReaderIsGone). Its writes now fail
+// (EPIPE, which Report takes as quietly as the kill) and the work goes on to its end. A
+// command that only reads (ReadingEngine, --help) keeps SIGPIPE's kill: nothing is left
+// half-done by it, and it stops at once, as `| head` expects.
+func outliveReaderForGood() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+}
+
 // stopSignalWords names the signals that stop a long-running command, as cmd/volctl's main
 // takes them: SIGHUP only when volctl did not start with it ignored (nohup).
 func stopSignalWords() string {

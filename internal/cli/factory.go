@@ -155,6 +155,10 @@ func (f *Factory) openEngine(ctx context.Context, reading bool) (*engine.Engine,
 	if f.engine != nil {
 		return f.engine, nil
 	}
+	if !reading {
+		// A command that may change the state finishes what it started when its reader is gone.
+		outliveReaderForGood()
+	}
 	dir, err := f.StateDir()
 	if err != nil {
 		return nil, err

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// A command that changes the state, its output piped into a reader that stops reading
+// (`volctl volume claim ... --verbose 2>&1 | head -1`), went on only until its first write:
+// the kernel's SIGPIPE killed it there, between two RPCs, the claim left half-way for
+// reconcile, the release's mounts half-undone. The reader gone, such a command finishes
+// its work; only what it prints is lost.
+func TestCommandThatWritesFinishesWhenItsReaderIsGone(t *testing.T) {
+	t.Parallel()
+	env := newHostEnv(t)
+	env.createVolume("vol", spec.SingleNodeWriter)
+	for _, step := range []struct {
+		args      []string
+		want      string // the claim's state after, "" for none
+		wantClaim bool
+	}{
+		{[]string{"volume", "claim", "vol", "--alloc", "a", "--verbose"}, "published", true},
+		{[]string{"volume", "release", "vol", "--alloc", "a", "--verbose"}, "", false},
+	} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close() // the reader gone before the first line
+		cmd := exec.Command("volctl", step.args...)
+		cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+env.state, "NO_COLOR=1")
+		cmd.Stdout, cmd.Stderr = w, w
+		err = cmd.Run()
+		w.Close()
+		// Its result not printed, it exits 1, as for any output it could not write (docs/json.md).
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Errorf("volctl %s, its output a pipe nobody reads: %v; want exit status 1, its result unprinted", strings.Join(step.args, " "), err)
+		} else if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			t.Errorf("volctl %s, its output a pipe nobody reads: killed by %v before it finished", strings.Join(step.args, " "), ws.Signal())
+		} else if ee.ExitCode() != 1 {
+			t.Errorf("volctl %s, its output a pipe nobody reads: exit status %d; want 1, its result unprinted", strings.Join(step.args, " "), ee.ExitCode())
+		}
+		var st struct {
+			Claims []struct {
+				Alloc string `json:"alloc"`
+				State string `json:"state"`
+			} `json:"claims"`
+		}
+		out := env.ok("volume", "status", "vol", "--json")
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			t.Fatalf("volume status --json: %v\n%s", err, out)
+		}
+		switch {
+		case step.wantClaim && (len(st.Claims) != 1 || st.Claims[0].State != step.want):
+			t.Fatalf("after volctl %s into a closed pipe: claims %+v; want alloc a's, %s", strings.Join(step.args, " "), st.Claims, step.want)
+		case !step.wantClaim && len(st.Claims) != 0:
+			t.Fatalf("after volctl %s into a closed pipe: claims %+v; want none", strings.Join(step.args, " "), st.Claims)
+		}
+		env.checkInvariants()
+	}
+}
