@@ -930,8 +930,14 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 		err = e.attempt(ctx, c, rpc, call)
 		last := e.cfg.Now().Sub(began)
 		spent += last
-		if err == nil || !csi.IsRetryable(err) || attempt >= e.cfg.Retry.Attempts || ctx.Err() != nil {
+		if err == nil || !csi.IsRetryable(err) || ctx.Err() != nil {
 			return err
+		}
+		if attempt >= e.cfg.Retry.Attempts {
+			if attempt == 1 {
+				return err
+			}
+			return &retriedOut{err: err, attempts: attempt}
 		}
 		if csi.IsTimeout(err) {
 			e.log.Debug("not retrying an RPC that ran into its timeout", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "timeout", timeout, "err", err)
@@ -973,6 +979,22 @@ func (s *slowFailure) Error() string {
 }
 
 func (s *slowFailure) Unwrap() error { return s.err }
+
+// retriedOut is a retryable failure retry tried again until its attempts ran out, the last one's
+// err saying so: the plugin's code's hint ("retry shortly", "is the plugin running?") read as if
+// nobody had, where volctl had tried it that many times, waiting between them. It names no
+// time: a failure repeated pass after pass is one event, its words the same each time
+// (TestRepeatedFailureIsOneEvent).
+type retriedOut struct {
+	err      error
+	attempts int
+}
+
+func (r *retriedOut) Error() string {
+	return fmt.Sprintf("%v (the same at each of volctl's %d attempts)", r.err, r.attempts)
+}
+
+func (r *retriedOut) Unwrap() error { return r.err }
 
 // attempt sends one attempt of rpc through c: checkSockets before it and, when the plugin
 // answers that it does not know the volume or the call, or that the call does not suit its
