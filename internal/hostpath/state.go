@@ -305,7 +305,7 @@ func (s *state) saveVolume(root, id string) error {
 // finds no room for its new copy. A create or a publish may fail then; a teardown (a target, the
 // staging, an attachment gone) must not, or no consumer can let go of a volume until someone
 // frees space by hand (TestTeardownsSucceedOnAFullRoot). The reserve holds room for it: slot
-// files in meta/ (reserveSlots, reserveSize bytes in all) allocated at start and at each create
+// files in meta/ (reserveSlots, 96 KiB in all) allocated at start and at each create
 // (keepReserve). A teardown's save that finds the file system full writes the record into the
 // smallest slot that holds it, padded with blanks to the slot's length (JSON allows trailing
 // white space; the readers trim it), and exchanges the two names (saveIntoReserve): the
@@ -326,13 +326,14 @@ const (
 	reserveSize = 64 << 10
 )
 
-// reserveSlots are the reserve's files in meta/ and the bytes each is kept at, reserveSize in
-// all: a record up to 32 KiB fits the first, and records of a page or two the others.
+// reserveSlots are the reserve's files in meta/ and the bytes each is kept at: the first,
+// .reserve as it always was, holds a record up to reserveSize (a volume's parameters may take
+// 64 KiB), the others records of a page or a few, the most a teardown writes.
 var reserveSlots = []struct {
 	name string
 	size int64
 }{
-	{reserveFile, 32 << 10},
+	{reserveFile, reserveSize},
 	{reserveFile + "-1", 16 << 10},
 	{reserveFile + "-2", 8 << 10},
 	{reserveFile + "-3", 4 << 10},
