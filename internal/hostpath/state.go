@@ -341,14 +341,15 @@ var reserveSlots = []struct {
 }
 
 // keepReserve makes each of the reserve's slots hold at least its size allocated, when there is
-// room.
+// room: a slot with none does not keep the smaller ones after it from being taken back.
 func keepReserve(root string) error {
+	var first error
 	for _, slot := range reserveSlots {
-		if err := keepSlot(filepath.Join(root, metaDir, slot.name), slot.size); err != nil {
-			return err
+		if err := keepSlot(filepath.Join(root, metaDir, slot.name), slot.size); err != nil && first == nil {
+			first = err
 		}
 	}
-	return nil
+	return first
 }
 
 func keepSlot(path string, size int64) error {
