@@ -845,17 +845,20 @@ func lastRPC(err error) string {
 }
 
 // save commits a claim's new state, with its error fields cleared after a success, plus any
-// other writes of the same step.
+// other writes of the same step. The volume's lock is checked inside the transaction (holding):
+// the commit may wait for the database while the lock file is removed and another volctl locks
+// a new one and moves the claim (marks it releasing), and this copy must not be written over
+// that (TestLockFileDeletedWhileASettleWaitsForTheDatabaseWritesNothing).
 func (e *Engine) save(ctx context.Context, cl *store.Claim, also func(tx *store.Tx) error) error {
 	cl.LastRPC, cl.LastCode, cl.LastError = "", "", ""
-	return e.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+	return e.store.Update(context.WithoutCancel(ctx), e.locks.holding(cl.VolumeID, func(tx *store.Tx) error {
 		if also != nil {
 			if err := also(tx); err != nil {
 				return err
 			}
 		}
 		return tx.Claims().Update(cl)
-	})
+	}))
 }
 
 // markForReconcile records a failure on the claim and flags it for reconcile. The caller holds

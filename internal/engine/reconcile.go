@@ -247,7 +247,12 @@ func (e *Engine) restageIfLost(ctx context.Context, volumeID string, ld *loaded)
 	if mounted[e.realPath(st.StagingPath)] {
 		return nil
 	}
-	if err := e.store.Update(ctx, func(tx *store.Tx) error { return unstageLost(tx, volumeID, mounted, time.Time{}) }); err != nil {
+	// The lock is checked inside the transaction (holding): lost while this waited for the
+	// database, another volctl may have staged the volume since the mount table was read, and
+	// its staging must not be marked unstaged (its NodeUnstageVolume skipped at release).
+	if err := e.store.Update(ctx, e.locks.holding(volumeID, func(tx *store.Tx) error {
+		return unstageLost(tx, volumeID, mounted, time.Time{})
+	})); err != nil {
 		return err
 	}
 	if ld != nil {

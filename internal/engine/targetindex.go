@@ -335,12 +335,22 @@ func writeTargetIndex(dir int, index, volume string, allocs []string) error {
 // without its line: it is written whole under targets.new and renamed into place (the
 // directory's existence says the index is whole). A partial one a killed build left is
 // removed first. A build whose lock file was removed while it walked is not moved into place: it
-// walks again under the lock at the path (withDirs).
+// walks again under the lock at the path (withDirs); one removed after the last check, before the
+// move, is moved in, then discarded and built again.
 func (e *Engine) buildTargetIndex(ctx context.Context) error {
+	moved := false // this build moved an index into place
 	return e.locks.withDirs(ctx, true, func(lost func() bool) error {
 		index := filepath.Join(e.cfg.StateDir, targetIndexDir)
 		if _, err := os.Lstat(index); err == nil {
-			return nil // another process built it first
+			if !moved {
+				return nil // another process built it first
+			}
+			// This build's own, moved in after its last check of the lock, which was lost
+			// before the move: a claim may have made a directory meanwhile and added no line.
+			if err := discardTargetIndex(index); err != nil {
+				return err
+			}
+			moved = false
 		}
 		tmp := index + ".new"
 		if err := os.RemoveAll(tmp); err != nil {
@@ -378,9 +388,18 @@ func (e *Engine) buildTargetIndex(ctx context.Context) error {
 			_ = os.RemoveAll(tmp)
 			return errDirsLost
 		}
-		return os.Rename(tmp, index)
+		testHookTargetIndexBeforeMove()
+		if err := os.Rename(tmp, index); err != nil {
+			return err
+		}
+		moved = true
+		return nil
 	})
 }
+
+// testHookTargetIndexBeforeMove runs, in tests, once a build of the target index has checked its
+// lock for the last time, before it moves the index into place.
+var testHookTargetIndexBeforeMove = func() {}
 
 // testHookTargetIndexWalked runs, in tests, once a build of the target index has walked the
 // publish tree, under the directory lock.

@@ -133,3 +133,30 @@ func (r *smallRoot) deletesAfterARestart(t *testing.T) {
 		t.Fatalf("DeleteVolume after the teardowns, the plugin started again: %v (the teardowns not recorded?)", err)
 	}
 }
+
+// A teardown that saved into the reserve must leave room for the next one. Before, the save
+// truncated the reserve to its record's length, handing the rest to the free space a consumer
+// still writing took, and the old record's file (one page) was the reserve after: a teardown of
+// a volume whose record is larger than a page, the root filled again, answered INTERNAL "no space
+// left on device". Here "big" (a record of about 6 KB) is controller-unpublished after v's
+// teardowns used the reserve, the root filled again before each, and it succeeds, recorded.
+func TestALargeRecordsTeardownFollowsSmallOnesOnAFullRoot(t *testing.T) {
+	r := publishedOnASmallRoot(t)
+	req := createReq("big", mib)
+	req.Parameters = map[string]string{"note": strings.Repeat("x", 6000)}
+	big, err := r.c.ctl.CreateVolume(context.Background(), req)
+	mustOK(t, err)
+	_, err = r.c.ctl.ControllerPublishVolume(context.Background(), &csi.ControllerPublishVolumeRequest{VolumeId: big.GetVolume().GetVolumeId(), NodeId: "n1", VolumeCapability: snw})
+	mustOK(t, err)
+	fill := filepath.Join(r.c.volumeDir(t, r.v.GetVolumeId()), "fill")
+	r.teardown(t, "on a root filled again before each", func() { hostpathtest.Fill(t, fill) })
+	hostpathtest.Fill(t, fill)
+	if _, err := r.c.ctl.ControllerUnpublishVolume(context.Background(), &csi.ControllerUnpublishVolumeRequest{VolumeId: big.GetVolume().GetVolumeId(), NodeId: "n1"}); err != nil {
+		t.Fatalf("ControllerUnpublishVolume of a volume with a 6 KB record, after v's teardowns used the reserve, the root full: %v", err)
+	}
+	mustOK(t, r.c.srv.Stop())
+	again, _ := startFake(t, r.cfg)
+	if _, err := again.ctl.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: big.GetVolume().GetVolumeId()}); err != nil {
+		t.Fatalf("DeleteVolume of big after its ControllerUnpublishVolume, the plugin started again: %v (not recorded?)", err)
+	}
+}

@@ -2,12 +2,14 @@ package hostpath
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -200,6 +202,13 @@ func (s *state) loadLegacy(root string) error {
 	return syncDir(root)
 }
 
+// readRecord reads a record, without the blanks a save into the reserve padded it with
+// (saveIntoReserve).
+func readRecord(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	return bytes.TrimRight(b, " "), err
+}
+
 // loadDir reads every ID.json in dir through add.
 func loadDir(dir string, valid func(string) bool, add func(id string, b []byte) error) error {
 	entries, err := os.ReadDir(dir)
@@ -217,7 +226,7 @@ func loadDir(dir string, valid func(string) bool, add func(id string, b []byte) 
 		if !valid(id) {
 			return fmt.Errorf("reading state %q: malformed entry %q", dir, e.Name())
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		b, err := readRecord(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return fmt.Errorf("reading state: %w", err)
 		}
@@ -241,7 +250,7 @@ func (s *state) current(root, id string) (*volume, bool) {
 		return nil, false
 	}
 	mine, inMemory := s.Volumes[id]
-	b, err := os.ReadFile(filepath.Join(root, metaDir, "volumes", id+".json"))
+	b, err := readRecord(filepath.Join(root, metaDir, "volumes", id+".json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		delete(s.Volumes, id)
 		delete(s.onDisk, id)
@@ -295,47 +304,87 @@ func (s *state) saveVolume(root, id string) error {
 // fills it, and a record, written beside its old one and renamed over it (atomicfile), then
 // finds no room for its new copy. A create or a publish may fail then; a teardown (a target, the
 // staging, an attachment gone) must not, or no consumer can let go of a volume until someone
-// frees space by hand (TestTeardownsSucceedOnAFullRoot). meta/.reserve holds room for it:
-// reserveSize bytes allocated at start and at each create (keepReserve). A teardown's save that
-// finds the file system full writes the record into the reserve's own blocks and exchanges the
-// two names (saveIntoReserve): the record's old file, blocks and all, is the reserve from then
-// on, so no byte of it passes through the file system's free space, where a consumer still
-// writing would take it. Before, the reserve was removed and the save tried again: the consumers
-// still writing ate the 64 KiB so freed, and the next teardown found neither room nor reserve
-// (TestTeardownsSucceedWhileAConsumerKeepsWriting). Where the names cannot be exchanged (a
-// file system without RENAME_EXCHANGE, or one that writes every block anew, as btrfs does), the
-// reserve is still given up and the save tried again.
+// frees space by hand (TestTeardownsSucceedOnAFullRoot). The reserve holds room for it: slot
+// files in meta/ (reserveSlots, 96 KiB in all) allocated at start and at each create
+// (keepReserve). A teardown's save that finds the file system full writes the record into the
+// smallest slot that holds it, padded with blanks to the slot's length (JSON allows trailing
+// white space; the readers trim it), and exchanges the two names (saveIntoReserve): the
+// record's old file, blocks and all, is that slot from then on. Nothing is truncated, so no
+// byte passes through the file system's free space, where a consumer still writing would take
+// it; a slot shrinks only by what the record outgrew its old file, and the other slots are kept
+// whole, so the next teardown still finds a slot for a record up to the largest slot's size
+// (TestALargeRecordsTeardownFollowsSmallOnesOnAFullRoot). keepReserve takes each slot back to
+// its size when there is room. Before, the reserve was one file, removed and the save tried
+// again: the consumers still writing ate the 64 KiB so freed, and the next teardown found
+// neither room nor reserve (TestTeardownsSucceedWhileAConsumerKeepsWriting); then it was
+// truncated to the record's length, and the next teardown of a record larger than a page found
+// no room. Where the names cannot be exchanged (a file system without RENAME_EXCHANGE, or one
+// that writes every block anew, as btrfs does), slots are given up, smallest first, until the
+// save finds room.
 const (
 	reserveFile = ".reserve"
 	reserveSize = 64 << 10
 )
 
-// keepReserve makes meta/.reserve hold reserveSize bytes allocated, when there is room.
+// reserveSlots are the reserve's files in meta/ and the bytes each is kept at: the first,
+// .reserve as it always was, holds a record up to reserveSize (a volume's parameters may take
+// 64 KiB), the others records of a page or a few, the most a teardown writes.
+var reserveSlots = []struct {
+	name string
+	size int64
+}{
+	{reserveFile, reserveSize},
+	{reserveFile + "-1", 16 << 10},
+	{reserveFile + "-2", 8 << 10},
+	{reserveFile + "-3", 4 << 10},
+	{reserveFile + "-4", 4 << 10},
+}
+
+// keepReserve makes each of the reserve's slots hold at least its size allocated, when there is
+// room: a slot with none does not keep the smaller ones after it from being taken back.
 func keepReserve(root string) error {
-	f, err := openReserve(root, os.O_CREATE)
-	if err != nil {
-		return fmt.Errorf("keeping room for teardowns in %s: %w", filepath.Join(root, metaDir, reserveFile), err)
+	var first error
+	for _, slot := range reserveSlots {
+		if err := keepSlot(filepath.Join(root, metaDir, slot.name), slot.size); err != nil && first == nil {
+			first = err
+		}
 	}
-	err = unix.Fallocate(int(f.Fd()), 0, 0, reserveSize)
+	return first
+}
+
+func keepSlot(path string, size int64) error {
+	f, err := openReserve(path, os.O_CREATE)
+	if err != nil {
+		return fmt.Errorf("keeping room for teardowns in %s: %w", path, err)
+	}
+	err = unix.Fallocate(int(f.Fd()), 0, 0, size)
 	if errors.Is(err, unix.EOPNOTSUPP) { // a file system without fallocate: the bytes written
-		_, err = f.WriteAt(make([]byte, reserveSize), 0)
+		err = padTo(f, 0, size)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("keeping room for teardowns in %s: %w", f.Name(), err)
+		return fmt.Errorf("keeping room for teardowns in %s: %w", path, err)
 	}
 	return nil
 }
 
-// openReserve opens meta/.reserve for writing (flag: os.O_CREATE to make it when missing) and
-// takes its lock, which the caller's Close releases. Two plugin processes may serve one root:
-// the lock keeps one from writing the reserve while the other fills or uses it, and a reserve
+// padTo writes blanks into f from offset from up to offset to.
+func padTo(f *os.File, from, to int64) error {
+	if to <= from {
+		return nil
+	}
+	_, err := f.WriteAt(bytes.Repeat([]byte{' '}, int(to-from)), from)
+	return err
+}
+
+// openReserve opens the reserve's slot at path for writing (flag: os.O_CREATE to make it when
+// missing) and takes its lock, which the caller's Close releases. Two plugin processes may serve
+// one root: the lock keeps one from writing a slot while the other fills or uses it, and a slot
 // whose name was exchanged with a record while this one waited for its lock (it is that record
 // now) is let go and the new one opened.
-func openReserve(root string, flag int) (*os.File, error) {
-	path := filepath.Join(root, metaDir, reserveFile)
+func openReserve(path string, flag int) (*os.File, error) {
 	for range 8 {
 		f, err := os.OpenFile(path, os.O_RDWR|flag|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
 		if err != nil {
@@ -362,8 +411,8 @@ func openReserve(root string, flag int) (*os.File, error) {
 }
 
 // saveTeardown is saveVolume of a teardown's change: when the file system has no room for the
-// record's new copy, it is written into meta/.reserve's blocks (saveIntoReserve); where that
-// cannot be, the reserve is given up and the save tried again.
+// record's new copy, it is written into a slot of the reserve (saveIntoReserve); where that
+// cannot be, slots are given up, smallest first, and the save tried again after each.
 func (s *state) saveTeardown(root, id string) error {
 	err := s.saveVolume(root, id)
 	if !errors.Is(err, unix.ENOSPC) && !errors.Is(err, unix.EDQUOT) {
@@ -372,31 +421,61 @@ func (s *state) saveTeardown(root, id string) error {
 	if s.saveIntoReserve(root, id) == nil {
 		return nil
 	}
-	if !giveUpReserve(root) {
-		return err // no room kept (given up already, by this process or another)
+	for giveUpReserve(root) {
+		err = s.saveVolume(root, id)
+		if !errors.Is(err, unix.ENOSPC) && !errors.Is(err, unix.EDQUOT) {
+			return err
+		}
 	}
-	return s.saveVolume(root, id)
+	return err // no room kept (given up already, by this process or another)
 }
 
-// giveUpReserve removes meta/.reserve, under its lock: another process serving the root may be
-// writing a record into it, and exchanges the reserve's name with the record's, by name.
-// Removed under it, and another reserve made there since, that exchange would put the new
-// reserve's bytes under the record's name.
+// giveUpReserve removes the reserve's smallest slot, under its lock, and says whether it did:
+// another process serving the root may be writing a record into it, and exchanges the slot's
+// name with the record's, by name. Removed under it, and another slot made there since, that
+// exchange would put the new slot's bytes under the record's name.
 func giveUpReserve(root string) bool {
-	f, err := openReserve(root, 0)
-	if err != nil {
-		return false
+	for _, path := range slotsBySize(root) {
+		f, err := openReserve(path, 0)
+		if err != nil {
+			continue
+		}
+		removed := os.Remove(f.Name()) == nil
+		f.Close()
+		if removed {
+			return true
+		}
 	}
-	defer f.Close()
-	return os.Remove(f.Name()) == nil
+	return false
 }
 
-// saveIntoReserve saves volume id's record, which has one on disk, by writing it over
-// meta/.reserve's content, synced, and exchanging the two names (renameat2's RENAME_EXCHANGE,
-// atomic: a crash leaves the old record or the new one under the record's name), then syncing
-// both directories. The old record's file is the reserve from then on: the next teardown writes
-// over its blocks in turn. Nothing is allocated on a file system that writes in place, as long
-// as the record fits in the blocks the reserve holds.
+// slotsBySize returns the paths of the reserve's slots there are, the smallest first.
+func slotsBySize(root string) []string {
+	type slot struct {
+		path string
+		size int64
+	}
+	var slots []slot
+	for _, rs := range reserveSlots {
+		path := filepath.Join(root, metaDir, rs.name)
+		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+			slots = append(slots, slot{path, fi.Size()})
+		}
+	}
+	slices.SortStableFunc(slots, func(a, b slot) int { return cmp.Compare(a.size, b.size) })
+	paths := make([]string, len(slots))
+	for i, sl := range slots {
+		paths[i] = sl.path
+	}
+	return paths
+}
+
+// saveIntoReserve saves volume id's record, which has one on disk, by writing it over the
+// smallest reserve slot that holds it, padded with blanks to the slot's length, synced, and
+// exchanging the two names (renameat2's RENAME_EXCHANGE, atomic: a crash leaves the old record
+// or the new one under the record's name), then syncing both directories. The old record's file
+// is that slot from then on. Nothing is allocated on a file system that writes in place, and
+// nothing freed.
 func (s *state) saveIntoReserve(root, id string) error {
 	v := s.Volumes[id]
 	if v == nil {
@@ -406,22 +485,36 @@ func (s *state) saveIntoReserve(root, id string) error {
 	if err != nil {
 		return err
 	}
-	f, err := openReserve(root, 0)
-	if err != nil {
-		return err
+	for _, path := range slotsBySize(root) {
+		f, err := openReserve(path, 0)
+		if err != nil {
+			continue
+		}
+		err = s.exchangeWithSlot(root, id, b, f)
+		f.Close() // held locked until the names are exchanged
+		if !errors.Is(err, errSlotTooSmall) {
+			return err
+		}
 	}
-	defer f.Close() // holding the lock until the names are exchanged
+	return fmt.Errorf("no slot of the reserve holds the record's %d bytes", len(b))
+}
+
+var errSlotTooSmall = errors.New("the reserve's slot is smaller than the record")
+
+// exchangeWithSlot writes b, volume id's record, into the locked slot f and exchanges their names.
+func (s *state) exchangeWithSlot(root, id string, b []byte, f *os.File) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return err
 	}
+	if fi.Size() < int64(len(b)) {
+		return errSlotTooSmall
+	}
 	if _, err := f.WriteAt(b, 0); err != nil {
 		return err
 	}
-	if fi.Size() > int64(len(b)) {
-		if err := f.Truncate(int64(len(b))); err != nil {
-			return err
-		}
+	if err := padTo(f, int64(len(b)), fi.Size()); err != nil {
+		return err
 	}
 	if err := f.Chmod(0o600); err != nil {
 		return err
