@@ -91,8 +91,12 @@ func NewClient(address string) (*Client, error) {
 	if a := cfg.HttpAuth; a != nil && a.Password != "" {
 		basic(a.Username, a.Password)
 	}
-	shown := cfg.Address // for messages and the handover mark: without a password in it
-	if u, err := url.Parse(cfg.Address); err == nil && u.User != nil {
+	// shown is the address for messages and the handover mark: without a password in it. One
+	// url.Parse does not read as user:password@host (a '#', '/' or '?' in the password ends its
+	// host early) has everything before its last '@' hidden.
+	shown := hiddenUserinfo(cfg.Address)
+	u, perr := url.Parse(cfg.Address)
+	if perr == nil && u.User != nil {
 		if pw, ok := u.User.Password(); ok {
 			basic(u.User.Username(), pw)
 		}
@@ -102,6 +106,11 @@ func NewClient(address string) (*Client, error) {
 	sort.Slice(creds, func(i, j int) bool { return len(creds[i]) > len(creds[j]) })
 	if err := speakable(cfg.Address, shown); err != nil {
 		return nil, err
+	}
+	if perr != nil {
+		// Not url.Parse's words nor the api module's, which quote the address, or the part of
+		// the password it took for a port.
+		return nil, fmt.Errorf("Nomad at %s: NOMAD_ADDR cannot be read as a URL (a '#', '/', '?' or '@' in a password must be written %%23, %%2F, %%3F or %%40)", shown)
 	}
 	hc, err := httpClient(cfg.TLSConfig, cfg.Address)
 	if err != nil {
@@ -155,26 +164,23 @@ func speakable(address, shown string) error {
 	if s := strings.ToLower(scheme); found && (s == "http" || s == "https" || s == "unix") {
 		return nil
 	}
-	if !found {
-		shown = hiddenUserinfo(shown) // user:password@host, not parsed as such
+	if !found { // shown is hiddenUserinfo's: user:password@host is not parsed as such
 		return fmt.Errorf("Nomad at %s: NOMAD_ADDR=%s must start with http://, https:// or unix://: NOMAD_ADDR=http://%s (https:// if Nomad's tls block enables TLS for its HTTP API)", shown, shown, shown)
 	}
 	return fmt.Errorf("Nomad at %s: NOMAD_ADDR=%s must start with http://, https:// or unix://", shown, shown)
 }
 
 // hiddenUserinfo is address with what may be a user and password before its host (between
-// its scheme, if any, and the last "@" before its path) as xxxxx, for an address that url.Parse
-// cannot read and Redacted cannot hide.
+// its scheme, if any, and its last "@") as xxxxx, for an address that url.Parse cannot read
+// and Redacted cannot hide. The last "@" anywhere, not only before a '/', '?' or '#': those may
+// be in the password (a generated one), and an "@" in a path, hidden by mistake, costs only a
+// message's detail.
 func hiddenUserinfo(address string) string {
 	start := 0
 	if i := strings.Index(address, "://"); i >= 0 {
 		start = i + len("://")
 	}
-	end := len(address)
-	if i := strings.IndexAny(address[start:], "/?#"); i >= 0 {
-		end = start + i
-	}
-	at := strings.LastIndex(address[start:end], "@")
+	at := strings.LastIndex(address[start:], "@")
 	if at < 0 {
 		return address
 	}

@@ -22,11 +22,21 @@ func TestNomadAddressWithoutAnHTTPSchemeIsNamed(t *testing.T) {
 		{"ftp://127.0.0.1:4646", "NOMAD_ADDR=ftp://127.0.0.1:4646 must start with http://, https:// or unix://"},
 		// A password before the host, not parsed as one without a scheme, is not shown.
 		{"ops:s3cret@nomad.example:4646", "NOMAD_ADDR=xxxxx@nomad.example:4646 must start with http://, https:// or unix://: NOMAD_ADDR=http://xxxxx@nomad.example:4646"},
+		// A password holding '#', '/' or '?' (generated ones do) is hidden whole, up to the last
+		// '@': review25c saw it printed.
+		{"ops:s3cret#x@nomad.example:4646", "NOMAD_ADDR=xxxxx@nomad.example:4646 must start with"},
+		{"ops:s3cret/x@nomad.example:4646", "NOMAD_ADDR=xxxxx@nomad.example:4646 must start with"},
+		{"ops:s3cret?x@nomad.example:4646", "NOMAD_ADDR=xxxxx@nomad.example:4646 must start with"},
 	} {
 		_, err := NewClient(tc.addr)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "running there") || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("NOMAD_ADDR=%s: %v; want an error saying %q", tc.addr, err, tc.want)
 		}
+	}
+	// One url.Parse cannot read (a '#' in its password ends the host early: "invalid port"),
+	// its error naming the address: the password hidden there too.
+	if _, err := NewClient("http://ops:s3cret#x@127.0.0.1:1"); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("NOMAD_ADDR=http://ops:s3cret#x@127.0.0.1:1: %v; want an error without the password", err)
 	}
 	for _, addr := range []string{"http://127.0.0.1:4646", "HTTPS://nomad.example", "unix:///run/nomad.sock"} {
 		if _, err := NewClient(addr); err != nil {
@@ -48,6 +58,7 @@ func TestNomadAddressWithStrayTextIsNamed(t *testing.T) {
 		{"http://127.0.0.1:4646\r", `holds a control character ('\r'`},
 		// A password before the host, which url.Parse cannot read to hide here, is not shown.
 		{"http://ops:s3cret@nomad.example:4646\n", `NOMAD_ADDR="http://xxxxx@nomad.example:4646\n" holds a control character`},
+		{"http://ops:s3cret#x@nomad.example:4646\n", `NOMAD_ADDR="http://xxxxx@nomad.example:4646\n" holds a control character`},
 		{"  ", `NOMAD_ADDR="  " is blanks only: set it to Nomad's address, or unset it for http://127.0.0.1:4646`},
 	} {
 		addr := tc.addr
