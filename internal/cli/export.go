@@ -209,7 +209,11 @@ func exportNomadRun(ctx context.Context, opts *ExportNomadOptions) error {
 				}
 			}
 			for _, id := range ids {
-				if _, err := e.Volume(ctx, id); errors.Is(err, engine.ErrNotFound) {
+				// Volume takes an unambiguous prefix: a group's logs beside logs-old (or logs-a
+				// and logs-b) is a volume volctl does not know too, not one to stop at.
+				info, err := e.Volume(ctx, id)
+				var ambiguous *engine.AmbiguousError
+				if errors.Is(err, engine.ErrNotFound) || errors.As(err, &ambiguous) || (err == nil && !namedExactly(info.ID, id)) {
 					notes = append(notes, fmt.Sprintf("group %q uses volume %q, which volctl does not know: register it in Nomad yourself", g.Name, id))
 					continue
 				}

@@ -71,3 +71,50 @@ func TestExportNomadGroupFileOfAGroupNeverRun(t *testing.T) {
 		t.Errorf("export nomad --group-file of an invalid spec made %s", out2)
 	}
 }
+
+// A group's volume volctl does not know, whose name begins another's ID (logs, logs-old) or
+// several (logs-a, logs-b): engine.Volume takes an unambiguous prefix, so the export found
+// logs-old for logs and then stopped ("did you mean"), writing nothing, where a volume volctl
+// does not know is a note (review25c). It is a note here too, the job written, and neither
+// logs-old nor logs-a exported for it.
+func TestExportNomadGroupFileOfAVolumeUnknownButAPrefix(t *testing.T) {
+	for _, known := range [][]string{{"logs-old"}, {"logs-a", "logs-b"}} {
+		t.Run(strings.Join(known, ","), func(t *testing.T) {
+			h := newCLIHarness(t)
+			dir := t.TempDir()
+			file := filepath.Join(dir, "web.hcl")
+			if err := os.WriteFile(file, []byte(`group "web" {
+  volume "data" {
+    type            = "csi"
+    source          = "logs"
+    access_mode     = "single-node-writer"
+    attachment_mode = "file-system"
+  }
+  volume_mount {
+    volume      = "data"
+    destination = "/srv/web"
+  }
+}
+`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			createSingleWriter(t, h.e, known...)
+			out := filepath.Join(dir, "out")
+			code, stdout, stderr := h.runReported("export", "nomad", "--group-file", file, "--out", out)
+			if code != 0 {
+				t.Fatalf("export nomad --group-file of a group whose volume logs volctl does not know, beside %v: exit %d\n%s%s", known, code, stdout, stderr)
+			}
+			if !strings.Contains(stdout+stderr, `uses volume "logs", which volctl does not know`) {
+				t.Errorf("export nomad --group-file: no note of volume logs\n%s%s", stdout, stderr)
+			}
+			if _, err := os.Stat(filepath.Join(out, "job-web.nomad.hcl")); err != nil {
+				t.Errorf("export nomad --group-file wrote no job: %v", err)
+			}
+			for _, id := range known {
+				if _, err := os.Stat(filepath.Join(out, "volume-"+id+".hcl")); err == nil {
+					t.Errorf("export nomad --group-file exported volume %s for the group's logs", id)
+				}
+			}
+		})
+	}
+}
