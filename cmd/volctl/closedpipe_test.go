@@ -67,3 +67,72 @@ func TestCommandThatWritesFinishesWhenItsReaderIsGone(t *testing.T) {
 		env.checkInvariants()
 	}
 }
+
+// A command that only reads (it takes no lock) ends quietly when its reader is gone, killed by
+// SIGPIPE as any Unix filter, its stderr empty: commands opening the engine for writing had
+// `Error: write /dev/stdout: broken pipe` and exit 1 after SIGPIPE was taken at the engine's
+// open (review25d); it is taken at its first lock now. A listing that may finish what another
+// command left (volume snapshot list takes locks) ends as a command that writes does: quietly,
+// exit 1 (its output's EPIPE, readerGone).
+func TestReadingCommandEndsQuietlyWhenItsReaderIsGone(t *testing.T) {
+	t.Parallel()
+	env := newHostEnv(t)
+	env.createVolume("vol", spec.SingleNodeWriter)
+	for _, args := range [][]string{
+		{"events", "--json"},
+		{"plugin", "status", "--json"},
+		{"volume", "status", "--json"},
+		{"group", "status", "--json"},
+	} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		var stderr strings.Builder
+		cmd := exec.Command("volctl", args...)
+		cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+env.state, "NO_COLOR=1")
+		cmd.Stdout, cmd.Stderr = w, &stderr
+		err = cmd.Run()
+		w.Close()
+		var ee *exec.ExitError
+		ws, _ := func() (syscall.WaitStatus, bool) {
+			if errors.As(err, &ee) {
+				ws, ok := ee.Sys().(syscall.WaitStatus)
+				return ws, ok
+			}
+			return 0, false
+		}()
+		if !ws.Signaled() || ws.Signal() != syscall.SIGPIPE || stderr.Len() != 0 {
+			t.Errorf("volctl %s, its output a pipe nobody reads: %v, stderr %q; want the quiet end by SIGPIPE", strings.Join(args, " "), err, stderr.String())
+		}
+	}
+}
+
+// TestListingThatLocksEndsQuietlyWhenItsReaderIsGone: `volume snapshot list` takes locks (it
+// finishes snapshots another command left half-way), so SIGPIPE is taken and its write fails
+// with EPIPE: it printed "Error: write /dev/stdout: broken pipe" (review25d). Quiet, exit 1.
+func TestListingThatLocksEndsQuietlyWhenItsReaderIsGone(t *testing.T) {
+	t.Parallel()
+	env := newHostEnv(t)
+	env.createVolume("vol", spec.SingleNodeWriter)
+	env.ok("volume", "snapshot", "create", "vol")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	var stderr strings.Builder
+	cmd := exec.Command("volctl", "volume", "snapshot", "list", "--json")
+	cmd.Env = append(os.Environ(), "VOLCTL_STATE_DIR="+env.state, "NO_COLOR=1")
+	cmd.Stdout, cmd.Stderr = w, &stderr
+	err = cmd.Run()
+	w.Close()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || stderr.Len() != 0 {
+		t.Fatalf("volctl volume snapshot list --json, its output a pipe nobody reads: %v, stderr %q; want a quiet end", err, stderr.String())
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && !ws.Signaled() && ee.ExitCode() != 1 {
+		t.Errorf("volctl volume snapshot list --json into a closed pipe: exit status %d; want 1 (or SIGPIPE's end)", ee.ExitCode())
+	}
+}

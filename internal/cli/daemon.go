@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 )
 
@@ -19,17 +20,20 @@ func outliveLogReader() (restore func()) {
 	return func() { signal.Stop(ch) }
 }
 
-// outliveReaderForGood is outliveLogReader for the rest of the process, for a command that may
-// change the state (Factory.Engine): piped into a reader that stops reading (`volctl volume
-// claim db --alloc a --verbose 2>&1 | head -1`), it was killed by SIGPIPE at its first write
-// after that, between two RPCs or two commits, its claim or release left half-way for a
-// reconcile to finish (TestCommandThatWritesFinishesWhenItsReaderIsGone). Its writes now fail
-// (EPIPE, which Report takes as quietly as the kill) and the work goes on to its end. A
-// command that only reads (ReadingEngine, --help) keeps SIGPIPE's kill: nothing is left
-// half-done by it, and it stops at once, as `| head` expects.
+// outliveReaderForGood is outliveLogReader for the rest of the process, from the engine's first
+// lock on (engine.Config.BeforeLock), for a command that changes the state: piped into a reader
+// that stops reading (`volctl volume claim db --alloc a --verbose 2>&1 | head -1`), it was
+// killed by SIGPIPE at its first write after that, between two RPCs or two commits, its claim
+// or release left half-way for a reconcile to finish
+// (TestCommandThatWritesFinishesWhenItsReaderIsGone). Its writes now fail with EPIPE and the
+// work goes on to its end, exit 1 for its result unprinted. A command that takes no lock (a
+// list, a status, `events`, --help) keeps SIGPIPE's kill: nothing is left half-done by it, and
+// it stops at once and quietly, as `| head` expects (TestReadingCommandEndsQuietlyWhenItsReaderIsGone).
 func outliveReaderForGood() {
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	outliveOnce.Do(func() { signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) })
 }
+
+var outliveOnce sync.Once
 
 // stopSignalWords names the signals that stop a long-running command, as cmd/volctl's main
 // takes them: SIGHUP only when volctl did not start with it ignored (nohup).

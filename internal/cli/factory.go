@@ -155,15 +155,13 @@ func (f *Factory) openEngine(ctx context.Context, reading bool) (*engine.Engine,
 	if f.engine != nil {
 		return f.engine, nil
 	}
-	if !reading {
-		// A command that may change the state finishes what it started when its reader is gone.
-		outliveReaderForGood()
-	}
 	dir, err := f.StateDir()
 	if err != nil {
 		return nil, err
 	}
-	e, err := engine.Open(ctx, engine.Config{StateDir: dir, Logger: f.Logger(), Reading: reading})
+	// A command that changes the state finishes what it started when its reader is gone
+	// (outliveReaderForGood, from the engine's first lock on).
+	e, err := engine.Open(ctx, engine.Config{StateDir: dir, Logger: f.Logger(), Reading: reading, BeforeLock: outliveReaderForGood})
 	if err != nil {
 		return nil, stateDirError(dir, err)
 	}

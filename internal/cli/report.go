@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"sync"
@@ -24,10 +25,20 @@ func (f *Factory) Report(err error) int {
 	if err == nil {
 		err = unprinted(f.IO.OutError())
 	}
-	if err != nil && !isSilent(err) {
+	if err != nil && !isSilent(err) && !readerGone(err) {
 		fmt.Fprintf(f.IO.ErrOut, "Error: %s%s%s\n", escapeLines(err.Error()), outOfFilesAdvice(err), f.notFoundAdvice(err))
 	}
 	return ExitCode(err)
+}
+
+// readerGone reports whether err is a write to a pipe whose reader went away (EPIPE, `| head
+// -1`), which a command that took SIGPIPE (outliveReaderForGood: one that changes the state,
+// from its first lock on) returns where SIGPIPE would have ended it: as quiet as that end,
+// exit 1 for its result unprinted (TestCommandThatWritesFinishesWhenItsReaderIsGone), not an
+// "Error: write /dev/stdout: broken pipe" after `volctl volume snapshot list | head -1`.
+func readerGone(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && pe.Op == "write" && errors.Is(pe.Err, syscall.EPIPE)
 }
 
 // outOfFilesAdvice is what to do, appended to an error that met the end of the open files

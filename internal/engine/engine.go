@@ -40,6 +40,13 @@ type Config struct {
 	// Reading says the engine is for a command that reads and seldom or never writes (a list,
 	// a status): the database it opens is opened store.ForReading.
 	Reading bool
+	// BeforeLock, when set, is called before each lock the engine takes (a volume's, a
+	// plugin's, a group's, the state dir's directories'), that is before any operation of
+	// several steps, RPCs and commits, that a kill between two would leave half-way: the CLI
+	// takes SIGPIPE from its first call on (outliveReaderForGood), so that a reader gone does
+	// not kill the command in the middle, while a command that only reads keeps SIGPIPE's quiet
+	// end. It must be cheap and safe to call often.
+	BeforeLock func()
 	// Mounts answers which paths are mounted; the kernel's table by default.
 	Mounts MountTable
 	// Retry bounds how a retryable RPC failure is retried before the claim is left for reconcile.
@@ -192,6 +199,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		// resolving changed it (a symlink).
 		return nil, &store.DirError{Dir: given, Err: err, Named: cfg.StateDir == given}
 	}
+	locks.before = cfg.BeforeLock
 	e := &Engine{cfg: cfg, store: st, ownsStore: owns, locks: locks, log: cfg.Logger, linkDir: linkDir, conns: map[string]*conn{}, retired: map[*conn]bool{},
 		publishWalkPaths: publishWalkPaths}
 	e.log = e.RedactLogger(cfg.Logger) // what the engine words from plugin data may hold an echoed secret

@@ -39,6 +39,8 @@ type locker struct {
 	// held are the exclusive locks this process holds, by lock name (*heldLock): the file each is
 	// on, which stillHeld compares with the file at its path (docs/architecture.md, Locks).
 	held sync.Map
+	// before is Config.BeforeLock, called as each lock file is opened (file).
+	before func()
 }
 
 // heldLock is a lock file this process holds a volume's lock on, as the device and inode of the
@@ -153,6 +155,9 @@ const lockOpen = os.O_CREATE | os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONB
 // file is the flock on locks/<name>.lock. A lock path that is not a regular file (a symlink, a
 // named pipe, a directory: nothing volctl makes) is refused, naming it and what to do.
 func (l *locker) file(name string) (*flock.Flock, error) {
+	if l.before != nil {
+		l.before()
+	}
 	path := filepath.Join(l.dir, name+".lock")
 	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("lock file %s is %s, not a regular file as volctl makes them: remove it, and volctl makes it again", path, pathtrust.FileKind(fi.Mode()))
