@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/volctl/volctl/internal/backoff"
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
@@ -930,6 +932,8 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 	var err error
 	var spent time.Duration
 	waits := e.cfg.Retry.backoff()
+	var firstCode codes.Code // the first attempt's, and whether every attempt's was the same
+	var sameCode bool
 	for attempt := 1; ; attempt++ {
 		// The engine's clock (monotonic, as time.Now's is: a step of the wall clock changes
 		// nothing), which a test can drive: the decision is then the time it measured, not the
@@ -941,15 +945,21 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 		if err == nil || !csi.IsRetryable(err) || ctx.Err() != nil {
 			return err
 		}
+		if csi.IsTimeout(err) {
+			e.log.Debug("not retrying an RPC that ran into its timeout", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "timeout", timeout, "err", err)
+			return err
+		}
+		code := csi.CodeOf(err)
+		if attempt == 1 {
+			firstCode, sameCode = code, true
+		} else if code != firstCode {
+			sameCode = false
+		}
 		if attempt >= e.cfg.Retry.Attempts {
 			if attempt == 1 {
 				return err
 			}
-			return &retriedOut{err: err, attempts: attempt}
-		}
-		if csi.IsTimeout(err) {
-			e.log.Debug("not retrying an RPC that ran into its timeout", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "timeout", timeout, "err", err)
-			return err
+			return &retriedOut{err: err, attempts: attempt, same: sameCode}
 		}
 		if spent+last > timeout {
 			e.log.Debug("not retrying an RPC failing slowly", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "last", last, "spent", spent, "timeout", timeout, "err", err)
@@ -996,9 +1006,13 @@ func (s *slowFailure) Unwrap() error { return s.err }
 type retriedOut struct {
 	err      error
 	attempts int
+	same     bool // every attempt failed with err's code
 }
 
 func (r *retriedOut) Error() string {
+	if !r.same {
+		return fmt.Sprintf("%v (the last of volctl's %d attempts, the earlier ones failing otherwise)", r.err, r.attempts)
+	}
 	return fmt.Sprintf("%v (the same at each of volctl's %d attempts)", r.err, r.attempts)
 }
 

@@ -36,3 +36,22 @@ func TestRetriedOutFailureSaysTheAttempts(t *testing.T) {
 		})
 	}
 }
+
+// Attempts that failed with different codes are not "the same at each": the last one's error
+// says it was the last (review25d).
+func TestRetriedOutFailureOfDifferentCodesSaysTheLast(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.faults.FailNext(csi.RPCNodeStageVolume, codes.Unavailable, fastRetry.Attempts-1)
+	h.faults.FailNext(csi.RPCNodeStageVolume, codes.Aborted, 1)
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "web-0"})
+	if err == nil {
+		t.Fatal("claim succeeded through a NodeStageVolume failing at every attempt")
+	}
+	if strings.Contains(err.Error(), "the same at each") || !strings.Contains(err.Error(), fmt.Sprintf("the last of volctl's %d attempts", fastRetry.Attempts)) {
+		t.Errorf("claim = %v\nwant it to say the last of the attempts, not the same at each", err)
+	}
+	if got := csi.CodeOf(err); got != codes.Aborted {
+		t.Errorf("claim's error has code %s, want the last attempt's, Aborted", got)
+	}
+}
