@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -137,7 +139,8 @@ func tuiLogger(path string, verbose bool) (*slog.Logger, func(), error) {
 // appended its log to the file it named), a named pipe is refused (its planter reads the log)
 // and so is a file another user owns, who would read what volctl logs
 // (TestTUILogFileIsNotAnotherUsersToPlant). Where nobody but root and this user could have put
-// the thing at path (no directory on the way another user may write, no entry of another
+// the thing at path (no directory on the way another user may write, nor its own directory,
+// even sticky: a path not there yet in /tmp may be a symlink by the open; no entry of another
 // user's), it is opened as given: /dev/null, /dev/stderr, /proc/self/fd/2, a terminal, the
 // user's own named pipe with a reader, a symlink of their own (TestTUILogFileOfTheUsersOwnOpens).
 // In a directory of another user's that only they may write (sudo volctl tui --log-file
@@ -150,6 +153,11 @@ func openLogFile(path string) (*os.File, error) {
 	planted := ""
 	if pr := pathtrust.Ancestors(path); pr != nil {
 		planted = fmt.Sprintf("%s %s", pr.Path, pr.Why)
+	} else if pathtrust.OthersMayWrite(dir.Mode, dir.Gid) || pathtrust.ACLWriter(filepath.Dir(path), dir.Mode) != "" {
+		// A directory every user may write, sticky (/tmp): Ancestors lets it be, but whoever
+		// may write it can put a symlink at a path not there yet between a look and the open
+		// (TestTUILogFileRaceWithAPlantedSymlinkIsNotFollowed).
+		planted = "its directory may be written by other users"
 	} else if fi, err := os.Lstat(path); err == nil {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && !pathtrust.Trusted(st.Uid) {
 			planted = fmt.Sprintf("it is owned by uid %d, another user", st.Uid)
@@ -203,6 +211,21 @@ func openLogFileIn(path string, owner uint32) (*os.File, error) {
 	return f, nil
 }
 
+// handedOverFD reports whether path names a descriptor volctl was started with (/dev/stderr,
+// /proc/self/fd/N): whoever started volctl opened it and handed it over (`sudo volctl tui
+// --log-file /dev/stderr 2>>~/tui.log`), so its owner, the invoking user, is not a stranger
+// to refuse (review25d).
+func handedOverFD(path string) bool {
+	switch {
+	case path == "/dev/stdout", path == "/dev/stderr":
+		return true
+	case strings.HasPrefix(path, "/proc/self/fd/"), strings.HasPrefix(path, "/dev/fd/"):
+		_, err := strconv.Atoi(path[strings.LastIndexByte(path, '/')+1:])
+		return err == nil
+	}
+	return false
+}
+
 // logFileKind refuses an opened log file that is not a regular file, named pipe or character
 // device, or a file or pipe neither root's, this user's nor owner's: its owner would read
 // what volctl logs, and may have put it where volctl looked.
@@ -215,7 +238,7 @@ func logFileKind(f *os.File, path string, owner uint32) error {
 	if !m.IsRegular() && m&fs.ModeNamedPipe == 0 && m&fs.ModeCharDevice == 0 {
 		return fmt.Errorf("%s is %s: give the path of a regular file, a named pipe or a terminal", path, pathtrust.FileKind(m))
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && m&fs.ModeCharDevice == 0 && !pathtrust.Trusted(st.Uid) && st.Uid != owner {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && m&fs.ModeCharDevice == 0 && !pathtrust.Trusted(st.Uid) && st.Uid != owner && !handedOverFD(path) {
 		return fmt.Errorf("%s is owned by uid %d, another user, who would read what volctl logs there (one may make it first in a directory every user may write, such as /tmp): "+
 			"remove it, or give a path in a directory only you may write", path, st.Uid)
 	}

@@ -335,3 +335,85 @@ func TestTUILogFileOfTheUsersOwnOpens(t *testing.T) {
 		})
 	}
 }
+
+// A path not there yet in a directory every user may write (a sticky /tmp): another user may
+// put a symlink at it between the look and the open, and the open, O_CREAT without
+// O_NOFOLLOW, followed it: volctl, as root, appended its log to the file the symlink named
+// (review25d, at attempt 1571 of a loop). In such a directory the path is opened as one that
+// may be planted, a symlink never followed. The race is run for a bounded number of attempts:
+// the old code lost it within a few thousand; the new code cannot, its open never follows.
+func TestTUILogFileRaceWithAPlantedSymlinkIsNotFollowed(t *testing.T) {
+	dir := t.TempDir()
+	sticky := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(sticky, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sticky, os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("root's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vi, err := os.Stat(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(sticky, "tui.log")
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // the planter
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = os.Symlink(victim, path)
+			_ = os.Remove(path)
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	for attempt := 1; attempt <= 5000; attempt++ {
+		f, err := openLogFile(path)
+		if err != nil {
+			continue
+		}
+		fi, serr := f.Stat()
+		f.Close()
+		if serr == nil && os.SameFile(fi, vi) {
+			t.Fatalf("attempt %d: openLogFile(%s) opened %s through a symlink planted between the look and the open", attempt, path, victim)
+		}
+		_ = os.Remove(path)
+	}
+}
+
+// A descriptor volctl was started with, named /proc/self/fd/N or /dev/fd/N, is the invoking
+// user's to hand over: `sudo volctl tui --log-file /dev/stderr 2>>~/tui.log` opened a file that
+// user owns and was refused as "another user's" (review25d).
+func TestTUILogFileHandedOverByTheInvokingUserOpens(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give the file to another user")
+	}
+	file := filepath.Join(t.TempDir(), "tui.log")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(file, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	held, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	for _, p := range []string{fmt.Sprintf("/proc/self/fd/%d", held.Fd()), fmt.Sprintf("/dev/fd/%d", held.Fd())} {
+		f, err := openLogFile(p)
+		if err != nil {
+			t.Errorf("openLogFile(%s), a descriptor of uid 4242's file handed over: %v; want it opened", p, err)
+			continue
+		}
+		f.Close()
+	}
+}
