@@ -22,8 +22,6 @@ import (
 	"syscall"
 	"time"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/volctl/volctl/internal/backoff"
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/spec"
@@ -932,7 +930,7 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 	var err error
 	var spent time.Duration
 	waits := e.cfg.Retry.backoff()
-	var firstCode codes.Code // the first attempt's, and whether every attempt's was the same
+	var firstCode string // the first attempt's code, and whether every attempt's was the same
 	var sameCode bool
 	for attempt := 1; ; attempt++ {
 		// The engine's clock (monotonic, as time.Now's is: a step of the wall clock changes
@@ -949,7 +947,7 @@ func (e *Engine) retry(ctx context.Context, c *conn, rpc string, call func(conte
 			e.log.Debug("not retrying an RPC that ran into its timeout", "plugin", c.plugin.ID, "rpc", rpc, "attempt", attempt, "timeout", timeout, "err", err)
 			return err
 		}
-		code := csi.CodeOf(err)
+		code := csi.CodeOf(err).String()
 		if attempt == 1 {
 			firstCode, sameCode = code, true
 		} else if code != firstCode {
