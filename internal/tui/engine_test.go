@@ -18,21 +18,7 @@ import (
 // plugin that dies shows as unhealthy after the next probe.
 func TestAgainstRealEngine(t *testing.T) {
 	ctx := context.Background()
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID = "node-1"
-	socket, stop := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, cfg)))
-	e, err := engine.Open(ctx, engine.Config{
-		StateDir: t.TempDir(),
-		Retry:    engine.RetryPolicy{Attempts: 1, Base: time.Millisecond, Max: time.Millisecond},
-		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
+	e, stop := realEngine(t)
 	for _, id := range []string{"db", "media", "spare"} {
 		_, err := e.CreateVolume(ctx, spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "mem", CapacityMin: 1 << 20,
 			Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}},
@@ -101,4 +87,27 @@ func TestAgainstRealEngine(t *testing.T) {
 	if got := strings.Join(h.m.tabs[tabVolumes].rows[0].cells, " "); !strings.Contains(got, "no: plugin unhealthy") {
 		t.Errorf("volume of a dead plugin: %q, want not schedulable", got)
 	}
+}
+
+// realEngine is an engine on a temp state dir with plugin "mem" registered: an in-memory CSI
+// plugin that mounts, served on a real socket (stop ends it), one try per RPC and short timeouts.
+func realEngine(t *testing.T) (e *engine.Engine, stop func()) {
+	t.Helper()
+	ctx := context.Background()
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	socket, stop := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, cfg)))
+	e, err := engine.Open(ctx, engine.Config{
+		StateDir: t.TempDir(),
+		Retry:    engine.RetryPolicy{Attempts: 1, Base: time.Millisecond, Max: time.Millisecond},
+		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatal(err)
+	}
+	return e, stop
 }

@@ -5,10 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/volctl/volctl/internal/csi"
-	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -20,21 +17,7 @@ import (
 // the volume the user never opened. The detail now says "db" is gone, and acts on nothing.
 func TestDetailOfAVolumeGoneNeverShowsAnother(t *testing.T) {
 	ctx := context.Background()
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID = "node-1"
-	socket, _ := csitest.Serve(t, csitest.WithServer(csitest.NewMountingMemPlugin(t, cfg)))
-	e, err := engine.Open(ctx, engine.Config{
-		StateDir: t.TempDir(),
-		Retry:    engine.RetryPolicy{Attempts: 1, Base: time.Millisecond, Max: time.Millisecond},
-		Timeouts: csi.Timeouts{Short: 2 * time.Second, Long: 5 * time.Second},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "mem", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
+	e, _ := realEngine(t)
 	for _, id := range []string{"db", "db-replica"} {
 		_, err := e.CreateVolume(ctx, spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "mem", CapacityMin: 1 << 20,
 			Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}})
