@@ -69,7 +69,7 @@ the screen, so they go to --log-file, or nowhere.`,
 	fl.BoolVar(&opts.ReadOnly, "readonly", false, "show only: no release, detach, delete or reconcile")
 	durationVar(fl, &opts.Refresh, "refresh", tui.DefaultRefresh, "how often the state is re-read")
 	durationVar(fl, &opts.Probe, "probe", tui.DefaultProbe, "how often plugins are probed live")
-	fl.IntVar(&opts.Events, "events", tui.DefaultEvents, "how many recent events the events view keeps")
+	intVar(fl, &opts.Events, "events", "", tui.DefaultEvents, "how many recent events the events view keeps")
 	fl.StringVar(&opts.LogFile, "log-file", "", "append engine warnings (and with --verbose, debug logs) to this file, pipe or terminal (where another user may write, only a regular file of your own)")
 	return cmd
 }
