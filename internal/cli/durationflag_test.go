@@ -23,20 +23,7 @@ func TestEveryDurationFlagSaysWhatIsWrong(t *testing.T) {
 		{"30", `"30" is not a duration: it has no unit (ns, us, ms, s, m or h)`},
 		{"soon", `"soon" is not a duration`},
 	}
-	ios, _, _, _ := iostreams.Test()
-	var flags []string // "volctl tui --refresh"
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		c.LocalFlags().VisitAll(func(fl *pflag.Flag) {
-			if fl.Value.Type() == "duration" {
-				flags = append(flags, c.CommandPath()+" --"+fl.Name)
-			}
-		})
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(NewRootCmd(NewFactory(ios)))
+	flags := flagsOfType(func(typ string) bool { return typ == "duration" })
 	if len(flags) < 10 {
 		t.Fatalf("found %d duration flags (%v), want the agent's, plugin probe's, plugin register's and tui's", len(flags), flags)
 	}
@@ -68,20 +55,7 @@ func TestEveryIntFlagSaysWhatIsWrong(t *testing.T) {
 		{"1.5", `"1.5" is not a whole number`},
 		{"99999999999999999999", `"99999999999999999999" is out of range: give a whole number from -9223372036854775808 to 9223372036854775807`},
 	}
-	ios, _, _, _ := iostreams.Test()
-	var flags []string // "volctl events --limit"
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		c.LocalFlags().VisitAll(func(fl *pflag.Flag) {
-			if strings.HasPrefix(fl.Value.Type(), "int") || strings.HasPrefix(fl.Value.Type(), "uint") {
-				flags = append(flags, c.CommandPath()+" --"+fl.Name)
-			}
-		})
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(NewRootCmd(NewFactory(ios)))
+	flags := flagsOfType(func(typ string) bool { return strings.HasPrefix(typ, "int") || strings.HasPrefix(typ, "uint") })
 	if len(flags) < 3 {
 		t.Fatalf("found %d int flags (%v), want events --limit, plugin serve hostpath --max-volumes and tui --events", len(flags), flags)
 	}
@@ -94,4 +68,24 @@ func TestEveryIntFlagSaysWhatIsWrong(t *testing.T) {
 			}
 		}
 	}
+}
+
+// flagsOfType lists the flags of the whole command tree whose type match takes, as
+// "volctl tui --refresh".
+func flagsOfType(match func(typ string) bool) []string {
+	ios, _, _, _ := iostreams.Test()
+	var flags []string
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(fl *pflag.Flag) {
+			if match(fl.Value.Type()) {
+				flags = append(flags, c.CommandPath()+" --"+fl.Name)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(NewRootCmd(NewFactory(ios)))
+	return flags
 }
