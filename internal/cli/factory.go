@@ -94,22 +94,21 @@ func (f *Factory) StateDir() (string, error) {
 	return abs, nil
 }
 
-// logVariable is the environment variable that sets the log level; logLevels are the values
-// it takes, any case: slog's four, debug adding RPC traces.
-const logVariable = "VOLCTL_LOG"
-
+// logLevels are the values VOLCTL_LOG takes, any case: slog's four, debug adding RPC traces.
+// (It is read by its name, getenv("VOLCTL_LOG"), where TestEveryVariableIsDocumentedInOnePlace
+// finds it.)
 var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
 
 // checkLogVariable refuses a VOLCTL_LOG that names no level, before a command does anything:
 // only "debug" was read, and any other value, "info", "warn", "error" or a mistyped "debgu", was
 // the default, silently (TestLogVariableTakesTheLevelsOrIsRefused). Set empty, it is not set.
 func (f *Factory) checkLogVariable() error {
-	v := f.getenv(logVariable)
+	v := f.getenv("VOLCTL_LOG")
 	if _, ok := logLevels[strings.ToLower(v)]; ok || v == "" {
 		return nil
 	}
-	return usageError("%s=%q is not a log level: set it to debug (RPC traces too, as --verbose), info, warn or error, or unset it for the default (warnings and errors; the agent's info too)",
-		logVariable, v)
+	return usageError("VOLCTL_LOG=%q is not a log level: set it to debug (RPC traces too, as --verbose), info, warn or error, "+
+		"or unset it for the default (warnings and errors; the agent's info too)", v)
 }
 
 // LogLevel is the level of the logs a command writes, def when nothing says otherwise:
@@ -123,7 +122,7 @@ func (f *Factory) LogLevel(def slog.Level) slog.Level {
 	if f.verboseGiven != nil && f.verboseGiven() {
 		return def
 	}
-	if level, ok := logLevels[strings.ToLower(f.getenv(logVariable))]; ok {
+	if level, ok := logLevels[strings.ToLower(f.getenv("VOLCTL_LOG"))]; ok {
 		return level
 	}
 	return def
