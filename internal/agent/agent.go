@@ -243,7 +243,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.log.Info("agent starting", "state_dir", a.e.StateDir(), "probe_interval", a.s.ProbeInterval,
 		"probe_interval_ready", a.s.ProbeIntervalReady, "health_timeout", a.s.HealthTimeout,
-		"gc_interval", a.s.GCInterval, "reconcile_interval", a.s.ReconcileInterval)
+		"gc_interval", a.s.GCInterval, "reconcile_interval", a.s.ReconcileInterval, "stop_timeout", a.s.StopTimeout)
 	if err := a.registerDeclared(ctx); err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 type AgentOptions struct {
 	IO       *iostreams.IOStreams
 	StateDir func() (string, error)
-	Verbose  bool
+	LogLevel slog.Level // Factory.LogLevel's: info unless --verbose or VOLCTL_LOG says otherwise
 
 	ConfigFile  string
 	Settings    agent.Settings // from the flags; a zero field is unset (the config file's or the default)
@@ -76,7 +76,7 @@ a systemd unit and containerized plugins.`,
   volctl agent --probe-interval 1s --health-timeout 1m
   volctl agent --metrics-addr 127.0.0.1:9808 --log-format json`,
 		Args: exactArgs(0),
-		RunE: runOpts(opts, func([]string) { opts.Verbose = f.Verbose() }, runF, agentRun),
+		RunE: runOpts(opts, func([]string) { opts.LogLevel = f.LogLevel(slog.LevelInfo) }, runF, agentRun),
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&opts.ConfigFile, "config", "c", "", "agent config file (HCL): plugin blocks and an agent block")
@@ -173,10 +173,7 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 		notePluginSecrets(file.Plugins)
 	}
 
-	level := slog.LevelInfo
-	if opts.Verbose {
-		level = slog.LevelDebug
-	}
+	level := opts.LogLevel
 	var h slog.Handler = slog.NewTextHandler(opts.IO.ErrOut, logOptions(level))
 	if opts.LogFormat == "json" {
 		h = slog.NewJSONHandler(opts.IO.ErrOut, logOptions(level))

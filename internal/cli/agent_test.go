@@ -81,7 +81,7 @@ func TestAgentRunRefusesBadInput(t *testing.T) {
 }
 
 // The agent runs until its context ends and then exits cleanly; the config's settings and
-// plugins reach it, flags win over the file.
+// plugins reach it, flags win over the file, and its start line shows every setting.
 func TestAgentRunUntilCancelled(t *testing.T) {
 	dir := hostpathtest.ShortDir(t) // the plugin's socket goes under it
 	cfg := filepath.Join(dir, "agent.hcl")
@@ -121,5 +121,7 @@ plugin "later" {
 		t.Fatalf("agent: %v", err)
 	}
 	log := stderr.String()
-	checkHolds(t, "agent log", log, []string{"probe_interval=20ms", "registered plugin", "agent stopped"}, nil)
+	// Every setting is in the start line, the file's (stop_timeout, which the line left out: a
+	// config's stop_timeout could not be told taken) as the flags'.
+	checkHolds(t, "agent log", log, []string{"probe_interval=20ms", "stop_timeout=3s", "registered plugin", "agent stopped"}, nil)
 }

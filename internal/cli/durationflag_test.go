@@ -23,20 +23,7 @@ func TestEveryDurationFlagSaysWhatIsWrong(t *testing.T) {
 		{"30", `"30" is not a duration: it has no unit (ns, us, ms, s, m or h)`},
 		{"soon", `"soon" is not a duration`},
 	}
-	ios, _, _, _ := iostreams.Test()
-	var flags []string // "volctl tui --refresh"
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		c.LocalFlags().VisitAll(func(fl *pflag.Flag) {
-			if fl.Value.Type() == "duration" {
-				flags = append(flags, c.CommandPath()+" --"+fl.Name)
-			}
-		})
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(NewRootCmd(NewFactory(ios)))
+	flags := flagsOfType(func(typ string) bool { return typ == "duration" })
 	if len(flags) < 10 {
 		t.Fatalf("found %d duration flags (%v), want the agent's, plugin probe's, plugin register's and tui's", len(flags), flags)
 	}
@@ -55,4 +42,50 @@ func TestEveryDurationFlagSaysWhatIsWrong(t *testing.T) {
 			t.Errorf("events --since %s: err = %v (exit %d), want exit %d saying %q and naming RFC 3339", tt.value, err, ExitCode(err), ExitUsage, tt.want)
 		}
 	}
+}
+
+// TestEveryIntFlagSaysWhatIsWrong: a number flag given what is no number, or one past int64,
+// was refused in Go's words, `strconv.ParseInt: parsing "1x": invalid syntax`, which say
+// neither what is wrong to a user nor what to give. Every int flag says it (intVar), exit 2,
+// and help shows its type as before.
+func TestEveryIntFlagSaysWhatIsWrong(t *testing.T) {
+	cases := []struct{ value, want string }{
+		{"1x", `invalid argument "1x" for `},
+		{"1x", `flag: "1x" is not a whole number`},
+		{"1.5", `"1.5" is not a whole number`},
+		{"99999999999999999999", `"99999999999999999999" is out of range: give a whole number from -9223372036854775808 to 9223372036854775807`},
+	}
+	flags := flagsOfType(func(typ string) bool { return strings.HasPrefix(typ, "int") || strings.HasPrefix(typ, "uint") })
+	if len(flags) < 3 {
+		t.Fatalf("found %d int flags (%v), want events --limit, plugin serve hostpath --max-volumes and tui --events", len(flags), flags)
+	}
+	for _, flag := range flags {
+		args := strings.Fields(strings.TrimPrefix(flag, "volctl "))
+		for _, tt := range cases {
+			_, err := execRoot(t, append(args, tt.value)...)
+			if err == nil || ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "strconv") {
+				t.Errorf("%s %s: err = %v (exit %d), want exit %d saying %q", flag, tt.value, err, ExitCode(err), ExitUsage, tt.want)
+			}
+		}
+	}
+}
+
+// flagsOfType lists the flags of the whole command tree whose type match takes, as
+// "volctl tui --refresh".
+func flagsOfType(match func(typ string) bool) []string {
+	ios, _, _, _ := iostreams.Test()
+	var flags []string
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(fl *pflag.Flag) {
+			if match(fl.Value.Type()) {
+				flags = append(flags, c.CommandPath()+" --"+fl.Name)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(NewRootCmd(NewFactory(ios)))
+	return flags
 }

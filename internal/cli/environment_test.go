@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"context"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,7 +19,7 @@ import (
 // TestFlagWinsOverItsVariable: a flag given wins over the variable it stands for, as
 // --state-dir wins over VOLCTL_STATE_DIR and --socket over CSI_ENDPOINT; --verbose=false
 // did not over VOLCTL_LOG=debug, exported for a session, so one command could not be run
-// quiet. Without the flag the variable holds, in any case; any other value is the default.
+// quiet. Without the flag the variable holds, in any case.
 func TestFlagWinsOverItsVariable(t *testing.T) {
 	for _, tt := range []struct {
 		env  string
@@ -46,10 +49,64 @@ func TestFlagWinsOverItsVariable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		version.RunE = func(*cobra.Command, []string) error { got = f.Verbose(); return nil }
+		version.RunE = func(*cobra.Command, []string) error { got = f.LogLevel(slog.LevelWarn) == slog.LevelDebug; return nil }
 		root.SetArgs(append([]string{"version"}, tt.args...))
 		if err := root.Execute(); err != nil || got != tt.want {
 			t.Errorf("VOLCTL_LOG=%q volctl version %s: verbose %v, %v; want %v", tt.env, strings.Join(tt.args, " "), got, err, tt.want)
+		}
+	}
+}
+
+// TestLogVariableTakesTheLevelsOrIsRefused: VOLCTL_LOG was read for "debug" only: "info",
+// "warn", "error" (the levels a user tries first, as the agent's log shows them) and a mistyped
+// "debgu" were the default, silently, the user left to wonder why nothing changed. The four
+// levels are taken, any case, by the commands' logger and the agent's; any other value is
+// refused before the command does anything, exit 2, naming the variable and the values it
+// takes. Set empty, it is not set.
+func TestLogVariableTakesTheLevelsOrIsRefused(t *testing.T) {
+	withLog := func(v string) *Factory {
+		ios, _, _, _ := iostreams.Test()
+		f := NewFactory(ios)
+		f.lookupEnv = func(k string) (string, bool) { return v, k == "VOLCTL_LOG" }
+		return f
+	}
+	ctx := context.Background()
+	for v, want := range map[string]slog.Level{"": slog.LevelWarn, "debug": slog.LevelDebug, "info": slog.LevelInfo, "INFO": slog.LevelInfo,
+		"warn": slog.LevelWarn, "Warn": slog.LevelWarn, "error": slog.LevelError} {
+		f := withLog(v)
+		var got *slog.Logger
+		root := NewRootCmd(f)
+		version, _, _ := root.Find([]string{"version"})
+		version.RunE = func(*cobra.Command, []string) error { got = f.Logger(); return nil }
+		root.SetArgs([]string{"version"})
+		if err := root.Execute(); err != nil || got == nil {
+			t.Errorf("VOLCTL_LOG=%q volctl version: %v; want it run", v, err)
+			continue
+		}
+		if !got.Enabled(ctx, want) || got.Enabled(ctx, want-1) {
+			t.Errorf("VOLCTL_LOG=%q: the commands' logger does not log from %s up", v, want)
+		}
+		var agentLevel slog.Level
+		root = newRoot(f, []*cobra.Command{newCmdAgent(f, func(o *AgentOptions) error { agentLevel = o.LogLevel; return nil })})
+		root.SetArgs([]string{"agent"})
+		if v == "" {
+			want = slog.LevelInfo // the agent's default
+		}
+		if err := root.Execute(); err != nil || agentLevel != want {
+			t.Errorf("VOLCTL_LOG=%q volctl agent: level %s, %v; want %s", v, agentLevel, err, want)
+		}
+	}
+	for _, v := range []string{"verbose", "debgu", "1", "trace", "warning", " debug", "debug\n"} {
+		f := withLog(v)
+		ran := false
+		root := NewRootCmd(f)
+		version, _, _ := root.Find([]string{"version"})
+		version.RunE = func(*cobra.Command, []string) error { ran = true; return nil }
+		root.SetArgs([]string{"version"})
+		err := root.Execute()
+		if err == nil || ran || ExitCode(err) != ExitUsage ||
+			!strings.Contains(err.Error(), "VOLCTL_LOG="+strconv.Quote(v)+" is not a log level: set it to debug") || !strings.Contains(err.Error(), "info, warn or error") {
+			t.Errorf("VOLCTL_LOG=%q volctl version: ran %v, %v (exit %d); want it refused before it ran, exit 2, naming the variable and its levels", v, ran, err, ExitCode(err))
 		}
 	}
 }

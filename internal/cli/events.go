@@ -58,7 +58,7 @@ each event is then one JSON object per line, else the list is one JSON array (do
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Since, "since", "", "only events of the last `DURATION` (10m, 2h) or since an RFC 3339 time")
-	fl.IntVarP(&opts.Limit, "limit", "n", 0, "only the newest `N` events (0: every event kept)")
+	intVar(fl, &opts.Limit, "limit", "n", 0, "only the newest `N` events (0: every event kept)")
 	fl.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new events until interrupted")
 	fl.StringVar(&opts.Filter.Kind, "kind", "", "only events of this kind (claim, release, plugin-health, volume-create, ...)")
 	idVar(fl, &opts.Filter.VolumeID, "volume", "only events of this volume")

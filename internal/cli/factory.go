@@ -94,24 +94,44 @@ func (f *Factory) StateDir() (string, error) {
 	return abs, nil
 }
 
-// Verbose reports whether RPC traces and debug logs were asked for: --verbose, or, without the
-// flag, VOLCTL_LOG=debug. The flag given wins, --verbose=false too, as every flag wins over
-// its variable (TestFlagWinsOverItsVariable).
-func (f *Factory) Verbose() bool {
-	if f.verbose || f.verboseGiven != nil && f.verboseGiven() {
-		return f.verbose
+// logLevels are the values VOLCTL_LOG takes, any case: slog's four, debug adding RPC traces.
+// (It is read by its name, getenv("VOLCTL_LOG"), where TestEveryVariableIsDocumentedInOnePlace
+// finds it.)
+var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+
+// checkLogVariable refuses a VOLCTL_LOG that names no level, before a command does anything:
+// only "debug" was read, and any other value, "info", "warn", "error" or a mistyped "debgu", was
+// the default, silently (TestLogVariableTakesTheLevelsOrIsRefused). Set empty, it is not set.
+func (f *Factory) checkLogVariable() error {
+	v := f.getenv("VOLCTL_LOG")
+	if _, ok := logLevels[strings.ToLower(v)]; ok || v == "" {
+		return nil
 	}
-	return strings.EqualFold(f.getenv("VOLCTL_LOG"), "debug")
+	return usageError("VOLCTL_LOG=%q is not a log level: set it to debug (RPC traces too, as --verbose), info, warn or error, "+
+		"or unset it for the default (warnings and errors; the agent's info too)", v)
+}
+
+// LogLevel is the level of the logs a command writes, def when nothing says otherwise:
+// --verbose given, debug (--verbose=false: def, as every flag wins over its variable,
+// TestFlagWinsOverItsVariable), else VOLCTL_LOG's level (checkLogVariable refused any other
+// value before the command ran).
+func (f *Factory) LogLevel(def slog.Level) slog.Level {
+	if f.verbose {
+		return slog.LevelDebug
+	}
+	if f.verboseGiven != nil && f.verboseGiven() {
+		return def
+	}
+	if level, ok := logLevels[strings.ToLower(f.getenv("VOLCTL_LOG"))]; ok {
+		return level
+	}
+	return def
 }
 
 // Logger returns the logger commands and the layers below them use: warnings and errors on
-// stderr by default, debug with --verbose.
+// stderr by default, debug with --verbose, the level VOLCTL_LOG names.
 func (f *Factory) Logger() *slog.Logger {
-	level := slog.LevelWarn
-	if f.Verbose() {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(f.IO.ErrOut, logOptions(level)))
+	return slog.New(slog.NewTextHandler(f.IO.ErrOut, logOptions(f.LogLevel(slog.LevelWarn))))
 }
 
 // logOptions are every logger's (commands', the agent's, the dashboard's log file): level, and

@@ -63,7 +63,7 @@ in doubt.`,
 	fl.StringVar(&opts.Root, "root", "", "directory holding the volumes, snapshots and the plugin's state (required)")
 	fl.StringVar(&opts.NodeID, "node-id", "", "node ID reported by NodeGetInfo and in the volumes' topology (required)")
 	fl.BoolVar(&opts.EnableAttach, "enable-attach", false, "offer ControllerPublishVolume and require its publish_context in NodeStageVolume")
-	fl.Int64Var(&opts.MaxVolumes, "max-volumes", 0, "max volumes per node reported by NodeGetInfo and enforced by ControllerPublishVolume (0 = unset)")
+	intVar(fl, &opts.MaxVolumes, "max-volumes", "", 0, "max volumes per node reported by NodeGetInfo and enforced by ControllerPublishVolume (0 = unset)")
 	return cmd
 }
 

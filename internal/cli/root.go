@@ -130,6 +130,13 @@ refused, volume in use), 70 volctl crashed (a panic: a bug in volctl, its text o
 	pf.BoolVarP(&f.verbose, "verbose", "v", false, "log debug output and CSI RPC traces (secrets redacted) to stderr")
 	verbose := pf.Lookup("verbose")
 	f.verboseGiven = func() bool { return verbose.Changed }
+	// Before any command runs; not before a completion, which prints nothing a user would read.
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if cmd.Name() == cobra.ShellCompRequestCmd || cmd.Name() == cobra.ShellCompNoDescRequestCmd {
+			return nil
+		}
+		return f.checkLogVariable()
+	}
 
 	root.AddCommand(cmds...)
 	if len(cmds) == len(topCommands) {

@@ -27,7 +27,7 @@ import (
 type TUIOptions struct {
 	IO       *iostreams.IOStreams
 	StateDir func() (string, error)
-	Verbose  bool
+	LogLevel slog.Level // the --log-file's (Factory.LogLevel's): warn unless --verbose or VOLCTL_LOG says otherwise
 	// Run runs the dashboard; tests replace it to see what it would be given.
 	Run func(ctx context.Context, in io.Reader, out io.Writer, opts tui.Options) error
 
@@ -58,7 +58,7 @@ the screen, so they go to --log-file, or nowhere.`,
   NO_COLOR=1 volctl tui --log-file ~/volctl-tui.log --verbose`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Verbose = f.Verbose()
+			opts.LogLevel = f.LogLevel(slog.LevelWarn)
 			if runF != nil {
 				return runF(opts)
 			}
@@ -69,7 +69,7 @@ the screen, so they go to --log-file, or nowhere.`,
 	fl.BoolVar(&opts.ReadOnly, "readonly", false, "show only: no release, detach, delete or reconcile")
 	durationVar(fl, &opts.Refresh, "refresh", tui.DefaultRefresh, "how often the state is re-read")
 	durationVar(fl, &opts.Probe, "probe", tui.DefaultProbe, "how often plugins are probed live")
-	fl.IntVar(&opts.Events, "events", tui.DefaultEvents, "how many recent events the events view keeps")
+	intVar(fl, &opts.Events, "events", "", tui.DefaultEvents, "how many recent events the events view keeps")
 	fl.StringVar(&opts.LogFile, "log-file", "", "append engine warnings (and with --verbose, debug logs) to this file, pipe or terminal (where another user may write, only a regular file of your own)")
 	return cmd
 }
@@ -93,7 +93,7 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	if !opts.IO.IsStdinTTY() || !opts.IO.IsStdoutTTY() {
 		return errNoTerminal
 	}
-	logger, closeLog, err := tuiLogger(opts.LogFile, opts.Verbose)
+	logger, closeLog, err := tuiLogger(opts.LogFile, opts.LogLevel)
 	if err != nil {
 		return err
 	}
@@ -119,17 +119,13 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 }
 
 // tuiLogger writes to the log file when one is given, else nowhere: stderr is the screen.
-func tuiLogger(path string, verbose bool) (*slog.Logger, func(), error) {
+func tuiLogger(path string, level slog.Level) (*slog.Logger, func(), error) {
 	if path == "" {
 		return slog.New(slog.DiscardHandler), func() {}, nil
 	}
 	f, err := openLogFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tui: --log-file: %w", err)
-	}
-	level := slog.LevelWarn
-	if verbose {
-		level = slog.LevelDebug
 	}
 	return slog.New(slog.NewTextHandler(f, logOptions(level))), func() { f.Close() }, nil
 }

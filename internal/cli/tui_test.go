@@ -27,7 +27,7 @@ func TestTUIFlags(t *testing.T) {
 		{name: "bad duration", args: []string{"--refresh", "soon"}, wantErr: "invalid argument"},
 	}
 	checkFlagCases(t, newCmdTUI, tests, func(_ *testing.T, o TUIOptions) (TUIOptions, error) {
-		o.IO, o.StateDir, o.Run, o.Verbose = nil, nil, nil, false // not flags of its own
+		o.IO, o.StateDir, o.Run, o.LogLevel = nil, nil, nil, 0 // not flags of its own
 		return o, nil
 	})
 }
@@ -146,7 +146,7 @@ func TestTUILogFileIsNotAnotherUsersToPlant(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				l, c, err := tuiLogger(tt.path, true)
+				l, c, err := tuiLogger(tt.path, slog.LevelDebug)
 				done <- result{l, c, err}
 			}()
 			var r result
@@ -307,7 +307,7 @@ func TestTUILogFileOfTheUsersOwnOpens(t *testing.T) {
 					got <- all
 				}()
 			}
-			logger, closer, err := tuiLogger(tt.path, true)
+			logger, closer, err := tuiLogger(tt.path, slog.LevelDebug)
 			if len(tt.want) > 0 {
 				if err == nil {
 					closer()

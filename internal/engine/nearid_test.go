@@ -58,3 +58,32 @@ func TestNotFoundNamesTheNearestID(t *testing.T) {
 		}
 	}
 }
+
+// TestNotFoundNamesEveryIDAsNear: an ID not found that is as near to several stored ones (a
+// prefix of data1 and data2, a typo one edit from two) was answered with the first of them,
+// `did you mean "data1"?`, as if it were the one meant: the user retyping it acted on a volume
+// chosen by the store's order. Every one as near is named, in order, the rest counted past five.
+func TestNotFoundNamesEveryIDAsNear(t *testing.T) {
+	h := newHarness(t, nil)
+	for _, id := range []string{"data1", "data2", "logs-a", "logs-b", "logs-c", "logs-d", "logs-e", "logs-f", "logs-g", "web"} {
+		h.create(volume(id))
+	}
+	for _, tt := range []struct {
+		what string
+		run  func() error
+		want string
+	}{
+		{"delete of a prefix of two", func() error { return h.e.DeleteVolume(h.ctx, "data") }, `(did you mean "data1" or "data2"?)`},
+		{"claim of a typo one edit from two", func() error {
+			_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "data3", Alloc: "a"})
+			return err
+		}, `(did you mean "data1" or "data2"?)`},
+		{"status of a typo one edit from seven", func() error { _, err := h.e.Volume(h.ctx, "logs-x"); return err },
+			`(did you mean "logs-a", "logs-b", "logs-c", "logs-d", "logs-e" or one of 2 more?)`},
+		{"one nearest", func() error { return h.e.DeleteVolume(h.ctx, "wbe") }, `(did you mean "web"?)`},
+	} {
+		if err := tt.run(); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v; want ErrNotFound saying %s", tt.what, err, tt.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -51,31 +52,74 @@ func nearStoredID(ctx context.Context, e *Engine, t store.IDTable, id string, er
 	if !errors.Is(err, ErrNotFound) && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	near, kerr := viewOne(ctx, e.store, func(tx *store.Tx) (string, error) {
+	near, kerr := viewOne(ctx, e.store, func(tx *store.Tx) ([]string, error) {
 		keys, err := tx.Keys(t)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
+		var folded []string
 		for _, k := range keys {
 			if k == id {
-				return "", nil
+				return nil, nil
+			}
+			if strings.EqualFold(k, id) {
+				folded = append(folded, k)
 			}
 		}
-		for _, k := range keys {
-			if strings.EqualFold(k, id) {
-				return k, nil
-			}
+		if len(folded) > 0 {
+			return folded, nil
 		}
 		near := spec.Suggest(id, keys)
-		if near != "" && levenshtein.Distance(id, near, nil) >= utf8.RuneCountInString(id) {
-			return "", nil // every character changed: "db" is no typo of "x"
+		if near == "" {
+			return nil, nil
 		}
-		return near, nil
+		dist := levenshtein.Distance(id, near, nil)
+		if dist >= utf8.RuneCountInString(id) {
+			return nil, nil // every character changed: "db" is no typo of "x"
+		}
+		return equallyNear(id, near, dist, keys), nil
 	})
-	if kerr != nil || near == "" {
+	if kerr != nil || len(near) == 0 {
 		return err
 	}
-	return fmt.Errorf("%w (did you mean %q?)", err, near)
+	return fmt.Errorf("%w (did you mean %s?)", err, orList(near))
+}
+
+// equallyNear is near and every other key as near to id as it, dist edits: `volume delete
+// data` with data1 and data2 stored said `did you mean "data1"?`, the first of them, as if it
+// were the one, and the user retyping it deleted a volume chosen by volctl's order
+// (TestNotFoundNamesEveryIDAsNear).
+func equallyNear(id, near string, dist int, keys []string) []string {
+	out := []string{near}
+	n := utf8.RuneCountInString(id)
+	for _, k := range keys {
+		if d := n - utf8.RuneCountInString(k); k == near || d > dist || -d > dist {
+			continue // no key whose length differs by more than dist is as near
+		}
+		if levenshtein.Distance(id, k, nil) == dist {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// maxNearIDs is how many IDs a not-found error offers, the rest counted.
+const maxNearIDs = 5
+
+// orList is IDs quoted, joined for "did you mean ...?": "a", "a" or "b", "a", "b" or "c", and
+// past maxNearIDs, "... or one of N more".
+func orList(ids []string) string {
+	q := make([]string, 0, min(len(ids), maxNearIDs))
+	for _, id := range ids[:min(len(ids), maxNearIDs)] {
+		q = append(q, strconv.Quote(id))
+	}
+	if more := len(ids) - len(q); more > 0 {
+		return strings.Join(q, ", ") + fmt.Sprintf(" or one of %d more", more)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
 
 // storedForm returns the one stored key of a table that is id in another normal form, or ""

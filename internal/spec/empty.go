@@ -14,22 +14,7 @@ import (
 // register -` failed and wrote nothing (TestAnEmptySpecSaysSo). kind is "" when the caller
 // did not say which kind the file is (validate).
 func emptySpec(filename string, src []byte, kind Kind, json bool) hcl.Diagnostics {
-	name := filename
-	if filename == StdinName {
-		name = "Standard input"
-	}
-	var what string
-	switch {
-	case len(src) == 0:
-		what = name + " is empty"
-	case json:
-		what = name + " holds an empty JSON object"
-	default:
-		what = name + " holds nothing but comments and blank lines"
-	}
-	if filename == StdinName && len(bytes.TrimSpace(src)) == 0 {
-		what += ": the command writing to the pipe may have failed, or written nothing"
-	}
+	what := emptyWhat(filename, src, json)
 	var needs string
 	switch kind {
 	case KindVolume:
@@ -44,4 +29,37 @@ func emptySpec(filename string, src []byte, kind Kind, json bool) hcl.Diagnostic
 	rng := hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos}
 	return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Empty spec", Subject: &rng, Extra: ownWords{},
 		Detail: fmt.Sprintf("%s. %s", what, needs)}}
+}
+
+// emptyWhat says what is in a file with nothing in it, for emptySpec and emptyAgentConfig.
+func emptyWhat(filename string, src []byte, json bool) string {
+	name := filename
+	if filename == StdinName {
+		name = "Standard input"
+	}
+	var what string
+	switch {
+	case len(src) == 0:
+		what = name + " is empty"
+	case json:
+		what = name + " holds an empty JSON object or array"
+	default:
+		what = name + " holds nothing but comments and blank lines"
+	}
+	if filename == StdinName && len(bytes.TrimSpace(src)) == 0 {
+		what += ": the command writing to the pipe may have failed, or written nothing"
+	}
+	return what
+}
+
+// emptyAgentConfig is the warning for an agent config with nothing in it. The agent runs as
+// without --config (a package may ship a config of comments only), but a config emptied by
+// mistake (a template that failed, a truncated copy) was taken without a word, the agent
+// running with none of the settings and plugins the operator gave it
+// (TestAnEmptyAgentConfigIsWarnedOf).
+func emptyAgentConfig(filename string, src []byte, json bool) hcl.Diagnostics {
+	rng := hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos}
+	return hcl.Diagnostics{{Severity: hcl.DiagWarning, Summary: "Empty agent config", Subject: &rng, Extra: ownWords{},
+		Detail: fmt.Sprintf("%s. The agent runs with its default settings and the plugins already registered, as without --config: "+
+			"is it the file you meant? An agent config holds an agent block and plugin blocks (docs/agent.md).", emptyWhat(filename, src, json))}}
 }

@@ -3,6 +3,8 @@ package spec
 import (
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/hcl/v2"
 )
 
 // TestAnEmptySpecSaysSo: a spec with nothing in it (`generate | volctl volume register -` where
@@ -45,5 +47,28 @@ func TestAnEmptySpecSaysSo(t *testing.T) {
 				t.Errorf("%s: %q does not say %q", tt.name, diags[0], w)
 			}
 		}
+	}
+}
+
+// TestAnEmptyAgentConfigIsWarnedOf: an agent config with nothing in it (no bytes, comments
+// only, {} or [] in JSON: a template that failed, a truncated copy) was taken without a word,
+// and the agent ran with none of the settings and plugins its operator had given it. It is
+// still taken, as a config of comments a package may ship, but with a warning saying so.
+func TestAnEmptyAgentConfigIsWarnedOf(t *testing.T) {
+	for _, tt := range []struct{ name, src, want string }{
+		{"agent.hcl", "", "agent.hcl is empty. The agent runs with its default settings and the plugins already registered, as without --config"},
+		{"agent.hcl", "# agent { probe_interval = \"5s\" }\n\n", "agent.hcl holds nothing but comments and blank lines."},
+		{"agent.json", "{}", "agent.json holds an empty JSON object or array."},
+		{"agent.json", "[]", "agent.json holds an empty JSON object or array."},
+		{StdinName, "", "Standard input is empty: the command writing to the pipe may have failed, or written nothing."},
+	} {
+		c, diags := NewParser().ParseAgentConfig(tt.name, []byte(tt.src))
+		if c == nil || diags.HasErrors() || len(diags) != 1 || diags[0].Severity != hcl.DiagWarning ||
+			diags[0].Summary != "Empty agent config" || !strings.Contains(diags[0].Detail, tt.want) {
+			t.Errorf("%s %q: config %v, %v; want it taken with one warning, \"Empty agent config\", saying %q", tt.name, tt.src, c, diags, tt.want)
+		}
+	}
+	if _, diags := NewParser().ParseAgentConfig("agent.hcl", []byte("agent {}\n")); len(diags) != 0 {
+		t.Errorf("agent {}: %v; want no diagnostic (it is a config, with every setting the default)", diags)
 	}
 }

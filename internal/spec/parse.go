@@ -115,7 +115,10 @@ func (p *Parser) parseSource(s *source, kind Kind, verb Verb) (*File, hcl.Diagno
 		return nil, finishDiagnostics(diags, s)
 	}
 	names := topLevel(body)
-	if len(names) == 0 && kind != kindAgent {
+	switch {
+	case len(names) == 0 && kind == kindAgent:
+		diags = append(diags, emptyAgentConfig(filename, src, s.json)...)
+	case len(names) == 0:
 		// Nothing in it: one error saying so, not one for each argument its kind needs.
 		return nil, finishDiagnostics(append(diags, emptySpec(filename, src, kind, s.json)...), s)
 	}

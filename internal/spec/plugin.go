@@ -332,12 +332,31 @@ func socketPathProblem(name, s string) string {
 	return ""
 }
 
+// commandProblem says, as a sentence, what is wrong with an exec block's command, or "" when
+// nothing is. The agent runs it from its own working directory, "/" under systemd, so a
+// relative path ("./bin/plugin", "bin/plugin", " /usr/bin/x" with a blank before it) ran from
+// a shell in the file's directory and failed under systemd, the agent retrying it for ever
+// (TestExecCommandIsAbsoluteOrAName); a name alone is looked up in the agent's PATH, as a
+// shell does.
+func commandProblem(s string) string {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return "command must not be empty."
+	case StrayText(s) != "":
+		return fmt.Sprintf("command %q %s: write the program's path without it.", s, StrayText(s))
+	case !filepath.IsAbs(s) && strings.Contains(s, "/"):
+		return fmt.Sprintf("command %q is a relative path, which the agent would look up from its own working directory (\"/\" under systemd), not this file's: "+
+			"write the absolute path, or the program's name alone, which the agent looks up in its PATH.", s)
+	}
+	return ""
+}
+
 func (d *decoder) exec(b *hcl.Block) *Exec {
 	c := d.content(b.Body, execSchema)
 	e := &Exec{}
 	if s, ok := d.str(c.Attributes["command"]); ok {
-		if strings.TrimSpace(s) == "" {
-			d.errorf(c.Attributes["command"].Expr.Range(), "Invalid command", "command must not be empty.")
+		if problem := commandProblem(s); problem != "" {
+			d.errorf(c.Attributes["command"].Expr.Range(), "Invalid command", "%s", problem)
 		}
 		e.Command = s
 	} else if c.Attributes["command"] == nil {

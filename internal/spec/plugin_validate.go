@@ -67,8 +67,10 @@ func (p *Plugin) Validate() error {
 	if p.Timeout < 0 {
 		add("timeout must be more than zero, got %s", p.Timeout)
 	}
-	if p.Exec != nil && strings.TrimSpace(p.Exec.Command) == "" {
-		add("exec command must not be empty")
+	if p.Exec != nil {
+		if problem := commandProblem(p.Exec.Command); problem != "" {
+			add("exec %s", problem)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -1,9 +1,12 @@
 package spec
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/hcl/v2"
 )
 
 func TestPluginValidate(t *testing.T) {
@@ -47,5 +50,44 @@ func TestPluginValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExecCommandIsAbsoluteOrAName: an exec block's command that is a relative path
+// ("./bin/plugin", "bin/plugin", or an absolute one with a blank before it) was taken: the
+// agent looks it up from its own working directory, "/" under systemd, so a config that ran
+// from a shell in its directory failed under systemd, the agent retrying the start for ever.
+// It is refused at its line and column, in a config and in a plugin spec alike, saying what to
+// write; an absolute path and a name alone (looked up in PATH) are taken, a blank inside too.
+func TestExecCommandIsAbsoluteOrAName(t *testing.T) {
+	src := func(command string) []byte {
+		return []byte("plugin \"p\" {\n  type   = \"monolith\"\n  socket = \"/run/p.sock\"\n  exec {\n    command = " + strconv.Quote(command) + "\n  }\n}\n")
+	}
+	for command, want := range map[string]string{
+		"./bin/plugin":      `command "./bin/plugin" is a relative path, which the agent would look up from its own working directory ("/" under systemd), not this file's: write the absolute path`,
+		"bin/plugin":        `command "bin/plugin" is a relative path`,
+		"../plugin":         `command "../plugin" is a relative path`,
+		" /usr/bin/plugin":  `command " /usr/bin/plugin" begins with a blank: write the program's path without it`,
+		"/usr/bin/plugin\n": `command "/usr/bin/plugin\n" holds a control character`,
+	} {
+		for kind, parse := range map[string]func([]byte) hcl.Diagnostics{
+			"plugin spec":  func(b []byte) hcl.Diagnostics { _, d := NewParser().ParsePlugins("p.hcl", b); return d },
+			"agent config": func(b []byte) hcl.Diagnostics { _, d := NewParser().ParseAgentConfig("agent.hcl", b); return d },
+		} {
+			diags := parse(src(command))
+			if !diags.HasErrors() || diags[0].Summary != "Invalid command" || !strings.Contains(diags[0].Detail, want) ||
+				diags[0].Subject == nil || diags[0].Subject.Start.Line != 5 || diags[0].Subject.Start.Column != 15 {
+				t.Errorf("%s, command %q: %v; want \"Invalid command\" at 5:15 saying %q", kind, command, diags, want)
+			}
+		}
+		p := Plugin{ID: "p", Type: PluginMonolith, Socket: "/run/p.sock", Exec: &Exec{Command: command}}
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate, command %q: %v; want it refused saying %q", command, err, want)
+		}
+	}
+	for _, command := range []string{"/usr/local/bin/volctl", "volctl", "docker", "/opt/my plugin/bin/p"} {
+		if _, diags := NewParser().ParsePlugins("p.hcl", src(command)); diags.HasErrors() {
+			t.Errorf("command %q: %v; want it taken", command, diags)
+		}
 	}
 }
