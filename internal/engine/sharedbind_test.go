@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
+	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
+)
+
+// sharedDestGroup is a group of count allocs on volume "data" (multi-node-single-writer), read
+// or written, with one volume_mount at dest.
+func sharedDestGroup(name string, count int, ro bool, dest string) spec.Group {
+	return spec.Group{Name: name, Count: count,
+		Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: "data", ReadOnly: ro,
+			AccessMode: spec.MultiNodeSingleWriter, AttachmentMode: spec.FileSystem}},
+		Mounts: []spec.VolumeMount{{Volume: "d", Destination: dest, ReadOnly: ro}}}
+}
+
+// TestVolumeMountDestinationOfAnotherClaimIsRefused: a volume_mount destination is a path on
+// this host, so two claims whose destinations are one path share one mount. A second claim of
+// the same volume bound where another alloc's claim is bound found its volume mounted there
+// ("bound already", the same file) and was handed that bind: a reader's read-only volume_mount
+// was the writer's read-write bind, and the first alloc's release (its group stopped) unbound
+// the destination from under the other, still held, whose alloc then wrote to the host's disk.
+// Two groups naming one destination do it, and so does one group whose destination names each
+// alloc only in a component the path's cleaning drops ("{index}/.."). The second claim is
+// refused, naming the destination and the claim bound there; the first keeps its bind. Real
+// mounts, as root.
+func TestVolumeMountDestinationOfAnotherClaimIsRefused(t *testing.T) {
+	h := newHostpathEngine(t)
+	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+		Capabilities: []spec.Capability{capab(spec.MultiNodeSingleWriter)}}
+	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(hostpathtest.MountDir(t), "shared")
+	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, dest)); err != nil {
+		t.Fatal(err)
+	}
+	held := func() {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dest, "through-web"), []byte("x"), 0o644); err != nil {
+			t.Fatalf("web[0]'s volume_mount at %s: %v; want it bound, writable", dest, err)
+		}
+		if m := mountsUnder(t, dest); len(m) != 1 {
+			t.Fatalf("mounts at %s: %v; want web[0]'s one bind", dest, m)
+		}
+	}
+	held()
+
+	for _, g := range []spec.Group{
+		sharedDestGroup("reader", 1, true, dest),
+		sharedDestGroup("pair", 2, true, dest+"/{index}/.."),
+	} {
+		info, err := h.e.RunGroup(h.ctx, g)
+		if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "volume_mount "+dest) || !strings.Contains(err.Error(), " is where alloc \"web[0]\"'s volume \"data\" is bound") {
+			t.Fatalf("group %q with a volume_mount at web[0]'s destination = %+v, %v; want a conflict naming the destination and web[0]", g.Name, info, err)
+		}
+		for _, a := range info.Allocs {
+			if len(a.Claims) != 0 {
+				t.Fatalf("group %q's alloc %q holds %+v after the refusal; want nothing", g.Name, a.Name, a.Claims)
+			}
+		}
+		if _, err := h.e.StopGroup(h.ctx, g.Name); err != nil {
+			t.Fatal(err)
+		}
+		held()
+	}
+	live, err := viewOne(h.ctx, h.e.store, func(tx *store.Tx) ([]store.Claim, error) { return tx.Claims().ByVolume("data") })
+	if err != nil || len(live) != 1 || live[0].Alloc != "web[0]" {
+		t.Fatalf("claims on data: %+v, %v; want web[0]'s alone", live, err)
+	}
+	if _, err := h.e.StopGroup(h.ctx, "web"); err != nil {
+		t.Fatal(err)
+	}
+	if m := mountsUnder(t, dest); len(m) != 0 {
+		t.Fatalf("mounts at %s after web stopped: %v", dest, m)
+	}
+
+	// The group's own allocs: pair[1]'s destination is pair[0]'s.
+	info, err := h.e.RunGroup(h.ctx, sharedDestGroup("pair", 2, true, dest+"/{index}/.."))
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "volume_mount "+dest+"/1/.. (the path "+dest+") is where alloc \"pair[0]\"") ||
+		len(info.Allocs) != 2 || len(info.Allocs[0].Claims) != 1 || len(info.Allocs[1].Claims) != 0 {
+		t.Fatalf("group pair, both allocs at one destination = %+v, %v; want pair[0] bound and pair[1] refused, naming pair[0]", info, err)
+	}
+	if m := mountsUnder(t, dest); len(m) != 1 {
+		t.Fatalf("mounts at %s after pair[1] was refused: %v; want pair[0]'s one bind", dest, m)
+	}
+	if _, err := h.e.StopGroup(h.ctx, "pair"); err != nil {
+		t.Fatal(err)
+	}
+	_ = unix.Unmount(dest, unix.MNT_DETACH)
+}
