@@ -98,3 +98,61 @@ func TestVolumeMountDestinationOfAnotherClaimIsRefused(t *testing.T) {
 	}
 	_ = unix.Unmount(dest, unix.MNT_DETACH)
 }
+
+// TestReleaseLeavesAVolumeMountAnotherClaimIsBoundAt: claims an older volctl admitted at one
+// destination (two groups naming one path, before admission refused it) share its one bind.
+// The release of either unbound it from under the other, still held, whose alloc then wrote to
+// the host's disk there. A release leaves a destination another live claim of the volume is
+// bound at; the last one's release unbinds it, and a forced detach of the volume unbinds it
+// at once. Real mounts, as root.
+func TestReleaseLeavesAVolumeMountAnotherClaimIsBoundAt(t *testing.T) {
+	h := newHostpathEngine(t)
+	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+		Capabilities: []spec.Capability{capab(spec.MultiNodeSingleWriter)}}
+	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(hostpathtest.MountDir(t), "shared")
+	share := func() {
+		t.Helper()
+		if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, dest)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("other", 1, true, filepath.Join(hostpathtest.MountDir(t), "other"))); err != nil {
+			t.Fatal(err)
+		}
+		// As an older volctl recorded it: other[0] bound at web[0]'s destination too.
+		cl, err := viewOne(h.ctx, h.e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Find("data", "other[0]") })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.e.unbind(h.ctx, &cl); err != nil {
+			t.Fatal(err)
+		}
+		cl.Binds[0].Destination = dest
+		if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error { return tx.Claims().Update(&cl) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	share()
+	if _, err := h.e.StopGroup(h.ctx, "web"); err != nil {
+		t.Fatal(err)
+	}
+	if m := mountsUnder(t, dest); len(m) != 1 {
+		t.Fatalf("mounts at %s after web stopped: %v; want the bind other[0] holds left", dest, m)
+	}
+	if _, err := h.e.StopGroup(h.ctx, "other"); err != nil {
+		t.Fatal(err)
+	}
+	if m := mountsUnder(t, dest); len(m) != 0 {
+		t.Fatalf("mounts at %s after the last claim bound there was released: %v; want none", dest, m)
+	}
+
+	share()
+	if _, err := h.e.Detach(h.ctx, "data", true); err != nil {
+		t.Fatal(err)
+	}
+	if m := mountsUnder(t, dest); len(m) != 0 {
+		t.Fatalf("mounts at %s after a forced detach of the volume: %v; want none", dest, m)
+	}
+}
