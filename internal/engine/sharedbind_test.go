@@ -156,3 +156,52 @@ func TestReleaseLeavesAVolumeMountAnotherClaimIsBoundAt(t *testing.T) {
 		t.Fatalf("mounts at %s after a forced detach of the volume: %v; want none", dest, m)
 	}
 }
+
+// TestGroupsRacingForOneDestinationFromTwoProcesses: two volctl processes running groups whose
+// volume_mounts name one destination at once: admission's check is in its transaction, so one
+// run binds it and the other is refused, never both handed the one bind. Real mounts, as root.
+func TestGroupsRacingForOneDestinationFromTwoProcesses(t *testing.T) {
+	h := newHostpathEngine(t)
+	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+		Capabilities: []spec.Capability{capab(spec.MultiNodeMultiWriter)}}
+	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(h.ctx, Config{StateDir: h.state, Retry: fastRetry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	dest := filepath.Join(hostpathtest.MountDir(t), "shared")
+	group := func(name string) spec.Group {
+		g := sharedDestGroup(name, 1, false, dest)
+		g.Volumes[0].AccessMode = spec.MultiNodeMultiWriter
+		return g
+	}
+	for round := range 5 {
+		errs := make([]error, 2)
+		done := make(chan struct{})
+		for i, e := range []*Engine{h.e, other} {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				_, errs[i] = e.RunGroup(h.ctx, group([]string{"a", "b"}[i]))
+			}()
+		}
+		<-done
+		<-done
+		if (errs[0] == nil) == (errs[1] == nil) || !errors.Is(errors.Join(errs...), ErrConflict) {
+			t.Fatalf("round %d: the two runs at one destination = %v, %v; want one bound and the other refused", round, errs[0], errs[1])
+		}
+		if m := mountsUnder(t, dest); len(m) != 1 {
+			t.Fatalf("round %d: mounts at %s: %v; want the one bind", round, dest, m)
+		}
+		for _, g := range []string{"a", "b"} {
+			if _, err := h.e.StopGroup(h.ctx, g); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if m := mountsUnder(t, dest); len(m) != 0 {
+			t.Fatalf("round %d: mounts at %s after both groups stopped: %v", round, dest, m)
+		}
+	}
+}
