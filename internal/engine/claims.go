@@ -504,13 +504,16 @@ func refuseSharedDestinations(tx *store.Tx, req ClaimRequest) error {
 			if _, shared := mine[d]; !shared {
 				continue
 			}
-			at := mine[d]
+			at, way := mine[d], wayOut(c)
 			if at != d {
 				at += " (the path " + d + ")"
 			}
+			if c.Releasing {
+				way = " (being released: `volctl reconcile` finishes a release that was cut short)"
+			}
 			return conflictf("volume_mount %s is where alloc %q's volume %q is bound (its %s claim, %s): one path is one mount, which that claim's release would unbind from under this one; "+
 				"give this volume_mount a destination of its own (%s or %s in it tell a group's allocs apart), or release that claim first%s",
-				at, c.Alloc, c.VolumeID, c.Mode, bindWhat(c), spec.PlaceholderIndex, spec.PlaceholderAlloc, wayOut(c))
+				at, c.Alloc, c.VolumeID, c.Mode, bindWhat(c), spec.PlaceholderIndex, spec.PlaceholderAlloc, way)
 		}
 	}
 	return nil
