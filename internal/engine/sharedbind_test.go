@@ -205,3 +205,23 @@ func TestGroupsRacingForOneDestinationFromTwoProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestVolumeMountsOfOneClaimAtOnePathAreRefused: two volume_mounts of one claim whose
+// destinations are one path once cleaned ("/srv/a" and "/srv//a/", which the spec check
+// compared as written) are one mount, bound once and taken for both, however each asked
+// (read-only or not). The claim is refused before anything is recorded, naming both.
+func TestVolumeMountsOfOneClaimAtOnePathAreRefused(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("db"))
+	dest := filepath.Join(t.TempDir(), "a")
+	t.Cleanup(func() { _ = unix.Unmount(dest, unix.MNT_DETACH) }) // should it be bound after all
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "db", Alloc: "web[0]", Binds: []spec.VolumeMount{
+		{Volume: "d", Destination: dest, PropagationMode: spec.PropagationPrivate},
+		{Volume: "d", Destination: dest + "//", ReadOnly: true, PropagationMode: spec.PropagationPrivate}}})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "volume_mounts "+dest+" and "+dest+"// of alloc \"web[0]\" are one path") {
+		t.Fatalf("claim with two volume_mounts at one path = %v; want it refused as invalid, naming both", err)
+	}
+	if live := h.liveClaims("db"); len(live) != 0 {
+		t.Fatalf("claims after the refusal = %+v", live)
+	}
+}
