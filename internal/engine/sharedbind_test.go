@@ -23,6 +23,19 @@ func sharedDestGroup(name string, count int, ro bool, dest string) spec.Group {
 		Mounts: []spec.VolumeMount{{Volume: "d", Destination: dest, ReadOnly: ro}}}
 }
 
+// newSharedVolumeEngine is a hostpath engine with volume "data" of one access mode, which
+// several allocs may claim.
+func newSharedVolumeEngine(t *testing.T, mode spec.AccessMode) *hostpathEngine {
+	t.Helper()
+	h := newHostpathEngine(t)
+	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
+		Capabilities: []spec.Capability{capab(mode)}}
+	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // TestVolumeMountDestinationOfAnotherClaimIsRefused: a volume_mount destination is a path on
 // this host, so two claims whose destinations are one path share one mount. A second claim of
 // the same volume bound where another alloc's claim is bound found its volume mounted there
@@ -34,12 +47,7 @@ func sharedDestGroup(name string, count int, ro bool, dest string) spec.Group {
 // refused, naming the destination and the claim bound there; the first keeps its bind. Real
 // mounts, as root.
 func TestVolumeMountDestinationOfAnotherClaimIsRefused(t *testing.T) {
-	h := newHostpathEngine(t)
-	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
-		Capabilities: []spec.Capability{capab(spec.MultiNodeSingleWriter)}}
-	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
-		t.Fatal(err)
-	}
+	h := newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
 	dest := filepath.Join(hostpathtest.MountDir(t), "shared")
 	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, dest)); err != nil {
 		t.Fatal(err)
@@ -106,12 +114,7 @@ func TestVolumeMountDestinationOfAnotherClaimIsRefused(t *testing.T) {
 // bound at; the last one's release unbinds it, and a forced detach of the volume unbinds it
 // at once. Real mounts, as root.
 func TestReleaseLeavesAVolumeMountAnotherClaimIsBoundAt(t *testing.T) {
-	h := newHostpathEngine(t)
-	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
-		Capabilities: []spec.Capability{capab(spec.MultiNodeSingleWriter)}}
-	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
-		t.Fatal(err)
-	}
+	h := newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
 	dest := filepath.Join(hostpathtest.MountDir(t), "shared")
 	share := func() {
 		t.Helper()
@@ -161,12 +164,7 @@ func TestReleaseLeavesAVolumeMountAnotherClaimIsBoundAt(t *testing.T) {
 // volume_mounts name one destination at once: admission's check is in its transaction, so one
 // run binds it and the other is refused, never both handed the one bind. Real mounts, as root.
 func TestGroupsRacingForOneDestinationFromTwoProcesses(t *testing.T) {
-	h := newHostpathEngine(t)
-	sv := spec.Volume{ID: "data", Name: "data", Type: "csi", PluginID: "hp", CapacityMin: 1 << 20,
-		Capabilities: []spec.Capability{capab(spec.MultiNodeMultiWriter)}}
-	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
-		t.Fatal(err)
-	}
+	h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)
 	other, err := Open(h.ctx, Config{StateDir: h.state, Retry: fastRetry})
 	if err != nil {
 		t.Fatal(err)
