@@ -241,10 +241,15 @@ func propagationFlag(mode string) uintptr {
 
 // unbind removes a claim's volume_mounts; a destination that is not mounted is already done,
 // and so is one where something else than the claim's mounted target is mounted (bind refused
-// it, or it replaced the bind since): that mount is someone else's, left in place.
+// it, or it replaced the bind since): that mount is someone else's, left in place. So is the
+// bind at a destination another claim of the volume, held and not being released, is bound at
+// too, one path being one mount: claims an older volctl admitted there (admission refuses it
+// now, refuseSharedDestinations) share it, and the last one's release unbinds it (a forced
+// detach, marking them all releasing, unbinds it at once).
 // The destination is resolved as bind resolves it, without following a symlink, and unmounted
 // through the file descriptor of its parent.
 func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
+	var others map[string]string // the volume's other claims' destinations, read once when needed
 	for _, b := range cl.Binds {
 		dst, err := openNoFollow("/", b.Destination, createNothing)
 		if errors.Is(err, os.ErrNotExist) {
@@ -255,6 +260,14 @@ func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 		}
 		mounted, err := dst.mounted()
 		if err == nil && mounted && e.boundElsewhere(cl.TargetPath, dst) {
+			mounted = false
+		}
+		if err == nil && mounted && others == nil {
+			others, _, err = e.boundDestinations(ctx, cl.VolumeID, func(c store.Claim) bool { return c.ID != cl.ID && !c.Releasing })
+		}
+		if alloc := others[filepath.Clean(b.Destination)]; err == nil && mounted && alloc != "" {
+			e.log.Info(fmt.Sprintf("volume_mount %s of volume %q left bound: alloc %q's claim of the volume is bound there too, and its release unbinds it", b.Destination, cl.VolumeID, alloc),
+				"volume", cl.VolumeID, "alloc", cl.Alloc)
 			mounted = false
 		}
 		if err == nil && mounted {
@@ -312,7 +325,7 @@ func (e *Engine) movedBinds(ctx context.Context, cl *store.Claim) error {
 		return nil
 	}
 	target := mounts[i]
-	bound, handed, err := e.boundDestinations(ctx, cl.VolumeID)
+	bound, handed, err := e.boundDestinations(ctx, cl.VolumeID, nil)
 	if err != nil || handed {
 		return err // handed over to Nomad, whose allocs may mount the volume anywhere
 	}
@@ -326,7 +339,7 @@ func (e *Engine) movedBinds(ctx context.Context, cl *store.Claim) error {
 	var moved []string
 	for _, m := range mounts {
 		if m.Major == target.Major && m.Minor == target.Minor && m.Root == target.Root && names[filepath.Base(m.Mountpoint)] &&
-			m.Mountpoint != e.cfg.StateDir && !under(m.Mountpoint, e.cfg.StateDir) && !bound[m.Mountpoint] {
+			m.Mountpoint != e.cfg.StateDir && !under(m.Mountpoint, e.cfg.StateDir) && bound[m.Mountpoint] == "" {
 			moved = append(moved, m.Mountpoint)
 		}
 	}
@@ -344,18 +357,22 @@ func (e *Engine) movedBinds(ctx context.Context, cl *store.Claim) error {
 		cl.VolumeID, strings.Join(moved, " and "), cl.Alloc, strings.Join(dests, ", "), shellquote.Command("umount", moved...))
 }
 
-// boundDestinations are the volume_mount destinations of a volume's live claims, cleaned;
-// handed says the volume is marked handed over to Nomad.
-func (e *Engine) boundDestinations(ctx context.Context, volumeID string) (bound map[string]bool, handed bool, err error) {
-	bound = map[string]bool{}
+// boundDestinations are the volume_mount destinations of a volume's live claims that count
+// (nil: all), cleaned, each with the alloc of a claim bound there; handed says the volume is
+// marked handed over to Nomad.
+func (e *Engine) boundDestinations(ctx context.Context, volumeID string, counts func(store.Claim) bool) (bound map[string]string, handed bool, err error) {
+	bound = map[string]string{}
 	err = e.store.View(ctx, func(tx *store.Tx) error {
 		claims, err := tx.Claims().ByVolume(volumeID)
 		if err != nil {
 			return err
 		}
 		for _, c := range claims {
+			if counts != nil && !counts(c) {
+				continue
+			}
 			for _, b := range c.Binds {
-				bound[filepath.Clean(b.Destination)] = true
+				bound[filepath.Clean(b.Destination)] = c.Alloc
 			}
 		}
 		var u usage

@@ -386,6 +386,9 @@ func (e *Engine) admit(ctx context.Context, req ClaimRequest, locked bool, probe
 		if err := checkNode(tx, v, ld.onNode, ld.plugin); err != nil {
 			return err
 		}
+		if err := refuseSharedDestinations(tx, req); err != nil {
+			return err
+		}
 		if probed == nil || probed.plugin != ld.plugin.ID {
 			return &unprobed{plugin: *ld.plugin} // checkPublishable refused a plugin not registered
 		}
@@ -468,6 +471,60 @@ func sameBind(a, b spec.VolumeMount) bool {
 		return m
 	}
 	return a.Destination == b.Destination && a.ReadOnly == b.ReadOnly && prop(a.PropagationMode) == prop(b.PropagationMode)
+}
+
+// refuseSharedDestinations refuses, in admission's transaction, a claim with a volume_mount
+// whose destination (cleaned, as bind opens it) is another live claim's, of any alloc and
+// volume, or the claim's own twice. A destination is a path on this host, and one path is one
+// mount: bind found the other claim's bind there, of the same volume, and took it for its own
+// ("bound already"), so a read-only volume_mount was handed a writer's read-write bind, and the
+// first claim's release unbound the destination from under the second, still held, whose
+// alloc then wrote to the host's disk there. Two groups naming one destination do it, and so
+// does one group whose destination tells its allocs apart only in a component the cleaning
+// drops ("/srv/{index}/.."). A claim with no volume_mounts (a plain one) reads nothing.
+func refuseSharedDestinations(tx *store.Tx, req ClaimRequest) error {
+	if len(req.Binds) == 0 {
+		return nil
+	}
+	mine := map[string]string{} // cleaned destination -> as the request wrote it
+	for _, b := range req.Binds {
+		d := filepath.Clean(b.Destination)
+		if first, dup := mine[d]; dup {
+			return invalidf("volume_mounts %s and %s of alloc %q are one path, %s: give each its own destination", first, b.Destination, req.Alloc, d)
+		}
+		mine[d] = b.Destination
+	}
+	others, err := tx.Claims().WithBinds()
+	if err != nil {
+		return err
+	}
+	for _, c := range others {
+		for _, b := range c.Binds {
+			d := filepath.Clean(b.Destination)
+			if _, shared := mine[d]; !shared {
+				continue
+			}
+			at, way := mine[d], wayOut(c)
+			if at != d {
+				at += " (the path " + d + ")"
+			}
+			if c.Releasing {
+				way = " (being released: `volctl reconcile` finishes a release that was cut short)"
+			}
+			return conflictf("volume_mount %s is where alloc %q's volume %q is bound (its %s claim, %s): one path is one mount, which that claim's release would unbind from under this one; "+
+				"give this volume_mount a destination of its own (%s or %s in it tell a group's allocs apart), or release that claim first%s",
+				at, c.Alloc, c.VolumeID, c.Mode, bindWhat(c), spec.PlaceholderIndex, spec.PlaceholderAlloc, way)
+		}
+	}
+	return nil
+}
+
+// bindWhat says whose a claim with volume_mounts is: its group's, or a plain claim's.
+func bindWhat(c store.Claim) string {
+	if c.Group != "" {
+		return fmt.Sprintf("group %q", c.Group)
+	}
+	return "no group"
 }
 
 // groupStillRunning refuses, in admission's transaction, a claim for a group's alloc once the

@@ -107,13 +107,14 @@ func (d *decoder) group(body hcl.Body) *Group {
 		}
 		reqs[key] = r
 	}
-	dests := map[string]bool{}
+	dests := map[string]string{} // cleaned -> as written
 	for _, mb := range blocksOf(gc, "volume_mount") {
 		if m, ok := d.volumeMount(mb, g.Count, reqs); ok {
-			if dests[m.Destination] {
-				d.errorf(mb.DefRange, "Duplicate destination", "Another volume_mount already mounts at %q.", m.Destination)
+			// Compared as bound: cleaned ("/srv/a/" is "/srv/a"), one path being one mount.
+			if prev, dup := dests[path.Clean(m.Destination)]; dup {
+				d.errorf(mb.DefRange, "Duplicate destination", "Another volume_mount already mounts at %q.", prev)
 			}
-			dests[m.Destination] = true
+			dests[path.Clean(m.Destination)] = m.Destination
 			g.Mounts = append(g.Mounts, *m)
 		}
 	}
@@ -176,6 +177,17 @@ func bothClaim(prev, r *VolumeRequest, alloc int, group string) string {
 
 // AllocName is the name of a group's alloc: "web[0]", as Nomad names them.
 func AllocName(group string, index int) string { return fmt.Sprintf("%s[%d]", group, index) }
+
+// sameForEveryAlloc says whether destination dest names one path for every alloc of a group:
+// it holds no placeholder, or only in components its cleaning drops ("/srv/{index}/.."), as
+// the engine binds it. A placeholder's component becomes a name with a digit in it, never "."
+// or "..", so whether cleaning drops it is the same for every alloc: two allocs tell.
+func sameForEveryAlloc(dest string) bool {
+	at := func(i int) string {
+		return path.Clean(strings.NewReplacer(PlaceholderIndex, strconv.Itoa(i), PlaceholderAlloc, AllocName("g", i)).Replace(dest))
+	}
+	return at(0) == at(1)
+}
 
 // volumeRequest decodes one `volume "NAME" {...}` of a group. ok is false for a request
 // that is not a CSI volume request, which gets no further checks.
@@ -289,7 +301,7 @@ func (d *decoder) volumeMount(b *hcl.Block, count int, reqs map[string]*VolumeRe
 		switch {
 		case !path.IsAbs(s):
 			d.errorf(rng, "Invalid destination", "destination %q must be an absolute path.", s)
-		case count > 1 && !strings.Contains(s, PlaceholderIndex) && !strings.Contains(s, PlaceholderAlloc):
+		case count > 1 && sameForEveryAlloc(s):
 			d.errorf(rng, "Destination shared by several allocs",
 				"The group has count = %d, so every alloc would mount on %q. Put %s or %s in the destination (e.g. \"/srv/data/{index}\"); volctl replaces it with each alloc's index or name.",
 				count, s, PlaceholderIndex, PlaceholderAlloc)

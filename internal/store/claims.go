@@ -111,6 +111,8 @@ type ClaimStore interface {
 	CountByVolume(volumeID string, states ...ClaimState) (int, error)
 	// ListAll returns every live claim, oldest first.
 	ListAll() ([]Claim, error)
+	// WithBinds returns the live claims with volume_mounts, oldest first.
+	WithBinds() ([]Claim, error)
 	// Insert adds a claim and sets its ID and times. If it is the volume's only live claim, it
 	// also sets the volume's current access and attachment mode. ErrConflict if the alloc
 	// already claims the volume or the volume does not exist.
@@ -203,6 +205,10 @@ func (cs claims) ByVolume(volumeID string) ([]Claim, error) {
 }
 
 func (cs claims) ListAll() ([]Claim, error) { return cs.list("list claims", "") }
+
+func (cs claims) WithBinds() ([]Claim, error) {
+	return cs.list("list claims with volume_mounts", `WHERE binds IS NOT NULL AND binds != '[]'`)
+}
 
 func (cs claims) CountByVolume(volumeID string, states ...ClaimState) (int, error) {
 	q := `SELECT count(*) FROM claims WHERE volume_id = ?`
