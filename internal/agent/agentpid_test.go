@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/volctl/volctl/internal/engine"
 )
@@ -48,13 +46,7 @@ func TestSecondAgentRefusalNamesTheLockHolderNotAStalePidFile(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL); _ = holder.Wait() })
 	waitFor(t, "flock(1) to hold the agent lock", func() bool { _, err := os.Stat(ready); return err == nil })
 
-	second, err := New(Config{Engine: f.openEngine(), Settings: testSettings})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(f.ctx, time.Minute)
-	defer cancel()
-	err = second.Run(ctx)
+	err := f.runSecondAgent()
 	if !errors.Is(err, engine.ErrConflict) {
 		t.Fatalf("second agent: %v, want a conflict", err)
 	}

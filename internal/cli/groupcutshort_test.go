@@ -18,24 +18,8 @@ func TestGroupStatusSaysWhatAnAllocCutShortLacks(t *testing.T) {
 	h := newCLIHarness(t)
 	h.createVolume(t, "data", spec.MultiNodeMultiWriter)
 	h.createVolume(t, "logs", spec.MultiNodeMultiWriter)
-	g, diags := spec.NewParser().ParseGroup("g.hcl", []byte(`group "api" {
-  volume "d" {
-    type            = "csi"
-    source          = "data"
-    access_mode     = "multi-node-multi-writer"
-    attachment_mode = "file-system"
-  }
-  volume "l" {
-    type            = "csi"
-    source          = "logs"
-    access_mode     = "multi-node-multi-writer"
-    attachment_mode = "file-system"
-  }
-}`))
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	if _, err := h.e.RunGroup(h.ctx, *g); err != nil {
+	g := apiGroup(t, "data", "logs")
+	if _, err := h.e.RunGroup(h.ctx, g); err != nil {
 		t.Fatal(err)
 	}
 	// What a run killed after the alloc's first claim leaves: that claim alone.
@@ -65,7 +49,7 @@ func TestGroupStatusSaysWhatAnAllocCutShortLacks(t *testing.T) {
 		}
 	}
 	// Run again, the group is whole.
-	if _, err := h.e.RunGroup(h.ctx, *g); err != nil {
+	if _, err := h.e.RunGroup(h.ctx, g); err != nil {
 		t.Fatal(err)
 	}
 	if _, out, _ := h.runReported("group", "status", "api"); !regexp.MustCompile(`(?m)^Allocs Ready += 1/1$`).MatchString(out) || regexp.MustCompile(`missing`).MatchString(out) {
