@@ -108,13 +108,18 @@ func (SystemMounter) IsMountPoint(path string) (bool, error) {
 }
 
 // Holds implements Mounter: path and source are one directory (device and inode), as a bind
-// mount of source shows it, and no other file system's root mounted over it does.
+// mount of source shows it, and no other file system's root mounted over it does. A source
+// gone (the volume's directory removed by hand under its mounts) cannot be compared: what is
+// mounted is taken for it, as before the check, so that its teardown is not refused for good.
 func (SystemMounter) Holds(path, source string) (bool, error) {
-	at, err := os.Stat(path)
+	src, err := os.Stat(source)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
 	if err != nil {
 		return false, err
 	}
-	src, err := os.Stat(source)
+	at, err := os.Stat(path)
 	if err != nil {
 		return false, err
 	}

@@ -58,3 +58,19 @@ func TestTeardownRefusesToUnmountWhatWasMountedOverTheVolume(t *testing.T) {
 		})
 	}
 }
+
+// The volume's directory removed by hand under its mounts (rm -rf of the root's volumes/ID)
+// cannot be compared with what is mounted: the teardown unmounts as it did before the check,
+// not refused for good.
+func TestTeardownOfAVolumeWhoseDirectoryWasRemoved(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	c := start(t, hostpath.Config{})
+	v, p := c.staged(t, "removed")
+	mustOK(t, c.publish(v, p, p.target, false, nil))
+	mustOK(t, os.RemoveAll(c.volumeDir(t, v.GetVolumeId())))
+	mustOK(t, c.unpublish(v, p.target))
+	mustOK(t, c.unstage(v, p))
+	if hostpathtest.Mounted(t, p.target) || hostpathtest.Mounted(t, p.staging) {
+		t.Errorf("still mounted after the teardown")
+	}
+}
