@@ -215,11 +215,13 @@ func New(cfg Config) (*Agent, error) {
 // Run runs the agent until ctx ends (SIGTERM, SIGINT), or a reconcile pass finds the state
 // database unusable (replaced under it, or damaged: its error is Run's), then stops its loops
 // and, last, the plugins it supervises that have no mounts. It refuses to start while another
-// agent runs on the same state dir (an engine.ErrConflict).
+// agent runs on the same state dir (an engine.ErrConflict), naming the process that holds the
+// agent lock; run/agent.pid's pid only when /proc names none: a killed agent's file stays, its pid
+// given to any process since, and the next agent writes its own only after taking the lock.
 func (a *Agent) Run(ctx context.Context) error {
-	release, err := a.e.LockAgent()
+	release, named, err := a.e.LockAgent()
 	if err != nil {
-		if pid := readAgentPid(a.runDir); pid != "" && errors.Is(err, engine.ErrConflict) {
+		if pid := readAgentPid(a.runDir); pid != "" && !named && errors.Is(err, engine.ErrConflict) {
 			err = fmt.Errorf("%w (pid %s)", err, pid)
 		}
 		return err

@@ -798,13 +798,7 @@ func TestSecondAgentOnStateDirRefuses(t *testing.T) {
 		return err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(os.Getpid())
 	})
 
-	second, err := New(Config{Engine: f.openEngine(), Settings: testSettings})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(f.ctx, time.Minute)
-	defer cancel()
-	err = second.Run(ctx)
+	err := f.runSecondAgent()
 	want := fmt.Sprintf("another volctl agent is running on state dir %s (pid %d)", f.dir, os.Getpid())
 	if !errors.Is(err, engine.ErrConflict) || err.Error() != want {
 		t.Fatalf("second agent: %v, want a conflict %q", err, want)
@@ -822,6 +816,19 @@ func TestSecondAgentOnStateDirRefuses(t *testing.T) {
 	if err := again(); err != nil {
 		t.Fatalf("agent after the first stopped: %v", err)
 	}
+}
+
+// runSecondAgent runs an agent on the fixture's state dir, on an engine of its own, as a second
+// `volctl agent` would, and returns what its Run returned (within a minute).
+func (f *fixture) runSecondAgent() error {
+	f.t.Helper()
+	second, err := New(Config{Engine: f.openEngine(), Settings: testSettings})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, time.Minute)
+	defer cancel()
+	return second.Run(ctx)
 }
 
 // startWithHealthTimeoutOnAFakeClock registers sp and starts an agent whose health timeout,

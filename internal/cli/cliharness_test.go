@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -98,20 +99,34 @@ func (h *cliHarness) claim(t *testing.T, vol, alloc string) {
 // multi-node-multi-writer (as alloc "api[0]").
 func (h *cliHarness) runGroupOn(t *testing.T, source string) {
 	t.Helper()
-	g, diags := spec.NewParser().ParseGroup("g.hcl", []byte(`group "api" {
-  volume "d" {
+	if _, err := h.e.RunGroup(h.ctx, apiGroup(t, source)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// apiGroup is group "api" as its spec reads: one alloc, one volume block per source ("d" for
+// the first, "d1", "d2" for the next), each claimed multi-node-multi-writer.
+func apiGroup(t *testing.T, sources ...string) spec.Group {
+	t.Helper()
+	text := `group "api" {`
+	for i, source := range sources {
+		name := "d"
+		if i > 0 {
+			name = fmt.Sprintf("d%d", i)
+		}
+		text += `
+  volume "` + name + `" {
     type            = "csi"
-    source          = "`+source+`"
+    source          = "` + source + `"
     access_mode     = "multi-node-multi-writer"
     attachment_mode = "file-system"
-  }
-}`))
+  }`
+	}
+	g, diags := spec.NewParser().ParseGroup("g.hcl", []byte(text+"\n}"))
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	if _, err := h.e.RunGroup(h.ctx, *g); err != nil {
-		t.Fatal(err)
-	}
+	return *g
 }
 
 // serveMem serves mem (with opts: an interceptor, faults) on a socket, opens an engine on a

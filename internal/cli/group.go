@@ -227,12 +227,12 @@ func groupStatusRun(ctx context.Context, opts *GroupStatusOptions) (err error) {
 	return t.render()
 }
 
-// groupCounts counts a group's allocs whose every live claim is at rest (and that hold any),
-// and its live claims.
+// groupCounts counts a group's allocs that hold every volume of the group (none Missing), each
+// claim at rest, and its live claims.
 func groupCounts(g engine.GroupInfo) (ready, claims int) {
 	for _, a := range g.Allocs {
 		claims += len(a.Claims)
-		atRest := len(a.Claims) > 0
+		atRest := len(a.Claims) > 0 && len(a.Missing) == 0
 		for _, c := range a.Claims {
 			atRest = atRest && c.AtRest()
 		}
@@ -263,6 +263,9 @@ func writeGroupDetail(out io.Writer, g engine.GroupInfo, now time.Time) error {
 		}
 		for _, c := range a.Claims {
 			t.row(withBinds(binds, []string{a.Name, c.VolumeID, c.Mode, claimStateCell(c), age(now, c.CreatedAt)}, bindsCell(c.Binds), c.TargetPath)...)
+		}
+		for _, vol := range a.Missing {
+			t.row(withBinds(binds, []string{a.Name, vol, "", "missing (a run cut short: `volctl group run` again)", ""}, "", "")...)
 		}
 	}
 	return t.render()

@@ -27,7 +27,11 @@ type AllocInfo struct {
 	Name   string      `json:"name"`
 	Index  int         `json:"index"`
 	Claims []ClaimInfo `json:"claims"`
-	Error  string      `json:"error,omitempty"`
+	// Missing are the volumes of the group's spec an alloc that holds some of them lacks
+	// (group status): a run cut short between the claims of one alloc (Ctrl-C, a kill) left it
+	// so, and `group run` again finishes it.
+	Missing []string `json:"missing,omitempty"`
+	Error   string   `json:"error,omitempty"`
 }
 
 // RunGroup records a group and gives each of its allocs all its volumes or none: when one claim
@@ -138,6 +142,7 @@ func (e *Engine) runAlloc(ctx context.Context, g spec.Group, index int) (AllocIn
 			// Interrupted: nothing is undone (RunGroup). What the alloc holds now is read
 			// without the cancellation, from the state alone.
 			a.Claims = e.allocClaims(context.WithoutCancel(ctx), g, alloc, index)
+			a.Missing = lacking(g, index, a.Claims)
 			a.Error = err.Error()
 			return a, err
 		}
@@ -374,7 +379,8 @@ func groupInfo(g store.Group, claims []store.Claim) GroupInfo {
 	}
 	for i := 0; i < n; i++ {
 		name := spec.AllocName(g.Name, i)
-		info.Allocs = append(info.Allocs, AllocInfo{Name: name, Index: i, Claims: nonNilClaims(byAlloc[name])})
+		info.Allocs = append(info.Allocs, AllocInfo{Name: name, Index: i, Claims: nonNilClaims(byAlloc[name]),
+			Missing: lacking(g.Spec, i, byAlloc[name])})
 		delete(byAlloc, name)
 	}
 	// Allocs past the count (still releasing, or left by a failed scale-down).
@@ -387,6 +393,29 @@ func groupInfo(g store.Group, claims []store.Claim) GroupInfo {
 		info.Allocs = append(info.Allocs, AllocInfo{Name: a, Index: allocIndex(g.Name, a), Claims: byAlloc[a]})
 	}
 	return info
+}
+
+// lacking lists the volumes of group spec g that alloc index, holding claims, holds none of,
+// as the run names them (a per_alloc volume's NAME[i]); nil when it holds none at all (a failed
+// or not yet run alloc: it has none of its volumes, as a run leaves it) or every one. A run
+// killed or interrupted between the claims of one alloc leaves it holding some: counted ready
+// and shown by what it held, the group read as up
+// (TestGroupStatusSaysWhatAnAllocCutShortLacks).
+func lacking(g spec.Group, index int, claims []ClaimInfo) []string {
+	if len(claims) == 0 {
+		return nil
+	}
+	var out []string
+	for _, r := range g.Volumes {
+		vol := r.Source
+		if r.PerAlloc {
+			vol = spec.AllocName(r.Source, index)
+		}
+		if !slices.ContainsFunc(claims, func(c ClaimInfo) bool { return sameInNFC(c.VolumeID, vol) }) && !slices.Contains(out, vol) {
+			out = append(out, vol)
+		}
+	}
+	return out
 }
 
 func nonNilClaims(c []ClaimInfo) []ClaimInfo {

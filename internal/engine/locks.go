@@ -352,16 +352,24 @@ func (l *locker) exclusiveAll(names []string) (release func(), ok bool, err erro
 }
 
 // LockAgent takes the state dir's agent lock without waiting, so that one agent runs per state
-// dir. It is an ErrConflict when another process holds it; the kernel drops it when the holder dies.
-func (e *Engine) LockAgent() (release func(), err error) {
+// dir. It is an ErrConflict when another process holds it, naming that process as /proc/locks
+// does ("pid 12: volctl agent"), with named true; named is false when none can be named (no
+// /proc, a holder in another PID namespace). The kernel drops the lock when the holder dies.
+func (e *Engine) LockAgent() (release func(), named bool, err error) {
 	release, ok, err := e.locks.exclusive("agent")
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("agent lock: %w", err)
+		return nil, false, fmt.Errorf("agent lock: %w", err)
 	case !ok:
-		return nil, conflictf("another volctl agent is running on state dir %s", e.cfg.StateDir)
+		msg := "another volctl agent is running on state dir " + e.cfg.StateDir
+		if fi, serr := os.Stat(filepath.Join(e.locks.dir, "agent.lock")); serr == nil {
+			if hs := store.FlockHolders(fi); len(hs) > 0 {
+				return nil, true, conflictf("%s (%s)", msg, store.LockHolders(hs))
+			}
+		}
+		return nil, false, conflictf("%s", msg)
 	}
-	return release, nil
+	return release, false, nil
 }
 
 // publishing takes a plugin's publish lock shared, waiting for it: every publish holds it for

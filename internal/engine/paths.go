@@ -147,6 +147,26 @@ func (l *locker) removeTargetLink(ctx context.Context, target string) (string, b
 	return pointed, removed, nil
 }
 
+// linkAbove returns the symlinkError of a directory on the way to path, one of volctl's own
+// below the state dir (a claim's target, a volume's staging path), found by walking it without
+// following any component; nil when there is none, when a component is missing (nothing there
+// for a plugin to follow) or when path is not below the state dir.
+func (l *locker) linkAbove(path string) error {
+	root := filepath.Dir(l.dir)
+	if rel, err := filepath.Rel(root, path); err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+		return nil
+	}
+	p, err := openNoFollow(root, filepath.Dir(path), createNothing)
+	var se *symlinkError
+	if errors.As(err, &se) {
+		return se
+	}
+	if err == nil {
+		p.close()
+	}
+	return nil
+}
+
 // removeEmptyDirs removes path and then its parents while they are empty, stopping at root,
 // holding the directory lock alone (see makeDirs). A directory that is still a mount point is
 // not empty to rmdir (EBUSY), so a live mount is never removed from under its user. It is

@@ -355,7 +355,11 @@ func (e *Engine) unstageUnattached(ctx context.Context, c *conn, v store.Volume,
 		return err
 	}
 	if mayBePublished {
-		err := e.retry(ctx, c, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {
+		err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnpublishVolume, "target", p.cl.TargetPath)
+		if err != nil {
+			return err
+		}
+		err = e.retry(ctx, c, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {
 			return c.client.NodeUnpublishVolume(ctx, csi.NodeUnpublishVolumeRequest{VolumeID: v.ExternalID, TargetPath: p.cl.TargetPath})
 		})
 		if err == nil || csi.IsIgnorable(err) {

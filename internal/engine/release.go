@@ -97,6 +97,9 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 	if err := e.unbind(ctx, cl); err != nil {
 		return err
 	}
+	if err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnpublishVolume, "target", cl.TargetPath); err != nil {
+		return err
+	}
 	answer := e.retry(ctx, c, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {
 		return c.client.NodeUnpublishVolume(ctx, csi.NodeUnpublishVolumeRequest{VolumeID: v.ExternalID, TargetPath: cl.TargetPath})
 	})
@@ -134,6 +137,42 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 		return err
 	}
 	p.setState(store.ClaimNodeDetached)
+	return nil
+}
+
+// unlinkBeforeTeardown readies path, volctl's own (a claim's target, what "target"; a volume's
+// staging path, "staging"), for rpc, the teardown that names it (NodeUnpublishVolume,
+// NodeUnstageVolume). A plugin resolves the path as given, following symlinks, and unmounts
+// what it leads to: a link put in the path's place (its mount undone and the directory replaced,
+// by hand or by a program) had volctl's own plugin unmount the disk of the host the link led
+// to and answer OK, the release saying "Released". Nothing of the volume is mounted at a link:
+// it is removed, never followed, and said (a warning, a target-link-removed event), and the
+// teardown goes on. A directory on the way to path replaced by a link refuses the RPC, naming
+// the link and saying to remove it; the claim is left for reconcile
+// (TestReleaseRemovesASymlinkPutInPlaceOfTheTargetBeforeNodeUnpublish,
+// TestReleaseRefusesATargetReachedThroughASymlink).
+func (e *Engine) unlinkBeforeTeardown(ctx context.Context, c *conn, v store.Volume, p *checkpoint, rpc, what, path string) error {
+	real := e.realPath(path)
+	if err := e.locks.linkAbove(real); err != nil {
+		var se *symlinkError
+		if errors.As(err, &se) {
+			se.Context = fmt.Sprintf("volume %q's %s %s", v.ID, what, path)
+			se.Advice = fmt.Sprintf("it is a directory of volctl's own, replaced by hand or by a program, and %s is not sent through it: plugin %q would unmount whatever is mounted where it leads; "+
+				"remove the link with `rm %s`, which leaves what it points to, then run `volctl reconcile`", rpc, c.plugin.ID, se.Component)
+		}
+		return err
+	}
+	dest, removed, err := e.locks.removeTargetLink(ctx, real)
+	if err != nil {
+		return fmt.Errorf("before %s of volume %q: %w", rpc, v.ID, err)
+	}
+	if removed {
+		msg := fmt.Sprintf("a symlink to %q stood in place of volume %q's %s %s (its mount undone and the directory replaced, by hand or by a program): "+
+			"volctl removed the link, not what it points to, before %s, which plugin %q would have followed, unmounting whatever is mounted where it leads",
+			dest, v.ID, what, path, rpc, c.plugin.ID)
+		e.log.Warn(msg)
+		p.event(&store.Event{Kind: "target-link-removed", VolumeID: v.ID, Alloc: p.cl.Alloc, PluginID: v.PluginID, Message: msg})
+	}
 	return nil
 }
 
@@ -331,6 +370,9 @@ func (e *Engine) unstage(ctx context.Context, c *conn, v store.Volume, st store.
 		return nil
 	}
 	if err := p.flush(ctx, "release"); err != nil {
+		return err
+	}
+	if err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnstageVolume, "staging", st.StagingPath); err != nil {
 		return err
 	}
 	err := e.retry(ctx, c, csi.RPCNodeUnstageVolume, func(ctx context.Context) error {

@@ -26,6 +26,9 @@ type Mounter interface {
 	Unmount(target string) error
 	// IsMountPoint reports whether path is a mount point; a missing path is not one.
 	IsMountPoint(path string) (bool, error)
+	// Holds reports whether what path shows, its topmost mount, is source's directory (a bind
+	// of it, or a bind of a bind): not when something else was mounted over it since.
+	Holds(path, source string) (bool, error)
 }
 
 // SystemMounter mounts with the kernel's mount(2) and detects mounts with mountinfo.
@@ -102,6 +105,37 @@ func (SystemMounter) IsMountPoint(path string) (bool, error) {
 		return false, nil
 	}
 	return ok, err
+}
+
+// Holds implements Mounter: path and source are one directory (device and inode), as a bind
+// mount of source shows it, and no other file system's root mounted over it does. A source
+// gone (the volume's directory removed by hand under its mounts) cannot be compared: what is
+// mounted is taken for it, as before the check, so that its teardown is not refused for good.
+func (SystemMounter) Holds(path, source string) (bool, error) {
+	src, err := os.Stat(source)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	at, err := os.Stat(path)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(at, src), nil
+}
+
+// topMount names the topmost mount at path as the mount table has it ("tmpfs scratch": the
+// file system type and source), or says it is unknown.
+func topMount(path string) string {
+	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) { return m.Mountpoint != path, false })
+	for _, m := range mounts { // the one no other mount at path is mounted on
+		if err == nil && !slices.ContainsFunc(mounts, func(o *mountinfo.Info) bool { return o.Parent == m.ID }) {
+			return m.FSType + " " + m.Source
+		}
+	}
+	return "a mount the table does not name"
 }
 
 // UnmountAll detaches everything mounted at or below dir, deepest first; a path mounted twice

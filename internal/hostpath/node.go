@@ -144,6 +144,11 @@ func (p *Plugin) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 	if mounted && !ours {
 		return nil, failedPrecondition("NodeUnstageVolume: volume %q is not staged at %q; refusing to unmount what is mounted there", id, path)
 	}
+	if mounted {
+		if err := p.mountedOver("NodeUnstageVolume", id, "staging path", path); err != nil {
+			return nil, err
+		}
+	}
 	// The targets are published from the volume's own staging path: they hold that one only.
 	// Another path, not mounted (a second orchestrator's, refused the staging), is not staged:
 	// OK, as CSI has it, and the other claim's mounts are not touched.
@@ -279,6 +284,9 @@ func (p *Plugin) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 		return nil, failedPrecondition("NodeUnpublishVolume: volume %q is not published at %q; refusing to unmount what is mounted there", id, target)
 	}
 	if mounted {
+		if err := p.mountedOver("NodeUnpublishVolume", id, "target", target); err != nil {
+			return nil, err
+		}
 		if err := p.mounter.Unmount(target); err != nil {
 			return nil, mountStatus("NodeUnpublishVolume", err)
 		}
@@ -294,6 +302,23 @@ func (p *Plugin) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 		}
 	}
 	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+// mountedOver refuses a teardown of volume id's mount at path (its staging path or target,
+// what) when the topmost mount there is not the volume's directory: something was mounted over
+// it since (an admin's tmpfs, a disk). Unmounting the topmost mount took that one away, a
+// tmpfs's data with it, and left the volume's below, or forgot the staging
+// (TestTeardownRefusesToUnmountWhatWasMountedOverTheVolume).
+func (p *Plugin) mountedOver(rpc, id, what, path string) error {
+	ok, err := p.mounter.Holds(path, p.volumePath(id))
+	if err != nil {
+		return internal("%s: volume %q: %s %q: %v", rpc, id, what, path, err)
+	}
+	if ok {
+		return nil
+	}
+	return failedPrecondition("%s: volume %q: %s %q has %s mounted over the volume; refusing to unmount what is not the volume's: "+
+		"if nothing needs it, unmount it by hand (`umount %s`), then send the request again", rpc, id, what, path, topMount(path), path)
 }
 
 // recordThenMount saves volume id's changed record, then bind-mounts src on dst. Record first,

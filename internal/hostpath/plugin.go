@@ -105,6 +105,13 @@ func (p *Plugin) lock(ctx context.Context) (unlock func(), err error) {
 		return internal("locking the records under %s, which every plugin process serving it shares: %v", p.cfg.Root, err)
 	}
 	f, err := os.Open(p.metaDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		// The root moved or removed under the running plugin: its records, and the volumes'
+		// directories its mounts come from, are elsewhere or gone
+		// (TestRootMovedUnderThePluginSaysSo).
+		return nil, failedPrecondition("the plugin's root %s has no %s directory: it was moved or removed while the plugin served it; "+
+			"put it back where it was, or restart the plugin with --root where it is now, then send the request again", p.cfg.Root, metaDir)
+	}
 	if err != nil {
 		return nil, fail(err)
 	}

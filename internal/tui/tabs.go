@@ -208,6 +208,9 @@ func groupDetail(s *Styles, g engine.GroupInfo, w int) string {
 		for _, c := range a.Claims {
 			vols = append(vols, c.VolumeID+" ("+c.Mode+", "+c.Condition().String()+")")
 		}
+		for _, vol := range a.Missing { // a run cut short between the alloc's claims
+			vols = append(vols, vol+" (missing: `volctl group run` again)")
+		}
 		rows = append(rows, []string{a.Name, strings.Join(vols, ", "), a.Error})
 	}
 	b.tableOrNone(rows)

@@ -218,9 +218,10 @@ func Mounted(t testing.TB, path string) bool {
 // bookkeeping can be exercised without root. Fail, when set, is returned by every BindMount
 // and Unmount, e.g. unix.EPERM to play a host without mount privileges.
 type FakeMounter struct {
-	mu     sync.Mutex
-	mounts map[string]uintptr
-	Fail   error
+	mu      sync.Mutex
+	mounts  map[string]uintptr
+	sources map[string]string // each mount's source
+	Fail    error
 }
 
 // BindMount implements hostpath.Mounter.
@@ -237,7 +238,28 @@ func (m *FakeMounter) BindMount(source, target string, flags uintptr) error {
 		m.mounts = map[string]uintptr{}
 	}
 	m.mounts[target] = flags
+	if m.sources == nil {
+		m.sources = map[string]string{}
+	}
+	m.sources[target] = source
 	return nil
+}
+
+// Holds implements hostpath.Mounter: path is mounted from source, or from a mount of it.
+func (m *FakeMounter) Holds(path, source string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for range len(m.sources) + 1 {
+		from, ok := m.sources[path]
+		if _, mounted := m.mounts[path]; !ok || !mounted {
+			return false, nil
+		}
+		if from == source {
+			return true, nil
+		}
+		path = from
+	}
+	return false, nil
 }
 
 // Unmount implements hostpath.Mounter.
