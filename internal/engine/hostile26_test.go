@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/volctl/volctl/internal/csi"
+	"github.com/volctl/volctl/internal/csi/csitest"
+)
+
+// The adversary: a plugin restarted with EXPAND_VOLUME but without the plugin capability
+// VOLUME_EXPANSION ONLINE, which alone says ControllerExpandVolume may grow a volume that is
+// published and available on a node (the CSI spec: with OFFLINE only, such a volume SHALL NOT
+// be expanded; with neither, the plugin never said it can). volctl refused only a plugin that
+// advertised OFFLINE and not ONLINE, and only while the volume had a claim: one that
+// advertised neither (the restart dropped ONLINE) had ControllerExpandVolume sent for a volume
+// an alloc had mounted, and an offline-only one for a volume still attached to the node with
+// no claim (the unpublish owed since a release through an instance without
+// PUBLISH_UNPUBLISH_VOLUME, or a forced detach that could not send it). Both are refused now,
+// nothing sent, the error naming the plugin, the capability, the volume and what holds it.
+func TestControllerExpandOfAVolumeOnTheNodeNeedsOnlineExpansion(t *testing.T) {
+	t.Run("neither ONLINE nor OFFLINE, claimed", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.create(volume("v"))
+		h.claim(ClaimRequest{VolumeID: "v", Alloc: "web"})
+		restarted := h.restartPlugin(func(cfg *csitest.MemConfig) { cfg.Plugin.VolumeExpansionOnline = false }, "v")
+		h.open(Config{}) // the next command, which fingerprints the restarted plugin
+
+		_, err := h.e.ExpandVolume(h.ctx, "v", 4<<20, 0)
+		if n := restarted.CallCount(csi.RPCControllerExpandVolume); n != 0 {
+			t.Errorf("ControllerExpandVolume sent %d time(s) for volume v, published, to a plugin without VOLUME_EXPANSION ONLINE", n)
+		}
+		if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `plugin "mem"`) || !strings.Contains(err.Error(), "ONLINE") ||
+			!strings.Contains(err.Error(), `alloc "web"`) {
+			t.Errorf("expand of a published volume through a plugin without online expansion: %v; want a conflict naming the plugin, ONLINE and the claim", err)
+		}
+		if v := h.volumeInfo("v"); v.CapacityBytes != 1<<20 {
+			t.Errorf("volume v recorded at %d bytes after a refused expand, want %d", v.CapacityBytes, 1<<20)
+		}
+	})
+	t.Run("OFFLINE only, attached with no claim", func(t *testing.T) {
+		offline := func(cfg *csitest.MemConfig) {
+			cfg.Node.StageUnstageVolume = false
+			cfg.Plugin.VolumeExpansionOnline, cfg.Plugin.VolumeExpansionOffline = false, true
+		}
+		h := newHarness(t, offline)
+		h.create(volume("v"))
+		h.claim(ClaimRequest{VolumeID: "v", Alloc: "web"})
+		restarted := h.restartPlugin(func(cfg *csitest.MemConfig) { offline(cfg); cfg.Controller.PublishUnpublishVolume = false }, "v")
+		if _, err := h.e.Release(h.ctx, "v", "web"); err != nil {
+			t.Fatalf("release: %v", err)
+		}
+		if st, ok := h.staging("v"); !ok || !st.ControllerPublished {
+			t.Fatalf("staging after the release = %+v (%v), want the attachment kept, owed", st, ok)
+		}
+
+		_, err := h.e.ExpandVolume(h.ctx, "v", 4<<20, 0)
+		if n := restarted.CallCount(csi.RPCControllerExpandVolume); n != 0 {
+			t.Errorf("ControllerExpandVolume sent %d time(s) for volume v, attached to node-1, to an offline-only plugin", n)
+		}
+		if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "offline") || !strings.Contains(err.Error(), `node "node-1"`) ||
+			!strings.Contains(err.Error(), "volctl reconcile") {
+			t.Errorf("expand of an attached volume through an offline-only plugin: %v; want a conflict naming the node and the way to detach it", err)
+		}
+	})
+}
