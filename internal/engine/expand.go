@@ -102,6 +102,9 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 
 	newSize, nodeRequired := size, node
 	owedBefore := v.NodeExpandMin > 0 // an earlier expand's node expansion, not done yet
+	// An earlier run's ControllerExpandVolume whose answer was not recorded: this one is sent
+	// again (the expand run again, or reconcile).
+	replayed := v.ExpandMin > 0
 	var (
 		short error // the plugin answered OK with less than size
 		over  error // the plugin answered OK with more than limit: done, but not as asked
@@ -158,6 +161,16 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		// publish sends it), and to a node service without EXPAND_VOLUME (its halves disagree):
 		// the file system is not grown, and expandOnNode says so until it can be.
 		nodeRequired = resp.NodeExpansionRequired
+		if !nodeRequired && node && (replayed || earlier) {
+			// An earlier attempt's answer was lost, and the plugin may have expanded then, its
+			// node_expansion_required with it: this answer is to the same request sent again,
+			// about a volume the plugin may find at the size already, and one finding nothing
+			// to do may say the node need do nothing. Owed all the same where the node can
+			// expand (NodeExpandVolume is idempotent): taken at its word, the file system was
+			// left at the old size for good, nothing owed
+			// (TestExpandRetryAnsweredNodeExpansionNotRequiredStillExpandsTheNode).
+			nodeRequired = true
+		}
 		if newSize < size {
 			// The spec: the plugin reaches required_bytes or fails (OUT_OF_RANGE). It did
 			// neither, so the expand fails; the record keeps the larger of the old size and

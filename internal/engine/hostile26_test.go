@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/csi/csitest"
 )
@@ -64,4 +67,56 @@ func TestControllerExpandOfAVolumeOnTheNodeNeedsOnlineExpansion(t *testing.T) {
 			t.Errorf("expand of an attached volume through an offline-only plugin: %v; want a conflict naming the node and the way to detach it", err)
 		}
 	})
+}
+
+// The adversary: a plugin whose answer to ControllerExpandVolume is lost after it expanded the
+// volume (node_expansion_required true, for its file system), and whose answer to the same
+// request sent again, the volume already at the size, says node_expansion_required false: CSI
+// makes the call idempotent, not its answer, and a plugin finding nothing to do may well say
+// nothing is needed. volctl took the retry's word: the expand succeeded, the volume recorded at
+// the new size with no node expansion owed, and NodeExpandVolume never sent, the alloc's file
+// system left at the old size for good. An answer read after an earlier attempt's was lost (in
+// the same command, or by the expand run again or reconcile, the expansion pending from an
+// earlier run) does not clear the node step: it is owed when the node can expand, and sent.
+func TestExpandRetryAnsweredNodeExpansionNotRequiredStillExpandsTheNode(t *testing.T) {
+	notRequired := csitest.Fault{Answer: func(m proto.Message) {
+		m.(*csipb.ControllerExpandVolumeResponse).NodeExpansionRequired = false
+	}}
+	for _, tt := range []struct {
+		name  string
+		again func(h *harness) error // what sends ControllerExpandVolume again, after the lost answer
+	}{
+		{"retried by the expand", nil},
+		{"sent again by reconcile", func(h *harness) error { _, err := h.e.Reconcile(h.ctx); return err }},
+		{"sent again by the same expand", func(h *harness) error { _, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0); return err }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.create(volume("v"))
+			cl := h.claim(ClaimRequest{VolumeID: "v", Alloc: "web"})
+			lost := 1
+			if tt.again != nil {
+				lost = fastRetry.Attempts // every attempt of the first expand
+			}
+			h.faults.Inject(csi.RPCControllerExpandVolume, csitest.Fault{Lost: true, Times: lost})
+			h.faults.Inject(csi.RPCControllerExpandVolume, notRequired)
+			_, err := h.e.ExpandVolume(h.ctx, "v", 4*mib, 0)
+			if tt.again != nil {
+				if err == nil {
+					t.Fatal("expand whose every answer was lost succeeded")
+				}
+				err = tt.again(h)
+			}
+			if err != nil {
+				t.Fatalf("expand: %v", err)
+			}
+			if reqs := h.nodeExpands(); len(reqs) != 1 || reqs[0].VolumePath != cl.TargetPath || reqs[0].CapacityMin != 4*mib {
+				t.Errorf("NodeExpandVolume requests = %+v; want one for 4 MiB at the claim's target %s: the file system is left at the old size", reqs, cl.TargetPath)
+			}
+			if v := h.volumeInfo("v"); v.CapacityBytes != 4*mib || v.NodeExpansionOwed != 0 || v.ExpansionPending != 0 {
+				t.Errorf("after the expand: capacity %d, node expansion owed %d, pending %d; want 4 MiB, nothing owed or pending",
+					v.CapacityBytes, v.NodeExpansionOwed, v.ExpansionPending)
+			}
+		})
+	}
 }
