@@ -91,6 +91,10 @@ type rpcFacts struct {
 	long bool
 	// notFoundDone: a teardown RPC whose NOT_FOUND means "already gone" (class Ignorable).
 	notFoundDone bool
+	// exhaustedFinal: an RPC whose RESOURCE_EXHAUSTED the CSI spec says is not to be sent again
+	// before the caller changed something (ControllerPublishVolume's "max volumes attached" to
+	// the node): class Final, not Retryable.
+	exhaustedFinal bool
 	// hints says, for the codes where the CSI spec's error table for this RPC says more than
 	// codeHints does, what a person can do about it.
 	hints map[codes.Code]string
@@ -127,11 +131,12 @@ var rpcTable = map[string]rpcFacts{
 		codes.NotFound:           hintVolumeGone,
 		codes.FailedPrecondition: "the volume is in use or has snapshots; release its claims and delete its snapshots first",
 	}},
-	RPCControllerPublishVolume: {service: ServiceController, long: true, large: "its publish_context", hints: map[codes.Code]string{
+	RPCControllerPublishVolume: {service: ServiceController, long: true, large: "its publish_context", exhaustedFinal: true, hints: map[codes.Code]string{
 		codes.NotFound:           "the plugin does not know the volume or the node; check the volume's external_id and the node ID",
 		codes.AlreadyExists:      "the volume is already published to this node with another capability or read-only flag",
 		codes.FailedPrecondition: "the volume is published to another node and its access mode is single-node (release the other claim first)",
-		codes.ResourceExhausted:  "the node reached its max volumes",
+		codes.ResourceExhausted: "the node reached its max volumes, whatever its NodeGetInfo max_volumes_per_node says: " +
+			"release a volume on this node, then claim again",
 	}},
 	RPCControllerUnpublishVolume: {service: ServiceController, long: true, notFoundDone: true, hints: map[codes.Code]string{
 		codes.NotFound: hintVolumeGone,

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/volctl/volctl/internal/csi"
@@ -119,4 +120,41 @@ func TestExpandRetryAnsweredNodeExpansionNotRequiredStillExpandsTheNode(t *testi
 			}
 		})
 	}
+}
+
+// The adversary: a plugin whose NodeGetInfo says nothing of a limit (max_volumes_per_node 0,
+// or a number above what its node takes: a cloud instance's attachment slots that other
+// devices use up) and whose ControllerPublishVolume answers RESOURCE_EXHAUSTED, the CSI spec's
+// "max volumes attached" to the node: the caller MUST see fewer volumes attached before it
+// tries again. volctl took it as any RESOURCE_EXHAUSTED, retryable: the claim sent it at each of
+// its attempts, was left taken, and every reconcile pass (the agent's, every minute) sent it
+// again, the volume held by a claim that never got it and counted on the node against the
+// limit of every other claim's admission, until the claim was released by hand. Now it is
+// final, as admission's refusal at max_volumes_per_node is: sent once, the claim rolled back,
+// the error naming the plugin's word and what to do, and nothing left for reconcile.
+func TestClaimRefusedByAFullNodeIsRolledBack(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(volume("v"))
+	h.faults.FailAlways(csi.RPCControllerPublishVolume, codes.ResourceExhausted)
+
+	_, err := h.e.Claim(h.ctx, ClaimRequest{VolumeID: "v", Alloc: "web"})
+	if err == nil || !strings.Contains(err.Error(), "ResourceExhausted") || !strings.Contains(err.Error(), "release a volume on this node") {
+		t.Errorf("claim refused by a full node: %v; want the plugin's RESOURCE_EXHAUSTED saying to release a volume on the node", err)
+	}
+	if n := h.faults.Calls(csi.RPCControllerPublishVolume); n != 1 {
+		t.Errorf("ControllerPublishVolume sent %d times to a node that said it is full, want once", n)
+	}
+	if live := h.liveClaims("v"); len(live) != 0 {
+		t.Errorf("claims after the refusal = %+v; want the claim rolled back, not left taken", live)
+	}
+	sent := h.faults.Calls(csi.RPCControllerPublishVolume)
+	if _, err := h.e.Reconcile(h.ctx); err != nil {
+		t.Errorf("reconcile after the refused claim: %v", err)
+	}
+	if n := h.faults.Calls(csi.RPCControllerPublishVolume) - sent; n != 0 {
+		t.Errorf("reconcile sent ControllerPublishVolume %d more times to the full node", n)
+	}
+
+	h.faults.Clear() // a volume released on the node: the claim again is attached
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web"})
 }
