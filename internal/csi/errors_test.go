@@ -23,7 +23,8 @@ import (
 func wantClass(rpc string, code codes.Code) csi.Class {
 	switch code {
 	case codes.ResourceExhausted:
-		if rpc == "ControllerPublishVolume" { // "max volumes attached": not to be sent again as it is
+		switch rpc { // the CSI spec's tables: not to be sent again as it is
+		case "ControllerPublishVolume", "CreateVolume", "CreateSnapshot":
 			return csi.Final
 		}
 		return csi.Retryable
@@ -302,13 +303,13 @@ func TestMessageOverGRPCLimitIsFinal(t *testing.T) {
 		!strings.Contains(fmt.Sprint(err), "make them smaller") {
 		t.Errorf("CreateVolume with 5 MiB of parameters: %v (class %s), want a final error about the request's size", err, csi.ClassOf(err))
 	}
-	// The plugin's own RESOURCE_EXHAUSTED stays what it is, with its hint: retryable (space
-	// that may be freed), and final for ControllerPublishVolume, the node's "max volumes
+	// The plugin's own RESOURCE_EXHAUSTED stays what it is, with its hint: retryable (a quota
+	// or rate that may pass), and final for ControllerPublishVolume, the node's "max volumes
 	// attached", which the CSI spec says is not to be sent again before volumes are detached.
-	h.faults.FailOnce(csi.RPCCreateSnapshot, codes.ResourceExhausted)
-	_, err = h.client.CreateSnapshot(context.Background(), csi.CreateSnapshotRequest{SourceVolumeID: "vol-1", Name: "s"})
-	if !csi.IsRetryable(err) || !strings.Contains(fmt.Sprint(err), "not enough space for the snapshot") || strings.Contains(fmt.Sprint(err), "message larger") {
-		t.Errorf("the plugin's own ResourceExhausted to CreateSnapshot: %v, want retryable with its hint", err)
+	h.faults.FailOnce(csi.RPCNodeStageVolume, codes.ResourceExhausted)
+	err = h.client.NodeStageVolume(context.Background(), csi.NodeStageVolumeRequest{VolumeID: "vol-1", StagingPath: "/s", Capability: sensitiveCapability()})
+	if !csi.IsRetryable(err) || !strings.Contains(fmt.Sprint(err), "ran out of a resource") || strings.Contains(fmt.Sprint(err), "message larger") {
+		t.Errorf("the plugin's own ResourceExhausted to NodeStageVolume: %v, want retryable with its hint", err)
 	}
 	h.faults.FailOnce(csi.RPCControllerPublishVolume, codes.ResourceExhausted)
 	_, err = h.client.ControllerPublishVolume(context.Background(), csi.ControllerPublishVolumeRequest{

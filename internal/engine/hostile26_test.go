@@ -158,3 +158,60 @@ func TestClaimRefusedByAFullNodeIsRolledBack(t *testing.T) {
 	h.faults.Clear() // a volume released on the node: the claim again is attached
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web"})
 }
+
+// The same for the two other RPCs whose RESOURCE_EXHAUSTED the CSI spec says not to send again
+// as it is: CreateVolume's "unable to provision in accessible_topology" (the caller MUST address
+// what prevents it first) and CreateSnapshot's "not enough space" (the caller SHOULD fail the
+// request). Taken as retryable, each was sent at every attempt and left recorded as being
+// created for reconcile, which sent it again at every pass: a volume stuck in state creating, a
+// snapshot pending, until deleted by hand. Now the command fails, sent once, nothing recorded,
+// the hint saying what to change first.
+func TestCreateRefusedForWantOfSpaceIsNotLeftForReconcile(t *testing.T) {
+	t.Run("CreateVolume", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.faults.FailAlways(csi.RPCCreateVolume, codes.ResourceExhausted)
+		_, err := h.e.CreateVolume(h.ctx, volume("v"))
+		if err == nil || !strings.Contains(err.Error(), "relax topology_request") {
+			t.Errorf("create refused for want of space: %v; want the plugin's RESOURCE_EXHAUSTED saying what to change", err)
+		}
+		if n := h.faults.Calls(csi.RPCCreateVolume); n != 1 {
+			t.Errorf("CreateVolume sent %d times to a plugin that said it cannot provision it, want once", n)
+		}
+		if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("volume v after the refused create: %v; want no record left for reconcile", err)
+		}
+		sent := h.faults.Calls(csi.RPCCreateVolume)
+		if _, err := h.e.Reconcile(h.ctx); err != nil {
+			t.Errorf("reconcile after the refused create: %v", err)
+		}
+		if n := h.faults.Calls(csi.RPCCreateVolume) - sent; n != 0 {
+			t.Errorf("reconcile sent CreateVolume %d more times", n)
+		}
+	})
+	t.Run("CreateSnapshot", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.create(volume("db"))
+		h.faults.FailAlways(csi.RPCCreateSnapshot, codes.ResourceExhausted)
+		_, err := h.e.CreateSnapshot(h.ctx, "db", "s1", nil)
+		if err == nil || !strings.Contains(err.Error(), "not enough space for the snapshot") {
+			t.Errorf("snapshot refused for want of space: %v; want the plugin's RESOURCE_EXHAUSTED with its hint", err)
+		}
+		if n := h.faults.Calls(csi.RPCCreateSnapshot); n != 1 {
+			t.Errorf("CreateSnapshot sent %d times to a plugin that said it has no space for it, want once", n)
+		}
+		list, err := h.e.ListSnapshots(h.ctx, "mem", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Snapshots) != 0 {
+			t.Errorf("snapshots after the refused create = %+v; want none left pending for reconcile", list.Snapshots)
+		}
+		sent := h.faults.Calls(csi.RPCCreateSnapshot)
+		if _, err := h.e.Reconcile(h.ctx); err != nil {
+			t.Errorf("reconcile after the refused snapshot: %v", err)
+		}
+		if n := h.faults.Calls(csi.RPCCreateSnapshot) - sent; n != 0 {
+			t.Errorf("reconcile sent CreateSnapshot %d more times", n)
+		}
+	})
+}
