@@ -147,13 +147,7 @@ func TestClaimRefusedByAFullNodeIsRolledBack(t *testing.T) {
 	if live := h.liveClaims("v"); len(live) != 0 {
 		t.Errorf("claims after the refusal = %+v; want the claim rolled back, not left taken", live)
 	}
-	sent := h.faults.Calls(csi.RPCControllerPublishVolume)
-	if _, err := h.e.Reconcile(h.ctx); err != nil {
-		t.Errorf("reconcile after the refused claim: %v", err)
-	}
-	if n := h.faults.Calls(csi.RPCControllerPublishVolume) - sent; n != 0 {
-		t.Errorf("reconcile sent ControllerPublishVolume %d more times to the full node", n)
-	}
+	h.reconcileSendsNoMore(csi.RPCControllerPublishVolume)
 
 	h.faults.Clear() // a volume released on the node: the claim again is attached
 	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web"})
@@ -180,13 +174,7 @@ func TestCreateRefusedForWantOfSpaceIsNotLeftForReconcile(t *testing.T) {
 		if _, err := h.e.Volume(h.ctx, "v"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("volume v after the refused create: %v; want no record left for reconcile", err)
 		}
-		sent := h.faults.Calls(csi.RPCCreateVolume)
-		if _, err := h.e.Reconcile(h.ctx); err != nil {
-			t.Errorf("reconcile after the refused create: %v", err)
-		}
-		if n := h.faults.Calls(csi.RPCCreateVolume) - sent; n != 0 {
-			t.Errorf("reconcile sent CreateVolume %d more times", n)
-		}
+		h.reconcileSendsNoMore(csi.RPCCreateVolume)
 	})
 	t.Run("CreateSnapshot", func(t *testing.T) {
 		h := newHarness(t, nil)
@@ -206,12 +194,19 @@ func TestCreateRefusedForWantOfSpaceIsNotLeftForReconcile(t *testing.T) {
 		if len(list.Snapshots) != 0 {
 			t.Errorf("snapshots after the refused create = %+v; want none left pending for reconcile", list.Snapshots)
 		}
-		sent := h.faults.Calls(csi.RPCCreateSnapshot)
-		if _, err := h.e.Reconcile(h.ctx); err != nil {
-			t.Errorf("reconcile after the refused snapshot: %v", err)
-		}
-		if n := h.faults.Calls(csi.RPCCreateSnapshot) - sent; n != 0 {
-			t.Errorf("reconcile sent CreateSnapshot %d more times", n)
-		}
+		h.reconcileSendsNoMore(csi.RPCCreateSnapshot)
 	})
+}
+
+// reconcileSendsNoMore runs a reconcile pass, which must find nothing to do and send rpc no more
+// after a command the plugin refused it for good.
+func (h *harness) reconcileSendsNoMore(rpc string) {
+	h.t.Helper()
+	sent := h.faults.Calls(rpc)
+	if rep, err := h.e.Reconcile(h.ctx); err != nil {
+		h.t.Errorf("reconcile after %s was refused for good: %+v, %v; want nothing left to do", rpc, rep, err)
+	}
+	if n := h.faults.Calls(rpc) - sent; n != 0 {
+		h.t.Errorf("reconcile sent %s %d more time(s) after the plugin refused it for good", rpc, n)
+	}
 }
