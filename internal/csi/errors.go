@@ -175,7 +175,12 @@ func CodeOf(err error) codes.Code {
 // classify applies the classes of docs/architecture.md (Error classes).
 func classify(rpc string, code codes.Code) Class {
 	switch code {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted, codes.ResourceExhausted:
+	case codes.ResourceExhausted:
+		if rpcTable[rpc].exhaustedFinal {
+			return Final
+		}
+		return Retryable
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted:
 		return Retryable
 	case codes.NotFound:
 		if rpcTable[rpc].notFoundDone {

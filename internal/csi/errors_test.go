@@ -22,7 +22,13 @@ import (
 // wantClass is the table of docs/architecture.md (Error classes), written out independently of the code under test.
 func wantClass(rpc string, code codes.Code) csi.Class {
 	switch code {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted, codes.ResourceExhausted:
+	case codes.ResourceExhausted:
+		switch rpc { // the CSI spec's tables: not to be sent again as it is
+		case "ControllerPublishVolume", "CreateVolume", "CreateSnapshot":
+			return csi.Final
+		}
+		return csi.Retryable
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted:
 		return csi.Retryable
 	case codes.NotFound:
 		switch rpc {
@@ -297,12 +303,19 @@ func TestMessageOverGRPCLimitIsFinal(t *testing.T) {
 		!strings.Contains(fmt.Sprint(err), "make them smaller") {
 		t.Errorf("CreateVolume with 5 MiB of parameters: %v (class %s), want a final error about the request's size", err, csi.ClassOf(err))
 	}
-	// The plugin's own RESOURCE_EXHAUSTED stays retryable, with its hint.
+	// The plugin's own RESOURCE_EXHAUSTED stays what it is, with its hint: retryable (a quota
+	// or rate that may pass), and final for ControllerPublishVolume, the node's "max volumes
+	// attached", which the CSI spec says is not to be sent again before volumes are detached.
+	h.faults.FailOnce(csi.RPCNodeStageVolume, codes.ResourceExhausted)
+	err = h.client.NodeStageVolume(context.Background(), csi.NodeStageVolumeRequest{VolumeID: "vol-1", StagingPath: "/s", Capability: sensitiveCapability()})
+	if !csi.IsRetryable(err) || !strings.Contains(fmt.Sprint(err), "ran out of a resource") || strings.Contains(fmt.Sprint(err), "message larger") {
+		t.Errorf("the plugin's own ResourceExhausted to NodeStageVolume: %v, want retryable with its hint", err)
+	}
 	h.faults.FailOnce(csi.RPCControllerPublishVolume, codes.ResourceExhausted)
 	_, err = h.client.ControllerPublishVolume(context.Background(), csi.ControllerPublishVolumeRequest{
 		VolumeID: "vol-1", NodeID: "mem-node-1", Capability: sensitiveCapability()})
-	if !csi.IsRetryable(err) || !strings.Contains(fmt.Sprint(err), "max volumes") {
-		t.Errorf("the plugin's own ResourceExhausted: %v, want retryable with the max volumes hint", err)
+	if csi.ClassOf(err) != csi.Final || !strings.Contains(fmt.Sprint(err), "max volumes") || strings.Contains(fmt.Sprint(err), "message larger") {
+		t.Errorf("the plugin's own ResourceExhausted to ControllerPublishVolume: %v, want final with the max volumes hint", err)
 	}
 }
 

@@ -111,8 +111,12 @@ func TestFingerprintRefusesEmptyNames(t *testing.T) {
 		cfg  csitest.MemConfig
 		want string
 	}{
-		{"empty plugin name", noName, "fingerprint: GetPluginInfo: the plugin reported an empty name"},
-		{"empty node ID", noNode, "fingerprint: NodeGetInfo: the plugin reported an empty node ID"},
+		// Each says what is wrong and what to do (the rule every refusal of a plugin follows):
+		// before, neither said what to do, nor the node ID's refusal which driver it came from.
+		{"empty plugin name", noName, "fingerprint: GetPluginInfo: the plugin reported an empty name, which the CSI spec requires " +
+			"(volctl pins a plugin to its driver's name): fix the plugin"},
+		{"empty node ID", noNode, `fingerprint: NodeGetInfo: plugin "mem.csi.volctl.test" reported an empty node ID, which the CSI spec requires of a node service ` +
+			"(the node every ControllerPublishVolume names): set its node ID in its configuration or flags and restart it"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

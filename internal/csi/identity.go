@@ -86,7 +86,7 @@ func (c *Client) fingerprint(ctx context.Context) (*Fingerprint, error) {
 		return nil, err
 	}
 	if info.Name == "" {
-		return nil, errors.New("GetPluginInfo: the plugin reported an empty name")
+		return nil, errors.New("GetPluginInfo: the plugin reported an empty name, which the CSI spec requires (volctl pins a plugin to its driver's name): fix the plugin")
 	}
 	if len(info.Name) > maxPluginName {
 		return nil, fmt.Errorf("GetPluginInfo: the plugin reported a name of %d bytes (%q), far past the CSI spec's 63 characters "+
@@ -127,7 +127,8 @@ func (c *Client) fingerprint(ctx context.Context) (*Fingerprint, error) {
 			return nil, err
 		}
 		if ni.NodeID == "" {
-			return nil, errors.New("NodeGetInfo: the plugin reported an empty node ID")
+			return nil, fmt.Errorf("NodeGetInfo: plugin %q reported an empty node ID, which the CSI spec requires of a node service "+
+				"(the node every ControllerPublishVolume names): set its node ID in its configuration or flags and restart it", info.Name)
 		}
 		if len(ni.NodeID) > maxNodeID {
 			// Sent back in every RPC naming the node, recorded with each attachment, shown.

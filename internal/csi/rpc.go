@@ -91,6 +91,12 @@ type rpcFacts struct {
 	long bool
 	// notFoundDone: a teardown RPC whose NOT_FOUND means "already gone" (class Ignorable).
 	notFoundDone bool
+	// exhaustedFinal: an RPC whose RESOURCE_EXHAUSTED the CSI spec's error table says is not to
+	// be sent again as it is (ControllerPublishVolume's "max volumes attached" to the node and
+	// CreateVolume's "unable to provision in accessible_topology": the caller MUST address it
+	// first; CreateSnapshot's "not enough space": the caller SHOULD fail the request): class
+	// Final, not Retryable.
+	exhaustedFinal bool
 	// hints says, for the codes where the CSI spec's error table for this RPC says more than
 	// codeHints does, what a person can do about it.
 	hints map[codes.Code]string
@@ -116,7 +122,7 @@ var rpcTable = map[string]rpcFacts{
 	RPCProbe: {service: ServiceIdentity, hints: map[codes.Code]string{
 		codes.FailedPrecondition: "the plugin is unhealthy or misses a dependency; check its logs",
 	}},
-	RPCCreateVolume: {service: ServiceController, long: true, large: "its volume_context or topology", hints: map[codes.Code]string{
+	RPCCreateVolume: {service: ServiceController, long: true, large: "its volume_context or topology", exhaustedFinal: true, hints: map[codes.Code]string{
 		codes.InvalidArgument:   "the plugin rejected the request; check the spec's parameters, capabilities and capacity, and that a snapshot or clone source suits this volume",
 		codes.NotFound:          "the snapshot or clone source does not exist; check snapshot_id or clone_id",
 		codes.AlreadyExists:     "a volume with this name exists with incompatible parameters",
@@ -127,11 +133,12 @@ var rpcTable = map[string]rpcFacts{
 		codes.NotFound:           hintVolumeGone,
 		codes.FailedPrecondition: "the volume is in use or has snapshots; release its claims and delete its snapshots first",
 	}},
-	RPCControllerPublishVolume: {service: ServiceController, long: true, large: "its publish_context", hints: map[codes.Code]string{
+	RPCControllerPublishVolume: {service: ServiceController, long: true, large: "its publish_context", exhaustedFinal: true, hints: map[codes.Code]string{
 		codes.NotFound:           "the plugin does not know the volume or the node; check the volume's external_id and the node ID",
 		codes.AlreadyExists:      "the volume is already published to this node with another capability or read-only flag",
 		codes.FailedPrecondition: "the volume is published to another node and its access mode is single-node (release the other claim first)",
-		codes.ResourceExhausted:  "the node reached its max volumes",
+		codes.ResourceExhausted: "the node reached its max volumes, whatever its NodeGetInfo max_volumes_per_node says: " +
+			"release a volume on this node, then claim again",
 	}},
 	RPCControllerUnpublishVolume: {service: ServiceController, long: true, notFoundDone: true, hints: map[codes.Code]string{
 		codes.NotFound: hintVolumeGone,
@@ -146,10 +153,10 @@ var rpcTable = map[string]rpcFacts{
 	}},
 	RPCGetCapacity:               {service: ServiceController},
 	RPCControllerGetCapabilities: {service: ServiceController},
-	RPCCreateSnapshot: {service: ServiceController, long: true, hints: map[codes.Code]string{
+	RPCCreateSnapshot: {service: ServiceController, long: true, exhaustedFinal: true, hints: map[codes.Code]string{
 		codes.NotFound:          "the source volume does not exist; check its external_id",
 		codes.AlreadyExists:     "a snapshot with this name exists for another volume; choose another name",
-		codes.ResourceExhausted: "not enough space for the snapshot; free space and retry",
+		codes.ResourceExhausted: "not enough space for the snapshot; free space, then snapshot again",
 		codes.Aborted:           hintSnapshotBusy,
 	}},
 	RPCDeleteSnapshot: {service: ServiceController, long: true, notFoundDone: true, hints: map[codes.Code]string{

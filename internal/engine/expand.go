@@ -80,18 +80,31 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 	if !ctrl && !node {
 		return fail(invalidf("plugin %q cannot expand volumes (no EXPAND_VOLUME capability)", v.PluginID))
 	}
-	claims, err := viewOne(ctx, e.store, func(tx *store.Tx) ([]store.Claim, error) { return tx.Claims().ByVolume(v.ID) })
-	if err != nil {
+	var (
+		claims []store.Claim
+		st     store.Staging
+	)
+	if err := e.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		if claims, err = tx.Claims().ByVolume(v.ID); err != nil {
+			return err
+		}
+		if st, err = tx.Stagings().Get(v.ID); errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		return err
+	}); err != nil {
 		return fail(err)
 	}
-	pc := c.fp.Capabilities.Plugin
-	if len(claims) > 0 && pc.VolumeExpansionOffline && !pc.VolumeExpansionOnline {
-		return fail(conflictf("plugin %q only expands volumes offline and %q is in use by %s: release its claims first",
-			v.PluginID, v.ID, describeClaims(claims)))
+	if err := offlineOnly(c, v, ctrl, claims, st); err != nil {
+		return fail(err)
 	}
 
 	newSize, nodeRequired := size, node
 	owedBefore := v.NodeExpandMin > 0 // an earlier expand's node expansion, not done yet
+	// An earlier run's ControllerExpandVolume whose answer was not recorded: this one is sent
+	// again (the expand run again, or reconcile).
+	replayed := v.ExpandMin > 0
 	var (
 		short error // the plugin answered OK with less than size
 		over  error // the plugin answered OK with more than limit: done, but not as asked
@@ -148,6 +161,16 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		// publish sends it), and to a node service without EXPAND_VOLUME (its halves disagree):
 		// the file system is not grown, and expandOnNode says so until it can be.
 		nodeRequired = resp.NodeExpansionRequired
+		if !nodeRequired && node && (replayed || earlier) {
+			// An earlier attempt's answer was lost, and the plugin may have expanded then, its
+			// node_expansion_required with it: this answer is to the same request sent again,
+			// about a volume the plugin may find at the size already, and one finding nothing
+			// to do may say the node need do nothing. Owed all the same where the node can
+			// expand (NodeExpandVolume is idempotent): taken at its word, the file system was
+			// left at the old size for good, nothing owed
+			// (TestExpandRetryAnsweredNodeExpansionNotRequiredStillExpandsTheNode).
+			nodeRequired = true
+		}
 		if newSize < size {
 			// The spec: the plugin reaches required_bytes or fails (OUT_OF_RANGE). It did
 			// neither, so the expand fails; the record keeps the larger of the old size and
@@ -226,6 +249,37 @@ func (e *Engine) expandLocked(ctx context.Context, c *conn, v store.Volume, size
 		return fail(err)
 	}
 	return e.Volume(ctx, v.ID)
+}
+
+// offlineOnly refuses to expand volume v while it is on the node (a claim, or a staging or
+// attachment recorded with none: an unpublish owed) through plugin c when c has not said it
+// expands such a volume: VOLUME_EXPANSION ONLINE alone says ControllerExpandVolume may grow a
+// volume published and available on a node; with OFFLINE only the CSI spec says it SHALL NOT,
+// and with neither the plugin never said it can (a restart that dropped ONLINE). ctrl says
+// ControllerExpandVolume would be sent; a node-only expansion, which NodeExpandVolume does on
+// the node, is refused for an offline-only plugin's claims alone, as before. Nothing is sent.
+func offlineOnly(c *conn, v store.Volume, ctrl bool, claims []store.Claim, st store.Staging) error {
+	pc := c.fp.Capabilities.Plugin
+	if pc.VolumeExpansionOnline || (!ctrl && !pc.VolumeExpansionOffline) {
+		return nil
+	}
+	says := "only expands volumes offline"
+	if !pc.VolumeExpansionOffline {
+		says = "does not say it expands volumes in use (its GetPluginCapabilities has no VOLUME_EXPANSION ONLINE)"
+	}
+	if len(claims) > 0 {
+		return conflictf("plugin %q %s and %q is in use by %s: release its claims first", v.PluginID, says, v.ID, describeClaims(claims))
+	}
+	if !ctrl || (!st.Staged && !st.ControllerPublished) {
+		return nil
+	}
+	on := fmt.Sprintf("staged at %s", st.StagingPath)
+	if st.ControllerPublished {
+		on = fmt.Sprintf("recorded attached to node %q", attachedNode(st))
+	}
+	return conflictf("plugin %q %s and %q is %s with no claim, so ControllerExpandVolume is not sent: `volctl reconcile` undoes that once plugin %q can "+
+		"(or `%s` forgets it), then expand again", v.PluginID, says, v.ID, on, v.PluginID,
+		shellquote.CommandFlags("volctl volume detach", []string{v.ID}, "--force", "--yes"))
 }
 
 // aboveLimit is the error for a plugin that answered an expansion (rpc) of v OK with answered
