@@ -37,6 +37,21 @@ capability {
 }
 `, ext))
 	w.nomad("volume", "register", filepath.Join(w.dir, "team.hcl"))
+	// Why volctl lists every volume and filters by plugin itself: this Nomad answers a list
+	// filtered by plugin_id in namespace "*" with none. Should a Nomad answer it, the request
+	// may ask for the plugin's volumes alone.
+	var all, byPlugin []struct{ ID, Namespace, PluginID string }
+	if !w.getJSON("/v1/volumes?type=csi&namespace=*", &all) || len(all) != 1 || all[0].Namespace != "team" {
+		t.Errorf("Nomad's list of every namespace's volumes: %+v, want team's db", all)
+	}
+	switch {
+	case !w.getJSON("/v1/volumes?type=csi&namespace=*&plugin_id=mem", &byPlugin):
+		t.Errorf("Nomad's list of plugin mem's volumes in namespace * failed")
+	case len(byPlugin) > 0:
+		t.Logf("%s lists volumes by plugin_id in namespace *: %+v", w.version, byPlugin)
+	default:
+		t.Logf("%s answers a list by plugin_id in namespace * with none", w.version)
+	}
 
 	w.stepTo("volctl nomad register db --dry-run and register: refused, exit 4, naming both")
 	var plans []struct {
