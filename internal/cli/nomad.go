@@ -997,6 +997,14 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 	if err != nil {
 		return err
 	}
+	// A volume named that volctl does not have fails the command before Nomad is asked
+	// anything: found only at its turn, it ended the command there, the rows of the volumes
+	// asked about before it unprinted (--json's array included).
+	for _, id := range opts.Volumes {
+		if _, err := e.Volume(ctx, id); err != nil {
+			return fmt.Errorf("nomad status: %w", err)
+		}
+	}
 	c, err := connectNomad(opts.Nomad)
 	if err != nil {
 		return fmt.Errorf("nomad status: %w", err)
