@@ -21,9 +21,7 @@ import (
 func TestNomadRegisterRefusesAStorageNomadHasAsAnotherVolume(t *testing.T) {
 	w, _ := startMemPluginInNomad(t, "mem")
 	w.stepTo("volctl creates volume db; Nomad gets its storage as volume db of namespace team")
-	w.writeFile("db.hcl", strings.Replace(dbSpec, `plugin_id = "hp"`, `plugin_id = "mem"`, 1))
-	w.volctl(0, "volume", "create", filepath.Join(w.dir, "db.hcl"))
-	ext := strings.TrimSpace(w.volctl(0, "volume", "status", "db", "-t", "{{.external_id}}"))
+	ext := w.createMemDB()
 	w.nomad("namespace", "apply", "team")
 	w.writeFile("team.hcl", fmt.Sprintf(`id = "db"
 name = "db"
