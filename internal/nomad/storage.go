@@ -1,6 +1,7 @@
 package nomad
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,8 +55,12 @@ func (c *Client) Twins(ctx context.Context, v spec.Volume, ns string) ([]Twin, e
 	}
 	var out []Twin
 	for _, s := range stubs {
-		if s != nil && s.PluginID == v.PluginID && s.ExternalID == v.ExternalID && (s.ID != v.ID || s.Namespace != ns) {
-			out = append(out, Twin{ID: s.ID, Namespace: s.Namespace})
+		if s == nil {
+			continue
+		}
+		sns := cmp.Or(s.Namespace, spec.DefaultNamespace) // none: an older Nomad's, its default one
+		if s.PluginID == v.PluginID && s.ExternalID == v.ExternalID && (s.ID != v.ID || sns != ns) {
+			out = append(out, Twin{ID: s.ID, Namespace: sns})
 		}
 	}
 	slices.SortFunc(out, func(a, b Twin) int { return strings.Compare(a.Namespace+"\x00"+a.ID, b.Namespace+"\x00"+b.ID) })

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -32,6 +33,7 @@ func TestNomadRegisterRefusesAVolumeWhoseStorageNomadHasAsAnother(t *testing.T) 
 			listQuery.Store(r.URL.RawQuery)
 			json.NewEncoder(w).Encode([]api.CSIVolumeListStub{
 				{ID: "db", Namespace: "default", PluginID: "hp", ExternalID: "ext-1"}, // db itself
+				{ID: "db", PluginID: "hp", ExternalID: "ext-1"},                       // so too, as an older Nomad names none
 				{ID: "db", Namespace: "team", PluginID: "hp", ExternalID: "ext-1"},
 				{ID: "db-copy", Namespace: "default", PluginID: "hp", ExternalID: "ext-1"},
 				{ID: "other", Namespace: "default", PluginID: "hp", ExternalID: "ext-2"},
@@ -63,6 +65,13 @@ func TestNomadRegisterRefusesAVolumeWhoseStorageNomadHasAsAnother(t *testing.T) 
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error: %v\nwant it to say %q", err, want)
 		}
+	}
+	twins, terr := c.Twins(context.Background(), v, "default")
+	if want := []Twin{{"db-copy", "default"}, {"db", "team"}}; terr != nil || !slices.Equal(twins, want) {
+		t.Errorf("Twins: %v, %v; want %v (db of the default namespace, named so or not, is no twin of itself)", twins, terr, want)
+	}
+	if n := strings.Count(err.Error(), `volume "db" in namespace default`); n != 1 {
+		t.Errorf("error: %v\nnames volume db of the default namespace %d times, want once (where it would be registered): it is no twin of itself", err, n)
 	}
 	for _, not := range []string{`"other"`, "prod"} {
 		if strings.Contains(err.Error(), not) {
