@@ -48,6 +48,14 @@ func startMemPluginInNomadWith(t *testing.T, id string, configure func(*csitest.
 	return w, socket, mem
 }
 
+// createMemDB has volctl create volume db (dbSpec) on plugin mem, and returns its external ID.
+func (w *nomadWorld) createMemDB() (ext string) {
+	w.t.Helper()
+	w.writeFile("db.hcl", strings.Replace(dbSpec, `plugin_id = "hp"`, `plugin_id = "mem"`, 1))
+	w.volctl(0, "volume", "create", filepath.Join(w.dir, "db.hcl"))
+	return strings.TrimSpace(w.volctl(0, "volume", "status", "db", "-t", "{{.external_id}}"))
+}
+
 // editInNomad registers Nomad's copy of volume db (plugin mem, external ID ext, node n1's
 // topology) from a file name whose fields between the external ID and the topology are body,
 // as `nomad volume register`: an edit made in Nomad after the handover.
@@ -95,9 +103,7 @@ func (w *nomadWorld) stopMemPluginInNomad(id string) {
 func TestNomadStatusSaysWhatNomadChanged(t *testing.T) {
 	w, _ := startMemPluginInNomad(t, "mem")
 	w.stepTo("volctl creates volume db and hands it over")
-	w.writeFile("db.hcl", strings.Replace(dbSpec, `plugin_id = "hp"`, `plugin_id = "mem"`, 1))
-	w.volctl(0, "volume", "create", filepath.Join(w.dir, "db.hcl"))
-	ext := strings.TrimSpace(w.volctl(0, "volume", "status", "db", "-t", "{{.external_id}}"))
+	ext := w.createMemDB()
 	if out := w.volctl(0, "nomad", "register", "db"); !strings.Contains(out, `Registered volume "db"`) {
 		t.Fatalf("register: %s", out)
 	}

@@ -44,6 +44,13 @@ func (n *killNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		n.mu.Unlock()
 		json.NewEncoder(w).Encode(map[string]any{"ID": "hp", "Provider": "hostpath.csi.volctl.dev", "ControllerRequired": true,
 			"ControllersHealthy": 1, "ControllersExpected": 1, "NodesHealthy": 1, "NodesExpected": 1})
+	case r.URL.Path == "/v1/volumes": // every namespace's volumes, as stubs
+		stubs := []map[string]any{}
+		for _, v := range n.volumes {
+			stubs = append(stubs, map[string]any{"ID": v["ID"], "Namespace": v["Namespace"], "PluginID": v["PluginID"], "ExternalID": v["ExternalID"]})
+		}
+		n.mu.Unlock()
+		json.NewEncoder(w).Encode(stubs)
 	case r.Method == http.MethodGet:
 		v, ok := n.volumes[id]
 		n.mu.Unlock()

@@ -835,6 +835,9 @@ func leakyNomad(t *testing.T, sentinels []string) string {
 		case strings.HasPrefix(r.URL.Path, "/v1/plugin/csi/"):
 			id := strings.TrimPrefix(r.URL.Path, "/v1/plugin/csi/")
 			fmt.Fprintf(w, `{"ID":%q,"NodesHealthy":1,"NodesExpected":1}`, id)
+		case r.URL.Path == "/v1/volumes": // every namespace's: sv3's storage is no other's
+			echo := strings.Join(sentinels[:2], " ")
+			json.NewEncoder(w).Encode([]map[string]any{{"ID": "sv3", "Namespace": "default", "PluginID": "mem", "ExternalID": "vol-" + echo}})
 		case r.URL.Path == "/v1/volume/csi/sv3" && r.Method == http.MethodGet:
 			// Nomad's copy of a volume holds what the plugin told Nomad: the echo too (of the
 			// volume secret and mount flag; the plugin env value is gone from the state by now).

@@ -90,7 +90,10 @@ volctl never sends ControllerUnpublishVolume for it: when the last local claim o
 handed over with --force goes, its attachment stays recorded until volctl nomad release.
 Before registering, the volume is marked as handed over, so volctl refuses to claim it from
 then on. A volume Nomad has by the same ID with another plugin or external ID is someone
-else's: it is not overwritten (exit 4). After Nomad answers OK, the volume is read back and
+else's: it is not overwritten (exit 4); nor is one registered whose storage (plugin and
+external ID) Nomad has as another volume, under another ID or in another namespace (exit 4),
+whose allocs Nomad would let use it at once (a token without csi-list-volume leaves that
+unchecked, and a note says so). After Nomad answers OK, the volume is read back and
 must be what was sent, or the command fails naming what differs. A registration that fails
 may have been taken all the same (a 500 can come after Nomad took it; so can the connection
 lost, no answer within a minute, Ctrl-C): Nomad is then asked whether it has the volume, and
@@ -380,7 +383,7 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 		if done.Plugin != nil && done.Plugin.ID == info.PluginID {
 			plugins[info.PluginID] = pluginAnswer{health: *done.Plugin}
 		}
-		if errors.Is(err, nomad.ErrOtherVolume) {
+		if errors.Is(err, nomad.ErrOtherVolume) || errors.Is(err, nomad.ErrSameStorage) {
 			err = withCode(ExitConflict, err)
 		}
 		return engine.Registered{Undo: done.Undo, OK: done.OK, InFlight: done.InFlight, Index: done.Index}, err
@@ -394,6 +397,9 @@ func nomadRegisterOne(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	}
 	if done.Warnings != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: Nomad: %s\n", escapeLines(done.Warnings))
+	}
+	if done.Unchecked != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(done.Unchecked))
 	}
 	if w := erasing.warning(ctx, c, want, "then run `"+shellquote.Command("volctl nomad register", id)+"` again"); w != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "Warning: %s\n", w)
@@ -514,6 +520,16 @@ func planRegistration(ctx context.Context, opts *NomadRegisterOptions, e *engine
 	if len(other) > 0 {
 		// Nomad's words, which what answers for it may have filled with the token.
 		but("Nomad's volume of the ID is another one", "Nomad's volume %q is another one (%s): it would be refused", id, display.Escape(c.Hide(strings.Join(other, ", "))))
+	}
+	switch twins, err := c.Twins(ctx, want, to.Namespace); {
+	case errors.Is(err, nomad.ErrPermissionDenied):
+		n := c.TwinsUnchecked(want)
+		plan.Warnings = append(plan.Warnings, n)
+		fmt.Fprintf(opts.IO.ErrOut, "Note: %s\n", escapeLines(n))
+	case err != nil:
+		return nil, err
+	case len(twins) > 0:
+		but("Nomad has its storage registered as another volume", "%s: it would be refused", display.Escape(c.TwinsError(want, to.Namespace, twins).Error()))
 	}
 	if h := info.Handover; h != nil && !h.To(to) {
 		but("it is handed over elsewhere", "it is handed over to Nomad at %s (namespace %s, region %q) already: it would be refused", h.Address, h.Namespace, h.Region)
@@ -980,6 +996,14 @@ func nomadStatusRun(ctx context.Context, opts *NomadStatusOptions) error {
 	e, err := opts.Engine(ctx)
 	if err != nil {
 		return err
+	}
+	// A volume named that volctl does not have fails the command before Nomad is asked
+	// anything: found only at its turn, it ended the command there, the rows of the volumes
+	// asked about before it unprinted (--json's array included).
+	for _, id := range opts.Volumes {
+		if _, err := e.Volume(ctx, id); err != nil {
+			return fmt.Errorf("nomad status: %w", err)
+		}
 	}
 	c, err := connectNomad(opts.Nomad)
 	if err != nil {

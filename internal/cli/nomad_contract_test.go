@@ -99,6 +99,16 @@ func newReplayNomad(t *testing.T, exchanges ...nomadExchange) *replayNomad {
 				return
 			}
 		}
+		if req.Method == http.MethodGet && req.URL.Path == "/v1/volumes" {
+			// The list of every namespace's volumes that volctl asks before a registration
+			// (nomad.Client.Twins) came after the captures: answered as Nomad with no
+			// volume of the storage but the one registered (its answer's shape is checked
+			// against a real Nomad by TestNomadRegisterRefusesAVolumeWhoseStorageNomadHasAsAnother
+			// in cmd/volctl).
+			w.Header().Set("X-Nomad-Index", "1")
+			io.WriteString(w, "[]")
+			return
+		}
 		t.Errorf("unexpected Nomad request %s %s", req.Method, req.URL.Path)
 		http.Error(w, "no captured exchange", http.StatusTeapot)
 	}))

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,6 +92,28 @@ func (n *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 			members = append(members, map[string]any{"Name": fmt.Sprintf("s%d.global", i+1), "Status": "alive", "Tags": map[string]string{"build": b, "region": "global"}})
 		}
 		json.NewEncoder(w).Encode(map[string]any{"ServerRegion": "global", "Members": members})
+	case r.URL.Path == "/v1/volumes" && r.Method == http.MethodGet:
+		// Every namespace's volumes (namespace=*), as stubs of what a read answers.
+		if ns != "*" || r.URL.Query().Get("type") != "csi" {
+			n.t.Errorf("volume list %s: want type=csi in namespace *", r.URL)
+		}
+		n.mu.Lock()
+		stubs := []map[string]any{}
+		for _, key := range slices.Sorted(maps.Keys(n.vols)) {
+			if !n.vols[key] {
+				continue
+			}
+			vns, id, _ := strings.Cut(key, "/")
+			stub := map[string]any{"ID": id, "Namespace": vns, "PluginID": "hp"}
+			for _, f := range []string{"ExternalID", "PluginID"} {
+				if x, ok := n.sent[key][f]; ok {
+					stub[f] = x
+				}
+			}
+			stubs = append(stubs, stub)
+		}
+		n.mu.Unlock()
+		json.NewEncoder(w).Encode(stubs)
 	case strings.HasPrefix(r.URL.Path, "/v1/plugin/csi/"):
 		if n.onPlugin != nil {
 			n.onPlugin()

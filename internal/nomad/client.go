@@ -191,7 +191,9 @@ func hiddenUserinfo(address string) string {
 // certificates), except that it follows no redirect. Nomad's API answers where it is asked;
 // a redirect would carry the ACL token (a header Go's client keeps across hosts) and a
 // registration's secrets to another host, and take that host's answer for Nomad's: its 404
-// for a volume would let `volctl nomad release` take back a volume Nomad has.
+// for a volume would let `volctl nomad release` take back a volume Nomad has. The transport
+// (boundedAnswers) ends a redirect before the client sees it; CheckRedirect stays, for any it
+// did not.
 //
 // An address unix:///PATH dials only the socket (the api module's own client for it would
 // bound nothing, nor tell Nomad's answers from others').
@@ -284,6 +286,18 @@ func (b boundedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 		a.index, _ = strconv.ParseUint(resp.Header.Get("X-Nomad-Index"), 10, 64)
 		a.retryAfter = resp.Header.Get("Retry-After")
 	}
+	if loc := resp.Header.Get("Location"); loc != "" && redirects(resp.StatusCode) {
+		// The redirect volctl does not follow, here rather than at the client's CheckRedirect:
+		// a Location Go cannot parse fails the client before it asks, in Go's words quoting
+		// the Location whole (what it carried of the request too) as a failure to reach
+		// Nomad, and a registration so answered was taken for one Nomad may have received.
+		resp.Body.Close()
+		to := hiddenUserinfo(loc)
+		if u, err := req.URL.Parse(loc); err == nil {
+			to = u.Redacted()
+		}
+		return nil, &redirectError{to: spec.Cut(to, 512)}
+	}
 	var r io.Reader = resp.Body
 	if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
 		r = &lazyGzip{src: resp.Body}
@@ -292,6 +306,15 @@ func (b boundedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &boundedBody{r: r, c: resp.Body, left: maxAnswer}
 	return resp, nil
+}
+
+// redirects reports whether status is one Go's client follows a Location of.
+func redirects(status int) bool {
+	switch status {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
 }
 
 // answer is what the transport noted of the answer to a request whose context carries it

@@ -129,6 +129,8 @@ func TestNomadWarningsAreScrubbed(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Nomad-Index", "1")
 		switch {
+		case r.URL.Path == "/v1/volumes": // Nomad has no other volume
+			fmt.Fprint(w, `[]`)
 		case r.Method == http.MethodPut:
 			registered = true
 			fmt.Fprintf(w, `{"Warnings":"policy saw token %s, secret %s, flag %s"}`, r.Header.Get("X-Nomad-Token"), secret, flag)

@@ -40,6 +40,9 @@ type Handed struct {
 	InFlight bool
 	// Index is the X-Nomad-Index of Nomad's OK (0: none).
 	Index uint64
+	// Unchecked says what volctl could not check before the registration (Nomad refused to
+	// list its volumes: TwinsUnchecked), for a note; empty when it checked.
+	Unchecked string
 	// Plugin is the volume's plugin's health as Nomad's read-back of it said (Nomad answers a
 	// volume with its plugin's health as of the read): set when the registration was read
 	// back as sent.
@@ -51,7 +54,9 @@ type Handed struct {
 // what to run.
 //
 //   - Nomad's copy is read first: one that is another volume (Identity) is not overwritten;
-//     nothing is sent, and the error matches ErrOtherVolume.
+//     nothing is sent, and the error matches ErrOtherVolume. Nor is one registered whose
+//     storage Nomad has as another volume (Twins: another ID, or this ID in another
+//     namespace); the error matches ErrSameStorage.
 //   - A registration Nomad answered OK is read back, and must be what was sent (ID,
 //     namespace, plugin and external ID, capabilities, capacity, topology): one that is not stays
 //     marked (Nomad said it took it), with an error saying what differs; one Nomad then says
@@ -69,6 +74,19 @@ type Handed struct {
 //     settled one, and the error says what to run to finish or take it back (hasNot).
 func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Handed, error) {
 	ns := c.namespaceFor(v)
+	// No second volume of its storage is made: Nomad's volume of it under another ID, or of
+	// this ID in another namespace, is not this one, and Nomad's allocs of the two would use
+	// one storage at once.
+	twins, terr := c.Twins(ctx, v, ns)
+	unchecked := ""
+	switch {
+	case errors.Is(terr, ErrPermissionDenied):
+		unchecked = c.TwinsUnchecked(v)
+	case terr != nil:
+		return Handed{Undo: true}, terr // nothing sent
+	case len(twins) > 0:
+		return Handed{Undo: true}, c.TwinsError(v, ns, twins)
+	}
 	have, err := c.VolumeIn(ctx, v.ID, ns, c.Region)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -80,7 +98,7 @@ func (c *Client) HandOver(ctx context.Context, v spec.Volume, first bool) (Hande
 				v.ID, c.Address, ErrOtherVolume, ns, c.shown(strings.Join(d, ", "), v), c.nomadCmd("volume deregister", ns, v.ID))
 		}
 	}
-	out := Handed{Updated: err == nil}
+	out := Handed{Updated: err == nil, Unchecked: unchecked}
 	if out.Updated && len(v.Context) == 0 && len(have.Context) > 0 {
 		// A volume volctl has no context for, whose copy in Nomad has one (the plugin's, from
 		// `nomad volume create`, or written there): Nomad 1.9.6 and later keep it when an

@@ -21,6 +21,9 @@ func TestNomadVolumeDeregisteredAfterTheRegistrationIsSaidSo(t *testing.T) {
 	var put atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
+		case r.URL.Path == "/v1/volumes": // Nomad has no other volume
+			w.Header().Set("X-Nomad-Index", "5")
+			w.Write([]byte(`[]`))
 		case r.Method == http.MethodPut:
 			put.Store(true)
 			w.Header().Set("X-Nomad-Index", "10")

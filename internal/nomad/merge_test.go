@@ -45,6 +45,14 @@ func (n *mergingNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	w.Header().Set("X-Nomad-Index", strconv.Itoa(7+n.puts))
+	if r.Method == http.MethodGet && r.URL.Path == "/v1/volumes" { // every namespace's
+		stubs := []api.CSIVolumeListStub{}
+		if !n.none {
+			stubs = append(stubs, api.CSIVolumeListStub{ID: n.vol.ID, Namespace: n.vol.Namespace, PluginID: n.vol.PluginID, ExternalID: n.vol.ExternalID})
+		}
+		json.NewEncoder(w).Encode(stubs)
+		return
+	}
 	if r.Method == http.MethodGet {
 		if n.none {
 			http.Error(w, "volume not found", http.StatusNotFound)

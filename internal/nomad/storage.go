@@ -1,0 +1,88 @@
+package nomad
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// ErrSameStorage matches a registration not sent because Nomad has the volume's storage (its
+// plugin and external ID) registered as another volume already: under another ID, or under
+// the same ID in another namespace.
+var ErrSameStorage = errors.New("has the volume's storage registered as another volume")
+
+// Twin is a volume Nomad has of the same plugin and external ID as one of volctl's, under
+// another ID or in another namespace: the same storage.
+type Twin struct {
+	ID        string `json:"id"`
+	Namespace string `json:"namespace"`
+}
+
+// Twins lists the volumes Nomad has, in every namespace the token may list volumes in, of v's
+// plugin and external ID other than v itself in namespace ns, where volctl registers it. Nomad
+// keeps its access-mode rules per volume: two volumes of one storage let one alloc of each
+// write it at once, whatever their access modes say, and `nomad volume deregister` of one
+// (or its plugin's DeleteVolume, `nomad volume delete`) takes the storage from under the other.
+//
+// The request lists every CSI volume (GET /v1/volumes?type=csi&namespace=*) and compares the
+// plugin here: Nomad 2.0.5 answers a list filtered by plugin_id in namespace "*" with none
+// (CSIVolumesByPluginID drops every volume whose namespace is not "*"). The error matches
+// ErrPermissionDenied when the token may list volumes in no namespace.
+func (c *Client) Twins(ctx context.Context, v spec.Volume, ns string) ([]Twin, error) {
+	if v.ExternalID == "" {
+		return nil, nil
+	}
+	rctx, a, cancel := c.request(ctx)
+	defer cancel()
+	var stubs []*api.CSIVolumeListStub
+	_, err := c.api.Raw().Query("/v1/volumes?type=csi", &stubs,
+		(&api.QueryOptions{Namespace: api.AllNamespacesNamespace, Region: c.Region}).WithContext(rctx))
+	if err != nil {
+		c.noteStopped(err, fmt.Sprintf("the volumes of volume %q's plugin", v.ID))
+		e := fmt.Errorf("volume %q: Nomad at %s: listing its volumes, to find any of plugin %q and external ID %q: %s%s", v.ID, c.Address, v.PluginID, v.ExternalID,
+			scrub(c.said(ctx, err, nil), v), c.denied(err, "csi-list-volume", "")+c.noRegion(err, c.Region)+busy(err, a))
+		if isDenied(err) {
+			return nil, &deniedError{e}
+		}
+		return nil, e
+	}
+	var out []Twin
+	for _, s := range stubs {
+		if s == nil {
+			continue
+		}
+		sns := cmp.Or(s.Namespace, spec.DefaultNamespace) // none: an older Nomad's, its default one
+		if s.PluginID == v.PluginID && s.ExternalID == v.ExternalID && (s.ID != v.ID || sns != ns) {
+			out = append(out, Twin{ID: s.ID, Namespace: sns})
+		}
+	}
+	slices.SortFunc(out, func(a, b Twin) int { return strings.Compare(a.Namespace+"\x00"+a.ID, b.Namespace+"\x00"+b.ID) })
+	return out, nil
+}
+
+// TwinsError is the error of a registration of v in namespace ns not sent because Nomad has
+// its storage as the volumes twins (Twins): it names both sides and what to run. It matches
+// ErrSameStorage.
+func (c *Client) TwinsError(v spec.Volume, ns string, twins []Twin) error {
+	names := make([]string, len(twins))
+	for i, t := range twins {
+		names[i] = fmt.Sprintf("volume %q in namespace %s", t.ID, t.Namespace)
+	}
+	t := twins[0]
+	return fmt.Errorf("volume %q: Nomad at %s %w (plugin %q, external ID %q): %s; registering it as volume %q in namespace %s too would give Nomad two volumes of one storage, whose allocs it would let use it at once (its access modes hold per volume): deregister that one there first (`%s`) if it is no one's, or leave this volume to it",
+		v.ID, c.Address, ErrSameStorage, v.PluginID, v.ExternalID, c.shown(strings.Join(names, ", "), v), v.ID, ns, c.nomadCmd("volume deregister", t.Namespace, t.ID))
+}
+
+// TwinsUnchecked says that Nomad at c refused to list its volumes (err, a 403), so volctl could
+// not check that none of them is v's storage under another ID or namespace (Twins).
+func (c *Client) TwinsUnchecked(v spec.Volume) string {
+	return fmt.Sprintf("volume %q: Nomad at %s did not list its volumes, so volctl could not check that none of them is this volume's storage (plugin %q, external ID %q) under another ID or namespace: NOMAD_TOKEN's ACL policy does not grant csi-list-volume; `nomad volume status -namespace '*'`, run with a token whose policy does in every namespace, lists them",
+		v.ID, c.Address, v.PluginID, v.ExternalID)
+}

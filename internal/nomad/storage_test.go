@@ -1,0 +1,116 @@
+package nomad
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/volctl/volctl/internal/spec"
+)
+
+// Nomad has volume db's storage (its plugin and external ID) registered already, as volume db
+// in another namespace and as another volume in db's own, by `nomad volume register` of the
+// file volctl export nomad wrote, or by someone else: Nomad's access-mode rules hold per
+// volume, so a registration of db here too gives Nomad two volumes of one storage, whose
+// allocs it lets write it at once. Before, HandOver read only db in its own namespace and
+// registered it. Now nothing is sent, the mark goes, and the error names both sides; volumes
+// of another plugin or external ID, and db itself, are no twins.
+func TestNomadRegisterRefusesAVolumeWhoseStorageNomadHasAsAnother(t *testing.T) {
+	var puts atomic.Int32
+	var listQuery atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Nomad-Index", "9")
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/v1/volumes":
+			listQuery.Store(r.URL.RawQuery)
+			json.NewEncoder(w).Encode([]api.CSIVolumeListStub{
+				{ID: "db", Namespace: "default", PluginID: "hp", ExternalID: "ext-1"}, // db itself
+				{ID: "db", PluginID: "hp", ExternalID: "ext-1"},                       // so too, as an older Nomad names none
+				{ID: "db", Namespace: "team", PluginID: "hp", ExternalID: "ext-1"},
+				{ID: "db-copy", Namespace: "default", PluginID: "hp", ExternalID: "ext-1"},
+				{ID: "other", Namespace: "default", PluginID: "hp", ExternalID: "ext-2"},
+				{ID: "db", Namespace: "prod", PluginID: "nfs", ExternalID: "ext-1"},
+			})
+		case r.Method == http.MethodGet:
+			http.Error(w, "volume not found", http.StatusNotFound)
+		default:
+			puts.Add(1)
+			w.Write([]byte(`{}`))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := spec.Volume{ID: "db", PluginID: "hp", ExternalID: "ext-1", Namespace: "default",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
+	done, err := c.HandOver(context.Background(), v, true)
+	if !errors.Is(err, ErrSameStorage) || !done.Undo || done.OK {
+		t.Fatalf("HandOver with Nomad holding its storage as other volumes: %+v, %v; want ErrSameStorage, nothing sent, the mark taken back", done, err)
+	}
+	if n := puts.Load(); n != 0 {
+		t.Errorf("%d registration(s) sent", n)
+	}
+	for _, want := range []string{`volume "db" in namespace team`, `volume "db-copy" in namespace default`, `external ID "ext-1"`, `plugin "hp"`,
+		"nomad volume deregister -namespace default db-copy"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error: %v\nwant it to say %q", err, want)
+		}
+	}
+	twins, terr := c.Twins(context.Background(), v, "default")
+	if want := []Twin{{"db-copy", "default"}, {"db", "team"}}; terr != nil || !slices.Equal(twins, want) {
+		t.Errorf("Twins: %v, %v; want %v (db of the default namespace, named so or not, is no twin of itself)", twins, terr, want)
+	}
+	if n := strings.Count(err.Error(), `volume "db" in namespace default`); n != 1 {
+		t.Errorf("error: %v\nnames volume db of the default namespace %d times, want once (where it would be registered): it is no twin of itself", err, n)
+	}
+	for _, not := range []string{`"other"`, "prod"} {
+		if strings.Contains(err.Error(), not) {
+			t.Errorf("error: %v\nnames %s, which is no twin", err, not)
+		}
+	}
+	if q, _ := listQuery.Load().(string); !strings.Contains(q, "namespace=%2A") && !strings.Contains(q, "namespace=*") || strings.Contains(q, "plugin_id") {
+		t.Errorf("list asked with %q: want every namespace's (namespace=*), not filtered by plugin_id, which Nomad answers with none in namespace *", q)
+	}
+}
+
+// A token that may list volumes in no namespace: Nomad refuses the list (403). The
+// registration goes on, as before, and what volctl could not check is said.
+func TestNomadRegisterSaysWhenItCouldNotListVolumes(t *testing.T) {
+	registered := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Nomad-Index", "3")
+		switch {
+		case r.URL.Path == "/v1/volumes":
+			http.Error(w, "Permission denied", http.StatusForbidden)
+		case r.Method == http.MethodPut:
+			registered = true
+			w.Write([]byte(`{}`))
+		case registered:
+			w.Write([]byte(`{"ID":"db","Namespace":"default","PluginID":"hp","ExternalID":"ext-1"}`))
+		default:
+			http.Error(w, "volume not found", http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := c.HandOver(context.Background(), spec.Volume{ID: "db", PluginID: "hp", ExternalID: "ext-1", Namespace: "default"}, true)
+	if err != nil || !done.OK {
+		t.Fatalf("HandOver, the list refused: %+v, %v; want it registered", done, err)
+	}
+	if !strings.Contains(done.Unchecked, "could not check") || !strings.Contains(done.Unchecked, "csi-list-volume") {
+		t.Errorf("Unchecked: %q\nwant it to say what volctl could not check, and the capability", done.Unchecked)
+	}
+}
