@@ -175,3 +175,78 @@ func TestSocketDirectoryMadeByAnotherUserIsNoLicence(t *testing.T) {
 		})
 	}
 }
+
+// A plugin's socket directory is a user's of its own (nobody's, say, chowned for some plugin
+// that runs as nobody), in one only root may write: owning it is the licence serverRefused
+// grants a plugin that runs as that user. This plugin was registered served by root. It
+// restarts, and meanwhile any process of nobody's (every daemon that runs as nobody) binds the
+// name. The user that served the socket when the plugin was fingerprinted is kept with the
+// fingerprint, and a listener of another (neither root nor volctl's own) is refused before any
+// RPC, by the fresh fingerprint's check and by the check of the connection held, naming both
+// users and what to do; registering the plugin again accepts the new user.
+func TestServerOfAnotherUserThanTheFingerprintsIsRefused(t *testing.T) {
+	h := newHarness(t, nil)
+	parent := t.TempDir() // root's, 0700
+	dir := filepath.Join(parent, "hp")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, impostorUID, impostorUID); err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(dir, "csi.sock")
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	stop := csitest.ServeAt(t, socket, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+	h.registerPlugin("hp", socket)
+	held, err := h.e.connect(h.ctx, "hp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.e.done(held)
+	stop()
+	reached := serveImpostor(t, socket)
+	wantRefusal := func(what string, err error) {
+		t.Helper()
+		if got := reached(); len(got) > 0 {
+			t.Fatalf("%s: uid %d's listener on %s, where root served when plugin hp was fingerprinted, was sent %v (err %v)", what, impostorUID, socket, got, err)
+		}
+		if err == nil {
+			t.Fatalf("%s through a socket uid %d serves, root's when fingerprinted, succeeded", what, impostorUID)
+		}
+		for _, want := range []string{"socket " + socket, "uid 0", "uid 65534", "stop it", "volctl plugin register"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: the refusal lacks %q: %v", what, want, err)
+			}
+		}
+		if !errors.Is(err, ErrConflict) {
+			t.Errorf("%s: the refusal is not a conflict: %v", what, err)
+		}
+	}
+
+	// The connection held: gRPC dials the name again by itself.
+	for range 5 {
+		err = held.client.NodeStageVolume(h.ctx, csi.NodeStageVolumeRequest{
+			VolumeID: "vol-1", StagingPath: filepath.Join(h.dir, "staging"),
+			Capability: csi.VolumeCapability{Capability: capab(spec.SingleNodeWriter)},
+			Secrets:    spec.Secrets{"key": "s3cr3t"},
+		})
+		if err == nil || !strings.Contains(err.Error(), "EOF") {
+			break
+		}
+	}
+	wantRefusal("NodeStageVolume over the connection held", err)
+
+	// A new process: the socket file is new, the plugin fingerprinted afresh.
+	h.open(Config{})
+	sv := volume("data")
+	sv.PluginID = "hp"
+	_, err = h.e.CreateVolume(h.ctx, sv)
+	wantRefusal("volume create", err)
+
+	// The operator's way out, when the plugin runs as nobody on purpose.
+	h.registerPlugin("hp", socket)
+	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+		t.Fatalf("volume create after the plugin was registered again, served by uid %d: %v", impostorUID, err)
+	}
+}
