@@ -185,44 +185,14 @@ func TestSocketDirectoryMadeByAnotherUserIsNoLicence(t *testing.T) {
 // RPC, by the fresh fingerprint's check and by the check of the connection held, naming both
 // users and what to do; registering the plugin again accepts the new user.
 func TestServerOfAnotherUserThanTheFingerprintsIsRefused(t *testing.T) {
-	h := newHarness(t, nil)
-	parent := t.TempDir() // root's, 0700
-	dir := filepath.Join(parent, "hp")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(dir, impostorUID, impostorUID); err != nil {
-		t.Fatal(err)
-	}
-	socket := filepath.Join(dir, "csi.sock")
-	cfg := csitest.DefaultMemConfig()
-	cfg.NodeID = "node-1"
-	stop := csitest.ServeAt(t, socket, csitest.WithServer(csitest.NewMemPlugin(cfg)))
-	h.registerPlugin("hp", socket)
+	h, socket, stop := rootServesInNobodysDirectory(t)
 	held, err := h.e.connect(h.ctx, "hp")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.e.done(held)
 	stop()
-	reached := serveImpostor(t, socket)
-	wantRefusal := func(what string, err error) {
-		t.Helper()
-		if got := reached(); len(got) > 0 {
-			t.Fatalf("%s: uid %d's listener on %s, where root served when plugin hp was fingerprinted, was sent %v (err %v)", what, impostorUID, socket, got, err)
-		}
-		if err == nil {
-			t.Fatalf("%s through a socket uid %d serves, root's when fingerprinted, succeeded", what, impostorUID)
-		}
-		for _, want := range []string{"socket " + socket, "uid 0", "uid 65534", "stop it", "volctl plugin register"} {
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("%s: the refusal lacks %q: %v", what, want, err)
-			}
-		}
-		if !errors.Is(err, ErrConflict) {
-			t.Errorf("%s: the refusal is not a conflict: %v", what, err)
-		}
-	}
+	wantRefusal := impostorRefused(t, socket)
 
 	// The connection held: gRPC dials the name again by itself.
 	for range 5 {
@@ -248,5 +218,69 @@ func TestServerOfAnotherUserThanTheFingerprintsIsRefused(t *testing.T) {
 	h.registerPlugin("hp", socket)
 	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
 		t.Fatalf("volume create after the plugin was registered again, served by uid %d: %v", impostorUID, err)
+	}
+}
+
+// A probe found another driver behind the plugin's socket file and forgot the file's identity
+// stored with the fingerprint (forgetFingerprintSockets), so that no connection reuses it: who
+// served the socket is kept, and nobody's process serving it next is refused as above.
+func TestServerKeptThroughAStaleFingerprint(t *testing.T) {
+	h, socket, stop := rootServesInNobodysDirectory(t)
+	c, err := h.e.connect(h.ctx, "hp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.e.staleFingerprint(h.ctx, c)
+	h.e.done(c)
+	stop()
+	wantRefusal := impostorRefused(t, socket)
+	h.open(Config{})
+	sv := volume("data")
+	sv.PluginID = "hp"
+	_, err = h.e.CreateVolume(h.ctx, sv)
+	wantRefusal("volume create after the fingerprint was found stale", err)
+}
+
+// rootServesInNobodysDirectory registers plugin hp, served by root on a socket in a directory
+// nobody (impostorUID) owns, in one only root may write; stop stops root's plugin.
+func rootServesInNobodysDirectory(t *testing.T) (h *harness, socket string, stop func()) {
+	t.Helper()
+	h = newHarness(t, nil)
+	dir := filepath.Join(t.TempDir(), "hp") // in root's, 0700
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, impostorUID, impostorUID); err != nil {
+		t.Fatal(err)
+	}
+	socket = filepath.Join(dir, "csi.sock")
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	stop = csitest.ServeAt(t, socket, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+	h.registerPlugin("hp", socket)
+	return h, socket, stop
+}
+
+// impostorRefused serves nobody's plugin on socket (serveImpostor) and returns what checks that
+// an operation's err (what names it) is the refusal of nobody's listener, nothing sent to it.
+func impostorRefused(t *testing.T, socket string) func(what string, err error) {
+	t.Helper()
+	reached := serveImpostor(t, socket)
+	return func(what string, err error) {
+		t.Helper()
+		if got := reached(); len(got) > 0 {
+			t.Fatalf("%s: uid %d's listener on %s, where root served when plugin hp was fingerprinted, was sent %v (err %v)", what, impostorUID, socket, got, err)
+		}
+		if err == nil {
+			t.Fatalf("%s through a socket uid %d serves, root's when fingerprinted, succeeded", what, impostorUID)
+		}
+		for _, want := range []string{"socket " + socket, "uid 0", "uid 65534", "stop it", "volctl plugin register"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: the refusal lacks %q: %v", what, want, err)
+			}
+		}
+		if !errors.Is(err, ErrConflict) {
+			t.Errorf("%s: the refusal is not a conflict: %v", what, err)
+		}
 	}
 }
