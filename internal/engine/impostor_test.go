@@ -64,20 +64,7 @@ func TestPluginReplacedUnderAHeldConnectionGetsNoRequest(t *testing.T) {
 	h.stopServe()
 	reached := serveImpostor(t, h.socket)
 
-	const secret = "AQDsIoxgHqpeBBAAtmd9Ndu4m1xspTbvwZdIzA=="
-	// The first RPC may go over the connection the plugin's stop broke (UNAVAILABLE: EOF), as
-	// an RPC in flight when the plugin stopped would; volctl retries it, and gRPC dials again.
-	for range 5 {
-		err = c.client.NodeStageVolume(h.ctx, csi.NodeStageVolumeRequest{
-			VolumeID:    "vol-1",
-			StagingPath: filepath.Join(h.dir, "staging"),
-			Capability:  csi.VolumeCapability{Capability: capab(spec.SingleNodeWriter)},
-			Secrets:     spec.Secrets{"key": secret},
-		})
-		if err == nil || !strings.Contains(err.Error(), "EOF") {
-			break
-		}
-	}
+	err = stageOverHeld(h, c)
 	if got := reached(); len(got) > 0 {
 		t.Fatalf("uid %d's listener on %s was sent %v over the connection held to the plugin (err %v)", impostorUID, h.socket, got, err)
 	}
@@ -195,17 +182,7 @@ func TestServerOfAnotherUserThanTheFingerprintsIsRefused(t *testing.T) {
 	wantRefusal := impostorRefused(t, socket)
 
 	// The connection held: gRPC dials the name again by itself.
-	for range 5 {
-		err = held.client.NodeStageVolume(h.ctx, csi.NodeStageVolumeRequest{
-			VolumeID: "vol-1", StagingPath: filepath.Join(h.dir, "staging"),
-			Capability: csi.VolumeCapability{Capability: capab(spec.SingleNodeWriter)},
-			Secrets:    spec.Secrets{"key": "s3cr3t"},
-		})
-		if err == nil || !strings.Contains(err.Error(), "EOF") {
-			break
-		}
-	}
-	wantRefusal("NodeStageVolume over the connection held", err)
+	wantRefusal("NodeStageVolume over the connection held", stageOverHeld(h, held))
 
 	// A new process: the socket file is new, the plugin fingerprinted afresh.
 	h.open(Config{})
@@ -283,4 +260,22 @@ func impostorRefused(t *testing.T, socket string) func(what string, err error) {
 			t.Errorf("%s: the refusal is not a conflict: %v", what, err)
 		}
 	}
+}
+
+// stageOverHeld sends NodeStageVolume, with a secret, over c, a connection held while its plugin
+// stopped. The first RPC may go over the connection the plugin's stop broke (UNAVAILABLE: EOF),
+// as an RPC in flight when the plugin stopped would; volctl retries it, and gRPC dials again.
+func stageOverHeld(h *harness, c *conn) (err error) {
+	for range 5 {
+		err = c.client.NodeStageVolume(h.ctx, csi.NodeStageVolumeRequest{
+			VolumeID:    "vol-1",
+			StagingPath: filepath.Join(h.dir, "staging"),
+			Capability:  csi.VolumeCapability{Capability: capab(spec.SingleNodeWriter)},
+			Secrets:     spec.Secrets{"key": "AQDsIoxgHqpeBBAAtmd9Ndu4m1xspTbvwZdIzA=="},
+		})
+		if err == nil || !strings.Contains(err.Error(), "EOF") {
+			return err
+		}
+	}
+	return err
 }
