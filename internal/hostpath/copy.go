@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -296,12 +297,16 @@ func copyData(ctx context.Context, in, out *os.File) error {
 		if errors.Is(err, unix.ENXIO) {
 			break // no data at or after off: a hole to the end
 		}
-		if err != nil {
+		hole := int64(math.MaxInt64) // a file system that cannot tell holes: data to the end
+		switch {
+		case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP):
+			data = off
+		case err != nil:
 			return err
-		}
-		hole, err := unix.Seek(int(in.Fd()), data, unix.SEEK_HOLE)
-		if err != nil {
-			return err
+		default:
+			if hole, err = unix.Seek(int(in.Fd()), data, unix.SEEK_HOLE); err != nil {
+				return err
+			}
 		}
 		for off = data; off < hole; {
 			if err := ctx.Err(); err != nil {
