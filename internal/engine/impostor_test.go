@@ -279,3 +279,20 @@ func stageOverHeld(h *harness, c *conn) (err error) {
 	}
 	return err
 }
+
+// The agent registers the plugins its config declares at every start, and again every probe
+// interval while one cannot be registered (its socket not there yet: after a reboot, before its
+// supervisor starts it). Nobody's process that binds the name first is not the plugin root
+// served: the agent's registration holds it to the user kept with the last fingerprint, as
+// every connection does; only the operator's (volctl plugin register) takes another.
+func TestAgentsRegistrationKeepsWhoServed(t *testing.T) {
+	h, socket, stop := rootServesInNobodysDirectory(t)
+	stop()
+	wantRefusal := impostorRefused(t, socket)
+	_, err := h.e.RegisterDeclaredPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: socket})
+	wantRefusal("the agent's registration of the declared plugin", err)
+	h.registerPlugin("hp", socket) // the operator's
+	if _, err := h.e.RegisterDeclaredPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatalf("the agent's registration after the operator registered the plugin served by uid %d: %v", impostorUID, err)
+	}
+}
