@@ -284,7 +284,7 @@ func (a *Agent) registerDeclared(ctx context.Context) error {
 		return err
 	}
 	for _, sp := range a.decl {
-		info, err := a.e.RegisterPlugin(ctx, sp)
+		info, err := a.e.RegisterDeclaredPlugin(ctx, sp)
 		switch {
 		case errors.Is(err, engine.ErrInvalid):
 			return err
@@ -325,7 +325,7 @@ func (a *Agent) registerPending(ctx context.Context) {
 // registerAgain is one of registerPending's tries.
 func (a *Agent) registerAgain(ctx context.Context) {
 	a.unregistered = slices.DeleteFunc(a.unregistered, func(sp spec.Plugin) bool {
-		info, err := a.e.RegisterPlugin(ctx, sp)
+		info, err := a.e.RegisterDeclaredPlugin(ctx, sp)
 		switch {
 		case errors.Is(err, engine.ErrInvalid):
 			a.log.Error("registering a declared plugin: giving up until the agent restarts with its declaration corrected", "plugin", sp.ID, "err", err)

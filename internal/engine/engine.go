@@ -291,7 +291,7 @@ type Plugin interface {
 	Close() error
 }
 
-func dialCSI(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger, redact func(context.Context) ([]string, error),
+func dialCSI(p store.Plugin, srv *servers, timeouts csi.Timeouts, log *slog.Logger, redact func(context.Context) ([]string, error),
 	observe func(plugin, rpc, code string, d time.Duration)) (Plugin, error) {
 	sp := p.Spec()
 	cfg := csi.ConfigFromSpec(&sp)
@@ -299,7 +299,7 @@ func dialCSI(p store.Plugin, timeouts csi.Timeouts, log *slog.Logger, redact fun
 	cfg.Logger = log.With("plugin", p.ID) // the RPC trace names the plugin beside the rpc
 	cfg.Name = p.ID                       // and so do its errors' hints
 	cfg.Redact = redact
-	cfg.CheckPeer = serverRefused // every connection, gRPC's reconnects too, not only checkServers' own
+	cfg.CheckPeer = srv.refused // every connection, gRPC's reconnects too, not only checkServers' own
 	if observe != nil {
 		id := p.ID
 		cfg.Observe = func(rpc, code string, d time.Duration) { observe(id, rpc, code, d) }
@@ -394,6 +394,9 @@ type conn struct {
 	client  Plugin
 	fp      *csi.Fingerprint
 	sockets []socketID
+	// servers is who served the sockets when the plugin was fingerprinted (its client's
+	// CheckPeer holds every connection to them).
+	servers *servers
 	// timeouts are the client's per-RPC timeouts (pluginTimeouts), which retry reads.
 	timeouts csi.Timeouts
 	// fpRecorded says fp is in the store: connectPlugin with record wrote it, or checkHealth
@@ -556,7 +559,8 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 			return nil, unreachableSocket(s.path)
 		}
 	}
-	client, err := dialCSI(p, e.cfg.Timeouts, e.log, e.secretValues, e.cfg.ObserveRPC)
+	srv := serversOf(p)
+	client, err := dialCSI(p, srv, e.cfg.Timeouts, e.log, e.secretValues, e.cfg.ObserveRPC)
 	if err != nil {
 		return nil, err
 	}
@@ -564,11 +568,11 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		// The plugin instance this process (or an earlier one) fingerprinted is still the one
 		// on the sockets: its fingerprint stands, passed checkIdentity when it was taken, and
 		// is in the store already. Dialling sent nothing: no RPC, no commit.
-		c = &conn{plugin: p, client: client, fp: fp, sockets: ids, timeouts: pluginTimeouts(p, e.cfg.Timeouts), rowAt: p.UpdatedAt}
+		c = &conn{plugin: p, client: client, fp: fp, sockets: ids, servers: srv, timeouts: pluginTimeouts(p, e.cfg.Timeouts), rowAt: p.UpdatedAt}
 		c.fpRecorded.Store(true)
 		return e.cache(c), nil
 	}
-	if err := checkServers(ids); err != nil {
+	if err := checkServers(ids, srv); err != nil {
 		_ = client.Close()
 		return nil, err
 	}
@@ -592,7 +596,7 @@ func (e *Engine) connectPlugin(ctx context.Context, p store.Plugin, record bool)
 		_ = client.Close()
 		return nil, err
 	}
-	c = &conn{plugin: p, client: client, fp: fp, sockets: ids, timeouts: pluginTimeouts(p, e.cfg.Timeouts), rowAt: p.UpdatedAt}
+	c = &conn{plugin: p, client: client, fp: fp, sockets: ids, servers: srv, timeouts: pluginTimeouts(p, e.cfg.Timeouts), rowAt: p.UpdatedAt}
 	if record {
 		// The stored fingerprint is what status and the dashboard show, and what the next
 		// process reuses while the socket files are the ones recorded with it. It is committed
@@ -654,7 +658,9 @@ func (e *Engine) cache(c *conn) *conn {
 func (c *conn) storedFingerprint(now time.Time) store.Fingerprint {
 	fp := fingerprintToStore(c.fp, now)
 	for _, s := range c.sockets {
-		fp.Sockets = append(fp.Sockets, store.SocketIdentity{Path: s.path, Dev: s.dev, Inode: s.inode, CtimeNs: s.ctime})
+		id := store.SocketIdentity{Path: s.path, Dev: s.dev, Inode: s.inode, CtimeNs: s.ctime}
+		id.ServerUID, id.ServerKnown = c.servers.uidOf(s.path)
+		fp.Sockets = append(fp.Sockets, id)
 	}
 	return fp
 }
@@ -1325,6 +1331,10 @@ func forgetFingerprintSockets(tx *store.Tx, c *conn) error {
 	if err != nil || !slices.Equal(p.Fingerprint.Sockets, c.storedFingerprint(time.Time{}).Sockets) {
 		return err
 	}
-	p.Fingerprint.Sockets = nil
+	// The files' identity goes, so that no connection reuses the fingerprint; who served them
+	// stays, so that the next fingerprint's server is held to it (serversOf).
+	for i, s := range p.Fingerprint.Sockets {
+		p.Fingerprint.Sockets[i] = store.SocketIdentity{Path: s.Path, ServerUID: s.ServerUID, ServerKnown: s.ServerKnown}
+	}
 	return tx.Plugins().SetFingerprint(p.ID, p.Fingerprint)
 }

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
+	"github.com/volctl/volctl/internal/store"
 )
 
 // SocketExposure says why another user could stand in for the plugin at socket, or drive it,
@@ -87,23 +89,84 @@ func exposedSockets(c *conn) []string {
 }
 
 // checkServers refuses a plugin whose socket is served by a process of a user who could have
-// put it there only as "any user" (serverRefused), before any RPC: asked of each socket when
-// the plugin is fingerprinted afresh (its socket files are new), as checkIdentity asks the
-// driver's name. Every connection the plugin's client makes afterwards, gRPC's own reconnects
-// after the plugin went away among them, is asked the same by the client itself
-// (csi.Config.CheckPeer, set by dialCSI): a check of one connection says nothing of the next,
-// which may reach whoever bound the name since.
-func checkServers(sockets []socketID) error {
+// put it there only as "any user" (serverRefused), or of another user than the one who served
+// it when the plugin was last fingerprinted (servers.refused), before any RPC: asked of each
+// socket when the plugin is fingerprinted afresh (its socket files are new), as checkIdentity
+// asks the driver's name; srv then holds who serves each. Every connection the plugin's client
+// makes afterwards, gRPC's own reconnects after the plugin went away among them, is asked the
+// same by the client itself (csi.Config.CheckPeer, set by dialCSI): a check of one connection
+// says nothing of the next, which may reach whoever bound the name since.
+func checkServers(sockets []socketID, srv *servers) error {
 	for _, s := range sockets {
 		cred := socketCred(s.path)
 		if cred == nil {
 			continue // nothing answers: the fingerprint says so
 		}
-		if err := serverRefused(s.path, cred); err != nil {
+		if err := srv.refused(s.path, cred); err != nil {
 			return err
 		}
+		srv.set(s.path, cred.Uid)
 	}
 	return nil
+}
+
+// servers is who served a plugin's sockets when it was last fingerprinted, the uid of each
+// socket's listener by its path, kept with the fingerprint (store.SocketIdentity.ServerUID).
+// serverRefused lets a user serve from a directory it owns, in one only root may write; but a
+// plugin registered while root served it there is not that user's to serve: any process of
+// theirs (nobody's: every daemon that runs as nobody) could bind the name while the plugin
+// restarts. Registering the plugin again takes whoever serves it then (registerPlugin
+// connects with a declaration, no fingerprint).
+type servers struct {
+	plugin string
+	mu     sync.Mutex
+	uid    map[string]uint32
+}
+
+// serversOf is who served p's sockets when it was last fingerprinted, as its row records.
+func serversOf(p store.Plugin) *servers {
+	srv := &servers{plugin: p.ID, uid: map[string]uint32{}}
+	for _, s := range p.Fingerprint.Sockets {
+		if s.ServerKnown {
+			srv.uid[s.Path] = s.ServerUID
+		}
+	}
+	return srv
+}
+
+// uidOf is who served socket when the plugin was fingerprinted, if known.
+func (srv *servers) uidOf(socket string) (uint32, bool) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	uid, ok := srv.uid[socket]
+	return uid, ok
+}
+
+func (srv *servers) set(socket string, uid uint32) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	srv.uid[socket] = uid
+}
+
+// refused refuses the process cred that listens on socket as serverRefused does, and when it
+// is neither root's nor this user's, unless its user is the one who served the socket when the
+// plugin was fingerprinted (or that is not known).
+func (srv *servers) refused(socket string, cred *unix.Ucred) error {
+	if err := serverRefused(socket, cred); err != nil {
+		return err
+	}
+	if cred.Uid == 0 || int(cred.Uid) == os.Geteuid() {
+		return nil
+	}
+	was, ok := srv.uidOf(socket)
+	if !ok || was == cred.Uid {
+		return nil
+	}
+	return conflictf("socket %s of plugin %q was served by uid %d when the plugin was fingerprinted, and is served now by pid %d of uid %d: "+
+		"any process of that user's may have bound the socket's name while the plugin was not listening, and would be sent the requests for its volumes, secrets included; "+
+		"no RPC goes to it: if that process is not the plugin, stop it and start the plugin again; "+
+		"if the plugin runs as uid %d now on purpose, register it again (volctl plugin register) to have volctl take that user's process for it",
+		spec.QuoteName(socket), srv.plugin, was, cred.Pid, cred.Uid, cred.Uid)
 }
 
 // serverRefused refuses the process cred that listens on socket unless its user is root, this

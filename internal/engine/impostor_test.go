@@ -64,20 +64,7 @@ func TestPluginReplacedUnderAHeldConnectionGetsNoRequest(t *testing.T) {
 	h.stopServe()
 	reached := serveImpostor(t, h.socket)
 
-	const secret = "AQDsIoxgHqpeBBAAtmd9Ndu4m1xspTbvwZdIzA=="
-	// The first RPC may go over the connection the plugin's stop broke (UNAVAILABLE: EOF), as
-	// an RPC in flight when the plugin stopped would; volctl retries it, and gRPC dials again.
-	for range 5 {
-		err = c.client.NodeStageVolume(h.ctx, csi.NodeStageVolumeRequest{
-			VolumeID:    "vol-1",
-			StagingPath: filepath.Join(h.dir, "staging"),
-			Capability:  csi.VolumeCapability{Capability: capab(spec.SingleNodeWriter)},
-			Secrets:     spec.Secrets{"key": secret},
-		})
-		if err == nil || !strings.Contains(err.Error(), "EOF") {
-			break
-		}
-	}
+	err = stageOverHeld(h, c)
 	if got := reached(); len(got) > 0 {
 		t.Fatalf("uid %d's listener on %s was sent %v over the connection held to the plugin (err %v)", impostorUID, h.socket, got, err)
 	}
@@ -173,5 +160,139 @@ func TestSocketDirectoryMadeByAnotherUserIsNoLicence(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A plugin's socket directory is a user's of its own (nobody's, say, chowned for some plugin
+// that runs as nobody), in one only root may write: owning it is the licence serverRefused
+// grants a plugin that runs as that user. This plugin was registered served by root. It
+// restarts, and meanwhile any process of nobody's (every daemon that runs as nobody) binds the
+// name. The user that served the socket when the plugin was fingerprinted is kept with the
+// fingerprint, and a listener of another (neither root nor volctl's own) is refused before any
+// RPC, by the fresh fingerprint's check and by the check of the connection held, naming both
+// users and what to do; registering the plugin again accepts the new user.
+func TestServerOfAnotherUserThanTheFingerprintsIsRefused(t *testing.T) {
+	h, socket, stop := rootServesInNobodysDirectory(t)
+	held, err := h.e.connect(h.ctx, "hp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.e.done(held)
+	stop()
+	wantRefusal := impostorRefused(t, socket)
+
+	// The connection held: gRPC dials the name again by itself.
+	wantRefusal("NodeStageVolume over the connection held", stageOverHeld(h, held))
+
+	// A new process: the socket file is new, the plugin fingerprinted afresh.
+	h.open(Config{})
+	sv := volume("data")
+	sv.PluginID = "hp"
+	_, err = h.e.CreateVolume(h.ctx, sv)
+	wantRefusal("volume create", err)
+
+	// The operator's way out, when the plugin runs as nobody on purpose.
+	h.registerPlugin("hp", socket)
+	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
+		t.Fatalf("volume create after the plugin was registered again, served by uid %d: %v", impostorUID, err)
+	}
+}
+
+// A probe found another driver behind the plugin's socket file and forgot the file's identity
+// stored with the fingerprint (forgetFingerprintSockets), so that no connection reuses it: who
+// served the socket is kept, and nobody's process serving it next is refused as above.
+func TestServerKeptThroughAStaleFingerprint(t *testing.T) {
+	h, socket, stop := rootServesInNobodysDirectory(t)
+	c, err := h.e.connect(h.ctx, "hp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.e.staleFingerprint(h.ctx, c)
+	h.e.done(c)
+	stop()
+	wantRefusal := impostorRefused(t, socket)
+	h.open(Config{})
+	sv := volume("data")
+	sv.PluginID = "hp"
+	_, err = h.e.CreateVolume(h.ctx, sv)
+	wantRefusal("volume create after the fingerprint was found stale", err)
+}
+
+// rootServesInNobodysDirectory registers plugin hp, served by root on a socket in a directory
+// nobody (impostorUID) owns, in one only root may write; stop stops root's plugin.
+func rootServesInNobodysDirectory(t *testing.T) (h *harness, socket string, stop func()) {
+	t.Helper()
+	h = newHarness(t, nil)
+	dir := filepath.Join(t.TempDir(), "hp") // in root's, 0700
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, impostorUID, impostorUID); err != nil {
+		t.Fatal(err)
+	}
+	socket = filepath.Join(dir, "csi.sock")
+	cfg := csitest.DefaultMemConfig()
+	cfg.NodeID = "node-1"
+	stop = csitest.ServeAt(t, socket, csitest.WithServer(csitest.NewMemPlugin(cfg)))
+	h.registerPlugin("hp", socket)
+	return h, socket, stop
+}
+
+// impostorRefused serves nobody's plugin on socket (serveImpostor) and returns what checks that
+// an operation's err (what names it) is the refusal of nobody's listener, nothing sent to it.
+func impostorRefused(t *testing.T, socket string) func(what string, err error) {
+	t.Helper()
+	reached := serveImpostor(t, socket)
+	return func(what string, err error) {
+		t.Helper()
+		if got := reached(); len(got) > 0 {
+			t.Fatalf("%s: uid %d's listener on %s, where root served when plugin hp was fingerprinted, was sent %v (err %v)", what, impostorUID, socket, got, err)
+		}
+		if err == nil {
+			t.Fatalf("%s through a socket uid %d serves, root's when fingerprinted, succeeded", what, impostorUID)
+		}
+		for _, want := range []string{"socket " + socket, "uid 0", "uid 65534", "stop it", "volctl plugin register"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: the refusal lacks %q: %v", what, want, err)
+			}
+		}
+		if !errors.Is(err, ErrConflict) {
+			t.Errorf("%s: the refusal is not a conflict: %v", what, err)
+		}
+	}
+}
+
+// stageOverHeld sends NodeStageVolume, with a secret, over c, a connection held while its plugin
+// stopped. The first RPC may go over the connection the plugin's stop broke (UNAVAILABLE: EOF),
+// as an RPC in flight when the plugin stopped would; volctl retries it, and gRPC dials again.
+func stageOverHeld(h *harness, c *conn) (err error) {
+	for range 5 {
+		err = c.client.NodeStageVolume(h.ctx, csi.NodeStageVolumeRequest{
+			VolumeID:    "vol-1",
+			StagingPath: filepath.Join(h.dir, "staging"),
+			Capability:  csi.VolumeCapability{Capability: capab(spec.SingleNodeWriter)},
+			Secrets:     spec.Secrets{"key": "AQDsIoxgHqpeBBAAtmd9Ndu4m1xspTbvwZdIzA=="},
+		})
+		if err == nil || !strings.Contains(err.Error(), "EOF") {
+			return err
+		}
+	}
+	return err
+}
+
+// The agent registers the plugins its config declares at every start, and again every probe
+// interval while one cannot be registered (its socket not there yet: after a reboot, before its
+// supervisor starts it). Nobody's process that binds the name first is not the plugin root
+// served: the agent's registration holds it to the user kept with the last fingerprint, as
+// every connection does; only the operator's (volctl plugin register) takes another.
+func TestAgentsRegistrationKeepsWhoServed(t *testing.T) {
+	h, socket, stop := rootServesInNobodysDirectory(t)
+	stop()
+	wantRefusal := impostorRefused(t, socket)
+	_, err := h.e.RegisterDeclaredPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: socket})
+	wantRefusal("the agent's registration of the declared plugin", err)
+	h.registerPlugin("hp", socket) // the operator's
+	if _, err := h.e.RegisterDeclaredPlugin(h.ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: socket}); err != nil {
+		t.Fatalf("the agent's registration after the operator registered the plugin served by uid %d: %v", impostorUID, err)
 	}
 }

@@ -23,16 +23,40 @@ func (e *Engine) RegisterPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo
 	if err := spec.ValidateNewID("plugin ID", sp.ID); err != nil {
 		return PluginInfo{}, invalidf("register plugin: %v", err)
 	}
-	return bySpecID(sp.ID, func(id string) (PluginInfo, error) { sp.ID = id; return e.registerPlugin(ctx, sp) })
+	return bySpecID(sp.ID, func(id string) (PluginInfo, error) { sp.ID = id; return e.registerPlugin(ctx, sp, false) })
 }
 
-// registerPlugin is RegisterPlugin of the ID as stored (bySpecID).
-func (e *Engine) registerPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo, error) {
+// RegisterDeclaredPlugin is RegisterPlugin as the agent does it, of a plugin its config declares,
+// at its start and again while one cannot be registered: not the operator's choice of whoever
+// serves the plugin's sockets now, it holds them to the users who served them when the plugin
+// was last fingerprinted (servers), as every connection does. Nobody's process that bound the
+// name first, after a reboot before the plugin's supervisor started it, is refused; the
+// operator's registration (RegisterPlugin) takes another user.
+func (e *Engine) RegisterDeclaredPlugin(ctx context.Context, sp spec.Plugin) (PluginInfo, error) {
+	if err := spec.ValidateNewID("plugin ID", sp.ID); err != nil {
+		return PluginInfo{}, invalidf("register plugin: %v", err)
+	}
+	return bySpecID(sp.ID, func(id string) (PluginInfo, error) { sp.ID = id; return e.registerPlugin(ctx, sp, true) })
+}
+
+// registerPlugin is RegisterPlugin of the ID as stored (bySpecID); keepServers holds the
+// sockets to who served them as the stored row records (RegisterDeclaredPlugin).
+func (e *Engine) registerPlugin(ctx context.Context, sp spec.Plugin, keepServers bool) (PluginInfo, error) {
 	sp, joined, err := e.joinRegisteredHalf(ctx, sp)
 	if err != nil {
 		return PluginInfo{}, fmt.Errorf("register plugin %q: %w", sp.ID, err)
 	}
 	p := store.PluginFromSpec(sp)
+	if keepServers {
+		old, err := viewOne(ctx, e.store, func(tx *store.Tx) (store.Plugin, error) { return tx.Plugins().Get(sp.ID) })
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return PluginInfo{}, fmt.Errorf("register plugin %q: %w", sp.ID, err)
+		}
+		// Who served each socket only: no file identity, no fingerprint to reuse (serversOf).
+		for _, s := range old.Fingerprint.Sockets {
+			p.Fingerprint.Sockets = append(p.Fingerprint.Sockets, store.SocketIdentity{Path: s.Path, ServerUID: s.ServerUID, ServerKnown: s.ServerKnown})
+		}
+	}
 	var (
 		fp     *csi.Fingerprint
 		health store.Health

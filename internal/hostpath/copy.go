@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -78,13 +79,13 @@ func walkTree(ctx context.Context, root string, visit func(*treeEntry) error) (m
 // kernel answered that (STATX_ATTR_MOUNT_ROOT, Linux 5.8 on), which leftOut then goes by.
 func stat(fd int, st *unix.Stat_t) (mountRoot, known bool, err error) {
 	var sx unix.Statx_t
-	const want = unix.STATX_TYPE | unix.STATX_MODE | unix.STATX_UID | unix.STATX_GID | unix.STATX_BLOCKS | unix.STATX_INO
+	const want = unix.STATX_TYPE | unix.STATX_MODE | unix.STATX_UID | unix.STATX_GID | unix.STATX_BLOCKS | unix.STATX_INO | unix.STATX_NLINK
 	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, want, &sx); err != nil {
 		return false, false, err
 	}
 	*st = unix.Stat_t{
 		Dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), Ino: sx.Ino, Mode: uint32(sx.Mode),
-		Uid: sx.Uid, Gid: sx.Gid, Size: int64(sx.Size), Blocks: int64(sx.Blocks),
+		Uid: sx.Uid, Gid: sx.Gid, Size: int64(sx.Size), Blocks: int64(sx.Blocks), Nlink: uint64(sx.Nlink),
 	}
 	known = sx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0
 	return known && sx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0, known, nil
@@ -182,6 +183,14 @@ func reopen(fd int, path string) (*os.File, error) {
 // nothing. It stops early when ctx is done. It never follows a symlink, nor enters a mount
 // inside src (walkTree): mounts are the paths of those it left out.
 //
+// The copy takes no more room than its source: a file's holes stay holes (copyFile), and the
+// names of one file (hard links) are names of one copy. A consumer of the volume makes both
+// without the room they would take copied out: truncate -s 1T, or ln a file a thousand times,
+// in a volume of a megabyte. Copied as their sizes said, each snapshot or clone of the volume
+// wrote those terabytes of zeros and copies onto the plugin's root, the file system of every
+// other volume and of the plugin's own records, until it was full
+// (TestCopyTakesNoMoreRoomThanItsSource).
+//
 // What it made is on disk when it returns: its file system synced once it is all made
 // (syncfs(2): one call, where a sync of each file cost a journal commit each, thousands for a
 // volume of many small files). The copy is a snapshot or a new volume whose record is written
@@ -189,6 +198,8 @@ func reopen(fd int, path string) (*os.File, error) {
 // record naming a copy of empty or partial files, or directories without their entries
 // (TestCopiesAndNewVolumesAreOnDiskBeforeTheirRecords).
 func copyTree(ctx context.Context, src, dst string) (mounts []string, err error) {
+	type inode struct{ dev, ino uint64 }
+	copied := map[inode]string{} // the copy of each file with more than one name, by its source
 	mounts, err = walkTree(ctx, src, func(e *treeEntry) error {
 		target := filepath.Join(dst, e.rel)
 		perm := fs.FileMode(e.st.Mode) & fs.ModePerm
@@ -206,8 +217,15 @@ func copyTree(ctx context.Context, src, dst string) (mounts []string, err error)
 				return err
 			}
 		case unix.S_IFREG:
-			if err := copyFile(e, filepath.Join(src, e.rel), target, perm); err != nil {
+			id := inode{e.st.Dev, e.st.Ino}
+			if first, ok := copied[id]; ok {
+				return os.Link(first, target) // its owner and mode are the first name's
+			}
+			if err := copyFile(ctx, e, filepath.Join(src, e.rel), target, perm); err != nil {
 				return err
+			}
+			if e.st.Nlink > 1 {
+				copied[id] = target
 			}
 		default:
 			return nil
@@ -245,8 +263,11 @@ func readLink(fd int) (string, error) {
 	}
 }
 
-// copyFile copies the regular file e to dst, which it creates with perm.
-func copyFile(e *treeEntry, src, dst string, perm fs.FileMode) error {
+// copyFile copies the regular file e to dst, which it creates with perm: its data, range by
+// range (SEEK_DATA, SEEK_HOLE), so that its holes are holes in the copy too, and its size. It
+// stops between two pieces of copyChunk bytes when ctx is done: the copy of a large file holds
+// the plugin's lock, which every other request waits on.
+func copyFile(ctx context.Context, e *treeEntry, src, dst string, perm fs.FileMode) error {
 	in, err := reopen(e.fd, src)
 	if err != nil {
 		return err
@@ -256,11 +277,85 @@ func copyFile(e *treeEntry, src, dst string, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	if err := copyData(ctx, in, out); err != nil {
 		out.Close()
 		return fmt.Errorf("copying %q: %w", src, err)
 	}
 	return out.Close()
+}
+
+// copyChunk is the most copyData copies before it looks at its context again.
+const copyChunk = 64 << 20
+
+// copyData copies in's data ranges to the same offsets of out, an empty file, and gives out
+// in's size: what lies between the ranges, holes, is left unwritten. A file whose size changes
+// meanwhile (its consumer writes on) is copied as far as its data reaches when looked at.
+func copyData(ctx context.Context, in, out *os.File) error {
+	var off, end int64
+	for {
+		data, err := unix.Seek(int(in.Fd()), off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break // no data at or after off: a hole to the end
+		}
+		hole := int64(math.MaxInt64) // a file system that cannot tell holes: data to the end
+		switch {
+		case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP):
+			data = off
+		case err != nil:
+			return err
+		default:
+			if hole, err = unix.Seek(int(in.Fd()), data, unix.SEEK_HOLE); err != nil {
+				return err
+			}
+		}
+		for off = data; off < hole; {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			n, err := copyRange(in, out, off, min(hole-off, copyChunk))
+			off += n
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				break // the file was cut short meanwhile
+			}
+		}
+		end = max(end, off)
+		if off < hole {
+			break
+		}
+	}
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	return out.Truncate(max(end, fi.Size()))
+}
+
+// copyRange copies n bytes at off of in to the same offset of out, or fewer where in ends
+// first: through copy_file_range(2), which shares the blocks where the file system can (xfs,
+// btrfs), else by reading and writing.
+func copyRange(in, out *os.File, off, n int64) (int64, error) {
+	var done int64
+	for done < n {
+		roff, woff := off+done, off+done
+		c, err := unix.CopyFileRange(int(in.Fd()), &roff, int(out.Fd()), &woff, int(n-done), 0)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			if done == 0 && (errors.Is(err, unix.EXDEV) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)) {
+				return io.Copy(io.NewOffsetWriter(out, off), io.NewSectionReader(in, off, n))
+			}
+			return done, err
+		}
+		if c == 0 {
+			break // in ends before off+n
+		}
+		done += int64(c)
+	}
+	return done, nil
 }
 
 // copyOwnerAndMode repeats the source's owner (best effort: only root may give files away) and

@@ -24,7 +24,7 @@ func fill(v reflect.Value, n *int) {
 		v.SetString(fmt.Sprintf("%s-%d", strings.ToLower(v.Type().Name()), *n))
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		v.SetInt(int64(*n))
-	case reflect.Uint64:
+	case reflect.Uint64, reflect.Uint32:
 		v.SetUint(uint64(*n))
 	case reflect.Bool:
 		v.SetBool(true)

@@ -45,6 +45,11 @@ type SocketIdentity struct {
 	Dev     uint64 `json:"dev"`
 	Inode   uint64 `json:"inode"`
 	CtimeNs int64  `json:"ctime_ns"`
+	// ServerUID is the user whose process served the socket when the plugin was fingerprinted
+	// through it, when ServerKnown (not recorded by volctl before round 26, nor where nothing
+	// answered the look); a file identity forgotten (a stale fingerprint) keeps it.
+	ServerUID   uint32 `json:"server_uid,omitempty"`
+	ServerKnown bool   `json:"server_known,omitempty"`
 }
 
 // Health is the result of the last Probe.

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/volctl/volctl/internal/agent"
@@ -226,7 +227,60 @@ func Listen(addr string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr %s: %w (is another agent or exporter on that port?)", addr, err)
 	}
-	return &Server{lis: lis}, nil
+	return &Server{lis: limitConns(lis, maxConns)}, nil
+}
+
+// maxConns bounds the connections the endpoint holds at a time. Each held a descriptor and a
+// goroutine of the agent's, for up to its header or read timeout even when it sent nothing,
+// and whoever reaches the endpoint could open them faster than they time out, until the agent
+// had no descriptor left for its plugins' sockets and its store
+// (TestConnectionsTheAgentHoldsAreBounded). Past the bound, a connection waits in the kernel's
+// backlog, unaccepted, until one held closes: a scraper or two, each with a connection kept
+// alive, are far below it.
+const maxConns = 32
+
+// limitedListener accepts a connection only while fewer than cap(slots) accepted ones are open.
+type limitedListener struct {
+	net.Listener
+	slots     chan struct{}
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func limitConns(lis net.Listener, n int) net.Listener {
+	return &limitedListener{Listener: lis, slots: make(chan struct{}, n), closed: make(chan struct{})}
+}
+
+func (l *limitedListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &slotConn{Conn: c, release: func() { <-l.slots }}, nil
+}
+
+func (l *limitedListener) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}
+
+// slotConn gives its listener's slot back when it is closed, once.
+type slotConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
 }
 
 // Close releases the address of a server that will not Serve.

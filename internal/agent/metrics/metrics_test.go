@@ -662,3 +662,49 @@ func TestASlowRequestBodyIsCutOff(t *testing.T) {
 		t.Fatalf("a request whose body never comes: %v; want the connection closed by the agent", err)
 	}
 }
+
+// Whoever reaches the endpoint opens connections and sends nothing: each held a descriptor and
+// a goroutine of the agent's until its header timeout, and a client opening them faster than
+// they time out took every descriptor the agent may have, which it needs for its plugins'
+// sockets and its store. The agent serves at most maxConns at a time; the rest wait in the
+// kernel's backlog, no descriptor of the agent's, and a scrape still gets its answer once a
+// slot frees.
+func TestConnectionsTheAgentHoldsAreBounded(t *testing.T) {
+	addr := serve(t, New(), nil)
+	fds := func() int {
+		t.Helper()
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	const idle = 4 * maxConns
+	conns := make([]net.Conn, 0, idle)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range idle {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("connection %d: %v", len(conns)+1, err)
+		}
+		conns = append(conns, c)
+	}
+	time.Sleep(300 * time.Millisecond) // for the server to accept what it will
+	// The test's own idle connections are in its count; what is left is the agent's.
+	if held := fds() - before - idle; held > maxConns+4 {
+		t.Errorf("%d idle connections: the agent holds %d descriptors for them, more than its %d at a time", idle, held, maxConns)
+	}
+	// All but maxConns-1 of them closed, a scrape has a slot.
+	for _, c := range conns[:idle-maxConns+1] {
+		c.Close()
+	}
+	resp, body := httpGet(t, "http://"+addr+"/metrics")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "volctl_agent_ready") {
+		t.Errorf("a scrape beside %d idle connections: %d\n%s", maxConns-1, resp.StatusCode, body)
+	}
+}
