@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"strconv"
+	"time"
 
 	"github.com/volctl/volctl/internal/engine"
 )
@@ -78,7 +79,11 @@ func appendVolumeSummaryJSON(b []byte, v *engine.VolumeSummary) []byte {
 	b = strconv.AppendInt(b, int64(v.WriteClaims), 10)
 	b = append(b, ",\n    \"unsettled_claims\": "...)
 	b = strconv.AppendInt(b, int64(v.Unsettled), 10)
-	return append(b, "\n  }"...)
+	// As time.Time's MarshalJSON writes it: RFC 3339 with nanoseconds, for the years it takes
+	// (the store's times, in int64 nanoseconds, are 1678 to 2262).
+	b = append(b, ",\n    \"created_at\": \""...)
+	b = v.CreatedAt.AppendFormat(b, time.RFC3339Nano)
+	return append(b, "\"\n  }"...)
 }
 
 // appendJSONString appends s quoted as marshalJSON quotes it. IDs, names and modes are

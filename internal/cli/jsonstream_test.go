@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"text/tabwriter"
+	"time"
 
 	"github.com/volctl/volctl/internal/engine"
 	"github.com/volctl/volctl/internal/spec"
@@ -21,12 +22,16 @@ func TestVolumeListJSONStreamMatchesEncoder(t *testing.T) {
 		{},
 		{{ID: "db", Namespace: "default", Name: "db", PluginID: "hp", State: "ready", Schedulable: true,
 			AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem, CapacityBytes: 1 << 30,
-			ReadClaims: 2, WriteClaims: 1, Unsettled: 1}},
+			ReadClaims: 2, WriteClaims: 1, Unsettled: 1, CreatedAt: time.Date(2026, 3, 1, 12, 0, 0, 351754920, time.UTC)}},
 		{
-			{ID: "a", State: "creating"},
+			{ID: "a", State: "creating", CreatedAt: time.Date(1678, 1, 1, 0, 0, 0, 1, time.UTC)},
 			{ID: `q"uo\te`, Name: "tab\there\nnl\x01\x1f", Namespace: "<b>&amp;</b>", PluginID: "ünï\u2028\u2029",
 				State: "deleting", AccessMode: spec.MultiNodeReaderOnly, CapacityBytes: -1, ReadClaims: 1 << 40},
-			{ID: "bad\xffutf8", Name: "\x7f", AttachmentMode: spec.BlockDevice},
+			{ID: "bad\xffutf8", Name: "\x7f", AttachmentMode: spec.BlockDevice, CreatedAt: time.Date(2262, 4, 11, 23, 47, 16, 0, time.UTC)},
+			{ID: "c", CreatedAt: time.Date(2026, 12, 1, 9, 5, 3, 100, time.UTC)},
+			{ID: "d", CreatedAt: time.Date(2026, 12, 1, 9, 5, 3, 999999999, time.FixedZone("", -90*60))},
+			{ID: "e", CreatedAt: time.Date(999, 1, 2, 3, 4, 5, 120000000, time.UTC)},
+			{ID: "f"},
 		},
 	}
 	for _, vols := range lists {

@@ -19,7 +19,7 @@ func showVolume() engine.VolumeInfo {
 	return engine.VolumeInfo{
 		VolumeSummary: engine.VolumeSummary{ID: "db", Namespace: "default", Name: "database", PluginID: "ebs", State: "ready",
 			Schedulable: true, AccessMode: spec.MultiNodeSingleWriter, AttachmentMode: spec.FileSystem, CapacityBytes: 10 << 30,
-			ReadClaims: 1, WriteClaims: 1, Unsettled: 1},
+			ReadClaims: 1, WriteClaims: 1, Unsettled: 1, CreatedAt: showNow.Add(-48 * time.Hour)},
 		ExternalID: "vol-0123", Provider: "ebs.csi.aws.com", ProviderVersion: "1.2.3", PluginHealthy: true, PluginReady: true,
 		RequestedMin: 10 << 30, RequestedMax: 20 << 30,
 		Capabilities: []spec.Capability{{AccessMode: spec.MultiNodeSingleWriter, AttachmentMode: spec.FileSystem},
@@ -37,7 +37,6 @@ func showVolume() engine.VolumeInfo {
 				State: "node-staged", NeedsReconcile: true, LastError: "NodePublishVolume: Unavailable: plugin restarting",
 				CreatedAt: showNow.Add(-3 * time.Minute)},
 		},
-		CreatedAt: showNow.Add(-48 * time.Hour),
 	}
 }
 

@@ -79,6 +79,11 @@ func TestHints(t *testing.T) {
 	}{
 		{csi.RPCNodePublishVolume, codes.FailedPrecondition, "the volume may be published elsewhere with an incompatible mode"},
 		{csi.RPCControllerPublishVolume, codes.ResourceExhausted, "the node reached its max volumes"},
+		{csi.RPCControllerPublishVolume, codes.ResourceExhausted, "or the plugin has no room to record the attachment"},
+		// A copy (a snapshot, a clone) that fills the plugin's storage: what to free, not only
+		// a topology to relax.
+		{csi.RPCCreateVolume, codes.ResourceExhausted, "free space on the plugin's storage (delete volumes or snapshots no longer needed; its message says where)"},
+		{csi.RPCCreateSnapshot, codes.ResourceExhausted, "free space on the plugin's storage (delete snapshots or volumes no longer needed; its message says where)"},
 		{csi.RPCControllerPublishVolume, codes.FailedPrecondition, "release the other claim first"},
 		{csi.RPCCreateVolume, codes.AlreadyExists, "a volume with this name exists with incompatible parameters"},
 		{csi.RPCCreateVolume, codes.OutOfRange, "requested capacity outside the plugin's supported range"},

@@ -123,11 +123,12 @@ var rpcTable = map[string]rpcFacts{
 		codes.FailedPrecondition: "the plugin is unhealthy or misses a dependency; check its logs",
 	}},
 	RPCCreateVolume: {service: ServiceController, long: true, large: "its volume_context or topology", exhaustedFinal: true, hints: map[codes.Code]string{
-		codes.InvalidArgument:   "the plugin rejected the request; check the spec's parameters, capabilities and capacity, and that a snapshot or clone source suits this volume",
-		codes.NotFound:          "the snapshot or clone source does not exist; check snapshot_id or clone_id",
-		codes.AlreadyExists:     "a volume with this name exists with incompatible parameters",
-		codes.ResourceExhausted: "the plugin cannot provision in the requested topology (capacity or quota); free space or relax topology_request",
-		codes.OutOfRange:        "requested capacity outside the plugin's supported range (a volume cannot be smaller than its source)",
+		codes.InvalidArgument: "the plugin rejected the request; check the spec's parameters, capabilities and capacity, and that a snapshot or clone source suits this volume",
+		codes.NotFound:        "the snapshot or clone source does not exist; check snapshot_id or clone_id",
+		codes.AlreadyExists:   "a volume with this name exists with incompatible parameters",
+		codes.ResourceExhausted: "the plugin has no room for the volume (its storage full, a quota reached) or cannot provision in the requested topology: " +
+			"free space on the plugin's storage (delete volumes or snapshots no longer needed; its message says where), or relax topology_request",
+		codes.OutOfRange: "requested capacity outside the plugin's supported range (a volume cannot be smaller than its source)",
 	}},
 	RPCDeleteVolume: {service: ServiceController, long: true, notFoundDone: true, hints: map[codes.Code]string{
 		codes.NotFound:           hintVolumeGone,
@@ -137,8 +138,8 @@ var rpcTable = map[string]rpcFacts{
 		codes.NotFound:           "the plugin does not know the volume or the node; check the volume's external_id and the node ID",
 		codes.AlreadyExists:      "the volume is already published to this node with another capability or read-only flag",
 		codes.FailedPrecondition: "the volume is published to another node and its access mode is single-node (release the other claim first)",
-		codes.ResourceExhausted: "the node reached its max volumes, whatever its NodeGetInfo max_volumes_per_node says: " +
-			"release a volume on this node, then claim again",
+		codes.ResourceExhausted: "the node reached its max volumes, whatever its NodeGetInfo max_volumes_per_node says, or the plugin has no room to record the attachment (its message says which): " +
+			"release a volume on this node (or free space on the plugin's storage), then claim again",
 	}},
 	RPCControllerUnpublishVolume: {service: ServiceController, long: true, notFoundDone: true, hints: map[codes.Code]string{
 		codes.NotFound: hintVolumeGone,
@@ -156,7 +157,7 @@ var rpcTable = map[string]rpcFacts{
 	RPCCreateSnapshot: {service: ServiceController, long: true, exhaustedFinal: true, hints: map[codes.Code]string{
 		codes.NotFound:          "the source volume does not exist; check its external_id",
 		codes.AlreadyExists:     "a snapshot with this name exists for another volume; choose another name",
-		codes.ResourceExhausted: "not enough space for the snapshot; free space, then snapshot again",
+		codes.ResourceExhausted: "not enough space for the snapshot: free space on the plugin's storage (delete snapshots or volumes no longer needed; its message says where), then snapshot again",
 		codes.Aborted:           hintSnapshotBusy,
 	}},
 	RPCDeleteSnapshot: {service: ServiceController, long: true, notFoundDone: true, hints: map[codes.Code]string{

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+	"golang.org/x/sys/unix"
 
 	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/pathtrust"
@@ -41,6 +42,9 @@ type locker struct {
 	held sync.Map
 	// before is Config.BeforeLock, called as each lock file is opened (file).
 	before func()
+	// caseless says the state dir looks names up without regard to case (caseInsensitive):
+	// every lock is refused (file), and with it whatever would name something after an ID.
+	caseless bool
 }
 
 // heldLock is a lock file this process holds a volume's lock on, as the device and inode of the
@@ -144,7 +148,28 @@ func newLocker(stateDir string) (*locker, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("lock dir: %w", err)
 	}
-	return &locker{dir: dir, stoppedWait: store.DefaultStoppedWait}, nil
+	return &locker{dir: dir, stoppedWait: store.DefaultStoppedWait, caseless: caseInsensitive(stateDir)}, nil
+}
+
+// caseInsensitive reports whether the state dir's names are looked up without regard to case
+// (vfat, an ext4 or tmpfs directory with the casefold attribute, which its new subdirectories
+// inherit): its locks directory is found as LOCKS too. One lstat, which fails on any other.
+func caseInsensitive(stateDir string) bool {
+	var upper, lower unix.Stat_t
+	if unix.Lstat(filepath.Join(stateDir, "LOCKS"), &upper) != nil {
+		return false
+	}
+	return unix.Lstat(filepath.Join(stateDir, lockDir), &lower) == nil && upper.Dev == lower.Dev && upper.Ino == lower.Ino
+}
+
+// caselessError refuses a lock in a case-insensitive state dir. Lock files, staging and publish
+// directories are named after volume, plugin and alloc IDs, which may differ in case alone: there
+// two of them would be one file, one volume's lock or mount another's.
+func caselessError(stateDir string) error {
+	return fmt.Errorf("state dir %s is case-insensitive (vfat, or a directory with the casefold attribute): volctl names its lock files and its "+
+		"staging and publish directories after volume, plugin and alloc IDs, and two that differ only in case (\"db\" and \"DB\") would share one, "+
+		"one volume's lock or mount taken for the other's; nothing done: use a state dir on a case-sensitive file system (--state-dir or VOLCTL_STATE_DIR); "+
+		"volctl still reads this one, to list what to move", stateDir)
 }
 
 // lockOpen is how a lock file is opened: created 0600 if missing, never through a symlink, and
@@ -155,6 +180,9 @@ const lockOpen = os.O_CREATE | os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONB
 // file is the flock on locks/<name>.lock. A lock path that is not a regular file (a symlink, a
 // named pipe, a directory: nothing volctl makes) is refused, naming it and what to do.
 func (l *locker) file(name string) (*flock.Flock, error) {
+	if l.caseless {
+		return nil, caselessError(filepath.Dir(l.dir))
+	}
 	if l.before != nil {
 		l.before()
 	}

@@ -66,6 +66,10 @@ type VolumeSummary struct {
 	ReadClaims     int                 `json:"read_claims"`
 	WriteClaims    int                 `json:"write_claims"`
 	Unsettled      int                 `json:"unsettled_claims"` // claims not at rest
+	// CreatedAt is when volctl recorded the volume: with its ID, which record it is. A volume
+	// deleted and created again under the same ID is another record, with new storage, and a
+	// list drawn before that must not act on it (the dashboard's questions compare it).
+	CreatedAt time.Time `json:"created_at"`
 	// pluginWhy is why its plugin takes no claims, as a list that read the plugins found it
 	// (EachVolume); "" when not known there. Schedulability(nil) words it.
 	pluginWhy Unschedulable
@@ -108,7 +112,6 @@ type VolumeInfo struct {
 	// orchestrator and local claims are refused.
 	Handover  *HandoverInfo `json:"handover,omitempty"`
 	Claims    []ClaimInfo   `json:"claims"`
-	CreatedAt time.Time     `json:"created_at"`
 	UpdatedAt time.Time     `json:"updated_at"`
 }
 

@@ -30,8 +30,8 @@ type VolumeFields = store.BriefColumns
 
 const (
 	// TableVolumeFields fills what the volume table shows: ID, name, plugin, state,
-	// schedulable, access mode and the claim counts; namespace, attachment mode and capacity
-	// stay zero.
+	// schedulable, access mode and the claim counts; namespace, attachment mode, capacity and
+	// created-at stay zero.
 	TableVolumeFields = store.BriefShown
 	// AllVolumeFields fills every field.
 	AllVolumeFields = store.BriefAll
@@ -63,7 +63,7 @@ func (e *Engine) EachVolume(ctx context.Context, fields VolumeFields, fn func(v 
 				Schedulable: b.State == store.VolumeReady && pw == Schedulable,
 				AccessMode:  b.AccessMode, AttachmentMode: b.AttachmentMode, CapacityBytes: b.CapacityBytes,
 				ReadClaims: b.ReadClaims, WriteClaims: b.WriteClaims, Unsettled: b.Unsettled,
-				pluginWhy: pw,
+				CreatedAt: b.CreatedAt, pluginWhy: pw,
 			}
 			return fn(&v)
 		})
@@ -75,6 +75,7 @@ func volumeSummary(v store.Volume, claims []store.Claim, pluginTakesClaims bool)
 		ID: v.ID, Namespace: v.Namespace, Name: v.Name, PluginID: v.PluginID, State: string(v.State),
 		Schedulable: v.State == store.VolumeReady && pluginTakesClaims,
 		AccessMode:  v.AccessMode, AttachmentMode: v.AttachmentMode, CapacityBytes: v.CapacityBytes,
+		CreatedAt: v.CreatedAt,
 	}
 	for _, c := range claims {
 		if c.Mode == store.ClaimWrite {
@@ -197,7 +198,7 @@ func volumeInfo(v store.Volume, claims []store.Claim, p store.Plugin, pluginKnow
 		AccessibleTopology: v.AccessibleTopology, Secrets: v.Secrets,
 		Parameters: v.Parameters, Context: maps.Clone(v.Context),
 		SnapshotID: v.SnapshotID, CloneID: v.CloneID, Staged: staged, NodeExpansionOwed: v.NodeExpandMin, ExpansionPending: v.ExpandMin,
-		Claims: make([]ClaimInfo, 0, len(claims)), CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
+		Claims: make([]ClaimInfo, 0, len(claims)), UpdatedAt: v.UpdatedAt,
 	}
 	if !pluginKnown {
 		info.PluginError = fmt.Sprintf("plugin %q is not registered", v.PluginID)

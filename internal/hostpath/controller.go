@@ -2,6 +2,7 @@ package hostpath
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -135,14 +136,17 @@ func (p *Plugin) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 	}
 	if err != nil {
 		_ = os.RemoveAll(p.volumePath(v.ID))
-		return nil, copyStatus(ctx, "volume %q: creating directory: %v%s", name, err, readOnlyRoot(p.cfg.Root, err))
+		if copyFrom != "" {
+			return nil, p.writeFailed(ctx, fmt.Sprintf("volume %q: copying its source into it", name), copyFrom, err)
+		}
+		return nil, p.writeFailed(ctx, fmt.Sprintf("volume %q: creating directory", name), "", err)
 	}
 	defer unlock()
 	p.state.Volumes[v.ID] = v
 	if err := p.saveVolume(v.ID); err != nil {
 		delete(p.state.Volumes, v.ID)
 		_ = os.RemoveAll(p.volumePath(v.ID))
-		return nil, internal("volume %q: %v", name, err)
+		return nil, p.writeFailed(ctx, fmt.Sprintf("volume %q: recording it", name), "", err)
 	}
 	return &csi.CreateVolumeResponse{Volume: p.csiVolume(v)}, nil
 }
@@ -211,13 +215,43 @@ func (p *Plugin) mountsLeftOut(what, dir string, mounts []string) {
 	}
 }
 
-// copyStatus maps a copy failure: a cancelled or expired request keeps its own code, so the
-// orchestrator knows to retry.
-func copyStatus(ctx context.Context, format string, args ...any) error {
-	if err := ctx.Err(); err != nil {
-		return status.FromContextError(err).Err()
+// writeFailed maps a failure to make or record something new on the plugin's root (what did
+// it; src is the directory it copied, "" when none), after what it made was removed: a
+// cancelled or expired request keeps its own code, so the orchestrator knows to retry; a root
+// with no room (ENOSPC, or a quota's EDQUOT) is RESOURCE_EXHAUSTED, as CSI has a provisioning or
+// a snapshot that lacks space, naming the root, what the copy needed and what is free, and what
+// to do (the orchestrator words it as space to free; before, it was INTERNAL, "failed
+// internally; check its logs"); anything else INTERNAL, naming a read-only root.
+func (p *Plugin) writeFailed(ctx context.Context, what, src string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return status.FromContextError(cerr).Err()
 	}
-	return internal(format, args...)
+	if !noRoom(err) {
+		return internal("%s: %v%s", what, err, readOnlyRoot(p.cfg.Root, err))
+	}
+	need := ""
+	if src != "" {
+		// Only on this failure: a walk of what was just copied, bounded as the copy was.
+		if u, uerr := diskUsage(ctx, src); uerr == nil {
+			need = fmt.Sprintf("; the copy needs about %d bytes, what %s holds", u.bytes, src)
+		}
+	}
+	return noRoomStatus(p.cfg.Root, what, need+"; nothing of this request is kept", err)
+}
+
+// noRoomStatus is RESOURCE_EXHAUSTED for a write under root that found no room (noRoom), saying
+// what did it, then after (what it needed, what is left of the request), what is free and what
+// to free.
+func noRoomStatus(root, what, after string, err error) error {
+	var st unix.Statfs_t
+	free := ""
+	if unix.Statfs(root, &st) == nil {
+		free = fmt.Sprintf(", %d bytes free on it now", st.Bavail*uint64(st.Bsize))
+	}
+	return status.Errorf(codes.ResourceExhausted,
+		"hostpath: %s: %v: no room left on the plugin's root %s (its file system full, or a quota reached)%s%s: "+
+			"free space on that file system (delete volumes or snapshots no longer needed, "+
+			"or whatever else fills it), then send the request again", what, err, root, free, after)
 }
 
 // csiVolume is the CSI view of a volume.
@@ -526,14 +560,14 @@ func (p *Plugin) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 	}
 	if err != nil {
 		_ = os.RemoveAll(p.snapshotPath(sn.ID))
-		return nil, copyStatus(ctx, "snapshot %q of volume %q: copying: %v%s", name, v.ID, err, readOnlyRoot(p.cfg.Root, err))
+		return nil, p.writeFailed(ctx, fmt.Sprintf("snapshot %q of volume %q: copying", name, v.ID), p.volumePath(v.ID), err)
 	}
 	defer unlock()
 	p.state.Snapshots[sn.ID] = sn
 	if err := p.saveSnapshot(sn.ID); err != nil {
 		delete(p.state.Snapshots, sn.ID)
 		_ = os.RemoveAll(p.snapshotPath(sn.ID))
-		return nil, internal("snapshot %q: %v", name, err)
+		return nil, p.writeFailed(ctx, fmt.Sprintf("snapshot %q: recording it", name), "", err)
 	}
 	return &csi.CreateSnapshotResponse{Snapshot: csiSnapshot(sn)}, nil
 }

@@ -100,23 +100,27 @@ func (p *Plugin) lookupVolume(prefix, id string) (*volume, error) {
 // saveOrUndo saves volume id's record after a change to it. When saving fails, undo (when set)
 // puts the change back and the INTERNAL error starts with prefix. The caller holds p.mu.
 func (p *Plugin) saveOrUndo(prefix, id string, undo func()) error {
-	return undoFailed(prefix, id, p.saveVolume(id), undo)
+	return undoFailed(p.cfg.Root, prefix, id, p.saveVolume(id), undo)
 }
 
 // saveTeardownOrUndo is saveOrUndo for a teardown's change (a target, the staging or an
 // attachment gone): on a root with no room for the record's new copy, it may use the room
 // kept for it (state.saveTeardown).
 func (p *Plugin) saveTeardownOrUndo(prefix, id string, undo func()) error {
-	return undoFailed(prefix, id, p.state.saveTeardown(p.cfg.Root, id), undo)
+	return undoFailed(p.cfg.Root, prefix, id, p.state.saveTeardown(p.cfg.Root, id), undo)
 }
 
-// undoFailed is what saveOrUndo does with the save's err.
-func undoFailed(prefix, id string, err error, undo func()) error {
+// undoFailed is what saveOrUndo does with the save's err: RESOURCE_EXHAUSTED, naming root,
+// when the save found no room (noRoom), else INTERNAL.
+func undoFailed(root, prefix, id string, err error, undo func()) error {
 	if err == nil {
 		return nil
 	}
 	if undo != nil {
 		undo()
+	}
+	if noRoom(err) {
+		return noRoomStatus(root, fmt.Sprintf("%svolume %q: recording the change", prefix, id), "; the change is not recorded", err)
 	}
 	return internal("%svolume %q: %v", prefix, id, err)
 }

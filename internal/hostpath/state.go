@@ -415,7 +415,7 @@ func openReserve(path string, flag int) (*os.File, error) {
 // cannot be, slots are given up, smallest first, and the save tried again after each.
 func (s *state) saveTeardown(root, id string) error {
 	err := s.saveVolume(root, id)
-	if !errors.Is(err, unix.ENOSPC) && !errors.Is(err, unix.EDQUOT) {
+	if !noRoom(err) {
 		return err
 	}
 	if s.saveIntoReserve(root, id) == nil {
@@ -423,7 +423,7 @@ func (s *state) saveTeardown(root, id string) error {
 	}
 	for giveUpReserve(root) {
 		err = s.saveVolume(root, id)
-		if !errors.Is(err, unix.ENOSPC) && !errors.Is(err, unix.EDQUOT) {
+		if !noRoom(err) {
 			return err
 		}
 	}
@@ -577,6 +577,10 @@ func saveObject(root, kind, id string, b []byte) error {
 // that means and what to do; "" for any other error. Before, a request failing so said only
 // "open .../meta/volumes/.volctl-tmp-...: read-only file system"
 // (TestTeardownOnAReadOnlyRootSaysWhatToDo).
+// noRoom says whether err is a write that found no room: the file system full (ENOSPC) or a
+// quota reached (EDQUOT).
+func noRoom(err error) bool { return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) }
+
 func readOnlyRoot(root string, err error) string {
 	if !errors.Is(err, unix.EROFS) {
 		return ""

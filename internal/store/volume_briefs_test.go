@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/volctl/volctl/internal/spec"
 )
@@ -69,7 +70,7 @@ func TestVolumeBriefsMatchTheFullRows(t *testing.T) {
 	var want []VolumeBrief
 	for _, v := range vols {
 		b := VolumeBrief{ID: v.ID, Namespace: v.Namespace, Name: v.Name, PluginID: v.PluginID, State: v.State,
-			AccessMode: v.AccessMode, AttachmentMode: v.AttachmentMode, CapacityBytes: v.CapacityBytes}
+			AccessMode: v.AccessMode, AttachmentMode: v.AttachmentMode, CapacityBytes: v.CapacityBytes, CreatedAt: v.CreatedAt}
 		for _, c := range claims {
 			if c.VolumeID != v.ID {
 				continue
@@ -194,12 +195,12 @@ func TestVolumeBriefsShownReadTheTableFields(t *testing.T) {
 			return nil
 		})
 	})
-	if len(all) != 2 || all[0].Namespace != "prod" || all[0].AttachmentMode != spec.FileSystem || all[0].CapacityBytes != 1<<30 {
+	if len(all) != 2 || all[0].Namespace != "prod" || all[0].AttachmentMode != spec.FileSystem || all[0].CapacityBytes != 1<<30 || all[0].CreatedAt.IsZero() {
 		t.Fatalf("BriefAll = %+v, want every field read", all)
 	}
 	var want []VolumeBrief
 	for _, b := range all {
-		b.Namespace, b.AttachmentMode, b.CapacityBytes = "", "", 0
+		b.Namespace, b.AttachmentMode, b.CapacityBytes, b.CreatedAt = "", "", 0, time.Time{}
 		want = append(want, b)
 	}
 	if !reflect.DeepEqual(shown, want) {
@@ -247,7 +248,7 @@ func TestVolumeBriefsPackedFieldsRoundTrip(t *testing.T) {
 		for _, v := range vols {
 			b := VolumeBrief{ID: v.ID, Name: v.Name, PluginID: v.PluginID, State: v.State, AccessMode: v.AccessMode}
 			if cols == BriefAll {
-				b.Namespace, b.AttachmentMode, b.CapacityBytes = v.Namespace, v.AttachmentMode, v.CapacityBytes
+				b.Namespace, b.AttachmentMode, b.CapacityBytes, b.CreatedAt = v.Namespace, v.AttachmentMode, v.CapacityBytes, v.CreatedAt
 			}
 			want = append(want, b)
 		}

@@ -42,6 +42,10 @@ type action struct {
 	// asked are the claims the question was about, by ID: a release's one, a detach's all. The
 	// dialog stays open while reads come, and the engine acts on the volume as it is then.
 	asked []int64
+	// drawn is the created-at of the volume's record as the row (or detail) the key was
+	// pressed on showed it, read up to a refresh earlier: the record the question reads when it
+	// opens may already be another, made under the same ID since.
+	drawn time.Time
 	// record is which record of the volume the question was about, read as it opened (a
 	// detach, force-detach or delete): the volume may be deleted and created again under the
 	// same ID, with new storage, before the user confirms. Nil until the read answers.
@@ -234,6 +238,9 @@ func (a action) changed(ctx context.Context, eng Engine) error {
 			return fmt.Errorf("volume %q: which of its records the question was about was not read yet: nothing done; look at it again and press %s", a.volume, a.key())
 		case r.err != nil:
 			return fmt.Errorf("volume %q: reading which of its records the question was about: %v: nothing done; look at it again and press %s", a.volume, r.err, a.key())
+		case !r.createdAt.Equal(a.drawn):
+			return fmt.Errorf("volume %q was deleted and created again since the list was drawn (new storage, recorded %s): nothing done to it; look at it again and press %s",
+				a.volume, r.createdAt.UTC().Format(time.RFC3339), a.key())
 		case r.externalID != v.ExternalID || !r.createdAt.Equal(v.CreatedAt):
 			return fmt.Errorf("volume %q was deleted and created again since the question (new storage): nothing done to it; look at it again and press %s", a.volume, a.key())
 		}

@@ -177,7 +177,7 @@ func fixture() *fakeEngine {
 	}
 	volumes := []engine.VolumeSummary{
 		{ID: "mysql-0", Namespace: "default", Name: "mysql", PluginID: "hostpath", State: "ready", Schedulable: true,
-			AccessMode: sw, AttachmentMode: fs, CapacityBytes: 10 << 30, WriteClaims: 1},
+			AccessMode: sw, AttachmentMode: fs, CapacityBytes: 10 << 30, WriteClaims: 1, CreatedAt: ago(26 * time.Hour)},
 		{ID: "mysql-1", Namespace: "default", Name: "mysql", PluginID: "hostpath", State: "ready", Schedulable: true,
 			AccessMode: sw, AttachmentMode: fs, CapacityBytes: 10 << 30, WriteClaims: 1},
 		{ID: "pg-data", Namespace: "default", Name: "postgres", PluginID: "ceph", State: "ready", Schedulable: false,
@@ -231,7 +231,7 @@ func fixture() *fakeEngine {
 		Secrets:            spec.Secrets{"token": "s3cr3t-value", "user": "admin-secret"},
 		Parameters:         map[string]string{"tier": "fast"},
 		Context:            map[string]string{"path": "/srv/volctl/vol-7f3a"},
-		Staged:             true, Claims: claims[:1], CreatedAt: ago(26 * time.Hour), UpdatedAt: ago(3 * time.Hour),
+		Staged:             true, Claims: claims[:1], UpdatedAt: ago(3 * time.Hour),
 	}
 	groups := []engine.GroupInfo{
 		{Name: "web", State: "running", Count: 2, Allocs: []engine.AllocInfo{

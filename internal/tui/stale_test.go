@@ -70,7 +70,9 @@ func TestConfirmedActionOnAChangedVolumeIsRefused(t *testing.T) {
 		f.volumes["scratch"] = v
 	}
 	recreatedMysql1 := func(f *fakeEngine) {
-		f.volumes["mysql-1"] = engine.VolumeInfo{VolumeSummary: f.data.Volumes[1], ExternalID: "vol-new", CreatedAt: testNow}
+		v := engine.VolumeInfo{VolumeSummary: f.data.Volumes[1], ExternalID: "vol-new"}
+		v.CreatedAt = testNow
+		f.volumes["mysql-1"] = v
 	}
 	for _, tt := range []struct {
 		name, refused string
@@ -110,6 +112,91 @@ func TestConfirmedActionOnAChangedVolumeIsRefused(t *testing.T) {
 			case changed && (!h.m.status.failed || !strings.Contains(h.m.status.text, tt.refused) || !strings.Contains(h.m.status.text, "nothing")):
 				t.Errorf("%s refused with %q (failed %v); want an error naming %s and saying nothing was done", tt.name, h.m.status.text, h.m.status.failed, tt.refused)
 			}
+		}
+	}
+}
+
+// TestActionOnAVolumeRemadeSinceTheListWasDrawnIsRefused: the list is read every two seconds,
+// and a volume deleted and created again under its ID in between (`volume delete scratch;
+// volume create scratch.hcl` in another terminal) is still drawn as the old one. The question
+// read which record it was about when it opened, after the key press: the new one. So D
+// pressed on the old row asked about, and deleted, the new volume's storage, which nobody had
+// seen in the list; F unmounted the new record's staging. The rows carry the record's
+// identity (its created-at) now, and the question refuses a record other than the row's.
+func TestActionOnAVolumeRemadeSinceTheListWasDrawnIsRefused(t *testing.T) {
+	ctx := context.Background()
+	e, _ := realEngine(t)
+	create := func() {
+		t.Helper()
+		_, err := e.CreateVolume(ctx, spec.Volume{ID: "scratch", Name: "scratch", Type: "csi", PluginID: "mem", CapacityMin: 1 << 20,
+			Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}})
+		if err != nil {
+			t.Fatalf("create scratch: %v", err)
+		}
+	}
+	for _, tt := range []struct {
+		name, open, key string // open: the view the key is pressed in, before the volume is re-made
+	}{
+		{"delete from the list", "", "D"},
+		{"force detach from the list", "", "F"},
+		{"delete from the detail", "enter", "D"},
+	} {
+		create()
+		old, err := e.Volume(ctx, "scratch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := newHarness(t, e, Options{})
+		if got := h.selected(); got != "scratch" {
+			t.Fatalf("%s: the row selected is %q, want scratch:\n%s", tt.name, got, h.m.View())
+		}
+		if tt.open != "" {
+			h.keys(tt.open)
+		}
+		// Elsewhere, before the next refresh: deleted and created again, new storage.
+		if err := e.DeleteVolume(ctx, "scratch"); err != nil {
+			t.Fatal(err)
+		}
+		create()
+		remade, err := e.Volume(ctx, "scratch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if remade.ExternalID == old.ExternalID {
+			t.Fatalf("%s: the plugin gave the re-made volume the old one's ID %q", tt.name, old.ExternalID)
+		}
+		h.keys(tt.key)
+		if h.m.dialog == nil {
+			t.Fatalf("%s: no question after %s:\n%s", tt.name, tt.key, h.m.View())
+		}
+		h.keys("tab", "enter")
+		now, err := e.Volume(ctx, "scratch")
+		switch {
+		case err != nil:
+			t.Errorf("%s, confirmed on the row of the old scratch: the volume re-made since the list was drawn is gone: %v", tt.name, err)
+		case now.ExternalID != remade.ExternalID || !now.CreatedAt.Equal(remade.CreatedAt):
+			t.Errorf("%s: the re-made scratch changed: %+v, want %+v", tt.name, now, remade)
+		case now.Staged != remade.Staged:
+			t.Errorf("%s: the re-made scratch's staging changed", tt.name)
+		}
+		if st := h.m.status.text; !h.m.status.failed || !strings.Contains(st, `"scratch" was deleted and created again since the list was drawn`) || !strings.Contains(st, "nothing") {
+			t.Errorf("%s confirmed on the row of the old scratch: status %q (failed %v); want it refused, saying the volume was re-made since the list was drawn and nothing was done",
+				tt.name, st, h.m.status.failed)
+		}
+		// The next read draws the new one, and the same keys act on it.
+		if h.m.failure != nil {
+			h.keys("enter") // the refusal, whole in a box on a narrow screen
+		}
+		h.send(refreshTickMsg{})
+		h.keys(tt.key, "tab", "enter")
+		if h.m.status.failed || h.m.status.text == "" {
+			t.Errorf("%s, after a refresh drew the new scratch: status %q (failed %v), want it done", tt.name, h.m.status.text, h.m.status.failed)
+		}
+		if tt.key == "D" {
+			continue
+		}
+		if err := e.DeleteVolume(ctx, "scratch"); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
