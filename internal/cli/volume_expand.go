@@ -45,9 +45,11 @@ says the node must expand but whose node service cannot (no EXPAND_VOLUME) fails
 Sizes read like a spec's capacity_min: "10GiB", "500M", "1T". A volume never shrinks (exit 2);
 asking for its current size changes nothing but sending a node expansion still owed, and
 recording --limit. A plugin without EXPAND_VOLUME is refused (exit 2).
-A plugin that does not advertise online expansion (VOLUME_EXPANSION ONLINE: one that expands
-only offline, or says neither) is refused while the volume has claims, or is still attached or
-staged with none (exit 4): release them first, or let reconcile undo the attachment.
+ControllerExpandVolume needs a plugin that advertises online expansion (VOLUME_EXPANSION
+ONLINE) while the volume has claims, or is still attached or staged with none: one that expands
+only offline, or says neither, is refused then (exit 4): release them first, or let reconcile
+undo the attachment. A plugin that expands on the node alone is refused only when it says it
+expands offline only and the volume has claims.
 --limit sets a new capacity_max; without it, a size above the volume's capacity_max is
 refused (exit 2).`,
 		Example: `  volctl volume expand db --size 20GiB

@@ -70,6 +70,28 @@ func TestControllerExpandOfAVolumeOnTheNodeNeedsOnlineExpansion(t *testing.T) {
 	})
 }
 
+// The other side of the rule above, as `volume expand`'s help states it: a plugin that expands
+// on the node alone (no controller EXPAND_VOLUME) and says neither ONLINE nor OFFLINE is not
+// refused for a claimed volume: NodeExpandVolume needs the volume on the node, and no
+// ControllerExpandVolume is sent. Only an offline-only plugin's claims are refused there.
+func TestNodeOnlyExpansionOfAClaimedVolumeIsNotRefused(t *testing.T) {
+	h := newHarness(t, func(cfg *csitest.MemConfig) {
+		cfg.Controller.ExpandVolume = false
+		cfg.Plugin.VolumeExpansionOnline, cfg.Plugin.VolumeExpansionOffline = false, false
+	})
+	h.create(volume("v"))
+	h.claim(ClaimRequest{VolumeID: "v", Alloc: "web"})
+	if _, err := h.e.ExpandVolume(h.ctx, "v", 4<<20, 0); err != nil {
+		t.Fatalf("expand of a claimed volume through a node-only plugin saying neither ONLINE nor OFFLINE: %v; want it expanded on the node", err)
+	}
+	if n := h.mem.CallCount(csi.RPCNodeExpandVolume); n != 1 {
+		t.Errorf("NodeExpandVolume sent %d time(s), want once, at the claim's target", n)
+	}
+	if n := h.mem.CallCount(csi.RPCControllerExpandVolume); n != 0 {
+		t.Errorf("ControllerExpandVolume sent %d time(s) to a plugin without the controller's EXPAND_VOLUME", n)
+	}
+}
+
 // The adversary: a plugin whose answer to ControllerExpandVolume is lost after it expanded the
 // volume (node_expansion_required true, for its file system), and whose answer to the same
 // request sent again, the volume already at the size, says node_expansion_required false: CSI
