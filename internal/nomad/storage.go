@@ -69,7 +69,8 @@ func (c *Client) Twins(ctx context.Context, v spec.Volume, ns string) ([]Twin, e
 
 // TwinsError is the error of a registration of v in namespace ns not sent because Nomad has
 // its storage as the volumes twins (Twins): it names both sides and what to run. It matches
-// ErrSameStorage.
+// ErrSameStorage. Nomad's IDs and namespaces, which what answers at NOMAD_ADDR may make quote
+// the request's token, are shown through c.shown, the command suggested too.
 func (c *Client) TwinsError(v spec.Volume, ns string, twins []Twin) error {
 	names := make([]string, len(twins))
 	for i, t := range twins {
@@ -77,7 +78,7 @@ func (c *Client) TwinsError(v spec.Volume, ns string, twins []Twin) error {
 	}
 	t := twins[0]
 	return fmt.Errorf("volume %q: Nomad at %s %w (plugin %q, external ID %q): %s; registering it as volume %q in namespace %s too would give Nomad two volumes of one storage, whose allocs it would let use it at once (its access modes hold per volume): deregister that one there first (`%s`) if it is no one's, or leave this volume to it",
-		v.ID, c.Address, ErrSameStorage, v.PluginID, v.ExternalID, c.shown(strings.Join(names, ", "), v), v.ID, ns, c.nomadCmd("volume deregister", t.Namespace, t.ID))
+		v.ID, c.Address, ErrSameStorage, v.PluginID, v.ExternalID, c.shown(strings.Join(names, ", "), v), v.ID, ns, c.shown(c.nomadCmd("volume deregister", t.Namespace, t.ID), v))
 }
 
 // TwinsUnchecked says that Nomad at c refused to list its volumes (err, a 403), so volctl could

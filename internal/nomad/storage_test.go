@@ -114,3 +114,43 @@ func TestNomadRegisterSaysWhenItCouldNotListVolumes(t *testing.T) {
 		t.Errorf("Unchecked: %q\nwant it to say what volctl could not check, and the capability", done.Unchecked)
 	}
 }
+
+// What answers at NOMAD_ADDR (a proxy, a gateway) lists a volume whose ID and namespace quote
+// the request's X-Nomad-Token. The volumes' names were hidden through c.shown, but the
+// deregister command the error suggests was built from Nomad's ID and namespace as given and
+// printed the token (review26d). Every part of the error is shown through c.shown now.
+func TestNomadSameStorageErrorNeverPrintsTheToken(t *testing.T) {
+	const token = "0b9bd8e6-52d4-4d1c-b4a2-6e9cb0dd0f0e"
+	t.Setenv("NOMAD_TOKEN", token)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Nomad-Index", "9")
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/v1/volumes":
+			tok := r.Header.Get("X-Nomad-Token")
+			json.NewEncoder(w).Encode([]api.CSIVolumeListStub{
+				{ID: "copy-" + tok, Namespace: "team-" + tok, PluginID: "hp", ExternalID: "ext-1"},
+			})
+		case r.Method == http.MethodGet:
+			http.Error(w, "volume not found", http.StatusNotFound)
+		default:
+			t.Errorf("%s %s sent", r.Method, r.URL.Path)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := spec.Volume{ID: "db", PluginID: "hp", ExternalID: "ext-1", Namespace: "default",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
+	_, err = c.HandOver(context.Background(), v, true)
+	if !errors.Is(err, ErrSameStorage) {
+		t.Fatalf("HandOver: %v; want ErrSameStorage", err)
+	}
+	if strings.Contains(err.Error(), token) {
+		t.Errorf("error prints NOMAD_TOKEN: %v", err)
+	}
+	if !strings.Contains(err.Error(), "nomad volume deregister") {
+		t.Errorf("error: %v\nwant it to still say what to run", err)
+	}
+}
