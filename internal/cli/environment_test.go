@@ -34,6 +34,7 @@ func TestFlagWinsOverItsVariable(t *testing.T) {
 		{"warn", []string{"-v"}, true},
 		{"warn", nil, false},
 		{"", nil, false},
+		{"trace", []string{"--verbose=false"}, false},
 	} {
 		ios, _, _, _ := iostreams.Test()
 		f := NewFactory(ios)
@@ -72,7 +73,7 @@ func TestLogVariableTakesTheLevelsOrIsRefused(t *testing.T) {
 	}
 	ctx := context.Background()
 	for v, want := range map[string]slog.Level{"": slog.LevelWarn, "debug": slog.LevelDebug, "info": slog.LevelInfo, "INFO": slog.LevelInfo,
-		"warn": slog.LevelWarn, "Warn": slog.LevelWarn, "error": slog.LevelError} {
+		"warn": slog.LevelWarn, "Warn": slog.LevelWarn, "error": slog.LevelError, "TRACE": slog.LevelDebug, "warning": slog.LevelWarn} {
 		f := withLog(v)
 		var got *slog.Logger
 		root := NewRootCmd(f)
@@ -96,7 +97,7 @@ func TestLogVariableTakesTheLevelsOrIsRefused(t *testing.T) {
 			t.Errorf("VOLCTL_LOG=%q volctl agent: level %s, %v; want %s", v, agentLevel, err, want)
 		}
 	}
-	for _, v := range []string{"verbose", "debgu", "1", "trace", "warning", " debug", "debug\n"} {
+	for _, v := range []string{"verbose", "debgu", "1", "fatal", "tracing", " debug", "debug\n"} {
 		f := withLog(v)
 		ran := false
 		root := NewRootCmd(f)
@@ -157,5 +158,43 @@ func TestEveryVariableIsDocumentedInOnePlace(t *testing.T) {
 		if !regexp.MustCompile(`\b` + name + `\b`).MatchString(section) {
 			t.Errorf("%s (read in %s) is not in README.md's Environment paragraph", name, where)
 		}
+	}
+}
+
+// review26d: VOLCTL_LOG=trace (Nomad's and Consul's most verbose level) in a shell's
+// environment made `source <(volctl completion bash)` print an error and completion stop
+// working, and `volctl help X` refused where `volctl X --help` ran: commands that log nothing
+// do not check the variable. And --verbose=false beside VOLCTL_LOG=error logged from warn, more
+// than the user asked for: it turns debug off, not a quieter level on.
+func TestLogVariableLeavesCommandsThatLogNothing(t *testing.T) {
+	run := func(env string, args ...string) (string, error) {
+		ios, _, out, _ := iostreams.Test()
+		f := NewFactory(ios)
+		f.lookupEnv = func(k string) (string, bool) { return env, k == "VOLCTL_LOG" }
+		root := NewRootCmd(f)
+		root.SetArgs(args)
+		err := root.Execute()
+		return out.String(), err
+	}
+	for _, args := range [][]string{{"help"}, {"help", "volume", "claim"}, {"completion", "bash"}, {"completion", "zsh"}} {
+		out, err := run("bogus", args...)
+		if err != nil || out == "" {
+			t.Errorf("VOLCTL_LOG=bogus volctl %s: %v, %d bytes out; want it to run as without the variable", strings.Join(args, " "), err, len(out))
+		}
+	}
+	if _, err := run("bogus", "version"); ExitCode(err) != ExitUsage {
+		t.Errorf("VOLCTL_LOG=bogus volctl version: %v; want it refused, exit 2", err)
+	}
+
+	ios, _, _, _ := iostreams.Test()
+	f := NewFactory(ios)
+	f.lookupEnv = func(k string) (string, bool) { return "error", k == "VOLCTL_LOG" }
+	var got slog.Level
+	root := NewRootCmd(f)
+	version, _, _ := root.Find([]string{"version"})
+	version.RunE = func(*cobra.Command, []string) error { got = f.LogLevel(slog.LevelWarn); return nil }
+	root.SetArgs([]string{"version", "--verbose=false"})
+	if err := root.Execute(); err != nil || got != slog.LevelError {
+		t.Errorf("VOLCTL_LOG=error volctl version --verbose=false: level %s, %v; want error, the quieter level the variable names", got, err)
 	}
 }

@@ -97,7 +97,10 @@ func (f *Factory) StateDir() (string, error) {
 // logLevels are the values VOLCTL_LOG takes, any case: slog's four, debug adding RPC traces.
 // (It is read by its name, getenv("VOLCTL_LOG"), where TestEveryVariableIsDocumentedInOnePlace
 // finds it.)
-var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError,
+	// Nomad's and Consul's names: trace, their most verbose level, is volctl's most verbose,
+	// debug; warning is warn. A user coming from them sets what they know.
+	"trace": slog.LevelDebug, "warning": slog.LevelWarn}
 
 // checkLogVariable refuses a VOLCTL_LOG that names no level, before a command does anything:
 // only "debug" was read, and any other value, "info", "warn", "error" or a mistyped "debgu", was
@@ -107,25 +110,26 @@ func (f *Factory) checkLogVariable() error {
 	if _, ok := logLevels[strings.ToLower(v)]; ok || v == "" {
 		return nil
 	}
-	return usageError("VOLCTL_LOG=%q is not a log level: set it to debug (RPC traces too, as --verbose), info, warn or error, "+
+	return usageError("VOLCTL_LOG=%q is not a log level: set it to debug (RPC traces too, as --verbose), info, warn or error (Nomad's trace and warning are taken too), "+
 		"or unset it for the default (warnings and errors; the agent's info too)", v)
 }
 
 // LogLevel is the level of the logs a command writes, def when nothing says otherwise:
-// --verbose given, debug (--verbose=false: def, as every flag wins over its variable,
-// TestFlagWinsOverItsVariable), else VOLCTL_LOG's level (checkLogVariable refused any other
+// --verbose given, debug (--verbose=false: not debug, def where VOLCTL_LOG says debug, as every
+// flag wins over its variable, TestFlagWinsOverItsVariable), else VOLCTL_LOG's level (checkLogVariable refused any other
 // value before the command ran).
 func (f *Factory) LogLevel(def slog.Level) slog.Level {
 	if f.verbose {
 		return slog.LevelDebug
 	}
-	if f.verboseGiven != nil && f.verboseGiven() {
+	level, ok := logLevels[strings.ToLower(f.getenv("VOLCTL_LOG"))]
+	if !ok {
 		return def
 	}
-	if level, ok := logLevels[strings.ToLower(f.getenv("VOLCTL_LOG"))]; ok {
-		return level
+	if f.verboseGiven != nil && f.verboseGiven() && level == slog.LevelDebug {
+		return def // --verbose=false: not debug, whatever VOLCTL_LOG says; a quieter level it names holds
 	}
-	return def
+	return level
 }
 
 // Logger returns the logger commands and the layers below them use: warnings and errors on

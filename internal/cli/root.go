@@ -130,9 +130,11 @@ refused, volume in use), 70 volctl crashed (a panic: a bug in volctl, its text o
 	pf.BoolVarP(&f.verbose, "verbose", "v", false, "log debug output and CSI RPC traces (secrets redacted) to stderr")
 	verbose := pf.Lookup("verbose")
 	f.verboseGiven = func() bool { return verbose.Changed }
-	// Before any command runs; not before a completion, which prints nothing a user would read.
+	// Before any command runs; not before a completion, which prints nothing a user would read,
+	// nor help or the completion scripts, which log nothing (`source <(volctl completion bash)`
+	// in a shell's rc file must not stop working over a log level).
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		if cmd.Name() == cobra.ShellCompRequestCmd || cmd.Name() == cobra.ShellCompNoDescRequestCmd {
+		if logsNothing(cmd) {
 			return nil
 		}
 		return f.checkLogVariable()
@@ -257,4 +259,18 @@ func firstArg(dst *string) func([]string) {
 			*dst = args[0]
 		}
 	}
+}
+
+// logsNothing says whether cmd is one that writes no log, whatever VOLCTL_LOG says: cobra's
+// completion requests, `help`, and `completion` and its scripts.
+func logsNothing(cmd *cobra.Command) bool {
+	if cmd.Name() == cobra.ShellCompRequestCmd || cmd.Name() == cobra.ShellCompNoDescRequestCmd {
+		return true
+	}
+	for c := cmd; c != nil && c.HasParent(); c = c.Parent() {
+		if !c.Parent().HasParent() && (c.Name() == "help" || c.Name() == "completion") {
+			return true
+		}
+	}
+	return false
 }
