@@ -344,11 +344,22 @@ func commandProblem(s string) string {
 		return "command must not be empty."
 	case StrayText(s) != "":
 		return fmt.Sprintf("command %q %s: write the program's path without it.", s, StrayText(s))
-	case !filepath.IsAbs(s) && strings.Contains(s, "/"):
-		return fmt.Sprintf("command %q is a relative path, which the agent would look up from its own working directory (\"/\" under systemd), not this file's: "+
-			"write the absolute path, or the program's name alone, which the agent looks up in its PATH.", s)
 	}
 	return ""
+}
+
+// relativeCommand is the warning for an exec block's command that is a relative path
+// ("./bin/plugin", "bin/plugin"), or "": the agent looks it up from its own working directory,
+// "/" under systemd unless its unit sets WorkingDirectory=, not this file's, so a config that
+// ran from a shell in its directory fails under systemd, the agent retrying the start for
+// ever. It is a warning, not an error: a unit that sets WorkingDirectory= (or an agent always
+// started from one directory) runs such a command as it always did.
+func relativeCommand(s string) string {
+	if filepath.IsAbs(s) || !strings.Contains(s, "/") {
+		return ""
+	}
+	return fmt.Sprintf("command %q is a relative path, which the agent looks up from its own working directory (\"/\" under systemd, unless its unit sets WorkingDirectory=), not this file's: "+
+		"write the absolute path, or the program's name alone, which the agent looks up in its PATH.", s)
 }
 
 func (d *decoder) exec(b *hcl.Block) *Exec {
@@ -357,6 +368,8 @@ func (d *decoder) exec(b *hcl.Block) *Exec {
 	if s, ok := d.str(c.Attributes["command"]); ok {
 		if problem := commandProblem(s); problem != "" {
 			d.errorf(c.Attributes["command"].Expr.Range(), "Invalid command", "%s", problem)
+		} else if warning := relativeCommand(s); warning != "" {
+			d.warnf(c.Attributes["command"].Expr.Range(), "Relative command", "%s", warning)
 		}
 		e.Command = s
 	} else if c.Attributes["command"] == nil {

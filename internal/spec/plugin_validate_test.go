@@ -54,19 +54,39 @@ func TestPluginValidate(t *testing.T) {
 }
 
 // TestExecCommandIsAbsoluteOrAName: an exec block's command that is a relative path
-// ("./bin/plugin", "bin/plugin", or an absolute one with a blank before it) was taken: the
-// agent looks it up from its own working directory, "/" under systemd, so a config that ran
-// from a shell in its directory failed under systemd, the agent retrying the start for ever.
-// It is refused at its line and column, in a config and in a plugin spec alike, saying what to
-// write; an absolute path and a name alone (looked up in PATH) are taken, a blank inside too.
+// ("./bin/plugin", "bin/plugin") was taken without a word: the agent looks it up from its own
+// working directory, "/" under systemd, so a config that ran from a shell in its directory
+// failed under systemd, the agent retrying the start for ever. It is warned of at its line and
+// column, in a config and in a plugin spec alike, saying what to write: not refused, as a unit
+// that sets WorkingDirectory= runs it as it always did (review26d: refusing it stopped such an
+// agent from starting after an upgrade). A command with a blank at an end or a control
+// character is refused; an absolute path and a name alone (looked up in PATH) are taken, a
+// blank inside too.
 func TestExecCommandIsAbsoluteOrAName(t *testing.T) {
 	src := func(command string) []byte {
 		return []byte("plugin \"p\" {\n  type   = \"monolith\"\n  socket = \"/run/p.sock\"\n  exec {\n    command = " + strconv.Quote(command) + "\n  }\n}\n")
 	}
 	for command, want := range map[string]string{
-		"./bin/plugin":      `command "./bin/plugin" is a relative path, which the agent would look up from its own working directory ("/" under systemd), not this file's: write the absolute path`,
-		"bin/plugin":        `command "bin/plugin" is a relative path`,
-		"../plugin":         `command "../plugin" is a relative path`,
+		"./bin/plugin": `command "./bin/plugin" is a relative path, which the agent looks up from its own working directory ("/" under systemd, unless its unit sets WorkingDirectory=), not this file's: write the absolute path`,
+		"bin/plugin":   `command "bin/plugin" is a relative path`,
+		"../plugin":    `command "../plugin" is a relative path`,
+	} {
+		for kind, parse := range map[string]func([]byte) hcl.Diagnostics{
+			"plugin spec":  func(b []byte) hcl.Diagnostics { _, d := NewParser().ParsePlugins("p.hcl", b); return d },
+			"agent config": func(b []byte) hcl.Diagnostics { _, d := NewParser().ParseAgentConfig("agent.hcl", b); return d },
+		} {
+			diags := parse(src(command))
+			if diags.HasErrors() || len(diags) != 1 || diags[0].Severity != hcl.DiagWarning || diags[0].Summary != "Relative command" ||
+				!strings.Contains(diags[0].Detail, want) || diags[0].Subject == nil || diags[0].Subject.Start.Line != 5 || diags[0].Subject.Start.Column != 15 {
+				t.Errorf("%s, command %q: %v; want it taken with one warning, \"Relative command\" at 5:15 saying %q", kind, command, diags, want)
+			}
+		}
+		p := Plugin{ID: "p", Type: PluginMonolith, Socket: "/run/p.sock", Exec: &Exec{Command: command}}
+		if err := p.Validate(); err != nil {
+			t.Errorf("Validate, command %q: %v; want it taken (a unit's WorkingDirectory= makes it run)", command, err)
+		}
+	}
+	for command, want := range map[string]string{
 		" /usr/bin/plugin":  `command " /usr/bin/plugin" begins with a blank: write the program's path without it`,
 		"/usr/bin/plugin\n": `command "/usr/bin/plugin\n" holds a control character`,
 	} {
