@@ -236,19 +236,20 @@ func (p *Plugin) writeFailed(ctx context.Context, what, src string, err error) e
 			need = fmt.Sprintf("; the copy needs about %d bytes, what %s holds", u.bytes, src)
 		}
 	}
-	return noRoomStatus(p.cfg.Root, what, need+"; nothing of this request is kept", err)
+	return noRoomStatus(codes.ResourceExhausted, p.cfg.Root, what, need+"; nothing of this request is kept", err)
 }
 
-// noRoomStatus is RESOURCE_EXHAUSTED for a write under root that found no room (noRoom), saying
+// noRoomStatus is the error, of code (RESOURCE_EXHAUSTED where CSI gives the RPC that code for
+// want of room, else INTERNAL), for a write under root that found no room (noRoom), saying
 // what did it, then after (what it needed, what is left of the request), what is free and what
 // to free.
-func noRoomStatus(root, what, after string, err error) error {
+func noRoomStatus(code codes.Code, root, what, after string, err error) error {
 	var st unix.Statfs_t
 	free := ""
 	if unix.Statfs(root, &st) == nil {
 		free = fmt.Sprintf(", %d bytes free on it now", st.Bavail*uint64(st.Bsize))
 	}
-	return status.Errorf(codes.ResourceExhausted,
+	return status.Errorf(code,
 		"hostpath: %s: %v: no room left on the plugin's root %s (its file system full, or a quota reached)%s%s: "+
 			"free space on that file system (delete volumes or snapshots no longer needed, "+
 			"or whatever else fills it), then send the request again", what, err, root, free, after)
@@ -377,7 +378,7 @@ func (p *Plugin) ControllerPublishVolume(ctx context.Context, req *csi.Controlle
 		v.Attachments = map[string]attachment{}
 	}
 	v.Attachments[node] = a
-	if err := p.saveOrUndo("", id, func() { delete(v.Attachments, node) }); err != nil {
+	if err := p.saveAttachmentOrUndo(id, func() { delete(v.Attachments, node) }); err != nil {
 		return nil, err
 	}
 	return &csi.ControllerPublishVolumeResponse{PublishContext: publishContext(node, a)}, nil

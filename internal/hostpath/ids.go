@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"google.golang.org/grpc/codes"
 )
 
 // Generated IDs are a prefix and random hex: safe path components by construction, and
@@ -98,21 +100,32 @@ func (p *Plugin) lookupVolume(prefix, id string) (*volume, error) {
 }
 
 // saveOrUndo saves volume id's record after a change to it. When saving fails, undo (when set)
-// puts the change back and the INTERNAL error starts with prefix. The caller holds p.mu.
+// puts the change back and the INTERNAL error starts with prefix (naming the root and what to
+// free when it found no room). The caller holds p.mu.
 func (p *Plugin) saveOrUndo(prefix, id string, undo func()) error {
-	return undoFailed(p.cfg.Root, prefix, id, p.saveVolume(id), undo)
+	return undoFailed(codes.Internal, p.cfg.Root, prefix, id, p.saveVolume(id), undo)
+}
+
+// saveAttachmentOrUndo is saveOrUndo for ControllerPublishVolume's new attachment: a root with
+// no room for it is RESOURCE_EXHAUSTED, the code CSI gives that RPC for a node that can take
+// no more, which the caller does not send again before something is freed. Every other RPC's
+// record keeps INTERNAL: CSI gives NodeStageVolume, NodePublishVolume, the expansions and the
+// teardowns no RESOURCE_EXHAUSTED, and a caller retries it there as a passing condition
+// (volctl did: a claim on a full root was held for reconcile, not rolled back, review26e).
+func (p *Plugin) saveAttachmentOrUndo(id string, undo func()) error {
+	return undoFailed(codes.ResourceExhausted, p.cfg.Root, "", id, p.saveVolume(id), undo)
 }
 
 // saveTeardownOrUndo is saveOrUndo for a teardown's change (a target, the staging or an
 // attachment gone): on a root with no room for the record's new copy, it may use the room
 // kept for it (state.saveTeardown).
 func (p *Plugin) saveTeardownOrUndo(prefix, id string, undo func()) error {
-	return undoFailed(p.cfg.Root, prefix, id, p.state.saveTeardown(p.cfg.Root, id), undo)
+	return undoFailed(codes.Internal, p.cfg.Root, prefix, id, p.state.saveTeardown(p.cfg.Root, id), undo)
 }
 
-// undoFailed is what saveOrUndo does with the save's err: RESOURCE_EXHAUSTED, naming root,
+// undoFailed is what saveOrUndo does with the save's err: code, naming root and what to free,
 // when the save found no room (noRoom), else INTERNAL.
-func undoFailed(root, prefix, id string, err error, undo func()) error {
+func undoFailed(code codes.Code, root, prefix, id string, err error, undo func()) error {
 	if err == nil {
 		return nil
 	}
@@ -120,7 +133,7 @@ func undoFailed(root, prefix, id string, err error, undo func()) error {
 		undo()
 	}
 	if noRoom(err) {
-		return noRoomStatus(root, fmt.Sprintf("%svolume %q: recording the change", prefix, id), "; the change is not recorded", err)
+		return noRoomStatus(code, root, fmt.Sprintf("%svolume %q: recording the change", prefix, id), "; the change is not recorded", err)
 	}
 	return internal("%svolume %q: %v", prefix, id, err)
 }

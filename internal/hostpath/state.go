@@ -577,10 +577,6 @@ func saveObject(root, kind, id string, b []byte) error {
 // that means and what to do; "" for any other error. Before, a request failing so said only
 // "open .../meta/volumes/.volctl-tmp-...: read-only file system"
 // (TestTeardownOnAReadOnlyRootSaysWhatToDo).
-// noRoom says whether err is a write that found no room: the file system full (ENOSPC) or a
-// quota reached (EDQUOT).
-func noRoom(err error) bool { return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) }
-
 func readOnlyRoot(root string, err error) string {
 	if !errors.Is(err, unix.EROFS) {
 		return ""
@@ -589,6 +585,10 @@ func readOnlyRoot(root string, err error) string {
 		"mount it read-write again, after fsck when the kernel turned it read-only after a disk error (see dmesg), "+
 		"then send the request again)", root)
 }
+
+// noRoom says whether err is a write that found no room: the file system full (ENOSPC) or a
+// quota reached (EDQUOT).
+func noRoom(err error) bool { return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) }
 
 // ensureMetaDir creates meta/KIND (and meta/VERSION) the first time something is saved.
 func ensureMetaDir(meta, dir string) error {
