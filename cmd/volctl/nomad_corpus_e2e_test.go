@@ -168,9 +168,10 @@ func TestNomadCorpusRoundTrip(t *testing.T) {
 	// without its topology_request (Nomad's Merge drops an update's topology when the
 	// volume has none).
 	var topo *entry
+	topoNS := ""
 	for i := range corpus {
 		if e := &corpus[i]; e.verb == spec.VerbRegister && e.vol.TopologyRequest != nil && len(e.vol.TopologyRequest.Required) > 0 {
-			topo = e
+			topo, topoNS = e, fmt.Sprintf("corpus%d", i)
 		}
 	}
 	if topo == nil {
@@ -191,6 +192,13 @@ func TestNomadCorpusRoundTrip(t *testing.T) {
 	if start < 0 || end < 0 {
 		t.Fatalf("%s: no topology_request block to leave out", topo.file)
 	}
+	// Nomad has the volume's storage already, as the corpus step registered it in its own
+	// namespace: a registration in this one too would make two Nomad volumes of one storage,
+	// which volctl refuses, naming the other; that copy goes before this step's own.
+	if out := w.volctl(4, "nomad", "register", topo.vol.ID, "--dry-run"); !strings.Contains(out, "registered as another volume") || !strings.Contains(out, topoNS) {
+		t.Errorf("dry run of a volume whose storage Nomad has in namespace %s: %s", topoNS, out)
+	}
+	w.nomad("volume", "deregister", "-namespace", topoNS, topo.vol.ID)
 	w.writeFile("no-topology.hcl", src[:start]+src[start+end+3:])
 	w.nomad("volume", "register", "-namespace", "topology", filepath.Join(w.dir, "no-topology.hcl"))
 	if out := w.volctl(4, "nomad", "register", topo.vol.ID, "--dry-run"); !strings.Contains(out, "Nomad's copy has no topology") {

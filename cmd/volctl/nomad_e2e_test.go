@@ -433,7 +433,10 @@ type capture struct {
 // serving the root beside a local one started after (and running after the test).
 func (w *nomadWorld) stopPluginJob() {
 	w.t.Helper()
-	w.nomad("job", "stop", "plugin-hp")
+	// -detach: the stop's outcome is what the poll below reads. Without it, the nomad CLI
+	// monitors the job's deployment and exits 1 when the stop cancels one still in progress
+	// (a plugin not yet marked healthy on a loaded machine), though the job stops.
+	w.nomad("job", "stop", "-detach", "plugin-hp")
 	w.poll("the plugin's task to stop", 60*time.Second, func() bool {
 		var allocs []struct{ ClientStatus string }
 		if !w.getJSON("/v1/job/plugin-hp/allocations", &allocs) || len(allocs) == 0 {
