@@ -79,10 +79,7 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, b spec.VolumeMo
 		if c, at, err := e.boundAtSamePlace(ctx, cl, b.Destination, dst, func(store.Claim) bool { return true }); err != nil {
 			return false, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
 		} else if c != nil {
-			way := wayOut(*c)
-			if c.Releasing {
-				way = " (being released: `volctl reconcile` finishes a release that was cut short)"
-			}
+			way := boundWayOut(*c)
 			return false, conflictf("volume_mount %s is where alloc %q's volume %q is bound at %s (its %s claim, %s), by another path: a bind mount or mount propagation "+
 				"joins the two, and a mount at either is at both. One place is one mount, which that claim's release would unbind from under this one, and whose "+
 				"read-only or read-write flag is that claim's; give this volume_mount a destination of its own, or release that claim first%s",
