@@ -501,15 +501,15 @@ func refuseSharedDestinations(tx *store.Tx, req ClaimRequest) error {
 	for _, c := range others {
 		for _, b := range c.Binds {
 			d := filepath.Clean(b.Destination)
+			if err := refuseInside(req, c, b.Destination); err != nil {
+				return err
+			}
 			if _, shared := mine[d]; !shared {
 				continue
 			}
-			at, way := mine[d], wayOut(c)
+			at, way := mine[d], boundWayOut(c)
 			if at != d {
 				at += " (the path " + d + ")"
-			}
-			if c.Releasing {
-				way = " (being released: `volctl reconcile` finishes a release that was cut short)"
 			}
 			return conflictf("volume_mount %s is where alloc %q's volume %q is bound (its %s claim, %s): one path is one mount, which that claim's release would unbind from under this one; "+
 				"give this volume_mount a destination of its own (%s or %s in it tell a group's allocs apart), or release that claim first%s",
@@ -517,6 +517,38 @@ func refuseSharedDestinations(tx *store.Tx, req ClaimRequest) error {
 		}
 	}
 	return nil
+}
+
+// refuseInside refuses a volume_mount of req whose destination lies below dest, a
+// volume_mount of c, another alloc's live claim: bound after that one, its bind would make its
+// directory inside that volume (another's data, or the other alloc's own), and hold that
+// claim's release up (its unmount busy) for as long as it is bound. The other order, a bind
+// over one already below, bind refuses (mountsBelow). An alloc's own volume_mounts may nest:
+// a group binds them outermost first (nestingOrder).
+func refuseInside(req ClaimRequest, c store.Claim, dest string) error {
+	if c.Alloc == req.Alloc {
+		return nil
+	}
+	d := filepath.Clean(dest)
+	for _, b := range req.Binds {
+		if !under(filepath.Clean(b.Destination), d) {
+			continue
+		}
+		way := boundWayOut(c)
+		return conflictf("volume_mount %s is inside %s, where alloc %q's volume %q is bound (its %s claim, %s): its bind would make its directory in that volume, "+
+			"and that claim's release could not unbind it while this one is bound there; give this volume_mount a destination outside it, or release that claim first%s",
+			b.Destination, dest, c.Alloc, c.VolumeID, c.Mode, bindWhat(c), way)
+	}
+	return nil
+}
+
+// boundWayOut says what frees a claim bound where another volume_mount would be: its release,
+// or, one being released, the reconcile that finishes it.
+func boundWayOut(c store.Claim) string {
+	if c.Releasing {
+		return " (being released: `volctl reconcile` finishes a release that was cut short)"
+	}
+	return wayOut(c)
 }
 
 // bindWhat says whose a claim with volume_mounts is: its group's, or a plain claim's.
