@@ -1,12 +1,14 @@
 package hostpath_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
@@ -61,15 +63,10 @@ func TestTeardownRefusesToUnmountWhatWasMountedOverTheVolume(t *testing.T) {
 	}
 }
 
-// The volume's directory removed by hand under its mounts (rm -rf of the root's volumes/ID)
-// cannot be compared with what is mounted: the teardown unmounts as it did before the check,
-// not refused for good.
-func TestTeardownOfAVolumeWhoseDirectoryWasRemoved(t *testing.T) {
-	hostpathtest.RequireMount(t)
-	c := start(t, hostpath.Config{})
-	v, p := c.staged(t, "removed")
-	mustOK(t, c.publish(v, p, p.target, false, nil))
-	mustOK(t, os.RemoveAll(c.volumeDir(t, v.GetVolumeId())))
+// tearsDown unpublishes and unstages volume v, failing unless both succeed and leave nothing
+// mounted.
+func (c *client) tearsDown(t *testing.T, v *csi.Volume, p paths) {
+	t.Helper()
 	mustOK(t, c.unpublish(v, p.target))
 	mustOK(t, c.unstage(v, p))
 	if hostpathtest.Mounted(t, p.target) || hostpathtest.Mounted(t, p.staging) {
@@ -77,24 +74,27 @@ func TestTeardownOfAVolumeWhoseDirectoryWasRemoved(t *testing.T) {
 	}
 }
 
-// The volume's directory there again as another directory (removed and made again by hand,
-// restored from a backup) under its mounts: nothing is mounted over the target or the staging
-// path, yet "what is mounted on top is the volume's directory" was judged by the directory's
-// inode, which is not the mounted one's any more, and every NodeUnpublishVolume and
-// NodeUnstageVolume was refused, "has ext4 /dev/... mounted over the volume", the release
-// failing at every try. What is mounted over is judged by the mounts stacked at the path.
+// The volume's directory removed by hand under its mounts (rm -rf of the root's volumes/ID),
+// or there again as another directory (removed and made again by hand, restored from a
+// backup): nothing is mounted over the target or the staging path, yet "what is mounted on top
+// is the volume's directory" was judged by the directory's inode, which is not the mounted
+// one's any more, and every NodeUnpublishVolume and NodeUnstageVolume was refused, "has ext4
+// /dev/... mounted over the volume", the release failing at every try. What is mounted over is
+// judged by the mounts stacked at the path.
 func TestTeardownOfAVolumeWhoseDirectoryIsThereAgain(t *testing.T) {
 	hostpathtest.RequireMount(t)
-	c := start(t, hostpath.Config{})
-	v, p := c.staged(t, "again")
-	mustOK(t, c.publish(v, p, p.target, false, nil))
-	dir := c.volumeDir(t, v.GetVolumeId())
-	mustOK(t, os.RemoveAll(dir))
-	mustOK(t, os.Mkdir(dir, 0o750))
-	mustOK(t, c.unpublish(v, p.target))
-	mustOK(t, c.unstage(v, p))
-	if hostpathtest.Mounted(t, p.target) || hostpathtest.Mounted(t, p.staging) {
-		t.Errorf("still mounted after the teardown")
+	for _, again := range []bool{false, true} {
+		t.Run(fmt.Sprintf("made-again=%t", again), func(t *testing.T) {
+			c := start(t, hostpath.Config{})
+			v, p := c.staged(t, "again")
+			mustOK(t, c.publish(v, p, p.target, false, nil))
+			dir := c.volumeDir(t, v.GetVolumeId())
+			mustOK(t, os.RemoveAll(dir))
+			if again {
+				mustOK(t, os.Mkdir(dir, 0o750))
+			}
+			c.tearsDown(t, v, p)
+		})
 	}
 }
 
@@ -115,12 +115,7 @@ func TestTeardownAfterTheRootMovedToAnotherDisk(t *testing.T) {
 		t.Fatalf("copying the root: %v: %s", err, out)
 	}
 	mustOK(t, os.RemoveAll(old))
-	c = start(t, hostpath.Config{Root: moved, NodeID: "n1"})
-	mustOK(t, c.unpublish(v, p.target))
-	mustOK(t, c.unstage(v, p))
-	if hostpathtest.Mounted(t, p.target) || hostpathtest.Mounted(t, p.staging) {
-		t.Errorf("still mounted after the teardown")
-	}
+	start(t, hostpath.Config{Root: moved, NodeID: "n1"}).tearsDown(t, v, p)
 }
 
 // Another directory of the volume's own file system bind-mounted over the target (same device,
