@@ -355,7 +355,7 @@ func (e *Engine) unstageUnattached(ctx context.Context, c *conn, v store.Volume,
 		return err
 	}
 	if mayBePublished {
-		err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnpublishVolume, "target", p.cl.TargetPath)
+		err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnpublishVolume, "target", p.cl.TargetPath, p.targetRecorded())
 		if err != nil {
 			return err
 		}

@@ -97,7 +97,7 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 	if err := e.unbind(ctx, cl); err != nil {
 		return err
 	}
-	if err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnpublishVolume, "target", cl.TargetPath); err != nil {
+	if err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnpublishVolume, "target", cl.TargetPath, p.targetRecorded()); err != nil {
 		return err
 	}
 	answer := e.retry(ctx, c, csi.RPCNodeUnpublishVolume, func(ctx context.Context) error {
@@ -150,8 +150,11 @@ func (e *Engine) nodeUnpublish(ctx context.Context, c *conn, v store.Volume, p *
 // teardown goes on. A directory on the way to path replaced by a link refuses the RPC, naming
 // the link and saying to remove it; the claim is left for reconcile
 // (TestReleaseRemovesASymlinkPutInPlaceOfTheTargetBeforeNodeUnpublish,
-// TestReleaseRefusesATargetReachedThroughASymlink).
-func (e *Engine) unlinkBeforeTeardown(ctx context.Context, c *conn, v store.Volume, p *checkpoint, rpc, what, path string) error {
+// TestReleaseRefusesATargetReachedThroughASymlink). A link at a path not recorded as holding
+// the volume (recorded false: a target checkTarget never accepted, targetRecorded) is the
+// plugin's own, left to the teardown that asks it to remove what it made; a link above it is
+// refused all the same.
+func (e *Engine) unlinkBeforeTeardown(ctx context.Context, c *conn, v store.Volume, p *checkpoint, rpc, what, path string, recorded bool) error {
 	real := e.realPath(path)
 	if err := e.locks.linkAbove(real); err != nil {
 		var se *symlinkError
@@ -161,6 +164,9 @@ func (e *Engine) unlinkBeforeTeardown(ctx context.Context, c *conn, v store.Volu
 				"remove the link with `rm %s`, which leaves what it points to, then run `volctl reconcile`", rpc, c.plugin.ID, se.Component)
 		}
 		return err
+	}
+	if !recorded {
+		return nil
 	}
 	dest, removed, err := e.locks.removeTargetLink(ctx, real)
 	if err != nil {
@@ -174,6 +180,21 @@ func (e *Engine) unlinkBeforeTeardown(ctx context.Context, c *conn, v store.Volu
 		p.event(&store.Event{Kind: "target-link-removed", VolumeID: v.ID, Alloc: p.cl.Alloc, PluginID: v.PluginID, Message: msg})
 	}
 	return nil
+}
+
+// targetRecorded says whether the claim's target was recorded published (checkTarget passed
+// it as a real mount): the drive began published or unpublishing (a release resumed, which
+// cannot tell, takes the side of the host's disks), or the claim is degraded, published once.
+// Otherwise NodePublishVolume's answer was never accepted: the claim is rolled back after
+// checkTarget refused what the plugin made there (a symlink to its own mount, or to a block
+// device), or it is released before its publish finished. Then a link at the target is the
+// plugin's, and NodeUnpublishVolume is the plugin's chance to remove it and what it leads to,
+// as the rollback promises (docs/architecture.md, Claim state machine): volctl removing it
+// first had the plugin answer OK for a target gone and leak its mount, and blamed "a hand or a
+// program" (TestRollbackLeavesThePluginsOwnLinkToItsNodeUnpublish). A link the plugin leaves
+// after answering OK is removed then, as before (nodeUnpublish).
+func (p *checkpoint) targetRecorded() bool {
+	return p.from == store.ClaimPublished || p.from == store.ClaimUnpublishing || p.cl.Degraded
 }
 
 // undoUnused unstages a volume when no live claim uses its staging, and controller-unpublishes
@@ -372,7 +393,7 @@ func (e *Engine) unstage(ctx context.Context, c *conn, v store.Volume, st store.
 	if err := p.flush(ctx, "release"); err != nil {
 		return err
 	}
-	if err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnstageVolume, "staging", st.StagingPath); err != nil {
+	if err := e.unlinkBeforeTeardown(ctx, c, v, p, csi.RPCNodeUnstageVolume, "staging", st.StagingPath, true); err != nil {
 		return err
 	}
 	err := e.retry(ctx, c, csi.RPCNodeUnstageVolume, func(ctx context.Context) error {

@@ -26,9 +26,9 @@ type Mounter interface {
 	Unmount(target string) error
 	// IsMountPoint reports whether path is a mount point; a missing path is not one.
 	IsMountPoint(path string) (bool, error)
-	// Holds reports whether what path shows, its topmost mount, is source's directory (a bind
-	// of it, or a bind of a bind): not when something else was mounted over it since.
-	Holds(path, source string) (bool, error)
+	// Holds reports whether what path, a mount point of the plugin's, shows is what the
+	// plugin mounted there: not when something else was mounted over it since.
+	Holds(path string) (bool, error)
 }
 
 // SystemMounter mounts with the kernel's mount(2) and detects mounts with mountinfo.
@@ -107,33 +107,66 @@ func (SystemMounter) IsMountPoint(path string) (bool, error) {
 	return ok, err
 }
 
-// Holds implements Mounter: path and source are one directory (device and inode), as a bind
-// mount of source shows it, and no other file system's root mounted over it does. A source
-// gone (the volume's directory removed by hand under its mounts) cannot be compared: what is
-// mounted is taken for it, as before the check, so that its teardown is not refused for good.
-func (SystemMounter) Holds(path, source string) (bool, error) {
-	src, err := os.Stat(source)
-	if errors.Is(err, fs.ErrNotExist) {
-		return true, nil
+// Holds implements Mounter, from the mount table: the mounts stacked at path (stackAt), the
+// topmost shows the lowest's directory, the same device and the same root in it. The lowest
+// is the plugin's bind (the callers checked the path is its staging or target, and it refuses
+// to mount on a mount point); a stack is the plugin's bind mounted again, or another file
+// system's root, or another directory, mounted over it. The volume's directory is not looked
+// at: there again as another directory (made again by hand, restored from a backup, the root
+// moved to another disk and the plugin started with --root there) it is not what is mounted,
+// and the teardown of what is was refused for good
+// (TestTeardownOfAVolumeWhoseDirectoryIsThereAgain,
+// TestTeardownAfterTheRootMovedToAnotherDisk). Nothing at path is read but its mount ID, with
+// AT_STATX_DONT_SYNC: a dead hard NFS mount over the target does not block the plugin's lock.
+func (SystemMounter) Holds(path string) (bool, error) {
+	stack, err := stackAt(path)
+	if err != nil || len(stack) < 2 {
+		return err == nil, err
 	}
+	top, lowest := stack[0], stack[len(stack)-1]
+	return top.Major == lowest.Major && top.Minor == lowest.Minor && top.Root == lowest.Root, nil
+}
+
+// stackAt lists the mounts stacked at path, topmost first, as the mount table has them: the
+// one path shows (its mount ID; the one no other mount at path is mounted on where statx does
+// not say), then each it is mounted on at path. Only path's parent is resolved (a symlink on
+// the way, as the table names the real path); path itself is not followed.
+func stackAt(path string) ([]*mountinfo.Info, error) {
+	dir, err := filepath.EvalSymlinks(filepath.Dir(path))
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	at, err := os.Stat(path)
+	at := filepath.Join(dir, filepath.Base(path))
+	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) { return m.Mountpoint != at, false })
 	if err != nil {
-		return false, err
+		return nil, fmt.Errorf("reading the mount table: %w", err)
 	}
-	return os.SameFile(at, src), nil
+	byID := make(map[int]*mountinfo.Info, len(mounts))
+	for _, m := range mounts {
+		byID[m.ID] = m
+	}
+	var top *mountinfo.Info
+	var sx unix.Statx_t
+	if unix.Statx(unix.AT_FDCWD, at, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID, &sx) == nil && sx.Mask&unix.STATX_MNT_ID != 0 {
+		top = byID[int(sx.Mnt_id)]
+	}
+	for _, m := range mounts {
+		if top == nil && !slices.ContainsFunc(mounts, func(o *mountinfo.Info) bool { return o.Parent == m.ID }) {
+			top = m
+		}
+	}
+	var stack []*mountinfo.Info
+	for m := top; m != nil && len(stack) <= len(mounts); m = byID[m.Parent] {
+		stack = append(stack, m)
+	}
+	return stack, nil
 }
 
 // topMount names the topmost mount at path as the mount table has it ("tmpfs scratch": the
 // file system type and source), or says it is unknown.
 func topMount(path string) string {
-	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) { return m.Mountpoint != path, false })
-	for _, m := range mounts { // the one no other mount at path is mounted on
-		if err == nil && !slices.ContainsFunc(mounts, func(o *mountinfo.Info) bool { return o.Parent == m.ID }) {
-			return m.FSType + " " + m.Source
-		}
+	if stack, err := stackAt(path); err == nil && len(stack) > 0 {
+		return stack[0].FSType + " " + stack[0].Source
 	}
 	return "a mount the table does not name"
 }

@@ -1,10 +1,14 @@
 package hostpath_test
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
@@ -59,18 +63,97 @@ func TestTeardownRefusesToUnmountWhatWasMountedOverTheVolume(t *testing.T) {
 	}
 }
 
-// The volume's directory removed by hand under its mounts (rm -rf of the root's volumes/ID)
-// cannot be compared with what is mounted: the teardown unmounts as it did before the check,
-// not refused for good.
-func TestTeardownOfAVolumeWhoseDirectoryWasRemoved(t *testing.T) {
-	hostpathtest.RequireMount(t)
-	c := start(t, hostpath.Config{})
-	v, p := c.staged(t, "removed")
-	mustOK(t, c.publish(v, p, p.target, false, nil))
-	mustOK(t, os.RemoveAll(c.volumeDir(t, v.GetVolumeId())))
+// tearsDown unpublishes and unstages volume v, failing unless both succeed and leave nothing
+// mounted.
+func (c *client) tearsDown(t *testing.T, v *csi.Volume, p paths) {
+	t.Helper()
 	mustOK(t, c.unpublish(v, p.target))
 	mustOK(t, c.unstage(v, p))
 	if hostpathtest.Mounted(t, p.target) || hostpathtest.Mounted(t, p.staging) {
 		t.Errorf("still mounted after the teardown")
+	}
+}
+
+// The volume's directory removed by hand under its mounts (rm -rf of the root's volumes/ID),
+// or there again as another directory (removed and made again by hand, restored from a
+// backup): nothing is mounted over the target or the staging path, yet "what is mounted on top
+// is the volume's directory" was judged by the directory's inode, which is not the mounted
+// one's any more, and every NodeUnpublishVolume and NodeUnstageVolume was refused, "has ext4
+// /dev/... mounted over the volume", the release failing at every try. What is mounted over is
+// judged by the mounts stacked at the path.
+func TestTeardownOfAVolumeWhoseDirectoryIsThereAgain(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	for _, again := range []bool{false, true} {
+		t.Run(fmt.Sprintf("made-again=%t", again), func(t *testing.T) {
+			c := start(t, hostpath.Config{})
+			v, p := c.staged(t, "again")
+			mustOK(t, c.publish(v, p, p.target, false, nil))
+			dir := c.volumeDir(t, v.GetVolumeId())
+			mustOK(t, os.RemoveAll(dir))
+			if again {
+				mustOK(t, os.Mkdir(dir, 0o750))
+			}
+			c.tearsDown(t, v, p)
+		})
+	}
+}
+
+// The plugin's root moved to another disk (copied, the old one removed) and the plugin started
+// again with --root where it is now, as its FAILED_PRECONDITION for a moved root says to do:
+// the volume's directory there is another one than the one mounted, and the teardown of what
+// was staged and published before the move was refused as "mounted over", for good.
+func TestTeardownAfterTheRootMovedToAnotherDisk(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	old := filepath.Join(hostpathtest.MountDir(t), "root")
+	c := start(t, hostpath.Config{Root: old, NodeID: "n1"})
+	v, p := c.staged(t, "moved")
+	mustOK(t, c.publish(v, p, p.target, false, nil))
+	mustOK(t, c.srv.Stop())
+
+	moved := filepath.Join(hostpathtest.Tmpfs(t, "size=16m"), "root")
+	if out, err := exec.Command("cp", "-a", old, moved).CombinedOutput(); err != nil {
+		t.Fatalf("copying the root: %v: %s", err, out)
+	}
+	mustOK(t, os.RemoveAll(old))
+	start(t, hostpath.Config{Root: moved, NodeID: "n1"}).tearsDown(t, v, p)
+}
+
+// Another directory of the volume's own file system bind-mounted over the target (same device,
+// another root) is not the volume's: refused as a tmpfs is, and left mounted.
+func TestTeardownRefusesABindOfAnotherDirectoryOverTheVolume(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	c := start(t, hostpath.Config{})
+	v, p := c.staged(t, "bound-over")
+	mustOK(t, c.publish(v, p, p.target, false, nil))
+	other := filepath.Join(filepath.Dir(c.volumeDir(t, v.GetVolumeId())), "..", "someone-elses")
+	mustOK(t, os.Mkdir(other, 0o750))
+	mustOK(t, unix.Mount(other, p.target, "", unix.MS_BIND, ""))
+	wantCode(t, c.unpublish(v, p.target), codes.FailedPrecondition, p.target, "mounted over the volume", "umount "+p.target)
+	mustOK(t, unix.Unmount(p.target, 0))
+	mustOK(t, c.unpublish(v, p.target))
+	mustOK(t, c.unstage(v, p))
+}
+
+// The fake mounter judges "mounted over" as the system's does, by the mounts stacked at the
+// path, so fake-based tests see what the real plugin does: the volume's directory there again
+// as another one is no mount over anything, and a bind of another directory over the target is.
+func TestFakeMounterJudgesMountedOverByTheStack(t *testing.T) {
+	c, m := startFake(t, hostpath.Config{})
+	v, p := c.staged(t, "fake-over")
+	mustOK(t, c.publish(v, p, p.target, false, nil))
+	dir := c.volumeDir(t, v.GetVolumeId())
+	mustOK(t, os.RemoveAll(dir))
+	mustOK(t, os.Mkdir(dir, 0o750))
+	other := t.TempDir()
+	mustOK(t, m.BindMount(other, p.target, 0))
+	wantCode(t, c.unpublish(v, p.target), codes.FailedPrecondition, p.target, "mounted over the volume")
+	mustOK(t, m.Unmount(p.target))
+	if got := m.Mounts(); !slices.Contains(got, p.target) {
+		t.Fatalf("mounts after unmounting what was over the target: %v, want the volume's still at %s", got, p.target)
+	}
+	mustOK(t, c.unpublish(v, p.target))
+	mustOK(t, c.unstage(v, p))
+	if got := m.Mounts(); len(got) != 0 {
+		t.Errorf("mounts after the teardown: %v, want none", got)
 	}
 }

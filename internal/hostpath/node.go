@@ -305,12 +305,12 @@ func (p *Plugin) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 }
 
 // mountedOver refuses a teardown of volume id's mount at path (its staging path or target,
-// what) when the topmost mount there is not the volume's directory: something was mounted over
-// it since (an admin's tmpfs, a disk). Unmounting the topmost mount took that one away, a
+// what) when the topmost mount there is not the one the plugin made (Mounter.Holds): something
+// was mounted over it since (an admin's tmpfs, a disk, another directory). Unmounting the topmost mount took that one away, a
 // tmpfs's data with it, and left the volume's below, or forgot the staging
 // (TestTeardownRefusesToUnmountWhatWasMountedOverTheVolume).
 func (p *Plugin) mountedOver(rpc, id, what, path string) error {
-	ok, err := p.mounter.Holds(path, p.volumePath(id))
+	ok, err := p.mounter.Holds(path)
 	if err != nil {
 		return internal("%s: volume %q: %s %q: %v", rpc, id, what, path, err)
 	}

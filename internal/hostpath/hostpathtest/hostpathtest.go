@@ -215,13 +215,21 @@ func Mounted(t testing.TB, path string) bool {
 }
 
 // FakeMounter is a hostpath.Mounter that only remembers what it mounted, so the node RPCs'
-// bookkeeping can be exercised without root. Fail, when set, is returned by every BindMount
-// and Unmount, e.g. unix.EPERM to play a host without mount privileges.
+// bookkeeping can be exercised without root. Mounts stack as the kernel's do: a bind on a
+// mount point goes over what is there, and an unmount takes the topmost away. Fail, when set,
+// is returned by every BindMount and Unmount, e.g. unix.EPERM to play a host without mount
+// privileges.
 type FakeMounter struct {
-	mu      sync.Mutex
-	mounts  map[string]uintptr
-	sources map[string]string // each mount's source
-	Fail    error
+	mu     sync.Mutex
+	stacks map[string][]fakeMount // each mount point's mounts, lowest first
+	Fail   error
+}
+
+// fakeMount is one mount: its flags and the directory it shows, a bind's source followed
+// through the mounts it was made from (what the kernel's table has as device and root).
+type fakeMount struct {
+	flags  uintptr
+	origin string
 }
 
 // BindMount implements hostpath.Mounter.
@@ -234,42 +242,39 @@ func (m *FakeMounter) BindMount(source, target string, flags uintptr) error {
 	if _, err := os.Stat(target); err != nil {
 		return err
 	}
-	if m.mounts == nil {
-		m.mounts = map[string]uintptr{}
+	if m.stacks == nil {
+		m.stacks = map[string][]fakeMount{}
 	}
-	m.mounts[target] = flags
-	if m.sources == nil {
-		m.sources = map[string]string{}
+	origin := source
+	if s := m.stacks[source]; len(s) > 0 {
+		origin = s[len(s)-1].origin
 	}
-	m.sources[target] = source
+	m.stacks[target] = append(m.stacks[target], fakeMount{flags: flags, origin: origin})
 	return nil
 }
 
-// Holds implements hostpath.Mounter: path is mounted from source, or from a mount of it.
-func (m *FakeMounter) Holds(path, source string) (bool, error) {
+// Holds implements hostpath.Mounter as the system's does, by the stack at path: its topmost
+// mount shows what its lowest does. The volume's directory is not compared: it may be there
+// again as another directory, which the mounts do not show.
+func (m *FakeMounter) Holds(path string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for range len(m.sources) + 1 {
-		from, ok := m.sources[path]
-		if _, mounted := m.mounts[path]; !ok || !mounted {
-			return false, nil
-		}
-		if from == source {
-			return true, nil
-		}
-		path = from
-	}
-	return false, nil
+	s := m.stacks[path]
+	return len(s) < 2 || s[len(s)-1].origin == s[0].origin, nil
 }
 
-// Unmount implements hostpath.Mounter.
+// Unmount implements hostpath.Mounter: the topmost mount at target goes.
 func (m *FakeMounter) Unmount(target string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.Fail != nil {
 		return &os.PathError{Op: "unmount", Path: target, Err: m.Fail}
 	}
-	delete(m.mounts, target)
+	if s := m.stacks[target]; len(s) > 1 {
+		m.stacks[target] = s[:len(s)-1]
+	} else {
+		delete(m.stacks, target)
+	}
 	return nil
 }
 
@@ -283,27 +288,32 @@ func (m *FakeMounter) IsMountPoint(path string) (bool, error) {
 func (m *FakeMounter) Mounts() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]string, 0, len(m.mounts))
-	for p := range m.mounts {
+	out := make([]string, 0, len(m.stacks))
+	for p := range m.stacks {
 		out = append(out, p)
 	}
 	slices.Sort(out)
 	return out
 }
 
-// Flags returns the mount flags target was mounted with, and whether it is mounted.
+// Flags returns the mount flags target's topmost mount was made with, and whether it is
+// mounted.
 func (m *FakeMounter) Flags(target string) (uintptr, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	f, ok := m.mounts[target]
-	return f, ok
+	s, ok := m.stacks[target]
+	if !ok {
+		return 0, false
+	}
+	return s[len(s)-1].flags, true
 }
 
-// Forget drops a mount as if it vanished behind the plugin's back (a reboot, a manual umount).
+// Forget drops a mount point's mounts as if they vanished behind the plugin's back (a
+// reboot, a manual umount).
 func (m *FakeMounter) Forget(target string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.mounts, strings.TrimSuffix(target, "/"))
+	delete(m.stacks, strings.TrimSuffix(target, "/"))
 }
 
 // GrantWrite gives uid rwx on path through a POSIX access ACL, as setfacl -m u:UID:rwx does
