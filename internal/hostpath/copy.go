@@ -289,11 +289,15 @@ const copyChunk = 64 << 20
 
 // copyData copies in's data ranges to the same offsets of out, an empty file, and gives out
 // in's size: what lies between the ranges, holes, is left unwritten. A file whose size changes
-// meanwhile (its consumer writes on) is copied as far as its data reaches when looked at.
+// meanwhile (its consumer writes on, or cuts it short: logrotate's copytruncate) is copied as
+// far as its data reaches when looked at: a SEEK_HOLE from data found a moment before, past
+// the end now, fails ENXIO, as the end of the file, not the copy's failure
+// (TestFileTruncatedWhileCopiedIsCopiedAsFarAsItReached).
 func copyData(ctx context.Context, in, out *os.File) error {
 	var off, end int64
+ranges:
 	for {
-		data, err := unix.Seek(int(in.Fd()), off, unix.SEEK_DATA)
+		data, err := seekFile(int(in.Fd()), off, unix.SEEK_DATA)
 		if errors.Is(err, unix.ENXIO) {
 			break // no data at or after off: a hole to the end
 		}
@@ -304,7 +308,11 @@ func copyData(ctx context.Context, in, out *os.File) error {
 		case err != nil:
 			return err
 		default:
-			if hole, err = unix.Seek(int(in.Fd()), data, unix.SEEK_HOLE); err != nil {
+			hole, err = seekFile(int(in.Fd()), data, unix.SEEK_HOLE)
+			if errors.Is(err, unix.ENXIO) {
+				break ranges // cut short at data since the SEEK_DATA
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -332,6 +340,9 @@ func copyData(ctx context.Context, in, out *os.File) error {
 	}
 	return out.Truncate(max(end, fi.Size()))
 }
+
+// seekFile is lseek(2); tests change a file between two of copyData's.
+var seekFile = unix.Seek
 
 // copyRange copies n bytes at off of in to the same offset of out, or fewer where in ends
 // first: through copy_file_range(2), which shares the blocks where the file system can (xfs,
