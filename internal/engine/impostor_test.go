@@ -172,7 +172,13 @@ func TestSocketDirectoryMadeByAnotherUserIsNoLicence(t *testing.T) {
 // RPC, by the fresh fingerprint's check and by the check of the connection held, naming both
 // users and what to do; registering the plugin again accepts the new user.
 func TestServerOfAnotherUserThanTheFingerprintsIsRefused(t *testing.T) {
-	h, socket, stop := rootServesInNobodysDirectory(t)
+	serverOfAnotherUserIsRefused(t, func(dir string) string { return filepath.Join(dir, "csi.sock") })
+}
+
+// serverOfAnotherUserIsRefused is TestServerOfAnotherUserThanTheFingerprintsIsRefused with the
+// plugin registered on spell(dir), its socket's path as the user wrote it.
+func serverOfAnotherUserIsRefused(t *testing.T, spell func(dir string) string) {
+	h, socket, registered, stop := rootServesInNobodysDirectorySpelled(t, spell)
 	held, err := h.e.connect(h.ctx, "hp")
 	if err != nil {
 		t.Fatal(err)
@@ -192,9 +198,9 @@ func TestServerOfAnotherUserThanTheFingerprintsIsRefused(t *testing.T) {
 	wantRefusal("volume create", err)
 
 	// The operator's way out, when the plugin runs as nobody on purpose.
-	h.registerPlugin("hp", socket)
+	h.registerPlugin("hp", registered)
 	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
-		t.Fatalf("volume create after the plugin was registered again, served by uid %d: %v", impostorUID, err)
+		t.Fatalf("volume create after the plugin was registered again on %s, served by uid %d: %v", registered, impostorUID, err)
 	}
 }
 
@@ -230,28 +236,7 @@ func TestServerOfAnotherUserThanTheFingerprintsIsRefusedHoweverThePathIsSpelled(
 		"dot dot":       func(dir string) string { return dir + "/../hp/csi.sock" },
 		"trailing dirs": func(dir string) string { return dir + "///./csi.sock" },
 	} {
-		t.Run(name, func(t *testing.T) {
-			h, socket, registered, stop := rootServesInNobodysDirectorySpelled(t, spell)
-			held, err := h.e.connect(h.ctx, "hp")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer h.e.done(held)
-			stop()
-			wantRefusal := impostorRefused(t, socket)
-			wantRefusal("NodeStageVolume over the connection held", stageOverHeld(h, held))
-
-			h.open(Config{})
-			sv := volume("data")
-			sv.PluginID = "hp"
-			_, err = h.e.CreateVolume(h.ctx, sv)
-			wantRefusal("volume create", err)
-
-			h.registerPlugin("hp", registered)
-			if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
-				t.Fatalf("volume create after the plugin was registered again on %s, served by uid %d: %v", registered, impostorUID, err)
-			}
-		})
+		t.Run(name, func(t *testing.T) { serverOfAnotherUserIsRefused(t, spell) })
 	}
 }
 
