@@ -121,9 +121,18 @@ func New(cfg Config) (*Client, error) {
 }
 
 func samePath(a, b string) bool {
-	aa, err1 := filepath.Abs(strings.TrimPrefix(a, "unix://"))
-	bb, err2 := filepath.Abs(strings.TrimPrefix(b, "unix://"))
+	aa, err1 := SocketPath(a)
+	bb, err2 := SocketPath(b)
 	return err1 == nil && err2 == nil && aa == bb
+}
+
+// SocketPath is the path the client dials for socket: absolute and clean, CSI_ENDPOINT's
+// unix:// taken off. Config.CheckPeer is asked about that path, whatever spelling the plugin
+// was registered with ("/run/hp//csi.sock", "/run/hp/./csi.sock"): whoever keeps facts by
+// socket for it keys them by this path.
+func SocketPath(socket string) (string, error) {
+	// CSI_ENDPOINT's unix:// form is what plugin docs print; take it as the path it names.
+	return filepath.Abs(strings.TrimPrefix(socket, "unix://"))
 }
 
 // reconnectBackoff keeps reconnection to a restarted plugin quick: a local socket is cheap to
@@ -131,8 +140,7 @@ func samePath(a, b string) bool {
 var reconnectBackoff = backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second}
 
 func (c *Client) dial(socket string) (*endpoint, error) {
-	// CSI_ENDPOINT's unix:// form is what plugin docs print; take it as the path it names.
-	abs, err := filepath.Abs(strings.TrimPrefix(socket, "unix://"))
+	abs, err := SocketPath(socket)
 	if err != nil {
 		return nil, fmt.Errorf("plugin socket %s: %w", spec.QuoteName(socket), err)
 	}

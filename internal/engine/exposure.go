@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/volctl/volctl/internal/csi"
 	"github.com/volctl/volctl/internal/pathtrust"
 	"github.com/volctl/volctl/internal/spec"
 	"github.com/volctl/volctl/internal/store"
@@ -112,6 +113,9 @@ func checkServers(sockets []socketID, srv *servers) error {
 
 // servers is who served a plugin's sockets when it was last fingerprinted, the uid of each
 // socket's listener by its path, kept with the fingerprint (store.SocketIdentity.ServerUID).
+// The path is the one the client dials (serverKey): the plugin's row keeps the socket as the
+// user wrote it, and one registered as /run/hp//csi.sock had each connection the client made
+// asked about /run/hp/csi.sock, which no uid was recorded for, and let any user's listener in.
 // serverRefused lets a user serve from a directory it owns, in one only root may write; but a
 // plugin registered while root served it there is not that user's to serve: any process of
 // theirs (nobody's: every daemon that runs as nobody) could bind the name while the plugin
@@ -128,30 +132,41 @@ func serversOf(p store.Plugin) *servers {
 	srv := &servers{plugin: p.ID, uid: map[string]uint32{}}
 	for _, s := range p.Fingerprint.Sockets {
 		if s.ServerKnown {
-			srv.uid[s.Path] = s.ServerUID
+			srv.uid[serverKey(s.Path)] = s.ServerUID
 		}
 	}
 	return srv
+}
+
+// serverKey is socket as servers keys it: the path the plugin's client dials and asks
+// CheckPeer about (csi.SocketPath), however the plugin's row spells it.
+func serverKey(socket string) string {
+	if abs, err := csi.SocketPath(socket); err == nil {
+		return abs
+	}
+	return filepath.Clean(socket)
 }
 
 // uidOf is who served socket when the plugin was fingerprinted, if known.
 func (srv *servers) uidOf(socket string) (uint32, bool) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	uid, ok := srv.uid[socket]
+	uid, ok := srv.uid[serverKey(socket)]
 	return uid, ok
 }
 
 func (srv *servers) set(socket string, uid uint32) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	srv.uid[socket] = uid
+	srv.uid[serverKey(socket)] = uid
 }
 
 // refused refuses the process cred that listens on socket as serverRefused does, and when it
 // is neither root's nor this user's, unless its user is the one who served the socket when the
-// plugin was fingerprinted (or that is not known).
+// plugin was fingerprinted (or that is not known). It names socket as the client dials it
+// (serverKey): a held connection's check and a fresh fingerprint's say the same path.
 func (srv *servers) refused(socket string, cred *unix.Ucred) error {
+	socket = serverKey(socket)
 	if err := serverRefused(socket, cred); err != nil {
 		return err
 	}

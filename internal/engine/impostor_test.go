@@ -172,7 +172,13 @@ func TestSocketDirectoryMadeByAnotherUserIsNoLicence(t *testing.T) {
 // RPC, by the fresh fingerprint's check and by the check of the connection held, naming both
 // users and what to do; registering the plugin again accepts the new user.
 func TestServerOfAnotherUserThanTheFingerprintsIsRefused(t *testing.T) {
-	h, socket, stop := rootServesInNobodysDirectory(t)
+	serverOfAnotherUserIsRefused(t, func(dir string) string { return filepath.Join(dir, "csi.sock") })
+}
+
+// serverOfAnotherUserIsRefused is TestServerOfAnotherUserThanTheFingerprintsIsRefused with the
+// plugin registered on spell(dir), its socket's path as the user wrote it.
+func serverOfAnotherUserIsRefused(t *testing.T, spell func(dir string) string) {
+	h, socket, registered, stop := rootServesInNobodysDirectorySpelled(t, spell)
 	held, err := h.e.connect(h.ctx, "hp")
 	if err != nil {
 		t.Fatal(err)
@@ -192,9 +198,9 @@ func TestServerOfAnotherUserThanTheFingerprintsIsRefused(t *testing.T) {
 	wantRefusal("volume create", err)
 
 	// The operator's way out, when the plugin runs as nobody on purpose.
-	h.registerPlugin("hp", socket)
+	h.registerPlugin("hp", registered)
 	if _, err := h.e.CreateVolume(h.ctx, sv); err != nil {
-		t.Fatalf("volume create after the plugin was registered again, served by uid %d: %v", impostorUID, err)
+		t.Fatalf("volume create after the plugin was registered again on %s, served by uid %d: %v", registered, impostorUID, err)
 	}
 }
 
@@ -218,9 +224,33 @@ func TestServerKeptThroughAStaleFingerprint(t *testing.T) {
 	wantRefusal("volume create after the fingerprint was found stale", err)
 }
 
+// The same, with the plugin registered on its socket's path not written clean, as a template's
+// ${dir}/csi.sock writes it when dir ends in "/": the client dials the path cleaned, and the
+// user who served it when the plugin was fingerprinted must be found under that spelling too.
+// It was not: the check of the connection held found no user recorded for the cleaned path, and
+// let nobody's listener be sent NodeStageVolume and its secret.
+func TestServerOfAnotherUserThanTheFingerprintsIsRefusedHoweverThePathIsSpelled(t *testing.T) {
+	for name, spell := range map[string]func(dir string) string{
+		"double slash":  func(dir string) string { return dir + "//csi.sock" },
+		"dot":           func(dir string) string { return dir + "/./csi.sock" },
+		"dot dot":       func(dir string) string { return dir + "/../hp/csi.sock" },
+		"trailing dirs": func(dir string) string { return dir + "///./csi.sock" },
+	} {
+		t.Run(name, func(t *testing.T) { serverOfAnotherUserIsRefused(t, spell) })
+	}
+}
+
 // rootServesInNobodysDirectory registers plugin hp, served by root on a socket in a directory
 // nobody (impostorUID) owns, in one only root may write; stop stops root's plugin.
 func rootServesInNobodysDirectory(t *testing.T) (h *harness, socket string, stop func()) {
+	t.Helper()
+	h, socket, _, stop = rootServesInNobodysDirectorySpelled(t, func(dir string) string { return filepath.Join(dir, "csi.sock") })
+	return h, socket, stop
+}
+
+// rootServesInNobodysDirectorySpelled is rootServesInNobodysDirectory with the plugin registered
+// on spell(dir), its socket's path as the user wrote it (registered); socket is that path clean.
+func rootServesInNobodysDirectorySpelled(t *testing.T, spell func(dir string) string) (h *harness, socket, registered string, stop func()) {
 	t.Helper()
 	h = newHarness(t, nil)
 	dir := filepath.Join(t.TempDir(), "hp") // in root's, 0700
@@ -234,8 +264,9 @@ func rootServesInNobodysDirectory(t *testing.T) (h *harness, socket string, stop
 	cfg := csitest.DefaultMemConfig()
 	cfg.NodeID = "node-1"
 	stop = csitest.ServeAt(t, socket, csitest.WithServer(csitest.NewMemPlugin(cfg)))
-	h.registerPlugin("hp", socket)
-	return h, socket, stop
+	registered = spell(dir)
+	h.registerPlugin("hp", registered)
+	return h, socket, registered, stop
 }
 
 // impostorRefused serves nobody's plugin on socket (serveImpostor) and returns what checks that

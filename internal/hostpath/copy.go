@@ -48,6 +48,11 @@ type treeEntry struct {
 	rel string
 	fd  int
 	st  unix.Stat_t
+	// born is the file's birth time (statx's STATX_BTIME), where bornKnown says the kernel
+	// reported it: with the inode's generation, what tells apart two files that had one inode
+	// number, one after the other (fileID).
+	born      unix.StatxTimestamp
+	bornKnown bool
 }
 
 func (e *treeEntry) kind() uint32 { return e.st.Mode & unix.S_IFMT }
@@ -74,19 +79,21 @@ func walkTree(ctx context.Context, root string, visit func(*treeEntry) error) (m
 	return w.mounts, err
 }
 
-// stat is fstat(2) of the O_PATH descriptor fd, and whether the file is the root of a mount
-// (below a walk's root: another file system mounted there), from one statx(2); known says the
-// kernel answered that (STATX_ATTR_MOUNT_ROOT, Linux 5.8 on), which leftOut then goes by.
-func stat(fd int, st *unix.Stat_t) (mountRoot, known bool, err error) {
+// stat is fstat(2) of the O_PATH descriptor fd, with the file's birth time where the kernel
+// reports it, into e, and whether the file is the root of a mount (below a walk's root: another
+// file system mounted there), from one statx(2); known says the kernel answered that
+// (STATX_ATTR_MOUNT_ROOT, Linux 5.8 on), which leftOut then goes by.
+func stat(fd int, e *treeEntry) (mountRoot, known bool, err error) {
 	var sx unix.Statx_t
-	const want = unix.STATX_TYPE | unix.STATX_MODE | unix.STATX_UID | unix.STATX_GID | unix.STATX_BLOCKS | unix.STATX_INO | unix.STATX_NLINK
+	const want = unix.STATX_TYPE | unix.STATX_MODE | unix.STATX_UID | unix.STATX_GID | unix.STATX_BLOCKS | unix.STATX_INO | unix.STATX_NLINK | unix.STATX_BTIME
 	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, want, &sx); err != nil {
 		return false, false, err
 	}
-	*st = unix.Stat_t{
+	e.st = unix.Stat_t{
 		Dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), Ino: sx.Ino, Mode: uint32(sx.Mode),
 		Uid: sx.Uid, Gid: sx.Gid, Size: int64(sx.Size), Blocks: int64(sx.Blocks), Nlink: uint64(sx.Nlink),
 	}
+	e.born, e.bornKnown = sx.Btime, sx.Mask&unix.STATX_BTIME != 0
 	known = sx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0
 	return known && sx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0, known, nil
 }
@@ -112,7 +119,7 @@ func (w *walk) entry(ctx context.Context, rel string, fd, depth int) error {
 	}
 	path := filepath.Join(w.root, rel)
 	e := &treeEntry{rel: rel, fd: fd}
-	mountRoot, known, err := stat(fd, &e.st)
+	mountRoot, known, err := stat(fd, e)
 	if err != nil {
 		return &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
@@ -189,7 +196,14 @@ func reopen(fd int, path string) (*os.File, error) {
 // in a volume of a megabyte. Copied as their sizes said, each snapshot or clone of the volume
 // wrote those terabytes of zeros and copies onto the plugin's root, the file system of every
 // other volume and of the plugin's own records, until it was full
-// (TestCopyTakesNoMoreRoomThanItsSource).
+// (TestCopyTakesNoMoreRoomThanItsSource). A name is made a link to a copy only of the very
+// file copied: one whose inode number, birth time and generation are the copied file's
+// (fileID). By its inode number alone, a consumer that removed both names of a linked file
+// once it was copied and made a new file of two names meanwhile (a rotation, as rsnapshot's)
+// had the new names linked to the removed file's copy where the file system gave the new file
+// the number freed (ext4 does at once), the snapshot holding the old content for the new file
+// (TestHardLinkToAFileDeletedDuringTheCopyIsNotMade). Where the kernel reports neither the
+// birth time nor the generation (NFS), each name is copied.
 //
 // What it made is on disk when it returns: its file system synced once it is all made
 // (syncfs(2): one call, where a sync of each file cost a journal commit each, thousands for a
@@ -199,7 +213,11 @@ func reopen(fd int, path string) (*os.File, error) {
 // (TestCopiesAndNewVolumesAreOnDiskBeforeTheirRecords).
 func copyTree(ctx context.Context, src, dst string) (mounts []string, err error) {
 	type inode struct{ dev, ino uint64 }
-	copied := map[inode]string{} // the copy of each file with more than one name, by its source
+	type copiedFile struct {
+		copy string
+		id   fileID
+	}
+	copied := map[inode]copiedFile{} // the copy of each file with more than one name, by its source
 	mounts, err = walkTree(ctx, src, func(e *treeEntry) error {
 		target := filepath.Join(dst, e.rel)
 		perm := fs.FileMode(e.st.Mode) & fs.ModePerm
@@ -217,20 +235,33 @@ func copyTree(ctx context.Context, src, dst string) (mounts []string, err error)
 				return err
 			}
 		case unix.S_IFREG:
-			id := inode{e.st.Dev, e.st.Ino}
-			if first, ok := copied[id]; ok {
-				return os.Link(first, target) // its owner and mode are the first name's
+			ino := inode{e.st.Dev, e.st.Ino}
+			first, ok := copied[ino]
+			var id fileID
+			if ok || e.st.Nlink > 1 {
+				id = identifyFile(e, filepath.Join(src, e.rel))
+			}
+			if ok && id == first.id {
+				if err := os.Link(first.copy, target); err != nil {
+					return err
+				}
+				afterCopy(e.rel)
+				return nil // its owner and mode are the first name's
 			}
 			if err := copyFile(ctx, e, filepath.Join(src, e.rel), target, perm); err != nil {
 				return err
 			}
-			if e.st.Nlink > 1 {
-				copied[id] = target
+			if e.st.Nlink > 1 && id.known() {
+				copied[ino] = copiedFile{target, id}
 			}
 		default:
 			return nil
 		}
-		return copyOwnerAndMode(target, &e.st)
+		if err := copyOwnerAndMode(target, &e.st); err != nil {
+			return err
+		}
+		afterCopy(e.rel)
+		return nil
 	})
 	if err != nil {
 		return mounts, err
@@ -245,6 +276,44 @@ func copyTree(ctx context.Context, src, dst string) (mounts []string, err error)
 	}
 	return mounts, nil
 }
+
+// fileID is what tells a file from one that had its inode number before it (removed, the
+// number freed and given to a new file): its birth time and its generation (FS_IOC_GETVERSION:
+// ext4, xfs and btrfs give each new inode a generation of its own, for NFS file handles), as
+// far as the kernel reports them. Neither changes in a file's life (but a generation its
+// owner sets: then the birth time still tells, where known).
+type fileID struct {
+	born      unix.StatxTimestamp
+	bornKnown bool
+	gen       uint32
+	genKnown  bool
+}
+
+// known says the kernel reported something of the file's identity: one not known is not
+// told from another of its number, and its names are copied, not linked.
+func (id fileID) known() bool { return id.bornKnown || id.genKnown }
+
+// identifyFile is the fileID of the regular file e (at path, for errors).
+func identifyFile(e *treeEntry, path string) fileID {
+	id := fileID{born: e.born, bornKnown: e.bornKnown}
+	f, err := reopen(e.fd, path) // the ioctl needs a descriptor opened for reading, not O_PATH
+	if err != nil {
+		return id // the generation unknown: the name is not linked to a copy by it
+	}
+	defer f.Close()
+	if gen, err := unix.IoctlGetUint32(int(f.Fd()), fsIocGetVersion); err == nil {
+		id.gen, id.genKnown = gen, true
+	}
+	return id
+}
+
+// fsIocGetVersion is FS_IOC_GETVERSION, _IOR('v', 1, long), which x/sys does not define: its
+// FS_IOC_GETFLAGS, _IOR('f', 1, long) on this architecture, with 'v' for its type.
+const fsIocGetVersion uint = unix.FS_IOC_GETFLAGS&^(0xff<<8) | 'v'<<8
+
+// afterCopy is called with each entry's path below the source once it is copied: tests change
+// the source there, as a consumer may at any point of the walk.
+var afterCopy = func(rel string) {}
 
 // syncFS is syncfs(2) of the file system holding f; tests record what is synced, and when.
 var syncFS = func(f *os.File) error { return unix.Syncfs(int(f.Fd())) }
@@ -289,11 +358,15 @@ const copyChunk = 64 << 20
 
 // copyData copies in's data ranges to the same offsets of out, an empty file, and gives out
 // in's size: what lies between the ranges, holes, is left unwritten. A file whose size changes
-// meanwhile (its consumer writes on) is copied as far as its data reaches when looked at.
+// meanwhile (its consumer writes on, or cuts it short: logrotate's copytruncate) is copied as
+// far as its data reaches when looked at: a SEEK_HOLE from data found a moment before, past
+// the end now, fails ENXIO, as the end of the file, not the copy's failure
+// (TestFileTruncatedWhileCopiedIsCopiedAsFarAsItReached).
 func copyData(ctx context.Context, in, out *os.File) error {
 	var off, end int64
+ranges:
 	for {
-		data, err := unix.Seek(int(in.Fd()), off, unix.SEEK_DATA)
+		data, err := seekFile(int(in.Fd()), off, unix.SEEK_DATA)
 		if errors.Is(err, unix.ENXIO) {
 			break // no data at or after off: a hole to the end
 		}
@@ -304,7 +377,11 @@ func copyData(ctx context.Context, in, out *os.File) error {
 		case err != nil:
 			return err
 		default:
-			if hole, err = unix.Seek(int(in.Fd()), data, unix.SEEK_HOLE); err != nil {
+			hole, err = seekFile(int(in.Fd()), data, unix.SEEK_HOLE)
+			if errors.Is(err, unix.ENXIO) {
+				break ranges // cut short at data since the SEEK_DATA
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -332,6 +409,9 @@ func copyData(ctx context.Context, in, out *os.File) error {
 	}
 	return out.Truncate(max(end, fi.Size()))
 }
+
+// seekFile is lseek(2); tests change a file between two of copyData's.
+var seekFile = unix.Seek
 
 // copyRange copies n bytes at off of in to the same offset of out, or fewer where in ends
 // first: through copy_file_range(2), which shares the blocks where the file system can (xfs,

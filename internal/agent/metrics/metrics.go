@@ -217,7 +217,7 @@ func stateCollector(e *engine.Engine) collector {
 // Server serves /metrics and /healthz.
 type Server struct {
 	srv *http.Server
-	lis net.Listener
+	lis *limitedListener
 }
 
 // Listen binds addr (host:port; port 0 picks a free one) and returns the server to Serve.
@@ -234,35 +234,100 @@ func Listen(addr string) (*Server, error) {
 // goroutine of the agent's, for up to its header or read timeout even when it sent nothing,
 // and whoever reaches the endpoint could open them faster than they time out, until the agent
 // had no descriptor left for its plugins' sockets and its store
-// (TestConnectionsTheAgentHoldsAreBounded). Past the bound, a connection waits in the kernel's
-// backlog, unaccepted, until one held closes: a scraper or two, each with a connection kept
-// alive, are far below it.
+// (TestConnectionsTheAgentHoldsAreBounded). Past the bound, a connection waits, unaccepted but
+// one, until one held closes or goes idle: a scraper or two, each with a connection kept alive,
+// are far below it.
 const maxConns = 32
 
-// limitedListener accepts a connection only while fewer than cap(slots) accepted ones are open.
+// limitedListener accepts a connection only while fewer than max accepted ones are open. With
+// all of them open, the one accepted next takes the slot of the connection idle the longest
+// (kept alive between two requests: http.Server.ConnState, track), which it closes: an idle
+// connection held its slot for up to idleTimeout, and maxConns of them, one request each per
+// idleTimeout, kept every scrape and /healthz waiting (TestIdleConnectionsGiveWayToAScrape).
+// Without an idle one, it waits for a slot, and the rest wait in the kernel's backlog.
 type limitedListener struct {
 	net.Listener
-	slots     chan struct{}
+	max int
+
+	mu   sync.Mutex
+	open int
+	// idle is the accepted connections idle between two requests, and since when.
+	idle map[*slotConn]time.Time
+	// freed says a slot may be free, or a connection idle (one signal kept: it is not lost
+	// between Accept's look and its wait).
+	freed     chan struct{}
 	closed    chan struct{}
 	closeOnce sync.Once
 }
 
-func limitConns(lis net.Listener, n int) net.Listener {
-	return &limitedListener{Listener: lis, slots: make(chan struct{}, n), closed: make(chan struct{})}
+func limitConns(lis net.Listener, n int) *limitedListener {
+	return &limitedListener{Listener: lis, max: n, idle: map[*slotConn]time.Time{}, freed: make(chan struct{}, 1), closed: make(chan struct{})}
 }
 
 func (l *limitedListener) Accept() (net.Conn, error) {
-	select {
-	case l.slots <- struct{}{}:
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
 	c, err := l.Listener.Accept()
 	if err != nil {
-		<-l.slots
 		return nil, err
 	}
-	return &slotConn{Conn: c, release: func() { <-l.slots }}, nil
+	for {
+		admitted, victim := l.admit()
+		if admitted {
+			return &slotConn{Conn: c, l: l}, nil
+		}
+		if victim != nil {
+			_ = victim.Close() // gives its slot back
+			continue
+		}
+		select {
+		case <-l.freed:
+		case <-l.closed:
+			c.Close()
+			return nil, net.ErrClosed
+		}
+	}
+}
+
+// admit takes a slot for a connection accepted, or names the connection idle the longest, to
+// close for it, or neither: wait.
+func (l *limitedListener) admit() (admitted bool, victim *slotConn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open < l.max {
+		l.open++
+		return true, nil
+	}
+	var since time.Time
+	for c, at := range l.idle {
+		if victim == nil || at.Before(since) {
+			victim, since = c, at
+		}
+	}
+	delete(l.idle, victim)
+	return false, victim
+}
+
+// track is the server's ConnState: which accepted connections are idle, and since when.
+func (l *limitedListener) track(nc net.Conn, state http.ConnState) {
+	c, ok := nc.(*slotConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if state != http.StateIdle || c.released {
+		delete(l.idle, c)
+		return
+	}
+	l.idle[c] = time.Now()
+	l.signal()
+}
+
+// signal wakes an Accept waiting for a slot. Under l.mu.
+func (l *limitedListener) signal() {
+	select {
+	case l.freed <- struct{}{}:
+	default:
+	}
 }
 
 func (l *limitedListener) Close() error {
@@ -273,13 +338,20 @@ func (l *limitedListener) Close() error {
 // slotConn gives its listener's slot back when it is closed, once.
 type slotConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	l        *limitedListener
+	released bool // under l.mu
 }
 
 func (c *slotConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	if !c.released {
+		c.released = true
+		c.l.open--
+		delete(c.l.idle, c)
+		c.l.signal()
+	}
 	return err
 }
 
@@ -308,7 +380,7 @@ func (s *Server) Serve(ctx context.Context, m *Metrics, status func() agent.Stat
 		_ = enc.Encode(st)
 	})
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout,
-		WriteTimeout: scrapeTimeout + 20*time.Second, IdleTimeout: idleTimeout}
+		WriteTimeout: scrapeTimeout + 20*time.Second, IdleTimeout: idleTimeout, ConnState: s.lis.track}
 	done := make(chan struct{})
 	crash.Go(func() {
 		defer close(done)

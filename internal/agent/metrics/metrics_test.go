@@ -708,3 +708,78 @@ func TestConnectionsTheAgentHoldsAreBounded(t *testing.T) {
 		t.Errorf("a scrape beside %d idle connections: %d\n%s", maxConns-1, resp.StatusCode, body)
 	}
 }
+
+// A connection kept alive after one request holds a slot while it idles, for up to idleTimeout
+// (2 min): whoever reaches the endpoint kept maxConns of them, one request each per idleTimeout,
+// and every scrape and /healthz waited unaccepted behind them. With its slots full, the endpoint
+// closes the connection idle the longest for the next one; the ones it closed are the oldest,
+// and a request in flight keeps its connection (its scrape is answered).
+func TestIdleConnectionsGiveWayToAScrape(t *testing.T) {
+	m := New()
+	inFlight, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	m.reg.registerCollector(func(context.Context) ([]family, error) {
+		if first.CompareAndSwap(false, true) { // the first scrape only (a sync.Once would hold the rest too)
+			close(inFlight)
+			<-release
+		}
+		return nil, nil
+	})
+	addr := serve(t, m, nil)
+	var unblock sync.Once
+	t.Cleanup(func() { unblock.Do(func() { close(release) }) }) // before serve's, which waits for the scrape
+	request := func(c net.Conn, path string) (*http.Response, error) {
+		if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			return nil, err
+		}
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		return resp, err
+	}
+	dial := func() net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// A scrape in flight: its connection is active, not idle.
+	scraping := dial()
+	scraped := make(chan error, 1)
+	go func() {
+		resp, err := request(scraping, "/metrics")
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("status %d", resp.StatusCode)
+		}
+		scraped <- err
+	}()
+	<-inFlight
+	// Twice as many kept-alive connections as the endpoint holds, each one request, then idle.
+	var idle []net.Conn
+	for i := range 2 * maxConns {
+		c := dial()
+		if _, err := request(c, "/healthz"); err != nil {
+			t.Fatalf("a request on connection %d, beside %d idle kept-alive ones and a scrape in flight: %v", i+1, i, err)
+		}
+		idle = append(idle, c)
+	}
+	resp, body := httpGet(t, "http://"+addr+"/metrics")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "volctl_agent_ready") {
+		t.Errorf("a scrape beside %d idle kept-alive connections: %d\n%s", 2*maxConns, resp.StatusCode, body)
+	}
+	// The oldest idle ones were closed by the agent.
+	_ = idle[0].SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := idle[0].Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the connection idle the longest, its slot needed: read %d, %v; want it closed by the agent (EOF)", n, err)
+	}
+	unblock.Do(func() { close(release) })
+	if err := <-scraped; err != nil {
+		t.Errorf("the scrape in flight while the slots were full: %v; want its answer, its connection kept", err)
+	}
+}

@@ -1,0 +1,122 @@
+package hostpath
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// A consumer rotates its files while a snapshot copies the volume (rsnapshot does): it removes
+// both names of a linked file the copy has copied, a/x1 and a/x2, and makes a new file with two
+// names, z/y and z/y-link. The file system gives the new file the number of the inode just
+// freed (ext4 does), and the copy, which knew a/x1's copy by that number, made the new names
+// links to it: the snapshot held the deleted file's content for z/y. The copy tells them apart
+// by the file's birth time and generation, as the kernel reports them: z/y is copied as itself,
+// its two names one copy still.
+func TestHardLinkToAFileDeletedDuringTheCopyIsNotMade(t *testing.T) {
+	const old, fresh = "OLD deleted file", "NEW file, its inode number reused"
+	var src, dst, reused string
+	// Another process on the file system (other tests) may take the number freed first: the
+	// scenario is tried again, in new directories, a few times.
+	for attempt := 0; attempt < 5 && reused == ""; attempt++ {
+		src, dst, reused = rotateWhileCopying(t, old, fresh)
+	}
+	if reused == "" {
+		t.Skipf("in 5 tries, no file made in %s got the inode number of the one removed a moment before: this file system does not reuse inode numbers at once (ext4 does)", src)
+	}
+	rel, _ := filepath.Rel(src, reused)
+	for _, name := range []string{rel, rel + "-link"} {
+		got, err := os.ReadFile(filepath.Join(dst, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != fresh {
+			t.Errorf("the copy of %s holds %q, the content of a/x1, removed during the copy, whose inode number %s got; want %q", name, got, rel, fresh)
+		}
+	}
+	if inodeOf(t, filepath.Join(dst, rel)) != inodeOf(t, filepath.Join(dst, rel+"-link")) {
+		t.Errorf("the copies of %s and %s, two names of one file, are two files", rel, rel+"-link")
+	}
+	for _, n := range []string{"x1", "x2"} {
+		if got, err := os.ReadFile(filepath.Join(dst, "a", n)); err != nil || string(got) != old {
+			t.Errorf("the copy of a/%s: %q, %v; want %q, copied before it was removed", n, got, err, old)
+		}
+	}
+	if inodeOf(t, filepath.Join(dst, "a", "x1")) != inodeOf(t, filepath.Join(dst, "a", "x2")) {
+		t.Error("the copies of a/x1 and a/x2, two names of one file, are two files")
+	}
+}
+
+// rotateWhileCopying copies a tree with a/x1 and a/x2, two names of a file holding old, and
+// once the copy is past a/ (at m/f), removes them and makes files holding fresh in z/ until one
+// gets the inode number freed: reused names it, given a second name (reused+"-link"), or is ""
+// where none did.
+func rotateWhileCopying(t *testing.T, old, fresh string) (src, dst, reused string) {
+	t.Helper()
+	src = t.TempDir()
+	dst = filepath.Join(t.TempDir(), "copy")
+	for _, d := range []string{"a", "m", "z"} {
+		mustMkdir(t, filepath.Join(src, d))
+	}
+	mustWrite(t, filepath.Join(src, "a", "x1"), old)
+	if err := os.Link(filepath.Join(src, "a", "x1"), filepath.Join(src, "a", "x2")); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(src, "m", "f"), "between")
+	oldIno := inodeOf(t, filepath.Join(src, "a", "x1"))
+
+	hook := afterCopy
+	defer func() { afterCopy = hook }()
+	afterCopy = func(rel string) {
+		if rel != filepath.Join("m", "f") {
+			return
+		}
+		// a/ is copied, z/ not listed yet: rotate.
+		for _, n := range []string{"x1", "x2"} {
+			if err := os.Remove(filepath.Join(src, "a", n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 1000 { // until the file system hands out the freed number
+			name := filepath.Join(src, "z", fmt.Sprintf("y%04d", i))
+			mustWrite(t, name, fresh)
+			if inodeOf(t, name) == oldIno {
+				reused = name
+				if err := os.Link(name, name+"-link"); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+		}
+	}
+	if _, err := copyTree(context.Background(), src, dst); err != nil {
+		t.Fatal(err)
+	}
+	return src, dst, reused
+}
+
+func inodeOf(t *testing.T, path string) uint64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
+func mustMkdir(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustWrite(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
