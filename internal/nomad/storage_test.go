@@ -46,13 +46,7 @@ func TestNomadRegisterRefusesAVolumeWhoseStorageNomadHasAsAnother(t *testing.T) 
 			w.Write([]byte(`{}`))
 		}
 	}))
-	t.Cleanup(srv.Close)
-	c, err := NewClient(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := spec.Volume{ID: "db", PluginID: "hp", ExternalID: "ext-1", Namespace: "default",
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
+	c, v := dbOfStorageExt1(t, srv)
 	done, err := c.HandOver(context.Background(), v, true)
 	if !errors.Is(err, ErrSameStorage) || !done.Undo || done.OK {
 		t.Fatalf("HandOver with Nomad holding its storage as other volumes: %+v, %v; want ErrSameStorage, nothing sent, the mark taken back", done, err)
@@ -136,14 +130,8 @@ func TestNomadSameStorageErrorNeverPrintsTheToken(t *testing.T) {
 			t.Errorf("%s %s sent", r.Method, r.URL.Path)
 		}
 	}))
-	t.Cleanup(srv.Close)
-	c, err := NewClient(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := spec.Volume{ID: "db", PluginID: "hp", ExternalID: "ext-1", Namespace: "default",
-		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
-	_, err = c.HandOver(context.Background(), v, true)
+	c, v := dbOfStorageExt1(t, srv)
+	_, err := c.HandOver(context.Background(), v, true)
 	if !errors.Is(err, ErrSameStorage) {
 		t.Fatalf("HandOver: %v; want ErrSameStorage", err)
 	}
@@ -153,4 +141,17 @@ func TestNomadSameStorageErrorNeverPrintsTheToken(t *testing.T) {
 	if !strings.Contains(err.Error(), "nomad volume deregister") {
 		t.Errorf("error: %v\nwant it to still say what to run", err)
 	}
+}
+
+// dbOfStorageExt1 is a client of the Nomad srv answers for (closed when the test ends) and
+// volume db of plugin hp, external ID ext-1, in the default namespace.
+func dbOfStorageExt1(t *testing.T, srv *httptest.Server) (*Client, spec.Volume) {
+	t.Helper()
+	t.Cleanup(srv.Close)
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, spec.Volume{ID: "db", PluginID: "hp", ExternalID: "ext-1", Namespace: "default",
+		Capabilities: []spec.Capability{{AccessMode: spec.SingleNodeWriter, AttachmentMode: spec.FileSystem}}}
 }
