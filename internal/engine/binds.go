@@ -23,9 +23,9 @@ import (
 // Neither path is followed through a symlink (nofollow.go): the target is opened below the
 // state dir, the destination from "/", each one component at a time, and the mount is made on
 // their file descriptors.
-func (e *Engine) bind(ctx context.Context, cl *store.Claim) (bound []string, err error) {
+func (e *Engine) bind(cl *store.Claim) (bound []string, err error) {
 	for _, b := range cl.Binds {
-		made, err := e.bindMount(ctx, cl, b)
+		made, err := e.bindMount(cl.TargetPath, b)
 		if err != nil {
 			return bound, err
 		}
@@ -36,10 +36,8 @@ func (e *Engine) bind(ctx context.Context, cl *store.Claim) (bound []string, err
 	return bound, nil
 }
 
-// bindMount binds cl's target at b's destination unless something is mounted there; made says
-// it did.
-func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, b spec.VolumeMount) (made bool, err error) {
-	target := cl.TargetPath
+// bindMount binds target at b's destination unless something is mounted there; made says it did.
+func (e *Engine) bindMount(target string, b spec.VolumeMount) (made bool, err error) {
 	src, err := openNoFollow(e.cfg.StateDir, e.realPath(target), createNothing)
 	if err != nil {
 		return false, fmt.Errorf("volume_mount %s: the claim's target: %w", b.Destination, err)
@@ -73,17 +71,6 @@ func (e *Engine) bindMount(ctx context.Context, cl *store.Claim, b spec.VolumeMo
 		if !ours {
 			return false, fmt.Errorf("volume_mount %s: something else is mounted there, not this claim's volume: "+
 				"volctl neither mounts over it nor hands it out as the volume; unmount it, or give the volume_mount another destination", b.Destination)
-		}
-		// The volume, but maybe another claim's bind, seen here through another path to the
-		// same place (an admin's bind mount, mount propagation): not this claim's to take.
-		if c, at, err := e.boundAtSamePlace(ctx, cl, b.Destination, dst, func(store.Claim) bool { return true }); err != nil {
-			return false, fmt.Errorf("volume_mount %s: %w", b.Destination, err)
-		} else if c != nil {
-			way := boundWayOut(*c)
-			return false, conflictf("volume_mount %s is where alloc %q's volume %q is bound at %s (its %s claim, %s), by another path: a bind mount or mount propagation "+
-				"joins the two, and a mount at either is at both. One place is one mount, which that claim's release would unbind from under this one, and whose "+
-				"read-only or read-write flag is that claim's; give this volume_mount a destination of its own, or release that claim first%s",
-				b.Destination, c.Alloc, c.VolumeID, at, c.Mode, bindWhat(*c), way)
 		}
 		return false, nil
 	}
@@ -258,9 +245,7 @@ func propagationFlag(mode string) uintptr {
 // bind at a destination another claim of the volume, held and not being released, is bound at
 // too, one path being one mount: claims an older volctl admitted there (admission refuses it
 // now, refuseSharedDestinations) share it, and the last one's release unbinds it (a forced
-// detach, marking them all releasing, unbinds it at once). So is a destination at the place
-// another such claim's is, by another path (boundAtSamePlace): its unmount would be propagated
-// there.
+// detach, marking them all releasing, unbinds it at once).
 // The destination is resolved as bind resolves it, without following a symlink, and unmounted
 // through the file descriptor of its parent.
 func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
@@ -284,17 +269,6 @@ func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 			e.log.Info(fmt.Sprintf("volume_mount %s of volume %q left bound: alloc %q's claim of the volume is bound there too, and its release unbinds it", b.Destination, cl.VolumeID, alloc),
 				"volume", cl.VolumeID, "alloc", cl.Alloc)
 			mounted = false
-		}
-		if err == nil && mounted && len(others) > 0 {
-			// Bound at the same place by another path (bind refuses that now): unmounting
-			// here would unmount there too, propagated.
-			var c *store.Claim
-			var at string
-			if c, at, err = e.boundAtSamePlace(ctx, cl, b.Destination, dst, func(c store.Claim) bool { return !c.Releasing }); err == nil && c != nil {
-				e.log.Info(fmt.Sprintf("volume_mount %s of volume %q left bound: alloc %q's claim of the volume is bound at %s, the same place by another path, and its release unbinds it",
-					b.Destination, cl.VolumeID, c.Alloc, at), "volume", cl.VolumeID, "alloc", cl.Alloc)
-				mounted = false
-			}
 		}
 		if err == nil && mounted {
 			if err = dst.unmount(0); errors.Is(err, unix.EBUSY) {
@@ -454,118 +428,4 @@ func forceUnmount(root, path string) error {
 			return err
 		}
 	}
-}
-
-// boundAtSamePlace finds another live claim of cl's volume (one that counts) with a
-// volume_mount destination at the place dest (open as dst) names, by another path: at returns
-// that destination. A place is the directory (or file) a destination is mounted on, beneath
-// any bind of the volume there, as the mount table says it: a file system (device) and a path
-// in it. Two paths an admin's bind mount joins, with shared propagation (as "/" is on systemd
-// hosts), are one place: a bind at either is propagated to the other, the same file, which
-// bind would otherwise take as its own bound already. Destinations equal as text are left to
-// admission (refuseSharedDestinations) and to claims an older volctl admitted there. A volume
-// with no other claim with volume_mounts reads nothing more; a mount table that cannot be read
-// or a destination not found in it proves nothing (nil).
-func (e *Engine) boundAtSamePlace(ctx context.Context, cl *store.Claim, dest string, dst *pathFD, counts func(store.Claim) bool) (*store.Claim, string, error) {
-	dest = filepath.Clean(dest)
-	var others []store.Claim
-	err := e.store.View(ctx, func(tx *store.Tx) error {
-		claims, err := tx.Claims().ByVolume(cl.VolumeID)
-		others = slices.DeleteFunc(claims, func(c store.Claim) bool {
-			return c.ID == cl.ID || !counts(c) || !slices.ContainsFunc(c.Binds, func(b spec.VolumeMount) bool { return filepath.Clean(b.Destination) != dest })
-		})
-		return err
-	})
-	if err != nil || len(others) == 0 {
-		return nil, "", err
-	}
-	src, err := openNoFollow(e.cfg.StateDir, e.realPath(cl.TargetPath), createNothing)
-	if err != nil {
-		return nil, "", nil // no target to know the volume's binds by
-	}
-	defer src.close()
-	table, err := mountinfo.GetMounts(nil)
-	if err != nil {
-		return nil, "", nil
-	}
-	mounts := make(map[int]*mountinfo.Info, len(table))
-	for _, m := range table {
-		mounts[m.ID] = m
-	}
-	vol := mountOf(mounts, src)
-	if vol == nil {
-		return nil, "", nil
-	}
-	mine, ok := placeOf(mounts, vol, dest, dst)
-	if !ok {
-		return nil, "", nil
-	}
-	for i, c := range others {
-		for _, b := range c.Binds {
-			d := filepath.Clean(b.Destination)
-			if d == dest {
-				continue
-			}
-			o, err := openNoFollow("/", d, createNothing)
-			if err != nil {
-				continue
-			}
-			theirs, ok := placeOf(mounts, vol, d, o)
-			o.close()
-			if ok && theirs == mine {
-				return &others[i], b.Destination, nil
-			}
-		}
-	}
-	return nil, "", nil
-}
-
-// place is where a path lies beneath the binds of a volume at it: a file system (device) and a
-// path in it (placeOf).
-type place struct {
-	major, minor int
-	path         string
-}
-
-// mountOf is the mount table's entry for the mount the opened path is on; nil when not found.
-func mountOf(mounts map[int]*mountinfo.Info, p *pathFD) *mountinfo.Info {
-	id, err := mountID(p.fd)
-	if err != nil {
-		return nil
-	}
-	return mounts[int(id)]
-}
-
-// placeOf is the place of path (open as p): where in which file system it is, beneath the binds
-// of the volume (vol, its target's mount: a bind of the volume is a mount of its device and
-// root) mounted at it. A path that is no mount point, or the root of another mount (an admin's
-// bind of a directory elsewhere), is that directory; a bind of the volume sits on a directory of
-// the mount below it, whose path in its file system is that mount's root joined with the rest
-// of the path below its mount point.
-func placeOf(mounts map[int]*mountinfo.Info, vol *mountinfo.Info, path string, p *pathFD) (place, bool) {
-	m := mountOf(mounts, p)
-	if m == nil {
-		return place{}, false
-	}
-	in := func(m *mountinfo.Info) place {
-		rel, err := filepath.Rel(m.Mountpoint, path)
-		if err != nil {
-			rel = "."
-		}
-		return place{m.Major, m.Minor, filepath.Join(m.Root, rel)}
-	}
-	if m.Mountpoint != path {
-		return in(m), true
-	}
-	for m.Major == vol.Major && m.Minor == vol.Minor && m.Root == vol.Root {
-		parent := mounts[m.Parent]
-		if parent == nil {
-			return place{}, false
-		}
-		if parent.Mountpoint != path {
-			return in(parent), true
-		}
-		m = parent // another bind of the volume, or another mount, under this one at path
-	}
-	return in(m), true
 }

@@ -682,7 +682,7 @@ func (e *Engine) settleLocked(ctx context.Context, claimID int64) (bound []strin
 	if err != nil {
 		return nil, err
 	}
-	if bound, err = e.bind(ctx, &cl); err != nil {
+	if bound, err = e.bind(&cl); err != nil {
 		return bound, err
 	}
 	if cl.NeedsReconcile {
