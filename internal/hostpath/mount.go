@@ -27,8 +27,9 @@ type Mounter interface {
 	// IsMountPoint reports whether path is a mount point; a missing path is not one.
 	IsMountPoint(path string) (bool, error)
 	// Holds reports whether what path, a mount point of the plugin's, shows is what the
-	// plugin mounted there: not when something else was mounted over it since.
-	Holds(path string) (bool, error)
+	// plugin mounted there, a bind of volume id's directory: not when something else was
+	// mounted over it since, or in its place.
+	Holds(path, id string) (bool, error)
 }
 
 // SystemMounter mounts with the kernel's mount(2) and detects mounts with mountinfo.
@@ -116,15 +117,31 @@ func (SystemMounter) IsMountPoint(path string) (bool, error) {
 // moved to another disk and the plugin started with --root there) it is not what is mounted,
 // and the teardown of what is was refused for good
 // (TestTeardownOfAVolumeWhoseDirectoryIsThereAgain,
-// TestTeardownAfterTheRootMovedToAnotherDisk). Nothing at path is read but its mount ID, with
-// AT_STATX_DONT_SYNC: a dead hard NFS mount over the target does not block the plugin's lock.
-func (SystemMounter) Holds(path string) (bool, error) {
+// TestTeardownAfterTheRootMovedToAnotherDisk). What the lowest shows is, by the table, a
+// directory volumes/<id> of its file system (its Root, "//deleted" after it when the directory
+// went): a lone mount of anything else (a tmpfs, another directory) was put in the plugin's
+// bind's place, unmounted since, and is no more the plugin's to unmount than one over it
+// (review26f: a lone mount was taken for the plugin's, and a tmpfs put in its place unmounted,
+// its data with it). Nothing at path is read but its mount ID, with AT_STATX_DONT_SYNC: a dead
+// hard NFS mount over the target does not block the plugin's lock.
+func (SystemMounter) Holds(path, id string) (bool, error) {
 	stack, err := stackAt(path)
-	if err != nil || len(stack) < 2 {
+	if err != nil || len(stack) == 0 {
 		return err == nil, err
 	}
 	top, lowest := stack[0], stack[len(stack)-1]
+	if !showsVolumeDir(lowest.Root, id) {
+		return false, nil
+	}
 	return top.Major == lowest.Major && top.Minor == lowest.Minor && top.Root == lowest.Root, nil
+}
+
+// showsVolumeDir says whether root, a mount's Root in the mount table (the directory of its
+// file system it shows), is volume id's directory: volumes/<id>, wherever the plugin's root is
+// in that file system, "//deleted" after it when the directory was removed under the mount.
+func showsVolumeDir(root, id string) bool {
+	root = strings.TrimSuffix(root, "//deleted")
+	return filepath.Base(root) == id && filepath.Base(filepath.Dir(root)) == "volumes"
 }
 
 // stackAt lists the mounts stacked at path, topmost first, as the mount table has them: the

@@ -63,6 +63,48 @@ func TestTeardownRefusesToUnmountWhatWasMountedOverTheVolume(t *testing.T) {
 	}
 }
 
+// The same one step aside (review26f): the plugin's bind unmounted by hand and a tmpfs
+// mounted in its place, data written there. Judged by the stack alone, a lone mount was taken
+// for the plugin's, and the teardown unmounted the tmpfs, its data with it. A lone mount is
+// the plugin's only when it shows the volume's directory (volumes/<id>): this one is refused,
+// named, and left, as one over the volume is.
+func TestTeardownRefusesToUnmountWhatWasMountedInTheVolumesPlace(t *testing.T) {
+	hostpathtest.RequireMount(t)
+	for _, which := range []string{"target", "staging"} {
+		t.Run(which, func(t *testing.T) {
+			c := start(t, hostpath.Config{})
+			v, p := c.staged(t, "instead-"+which)
+			mustOK(t, c.publish(v, p, p.target, false, nil))
+			path := p.target
+			if which == "staging" {
+				mustOK(t, c.unpublish(v, p.target))
+				path = p.staging
+			}
+			mustOK(t, unix.Unmount(path, 0))
+			if err := unix.Mount("someonesfs", path, "tmpfs", 0, "size=1m"); err != nil {
+				t.Skipf("mounting a tmpfs: %v", err)
+			}
+			mustOK(t, os.WriteFile(filepath.Join(path, "theirs"), []byte("kept"), 0o600))
+
+			var err error
+			if which == "target" {
+				err = c.unpublish(v, p.target)
+			} else {
+				err = c.unstage(v, p)
+			}
+			wantCode(t, err, codes.FailedPrecondition, path, "tmpfs someonesfs", "umount "+path)
+			if b, rerr := os.ReadFile(filepath.Join(path, "theirs")); rerr != nil || string(b) != "kept" {
+				t.Fatalf("what was mounted in the place of the volume's %s: %q, %v; want it left mounted", which, b, rerr)
+			}
+			mustOK(t, unix.Unmount(path, 0))
+			if which == "target" {
+				mustOK(t, c.unpublish(v, p.target))
+			}
+			mustOK(t, c.unstage(v, p))
+		})
+	}
+}
+
 // tearsDown unpublishes and unstages volume v, failing unless both succeed and leave nothing
 // mounted.
 func (c *client) tearsDown(t *testing.T, v *csi.Volume, p paths) {

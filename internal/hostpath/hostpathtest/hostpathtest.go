@@ -253,14 +253,22 @@ func (m *FakeMounter) BindMount(source, target string, flags uintptr) error {
 	return nil
 }
 
-// Holds implements hostpath.Mounter as the system's does, by the stack at path: its topmost
-// mount shows what its lowest does. The volume's directory is not compared: it may be there
-// again as another directory, which the mounts do not show.
-func (m *FakeMounter) Holds(path string) (bool, error) {
+// Holds implements hostpath.Mounter as the system's does, by the stack at path: its lowest
+// mount shows volume id's directory (a source named volumes/<id>), and its topmost what its
+// lowest does. The volume's directory itself is not looked at: it may be there again as
+// another directory, which the mounts do not show.
+func (m *FakeMounter) Holds(path, id string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.stacks[path]
-	return len(s) < 2 || s[len(s)-1].origin == s[0].origin, nil
+	if len(s) == 0 {
+		return true, nil
+	}
+	lowest := s[0].origin
+	if filepath.Base(lowest) != id || filepath.Base(filepath.Dir(lowest)) != "volumes" {
+		return false, nil
+	}
+	return s[len(s)-1].origin == lowest, nil
 }
 
 // Unmount implements hostpath.Mounter: the topmost mount at target goes.
