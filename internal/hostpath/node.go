@@ -310,7 +310,7 @@ func (p *Plugin) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 // tmpfs's data with it, and left the volume's below, or forgot the staging
 // (TestTeardownRefusesToUnmountWhatWasMountedOverTheVolume).
 func (p *Plugin) mountedOver(rpc, id, what, path string) error {
-	ok, err := p.mounter.Holds(path, id)
+	ok, err := p.mounter.Holds(path, p.volumePath(id))
 	if err != nil {
 		return internal("%s: volume %q: %s %q: %v", rpc, id, what, path, err)
 	}

@@ -254,10 +254,11 @@ func (m *FakeMounter) BindMount(source, target string, flags uintptr) error {
 }
 
 // Holds implements hostpath.Mounter as the system's does, by the stack at path: its lowest
-// mount shows volume id's directory (a source named volumes/<id>), and its topmost what its
+// mount shows the volume's directory dir (a source named volumes/<id>), and its topmost what its
 // lowest does. The volume's directory itself is not looked at: it may be there again as
 // another directory, which the mounts do not show.
-func (m *FakeMounter) Holds(path, id string) (bool, error) {
+func (m *FakeMounter) Holds(path, dir string) (bool, error) {
+	id := filepath.Base(dir)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.stacks[path]
