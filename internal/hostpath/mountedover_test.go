@@ -23,16 +23,36 @@ import (
 // on top is now checked to be the volume's directory: anything else is refused, named, and
 // left mounted, with what to do; unmounted by hand, the request succeeds.
 func TestTeardownRefusesToUnmountWhatWasMountedOverTheVolume(t *testing.T) {
+	refusesToUnmountTheIntruder(t, "over", false)
+}
+
+// The same one step aside (review26f): the plugin's bind unmounted by hand and a tmpfs
+// mounted in its place, data written there. Judged by the stack alone, a lone mount was taken
+// for the plugin's, and the teardown unmounted the tmpfs, its data with it. A lone mount is
+// the plugin's only when it shows the volume's directory (volumes/<id>): this one is refused,
+// named, and left, as one over the volume is.
+func TestTeardownRefusesToUnmountWhatWasMountedInTheVolumesPlace(t *testing.T) {
+	refusesToUnmountTheIntruder(t, "instead", true)
+}
+
+// refusesToUnmountTheIntruder publishes a volume, mounts a tmpfs holding data at its target or
+// staging path, over the plugin's bind or, inPlace, in its place (the bind unmounted first),
+// and checks each teardown is refused, naming the tmpfs and the umount to run, and the data
+// left; unmounted by hand, the teardowns go through.
+func refusesToUnmountTheIntruder(t *testing.T, name string, inPlace bool) {
 	hostpathtest.RequireMount(t)
 	for _, which := range []string{"target", "staging"} {
 		t.Run(which, func(t *testing.T) {
 			c := start(t, hostpath.Config{})
-			v, p := c.staged(t, "over-"+which)
+			v, p := c.staged(t, name+"-"+which)
 			mustOK(t, c.publish(v, p, p.target, false, nil))
 			path := p.target
 			if which == "staging" {
 				mustOK(t, c.unpublish(v, p.target))
 				path = p.staging
+			}
+			if inPlace {
+				mustOK(t, unix.Unmount(path, 0))
 			}
 			if err := unix.Mount("someonesfs", path, "tmpfs", 0, "size=1m"); err != nil {
 				t.Skipf("mounting a tmpfs: %v", err)
@@ -47,7 +67,7 @@ func TestTeardownRefusesToUnmountWhatWasMountedOverTheVolume(t *testing.T) {
 			}
 			wantCode(t, err, codes.FailedPrecondition, path, "tmpfs someonesfs", "umount "+path)
 			if b, rerr := os.ReadFile(filepath.Join(path, "theirs")); rerr != nil || string(b) != "kept" {
-				t.Fatalf("what was mounted over the volume's %s: %q, %v; want it left mounted", which, b, rerr)
+				t.Fatalf("what was mounted at the volume's %s: %q, %v; want it left mounted", which, b, rerr)
 			}
 
 			// Unmounted by hand, the request goes through.
@@ -59,48 +79,6 @@ func TestTeardownRefusesToUnmountWhatWasMountedOverTheVolume(t *testing.T) {
 			if hostpathtest.Mounted(t, path) || hostpathtest.Mounted(t, p.staging) {
 				t.Errorf("still mounted after the teardown")
 			}
-		})
-	}
-}
-
-// The same one step aside (review26f): the plugin's bind unmounted by hand and a tmpfs
-// mounted in its place, data written there. Judged by the stack alone, a lone mount was taken
-// for the plugin's, and the teardown unmounted the tmpfs, its data with it. A lone mount is
-// the plugin's only when it shows the volume's directory (volumes/<id>): this one is refused,
-// named, and left, as one over the volume is.
-func TestTeardownRefusesToUnmountWhatWasMountedInTheVolumesPlace(t *testing.T) {
-	hostpathtest.RequireMount(t)
-	for _, which := range []string{"target", "staging"} {
-		t.Run(which, func(t *testing.T) {
-			c := start(t, hostpath.Config{})
-			v, p := c.staged(t, "instead-"+which)
-			mustOK(t, c.publish(v, p, p.target, false, nil))
-			path := p.target
-			if which == "staging" {
-				mustOK(t, c.unpublish(v, p.target))
-				path = p.staging
-			}
-			mustOK(t, unix.Unmount(path, 0))
-			if err := unix.Mount("someonesfs", path, "tmpfs", 0, "size=1m"); err != nil {
-				t.Skipf("mounting a tmpfs: %v", err)
-			}
-			mustOK(t, os.WriteFile(filepath.Join(path, "theirs"), []byte("kept"), 0o600))
-
-			var err error
-			if which == "target" {
-				err = c.unpublish(v, p.target)
-			} else {
-				err = c.unstage(v, p)
-			}
-			wantCode(t, err, codes.FailedPrecondition, path, "tmpfs someonesfs", "umount "+path)
-			if b, rerr := os.ReadFile(filepath.Join(path, "theirs")); rerr != nil || string(b) != "kept" {
-				t.Fatalf("what was mounted in the place of the volume's %s: %q, %v; want it left mounted", which, b, rerr)
-			}
-			mustOK(t, unix.Unmount(path, 0))
-			if which == "target" {
-				mustOK(t, c.unpublish(v, p.target))
-			}
-			mustOK(t, c.unstage(v, p))
 		})
 	}
 }
