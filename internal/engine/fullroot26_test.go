@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/volctl/volctl/internal/csi"
-	"github.com/volctl/volctl/internal/csi/csitest"
 	"github.com/volctl/volctl/internal/hostpath"
 	"github.com/volctl/volctl/internal/hostpath/hostpathtest"
 	"github.com/volctl/volctl/internal/spec"
@@ -26,22 +25,9 @@ import (
 // back and nothing is pending.
 func TestClaimAndExpandOnAFullRootAreNotHeldForReconcile(t *testing.T) {
 	hostpathtest.RequireMount(t)
-	ctx := context.Background()
 	root := hostpathtest.Tmpfs(t, "size=2m,mode=0700")
-	p, err := hostpath.New(hostpath.Config{Root: root, NodeID: "n1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	faults := csitest.NewFaults()
-	socket, _ := csitest.Serve(t, csitest.WithServer(p), csitest.WithFaults(faults))
-	e, err := Open(ctx, Config{StateDir: hostpathtest.MountDir(t), Retry: fastRetry})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	if _, err := e.RegisterPlugin(ctx, spec.Plugin{ID: "hp", Type: spec.PluginMonolith, Socket: socket}); err != nil {
-		t.Fatal(err)
-	}
+	h := newHostpathEngineWith(t, hostpath.Config{Root: root, NodeID: "n1"})
+	ctx, e, faults := h.ctx, h.e, h.faults
 	for _, id := range []string{"x", "b"} {
 		sv := spec.Volume{ID: id, Name: id, Type: "csi", PluginID: "hp", CapacityMin: 64 << 10,
 			Capabilities: []spec.Capability{capab(spec.SingleNodeWriter)}}

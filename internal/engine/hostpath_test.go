@@ -73,8 +73,15 @@ func requireKept(t *testing.T, target, what string) {
 func newHostpathEngine(t *testing.T) *hostpathEngine {
 	t.Helper()
 	hostpathtest.RequireMount(t)
-	h := &hostpathEngine{ctx: context.Background(), faults: csitest.NewFaults(), state: hostpathtest.MountDir(t), root: hostpathtest.MountDir(t)}
-	p, err := hostpath.New(hostpath.Config{Root: h.root, NodeID: "n1", EnableAttach: true})
+	return newHostpathEngineWith(t, hostpath.Config{Root: hostpathtest.MountDir(t), NodeID: "n1", EnableAttach: true})
+}
+
+// newHostpathEngineWith is newHostpathEngine with the plugin's config cfg (its Root the
+// plugin's --root).
+func newHostpathEngineWith(t *testing.T, cfg hostpath.Config) *hostpathEngine {
+	t.Helper()
+	h := &hostpathEngine{ctx: context.Background(), faults: csitest.NewFaults(), state: hostpathtest.MountDir(t), root: cfg.Root}
+	p, err := hostpath.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
