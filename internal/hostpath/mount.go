@@ -146,8 +146,9 @@ func (SystemMounter) Holds(path, dir string) (bool, error) {
 }
 
 // sameFileNoSync says whether a and b are one file by device and inode, neither followed if a
-// symlink, each looked at with AT_STATX_DONT_SYNC (a dead NFS server's mount answers from its
-// cache, not never); false when either cannot be looked at.
+// symlink, each looked at with AT_STATX_DONT_SYNC (a mount whose NFS server is gone answers from
+// its cache instead of blocking); false when either cannot be looked at. (The engine's statx
+// helpers are its own: the plugin imports nothing of the engine.)
 func sameFileNoSync(a, b string) bool {
 	var sa, sb unix.Statx_t
 	const flags = unix.AT_SYMLINK_NOFOLLOW | unix.AT_STATX_DONT_SYNC
