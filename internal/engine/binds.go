@@ -24,7 +24,8 @@ import (
 // state dir, the destination from "/", each one component at a time, and the mount is made on
 // their file descriptors.
 func (e *Engine) bind(cl *store.Claim) (bound []string, err error) {
-	for _, b := range cl.Binds {
+	for _, i := range bindOrder(cl.Binds, true) {
+		b := cl.Binds[i]
 		made, err := e.bindMount(cl.TargetPath, b)
 		if err != nil {
 			return bound, err
@@ -189,6 +190,19 @@ func nestingOrder[T any](items []T, dests func(T) []string, outerFirst bool) []T
 	return out
 }
 
+// bindOrder is the order a claim's own volume_mounts are bound in (outerFirst) or unbound in:
+// their indices in nestingOrder, so one volume mounted twice, at /t and below it at /t/logs,
+// is bound at /t first (the inner bind on the outer's directory, not refused as hidden) and
+// unbound at /t/logs first (the outer unmount is EBUSY while the inner is mounted), whichever
+// order the group lists them in.
+func bindOrder(binds []spec.VolumeMount, outerFirst bool) []int {
+	idx := make([]int, len(binds))
+	for i := range idx {
+		idx[i] = i
+	}
+	return nestingOrder(idx, func(i int) []string { return []string{binds[i].Destination} }, outerFirst)
+}
+
 // volumeMountErr says which volume_mount a destination's error is about. A symlink in the
 // destination is said once: "volume_mount /srv/x: /srv is a symlink, ...".
 func volumeMountErr(dest string, err error) error {
@@ -250,7 +264,8 @@ func propagationFlag(mode string) uintptr {
 // through the file descriptor of its parent.
 func (e *Engine) unbind(ctx context.Context, cl *store.Claim) error {
 	var others map[string]string // the volume's other claims' destinations, read once when needed
-	for _, b := range cl.Binds {
+	for _, i := range bindOrder(cl.Binds, false) {
+		b := cl.Binds[i]
 		dst, err := openNoFollow("/", b.Destination, createNothing)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
