@@ -230,13 +230,7 @@ func TestVolumeMountsAtOneDirectoryNotJoinedByPropagationAreBound(t *testing.T) 
 	t.Run("one volume per alloc at t/{index} and t/{index}/logs", func(t *testing.T) {
 		h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)
 		dir := hostpathtest.MountDir(t)
-		g := spec.Group{Name: "nest", Count: 2,
-			Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: "data",
-				AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}},
-			Mounts: []spec.VolumeMount{
-				{Volume: "d", Destination: filepath.Join(dir, "t", "{index}")},
-				{Volume: "d", Destination: filepath.Join(dir, "t", "{index}", "logs")},
-			}}
+		g := multiWriterGroup("nest", 2, filepath.Join(dir, "t", "{index}"), filepath.Join(dir, "t", "{index}", "logs"))
 		if _, err := h.e.RunGroup(h.ctx, g); err != nil {
 			t.Fatalf("group with one volume bound per alloc at t/{index} and t/{index}/logs: %v", err)
 		}
@@ -264,13 +258,16 @@ func diskOf(t *testing.T, dir string) *mountinfo.Info {
 	return m
 }
 
-// groupAtIndex is a group of count allocs on the multi-writer volume "data", each bound at
-// dir/{index}.
-func groupAtIndex(name string, count int, dir string) spec.Group {
-	return spec.Group{Name: name, Count: count,
+// multiWriterGroup is a group of count allocs on the multi-writer volume "data", each alloc
+// bound at every one of dests (placeholders replaced).
+func multiWriterGroup(name string, count int, dests ...string) spec.Group {
+	g := spec.Group{Name: name, Count: count,
 		Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: "data",
-			AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}},
-		Mounts: []spec.VolumeMount{{Volume: "d", Destination: filepath.Join(dir, "{index}")}}}
+			AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}}}
+	for _, d := range dests {
+		g.Mounts = append(g.Mounts, spec.VolumeMount{Volume: "d", Destination: d})
+	}
+	return g
 }
 
 // TestReconcilePlacesVolumeMountsWithOneReadOfTheMountTable: a reconcile pass checks every
@@ -282,7 +279,7 @@ func TestReconcilePlacesVolumeMountsWithOneReadOfTheMountTable(t *testing.T) {
 	h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)
 	dir := hostpathtest.MountDir(t)
 	const n = 12
-	if _, err := h.e.RunGroup(h.ctx, groupAtIndex("many", n, dir)); err != nil {
+	if _, err := h.e.RunGroup(h.ctx, multiWriterGroup("many", n, filepath.Join(dir, "{index}"))); err != nil {
 		t.Fatal(err)
 	}
 	for _, unbound := range []bool{false, true} {

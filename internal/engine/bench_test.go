@@ -277,11 +277,7 @@ func BenchmarkReconcileBoundGroup40(b *testing.B) {
 	}
 	const n = 40
 	dir := hostpathtest.MountDir(b)
-	g := spec.Group{Name: "many", Count: n,
-		Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: "data",
-			AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}},
-		Mounts: []spec.VolumeMount{{Volume: "d", Destination: filepath.Join(dir, "{index}")}}}
-	if _, err := e.RunGroup(ctx, g); err != nil {
+	if _, err := e.RunGroup(ctx, multiWriterGroup("many", n, filepath.Join(dir, "{index}"))); err != nil {
 		b.Fatal(err)
 	}
 	var cpuTotal time.Duration

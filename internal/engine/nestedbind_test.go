@@ -45,11 +45,7 @@ func nestedGroup(t *testing.T, h *hostpathEngine, dests string, innerFirst bool)
 // unbinds the inner one first, so it succeeds and leaves nothing mounted. Real mounts, as root.
 func TestNestedVolumeMountsAreBoundOutermostFirstAndUnboundInnermostFirst(t *testing.T) {
 	for _, innerFirst := range []bool{false, true} {
-		name := "outer listed first"
-		if innerFirst {
-			name = "inner listed first"
-		}
-		t.Run(name, func(t *testing.T) {
+		t.Run(listedName(innerFirst), func(t *testing.T) {
 			h := newHostpathEngine(t)
 			dests := hostpathtest.MountDir(t)
 			g := nestedGroup(t, h, dests, innerFirst)
@@ -77,16 +73,7 @@ func TestNestedVolumeMountsAreBoundOutermostFirstAndUnboundInnermostFirst(t *tes
 			if _, err := h.e.RunGroup(h.ctx, g); err != nil {
 				t.Fatal(err)
 			}
-			if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error {
-				sg, err := tx.Groups().Get("app")
-				if err != nil {
-					return err
-				}
-				sg.State = store.GroupStopped
-				return tx.Groups().Put(&sg)
-			}); err != nil {
-				t.Fatal(err)
-			}
+			markGroupStopped(t, h, "app")
 			if _, err := h.e.ReleasePast(h.ctx); err != nil {
 				t.Errorf("claim GC: %v", err)
 			}
@@ -149,20 +136,10 @@ func TestVolumeMountOverMountsBelowIsRefused(t *testing.T) {
 // unbind innermost first, in the run, the stop and reconcile's claim GC. Real mounts, as root.
 func TestOneVolumeBoundTwiceNestedIsBoundOuterFirstAndUnboundInnerFirst(t *testing.T) {
 	for _, innerFirst := range []bool{false, true} {
-		name := "outer listed first"
-		if innerFirst {
-			name = "inner listed first"
-		}
-		t.Run(name, func(t *testing.T) {
+		t.Run(listedName(innerFirst), func(t *testing.T) {
 			h := newSharedVolumeEngine(t, spec.MultiNodeMultiWriter)
 			dir := hostpathtest.MountDir(t)
-			g := spec.Group{Name: "nest", Count: 2,
-				Volumes: []spec.VolumeRequest{{Name: "d", Type: "csi", Source: "data",
-					AccessMode: spec.MultiNodeMultiWriter, AttachmentMode: spec.FileSystem}},
-				Mounts: []spec.VolumeMount{
-					{Volume: "d", Destination: filepath.Join(dir, "t", "{index}")},
-					{Volume: "d", Destination: filepath.Join(dir, "t", "{index}", "logs")},
-				}}
+			g := multiWriterGroup("nest", 2, filepath.Join(dir, "t", "{index}"), filepath.Join(dir, "t", "{index}", "logs"))
 			if innerFirst {
 				g.Mounts[0], g.Mounts[1] = g.Mounts[1], g.Mounts[0]
 			}
@@ -177,16 +154,7 @@ func TestOneVolumeBoundTwiceNestedIsBoundOuterFirstAndUnboundInnerFirst(t *testi
 				if how == "stop" {
 					_, err = h.e.StopGroup(h.ctx, "nest")
 				} else {
-					if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error {
-						sg, err := tx.Groups().Get("nest")
-						if err != nil {
-							return err
-						}
-						sg.State = store.GroupStopped
-						return tx.Groups().Put(&sg)
-					}); err != nil {
-						t.Fatal(err)
-					}
+					markGroupStopped(t, h, "nest")
 					_, err = h.e.ReleasePast(h.ctx)
 				}
 				if err != nil {
@@ -230,4 +198,28 @@ func TestFailedAllocRunReleasesItsNestedClaimsInnerFirst(t *testing.T) {
 			t.Errorf("app[0] still holds %q after its run failed", vol)
 		}
 	}
+}
+
+// markGroupStopped records group name stopped, as a `group stop` cut short leaves it, for the
+// claim GC to release its claims.
+func markGroupStopped(t *testing.T, h *hostpathEngine, name string) {
+	t.Helper()
+	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error {
+		sg, err := tx.Groups().Get(name)
+		if err != nil {
+			return err
+		}
+		sg.State = store.GroupStopped
+		return tx.Groups().Put(&sg)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listedName names a subtest by the order its nested volume_mounts are listed in.
+func listedName(innerFirst bool) string {
+	if innerFirst {
+		return "inner listed first"
+	}
+	return "outer listed first"
 }
