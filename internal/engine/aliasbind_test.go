@@ -306,3 +306,50 @@ func TestReconcilePlacesVolumeMountsWithOneReadOfTheMountTable(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReleaseLeavesABindAnotherClaimReachesThroughPropagation: claims an older volctl bound at
+// two paths to one directory joined by shared propagation share one bind (the second took the
+// first's, propagated to its path, for its own). The first's release unmounted it, and with it,
+// propagated, the second's, still held, whose alloc then wrote to the host's disk there. Now a
+// reconcile pass names the second as a conflict (it is on another claim's bind), the first's
+// release leaves the bind, and the second's release unbinds both paths. Real mounts, as root.
+func TestReleaseLeavesABindAnotherClaimReachesThroughPropagation(t *testing.T) {
+	h := newSharedVolumeEngine(t, spec.MultiNodeSingleWriter)
+	real, alias := aliasedDirs(t, "shared")
+	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("web", 1, false, real+"/x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.RunGroup(h.ctx, sharedDestGroup("reader", 1, true, filepath.Join(hostpathtest.MountDir(t), "elsewhere"))); err != nil {
+		t.Fatal(err)
+	}
+	// As an older volctl left it: reader[0] recorded at alias/x, where web[0]'s bind shows.
+	cl, err := viewOne(h.ctx, h.e.store, func(tx *store.Tx) (store.Claim, error) { return tx.Claims().Find("data", "reader[0]") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.unbind(h.ctx, &cl); err != nil {
+		t.Fatal(err)
+	}
+	cl.Binds[0].Destination = alias + "/x"
+	if err := h.e.store.Update(h.ctx, func(tx *store.Tx) error { return tx.Claims().Update(&cl) }); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := h.e.Reconcile(h.ctx)
+	if err == nil || len(rep.Problems) != 1 || rep.Problems[0].Alloc != "reader[0]" || !strings.Contains(rep.Problems[0].Message, `alloc "web[0]"`) {
+		t.Errorf("reconcile with reader[0] on web[0]'s bind: %+v, %v; want reader[0]'s conflict alone, naming web[0]", rep, err)
+	}
+	if _, err := h.e.StopGroup(h.ctx, "web"); err != nil {
+		t.Fatal(err)
+	}
+	if !hostpathtest.Mounted(t, alias+"/x") {
+		t.Fatalf("reader[0]'s volume_mount at %s/x is gone after web[0]'s release: it unmounted the bind reader[0] reaches through propagation", alias)
+	}
+	if _, err := h.e.StopGroup(h.ctx, "reader"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{real + "/x", alias + "/x"} {
+		if hostpathtest.Mounted(t, p) {
+			t.Errorf("%s is still mounted after both groups stopped", p)
+		}
+	}
+}
