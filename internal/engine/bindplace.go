@@ -280,13 +280,7 @@ func (e *Engine) joinedDestination(ctx context.Context, v *placeView, cl *store.
 		}
 		v.listed = true
 	}
-	elsewhere := false
-	for _, c := range v.claims {
-		for j, b := range c.Binds {
-			elsewhere = elsewhere || (filepath.Clean(b.Destination) != dest && counts(c, j))
-		}
-	}
-	if !elsewhere {
+	if !v.elsewhere(dest, counts) {
 		return nil, "", nil
 	}
 	mine, err := v.placeOf(dest, dst)
@@ -319,6 +313,19 @@ func (e *Engine) joinedDestination(ctx context.Context, v *placeView, cl *store.
 		}
 	}
 	return nil, "", nil
+}
+
+// elsewhere reports whether a listed claim that counts has a volume_mount at another path
+// than dest; the oldest are listed first, which olderBind counts.
+func (v *placeView) elsewhere(dest string, counts func(c store.Claim, i int) bool) bool {
+	for _, c := range v.claims {
+		for j, b := range c.Binds {
+			if counts(c, j) && filepath.Clean(b.Destination) != dest {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // joinedConflict is the refusal of cl's volume_mount at dest, whose directory other's
